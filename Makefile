@@ -1,0 +1,64 @@
+# Two commands matter: `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+
+.PHONY: run test lint format migrate bench clean
+
+# Finds the newest Python >= 3.12 that actually runs: $PYTHON if given, then python3.14/
+# 3.13/3.12 on PATH, then pyenv's versions folder (its shims only run with PYENV_VERSION).
+define FIND_PYTHON
+ok() { "$$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; }; \
+if [ -n "$$PYTHON" ]; then \
+  if ok "$$PYTHON"; then echo "$$PYTHON"; exit 0; fi; \
+  echo "PYTHON=$$PYTHON is not a working Python >= 3.12" >&2; exit 1; \
+fi; \
+for c in python3.14 python3.13 python3.12 python3; do \
+  p=$$(command -v $$c 2>/dev/null) && ok "$$p" && { echo "$$p"; exit 0; }; \
+done; \
+root=$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv"); \
+for p in $$(ls -d "$$root"/versions/3.*/bin/python3 2>/dev/null | sort -V -r); do \
+  ok "$$p" && { echo "$$p"; exit 0; }; \
+done; \
+echo "No Python >= 3.12 found. Install one (e.g. apt-get install python3.12, or pyenv install 3.13) or set PYTHON=/path/to/python3.12" >&2; exit 1
+endef
+export FIND_PYTHON
+
+$(PY):
+	@py=$$(bash -c "$$FIND_PYTHON") && echo "Using $$py ($$($$py --version))" && "$$py" -m venv $(VENV)
+	@$(PY) -m pip install --quiet --upgrade pip
+
+# Stamp files: re-running when pyproject.toml has not changed installs nothing.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+migrate: $(VENV)/.installed
+	$(PY) manage.py migrate --noinput
+
+run: migrate
+	$(PY) manage.py ensure_superuser
+	PORT=$(PORT) $(PY) manage.py serve
+
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: lint
+	$(PY) manage.py makemigrations --check --dry-run
+	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed-dev
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) var

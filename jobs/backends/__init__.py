@@ -1,0 +1,63 @@
+"""The backends a job can run on, and the small interface the console talks to.
+
+Each resource pool belongs to one backend. `settings.CONSOLE_BACKENDS` lists the enabled
+ones; the embedded local runner ("local") is enabled by default.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import import_module
+
+from django.conf import settings
+
+from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
+
+__all__ = [
+    "AcceleratorStock",
+    "Backend",
+    "BackendError",
+    "Pool",
+    "Volume",
+    "enabled_backends",
+    "get_backend",
+    "all_pools",
+    "find_pool",
+]
+
+# Backend name -> module defining `backend()`.
+BACKEND_MODULES = {
+    "local": "jobs.backends.local",
+    "aihc": "jobs.backends.aihc",
+}
+
+
+@cache
+def _load(name: str) -> Backend:
+    module = import_module(BACKEND_MODULES[name])
+    instance: Backend = module.backend()
+    return instance
+
+
+def get_backend(name: str) -> Backend:
+    if name not in BACKEND_MODULES:
+        raise BackendError(f"Unknown backend {name!r}")
+    return _load(name)
+
+
+def enabled_backends() -> list[Backend]:
+    return [get_backend(name) for name in settings.CONSOLE_BACKENDS if name in BACKEND_MODULES]
+
+
+def all_pools() -> list[Pool]:
+    pools: list[Pool] = []
+    for backend in enabled_backends():
+        pools.extend(backend.pools())
+    return pools
+
+
+def find_pool(pool_id: str) -> Pool | None:
+    for pool in all_pools():
+        if pool.id == pool_id:
+            return pool
+    return None

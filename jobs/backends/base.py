@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jobs.models import Job
+    from jobs.spec import JobSpec
+
+
+class BackendError(Exception):
+    """A backend could not do what was asked; `message` is safe to show the user."""
+
+    def __init__(self, message: str, *, code: str = "", request_id: str = ""):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.request_id = request_id
+
+
+@dataclass
+class AcceleratorStock:
+    type: str  # resource name, e.g. baidu.com/a800_80g_cgpu
+    total: int
+    idle: int
+
+
+@dataclass
+class Volume:
+    type: str  # hostpath, pfs, nas, ...
+    name: str
+    label: str = ""
+
+
+@dataclass
+class Pool:
+    id: str
+    name: str
+    backend: str
+    queues: list[str] = field(default_factory=lambda: ["default"])
+    accelerators: list[AcceleratorStock] = field(default_factory=list)
+    volumes: list[Volume] = field(default_factory=list)
+    storage_types: list[str] = field(default_factory=list)
+    # When the figures were read; remote pools may show a cached value and its age.
+    as_of: datetime | None = None
+    stale: bool = False
+    error: str = ""
+
+    def idle(self, accelerator_type: str) -> int:
+        return next((a.idle for a in self.accelerators if a.type == accelerator_type), 0)
+
+
+class Backend(ABC):
+    """What the console needs from a place that runs jobs."""
+
+    name: str
+
+    @abstractmethod
+    def pools(self) -> list[Pool]:
+        """Resource pools with queues, accelerator stock and storage volumes."""
+
+    def pool(self, pool_id: str) -> Pool | None:
+        return next((p for p in self.pools() if p.id == pool_id), None)
+
+    def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
+        """Refusals particular to this backend (field path -> messages)."""
+        return {}
+
+    @abstractmethod
+    def submit(self, job: Job) -> None: ...
+
+    @abstractmethod
+    def stop(self, job: Job) -> None: ...
+
+    @abstractmethod
+    def delete(self, job: Job) -> None: ...
+
+    @abstractmethod
+    def sync(self, job: Job) -> None:
+        """Brings the job's status, replicas and events up to date."""
+
+    @abstractmethod
+    def logs(
+        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+    ) -> list[str]: ...

@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from . import spec as spec_module
+
+
+class JobStatus(models.TextChoices):
+    PENDING_REVIEW = "pending_review", _("Pending review")
+    QUEUED = "queued", _("Queued")
+    SUBMITTING = "submitting", _("Submitting")
+    RUNNING = "running", _("Running")
+    SUCCEEDED = "succeeded", _("Succeeded")
+    FAILED = "failed", _("Failed")
+    STOPPING = "stopping", _("Stopping")
+    STOPPED = "stopped", _("Stopped")
+    TIMED_OUT = "timed_out", _("Timed out")
+    SUBMIT_FAILED = "submit_failed", _("Submit failed")
+    REJECTED = "rejected", _("Rejected")
+
+
+S = JobStatus
+# The job state machine. A job starts Pending review (when the review policy asks for it)
+# or Queued. Queued jobs are dispatched: the local runner goes straight to Running, remote
+# backends pass through Submitting (and may report Queued again while the cloud queues it).
+# Submit failed and Rejected are not final: the owner may fix and resubmit.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    S.PENDING_REVIEW: frozenset({S.QUEUED, S.REJECTED, S.STOPPED}),
+    S.QUEUED: frozenset({S.SUBMITTING, S.RUNNING, S.STOPPED, S.PENDING_REVIEW, S.FAILED}),
+    S.SUBMITTING: frozenset({S.QUEUED, S.RUNNING, S.SUBMIT_FAILED, S.STOPPING, S.FAILED}),
+    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.STOPPING, S.TIMED_OUT, S.QUEUED}),
+    S.STOPPING: frozenset({S.STOPPED, S.SUCCEEDED, S.FAILED, S.TIMED_OUT}),
+    S.SUBMIT_FAILED: frozenset({S.QUEUED, S.PENDING_REVIEW, S.STOPPED}),
+    S.REJECTED: frozenset({S.QUEUED, S.PENDING_REVIEW}),
+    S.SUCCEEDED: frozenset(),
+    S.FAILED: frozenset(),
+    S.STOPPED: frozenset(),
+    S.TIMED_OUT: frozenset(),
+}
+FINAL_STATUSES = frozenset(s for s, targets in TRANSITIONS.items() if not targets)
+# Statuses in which a job holds (or is about to hold) accelerators.
+ACTIVE_STATUSES = frozenset({S.SUBMITTING, S.RUNNING, S.STOPPING})
+
+
+class JobGroup(models.Model):
+    """A queue-group submission: `total` tasks of one spec, at most `concurrency` at once."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    name = models.CharField(max_length=50)
+    total = models.PositiveIntegerField(default=1)
+    concurrency = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.total} x, {self.concurrency} at once)"
+
+
+class Job(models.Model):
+    public_id = models.CharField(_("job ID"), max_length=64, unique=True, editable=False)
+    name = models.CharField(_("name"), max_length=50)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="jobs",
+        verbose_name=_("owner"),
+    )
+    # The canonical spec document (jobs.spec): the AIHC v1 body plus console extensions.
+    spec = models.JSONField(_("spec"))
+    framework = models.CharField(_("framework"), max_length=16, default=spec_module.PYTORCH)
+    status = models.CharField(
+        _("status"), max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED
+    )
+    status_reason = models.TextField(_("status reason"), blank=True)
+    backend = models.CharField(_("backend"), max_length=16, default="local")
+    external_id = models.CharField(_("external ID"), max_length=128, blank=True)
+    resource_pool = models.CharField(_("resource pool"), max_length=64)
+    queue = models.CharField(_("queue"), max_length=64, default="default")
+    priority = models.CharField(_("priority"), max_length=8, default="normal")
+    total_cards = models.PositiveIntegerField(_("cards"), default=0)
+    group = models.ForeignKey(
+        JobGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+    )
+    # Makes submission idempotent: a resent or double-clicked submit carries the same key.
+    submit_key = models.CharField(max_length=80, unique=True, null=True, blank=True, editable=False)
+    source_job = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="copies"
+    )
+    restarts = models.PositiveIntegerField(_("restarts"), default=0)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="job_owner_created"),
+            models.Index(fields=["status", "priority", "created_at"], name="job_status_sched"),
+            models.Index(fields=["resource_pool", "queue"], name="job_pool_queue"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.public_id})"
+
+    @staticmethod
+    def new_public_id(framework: str) -> str:
+        return f"{spec_module.JOB_ID_PREFIX.get(framework, 'job')}-{uuid.uuid4()}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    def job_spec(self) -> spec_module.JobSpec:
+        return spec_module.parse_document(self.spec)
+
+
+class EventType(models.TextChoices):
+    NORMAL = "Normal", _("Normal")
+    WARNING = "Warning", _("Warning")
+
+
+class JobEvent(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
+    created_at = models.DateTimeField(_("time"), auto_now_add=True)
+    type = models.CharField(
+        _("type"), max_length=8, choices=EventType.choices, default=EventType.NORMAL
+    )
+    reason = models.CharField(_("reason"), max_length=64)
+    message = models.TextField(_("message"), blank=True)
+
+    class Meta:
+        verbose_name = _("job event")
+        verbose_name_plural = _("job events")
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["job", "created_at"], name="jobevent_job_time")]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.reason}: {self.message[:60]}"
+
+
+class JobReplica(models.Model):
+    """One instance of one role (e.g. worker-1), as the backend reports or runs it."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="replicas")
+    role = models.CharField(_("role"), max_length=32)
+    index = models.PositiveIntegerField(_("index"))
+    status = models.CharField(_("status"), max_length=16, default="pending")
+    restarts = models.PositiveIntegerField(_("restarts"), default=0)
+    pid = models.IntegerField(null=True, blank=True)
+    exit_code = models.IntegerField(null=True, blank=True)
+    node = models.CharField(_("node"), max_length=128, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["job", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "role", "index"], name="jobreplica_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role}-{self.index}"
+
+
+class Draft(models.Model):
+    """A job being built in the wizard, saved per step so nothing typed is lost."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="drafts"
+    )
+    # Per step: the submitted form data, as typed (valid or not).
+    data = models.JSONField(default=dict)
+    completed_steps = models.JSONField(default=list)
+    source_job = models.ForeignKey(
+        Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        indexes = [models.Index(fields=["owner", "-updated_at"], name="draft_owner_updated")]
+
+    def __str__(self) -> str:
+        return str(self.id)

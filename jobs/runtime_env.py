@@ -1,0 +1,124 @@
+"""The environment each replica of a job receives, as the platforms inject it.
+
+One implementation for the review step's preview, the local runner and the admin, after
+AIHC's 通用环境变量列表 (see ../shared/reference/runtime-env.md):
+
+- every replica: AIHC_JOB_NAME, AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX (the generic
+  information custom frameworks get), AIHC_TENSORBOARD_LOG_PATH when Tensorboard is on,
+  NCCL_DEBUG=INFO and NCCL_IB_DISABLE=0 with RDMA (user envs may override these two),
+  PYTHONUNBUFFERED=1 so logs stream;
+- PyTorch: MASTER_ADDR, MASTER_PORT, RANK (master 0, workers 1..), WORLD_SIZE = number of
+  *nodes* (AIHC and PAI document it so, unlike Kubeflow's processes), NPROC_PER_NODE = cards
+  per instance (1 for CPU-only instances);
+- TensorFlow: TF_CONFIG exactly as Kubeflow's operator writes it: cluster keys sorted, no
+  spaces, field order cluster/task/environment, set only when the job is distributed;
+- MPI: OMPI_MCA_orte_default_hostfile pointing at a hostfile with one
+  "<host> slots=<cards>" line per worker, and K_MPI_JOB_ROLE launcher/worker.
+
+Addresses are the platform's by default (`<name>-<role>-<index>`, port 23456 / 2222); the
+local runner passes its own (127.0.0.1 with free ports).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .spec import MPI, PYTORCH, TENSORFLOW, JobSpec, mask
+
+DEFAULT_MASTER_PORT = 23456
+DEFAULT_TF_PORT = 2222
+MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"
+
+
+@dataclass(frozen=True)
+class ReplicaRef:
+    role: str
+    index: int
+    rank: int  # position over the whole job: master 0, then workers 1.., in role order
+
+    @property
+    def label(self) -> str:
+        return f"{self.role}-{self.index}"
+
+
+def replica_refs(spec: JobSpec) -> list[ReplicaRef]:
+    refs: list[ReplicaRef] = []
+    for role in spec.roles:
+        for index in range(role.replicas):
+            refs.append(ReplicaRef(role=role.name, index=index, rank=len(refs)))
+    return refs
+
+
+def platform_address(spec: JobSpec, role: str, index: int, port: int) -> str:
+    return f"{spec.name}-{role}-{index}:{port}"
+
+
+def tf_config(spec: JobSpec, ref: ReplicaRef, address: Callable[[str, int], str]) -> str:
+    cluster = {
+        role.name.lower(): [address(role.name, i) for i in range(role.replicas)]
+        for role in sorted(spec.roles, key=lambda r: r.name.lower())
+        if role.replicas > 0
+    }
+    value = {
+        "cluster": cluster,
+        "task": {"type": ref.role.lower(), "index": ref.index},
+        "environment": "cloud",
+    }
+    return json.dumps(value, separators=(",", ":"))
+
+
+def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str]) -> str:
+    lines = []
+    for role in spec.roles:
+        if role.name == "master":
+            continue
+        slots = max(role.accelerators, 1) if role.accelerator_type else 1
+        lines.extend(f"{host(role.name, i)} slots={slots}" for i in range(role.replicas))
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def replica_environment(
+    spec: JobSpec,
+    ref: ReplicaRef,
+    *,
+    job_id: str,
+    master_addr: str | None = None,
+    master_port: int = DEFAULT_MASTER_PORT,
+    tf_address: Callable[[str, int], str] | None = None,
+    hostfile_path: str = MPI_HOSTFILE_PATH,
+    visible_devices: str | None = None,
+    masked: bool = False,
+) -> dict[str, str]:
+    """The full environment of one replica: platform variables plus the user's envs."""
+    env: dict[str, str] = {"NCCL_DEBUG": "INFO", "PYTHONUNBUFFERED": "1"}
+    if spec.enable_rdma:
+        env["NCCL_IB_DISABLE"] = "0"
+    for user_env in spec.envs:
+        env[user_env.name] = mask(user_env.value) if masked and user_env.secret else user_env.value
+
+    env["AIHC_JOB_NAME"] = spec.name
+    env["AIHC_JOB_ID"] = job_id
+    env["AIHC_ROLE"] = ref.role
+    env["AIHC_ROLE_INDEX"] = str(ref.index)
+    if spec.tensorboard.enable:
+        env["AIHC_TENSORBOARD_LOG_PATH"] = spec.tensorboard.log_path
+    role = next(r for r in spec.roles if r.name == ref.role)
+
+    if spec.framework == PYTORCH:
+        env["MASTER_ADDR"] = master_addr or f"{spec.name}-master-0"
+        env["MASTER_PORT"] = str(master_port)
+        env["RANK"] = str(ref.rank)
+        env["WORLD_SIZE"] = str(spec.total_replicas)
+        env["NPROC_PER_NODE"] = str(role.accelerators if role.accelerator_type else 1)
+    elif spec.framework == TENSORFLOW:
+        if spec.total_replicas != 1:
+            address = tf_address or (lambda r, i: platform_address(spec, r, i, DEFAULT_TF_PORT))
+            env["TF_CONFIG"] = tf_config(spec, ref, address)
+    elif spec.framework == MPI:
+        env["OMPI_MCA_orte_default_hostfile"] = hostfile_path
+        env["K_MPI_JOB_ROLE"] = "launcher" if ref.role == "master" else "worker"
+    if visible_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices
+    return env

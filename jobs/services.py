@@ -1,0 +1,118 @@
+"""Business logic for jobs: keyword-only functions, named <entity>_<action>."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from . import spec as spec_module
+from .models import FINAL_STATUSES, TRANSITIONS, EventType, Job, JobEvent, JobGroup, JobStatus
+
+
+class TransitionError(Exception):
+    pass
+
+
+def job_event(*, job: Job, reason: str, message: str = "", warning: bool = False) -> JobEvent:
+    return JobEvent.objects.create(
+        job=job,
+        reason=reason,
+        message=message,
+        type=EventType.WARNING if warning else EventType.NORMAL,
+    )
+
+
+def job_transition(
+    *,
+    job: Job,
+    to: str,
+    reason: str,
+    message: str = "",
+    warning: bool = False,
+    **fields: Any,
+) -> bool:
+    """Moves `job` to status `to` if the state machine allows it from its current status.
+
+    The update is conditional on the status the caller saw, so two processes (web and
+    worker) racing on one job cannot both win; the loser gets False and a refreshed job.
+    Records an event, and stamps started/finished times.
+    """
+    current = job.status
+    if to not in TRANSITIONS[current]:
+        raise TransitionError(f"{job.public_id}: {current} -> {to} is not allowed")
+    now = timezone.now()
+    updates: dict[str, Any] = {"status": to, "status_reason": message, "updated_at": now, **fields}
+    if to == JobStatus.RUNNING and job.started_at is None:
+        updates["started_at"] = now
+    if to in FINAL_STATUSES:
+        updates["finished_at"] = now
+    with transaction.atomic():
+        changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
+        if changed:
+            job_event(job=job, reason=reason, message=message, warning=warning)
+    if not changed:
+        job.refresh_from_db()
+        return False
+    for name, value in updates.items():
+        setattr(job, name, value)
+    return True
+
+
+def jobs_submit(
+    *,
+    owner: Any,
+    spec: spec_module.JobSpec,
+    submit_key: str,
+    backend: str = "local",
+    source_job: Job | None = None,
+    initial_status: str = JobStatus.QUEUED,
+) -> list[Job]:
+    """Creates the job (or, for a queue group, its N tasks) from a validated spec.
+
+    Idempotent on `submit_key`: submitting the same draft twice returns the jobs the first
+    submit created instead of creating more.
+    """
+    spec_module.validated(spec)
+    existing = list(Job.objects.filter(submit_key__startswith=f"{submit_key}").order_by("id"))
+    if existing:
+        return existing
+    is_group = spec.submission.mode == spec_module.SUBMIT_QUEUE
+    count = spec.submission.total if is_group else 1
+    document = spec.to_document()
+    try:
+        with transaction.atomic():
+            group = None
+            if is_group:
+                group = JobGroup.objects.create(
+                    owner=owner,
+                    name=spec.name,
+                    total=spec.submission.total,
+                    concurrency=spec.submission.concurrency,
+                )
+            jobs = []
+            for n in range(count):
+                job = Job.objects.create(
+                    public_id=Job.new_public_id(spec.framework),
+                    name=spec.name,
+                    owner=owner,
+                    spec=document,
+                    framework=spec.framework,
+                    status=initial_status,
+                    backend=backend,
+                    resource_pool=spec.resource_pool_id,
+                    queue=spec.queue,
+                    priority=spec.priority,
+                    total_cards=spec.total_accelerators,
+                    group=group,
+                    submit_key=f"{submit_key}:{n}" if is_group else submit_key,
+                    source_job=source_job,
+                )
+                label = f" ({n + 1}/{count})" if is_group else ""
+                job_event(job=job, reason="Created", message=f"Job created{label}.")
+                jobs.append(job)
+    except IntegrityError:
+        # A concurrent submit with the same key won the race; return what it created.
+        return list(Job.objects.filter(submit_key__startswith=submit_key).order_by("id"))
+    return jobs

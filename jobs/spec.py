@@ -1,0 +1,1085 @@
+"""The canonical training-job spec: one definition used by the wizard, the API and every backend.
+
+Shape. The stored document is exactly the AIHC CreateJob v1 request body
+(`POST /api/v1/aijobs`), plus `resourcePoolId` (a query parameter in the API) and one
+`console` object holding what the two consoles offer beyond that API:
+
+    {
+      "name": "...", "queue": "default", "jobFramework": "PyTorchJob", "priority": "normal",
+      "jobSpec": {"command", "image", "imageConfig", "replicas", "resources", "envs",
+                  "enableRDMA", "hostNetwork"},
+      "faultTolerance", "faultToleranceConfig", "labels", "datasources", "enableBccl",
+      "tensorboardConfig", "alertConfig", "retentionPeriod",
+      "resourcePoolId": "local",
+      "console": {"entrypoint", "roles", "sharedMemoryGi", "cpuExclusive", "timeoutMinutes",
+                  "submission", "logPersistence", "alertChannels", "secretEnvs",
+                  "creationMode", "aiak"}
+    }
+
+How the superset maps onto the v1 body (decisions, since v1 has one replica group):
+- Roles are the truth. v1 `jobSpec.replicas` is the sum of every role's instances (PyTorch
+  master + N workers -> N+1), and v1 `jobSpec.resources` is the per-instance resource list
+  of the first role that asks for accelerators (else the first role). A v1 body without
+  `console.roles` reads back as master 1 + worker replicas-1 (PyTorch, MPI), worker x replicas
+  (TensorFlow) or one role "worker" (custom).
+- Entrypoint: v1 runs `jobSpec.command` with bash. When the entrypoint is a shell (bash, sh)
+  the command is that shell script; any other entrypoint is prefixed to it, shell-quoted.
+- Secret env values are sent (the job needs them) but never shown: `to_v1_body(masked=True)`
+  replaces them, and `console.secretEnvs` records which names are secret.
+- Shared memory, CPU exclusivity, timeout, queue groups, log persistence and alert channels
+  have no v1 field; they live in `console` and are honoured by the backends that can.
+- Optional API fields at their default (false, empty, null) are left out of the body, so a
+  request read and written back is the same document (seed 001 round-trips exactly).
+"""
+
+from __future__ import annotations
+
+import copy
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator, validate_email
+from django.utils.translation import gettext as _
+
+PYTORCH = "PyTorchJob"
+MPI = "MPIJob"
+TENSORFLOW = "TFJob"
+CUSTOM = "Custom"
+FRAMEWORKS = (PYTORCH, MPI, TENSORFLOW, CUSTOM)
+
+# The roles each framework offers, in display order.
+FRAMEWORK_ROLES: dict[str, tuple[str, ...]] = {
+    PYTORCH: ("master", "worker"),
+    MPI: ("master", "worker"),
+    TENSORFLOW: ("chief", "worker", "ps", "evaluator"),
+    CUSTOM: (),
+}
+# Public job ids follow the API's style: pytorchjob-<uuid4>, tfjob-..., mpijob-...
+JOB_ID_PREFIX = {PYTORCH: "pytorchjob", MPI: "mpijob", TENSORFLOW: "tfjob", CUSTOM: "customjob"}
+
+PRIORITIES = ("high", "normal", "low")
+DATASOURCE_TYPES = ("hostpath", "pfs", "pfsl1", "pfsl2", "nas", "bos", "cfs", "rapidfs", "dataset")
+ALERT_EVENTS = ("jobRunning", "jobFailed", "jobSucceed", "jobHang", "jobFT", "nodeFT")
+SUBMIT_STANDALONE = "standalone"
+SUBMIT_QUEUE = "queue"
+CREATION_CUSTOM = "custom"
+CREATION_AIAK = "aiak"
+AIAK_TRAINING_MODES = ("Post-Pretrain", "SFT")
+AIAK_TRAINING_METHODS = ("full", "lora")
+SHELLS = ("bash", "sh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/env bash")
+
+# Variables the platform sets in every replica; a user env of the same name would be
+# silently overwritten (or would break rendezvous), so it is refused instead.
+RESERVED_ENV_NAMES = frozenset(
+    {
+        "AIHC_JOB_NAME",
+        "AIHC_JOB_ID",
+        "AIHC_ROLE",
+        "AIHC_ROLE_INDEX",
+        "AIHC_TENSORBOARD_LOG_PATH",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "RANK",
+        "WORLD_SIZE",
+        "NPROC_PER_NODE",
+        "LOCAL_WORLD_SIZE",
+        "TF_CONFIG",
+        "CUDA_VISIBLE_DEVICES",
+        "OMPI_MCA_orte_default_hostfile",
+        "OMPI_MCA_orte_set_default_slots",
+        "OMPI_MCA_orte_keep_fqdn_hostnames",
+        "K_MPI_JOB_ROLE",
+    }
+)
+
+DEFAULT_SHARED_MEMORY_GI = 10
+DEFAULT_TIMEOUT_MINUTES = 30 * 24 * 60
+MAX_TIMEOUT_MINUTES = 365 * 24 * 60
+MAX_UNCONDITIONAL_RETRIES = 3
+MAX_REPLICAS = 1000
+MAX_ACCELERATORS_PER_REPLICA = 64
+MAX_CPU = 1024
+MAX_MEMORY_GB = 16384
+MAX_SHARED_MEMORY_GI = 1024
+MAX_GROUP_TASKS = 1000
+CPU_RESOURCE = "cpu"
+MEMORY_RESOURCE = "memory"
+
+NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,48}[a-z0-9])?$")
+ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?$")
+QUEUE_RE = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RETENTION_RE = re.compile(r"^([1-9][0-9]{0,5})([mhd])$")
+LABEL_KEY_RE = re.compile(
+    r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+# Docker reference grammar (distribution/reference), with a tag or digest required.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_RE = re.compile(
+    r"^(?:(?P<registry>(?:[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)"
+    r"(?:\.[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)*(?::[0-9]+)?)/)?"
+    rf"(?P<repository>{_COMPONENT}(?:/{_COMPONENT})*)"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
+)
+_MEMORY_RE = re.compile(
+    r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(gb|gi|gib|g|mb|mi|mib|m|tb|ti|tib|t)?\s*$", re.I
+)
+_MEMORY_UNIT_GB = {
+    None: Decimal(1),
+    "g": Decimal(1),
+    "gb": Decimal(1),
+    "gi": Decimal(1),
+    "gib": Decimal(1),
+    "t": Decimal(1024),
+    "tb": Decimal(1024),
+    "ti": Decimal(1024),
+    "tib": Decimal(1024),
+    "m": Decimal(1) / 1024,
+    "mb": Decimal(1) / 1024,
+    "mi": Decimal(1) / 1024,
+    "mib": Decimal(1) / 1024,
+}
+
+
+class SpecError(Exception):
+    """Invalid spec: `errors` maps a field path (e.g. "roles[1].replicas") to messages."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
+        self.errors = errors
+
+
+@dataclass
+class Role:
+    name: str
+    replicas: int = 1
+    accelerator_type: str = ""  # resource name, e.g. baidu.com/a800_80g_cgpu; "" = CPU only
+    accelerators: int = 0  # per instance
+    cpu: int | None = None  # cores per instance; None = unlimited
+    memory_gb: int | None = None  # per instance; None = unlimited
+
+    @property
+    def total_accelerators(self) -> int:
+        return self.replicas * self.accelerators if self.accelerator_type else 0
+
+
+@dataclass
+class Env:
+    name: str
+    value: str = ""
+    secret: bool = False
+
+
+@dataclass
+class Datasource:
+    type: str
+    name: str = ""
+    mount_path: str = ""
+    source_path: str | None = None
+    read_only: bool = False
+
+
+@dataclass
+class FaultToleranceConfig:
+    enabled_hang_detection: bool = False
+    hang_detection_timeout_minutes: int | None = None
+    fault_tolerance_limit: int | None = None
+    custom_fault_tolerance_pattern: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TensorboardConfig:
+    enable: bool = False
+    log_path: str = ""
+
+
+@dataclass
+class AlertConfig:
+    items: list[str] = field(default_factory=list)  # ALERT_EVENTS
+    emails: list[str] = field(default_factory=list)  # console channels
+    webhooks: list[str] = field(default_factory=list)  # SMS/WeChat/Feishu gateways too
+    # AIHC-side routing (Prometheus notify policy), passed through untouched.
+    instance_id: str = ""
+    notify_rule_id: str = ""
+    for_: str = ""
+
+
+@dataclass
+class Submission:
+    mode: str = SUBMIT_STANDALONE
+    total: int = 1  # tasks in the group (queue mode)
+    concurrency: int = 1  # at most this many of the group at once
+
+
+@dataclass
+class Aiak:
+    training_mode: str = ""
+    training_method: str = ""
+    template: str = ""
+
+
+@dataclass
+class ImageConfig:
+    username: str = ""
+    password: str = ""
+
+
+@dataclass
+class JobSpec:
+    name: str = ""
+    resource_pool_id: str = ""
+    queue: str = "default"
+    framework: str = PYTORCH
+    priority: str = "normal"
+    image: str = ""
+    image_config: ImageConfig | None = None
+    command: str = ""
+    entrypoint: str = "bash"
+    roles: list[Role] = field(default_factory=list)
+    envs: list[Env] = field(default_factory=list)
+    enable_rdma: bool = False
+    host_network: bool = False
+    fault_tolerance: bool = False
+    fault_tolerance_config: FaultToleranceConfig | None = None
+    labels: list[tuple[str, str]] = field(default_factory=list)
+    datasources: list[Datasource] = field(default_factory=list)
+    enable_bccl: bool = False
+    tensorboard: TensorboardConfig = field(default_factory=TensorboardConfig)
+    alert: AlertConfig = field(default_factory=AlertConfig)
+    retention_period: str = ""
+    shared_memory_gi: int = DEFAULT_SHARED_MEMORY_GI
+    cpu_exclusive: bool = False
+    timeout_minutes: int = DEFAULT_TIMEOUT_MINUTES
+    submission: Submission = field(default_factory=Submission)
+    log_persistence: bool = False
+    creation_mode: str = CREATION_CUSTOM
+    aiak: Aiak | None = None
+
+    # -- derived values ------------------------------------------------------------
+
+    @property
+    def total_replicas(self) -> int:
+        return sum(role.replicas for role in self.roles)
+
+    def accelerators_by_type(self) -> dict[str, int]:
+        """Cards the job holds, per accelerator type: sum of instances x cards."""
+        totals: dict[str, int] = {}
+        for role in self.roles:
+            if role.accelerator_type and role.accelerators and role.replicas:
+                totals[role.accelerator_type] = (
+                    totals.get(role.accelerator_type, 0) + role.total_accelerators
+                )
+        return totals
+
+    @property
+    def total_accelerators(self) -> int:
+        return sum(self.accelerators_by_type().values())
+
+    def primary_role(self) -> Role | None:
+        for role in self.roles:
+            if role.accelerator_type and role.accelerators:
+                return role
+        return self.roles[0] if self.roles else None
+
+    def entrypoint_is_shell(self) -> bool:
+        return self.entrypoint.strip() in SHELLS
+
+    def v1_command(self) -> str:
+        if self.entrypoint_is_shell() or not self.entrypoint.strip():
+            return self.command
+        prefix = shlex.join(shlex.split(self.entrypoint))
+        return f"{prefix} {self.command}".rstrip()
+
+    def secret_values(self) -> list[str]:
+        values = [env.value for env in self.envs if env.secret and env.value]
+        if self.image_config and self.image_config.password:
+            values.append(self.image_config.password)
+        return values
+
+    # -- serialisation -------------------------------------------------------------
+
+    def to_v1_body(self, *, masked: bool = False) -> dict[str, Any]:
+        """The exact AIHC CreateJob v1 request body (resourcePoolId goes in the query)."""
+        primary = self.primary_role()
+        job_spec: dict[str, Any] = {"command": self.v1_command(), "image": self.image}
+        if self.image_config is not None:
+            job_spec["imageConfig"] = {
+                "username": self.image_config.username,
+                "password": mask(self.image_config.password)
+                if masked
+                else self.image_config.password,
+            }
+        job_spec["replicas"] = self.total_replicas
+        job_spec["resources"] = _role_resources(primary) if primary else []
+        if self.envs:
+            job_spec["envs"] = [
+                {"name": env.name, "value": mask(env.value) if masked and env.secret else env.value}
+                for env in self.envs
+            ]
+        if self.enable_rdma:
+            job_spec["enableRDMA"] = True
+        if self.host_network:
+            job_spec["hostNetwork"] = True
+
+        body: dict[str, Any] = {
+            "name": self.name,
+            "queue": self.queue,
+            "jobFramework": self.framework,
+            "priority": self.priority,
+            "jobSpec": job_spec,
+        }
+        if self.fault_tolerance:
+            body["faultTolerance"] = True
+        ftc = self.fault_tolerance_config
+        if ftc is not None:
+            ftc_body: dict[str, Any] = {"enabledHangDetection": ftc.enabled_hang_detection}
+            if ftc.hang_detection_timeout_minutes is not None:
+                ftc_body["hangDetectionTimeoutMinutes"] = ftc.hang_detection_timeout_minutes
+            if ftc.fault_tolerance_limit is not None:
+                ftc_body["faultToleranceLimit"] = ftc.fault_tolerance_limit
+            if ftc.custom_fault_tolerance_pattern:
+                ftc_body["customFaultTolerancePattern"] = list(ftc.custom_fault_tolerance_pattern)
+            body["faultToleranceConfig"] = ftc_body
+        if self.labels:
+            body["labels"] = [{"key": k, "value": v} for k, v in self.labels]
+        if self.datasources:
+            body["datasources"] = [_datasource_body(ds) for ds in self.datasources]
+        if self.enable_bccl:
+            body["enableBccl"] = True
+        if self.tensorboard.enable:
+            body["tensorboardConfig"] = {"enable": True, "logPath": self.tensorboard.log_path}
+        if self.alert.items:
+            alert: dict[str, Any] = {"alertItems": list(self.alert.items)}
+            if self.alert.instance_id:
+                alert["instanceId"] = self.alert.instance_id
+            if self.alert.notify_rule_id:
+                alert["notifyRuleId"] = self.alert.notify_rule_id
+            if self.alert.for_:
+                alert["for"] = self.alert.for_
+            body["alertConfig"] = alert
+        if self.retention_period:
+            body["retentionPeriod"] = self.retention_period
+        return body
+
+    def to_document(self, *, masked: bool = False) -> dict[str, Any]:
+        """The stored form: the v1 body, the pool, and the console's extensions."""
+        doc = self.to_v1_body(masked=masked)
+        doc["resourcePoolId"] = self.resource_pool_id
+        doc["console"] = {
+            "entrypoint": self.entrypoint,
+            "command": self.command,
+            "roles": [
+                {"name": r.name, "replicas": r.replicas, "resources": _role_resources(r)}
+                for r in self.roles
+            ],
+            "sharedMemoryGi": self.shared_memory_gi,
+            "cpuExclusive": self.cpu_exclusive,
+            "timeoutMinutes": self.timeout_minutes,
+            "submission": {
+                "mode": self.submission.mode,
+                "total": self.submission.total,
+                "concurrency": self.submission.concurrency,
+            },
+            "logPersistence": self.log_persistence,
+            "alertChannels": {
+                "emails": list(self.alert.emails),
+                "webhooks": list(self.alert.webhooks),
+            },
+            "secretEnvs": [env.name for env in self.envs if env.secret],
+            "creationMode": self.creation_mode,
+            "aiak": (
+                {
+                    "trainingMode": self.aiak.training_mode,
+                    "trainingMethod": self.aiak.training_method,
+                    "template": self.aiak.template,
+                }
+                if self.aiak
+                else None
+            ),
+        }
+        return doc
+
+    def copy(self) -> JobSpec:
+        return copy.deepcopy(self)
+
+
+def mask(value: str) -> str:
+    return "******" if value else ""
+
+
+def _role_resources(role: Role) -> list[dict[str, Any]]:
+    resources: list[dict[str, Any]] = []
+    if role.accelerator_type and role.accelerators:
+        resources.append({"name": role.accelerator_type, "quantity": role.accelerators})
+    if role.cpu is not None:
+        resources.append({"name": CPU_RESOURCE, "quantity": role.cpu})
+    if role.memory_gb is not None:
+        resources.append({"name": MEMORY_RESOURCE, "quantity": role.memory_gb})
+    return resources
+
+
+def _datasource_body(ds: Datasource) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": ds.type, "name": ds.name}
+    if ds.source_path is not None:
+        body["sourcePath"] = ds.source_path
+    body["mountPath"] = ds.mount_path
+    if ds.read_only:
+        body["options"] = {"readOnly": True}
+    return body
+
+
+# -- parsing -------------------------------------------------------------------------
+
+
+class _Reader:
+    """Reads a loosely typed JSON document, collecting field-addressed errors."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, list[str]] = {}
+
+    def error(self, path: str, message: str) -> None:
+        self.errors.setdefault(path, []).append(message)
+
+    def obj(self, value: Any, path: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.error(path, _("Must be an object."))
+            return {}
+        return value
+
+    def list(self, value: Any, path: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.error(path, _("Must be a list."))
+            return []
+        return value
+
+    def str(self, value: Any, path: str, default: str = "") -> str:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            self.error(path, _("Must be text."))
+            return default
+        return str(value)
+
+    def bool(self, value: Any, path: str, default: bool = False) -> bool:
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        self.error(path, _("Must be true or false."))
+        return default
+
+    def int(self, value: Any, path: str, default: int | None = None) -> int | None:
+        """An integer, also from a numeric string ("8") or an integral float (8.0)."""
+        if value is None or value == "":
+            return default
+        if isinstance(value, bool):
+            self.error(path, _("Must be a whole number."))
+            return default
+        try:
+            number = Decimal(str(value).strip())
+        except InvalidOperation:
+            self.error(path, _("Must be a whole number."))
+            return default
+        if not number.is_finite() or number != number.to_integral_value():
+            self.error(path, _("Must be a whole number."))
+            return default
+        return int(number)
+
+    def memory_gb(self, value: Any, path: str) -> int | None:
+        """Memory in GB from 64, "64", "64GB", "64Gi", "65536Mi" or "1T"."""
+        if value is None or value == "":
+            return None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return self.int(value, path)
+        match = _MEMORY_RE.match(str(value)) if isinstance(value, str) else None
+        if not match:
+            self.error(path, _('Memory must be a number of GB, like 64 or "64GB".'))
+            return None
+        amount = Decimal(match.group(1)) * _MEMORY_UNIT_GB[(match.group(2) or "").lower() or None]
+        if amount != amount.to_integral_value():
+            self.error(path, _("Memory must be a whole number of GB."))
+            return None
+        return int(amount)
+
+
+def _read_resources(
+    reader: _Reader, items: list[Any], path: str, role_name: str, replicas: int
+) -> Role:
+    role = Role(name=role_name, replicas=replicas)
+    for i, item in enumerate(items):
+        item_path = f"{path}[{i}]"
+        res = reader.obj(item, item_path)
+        name = reader.str(res.get("name"), f"{item_path}.name").strip()
+        if name == CPU_RESOURCE:
+            role.cpu = reader.int(res.get("quantity"), f"{item_path}.quantity")
+        elif name == MEMORY_RESOURCE:
+            role.memory_gb = reader.memory_gb(res.get("quantity"), f"{item_path}.quantity")
+        elif name in ("sharedMemory", "rdma/hca"):
+            continue  # expressed by sharedMemoryGi / enableRDMA
+        elif name:
+            if role.accelerator_type and role.accelerator_type != name:
+                reader.error(item_path, _("Only one accelerator type per role."))
+            role.accelerator_type = name
+            role.accelerators = reader.int(res.get("quantity"), f"{item_path}.quantity", 0) or 0
+        else:
+            reader.error(f"{item_path}.name", _("Resource name is required."))
+    return role
+
+
+def _roles_from_v1(framework: str, replicas: int, template: Role) -> list[Role]:
+    def clone(name: str, count: int) -> Role:
+        return Role(
+            name=name,
+            replicas=count,
+            accelerator_type=template.accelerator_type,
+            accelerators=template.accelerators,
+            cpu=template.cpu,
+            memory_gb=template.memory_gb,
+        )
+
+    if framework in (PYTORCH, MPI):
+        return [clone("master", 1), clone("worker", max(replicas - 1, 0))]
+    return [clone("worker", replicas)]
+
+
+def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
+    """Reads a v1 request body or a stored document into a JobSpec.
+
+    Tolerates what real clients send: `quantity` as a number or numeric string, memory as
+    "64GB", `datasource`/`dataSources` for `datasources`, nulls for optional objects.
+    Raises SpecError for values of the wrong type; call `validate()` for the rules.
+    """
+    if not isinstance(doc, Mapping):
+        raise SpecError({"": [_("The request body must be a JSON object.")]})
+    r = _Reader()
+    top = doc
+    console = r.obj(top.get("console"), "console")
+    job_spec = r.obj(top.get("jobSpec"), "jobSpec")
+
+    spec = JobSpec()
+    spec.name = r.str(top.get("name"), "name").strip()
+    pool = top.get("resourcePoolId") if resource_pool_id is None else resource_pool_id
+    spec.resource_pool_id = r.str(pool, "resourcePoolId").strip()
+    spec.queue = r.str(top.get("queue"), "queue").strip() or "default"
+    spec.framework = r.str(top.get("jobFramework"), "jobFramework").strip() or PYTORCH
+    spec.priority = r.str(top.get("priority"), "priority").strip() or "normal"
+
+    spec.image = r.str(job_spec.get("image"), "jobSpec.image").strip()
+    if job_spec.get("imageConfig") is not None:
+        ic = r.obj(job_spec.get("imageConfig"), "jobSpec.imageConfig")
+        spec.image_config = ImageConfig(
+            username=r.str(ic.get("username"), "jobSpec.imageConfig.username"),
+            password=r.str(ic.get("password"), "jobSpec.imageConfig.password"),
+        )
+    spec.entrypoint = (
+        r.str(console.get("entrypoint"), "console.entrypoint", "bash").strip() or "bash"
+    )
+    if "command" in console:
+        spec.command = r.str(console.get("command"), "console.command")
+    else:
+        spec.command = r.str(job_spec.get("command"), "jobSpec.command")
+
+    if "roles" in console:
+        for i, item in enumerate(r.list(console.get("roles"), "console.roles")):
+            path = f"roles[{i}]"
+            role_doc = r.obj(item, path)
+            role = _read_resources(
+                r,
+                r.list(role_doc.get("resources"), f"{path}.resources"),
+                f"{path}.resources",
+                r.str(role_doc.get("name"), f"{path}.name").strip(),
+                r.int(role_doc.get("replicas"), f"{path}.replicas", 0) or 0,
+            )
+            spec.roles.append(role)
+    else:
+        replicas = r.int(job_spec.get("replicas"), "jobSpec.replicas", 1)
+        template = _read_resources(
+            r, r.list(job_spec.get("resources"), "jobSpec.resources"), "jobSpec.resources", "", 0
+        )
+        spec.roles = _roles_from_v1(spec.framework, replicas or 0, template)
+
+    secret_names = {
+        r.str(n, "console.secretEnvs")
+        for n in r.list(console.get("secretEnvs"), "console.secretEnvs")
+    }
+    for i, item in enumerate(r.list(job_spec.get("envs"), "jobSpec.envs")):
+        env = r.obj(item, f"envs[{i}]")
+        name = r.str(env.get("name"), f"envs[{i}].name").strip()
+        spec.envs.append(
+            Env(
+                name=name,
+                value=r.str(env.get("value"), f"envs[{i}].value"),
+                secret=name in secret_names,
+            )
+        )
+    spec.enable_rdma = r.bool(job_spec.get("enableRDMA"), "jobSpec.enableRDMA")
+    spec.host_network = r.bool(job_spec.get("hostNetwork"), "jobSpec.hostNetwork")
+
+    spec.fault_tolerance = r.bool(top.get("faultTolerance"), "faultTolerance")
+    if top.get("faultToleranceConfig") is not None:
+        ftc = r.obj(top.get("faultToleranceConfig"), "faultToleranceConfig")
+        p = "faultToleranceConfig"
+        spec.fault_tolerance_config = FaultToleranceConfig(
+            enabled_hang_detection=r.bool(
+                ftc.get("enabledHangDetection"), f"{p}.enabledHangDetection"
+            ),
+            hang_detection_timeout_minutes=r.int(
+                ftc.get("hangDetectionTimeoutMinutes"), f"{p}.hangDetectionTimeoutMinutes"
+            ),
+            fault_tolerance_limit=r.int(ftc.get("faultToleranceLimit"), f"{p}.faultToleranceLimit"),
+            custom_fault_tolerance_pattern=[
+                r.str(x, f"{p}.customFaultTolerancePattern")
+                for x in r.list(
+                    ftc.get("customFaultTolerancePattern"), f"{p}.customFaultTolerancePattern"
+                )
+            ],
+        )
+
+    labels = top.get("labels")
+    if isinstance(labels, Mapping):  # {"key": "value"}, as the console's own API sends
+        spec.labels = [(str(k), r.str(v, f"labels.{k}")) for k, v in labels.items()]
+    else:
+        for i, item in enumerate(r.list(labels, "labels")):
+            label = r.obj(item, f"labels[{i}]")
+            spec.labels.append(
+                (
+                    r.str(label.get("key"), f"labels[{i}].key"),
+                    r.str(label.get("value"), f"labels[{i}].value"),
+                )
+            )
+
+    sources = None
+    for key in ("datasources", "dataSources", "datasource"):
+        if top.get(key) is not None:
+            sources = top.get(key)
+            break
+    for i, item in enumerate(r.list(sources, "datasources")):
+        path = f"datasources[{i}]"
+        ds = r.obj(item, path)
+        options = r.obj(ds.get("options"), f"{path}.options")
+        source_path = ds.get("sourcePath")
+        spec.datasources.append(
+            Datasource(
+                type=r.str(ds.get("type"), f"{path}.type").strip().lower(),
+                name=r.str(ds.get("name"), f"{path}.name").strip(),
+                mount_path=r.str(ds.get("mountPath"), f"{path}.mountPath").strip(),
+                source_path=None
+                if source_path is None
+                else r.str(source_path, f"{path}.sourcePath").strip(),
+                read_only=r.bool(options.get("readOnly"), f"{path}.options.readOnly"),
+            )
+        )
+    spec.enable_bccl = r.bool(top.get("enableBccl"), "enableBccl")
+
+    tb = r.obj(top.get("tensorboardConfig"), "tensorboardConfig")
+    spec.tensorboard = TensorboardConfig(
+        enable=r.bool(tb.get("enable"), "tensorboardConfig.enable"),
+        log_path=r.str(tb.get("logPath"), "tensorboardConfig.logPath").strip(),
+    )
+    alert = r.obj(top.get("alertConfig"), "alertConfig")
+    channels = r.obj(console.get("alertChannels"), "console.alertChannels")
+    spec.alert = AlertConfig(
+        items=[
+            r.str(x, "alertConfig.alertItems")
+            for x in r.list(alert.get("alertItems"), "alertConfig.alertItems")
+        ],
+        emails=[
+            r.str(x, "alert.emails").strip() for x in r.list(channels.get("emails"), "alert.emails")
+        ],
+        webhooks=[
+            r.str(x, "alert.webhooks").strip()
+            for x in r.list(channels.get("webhooks"), "alert.webhooks")
+        ],
+        instance_id=r.str(alert.get("instanceId"), "alertConfig.instanceId"),
+        notify_rule_id=r.str(alert.get("notifyRuleId"), "alertConfig.notifyRuleId"),
+        for_=r.str(alert.get("for"), "alertConfig.for"),
+    )
+    spec.retention_period = r.str(top.get("retentionPeriod"), "retentionPeriod").strip()
+
+    shm = console.get("sharedMemoryGi")
+    spec.shared_memory_gi = r.int(shm, "sharedMemoryGi", DEFAULT_SHARED_MEMORY_GI) or 0
+    spec.cpu_exclusive = r.bool(console.get("cpuExclusive"), "cpuExclusive")
+    spec.timeout_minutes = (
+        r.int(console.get("timeoutMinutes"), "timeoutMinutes", DEFAULT_TIMEOUT_MINUTES) or 0
+    )
+    sub = r.obj(console.get("submission"), "submission")
+    spec.submission = Submission(
+        mode=r.str(sub.get("mode"), "submission.mode", SUBMIT_STANDALONE) or SUBMIT_STANDALONE,
+        total=r.int(sub.get("total"), "submission.total", 1) or 0,
+        concurrency=r.int(sub.get("concurrency"), "submission.concurrency", 1) or 0,
+    )
+    spec.log_persistence = r.bool(console.get("logPersistence"), "logPersistence")
+    spec.creation_mode = (
+        r.str(console.get("creationMode"), "creationMode", CREATION_CUSTOM) or CREATION_CUSTOM
+    )
+    if console.get("aiak") is not None:
+        aiak = r.obj(console.get("aiak"), "aiak")
+        spec.aiak = Aiak(
+            training_mode=r.str(aiak.get("trainingMode"), "aiak.trainingMode"),
+            training_method=r.str(aiak.get("trainingMethod"), "aiak.trainingMethod"),
+            template=r.str(aiak.get("template"), "aiak.template"),
+        )
+    if r.errors:
+        raise SpecError(r.errors)
+    return spec
+
+
+# -- rules ---------------------------------------------------------------------------
+
+
+def validate(spec: JobSpec) -> dict[str, list[str]]:
+    """Every rule of a job spec; returns field path -> messages (empty when valid)."""
+    errors: dict[str, list[str]] = {}
+
+    def err(path: str, message: str) -> None:
+        errors.setdefault(path, []).append(message)
+
+    if not spec.name:
+        err("name", _("Enter a job name."))
+    elif not NAME_RE.match(spec.name):
+        err(
+            "name",
+            _(
+                "Job names use lowercase letters, digits and '-', start with a lowercase letter, "
+                "end with a letter or digit, and are 1-50 characters long."
+            ),
+        )
+    if not spec.resource_pool_id:
+        err("resourcePoolId", _("Choose a resource pool."))
+    if not QUEUE_RE.match(spec.queue):
+        err("queue", _("Queue names use letters, digits, '-', '_' and '.', up to 64 characters."))
+    if spec.priority not in PRIORITIES:
+        err("priority", _("Priority must be high, normal or low."))
+    framework_ok = spec.framework in FRAMEWORKS
+    if not framework_ok:
+        err("jobFramework", _("Framework must be PyTorchJob, MPIJob, TFJob or Custom."))
+
+    _validate_image(spec, err)
+    _validate_command(spec, err)
+    if framework_ok:
+        _validate_roles(spec, err)
+    _validate_envs(spec, err)
+    _validate_datasources(spec, err)
+    _validate_fault_tolerance(spec, err)
+    _validate_bccl(spec, err)
+    _validate_advanced(spec, err)
+    return errors
+
+
+def validated(spec: JobSpec) -> JobSpec:
+    errors = validate(spec)
+    if errors:
+        raise SpecError(errors)
+    return spec
+
+
+def _validate_image(spec: JobSpec, err: Any) -> None:
+    if not spec.image:
+        err("jobSpec.image", _("Enter an image address."))
+        return
+    match = IMAGE_RE.match(spec.image)
+    if not match or len(spec.image) > 512:
+        err(
+            "jobSpec.image",
+            _(
+                "Image must look like registry/repository:tag or registry/repository@sha256:<digest>."
+            ),
+        )
+    elif not match.group("tag") and not match.group("digest"):
+        err("jobSpec.image", _("Image must include a tag (e.g. :v1) or a digest (@sha256:...)."))
+    if spec.image_config is not None and (
+        not spec.image_config.username or not spec.image_config.password
+    ):
+        err("jobSpec.imageConfig", _("A private registry needs both a username and a password."))
+
+
+def _validate_command(spec: JobSpec, err: Any) -> None:
+    try:
+        tokens = shlex.split(spec.entrypoint)
+    except ValueError:
+        tokens = []
+        err("console.entrypoint", _("The entrypoint has an unclosed quote."))
+    else:
+        if not tokens:
+            err("console.entrypoint", _("Enter an entrypoint, e.g. bash."))
+    if spec.entrypoint_is_shell() and not spec.command.strip():
+        err("jobSpec.command", _("Enter the command to run."))
+    if len(spec.command) > 256 * 1024:
+        err("jobSpec.command", _("The command is longer than 256 KB."))
+    if "\x00" in spec.command:
+        err("jobSpec.command", _("The command contains a NUL character."))
+
+
+def _validate_roles(spec: JobSpec, err: Any) -> None:
+    allowed = FRAMEWORK_ROLES[spec.framework]
+    if not spec.roles:
+        err("roles", _("Add at least one role."))
+        return
+    seen: set[str] = set()
+    by_name: dict[str, Role] = {}
+    for i, role in enumerate(spec.roles):
+        path = f"roles[{i}]"
+        if allowed and role.name not in allowed:
+            err(
+                f"{path}.name",
+                _("%(framework)s has no role named “%(role)s”.")
+                % {"framework": spec.framework, "role": role.name},
+            )
+        elif not allowed and not ROLE_NAME_RE.match(role.name):
+            err(
+                f"{path}.name",
+                _(
+                    "Role names use lowercase letters, digits and '-', start with a letter, up to 32 characters."
+                ),
+            )
+        if role.name in seen:
+            err(f"{path}.name", _("Role “%(role)s” appears twice.") % {"role": role.name})
+        seen.add(role.name)
+        by_name[role.name] = role
+        min_replicas = 0 if allowed else 1
+        if role.replicas < min_replicas or role.replicas > MAX_REPLICAS:
+            err(
+                f"{path}.replicas",
+                _("Instances must be between %(min)d and %(max)d.")
+                % {"min": min_replicas, "max": MAX_REPLICAS},
+            )
+        if role.accelerator_type and not 1 <= role.accelerators <= MAX_ACCELERATORS_PER_REPLICA:
+            err(
+                f"{path}.accelerators",
+                _("Cards per instance must be between 1 and %(max)d.")
+                % {"max": MAX_ACCELERATORS_PER_REPLICA},
+            )
+        if role.accelerators and not role.accelerator_type:
+            err(f"{path}.acceleratorType", _("Choose a card type."))
+        if role.cpu is not None and not 1 <= role.cpu <= MAX_CPU:
+            err(f"{path}.cpu", _("CPU cores must be between 1 and %(max)d.") % {"max": MAX_CPU})
+        if role.memory_gb is not None and not 1 <= role.memory_gb <= MAX_MEMORY_GB:
+            err(
+                f"{path}.memory",
+                _("Memory must be between 1 and %(max)d GB.") % {"max": MAX_MEMORY_GB},
+            )
+
+    def index(name: str) -> int:
+        return next(i for i, r in enumerate(spec.roles) if r.name == name)
+
+    if spec.framework in (PYTORCH, MPI):
+        master = by_name.get("master")
+        if master is None or master.replicas != 1:
+            path = f"roles[{index('master')}].replicas" if master else "roles"
+            err(path, _("%(framework)s needs exactly 1 master.") % {"framework": spec.framework})
+        worker = by_name.get("worker")
+        if master and worker and worker.replicas > 0:
+            both_gpu = bool(master.accelerator_type) and bool(worker.accelerator_type)
+            must_match = spec.framework == PYTORCH or both_gpu
+            if must_match and (
+                master.accelerator_type != worker.accelerator_type
+                or master.accelerators != worker.accelerators
+            ):
+                err(
+                    f"roles[{index('worker')}].acceleratorType",
+                    _("Master and worker must use the same card type and cards per instance."),
+                )
+    elif spec.framework == TENSORFLOW:
+        chief = by_name.get("chief")
+        if chief and chief.replicas > 1:
+            err(f"roles[{index('chief')}].replicas", _("TensorFlow allows at most 1 chief."))
+        if not any(
+            by_name.get(n) and by_name[n].replicas > 0 for n in ("worker", "chief", "evaluator")
+        ):
+            err("roles", _("TensorFlow needs at least one worker, chief or evaluator instance."))
+    if spec.total_replicas < 1:
+        err("roles", _("The job needs at least one instance."))
+
+
+def _validate_envs(spec: JobSpec, err: Any) -> None:
+    seen: set[str] = set()
+    for i, env in enumerate(spec.envs):
+        path = f"envs[{i}].name"
+        if not ENV_NAME_RE.match(env.name):
+            err(
+                path, _("Variable names use letters, digits and '_' and do not start with a digit.")
+            )
+        elif env.name in RESERVED_ENV_NAMES:
+            err(
+                path,
+                _("%(name)s is set by the platform and cannot be overridden.") % {"name": env.name},
+            )
+        elif env.name in seen:
+            err(path, _("%(name)s is defined twice.") % {"name": env.name})
+        seen.add(env.name)
+        if len(env.value) > 32 * 1024 or "\x00" in env.value:
+            err(f"envs[{i}].value", _("Values are at most 32 KB of text."))
+
+
+def normalised_mount_path(path: str) -> str | None:
+    """The path if it is absolute, normalised and free of '..'; None otherwise."""
+    if not path.startswith("/") or "\x00" in path or ".." in path.split("/"):
+        return None
+    return path if posixpath.normpath(path) == path or path == "/" else None
+
+
+def _validate_datasources(spec: JobSpec, err: Any) -> None:
+    seen: set[str] = set()
+    for i, ds in enumerate(spec.datasources):
+        path = f"datasources[{i}]"
+        if ds.type not in DATASOURCE_TYPES:
+            err(f"{path}.type", _("Unknown storage type “%(type)s”.") % {"type": ds.type})
+        if not ds.name and ds.type != "bos":
+            err(f"{path}.name", _("Choose a file system or volume."))
+        if not ds.mount_path:
+            err(f"{path}.mountPath", _("Enter the mount path in the container, e.g. /workspace."))
+        elif normalised_mount_path(ds.mount_path) is None:
+            err(
+                f"{path}.mountPath",
+                _(
+                    "The mount path must be absolute and normalised, without '..' or a trailing '/'."
+                ),
+            )
+        elif ds.mount_path == "/" or ds.mount_path.split("/")[1] in ("proc", "sys", "dev"):
+            err(
+                f"{path}.mountPath",
+                _("%(path)s is a system path and cannot be a mount point.")
+                % {"path": ds.mount_path},
+            )
+        elif ds.mount_path in seen:
+            err(
+                f"{path}.mountPath",
+                _("Two mounts use the same path %(path)s.") % {"path": ds.mount_path},
+            )
+        seen.add(ds.mount_path)
+        if ds.source_path and (
+            ".." in ds.source_path.split("/") or "\x00" in ds.source_path or "//" in ds.source_path
+        ):
+            err(
+                f"{path}.sourcePath",
+                _("The source path is relative to the volume and may not contain '..'."),
+            )
+
+
+def _validate_fault_tolerance(spec: JobSpec, err: Any) -> None:
+    ftc = spec.fault_tolerance_config
+    if ftc is None:
+        return
+    p = "faultToleranceConfig"
+    threshold = ftc.hang_detection_timeout_minutes
+    if (ftc.enabled_hang_detection and threshold is None) or (
+        threshold is not None and not 0 < threshold <= MAX_TIMEOUT_MINUTES
+    ):
+        err(
+            f"{p}.hangDetectionTimeoutMinutes",
+            _("The hang threshold must be a number of minutes above 0."),
+        )
+    if (
+        ftc.fault_tolerance_limit is not None
+        and not 0 <= ftc.fault_tolerance_limit <= MAX_UNCONDITIONAL_RETRIES
+    ):
+        err(
+            f"{p}.faultToleranceLimit",
+            _("Unconditional retries must be between 0 and %(max)d.")
+            % {"max": MAX_UNCONDITIONAL_RETRIES},
+        )
+    for pattern in ftc.custom_fault_tolerance_pattern:
+        if not pattern.strip() or len(pattern) > 256:
+            err(f"{p}.customFaultTolerancePattern", _("Log keywords are 1-256 characters each."))
+            break
+
+
+def bccl_conditions(spec: JobSpec) -> dict[str, bool]:
+    """The four preconditions of BCCL auto-injection, each met or not."""
+    gpu_roles = [r for r in spec.roles if r.accelerator_type and r.replicas]
+    card = (gpu_roles[0].accelerator_type if gpu_roles else "").lower()
+    return {
+        "instances": spec.total_replicas >= 2,
+        "whole_node": bool(gpu_roles) and all(r.accelerators == 8 for r in gpu_roles),
+        "rdma": spec.enable_rdma,
+        "card_type": "a800" in card or "hpas" in card,
+    }
+
+
+def _validate_bccl(spec: JobSpec, err: Any) -> None:
+    if not spec.enable_bccl:
+        return
+    unmet = [name for name, ok in bccl_conditions(spec).items() if not ok]
+    if unmet:
+        err(
+            "enableBccl",
+            _(
+                "BCCL needs at least 2 instances, 8 cards per instance, RDMA on and A800 or HPAS cards."
+            ),
+        )
+
+
+def _validate_advanced(spec: JobSpec, err: Any) -> None:
+    if spec.tensorboard.enable and normalised_mount_path(spec.tensorboard.log_path) is None:
+        err(
+            "tensorboardConfig.logPath",
+            _("Enter the absolute Tensorboard log path your code writes to."),
+        )
+    if spec.retention_period and not RETENTION_RE.match(spec.retention_period):
+        err("retentionPeriod", _("Retention looks like 30m, 12h or 7d."))
+    for item in spec.alert.items:
+        if item not in ALERT_EVENTS:
+            err("alertConfig.alertItems", _("Unknown alert event “%(event)s”.") % {"event": item})
+    for email in spec.alert.emails:
+        try:
+            validate_email(email)
+        except ValidationError:
+            err("alert.emails", _("“%(value)s” is not an email address.") % {"value": email})
+    url_validator = URLValidator(schemes=["http", "https"])
+    for url in spec.alert.webhooks:
+        try:
+            url_validator(url)
+        except ValidationError:
+            err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": url})
+    if not 1 <= spec.timeout_minutes <= MAX_TIMEOUT_MINUTES:
+        err("timeoutMinutes", _("The timeout must be between 1 minute and 365 days."))
+    if not 1 <= spec.shared_memory_gi <= MAX_SHARED_MEMORY_GI:
+        err(
+            "sharedMemoryGi",
+            _("Shared memory must be between 1 and %(max)d Gi.") % {"max": MAX_SHARED_MEMORY_GI},
+        )
+    for i, (key, value) in enumerate(spec.labels):
+        if not LABEL_KEY_RE.match(key) or not LABEL_VALUE_RE.match(value):
+            err(
+                f"labels[{i}]",
+                _(
+                    "Label keys and values use letters, digits, '-', '_' and '.', up to 63 characters."
+                ),
+            )
+    sub = spec.submission
+    if sub.mode not in (SUBMIT_STANDALONE, SUBMIT_QUEUE):
+        err("submission.mode", _("Submission is standalone or queue."))
+    if not 1 <= sub.total <= MAX_GROUP_TASKS:
+        err(
+            "submission.total",
+            _("Tasks in the group must be between 1 and %(max)d.") % {"max": MAX_GROUP_TASKS},
+        )
+    if not 1 <= sub.concurrency <= max(sub.total, 1):
+        err(
+            "submission.concurrency",
+            _("Concurrent tasks must be between 1 and the number of tasks."),
+        )
+    if spec.creation_mode not in (CREATION_CUSTOM, CREATION_AIAK):
+        err("creationMode", _("Creation mode is custom or AIAK template."))
+    elif spec.creation_mode == CREATION_AIAK:
+        aiak = spec.aiak or Aiak()
+        if aiak.training_mode not in AIAK_TRAINING_MODES:
+            err("aiak.trainingMode", _("Choose a training mode: Post-Pretrain or SFT."))
+        if aiak.training_method not in AIAK_TRAINING_METHODS:
+            err("aiak.trainingMethod", _("Choose a training method: full update or LoRA."))
+        if not aiak.template:
+            err("aiak.template", _("Choose an AIAK training template."))

@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("", views.job_list, name="job-list"),
+]

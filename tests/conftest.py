@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+
+@pytest.fixture(autouse=True)
+def _isolated_var_dir(settings, tmp_path):
+    """Each test gets its own run/log/volume folders under tmp_path."""
+    settings.LOCAL_RUN_DIR = tmp_path / "runs"
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def alice(db) -> User:
+    """Alice is a normal user who builds and runs jobs."""
+    return User.objects.create_user("alice", "alice@example.com", "alice-password")
+
+
+@pytest.fixture
+def bob(db) -> User:
+    """Bob is another normal user; he must never see Alice's jobs or drafts."""
+    return User.objects.create_user("bob", "bob@example.com", "bob-password")
+
+
+@pytest.fixture
+def alice_client(alice) -> Client:
+    client = Client()
+    client.force_login(alice)
+    return client
+
+
+# -- Browser tests --------------------------------------------------------------------
+# Playwright drives Debian's chromium (playwright cannot download browsers here). Locally
+# a missing browser skips these tests; CI sets REQUIRE_BROWSER=1 so it fails instead.
+
+CHROMIUM = os.getenv("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    if not os.path.exists(CHROMIUM):
+        if os.getenv("REQUIRE_BROWSER"):
+            pytest.fail(f"Chromium not found at {CHROMIUM}; browser tests are required")
+        pytest.skip("chromium not installed")
+    # Playwright's sync API runs an event loop in this thread; Django's ORM calls made
+    # by the test itself are still synchronous and safe.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, live_server, transactional_db):
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def logged_in_page(page, alice):
+    """A browser page where Alice has logged in through the login form."""
+    page.goto("/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    page.click("#login-submit")
+    page.wait_for_url(lambda url: urlparse(url).path == "/")
+    return page

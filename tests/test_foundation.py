@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_the_login_page_renders(client, db):
+    r = client.get("/login/")
+
+    assert r.status_code == 200
+    assert b'name="username"' in r.content
+
+
+def test_anonymous_users_are_sent_to_login(client, db):
+    r = client.get("/")
+
+    assert r.status_code == 302
+    assert r["Location"].startswith("/login/")
+
+
+def test_pages_carry_a_content_security_policy_with_a_nonce(client, db):
+    r = client.get("/login/")
+
+    policy = r["Content-Security-Policy"]
+    nonce = re.search(r"'nonce-([^']+)'", policy).group(1)
+    assert f'nonce="{nonce}"' in r.content.decode()
+    assert "unsafe-inline" not in policy
+    assert r["X-Frame-Options"] == "DENY"
+
+
+def test_ensure_superuser_creates_one_from_the_environment(db, monkeypatch, capsys):
+    monkeypatch.setenv("DJANGO_SUPERUSER_USERNAME", "root")
+    monkeypatch.setenv("DJANGO_SUPERUSER_PASSWORD", "a-long-password")
+    monkeypatch.setenv("DJANGO_SUPERUSER_EMAIL", "root@example.com")
+
+    call_command("ensure_superuser")
+    call_command("ensure_superuser")
+
+    user = User.objects.get(is_superuser=True)
+    assert (user.username, user.email) == ("root", "root@example.com")
+    assert user.check_password("a-long-password")
+    assert "a-long-password" not in capsys.readouterr().out
+
+
+def test_ensure_superuser_generates_and_prints_a_password_once(db, monkeypatch, capsys):
+    for name in (
+        "DJANGO_SUPERUSER_USERNAME",
+        "DJANGO_SUPERUSER_PASSWORD",
+        "DJANGO_SUPERUSER_EMAIL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+    call_command("ensure_superuser")
+    first = capsys.readouterr().out
+    call_command("ensure_superuser")
+    second = capsys.readouterr().out
+
+    password = re.search(r"password '([^']+)'", first).group(1)
+    assert User.objects.get(username="admin").check_password(password)
+    assert second == ""
+
+
+def test_serve_answers_login_admin_and_static_files_with_debug_off(tmp_path):
+    """What `make run` starts: the console on 127.0.0.1:PORT, static files included."""
+    port = free_port()
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0", "PORT": str(port)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"], cwd=ROOT, env=env, start_new_session=True
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                login = httpx.get(f"{base}/login/", timeout=2)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "console did not start"
+                time.sleep(0.3)
+        admin = httpx.get(f"{base}/admin/", timeout=5)
+        htmx = httpx.get(f"{base}/static/django_htmx/htmx-2.min.js", timeout=5)
+        css = httpx.get(f"{base}/static/vendor/bootstrap-5.3.9/bootstrap.min.css", timeout=5)
+
+        assert login.status_code == 200 and 'name="password"' in login.text
+        assert admin.status_code == 302 and "/admin/login/" in admin.headers["location"]
+        assert htmx.status_code == 200 and "htmx" in htmx.text
+        assert css.status_code == 200
+        assert (tmp_path / "secret_key").exists()
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=20)
+    assert server.returncode == 0
+
+
+@pytest.mark.browser
+def test_a_user_logs_in_through_the_browser(page, alice):
+    page.goto("/")
+    page.wait_for_url("**/login/?next=/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    page.click("#login-submit")
+
+    page.wait_for_url(lambda url: urlparse(url).path == "/")
+    assert page.locator("nav").inner_text().count("alice") == 1

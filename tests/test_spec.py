@@ -1,0 +1,657 @@
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.runtime_env import mpi_hostfile, replica_environment, replica_refs
+
+SEED_001 = json.loads(
+    (Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text()
+)
+
+
+def pytorch_spec(**changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="llama-sft",
+        resource_pool_id="local",
+        image="registry.baidubce.com/aihc/train:v1",
+        command="torchrun train.py",
+        roles=[
+            S.Role("master", 1, "baidu.com/a800_80g_cgpu", 8),
+            S.Role("worker", 2, "baidu.com/a800_80g_cgpu", 8),
+        ],
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def errors_of(spec: S.JobSpec) -> dict[str, list[str]]:
+    with translation.override("en"):
+        return S.validate(spec)
+
+
+# -- seed 001 and serialisation -------------------------------------------------------
+
+
+def test_seed_001_request_round_trips_to_an_equal_document():
+    spec = S.parse_document(SEED_001, resource_pool_id="cce-xxxx")
+
+    assert S.validate(spec) == {}
+    assert spec.to_v1_body() == SEED_001
+
+
+def test_seed_001_reads_as_one_master_with_the_seed_resources():
+    spec = S.parse_document(SEED_001, resource_pool_id="cce-xxxx")
+
+    assert [(r.name, r.replicas, r.accelerator_type, r.accelerators) for r in spec.roles] == [
+        ("master", 1, "baidu.com/a800_80g_cgpu", 8),
+        ("worker", 0, "baidu.com/a800_80g_cgpu", 8),
+    ]
+    assert spec.enable_rdma is True
+    assert spec.datasources[0].type == "pfs"
+
+
+def test_pytorch_master_plus_two_workers_is_three_v1_replicas():
+    body = pytorch_spec().to_v1_body()
+
+    assert body["jobSpec"]["replicas"] == 3
+    assert body["jobSpec"]["resources"] == [{"name": "baidu.com/a800_80g_cgpu", "quantity": 8}]
+    assert "resourcePoolId" not in body
+
+
+def test_stored_document_round_trips_every_console_extension():
+    spec = pytorch_spec(
+        envs=[S.Env("TOKEN", "s3cret", secret=True), S.Env("MODE", "fast")],
+        entrypoint="python",
+        command="train.py --epochs 3",
+        shared_memory_gi=32,
+        cpu_exclusive=True,
+        timeout_minutes=120,
+        submission=S.Submission(mode=S.SUBMIT_QUEUE, total=4, concurrency=2),
+        log_persistence=True,
+        alert=S.AlertConfig(
+            items=["jobFailed"],
+            emails=["ops@example.com"],
+            webhooks=["https://hooks.example.com/x"],
+        ),
+        creation_mode=S.CREATION_AIAK,
+        aiak=S.Aiak("SFT", "lora", "qwen-7b"),
+        datasources=[S.Datasource("hostpath", "scratch", "/data", "sub/dir", read_only=True)],
+        tensorboard=S.TensorboardConfig(True, "/data/tb"),
+        retention_period="7d",
+        labels=[("team", "nlp")],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(True, 30, 2, ["Loss nan"]),
+    )
+    spec.roles[1].cpu = 16
+    spec.roles[1].memory_gb = 64
+
+    again = S.parse_document(json.loads(json.dumps(spec.to_document())))
+
+    assert again == spec
+
+
+def test_a_non_shell_entrypoint_is_prefixed_to_the_v1_command():
+    spec = pytorch_spec(entrypoint="python -u", command="train.py --lr 0.1")
+
+    assert spec.to_v1_body()["jobSpec"]["command"] == "python -u train.py --lr 0.1"
+
+
+def test_masked_body_hides_secret_env_values_and_registry_password():
+    spec = pytorch_spec(
+        envs=[S.Env("TOKEN", "s3cret", secret=True), S.Env("MODE", "fast")],
+        image_config=S.ImageConfig("robot", "hunter2"),
+    )
+
+    text = json.dumps(spec.to_document(masked=True))
+
+    assert "s3cret" not in text and "hunter2" not in text
+    assert '"fast"' in text
+    assert spec.secret_values() == ["s3cret", "hunter2"]
+
+
+# -- what real clients send -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [
+        ([{"name": "baidu.com/a800_80g_cgpu", "quantity": "8"}], (8, None, None)),
+        ([{"name": "baidu.com/a800_80g_cgpu", "quantity": 8.0}], (8, None, None)),
+        ([{"name": "memory", "quantity": "64GB"}, {"name": "cpu", "quantity": "16"}], (0, 16, 64)),
+        ([{"name": "memory", "quantity": "65536Mi"}], (0, None, 64)),
+        ([{"name": "memory", "quantity": "1T"}], (0, None, 1024)),
+        ([{"name": "memory", "quantity": 32}], (0, None, 32)),
+    ],
+)
+def test_it_tolerates_quantities_as_real_clients_send_them(resources, expected):
+    body = copy.deepcopy(SEED_001)
+    body["jobSpec"]["resources"] = resources
+
+    master = S.parse_document(body, resource_pool_id="p").roles[0]
+
+    assert (master.accelerators, master.cpu, master.memory_gb) == expected
+
+
+@pytest.mark.parametrize("key", ["datasource", "dataSources", "datasources"])
+def test_it_accepts_each_spelling_of_datasources(key):
+    body = copy.deepcopy(SEED_001)
+    body[key] = body.pop("datasources")
+
+    spec = S.parse_document(body, resource_pool_id="p")
+
+    assert [d.name for d in spec.datasources] == ["pfs-7xWeAt"]
+
+
+def test_it_accepts_nulls_for_optional_objects():
+    body = copy.deepcopy(SEED_001)
+    body.update(
+        faultToleranceConfig=None,
+        tensorboardConfig=None,
+        alertConfig=None,
+        labels=None,
+        datasources=None,
+    )
+    body["jobSpec"]["imageConfig"] = None
+    body["jobSpec"]["envs"] = None
+
+    spec = S.parse_document(body, resource_pool_id="p")
+
+    assert spec.fault_tolerance_config is None and spec.image_config is None
+    assert spec.datasources == [] and spec.envs == [] and spec.labels == []
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path"),
+    [
+        (
+            lambda b: b["jobSpec"]["resources"][0].update(quantity="eight"),
+            "jobSpec.resources[0].quantity",
+        ),
+        (
+            lambda b: b["jobSpec"]["resources"][0].update(quantity=8.5),
+            "jobSpec.resources[0].quantity",
+        ),
+        (
+            lambda b: b["jobSpec"]["resources"].append({"name": "memory", "quantity": "lots"}),
+            "jobSpec.resources[1].quantity",
+        ),
+        (lambda b: b["jobSpec"].update(replicas="many"), "jobSpec.replicas"),
+        (lambda b: b["jobSpec"].update(enableRDMA="yes please"), "jobSpec.enableRDMA"),
+        (lambda b: b.update(datasources={"type": "pfs"}), "datasources"),
+        (lambda b: b.update(jobSpec=[]), "jobSpec"),
+        (lambda b: b.update(name={"x": 1}), "name"),
+    ],
+)
+def test_it_rejects_wrongly_typed_values_on_their_field(mutate, path):
+    body = copy.deepcopy(SEED_001)
+    mutate(body)
+
+    with pytest.raises(S.SpecError) as excinfo:
+        S.parse_document(body, resource_pool_id="p")
+
+    assert path in excinfo.value.errors
+
+
+@pytest.mark.parametrize("doc", [None, [], "text", 3])
+def test_it_rejects_a_body_that_is_not_an_object(doc):
+    with pytest.raises(S.SpecError) as excinfo:
+        S.parse_document(doc)
+
+    assert "" in excinfo.value.errors
+
+
+# -- rules, each with the field its message lands on ------------------------------------
+
+
+def role(name: str, replicas: int = 1, card: str = "", n: int = 0) -> S.Role:
+    return S.Role(name, replicas, card, n)
+
+
+A800 = "baidu.com/a800_80g_cgpu"
+V100 = "baidu.com/v100_32g_cgpu"
+
+Mutation = Callable[[S.JobSpec], None]
+
+
+def setting(**changes) -> Mutation:
+    def mutate(spec: S.JobSpec) -> None:
+        for key, value in changes.items():
+            setattr(spec, key, value)
+
+    return mutate
+
+
+INVALID: list[tuple[str, Mutation, str]] = [
+    ("empty name", setting(name=""), "name"),
+    ("uppercase name", setting(name="Llama"), "name"),
+    ("name starting with a digit", setting(name="1job"), "name"),
+    ("name ending with a dash", setting(name="job-"), "name"),
+    ("name with underscore", setting(name="my_job"), "name"),
+    ("name of 51 characters", setting(name="a" * 51), "name"),
+    ("no pool", setting(resource_pool_id=""), "resourcePoolId"),
+    ("bad priority", setting(priority="urgent"), "priority"),
+    ("bad queue", setting(queue="my queue"), "queue"),
+    ("unknown framework", setting(framework="JaxJob"), "jobFramework"),
+    ("no image", setting(image=""), "jobSpec.image"),
+    ("image without tag", setting(image="registry.baidubce.com/aihc/train"), "jobSpec.image"),
+    ("image with spaces", setting(image="registry/x y:1"), "jobSpec.image"),
+    ("image with uppercase repo", setting(image="registry.io/Team/App:v1"), "jobSpec.image"),
+    (
+        "registry password without user",
+        setting(image_config=S.ImageConfig("", "pw")),
+        "jobSpec.imageConfig",
+    ),
+    ("shell with no command", setting(command="  "), "jobSpec.command"),
+    ("unclosed quote in entrypoint", setting(entrypoint="python 'x"), "console.entrypoint"),
+    (
+        "pytorch with two masters",
+        setting(roles=[role("master", 2), role("worker", 1)]),
+        "roles[0].replicas",
+    ),
+    ("pytorch without master", setting(roles=[role("worker", 2)]), "roles"),
+    (
+        "pytorch master and worker on different cards",
+        setting(roles=[role("master", 1, A800, 8), role("worker", 1, V100, 8)]),
+        "roles[1].acceleratorType",
+    ),
+    (
+        "pytorch master and worker with different counts",
+        setting(roles=[role("master", 1, A800, 8), role("worker", 1, A800, 4)]),
+        "roles[1].acceleratorType",
+    ),
+    ("pytorch with a ps role", setting(roles=[role("master"), role("ps")]), "roles[1].name"),
+    ("negative workers", setting(roles=[role("master"), role("worker", -1)]), "roles[1].replicas"),
+    (
+        "too many instances",
+        setting(roles=[role("master"), role("worker", 5000)]),
+        "roles[1].replicas",
+    ),
+    ("too many cards", setting(roles=[role("master", 1, A800, 100)]), "roles[0].accelerators"),
+    ("cards without type", setting(roles=[role("master", 1, "", 8)]), "roles[0].acceleratorType"),
+    (
+        "mpi master and worker with different gpus",
+        setting(framework=S.MPI, roles=[role("master", 1, A800, 8), role("worker", 2, V100, 8)]),
+        "roles[1].acceleratorType",
+    ),
+    (
+        "tensorflow with two chiefs",
+        setting(framework=S.TENSORFLOW, roles=[role("chief", 2), role("worker", 1)]),
+        "roles[0].replicas",
+    ),
+    (
+        "tensorflow with only ps",
+        setting(framework=S.TENSORFLOW, roles=[role("ps", 2)]),
+        "roles",
+    ),
+    ("custom without roles", setting(framework=S.CUSTOM, roles=[]), "roles"),
+    (
+        "custom with duplicate role names",
+        setting(framework=S.CUSTOM, roles=[role("server"), role("server")]),
+        "roles[1].name",
+    ),
+    (
+        "custom role name not dns-safe",
+        setting(framework=S.CUSTOM, roles=[role("Param_Server")]),
+        "roles[0].name",
+    ),
+    (
+        "custom role with no instances",
+        setting(framework=S.CUSTOM, roles=[role("server", 0)]),
+        "roles[0].replicas",
+    ),
+    (
+        "bccl with one instance",
+        setting(
+            enable_bccl=True,
+            enable_rdma=True,
+            roles=[role("master", 1, A800, 8), role("worker", 0, A800, 8)],
+        ),
+        "enableBccl",
+    ),
+    ("bccl without rdma", setting(enable_bccl=True), "enableBccl"),
+    (
+        "bccl with 4 cards per instance",
+        setting(
+            enable_bccl=True,
+            enable_rdma=True,
+            roles=[role("master", 1, A800, 4), role("worker", 1, A800, 4)],
+        ),
+        "enableBccl",
+    ),
+    (
+        "bccl on v100",
+        setting(
+            enable_bccl=True,
+            enable_rdma=True,
+            roles=[role("master", 1, V100, 8), role("worker", 1, V100, 8)],
+        ),
+        "enableBccl",
+    ),
+    ("env name with dash", setting(envs=[S.Env("MY-VAR", "1")]), "envs[0].name"),
+    ("env name starting with digit", setting(envs=[S.Env("1VAR", "1")]), "envs[0].name"),
+    ("duplicate env", setting(envs=[S.Env("A", "1"), S.Env("A", "2")]), "envs[1].name"),
+    ("reserved env", setting(envs=[S.Env("MASTER_ADDR", "x")]), "envs[0].name"),
+    ("reserved tf env", setting(envs=[S.Env("TF_CONFIG", "{}")]), "envs[0].name"),
+    (
+        "relative mount",
+        setting(datasources=[S.Datasource("hostpath", "v", "data")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "mount with ..",
+        setting(datasources=[S.Datasource("hostpath", "v", "/data/../etc")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "unnormalised mount",
+        setting(datasources=[S.Datasource("hostpath", "v", "/data//x")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "mount with trailing slash",
+        setting(datasources=[S.Datasource("hostpath", "v", "/data/")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "mount on /",
+        setting(datasources=[S.Datasource("hostpath", "v", "/")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "mount on /proc",
+        setting(datasources=[S.Datasource("hostpath", "v", "/proc/x")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "empty mount",
+        setting(datasources=[S.Datasource("hostpath", "v", "")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "duplicate mount",
+        setting(
+            datasources=[S.Datasource("hostpath", "v", "/data"), S.Datasource("pfs", "p", "/data")]
+        ),
+        "datasources[1].mountPath",
+    ),
+    (
+        "sub-path escaping volume",
+        setting(datasources=[S.Datasource("hostpath", "v", "/d", "a/../../etc")]),
+        "datasources[0].sourcePath",
+    ),
+    (
+        "unknown storage",
+        setting(datasources=[S.Datasource("ftp", "v", "/d")]),
+        "datasources[0].type",
+    ),
+    (
+        "volume not chosen",
+        setting(datasources=[S.Datasource("nas", "", "/d")]),
+        "datasources[0].name",
+    ),
+    (
+        "hang threshold 0",
+        setting(fault_tolerance_config=S.FaultToleranceConfig(True, 0)),
+        "faultToleranceConfig.hangDetectionTimeoutMinutes",
+    ),
+    (
+        "hang on without threshold",
+        setting(fault_tolerance_config=S.FaultToleranceConfig(True, None)),
+        "faultToleranceConfig.hangDetectionTimeoutMinutes",
+    ),
+    (
+        "four retries",
+        setting(fault_tolerance_config=S.FaultToleranceConfig(False, None, 4)),
+        "faultToleranceConfig.faultToleranceLimit",
+    ),
+    (
+        "blank log keyword",
+        setting(fault_tolerance_config=S.FaultToleranceConfig(False, None, 1, [" "])),
+        "faultToleranceConfig.customFaultTolerancePattern",
+    ),
+    ("timeout 0", setting(timeout_minutes=0), "timeoutMinutes"),
+    ("timeout over a year", setting(timeout_minutes=S.MAX_TIMEOUT_MINUTES + 1), "timeoutMinutes"),
+    ("shm 0", setting(shared_memory_gi=0), "sharedMemoryGi"),
+    ("retention without unit", setting(retention_period="30"), "retentionPeriod"),
+    ("retention in weeks", setting(retention_period="2w"), "retentionPeriod"),
+    (
+        "webhook over ftp",
+        setting(alert=S.AlertConfig(items=["jobFailed"], webhooks=["ftp://x.example.com/"])),
+        "alert.webhooks",
+    ),
+    (
+        "webhook javascript",
+        setting(alert=S.AlertConfig(items=["jobFailed"], webhooks=["javascript:alert(1)"])),
+        "alert.webhooks",
+    ),
+    (
+        "bad email",
+        setting(alert=S.AlertConfig(items=["jobFailed"], emails=["not-an-email"])),
+        "alert.emails",
+    ),
+    (
+        "unknown alert event",
+        setting(alert=S.AlertConfig(items=["jobExploded"])),
+        "alertConfig.alertItems",
+    ),
+    (
+        "tensorboard without path",
+        setting(tensorboard=S.TensorboardConfig(True, "")),
+        "tensorboardConfig.logPath",
+    ),
+    ("group of 0", setting(submission=S.Submission(S.SUBMIT_QUEUE, 0, 1)), "submission.total"),
+    (
+        "concurrency above total",
+        setting(submission=S.Submission(S.SUBMIT_QUEUE, 2, 3)),
+        "submission.concurrency",
+    ),
+    ("unknown submission mode", setting(submission=S.Submission("burst", 1, 1)), "submission.mode"),
+    (
+        "aiak without template",
+        setting(creation_mode=S.CREATION_AIAK, aiak=S.Aiak("SFT", "lora", "")),
+        "aiak.template",
+    ),
+    (
+        "aiak with bad mode",
+        setting(creation_mode=S.CREATION_AIAK, aiak=S.Aiak("RLHF", "lora", "x")),
+        "aiak.trainingMode",
+    ),
+    (
+        "aiak with bad method",
+        setting(creation_mode=S.CREATION_AIAK, aiak=S.Aiak("SFT", "qlora", "x")),
+        "aiak.trainingMethod",
+    ),
+    ("bad label", setting(labels=[("bad key!", "v")]), "labels[0]"),
+    ("cpu 0", setting(roles=[S.Role("master", 1, cpu=0)]), "roles[0].cpu"),
+    ("memory too large", setting(roles=[S.Role("master", 1, memory_gb=10**6)]), "roles[0].memory"),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "path"), [(m, p) for _, m, p in INVALID], ids=[d for d, _, _ in INVALID]
+)
+def test_each_rule_puts_its_message_on_the_field(mutate, path):
+    spec = pytorch_spec()
+    mutate(spec)
+
+    errors = errors_of(spec)
+
+    assert path in errors, errors
+    assert all(message.strip() for message in errors[path])
+
+
+VALID: list[tuple[str, Mutation]] = [
+    ("the base spec", setting()),
+    ("one-character name", setting(name="a")),
+    ("50-character name", setting(name="a" * 49 + "1")),
+    (
+        "single-node pytorch",
+        setting(roles=[role("master", 1, A800, 8), role("worker", 0, A800, 8)]),
+    ),
+    ("cpu-only pytorch", setting(roles=[role("master"), role("worker", 3)])),
+    ("image by digest", setting(image="registry.io/team/app@sha256:" + "a" * 64)),
+    ("image with port", setting(image="localhost:5000/app:1.0")),
+    ("docker hub image", setting(image="python:3.12")),
+    (
+        "mpi with cpu master",
+        setting(framework=S.MPI, roles=[role("master"), role("worker", 2, A800, 8)]),
+    ),
+    (
+        "tensorflow roles",
+        setting(
+            framework=S.TENSORFLOW,
+            roles=[role("chief"), role("worker", 2), role("ps", 1), role("evaluator", 1)],
+        ),
+    ),
+    ("tensorflow evaluator only", setting(framework=S.TENSORFLOW, roles=[role("evaluator", 1)])),
+    (
+        "custom roles",
+        setting(framework=S.CUSTOM, roles=[role("server", 1), role("client", 3, A800, 1)]),
+    ),
+    ("bccl when all four hold", setting(enable_bccl=True, enable_rdma=True)),
+    ("non-shell entrypoint without args", setting(entrypoint="/usr/bin/trainer", command="")),
+    (
+        "mounts",
+        setting(
+            datasources=[
+                S.Datasource("hostpath", "v", "/data", "/"),
+                S.Datasource("pfs", "p", "/mnt/cluster", "team/a", True),
+            ]
+        ),
+    ),
+    ("bos without name", setting(datasources=[S.Datasource("bos", "", "/bos", "bucket/x")])),
+    (
+        "three retries",
+        setting(fault_tolerance_config=S.FaultToleranceConfig(True, 10, 3, ["Loss nan"])),
+    ),
+    ("retention", setting(retention_period="12h")),
+    (
+        "alerts",
+        setting(
+            alert=S.AlertConfig(
+                items=list(S.ALERT_EVENTS),
+                emails=["a@example.com"],
+                webhooks=["http://127.0.0.1:9/x"],
+            )
+        ),
+    ),
+    ("queue group", setting(submission=S.Submission(S.SUBMIT_QUEUE, 10, 3))),
+    (
+        "aiak",
+        setting(creation_mode=S.CREATION_AIAK, aiak=S.Aiak("Post-Pretrain", "full", "llama2-7b")),
+    ),
+    ("user overrides nccl debug", setting(envs=[S.Env("NCCL_DEBUG", "WARN")])),
+]
+
+
+@pytest.mark.parametrize("mutate", [m for _, m in VALID], ids=[d for d, _ in VALID])
+def test_valid_specs_pass_every_rule(mutate):
+    spec = pytorch_spec()
+    mutate(spec)
+
+    assert errors_of(spec) == {}
+
+
+def test_messages_come_in_chinese_and_english():
+    spec = pytorch_spec(name="Bad_Name")
+
+    with translation.override("zh-hans"):
+        chinese = S.validate(spec)["name"][0]
+    with translation.override("en"):
+        english = S.validate(spec)["name"][0]
+
+    assert "小写字母" in chinese
+    assert "lowercase letters" in english
+
+
+def test_bccl_conditions_report_each_precondition():
+    spec = pytorch_spec(roles=[role("master", 1, V100, 4)])
+
+    assert S.bccl_conditions(spec) == {
+        "instances": False,
+        "whole_node": False,
+        "rdma": False,
+        "card_type": False,
+    }
+    assert all(S.bccl_conditions(pytorch_spec(enable_rdma=True)).values())
+
+
+def test_accelerator_totals_are_instances_times_cards_per_type():
+    spec = pytorch_spec(
+        framework=S.CUSTOM,
+        roles=[role("a", 2, A800, 8), role("b", 3, V100, 2), role("c", 4)],
+    )
+
+    assert spec.accelerators_by_type() == {A800: 16, V100: 6}
+    assert spec.total_accelerators == 22
+
+
+# -- the injected environment ---------------------------------------------------------
+
+
+def test_pytorch_replicas_get_rank_and_node_count_world_size():
+    spec = pytorch_spec()
+    envs = [replica_environment(spec, ref, job_id="pytorchjob-1") for ref in replica_refs(spec)]
+
+    assert [e["RANK"] for e in envs] == ["0", "1", "2"]
+    assert {e["WORLD_SIZE"] for e in envs} == {"3"}
+    assert {e["MASTER_ADDR"] for e in envs} == {"llama-sft-master-0"}
+    assert {e["MASTER_PORT"] for e in envs} == {"23456"}
+    assert {e["NPROC_PER_NODE"] for e in envs} == {"8"}
+    assert envs[0]["AIHC_JOB_NAME"] == "llama-sft"
+
+
+def test_tf_config_has_kubeflows_exact_shape():
+    spec = pytorch_spec(
+        name="tf",
+        framework=S.TENSORFLOW,
+        roles=[role("worker", 1), role("ps", 1), role("evaluator", 1)],
+    )
+    refs = replica_refs(spec)
+
+    env = replica_environment(spec, refs[0], job_id="tfjob-1")
+
+    assert env["TF_CONFIG"] == (
+        '{"cluster":{"evaluator":["tf-evaluator-0:2222"],"ps":["tf-ps-0:2222"],'
+        '"worker":["tf-worker-0:2222"]},"task":{"type":"worker","index":0},"environment":"cloud"}'
+    )
+
+
+def test_a_single_tensorflow_replica_gets_no_tf_config():
+    spec = pytorch_spec(framework=S.TENSORFLOW, roles=[role("worker", 1)])
+
+    assert "TF_CONFIG" not in replica_environment(spec, replica_refs(spec)[0], job_id="x")
+
+
+def test_mpi_hostfile_lists_workers_with_their_slots():
+    spec = pytorch_spec(
+        name="m", framework=S.MPI, roles=[role("master"), role("worker", 2, A800, 8)]
+    )
+
+    assert (
+        mpi_hostfile(spec, lambda r, i: f"m-{r}-{i}") == "m-worker-0 slots=8\nm-worker-1 slots=8\n"
+    )
+    env = replica_environment(spec, replica_refs(spec)[0], job_id="x")
+    assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
+
+
+def test_rdma_tensorboard_and_masked_secrets_in_the_environment():
+    spec = pytorch_spec(
+        enable_rdma=True,
+        tensorboard=S.TensorboardConfig(True, "/data/tb"),
+        envs=[S.Env("TOKEN", "s3cret", secret=True)],
+    )
+
+    env = replica_environment(spec, replica_refs(spec)[0], job_id="x", masked=True)
+
+    assert env["NCCL_IB_DISABLE"] == "0"
+    assert env["AIHC_TENSORBOARD_LOG_PATH"] == "/data/tb"
+    assert env["TOKEN"] != "s3cret"
