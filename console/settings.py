@@ -128,6 +128,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # Tests run the web server (live_server), the worker and the test itself on separate
+    # connections. SQLite's shared-cache in-memory test database answers concurrent writers
+    # with "table is locked" at once instead of waiting, so tests use a file like production.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-console.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -189,6 +193,11 @@ SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Login throttling (jobs.throttle): after this many failed log-ins within the window, further
+# attempts for that username, or from that address, are refused until the window passes.
+LOGIN_FAILURES_PER_USERNAME = envint("LOGIN_FAILURES_PER_USERNAME", 5)
+LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 20)
+LOGIN_THROTTLE_MINUTES = envint("LOGIN_THROTTLE_MINUTES", 15)
 # Sessions outlive a browser restart; drafts live in the database regardless.
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600)
 
@@ -241,3 +250,63 @@ LOCAL_ACCELERATORS = os.getenv("LOCAL_ACCELERATORS", "")
 # Host directories users may mount, as "volume-name=/abs/root,...". Mounts must stay
 # inside a volume's root.
 LOCAL_VOLUMES = os.getenv("LOCAL_VOLUMES", f"scratch={VAR_DIR / 'volumes' / 'scratch'}")
+
+# --- AIHC OpenAPI backend (jobs.backends.aihc; enable with CONSOLE_BACKENDS=local,aihc) ---
+# Where: a region (cn-beijing, cn-guangzhou, cn-suzhou, cn-baoding, cn-wuhan, cn-yangquan)
+# or an explicit endpoint URL, which wins (e.g. http://127.0.0.1:8900 for a test double).
+AIHC_REGION = os.getenv("AIHC_REGION", "cn-beijing")
+AIHC_ENDPOINT = os.getenv("AIHC_ENDPOINT", "")
+# Credentials only from the environment or mounted files (AIHC_ACCESS_KEY_FILE, ...):
+# never stored in the database, rendered, logged or put in an event.
+AIHC_ACCESS_KEY = envsecret("AIHC_ACCESS_KEY") or ""
+AIHC_SECRET_KEY = envsecret("AIHC_SECRET_KEY") or ""
+# API generation: v1 (REST, the default) or v2 (action style), overridable per pool with
+# "pool-id=v2,other-pool=v1".
+AIHC_API_VERSION = os.getenv("AIHC_API_VERSION", "v1").strip().lower()
+AIHC_POOL_API_VERSIONS = {
+    k.strip(): v.strip().lower()
+    for k, _, v in (item.partition("=") for item in envlist("AIHC_POOL_API_VERSIONS"))
+}
+# Only these pool ids are offered (empty: every pool the account sees).
+AIHC_POOLS = envlist("AIHC_POOLS")
+# Inventory (pools, queues, idle cards) is cached this long; a stale value is served while
+# one background refresh runs, so a slow AIHC never slows the wizard.
+AIHC_CACHE_SECONDS = float(os.getenv("AIHC_CACHE_SECONDS", "10"))
+# How long a page waits for the very first inventory before rendering without it.
+AIHC_INVENTORY_WAIT_SECONDS = float(os.getenv("AIHC_INVENTORY_WAIT_SECONDS", "3"))
+AIHC_CONNECT_TIMEOUT = float(os.getenv("AIHC_CONNECT_TIMEOUT", "5"))
+AIHC_READ_TIMEOUT = float(os.getenv("AIHC_READ_TIMEOUT", "30"))
+# Reads are retried this many times on connection errors, timeouts, 500 and 503, waiting
+# AIHC_RETRY_BACKOFF x 2^n seconds between tries. Creating a job is never retried blindly.
+AIHC_RETRIES = envint("AIHC_RETRIES", 3)
+AIHC_RETRY_BACKOFF = float(os.getenv("AIHC_RETRY_BACKOFF", "0.5"))
+
+# --- Local runner and worker (jobs.runner, jobs.worker) ----------------------------------
+# At most this many local jobs run at once (CPU-only jobs need no cards, so cards alone do
+# not bound them).
+LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8)
+# Seconds between SIGTERM and SIGKILL when a job is stopped.
+LOCAL_STOP_GRACE_SECONDS = float(os.getenv("LOCAL_STOP_GRACE_SECONDS", "10"))
+# The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
+LOCAL_BWRAP = os.getenv("LOCAL_BWRAP", "/usr/bin/bwrap")
+# How often the worker dispatches, supervises and syncs (seconds).
+WORKER_POLL_SECONDS = float(os.getenv("WORKER_POLL_SECONDS", "1"))
+# How often remote (non-local) jobs are synced with their backend (seconds).
+WORKER_REMOTE_SYNC_SECONDS = float(os.getenv("WORKER_REMOTE_SYNC_SECONDS", "15"))
+# Length in seconds of one "minute" of job thresholds (hang detection, timeout, retention).
+# Always 60 in production; tests shorten it so a 1-minute threshold passes in a moment.
+JOB_MINUTE_SECONDS = float(os.getenv("JOB_MINUTE_SECONDS", "60"))
+# Alert webhooks to loopback, link-local or private addresses are refused (SSRF) unless
+# this is on (e.g. an on-premises chat gateway on 10.x).
+ALERT_WEBHOOK_ALLOW_PRIVATE = envbool("ALERT_WEBHOOK_ALLOW_PRIVATE", "false")
+ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.getenv("ALERT_WEBHOOK_TIMEOUT_SECONDS", "5"))
+
+# --- Review (jobs.review) ------------------------------------------------------------
+# Which submitted jobs wait for a reviewer before they run: "none", "all", "above_cards"
+# (jobs asking for more than REVIEW_ABOVE_CARDS cards) or "queues" (jobs in REVIEW_QUEUES,
+# each a queue name or pool/queue). The default until a superuser edits the policy in the admin.
+REVIEW_POLICY = os.getenv("REVIEW_POLICY", "none").strip().lower()
+REVIEW_ABOVE_CARDS = envint("REVIEW_ABOVE_CARDS", 8)
+REVIEW_QUEUES = envlist("REVIEW_QUEUES")
+# Queues of the local pool (jobs are FIFO by priority within each queue).
+LOCAL_QUEUES = envlist("LOCAL_QUEUES", "default")

@@ -7,3 +7,11 @@ from django.utils.translation import gettext_lazy as _
 class JobsConfig(AppConfig):
     name = "jobs"
     verbose_name = _("Training jobs")
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from . import throttle  # noqa: F401  (connects the failed-login receiver)
+        from .review import ensure_reviewers_group
+
+        post_migrate.connect(ensure_reviewers_group, sender=self)

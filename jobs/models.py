@@ -46,6 +46,13 @@ FINAL_STATUSES = frozenset(s for s, targets in TRANSITIONS.items() if not target
 ACTIVE_STATUSES = frozenset({S.SUBMITTING, S.RUNNING, S.STOPPING})
 
 
+class ReviewState(models.TextChoices):
+    NOT_REQUIRED = "not_required", _("Not required")
+    PENDING = "pending", _("Pending")
+    APPROVED = "approved", _("Approved")
+    REJECTED = "rejected", _("Rejected")
+
+
 class JobGroup(models.Model):
     """A queue-group submission: `total` tasks of one spec, at most `concurrency` at once."""
 
@@ -90,6 +97,19 @@ class Job(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="copies"
     )
     restarts = models.PositiveIntegerField(_("restarts"), default=0)
+    # Review (jobs.review): whether the job had to wait for a reviewer, and their decision.
+    review_state = models.CharField(
+        _("review"), max_length=16, choices=ReviewState.choices, default=ReviewState.NOT_REQUIRED
+    )
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("reviewed by"),
+    )
+    reviewed_at = models.DateTimeField(_("reviewed"), null=True, blank=True)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     started_at = models.DateTimeField(_("started"), null=True, blank=True)
@@ -99,7 +119,10 @@ class Job(models.Model):
         verbose_name = _("job")
         verbose_name_plural = _("jobs")
         ordering = ["-created_at", "-id"]
+        permissions = [("review_job", _("Can review jobs: approve, reject, stop, resubmit"))]
         indexes = [
+            # The admin changelist's default order; keeps it fast at any number of jobs.
+            models.Index(fields=["-created_at", "-id"], name="job_created"),
             models.Index(fields=["owner", "-created_at"], name="job_owner_created"),
             models.Index(fields=["status", "priority", "created_at"], name="job_status_sched"),
             models.Index(fields=["resource_pool", "queue"], name="job_pool_queue"),
@@ -133,6 +156,15 @@ class JobEvent(models.Model):
     )
     reason = models.CharField(_("reason"), max_length=64)
     message = models.TextField(_("message"), blank=True)
+    # Who caused the event (a reviewer's action, the owner's stop); None for the system.
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("by"),
+    )
 
     class Meta:
         verbose_name = _("job event")
@@ -157,6 +189,11 @@ class JobReplica(models.Model):
     node = models.CharField(_("node"), max_length=128, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Local runner: `pid` is the replica's process-group leader; its start time
+    # ("<boot id>:<ticks since boot>") tells a recycled pid from ours after a worker restart.
+    process_start = models.CharField(max_length=64, blank=True)
+    devices = models.CharField(_("cards"), max_length=256, blank=True)  # CUDA_VISIBLE_DEVICES
+    cpus = models.CharField(_("CPU cores"), max_length=256, blank=True)  # pinned cores, "0,1"
 
     class Meta:
         ordering = ["job", "id"]
@@ -191,3 +228,91 @@ class Draft(models.Model):
 
     def __str__(self) -> str:
         return str(self.id)
+
+
+class ReviewMode(models.TextChoices):
+    NONE = "none", _("No review")
+    ALL = "all", _("Review every job")
+    ABOVE_CARDS = "above_cards", _("Review jobs above a number of cards")
+    QUEUES = "queues", _("Review jobs in the listed queues")
+
+
+class ReviewPolicy(models.Model):
+    """The one review policy (jobs.review). Until a superuser saves it in the admin, the
+    settings REVIEW_POLICY / REVIEW_ABOVE_CARDS / REVIEW_QUEUES apply."""
+
+    mode = models.CharField(_("review"), max_length=16, choices=ReviewMode.choices)
+    above_cards = models.PositiveIntegerField(
+        _("more than N cards"),
+        default=8,
+        help_text=_("With “review jobs above a number of cards”: jobs asking for more cards."),
+    )
+    queues = models.TextField(
+        _("queues"),
+        blank=True,
+        help_text=_(
+            "With “review jobs in the listed queues”: one per line, a queue name (any pool) "
+            "or pool/queue."
+        ),
+    )
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        verbose_name=_("updated by"),
+    )
+
+    class Meta:
+        verbose_name = _("review policy")
+        verbose_name_plural = _("review policy")
+
+    def __str__(self) -> str:
+        return str(self.get_mode_display())
+
+    def clean(self) -> None:
+        from django.core.exceptions import ValidationError
+
+        if self.mode == ReviewMode.QUEUES and not self.queues.strip():
+            raise ValidationError({"queues": _("List the queues whose jobs are reviewed.")})
+
+
+class LoginFailure(models.Model):
+    """One failed log-in, counted per username and per address (jobs.throttle)."""
+
+    username = models.CharField(max_length=150)
+    ip = models.GenericIPAddressField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["username", "created_at"], name="loginfailure_user"),
+            models.Index(fields=["ip", "created_at"], name="loginfailure_ip"),
+        ]
+
+
+class LocalRun(models.Model):
+    """The local runner's bookkeeping for one job: what it holds and what it was asked to do.
+
+    Cards and cores are held from dispatch until every process of the job is gone, so the
+    scheduler never hands them out twice, even across a worker restart.
+    """
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, related_name="local_run")
+    attempt = models.PositiveIntegerField(default=1)
+    devices = models.JSONField(default=dict)  # accelerator type -> card indices
+    cpus = models.JSONField(default=list)  # cores pinned exclusively (CPU 独占)
+    master_port = models.PositiveIntegerField(null=True, blank=True)
+    # Set when processes must end: the status to land on (stopped, timed_out, failed,
+    # or queued for a fault-tolerance restart) and when SIGKILL follows SIGTERM.
+    stop_target = models.CharField(max_length=16, blank=True)
+    stop_message = models.TextField(blank=True)
+    kill_at = models.DateTimeField(null=True, blank=True)
+    delete_when_stopped = models.BooleanField(default=False)
+    hang_warned_at = models.DateTimeField(null=True, blank=True)
+    attempt_started_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"local run of {self.job_id} (attempt {self.attempt})"

@@ -8,19 +8,31 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from . import spec as spec_module
-from .models import FINAL_STATUSES, TRANSITIONS, EventType, Job, JobEvent, JobGroup, JobStatus
+from .models import (
+    FINAL_STATUSES,
+    TRANSITIONS,
+    EventType,
+    Job,
+    JobEvent,
+    JobGroup,
+    JobStatus,
+    ReviewState,
+)
 
 
 class TransitionError(Exception):
     pass
 
 
-def job_event(*, job: Job, reason: str, message: str = "", warning: bool = False) -> JobEvent:
+def job_event(
+    *, job: Job, reason: str, message: str = "", warning: bool = False, actor: Any = None
+) -> JobEvent:
     return JobEvent.objects.create(
         job=job,
         reason=reason,
         message=message,
         type=EventType.WARNING if warning else EventType.NORMAL,
+        actor=actor,
     )
 
 
@@ -31,6 +43,7 @@ def job_transition(
     reason: str,
     message: str = "",
     warning: bool = False,
+    actor: Any = None,
     **fields: Any,
 ) -> bool:
     """Moves `job` to status `to` if the state machine allows it from its current status.
@@ -51,7 +64,7 @@ def job_transition(
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
         if changed:
-            job_event(job=job, reason=reason, message=message, warning=warning)
+            job_event(job=job, reason=reason, message=message, warning=warning, actor=actor)
     if not changed:
         job.refresh_from_db()
         return False
@@ -67,13 +80,16 @@ def jobs_submit(
     submit_key: str,
     backend: str = "local",
     source_job: Job | None = None,
-    initial_status: str = JobStatus.QUEUED,
+    initial_status: str | None = None,
 ) -> list[Job]:
     """Creates the job (or, for a queue group, its N tasks) from a validated spec.
 
     Idempotent on `submit_key`: submitting the same draft twice returns the jobs the first
-    submit created instead of creating more.
+    submit created instead of creating more. The jobs start Pending review when the review
+    policy (jobs.review) asks for it, else Queued; `initial_status` overrides that.
     """
+    from .review import review_reason  # here: jobs.review builds on this module
+
     spec_module.validated(spec)
     existing = list(Job.objects.filter(submit_key__startswith=f"{submit_key}").order_by("id"))
     if existing:
@@ -81,6 +97,14 @@ def jobs_submit(
     is_group = spec.submission.mode == spec_module.SUBMIT_QUEUE
     count = spec.submission.total if is_group else 1
     document = spec.to_document()
+    why_review = review_reason(spec=spec) if initial_status is None else ""
+    if initial_status is None:
+        initial_status = JobStatus.PENDING_REVIEW if why_review else JobStatus.QUEUED
+    review_state = (
+        ReviewState.PENDING
+        if initial_status == JobStatus.PENDING_REVIEW
+        else ReviewState.NOT_REQUIRED
+    )
     try:
         with transaction.atomic():
             group = None
@@ -100,6 +124,8 @@ def jobs_submit(
                     spec=document,
                     framework=spec.framework,
                     status=initial_status,
+                    status_reason=why_review,
+                    review_state=review_state,
                     backend=backend,
                     resource_pool=spec.resource_pool_id,
                     queue=spec.queue,
@@ -111,6 +137,12 @@ def jobs_submit(
                 )
                 label = f" ({n + 1}/{count})" if is_group else ""
                 job_event(job=job, reason="Created", message=f"Job created{label}.")
+                if initial_status == JobStatus.PENDING_REVIEW:
+                    job_event(
+                        job=job,
+                        reason="ReviewRequired",
+                        message=why_review or "Waiting for a reviewer.",
+                    )
                 jobs.append(job)
     except IntegrityError:
         # A concurrent submit with the same key won the race; return what it created.

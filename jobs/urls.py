@@ -2,9 +2,29 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views
+from . import views, wizard_views
 
 urlpatterns = [
     path("", views.job_list, name="job-list"),
     path("jobs/<str:public_id>/", views.job_detail, name="job-detail"),
+    path("jobs/<str:public_id>/live/", views.job_live, name="job-live"),
+    path("jobs/<str:public_id>/logs/", views.job_logs, name="job-logs"),
+    path(
+        "jobs/<str:public_id>/logs/<str:replica>/download/",
+        views.job_log_download,
+        name="job-log-download",
+    ),
+    path("jobs/<str:public_id>/stop/", views.job_stop_view, name="job-stop"),
+    path("jobs/<str:public_id>/delete/", views.job_delete_view, name="job-delete"),
+    path("jobs/<str:public_id>/rerun/", views.job_rerun_view, name="job-rerun"),
+    # The create-training-job wizard (jobs/wizard_views.py).
+    path("create/", wizard_views.wizard_start, name="wizard-start"),
+    path("create/<uuid:draft_id>/submit/", wizard_views.wizard_submit, name="wizard-submit"),
+    path("create/<uuid:draft_id>/discard/", wizard_views.wizard_discard, name="wizard-discard"),
+    path("create/<uuid:draft_id>/queues/", wizard_views.wizard_queues, name="wizard-queues"),
+    path("create/<uuid:draft_id>/aiak/", wizard_views.wizard_aiak, name="wizard-aiak"),
+    path("create/<uuid:draft_id>/idle/", wizard_views.wizard_idle, name="wizard-idle"),
+    path("create/<uuid:draft_id>/example/", wizard_views.wizard_example, name="wizard-example"),
+    path("create/<uuid:draft_id>/<slug:step>/", wizard_views.wizard_step, name="wizard-step"),
+    path("jobs/<str:public_id>/copy/", wizard_views.job_copy, name="job-copy"),
 ]

@@ -1,23 +1,281 @@
+"""Job list and job pages: status, spec, replicas, events, logs, and the owner's actions.
+
+Every job URL answers 404 for anyone but the job's owner. Live parts (list statuses, the
+detail's status/replicas/events, the log tail) refresh by htmx polling that stops (HTTP 286)
+once there is nothing left to change.
+"""
+
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_GET
+import json
+import logging
+from typing import Any
+from urllib.parse import urlencode
 
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import FileResponse, Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
+
+from .actions import ActionError, job_delete, job_rerun, job_stop
+from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
-from .models import Job
+from .models import FINAL_STATUSES, Job, JobStatus
+from .scheduler import queue_position
+from .spec import FRAMEWORKS
+
+logger = logging.getLogger(__name__)
+
+PAGE_SIZE = 20
+# Statuses whose reason the list shows under the badge (why it waits or why it ended badly).
+EXPLAINED_STATUSES = frozenset(
+    {
+        JobStatus.PENDING_REVIEW,
+        JobStatus.REJECTED,
+        JobStatus.FAILED,
+        JobStatus.SUBMIT_FAILED,
+        JobStatus.TIMED_OUT,
+    }
+)
+LOG_TAIL_LINES = 200
+
+
+class JobFilterForm(forms.Form):
+    q = forms.CharField(required=False, label=gettext_lazy("Name or ID"))
+    status = forms.ChoiceField(
+        required=False, choices=[("", gettext_lazy("Any status")), *JobStatus.choices]
+    )
+    framework = forms.ChoiceField(
+        required=False, choices=[("", gettext_lazy("Any framework"))] + [(f, f) for f in FRAMEWORKS]
+    )
+    pool = forms.CharField(required=False, label=gettext_lazy("Resource pool"))
+    queue = forms.CharField(required=False, label=gettext_lazy("Queue"))
+
+
+def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
+    jobs = Job.objects.filter(owner=request.user)
+    if not form.is_valid():
+        return jobs
+    data = form.cleaned_data
+    if data["q"]:
+        jobs = jobs.filter(Q(name__icontains=data["q"]) | Q(public_id__icontains=data["q"]))
+    if data["status"]:
+        jobs = jobs.filter(status=data["status"])
+    if data["framework"]:
+        jobs = jobs.filter(framework=data["framework"])
+    if data["pool"]:
+        jobs = jobs.filter(resource_pool=data["pool"])
+    if data["queue"]:
+        jobs = jobs.filter(queue=data["queue"])
+    return jobs.order_by("-created_at", "-id")
 
 
 @require_GET
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    jobs = Job.objects.filter(owner=request.user).order_by("-created_at")[:50]
-    return render(request, "jobs/job_list.html", {"jobs": jobs})
+    form = JobFilterForm(request.GET)
+    jobs = _owned_jobs(request, form).only(
+        "public_id",
+        "name",
+        "status",
+        "status_reason",
+        "framework",
+        "resource_pool",
+        "queue",
+        "total_cards",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+    page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    live = any(job.status not in FINAL_STATUSES for job in page.object_list)
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "form": form,
+        "page": page,
+        "live": live,
+        "query": query.urlencode(),
+        "explained": EXPLAINED_STATUSES,
+    }
+    if request.htmx:
+        response = render(request, "jobs/job_list.html#job-table", context)
+        if not live:
+            stop = HttpResponseStopPolling(response.content)
+            return stop
+        return response
+    return render(request, "jobs/job_list.html", context)
+
+
+def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
+    return get_object_or_404(Job, public_id=public_id, owner=request.user)
+
+
+def _copy_url(job: Job) -> str | None:
+    try:
+        return reverse("job-copy", args=[job.public_id])
+    except NoReverseMatch:  # the wizard's copy route is optional for this page
+        return None
+
+
+def _live_context(job: Job) -> dict[str, Any]:
+    return {
+        "job": job,
+        "replicas": list(job.replicas.all()),
+        "events": list(job.events.all()),
+        "position": queue_position(job),
+        "final": job.is_final,
+    }
+
+
+def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
+    labels = [f"{r.role}-{r.index}" for r in replicas]
+    if label not in labels:
+        label = labels[0] if labels else ""
+    lines: list[str] = []
+    error = ""
+    if label:
+        try:
+            lines = get_backend(job.backend).logs(job, label, tail=LOG_TAIL_LINES)
+        except BackendError as exc:
+            error = exc.message
+        except Exception:  # a backend that is down must not break the job page
+            logger.exception("reading logs of %s failed", job.public_id)
+            error = _("The logs cannot be read right now.")
+    return {
+        "log_labels": labels,
+        "log_label": label,
+        "log_lines": lines,
+        "log_error": error,
+        "log_live": not job.is_final and job.status != JobStatus.QUEUED,
+    }
 
 
 @require_GET
 @login_required
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
-    job = get_object_or_404(Job, public_id=public_id, owner=request.user)
-    return render(request, "jobs/job_detail.html", {"job": job})
+    job = _job(request, public_id)
+    context = _live_context(job)
+    spec = job.job_spec()
+    body = spec.to_v1_body(masked=True)
+    context.update(
+        {
+            "api_request": f"POST /api/v1/aijobs?resourcePoolId={job.resource_pool}",
+            "api_body": json.dumps(body, ensure_ascii=False, indent=2),
+            "spec_document": json.dumps(
+                spec.to_document(masked=True)["console"], ensure_ascii=False, indent=2
+            ),
+            "spec": spec,
+            "copy_url": _copy_url(job),
+        }
+    )
+    context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
+    return render(request, "jobs/job_detail.html", context)
+
+
+@require_GET
+@login_required
+def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    """The detail page's status, replicas, events and queue position (polled)."""
+    job = _job(request, public_id)
+    if not request.htmx:
+        return redirect("job-detail", public_id=public_id)
+    response = render(request, "jobs/job_detail.html#live", _live_context(job))
+    return HttpResponseStopPolling(response.content) if job.is_final else response
+
+
+@require_GET
+@login_required
+def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    """The last lines of one replica's log (polled while the job runs)."""
+    job = _job(request, public_id)
+    label = request.GET.get("replica", "")
+    if not request.htmx:
+        query = urlencode({"replica": label})
+        return redirect(f"{reverse('job-detail', args=[public_id])}?{query}#logs")
+    context = {"job": job, **_log_context(job, list(job.replicas.all()), label)}
+    response = render(request, "jobs/job_detail.html#log-panel", context)
+    return response if context["log_live"] else HttpResponseStopPolling(response.content)
+
+
+@require_GET
+@login_required
+def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica: str) -> Any:
+    job = _job(request, public_id)
+    try:
+        backend = get_backend(job.backend)
+    except BackendError as exc:
+        raise Http404(exc.message) from exc
+    filename = f"{job.name}-{replica}.log"
+    path = backend.log_file(job, replica)
+    if path is not None:
+        if not path.exists():
+            raise Http404(_("This replica has no log yet."))
+        return FileResponse(
+            open(path, "rb"),  # noqa: SIM115 - FileResponse closes it
+            as_attachment=True,
+            filename=filename,
+            content_type="text/plain; charset=utf-8",
+        )
+    if replica not in {f"{r.role}-{r.index}" for r in job.replicas.all()}:
+        raise Http404(_("No such replica."))
+    try:
+        lines = backend.logs(job, replica)
+    except BackendError as exc:
+        raise Http404(exc.message) from exc
+    except Exception:  # a backend that is down: say so instead of failing
+        logger.exception("downloading logs of %s failed", job.public_id)
+        return HttpResponse(
+            _("The logs cannot be read right now."), status=503, content_type="text/plain"
+        )
+    response = HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@require_POST
+@login_required
+def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    job = _job(request, public_id)
+    try:
+        job_stop(job=job)
+    except ActionError as exc:
+        messages.error(request, exc.args[0])
+    else:
+        messages.success(request, _("Stopping the job."))
+    return redirect("job-detail", public_id=public_id)
+
+
+@require_POST
+@login_required
+def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    job = _job(request, public_id)
+    try:
+        gone = job_delete(job=job)
+    except ActionError as exc:
+        messages.error(request, exc.args[0])
+        return redirect("job-detail", public_id=public_id)
+    if gone:
+        messages.success(request, _("Job %(name)s deleted.") % {"name": job.name})
+    else:
+        messages.info(
+            request, _("Job %(name)s will be deleted once it has stopped.") % {"name": job.name}
+        )
+    return redirect("job-list")
+
+
+@require_POST
+@login_required
+def job_rerun_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    job = _job(request, public_id)
+    new_jobs = job_rerun(job=job, owner=request.user)
+    messages.success(request, _("Submitted again as a new job."))
+    return redirect("job-detail", public_id=new_jobs[0].public_id)

@@ -30,6 +30,21 @@ def bob(db) -> User:
 
 
 @pytest.fixture
+def reviewer(db) -> User:
+    """Carol reviews jobs in the admin: staff, in the Reviewers group."""
+    from django.contrib.auth.models import Group
+
+    user = User.objects.create_user("carol", "carol@example.com", "carol-password", is_staff=True)
+    user.groups.add(Group.objects.get(name="Reviewers"))
+    return user
+
+
+@pytest.fixture
+def superuser(db) -> User:
+    return User.objects.create_superuser("root", "root@example.com", "root-password")
+
+
+@pytest.fixture
 def alice_client(alice) -> Client:
     client = Client()
     client.force_login(alice)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -53,7 +54,20 @@ class Pool:
 
 
 class Backend(ABC):
-    """What the console needs from a place that runs jobs."""
+    """What the console needs from a place that runs jobs.
+
+    Who calls what (jobs.worker, jobs.actions):
+    - submit(job): the worker calls it for each Queued job of a remote backend that has no
+      external_id yet; the backend makes its own transitions (Queued -> Submitting ->
+      Queued/Running, or Submit failed). The local backend's submit does nothing: its
+      scheduler starts queued jobs when they fit.
+    - sync(job): the worker calls it periodically for active remote jobs (and Queued ones
+      with an external_id); it brings status, replicas (JobReplica rows) and events
+      (JobEvent rows) into the database, which is where pages read them from.
+    - stop(job) / delete(job): the owner's actions. delete removes the backend's side (the
+      cloud job, local processes and logs); the caller then deletes the row.
+    - logs(job, replica, tail=N | since=t): lines of one replica ("<role>-<index>").
+    """
 
     name: str
 
@@ -85,3 +99,8 @@ class Backend(ABC):
     def logs(
         self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
     ) -> list[str]: ...
+
+    def log_file(self, job: Job, replica: str) -> Path | None:
+        """A local file holding the replica's whole log, if the backend keeps one (for
+        download); None means the download is built from logs()."""
+        return None

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
+from jobs import logs as job_logs
+from jobs.sandbox import SandboxError, resolve_in_root
+
+from .base import AcceleratorStock, Backend, Pool, Volume
+
+if TYPE_CHECKING:
+    from jobs.models import Job
+    from jobs.spec import JobSpec
 
 POOL_ID = "local"
 NVIDIA_RESOURCE = "nvidia.com/gpu"
@@ -34,28 +46,36 @@ def parse_pairs(value: str) -> list[tuple[str, str]]:
 
 
 @cache
+def nvidia_cards() -> dict[str, int]:
+    """Cards nvidia-smi reports (asked once per process)."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return {}
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    names = [line.strip() for line in out.splitlines() if line.strip()]
+    return {NVIDIA_RESOURCE: len(names)} if names else {}
+
+
 def detected_accelerators() -> dict[str, int]:
     """Cards per type: from nvidia-smi when present, otherwise LOCAL_ACCELERATORS."""
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run(
-                [smi, "--query-gpu=name", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=True,
-            ).stdout
-        except (OSError, subprocess.SubprocessError):
-            out = ""
-        names = [line.strip() for line in out.splitlines() if line.strip()]
-        if names:
-            return {NVIDIA_RESOURCE: len(names)}
-    return {
+    return nvidia_cards() or {
         name: int(count)
         for name, count in parse_pairs(settings.LOCAL_ACCELERATORS)
         if count.isdigit()
     }
+
+
+def local_queues() -> list[str]:
+    return list(settings.LOCAL_QUEUES) or ["default"]
 
 
 def host_volumes() -> list[HostVolume]:
@@ -91,7 +111,7 @@ class LocalBackend(Backend):
                 id=POOL_ID,
                 name="本机 Local",
                 backend=self.name,
-                queues=["default"],
+                queues=local_queues(),
                 accelerators=stock,
                 volumes=[
                     Volume(type="hostpath", name=v.name, label=str(v.root)) for v in host_volumes()
@@ -101,20 +121,142 @@ class LocalBackend(Backend):
             )
         ]
 
-    def submit(self, job):  # type: ignore[no-untyped-def]
-        raise BackendError("The local runner arrives with the local-runner issue.")
+    def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
+        """Refuses what this machine cannot serve: other storage types, unknown volumes,
+        sub-paths outside a volume's root, unknown queues, more cards or cores than exist."""
+        errors: dict[str, list[str]] = {}
 
-    def stop(self, job):  # type: ignore[no-untyped-def]
-        raise BackendError("The local runner arrives with the local-runner issue.")
+        def err(path: str, message: str) -> None:
+            errors.setdefault(path, []).append(message)
 
-    def delete(self, job):  # type: ignore[no-untyped-def]
-        raise BackendError("The local runner arrives with the local-runner issue.")
+        if spec.queue not in local_queues():
+            err(
+                "queue",
+                _("The local pool has no queue “%(queue)s”; choose one of: %(queues)s.")
+                % {"queue": spec.queue, "queues": ", ".join(local_queues())},
+            )
+        volumes = {v.name: v for v in host_volumes()}
+        for i, ds in enumerate(spec.datasources):
+            path = f"datasources[{i}]"
+            if ds.type != "hostpath":
+                err(
+                    f"{path}.type",
+                    _(
+                        "The local runner can only mount hostpath volumes; “%(type)s” storage "
+                        "needs a cloud resource pool."
+                    )
+                    % {"type": ds.type},
+                )
+                continue
+            volume = volumes.get(ds.name)
+            if volume is None:
+                err(
+                    f"{path}.name",
+                    _("There is no local volume “%(name)s”.") % {"name": ds.name},
+                )
+                continue
+            try:
+                volume.root.mkdir(parents=True, exist_ok=True)
+                source = resolve_in_root(volume.root, ds.source_path)
+            except SandboxError:
+                err(f"{path}.sourcePath", _("The path must stay inside the volume."))
+                continue
+            except OSError:
+                err(f"{path}.name", _("The volume's folder cannot be created on this machine."))
+                continue
+            if not source.is_dir():
+                err(
+                    f"{path}.sourcePath",
+                    _("“%(path)s” does not exist in volume “%(name)s”.")
+                    % {"path": ds.source_path, "name": ds.name},
+                )
+        # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
+        # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
+        from jobs.alerts import webhook_url_error
 
-    def sync(self, job):  # type: ignore[no-untyped-def]
-        return None
+        for url in spec.alert.webhooks:
+            if webhook_url_error(url):
+                err(
+                    "alert.webhooks",
+                    _(
+                        "“%(url)s”: alerts cannot be sent to loopback, link-local or private "
+                        "addresses."
+                    )
+                    % {"url": url},
+                )
+        totals = detected_accelerators()
+        for i, role in enumerate(spec.roles):
+            if role.accelerator_type and role.accelerator_type not in totals:
+                err(
+                    f"roles[{i}].acceleratorType",
+                    _("The local pool has no “%(type)s” cards.") % {"type": role.accelerator_type},
+                )
+        for card, count in spec.accelerators_by_type().items():
+            if card in totals and count > totals[card]:
+                index = next(i for i, r in enumerate(spec.roles) if r.accelerator_type == card)
+                err(
+                    f"roles[{index}].accelerators",
+                    _("The job needs %(count)d %(type)s cards; the local pool has %(total)d.")
+                    % {"count": count, "type": card, "total": totals[card]},
+                )
+        if spec.cpu_exclusive:
+            needed = sum((r.cpu or 1) * r.replicas for r in spec.roles)
+            cores = len(os.sched_getaffinity(0))
+            if needed > cores:
+                err(
+                    "cpuExclusive",
+                    _("Exclusive CPUs need %(needed)d cores; this machine has %(cores)d.")
+                    % {"needed": needed, "cores": cores},
+                )
+        return errors
 
-    def logs(self, job, replica, *, tail=None, since=None):  # type: ignore[no-untyped-def]
-        return []
+    def submit(self, job: Job) -> None:
+        """Nothing to do: queued local jobs are started by the worker's scheduler."""
+
+    def stop(self, job: Job) -> None:
+        """A job that has not started stops at once; a running one is stopped by the worker
+        (SIGTERM, then SIGKILL after the grace period) and goes Stopping -> Stopped."""
+        from jobs.models import JobStatus
+        from jobs.runner import TARGET_STOPPED, request_stop
+        from jobs.services import job_transition
+
+        not_started = (JobStatus.QUEUED, JobStatus.PENDING_REVIEW, JobStatus.SUBMIT_FAILED)
+        if job.status in not_started and job_transition(
+            job=job, to=JobStatus.STOPPED, reason="Stopped", message="Stopped."
+        ):
+            return
+        request_stop(job, target=TARGET_STOPPED, message="Stopped.")
+
+    def delete(self, job: Job) -> None:
+        """Removes the job's logs and scratch files (its processes are gone by now)."""
+        from jobs.runner import signal_group
+
+        for replica in job.replicas.all():
+            signal_group(replica, signal.SIGKILL)
+        shutil.rmtree(job_logs.job_dir(job.public_id), ignore_errors=True)
+
+    def sync(self, job: Job) -> None:
+        from jobs.models import ACTIVE_STATUSES
+        from jobs.runner import supervise
+
+        if job.status in ACTIVE_STATUSES:
+            supervise(job)
+
+    def logs(
+        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+    ) -> list[str]:
+        path = self.log_file(job, replica)
+        if path is None:
+            return []
+        if since is not None:
+            lines = job_logs.lines_since(path, since)
+            return lines[-tail:] if tail else lines
+        return job_logs.tail_lines(path, tail or job_logs.DEFAULT_TAIL)
+
+    def log_file(self, job: Job, replica: str) -> Path | None:
+        if replica not in {f"{r.role}-{r.index}" for r in job.replicas.all()}:
+            return None
+        return job_logs.replica_log_path(job.public_id, replica)
 
 
 def backend() -> LocalBackend:

@@ -1,0 +1,617 @@
+"""A thin httpx client for the Baidu AIHC OpenAPI, v1 (REST) and v2 (action style).
+
+Every request is signed with bce-auth-v1 (`signer`), and the query string sent is the
+canonical one that was signed. Reads are retried with exponential backoff on connection
+errors, timeouts, 500 and 503; creating a job never is (see `AihcTimeout`).
+
+Responses are normalised so the backend sees one shape whatever the API version:
+v1 wraps results in `{"requestId", "result": {...}}`, v2 answers flat.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from jobs.backends.base import BackendError
+
+from . import signer
+
+logger = logging.getLogger("jobs.aihc")
+
+V1 = "v1"
+V2 = "v2"
+API_VERSIONS = (V1, V2)
+
+# [aihc] configure.py and the AIHC endpoint page agree on these hosts.
+REGION_HOSTS = {
+    "cn-beijing": "aihc.bj.baidubce.com",
+    "cn-guangzhou": "aihc.gz.baidubce.com",
+    "cn-suzhou": "aihc.su.baidubce.com",
+    "cn-baoding": "aihc.bd.baidubce.com",
+    "cn-wuhan": "aihc.fwh.baidubce.com",
+    "cn-yangquan": "aihc.yq.baidubce.com",
+}
+# AIHC lists this root queue in every pool; jobs cannot be submitted to it ([aihc] hides it).
+ROOT_QUEUE = "63a9f0ea7bb98050796b649e85481845"
+RETRY_STATUSES = frozenset({500, 503})
+PAGE_SIZE = 100
+MAX_PAGES = 50
+
+
+class AihcError(BackendError):
+    """An AIHC call failed; carries the BCE error `code`, `message` and `requestId`.
+
+    The message is the platform's own (or ours for transport failures) and never contains
+    credentials; the backend also scrubs the job's secret values from it before showing it.
+    """
+
+    def __init__(self, message: str, *, code: str = "", request_id: str = "", status: int = 0):
+        super().__init__(message, code=code, request_id=request_id)
+        self.status = status
+
+    def __str__(self) -> str:
+        details = ", ".join(
+            part
+            for part in (
+                self.code,
+                f"HTTP {self.status}" if self.status else "",
+                f"requestId {self.request_id}" if self.request_id else "",
+            )
+            if part
+        )
+        return f"{self.message} ({details})" if details else self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+
+class AihcUnavailable(AihcError):
+    """The request never reached AIHC (connection refused, DNS, connect timeout)."""
+
+
+class AihcTimeout(AihcError):
+    """AIHC did not answer in time: the request may or may not have been carried out."""
+
+
+def endpoint_for(*, region: str = "", endpoint: str = "") -> str:
+    """The base URL: an explicit endpoint wins, else the region's HTTPS host."""
+    if endpoint:
+        parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"AIHC endpoint {endpoint!r} is not an http(s) URL")
+        return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+    if region not in REGION_HOSTS:
+        known = ", ".join(REGION_HOSTS)
+        raise ValueError(f"Unknown AIHC region {region!r}; use one of {known} or an endpoint")
+    return f"https://{REGION_HOSTS[region]}"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    access_key: str
+    secret_key: str = field(repr=False)
+
+    def __repr__(self) -> str:
+        return f"Credentials(access_key={self.access_key[:4]}…)"
+
+
+def _host_header(base: str) -> str:
+    parts = urlsplit(base)
+    default = {"http": 80, "https": 443}[parts.scheme]
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return host if parts.port in (None, default) else f"{host}:{parts.port}"
+
+
+def _items(data: Any, key: str) -> list[Any]:
+    value = data.get(key) if isinstance(data, dict) else None
+    return value if isinstance(value, list) else []
+
+
+class AihcClient:
+    """One AIHC account at one endpoint. Thread-safe (httpx.Client is)."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        credentials: Credentials,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.endpoint = endpoint.rstrip("/")
+        self.credentials = credentials
+        self.retries = retries
+        self.backoff = backoff
+        self.clock = clock
+        self.sleep = sleep
+        self.timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self._http = httpx.Client(
+            timeout=self.timeout, transport=transport, follow_redirects=False, trust_env=False
+        )
+        self._host = _host_header(self.endpoint)
+        self._base_path = urlsplit(self.endpoint).path
+
+    def __repr__(self) -> str:
+        return f"AihcClient({self.endpoint!r}, {self.credentials!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- transport -----------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Iterable[tuple[str, str]] = (),
+        body: Any = None,
+        version: str = V1,
+        idempotent: bool,
+        timeout: httpx.Timeout | None = None,
+    ) -> dict[str, Any]:
+        """Sends one signed request; returns the decoded JSON body (`{}` when empty)."""
+        params = [(k, str(v)) for k, v in params if v is not None]
+        attempts = 1 + (self.retries if idempotent else 0)
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                response = self._send(method, path, params, body, version, timeout)
+            except httpx.TransportError as exc:
+                if not last:
+                    self._wait(attempt, method, path, type(exc).__name__)
+                    continue
+                raise self._transport_error(exc) from None
+            if response.status_code in RETRY_STATUSES and not last:
+                self._wait(attempt, method, path, f"HTTP {response.status_code}")
+                continue
+            return self._decode(response)
+        raise AssertionError("unreachable")
+
+    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
+        delay = self.backoff * (2**attempt)
+        logger.warning("AIHC %s %s failed (%s); retrying in %.2fs", method, path, why, delay)
+        self.sleep(delay)
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: list[tuple[str, str]],
+        body: Any,
+        version: str,
+        timeout: httpx.Timeout | None,
+    ) -> httpx.Response:
+        full_path = f"{self._base_path}{path}"
+        timestamp = signer.canonical_time(self.clock())
+        headers = {"Host": self._host, "x-bce-date": timestamp}
+        content = None
+        if body is not None:
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if version == V2:
+            headers["X-API-Version"] = V2
+        headers["Authorization"] = signer.authorization(
+            access_key=self.credentials.access_key,
+            secret_key=self.credentials.secret_key,
+            method=method,
+            path=full_path,
+            params=params,
+            headers=headers,
+            timestamp=timestamp,
+            signed_header_names=[h.lower() for h in headers],
+        )
+        query = signer.canonical_query(params)
+        url = f"{self.endpoint}{path}" + (f"?{query}" if query else "")
+        return self._http.request(
+            method,
+            url,
+            headers=headers,
+            content=content,
+            timeout=timeout or self.timeout,
+        )
+
+    @staticmethod
+    def _transport_error(exc: httpx.TransportError) -> AihcError:
+        reason = type(exc).__name__
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return AihcUnavailable(f"AIHC could not be reached ({reason}).", code="Unreachable")
+        return AihcTimeout(f"AIHC did not answer in time ({reason}).", code="RequestTimeout")
+
+    @staticmethod
+    def _decode(response: httpx.Response) -> dict[str, Any]:
+        try:
+            data = response.json() if response.content else {}
+        except ValueError:
+            data = None
+        request_id = response.headers.get("x-bce-request-id", "")
+        if response.is_success:
+            if not isinstance(data, dict):
+                raise AihcError(
+                    "AIHC answered with something that is not a JSON object.",
+                    code="InvalidResponse",
+                    request_id=request_id,
+                    status=response.status_code,
+                )
+            return data
+        data = data if isinstance(data, dict) else {}
+        raise AihcError(
+            str(data.get("message") or response.reason_phrase or "AIHC refused the request."),
+            code=str(data.get("code") or "Exception"),
+            request_id=str(data.get("requestId") or request_id),
+            status=response.status_code,
+        )
+
+    def _v2(
+        self,
+        action: str,
+        *,
+        pool: str | None = None,
+        queue: str | None = None,
+        body: Any = None,
+        method: str = "POST",
+        idempotent: bool,
+        extra: Iterable[tuple[str, str]] = (),
+    ) -> dict[str, Any]:
+        params = [("action", action)]
+        if pool is not None:
+            params.append(("resourcePoolId", pool))
+        if queue is not None:
+            params.append(("queueID", queue))
+        params.extend(extra)
+        return self.request(
+            method, "/", params=params, body=body, version=V2, idempotent=idempotent
+        )
+
+    # -- jobs ----------------------------------------------------------------------
+
+    def create_job(self, *, pool: str, body: dict[str, Any], version: str = V1) -> dict[str, str]:
+        """Creates a job; returns {"jobId", "jobName"}. Never retried: see AihcTimeout."""
+        if version == V2:
+            data = self._v2(
+                "CreateJob",
+                pool=pool,
+                queue=body.get("queue") or "default",
+                body=body,
+                idempotent=False,
+            )
+        else:
+            data = (
+                self.request(
+                    "POST",
+                    "/api/v1/aijobs",
+                    params=[("resourcePoolId", pool)],
+                    body=body,
+                    idempotent=False,
+                ).get("result")
+                or {}
+            )
+        return {"jobId": str(data.get("jobId", "")), "jobName": str(data.get("jobName", ""))}
+
+    def list_jobs(
+        self, *, pool: str, queue: str | None = None, name: str | None = None, version: str = V1
+    ) -> list[dict[str, Any]]:
+        """Jobs in a pool (optionally one queue, one exact name), newest first."""
+        jobs: list[dict[str, Any]] = []
+        for page in range(1, MAX_PAGES + 1):
+            if version == V2:
+                query: dict[str, Any] = {"pageNumber": page, "pageSize": PAGE_SIZE}
+                if name:
+                    query |= {"keywordType": "name", "keyword": name}
+                data = self._v2(
+                    "DescribeJobs",
+                    pool=pool,
+                    queue=queue or "default",
+                    body=query,
+                    idempotent=True,
+                )
+                total = data.get("totalCount")
+            else:
+                params = [
+                    ("resourcePoolId", pool),
+                    ("orderBy", "createdAt"),
+                    ("order", "desc"),
+                    ("pageNo", str(page)),
+                    ("pageSize", str(PAGE_SIZE)),
+                ]
+                if queue:
+                    params.append(("queue", queue))
+                data = self.request("GET", "/api/v1/aijobs", params=params, idempotent=True)
+                data = data.get("result") or {}
+                total = data.get("total")
+            batch = [normalise_job(j) for j in _items(data, "jobs")]
+            jobs.extend(batch)
+            if not batch or len(batch) < PAGE_SIZE or (total is not None and len(jobs) >= total):
+                break
+        if name:
+            jobs = [j for j in jobs if j["name"] == name]
+        return jobs
+
+    def get_job(
+        self, *, pool: str, job_id: str, queue: str = "default", version: str = V1
+    ) -> dict[str, Any]:
+        if version == V2:
+            data = self._v2(
+                "DescribeJob",
+                pool=pool,
+                queue=queue,
+                body={"jobId": job_id, "needDetail": True},
+                idempotent=True,
+            )
+            return normalise_job(data.get("job") or {})
+        data = self.request(
+            "GET", f"/api/v1/aijobs/{job_id}", params=[("resourcePoolId", pool)], idempotent=True
+        )
+        return normalise_job(data.get("result") or {})
+
+    def stop_job(
+        self, *, pool: str, job_id: str, queue: str = "default", version: str = V1
+    ) -> None:
+        if version == V2:
+            self._v2("StopJob", pool=pool, queue=queue, body={"jobId": job_id}, idempotent=False)
+        else:
+            self.request(
+                "POST",
+                f"/api/v1/aijobs/{job_id}/stop",
+                params=[("resourcePoolId", pool)],
+                idempotent=False,
+            )
+
+    def delete_job(
+        self, *, pool: str, job_id: str, queue: str = "default", version: str = V1
+    ) -> None:
+        if version == V2:
+            self._v2("DeleteJob", pool=pool, queue=queue, body={"jobId": job_id}, idempotent=False)
+        else:
+            self.request(
+                "DELETE",
+                f"/api/v1/aijobs/{job_id}",
+                params=[("resourcePoolId", pool)],
+                idempotent=False,
+            )
+
+    def job_events(
+        self,
+        *,
+        pool: str,
+        job_id: str,
+        framework: str,
+        queue: str = "default",
+        version: str = V1,
+    ) -> list[dict[str, Any]]:
+        if version == V2:
+            data = self._v2(
+                "DescribeJobEvents",
+                pool=pool,
+                queue=queue,
+                body={"jobId": job_id},
+                idempotent=True,
+            )
+        else:
+            data = self.request(
+                "GET",
+                f"/api/v1/aijobs/{job_id}/events",
+                params=[("resourcePoolId", pool), ("jobFramework", framework)],
+                idempotent=True,
+            )
+            # The Go SDK reads events unwrapped, the REST convention wraps them: accept both.
+            data = data.get("result") or data
+        return [e for e in _items(data, "events") if isinstance(e, dict)]
+
+    def pod_logs(
+        self,
+        *,
+        pool: str,
+        job_id: str,
+        pod: str,
+        max_lines: int | None = None,
+        start_time: int | None = None,
+        queue: str = "default",
+        version: str = V1,
+    ) -> list[str]:
+        if version == V2:
+            query: dict[str, Any] = {"jobId": job_id, "podName": pod}
+            if max_lines:
+                query["maxLines"] = max_lines
+            if start_time is not None:
+                query["startTime"] = start_time
+            data = self._v2("DescribeJobLogs", pool=pool, queue=queue, body=query, idempotent=True)
+        else:
+            params = [("resourcePoolId", pool)]
+            if max_lines:
+                params.append(("maxLines", str(max_lines)))
+            if start_time is not None:
+                params.append(("startTime", str(start_time)))
+            data = self.request(
+                "GET", f"/api/v1/aijobs/{job_id}/pods/{pod}/logs", params=params, idempotent=True
+            )
+            data = data.get("result") or data
+        return [str(line) for line in _items(data, "logs")]
+
+    # -- inventory -----------------------------------------------------------------
+
+    def resource_pools(self, *, version: str = V1) -> list[dict[str, Any]]:
+        """Pools as {"id", "name", "phase", "accelerators": {type: (total, idle)}, "pfs": [...]}."""
+        pools: list[dict[str, Any]] = []
+        if version == V2:
+            for page in range(1, MAX_PAGES + 1):
+                data = self._v2(
+                    "DescribeResourcePools",
+                    method="GET",
+                    idempotent=True,
+                    extra=[
+                        ("resourcePoolType", "common"),
+                        ("pageNumber", str(page)),
+                        ("pageSize", str(PAGE_SIZE)),
+                    ],
+                )
+                batch = _items(data, "resourcePools")
+                pools.extend(_v2_pool(p) for p in batch if isinstance(p, dict))
+                if len(batch) < PAGE_SIZE:
+                    break
+            idle = self._v2_idle()
+            for pool in pools:
+                pool["accelerators"] = idle.get(pool["id"], {})
+            return pools
+        for page in range(1, MAX_PAGES + 1):
+            data = self.request(
+                "GET",
+                "/api/v1/resourcepools",
+                params=[("pageNo", str(page)), ("pageSize", str(PAGE_SIZE))],
+                idempotent=True,
+            )
+            data = data.get("result") or data
+            batch = _items(data, "resourcePools")
+            pools.extend(_v1_pool(p) for p in batch if isinstance(p, dict))
+            if len(batch) < PAGE_SIZE:
+                break
+        return pools
+
+    def _v2_idle(self) -> dict[str, dict[str, tuple[int, int]]]:
+        """Per pool and accelerator type (capacity, idle), from DescribeResourcePoolOverview.
+
+        Baidu's example shows the per-type `acceleratorsStatistic`; the per-pool rows in
+        `resourcePoolStatistics` are read as {resourcePoolId, acceleratorStatistics:
+        [{resourceType, capacity, idle}]} (our reading; the doc does not spell them out).
+        """
+        data = self._v2("DescribeResourcePoolOverview", method="GET", idempotent=True)
+        idle: dict[str, dict[str, tuple[int, int]]] = {}
+        for group in _items(data, "resourcePoolsStatisticWithType"):
+            for row in _items(group, "resourcePoolStatistics"):
+                pool_id = str(row.get("resourcePoolId", ""))
+                for stat in _items(row, "acceleratorStatistics"):
+                    kind = str(stat.get("resourceType") or stat.get("acceleratorType") or "")
+                    if pool_id and kind:
+                        idle.setdefault(pool_id, {})[kind] = (
+                            _int(stat.get("capacity")),
+                            _int(stat.get("idle")),
+                        )
+        return idle
+
+    def queues(self, *, pool: str, version: str = V1) -> list[str]:
+        """Names of the queues jobs can be submitted to (leaf queues, root hidden)."""
+        names: list[str] = []
+        for page in range(1, MAX_PAGES + 1):
+            if version == V2:
+                data = self._v2(
+                    "DescribeQueues",
+                    method="GET",
+                    idempotent=True,
+                    extra=[
+                        ("resourcePoolId", pool),
+                        ("pageNumber", str(page)),
+                        ("pageSize", str(PAGE_SIZE)),
+                    ],
+                )
+                key = "queueName"
+            else:
+                data = self.request(
+                    "GET",
+                    f"/api/v1/resourcepools/{pool}/queue",
+                    params=[("pageNo", str(page)), ("pageSize", str(PAGE_SIZE))],
+                    idempotent=True,
+                )
+                data = data.get("result") or data
+                key = "name"
+            batch = _items(data, "queues")
+            names.extend(_queue_names(batch, key))
+            if len(batch) < PAGE_SIZE:
+                break
+        return list(dict.fromkeys(n for n in names if n and n != ROOT_QUEUE))
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _queue_names(queues: list[Any], key: str) -> list[str]:
+    names = []
+    for queue in queues:
+        if not isinstance(queue, dict):
+            continue
+        children = queue.get("children")
+        if isinstance(children, list) and children:
+            names.extend(_queue_names(children, key))
+        else:
+            names.append(str(queue.get(key) or ""))
+    return names
+
+
+def _v1_pool(raw: dict[str, Any]) -> dict[str, Any]:
+    meta, spec, status = (raw.get(k) or {} for k in ("metadata", "spec", "status"))
+    accelerators = {}
+    for detail in _items(status, "gpuDetail"):
+        kind = str(detail.get("gpuDescriptor") or "")
+        if kind:
+            total = _int(detail.get("total"))
+            accelerators[kind] = (total, max(total - _int(detail.get("used")), 0))
+    pfs = [str(spec["associatedPfsId"])] if spec.get("associatedPfsId") else []
+    return {
+        "id": str(meta.get("id", "")),
+        "name": str(meta.get("name", "")),
+        "phase": str(status.get("phase", "")),
+        "accelerators": accelerators,
+        "pfs": pfs,
+    }
+
+
+def _v2_pool(raw: dict[str, Any]) -> dict[str, Any]:
+    pfs = []
+    for storage in _items(raw, "bindingStorages"):
+        if isinstance(storage, dict) and str(storage.get("type", "")).lower() == "pfs":
+            pfs.append(str(storage.get("id") or storage.get("name") or ""))
+    return {
+        "id": str(raw.get("resourcePoolId", "")),
+        "name": str(raw.get("name", "")),
+        "phase": str(raw.get("phase", "")),
+        "accelerators": {},
+        "pfs": [p for p in pfs if p],
+    }
+
+
+def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
+    """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, pods."""
+    pods = []
+    raw_pods = raw.get("pods")
+    if raw_pods is None:
+        raw_pods = (raw.get("podList") or {}).get("pods")
+    for pod in raw_pods or []:
+        if not isinstance(pod, dict):
+            continue
+        meta = pod.get("objectMeta") or {}
+        status = pod.get("podStatus") or {}
+        pods.append(
+            {
+                "name": str(meta.get("name") or pod.get("name") or ""),
+                "replicaType": str(pod.get("replicaType") or "").lower(),
+                "phase": str(status.get("podPhase") or pod.get("status") or ""),
+                "restartCount": _int(pod.get("restartCount")),
+                "nodeName": str(pod.get("nodeName") or ""),
+                "reason": str(pod.get("reason") or ""),
+            }
+        )
+    return {
+        "jobId": str(raw.get("jobId") or raw.get("jobid") or ""),
+        "name": str(raw.get("name") or ""),
+        "status": str(raw.get("status") or ""),
+        "createdAt": str(raw.get("createdAt") or ""),
+        "pods": pods,
+    }

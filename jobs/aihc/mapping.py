@@ -1,0 +1,117 @@
+"""The v1 <-> v2 CreateJob body mapping.
+
+v1 (`POST /api/v1/aijobs`) is the console's canonical body (`JobSpec.to_v1_body()`). v2
+(`POST /?action=CreateJob`) differs in four places:
+
+- `jobFramework` is called `jobType`;
+- the start command is top-level `command` instead of `jobSpec.command`;
+- `queue` is required (and repeated as the `queueID` query parameter);
+- there is no `faultToleranceConfig`, only the `faultToleranceArgs` flag string. The flag
+  names follow the console's fault-tolerance options (hang detection, its log timeout,
+  unconditional retries, custom log patterns); Baidu documents the flags but not this
+  correspondence, so it is our decision.
+
+A v2 TFJob's `jobSpec` is a map keyed Chief/Worker/PS/Evaluator, one JobSpec per role; the
+v1 body has one replica group, so that map is built from the spec's roles.
+"""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from typing import Any
+
+from jobs import spec as spec_module
+
+V2_TF_ROLE_KEYS = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
+
+_FT_FLAGS = (
+    ("enabledHangDetection", "--enable-hang-detection"),
+    ("hangDetectionTimeoutMinutes", "--hang-detection-log-timeout-minutes"),
+    ("faultToleranceLimit", "--max-num-of-unconditional-retry"),
+)
+_PATTERN_FLAG = "--custom-log-patterns"
+
+
+def fault_tolerance_args(config: dict[str, Any]) -> str:
+    parts = []
+    for key, flag in _FT_FLAGS:
+        value = config.get(key)
+        if value is None or value is False:
+            continue
+        parts.append(f"{flag}={str(value).lower() if isinstance(value, bool) else value}")
+    for pattern in config.get("customFaultTolerancePattern") or []:
+        parts.append(f"{_PATTERN_FLAG}={shlex.quote(pattern)}")
+    return " ".join(parts)
+
+
+def fault_tolerance_config(args: str) -> dict[str, Any]:
+    config: dict[str, Any] = {"enabledHangDetection": False}
+    patterns = []
+    by_flag = {flag: key for key, flag in _FT_FLAGS}
+    for token in shlex.split(args):
+        flag, _, value = token.partition("=")
+        if flag == _PATTERN_FLAG:
+            patterns.append(value)
+        elif flag in by_flag:
+            key = by_flag[flag]
+            config[key] = value == "true" if key == "enabledHangDetection" else int(value)
+    if patterns:
+        config["customFaultTolerancePattern"] = patterns
+    return config
+
+
+def v2_from_v1(
+    body: dict[str, Any], *, roles: list[spec_module.Role] | None = None
+) -> dict[str, Any]:
+    """The v2 CreateJob body for a v1 body (`roles` builds a TFJob's per-role map)."""
+    v2 = copy.deepcopy(body)
+    job_spec = v2.pop("jobSpec")
+    framework = v2.pop("jobFramework", spec_module.PYTORCH)
+    command = job_spec.pop("command", "")
+    if framework == spec_module.TENSORFLOW and roles:
+        shared = {k: v for k, v in job_spec.items() if k not in ("replicas", "resources")}
+        job_spec = {
+            V2_TF_ROLE_KEYS[role.name]: {
+                **copy.deepcopy(shared),
+                "replicas": role.replicas,
+                "resources": spec_module._role_resources(role),
+            }
+            for role in roles
+            if role.replicas and role.name in V2_TF_ROLE_KEYS
+        }
+    ordered: dict[str, Any] = {
+        "name": v2.pop("name"),
+        "queue": v2.pop("queue", "default") or "default",
+        "jobType": framework,
+        "command": command,
+        "jobSpec": job_spec,
+    }
+    ftc = v2.pop("faultToleranceConfig", None)
+    ordered.update(v2)
+    if ftc is not None:
+        ordered["faultToleranceArgs"] = fault_tolerance_args(ftc)
+    return ordered
+
+
+def v1_from_v2(body: dict[str, Any]) -> dict[str, Any]:
+    """The v1 body for a v2 one (single-JobSpec frameworks; a TFJob map keeps its first role)."""
+    v2 = copy.deepcopy(body)
+    job_spec = v2.pop("jobSpec")
+    if job_spec and all(isinstance(v, dict) for v in job_spec.values()) and "image" not in job_spec:
+        groups = list(job_spec.values())
+        job_spec = dict(groups[0])
+        job_spec["replicas"] = sum(int(g.get("replicas", 0)) for g in groups)
+    command = v2.pop("command", "")
+    v1: dict[str, Any] = {
+        "name": v2.pop("name"),
+        "queue": v2.pop("queue", "default"),
+        "jobFramework": v2.pop("jobType", spec_module.PYTORCH),
+        "priority": v2.pop("priority", "normal"),
+        "jobSpec": {"command": command, **job_spec},
+    }
+    args = v2.pop("faultToleranceArgs", None)
+    v1.update(v2)
+    if args is not None:
+        v1["faultToleranceConfig"] = fault_tolerance_config(args)
+    return v1

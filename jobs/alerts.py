@@ -1,0 +1,190 @@
+"""Job alerts: email through Django's mail backend and webhook POSTs, with an SSRF guard.
+
+The worker decides that an alert is due (`job_alert`) and enqueues one `deliver_alert`
+django task, so a decision survives a worker restart and a slow webhook never stalls
+supervision. Delivery results become job events ("AlertSent", "AlertFailed"); delivery never
+raises.
+
+Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from django.conf import settings
+from django.core.mail import send_mail
+from django.urls import reverse
+
+from .models import Job
+
+logger = logging.getLogger(__name__)
+
+# AIHC alert items (alertConfig.alertItems) and what they mean in an email subject.
+ITEM_TITLES = {
+    "jobRunning": "is running",
+    "jobSucceed": "succeeded",
+    "jobFailed": "failed",
+    "jobHang": "may be hanging",
+    "jobFT": "was restarted (fault tolerance)",
+    "nodeFT": "node fault tolerance",
+}
+
+
+class UnsafeDestination(Exception):
+    pass
+
+
+def _address_allowed(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def webhook_url_error(url: str) -> str | None:
+    """Why `url` may not receive webhooks (before any DNS lookup), or None.
+
+    Literal loopback, link-local and private addresses are refused unless
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE; host names are checked again at send time, after
+    resolution (`resolve_webhook`).
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "not an http(s) URL"
+    if settings.ALERT_WEBHOOK_ALLOW_PRIVATE:
+        return None
+    host = parts.hostname
+    if host == "localhost" or host.endswith(".localhost"):
+        return "loopback destinations are not allowed"
+    try:
+        allowed = _address_allowed(host)
+    except ValueError:
+        return None  # a name: checked after resolution
+    return None if allowed else "private, loopback and link-local destinations are not allowed"
+
+
+def resolve_webhook(url: str) -> tuple[str, str]:
+    """Resolves the host once and returns (url to connect to, host name).
+
+    The connection goes to the address that was checked, so a DNS answer that changes
+    between the check and the request (rebinding) cannot reach a private address.
+    """
+    error = webhook_url_error(url)
+    if error:
+        raise UnsafeDestination(error)
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise UnsafeDestination(f"cannot resolve {host}: {exc.strerror or exc}") from exc
+    addresses = [info[4][0] for info in infos]
+    if not settings.ALERT_WEBHOOK_ALLOW_PRIVATE:
+        bad = [a for a in addresses if not _address_allowed(a)]
+        if bad or not addresses:
+            raise UnsafeDestination(f"{host} resolves to a private or loopback address")
+    address = addresses[0]
+    literal = f"[{address}]" if ":" in address else address
+    netloc = f"{literal}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), host
+
+
+def post_webhook(url: str, payload: dict[str, Any]) -> None:
+    target, host = resolve_webhook(url)
+    parts = urlsplit(url)
+    host_header = host if parts.port is None else f"{host}:{parts.port}"
+    # No proxies from the environment and no redirects: either could lead elsewhere.
+    with httpx.Client(
+        timeout=settings.ALERT_WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
+    ) as client:
+        request = client.build_request(
+            "POST",
+            target,
+            json=payload,
+            headers={"Host": host_header},
+            extensions={"sni_hostname": host},
+        )
+        response = client.send(request)
+    if response.status_code >= 400:
+        raise httpx.HTTPStatusError(
+            f"HTTP {response.status_code}", request=response.request, response=response
+        )
+
+
+def job_link(job: Job) -> str:
+    return settings.SITE_URL + reverse("job-detail", args=[job.public_id])
+
+
+def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any]:
+    return {
+        "jobId": job.public_id,
+        "name": job.name,
+        "event": item,
+        "time": time,
+        "message": message,
+        "link": job_link(job),
+    }
+
+
+def job_alert(*, job: Job, item: str, message: str) -> None:
+    """Enqueues delivery of alert `item` if the job chose it and has somewhere to send it."""
+    from django.utils import timezone
+
+    from .services import job_event
+    from .tasks import deliver_alert
+
+    alert = job.job_spec().alert
+    if item not in alert.items or not (alert.emails or alert.webhooks):
+        return
+    try:
+        deliver_alert.enqueue(
+            job_id=job.pk, item=item, message=message, time=timezone.now().isoformat()
+        )
+    except Exception as exc:  # the queue's database trouble must not stop supervision
+        logger.exception("could not enqueue alert for %s", job.public_id)
+        job_event(
+            job=job, reason="AlertFailed", message=f"{item}: not queued ({exc})", warning=True
+        )
+
+
+def deliver(*, job: Job, item: str, message: str, time: str) -> None:
+    """Sends one alert on every channel of the job; records each outcome as an event."""
+    from .services import job_event
+
+    alert = job.job_spec().alert
+    payload = alert_payload(job, item, message, time)
+    if alert.emails:
+        subject = f"[AI Job Console] {job.name} {ITEM_TITLES.get(item, item)}"
+        body = f"{message}\n\n{payload['link']}\n"
+        try:
+            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, list(alert.emails))
+        except Exception as exc:
+            job_event(
+                job=job,
+                reason="AlertFailed",
+                message=f"{item} email: {type(exc).__name__}: {exc}"[:500],
+                warning=True,
+            )
+        else:
+            job_event(job=job, reason="AlertSent", message=f"{item} email to {len(alert.emails)}")
+    for url in alert.webhooks:
+        # The URL may carry a token in its path: events name the host only.
+        host = urlsplit(url).hostname or "?"
+        try:
+            post_webhook(url, payload)
+        except Exception as exc:
+            job_event(
+                job=job,
+                reason="AlertFailed",
+                message=f"{item} webhook to {host}: {type(exc).__name__}: {exc}"[:500],
+                warning=True,
+            )
+        else:
+            job_event(job=job, reason="AlertSent", message=f"{item} webhook to {host}")

@@ -1,0 +1,912 @@
+"""The Baidu AIHC OpenAPI backend: AIHC resource pools, jobs submitted through CreateJob.
+
+Inventory (pools, queues, idle cards) is cached per process for AIHC_CACHE_SECONDS. When the
+cache is older, the last value is served at once (marked stale, with its age) while one
+background thread refreshes it, so a slow or failing AIHC never makes the wizard slow or
+fail, and AIHC is asked at most once per TTL however often the wizard polls.
+
+Submission (`submit`) moves the job Queued -> Submitting -> Queued (AIHC accepted it; the
+next `sync` follows it) or -> Submit failed with AIHC's own message. Creating is never
+retried blindly: when AIHC does not answer in time, the pool's jobs of that name are listed
+first and an unclaimed one created since the attempt began is adopted (queue groups submit
+N jobs of one name, so jobs other console rows already own are skipped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from jobs import spec as spec_module
+from jobs.aihc.client import (
+    API_VERSIONS,
+    V1,
+    V2,
+    AihcClient,
+    AihcError,
+    AihcTimeout,
+    Credentials,
+    endpoint_for,
+)
+from jobs.aihc.mapping import v2_from_v1
+from jobs.models import (
+    FINAL_STATUSES,
+    TRANSITIONS,
+    EventType,
+    Job,
+    JobEvent,
+    JobReplica,
+    JobStatus,
+)
+from jobs.services import job_event, job_transition
+
+from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
+
+logger = logging.getLogger("jobs.aihc")
+
+NAME = "aihc"
+# Data source types each API generation accepts (v1: "当前支持PFS", plus the types its
+# official CLI template and Go SDK use; v2: its documented list).
+STORAGE_TYPES = {
+    V1: ["pfs", "pfsl1", "pfsl2", "hostpath", "dataset"],
+    V2: ["pfs", "hostpath", "bos", "cfs", "rapidfs", "dataset"],
+}
+# A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
+STUCK_SUBMITTING = timedelta(minutes=2)
+# After this many create attempts that got no answer (and no job of that name showed up),
+# the job is marked Submit failed instead of being tried again.
+MAX_UNANSWERED_CREATES = 4
+TIMEOUT_EVENT = "SubmitTimedOut"
+MASK = "******"
+
+# AIHC job status -> console status. The full enum is not published; these are the values
+# Baidu's docs and CLIs show, plus the Kubernetes training-operator conditions they wrap.
+STATUS_MAP: dict[str, str] = {
+    "created": JobStatus.QUEUED,
+    "pending": JobStatus.QUEUED,
+    "queuing": JobStatus.QUEUED,
+    "queueing": JobStatus.QUEUED,
+    "inqueue": JobStatus.QUEUED,
+    "enqueued": JobStatus.QUEUED,
+    "scheduled": JobStatus.QUEUED,
+    "restarting": JobStatus.RUNNING,
+    "running": JobStatus.RUNNING,
+    "succeeded": JobStatus.SUCCEEDED,
+    "completed": JobStatus.SUCCEEDED,
+    "failed": JobStatus.FAILED,
+    "terminating": JobStatus.STOPPING,
+    "stopping": JobStatus.STOPPING,
+    "manualtermination": JobStatus.STOPPED,
+    "stopped": JobStatus.STOPPED,
+    "terminated": JobStatus.STOPPED,
+    "deleted": JobStatus.STOPPED,
+}
+POD_INDEX_RE = re.compile(r"-(\d+)$")
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """The text with every secret value replaced by ******."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+@dataclass
+class Config:
+    endpoint: str
+    access_key: str
+    secret_key: str = field(repr=False)
+    api_version: str
+    pool_versions: dict[str, str]
+    pool_filter: tuple[str, ...]
+    cache_seconds: float
+    wait_seconds: float
+    connect_timeout: float
+    read_timeout: float
+    retries: int
+    backoff: float
+
+    @classmethod
+    def from_settings(cls) -> Config:
+        versions = [settings.AIHC_API_VERSION, *settings.AIHC_POOL_API_VERSIONS.values()]
+        if any(v not in API_VERSIONS for v in versions):
+            raise ValueError(
+                "AIHC API versions are v1 or v2 (AIHC_API_VERSION, AIHC_POOL_API_VERSIONS)"
+            )
+        return cls(
+            endpoint=endpoint_for(region=settings.AIHC_REGION, endpoint=settings.AIHC_ENDPOINT),
+            access_key=settings.AIHC_ACCESS_KEY,
+            secret_key=settings.AIHC_SECRET_KEY,
+            api_version=settings.AIHC_API_VERSION,
+            pool_versions=dict(settings.AIHC_POOL_API_VERSIONS),
+            pool_filter=tuple(settings.AIHC_POOLS),
+            cache_seconds=settings.AIHC_CACHE_SECONDS,
+            wait_seconds=settings.AIHC_INVENTORY_WAIT_SECONDS,
+            connect_timeout=settings.AIHC_CONNECT_TIMEOUT,
+            read_timeout=settings.AIHC_READ_TIMEOUT,
+            retries=settings.AIHC_RETRIES,
+            backoff=settings.AIHC_RETRY_BACKOFF,
+        )
+
+    def key(self) -> tuple[Any, ...]:
+        return (
+            self.endpoint,
+            self.access_key,
+            self.api_version,
+            tuple(sorted(self.pool_versions.items())),
+            self.pool_filter,
+        )
+
+    def version(self, pool_id: str) -> str:
+        return self.pool_versions.get(pool_id) or self.api_version
+
+
+class Inventory:
+    """The cached pool list of one AIHC account, refreshed by at most one thread at a time."""
+
+    def __init__(self, config: Config, client: AihcClient):
+        self.config = config
+        self.client = client
+        self.pools: list[Pool] = []
+        self.as_of: datetime | None = None  # last successful read
+        self.error = ""
+        self.attempted_at = 0.0  # monotonic time of the last refresh start
+        self.loaded = threading.Event()  # set once the first refresh has finished
+        self._lock = threading.Lock()
+        self._refreshing = False
+        self._thread: threading.Thread | None = None
+
+    def get(self, config: Config) -> list[Pool]:
+        self.config = config  # TTL and wait changes apply at once
+        if time.monotonic() - self.attempted_at >= config.cache_seconds:
+            self._start_refresh()
+        if not self.loaded.is_set():
+            self.loaded.wait(config.wait_seconds)
+        age = (timezone.now() - self.as_of).total_seconds() if self.as_of else None
+        stale = bool(self.error) or age is None or age > config.cache_seconds
+        return [Pool(**{**p.__dict__, "stale": stale, "error": self.error}) for p in self.pools]
+
+    def join(self, timeout: float = 30) -> None:
+        """Waits for a refresh in flight (tests, and callers that need fresh figures)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _start_refresh(self) -> None:
+        with self._lock:
+            if self._refreshing:
+                return
+            self._refreshing = True
+            self.attempted_at = time.monotonic()
+        self._thread = threading.Thread(target=self.refresh, name="aihc-inventory", daemon=True)
+        self._thread.start()
+
+    def refresh(self) -> None:
+        try:
+            pools = self._read()
+        except AihcError as exc:
+            self.error = _("AIHC inventory could not be read: %(error)s") % {"error": exc}
+            logger.warning("AIHC inventory refresh failed: %s", exc)
+        except Exception:  # never let a refresh thread die silently
+            self.error = _("AIHC inventory could not be read.")
+            logger.exception("AIHC inventory refresh failed")
+        else:
+            self.pools, self.as_of, self.error = pools, timezone.now(), ""
+        finally:
+            with self._lock:
+                self._refreshing = False
+            self.loaded.set()
+
+    def _read(self) -> list[Pool]:
+        cfg = self.config
+        now = timezone.now()
+        pools = []
+        for raw in self.client.resource_pools(version=cfg.api_version):
+            if cfg.pool_filter and raw["id"] not in cfg.pool_filter:
+                continue
+            version = cfg.version(raw["id"])
+            queues = self.client.queues(pool=raw["id"], version=version) or ["default"]
+            pools.append(
+                Pool(
+                    id=raw["id"],
+                    name=raw["name"] or raw["id"],
+                    backend=NAME,
+                    queues=queues,
+                    accelerators=[
+                        AcceleratorStock(type=kind, total=total, idle=idle)
+                        for kind, (total, idle) in sorted(raw["accelerators"].items())
+                    ],
+                    volumes=[Volume(type="pfs", name=pfs, label=pfs) for pfs in raw["pfs"]],
+                    storage_types=list(STORAGE_TYPES[version]),
+                    as_of=now,
+                )
+            )
+        return pools
+
+
+class AihcBackend(Backend):
+    name = NAME
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[Any, ...], AihcClient] = {}
+        self._inventories: dict[tuple[Any, ...], Inventory] = {}
+        self._warned: set[str] = set()
+
+    def __repr__(self) -> str:
+        return "AihcBackend()"
+
+    # -- configuration -------------------------------------------------------------
+
+    def _setup(self) -> tuple[Config, AihcClient]:
+        """Settings are read on each call, so a changed endpoint or key takes effect."""
+        try:
+            config = Config.from_settings()
+        except ValueError as exc:
+            raise BackendError(str(exc), code="Misconfigured") from None
+        if not config.access_key or not config.secret_key:
+            raise BackendError(
+                _("AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."),
+                code="Misconfigured",
+            )
+        key = (*config.key(), config.secret_key)
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = AihcClient(
+                    endpoint=config.endpoint,
+                    credentials=Credentials(config.access_key, config.secret_key),
+                    connect_timeout=config.connect_timeout,
+                    read_timeout=config.read_timeout,
+                    retries=config.retries,
+                    backoff=config.backoff,
+                )
+                self._clients[key] = client
+        return config, client
+
+    def _inventory(self) -> Inventory:
+        config, client = self._setup()
+        key = config.key()
+        with self._lock:
+            inventory = self._inventories.get(key)
+            if inventory is None or inventory.client is not client:
+                inventory = Inventory(config, client)
+                self._inventories[key] = inventory
+        return inventory
+
+    # -- inventory -----------------------------------------------------------------
+
+    def pools(self) -> list[Pool]:
+        try:
+            config, _client = self._setup()
+            return self._inventory().get(config)
+        except BackendError as exc:
+            if exc.message not in self._warned:  # once, not on every poll
+                self._warned.add(exc.message)
+                logger.warning("AIHC backend is enabled but unusable: %s", exc.message)
+            return []
+
+    # -- what AIHC cannot run --------------------------------------------------------
+
+    def check_spec(self, spec: spec_module.JobSpec) -> dict[str, list[str]]:
+        errors: dict[str, list[str]] = {}
+
+        def err(path: str, message: str) -> None:
+            errors.setdefault(path, []).append(message)
+
+        try:
+            config = Config.from_settings()
+        except ValueError:
+            version = settings.AIHC_API_VERSION
+        else:
+            version = config.version(spec.resource_pool_id)
+        self._check_pool_and_queue(spec, err)
+        if spec.framework == spec_module.CUSTOM:
+            err(
+                "jobFramework",
+                _("AIHC runs PyTorch, MPI and TensorFlow jobs; custom roles cannot be sent."),
+            )
+        elif spec.framework == spec_module.TENSORFLOW and version == V1:
+            err(
+                "jobFramework",
+                _(
+                    "AIHC OpenAPI v1 runs only PyTorchJob and MPIJob; TensorFlow needs a pool on API v2."
+                ),
+            )
+        elif spec.framework in (spec_module.PYTORCH, spec_module.MPI):
+            self._check_uniform_roles(spec, err)
+        if spec.cpu_exclusive:
+            err("cpuExclusive", _("AIHC has no CPU exclusivity setting."))
+        if spec.shared_memory_gi != spec_module.DEFAULT_SHARED_MEMORY_GI:
+            err(
+                "sharedMemoryGi",
+                _(
+                    "AIHC gives each instance %(size)d Gi of shared memory; another size cannot be sent."
+                )
+                % {"size": spec_module.DEFAULT_SHARED_MEMORY_GI},
+            )
+        if spec.log_persistence:
+            err("logPersistence", _("The AIHC OpenAPI has no log persistence setting."))
+        if spec.retention_period and version == V1:
+            err("retentionPeriod", _("Automatic deletion needs a pool on AIHC OpenAPI v2."))
+        allowed = STORAGE_TYPES.get(version, STORAGE_TYPES[V1])
+        for i, ds in enumerate(spec.datasources):
+            if ds.type not in allowed:
+                err(
+                    f"datasources[{i}].type",
+                    _("AIHC API %(version)s cannot mount “%(type)s”; it supports %(types)s.")
+                    % {"version": version, "type": ds.type, "types": ", ".join(allowed)},
+                )
+        if spec.alert.emails:
+            err(
+                "alert.emails",
+                _("AIHC sends alerts through its notify policy, not to email addresses."),
+            )
+        if spec.alert.webhooks:
+            err(
+                "alert.webhooks", _("AIHC sends alerts through its notify policy, not to webhooks.")
+            )
+        if spec.alert.items and not (spec.alert.instance_id and spec.alert.notify_rule_id):
+            err(
+                "alertConfig.instanceId",
+                _("AIHC alerts need the monitoring instance ID and the notify policy ID."),
+            )
+        return errors
+
+    def _check_pool_and_queue(self, spec: spec_module.JobSpec, err: Any) -> None:
+        """Against the cached inventory; says nothing while AIHC cannot be read."""
+        pools = self.pools()
+        if not pools or pools[0].error:
+            return
+        pool = next((p for p in pools if p.id == spec.resource_pool_id), None)
+        if pool is None:
+            err(
+                "resourcePoolId",
+                _("AIHC has no resource pool %(pool)s.") % {"pool": spec.resource_pool_id},
+            )
+        elif spec.queue not in pool.queues:
+            err(
+                "queue",
+                _("Pool %(pool)s has no queue %(queue)s; it has %(queues)s.")
+                % {"pool": pool.name, "queue": spec.queue, "queues": ", ".join(pool.queues)},
+            )
+
+    @staticmethod
+    def _check_uniform_roles(spec: spec_module.JobSpec, err: Any) -> None:
+        """AIHC v1/v2 PyTorch and MPI jobs give every instance the same resources."""
+        roles = [(i, r) for i, r in enumerate(spec.roles) if r.replicas]
+        if not roles:
+            return
+        first = roles[0][1]
+        for i, role in roles[1:]:
+            if (
+                role.accelerator_type != first.accelerator_type
+                or role.accelerators != first.accelerators
+            ):
+                if spec.framework == spec_module.MPI and not (
+                    first.accelerator_type and role.accelerator_type
+                ):
+                    message = _(
+                        "AIHC gives every MPI instance the same resources, so a CPU-only master "
+                        "cannot be combined with GPU workers."
+                    )
+                else:
+                    message = _(
+                        "AIHC gives every instance the same cards; use one card setting for all roles."
+                    )
+                err(f"roles[{i}].acceleratorType", message)
+            if role.cpu != first.cpu:
+                err(f"roles[{i}].cpu", _("AIHC gives every instance the same CPU cores."))
+            if role.memory_gb != first.memory_gb:
+                err(f"roles[{i}].memory", _("AIHC gives every instance the same memory."))
+
+    # -- bodies --------------------------------------------------------------------
+
+    @staticmethod
+    def request_body(spec: spec_module.JobSpec, version: str) -> dict[str, Any]:
+        """Exactly what is sent: the spec's v1 body, or its v2 mapping."""
+        body = spec.to_v1_body()
+        if version == V2:
+            return v2_from_v1(body, roles=spec.roles)
+        return body
+
+    # -- submission ----------------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        if job.external_id:
+            # Already on AIHC (queued there); the worker may hand it back: just follow it.
+            self.sync(job)
+            return
+        if job.status == JobStatus.SUBMITTING:
+            self._reconcile_stuck(job)
+            return
+        if job.status != JobStatus.QUEUED or self._group_is_full(job):
+            return
+        spec = job.job_spec()
+        secrets = spec.secret_values()
+        refusals = self.check_spec(spec)
+        try:
+            config, client = self._setup()
+        except BackendError as exc:
+            self._fail(job, exc.message, secrets)
+            return
+        if not self._move(
+            job,
+            JobStatus.SUBMITTING,
+            "Submitting",
+            _("Submitting to AIHC pool %(pool)s.") % {"pool": job.resource_pool},
+        ):
+            return
+        if refusals:
+            message = " ".join(f"{path}: {' '.join(msgs)}" for path, msgs in refusals.items())
+            self._fail(job, message, secrets)
+            return
+        version = config.version(job.resource_pool)
+        body = self.request_body(spec, version)
+        pool = job.resource_pool
+        timeouts = list(
+            job.events.filter(reason=TIMEOUT_EVENT).values_list("created_at", flat=True)
+        )
+        # A create that got no answer may still have happened: look before trying again.
+        look_since = min(timeouts) if timeouts else None
+        for _attempt in range(2):
+            if look_since is not None:
+                try:
+                    found = self._find_created(job, client, config, spec, since=look_since)
+                except AihcError as exc:
+                    self._requeue_unanswered(job, len(timeouts), secrets, str(exc))
+                    return
+                if found:
+                    self._accepted(job, found, adopted=True)
+                    return
+            started = timezone.now()
+            try:
+                result = client.create_job(pool=pool, body=body, version=version)
+            except AihcTimeout as exc:
+                timeouts.append(started)
+                look_since = min(timeouts)
+                job_event(
+                    job=job,
+                    reason=TIMEOUT_EVENT,
+                    message=_(
+                        "AIHC did not answer the create request in time; checking whether "
+                        "it was created."
+                    ),
+                    warning=True,
+                )
+                logger.warning("AIHC create for %s got no answer: %s", job.public_id, exc)
+                continue
+            except AihcError as exc:
+                self._fail(job, str(exc), secrets)
+                return
+            self._accepted(job, result["jobId"], adopted=False)
+            return
+        # Two creates without an answer: the last one was not looked for yet.
+        try:
+            found = self._find_created(job, client, config, spec, since=look_since)
+        except AihcError as exc:
+            self._requeue_unanswered(job, len(timeouts), secrets, str(exc))
+            return
+        if found:
+            self._accepted(job, found, adopted=True)
+            return
+        self._requeue_unanswered(job, len(timeouts), secrets, "")
+
+    def _requeue_unanswered(self, job: Job, timeouts: int, secrets: list[str], why: str) -> None:
+        """Back to Queued so the worker tries later (looking first), or give up."""
+        reason = _("AIHC did not answer %(n)d create requests and shows no such job.") % {
+            "n": timeouts
+        }
+        if why:
+            reason = f"{reason} {why}"
+        if timeouts >= MAX_UNANSWERED_CREATES:
+            self._fail(job, reason, secrets)
+        else:
+            message = _("The job will be submitted again after checking it was not created.")
+            self._move(
+                job,
+                JobStatus.QUEUED,
+                "SubmitRetry",
+                scrub(f"{reason} {message}", secrets),
+                warning=True,
+            )
+
+    def _group_is_full(self, job: Job) -> bool:
+        """A queue group keeps at most `concurrency` of its tasks on AIHC at once."""
+        if job.group_id is None:
+            return False
+        live = (
+            Job.objects.filter(group_id=job.group_id)
+            .exclude(pk=job.pk)
+            .exclude(status__in=FINAL_STATUSES)
+            .filter(
+                status__in=[
+                    JobStatus.SUBMITTING,
+                    JobStatus.RUNNING,
+                    JobStatus.STOPPING,
+                    JobStatus.QUEUED,
+                ]
+            )
+            .exclude(status=JobStatus.QUEUED, external_id="")
+            .count()
+        )
+        return live >= job.group.concurrency
+
+    def _find_created(
+        self,
+        job: Job,
+        client: AihcClient,
+        config: Config,
+        spec: spec_module.JobSpec,
+        *,
+        since: datetime | None,
+    ) -> str:
+        """The id of an AIHC job of this name that no console job owns yet, or ""."""
+        claimed = set(
+            Job.objects.filter(backend=NAME, resource_pool=job.resource_pool)
+            .exclude(pk=job.pk)
+            .exclude(external_id="")
+            .values_list("external_id", flat=True)
+        )
+        version = config.version(job.resource_pool)
+        candidates = [
+            j
+            for j in client.list_jobs(
+                pool=job.resource_pool, queue=spec.queue, name=spec.name, version=version
+            )
+            if j["jobId"] and j["jobId"] not in claimed
+        ]
+        if since is not None:
+            # Allow for clock skew between AIHC and us.
+            floor = (since - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            candidates = [j for j in candidates if not j["createdAt"] or j["createdAt"] >= floor]
+        candidates.sort(key=lambda j: j["createdAt"])
+        return candidates[0]["jobId"] if candidates else ""
+
+    def _accepted(self, job: Job, external_id: str, *, adopted: bool) -> None:
+        message = (
+            _("AIHC had created job %(id)s; adopted it instead of creating another.")
+            if adopted
+            else _("AIHC accepted the job as %(id)s.")
+        ) % {"id": external_id}
+        logger.info("AIHC job %s is %s", job.public_id, external_id)
+        if self._move(job, JobStatus.QUEUED, "Submitted", message, external_id=external_id):
+            # The worker's next sync follows the job if this first look fails.
+            with contextlib.suppress(BackendError):
+                self.sync(job)
+            return
+        if job.status == JobStatus.STOPPING:
+            # Stopped while the create was in flight: stop what AIHC just started.
+            Job.objects.filter(pk=job.pk).update(external_id=external_id)
+            job.external_id = external_id
+            job_event(job=job, reason="Submitted", message=message)
+            try:
+                self.stop(job)
+            except BackendError as exc:
+                logger.warning("AIHC stop of %s failed: %s", job.public_id, exc.message)
+
+    def _fail(self, job: Job, message: str, secrets: list[str]) -> None:
+        message = scrub(message, secrets)
+        logger.warning("AIHC submit of %s failed: %s", job.public_id, message)
+        if job.status == JobStatus.QUEUED:
+            self._move(job, JobStatus.SUBMITTING, "Submitting", "")
+        if job.status == JobStatus.STOPPING:
+            # Stopped while the create was in flight, and nothing was created.
+            self._move(job, JobStatus.STOPPED, "Stopped", message)
+            return
+        self._move(job, JobStatus.SUBMIT_FAILED, "SubmitFailed", message, warning=True)
+
+    def _reconcile_stuck(self, job: Job) -> None:
+        """A job left in Submitting (the worker died mid-create): adopt or requeue it."""
+        if timezone.now() - job.updated_at < STUCK_SUBMITTING:
+            return
+        try:
+            config, client = self._setup()
+            found = self._find_created(job, client, config, job.job_spec(), since=job.updated_at)
+        except (BackendError, spec_module.SpecError):
+            return
+        if found:
+            self._accepted(job, found, adopted=True)
+        else:
+            self._move(
+                job,
+                JobStatus.QUEUED,
+                "SubmitRetry",
+                _("The submission was interrupted; it will be retried."),
+            )
+
+    # -- following a job ---------------------------------------------------------------
+
+    @staticmethod
+    def _move(
+        job: Job, to: str, reason: str, message: str, *, warning: bool = False, **fields: Any
+    ) -> bool:
+
+        if to == job.status or to not in TRANSITIONS[job.status]:
+            return False
+        return job_transition(
+            job=job, to=to, reason=reason, message=message, warning=warning, **fields
+        )
+
+    def _walk(self, job: Job, target: str, reason: str, message: str) -> None:
+        """Moves the job to `target` through the state machine's shortest allowed path."""
+        avoid = {
+            JobStatus.SUBMIT_FAILED,
+            JobStatus.PENDING_REVIEW,
+            JobStatus.REJECTED,
+            JobStatus.SUBMITTING,
+        }
+        paths = deque([[job.status]])
+        seen = {job.status}
+        route: list[str] | None = None
+        while paths:
+            path = paths.popleft()
+            if path[-1] == target:
+                route = path
+                break
+            for nxt in sorted(TRANSITIONS[path[-1]]):
+                if nxt not in seen and (nxt == target or nxt not in avoid):
+                    seen.add(nxt)
+                    paths.append([*path, nxt])
+        if not route:
+            return
+        for step in route[1:]:
+            final = step == target
+            if not self._move(
+                job,
+                step,
+                reason if final else step.title().replace("_", ""),
+                message if final else "",
+                warning=final and target in (JobStatus.FAILED, JobStatus.TIMED_OUT),
+            ):
+                return
+
+    def sync(self, job: Job) -> None:
+        if job.status in FINAL_STATUSES:
+            return
+        if not job.external_id:
+            if job.status == JobStatus.SUBMITTING:
+                self._reconcile_stuck(job)
+            return
+        config, client = self._setup()
+        version = config.version(job.resource_pool)
+        spec = job.job_spec()
+        secrets = spec.secret_values()
+        try:
+            remote = client.get_job(
+                pool=job.resource_pool, job_id=job.external_id, queue=job.queue, version=version
+            )
+        except AihcError as exc:
+            if exc.code == "JobNotFound" or exc.status == 404:
+                self._walk(
+                    job,
+                    JobStatus.FAILED,
+                    "Lost",
+                    _("AIHC no longer has job %(id)s.") % {"id": job.external_id},
+                )
+                return
+            raise BackendError(
+                scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id
+            ) from None
+        self._sync_events(job, client, version, spec, secrets)
+        self._sync_replicas(job, remote["pods"])
+        status = remote["status"]
+        target = STATUS_MAP.get(status.lower())
+        if target is None:
+            if (
+                status
+                and not job.events.filter(reason="UnknownStatus", message__contains=status).exists()
+            ):
+                job_event(
+                    job=job,
+                    reason="UnknownStatus",
+                    message=_("AIHC reports status “%(status)s”.") % {"status": status},
+                    warning=True,
+                )
+            return
+        if job.status == JobStatus.STOPPING and target in (JobStatus.QUEUED, JobStatus.RUNNING):
+            return
+        if target != job.status:
+            self._walk(job, target, status, _("AIHC reports %(status)s.") % {"status": status})
+        self._enforce_timeout(job, client, config, spec)
+
+    def _enforce_timeout(
+        self, job: Job, client: AihcClient, config: Config, spec: spec_module.JobSpec
+    ) -> None:
+        """AIHC has no run-time limit, so the console stops jobs that exceed theirs."""
+
+        if job.status != JobStatus.RUNNING or job.started_at is None:
+            return
+        limit = timedelta(
+            seconds=spec.timeout_minutes * getattr(settings, "JOB_MINUTE_SECONDS", 60)
+        )
+        if timezone.now() - job.started_at < limit:
+            return
+        try:
+            client.stop_job(
+                pool=job.resource_pool,
+                job_id=job.external_id,
+                queue=job.queue,
+                version=config.version(job.resource_pool),
+            )
+        except AihcError as exc:
+            logger.warning("AIHC stop of timed-out %s failed: %s", job.public_id, exc)
+            return
+        self._move(
+            job,
+            JobStatus.TIMED_OUT,
+            "TimedOut",
+            _("The job ran longer than its %(minutes)d-minute limit and was stopped.")
+            % {"minutes": spec.timeout_minutes},
+            warning=True,
+        )
+
+    def _sync_events(
+        self,
+        job: Job,
+        client: AihcClient,
+        version: str,
+        spec: spec_module.JobSpec,
+        secrets: list[str],
+    ) -> None:
+
+        try:
+            events = client.job_events(
+                pool=job.resource_pool,
+                job_id=job.external_id,
+                framework=spec.framework,
+                queue=job.queue,
+                version=version,
+            )
+        except AihcError as exc:
+            logger.info("AIHC events of %s unavailable: %s", job.public_id, exc)
+            return
+        seen = {
+            (reason, message)
+            for reason, message in JobEvent.objects.filter(job=job).values_list("reason", "message")
+        }
+        new = []
+        for event in events:
+            reason = f"AIHC:{event.get('reason') or 'Event'}"[:64]
+            stamp = event.get("firstTimestamp") or event.get("lastTimestamp") or ""
+            message = scrub(f"{event.get('message') or ''} [{stamp}]".strip(), secrets)
+            if (reason, message) in seen:
+                continue
+            seen.add((reason, message))
+            kind = EventType.WARNING if str(event.get("type")) == "Warning" else EventType.NORMAL
+            new.append(JobEvent(job=job, reason=reason, message=message, type=kind))
+        JobEvent.objects.bulk_create(new)
+
+    @staticmethod
+    def _sync_replicas(job: Job, pods: list[dict[str, Any]]) -> None:
+        now = timezone.now()
+        for pod in pods:
+            match = POD_INDEX_RE.search(pod["name"])
+            role = pod["replicaType"] or "worker"
+            index = int(match.group(1)) if match else 0
+            phase = (pod["phase"] or "pending").lower()
+            replica, _created = JobReplica.objects.get_or_create(job=job, role=role, index=index)
+            changed = {
+                "status": phase[:16],
+                "restarts": pod["restartCount"],
+                "node": pod["nodeName"][:128],
+            }
+            if phase == "running" and replica.started_at is None:
+                changed["started_at"] = now
+            if phase in ("succeeded", "failed") and replica.finished_at is None:
+                changed["finished_at"] = now
+            if any(getattr(replica, k) != v for k, v in changed.items()):
+                JobReplica.objects.filter(pk=replica.pk).update(**changed)
+
+    # -- actions -------------------------------------------------------------------
+
+    def stop(self, job: Job) -> None:
+        if job.status in FINAL_STATUSES:
+            return
+        if job.external_id:
+            config, client = self._setup()
+            try:
+                client.stop_job(
+                    pool=job.resource_pool,
+                    job_id=job.external_id,
+                    queue=job.queue,
+                    version=config.version(job.resource_pool),
+                )
+            except AihcError as exc:
+                if exc.code != "JobNotFound":
+                    raise BackendError(
+                        scrub(str(exc), job.job_spec().secret_values()),
+                        code=exc.code,
+                        request_id=exc.request_id,
+                    ) from None
+        if job.status == JobStatus.STOPPING:
+            return  # sync moves it on once AIHC reports it stopped
+        if job.status == JobStatus.QUEUED or (
+            not job.external_id and job.status != JobStatus.SUBMITTING
+        ):
+            target = JobStatus.STOPPED  # nothing runs yet
+        elif not job.external_id:
+            target = JobStatus.STOPPING  # the create in flight stops it when it lands
+        else:
+            target = JobStatus.STOPPING
+        self._move(
+            job,
+            target,
+            "Stopping" if target == JobStatus.STOPPING else "Stopped",
+            _("Stop requested."),
+        )
+
+    def delete(self, job: Job) -> None:
+        if not job.external_id:
+            return
+        config, client = self._setup()
+        try:
+            client.delete_job(
+                pool=job.resource_pool,
+                job_id=job.external_id,
+                queue=job.queue,
+                version=config.version(job.resource_pool),
+            )
+        except AihcError as exc:
+            if exc.code != "JobNotFound" and exc.status != 404:
+                raise BackendError(
+                    scrub(str(exc), job.job_spec().secret_values()),
+                    code=exc.code,
+                    request_id=exc.request_id,
+                ) from None
+
+    def logs(
+        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+    ) -> list[str]:
+        """A replica's log lines ("worker-1"), fetched from AIHC on demand."""
+        if not job.external_id:
+            return []
+        config, client = self._setup()
+        version = config.version(job.resource_pool)
+        secrets = job.job_spec().secret_values()
+        try:
+            remote = client.get_job(
+                pool=job.resource_pool, job_id=job.external_id, queue=job.queue, version=version
+            )
+            role, _sep, index = replica.rpartition("-")
+            pod = next(
+                (
+                    p["name"]
+                    for p in remote["pods"]
+                    if p["replicaType"] == role
+                    and POD_INDEX_RE.search(p["name"])
+                    and POD_INDEX_RE.search(p["name"]).group(1) == index
+                ),
+                None,
+            )
+            if pod is None:
+                return []
+            lines = client.pod_logs(
+                pool=job.resource_pool,
+                job_id=job.external_id,
+                pod=pod,
+                max_lines=tail,
+                start_time=int(since.astimezone(UTC).timestamp()) if since else None,
+                queue=job.queue,
+                version=version,
+            )
+        except AihcError as exc:
+            raise BackendError(
+                scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id
+            ) from None
+        return [scrub(line, secrets) for line in lines]
+
+
+def backend() -> AihcBackend:
+    return AihcBackend()

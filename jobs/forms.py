@@ -1,0 +1,513 @@
+"""One form per wizard step (plus the row forms of its tables).
+
+Fields the canonical spec validates (name, image, ranges, paths...) are not `required` here:
+`jobs.wizard` runs the spec's rules and puts each message on the field it concerns, so a
+rule is written once. These forms only parse what was typed and check what the spec cannot
+know (choices offered by the chosen pool, a card type picked when accelerators are on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crispy_forms.helper import FormHelper
+from crispy_forms.layout import Div, Field, Layout
+from django import forms
+from django.forms import formset_factory
+from django.utils.translation import gettext_lazy as _
+
+from . import spec as S
+from .backends import Pool
+
+PRIORITY_CHOICES = [("high", _("High")), ("normal", _("Medium")), ("low", _("Low"))]
+FRAMEWORK_CHOICES = [
+    (S.PYTORCH, "PyTorch"),
+    (S.MPI, "MPI"),
+    (S.TENSORFLOW, "TensorFlow"),
+    (S.CUSTOM, _("Custom")),
+]
+CREATION_CHOICES = [
+    (S.CREATION_CUSTOM, _("Custom")),
+    (S.CREATION_AIAK, _("From an AIAK acceleration template")),
+]
+TRAINING_MODE_CHOICES = [("", "—"), ("Post-Pretrain", "Post-Pretrain"), ("SFT", "SFT")]
+TRAINING_METHOD_CHOICES = [("", "—"), ("full", _("Full update")), ("lora", "LoRA")]
+STORAGE_LABELS = {
+    "hostpath": _("Local disk (hostpath)"),
+    "pfs": "PFS",
+    "pfsl1": "PFS L1",
+    "pfsl2": "PFS L2",
+    "nas": "NAS",
+    "bos": "BOS",
+    "cfs": "CFS",
+    "rapidfs": "RapidFS",
+    "dataset": _("Dataset"),
+}
+ACCESS_CHOICES = [("rw", _("Read-write")), ("ro", _("Read-only"))]
+ALERT_CHOICES = [
+    ("jobRunning", _("Job starts running")),
+    ("jobFailed", _("Job fails")),
+    ("jobSucceed", _("Job succeeds")),
+    ("jobHang", _("Job hangs")),
+    ("jobFT", _("Fault tolerance happens")),
+    ("nodeFT", _("A node of the job fails")),
+]
+RETENTION_UNITS = [("m", _("minutes")), ("h", _("hours")), ("d", _("days"))]
+SUBMISSION_CHOICES = [
+    (S.SUBMIT_STANDALONE, _("Standalone job")),
+    (S.SUBMIT_QUEUE, _("Queue task")),
+]
+MAX_ROWS = 50
+
+
+def _helper(*fields: Any, show_errors: bool = True) -> FormHelper:
+    helper = FormHelper()
+    helper.form_tag = False
+    helper.disable_csrf = True
+    helper.form_show_errors = show_errors
+    helper.layout = Layout(*fields)
+    return helper
+
+
+def _styled(form: forms.BaseForm) -> None:
+    """Bootstrap classes for fields rendered by hand in the row tables."""
+    for field in form.fields.values():
+        widget = field.widget
+        if isinstance(widget, forms.CheckboxInput):
+            widget.attrs.setdefault("class", "form-check-input")
+        elif isinstance(widget, forms.Select):
+            widget.attrs.setdefault("class", "form-select form-select-sm")
+        elif not isinstance(widget, forms.HiddenInput):
+            widget.attrs.setdefault("class", "form-control form-control-sm")
+
+
+class StepForm(forms.Form):
+    """A wizard step's form; `show_errors` is off while the step has not been tried yet."""
+
+    def __init__(self, *args: Any, show_errors: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.show_errors = show_errors
+
+
+class BasicForm(StepForm):
+    name = forms.CharField(
+        label=_("Job name"),
+        required=False,
+        max_length=200,
+        help_text=_(
+            "Lowercase letters, digits and '-'; starts with a lowercase letter, ends with a "
+            "letter or digit; 1-50 characters."
+        ),
+    )
+    resource_pool = forms.ChoiceField(label=_("Resource pool"))
+    queue = forms.ChoiceField(label=_("Queue"))
+    priority = forms.ChoiceField(label=_("Priority"), choices=PRIORITY_CHOICES)
+    framework = forms.ChoiceField(
+        label=_("Training framework"), choices=FRAMEWORK_CHOICES, widget=forms.RadioSelect
+    )
+    log_persistence = forms.BooleanField(
+        label=_("Log persistence"),
+        required=False,
+        help_text=_(
+            "Keeps the job's logs in the log service (BLS); storing, reading, writing and "
+            "indexing logs is billed."
+        ),
+    )
+    creation_mode = forms.ChoiceField(
+        label=_("Creation mode"), choices=CREATION_CHOICES, widget=forms.RadioSelect
+    )
+    training_mode = forms.ChoiceField(
+        label=_("Training mode"), choices=TRAINING_MODE_CHOICES, required=False
+    )
+    training_method = forms.ChoiceField(
+        label=_("Training method"),
+        choices=TRAINING_METHOD_CHOICES,
+        required=False,
+        help_text=_(
+            "Full update trains every parameter; LoRA keeps the pretrained weights and trains "
+            "low-rank matrices only."
+        ),
+    )
+    aiak_template = forms.ChoiceField(label=_("AIAK training template"), required=False)
+
+    def __init__(
+        self,
+        *args: Any,
+        pools: list[Pool],
+        pool: Pool | None,
+        templates: list[tuple[str, list[tuple[str, str]]]],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["resource_pool"].choices = [(p.id, p.name) for p in pools]
+        queues = pool.queues if pool else []
+        self.fields["queue"].choices = [(q, q) for q in queues]
+        self.fields["aiak_template"].choices = [("", "—"), *templates]
+        htmx_queue = {"hx-target": "#id_queue", "hx-trigger": "change", "hx-swap": "innerHTML"}
+        self.fields["resource_pool"].widget.attrs.update(htmx_queue)
+        self.helper = _helper(
+            Field("name"),
+            Div(
+                Field("resource_pool", wrapper_class="col-md-6"),
+                Field("queue", wrapper_class="col-md-6"),
+                css_class="row",
+            ),
+            Field("priority"),
+            Field("framework"),
+            Field("log_persistence"),
+            show_errors=self.show_errors,
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if (
+            data.get("creation_mode") == S.CREATION_AIAK
+            and data.get("framework")
+            and data["framework"] != S.PYTORCH
+        ):
+            self.add_error("framework", _("AIAK templates run on PyTorch; choose PyTorch."))
+        return data
+
+
+class ImageForm(StepForm):
+    image = forms.CharField(
+        label=_("Image address"),
+        required=False,
+        max_length=600,
+        help_text=_("Type an image address, or pick a preset or recently used image."),
+    )
+    entrypoint = forms.CharField(
+        label=_("Entrypoint"),
+        required=False,
+        max_length=256,
+        help_text=_(
+            "The container's ENTRYPOINT; bash by default. Change it if the image has no bash."
+        ),
+    )
+    command = forms.CharField(
+        label=_("Command"),
+        required=False,
+        max_length=300 * 1024,
+        widget=forms.Textarea(attrs={"rows": 8, "class": "font-monospace", "spellcheck": "false"}),
+        help_text=_(
+            "The arguments (CMD), usually the real training command; several lines allowed."
+        ),
+    )
+    registry_username = forms.CharField(
+        label=_("Registry username"), required=False, max_length=256
+    )
+    registry_password = forms.CharField(
+        label=_("Registry password"),
+        required=False,
+        max_length=1024,
+        # Never rendered back: a saved password comes back empty, and empty keeps it.
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text=_(
+            "For a private registry only. Once saved it is not shown again; leave it empty to keep it."
+        ),
+    )
+    env_paste = forms.CharField(
+        label=_("Paste variables"),
+        required=False,
+        max_length=100 * 1024,
+        widget=forms.Textarea(
+            attrs={"rows": 3, "class": "font-monospace", "placeholder": "KEY=VALUE"}
+        ),
+        help_text=_("One KEY=VALUE per line; they are added to the rows above when you go on."),
+    )
+
+    def __init__(self, *args: Any, image_locked: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["image"].widget.attrs["list"] = "image-choices"
+        if image_locked:
+            self.fields["image"].widget.attrs["readonly"] = True
+            self.fields["image"].help_text = _(
+                "The AIAK template's preset image; it cannot be changed."
+            )
+        self.helper = _helper(Field("image"), Field("entrypoint"), show_errors=self.show_errors)
+
+
+class EnvForm(forms.Form):
+    name = forms.CharField(label=_("Name"), required=False, max_length=256)
+    value = forms.CharField(label=_("Value"), required=False, max_length=40 * 1024)
+    secret = forms.BooleanField(label=_("Secret"), required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _styled(self)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if not data.get("name") and data.get("value"):
+            self.add_error("name", _("Enter the variable's name."))
+        return data
+
+
+class ResourcesForm(StepForm):
+    shared_memory_gi = forms.IntegerField(
+        label=_("Shared memory (Gi)"),
+        help_text=_(
+            "Size of /dev/shm, used by processes on one node to exchange data; 10Gi by default."
+        ),
+    )
+    enable_rdma = forms.BooleanField(
+        label=_("RDMA"),
+        required=False,
+        help_text=_(
+            "Schedules the job on RDMA nodes; sets NCCL_IB_DISABLE=0 and uses 10GB of shared memory."
+        ),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.helper = _helper(
+            Div(
+                Field("shared_memory_gi", wrapper_class="col-md-4"),
+                Field("enable_rdma", wrapper_class="col-md-8 pt-md-4"),
+                css_class="row",
+            ),
+            show_errors=self.show_errors,
+        )
+
+
+class RoleForm(forms.Form):
+    name = forms.CharField(label=_("Role"), required=False, max_length=64)
+    replicas = forms.IntegerField(label=_("Instances"))
+    use_accelerator = forms.BooleanField(label=_("Accelerators"), required=False)
+    accelerator_type = forms.ChoiceField(label=_("Card type"), required=False)
+    accelerators = forms.IntegerField(label=_("Cards per instance"), required=False)
+    cpu = forms.IntegerField(label=_("CPU cores"), required=False)
+    memory_gb = forms.IntegerField(label=_("Memory (GB)"), required=False)
+
+    def __init__(self, *args: Any, card_types: list[str], fixed_names: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["accelerator_type"].choices = [("", "—"), *[(t, t) for t in card_types]]
+        if fixed_names:
+            self.fields["name"].widget = forms.HiddenInput()
+        self.fields["cpu"].widget.attrs["placeholder"] = _("unlimited")
+        self.fields["memory_gb"].widget.attrs["placeholder"] = _("unlimited")
+        _styled(self)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("use_accelerator"):
+            if not data.get("accelerator_type") and "accelerator_type" not in self.errors:
+                self.add_error("accelerator_type", _("Choose a card type."))
+            if data.get("accelerators") is None and "accelerators" not in self.errors:
+                self.add_error("accelerators", _("Enter the cards per instance."))
+        return data
+
+
+class DataForm(StepForm):
+    storage_enabled = forms.BooleanField(
+        label=_("Storage"),
+        required=False,
+        help_text=_(
+            "Mounts storage for code, data, checkpoints and logs. Turn it off to mount none."
+        ),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.helper = _helper(Field("storage_enabled"), show_errors=self.show_errors)
+
+
+class MountForm(forms.Form):
+    type = forms.ChoiceField(label=_("Storage type"))
+    name = forms.ChoiceField(label=_("File system / volume"), required=False)
+    source_path = forms.CharField(label=_("Source path"), required=False, max_length=1024)
+    mount_path = forms.CharField(
+        label=_("Mount path in the container"), required=False, max_length=1024
+    )
+    access = forms.ChoiceField(label=_("Access"), choices=ACCESS_CHOICES)
+
+    def __init__(self, *args: Any, pool: Pool | None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        types = pool.storage_types if pool else []
+        self.fields["type"].choices = [(t, STORAGE_LABELS.get(t, t)) for t in types]
+        self.volumes = {v.name: v for v in (pool.volumes if pool else [])}
+        self.fields["name"].choices = [("", "—")] + [
+            (
+                v.name,
+                f"{v.name} ({STORAGE_LABELS.get(v.type, v.type)}{', ' + v.label if v.label else ''})",
+            )
+            for v in self.volumes.values()
+        ]
+        self.fields["source_path"].widget.attrs["placeholder"] = _("blank or / = whole volume")
+        self.fields["mount_path"].widget.attrs["placeholder"] = "/workspace"
+        _styled(self)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        volume = self.volumes.get(data.get("name") or "")
+        if volume and data.get("type") and volume.type != data["type"]:
+            self.add_error(
+                "name",
+                _("%(volume)s is not a %(type)s volume.")
+                % {"volume": volume.name, "type": STORAGE_LABELS.get(data["type"], data["type"])},
+            )
+        return data
+
+
+class FaultForm(StepForm):
+    hang_detection = forms.BooleanField(
+        label=_("Hang detection"),
+        required=False,
+        help_text=_(
+            "When the logs of all instances stay silent for the threshold, the job is judged "
+            "hung and a hang event is recorded."
+        ),
+    )
+    hang_minutes = forms.IntegerField(label=_("Hang threshold (minutes)"), required=False)
+    fault_tolerance = forms.BooleanField(
+        label=_("Fault tolerance"),
+        required=False,
+        help_text=_("Restarts the job on detected faults (PyTorch only)."),
+    )
+    retry_limit = forms.IntegerField(
+        label=_("Unconditional retries"),
+        required=False,
+        help_text=_("Retries when the job fails without a detected node fault; at most 3."),
+    )
+    custom_patterns = forms.CharField(
+        label=_("Log keywords that trigger fault tolerance"),
+        required=False,
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Loss nan"}),
+        help_text=_("One keyword per line, matched exactly in the logs."),
+    )
+    enable_bccl = forms.BooleanField(
+        label=_("BCCL auto-injection"),
+        required=False,
+        help_text=_(
+            "Injects the BCCL collective-communication library; needs all four conditions below."
+        ),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.helper = _helper(
+            Field("hang_detection"),
+            Field("hang_minutes"),
+            Field("fault_tolerance"),
+            Field("retry_limit"),
+            Field("custom_patterns"),
+            show_errors=self.show_errors,
+        )
+
+
+class AdvancedForm(StepForm):
+    tensorboard = forms.BooleanField(label=_("Tensorboard"), required=False)
+    tensorboard_path = forms.CharField(
+        label=_("Tensorboard log path"),
+        required=False,
+        max_length=1024,
+        help_text=_(
+            "Must match the log path in your code, or Tensorboard finds no data; injected as "
+            "AIHC_TENSORBOARD_LOG_PATH."
+        ),
+    )
+    auto_delete = forms.BooleanField(
+        label=_("Delete automatically after the job ends"),
+        required=False,
+        help_text=_("Applies to succeeded and failed jobs, after the retention time."),
+    )
+    retention_value = forms.IntegerField(label=_("Keep for"), required=False)
+    retention_unit = forms.ChoiceField(label=_("Unit"), choices=RETENTION_UNITS)
+    alert_items = forms.MultipleChoiceField(
+        label=_("Alerts"),
+        required=False,
+        choices=ALERT_CHOICES,
+        widget=forms.CheckboxSelectMultiple,
+    )
+    alert_emails = forms.CharField(
+        label=_("Alert emails"),
+        required=False,
+        max_length=10000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("One address per line."),
+    )
+    alert_webhooks = forms.CharField(
+        label=_("Alert webhooks"),
+        required=False,
+        max_length=10000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("One http(s) URL per line; SMS, WeChat and Feishu gateways are webhooks too."),
+    )
+    timeout_minutes = forms.IntegerField(
+        label=_("Timeout (minutes)"),
+        help_text=_(
+            "Counted from the start; the platform stops the job after it. 30 days by default."
+        ),
+    )
+    cpu_exclusive = forms.BooleanField(
+        label=_("CPU exclusive (Beta)"),
+        required=False,
+        help_text=_("Binds a set of dedicated CPU cores to each GPU."),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.helper = _helper(
+            Field("tensorboard"),
+            Field("tensorboard_path"),
+            Field("auto_delete"),
+            Div(
+                Field("retention_value", wrapper_class="col-md-4"),
+                Field("retention_unit", wrapper_class="col-md-4"),
+                css_class="row",
+            ),
+            Field("alert_items"),
+            Field("alert_emails"),
+            Field("alert_webhooks"),
+            Field("timeout_minutes"),
+            Field("cpu_exclusive"),
+            show_errors=self.show_errors,
+        )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        missing = data.get("auto_delete") and data.get("retention_value") is None
+        if missing and "retention_value" not in self.errors:
+            self.add_error("retention_value", _("Enter how long to keep the job."))
+        return data
+
+
+class SubmissionForm(StepForm):
+    mode = forms.ChoiceField(
+        label=_("Submission"), choices=SUBMISSION_CHOICES, widget=forms.RadioSelect
+    )
+    target_queue = forms.ChoiceField(label=_("Target queue"), required=False)
+    total = forms.IntegerField(
+        label=_("Tasks in the group"),
+        help_text=_("How many training jobs this group creates (not nodes, not cards)."),
+    )
+    concurrency = forms.IntegerField(
+        label=_("Concurrent tasks at most"),
+        help_text=_("The queue's own node limit also applies."),
+    )
+
+    def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["target_queue"].choices = [(q, q) for q in queues]
+        self.helper = _helper(
+            Field("mode"),
+            Div(
+                Field("target_queue"),
+                Field("total"),
+                Field("concurrency"),
+                css_id="queue-fields",
+            ),
+            show_errors=self.show_errors,
+        )
+
+
+EnvFormSet = formset_factory(
+    EnvForm, extra=0, max_num=MAX_ROWS, absolute_max=MAX_ROWS, validate_max=True
+)
+RoleFormSet = formset_factory(
+    RoleForm, extra=0, max_num=MAX_ROWS, absolute_max=MAX_ROWS, validate_max=True
+)
+MountFormSet = formset_factory(
+    MountForm, extra=0, max_num=MAX_ROWS, absolute_max=MAX_ROWS, validate_max=True
+)

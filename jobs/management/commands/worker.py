@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from jobs.worker import run_forever
+
+
+class Command(BaseCommand):
+    help = (
+        "Runs the background worker: dispatches and supervises local jobs, submits and syncs "
+        "remote ones, delivers alerts, deletes expired jobs. Stop with Ctrl-C or SIGTERM; "
+        "running jobs keep running and are adopted by the next worker."
+    )
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--no-tasks",
+            action="store_true",
+            help="Do not run django tasks (alert delivery) in this process.",
+        )
+
+    def handle(self, *args: Any, no_tasks: bool = False, **options: Any) -> None:
+        stop = threading.Event()
+
+        def request_stop(*_: Any) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        run_forever(stop, tasks=not no_tasks)

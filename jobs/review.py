@@ -1,0 +1,208 @@
+"""Review of submitted jobs: the policy that decides which jobs wait for a reviewer, and the
+reviewer's actions (approve, reject, stop, resubmit).
+
+The policy comes from settings (REVIEW_POLICY, REVIEW_ABOVE_CARDS, REVIEW_QUEUES) until a
+superuser saves it in the admin; from then on the saved ReviewPolicy row applies. Every
+action goes through `job_transition`, so it is recorded as an event with who (the event's
+actor) and when, and it cannot race the worker into an impossible state.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group, Permission
+from django.core.mail import send_mail
+from django.urls import reverse
+from django.utils import timezone
+
+from . import spec as spec_module
+from .backends import get_backend
+from .models import ACTIVE_STATUSES, Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
+from .services import job_event, job_transition
+
+logger = logging.getLogger(__name__)
+
+REVIEWERS_GROUP = "Reviewers"
+# What a reviewer may do in the admin: see jobs and their events, and act on jobs.
+REVIEWER_PERMISSIONS = ["view_job", "view_jobevent", "review_job"]
+
+
+# -- policy -----------------------------------------------------------------------------
+
+
+def policy_from_settings() -> ReviewPolicy:
+    """The policy the settings describe (unsaved): the default until a superuser saves one."""
+    mode = settings.REVIEW_POLICY if settings.REVIEW_POLICY in ReviewMode.values else "none"
+    return ReviewPolicy(
+        pk=1,
+        mode=mode,
+        above_cards=settings.REVIEW_ABOVE_CARDS,
+        queues="\n".join(settings.REVIEW_QUEUES),
+    )
+
+
+def current_policy() -> ReviewPolicy:
+    return ReviewPolicy.objects.filter(pk=1).first() or policy_from_settings()
+
+
+def policy_queues(policy: ReviewPolicy) -> set[str]:
+    return {
+        line.strip()
+        for chunk in policy.queues.splitlines()
+        for line in chunk.split(",")
+        if line.strip()
+    }
+
+
+def review_reason(*, spec: spec_module.JobSpec, policy: ReviewPolicy | None = None) -> str:
+    """Why the policy holds this job for review (shown to the owner), or "" when it does not."""
+    policy = policy or current_policy()
+    if policy.mode == ReviewMode.ALL:
+        return "Waiting for review: every job is reviewed before it runs."
+    if policy.mode == ReviewMode.ABOVE_CARDS and spec.total_accelerators > policy.above_cards:
+        return (
+            f"Waiting for review: the job asks for {spec.total_accelerators} cards, "
+            f"more than {policy.above_cards}."
+        )
+    if policy.mode == ReviewMode.QUEUES:
+        queues = policy_queues(policy)
+        if spec.queue in queues or f"{spec.resource_pool_id}/{spec.queue}" in queues:
+            return f"Waiting for review: jobs in queue {spec.queue} are reviewed before they run."
+    return ""
+
+
+# -- reviewers --------------------------------------------------------------------------
+
+
+def ensure_reviewers_group(**kwargs: Any) -> None:
+    """Creates the Reviewers group with its permissions; runs after every migrate."""
+    group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
+    permissions = Permission.objects.filter(
+        content_type__app_label="jobs", codename__in=REVIEWER_PERMISSIONS
+    )
+    group.permissions.add(*permissions)
+
+
+# -- actions ----------------------------------------------------------------------------
+
+
+def _notify_owner(*, job: Job, subject: str, body: str) -> None:
+    """Mails the owner about a review decision, when they have an address."""
+    if not job.owner.email:
+        return
+    link = settings.SITE_URL + reverse("job-detail", kwargs={"public_id": job.public_id})
+    try:
+        send_mail(
+            subject=subject,
+            message=f"{body}\n\n{link}\n",
+            from_email=None,
+            recipient_list=[job.owner.email],
+        )
+    except Exception:
+        # A mail server being down must not undo a review decision; the event stays.
+        logger.exception("Could not mail %s about job %s", job.owner.email, job.public_id)
+
+
+def job_approve(*, job: Job, reviewer: Any) -> bool:
+    """Pending review -> Queued: the worker dispatches it."""
+    if job.status != JobStatus.PENDING_REVIEW:
+        return False
+    done = job_transition(
+        job=job,
+        to=JobStatus.QUEUED,
+        reason="Approved",
+        message=f"Approved by {reviewer.get_username()}.",
+        actor=reviewer,
+        review_state=ReviewState.APPROVED,
+        reviewed_by=reviewer,
+        reviewed_at=timezone.now(),
+    )
+    if done:
+        _notify_owner(
+            job=job,
+            subject=f"Job {job.name} approved",
+            body=f"Your job {job.name} ({job.public_id}) was approved and is queued to run.",
+        )
+    return done
+
+
+def job_reject(*, job: Job, reviewer: Any, reason: str) -> bool:
+    """Pending review -> Rejected; the reason is the job's status reason the owner sees."""
+    reason = reason.strip()
+    if not reason:
+        raise ValueError("A rejection needs a reason.")
+    if job.status != JobStatus.PENDING_REVIEW:
+        return False
+    done = job_transition(
+        job=job,
+        to=JobStatus.REJECTED,
+        reason="Rejected",
+        message=reason,
+        warning=True,
+        actor=reviewer,
+        review_state=ReviewState.REJECTED,
+        reviewed_by=reviewer,
+        reviewed_at=timezone.now(),
+    )
+    if done:
+        _notify_owner(
+            job=job,
+            subject=f"Job {job.name} rejected",
+            body=f"Your job {job.name} ({job.public_id}) was rejected: {reason}",
+        )
+    return done
+
+
+def job_stop(*, job: Job, actor: Any) -> bool:
+    """Stops a job wherever it is: not yet dispatched jobs directly, running ones through
+    their backend. False when the job is already finished or stopping."""
+    for _attempt in range(2):
+        if job.status in (JobStatus.PENDING_REVIEW, JobStatus.QUEUED, JobStatus.SUBMIT_FAILED):
+            if job_transition(
+                job=job,
+                to=JobStatus.STOPPED,
+                reason="Stopped",
+                message=f"Stopped by {actor.get_username()}.",
+                actor=actor,
+            ):
+                return True
+            continue  # the worker dispatched it meanwhile: stop it through the backend
+        if job.status in ACTIVE_STATUSES and job.status != JobStatus.STOPPING:
+            job_event(
+                job=job,
+                reason="StopRequested",
+                message=f"Stop requested by {actor.get_username()}.",
+                actor=actor,
+            )
+            get_backend(job.backend).stop(job)
+            return True
+        return False
+    return False
+
+
+def job_resubmit(*, job: Job, actor: Any) -> bool:
+    """Rejected or Submit failed -> Queued, or Pending review when the policy asks."""
+    if job.status not in (JobStatus.REJECTED, JobStatus.SUBMIT_FAILED):
+        return False
+    why_review = review_reason(spec=job.job_spec())
+    by = f"Resubmitted by {actor.get_username()}."
+    if why_review:
+        return job_transition(
+            job=job,
+            to=JobStatus.PENDING_REVIEW,
+            reason="Resubmitted",
+            message=f"{by} {why_review}",
+            actor=actor,
+            review_state=ReviewState.PENDING,
+            reviewed_by=None,
+            reviewed_at=None,
+        )
+    fields: dict[str, Any] = {}
+    if job.review_state == ReviewState.REJECTED:
+        fields["review_state"] = ReviewState.NOT_REQUIRED  # the policy no longer asks for it
+    return job_transition(
+        job=job, to=JobStatus.QUEUED, reason="Resubmitted", message=by, actor=actor, **fields
+    )

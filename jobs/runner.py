@@ -1,0 +1,679 @@
+"""The local runner: starts, supervises, restarts and stops the replicas of local jobs.
+
+Every replica runs as its own process group: a shim (jobs/shim.py) in a new session, which
+runs the replica's command under bubblewrap (jobs/sandbox.py). State that must survive a
+worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<index>/:
+
+- `lock`: held by the shim for its whole life (the worker locks it before the spawn and
+  hands the open descriptor over). Lock held = replica alive. Lock free and `exit` present
+  = finished with that code. Lock free, no `exit`, but `launched` present = lost (killed
+  with its shim, or the machine rebooted). Nothing there = never launched.
+- `exit`, `keyword`: written by the shim.
+
+So a restarted worker re-adopts live replicas just by looking, nothing is launched twice
+(a launch is recorded before the spawn), and nothing stays Running forever (a lost replica
+counts as a failed one). Pids are only used to signal, and only after checking the process
+start time recorded next to them, so a recycled pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from . import logs as job_logs
+from .alerts import job_alert
+from .backends.local import detected_accelerators, host_volumes
+from .models import Job, JobReplica, JobStatus, LocalRun
+from .runtime_env import mpi_hostfile, replica_environment, replica_refs
+from .sandbox import Mount, SandboxError, bwrap_argv, resolve_in_root
+from .services import job_event, job_transition
+from .spec import MPI, JobSpec
+
+logger = logging.getLogger(__name__)
+
+S = JobStatus
+# Shims this worker process spawned (pid -> process), polled so they do not linger as zombies.
+Children = dict[int, "subprocess.Popen[bytes]"]
+SHIM = Path(__file__).resolve().parent / "shim.py"
+HOSTFILE_DEST = "/etc/mpi/hostfile"
+# Restarts when fault tolerance is on and no limit was given (AIHC's form offers 0-3).
+DEFAULT_RESTART_LIMIT = 3
+
+TARGET_RESTART = "restart"
+TARGET_STOPPED = S.STOPPED.value
+TARGET_FAILED = S.FAILED.value
+TARGET_TIMED_OUT = S.TIMED_OUT.value
+
+
+def minutes(value: float) -> timedelta:
+    return timedelta(seconds=value * settings.JOB_MINUTE_SECONDS)
+
+
+# -- processes -----------------------------------------------------------------------
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def process_start(pid: int) -> str | None:
+    """ "<boot id>:<start time in ticks>" of a live process, None if there is none."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return f"{_boot_id()}:{fields[19]}"
+
+
+def signal_group(replica: JobReplica, sig: int) -> None:
+    """Signals the replica's process group, unless its leader pid now names another process."""
+    if not replica.pid:
+        return
+    current = process_start(replica.pid)
+    if current is not None and current != replica.process_start:
+        return  # the pid was recycled; our group is gone
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(replica.pid, sig)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- files of one attempt ------------------------------------------------------------
+
+
+def attempt_dir(public_id: str, attempt: int) -> Path:
+    return job_logs.job_dir(public_id) / f"attempt-{attempt}"
+
+
+def replica_state_dir(public_id: str, attempt: int, label: str) -> Path:
+    return attempt_dir(public_id, attempt) / label
+
+
+@dataclass
+class ReplicaState:
+    phase: str  # "unlaunched", "alive", "exited", "lost"
+    exit_code: int | None = None
+    keyword: dict[str, str] | None = None
+
+
+def read_state(state: Path) -> ReplicaState:
+    keyword = None
+    if (state / "keyword").exists():
+        try:
+            keyword = json.loads((state / "keyword").read_text())
+        except (OSError, ValueError):
+            keyword = {"keyword": "?", "line": ""}
+    lock_path = state / "lock"
+    if not lock_path.exists():
+        return ReplicaState("unlaunched")
+    fd = os.open(lock_path, os.O_RDWR)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return ReplicaState("alive", keyword=keyword)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    try:
+        code = json.loads((state / "exit").read_text())["code"]
+        return ReplicaState("exited", exit_code=int(code), keyword=keyword)
+    except (OSError, ValueError, KeyError):
+        pass
+    if (state / "launched").exists():
+        return ReplicaState("lost", keyword=keyword)
+    return ReplicaState("unlaunched")
+
+
+# -- capacity and allocation ---------------------------------------------------------
+
+
+@dataclass
+class Requirement:
+    cards: dict[str, int]
+    exclusive_cpus: int  # cores to pin exclusively (0: not CPU-exclusive)
+
+
+def requirement(spec: JobSpec) -> Requirement:
+    cpus = sum((r.cpu or 1) * r.replicas for r in spec.roles) if spec.cpu_exclusive else 0
+    return Requirement(cards=spec.accelerators_by_type(), exclusive_cpus=cpus)
+
+
+def machine_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+@dataclass
+class Allocation:
+    devices: dict[str, list[int]] = field(default_factory=dict)
+    cpus: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Capacity:
+    """What the local pool has free right now, as the scheduler sees it."""
+
+    free_devices: dict[str, list[int]]
+    free_cpus: list[int]  # cores no running local job may use
+    shared_cpus: list[int]  # cores not pinned exclusively
+    running: int
+
+    def impossible(self, need: Requirement) -> str | None:
+        totals = detected_accelerators()
+        for card, count in need.cards.items():
+            if count > totals.get(card, 0):
+                return f"needs {count} {card} cards; the local pool has {totals.get(card, 0)}"
+        if need.exclusive_cpus > len(machine_cpus()):
+            return f"needs {need.exclusive_cpus} exclusive CPU cores; this machine has {len(machine_cpus())}"
+        return None
+
+    def allocate(self, need: Requirement) -> Allocation | None:
+        if self.running >= settings.LOCAL_MAX_RUNNING_JOBS:
+            return None
+        if any(len(self.free_devices.get(c, [])) < n for c, n in need.cards.items()):
+            return None
+        if need.exclusive_cpus:
+            if len(self.free_cpus) < need.exclusive_cpus:
+                return None
+        elif not self.shared_cpus:
+            return None
+        alloc = Allocation()
+        for card, count in need.cards.items():
+            alloc.devices[card] = self.free_devices[card][:count]
+            self.free_devices[card] = self.free_devices[card][count:]
+        if need.exclusive_cpus:
+            alloc.cpus = self.free_cpus[: need.exclusive_cpus]
+            self.free_cpus = self.free_cpus[need.exclusive_cpus :]
+            self.shared_cpus = [c for c in self.shared_cpus if c not in alloc.cpus]
+        else:
+            # A shared job may run on every core not pinned exclusively: those cores are
+            # no longer free for a CPU-exclusive job until it ends.
+            self.free_cpus = []
+        self.running += 1
+        return alloc
+
+
+def current_capacity() -> Capacity:
+    from .models import ACTIVE_STATUSES
+
+    runs = LocalRun.objects.filter(
+        job__backend="local", job__status__in=ACTIVE_STATUSES
+    ).values_list("devices", "cpus")
+    used: dict[str, set[int]] = {}
+    exclusive: set[int] = set()
+    shared_running = False
+    count = 0
+    for devices, cpus in runs:
+        count += 1
+        for card, indices in (devices or {}).items():
+            used.setdefault(card, set()).update(indices)
+        if cpus:
+            exclusive.update(cpus)
+        else:
+            shared_running = True
+    free_devices = {
+        card: [i for i in range(total) if i not in used.get(card, set())]
+        for card, total in detected_accelerators().items()
+    }
+    cores = machine_cpus()
+    shared = [c for c in cores if c not in exclusive]
+    return Capacity(
+        free_devices=free_devices,
+        free_cpus=[] if shared_running else shared,
+        shared_cpus=shared,
+        running=count,
+    )
+
+
+# -- launching -----------------------------------------------------------------------
+
+
+def volume_mounts(spec: JobSpec) -> list[Mount]:
+    roots = {v.name: v.root for v in host_volumes()}
+    mounts = []
+    for ds in spec.datasources:
+        if ds.type != "hostpath" or ds.name not in roots:
+            raise SandboxError(f"volume {ds.name!r} ({ds.type}) is not available locally")
+        roots[ds.name].mkdir(parents=True, exist_ok=True)
+        source = resolve_in_root(roots[ds.name], ds.source_path)
+        if not source.exists():
+            raise SandboxError(f"{ds.source_path!r} does not exist in volume {ds.name!r}")
+        mounts.append(Mount(str(source), ds.mount_path, ds.read_only))
+    return mounts
+
+
+def launch_attempt(
+    job: Job, run: LocalRun, spec: JobSpec, *, children: Children | None = None
+) -> None:
+    """Starts every replica of the run's current attempt that is not started yet.
+
+    Raises SandboxError or OSError when the job cannot start at all.
+    """
+    if not os.access(settings.LOCAL_BWRAP, os.X_OK):
+        raise SandboxError(
+            f"bubblewrap is not installed at {settings.LOCAL_BWRAP} (apt-get install bubblewrap)"
+        )
+    refs = replica_refs(spec)
+    base = attempt_dir(job.public_id, run.attempt)
+    base.mkdir(parents=True, exist_ok=True)
+    (job_logs.job_dir(job.public_id) / "logs").mkdir(parents=True, exist_ok=True)
+    ports_file = base / "ports.json"
+    if ports_file.exists():  # a relaunch after a worker restart keeps the same addresses
+        ports = json.loads(ports_file.read_text())
+    else:
+        ports = {ref.label: free_port() for ref in refs}
+        ports["master"] = run.master_port or free_port()
+        ports_file.write_text(json.dumps(ports))
+    hostfile = base / "hostfile"
+    if spec.framework == MPI:
+        hostfile.write_text(mpi_hostfile(spec, lambda role, index: "127.0.0.1"))
+    mounts = volume_mounts(spec)
+    ftc = spec.fault_tolerance_config
+    keywords = list(ftc.custom_fault_tolerance_pattern) if ftc else []
+
+    # Cards are handed to replicas in order: master's first, then workers'.
+    device_pool = {card: list(indices) for card, indices in run.devices.items()}
+    cpu_pool = list(run.cpus)
+    shared = [c for c in machine_cpus() if c not in _exclusive_cpus_in_use()]
+    roles = {r.name: r for r in spec.roles}
+    replicas = {(r.role, r.index): r for r in job.replicas.all()}
+    for ref in refs:
+        role = roles[ref.role]
+        cards: list[int] = []
+        if role.accelerator_type and role.accelerators:
+            cards = device_pool[role.accelerator_type][: role.accelerators]
+            device_pool[role.accelerator_type] = device_pool[role.accelerator_type][
+                role.accelerators :
+            ]
+        if spec.cpu_exclusive:
+            take = role.cpu or 1
+            cpus, cpu_pool = cpu_pool[:take], cpu_pool[take:]
+        else:
+            cpus = shared
+        replica = replicas[(ref.role, ref.index)]
+        state = replica_state_dir(job.public_id, run.attempt, ref.label)
+        if read_state(state).phase != "unlaunched":
+            continue
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOME": "/tmp",
+            "LANG": "C.UTF-8",
+        }
+        env.update(
+            replica_environment(
+                spec,
+                ref,
+                job_id=job.public_id,
+                master_addr="127.0.0.1",
+                master_port=ports["master"],
+                tf_address=lambda r, i: f"127.0.0.1:{ports[f'{r}-{i}']}",
+                hostfile_path=HOSTFILE_DEST,
+                visible_devices=",".join(map(str, cards)),
+            )
+        )
+        tmp = state / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        env_file = state / "env.json"
+        fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(env, f)
+        files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
+        sandboxed = bwrap_argv(
+            bwrap=settings.LOCAL_BWRAP,
+            command=["bash", "-c", spec.v1_command()],
+            tmp_dir=tmp,
+            shm_bytes=spec.shared_memory_gi * 1024**3,
+            mounts=mounts,
+            files=files,
+        )
+        log_path = job_logs.replica_log_path(job.public_id, ref.label)
+        lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            (state / "launched").write_text(str(run.attempt))
+            argv = [
+                sys.executable,
+                str(SHIM),
+                "--state",
+                str(state),
+                "--log",
+                str(log_path),
+                "--lock-fd",
+                str(lock_fd),
+                "--cpus",
+                ",".join(map(str, cpus)),
+                "--banner",
+                f"[console] {ref.label} attempt {run.attempt} starting",
+            ]
+            for keyword in keywords:
+                argv += ["--keyword", keyword]
+            with open(state / "shim.err", "ab") as err:
+                child = subprocess.Popen(
+                    [*argv, "--", *sandboxed],
+                    start_new_session=True,
+                    pass_fds=(lock_fd,),
+                    stdin=subprocess.DEVNULL,
+                    stdout=err,
+                    stderr=err,
+                    env={"PATH": env["PATH"], "LANG": "C.UTF-8"},
+                )
+        finally:
+            os.close(lock_fd)
+        if children is not None:
+            children[child.pid] = child
+        replica.pid = child.pid
+        replica.process_start = process_start(child.pid) or ""
+        replica.status = "running"
+        replica.exit_code = None
+        replica.started_at = timezone.now()
+        replica.finished_at = None
+        replica.devices = ",".join(map(str, cards))
+        replica.cpus = ",".join(map(str, cpus))
+        replica.node = socket.gethostname()
+        replica.save()
+
+
+def _exclusive_cpus_in_use() -> set[int]:
+    from .models import ACTIVE_STATUSES
+
+    used: set[int] = set()
+    for cpus in LocalRun.objects.filter(
+        job__backend="local", job__status__in=ACTIVE_STATUSES
+    ).values_list("cpus", flat=True):
+        used.update(cpus or [])
+    return used
+
+
+def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) -> bool:
+    """Queued -> Running with the allocation recorded, then starts the processes."""
+    spec = job.job_spec()
+    now = timezone.now()
+    with transaction.atomic():
+        cards = ", ".join(f"{card} {idx}" for card, idx in alloc.devices.items())
+        if not job_transition(
+            job=job,
+            to=S.RUNNING,
+            reason="Started",
+            message=f"Started on this machine{f' with cards {cards}' if cards else ''}.",
+        ):
+            return False
+        run, _ = LocalRun.objects.update_or_create(
+            job=job,
+            defaults={
+                "attempt": 1,
+                "devices": alloc.devices,
+                "cpus": alloc.cpus,
+                "master_port": free_port(),
+                "stop_target": "",
+                "stop_message": "",
+                "kill_at": None,
+                "hang_warned_at": None,
+                "attempt_started_at": now,
+            },
+        )
+        job.replicas.all().delete()
+        JobReplica.objects.bulk_create(
+            JobReplica(job=job, role=ref.role, index=ref.index) for ref in replica_refs(spec)
+        )
+    try:
+        launch_attempt(job, run, spec, children=children)
+    except Exception as exc:  # a job that cannot start fails; the worker carries on
+        _fail_launch(job, run, exc)
+        return True
+    job_alert(job=job, item="jobRunning", message=f"{job.name} is running.")
+    return True
+
+
+def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
+    message = f"Could not start: {exc}"
+    logger.warning("%s: %s", job.public_id, message)
+    for replica in job.replicas.all():
+        signal_group(replica, signal.SIGKILL)
+    run.stop_target = TARGET_FAILED
+    run.stop_message = message
+    run.save(update_fields=["stop_target", "stop_message"])
+    job_event(job=job, reason="StartFailed", message=message, warning=True)
+
+
+# -- supervision ---------------------------------------------------------------------
+
+
+def restart_limit(spec: JobSpec) -> int:
+    if not spec.fault_tolerance:
+        return 0
+    ftc = spec.fault_tolerance_config
+    if ftc is None or ftc.fault_tolerance_limit is None:
+        return DEFAULT_RESTART_LIMIT
+    return ftc.fault_tolerance_limit
+
+
+def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -> None:
+    """Asks the worker to end a running local job's processes and land on `target`."""
+    with transaction.atomic():
+        run = LocalRun.objects.select_for_update().filter(job=job).first()
+        if run is None:
+            return
+        run.stop_target = target
+        run.stop_message = message
+        run.delete_when_stopped = run.delete_when_stopped or delete
+        run.save(update_fields=["stop_target", "stop_message", "delete_when_stopped"])
+        if job.status == S.RUNNING and target in (TARGET_STOPPED, TARGET_TIMED_OUT):
+            reason = "Stopping" if target == TARGET_STOPPED else "Timeout"
+            job_transition(job=job, to=S.STOPPING, reason=reason, message=message)
+
+
+def supervise(job: Job, *, children: Children | None = None) -> None:
+    """One supervision step for a Running or Stopping local job."""
+    run = LocalRun.objects.filter(job=job).first()
+    if run is None:  # Running without a run record cannot happen through start_job
+        job_transition(job=job, to=S.FAILED, reason="Lost", message="No local run record.")
+        return
+    spec = job.job_spec()
+    now = timezone.now()
+    replicas = list(job.replicas.all())
+    states = {
+        r.pk: read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
+        for r in replicas
+    }
+    for replica in replicas:
+        _record_replica(replica, states[replica.pk], now)
+
+    if job.status == S.STOPPING and run.stop_target not in (TARGET_STOPPED, TARGET_TIMED_OUT):
+        run.stop_target = TARGET_STOPPED  # stopped by someone else (e.g. a reviewer)
+        run.save(update_fields=["stop_target"])
+
+    if run.stop_target:
+        _tear_down(job, run, spec, replicas, states, now, children)
+        return
+
+    unlaunched = [r for r in replicas if states[r.pk].phase == "unlaunched"]
+    if unlaunched:  # the worker died between recording the start and spawning
+        try:
+            launch_attempt(job, run, spec, children=children)
+        except Exception as exc:  # a job that cannot start fails; the worker carries on
+            _fail_launch(job, run, exc)
+        return
+
+    failure = None
+    for replica in replicas:
+        state = states[replica.pk]
+        label = f"{replica.role}-{replica.index}"
+        if state.keyword:
+            failure = f"{label} logged the fault keyword “{state.keyword.get('keyword')}”."
+            break
+        if state.phase == "lost":
+            failure = f"{label} was lost (its process ended without an exit code)."
+            break
+        if state.phase == "exited" and state.exit_code != 0:
+            failure = f"{label} exited with code {state.exit_code}."
+            break
+    if failure:
+        can_restart = job.restarts < restart_limit(spec)
+        run.stop_target = TARGET_RESTART if can_restart else TARGET_FAILED
+        run.stop_message = failure
+        run.save(update_fields=["stop_target", "stop_message"])
+        job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+        _tear_down(job, run, spec, replicas, states, now, children)
+        return
+
+    if all(states[r.pk].phase == "exited" for r in replicas):
+        if job_transition(
+            job=job, to=S.SUCCEEDED, reason="Succeeded", message="Every replica exited with 0."
+        ):
+            job_alert(job=job, item="jobSucceed", message=f"{job.name} succeeded.")
+            _finished(job, run)
+        return
+
+    started = job.started_at or run.attempt_started_at or now
+    if now - started > minutes(spec.timeout_minutes):
+        message = f"Timed out after {spec.timeout_minutes} minutes."
+        request_stop(job, target=TARGET_TIMED_OUT, message=message)
+        return
+
+    _check_hang(job, run, spec, replicas, now)
+
+
+def _record_replica(replica: JobReplica, state: ReplicaState, now: datetime) -> None:
+    status = {"unlaunched": "pending", "alive": "running", "lost": "lost"}.get(state.phase)
+    if status is None:
+        status = "succeeded" if state.exit_code == 0 else "failed"
+    if replica.status != status or replica.exit_code != state.exit_code:
+        replica.status = status
+        replica.exit_code = state.exit_code
+        if state.phase in ("exited", "lost") and replica.finished_at is None:
+            replica.finished_at = now
+        replica.save(update_fields=["status", "exit_code", "finished_at"])
+
+
+def _check_hang(
+    job: Job, run: LocalRun, spec: JobSpec, replicas: list[JobReplica], now: datetime
+) -> None:
+    ftc = spec.fault_tolerance_config
+    if not ftc or not ftc.enabled_hang_detection or not ftc.hang_detection_timeout_minutes:
+        return
+    last = run.attempt_started_at or now
+    for replica in replicas:
+        path = job_logs.replica_log_path(job.public_id, f"{replica.role}-{replica.index}")
+        try:
+            mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        except OSError:
+            continue
+        last = max(last, mtime)
+    threshold = ftc.hang_detection_timeout_minutes
+    if now - last <= minutes(threshold):
+        return
+    if run.hang_warned_at is not None and run.hang_warned_at >= last:
+        return  # already warned about this silence
+    run.hang_warned_at = now
+    run.save(update_fields=["hang_warned_at"])
+    message = f"No replica wrote a log line for {threshold} minutes; the job may be hanging."
+    job_event(job=job, reason="HangSuspected", message=message, warning=True)
+    job_alert(job=job, item="jobHang", message=message)
+
+
+def _tear_down(
+    job: Job,
+    run: LocalRun,
+    spec: JobSpec,
+    replicas: list[JobReplica],
+    states: dict[int, ReplicaState],
+    now: datetime,
+    children: Children | None,
+) -> None:
+    alive = [r for r in replicas if states[r.pk].phase == "alive"]
+    if alive:
+        if run.kill_at is None:
+            for replica in alive:
+                signal_group(replica, signal.SIGTERM)
+            run.kill_at = now + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+            run.save(update_fields=["kill_at"])
+        elif now >= run.kill_at:
+            for replica in alive:
+                signal_group(replica, signal.SIGKILL)
+        return
+    # Every shim is gone; make sure no straggler of a lost replica survives either.
+    for replica in replicas:
+        signal_group(replica, signal.SIGKILL)
+    _finish_tear_down(job, run, spec, replicas, now, children)
+
+
+def _finish_tear_down(
+    job: Job,
+    run: LocalRun,
+    spec: JobSpec,
+    replicas: list[JobReplica],
+    now: datetime,
+    children: Children | None,
+) -> None:
+    target, message = run.stop_target, run.stop_message
+    if target == TARGET_RESTART and job.status == S.RUNNING:
+        limit = restart_limit(spec)
+        run.attempt += 1
+        run.stop_target = ""
+        run.stop_message = ""
+        run.kill_at = None
+        run.hang_warned_at = None
+        run.attempt_started_at = now
+        run.save()
+        job.restarts += 1
+        job.save(update_fields=["restarts", "updated_at"])
+        for replica in replicas:
+            replica.restarts += 1
+            replica.status = "pending"
+            replica.pid = None
+            replica.process_start = ""
+            replica.save(update_fields=["restarts", "status", "pid", "process_start"])
+        text = f"Restarting the whole job ({job.restarts} of {limit}): {message}"
+        job_event(job=job, reason="Restarted", message=text, warning=True)
+        job_alert(job=job, item="jobFT", message=text)
+        try:
+            launch_attempt(job, run, spec, children=children)
+        except Exception as exc:  # a job that cannot start fails; the worker carries on
+            _fail_launch(job, run, exc)
+        return
+    if target == TARGET_RESTART:
+        target = TARGET_STOPPED
+    final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
+    reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
+    text = message or {S.STOPPED: "Stopped."}.get(final, "")
+    if job_transition(job=job, to=final, reason=reason, message=text, warning=final != S.STOPPED):
+        if final in (S.FAILED, S.TIMED_OUT):
+            job_alert(job=job, item="jobFailed", message=f"{job.name}: {text}")
+        _finished(job, run)
+
+
+def _finished(job: Job, run: LocalRun) -> None:
+    """Cleans up after a job ends: scratch folders go, logs stay."""
+    for path in job_logs.job_dir(job.public_id).glob("attempt-*"):
+        shutil.rmtree(path / "tmp", ignore_errors=True)
+        for replica_dir in path.iterdir() if path.is_dir() else []:
+            if replica_dir.is_dir():
+                shutil.rmtree(replica_dir / "tmp", ignore_errors=True)
+    if run.delete_when_stopped:
+        from .actions import job_delete
+
+        job_delete(job=job)

@@ -1,0 +1,109 @@
+"""Which queued local jobs start now, and where a waiting job stands in its queue.
+
+Rules (decisions):
+- Per queue, jobs are taken by priority (high > normal > low), then first come first
+  served. The first job of a queue that does not fit blocks the rest of that queue for this
+  pass (no back-filling), so a large job is not starved by a stream of small ones. Other
+  queues still use what is left.
+- A task of a queue group is skipped (without blocking its queue) while the group already
+  runs `concurrency` tasks.
+- A job that could never fit the pool (more cards than exist) fails at once instead of
+  blocking its queue forever.
+- Cards are counted per type and never over-allocated; at most LOCAL_MAX_RUNNING_JOBS
+  local jobs run at once; a CPU-exclusive job needs cores no other running job may use.
+- Jobs Pending review are never dispatched: only Queued jobs are considered.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from django.db.models import Case, Count, IntegerField, Q, Value, When
+
+from .models import ACTIVE_STATUSES, Job, JobGroup, JobStatus
+from .services import job_transition
+
+PRIORITY_RANK = Case(
+    When(priority="high", then=Value(0)),
+    When(priority="normal", then=Value(1)),
+    default=Value(2),
+    output_field=IntegerField(),
+)
+RANKS = {"high": 0, "normal": 1}
+
+
+def dispatch_local(*, children: dict | None = None) -> list[Job]:
+    """One scheduling pass over the queued local jobs; returns the jobs it started."""
+    from .runner import current_capacity, requirement, start_job
+
+    capacity = current_capacity()
+    group_running: Counter[int] = Counter(
+        dict(
+            Job.objects.filter(group__isnull=False, status__in=ACTIVE_STATUSES)
+            .values_list("group")
+            .annotate(n=Count("id"))
+            .values_list("group", "n")
+        )
+    )
+    group_caps: dict[int, int] = {}
+    blocked: set[str] = set()
+    started: list[Job] = []
+    rows = (
+        Job.objects.filter(backend="local", status=JobStatus.QUEUED)
+        .annotate(rank=PRIORITY_RANK)
+        .order_by("queue", "rank", "created_at", "id")
+        .values_list("id", "queue", "group_id")
+    )
+    for job_id, queue, group_id in rows.iterator(chunk_size=2000):
+        if queue in blocked:
+            continue
+        if group_id is not None:
+            if group_id not in group_caps:
+                group_caps[group_id] = (
+                    JobGroup.objects.filter(pk=group_id)
+                    .values_list("concurrency", flat=True)
+                    .first()
+                    or 1
+                )
+            if group_running[group_id] >= group_caps[group_id]:
+                continue
+        job = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).first()
+        if job is None:
+            continue
+        need = requirement(job.job_spec())
+        impossible = capacity.impossible(need)
+        if impossible:
+            job_transition(job=job, to=JobStatus.FAILED, reason="Unschedulable", message=impossible)
+            continue
+        allocation = capacity.allocate(need)
+        if allocation is None:
+            blocked.add(queue)
+            continue
+        if start_job(job, allocation, children=children):
+            started.append(job)
+            if group_id is not None:
+                group_running[group_id] += 1
+    return started
+
+
+def queue_position(job: Job) -> int | None:
+    """1 for the next job of its pool and queue to start, 2 for the one after..."""
+    if job.status != JobStatus.QUEUED:
+        return None
+    rank = RANKS.get(job.priority, 2)
+    ahead = (
+        Job.objects.filter(
+            backend=job.backend,
+            resource_pool=job.resource_pool,
+            queue=job.queue,
+            status=JobStatus.QUEUED,
+        )
+        .annotate(rank=PRIORITY_RANK)
+        .filter(
+            Q(rank__lt=rank)
+            | Q(rank=rank, created_at__lt=job.created_at)
+            | Q(rank=rank, created_at=job.created_at, id__lt=job.pk)
+        )
+        .count()
+    )
+    return ahead + 1

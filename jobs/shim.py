@@ -1,0 +1,117 @@
+"""The per-replica supervisor of the local runner (runs as a plain script, without Django).
+
+The worker starts one shim per replica, in a new session, so the replica outlives a worker
+that is killed or restarted. The shim:
+
+- pins itself (and so the replica) to the given CPU cores;
+- starts the sandboxed command with the environment read from a file it then deletes
+  (secret values never appear on a command line);
+- writes every output line to the replica's log, prefixed with a UTC timestamp;
+- records the first line that contains a fault-tolerance keyword (file `keyword`);
+- records the exit code when the command ends (file `exit`), which is how a restarted
+  worker learns how an adopted replica ended.
+
+The worker holds a lock on `<state>/lock` from before the spawn and passes it in as an open
+file descriptor: while the lock is held the shim is alive, which is how a worker tells a
+live replica from a dead one without trusting pids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+MAX_LINE = 64 * 1024
+
+
+def stamp() -> bytes:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--state", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--lock-fd", type=int, required=True)
+    parser.add_argument("--cpus", default="")
+    parser.add_argument("--keyword", action="append", default=[])
+    parser.add_argument("--banner", default="")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    state = Path(args.state)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+
+    # Keep draining output after a stop signal so the exit code is still recorded; a
+    # handler (not SIG_IGN) so the command itself starts with default signal handling.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGINT, lambda *_: None)
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
+
+    env_file = state / "env.json"
+    env = json.loads(env_file.read_text())
+    env_file.unlink()
+    keywords = [k.encode() for k in args.keyword if k]
+    matched = False
+
+    log = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    if args.banner:
+        os.write(log, stamp() + args.banner.encode() + b"\n")
+    try:
+        child = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+    except OSError as exc:
+        os.write(log, stamp() + f"[console] could not start: {exc}".encode() + b"\n")
+        write_atomic(state / "exit", json.dumps({"code": 127}))
+        return 0
+    (state / "pid").write_text(str(os.getpid()))
+    assert child.stdout is not None
+    while True:
+        line = child.stdout.readline(MAX_LINE)
+        if not line:
+            break
+        if not line.endswith(b"\n"):
+            line += b"\n"
+        os.write(log, stamp() + line)
+        if keywords and not matched:
+            hit = next((k for k in keywords if k in line), None)
+            if hit is not None:
+                matched = True
+                write_atomic(
+                    state / "keyword",
+                    json.dumps(
+                        {
+                            "keyword": hit.decode(errors="replace"),
+                            "line": line.decode(errors="replace")[:500],
+                        }
+                    ),
+                )
+    code = child.wait()
+    if code < 0:  # killed by a signal: report it the way a shell does
+        code = 128 - code
+    os.write(log, stamp() + f"[console] exited with code {code}".encode() + b"\n")
+    write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
+    os.close(log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,112 @@
+"""Login throttling against password guessing.
+
+Failed log-ins are rows in the database (so every server process counts the same ones),
+counted per username and per client address over a sliding window. Once either count
+reaches its limit, log-ins for that username or from that address are refused before the
+password is even checked, with a message saying when to try again. A successful log-in
+clears the failures recorded for that username.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.dispatch import receiver
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from .models import LoginFailure
+
+
+def client_ip(request: HttpRequest | None) -> str | None:
+    """The client's address. Behind the HTTPS proxy (HTTPS=1) it is the last X-Forwarded-For
+    hop, the one the proxy itself appended; otherwise the socket's peer address."""
+    if request is None:
+        return None
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and forwarded:
+        return forwarded.split(",")[-1].strip() or None
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def _window_start() -> Any:
+    return timezone.now() - timedelta(minutes=settings.LOGIN_THROTTLE_MINUTES)
+
+
+def login_failure_record(*, username: str, request: HttpRequest | None) -> None:
+    since = _window_start()
+    LoginFailure.objects.filter(created_at__lt=since).delete()
+    LoginFailure.objects.create(username=username[:150].lower(), ip=client_ip(request))
+
+
+def login_locked_minutes(*, username: str, request: HttpRequest | None) -> int:
+    """Minutes until a log-in for `username` from this client may be tried again; 0: now."""
+    since = _window_start()
+    ip = client_ip(request)
+    recent = LoginFailure.objects.filter(created_at__gte=since)
+    by_user = recent.filter(username=username[:150].lower())
+    by_ip = recent.filter(ip=ip) if ip else LoginFailure.objects.none()
+    unlock_at = None
+    for failures, limit in (
+        (by_user, settings.LOGIN_FAILURES_PER_USERNAME),
+        (by_ip, settings.LOGIN_FAILURES_PER_IP),
+    ):
+        # Locked until enough of the failures in the window have aged out of it.
+        times = list(failures.order_by("-created_at").values_list("created_at", flat=True)[:limit])
+        if len(times) >= limit:
+            until = times[-1] + timedelta(minutes=settings.LOGIN_THROTTLE_MINUTES)
+            unlock_at = max(unlock_at, until) if unlock_at else until
+    if unlock_at is None:
+        return 0
+    return max(1, math.ceil((unlock_at - timezone.now()).total_seconds() / 60))
+
+
+def login_failures_clear(*, username: str) -> None:
+    LoginFailure.objects.filter(username=username[:150].lower()).delete()
+
+
+@receiver(user_login_failed)
+def _count_failed_login(sender: Any, credentials: dict[str, Any], request: Any = None, **kw: Any):
+    login_failure_record(username=str(credentials.get("username") or ""), request=request)
+
+
+@receiver(user_logged_in)
+def _forget_failed_logins(sender: Any, request: Any, user: Any, **kw: Any) -> None:
+    login_failures_clear(username=user.get_username())
+
+
+class ThrottledAuthenticationMixin:
+    """Refuses the log-in before checking the password while the throttle is on."""
+
+    request: HttpRequest | None
+    data: Any
+
+    def clean(self) -> dict[str, Any]:
+        username = str(self.data.get("username") or "")
+        minutes = login_locked_minutes(username=username, request=self.request)
+        if minutes:
+            raise forms.ValidationError(
+                _(
+                    "Too many failed log-ins for this account or from this address. "
+                    "Try again in %(minutes)d min."
+                )
+                % {"minutes": minutes},
+                code="throttled",
+            )
+        return super().clean()  # type: ignore[misc,no-any-return]
+
+
+class ThrottledAuthenticationForm(ThrottledAuthenticationMixin, AuthenticationForm):
+    pass
+
+
+class ThrottledAdminAuthenticationForm(ThrottledAuthenticationMixin, AdminAuthenticationForm):
+    pass

@@ -1,0 +1,1270 @@
+"""The create-training-job wizard: its steps, draft data <-> JobSpec, per-step validation.
+
+How a draft is kept. `Draft.data[step]` holds that step's form data exactly as typed
+(a dict of lists, like a QueryDict), valid or not, so a reload, a closed browser or an error
+loses nothing. `Draft.completed_steps` lists the steps that passed validation;
+`Draft.data["_attempted"]` the steps whose 下一步 failed (their errors are shown again on
+reload). Secret env values are stored (the job needs them) but never rendered back.
+
+How a step is validated. Its form parses the input; then the whole JobSpec is assembled
+from every step (later, untouched steps use their defaults) and checked by the canonical
+rules (`spec.validate`), the pool's backend (`check_spec`) and the few rules only the
+wizard knows (AIAK placeholders, idle cards, storage). Each message carries a spec field
+path; `locate()` maps it to the step, table row and form field it belongs to, and the step
+keeps only its own. Submit re-validates everything the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.datastructures import MultiValueDict
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from . import forms as F
+from . import spec as S
+from .backends import BackendError, Pool, enabled_backends, get_backend
+from .models import Draft, Job
+from .runtime_env import replica_environment, replica_refs
+from .services import jobs_submit
+
+Raw = dict[str, list[str]]
+DATA_DIR = Path(__file__).resolve().parent / "data"
+MASK = "******"
+
+BASIC, IMAGE, RESOURCES, DATA, FAULT, ADVANCED, SUBMISSION, REVIEW = (
+    "basic",
+    "image",
+    "resources",
+    "data",
+    "fault",
+    "advanced",
+    "submission",
+    "review",
+)
+STEPS = [BASIC, IMAGE, RESOURCES, DATA, FAULT, ADVANCED, SUBMISSION, REVIEW]
+FORM_STEPS = STEPS[:-1]
+STEP_TITLES = {
+    BASIC: gettext_lazy("Basic info"),
+    IMAGE: gettext_lazy("Image and command"),
+    RESOURCES: gettext_lazy("Resources"),
+    DATA: gettext_lazy("Data sources"),
+    FAULT: gettext_lazy("Fault tolerance & diagnostics"),
+    ADVANCED: gettext_lazy("Advanced"),
+    SUBMISSION: gettext_lazy("Submission"),
+    REVIEW: gettext_lazy("Confirm"),
+}
+# Table rows of a step: formset prefix, spec list name and which step owns them.
+ROW_PREFIX = {IMAGE: "env", RESOURCES: "roles", DATA: "mounts"}
+SPEC_LIST = {"envs": IMAGE, "roles": RESOURCES, "datasources": DATA}
+ROW_FIELDS = {
+    "envs": {"name": "name", "value": "value"},
+    "roles": {
+        "name": "name",
+        "replicas": "replicas",
+        "acceleratorType": "accelerator_type",
+        "accelerators": "accelerators",
+        "cpu": "cpu",
+        "memory": "memory_gb",
+    },
+    "datasources": {
+        "type": "type",
+        "name": "name",
+        "mountPath": "mount_path",
+        "sourcePath": "source_path",
+        "options": "access",
+    },
+}
+# Spec field path (or its prefix) -> (step, form field); None = the step's general errors.
+FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
+    "name": (BASIC, "name"),
+    "resourcePoolId": (BASIC, "resource_pool"),
+    "queue": (BASIC, "queue"),
+    "priority": (BASIC, "priority"),
+    "jobFramework": (BASIC, "framework"),
+    "logPersistence": (BASIC, "log_persistence"),
+    "creationMode": (BASIC, "creation_mode"),
+    "aiak.trainingMode": (BASIC, "training_mode"),
+    "aiak.trainingMethod": (BASIC, "training_method"),
+    "aiak.template": (BASIC, "aiak_template"),
+    "jobSpec.image": (IMAGE, "image"),
+    "jobSpec.imageConfig": (IMAGE, "registry_password"),
+    "console.entrypoint": (IMAGE, "entrypoint"),
+    "jobSpec.command": (IMAGE, "command"),
+    "console.command": (IMAGE, "command"),
+    "envPaste": (IMAGE, "env_paste"),
+    "envs": (IMAGE, None),
+    "roles": (RESOURCES, None),
+    "jobSpec.replicas": (RESOURCES, None),
+    "jobSpec.resources": (RESOURCES, None),
+    "sharedMemoryGi": (RESOURCES, "shared_memory_gi"),
+    "jobSpec.enableRDMA": (RESOURCES, "enable_rdma"),
+    "jobSpec.hostNetwork": (RESOURCES, None),
+    "datasources": (DATA, None),
+    "storage": (DATA, "storage_enabled"),
+    "faultTolerance": (FAULT, "fault_tolerance"),
+    "faultToleranceConfig.enabledHangDetection": (FAULT, "hang_detection"),
+    "faultToleranceConfig.hangDetectionTimeoutMinutes": (FAULT, "hang_minutes"),
+    "faultToleranceConfig.faultToleranceLimit": (FAULT, "retry_limit"),
+    "faultToleranceConfig.customFaultTolerancePattern": (FAULT, "custom_patterns"),
+    "faultToleranceConfig": (FAULT, None),
+    "enableBccl": (FAULT, "enable_bccl"),
+    "tensorboardConfig.logPath": (ADVANCED, "tensorboard_path"),
+    "tensorboardConfig": (ADVANCED, "tensorboard"),
+    "retentionPeriod": (ADVANCED, "retention_value"),
+    "alertConfig": (ADVANCED, "alert_items"),
+    "alert.emails": (ADVANCED, "alert_emails"),
+    "alert.webhooks": (ADVANCED, "alert_webhooks"),
+    "timeoutMinutes": (ADVANCED, "timeout_minutes"),
+    "cpuExclusive": (ADVANCED, "cpu_exclusive"),
+    "labels": (ADVANCED, None),
+    "submission.mode": (SUBMISSION, "mode"),
+    "submission.total": (SUBMISSION, "total"),
+    "submission.concurrency": (SUBMISSION, "concurrency"),
+    "submission": (SUBMISSION, None),
+}
+_ROW_PATH_RE = re.compile(r"^(envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
+_ACTION_RE = re.compile(
+    r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+)$"
+)
+
+
+# -- catalogs (data files) -------------------------------------------------------------
+
+
+@cache
+def aiak_catalog() -> dict[str, Any]:
+    return json.loads((DATA_DIR / "aiak_templates.json").read_text())
+
+
+@cache
+def aiak_templates() -> dict[str, dict[str, Any]]:
+    return {t["id"]: t for t in aiak_catalog()["templates"]}
+
+
+@cache
+def aiak_template_choices() -> list[tuple[str, list[tuple[str, str]]]]:
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for t in aiak_catalog()["templates"]:
+        groups.setdefault(t["family"], []).append((t["id"], t["label"]))
+    return list(groups.items())
+
+
+@cache
+def _examples_file() -> dict[str, Any]:
+    return json.loads((DATA_DIR / "example_commands.json").read_text())
+
+
+def example_commands() -> list[dict[str, str]]:
+    return _examples_file()["examples"]
+
+
+def preset_images() -> list[str]:
+    return _examples_file()["images"]
+
+
+def template_command(template: Mapping[str, Any], mode: str, method: str) -> str:
+    commands = template["commands"]
+    by_mode = commands.get(mode) or next(iter(commands.values()))
+    return by_mode.get(method) or next(iter(by_mode.values()))
+
+
+def unreplaced_placeholders(command: str) -> list[tuple[str, str]]:
+    """The AIAK `KEY=$PLACEHOLDER` lines still present in a command."""
+    found = []
+    for key, placeholder in aiak_catalog()["placeholders"].items():
+        line = re.compile(rf"^\s*(?:export\s+)?{key}={re.escape(placeholder)}\s*$", re.M)
+        if line.search(command):
+            found.append((key, placeholder))
+    return found
+
+
+# Platform variables per framework, for the image step's list (values come at run time).
+INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
+    "": [
+        ("AIHC_JOB_NAME", gettext_lazy("the job's name")),
+        ("AIHC_JOB_ID", gettext_lazy("the job's ID")),
+        ("AIHC_ROLE", gettext_lazy("this instance's role")),
+        ("AIHC_ROLE_INDEX", gettext_lazy("this instance's index within its role")),
+        ("AIHC_TENSORBOARD_LOG_PATH", gettext_lazy("when Tensorboard is on")),
+        ("NCCL_DEBUG", "INFO"),
+        ("NCCL_IB_DISABLE", gettext_lazy("0 when RDMA is on")),
+        ("PYTHONUNBUFFERED", "1"),
+    ],
+    S.PYTORCH: [
+        ("MASTER_ADDR", "<job>-master-0"),
+        ("MASTER_PORT", "23456"),
+        ("RANK", gettext_lazy("master 0, workers 1, 2, …")),
+        ("WORLD_SIZE", gettext_lazy("number of instances (nodes)")),
+        ("NPROC_PER_NODE", gettext_lazy("cards per instance")),
+    ],
+    S.MPI: [
+        ("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile"),
+        ("K_MPI_JOB_ROLE", "launcher / worker"),
+    ],
+    S.TENSORFLOW: [("TF_CONFIG", gettext_lazy("cluster and task JSON, when distributed"))],
+    S.CUSTOM: [],
+}
+
+
+# -- raw form data ---------------------------------------------------------------------
+
+
+def _one(raw: Raw, key: str, default: str = "") -> str:
+    values = raw.get(key) or []
+    return values[-1] if values else default
+
+
+def rows_of(raw: Raw, prefix: str) -> list[Raw]:
+    """The table rows of a formset's raw data, each as {field: values}."""
+    try:
+        total = min(int(_one(raw, f"{prefix}-TOTAL_FORMS", "0")), F.MAX_ROWS)
+    except ValueError:
+        total = 0
+    rows: list[Raw] = [{} for _ in range(max(total, 0))]
+    for key, values in raw.items():
+        if not key.startswith(prefix + "-"):
+            continue
+        index, _sep, name = key[len(prefix) + 1 :].partition("-")
+        if index.isdigit() and int(index) < len(rows) and name:
+            rows[int(index)][name] = list(values)
+    return rows
+
+
+def with_rows(raw: Raw, prefix: str, rows: list[Raw]) -> Raw:
+    kept = {k: v for k, v in raw.items() if not k.startswith(prefix + "-")}
+    kept[f"{prefix}-TOTAL_FORMS"] = [str(len(rows))]
+    kept[f"{prefix}-INITIAL_FORMS"] = ["0"]
+    for i, row in enumerate(rows):
+        for name, values in row.items():
+            kept[f"{prefix}-{i}-{name}"] = list(values)
+    return kept
+
+
+def raw_from_post(post: MultiValueDict, step: str) -> Raw:
+    """The part of a POST that belongs to `step`'s forms (nothing else is stored)."""
+    names = set(STEP_FORMS[step].base_fields)
+    prefix = ROW_PREFIX.get(step)
+    raw: Raw = {}
+    for key in post:
+        if key in names or (prefix and key.startswith(prefix + "-")):
+            raw[key] = [str(v) for v in post.getlist(key)][:50]
+    return raw
+
+
+def _row(**values: Any) -> Raw:
+    out: Raw = {}
+    for key, value in values.items():
+        if value is None or value is False:
+            continue
+        out[key] = ["on"] if value is True else [str(value)]
+    return out
+
+
+def default_name() -> str:
+    return "job-" + timezone.localtime().strftime("%Y%m%d-%H%M%S")
+
+
+def default_raw(step: str, state: WizardState) -> Raw:
+    basic = state.basic
+    template = state.template
+    if step == BASIC:
+        pool = state.pools[0] if state.pools else None
+        queues = pool.queues if pool else ["default"]
+        return _row(
+            name=default_name(),
+            resource_pool=pool.id if pool else "",
+            queue="default" if "default" in queues else (queues[0] if queues else ""),
+            priority="normal",
+            framework=S.PYTORCH,
+            creation_mode=S.CREATION_CUSTOM,
+        )
+    if step == IMAGE:
+        if template:
+            raw = _row(
+                image=template["image"],
+                entrypoint="bash",
+                command=template_command(
+                    template, basic.get("training_mode", ""), basic.get("training_method", "")
+                ),
+            )
+            return with_rows(
+                raw, "env", [_row(name=e["name"], value=e["value"]) for e in template["envs"]]
+            )
+        return with_rows(_row(entrypoint="bash"), "env", [])
+    if step == RESOURCES:
+        return with_rows(
+            _row(
+                shared_memory_gi=(template or {})
+                .get("resources", {})
+                .get("sharedMemoryGi", S.DEFAULT_SHARED_MEMORY_GI),
+                enable_rdma=bool(template and template["resources"].get("enableRDMA")),
+            ),
+            "roles",
+            default_role_rows(state),
+        )
+    if step == DATA:
+        pool = state.pool
+        volume = pool.volumes[0] if pool and pool.volumes else None
+        rows = [_row(type=volume.type, name=volume.name, access="rw")] if volume else []
+        return with_rows(_row(storage_enabled=bool(volume)), "mounts", rows)
+    if step == FAULT:
+        return {}
+    if step == ADVANCED:
+        return _row(
+            retention_value=7, retention_unit="d", timeout_minutes=S.DEFAULT_TIMEOUT_MINUTES
+        )
+    if step == SUBMISSION:
+        return _row(
+            mode=S.SUBMIT_STANDALONE, target_queue=basic.get("queue", ""), total=1, concurrency=1
+        )
+    return {}
+
+
+def default_role_rows(state: WizardState) -> list[Raw]:
+    framework = state.basic.get("framework", S.PYTORCH)
+    card_types = [a.type for a in state.pool.accelerators] if state.pool else []
+    template = state.template
+    if template:
+        res = template["resources"]
+        gpu = {
+            "use_accelerator": True,
+            "accelerator_type": res["acceleratorType"],
+            "accelerators": res["acceleratorsPerInstance"],
+        }
+        return [
+            _row(name="master", replicas=1, **gpu),
+            _row(name="worker", replicas=res["workers"], **gpu),
+        ]
+    gpu = (
+        {"use_accelerator": True, "accelerator_type": card_types[0], "accelerators": 1}
+        if card_types
+        else {}
+    )
+    if framework == S.PYTORCH:
+        return [_row(name="master", replicas=1, **gpu), _row(name="worker", replicas=1, **gpu)]
+    if framework == S.MPI:
+        return [_row(name="master", replicas=1), _row(name="worker", replicas=1, **gpu)]
+    if framework == S.TENSORFLOW:
+        return [
+            _row(name="chief", replicas=0, **gpu),
+            _row(name="worker", replicas=1, **gpu),
+            _row(name="ps", replicas=0),
+            _row(name="evaluator", replicas=0),
+        ]
+    return [_row(name="worker", replicas=1, **gpu)]
+
+
+def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
+    """Every step's form data for an existing spec (copy & edit)."""
+    aiak = spec.aiak or S.Aiak()
+    basic = _row(
+        name=spec.name,
+        resource_pool=spec.resource_pool_id,
+        queue=spec.queue,
+        priority=spec.priority,
+        framework=spec.framework,
+        log_persistence=spec.log_persistence,
+        creation_mode=spec.creation_mode,
+        training_mode=aiak.training_mode or None,
+        training_method=aiak.training_method or None,
+        aiak_template=aiak.template or None,
+    )
+    registry = spec.image_config or S.ImageConfig()
+    image = with_rows(
+        _row(
+            image=spec.image,
+            entrypoint=spec.entrypoint,
+            command=spec.command,
+            registry_username=registry.username or None,
+            registry_password=registry.password or None,
+        ),
+        "env",
+        [_row(name=e.name, value=e.value, secret=e.secret) for e in spec.envs],
+    )
+    roles = list(spec.roles)
+    fixed = S.FRAMEWORK_ROLES.get(spec.framework, ())
+    if fixed:
+        by_name = {r.name: r for r in roles}
+        roles = [by_name.get(n, S.Role(name=n, replicas=0)) for n in fixed] + [
+            r for r in roles if r.name not in fixed
+        ]
+    resources = with_rows(
+        _row(shared_memory_gi=spec.shared_memory_gi, enable_rdma=spec.enable_rdma),
+        "roles",
+        [
+            _row(
+                name=r.name,
+                replicas=r.replicas,
+                use_accelerator=bool(r.accelerator_type),
+                accelerator_type=r.accelerator_type or None,
+                accelerators=r.accelerators if r.accelerator_type else None,
+                cpu=r.cpu,
+                memory_gb=r.memory_gb,
+            )
+            for r in roles
+        ],
+    )
+    data = with_rows(
+        _row(storage_enabled=bool(spec.datasources)),
+        "mounts",
+        [
+            _row(
+                type=d.type,
+                name=d.name or None,
+                source_path=d.source_path,
+                mount_path=d.mount_path,
+                access="ro" if d.read_only else "rw",
+            )
+            for d in spec.datasources
+        ],
+    )
+    ftc = spec.fault_tolerance_config or S.FaultToleranceConfig()
+    fault = _row(
+        hang_detection=ftc.enabled_hang_detection,
+        hang_minutes=ftc.hang_detection_timeout_minutes,
+        fault_tolerance=spec.fault_tolerance,
+        retry_limit=ftc.fault_tolerance_limit,
+        custom_patterns="\n".join(ftc.custom_fault_tolerance_pattern) or None,
+        enable_bccl=spec.enable_bccl,
+    )
+    retention = S.RETENTION_RE.match(spec.retention_period or "")
+    advanced = _row(
+        tensorboard=spec.tensorboard.enable,
+        tensorboard_path=spec.tensorboard.log_path or None,
+        auto_delete=bool(retention),
+        retention_value=retention.group(1) if retention else 7,
+        retention_unit=retention.group(2) if retention else "d",
+        alert_emails="\n".join(spec.alert.emails) or None,
+        alert_webhooks="\n".join(spec.alert.webhooks) or None,
+        timeout_minutes=spec.timeout_minutes,
+        cpu_exclusive=spec.cpu_exclusive,
+    )
+    if spec.alert.items:
+        advanced["alert_items"] = list(spec.alert.items)
+    submission = _row(
+        mode=spec.submission.mode,
+        target_queue=spec.queue,
+        total=spec.submission.total,
+        concurrency=spec.submission.concurrency,
+    )
+    return {
+        BASIC: basic,
+        IMAGE: image,
+        RESOURCES: resources,
+        DATA: data,
+        FAULT: fault,
+        ADVANCED: advanced,
+        SUBMISSION: submission,
+    }
+
+
+# -- state of a draft ------------------------------------------------------------------
+
+
+@dataclass
+class WizardState:
+    """What the steps' forms depend on: the pools and the basic step's choices."""
+
+    draft: Draft
+    pools: list[Pool]
+    pool: Pool | None
+    basic: dict[str, str]
+    template: dict[str, Any] | None
+
+    @property
+    def framework(self) -> str:
+        return self.basic.get("framework") or S.PYTORCH
+
+    @property
+    def aiak(self) -> bool:
+        return self.basic.get("creation_mode") == S.CREATION_AIAK
+
+    def raw(self, step: str) -> Raw:
+        stored = self.draft.data.get(step)
+        return stored if isinstance(stored, dict) else default_raw(step, self)
+
+    def attempted(self, step: str) -> bool:
+        return step in (self.draft.data.get("_attempted") or [])
+
+
+def available_pools() -> list[Pool]:
+    """Every enabled backend's pools; a backend that cannot answer just offers none."""
+    pools: list[Pool] = []
+    for backend in enabled_backends():
+        try:
+            pools.extend(backend.pools())
+        except BackendError:
+            continue
+    return pools
+
+
+def find_pool(pool_id: str) -> Pool | None:
+    return next((p for p in available_pools() if p.id == pool_id), None)
+
+
+def wizard_state(draft: Draft, *, basic_raw: Raw | None = None) -> WizardState:
+    pools = available_pools()
+    state = WizardState(draft=draft, pools=pools, pool=None, basic={}, template=None)
+    raw = basic_raw if basic_raw is not None else state.raw(BASIC)
+    pool_id = _one(raw, "resource_pool")
+    state.pool = next((p for p in pools if p.id == pool_id), None)
+    keys = (
+        "name",
+        "resource_pool",
+        "queue",
+        "framework",
+        "creation_mode",
+        "training_mode",
+        "training_method",
+        "aiak_template",
+    )
+    state.basic = {k: _one(raw, k) for k in keys}
+    if state.basic["framework"] not in S.FRAMEWORKS:
+        state.basic["framework"] = S.PYTORCH
+    if state.aiak:
+        state.template = aiak_templates().get(state.basic["aiak_template"])
+    return state
+
+
+# -- binding forms ---------------------------------------------------------------------
+
+STEP_FORMS: dict[str, type[F.StepForm]] = {
+    BASIC: F.BasicForm,
+    IMAGE: F.ImageForm,
+    RESOURCES: F.ResourcesForm,
+    DATA: F.DataForm,
+    FAULT: F.FaultForm,
+    ADVANCED: F.AdvancedForm,
+    SUBMISSION: F.SubmissionForm,
+}
+
+
+@dataclass
+class StepForms:
+    step: str
+    form: F.StepForm
+    formset: Any = None
+    show_errors: bool = True
+
+    def is_valid(self) -> bool:
+        ok = self.form.is_valid()
+        if self.formset is not None:
+            ok = self.formset.is_valid() and ok
+        return ok
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self.form.errors) or (
+            self.formset is not None
+            and (any(self.formset.errors) or self.formset.non_form_errors())
+        )
+
+
+def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -> StepForms:
+    data = MultiValueDict(raw)
+    form_kwargs: dict[str, Any] = {"show_errors": show_errors}
+    if step == BASIC:
+        pool_id = _one(raw, "resource_pool")
+        pool = next((p for p in state.pools if p.id == pool_id), None)
+        form_kwargs.update(pools=state.pools, pool=pool, templates=aiak_template_choices())
+    elif step == IMAGE:
+        form_kwargs["image_locked"] = state.template is not None
+    elif step == SUBMISSION:
+        form_kwargs["queues"] = state.pool.queues if state.pool else []
+    form = STEP_FORMS[step](data, **form_kwargs)
+    formset = None
+    if step == IMAGE:
+        if _one(raw, "registry_password"):
+            form.fields["registry_password"].widget.attrs["placeholder"] = MASK
+        formset = F.EnvFormSet(data, prefix="env")
+        for row in formset.forms:
+            if row["secret"].value():
+                row.fields["value"].widget = F.forms.PasswordInput(
+                    render_value=False,
+                    attrs={"class": "form-control form-control-sm", "placeholder": MASK},
+                )
+    elif step == RESOURCES:
+        card_types = [a.type for a in state.pool.accelerators] if state.pool else []
+        formset = F.RoleFormSet(
+            data,
+            prefix="roles",
+            form_kwargs={
+                "card_types": card_types,
+                "fixed_names": state.framework != S.CUSTOM,
+            },
+        )
+    elif step == DATA:
+        formset = F.MountFormSet(data, prefix="mounts", form_kwargs={"pool": state.pool})
+    return StepForms(step=step, form=form, formset=formset, show_errors=show_errors)
+
+
+# -- assembling the spec ---------------------------------------------------------------
+
+
+@dataclass
+class Assembly:
+    spec: S.JobSpec
+    forms: dict[str, StepForms]
+    # Spec list ("envs", "roles", "datasources") -> row index of each spec item.
+    rows: dict[str, list[int]] = field(default_factory=dict)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _valid_rows(formset: Any) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    for i, form in enumerate(formset.forms):
+        form.is_valid()
+        data = getattr(form, "cleaned_data", {})
+        rows.append((i, data))
+    return rows
+
+
+def assemble(
+    state: WizardState, raws: Mapping[str, Raw] | None = None, *, steps: list[str] = FORM_STEPS
+) -> Assembly:
+    """The JobSpec of a draft (with `raws` overriding stored steps), and the bound forms.
+
+    `steps` limits the work to the steps a caller reads (a page showing only the roles)."""
+    raws = raws or {}
+    spec = S.JobSpec()
+    assembly = Assembly(spec=spec, forms={})
+    for step in steps:
+        raw = raws.get(step)
+        if raw is None:
+            raw = state.raw(step)
+        forms = bind(state, step, raw)
+        forms.is_valid()
+        assembly.forms[step] = forms
+        cd = getattr(forms.form, "cleaned_data", {})
+        _APPLY[step](state, spec, cd, forms, assembly)
+    return assembly
+
+
+def _apply_basic(
+    state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
+) -> None:
+    spec.name = (cd.get("name") or "").strip()
+    spec.resource_pool_id = cd.get("resource_pool") or state.basic.get("resource_pool", "")
+    spec.queue = cd.get("queue") or state.basic.get("queue") or "default"
+    spec.priority = cd.get("priority") or "normal"
+    spec.framework = cd.get("framework") or state.framework
+    spec.log_persistence = bool(cd.get("log_persistence"))
+    spec.creation_mode = cd.get("creation_mode") or S.CREATION_CUSTOM
+    if spec.creation_mode == S.CREATION_AIAK:
+        spec.aiak = S.Aiak(
+            training_mode=cd.get("training_mode") or "",
+            training_method=cd.get("training_method") or "",
+            template=cd.get("aiak_template") or "",
+        )
+
+
+def _apply_image(
+    state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
+) -> None:
+    spec.image = (cd.get("image") or "").strip()
+    if state.template:
+        spec.image = state.template["image"]
+    username = (cd.get("registry_username") or "").strip()
+    password = cd.get("registry_password") or ""
+    if username or password:
+        spec.image_config = S.ImageConfig(username=username, password=password)
+    spec.entrypoint = (cd.get("entrypoint") or "").strip()
+    spec.command = (cd.get("command") or "").replace("\r\n", "\n")
+    a.rows["envs"] = []
+    for i, row in _valid_rows(forms.formset):
+        if row.get("name") or row.get("value"):
+            spec.envs.append(
+                S.Env(
+                    name=row.get("name", ""),
+                    value=row.get("value", ""),
+                    secret=bool(row.get("secret")),
+                )
+            )
+            a.rows["envs"].append(i)
+
+
+def _apply_resources(
+    state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
+) -> None:
+    shm = cd.get("shared_memory_gi")
+    spec.shared_memory_gi = S.DEFAULT_SHARED_MEMORY_GI if shm is None else shm
+    spec.enable_rdma = bool(cd.get("enable_rdma"))
+    a.rows["roles"] = []
+    for i, row in _valid_rows(forms.formset):
+        if "replicas" not in row:
+            continue
+        gpu = bool(row.get("use_accelerator"))
+        spec.roles.append(
+            S.Role(
+                name=(row.get("name") or "").strip(),
+                replicas=row["replicas"] or 0,
+                accelerator_type=(row.get("accelerator_type") or "") if gpu else "",
+                accelerators=(row.get("accelerators") or 0) if gpu else 0,
+                cpu=row.get("cpu"),
+                memory_gb=row.get("memory_gb"),
+            )
+        )
+        a.rows["roles"].append(i)
+
+
+def _apply_data(
+    state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
+) -> None:
+    a.rows["datasources"] = []
+    if not cd.get("storage_enabled"):
+        return
+    for i, row in _valid_rows(forms.formset):
+        if "type" not in row:
+            continue
+        source = (row.get("source_path") or "").strip()
+        spec.datasources.append(
+            S.Datasource(
+                type=row["type"],
+                name=row.get("name") or "",
+                mount_path=(row.get("mount_path") or "").strip(),
+                source_path=source or None,
+                read_only=row.get("access") == "ro",
+            )
+        )
+        a.rows["datasources"].append(i)
+
+
+def _apply_fault(
+    state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
+) -> None:
+    hang = bool(cd.get("hang_detection"))
+    spec.fault_tolerance = bool(cd.get("fault_tolerance"))
+    if hang or spec.fault_tolerance:
+        spec.fault_tolerance_config = S.FaultToleranceConfig(
+            enabled_hang_detection=hang,
+            hang_detection_timeout_minutes=cd.get("hang_minutes") if hang else None,
+            fault_tolerance_limit=cd.get("retry_limit") if spec.fault_tolerance else None,
+            custom_fault_tolerance_pattern=_lines(cd.get("custom_patterns") or "")
+            if spec.fault_tolerance
+            else [],
+        )
+    spec.enable_bccl = bool(cd.get("enable_bccl"))
+
+
+def _apply_advanced(
+    state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
+) -> None:
+    spec.tensorboard = S.TensorboardConfig(
+        enable=bool(cd.get("tensorboard")), log_path=(cd.get("tensorboard_path") or "").strip()
+    )
+    if cd.get("auto_delete") and cd.get("retention_value") is not None:
+        spec.retention_period = f"{cd['retention_value']}{cd.get('retention_unit') or 'd'}"
+    spec.alert = S.AlertConfig(
+        items=list(cd.get("alert_items") or []),
+        emails=_lines((cd.get("alert_emails") or "").replace(",", "\n")),
+        webhooks=_lines(cd.get("alert_webhooks") or ""),
+    )
+    timeout = cd.get("timeout_minutes")
+    spec.timeout_minutes = S.DEFAULT_TIMEOUT_MINUTES if timeout is None else timeout
+    spec.cpu_exclusive = bool(cd.get("cpu_exclusive"))
+
+
+def _apply_submission(
+    state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
+) -> None:
+    mode = cd.get("mode") or S.SUBMIT_STANDALONE
+    total = cd.get("total")
+    concurrency = cd.get("concurrency")
+    spec.submission = S.Submission(
+        mode=mode,
+        total=1 if total is None else total,
+        concurrency=1 if concurrency is None else concurrency,
+    )
+    if mode == S.SUBMIT_QUEUE and cd.get("target_queue"):
+        spec.queue = cd["target_queue"]
+
+
+_APPLY = {
+    BASIC: _apply_basic,
+    IMAGE: _apply_image,
+    RESOURCES: _apply_resources,
+    DATA: _apply_data,
+    FAULT: _apply_fault,
+    ADVANCED: _apply_advanced,
+    SUBMISSION: _apply_submission,
+}
+
+
+# -- rules -----------------------------------------------------------------------------
+
+
+def shortfall(spec: S.JobSpec, pool: Pool | None) -> list[tuple[str, int, int]]:
+    """(card type, cards wanted, cards idle) for each type the pool cannot give now."""
+    if pool is None:
+        return []
+    return [
+        (card, wanted, pool.idle(card))
+        for card, wanted in spec.accelerators_by_type().items()
+        if wanted > pool.idle(card)
+    ]
+
+
+def wizard_rules(
+    state: WizardState, spec: S.JobSpec, raws: Mapping[str, Raw]
+) -> dict[str, list[str]]:
+    """Rules the spec cannot check alone: they need the pool, the catalog or the form."""
+    errors: dict[str, list[str]] = {}
+
+    def err(path: str, message: str) -> None:
+        errors.setdefault(path, []).append(message)
+
+    if spec.resource_pool_id and state.pool is None:
+        err("resourcePoolId", _("This resource pool is not available any more; choose another."))
+    if state.template:
+        for key, placeholder in unreplaced_placeholders(spec.command):
+            err(
+                "jobSpec.command",
+                _("Replace %(key)s=%(placeholder)s in the command with your own path.")
+                % {"key": key, "placeholder": placeholder},
+            )
+    image_raw = raws.get(IMAGE) if raws.get(IMAGE) is not None else state.raw(IMAGE)
+    bad_lines = _lines(_one(image_raw, "env_paste"))
+    if bad_lines:
+        err(
+            "envPaste",
+            _("These lines are not KEY=VALUE: %(lines)s") % {"lines": "; ".join(bad_lines[:5])},
+        )
+    data_raw = raws.get(DATA) if raws.get(DATA) is not None else state.raw(DATA)
+    if _one(data_raw, "storage_enabled") and not spec.datasources:
+        err("storage", _("Add a mount, or turn storage off."))
+    if spec.fault_tolerance and spec.framework != S.PYTORCH:
+        err("faultTolerance", _("Fault tolerance works for PyTorch jobs only."))
+    # Idle figures a backend could not read are unknown, not zero: the worker retries later.
+    if spec.submission.mode == S.SUBMIT_STANDALONE and not (state.pool and state.pool.error):
+        for card, wanted, idle in shortfall(spec, state.pool):
+            err(
+                "submission.mode",
+                _(
+                    "A standalone job needs %(wanted)d %(card)s cards but only %(idle)d are idle; "
+                    "lower the cards or submit it as a queue task, which waits for them."
+                )
+                % {"wanted": wanted, "card": card, "idle": idle},
+            )
+    return errors
+
+
+def all_errors(
+    state: WizardState, assembly: Assembly, raws: Mapping[str, Raw] | None = None
+) -> dict[str, list[str]]:
+    spec = assembly.spec
+    errors = S.validate(spec)
+    for path, messages in wizard_rules(state, spec, raws or {}).items():
+        errors.setdefault(path, []).extend(messages)
+    if state.pool is not None:
+        try:
+            refusals = get_backend(state.pool.backend).check_spec(spec)
+        except BackendError as exc:
+            refusals = {"resourcePoolId": [exc.message]}
+        for path, messages in refusals.items():
+            errors.setdefault(path, []).extend(messages)
+    return errors
+
+
+@dataclass(frozen=True)
+class Location:
+    step: str
+    field: str | None = None
+    row: int | None = None
+
+
+def locate(path: str, rows: Mapping[str, list[int]]) -> Location:
+    """The step, table row and form field a spec field path belongs to."""
+    match = _ROW_PATH_RE.match(path)
+    if match:
+        kind, index, attr = match.group(1), int(match.group(2)), match.group(3)
+        step = SPEC_LIST[kind]
+        row_map = rows.get(kind, [])
+        if index >= len(row_map):
+            return Location(step)
+        return Location(
+            step, ROW_FIELDS[kind].get(attr or "", None) if attr else None, row_map[index]
+        )
+    key = path
+    while key:
+        if key in FIELD_OF_PATH:
+            step, field_name = FIELD_OF_PATH[key]
+            return Location(step, field_name)
+        key = key.rpartition(".")[0]
+    return Location(REVIEW)
+
+
+def _add_error(forms: StepForms, loc: Location, message: str) -> None:
+    if loc.row is not None and forms.formset is not None and loc.row < len(forms.formset.forms):
+        row = forms.formset.forms[loc.row]
+        target = loc.field if loc.field in row.fields else None
+        row.add_error(target, message)
+        return
+    target = loc.field if loc.field in forms.form.fields else None
+    forms.form.add_error(target, message)
+
+
+def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool]:
+    """Validates one step in the context of the whole draft; errors land on its fields."""
+    raws = {step: raw}
+    assembly = assemble(state, raws)
+    forms = assembly.forms[step]
+    ok = not forms.has_errors
+    for path, messages in all_errors(state, assembly, raws).items():
+        loc = locate(path, assembly.rows)
+        if loc.step != step:
+            continue
+        for message in messages:
+            _add_error(forms, loc, message)
+            ok = False
+    return forms, ok
+
+
+# -- saving steps ----------------------------------------------------------------------
+
+
+def merge_pasted_envs(raw: Raw) -> Raw:
+    """Moves the paste box's KEY=VALUE lines into env rows; other lines stay in the box."""
+    text = _one(raw, "env_paste")
+    if not text.strip():
+        return raw
+    rows = [r for r in rows_of(raw, "env") if _one(r, "name") or _one(r, "value")]
+    index = {_one(r, "name"): r for r in rows}
+    bad = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.removeprefix("export ").partition("=")
+        name = name.strip()
+        if not sep or not S.ENV_NAME_RE.match(name):
+            bad.append(line)
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        if name in index:
+            index[name]["value"] = [value]
+        else:
+            row = _row(name=name, value=value)
+            rows.append(row)
+            index[name] = row
+    merged = with_rows(raw, "env", rows[: F.MAX_ROWS])
+    merged["env_paste"] = ["\n".join(bad)]
+    return merged
+
+
+def restore_secrets(raw: Raw, old: Raw) -> Raw:
+    """Secrets come back from the browser empty (they are never rendered): keep the stored
+    value of a secret env row of the same name, and the registry password of the same user."""
+    if (
+        not _one(raw, "registry_password")
+        and _one(old, "registry_password")
+        and _one(raw, "registry_username") == _one(old, "registry_username")
+    ):
+        raw["registry_password"] = list(old["registry_password"])
+    stored = {
+        _one(r, "name"): _one(r, "value")
+        for r in rows_of(old, "env")
+        if _one(r, "secret") and _one(r, "value")
+    }
+    rows = rows_of(raw, "env")
+    for row in rows:
+        if _one(row, "secret") and not _one(row, "value") and _one(row, "name") in stored:
+            row["value"] = [stored[_one(row, "name")]]
+    return with_rows(raw, "env", rows)
+
+
+@dataclass
+class StepOutcome:
+    go_to: str  # the step to show next
+    forms: StepForms | None = None  # set when the same step is shown again with errors
+    example: str = ""
+
+
+def _mark(draft: Draft, step: str, *, completed: bool) -> None:
+    attempted = [s for s in draft.data.get("_attempted", []) if s != step]
+    completed_steps = [s for s in draft.completed_steps if s != step]
+    if completed:
+        completed_steps.append(step)
+    else:
+        attempted.append(step)
+    draft.data["_attempted"] = attempted
+    draft.completed_steps = [s for s in FORM_STEPS if s in completed_steps]
+
+
+def _forget(draft: Draft, *steps: str, drop_data: bool = False) -> None:
+    draft.completed_steps = [s for s in draft.completed_steps if s not in steps]
+    draft.data["_attempted"] = [s for s in draft.data.get("_attempted", []) if s not in steps]
+    if drop_data:
+        for step in steps:
+            draft.data.pop(step, None)
+
+
+def _basic_changed(draft: Draft, new: Raw) -> None:
+    """A new framework, pool or AIAK template invalidates what later steps were built on."""
+    old = draft.data.get(BASIC)
+    if not isinstance(old, dict):
+        return
+
+    def changed(*keys: str) -> bool:
+        return any(_one(old, k) != _one(new, k) for k in keys)
+
+    aiak_now = _one(new, "creation_mode") == S.CREATION_AIAK
+    if aiak_now and changed("creation_mode", "aiak_template", "training_mode", "training_method"):
+        # The template fills the image, command, envs and resources afresh.
+        _forget(draft, IMAGE, RESOURCES, drop_data=True)
+    elif changed("framework"):
+        _forget(draft, RESOURCES, drop_data=True)
+    if changed("resource_pool"):
+        _forget(draft, RESOURCES, DATA, SUBMISSION)
+
+
+def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
+    """Handles a step's POST: saves what was typed, then acts on the button pressed."""
+    action = str(post.get("action") or "next")
+    if not _ACTION_RE.match(action):
+        action = "save"
+    raw = raw_from_post(post, step)
+    old = draft.data.get(step) if isinstance(draft.data.get(step), dict) else {}
+    if step == IMAGE:
+        raw = merge_pasted_envs(restore_secrets(raw, old))
+    prefix = ROW_PREFIX.get(step)
+    index = STEPS.index(step)
+    if prefix and action == "add-row":
+        rows = rows_of(raw, prefix)
+        if len(rows) < F.MAX_ROWS:
+            state = wizard_state(draft)
+            rows.append(_new_row(step, state, rows))
+        raw = with_rows(raw, prefix, rows)
+    elif prefix and action.startswith("remove-row-"):
+        rows = rows_of(raw, prefix)
+        at = int(action.rsplit("-", 1)[1])
+        storage_on = bool(_one(raw, "storage_enabled"))
+        # The main mount stays while storage is on.
+        if at < len(rows) and not (step == DATA and at == 0 and storage_on):
+            del rows[at]
+        raw = with_rows(raw, prefix, rows)
+    elif step == IMAGE and action.startswith("fill-example-"):
+        framework = action.removeprefix("fill-example-")
+        example = next((e for e in example_commands() if e["framework"] == framework), None)
+        if example:
+            raw["command"] = [example["command"]]
+    if action != "next":
+        example = action.removeprefix("show-example-") if action.startswith("show-example-") else ""
+        if step == BASIC:
+            _basic_changed(draft, raw)
+        draft.data[step] = raw
+        draft.save(update_fields=["data", "completed_steps", "updated_at"])
+        go_to = STEPS[max(index - 1, 0)] if action == "back" else step
+        return StepOutcome(go_to=go_to, example=example)
+
+    if step == BASIC:
+        _basic_changed(draft, raw)
+        state = wizard_state(draft, basic_raw=raw)
+    else:
+        state = wizard_state(draft)
+    forms, ok = check_step(state, step, raw)
+    draft.data[step] = raw
+    _mark(draft, step, completed=ok)
+    draft.save(update_fields=["data", "completed_steps", "updated_at"])
+    if ok:
+        return StepOutcome(go_to=STEPS[index + 1])
+    return StepOutcome(go_to=step, forms=forms)
+
+
+def _new_row(step: str, state: WizardState, rows: list[Raw]) -> Raw:
+    if step == RESOURCES:
+        taken = {_one(r, "name") for r in rows}
+        n = len(rows) + 1
+        while f"role-{n}" in taken:
+            n += 1
+        return _row(name=f"role-{n}", replicas=1)
+    if step == DATA and state.pool and state.pool.volumes:
+        volume = state.pool.volumes[0]
+        return _row(type=volume.type, name=volume.name, access="rw")
+    if step == DATA and state.pool and state.pool.storage_types:
+        return _row(type=state.pool.storage_types[0], access="rw")
+    return {}
+
+
+def first_incomplete(draft: Draft) -> str:
+    for step in FORM_STEPS:
+        if step not in draft.completed_steps:
+            return step
+    return REVIEW
+
+
+def step_allowed(draft: Draft, step: str) -> bool:
+    return STEPS.index(step) <= STEPS.index(first_incomplete(draft))
+
+
+def step_forms_for_display(state: WizardState, step: str) -> StepForms:
+    """A step as the user left it; a step whose 下一步 failed shows its errors again."""
+    raw = state.raw(step)
+    if state.attempted(step):
+        forms, _ok = check_step(state, step, raw)
+        return forms
+    forms = bind(state, step, raw, show_errors=False)
+    return forms
+
+
+# -- the draft's lifecycle -------------------------------------------------------------
+
+
+def draft_create(*, owner: Any) -> Draft:
+    draft = Draft(owner=owner, data={})
+    # Stored at once so the suggested name stays the same across reloads.
+    draft.data[BASIC] = default_raw(BASIC, wizard_state(draft))
+    draft.save()
+    return draft
+
+
+def draft_from_job(*, job: Job, owner: Any) -> Draft:
+    """A new draft prefilled from `job`'s spec, remembering it as the source."""
+    spec = job.job_spec()
+    data: dict[str, Any] = dict(raw_from_spec(spec))
+    data["_attempted"] = []
+    return Draft.objects.create(
+        owner=owner, data=data, completed_steps=list(FORM_STEPS), source_job=job
+    )
+
+
+class WizardError(Exception):
+    def __init__(self, errors: list[tuple[Location, str]]):
+        super().__init__("; ".join(m for _l, m in errors))
+        self.errors = errors
+
+
+def draft_submit(*, draft: Draft) -> list[Job]:
+    """Re-validates the whole draft and creates its job(s), once however often it is sent."""
+    if draft.submitted_at is not None:
+        existing = list(Job.objects.filter(submit_key__startswith=str(draft.id)).order_by("id"))
+        if existing:
+            return existing
+    state = wizard_state(draft)
+    assembly = assemble(state)
+    problems = review_problems(state, assembly)
+    if problems:
+        raise WizardError(problems)
+    assert state.pool is not None  # a pool error would be among the problems
+    with transaction.atomic():
+        jobs = jobs_submit(
+            owner=draft.owner,
+            spec=assembly.spec,
+            submit_key=str(draft.id),
+            backend=state.pool.backend,
+            source_job=draft.source_job,
+        )
+        Draft.objects.filter(pk=draft.pk, submitted_at__isnull=True).update(
+            submitted_at=timezone.now()
+        )
+    return jobs
+
+
+def review_problems(state: WizardState, assembly: Assembly) -> list[tuple[Location, str]]:
+    problems: list[tuple[Location, str]] = []
+    for step, forms in assembly.forms.items():
+        if forms.has_errors:
+            problems.append((Location(step), _("This step has errors; open it to fix them.")))
+    for path, messages in all_errors(state, assembly).items():
+        loc = locate(path, assembly.rows)
+        problems.extend((loc, m) for m in messages)
+    return problems
+
+
+def submitted_job(draft: Draft) -> Job | None:
+    return Job.objects.filter(submit_key__startswith=str(draft.id)).order_by("id").first()
+
+
+# -- the review page -------------------------------------------------------------------
+
+AIHC_ENDPOINT = "https://aihc.bj.baidubce.com"
+
+
+def request_preview(spec: S.JobSpec) -> tuple[str, str]:
+    """The exact CreateJob request (pretty JSON, secrets masked) and an equivalent curl."""
+    body = json.dumps(spec.to_v1_body(masked=True), indent=2, ensure_ascii=False)
+    url = f"{AIHC_ENDPOINT}/api/v1/aijobs?resourcePoolId={spec.resource_pool_id}"
+    curl = (
+        f"curl -X POST {shlex.quote(url)} \\\n"
+        "  -H 'Content-Type: application/json' \\\n"
+        "  -H 'Authorization: bce-auth-v1/<access key>/<timestamp>/1800/host;x-bce-date/<signature>' \\\n"
+        "  -H 'x-bce-date: <timestamp>' \\\n"
+        f"  --data-binary @- <<'JSON'\n{body}\nJSON"
+    )
+    return body, curl
+
+
+def environment_preview(spec: S.JobSpec) -> list[tuple[str, list[tuple[str, str]]]]:
+    previews = []
+    for ref in replica_refs(spec)[:16]:
+        env = replica_environment(spec, ref, job_id="(assigned on submit)", masked=True)
+        previews.append((ref.label, sorted(env.items())))
+    return previews
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, Mapping):
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(value, list):
+        out = {}
+        for i, item in enumerate(value):
+            out.update(_flatten(item, f"{prefix}[{i}]"))
+        return out or {prefix: "[]"}
+    return {prefix: json.dumps(value, ensure_ascii=False)}
+
+
+def spec_diff(source: Job, spec: S.JobSpec) -> list[tuple[str, str, str]]:
+    """(field, before, after) for each field of the copy that differs from its source."""
+    try:
+        before_doc = source.job_spec().to_document(masked=True)
+    except S.SpecError:
+        before_doc = source.spec
+    before = _flatten(before_doc)
+    after = _flatten(spec.to_document(masked=True))
+    rows = []
+    for key in sorted(before.keys() | after.keys()):
+        if key.endswith(".command") and before.get(key) != after.get(key):
+            lines = difflib.unified_diff(
+                json.loads(before.get(key, '""')).splitlines(),
+                json.loads(after.get(key, '""')).splitlines(),
+                lineterm="",
+                n=0,
+            )
+            rows.append(
+                (key, before.get(key, "—"), "\n".join(list(lines)[2:]) or after.get(key, "—"))
+            )
+        elif before.get(key) != after.get(key):
+            rows.append((key, before.get(key, "—"), after.get(key, "—")))
+    return rows
+
+
+def idle_for(pool: Pool | None, card: str) -> int | None:
+    if pool is None or not card:
+        return None
+    return pool.idle(card)
+
+
+def parse_int(value: str | None) -> int:
+    try:
+        return max(int(value or 0), 0)
+    except ValueError:
+        return 0

@@ -1,0 +1,411 @@
+"""Views of the create-training-job wizard. Thin: the flow and the rules live in jobs.wizard.
+
+Every page works without JavaScript (plain POST, then redirect); with htmx the same URLs
+answer with the `wizard-region` fragment (stepper + form) or a small partial, chosen here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, push_url
+
+from . import forms as F
+from . import spec as S
+from . import wizard as W
+from .http import AuthenticatedHttpRequest
+from .models import Draft, Job
+
+STEP_TEMPLATE = "jobs/wizard/step.html"
+
+
+def _draft(request: AuthenticatedHttpRequest, draft_id: Any) -> Draft:
+    return get_object_or_404(Draft, id=draft_id, owner=request.user)
+
+
+def _step_url(draft: Draft, step: str) -> str:
+    return reverse("wizard-step", args=[draft.id, step])
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        draft = W.draft_create(owner=request.user)
+        return redirect(_step_url(draft, W.BASIC))
+    drafts = Draft.objects.filter(owner=request.user, submitted_at__isnull=True)[:50]
+    return render(request, "jobs/wizard/start.html", {"drafts": drafts})
+
+
+@require_POST
+@login_required
+def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    _draft(request, draft_id).delete()
+    messages.success(request, _("Draft discarded."))
+    return redirect("wizard-start")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@vary_on_headers("HX-Request")
+def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> HttpResponse:
+    draft = _draft(request, draft_id)
+    if step not in W.STEPS:
+        raise Http404
+    if draft.submitted_at is not None:
+        job = W.submitted_job(draft)
+        if job is not None:
+            return redirect("job-detail", job.public_id)
+    if not W.step_allowed(draft, step):
+        return redirect(_step_url(draft, W.first_incomplete(draft)))
+    if request.method == "POST":
+        if step == W.REVIEW:
+            return redirect(_step_url(draft, step))
+        outcome = W.step_post(draft=draft, step=step, post=request.POST)
+        if outcome.forms is not None:
+            return _render_step(request, draft, step, forms=outcome.forms)
+        if not request.htmx:
+            query = f"?example={outcome.example}" if outcome.example else ""
+            return redirect(_step_url(draft, outcome.go_to) + query)
+        if not W.step_allowed(draft, outcome.go_to):
+            outcome.go_to = W.first_incomplete(draft)
+        response = _render_step(request, draft, outcome.go_to)
+        if outcome.go_to != step:
+            push_url(response, _step_url(draft, outcome.go_to))
+        return response
+    return _render_step(request, draft, step)
+
+
+def _render_step(
+    request: AuthenticatedHttpRequest,
+    draft: Draft,
+    step: str,
+    *,
+    forms: W.StepForms | None = None,
+) -> HttpResponse:
+    state = W.wizard_state(draft)
+    context: dict[str, Any] = {
+        "draft": draft,
+        "state": state,
+        "step": step,
+        "step_title": W.STEP_TITLES[step],
+        "step_number": W.STEPS.index(step) + 1,
+        "step_url": _step_url(draft, step),
+        "step_template": f"jobs/wizard/_{step}.html",
+        "steps": _stepper(draft, step),
+        "has_prev": step != W.BASIC,
+    }
+    if step == W.REVIEW:
+        context.update(_review_context(state))
+    else:
+        forms = forms or W.step_forms_for_display(state, step)
+        context["forms"] = forms
+        context.update(_STEP_EXTRAS[step](request, state, forms))
+    template = f"{STEP_TEMPLATE}#wizard-region" if request.htmx else STEP_TEMPLATE
+    return render(request, template, context)
+
+
+def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:
+    first_open = W.STEPS.index(W.first_incomplete(draft))
+    return [
+        {
+            "slug": slug,
+            "number": i + 1,
+            "title": W.STEP_TITLES[slug],
+            "url": _step_url(draft, slug),
+            "current": slug == current,
+            "done": slug in draft.completed_steps,
+            "allowed": i <= first_open,
+        }
+        for i, slug in enumerate(W.STEPS)
+    ]
+
+
+def _basic_extras(
+    request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
+) -> dict[str, Any]:
+    forms.form.fields["resource_pool"].widget.attrs["hx-get"] = reverse(
+        "wizard-queues", args=[state.draft.id]
+    )
+    raw = state.raw(W.BASIC)
+    return {"aiak": _aiak_preview(raw), "aiak_form": forms.form}
+
+
+def _aiak_preview(raw: W.Raw | Any) -> dict[str, Any]:
+    def one(key: str) -> str:
+        value = raw.get(key)
+        if isinstance(value, list):
+            return str(value[-1]) if value else ""
+        return str(value or "")
+
+    template = W.aiak_templates().get(one("aiak_template"))
+    return {
+        "on": one("creation_mode") == S.CREATION_AIAK,
+        "template": template,
+        "command": W.template_command(template, one("training_mode"), one("training_method"))
+        if template
+        else "",
+    }
+
+
+def _image_extras(
+    request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
+) -> dict[str, Any]:
+    recent = (
+        Job.objects.filter(owner=request.user)
+        .order_by("-created_at")
+        .values_list("spec__jobSpec__image", flat=True)[:20]
+    )
+    images = list(
+        dict.fromkeys([i for i in recent if isinstance(i, str) and i] + W.preset_images())
+    )
+    return {
+        "images": images,
+        "examples": W.example_commands(),
+        "example": _example(request.GET.get("example") or state.framework),
+        "injected": W.INJECTED_VARIABLES[""] + W.INJECTED_VARIABLES.get(state.framework, []),
+    }
+
+
+def _example(framework: str) -> dict[str, str]:
+    examples = W.example_commands()
+    return next((e for e in examples if e["framework"] == framework), examples[0])
+
+
+def _resources_extras(
+    request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
+) -> dict[str, Any]:
+    rows = []
+    totals: dict[str, int] = {}
+    for i, row in enumerate(forms.formset.forms):
+        card = str(row["accelerator_type"].value() or "")
+        gpu = bool(row["use_accelerator"].value())
+        per = W.parse_int(row["accelerators"].value()) if gpu else 0
+        instances = W.parse_int(row["replicas"].value())
+        if gpu and card and per:
+            totals[card] = totals.get(card, 0) + per * instances
+        rows.append(
+            {
+                "form": row,
+                "index": i,
+                "idle": _idle_info(state, card if gpu else "", per * instances),
+            }
+        )
+    return {
+        "rows": rows,
+        "totals": sorted(totals.items()),
+        "custom": state.framework == S.CUSTOM,
+        "card_types": state.pool.accelerators if state.pool else [],
+    }
+
+
+def _idle_info(state: W.WizardState, card: str, wanted: int) -> dict[str, Any]:
+    idle = W.idle_for(state.pool, card)
+    return {
+        "card": card,
+        "idle": idle,
+        "wanted": wanted,
+        "short": idle is not None and wanted > idle,
+    }
+
+
+def _data_extras(
+    request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
+) -> dict[str, Any]:
+    return {"rows": list(enumerate(forms.formset.forms))}
+
+
+def _fault_extras(
+    request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
+) -> dict[str, Any]:
+    spec = W.assemble(state, steps=[W.RESOURCES]).spec
+    conditions = S.bccl_conditions(spec)
+    labels = {
+        "instances": _("At least 2 instances"),
+        "whole_node": _("8 cards per instance"),
+        "rdma": _("RDMA on"),
+        "card_type": _("A800 or HPAS cards"),
+    }
+    if not all(conditions.values()):
+        # Offered only when all four hold; a disabled box is not sent, so it turns off.
+        forms.form.fields["enable_bccl"].widget.attrs["disabled"] = True
+    return {
+        "bccl": [(labels[k], ok) for k, ok in conditions.items()],
+        "bccl_ok": all(conditions.values()),
+    }
+
+
+def _advanced_extras(
+    request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
+) -> dict[str, Any]:
+    return {}
+
+
+def _submission_extras(
+    request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
+) -> dict[str, Any]:
+    spec = W.assemble(state, steps=[W.RESOURCES, W.SUBMISSION]).spec
+    return {
+        "shortfall": W.shortfall(spec, state.pool),
+        "wanted": sorted(spec.accelerators_by_type().items()),
+    }
+
+
+_STEP_EXTRAS = {
+    W.BASIC: _basic_extras,
+    W.IMAGE: _image_extras,
+    W.RESOURCES: _resources_extras,
+    W.DATA: _data_extras,
+    W.FAULT: _fault_extras,
+    W.ADVANCED: _advanced_extras,
+    W.SUBMISSION: _submission_extras,
+}
+
+
+def _review_context(state: W.WizardState) -> dict[str, Any]:
+    assembly = W.assemble(state)
+    spec = assembly.spec
+    problems = W.review_problems(state, assembly)
+    body, curl = W.request_preview(spec)
+    draft = state.draft
+    return {
+        "spec": spec,
+        "problems": [
+            {
+                "step": loc.step,
+                "title": W.STEP_TITLES[loc.step],
+                "url": _step_url(draft, loc.step),
+                "message": message,
+            }
+            for loc, message in problems
+        ],
+        "body": body,
+        "curl": curl,
+        "environments": W.environment_preview(spec),
+        "wanted": [
+            (card, n, W.idle_for(state.pool, card))
+            for card, n in sorted(spec.accelerators_by_type().items())
+        ],
+        "shortfall": W.shortfall(spec, state.pool),
+        "diff": W.spec_diff(draft.source_job, spec) if draft.source_job else None,
+        "labels": {
+            "priority": dict(F.PRIORITY_CHOICES).get(spec.priority, spec.priority),
+            "framework": dict(F.FRAMEWORK_CHOICES).get(spec.framework, spec.framework),
+            "creation": dict(F.CREATION_CHOICES).get(spec.creation_mode, spec.creation_mode),
+        },
+        "pool": state.pool,
+    }
+
+
+@require_POST
+@login_required
+def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    draft = _draft(request, draft_id)
+    try:
+        jobs = W.draft_submit(draft=draft)
+    except W.WizardError:
+        messages.error(
+            request, _("The job cannot be submitted yet; fix the problems listed below.")
+        )
+        return redirect(_step_url(draft, W.REVIEW))
+    url = reverse("job-detail", args=[jobs[0].public_id])
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    return redirect(url)
+
+
+@require_POST
+@login_required
+def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    job = get_object_or_404(Job, public_id=public_id, owner=request.user)
+    try:
+        draft = W.draft_from_job(job=job, owner=request.user)
+    except S.SpecError:
+        messages.error(request, _("This job's stored spec cannot be read, so it cannot be copied."))
+        return redirect("job-detail", job.public_id)
+    return redirect(_step_url(draft, W.BASIC))
+
+
+# -- partials ---------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    _draft(request, draft_id)
+    pool = W.find_pool(request.GET.get("resource_pool", ""))
+    queues = pool.queues if pool else []
+    return render(
+        request,
+        "jobs/wizard/_basic.html#queue-options",
+        {"queues": queues, "selected": "default" if "default" in queues else ""},
+    )
+
+
+@require_GET
+@login_required
+def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    request_draft = _draft(request, draft_id)
+    aiak = _aiak_preview(request.GET)
+    form = F.BasicForm(
+        initial={
+            k: request.GET.get(k, "") for k in ("training_mode", "training_method", "aiak_template")
+        },
+        pools=[],
+        pool=None,
+        templates=W.aiak_template_choices(),
+    )
+    # The creation-mode switch swaps the whole AIAK section (fields and preview); the
+    # mode, method and template selects swap only the preview, so they keep focus.
+    partial = "aiak-preview" if request.htmx.target == "aiak-preview" else "aiak-section"
+    context = {"aiak": aiak, "aiak_form": form, "draft": request_draft}
+    return render(request, f"jobs/wizard/_basic.html#{partial}", context)
+
+
+@require_GET
+@login_required
+def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    """The live "idle N cards" beside a role's card type, polled every few seconds."""
+    draft = _draft(request, draft_id)
+    row = W.parse_int(request.GET.get("row"))
+    prefix = f"roles-{row}-"
+    basic = draft.data.get(W.BASIC) or {}
+    pool_ids = basic.get("resource_pool") or [""]
+    pool = W.find_pool(str(pool_ids[-1]))
+    gpu = bool(request.GET.get(prefix + "use_accelerator"))
+    card = request.GET.get(prefix + "accelerator_type", "") if gpu else ""
+    wanted = W.parse_int(request.GET.get(prefix + "accelerators")) * W.parse_int(
+        request.GET.get(prefix + "replicas")
+    )
+    idle = W.idle_for(pool, card)
+    info = {
+        "card": card,
+        "idle": idle,
+        "wanted": wanted,
+        "short": idle is not None and wanted > idle,
+    }
+    return render(request, "jobs/wizard/_resources.html#idle-count", {"info": info})
+
+
+@require_GET
+@login_required
+def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    draft = _draft(request, draft_id)
+    return render(
+        request,
+        "jobs/wizard/_image.html#example-panel",
+        {
+            "draft": draft,
+            "examples": W.example_commands(),
+            "example": _example(request.GET.get("example", "")),
+            "step_url": _step_url(draft, W.IMAGE),
+        },
+    )

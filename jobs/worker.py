@@ -1,0 +1,214 @@
+"""The worker: one long-running process that makes jobs happen (`manage.py worker`).
+
+Each tick it
+1. supervises local jobs that are Running or Stopping (exit codes, fault keywords,
+   restarts, hang warnings, timeouts, SIGTERM then SIGKILL on stop);
+2. runs one scheduling pass over the queued local jobs (jobs.scheduler);
+3. submits Queued jobs of remote backends that were never submitted (no external id) and,
+   every WORKER_REMOTE_SYNC_SECONDS, syncs remote jobs that are active or queued remotely;
+4. deletes finished local jobs whose retention period has passed.
+Alert delivery runs in a thread as django tasks (jobs.tasks).
+
+Only one worker runs per run directory: it holds an exclusive lock on `worker.lock`, so
+two workers started by mistake cannot start the same job twice. Everything it needs to
+resume lives in the database and in files (jobs.runner), so it can be killed at any moment.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import re
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+from subprocess import Popen
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from .backends import get_backend
+from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
+from .runner import minutes, supervise
+from .scheduler import dispatch_local
+
+logger = logging.getLogger("jobs.worker")
+
+RETENTION_RE = re.compile(r"^([1-9][0-9]*)([mhd])$")
+RETENTION_MINUTES = {"m": 1, "h": 60, "d": 24 * 60}
+
+
+def retention(value: str) -> timedelta | None:
+    match = RETENTION_RE.match(value or "")
+    if not match:
+        return None
+    return minutes(int(match.group(1)) * RETENTION_MINUTES[match.group(2)])
+
+
+class Worker:
+    def __init__(self) -> None:
+        # Shims this process started: polled so they do not linger as zombies.
+        self.children: dict[int, Popen[bytes]] = {}
+        self.last_remote_sync = 0.0
+
+    def tick(self) -> None:
+        self.supervise_local()
+        dispatch_local(children=self.children)
+        self.dispatch_remote()
+        if time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS:
+            self.last_remote_sync = time.monotonic()
+            self.sync_remote()
+        self.delete_expired()
+        self.reap()
+
+    def supervise_local(self) -> None:
+        for job in Job.objects.filter(
+            backend="local", status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
+        ):
+            try:
+                supervise(job, children=self.children)
+            except Exception:
+                logger.exception("supervising %s failed", job.public_id)
+
+    def dispatch_remote(self) -> None:
+        # Jobs Pending review are never dispatched; a remote job queued by the cloud
+        # (it has an external id) is synced, not submitted again.
+        for job in Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(
+            backend="local"
+        ):
+            try:
+                get_backend(job.backend).submit(job)
+            except Exception:
+                logger.exception("submitting %s to %s failed", job.public_id, job.backend)
+
+    def sync_remote(self) -> None:
+        active = Job.objects.exclude(backend="local").filter(
+            status__in=[*ACTIVE_STATUSES, JobStatus.QUEUED]
+        )
+        for job in active.exclude(status=JobStatus.QUEUED, external_id=""):
+            try:
+                get_backend(job.backend).sync(job)
+            except Exception:
+                logger.exception("syncing %s with %s failed", job.public_id, job.backend)
+
+    def delete_expired(self) -> None:
+        from .actions import job_delete
+
+        now = timezone.now()
+        candidates = Job.objects.filter(
+            backend="local", status__in=FINAL_STATUSES, finished_at__isnull=False
+        ).filter(spec__has_key="retentionPeriod")
+        for job in candidates:
+            keep = retention(job.spec.get("retentionPeriod", ""))
+            if keep is not None and job.finished_at + keep <= now:
+                logger.info("deleting %s: retention %s passed", job.public_id, keep)
+                try:
+                    job_delete(job=job)
+                except Exception:
+                    logger.exception("deleting %s failed", job.public_id)
+
+    def reap(self) -> None:
+        for pid, child in list(self.children.items()):
+            if child.poll() is not None:
+                del self.children[pid]
+
+
+class TaskThread(threading.Thread):
+    """Runs django tasks (alert delivery) next to the supervision loop."""
+
+    def __init__(self, interval: float) -> None:
+        super().__init__(name="tasks", daemon=True)
+        from django_tasks_db.management.commands.db_worker import Worker as DBWorker
+
+        self.db_worker = DBWorker(
+            queue_names=["default"],
+            interval=interval,
+            batch=False,
+            backend_name="default",
+            startup_delay=False,
+            max_tasks=None,
+            worker_id=f"console-worker-{os.getpid()}",
+            excluded_queue_names=[],
+        )
+
+    def run(self) -> None:
+        try:
+            self.db_worker.run()
+        finally:
+            close_old_connections()
+
+    def stop(self) -> None:
+        self.db_worker.running = False
+
+
+def take_worker_lock() -> int:
+    """Blocks until this is the only worker on this run directory; returns the lock fd."""
+    run_dir = Path(settings.LOCAL_RUN_DIR)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir / "worker.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        logger.warning("another worker holds %s; waiting", run_dir / "worker.lock")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+WAKE_CHECK_SECONDS = 0.05
+
+
+def work_marker() -> tuple[int, object]:
+    """Changes when a local job is queued or asked to stop: a cheap indexed query.
+
+    Remote jobs are left out: a backend that puts a job back to Queued after a failed
+    submit must wait for the next tick, not be retried at once in a loop.
+    """
+    from django.db.models import Count, Max
+
+    active = Job.objects.filter(backend="local", status__in=[JobStatus.QUEUED, JobStatus.STOPPING])
+    row = active.aggregate(n=Count("id"), last=Max("updated_at"))
+    return row["n"], row["last"]
+
+
+def wait_for_work(stop: threading.Event, timeout: float) -> None:
+    """Sleeps until the next tick, waking early when a job is submitted or stopped, so a
+    new job starts (and a stop takes effect) in a fraction of the poll interval."""
+    deadline = time.monotonic() + timeout
+    try:
+        marker = work_marker()
+    except Exception:
+        stop.wait(timeout)
+        return
+    while not stop.is_set() and time.monotonic() < deadline:
+        stop.wait(min(WAKE_CHECK_SECONDS, max(deadline - time.monotonic(), 0)))
+        try:
+            if work_marker() != marker:
+                return
+        except Exception:
+            continue
+
+
+def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
+    lock = take_worker_lock()
+    thread = TaskThread(settings.WORKER_POLL_SECONDS) if tasks else None
+    if thread:
+        thread.start()
+    worker = Worker()
+    logger.info("worker started (poll %.2fs)", settings.WORKER_POLL_SECONDS)
+    try:
+        while not stop.is_set():
+            close_old_connections()
+            try:
+                worker.tick()
+            except Exception:
+                logger.exception("worker tick failed")
+            wait_for_work(stop, settings.WORKER_POLL_SECONDS)
+    finally:
+        if thread:
+            thread.stop()
+            thread.join(timeout=10)
+        close_old_connections()
+        os.close(lock)

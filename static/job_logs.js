@@ -1,0 +1,20 @@
+// Job page: keeps a replica's log tail on its newest line while it refreshes, unless the
+// reader has scrolled up to read older lines.
+"use strict";
+(function () {
+  let follow = true;
+  function logs() { return document.getElementById("log-lines"); }
+  function toBottom() {
+    const pre = logs();
+    if (pre && follow) { pre.scrollTop = pre.scrollHeight; }
+  }
+  document.addEventListener("DOMContentLoaded", toBottom);
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const pre = logs();
+    if (pre && event.detail.target && event.detail.target.id === "log-panel") {
+      const clicked = event.detail.requestConfig && event.detail.requestConfig.elt.tagName === "A";
+      follow = clicked || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", toBottom);
+})();

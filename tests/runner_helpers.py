@@ -1,0 +1,103 @@
+"""Helpers shared by the local-runner and worker tests: real processes, short timings."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from jobs import spec as S
+from jobs.models import Job, JobReplica
+from jobs.services import jobs_submit
+from jobs.worker import Worker
+
+PY = sys.executable
+CARD = "baidu.com/a800_80g_cgpu"
+
+
+@pytest.fixture
+def runner_settings(settings, tmp_path, db):
+    """A fast local runner: 0.1 s polls, 1 s stop grace, 2 cards, one volume."""
+    volume = tmp_path / "volume"
+    volume.mkdir()
+    settings.WORKER_POLL_SECONDS = 0.1
+    settings.LOCAL_STOP_GRACE_SECONDS = 1
+    settings.LOCAL_ACCELERATORS = f"{CARD}=2"
+    settings.LOCAL_VOLUMES = f"work={volume}"
+    settings.LOCAL_MAX_RUNNING_JOBS = 8
+    settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
+    yield settings
+    # Every test stops its processes, whatever happened.
+    for replica in JobReplica.objects.exclude(pid=None):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(replica.pid, signal.SIGKILL)
+
+
+def volume(settings) -> Path:
+    return Path(settings.LOCAL_VOLUMES.split("=", 1)[1])
+
+
+def make_spec(command: str, **changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="local-test",
+        resource_pool_id="local",
+        image="python:3.12",
+        command=command,
+        roles=[S.Role("master", 1)],
+        datasources=[S.Datasource("hostpath", "work", mount_path="/workspace")],
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def submit(owner, spec: S.JobSpec) -> Job:
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()))
+    return job
+
+
+def run_until(
+    worker: Worker, done: Callable[[], bool], *, timeout: float = 30, what: str = ""
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        worker.tick()
+        if done():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what or done}")
+
+
+def status_of(job: Job) -> str:
+    job.refresh_from_db()
+    return job.status
+
+
+def log_text(job: Job, label: str) -> str:
+    from jobs.logs import replica_log_path
+
+    path = replica_log_path(job.public_id, label)
+    return path.read_text() if path.exists() else ""
+
+
+def processes_with(token: str) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line contains `token`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token in cmdline and state != "Z" and int(entry.name) != os.getpid():
+            found.append(int(entry.name))
+    return found

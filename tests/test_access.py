@@ -1,0 +1,240 @@
+"""The access matrix: every URL of the console (from the URL conf), every method, five kinds
+of visitor. A URL added without a rule here fails `test_every_url_has_an_access_rule`.
+
+Rules: the login page is public; everything else needs a log-in (anonymous visitors are sent
+to the login page). A job or draft answers only its owner; everyone else, reviewers and
+superusers included (they review in the admin), gets 404 for every URL, partial and
+download of it. The admin and the language switch have their own rules (tests/test_admin.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from jobs import spec as S
+from jobs.logs import replica_log_path
+from jobs.models import Draft, Job, JobReplica
+from jobs.services import jobs_submit
+
+EXCLUDED_PREFIXES = ("admin/", "i18n/")
+METHODS = ("GET", "POST")
+ROLES = ("anonymous", "owner", "other", "reviewer", "superuser")
+
+
+@dataclass
+class World:
+    alice: User
+    job: Job
+    draft: Draft
+    users: dict[str, User]
+
+
+# How a URL is reached and who may use it.
+@dataclass(frozen=True)
+class Rule:
+    # URL kwargs, given the world (Alice owns `job` and `draft`).
+    kwargs: Callable[[World], dict[str, Any]] = lambda w: {}
+    # The methods the view answers (others: 405).
+    methods: frozenset[str] = frozenset({"GET"})
+    # Only the owner of the object in the URL may use it; anyone else gets 404.
+    owned: bool = True
+    public: bool = False
+    # Extra query string for GET (e.g. a replica to read).
+    query: dict[str, str] = field(default_factory=dict)
+
+
+def job_kwargs(w: World) -> dict[str, Any]:
+    return {"public_id": w.job.public_id}
+
+
+def draft_kwargs(w: World) -> dict[str, Any]:
+    return {"draft_id": w.draft.id}
+
+
+GET = frozenset({"GET"})
+POST = frozenset({"POST"})
+GET_POST = frozenset({"GET", "POST"})
+
+RULES: dict[str, Rule] = {
+    "login": Rule(methods=GET_POST, owned=False, public=True),
+    "logout": Rule(methods=POST, owned=False, public=True),
+    "job-list": Rule(owned=False),
+    "job-detail": Rule(kwargs=job_kwargs),
+    "job-copy": Rule(kwargs=job_kwargs, methods=POST),
+    "job-live": Rule(kwargs=job_kwargs),
+    "job-logs": Rule(kwargs=job_kwargs, query={"replica": "master-0"}),
+    "job-log-download": Rule(kwargs=lambda w: {**job_kwargs(w), "replica": "master-0"}),
+    "job-stop": Rule(kwargs=job_kwargs, methods=POST),
+    "job-delete": Rule(kwargs=job_kwargs, methods=POST),
+    "job-rerun": Rule(kwargs=job_kwargs, methods=POST),
+    "wizard-start": Rule(methods=GET_POST, owned=False),
+    "wizard-step": Rule(kwargs=lambda w: {**draft_kwargs(w), "step": "basic"}, methods=GET_POST),
+    "wizard-submit": Rule(kwargs=draft_kwargs, methods=POST),
+    "wizard-discard": Rule(kwargs=draft_kwargs, methods=POST),
+    "wizard-queues": Rule(kwargs=draft_kwargs),
+    "wizard-aiak": Rule(kwargs=draft_kwargs),
+    "wizard-idle": Rule(kwargs=draft_kwargs),
+    "wizard-example": Rule(kwargs=draft_kwargs),
+}
+
+
+def url_names(patterns: list[Any] | None = None, prefix: str = "") -> Iterator[str]:
+    """Every URL of the console by name (or route, when unnamed), admin and i18n aside."""
+    for entry in get_resolver().url_patterns if patterns is None else patterns:
+        route = prefix + str(entry.pattern)
+        if route.startswith(EXCLUDED_PREFIXES):
+            continue
+        if isinstance(entry, URLResolver):
+            yield from url_names(entry.url_patterns, route)
+        elif isinstance(entry, URLPattern):
+            yield entry.name or route
+
+
+URL_NAMES = sorted(set(url_names()))
+
+
+def test_every_url_has_an_access_rule():
+    assert [name for name in URL_NAMES if name not in RULES] == []
+    assert [name for name in RULES if name not in URL_NAMES] == [], "stale rules"
+
+
+@pytest.fixture
+def world(alice, bob, reviewer, superuser) -> World:
+    [job] = jobs_submit(
+        owner=alice,
+        spec=S.JobSpec(
+            name="alices-job",
+            resource_pool_id="local",
+            image="python:3.12",
+            command="echo hi",
+            roles=[S.Role("master", 1), S.Role("worker", 1)],
+        ),
+        submit_key="alice-1",
+    )
+    # A replica with a log, so the log URLs have something to show their owner.
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("2026-11-30T09:00:00.000000Z hello from master-0\n")
+    draft = Draft.objects.create(owner=alice)
+    return World(
+        alice=alice,
+        job=job,
+        draft=draft,
+        users={"owner": alice, "other": bob, "reviewer": reviewer, "superuser": superuser},
+    )
+
+
+def client_as(world: World, role: str) -> Client:
+    client = Client()
+    if role != "anonymous":
+        client.force_login(world.users[role])
+    return client
+
+
+def request(client: Client, method: str, url: str, rule: Rule, htmx: bool = False) -> Any:
+    headers = {"HX-Request": "true"} if htmx else {}
+    if method == "GET":
+        return client.get(url, rule.query, headers=headers)
+    return client.post(url, {}, headers=headers)
+
+
+CASES = [
+    pytest.param(name, method, role, id=f"{name}-{method}-{role}")
+    for name in URL_NAMES
+    if name in RULES
+    for method in METHODS
+    for role in ROLES
+]
+
+
+@pytest.mark.parametrize(("name", "method", "role"), CASES)
+def test_access_matrix(world, name, method, role):
+    rule = RULES[name]
+    url = reverse(name, kwargs=rule.kwargs(world))
+    client = client_as(world, role)
+
+    r = request(client, method, url, rule)
+
+    if method not in rule.methods:
+        # The method is refused, before or after the log-in check; nothing leaks.
+        assert r.status_code in (405, 302), r.status_code
+        if r.status_code == 302:
+            assert r["Location"].startswith("/login/")
+        return
+    if rule.public:
+        assert r.status_code in (200, 302)
+        if role != "anonymous" and method == "GET":
+            assert r.status_code == 302  # logged-in users go on to the console
+        return
+    if role == "anonymous":
+        assert r.status_code == 302
+        assert r["Location"].startswith("/login/?next=")
+        return
+    if rule.owned and role != "owner":
+        assert r.status_code == 404, r.status_code
+        return
+    assert r.status_code not in (403, 404, 405), r.status_code
+    assert r.status_code < 500
+    if role != "owner" and r.status_code == 200:
+        # Pages for everyone (the job list, a new draft) show nothing of Alice's.
+        body = r.content.decode()
+        assert world.job.public_id not in body
+        assert str(world.draft.id) not in body
+
+
+OWNED_GET = [
+    name
+    for name in URL_NAMES
+    if name in RULES and RULES[name].owned and "GET" in RULES[name].methods
+]
+
+
+@pytest.mark.parametrize("name", OWNED_GET)
+@pytest.mark.parametrize("role", ["other", "reviewer", "superuser"])
+def test_partials_of_someone_elses_objects_answer_404(world, name, role):
+    rule = RULES[name]
+    url = reverse(name, kwargs=rule.kwargs(world))
+
+    r = request(client_as(world, role), "GET", url, rule, htmx=True)
+
+    assert r.status_code == 404
+
+
+def test_a_job_of_someone_else_stays_untouched_after_every_post(world):
+    """Bob posts to every URL of Alice's job and draft; nothing of hers changes."""
+    before = (
+        world.job.status,
+        world.job.events.count(),
+        Draft.objects.filter(owner=world.alice).count(),
+    )
+    bob = client_as(world, "other")
+
+    for name in URL_NAMES:
+        rule = RULES.get(name)
+        if rule and rule.owned and "POST" in rule.methods:
+            assert bob.post(reverse(name, kwargs=rule.kwargs(world))).status_code == 404
+
+    world.job.refresh_from_db()
+    after = (
+        world.job.status,
+        world.job.events.count(),
+        Draft.objects.filter(owner=world.alice).count(),
+    )
+    assert after == before
+    assert Job.objects.filter(owner=world.users["other"]).count() == 0
+
+
+def test_logging_out_returns_to_the_login_page_with_a_notice(alice_client):
+    r = alice_client.post("/logout/", follow=True, HTTP_ACCEPT_LANGUAGE="en")
+
+    assert r.redirect_chain == [("/login/", 302)]
+    assert "You have logged out." in r.content.decode()
+    assert alice_client.get("/").status_code == 302

@@ -1,0 +1,463 @@
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from jobs import spec as S
+from jobs.logs import replica_log_path
+from jobs.models import Job, JobReplica, JobStatus, ReviewMode, ReviewPolicy, ReviewState
+from jobs.services import jobs_submit
+
+A800 = "baidu.com/a800_80g_cgpu"
+CHANGELIST = "/admin/jobs/job/"
+
+
+def make_spec(**changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="demo",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python train.py",
+        roles=[S.Role("master", 1, A800, 2), S.Role("worker", 1, A800, 2)],
+        envs=[S.Env("LR", "0.1"), S.Env("HF_TOKEN", "hf-very-secret", secret=True)],
+        image_config=S.ImageConfig(username="robot", password="registry-secret"),
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def submit(owner, key: str, **changes) -> Job:
+    [job] = jobs_submit(owner=owner, spec=make_spec(**changes), submit_key=key)
+    return job
+
+
+def client_for(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def review_all(db):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+
+
+def confirm(client: Client, action: str, jobs: list[Job], **extra) -> object:
+    """Posts an admin action the way the list's form does, then confirms it."""
+    ids = [str(j.pk) for j in jobs]
+    first = client.post(CHANGELIST, {"action": action, "_selected_action": ids})
+    assert first.status_code == 200, first.status_code
+    return client.post(
+        CHANGELIST, {"action": action, "_selected_action": ids, "post": "yes", **extra}
+    )
+
+
+# -- the job list ------------------------------------------------------------------------
+
+
+def test_reviewers_see_every_users_jobs_with_the_review_columns(alice, bob, reviewer):
+    submit(alice, "a", name="alice-job")
+    submit(bob, "b", name="bob-job", queue="big")
+
+    r = client_for(reviewer).get(CHANGELIST)
+
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert "alice-job" in body and "bob-job" in body
+    for column in ("column-review_state", "column-pool_and_queue", "column-total_cards"):
+        assert column in body
+    assert "local / big" in body
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("status=pending_review", {"held"}),
+        ("review_state=not_required", {"small", "other"}),
+        ("pool=pool-b", {"other"}),
+        ("queue=big", {"held"}),
+        ("framework=MPIJob", {"other"}),
+        ("cards=9-64", {"held"}),
+        ("cards=1-8", {"small", "other"}),
+        ("priority=high", {"small"}),
+    ],
+)
+def test_the_job_list_filters_on_each_column(alice, bob, reviewer, query, expected):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.QUEUES, queues="big")
+    submit(alice, "1", name="small", priority="high")
+    submit(
+        alice,
+        "2",
+        name="held",
+        queue="big",
+        roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)],
+    )
+    submit(
+        bob,
+        "3",
+        name="other",
+        resource_pool_id="pool-b",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1, A800, 1)],
+    )
+
+    r = client_for(reviewer).get(f"{CHANGELIST}?{query}")
+
+    assert r.status_code == 200
+    shown = {job.name for job in r.context["cl"].result_list}
+    assert shown == expected
+
+
+def test_the_job_list_filters_on_owner_and_creation_date(alice, bob, reviewer):
+    submit(alice, "1", name="mine")
+    old = submit(bob, "2", name="old")
+    Job.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=400))
+    client = client_for(reviewer)
+
+    by_owner = client.get(f"{CHANGELIST}?owner__id__exact={alice.pk}")
+    week_ago = (timezone.localtime() - timedelta(days=7)).replace(microsecond=0)
+    recent = client.get(CHANGELIST, {"created_at__gte": week_ago.isoformat()})
+
+    assert {j.name for j in by_owner.context["cl"].result_list} == {"mine"}
+    assert {j.name for j in recent.context["cl"].result_list} == {"mine"}
+
+
+@pytest.mark.parametrize("term", ["exact-name", "alice", "ID"])
+def test_the_job_list_searches_by_name_owner_and_id(alice, bob, reviewer, term):
+    job = submit(alice, "1", name="exact-name")
+    submit(bob, "2", name="unrelated")
+    query = job.public_id if term == "ID" else term
+
+    r = client_for(reviewer).get(CHANGELIST, {"q": query})
+
+    assert [j.name for j in r.context["cl"].result_list] == ["exact-name"]
+
+
+def test_the_date_hierarchy_drills_down_from_years_to_days(alice, reviewer):
+    now = timezone.localtime()
+    first = submit(alice, "1", name="old")
+    submit(alice, "2", name="new")
+    Job.objects.filter(pk=first.pk).update(created_at=now - timedelta(days=800))
+    client = client_for(reviewer)
+
+    top = client.get(CHANGELIST).content.decode()
+    year = client.get(CHANGELIST, {"created_at__year": now.year}).content.decode()
+    month = client.get(
+        CHANGELIST, {"created_at__year": now.year, "created_at__month": now.month}
+    ).content.decode()
+
+    years = re.findall(r"created_at__year=(\d{4})\"", top)
+    assert years == [str((now - timedelta(days=800)).year), str(now.year)]
+    assert f"created_at__month={now.month}" in year
+    assert f"created_at__day={now.day}" in month
+
+
+def test_the_job_list_makes_the_same_queries_for_5_or_60_jobs(alice, bob, reviewer):
+    client = client_for(reviewer)
+    for n in range(5):
+        submit(alice if n % 2 else bob, f"a{n}", queue=f"q{n % 2}")
+    client.get(CHANGELIST)  # warm the content-type and permission caches
+
+    with CaptureQueriesContext(connection) as few:
+        assert client.get(CHANGELIST).status_code == 200
+    for n in range(55):
+        submit(alice if n % 2 else bob, f"b{n}", queue=f"q{n % 2}")
+    with CaptureQueriesContext(connection) as many:
+        r = client.get(CHANGELIST)
+
+    assert r.context["cl"].result_count == 60
+    assert len(r.context["cl"].result_list) == 50  # one page
+    assert len(many) == len(few)
+
+
+def test_the_job_list_query_count_is_fixed(alice, reviewer, django_assert_num_queries):
+    client = client_for(reviewer)
+    for n in range(30):
+        submit(alice, f"k{n}")
+    client.get(CHANGELIST)
+
+    # session, user, the user's and groups' permissions, pools (2 seeks), queues of the one
+    # pool (2 seeks), users (owner filter), count, page, first and last creation time, and
+    # one seek per day that has jobs.
+    with django_assert_num_queries(14):
+        client.get(CHANGELIST)
+
+
+# -- the job page -------------------------------------------------------------------------
+
+
+def test_the_job_page_shows_spec_request_and_environment_with_secrets_masked(alice, reviewer):
+    job = submit(alice, "1")
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/")
+
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert "POST /api/v1/aijobs?resourcePoolId=local" in body
+    assert "&quot;jobFramework&quot;: &quot;PyTorchJob&quot;" in body
+    assert "master-0" in body and "worker-0" in body
+    assert "MASTER_ADDR" in body and "WORLD_SIZE" in body
+    assert "LR=0.1" in body
+    assert "hf-very-secret" not in body and "registry-secret" not in body
+    assert "HF_TOKEN=******" in body
+    assert "Created" in body  # the events inline
+    assert f"/admin/jobs/job/{job.pk}/logs/" in body
+
+
+def test_the_job_page_is_read_only(alice, superuser):
+    job = submit(alice, "1")
+    client = client_for(superuser)
+
+    page = client.get(f"{CHANGELIST}{job.pk}/change/")
+    post = client.post(f"{CHANGELIST}{job.pk}/change/", {"name": "changed", "status": "running"})
+
+    assert page.status_code == 200
+    assert 'name="_save"' not in page.content.decode()
+    assert post.status_code == 403
+    job.refresh_from_db()
+    assert (job.name, job.status) == ("demo", JobStatus.QUEUED)
+
+
+def test_jobs_cannot_be_added_or_deleted_in_the_admin(alice, superuser):
+    job = submit(alice, "1")
+    client = client_for(superuser)
+
+    assert client.get(f"{CHANGELIST}add/").status_code == 403
+    assert client.post(f"{CHANGELIST}{job.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_the_logs_page_shows_the_tail_of_a_replicas_log(alice, reviewer):
+    job = submit(alice, "1")
+    JobReplica.objects.create(job=job, role="worker", index=0)
+    log = replica_log_path(job.public_id, "worker-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(f"2026-11-30T09:00:00.000000Z step {n}\n" for n in range(600)))
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"})
+
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert "master-0" in body  # the other replica's link
+    assert "Z step 599" in body and "Z step 99\n" not in body  # the last 500 lines
+    assert client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/?replica=nope").status_code == 404
+
+
+# -- review actions ---------------------------------------------------------------------------
+
+
+def test_bulk_approve_asks_for_confirmation_then_queues_the_pending_jobs(
+    alice, bob, reviewer, review_all
+):
+    held_a = submit(alice, "1", name="first")
+    held_b = submit(bob, "2", name="second")
+    client = client_for(reviewer)
+
+    ask = client.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [held_a.pk, held_b.pk]}
+    )
+
+    assert ask.status_code == 200
+    assert "first" in ask.content.decode() and 'name="post" value="yes"' in ask.content.decode()
+    assert Job.objects.filter(status=JobStatus.PENDING_REVIEW).count() == 2
+
+    done = confirm(client, "approve_jobs", [held_a, held_b])
+
+    assert done.status_code == 302
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.QUEUED}
+    assert set(Job.objects.values_list("reviewed_by", flat=True)) == {reviewer.pk}
+
+
+def test_bulk_actions_skip_jobs_whose_status_does_not_allow_them(alice, reviewer, review_all):
+    held = submit(alice, "1")
+    stopped = submit(alice, "2")
+    Job.objects.filter(pk=stopped.pk).update(status=JobStatus.STOPPED)
+
+    r = confirm(client_for(reviewer), "approve_jobs", [held, stopped])
+
+    assert r.status_code == 302
+    assert Job.objects.get(pk=held.pk).status == JobStatus.QUEUED
+    assert Job.objects.get(pk=stopped.pk).status == JobStatus.STOPPED
+
+
+def test_reject_needs_a_reason_and_the_owner_then_sees_it(alice, reviewer, review_all, mailoutbox):
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+
+    without = confirm(client, "reject_jobs", [job], reason="")
+    job.refresh_from_db()
+    assert without.status_code == 200
+    assert job.status == JobStatus.PENDING_REVIEW
+
+    with_reason = confirm(client, "reject_jobs", [job], reason="Ask for 8 cards at most.")
+
+    assert with_reason.status_code == 302
+    job.refresh_from_db()
+    assert job.status == JobStatus.REJECTED
+    assert job.status_reason == "Ask for 8 cards at most."
+    assert job.review_state == ReviewState.REJECTED
+    event = job.events.last()
+    assert (event.reason, event.actor) == ("Rejected", reviewer)
+    assert "Ask for 8 cards at most." in mailoutbox[0].body
+    owner_page = client_for(alice).get(f"/jobs/{job.public_id}/")
+    assert "Ask for 8 cards at most." in owner_page.content.decode()
+
+
+def test_stop_and_resubmit_from_the_list(alice, reviewer):
+    queued = submit(alice, "1")
+    failed = submit(alice, "2")
+    Job.objects.filter(pk=failed.pk).update(status=JobStatus.SUBMIT_FAILED)
+    client = client_for(reviewer)
+
+    confirm(client, "stop_jobs", [queued])
+    confirm(client, "resubmit_jobs", [failed])
+
+    assert Job.objects.get(pk=queued.pk).status == JobStatus.STOPPED
+    assert Job.objects.get(pk=failed.pk).status == JobStatus.QUEUED
+    assert Job.objects.get(pk=failed.pk).events.last().actor == reviewer
+
+
+def test_a_single_job_is_approved_from_its_page_through_the_confirmation(
+    alice, reviewer, review_all
+):
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    page = client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    assert f"/admin/jobs/job/{job.pk}/review/approve/" in page
+    assert f"/admin/jobs/job/{job.pk}/review/resubmit/" not in page
+
+    ask = client.get(f"{CHANGELIST}{job.pk}/review/approve/")
+    assert ask.status_code == 200
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
+    done = client.post(
+        CHANGELIST,
+        {"action": "approve_jobs", "_selected_action": [job.pk], "post": "yes", "_single": "1"},
+    )
+
+    assert done.status_code == 302
+    assert done["Location"] == f"{CHANGELIST}{job.pk}/change/"
+    assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
+
+
+def test_staff_without_the_review_permission_cannot_act(alice, review_all):
+    viewer = User.objects.create_user("viewer", password="x", is_staff=True)
+    from django.contrib.auth.models import Permission
+
+    viewer.user_permissions.add(Permission.objects.get(codename="view_job"))
+    job = submit(alice, "1")
+    client = client_for(viewer)
+
+    listed = client.get(CHANGELIST)
+    acted = client.post(
+        CHANGELIST,
+        {"action": "approve_jobs", "_selected_action": [job.pk], "post": "yes"},
+    )
+    single = client.get(f"{CHANGELIST}{job.pk}/review/approve/")
+
+    assert listed.status_code == 200
+    assert "approve_jobs" not in listed.content.decode()
+    assert acted.status_code in (200, 302)
+    assert single.status_code == 404
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
+
+
+# -- roles -------------------------------------------------------------------------------
+
+
+def test_normal_users_are_sent_to_the_admin_login(alice_client, alice):
+    job = submit(alice, "1")
+
+    for url in (CHANGELIST, f"{CHANGELIST}{job.pk}/change/", f"{CHANGELIST}{job.pk}/logs/"):
+        r = alice_client.get(url)
+        assert r.status_code == 302
+        assert r["Location"].startswith("/admin/login/")
+
+
+def test_reviewers_cannot_manage_users_or_the_policy(reviewer):
+    client = client_for(reviewer)
+
+    assert client.get("/admin/auth/user/").status_code == 403
+    assert client.get("/admin/jobs/reviewpolicy/1/change/").status_code == 403
+    assert client.post("/admin/jobs/reviewpolicy/1/change/", {"mode": "all"}).status_code == 403
+    assert not ReviewPolicy.objects.exists()
+
+
+def test_superusers_edit_the_review_policy_and_new_jobs_follow_it(superuser, alice, settings):
+    settings.REVIEW_POLICY = "none"
+    client = client_for(superuser)
+
+    listed = client.get("/admin/jobs/reviewpolicy/")
+    form = client.get("/admin/jobs/reviewpolicy/1/change/")
+    saved = client.post(
+        "/admin/jobs/reviewpolicy/1/change/",
+        {"mode": "above_cards", "above_cards": "3", "queues": ""},
+    )
+
+    assert listed.status_code == 302
+    assert form.status_code == 200
+    assert saved.status_code == 302
+    policy = ReviewPolicy.objects.get()
+    assert (policy.mode, policy.above_cards, policy.updated_by) == ("above_cards", 3, superuser)
+    assert submit(alice, "1").status == JobStatus.PENDING_REVIEW
+    assert client.get("/admin/auth/user/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "created_at__year=2026&created_at__month=13",
+        "created_at__year=99999",
+        "created_at__year=x",
+        "cards=zzz",
+        "pool=<script>",
+        "queue=%00",
+        "q=%00%27%22",
+        "o=99",
+        "status=nonsense",
+        "p=-1",
+    ],
+)
+def test_garbage_queries_never_fail(alice, reviewer, query):
+    submit(alice, "1")
+
+    r = client_for(reviewer).get(f"{CHANGELIST}?{query}")
+
+    assert r.status_code in (200, 302)
+
+
+def test_the_queues_policy_needs_queues(superuser):
+    r = client_for(superuser).post(
+        "/admin/jobs/reviewpolicy/1/change/", {"mode": "queues", "above_cards": "8", "queues": ""}
+    )
+
+    assert r.status_code == 200
+    assert "queues" in r.context["adminform"].form.errors
+    assert not ReviewPolicy.objects.exists()
+
+
+def test_select_all_approves_every_job_the_filter_matches(alice, bob, reviewer, review_all):
+    for n in range(60):  # more than one page
+        submit(alice if n % 2 else bob, f"k{n}")
+    queued = submit(alice, "queued", queue="fast")
+    Job.objects.filter(pk=queued.pk).update(status=JobStatus.QUEUED)
+    client = client_for(reviewer)
+    url = f"{CHANGELIST}?status=pending_review"
+    first_page = [str(j.pk) for j in client.get(url).context["cl"].result_list]
+    data = {"action": "approve_jobs", "_selected_action": first_page, "select_across": "1"}
+
+    ask = client.post(url, data)
+    assert ask.status_code == 200
+    assert ask.context["eligible_count"] == 60
+    done = client.post(url, {**data, "post": "yes"})
+
+    assert done.status_code == 302
+    assert Job.objects.filter(status=JobStatus.QUEUED).count() == 61
+    assert Job.objects.filter(reviewed_by=reviewer).count() == 60

@@ -1,0 +1,99 @@
+"""A reviewer works through the admin in a real browser; no page breaks the CSP."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs import spec as S
+from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy
+from jobs.services import jobs_submit
+
+pytestmark = pytest.mark.browser
+
+
+def submit(owner, name: str) -> Job:
+    spec = S.JobSpec(
+        name=name,
+        resource_pool_id="local",
+        image="python:3.12",
+        command="echo hi",
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=name)
+    return job
+
+
+def log_in(page, username: str, password: str) -> None:
+    page.goto("/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("#login-submit")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def test_a_reviewer_approves_selected_jobs_from_the_list(page, alice, reviewer):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    first, second = submit(alice, "first-job"), submit(alice, "second-job")
+    log_in(page, "carol", "carol-password")
+
+    page.goto("/admin/jobs/job/")
+    page.check(f"input[name=_selected_action][value='{first.pk}']")
+    page.check(f"input[name=_selected_action][value='{second.pk}']")
+    page.select_option("select[name=action]", "approve_jobs")
+    page.click("button[name=index]")
+    page.wait_for_selector("#confirm-review")
+    assert "first-job" in page.content()
+    page.click("#confirm-review")
+    page.wait_for_selector(".messagelist")
+
+    assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.QUEUED}
+
+
+def test_a_reviewer_rejects_a_job_from_its_page_with_a_reason(page, alice, reviewer):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job = submit(alice, "too-big")
+    log_in(page, "carol", "carol-password")
+
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    page.click("a.review-reject")
+    page.fill("textarea[name=reason]", "Ask for 8 cards at most.")
+    page.click("#confirm-review")
+    page.wait_for_url(f"**/admin/jobs/job/{job.pk}/change/")
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.REJECTED
+    assert job.status_reason == "Ask for 8 cards at most."
+    assert "Ask for 8 cards at most." in page.content()
+
+
+def test_no_page_breaks_the_content_security_policy(page, alice, superuser):
+    job = submit(superuser, "own-job")
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    log_in(page, "root", "root-password")
+
+    for url in [
+        "/",
+        f"/jobs/{job.public_id}/",
+        "/create/",
+        "/admin/",
+        "/admin/jobs/job/",
+        f"/admin/jobs/job/{job.pk}/change/",
+        f"/admin/jobs/job/{job.pk}/logs/",
+        f"/admin/jobs/job/{job.pk}/review/stop/",
+        "/admin/jobs/reviewpolicy/1/change/",
+    ]:
+        page.goto(url)
+        page.wait_for_load_state("networkidle")
+
+    assert violations == []
+    # The listener does hear the browser refuse an inline script.
+    page.evaluate(
+        "() => { const s = document.createElement('script');"
+        " s.textContent = 'window.x = 1'; document.body.appendChild(s); }"
+    )
+    page.wait_for_timeout(200)
+    assert len(violations) == 1

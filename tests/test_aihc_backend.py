@@ -1,0 +1,692 @@
+"""The AIHC backend against the strict fake: inventory, refusals, submission, sync, logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.aihc.mapping import v2_from_v1
+from jobs.backends import all_pools, find_pool, get_backend
+from jobs.models import Job, JobEvent, JobStatus
+from jobs.services import job_transition, jobs_submit
+from tests.fake_aihc import FakeAihc, configure
+
+SEED_DOC = json.loads(
+    (Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text()
+)
+A800 = "baidu.com/a800_80g_cgpu"
+POOL = "cce-pool1"
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeAihc().start()
+    fake.add_pool(
+        POOL, "训练池", queues=("default", "research"), gpus={A800: (16, 6)}, pfs="pfs-7xWeAt"
+    )
+    fake.add_pool("cce-pool2", "推理池", gpus={"nvidia.com/gpu": (8, 8)})
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(autouse=True)
+def english():
+    """Messages are compared in English (the console defaults to Chinese)."""
+    with translation.override("en"):
+        yield
+
+
+@pytest.fixture
+def aihc():
+    return get_backend("aihc")
+
+
+def seed_spec(**changes) -> S.JobSpec:
+    spec = S.parse_document(SEED_DOC, resource_pool_id=POOL)
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def submit(owner, spec: S.JobSpec) -> list[Job]:
+    return jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()), backend="aihc")
+
+
+def wait_for_inventory(aihc) -> None:
+    aihc._inventory().join()
+
+
+# -- inventory ---------------------------------------------------------------------------
+
+
+def test_pools_come_from_aihc_with_queues_idle_cards_and_volumes(fake, aihc):
+    pools = {p.id: p for p in aihc.pools()}
+
+    assert set(pools) == {POOL, "cce-pool2"}
+    pool = pools[POOL]
+    assert (pool.name, pool.backend) == ("训练池", "aihc")
+    assert pool.queues == ["default", "research"]
+    assert [(a.type, a.total, a.idle) for a in pool.accelerators] == [(A800, 16, 10)]
+    assert pool.idle(A800) == 10
+    assert [(v.type, v.name) for v in pool.volumes] == [("pfs", "pfs-7xWeAt")]
+    assert "pfs" in pool.storage_types and "nas" not in pool.storage_types
+    assert pool.as_of is not None and not pool.stale and pool.error == ""
+    assert pools["cce-pool2"].idle("nvidia.com/gpu") == 0
+
+
+def test_aihc_pools_are_listed_beside_the_local_pool(fake, db):
+    assert {p.backend for p in all_pools()} == {"local", "aihc"}
+    assert find_pool(POOL).queues == ["default", "research"]
+
+
+def test_polling_the_pools_asks_aihc_at_most_once_per_ttl(fake, aihc, db):
+    for _ in range(25):
+        aihc.pools()
+        find_pool(POOL)
+
+    assert len(fake.calls("DescribeResourcePools")) == 1
+    assert len(fake.calls("DescribeQueues")) == 2  # one per pool
+
+
+def test_a_slow_aihc_gets_the_last_pools_at_once_while_one_refresh_runs(fake, aihc, settings):
+    assert aihc.pools()[0].idle(A800) == 10
+    settings.AIHC_CACHE_SECONDS = 0
+    fake.pools[POOL]["gpus"][A800] = (16, 12)
+    release = fake.block_next("DescribeResourcePools")
+
+    during = [aihc.pools() for _ in range(5)]  # would hang here if it waited for AIHC
+
+    assert all(pools[0].idle(A800) == 10 and pools[0].stale for pools in during)
+    release.set()
+    wait_for_inventory(aihc)
+    assert len(fake.calls("DescribeResourcePools")) == 2  # one refresh, not five
+    settings.AIHC_CACHE_SECONDS = 60
+    assert aihc.pools()[0].idle(A800) == 4
+
+
+def test_a_failing_aihc_shows_the_last_known_pools_with_their_age_and_the_error(
+    fake, aihc, settings
+):
+    first = {p.id: p for p in aihc.pools()}
+    settings.AIHC_CACHE_SECONDS = 0
+    fake.fail_next("DescribeResourcePools", status=503, code="ServiceUnavailable", times=10)
+    aihc.pools()
+    wait_for_inventory(aihc)
+    settings.AIHC_CACHE_SECONDS = 60
+
+    pools = {p.id: p for p in aihc.pools()}
+
+    assert set(pools) == set(first)
+    assert pools[POOL].idle(A800) == 10
+    assert pools[POOL].stale
+    assert "ServiceUnavailable" in pools[POOL].error
+    assert pools[POOL].as_of == first[POOL].as_of
+
+
+def test_without_credentials_the_backend_offers_no_pools_and_does_not_fail(fake, aihc, settings):
+    settings.AIHC_SECRET_KEY = ""
+    assert aihc.pools() == []
+    assert fake.requests == []
+
+
+def test_a_misconfigured_backend_offers_no_pools_and_fails_submits_with_the_reason(
+    fake, aihc, alice, settings
+):
+    [job] = submit(alice, seed_spec())
+    settings.AIHC_API_VERSION = "v3"
+
+    assert aihc.pools() == []
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert "v1 or v2" in job.status_reason
+    assert fake.requests == []
+
+
+def test_the_pool_filter_and_per_pool_api_version_apply(fake, aihc, settings):
+    settings.AIHC_POOLS = ["cce-pool2"]
+    settings.AIHC_POOL_API_VERSIONS = {"cce-pool2": "v2"}
+
+    [pool] = aihc.pools()
+
+    assert pool.id == "cce-pool2"
+    assert "bos" in pool.storage_types
+    [queues_call] = fake.calls("DescribeQueues")
+    assert queues_call.version == "v2"
+
+
+def test_a_v2_account_reads_pools_and_idle_cards_through_actions(fake, aihc, settings):
+    settings.AIHC_API_VERSION = "v2"
+
+    pools = {p.id: p for p in aihc.pools()}
+
+    assert pools[POOL].idle(A800) == 10
+    assert pools[POOL].queues == ["default", "research"]
+    assert {c.version for c in fake.requests} == {"v2"}
+
+
+# -- what AIHC cannot run ---------------------------------------------------------------
+
+
+def test_it_refuses_tensorflow_on_v1_but_not_on_v2(fake, aihc, settings):
+    spec = seed_spec(
+        framework=S.TENSORFLOW,
+        roles=[S.Role("worker", 2, A800, 8), S.Role("ps", 1)],
+    )
+    assert "jobFramework" in aihc.check_spec(spec)
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    assert "jobFramework" not in aihc.check_spec(spec)
+
+
+def test_it_refuses_what_the_api_cannot_express_on_the_right_fields(fake, aihc):
+    spec = seed_spec(
+        cpu_exclusive=True,
+        shared_memory_gi=32,
+        log_persistence=True,
+        retention_period="7d",
+        datasources=[
+            S.Datasource("pfs", "pfs-7xWeAt", "/mnt/cluster"),
+            S.Datasource("nas", "nas-1", "/mnt/nas"),
+        ],
+    )
+    errors = aihc.check_spec(spec)
+
+    assert set(errors) == {
+        "cpuExclusive",
+        "sharedMemoryGi",
+        "logPersistence",
+        "retentionPeriod",
+        "datasources[1].type",
+    }
+    assert "nas" in errors["datasources[1].type"][0]
+    assert aihc.check_spec(seed_spec()) == {}
+
+
+def test_it_refuses_a_pool_or_queue_aihc_does_not_have(fake, aihc):
+    assert set(aihc.check_spec(seed_spec(queue="nightly"))) == {"queue"}
+    assert "research" in aihc.check_spec(seed_spec(queue="nightly"))["queue"][0]
+    assert set(aihc.check_spec(seed_spec(resource_pool_id="cce-gone"))) == {"resourcePoolId"}
+
+
+def test_it_refuses_custom_roles_and_an_mpi_cpu_only_master(fake, aihc):
+    custom = seed_spec(framework=S.CUSTOM, roles=[S.Role("trainer", 2, A800, 8)])
+    assert "jobFramework" in aihc.check_spec(custom)
+    mpi = seed_spec(
+        framework=S.MPI,
+        roles=[S.Role("master", 1, "", 0, cpu=4), S.Role("worker", 2, A800, 8, cpu=32)],
+    )
+    assert S.validate(mpi) == {}  # the console itself allows it
+    errors = aihc.check_spec(mpi)
+    assert "CPU-only master" in errors["roles[1].acceleratorType"][0]
+    assert "roles[1].cpu" in errors
+
+
+def test_it_refuses_console_alert_channels_but_passes_aihc_alerts(fake, aihc):
+    spec = seed_spec()
+    spec.alert = S.AlertConfig(items=["jobFailed"], emails=["ops@example.com"])
+    errors = aihc.check_spec(spec)
+    assert set(errors) == {"alert.emails", "alertConfig.instanceId"}
+    spec.alert = S.AlertConfig(
+        items=["jobFailed"], instance_id="cprom-1", notify_rule_id="notify-1"
+    )
+    assert aihc.check_spec(spec) == {}
+
+
+# -- submission -------------------------------------------------------------------------
+
+
+def test_submitting_the_seed_job_sends_exactly_its_v1_body(fake, aihc, alice):
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    [call] = fake.calls("CreateJob")
+    assert call.body == SEED_DOC
+    assert call.body == job.job_spec().to_v1_body()
+    assert call.params == {"resourcePoolId": POOL}
+    assert job.external_id == next(iter(fake.jobs))
+    reasons = list(job.events.values_list("reason", flat=True))
+    # The first sync right after the create brings AIHC's own event in.
+    assert reasons == ["Created", "Submitting", "Submitted", "AIHC:Created"]
+
+
+def test_a_v2_pool_gets_the_mapped_body_with_queue_in_the_query(fake, aihc, alice, settings):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    spec = seed_spec(queue="research")
+    spec.fault_tolerance = True
+    spec.fault_tolerance_config = S.FaultToleranceConfig(True, 10, 2, ["Loss nan"])
+    [job] = submit(alice, spec)
+
+    aihc.submit(job)
+
+    [call] = fake.calls("CreateJob")
+    assert call.version == "v2"
+    assert call.params == {"action": "CreateJob", "resourcePoolId": POOL, "queueID": "research"}
+    v1 = spec.to_v1_body()
+    assert call.body == v2_from_v1(v1)
+    assert call.body["jobType"] == "PyTorchJob" and "jobFramework" not in call.body
+    assert call.body["command"] == v1["jobSpec"]["command"]
+    assert "command" not in call.body["jobSpec"]
+    assert call.body["faultToleranceArgs"] == (
+        "--enable-hang-detection=true --hang-detection-log-timeout-minutes=10 "
+        "--max-num-of-unconditional-retry=2 --custom-log-patterns='Loss nan'"
+    )
+    job.refresh_from_db()
+    assert job.external_id in fake.jobs
+
+
+def test_a_v2_tensorflow_job_sends_one_job_spec_per_role(fake, aihc, alice, settings):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    spec = seed_spec(
+        framework=S.TENSORFLOW,
+        roles=[S.Role("chief", 1, A800, 8), S.Role("worker", 2, A800, 8), S.Role("ps", 1, cpu=8)],
+    )
+    [job] = submit(alice, spec)
+
+    aihc.submit(job)
+
+    [call] = fake.calls("CreateJob")
+    assert call.status == 200
+    assert call.body["jobType"] == "TFJob"
+    specs = call.body["jobSpec"]
+    assert {k: (v["replicas"], v["resources"]) for k, v in specs.items()} == {
+        "Chief": (1, [{"name": A800, "quantity": 8}]),
+        "Worker": (2, [{"name": A800, "quantity": 8}]),
+        "PS": (1, [{"name": "cpu", "quantity": 8}]),
+    }
+    assert all(v["image"] == spec.image for v in specs.values())
+
+
+def test_a_refused_spec_fails_without_calling_aihc(fake, aihc, alice):
+    [job] = submit(alice, seed_spec(cpu_exclusive=True))
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert job.status_reason.startswith("cpuExclusive: ")
+    assert fake.calls("CreateJob") == []
+
+
+def test_a_platform_refusal_leaves_submit_failed_with_its_message_and_resubmits(fake, aihc, alice):
+    fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="队列 default 配额不足")
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert "队列 default 配额不足" in job.status_reason
+    assert "QuotaExceeded" in job.status_reason
+    assert job.external_id == ""
+    failed = job.events.get(reason="SubmitFailed")
+    assert failed.type == "Warning" and "配额不足" in failed.message
+
+    assert job_transition(job=job, to=JobStatus.QUEUED, reason="Resubmitted")
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id in fake.jobs
+    assert len(fake.jobs) == 1
+
+
+def test_a_create_that_times_out_is_reconciled_and_the_job_created_once(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_READ_TIMEOUT = 0.5
+    fake.delay_next("CreateJob", 1.5)
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("CreateJob")) == 1
+    assert len(fake.jobs) == 1
+    assert job.status == JobStatus.QUEUED
+    assert job.external_id == next(iter(fake.jobs))
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert reasons[-3:] == ["SubmitTimedOut", "Submitted", "AIHC:Created"]
+    assert "adopted" in job.events.get(reason="Submitted").message
+
+
+def test_a_create_lost_on_the_way_is_tried_again_only_after_checking(fake, aihc, alice):
+    fake.drop_next("CreateJob")
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    ops = [r.op for r in fake.requests if r.op in ("CreateJob", "DescribeJobs")]
+    assert ops == ["CreateJob", "DescribeJobs", "CreateJob"]
+    assert len(fake.jobs) == 1
+    assert job.external_id in fake.jobs
+
+
+def test_a_job_created_after_two_unanswered_creates_is_adopted_on_the_next_try(fake, aihc, alice):
+    fake.drop_next("CreateJob", times=2)
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    assert job.events.filter(reason="SubmitTimedOut").count() == 2
+    assert fake.jobs == {}
+    # Meanwhile the job shows up on AIHC (a create that was slow, not lost).
+    created = fake.create_external(POOL, SEED_DOC)
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.external_id == created.job_id
+    assert len(fake.calls("CreateJob")) == 2
+    assert len(fake.jobs) == 1
+
+
+def test_after_four_unanswered_creates_the_job_is_submit_failed(fake, aihc, alice):
+    fake.drop_next("CreateJob", times=4)
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert "4" in job.status_reason
+    assert fake.jobs == {}
+
+
+def test_reconciliation_skips_jobs_of_the_same_name_that_other_rows_own(
+    fake, aihc, alice, settings
+):
+    [first] = submit(alice, seed_spec())
+    aihc.submit(first)
+    first.refresh_from_db()
+    settings.AIHC_READ_TIMEOUT = 0.5
+    fake.delay_next("CreateJob", 1.5)
+    [second] = submit(alice, seed_spec())
+
+    aihc.submit(second)
+
+    second.refresh_from_db()
+    assert len(fake.jobs) == 2
+    assert second.external_id in fake.jobs
+    assert second.external_id != first.external_id
+
+
+def test_a_queue_group_submits_each_task_and_respects_its_concurrency(fake, aihc, alice):
+    spec = seed_spec()
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=2)
+    jobs = submit(alice, spec)
+
+    for job in jobs:
+        aihc.submit(job)
+
+    assert len(fake.calls("CreateJob")) == 2
+    for job in jobs:
+        job.refresh_from_db()
+    assert [bool(j.external_id) for j in jobs] == [True, True, False]
+    fake.set_job_status(jobs[0].external_id, "Succeeded")
+    aihc.sync(jobs[0])
+    aihc.submit(jobs[2])
+    jobs[2].refresh_from_db()
+    assert jobs[2].external_id in fake.jobs
+    assert len(fake.jobs) == 3
+
+
+# -- following a job ----------------------------------------------------------------------
+
+
+def submitted(fake, aihc, owner, **changes) -> Job:
+    spec = seed_spec(**changes)
+    [job] = submit(owner, spec)
+    aihc.submit(job)
+    job.refresh_from_db()
+    return job
+
+
+def test_sync_follows_aihc_states_replicas_and_events_without_duplicates(fake, aihc, alice):
+    job = submitted(
+        fake, aihc, alice, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 2, A800, 8)]
+    )
+    fake.set_job_status(job.external_id, "Running", restarts=1)
+
+    aihc.sync(job)
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING and job.started_at is not None
+    replicas = list(
+        job.replicas.order_by("role", "index").values_list(
+            "role", "index", "status", "restarts", "node"
+        )
+    )
+    assert replicas == [
+        ("master", 0, "running", 1, "node-10-0-0-1"),
+        ("worker", 0, "running", 1, "node-10-0-0-1"),
+        ("worker", 1, "running", 1, "node-10-0-0-1"),
+    ]
+    aihc_events = list(
+        job.events.filter(reason__startswith="AIHC:").values_list("reason", flat=True)
+    )
+    assert aihc_events == ["AIHC:Created", "AIHC:Running"]
+
+    fake.set_job_status(job.external_id, "Succeeded")
+    aihc.sync(job)
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED and job.finished_at is not None
+    assert job.events.filter(reason="AIHC:Succeeded").count() == 1
+    assert set(job.replicas.values_list("status", flat=True)) == {"succeeded"}
+
+
+def test_an_unknown_aihc_status_is_recorded_once_and_changes_nothing(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Hibernating")
+
+    aihc.sync(job)
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    [event] = job.events.filter(reason="UnknownStatus")
+    assert "Hibernating" in event.message and event.type == "Warning"
+
+
+def test_a_job_that_finishes_between_syncs_passes_through_running(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Failed")
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert reasons.index("Failed") > reasons.index("Submitted")
+
+
+def test_stopping_stops_the_aihc_job_and_sync_sees_it_stopped(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+
+    aihc.stop(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert len(fake.calls("StopJob")) == 1
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+
+
+def test_a_queued_job_not_yet_on_aihc_stops_without_calling_it(fake, aihc, alice):
+    [job] = submit(alice, seed_spec())
+
+    aihc.stop(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.requests == []
+
+
+def test_a_job_stopped_while_its_create_is_in_flight_is_stopped_on_aihc(
+    fake, aihc, alice, transactional_db
+):
+    [job] = submit(alice, seed_spec())
+    release = fake.block_next("CreateJob")
+
+    def worker_submits() -> None:
+        try:
+            aihc.submit(Job.objects.get(pk=job.pk))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=worker_submits)
+    worker.start()
+    for _ in range(500):
+        if fake.calls("CreateJob"):
+            break
+        time.sleep(0.01)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMITTING
+    aihc.stop(job)
+    assert job.status == JobStatus.STOPPING
+    release.set()
+    worker.join(10)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert job.external_id in fake.jobs
+    assert len(fake.calls("StopJob")) == 1
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+
+
+def test_a_job_aihc_no_longer_has_is_marked_failed(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    del fake.jobs[job.external_id]
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.external_id in job.status_reason
+
+
+def test_the_console_enforces_the_job_timeout_aihc_lacks(fake, aihc, alice, settings):
+    settings.JOB_MINUTE_SECONDS = 0.001
+    job = submitted(fake, aihc, alice, timeout_minutes=1)
+    fake.set_job_status(job.external_id, "Running")
+
+    aihc.sync(job)
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+    assert len(fake.calls("StopJob")) == 1
+
+
+def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):
+    job = submitted(
+        fake, aihc, alice, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)]
+    )
+    fake.add_logs(job.external_id, "test-api-llama2-7b-4-worker-0", ["a", "b", "c"])
+
+    assert aihc.logs(job, "worker-0", tail=2) == ["b", "c"]
+    assert aihc.logs(job, "master-0") == []
+    assert aihc.logs(job, "worker-7") == []
+
+
+def test_delete_removes_the_job_from_aihc(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    aihc.delete(job)
+    assert fake.jobs == {}
+    aihc.delete(job)  # already gone: not an error
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def test_secrets_reach_aihc_but_never_logs_events_or_reasons(fake, aihc, alice, caplog):
+    spec = seed_spec()
+    spec.image_config = S.ImageConfig("robot", "registry-pa55word")
+    spec.envs = [*spec.envs, S.Env("HF_TOKEN", "hf_s3cr3t_t0ken", secret=True)]
+    fake.fail_next(
+        "CreateJob",
+        status=400,
+        code="InvalidImageConfig",
+        message="login to registry failed for robot:registry-pa55word (token hf_s3cr3t_t0ken)",
+    )
+    [job] = submit(alice, spec)
+    caplog.set_level(logging.DEBUG)
+
+    aihc.submit(job)
+    job.refresh_from_db()
+    job_transition(job=job, to=JobStatus.QUEUED, reason="Resubmitted")
+    aihc.submit(job)
+    job.refresh_from_db()
+    fake.set_job_status(job.external_id, "Running")
+    fake.jobs[job.external_id].events.append(
+        fake._event("Pulled", "pulled with registry-pa55word", "Warning")
+    )
+    aihc.sync(job)
+
+    [first, second] = fake.calls("CreateJob")
+    assert second.body["jobSpec"]["imageConfig"]["password"] == "registry-pa55word"
+    assert {"name": "HF_TOKEN", "value": "hf_s3cr3t_t0ken"} in second.body["jobSpec"]["envs"]
+    texts = [job.status_reason, *JobEvent.objects.filter(job=job).values_list("message", flat=True)]
+    texts += [r.getMessage() for r in caplog.records]
+    assert any("******" in t for t in texts)
+    for secret in ("registry-pa55word", "hf_s3cr3t_t0ken", fake.secret_key):
+        assert not any(secret in t for t in texts), secret
+
+
+# -- settings ----------------------------------------------------------------------------
+
+
+def test_settings_read_credentials_from_files_and_per_pool_versions(tmp_path):
+    secret = tmp_path / "aihc_sk"
+    secret.write_text("sk-from-a-file\n")
+    env = {
+        **os.environ,
+        "CONSOLE_VAR_DIR": str(tmp_path),
+        "AIHC_ACCESS_KEY": "ak-from-env",
+        "AIHC_SECRET_KEY_FILE": str(secret),
+        "AIHC_POOL_API_VERSIONS": "cce-a=v2, cce-b = V1",
+        "AIHC_REGION": "cn-suzhou",
+    }
+    env.pop("AIHC_SECRET_KEY", None)
+    script = (
+        "import json; from console import settings as s; print(json.dumps([s.AIHC_ACCESS_KEY, "
+        "s.AIHC_SECRET_KEY, s.AIHC_POOL_API_VERSIONS, s.AIHC_REGION, s.AIHC_API_VERSION]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout
+
+    assert json.loads(out) == [
+        "ak-from-env",
+        "sk-from-a-file",
+        {"cce-a": "v2", "cce-b": "v1"},
+        "cn-suzhou",
+        "v1",
+    ]

@@ -1,0 +1,213 @@
+"""AIHC pools through the console's pages: wizard, submit failure, fix and resubmit, browser."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import wizard as W
+from jobs.backends import get_backend
+from jobs.models import Draft, Job, JobStatus
+from tests.fake_aihc import FakeAihc, configure
+from tests.test_wizard import (
+    basic_data,
+    complete_steps,
+    data_data,
+    new_draft,
+    post_step,
+    resources_data,
+    role,
+    step_url,
+)
+
+A800 = "baidu.com/a800_80g_cgpu"
+POOL = "cce-pool1"
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeAihc().start()
+    fake.add_pool(
+        POOL, "百舸训练池", queues=("default", "research"), gpus={A800: (32, 6)}, pfs="pfs-7xWeAt"
+    )
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def aihc_steps(**basic) -> dict:
+    return {
+        W.BASIC: basic_data(resource_pool=POOL, **basic),
+        W.RESOURCES: resources_data(roles=[role("master", 1, A800, 8), role("worker", 1, A800, 8)]),
+        W.DATA: data_data(mounts=(("pfs", "pfs-7xWeAt", "/mnt/cluster"),)),
+    }
+
+
+def test_the_wizard_offers_the_aihc_pool_its_queues_and_idle_cards(fake, alice_client):
+    draft = new_draft(alice_client)
+
+    basic = alice_client.get(step_url(draft, W.BASIC))
+    queues = alice_client.get(reverse("wizard-queues", args=[draft.id]), {"resource_pool": POOL})
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **aihc_steps())
+    resources = alice_client.get(step_url(draft, W.RESOURCES))
+
+    assert basic.status_code == queues.status_code == resources.status_code == 200
+    assert f'value="{POOL}"' in basic.content.decode()
+    assert re.findall(r'<option value="([^"]+)"', queues.content.decode()) == [
+        "default",
+        "research",
+    ]
+    # The pool's stock line: 32 A800 cards, 6 in use.
+    assert re.search(rf"{re.escape(A800)}\D{{0,12}}26\D{{1,8}}32", resources.content.decode())
+
+
+def test_a_refused_feature_is_shown_on_its_wizard_step(fake, alice_client):
+    from tests.test_wizard import advanced_data, field_errors
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **aihc_steps())
+
+    r = post_step(alice_client, draft, W.ADVANCED, advanced_data(cpu_exclusive="on"))
+
+    assert r.status_code == 200
+    with translation.override("zh-hans"):
+        expected = translation.gettext("AIHC has no CPU exclusivity setting.")
+    assert expected == "百舸 AIHC 不支持 CPU 独占设置。"
+    assert field_errors(r, "id_cpu_exclusive") == [expected]
+    assert not Job.objects.exists()
+
+
+def test_a_submit_failure_shows_the_platforms_message_and_the_user_fixes_and_resubmits(
+    fake, alice_client, alice
+):
+    fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="队列 default 配额不足")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    assert r.status_code == 302
+    assert (job.backend, job.status) == ("aihc", JobStatus.QUEUED)
+
+    get_backend(job.backend).submit(job)  # what the worker does with a Queued remote job
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]))
+    job.refresh_from_db()
+    assert page.status_code == 200
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert "队列 default 配额不足" in page.content.decode()
+    assert "QuotaExceeded" in job.status_reason
+
+    copied = alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+    assert copied.status_code == 302
+    assert W.assemble(W.wizard_state(copy)).spec.to_document() == job.job_spec().to_document()
+    fixed = alice_client.post(
+        step_url(copy, W.BASIC),
+        {**basic_data(resource_pool=POOL, queue="research"), "action": "next"},
+    )
+    assert fixed.status_code == 302
+    resubmitted = alice_client.post(reverse("wizard-submit", args=[copy.id]))
+    new_job = Job.objects.exclude(pk=job.pk).get(owner=alice)
+    assert resubmitted.status_code == 302
+    assert new_job.source_job == job
+
+    get_backend(new_job.backend).submit(new_job)
+
+    new_job.refresh_from_db()
+    assert new_job.status == JobStatus.QUEUED
+    [remote] = fake.jobs.values()
+    assert (remote.job_id, remote.queue) == (new_job.external_id, "research")
+    [first, second] = fake.calls("CreateJob")
+    assert second.body == new_job.job_spec().to_v1_body()
+    assert {k: v for k, v in first.body.items() if k != "queue"} == {
+        k: v for k, v in second.body.items() if k != "queue"
+    }
+
+
+def test_secrets_typed_in_the_wizard_never_come_back_on_the_job_page(fake, alice_client, alice):
+    from tests.test_wizard import image_data
+
+    fake.fail_next(
+        "CreateJob", status=400, code="InvalidParameter", message="bad token tok-very-secret-42"
+    )
+    draft = new_draft(alice_client)
+    steps = aihc_steps()
+    steps[W.IMAGE] = image_data(envs=[("API_TOKEN", "tok-very-secret-42", True)])
+    complete_steps(alice_client, draft, **steps)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+
+    get_backend(job.backend).submit(job)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert {"name": "API_TOKEN", "value": "tok-very-secret-42"} in fake.calls("CreateJob")[0].body[
+        "jobSpec"
+    ]["envs"]
+    assert "bad token ******" in page
+    assert "tok-very-secret-42" not in page
+    assert fake.secret_key not in page
+
+
+def test_the_worker_submits_an_aihc_job_and_its_page_follows_it_there(fake, alice_client, alice):
+    from jobs.worker import Worker
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    worker = Worker()
+
+    worker.dispatch_remote()
+    worker.dispatch_remote()  # a job AIHC has queued is not submitted again
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id in fake.jobs
+    assert len(fake.calls("CreateJob")) == 1
+    fake.set_job_status(job.external_id, "Running")
+    fake.add_logs(job.external_id, "llm-train-worker-0", ["epoch 1 loss 2.31", "epoch 2 loss 1.97"])
+    worker.sync_remote()
+
+    job.refresh_from_db()
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]), {"replica": "worker-0"})
+    assert page.status_code == 200
+    assert job.status == JobStatus.RUNNING
+    assert sorted(job.replicas.values_list("role", "index", "status")) == [
+        ("master", 0, "running"),
+        ("worker", 0, "running"),
+    ]
+    assert "epoch 2 loss 1.97" in page.content.decode()
+
+
+@pytest.mark.browser
+def test_a_person_picks_the_aihc_pool_and_sees_its_queues_and_idle_cards(fake, logged_in_page):
+    page = logged_in_page
+    page.goto(reverse("wizard-start"))
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+
+    page.select_option("select[name=resource_pool]", POOL)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('select[name=queue] option')]"
+        ".map(o => o.value).join() === 'default,research'"
+    )
+    page.select_option("select[name=queue]", "research")
+    page.fill("input[name=name]", "aihc-browser-job")
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(r"/image/$"))
+    page.fill("input[name=image]", "registry.baidubce.com/aihc/train:v1")
+    page.fill("textarea[name=command]", "torchrun train.py")
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(r"/resources/$"))
+
+    stock = page.get_by_text(re.compile(r"baidu\.com/a800_80g_cgpu\D{0,12}26\D{1,8}32"))
+    stock.wait_for()
+    page.select_option("select[name=roles-0-accelerator_type]", A800)
+    idle = page.locator("#idle-0")
+    idle.get_by_text(re.compile("26")).wait_for()
+    assert "26" in idle.inner_text()
+    assert fake.calls("DescribeResourcePools")

@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.core import mail
+
+from jobs import spec as S
+from jobs.alerts import webhook_url_error
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+@pytest.fixture
+def hook_server():
+    """A webhook receiver on 127.0.0.1 that records every POST (and can be told to fail)."""
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        status = 200
+
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append({"path": self.path, "body": json.loads(body)})
+            self.send_response(Handler.status)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.received = received
+    server.handler = Handler
+    server.url = f"http://127.0.0.1:{server.server_port}/hook/secret-token"
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def alerting_spec(command: str, webhook: str, **changes) -> S.JobSpec:
+    return make_spec(
+        command,
+        alert=S.AlertConfig(
+            items=["jobRunning", "jobSucceed", "jobFailed"],
+            emails=["ops@example.com"],
+            webhooks=[webhook],
+        ),
+        **changes,
+    )
+
+
+def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, hook_server):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    job = submit(alice, alerting_spec("true", hook_server.url))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    events = [r["body"]["event"] for r in hook_server.received]
+    assert events == ["jobRunning", "jobSucceed"]
+    body = hook_server.received[-1]["body"]
+    assert set(body) == {"jobId", "name", "event", "time", "message", "link"}
+    assert body["jobId"] == job.public_id and body["name"] == job.name
+    assert body["link"].endswith(f"/jobs/{job.public_id}/")
+    assert hook_server.received[0]["path"] == "/hook/secret-token"
+    assert [m.subject for m in mail.outbox] == [
+        "[AI Job Console] local-test is running",
+        "[AI Job Console] local-test succeeded",
+    ]
+    sent = job.events.filter(reason="AlertSent")
+    assert sent.count() == 4
+    assert all("secret-token" not in e.message for e in sent)
+
+
+def test_a_webhook_to_a_private_address_is_refused_and_recorded(alice, settings, hook_server):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    job = submit(alice, alerting_spec("exit 1", hook_server.url))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert hook_server.received == []
+    failed = job.events.filter(reason="AlertFailed")
+    assert failed.count() == 2 and all(e.type == "Warning" for e in failed)
+    assert "private" in failed.first().message
+
+
+def test_a_failing_webhook_becomes_an_event_and_the_job_carries_on(alice, settings, hook_server):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    hook_server.handler.status = 500
+    job = submit(alice, alerting_spec("true", hook_server.url))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert len(hook_server.received) == 2
+    assert job.events.filter(reason="AlertFailed", message__contains="HTTP 500").count() == 2
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/x",
+        "http://localhost:8000/x",
+        "http://10.1.2.3/x",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/x",
+        "http://[::ffff:192.168.0.1]/x",
+        "ftp://example.com/x",
+    ],
+)
+def test_the_ssrf_guard_refuses_loopback_link_local_and_private_destinations(settings, url):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+
+    assert webhook_url_error(url) is not None
+
+
+def test_alerts_queued_in_the_database_are_delivered_by_the_task_worker(
+    transactional_db, alice, settings, hook_server
+):
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.alerts import job_alert
+    from jobs.worker import TaskThread
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    job = submit(alice, alerting_spec("true", hook_server.url))
+
+    job_alert(job=job, item="jobFailed", message="it broke")
+    assert hook_server.received == []
+    assert DBTaskResult.objects.count() == 1
+
+    thread = TaskThread(0.05)
+    thread.db_worker.batch = True  # run what is queued, then return
+    # Its own thread and connection, as in the worker process.
+    thread.start()
+    thread.join(timeout=30)
+
+    assert [r["body"]["message"] for r in hook_server.received] == ["it broke"]
+    assert DBTaskResult.objects.get().status == "SUCCESSFUL"
+
+
+def test_the_local_pool_refuses_a_private_webhook_at_submit_unless_allowed(settings):
+    from jobs.backends import get_backend
+
+    spec = make_spec(
+        "true", alert=S.AlertConfig(items=["jobFailed"], webhooks=["http://10.0.0.8/hook"])
+    )
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    assert "alert.webhooks" in get_backend("local").check_spec(spec)
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    assert "alert.webhooks" not in get_backend("local").check_spec(spec)

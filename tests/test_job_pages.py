@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs.models import Job, JobStatus
+from jobs.services import job_transition, jobs_submit
+from jobs.worker import Worker
+
+from .runner_helpers import make_spec, run_until, runner_settings, status_of  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+def submit(owner, **changes) -> Job:
+    spec = make_spec("echo hello from the job", **changes)
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()))
+    return job
+
+
+def finish(job: Job, status: str = JobStatus.FAILED, message: str = "") -> None:
+    job_transition(job=job, to=status, reason="Test", message=message)
+
+
+def test_the_list_shows_only_my_jobs_with_their_columns(alice, bob, alice_client):
+    mine = submit(alice, name="mine")
+    submit(bob, name="theirs")
+
+    response = alice_client.get(reverse("job-list"))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert mine.public_id in html and "theirs" not in html
+    assert "PyTorchJob" in html and "local / default" in html
+
+
+def test_the_list_filters_by_status_framework_pool_queue_and_searches(alice, alice_client):
+    failed = submit(alice, name="alpha")
+    finish(failed)
+    queued = submit(alice, name="beta")
+    tf = submit(alice, name="gamma", framework=S.TENSORFLOW, roles=[S.Role("worker", 1)])
+
+    def shown(**params) -> set[str]:
+        html = alice_client.get(reverse("job-list"), params).content.decode()
+        return {j.name for j in (failed, queued, tf) if j.public_id in html}
+
+    assert shown(status="failed") == {"alpha"}
+    assert shown(framework="TFJob") == {"gamma"}
+    assert shown(q="bet") == {"beta"}
+    assert shown(q=tf.public_id[-12:]) == {"gamma"}
+    assert shown(pool="local", queue="default") == {"alpha", "beta", "gamma"}
+    assert shown(queue="other") == set()
+
+
+def test_the_list_is_paginated(alice, alice_client):
+    for i in range(25):
+        submit(alice, name=f"job-{i}")
+
+    first = alice_client.get(reverse("job-list")).content.decode()
+    second = alice_client.get(reverse("job-list"), {"page": 2}).content.decode()
+
+    assert first.count("data-job=") == 20 and second.count("data-job=") == 5
+    assert "job-24" in first and "job-0<" in second
+
+
+def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
+    alice, alice_client, django_assert_num_queries
+):
+    submit(alice)
+    alice_client.get(reverse("job-list"))  # warm the session
+    with django_assert_num_queries(4):
+        alice_client.get(reverse("job-list"))
+    for _ in range(30):
+        submit(alice)
+    with django_assert_num_queries(4):
+        alice_client.get(reverse("job-list"))
+
+
+def test_list_polling_continues_while_a_job_is_live_and_stops_when_all_are_final(
+    alice, alice_client
+):
+    job = submit(alice)
+
+    live = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+    assert live.status_code == 200 and 'hx-trigger="every 3s"' in live.content.decode()
+
+    finish(job)
+    done = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+    assert done.status_code == 286
+    assert "hx-trigger" not in done.content.decode() and job.public_id in done.content.decode()
+
+
+def test_every_job_url_is_404_for_another_user(alice, bob):
+    job = submit(alice)
+    client = Client()
+    client.force_login(bob)
+
+    for name in ("job-detail", "job-live", "job-logs"):
+        assert client.get(reverse(name, args=[job.public_id])).status_code == 404
+    assert (
+        client.get(reverse("job-log-download", args=[job.public_id, "master-0"])).status_code == 404
+    )
+    for name in ("job-stop", "job-delete", "job-rerun", "job-copy"):
+        assert client.post(reverse(name, args=[job.public_id])).status_code == 404
+    assert status_of(job) == JobStatus.QUEUED
+
+
+def test_the_detail_shows_the_masked_api_request_queue_position_and_actions(alice, alice_client):
+    submit(alice)
+    job = submit(alice, envs=[S.Env("TOKEN", "s3cr3t-value", secret=True)])
+
+    response = alice_client.get(reverse("job-detail", args=[job.public_id]))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert "POST /api/v1/aijobs?resourcePoolId=local" in html
+    assert "s3cr3t-value" not in html and "******" in html
+    assert "&quot;sharedMemoryGi&quot;: 10" in html  # the console's own settings
+    assert "Position 2 in the queue" in html or "队列中第 2 位" in html
+    assert reverse("job-copy", args=[job.public_id]) in html
+    assert 'id="job-stop"' in html
+
+
+def test_a_rejection_reason_is_shown_on_the_job(alice, alice_client):
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(status_reason="Too many cards for a test job.")
+
+    html = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "Too many cards for a test job." in html
+
+
+def test_stopping_a_queued_job_from_its_page_stops_it(alice, alice_client):
+    job = submit(alice)
+
+    response = alice_client.post(reverse("job-stop", args=[job.public_id]))
+
+    assert response.status_code == 302
+    assert status_of(job) == JobStatus.STOPPED
+
+
+def test_deleting_a_finished_job_removes_it(alice, alice_client):
+    job = submit(alice)
+    finish(job)
+
+    response = alice_client.post(reverse("job-delete", args=[job.public_id]))
+
+    assert response.status_code == 302 and response.url == reverse("job-list")
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_run_again_submits_a_new_job_from_the_same_spec(alice, alice_client):
+    job = submit(alice)
+    finish(job)
+
+    response = alice_client.post(reverse("job-rerun", args=[job.public_id]))
+
+    new = Job.objects.exclude(pk=job.pk).get()
+    assert response.status_code == 302 and response.url == reverse(
+        "job-detail", args=[new.public_id]
+    )
+    assert new.spec == job.spec and new.source_job == job and new.status == JobStatus.QUEUED
+
+
+def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client):
+    job = submit(alice)
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    tail = alice_client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "master-0"},
+        headers={"HX-Request": "true"},
+    )
+    download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    assert "hello from the job" in page
+    assert tail.status_code == 286 and "hello from the job" in tail.content.decode()
+    assert download.status_code == 200
+    assert download["Content-Disposition"].startswith("attachment")
+    assert b"hello from the job" in b"".join(download.streaming_content)
+
+
+def test_the_live_part_polls_until_the_job_is_final(alice, alice_client):
+    job = submit(alice)
+    url = reverse("job-live", args=[job.public_id])
+
+    assert alice_client.get(url, headers={"HX-Request": "true"}).status_code == 200
+    finish(job, message="Broke.")
+    done = alice_client.get(url, headers={"HX-Request": "true"})
+    assert done.status_code == 286 and "Broke." in done.content.decode()

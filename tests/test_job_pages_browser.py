@@ -1,0 +1,79 @@
+"""A job submitted from the wizard, run by a real worker, watched and stopped in a browser."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs.models import Job, JobStatus
+from jobs.worker import run_forever
+
+from .runner_helpers import processes_with
+
+pytestmark = pytest.mark.browser
+
+A800 = "baidu.com/a800_80g_cgpu"
+
+
+@pytest.fixture
+def worker_thread(settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path / 'scratch'}"
+    settings.WORKER_POLL_SECONDS = 0.2
+    settings.LOCAL_STOP_GRACE_SECONDS = 1
+    stop = threading.Event()
+    thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    thread.start()
+    yield
+    stop.set()
+    thread.join(timeout=20)
+    import os
+    import signal
+
+    for job in Job.objects.all():
+        for replica in job.replicas.exclude(pid=None):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(replica.pid, signal.SIGKILL)
+
+
+def next_step(page, slug):
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(rf"/{slug}/$"))
+
+
+def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(
+    logged_in_page, alice, worker_thread
+):
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    page.fill("#id_name", "browser-run")
+    page.check("input[name=framework][value=PyTorchJob]")
+    next_step(page, "image")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "for i in $(seq 1 600); do echo tick-$RANK-$i; sleep 0.1; done")
+    next_step(page, "resources")
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+
+    # The page follows the job as the worker starts it, then tails its log.
+    expect(page.locator("#job-status")).to_have_text(re.compile("Running|运行中"), timeout=20_000)
+    page.reload()
+    expect(page.locator("#log-lines")).to_contain_text("tick-0-", timeout=20_000)
+    page.click('#log-panel a.nav-link:has-text("worker-0")')
+    expect(page.locator("#log-lines")).to_contain_text("tick-1-", timeout=20_000)
+
+    page.click("#job-stop")
+    expect(page.locator("#job-status")).to_have_text(re.compile("Stopped|已停止"), timeout=20_000)
+    job = Job.objects.get(owner=alice)
+    assert job.status == JobStatus.STOPPED
+    assert processes_with(job.public_id) == []

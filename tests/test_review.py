@@ -1,0 +1,236 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group
+
+from jobs import spec as S
+from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
+from jobs.review import (
+    current_policy,
+    job_approve,
+    job_reject,
+    job_resubmit,
+    job_stop,
+    review_reason,
+)
+from jobs.services import jobs_submit
+
+A800 = "baidu.com/a800_80g_cgpu"
+
+
+def make_spec(cards_per_instance: int = 2, queue: str = "default", **changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="demo",
+        resource_pool_id="local",
+        queue=queue,
+        image="python:3.12",
+        command="echo hi",
+        roles=[
+            S.Role("master", 1, A800, cards_per_instance),
+            S.Role("worker", 1, A800, cards_per_instance),
+        ],
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def save_policy(mode: str, *, above_cards: int = 8, queues: str = "") -> None:
+    ReviewPolicy.objects.update_or_create(
+        pk=1, defaults={"mode": mode, "above_cards": above_cards, "queues": queues}
+    )
+
+
+def submit(owner, spec=None, key="k") -> Job:
+    [job] = jobs_submit(owner=owner, spec=spec or make_spec(), submit_key=key)
+    return job
+
+
+# -- policy ----------------------------------------------------------------------------
+
+
+def test_without_a_saved_policy_the_settings_decide(settings, db):
+    settings.REVIEW_POLICY = "above_cards"
+    settings.REVIEW_ABOVE_CARDS = 3
+
+    assert current_policy().mode == ReviewMode.ABOVE_CARDS
+    assert review_reason(spec=make_spec(cards_per_instance=2)) != ""
+    assert review_reason(spec=make_spec(cards_per_instance=1)) == ""
+
+
+def test_a_policy_saved_by_a_superuser_wins_over_the_settings(settings, db):
+    settings.REVIEW_POLICY = "all"
+    save_policy(ReviewMode.NONE)
+
+    assert review_reason(spec=make_spec()) == ""
+
+
+def test_review_policy_per_queue_matches_a_queue_name_or_pool_and_queue(db):
+    save_policy(ReviewMode.QUEUES, queues="big\nlocal/urgent")
+
+    assert review_reason(spec=make_spec(queue="big"))
+    assert review_reason(spec=make_spec(queue="urgent"))
+    assert not review_reason(spec=make_spec(queue="urgent", resource_pool_id="other"))
+    assert not review_reason(spec=make_spec(queue="default"))
+
+
+def test_jobs_above_the_card_threshold_wait_for_review_and_others_queue(alice):
+    save_policy(ReviewMode.ABOVE_CARDS, above_cards=4)
+
+    small = submit(alice, make_spec(cards_per_instance=2), key="small")  # 4 cards
+    large = submit(alice, make_spec(cards_per_instance=4), key="large")  # 8 cards
+
+    assert small.status == JobStatus.QUEUED
+    assert small.review_state == ReviewState.NOT_REQUIRED
+    assert large.status == JobStatus.PENDING_REVIEW
+    assert large.review_state == ReviewState.PENDING
+    assert "8 cards, more than 4" in large.status_reason
+    assert [e.reason for e in large.events.all()] == ["Created", "ReviewRequired"]
+
+
+def test_every_task_of_a_queue_group_waits_for_review(alice):
+    save_policy(ReviewMode.ALL)
+    spec = make_spec(submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1))
+
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="group")
+
+    assert [j.status for j in jobs] == [JobStatus.PENDING_REVIEW] * 3
+
+
+def test_an_explicit_initial_status_overrides_the_policy(alice):
+    save_policy(ReviewMode.ALL)
+
+    [job] = jobs_submit(
+        owner=alice, spec=make_spec(), submit_key="x", initial_status=JobStatus.QUEUED
+    )
+
+    assert job.status == JobStatus.QUEUED
+
+
+def test_the_reviewers_group_carries_the_review_permission(reviewer):
+    group = Group.objects.get(name="Reviewers")
+
+    assert set(group.permissions.values_list("codename", flat=True)) == {
+        "view_job",
+        "view_jobevent",
+        "review_job",
+    }
+    assert reviewer.has_perm("jobs.review_job")
+
+
+# -- actions ---------------------------------------------------------------------------
+
+
+def test_approving_queues_the_job_records_who_and_mails_the_owner(alice, reviewer, mailoutbox):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+
+    assert job_approve(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert (job.review_state, job.reviewed_by) == (ReviewState.APPROVED, reviewer)
+    event = job.events.last()
+    assert (event.reason, event.actor) == ("Approved", reviewer)
+    assert [m.to for m in mailoutbox] == [["alice@example.com"]]
+    assert job.public_id in mailoutbox[0].body
+
+
+def test_rejecting_keeps_the_reason_for_the_owner(alice, reviewer, mailoutbox):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+
+    assert job_reject(job=job, reviewer=reviewer, reason="Use at most 8 cards.") is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.REJECTED
+    assert job.status_reason == "Use at most 8 cards."
+    assert job.review_state == ReviewState.REJECTED
+    assert job.events.last().actor == reviewer
+    assert "Use at most 8 cards." in mailoutbox[0].body
+
+
+def test_an_owner_without_an_email_address_gets_no_mail(alice, reviewer, mailoutbox):
+    alice.email = ""
+    alice.save()
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+
+    job_reject(job=job, reviewer=reviewer, reason="no")
+
+    assert mailoutbox == []
+
+
+def test_rejecting_without_a_reason_is_refused(alice, reviewer):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+
+    with pytest.raises(ValueError):
+        job_reject(job=job, reviewer=reviewer, reason="  ")
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW
+
+
+def test_approving_a_job_that_is_not_pending_review_does_nothing(alice, reviewer):
+    job = submit(alice)
+
+    assert job_approve(job=job, reviewer=reviewer) is False
+    assert job.events.count() == 1
+
+
+def test_stopping_a_queued_job_stops_it_and_records_who(alice, reviewer):
+    job = submit(alice)
+
+    assert job_stop(job=job, actor=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.events.last().actor == reviewer
+
+
+def test_a_finished_job_cannot_be_stopped(alice, reviewer):
+    job = submit(alice)
+    job_stop(job=job, actor=reviewer)
+
+    assert job_stop(job=job, actor=reviewer) is False
+
+
+def test_resubmitting_a_rejected_job_goes_back_to_review_while_the_policy_asks(alice, reviewer):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+    job_reject(job=job, reviewer=reviewer, reason="fix the image")
+
+    assert job_resubmit(job=job, actor=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW
+    assert job.review_state == ReviewState.PENDING
+
+
+def test_resubmitting_when_review_is_no_longer_required_queues_the_job(alice, reviewer):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+    job_reject(job=job, reviewer=reviewer, reason="busy week")
+    save_policy(ReviewMode.NONE)
+
+    assert job_resubmit(job=job, actor=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.events.last().reason == "Resubmitted"
+
+
+def test_the_owner_sees_the_review_state_and_reason_on_the_list_and_job_page(
+    alice, alice_client, reviewer
+):
+    save_policy(ReviewMode.ALL)
+    held = submit(alice, key="held")
+    rejected = submit(alice, key="rejected")
+    job_reject(job=rejected, reviewer=reviewer, reason="Too many cards for this week.")
+
+    listing = alice_client.get("/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    page = alice_client.get(f"/jobs/{held.public_id}/", HTTP_ACCEPT_LANGUAGE="en")
+
+    assert "Pending review" in listing and "Rejected" in listing
+    assert "Too many cards for this week." in listing
+    assert "every job is reviewed before it runs" in page.content.decode()

@@ -1,0 +1,485 @@
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from jobs import spec as S
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    CARD,
+    PY,
+    log_text,
+    make_spec,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+RENDEZVOUS = textwrap.dedent(
+    """
+    import os, socket, time
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    addr = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+    if rank == 0:
+        server = socket.create_server(addr)
+        total = 0
+        peers = []
+        for _ in range(world - 1):
+            conn, _ = server.accept()
+            total += int(conn.recv(16))
+            peers.append(conn)
+        for conn in peers:
+            conn.sendall(str(total).encode())
+        print(f"sum of ranks = {total}")
+    else:
+        for _ in range(200):
+            try:
+                conn = socket.create_connection(addr)
+                break
+            except OSError:
+                time.sleep(0.05)
+        conn.sendall(str(rank).encode())
+        print(f"rank {rank} of {world} got sum {conn.recv(16).decode()}")
+    """
+)
+
+
+def test_a_two_replica_pytorch_job_rendezvous_over_tcp_and_prints_the_sum_of_ranks(alice, settings):
+    (volume(settings) / "rdzv.py").write_text(RENDEZVOUS)
+    spec = make_spec(
+        f"{PY} /workspace/rdzv.py",
+        roles=[S.Role("master", 1, CARD, 1), S.Role("worker", 1, CARD, 1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert "sum of ranks = 1" in log_text(job, "master-0")
+    assert "rank 1 of 2 got sum 1" in log_text(job, "worker-0")
+    replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
+    assert {r.status for r in replicas.values()} == {"succeeded"}
+    assert {replicas["master-0"].devices, replicas["worker-0"].devices} == {"0", "1"}
+    assert [e.reason for e in job.events.all()] == ["Created", "Started", "Succeeded"]
+
+
+def test_every_log_line_is_timestamped(alice):
+    job = submit(alice, make_spec("echo one; echo two"))
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    lines = [line for line in log_text(job, "master-0").splitlines() if "[console]" not in line]
+    assert [line.split(" ", 1)[1] for line in lines] == ["one", "two"]
+    assert all(line[:4].isdigit() and line.split(" ", 1)[0].endswith("Z") for line in lines)
+
+
+def test_a_tensorflow_job_gets_the_kubeflow_tf_config_with_local_addresses(alice, settings):
+    check = textwrap.dedent(
+        """
+        import json, os
+        config = json.loads(os.environ["TF_CONFIG"])
+        print("TF_CONFIG", json.dumps(config, sort_keys=True))
+        """
+    )
+    (volume(settings) / "tf.py").write_text(check)
+    spec = make_spec(
+        f"{PY} /workspace/tf.py",
+        framework=S.TENSORFLOW,
+        roles=[S.Role("chief", 1), S.Role("worker", 2)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    configs = {}
+    for label in ("chief-0", "worker-0", "worker-1"):
+        line = next(x for x in log_text(job, label).splitlines() if " TF_CONFIG " in x)
+        configs[label] = json.loads(line.split(" TF_CONFIG ", 1)[1])
+    cluster = configs["chief-0"]["cluster"]
+    assert list(cluster) == ["chief", "worker"] and len(cluster["worker"]) == 2
+    addresses = cluster["chief"] + cluster["worker"]
+    assert all(a.startswith("127.0.0.1:") for a in addresses) and len(set(addresses)) == 3
+    assert configs["worker-1"]["task"] == {"type": "worker", "index": 1}
+    assert all(c["cluster"] == cluster and c["environment"] == "cloud" for c in configs.values())
+
+
+def test_an_mpi_job_reads_its_hostfile_at_etc_mpi(alice):
+    spec = make_spec(
+        'cat /etc/mpi/hostfile; echo "hostfile=$OMPI_MCA_orte_default_hostfile role=$K_MPI_JOB_ROLE"',
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 2)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    master = log_text(job, "master-0")
+    assert master.count("127.0.0.1 slots=1") == 2
+    assert "hostfile=/etc/mpi/hostfile role=launcher" in master
+    assert "role=worker" in log_text(job, "worker-1")
+
+
+def test_a_failing_job_is_restarted_up_to_the_limit_then_fails(alice):
+    spec = make_spec(
+        "echo attempt; exit 3",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=2),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.restarts == 2
+    assert log_text(job, "master-0").count(" attempt\n") == 3
+    reasons = [e.reason for e in job.events.all()]
+    assert reasons.count("Restarted") == 2 and reasons[-1] == "Failed"
+    assert "exited with code 3" in job.status_reason
+
+
+def test_a_job_without_fault_tolerance_fails_at_the_first_error(alice):
+    job = submit(alice, make_spec("exit 1"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.restarts == 0
+
+
+def test_a_custom_log_keyword_counts_as_a_failure(alice):
+    spec = make_spec(
+        "echo 'step 1'; echo 'NCCL watchdog timeout'; sleep 30",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=1, custom_fault_tolerance_pattern=["watchdog timeout"]
+        ),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.restarts == 1
+    assert "watchdog timeout" in job.status_reason
+    assert not processes_with(job.public_id)
+
+
+def test_a_silent_job_raises_a_hang_warning(alice, settings):
+    settings.JOB_MINUTE_SECONDS = 0.5
+    spec = make_spec(
+        "echo started; sleep 30",
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
+
+    event = job.events.get(reason="HangSuspected")
+    assert event.type == "Warning"
+    assert status_of(job) == JobStatus.RUNNING
+    for _ in range(5):
+        worker.tick()
+    assert job.events.filter(reason="HangSuspected").count() == 1
+
+
+def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
+    settings.JOB_MINUTE_SECONDS = 0.5
+    job = submit(alice, make_spec("sleep 60", timeout_minutes=1))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.TIMED_OUT)
+
+    assert "Timed out after 1 minutes" in job.status_reason
+    assert not processes_with("sleep 60")
+
+
+def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
+    from jobs.actions import job_stop
+
+    token = "stop-me-token"
+    # One process ignores SIGTERM and one leaves the process group: both must die.
+    # (The name is assembled by the shell so the command text itself does not match.)
+    command = (
+        "T=stop-me; (trap '' TERM; exec -a ${T}-token-a sleep 300) & "
+        "setsid bash -c 'exec -a stop-me-\"\"token-b sleep 300' & wait"
+    )
+    job = submit(alice, make_spec(command))
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with(token)) == 2, what="both sleepers")
+
+    job_stop(job=status_and(job))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+    assert processes_with(token) == []
+    assert [e.reason for e in job.events.all()][-2:] == ["Stopping", "Stopped"]
+
+
+def status_and(job):
+    job.refresh_from_db()
+    return job
+
+
+def test_two_jobs_that_exceed_the_cards_run_one_after_the_other(alice):
+    spec = make_spec("sleep 1.5", roles=[S.Role("master", 1, CARD, 2)])
+    first, second = submit(alice, spec), submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING)
+    for _ in range(3):
+        worker.tick()
+    assert status_of(second) == JobStatus.QUEUED
+
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED)
+    first.refresh_from_db()
+    assert first.finished_at <= second.started_at
+
+
+def test_higher_priority_runs_first_and_equal_priority_in_order(alice):
+    blocker = make_spec("sleep 0.5", roles=[S.Role("master", 1, CARD, 2)])
+    submit(alice, blocker)
+    worker = Worker()
+    worker.tick()
+    low = submit(alice, make_spec("true", priority="low", roles=[S.Role("master", 1, CARD, 2)]))
+    normal1 = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)]))
+    normal2 = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)]))
+    high = submit(alice, make_spec("true", priority="high", roles=[S.Role("master", 1, CARD, 2)]))
+
+    from jobs.scheduler import queue_position
+
+    assert [queue_position(j) for j in (high, normal1, normal2, low)] == [1, 2, 3, 4]
+    jobs = [low, normal1, normal2, high]
+    run_until(worker, lambda: all(status_of(j) == JobStatus.SUCCEEDED for j in jobs))
+
+    order = sorted(jobs, key=lambda j: j.started_at)
+    assert order == [high, normal1, normal2, low]
+
+
+def test_a_queue_group_never_runs_more_than_its_concurrency(alice, settings):
+    marker = volume(settings) / "running"
+    marker.mkdir()
+    # Each task notes itself while running; the maximum seen at once must be 2.
+    command = (
+        "touch /workspace/running/$AIHC_JOB_ID; ls /workspace/running | wc -l >> /workspace/counts; "
+        "sleep 0.4; rm /workspace/running/$AIHC_JOB_ID"
+    )
+    spec = make_spec(command, submission=S.Submission(S.SUBMIT_QUEUE, total=4, concurrency=2))
+    from jobs.services import jobs_submit
+
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="group")
+    worker = Worker()
+
+    run_until(worker, lambda: all(status_of(j) == JobStatus.SUCCEEDED for j in jobs))
+
+    counts = [int(x) for x in (volume(settings) / "counts").read_text().split()]
+    assert len(counts) == 4 and max(counts) == 2
+
+
+def test_a_read_only_mount_cannot_be_written(alice, settings):
+    (volume(settings) / "data").mkdir()
+    spec = make_spec(
+        "touch /data/x && echo WROTE || echo REFUSED; touch /tmp/scratch && echo TMP-OK",
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/data", source_path="data", read_only=True)
+        ],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    assert "REFUSED" in log and "WROTE" not in log and "TMP-OK" in log
+    assert not (volume(settings) / "data" / "x").exists()
+
+
+def test_a_writable_mount_writes_into_the_volume_and_nothing_is_created_on_the_host(
+    alice, settings
+):
+    spec = make_spec(
+        "echo hello > /opt/console-test-mount/data/out.txt && ls /opt | wc -l",
+        datasources=[S.Datasource("hostpath", "work", mount_path="/opt/console-test-mount/data")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log_text(job, "master-0"))
+    assert (volume(settings) / "out.txt").read_text() == "hello\n"
+    assert not os.path.exists("/opt/console-test-mount")
+    # The rebuilt /opt still shows the host's entries, plus the new mount point.
+    assert f" {len(os.listdir('/opt')) + 1}\n" in log_text(job, "master-0")
+
+
+def test_a_path_outside_the_volume_root_is_refused(alice, settings, tmp_path):
+    from jobs.backends import get_backend
+
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    (volume(settings) / "link").symlink_to(outside)
+    spec = make_spec(
+        "true",
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/a", source_path="link"),
+            S.Datasource("hostpath", "work", mount_path="/b", source_path="x/../../.."),
+            S.Datasource("nas", "fs-1", mount_path="/c"),
+            S.Datasource("hostpath", "nope", mount_path="/d"),
+        ],
+    )
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert set(errors) == {
+        "datasources[0].sourcePath",
+        "datasources[1].sourcePath",
+        "datasources[2].type",
+        "datasources[3].name",
+    }
+
+
+def test_a_mount_that_escapes_after_submit_fails_the_job_instead_of_mounting(
+    alice, settings, tmp_path
+):
+    (volume(settings) / "data").mkdir()
+    spec = make_spec(
+        "true",
+        datasources=[S.Datasource("hostpath", "work", mount_path="/data", source_path="data")],
+    )
+    job = submit(alice, spec)
+    (volume(settings) / "data").rmdir()
+    (volume(settings) / "data").symlink_to(tmp_path)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert "outside the volume root" in job.status_reason
+
+
+def test_shared_memory_is_sized_as_asked_and_cards_are_visible(alice):
+    spec = make_spec(
+        'df -k /dev/shm | tail -1; echo "cards=$CUDA_VISIBLE_DEVICES"',
+        shared_memory_gi=1,
+        roles=[S.Role("master", 1, CARD, 2)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    assert " 1048576 " in log
+    assert "cards=0,1" in log
+
+
+def test_a_cpu_exclusive_job_is_pinned_and_a_second_one_waits(alice):
+    spec = make_spec(
+        "grep Cpus_allowed_list /proc/self/status; sleep 1.5",
+        cpu_exclusive=True,
+        roles=[S.Role("master", 1, cpu=len(os.sched_getaffinity(0)))],
+    )
+    first, second = submit(alice, spec), submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING)
+    worker.tick()
+    assert status_of(second) == JobStatus.QUEUED
+
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED)
+    replica = first.replicas.get()
+    assert replica.cpus == ",".join(map(str, sorted(os.sched_getaffinity(0))))
+
+
+def test_a_job_needing_more_cards_than_exist_is_refused_at_submit(alice):
+    from jobs.backends import get_backend
+
+    spec = make_spec("true", roles=[S.Role("master", 1, CARD, 4)])
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert "roles[0].accelerators" in errors
+
+
+def test_a_job_pending_review_is_never_dispatched(alice):
+    from jobs.services import jobs_submit
+
+    [job] = jobs_submit(
+        owner=alice,
+        spec=make_spec("true"),
+        submit_key="review",
+        initial_status=JobStatus.PENDING_REVIEW,
+    )
+    worker = Worker()
+
+    for _ in range(5):
+        worker.tick()
+
+    assert status_of(job) == JobStatus.PENDING_REVIEW
+    assert not job.replicas.exists()
+
+
+def test_a_finished_job_is_deleted_after_its_retention_period(alice, settings):
+    from jobs.logs import job_dir
+    from jobs.models import Job
+
+    settings.JOB_MINUTE_SECONDS = 0.2
+    job = submit(alice, make_spec("echo bye", retention_period="1m"))
+    keep = submit(alice, make_spec("echo stay"))
+    worker = Worker()
+
+    run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), what="deletion")
+
+    assert not job_dir(job.public_id).exists()
+    assert status_of(keep) == JobStatus.SUCCEEDED
+
+
+def test_a_missing_sandbox_fails_the_job_with_a_clear_reason(alice, settings):
+    settings.LOCAL_BWRAP = "/nonexistent/bwrap"
+    job = submit(alice, make_spec("true"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert "bubblewrap is not installed" in job.status_reason
+
+
+def test_a_job_cannot_write_to_or_remount_the_host_file_system(alice):
+    spec = make_spec(
+        "touch /usr/console-test-file 2>/dev/null && echo WROTE-USR; "
+        "mount -o remount,rw /usr 2>/dev/null && echo REMOUNTED; "
+        "grep CapEff /proc/self/status"
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    assert "WROTE-USR" not in log and "REMOUNTED" not in log
+    assert "CapEff:\t0000000000000000" in log
+    assert not os.path.exists("/usr/console-test-file")
+
+
+def test_a_blocked_queue_holds_its_later_jobs_while_another_queue_runs(alice, settings):
+    settings.LOCAL_QUEUES = ["default", "other"]
+    holder = submit(alice, make_spec("sleep 3", roles=[S.Role("master", 1, CARD, 2)]))
+    worker = Worker()
+    run_until(worker, lambda: status_of(holder) == JobStatus.RUNNING)
+    big = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)]))
+    small_same_queue = submit(alice, make_spec("true"))
+    small_other_queue = submit(alice, make_spec("true", queue="other"))
+
+    run_until(worker, lambda: status_of(small_other_queue) == JobStatus.SUCCEEDED)
+
+    # No back-filling: the CPU-only job waits behind the big one of its queue.
+    assert status_of(small_same_queue) == JobStatus.QUEUED
+    run_until(worker, lambda: status_of(small_same_queue) == JobStatus.SUCCEEDED)
+    big.refresh_from_db()
+    small_same_queue.refresh_from_db()
+    assert big.started_at <= small_same_queue.started_at

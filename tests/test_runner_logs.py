@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+
+from jobs.logs import MAX_TAIL_BYTES, lines_since, tail_lines
+
+
+def test_the_tail_of_a_large_log_is_its_last_lines(tmp_path):
+    path = tmp_path / "big.log"
+    with open(path, "wb") as f:
+        f.write(b"first line\n")
+        f.truncate(300 * 1024 * 1024)  # a sparse 300 MB hole
+        f.seek(0, os.SEEK_END)
+        f.write(b"\n" + b"".join(f"line {i}\n".encode() for i in range(1000)))
+
+    assert tail_lines(path, 3) == ["line 997", "line 998", "line 999"]
+    assert tail_lines(path, 1000)[0] == "line 0"
+
+
+def test_the_tail_reads_a_bounded_amount_from_the_end_only(tmp_path):
+    path = tmp_path / "no-newlines.log"
+    with open(path, "wb") as f:
+        f.write(b"early 1\nearly 2\n")
+        f.write(b"x" * (MAX_TAIL_BYTES + 1024 * 1024))
+        f.write(b"\nlast\n")
+
+    # Reading the whole file would also find the early lines.
+    assert tail_lines(path, 10) == ["last"]
+
+
+def test_a_missing_log_has_no_lines_and_a_partial_last_line_is_kept(tmp_path):
+    assert tail_lines(tmp_path / "none.log", 5) == []
+    path = tmp_path / "partial.log"
+    path.write_bytes(b"a\nb\nhalf")
+    assert tail_lines(path, 2) == ["b", "half"]
+
+
+def test_lines_since_a_time_are_selected_by_their_timestamps(tmp_path):
+    path = tmp_path / "stamped.log"
+    path.write_text(
+        "2026-01-01T10:00:00.000000Z old\n"
+        "2026-01-01T10:05:00.000000Z new\n"
+        "2026-01-01T10:06:00.000000Z newer\n"
+    )
+
+    since = datetime(2026, 1, 1, 10, 1, tzinfo=UTC)
+
+    assert [line.split(" ", 1)[1] for line in lines_since(path, since)] == ["new", "newer"]

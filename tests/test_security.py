@@ -1,0 +1,496 @@
+"""The security baseline: CSRF, escaping, secrets, SSRF, CSP, HTTPS, clickjacking, throttling."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs import spec as S
+from jobs.models import Job, JobStatus, LoginFailure, ReviewMode, ReviewPolicy
+from jobs.review import job_approve, job_reject
+from jobs.services import jobs_submit
+from tests.test_access import RULES, URL_NAMES, World
+from tests.test_wizard import (  # noqa: F401  (_local_pool: the wizard's pool of cards)
+    W,
+    _local_pool,
+    advanced_data,
+    complete_steps,
+    data_data,
+    field_errors,
+    image_data,
+    new_draft,
+    post_step,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+A800 = "baidu.com/a800_80g_cgpu"
+SECRET_ENV = "hf-token-do-not-show"
+REGISTRY_PASSWORD = "registry-password-do-not-show"
+
+
+def secret_spec(**changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="secretive",
+        resource_pool_id="local",
+        image="registry.example.com/train/pytorch:2.5",
+        command="python train.py",
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+        envs=[S.Env("PLAIN", "visible-value"), S.Env("HF_TOKEN", SECRET_ENV, secret=True)],
+        image_config=S.ImageConfig(username="robot", password=REGISTRY_PASSWORD),
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def logged_in(user: User, **kwargs) -> Client:
+    client = Client(**kwargs)
+    client.force_login(user)
+    return client
+
+
+def add_replica_log(job: Job, line: str) -> None:
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    JobReplica.objects.get_or_create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"2026-11-30T09:00:00.000000Z {line}\n")
+
+
+@pytest.fixture
+def world(alice, bob, reviewer, superuser) -> World:
+    from jobs.models import Draft
+
+    [job] = jobs_submit(owner=alice, spec=secret_spec(), submit_key="w")
+    add_replica_log(job, "step 1 loss 0.5")
+    return World(
+        alice=alice,
+        job=job,
+        draft=Draft.objects.create(owner=alice),
+        users={"owner": alice, "other": bob, "reviewer": reviewer, "superuser": superuser},
+    )
+
+
+def owner_pages(world: World) -> list[str]:
+    """Every console page Alice can GET, built from the access rules."""
+    pages = []
+    for name in URL_NAMES:
+        rule = RULES.get(name)
+        if rule and "GET" in rule.methods and not rule.public:
+            url = reverse(name, kwargs=rule.kwargs(world))
+            pages.append(f"{url}?{urlencode(rule.query)}" if rule.query else url)
+    return pages
+
+
+def body_of(r) -> str:
+    content = b"".join(r.streaming_content) if r.streaming else r.content
+    return content.decode()
+
+
+def owner_responses(client: Client, world: World) -> list[tuple[str, object]]:
+    """Each of Alice's pages, as a page (redirects followed) and as an htmx partial."""
+    responses = []
+    for url in owner_pages(world):
+        responses.append((url, client.get(url, follow=True)))
+        responses.append((f"{url} (htmx)", client.get(url, headers={"HX-Request": "true"})))
+    return responses
+
+
+def is_html(r) -> bool:
+    return r["Content-Type"].startswith("text/html")
+
+
+def admin_pages(job: Job) -> list[str]:
+    return [
+        "/admin/",
+        "/admin/jobs/job/",
+        f"/admin/jobs/job/{job.pk}/change/",
+        f"/admin/jobs/job/{job.pk}/logs/",
+        "/admin/jobs/reviewpolicy/1/change/",
+        "/admin/auth/user/",
+    ]
+
+
+# -- CSRF -------------------------------------------------------------------------------
+
+POST_URLS = [name for name in URL_NAMES if name in RULES and "POST" in RULES[name].methods]
+
+
+@pytest.mark.parametrize("name", POST_URLS)
+def test_every_post_without_the_csrf_token_is_refused(world, name):
+    client = logged_in(world.alice, enforce_csrf_checks=True)
+    url = reverse(name, kwargs=RULES[name].kwargs(world))
+
+    r = client.post(url, {}, headers={"HX-Request": "true"})
+
+    assert r.status_code == 403
+
+
+@pytest.mark.parametrize("name", POST_URLS)
+def test_htmx_posts_carry_the_token_from_the_body_and_pass(world, name):
+    client = logged_in(world.alice, enforce_csrf_checks=True)
+    page = client.get(reverse("job-list")).content.decode()
+    headers = json.loads(re.search(r"<body[^>]*hx-headers='([^']+)'", page).group(1))
+    url = reverse(name, kwargs=RULES[name].kwargs(world))
+
+    r = client.post(url, {}, headers={"HX-Request": "true", **headers})
+
+    assert r.status_code != 403
+
+
+def test_admin_actions_need_the_csrf_token(world):
+    world.job.status = JobStatus.PENDING_REVIEW
+    Job.objects.filter(pk=world.job.pk).update(status=JobStatus.PENDING_REVIEW)
+    client = logged_in(world.users["reviewer"], enforce_csrf_checks=True)
+
+    r = client.post(
+        "/admin/jobs/job/",
+        {"action": "approve_jobs", "_selected_action": [world.job.pk], "post": "yes"},
+    )
+
+    assert r.status_code == 403
+    assert Job.objects.get(pk=world.job.pk).status == JobStatus.PENDING_REVIEW
+
+
+def test_the_login_form_needs_the_csrf_token(alice):
+    client = Client(enforce_csrf_checks=True)
+
+    r = client.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert r.status_code == 403
+
+
+# -- XSS --------------------------------------------------------------------------------
+
+PAYLOADS = [
+    '<script>alert("xss")</script>',
+    '"><img src=x onerror=alert(1)>',
+    "'><svg/onload=alert(1)>",
+]
+DANGEROUS = ["<script>alert(", "<img src=x onerror", "<svg/onload"]
+
+
+def assert_escaped(body: str, where: str) -> None:
+    for fragment in DANGEROUS:
+        assert fragment not in body, f"{fragment!r} unescaped in {where}"
+
+
+def test_xss_payloads_show_up_as_text_everywhere(world, settings, tmp_path):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    owner = logged_in(world.alice)
+    draft = new_draft(owner)
+    complete_steps(
+        owner,
+        draft,
+        **{
+            W.IMAGE: image_data(
+                envs=[("NOTE", PAYLOADS[1]), ("OTHER", PAYLOADS[2])],
+                command=f"echo '{PAYLOADS[0]}'",
+            ),
+            W.DATA: data_data(mounts=(("hostpath", "scratch", "/data/<script>alert(1)</script>"),)),
+        },
+    )
+    review_step = owner.get(reverse("wizard-step", args=[draft.id, W.REVIEW]))
+    assert_escaped(review_step.content.decode(), "the wizard's review step")
+    assert owner.post(reverse("wizard-submit", args=[draft.id])).status_code == 302
+    job = Job.objects.get(owner=world.alice, name="llm-train")
+    assert job.job_spec().command == f"echo '{PAYLOADS[0]}'"
+    job_reject(job=job, reviewer=world.users["reviewer"], reason=PAYLOADS[1])
+    add_replica_log(job, PAYLOADS[0])
+    reviewer = logged_in(world.users["reviewer"])
+    world.job = job
+
+    responses = owner_responses(owner, world)
+    responses += [(url, reviewer.get(url)) for url in admin_pages(job)[:4]]
+    shown = 0
+    for where, r in responses:
+        assert r.status_code in (200, 286), (where, r.status_code)
+        body = body_of(r)
+        if not is_html(r):
+            # Downloads are plain text the browser may not sniff into HTML.
+            assert r["Content-Type"].startswith("text/plain")
+            assert r["X-Content-Type-Options"] == "nosniff"
+            continue
+        assert_escaped(body, where)
+        shown += body.count("&lt;script&gt;") + body.count("&quot;&gt;&lt;img")
+    admin_page = reviewer.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
+    assert "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in admin_page
+    assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in admin_page
+    admin_log = reviewer.get(f"/admin/jobs/job/{job.pk}/logs/?replica=master-0").content.decode()
+    assert "&lt;script&gt;alert(&quot;xss&quot;)&lt;/script&gt;" in admin_log
+    assert shown > 0
+
+
+# -- secrets ---------------------------------------------------------------------------------
+
+
+def test_secrets_never_reach_pages_events_logs_or_alerts(world, caplog):
+    from jobs.alerts import alert_payload
+
+    caplog.set_level(logging.DEBUG)
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    [job] = jobs_submit(owner=world.alice, spec=secret_spec(), submit_key="secret")
+    job_approve(job=job, reviewer=world.users["reviewer"])
+    world.job = job
+    owner = logged_in(world.alice)
+    superuser = logged_in(world.users["superuser"])
+
+    add_replica_log(job, "training")
+    bodies = [body_of(r) for _, r in owner_responses(owner, world)]
+    bodies += [body_of(superuser.get(url)) for url in admin_pages(job)]
+    bodies += [m for e in job.events.all() for m in (e.message, e.reason)]
+    bodies.append(json.dumps(alert_payload(job, "jobFailed", "failed", "now")))
+    bodies.append(caplog.text)
+    bodies.append(json.dumps(job.job_spec().to_v1_body(masked=True)))
+
+    for body in bodies:
+        assert SECRET_ENV not in body
+        assert REGISTRY_PASSWORD not in body
+    # ...while the job itself keeps them, for the backend.
+    assert job.job_spec().envs[1].value == SECRET_ENV
+
+
+# -- SSRF --------------------------------------------------------------------------------------
+
+PRIVATE_WEBHOOKS = [
+    "http://127.0.0.1:8000/hook",
+    "http://localhost/hook",
+    "http://[::1]/hook",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://10.0.0.5/hook",
+    "http://192.168.1.1/hook",
+    "http://172.16.0.1/hook",
+    "http://[fe80::1]/hook",
+]
+
+
+@pytest.mark.parametrize("url", PRIVATE_WEBHOOKS)
+def test_webhooks_to_private_addresses_are_refused(url, settings):
+    from jobs.alerts import UnsafeDestination, resolve_webhook, webhook_url_error
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+
+    assert webhook_url_error(url)
+    with pytest.raises(UnsafeDestination):
+        resolve_webhook(url)
+
+
+def test_a_host_name_resolving_to_a_private_address_is_refused_at_send_time(settings):
+    from jobs.alerts import UnsafeDestination, resolve_webhook, webhook_url_error
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    url = "http://ip6-localhost.invalid.example/hook"
+
+    # A name passes the first check (it is not an address); the send-time check resolves it.
+    assert webhook_url_error("http://hooks.example.com/x") is None
+    with pytest.raises(UnsafeDestination):
+        resolve_webhook("http://localhost.localdomain/hook")
+    with pytest.raises(UnsafeDestination):
+        resolve_webhook(url)
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_the_wizard_refuses_a_private_webhook_unless_allowed(alice_client, settings, allowed):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = allowed
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_webhooks="http://169.254.169.254/latest/meta-data/"),
+    )
+
+    if allowed:
+        assert r.status_code == 302
+    else:
+        assert r.status_code == 200
+        assert field_errors(r, "id_alert_webhooks")
+
+
+def test_private_webhooks_are_allowed_when_the_setting_says_so(settings):
+    from jobs.alerts import webhook_url_error
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+
+    assert webhook_url_error("http://10.0.0.5/hook") is None
+
+
+# -- CSP, clickjacking, HTTPS ------------------------------------------------------------------
+
+SCRIPT_TAG = re.compile(r"<script\b([^>]*)>(.*?)</script>", re.S | re.I)
+DATA_TYPES = ('type="application/json"', 'type="text/template"')
+
+
+def check_page(r, where: str) -> None:
+    assert r.status_code in (200, 286), (where, r.status_code)
+    policy = r["Content-Security-Policy"]
+    # Django names the nonce in the policy only when the page used it.
+    nonce = (re.search(r"'nonce-([^']+)'", policy) or re.search("(.*)", "")).group(1)
+    assert "script-src 'self' 'nonce-" in policy or "'nonce-" not in policy
+    assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    assert "frame-ancestors 'none'" in policy
+    assert r["X-Frame-Options"] == "DENY"
+    body = body_of(r)
+    for attributes, content in SCRIPT_TAG.findall(body):
+        if any(t in attributes for t in DATA_TYPES):
+            continue  # data, not code
+        assert "src=" in attributes and not content.strip(), f"inline script in {where}"
+        assert nonce and f'nonce="{nonce}"' in attributes, f"no nonce in {where}: {attributes}"
+    assert not re.search(r"<[^>]+\son[a-z]+\s*=", body, re.I), f"inline handler in {where}"
+    assert "hx-on" not in body, f"hx-on attribute in {where}"
+    assert "javascript:" not in body, f"javascript: URL in {where}"
+
+
+def test_every_page_has_csp_with_nonce_and_no_inline_script(world):
+    owner = logged_in(world.alice)
+    superuser = logged_in(world.users["superuser"])
+
+    check_page(Client().get("/login/"), "/login/")
+    for where, r in owner_responses(owner, world):
+        check_page(r, where)
+    for url in admin_pages(world.job):
+        check_page(superuser.get(url, follow=True), url)
+
+
+def test_https_turns_on_secure_cookies_hsts_and_the_proxy_header():
+    code = (
+        "import django, json; from django.conf import settings; django.setup(); "
+        "print(json.dumps([settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE, "
+        "settings.SECURE_HSTS_SECONDS, settings.SECURE_PROXY_SSL_HEADER]))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "console.settings"}
+
+    on = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "HTTPS": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    off = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "HTTPS": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert json.loads(on.stdout) == [True, True, 31536000, ["HTTP_X_FORWARDED_PROTO", "https"]]
+    assert json.loads(off.stdout) == [False, False, 0, None]
+
+
+def test_over_https_responses_carry_hsts_and_secure_cookies(alice, settings):
+    settings.SESSION_COOKIE_SECURE = True
+    settings.CSRF_COOKIE_SECURE = True
+    settings.SECURE_HSTS_SECONDS = 31536000
+    settings.SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    client = Client(HTTP_X_FORWARDED_PROTO="https")
+
+    page = client.get("/login/")
+    token = page.cookies["csrftoken"].value
+    login = client.post(
+        "/login/",
+        {"username": "alice", "password": "alice-password", "csrfmiddlewaretoken": token},
+    )
+
+    assert page["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains"
+    assert page.cookies["csrftoken"]["secure"]
+    assert login.status_code == 302
+    assert login.cookies["sessionid"]["secure"] and login.cookies["sessionid"]["httponly"]
+
+
+# -- login throttling ------------------------------------------------------------------------
+
+
+def fail_login(client: Client, username: str, url: str = "/login/") -> object:
+    return client.post(url, {"username": username, "password": "wrong-password"})
+
+
+def test_after_five_failures_even_the_right_password_is_refused(alice, settings):
+    settings.LOGIN_FAILURES_PER_USERNAME = 5
+    client = Client()
+    for _ in range(5):
+        assert fail_login(client, "alice").status_code == 200
+
+    r = client.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert r.status_code == 200
+    assert "_auth_user_id" not in client.session
+    assert (
+        "Too many failed log-ins" in r.content.decode() or "登录失败次数过多" in r.content.decode()
+    )
+
+
+def test_the_throttle_counts_per_address_across_usernames(alice, settings):
+    settings.LOGIN_FAILURES_PER_USERNAME = 100
+    settings.LOGIN_FAILURES_PER_IP = 3
+    attacker = Client(REMOTE_ADDR="203.0.113.9")
+    for name in ("u1", "u2", "u3"):
+        fail_login(attacker, name)
+
+    refused = attacker.post("/login/", {"username": "alice", "password": "alice-password"})
+    elsewhere = Client(REMOTE_ADDR="198.51.100.7")
+    allowed = elsewhere.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert refused.status_code == 200
+    assert allowed.status_code == 302
+
+
+def test_the_throttle_lifts_when_the_window_passes_and_success_clears_it(alice, settings):
+    settings.LOGIN_FAILURES_PER_USERNAME = 2
+    client = Client()
+    fail_login(client, "alice")
+    fail_login(client, "alice")
+    assert (
+        client.post("/login/", {"username": "alice", "password": "alice-password"}).status_code
+        == 200
+    )
+
+    LoginFailure.objects.update(created_at=timezone.now() - timedelta(minutes=16))
+    r = client.post("/login/", {"username": "alice", "password": "alice-password"})
+
+    assert r.status_code == 302
+    assert not LoginFailure.objects.filter(username="alice").exists()
+
+
+def test_the_admin_login_is_throttled_too(superuser, settings):
+    settings.LOGIN_FAILURES_PER_USERNAME = 2
+    client = Client()
+    fail_login(client, "root", "/admin/login/")
+    fail_login(client, "root", "/admin/login/")
+
+    r = client.post("/admin/login/", {"username": "root", "password": "root-password"})
+
+    assert r.status_code == 200
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_login_page_says_when_to_try_again(alice, settings):
+    settings.LOGIN_FAILURES_PER_USERNAME = 1
+    settings.LOGIN_THROTTLE_MINUTES = 15
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    fail_login(client, "alice")
+
+    r = client.post("/login/", {"username": "alice", "password": "x"}, HTTP_ACCEPT_LANGUAGE="en")
+
+    assert "Try again in 15 min." in r.content.decode()

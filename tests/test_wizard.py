@@ -1,0 +1,542 @@
+"""The create-training-job wizard: flow, drafts, submit, copy & edit (views, plain and htmx)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.models import Draft, Job
+
+A800 = "baidu.com/a800_80g_cgpu"
+V100 = "baidu.com/v100_32g_cgpu"
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture(autouse=True)
+def _local_pool(settings, tmp_path):
+    """The local pool offers 8 A800 and 4 V100 cards and one host volume."""
+    settings.LOCAL_ACCELERATORS = f"{A800}=8,{V100}=4"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+
+
+def step_url(draft, step):
+    return reverse("wizard-step", args=[draft.id, step])
+
+
+def new_draft(client) -> Draft:
+    r = client.post(reverse("wizard-start"))
+    assert r.status_code == 302
+    return Draft.objects.latest("created_at")
+
+
+def basic_data(**over):
+    data = {
+        "name": "llm-train",
+        "resource_pool": "local",
+        "queue": "default",
+        "priority": "normal",
+        "framework": S.PYTORCH,
+        "creation_mode": S.CREATION_CUSTOM,
+    }
+    data.update(over)
+    return data
+
+
+def image_data(envs=(), **over):
+    data = {
+        "image": "registry.example.com/train/pytorch:2.5",
+        "entrypoint": "bash",
+        "command": "torchrun train.py",
+        "env_paste": "",
+        "env-TOTAL_FORMS": str(len(envs)),
+        "env-INITIAL_FORMS": "0",
+    }
+    for i, env in enumerate(envs):
+        data[f"env-{i}-name"] = env[0]
+        data[f"env-{i}-value"] = env[1]
+        if len(env) > 2 and env[2]:
+            data[f"env-{i}-secret"] = "on"
+    data.update(over)
+    return data
+
+
+def role(name, replicas, card=A800, cards=1, **extra):
+    row = {"name": name, "replicas": str(replicas)}
+    if card:
+        row.update(use_accelerator="on", accelerator_type=card, accelerators=str(cards))
+    row.update({k: str(v) for k, v in extra.items()})
+    return row
+
+
+def resources_data(roles=None, **over):
+    roles = roles if roles is not None else [role("master", 1), role("worker", 2)]
+    data = {
+        "shared_memory_gi": "10",
+        "roles-TOTAL_FORMS": str(len(roles)),
+        "roles-INITIAL_FORMS": "0",
+    }
+    for i, row in enumerate(roles):
+        for key, value in row.items():
+            data[f"roles-{i}-{key}"] = value
+    data.update(over)
+    return data
+
+
+def data_data(mounts=(("hostpath", "scratch", "/workspace"),), storage=True, **over):
+    data = {"mounts-TOTAL_FORMS": str(len(mounts)), "mounts-INITIAL_FORMS": "0"}
+    if storage:
+        data["storage_enabled"] = "on"
+    for i, (kind, name, path) in enumerate(mounts):
+        data.update(
+            {
+                f"mounts-{i}-type": kind,
+                f"mounts-{i}-name": name,
+                f"mounts-{i}-mount_path": path,
+                f"mounts-{i}-access": "rw",
+            }
+        )
+    data.update(over)
+    return data
+
+
+def advanced_data(**over):
+    data = {"retention_value": "7", "retention_unit": "d", "timeout_minutes": "43200"}
+    data.update(over)
+    return data
+
+
+def submission_data(**over):
+    data = {"mode": "standalone", "target_queue": "default", "total": "1", "concurrency": "1"}
+    data.update(over)
+    return data
+
+
+STEP_DATA = {
+    W.BASIC: basic_data,
+    W.IMAGE: image_data,
+    W.RESOURCES: resources_data,
+    W.DATA: data_data,
+    W.FAULT: dict,
+    W.ADVANCED: advanced_data,
+    W.SUBMISSION: submission_data,
+}
+
+
+def post_step(client, draft, step, data, *, action="next", htmx=False):
+    payload = dict(data)
+    payload["action"] = action
+    return client.post(step_url(draft, step), payload, headers=HTMX if htmx else {})
+
+
+def complete_steps(client, draft, upto=W.REVIEW, **overrides):
+    for step in W.FORM_STEPS:
+        if step == upto:
+            return
+        data = overrides.get(step) or STEP_DATA[step]()
+        r = post_step(client, draft, step, data)
+        assert r.status_code == 302, (step, _errors(r))
+        assert r["Location"] == step_url(draft, W.STEPS[W.STEPS.index(step) + 1])
+
+
+def _errors(response) -> list[str]:
+    return re.findall(
+        r'class="invalid-feedback[^"]*"[^>]*>(?:<strong>)?([^<]+)', response.content.decode()
+    )
+
+
+def field_errors(response, field_id: str) -> list[str]:
+    """Messages rendered for one field: crispy's error_N_<id> spans, or a table cell's."""
+    page = response.content.decode()
+    found = re.findall(rf'id="error_\d+_{re.escape(field_id)}"[^>]*>(?:<strong>)?([^<]+)', page)
+    at = page.find(f'id="{field_id}"')
+    if at >= 0:
+        cell = page[at : page.find("</td>", at) if "</td>" in page[at:] else at]
+        found += re.findall(r'<div class="invalid-feedback d-block">([^<]+)</div>', cell)
+    return [html.unescape(m) for m in found]
+
+
+# -- flow ---------------------------------------------------------------------------------
+
+
+def test_it_creates_a_draft_and_opens_the_first_step(alice_client, alice):
+    r = alice_client.post(reverse("wizard-start"))
+
+    draft = Draft.objects.get(owner=alice)
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.BASIC)
+    assert re.match(r"^job-\d{8}-\d{6}$", draft.data["basic"]["name"][0])
+
+
+def test_the_first_step_shows_the_consoles_fields(alice_client):
+    draft = new_draft(alice_client)
+
+    r = alice_client.get(step_url(draft, W.BASIC))
+
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert draft.data["basic"]["name"][0] in html
+    for name in (
+        "resource_pool",
+        "queue",
+        "priority",
+        "framework",
+        "log_persistence",
+        "creation_mode",
+    ):
+        assert f'name="{name}"' in html
+    assert 'name="aiak_template"' not in html  # only in AIAK mode
+
+
+def test_aiak_mode_brings_its_fields(alice_client):
+    draft = new_draft(alice_client)
+
+    fragment = alice_client.get(
+        reverse("wizard-aiak", args=[draft.id]), {"creation_mode": "aiak"}, headers=HTMX
+    )
+    custom = alice_client.get(
+        reverse("wizard-aiak", args=[draft.id]), {"creation_mode": "custom"}, headers=HTMX
+    )
+    plain = post_step(alice_client, draft, W.BASIC, basic_data(creation_mode="aiak"))
+
+    html = fragment.content.decode()
+    for name in ("training_mode", "training_method", "aiak_template"):
+        assert f'name="{name}"' in html
+        assert f'name="{name}"' in plain.content.decode()
+    assert "llama2-70b" in html and "qwen1.5-0.5b" in html and "mixtral-8x7b" in html
+    assert 'name="aiak_template"' not in custom.content.decode()
+
+
+def test_it_builds_a_pytorch_job_through_every_step_and_submits_it(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    review = alice_client.get(step_url(draft, W.REVIEW))
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    job = Job.objects.get(owner=alice)
+    assert review.status_code == 200
+    assert r.status_code == 302
+    assert r["Location"] == reverse("job-detail", args=[job.public_id])
+    spec = job.job_spec()
+    assert [(ro.name, ro.replicas, ro.accelerators) for ro in spec.roles] == [
+        ("master", 1, 1),
+        ("worker", 2, 1),
+    ]
+    assert spec.to_v1_body()["jobSpec"]["replicas"] == 3
+    assert spec.datasources[0].mount_path == "/workspace"
+    assert job.total_cards == 3
+    draft.refresh_from_db()
+    assert draft.submitted_at is not None
+
+
+def test_submitting_twice_creates_one_job(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    first = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    second = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    assert first.status_code == second.status_code == 302
+    assert first["Location"] == second["Location"]
+    assert Job.objects.filter(owner=alice).count() == 1
+
+
+def test_a_submitted_draft_sends_its_steps_to_the_job(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    r = alice_client.get(step_url(draft, W.IMAGE))
+
+    assert r.status_code == 302
+    assert r["Location"] == reverse("job-detail", args=[Job.objects.get().public_id])
+
+
+def test_a_queue_group_creates_one_job_per_task(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        **{W.SUBMISSION: submission_data(mode="queue", total="3", concurrency="2")},
+    )
+
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    assert r.status_code == 302
+    assert Job.objects.filter(owner=alice).count() == 3
+
+
+def test_jumping_ahead_redirects_to_the_first_incomplete_step(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, basic_data())
+
+    r = alice_client.get(step_url(draft, W.ADVANCED))
+
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.IMAGE)
+
+
+def test_the_review_step_needs_every_step_done(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.SUBMISSION)
+
+    r = alice_client.get(step_url(draft, W.REVIEW))
+
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.SUBMISSION)
+
+
+def test_an_unknown_step_is_not_found(alice_client):
+    draft = new_draft(alice_client)
+
+    assert alice_client.get(f"/create/{draft.id}/nonsense/").status_code == 404
+
+
+def test_next_with_htmx_swaps_in_the_next_step_and_pushes_its_url(alice_client):
+    draft = new_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, basic_data(), htmx=True)
+
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert r["HX-Push-Url"] == step_url(draft, W.IMAGE)
+    assert 'id="wizard"' in html and "<html" not in html
+    assert 'name="image"' in html
+
+
+def test_errors_with_htmx_come_back_in_the_fragment(alice_client):
+    draft = new_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, basic_data(name="Bad Name"), htmx=True)
+
+    assert r.status_code == 200
+    assert "<html" not in r.content.decode()
+    assert field_errors(r, "id_name")
+    assert "HX-Push-Url" not in r
+
+
+def test_a_step_page_and_its_htmx_fragment(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, basic_data())
+
+    page = alice_client.get(step_url(draft, W.IMAGE))
+    fragment = alice_client.get(step_url(draft, W.IMAGE), headers=HTMX)
+
+    assert page.status_code == fragment.status_code == 200
+    assert b"<html" in page.content and b"<html" not in fragment.content
+    assert b'id="wizard-form"' in page.content and b'id="wizard-form"' in fragment.content
+    assert "HX-Request" in page["Vary"]
+
+
+@pytest.mark.parametrize("step", W.FORM_STEPS)
+def test_every_step_answers_plain_and_htmx_and_moves_on_with_both(alice_client, step):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=step)
+    following = W.STEPS[W.STEPS.index(step) + 1]
+
+    page = alice_client.get(step_url(draft, step))
+    fragment = alice_client.get(step_url(draft, step), headers=HTMX)
+    moved = post_step(alice_client, draft, step, STEP_DATA[step](), htmx=True)
+
+    assert page.status_code == fragment.status_code == moved.status_code == 200
+    assert b"<html" in page.content and b"<html" not in fragment.content
+    assert b'id="wizard"' in fragment.content
+    assert moved["HX-Push-Url"] == step_url(draft, following)
+    draft.refresh_from_db()
+    assert step in draft.completed_steps
+
+
+@pytest.mark.parametrize("name", ["idle", "aiak", "queues", "example"])
+def test_partials_answer_plain_requests_too(alice_client, name):
+    draft = new_draft(alice_client)
+
+    r = alice_client.get(
+        reverse(f"wizard-{name}", args=[draft.id]),
+        {"creation_mode": "aiak", "resource_pool": "local"},
+    )
+
+    assert r.status_code == 200
+    assert b"<html" not in r.content
+
+
+def test_back_keeps_what_was_typed_without_validating(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, basic_data())
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(image="not an image!"), action="back")
+    page = alice_client.get(step_url(draft, W.IMAGE))
+
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.BASIC)
+    assert "not an image!" in page.content.decode()
+    assert not field_errors(page, "id_image")
+
+
+def test_a_reload_after_a_failed_step_shows_the_input_and_its_errors(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, basic_data(name="Bad Name"))
+
+    r = alice_client.get(step_url(draft, W.BASIC))
+
+    assert 'value="Bad Name"' in r.content.decode()
+    assert field_errors(r, "id_name")
+
+
+def test_changing_the_framework_resets_the_roles(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    post_step(alice_client, draft, W.BASIC, basic_data(framework=S.TENSORFLOW))
+    draft.refresh_from_db()
+    r = alice_client.get(step_url(draft, W.RESOURCES))
+
+    assert W.RESOURCES not in draft.completed_steps
+    html = r.content.decode()
+    assert "<strong>chief</strong>" in html and "<strong>ps</strong>" in html
+
+
+# -- ownership --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["step", "idle", "aiak", "queues", "example"])
+def test_other_users_get_404_for_a_draft(alice_client, bob, client, name):
+    draft = new_draft(alice_client)
+    client.force_login(bob)
+    url = {
+        "step": step_url(draft, W.BASIC),
+        "idle": reverse("wizard-idle", args=[draft.id]),
+        "aiak": reverse("wizard-aiak", args=[draft.id]),
+        "queues": reverse("wizard-queues", args=[draft.id]),
+        "example": reverse("wizard-example", args=[draft.id]),
+    }[name]
+
+    assert client.get(url).status_code == 404
+
+
+def test_other_users_cannot_post_submit_or_discard_a_draft(alice_client, bob, client):
+    draft = new_draft(alice_client)
+    client.force_login(bob)
+
+    assert post_step(client, draft, W.BASIC, basic_data()).status_code == 404
+    assert client.post(reverse("wizard-submit", args=[draft.id])).status_code == 404
+    assert client.post(reverse("wizard-discard", args=[draft.id])).status_code == 404
+    assert Draft.objects.filter(pk=draft.pk).exists()
+
+
+def test_anonymous_users_are_sent_to_login(client, db):
+    r = client.get(reverse("wizard-start"))
+
+    assert r.status_code == 302
+    assert r["Location"].startswith("/login/")
+
+
+def test_the_drafts_list_shows_only_my_open_drafts(alice_client, bob, client):
+    mine = new_draft(alice_client)
+    client.force_login(bob)
+    new_draft(client)
+
+    r = alice_client.get(reverse("wizard-start"))
+
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert str(mine.id) in html
+    assert html.count("/discard/") == 1
+
+
+def test_a_draft_can_be_discarded(alice_client, alice):
+    draft = new_draft(alice_client)
+
+    r = alice_client.post(reverse("wizard-discard", args=[draft.id]))
+
+    assert r.status_code == 302
+    assert not Draft.objects.filter(owner=alice).exists()
+
+
+def test_the_drafts_list_uses_a_fixed_number_of_queries(alice_client, django_assert_num_queries):
+    for _ in range(5):
+        new_draft(alice_client)
+
+    with django_assert_num_queries(3):  # session, user, drafts
+        r = alice_client.get(reverse("wizard-start"))
+
+    assert r.status_code == 200
+
+
+# -- garbage in ---------------------------------------------------------------------------
+
+GARBAGE = [
+    {},
+    {"action": "remove-row-99999"},
+    {"action": "'; DROP TABLE"},
+    {"env-TOTAL_FORMS": "abc", "roles-TOTAL_FORMS": "-5", "mounts-TOTAL_FORMS": "100000"},
+    {"env-TOTAL_FORMS": "2", "env-0-name": "\x00", "env-1-value": "x" * 50000},
+    {
+        "roles-TOTAL_FORMS": "1",
+        "roles-0-replicas": "1e9",
+        "roles-0-accelerators": "NaN",
+        "roles-0-use_accelerator": "on",
+    },
+    {"name": "x" * 5000, "resource_pool": "nope", "framework": "Keras", "queue": "\u202e"},
+    {
+        "shared_memory_gi": "-1",
+        "timeout_minutes": "99999999999999999999",
+        "total": "0",
+        "concurrency": "-3",
+    },
+    {
+        "hang_detection": "on",
+        "hang_minutes": "abc",
+        "retry_limit": "9",
+        "alert_items": ["nope"],
+        "alert_webhooks": "ftp://x",
+    },
+    {
+        "mounts-TOTAL_FORMS": "1",
+        "mounts-0-type": "pfs",
+        "mounts-0-mount_path": "../etc",
+        "storage_enabled": "on",
+    },
+]
+
+
+@pytest.mark.parametrize("step", W.FORM_STEPS)
+@pytest.mark.parametrize("payload", GARBAGE)
+def test_garbage_posts_never_fail(alice_client, step, payload):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=step)
+
+    plain = alice_client.post(step_url(draft, step), payload)
+    htmx = alice_client.post(step_url(draft, step), payload, headers=HTMX)
+
+    assert plain.status_code in (200, 302)
+    assert htmx.status_code == 200
+    assert alice_client.get(step_url(draft, step)).status_code in (200, 302)
+
+
+def test_garbage_partial_queries_never_fail(alice_client):
+    draft = new_draft(alice_client)
+    queries = [
+        (reverse("wizard-idle", args=[draft.id]), {"row": "x", "roles-0-accelerators": "-1"}),
+        (
+            reverse("wizard-idle", args=[draft.id]),
+            {
+                "row": "0",
+                "roles-0-use_accelerator": "on",
+                "roles-0-accelerator_type": "<b>",
+                "roles-0-replicas": "99999999999",
+            },
+        ),
+        (
+            reverse("wizard-aiak", args=[draft.id]),
+            {"creation_mode": "aiak", "aiak_template": "../../etc"},
+        ),
+        (reverse("wizard-queues", args=[draft.id]), {"resource_pool": "\x00"}),
+        (reverse("wizard-example", args=[draft.id]), {"example": "<script>"}),
+    ]
+    for url, params in queries:
+        assert alice_client.get(url, params).status_code == 200

@@ -1,0 +1,250 @@
+"""The wizard in a real browser, clicked through as a person would (htmx on)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs.models import Draft, Job
+from tests.test_wizard import A800, V100
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(autouse=True)
+def _local_pool(settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8,{V100}=4"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+
+
+def start(page):
+    page.click("#nav-create-job")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+
+
+def next_step(page, slug):
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(rf"/{slug}/$"))
+    expect(page.locator("#wizard")).to_be_visible()
+
+
+def fill_basic(page, name="bert-large"):
+    page.fill("#id_name", name)
+    page.check("input[name=framework][value=PyTorchJob]")
+    next_step(page, "image")
+
+
+def fill_image(page):
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    next_step(page, "resources")
+
+
+def test_a_new_user_builds_a_pytorch_job_with_a_master_and_two_workers_and_submits_it(
+    logged_in_page, alice
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+
+    page.fill("#id_roles-1-replicas", "2")
+    expect(page.locator("#card-totals")).to_contain_text(A800)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    next_step(page, "fault")
+    page.check("#id_hang_detection")
+    page.fill("#id_hang_minutes", "30")
+    next_step(page, "advanced")
+    next_step(page, "submission")
+    next_step(page, "review")
+    expect(page.locator("#request-json")).to_contain_text('"replicas": 3')
+    expect(page.locator("#env-preview")).to_contain_text("WORLD_SIZE=3")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("[data-copy-target='#request-json']")
+    expect(page.locator("[data-copy-target='#request-json']")).to_have_text("✓")
+    assert '"name": "bert-large"' in page.evaluate("navigator.clipboard.readText()")
+    page.click("#wizard-submit")
+
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    job = Job.objects.get(owner=alice)
+    assert job.name == "bert-large"
+    assert [(r.name, r.replicas) for r in job.job_spec().roles] == [("master", 1), ("worker", 2)]
+    assert job.job_spec().fault_tolerance_config.hang_detection_timeout_minutes == 30
+
+
+def test_errors_show_on_their_fields_and_go_away_once_fixed_and_a_reload_keeps_the_draft(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "Not_Valid")
+    page.click("#wizard-next")
+    expect(page.locator("#error_1_id_name")).to_be_visible()
+    expect(page.locator("#id_name")).to_have_value("Not_Valid")
+
+    fill_basic(page, name="fixed-name")
+    page.fill("#id_image", "no-tag-image")
+    page.fill("#id_command", "python train.py --epochs 3")
+    page.click("#wizard-next")
+    expect(page.locator("#error_1_id_image")).to_be_visible()
+    page.fill("#id_image", "registry.example.com/a/b:1")
+    next_step(page, "resources")
+    page.fill("#id_roles-1-replicas", "5")
+    page.click("#wizard-back")
+    page.wait_for_url(re.compile(r"/image/$"))
+
+    page.reload()
+    expect(page.locator("#id_command")).to_have_value("python train.py --epochs 3")
+    page.goto(page.url.replace("/image/", "/resources/"))
+    expect(page.locator("#id_roles-1-replicas")).to_have_value("5")
+    page.goto(page.url.replace("/resources/", "/basic/"))
+    expect(page.locator("#id_name")).to_have_value("fixed-name")
+
+
+def test_rows_are_added_and_removed_and_an_example_fills_the_command(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+
+    page.click("#add-env")
+    page.locator("#id_env-0-name").fill("FIRST")
+    page.locator("#id_env-0-value").fill("1")
+    page.click("#add-env")
+    page.locator("#id_env-1-name").fill("SECOND")
+    page.locator("#id_env-1-value").fill("2")
+    expect(page.locator("tr.env-row")).to_have_count(2)
+    page.locator("tr.env-row").nth(0).get_by_role("button").click()
+    expect(page.locator("tr.env-row")).to_have_count(1)
+    expect(page.locator("#id_env-0-name")).to_have_value("SECOND")
+
+    page.fill("#id_image", "registry.example.com/a/b:1")
+    page.click("#examples summary")
+    page.click("button[value=show-example-MPIJob]")
+    expect(page.locator("#example-command")).to_contain_text("mpirun")
+    page.click("#fill-example")
+    expect(page.locator("#id_command")).to_have_value(re.compile(r"^mpirun "))
+    expect(page.locator("#id_image")).to_have_value("registry.example.com/a/b:1")
+    next_step(page, "resources")
+    next_step(page, "data")
+
+    page.click("#add-mount")
+    expect(page.locator("tr.mount-row")).to_have_count(2)
+    page.fill("#id_mounts-0-mount_path", "/code")
+    page.fill("#id_mounts-1-mount_path", "/data")
+    expect(page.locator("tr.mount-row").nth(0).get_by_role("button")).to_have_count(0)
+    page.locator("tr.mount-row").nth(1).get_by_role("button").click()
+    expect(page.locator("tr.mount-row")).to_have_count(1)
+    expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/code")
+
+
+def test_an_aiak_template_fills_the_job_and_switching_card_type_changes_the_idle_count(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "SFT")
+    page.select_option("#id_training_method", "full")
+    with page.expect_response(lambda r: "/aiak/" in r.url and "llama2-7b" in r.url):
+        page.select_option("#id_aiak_template", "llama2-7b")
+    expect(page.locator("#aiak-fill")).to_contain_text("sft_llama2_7b.sh")
+    next_step(page, "image")
+
+    expect(page.locator("#id_image")).to_have_attribute("readonly", "")
+    expect(page.locator("#id_command")).to_have_value(re.compile(r"DATA_PATH=\$USER_DATA_PATH"))
+    page.click("#wizard-next")
+    expect(page.locator("#error_1_id_command")).to_contain_text("DATA_PATH=$USER_DATA_PATH")
+    command = page.locator("#id_command").input_value()
+    for line in (
+        "DATA_PATH=$USER_DATA_PATH",
+        "CHECKPOINT_LOAD_PATH=$USER_CHECKPOINT_LOAD_PATH",
+        "CHECKPOINT_SAVE_PATH=$USER_CHECKPOINT_SAVE_PATH",
+        "TOKENIZER_PATH=$USER_TOKENIZER_PATH",
+        "TENSORBOARD_PATH=$TENSORBOARD_PATH",
+    ):
+        key = line.split("=")[0]
+        command = command.replace(line, f"{key}=/mnt/{key.lower()}")
+    page.fill("#id_command", command)
+    next_step(page, "resources")
+
+    expect(page.locator("#id_roles-0-accelerators")).to_have_value("8")
+    expect(page.locator("#idle-0")).to_contain_text("8")
+    page.select_option("#id_roles-0-accelerator_type", V100)
+    expect(page.locator("#idle-0")).to_contain_text("4")
+    expect(page.locator("#idle-0 .text-danger").first).to_be_visible()
+
+
+def test_copying_a_job_opens_a_prefilled_draft_whose_review_shows_the_diff(logged_in_page, alice):
+    from jobs import spec as S
+
+    spec = S.JobSpec(
+        name="source-job",
+        resource_pool_id="local",
+        image="registry.example.com/a/b:1",
+        command="python train.py",
+    )
+    spec.roles = [S.Role(name="master", replicas=1), S.Role(name="worker", replicas=1)]
+    job = Job.objects.create(
+        public_id="pytorchjob-source",
+        name="source-job",
+        owner=alice,
+        spec=spec.to_document(),
+        backend="local",
+        resource_pool="local",
+    )
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    # The job page's copy button (engineer B) posts to job-copy; post the same form here.
+    page.evaluate(
+        """url => { const f = document.createElement('form'); f.method = 'post'; f.action = url;
+        const t = document.createElement('input'); t.type = 'hidden'; t.name = 'csrfmiddlewaretoken';
+        t.value = document.body.getAttribute('hx-headers').match(/"X-CSRFToken": "([^"]+)"/)[1];
+        f.appendChild(t); document.body.appendChild(f); f.submit(); }""",
+        f"/jobs/{job.public_id}/copy/",
+    )
+    page.wait_for_url(re.compile(r"/basic/$"))
+    expect(page.locator("#id_name")).to_have_value("source-job")
+    page.fill("#id_name", "copied-job")
+    next_step(page, "image")
+    page.click(".wizard-steps a[href$='/review/']")
+    page.wait_for_url(re.compile(r"/review/$"))
+
+    diff = page.locator("#copy-diff")
+    expect(diff).to_contain_text("source-job")
+    expect(diff).to_contain_text("copied-job")
+    assert Draft.objects.get(owner=alice).source_job == job
+
+
+def test_the_wizard_works_without_javascript(browser, live_server, alice):
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        page.goto("/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+        page.goto("/create/")
+        page.click("#new-draft")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        page.fill("#id_name", "no-js-job")
+        next_step(page, "image")
+        page.fill("#id_image", "registry.example.com/a/b:1")
+        page.click("#add-env")
+        page.wait_for_url(re.compile(r"/image/$"))
+        page.fill("#id_env-0-name", "MODE")
+        page.fill("#id_env-0-value", "plain")
+        page.fill("#id_command", "python train.py")
+        next_step(page, "resources")
+
+        draft = Draft.objects.get(owner=alice)
+        assert draft.data["image"]["env-0-name"] == ["MODE"]
+        assert draft.completed_steps == ["basic", "image"]
+    finally:
+        context.close()

@@ -1,0 +1,502 @@
+"""The wizard's features: AIAK fill-in, secrets, env rows, examples, partials, review, copy."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.models import Draft, Job
+from tests.test_wizard import (
+    A800,
+    HTMX,
+    V100,
+    _local_pool,  # noqa: F401 (autouse fixture)
+    basic_data,
+    complete_steps,
+    data_data,
+    image_data,
+    new_draft,
+    post_step,
+    resources_data,
+    role,
+    step_url,
+)
+
+AIAK_BASIC = basic_data(
+    creation_mode="aiak",
+    training_mode="Post-Pretrain",
+    training_method="full",
+    aiak_template="llama2-70b",
+)
+
+
+def test_an_aiak_template_fills_image_command_envs_and_resources(alice_client):
+    draft = new_draft(alice_client)
+
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    image_page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    template = W.aiak_templates()["llama2-70b"]
+
+    assert f'value="{template["image"]}"' in image_page
+    assert "readonly" in image_page
+    assert "DATA_PATH=$USER_DATA_PATH" in image_page
+    assert "pretrain_llama2_70b.sh" in image_page
+    assert 'value="CUDA_DEVICE_MAX_CONNECTIONS"' in image_page
+    assert 'value="PIPELINE_MODEL_PARALLEL_SIZE"' in image_page and 'value="4"' in image_page
+    draft.refresh_from_db()
+    state = W.wizard_state(draft)
+    spec = W.assemble(state).spec
+    assert [(r.name, r.replicas, r.accelerator_type, r.accelerators) for r in spec.roles] == [
+        ("master", 1, A800, 8),
+        ("worker", 3, A800, 8),
+    ]
+    assert spec.enable_rdma
+
+
+def test_the_aiak_image_cannot_be_changed(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    command = W.template_command(W.aiak_templates()["llama2-70b"], "Post-Pretrain", "full")
+    for key, placeholder in W.aiak_catalog()["placeholders"].items():
+        command = command.replace(f"{key}={placeholder}", f"{key}=/mnt/{key.lower()}")
+
+    r = post_step(
+        alice_client, draft, W.IMAGE, image_data(image="evil.example.com/x:1", command=command)
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.image == W.aiak_templates()["llama2-70b"]["image"]
+
+
+def test_the_aiak_preview_partial_shows_what_a_template_fills(alice_client):
+    draft = new_draft(alice_client)
+    params = {
+        "creation_mode": "aiak",
+        "training_mode": "SFT",
+        "training_method": "lora",
+        "aiak_template": "qwen-72b",
+    }
+
+    r = alice_client.get(reverse("wizard-aiak", args=[draft.id]), params, headers=HTMX)
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert "<html" not in page
+    assert "sft_qwen_72b.sh" in page and "TRAINING_METHOD=lora" in page
+    assert "TOKENIZER_PATH=$USER_TOKENIZER_PATH" in page
+
+
+def test_changing_a_template_select_swaps_only_the_preview(alice_client):
+    draft = new_draft(alice_client)
+    params = {
+        "creation_mode": "aiak",
+        "training_mode": "SFT",
+        "training_method": "full",
+        "aiak_template": "baichuan2-13b",
+    }
+
+    r = alice_client.get(
+        reverse("wizard-aiak", args=[draft.id]),
+        params,
+        headers={**HTMX, "HX-Target": "aiak-preview"},
+    )
+
+    page = r.content.decode()
+    assert "sft_baichuan2_13b.sh" in page
+    assert "<select" not in page
+
+
+def test_the_catalog_has_every_model_the_console_offers():
+    ids = set(W.aiak_templates())
+
+    for model in [
+        "llama-65b",
+        "llama2-13b",
+        "llama3-8b",
+        "llama3-70b",
+        "baichuan-7b",
+        "baichuan2-13b",
+        "qwen-1.8b",
+        "qwen1.5-32b",
+        "qwen1.5-4b",
+        "mixtral-8x7b",
+    ]:
+        assert model in ids
+    assert len(ids) == 24
+    for template in W.aiak_templates().values():
+        for mode in S.AIAK_TRAINING_MODES:
+            for method in S.AIAK_TRAINING_METHODS:
+                command = W.template_command(template, mode, method)
+                assert len(W.unreplaced_placeholders(command)) == 5
+
+
+def test_switching_the_template_refills_the_image_step(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    post_step(alice_client, draft, W.IMAGE, image_data(command="typed for llama"), action="save")
+
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "mixtral-8x7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert "pretrain_mixtral_8x7b.sh" in page
+    assert "typed for llama" not in page
+
+
+# -- environment variables ------------------------------------------------------------------
+
+
+def test_secret_values_are_never_rendered_back_and_are_kept(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(envs=[("HF_TOKEN", "hf_supersecret", True), ("PLAIN", "visible")]),
+    )
+
+    # The browser sends the secret row back empty (it was rendered masked).
+    resent = image_data(envs=[("HF_TOKEN", "", True), ("PLAIN", "visible")])
+    again = post_step(alice_client, draft, W.IMAGE, resent, action="save")
+    image_page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    complete_steps(alice_client, draft, **{W.IMAGE: resent})
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    assert again.status_code == 302
+    assert "hf_supersecret" not in image_page
+    assert 'placeholder="******"' in image_page
+    assert "visible" in image_page
+    assert "hf_supersecret" not in review
+    assert "HF_TOKEN=******" in review
+    job = Job.objects.get(owner=alice)
+    env = {e.name: e for e in job.job_spec().envs}
+    assert env["HF_TOKEN"].value == "hf_supersecret" and env["HF_TOKEN"].secret
+
+
+def test_the_registry_password_is_never_rendered_back_and_is_kept(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    typed = image_data(registry_username="robot", registry_password="p4ssw0rd-xyz")
+
+    post_step(alice_client, draft, W.IMAGE, typed, action="save")
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    resent = image_data(registry_username="robot", registry_password="")
+    complete_steps(alice_client, draft, **{W.IMAGE: resent})
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    assert "p4ssw0rd-xyz" not in page and "p4ssw0rd-xyz" not in review
+    assert 'value="robot"' in page and 'placeholder="******"' in page
+    assert Job.objects.get(owner=alice).job_spec().image_config.password == "p4ssw0rd-xyz"
+
+
+def test_a_registry_needs_both_username_and_password(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(registry_username="robot"), htmx=True)
+
+    assert r.status_code == 200
+    assert 'id="error_1_id_registry_password"' in r.content.decode()
+
+
+def test_pasted_lines_become_env_rows(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(envs=[("A", "old")], env_paste="A=new\nexport B='two words'\n# comment\nC=x=y"),
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    envs = [(e.name, e.value) for e in W.assemble(W.wizard_state(draft)).spec.envs]
+    assert envs == [("A", "new"), ("B", "two words"), ("C", "x=y")]
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_env_rows_are_added_and_removed(alice_client, htmx):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    rows = [("A", "1"), ("B", "2"), ("C", "3")]
+
+    added = post_step(
+        alice_client, draft, W.IMAGE, image_data(envs=rows), action="add-row", htmx=htmx
+    )
+    draft.refresh_from_db()
+    after_add = W.rows_of(draft.data[W.IMAGE], "env")
+    removed = post_step(
+        alice_client, draft, W.IMAGE, image_data(envs=rows), action="remove-row-1", htmx=htmx
+    )
+    draft.refresh_from_db()
+
+    assert added.status_code == removed.status_code == (200 if htmx else 302)
+    assert len(after_add) == 4
+    assert [W._one(r, "name") for r in W.rows_of(draft.data[W.IMAGE], "env")] == ["A", "C"]
+    if htmx:
+        assert removed.content.decode().count('class="env-row"') == 2
+        assert 'name="image"' in removed.content.decode()
+
+
+def test_the_main_mount_cannot_be_removed_while_storage_is_on(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    mounts = [("hostpath", "scratch", "/a"), ("hostpath", "scratch", "/b")]
+
+    post_step(alice_client, draft, W.DATA, data_data(mounts), action="remove-row-0")
+    draft.refresh_from_db()
+    kept = [W._one(r, "mount_path") for r in W.rows_of(draft.data[W.DATA], "mounts")]
+    post_step(alice_client, draft, W.DATA, data_data(mounts), action="remove-row-1")
+    draft.refresh_from_db()
+
+    assert kept == ["/a", "/b"]
+    assert [W._one(r, "mount_path") for r in W.rows_of(draft.data[W.DATA], "mounts")] == ["/a"]
+
+
+def test_mount_rows_are_added_with_the_pools_first_volume(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    r = post_step(alice_client, draft, W.DATA, data_data(), action="add-row", htmx=True)
+
+    assert r.content.decode().count('class="mount-row"') == 2
+    draft.refresh_from_db()
+    assert W._one(W.rows_of(draft.data[W.DATA], "mounts")[1], "name") == "scratch"
+
+
+def test_custom_frameworks_add_named_roles(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.CUSTOM)}
+    )
+
+    post_step(
+        alice_client, draft, W.RESOURCES, resources_data([role("trainer", 2)]), action="add-row"
+    )
+    draft.refresh_from_db()
+    rows = W.rows_of(draft.data[W.RESOURCES], "roles")
+
+    assert [W._one(r, "name") for r in rows] == ["trainer", "role-2"]
+
+
+# -- examples and the idle count -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_fill_in_this_example_writes_the_example_into_the_command(alice_client, htmx):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(image="typed.example.com/a:1"),
+        action="fill-example-MPIJob",
+        htmx=htmx,
+    )
+
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"][0].startswith("mpirun ")
+    assert draft.data[W.IMAGE]["image"] == ["typed.example.com/a:1"]
+    assert r.status_code == (200 if htmx else 302)
+
+
+def test_the_example_partial_switches_frameworks(alice_client):
+    draft = new_draft(alice_client)
+
+    fragment = alice_client.get(
+        reverse("wizard-example", args=[draft.id]), {"example": "TFJob"}, headers=HTMX
+    )
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    plain = post_step(
+        alice_client, draft, W.IMAGE, image_data(command="keep me"), action="show-example-TFJob"
+    )
+    page = alice_client.get(plain["Location"])
+
+    assert "TF_CONFIG" in fragment.content.decode() and "<html" not in fragment.content.decode()
+    assert 'value="fill-example-TFJob"' in fragment.content.decode()
+    assert plain["Location"].endswith("?example=TFJob")
+    assert (
+        "keep me" in page.content.decode() and 'value="fill-example-TFJob"' in page.content.decode()
+    )
+
+
+def test_the_idle_partial_follows_the_card_type(alice_client):
+    draft = new_draft(alice_client)
+    url = reverse("wizard-idle", args=[draft.id])
+    row = {
+        "row": "1",
+        "roles-1-use_accelerator": "on",
+        "roles-1-replicas": "2",
+        "roles-1-accelerators": "4",
+    }
+
+    a800 = alice_client.get(url, {**row, "roles-1-accelerator_type": A800}, headers=HTMX)
+    v100 = alice_client.get(url, {**row, "roles-1-accelerator_type": V100}, headers=HTMX)
+
+    assert "8" in a800.content.decode() and "text-success" in a800.content.decode()
+    assert "4" in v100.content.decode() and "text-danger" in v100.content.decode()
+    assert "<html" not in v100.content.decode()
+
+
+def test_the_queue_partial_lists_the_pools_queues(alice_client):
+    draft = new_draft(alice_client)
+
+    r = alice_client.get(
+        reverse("wizard-queues", args=[draft.id]), {"resource_pool": "local"}, headers=HTMX
+    )
+    unknown = alice_client.get(
+        reverse("wizard-queues", args=[draft.id]), {"resource_pool": "mars"}, headers=HTMX
+    )
+
+    assert '<option value="default" selected>default</option>' in r.content.decode()
+    assert unknown.content.decode().strip() == ""
+
+
+def test_the_fault_step_shows_each_bccl_condition(alice_client, settings):
+    settings.LOCAL_ACCELERATORS = f"{A800}=16"
+    draft = new_draft(alice_client)
+    roles = [role("master", 1, cards=8), role("worker", 1, cards=8)]
+    complete_steps(alice_client, draft, upto=W.FAULT, **{W.RESOURCES: resources_data(roles)})
+
+    page = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+    conditions = page[page.index('id="bccl-conditions"') :]
+
+    assert conditions.count("text-success") == 3  # instances, whole node, card type
+    assert conditions.count("text-danger") == 1  # RDMA is off
+    assert re.search(r'<input[^>]*name="enable_bccl"[^>]*disabled', page)
+
+
+# -- review, submit, copy ----------------------------------------------------------------
+
+
+def test_the_review_shows_the_exact_request_curl_and_each_replicas_environment(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    r = alice_client.get(step_url(draft, W.REVIEW))
+
+    page = r.content.decode()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert r.status_code == 200
+    body, curl = W.request_preview(spec)
+    assert json.loads(body) == spec.to_v1_body(masked=True)
+    assert "curl -X POST" in curl and "resourcePoolId=local" in curl
+    for label in ("master-0", "worker-0", "worker-1"):
+        assert f">{label}</p>" in page
+    assert "WORLD_SIZE=3" in page and "RANK=2" in page and "MASTER_ADDR=llm-train-master-0" in page
+    assert 'data-copy-target="#request-json"' in page
+
+
+def test_submit_revalidates_and_refuses_a_draft_that_became_invalid(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    draft.refresh_from_db()
+    draft.data[W.IMAGE]["image"] = ["no tag here"]
+    draft.save()
+
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.REVIEW)
+    assert not Job.objects.exists()
+    assert 'id="review-problems"' in review
+    assert f'href="{step_url(draft, W.IMAGE)}"' in review
+
+
+def submitted_job(client) -> Job:
+    draft = new_draft(client)
+    complete_steps(client, draft)
+    client.post(reverse("wizard-submit", args=[draft.id]))
+    return Job.objects.latest("id")
+
+
+def test_copy_and_edit_opens_a_prefilled_draft(alice_client, alice):
+    job = submitted_job(alice_client)
+
+    r = alice_client.post(reverse("job-copy", args=[job.public_id]))
+
+    copy = Draft.objects.filter(source_job=job).get()
+    assert r.status_code == 302
+    assert r["Location"] == step_url(copy, W.BASIC)
+    assert copy.owner == alice
+    spec = W.assemble(W.wizard_state(copy)).spec
+    assert spec.to_document() == job.job_spec().to_document()
+
+
+def test_the_review_of_a_copy_shows_what_changed(alice_client):
+    job = submitted_job(alice_client)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+
+    unchanged = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+    post_step(
+        alice_client, copy, W.RESOURCES, resources_data([role("master", 1), role("worker", 5)])
+    )
+    changed = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+
+    assert 'id="copy-diff"' in unchanged and "identical" in unchanged.lower() or "相同" in unchanged
+    diff = changed[
+        changed.index('id="copy-diff"') : changed.index(
+            "</section>", changed.index('id="copy-diff"')
+        )
+    ]
+    assert "jobSpec.replicas" in diff and ">3<" in diff
+    assert "console.roles[1].replicas" in diff
+
+
+def test_a_copy_remembers_its_source_job_on_submit(alice_client):
+    job = submitted_job(alice_client)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+
+    alice_client.post(reverse("wizard-submit", args=[copy.id]))
+
+    assert Job.objects.get(submit_key=str(copy.id)).source_job == job
+
+
+def test_users_cannot_copy_other_peoples_jobs(alice_client, bob, client):
+    job = submitted_job(alice_client)
+    client.force_login(bob)
+
+    assert client.post(reverse("job-copy", args=[job.public_id])).status_code == 404
+    assert alice_client.get(reverse("job-copy", args=[job.public_id])).status_code == 405
+    assert not Draft.objects.filter(owner=bob).exists()
+
+
+def test_draft_from_job_builds_every_step(alice_client, alice):
+    job = submitted_job(alice_client)
+
+    draft = W.draft_from_job(job=job, owner=alice)
+
+    assert draft.source_job == job
+    assert draft.completed_steps == W.FORM_STEPS
+    assert W.first_incomplete(draft) == W.REVIEW
+
+
+def test_a_job_whose_stored_spec_cannot_be_read_is_not_copied(alice_client, alice):
+    job = Job.objects.create(
+        public_id="pytorchjob-broken",
+        name="broken",
+        owner=alice,
+        spec={"jobSpec": "nonsense"},
+        resource_pool="local",
+    )
+
+    r = alice_client.post(reverse("job-copy", args=[job.public_id]))
+
+    assert r.status_code == 302
+    assert r["Location"] == reverse("job-detail", args=[job.public_id])
+    assert not Draft.objects.filter(owner=alice).exists()

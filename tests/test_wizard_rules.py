@@ -1,0 +1,351 @@
+"""Every rule of the wizard's steps: the message lands on the field it concerns."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.models import Draft
+from tests.test_wizard import (
+    V100,
+    _local_pool,  # noqa: F401 (autouse fixture)
+    advanced_data,
+    basic_data,
+    complete_steps,
+    data_data,
+    field_errors,
+    image_data,
+    new_draft,
+    post_step,
+    resources_data,
+    role,
+    submission_data,
+)
+
+
+@pytest.fixture
+def en_client(alice) -> Client:
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(alice)
+    return client
+
+
+def draft_at(client, step, **overrides) -> Draft:
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=step, **overrides)
+    return draft
+
+
+RULES = [
+    # (step, data, field id, words the message contains)
+    (W.BASIC, basic_data(name="Bad_Name"), "id_name", "lowercase letters"),
+    (W.BASIC, basic_data(name=""), "id_name", "Enter a job name"),
+    (W.BASIC, basic_data(name="a" * 51), "id_name", "1-50 characters"),
+    (W.BASIC, basic_data(resource_pool="elsewhere"), "id_resource_pool", "valid choice"),
+    (W.BASIC, basic_data(queue="nope"), "id_queue", "valid choice"),
+    (
+        W.BASIC,
+        basic_data(
+            creation_mode="aiak",
+            framework=S.TENSORFLOW,
+            training_mode="SFT",
+            training_method="full",
+            aiak_template="llama2-7b",
+        ),
+        "id_framework",
+        "AIAK templates run on PyTorch",
+    ),
+    (
+        W.BASIC,
+        basic_data(creation_mode="aiak", training_method="full", aiak_template="llama2-7b"),
+        "id_training_mode",
+        "training mode",
+    ),
+    (
+        W.BASIC,
+        basic_data(creation_mode="aiak", training_mode="SFT", aiak_template="llama2-7b"),
+        "id_training_method",
+        "training method",
+    ),
+    (
+        W.BASIC,
+        basic_data(creation_mode="aiak", training_mode="SFT", training_method="lora"),
+        "id_aiak_template",
+        "AIAK training template",
+    ),
+    (W.IMAGE, image_data(image=""), "id_image", "Enter an image address"),
+    (W.IMAGE, image_data(image="Not An Image"), "id_image", "registry/repository:tag"),
+    (
+        W.IMAGE,
+        image_data(image="registry.example.com/train/pytorch"),
+        "id_image",
+        "must include a tag",
+    ),
+    (W.IMAGE, image_data(entrypoint=""), "id_entrypoint", "Enter an entrypoint"),
+    (W.IMAGE, image_data(entrypoint="python 'x"), "id_entrypoint", "unclosed quote"),
+    (W.IMAGE, image_data(command="  "), "id_command", "Enter the command"),
+    (W.IMAGE, image_data(envs=[("RANK", "3")]), "id_env-0-name", "set by the platform"),
+    (W.IMAGE, image_data(envs=[("A", "1"), ("A", "2")]), "id_env-1-name", "defined twice"),
+    (W.IMAGE, image_data(envs=[("1BAD", "x")]), "id_env-0-name", "do not start with a digit"),
+    (W.IMAGE, image_data(envs=[("", "orphan")]), "id_env-0-name", "Enter the variable"),
+    (
+        W.IMAGE,
+        image_data(env_paste="GOOD=1\nthis is not a pair"),
+        "id_env_paste",
+        "this is not a pair",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 2), role("worker", 1)]),
+        "id_roles-0-replicas",
+        "exactly 1 master",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1), role("worker", 1, card=V100)]),
+        "id_roles-1-accelerator_type",
+        "same card type",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1), role("worker", 1, cards=2)]),
+        "id_roles-1-accelerator_type",
+        "same card type",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1, card="", use_accelerator="on"), role("worker", 0)]),
+        "id_roles-0-accelerator_type",
+        "Choose a card type",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1, cards=0), role("worker", 0, cards=0)]),
+        "id_roles-0-accelerators",
+        "between 1 and 64",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1, cpu=0), role("worker", 0)]),
+        "id_roles-0-cpu",
+        "CPU cores",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1, memory_gb=999999), role("worker", 0)]),
+        "id_roles-0-memory_gb",
+        "Memory must be",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1), role("worker", "many")]),
+        "id_roles-1-replicas",
+        "whole number",
+    ),
+    (
+        W.RESOURCES,
+        resources_data([role("master", 1, cards=4), role("worker", 2, cards=4)]),
+        "id_roles-0-accelerators",
+        "the local pool has 8",
+    ),
+    (W.RESOURCES, resources_data(shared_memory_gi="0"), "id_shared_memory_gi", "Shared memory"),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "workspace")]),
+        "id_mounts-0-mount_path",
+        "absolute",
+    ),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "")]),
+        "id_mounts-0-mount_path",
+        "Enter the mount path",
+    ),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/proc/x")]),
+        "id_mounts-0-mount_path",
+        "system path",
+    ),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/a"), ("hostpath", "scratch", "/a")]),
+        "id_mounts-1-mount_path",
+        "same path",
+    ),
+    (W.DATA, data_data([("hostpath", "", "/a")]), "id_mounts-0-name", "Choose a file system"),
+    (W.DATA, data_data([("pfs", "scratch", "/a")]), "id_mounts-0-type", "valid choice"),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/a")], **{"mounts-0-source_path": "../x"}),
+        "id_mounts-0-source_path",
+        "..",
+    ),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/a")], **{"mounts-0-source_path": "missing"}),
+        "id_mounts-0-source_path",
+        "does not exist",
+    ),
+    (W.DATA, data_data([]), "id_storage_enabled", "Add a mount"),
+    (W.FAULT, {"hang_detection": "on"}, "id_hang_minutes", "hang threshold"),
+    (W.FAULT, {"hang_detection": "on", "hang_minutes": "0"}, "id_hang_minutes", "hang threshold"),
+    (W.FAULT, {"fault_tolerance": "on", "retry_limit": "5"}, "id_retry_limit", "between 0 and 3"),
+    (W.FAULT, {"enable_bccl": "on"}, "id_enable_bccl", "BCCL needs"),
+    (W.ADVANCED, advanced_data(tensorboard="on"), "id_tensorboard_path", "Tensorboard log path"),
+    (
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="logs/tb"),
+        "id_tensorboard_path",
+        "absolute",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(auto_delete="on", retention_value=""),
+        "id_retention_value",
+        "how long to keep",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(auto_delete="on", retention_value="0"),
+        "id_retention_value",
+        "30m, 12h or 7d",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(alert_emails="ops@example.com\nnot-an-email"),
+        "id_alert_emails",
+        "not-an-email",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(alert_webhooks="ftp://hooks.example.com/x"),
+        "id_alert_webhooks",
+        "http(s) URL",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(alert_items=["jobRunning", "bogus"]),
+        "id_alert_items",
+        "valid choice",
+    ),
+    (W.ADVANCED, advanced_data(timeout_minutes="0"), "id_timeout_minutes", "1 minute and 365 days"),
+    (W.SUBMISSION, submission_data(mode="queue", total="0"), "id_total", "Tasks in the group"),
+    (
+        W.SUBMISSION,
+        submission_data(mode="queue", total="2", concurrency="3"),
+        "id_concurrency",
+        "number of tasks",
+    ),
+    (
+        W.SUBMISSION,
+        submission_data(mode="queue", target_queue="other"),
+        "id_target_queue",
+        "valid choice",
+    ),
+]
+
+
+@pytest.mark.parametrize(("step", "data", "field_id", "words"), RULES)
+def test_each_rule_puts_its_message_on_its_field(en_client, step, data, field_id, words):
+    draft = draft_at(en_client, step)
+
+    r = post_step(en_client, draft, step, data)
+
+    assert r.status_code == 200
+    messages = field_errors(r, field_id)
+    assert any(words in m for m in messages), (field_id, messages)
+    draft.refresh_from_db()
+    assert step not in draft.completed_steps
+
+
+def test_a_failed_step_keeps_everything_typed(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    typed = image_data(
+        image="Not An Image",
+        command="python train.py --lr 3e-4",
+        envs=[("RANK", "7"), ("KEEP", "me")],
+    )
+
+    r = post_step(en_client, draft, W.IMAGE, typed)
+
+    page = r.content.decode()
+    assert 'value="Not An Image"' in page
+    assert "python train.py --lr 3e-4" in page
+    assert 'value="RANK"' in page and 'value="KEEP"' in page and 'value="me"' in page
+
+
+def test_a_standalone_job_asking_for_more_cards_than_idle_is_refused_with_the_numbers(en_client):
+    roles = [role("master", 1, card=V100, cards=2), role("worker", 1, card=V100, cards=2)]
+    draft = draft_at(en_client, W.SUBMISSION, **{W.RESOURCES: resources_data(roles)})
+    # The pool's V100 cards are busy with another job.
+    from jobs.models import Job, JobStatus
+
+    busy = S.JobSpec(name="busy", resource_pool_id="local", image="a/b:1", command="x")
+    busy.roles = [
+        S.Role(name="master", replicas=1, accelerator_type=V100, accelerators=3),
+        S.Role(name="worker", replicas=0),
+    ]
+    Job.objects.create(
+        public_id="pytorchjob-busy",
+        name="busy",
+        owner=draft.owner,
+        spec=busy.to_document(),
+        status=JobStatus.RUNNING,
+        backend="local",
+        resource_pool="local",
+    )
+
+    refused = post_step(en_client, draft, W.SUBMISSION, submission_data())
+    queued = post_step(en_client, draft, W.SUBMISSION, submission_data(mode="queue"))
+
+    messages = field_errors(refused, "id_mode")
+    assert any(
+        "needs 4 baidu.com/v100_32g_cgpu cards but only 1 are idle" in m for m in messages
+    ), messages
+    assert queued.status_code == 302
+
+
+def test_aiak_placeholders_left_in_the_command_block_the_step_by_name(en_client):
+    draft = draft_at(
+        en_client,
+        W.IMAGE,
+        **{
+            W.BASIC: basic_data(
+                creation_mode="aiak",
+                training_mode="SFT",
+                training_method="lora",
+                aiak_template="qwen1.5-7b",
+            )
+        },
+    )
+    command = W.template_command(W.aiak_templates()["qwen1.5-7b"], "SFT", "lora")
+    half_done = command.replace("$USER_DATA_PATH", "/mnt/data").replace(
+        "$USER_TOKENIZER_PATH", "/mnt/tok"
+    )
+
+    blocked = post_step(en_client, draft, W.IMAGE, image_data(command=half_done))
+
+    messages = field_errors(blocked, "id_command")
+    named = " ".join(messages)
+    assert "CHECKPOINT_LOAD_PATH=$USER_CHECKPOINT_LOAD_PATH" in named
+    assert "TENSORBOARD_PATH=$TENSORBOARD_PATH" in named
+    assert "DATA_PATH=$USER_DATA_PATH" not in named.replace("LOAD_PATH", "").replace(
+        "SAVE_PATH", ""
+    )
+    done = (
+        half_done.replace("$USER_CHECKPOINT_LOAD_PATH", "/mnt/ckpt")
+        .replace("$USER_CHECKPOINT_SAVE_PATH", "/mnt/out")
+        .replace("TENSORBOARD_PATH=$TENSORBOARD_PATH", "TENSORBOARD_PATH=/mnt/tb")
+    )
+    assert post_step(en_client, draft, W.IMAGE, image_data(command=done)).status_code == 302
+
+
+def test_messages_come_in_chinese_by_default(alice_client):
+    draft = draft_at(alice_client, W.BASIC)
+
+    r = post_step(alice_client, draft, W.BASIC, basic_data(name=""))
+
+    assert any("任务名称" in m for m in field_errors(r, "id_name")), field_errors(r, "id_name")

@@ -1,0 +1,169 @@
+"""The worker as a real process (`manage.py worker`) on its own SQLite file, killed with
+SIGKILL mid-job and restarted."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SUBMIT = """
+import django, sys
+django.setup()
+from django.contrib.auth.models import User
+from jobs import spec as S
+from jobs.services import jobs_submit
+owner = User.objects.create_user("alice")
+spec = S.JobSpec(name="survivor", resource_pool_id="local", image="python:3.12",
+    command=sys.argv[1], roles=[S.Role("master", 1), S.Role("worker", 1)],
+    datasources=[S.Datasource("hostpath", "work", mount_path="/workspace")])
+print(jobs_submit(owner=owner, spec=spec, submit_key="k")[0].public_id)
+"""
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A var dir, a volume and an environment for manage.py commands; kills leftovers."""
+    var = tmp_path / "var"
+    vol = tmp_path / "vol"
+    vol.mkdir()
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "CONSOLE_VAR_DIR": str(var),
+        "LOCAL_VOLUMES": f"work={vol}",
+        "WORKER_POLL_SECONDS": "0.1",
+        "LOCAL_STOP_GRACE_SECONDS": "1",
+        "LOG_LEVEL": "WARNING",
+    }
+    env.pop("DATABASE_URL", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    workers: list[subprocess.Popen] = []
+    state = {"env": env, "db": var / "console.sqlite3", "vol": vol, "workers": workers}
+    yield state
+    for proc in workers:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    with sqlite3.connect(state["db"]) as db:
+        for (pid,) in db.execute("SELECT pid FROM jobs_jobreplica WHERE pid IS NOT NULL"):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def start_worker(world) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "worker"],
+        cwd=ROOT,
+        env=world["env"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    world["workers"].append(proc)
+    return proc
+
+
+def query(world, sql: str, *args) -> list[tuple]:
+    with sqlite3.connect(world["db"], timeout=20) as db:
+        return list(db.execute(sql, args))
+
+
+def wait_for(check, timeout: float = 30, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def job_status(world) -> str:
+    rows = query(world, "SELECT status FROM jobs_job")
+    return rows[0][0] if rows else ""
+
+
+def submit(world, command: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", SUBMIT, command],
+        cwd=ROOT,
+        env=world["env"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def test_a_worker_killed_mid_job_is_replaced_and_the_job_finishes_without_starting_twice(world):
+    # Each replica notes its start, then runs for ~3 s.
+    submit(world, "echo $AIHC_ROLE >> /workspace/starts; for i in $(seq 30); do sleep 0.1; done")
+    first = start_worker(world)
+    wait_for(lambda: job_status(world) == "running", what="running")
+    wait_for(lambda: (world["vol"] / "starts").exists(), what="the replicas to start")
+
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    pids = [pid for (pid,) in query(world, "SELECT pid FROM jobs_jobreplica")]
+    assert all(os.path.exists(f"/proc/{pid}") for pid in pids)  # the job lives on
+
+    # Two workers started at once: one waits for the other's lock.
+    start_worker(world)
+    start_worker(world)
+    wait_for(lambda: job_status(world) == "succeeded", what="success")
+
+    assert sorted((world["vol"] / "starts").read_text().split()) == ["master", "worker"]
+    assert query(world, "SELECT reason FROM jobs_jobevent ORDER BY id") == [
+        ("Created",),
+        ("Started",),
+        ("Succeeded",),
+    ]
+    assert query(world, "SELECT SUM(restarts) FROM jobs_jobreplica") == [(0,)]
+
+
+def test_a_job_whose_processes_died_with_the_worker_is_not_left_running(world):
+    submit(world, "sleep 300")
+    first = start_worker(world)
+    wait_for(lambda: job_status(world) == "running", what="running")
+    wait_for(
+        lambda: all(pid for (pid,) in query(world, "SELECT pid FROM jobs_jobreplica")),
+        what="pids",
+    )
+
+    # The machine "reboots": the worker and every process of the job die at once.
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    for (pid,) in query(world, "SELECT pid FROM jobs_jobreplica"):
+        os.killpg(pid, signal.SIGKILL)
+
+    start_worker(world)
+    wait_for(lambda: job_status(world) == "failed", what="failed")
+
+    [(reason,)] = query(world, "SELECT status_reason FROM jobs_job")
+    assert "was lost" in reason
+
+
+def test_the_worker_stops_cleanly_on_sigterm_and_leaves_jobs_running(world):
+    submit(world, "sleep 300")
+    worker = start_worker(world)
+    wait_for(lambda: job_status(world) == "running", what="running")
+    wait_for(
+        lambda: all(pid for (pid,) in query(world, "SELECT pid FROM jobs_jobreplica")),
+        what="pids",
+    )
+
+    worker.send_signal(signal.SIGTERM)
+
+    assert worker.wait(timeout=15) == 0
+    pids = [pid for (pid,) in query(world, "SELECT pid FROM jobs_jobreplica")]
+    assert all(os.path.exists(f"/proc/{pid}") for pid in pids)
+    assert job_status(world) == "running"
