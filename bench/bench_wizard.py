@@ -78,6 +78,14 @@ def main() -> None:
                 HTMX,
             ),
             (
+                "partial role totals",
+                f"{draft}/totals/?roles-TOTAL_FORMS=2&roles-0-use_accelerator=on"
+                f"&roles-0-accelerator_type={A800}&roles-0-accelerators=1&roles-0-replicas=1"
+                f"&roles-1-use_accelerator=on&roles-1-accelerator_type={A800}"
+                "&roles-1-accelerators=1&roles-1-replicas=2",
+                HTMX,
+            ),
+            (
                 "partial AIAK preview",
                 f"{draft}/aiak/?creation_mode=aiak&training_mode=SFT&training_method=full&aiak_template=llama2-7b",
                 {**HTMX, "HX-Target": "aiak-preview"},

@@ -58,6 +58,17 @@ SUBMISSION_CHOICES = [
     (S.SUBMIT_QUEUE, _("Queue task")),
 ]
 MAX_ROWS = 50
+# A lean copy of crispy-bootstrap5's field template (see the template for why).
+FIELD_TEMPLATE = "jobs/wizard/field.html"
+# Found by the form renderer in this app's templates/ folder.
+LEAN_SELECT_TEMPLATE = "jobs/widgets/select.html"
+
+
+class WizardField(Field):
+    """A crispy layout field drawn with FIELD_TEMPLATE (crispy's Field ignores the helper's
+    field_template)."""
+
+    template = FIELD_TEMPLATE
 
 
 def _helper(*fields: Any, show_errors: bool = True) -> FormHelper:
@@ -65,12 +76,22 @@ def _helper(*fields: Any, show_errors: bool = True) -> FormHelper:
     helper.form_tag = False
     helper.disable_csrf = True
     helper.form_show_errors = show_errors
+    helper.field_template = FIELD_TEMPLATE
     helper.layout = Layout(*fields)
     return helper
 
 
+def _lean_selects(form: forms.BaseForm) -> None:
+    """Plain selects render their options inline: Django renders a template per option,
+    which made the 40-entry AIAK template list the most expensive part of its partial."""
+    for field in form.fields.values():
+        if type(field.widget) is forms.Select:
+            field.widget.template_name = LEAN_SELECT_TEMPLATE
+
+
 def _styled(form: forms.BaseForm) -> None:
     """Bootstrap classes for fields rendered by hand in the row tables."""
+    _lean_selects(form)
     for field in form.fields.values():
         widget = field.widget
         if isinstance(widget, forms.CheckboxInput):
@@ -87,6 +108,7 @@ class StepForm(forms.Form):
     def __init__(self, *args: Any, show_errors: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.show_errors = show_errors
+        _lean_selects(self)
 
 
 class BasicForm(StepForm):
@@ -146,15 +168,15 @@ class BasicForm(StepForm):
         htmx_queue = {"hx-target": "#id_queue", "hx-trigger": "change", "hx-swap": "innerHTML"}
         self.fields["resource_pool"].widget.attrs.update(htmx_queue)
         self.helper = _helper(
-            Field("name"),
+            WizardField("name"),
             Div(
-                Field("resource_pool", wrapper_class="col-md-6"),
-                Field("queue", wrapper_class="col-md-6"),
+                WizardField("resource_pool", wrapper_class="col-md-6"),
+                WizardField("queue", wrapper_class="col-md-6"),
                 css_class="row",
             ),
-            Field("priority"),
-            Field("framework"),
-            Field("log_persistence"),
+            WizardField("priority"),
+            WizardField("framework"),
+            WizardField("log_persistence"),
             show_errors=self.show_errors,
         )
 
@@ -224,7 +246,9 @@ class ImageForm(StepForm):
             self.fields["image"].help_text = _(
                 "The AIAK template's preset image; it cannot be changed."
             )
-        self.helper = _helper(Field("image"), Field("entrypoint"), show_errors=self.show_errors)
+        self.helper = _helper(
+            WizardField("image"), WizardField("entrypoint"), show_errors=self.show_errors
+        )
 
 
 class EnvForm(forms.Form):
@@ -262,8 +286,8 @@ class ResourcesForm(StepForm):
         super().__init__(*args, **kwargs)
         self.helper = _helper(
             Div(
-                Field("shared_memory_gi", wrapper_class="col-md-4"),
-                Field("enable_rdma", wrapper_class="col-md-8 pt-md-4"),
+                WizardField("shared_memory_gi", wrapper_class="col-md-4"),
+                WizardField("enable_rdma", wrapper_class="col-md-8 pt-md-4"),
                 css_class="row",
             ),
             show_errors=self.show_errors,
@@ -309,7 +333,7 @@ class DataForm(StepForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.helper = _helper(Field("storage_enabled"), show_errors=self.show_errors)
+        self.helper = _helper(WizardField("storage_enabled"), show_errors=self.show_errors)
 
 
 class MountForm(forms.Form):
@@ -387,11 +411,11 @@ class FaultForm(StepForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.helper = _helper(
-            Field("hang_detection"),
-            Field("hang_minutes"),
-            Field("fault_tolerance"),
-            Field("retry_limit"),
-            Field("custom_patterns"),
+            WizardField("hang_detection"),
+            WizardField("hang_minutes"),
+            WizardField("fault_tolerance"),
+            WizardField("retry_limit"),
+            WizardField("custom_patterns"),
             show_errors=self.show_errors,
         )
 
@@ -449,19 +473,19 @@ class AdvancedForm(StepForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.helper = _helper(
-            Field("tensorboard"),
-            Field("tensorboard_path"),
-            Field("auto_delete"),
+            WizardField("tensorboard"),
+            WizardField("tensorboard_path"),
+            WizardField("auto_delete"),
             Div(
-                Field("retention_value", wrapper_class="col-md-4"),
-                Field("retention_unit", wrapper_class="col-md-4"),
+                WizardField("retention_value", wrapper_class="col-md-4"),
+                WizardField("retention_unit", wrapper_class="col-md-4"),
                 css_class="row",
             ),
-            Field("alert_items"),
-            Field("alert_emails"),
-            Field("alert_webhooks"),
-            Field("timeout_minutes"),
-            Field("cpu_exclusive"),
+            WizardField("alert_items"),
+            WizardField("alert_emails"),
+            WizardField("alert_webhooks"),
+            WizardField("timeout_minutes"),
+            WizardField("cpu_exclusive"),
             show_errors=self.show_errors,
         )
 
@@ -491,11 +515,11 @@ class SubmissionForm(StepForm):
         super().__init__(*args, **kwargs)
         self.fields["target_queue"].choices = [(q, q) for q in queues]
         self.helper = _helper(
-            Field("mode"),
+            WizardField("mode"),
             Div(
-                Field("target_queue"),
-                Field("total"),
-                Field("concurrency"),
+                WizardField("target_queue"),
+                WizardField("total"),
+                WizardField("concurrency"),
                 css_id="queue-fields",
             ),
             show_errors=self.show_errors,

@@ -34,7 +34,7 @@ from django.utils.translation import gettext_lazy
 
 from . import forms as F
 from . import spec as S
-from .backends import BackendError, Pool, enabled_backends, get_backend
+from .backends import BackendError, Pool, RequestPreview, enabled_backends, get_backend
 from .models import Draft, Job
 from .runtime_env import replica_environment, replica_refs
 from .services import jobs_submit
@@ -1193,21 +1193,24 @@ def submitted_job(draft: Draft) -> Job | None:
 
 # -- the review page -------------------------------------------------------------------
 
-AIHC_ENDPOINT = "https://aihc.bj.baidubce.com"
 
-
-def request_preview(spec: S.JobSpec) -> tuple[str, str]:
-    """The exact CreateJob request (pretty JSON, secrets masked) and an equivalent curl."""
-    body = json.dumps(spec.to_v1_body(masked=True), indent=2, ensure_ascii=False)
-    url = f"{AIHC_ENDPOINT}/api/v1/aijobs?resourcePoolId={spec.resource_pool_id}"
+def request_preview(spec: S.JobSpec, pool: Pool | None) -> tuple[RequestPreview, str, str]:
+    """The create request the pool's backend will send (secrets masked), its body as pretty
+    JSON, and an equivalent curl command (unsigned: the signature needs the secret key)."""
+    backend = get_backend(pool.backend if pool else "local")
+    preview = backend.request_preview(spec)
+    body = json.dumps(preview.body, indent=2, ensure_ascii=False)
+    headers = "".join(
+        f"  -H {shlex.quote(f'{name}: {value}')} \\\n" for name, value in preview.headers.items()
+    )
     curl = (
-        f"curl -X POST {shlex.quote(url)} \\\n"
-        "  -H 'Content-Type: application/json' \\\n"
-        "  -H 'Authorization: bce-auth-v1/<access key>/<timestamp>/1800/host;x-bce-date/<signature>' \\\n"
+        f"curl -X {preview.method} {shlex.quote(preview.endpoint + preview.path)} \\\n"
+        f"{headers}"
+        "  -H 'Authorization: bce-auth-v1/<access key>/<timestamp>/1800/<signed headers>/<signature>' \\\n"
         "  -H 'x-bce-date: <timestamp>' \\\n"
         f"  --data-binary @- <<'JSON'\n{body}\nJSON"
     )
-    return body, curl
+    return preview, body, curl
 
 
 def environment_preview(spec: S.JobSpec) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -1257,10 +1260,42 @@ def spec_diff(source: Job, spec: S.JobSpec) -> list[tuple[str, str, str]]:
     return rows
 
 
+@dataclass(frozen=True)
+class Freshness:
+    """How old a remote pool's figures are, when its backend serves a last known value."""
+
+    age_seconds: int | None  # None: never read successfully
+    error: str
+
+
+def pool_freshness(pool: Pool | None) -> Freshness | None:
+    """None while the pool's figures are current; else their age and the backend's error,
+    so pages say how old the numbers are instead of presenting them as live."""
+    if pool is None or not (pool.stale or pool.error):
+        return None
+    age = None
+    if pool.as_of is not None:
+        age = max(int((timezone.now() - pool.as_of).total_seconds()), 0)
+    return Freshness(age_seconds=age, error=pool.error)
+
+
 def idle_for(pool: Pool | None, card: str) -> int | None:
     if pool is None or not card:
         return None
     return pool.idle(card)
+
+
+def card_totals(rows: list[Raw]) -> list[tuple[str, int]]:
+    """Cards per type over a role table: the sum of instances x cards per instance."""
+    totals: dict[str, int] = {}
+    for row in rows:
+        card = _one(row, "accelerator_type")
+        if not _one(row, "use_accelerator") or not card:
+            continue
+        cards = parse_int(_one(row, "accelerators")) * parse_int(_one(row, "replicas"))
+        if cards:
+            totals[card] = totals.get(card, 0) + cards
+    return sorted(totals.items())
 
 
 def parse_int(value: str | None) -> int:

@@ -27,8 +27,20 @@ from .models import Draft, Job
 STEP_TEMPLATE = "jobs/wizard/step.html"
 
 
-def _draft(request: AuthenticatedHttpRequest, draft_id: Any) -> Draft:
-    return get_object_or_404(Draft, id=draft_id, owner=request.user)
+def _draft(request: AuthenticatedHttpRequest, draft_id: Any, *only: str) -> Draft:
+    """The user's draft (404 for anyone else's); `only` limits the columns read, for
+    partials that need just its id (a draft's data can be large)."""
+    drafts = Draft.objects.only(*only) if only else Draft.objects.all()
+    return get_object_or_404(drafts, id=draft_id, owner=request.user)
+
+
+def _draft_pool_id(request: AuthenticatedHttpRequest, draft_id: Any) -> str:
+    """The resource pool chosen in the user's draft, read without loading the draft."""
+    for values in Draft.objects.filter(id=draft_id, owner=request.user).values_list(
+        "data__basic__resource_pool", flat=True
+    ):
+        return str(values[-1]) if isinstance(values, list) and values else ""
+    raise Http404
 
 
 def _step_url(draft: Draft, step: str) -> str:
@@ -184,36 +196,44 @@ def _resources_extras(
     request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
 ) -> dict[str, Any]:
     rows = []
-    totals: dict[str, int] = {}
+    freshness = W.pool_freshness(state.pool)
     for i, row in enumerate(forms.formset.forms):
         card = str(row["accelerator_type"].value() or "")
         gpu = bool(row["use_accelerator"].value())
         per = W.parse_int(row["accelerators"].value()) if gpu else 0
         instances = W.parse_int(row["replicas"].value())
-        if gpu and card and per:
-            totals[card] = totals.get(card, 0) + per * instances
         rows.append(
             {
                 "form": row,
                 "index": i,
-                "idle": _idle_info(state, card if gpu else "", per * instances),
+                "idle": _idle_info(state.pool, card if gpu else "", per * instances, freshness),
             }
         )
     return {
         "rows": rows,
-        "totals": sorted(totals.items()),
+        # The same sum the totals partial makes from the browser's current table.
+        "totals": W.card_totals(W.rows_of(_lists(forms.formset.data), "roles")),
+        "freshness": freshness,
         "custom": state.framework == S.CUSTOM,
         "card_types": state.pool.accelerators if state.pool else [],
     }
 
 
-def _idle_info(state: W.WizardState, card: str, wanted: int) -> dict[str, Any]:
-    idle = W.idle_for(state.pool, card)
+def _lists(data: Any) -> W.Raw:
+    """A form's data (a MultiValueDict, or {} when nothing was posted) as {name: values}."""
+    return dict(data.lists()) if hasattr(data, "lists") else {}
+
+
+def _idle_info(
+    pool: W.Pool | None, card: str, wanted: int, freshness: W.Freshness | None
+) -> dict[str, Any]:
+    idle = W.idle_for(pool, card)
     return {
         "card": card,
         "idle": idle,
         "wanted": wanted,
         "short": idle is not None and wanted > idle,
+        "freshness": freshness,
     }
 
 
@@ -256,6 +276,7 @@ def _submission_extras(
     return {
         "shortfall": W.shortfall(spec, state.pool),
         "wanted": sorted(spec.accelerators_by_type().items()),
+        "freshness": W.pool_freshness(state.pool),
     }
 
 
@@ -274,7 +295,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
     assembly = W.assemble(state)
     spec = assembly.spec
     problems = W.review_problems(state, assembly)
-    body, curl = W.request_preview(spec)
+    api_request, body, curl = W.request_preview(spec, state.pool)
     draft = state.draft
     return {
         "spec": spec,
@@ -287,6 +308,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
             }
             for loc, message in problems
         ],
+        "api_request": api_request,
         "body": body,
         "curl": curl,
         "environments": W.environment_preview(spec),
@@ -302,6 +324,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
             "creation": dict(F.CREATION_CHOICES).get(spec.creation_mode, spec.creation_mode),
         },
         "pool": state.pool,
+        "freshness": W.pool_freshness(state.pool),
     }
 
 
@@ -340,7 +363,7 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
 @require_GET
 @login_required
 def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    _draft(request, draft_id)
+    _draft(request, draft_id, "id")
     pool = W.find_pool(request.GET.get("resource_pool", ""))
     queues = pool.queues if pool else []
     return render(
@@ -353,7 +376,7 @@ def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
 @require_GET
 @login_required
 def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    request_draft = _draft(request, draft_id)
+    request_draft = _draft(request, draft_id, "id")
     aiak = _aiak_preview(request.GET)
     form = F.BasicForm(
         initial={
@@ -374,31 +397,33 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
 @login_required
 def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     """The live "idle N cards" beside a role's card type, polled every few seconds."""
-    draft = _draft(request, draft_id)
     row = W.parse_int(request.GET.get("row"))
     prefix = f"roles-{row}-"
-    basic = draft.data.get(W.BASIC) or {}
-    pool_ids = basic.get("resource_pool") or [""]
-    pool = W.find_pool(str(pool_ids[-1]))
+    pool = W.find_pool(_draft_pool_id(request, draft_id))
     gpu = bool(request.GET.get(prefix + "use_accelerator"))
     card = request.GET.get(prefix + "accelerator_type", "") if gpu else ""
     wanted = W.parse_int(request.GET.get(prefix + "accelerators")) * W.parse_int(
         request.GET.get(prefix + "replicas")
     )
-    idle = W.idle_for(pool, card)
-    info = {
-        "card": card,
-        "idle": idle,
-        "wanted": wanted,
-        "short": idle is not None and wanted > idle,
-    }
+    info = _idle_info(pool, card, wanted, W.pool_freshness(pool))
     return render(request, "jobs/wizard/_resources.html#idle-count", {"info": info})
 
 
 @require_GET
 @login_required
+def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    """The role table's cards per type, recomputed from the table as the user edits it."""
+    draft = _draft(request, draft_id, "id")
+    totals = W.card_totals(W.rows_of(_lists(request.GET), "roles"))
+    return render(
+        request, "jobs/wizard/_resources.html#card-totals", {"totals": totals, "draft": draft}
+    )
+
+
+@require_GET
+@login_required
 def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    draft = _draft(request, draft_id)
+    draft = _draft(request, draft_id, "id")
     return render(
         request,
         "jobs/wizard/_image.html#example-panel",

@@ -81,6 +81,7 @@ RULES: dict[str, Rule] = {
     "wizard-queues": Rule(kwargs=draft_kwargs),
     "wizard-aiak": Rule(kwargs=draft_kwargs),
     "wizard-idle": Rule(kwargs=draft_kwargs),
+    "wizard-totals": Rule(kwargs=draft_kwargs),
     "wizard-example": Rule(kwargs=draft_kwargs),
 }
 

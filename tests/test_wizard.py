@@ -351,7 +351,7 @@ def test_every_step_answers_plain_and_htmx_and_moves_on_with_both(alice_client, 
     assert step in draft.completed_steps
 
 
-@pytest.mark.parametrize("name", ["idle", "aiak", "queues", "example"])
+@pytest.mark.parametrize("name", ["idle", "totals", "aiak", "queues", "example"])
 def test_partials_answer_plain_requests_too(alice_client, name):
     draft = new_draft(alice_client)
 
@@ -403,13 +403,14 @@ def test_changing_the_framework_resets_the_roles(alice_client):
 # -- ownership --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["step", "idle", "aiak", "queues", "example"])
+@pytest.mark.parametrize("name", ["step", "idle", "totals", "aiak", "queues", "example"])
 def test_other_users_get_404_for_a_draft(alice_client, bob, client, name):
     draft = new_draft(alice_client)
     client.force_login(bob)
     url = {
         "step": step_url(draft, W.BASIC),
         "idle": reverse("wizard-idle", args=[draft.id]),
+        "totals": reverse("wizard-totals", args=[draft.id]),
         "aiak": reverse("wizard-aiak", args=[draft.id]),
         "queues": reverse("wizard-queues", args=[draft.id]),
         "example": reverse("wizard-example", args=[draft.id]),
@@ -534,6 +535,14 @@ def test_garbage_partial_queries_never_fail(alice_client):
         (
             reverse("wizard-aiak", args=[draft.id]),
             {"creation_mode": "aiak", "aiak_template": "../../etc"},
+        ),
+        (
+            reverse("wizard-totals", args=[draft.id]),
+            {"roles-TOTAL_FORMS": "9" * 5000, "roles-0-replicas": "9" * 5000},
+        ),
+        (
+            reverse("wizard-totals", args=[draft.id]),
+            {"roles-TOTAL_FORMS": "1", "roles-0-use_accelerator": "on", "roles-0-replicas": "x"},
         ),
         (reverse("wizard-queues", args=[draft.id]), {"resource_pool": "\x00"}),
         (reverse("wizard-example", args=[draft.id]), {"example": "<script>"}),

@@ -177,6 +177,13 @@ def test_an_aiak_template_fills_the_job_and_switching_card_type_changes_the_idle
     page.select_option("#id_roles-0-accelerator_type", V100)
     expect(page.locator("#idle-0")).to_contain_text("4")
     expect(page.locator("#idle-0 .text-danger").first).to_be_visible()
+    # The totals follow the table as it is edited, before any 下一步.
+    expect(page.locator("#card-totals")).to_contain_text(f"{V100} × 8")
+    page.fill("#id_roles-1-replicas", "2")
+    page.locator("#id_roles-1-replicas").press("Tab")
+    expect(page.locator("#card-totals")).to_contain_text(f"{A800} × 16")
+    page.uncheck("#id_roles-0-use_accelerator")
+    expect(page.locator("#card-totals")).not_to_contain_text(V100)
 
 
 def test_copying_a_job_opens_a_prefilled_draft_whose_review_shows_the_diff(logged_in_page, alice):

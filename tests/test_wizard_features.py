@@ -350,6 +350,83 @@ def test_the_idle_partial_follows_the_card_type(alice_client):
     assert "<html" not in v100.content.decode()
 
 
+def test_the_idle_partial_counts_the_cards_running_local_jobs_hold(alice_client, alice):
+    from jobs.models import JobStatus
+    from jobs.services import jobs_submit
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec  # 1 master + 2 workers, 1 A800 each
+    [running] = jobs_submit(owner=alice, spec=spec, submit_key="running")
+    Job.objects.filter(pk=running.pk).update(status=JobStatus.RUNNING)
+    [finished] = jobs_submit(owner=alice, spec=spec, submit_key="finished")
+    Job.objects.filter(pk=finished.pk).update(status=JobStatus.SUCCEEDED)
+    query = {
+        "row": "0",
+        "roles-0-use_accelerator": "on",
+        "roles-0-accelerator_type": A800,
+        "roles-0-accelerators": "6",
+        "roles-0-replicas": "1",
+    }
+
+    r = alice_client.get(reverse("wizard-idle", args=[draft.id]), query, headers=HTMX)
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert re.search(r"\b5\b", html) and "text-danger" in html  # 8 - 3 held; 6 asked
+
+
+def card_badges(html: str) -> list[str]:
+    return re.findall(r'<span class="badge[^"]*">([^<]+)</span>', html)
+
+
+@pytest.mark.parametrize("htmx", [True, False])
+def test_the_totals_partial_sums_instances_times_cards_per_type(alice_client, htmx):
+    draft = new_draft(alice_client)
+    table = resources_data(
+        roles=[
+            role("master", 1, A800, 2),
+            role("worker", 3, A800, 4),
+            role("ps", 2, V100, 1),
+            role("evaluator", 5, card=None),
+        ]
+    )
+
+    r = alice_client.get(
+        reverse("wizard-totals", args=[draft.id]), table, headers=HTMX if htmx else {}
+    )
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "<html" not in html
+    assert card_badges(html) == [f"{A800} × 14", f"{V100} × 2"]
+    # The fragment replaces itself, so it keeps what makes it live.
+    assert 'id="card-totals"' in html and 'hx-trigger="change from:#role-table"' in html
+
+
+def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_client):
+    draft = new_draft(alice_client)
+    table = resources_data(roles=[role("master", 1, A800, 8), role("worker", 2, A800, 8)])
+    del table["roles-1-use_accelerator"]
+
+    html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
+
+    assert card_badges(html) == [f"{A800} × 8"]
+
+
+def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
+    draft = new_draft(alice_client)
+    table = resources_data(roles=[role("master", 1, A800, 2), role("worker", 3, A800, 2)])
+    complete_steps(alice_client, draft, upto=W.DATA, **{W.RESOURCES: table})
+
+    page = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    partial = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
+
+    totals = page[page.index('id="card-totals"') :]
+    assert card_badges(totals[: totals.index("</p>")]) == card_badges(partial) == [f"{A800} × 8"]
+
+
 def test_the_queue_partial_lists_the_pools_queues(alice_client):
     draft = new_draft(alice_client)
 
@@ -390,9 +467,11 @@ def test_the_review_shows_the_exact_request_curl_and_each_replicas_environment(a
     page = r.content.decode()
     spec = W.assemble(W.wizard_state(draft)).spec
     assert r.status_code == 200
-    body, curl = W.request_preview(spec)
+    api_request, body, curl = W.request_preview(spec, W.find_pool("local"))
     assert json.loads(body) == spec.to_v1_body(masked=True)
-    assert "curl -X POST" in curl and "resourcePoolId=local" in curl
+    assert (api_request.method, api_request.path) == ("POST", "/api/v1/aijobs?resourcePoolId=local")
+    assert "POST /api/v1/aijobs?resourcePoolId=local" in page
+    assert "curl -X POST" in curl and "/api/v1/aijobs?resourcePoolId=local" in curl
     for label in ("master-0", "worker-0", "worker-1"):
         assert f">{label}</p>" in page
     assert "WORLD_SIZE=3" in page and "RANK=2" in page and "MASTER_ADDR=llm-train-master-0" in page

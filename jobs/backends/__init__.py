@@ -11,13 +11,14 @@ from importlib import import_module
 
 from django.conf import settings
 
-from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
+from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
 
 __all__ = [
     "AcceleratorStock",
     "Backend",
     "BackendError",
     "Pool",
+    "RequestPreview",
     "Volume",
     "enabled_backends",
     "get_backend",

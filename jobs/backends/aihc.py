@@ -40,6 +40,7 @@ from jobs.aihc.client import (
     endpoint_for,
 )
 from jobs.aihc.mapping import v2_from_v1
+from jobs.aihc.signer import canonical_query
 from jobs.models import (
     FINAL_STATUSES,
     TRANSITIONS,
@@ -51,7 +52,7 @@ from jobs.models import (
 )
 from jobs.services import job_event, job_transition
 
-from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
+from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
 
 logger = logging.getLogger("jobs.aihc")
 
@@ -414,12 +415,42 @@ class AihcBackend(Backend):
     # -- bodies --------------------------------------------------------------------
 
     @staticmethod
-    def request_body(spec: spec_module.JobSpec, version: str) -> dict[str, Any]:
+    def request_body(
+        spec: spec_module.JobSpec, version: str, *, masked: bool = False
+    ) -> dict[str, Any]:
         """Exactly what is sent: the spec's v1 body, or its v2 mapping."""
-        body = spec.to_v1_body()
+        body = spec.to_v1_body(masked=masked)
         if version == V2:
             return v2_from_v1(body, roles=spec.roles)
         return body
+
+    def request_preview(self, spec: spec_module.JobSpec) -> RequestPreview:
+        """What `AihcClient.create_job` sends for this pool's API version (unsigned)."""
+        try:
+            config = Config.from_settings()
+        except ValueError:
+            version, endpoint = settings.AIHC_API_VERSION, ""
+        else:
+            version, endpoint = config.version(spec.resource_pool_id), config.endpoint
+        body = self.request_body(spec, version, masked=True)
+        headers = {"Content-Type": "application/json"}
+        if version == V2:
+            path = "/"
+            params = [
+                ("action", "CreateJob"),
+                ("resourcePoolId", spec.resource_pool_id),
+                ("queueID", body.get("queue") or "default"),
+            ]
+            headers["X-API-Version"] = V2
+        else:
+            path, params = "/api/v1/aijobs", [("resourcePoolId", spec.resource_pool_id)]
+        return RequestPreview(
+            method="POST",
+            path=f"{path}?{canonical_query(params)}",
+            headers=headers,
+            body=body,
+            **({"endpoint": endpoint} if endpoint else {}),
+        )
 
     # -- submission ----------------------------------------------------------------
 

@@ -4,7 +4,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 if TYPE_CHECKING:
     from jobs.models import Job
@@ -53,6 +54,21 @@ class Pool:
         return next((a.idle for a in self.accelerators if a.type == accelerator_type), 0)
 
 
+# Where the v1 CreateJob request goes when a pool's backend names no endpoint of its own.
+DEFAULT_AIHC_ENDPOINT = "https://aihc.bj.baidubce.com"
+
+
+@dataclass(frozen=True)
+class RequestPreview:
+    """The create request a backend sends for a spec, secrets masked (the review step)."""
+
+    method: str
+    path: str  # with its query string, relative to `endpoint`
+    headers: dict[str, str]
+    body: dict[str, Any]
+    endpoint: str = DEFAULT_AIHC_ENDPOINT
+
+
 class Backend(ABC):
     """What the console needs from a place that runs jobs.
 
@@ -81,6 +97,16 @@ class Backend(ABC):
     def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
         """Refusals particular to this backend (field path -> messages)."""
         return {}
+
+    def request_preview(self, spec: JobSpec) -> RequestPreview:
+        """The request that creates this job. The canonical spec is the AIHC CreateJob v1
+        body, so that is what a backend without an API of its own (local) shows."""
+        return RequestPreview(
+            method="POST",
+            path=f"/api/v1/aijobs?resourcePoolId={quote(spec.resource_pool_id, safe='')}",
+            headers={"Content-Type": "application/json"},
+            body=spec.to_v1_body(masked=True),
+        )
 
     @abstractmethod
     def submit(self, job: Job) -> None: ...

@@ -87,10 +87,12 @@ def cards_in_use() -> Counter[str]:
     from jobs.models import ACTIVE_STATUSES, Job
 
     used: Counter[str] = Counter()
-    for spec in Job.objects.filter(backend="local", status__in=ACTIVE_STATUSES).values_list(
-        "spec", flat=True
+    # Only the roles are read from each spec (the wizard's idle count asks on every poll;
+    # whole specs carry commands and env blocks).
+    for roles in Job.objects.filter(backend="local", status__in=ACTIVE_STATUSES).values_list(
+        "spec__console__roles", flat=True
     ):
-        for role in (spec.get("console") or {}).get("roles", []):
+        for role in roles if isinstance(roles, list) else []:
             for res in role.get("resources", []):
                 if res.get("name") not in ("cpu", "memory"):
                     used[res["name"]] += int(role.get("replicas", 0)) * int(res.get("quantity", 0))

@@ -1,0 +1,205 @@
+"""The wizard with a remote (AIHC) pool: stale inventory says how old it is, and the review
+shows exactly the request the pool's backend sends (v1 or v2), secrets masked."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from jobs import wizard as W
+from jobs.aihc.mapping import v2_from_v1
+from jobs.backends import get_backend
+from tests.fake_aihc import FakeAihc, configure
+from tests.test_wizard import (
+    basic_data,
+    complete_steps,
+    data_data,
+    image_data,
+    new_draft,
+    resources_data,
+    role,
+    step_url,
+)
+
+A800 = "baidu.com/a800_80g_cgpu"
+POOL = "cce-pool1"
+STALE_NOTE = re.compile(r"数据更新于 \d+ 秒前")
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeAihc().start()
+    fake.add_pool(POOL, "百舸训练池", queues=("default",), gpus={A800: (32, 6)}, pfs="pfs-7xWeAt")
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def aihc_steps() -> dict:
+    return {
+        W.BASIC: basic_data(resource_pool=POOL),
+        W.IMAGE: image_data(envs=[("LR", "3e-4"), ("HF_TOKEN", "hf-very-secret", True)]),
+        W.RESOURCES: resources_data(roles=[role("master", 1, A800, 8), role("worker", 1, A800, 8)]),
+        W.DATA: data_data(mounts=(("pfs", "pfs-7xWeAt", "/mnt/cluster"),)),
+    }
+
+
+def idle_url(draft) -> str:
+    return reverse("wizard-idle", args=[draft.id])
+
+
+IDLE_QUERY = {
+    "row": "0",
+    "roles-0-use_accelerator": "on",
+    "roles-0-accelerator_type": A800,
+    "roles-0-accelerators": "8",
+    "roles-0-replicas": "1",
+}
+
+
+def make_aihc_fail(fake, settings) -> None:
+    """AIHC starts answering 503: the backend keeps serving the last pools, marked stale."""
+    aihc = get_backend("aihc")
+    settings.AIHC_CACHE_SECONDS = 0
+    fake.fail_next("DescribeResourcePools", status=503, code="ServiceUnavailable", times=50)
+    aihc.pools()
+    aihc._inventory().join()
+    settings.AIHC_CACHE_SECONDS = 60
+
+
+# -- stale inventory ------------------------------------------------------------------------
+
+
+def test_fresh_aihc_figures_carry_no_age_note(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **aihc_steps())
+
+    page = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    idle = alice_client.get(idle_url(draft), IDLE_QUERY).content.decode()
+
+    assert "26" in idle
+    assert not STALE_NOTE.search(page) and not STALE_NOTE.search(idle)
+
+
+def test_a_failing_aihc_shows_the_age_of_the_last_figures_and_the_error(
+    fake, alice_client, settings
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **aihc_steps())
+    make_aihc_fail(fake, settings)
+
+    page = alice_client.get(step_url(draft, W.RESOURCES))
+    idle = alice_client.get(idle_url(draft), IDLE_QUERY, headers={"HX-Request": "true"})
+
+    assert page.status_code == idle.status_code == 200
+    stock = page.content.decode()
+    stock = stock[stock.index('id="pool-stock"') :]
+    stock = stock[: stock.index("</p>")]
+    assert "26" in stock and STALE_NOTE.search(stock) and "ServiceUnavailable" in stock
+    idle_html = idle.content.decode()
+    assert "26" in idle_html  # the last known value is still shown...
+    assert STALE_NOTE.search(idle_html)  # ...with its age beside it
+    assert "ServiceUnavailable" in idle_html  # the error, as the note's title
+
+
+def test_the_submission_and_review_steps_say_the_idle_figures_are_old(fake, alice_client, settings):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    make_aihc_fail(fake, settings)
+
+    submission = alice_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    fit = submission[submission.index('id="fit-now"') :]
+    assert STALE_NOTE.search(fit) and "ServiceUnavailable" in fit
+    fit = review[review.index('id="review-fit"') :]
+    assert STALE_NOTE.search(fit[: fit.index("</section>")])
+
+
+def test_a_slow_aihc_is_marked_stale_without_an_error(fake, alice_client, settings):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **aihc_steps())
+    aihc = get_backend("aihc")
+    aihc._inventory().join()
+    settings.AIHC_CACHE_SECONDS = 0
+    release = fake.block_next("DescribeResourcePools")
+    try:
+        assert aihc.pools()[0].stale
+        idle = alice_client.get(idle_url(draft), IDLE_QUERY).content.decode()
+    finally:
+        release.set()
+        aihc._inventory().join()
+
+    assert "26" in idle and STALE_NOTE.search(idle)
+    assert "title=" not in idle  # no error to show, only the age
+
+
+# -- the request that will be sent ------------------------------------------------------------
+
+
+def review_request(client, draft) -> tuple[str, str, dict, str]:
+    page = client.get(step_url(draft, W.REVIEW)).content.decode()
+    line = re.search(r'id="request-line">([^<]*)<', page).group(1)
+    body = re.search(r'id="request-json">(.*?)</pre>', page, re.S).group(1)
+    curl = re.search(r'id="request-curl">(.*?)</pre>', page, re.S).group(1)
+    return page, line, json.loads(body.replace("&quot;", '"')), curl
+
+
+def test_a_v1_aihc_pool_previews_the_v1_create_request_with_secrets_masked(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+
+    page, line, body, curl = review_request(alice_client, draft)
+
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert line == f"POST /api/v1/aijobs?resourcePoolId={POOL}"
+    assert body == spec.to_v1_body(masked=True)
+    assert {"name": "HF_TOKEN", "value": "******"} in body["jobSpec"]["envs"]
+    assert "hf-very-secret" not in page
+    assert f"{fake.url}/api/v1/aijobs?resourcePoolId={POOL}" in curl
+    assert "X-API-Version" not in page
+
+
+def test_a_v2_aihc_pool_previews_the_action_style_request_it_really_sends(
+    fake, alice_client, settings
+):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+
+    page, line, body, curl = review_request(alice_client, draft)
+
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert line == f"POST /?action=CreateJob&amp;queueID=default&amp;resourcePoolId={POOL}"
+    assert body == v2_from_v1(spec.to_v1_body(masked=True), roles=spec.roles)
+    assert body["jobType"] == "PyTorchJob" and "jobFramework" not in body
+    assert "X-API-Version: v2" in page[page.index('id="request-headers"') :]
+    assert "hf-very-secret" not in page
+    assert "-H &#x27;X-API-Version: v2&#x27;" in curl
+    assert f"{fake.url}/?action=CreateJob&amp;queueID=default&amp;resourcePoolId={POOL}" in curl
+
+
+def test_the_preview_matches_what_the_backend_submits(fake, alice_client, settings):
+    """What the review shows is what AIHC receives (apart from the masked secret)."""
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    _page, _line, shown, _curl = review_request(alice_client, draft)
+
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    assert r.status_code == 302
+    from jobs.models import Job
+
+    job = Job.objects.get()
+    get_backend("aihc").submit(job)
+
+    [call] = fake.calls("CreateJob")
+    assert call.version == "v2"
+    assert call.params == {"action": "CreateJob", "resourcePoolId": POOL, "queueID": "default"}
+    sent = json.loads(json.dumps(call.body).replace("hf-very-secret", "******"))
+    assert sent == shown
