@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
@@ -95,7 +95,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "started_at",
         "finished_at",
     )
-    page = Paginator(jobs, PAGE_SIZE).get_page(request.GET.get("page"))
+    page = JobPage.of(jobs, request.GET.get("page"))
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
@@ -115,15 +115,43 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "jobs/job_list.html", context)
 
 
+@dataclass
+class JobPage:
+    """One page of the job list, without a total.
+
+    Counting every job a user has costs more than the page itself once they have tens of
+    thousands, so the list reads one row past the page to know whether a next page exists.
+    """
+
+    number: int
+    object_list: list[Job]
+    has_next: bool
+
+    @classmethod
+    def of(cls, jobs: QuerySet[Job], number: str | None) -> JobPage:
+        try:
+            page = max(int(number or 1), 1)
+        except ValueError:
+            page = 1
+        start = (page - 1) * PAGE_SIZE
+        rows = list(jobs[start : start + PAGE_SIZE + 1])
+        return cls(number=page, object_list=rows[:PAGE_SIZE], has_next=len(rows) > PAGE_SIZE)
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def previous_page_number(self) -> int:
+        return self.number - 1
+
+    @property
+    def next_page_number(self) -> int:
+        return self.number + 1
+
+
 def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
     return get_object_or_404(Job, public_id=public_id, owner=request.user)
-
-
-def _copy_url(job: Job) -> str | None:
-    try:
-        return reverse("job-copy", args=[job.public_id])
-    except NoReverseMatch:  # the wizard's copy route is optional for this page
-        return None
 
 
 def _live_context(job: Job) -> dict[str, Any]:
@@ -174,7 +202,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
                 spec.to_document(masked=True)["console"], ensure_ascii=False, indent=2
             ),
             "spec": spec,
-            "copy_url": _copy_url(job),
+            "copy_url": reverse("job-copy", args=[job.public_id]),
         }
     )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))

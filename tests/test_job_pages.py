@@ -72,12 +72,13 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
 ):
     submit(alice)
     alice_client.get(reverse("job-list"))  # warm the session
-    with django_assert_num_queries(4):
+    # Session, user, one page of jobs: no COUNT over every job the user has.
+    with django_assert_num_queries(3):
         alice_client.get(reverse("job-list"))
     for _ in range(30):
         submit(alice)
-    with django_assert_num_queries(4):
-        alice_client.get(reverse("job-list"))
+    with django_assert_num_queries(3):
+        alice_client.get(reverse("job-list"), {"page": 2})
 
 
 def test_list_polling_continues_while_a_job_is_live_and_stops_when_all_are_final(
@@ -193,3 +194,14 @@ def test_the_live_part_polls_until_the_job_is_final(alice, alice_client):
     finish(job, message="Broke.")
     done = alice_client.get(url, headers={"HX-Request": "true"})
     assert done.status_code == 286 and "Broke." in done.content.decode()
+
+
+def test_a_page_past_the_end_is_empty_and_links_back(alice, alice_client):
+    submit(alice, name="only")
+
+    r = alice_client.get(reverse("job-list"), {"page": 5})
+    garbage = alice_client.get(reverse("job-list"), {"page": "x"})
+
+    assert r.status_code == 200 and r.content.decode().count("data-job=") == 0
+    assert "page=4" in r.content.decode()
+    assert garbage.status_code == 200 and garbage.content.decode().count("data-job=") == 1
