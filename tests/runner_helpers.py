@@ -18,7 +18,10 @@ from jobs.models import Job, JobReplica
 from jobs.services import jobs_submit
 from jobs.worker import Worker
 
-PY = sys.executable
+# Jobs run in a sandbox with a private /tmp, so the venv's python is invisible to them when
+# the checkout lives under /tmp (as CI's may). The interpreter it points at is not; the job
+# scripts need only the standard library.
+PY = os.path.realpath(sys.executable)
 CARD = "baidu.com/a800_80g_cgpu"
 
 

@@ -867,9 +867,8 @@ class AihcBackend(Backend):
             not job.external_id and job.status != JobStatus.SUBMITTING
         ):
             target = JobStatus.STOPPED  # nothing runs yet
-        elif not job.external_id:
-            target = JobStatus.STOPPING  # the create in flight stops it when it lands
         else:
+            # Running on AIHC, or a create in flight (stopped when it lands): sync finishes it.
             target = JobStatus.STOPPING
         self._move(
             job,
