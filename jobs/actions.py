@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, Job, JobStatus
-from .services import TransitionError, job_transition, jobs_submit
+from .services import job_event, job_transition, jobs_submit
 
 S = JobStatus
 # Statuses a job leaves directly for Stopped: nothing runs yet.
@@ -19,22 +19,34 @@ class ActionError(Exception):
     """The action cannot be done now; the message is safe to show."""
 
 
-def job_stop(*, job: Job, message: str = "Stopped by its owner.") -> None:
-    if job.status in FINAL_STATUSES or job.status == S.STOPPING:
-        return
-    if job.status in NOT_STARTED and (job.backend == "local" or not job.external_id):
+def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
+    """Stops a job wherever it is: one that has not started directly, a running one through
+    its backend. `actor` is who asked (the owner, or a reviewer in the admin). False when the
+    job is already finished or stopping."""
+    by = actor.get_username() if actor is not None else ""
+    for _attempt in range(2):
+        if job.status in FINAL_STATUSES or job.status in (S.STOPPING, S.REJECTED):
+            return False
+        if job.status in NOT_STARTED and (job.backend == "local" or not job.external_id):
+            stopped = message or (f"Stopped by {by}." if by else "Stopped by its owner.")
+            if job_transition(
+                job=job, to=S.STOPPED, reason="Stopped", message=stopped, actor=actor
+            ):
+                return True
+            continue  # the worker dispatched it meanwhile: stop it through the backend
+        if actor is not None:
+            job_event(
+                job=job,
+                reason="StopRequested",
+                message=f"Stop requested by {by}.",
+                actor=actor,
+            )
         try:
-            if job_transition(job=job, to=S.STOPPED, reason="Stopped", message=message):
-                return
-        except TransitionError:
-            pass
-        job.refresh_from_db()
-        if job.status in FINAL_STATUSES or job.status == S.STOPPING:
-            return
-    try:
-        get_backend(job.backend).stop(job)
-    except BackendError as exc:
-        raise ActionError(exc.message) from exc
+            get_backend(job.backend).stop(job)
+        except BackendError as exc:
+            raise ActionError(exc.message) from exc
+        return True
+    return False
 
 
 def job_delete(*, job: Job) -> bool:

@@ -28,9 +28,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from . import spec as spec_module
+from .actions import ActionError, job_stop
 from .backends import BackendError, get_backend
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, ReviewPolicy
-from .review import current_policy, job_approve, job_reject, job_resubmit, job_stop
+from .review import current_policy, job_approve, job_reject, job_resubmit
 from .runtime_env import replica_environment, replica_refs
 from .throttle import ThrottledAdminAuthenticationForm
 
@@ -557,6 +558,8 @@ class JobAdmin(admin.ModelAdmin):
                     skipped += 1
             except BackendError as e:
                 failures.append(f"{job.public_id}: {e.message}")
+            except ActionError as e:
+                failures.append(f"{job.public_id}: {e}")
         skipped += queryset.exclude(status__in=ACTION_STATUSES[action]).count()
         if done:
             self.message_user(request, done_message % {"count": done}, messages.SUCCESS)

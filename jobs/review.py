@@ -19,9 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from . import spec as spec_module
-from .backends import get_backend
-from .models import ACTIVE_STATUSES, Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
-from .services import job_event, job_transition
+from .models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
+from .services import job_transition
 
 logger = logging.getLogger(__name__)
 
@@ -154,33 +153,6 @@ def job_reject(*, job: Job, reviewer: Any, reason: str) -> bool:
             body=f"Your job {job.name} ({job.public_id}) was rejected: {reason}",
         )
     return done
-
-
-def job_stop(*, job: Job, actor: Any) -> bool:
-    """Stops a job wherever it is: not yet dispatched jobs directly, running ones through
-    their backend. False when the job is already finished or stopping."""
-    for _attempt in range(2):
-        if job.status in (JobStatus.PENDING_REVIEW, JobStatus.QUEUED, JobStatus.SUBMIT_FAILED):
-            if job_transition(
-                job=job,
-                to=JobStatus.STOPPED,
-                reason="Stopped",
-                message=f"Stopped by {actor.get_username()}.",
-                actor=actor,
-            ):
-                return True
-            continue  # the worker dispatched it meanwhile: stop it through the backend
-        if job.status in ACTIVE_STATUSES and job.status != JobStatus.STOPPING:
-            job_event(
-                job=job,
-                reason="StopRequested",
-                message=f"Stop requested by {actor.get_username()}.",
-                actor=actor,
-            )
-            get_backend(job.backend).stop(job)
-            return True
-        return False
-    return False
 
 
 def job_resubmit(*, job: Job, actor: Any) -> bool:

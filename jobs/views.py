@@ -274,11 +274,14 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
 def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     try:
-        job_stop(job=job)
+        stopping = job_stop(job=job, actor=request.user)
     except ActionError as exc:
         messages.error(request, exc.args[0])
     else:
-        messages.success(request, _("Stopping the job."))
+        if stopping:
+            messages.success(request, _("Stopping the job."))
+        else:
+            messages.info(request, _("The job has already finished or is stopping."))
     return redirect("job-detail", public_id=public_id)
 
 

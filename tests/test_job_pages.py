@@ -205,3 +205,18 @@ def test_a_page_past_the_end_is_empty_and_links_back(alice, alice_client):
     assert r.status_code == 200 and r.content.decode().count("data-job=") == 0
     assert "page=4" in r.content.decode()
     assert garbage.status_code == 200 and garbage.content.decode().count("data-job=") == 1
+
+
+def test_stopping_a_queued_job_records_who_and_a_finished_one_is_left_alone(alice, alice_client):
+    job = submit(alice)
+    url = reverse("job-stop", args=[job.public_id])
+
+    first = alice_client.post(url, follow=True)
+    events_after_first = job.events.count()
+    second = alice_client.post(url, follow=True)
+
+    job.refresh_from_db()
+    assert first.status_code == 200 and job.status == JobStatus.STOPPED
+    assert job.events.last().actor == alice
+    assert "already finished" in second.content.decode() or "已结束" in second.content.decode()
+    assert job.events.count() == events_after_first

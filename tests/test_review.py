@@ -4,13 +4,13 @@ import pytest
 from django.contrib.auth.models import Group
 
 from jobs import spec as S
+from jobs.actions import job_stop
 from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
 from jobs.review import (
     current_policy,
     job_approve,
     job_reject,
     job_resubmit,
-    job_stop,
     review_reason,
 )
 from jobs.services import jobs_submit
