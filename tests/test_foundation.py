@@ -111,6 +111,10 @@ def test_serve_answers_login_admin_and_static_files_with_debug_off(tmp_path):
         os.killpg(server.pid, signal.SIGINT)
         server.wait(timeout=20)
     assert server.returncode == 0
+    # Nothing it started still holds the port (a stray gunicorn worker would).
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is fine, LISTEN is not
+        s.bind(("127.0.0.1", port))
 
 
 @pytest.mark.browser

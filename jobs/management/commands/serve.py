@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -7,7 +8,6 @@ import sys
 import time
 from typing import Any
 
-from django.core.management import get_commands
 from django.core.management.base import BaseCommand
 
 
@@ -36,27 +36,32 @@ class Command(BaseCommand):
                 "-",
             ],
         ]
-        if "worker" in get_commands():
-            commands.append([python, "manage.py", "worker"])
-        children = [subprocess.Popen(cmd) for cmd in commands]
+        commands.append([python, "manage.py", "worker"])
+        # Each child gets its own process group: Ctrl-C reaches only this command, which then
+        # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
+        # its master and keep the port bound.
+        children = [subprocess.Popen(cmd, start_new_session=True) for cmd in commands]
         self.stdout.write(f"Console on http://{host}:{port}/ (Ctrl-C stops it)")
 
         def stop(*_: Any) -> None:
             for child in children:
-                if child.poll() is None:
-                    child.send_signal(signal.SIGTERM)
+                signal_group(child, signal.SIGTERM)
             deadline = time.monotonic() + 15
             for child in children:
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     child.wait(timeout=max(deadline - time.monotonic(), 0.1))
-                except subprocess.TimeoutExpired:
-                    child.kill()
+                # Whatever is left in the group (jobs run in sessions of their own).
+                signal_group(child, signal.SIGKILL)
+                child.wait()
             sys.exit(0)
 
         signal.signal(signal.SIGTERM, stop)
-        try:
-            while all(child.poll() is None for child in children):
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
+        signal.signal(signal.SIGINT, stop)
+        while all(child.poll() is None for child in children):
+            time.sleep(0.5)
         stop()
+
+
+def signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signum)
