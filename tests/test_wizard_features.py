@@ -351,17 +351,20 @@ def test_the_idle_partial_follows_the_card_type(alice_client):
 
 
 def test_the_idle_partial_counts_the_cards_running_local_jobs_hold(alice_client, alice):
-    from jobs.models import JobStatus
+    from jobs.models import JobStatus, LocalRun
     from jobs.services import jobs_submit
 
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)
     draft.refresh_from_db()
     spec = W.assemble(W.wizard_state(draft)).spec  # 1 master + 2 workers, 1 A800 each
+    # What the local runner records when it dispatches a job: the card indices it holds.
     [running] = jobs_submit(owner=alice, spec=spec, submit_key="running")
     Job.objects.filter(pk=running.pk).update(status=JobStatus.RUNNING)
+    LocalRun.objects.create(job=running, devices={A800: [0, 1, 2]})
     [finished] = jobs_submit(owner=alice, spec=spec, submit_key="finished")
     Job.objects.filter(pk=finished.pk).update(status=JobStatus.SUCCEEDED)
+    LocalRun.objects.create(job=finished, devices={A800: [3, 4, 5]})
     query = {
         "row": "0",
         "roles-0-use_accelerator": "on",

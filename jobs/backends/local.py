@@ -6,7 +6,6 @@ import os
 import shutil
 import signal
 import subprocess
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -82,30 +81,17 @@ def host_volumes() -> list[HostVolume]:
     return [HostVolume(name, Path(root)) for name, root in parse_pairs(settings.LOCAL_VOLUMES)]
 
 
-def cards_in_use() -> Counter[str]:
-    """Cards held by local jobs that are running (or starting/stopping)."""
-    from jobs.models import ACTIVE_STATUSES, Job
-
-    used: Counter[str] = Counter()
-    # Only the roles are read from each spec (the wizard's idle count asks on every poll;
-    # whole specs carry commands and env blocks).
-    for roles in Job.objects.filter(backend="local", status__in=ACTIVE_STATUSES).values_list(
-        "spec__console__roles", flat=True
-    ):
-        for role in roles if isinstance(roles, list) else []:
-            for res in role.get("resources", []):
-                if res.get("name") not in ("cpu", "memory"):
-                    used[res["name"]] += int(role.get("replicas", 0)) * int(res.get("quantity", 0))
-    return used
-
-
 class LocalBackend(Backend):
     name = "local"
 
     def pools(self) -> list[Pool]:
-        used = cards_in_use()
+        from jobs.runner import current_capacity
+
+        # Idle is what the scheduler would hand out now: the cards no dispatched local job
+        # holds (LocalRun.devices), not a second count derived from job specs.
+        free = current_capacity().free_devices
         stock = [
-            AcceleratorStock(type=name, total=total, idle=max(total - used[name], 0))
+            AcceleratorStock(type=name, total=total, idle=len(free.get(name, [])))
             for name, total in sorted(detected_accelerators().items())
         ]
         return [
