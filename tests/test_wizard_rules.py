@@ -281,14 +281,14 @@ def test_a_standalone_job_asking_for_more_cards_than_idle_is_refused_with_the_nu
     roles = [role("master", 1, card=V100, cards=2), role("worker", 1, card=V100, cards=2)]
     draft = draft_at(en_client, W.SUBMISSION, **{W.RESOURCES: resources_data(roles)})
     # The pool's V100 cards are busy with another job.
-    from jobs.models import Job, JobStatus
+    from jobs.models import Job, JobStatus, LocalRun
 
     busy = S.JobSpec(name="busy", resource_pool_id="local", image="a/b:1", command="x")
     busy.roles = [
         S.Role(name="master", replicas=1, accelerator_type=V100, accelerators=3),
         S.Role(name="worker", replicas=0),
     ]
-    Job.objects.create(
+    running = Job.objects.create(
         public_id="pytorchjob-busy",
         name="busy",
         owner=draft.owner,
@@ -297,6 +297,8 @@ def test_a_standalone_job_asking_for_more_cards_than_idle_is_refused_with_the_nu
         backend="local",
         resource_pool="local",
     )
+    # What the local runner records at dispatch: the card indices the job holds.
+    LocalRun.objects.create(job=running, devices={V100: [0, 1, 2]})
 
     refused = post_step(en_client, draft, W.SUBMISSION, submission_data())
     queued = post_step(en_client, draft, W.SUBMISSION, submission_data(mode="queue"))
