@@ -116,6 +116,35 @@ def median_ms(
     return statistics.median(samples)
 
 
+def paired_ms(
+    client: httpx.Client,
+    url: str,
+    *,
+    baseline: str = BARE_URL,
+    n: int = 200,
+    headers: dict[str, str] | None = None,
+) -> tuple[float, float]:
+    """Median ms of `url` and of `baseline`, sampled alternately.
+
+    This machine's speed drifts by 2x within a minute (shared cores); timing the baseline
+    once and the pages later put that drift into the ratios. Alternating puts it in both.
+    """
+    for _ in range(10):
+        client.get(url, headers=headers)
+        client.get(baseline)
+    page, base = [], []
+    for _ in range(n):
+        start = time.perf_counter()
+        client.get(baseline)
+        middle = time.perf_counter()
+        r = client.get(url, headers=headers)
+        end = time.perf_counter()
+        assert r.status_code < 400, (url, r.status_code)
+        base.append((middle - start) * 1000)
+        page.append((end - middle) * 1000)
+    return statistics.median(page), statistics.median(base)
+
+
 def report(rows: list[tuple[str, float, float]]) -> None:
     """Prints name, median ms and ratio to the bare view for each row."""
     width = max(len(name) for name, _, _ in rows)

@@ -27,7 +27,7 @@ from pathlib import Path
 from subprocess import Popen
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from .backends import get_backend
@@ -138,7 +138,7 @@ class TaskThread(threading.Thread):
         try:
             self.db_worker.run()
         finally:
-            close_old_connections()
+            connections.close_all()  # this thread's; they outlive requests (CONN_MAX_AGE)
 
     def stop(self) -> None:
         self.db_worker.running = False
@@ -210,5 +210,5 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
         if thread:
             thread.stop()
             thread.join(timeout=10)
-        close_old_connections()
+        connections.close_all()
         os.close(lock)
