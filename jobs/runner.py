@@ -369,6 +369,11 @@ def launch_attempt(
                 "--banner",
                 f"[console] {ref.label} attempt {run.attempt} starting",
             ]
+            # Names only: the shim reads the values from the environment file and writes
+            # `******` wherever one appears in the replica's output.
+            for user_env in spec.envs:
+                if user_env.secret:
+                    argv += ["--secret-env", user_env.name]
             for keyword in keywords:
                 argv += ["--keyword", keyword]
             with open(state / "shim.err", "ab") as err:

@@ -6,7 +6,8 @@ that is killed or restarted. The shim:
 - pins itself (and so the replica) to the given CPU cores;
 - starts the sandboxed command with the environment read from a file it then deletes
   (secret values never appear on a command line);
-- writes every output line to the replica's log, prefixed with a UTC timestamp;
+- writes every output line to the replica's log, prefixed with a UTC timestamp, with the
+  values of the job's secret envs replaced by `******`;
 - records the first line that contains a fault-tolerance keyword (file `keyword`);
 - records the exit code when the command ends (file `exit`), which is how a restarted
   worker learns how an adopted replica ended.
@@ -29,6 +30,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 MAX_LINE = 64 * 1024
+MASK = b"******"
+# Shorter secret values are not masked: replacing every "1" or "on" would wreck the log.
+MIN_MASKED_LENGTH = 4
 
 
 def stamp() -> bytes:
@@ -48,6 +52,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--lock-fd", type=int, required=True)
     parser.add_argument("--cpus", default="")
     parser.add_argument("--keyword", action="append", default=[])
+    parser.add_argument("--secret-env", action="append", default=[])
     parser.add_argument("--banner", default="")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
@@ -65,6 +70,15 @@ def main(argv: list[str]) -> int:
     env = json.loads(env_file.read_text())
     env_file.unlink()
     keywords = [k.encode() for k in args.keyword if k]
+    secrets = sorted(
+        {
+            value.encode()
+            for name in args.secret_env
+            if len(value := env.get(name, "")) >= MIN_MASKED_LENGTH
+        },
+        key=len,
+        reverse=True,  # a secret containing another is masked whole
+    )
     matched = False
 
     log = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
@@ -90,6 +104,8 @@ def main(argv: list[str]) -> int:
             break
         if not line.endswith(b"\n"):
             line += b"\n"
+        for secret in secrets:
+            line = line.replace(secret, MASK)
         os.write(log, stamp() + line)
         if keywords and not matched:
             hit = next((k for k in keywords if k in line), None)

@@ -183,7 +183,9 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
         "log_label": label,
         "log_lines": lines,
         "log_error": error,
-        "log_live": not job.is_final and job.status != JobStatus.QUEUED,
+        # Polled from the first view of the page, queued or not, until one last answer
+        # after the job ends: the logs appear without a reload.
+        "log_live": not job.is_final,
     }
 
 
@@ -216,7 +218,11 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     if not request.htmx:
         return redirect("job-detail", public_id=public_id)
-    response = render(request, "jobs/job_detail.html#live", _live_context(job))
+    response = render(
+        request,
+        "jobs/job_detail.html#live-update",
+        {**_live_context(job), "copy_url": reverse("job-copy", args=[job.public_id]), "oob": True},
+    )
     return HttpResponseStopPolling(response.content) if job.is_final else response
 
 

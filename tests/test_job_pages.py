@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -194,6 +195,40 @@ def test_the_live_part_polls_until_the_job_is_final(alice, alice_client):
     finish(job, message="Broke.")
     done = alice_client.get(url, headers={"HX-Request": "true"})
     assert done.status_code == 286 and "Broke." in done.content.decode()
+
+
+def test_the_status_poll_also_replaces_the_actions_and_duration_once_the_job_ends(
+    alice, alice_client
+):
+    job = submit(alice)
+    url = reverse("job-live", args=[job.public_id])
+
+    queued = alice_client.get(url, headers={"HX-Request": "true"}).content.decode()
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    finish(job, status=JobStatus.SUCCEEDED)
+    done = alice_client.get(url, headers={"HX-Request": "true"})
+
+    assert 'id="job-actions" hx-swap-oob="true"' in queued and 'id="job-stop"' in queued
+    assert done.status_code == 286
+    html = done.content.decode()
+    assert 'id="job-actions" hx-swap-oob="true"' in html and 'id="job-stop"' not in html
+    assert 'id="job-rerun"' in html
+    assert re.search(r'id="job-duration" hx-swap-oob="true">\d+s<', html)
+
+
+def test_the_log_panel_of_a_queued_job_polls_so_its_logs_appear_without_a_reload(
+    alice, alice_client
+):
+    job = submit(alice)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    finish(job, status=JobStatus.STOPPED)
+    last = alice_client.get(
+        reverse("job-logs", args=[job.public_id]), headers={"HX-Request": "true"}
+    )
+
+    assert f'hx-get="{reverse("job-logs", args=[job.public_id])}?replica=' in page
+    assert last.status_code == 286
 
 
 def test_a_page_past_the_end_is_empty_and_links_back(alice, alice_client):

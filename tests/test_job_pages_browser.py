@@ -45,6 +45,36 @@ def next_step(page, slug):
     page.wait_for_url(re.compile(rf"/{slug}/$"))
 
 
+def submit_from_the_wizard(page, command):
+    page.click("#nav-create-job")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    page.check("input[name=framework][value=PyTorchJob]")
+    next_step(page, "image")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", command)
+    for slug in ("resources", "data"):
+        next_step(page, slug)
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+
+
+def test_the_page_opened_on_submit_follows_the_job_to_its_end_without_a_reload(
+    logged_in_page, alice, worker_thread
+):
+    page = logged_in_page
+    submit_from_the_wizard(page, "sleep 1; echo all-done-$RANK")
+
+    expect(page.locator("#job-status")).to_have_text(re.compile("Succeeded|成功"), timeout=30_000)
+    expect(page.locator("#log-lines")).to_contain_text("all-done-0", timeout=10_000)
+    expect(page.locator("#job-stop")).to_have_count(0)
+    expect(page.locator("#job-rerun")).to_be_visible()
+    expect(page.locator("#job-duration")).not_to_have_text("–")
+
+
 def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(
     logged_in_page, alice, worker_thread
 ):
@@ -67,7 +97,6 @@ def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(
 
     # The page follows the job as the worker starts it, then tails its log.
     expect(page.locator("#job-status")).to_have_text(re.compile("Running|运行中"), timeout=20_000)
-    page.reload()
     expect(page.locator("#log-lines")).to_contain_text("tick-0-", timeout=20_000)
     page.click('#log-panel a.nav-link:has-text("worker-0")')
     expect(page.locator("#log-lines")).to_contain_text("tick-1-", timeout=20_000)

@@ -85,6 +85,32 @@ def test_every_log_line_is_timestamped(alice):
     assert all(line[:4].isdigit() and line.split(" ", 1)[0].endswith("Z") for line in lines)
 
 
+def test_secret_env_values_the_job_prints_are_masked_in_its_log_and_keyword_record(alice):
+    spec = make_spec(
+        'echo "token=$API_TOKEN pin=$PIN lr=$LR"; echo "FATAL $API_TOKEN" >&2; exit 1',
+        envs=[
+            S.Env("API_TOKEN", "hunter2-SUPERSECRET", secret=True),
+            S.Env("PIN", "42", secret=True),  # too short to mask without wrecking the log
+            S.Env("LR", "hunter2", secret=False),
+        ],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=1, custom_fault_tolerance_pattern=["FATAL"]
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+
+    log = log_text(job, "master-0")
+    assert "token=****** pin=42 lr=hunter2" in log
+    assert "FATAL ******" in log
+    assert "SUPERSECRET" not in log
+    assert "SUPERSECRET" not in json.dumps([[e.reason, e.message] for e in job.events.all()])
+    assert "SUPERSECRET" not in job.status_reason
+
+
 def test_a_tensorflow_job_gets_the_kubeflow_tf_config_with_local_addresses(alice, settings):
     check = textwrap.dedent(
         """
