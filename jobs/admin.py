@@ -548,9 +548,12 @@ class JobAdmin(admin.ModelAdmin):
         single = request.POST.get("_single") == "1"
         if request.POST.get("post") != "yes":
             return self._confirmation(request, action, queryset, single=single)
-        done = skipped = 0
+        # Counted before acting: an approved job is Queued afterwards, which is not a skip.
+        skipped = queryset.exclude(status__in=ACTION_STATUSES[action]).count()
+        eligible = list(queryset.filter(status__in=ACTION_STATUSES[action]).select_related("owner"))
+        done = 0
         failures: list[str] = []
-        for job in queryset.filter(status__in=ACTION_STATUSES[action]).select_related("owner"):
+        for job in eligible:
             try:
                 if perform(job):
                     done += 1
@@ -560,7 +563,6 @@ class JobAdmin(admin.ModelAdmin):
                 failures.append(f"{job.public_id}: {e.message}")
             except ActionError as e:
                 failures.append(f"{job.public_id}: {e}")
-        skipped += queryset.exclude(status__in=ACTION_STATUSES[action]).count()
         if done:
             self.message_user(request, done_message % {"count": done}, messages.SUCCESS)
         if skipped:

@@ -238,10 +238,11 @@ class ImageForm(StepForm):
         help_text=_("One KEY=VALUE per line; they are added to the rows above when you go on."),
     )
 
-    def __init__(self, *args: Any, image_locked: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, locked_image: str = "", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.locked_image = locked_image
         self.fields["image"].widget.attrs["list"] = "image-choices"
-        if image_locked:
+        if locked_image:
             self.fields["image"].widget.attrs["readonly"] = True
             self.fields["image"].help_text = _(
                 "The AIAK template's preset image; it cannot be changed."
@@ -249,6 +250,18 @@ class ImageForm(StepForm):
         self.helper = _helper(
             WizardField("image"), WizardField("entrypoint"), show_errors=self.show_errors
         )
+
+    def clean_image(self) -> str:
+        image = (self.cleaned_data.get("image") or "").strip()
+        if self.locked_image and image != self.locked_image:
+            raise forms.ValidationError(
+                _(
+                    "An AIAK template runs in its own image %(image)s. To use another image, "
+                    "choose custom creation in Basic info."
+                ),
+                params={"image": self.locked_image},
+            )
+        return image
 
 
 class EnvForm(forms.Form):
@@ -264,6 +277,9 @@ class EnvForm(forms.Form):
         data = super().clean()
         if not data.get("name") and data.get("value"):
             self.add_error("name", _("Enter the variable's name."))
+        elif data.get("name") and data.get("secret") and not data.get("value"):
+            # A saved secret is kept under its name only: renamed, it must be typed again.
+            self.add_error("value", _("Enter the secret's value (a renamed secret is not kept)."))
         return data
 
 

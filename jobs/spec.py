@@ -76,6 +76,11 @@ SHELLS = ("bash", "sh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/env b
 
 # Variables the platform sets in every replica; a user env of the same name would be
 # silently overwritten (or would break rendezvous), so it is refused instead.
+# A volume mounted over one of these hides the image's programs and libraries: the replica
+# cannot even start its shell. Below them (/etc/myapp, /usr/local/data) is allowed.
+SYSTEM_DIRECTORIES = frozenset(
+    {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/sbin", "/usr"}
+)
 RESERVED_ENV_NAMES = frozenset(
     {
         "AIHC_JOB_NAME",
@@ -949,7 +954,11 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                     "The mount path must be absolute and normalised, without '..' or a trailing '/'."
                 ),
             )
-        elif ds.mount_path == "/" or ds.mount_path.split("/")[1] in ("proc", "sys", "dev"):
+        elif (
+            ds.mount_path == "/"
+            or ds.mount_path in SYSTEM_DIRECTORIES
+            or ds.mount_path.split("/")[1] in ("proc", "sys", "dev")
+        ):
             err(
                 f"{path}.mountPath",
                 _("%(path)s is a system path and cannot be a mount point.")

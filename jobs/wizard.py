@@ -580,7 +580,7 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         pool = next((p for p in state.pools if p.id == pool_id), None)
         form_kwargs.update(pools=state.pools, pool=pool, templates=aiak_template_choices())
     elif step == IMAGE:
-        form_kwargs["image_locked"] = state.template is not None
+        form_kwargs["locked_image"] = state.template["image"] if state.template else ""
     elif step == SUBMISSION:
         form_kwargs["queues"] = state.pool.queues if state.pool else []
     form = STEP_FORMS[step](data, **form_kwargs)

@@ -281,11 +281,26 @@ def test_bulk_actions_skip_jobs_whose_status_does_not_allow_them(alice, reviewer
     stopped = submit(alice, "2")
     Job.objects.filter(pk=stopped.pk).update(status=JobStatus.STOPPED)
 
-    r = confirm(client_for(reviewer), "approve_jobs", [held, stopped])
+    client = client_for(reviewer)
+    r = confirm(client, "approve_jobs", [held, stopped])
 
     assert r.status_code == 302
     assert Job.objects.get(pk=held.pk).status == JobStatus.QUEUED
     assert Job.objects.get(pk=stopped.pk).status == JobStatus.STOPPED
+    said = [str(m) for m in client.get(r["Location"]).context["messages"]]
+    assert any("1" in m and "跳过" in m for m in said), said  # the stopped one only
+    assert not any("2" in m and "跳过" in m for m in said), said
+
+
+def test_approving_only_pending_jobs_reports_no_skips(alice, reviewer, review_all):
+    held = submit(alice, "1")
+    client = client_for(reviewer)
+
+    r = confirm(client, "approve_jobs", [held])
+
+    said = [str(m) for m in client.get(r["Location"]).context["messages"]]
+    assert r.status_code == 302 and Job.objects.get(pk=held.pk).status == JobStatus.QUEUED
+    assert not any("跳过" in m for m in said), said
 
 
 def test_reject_needs_a_reason_and_the_owner_then_sees_it(alice, reviewer, review_all, mailoutbox):

@@ -47,6 +47,21 @@ def test_seed_001_request_round_trips_to_an_equal_document():
     assert spec.to_v1_body() == SEED_001
 
 
+def test_a_mount_below_a_system_directory_is_allowed_but_not_over_it():
+    below = pytorch_spec(
+        datasources=[
+            S.Datasource("hostpath", "v", "/etc/myapp"),
+            S.Datasource("hostpath", "v", "/usr/local/data"),
+        ]
+    )
+    over = pytorch_spec(datasources=[S.Datasource("hostpath", "v", "/lib64")])
+
+    assert errors_of(below) == {}
+    assert errors_of(over) == {
+        "datasources[0].mountPath": ["/lib64 is a system path and cannot be a mount point."]
+    }
+
+
 def test_seed_001_reads_as_one_master_with_the_seed_resources():
     spec = S.parse_document(SEED_001, resource_pool_id="cce-xxxx")
 
@@ -368,6 +383,16 @@ INVALID: list[tuple[str, Mutation, str]] = [
     (
         "mount on /proc",
         setting(datasources=[S.Datasource("hostpath", "v", "/proc/x")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "mount over /usr",
+        setting(datasources=[S.Datasource("hostpath", "v", "/usr")]),
+        "datasources[0].mountPath",
+    ),
+    (
+        "mount over /etc",
+        setting(datasources=[S.Datasource("hostpath", "v", "/etc")]),
         "datasources[0].mountPath",
     ),
     (

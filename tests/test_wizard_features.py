@@ -19,6 +19,7 @@ from tests.test_wizard import (
     basic_data,
     complete_steps,
     data_data,
+    field_errors,
     image_data,
     new_draft,
     post_step,
@@ -58,7 +59,7 @@ def test_an_aiak_template_fills_image_command_envs_and_resources(alice_client):
     assert spec.enable_rdma
 
 
-def test_the_aiak_image_cannot_be_changed(alice_client):
+def test_the_aiak_image_cannot_be_changed_and_the_step_says_so(alice_client):
     draft = new_draft(alice_client)
     post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
     command = W.template_command(W.aiak_templates()["llama2-70b"], "Post-Pretrain", "full")
@@ -69,8 +70,9 @@ def test_the_aiak_image_cannot_be_changed(alice_client):
         alice_client, draft, W.IMAGE, image_data(image="evil.example.com/x:1", command=command)
     )
 
-    assert r.status_code == 302
+    assert r.status_code == 200 and field_errors(r, "id_image")
     draft.refresh_from_db()
+    assert W.IMAGE not in draft.completed_steps
     assert W.assemble(W.wizard_state(draft)).spec.image == W.aiak_templates()["llama2-70b"]["image"]
 
 

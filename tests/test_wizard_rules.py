@@ -324,11 +324,12 @@ def test_aiak_placeholders_left_in_the_command_block_the_step_by_name(en_client)
         },
     )
     command = W.template_command(W.aiak_templates()["qwen1.5-7b"], "SFT", "lora")
+    image = W.aiak_templates()["qwen1.5-7b"]["image"]
     half_done = command.replace("$USER_DATA_PATH", "/mnt/data").replace(
         "$USER_TOKENIZER_PATH", "/mnt/tok"
     )
 
-    blocked = post_step(en_client, draft, W.IMAGE, image_data(command=half_done))
+    blocked = post_step(en_client, draft, W.IMAGE, image_data(image=image, command=half_done))
 
     messages = field_errors(blocked, "id_command")
     named = " ".join(messages)
@@ -342,7 +343,47 @@ def test_aiak_placeholders_left_in_the_command_block_the_step_by_name(en_client)
         .replace("$USER_CHECKPOINT_SAVE_PATH", "/mnt/out")
         .replace("TENSORBOARD_PATH=$TENSORBOARD_PATH", "TENSORBOARD_PATH=/mnt/tb")
     )
-    assert post_step(en_client, draft, W.IMAGE, image_data(command=done)).status_code == 302
+    assert (
+        post_step(en_client, draft, W.IMAGE, image_data(image=image, command=done)).status_code
+        == 302
+    )
+
+
+def test_an_aiak_job_keeps_its_template_image_and_says_so_on_the_image_field(en_client):
+    draft = draft_at(
+        en_client,
+        W.IMAGE,
+        **{
+            W.BASIC: basic_data(
+                creation_mode="aiak",
+                training_mode="SFT",
+                training_method="full",
+                aiak_template="llama2-7b",
+            )
+        },
+    )
+    template = W.aiak_templates()["llama2-7b"]
+    command = W.template_command(template, "SFT", "full")
+
+    refused = post_step(en_client, draft, W.IMAGE, image_data(image="python:3.12", command=command))
+
+    messages = field_errors(refused, "id_image")
+    assert refused.status_code == 200
+    assert any(template["image"] in m and "custom creation" in m for m in messages), messages
+    assert 'value="python:3.12"' in refused.content.decode()  # what was typed stays
+
+
+def test_a_renamed_secret_must_be_typed_again_and_keeps_its_new_name(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    post_step(en_client, draft, W.IMAGE, image_data(envs=[("HF_TOKEN", "hf_supersecret", True)]))
+
+    # Renamed in the browser; the value field comes back empty (it was rendered masked).
+    renamed = post_step(en_client, draft, W.IMAGE, image_data(envs=[("HUB_TOKEN", "", True)]))
+
+    assert renamed.status_code == 200
+    assert any("renamed secret" in m for m in field_errors(renamed, "id_env-0-value"))
+    assert 'value="HUB_TOKEN"' in renamed.content.decode()
+    assert "hf_supersecret" not in renamed.content.decode()
 
 
 def test_messages_come_in_chinese_by_default(alice_client):
