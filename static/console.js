@@ -1,2 +1,11 @@
 // Behaviour shared by every page. No inline scripts anywhere: the CSP forbids them.
 "use strict";
+
+// The language switch returns to the page as it is now. htmx moves between wizard steps
+// without reloading the navigation bar, so the `next` rendered with the page can be stale.
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form instanceof HTMLFormElement && form.hasAttribute("data-language-switch")) {
+    form.elements.next.value = window.location.pathname + window.location.search;
+  }
+});

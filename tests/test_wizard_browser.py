@@ -255,3 +255,16 @@ def test_the_wizard_works_without_javascript(browser, live_server, alice):
         assert draft.completed_steps == ["basic", "image"]
     finally:
         context.close()
+
+
+def test_switching_language_mid_wizard_stays_on_the_current_step(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page, name="lang-switch")
+    fill_image(page)  # two steps moved by htmx: the navigation bar was not re-rendered
+
+    page.click("button[name=language][value=en]")
+
+    page.wait_for_url(re.compile(r"/resources/$"))
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator("#id_roles-0-replicas")).to_be_visible()
