@@ -161,6 +161,7 @@ def _live_context(job: Job) -> dict[str, Any]:
         "events": list(job.events.all()),
         "position": queue_position(job),
         "final": job.is_final,
+        "copy_url": reverse("job-copy", args=[job.public_id]),
     }
 
 
@@ -204,7 +205,6 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
                 spec.to_document(masked=True)["console"], ensure_ascii=False, indent=2
             ),
             "spec": spec,
-            "copy_url": reverse("job-copy", args=[job.public_id]),
         }
     )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
@@ -221,7 +221,7 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     response = render(
         request,
         "jobs/job_detail.html#live-update",
-        {**_live_context(job), "copy_url": reverse("job-copy", args=[job.public_id]), "oob": True},
+        {**_live_context(job), "oob": True},
     )
     return HttpResponseStopPolling(response.content) if job.is_final else response
 

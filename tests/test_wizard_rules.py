@@ -310,19 +310,15 @@ def test_a_standalone_job_asking_for_more_cards_than_idle_is_refused_with_the_nu
     assert queued.status_code == 302
 
 
-def test_aiak_placeholders_left_in_the_command_block_the_step_by_name(en_client):
-    draft = draft_at(
-        en_client,
-        W.IMAGE,
-        **{
-            W.BASIC: basic_data(
-                creation_mode="aiak",
-                training_mode="SFT",
-                training_method="lora",
-                aiak_template="qwen1.5-7b",
-            )
-        },
+def aiak_draft_at_image(client, template: str, method: str) -> Draft:
+    basic = basic_data(
+        creation_mode="aiak", training_mode="SFT", training_method=method, aiak_template=template
     )
+    return draft_at(client, W.IMAGE, **{W.BASIC: basic})
+
+
+def test_aiak_placeholders_left_in_the_command_block_the_step_by_name(en_client):
+    draft = aiak_draft_at_image(en_client, "qwen1.5-7b", "lora")
     command = W.template_command(W.aiak_templates()["qwen1.5-7b"], "SFT", "lora")
     image = W.aiak_templates()["qwen1.5-7b"]["image"]
     half_done = command.replace("$USER_DATA_PATH", "/mnt/data").replace(
@@ -350,18 +346,7 @@ def test_aiak_placeholders_left_in_the_command_block_the_step_by_name(en_client)
 
 
 def test_an_aiak_job_keeps_its_template_image_and_says_so_on_the_image_field(en_client):
-    draft = draft_at(
-        en_client,
-        W.IMAGE,
-        **{
-            W.BASIC: basic_data(
-                creation_mode="aiak",
-                training_mode="SFT",
-                training_method="full",
-                aiak_template="llama2-7b",
-            )
-        },
-    )
+    draft = aiak_draft_at_image(en_client, "llama2-7b", "full")
     template = W.aiak_templates()["llama2-7b"]
     command = W.template_command(template, "SFT", "full")
 
