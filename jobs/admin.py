@@ -32,7 +32,7 @@ from .actions import ActionError, job_stop
 from .backends import BackendError, get_backend
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, ReviewPolicy
 from .review import current_policy, job_approve, job_reject, job_resubmit
-from .runtime_env import replica_environment, replica_refs
+from .runtime_env import replica_refs
 from .throttle import ThrottledAdminAuthenticationForm
 
 admin.site.site_header = gettext_lazy("AI Job Console · review")
@@ -453,10 +453,11 @@ class JobAdmin(admin.ModelAdmin):
         )
         context["spec_sections"] = spec_sections(spec)
         refs = replica_refs(spec)
+        backend = get_backend(job.backend)
         context["replica_envs"] = [
             (
                 ref.label,
-                sorted(replica_environment(spec, ref, job_id=job.public_id, masked=True).items()),
+                sorted(backend.environment_preview(spec, ref, job_id=job.public_id).items()),
             )
             for ref in refs[:SHOWN_REPLICAS]
         ]

@@ -75,6 +75,7 @@ def _helper(*fields: Any, show_errors: bool = True) -> FormHelper:
     helper = FormHelper()
     helper.form_tag = False
     helper.disable_csrf = True
+    helper.template = "jobs/wizard/_crispy_fields.html"
     helper.form_show_errors = show_errors
     helper.field_template = FIELD_TEMPLATE
     helper.layout = Layout(*fields)

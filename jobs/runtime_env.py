@@ -85,7 +85,7 @@ def replica_environment(
     *,
     job_id: str,
     master_addr: str | None = None,
-    master_port: int = DEFAULT_MASTER_PORT,
+    master_port: int | str = DEFAULT_MASTER_PORT,
     tf_address: Callable[[str, int], str] | None = None,
     hostfile_path: str = MPI_HOSTFILE_PATH,
     visible_devices: str | None = None,

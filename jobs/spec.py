@@ -906,7 +906,9 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
             by_name.get(n) and by_name[n].replicas > 0 for n in ("worker", "chief", "evaluator")
         ):
             err("roles", _("TensorFlow needs at least one worker, chief or evaluator instance."))
-    if spec.total_replicas < 1:
+    # A negative count already has its own message; adding it into a total of 0 would
+    # only add a second, misleading one.
+    if spec.total_replicas < 1 and all(role.replicas >= 0 for role in spec.roles):
         err("roles", _("The job needs at least one instance."))
 
 

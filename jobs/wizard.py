@@ -36,7 +36,7 @@ from . import forms as F
 from . import spec as S
 from .backends import BackendError, Pool, RequestPreview, enabled_backends, get_backend
 from .models import Draft, Job
-from .runtime_env import replica_environment, replica_refs
+from .runtime_env import replica_refs
 from .services import jobs_submit
 
 Raw = dict[str, list[str]]
@@ -1213,12 +1213,20 @@ def request_preview(spec: S.JobSpec, pool: Pool | None) -> tuple[RequestPreview,
     return preview, body, curl
 
 
-def environment_preview(spec: S.JobSpec) -> list[tuple[str, list[tuple[str, str]]]]:
-    previews = []
-    for ref in replica_refs(spec)[:16]:
-        env = replica_environment(spec, ref, job_id="(assigned on submit)", masked=True)
-        previews.append((ref.label, sorted(env.items())))
-    return previews
+def environment_preview(
+    spec: S.JobSpec, pool: Pool | None
+) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Each replica's environment as the pool's backend will inject it (the first 16)."""
+    backend = get_backend(pool.backend if pool else "local")
+    return [
+        (
+            ref.label,
+            sorted(
+                backend.environment_preview(spec, ref, job_id=_("<assigned on submit>")).items()
+            ),
+        )
+        for ref in replica_refs(spec)[:16]
+    ]
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, str]:

@@ -54,7 +54,14 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
         draft = W.draft_create(owner=request.user)
         return redirect(_step_url(draft, W.BASIC))
     drafts = Draft.objects.filter(owner=request.user, submitted_at__isnull=True)[:50]
-    return render(request, "jobs/wizard/start.html", {"drafts": drafts})
+    # Resume opens where the draft stopped: its first step not yet passed (the review when
+    # every step has).
+    rows = [(draft, W.first_incomplete(draft)) for draft in drafts]
+    context = {
+        "rows": [(draft, W.STEP_TITLES[step], _step_url(draft, step)) for draft, step in rows],
+        "form_step_count": len(W.FORM_STEPS),
+    }
+    return render(request, "jobs/wizard/start.html", context)
 
 
 @require_POST
@@ -311,7 +318,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "api_request": api_request,
         "body": body,
         "curl": curl,
-        "environments": W.environment_preview(spec),
+        "environments": W.environment_preview(spec, state.pool),
         "wanted": [
             (card, n, W.idle_for(state.pool, card))
             for card, n in sorted(spec.accelerators_by_type().items())

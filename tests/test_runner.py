@@ -509,3 +509,33 @@ def test_a_blocked_queue_holds_its_later_jobs_while_another_queue_runs(alice, se
     big.refresh_from_db()
     small_same_queue.refresh_from_db()
     assert big.started_at <= small_same_queue.started_at
+
+
+def test_the_local_pools_environment_preview_is_what_each_replica_is_given(alice, settings):
+    # The review step and the admin show this preview; it must not promise cluster addresses
+    # the local runner never uses. Only what is decided at start may differ (ports, cards).
+    from jobs.backends import get_backend
+    from jobs.backends.local import PORT_AT_START
+    from jobs.runtime_env import replica_refs
+
+    spec = make_spec(
+        f"{PY} -c 'import json, os; print(\"ENV\", json.dumps(dict(os.environ)))'",
+        roles=[S.Role("master", 1, CARD, 1), S.Role("worker", 1, CARD, 1)],
+        envs=[S.Env("LR", "0.1"), S.Env("TOKEN", "s3cret-token", secret=True)],
+    )
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    for ref in replica_refs(spec):
+        line = next(x for x in log_text(job, ref.label).splitlines() if " ENV " in x)
+        given = json.loads(line.split(" ENV ", 1)[1])
+        preview = get_backend("local").environment_preview(spec, ref, job_id=job.public_id)
+        assert preview["MASTER_ADDR"] == given["MASTER_ADDR"] == "127.0.0.1"
+        assert preview["MASTER_PORT"] == PORT_AT_START and given["MASTER_PORT"].isdigit()
+        assert given["CUDA_VISIBLE_DEVICES"] in ("0", "1") and preview["CUDA_VISIBLE_DEVICES"]
+        assert preview["TOKEN"] == "******" and given["TOKEN"] == "******"  # the log is masked
+        decided_at_start = {"MASTER_PORT", "CUDA_VISIBLE_DEVICES"}
+        assert {k: v for k, v in preview.items() if k not in decided_at_start} == {
+            k: given[k] for k in preview if k not in decided_at_start
+        }

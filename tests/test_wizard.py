@@ -449,6 +449,25 @@ def test_the_drafts_list_shows_only_my_open_drafts(alice_client, bob, client):
     assert html.count("/discard/") == 1
 
 
+def test_resume_in_the_drafts_list_opens_the_first_step_the_draft_has_not_passed(alice_client):
+    fresh = new_draft(alice_client)
+    halfway = new_draft(alice_client)
+    complete_steps(alice_client, halfway, upto=W.DATA)
+    finished = new_draft(alice_client)
+    complete_steps(alice_client, finished)
+
+    r = alice_client.get(reverse("wizard-start"))
+
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert f'href="{step_url(fresh, W.BASIC)}"' in html
+    assert f'href="{step_url(halfway, W.DATA)}"' in html
+    assert f'href="{step_url(finished, W.REVIEW)}"' in html
+    assert (
+        f"3 / {len(W.FORM_STEPS)}" in html and f"{len(W.FORM_STEPS)} / {len(W.FORM_STEPS)}" in html
+    )
+
+
 def test_a_draft_can_be_discarded(alice_client, alice):
     draft = new_draft(alice_client)
 

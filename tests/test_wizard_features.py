@@ -479,7 +479,10 @@ def test_the_review_shows_the_exact_request_curl_and_each_replicas_environment(a
     assert "curl -X POST" in curl and "/api/v1/aijobs?resourcePoolId=local" in curl
     for label in ("master-0", "worker-0", "worker-1"):
         assert f">{label}</p>" in page
-    assert "WORLD_SIZE=3" in page and "RANK=2" in page and "MASTER_ADDR=llm-train-master-0" in page
+    assert "WORLD_SIZE=3" in page and "RANK=2" in page
+    # The local pool runs every replica here: the preview says so rather than a cluster's names.
+    assert "MASTER_ADDR=127.0.0.1" in page and "MASTER_PORT=&lt;free port&gt;" in page
+    assert "llm-train-master-0" not in page
     assert 'data-copy-target="#request-json"' in page
 
 

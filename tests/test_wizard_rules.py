@@ -377,3 +377,27 @@ def test_messages_come_in_chinese_by_default(alice_client):
     r = post_step(alice_client, draft, W.BASIC, basic_data(name=""))
 
     assert any("任务名称" in m for m in field_errors(r, "id_name")), field_errors(r, "id_name")
+
+
+def test_a_negative_instance_count_gets_one_message_on_its_cell_and_no_misleading_total(en_client):
+    draft = draft_at(en_client, W.RESOURCES)
+    roles = [role("master", 1, cards=1), role("worker", -1, cards=1)]
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert any("between 0 and 1000" in m for m in field_errors(r, "id_roles-1-replicas"))
+    assert "at least one instance" not in page
+
+
+def test_a_step_level_message_shows_once_above_the_step(en_client):
+    draft = draft_at(en_client, W.RESOURCES, **{W.BASIC: basic_data(framework=S.CUSTOM)})
+    roles = [role("launcher", 0), role("trainer", 0)]
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert page.count("The job needs at least one instance.") == 1
+    assert page.index('id="step-errors"') < page.index('id="role-table"')

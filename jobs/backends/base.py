@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from jobs.runtime_env import ReplicaRef, replica_environment
+
 if TYPE_CHECKING:
     from jobs.models import Job
     from jobs.spec import JobSpec
@@ -107,6 +109,11 @@ class Backend(ABC):
             headers={"Content-Type": "application/json"},
             body=spec.to_v1_body(masked=True),
         )
+
+    def environment_preview(self, spec: JobSpec, ref: ReplicaRef, *, job_id: str) -> dict[str, str]:
+        """What one replica will find in its environment (secrets masked), for the review step
+        and the admin. A cluster's addresses are the platform's: `<name>-<role>-<index>`."""
+        return replica_environment(spec, ref, job_id=job_id, masked=True)
 
     @abstractmethod
     def submit(self, job: Job) -> None: ...

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from jobs import logs as job_logs
+from jobs.runtime_env import ReplicaRef, replica_environment
 from jobs.sandbox import SandboxError, resolve_in_root
 
 from .base import AcceleratorStock, Backend, Pool, Volume
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from jobs.spec import JobSpec
 
 POOL_ID = "local"
+# Shown in the environment preview for what the runner decides only when an attempt starts.
+PORT_AT_START = "<free port>"
 NVIDIA_RESOURCE = "nvidia.com/gpu"
 
 
@@ -197,6 +200,22 @@ class LocalBackend(Backend):
                     % {"needed": needed, "cores": cores},
                 )
         return errors
+
+    def environment_preview(self, spec: JobSpec, ref: ReplicaRef, *, job_id: str) -> dict[str, str]:
+        # As jobs.runner launches replicas: all on this machine, every port picked free when the
+        # attempt starts, cards handed out by the scheduler (none for a CPU-only role).
+        role = next(r for r in spec.roles if r.name == ref.role)
+        has_cards = bool(role.accelerator_type and role.accelerators)
+        return replica_environment(
+            spec,
+            ref,
+            job_id=job_id,
+            master_addr="127.0.0.1",
+            master_port=PORT_AT_START,
+            tf_address=lambda r, i: f"127.0.0.1:{PORT_AT_START}",
+            visible_devices=_("<assigned at start>") if has_cards else "",
+            masked=True,
+        )
 
     def submit(self, job: Job) -> None:
         """Nothing to do: queued local jobs are started by the worker's scheduler."""
