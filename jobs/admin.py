@@ -23,6 +23,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import formats, timezone
+from django.utils.html import format_html
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -30,7 +31,7 @@ from django.utils.translation import gettext_lazy
 from . import spec as spec_module
 from .actions import ActionError, job_stop
 from .backends import BackendError, get_backend
-from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, ReviewPolicy
+from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, Priority, ReviewPolicy
 from .review import current_policy, job_approve, job_reject, job_resubmit
 from .runtime_env import replica_refs
 from .throttle import ThrottledAdminAuthenticationForm
@@ -112,7 +113,7 @@ class PriorityFilter(admin.SimpleListFilter):
     parameter_name = "priority"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(p, p) for p in spec_module.PRIORITIES]
+        return Priority.choices
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return queryset.filter(priority=self.value()) if self.value() else queryset
@@ -267,11 +268,15 @@ class JobChangeList(ChangeList):
 
 class JobEventInline(admin.TabularInline):
     model = JobEvent
-    fields = ["created_at", "type", "reason", "message", "actor"]
+    fields = ["created_at", "type", "reason_shown", "message", "actor"]
     readonly_fields = fields
     extra = 0
     can_delete = False
     verbose_name_plural = gettext_lazy("events")
+
+    @admin.display(description=gettext_lazy("reason"))
+    def reason_shown(self, event: JobEvent) -> str:
+        return format_html('<span title="{}">{}</span>', event.reason, event.reason_label)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("actor")

@@ -18,8 +18,9 @@ from django.utils.translation import gettext_lazy as _
 
 from . import spec as S
 from .backends import Pool
+from .models import Priority
 
-PRIORITY_CHOICES = [("high", _("High")), ("normal", _("Medium")), ("low", _("Low"))]
+PRIORITY_CHOICES = Priority.choices
 FRAMEWORK_CHOICES = [
     (S.PYTORCH, "PyTorch"),
     (S.MPI, "MPI"),

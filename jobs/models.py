@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from . import spec as spec_module
 
@@ -66,6 +67,23 @@ class JobGroup(models.Model):
         return f"{self.name} ({self.total} x, {self.concurrency} at once)"
 
 
+class Priority(models.TextChoices):
+    # The console's 高/中/低; "normal" is the AIHC API's value for 中.
+    HIGH = "high", _("High")
+    NORMAL = "normal", _("Medium")
+    LOW = "low", _("Low")
+
+
+class ReplicaStatus(models.TextChoices):
+    # The local runner's states and AIHC's pod phases (lowercased).
+    PENDING = "pending", pgettext_lazy("replica status", "Pending")
+    RUNNING = "running", pgettext_lazy("replica status", "Running")
+    SUCCEEDED = "succeeded", pgettext_lazy("replica status", "Succeeded")
+    FAILED = "failed", pgettext_lazy("replica status", "Failed")
+    LOST = "lost", pgettext_lazy("replica status", "Lost")
+    UNKNOWN = "unknown", pgettext_lazy("replica status", "Unknown")
+
+
 class Job(models.Model):
     public_id = models.CharField(_("job ID"), max_length=64, unique=True, editable=False)
     name = models.CharField(_("name"), max_length=50)
@@ -86,7 +104,9 @@ class Job(models.Model):
     external_id = models.CharField(_("external ID"), max_length=128, blank=True)
     resource_pool = models.CharField(_("resource pool"), max_length=64)
     queue = models.CharField(_("queue"), max_length=64, default="default")
-    priority = models.CharField(_("priority"), max_length=8, default="normal")
+    priority = models.CharField(
+        _("priority"), max_length=8, choices=Priority.choices, default=Priority.NORMAL
+    )
     total_cards = models.PositiveIntegerField(_("cards"), default=0)
     group = models.ForeignKey(
         JobGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
@@ -148,6 +168,40 @@ class EventType(models.TextChoices):
     WARNING = "Warning", _("Warning")
 
 
+# Event reasons are codes, as in Kubernetes (the API, the admin's filters and the tests use
+# them); pages show these labels. Reasons not listed (AIHC's own, "AIHC:<k8s reason>") show as
+# they are.
+EVENT_REASONS = {
+    "Created": pgettext_lazy("event reason", "Created"),
+    "ReviewRequired": pgettext_lazy("event reason", "Review required"),
+    "Approved": pgettext_lazy("event reason", "Approved"),
+    "Rejected": pgettext_lazy("event reason", "Rejected"),
+    "Resubmitted": pgettext_lazy("event reason", "Resubmitted"),
+    "Submitted": pgettext_lazy("event reason", "Submitted to the backend"),
+    "SubmitTimedOut": pgettext_lazy("event reason", "Submit timed out"),
+    "Queued": pgettext_lazy("event reason", "Queued"),
+    "Submitting": pgettext_lazy("event reason", "Submitting"),
+    "Started": pgettext_lazy("event reason", "Started"),
+    "Running": pgettext_lazy("event reason", "Running"),
+    "StartFailed": pgettext_lazy("event reason", "Start failed"),
+    "ReplicaFailed": pgettext_lazy("event reason", "Replica failed"),
+    "Restarted": pgettext_lazy("event reason", "Restarted (fault tolerance)"),
+    "HangSuspected": pgettext_lazy("event reason", "Hang suspected"),
+    "StopRequested": pgettext_lazy("event reason", "Stop requested"),
+    "Stopping": pgettext_lazy("event reason", "Stopping"),
+    "Stopped": pgettext_lazy("event reason", "Stopped"),
+    "Timeout": pgettext_lazy("event reason", "Timeout reached"),
+    "TimedOut": pgettext_lazy("event reason", "Timed out"),
+    "Succeeded": pgettext_lazy("event reason", "Succeeded"),
+    "Failed": pgettext_lazy("event reason", "Failed"),
+    "Lost": pgettext_lazy("event reason", "Lost"),
+    "Unschedulable": pgettext_lazy("event reason", "Unschedulable"),
+    "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
+    "AlertSent": pgettext_lazy("event reason", "Alert sent"),
+    "AlertFailed": pgettext_lazy("event reason", "Alert failed"),
+}
+
+
 class JobEvent(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="events")
     created_at = models.DateTimeField(_("time"), auto_now_add=True)
@@ -175,6 +229,10 @@ class JobEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.type} {self.reason}: {self.message[:60]}"
 
+    @property
+    def reason_label(self) -> str:
+        return str(EVENT_REASONS.get(self.reason, self.reason))
+
 
 class JobReplica(models.Model):
     """One instance of one role (e.g. worker-1), as the backend reports or runs it."""
@@ -182,7 +240,9 @@ class JobReplica(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="replicas")
     role = models.CharField(_("role"), max_length=32)
     index = models.PositiveIntegerField(_("index"))
-    status = models.CharField(_("status"), max_length=16, default="pending")
+    status = models.CharField(
+        _("status"), max_length=16, choices=ReplicaStatus.choices, default=ReplicaStatus.PENDING
+    )
     restarts = models.PositiveIntegerField(_("restarts"), default=0)
     pid = models.IntegerField(null=True, blank=True)
     exit_code = models.IntegerField(null=True, blank=True)

@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from jobs import spec as S
-from jobs.models import Job, JobStatus
+from jobs.models import Job, JobReplica, JobStatus
 from jobs.services import job_transition, jobs_submit
 from jobs.worker import Worker
 
@@ -255,3 +255,24 @@ def test_stopping_a_queued_job_records_who_and_a_finished_one_is_left_alone(alic
     assert job.events.last().actor == alice
     assert "already finished" in second.content.decode() or "已结束" in second.content.decode()
     assert job.events.count() == events_after_first
+
+
+def test_the_job_page_names_priority_replica_states_and_event_reasons_in_the_users_language(
+    alice, alice_client
+):
+    job = submit(alice, priority="high")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    JobReplica.objects.update_or_create(
+        job=job, role="master", index=0, defaults={"status": "running"}
+    )
+
+    zh = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    en = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert re.search(r'<dd class="col-sm-4">高</dd>', zh)
+    assert 'class="replica-status" title="running">运行中<' in zh
+    assert 'class="event-reason" title="Created">已创建<' in zh
+    assert 'class="event-reason" title="Started">已启动<' in zh
+    assert 'class="replica-status" title="running">Running<' in en
+    assert 'class="event-reason" title="Started">Started<' in en
