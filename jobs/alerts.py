@@ -47,6 +47,9 @@ def _address_allowed(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
+NOT_HTTP_URL = "not an http(s) URL"
+
+
 def webhook_url_error(url: str) -> str | None:
     """Why `url` may not receive webhooks (before any DNS lookup), or None.
 
@@ -56,7 +59,7 @@ def webhook_url_error(url: str) -> str | None:
     """
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        return "not an http(s) URL"
+        return NOT_HTTP_URL
     if settings.ALERT_WEBHOOK_ALLOW_PRIVATE:
         return None
     host = parts.hostname

@@ -296,7 +296,8 @@ class ResourcesForm(StepForm):
         label=_("RDMA"),
         required=False,
         help_text=_(
-            "Schedules the job on RDMA nodes; sets NCCL_IB_DISABLE=0 and uses 10GB of shared memory."
+            "Schedules the job on RDMA nodes and sets NCCL_IB_DISABLE=0. On AIHC it also gives "
+            "the containers 10GB of shared memory; a size other than 10Gi above is sent too."
         ),
     )
 

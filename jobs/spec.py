@@ -26,8 +26,14 @@ How the superset maps onto the v1 body (decisions, since v1 has one replica grou
   the command is that shell script; any other entrypoint is prefixed to it, shell-quoted.
 - Secret env values are sent (the job needs them) but never shown: `to_v1_body(masked=True)`
   replaces them, and `console.secretEnvs` records which names are secret.
-- Shared memory, CPU exclusivity, timeout, queue groups, log persistence and alert channels
-  have no v1 field; they live in `console` and are honoured by the backends that can.
+- Shared memory: `console.sharedMemoryGi` (default 10, AIHC's own default). A size other
+  than 10 is also sent as the `{"name": "sharedMemory", "quantity": N}` resource (GB) of
+  `jobSpec.resources`, as AIHC's CLI template does, so it is not lost on the way to AIHC;
+  a v1 body with that resource and no `console` reads it back. With RDMA on, AIHC documents
+  "10GB shared memory"; whether an explicit resource wins there is not documented
+  (uncertain), and we send the size the user asked for.
+- CPU exclusivity, timeout, queue groups, log persistence and alert channels have no v1
+  field; they live in `console` and are honoured by the backends that can.
 - Optional API fields at their default (false, empty, null) are left out of the body, so a
   request read and written back is the same document (seed 001 round-trips exactly).
 """
@@ -115,6 +121,7 @@ MAX_SHARED_MEMORY_GI = 1024
 MAX_GROUP_TASKS = 1000
 CPU_RESOURCE = "cpu"
 MEMORY_RESOURCE = "memory"
+SHARED_MEMORY_RESOURCE = "sharedMemory"  # GB, in jobSpec.resources
 
 NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,48}[a-z0-9])?$")
 ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?$")
@@ -323,7 +330,9 @@ class JobSpec:
                 else self.image_config.password,
             }
         job_spec["replicas"] = self.total_replicas
-        job_spec["resources"] = _role_resources(primary) if primary else []
+        job_spec["resources"] = (
+            _role_resources(primary, shared_memory_gi=self.shared_memory_gi) if primary else []
+        )
         if self.envs:
             job_spec["envs"] = [
                 {"name": env.name, "value": mask(env.value) if masked and env.secret else env.value}
@@ -420,7 +429,9 @@ def mask(value: str) -> str:
     return "******" if value else ""
 
 
-def _role_resources(role: Role) -> list[dict[str, Any]]:
+def _role_resources(
+    role: Role, *, shared_memory_gi: int = DEFAULT_SHARED_MEMORY_GI
+) -> list[dict[str, Any]]:
     resources: list[dict[str, Any]] = []
     if role.accelerator_type and role.accelerators:
         resources.append({"name": role.accelerator_type, "quantity": role.accelerators})
@@ -428,7 +439,18 @@ def _role_resources(role: Role) -> list[dict[str, Any]]:
         resources.append({"name": CPU_RESOURCE, "quantity": role.cpu})
     if role.memory_gb is not None:
         resources.append({"name": MEMORY_RESOURCE, "quantity": role.memory_gb})
+    if shared_memory_gi != DEFAULT_SHARED_MEMORY_GI:
+        resources.append({"name": SHARED_MEMORY_RESOURCE, "quantity": shared_memory_gi})
     return resources
+
+
+def _v1_shared_memory(job_spec: Mapping[str, Any]) -> Any:
+    """The quantity of a v1 body's sharedMemory resource, or None."""
+    resources = job_spec.get("resources")
+    for res in resources if isinstance(resources, list) else []:
+        if isinstance(res, Mapping) and res.get("name") == SHARED_MEMORY_RESOURCE:
+            return res.get("quantity")
+    return None
 
 
 def _datasource_body(ds: Datasource) -> dict[str, Any]:
@@ -533,7 +555,7 @@ def _read_resources(
             role.cpu = reader.int(res.get("quantity"), f"{item_path}.quantity")
         elif name == MEMORY_RESOURCE:
             role.memory_gb = reader.memory_gb(res.get("quantity"), f"{item_path}.quantity")
-        elif name in ("sharedMemory", "rdma/hca"):
+        elif name in (SHARED_MEMORY_RESOURCE, "rdma/hca"):
             continue  # expressed by sharedMemoryGi / enableRDMA
         elif name:
             if role.accelerator_type and role.accelerator_type != name:
@@ -715,7 +737,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
     )
     spec.retention_period = r.str(top.get("retentionPeriod"), "retentionPeriod").strip()
 
-    shm = console.get("sharedMemoryGi")
+    shm = console.get("sharedMemoryGi", _v1_shared_memory(job_spec))
     spec.shared_memory_gi = r.int(shm, "sharedMemoryGi", DEFAULT_SHARED_MEMORY_GI) or 0
     spec.cpu_exclusive = r.bool(console.get("cpuExclusive"), "cpuExclusive")
     spec.timeout_minutes = (

@@ -105,3 +105,24 @@ def test_a_tensorflow_job_maps_to_one_spec_per_role():
     }
     back = v1_from_v2(v2)
     assert back["jobFramework"] == "TFJob" and back["jobSpec"]["replicas"] == 3
+
+
+def test_a_tensorflow_jobs_shared_memory_goes_with_every_role():
+    roles = [S.Role("chief", 1, "nvidia.com/gpu", 1), S.Role("ps", 1)]
+    spec = S.JobSpec(
+        name="tf",
+        resource_pool_id="p",
+        framework=S.TENSORFLOW,
+        image="tf:2",
+        command="python t.py",
+        roles=roles,
+        shared_memory_gi=32,
+    )
+
+    v2 = v2_from_v1(spec.to_v1_body(), roles=roles)
+
+    assert v2["jobSpec"]["Chief"]["resources"] == [
+        {"name": "nvidia.com/gpu", "quantity": 1},
+        {"name": "sharedMemory", "quantity": 32},
+    ]
+    assert v2["jobSpec"]["PS"]["resources"] == [{"name": "sharedMemory", "quantity": 32}]

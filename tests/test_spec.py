@@ -81,6 +81,27 @@ def test_pytorch_master_plus_two_workers_is_three_v1_replicas():
     assert "resourcePoolId" not in body
 
 
+def test_shared_memory_other_than_the_default_is_sent_as_a_v1_resource_and_read_back():
+    spec = pytorch_spec()
+    spec.shared_memory_gi = 64
+
+    body = spec.to_v1_body()
+    read = S.parse_document(body, resource_pool_id="cce-xxxx")  # no console object
+
+    assert body["jobSpec"]["resources"] == [
+        {"name": "baidu.com/a800_80g_cgpu", "quantity": 8},
+        {"name": "sharedMemory", "quantity": 64},
+    ]
+    assert read.shared_memory_gi == 64
+    assert [(r.accelerator_type, r.accelerators) for r in read.roles][0] == (
+        "baidu.com/a800_80g_cgpu",
+        8,
+    )
+    assert S.parse_document(spec.to_document(), resource_pool_id="local").to_document() == (
+        spec.to_document()
+    )
+
+
 def test_stored_document_round_trips_every_console_extension():
     spec = pytorch_spec(
         envs=[S.Env("TOKEN", "s3cret", secret=True), S.Env("MODE", "fast")],

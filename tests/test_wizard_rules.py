@@ -401,3 +401,15 @@ def test_a_step_level_message_shows_once_above_the_step(en_client):
     assert r.status_code == 200
     assert page.count("The job needs at least one instance.") == 1
     assert page.index('id="step-errors"') < page.index('id="role-table"')
+
+
+def test_a_webhook_that_is_not_http_gets_that_message_only(en_client):
+    draft = draft_at(en_client, W.ADVANCED)
+
+    bad_scheme = post_step(en_client, draft, W.ADVANCED, advanced_data(alert_webhooks="ftp://x/y"))
+    private = post_step(
+        en_client, draft, W.ADVANCED, advanced_data(alert_webhooks="http://10.0.0.1/hook")
+    )
+
+    assert field_errors(bad_scheme, "id_alert_webhooks") == ["“ftp://x/y” is not an http(s) URL."]
+    assert any("private" in m for m in field_errors(private, "id_alert_webhooks"))

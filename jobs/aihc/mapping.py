@@ -71,11 +71,17 @@ def v2_from_v1(
     command = job_spec.pop("command", "")
     if framework == spec_module.TENSORFLOW and roles:
         shared = {k: v for k, v in job_spec.items() if k not in ("replicas", "resources")}
+        # Shared memory is the job's, not a role's: every role's resources carry it.
+        shm = [
+            res
+            for res in job_spec.get("resources") or []
+            if res.get("name") == spec_module.SHARED_MEMORY_RESOURCE
+        ]
         job_spec = {
             V2_TF_ROLE_KEYS[role.name]: {
                 **copy.deepcopy(shared),
                 "replicas": role.replicas,
-                "resources": spec_module._role_resources(role),
+                "resources": spec_module._role_resources(role) + copy.deepcopy(shm),
             }
             for role in roles
             if role.replicas and role.name in V2_TF_ROLE_KEYS

@@ -163,10 +163,11 @@ class LocalBackend(Backend):
                 )
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
-        from jobs.alerts import webhook_url_error
+        from jobs.alerts import NOT_HTTP_URL, webhook_url_error
 
         for url in spec.alert.webhooks:
-            if webhook_url_error(url):
+            # A URL that is not http(s) already has the spec's message; one is enough.
+            if webhook_url_error(url) not in (None, NOT_HTTP_URL):
                 err(
                     "alert.webhooks",
                     _(
