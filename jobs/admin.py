@@ -761,6 +761,10 @@ class ReviewPolicyAdmin(admin.ModelAdmin):
 
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
         self.message_user(request, _("The review policy was saved."), messages.SUCCESS)
+        # "Save and continue editing" stays on the policy; "Save" goes back to the admin index
+        # (the policy's own list only redirects to it).
+        if "_continue" in request.POST:
+            return HttpResponseRedirect(request.path)
         return HttpResponseRedirect(reverse("admin:index"))
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:

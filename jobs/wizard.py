@@ -838,11 +838,22 @@ def wizard_rules(
                 % {"key": key, "placeholder": placeholder},
             )
     image_raw = raws.get(IMAGE) if raws.get(IMAGE) is not None else state.raw(IMAGE)
-    bad_lines = _lines(_one(image_raw, "env_paste"))
+    left_lines = _lines(_one(image_raw, "env_paste"))
+    bad_lines = [line for line in left_lines if parse_env_line(line) is None]
     if bad_lines:
         err(
             "envPaste",
             _("These lines are not KEY=VALUE: %(lines)s") % {"lines": "; ".join(bad_lines[:5])},
+        )
+    twice = sorted({pair[0] for line in left_lines if (pair := parse_env_line(line))})
+    if twice:
+        err(
+            "envPaste",
+            _(
+                "Pasted twice with different values: %(names)s. The first line became a row; "
+                "delete the line left here, or submit it again to replace that value."
+            )
+            % {"names": ", ".join(twice[:5])},
         )
     data_raw = raws.get(DATA) if raws.get(DATA) is not None else state.raw(DATA)
     if _one(data_raw, "storage_enabled") and not spec.datasources:
@@ -937,6 +948,18 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
 # -- saving steps ----------------------------------------------------------------------
 
 
+def parse_env_line(line: str) -> tuple[str, str] | None:
+    """(name, value) of a `KEY=VALUE` or `export KEY="VALUE"` line, or None."""
+    name, sep, value = line.strip().removeprefix("export ").partition("=")
+    name = name.strip()
+    if not sep or not S.ENV_NAME_RE.match(name):
+        return None
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return name, value
+
+
 def merge_pasted_envs(raw: Raw) -> Raw:
     """Moves the paste box's KEY=VALUE lines into env rows; other lines stay in the box."""
     text = _one(raw, "env_paste")
@@ -945,18 +968,21 @@ def merge_pasted_envs(raw: Raw) -> Raw:
     rows = [r for r in rows_of(raw, "env") if _one(r, "name") or _one(r, "value")]
     index = {_one(r, "name"): r for r in rows}
     bad = []
+    pasted: dict[str, str] = {}
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        name, sep, value = line.removeprefix("export ").partition("=")
-        name = name.strip()
-        if not sep or not S.ENV_NAME_RE.match(name):
+        pair = parse_env_line(line)
+        # A name pasted twice is ambiguous: both lines stay in the box to be settled
+        # (a pasted name that is already a row updates that row, as re-pasting a file would).
+        if pair is not None and pasted.get(pair[0]) == pair[1]:
+            continue  # the same line again
+        if pair is None or pair[0] in pasted:
             bad.append(line)
             continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
+        name, value = pair
+        pasted[name] = value
         if name in index:
             index[name]["value"] = [value]
         else:

@@ -448,6 +448,23 @@ def test_garbage_queries_never_fail(alice, reviewer, query):
     assert r.status_code in (200, 302)
 
 
+def test_save_and_continue_stays_on_the_review_policy(superuser):
+    client = client_for(superuser)
+
+    saved = client.post(
+        "/admin/jobs/reviewpolicy/1/change/",
+        {"mode": "all", "above_cards": "8", "queues": "", "_continue": "Save and continue editing"},
+    )
+    done = client.post(
+        "/admin/jobs/reviewpolicy/1/change/", {"mode": "none", "above_cards": "8", "queues": ""}
+    )
+
+    assert saved.status_code == 302
+    assert saved["Location"] == "/admin/jobs/reviewpolicy/1/change/"
+    assert done["Location"] == "/admin/"
+    assert ReviewPolicy.objects.get().mode == "none"
+
+
 def test_the_queues_policy_needs_queues(superuser):
     r = client_for(superuser).post(
         "/admin/jobs/reviewpolicy/1/change/", {"mode": "queues", "above_cards": "8", "queues": ""}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -413,3 +415,26 @@ def test_a_webhook_that_is_not_http_gets_that_message_only(en_client):
 
     assert field_errors(bad_scheme, "id_alert_webhooks") == ["“ftp://x/y” is not an http(s) URL."]
     assert any("private" in m for m in field_errors(private, "id_alert_webhooks"))
+
+
+def test_a_name_pasted_twice_with_different_values_is_left_in_the_box_with_a_message(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste="LR=1\nLR=2\nLR=1\nBS=8"))
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert any(
+        "Pasted twice with different values: LR" in m for m in field_errors(r, "id_env_paste")
+    )
+    assert re.search(r'<textarea[^>]*name="env_paste"[^>]*>\s*LR=2</textarea>', page)
+    assert 'value="LR"' in page and 'value="1"' in page and 'value="BS"' in page
+
+    again = post_step(
+        en_client, draft, W.IMAGE, image_data(envs=[("LR", "1"), ("BS", "8")], env_paste="LR=2")
+    )
+
+    assert again.status_code == 302
+    draft.refresh_from_db()
+    envs = [(e.name, e.value) for e in W.assemble(W.wizard_state(draft)).spec.envs]
+    assert envs == [("LR", "2"), ("BS", "8")]
