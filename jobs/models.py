@@ -75,11 +75,13 @@ class Priority(models.TextChoices):
 
 
 class ReplicaStatus(models.TextChoices):
-    # The local runner's states and AIHC's pod phases (lowercased).
+    # The local runner's states and AIHC's pod phases (lowercased). Stopped: ended by a stop,
+    # a timeout or a whole-job restart, not on its own.
     PENDING = "pending", pgettext_lazy("replica status", "Pending")
     RUNNING = "running", pgettext_lazy("replica status", "Running")
     SUCCEEDED = "succeeded", pgettext_lazy("replica status", "Succeeded")
     FAILED = "failed", pgettext_lazy("replica status", "Failed")
+    STOPPED = "stopped", pgettext_lazy("replica status", "Stopped")
     LOST = "lost", pgettext_lazy("replica status", "Lost")
     UNKNOWN = "unknown", pgettext_lazy("replica status", "Unknown")
 

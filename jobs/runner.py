@@ -505,7 +505,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         for r in replicas
     }
     for replica in replicas:
-        _record_replica(replica, states[replica.pk], now)
+        _record_replica(replica, states[replica.pk], now, stopping=bool(run.stop_target))
 
     if job.status == S.STOPPING and run.stop_target not in (TARGET_STOPPED, TARGET_TIMED_OUT):
         run.stop_target = TARGET_STOPPED  # stopped by someone else (e.g. a reviewer)
@@ -562,10 +562,19 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     _check_hang(job, run, spec, replicas, now)
 
 
-def _record_replica(replica: JobReplica, state: ReplicaState, now: datetime) -> None:
-    status = {"unlaunched": "pending", "alive": "running", "lost": "lost"}.get(state.phase)
-    if status is None:
-        status = "succeeded" if state.exit_code == 0 else "failed"
+def _record_replica(
+    replica: JobReplica, state: ReplicaState, now: datetime, *, stopping: bool
+) -> None:
+    status = {"unlaunched": "pending", "alive": "running"}.get(state.phase)
+    if status is None and state.phase == "exited" and state.exit_code == 0:
+        status = "succeeded"
+    elif status is None and stopping and replica.status not in ("failed", "lost"):
+        # Ending (or being killed) while the job is torn down is the stop's doing, not a
+        # failure of its own; the replica that caused a restart or a failure was recorded
+        # before the stop began.
+        status = "stopped"
+    elif status is None:
+        status = "lost" if state.phase == "lost" else "failed"
     if replica.status != status or replica.exit_code != state.exit_code:
         replica.status = status
         replica.exit_code = state.exit_code

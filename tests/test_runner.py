@@ -232,6 +232,19 @@ def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     assert not processes_with("sleep 60")
 
 
+def test_the_replica_that_failed_shows_failed_and_the_ones_torn_down_with_it_stopped(alice):
+    spec = make_spec(
+        'if [ "$RANK" = 1 ]; then sleep 0.3; exit 4; fi; sleep 300',
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    replicas = {f"{r.role}-{r.index}": (r.status, r.exit_code) for r in job.replicas.all()}
+    assert replicas == {"worker-0": ("failed", 4), "master-0": ("stopped", 143)}
+
+
 def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
     from jobs.actions import job_stop
 
@@ -251,6 +264,7 @@ def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
     assert processes_with(token) == []
     assert [e.reason for e in job.events.all()][-2:] == ["Stopping", "Stopped"]
+    assert [r.status for r in job.replicas.all()] == ["stopped"]
 
 
 def status_and(job):
