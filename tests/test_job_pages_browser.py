@@ -66,6 +66,11 @@ def test_the_page_opened_on_submit_follows_the_job_to_its_end_without_a_reload(
     logged_in_page, alice, worker_thread
 ):
     page = logged_in_page
+    csp_violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
     submit_from_the_wizard(page, "sleep 1; echo all-done-$RANK")
 
     expect(page.locator("#job-status")).to_have_text(re.compile("Succeeded|成功"), timeout=30_000)
@@ -73,6 +78,7 @@ def test_the_page_opened_on_submit_follows_the_job_to_its_end_without_a_reload(
     expect(page.locator("#job-stop")).to_have_count(0)
     expect(page.locator("#job-rerun")).to_be_visible()
     expect(page.locator("#job-duration")).not_to_have_text("–")
+    assert csp_violations == []  # the live swaps need nothing the policy refuses
 
 
 def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(

@@ -47,6 +47,11 @@ def test_a_new_user_builds_a_pytorch_job_with_a_master_and_two_workers_and_submi
     logged_in_page, alice
 ):
     page = logged_in_page
+    csp_violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
     start(page)
     fill_basic(page)
     fill_image(page)
@@ -74,6 +79,7 @@ def test_a_new_user_builds_a_pytorch_job_with_a_master_and_two_workers_and_submi
     assert job.name == "bert-large"
     assert [(r.name, r.replicas) for r in job.job_spec().roles] == [("master", 1), ("worker", 2)]
     assert job.job_spec().fault_tolerance_config.hang_detection_timeout_minutes == 30
+    assert csp_violations == []  # no step or htmx swap needs anything the policy refuses
 
 
 def test_errors_show_on_their_fields_and_go_away_once_fixed_and_a_reload_keeps_the_draft(
