@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
 
 
 def free_port() -> int:
@@ -127,3 +128,15 @@ def test_a_user_logs_in_through_the_browser(page, alice):
 
     page.wait_for_url(lambda url: urlparse(url).path == "/")
     assert page.locator("nav").inner_text().count("alice") == 1
+
+
+def test_no_template_has_a_comment_that_django_would_print():
+    # Django's {# #} ends at the line's end: one spread over lines is printed as text.
+    unclosed = [
+        f"{path.relative_to(TEMPLATES)}:{number}"
+        for path in TEMPLATES.rglob("*.html")
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "{#" in line and "#}" not in line[line.index("{#") :]
+    ]
+
+    assert unclosed == []
