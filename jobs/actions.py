@@ -5,10 +5,12 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.models import User
+from django.utils.translation import gettext as _
 
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, Job, JobStatus
 from .services import job_event, job_transition, jobs_submit
+from .spec import SUBMIT_QUEUE, SpecError
 
 S = JobStatus
 # Statuses a job leaves directly for Stopped: nothing runs yet.
@@ -67,10 +69,25 @@ def job_delete(*, job: Job) -> bool:
 
 
 def job_rerun(*, job: Job, owner: User) -> list[Job]:
-    """A new job (or group) from the same spec, as if submitted again."""
+    """A new job from the same spec, checked as a submit from the wizard is: the pool must
+    still take it, and a standalone job must find its cards idle now. One task of a queue
+    group runs again as one queue task, not as a new group of `total` tasks."""
+    from .wizard import find_pool, pool_refusals  # the wizard's submit rules, one copy
+
+    try:
+        spec = job.job_spec()
+    except SpecError as exc:
+        raise ActionError(
+            _("This job's stored spec cannot be read, so it cannot run again.")
+        ) from exc
+    if spec.submission.mode == SUBMIT_QUEUE:
+        spec.submission.total = spec.submission.concurrency = 1
+    refusals = pool_refusals(spec, find_pool(spec.resource_pool_id))
+    if refusals:
+        raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
     return jobs_submit(
         owner=owner,
-        spec=job.job_spec(),
+        spec=spec,
         submit_key=f"rerun-{uuid.uuid4()}",
         backend=job.backend,
         source_job=job,

@@ -313,6 +313,10 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
 @login_required
 def job_rerun_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
-    new_jobs = job_rerun(job=job, owner=request.user)
+    try:
+        new_jobs = job_rerun(job=job, owner=request.user)
+    except ActionError as exc:
+        messages.error(request, _("It cannot run again now: %(why)s") % {"why": exc})
+        return redirect("job-detail", public_id=job.public_id)
     messages.success(request, _("Submitted again as a new job."))
     return redirect("job-detail", public_id=new_jobs[0].public_id)

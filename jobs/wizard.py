@@ -491,6 +491,21 @@ class WizardState:
     def aiak(self) -> bool:
         return self.basic.get("creation_mode") == S.CREATION_AIAK
 
+    @property
+    def basis(self) -> str:
+        """The basic choices the later steps' forms are built on (role names, card types,
+        queues, the AIAK image). A form sent for another basis was shown before they changed,
+        in another tab or from the browser's history."""
+        keys = (
+            "resource_pool",
+            "framework",
+            "creation_mode",
+            "training_mode",
+            "training_method",
+            "aiak_template",
+        )
+        return "|".join(self.basic.get(key, "") for key in keys)
+
     def raw(self, step: str) -> Raw:
         stored = self.draft.data.get(step)
         return stored if isinstance(stored, dict) else default_raw(step, self)
@@ -828,8 +843,6 @@ def wizard_rules(
     def err(path: str, message: str) -> None:
         errors.setdefault(path, []).append(message)
 
-    if spec.resource_pool_id and state.pool is None:
-        err("resourcePoolId", _("This resource pool is not available any more; choose another."))
     if state.template:
         for key, placeholder in unreplaced_placeholders(spec.command):
             err(
@@ -860,16 +873,32 @@ def wizard_rules(
         err("storage", _("Add a mount, or turn storage off."))
     if spec.fault_tolerance and spec.framework != S.PYTORCH:
         err("faultTolerance", _("Fault tolerance works for PyTorch jobs only."))
+    return errors
+
+
+def pool_refusals(spec: S.JobSpec, pool: Pool | None) -> dict[str, list[str]]:
+    """What the job's pool refuses now: a pool that is gone, its backend's own rules, and a
+    standalone job asking for more cards than are idle. The wizard's submit and Run again
+    both ask it, so a job cannot get past these by another door."""
+    if pool is None:
+        if not spec.resource_pool_id:
+            return {}
+        return {
+            "resourcePoolId": [_("This resource pool is not available any more; choose another.")]
+        }
+    try:
+        errors = {path: list(m) for path, m in get_backend(pool.backend).check_spec(spec).items()}
+    except BackendError as exc:
+        errors = {"resourcePoolId": [exc.message]}
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
-    if spec.submission.mode == S.SUBMIT_STANDALONE and not (state.pool and state.pool.error):
-        for card, wanted, idle in shortfall(spec, state.pool):
-            err(
-                "submission.mode",
+    if spec.submission.mode == S.SUBMIT_STANDALONE and not pool.error:
+        for card, wanted, idle in shortfall(spec, pool):
+            errors.setdefault("submission.mode", []).append(
                 _(
                     "A standalone job needs %(wanted)d %(card)s cards but only %(idle)d are idle; "
                     "lower the cards or submit it as a queue task, which waits for them."
                 )
-                % {"wanted": wanted, "card": card, "idle": idle},
+                % {"wanted": wanted, "card": card, "idle": idle}
             )
     return errors
 
@@ -881,13 +910,8 @@ def all_errors(
     errors = S.validate(spec)
     for path, messages in wizard_rules(state, spec, raws or {}).items():
         errors.setdefault(path, []).extend(messages)
-    if state.pool is not None:
-        try:
-            refusals = get_backend(state.pool.backend).check_spec(spec)
-        except BackendError as exc:
-            refusals = {"resourcePoolId": [exc.message]}
-        for path, messages in refusals.items():
-            errors.setdefault(path, []).extend(messages)
+    for path, messages in pool_refusals(spec, state.pool).items():
+        errors.setdefault(path, []).extend(messages)
     return errors
 
 
@@ -1020,6 +1044,7 @@ class StepOutcome:
     go_to: str  # the step to show next
     forms: StepForms | None = None  # set when the same step is shown again with errors
     example: str = ""
+    stale: bool = False  # the form was built on other basic choices; nothing was saved
 
 
 def _mark(draft: Draft, step: str, *, completed: bool) -> None:
@@ -1065,6 +1090,10 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
     action = str(post.get("action") or "next")
     if not _ACTION_RE.match(action):
         action = "save"
+    if step != BASIC and "basis" in post and post["basis"] != wizard_state(draft).basis:
+        # Saving it would mix rows made for one framework or pool into another (e.g. a
+        # PyTorch master in a TensorFlow table, whose fixed role names cannot be edited).
+        return StepOutcome(go_to=step, stale=True)
     raw = raw_from_post(post, step)
     old = draft.data.get(step) if isinstance(draft.data.get(step), dict) else {}
     if step == IMAGE:

@@ -14,6 +14,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
@@ -75,6 +76,7 @@ def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
 @require_http_methods(["GET", "POST"])
 @login_required
 @vary_on_headers("HX-Request")
+@never_cache  # Back must not show a step as it was before a later change (bfcache included)
 def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> HttpResponse:
     draft = _draft(request, draft_id)
     if step not in W.STEPS:
@@ -89,6 +91,8 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         if step == W.REVIEW:
             return redirect(_step_url(draft, step))
         outcome = W.step_post(draft=draft, step=step, post=request.POST)
+        if outcome.stale:
+            return _render_step(request, draft, step, stale=True)
         if outcome.forms is not None:
             return _render_step(request, draft, step, forms=outcome.forms)
         if not request.htmx:
@@ -109,9 +113,11 @@ def _render_step(
     step: str,
     *,
     forms: W.StepForms | None = None,
+    stale: bool = False,
 ) -> HttpResponse:
     state = W.wizard_state(draft)
     context: dict[str, Any] = {
+        "stale": stale,
         "draft": draft,
         "state": state,
         "step": step,

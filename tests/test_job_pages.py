@@ -12,7 +12,7 @@ from jobs.models import Job, JobReplica, JobStatus
 from jobs.services import job_transition, jobs_submit
 from jobs.worker import Worker
 
-from .runner_helpers import make_spec, run_until, runner_settings, status_of  # noqa: F401
+from .runner_helpers import CARD, make_spec, run_until, runner_settings, status_of  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -166,6 +166,39 @@ def test_run_again_submits_a_new_job_from_the_same_spec(alice, alice_client):
         "job-detail", args=[new.public_id]
     )
     assert new.spec == job.spec and new.source_job == job and new.status == JobStatus.QUEUED
+
+
+def test_run_again_refuses_a_standalone_job_whose_cards_are_busy_and_creates_nothing(
+    alice, alice_client
+):
+    from jobs.models import LocalRun
+
+    cards = [S.Role("master", 1, CARD, 2)]
+    job = submit(alice, roles=cards)
+    finish(job)
+    busy = submit(alice, name="busy", roles=cards)
+    job_transition(job=busy, to=JobStatus.RUNNING, reason="Started")
+    LocalRun.objects.create(job=busy, devices={CARD: [0, 1]})  # what dispatch records
+
+    response = alice_client.post(reverse("job-rerun", args=[job.public_id]), follow=True)
+
+    assert response.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
+    assert "needs 2" in response.content.decode() or "需要 2" in response.content.decode()
+    assert Job.objects.count() == 2
+
+
+def test_run_again_on_one_task_of_a_queue_group_runs_one_task(alice, alice_client):
+    spec = make_spec("echo task")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    group = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    finish(group[1])
+
+    response = alice_client.post(reverse("job-rerun", args=[group[1].public_id]))
+
+    new = Job.objects.exclude(pk__in=[j.pk for j in group])
+    assert response.status_code == 302
+    assert new.count() == 1
+    assert new.get().job_spec().submission.total == 1
 
 
 def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client):

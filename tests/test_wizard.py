@@ -400,6 +400,37 @@ def test_changing_the_framework_resets_the_roles(alice_client):
     assert "<strong>chief</strong>" in html and "<strong>ps</strong>" in html
 
 
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_step_sent_from_a_page_shown_before_the_framework_changed_is_not_saved(
+    alice_client, htmx
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    page_a = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    basis = re.search(r'name="basis" value="([^"]*)"', page_a).group(1)
+    # Another tab switches the framework.
+    post_step(alice_client, draft, W.BASIC, basic_data(framework=S.TENSORFLOW))
+
+    # The first tab sends its PyTorch role table.
+    stale_table = resources_data([role("master", 1, cards=1), role("worker", 1, cards=1)])
+    r = post_step(alice_client, draft, W.RESOURCES, {**stale_table, "basis": basis}, htmx=htmx)
+
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert 'id="stale-notice"' in html
+    assert "<strong>chief</strong>" in html and "<strong>master</strong>" not in html
+    draft.refresh_from_db()
+    assert W.RESOURCES not in draft.data and W.RESOURCES not in draft.completed_steps
+
+
+def test_step_pages_are_never_cached_so_back_shows_the_draft_as_it_is(alice_client):
+    draft = new_draft(alice_client)
+
+    r = alice_client.get(step_url(draft, W.BASIC))
+
+    assert "no-store" in r["Cache-Control"]
+
+
 # -- ownership --------------------------------------------------------------------------
 
 
