@@ -34,6 +34,7 @@ from .backends import BackendError, get_backend
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, Priority, ReviewPolicy
 from .review import current_policy, job_approve, job_reject, job_resubmit
 from .runtime_env import replica_refs
+from .summary import spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
 
 admin.site.site_header = gettext_lazy("AI Job Console · review")
@@ -102,7 +103,7 @@ class FrameworkFilter(admin.SimpleListFilter):
     parameter_name = "framework"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(f, f) for f in spec_module.FRAMEWORKS]
+        return list(spec_module.FRAMEWORK_LABELS.items())
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return queryset.filter(framework=self.value()) if self.value() else queryset
@@ -633,97 +634,6 @@ class JobAdmin(admin.ModelAdmin):
             lambda job: job_resubmit(job=job, actor=request.user),
             _("%(count)d job(s) resubmitted."),
         )
-
-
-def spec_sections(spec: spec_module.JobSpec) -> list[tuple[str, list[tuple[str, Any]]]]:
-    """The spec as the wizard's sections, for reading (secrets masked)."""
-    yes, no = _("yes"), _("no")
-
-    def flag(value: bool) -> str:
-        return yes if value else no
-
-    roles = "; ".join(
-        f"{r.name} × {r.replicas}"
-        + (f", {r.accelerators} × {r.accelerator_type}" if r.accelerator_type else "")
-        + (f", {r.cpu} CPU" if r.cpu else "")
-        + (f", {r.memory_gb} GB" if r.memory_gb else "")
-        for r in spec.roles
-    )
-    envs = "\n".join(
-        f"{e.name}={spec_module.mask(e.value) if e.secret else e.value}" for e in spec.envs
-    )
-    mounts = "\n".join(
-        f"{d.type}:{d.name}{':' + d.source_path if d.source_path else ''} → {d.mount_path}"
-        + (" (ro)" if d.read_only else "")
-        for d in spec.datasources
-    )
-    ftc = spec.fault_tolerance_config
-    image_user = spec.image_config.username if spec.image_config else ""
-    return [
-        (
-            _("Basic information"),
-            [
-                (_("Name"), spec.name),
-                (_("Resource pool"), spec.resource_pool_id),
-                (_("Queue"), spec.queue),
-                (_("Priority"), spec.priority),
-                (
-                    _("Submission"),
-                    f"{spec.submission.mode} ({spec.submission.total} × {spec.submission.concurrency})"
-                    if spec.submission.mode == spec_module.SUBMIT_QUEUE
-                    else spec.submission.mode,
-                ),
-            ],
-        ),
-        (
-            _("Environment"),
-            [
-                (_("Image"), spec.image),
-                (_("Registry user"), image_user),
-                (
-                    _("Registry password"),
-                    spec_module.mask(spec.image_config.password) if spec.image_config else "",
-                ),
-                (_("Entrypoint"), spec.entrypoint),
-                (_("Command"), spec.command),
-                (_("Environment variables"), envs),
-            ],
-        ),
-        (
-            _("Resources"),
-            [
-                (_("Framework"), spec.framework),
-                (_("Roles"), roles),
-                (_("Total cards"), spec.total_accelerators),
-                (_("Shared memory"), f"{spec.shared_memory_gi} Gi"),
-                (_("Exclusive CPU"), flag(spec.cpu_exclusive)),
-                ("RDMA", flag(spec.enable_rdma)),
-                (_("Host network"), flag(spec.host_network)),
-                ("BCCL", flag(spec.enable_bccl)),
-            ],
-        ),
-        (_("Storage"), [(_("Mounts"), mounts)]),
-        (
-            _("Advanced"),
-            [
-                (_("Fault tolerance"), flag(spec.fault_tolerance)),
-                (
-                    _("Hang detection"),
-                    f"{ftc.hang_detection_timeout_minutes} min"
-                    if ftc and ftc.enabled_hang_detection
-                    else no,
-                ),
-                (_("Tensorboard"), spec.tensorboard.log_path if spec.tensorboard.enable else no),
-                (_("Alerts"), ", ".join(spec.alert.items)),
-                (_("Alert emails"), ", ".join(spec.alert.emails)),
-                (_("Alert webhooks"), "\n".join(spec.alert.webhooks)),
-                (_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)),
-                (_("Timeout"), f"{spec.timeout_minutes} min"),
-                (_("Retention"), spec.retention_period),
-                (_("Log persistence"), flag(spec.log_persistence)),
-            ],
-        ),
-    ]
 
 
 # -- review policy ---------------------------------------------------------------------

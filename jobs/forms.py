@@ -21,12 +21,7 @@ from .backends import Pool
 from .models import Priority
 
 PRIORITY_CHOICES = Priority.choices
-FRAMEWORK_CHOICES = [
-    (S.PYTORCH, "PyTorch"),
-    (S.MPI, "MPI"),
-    (S.TENSORFLOW, "TensorFlow"),
-    (S.CUSTOM, _("Custom")),
-]
+FRAMEWORK_CHOICES = list(S.FRAMEWORK_LABELS.items())
 CREATION_CHOICES = [
     (S.CREATION_CUSTOM, _("Custom")),
     (S.CREATION_AIAK, _("From an AIAK acceleration template")),

@@ -97,7 +97,12 @@ class Job(models.Model):
     )
     # The canonical spec document (jobs.spec): the AIHC v1 body plus console extensions.
     spec = models.JSONField(_("spec"))
-    framework = models.CharField(_("framework"), max_length=16, default=spec_module.PYTORCH)
+    framework = models.CharField(
+        _("framework"),
+        max_length=16,
+        choices=list(spec_module.FRAMEWORK_LABELS.items()),
+        default=spec_module.PYTORCH,
+    )
     status = models.CharField(
         _("status"), max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED
     )

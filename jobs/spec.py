@@ -52,12 +52,20 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 PYTORCH = "PyTorchJob"
 MPI = "MPIJob"
 TENSORFLOW = "TFJob"
 CUSTOM = "Custom"
 FRAMEWORKS = (PYTORCH, MPI, TENSORFLOW, CUSTOM)
+# What people read (the console's 训练框架 choices); the values above are the API's.
+FRAMEWORK_LABELS = {
+    PYTORCH: "PyTorch",
+    MPI: "MPI",
+    TENSORFLOW: "TensorFlow",
+    CUSTOM: gettext_lazy("Custom"),
+}
 
 # The roles each framework offers, in display order.
 FRAMEWORK_ROLES: dict[str, tuple[str, ...]] = {

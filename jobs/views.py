@@ -30,7 +30,7 @@ from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
 from .models import FINAL_STATUSES, Job, JobStatus
 from .scheduler import queue_position
-from .spec import FRAMEWORKS
+from .spec import FRAMEWORK_LABELS
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class JobFilterForm(forms.Form):
         required=False, choices=[("", gettext_lazy("Any status")), *JobStatus.choices]
     )
     framework = forms.ChoiceField(
-        required=False, choices=[("", gettext_lazy("Any framework"))] + [(f, f) for f in FRAMEWORKS]
+        required=False, choices=[("", gettext_lazy("Any framework")), *FRAMEWORK_LABELS.items()]
     )
     pool = forms.CharField(required=False, label=gettext_lazy("Resource pool"))
     queue = forms.CharField(required=False, label=gettext_lazy("Queue"))

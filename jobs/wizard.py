@@ -16,7 +16,6 @@ keeps only its own. Submit re-validates everything the same way.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import shlex
@@ -38,6 +37,7 @@ from .backends import BackendError, Pool, RequestPreview, enabled_backends, get_
 from .models import Draft, Job
 from .runtime_env import replica_refs
 from .services import jobs_submit
+from .summary import spec_changes
 
 Raw = dict[str, list[str]]
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -1284,43 +1284,13 @@ def environment_preview(
     ]
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
-    if isinstance(value, Mapping):
-        out: dict[str, str] = {}
-        for key, item in value.items():
-            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    if isinstance(value, list):
-        out = {}
-        for i, item in enumerate(value):
-            out.update(_flatten(item, f"{prefix}[{i}]"))
-        return out or {prefix: "[]"}
-    return {prefix: json.dumps(value, ensure_ascii=False)}
-
-
 def spec_diff(source: Job, spec: S.JobSpec) -> list[tuple[str, str, str]]:
     """(field, before, after) for each field of the copy that differs from its source."""
     try:
-        before_doc = source.job_spec().to_document(masked=True)
+        before = source.job_spec()
     except S.SpecError:
-        before_doc = source.spec
-    before = _flatten(before_doc)
-    after = _flatten(spec.to_document(masked=True))
-    rows = []
-    for key in sorted(before.keys() | after.keys()):
-        if key.endswith(".command") and before.get(key) != after.get(key):
-            lines = difflib.unified_diff(
-                json.loads(before.get(key, '""')).splitlines(),
-                json.loads(after.get(key, '""')).splitlines(),
-                lineterm="",
-                n=0,
-            )
-            rows.append(
-                (key, before.get(key, "—"), "\n".join(list(lines)[2:]) or after.get(key, "—"))
-            )
-        elif before.get(key) != after.get(key):
-            rows.append((key, before.get(key, "—"), after.get(key, "—")))
-    return rows
+        return [(_("The source job's spec"), _("cannot be read"), "—")]
+    return spec_changes(before, spec)
 
 
 @dataclass(frozen=True)

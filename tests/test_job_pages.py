@@ -290,7 +290,7 @@ def test_stopping_a_queued_job_records_who_and_a_finished_one_is_left_alone(alic
     assert job.events.count() == events_after_first
 
 
-def test_the_job_page_names_priority_replica_states_and_event_reasons_in_the_users_language(
+def test_the_job_page_names_framework_priority_replica_states_and_event_reasons_in_the_users_language(
     alice, alice_client
 ):
     job = submit(alice, priority="high")
@@ -304,6 +304,7 @@ def test_the_job_page_names_priority_replica_states_and_event_reasons_in_the_use
     en = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     assert re.search(r'<dd class="col-sm-4">高</dd>', zh)
+    assert '<dd class="col-sm-4">PyTorch</dd>' in zh  # not the API's PyTorchJob
     assert 'class="replica-status" title="running">运行中<' in zh
     assert 'class="event-reason" title="Created">已创建<' in zh
     assert 'class="event-reason" title="Started">已启动<' in zh

@@ -540,8 +540,37 @@ def test_the_review_of_a_copy_shows_what_changed(alice_client):
             "</section>", changed.index('id="copy-diff"')
         )
     ]
-    assert "jobSpec.replicas" in diff and ">3<" in diff
-    assert "console.roles[1].replicas" in diff
+    assert "资源配置 · 角色" in diff
+    assert "worker × 2" in diff and "worker × 5" in diff
+
+
+def test_the_copy_diff_names_each_changed_field_once_in_console_words(alice_client):
+    job = submitted_job(alice_client)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+    post_step(alice_client, copy, W.BASIC, basic_data(name="llm-train-2", priority="high"))
+    post_step(
+        alice_client,
+        copy,
+        W.IMAGE,
+        image_data(command="torchrun --nproc_per_node 8 train.py", envs=[("K", "v3ry-secret", 1)]),
+    )
+    alice_client.cookies["django_language"] = "en"
+
+    page = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+
+    diff = page[
+        page.index('id="copy-diff"') : page.index("</section>", page.index('id="copy-diff"'))
+    ]
+    fields = re.findall(r'<td class="diff-field">([^<]+)</td>', diff)
+    assert fields == [
+        "Basic info · Job name",
+        "Basic info · Priority",
+        "Image and command · Command",
+        "Image and command · Environment variables",
+    ]
+    assert "High" in diff and "jobSpec" not in diff and "console." not in diff
+    assert "K=****** (secret)" in diff and "v3ry-secret" not in diff
 
 
 def test_a_copy_remembers_its_source_job_on_submit(alice_client):

@@ -1,0 +1,160 @@
+"""A job spec as people read it: the wizard's sections, each field under its console label.
+
+One reading for the admin's job page and the copy's "what changed" table on the review
+step, so a field cannot show in one and be missed by the other. Secrets are masked.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from . import forms as F
+from . import spec as S
+
+Section = tuple[str, list[tuple[str, str]]]
+
+
+def _label(choices: Any, value: str) -> str:
+    return str(dict(choices).get(value, value))
+
+
+def spec_sections(spec: S.JobSpec) -> list[Section]:
+    """Every field of the spec, in the wizard's order and words (values as text)."""
+    yes, no = _("yes"), _("no")
+
+    def flag(value: bool) -> str:
+        return yes if value else no
+
+    roles = "\n".join(
+        f"{r.name} × {r.replicas}"
+        + (f", {r.accelerators} × {r.accelerator_type}" if r.accelerator_type else "")
+        + (f", {r.cpu} CPU" if r.cpu else "")
+        + (f", {r.memory_gb} GB" if r.memory_gb else "")
+        for r in spec.roles
+    )
+    envs = "\n".join(
+        f"{e.name}={S.mask(e.value) if e.secret else e.value}"
+        + (f" ({_('secret')})" if e.secret else "")
+        for e in spec.envs
+    )
+    mounts = "\n".join(
+        f"{d.type}:{d.name}{':' + d.source_path if d.source_path else ''} → {d.mount_path}"
+        + (f" ({_('read-only')})" if d.read_only else "")
+        for d in spec.datasources
+    )
+    ftc = spec.fault_tolerance_config or S.FaultToleranceConfig()
+    aiak = spec.aiak or S.Aiak()
+    submission = _label(F.SUBMISSION_CHOICES, spec.submission.mode)
+    if spec.submission.mode == S.SUBMIT_QUEUE:
+        submission += " " + _("(%(total)d tasks, at most %(concurrency)d at once)") % {
+            "total": spec.submission.total,
+            "concurrency": spec.submission.concurrency,
+        }
+    basic = [
+        (_("Job name"), spec.name),
+        (_("Resource pool"), spec.resource_pool_id),
+        (_("Queue"), spec.queue),
+        (_("Priority"), _label(F.PRIORITY_CHOICES, spec.priority)),
+        (_("Training framework"), _label(F.FRAMEWORK_CHOICES, spec.framework)),
+        (_("Log persistence"), flag(spec.log_persistence)),
+        (_("Creation mode"), _label(F.CREATION_CHOICES, spec.creation_mode)),
+    ]
+    if spec.creation_mode == S.CREATION_AIAK:
+        basic += [
+            (_("Training mode"), aiak.training_mode),
+            (_("Training method"), _label(F.TRAINING_METHOD_CHOICES, aiak.training_method)),
+            (_("AIAK training template"), aiak.template),
+        ]
+    return [
+        (_("Basic info"), basic),
+        (
+            _("Image and command"),
+            [
+                (_("Image address"), spec.image),
+                (_("Registry user"), spec.image_config.username if spec.image_config else ""),
+                (
+                    _("Registry password"),
+                    S.mask(spec.image_config.password) if spec.image_config else "",
+                ),
+                (_("Entrypoint"), spec.entrypoint),
+                (_("Command"), spec.command),
+                (_("Environment variables"), envs),
+            ],
+        ),
+        (
+            _("Resources"),
+            [
+                (_("Roles"), roles),
+                (_("Total cards"), str(spec.total_accelerators)),
+                (_("Shared memory"), f"{spec.shared_memory_gi} Gi"),
+                ("RDMA", flag(spec.enable_rdma)),
+                (_("Host network"), flag(spec.host_network)),
+            ],
+        ),
+        (_("Data sources"), [(_("Mounts"), mounts)]),
+        (
+            _("Fault tolerance & diagnostics"),
+            [
+                (
+                    _("Hang detection"),
+                    _("%(minutes)s min") % {"minutes": ftc.hang_detection_timeout_minutes}
+                    if ftc.enabled_hang_detection
+                    else no,
+                ),
+                (_("Fault tolerance"), flag(spec.fault_tolerance)),
+                (_("Retry limit"), str(ftc.fault_tolerance_limit or "")),
+                (_("Fault keywords"), "\n".join(ftc.custom_fault_tolerance_pattern)),
+                ("BCCL", flag(spec.enable_bccl)),
+            ],
+        ),
+        (
+            _("Advanced"),
+            [
+                ("Tensorboard", spec.tensorboard.log_path if spec.tensorboard.enable else no),
+                (_("Delete after exit"), spec.retention_period or no),
+                (_("Alerts"), ", ".join(_label(F.ALERT_CHOICES, i) for i in spec.alert.items)),
+                (_("Alert emails"), ", ".join(spec.alert.emails)),
+                (_("Alert webhooks"), "\n".join(spec.alert.webhooks)),
+                (
+                    _("Alert rule"),
+                    " ".join(
+                        filter(
+                            None,
+                            [spec.alert.instance_id, spec.alert.notify_rule_id, spec.alert.for_],
+                        )
+                    ),
+                ),
+                (_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)),
+                (_("Timeout"), _("%(minutes)s min") % {"minutes": spec.timeout_minutes}),
+                (_("Exclusive CPU"), flag(spec.cpu_exclusive)),
+            ],
+        ),
+        (_("Submission"), [(_("Submission"), submission)]),
+    ]
+
+
+def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, str]]:
+    """(section · field, before, after) for each field that differs; a changed command is
+    shown as the lines that changed."""
+    rows = []
+    for (section, old_rows), (_same, new_rows) in zip(
+        spec_sections(before), spec_sections(after), strict=True
+    ):
+        old = dict(old_rows)
+        for label, new_value in new_rows:
+            old_value = old.get(label, "")
+            if old_value == new_value:
+                continue
+            if label == _("Command"):
+                changed = difflib.unified_diff(
+                    old_value.splitlines(), new_value.splitlines(), lineterm="", n=0
+                )
+                new_value = "\n".join(list(changed)[2:]) or new_value
+            rows.append((f"{section} · {label}", old_value or "—", new_value or "—"))
+        for label, old_value in old_rows:  # fields only the source had (e.g. AIAK choices)
+            if label not in dict(new_rows) and old_value:
+                rows.append((f"{section} · {label}", old_value, "—"))
+    return rows
