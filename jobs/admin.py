@@ -382,6 +382,20 @@ class JobAdmin(admin.ModelAdmin):
     ]
 
     @admin.display(description=gettext_lazy("pool / queue"), ordering="resource_pool")
+    def response_action(
+        self, request: HttpRequest, queryset: QuerySet, **kwargs: Any
+    ) -> HttpResponse | None:
+        # Job ids are integers; anything else would fail inside the admin's query (a 500).
+        selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
+        if not all(value.isdigit() for value in selected):
+            self.message_user(
+                request,
+                _("The selection was not understood; select the jobs again."),
+                messages.WARNING,
+            )
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset, **kwargs)
+
     def pool_and_queue(self, job: Job) -> str:
         return f"{job.resource_pool} / {job.queue}"
 

@@ -448,6 +448,19 @@ def test_garbage_queries_never_fail(alice, reviewer, query):
     assert r.status_code in (200, 302)
 
 
+@pytest.mark.parametrize("selected", [["['1']"], ["1", "x"], ["-1"], [""]])
+def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review_all, selected):
+    job = submit(alice, "1")
+
+    r = client_for(reviewer).post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": selected, "post": "yes"}
+    )
+
+    assert r.status_code == 302
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW
+
+
 def test_save_and_continue_stays_on_the_review_policy(superuser):
     client = client_for(superuser)
 
