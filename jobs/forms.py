@@ -87,10 +87,16 @@ def _lean_selects(form: forms.BaseForm) -> None:
 
 
 def _styled(form: forms.BaseForm) -> None:
-    """Bootstrap classes for fields rendered by hand in the row tables."""
+    """Bootstrap classes and accessible names for fields rendered by hand in the row tables
+    (the column header names a cell for the eye; aria-label names it for a screen reader)."""
     _lean_selects(form)
+    row = (form.prefix or "").rsplit("-", 1)[-1]
     for field in form.fields.values():
         widget = field.widget
+        if not isinstance(widget, forms.HiddenInput):
+            widget.attrs["aria-label"] = (
+                f"{field.label} {int(row) + 1}" if row.isdigit() else str(field.label)
+            )
         if isinstance(widget, forms.CheckboxInput):
             widget.attrs.setdefault("class", "form-check-input")
         elif isinstance(widget, forms.Select):

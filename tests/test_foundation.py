@@ -102,11 +102,13 @@ def test_serve_answers_login_admin_and_static_files_with_debug_off(tmp_path):
         admin = httpx.get(f"{base}/admin/", timeout=5)
         htmx = httpx.get(f"{base}/static/django_htmx/htmx-2.min.js", timeout=5)
         css = httpx.get(f"{base}/static/vendor/bootstrap-5.3.9/bootstrap.min.css", timeout=5)
+        missing = httpx.get(f"{base}/login/no-such-page/", timeout=5)
 
         assert login.status_code == 200 and 'name="password"' in login.text
         assert admin.status_code == 302 and "/admin/login/" in admin.headers["location"]
         assert htmx.status_code == 200 and "htmx" in htmx.text
         assert css.status_code == 200
+        assert missing.status_code == 404 and 'id="not-found"' in missing.text
         assert (tmp_path / "secret_key").exists()
     finally:
         os.killpg(server.pid, signal.SIGINT)
@@ -140,3 +142,20 @@ def test_no_template_has_a_comment_that_django_would_print():
     ]
 
     assert unclosed == []
+
+
+def test_a_missing_page_is_the_consoles_own_404_with_its_navigation(alice_client):
+    r = alice_client.get("/jobs/no-such-job/")
+
+    html = r.content.decode()
+    assert r.status_code == 404
+    assert 'id="not-found"' in html and 'id="nav-create-job"' in html
+
+
+def test_a_server_error_page_needs_no_request_context(rf):
+    from django.views.defaults import server_error
+
+    r = server_error(rf.get("/"))
+
+    assert r.status_code == 500
+    assert "Server error" in r.content.decode() and "服务器错误" in r.content.decode()

@@ -431,6 +431,25 @@ def test_step_pages_are_never_cached_so_back_shows_the_draft_as_it_is(alice_clie
     assert "no-store" in r["Cache-Control"]
 
 
+def test_every_input_of_the_row_tables_has_an_accessible_name(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    pages = [alice_client.get(step_url(draft, s)).content.decode() for s in (W.RESOURCES, W.DATA)]
+
+    for page, table in zip(pages, ("role-table", "mount-table"), strict=True):
+        body = page[
+            page.index(f'id="{table}"') : page.index("</table>", page.index(f'id="{table}"'))
+        ]
+        fields = re.findall(r"<(?:input|select)\b[^>]*>", body)
+        visible = [f for f in fields if 'type="hidden"' not in f]
+        assert visible
+        assert all("aria-label=" in f for f in visible), [
+            f for f in visible if "aria-label" not in f
+        ]
+    assert 'aria-label="实例数 2"' in pages[0]  # the worker row's 实例数
+
+
 # -- ownership --------------------------------------------------------------------------
 
 
