@@ -314,6 +314,12 @@ ACTION_QUESTIONS = {
 CONFIRMATION_SHOWN = 100
 
 
+def _user_text(user: Any) -> str:
+    if user is None:
+        return "—"
+    return f"{user.get_username()} <{user.email}>" if user.email else user.get_username()
+
+
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = [
@@ -352,10 +358,10 @@ class JobAdmin(admin.ModelAdmin):
     change_list_template = "admin/jobs/job/change_list.html"
     change_form_template = "admin/jobs/job/change_form.html"
     fieldsets = [
-        (None, {"fields": ["public_id", "name", "owner", "status", "status_reason"]}),
+        (None, {"fields": ["public_id", "name", "owner_shown", "status", "status_reason"]}),
         (
             gettext_lazy("Review"),
-            {"fields": ["review_state", "reviewed_by", "reviewed_at"]},
+            {"fields": ["review_state", "reviewed_by_shown", "reviewed_at"]},
         ),
         (
             gettext_lazy("Placement"),
@@ -381,7 +387,6 @@ class JobAdmin(admin.ModelAdmin):
         ),
     ]
 
-    @admin.display(description=gettext_lazy("pool / queue"), ordering="resource_pool")
     def response_action(
         self, request: HttpRequest, queryset: QuerySet, **kwargs: Any
     ) -> HttpResponse | None:
@@ -396,6 +401,18 @@ class JobAdmin(admin.ModelAdmin):
             return HttpResponseRedirect(request.get_full_path())
         return super().response_action(request, queryset, **kwargs)
 
+    # People are shown, not linked: the user pages are the superusers' (a reviewer gets 403).
+    readonly_fields = ["owner_shown", "reviewed_by_shown"]
+
+    @admin.display(description=gettext_lazy("owner"))
+    def owner_shown(self, job: Job) -> str:
+        return _user_text(job.owner)
+
+    @admin.display(description=gettext_lazy("reviewed by"))
+    def reviewed_by_shown(self, job: Job) -> str:
+        return _user_text(job.reviewed_by)
+
+    @admin.display(description=gettext_lazy("pool / queue"), ordering="resource_pool")
     def pool_and_queue(self, job: Job) -> str:
         return f"{job.resource_pool} / {job.queue}"
 

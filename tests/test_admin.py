@@ -194,6 +194,20 @@ def test_the_job_list_query_count_is_fixed(alice, reviewer, django_assert_num_qu
 # -- the job page -------------------------------------------------------------------------
 
 
+def test_the_job_page_names_the_owner_without_linking_to_a_user_page_reviewers_cannot_open(
+    alice, reviewer
+):
+    job = submit(alice, "1")
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/")
+
+    body = r.content.decode()
+    assert r.status_code == 200
+    assert "alice" in body
+    assert "/admin/auth/user/" not in body
+    assert client_for(reviewer).get(f"/admin/auth/user/{alice.pk}/change/").status_code == 403
+
+
 def test_the_job_page_shows_spec_request_and_environment_with_secrets_masked(alice, reviewer):
     job = submit(alice, "1")
 
