@@ -487,8 +487,16 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
         run.delete_when_stopped = run.delete_when_stopped or delete
         run.save(update_fields=["stop_target", "stop_message", "delete_when_stopped"])
         if job.status == S.RUNNING and target in (TARGET_STOPPED, TARGET_TIMED_OUT):
-            reason = "Stopping" if target == TARGET_STOPPED else "Timeout"
-            job_transition(job=job, to=S.STOPPING, reason=reason, message=message)
+            if target == TARGET_STOPPED:
+                # `message` is what the job ends with; while stopping, say what happens.
+                grace = settings.LOCAL_STOP_GRACE_SECONDS
+                reason, now = (
+                    "Stopping",
+                    f"Stopping every replica (SIGTERM, SIGKILL after {grace:g} s).",
+                )
+            else:
+                reason, now = "Timeout", message
+            job_transition(job=job, to=S.STOPPING, reason=reason, message=now)
 
 
 def supervise(job: Job, *, children: Children | None = None) -> None:

@@ -263,7 +263,9 @@ def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
 
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
     assert processes_with(token) == []
-    assert [e.reason for e in job.events.all()][-2:] == ["Stopping", "Stopped"]
+    stopping, stopped = list(job.events.all())[-2:]
+    assert (stopping.reason, stopped.reason) == ("Stopping", "Stopped")
+    assert stopping.message.startswith("Stopping every replica") and stopped.message == "Stopped."
     assert [r.status for r in job.replicas.all()] == ["stopped"]
 
 
