@@ -118,7 +118,6 @@ class BasicForm(StepForm):
     name = forms.CharField(
         label=_("Job name"),
         required=False,
-        max_length=200,
         help_text=_(
             "Lowercase letters, digits and '-'; starts with a lowercase letter, ends with a "
             "letter or digit; 1-50 characters."
@@ -278,7 +277,7 @@ class EnvForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if not data.get("name") and data.get("value"):
+        if not data.get("name") and data.get("value") and "name" not in self.errors:
             self.add_error("name", _("Enter the variable's name."))
         elif data.get("name") and data.get("secret") and not data.get("value"):
             # A saved secret is kept under its name only: renamed, it must be typed again.
@@ -456,7 +455,10 @@ class AdvancedForm(StepForm):
         required=False,
         help_text=_("Applies to succeeded and failed jobs, after the retention time."),
     )
-    retention_value = forms.IntegerField(label=_("Keep for"), required=False)
+    # The API's retentionPeriod is "<1-999999><m|h|d>": a number the form can check itself.
+    retention_value = forms.IntegerField(
+        label=_("Keep for"), required=False, min_value=1, max_value=999999
+    )
     retention_unit = forms.ChoiceField(label=_("Unit"), choices=RETENTION_UNITS)
     alert_items = forms.MultipleChoiceField(
         label=_("Alerts"),

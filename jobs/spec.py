@@ -969,6 +969,10 @@ def normalised_mount_path(path: str) -> str | None:
     return path if posixpath.normpath(path) == path or path == "/" else None
 
 
+def _has_control_characters(text: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
 def _validate_datasources(spec: JobSpec, err: Any) -> None:
     seen: set[str] = set()
     for i, ds in enumerate(spec.datasources):
@@ -979,6 +983,11 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
             err(f"{path}.name", _("Choose a file system or volume."))
         if not ds.mount_path:
             err(f"{path}.mountPath", _("Enter the mount path in the container, e.g. /workspace."))
+        elif _has_control_characters(ds.mount_path):
+            err(
+                f"{path}.mountPath",
+                _("A path cannot contain line breaks, tabs or other control characters."),
+            )
         elif normalised_mount_path(ds.mount_path) is None:
             err(
                 f"{path}.mountPath",
@@ -1002,7 +1011,12 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                 _("Two mounts use the same path %(path)s.") % {"path": ds.mount_path},
             )
         seen.add(ds.mount_path)
-        if ds.source_path and (
+        if ds.source_path and _has_control_characters(ds.source_path):
+            err(
+                f"{path}.sourcePath",
+                _("A path cannot contain line breaks, tabs or other control characters."),
+            )
+        elif ds.source_path and (
             ".." in ds.source_path.split("/") or "\x00" in ds.source_path or "//" in ds.source_path
         ):
             err(
@@ -1022,7 +1036,8 @@ def _validate_fault_tolerance(spec: JobSpec, err: Any) -> None:
     ):
         err(
             f"{p}.hangDetectionTimeoutMinutes",
-            _("The hang threshold must be a number of minutes above 0."),
+            _("The hang threshold must be between 1 and %(max)d minutes (365 days).")
+            % {"max": MAX_TIMEOUT_MINUTES},
         )
     if (
         ftc.fault_tolerance_limit is not None
@@ -1075,6 +1090,18 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     for item in spec.alert.items:
         if item not in ALERT_EVENTS:
             err("alertConfig.alertItems", _("Unknown alert event “%(event)s”.") % {"event": item})
+    # An alert needs both an event and somewhere to go (AIHC's notify rule counts as one).
+    channels = spec.alert.emails or spec.alert.webhooks or spec.alert.notify_rule_id
+    if spec.alert.items and not channels:
+        err(
+            "alert.emails",
+            _("These alerts would reach nobody: add an email address or a webhook."),
+        )
+    elif channels and not spec.alert.items:
+        err(
+            "alertConfig.alertItems",
+            _("Choose the events to alert on, or clear the email addresses and webhooks."),
+        )
     for email in spec.alert.emails:
         try:
             validate_email(email)

@@ -702,6 +702,8 @@ def _apply_image(
     spec.command = (cd.get("command") or "").replace("\r\n", "\n")
     a.rows["envs"] = []
     for i, row in _valid_rows(forms.formset):
+        if "name" not in row:
+            continue  # the name field has its own error (e.g. too long)
         if row.get("name") or row.get("value"):
             spec.envs.append(
                 S.Env(
@@ -891,7 +893,12 @@ def pool_refusals(spec: S.JobSpec, pool: Pool | None) -> dict[str, list[str]]:
     except BackendError as exc:
         errors = {"resourcePoolId": [exc.message]}
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
-    if spec.submission.mode == S.SUBMIT_STANDALONE and not pool.error:
+    # Counts out of range have their own message; a total made of them would only confuse.
+    counts_ok = all(
+        0 <= r.replicas <= S.MAX_REPLICAS and 0 <= r.accelerators <= S.MAX_ACCELERATORS_PER_REPLICA
+        for r in spec.roles
+    )
+    if spec.submission.mode == S.SUBMIT_STANDALONE and not pool.error and counts_ok:
         for card, wanted, idle in shortfall(spec, pool):
             errors.setdefault("submission.mode", []).append(
                 _(

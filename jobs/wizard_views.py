@@ -245,7 +245,9 @@ def _idle_info(
         "card": card,
         "idle": idle,
         "wanted": wanted,
-        "short": idle is not None and wanted > idle,
+        # A count out of range has its own message on the row; no shortfall made of it.
+        "short": idle is not None
+        and idle < wanted <= S.MAX_REPLICAS * S.MAX_ACCELERATORS_PER_REPLICA,
         "freshness": freshness,
     }
 

@@ -92,6 +92,7 @@ RULES = [
     (W.IMAGE, image_data(envs=[("A", "1"), ("A", "2")]), "id_env-1-name", "defined twice"),
     (W.IMAGE, image_data(envs=[("1BAD", "x")]), "id_env-0-name", "do not start with a digit"),
     (W.IMAGE, image_data(envs=[("", "orphan")]), "id_env-0-name", "Enter the variable"),
+    (W.BASIC, basic_data(name="a" * 300), "id_name", "1-50 characters"),
     (
         W.IMAGE,
         image_data(env_paste="GOOD=1\nthis is not a pair"),
@@ -192,8 +193,26 @@ RULES = [
         "does not exist",
     ),
     (W.DATA, data_data([]), "id_storage_enabled", "Add a mount"),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/workspace\n/etc")]),
+        "id_mounts-0-mount_path",
+        "control characters",
+    ),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/a")], **{"mounts-0-source_path": "a\tb"}),
+        "id_mounts-0-source_path",
+        "control characters",
+    ),
     (W.FAULT, {"hang_detection": "on"}, "id_hang_minutes", "hang threshold"),
     (W.FAULT, {"hang_detection": "on", "hang_minutes": "0"}, "id_hang_minutes", "hang threshold"),
+    (
+        W.FAULT,
+        {"hang_detection": "on", "hang_minutes": "999999999999"},
+        "id_hang_minutes",
+        "between 1 and 525600 minutes",
+    ),
     (W.FAULT, {"fault_tolerance": "on", "retry_limit": "5"}, "id_retry_limit", "between 0 and 3"),
     (W.FAULT, {"enable_bccl": "on"}, "id_enable_bccl", "BCCL needs"),
     (W.ADVANCED, advanced_data(tensorboard="on"), "id_tensorboard_path", "Tensorboard log path"),
@@ -213,7 +232,25 @@ RULES = [
         W.ADVANCED,
         advanced_data(auto_delete="on", retention_value="0"),
         "id_retention_value",
-        "30m, 12h or 7d",
+        "greater than or equal to 1",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(auto_delete="on", retention_value="99999999999"),
+        "id_retention_value",
+        "less than or equal to 999999",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"]),
+        "id_alert_emails",
+        "would reach nobody",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(alert_emails="ops@example.com"),
+        "id_alert_items",
+        "Choose the events",
     ),
     (
         W.ADVANCED,
@@ -438,3 +475,23 @@ def test_a_name_pasted_twice_with_different_values_is_left_in_the_box_with_a_mes
     draft.refresh_from_db()
     envs = [(e.name, e.value) for e in W.assemble(W.wizard_state(draft)).spec.envs]
     assert envs == [("LR", "2"), ("BS", "8")]
+
+
+def test_a_too_long_env_name_gets_one_message_about_its_length(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(envs=[("A" * 300, "x")]))
+
+    messages = field_errors(r, "id_env-0-name")
+    assert len(messages) == 1 and "at most 256 characters" in messages[0], messages
+
+
+def test_a_huge_instance_count_gets_its_range_message_and_no_card_shortfall(en_client):
+    draft = draft_at(en_client, W.SUBMISSION)
+    huge = resources_data([role("master", 1), role("worker", "99999999999999999999", cards=1)])
+
+    r = post_step(en_client, draft, W.RESOURCES, huge)
+
+    page = r.content.decode()
+    assert any("between 0 and 1000" in m for m in field_errors(r, "id_roles-1-replicas"))
+    assert "99999999999999999999" not in page.replace('value="99999999999999999999"', "")
