@@ -11,10 +11,12 @@ and queues), never a scan or DISTINCT over all jobs.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.views.main import ChangeList
@@ -31,8 +33,8 @@ from django.utils.translation import gettext_lazy
 from . import spec as spec_module
 from .actions import ActionError, job_stop
 from .backends import BackendError, get_backend
-from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, Priority, ReviewPolicy
-from .review import current_policy, job_approve, job_reject, job_resubmit
+from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, Priority, ReviewMode, ReviewPolicy
+from .review import current_policy, job_approve, job_reject, job_resubmit, policy_queues
 from .runtime_env import replica_refs
 from .summary import spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
@@ -670,10 +672,49 @@ class JobAdmin(admin.ModelAdmin):
 # -- review policy ---------------------------------------------------------------------
 
 
+QUEUE_ENTRY_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class ReviewPolicyForm(forms.ModelForm):
+    above_cards = forms.IntegerField(
+        label=gettext_lazy("more than N cards"),
+        min_value=0,
+        max_value=100_000,
+        help_text=ReviewPolicy._meta.get_field("above_cards").help_text,
+    )
+
+    class Meta:
+        model = ReviewPolicy
+        fields = ["mode", "above_cards", "queues"]
+
+    def clean_queues(self) -> str:
+        entries = [
+            entry.strip()
+            for line in self.cleaned_data["queues"].splitlines()
+            for entry in line.split(",")
+            if entry.strip()
+        ]
+        bad = [entry for entry in entries if not QUEUE_ENTRY_RE.match(entry)]
+        if bad:
+            raise forms.ValidationError(
+                _("Not a queue or pool/queue: %(entries)s") % {"entries": ", ".join(bad)}
+            )
+        return "\n".join(dict.fromkeys(entries))  # one per line, each once
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        # Judged on the mode chosen in this form (an invalid mode has its own message); the
+        # rule lives here, not in the model, whose clean() would see the mode stored before.
+        if data.get("mode") == ReviewMode.QUEUES and not data.get("queues"):
+            self.add_error("queues", _("List the queues whose jobs are reviewed."))
+        return data
+
+
 @admin.register(ReviewPolicy)
 class ReviewPolicyAdmin(admin.ModelAdmin):
     """One policy, edited by superusers only; the list goes straight to it."""
 
+    form = ReviewPolicyForm
     fields = ["mode", "above_cards", "queues", "updated_by", "updated_at"]
     readonly_fields = ["updated_by", "updated_at"]
 
@@ -702,6 +743,14 @@ class ReviewPolicyAdmin(admin.ModelAdmin):
 
     def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
         self.message_user(request, _("The review policy was saved."), messages.SUCCESS)
+        unknown = _unknown_queues(obj) if obj.mode == ReviewMode.QUEUES else []
+        if unknown:
+            self.message_user(
+                request,
+                _("No pool has these queues now (kept, in case they come): %(queues)s")
+                % {"queues": ", ".join(unknown)},
+                messages.WARNING,
+            )
         # "Save and continue editing" stays on the policy; "Save" goes back to the admin index
         # (the policy's own list only redirects to it).
         if "_continue" in request.POST:
@@ -712,3 +761,13 @@ class ReviewPolicyAdmin(admin.ModelAdmin):
         obj.pk = 1
         obj.updated_by = request.user
         obj.save()
+
+
+def _unknown_queues(policy: ReviewPolicy) -> list[str]:
+    from .wizard import available_pools
+
+    known = set()
+    for pool in available_pools():
+        known.update(pool.queues)
+        known.update(f"{pool.id}/{queue}" for queue in pool.queues)
+    return sorted(q for q in policy_queues(policy) if q not in known)

@@ -339,12 +339,6 @@ class ReviewPolicy(models.Model):
     def __str__(self) -> str:
         return str(self.get_mode_display())
 
-    def clean(self) -> None:
-        from django.core.exceptions import ValidationError
-
-        if self.mode == ReviewMode.QUEUES and not self.queues.strip():
-            raise ValidationError({"queues": _("List the queues whose jobs are reviewed.")})
-
 
 class LoginFailure(models.Model):
     """One failed log-in, counted per username and per address (jobs.throttle)."""

@@ -475,6 +475,46 @@ def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review
     assert job.status == JobStatus.PENDING_REVIEW
 
 
+def test_the_policy_queues_are_checked_tidied_and_unknown_ones_pointed_out(superuser):
+    client = client_for(superuser)
+    url = "/admin/jobs/reviewpolicy/1/change/"
+
+    malformed = client.post(
+        url, {"mode": "queues", "above_cards": "8", "queues": "  ,, local/ , x"}
+    )
+    saved = client.post(
+        url,
+        {
+            "mode": "queues",
+            "above_cards": "8",
+            "queues": " default, local/default\nnonexist,default",
+        },
+        follow=True,
+    )
+
+    assert malformed.status_code == 200
+    assert "local/" in str(malformed.context["adminform"].form.errors["queues"])
+    policy = ReviewPolicy.objects.get()
+    assert policy.queues == "default\nlocal/default\nnonexist"
+    warnings = [str(m) for m in saved.context["messages"]]
+    assert any("nonexist" in m for m in warnings) and not any(
+        "local/default" in m for m in warnings
+    )
+
+
+def test_an_invalid_policy_mode_gets_only_its_own_message(superuser, settings):
+    settings.REVIEW_POLICY = "queues"
+    settings.REVIEW_QUEUES = ["default"]
+
+    r = client_for(superuser).post(
+        "/admin/jobs/reviewpolicy/1/change/", {"mode": "bogus", "above_cards": "99999999999999"}
+    )
+
+    errors = r.context["adminform"].form.errors
+    assert r.status_code == 200
+    assert set(errors) == {"mode", "above_cards"}
+
+
 def test_save_and_continue_stays_on_the_review_policy(superuser):
     client = client_for(superuser)
 
