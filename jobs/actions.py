@@ -6,10 +6,11 @@ import uuid
 
 from django.contrib.auth.models import User
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, Job, JobStatus
-from .services import job_event, job_transition, jobs_submit
+from .services import job_event, job_transition, jobs_submit, recorded
 from .spec import SUBMIT_QUEUE, SpecError
 
 S = JobStatus
@@ -30,7 +31,11 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
         if job.status in FINAL_STATUSES or job.status in (S.STOPPING, S.REJECTED):
             return False
         if job.status in NOT_STARTED and (job.backend == "local" or not job.external_id):
-            stopped = message or (f"Stopped by {by}." if by else "Stopped by its owner.")
+            stopped = message or (
+                recorded(gettext_noop("Stopped by %(user)s."), user=by)
+                if by
+                else recorded(gettext_noop("Stopped by its owner."))
+            )
             if job_transition(
                 job=job, to=S.STOPPED, reason="Stopped", message=stopped, actor=actor
             ):
@@ -40,7 +45,7 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
             job_event(
                 job=job,
                 reason="StopRequested",
-                message=f"Stop requested by {by}.",
+                message=recorded(gettext_noop("Stop requested by %(user)s."), user=by),
                 actor=actor,
             )
         try:
@@ -56,10 +61,15 @@ def job_delete(*, job: Job) -> bool:
     if job.backend == "local" and job.status in (S.RUNNING, S.STOPPING):
         from .runner import TARGET_STOPPED, request_stop
 
-        request_stop(job, target=TARGET_STOPPED, message="Stopped to be deleted.", delete=True)
+        request_stop(
+            job,
+            target=TARGET_STOPPED,
+            message=recorded(gettext_noop("Stopped to be deleted.")),
+            delete=True,
+        )
         return False
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
-        job_stop(job=job, message="Stopped to be deleted.")
+        job_stop(job=job, message=recorded(gettext_noop("Stopped to be deleted.")))
     try:
         get_backend(job.backend).delete(job)
     except BackendError as exc:

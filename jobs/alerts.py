@@ -20,19 +20,21 @@ import httpx
 from django.conf import settings
 from django.core.mail import send_mail
 from django.urls import reverse
+from django.utils.translation import gettext_noop
 
 from .models import Job
 
 logger = logging.getLogger(__name__)
 
 # AIHC alert items (alertConfig.alertItems) and what they mean in an email subject.
+# Email subjects, recorded in the console's language (jobs.services.recorded).
 ITEM_TITLES = {
-    "jobRunning": "is running",
-    "jobSucceed": "succeeded",
-    "jobFailed": "failed",
-    "jobHang": "may be hanging",
-    "jobFT": "was restarted (fault tolerance)",
-    "nodeFT": "node fault tolerance",
+    "jobRunning": gettext_noop("%(name)s is running"),
+    "jobSucceed": gettext_noop("%(name)s succeeded"),
+    "jobFailed": gettext_noop("%(name)s failed"),
+    "jobHang": gettext_noop("%(name)s may be hanging"),
+    "jobFT": gettext_noop("%(name)s was restarted (fault tolerance)"),
+    "nodeFT": gettext_noop("%(name)s: a node failed (fault tolerance)"),
 }
 
 
@@ -140,7 +142,7 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
     """Enqueues delivery of alert `item` if the job chose it and has somewhere to send it."""
     from django.utils import timezone
 
-    from .services import job_event
+    from .services import job_event, recorded
     from .tasks import deliver_alert
 
     alert = job.job_spec().alert
@@ -153,18 +155,24 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
     except Exception as exc:  # the queue's database trouble must not stop supervision
         logger.exception("could not enqueue alert for %s", job.public_id)
         job_event(
-            job=job, reason="AlertFailed", message=f"{item}: not queued ({exc})", warning=True
+            job=job,
+            reason="AlertFailed",
+            message=recorded(
+                gettext_noop("%(item)s: not queued (%(error)s)"), item=item, error=exc
+            ),
+            warning=True,
         )
 
 
 def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     """Sends one alert on every channel of the job; records each outcome as an event."""
-    from .services import job_event
+    from .services import job_event, recorded
 
     alert = job.job_spec().alert
     payload = alert_payload(job, item, message, time)
     if alert.emails:
-        subject = f"[AI Job Console] {job.name} {ITEM_TITLES.get(item, item)}"
+        title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
+        subject = f"[AI Job Console] {title}"
         body = f"{message}\n\n{payload['link']}\n"
         try:
             send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, list(alert.emails))
@@ -176,7 +184,15 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                 warning=True,
             )
         else:
-            job_event(job=job, reason="AlertSent", message=f"{item} email to {len(alert.emails)}")
+            job_event(
+                job=job,
+                reason="AlertSent",
+                message=recorded(
+                    gettext_noop("%(item)s: email sent to %(count)s addresses"),
+                    item=item,
+                    count=len(alert.emails),
+                ),
+            )
     for url in alert.webhooks:
         # The URL may carry a token in its path: events name the host only.
         host = urlsplit(url).hostname or "?"
@@ -190,4 +206,10 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                 warning=True,
             )
         else:
-            job_event(job=job, reason="AlertSent", message=f"{item} webhook to {host}")
+            job_event(
+                job=job,
+                reason="AlertSent",
+                message=recorded(
+                    gettext_noop("%(item)s: webhook to %(host)s"), item=item, host=host
+                ),
+            )

@@ -17,10 +17,11 @@ from django.contrib.auth.models import Group, Permission
 from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import spec as spec_module
 from .models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
-from .services import job_transition
+from .services import job_transition, recorded
 
 logger = logging.getLogger(__name__)
 
@@ -60,16 +61,24 @@ def review_reason(*, spec: spec_module.JobSpec, policy: ReviewPolicy | None = No
     """Why the policy holds this job for review (shown to the owner), or "" when it does not."""
     policy = policy or current_policy()
     if policy.mode == ReviewMode.ALL:
-        return "Waiting for review: every job is reviewed before it runs."
+        return recorded(gettext_noop("Waiting for review: every job is reviewed before it runs."))
     if policy.mode == ReviewMode.ABOVE_CARDS and spec.total_accelerators > policy.above_cards:
-        return (
-            f"Waiting for review: the job asks for {spec.total_accelerators} cards, "
-            f"more than {policy.above_cards}."
+        return recorded(
+            gettext_noop(
+                "Waiting for review: the job asks for %(cards)s cards, more than %(limit)s."
+            ),
+            cards=spec.total_accelerators,
+            limit=policy.above_cards,
         )
     if policy.mode == ReviewMode.QUEUES:
         queues = policy_queues(policy)
         if spec.queue in queues or f"{spec.resource_pool_id}/{spec.queue}" in queues:
-            return f"Waiting for review: jobs in queue {spec.queue} are reviewed before they run."
+            return recorded(
+                gettext_noop(
+                    "Waiting for review: jobs in queue %(queue)s are reviewed before they run."
+                ),
+                queue=spec.queue,
+            )
     return ""
 
 
@@ -113,7 +122,7 @@ def job_approve(*, job: Job, reviewer: Any) -> bool:
         job=job,
         to=JobStatus.QUEUED,
         reason="Approved",
-        message=f"Approved by {reviewer.get_username()}.",
+        message=recorded(gettext_noop("Approved by %(user)s."), user=reviewer.get_username()),
         actor=reviewer,
         review_state=ReviewState.APPROVED,
         reviewed_by=reviewer,
@@ -122,8 +131,12 @@ def job_approve(*, job: Job, reviewer: Any) -> bool:
     if done:
         _notify_owner(
             job=job,
-            subject=f"Job {job.name} approved",
-            body=f"Your job {job.name} ({job.public_id}) was approved and is queued to run.",
+            subject=recorded(gettext_noop("Job %(name)s approved"), name=job.name),
+            body=recorded(
+                gettext_noop("Your job %(name)s (%(id)s) was approved and is queued to run."),
+                name=job.name,
+                id=job.public_id,
+            ),
         )
     return done
 
@@ -149,8 +162,13 @@ def job_reject(*, job: Job, reviewer: Any, reason: str) -> bool:
     if done:
         _notify_owner(
             job=job,
-            subject=f"Job {job.name} rejected",
-            body=f"Your job {job.name} ({job.public_id}) was rejected: {reason}",
+            subject=recorded(gettext_noop("Job %(name)s rejected"), name=job.name),
+            body=recorded(
+                gettext_noop("Your job %(name)s (%(id)s) was rejected: %(reason)s"),
+                name=job.name,
+                id=job.public_id,
+                reason=reason,
+            ),
         )
     return done
 
@@ -160,7 +178,7 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
     if job.status not in (JobStatus.REJECTED, JobStatus.SUBMIT_FAILED):
         return False
     why_review = review_reason(spec=job.job_spec())
-    by = f"Resubmitted by {actor.get_username()}."
+    by = recorded(gettext_noop("Resubmitted by %(user)s."), user=actor.get_username())
     if why_review:
         return job_transition(
             job=job,

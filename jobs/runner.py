@@ -35,6 +35,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import logs as job_logs
 from .alerts import job_alert
@@ -42,7 +43,7 @@ from .backends.local import detected_accelerators, host_volumes
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import Mount, SandboxError, bwrap_argv, resolve_in_root
-from .services import job_event, job_transition
+from .services import job_event, job_transition, recorded
 from .spec import MPI, JobSpec
 
 logger = logging.getLogger(__name__)
@@ -186,9 +187,18 @@ class Capacity:
         totals = detected_accelerators()
         for card, count in need.cards.items():
             if count > totals.get(card, 0):
-                return f"needs {count} {card} cards; the local pool has {totals.get(card, 0)}"
+                return recorded(
+                    gettext_noop("Needs %(count)s %(card)s cards; the local pool has %(total)s."),
+                    count=count,
+                    card=card,
+                    total=totals.get(card, 0),
+                )
         if need.exclusive_cpus > len(machine_cpus()):
-            return f"needs {need.exclusive_cpus} exclusive CPU cores; this machine has {len(machine_cpus())}"
+            return recorded(
+                gettext_noop("Needs %(count)s exclusive CPU cores; this machine has %(total)s."),
+                count=need.exclusive_cpus,
+                total=len(machine_cpus()),
+            )
         return None
 
     def allocate(self, need: Requirement) -> Allocation | None:
@@ -423,7 +433,11 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
             job=job,
             to=S.RUNNING,
             reason="Started",
-            message=f"Started on this machine{f' with cards {cards}' if cards else ''}.",
+            message=recorded(
+                gettext_noop("Started on this machine with cards %(cards)s."), cards=cards
+            )
+            if cards
+            else recorded(gettext_noop("Started on this machine.")),
         ):
             return False
         run, _ = LocalRun.objects.update_or_create(
@@ -449,12 +463,16 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
     except Exception as exc:  # a job that cannot start fails; the worker carries on
         _fail_launch(job, run, exc)
         return True
-    job_alert(job=job, item="jobRunning", message=f"{job.name} is running.")
+    job_alert(
+        job=job,
+        item="jobRunning",
+        message=recorded(gettext_noop("%(name)s is running."), name=job.name),
+    )
     return True
 
 
 def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
-    message = f"Could not start: {exc}"
+    message = recorded(gettext_noop("Could not start: %(error)s"), error=exc)
     logger.warning("%s: %s", job.public_id, message)
     for replica in job.replicas.all():
         signal_group(replica, signal.SIGKILL)
@@ -490,9 +508,10 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
             if target == TARGET_STOPPED:
                 # `message` is what the job ends with; while stopping, say what happens.
                 grace = settings.LOCAL_STOP_GRACE_SECONDS
-                reason, now = (
-                    "Stopping",
-                    f"Stopping every replica (SIGTERM, SIGKILL after {grace:g} s).",
+                reason = "Stopping"
+                now = recorded(
+                    gettext_noop("Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s)."),
+                    seconds=f"{grace:g}",
                 )
             else:
                 reason, now = "Timeout", message
@@ -503,7 +522,12 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     """One supervision step for a Running or Stopping local job."""
     run = LocalRun.objects.filter(job=job).first()
     if run is None:  # Running without a run record cannot happen through start_job
-        job_transition(job=job, to=S.FAILED, reason="Lost", message="No local run record.")
+        job_transition(
+            job=job,
+            to=S.FAILED,
+            reason="Lost",
+            message=recorded(gettext_noop("No local run record.")),
+        )
         return
     spec = job.job_spec()
     now = timezone.now()
@@ -536,13 +560,24 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         state = states[replica.pk]
         label = f"{replica.role}-{replica.index}"
         if state.keyword:
-            failure = f"{label} logged the fault keyword “{state.keyword.get('keyword')}”."
+            failure = recorded(
+                gettext_noop("%(replica)s logged the fault keyword “%(keyword)s”."),
+                replica=label,
+                keyword=state.keyword.get("keyword"),
+            )
             break
         if state.phase == "lost":
-            failure = f"{label} was lost (its process ended without an exit code)."
+            failure = recorded(
+                gettext_noop("%(replica)s was lost (its process ended without an exit code)."),
+                replica=label,
+            )
             break
         if state.phase == "exited" and state.exit_code != 0:
-            failure = f"{label} exited with code {state.exit_code}."
+            failure = recorded(
+                gettext_noop("%(replica)s exited with code %(code)s."),
+                replica=label,
+                code=state.exit_code,
+            )
             break
     if failure:
         can_restart = job.restarts < restart_limit(spec)
@@ -555,15 +590,24 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
 
     if all(states[r.pk].phase == "exited" for r in replicas):
         if job_transition(
-            job=job, to=S.SUCCEEDED, reason="Succeeded", message="Every replica exited with 0."
+            job=job,
+            to=S.SUCCEEDED,
+            reason="Succeeded",
+            message=recorded(gettext_noop("Every replica exited with 0.")),
         ):
-            job_alert(job=job, item="jobSucceed", message=f"{job.name} succeeded.")
+            job_alert(
+                job=job,
+                item="jobSucceed",
+                message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
+            )
             _finished(job, run)
         return
 
     started = job.started_at or run.attempt_started_at or now
     if now - started > minutes(spec.timeout_minutes):
-        message = f"Timed out after {spec.timeout_minutes} minutes."
+        message = recorded(
+            gettext_noop("Timed out after %(minutes)s minutes."), minutes=spec.timeout_minutes
+        )
         request_stop(job, target=TARGET_TIMED_OUT, message=message)
         return
 
@@ -612,7 +656,12 @@ def _check_hang(
         return  # already warned about this silence
     run.hang_warned_at = now
     run.save(update_fields=["hang_warned_at"])
-    message = f"No replica wrote a log line for {threshold} minutes; the job may be hanging."
+    message = recorded(
+        gettext_noop(
+            "No replica wrote a log line for %(minutes)s minutes; the job may be hanging."
+        ),
+        minutes=threshold,
+    )
     job_event(job=job, reason="HangSuspected", message=message, warning=True)
     job_alert(job=job, item="jobHang", message=message)
 
@@ -669,7 +718,12 @@ def _finish_tear_down(
             replica.pid = None
             replica.process_start = ""
             replica.save(update_fields=["restarts", "status", "pid", "process_start"])
-        text = f"Restarting the whole job ({job.restarts} of {limit}): {message}"
+        text = recorded(
+            gettext_noop("Restarting the whole job (%(n)s of %(limit)s): %(why)s"),
+            n=job.restarts,
+            limit=limit,
+            why=message,
+        )
         job_event(job=job, reason="Restarted", message=text, warning=True)
         job_alert(job=job, item="jobFT", message=text)
         try:
@@ -681,7 +735,7 @@ def _finish_tear_down(
         target = TARGET_STOPPED
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
-    text = message or {S.STOPPED: "Stopped."}.get(final, "")
+    text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
     if job_transition(job=job, to=final, reason=reason, message=text, warning=final != S.STOPPED):
         if final in (S.FAILED, S.TIMED_OUT):
             job_alert(job=job, item="jobFailed", message=f"{job.name}: {text}")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop
 
 from . import spec as spec_module
 from .models import (
@@ -22,6 +24,16 @@ from .models import (
 
 class TransitionError(Exception):
     pass
+
+
+def recorded(message: str, /, **params: Any) -> str:
+    """A status reason, event message or alert text as it is stored and sent: translated
+    into the console's language (LANGUAGE_CODE), whoever records it (a reviewer's request in
+    another language, or the worker), so every reader and every alert gets the same text.
+    Mark `message` with gettext_noop so makemessages finds it."""
+    with translation.override(settings.LANGUAGE_CODE):
+        text = gettext(message)
+    return text % params if params else text
 
 
 def job_event(
@@ -135,13 +147,17 @@ def jobs_submit(
                     submit_key=f"{submit_key}:{n}" if is_group else submit_key,
                     source_job=source_job,
                 )
-                label = f" ({n + 1}/{count})" if is_group else ""
-                job_event(job=job, reason="Created", message=f"Job created{label}.")
+                created = (
+                    recorded(gettext_noop("Job created (%(n)s/%(count)s)."), n=n + 1, count=count)
+                    if is_group
+                    else recorded(gettext_noop("Job created."))
+                )
+                job_event(job=job, reason="Created", message=created)
                 if initial_status == JobStatus.PENDING_REVIEW:
                     job_event(
                         job=job,
                         reason="ReviewRequired",
-                        message=why_review or "Waiting for a reviewer.",
+                        message=why_review or recorded(gettext_noop("Waiting for a reviewer.")),
                     )
                 jobs.append(job)
     except IntegrityError:

@@ -84,7 +84,7 @@ def test_jobs_above_the_card_threshold_wait_for_review_and_others_queue(alice):
     assert small.review_state == ReviewState.NOT_REQUIRED
     assert large.status == JobStatus.PENDING_REVIEW
     assert large.review_state == ReviewState.PENDING
-    assert "8 cards, more than 4" in large.status_reason
+    assert "任务申请 8 卡，超过 4 卡" in large.status_reason
     assert [e.reason for e in large.events.all()] == ["Created", "ReviewRequired"]
 
 
@@ -134,6 +134,32 @@ def test_approving_queues_the_job_records_who_and_mails_the_owner(alice, reviewe
     assert (event.reason, event.actor) == ("Approved", reviewer)
     assert [m.to for m in mailoutbox] == [["alice@example.com"]]
     assert job.public_id in mailoutbox[0].body
+
+
+@pytest.mark.parametrize(
+    ("console_language", "reviewer_language", "expected"),
+    [("zh-hans", "en", "已由 rita 审核通过。"), ("en", "zh-hans", "Approved by rita.")],
+)
+def test_what_a_review_records_is_in_the_consoles_language_not_the_reviewers(
+    alice, reviewer, settings, mailoutbox, console_language, reviewer_language, expected
+):
+    from django.utils import translation
+
+    settings.LANGUAGE_CODE = console_language
+    reviewer.username = "rita"
+    reviewer.save()
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+
+    with translation.override(reviewer_language):  # as the reviewer's request would be
+        job_approve(job=job, reviewer=reviewer)
+
+    job.refresh_from_db()
+    assert job.status_reason == expected
+    assert job.events.last().message == expected
+    assert mailoutbox[0].subject == (
+        "任务 demo 已通过审核" if console_language == "zh-hans" else "Job demo approved"
+    )
 
 
 def test_rejecting_keeps_the_reason_for_the_owner(alice, reviewer, mailoutbox):
@@ -233,4 +259,5 @@ def test_the_owner_sees_the_review_state_and_reason_on_the_list_and_job_page(
 
     assert "Pending review" in listing and "Rejected" in listing
     assert "Too many cards for this week." in listing
-    assert "every job is reviewed before it runs" in page.content.decode()
+    # The reason is recorded once, in the console's language, for every reader.
+    assert "所有任务运行前都需审核" in page.content.decode()

@@ -173,7 +173,7 @@ def test_a_failing_job_is_restarted_up_to_the_limit_then_fails(alice):
     assert log_text(job, "master-0").count(" attempt\n") == 3
     reasons = [e.reason for e in job.events.all()]
     assert reasons.count("Restarted") == 2 and reasons[-1] == "Failed"
-    assert "exited with code 3" in job.status_reason
+    assert "master-0 退出，退出码 3" in job.status_reason
 
 
 def test_a_job_without_fault_tolerance_fails_at_the_first_error(alice):
@@ -228,7 +228,7 @@ def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.TIMED_OUT)
 
-    assert "Timed out after 1 minutes" in job.status_reason
+    assert "运行超过 1 分钟，已超时" in job.status_reason
     assert not processes_with("sleep 60")
 
 
@@ -265,7 +265,7 @@ def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
     assert processes_with(token) == []
     stopping, stopped = list(job.events.all())[-2:]
     assert (stopping.reason, stopped.reason) == ("Stopping", "Stopped")
-    assert stopping.message.startswith("Stopping every replica") and stopped.message == "Stopped."
+    assert stopping.message.startswith("正在停止所有实例") and stopped.message == "已停止。"
     assert [r.status for r in job.replicas.all()] == ["stopped"]
 
 

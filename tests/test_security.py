@@ -314,7 +314,9 @@ def test_the_wizard_refuses_a_private_webhook_unless_allowed(alice_client, setti
         alice_client,
         draft,
         W.ADVANCED,
-        advanced_data(alert_webhooks="http://169.254.169.254/latest/meta-data/"),
+        advanced_data(
+            alert_items=["jobFailed"], alert_webhooks="http://169.254.169.254/latest/meta-data/"
+        ),
     )
 
     if allowed:

@@ -149,7 +149,7 @@ def test_a_job_whose_processes_died_with_the_worker_is_not_left_running(world):
     wait_for(lambda: job_status(world) == "failed", what="failed")
 
     [(reason,)] = query(world, "SELECT status_reason FROM jobs_job")
-    assert "was lost" in reason
+    assert "已丢失" in reason
 
 
 def test_the_worker_stops_cleanly_on_sigterm_and_leaves_jobs_running(world):

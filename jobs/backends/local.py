@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from jobs import logs as job_logs
 from jobs.runtime_env import ReplicaRef, replica_environment
@@ -226,14 +227,17 @@ class LocalBackend(Backend):
         (SIGTERM, then SIGKILL after the grace period) and goes Stopping -> Stopped."""
         from jobs.models import JobStatus
         from jobs.runner import TARGET_STOPPED, request_stop
-        from jobs.services import job_transition
+        from jobs.services import job_transition, recorded
 
         not_started = (JobStatus.QUEUED, JobStatus.PENDING_REVIEW, JobStatus.SUBMIT_FAILED)
         if job.status in not_started and job_transition(
-            job=job, to=JobStatus.STOPPED, reason="Stopped", message="Stopped."
+            job=job,
+            to=JobStatus.STOPPED,
+            reason="Stopped",
+            message=recorded(gettext_noop("Stopped.")),
         ):
             return
-        request_stop(job, target=TARGET_STOPPED, message="Stopped.")
+        request_stop(job, target=TARGET_STOPPED, message=recorded(gettext_noop("Stopped.")))
 
     def delete(self, job: Job) -> None:
         """Removes the job's logs and scratch files (its processes are gone by now)."""
