@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -82,18 +82,31 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = JobFilterForm(request.GET)
-    jobs = _owned_jobs(request, form).only(
-        "public_id",
-        "name",
-        "status",
-        "status_reason",
-        "framework",
-        "resource_pool",
-        "queue",
-        "total_cards",
-        "created_at",
-        "started_at",
-        "finished_at",
+    # A queue group's tasks share a name: each row says which task it is ("2/3").
+    group_index = (
+        Job.objects.filter(group_id=OuterRef("group_id"), id__lte=OuterRef("id"))
+        .values("group_id")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    jobs = (
+        _owned_jobs(request, form)
+        .select_related("group")
+        .only(
+            "public_id",
+            "name",
+            "status",
+            "status_reason",
+            "framework",
+            "resource_pool",
+            "queue",
+            "total_cards",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "group__total",
+        )
+        .annotate(group_index=Subquery(group_index))
     )
     page = JobPage.of(jobs, request.GET.get("page"))
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)

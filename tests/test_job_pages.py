@@ -82,6 +82,21 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
         alice_client.get(reverse("job-list"), {"page": 2})
 
 
+def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
+    alice, alice_client, django_assert_num_queries
+):
+    spec = make_spec("echo task")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    submit(alice, name="alone")
+    alice_client.get(reverse("job-list"))  # warm the session
+
+    with django_assert_num_queries(3):
+        html = alice_client.get(reverse("job-list")).content.decode()
+
+    assert re.findall(r'class="badge [^"]*group-task"[^>]*>([^<]+)<', html) == ["3/3", "2/3", "1/3"]
+
+
 def test_list_polling_continues_while_a_job_is_live_and_stops_when_all_are_final(
     alice, alice_client
 ):
