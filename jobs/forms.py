@@ -166,6 +166,12 @@ class BasicForm(StepForm):
         self.fields["resource_pool"].choices = [(p.id, p.name) for p in pools]
         queues = pool.queues if pool else []
         self.fields["queue"].choices = [(q, q) for q in queues]
+        if pool is None and self.is_bound:
+            # No pool, so no queues to check the choice against: the pool's error says what
+            # to fix, and the queue typed is kept as it was.
+            posted = str(self.data.get("queue") or "")
+            self.fields["queue"].choices = [(posted, posted)]
+            self.fields["queue"].required = False
         self.fields["aiak_template"].choices = [("", "—"), *templates]
         htmx_queue = {"hx-target": "#id_queue", "hx-trigger": "change", "hx-swap": "innerHTML"}
         self.fields["resource_pool"].widget.attrs.update(htmx_queue)
