@@ -44,6 +44,7 @@ import copy
 import posixpath
 import re
 import shlex
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -964,13 +965,19 @@ def _validate_envs(spec: JobSpec, err: Any) -> None:
 
 def normalised_mount_path(path: str) -> str | None:
     """The path if it is absolute, normalised and free of '..'; None otherwise."""
-    if not path.startswith("/") or "\x00" in path or ".." in path.split("/"):
+    # POSIX keeps exactly two leading slashes as they are (normpath("//etc") == "//etc"), yet
+    # the kernel reads "//etc" as /etc: refuse it, or it slips past the system-path check.
+    if not path.startswith("/") or path.startswith("//") or ".." in path.split("/"):
+        return None
+    if "\x00" in path:
         return None
     return path if posixpath.normpath(path) == path or path == "/" else None
 
 
 def _has_control_characters(text: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+    """Control and format characters, and Unicode line/paragraph separators: none belongs in
+    a path, and each would make the path shown differ from the path used."""
+    return any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in text)
 
 
 def _validate_datasources(spec: JobSpec, err: Any) -> None:

@@ -109,7 +109,7 @@ def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(
     # The address follows the tab, so a reload (or a shared link) opens worker-0's log.
     page.wait_for_url(re.compile(r"\?replica=worker-0"))
     page.reload()
-    expect(page.locator('#log-panel a.nav-link.active')).to_have_text("worker-0")
+    expect(page.locator("#log-panel a.nav-link.active")).to_have_text("worker-0")
 
     page.click("#job-stop")
     expect(page.locator("#job-status")).to_have_text(re.compile("Stopped|已停止"), timeout=20_000)

@@ -172,6 +172,21 @@ RULES = [
         "id_mounts-0-mount_path",
         "system path",
     ),
+    # The kernel reads //etc as /etc; normpath keeps it as it is.
+    (W.DATA, data_data([("hostpath", "scratch", "//etc")]), "id_mounts-0-mount_path", "normalised"),
+    (W.DATA, data_data([("hostpath", "scratch", "//")]), "id_mounts-0-mount_path", "normalised"),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/work\u2028space")]),
+        "id_mounts-0-mount_path",
+        "control characters",
+    ),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/work\x85space")]),
+        "id_mounts-0-mount_path",
+        "control characters",
+    ),
     (
         W.DATA,
         data_data([("hostpath", "scratch", "/a"), ("hostpath", "scratch", "/a")]),
