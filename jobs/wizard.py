@@ -1097,7 +1097,7 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
     action = str(post.get("action") or "next")
     if not _ACTION_RE.match(action):
         action = "save"
-    if step != BASIC and "basis" in post and post["basis"] != wizard_state(draft).basis:
+    if "basis" in post and post["basis"] != wizard_state(draft).basis:
         # Saving it would mix rows made for one framework or pool into another (e.g. a
         # PyTorch master in a TensorFlow table, whose fixed role names cannot be edited).
         return StepOutcome(go_to=step, stale=True)

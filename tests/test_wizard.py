@@ -423,6 +423,22 @@ def test_a_step_sent_from_a_page_shown_before_the_framework_changed_is_not_saved
     assert W.RESOURCES not in draft.data and W.RESOURCES not in draft.completed_steps
 
 
+def test_a_basic_step_sent_from_a_page_shown_before_another_change_does_not_undo_it(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    old_page = alice_client.get(step_url(draft, W.BASIC)).content.decode()
+    basis = re.search(r'name="basis" value="([^"]*)"', old_page).group(1)
+    post_step(alice_client, draft, W.BASIC, basic_data(framework=S.MPI))  # another tab
+
+    r = post_step(alice_client, draft, W.BASIC, {**basic_data(framework=S.PYTORCH), "basis": basis})
+
+    assert r.status_code == 200 and 'id="stale-notice"' in r.content.decode()
+    draft.refresh_from_db()
+    assert draft.data[W.BASIC]["framework"] == [S.MPI]
+
+
 def test_step_pages_are_never_cached_so_back_shows_the_draft_as_it_is(alice_client):
     draft = new_draft(alice_client)
 

@@ -274,3 +274,23 @@ def test_switching_language_mid_wizard_stays_on_the_current_step(logged_in_page)
     page.wait_for_url(re.compile(r"/resources/$"))
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page.locator("#id_roles-0-replicas")).to_be_visible()
+
+
+def test_back_after_changing_the_framework_shows_the_draft_as_it_is_now(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)  # PyTorch
+    page.click(".wizard-steps a:has-text('基础信息')")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    page.check("input[name=framework][value=MPIJob]")
+    next_step(page, "image")
+    fill_image(page)
+
+    page.go_back()  # to the image step, then to the basic step as it was shown before
+    page.go_back()
+    page.wait_for_url(re.compile(r"/basic/$"))
+
+    expect(page.locator("input[name=framework][value=MPIJob]")).to_be_checked()
+    next_step(page, "image")
+    draft = Draft.objects.get()
+    assert draft.data["basic"]["framework"] == ["MPIJob"]
