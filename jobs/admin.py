@@ -392,9 +392,9 @@ class JobAdmin(admin.ModelAdmin):
     def response_action(
         self, request: HttpRequest, queryset: QuerySet, **kwargs: Any
     ) -> HttpResponse | None:
-        # Job ids are integers; anything else would fail inside the admin's query (a 500).
+        # Job ids are integers SQLite can hold; anything else fails inside the admin's query.
         selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
-        if not all(value.isdigit() for value in selected):
+        if not all(value.isdigit() and len(value) <= 18 for value in selected):
             self.message_user(
                 request,
                 _("The selection was not understood; select the jobs again."),

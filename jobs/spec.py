@@ -290,6 +290,14 @@ class JobSpec:
     def total_replicas(self) -> int:
         return sum(role.replicas for role in self.roles)
 
+    def counts_in_range(self) -> bool:
+        """Every role's instances and cards within the limits; totals made of counts out of
+        range mean nothing (the counts get their own messages)."""
+        return all(
+            0 <= r.replicas <= MAX_REPLICAS and 0 <= r.accelerators <= MAX_ACCELERATORS_PER_REPLICA
+            for r in self.roles
+        )
+
     def accelerators_by_type(self) -> dict[str, int]:
         """Cards the job holds, per accelerator type: sum of instances x cards."""
         totals: dict[str, int] = {}

@@ -35,6 +35,7 @@ from .spec import FRAMEWORK_LABELS
 logger = logging.getLogger(__name__)
 
 PAGE_SIZE = 20
+MAX_PAGE = 100_000  # 2 million jobs; a larger number is a typo, and would overflow SQLite
 # Statuses whose reason the list shows under the badge (why it waits or why it ended badly).
 EXPLAINED_STATUSES = frozenset(
     {
@@ -143,7 +144,7 @@ class JobPage:
     @classmethod
     def of(cls, jobs: QuerySet[Job], number: str | None) -> JobPage:
         try:
-            page = max(int(number or 1), 1)
+            page = min(max(int(number or 1), 1), MAX_PAGE)
         except ValueError:
             page = 1
         start = (page - 1) * PAGE_SIZE

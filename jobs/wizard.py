@@ -893,12 +893,7 @@ def pool_refusals(spec: S.JobSpec, pool: Pool | None) -> dict[str, list[str]]:
     except BackendError as exc:
         errors = {"resourcePoolId": [exc.message]}
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
-    # Counts out of range have their own message; a total made of them would only confuse.
-    counts_ok = all(
-        0 <= r.replicas <= S.MAX_REPLICAS and 0 <= r.accelerators <= S.MAX_ACCELERATORS_PER_REPLICA
-        for r in spec.roles
-    )
-    if spec.submission.mode == S.SUBMIT_STANDALONE and not pool.error and counts_ok:
+    if spec.submission.mode == S.SUBMIT_STANDALONE and not pool.error and spec.counts_in_range():
         for card, wanted, idle in shortfall(spec, pool):
             errors.setdefault("submission.mode", []).append(
                 _(

@@ -462,7 +462,9 @@ def test_garbage_queries_never_fail(alice, reviewer, query):
     assert r.status_code in (200, 302)
 
 
-@pytest.mark.parametrize("selected", [["['1']"], ["1", "x"], ["-1"], [""]])
+@pytest.mark.parametrize(
+    "selected", [["['1']"], ["1", "x"], ["-1"], [""], ["99999999999999999999999"]]
+)
 def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review_all, selected):
     job = submit(alice, "1")
 

@@ -68,6 +68,17 @@ def test_the_list_is_paginated(alice, alice_client):
     assert "job-24" in first and "job-0<" in second
 
 
+@pytest.mark.parametrize("number", ["99999999999999999999999", "-5", "x", "0"])
+def test_a_page_number_out_of_range_is_an_empty_or_first_page_never_an_error(
+    alice, alice_client, number
+):
+    submit(alice)
+
+    r = alice_client.get(reverse("job-list"), {"page": number})
+
+    assert r.status_code == 200
+
+
 def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
     alice, alice_client, django_assert_num_queries
 ):

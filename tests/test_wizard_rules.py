@@ -510,6 +510,7 @@ def test_a_huge_instance_count_gets_its_range_message_and_no_card_shortfall(en_c
     page = r.content.decode()
     assert any("between 0 and 1000" in m for m in field_errors(r, "id_roles-1-replicas"))
     assert "99999999999999999999" not in page.replace('value="99999999999999999999"', "")
+    assert "the local pool has" not in page  # no capacity figure made of the bad count
 
 
 def test_an_unknown_pool_gets_one_message_on_the_pool_and_none_on_its_queue(en_client):

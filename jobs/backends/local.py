@@ -184,7 +184,8 @@ class LocalBackend(Backend):
                     f"roles[{i}].acceleratorType",
                     _("The local pool has no “%(type)s” cards.") % {"type": role.accelerator_type},
                 )
-        for card, count in spec.accelerators_by_type().items():
+        # Totals are only meaningful when every count is in range (else those have messages).
+        for card, count in (spec.accelerators_by_type() if spec.counts_in_range() else {}).items():
             if card in totals and count > totals[card]:
                 index = next(i for i, r in enumerate(spec.roles) if r.accelerator_type == card)
                 err(
@@ -192,7 +193,7 @@ class LocalBackend(Backend):
                     _("The job needs %(count)d %(type)s cards; the local pool has %(total)d.")
                     % {"count": count, "type": card, "total": totals[card]},
                 )
-        if spec.cpu_exclusive:
+        if spec.cpu_exclusive and spec.counts_in_range():
             needed = sum((r.cpu or 1) * r.replicas for r in spec.roles)
             cores = len(os.sched_getaffinity(0))
             if needed > cores:
