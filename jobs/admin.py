@@ -688,6 +688,8 @@ class ReviewPolicyForm(forms.ModelForm):
         fields = ["mode", "above_cards", "queues"]
 
     def clean_queues(self) -> str:
+        if self.cleaned_data.get("mode") != ReviewMode.QUEUES:
+            return self.cleaned_data["queues"]  # unused in this mode: kept as typed
         entries = [
             entry.strip()
             for line in self.cleaned_data["queues"].splitlines()
@@ -705,7 +707,11 @@ class ReviewPolicyForm(forms.ModelForm):
         data = super().clean()
         # Judged on the mode chosen in this form (an invalid mode has its own message); the
         # rule lives here, not in the model, whose clean() would see the mode stored before.
-        if data.get("mode") == ReviewMode.QUEUES and not data.get("queues"):
+        if (
+            data.get("mode") == ReviewMode.QUEUES
+            and not data.get("queues")
+            and "queues" not in self.errors
+        ):
             self.add_error("queues", _("List the queues whose jobs are reviewed."))
         return data
 

@@ -495,13 +495,25 @@ def test_the_policy_queues_are_checked_tidied_and_unknown_ones_pointed_out(super
     )
 
     assert malformed.status_code == 200
-    assert "local/" in str(malformed.context["adminform"].form.errors["queues"])
+    assert malformed.context["adminform"].form.errors["queues"] == [
+        "Not a queue or pool/queue: local/"
+    ]
     policy = ReviewPolicy.objects.get()
     assert policy.queues == "default\nlocal/default\nnonexist"
     warnings = [str(m) for m in saved.context["messages"]]
     assert any("nonexist" in m for m in warnings) and not any(
         "local/default" in m for m in warnings
     )
+
+
+def test_queues_left_over_from_the_queues_mode_do_not_block_another_mode(superuser):
+    r = client_for(superuser).post(
+        "/admin/jobs/reviewpolicy/1/change/",
+        {"mode": "all", "above_cards": "8", "queues": "bad pool/x"},
+    )
+
+    assert r.status_code == 302
+    assert ReviewPolicy.objects.get().mode == "all"
 
 
 def test_an_invalid_policy_mode_gets_only_its_own_message(superuser, settings):
