@@ -496,7 +496,7 @@ def test_the_policy_queues_are_checked_tidied_and_unknown_ones_pointed_out(super
 
     assert malformed.status_code == 200
     assert malformed.context["adminform"].form.errors["queues"] == [
-        "Not a queue or pool/queue: local/"
+        "不是队列名或“资源池/队列”：local/"
     ]
     policy = ReviewPolicy.objects.get()
     assert policy.queues == "default\nlocal/default\nnonexist"
