@@ -63,7 +63,8 @@ DEBUG = envbool("DEBUG", "false")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 # The URL the console is reached at, for links in alert emails and webhooks.
-SITE_URL = os.getenv("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# Links in mails and alerts; by default where `make run` serves (PORT, default 8000).
+SITE_URL = os.getenv("SITE_URL", f"http://127.0.0.1:{os.getenv('PORT') or 8000}").rstrip("/")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
