@@ -117,7 +117,7 @@ class StepForm(forms.Form):
 class BasicForm(StepForm):
     name = forms.CharField(
         label=_("Job name"),
-        required=False,
+        error_messages={"required": _("Enter a job name.")},
         help_text=_(
             "Lowercase letters, digits and '-'; starts with a lowercase letter, ends with a "
             "letter or digit; 1-50 characters."
@@ -294,6 +294,8 @@ class EnvForm(forms.Form):
 class ResourcesForm(StepForm):
     shared_memory_gi = forms.IntegerField(
         label=_("Shared memory (Gi)"),
+        required=False,  # optional in both consoles: empty means the default, 10Gi
+        widget=forms.NumberInput(attrs={"placeholder": "10"}),
         help_text=_(
             "Size of /dev/shm, used by processes on one node to exchange data; 10Gi by default."
         ),

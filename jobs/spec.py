@@ -881,7 +881,10 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
             err(
                 f"{path}.name",
                 _("%(framework)s has no role named “%(role)s”.")
-                % {"framework": spec.framework, "role": role.name},
+                % {
+                    "framework": FRAMEWORK_LABELS.get(spec.framework, spec.framework),
+                    "role": role.name,
+                },
             )
         elif not allowed and not ROLE_NAME_RE.match(role.name):
             err(
@@ -924,7 +927,11 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         master = by_name.get("master")
         if master is None or master.replicas != 1:
             path = f"roles[{index('master')}].replicas" if master else "roles"
-            err(path, _("%(framework)s needs exactly 1 master.") % {"framework": spec.framework})
+            err(
+                path,
+                _("%(framework)s needs exactly 1 master.")
+                % {"framework": FRAMEWORK_LABELS.get(spec.framework, spec.framework)},
+            )
         worker = by_name.get("worker")
         if master and worker and worker.replicas > 0:
             both_gpu = bool(master.accelerator_type) and bool(worker.accelerator_type)

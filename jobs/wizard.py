@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import transaction
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
@@ -946,13 +947,13 @@ def locate(path: str, rows: Mapping[str, list[int]]) -> Location:
 
 
 def _add_error(forms: StepForms, loc: Location, message: str) -> None:
+    """Puts a spec message on its field, unless the form already says the same there."""
+    form = forms.form
     if loc.row is not None and forms.formset is not None and loc.row < len(forms.formset.forms):
-        row = forms.formset.forms[loc.row]
-        target = loc.field if loc.field in row.fields else None
-        row.add_error(target, message)
-        return
-    target = loc.field if loc.field in forms.form.fields else None
-    forms.form.add_error(target, message)
+        form = forms.formset.forms[loc.row]
+    target = loc.field if loc.field in form.fields else None
+    if message not in form.errors.get(target or NON_FIELD_ERRORS, []):
+        form.add_error(target, message)
 
 
 def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool]:

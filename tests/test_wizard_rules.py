@@ -23,6 +23,7 @@ from tests.test_wizard import (
     post_step,
     resources_data,
     role,
+    step_url,
     submission_data,
 )
 
@@ -520,3 +521,25 @@ def test_an_unknown_pool_gets_one_message_on_the_pool_and_none_on_its_queue(en_c
 
     assert field_errors(r, "id_resource_pool")
     assert field_errors(r, "id_queue") == []
+
+
+def test_an_empty_shared_memory_means_the_default_10gi(en_client):
+    draft = draft_at(en_client, W.RESOURCES)
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data(shared_memory_gi=""))
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.shared_memory_gi == 10
+
+
+def test_the_job_name_is_marked_required_and_an_empty_one_gets_one_message(en_client):
+    draft = draft_at(en_client, W.BASIC)
+
+    page = en_client.get(step_url(draft, W.BASIC)).content.decode()
+    r = post_step(en_client, draft, W.BASIC, basic_data(name=""))
+
+    assert re.search(
+        r'for="id_name" class="form-label requiredField">[^<]*<span class="asteriskField">', page
+    )
+    assert field_errors(r, "id_name") == ["Enter a job name."]
