@@ -676,6 +676,8 @@ QUEUE_ENTRY_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-
 
 
 class ReviewPolicyForm(forms.ModelForm):
+    # Required, so no blank "- Select an option -" entry (Django's, untranslated here).
+    mode = forms.ChoiceField(label=gettext_lazy("review"), choices=ReviewMode.choices)
     above_cards = forms.IntegerField(
         label=gettext_lazy("more than N cards"),
         min_value=0,

@@ -35,14 +35,15 @@ def spec_sections(spec: S.JobSpec) -> list[Section]:
         + (f", {r.memory_gb} GB" if r.memory_gb else "")
         for r in spec.roles
     )
+    secret, read_only = _("secret"), _("read-only")  # outside the f-strings: xgettext skips those
     envs = "\n".join(
         f"{e.name}={S.mask(e.value) if e.secret else e.value}"
-        + (f" ({_('secret')})" if e.secret else "")
+        + (f" ({secret})" if e.secret else "")
         for e in spec.envs
     )
     mounts = "\n".join(
         f"{d.type}:{d.name}{':' + d.source_path if d.source_path else ''} → {d.mount_path}"
-        + (f" ({_('read-only')})" if d.read_only else "")
+        + (f" ({read_only})" if d.read_only else "")
         for d in spec.datasources
     )
     ftc = spec.fault_tolerance_config or S.FaultToleranceConfig()

@@ -548,7 +548,7 @@ def test_the_local_pools_environment_preview_is_what_each_replica_is_given(alice
         given = json.loads(line.split(" ENV ", 1)[1])
         preview = get_backend("local").environment_preview(spec, ref, job_id=job.public_id)
         assert preview["MASTER_ADDR"] == given["MASTER_ADDR"] == "127.0.0.1"
-        assert preview["MASTER_PORT"] == PORT_AT_START and given["MASTER_PORT"].isdigit()
+        assert preview["MASTER_PORT"] == str(PORT_AT_START) and given["MASTER_PORT"].isdigit()
         assert given["CUDA_VISIBLE_DEVICES"] in ("0", "1") and preview["CUDA_VISIBLE_DEVICES"]
         assert preview["TOKEN"] == "******" and given["TOKEN"] == "******"  # the log is masked
         decided_at_start = {"MASTER_PORT", "CUDA_VISIBLE_DEVICES"}

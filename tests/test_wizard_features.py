@@ -481,7 +481,7 @@ def test_the_review_shows_the_exact_request_curl_and_each_replicas_environment(a
         assert f">{label}</p>" in page
     assert "WORLD_SIZE=3" in page and "RANK=2" in page
     # The local pool runs every replica here: the preview says so rather than a cluster's names.
-    assert "MASTER_ADDR=127.0.0.1" in page and "MASTER_PORT=&lt;free port&gt;" in page
+    assert "MASTER_ADDR=127.0.0.1" in page and "MASTER_PORT=&lt;启动时选择的空闲端口&gt;" in page
     assert "llm-train-master-0" not in page
     assert 'data-copy-target="#request-json"' in page
 

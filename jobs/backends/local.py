@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.utils import timezone
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_lazy, gettext_noop
 
 from jobs import logs as job_logs
 from jobs.runtime_env import ReplicaRef, replica_environment
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 POOL_ID = "local"
 # Shown in the environment preview for what the runner decides only when an attempt starts.
-PORT_AT_START = "<free port>"
+PORT_AT_START = gettext_lazy("<free port>")
 NVIDIA_RESOURCE = "nvidia.com/gpu"
 
 
@@ -214,7 +214,7 @@ class LocalBackend(Backend):
             ref,
             job_id=job_id,
             master_addr="127.0.0.1",
-            master_port=PORT_AT_START,
+            master_port=str(PORT_AT_START),
             tf_address=lambda r, i: f"127.0.0.1:{PORT_AT_START}",
             visible_devices=_("<assigned at start>") if has_cards else "",
             masked=True,
