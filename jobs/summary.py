@@ -21,8 +21,9 @@ def _label(choices: Any, value: str) -> str:
     return str(dict(choices).get(value, value))
 
 
-def spec_sections(spec: S.JobSpec) -> list[Section]:
-    """Every field of the spec, in the wizard's order and words (values as text)."""
+def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
+    """Every field of the spec, in the wizard's order and words (values as text): one
+    section per form step of the wizard, in its order."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -42,7 +43,9 @@ def spec_sections(spec: S.JobSpec) -> list[Section]:
         for e in spec.envs
     )
     mounts = "\n".join(
-        f"{d.type}:{d.name}{':' + d.source_path if d.source_path else ''} → {d.mount_path}"
+        f"{F.STORAGE_LABELS.get(d.type, d.type)} {d.name}"
+        + (f":{d.source_path}" if d.source_path else "")
+        + f" → {d.mount_path}"
         + (f" ({read_only})" if d.read_only else "")
         for d in spec.datasources
     )
@@ -56,7 +59,10 @@ def spec_sections(spec: S.JobSpec) -> list[Section]:
         }
     basic = [
         (_("Job name"), spec.name),
-        (_("Resource pool"), spec.resource_pool_id),
+        (
+            _("Resource pool"),
+            f"{pool_name} ({spec.resource_pool_id})" if pool_name else spec.resource_pool_id,
+        ),
         (_("Queue"), spec.queue),
         (_("Priority"), _label(F.PRIORITY_CHOICES, spec.priority)),
         (_("Training framework"), _label(F.FRAMEWORK_CHOICES, spec.framework)),

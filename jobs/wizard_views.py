@@ -24,6 +24,7 @@ from . import spec as S
 from . import wizard as W
 from .http import AuthenticatedHttpRequest
 from .models import Draft, Job
+from .summary import spec_sections
 
 STEP_TEMPLATE = "jobs/wizard/step.html"
 
@@ -333,12 +334,15 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         ],
         "shortfall": W.shortfall(spec, state.pool),
         "diff": W.spec_diff(draft.source_job, spec) if draft.source_job else None,
-        "labels": {
-            "priority": dict(F.PRIORITY_CHOICES).get(spec.priority, spec.priority),
-            "framework": dict(F.FRAMEWORK_CHOICES).get(spec.framework, spec.framework),
-            "creation": dict(F.CREATION_CHOICES).get(spec.creation_mode, spec.creation_mode),
-        },
-        "pool": state.pool,
+        # The admin's reading of a spec, one section per form step, each with its edit link.
+        "sections": [
+            (title, rows, step)
+            for (title, rows), step in zip(
+                spec_sections(spec, pool_name=state.pool.name if state.pool else ""),
+                W.FORM_STEPS,
+                strict=True,
+            )
+        ],
         "freshness": W.pool_freshness(state.pool),
     }
 

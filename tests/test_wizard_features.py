@@ -486,6 +486,20 @@ def test_the_review_shows_the_exact_request_curl_and_each_replicas_environment(a
     assert 'data-copy-target="#request-json"' in page
 
 
+def test_the_review_summary_reads_every_section_in_console_words_with_edit_links(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    summary = page[page.index('id="review-summary"') : page.index('id="request-line"')]
+    for step in W.FORM_STEPS:
+        assert f'href="{step_url(draft, step)}"' in summary
+    assert "执行命令" in summary and "torchrun train.py" in summary  # not only in the JSON
+    assert "本机 Local (local)" in summary
+    assert "本地盘（hostpath） scratch → /workspace" in summary
+
+
 def test_submit_revalidates_and_refuses_a_draft_that_became_invalid(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)
