@@ -109,7 +109,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
         .annotate(group_index=Subquery(group_index))
     )
-    page = JobPage.of(jobs, request.GET.get("page"))
+    page = ListPage.of(jobs, request.GET.get("page"))
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
@@ -130,19 +130,19 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 
 @dataclass
-class JobPage:
-    """One page of the job list, without a total.
+class ListPage:
+    """One page of a list (jobs, drafts), without a total.
 
     Counting every job a user has costs more than the page itself once they have tens of
     thousands, so the list reads one row past the page to know whether a next page exists.
     """
 
     number: int
-    object_list: list[Job]
+    object_list: list[Any]
     has_next: bool
 
     @classmethod
-    def of(cls, jobs: QuerySet[Job], number: str | None) -> JobPage:
+    def of(cls, jobs: QuerySet, number: str | None) -> ListPage:
         try:
             page = min(max(int(number or 1), 1), MAX_PAGE)
         except ValueError:

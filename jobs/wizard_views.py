@@ -25,6 +25,7 @@ from . import wizard as W
 from .http import AuthenticatedHttpRequest
 from .models import Draft, Job
 from .summary import spec_sections
+from .views import ListPage
 
 STEP_TEMPLATE = "jobs/wizard/step.html"
 
@@ -55,11 +56,15 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST":
         draft = W.draft_create(owner=request.user)
         return redirect(_step_url(draft, W.BASIC))
-    drafts = Draft.objects.filter(owner=request.user, submitted_at__isnull=True)[:50]
+    drafts = Draft.objects.filter(owner=request.user, submitted_at__isnull=True).order_by(
+        "-updated_at", "-id"
+    )
+    page = ListPage.of(drafts, request.GET.get("page"))
     # Resume opens where the draft stopped: its first step not yet passed (the review when
     # every step has).
-    rows = [(draft, W.first_incomplete(draft)) for draft in drafts]
+    rows = [(draft, W.first_incomplete(draft)) for draft in page.object_list]
     context = {
+        "page": page,
         "rows": [(draft, W.STEP_TITLES[step], _step_url(draft, step)) for draft, step in rows],
         "form_step_count": len(W.FORM_STEPS),
     }

@@ -9,3 +9,12 @@ document.addEventListener("submit", (event) => {
     form.elements.next.value = window.location.pathname + window.location.search;
   }
 });
+
+// A form that destroys something asks first (data-confirm holds the question). Without
+// JavaScript the form still works, without the question.
+document.addEventListener("submit", (event) => {
+  const form = event.target;
+  if (form instanceof HTMLFormElement && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+    event.preventDefault();
+  }
+});

@@ -534,6 +534,17 @@ def test_resume_in_the_drafts_list_opens_the_first_step_the_draft_has_not_passed
     )
 
 
+def test_the_drafts_list_pages_through_every_draft(alice_client, alice):
+    drafts = [Draft.objects.create(owner=alice, data={}) for _ in range(25)]
+
+    first = alice_client.get(reverse("wizard-start")).content.decode()
+    second = alice_client.get(reverse("wizard-start"), {"page": 2}).content.decode()
+
+    shown = [d for d in drafts if str(d.id) in first] + [d for d in drafts if str(d.id) in second]
+    assert len(shown) == 25 and len(set(shown)) == 25
+    assert 'href="?page=2"' in first and 'href="?page=1"' in second
+
+
 def test_a_draft_can_be_discarded(alice_client, alice):
     draft = new_draft(alice_client)
 

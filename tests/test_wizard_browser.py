@@ -294,3 +294,23 @@ def test_back_after_changing_the_framework_shows_the_draft_as_it_is_now(logged_i
     next_step(page, "image")
     draft = Draft.objects.get()
     assert draft.data["basic"]["framework"] == ["MPIJob"]
+
+
+def test_discarding_a_draft_asks_first_and_keeps_it_when_cancelled(logged_in_page, alice):
+    page = logged_in_page
+    start(page)
+    page.goto("/create/")
+    questions: list[str] = []
+
+    def answer(dialog) -> None:
+        questions.append(dialog.message)
+        dialog.dismiss() if len(questions) == 1 else dialog.accept()
+
+    page.on("dialog", answer)
+    page.click("#draft-list button:has-text('删除')")  # cancelled
+    expect(page.locator("#draft-list button:has-text('删除')")).to_have_count(1)
+    page.click("#draft-list button:has-text('删除')")  # confirmed
+    expect(page.locator("#draft-list button:has-text('删除')")).to_have_count(0)
+
+    assert len(questions) == 2 and "草稿" in questions[0]
+    assert not Draft.objects.filter(owner=alice).exists()
