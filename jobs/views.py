@@ -72,10 +72,11 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
         jobs = jobs.filter(status=data["status"])
     if data["framework"]:
         jobs = jobs.filter(framework=data["framework"])
-    if data["pool"]:
-        jobs = jobs.filter(resource_pool=data["pool"])
-    if data["queue"]:
-        jobs = jobs.filter(queue=data["queue"])
+    # Typed by hand: spaces and letter case do not matter ("Default" finds "default").
+    if data["pool"].strip():
+        jobs = jobs.filter(resource_pool__iexact=data["pool"].strip())
+    if data["queue"].strip():
+        jobs = jobs.filter(queue__iexact=data["queue"].strip())
     return jobs.order_by("-created_at", "-id")
 
 

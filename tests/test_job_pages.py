@@ -55,6 +55,7 @@ def test_the_list_filters_by_status_framework_pool_queue_and_searches(alice, ali
     assert shown(q=tf.public_id[-12:]) == {"gamma"}
     assert shown(pool="local", queue="default") == {"alpha", "beta", "gamma"}
     assert shown(queue="other") == set()
+    assert shown(pool=" LOCAL ", queue="Default") == {"alpha", "beta", "gamma"}
 
 
 def test_the_list_is_paginated(alice, alice_client):
