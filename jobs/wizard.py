@@ -946,12 +946,24 @@ def locate(path: str, rows: Mapping[str, list[int]]) -> Location:
     return Location(REVIEW)
 
 
-def _add_error(forms: StepForms, loc: Location, message: str) -> None:
-    """Puts a spec message on its field, unless the form already says the same there."""
+def _refused_fields(forms: StepForms) -> set[tuple[int, str]]:
+    """(form, field) pairs the forms themselves refused, before any spec message is added."""
+    rows = list(forms.formset.forms) if forms.formset is not None else []
+    return {(id(form), name) for form in [forms.form, *rows] for name in form.errors}
+
+
+def _add_error(
+    forms: StepForms, loc: Location, message: str, refused: set[tuple[int, str]]
+) -> None:
+    """Puts a spec message on its field, unless the form itself refused that field: the spec
+    then judges a value that never got through (a NUL in a path reads as empty), and the
+    form's message about what was typed is the clear one."""
     form = forms.form
     if loc.row is not None and forms.formset is not None and loc.row < len(forms.formset.forms):
         form = forms.formset.forms[loc.row]
     target = loc.field if loc.field in form.fields else None
+    if target is not None and (id(form), target) in refused:
+        return
     if message not in form.errors.get(target or NON_FIELD_ERRORS, []):
         form.add_error(target, message)
 
@@ -962,12 +974,13 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
     assembly = assemble(state, raws)
     forms = assembly.forms[step]
     ok = not forms.has_errors
+    refused = _refused_fields(forms)
     for path, messages in all_errors(state, assembly, raws).items():
         loc = locate(path, assembly.rows)
         if loc.step != step:
             continue
         for message in messages:
-            _add_error(forms, loc, message)
+            _add_error(forms, loc, message, refused)
             ok = False
     return forms, ok
 

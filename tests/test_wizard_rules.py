@@ -543,3 +543,11 @@ def test_the_job_name_is_marked_required_and_an_empty_one_gets_one_message(en_cl
         r'for="id_name" class="form-label requiredField">[^<]*<span class="asteriskField">', page
     )
     assert field_errors(r, "id_name") == ["Enter a job name."]
+
+
+def test_a_value_the_form_refuses_gets_the_forms_message_only(en_client):
+    draft = draft_at(en_client, W.DATA)
+
+    r = post_step(en_client, draft, W.DATA, data_data([("hostpath", "scratch", "/a\x00b")]))
+
+    assert field_errors(r, "id_mounts-0-mount_path") == ["Null characters are not allowed."]
