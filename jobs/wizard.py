@@ -1341,7 +1341,13 @@ def card_totals(rows: list[Raw]) -> list[tuple[str, int]]:
         card = _one(row, "accelerator_type")
         if not _one(row, "use_accelerator") or not card:
             continue
-        cards = parse_int(_one(row, "accelerators")) * parse_int(_one(row, "replicas"))
+        per_instance, instances = (
+            parse_int(_one(row, "accelerators")),
+            parse_int(_one(row, "replicas")),
+        )
+        if per_instance > S.MAX_ACCELERATORS_PER_REPLICA or instances > S.MAX_REPLICAS:
+            continue  # out of range: the row's own message says so, a total of it says nothing
+        cards = per_instance * instances
         if cards:
             totals[card] = totals.get(card, 0) + cards
     return sorted(totals.items())

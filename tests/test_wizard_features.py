@@ -420,6 +420,17 @@ def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_cli
     assert card_badges(html) == [f"{A800} × 8"]
 
 
+def test_the_totals_partial_leaves_out_rows_with_counts_out_of_range(alice_client):
+    draft = new_draft(alice_client)
+    table = resources_data(
+        roles=[role("master", 1, A800, 8), role("worker", "99999999999999", A800, 8)]
+    )
+
+    html = alice_client.get(reverse("wizard-totals", args=[draft.id]), table).content.decode()
+
+    assert card_badges(html) == [f"{A800} × 8"]
+
+
 def test_the_resources_step_shows_the_same_totals_as_its_partial(alice_client):
     draft = new_draft(alice_client)
     table = resources_data(roles=[role("master", 1, A800, 2), role("worker", 3, A800, 2)])
