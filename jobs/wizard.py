@@ -975,9 +975,17 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
     forms = assembly.forms[step]
     ok = not forms.has_errors
     refused = _refused_fields(forms)
+    # While a row of the step's table has a value the form refused, the spec sees the table
+    # without that row: its rules about the table (PyTorch's one master, matching cards)
+    # would judge a table the person did not type. The row's own message comes first.
+    table = next((name for name, owner in SPEC_LIST.items() if owner == step), None)
+    rows_refused = forms.formset is not None and any(form.errors for form in forms.formset.forms)
     for path, messages in all_errors(state, assembly, raws).items():
         loc = locate(path, assembly.rows)
         if loc.step != step:
+            continue
+        if rows_refused and table and (path == table or path.startswith(f"{table}[")):
+            ok = False
             continue
         for message in messages:
             _add_error(forms, loc, message, refused)
@@ -1036,10 +1044,12 @@ def merge_pasted_envs(raw: Raw) -> Raw:
 
 def restore_secrets(raw: Raw, old: Raw) -> Raw:
     """Secrets come back from the browser empty (they are never rendered): keep the stored
-    value of a secret env row of the same name, and the registry password of the same user."""
+    value of a secret env row of the same name, and the registry password of the same user
+    (a password saved without a username was never a valid pair: emptying it clears it)."""
     if (
         not _one(raw, "registry_password")
         and _one(old, "registry_password")
+        and _one(raw, "registry_username")
         and _one(raw, "registry_username") == _one(old, "registry_username")
     ):
         raw["registry_password"] = list(old["registry_password"])

@@ -14,6 +14,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -92,7 +93,16 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         if job is not None:
             return redirect("job-detail", job.public_id)
     if not W.step_allowed(draft, step):
-        return redirect(_step_url(draft, W.first_incomplete(draft)))
+        first_open = W.first_incomplete(draft)
+        if request.method == "POST":
+            # Sent from a page shown before an earlier step was reopened (another tab): not
+            # saved, and said so, on the step to do first.
+            if request.htmx:
+                response = _render_step(request, draft, first_open, stale=True)
+                push_url(response, _step_url(draft, first_open))
+                return response
+            messages.warning(request, STALE_STEP)
+        return redirect(_step_url(draft, first_open))
     if request.method == "POST":
         if step == W.REVIEW:
             return redirect(_step_url(draft, step))
@@ -349,13 +359,35 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
             )
         ],
         "freshness": W.pool_freshness(state.pool),
+        "revision": _revision(state.draft),
     }
+
+
+STALE_STEP = gettext_lazy(
+    "Basic info was changed in another tab or window after this page was shown, so what you "
+    "sent here was not saved. The step now shows the draft as it is: check it and go on."
+)
+STALE_REVIEW = gettext_lazy(
+    "The draft was changed in another tab or window after this review was shown. Nothing was "
+    "submitted; here is the review of the draft as it is now."
+)
+
+
+def _revision(draft: Draft) -> str:
+    """Which version of the draft a page showed: it changes with every save."""
+    return draft.updated_at.isoformat()
 
 
 @require_POST
 @login_required
 def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     draft = _draft(request, draft_id)
+    revision = request.POST.get("revision")
+    if draft.submitted_at is None and revision is not None and revision != _revision(draft):
+        # The review shown was not the draft as it is now (changed in another tab): submit
+        # only what the person has seen.
+        messages.warning(request, STALE_REVIEW)
+        return redirect(_step_url(draft, W.REVIEW))
     try:
         jobs = W.draft_submit(draft=draft)
     except W.WizardError:

@@ -234,6 +234,28 @@ def test_it_builds_a_pytorch_job_through_every_step_and_submits_it(alice_client,
     assert draft.submitted_at is not None
 
 
+def test_a_review_shown_before_another_change_submits_nothing_and_shows_the_new_review(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    revision = re.search(r'name="revision" value="([^"]+)"', review).group(1)
+    post_step(alice_client, draft, W.IMAGE, image_data(command="echo changed-in-another-tab"))
+
+    stale = alice_client.post(reverse("wizard-submit", args=[draft.id]), {"revision": revision})
+    shown = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    fresh = re.search(r'name="revision" value="([^"]+)"', shown).group(1)
+    submitted = alice_client.post(reverse("wizard-submit", args=[draft.id]), {"revision": fresh})
+    resent = alice_client.post(reverse("wizard-submit", args=[draft.id]), {"revision": revision})
+
+    assert stale.status_code == 302 and stale["Location"] == step_url(draft, W.REVIEW)
+    assert "changed in another tab" in shown or "其他标签页" in shown
+    assert submitted.status_code == 302 and resent.status_code == 302
+    assert resent["Location"] == submitted["Location"]  # a resend finds the same job
+    assert Job.objects.filter(owner=alice).count() == 1
+
+
 def test_submitting_twice_creates_one_job(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)
@@ -437,6 +459,30 @@ def test_a_basic_step_sent_from_a_page_shown_before_another_change_does_not_undo
     assert r.status_code == 200 and 'id="stale-notice"' in r.content.decode()
     draft.refresh_from_db()
     assert draft.data[W.BASIC]["framework"] == [S.MPI]
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_later_step_sent_after_an_earlier_one_was_reopened_is_not_saved_and_says_so(
+    alice_client, htmx
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.FAULT)
+    before = dict(Draft.objects.get(pk=draft.pk).data[W.DATA])
+    post_step(alice_client, draft, W.BASIC, basic_data(framework=S.TENSORFLOW))  # another tab
+
+    r = post_step(
+        alice_client, draft, W.DATA, data_data([("hostpath", "scratch", "/elsewhere")]), htmx=htmx
+    )
+
+    if htmx:
+        assert r.status_code == 200 and 'id="stale-notice"' in r.content.decode()
+        assert r["HX-Push-Url"] == step_url(draft, W.RESOURCES)
+    else:
+        assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+        page = alice_client.get(r["Location"]).content.decode()
+        assert "其他标签页" in page
+    draft.refresh_from_db()
+    assert draft.data[W.DATA] == before
 
 
 def test_step_pages_are_never_cached_so_back_shows_the_draft_as_it_is(alice_client):

@@ -551,3 +551,28 @@ def test_a_value_the_form_refuses_gets_the_forms_message_only(en_client):
     r = post_step(en_client, draft, W.DATA, data_data([("hostpath", "scratch", "/a\x00b")]))
 
     assert field_errors(r, "id_mounts-0-mount_path") == ["Null characters are not allowed."]
+
+
+def test_a_registry_password_sent_without_a_username_can_be_cleared(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    refused = post_step(en_client, draft, W.IMAGE, image_data(registry_password="hunter22"))
+    cleared = post_step(en_client, draft, W.IMAGE, image_data(registry_password=""))
+
+    assert refused.status_code == 200
+    assert cleared.status_code == 302
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.image_config is None
+
+
+def test_a_refused_role_cell_gets_its_message_and_no_judgement_of_the_table_without_it(en_client):
+    draft = draft_at(en_client, W.RESOURCES)
+    roles = [role("master", "", cards=1), role("worker", 2, cards="1.5")]
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data(roles))
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert field_errors(r, "id_roles-0-replicas") == ["This field is required."]
+    assert field_errors(r, "id_roles-1-accelerators") == ["Enter a whole number."]
+    assert 'id="step-errors"' not in page and "must match" not in page
