@@ -172,7 +172,7 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     payload = alert_payload(job, item, message, time)
     if alert.emails:
         title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
-        subject = f"[AI Job Console] {title}"
+        subject = f"[{recorded(gettext_noop('AI Job Console'))}] {title}"
         body = f"{message}\n\n{payload['link']}\n"
         try:
             send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, list(alert.emails))

@@ -15,10 +15,15 @@ from crispy_forms.layout import Div, Field, Layout
 from django import forms
 from django.forms import formset_factory
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 from . import spec as S
 from .backends import Pool
 from .models import Priority
+
+# Django's own message for a NUL in a text field; the project's catalog words it better in
+# Chinese than Django's does ("不允许是用空字符串" reads as "no empty string").
+gettext_noop("Null characters are not allowed.")
 
 PRIORITY_CHOICES = Priority.choices
 FRAMEWORK_CHOICES = list(S.FRAMEWORK_LABELS.items())

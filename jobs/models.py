@@ -4,8 +4,8 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import pgettext_lazy
 
 from . import spec as spec_module
 
@@ -64,7 +64,11 @@ class JobGroup(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
-        return f"{self.name} ({self.total} x, {self.concurrency} at once)"
+        return gettext("%(name)s (%(total)s tasks, at most %(concurrency)s at once)") % {
+            "name": self.name,
+            "total": self.total,
+            "concurrency": self.concurrency,
+        }
 
 
 class Priority(models.TextChoices):
@@ -116,12 +120,22 @@ class Job(models.Model):
     )
     total_cards = models.PositiveIntegerField(_("cards"), default=0)
     group = models.ForeignKey(
-        JobGroup, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs"
+        JobGroup,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="jobs",
+        verbose_name=_("queue group"),
     )
     # Makes submission idempotent: a resent or double-clicked submit carries the same key.
     submit_key = models.CharField(max_length=80, unique=True, null=True, blank=True, editable=False)
     source_job = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="copies"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="copies",
+        verbose_name=_("copied from"),
     )
     restarts = models.PositiveIntegerField(_("restarts"), default=0)
     # Review (jobs.review): whether the job had to wait for a reviewer, and their decision.

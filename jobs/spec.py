@@ -1014,7 +1014,8 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
             err(
                 f"{path}.mountPath",
                 _(
-                    "The mount path must be absolute and normalised, without '..' or a trailing '/'."
+                    "The mount path must be absolute and normalised: no '..', no doubled or "
+                    "trailing '/'."
                 ),
             )
         elif (

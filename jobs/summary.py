@@ -21,6 +21,15 @@ def _label(choices: Any, value: str) -> str:
     return str(dict(choices).get(value, value))
 
 
+def _duration(minutes: int) -> str:
+    """A timeout as people say it: 30 days, 12 hours, or minutes."""
+    if minutes % (24 * 60) == 0:
+        return _("%(n)s days") % {"n": minutes // (24 * 60)}
+    if minutes % 60 == 0:
+        return _("%(n)s hours") % {"n": minutes // 60}
+    return _("%(minutes)s min") % {"minutes": minutes}
+
+
 def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
     section per form step of the wizard, in its order."""
@@ -53,7 +62,8 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
     aiak = spec.aiak or S.Aiak()
     submission = _label(F.SUBMISSION_CHOICES, spec.submission.mode)
     if spec.submission.mode == S.SUBMIT_QUEUE:
-        submission += " " + _("(%(total)d tasks, at most %(concurrency)d at once)") % {
+        submission = _("%(mode)s (%(total)d tasks, at most %(concurrency)d at once)") % {
+            "mode": submission,
             "total": spec.submission.total,
             "concurrency": spec.submission.concurrency,
         }
@@ -135,7 +145,7 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
                     ),
                 ),
                 (_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)),
-                (_("Timeout"), _("%(minutes)s min") % {"minutes": spec.timeout_minutes}),
+                (_("Timeout"), _duration(spec.timeout_minutes)),
                 (_("Exclusive CPU"), flag(spec.cpu_exclusive)),
             ],
         ),

@@ -72,8 +72,8 @@ def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, 
     assert hook_server.received[0]["path"] == "/hook/secret-token"
     # Recorded in the console's language (zh-hans by default), whoever triggers them.
     assert [m.subject for m in mail.outbox] == [
-        "[AI Job Console] local-test 正在运行",
-        "[AI Job Console] local-test 运行成功",
+        "[AI 训练任务控制台] local-test 正在运行",
+        "[AI 训练任务控制台] local-test 运行成功",
     ]
     sent = job.events.filter(reason="AlertSent")
     assert sent.count() == 4

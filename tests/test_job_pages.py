@@ -78,6 +78,8 @@ def test_a_page_number_out_of_range_is_an_empty_or_first_page_never_an_error(
     r = alice_client.get(reverse("job-list"), {"page": number})
 
     assert r.status_code == 200
+    if number == "99999999999999999999999":  # past the end: says so, not "no jobs yet"
+        assert "此页没有任务" in r.content.decode()
 
 
 def test_the_list_costs_the_same_queries_for_few_or_many_jobs(

@@ -576,3 +576,11 @@ def test_a_refused_role_cell_gets_its_message_and_no_judgement_of_the_table_with
     assert field_errors(r, "id_roles-0-replicas") == ["This field is required."]
     assert field_errors(r, "id_roles-1-accelerators") == ["Enter a whole number."]
     assert 'id="step-errors"' not in page and "must match" not in page
+
+
+def test_djangos_null_character_message_reads_right_in_chinese(alice_client):
+    draft = draft_at(alice_client, W.DATA)
+
+    r = post_step(alice_client, draft, W.DATA, data_data([("hostpath", "scratch", "/a\x00b")]))
+
+    assert field_errors(r, "id_mounts-0-mount_path") == ["不能包含空字符（NUL）。"]
