@@ -143,13 +143,13 @@ class ListPage:
     has_next: bool
 
     @classmethod
-    def of(cls, jobs: QuerySet, number: str | None) -> ListPage:
+    def of(cls, items: QuerySet, number: str | None) -> ListPage:
         try:
             page = min(max(int(number or 1), 1), MAX_PAGE)
         except ValueError:
             page = 1
         start = (page - 1) * PAGE_SIZE
-        rows = list(jobs[start : start + PAGE_SIZE + 1])
+        rows = list(items[start : start + PAGE_SIZE + 1])
         return cls(number=page, object_list=rows[:PAGE_SIZE], has_next=len(rows) > PAGE_SIZE)
 
     @property

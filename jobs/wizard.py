@@ -1022,8 +1022,9 @@ def merge_pasted_envs(raw: Raw) -> Raw:
         if not line or line.startswith("#"):
             continue
         pair = parse_env_line(line)
-        # A name pasted twice is ambiguous: both lines stay in the box to be settled
-        # (a pasted name that is already a row updates that row, as re-pasting a file would).
+        # A name pasted twice with different values is ambiguous: the first line becomes a
+        # row, the other stays in the box to be settled. (A pasted name that is already a
+        # row updates that row, as pasting a file again would.)
         if pair is not None and pasted.get(pair[0]) == pair[1]:
             continue  # the same line again
         if pair is None or pair[0] in pasted:

@@ -133,7 +133,7 @@ def _render_step(
 ) -> HttpResponse:
     state = W.wizard_state(draft)
     context: dict[str, Any] = {
-        "stale": stale,
+        "stale_notice": STALE_STEP if stale else "",
         "draft": draft,
         "state": state,
         "step": step,
