@@ -21,9 +21,12 @@ from . import spec as S
 from .backends import Pool
 from .models import Priority
 
-# Django's own message for a NUL in a text field; the project's catalog words it better in
-# Chinese than Django's does ("不允许是用空字符串" reads as "no empty string").
+# Messages of Django and django-tasks-db that their Chinese catalogs word badly or lack; the
+# project's catalog (first in LOCALE_PATHS) gives them: a NUL in a text field ("不允许是用
+# 空字符串" reads as "no empty string"), the admin's blank choice, the task results list.
 gettext_noop("Null characters are not allowed.")
+gettext_noop("- Select an option -")
+gettext_noop("Task Results")
 
 PRIORITY_CHOICES = Priority.choices
 FRAMEWORK_CHOICES = list(S.FRAMEWORK_LABELS.items())

@@ -574,3 +574,11 @@ def test_select_all_approves_every_job_the_filter_matches(alice, bob, reviewer, 
     assert done.status_code == 302
     assert Job.objects.filter(status=JobStatus.QUEUED).count() == 61
     assert Job.objects.filter(reviewed_by=reviewer).count() == 60
+
+
+def test_the_admin_in_chinese_has_no_english_blank_choice(alice, reviewer):
+    submit(alice, "1")
+
+    body = client_for(reviewer).get(CHANGELIST).content.decode()
+
+    assert "Select an option" not in body and "- 请选择 -" in body
