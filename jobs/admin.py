@@ -359,6 +359,8 @@ class JobAdmin(admin.ModelAdmin):
     inlines = [JobEventInline]
     change_list_template = "admin/jobs/job/change_list.html"
     change_form_template = "admin/jobs/job/change_form.html"
+    # People are shown, not linked: the user pages are the superusers' (a reviewer gets 403).
+    readonly_fields = ["owner_shown", "reviewed_by_shown"]
     fieldsets = [
         (None, {"fields": ["public_id", "name", "owner_shown", "status", "status_reason"]}),
         (
@@ -402,9 +404,6 @@ class JobAdmin(admin.ModelAdmin):
             )
             return HttpResponseRedirect(request.get_full_path())
         return super().response_action(request, queryset, **kwargs)
-
-    # People are shown, not linked: the user pages are the superusers' (a reviewer gets 403).
-    readonly_fields = ["owner_shown", "reviewed_by_shown"]
 
     @admin.display(description=gettext_lazy("owner"))
     def owner_shown(self, job: Job) -> str:
