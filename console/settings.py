@@ -284,6 +284,8 @@ AIHC_READ_TIMEOUT = float(os.getenv("AIHC_READ_TIMEOUT", "30"))
 # Reads are retried this many times on connection errors, timeouts, 500 and 503, waiting
 # AIHC_RETRY_BACKOFF x 2^n seconds between tries. Creating a job is never retried blindly.
 AIHC_RETRIES = envint("AIHC_RETRIES", 3)
+# Reads a page waits on (a job's log tail): one try, at most this long.
+AIHC_PAGE_READ_TIMEOUT = float(os.getenv("AIHC_PAGE_READ_TIMEOUT", "4"))
 AIHC_RETRY_BACKOFF = float(os.getenv("AIHC_RETRY_BACKOFF", "0.5"))
 
 # --- Local runner and worker (jobs.runner, jobs.worker) ----------------------------------

@@ -18,7 +18,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.aihc.mapping import v2_from_v1
-from jobs.backends import all_pools, find_pool, get_backend
+from jobs.backends import BackendError, all_pools, find_pool, get_backend
 from jobs.models import Job, JobEvent, JobStatus
 from jobs.services import job_transition, jobs_submit
 from tests.fake_aihc import FakeAihc, configure
@@ -614,6 +614,44 @@ def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):
     assert aihc.logs(job, "worker-0", tail=2) == ["b", "c"]
     assert aihc.logs(job, "master-0") == []
     assert aihc.logs(job, "worker-7") == []
+
+
+def test_a_404_that_is_not_aihcs_job_not_found_leaves_the_job_alive(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    fake.fail_next("DescribeJob", status=404, code="NotFound", times=1)  # e.g. a gateway
+
+    with pytest.raises(BackendError):
+        aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    del fake.jobs[job.external_id]  # now AIHC really has no such job
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+
+
+def test_a_log_tail_for_a_page_is_one_short_try_and_a_download_keeps_its_retries(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_PAGE_READ_TIMEOUT = 0.3
+    settings.AIHC_READ_TIMEOUT = 0.3
+    settings.AIHC_RETRY_BACKOFF = 0.01
+    job = submitted(fake, aihc, alice)
+    pod = "test-api-llama2-7b-4-master-0"
+    fake.add_logs(job.external_id, pod, ["hello"])
+    fake.delay_next("DescribeJobLogs", 1.0, times=20)
+
+    def tries() -> int:
+        return sum(1 for r in fake.requests if r.op == "DescribeJobLogs")
+
+    with pytest.raises(BackendError):
+        aihc.logs(job, "master-0", tail=200)
+    page_tries = tries()
+    with pytest.raises(BackendError):
+        aihc.logs(job, "master-0")
+    assert page_tries == 1
+    assert tries() - page_tries == 1 + settings.AIHC_RETRIES
 
 
 def test_delete_removes_the_job_from_aihc(fake, aihc, alice):

@@ -250,8 +250,11 @@ class AihcBackend(Backend):
 
     # -- configuration -------------------------------------------------------------
 
-    def _setup(self) -> tuple[Config, AihcClient]:
-        """Settings are read on each call, so a changed endpoint or key takes effect."""
+    def _setup(self, *, for_page: bool = False) -> tuple[Config, AihcClient]:
+        """Settings are read on each call, so a changed endpoint or key takes effect.
+
+        `for_page`: a read a web request waits on (a log tail) gets no retries and a short read
+        timeout (AIHC_PAGE_READ_TIMEOUT), so a slow AIHC cannot hold the console's threads."""
         try:
             config = Config.from_settings()
         except ValueError as exc:
@@ -261,7 +264,7 @@ class AihcBackend(Backend):
                 _("AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."),
                 code="Misconfigured",
             )
-        key = (*config.key(), config.secret_key)
+        key = (*config.key(), config.secret_key, for_page)
         with self._lock:
             client = self._clients.get(key)
             if client is None:
@@ -269,8 +272,10 @@ class AihcBackend(Backend):
                     endpoint=config.endpoint,
                     credentials=Credentials(config.access_key, config.secret_key),
                     connect_timeout=config.connect_timeout,
-                    read_timeout=config.read_timeout,
-                    retries=config.retries,
+                    read_timeout=min(config.read_timeout, settings.AIHC_PAGE_READ_TIMEOUT)
+                    if for_page
+                    else config.read_timeout,
+                    retries=0 if for_page else config.retries,
                     backoff=config.backoff,
                 )
                 self._clients[key] = client
@@ -719,7 +724,9 @@ class AihcBackend(Backend):
                 pool=job.resource_pool, job_id=job.external_id, queue=job.queue, version=version
             )
         except AihcError as exc:
-            if exc.code == "JobNotFound" or exc.status == 404:
+            # Only AIHC's own word that the job is gone: any other 404 (a gateway, a missing
+            # route or pool) is a sync error, retried later, never a verdict on the job.
+            if exc.code == "JobNotFound":
                 self._walk(
                     job,
                     JobStatus.FAILED,
@@ -902,7 +909,8 @@ class AihcBackend(Backend):
         """A replica's log lines ("worker-1"), fetched from AIHC on demand."""
         if not job.external_id:
             return []
-        config, client = self._setup()
+        # A tail is what the job page and its log panel (polled every 2 s) wait on.
+        config, client = self._setup(for_page=tail is not None)
         version = config.version(job.resource_pool)
         secrets = job.job_spec().secret_values()
         try:
