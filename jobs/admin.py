@@ -10,7 +10,6 @@ and queues), never a scan or DISTINCT over all jobs.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -36,7 +35,7 @@ from .backends import BackendError, get_backend
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, Priority, ReviewMode, ReviewPolicy
 from .review import current_policy, job_approve, job_reject, job_resubmit, policy_queues
 from .runtime_env import replica_refs
-from .summary import spec_sections
+from .summary import sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
 
 admin.site.site_header = gettext_lazy("AI Job Console · review")
@@ -484,19 +483,17 @@ class JobAdmin(admin.ModelAdmin):
         except spec_module.SpecError as e:
             context["spec_error"] = str(e)
             return context
-        body = spec.to_v1_body(masked=True)
-        context["api_request"] = (
-            f"POST /api/v1/aijobs?resourcePoolId={spec.resource_pool_id}\n"
-            + json.dumps(body, indent=2, ensure_ascii=False)
-        )
+        request_line, request_body = sent_request(spec, job.backend)
+        context["api_request"] = f"{request_line}\n{request_body}"
         context["spec_sections"] = spec_sections(spec)
         refs = replica_refs(spec)
         backend = get_backend(job.backend)
+        # AIHC_JOB_ID is the id the job runs under: AIHC's own, once it has one.
+        job_id = job.external_id or (
+            job.public_id if job.backend == "local" else _("<assigned on submit>")
+        )
         context["replica_envs"] = [
-            (
-                ref.label,
-                sorted(backend.environment_preview(spec, ref, job_id=job.public_id).items()),
-            )
+            (ref.label, sorted(backend.environment_preview(spec, ref, job_id=job_id).items()))
             for ref in refs[:SHOWN_REPLICAS]
         ]
         context["replicas_hidden"] = max(0, len(refs) - SHOWN_REPLICAS)

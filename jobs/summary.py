@@ -7,6 +7,7 @@ step, so a field cannot show in one and be missed by the other. Secrets are mask
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -175,3 +176,17 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
             if label not in dict(new_rows) and old_value:
                 rows.append((f"{section} · {label}", old_value, "—"))
     return rows
+
+
+def sent_request(spec: S.JobSpec, backend_name: str) -> tuple[str, str]:
+    """The create request as the job's backend sends it ("POST <path>", pretty JSON body),
+    secrets masked: an AIHC v2 pool's CreateJob, not the v1 body it was stored as."""
+    from .backends import BackendError, get_backend
+
+    try:
+        preview = get_backend(backend_name).request_preview(spec)
+        line, body = f"{preview.method} {preview.path}", preview.body
+    except BackendError:  # misconfigured: the stored v1 body is still the truth
+        line = f"POST /api/v1/aijobs?resourcePoolId={spec.resource_pool_id}"
+        body = spec.to_v1_body(masked=True)
+    return line, json.dumps(body, ensure_ascii=False, indent=2)

@@ -31,6 +31,7 @@ from .http import AuthenticatedHttpRequest
 from .models import FINAL_STATUSES, Job, JobStatus
 from .scheduler import queue_position
 from .spec import FRAMEWORK_LABELS
+from .summary import sent_request
 
 logger = logging.getLogger(__name__)
 
@@ -211,11 +212,11 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     job = _job(request, public_id)
     context = _live_context(job)
     spec = job.job_spec()
-    body = spec.to_v1_body(masked=True)
+    request_line, request_body = sent_request(spec, job.backend)
     context.update(
         {
-            "api_request": f"POST /api/v1/aijobs?resourcePoolId={job.resource_pool}",
-            "api_body": json.dumps(body, ensure_ascii=False, indent=2),
+            "api_request": request_line,
+            "api_body": request_body,
             "spec_document": json.dumps(
                 spec.to_document(masked=True)["console"], ensure_ascii=False, indent=2
             ),

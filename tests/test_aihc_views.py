@@ -211,3 +211,18 @@ def test_a_person_picks_the_aihc_pool_and_sees_its_queues_and_idle_cards(fake, l
     idle.get_by_text(re.compile("26")).wait_for()
     assert "26" in idle.inner_text()
     assert fake.calls("DescribeResourcePools")
+
+
+def test_a_v2_pool_jobs_page_shows_the_v2_request_it_was_sent_with(
+    fake, alice_client, alice, settings
+):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert f"POST /?action=CreateJob&amp;queueID=default&amp;resourcePoolId={POOL}" in page
+    assert "/api/v1/aijobs" not in page and "&quot;jobType&quot;" in page
