@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from .backends import get_backend
+from .backends import BackendError, get_backend
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
 from .runner import minutes, supervise
 from .scheduler import dispatch_local
@@ -91,6 +91,9 @@ class Worker:
         for job in active.exclude(status=JobStatus.QUEUED, external_id=""):
             try:
                 get_backend(job.backend).sync(job)
+            except BackendError as exc:
+                # Expected (the platform is slow or down): one line, tried again next round.
+                logger.warning("syncing %s with %s failed: %s", job.public_id, job.backend, exc)
             except Exception:
                 logger.exception("syncing %s with %s failed", job.public_id, job.backend)
 

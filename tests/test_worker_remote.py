@@ -71,3 +71,18 @@ def test_a_remote_job_pending_review_is_never_submitted(fake, alice):
     job.refresh_from_db()
     assert job.status == JobStatus.PENDING_REVIEW
     assert fake.calls("CreateJob") == []
+
+
+def test_an_unreachable_platform_is_one_warning_line_per_sync_not_a_traceback(fake, alice, caplog):
+    job = submit(alice)
+    worker = Worker()
+    worker.tick()  # submitted
+    fake.fail_next("DescribeJob", status=500, code="InternalError", times=20)
+
+    worker.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    [record] = [r for r in caplog.records if r.getMessage().startswith(f"syncing {job.public_id}")]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "InternalError" in record.getMessage()
