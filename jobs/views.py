@@ -68,7 +68,12 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
         return jobs
     data = form.cleaned_data
     if data["q"]:
-        jobs = jobs.filter(Q(name__icontains=data["q"]) | Q(public_id__icontains=data["q"]))
+        # The platform's own id too (AIHC names its jobs like ours): people copy either.
+        jobs = jobs.filter(
+            Q(name__icontains=data["q"])
+            | Q(public_id__icontains=data["q"])
+            | Q(external_id__icontains=data["q"])
+        )
     if data["status"]:
         jobs = jobs.filter(status=data["status"])
     if data["framework"]:

@@ -226,3 +226,21 @@ def test_a_v2_pool_jobs_page_shows_the_v2_request_it_was_sent_with(
 
     assert f"POST /?action=CreateJob&amp;queueID=default&amp;resourcePoolId={POOL}" in page
     assert "/api/v1/aijobs" not in page and "&quot;jobType&quot;" in page
+
+
+def test_the_aihc_job_id_is_on_the_job_page_and_finds_the_job_in_the_list(
+    fake, alice_client, alice
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend(job.backend).submit(job)
+    job.refresh_from_db()
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    found = alice_client.get(reverse("job-list"), {"q": job.external_id[-12:]}).content.decode()
+
+    assert job.external_id and job.external_id != job.public_id
+    assert f'id="external-id">{job.external_id}<' in page
+    assert job.public_id in found
