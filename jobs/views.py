@@ -285,7 +285,12 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
     try:
         lines = backend.logs(job, replica)
     except BackendError as exc:
-        raise Http404(exc.message) from exc
+        # The platform could not answer: that is not "no such page" (a 404 would say so).
+        return HttpResponse(
+            _("The logs cannot be read right now: %(why)s") % {"why": exc.message},
+            status=503,
+            content_type="text/plain; charset=utf-8",
+        )
     except Exception:  # a backend that is down: say so instead of failing
         logger.exception("downloading logs of %s failed", job.public_id)
         return HttpResponse(

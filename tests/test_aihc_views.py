@@ -244,3 +244,22 @@ def test_the_aihc_job_id_is_on_the_job_page_and_finds_the_job_in_the_list(
     assert job.external_id and job.external_id != job.public_id
     assert f'id="external-id">{job.external_id}<' in page
     assert job.public_id in found
+
+
+def test_a_log_download_aihc_cannot_answer_says_so_with_a_503(fake, alice_client, alice):
+    from jobs.services import job_transition
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend(job.backend).submit(job)
+    job.refresh_from_db()
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Running")
+    job.replicas.update_or_create(role="master", index=0, defaults={"status": "running"})
+    fake.fail_next("DescribeJob", status=500, code="InternalError", times=20)
+
+    r = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    assert r.status_code == 503
+    assert "InternalError" in r.content.decode()

@@ -339,3 +339,12 @@ def test_the_job_page_names_framework_priority_replica_states_and_event_reasons_
     assert 'class="event-reason" title="Started">已启动<' in zh
     assert 'class="replica-status" title="running">Running<' in en
     assert 'class="event-reason" title="Started">Started<' in en
+
+
+def test_a_rejected_job_offers_no_stop(alice, alice_client):
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.REJECTED)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert 'id="job-stop"' not in page
