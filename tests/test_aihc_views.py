@@ -231,12 +231,7 @@ def test_a_v2_pool_jobs_page_shows_the_v2_request_it_was_sent_with(
 def test_the_aihc_job_id_is_on_the_job_page_and_finds_the_job_in_the_list(
     fake, alice_client, alice
 ):
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
-    get_backend(job.backend).submit(job)
-    job.refresh_from_db()
+    job = submitted_on_aihc(alice_client, alice)
 
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     found = alice_client.get(reverse("job-list"), {"q": job.external_id[-12:]}).content.decode()
@@ -249,12 +244,7 @@ def test_the_aihc_job_id_is_on_the_job_page_and_finds_the_job_in_the_list(
 def test_a_log_download_aihc_cannot_answer_says_so_with_a_503(fake, alice_client, alice):
     from jobs.services import job_transition
 
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
-    get_backend(job.backend).submit(job)
-    job.refresh_from_db()
+    job = submitted_on_aihc(alice_client, alice)
     job_transition(job=job, to=JobStatus.RUNNING, reason="Running")
     job.replicas.update_or_create(role="master", index=0, defaults={"status": "running"})
     fake.fail_next("DescribeJob", status=500, code="InternalError", times=20)
@@ -263,3 +253,14 @@ def test_a_log_download_aihc_cannot_answer_says_so_with_a_503(fake, alice_client
 
     assert r.status_code == 503
     assert "InternalError" in r.content.decode()
+
+
+def submitted_on_aihc(client, owner) -> Job:
+    """A job built in the wizard on the AIHC pool and submitted to the fake AIHC."""
+    draft = new_draft(client)
+    complete_steps(client, draft, **aihc_steps())
+    client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=owner)
+    get_backend(job.backend).submit(job)
+    job.refresh_from_db()
+    return job
