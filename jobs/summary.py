@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from . import forms as F
 from . import spec as S
+from .backends import BackendError, get_backend
 
 Section = tuple[str, list[tuple[str, str]]]
 
@@ -181,8 +182,6 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
 def sent_request(spec: S.JobSpec, backend_name: str) -> tuple[str, str]:
     """The create request as the job's backend sends it ("POST <path>", pretty JSON body),
     secrets masked: an AIHC v2 pool's CreateJob, not the v1 body it was stored as."""
-    from .backends import BackendError, get_backend
-
     try:
         preview = get_backend(backend_name).request_preview(spec)
         line, body = f"{preview.method} {preview.path}", preview.body
