@@ -1117,7 +1117,8 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
     action = str(post.get("action") or "next")
     if not _ACTION_RE.match(action):
         action = "save"
-    if "basis" in post and post["basis"] != wizard_state(draft).basis:
+    current = wizard_state(draft)  # the draft as saved: what this post is checked against
+    if "basis" in post and post["basis"] != current.basis:
         # Saving it would mix rows made for one framework or pool into another (e.g. a
         # PyTorch master in a TensorFlow table, whose fixed role names cannot be edited).
         return StepOutcome(go_to=step, stale=True)
@@ -1130,8 +1131,7 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
     if prefix and action == "add-row":
         rows = rows_of(raw, prefix)
         if len(rows) < F.MAX_ROWS:
-            state = wizard_state(draft)
-            rows.append(_new_row(step, state, rows))
+            rows.append(_new_row(step, current, rows))
         raw = with_rows(raw, prefix, rows)
     elif prefix and action.startswith("remove-row-"):
         rows = rows_of(raw, prefix)
@@ -1159,7 +1159,7 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
         _basic_changed(draft, raw)
         state = wizard_state(draft, basic_raw=raw)
     else:
-        state = wizard_state(draft)
+        state = current
     forms, ok = check_step(state, step, raw)
     draft.data[step] = raw
     _mark(draft, step, completed=ok)
