@@ -279,6 +279,9 @@ AIHC_POOLS = envlist("AIHC_POOLS")
 AIHC_CACHE_SECONDS = float(os.getenv("AIHC_CACHE_SECONDS", "10"))
 # How long a page waits for the very first inventory before rendering without it.
 AIHC_INVENTORY_WAIT_SECONDS = float(os.getenv("AIHC_INVENTORY_WAIT_SECONDS", "3"))
+# How long a page waits for the refresh of figures older than AIHC_CACHE_SECONDS before it
+# shows the old ones with their age.
+AIHC_REFRESH_WAIT_SECONDS = float(os.getenv("AIHC_REFRESH_WAIT_SECONDS", "1"))
 AIHC_CONNECT_TIMEOUT = float(os.getenv("AIHC_CONNECT_TIMEOUT", "5"))
 AIHC_READ_TIMEOUT = float(os.getenv("AIHC_READ_TIMEOUT", "30"))
 # Reads are retried this many times on connection errors, timeouts, 500 and 503, waiting
@@ -287,6 +290,10 @@ AIHC_RETRIES = envint("AIHC_RETRIES", 3)
 # Reads a page waits on (a job's log tail): one try, at most this long.
 AIHC_PAGE_READ_TIMEOUT = float(os.getenv("AIHC_PAGE_READ_TIMEOUT", "4"))
 AIHC_RETRY_BACKOFF = float(os.getenv("AIHC_RETRY_BACKOFF", "0.5"))
+# A create that never reached AIHC (connection refused, HTTP 429) pauses submits this long,
+# doubling on each further failure up to the maximum; the jobs stay Queued meanwhile.
+AIHC_SUBMIT_PAUSE_SECONDS = float(os.getenv("AIHC_SUBMIT_PAUSE_SECONDS", "5"))
+AIHC_SUBMIT_PAUSE_MAX_SECONDS = float(os.getenv("AIHC_SUBMIT_PAUSE_MAX_SECONDS", "300"))
 
 # --- Local runner and worker (jobs.runner, jobs.worker) ----------------------------------
 # At most this many local jobs run at once (CPU-only jobs need no cards, so cards alone do

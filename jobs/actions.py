@@ -1,4 +1,4 @@
-"""What an owner does to a job from its page: stop, delete, run again."""
+"""What an owner does to a job from its page: stop, delete, run again, submit again."""
 
 from __future__ import annotations
 
@@ -102,3 +102,27 @@ def job_rerun(*, job: Job, owner: User) -> list[Job]:
         backend=job.backend,
         source_job=job,
     )
+
+
+def job_submit_again(*, job: Job, actor: User) -> None:
+    """Sends a job whose submission failed again, as the same job (its events and id kept):
+    for a refusal that has passed, such as a full quota or an outage. Checked as a submit
+    from the wizard is; the review policy applies as on the first submit."""
+    from .review import job_resubmit
+    from .wizard import find_pool, pool_refusals
+
+    if job.status != S.SUBMIT_FAILED:
+        raise ActionError(_("Only a job whose submission failed can be submitted again."))
+    try:
+        spec = job.job_spec()
+    except SpecError as exc:
+        raise ActionError(
+            _("This job's stored spec cannot be read, so it cannot be submitted again.")
+        ) from exc
+    if spec.submission.mode == SUBMIT_QUEUE:
+        spec.submission.total = spec.submission.concurrency = 1  # this task, not its group
+    refusals = pool_refusals(spec, find_pool(spec.resource_pool_id))
+    if refusals:
+        raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
+    if not job_resubmit(job=job, actor=actor):
+        raise ActionError(_("The job changed meanwhile; reload the page."))

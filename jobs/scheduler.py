@@ -87,8 +87,11 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
 
 
 def queue_position(job: Job) -> int | None:
-    """1 for the next job of its pool and queue to start, 2 for the one after..."""
-    if job.status != JobStatus.QUEUED:
+    """1 for the next job of its pool and queue to start, 2 for the one after...
+
+    Only the local runner's order is ours to tell: a remote platform queues a job by its
+    own rules, and a job not sent yet goes out at once."""
+    if job.status != JobStatus.QUEUED or job.backend != "local":
         return None
     rank = RANKS.get(job.priority, 2)
     ahead = (

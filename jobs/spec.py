@@ -80,6 +80,10 @@ JOB_ID_PREFIX = {PYTORCH: "pytorchjob", MPI: "mpijob", TENSORFLOW: "tfjob", CUST
 
 PRIORITIES = ("high", "normal", "low")
 DATASOURCE_TYPES = ("hostpath", "pfs", "pfsl1", "pfsl2", "nas", "bos", "cfs", "rapidfs", "dataset")
+# Mounted by path alone: a BOS mount names no volume, its source path is the bucket path
+# (AIHC's SDKs send `name: ""`, `sourcePath: "bos://my-bucket/datasets"` or "my-bucket/x").
+VOLUMELESS_TYPES = ("bos",)
+BOS_SCHEME = "bos://"
 ALERT_EVENTS = ("jobRunning", "jobFailed", "jobSucceed", "jobHang", "jobFT", "nodeFT")
 SUBMIT_STANDALONE = "standalone"
 SUBMIT_QUEUE = "queue"
@@ -1001,7 +1005,7 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
         path = f"datasources[{i}]"
         if ds.type not in DATASOURCE_TYPES:
             err(f"{path}.type", _("Unknown storage type “%(type)s”.") % {"type": ds.type})
-        if not ds.name and ds.type != "bos":
+        if not ds.name and ds.type not in VOLUMELESS_TYPES:
             err(f"{path}.name", _("Choose a file system or volume."))
         if not ds.mount_path:
             err(f"{path}.mountPath", _("Enter the mount path in the container, e.g. /workspace."))
@@ -1034,14 +1038,21 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                 _("Two mounts use the same path %(path)s.") % {"path": ds.mount_path},
             )
         seen.add(ds.mount_path)
-        if ds.source_path and _has_control_characters(ds.source_path):
+        source = ds.source_path or ""
+        if ds.type == "bos":
+            source = source.removeprefix(BOS_SCHEME)
+            if not source.strip("/"):
+                err(
+                    f"{path}.sourcePath",
+                    _("Enter the BOS bucket path to mount, e.g. bos://my-bucket/datasets."),
+                )
+                continue
+        if source and _has_control_characters(source):
             err(
                 f"{path}.sourcePath",
                 _("A path cannot contain line breaks, tabs or other control characters."),
             )
-        elif ds.source_path and (
-            ".." in ds.source_path.split("/") or "\x00" in ds.source_path or "//" in ds.source_path
-        ):
+        elif source and (".." in source.split("/") or "\x00" in source or "//" in source):
             err(
                 f"{path}.sourcePath",
                 _("The source path is relative to the volume and may not contain '..'."),

@@ -17,6 +17,11 @@ urlpatterns = [
     path("jobs/<str:public_id>/stop/", views.job_stop_view, name="job-stop"),
     path("jobs/<str:public_id>/delete/", views.job_delete_view, name="job-delete"),
     path("jobs/<str:public_id>/rerun/", views.job_rerun_view, name="job-rerun"),
+    path(
+        "jobs/<str:public_id>/submit-again/",
+        views.job_submit_again_view,
+        name="job-submit-again",
+    ),
     # The create-training-job wizard (jobs/wizard_views.py).
     path("create/", wizard_views.wizard_start, name="wizard-start"),
     path("create/<uuid:draft_id>/submit/", wizard_views.wizard_submit, name="wizard-submit"),

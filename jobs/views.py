@@ -25,7 +25,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from .actions import ActionError, job_delete, job_rerun, job_stop
+from .actions import ActionError, job_delete, job_rerun, job_stop, job_submit_again
 from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
 from .models import FINAL_STATUSES, Job, JobStatus
@@ -346,3 +346,16 @@ def job_rerun_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
         return redirect("job-detail", public_id=job.public_id)
     messages.success(request, _("Submitted again as a new job."))
     return redirect("job-detail", public_id=new_jobs[0].public_id)
+
+
+@require_POST
+@login_required
+def job_submit_again_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    job = _job(request, public_id)
+    try:
+        job_submit_again(job=job, actor=request.user)
+    except ActionError as exc:
+        messages.error(request, _("It cannot be submitted again now: %(why)s") % {"why": exc})
+    else:
+        messages.success(request, _("Submitted again."))
+    return redirect("job-detail", public_id=public_id)

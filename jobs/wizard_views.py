@@ -461,8 +461,26 @@ def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     wanted = W.parse_int(request.GET.get(prefix + "accelerators")) * W.parse_int(
         request.GET.get(prefix + "replicas")
     )
-    info = _idle_info(pool, card, wanted, W.pool_freshness(pool))
-    return render(request, "jobs/wizard/_resources.html#idle-count", {"info": info})
+    freshness = W.pool_freshness(pool)
+    response = render(
+        request,
+        "jobs/wizard/_resources.html#idle-count",
+        {"info": _idle_info(pool, card, wanted, freshness)},
+    )
+    if row == 0 and request.htmx:
+        # The first row's poll also refreshes the pool's stock line above the table, so its
+        # figures and their age do not stay as the page was first drawn.
+        stock = render(
+            request,
+            "jobs/wizard/_resources.html#pool-stock",
+            {
+                "card_types": pool.accelerators if pool else [],
+                "freshness": freshness,
+                "oob": True,
+            },
+        )
+        response.content += stock.content
+    return response
 
 
 @require_GET

@@ -73,7 +73,7 @@ class FakeJob:
 
 @dataclass
 class Fault:
-    kind: str  # fail | delay | drop | block
+    kind: str  # fail | fail_after | delay | drop | block
     times: int
     status: int = 500
     code: str = "InternalError"
@@ -159,6 +159,19 @@ class FakeAihc:
         times: int = 1,
     ) -> None:
         self._fault(op, Fault("fail", times, status, code, message))
+
+    def fail_after_next(
+        self,
+        op: str,
+        *,
+        status: int = 502,
+        code: str = "BadGateway",
+        message: str = "Bad gateway",
+        times: int = 1,
+    ) -> None:
+        """Carries out the next `op` calls, then answers with an error: a gateway or server
+        that fails after AIHC has acted (the job exists, the client is told it failed)."""
+        self._fault(op, Fault("fail_after", times, status, code, message))
 
     def delay_next(self, op: str, seconds: float, *, times: int = 1) -> None:
         """Carries out the next `op` calls, then answers only after `seconds`."""
@@ -277,6 +290,8 @@ class FakeAihc:
                 raise FakeError(fault.status, fault.code, fault.message)
             with self.lock:
                 result = self._dispatch(record)
+            if fault and fault.kind == "fail_after":
+                raise FakeError(fault.status, fault.code, fault.message)
             status = 200
         except FakeError as exc:
             status = exc.status
@@ -736,5 +751,6 @@ def configure(settings: Any, fake: FakeAihc, **overrides: Any) -> None:
     settings.AIHC_RETRY_BACKOFF = 0.01
     settings.AIHC_READ_TIMEOUT = 5
     settings.AIHC_INVENTORY_WAIT_SECONDS = 5
+    settings.AIHC_REFRESH_WAIT_SECONDS = 0.5
     for name, value in overrides.items():
         setattr(settings, name, value)

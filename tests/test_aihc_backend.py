@@ -169,6 +169,28 @@ def test_the_pool_filter_and_per_pool_api_version_apply(fake, aihc, settings):
     assert queues_call.version == "v2"
 
 
+def test_a_pool_offers_only_storage_types_a_mount_can_be_filled_in_with(fake, aihc, settings):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2", "cce-pool2": "v2"}
+
+    pools = {p.id: p for p in aihc.pools()}
+
+    # PFS: the pool has a PFS instance to choose; BOS needs none (a bucket path). CFS,
+    # RapidFS and datasets are accepted by v2 but the console cannot list their instances.
+    assert pools[POOL].storage_types == ["pfs", "bos"]
+    assert pools["cce-pool2"].storage_types == ["bos"]  # no PFS instance
+
+
+def test_figures_older_than_the_cache_are_refreshed_before_a_page_uses_them(fake, aihc, settings):
+    settings.AIHC_CACHE_SECONDS = 0.3
+    assert aihc.pools()[0].idle(A800) == 10
+    fake.pools[POOL]["gpus"][A800] = (16, 12)
+    time.sleep(0.35)  # a quiet spell longer than the cache period
+
+    [pool, _other] = aihc.pools()
+
+    assert pool.idle(A800) == 4 and not pool.stale  # a healthy AIHC: current, no age note
+
+
 def test_a_v2_account_reads_pools_and_idle_cards_through_actions(fake, aihc, settings):
     settings.AIHC_API_VERSION = "v2"
 
@@ -362,7 +384,7 @@ def test_a_create_that_times_out_is_reconciled_and_the_job_created_once(
     assert job.external_id == next(iter(fake.jobs))
     reasons = list(job.events.values_list("reason", flat=True))
     assert reasons[-3:] == ["SubmitTimedOut", "Submitted", "AIHC:Created"]
-    assert "adopted" in job.events.get(reason="Submitted").message
+    assert "已关联该任务而未重复创建" in job.events.get(reason="Submitted").message
 
 
 def test_a_create_lost_on_the_way_is_tried_again_only_after_checking(fake, aihc, alice):
@@ -410,6 +432,123 @@ def test_after_four_unanswered_creates_the_job_is_submit_failed(fake, aihc, alic
     assert job.status == JobStatus.SUBMIT_FAILED
     assert "4" in job.status_reason
     assert fake.jobs == {}
+
+
+def test_a_create_answered_with_a_server_error_after_aihc_created_it_is_adopted_not_repeated(
+    fake, aihc, alice
+):
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert len(fake.calls("CreateJob")) == 1 and len(fake.jobs) == 1
+    assert job.external_id == next(iter(fake.jobs))
+    event = job.events.get(reason="SubmitServerError")
+    assert "BadGateway" in event.message and event.type == "Warning"
+
+
+def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(fake, aihc, alice):
+    fake.fail_next("CreateJob", status=500, code="InternalError")
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    ops = [r.op for r in fake.requests if r.op in ("CreateJob", "DescribeJobs")]
+    assert ops == ["CreateJob", "DescribeJobs", "CreateJob"]
+    assert len(fake.jobs) == 1 and job.external_id in fake.jobs
+
+
+def test_a_throttled_create_keeps_the_job_queued_and_pauses_submits(fake, aihc, alice, settings):
+    settings.AIHC_SUBMIT_PAUSE_SECONDS = 0.3
+    fake.fail_next("CreateJob", status=429, code="RequestLimitExceeded", message="too many")
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+    aihc.submit(job)  # the worker's next tick, within the pause: AIHC is not asked
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    assert len(fake.calls("CreateJob")) == 1
+    deferred = job.events.get(reason="SubmitDeferred")
+    assert "RequestLimitExceeded" in deferred.message and deferred.type == "Warning"
+    time.sleep(0.35)
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert job.external_id in fake.jobs and len(fake.jobs) == 1
+
+
+def test_an_unreachable_aihc_keeps_the_job_queued_with_the_reason_in_the_consoles_language(
+    fake, aihc, alice, settings
+):
+    live = fake.url
+    fake.stop()  # nothing listens there any more: connection refused
+    settings.AIHC_ENDPOINT = live
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    [deferred] = job.events.filter(reason="SubmitDeferred")
+    assert "无法连接百舸 AIHC (Unreachable, ConnectError)" in deferred.message
+    assert job.events.filter(reason="Submitting").count() == 1  # paused: one try, not two
+
+
+def test_aihc_statuses_become_console_event_reasons_with_aihcs_name_in_the_message(
+    fake, aihc, alice
+):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    fake.set_job_status(job.external_id, "ManualTermination")
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    stopped = job.events.filter(reason="Stopped").last()
+    assert "ManualTermination" in stopped.message
+    assert not job.events.filter(reason__in=["ManualTermination", "Running "]).exists()
+    assert job.events.filter(reason="Running").exists()
+
+
+def test_a_failed_stop_says_what_did_not_happen_and_aihcs_reason(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    fake.fail_next("StopJob", status=400, code="JobStateConflict", message="job is terminating")
+
+    with pytest.raises(BackendError) as caught:
+        aihc.stop(job)
+
+    message = caught.value.message
+    assert message.startswith("AIHC did not stop the job: job is terminating")
+    assert "JobStateConflict" in message and "requestId" in message
+
+
+def test_a_failed_log_read_says_the_logs_were_not_returned_in_the_readers_language(
+    fake, aihc, alice, settings
+):
+    job = submitted(fake, aihc, alice)
+    settings.AIHC_ENDPOINT = "http://127.0.0.1:9"  # nothing listens on the discard port
+
+    with pytest.raises(BackendError) as english:
+        aihc.logs(job, "master-0", tail=10)
+    with translation.override("zh-hans"), pytest.raises(BackendError) as chinese:
+        aihc.logs(job, "master-0", tail=10)
+
+    assert english.value.message == (
+        "AIHC did not return the logs: AIHC could not be reached (Unreachable, ConnectError)"
+    )
+    assert (
+        chinese.value.message
+        == "百舸 AIHC 未能返回日志：无法连接百舸 AIHC (Unreachable, ConnectError)"
+    )
 
 
 def test_reconciliation_skips_jobs_of_the_same_name_that_other_rows_own(

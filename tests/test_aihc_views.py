@@ -127,6 +127,115 @@ def test_a_submit_failure_shows_the_platforms_message_and_the_user_fixes_and_res
     }
 
 
+def test_a_job_whose_submit_failed_is_submitted_again_as_the_same_job_once_aihc_takes_it(
+    fake, alice_client, alice
+):
+    fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="队列 default 配额不足")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend(job.backend).submit(job)
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert 'id="job-submit-again"' in page and 'id="job-stop"' not in page
+
+    r = alice_client.post(reverse("job-submit-again", args=[job.public_id]))
+
+    assert r.status_code == 302 and r.url == reverse("job-detail", args=[job.public_id])
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert job.events.filter(reason="Resubmitted", actor=alice).exists()
+    get_backend(job.backend).submit(job)
+    job.refresh_from_db()
+    assert job.external_id in fake.jobs and Job.objects.count() == 1
+    again = alice_client.post(reverse("job-submit-again", args=[job.public_id]), follow=True)
+    assert "只有提交失败的任务才能再次提交" in again.content.decode()
+
+
+def test_submitting_again_is_refused_with_the_reason_when_the_pool_is_gone(
+    fake, alice_client, alice
+):
+    fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="quota")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend(job.backend).submit(job)
+    del fake.pools[POOL]
+    get_backend("aihc")._inventory().attempted_at = 0  # the next read asks AIHC again
+    get_backend("aihc").pools()
+    get_backend("aihc")._inventory().join()
+
+    r = alice_client.post(reverse("job-submit-again", args=[job.public_id]), follow=True)
+
+    job.refresh_from_db()
+    assert r.status_code == 200
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert "该资源池已不可用" in r.content.decode()
+
+
+def test_a_job_queued_on_aihc_shows_no_local_queue_position(fake, alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend(job.backend).submit(job)
+    job.refresh_from_db()
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]))
+
+    assert job.status == JobStatus.QUEUED and job.external_id
+    assert page.status_code == 200
+    assert 'id="queue-position"' not in page.content.decode()
+
+
+def test_the_first_rows_idle_poll_also_refreshes_the_pools_stock_line(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **aihc_steps())
+    query = {
+        "roles-0-use_accelerator": "on",
+        "roles-0-accelerator_type": A800,
+        "roles-0-accelerators": "8",
+        "roles-0-replicas": "1",
+    }
+    url = reverse("wizard-idle", args=[draft.id])
+
+    first = alice_client.get(url, {"row": "0", **query}, headers={"HX-Request": "true"})
+    second = alice_client.get(url, {"row": "1", **query}, headers={"HX-Request": "true"})
+
+    stock = re.search(r'<p[^>]*id="pool-stock"[^>]*>(.*?)</p>', first.content.decode(), re.S)
+    assert first.status_code == second.status_code == 200
+    assert stock and 'hx-swap-oob="true"' in stock.group(0)
+    assert re.search(rf"{re.escape(A800)}\D{{0,12}}26\D{{1,8}}32", stock.group(1))
+    assert 'id="pool-stock"' not in second.content.decode()  # once per poll round, not per row
+
+
+def test_a_v2_pool_mounts_a_bos_bucket_path_with_no_volume_to_choose(fake, alice_client, settings):
+    from tests.test_wizard import field_errors
+
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **aihc_steps())
+    page = alice_client.get(step_url(draft, W.DATA)).content.decode()
+    types = re.findall(r'<option value="([^"]*)"', page[page.index('name="mounts-0-type"') :])
+
+    empty = post_step(alice_client, draft, W.DATA, data_data(mounts=(("bos", "", "/mnt/bos"),)))
+    bucket = data_data(
+        mounts=(("bos", "", "/mnt/bos"),), **{"mounts-0-source_path": "bos://team-bucket/datasets"}
+    )
+    saved = post_step(alice_client, draft, W.DATA, bucket)
+
+    assert types[:2] == ["pfs", "bos"] and "cfs" not in types
+    assert empty.status_code == 200
+    assert field_errors(empty, "id_mounts-0-source_path") == [
+        "请填写要挂载的 BOS 存储桶路径，例如 bos://my-bucket/datasets。"
+    ]
+    assert saved.status_code == 302
+    complete_steps(alice_client, draft, **{**aihc_steps(), W.DATA: bucket})
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    assert "bos://team-bucket/datasets" in review
+
+
 def test_secrets_typed_in_the_wizard_never_come_back_on_the_job_page(fake, alice_client, alice):
     from tests.test_wizard import image_data
 

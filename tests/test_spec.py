@@ -439,6 +439,16 @@ INVALID: list[tuple[str, Mutation, str]] = [
         "datasources[0].type",
     ),
     (
+        "bos without a bucket path",
+        setting(datasources=[S.Datasource("bos", "", "/bos", "bos://")]),
+        "datasources[0].sourcePath",
+    ),
+    (
+        "bos path escaping its bucket",
+        setting(datasources=[S.Datasource("bos", "", "/bos", "bos://b/../other")]),
+        "datasources[0].sourcePath",
+    ),
+    (
         "volume not chosen",
         setting(datasources=[S.Datasource("nas", "", "/d")]),
         "datasources[0].name",
@@ -574,6 +584,10 @@ VALID: list[tuple[str, Mutation]] = [
         ),
     ),
     ("bos without name", setting(datasources=[S.Datasource("bos", "", "/bos", "bucket/x")])),
+    (
+        "bos bucket url",
+        setting(datasources=[S.Datasource("bos", "", "/bos", "bos://team-bucket/datasets")]),
+    ),
     (
         "three retries",
         setting(fault_tolerance_config=S.FaultToleranceConfig(True, 10, 3, ["Loss nan"])),

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import BackendError
 
@@ -49,19 +50,30 @@ MAX_PAGES = 50
 class AihcError(BackendError):
     """An AIHC call failed; carries the BCE error `code`, `message` and `requestId`.
 
-    The message is the platform's own (or ours for transport failures) and never contains
-    credentials; the backend also scrubs the job's secret values from it before showing it.
+    The message is the platform's own (or ours, translated lazily into the reader's language,
+    for transport failures) and never contains credentials; the backend also scrubs the job's
+    secret values from it before showing it.
     """
 
-    def __init__(self, message: str, *, code: str = "", request_id: str = "", status: int = 0):
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "",
+        request_id: str = "",
+        status: int = 0,
+        cause: str = "",
+    ):
         super().__init__(message, code=code, request_id=request_id)
         self.status = status
+        self.cause = cause  # the transport failure's type, e.g. ConnectError
 
     def __str__(self) -> str:
         details = ", ".join(
             part
             for part in (
                 self.code,
+                self.cause,
                 f"HTTP {self.status}" if self.status else "",
                 f"requestId {self.request_id}" if self.request_id else "",
             )
@@ -230,8 +242,12 @@ class AihcClient:
     def _transport_error(exc: httpx.TransportError) -> AihcError:
         reason = type(exc).__name__
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
-            return AihcUnavailable(f"AIHC could not be reached ({reason}).", code="Unreachable")
-        return AihcTimeout(f"AIHC did not answer in time ({reason}).", code="RequestTimeout")
+            return AihcUnavailable(
+                gettext_lazy("AIHC could not be reached"), code="Unreachable", cause=reason
+            )
+        return AihcTimeout(
+            gettext_lazy("AIHC did not answer in time"), code="RequestTimeout", cause=reason
+        )
 
     @staticmethod
     def _decode(response: httpx.Response) -> dict[str, Any]:
@@ -243,7 +259,7 @@ class AihcClient:
         if response.is_success:
             if not isinstance(data, dict):
                 raise AihcError(
-                    "AIHC answered with something that is not a JSON object.",
+                    gettext_lazy("AIHC answered with something that is not a JSON object."),
                     code="InvalidResponse",
                     request_id=request_id,
                     status=response.status_code,
@@ -251,7 +267,9 @@ class AihcClient:
             return data
         data = data if isinstance(data, dict) else {}
         raise AihcError(
-            str(data.get("message") or response.reason_phrase or "AIHC refused the request."),
+            str(data.get("message") or "")
+            or response.reason_phrase
+            or gettext_lazy("AIHC refused the request."),
             code=str(data.get("code") or "Exception"),
             request_id=str(data.get("requestId") or request_id),
             status=response.status_code,

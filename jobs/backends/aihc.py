@@ -25,8 +25,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
 from jobs.aihc.client import (
@@ -36,6 +37,7 @@ from jobs.aihc.client import (
     AihcClient,
     AihcError,
     AihcTimeout,
+    AihcUnavailable,
     Credentials,
     endpoint_for,
 )
@@ -50,7 +52,7 @@ from jobs.models import (
     JobReplica,
     JobStatus,
 )
-from jobs.services import job_event, job_transition
+from jobs.services import job_event, job_transition, recorded
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
 
@@ -63,12 +65,17 @@ STORAGE_TYPES = {
     V1: ["pfs", "pfsl1", "pfsl2", "hostpath", "dataset"],
     V2: ["pfs", "hostpath", "bos", "cfs", "rapidfs", "dataset"],
 }
+# Mounted by path alone, with no file system or volume to choose (spec.VOLUMELESS_TYPES).
+VOLUMELESS_STORAGE_TYPES = frozenset(spec_module.VOLUMELESS_TYPES)
 # A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
 STUCK_SUBMITTING = timedelta(minutes=2)
 # After this many create attempts that got no answer (and no job of that name showed up),
 # the job is marked Submit failed instead of being tried again.
 MAX_UNANSWERED_CREATES = 4
 TIMEOUT_EVENT = "SubmitTimedOut"
+SERVER_ERROR_EVENT = "SubmitServerError"
+# Creates that got no clear answer: each may or may not have created the job.
+UNANSWERED_EVENTS = (TIMEOUT_EVENT, SERVER_ERROR_EVENT)
 MASK = "******"
 
 # AIHC job status -> console status. The full enum is not published; these are the values
@@ -96,6 +103,31 @@ STATUS_MAP: dict[str, str] = {
 POD_INDEX_RE = re.compile(r"-(\d+)$")
 
 
+def _never_reached_aihc(exc: AihcError) -> bool:
+    """Nothing was created: the connection failed, or AIHC throttled the request."""
+    return isinstance(exc, AihcUnavailable) or exc.status == 429
+
+
+def _may_have_created(exc: AihcError) -> bool:
+    """No answer, or a server error: AIHC may have created the job before failing."""
+    return isinstance(exc, AihcTimeout) or exc.status >= 500
+
+
+def recorded_error(exc: AihcError) -> str:
+    """An AIHC error as a status reason or event message records it: the console's own
+    wording of a transport failure in the console's language; AIHC's messages as written."""
+    with translation.override(settings.LANGUAGE_CODE):
+        return str(exc)
+
+
+def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
+    """An AIHC failure as the person who asked is told it: what did not happen, then AIHC's
+    reason, code and request id (for a support ticket), with the job's secrets masked."""
+    return BackendError(
+        scrub(what % {"error": exc}, secrets), code=exc.code, request_id=exc.request_id
+    )
+
+
 def scrub(text: str, secrets: list[str]) -> str:
     """The text with every secret value replaced by ******."""
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
@@ -113,6 +145,7 @@ class Config:
     pool_filter: tuple[str, ...]
     cache_seconds: float
     wait_seconds: float
+    refresh_wait_seconds: float
     connect_timeout: float
     read_timeout: float
     retries: int
@@ -134,6 +167,7 @@ class Config:
             pool_filter=tuple(settings.AIHC_POOLS),
             cache_seconds=settings.AIHC_CACHE_SECONDS,
             wait_seconds=settings.AIHC_INVENTORY_WAIT_SECONDS,
+            refresh_wait_seconds=settings.AIHC_REFRESH_WAIT_SECONDS,
             connect_timeout=settings.AIHC_CONNECT_TIMEOUT,
             read_timeout=settings.AIHC_READ_TIMEOUT,
             retries=settings.AIHC_RETRIES,
@@ -164,6 +198,7 @@ class Inventory:
         self.error = ""
         self.attempted_at = 0.0  # monotonic time of the last refresh start
         self.loaded = threading.Event()  # set once the first refresh has finished
+        self.refreshed = threading.Event()  # cleared while a refresh runs
         self._lock = threading.Lock()
         self._refreshing = False
         self._thread: threading.Thread | None = None
@@ -174,6 +209,11 @@ class Inventory:
             self._start_refresh()
         if not self.loaded.is_set():
             self.loaded.wait(config.wait_seconds)
+        elif not self.refreshed.is_set():
+            # A healthy AIHC answers well within this: the page opened after a quiet spell
+            # shows current figures instead of old ones marked with their age. A slow AIHC
+            # costs at most this, once per cache period.
+            self.refreshed.wait(config.refresh_wait_seconds)
         age = (timezone.now() - self.as_of).total_seconds() if self.as_of else None
         stale = bool(self.error) or age is None or age > config.cache_seconds
         return [Pool(**{**p.__dict__, "stale": stale, "error": self.error}) for p in self.pools]
@@ -189,6 +229,7 @@ class Inventory:
             if self._refreshing:
                 return
             self._refreshing = True
+            self.refreshed.clear()
             self.attempted_at = time.monotonic()
         self._thread = threading.Thread(target=self.refresh, name="aihc-inventory", daemon=True)
         self._thread.start()
@@ -207,6 +248,7 @@ class Inventory:
         finally:
             with self._lock:
                 self._refreshing = False
+            self.refreshed.set()
             self.loaded.set()
 
     def _read(self) -> list[Pool]:
@@ -218,6 +260,11 @@ class Inventory:
                 continue
             version = cfg.version(raw["id"])
             queues = self.client.queues(pool=raw["id"], version=version) or ["default"]
+            volumes = [Volume(type="pfs", name=pfs, label=pfs) for pfs in raw["pfs"]]
+            # Only what a mount row can be filled in with: a type the pool has a volume of,
+            # or one that needs none (BOS takes a bucket path). The API accepts more types
+            # (check_spec), but the console cannot list CFS or RapidFS instances.
+            mountable = {v.type for v in volumes} | VOLUMELESS_STORAGE_TYPES
             pools.append(
                 Pool(
                     id=raw["id"],
@@ -228,8 +275,8 @@ class Inventory:
                         AcceleratorStock(type=kind, total=total, idle=idle)
                         for kind, (total, idle) in sorted(raw["accelerators"].items())
                     ],
-                    volumes=[Volume(type="pfs", name=pfs, label=pfs) for pfs in raw["pfs"]],
-                    storage_types=list(STORAGE_TYPES[version]),
+                    volumes=volumes,
+                    storage_types=[t for t in STORAGE_TYPES[version] if t in mountable],
                     as_of=now,
                 )
             )
@@ -244,6 +291,8 @@ class AihcBackend(Backend):
         self._clients: dict[tuple[Any, ...], AihcClient] = {}
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
         self._warned: set[str] = set()
+        # Per account: (monotonic time submits resume, the pause's length).
+        self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
 
     def __repr__(self) -> str:
         return "AihcBackend()"
@@ -477,11 +526,13 @@ class AihcBackend(Backend):
         except BackendError as exc:
             self._fail(job, exc.message, secrets)
             return
+        if self._submits_paused(config):
+            return  # AIHC could not be reached a moment ago: the job waits, Queued
         if not self._move(
             job,
             JobStatus.SUBMITTING,
             "Submitting",
-            _("Submitting to AIHC pool %(pool)s.") % {"pool": job.resource_pool},
+            recorded(gettext_noop("Submitting to AIHC pool %(pool)s."), pool=job.resource_pool),
         ):
             return
         if refusals:
@@ -491,17 +542,17 @@ class AihcBackend(Backend):
         version = config.version(job.resource_pool)
         body = self.request_body(spec, version)
         pool = job.resource_pool
-        timeouts = list(
-            job.events.filter(reason=TIMEOUT_EVENT).values_list("created_at", flat=True)
+        unanswered = list(
+            job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
         )
-        # A create that got no answer may still have happened: look before trying again.
-        look_since = min(timeouts) if timeouts else None
+        # A create that got no clear answer may still have happened: look before trying again.
+        look_since = min(unanswered) if unanswered else None
         for _attempt in range(2):
             if look_since is not None:
                 try:
                     found = self._find_created(job, client, config, spec, since=look_since)
                 except AihcError as exc:
-                    self._requeue_unanswered(job, len(timeouts), secrets, str(exc))
+                    self._requeue_unanswered(job, len(unanswered), secrets, exc)
                     return
                 if found:
                     self._accepted(job, found, adopted=True)
@@ -509,47 +560,67 @@ class AihcBackend(Backend):
             started = timezone.now()
             try:
                 result = client.create_job(pool=pool, body=body, version=version)
-            except AihcTimeout as exc:
-                timeouts.append(started)
-                look_since = min(timeouts)
+            except AihcError as exc:
+                if _never_reached_aihc(exc):
+                    self._defer(job, config, exc, secrets)
+                    return
+                if not _may_have_created(exc):
+                    self._fail(job, recorded_error(exc), secrets)
+                    return
+                unanswered.append(started)
+                look_since = min(unanswered)
+                timed_out = isinstance(exc, AihcTimeout)
                 job_event(
                     job=job,
-                    reason=TIMEOUT_EVENT,
-                    message=_(
-                        "AIHC did not answer the create request in time; checking whether "
-                        "it was created."
+                    reason=TIMEOUT_EVENT if timed_out else SERVER_ERROR_EVENT,
+                    message=recorded(
+                        gettext_noop(
+                            "AIHC did not answer the create request in time; checking "
+                            "whether it was created."
+                        )
+                        if timed_out
+                        else gettext_noop(
+                            "AIHC answered the create request with a server error (%(error)s); "
+                            "checking whether it was created."
+                        ),
+                        error=scrub(recorded_error(exc), secrets),
                     ),
                     warning=True,
                 )
-                logger.warning("AIHC create for %s got no answer: %s", job.public_id, exc)
+                logger.warning("AIHC create for %s got no clear answer: %s", job.public_id, exc)
                 continue
-            except AihcError as exc:
-                self._fail(job, str(exc), secrets)
-                return
+            self._resume_submits(config)
             self._accepted(job, result["jobId"], adopted=False)
             return
         # Two creates without an answer: the last one was not looked for yet.
         try:
             found = self._find_created(job, client, config, spec, since=look_since)
         except AihcError as exc:
-            self._requeue_unanswered(job, len(timeouts), secrets, str(exc))
+            self._requeue_unanswered(job, len(unanswered), secrets, exc)
             return
         if found:
             self._accepted(job, found, adopted=True)
             return
-        self._requeue_unanswered(job, len(timeouts), secrets, "")
+        self._requeue_unanswered(job, len(unanswered), secrets, None)
 
-    def _requeue_unanswered(self, job: Job, timeouts: int, secrets: list[str], why: str) -> None:
+    def _requeue_unanswered(
+        self, job: Job, unanswered: int, secrets: list[str], why: AihcError | None
+    ) -> None:
         """Back to Queued so the worker tries later (looking first), or give up."""
-        reason = _("AIHC did not answer %(n)d create requests and shows no such job.") % {
-            "n": timeouts
-        }
-        if why:
-            reason = f"{reason} {why}"
-        if timeouts >= MAX_UNANSWERED_CREATES:
+        reason = recorded(
+            gettext_noop(
+                "AIHC gave no clear answer to %(n)d create requests and shows no such job."
+            ),
+            n=unanswered,
+        )
+        if why is not None:
+            reason = f"{reason} {recorded_error(why)}"
+        if unanswered >= MAX_UNANSWERED_CREATES:
             self._fail(job, reason, secrets)
         else:
-            message = _("The job will be submitted again after checking it was not created.")
+            message = recorded(
+                gettext_noop("The job will be submitted again after checking it was not created.")
+            )
             self._move(
                 job,
                 JobStatus.QUEUED,
@@ -557,6 +628,52 @@ class AihcBackend(Backend):
                 scrub(f"{reason} {message}", secrets),
                 warning=True,
             )
+
+    def _defer(self, job: Job, config: Config, exc: AihcError, secrets: list[str]) -> None:
+        """The create never reached AIHC (or AIHC asked for fewer requests): nothing was
+        created, so the job goes back to Queued and is sent again once the pause is over."""
+        delay = self._pause_submits(config)
+        logger.warning(
+            "AIHC create for %s not sent: %s; submits pause for %ds", job.public_id, exc, delay
+        )
+        self._move(
+            job,
+            JobStatus.QUEUED,
+            "SubmitDeferred",
+            scrub(
+                recorded(
+                    gettext_noop(
+                        "AIHC could not take the job now (%(error)s). It stays queued and is "
+                        "sent again in %(seconds)d s."
+                    ),
+                    error=recorded_error(exc),
+                    seconds=delay,
+                ),
+                secrets,
+            ),
+            warning=True,
+        )
+
+    # Submits pause after a create that never reached AIHC, doubling up to a limit, so an
+    # outage costs each queued job one attempt per pause, not one per worker tick.
+    def _submits_paused(self, config: Config) -> bool:
+        with self._lock:
+            until, _delay = self._pauses.get(config.key(), (0.0, 0.0))
+        return time.monotonic() < until
+
+    def _pause_submits(self, config: Config) -> int:
+        with self._lock:
+            _until, delay = self._pauses.get(config.key(), (0.0, 0.0))
+            delay = min(
+                max(delay * 2, settings.AIHC_SUBMIT_PAUSE_SECONDS),
+                settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS,
+            )
+            self._pauses[config.key()] = (time.monotonic() + delay, delay)
+        return int(delay)
+
+    def _resume_submits(self, config: Config) -> None:
+        with self._lock:
+            self._pauses.pop(config.key(), None)
 
     def _group_is_full(self, job: Job) -> bool:
         """A queue group keeps at most `concurrency` of its tasks on AIHC at once."""
@@ -611,11 +728,12 @@ class AihcBackend(Backend):
         return candidates[0]["jobId"] if candidates else ""
 
     def _accepted(self, job: Job, external_id: str, *, adopted: bool) -> None:
-        message = (
-            _("AIHC had created job %(id)s; adopted it instead of creating another.")
+        message = recorded(
+            gettext_noop("AIHC had created job %(id)s; adopted it instead of creating another.")
             if adopted
-            else _("AIHC accepted the job as %(id)s.")
-        ) % {"id": external_id}
+            else gettext_noop("AIHC accepted the job as %(id)s."),
+            id=external_id,
+        )
         logger.info("AIHC job %s is %s", job.public_id, external_id)
         if self._move(job, JobStatus.QUEUED, "Submitted", message, external_id=external_id):
             # The worker's next sync follows the job if this first look fails.
@@ -659,7 +777,7 @@ class AihcBackend(Backend):
                 job,
                 JobStatus.QUEUED,
                 "SubmitRetry",
-                _("The submission was interrupted; it will be retried."),
+                recorded(gettext_noop("The submission was interrupted; it will be retried.")),
             )
 
     # -- following a job ---------------------------------------------------------------
@@ -675,8 +793,12 @@ class AihcBackend(Backend):
             job=job, to=to, reason=reason, message=message, warning=warning, **fields
         )
 
-    def _walk(self, job: Job, target: str, reason: str, message: str) -> None:
-        """Moves the job to `target` through the state machine's shortest allowed path."""
+    def _walk(self, job: Job, target: str, message: str, *, reason: str = "") -> None:
+        """Moves the job to `target` through the state machine's shortest allowed path.
+
+        Each step's event reason is the console status it reaches ("Running", "Stopped"),
+        as for local jobs, so it reads in the page's language; AIHC's own status name
+        ("ManualTermination") is in the final step's message."""
         avoid = {
             JobStatus.SUBMIT_FAILED,
             JobStatus.PENDING_REVIEW,
@@ -702,7 +824,7 @@ class AihcBackend(Backend):
             if not self._move(
                 job,
                 step,
-                reason if final else step.title().replace("_", ""),
+                (reason if final and reason else "") or step.title().replace("_", ""),
                 message if final else "",
                 warning=final and target in (JobStatus.FAILED, JobStatus.TIMED_OUT),
             ):
@@ -730,8 +852,8 @@ class AihcBackend(Backend):
                 self._walk(
                     job,
                     JobStatus.FAILED,
-                    "Lost",
-                    _("AIHC no longer has job %(id)s.") % {"id": job.external_id},
+                    recorded(gettext_noop("AIHC no longer has job %(id)s."), id=job.external_id),
+                    reason="Lost",
                 )
                 return
             raise BackendError(
@@ -749,14 +871,18 @@ class AihcBackend(Backend):
                 job_event(
                     job=job,
                     reason="UnknownStatus",
-                    message=_("AIHC reports status “%(status)s”.") % {"status": status},
+                    message=recorded(
+                        gettext_noop("AIHC reports status “%(status)s”."), status=status
+                    ),
                     warning=True,
                 )
             return
         if job.status == JobStatus.STOPPING and target in (JobStatus.QUEUED, JobStatus.RUNNING):
             return
         if target != job.status:
-            self._walk(job, target, status, _("AIHC reports %(status)s.") % {"status": status})
+            self._walk(
+                job, target, recorded(gettext_noop("AIHC reports %(status)s."), status=status)
+            )
         self._enforce_timeout(job, client, config, spec)
 
     def _enforce_timeout(
@@ -785,8 +911,12 @@ class AihcBackend(Backend):
             job,
             JobStatus.TIMED_OUT,
             "TimedOut",
-            _("The job ran longer than its %(minutes)d-minute limit and was stopped.")
-            % {"minutes": spec.timeout_minutes},
+            recorded(
+                gettext_noop(
+                    "The job ran longer than its %(minutes)d-minute limit and was stopped."
+                ),
+                minutes=spec.timeout_minutes,
+            ),
             warning=True,
         )
 
@@ -863,10 +993,10 @@ class AihcBackend(Backend):
                 )
             except AihcError as exc:
                 if exc.code != "JobNotFound":
-                    raise BackendError(
-                        scrub(str(exc), job.job_spec().secret_values()),
-                        code=exc.code,
-                        request_id=exc.request_id,
+                    raise _shown(
+                        _("AIHC did not stop the job: %(error)s"),
+                        exc,
+                        job.job_spec().secret_values(),
                     ) from None
         if job.status == JobStatus.STOPPING:
             return  # sync moves it on once AIHC reports it stopped
@@ -881,7 +1011,7 @@ class AihcBackend(Backend):
             job,
             target,
             "Stopping" if target == JobStatus.STOPPING else "Stopped",
-            _("Stop requested."),
+            recorded(gettext_noop("Stop requested.")),
         )
 
     def delete(self, job: Job) -> None:
@@ -897,10 +1027,8 @@ class AihcBackend(Backend):
             )
         except AihcError as exc:
             if exc.code != "JobNotFound" and exc.status != 404:
-                raise BackendError(
-                    scrub(str(exc), job.job_spec().secret_values()),
-                    code=exc.code,
-                    request_id=exc.request_id,
+                raise _shown(
+                    _("AIHC did not delete the job: %(error)s"), exc, job.job_spec().secret_values()
                 ) from None
 
     def logs(
@@ -940,9 +1068,7 @@ class AihcBackend(Backend):
                 version=version,
             )
         except AihcError as exc:
-            raise BackendError(
-                scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id
-            ) from None
+            raise _shown(_("AIHC did not return the logs: %(error)s"), exc, secrets) from None
         return [scrub(line, secrets) for line in lines]
 
 
