@@ -77,7 +77,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "crispy_forms",
     "crispy_bootstrap5",
-    "django_tasks_db",
+    "console.apps.TasksConfig",  # django_tasks_db, with a translated name
     "jobs",
 ]
 

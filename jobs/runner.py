@@ -376,8 +376,18 @@ def launch_attempt(
                 str(lock_fd),
                 "--cpus",
                 ",".join(map(str, cpus)),
+                # The shim's own log lines, in the console's language like every other
+                # recorded text; it fills in {code} and {error} itself.
                 "--banner",
-                f"[console] {ref.label} attempt {run.attempt} starting",
+                recorded(
+                    gettext_noop("[console] %(replica)s attempt %(attempt)d starting"),
+                    replica=ref.label,
+                    attempt=run.attempt,
+                ),
+                "--exit-line",
+                recorded(gettext_noop("[console] exited with code {code}")),
+                "--start-failed-line",
+                recorded(gettext_noop("[console] could not start: {error}")),
             ]
             # Names only: the shim reads the values from the environment file and writes
             # `******` wherever one appears in the replica's output.

@@ -54,6 +54,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--keyword", action="append", default=[])
     parser.add_argument("--secret-env", action="append", default=[])
     parser.add_argument("--banner", default="")
+    parser.add_argument("--exit-line", default="[console] exited with code {code}")
+    parser.add_argument("--start-failed-line", default="[console] could not start: {error}")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     state = Path(args.state)
@@ -93,7 +95,8 @@ def main(argv: list[str]) -> int:
             stderr=subprocess.STDOUT,
         )
     except OSError as exc:
-        os.write(log, stamp() + f"[console] could not start: {exc}".encode() + b"\n")
+        line = args.start_failed_line.replace("{error}", str(exc))
+        os.write(log, stamp() + line.encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0
     (state / "pid").write_text(str(os.getpid()))
@@ -123,7 +126,7 @@ def main(argv: list[str]) -> int:
     code = child.wait()
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
-    os.write(log, stamp() + f"[console] exited with code {code}".encode() + b"\n")
+    os.write(log, stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
     write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
     os.close(log)
     return 0

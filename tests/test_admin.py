@@ -582,3 +582,10 @@ def test_the_admin_in_chinese_has_no_english_blank_choice(alice, reviewer):
     body = client_for(reviewer).get(CHANGELIST).content.decode()
 
     assert "Select an option" not in body and "- 请选择 -" in body
+
+
+def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
+    body = client_for(superuser).get("/admin/").content.decode()
+
+    assert "后台任务" in body and "后台任务结果" in body
+    assert "Tasks Database Backend" not in body

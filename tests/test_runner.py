@@ -85,6 +85,20 @@ def test_every_log_line_is_timestamped(alice):
     assert all(line[:4].isdigit() and line.split(" ", 1)[0].endswith("Z") for line in lines)
 
 
+def test_the_consoles_own_log_lines_are_in_the_consoles_language(alice):
+    job = submit(alice, make_spec("exit 3"))
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+
+    notes = [
+        line.split(" ", 1)[1]
+        for line in log_text(job, "master-0").splitlines()
+        if "[console]" in line
+    ]
+    assert notes == ["[console] master-0 第 1 次运行开始", "[console] 退出码 3"]
+
+
 def test_secret_env_values_the_job_prints_are_masked_in_its_log_and_keyword_record(alice):
     spec = make_spec(
         'echo "token=$API_TOKEN pin=$PIN lr=$LR"; echo "FATAL $API_TOKEN" >&2; exit 1',
