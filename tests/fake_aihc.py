@@ -157,8 +157,10 @@ class FakeAihc:
         code: str = "InternalError",
         message: str = "Internal error",
         times: int = 1,
+        seconds: float = 0.0,
     ) -> None:
-        self._fault(op, Fault("fail", times, status, code, message))
+        """Refuses the next `op` calls with this error, after `seconds`."""
+        self._fault(op, Fault("fail", times, status, code, message, seconds=seconds))
 
     def fail_after_next(
         self,
@@ -298,7 +300,7 @@ class FakeAihc:
             record.error_code = exc.code
             result = {"code": exc.code, "message": exc.message}
         record.status = status
-        if fault and fault.kind == "delay":
+        if fault and fault.seconds:
             time.sleep(fault.seconds)
         request_id = record.request_id = str(uuid.uuid4())
         payload = json.dumps({"requestId": request_id, **result}).encode()

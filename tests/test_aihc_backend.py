@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -718,6 +719,76 @@ def test_a_job_stopped_while_its_create_is_in_flight_is_stopped_on_aihc(
     aihc.sync(job)
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPED
+
+
+def test_a_job_stopped_while_a_throttled_create_is_in_flight_ends_stopped(
+    fake, aihc, alice, transactional_db
+):
+    [job] = submit(alice, seed_spec())
+    fake.fail_next("CreateJob", status=429, code="RequestLimitExceeded", seconds=1.0)
+
+    def worker_submits() -> None:
+        try:
+            aihc.submit(Job.objects.get(pk=job.pk))
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=worker_submits)
+    worker.start()
+    for _ in range(500):
+        if fake.calls("CreateJob"):
+            break
+        time.sleep(0.01)
+    job.refresh_from_db()
+    aihc.stop(job)
+    assert job.status == JobStatus.STOPPING
+    worker.join(10)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED  # not left Stopping with nothing to stop
+    assert fake.jobs == {}
+
+
+def stopped_during_an_unanswered_create(job: Job, minutes_ago: int) -> None:
+    """The job as a worker leaves it when a stop lands while a create got no answer."""
+    job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")
+    job_transition(job=job, to=JobStatus.STOPPING, reason="Stopping")
+    event = JobEvent.objects.create(job=job, reason="SubmitTimedOut", message="no answer")
+    JobEvent.objects.filter(pk=event.pk).update(
+        created_at=event.created_at - timedelta(minutes=minutes_ago)
+    )
+
+
+def test_a_job_stopped_during_an_unanswered_create_stops_what_aihc_made_of_it(fake, aihc, alice):
+    [job] = submit(alice, seed_spec())
+    stopped_during_an_unanswered_create(job, minutes_ago=3)
+    created = fake.create_external(POOL, SEED_DOC)  # the create did happen, late
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING and job.external_id == created.job_id
+    assert len(fake.calls("StopJob")) == 1
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+
+
+def test_a_job_stopped_during_an_unanswered_create_waits_then_ends_stopped_when_aihc_has_none(
+    fake, aihc, alice
+):
+    [recent] = submit(alice, seed_spec())
+    stopped_during_an_unanswered_create(recent, minutes_ago=0)
+    [old] = submit(alice, seed_spec())
+    stopped_during_an_unanswered_create(old, minutes_ago=3)
+
+    aihc.sync(recent)
+    aihc.sync(old)
+
+    recent.refresh_from_db()
+    old.refresh_from_db()
+    assert recent.status == JobStatus.STOPPING  # a slow create may still show up
+    assert old.status == JobStatus.STOPPED and fake.calls("StopJob") == []
 
 
 def test_a_job_aihc_no_longer_has_is_marked_failed(fake, aihc, alice):

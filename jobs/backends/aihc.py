@@ -636,7 +636,7 @@ class AihcBackend(Backend):
         logger.warning(
             "AIHC create for %s not sent: %s; submits pause for %ds", job.public_id, exc, delay
         )
-        self._move(
+        if self._move(
             job,
             JobStatus.QUEUED,
             "SubmitDeferred",
@@ -652,7 +652,16 @@ class AihcBackend(Backend):
                 secrets,
             ),
             warning=True,
-        )
+        ):
+            return
+        if job.status == JobStatus.STOPPING:
+            # Stopped while the create was on its way, and it never arrived: nothing runs.
+            self._move(
+                job,
+                JobStatus.STOPPED,
+                "Stopped",
+                recorded(gettext_noop("Stopped before AIHC created the job.")),
+            )
 
     # Submits pause after a create that never reached AIHC, doubling up to a limit, so an
     # outage costs each queued job one attempt per pause, not one per worker tick.
@@ -780,6 +789,42 @@ class AihcBackend(Backend):
                 recorded(gettext_noop("The submission was interrupted; it will be retried.")),
             )
 
+    def _finish_stop_in_flight(self, job: Job) -> None:
+        """A job stopped while a create got no clear answer: whatever AIHC made of it is
+        found and stopped there; when AIHC shows nothing, the job is Stopped."""
+        unanswered = list(
+            job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
+        )
+        if unanswered and timezone.now() - max(unanswered) < STUCK_SUBMITTING:
+            return  # a slow create may still show up: give it the time a stuck submit gets
+        found = ""
+        if unanswered:
+            try:
+                config, client = self._setup()
+                found = self._find_created(
+                    job, client, config, job.job_spec(), since=min(unanswered)
+                )
+            except (BackendError, spec_module.SpecError):
+                return  # asked again at the next sync
+        if not found:
+            self._move(
+                job,
+                JobStatus.STOPPED,
+                "Stopped",
+                recorded(gettext_noop("Stopped before AIHC created the job.")),
+            )
+            return
+        Job.objects.filter(pk=job.pk).update(external_id=found)
+        job.external_id = found
+        job_event(
+            job=job,
+            reason="Submitted",
+            message=recorded(
+                gettext_noop("AIHC had created job %(id)s; adopted it to stop it."), id=found
+            ),
+        )
+        self.stop(job)  # Stopping stays until AIHC reports the job stopped
+
     # -- following a job ---------------------------------------------------------------
 
     @staticmethod
@@ -836,6 +881,8 @@ class AihcBackend(Backend):
         if not job.external_id:
             if job.status == JobStatus.SUBMITTING:
                 self._reconcile_stuck(job)
+            elif job.status == JobStatus.STOPPING:
+                self._finish_stop_in_flight(job)
             return
         config, client = self._setup()
         version = config.version(job.resource_pool)
