@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from django.contrib.auth.models import User
@@ -14,6 +15,8 @@ from .services import job_event, job_transition, jobs_submit, recorded
 from .spec import SUBMIT_QUEUE, SpecError
 
 S = JobStatus
+# The one-time key a job page's Run again button carries (uuid4().hex).
+REQUEST_KEY_RE = re.compile(r"[0-9a-f]{32}")
 # Statuses a job leaves directly for Stopped: nothing runs yet.
 NOT_STARTED = frozenset({S.PENDING_REVIEW, S.QUEUED, S.SUBMIT_FAILED})
 
@@ -68,6 +71,15 @@ def job_delete(*, job: Job) -> bool:
             delete=True,
         )
         return False
+    if job.backend != "local" and not job.external_id and job.status in (S.SUBMITTING, S.STOPPING):
+        # A create is on its way to the platform: deleting the row now would leave whatever
+        # it creates running there with nothing tracking it.
+        raise ActionError(
+            _(
+                "The job is being sent to its platform right now. Stop it, or wait a moment; "
+                "it can be deleted once the platform has answered."
+            )
+        )
     if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
         job_stop(job=job, message=recorded(gettext_noop("Stopped to be deleted.")))
     try:
@@ -78,12 +90,21 @@ def job_delete(*, job: Job) -> bool:
     return True
 
 
-def job_rerun(*, job: Job, owner: User) -> list[Job]:
+def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
     """A new job from the same spec, checked as a submit from the wizard is: the pool must
     still take it, and a standalone job must find its cards idle now. One task of a queue
-    group runs again as one queue task, not as a new group of `total` tasks."""
+    group runs again as one queue task, not as a new group of `total` tasks.
+
+    `request_key` comes with the page's Run again button: the same click sent twice (a
+    double click, a resend, two tabs of one page) finds the job the first one made."""
     from .wizard import find_pool, pool_refusals  # the wizard's submit rules, one copy
 
+    if not REQUEST_KEY_RE.fullmatch(request_key):
+        request_key = uuid.uuid4().hex  # an old page without a key: a fresh run
+    submit_key = f"rerun-{job.public_id}-{request_key}"
+    existing = list(Job.objects.filter(submit_key__startswith=submit_key, owner=owner))
+    if existing:
+        return existing  # before the checks: the first run now holds the cards
     try:
         spec = job.job_spec()
     except SpecError as exc:
@@ -98,7 +119,7 @@ def job_rerun(*, job: Job, owner: User) -> list[Job]:
     return jobs_submit(
         owner=owner,
         spec=spec,
-        submit_key=f"rerun-{uuid.uuid4()}",
+        submit_key=submit_key,
         backend=job.backend,
         source_job=job,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -183,6 +184,8 @@ def _live_context(job: Job) -> dict[str, Any]:
         "position": queue_position(job),
         "final": job.is_final,
         "copy_url": reverse("job-copy", args=[job.public_id]),
+        # Run again's one-time key: the same click sent twice makes one job.
+        "request_key": uuid.uuid4().hex,
     }
 
 
@@ -340,7 +343,9 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
 def job_rerun_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     try:
-        new_jobs = job_rerun(job=job, owner=request.user)
+        new_jobs = job_rerun(
+            job=job, owner=request.user, request_key=request.POST.get("request_key", "")
+        )
     except ActionError as exc:
         messages.error(request, _("It cannot run again now: %(why)s") % {"why": exc})
         return redirect("job-detail", public_id=job.public_id)

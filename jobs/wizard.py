@@ -1232,12 +1232,19 @@ class WizardError(Exception):
         self.errors = errors
 
 
+class DraftSpentError(Exception):
+    """The draft was submitted, and the job(s) it made have been deleted since."""
+
+
 def draft_submit(*, draft: Draft) -> list[Job]:
-    """Re-validates the whole draft and creates its job(s), once however often it is sent."""
+    """Re-validates the whole draft and creates its job(s), once however often it is sent:
+    a resend finds the jobs it made, and after they are deleted (by their owner or by
+    auto-delete) a resend from an old tab creates nothing (DraftSpentError)."""
     if draft.submitted_at is not None:
         existing = list(Job.objects.filter(submit_key__startswith=str(draft.id)).order_by("id"))
         if existing:
             return existing
+        raise DraftSpentError(str(draft.id))
     state = wizard_state(draft)
     assembly = assemble(state)
     problems = review_problems(state, assembly)

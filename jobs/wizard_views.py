@@ -92,6 +92,8 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         job = W.submitted_job(draft)
         if job is not None:
             return redirect("job-detail", job.public_id)
+        messages.info(request, DRAFT_SPENT)
+        return _redirect(request, reverse("job-list"))
     if not W.step_allowed(draft, step):
         first_open = W.first_incomplete(draft)
         if request.method == "POST":
@@ -372,6 +374,16 @@ STALE_REVIEW = gettext_lazy(
     "submitted; here is the review of the draft as it is now."
 )
 
+DRAFT_SPENT = gettext_lazy(
+    "This draft was submitted and its job has been deleted since, so nothing was submitted "
+    "again. To run it again, copy a job or create a new one."
+)
+
+
+def _redirect(request: AuthenticatedHttpRequest, url: str) -> HttpResponse:
+    """A redirect htmx follows as a whole-page visit (a form region must not get a page)."""
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
 
 def _revision(draft: Draft) -> str:
     """Which version of the draft a page showed: it changes with every save."""
@@ -390,15 +402,15 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
         return redirect(_step_url(draft, W.REVIEW))
     try:
         jobs = W.draft_submit(draft=draft)
+    except W.DraftSpentError:
+        messages.info(request, DRAFT_SPENT)
+        return _redirect(request, reverse("job-list"))
     except W.WizardError:
         messages.error(
             request, _("The job cannot be submitted yet; fix the problems listed below.")
         )
         return redirect(_step_url(draft, W.REVIEW))
-    url = reverse("job-detail", args=[jobs[0].public_id])
-    if request.htmx:
-        return HttpResponseClientRedirect(url)
-    return redirect(url)
+    return _redirect(request, reverse("job-detail", args=[jobs[0].public_id]))
 
 
 @require_POST

@@ -174,6 +174,25 @@ def test_submitting_again_is_refused_with_the_reason_when_the_pool_is_gone(
     assert "该资源池已不可用" in r.content.decode()
 
 
+def test_a_job_being_sent_to_aihc_cannot_be_deleted_until_aihc_answers(fake, alice_client, alice):
+    from jobs.services import job_transition
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")  # the worker's step
+
+    refused = alice_client.post(reverse("job-delete", args=[job.public_id]), follow=True)
+
+    assert refused.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
+    assert "正在提交到其平台" in refused.content.decode()
+    assert Job.objects.filter(pk=job.pk).exists()
+    job_transition(job=job, to=JobStatus.QUEUED, reason="Submitted", external_id="aihc-job-1")
+    deleted = alice_client.post(reverse("job-delete", args=[job.public_id]))
+    assert deleted.status_code == 302 and not Job.objects.filter(pk=job.pk).exists()
+
+
 def test_a_job_queued_on_aihc_shows_no_local_queue_position(fake, alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, **aihc_steps())

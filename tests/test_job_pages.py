@@ -197,6 +197,30 @@ def test_run_again_submits_a_new_job_from_the_same_spec(alice, alice_client):
     assert new.spec == job.spec and new.source_job == job and new.status == JobStatus.QUEUED
 
 
+def test_run_again_sent_twice_from_one_page_makes_one_job_even_once_it_holds_the_cards(
+    alice, alice_client
+):
+    from jobs.models import LocalRun
+
+    job = submit(alice, roles=[S.Role("master", 1, CARD, 2)])
+    finish(job)
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    key = re.search(r'name="request_key" value="([0-9a-f]{32})"', page).group(1)
+    url = reverse("job-rerun", args=[job.public_id])
+
+    first = alice_client.post(url, {"request_key": key})
+    new = Job.objects.exclude(pk=job.pk).get()
+    job_transition(job=new, to=JobStatus.RUNNING, reason="Started")
+    LocalRun.objects.create(job=new, devices={CARD: [0, 1]})  # both cards busy now
+    resent = alice_client.post(url, {"request_key": key})
+    other_page = alice_client.post(url, {"request_key": uuid.uuid4().hex}, follow=True)
+
+    assert first.status_code == resent.status_code == 302
+    assert resent.url == first.url == reverse("job-detail", args=[new.public_id])
+    assert "需要 2" in other_page.content.decode()  # a new click is a new run, checked
+    assert Job.objects.count() == 2
+
+
 def test_run_again_refuses_a_standalone_job_whose_cards_are_busy_and_creates_nothing(
     alice, alice_client
 ):

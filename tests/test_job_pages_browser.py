@@ -116,3 +116,36 @@ def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(
     job = Job.objects.get(owner=alice)
     assert job.status == JobStatus.STOPPED
     assert processes_with(job.public_id) == []
+
+
+def test_deleting_a_job_asks_first_and_keeps_it_when_cancelled(logged_in_page, alice):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "to-delete",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="delete-confirm")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    questions: list[str] = []
+
+    def answer(dialog) -> None:
+        questions.append(dialog.message)
+        dialog.dismiss() if len(questions) == 1 else dialog.accept()
+
+    page.on("dialog", answer)
+    page.click("#job-delete")  # cancelled
+    expect(page.locator("#job-delete")).to_be_visible()
+    assert Job.objects.filter(pk=job.pk).exists()
+    page.click("#job-delete")  # confirmed
+    page.wait_for_url(re.compile(r"/$"))
+
+    assert len(questions) == 2 and "删除" in questions[0]
+    assert not Job.objects.filter(pk=job.pk).exists()

@@ -268,6 +268,21 @@ def test_submitting_twice_creates_one_job(alice_client, alice):
     assert Job.objects.filter(owner=alice).count() == 1
 
 
+def test_a_resend_after_the_job_was_deleted_submits_nothing_again(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    Job.objects.get(owner=alice).delete()  # deleted by its owner, or by auto-delete
+
+    resent = alice_client.post(reverse("wizard-submit", args=[draft.id]), follow=True)
+    step = alice_client.get(step_url(draft, W.REVIEW))
+
+    assert resent.redirect_chain[0] == (reverse("job-list"), 302)
+    assert "其任务已被删除" in resent.content.decode()
+    assert step.status_code == 302 and step["Location"] == reverse("job-list")
+    assert not Job.objects.exists()
+
+
 def test_a_submitted_draft_sends_its_steps_to_the_job(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)
