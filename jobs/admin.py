@@ -18,6 +18,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -168,6 +169,14 @@ class JobChangeList(ChangeList):
     job; this one seeks the creation-time index once per period that has jobs."""
 
     date_field_name = Job._meta.get_field("created_at").verbose_name
+
+    def get_filters(self, request: HttpRequest) -> Any:
+        # Django turns a date-hierarchy year it cannot build a date from into "bad lookup"
+        # (a redirect to ?e=1), except a year too large for C's int, which raises instead.
+        try:
+            return super().get_filters(request)
+        except OverflowError as exc:
+            raise IncorrectLookupParameters(exc) from exc
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
         # The list never shows the spec document; leave it in the database.

@@ -238,6 +238,7 @@ class ImageForm(StepForm):
         label=_("Registry password"),
         required=False,
         max_length=1024,
+        strip=False,  # a password is used exactly as typed
         # Never rendered back: a saved password comes back empty, and empty keeps it.
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text=_(
@@ -282,7 +283,8 @@ class ImageForm(StepForm):
 
 class EnvForm(forms.Form):
     name = forms.CharField(label=_("Name"), required=False, max_length=256)
-    value = forms.CharField(label=_("Value"), required=False, max_length=40 * 1024)
+    # Kept as typed: spaces at either end can be part of a value (a separator, a prompt).
+    value = forms.CharField(label=_("Value"), required=False, max_length=40 * 1024, strip=False)
     secret = forms.BooleanField(label=_("Secret"), required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -469,7 +471,10 @@ class AdvancedForm(StepForm):
     auto_delete = forms.BooleanField(
         label=_("Delete automatically after the job ends"),
         required=False,
-        help_text=_("Applies to succeeded and failed jobs, after the retention time."),
+        help_text=_(
+            "Applies to succeeded and failed (including timed-out) jobs, after the retention "
+            "time; a stopped job is kept."
+        ),
     )
     # The API's retentionPeriod is "<1-999999><m|h|d>": a number the form can check itself.
     retention_value = forms.IntegerField(

@@ -31,12 +31,15 @@ from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from .backends import BackendError, get_backend
-from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
+from .models import ACTIVE_STATUSES, Job, JobStatus
 from .runner import minutes, supervise
 from .scheduler import dispatch_local
 
 logger = logging.getLogger("jobs.worker")
 
+# "仅针对于成功/失败状态的任务生效" (seed 000): a timeout is a failure (it alerts as jobFailed);
+# a job a person stopped is kept for them to look at.
+AUTO_DELETED_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT})
 RETENTION_RE = re.compile(r"^([1-9][0-9]*)([mhd])$")
 RETENTION_MINUTES = {"m": 1, "h": 60, "d": 24 * 60}
 
@@ -102,7 +105,7 @@ class Worker:
 
         now = timezone.now()
         candidates = Job.objects.filter(
-            backend="local", status__in=FINAL_STATUSES, finished_at__isnull=False
+            backend="local", status__in=AUTO_DELETED_STATUSES, finished_at__isnull=False
         ).filter(spec__has_key="retentionPeriod")
         for job in candidates:
             keep = retention(job.spec.get("retentionPeriod", ""))
@@ -119,6 +122,10 @@ class Worker:
                 del self.children[pid]
 
 
+# How the console's worker names itself to django-tasks-db (plus its pid).
+CONSOLE_TASK_WORKER = "console-worker-"
+
+
 class TaskThread(threading.Thread):
     """Runs django tasks (alert delivery) next to the supervision loop."""
 
@@ -133,7 +140,7 @@ class TaskThread(threading.Thread):
             backend_name="default",
             startup_delay=False,
             max_tasks=None,
-            worker_id=f"console-worker-{os.getpid()}",
+            worker_id=f"{CONSOLE_TASK_WORKER}{os.getpid()}",
             excluded_queue_names=[],
         )
 
@@ -145,6 +152,28 @@ class TaskThread(threading.Thread):
 
     def stop(self) -> None:
         self.db_worker.running = False
+
+
+def requeue_interrupted_tasks() -> int:
+    """Alert deliveries a killed worker had started are queued again.
+
+    Called once this process holds the worker lock, so no other console worker runs: a
+    task one of them left Running will never finish. Delivered again rather than dropped,
+    because a repeated alert is better than a missing one (it may have gone out just before
+    the kill). Tasks a separate `manage.py db_worker` claimed are left to it."""
+    from django_tasks_db.models import DBTaskResult
+
+    stuck = [
+        result.pk
+        for result in DBTaskResult.objects.running().only("worker_ids")
+        if result.worker_ids and result.worker_ids[-1].startswith(CONSOLE_TASK_WORKER)
+    ]
+    if stuck:
+        DBTaskResult.objects.filter(pk__in=stuck, status="RUNNING").update(
+            status="READY", started_at=None
+        )
+        logger.warning("queued %d alert deliveries again that a stopped worker left", len(stuck))
+    return len(stuck)
 
 
 def take_worker_lock() -> int:
@@ -196,6 +225,8 @@ def wait_for_work(stop: threading.Event, timeout: float) -> None:
 
 def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     lock = take_worker_lock()
+    if tasks:
+        requeue_interrupted_tasks()
     thread = TaskThread(settings.WORKER_POLL_SECONDS) if tasks else None
     if thread:
         thread.start()

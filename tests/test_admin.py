@@ -589,3 +589,10 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
 
     assert "后台任务" in body and "后台任务结果" in body
     assert "Tasks Database Backend" not in body
+
+
+@pytest.mark.parametrize("year", ["2147483648", "99999999999999999999", "0", "abc"])
+def test_an_impossible_date_hierarchy_year_is_a_bad_lookup_not_a_500(superuser, year):
+    r = client_for(superuser).get(CHANGELIST, {"created_at__year": year})
+
+    assert r.status_code == 302 and r["Location"] == f"{CHANGELIST}?e=1"

@@ -147,6 +147,36 @@ def test_alerts_queued_in_the_database_are_delivered_by_the_task_worker(
     assert DBTaskResult.objects.get().status == "SUCCESSFUL"
 
 
+def test_an_alert_a_killed_worker_left_running_is_delivered_by_the_next_worker(
+    transactional_db, alice, settings, hook_server
+):
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.alerts import job_alert
+    from jobs.worker import TaskThread, requeue_interrupted_tasks
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    job = submit(alice, alerting_spec("true", hook_server.url))
+    job_alert(job=job, item="jobFailed", message="it broke")
+    job_alert(job=job, item="jobFailed", message="another db_worker has this one")
+    mine, theirs = DBTaskResult.objects.order_by("enqueued_at")
+    # What a worker killed mid-delivery leaves, and a task a separate db_worker is running.
+    mine.claim("console-worker-4242")
+    theirs.claim("db-worker-elsewhere")
+
+    assert requeue_interrupted_tasks() == 1
+    thread = TaskThread(0.05)
+    thread.db_worker.batch = True
+    thread.start()
+    thread.join(timeout=30)
+
+    assert [r["body"]["message"] for r in hook_server.received] == ["it broke"]
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.status, theirs.status) == ("SUCCESSFUL", "RUNNING")
+
+
 def test_the_local_pool_refuses_a_private_webhook_at_submit_unless_allowed(settings):
     from jobs.backends import get_backend
 

@@ -497,6 +497,22 @@ def test_a_finished_job_is_deleted_after_its_retention_period(alice, settings):
     assert status_of(keep) == JobStatus.SUCCEEDED
 
 
+def test_a_stopped_job_is_kept_past_its_retention_period(alice, settings):
+    from jobs.actions import job_stop
+    from jobs.models import Job
+
+    settings.JOB_MINUTE_SECONDS = 0.05
+    stopped = submit(alice, make_spec("sleep 30", retention_period="1m"))
+    finished = submit(alice, make_spec("exit 1", retention_period="1m"))
+    job_stop(job=stopped)  # still queued: stopped at once
+    worker = Worker()
+
+    run_until(worker, lambda: not Job.objects.filter(pk=finished.pk).exists(), what="deletion")
+    worker.tick()
+
+    assert status_of(stopped) == JobStatus.STOPPED  # kept, as AIHC keeps it
+
+
 def test_a_missing_sandbox_fails_the_job_with_a_clear_reason(alice, settings):
     settings.LOCAL_BWRAP = "/nonexistent/bwrap"
     job = submit(alice, make_spec("true"))

@@ -199,6 +199,25 @@ def test_the_registry_password_is_never_rendered_back_and_is_kept(alice_client, 
     assert Job.objects.get(owner=alice).job_spec().image_config.password == "p4ssw0rd-xyz"
 
 
+def test_env_values_and_the_registry_password_keep_spaces_at_either_end(alice_client, alice):
+    draft = new_draft(alice_client)
+    typed = image_data(
+        envs=[("SEP", "  two spaces each side  "), ("TABBED", "a\tb ")],
+        registry_username="robot",
+        registry_password=" pass word ",
+    )
+    complete_steps(alice_client, draft, **{W.IMAGE: typed})
+
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    spec = Job.objects.get(owner=alice).job_spec()
+    assert {e.name: e.value for e in spec.envs} == {
+        "SEP": "  two spaces each side  ",
+        "TABBED": "a\tb ",
+    }
+    assert spec.image_config.password == " pass word "
+
+
 def test_a_registry_needs_both_username_and_password(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.IMAGE)
