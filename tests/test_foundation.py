@@ -120,6 +120,48 @@ def test_serve_answers_login_admin_and_static_files_with_debug_off(tmp_path):
         s.bind(("127.0.0.1", port))
 
 
+def children_of(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        if int(fields[1]) == pid:  # the field after the state is the parent's pid
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_killing_serve_outright_takes_the_web_server_and_worker_with_it(tmp_path):
+    port = free_port()
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0", "PORT": str(port)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"], cwd=ROOT, env=env, start_new_session=True
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/login/", timeout=2)
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "console did not start"
+            time.sleep(0.3)
+    children = children_of(server.pid)
+    assert len(children) == 2  # gunicorn's master and the worker
+
+    server.kill()  # SIGKILL: serve cannot stop anything itself
+    server.wait()
+
+    deadline = time.monotonic() + 20
+    while any(Path(f"/proc/{pid}").exists() for pid in children):
+        assert time.monotonic() < deadline, "serve's children outlived it"
+        time.sleep(0.2)
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))  # the port is free for the next `make run`
+
+
 @pytest.mark.browser
 def test_a_user_logs_in_through_the_browser(page, alice):
     page.goto("/")

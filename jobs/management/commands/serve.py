@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -39,8 +40,13 @@ class Command(BaseCommand):
         commands.append([python, "manage.py", "worker"])
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
-        # its master and keep the port bound.
-        children = [subprocess.Popen(cmd, start_new_session=True) for cmd in commands]
+        # its master and keep the port bound. If this command itself is killed (SIGKILL,
+        # nothing to clean up with), the kernel sends each child SIGTERM.
+        parent = os.getpid()
+        children = [
+            subprocess.Popen(cmd, start_new_session=True, preexec_fn=lambda: die_with(parent))
+            for cmd in commands
+        ]
         self.stdout.write(f"Console on http://{host}:{port}/ (Ctrl-C stops it)")
 
         def stop(*_: Any) -> None:
@@ -60,6 +66,17 @@ class Command(BaseCommand):
         while all(child.poll() is None for child in children):
             time.sleep(0.5)
         stop()
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with(parent: int) -> None:
+    """In a child, before exec: SIGTERM when the parent dies (Linux's PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
 
 
 def signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
