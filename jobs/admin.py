@@ -28,7 +28,7 @@ from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext, ngettext_lazy
 
 from . import spec as spec_module
 from .actions import ActionError, job_stop
@@ -322,6 +322,7 @@ ACTION_QUESTIONS = {
     "resubmit": gettext_lazy("Resubmit these jobs? They are queued again (or wait for review)."),
 }
 CONFIRMATION_SHOWN = 100
+MAX_REJECT_REASON = 1000
 
 
 def _user_text(user: Any) -> str:
@@ -588,7 +589,7 @@ class JobAdmin(admin.ModelAdmin):
         queryset: QuerySet,
         action: str,
         perform: Any,
-        done_message: str,
+        done_message: Any,  # ngettext_lazy with a "count" number
     ) -> HttpResponse | None:
         single = request.POST.get("_single") == "1"
         if request.POST.get("post") != "yes":
@@ -613,7 +614,11 @@ class JobAdmin(admin.ModelAdmin):
         if skipped:
             self.message_user(
                 request,
-                _("Skipped %(count)d job(s): their status does not allow this.")
+                ngettext(
+                    "Skipped %(count)d job: its status does not allow this.",
+                    "Skipped %(count)d jobs: their status does not allow this.",
+                    skipped,
+                )
                 % {"count": skipped},
                 messages.WARNING,
             )
@@ -631,26 +636,37 @@ class JobAdmin(admin.ModelAdmin):
             queryset,
             "approve",
             lambda job: job_approve(job=job, reviewer=request.user),
-            _("%(count)d job(s) approved and queued."),
+            ngettext_lazy(
+                "%(count)d job approved and queued.", "%(count)d jobs approved and queued.", "count"
+            ),
         )
 
     @admin.action(permissions=["review"], description=gettext_lazy("Reject selected jobs"))
     def reject_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
         reason = request.POST.get("reason", "").strip()
-        if request.POST.get("post") == "yes" and not reason:
+        error = ""
+        if not reason:
+            error = _("Give the reason the owners will see.")
+        elif len(reason) > MAX_REJECT_REASON:
+            # It is the job's status reason on every page and in the owner's email.
+            error = _(
+                "Keep the reason to %(max)d characters (this one has %(count)d); link to a "
+                "longer text if needed."
+            ) % {"max": MAX_REJECT_REASON, "count": len(reason)}
+        if request.POST.get("post") == "yes" and error:
             return self._confirmation(
                 request,
                 "reject",
                 queryset,
                 single=request.POST.get("_single") == "1",
-                error=_("Give the reason the owners will see."),
+                error=error,
             )
         return self._run(
             request,
             queryset,
             "reject",
             lambda job: job_reject(job=job, reviewer=request.user, reason=reason),
-            _("%(count)d job(s) rejected."),
+            ngettext_lazy("%(count)d job rejected.", "%(count)d jobs rejected.", "count"),
         )
 
     @admin.action(permissions=["review"], description=gettext_lazy("Stop selected jobs"))
@@ -660,7 +676,9 @@ class JobAdmin(admin.ModelAdmin):
             queryset,
             "stop",
             lambda job: job_stop(job=job, actor=request.user),
-            _("%(count)d job(s) stopped or stopping."),
+            ngettext_lazy(
+                "%(count)d job stopped or stopping.", "%(count)d jobs stopped or stopping.", "count"
+            ),
         )
 
     @admin.action(permissions=["review"], description=gettext_lazy("Resubmit selected jobs"))
@@ -670,7 +688,7 @@ class JobAdmin(admin.ModelAdmin):
             queryset,
             "resubmit",
             lambda job: job_resubmit(job=job, actor=request.user),
-            _("%(count)d job(s) resubmitted."),
+            ngettext_lazy("%(count)d job resubmitted.", "%(count)d jobs resubmitted.", "count"),
         )
 
 

@@ -340,6 +340,33 @@ def test_reject_needs_a_reason_and_the_owner_then_sees_it(alice, reviewer, revie
     assert "Ask for 8 cards at most." in owner_page.content.decode()
 
 
+def test_an_overlong_reject_reason_is_refused_and_kept_for_shortening(alice, reviewer, review_all):
+    job = submit(alice, "1")
+    long_reason = "x" * 1001
+
+    r = confirm(client_for(reviewer), "reject_jobs", [job], reason=long_reason)
+
+    job.refresh_from_db()
+    assert r.status_code == 200
+    assert "1000" in r.content.decode() and long_reason in r.content.decode()
+    assert job.status == JobStatus.PENDING_REVIEW
+
+
+def test_action_messages_count_in_the_singular_and_plural(alice, reviewer, review_all):
+    from django.utils import translation
+
+    one, two, three = submit(alice, "1"), submit(alice, "2"), submit(alice, "3")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+    with translation.override("en"):
+        r1 = confirm(client, "approve_jobs", [one])
+        r2 = confirm(client, "approve_jobs", [two, three])
+        said = [str(m) for m in client.get(r2["Location"]).context["messages"]]
+
+    assert r1.status_code == r2.status_code == 302
+    assert "2 jobs approved and queued." in said, said
+
+
 def test_stop_and_resubmit_from_the_list(alice, reviewer):
     queued = submit(alice, "1")
     failed = submit(alice, "2")

@@ -208,6 +208,12 @@ RULES = [
         "id_mounts-0-source_path",
         "does not exist",
     ),
+    (
+        W.DATA,
+        data_data([("hostpath", "scratch", "/a")], **{"mounts-0-source_path": "/" + "a" * 256}),
+        "id_mounts-0-source_path",
+        "does not exist",  # a name too long for the file system: a message, not a 500
+    ),
     (W.DATA, data_data([]), "id_storage_enabled", "Add a mount"),
     (
         W.DATA,

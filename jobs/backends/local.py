@@ -149,14 +149,20 @@ class LocalBackend(Backend):
                 continue
             try:
                 volume.root.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                err(f"{path}.name", _("The volume's folder cannot be created on this machine."))
+                continue
+            try:
                 source = resolve_in_root(volume.root, ds.source_path)
+                found = source.is_dir()
             except SandboxError:
                 err(f"{path}.sourcePath", _("The path must stay inside the volume."))
                 continue
             except OSError:
-                err(f"{path}.name", _("The volume's folder cannot be created on this machine."))
-                continue
-            if not source.is_dir():
+                # A name too long for the file system, a folder this machine may not read:
+                # as far as the job could tell, the path does not exist.
+                found = False
+            if not found:
                 err(
                     f"{path}.sourcePath",
                     _("“%(path)s” does not exist in volume “%(name)s”.")
