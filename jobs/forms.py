@@ -259,6 +259,10 @@ class ImageForm(StepForm):
         super().__init__(*args, **kwargs)
         self.locked_image = locked_image
         self.fields["image"].widget.attrs["list"] = "image-choices"
+        # Required, but judged by the spec (with its own message) rather than by the form:
+        # marked as required for the eye (*) and for a screen reader.
+        self.fields["image"].marked_required = True  # type: ignore[attr-defined]
+        self.fields["image"].widget.attrs["aria-required"] = "true"
         if locked_image:
             self.fields["image"].widget.attrs["readonly"] = True
             self.fields["image"].help_text = _(
@@ -396,6 +400,7 @@ class MountForm(forms.Form):
         ]
         self.fields["source_path"].widget.attrs["placeholder"] = _("blank or / = whole volume")
         self.fields["mount_path"].widget.attrs["placeholder"] = "/workspace"
+        self.fields["mount_path"].widget.attrs["aria-required"] = "true"  # the spec requires it
         _styled(self)
 
     def clean(self) -> dict[str, Any]:

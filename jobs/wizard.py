@@ -609,7 +609,8 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
             if row["secret"].value():
                 row.fields["value"].widget = F.forms.PasswordInput(
                     render_value=False,
-                    attrs={"class": "form-control form-control-sm", "placeholder": MASK},
+                    # The plain input's attributes (its class, its accessible name "Value N").
+                    attrs={**row.fields["value"].widget.attrs, "placeholder": MASK},
                 )
     elif step == RESOURCES:
         card_types = [a.type for a in state.pool.accelerators] if state.pool else []

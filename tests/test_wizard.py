@@ -527,6 +527,47 @@ def test_every_input_of_the_row_tables_has_an_accessible_name(alice_client):
     assert 'aria-label="实例数 2"' in pages[0]  # the worker row's 实例数
 
 
+def test_the_image_and_mount_path_are_marked_required(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    data = alice_client.get(step_url(draft, W.DATA)).content.decode()
+
+    label = re.search(r'<label for="id_image"[^>]*>.*?</label>', image, re.S).group(0)
+    assert '<span class="asteriskField">*</span>' in label
+    assert 'aria-required="true"' in re.search(r'<input[^>]*name="image"[^>]*>', image).group(0)
+    assert 'aria-required="true"' in re.search(
+        r'<input[^>]*name="mounts-0-mount_path"[^>]*>', data
+    ).group(0)
+
+
+def test_a_saved_secret_keeps_its_accessible_name(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **{W.IMAGE: image_data(envs=[("TOKEN", "s3cret", True)])})
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    secret = re.search(r'<input[^>]*name="env-0-value"[^>]*>', page).group(0)
+    assert 'type="password"' in secret and 'aria-label="值 1"' in secret
+
+
+def test_a_row_tables_error_outlines_its_input_and_is_what_the_input_is_described_by(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    r = post_step(alice_client, draft, W.DATA, data_data([("hostpath", "scratch", "relative")]))
+
+    page = r.content.decode()
+    field = re.search(r'<input[^>]*name="mounts-0-mount_path"[^>]*>', page).group(0)
+    described_by = re.search(r'aria-describedby="([^"]+)"', field).group(1)
+    assert "is-invalid" in field and 'aria-invalid="true"' in field
+    error = page[page.index(f'id="{described_by}"') :]
+    assert "绝对路径" in error[: error.index("</div></div>")]
+
+
 # -- ownership --------------------------------------------------------------------------
 
 

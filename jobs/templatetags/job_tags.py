@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
+from django.forms import BoundField
 from django.utils import timezone
 
 register = template.Library()
@@ -43,3 +44,11 @@ def duration(job: Any) -> str:
     if minutes:
         return f"{minutes}m {seconds}s"
     return f"{seconds}s"
+
+
+@register.filter
+def marked_invalid(field: BoundField) -> str:
+    """A row-table cell's input with Bootstrap's red outline (is-invalid), as crispy gives the
+    fields it renders; Django already points aria-describedby at the cell's `<id>_error`."""
+    existing = field.field.widget.attrs.get("class", "")
+    return field.as_widget(attrs={"class": f"{existing} is-invalid".strip()})
