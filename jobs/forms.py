@@ -515,7 +515,10 @@ class AdvancedForm(StepForm):
     cpu_exclusive = forms.BooleanField(
         label=_("CPU exclusive (Beta)"),
         required=False,
-        help_text=_("Binds a set of dedicated CPU cores to each GPU."),
+        help_text=_(
+            "Pins each instance to CPU cores of its own, which other jobs do not use: as "
+            "many cores as the role's CPU cores, and 1 when those are unlimited."
+        ),
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -550,18 +553,24 @@ class SubmissionForm(StepForm):
         label=_("Submission"), choices=SUBMISSION_CHOICES, widget=forms.RadioSelect
     )
     target_queue = forms.ChoiceField(label=_("Target queue"), required=False)
+    # Queue tasks only (seed 004): a standalone job ignores them, so they are required
+    # in queue mode alone (clean) and hidden otherwise (console.css).
     total = forms.IntegerField(
         label=_("Tasks in the group"),
+        required=False,
         help_text=_("How many training jobs this group creates (not nodes, not cards)."),
     )
     concurrency = forms.IntegerField(
         label=_("Concurrent tasks at most"),
+        required=False,
         help_text=_("The queue's own node limit also applies."),
     )
 
     def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["target_queue"].choices = [(q, q) for q in queues]
+        for name in ("total", "concurrency"):
+            self.fields[name].marked_required = True  # type: ignore[attr-defined]
         self.helper = _helper(
             WizardField("mode"),
             Div(
@@ -572,6 +581,14 @@ class SubmissionForm(StepForm):
             ),
             show_errors=self.show_errors,
         )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("mode") == S.SUBMIT_QUEUE:
+            for name in ("total", "concurrency"):
+                if data.get(name) is None and name not in self.errors:
+                    self.add_error(name, forms.Field.default_error_messages["required"])
+        return data
 
 
 EnvFormSet = formset_factory(

@@ -217,6 +217,23 @@ INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
     S.TENSORFLOW: [("TF_CONFIG", gettext_lazy("cluster and task JSON, when distributed"))],
     S.CUSTOM: [],
 }
+# The local runner's replicas meet on this machine (jobs/runtime_env.py), not by pod name.
+LOCAL_INJECTED_VALUES: dict[str, Any] = {
+    "MASTER_ADDR": "127.0.0.1",
+    "MASTER_PORT": gettext_lazy("a free port, chosen when the job starts"),
+}
+LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
+    ("CUDA_VISIBLE_DEVICES", gettext_lazy("the cards given to this instance (empty: CPU only)")),
+]
+
+
+def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any]]:
+    """What the pool's platform sets in every instance, as the image step lists it."""
+    variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
+    if pool is None or pool.backend != "local":
+        return variables
+    local = [(name, LOCAL_INJECTED_VALUES.get(name, meaning)) for name, meaning in variables]
+    return local + LOCAL_INJECTED_EXTRA
 
 
 # -- raw form data ---------------------------------------------------------------------
@@ -802,8 +819,10 @@ def _apply_submission(
     state: WizardState, spec: S.JobSpec, cd: dict, forms: StepForms, a: Assembly
 ) -> None:
     mode = cd.get("mode") or S.SUBMIT_STANDALONE
-    total = cd.get("total")
-    concurrency = cd.get("concurrency")
+    # A standalone job is one task; what the queue-task fields hold is not part of it.
+    queued = mode == S.SUBMIT_QUEUE
+    total = cd.get("total") if queued else None
+    concurrency = cd.get("concurrency") if queued else None
     spec.submission = S.Submission(
         mode=mode,
         total=1 if total is None else total,

@@ -542,6 +542,30 @@ def test_the_image_and_mount_path_are_marked_required(alice_client):
     ).group(0)
 
 
+def test_a_standalone_job_ignores_what_the_queue_task_fields_hold(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.SUBMISSION)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.SUBMISSION,
+        submission_data(mode="standalone", total="5", concurrency="9"),
+    )
+    queue_blank = post_step(
+        alice_client, draft, W.SUBMISSION, submission_data(mode="queue", total="", concurrency="")
+    )
+
+    assert r.status_code == 302  # not "concurrent tasks must be between 1 and 5"
+    assert queue_blank.status_code == 200
+    assert field_errors(queue_blank, "id_total") == ["这个字段是必填项。"]
+    post_step(alice_client, draft, W.SUBMISSION, submission_data(mode="standalone", total="5"))
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    submission = Job.objects.get(owner=alice).job_spec().submission
+    assert (submission.mode, submission.total, submission.concurrency) == ("standalone", 1, 1)
+
+
 def test_a_saved_secret_keeps_its_accessible_name(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, **{W.IMAGE: image_data(envs=[("TOKEN", "s3cret", True)])})

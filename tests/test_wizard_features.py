@@ -59,6 +59,24 @@ def test_an_aiak_template_fills_image_command_envs_and_resources(alice_client):
     assert spec.enable_rdma
 
 
+def test_an_aiak_template_the_pool_can_never_hold_is_pointed_out_when_chosen(alice_client):
+    draft = new_draft(alice_client)
+    url = reverse("wizard-aiak", args=[draft.id])
+    query = {**AIAK_BASIC, "resource_pool": "local"}
+
+    big = alice_client.get(url, query, headers={"HX-Request": "true", "HX-Target": "aiak-preview"})
+    small = alice_client.get(
+        url,
+        {**query, "aiak_template": "llama2-7b"},
+        headers={"HX-Request": "true", "HX-Target": "aiak-preview"},
+    )
+
+    # llama2 70b: 4 instances x 8 A800 = 32 cards; the local pool has 8 in all.
+    assert big.status_code == small.status_code == 200
+    assert 'id="aiak-misfit"' in big.content.decode() and "32" in big.content.decode()
+    assert 'id="aiak-misfit"' not in small.content.decode()
+
+
 def test_the_aiak_image_cannot_be_changed_and_the_step_says_so(alice_client):
     draft = new_draft(alice_client)
     post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
@@ -660,3 +678,16 @@ def test_a_job_whose_stored_spec_cannot_be_read_is_not_copied(alice_client, alic
     assert r.status_code == 302
     assert r["Location"] == reverse("job-detail", args=[job.public_id])
     assert not Draft.objects.filter(owner=alice).exists()
+
+
+def test_the_injected_variables_list_shows_the_local_pools_own_addresses(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    table = page[
+        page.index('id="injected-vars"') : page.index("</table>", page.index('id="injected-vars"'))
+    ]
+    assert "127.0.0.1" in table and "CUDA_VISIBLE_DEVICES" in table
+    assert "master-0" not in table and "23456" not in table
