@@ -141,8 +141,10 @@ class BasicForm(StepForm):
         label=_("Log persistence"),
         required=False,
         help_text=_(
-            "Keeps the job's logs in the log service (BLS); storing, reading, writing and "
-            "indexing logs is billed."
+            "Keeps the job's logs in the log service (BLS) after it ends; storing, reading, "
+            "writing and indexing logs is billed. The local pool always keeps a job's logs "
+            "on disk until the job is deleted, whether this is on or off; AIHC's OpenAPI "
+            "has no such setting, so AIHC pools cannot take it."
         ),
     )
     creation_mode = forms.ChoiceField(
