@@ -604,6 +604,15 @@ class StepForms:
             and (any(self.formset.errors) or self.formset.non_form_errors())
         )
 
+    @property
+    def error_count(self) -> int:
+        """How many messages the step shows (for the summary a screen reader announces)."""
+        count = sum(len(messages) for messages in self.form.errors.values())
+        if self.formset is not None:
+            count += len(self.formset.non_form_errors())
+            count += sum(len(m) for row in self.formset.errors for m in row.values())
+        return count
+
 
 def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -> StepForms:
     data = MultiValueDict(raw)

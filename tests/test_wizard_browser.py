@@ -318,3 +318,38 @@ def test_discarding_a_draft_asks_first_and_keeps_it_when_cancelled(logged_in_pag
 
     assert len(questions) == 2 and "草稿" in questions[0]
     assert not Draft.objects.filter(owner=alice).exists()
+
+
+def test_focus_follows_the_step_to_the_first_problem_or_the_heading(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    expect(page).to_have_title(re.compile(r"^2\. 镜像与命令"))
+
+    page.fill("#id_image", "")
+    page.click("#wizard-next")
+    expect(page.locator("#step-error-count")).to_be_visible()
+    expect(page.locator("#id_image")).to_be_focused()
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    next_step(page, "resources")
+
+    expect(page.locator("#step-heading")).to_be_focused()
+    expect(page).to_have_title(re.compile(r"^3\. 资源配置"))
+    expect(page.locator("li[aria-current=step]")).to_contain_text("资源配置")
+
+
+def test_the_queue_task_fields_show_only_for_a_queue_task(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission"):
+        next_step(page, slug)
+
+    page.check("input[name=mode][value=standalone]")
+    expect(page.locator("#queue-fields")).to_be_hidden()
+    page.check("input[name=mode][value=queue]")
+    expect(page.locator("#id_total")).to_be_visible()
