@@ -137,7 +137,8 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
 }
 _ROW_PATH_RE = re.compile(r"^(envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
 _ACTION_RE = re.compile(
-    r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+)$"
+    r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+"
+    r"|goto-[a-z]+)$"
 )
 
 
@@ -1182,6 +1183,9 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
         draft.data[step] = raw
         draft.save(update_fields=["data", "completed_steps", "updated_at"])
         go_to = STEPS[max(index - 1, 0)] if action == "back" else step
+        if action.startswith("goto-") and action.removeprefix("goto-") in STEPS:
+            # A stepper link pressed on a step: what was typed here is kept, as with 上一步.
+            go_to = action.removeprefix("goto-")
         return StepOutcome(go_to=go_to, example=example)
 
     if step == BASIC:

@@ -542,6 +542,23 @@ def test_the_image_and_mount_path_are_marked_required(alice_client):
     ).group(0)
 
 
+def test_a_stepper_link_pressed_on_a_step_keeps_what_was_typed_there(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(command="python3 half_typed.py", image=""),
+        action="goto-basic",
+    )
+
+    draft.refresh_from_db()
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.BASIC)
+    assert draft.data["image"]["command"] == ["python3 half_typed.py"]
+
+
 def test_a_standalone_job_ignores_what_the_queue_task_fields_hold(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.SUBMISSION)

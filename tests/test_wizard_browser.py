@@ -224,7 +224,7 @@ def test_copying_a_job_opens_a_prefilled_draft_whose_review_shows_the_diff(logge
     expect(page.locator("#id_name")).to_have_value("source-job")
     page.fill("#id_name", "copied-job")
     next_step(page, "image")
-    page.click(".wizard-steps a[href$='/review/']")
+    page.click(".wizard-steps button[value='goto-review']")
     page.wait_for_url(re.compile(r"/review/$"))
 
     diff = page.locator("#copy-diff")
@@ -280,7 +280,7 @@ def test_back_after_changing_the_framework_shows_the_draft_as_it_is_now(logged_i
     page = logged_in_page
     start(page)
     fill_basic(page)  # PyTorch
-    page.click(".wizard-steps a:has-text('基础信息')")
+    page.click(".wizard-steps button:has-text('基础信息')")
     page.wait_for_url(re.compile(r"/basic/$"))
     page.check("input[name=framework][value=MPIJob]")
     next_step(page, "image")
@@ -353,3 +353,21 @@ def test_the_queue_task_fields_show_only_for_a_queue_task(logged_in_page):
     expect(page.locator("#queue-fields")).to_be_hidden()
     page.check("input[name=mode][value=queue]")
     expect(page.locator("#id_total")).to_be_visible()
+
+
+def test_what_was_typed_survives_a_stepper_link_and_the_language_switch(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/typed/then-left:1")
+    page.fill("#id_command", "python3 typed_before_leaving.py")
+
+    page.click(".wizard-steps button:has-text('基础信息')")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    next_step(page, "image")
+    expect(page.locator("#id_image")).to_have_value("registry.example.com/typed/then-left:1")
+
+    page.fill("#id_command", "python3 typed_then_switched.py")
+    page.click("button[name=language][value=en]")
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    expect(page.locator("#id_command")).to_have_value("python3 typed_then_switched.py")
