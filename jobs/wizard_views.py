@@ -303,6 +303,14 @@ def _fault_extras(
     if not all(conditions.values()):
         # Offered only when all four hold; a disabled box is not sent, so it turns off.
         forms.form.fields["enable_bccl"].widget.attrs["disabled"] = True
+    if state.framework != S.PYTORCH:
+        # Fault tolerance restarts PyTorch jobs only: offered as BCCL is, when it can work.
+        fields = forms.form.fields
+        for name in ("fault_tolerance", "retry_limit", "custom_patterns"):
+            fields[name].widget.attrs["disabled"] = True
+        fields["fault_tolerance"].help_text = _(
+            "Fault tolerance restarts PyTorch jobs only; this is a %(framework)s job."
+        ) % {"framework": S.FRAMEWORK_LABELS.get(state.framework, state.framework)}
     return {
         "bccl": [(labels[k], ok) for k, ok in conditions.items()],
         "bccl_ok": all(conditions.values()),

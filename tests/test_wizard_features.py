@@ -691,3 +691,27 @@ def test_the_injected_variables_list_shows_the_local_pools_own_addresses(alice_c
     ]
     assert "127.0.0.1" in table and "CUDA_VISIBLE_DEVICES" in table
     assert "master-0" not in table and "23456" not in table
+
+
+def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):
+    mpi = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        mpi,
+        upto=W.FAULT,
+        **{
+            W.BASIC: basic_data(framework="MPIJob"),
+            W.RESOURCES: resources_data(roles=[role("master", 1), role("worker", 1)]),
+        },
+    )
+    pytorch = new_draft(alice_client)
+    complete_steps(alice_client, pytorch, upto=W.FAULT)
+
+    mpi_page = alice_client.get(step_url(mpi, W.FAULT)).content.decode()
+    pytorch_page = alice_client.get(step_url(pytorch, W.FAULT)).content.decode()
+
+    box = re.search(r'<input[^>]*name="fault_tolerance"[^>]*>', mpi_page).group(0)
+    assert "disabled" in box and "只对 PyTorch 任务" in mpi_page
+    assert "disabled" not in re.search(
+        r'<input[^>]*name="fault_tolerance"[^>]*>', pytorch_page
+    ).group(0)
