@@ -29,12 +29,18 @@ def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in os.getenv(name, default).split(",") if item.strip()]
 
 
+# The files secrets are read from (NAME_FILE): the local runner hides them from jobs.
+SECRET_FILES: list[Path] = []
+
+
 def envsecret(name: str) -> str | None:
     """A secret from NAME, or from the file that NAME_FILE points at (mounted secrets)."""
+    path = os.getenv(f"{name}_FILE")
+    if path:
+        SECRET_FILES.append(Path(path))
     value = os.getenv(name)
     if value:
         return value
-    path = os.getenv(f"{name}_FILE")
     if path:
         return Path(path).read_text().strip()
     return None

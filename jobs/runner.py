@@ -23,6 +23,7 @@ import fcntl
 import json
 import logging
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -42,7 +43,7 @@ from .alerts import job_alert
 from .backends.local import detected_accelerators, host_volumes
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
-from .sandbox import Mount, SandboxError, bwrap_argv, resolve_in_root
+from .sandbox import Mount, SandboxError, bwrap_argv, is_within, resolve_in_root
 from .services import job_event, job_transition, recorded
 from .spec import MPI, JobSpec
 
@@ -53,6 +54,9 @@ S = JobStatus
 Children = dict[int, "subprocess.Popen[bytes]"]
 SHIM = Path(__file__).resolve().parent / "shim.py"
 HOSTFILE_DEST = "/etc/mpi/hostfile"
+# Hidden from every job whoever runs the worker: root's home, and the folder of sockets and
+# pid files (gunicorn's, a database server's, D-Bus's), which a job could otherwise talk to.
+ALWAYS_HIDDEN = ("/root", "/run", "/var/run")
 # Restarts when fault tolerance is on and no limit was given (AIHC's form offers 0-3).
 DEFAULT_RESTART_LIMIT = 3
 
@@ -262,8 +266,44 @@ def current_capacity() -> Capacity:
 # -- launching -----------------------------------------------------------------------
 
 
+def console_state_paths() -> list[Path]:
+    """Where the console keeps its own state and secrets on this machine."""
+    base = Path(settings.BASE_DIR)
+    paths = [
+        Path(settings.VAR_DIR),
+        base / "var",
+        Path(settings.LOCAL_RUN_DIR),
+        *(Path(path) for path in settings.SECRET_FILES),
+    ]
+    if (base / "manage.py").exists():
+        # The checkout itself: var/ lives there by default, and a deployment may keep an
+        # .env file or local settings next to the code. Jobs have no use for it. (Installed
+        # as a package, BASE_DIR is site-packages, which is not ours to hide.)
+        paths.append(base)
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3" and os.path.isabs(database["NAME"]):
+        # The folder, not the file: SQLite keeps -wal and -journal files next to it that
+        # come and go, and the newest writes sit in the -wal file.
+        paths.append(Path(database["NAME"]).parent)
+    return paths
+
+
+def hidden_host_paths() -> list[str]:
+    """Host paths no job may see (jobs.sandbox covers them; README "What a job gets")."""
+    paths = [str(path) for path in console_state_paths()]
+    # The worker's user's home: its keys, shell history, ~/.gunicorn control socket...
+    paths.append(os.path.expanduser("~"))
+    with contextlib.suppress(KeyError):
+        paths.append(pwd.getpwuid(os.getuid()).pw_dir)
+    paths += ALWAYS_HIDDEN
+    # Every volume's folder: a job sees only the volumes it mounts, at their mount paths.
+    paths += [str(volume.root) for volume in host_volumes()]
+    return paths
+
+
 def volume_mounts(spec: JobSpec) -> list[Mount]:
     roots = {v.name: v.root for v in host_volumes()}
+    state = [os.path.realpath(path) for path in console_state_paths()]
     mounts = []
     for ds in spec.datasources:
         if ds.type != "hostpath" or ds.name not in roots:
@@ -272,6 +312,12 @@ def volume_mounts(spec: JobSpec) -> list[Mount]:
         source = resolve_in_root(roots[ds.name], ds.source_path)
         if not source.exists():
             raise SandboxError(f"{ds.source_path!r} does not exist in volume {ds.name!r}")
+        # A volume whose folder holds the console's state would show it again at the mount
+        # path, under the cover the sandbox puts over it (a volume root set too wide).
+        if any(is_within(path, str(source)) for path in state):
+            raise SandboxError(
+                f"{ds.source_path!r} in volume {ds.name!r} holds the console's own files"
+            )
         mounts.append(Mount(str(source), ds.mount_path, ds.read_only))
     return mounts
 
@@ -302,6 +348,12 @@ def launch_attempt(
     if spec.framework == MPI:
         hostfile.write_text(mpi_hostfile(spec, lambda role, index: "127.0.0.1"))
     mounts = volume_mounts(spec)
+    # A volume's folder that does not exist yet cannot be covered, and would show up in this
+    # job's view of the host as soon as another job's mount creates it.
+    for host_volume in host_volumes():
+        with contextlib.suppress(OSError):
+            host_volume.root.mkdir(parents=True, exist_ok=True)
+    hidden = hidden_host_paths()
     ftc = spec.fault_tolerance_config
     keywords = list(ftc.custom_fault_tolerance_pattern) if ftc else []
 
@@ -359,6 +411,7 @@ def launch_attempt(
             shm_bytes=spec.shared_memory_gi * 1024**3,
             mounts=mounts,
             files=files,
+            hidden=hidden,
         )
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)

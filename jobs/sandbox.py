@@ -4,6 +4,11 @@ What a replica sees (decisions, since no container engine runs here and the imag
 pulled):
 - the host's file system, read-only, standing in for the image (its interpreters and tools),
   with every capability dropped so it cannot be remounted writable;
+- except the console's own state and secrets, and what the worker's user keeps for itself
+  (the paths the runner passes as `hidden`): an empty folder (tmpfs) over each such folder,
+  /dev/null over each such file. The job runs as the worker's user, so whatever that user
+  can read and the sandbox shows, the job reads: the database with sessions and every
+  job's secret envs, the secret key, other jobs' logs, the user's home, sockets in /run;
 - its own writable /tmp (a per-replica folder under the run dir), also HOME and the
   working directory;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
@@ -38,6 +43,11 @@ class Mount:
     read_only: bool = False
 
 
+def is_within(path: str, folder: str) -> bool:
+    """Whether `path` is `folder` or inside it (both absolute, normalised)."""
+    return os.path.commonpath([folder, path]) == folder
+
+
 def resolve_in_root(root: Path, sub_path: str | None) -> Path:
     """The real host path of `sub_path` inside `root`; refuses anything resolving outside.
 
@@ -46,7 +56,7 @@ def resolve_in_root(root: Path, sub_path: str | None) -> Path:
     real_root = Path(os.path.realpath(root))
     relative = (sub_path or "").lstrip("/")
     target = Path(os.path.realpath(real_root / relative))
-    if os.path.commonpath([real_root, target]) != str(real_root):
+    if not is_within(str(target), str(real_root)):
         raise SandboxError(f"{sub_path!r} resolves outside the volume root")
     return target
 
@@ -92,6 +102,28 @@ def _host_entries(directory: str, shadowed: set[str], args: list[str]) -> None:
             args += ["--ro-bind", path, path]
 
 
+def _mask_args(hidden: list[str]) -> list[str]:
+    """bwrap arguments that cover each existing hidden path with an empty folder or file.
+
+    Real paths, because bwrap would follow a symbolic link in a destination from its own
+    new root, not the host's. Paths under /tmp, /proc, /dev and /sys are already the
+    sandbox's own, and "/" is never hidden (the README promises the machine's tools).
+    """
+    real = {os.path.realpath(path) for path in hidden}
+    args: list[str] = []
+    for path in sorted(real):
+        parts = Path(path).parts
+        if len(parts) < 2 or parts[1] in OWN_TOP_LEVEL:
+            continue
+        if any(other != path and is_within(path, other) for other in real):
+            continue  # an enclosing folder is hidden already
+        if os.path.isdir(path):
+            args += ["--tmpfs", path]
+        elif os.path.lexists(path):
+            args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
 def bwrap_argv(
     *,
     bwrap: str,
@@ -100,12 +132,19 @@ def bwrap_argv(
     shm_bytes: int,
     mounts: list[Mount],
     files: list[tuple[Path, str]],
+    hidden: list[str],
 ) -> list[str]:
-    """The bwrap command line running `command` with the mounts and files given."""
+    """The bwrap command line running `command` with the mounts and files given.
+
+    `hidden` are host paths the job must not see. They are covered before the volumes are
+    bound, so a volume mounted at or under a hidden path still appears there (bwrap reads a
+    bind's source from the host, not from the sandbox being built).
+    """
     dests = [m.dest for m in mounts] + [dest for _, dest in files]
     # No capabilities: even a job running as root cannot remount the host read-write.
     args = [bwrap, "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     _host_entries("/", _shadowed_dirs(dests), args)
+    args += _mask_args(hidden)
     args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
     for device in sorted(glob.glob("/dev/nvidia*")):
         args += ["--dev-bind", device, device]

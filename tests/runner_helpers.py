@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -18,10 +17,10 @@ from jobs.models import Job, JobReplica
 from jobs.services import jobs_submit
 from jobs.worker import Worker
 
-# Jobs run in a sandbox with a private /tmp, so the venv's python is invisible to them when
-# the checkout lives under /tmp (as CI's may). The interpreter it points at is not; the job
-# scripts need only the standard library.
-PY = os.path.realpath(sys.executable)
+# The machine's own interpreter: jobs see the host's system folders, but not the worker
+# user's home (where pyenv keeps the one running the tests) nor the checkout with its venv.
+# The job scripts need only the standard library.
+PY = "/usr/bin/python3"
 CARD = "baidu.com/a800_80g_cgpu"
 
 

@@ -22,22 +22,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, host: str, port: str, **options: Any) -> None:
         python = sys.executable
         commands = [
-            [
-                python,
-                "-m",
-                "gunicorn",
-                "console.wsgi:application",
-                "--bind",
-                f"{host}:{port}",
-                "--workers",
-                os.getenv("WEB_WORKERS", "2"),
-                "--threads",
-                os.getenv("WEB_THREADS", "4"),
-                "--access-logfile",
-                "-",
-            ],
+            gunicorn_command(python=python, host=host, port=port),
+            [python, "manage.py", "worker"],
         ]
-        commands.append([python, "manage.py", "worker"])
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,
@@ -77,6 +64,26 @@ def die_with(parent: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:  # the parent died before the request took effect
         os._exit(1)
+
+
+def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
+    return [
+        python,
+        "-m",
+        "gunicorn",
+        "console.wsgi:application",
+        "--bind",
+        f"{host}:{port}",
+        "--workers",
+        os.getenv("WEB_WORKERS", "2"),
+        "--threads",
+        os.getenv("WEB_THREADS", "4"),
+        "--access-logfile",
+        "-",
+        # gunicorn 27 opens a control socket (~/.gunicorn/gunicorn.ctl) that takes shutdown
+        # and reload commands from anyone who can reach the file; the console never uses it.
+        "--no-control-socket",
+    ]
 
 
 def signal_group(child: subprocess.Popen[bytes], signum: int) -> None:

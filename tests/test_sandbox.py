@@ -1,0 +1,112 @@
+"""What a sandboxed job can see of this machine: the host's tools, its own volumes, and
+nothing of the console's state (database, secret key, other jobs' logs, the worker's home)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from jobs import spec as S
+from jobs.logs import replica_log_path
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    log_text,
+    make_spec,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+@pytest.fixture
+def console_home(runner_settings):  # noqa: F811 (the fixture imported above)
+    """The console's state in a folder outside /tmp (which the sandbox replaces anyway), laid
+    out as a deployment lays it out: var/ with the database, the secret key, the run folder
+    and the default volume; a secret file read through a *_FILE variable; a second volume."""
+    home = Path(tempfile.mkdtemp(prefix="console-", dir="/var/tmp"))
+    var = home / "var"
+    (var / "volumes" / "scratch").mkdir(parents=True)
+    (var / "console.sqlite3").write_text("MARKER-database")
+    (var / "secret_key").write_text("MARKER-secret-key")
+    (var / "volumes" / "scratch" / "data.txt").write_text("volume data\n")
+    (home / "aihc_sk").write_text("MARKER-aihc-secret")
+    (home / "other-volume").mkdir()
+    (home / "other-volume" / "file").write_text("MARKER-other-volume")
+    runner_settings.VAR_DIR = var
+    runner_settings.LOCAL_RUN_DIR = var / "runs"
+    runner_settings.SECRET_FILES = [home / "aihc_sk"]
+    runner_settings.LOCAL_VOLUMES = (
+        f"work={var / 'volumes' / 'scratch'},other={home / 'other-volume'}"
+    )
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_job_sees_nothing_of_the_consoles_state_but_its_tools_and_its_own_volume(
+    alice, settings, console_home
+):
+    first = submit(
+        alice,
+        make_spec(
+            "echo MARKER-other-job-log",
+            envs=[S.Env("API_TOKEN", "MARKER-secret-env-value", secret=True)],
+        ),
+    )
+    worker = Worker()
+    run_until(worker, lambda: status_of(first) == JobStatus.SUCCEEDED)
+    var = settings.VAR_DIR
+    files = [
+        settings.DATABASES["default"]["NAME"],  # holds the first job's secret env value
+        var / "console.sqlite3",
+        var / "secret_key",
+        console_home / "aihc_sk",
+        replica_log_path(first.public_id, "master-0"),
+    ]
+    folders = [
+        Path.home(),
+        "/root",
+        "/run",
+        "/var/run",
+        var,
+        settings.LOCAL_RUN_DIR,
+        settings.BASE_DIR,
+        console_home / "other-volume",
+    ]
+    command = "".join(f"cat {f} 2>/dev/null; " for f in files)
+    command += "".join(f'echo "{d}: $(ls -A {d} 2>/dev/null | wc -l) entries"; ' for d in folders)
+    command += "/usr/bin/python3 -c 'print(\"python runs\")'; cat /workspace/data.txt"
+    second = submit(alice, make_spec(command))
+
+    run_until(worker, lambda: status_of(second) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(second, "master-0")
+    assert second.status == JobStatus.SUCCEEDED, (second.status_reason, log)
+    assert "MARKER" not in log
+    for folder in folders:
+        assert f"{folder}: 0 entries" in log
+    assert "python runs" in log
+    assert "volume data" in log
+
+
+def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
+    alice, settings, console_home
+):
+    settings.LOCAL_VOLUMES += f",wide={console_home}"
+    spec = make_spec(
+        "ls /everything",
+        datasources=[S.Datasource("hostpath", "wide", mount_path="/everything")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert "holds the console's own files" in job.status_reason

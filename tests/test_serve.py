@@ -1,0 +1,43 @@
+"""`manage.py serve`: the gunicorn it starts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from jobs.management.commands.serve import gunicorn_command
+from jobs.runner import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_web_server_opens_no_control_socket_anyone_with_its_home_could_command(tmp_path):
+    # gunicorn 27 listens on ~/.gunicorn/gunicorn.ctl by default, taking shutdown and reload
+    # commands from whoever reaches the file.
+    port = str(free_port())
+    command = gunicorn_command(python=sys.executable, host="127.0.0.1", port=port)
+    env = {**os.environ, "HOME": str(tmp_path), "CONSOLE_VAR_DIR": str(tmp_path / "var")}
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert server.poll() is None, "gunicorn exited"
+                assert time.monotonic() < deadline, "gunicorn never answered"
+                time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    assert "--no-control-socket" in command
+    assert not (tmp_path / ".gunicorn").exists()
