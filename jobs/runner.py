@@ -43,7 +43,7 @@ from .alerts import job_alert
 from .backends.local import detected_accelerators, host_volumes
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
-from .sandbox import Mount, SandboxError, bwrap_argv, is_within, resolve_in_root
+from .sandbox import Mount, SandboxError, bwrap_argv, is_within, open_in_root
 from .services import job_event, job_transition, recorded
 from .spec import MPI, JobSpec
 
@@ -302,24 +302,40 @@ def hidden_host_paths() -> list[str]:
 
 
 def volume_mounts(spec: JobSpec) -> list[Mount]:
+    """The spec's volumes, each opened once and checked (see sandbox.open_in_root).
+
+    The caller closes them with close_mounts once every replica has been started.
+    """
     roots = {v.name: v.root for v in host_volumes()}
     state = [os.path.realpath(path) for path in console_state_paths()]
-    mounts = []
-    for ds in spec.datasources:
-        if ds.type != "hostpath" or ds.name not in roots:
-            raise SandboxError(f"volume {ds.name!r} ({ds.type}) is not available locally")
-        roots[ds.name].mkdir(parents=True, exist_ok=True)
-        source = resolve_in_root(roots[ds.name], ds.source_path)
-        if not source.exists():
-            raise SandboxError(f"{ds.source_path!r} does not exist in volume {ds.name!r}")
-        # A volume whose folder holds the console's state would show it again at the mount
-        # path, under the cover the sandbox puts over it (a volume root set too wide).
-        if any(is_within(path, str(source)) for path in state):
-            raise SandboxError(
-                f"{ds.source_path!r} in volume {ds.name!r} holds the console's own files"
-            )
-        mounts.append(Mount(str(source), ds.mount_path, ds.read_only))
+    mounts: list[Mount] = []
+    try:
+        for ds in spec.datasources:
+            if ds.type != "hostpath" or ds.name not in roots:
+                raise SandboxError(f"volume {ds.name!r} ({ds.type}) is not available locally")
+            roots[ds.name].mkdir(parents=True, exist_ok=True)
+            try:
+                fd, source = open_in_root(roots[ds.name], ds.source_path)
+            except OSError:
+                raise SandboxError(
+                    f"{ds.source_path!r} is not a folder in volume {ds.name!r}"
+                ) from None
+            mounts.append(Mount(fd, source, ds.mount_path, ds.read_only))
+            # A volume whose folder holds the console's state would show it again at the
+            # mount path, under the cover the sandbox puts over it (a root set too wide).
+            if any(is_within(path, source) for path in state):
+                raise SandboxError(
+                    f"{ds.source_path!r} in volume {ds.name!r} holds the console's own files"
+                )
+    except BaseException:
+        close_mounts(mounts)
+        raise
     return mounts
+
+
+def close_mounts(mounts: list[Mount]) -> None:
+    for mount in mounts:
+        os.close(mount.fd)
 
 
 def launch_attempt(
@@ -333,6 +349,17 @@ def launch_attempt(
         raise SandboxError(
             f"bubblewrap is not installed at {settings.LOCAL_BWRAP} (apt-get install bubblewrap)"
         )
+    mounts = volume_mounts(spec)
+    try:
+        _start_replicas(job, run, spec, mounts=mounts, children=children)
+    finally:
+        # Every shim started holds its own copies, which its bwrap binds and then closes.
+        close_mounts(mounts)
+
+
+def _start_replicas(
+    job: Job, run: LocalRun, spec: JobSpec, *, mounts: list[Mount], children: Children | None
+) -> None:
     refs = replica_refs(spec)
     base = attempt_dir(job.public_id, run.attempt)
     base.mkdir(parents=True, exist_ok=True)
@@ -347,7 +374,6 @@ def launch_attempt(
     hostfile = base / "hostfile"
     if spec.framework == MPI:
         hostfile.write_text(mpi_hostfile(spec, lambda role, index: "127.0.0.1"))
-    mounts = volume_mounts(spec)
     # A volume's folder that does not exist yet cannot be covered, and would show up in this
     # job's view of the host as soon as another job's mount creates it.
     for host_volume in host_volumes():
@@ -449,11 +475,14 @@ def launch_attempt(
                     argv += ["--secret-env", user_env.name]
             for keyword in keywords:
                 argv += ["--keyword", keyword]
+            # The opened volume folders bwrap binds (--bind-fd): the shim hands them on.
+            for mount in mounts:
+                argv += ["--mount-fd", str(mount.fd)]
             with open(state / "shim.err", "ab") as err:
                 child = subprocess.Popen(
                     [*argv, "--", *sandboxed],
                     start_new_session=True,
-                    pass_fds=(lock_fd,),
+                    pass_fds=(lock_fd, *(mount.fd for mount in mounts)),
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=err,

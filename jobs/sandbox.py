@@ -13,7 +13,8 @@ pulled):
   working directory;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
   so when the job's first process dies every process of the replica dies with it;
-- the hostpath volumes of the spec at their mount paths, read-only when asked;
+- the hostpath volumes of the spec at their mount paths, read-only when asked, bound from
+  descriptors opened and checked beforehand (open_in_root), never by name;
 - the MPI hostfile at /etc/mpi/hostfile.
 
 A mount path that does not exist on the host must not be created on the host: its nearest
@@ -38,7 +39,8 @@ class SandboxError(Exception):
 
 @dataclass(frozen=True)
 class Mount:
-    source: str  # host path
+    fd: int  # O_PATH descriptor of the host folder, opened and checked by open_in_root
+    source: str  # its real path when it was opened
     dest: str  # path inside the sandbox
     read_only: bool = False
 
@@ -59,6 +61,27 @@ def resolve_in_root(root: Path, sub_path: str | None) -> Path:
     if not is_within(str(target), str(real_root)):
         raise SandboxError(f"{sub_path!r} resolves outside the volume root")
     return target
+
+
+def open_in_root(root: Path, sub_path: str | None) -> tuple[int, str]:
+    """An O_PATH descriptor of the folder `sub_path` inside `root`, and its real path.
+
+    bwrap is handed this descriptor (--bind-fd), not a name: a name checked now and bound
+    later can be swapped for a symbolic link in between by any job writing the same volume
+    (renameat2 RENAME_EXCHANGE), and bwrap would follow it. So the folder is opened once,
+    the check is made on what was opened, and what was checked is what gets mounted.
+    Raises OSError when there is no such folder (a symbolic link put there after
+    resolve_in_root is opened as itself, O_NOFOLLOW, and refused as not a folder).
+    """
+    source = resolve_in_root(root, sub_path)
+    fd = os.open(source, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC)
+    # A folder on the way may have been swapped since resolve_in_root: check where the
+    # descriptor really points.
+    opened = os.readlink(f"/proc/self/fd/{fd}")
+    if not is_within(opened, os.path.realpath(root)):
+        os.close(fd)
+        raise SandboxError(f"{sub_path!r} resolves outside the volume root")
+    return fd, opened
 
 
 def _shadowed_dirs(dests: list[str]) -> set[str]:
@@ -151,7 +174,11 @@ def bwrap_argv(
     args += ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
     args += ["--bind", str(tmp_dir), "/tmp"]
     for mount in sorted(mounts, key=lambda m: m.dest.count("/")):
-        args += ["--ro-bind" if mount.read_only else "--bind", mount.source, mount.dest]
+        bind = "--ro-bind-fd" if mount.read_only else "--bind-fd"
+        args += [bind, str(mount.fd), mount.dest]
+    # The hostfile and /tmp are bound by name: they live under LOCAL_RUN_DIR, which only the
+    # runner writes (a job sees none of it but its /tmp's contents, and cannot replace the
+    # folder it is mounted on), so no job can swap what these names point at.
     for source, dest in files:
         args += ["--ro-bind", str(source), dest]
     args += ["--chdir", "/tmp", "--"]

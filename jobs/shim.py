@@ -5,7 +5,8 @@ that is killed or restarted. The shim:
 
 - pins itself (and so the replica) to the given CPU cores;
 - starts the sandboxed command with the environment read from a file it then deletes
-  (secret values never appear on a command line);
+  (secret values never appear on a command line), handing it the descriptors of the
+  volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);
 - writes every output line to the replica's log, prefixed with a UTC timestamp, with the
   values of the job's secret envs replaced by `******`;
 - records the first line that contains a fault-tolerance keyword (file `keyword`);
@@ -50,6 +51,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--state", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--lock-fd", type=int, required=True)
+    # Descriptors of the checked volume folders the command (bwrap --bind-fd) binds.
+    parser.add_argument("--mount-fd", type=int, action="append", default=[])
     parser.add_argument("--cpus", default="")
     parser.add_argument("--keyword", action="append", default=[])
     parser.add_argument("--secret-env", action="append", default=[])
@@ -93,12 +96,15 @@ def main(argv: list[str]) -> int:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            pass_fds=args.mount_fd,
         )
     except OSError as exc:
         line = args.start_failed_line.replace("{error}", str(exc))
         os.write(log, stamp() + line.encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0
+    for fd in args.mount_fd:  # bwrap has its own copies
+        os.close(fd)
     (state / "pid").write_text(str(os.getpid()))
     assert child.stdout is not None
     while True:

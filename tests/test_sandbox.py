@@ -3,7 +3,9 @@ nothing of the console's state (database, secret key, other jobs' logs, the work
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -12,6 +14,8 @@ import pytest
 from jobs import spec as S
 from jobs.logs import replica_log_path
 from jobs.models import JobStatus
+from jobs.runner import close_mounts, hidden_host_paths, volume_mounts
+from jobs.sandbox import bwrap_argv
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -21,6 +25,7 @@ from .runner_helpers import (
     runner_settings,  # noqa: F401
     status_of,
     submit,
+    volume,
 )
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
@@ -82,7 +87,10 @@ def test_a_job_sees_nothing_of_the_consoles_state_but_its_tools_and_its_own_volu
     ]
     command = "".join(f"cat {f} 2>/dev/null; " for f in files)
     command += "".join(f'echo "{d}: $(ls -A {d} 2>/dev/null | wc -l) entries"; ' for d in folders)
-    command += "/usr/bin/python3 -c 'print(\"python runs\")'; cat /workspace/data.txt"
+    command += "/usr/bin/python3 -c 'print(\"python runs\")'; cat /workspace/data.txt; "
+    # The volume's descriptor bwrap bound is closed before the job starts: through it the
+    # job could reach the host folder past the read-only bind.
+    command += "echo open descriptors: $(ls /proc/self/fd)"
     second = submit(alice, make_spec(command))
 
     run_until(worker, lambda: status_of(second) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
@@ -94,6 +102,7 @@ def test_a_job_sees_nothing_of_the_consoles_state_but_its_tools_and_its_own_volu
         assert f"{folder}: 0 entries" in log
     assert "python runs" in log
     assert "volume data" in log
+    assert "open descriptors: 0 1 2 3\n" in log  # ls's own 3
 
 
 def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
@@ -110,3 +119,42 @@ def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
 
     assert job.status == JobStatus.FAILED
     assert "holds the console's own files" in job.status_reason
+
+
+def test_a_mount_swapped_for_a_symlink_after_its_check_still_binds_the_checked_folder(
+    settings, tmp_path
+):
+    root = volume(settings)
+    (root / "data").mkdir()
+    (root / "data" / "inside.txt").write_text("the checked folder")
+    outside = tmp_path / "console-var"
+    outside.mkdir()
+    (outside / "secret_key").write_text("MARKER-outside")
+    spec = make_spec(
+        "", datasources=[S.Datasource("hostpath", "work", mount_path="/data", source_path="data")]
+    )
+    mounts = volume_mounts(spec)
+    # What another job writing the same volume can do between the check and bwrap's bind.
+    (root / "data").rename(root / "data-checked")
+    (root / "data").symlink_to(outside)
+    (tmp_path / "tmp").mkdir()
+    argv = bwrap_argv(
+        bwrap=settings.LOCAL_BWRAP,
+        command=["sh", "-c", "cat /data/*; echo written > /data/new.txt"],
+        tmp_dir=tmp_path / "tmp",
+        shm_bytes=1024**2,
+        mounts=mounts,
+        files=[],
+        hidden=hidden_host_paths(),
+    )
+    try:
+        result = subprocess.run(
+            argv, pass_fds=[m.fd for m in mounts], capture_output=True, text=True, timeout=30
+        )
+    finally:
+        close_mounts(mounts)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "the checked folder"
+    assert os.listdir(outside) == ["secret_key"]
+    assert (root / "data-checked" / "new.txt").read_text() == "written\n"
