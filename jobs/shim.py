@@ -107,17 +107,30 @@ def main(argv: list[str]) -> int:
         os.close(fd)
     (state / "pid").write_text(str(os.getpid()))
     assert child.stdout is not None
+    # A line longer than MAX_LINE (or a long `\r` progress bar) is read and logged in
+    # pieces, and a secret or keyword can straddle a cut. So the end of a piece that does not
+    # end its line, as long as the longest secret or keyword less one byte, is held back and
+    # masked and matched again with the next piece: whatever straddles the cut starts there.
+    held_length = max(map(len, [*secrets, *keywords]), default=1) - 1
+    held = b""
     while True:
-        line = child.stdout.readline(MAX_LINE)
-        if not line:
+        piece = child.stdout.readline(MAX_LINE)
+        if not piece and not held:
             break
-        if not line.endswith(b"\n"):
-            line += b"\n"
+        text = held + piece
         for secret in secrets:
-            line = line.replace(secret, MASK)
-        os.write(log, stamp() + line)
+            text = text.replace(secret, MASK)
+        if piece.endswith(b"\n") or not piece:  # the line ends here, or the output does
+            line, held = text, b""
+        else:
+            cut = max(len(text) - held_length, 0)
+            line, held = text[:cut], text[cut:]
+        if line:
+            os.write(log, stamp() + (line if line.endswith(b"\n") else line + b"\n"))
+        # Matched on the whole text, the held part included: a keyword that ends in it is
+        # found now (and found again with the next piece, which changes nothing).
         if keywords and not matched:
-            hit = next((k for k in keywords if k in line), None)
+            hit = next((k for k in keywords if k in text), None)
             if hit is not None:
                 matched = True
                 write_atomic(
@@ -125,7 +138,7 @@ def main(argv: list[str]) -> int:
                     json.dumps(
                         {
                             "keyword": hit.decode(errors="replace"),
-                            "line": line.decode(errors="replace")[:500],
+                            "line": text.decode(errors="replace")[:500],
                         }
                     ),
                 )

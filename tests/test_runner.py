@@ -125,6 +125,37 @@ def test_secret_env_values_the_job_prints_are_masked_in_its_log_and_keyword_reco
     assert "SUPERSECRET" not in job.status_reason
 
 
+def test_a_secret_cut_by_the_64_kib_line_limit_is_still_masked(alice):
+    token = "QuXoZiVeKaPuWyJo"
+    spec = make_spec(
+        # Every cut position: the shim reads at most 64 KiB of a line at a time.
+        'for pad in 65530 65535 65524 131060; do printf "%${pad}s" \'\'; echo "$TOK end"; done',
+        envs=[S.Env("TOK", token, secret=True)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    assert log.count("****** end\n") == 4
+    assert not [token[i : i + 4] for i in range(len(token) - 3) if token[i : i + 4] in log]
+
+
+def test_a_fault_keyword_cut_by_the_64_kib_line_limit_is_still_recognised(alice):
+    spec = make_spec(
+        "printf '%65530s' ''; echo 'NCCL watchdog timeout'; sleep 30",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=0, custom_fault_tolerance_pattern=["watchdog timeout"]
+        ),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert "watchdog timeout" in job.status_reason
+
+
 def test_a_tensorflow_job_gets_the_kubeflow_tf_config_with_local_addresses(alice, settings):
     check = textwrap.dedent(
         """
