@@ -1,4 +1,4 @@
-"""`manage.py serve`: the gunicorn it starts."""
+"""`manage.py serve`: the gunicorn it starts, and the worker it keeps running."""
 
 from __future__ import annotations
 
@@ -41,3 +41,47 @@ def test_the_web_server_opens_no_control_socket_anyone_with_its_home_could_comma
 
     assert "--no-control-socket" in command
     assert not (tmp_path / ".gunicorn").exists()
+
+
+def test_a_worker_that_dies_is_started_again_and_the_console_stays_up(tmp_path):
+    import signal
+
+    from tests.test_foundation import children_of
+
+    def worker_pids() -> list[int]:
+        return [
+            pid
+            for pid in children_of(server.pid)
+            if b"manage.py\x00worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+
+    port = free_port()
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0", "PORT": str(port)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not worker_pids():
+            assert time.monotonic() < deadline, "no worker started"
+            time.sleep(0.2)
+        [first] = worker_pids()
+
+        os.kill(first, signal.SIGKILL)
+
+        deadline = time.monotonic() + 30
+        while not [pid for pid in worker_pids() if pid != first]:
+            assert server.poll() is None, "serve stopped with its worker"
+            assert time.monotonic() < deadline, "the worker was not started again"
+            time.sleep(0.2)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=5) as r:
+            assert r.status == 200
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=30)

@@ -21,19 +21,20 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, host: str, port: str, **options: Any) -> None:
         python = sys.executable
-        commands = [
-            gunicorn_command(python=python, host=host, port=port),
-            [python, "manage.py", "worker"],
-        ]
+        worker_command = [python, "manage.py", "worker"]
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,
         # nothing to clean up with), the kernel sends each child SIGTERM.
         parent = os.getpid()
-        children = [
-            subprocess.Popen(cmd, start_new_session=True, preexec_fn=lambda: die_with(parent))
-            for cmd in commands
-        ]
+
+        def start(command: list[str]) -> subprocess.Popen[bytes]:
+            return subprocess.Popen(
+                command, start_new_session=True, preexec_fn=lambda: die_with(parent)
+            )
+
+        children = [start(gunicorn_command(python=python, host=host, port=port))]
+        children.append(start(worker_command))
         self.stdout.write(f"Console on http://{host}:{port}/ (Ctrl-C stops it)")
 
         def stop(*_: Any) -> None:
@@ -50,12 +51,38 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        while all(child.poll() is None for child in children):
+        web = children[0]
+        worker_started = time.monotonic()
+        restart_delay = 0.0
+        while web.poll() is None:
             time.sleep(0.5)
+            worker = children[1]
+            if worker.poll() is None:
+                continue
+            # The worker ended on its own (a crash, a stray signal): the console stays up and
+            # the worker comes back, re-adopting running jobs as after any restart. The delay
+            # doubles while it keeps dying soon after each start.
+            lived = time.monotonic() - worker_started
+            restart_delay = (
+                WORKER_RESTART_FIRST_DELAY
+                if lived >= WORKER_HEALTHY_SECONDS or not restart_delay
+                else min(restart_delay * 2, WORKER_RESTART_MAX_DELAY)
+            )
+            self.stderr.write(
+                f"The worker exited with code {worker.returncode}; "
+                f"restarting it in {restart_delay:.0f} s"
+            )
+            signal_group(worker, signal.SIGKILL)  # anything it left in its group
+            time.sleep(restart_delay)
+            children[1] = start(worker_command)
+            worker_started = time.monotonic()
         stop()
 
 
 PR_SET_PDEATHSIG = 1
+WORKER_RESTART_FIRST_DELAY = 1.0
+WORKER_RESTART_MAX_DELAY = 30.0
+WORKER_HEALTHY_SECONDS = 60.0
 
 
 def die_with(parent: int) -> None:
