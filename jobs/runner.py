@@ -9,6 +9,9 @@ worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<inde
   = finished with that code. Lock free, no `exit`, but `launched` present = lost (killed
   with its shim, or the machine rebooted). Nothing there = never launched.
 - `exit`, `keyword`: written by the shim.
+- `pid`: written by the shim once its command has started. A worker killed between a spawn
+  and recording it leaves a live replica without a pid; the next worker adopts it from this
+  file (or, before it exists, from /proc), trusting a pid only if that process holds `lock`.
 
 So a restarted worker re-adopts live replicas just by looking, nothing is launched twice
 (a launch is recorded before the spawn), and nothing stays Running forever (a lost replica
@@ -99,6 +102,53 @@ def signal_group(replica: JobReplica, sig: int) -> None:
         return  # the pid was recycled; our group is gone
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(replica.pid, sig)
+
+
+def _start_if_holding(pid: int, lock: os.stat_result) -> str | None:
+    """The start time of process `pid` if it has the file `lock` open, else None.
+
+    Only our shim holds a replica's lock file open (the worker closes its copy after the
+    spawn, and the shim's command does not inherit it), so this tells our shim from a
+    process that got a recycled pid. The start time is read before and after the look at
+    its descriptors: a pid that changed hands in between is not trusted."""
+    start = process_start(pid)
+    if start is None:
+        return None
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:  # gone, or not ours
+        return None
+    for fd in descriptors:
+        try:
+            target = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (target.st_dev, target.st_ino) == (lock.st_dev, lock.st_ino):
+            return start if process_start(pid) == start else None
+    return None
+
+
+def live_shim(state: Path) -> tuple[int, str] | None:
+    """(pid, start time) of the live shim of the replica whose files are in `state`.
+
+    For a replica the worker spawned but never recorded (it was killed right after the
+    spawn). The shim writes `pid` once its command has started; before that (or if the file
+    names a process that does not hold the lock) the lock holder is looked for in /proc."""
+    try:
+        lock = os.stat(state / "lock")
+    except OSError:
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        pid = int((state / "pid").read_text().strip())
+        start = _start_if_holding(pid, lock)
+        if start is not None:
+            return pid, start
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            start = _start_if_holding(int(entry.name), lock)
+            if start is not None:
+                return int(entry.name), start
+    return None
 
 
 def free_port() -> int:
@@ -406,6 +456,11 @@ def _start_replicas(
         state = replica_state_dir(job.public_id, run.attempt, ref.label)
         if read_state(state).phase != "unlaunched":
             continue
+        # Recorded before the spawn, so a replica adopted after a worker restart shows it.
+        replica.devices = ",".join(map(str, cards))
+        replica.cpus = ",".join(map(str, cpus))
+        replica.node = socket.gethostname()
+        replica.save(update_fields=["devices", "cpus", "node"])
         env = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             "HOME": "/tmp",
@@ -498,10 +553,16 @@ def _start_replicas(
         replica.exit_code = None
         replica.started_at = timezone.now()
         replica.finished_at = None
-        replica.devices = ",".join(map(str, cards))
-        replica.cpus = ",".join(map(str, cpus))
-        replica.node = socket.gethostname()
-        replica.save()
+        replica.save(
+            update_fields=[
+                "pid",
+                "process_start",
+                "status",
+                "exit_code",
+                "started_at",
+                "finished_at",
+            ]
+        )
 
 
 def _exclusive_cpus_in_use() -> set[int]:
@@ -630,13 +691,14 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     }
     for replica in replicas:
         _record_replica(replica, states[replica.pk], now, stopping=bool(run.stop_target))
+    adopted = _adopt_unrecorded(job, run, replicas, states)
 
     if job.status == S.STOPPING and run.stop_target not in (TARGET_STOPPED, TARGET_TIMED_OUT):
         run.stop_target = TARGET_STOPPED  # stopped by someone else (e.g. a reviewer)
         run.save(update_fields=["stop_target"])
 
     if run.stop_target:
-        _tear_down(job, run, spec, replicas, states, now, children)
+        _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
 
     unlaunched = [r for r in replicas if states[r.pk].phase == "unlaunched"]
@@ -677,7 +739,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         run.stop_message = failure
         run.save(update_fields=["stop_target", "stop_message"])
         job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
-        _tear_down(job, run, spec, replicas, states, now, children)
+        _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
 
     if all(states[r.pk].phase == "exited" for r in replicas):
@@ -704,6 +766,33 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     _check_hang(job, run, spec, replicas, now)
+
+
+def _adopt_unrecorded(
+    job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> list[JobReplica]:
+    """Records the pid of every live replica that has none: a worker killed between a spawn
+    and recording it leaves one, and without a pid it could never be signalled (stopped,
+    timed out, torn down). Returns the replicas adopted."""
+    adopted = []
+    for replica in replicas:
+        if replica.pid or states[replica.pk].phase != "alive":
+            continue
+        state = replica_state_dir(job.public_id, run.attempt, f"{replica.role}-{replica.index}")
+        found = live_shim(state)
+        if found is None:  # it ended since read_state looked; the next tick sees how
+            continue
+        replica.pid, replica.process_start = found
+        try:  # recorded just before the spawn
+            launched = datetime.fromtimestamp((state / "launched").stat().st_mtime, tz=UTC)
+        except OSError:
+            launched = timezone.now()
+        replica.started_at = replica.started_at or launched
+        replica.node = replica.node or socket.gethostname()
+        replica.save(update_fields=["pid", "process_start", "started_at", "node"])
+        logger.info("%s: adopted %s (pid %s)", job.public_id, replica, replica.pid)
+        adopted.append(replica)
+    return adopted
 
 
 def _record_replica(
@@ -766,6 +855,8 @@ def _tear_down(
     states: dict[int, ReplicaState],
     now: datetime,
     children: Children | None,
+    *,
+    adopted: list[JobReplica],
 ) -> None:
     alive = [r for r in replicas if states[r.pk].phase == "alive"]
     if alive:
@@ -777,6 +868,9 @@ def _tear_down(
         elif now >= run.kill_at:
             for replica in alive:
                 signal_group(replica, signal.SIGKILL)
+        else:
+            for replica in adopted:  # its pid was unknown when the others got SIGTERM
+                signal_group(replica, signal.SIGTERM)
         return
     # Every shim is gone; make sure no straggler of a lost replica survives either.
     for replica in replicas:
