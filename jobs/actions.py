@@ -70,7 +70,10 @@ def job_delete(*, job: Job) -> bool:
             message=recorded(gettext_noop("Stopped to be deleted.")),
             delete=True,
         )
-        return False
+        job.refresh_from_db()
+        if job.status not in FINAL_STATUSES:
+            return False  # the worker deletes it once it has stopped
+        # It ended while the request came in: nothing is left to stop, so it goes now.
     if job.backend != "local" and not job.external_id and job.status in (S.SUBMITTING, S.STOPPING):
         # A create is on its way to the platform: deleting the row now would leave whatever
         # it creates running there with nothing tracking it.

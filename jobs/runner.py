@@ -38,6 +38,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -629,9 +630,12 @@ def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
     logger.warning("%s: %s", job.public_id, message)
     for replica in job.replicas.all():
         signal_group(replica, signal.SIGKILL)
-    run.stop_target = TARGET_FAILED
-    run.stop_message = message
-    run.save(update_fields=["stop_target", "stop_message"])
+    # A stop recorded meanwhile (Stop, Delete, a timeout) keeps its target: the job ends as
+    # asked, not Failed.
+    LocalRun.objects.filter(pk=run.pk, stop_target__in=("", TARGET_RESTART)).update(
+        stop_target=TARGET_FAILED, stop_message=message
+    )
+    run.refresh_from_db()
     job_event(job=job, reason="StartFailed", message=message, warning=True)
 
 
@@ -653,8 +657,11 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
         run = LocalRun.objects.select_for_update().filter(job=job).first()
         if run is None:
             return
-        run.stop_target = target
-        run.stop_message = message
+        # A stop replaces a restart or failure the worker decided (the stop wins); the first
+        # stop recorded (a Stop, or a timeout) keeps its target and message.
+        if run.stop_target not in (TARGET_STOPPED, TARGET_TIMED_OUT):
+            run.stop_target = target
+            run.stop_message = message
         run.delete_when_stopped = run.delete_when_stopped or delete
         run.save(update_fields=["stop_target", "stop_message", "delete_when_stopped"])
         if job.status == S.RUNNING and target in (TARGET_STOPPED, TARGET_TIMED_OUT):
@@ -694,8 +701,12 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     adopted = _adopt_unrecorded(job, run, replicas, states)
 
     if job.status == S.STOPPING and run.stop_target not in (TARGET_STOPPED, TARGET_TIMED_OUT):
-        run.stop_target = TARGET_STOPPED  # stopped by someone else (e.g. a reviewer)
-        run.save(update_fields=["stop_target"])
+        # Stopping without a stop target: stopped by someone else. Only if the target is
+        # still what this tick read, so a stop recorded meanwhile keeps its own.
+        LocalRun.objects.filter(pk=run.pk, stop_target=run.stop_target).update(
+            stop_target=TARGET_STOPPED
+        )
+        run.refresh_from_db()
 
     if run.stop_target:
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
@@ -735,10 +746,14 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             break
     if failure:
         can_restart = job.restarts < restart_limit(spec)
-        run.stop_target = TARGET_RESTART if can_restart else TARGET_FAILED
-        run.stop_message = failure
-        run.save(update_fields=["stop_target", "stop_message"])
-        job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+        # Only if no stop was recorded since this tick read the run: a Stop or Delete from
+        # the web process wins over the restart (or failure) decided here.
+        decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
+            stop_target=TARGET_RESTART if can_restart else TARGET_FAILED, stop_message=failure
+        )
+        if decided:
+            job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+        run.refresh_from_db()
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
 
@@ -886,18 +901,9 @@ def _finish_tear_down(
     now: datetime,
     children: Children | None,
 ) -> None:
-    target, message = run.stop_target, run.stop_message
-    if target == TARGET_RESTART and job.status == S.RUNNING:
+    message = run.stop_message
+    if run.stop_target == TARGET_RESTART and _begin_next_attempt(job, run, now):
         limit = restart_limit(spec)
-        run.attempt += 1
-        run.stop_target = ""
-        run.stop_message = ""
-        run.kill_at = None
-        run.hang_warned_at = None
-        run.attempt_started_at = now
-        run.save()
-        job.restarts += 1
-        job.save(update_fields=["restarts", "updated_at"])
         for replica in replicas:
             replica.restarts += 1
             replica.status = "pending"
@@ -917,6 +923,13 @@ def _finish_tear_down(
         except Exception as exc:  # a job that cannot start fails; the worker carries on
             _fail_launch(job, run, exc)
         return
+    # Re-read: the web process may have recorded a stop (or a delete) since this tick began,
+    # and the job's status may have moved on.
+    run.refresh_from_db()
+    job.refresh_from_db()
+    if job.status not in (S.RUNNING, S.STOPPING):
+        return
+    target, message = run.stop_target, run.stop_message
     if target == TARGET_RESTART:
         target = TARGET_STOPPED
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
@@ -928,6 +941,36 @@ def _finish_tear_down(
         _finished(job, run)
 
 
+def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
+    """Moves the run to its next attempt for a fault-tolerance restart, unless a stop was
+    recorded since the restart was decided: then the stop wins and nothing changes.
+
+    The run's row is locked first, as request_stop locks it, so a concurrent stop either
+    lands before (and is seen here) or after (and stops the new attempt). Only the fields
+    of a new attempt are written; `delete_when_stopped` is never touched."""
+    with transaction.atomic():
+        current = LocalRun.objects.select_for_update().get(pk=run.pk)
+        still_running = Job.objects.filter(pk=job.pk, status=S.RUNNING).exists()
+        restart = (
+            current.stop_target == TARGET_RESTART
+            and current.attempt == run.attempt
+            and still_running
+        )
+        if restart:
+            LocalRun.objects.filter(pk=run.pk).update(
+                attempt=F("attempt") + 1,
+                stop_target="",
+                stop_message="",
+                kill_at=None,
+                hang_warned_at=None,
+                attempt_started_at=now,
+            )
+            Job.objects.filter(pk=job.pk).update(restarts=F("restarts") + 1, updated_at=now)
+    run.refresh_from_db()
+    job.refresh_from_db()
+    return restart
+
+
 def _finished(job: Job, run: LocalRun) -> None:
     """Cleans up after a job ends: scratch folders go, logs stay."""
     for path in job_logs.job_dir(job.public_id).glob("attempt-*"):
@@ -935,7 +978,10 @@ def _finished(job: Job, run: LocalRun) -> None:
         for replica_dir in path.iterdir() if path.is_dir() else []:
             if replica_dir.is_dir():
                 shutil.rmtree(replica_dir / "tmp", ignore_errors=True)
-    if run.delete_when_stopped:
+    # Read now, not from the run this tick began with: a Delete may have come meanwhile.
+    # (One recorded after this read, or a worker killed before it, is carried out by the
+    # worker's sweep of finished jobs awaiting deletion.)
+    if LocalRun.objects.filter(pk=run.pk, delete_when_stopped=True).exists():
         from .actions import job_delete
 
         job_delete(job=job)

@@ -15,11 +15,13 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from django.db import connection
 
 from jobs import spec as S
-from jobs.actions import job_stop
-from jobs.models import Job, JobStatus
-from jobs.runner import replica_state_dir
+from jobs.actions import job_delete, job_stop
+from jobs.models import Job, JobStatus, LocalRun
+from jobs.runner import read_state, replica_state_dir
+from jobs.services import job_transition
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -52,6 +54,27 @@ class AfterSpawn(dict):
         self.spawned += 1
         if self.spawned == self.n:
             self.then()
+
+
+@contextlib.contextmanager
+def right_after_the_worker_reads(table: str, request: Callable[[], object]) -> Iterator[None]:
+    """Runs `request` (what the web process does) right after the first read of a row of
+    `table`, before the next statement: the window in which a row read at the start of a
+    tick goes stale."""
+    state = {"read": False, "done": False}
+
+    def hook(execute, sql, params, many, context):
+        if state["read"] and not state["done"]:
+            state["done"] = True
+            request()
+        result = execute(sql, params, many, context)
+        if not state["done"] and sql.startswith("SELECT") and f'FROM "{table}"' in sql:
+            state["read"] = True
+        return result
+
+    with connection.execute_wrapper(hook):
+        yield
+    assert state["done"], f"the worker never read {table}"
 
 
 def fresh(job: Job) -> Job:
@@ -150,3 +173,95 @@ def test_a_pid_file_naming_another_process_is_not_trusted_and_the_lock_holder_is
     finally:
         bystander.kill()
         bystander.wait()
+
+
+# -- Stop or Delete while the worker decides on a fault-tolerance restart -----------------
+
+
+def failing_with_fault_tolerance() -> S.JobSpec:
+    return make_spec(
+        "exit 1",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=3),
+    )
+
+
+def started_and_failed(job: Job, worker: Worker) -> None:
+    """Starts the job and waits (without a tick) until its replica has exited with 1."""
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    state = replica_state_dir(job.public_id, 1, "master-0")
+    wait_for(lambda: read_state(state).phase == "exited", what="the replica to exit")
+
+
+def test_a_delete_that_lands_while_the_worker_decides_a_restart_deletes_the_job(alice):
+    job = submit(alice, failing_with_fault_tolerance())
+    worker = Worker()
+    started_and_failed(job, worker)
+
+    with right_after_the_worker_reads("jobs_localrun", lambda: job_delete(job=fresh(job))):
+        worker.tick()
+    run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), timeout=10)
+
+    assert processes_with(job.public_id) == []
+
+
+def test_a_stop_that_lands_while_the_worker_decides_a_restart_is_never_followed_by_a_restart(
+    alice,
+):
+    job = submit(alice, failing_with_fault_tolerance())
+    worker = Worker()
+    started_and_failed(job, worker)
+
+    with right_after_the_worker_reads("jobs_localrun", lambda: job_stop(job=fresh(job))):
+        worker.tick()
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=10)
+
+    reasons = [e.reason for e in job.events.all()]
+    assert reasons[reasons.index("Stopping") :] == ["Stopping", "Stopped"]
+    assert job.restarts == 0
+    assert LocalRun.objects.get(job=job).attempt == 1
+
+
+def test_a_delete_is_not_undone_when_the_worker_restarts_the_job_as_the_delete_lands(alice):
+    # Two replicas: the failure tears the other one down, so the restart is decided in one
+    # tick and carried out in a later one, with the delete landing in between.
+    spec = failing_with_fault_tolerance()
+    spec.command = 'if [ "$RANK" = 1 ]; then exit 1; fi; sleep 300'
+    spec.roles = [S.Role("master", 1), S.Role("worker", 1)]
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: LocalRun.objects.filter(job=job, stop_target="restart").exists())
+    state = replica_state_dir(job.public_id, 1, "master-0")
+    wait_for(lambda: read_state(state).phase != "alive", what="the master to be torn down")
+
+    with right_after_the_worker_reads("jobs_localrun", lambda: job_delete(job=fresh(job))):
+        worker.tick()
+    run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), timeout=10)
+
+    assert processes_with(job.public_id) == []
+
+
+def test_a_pending_delete_is_carried_out_by_a_worker_started_after_the_old_one_died(alice):
+    job = submit(alice, make_spec("sleep 300"))
+    run_until(Worker(), lambda: job.replicas.exclude(pid=None).exists())
+    assert job_delete(job=fresh(job)) is False  # it goes once it has stopped
+    # The old worker stopped the processes and recorded Stopped, then was killed before it
+    # could delete the job.
+    kill_everything_of(job)
+    assert job_transition(job=fresh(job), to=JobStatus.STOPPED, reason="Stopped")
+
+    Worker().tick()
+
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_delete_sent_from_a_page_read_before_the_job_ended_deletes_it_at_once(alice):
+    job = submit(alice, make_spec("sleep 0.5"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    page = fresh(job)  # the job page the owner clicks Delete on
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert job_delete(job=page) is True
+
+    assert not Job.objects.filter(pk=job.pk).exists()
