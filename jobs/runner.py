@@ -457,6 +457,8 @@ def _start_replicas(
         state = replica_state_dir(job.public_id, run.attempt, ref.label)
         if read_state(state).phase != "unlaunched":
             continue
+        if not launch_wanted(run):
+            return  # stopped while launching: supervise tears down what did start
         # Recorded before the spawn, so a replica adopted after a worker restart shows it.
         replica.devices = ",".join(map(str, cards))
         replica.cpus = ",".join(map(str, cpus))
@@ -566,6 +568,12 @@ def _start_replicas(
         )
 
 
+def launch_wanted(run: LocalRun) -> bool:
+    """Whether the run's replicas should still be started: no stop, timeout or failure has
+    been recorded since the launch began (the web process may record a Stop at any time)."""
+    return LocalRun.objects.filter(pk=run.pk, stop_target="", job__status=S.RUNNING).exists()
+
+
 def _exclusive_cpus_in_use() -> set[int]:
     from .models import ACTIVE_STATUSES
 
@@ -616,6 +624,12 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
         launch_attempt(job, run, spec, children=children)
     except Exception as exc:  # a job that cannot start fails; the worker carries on
         _fail_launch(job, run, exc)
+        return True
+    if not launch_wanted(run):
+        # Stopped while launching: no "running" alert after the Stopping event, and what
+        # did start gets its SIGTERM now rather than a tick later.
+        job.refresh_from_db()
+        supervise(job, children=children)
         return True
     job_alert(
         job=job,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from django.core import mail
 from django.db import connection
 
 from jobs import spec as S
@@ -265,3 +266,33 @@ def test_a_delete_sent_from_a_page_read_before_the_job_ended_deletes_it_at_once(
     assert job_delete(job=page) is True
 
     assert not Job.objects.filter(pk=job.pk).exists()
+
+
+# -- Stop while the worker is launching ---------------------------------------------------
+
+
+def test_a_stop_during_the_launch_starts_no_more_replicas_and_sends_no_running_alert(
+    alice, leftovers
+):
+    spec = make_spec(
+        "sleep 300",
+        roles=FOUR_SLEEPERS,
+        alert=S.AlertConfig(items=["jobRunning"], emails=["ops@example.com"]),
+    )
+    job = submit(alice, spec)
+    leftovers.append(job)
+    worker = Worker()
+    worker.children = AfterSpawn(1, then=lambda: job_stop(job=fresh(job)))
+
+    worker.tick()
+
+    launched = [r.index for r in job.replicas.all() if r.role == "worker" and r.status != "pending"]
+    assert launched == []  # only master-0, spawned before the stop, ever started
+    assert not any(
+        (replica_state_dir(job.public_id, 1, f"worker-{i}") / "launched").exists() for i in range(3)
+    )
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=10)
+    assert processes_with(job.public_id) == []
+    assert mail.outbox == []
+    reasons = [e.reason for e in job.events.all()]
+    assert reasons[reasons.index("Stopping") :] == ["Stopping", "Stopped"]
