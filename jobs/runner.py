@@ -6,8 +6,11 @@ worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<inde
 
 - `lock`: held by the shim for its whole life (the worker locks it before the spawn and
   hands the open descriptor over). Lock held = replica alive. Lock free and `exit` present
-  = finished with that code. Lock free, no `exit`, but `launched` present = lost (killed
-  with its shim, or the machine rebooted). Nothing there = never launched.
+  = finished with that code. Lock free, no `exit`, but `launched` and `started` present =
+  lost (killed with its shim, or the machine rebooted). `launched` without `started` = the
+  worker died between recording the launch and spawning the shim: it never ran, and is
+  launched now. Nothing there = never launched.
+- `started`: written by the shim first of all, before its command can start.
 - `exit`, `keyword`: written by the shim.
 - `pid`: written by the shim once its command has started. A worker killed between a spawn
   and recording it leaves a live replica without a pid; the next worker adopts it from this
@@ -200,8 +203,10 @@ def read_state(state: Path) -> ReplicaState:
         return ReplicaState("exited", exit_code=int(code), keyword=keyword)
     except (OSError, ValueError, KeyError):
         pass
-    if (state / "launched").exists():
+    if (state / "launched").exists() and (state / "started").exists():
         return ReplicaState("lost", keyword=keyword)
+    # Never launched, or recorded as launched by a worker that died before its shim began
+    # (the shim writes `started` before anything else): nothing of it ever ran.
     return ReplicaState("unlaunched")
 
 

@@ -63,6 +63,10 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     state = Path(args.state)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    # First of all, before the command can start: a replica recorded as launched whose shim
+    # never got this far (the worker died between recording and spawning) never ran, and
+    # the worker may launch it; one whose shim did is lost if it ends without an exit code.
+    write_atomic(state / "started", str(os.getpid()))
 
     # Keep draining output after a stop signal so the exit code is still recorded; a
     # handler (not SIG_IGN) so the command itself starts with default signal handling.

@@ -143,6 +143,39 @@ def test_a_replica_spawned_just_before_the_worker_was_killed_is_adopted_and_stop
     assert processes_with(job.public_id) == []
 
 
+def test_a_replica_recorded_as_launched_whose_shim_never_started_is_launched_not_lost(
+    alice, leftovers
+):
+    job = submit(alice, make_spec("sleep 300", roles=FOUR_SLEEPERS))
+    leftovers.append(job)
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(1, then=kill_the_worker)  # master-0 spawned
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+    # What the killed worker would have left had it died one step later, for worker-0:
+    # its lock file made and its launch recorded, the spawn not reached.
+    state = replica_state_dir(job.public_id, 1, "worker-0")
+    state.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600))
+    (state / "launched").write_text("1")
+    assert read_state(state).phase == "unlaunched"
+
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: [r.status for r in job.replicas.all()] == ["running"] * 4,
+        what="every replica running",
+    )
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING and job.restarts == 0  # not failed, not restarted
+    wait_for(lambda: (state / "started").exists(), what="worker-0's shim starting")
+
+
 def test_a_pid_file_naming_another_process_is_not_trusted_and_the_lock_holder_is_stopped(
     alice, leftovers
 ):
