@@ -139,6 +139,11 @@ def test_a_job_whose_processes_died_with_the_worker_is_not_left_running(world):
         what="pids",
     )
 
+    # Both replicas' shims are under way (a shim killed before it began means the replica
+    # never ran, and is launched again: see test_runner_races).
+    runs = world["db"].parent / "runs"
+    wait_for(lambda: len(list(runs.glob("*/attempt-1/*/started"))) == 2, what="shims started")
+
     # The machine "reboots": the worker and every process of the job die at once.
     first.send_signal(signal.SIGKILL)
     first.wait()
