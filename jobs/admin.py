@@ -285,7 +285,7 @@ class JobChangeList(ChangeList):
 
 class JobEventInline(admin.TabularInline):
     model = JobEvent
-    fields = ["created_at", "type", "reason_shown", "message", "actor"]
+    fields = ["created_at", "type", "reason_shown", "message_in_language", "actor"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -294,6 +294,10 @@ class JobEventInline(admin.TabularInline):
     @admin.display(description=gettext_lazy("reason"))
     def reason_shown(self, event: JobEvent) -> str:
         return format_html('<span title="{}">{}</span>', event.reason, event.reason_label)
+
+    @admin.display(description=gettext_lazy("message"))
+    def message_in_language(self, event: JobEvent) -> str:
+        return event.message_shown
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         return super().get_queryset(request).select_related("actor")
@@ -375,9 +379,12 @@ class JobAdmin(admin.ModelAdmin):
     change_list_template = "admin/jobs/job/change_list.html"
     change_form_template = "admin/jobs/job/change_form.html"
     # People are shown, not linked: the user pages are the superusers' (a reviewer gets 403).
-    readonly_fields = ["owner_shown", "reviewed_by_shown"]
+    readonly_fields = ["owner_shown", "reviewed_by_shown", "status_reason_in_language"]
     fieldsets = [
-        (None, {"fields": ["public_id", "name", "owner_shown", "status", "status_reason"]}),
+        (
+            None,
+            {"fields": ["public_id", "name", "owner_shown", "status", "status_reason_in_language"]},
+        ),
         (
             gettext_lazy("Review"),
             {"fields": ["review_state", "reviewed_by_shown", "reviewed_at"]},
@@ -423,6 +430,10 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description=gettext_lazy("owner"))
     def owner_shown(self, job: Job) -> str:
         return _user_text(job.owner)
+
+    @admin.display(description=gettext_lazy("status reason"))
+    def status_reason_in_language(self, job: Job) -> str:
+        return job.status_reason_shown
 
     @admin.display(description=gettext_lazy("reviewed by"))
     def reviewed_by_shown(self, job: Job) -> str:

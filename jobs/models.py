@@ -8,6 +8,7 @@ from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
 from . import spec as spec_module
+from .texts import display_text
 
 
 class JobStatus(models.TextChoices):
@@ -111,6 +112,8 @@ class Job(models.Model):
         _("status"), max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED
     )
     status_reason = models.TextField(_("status reason"), blank=True)
+    # The message the reason was recorded from, to show it in the reader's language.
+    status_reason_source = models.JSONField(null=True, blank=True, editable=False)
     backend = models.CharField(_("backend"), max_length=16, default="local")
     external_id = models.CharField(_("external ID"), max_length=128, blank=True)
     resource_pool = models.CharField(_("resource pool"), max_length=64)
@@ -180,6 +183,10 @@ class Job(models.Model):
     def is_final(self) -> bool:
         return self.status in FINAL_STATUSES
 
+    @property
+    def status_reason_shown(self) -> str:
+        return display_text(self.status_reason, self.status_reason_source)
+
     def job_spec(self) -> spec_module.JobSpec:
         return spec_module.parse_document(self.spec)
 
@@ -235,6 +242,7 @@ class JobEvent(models.Model):
     )
     reason = models.CharField(_("reason"), max_length=64)
     message = models.TextField(_("message"), blank=True)
+    message_source = models.JSONField(null=True, blank=True, editable=False)  # as Job's
     # Who caused the event (a reviewer's action, the owner's stop); None for the system.
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -257,6 +265,10 @@ class JobEvent(models.Model):
     @property
     def reason_label(self) -> str:
         return str(EVENT_REASONS.get(self.reason, self.reason))
+
+    @property
+    def message_shown(self) -> str:
+        return display_text(self.message, self.message_source)
 
 
 class JobReplica(models.Model):
@@ -388,6 +400,7 @@ class LocalRun(models.Model):
     # or queued for a fault-tolerance restart) and when SIGKILL follows SIGTERM.
     stop_target = models.CharField(max_length=16, blank=True)
     stop_message = models.TextField(blank=True)
+    stop_message_source = models.JSONField(null=True, blank=True)  # see jobs.texts
     kill_at = models.DateTimeField(null=True, blank=True)
     delete_when_stopped = models.BooleanField(default=False)
     hang_warned_at = models.DateTimeField(null=True, blank=True)

@@ -53,6 +53,7 @@ from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import Mount, SandboxError, bwrap_argv, is_within, open_in_root
 from .services import job_event, job_transition, recorded
 from .spec import MPI, JobSpec
+from .texts import restored, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -616,6 +617,7 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
                 "master_port": free_port(),
                 "stop_target": "",
                 "stop_message": "",
+                "stop_message_source": None,
                 "kill_at": None,
                 "hang_warned_at": None,
                 "attempt_started_at": now,
@@ -652,7 +654,7 @@ def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
     # A stop recorded meanwhile (Stop, Delete, a timeout) keeps its target: the job ends as
     # asked, not Failed.
     LocalRun.objects.filter(pk=run.pk, stop_target__in=("", TARGET_RESTART)).update(
-        stop_target=TARGET_FAILED, stop_message=message
+        stop_target=TARGET_FAILED, stop_message=message, stop_message_source=source_of(message)
     )
     run.refresh_from_db()
     job_event(job=job, reason="StartFailed", message=message, warning=True)
@@ -681,8 +683,16 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
         if run.stop_target not in (TARGET_STOPPED, TARGET_TIMED_OUT):
             run.stop_target = target
             run.stop_message = message
+            run.stop_message_source = source_of(message)
         run.delete_when_stopped = run.delete_when_stopped or delete
-        run.save(update_fields=["stop_target", "stop_message", "delete_when_stopped"])
+        run.save(
+            update_fields=[
+                "stop_target",
+                "stop_message",
+                "stop_message_source",
+                "delete_when_stopped",
+            ]
+        )
         if job.status == S.RUNNING and target in (TARGET_STOPPED, TARGET_TIMED_OUT):
             if target == TARGET_STOPPED:
                 # `message` is what the job ends with; while stopping, say what happens.
@@ -768,7 +778,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         # Only if no stop was recorded since this tick read the run: a Stop or Delete from
         # the web process wins over the restart (or failure) decided here.
         decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
-            stop_target=TARGET_RESTART if can_restart else TARGET_FAILED, stop_message=failure
+            stop_target=TARGET_RESTART if can_restart else TARGET_FAILED,
+            stop_message=failure,
+            stop_message_source=source_of(failure),
         )
         if decided:
             job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
@@ -920,7 +932,7 @@ def _finish_tear_down(
     now: datetime,
     children: Children | None,
 ) -> None:
-    message = run.stop_message
+    message = restored(run.stop_message, run.stop_message_source)
     if run.stop_target == TARGET_RESTART and _begin_next_attempt(job, run, now):
         limit = restart_limit(spec)
         for replica in replicas:
@@ -948,7 +960,8 @@ def _finish_tear_down(
     job.refresh_from_db()
     if job.status not in (S.RUNNING, S.STOPPING):
         return
-    target, message = run.stop_target, run.stop_message
+    target = run.stop_target
+    message = restored(run.stop_message, run.stop_message_source)
     if target == TARGET_RESTART:
         target = TARGET_STOPPED
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
@@ -980,6 +993,7 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
                 attempt=F("attempt") + 1,
                 stop_target="",
                 stop_message="",
+                stop_message_source=None,
                 kill_at=None,
                 hang_warned_at=None,
                 attempt_started_at=now,

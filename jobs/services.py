@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone, translation
-from django.utils.translation import gettext, gettext_noop
+from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import spec as spec_module
 from .models import (
@@ -20,20 +19,11 @@ from .models import (
     JobStatus,
     ReviewState,
 )
+from .texts import recorded, source_of
 
 
 class TransitionError(Exception):
     pass
-
-
-def recorded(message: str, /, **params: Any) -> str:
-    """A status reason, event message or alert text as it is stored and sent: translated
-    into the console's language (LANGUAGE_CODE), whoever records it (a reviewer's request in
-    another language, or the worker), so every reader and every alert gets the same text.
-    Mark `message` with gettext_noop so makemessages finds it."""
-    with translation.override(settings.LANGUAGE_CODE):
-        text = gettext(message)
-    return text % params if params else text
 
 
 def job_event(
@@ -42,7 +32,8 @@ def job_event(
     return JobEvent.objects.create(
         job=job,
         reason=reason,
-        message=message,
+        message=str(message),
+        message_source=source_of(message),
         type=EventType.WARNING if warning else EventType.NORMAL,
         actor=actor,
     )
@@ -68,7 +59,13 @@ def job_transition(
     if to not in TRANSITIONS[current]:
         raise TransitionError(f"{job.public_id}: {current} -> {to} is not allowed")
     now = timezone.now()
-    updates: dict[str, Any] = {"status": to, "status_reason": message, "updated_at": now, **fields}
+    updates: dict[str, Any] = {
+        "status": to,
+        "status_reason": str(message),
+        "status_reason_source": source_of(message),
+        "updated_at": now,
+        **fields,
+    }
     if to == JobStatus.RUNNING and job.started_at is None:
         updates["started_at"] = now
     if to in FINAL_STATUSES:
@@ -136,7 +133,8 @@ def jobs_submit(
                     spec=document,
                     framework=spec.framework,
                     status=initial_status,
-                    status_reason=why_review,
+                    status_reason=str(why_review),
+                    status_reason_source=source_of(why_review),
                     review_state=review_state,
                     backend=backend,
                     resource_pool=spec.resource_pool_id,

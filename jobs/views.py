@@ -106,6 +106,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             "name",
             "status",
             "status_reason",
+            "status_reason_source",
             "framework",
             "resource_pool",
             "queue",

@@ -372,3 +372,27 @@ def test_a_rejected_job_offers_no_stop(alice, alice_client):
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     assert 'id="job-stop"' not in page
+
+
+def test_recorded_reasons_and_events_read_in_the_pages_language(alice, alice_client):
+    job = jobs_submit(owner=alice, spec=make_spec("exit 3"), submit_key=str(uuid.uuid4()))[0]
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    job.refresh_from_db()
+    url = reverse("job-detail", args=[job.public_id])
+
+    chinese = alice_client.get(url).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(url).content.decode()
+    listed = alice_client.get(reverse("job-list")).content.decode()
+
+    # Stored once, in the console's language (what alerts and mails carry)...
+    assert job.status_reason == "master-0 退出，退出码 3。"
+    assert "master-0 退出，退出码 3。" in chinese and "任务已创建。" in chinese
+    # ...and said in English on an English page.
+    reason = re.search(r'id="status-reason">(.*?)</div>', english).group(1)
+    events = english[
+        english.index('id="events"') : english.index("</ol>", english.index('id="events"'))
+    ]
+    assert reason == "master-0 exited with code 3."
+    assert "Job created." in events and not re.search(r"[\u4e00-\u9fff]", events)
+    assert "master-0 exited with code 3." in listed

@@ -259,5 +259,7 @@ def test_the_owner_sees_the_review_state_and_reason_on_the_list_and_job_page(
 
     assert "Pending review" in listing and "Rejected" in listing
     assert "Too many cards for this week." in listing
-    # The reason is recorded once, in the console's language, for every reader.
-    assert "所有任务运行前都需审核" in page.content.decode()
+    # Recorded once, in the console's language (what mails carry); shown in the reader's.
+    held.refresh_from_db()
+    assert held.status_reason == "等待审核：所有任务运行前都需审核。"
+    assert "Waiting for review: every job is reviewed before it runs." in page.content.decode()

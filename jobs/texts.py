@@ -1,0 +1,62 @@
+"""Texts the console records (status reasons, event messages): stored once, in the
+console's language, and shown in the reader's.
+
+A recorded text is what alerts, mails and the database hold: one text in LANGUAGE_CODE, the
+same for every reader. It also remembers the message it was made from and its parameters,
+so a page in another language says it in that language (`display_text`). A text composed
+from several (joined, masked) keeps only its stored wording.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.utils import translation
+from django.utils.translation import gettext
+
+
+class RecordedText(str):
+    """The text in the console's language, plus where it came from (`source`)."""
+
+    source: dict[str, Any] | None = None
+
+
+def recorded(message: str, /, **params: Any) -> RecordedText:
+    """A status reason, event message or alert text as it is stored and sent: translated
+    into the console's language (LANGUAGE_CODE), whoever records it (a reviewer's request in
+    another language, or the worker), so every reader and every alert gets the same text.
+    Mark `message` with gettext_noop so makemessages finds it."""
+    with translation.override(settings.LANGUAGE_CODE):
+        text = gettext(message)
+        # Parameters as they read in the stored text (a lazy or an exception: its words now).
+        plain = {k: v if isinstance(v, int | float) else str(v) for k, v in params.items()}
+    out = RecordedText(text % plain if params else text)
+    out.source = {"key": message, "params": plain}
+    return out
+
+
+def source_of(text: str | None) -> dict[str, Any] | None:
+    return getattr(text, "source", None)
+
+
+def restored(text: str, source: dict[str, Any] | None) -> str:
+    """A text kept aside (e.g. the reason a local run will end with) with its source again,
+    so recording it later still shows it in the reader's language."""
+    if not source:
+        return text
+    out = RecordedText(text)
+    out.source = source
+    return out
+
+
+def display_text(text: str, source: dict[str, Any] | None) -> str:
+    """A recorded text in the page's language: said again from its message when the page's
+    language is another; as stored when it is the same, or when it cannot be said again."""
+    if not source or translation.get_language() == settings.LANGUAGE_CODE:
+        return text
+    try:
+        message = gettext(source["key"])
+        return message % source["params"] if source["params"] else message
+    except (KeyError, TypeError, ValueError):
+        return text
