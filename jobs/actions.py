@@ -12,7 +12,7 @@ from django.utils.translation import gettext_noop
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, Job, JobStatus
 from .services import job_event, job_transition, jobs_submit, recorded
-from .spec import SUBMIT_QUEUE, SpecError
+from .spec import SUBMIT_QUEUE, JobSpec, SpecError
 
 S = JobStatus
 # The one-time key a job page's Run again button carries (uuid4().hex).
@@ -100,25 +100,15 @@ def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
 
     `request_key` comes with the page's Run again button: the same click sent twice (a
     double click, a resend, two tabs of one page) finds the job the first one made."""
-    from .wizard import find_pool, pool_refusals  # the wizard's submit rules, one copy
-
     if not REQUEST_KEY_RE.fullmatch(request_key):
         request_key = uuid.uuid4().hex  # an old page without a key: a fresh run
     submit_key = f"rerun-{job.public_id}-{request_key}"
     existing = list(Job.objects.filter(submit_key__startswith=submit_key, owner=owner))
     if existing:
         return existing  # before the checks: the first run now holds the cards
-    try:
-        spec = job.job_spec()
-    except SpecError as exc:
-        raise ActionError(
-            _("This job's stored spec cannot be read, so it cannot run again.")
-        ) from exc
-    if spec.submission.mode == SUBMIT_QUEUE:
-        spec.submission.total = spec.submission.concurrency = 1
-    refusals = pool_refusals(spec, find_pool(spec.resource_pool_id))
-    if refusals:
-        raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
+    spec = _task_spec_checked(
+        job, unreadable=_("This job's stored spec cannot be read, so it cannot run again.")
+    )
     return jobs_submit(
         owner=owner,
         spec=spec,
@@ -133,20 +123,30 @@ def job_submit_again(*, job: Job, actor: User) -> None:
     for a refusal that has passed, such as a full quota or an outage. Checked as a submit
     from the wizard is; the review policy applies as on the first submit."""
     from .review import job_resubmit
-    from .wizard import find_pool, pool_refusals
 
     if job.status != S.SUBMIT_FAILED:
         raise ActionError(_("Only a job whose submission failed can be submitted again."))
+    _task_spec_checked(
+        job,
+        unreadable=_("This job's stored spec cannot be read, so it cannot be submitted again."),
+    )
+    if not job_resubmit(job=job, actor=actor):
+        raise ActionError(_("The job changed meanwhile; reload the page."))
+
+
+def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
+    """The job's spec as one task (a queue group's task runs as itself, not as its group),
+    checked as a submit from the wizard is: the pool must still take it, and a standalone
+    job must find its cards idle now. The wizard's rules, one copy: no other door."""
+    from .wizard import find_pool, pool_refusals
+
     try:
         spec = job.job_spec()
     except SpecError as exc:
-        raise ActionError(
-            _("This job's stored spec cannot be read, so it cannot be submitted again.")
-        ) from exc
+        raise ActionError(unreadable) from exc
     if spec.submission.mode == SUBMIT_QUEUE:
-        spec.submission.total = spec.submission.concurrency = 1  # this task, not its group
+        spec.submission.total = spec.submission.concurrency = 1
     refusals = pool_refusals(spec, find_pool(spec.resource_pool_id))
     if refusals:
         raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
-    if not job_resubmit(job=job, actor=actor):
-        raise ActionError(_("The job changed meanwhile; reload the page."))
+    return spec
