@@ -43,7 +43,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext, gettext_noop
 
 from . import logs as job_logs
 from .alerts import job_alert
@@ -369,25 +369,52 @@ def volume_mounts(spec: JobSpec) -> list[Mount]:
     try:
         for ds in spec.datasources:
             if ds.type != "hostpath" or ds.name not in roots:
-                raise SandboxError(f"volume {ds.name!r} ({ds.type}) is not available locally")
+                raise SandboxError(
+                    gettext("Volume %(volume)s (%(type)s) is not available on this machine.")
+                    % {"volume": ds.name, "type": ds.type}
+                )
             roots[ds.name].mkdir(parents=True, exist_ok=True)
             try:
                 fd, source = open_in_root(roots[ds.name], ds.source_path)
             except OSError:
                 raise SandboxError(
-                    f"{ds.source_path!r} is not a folder in volume {ds.name!r}"
+                    gettext("%(path)s is not a folder in volume %(volume)s")
+                    % {"path": ds.source_path or "/", "volume": ds.name}
                 ) from None
             mounts.append(Mount(fd, source, ds.mount_path, ds.read_only))
-            # A volume whose folder holds the console's state would show it again at the
-            # mount path, under the cover the sandbox puts over it (a root set too wide).
-            if any(is_within(path, source) for path in state):
+            # A folder that holds the console's state, or lies inside it, would show that
+            # state again at the mount path, under the cover the sandbox puts over it (a
+            # volume root set too wide).
+            if any(is_within(path, source) for path in state) or _inside_console_state(
+                source, state=state, roots=[os.path.realpath(r) for r in roots.values()]
+            ):
                 raise SandboxError(
-                    f"{ds.source_path!r} in volume {ds.name!r} holds the console's own files"
+                    gettext("%(path)s in volume %(volume)s holds the console's own files")
+                    % {"path": ds.source_path or "/", "volume": ds.name}
                 )
     except BaseException:
         close_mounts(mounts)
         raise
     return mounts
+
+
+def _inside_console_state(source: str, *, state: list[str], roots: list[str]) -> bool:
+    """Whether `source` lies inside the console's state. A volume the operator put inside
+    it on purpose (the default one lives in var/volumes/) is fine, as long as that volume's
+    root holds none of the state itself (not the run directory, say)."""
+    for path in state:
+        if not is_within(source, path):
+            continue
+        deliberate = any(
+            is_within(source, root)
+            and is_within(root, path)
+            and root != path
+            and not any(is_within(other, root) for other in state)
+            for root in roots
+        )
+        if not deliberate:
+            return True
+    return False
 
 
 def close_mounts(mounts: list[Mount]) -> None:
@@ -404,7 +431,8 @@ def launch_attempt(
     """
     if not os.access(settings.LOCAL_BWRAP, os.X_OK):
         raise SandboxError(
-            f"bubblewrap is not installed at {settings.LOCAL_BWRAP} (apt-get install bubblewrap)"
+            gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
+            % {"path": settings.LOCAL_BWRAP}
         )
     mounts = volume_mounts(spec)
     try:

@@ -29,6 +29,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.utils.translation import gettext
+
 # Host entries the sandbox provides itself instead of binding.
 OWN_TOP_LEVEL = frozenset({"proc", "dev", "sys", "tmp"})
 
@@ -59,7 +61,9 @@ def resolve_in_root(root: Path, sub_path: str | None) -> Path:
     relative = (sub_path or "").lstrip("/")
     target = Path(os.path.realpath(real_root / relative))
     if not is_within(str(target), str(real_root)):
-        raise SandboxError(f"{sub_path!r} resolves outside the volume root")
+        raise SandboxError(
+            gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
+        )
     return target
 
 
@@ -80,7 +84,9 @@ def open_in_root(root: Path, sub_path: str | None) -> tuple[int, str]:
     opened = os.readlink(f"/proc/self/fd/{fd}")
     if not is_within(opened, os.path.realpath(root)):
         os.close(fd)
-        raise SandboxError(f"{sub_path!r} resolves outside the volume root")
+        raise SandboxError(
+            gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
+        )
     return fd, opened
 
 
@@ -96,7 +102,10 @@ def _shadowed_dirs(dests: list[str]) -> set[str]:
         for part in parts:
             nxt = os.path.join(current, part)
             if os.path.islink(nxt):
-                raise SandboxError(f"{dest} goes through a symbolic link on this machine")
+                raise SandboxError(
+                    gettext("%(path)s goes through a symbolic link on this machine")
+                    % {"path": dest}
+                )
             if not os.path.isdir(nxt):
                 break
             ancestors.append(nxt)

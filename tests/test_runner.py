@@ -449,7 +449,7 @@ def test_a_mount_that_escapes_after_submit_fails_the_job_instead_of_mounting(
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
 
-    assert "outside the volume root" in job.status_reason
+    assert "解析到了存储卷根目录之外" in job.status_reason
 
 
 def test_shared_memory_is_sized_as_asked_and_cards_are_visible(alice):
@@ -550,7 +550,7 @@ def test_a_missing_sandbox_fails_the_job_with_a_clear_reason(alice, settings):
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
 
-    assert "bubblewrap is not installed" in job.status_reason
+    assert "未安装 bubblewrap" in job.status_reason
 
 
 def test_a_job_cannot_write_to_or_remount_the_host_file_system(alice):

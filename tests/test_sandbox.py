@@ -118,7 +118,38 @@ def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
     assert job.status == JobStatus.FAILED
-    assert "holds the console's own files" in job.status_reason
+    assert "保存着控制台自身的文件" in job.status_reason
+
+
+@pytest.mark.parametrize("inside", ["var/runs", "var"])
+def test_a_folder_inside_the_consoles_state_is_not_mounted_through_a_wide_volume(
+    alice, settings, console_home, inside
+):
+    (console_home / "var" / "runs").mkdir(exist_ok=True)
+    settings.LOCAL_VOLUMES += f",wide={console_home}"
+    spec = make_spec(
+        "ls -R /peek",
+        datasources=[S.Datasource("hostpath", "wide", "/peek", source_path=inside)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert "保存着控制台自身的文件" in job.status_reason
+
+
+def test_the_default_volume_inside_the_var_folder_still_mounts(alice, settings, console_home):
+    spec = make_spec(
+        "cat /workspace/data.txt",
+        datasources=[S.Datasource("hostpath", "work", "/workspace")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "volume data" in log_text(job, "master-0")
 
 
 def test_a_mount_swapped_for_a_symlink_after_its_check_still_binds_the_checked_folder(
