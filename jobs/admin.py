@@ -164,6 +164,29 @@ def _next_period(start: datetime, kind: str) -> datetime:
     return timezone.make_aware(following.replace(tzinfo=None))
 
 
+def _hierarchy_params_valid(params: dict[str, Any]) -> bool:
+    def number(key: str) -> int | None:
+        value = params.get(key)
+        value = value[-1] if isinstance(value, list) else value
+        if value in (None, ""):
+            return None
+        return int(value) if str(value).isdigit() and len(str(value)) <= 4 else -1
+
+    year, month, day = (number(f"created_at__{part}") for part in ("year", "month", "day"))
+    if (month is not None and year is None) or (day is not None and month is None):
+        return False
+    try:
+        if year is not None:
+            # The periods the list seeks run to the next year and are made aware in the
+            # console's time zone: keep a year's margin at either end of datetime's range.
+            if not 2 <= year <= 9998:
+                return False
+            datetime(year, month or 1, day or 1)
+    except ValueError:
+        return False
+    return True
+
+
 class JobChangeList(ChangeList):
     """Django's date hierarchy asks the database for DISTINCT truncated dates over every
     job; this one seeks the creation-time index once per period that has jobs."""
@@ -171,12 +194,13 @@ class JobChangeList(ChangeList):
     date_field_name = Job._meta.get_field("created_at").verbose_name
 
     def get_filters(self, request: HttpRequest) -> Any:
-        # Django turns a date-hierarchy year it cannot build a date from into "bad lookup"
-        # (a redirect to ?e=1), except a year too large for C's int, which raises instead.
-        try:
-            return super().get_filters(request)
-        except OverflowError as exc:
-            raise IncorrectLookupParameters(exc) from exc
+        # A date-hierarchy choice no date can be built from is a bad lookup (a redirect to
+        # ?e=1), as Django treats most: checked here because some raise inside Django (a
+        # year past 9998 or too large for C's int, year 1 shifted out of range by the time
+        # zone, a month or day without its year).
+        if not _hierarchy_params_valid(self.params):
+            raise IncorrectLookupParameters(_("Not a date the list can show."))
+        return super().get_filters(request)
 
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
         # The list never shows the spec document; leave it in the database.
@@ -660,7 +684,8 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(permissions=["review"], description=gettext_lazy("Reject selected jobs"))
     def reject_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
-        reason = request.POST.get("reason", "").strip()
+        # Browsers send a line break as CRLF but count it as one character (maxlength).
+        reason = request.POST.get("reason", "").replace("\r\n", "\n").strip()
         error = ""
         if not reason:
             error = _("Give the reason the owners will see.")

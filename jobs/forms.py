@@ -586,10 +586,16 @@ class SubmissionForm(StepForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        queue_fields = ("target_queue", "total", "concurrency")
         if data.get("mode") == S.SUBMIT_QUEUE:
             for name in ("total", "concurrency"):
                 if data.get(name) is None and name not in self.errors:
                     self.add_error(name, forms.Field.default_error_messages["required"])
+        elif data.get("mode"):
+            # A standalone job ignores the queue-task fields, hidden then: what they hold
+            # (a half-typed 2.5 left from trying 队列任务) must not block it.
+            for name in queue_fields:
+                self._errors.pop(name, None)
         return data
 
 

@@ -84,6 +84,9 @@ DATASOURCE_TYPES = ("hostpath", "pfs", "pfsl1", "pfsl2", "nas", "bos", "cfs", "r
 # (AIHC's SDKs send `name: ""`, `sourcePath: "bos://my-bucket/datasets"` or "my-bucket/x").
 VOLUMELESS_TYPES = ("bos",)
 BOS_SCHEME = "bos://"
+# BOS bucket names: lowercase letters, digits and hyphens, 4-63, starting and ending with a
+# letter or digit (BOS's naming rule).
+BOS_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9-]{2,61}[a-z0-9]")
 ALERT_EVENTS = ("jobRunning", "jobFailed", "jobSucceed", "jobHang", "jobFT", "nodeFT")
 SUBMIT_STANDALONE = "standalone"
 SUBMIT_QUEUE = "queue"
@@ -1045,6 +1048,15 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                 err(
                     f"{path}.sourcePath",
                     _("Enter the BOS bucket path to mount, e.g. bos://my-bucket/datasets."),
+                )
+                continue
+            if not BOS_BUCKET_RE.fullmatch(source.split("/", 1)[0]):
+                err(
+                    f"{path}.sourcePath",
+                    _(
+                        "A BOS path starts with its bucket's name: 4 to 63 lowercase letters, "
+                        "digits and hyphens, e.g. bos://my-bucket/datasets."
+                    ),
                 )
                 continue
         if source and _has_control_characters(source):

@@ -1180,12 +1180,23 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
         example = action.removeprefix("show-example-") if action.startswith("show-example-") else ""
         if step == BASIC:
             _basic_changed(draft, raw)
-        draft.data[step] = raw
-        draft.save(update_fields=["data", "completed_steps", "updated_at"])
         go_to = STEPS[max(index - 1, 0)] if action == "back" else step
         if action.startswith("goto-") and action.removeprefix("goto-") in STEPS:
             # A stepper link pressed on a step: what was typed here is kept, as with 上一步.
             go_to = action.removeprefix("goto-")
+        draft.data[step] = raw
+        leaving = go_to != step  # 上一步 or a stepper link, not a row button
+        if leaving and (step in draft.completed_steps or STEPS.index(go_to) > index):
+            # Saved without 下一步: a step that no longer passes loses its ✓, so the stepper
+            # and "the first unfinished step" tell the truth; going on past it shows why,
+            # as 下一步 would.
+            state = wizard_state(draft, basic_raw=raw) if step == BASIC else current
+            forms, ok = check_step(state, step, raw)
+            _mark(draft, step, completed=ok)
+            if not ok and STEPS.index(go_to) > index:
+                draft.save(update_fields=["data", "completed_steps", "updated_at"])
+                return StepOutcome(go_to=step, forms=forms)
+        draft.save(update_fields=["data", "completed_steps", "updated_at"])
         return StepOutcome(go_to=go_to, example=example)
 
     if step == BASIC:

@@ -352,6 +352,17 @@ def test_an_overlong_reject_reason_is_refused_and_kept_for_shortening(alice, rev
     assert job.status == JobStatus.PENDING_REVIEW
 
 
+def test_a_reject_reason_of_1000_characters_with_line_breaks_is_taken(alice, reviewer, review_all):
+    job = submit(alice, "1")
+    reason = "\r\n".join(["x" * 99] * 10)  # 1000 characters as the browser counts them
+
+    r = confirm(client_for(reviewer), "reject_jobs", [job], reason=reason)
+
+    job.refresh_from_db()
+    assert r.status_code == 302 and job.status == JobStatus.REJECTED
+    assert job.status_reason == "\n".join(["x" * 99] * 10)
+
+
 def test_action_messages_count_in_the_singular_and_plural(alice, reviewer, review_all):
     from django.utils import translation
 
@@ -618,8 +629,22 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
     assert "Tasks Database Backend" not in body
 
 
-@pytest.mark.parametrize("year", ["2147483648", "99999999999999999999", "0", "abc"])
-def test_an_impossible_date_hierarchy_year_is_a_bad_lookup_not_a_500(superuser, year):
-    r = client_for(superuser).get(CHANGELIST, {"created_at__year": year})
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"created_at__year": "2147483648"},
+        {"created_at__year": "99999999999999999999"},
+        {"created_at__year": "0"},
+        {"created_at__year": "1"},
+        {"created_at__year": "1", "created_at__month": "1"},
+        {"created_at__year": "9999"},
+        {"created_at__year": "abc"},
+        {"created_at__month": "5"},
+        {"created_at__day": "5"},
+        {"created_at__year": "2026", "created_at__month": "2", "created_at__day": "30"},
+    ],
+)
+def test_an_impossible_date_hierarchy_choice_is_a_bad_lookup_not_a_500(superuser, query):
+    r = client_for(superuser).get(CHANGELIST, query)
 
     assert r.status_code == 302 and r["Location"] == f"{CHANGELIST}?e=1"

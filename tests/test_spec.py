@@ -444,6 +444,16 @@ INVALID: list[tuple[str, Mutation, str]] = [
         "datasources[0].sourcePath",
     ),
     (
+        "bos path that is a host path",
+        setting(datasources=[S.Datasource("bos", "", "/bos", "/abs/path")]),
+        "datasources[0].sourcePath",
+    ),
+    (
+        "bos bucket name in capitals",
+        setting(datasources=[S.Datasource("bos", "", "/bos", "bos://UPPER_bad/x")]),
+        "datasources[0].sourcePath",
+    ),
+    (
         "bos path escaping its bucket",
         setting(datasources=[S.Datasource("bos", "", "/bos", "bos://b/../other")]),
         "datasources[0].sourcePath",

@@ -559,6 +559,22 @@ def test_a_stepper_link_pressed_on_a_step_keeps_what_was_typed_there(alice_clien
     assert draft.data["image"]["command"] == ["python3 half_typed.py"]
 
 
+def test_leaving_a_done_step_by_a_stepper_link_with_a_problem_takes_its_mark_away(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    onward = post_step(alice_client, draft, W.IMAGE, image_data(image=""), action="goto-review")
+    draft.refresh_from_db()
+    back = post_step(alice_client, draft, W.IMAGE, image_data(image=""), action="goto-basic")
+    draft.refresh_from_db()
+
+    assert onward.status_code == 200  # stays, showing why, as 下一步 would
+    assert field_errors(onward, "id_image") == ["请填写镜像地址。"]
+    assert back.status_code == 302 and back["Location"] == step_url(draft, W.BASIC)
+    assert W.IMAGE not in draft.completed_steps
+    assert W.first_incomplete(draft) == W.IMAGE
+
+
 def test_a_standalone_job_ignores_what_the_queue_task_fields_hold(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.SUBMISSION)
@@ -574,6 +590,13 @@ def test_a_standalone_job_ignores_what_the_queue_task_fields_hold(alice_client, 
     )
 
     assert r.status_code == 302  # not "concurrent tasks must be between 1 and 5"
+    leftover = post_step(
+        alice_client,
+        draft,
+        W.SUBMISSION,
+        submission_data(mode="standalone", total="2.5", target_queue="no-such-queue"),
+    )
+    assert leftover.status_code == 302  # hidden, ignored: not a problem nobody can see
     assert queue_blank.status_code == 200
     assert field_errors(queue_blank, "id_total") == ["这个字段是必填项。"]
     post_step(alice_client, draft, W.SUBMISSION, submission_data(mode="standalone", total="5"))

@@ -371,3 +371,18 @@ def test_what_was_typed_survives_a_stepper_link_and_the_language_switch(logged_i
     page.click("button[name=language][value=en]")
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page.locator("#id_command")).to_have_value("python3 typed_then_switched.py")
+
+
+def test_the_aiak_warning_follows_the_pool_chosen(logged_in_page, settings):
+    page = logged_in_page
+    start(page)
+    page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "Post-Pretrain")
+    page.select_option("#id_training_method", "full")
+    page.select_option("#id_aiak_template", "llama2-70b")
+    expect(page.locator("#aiak-misfit")).to_contain_text("32")
+
+    # The same template on the same pool with its card count raised: the warning goes.
+    settings.LOCAL_ACCELERATORS = f"{A800}=32"
+    page.dispatch_event("#id_resource_pool", "change")
+    expect(page.locator("#aiak-misfit")).to_have_count(0)
