@@ -325,6 +325,9 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
 @login_required
 def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
+    if request.POST.get("confirmed") != "1":
+        # Not asked in the browser (JavaScript off): ask on a page before deleting for good.
+        return render(request, "jobs/job_confirm_delete.html", {"job": job})
     try:
         gone = job_delete(job=job)
     except ActionError as exc:

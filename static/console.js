@@ -32,10 +32,21 @@ document.addEventListener("submit", (event) => {
 });
 
 // A form that destroys something asks first (data-confirm holds the question). Without
-// JavaScript the form still works, without the question.
+// JavaScript the server asks instead, on a page of its own.
 document.addEventListener("submit", (event) => {
   const form = event.target;
-  if (form instanceof HTMLFormElement && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+  if (!(form instanceof HTMLFormElement) || !form.dataset.confirm) return;
+  if (!window.confirm(form.dataset.confirm)) {
     event.preventDefault();
+    return;
+  }
+  // Asked and answered here: the server need not ask again on a page of its own (which is
+  // how it asks when JavaScript is off).
+  if (!form.elements.confirmed) {
+    const confirmed = document.createElement("input");
+    confirmed.type = "hidden";
+    confirmed.name = "confirmed";
+    confirmed.value = "1";
+    form.appendChild(confirmed);
   }
 });

@@ -183,13 +183,15 @@ def test_a_job_being_sent_to_aihc_cannot_be_deleted_until_aihc_answers(fake, ali
     job = Job.objects.get(owner=alice)
     job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")  # the worker's step
 
-    refused = alice_client.post(reverse("job-delete", args=[job.public_id]), follow=True)
+    refused = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
 
     assert refused.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
     assert "正在提交到其平台" in refused.content.decode()
     assert Job.objects.filter(pk=job.pk).exists()
     job_transition(job=job, to=JobStatus.QUEUED, reason="Submitted", external_id="aihc-job-1")
-    deleted = alice_client.post(reverse("job-delete", args=[job.public_id]))
+    deleted = alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
     assert deleted.status_code == 302 and not Job.objects.filter(pk=job.pk).exists()
 
 

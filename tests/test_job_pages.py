@@ -140,6 +140,16 @@ def test_every_job_url_is_404_for_another_user(alice, bob):
     assert status_of(job) == JobStatus.QUEUED
 
 
+def test_delete_without_the_browsers_question_asks_on_a_page_first(alice, alice_client):
+    job = submit(alice)
+
+    asked = alice_client.post(reverse("job-delete", args=[job.public_id]))
+    confirmed = alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+
+    assert asked.status_code == 200 and 'id="confirm-delete"' in asked.content.decode()
+    assert confirmed.status_code == 302 and not Job.objects.filter(pk=job.pk).exists()
+
+
 def test_the_detail_shows_the_masked_api_request_queue_position_and_actions(alice, alice_client):
     submit(alice)
     job = submit(alice, envs=[S.Env("TOKEN", "s3cr3t-value", secret=True)])
@@ -178,7 +188,7 @@ def test_deleting_a_finished_job_removes_it(alice, alice_client):
     job = submit(alice)
     finish(job)
 
-    response = alice_client.post(reverse("job-delete", args=[job.public_id]))
+    response = alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
 
     assert response.status_code == 302 and response.url == reverse("job-list")
     assert not Job.objects.filter(pk=job.pk).exists()
