@@ -152,8 +152,21 @@ def _render_step(
         forms = forms or W.step_forms_for_display(state, step)
         context["forms"] = forms
         context.update(_STEP_EXTRAS[step](request, state, forms))
+        if forms.show_errors:
+            _autofocus_first_problem(forms)
     template = f"{STEP_TEMPLATE}#wizard-region" if request.htmx else STEP_TEMPLATE
     return render(request, template, context)
+
+
+def _autofocus_first_problem(forms: W.StepForms) -> None:
+    """The first field with a problem gets the focus when the page loads, JavaScript or not
+    (htmx also honours autofocus in what it swaps in)."""
+    rows = list(forms.formset.forms) if forms.formset is not None else []
+    for form in [forms.form, *rows]:
+        for name, field in form.fields.items():
+            if name in form.errors and not field.widget.is_hidden:
+                field.widget.attrs["autofocus"] = True
+                return
 
 
 def _stepper(draft: Draft, current: str) -> list[dict[str, Any]]:

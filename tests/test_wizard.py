@@ -606,6 +606,22 @@ def test_a_standalone_job_ignores_what_the_queue_task_fields_hold(alice_client, 
     assert (submission.mode, submission.total, submission.concurrency) == ("standalone", 1, 1)
 
 
+def test_a_step_sent_back_with_problems_focuses_the_first_one_without_javascript(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    r = post_step(alice_client, draft, W.DATA, data_data([("hostpath", "scratch", "relative")]))
+    fine = alice_client.get(step_url(draft, W.BASIC)).content.decode()
+
+    focused = re.findall(
+        r"<(?:input|select|textarea)\b[^>]*\bautofocus\b[^>]*>", r.content.decode()
+    )
+    assert len(focused) == 1 and 'name="mounts-0-mount_path"' in focused[0]
+    assert "autofocus" not in fine
+
+
 def test_a_saved_secret_keeps_its_accessible_name(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, **{W.IMAGE: image_data(envs=[("TOKEN", "s3cret", True)])})
