@@ -873,7 +873,9 @@ def _record_replica(
     replica: JobReplica, state: ReplicaState, now: datetime, *, stopping: bool
 ) -> None:
     status = {"unlaunched": "pending", "alive": "running"}.get(state.phase)
-    if status is None and state.phase == "exited" and state.exit_code == 0:
+    if state.phase == "unlaunched" and stopping:
+        status = "stopped"  # the stop came before its launch: it never will start
+    elif status is None and state.phase == "exited" and state.exit_code == 0:
         status = "succeeded"
     elif status is None and stopping and replica.status not in ("failed", "lost"):
         # Ending (or being killed) while the job is torn down is the stop's doing, not a

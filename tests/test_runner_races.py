@@ -319,7 +319,11 @@ def test_a_stop_during_the_launch_starts_no_more_replicas_and_sends_no_running_a
 
     worker.tick()
 
-    launched = [r.index for r in job.replicas.all() if r.role == "worker" and r.status != "pending"]
+    launched = [
+        r.index
+        for r in job.replicas.all()
+        if r.role == "worker" and r.status not in ("pending", "stopped")
+    ]
     assert launched == []  # only master-0, spawned before the stop, ever started
     assert not any(
         (replica_state_dir(job.public_id, 1, f"worker-{i}") / "launched").exists() for i in range(3)
@@ -329,3 +333,10 @@ def test_a_stop_during_the_launch_starts_no_more_replicas_and_sends_no_running_a
     assert mail.outbox == []
     reasons = [e.reason for e in job.events.all()]
     assert reasons[reasons.index("Stopping") :] == ["Stopping", "Stopped"]
+    # The workers the stop kept from starting read as stopped, not as still waiting.
+    assert sorted(job.replicas.values_list("role", "status")) == [
+        ("master", "stopped"),
+        ("worker", "stopped"),
+        ("worker", "stopped"),
+        ("worker", "stopped"),
+    ]
