@@ -192,10 +192,10 @@ def _basic_extras(
         "wizard-queues", args=[state.draft.id]
     )
     raw = state.raw(W.BASIC)
-    return {"aiak": _aiak_preview(raw), "aiak_form": forms.form}
+    return {"aiak": _aiak_preview(raw, state.pool), "aiak_form": forms.form}
 
 
-def _aiak_preview(raw: W.Raw | Any) -> dict[str, Any]:
+def _aiak_preview(raw: W.Raw | Any, pool: W.Pool | None) -> dict[str, Any]:
     def one(key: str) -> str:
         value = raw.get(key)
         if isinstance(value, list):
@@ -209,7 +209,7 @@ def _aiak_preview(raw: W.Raw | Any) -> dict[str, Any]:
         "command": W.template_command(template, one("training_mode"), one("training_method"))
         if template
         else "",
-        "misfit": _aiak_misfit(template, W.find_pool(one("resource_pool"))) if template else None,
+        "misfit": _aiak_misfit(template, pool) if template else None,
     }
 
 
@@ -479,7 +479,10 @@ def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
 @login_required
 def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     request_draft = _draft(request, draft_id, "id")
-    aiak = _aiak_preview(request.GET)
+    # The pool only matters to a chosen template (does it fit?): no lookup without one.
+    template_chosen = bool(request.GET.get("aiak_template"))
+    pool = W.find_pool(request.GET.get("resource_pool", "")) if template_chosen else None
+    aiak = _aiak_preview(request.GET, pool)
     form = F.BasicForm(
         initial={
             k: request.GET.get(k, "") for k in ("training_mode", "training_method", "aiak_template")

@@ -687,11 +687,8 @@ def test_a_queued_job_not_yet_on_aihc_stops_without_calling_it(fake, aihc, alice
     assert fake.requests == []
 
 
-def test_a_job_stopped_while_its_create_is_in_flight_is_stopped_on_aihc(
-    fake, aihc, alice, transactional_db
-):
-    [job] = submit(alice, seed_spec())
-    release = fake.block_next("CreateJob")
+def submitting_in_a_thread(fake, aihc, job: Job) -> threading.Thread:
+    """The worker's submit, in a thread of its own, once its CreateJob has reached AIHC."""
 
     def worker_submits() -> None:
         try:
@@ -705,6 +702,16 @@ def test_a_job_stopped_while_its_create_is_in_flight_is_stopped_on_aihc(
         if fake.calls("CreateJob"):
             break
         time.sleep(0.01)
+    return worker
+
+
+def test_a_job_stopped_while_its_create_is_in_flight_is_stopped_on_aihc(
+    fake, aihc, alice, transactional_db
+):
+    [job] = submit(alice, seed_spec())
+    release = fake.block_next("CreateJob")
+
+    worker = submitting_in_a_thread(fake, aihc, job)
     job.refresh_from_db()
     assert job.status == JobStatus.SUBMITTING
     aihc.stop(job)
@@ -727,18 +734,7 @@ def test_a_job_stopped_while_a_throttled_create_is_in_flight_ends_stopped(
     [job] = submit(alice, seed_spec())
     fake.fail_next("CreateJob", status=429, code="RequestLimitExceeded", seconds=1.0)
 
-    def worker_submits() -> None:
-        try:
-            aihc.submit(Job.objects.get(pk=job.pk))
-        finally:
-            connection.close()
-
-    worker = threading.Thread(target=worker_submits)
-    worker.start()
-    for _ in range(500):
-        if fake.calls("CreateJob"):
-            break
-        time.sleep(0.01)
+    worker = submitting_in_a_thread(fake, aihc, job)
     job.refresh_from_db()
     aihc.stop(job)
     assert job.status == JobStatus.STOPPING

@@ -46,6 +46,14 @@ def aihc_steps(**basic) -> dict:
     }
 
 
+def submitted_in_the_wizard(client, owner) -> Job:
+    """A job built through every wizard step on the AIHC pool and submitted (Queued)."""
+    draft = new_draft(client)
+    complete_steps(client, draft, **aihc_steps())
+    client.post(reverse("wizard-submit", args=[draft.id]))
+    return Job.objects.get(owner=owner)
+
+
 def test_the_wizard_offers_the_aihc_pool_its_queues_and_idle_cards(fake, alice_client):
     draft = new_draft(alice_client)
 
@@ -131,10 +139,7 @@ def test_a_job_whose_submit_failed_is_submitted_again_as_the_same_job_once_aihc_
     fake, alice_client, alice
 ):
     fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="队列 default 配额不足")
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
+    job = submitted_in_the_wizard(alice_client, alice)
     get_backend(job.backend).submit(job)
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     assert 'id="job-submit-again"' in page and 'id="job-stop"' not in page
@@ -156,10 +161,7 @@ def test_submitting_again_is_refused_with_the_reason_when_the_pool_is_gone(
     fake, alice_client, alice
 ):
     fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="quota")
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
+    job = submitted_in_the_wizard(alice_client, alice)
     get_backend(job.backend).submit(job)
     del fake.pools[POOL]
     get_backend("aihc")._inventory().attempted_at = 0  # the next read asks AIHC again
@@ -177,10 +179,7 @@ def test_submitting_again_is_refused_with_the_reason_when_the_pool_is_gone(
 def test_a_job_being_sent_to_aihc_cannot_be_deleted_until_aihc_answers(fake, alice_client, alice):
     from jobs.services import job_transition
 
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
+    job = submitted_in_the_wizard(alice_client, alice)
     job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")  # the worker's step
 
     refused = alice_client.post(
@@ -196,10 +195,7 @@ def test_a_job_being_sent_to_aihc_cannot_be_deleted_until_aihc_answers(fake, ali
 
 
 def test_a_job_queued_on_aihc_shows_no_local_queue_position(fake, alice_client, alice):
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
+    job = submitted_in_the_wizard(alice_client, alice)
     get_backend(job.backend).submit(job)
     job.refresh_from_db()
 
@@ -286,10 +282,7 @@ def test_secrets_typed_in_the_wizard_never_come_back_on_the_job_page(fake, alice
 def test_the_worker_submits_an_aihc_job_and_its_page_follows_it_there(fake, alice_client, alice):
     from jobs.worker import Worker
 
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
+    job = submitted_in_the_wizard(alice_client, alice)
     worker = Worker()
 
     worker.dispatch_remote()
@@ -347,10 +340,7 @@ def test_a_v2_pool_jobs_page_shows_the_v2_request_it_was_sent_with(
     fake, alice_client, alice, settings
 ):
     settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
-    draft = new_draft(alice_client)
-    complete_steps(alice_client, draft, **aihc_steps())
-    alice_client.post(reverse("wizard-submit", args=[draft.id]))
-    job = Job.objects.get(owner=alice)
+    job = submitted_in_the_wizard(alice_client, alice)
 
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
