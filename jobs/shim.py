@@ -8,7 +8,7 @@ that is killed or restarted. The shim:
   (secret values never appear on a command line), handing it the descriptors of the
   volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);
 - writes every output line to the replica's log, prefixed with a UTC timestamp, with the
-  values of the job's secret envs replaced by `******`;
+  values of the job's secret envs (each line of a multi-line one) replaced by `******`;
 - records the first line that contains a fault-tolerance keyword (file `keyword`);
 - records the exit code when the command ends (file `exit`), which is how a restarted
   worker learns how an adopted replica ended.
@@ -79,11 +79,14 @@ def main(argv: list[str]) -> int:
     env = json.loads(env_file.read_text())
     env_file.unlink()
     keywords = [k.encode() for k in args.keyword if k]
+    # Output is masked line by line, so a secret of several lines (a PEM key, a kubeconfig)
+    # could never match whole: each of its lines is masked wherever it appears.
     secrets = sorted(
         {
-            value.encode()
+            part.encode()
             for name in args.secret_env
-            if len(value := env.get(name, "")) >= MIN_MASKED_LENGTH
+            for part in env.get(name, "").splitlines()
+            if len(part) >= MIN_MASKED_LENGTH
         },
         key=len,
         reverse=True,  # a secret containing another is masked whole

@@ -870,6 +870,24 @@ def test_delete_removes_the_job_from_aihc(fake, aihc, alice):
 # -- secrets --------------------------------------------------------------------------------
 
 
+def test_a_line_of_a_multi_line_secret_quoted_by_an_aihc_error_is_masked(fake, aihc, alice):
+    spec = seed_spec()
+    spec.envs = [
+        *spec.envs,
+        S.Env("SA_KEY", "-----BEGIN-----\nc2VjcmV0LWtleS1ib2R5\n-----END-----", secret=True),
+    ]
+    fake.fail_next(
+        "CreateJob", status=400, code="InvalidEnv", message="cannot parse line c2VjcmV0LWtleS1ib2R5"
+    )
+    [job] = submit(alice, spec)
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert "cannot parse line ******" in job.status_reason
+    assert not JobEvent.objects.filter(job=job, message__contains="c2VjcmV0LWtleS1ib2R5").exists()
+
+
 def test_secrets_reach_aihc_but_never_logs_events_or_reasons(fake, aihc, alice, caplog):
     spec = seed_spec()
     spec.image_config = S.ImageConfig("robot", "registry-pa55word")

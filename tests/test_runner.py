@@ -125,6 +125,23 @@ def test_secret_env_values_the_job_prints_are_masked_in_its_log_and_keyword_reco
     assert "SUPERSECRET" not in job.status_reason
 
 
+def test_each_line_of_a_multi_line_secret_is_masked_wherever_the_job_prints_it(alice):
+    key = (
+        "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\nAQEFAASCBKcwggSjAgEAAoIB\n-----END KEY-----"
+    )
+    spec = make_spec(
+        'printf "%s\\n" "$PEM"; echo "second line alone: $(printf "%s" "$PEM" | sed -n 2p)"',
+        envs=[S.Env("PEM", key, secret=True)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    assert "second line alone: ******" in log
+    assert "MIIEvQIBADANBgkqhkiG9w0B" not in log and "AQEFAASCBKcwggSjAgEAAoIB" not in log
+
+
 def test_a_secret_cut_by_the_64_kib_line_limit_is_still_masked(alice):
     token = "QuXoZiVeKaPuWyJo"
     spec = make_spec(

@@ -129,8 +129,10 @@ def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
 
 
 def scrub(text: str, secrets: list[str]) -> str:
-    """The text with every secret value replaced by ******."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+    """The text with every secret value replaced by ******; each line of a multi-line one
+    too, as an error may quote it in part."""
+    parts = {part for s in secrets if s for part in [s, *s.splitlines()] if len(part) >= 4}
+    for secret in sorted(parts, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
 
