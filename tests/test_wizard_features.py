@@ -444,7 +444,7 @@ def test_the_totals_partial_sums_instances_times_cards_per_type(alice_client, ht
     assert "<html" not in html
     assert card_badges(html) == [f"{A800} × 14", f"{V100} × 2"]
     # The fragment replaces itself, so it keeps what makes it live.
-    assert 'id="card-totals"' in html and 'hx-trigger="change from:#role-table"' in html
+    assert 'id="card-totals"' in html and 'hx-sync="this:replace"' in html
 
 
 def test_the_totals_partial_leaves_out_rows_whose_accelerators_are_off(alice_client):
