@@ -77,6 +77,18 @@ def test_reviewers_see_every_users_jobs_with_the_review_columns(alice, bob, revi
     assert "local / big" in body
 
 
+def test_admin_pages_link_the_console_icon_so_browsers_do_not_ask_for_a_missing_one(reviewer):
+    for client, url in (
+        (client_for(reviewer), "/admin/"),
+        (client_for(reviewer), CHANGELIST),
+        (Client(), "/admin/login/"),
+    ):
+        r = client.get(url)
+
+        assert r.status_code == 200, url
+        assert 'rel="icon" href="/static/favicon.svg"' in r.content.decode(), url
+
+
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
