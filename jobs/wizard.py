@@ -138,7 +138,7 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
 _ROW_PATH_RE = re.compile(r"^(envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
 _ACTION_RE = re.compile(
     r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+"
-    r"|goto-[a-z]+)$"
+    r"|goto-[a-z]+|language-[a-z-]+)$"
 )
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -106,13 +107,18 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
             messages.warning(request, STALE_STEP)
         return redirect(_step_url(draft, first_open))
     if request.method == "POST":
+        language = str(request.POST.get("action", "")).removeprefix("language-")
         if step == W.REVIEW:
+            if language in dict(settings.LANGUAGES):
+                return _language_switched(request, _step_url(draft, step), language)
             return redirect(_step_url(draft, step))
         outcome = W.step_post(draft=draft, step=step, post=request.POST)
         if outcome.stale:
             return _render_step(request, draft, step, stale=True)
         if outcome.forms is not None:
             return _render_step(request, draft, step, forms=outcome.forms)
+        if language in dict(settings.LANGUAGES):
+            return _language_switched(request, _step_url(draft, step), language)
         if not request.htmx:
             query = f"?example={outcome.example}" if outcome.example else ""
             return redirect(_step_url(draft, outcome.go_to) + query)
@@ -123,6 +129,25 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
             push_url(response, _step_url(draft, outcome.go_to))
         return response
     return _render_step(request, draft, step)
+
+
+def _language_switched(request: AuthenticatedHttpRequest, url: str, language: str) -> HttpResponse:
+    """The step again, in `language` (saved as Django's set_language saves it). htmx loads it
+    as a whole page: the navigation bar outside the swapped region changes language too."""
+    response: HttpResponse = (
+        HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
+    )
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        language,
+        max_age=settings.LANGUAGE_COOKIE_AGE,
+        path=settings.LANGUAGE_COOKIE_PATH,
+        domain=settings.LANGUAGE_COOKIE_DOMAIN,
+        secure=settings.LANGUAGE_COOKIE_SECURE,
+        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+    )
+    return response
 
 
 def _render_step(

@@ -559,6 +559,51 @@ def test_a_stepper_link_pressed_on_a_step_keeps_what_was_typed_there(alice_clien
     assert draft.data["image"]["command"] == ["python3 half_typed.py"]
 
 
+def test_the_language_switch_on_a_step_saves_what_was_typed_then_shows_the_step_in_english(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(
+        alice_client, draft, W.IMAGE, image_data(command="python3 typed.py"), action="language-en"
+    )
+    page = alice_client.get(r["Location"]).content.decode()
+
+    draft.refresh_from_db()
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.IMAGE)
+    assert r.cookies["django_language"].value == "en"
+    assert draft.data["image"]["command"] == ["python3 typed.py"]
+    assert '<html lang="en">' in page and "python3 typed.py" in page
+
+
+def test_the_language_switch_with_htmx_reloads_the_whole_step_so_the_navigation_changes_too(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+
+    r = post_step(
+        alice_client, draft, W.BASIC, basic_data(name="typed-name"), action="language-en", htmx=True
+    )
+
+    draft.refresh_from_db()
+    assert r.status_code == 200 and r["HX-Redirect"] == step_url(draft, W.BASIC)
+    assert r.cookies["django_language"].value == "en"
+    assert draft.data["basic"]["name"] == ["typed-name"]
+
+
+def test_the_language_switch_works_on_the_review_step_and_ignores_unknown_languages(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    review = alice_client.post(step_url(draft, W.REVIEW), {"action": "language-en"})
+    unknown = post_step(alice_client, draft, W.IMAGE, image_data(), action="language-xx")
+
+    assert review.status_code == 302 and review.cookies["django_language"].value == "en"
+    assert unknown.status_code == 302 and unknown["Location"] == step_url(draft, W.IMAGE)
+    assert "django_language" not in unknown.cookies
+
+
 def test_leaving_a_done_step_by_a_stepper_link_with_a_problem_takes_its_mark_away(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)

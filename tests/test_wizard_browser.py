@@ -262,6 +262,13 @@ def test_the_wizard_works_without_javascript(browser, live_server, alice):
         draft = Draft.objects.get(owner=alice)
         assert draft.data["image"]["env-0-name"] == ["MODE"]
         assert draft.completed_steps == ["basic", "image"]
+
+        # The language switch keeps what was typed on the step, without JavaScript too.
+        page.fill("#id_roles-1-replicas", "3")
+        page.click("[data-language=en]")
+        page.wait_for_url(re.compile(r"/resources/$"))
+        expect(page.locator("html")).to_have_attribute("lang", "en")
+        expect(page.locator("#id_roles-1-replicas")).to_have_value("3")
     finally:
         context.close()
 
@@ -272,11 +279,30 @@ def test_switching_language_mid_wizard_stays_on_the_current_step(logged_in_page)
     fill_basic(page, name="lang-switch")
     fill_image(page)  # two steps moved by htmx: the navigation bar was not re-rendered
 
-    page.click("button[name=language][value=en]")
+    page.click("[data-language=en]")
 
     page.wait_for_url(re.compile(r"/resources/$"))
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page.locator("#id_roles-0-replicas")).to_be_visible()
+
+
+def test_switching_language_on_the_review_step_reached_through_htmx_shows_it_in_english(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page, name="lang-review")
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+
+    page.click("[data-language=en]")
+
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    assert page.url.endswith("/review/")
+    expect(page.locator("#wizard-submit")).to_be_visible()
 
 
 def test_back_after_changing_the_framework_shows_the_draft_as_it_is_now(logged_in_page):
@@ -371,7 +397,7 @@ def test_what_was_typed_survives_a_stepper_link_and_the_language_switch(logged_i
     expect(page.locator("#id_image")).to_have_value("registry.example.com/typed/then-left:1")
 
     page.fill("#id_command", "python3 typed_then_switched.py")
-    page.click("button[name=language][value=en]")
+    page.click("[data-language=en]")
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page.locator("#id_command")).to_have_value("python3 typed_then_switched.py")
 
