@@ -454,14 +454,32 @@ class FaultForm(StepForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("hang_detection"),
-            WizardField("hang_minutes"),
+            Div(WizardField("hang_minutes"), css_id="hang-fields"),
             WizardField("fault_tolerance"),
-            WizardField("retry_limit"),
-            WizardField("custom_patterns"),
+            Div(
+                WizardField("retry_limit"),
+                WizardField("custom_patterns"),
+                css_id="fault-tolerance-fields",
+            ),
             show_errors=self.show_errors,
         )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        _ignore_when_off(self, data, "hang_detection", "hang_minutes")
+        _ignore_when_off(self, data, "fault_tolerance", "retry_limit", "custom_patterns")
+        return data
+
+
+def _ignore_when_off(form: forms.Form, data: dict[str, Any], switch: str, *names: str) -> None:
+    """A switch that is off ignores its settings, hidden then: what they hold (a half-typed
+    value left from trying the switch) must not block the step."""
+    if not data.get(switch):
+        for name in names:
+            form._errors.pop(name, None)
 
 
 class AdvancedForm(StepForm):
@@ -525,14 +543,16 @@ class AdvancedForm(StepForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("tensorboard"),
-            WizardField("tensorboard_path"),
+            Div(WizardField("tensorboard_path"), css_id="tensorboard-fields"),
             WizardField("auto_delete"),
             Div(
                 WizardField("retention_value", wrapper_class="col-md-4"),
                 WizardField("retention_unit", wrapper_class="col-md-4"),
                 css_class="row",
+                css_id="retention-fields",
             ),
             WizardField("alert_items"),
             WizardField("alert_emails"),
@@ -544,6 +564,8 @@ class AdvancedForm(StepForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        _ignore_when_off(self, data, "tensorboard", "tensorboard_path")
+        _ignore_when_off(self, data, "auto_delete", "retention_value", "retention_unit")
         missing = data.get("auto_delete") and data.get("retention_value") is None
         if missing and "retention_value" not in self.errors:
             self.add_error("retention_value", _("Enter how long to keep the job."))

@@ -620,6 +620,50 @@ def test_leaving_a_done_step_by_a_stepper_link_with_a_problem_takes_its_mark_awa
     assert W.first_incomplete(draft) == W.IMAGE
 
 
+@pytest.mark.parametrize(
+    ("step", "switched_off", "switched_on", "field_id"),
+    [
+        (W.FAULT, {"hang_minutes": "abc"}, {"hang_detection": "on"}, "id_hang_minutes"),
+        (
+            W.FAULT,
+            {"retry_limit": "9", "custom_patterns": "x" * 20001},
+            {"fault_tolerance": "on"},
+            "id_retry_limit",
+        ),
+        (
+            W.ADVANCED,
+            advanced_data(tensorboard_path="/" + "t" * 1100),
+            {"tensorboard": "on"},
+            "id_tensorboard_path",
+        ),
+        (
+            W.ADVANCED,
+            advanced_data(retention_value="0", retention_unit="x"),
+            {"auto_delete": "on"},
+            "id_retention_value",
+        ),
+    ],
+)
+def test_a_switch_that_is_off_ignores_what_its_hidden_settings_hold(
+    alice_client, step, switched_off, switched_on, field_id
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=step)
+
+    on = post_step(alice_client, draft, step, {**switched_off, **switched_on})
+    off = post_step(alice_client, draft, step, switched_off)
+
+    assert on.status_code == 200 and field_errors(on, field_id)  # checked while it is on
+    assert off.status_code == 302 and off["Location"] == step_url(
+        draft, W.STEPS[W.STEPS.index(step) + 1]
+    )
+    page = alice_client.get(step_url(draft, step)).content.decode()
+    wrapper = {"id_hang_minutes": "hang-fields", "id_retry_limit": "fault-tolerance-fields"}.get(
+        field_id, "tensorboard-fields" if "tensorboard" in field_id else "retention-fields"
+    )
+    assert f'id="{wrapper}"' in page  # what console.css hides while the switch is off
+
+
 def test_a_standalone_job_ignores_what_the_queue_task_fields_hold(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.SUBMISSION)
