@@ -2,7 +2,8 @@
 
 It checks what the real service checks: every request's bce-auth-v1 signature (verified
 with its own implementation, not the console's signer), its expiry and access key, the
-`x-bce-date` and `X-API-Version` headers, and the required fields of each call. Failures
+`x-bce-date` and `X-API-Version` headers, the required fields of each call, and a CreateJob
+body's field names, JSON types and enumerations per API version (`check_create_body`). Failures
 answer like BCE: `{"requestId", "code", "message"}` with the matching HTTP status.
 
 It records every request, and emulates pools (gpuDetail), queues, jobs with pods, job
@@ -37,6 +38,207 @@ class FakeError(Exception):
     def __init__(self, status: int, code: str, message: str):
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+# -- the CreateJob body schema ---------------------------------------------------------
+#
+# Field names, types and enumerations from the reference tables (docs/Go SDK structs,
+# /work/shared/reference/aihc-openapi.md §2.1-2.3). AIHC's Go server rejects a value of the
+# wrong type; an unknown field it would silently drop, which for the console means a setting
+# the user chose is lost without a word, so the fake refuses unknown fields: the client must
+# only send what the API version reads.
+
+NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,48}[a-z0-9])?$")  # 任务名称 rule (seed 000)
+PRIORITIES = {"high", "normal", "low"}
+ALERT_ITEMS = {"jobRunning", "jobFT", "nodeFT", "jobFailed", "jobSucceed", "jobHang"}
+TF_ALERT_ITEMS = {"jobRunning", "jobFailed", "jobSucceed"}
+RETENTION_RE = re.compile(r"^[1-9][0-9]*[mhd]$")
+
+STR, BOOL, INT, NUM, LIST, OBJ = "string", "boolean", "integer", "number", "array", "object"
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == STR:
+        return isinstance(value, str)
+    if kind == BOOL:
+        return isinstance(value, bool)
+    if kind == INT:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == NUM:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind == LIST:
+        return isinstance(value, list)
+    return isinstance(value, dict)
+
+
+_DATASOURCE_OPTIONS = {
+    "sizeLimit": INT,
+    "medium": STR,
+    "hostPath": STR,
+    "hostPathType": STR,
+    "readOnly": BOOL,
+    "pfsL1ClusterIp": STR,
+    "pfsL1ClusterPort": STR,
+    "pfsL1ParentDir": STR,
+    "pfsPath": STR,
+    "pfsL2MountTargetId": LIST,
+    "pfsL2HostMountPath": STR,
+}
+_DATASOURCE = {"type": STR, "name": STR, "sourcePath": STR, "mountPath": STR, "options": OBJ}
+_FT_CONFIG = {
+    "enabledHangDetection": BOOL,
+    "hangDetectionTimeoutMinutes": INT,
+    "faultToleranceLimit": INT,
+    "customFaultTolerancePattern": LIST,
+}
+_TENSORBOARD = {"enable": BOOL, "logPath": STR}
+_ALERT = {
+    "alertIds": LIST,
+    "instanceId": STR,
+    "alertName": STR,
+    "alertItems": LIST,
+    "for": STR,
+    "description": STR,
+    "notifyRuleId": STR,
+    "severity": STR,
+}
+_JOB_SPEC = {
+    "v1": {
+        "command": STR,
+        "image": STR,
+        "imageConfig": OBJ,
+        "replicas": INT,
+        "resources": LIST,
+        "envs": LIST,
+        "enableRDMA": BOOL,
+        "hostNetwork": BOOL,
+        "privileged": BOOL,
+    },
+    "v2": {
+        "image": STR,
+        "imageConfig": OBJ,
+        "replicas": INT,
+        "resources": LIST,
+        "envs": LIST,
+        "enableRDMA": BOOL,
+        "hostNetwork": BOOL,
+    },
+}
+_TOP = {
+    "v1": {
+        "name": STR,
+        "queue": STR,
+        "jobFramework": STR,
+        "jobSpec": OBJ,
+        "faultTolerance": BOOL,
+        "labels": LIST,
+        "priority": STR,
+        "datasources": LIST,
+        "enableBccl": BOOL,
+        "faultToleranceConfig": OBJ,
+        "faultToleranceArgs": STR,
+        "tensorboardConfig": OBJ,
+        "codeSource": OBJ,
+        "alertConfig": OBJ,
+    },
+    "v2": {
+        "name": STR,
+        "queue": STR,
+        "jobType": STR,
+        "jobSpec": OBJ,
+        "command": STR,
+        "labels": LIST,
+        "priority": STR,
+        "datasources": LIST,
+        "enableBccl": BOOL,
+        "faultTolerance": BOOL,
+        "faultToleranceArgs": STR,
+        "tensorboardConfig": OBJ,
+        "alertConfig": OBJ,
+        "retentionPeriod": STR,
+        "advancedSettings": OBJ,
+    },
+}
+
+
+def _invalid(message: str) -> FakeError:
+    return FakeError(400, "InvalidParameter", message)
+
+
+def _fields(value: Any, schema: dict[str, str], path: str) -> dict[str, Any]:
+    """`value` is an object whose every field is known and of its type (null = absent)."""
+    if not isinstance(value, dict):
+        raise _invalid(f"{path} must be an object")
+    for key, item in value.items():
+        if key not in schema:
+            raise _invalid(f"{path}.{key} is not a field of this API")
+        if item is not None and not _is(item, schema[key]):
+            raise _invalid(f"{path}.{key} must be a JSON {schema[key]}")
+    return value
+
+
+def _items(value: Any, schema: dict[str, str], path: str) -> list[dict[str, Any]]:
+    return [_fields(item, schema, f"{path}[{i}]") for i, item in enumerate(value or [])]
+
+
+def check_create_body(body: Any, version: str) -> None:
+    """Raises FakeError(400, InvalidParameter) for what AIHC would not accept as sent."""
+    top = _fields(body, _TOP[version], "body")
+    if version == "v2" and top.get("jobType") == "TFJob" and isinstance(top.get("jobSpec"), dict):
+        specs = [(f"jobSpec.{k}", v) for k, v in top["jobSpec"].items()]
+    else:
+        specs = [("jobSpec", top.get("jobSpec"))]
+    for path, spec in specs:
+        if spec is None:
+            continue
+        _fields(spec, _JOB_SPEC[version], path)
+        for res in _items(
+            spec.get("resources"), {"name": STR, "quantity": NUM}, f"{path}.resources"
+        ):
+            if not res.get("name") or res.get("quantity") is None:
+                raise _invalid(f"{path}.resources need a name and a numeric quantity")
+        for env in _items(spec.get("envs"), {"name": STR, "value": STR}, f"{path}.envs"):
+            if not env.get("name"):
+                raise _invalid(f"{path}.envs need a name")
+        if spec.get("imageConfig") is not None:
+            ic = _fields(
+                spec["imageConfig"], {"username": STR, "password": STR}, f"{path}.imageConfig"
+            )
+            if not ic.get("username") or not ic.get("password"):
+                raise _invalid("imageConfig needs username and password")
+    name = top.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise _invalid(f"name {name!r} must be 1-50 lowercase letters, digits and '-'")
+    if top.get("priority") is not None and top["priority"] not in PRIORITIES:
+        raise _invalid(f"priority {top['priority']!r} is not high, normal or low")
+    for label in _items(top.get("labels"), {"key": STR, "value": STR}, "labels"):
+        if not label.get("key"):
+            raise _invalid("labels need a key")
+    for i, ds in enumerate(_items(top.get("datasources"), _DATASOURCE, "datasources")):
+        if ds.get("options") is not None:
+            _fields(ds["options"], _DATASOURCE_OPTIONS, f"datasources[{i}].options")
+    if top.get("faultToleranceConfig") is not None:
+        ftc = _fields(top["faultToleranceConfig"], _FT_CONFIG, "faultToleranceConfig")
+        patterns = ftc.get("customFaultTolerancePattern") or []
+        if not all(isinstance(p, str) for p in patterns):
+            raise _invalid("customFaultTolerancePattern is a list of strings")
+    if top.get("tensorboardConfig") is not None:
+        tb = _fields(top["tensorboardConfig"], _TENSORBOARD, "tensorboardConfig")
+        if tb.get("enable") and not tb.get("logPath"):
+            raise _invalid("tensorboardConfig.logPath is required when enabled")
+    if top.get("alertConfig") is not None:
+        alert = _fields(top["alertConfig"], _ALERT, "alertConfig")
+        for key in ("instanceId", "alertItems", "notifyRuleId"):
+            if not alert.get(key):
+                raise _invalid(f"alertConfig.{key} is required")
+        framework = top.get("jobType") or top.get("jobFramework") or "PyTorchJob"
+        allowed = TF_ALERT_ITEMS if framework == "TFJob" else ALERT_ITEMS
+        for item in alert["alertItems"]:
+            if item not in allowed:
+                raise _invalid(f"alertItems {item!r} is not supported for {framework}")
+    retention = top.get("retentionPeriod")
+    if retention is not None and not RETENTION_RE.match(retention):
+        raise _invalid(f"retentionPeriod {retention!r} is like 1m, 1h or 1d")
 
 
 @dataclass
@@ -467,6 +669,7 @@ class FakeAihc:
         body = r.body
         self._require(isinstance(body, dict), "The body must be a JSON object")
         pool = self._pool(r.params.get("resourcePoolId"))
+        check_create_body(body, version)
         self._require(isinstance(body.get("name"), str) and body["name"], "name is required")
         queue = body.get("queue") or "default"
         if version == "v1":
