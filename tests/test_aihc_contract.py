@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.aihc.client import V1, V2, AihcClient, AihcError, Credentials
 from jobs.backends.aihc import AihcBackend
-from tests.fake_aihc import FakeAihc
+from tests.fake_aihc import FakeAihc, configure
 
 SEED = json.loads((Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text())
 A800 = "baidu.com/a800_80g_cgpu"
@@ -173,3 +174,23 @@ def test_the_fake_refuses_v1_fields_in_a_v2_body_and_v2_alerts_a_tfjob_cannot_se
         V2,
     )
     assert "alertItems 'jobHang' is not supported for TFJob" in _refused(client, tf, V2)
+
+
+def test_a_tensorflow_job_alerting_on_hangs_is_refused_on_its_field_before_it_is_sent(
+    fake, settings
+):
+    configure(settings, fake, AIHC_API_VERSION="v2")
+    spec = full_spec(
+        framework=S.TENSORFLOW, roles=[S.Role("worker", 2, A800, 8)], enable_bccl=False
+    )
+
+    with translation.override("en"):
+        errors = AihcBackend().check_spec(spec)
+
+    assert errors == {
+        "alertConfig.alertItems": [
+            "AIHC alerts on a TensorFlow job only when it runs, fails or succeeds."
+        ]
+    }
+    spec.alert.items = ["jobRunning", "jobFailed", "jobSucceed"]
+    assert AihcBackend().check_spec(spec) == {}

@@ -67,6 +67,8 @@ STORAGE_TYPES = {
 }
 # Mounted by path alone, with no file system or volume to choose (spec.VOLUMELESS_TYPES).
 VOLUMELESS_STORAGE_TYPES = frozenset(spec_module.VOLUMELESS_TYPES)
+# "TFJob支持jobRunning、jobFailed、jobSucceed类型告警,PyTorchJob支持类型所有告警" (AlertConfig).
+TF_ALERT_ITEMS = frozenset({"jobRunning", "jobFailed", "jobSucceed"})
 # A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
 STUCK_SUBMITTING = timedelta(minutes=2)
 # After this many create attempts that got no answer (and no job of that name showed up),
@@ -413,6 +415,11 @@ class AihcBackend(Backend):
         if spec.alert.webhooks:
             err(
                 "alert.webhooks", _("AIHC sends alerts through its notify policy, not to webhooks.")
+            )
+        if spec.framework == spec_module.TENSORFLOW and set(spec.alert.items) - TF_ALERT_ITEMS:
+            err(
+                "alertConfig.alertItems",
+                _("AIHC alerts on a TensorFlow job only when it runs, fails or succeeds."),
             )
         if spec.alert.items and not (spec.alert.instance_id and spec.alert.notify_rule_id):
             err(
