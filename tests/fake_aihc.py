@@ -923,24 +923,53 @@ class FakeAihc:
         page = self._page(queues, r.params.get("pageNumber"), r.params.get("pageSize"))
         return {"totalCount": len(queues), "queues": page}
 
+    @staticmethod
+    def _accelerators_statistic(gpus: dict[str, tuple[int, int]]) -> dict[str, Any]:
+        """[go] v2/api/resourcepool.go AcceleratorsStatistic: totals + per-type rows (floats)."""
+        total = sum(t for t, _ in gpus.values())
+        used = sum(u for _, u in gpus.values())
+        return {
+            "resourceType": "accelerator",
+            "capacity": float(total),
+            "allocated": float(used),
+            "idle": float(total - used),
+            "acceleratorStatistics": [
+                {
+                    "acceleratorType": kind.rpartition("/")[2],
+                    "resourceType": kind,
+                    "capacity": float(t),
+                    "allocated": float(u),
+                    "idle": float(t - u),
+                }
+                for kind, (t, u) in gpus.items()
+            ],
+        }
+
     def _v2_DescribeResourcePoolOverview(self, r: Recorded) -> dict[str, Any]:
+        # ResourcePoolStatistic: {resourcePoolId, type, name, nodesStatistic,
+        # resourcesStatistic, acceleratorsStatistic{..., acceleratorStatistics[]}}.
         rows = [
             {
                 "resourcePoolId": pool_id,
-                "acceleratorStatistics": [
-                    {
-                        "resourceType": kind,
-                        "capacity": total,
-                        "allocated": used,
-                        "idle": total - used,
-                    }
-                    for kind, (total, used) in p["gpus"].items()
-                ],
+                "type": "common",
+                "name": p["name"],
+                "acceleratorsStatistic": self._accelerators_statistic(p["gpus"]),
             }
             for pool_id, p in self.pools.items()
         ]
+        every: dict[str, tuple[int, int]] = {}
+        for p in self.pools.values():
+            for kind, (total, used) in p["gpus"].items():
+                t, u = every.get(kind, (0, 0))
+                every[kind] = (t + total, u + used)
         return {
-            "resourcePoolsStatisticWithType": [{"type": "common", "resourcePoolStatistics": rows}]
+            "resourcePoolsStatisticWithType": [
+                {
+                    "type": "common",
+                    "acceleratorsStatistic": self._accelerators_statistic(every),
+                    "resourcePoolStatistics": rows,
+                }
+            ]
         }
 
 

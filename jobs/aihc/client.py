@@ -503,16 +503,23 @@ class AihcClient:
     def _v2_idle(self) -> dict[str, dict[str, tuple[int, int]]]:
         """Per pool and accelerator type (capacity, idle), from DescribeResourcePoolOverview.
 
-        Baidu's example shows the per-type `acceleratorsStatistic`; the per-pool rows in
-        `resourcePoolStatistics` are read as {resourcePoolId, acceleratorStatistics:
-        [{resourceType, capacity, idle}]} (our reading; the doc does not spell them out).
+        Each row of `resourcePoolStatistics` is a ResourcePoolStatistic ([go]
+        services/aihc/v2/api/resourcepool.go): {resourcePoolId, acceleratorsStatistic:
+        {capacity, idle, acceleratorStatistics: [{acceleratorType, resourceType, capacity,
+        idle}]}}. Which of the two type fields carries the resource name used in
+        `resources[].name` is not documented: `resourceType` is preferred (our reading).
         """
         data = self._v2("DescribeResourcePoolOverview", method="GET", idempotent=True)
         idle: dict[str, dict[str, tuple[int, int]]] = {}
         for group in _items(data, "resourcePoolsStatisticWithType"):
             for row in _items(group, "resourcePoolStatistics"):
+                if not isinstance(row, dict):
+                    continue
                 pool_id = str(row.get("resourcePoolId", ""))
-                for stat in _items(row, "acceleratorStatistics"):
+                stats = row.get("acceleratorsStatistic")
+                for stat in _items(stats, "acceleratorStatistics"):
+                    if not isinstance(stat, dict):
+                        continue
                     kind = str(stat.get("resourceType") or stat.get("acceleratorType") or "")
                     if pool_id and kind:
                         idle.setdefault(pool_id, {})[kind] = (
