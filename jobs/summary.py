@@ -7,14 +7,13 @@ step, so a field cannot show in one and be missed by the other. Secrets are mask
 from __future__ import annotations
 
 import difflib
-import json
 from typing import Any
 
 from django.utils.translation import gettext as _
 
 from . import forms as F
 from . import spec as S
-from .backends import BackendError, get_backend
+from .backends import BackendError, get_backend, request_json
 
 Section = tuple[str, list[tuple[str, str]]]
 
@@ -188,4 +187,4 @@ def sent_request(spec: S.JobSpec, backend_name: str) -> tuple[str, str]:
     except BackendError:  # misconfigured: the stored v1 body is still the truth
         line = f"POST /api/v1/aijobs?resourcePoolId={spec.resource_pool_id}"
         body = spec.to_v1_body(masked=True)
-    return line, json.dumps(body, ensure_ascii=False, indent=2)
+    return line, request_json(body)  # the text the AIHC client sends

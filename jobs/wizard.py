@@ -34,7 +34,14 @@ from django.utils.translation import gettext_lazy
 
 from . import forms as F
 from . import spec as S
-from .backends import BackendError, Pool, RequestPreview, enabled_backends, get_backend
+from .backends import (
+    BackendError,
+    Pool,
+    RequestPreview,
+    enabled_backends,
+    get_backend,
+    request_json,
+)
 from .models import Draft, Job
 from .runtime_env import replica_refs
 from .services import jobs_submit
@@ -1328,20 +1335,22 @@ def submitted_job(draft: Draft) -> Job | None:
 
 
 def request_preview(spec: S.JobSpec, pool: Pool | None) -> tuple[RequestPreview, str, str]:
-    """The create request the pool's backend will send (secrets masked), its body as pretty
-    JSON, and an equivalent curl command (unsigned: the signature needs the secret key)."""
+    """The create request the pool's backend will send (secrets masked), its body exactly as
+    sent, and a curl command sending the same bytes to the same URL. The signature needs the
+    secret key, so the curl has placeholders for it and names the headers it covers."""
     backend = get_backend(pool.backend if pool else "local")
     preview = backend.request_preview(spec)
-    body = json.dumps(preview.body, indent=2, ensure_ascii=False)
-    headers = "".join(
-        f"  -H {shlex.quote(f'{name}: {value}')} \\\n" for name, value in preview.headers.items()
-    )
+    body = request_json(preview.body)
+    headers = [
+        *(f"{name}: {value}" for name, value in preview.headers.items()),
+        "x-bce-date: <timestamp>",
+        "Authorization: bce-auth-v1/<access key>/<timestamp>/1800/"
+        f"{preview.signed_headers}/<signature>",
+    ]
     curl = (
         f"curl -X {preview.method} {shlex.quote(preview.endpoint + preview.path)} \\\n"
-        f"{headers}"
-        "  -H 'Authorization: bce-auth-v1/<access key>/<timestamp>/1800/<signed headers>/<signature>' \\\n"
-        "  -H 'x-bce-date: <timestamp>' \\\n"
-        f"  --data-binary @- <<'JSON'\n{body}\nJSON"
+        + "".join(f"  -H {shlex.quote(header)} \\\n" for header in headers)
+        + f"  --data-raw {shlex.quote(body)}"
     )
     return preview, body, curl
 

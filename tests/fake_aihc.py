@@ -250,6 +250,7 @@ class Recorded:
     params: dict[str, str]
     headers: dict[str, str]
     body: Any
+    raw_body: bytes = b""
     status: int = 0
     error_code: str = ""
     version: str = "v1"
@@ -466,6 +467,7 @@ class FakeAihc:
             params=params,
             headers=headers,
             body=None,
+            raw_body=raw_body,
         )
         with self.lock:
             self.requests.append(record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_module
 import re
 
 import pytest
@@ -384,3 +385,28 @@ def submitted_on_aihc(client, owner) -> Job:
     get_backend(job.backend).submit(job)
     job.refresh_from_db()
     return job
+
+
+def test_a_v2_jobs_page_and_admin_show_the_action_style_request_it_was_sent_with(
+    fake, alice_client, alice, settings, admin_client
+):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend("aihc").submit(job)
+    [call] = fake.calls("CreateJob")
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]))
+    admin = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
+
+    assert page.status_code == admin.status_code == 200
+    for html in (page.content.decode(), admin.content.decode()):
+        shown = re.search(
+            r'class="[^"]*(?:spec-json small" id="api-request|api-request)">(.*?)</pre>', html, re.S
+        )
+        text = html_module.unescape(shown.group(1))
+        line, _, body = text.partition("\n")
+        assert line == f"POST /?{call.raw_query}"
+        assert body.strip() == call.raw_body.decode()

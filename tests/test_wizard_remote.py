@@ -3,8 +3,10 @@ shows exactly the request the pool's backend sends (v1 or v2), secrets masked.""
 
 from __future__ import annotations
 
+import html
 import json
 import re
+import shlex
 
 import pytest
 from django.urls import reverse
@@ -12,6 +14,7 @@ from django.urls import reverse
 from jobs import wizard as W
 from jobs.aihc.mapping import v2_from_v1
 from jobs.backends import get_backend
+from jobs.models import Job
 from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import (
     basic_data,
@@ -203,3 +206,32 @@ def test_the_preview_matches_what_the_backend_submits(fake, alice_client, settin
     assert call.params == {"action": "CreateJob", "resourcePoolId": POOL, "queueID": "default"}
     sent = json.loads(json.dumps(call.body).replace("hf-very-secret", "******"))
     assert sent == shown
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_curl_sends_the_bytes_the_console_sends_to_the_same_url(
+    fake, alice_client, settings, version
+):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: version}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **aihc_steps())
+    _page, _line, _shown, curl = review_request(alice_client, draft)
+    args = shlex.split(html.unescape(curl).replace("\\\n", " "))
+    url, headers = args[3], [args[i + 1] for i, a in enumerate(args) if a == "-H"]
+    data = args[args.index("--data-raw") + 1]
+
+    assert alice_client.post(reverse("wizard-submit", args=[draft.id])).status_code == 302
+    get_backend("aihc").submit(Job.objects.get())
+
+    [call] = fake.calls("CreateJob")
+    sent = call.raw_body.decode().replace("hf-very-secret", "******")
+    assert data == sent
+    assert url == f"{fake.url}{call.path}?{call.raw_query}"
+    signed = call.headers["authorization"].split("/")[4]
+    assert f"Authorization: bce-auth-v1/<access key>/<timestamp>/1800/{signed}/<signature>" in (
+        headers
+    )
+    for header in headers[:-2]:
+        name, _, value = header.partition(": ")
+        assert call.headers[name.lower()] == value
+    assert headers[-2] == "x-bce-date: <timestamp>"

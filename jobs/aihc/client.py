@@ -10,7 +10,6 @@ v1 wraps results in `{"requestId", "result": {...}}`, v2 answers flat.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -21,7 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.utils.translation import gettext_lazy
 
-from jobs.backends.base import BackendError
+from jobs.backends.base import BackendError, request_json
 
 from . import signer
 
@@ -214,7 +213,8 @@ class AihcClient:
         headers = {"Host": self._host, "x-bce-date": timestamp}
         content = None
         if body is not None:
-            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            # The same text the review step shows and its curl sends.
+            content = request_json(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
         if version == V2:
             headers["X-API-Version"] = V2

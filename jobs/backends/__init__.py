@@ -11,7 +11,15 @@ from importlib import import_module
 
 from django.conf import settings
 
-from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
+from .base import (
+    AcceleratorStock,
+    Backend,
+    BackendError,
+    Pool,
+    RequestPreview,
+    Volume,
+    request_json,
+)
 
 __all__ = [
     "AcceleratorStock",
@@ -24,6 +32,7 @@ __all__ = [
     "get_backend",
     "all_pools",
     "find_pool",
+    "request_json",
 ]
 
 # Backend name -> module defining `backend()`.

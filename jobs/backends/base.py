@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -60,15 +61,26 @@ class Pool:
 DEFAULT_AIHC_ENDPOINT = "https://aihc.bj.baidubce.com"
 
 
+def request_json(body: Any) -> str:
+    """A request body's JSON text: what the AIHC client sends and what the review shows,
+    byte for byte (indented so the review can be read; AIHC reads any JSON layout)."""
+    return json.dumps(body, ensure_ascii=False, indent=2)
+
+
 @dataclass(frozen=True)
 class RequestPreview:
     """The create request a backend sends for a spec, secrets masked (the review step)."""
 
     method: str
     path: str  # with its query string, relative to `endpoint`
-    headers: dict[str, str]
+    headers: dict[str, str]  # besides Host, x-bce-date and Authorization (set when signing)
     body: dict[str, Any]
     endpoint: str = DEFAULT_AIHC_ENDPOINT
+
+    @property
+    def signed_headers(self) -> str:
+        """The signedHeaders list of the bce-auth-v1 signature the AIHC client computes."""
+        return ";".join(sorted({"host", "x-bce-date", *(name.lower() for name in self.headers)}))
 
 
 class Backend(ABC):
