@@ -11,7 +11,11 @@ that is killed or restarted. The shim:
   values of the job's secret envs (each line of a multi-line one) replaced by `******`;
 - records the first line that contains a fault-tolerance keyword (file `keyword`);
 - records the exit code when the command ends (file `exit`), which is how a restarted
-  worker learns how an adopted replica ended.
+  worker learns how an adopted replica ended;
+- ends the replica when its command ends: whatever the command left running in the
+  background (a TensorBoard, a log shipper) is killed then, as in a container whose main
+  process exits. Left alone, it would hold the sandbox open, and with it the log pipe, and
+  the job would stay Running with its cards taken until that process ended, if ever.
 
 The worker holds a lock on `<state>/lock` from before the spawn and passes it in as an open
 file descriptor: while the lock is held the shim is alive, which is how a worker tells a
@@ -21,11 +25,14 @@ live replica from a dead one without trusting pids.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +41,7 @@ MAX_LINE = 64 * 1024
 MASK = b"******"
 # Shorter secret values are not masked: replacing every "1" or "on" would wreck the log.
 MIN_MASKED_LENGTH = 4
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def stamp() -> bytes:
@@ -44,6 +52,46 @@ def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def become_subreaper() -> None:
+    """Orphans of the command's sandbox become this process's children instead of init's.
+
+    bwrap runs as two processes: the outer one, the shim's child, which exits with the
+    command's code as soon as the command ends, and the init of the replica's pid namespace,
+    which waits for every process left in it. Once the outer one is gone, that init is
+    adopted here, where the shim can end it (and every process in the namespace with it)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def own_children() -> list[int]:
+    """Pids of this process's children (not reaped yet, so none can be a recycled pid)."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                found.append(int(entry))
+    return found
+
+
+def end_with_command(child: subprocess.Popen[bytes]) -> None:
+    """Once the command has ended, kills what it left in its sandbox (see become_subreaper).
+
+    Not when the outer bwrap was itself killed by a signal: that is a stop (or a timeout,
+    or a restart's tear-down), and the command's own SIGTERM handler gets the grace period
+    the worker allows before its SIGKILL."""
+    if child.wait() < 0:
+        return
+    for pid in own_children():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)  # a pid namespace's init: everything in it dies
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 def main(argv: list[str]) -> int:
@@ -72,6 +120,7 @@ def main(argv: list[str]) -> int:
     # handler (not SIG_IGN) so the command itself starts with default signal handling.
     signal.signal(signal.SIGTERM, lambda *_: None)
     signal.signal(signal.SIGINT, lambda *_: None)
+    become_subreaper()
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
 
@@ -113,6 +162,7 @@ def main(argv: list[str]) -> int:
     for fd in args.mount_fd:  # bwrap has its own copies
         os.close(fd)
     (state / "pid").write_text(str(os.getpid()))
+    threading.Thread(target=end_with_command, args=(child,), daemon=True).start()
     assert child.stdout is not None
     # A line longer than MAX_LINE (or a long `\r` progress bar) is read and logged in
     # pieces, and a secret or keyword can straddle a cut. So the end of a piece that does not

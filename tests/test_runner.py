@@ -331,6 +331,21 @@ def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
     assert [r.status for r in job.replicas.all()] == ["stopped"]
 
 
+def test_a_replica_ends_when_its_command_does_even_if_it_left_a_background_process(alice):
+    # A common start command: a helper (tensorboard, a log shipper) in the background, then
+    # the training. When the command ends the replica ends, as a container does when its
+    # main process exits; the helper must not keep the job Running (and its cards taken).
+    token = "left-behind-token"
+    command = "T=left-behind; (exec -a ${T}-token sleep 300) & echo trained"
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, timeout=10)
+
+    assert processes_with(token) == []
+    assert [(r.status, r.exit_code) for r in job.replicas.all()] == [("succeeded", 0)]
+    assert "trained" in log_text(job, "master-0")
+
+
 def status_and(job):
     job.refresh_from_db()
     return job
