@@ -66,7 +66,9 @@ def tf_config(spec: JobSpec, ref: ReplicaRef, address: Callable[[str, int], str]
         "task": {"type": ref.role.lower(), "index": ref.index},
         "environment": "cloud",
     }
-    return json.dumps(value, separators=(",", ":"))
+    # Non-ASCII kept as is, as Go's encoding/json (Kubeflow's) writes it: real addresses are
+    # ASCII anyway, and the review step's placeholder for a port stays readable in Chinese.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str]) -> str:

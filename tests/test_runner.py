@@ -620,6 +620,22 @@ def test_a_blocked_queue_holds_its_later_jobs_while_another_queue_runs(alice, se
     assert big.started_at <= small_same_queue.started_at
 
 
+def test_the_tf_config_preview_shows_the_port_placeholder_in_the_page_language_unescaped():
+    from django.utils import translation
+
+    from jobs.backends import get_backend
+    from jobs.runtime_env import replica_refs
+
+    spec = make_spec("true", framework=S.TENSORFLOW, roles=[S.Role("worker", 2)])
+    with translation.override("zh-hans"):
+        preview = get_backend("local").environment_preview(
+            spec, replica_refs(spec)[0], job_id="tfjob-1"
+        )
+
+    placeholder = "127.0.0.1:<启动时选择的空闲端口>"
+    assert f'"worker":["{placeholder}","{placeholder}"]' in preview["TF_CONFIG"]
+
+
 def test_the_local_pools_environment_preview_is_what_each_replica_is_given(alice, settings):
     # The review step and the admin show this preview; it must not promise cluster addresses
     # the local runner never uses. Only what is decided at start may differ (ports, cards).
