@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_noop
 
 from .models import Job
+from .texts import recorded
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +50,10 @@ def _address_allowed(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-NOT_HTTP_URL = "not an http(s) URL"
+# Why a destination is refused: marked for translation, as they end up in AlertFailed events.
+NOT_HTTP_URL = gettext_noop("not an http(s) URL")
+LOOPBACK_REFUSED = gettext_noop("loopback destinations are not allowed")
+PRIVATE_REFUSED = gettext_noop("private, loopback and link-local destinations are not allowed")
 
 
 def webhook_url_error(url: str) -> str | None:
@@ -66,12 +70,12 @@ def webhook_url_error(url: str) -> str | None:
         return None
     host = parts.hostname
     if host == "localhost" or host.endswith(".localhost"):
-        return "loopback destinations are not allowed"
+        return LOOPBACK_REFUSED
     try:
         allowed = _address_allowed(host)
     except ValueError:
         return None  # a name: checked after resolution
-    return None if allowed else "private, loopback and link-local destinations are not allowed"
+    return None if allowed else PRIVATE_REFUSED
 
 
 def resolve_webhook(url: str) -> tuple[str, str]:
@@ -82,19 +86,29 @@ def resolve_webhook(url: str) -> tuple[str, str]:
     """
     error = webhook_url_error(url)
     if error:
-        raise UnsafeDestination(error)
+        raise UnsafeDestination(recorded(error))
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
-        raise UnsafeDestination(f"cannot resolve {host}: {exc.strerror or exc}") from exc
+        raise UnsafeDestination(
+            recorded(
+                gettext_noop("cannot resolve %(host)s: %(error)s"),
+                host=host,
+                error=exc.strerror or exc,
+            )
+        ) from exc
     addresses = [info[4][0] for info in infos]
     if not settings.ALERT_WEBHOOK_ALLOW_PRIVATE:
         bad = [a for a in addresses if not _address_allowed(a)]
         if bad or not addresses:
-            raise UnsafeDestination(f"{host} resolves to a private or loopback address")
+            raise UnsafeDestination(
+                recorded(
+                    gettext_noop("%(host)s resolves to a private or loopback address"), host=host
+                )
+            )
     address = addresses[0]
     literal = f"[{address}]" if ":" in address else address
     netloc = f"{literal}:{port}"
@@ -142,7 +156,7 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
     """Enqueues delivery of alert `item` if the job chose it and has somewhere to send it."""
     from django.utils import timezone
 
-    from .services import job_event, recorded
+    from .services import job_event
     from .tasks import deliver_alert
 
     alert = job.job_spec().alert
@@ -164,9 +178,16 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
         )
 
 
+def failure_text(exc: Exception) -> str:
+    """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
+    are (in the console's language), a library's error with its type; kept short."""
+    text = str(exc) if isinstance(exc, UnsafeDestination) else f"{type(exc).__name__}: {exc}"
+    return text[:400]
+
+
 def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     """Sends one alert on every channel of the job; records each outcome as an event."""
-    from .services import job_event, recorded
+    from .services import job_event
 
     alert = job.job_spec().alert
     payload = alert_payload(job, item, message, time)
@@ -180,7 +201,11 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
             job_event(
                 job=job,
                 reason="AlertFailed",
-                message=f"{item} email: {type(exc).__name__}: {exc}"[:500],
+                message=recorded(
+                    gettext_noop("%(item)s: email failed (%(error)s)"),
+                    item=item,
+                    error=failure_text(exc),
+                ),
                 warning=True,
             )
         else:
@@ -202,7 +227,12 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
             job_event(
                 job=job,
                 reason="AlertFailed",
-                message=f"{item} webhook to {host}: {type(exc).__name__}: {exc}"[:500],
+                message=recorded(
+                    gettext_noop("%(item)s: webhook to %(host)s failed (%(error)s)"),
+                    item=item,
+                    host=host,
+                    error=failure_text(exc),
+                ),
                 warning=True,
             )
         else:
