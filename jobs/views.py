@@ -49,25 +49,36 @@ EXPLAINED_STATUSES = frozenset(
     }
 )
 LOG_TAIL_LINES = 200
+# A filter longer than any name, id, pool or queue matches nothing; SQLite also refuses a
+# LIKE pattern past 50,000 bytes ("pattern too complex", a 500), which this keeps well away.
+MAX_FILTER_LENGTH = 200
 
 
 class JobFilterForm(forms.Form):
-    q = forms.CharField(required=False, label=gettext_lazy("Name or ID"))
+    q = forms.CharField(
+        required=False, label=gettext_lazy("Name or ID"), max_length=MAX_FILTER_LENGTH
+    )
     status = forms.ChoiceField(
         required=False, choices=[("", gettext_lazy("Any status")), *JobStatus.choices]
     )
     framework = forms.ChoiceField(
         required=False, choices=[("", gettext_lazy("Any framework")), *FRAMEWORK_LABELS.items()]
     )
-    pool = forms.CharField(required=False, label=gettext_lazy("Resource pool"))
-    queue = forms.CharField(required=False, label=gettext_lazy("Queue"))
+    pool = forms.CharField(
+        required=False, label=gettext_lazy("Resource pool"), max_length=MAX_FILTER_LENGTH
+    )
+    queue = forms.CharField(
+        required=False, label=gettext_lazy("Queue"), max_length=MAX_FILTER_LENGTH
+    )
 
 
 def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
     jobs = Job.objects.filter(owner=request.user)
-    if not form.is_valid():
-        return jobs
-    data = form.cleaned_data
+    # A filter the form refused (a status from an old link, a NUL) is said so on its field;
+    # the others still apply (cleaned_data holds just the valid ones).
+    form.is_valid()
+    data = {"q": "", "status": "", "framework": "", "pool": "", "queue": ""}
+    data.update(form.cleaned_data)
     if data["q"]:
         # The platform's own id too (AIHC names its jobs like ours): people copy either.
         jobs = jobs.filter(

@@ -58,6 +58,33 @@ def test_the_list_filters_by_status_framework_pool_queue_and_searches(alice, ali
     assert shown(pool=" LOCAL ", queue="Default") == {"alpha", "beta", "gamma"}
 
 
+@pytest.mark.parametrize("field", ["q", "pool", "queue"])
+def test_a_filter_too_long_to_match_gets_its_message_when_sent_instead_of_a_500(
+    alice, alice_client, field
+):
+    submit(alice, name="alpha")
+
+    r = alice_client.get(reverse("job-list"), {field: "x" * 100_000})
+
+    assert r.status_code == 200
+    errors = re.findall(rf'id="id_{field}_error">([^<]+)<', r.content.decode())
+    assert errors and "200" in errors[0]
+
+
+def test_an_unknown_status_filter_is_marked_on_its_field_and_the_others_still_apply(
+    alice, alice_client
+):
+    submit(alice, name="alpha")
+    submit(alice, name="beta")
+
+    r = alice_client.get(reverse("job-list"), {"status": "gone-status", "q": "bet"})
+
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert 'id="id_status_error"' in html and 'aria-invalid="true"' in html
+    assert ">beta<" in html and ">alpha<" not in html
+
+
 def test_the_list_is_paginated(alice, alice_client):
     for i in range(25):
         submit(alice, name=f"job-{i}")
