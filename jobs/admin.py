@@ -20,6 +20,8 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -49,6 +51,41 @@ SHOWN_REPLICAS = 32
 LOG_TAIL_LINES = 500
 # At most this many distinct pools or queues are offered as filters.
 MAX_FILTER_VALUES = 200
+# Longer than any name, id, username or email; SQLite refuses a LIKE pattern past 50,000
+# bytes ("pattern too complex", a 500), which this keeps well away from.
+MAX_SEARCH_LENGTH = 1000
+
+
+class BoundedSearchMixin:
+    """The admin's search box, with a message instead of a database error for a search
+    no row could match anyway."""
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        if len(search_term) > MAX_SEARCH_LENGTH:
+            self.message_user(  # type: ignore[attr-defined]
+                request,
+                _("A search can be at most %(max)d characters long (this one has %(count)d).")
+                % {"max": MAX_SEARCH_LENGTH, "count": len(search_term)},
+                messages.WARNING,
+            )
+            return queryset.none(), False
+        return super().get_search_results(request, queryset, search_term)  # type: ignore[misc,no-any-return]
+
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class ConsoleUserAdmin(BoundedSearchMixin, UserAdmin):
+    pass
+
+
+@admin.register(Group)
+class ConsoleGroupAdmin(BoundedSearchMixin, GroupAdmin):
+    pass
 
 
 # -- filters ---------------------------------------------------------------------------
@@ -366,7 +403,7 @@ def _user_text(user: Any) -> str:
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
     list_display = [
         "public_id",
         "name",

@@ -153,6 +153,19 @@ def test_the_job_list_searches_by_name_owner_and_id(alice, bob, reviewer, term):
     assert [j.name for j in r.context["cl"].result_list] == ["exact-name"]
 
 
+@pytest.mark.parametrize("page", [CHANGELIST, "/admin/auth/user/", "/admin/auth/group/"])
+def test_a_search_too_long_for_the_database_lists_nothing_with_a_message_not_a_500(
+    alice, superuser, page
+):
+    submit(alice, "1", name="exact-name")
+
+    r = client_for(superuser).get(page, {"q": "x" * 100_000})
+
+    assert r.status_code == 200
+    assert list(r.context["cl"].result_list) == []
+    assert "搜索内容最多 1000 个字符（当前 100000 个）" in r.content.decode()
+
+
 def test_the_date_hierarchy_drills_down_from_years_to_days(alice, reviewer):
     now = timezone.localtime()
     first = submit(alice, "1", name="old")
