@@ -943,12 +943,13 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
         if master and worker and worker.replicas > 0:
             both_gpu = bool(master.accelerator_type) and bool(worker.accelerator_type)
             must_match = spec.framework == PYTORCH or both_gpu
-            if must_match and (
-                master.accelerator_type != worker.accelerator_type
-                or master.accelerators != worker.accelerators
-            ):
+            same_type = master.accelerator_type == worker.accelerator_type
+            if must_match and (not same_type or master.accelerators != worker.accelerators):
+                # On the worker's field that differs: its cards per instance when the card
+                # types already match (that is what was typed, and what gets the focus).
+                attr = "acceleratorType" if not same_type else "accelerators"
                 err(
-                    f"roles[{index('worker')}].acceleratorType",
+                    f"roles[{index('worker')}].{attr}",
                     _("Master and worker must use the same card type and cards per instance."),
                 )
     elif spec.framework == TENSORFLOW:

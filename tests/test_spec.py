@@ -301,7 +301,7 @@ INVALID: list[tuple[str, Mutation, str]] = [
     (
         "pytorch master and worker with different counts",
         setting(roles=[role("master", 1, A800, 8), role("worker", 1, A800, 4)]),
-        "roles[1].acceleratorType",
+        "roles[1].accelerators",
     ),
     ("pytorch with a ps role", setting(roles=[role("master"), role("ps")]), "roles[1].name"),
     ("negative workers", setting(roles=[role("master"), role("worker", -1)]), "roles[1].replicas"),

@@ -115,7 +115,7 @@ RULES = [
     (
         W.RESOURCES,
         resources_data([role("master", 1), role("worker", 1, cards=2)]),
-        "id_roles-1-accelerator_type",
+        "id_roles-1-accelerators",
         "same card type",
     ),
     (
