@@ -855,7 +855,13 @@ def _validate_image(spec: JobSpec, err: Any) -> None:
     if spec.image_config is not None and (
         not spec.image_config.username or not spec.image_config.password
     ):
-        err("jobSpec.imageConfig", _("A private registry needs both a username and a password."))
+        # On the half that is missing (a password typed without its username marks the
+        # username, not the password that was typed).
+        missing = "username" if not spec.image_config.username else "password"
+        err(
+            f"jobSpec.imageConfig.{missing}",
+            _("A private registry needs both a username and a password."),
+        )
 
 
 def _validate_command(spec: JobSpec, err: Any) -> None:

@@ -107,6 +107,7 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
     "aiak.trainingMethod": (BASIC, "training_method"),
     "aiak.template": (BASIC, "aiak_template"),
     "jobSpec.image": (IMAGE, "image"),
+    "jobSpec.imageConfig.username": (IMAGE, "registry_username"),
     "jobSpec.imageConfig": (IMAGE, "registry_password"),
     "console.entrypoint": (IMAGE, "entrypoint"),
     "jobSpec.command": (IMAGE, "command"),

@@ -283,7 +283,12 @@ INVALID: list[tuple[str, Mutation, str]] = [
     (
         "registry password without user",
         setting(image_config=S.ImageConfig("", "pw")),
-        "jobSpec.imageConfig",
+        "jobSpec.imageConfig.username",
+    ),
+    (
+        "registry user without password",
+        setting(image_config=S.ImageConfig("robot", "")),
+        "jobSpec.imageConfig.password",
     ),
     ("shell with no command", setting(command="  "), "jobSpec.command"),
     ("unclosed quote in entrypoint", setting(entrypoint="python 'x"), "console.entrypoint"),

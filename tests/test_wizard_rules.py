@@ -86,6 +86,8 @@ RULES = [
         "id_image",
         "must include a tag",
     ),
+    (W.IMAGE, image_data(registry_password="hunter22"), "id_registry_username", "a username"),
+    (W.IMAGE, image_data(registry_username="robot"), "id_registry_password", "a username"),
     (W.IMAGE, image_data(entrypoint=""), "id_entrypoint", "Enter an entrypoint"),
     (W.IMAGE, image_data(entrypoint="python 'x"), "id_entrypoint", "unclosed quote"),
     (W.IMAGE, image_data(command="  "), "id_command", "Enter the command"),
