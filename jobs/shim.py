@@ -29,11 +29,14 @@ import contextlib
 import ctypes
 import json
 import os
+import re
+import select
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -92,6 +95,53 @@ def end_with_command(child: subprocess.Popen[bytes]) -> None:
             os.kill(pid, signal.SIGKILL)  # a pid namespace's init: everything in it dies
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+
+
+LINE_END = re.compile(rb"\r\n|\n|\r")
+PAUSE_SECONDS = 1.0
+
+
+def output_pieces(fd: int) -> Iterator[tuple[bytes | None, bool]]:
+    """The command's output as (piece, redraw) until it ends, then (b"", False).
+
+    A piece is a line with its end made `\n` (`\r\n`, `\n` and a lone `\r` each end a
+    line; redraw is True for `\r`), or MAX_LINE bytes of a longer line, or, when the output
+    pauses for PAUSE_SECONDS, the line begun so far (a bar's newest redraw, a "Loading..."):
+    the rest of that line comes as a piece of its own. (None, False) on a pause otherwise."""
+    buffer = b""
+    after_cr = False  # a `\n` right after a lone `\r` was the second half of `\r\n`
+    ended = False
+    while True:
+        if after_cr and buffer:
+            buffer = buffer.removeprefix(b"\n")
+            after_cr = False
+        found = LINE_END.search(buffer, 0, MAX_LINE + 2)
+        if found and found.start() <= MAX_LINE:
+            end = found.group()
+            # A `\r` the buffer ends with may be half of a `\r\n`: its `\n` is skipped then.
+            after_cr = end == b"\r" and found.end() == len(buffer) and not ended
+            yield buffer[: found.start()] + b"\n", end == b"\r"
+            buffer = buffer[found.end() :]
+            continue
+        if len(buffer) >= MAX_LINE:
+            yield buffer[:MAX_LINE], False
+            buffer = buffer[MAX_LINE:]
+            continue
+        if ended:
+            if buffer:
+                yield buffer, False
+            yield b"", False  # the end: what was held back is written now
+            return
+        ready, _, _ = select.select([fd], [], [], PAUSE_SECONDS)
+        if not ready:
+            yield (buffer or None), False
+            buffer = b""
+            continue
+        data = os.read(fd, MAX_LINE)
+        if data:
+            buffer += data
+        else:
+            ended = True
 
 
 def main(argv: list[str]) -> int:
@@ -164,26 +214,49 @@ def main(argv: list[str]) -> int:
     (state / "pid").write_text(str(os.getpid()))
     threading.Thread(target=end_with_command, args=(child,), daemon=True).start()
     assert child.stdout is not None
-    # A line longer than MAX_LINE (or a long `\r` progress bar) is read and logged in
-    # pieces, and a secret or keyword can straddle a cut. So the end of a piece that does not
-    # end its line, as long as the longest secret or keyword less one byte, is held back and
-    # masked and matched again with the next piece: whatever straddles the cut starts there.
+    # A line longer than MAX_LINE is read and logged in pieces, and a secret or keyword can
+    # straddle a cut. So the end of a piece that does not end its line, as long as the
+    # longest secret or keyword less one byte, is held back and masked and matched again
+    # with the next piece: whatever straddles the cut starts there.
     held_length = max(map(len, [*secrets, *keywords]), default=1) - 1
     held = b""
-    while True:
-        piece = child.stdout.readline(MAX_LINE)
-        if not piece and not held:
-            break
+    # A progress bar (tqdm) redraws itself after `\r` and may never end its line: each
+    # redraw is a line of the log, at most one a second (the newest wins; it is written
+    # once the output pauses), so the live view and hang detection see it advance.
+    progress: tuple[bytes, bytes] | None = None  # (stamp, line) not written yet
+    progress_written = 0.0
+    cut_before = False  # the line being read was cut (MAX_LINE, or a pause) and partly written
+
+    def write(when: bytes, line: bytes) -> None:
+        os.write(log, when + (line if line.endswith(b"\n") else line + b"\n"))
+
+    for piece, redraw in output_pieces(child.stdout.fileno()):
+        now = time.monotonic()
+        if progress is not None and not redraw:  # a pause, or a line after the bar's
+            write(*progress)
+            progress, progress_written = None, now
+        if piece is None:  # the output paused
+            continue
         text = held + piece
         for secret in secrets:
             text = text.replace(secret, MASK)
         if piece.endswith(b"\n") or not piece:  # the line ends here, or the output does
             line, held = text, b""
+            if line == b"\n" and cut_before:
+                line = b""  # the end of a line already written in pieces: no empty line
+            cut_before = False
         else:
             cut = max(len(text) - held_length, 0)
             line, held = text[:cut], text[cut:]
-        if line:
-            os.write(log, stamp() + (line if line.endswith(b"\n") else line + b"\n"))
+            cut_before = True
+        if redraw and line.strip():  # (a bar's leading `\r` ends an empty line: not one)
+            if now - progress_written >= 1:
+                write(stamp(), line)
+                progress, progress_written = None, now  # a newer redraw than the one waiting
+            else:
+                progress = (stamp(), line)
+        elif line and not redraw:
+            write(stamp(), line)
         # Matched on the whole text, the held part included: a keyword that ends in it is
         # found now (and found again with the next piece, which changes nothing).
         if keywords and not matched:
@@ -199,6 +272,8 @@ def main(argv: list[str]) -> int:
                         }
                     ),
                 )
+    if progress is not None:
+        write(*progress)
     code = child.wait()
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code

@@ -142,6 +142,43 @@ def test_each_line_of_a_multi_line_secret_is_masked_wherever_the_job_prints_it(a
     assert "MIIEvQIBADANBgkqhkiG9w0B" not in log and "AQEFAASCBKcwggSjAgEAAoIB" not in log
 
 
+def test_a_progress_bar_redrawn_with_carriage_returns_is_logged_as_it_advances(alice):
+    spec = make_spec(
+        # tqdm's way: redraw after \r, no \n until the end; then a pause on the last redraw.
+        'printf "a\\rb\\r\\nc\\n"; '
+        'for i in $(seq 1 25); do printf "\\rstep %d/25" $i; sleep 0.1; done; sleep 2; echo; '
+        'printf "loading... "; sleep 2; echo done'
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    lines = [line.split(" ", 1)[1] for line in log_text(job, "master-0").splitlines()]
+    output = [line for line in lines if not line.startswith("[console]")]
+    assert output[:3] == ["a", "b", "c"]  # \r ends a line, \r\n ends one line
+    steps = [line for line in output if line.startswith("step ")]
+    assert steps[-1] == "step 25/25"  # the newest redraw, written once the output paused
+    assert 2 <= len(steps) <= 6  # at most one redraw a second, not all 25
+    assert "" not in output  # a bar's leading \r does not log an empty line
+    assert output[-2:] == ["loading... ", "done"]  # a line begun before a pause is shown
+
+
+def test_a_secret_printed_across_a_pause_in_the_output_is_still_masked(alice):
+    token = "QuXoZiVeKaPuWyJo"
+    spec = make_spec(
+        # The line begun before a pause is logged then: the secret straddles that cut.
+        'printf "token=%s" "${TOK:0:5}"; sleep 2; printf "%s end\\n" "${TOK:5}"',
+        envs=[S.Env("TOK", token, secret=True)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    assert "****** end" in log
+    assert not [token[i : i + 4] for i in range(len(token) - 3) if token[i : i + 4] in log]
+
+
 def test_a_secret_cut_by_the_64_kib_line_limit_is_still_masked(alice):
     token = "QuXoZiVeKaPuWyJo"
     spec = make_spec(
