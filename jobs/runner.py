@@ -35,6 +35,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -944,6 +945,7 @@ def _tear_down(
         elif now >= run.kill_at:
             for replica in alive:
                 signal_group(replica, signal.SIGKILL)
+                _record_killed(job, run, replica)
         else:
             for replica in adopted:  # its pid was unknown when the others got SIGTERM
                 signal_group(replica, signal.SIGTERM)
@@ -952,6 +954,22 @@ def _tear_down(
     for replica in replicas:
         signal_group(replica, signal.SIGKILL)
     _finish_tear_down(job, run, spec, replicas, now, children)
+
+
+def _record_killed(job: Job, run: LocalRun, replica: JobReplica) -> None:
+    """The SIGKILL ends the replica's shim too, before it can record an exit code: record
+    the code a shell reports for it (137), unless the shim recorded the command's own."""
+    state = replica_state_dir(job.public_id, run.attempt, f"{replica.role}-{replica.index}")
+    tmp = state / "exit.killed"
+    try:
+        tmp.write_text(json.dumps({"code": 128 + signal.SIGKILL, "time": time.time()}))
+        os.link(tmp, state / "exit")  # never over the shim's own record
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        logger.warning("%s: could not record %s as killed: %s", job.public_id, replica, exc)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _finish_tear_down(

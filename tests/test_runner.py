@@ -368,6 +368,20 @@ def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
     assert [r.status for r in job.replicas.all()] == ["stopped"]
 
 
+def test_a_replica_that_ignores_sigterm_is_recorded_as_killed_with_code_137(alice, settings):
+    from jobs.actions import job_stop
+
+    settings.LOCAL_STOP_GRACE_SECONDS = 0.5
+    job = submit(alice, make_spec("trap '' TERM; echo ready; sleep 300 & wait; sleep 300"))
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(job, "master-0"), what="the command")
+
+    job_stop(job=status_and(job))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+    assert [(r.status, r.exit_code) for r in job.replicas.all()] == [("stopped", 137)]
+
+
 def test_a_replica_ends_when_its_command_does_even_if_it_left_a_background_process(alice):
     # A common start command: a helper (tensorboard, a log shipper) in the background, then
     # the training. When the command ends the replica ends, as a container does when its
