@@ -396,6 +396,7 @@ def default_role_rows(state: WizardState) -> list[Raw]:
 def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
     """Every step's form data for an existing spec (copy & edit)."""
     aiak = spec.aiak or S.Aiak()
+    pool = find_pool(spec.resource_pool_id)
     basic = _row(
         name=spec.name,
         resource_pool=spec.resource_pool_id,
@@ -449,7 +450,10 @@ def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
         [
             _row(
                 type=d.type,
-                name=d.name or None,
+                # A node-disk name the console made up is made up again on submit.
+                name=None
+                if node_disk(pool, d.type) and d.name.startswith(NODE_DISK_PREFIX)
+                else d.name or None,
                 source_path=d.source_path,
                 mount_path=d.mount_path,
                 access="ro" if d.read_only else "rw",
@@ -782,20 +786,40 @@ def _apply_data(
     a.rows["datasources"] = []
     if not cd.get("storage_enabled"):
         return
+    node_disks = 0
     for i, row in _valid_rows(forms.formset):
         if "type" not in row:
             continue
         source = (row.get("source_path") or "").strip()
+        name = row.get("name") or ""
+        if not name and node_disk(state.pool, row["type"]):
+            node_disks += 1
+            name = f"{NODE_DISK_PREFIX}{node_disks}"
         spec.datasources.append(
             S.Datasource(
                 type=row["type"],
-                name=row.get("name") or "",
+                name=name,
                 mount_path=(row.get("mount_path") or "").strip(),
                 source_path=source or None,
                 read_only=row.get("access") == "ro",
             )
         )
         a.rows["datasources"].append(i)
+
+
+NODE_DISK_PREFIX = "hostpath-"
+
+
+def node_disk(pool: Pool | None, storage_type: str) -> bool:
+    """A hostpath mount on a pool with no hostpath volumes to choose (AIHC): the node's
+    local disk, named by the console (hostpath-1, hostpath-2, ... as AIHC's samples name
+    it; uncertain whether AIHC reads the name at all, so unique names are the safe choice)."""
+    return (
+        storage_type == "hostpath"
+        and pool is not None
+        and "hostpath" in pool.storage_types
+        and not any(v.type == "hostpath" for v in pool.volumes)
+    )
 
 
 def _apply_fault(

@@ -324,7 +324,12 @@ def _idle_info(
 def _data_extras(
     request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
 ) -> dict[str, Any]:
-    return {"rows": list(enumerate(forms.formset.forms))}
+    types = state.pool.storage_types if state.pool else []
+    return {
+        "rows": list(enumerate(forms.formset.forms)),
+        "node_disk": W.node_disk(state.pool, "hostpath"),
+        "bos": "bos" in types,
+    }
 
 
 def _fault_extras(

@@ -215,6 +215,8 @@ def check_create_body(body: Any, version: str) -> None:
         if not label.get("key"):
             raise _invalid("labels need a key")
     for i, ds in enumerate(_items(top.get("datasources"), _DATASOURCE, "datasources")):
+        if ds.get("type") == "hostpath" and not (ds.get("name") and ds.get("sourcePath")):
+            raise _invalid(f"datasources[{i}]: hostpath needs a name and the node's sourcePath")
         if ds.get("type") == "bos" and not ds.get("sourcePath"):
             raise _invalid(f"datasources[{i}].sourcePath (the bucket) is required for bos")
         if ds.get("options") is not None:

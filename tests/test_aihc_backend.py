@@ -175,10 +175,11 @@ def test_a_pool_offers_only_storage_types_a_mount_can_be_filled_in_with(fake, ai
 
     pools = {p.id: p for p in aihc.pools()}
 
-    # PFS: the pool has a PFS instance to choose; BOS needs none (a bucket path). CFS,
-    # RapidFS and datasets are accepted by v2 but the console cannot list their instances.
-    assert pools[POOL].storage_types == ["pfs", "bos"]
-    assert pools["cce-pool2"].storage_types == ["bos"]  # no PFS instance
+    # PFS: the pool has a PFS instance to choose; the node's local disk (hostpath) and BOS
+    # need none (a node path, a bucket path). CFS, RapidFS and datasets are accepted by v2
+    # but the console cannot list their instances.
+    assert pools[POOL].storage_types == ["pfs", "hostpath", "bos"]
+    assert pools["cce-pool2"].storage_types == ["hostpath", "bos"]  # no PFS instance
 
 
 def test_figures_older_than_the_cache_are_refreshed_before_a_page_uses_them(fake, aihc, settings):

@@ -243,7 +243,7 @@ def test_a_v2_pool_mounts_a_bos_bucket_path_with_no_volume_to_choose(fake, alice
     )
     saved = post_step(alice_client, draft, W.DATA, bucket)
 
-    assert types[:2] == ["pfs", "bos"] and "cfs" not in types
+    assert types[:3] == ["pfs", "hostpath", "bos"] and "cfs" not in types
     assert empty.status_code == 200
     assert field_errors(empty, "id_mounts-0-source_path") == [
         "请填写要挂载的 BOS 存储桶路径，例如 bos://my-bucket/datasets。"
@@ -252,6 +252,44 @@ def test_a_v2_pool_mounts_a_bos_bucket_path_with_no_volume_to_choose(fake, alice
     complete_steps(alice_client, draft, **{**aihc_steps(), W.DATA: bucket})
     review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
     assert "bos://team-bucket/datasets" in review
+
+
+def test_an_aihc_pool_mounts_folders_of_the_nodes_local_disk_named_by_the_console(
+    fake, alice_client, alice
+):
+    from tests.test_wizard import field_errors
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **aihc_steps())
+    page = alice_client.get(step_url(draft, W.DATA)).content.decode()
+    disks = (("hostpath", "", "/mnt/data"), ("hostpath", "", "/mnt/ckpt"))
+    no_folder = post_step(alice_client, draft, W.DATA, data_data(mounts=disks))
+    folders = data_data(
+        mounts=disks, **{"mounts-0-source_path": "/ssd1/data", "mounts-1-source_path": "/ssd2"}
+    )
+    complete_steps(alice_client, draft, **{**aihc_steps(), W.DATA: folders})
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend(job.backend).submit(job)
+
+    assert 'id="node-disk-help"' in page
+    assert no_folder.status_code == 200
+    assert field_errors(no_folder, "id_mounts-0-source_path") == [
+        "请填写要挂载的节点本地盘目录，例如 /ssd1/data。"
+    ]
+    [call] = fake.calls("CreateJob")
+    sent = [
+        (d["type"], d["name"], d["sourcePath"], d["mountPath"]) for d in call.body["datasources"]
+    ]
+    assert sent == [
+        ("hostpath", "hostpath-1", "/ssd1/data", "/mnt/data"),
+        ("hostpath", "hostpath-2", "/ssd2", "/mnt/ckpt"),
+    ]
+    # Copy & edit: the names the console made up are not volumes to choose; made up again.
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+    assert not (copy.data["data"].get("mounts-0-name") or [""])[0]
+    assert W.assemble(W.wizard_state(copy)).spec.datasources == job.job_spec().datasources
 
 
 def test_secrets_typed_in_the_wizard_never_come_back_on_the_job_page(fake, alice_client, alice):

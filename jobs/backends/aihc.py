@@ -65,8 +65,10 @@ STORAGE_TYPES = {
     V1: ["pfs", "pfsl1", "pfsl2", "hostpath", "dataset"],
     V2: ["pfs", "hostpath", "bos", "cfs", "rapidfs", "dataset"],
 }
-# Mounted by path alone, with no file system or volume to choose (spec.VOLUMELESS_TYPES).
-VOLUMELESS_STORAGE_TYPES = frozenset(spec_module.VOLUMELESS_TYPES)
+# Mounted by path alone, with no file system or volume to choose: BOS (a bucket path,
+# spec.VOLUMELESS_TYPES) and 本地盘, the node's local disk (a path on the node; seed 000:
+# "使用指定本地盘路径"), which the wizard names hostpath-<n> as AIHC's samples do.
+PATH_ONLY_STORAGE_TYPES = frozenset({*spec_module.VOLUMELESS_TYPES, "hostpath"})
 # "TFJob支持jobRunning、jobFailed、jobSucceed类型告警,PyTorchJob支持类型所有告警" (AlertConfig).
 TF_ALERT_ITEMS = frozenset({"jobRunning", "jobFailed", "jobSucceed"})
 # A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
@@ -266,9 +268,9 @@ class Inventory:
             queues = self.client.queues(pool=raw["id"], version=version) or ["default"]
             volumes = [Volume(type="pfs", name=pfs, label=pfs) for pfs in raw["pfs"]]
             # Only what a mount row can be filled in with: a type the pool has a volume of,
-            # or one that needs none (BOS takes a bucket path). The API accepts more types
-            # (check_spec), but the console cannot list CFS or RapidFS instances.
-            mountable = {v.type for v in volumes} | VOLUMELESS_STORAGE_TYPES
+            # or one that needs none (a BOS bucket path, a path on the node). The API accepts
+            # more types (check_spec), but the console cannot list CFS or RapidFS instances.
+            mountable = {v.type for v in volumes} | PATH_ONLY_STORAGE_TYPES
             pools.append(
                 Pool(
                     id=raw["id"],
@@ -406,6 +408,16 @@ class AihcBackend(Backend):
                     f"datasources[{i}].type",
                     _("AIHC API %(version)s cannot mount “%(type)s”; it supports %(types)s.")
                     % {"version": version, "type": ds.type, "types": ", ".join(allowed)},
+                )
+            elif ds.type == "hostpath" and (
+                not ds.source_path
+                or ds.source_path == "/"
+                or spec_module.normalised_mount_path(ds.source_path) is None
+            ):
+                # The node's disk has no "whole volume": say which folder of it.
+                err(
+                    f"datasources[{i}].sourcePath",
+                    _("Enter the folder on the node's local disk to mount, e.g. /ssd1/data."),
                 )
         if spec.alert.emails:
             err(
