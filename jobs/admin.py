@@ -674,6 +674,14 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
             return self._confirmation(request, action, queryset, single=single)
         # Counted before acting: an approved job is Queued afterwards, which is not a skip.
         skipped = queryset.exclude(status__in=ACTION_STATUSES[action]).count()
+        gone = 0
+        if request.POST.get("select_across") != "1":
+            # Jobs picked on the confirmation page that are no longer in the list: deleted by
+            # their owner meanwhile, or moved out of the list's filter by another reviewer.
+            picked = set(request.POST.getlist(ACTION_CHECKBOX_NAME))
+            existing = Job.objects.filter(pk__in=picked).count()
+            gone = len(picked) - existing
+            skipped += existing - queryset.count()
         eligible = list(queryset.filter(status__in=ACTION_STATUSES[action]).select_related("owner"))
         done = 0
         failures: list[str] = []
@@ -681,6 +689,8 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
             try:
                 if perform(job):
                     done += 1
+                elif not Job.objects.filter(pk=job.pk).exists():
+                    gone += 1
                 else:
                     skipped += 1
             except BackendError as e:
@@ -698,6 +708,17 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
                     skipped,
                 )
                 % {"count": skipped},
+                messages.WARNING,
+            )
+        if gone:
+            self.message_user(
+                request,
+                ngettext(
+                    "Skipped %(count)d job: it has been deleted meanwhile.",
+                    "Skipped %(count)d jobs: they have been deleted meanwhile.",
+                    gone,
+                )
+                % {"count": gone},
                 messages.WARNING,
             )
         for failure in failures:

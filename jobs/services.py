@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -52,7 +53,8 @@ def job_transition(
     """Moves `job` to status `to` if the state machine allows it from its current status.
 
     The update is conditional on the status the caller saw, so two processes (web and
-    worker) racing on one job cannot both win; the loser gets False and a refreshed job.
+    worker) racing on one job cannot both win; the loser gets False and a refreshed job
+    (or the job as it was, when it has been deleted meanwhile).
     Records an event, and stamps started/finished times.
     """
     current = job.status
@@ -75,7 +77,9 @@ def job_transition(
         if changed:
             job_event(job=job, reason=reason, message=message, warning=warning, actor=actor)
     if not changed:
-        job.refresh_from_db()
+        # Deleted meanwhile (its owner deleted it while a reviewer acted): nothing to move.
+        with contextlib.suppress(Job.DoesNotExist):
+            job.refresh_from_db()
         return False
     for name, value in updates.items():
         setattr(job, name, value)

@@ -439,6 +439,83 @@ def test_a_single_job_is_approved_from_its_page_through_the_confirmation(
     assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
 
 
+def owner_deletes_at_the_reviewers_update(job: Job):
+    """A query wrapper: the owner's delete lands just before the reviewer's status update
+    (after the admin has read the job), as when both click at the same moment."""
+    from jobs.actions import job_delete
+
+    fired = []
+
+    def wrapper(execute, sql, params, many, context):
+        if not fired and sql.startswith('UPDATE "jobs_job"'):
+            fired.append(True)
+            job_delete(job=Job.objects.get(pk=job.pk))
+        return execute(sql, params, many, context)
+
+    return connection.execute_wrapper(wrapper)
+
+
+@pytest.mark.parametrize("action", ["approve_jobs", "reject_jobs", "stop_jobs"])
+def test_an_action_on_a_job_its_owner_deletes_meanwhile_is_skipped_with_a_message_not_a_500(
+    alice, reviewer, review_all, mailoutbox, action
+):
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+
+    with owner_deletes_at_the_reviewers_update(job):
+        r = confirm(client, action, [job], reason="Too many cards.")
+
+    assert r.status_code == 302
+    assert not Job.objects.filter(pk=job.pk).exists()
+    said = [str(m) for m in client.get(r["Location"]).context["messages"]]
+    assert any("已被删除" in m for m in said), said
+    assert mailoutbox == []
+
+
+def test_confirming_an_action_on_a_job_deleted_since_the_confirmation_page_says_so(
+    alice, reviewer, review_all
+):
+    from jobs.actions import job_delete
+
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    ask = client.get(f"{CHANGELIST}{job.pk}/review/approve/")
+    assert ask.status_code == 200
+    job_delete(job=job)
+
+    r = client.post(
+        CHANGELIST,
+        {"action": "approve_jobs", "_selected_action": [job.pk], "post": "yes", "_single": "1"},
+    )
+
+    assert r.status_code == 302
+    said = [str(m) for m in client.get(r["Location"]).context["messages"]]
+    assert any("已被删除" in m for m in said), said
+
+
+def test_a_job_another_reviewer_approved_from_a_filtered_list_is_reported_skipped(
+    alice, reviewer, review_all
+):
+    from jobs.review import job_approve
+
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    pending = f"{CHANGELIST}?status__exact=pending_review"
+    ids = [str(job.pk)]
+    ask = client.post(pending, {"action": "approve_jobs", "_selected_action": ids})
+    assert ask.status_code == 200
+    other = User.objects.create_user("dave", is_staff=True)
+    job_approve(job=job, reviewer=other)
+
+    r = client.post(pending, {"action": "approve_jobs", "_selected_action": ids, "post": "yes"})
+
+    assert r.status_code == 302
+    assert Job.objects.get(pk=job.pk).reviewed_by == other
+    assert Job.objects.get(pk=job.pk).events.filter(reason="Approved").count() == 1
+    said = [str(m) for m in client.get(r["Location"]).context["messages"]]
+    assert any("跳过 1" in m for m in said), said
+
+
 def test_staff_without_the_review_permission_cannot_act(alice, review_all):
     viewer = User.objects.create_user("viewer", password="x", is_staff=True)
     from django.contrib.auth.models import Permission
