@@ -265,6 +265,41 @@ def test_secrets_never_reach_pages_events_logs_or_alerts(world, caplog):
     assert job.job_spec().envs[1].value == SECRET_ENV
 
 
+@pytest.mark.parametrize(
+    ("op", "status"),
+    [("CreateJob", 429), ("CreateJob", 500), ("DescribeJobEvents", 500)],
+)
+def test_aihc_errors_quoting_a_jobs_secrets_are_logged_masked(alice, settings, caplog, op, status):
+    from jobs.backends import get_backend
+    from tests.fake_aihc import FakeAihc, configure
+
+    caplog.set_level(logging.DEBUG)
+    fake = FakeAihc().start()
+    try:
+        fake.add_pool("cce-pool1", "pool", queues=("default",), gpus={A800: (32, 0)})
+        configure(settings, fake)
+        spec = secret_spec(resource_pool_id="cce-pool1", roles=[S.Role("master", 1, A800, 1)])
+        [job] = jobs_submit(owner=alice, spec=spec, submit_key="aihc", backend="aihc")
+        backend = get_backend("aihc")
+        echo = f"rejected: token {SECRET_ENV}, registry login robot:{REGISTRY_PASSWORD}"
+        if op != "CreateJob":
+            backend.submit(job)  # accepted; the next look at it asks for its events
+            job.refresh_from_db()
+            fake.set_job_status(job.external_id, "Running")
+        fake.fail_next(op, status=status, code="Echo", message=echo, times=10)
+
+        if op == "CreateJob":
+            backend.submit(job)
+        else:
+            backend.sync(job)
+    finally:
+        fake.stop()
+
+    assert "rejected: token" in caplog.text  # the failure itself is logged...
+    assert SECRET_ENV not in caplog.text  # ...with the job's secrets masked
+    assert REGISTRY_PASSWORD not in caplog.text
+
+
 # -- SSRF --------------------------------------------------------------------------------------
 
 PRIVATE_WEBHOOKS = [

@@ -608,7 +608,11 @@ class AihcBackend(Backend):
                     ),
                     warning=True,
                 )
-                logger.warning("AIHC create for %s got no clear answer: %s", job.public_id, exc)
+                logger.warning(
+                    "AIHC create for %s got no clear answer: %s",
+                    job.public_id,
+                    scrub(str(exc), secrets),  # AIHC may quote the body, secrets and all
+                )
                 continue
             self._resume_submits(config)
             self._accepted(job, result["jobId"], adopted=False)
@@ -655,7 +659,10 @@ class AihcBackend(Backend):
         created, so the job goes back to Queued and is sent again once the pause is over."""
         delay = self._pause_submits(config)
         logger.warning(
-            "AIHC create for %s not sent: %s; submits pause for %ds", job.public_id, exc, delay
+            "AIHC create for %s not sent: %s; submits pause for %ds",
+            job.public_id,
+            scrub(str(exc), secrets),
+            delay,
         )
         if self._move(
             job,
@@ -973,7 +980,11 @@ class AihcBackend(Backend):
                 version=config.version(job.resource_pool),
             )
         except AihcError as exc:
-            logger.warning("AIHC stop of timed-out %s failed: %s", job.public_id, exc)
+            logger.warning(
+                "AIHC stop of timed-out %s failed: %s",
+                job.public_id,
+                scrub(str(exc), spec.secret_values()),
+            )
             return
         self._move(
             job,
@@ -1006,7 +1017,9 @@ class AihcBackend(Backend):
                 version=version,
             )
         except AihcError as exc:
-            logger.info("AIHC events of %s unavailable: %s", job.public_id, exc)
+            logger.info(
+                "AIHC events of %s unavailable: %s", job.public_id, scrub(str(exc), secrets)
+            )
             return
         seen = {
             (reason, message)
