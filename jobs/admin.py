@@ -22,7 +22,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
-from django.db.models import QuerySet
+from django.db.models import Max, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -651,6 +651,9 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
             # for the admin to treat the post as an action; select_across does the rest.
             "selected_ids": list(queryset.values_list("pk", flat=True)[:CONFIRMATION_SHOWN]),
             "select_across": request.POST.get("select_across") == "1",
+            # "Select all" acts on the jobs that exist now, not on ones submitted after the
+            # reviewer saw this page: the newest job id is the confirmation's limit.
+            "upto": queryset.aggregate(upto=Max("pk"))["upto"] or 0,
             "form_action": reverse("admin:jobs_job_changelist")
             if single
             else request.get_full_path(),
@@ -672,6 +675,12 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         single = request.POST.get("_single") == "1"
         if request.POST.get("post") != "yes":
             return self._confirmation(request, action, queryset, single=single)
+        if request.POST.get("select_across") == "1":
+            upto = request.POST.get("upto", "")
+            if not (upto.isdigit() and len(upto) <= 18):
+                # A confirmation without its limit (a page from before it had one): ask again.
+                return self._confirmation(request, action, queryset, single=single)
+            queryset = queryset.filter(pk__lte=int(upto))
         # Counted before acting: an approved job is Queued afterwards, which is not a skip.
         skipped = queryset.exclude(status__in=ACTION_STATUSES[action]).count()
         gone = 0

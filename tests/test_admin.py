@@ -709,11 +709,50 @@ def test_select_all_approves_every_job_the_filter_matches(alice, bob, reviewer, 
     ask = client.post(url, data)
     assert ask.status_code == 200
     assert ask.context["eligible_count"] == 60
-    done = client.post(url, {**data, "post": "yes"})
+    done = client.post(url, confirmation_form(ask))
 
     assert done.status_code == 302
     assert Job.objects.filter(status=JobStatus.QUEUED).count() == 61
     assert Job.objects.filter(reviewed_by=reviewer).count() == 60
+
+
+def confirmation_form(page) -> dict[str, list[str]]:
+    """What the confirmation page's form sends when the reviewer confirms."""
+    form = page.content.decode().split('<form method="post"', 1)[1].split("</form>", 1)[0]
+    data: dict[str, list[str]] = {}
+    for name, value in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form):
+        data.setdefault(name, []).append(value)
+    return data
+
+
+def test_select_all_leaves_jobs_submitted_after_the_confirmation_page_waiting(
+    alice, bob, reviewer, review_all
+):
+    seen = [submit(alice, "1"), submit(bob, "2")]
+    client = client_for(reviewer)
+    url = f"{CHANGELIST}?status=pending_review"
+    data = {"action": "approve_jobs", "_selected_action": [seen[0].pk], "select_across": "1"}
+    ask = client.post(url, data)
+    assert ask.status_code == 200 and ask.context["eligible_count"] == 2
+    unseen = submit(bob, "3", name="huge")  # arrives while the reviewer reads the page
+
+    done = client.post(url, confirmation_form(ask))
+
+    assert done.status_code == 302
+    assert [Job.objects.get(pk=j.pk).status for j in seen] == [JobStatus.QUEUED] * 2
+    assert Job.objects.get(pk=unseen.pk).status == JobStatus.PENDING_REVIEW
+
+
+def test_a_select_all_confirmation_without_its_limit_is_asked_again(alice, reviewer, review_all):
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    data = {"action": "approve_jobs", "_selected_action": [job.pk], "select_across": "1"}
+
+    again = client.post(CHANGELIST, {**data, "post": "yes"})
+
+    assert again.status_code == 200
+    assert 'name="upto"' in again.content.decode()
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
 
 
 def test_the_admin_in_chinese_has_no_english_blank_choice(alice, reviewer):
