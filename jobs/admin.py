@@ -592,7 +592,8 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         try:
             labels = [ref.label for ref in replica_refs(job.job_spec())][:SHOWN_REPLICAS]
         except spec_module.SpecError:
-            labels = []
+            # A spec this console no longer reads: the replicas that ran still have logs.
+            labels = [f"{r.role}-{r.index}" for r in job.replicas.all()[:SHOWN_REPLICAS]]
         replica = request.GET.get("replica") or (labels[0] if labels else "")
         if replica not in labels:
             raise Http404

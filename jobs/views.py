@@ -31,7 +31,7 @@ from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
 from .models import FINAL_STATUSES, Job, JobStatus
 from .scheduler import queue_position
-from .spec import FRAMEWORK_LABELS
+from .spec import FRAMEWORK_LABELS, SpecError
 from .summary import sent_request
 
 logger = logging.getLogger(__name__)
@@ -231,18 +231,24 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     context = _live_context(job)
-    spec = job.job_spec()
-    request_line, request_body = sent_request(spec, job.backend)
-    context.update(
-        {
-            "api_request": request_line,
-            "api_body": request_body,
-            "spec_document": json.dumps(
-                spec.to_document(masked=True)["console"], ensure_ascii=False, indent=2
-            ),
-            "spec": spec,
-        }
-    )
+    try:
+        spec = job.job_spec()
+    except SpecError as exc:
+        # A spec stored by an older console that this one no longer reads: the page still
+        # shows the job's status, events and logs, and says why the request is missing.
+        context["spec_error"] = str(exc)
+    else:
+        request_line, request_body = sent_request(spec, job.backend)
+        context.update(
+            {
+                "api_request": request_line,
+                "api_body": request_body,
+                "spec_document": json.dumps(
+                    spec.to_document(masked=True)["console"], ensure_ascii=False, indent=2
+                ),
+                "spec": spec,
+            }
+        )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     return render(request, "jobs/job_detail.html", context)
 

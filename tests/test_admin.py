@@ -290,6 +290,22 @@ def test_the_logs_page_shows_the_tail_of_a_replicas_log(alice, reviewer):
     assert client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/?replica=nope").status_code == 404
 
 
+def test_the_logs_page_of_a_job_whose_spec_cannot_be_read_offers_the_replicas_that_ran(
+    alice, reviewer
+):
+    job = submit(alice, "1")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("2026-11-30T09:00:00.000000Z step 7 loss 0.25\n")
+    Job.objects.filter(pk=job.pk).update(spec={"name": job.name, "jobSpec": "old"})
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/")
+
+    assert r.status_code == 200
+    assert "step 7 loss 0.25" in r.content.decode()
+
+
 # -- review actions ---------------------------------------------------------------------------
 
 

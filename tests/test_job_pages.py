@@ -193,6 +193,18 @@ def test_the_detail_shows_the_masked_api_request_queue_position_and_actions(alic
     assert 'id="job-stop"' in html
 
 
+def test_a_job_whose_stored_spec_cannot_be_read_still_opens_and_says_why(alice, alice_client):
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(spec={"name": job.name, "jobSpec": "from an old console"})
+
+    response = alice_client.get(reverse("job-detail", args=[job.public_id]))
+
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="spec-error"' in html and "jobSpec" in html
+    assert 'id="job-status"' in html and 'id="events"' in html
+
+
 def test_a_rejection_reason_is_shown_on_the_job(alice, alice_client):
     job = submit(alice)
     Job.objects.filter(pk=job.pk).update(status_reason="Too many cards for a test job.")
