@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 from django.utils.translation import gettext_lazy as _
 
@@ -328,5 +329,13 @@ ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.getenv("ALERT_WEBHOOK_TIMEOUT_SECONDS",
 REVIEW_POLICY = os.getenv("REVIEW_POLICY", "none").strip().lower()
 REVIEW_ABOVE_CARDS = envint("REVIEW_ABOVE_CARDS", 8)
 REVIEW_QUEUES = envlist("REVIEW_QUEUES")
+# A mistyped policy ("above-cards") or the queues policy without queues would review nothing:
+# refuse to start rather than run every job unreviewed.
+if REVIEW_POLICY not in ("none", "all", "above_cards", "queues"):
+    raise ImproperlyConfigured(
+        f"REVIEW_POLICY is none, all, above_cards or queues, not {REVIEW_POLICY!r}"
+    )
+if REVIEW_POLICY == "queues" and not REVIEW_QUEUES:
+    raise ImproperlyConfigured("REVIEW_POLICY=queues needs REVIEW_QUEUES (queue or pool/queue)")
 # Queues of the local pool (jobs are FIFO by priority within each queue).
 LOCAL_QUEUES = envlist("LOCAL_QUEUES", "default")

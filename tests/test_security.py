@@ -406,6 +406,46 @@ def test_every_page_has_csp_with_nonce_and_no_inline_script(world):
         check_page(superuser.get(url, follow=True), url)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"REVIEW_POLICY": "above-cards"},
+        {"REVIEW_POLICY": "everything"},
+        {"REVIEW_POLICY": "queues", "REVIEW_QUEUES": ""},
+    ],
+)
+def test_a_review_policy_setting_that_would_review_nothing_stops_the_console_starting(env):
+    code = "import django; django.setup()"
+    base = {**os.environ, "DJANGO_SETTINGS_MODULE": "console.settings"}
+    base.pop("REVIEW_QUEUES", None)
+
+    started = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True
+    )
+
+    assert started.returncode != 0
+    assert "ImproperlyConfigured" in started.stderr and "REVIEW_" in started.stderr
+
+
+def test_a_valid_review_policy_setting_is_taken():
+    code = (
+        "import django; from django.conf import settings; django.setup(); "
+        "print(settings.REVIEW_POLICY, settings.REVIEW_QUEUES)"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "REVIEW_POLICY": " Queues ",
+        "REVIEW_QUEUES": "research",
+    }
+
+    started = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+
+    assert started.stdout.strip() == "queues ['research']"
+
+
 def test_https_turns_on_secure_cookies_hsts_and_the_proxy_header():
     code = (
         "import django, json; from django.conf import settings; django.setup(); "
