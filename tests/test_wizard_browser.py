@@ -421,3 +421,39 @@ def test_the_aiak_warning_follows_the_pool_chosen(logged_in_page, settings):
     settings.LOCAL_ACCELERATORS = f"{A800}=32"
     page.dispatch_event("#id_resource_pool", "change")
     expect(page.locator("#aiak-misfit")).to_have_count(0)
+
+
+def test_enter_in_a_text_field_goes_to_the_next_step_with_or_without_javascript(
+    logged_in_page, browser, live_server, alice
+):
+    # The language buttons and the stepper's links submit the step's form too, and come
+    # first on the page: Enter must still press 下一步, not 中文 (which only saves).
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "enter-key")
+    page.press("#id_name", "Enter")
+    page.wait_for_url(re.compile(r"/image/$"))
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    page.press("#id_image", "Enter")
+    page.wait_for_url(re.compile(r"/resources/$"))  # past a step with stepper links
+    assert Draft.objects.get(owner=alice).completed_steps == ["basic", "image"]
+
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    try:
+        no_js = context.new_page()
+        no_js.goto("/login/")
+        no_js.fill("input[name=username]", "alice")
+        no_js.fill("input[name=password]", "alice-password")
+        no_js.click("#login-submit")
+        no_js.goto(page.url.replace("/resources/", "/image/"))
+        no_js.fill("#id_command", "torchrun train.py --epochs 2")
+        no_js.press("#id_image", "Enter")
+        no_js.wait_for_url(re.compile(r"/resources/$"))
+    finally:
+        context.close()
+    assert Draft.objects.get(owner=alice).data["image"]["command"] == [
+        "torchrun train.py --epochs 2"
+    ]
