@@ -457,3 +457,19 @@ def test_enter_in_a_text_field_goes_to_the_next_step_with_or_without_javascript(
     assert Draft.objects.get(owner=alice).data["image"]["command"] == [
         "torchrun train.py --epochs 2"
     ]
+
+
+def test_no_step_is_wider_than_a_phone_screen_when_viewed_at_390_pixels(logged_in_page):
+    # Wide tables scroll inside their own box; the page itself never scrolls sideways (a
+    # visually hidden header once escaped the mount table's box and made it 884px wide).
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    page_width = "[document.documentElement.scrollWidth, innerWidth]"
+    wide, screen = page.evaluate(page_width)
+    assert wide <= screen  # resources: the role table
+    next_step(page, "data")
+    wide, screen = page.evaluate(page_width)
+    assert wide <= screen  # data: the mount table
