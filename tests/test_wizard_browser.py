@@ -473,3 +473,17 @@ def test_no_step_is_wider_than_a_phone_screen_when_viewed_at_390_pixels(logged_i
     next_step(page, "data")
     wide, screen = page.evaluate(page_width)
     assert wide <= screen  # data: the mount table
+
+
+def test_each_of_a_fields_problems_reads_on_its_own_line_when_it_has_several(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    page.fill("#id_env_paste", "FOO=bar\nBAD NAME=1\nFOO=baz\n")
+    page.click("#wizard-next")
+
+    first, second = page.locator("#error_1_id_env_paste"), page.locator("#error_2_id_env_paste")
+    expect(second).to_be_visible()
+    assert second.bounding_box()["y"] > first.bounding_box()["y"]  # not run into one sentence
