@@ -265,6 +265,12 @@ class ImageForm(StepForm):
         # marked as required for the eye (*) and for a screen reader.
         self.fields["image"].marked_required = True  # type: ignore[attr-defined]
         self.fields["image"].widget.attrs["aria-required"] = "true"
+        # A shell entrypoint (the default) needs a command to run, so it is marked the same
+        # way; any other entrypoint may run with no arguments.
+        entrypoint = self["entrypoint"].value()
+        if (entrypoint if entrypoint is not None else "bash").strip() in S.SHELLS:
+            self.fields["command"].marked_required = True  # type: ignore[attr-defined]
+            self.fields["command"].widget.attrs["aria-required"] = "true"
         if locked_image:
             self.fields["image"].widget.attrs["readonly"] = True
             self.fields["image"].help_text = _(

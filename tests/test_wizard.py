@@ -542,6 +542,21 @@ def test_the_image_and_mount_path_are_marked_required(alice_client):
     ).group(0)
 
 
+def test_the_command_is_marked_required_when_the_entrypoint_is_a_shell(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    label = re.search(r'<label for="id_command"[^>]*>.*?</label>', image, re.S).group(0)
+    assert '<span class="asteriskField">*</span>' in label  # bash, the default
+    assert 'aria-required="true"' in re.search(r'<textarea[^>]*name="command"[^>]*>', image).group(0)
+
+    post_step(alice_client, draft, W.IMAGE, {**STEP_DATA[W.IMAGE](), "entrypoint": "python3"})
+    image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    label = re.search(r'<label for="id_command"[^>]*>.*?</label>', image, re.S).group(0)
+    assert "asteriskField" not in label  # python3 may run with no arguments
+
+
 def test_a_stepper_link_pressed_on_a_step_keeps_what_was_typed_there(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.IMAGE)
