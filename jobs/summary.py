@@ -31,6 +31,15 @@ def _duration(minutes: int) -> str:
     return _("%(minutes)s min") % {"minutes": minutes}
 
 
+def _retention(period: str) -> str:
+    """The API's retention period ("7d", "36h", "90m") in words, as 任务超时时间 reads."""
+    match = S.RETENTION_RE.match(period)
+    if not match:
+        return period
+    n, unit = int(match.group(1)), match.group(2)
+    return _duration(n * {"m": 1, "h": 60, "d": 24 * 60}[unit])
+
+
 def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
     section per form step of the wizard, in its order."""
@@ -132,7 +141,10 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
             _("Advanced"),
             [
                 ("Tensorboard", spec.tensorboard.log_path if spec.tensorboard.enable else no),
-                (_("Delete after exit"), spec.retention_period or no),
+                (
+                    _("Delete after exit"),
+                    _retention(spec.retention_period) if spec.retention_period else no,
+                ),
                 (_("Alerts"), ", ".join(_label(F.ALERT_CHOICES, i) for i in spec.alert.items)),
                 (_("Alert emails"), ", ".join(spec.alert.emails)),
                 (_("Alert webhooks"), "\n".join(spec.alert.webhooks)),

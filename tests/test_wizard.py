@@ -318,6 +318,21 @@ def test_jumping_ahead_redirects_to_the_first_incomplete_step(alice_client):
     assert r["Location"] == step_url(draft, W.IMAGE)
 
 
+def test_the_review_says_the_retention_time_in_words_when_auto_delete_is_on(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        **{W.ADVANCED: advanced_data(auto_delete="on", retention_value="36", retention_unit="h")},
+    )
+
+    r = alice_client.get(step_url(draft, W.REVIEW))
+
+    assert r.status_code == 200
+    row = re.search(r"<dt[^>]*>任务退出后自动删除</dt><dd[^>]*>([^<]*)</dd>", r.content.decode())
+    assert row.group(1) == "36 小时"  # not the API's "36h"
+
+
 def test_the_review_step_needs_every_step_done(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.SUBMISSION)
@@ -549,7 +564,9 @@ def test_the_command_is_marked_required_when_the_entrypoint_is_a_shell(alice_cli
     image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
     label = re.search(r'<label for="id_command"[^>]*>.*?</label>', image, re.S).group(0)
     assert '<span class="asteriskField">*</span>' in label  # bash, the default
-    assert 'aria-required="true"' in re.search(r'<textarea[^>]*name="command"[^>]*>', image).group(0)
+    assert 'aria-required="true"' in re.search(r'<textarea[^>]*name="command"[^>]*>', image).group(
+        0
+    )
 
     post_step(alice_client, draft, W.IMAGE, {**STEP_DATA[W.IMAGE](), "entrypoint": "python3"})
     image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
