@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_noop
 
 from .models import Job
-from .texts import recorded
+from .texts import Term, recorded
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,21 @@ ITEM_TITLES = {
     "jobFT": gettext_noop("%(name)s was restarted (fault tolerance)"),
     "nodeFT": gettext_noop("%(name)s: a node failed (fault tolerance)"),
 }
+
+
+# What events call each alert type (the wizard's wording), in the reader's language.
+ITEM_NAMES = {
+    "jobRunning": gettext_noop("Job starts running"),
+    "jobFailed": gettext_noop("Job fails"),
+    "jobSucceed": gettext_noop("Job succeeds"),
+    "jobHang": gettext_noop("Job hangs"),
+    "jobFT": gettext_noop("Fault tolerance happens"),
+    "nodeFT": gettext_noop("A node of the job fails"),
+}
+
+
+def item_name(item: str) -> Term | str:
+    return Term(ITEM_NAMES[item]) if item in ITEM_NAMES else item
 
 
 class UnsafeDestination(Exception):
@@ -172,7 +187,7 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
             job=job,
             reason="AlertFailed",
             message=recorded(
-                gettext_noop("%(item)s: not queued (%(error)s)"), item=item, error=exc
+                gettext_noop("%(item)s: not queued (%(error)s)"), item=item_name(item), error=exc
             ),
             warning=True,
         )
@@ -203,7 +218,7 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                 reason="AlertFailed",
                 message=recorded(
                     gettext_noop("%(item)s: email failed (%(error)s)"),
-                    item=item,
+                    item=item_name(item),
                     error=failure_text(exc),
                 ),
                 warning=True,
@@ -213,9 +228,9 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                 job=job,
                 reason="AlertSent",
                 message=recorded(
-                    gettext_noop("%(item)s: email sent to %(count)s addresses"),
-                    item=item,
-                    count=len(alert.emails),
+                    gettext_noop("%(item)s: email sent to %(addresses)s"),
+                    item=item_name(item),
+                    addresses=", ".join(alert.emails),
                 ),
             )
     for url in alert.webhooks:
@@ -229,7 +244,7 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                 reason="AlertFailed",
                 message=recorded(
                     gettext_noop("%(item)s: webhook to %(host)s failed (%(error)s)"),
-                    item=item,
+                    item=item_name(item),
                     host=host,
                     error=failure_text(exc),
                 ),
@@ -240,6 +255,8 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                 job=job,
                 reason="AlertSent",
                 message=recorded(
-                    gettext_noop("%(item)s: webhook to %(host)s"), item=item, host=host
+                    gettext_noop("%(item)s: webhook to %(host)s"),
+                    item=item_name(item),
+                    host=host,
                 ),
             )

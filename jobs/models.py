@@ -4,8 +4,8 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext, pgettext_lazy
 
 from . import spec as spec_module
 from .texts import display_text
@@ -65,7 +65,11 @@ class JobGroup(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
-        return gettext("%(name)s (%(total)s tasks, at most %(concurrency)s at once)") % {
+        return ngettext(
+            "%(name)s (%(total)s task, at most %(concurrency)s at once)",
+            "%(name)s (%(total)s tasks, at most %(concurrency)s at once)",
+            self.total,
+        ) % {
             "name": self.name,
             "total": self.total,
             "concurrency": self.concurrency,

@@ -10,6 +10,7 @@ import difflib
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext, pgettext
 
 from . import forms as F
 from . import spec as S
@@ -72,7 +73,11 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
     aiak = spec.aiak or S.Aiak()
     submission = _label(F.SUBMISSION_CHOICES, spec.submission.mode)
     if spec.submission.mode == S.SUBMIT_QUEUE:
-        submission = _("%(mode)s (%(total)d tasks, at most %(concurrency)d at once)") % {
+        submission = ngettext(
+            "%(mode)s (%(total)d task, at most %(concurrency)d at once)",
+            "%(mode)s (%(total)d tasks, at most %(concurrency)d at once)",
+            spec.submission.total,
+        ) % {
             "mode": submission,
             "total": spec.submission.total,
             "concurrency": spec.submission.concurrency,
@@ -145,7 +150,12 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
                     _("Delete after exit"),
                     _retention(spec.retention_period) if spec.retention_period else no,
                 ),
-                (_("Alerts"), ", ".join(_label(F.ALERT_CHOICES, i) for i in spec.alert.items)),
+                (
+                    _("Alerts"),
+                    pgettext("between list items", ", ").join(
+                        _label(F.ALERT_CHOICES, i) for i in spec.alert.items
+                    ),
+                ),
                 (_("Alert emails"), ", ".join(spec.alert.emails)),
                 (_("Alert webhooks"), "\n".join(spec.alert.webhooks)),
                 (

@@ -9,6 +9,7 @@ from several (joined, masked) keeps only its stored wording.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +23,14 @@ class RecordedText(str):
     source: dict[str, Any] | None = None
 
 
+@dataclass(frozen=True)
+class Term:
+    """A parameter that is itself a message (an alert type's name, gettext_noop-marked):
+    said in each reader's language too, not as it was recorded."""
+
+    msgid: str
+
+
 def recorded(message: str, /, **params: Any) -> RecordedText:
     """A status reason, event message or alert text as it is stored and sent: translated
     into the console's language (LANGUAGE_CODE), whoever records it (a reviewer's request in
@@ -30,10 +39,21 @@ def recorded(message: str, /, **params: Any) -> RecordedText:
     with translation.override(settings.LANGUAGE_CODE):
         text = gettext(message)
         # Parameters as they read in the stored text (a lazy or an exception: its words now).
-        plain = {k: v if isinstance(v, int | float) else str(v) for k, v in params.items()}
+        plain = {k: _said(v) for k, v in params.items()}
     out = RecordedText(text % plain if params else text)
-    out.source = {"key": message, "params": plain}
+    out.source = {
+        "key": message,
+        "params": {
+            k: {"term": v.msgid} if isinstance(v, Term) else plain[k] for k, v in params.items()
+        },
+    }
     return out
+
+
+def _said(value: Any) -> Any:
+    if isinstance(value, Term):
+        return gettext(value.msgid)
+    return value if isinstance(value, int | float) else str(value)
 
 
 def source_of(text: str | None) -> dict[str, Any] | None:
@@ -57,6 +77,9 @@ def display_text(text: str, source: dict[str, Any] | None) -> str:
         return text
     try:
         message = gettext(source["key"])
-        return message % source["params"] if source["params"] else message
+        params = {
+            k: gettext(v["term"]) if isinstance(v, dict) else v for k, v in source["params"].items()
+        }
+        return message % params if params else message
     except (KeyError, TypeError, ValueError):
         return text

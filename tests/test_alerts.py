@@ -6,6 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core import mail
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.alerts import webhook_url_error
@@ -78,6 +79,13 @@ def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, 
     sent = job.events.filter(reason="AlertSent")
     assert sent.count() == 4
     assert all("secret-token" not in e.message for e in sent)
+    # The alert type by its name, in each reader's language; the addresses mailed.
+    messages = {e.message for e in sent}
+    assert "任务进入运行状态：已发送邮件至 ops@example.com" in messages
+    with translation.override("en"):
+        shown = {e.message_shown for e in sent}
+    assert "Job starts running: email sent to ops@example.com" in shown
+    assert "Job succeeds: webhook to 127.0.0.1" in shown
 
 
 def test_a_webhook_to_a_private_address_is_refused_and_recorded(alice, settings, hook_server):
@@ -91,7 +99,7 @@ def test_a_webhook_to_a_private_address_is_refused_and_recorded(alice, settings,
     assert failed.count() == 2 and all(e.type == "Warning" for e in failed)
     # In the console's language, like every other event; the token in the path never shows.
     assert failed.first().message == (
-        "jobRunning：发往 127.0.0.1 的 Webhook 发送失败（不允许私有、环回和链路本地地址）"
+        "任务进入运行状态：发往 127.0.0.1 的 Webhook 发送失败（不允许私有、环回和链路本地地址）"
     )
     assert all("secret-token" not in e.message for e in failed)
 
@@ -106,8 +114,8 @@ def test_a_failing_webhook_becomes_an_event_and_the_job_carries_on(alice, settin
     assert len(hook_server.received) == 2
     failed = job.events.filter(reason="AlertFailed")
     assert [e.message for e in failed] == [
-        "jobRunning：发往 127.0.0.1 的 Webhook 发送失败（HTTPStatusError: HTTP 500）",
-        "jobSucceed：发往 127.0.0.1 的 Webhook 发送失败（HTTPStatusError: HTTP 500）",
+        "任务进入运行状态：发往 127.0.0.1 的 Webhook 发送失败（HTTPStatusError: HTTP 500）",
+        "任务成功结束：发往 127.0.0.1 的 Webhook 发送失败（HTTPStatusError: HTTP 500）",
     ]
 
 

@@ -696,6 +696,30 @@ def test_a_switch_that_is_off_ignores_what_its_hidden_settings_hold(
     assert f'id="{wrapper}"' in page  # what console.css hides while the switch is off
 
 
+def test_the_review_writes_chinese_lists_and_colons_the_chinese_way(alice_client):
+    draft = new_draft(alice_client)
+    alerts = advanced_data(alert_items=["jobRunning", "jobFailed"], alert_emails="ops@example.com")
+    complete_steps(alice_client, draft, **{W.ADVANCED: alerts})
+
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    assert "任务进入运行状态、任务失败退出" in review
+    assert f"{A800}：需要 3 卡，空闲 8 卡" in review
+
+
+def test_the_review_counts_a_queue_group_of_one_task_in_the_singular(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **{W.SUBMISSION: submission_data(mode="queue", total="1")})
+    alice_client.cookies["django_language"] = "en"
+
+    one = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    complete_steps(alice_client, draft, **{W.SUBMISSION: submission_data(mode="queue", total="3")})
+    three = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    assert "(1 task, at most 1 at once)" in one
+    assert "(3 tasks, at most 1 at once)" in three
+
+
 def test_a_standalone_job_ignores_what_the_queue_task_fields_hold(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.SUBMISSION)
