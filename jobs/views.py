@@ -326,6 +326,8 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
 @login_required
 def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
+    if request.POST.get("confirmed") != "1":
+        return _confirm(request, job, "stop")
     try:
         stopping = job_stop(job=job, actor=request.user)
     except ActionError as exc:
@@ -343,8 +345,7 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
 def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     if request.POST.get("confirmed") != "1":
-        # Not asked in the browser (JavaScript off): ask on a page before deleting for good.
-        return render(request, "jobs/job_confirm_delete.html", {"job": job})
+        return _confirm(request, job, "delete")
     try:
         gone = job_delete(job=job)
     except ActionError as exc:
@@ -357,6 +358,28 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
             request, _("Job %(name)s will be deleted once it has stopped.") % {"name": job.name}
         )
     return redirect("job-list")
+
+
+STOP_QUESTION = gettext_lazy("Stop this job? Its instances are ended and it cannot be resumed.")
+DELETE_QUESTION = gettext_lazy(
+    "Delete this job? Its logs and files are deleted too; a running job is stopped first."
+)
+
+
+def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpResponse:
+    """Not asked in the browser (JavaScript off): ask on a page of its own first, as neither
+    a stop nor a delete can be undone."""
+    stop = action == "stop"
+    context = {
+        "job": job,
+        "action": action,
+        "url_name": f"job-{action}",
+        "verb": _("Stop") if stop else _("Delete"),
+        "heading": (_("Stop job %(name)s?") if stop else _("Delete job %(name)s?"))
+        % {"name": job.name},
+        "question": STOP_QUESTION if stop else DELETE_QUESTION,
+    }
+    return render(request, "jobs/job_confirm.html", context)
 
 
 @require_POST

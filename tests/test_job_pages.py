@@ -217,8 +217,13 @@ def test_a_rejection_reason_is_shown_on_the_job(alice, alice_client):
 def test_stopping_a_queued_job_from_its_page_stops_it(alice, alice_client):
     job = submit(alice)
 
-    response = alice_client.post(reverse("job-stop", args=[job.public_id]))
+    asked = alice_client.post(reverse("job-stop", args=[job.public_id]))
+    asked_status = status_of(job)
+    response = alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
 
+    # Without JavaScript the browser did not ask: the server asks on a page first.
+    assert asked.status_code == 200 and 'id="confirm-stop"' in asked.content.decode()
+    assert asked_status == JobStatus.QUEUED
     assert response.status_code == 302
     assert status_of(job) == JobStatus.STOPPED
 
@@ -381,9 +386,9 @@ def test_stopping_a_queued_job_records_who_and_a_finished_one_is_left_alone(alic
     job = submit(alice)
     url = reverse("job-stop", args=[job.public_id])
 
-    first = alice_client.post(url, follow=True)
+    first = alice_client.post(url, {"confirmed": "1"}, follow=True)
     events_after_first = job.events.count()
-    second = alice_client.post(url, follow=True)
+    second = alice_client.post(url, {"confirmed": "1"}, follow=True)
 
     job.refresh_from_db()
     assert first.status_code == 200 and job.status == JobStatus.STOPPED

@@ -111,8 +111,11 @@ def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(
     page.reload()
     expect(page.locator("#log-panel a.nav-link.active")).to_have_text("worker-0")
 
+    questions = []
+    page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
     page.click("#job-stop")
     expect(page.locator("#job-status")).to_have_text(re.compile("Stopped|已停止"), timeout=20_000)
+    assert questions and ("cannot be resumed" in questions[0] or "无法恢复" in questions[0])
     job = Job.objects.get(owner=alice)
     assert job.status == JobStatus.STOPPED
     assert processes_with(job.public_id) == []
