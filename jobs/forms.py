@@ -122,6 +122,15 @@ class StepForm(forms.Form):
         _lean_selects(self)
 
 
+def _mark_required(form: forms.Form, *names: str) -> None:
+    """Fields required only sometimes (and then checked by the form's clean or the spec):
+    marked required, for the eye (*) and for a screen reader. Each is shown only when it is
+    required (AIAK mode, a switch that is on), so the mark is true wherever it is seen."""
+    for name in names:
+        form.fields[name].marked_required = True  # type: ignore[attr-defined]
+        form.fields[name].widget.attrs["aria-required"] = "true"
+
+
 class BasicForm(StepForm):
     name = forms.CharField(
         label=_("Job name"),
@@ -183,6 +192,7 @@ class BasicForm(StepForm):
             self.fields["queue"].choices = [(posted, posted)]
             self.fields["queue"].required = False
         self.fields["aiak_template"].choices = [("", "—"), *templates]
+        _mark_required(self, "training_mode", "training_method", "aiak_template")
         htmx_queue = {"hx-target": "#id_queue", "hx-trigger": "change", "hx-swap": "innerHTML"}
         self.fields["resource_pool"].widget.attrs.update(htmx_queue)
         self.helper = _helper(
@@ -261,16 +271,13 @@ class ImageForm(StepForm):
         super().__init__(*args, **kwargs)
         self.locked_image = locked_image
         self.fields["image"].widget.attrs["list"] = "image-choices"
-        # Required, but judged by the spec (with its own message) rather than by the form:
-        # marked as required for the eye (*) and for a screen reader.
-        self.fields["image"].marked_required = True  # type: ignore[attr-defined]
-        self.fields["image"].widget.attrs["aria-required"] = "true"
+        # Required, but judged by the spec (with its own message) rather than by the form.
+        _mark_required(self, "image")
         # A shell entrypoint (the default) needs a command to run, so it is marked the same
         # way; any other entrypoint may run with no arguments.
         entrypoint = self["entrypoint"].value()
         if (entrypoint if entrypoint is not None else "bash").strip() in S.SHELLS:
-            self.fields["command"].marked_required = True  # type: ignore[attr-defined]
-            self.fields["command"].widget.attrs["aria-required"] = "true"
+            _mark_required(self, "command")
         if locked_image:
             self.fields["image"].widget.attrs["readonly"] = True
             self.fields["image"].help_text = _(
@@ -460,6 +467,7 @@ class FaultForm(StepForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        _mark_required(self, "hang_minutes")
         # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("hang_detection"),
@@ -549,6 +557,7 @@ class AdvancedForm(StepForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        _mark_required(self, "tensorboard_path", "retention_value")
         # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("tensorboard"),

@@ -334,7 +334,7 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
         messages.error(request, exc.args[0])
     else:
         if stopping:
-            messages.success(request, _("Stopping the job."))
+            messages.success(request, _("Stop requested."))
         else:
             messages.info(request, _("The job has already finished or is stopping."))
     return redirect("job-detail", public_id=public_id)

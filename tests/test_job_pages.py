@@ -226,6 +226,9 @@ def test_stopping_a_queued_job_from_its_page_stops_it(alice, alice_client):
     assert asked_status == JobStatus.QUEUED
     assert response.status_code == 302
     assert status_of(job) == JobStatus.STOPPED
+    # Said so that it still reads true once the job has stopped, beside the Stopped badge.
+    page = alice_client.get(response["Location"]).content.decode()
+    assert "已请求停止任务。" in page
 
 
 def test_deleting_a_finished_job_removes_it(alice, alice_client):

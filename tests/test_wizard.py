@@ -574,6 +574,31 @@ def test_the_command_is_marked_required_when_the_entrypoint_is_a_shell(alice_cli
     assert "asteriskField" not in label  # python3 may run with no arguments
 
 
+@pytest.mark.parametrize(
+    ("step", "field"),
+    [
+        (W.BASIC, "training_mode"),
+        (W.BASIC, "training_method"),
+        (W.BASIC, "aiak_template"),
+        (W.FAULT, "hang_minutes"),
+        (W.ADVANCED, "tensorboard_path"),
+        (W.ADVANCED, "retention_value"),
+    ],
+)
+def test_a_field_required_whenever_it_is_shown_is_marked_required(alice_client, step, field):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=step)
+    if step == W.BASIC:  # the AIAK fields come with AIAK mode
+        post_step(alice_client, draft, W.BASIC, basic_data(creation_mode="aiak"), action="save")
+
+    page = alice_client.get(step_url(draft, step)).content.decode()
+
+    label = re.search(rf'<label for="id_{field}"[^>]*>.*?</label>', page, re.S).group(0)
+    assert '<span class="asteriskField">*</span>' in label
+    tag = re.search(rf'<(?:input|select)[^>]*name="{field}"[^>]*>', page).group(0)
+    assert 'aria-required="true"' in tag
+
+
 def test_a_stepper_link_pressed_on_a_step_keeps_what_was_typed_there(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.IMAGE)
