@@ -1134,6 +1134,7 @@ class StepOutcome:
     forms: StepForms | None = None  # set when the same step is shown again with errors
     example: str = ""
     stale: bool = False  # the form was built on other basic choices; nothing was saved
+    submitted: bool = False  # submitted from another window meanwhile; nothing was saved
 
 
 def _mark(draft: Draft, step: str, *, completed: bool) -> None:
@@ -1175,7 +1176,40 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
 
 
 def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
-    """Handles a step's POST: saves what was typed, then acts on the button pressed."""
+    """Handles a step's POST: saves what was typed, then acts on the button pressed.
+
+    `draft` is the draft as the request read it. When another window saved it since (another
+    step, or the same), the post is handled again on the draft as it is now, so neither save
+    puts back what the other replaced. Raises Draft.DoesNotExist when it was discarded meanwhile.
+    """
+    for _attempt in range(STEP_POST_ATTEMPTS):
+        outcome = _step_post_once(draft=draft, step=step, post=post)
+        if outcome is not None:
+            return outcome
+        draft.refresh_from_db()
+        if draft.submitted_at is not None:
+            return StepOutcome(go_to=step, submitted=True)
+    return StepOutcome(go_to=step, stale=True)  # edited elsewhere all along: shown as it is
+
+
+# Each attempt loses only to another save of the same draft, so this is never reached in use.
+STEP_POST_ATTEMPTS = 20
+
+
+def _draft_saved(draft: Draft) -> bool:
+    """Saves the draft's steps only over the version this request read (compare and set on
+    updated_at), and never into a submitted draft. False: someone else saved it first."""
+    now = timezone.now()
+    saved = Draft.objects.filter(
+        pk=draft.pk, updated_at=draft.updated_at, submitted_at__isnull=True
+    ).update(data=draft.data, completed_steps=draft.completed_steps, updated_at=now)
+    if saved:
+        draft.updated_at = now
+    return bool(saved)
+
+
+def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome | None:
+    """One try of step_post; None when the draft was saved elsewhere since it was read."""
     action = str(post.get("action") or "next")
     if not _ACTION_RE.match(action):
         action = "save"
@@ -1226,9 +1260,9 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
             forms, ok = check_step(state, step, raw)
             _mark(draft, step, completed=ok)
             if not ok and STEPS.index(go_to) > index:
-                draft.save(update_fields=["data", "completed_steps", "updated_at"])
-                return StepOutcome(go_to=step, forms=forms)
-        draft.save(update_fields=["data", "completed_steps", "updated_at"])
+                return StepOutcome(go_to=step, forms=forms) if _draft_saved(draft) else None
+        if not _draft_saved(draft):
+            return None
         return StepOutcome(go_to=go_to, example=example)
 
     if step == BASIC:
@@ -1239,7 +1273,8 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
     forms, ok = check_step(state, step, raw)
     draft.data[step] = raw
     _mark(draft, step, completed=ok)
-    draft.save(update_fields=["data", "completed_steps", "updated_at"])
+    if not _draft_saved(draft):
+        return None
     if ok:
         return StepOutcome(go_to=STEPS[index + 1])
     return StepOutcome(go_to=step, forms=forms)

@@ -90,11 +90,7 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
     if step not in W.STEPS:
         raise Http404
     if draft.submitted_at is not None:
-        job = W.submitted_job(draft)
-        if job is not None:
-            return redirect("job-detail", job.public_id)
-        messages.info(request, DRAFT_SPENT)
-        return _redirect(request, reverse("job-list"))
+        return _submitted(request, draft)
     if not W.step_allowed(draft, step):
         first_open = W.first_incomplete(draft)
         if request.method == "POST":
@@ -112,7 +108,12 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
             if language in dict(settings.LANGUAGES):
                 return _language_switched(request, _step_url(draft, step), language)
             return redirect(_step_url(draft, step))
-        outcome = W.step_post(draft=draft, step=step, post=request.POST)
+        try:
+            outcome = W.step_post(draft=draft, step=step, post=request.POST)
+        except Draft.DoesNotExist:
+            raise Http404 from None  # discarded in another window meanwhile
+        if outcome.submitted:
+            return _submitted(request, draft)
         if outcome.stale:
             return _render_step(request, draft, step, stale=True)
         if outcome.forms is not None:
@@ -129,6 +130,15 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
             push_url(response, _step_url(draft, outcome.go_to))
         return response
     return _render_step(request, draft, step)
+
+
+def _submitted(request: AuthenticatedHttpRequest, draft: Draft) -> HttpResponse:
+    """A submitted draft's steps open its job (or say it is gone); they are never saved."""
+    job = W.submitted_job(draft)
+    if job is not None:
+        return redirect("job-detail", job.public_id)
+    messages.info(request, DRAFT_SPENT)
+    return _redirect(request, reverse("job-list"))
 
 
 def _language_switched(request: AuthenticatedHttpRequest, url: str, language: str) -> HttpResponse:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import html
 import re
+from urllib.parse import urlencode
 
 import pytest
+from django.http import QueryDict
 from django.urls import reverse
 
 from jobs import spec as S
@@ -513,6 +515,63 @@ def test_a_later_step_sent_after_an_earlier_one_was_reopened_is_not_saved_and_sa
         assert "其他标签页" in page
     draft.refresh_from_db()
     assert draft.data[W.DATA] == before
+
+
+def _as_posted(data, action="next"):
+    """A step's form data as the view hands it to W.step_post."""
+    return QueryDict(urlencode({**data, "action": action}, doseq=True))
+
+
+def test_both_steps_are_kept_when_two_windows_save_different_steps_at_once(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    # Window A's request has read the draft; window B's save of another step lands first.
+    read_by_a = Draft.objects.get(pk=draft.pk)
+    r = post_step(alice_client, draft, W.ADVANCED, advanced_data(timeout_minutes="120"))
+    assert r.status_code == 302
+
+    outcome = W.step_post(
+        draft=read_by_a, step=W.IMAGE, post=_as_posted(image_data(command="echo from-a"))
+    )
+
+    assert outcome.go_to == W.RESOURCES and outcome.forms is None
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["echo from-a"]
+    assert draft.data[W.ADVANCED]["timeout_minutes"] == ["120"]
+    assert draft.completed_steps == list(W.FORM_STEPS)
+
+
+def test_a_step_post_finds_no_draft_when_another_window_discarded_it_meanwhile(alice_client):
+    draft = new_draft(alice_client)
+    read_by_a = Draft.objects.get(pk=draft.pk)
+    r = alice_client.post(reverse("wizard-discard", args=[draft.id]))
+    assert r.status_code == 302
+
+    with pytest.raises(Draft.DoesNotExist):
+        W.step_post(draft=read_by_a, step=W.BASIC, post=_as_posted(basic_data()))
+
+    assert not Draft.objects.filter(pk=draft.pk).exists()
+
+
+def test_a_step_post_saves_nothing_when_another_window_submitted_the_draft_meanwhile(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    read_by_a = Draft.objects.get(pk=draft.pk)
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    submitted_data = draft.data
+
+    outcome = W.step_post(
+        draft=read_by_a, step=W.IMAGE, post=_as_posted(image_data(command="echo too-late"))
+    )
+
+    assert outcome.submitted
+    draft.refresh_from_db()
+    assert draft.data == submitted_data
+    assert Job.objects.filter(owner=alice).count() == 1
 
 
 def test_step_pages_are_never_cached_so_back_shows_the_draft_as_it_is(alice_client):
