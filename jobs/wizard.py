@@ -1347,6 +1347,10 @@ class DraftSpentError(Exception):
     """The draft was submitted, and the job(s) it made have been deleted since."""
 
 
+class DraftChangedError(Exception):
+    """The draft was saved (another window) while it was being submitted; nothing was."""
+
+
 def draft_submit(*, draft: Draft) -> list[Job]:
     """Re-validates the whole draft and creates its job(s), once however often it is sent:
     a resend finds the jobs it made, and after they are deleted (by their owner or by
@@ -1370,9 +1374,13 @@ def draft_submit(*, draft: Draft) -> list[Job]:
             backend=state.pool.backend,
             source_job=draft.source_job,
         )
-        Draft.objects.filter(pk=draft.pk, submitted_at__isnull=True).update(
-            submitted_at=timezone.now()
-        )
+        # Only the version assembled above is submitted: a step saved from another window
+        # since then would otherwise be left out of the job without a word.
+        spent = Draft.objects.filter(
+            pk=draft.pk, submitted_at__isnull=True, updated_at=draft.updated_at
+        ).update(submitted_at=timezone.now())
+        if not spent and Draft.objects.filter(pk=draft.pk, submitted_at__isnull=True).exists():
+            raise DraftChangedError(str(draft.id))  # rolls the jobs back
     return jobs
 
 

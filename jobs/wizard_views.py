@@ -479,6 +479,9 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
     except W.DraftSpentError:
         messages.info(request, DRAFT_SPENT)
         return _redirect(request, reverse("job-list"))
+    except W.DraftChangedError:
+        messages.warning(request, STALE_REVIEW)
+        return redirect(_step_url(draft, W.REVIEW))
     except W.WizardError:
         messages.error(
             request, _("The job cannot be submitted yet; fix the problems listed below.")

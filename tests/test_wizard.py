@@ -574,6 +574,27 @@ def test_a_step_post_saves_nothing_when_another_window_submitted_the_draft_meanw
     assert Job.objects.filter(owner=alice).count() == 1
 
 
+def test_a_submit_creates_no_job_when_another_window_saved_a_step_while_it_was_assembled(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    # The submit's request has read the draft; another window's save lands before it ends.
+    read_by_submit = Draft.objects.get(pk=draft.pk)
+    post_step(alice_client, draft, W.IMAGE, image_data(command="echo changed"))
+
+    with pytest.raises(W.DraftChangedError):
+        W.draft_submit(draft=read_by_submit)
+
+    assert not Job.objects.filter(owner=alice).exists()
+    draft.refresh_from_db()
+    assert draft.submitted_at is None
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    assert r["Location"] == reverse("job-detail", args=[job.public_id])
+    assert "echo changed" in job.spec["jobSpec"]["command"]
+
+
 def test_step_pages_are_never_cached_so_back_shows_the_draft_as_it_is(alice_client):
     draft = new_draft(alice_client)
 
