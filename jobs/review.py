@@ -98,7 +98,22 @@ def ensure_reviewers_group(**kwargs: Any) -> None:
 
 
 def _notify_owner(*, job: Job, subject: str, body: str) -> None:
-    """Mails the owner about a review decision, when they have an address."""
+    """Queues a mail to the owner about a review decision, when they have an address: sent
+    by the worker, so a slow or unreachable mail server never holds up the reviewer's page
+    (a bulk approval would otherwise wait for each mail's timeout in turn)."""
+    from .tasks import mail_owner
+
+    if not job.owner.email:
+        return
+    try:
+        mail_owner.enqueue(job_id=job.pk, subject=str(subject), body=str(body))
+    except Exception:
+        # The queue's trouble must not undo a review decision; the event stays.
+        logger.exception("Could not queue the review mail for job %s", job.public_id)
+
+
+def send_owner_mail(*, job: Job, subject: str, body: str) -> None:
+    """Sends the review mail (jobs.tasks.mail_owner), with a link to the job."""
     if not job.owner.email:
         return
     link = settings.SITE_URL + reverse("job-detail", kwargs={"public_id": job.public_id})

@@ -1,7 +1,8 @@
 """Discrete background tasks (django.tasks, stored by django-tasks-db).
 
-Alert delivery is a task: it is decided once, persisted, and runs apart from the worker's
-supervision loop (a webhook timing out must not delay stopping or restarting jobs). The
+Alert delivery and review mails are tasks: decided once, persisted, and run apart from the
+worker's supervision loop and from the web request (a webhook or mail server timing out must
+not delay stopping jobs, nor a reviewer's page). The
 `worker` command runs these tasks in a thread; `manage.py db_worker` runs them too.
 
 Dispatch, supervision and sync stay in the worker loop instead: they are a continuous
@@ -23,3 +24,13 @@ def deliver_alert(*, job_id: int, item: str, message: str, time: str) -> None:
     if job is None:  # deleted meanwhile: nobody to tell
         return
     deliver(job=job, item=item, message=message, time=time)
+
+
+@task
+def mail_owner(*, job_id: int, subject: str, body: str) -> None:
+    from .review import send_owner_mail
+
+    job = Job.objects.select_related("owner").filter(pk=job_id).first()
+    if job is None:  # deleted meanwhile: the decision no longer concerns anyone
+        return
+    send_owner_mail(job=job, subject=subject, body=body)

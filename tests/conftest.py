@@ -105,3 +105,25 @@ def logged_in_page(page, alice):
     page.click("#login-submit")
     page.wait_for_url(lambda url: urlparse(url).path == "/")
     return page
+
+
+def run_queued_tasks() -> None:
+    """Runs the django tasks queued so far (review mails, alerts) as the worker's task
+    thread would, here in the test's own thread and transaction. (The worker's loop itself
+    closes old connections between tasks, which would close the test's.)"""
+    from django_tasks_db.management.commands.db_worker import Worker as DBWorker
+    from django_tasks_db.models import DBTaskResult
+
+    worker = DBWorker(
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="tests",
+        excluded_queue_names=[],
+    )
+    while (result := DBTaskResult.objects.ready().order_by("enqueued_at").first()) is not None:
+        result.claim(worker.worker_id)
+        worker.run_task(result)

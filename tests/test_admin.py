@@ -14,6 +14,7 @@ from jobs import spec as S
 from jobs.logs import replica_log_path
 from jobs.models import Job, JobReplica, JobStatus, ReviewMode, ReviewPolicy, ReviewState
 from jobs.services import jobs_submit
+from tests.conftest import run_queued_tasks
 
 A800 = "baidu.com/a800_80g_cgpu"
 CHANGELIST = "/admin/jobs/job/"
@@ -376,6 +377,7 @@ def test_reject_needs_a_reason_and_the_owner_then_sees_it(alice, reviewer, revie
     assert job.review_state == ReviewState.REJECTED
     event = job.events.last()
     assert (event.reason, event.actor) == ("Rejected", reviewer)
+    run_queued_tasks()  # the mail goes out from the worker
     assert "Ask for 8 cards at most." in mailoutbox[0].body
     owner_page = client_for(alice).get(f"/jobs/{job.public_id}/")
     assert "Ask for 8 cards at most." in owner_page.content.decode()
