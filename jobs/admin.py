@@ -32,6 +32,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, ngettext_lazy
 
+from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
 from .backends import BackendError, get_backend
@@ -600,7 +601,9 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         lines: list[str] = []
         error = ""
         try:
-            lines = get_backend(job.backend).logs(job, replica, tail=LOG_TAIL_LINES)
+            lines = job_logs.in_local_time(
+                get_backend(job.backend).logs(job, replica, tail=LOG_TAIL_LINES)
+            )
         except BackendError as e:
             error = e.message
         context = {

@@ -8,16 +8,36 @@ seeks from the end of the file and reads backwards in blocks, and never more tha
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
+from django.utils import timezone
 
 BLOCK = 64 * 1024
 DEFAULT_TAIL = 200
 # Reading stops after this much even if fewer lines were found (a file of huge lines
 # or of zeros must not make a tail read the whole file).
 MAX_TAIL_BYTES = 8 * 1024 * 1024
+
+
+STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})\d{3}Z ")
+
+
+def in_local_time(lines: Iterable[str]) -> list[str]:
+    """Lines as the pages show them: each line's UTC stamp in the console's time zone, as
+    every other time on the page is, to the millisecond. A download keeps the file as is."""
+    zone = timezone.get_current_timezone()
+    shown = []
+    for line in lines:
+        found = STAMP.match(line)
+        if found:
+            when = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).astimezone(zone)
+            line = f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} {line[found.end() :]}"
+        shown.append(line)
+    return shown
 
 
 def job_dir(public_id: str) -> Path:

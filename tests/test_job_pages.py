@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
@@ -327,7 +329,11 @@ def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client
     assert tail.status_code == 286 and "hello from the job" in tail.content.decode()
     assert download.status_code == 200
     assert download["Content-Disposition"].startswith("attachment")
-    assert b"hello from the job" in b"".join(download.streaming_content)
+    raw = b"".join(download.streaming_content).decode()
+    # The file keeps UTC; the page says the time in the console's zone, as it does elsewhere.
+    utc = re.search(r"(\S+)Z hello from the job", raw).group(1)
+    shown = datetime.fromisoformat(utc).replace(tzinfo=UTC).astimezone(ZoneInfo("Asia/Shanghai"))
+    assert f"{shown:%Y-%m-%d %H:%M:%S}.{utc[20:23]} hello from the job" in page
 
 
 def test_the_live_part_polls_until_the_job_is_final(alice, alice_client):
