@@ -28,3 +28,22 @@ document.addEventListener("submit", (event) => {
     form.appendChild(confirmed);
   }
 });
+
+// htmx leaves the page as it was when a request fails (an error answer is not swapped in):
+// say so, or 下一步 would seem to do nothing. Any later request that succeeds clears it.
+function showRequestError(kind, status) {
+  const box = document.getElementById("request-error");
+  if (!box) return;
+  box.textContent = box.dataset[kind].replace("%(status)s", String(status));
+  box.hidden = false;
+}
+document.addEventListener("htmx:responseError", (event) => {
+  const status = event.detail.xhr.status;
+  // A 403 here is the CSRF check: the page's token is older than the session's.
+  showRequestError(status === 403 ? "expired" : "failed", status);
+});
+document.addEventListener("htmx:sendError", () => showRequestError("unreachable", 0));
+document.addEventListener("htmx:afterRequest", (event) => {
+  const box = document.getElementById("request-error");
+  if (box && event.detail.successful) box.hidden = true;
+});

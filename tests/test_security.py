@@ -175,6 +175,19 @@ def test_the_login_form_needs_the_csrf_token(alice):
     assert r.status_code == 403
 
 
+def test_a_post_with_an_expired_token_says_what_to_do_on_a_page_the_csp_allows(alice):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+
+    r = client.post(reverse("wizard-start"), {})
+
+    assert r.status_code == 403
+    body = r.content.decode()
+    assert 'id="csrf-failure"' in body and "页面已过期" in body
+    assert "<style" not in body  # Django's own page has an inline style the CSP blocks
+    assert "nonce-" in r["Content-Security-Policy"]
+
+
 # -- XSS --------------------------------------------------------------------------------
 
 PAYLOADS = [

@@ -311,6 +311,25 @@ def test_switching_language_on_the_review_step_reached_through_htmx_shows_it_in_
     expect(page.locator("#wizard-submit")).to_be_visible()
 
 
+def test_a_step_sent_with_an_expired_token_says_so_instead_of_doing_nothing(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.context.clear_cookies(name="csrftoken")  # as after logging in again in another tab
+
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.click("#wizard-next")
+
+    expect(page.locator("#request-error")).to_be_visible()
+    expect(page.locator("#request-error")).to_contain_text("过期")
+    assert page.url.endswith("/image/")
+    page.reload()  # a fresh token: the same click now goes through
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    next_step(page, "resources")
+    expect(page.locator("#request-error")).to_be_hidden()
+
+
 def test_back_after_changing_the_framework_shows_the_draft_as_it_is_now(logged_in_page):
     page = logged_in_page
     start(page)
