@@ -812,6 +812,24 @@ def test_the_console_enforces_the_job_timeout_aihc_lacks(fake, aihc, alice, sett
     assert len(fake.calls("StopJob")) == 1
 
 
+def test_a_job_aihc_reports_in_a_status_the_console_cannot_read_still_times_out(
+    fake, aihc, alice, settings
+):
+    settings.JOB_MINUTE_SECONDS = 0.3
+    job = submitted(fake, aihc, alice, timeout_minutes=1)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    assert job.status == JobStatus.RUNNING
+    fake.set_job_status(job.external_id, "Hibernating")
+    time.sleep(0.35)  # past its limit
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+    assert len(fake.calls("StopJob")) == 1
+
+
 def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):
     job = submitted(
         fake, aihc, alice, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)]

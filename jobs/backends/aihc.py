@@ -951,10 +951,10 @@ class AihcBackend(Backend):
                     ),
                     warning=True,
                 )
+            # A status the console cannot read changes nothing, but the timeout still holds.
+        elif job.status == JobStatus.STOPPING and target in (JobStatus.QUEUED, JobStatus.RUNNING):
             return
-        if job.status == JobStatus.STOPPING and target in (JobStatus.QUEUED, JobStatus.RUNNING):
-            return
-        if target != job.status:
+        elif target != job.status:
             self._walk(
                 job, target, recorded(gettext_noop("AIHC reports %(status)s."), status=status)
             )
