@@ -830,6 +830,37 @@ def test_a_job_aihc_reports_in_a_status_the_console_cannot_read_still_times_out(
     assert len(fake.calls("StopJob")) == 1
 
 
+def test_instances_whose_pods_aihc_removed_are_not_left_running_on_a_finished_job(
+    fake, aihc, alice
+):
+    job = submitted(
+        fake, aihc, alice, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)]
+    )
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    fake.jobs[job.external_id].pods = []  # the operator cleaned the pods up as the job ended
+    fake.set_job_status(job.external_id, "Succeeded")
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert set(job.replicas.values_list("status", flat=True)) == {"stopped"}
+    assert job.replicas.filter(finished_at__isnull=True).count() == 0
+
+
+def test_a_job_stopped_for_its_timeout_shows_no_instance_still_running(fake, aihc, alice, settings):
+    settings.JOB_MINUTE_SECONDS = 0.001
+    job = submitted(fake, aihc, alice, timeout_minutes=1)
+    fake.set_job_status(job.external_id, "Running")
+
+    aihc.sync(job)  # Running, past its limit: stopped, and not followed any more
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+    assert list(job.replicas.values_list("status", flat=True)) == ["stopped"]
+
+
 def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):
     job = submitted(
         fake, aihc, alice, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)]

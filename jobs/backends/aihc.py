@@ -51,6 +51,7 @@ from jobs.models import (
     JobEvent,
     JobReplica,
     JobStatus,
+    ReplicaStatus,
 )
 from jobs.services import job_event, job_transition, recorded
 
@@ -930,6 +931,8 @@ class AihcBackend(Backend):
                     recorded(gettext_noop("AIHC no longer has job %(id)s."), id=job.external_id),
                     reason="Lost",
                 )
+                if job.status in FINAL_STATUSES:
+                    self._close_replicas(job)
                 return
             raise BackendError(
                 scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id
@@ -959,6 +962,17 @@ class AihcBackend(Backend):
                 job, target, recorded(gettext_noop("AIHC reports %(status)s."), status=status)
             )
         self._enforce_timeout(job, client, config, spec)
+        if job.status in FINAL_STATUSES:
+            self._close_replicas(job)
+
+    @staticmethod
+    def _close_replicas(job: Job) -> None:
+        """A finished AIHC job is not followed any more: instances still shown pending or
+        running (AIHC removed their pods, or the console stopped the job for its timeout)
+        ended with it."""
+        JobReplica.objects.filter(
+            job=job, status__in=[ReplicaStatus.PENDING, ReplicaStatus.RUNNING]
+        ).update(status=ReplicaStatus.STOPPED, finished_at=timezone.now())
 
     def _enforce_timeout(
         self, job: Job, client: AihcClient, config: Config, spec: spec_module.JobSpec
