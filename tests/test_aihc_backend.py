@@ -861,6 +861,31 @@ def test_a_job_stopped_for_its_timeout_shows_no_instance_still_running(fake, aih
     assert list(job.replicas.values_list("status", flat=True)) == ["stopped"]
 
 
+def test_a_stop_that_failed_after_adopting_an_in_flight_create_is_sent_again(fake, aihc, alice):
+    [job] = submit(alice, seed_spec())
+    stopped_during_an_unanswered_create(job, minutes_ago=3)
+    created = fake.create_external(POOL, SEED_DOC)
+    fake.set_job_status(created.job_id, "Running")
+    fake.fail_next("StopJob", status=500, code="InternalError")
+
+    with pytest.raises(BackendError):
+        aihc.sync(job)  # adopted; its stop did not go through
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING and job.external_id == created.job_id
+    aihc.sync(job)  # within a minute of the stop: not sent again yet
+    assert len(fake.calls("StopJob")) == 1
+    Job.objects.filter(pk=job.pk).update(updated_at=job.updated_at - timedelta(minutes=2))
+    job.refresh_from_db()
+
+    aihc.sync(job)
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("StopJob")) == 2
+    assert fake.jobs[created.job_id].status == "ManualTermination"
+    assert job.status == JobStatus.STOPPED
+
+
 def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):
     job = submitted(
         fake, aihc, alice, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)]

@@ -74,6 +74,9 @@ PATH_ONLY_STORAGE_TYPES = frozenset({*spec_module.VOLUMELESS_TYPES, "hostpath"})
 TF_ALERT_ITEMS = frozenset({"jobRunning", "jobFailed", "jobSucceed"})
 # A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
 STUCK_SUBMITTING = timedelta(minutes=2)
+# A job AIHC still reports running this long after the console asked it to stop gets the
+# stop again (the first may not have reached AIHC).
+STOP_RESEND = timedelta(minutes=1)
 # After this many create attempts that got no answer (and no job of that name showed up),
 # the job is marked Submit failed instead of being tried again.
 MAX_UNANSWERED_CREATES = 4
@@ -300,6 +303,8 @@ class AihcBackend(Backend):
         self._warned: set[str] = set()
         # Per account: (monotonic time submits resume, the pause's length).
         self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
+        # Job pk -> when this process last sent a stop again (_stop_again).
+        self._stops_sent: dict[int, datetime] = {}
 
     def __repr__(self) -> str:
         return "AihcBackend()"
@@ -956,6 +961,7 @@ class AihcBackend(Backend):
                 )
             # A status the console cannot read changes nothing, but the timeout still holds.
         elif job.status == JobStatus.STOPPING and target in (JobStatus.QUEUED, JobStatus.RUNNING):
+            self._stop_again(job, client, config, secrets)
             return
         elif target != job.status:
             self._walk(
@@ -963,7 +969,31 @@ class AihcBackend(Backend):
             )
         self._enforce_timeout(job, client, config, spec)
         if job.status in FINAL_STATUSES:
+            self._stops_sent.pop(job.pk, None)
             self._close_replicas(job)
+
+    def _stop_again(self, job: Job, client: AihcClient, config: Config, secrets: list[str]) -> None:
+        """AIHC still runs a job the console is stopping: the stop may never have reached it
+        (it failed right after a create in flight was adopted), so it is sent again, at most
+        once per STOP_RESEND. Stopping stays until AIHC reports the job ended."""
+        now = timezone.now()
+        last = max(job.updated_at, self._stops_sent.get(job.pk, job.updated_at))
+        if now - last < STOP_RESEND:
+            return
+        self._stops_sent[job.pk] = now
+        try:
+            client.stop_job(
+                pool=job.resource_pool,
+                job_id=job.external_id,
+                queue=job.queue,
+                version=config.version(job.resource_pool),
+            )
+        except AihcError as exc:
+            logger.warning(
+                "AIHC stop of %s sent again failed: %s", job.public_id, scrub(str(exc), secrets)
+            )
+            return
+        logger.info("AIHC still ran %s while it was stopping: stop sent again", job.public_id)
 
     @staticmethod
     def _close_replicas(job: Job) -> None:
