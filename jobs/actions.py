@@ -74,6 +74,21 @@ def job_delete(*, job: Job) -> bool:
         if job.status not in FINAL_STATUSES:
             return False  # the worker deletes it once it has stopped
         # It ended while the request came in: nothing is left to stop, so it goes now.
+    _refuse_while_sending(job)
+    if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
+        job_stop(job=job, message=recorded(gettext_noop("Stopped to be deleted.")))
+        # The worker may have started sending it since the page loaded: job_stop then found
+        # it Submitting and stopped it through the backend, and the create is still on its way.
+        _refuse_while_sending(job)
+    try:
+        get_backend(job.backend).delete(job)
+    except BackendError as exc:
+        raise ActionError(exc.message) from exc
+    Job.objects.filter(pk=job.pk).delete()
+    return True
+
+
+def _refuse_while_sending(job: Job) -> None:
     if job.backend != "local" and not job.external_id and job.status in (S.SUBMITTING, S.STOPPING):
         # A create is on its way to the platform: deleting the row now would leave whatever
         # it creates running there with nothing tracking it.
@@ -83,14 +98,6 @@ def job_delete(*, job: Job) -> bool:
                 "it can be deleted once the platform has answered."
             )
         )
-    if job.status not in FINAL_STATUSES and job.status in NOT_STARTED:
-        job_stop(job=job, message=recorded(gettext_noop("Stopped to be deleted.")))
-    try:
-        get_backend(job.backend).delete(job)
-    except BackendError as exc:
-        raise ActionError(exc.message) from exc
-    Job.objects.filter(pk=job.pk).delete()
-    return True
 
 
 def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:

@@ -935,6 +935,22 @@ def test_a_log_tail_for_a_page_is_one_short_try_and_a_download_keeps_its_retries
     assert tries() - page_tries == 1 + settings.AIHC_RETRIES
 
 
+def test_deleting_a_job_the_worker_began_sending_since_the_page_loaded_is_refused(
+    fake, aihc, alice
+):
+    from jobs.actions import ActionError, job_delete
+
+    [job] = submit(alice, seed_spec())
+    as_the_page_saw_it = Job.objects.get(pk=job.pk)  # Queued, nothing sent yet
+    job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")  # the worker
+
+    with pytest.raises(ActionError):
+        job_delete(job=as_the_page_saw_it)
+
+    job.refresh_from_db()  # kept, so the create's answer finds it and stops what it made
+    assert job.status == JobStatus.STOPPING
+
+
 def test_delete_removes_the_job_from_aihc(fake, aihc, alice):
     job = submitted(fake, aihc, alice)
     aihc.delete(job)
