@@ -82,9 +82,11 @@ class Worker:
     def dispatch_remote(self) -> None:
         # Jobs Pending review are never dispatched; a remote job queued by the cloud
         # (it has an external id) is synced, not submitted again.
-        for job in Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(
+        # Oldest first: first come, first sent (and a group's task 1/N before N/N).
+        queued = Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(
             backend="local"
-        ):
+        )
+        for job in queued.order_by("created_at", "id"):
             try:
                 get_backend(job.backend).submit(job)
             except Exception:

@@ -63,6 +63,18 @@ def test_the_worker_submits_a_queued_remote_job_once_and_follows_it_to_the_end(f
     assert len(fake.calls("CreateJob")) == 1
 
 
+def test_queued_remote_jobs_are_submitted_oldest_first(fake, alice):
+    for name in ("first-job", "second-job", "third-job"):
+        spec = S.parse_document(SEED_DOC, resource_pool_id=POOL)
+        spec.name = name
+        jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()), backend="aihc")
+
+    Worker().tick()
+
+    sent = [call.body["name"] for call in fake.calls("CreateJob")]
+    assert sent == ["first-job", "second-job", "third-job"]  # a group's task 1/3 first
+
+
 def test_a_remote_job_pending_review_is_never_submitted(fake, alice):
     job = submit(alice, initial_status=JobStatus.PENDING_REVIEW)
 
