@@ -799,6 +799,23 @@ def test_a_job_aihc_no_longer_has_is_marked_failed(fake, aihc, alice):
     assert job.external_id in job.status_reason
 
 
+def test_a_job_aihc_no_longer_has_while_it_was_being_stopped_is_stopped_not_failed(
+    fake, aihc, alice
+):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    job.refresh_from_db()
+    aihc.stop(job)  # AIHC answers the stop; the job is Stopping until AIHC says it ended
+    del fake.jobs[job.external_id]  # ended and removed before the console's next look
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.events.last().reason == "Stopped"
+
+
 def test_the_console_enforces_the_job_timeout_aihc_lacks(fake, aihc, alice, settings):
     settings.JOB_MINUTE_SECONDS = 0.001
     job = submitted(fake, aihc, alice, timeout_minutes=1)

@@ -930,11 +930,13 @@ class AihcBackend(Backend):
             # Only AIHC's own word that the job is gone: any other 404 (a gateway, a missing
             # route or pool) is a sync error, retried later, never a verdict on the job.
             if exc.code == "JobNotFound":
+                # Gone while being stopped is what the stop asked for; otherwise it was lost.
+                stopping = job.status == JobStatus.STOPPING
                 self._walk(
                     job,
-                    JobStatus.FAILED,
+                    JobStatus.STOPPED if stopping else JobStatus.FAILED,
                     recorded(gettext_noop("AIHC no longer has job %(id)s."), id=job.external_id),
-                    reason="Lost",
+                    reason="" if stopping else "Lost",
                 )
                 if job.status in FINAL_STATUSES:
                     self._close_replicas(job)
