@@ -572,7 +572,7 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         except spec_module.SpecError as e:
             context["spec_error"] = str(e)
             return context
-        request_line, request_body = sent_request(spec, job.backend)
+        request_line, request_body = sent_request(spec, job.backend, job_id=job.public_id)
         context["api_request"] = f"{request_line}\n{request_body}"
         context["spec_sections"] = spec_sections(spec)
         refs = replica_refs(spec)

@@ -200,11 +200,11 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
     return rows
 
 
-def sent_request(spec: S.JobSpec, backend_name: str) -> tuple[str, str]:
+def sent_request(spec: S.JobSpec, backend_name: str, *, job_id: str = "") -> tuple[str, str]:
     """The create request as the job's backend sends it ("POST <path>", pretty JSON body),
     secrets masked: an AIHC v2 pool's CreateJob, not the v1 body it was stored as."""
     try:
-        preview = get_backend(backend_name).request_preview(spec)
+        preview = get_backend(backend_name).request_preview(spec, job_id=job_id)
         line, body = f"{preview.method} {preview.path}", preview.body
     except BackendError:  # misconfigured: the stored v1 body is still the truth
         line = f"POST /api/v1/aijobs?resourcePoolId={spec.resource_pool_id}"

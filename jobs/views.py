@@ -239,7 +239,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         # shows the job's status, events and logs, and says why the request is missing.
         context["spec_error"] = str(exc)
     else:
-        request_line, request_body = sent_request(spec, job.backend)
+        request_line, request_body = sent_request(spec, job.backend, job_id=job.public_id)
         context.update(
             {
                 "api_request": request_line,

@@ -755,6 +755,11 @@ class FakeAihc:
             "resourcePoolId": job.pool,
             "createdAt": job.created_at,
             ("jobType" if v2 else "jobFramework"): job.framework,
+            # The labels sent, plus those AIHC adds itself (reference: CreateJob labels).
+            "labels": [
+                *(job.body.get("labels") or []),
+                {"key": "aijob.cce.baidubce.com/create-from-aihcp-api", "value": "true"},
+            ],
         }
         if detail:
             if v2:

@@ -281,8 +281,10 @@ def test_submitting_the_seed_job_sends_exactly_its_v1_body(fake, aihc, alice):
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
     [call] = fake.calls("CreateJob")
-    assert call.body == SEED_DOC
-    assert call.body == job.job_spec().to_v1_body()
+    # The seed's body, plus one label: the console job's id, to know the job again by.
+    label = {"key": "ai-job-console/job-id", "value": job.public_id}
+    assert call.body == {**SEED_DOC, "labels": [*SEED_DOC.get("labels", []), label]}
+    assert call.body == {**job.job_spec().to_v1_body(), "labels": call.body["labels"]}
     assert call.params == {"resourcePoolId": POOL}
     assert job.external_id == next(iter(fake.jobs))
     reasons = list(job.events.values_list("reason", flat=True))
@@ -303,7 +305,8 @@ def test_a_v2_pool_gets_the_mapped_body_with_queue_in_the_query(fake, aihc, alic
     assert call.version == "v2"
     assert call.params == {"action": "CreateJob", "resourcePoolId": POOL, "queueID": "research"}
     v1 = spec.to_v1_body()
-    assert call.body == v2_from_v1(v1)
+    label = {"key": "ai-job-console/job-id", "value": job.public_id}
+    assert call.body == {**v2_from_v1(v1), "labels": [label]}
     assert call.body["jobType"] == "PyTorchJob" and "jobFramework" not in call.body
     assert call.body["command"] == v1["jobSpec"]["command"]
     assert "command" not in call.body["jobSpec"]
@@ -413,7 +416,7 @@ def test_a_job_created_after_two_unanswered_creates_is_adopted_on_the_next_try(f
     assert job.events.filter(reason="SubmitTimedOut").count() == 2
     assert fake.jobs == {}
     # Meanwhile the job shows up on AIHC (a create that was slow, not lost).
-    created = fake.create_external(POOL, SEED_DOC)
+    created = fake.create_external(POOL, fake.calls("CreateJob")[-1].body)
 
     aihc.submit(job)
 
@@ -421,6 +424,24 @@ def test_a_job_created_after_two_unanswered_creates_is_adopted_on_the_next_try(f
     assert job.external_id == created.job_id
     assert len(fake.calls("CreateJob")) == 2
     assert len(fake.jobs) == 1
+
+
+def test_a_job_of_the_same_name_made_by_hand_is_never_adopted_after_an_unanswered_create(
+    fake, aihc, alice
+):
+    fake.drop_next("CreateJob")
+    [job] = submit(alice, seed_spec())
+    # Someone made a job of the same name on AIHC by hand, just now: not this create's.
+    theirs = fake.create_external(POOL, SEED_DOC)
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.external_id and job.external_id != theirs.job_id  # its own create, sent again
+    assert len(fake.jobs) == 2
+    [first, second] = fake.calls("CreateJob")
+    labels = {label["key"]: label["value"] for label in second.body["labels"]}
+    assert labels["ai-job-console/job-id"] == job.public_id
 
 
 def test_after_four_unanswered_creates_the_job_is_submit_failed(fake, aihc, alice):
@@ -756,10 +777,19 @@ def stopped_during_an_unanswered_create(job: Job, minutes_ago: int) -> None:
     )
 
 
+def made_late(fake, job: Job):
+    """What the console's unanswered create made on AIHC after all (its labelled body)."""
+    from jobs.backends.aihc import AihcBackend
+
+    return fake.create_external(
+        POOL, AihcBackend.request_body(job.job_spec(), "v1", job_id=job.public_id)
+    )
+
+
 def test_a_job_stopped_during_an_unanswered_create_stops_what_aihc_made_of_it(fake, aihc, alice):
     [job] = submit(alice, seed_spec())
     stopped_during_an_unanswered_create(job, minutes_ago=3)
-    created = fake.create_external(POOL, SEED_DOC)  # the create did happen, late
+    created = made_late(fake, job)  # the create did happen, late
 
     aihc.sync(job)
 
@@ -881,7 +911,7 @@ def test_a_job_stopped_for_its_timeout_shows_no_instance_still_running(fake, aih
 def test_a_stop_that_failed_after_adopting_an_in_flight_create_is_sent_again(fake, aihc, alice):
     [job] = submit(alice, seed_spec())
     stopped_during_an_unanswered_create(job, minutes_ago=3)
-    created = fake.create_external(POOL, SEED_DOC)
+    created = made_late(fake, job)
     fake.set_job_status(created.job_id, "Running")
     fake.fail_next("StopJob", status=500, code="InternalError")
 

@@ -130,9 +130,11 @@ def test_a_submit_failure_shows_the_platforms_message_and_the_user_fixes_and_res
     [remote] = fake.jobs.values()
     assert (remote.job_id, remote.queue) == (new_job.external_id, "research")
     [first, second] = fake.calls("CreateJob")
-    assert second.body == new_job.job_spec().to_v1_body()
-    assert {k: v for k, v in first.body.items() if k != "queue"} == {
-        k: v for k, v in second.body.items() if k != "queue"
+    label = {"key": "ai-job-console/job-id", "value": new_job.public_id}
+    assert second.body == {**new_job.job_spec().to_v1_body(), "labels": [label]}
+    # The copy differs from the first in its queue and its own job id label only.
+    assert {k: v for k, v in first.body.items() if k not in ("queue", "labels")} == {
+        k: v for k, v in second.body.items() if k not in ("queue", "labels")
     }
 
 

@@ -148,7 +148,11 @@ def review_request(client, draft) -> tuple[str, str, dict, str]:
     line = re.search(r'id="request-line">([^<]*)<', page).group(1)
     body = re.search(r'id="request-json">(.*?)</pre>', page, re.S).group(1)
     curl = re.search(r'id="request-curl">(.*?)</pre>', page, re.S).group(1)
-    return page, line, json.loads(body.replace("&quot;", '"')), curl
+    return page, line, json.loads(html.unescape(body)), curl
+
+
+# Before the job exists the review shows its id label with a placeholder (see AihcBackend).
+PREVIEW_LABEL = {"key": "ai-job-console/job-id", "value": "<job-id>"}
 
 
 def test_a_v1_aihc_pool_previews_the_v1_create_request_with_secrets_masked(fake, alice_client):
@@ -160,7 +164,7 @@ def test_a_v1_aihc_pool_previews_the_v1_create_request_with_secrets_masked(fake,
     draft.refresh_from_db()
     spec = W.assemble(W.wizard_state(draft)).spec
     assert line == f"POST /api/v1/aijobs?resourcePoolId={POOL}"
-    assert body == spec.to_v1_body(masked=True)
+    assert body == {**spec.to_v1_body(masked=True), "labels": [PREVIEW_LABEL]}
     assert {"name": "HF_TOKEN", "value": "******"} in body["jobSpec"]["envs"]
     assert "hf-very-secret" not in page
     assert f"{fake.url}/api/v1/aijobs?resourcePoolId={POOL}" in curl
@@ -179,7 +183,8 @@ def test_a_v2_aihc_pool_previews_the_action_style_request_it_really_sends(
     draft.refresh_from_db()
     spec = W.assemble(W.wizard_state(draft)).spec
     assert line == f"POST /?action=CreateJob&amp;queueID=default&amp;resourcePoolId={POOL}"
-    assert body == v2_from_v1(spec.to_v1_body(masked=True), roles=spec.roles)
+    v2 = v2_from_v1(spec.to_v1_body(masked=True), roles=spec.roles)
+    assert body == {**v2, "labels": [PREVIEW_LABEL]}
     assert body["jobType"] == "PyTorchJob" and "jobFramework" not in body
     assert "X-API-Version: v2" in page[page.index('id="request-headers"') :]
     assert "hf-very-secret" not in page
@@ -204,7 +209,9 @@ def test_the_preview_matches_what_the_backend_submits(fake, alice_client, settin
     [call] = fake.calls("CreateJob")
     assert call.version == "v2"
     assert call.params == {"action": "CreateJob", "resourcePoolId": POOL, "queueID": "default"}
-    sent = json.loads(json.dumps(call.body).replace("hf-very-secret", "******"))
+    sent = json.loads(
+        json.dumps(call.body).replace("hf-very-secret", "******").replace(job.public_id, "<job-id>")
+    )
     assert sent == shown
 
 
@@ -224,7 +231,8 @@ def test_the_curl_sends_the_bytes_the_console_sends_to_the_same_url(
     get_backend("aihc").submit(Job.objects.get())
 
     [call] = fake.calls("CreateJob")
-    sent = call.raw_body.decode().replace("hf-very-secret", "******")
+    job_id = Job.objects.get().public_id  # the review's placeholder, filled in on submit
+    sent = call.raw_body.decode().replace("hf-very-secret", "******").replace(job_id, "<job-id>")
     assert data == sent
     assert url == f"{fake.url}{call.path}?{call.raw_query}"
     signed = call.headers["authorization"].split("/")[4]

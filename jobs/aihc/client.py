@@ -613,7 +613,7 @@ def _v2_pool(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
-    """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, pods."""
+    """One shape for v1 jobs and v2 JobItems: jobId, name, status, createdAt, labels, pods."""
     pods = []
     raw_pods = raw.get("pods")
     if raw_pods is None:
@@ -633,10 +633,14 @@ def normalise_job(raw: dict[str, Any]) -> dict[str, Any]:
                 "reason": str(pod.get("reason") or ""),
             }
         )
+    labels = raw.get("labels")
+    if isinstance(labels, list):  # [{key, value}], as sent
+        labels = {str(x.get("key")): str(x.get("value")) for x in labels if isinstance(x, dict)}
     return {
         "jobId": str(raw.get("jobId") or raw.get("jobid") or ""),
         "name": str(raw.get("name") or ""),
         "status": str(raw.get("status") or ""),
         "createdAt": str(raw.get("createdAt") or ""),
+        "labels": {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         "pods": pods,
     }

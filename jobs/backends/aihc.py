@@ -72,6 +72,11 @@ STORAGE_TYPES = {
 PATH_ONLY_STORAGE_TYPES = frozenset({*spec_module.VOLUMELESS_TYPES, "hostpath"})
 # "TFJob支持jobRunning、jobFailed、jobSucceed类型告警,PyTorchJob支持类型所有告警" (AlertConfig).
 TF_ALERT_ITEMS = frozenset({"jobRunning", "jobFailed", "jobSucceed"})
+# Every create carries the console job's id in this label: a create that got no answer is
+# recognised on AIHC by it, never by its name alone (anyone may have made a job of that name,
+# and adopting it would let this console stop or delete it). AIHC returns a job's labels.
+CONSOLE_JOB_LABEL = "ai-job-console/job-id"
+PREVIEW_JOB_ID = "<job-id>"  # the review's request, before the job (and its id) exists
 # A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
 STUCK_SUBMITTING = timedelta(minutes=2)
 # A job AIHC still reports running this long after the console asked it to stop gets the
@@ -497,23 +502,27 @@ class AihcBackend(Backend):
 
     @staticmethod
     def request_body(
-        spec: spec_module.JobSpec, version: str, *, masked: bool = False
+        spec: spec_module.JobSpec, version: str, *, masked: bool = False, job_id: str = ""
     ) -> dict[str, Any]:
-        """Exactly what is sent: the spec's v1 body, or its v2 mapping."""
+        """Exactly what is sent: the spec's v1 body, or its v2 mapping, plus the console job's
+        id as a label (CONSOLE_JOB_LABEL) when `job_id` is given."""
         body = spec.to_v1_body(masked=masked)
         if version == V2:
-            return v2_from_v1(body, roles=spec.roles)
+            body = v2_from_v1(body, roles=spec.roles)
+        if job_id:
+            body["labels"] = [*body.get("labels", []), {"key": CONSOLE_JOB_LABEL, "value": job_id}]
         return body
 
-    def request_preview(self, spec: spec_module.JobSpec) -> RequestPreview:
-        """What `AihcClient.create_job` sends for this pool's API version (unsigned)."""
+    def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
+        """What `AihcClient.create_job` sends for this pool's API version (unsigned); before
+        the job exists its id label reads PREVIEW_JOB_ID."""
         try:
             config = Config.from_settings()
         except ValueError:
             version, endpoint = settings.AIHC_API_VERSION, ""
         else:
             version, endpoint = config.version(spec.resource_pool_id), config.endpoint
-        body = self.request_body(spec, version, masked=True)
+        body = self.request_body(spec, version, masked=True, job_id=job_id or PREVIEW_JOB_ID)
         headers = {"Content-Type": "application/json"}
         if version == V2:
             path = "/"
@@ -567,7 +576,7 @@ class AihcBackend(Backend):
             self._fail(job, message, secrets)
             return
         version = config.version(job.resource_pool)
-        body = self.request_body(spec, version)
+        body = self.request_body(spec, version, job_id=job.public_id)
         pool = job.resource_pool
         unanswered = list(
             job.events.filter(reason__in=UNANSWERED_EVENTS).values_list("created_at", flat=True)
@@ -748,7 +757,7 @@ class AihcBackend(Backend):
         *,
         since: datetime | None,
     ) -> str:
-        """The id of an AIHC job of this name that no console job owns yet, or ""."""
+        """The id of the AIHC job this console job's create made (its id label), or ""."""
         claimed = set(
             Job.objects.filter(backend=NAME, resource_pool=job.resource_pool)
             .exclude(pk=job.pk)
@@ -768,7 +777,13 @@ class AihcBackend(Backend):
             floor = (since - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
             candidates = [j for j in candidates if not j["createdAt"] or j["createdAt"] >= floor]
         candidates.sort(key=lambda j: j["createdAt"])
-        return candidates[0]["jobId"] if candidates else ""
+        for candidate in candidates:
+            detail = client.get_job(
+                pool=job.resource_pool, job_id=candidate["jobId"], queue=spec.queue, version=version
+            )
+            if detail["labels"].get(CONSOLE_JOB_LABEL) == job.public_id:
+                return candidate["jobId"]
+        return ""
 
     def _accepted(self, job: Job, external_id: str, *, adopted: bool) -> None:
         message = recorded(

@@ -112,9 +112,10 @@ class Backend(ABC):
         """Refusals particular to this backend (field path -> messages)."""
         return {}
 
-    def request_preview(self, spec: JobSpec) -> RequestPreview:
-        """The request that creates this job. The canonical spec is the AIHC CreateJob v1
-        body, so that is what a backend without an API of its own (local) shows."""
+    def request_preview(self, spec: JobSpec, *, job_id: str = "") -> RequestPreview:
+        """The request that creates this job (`job_id` once it exists). The canonical spec is
+        the AIHC CreateJob v1 body, so that is what a backend without an API of its own
+        (local) shows."""
         return RequestPreview(
             method="POST",
             path=f"/api/v1/aijobs?resourcePoolId={quote(spec.resource_pool_id, safe='')}",
