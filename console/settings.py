@@ -6,8 +6,11 @@ fresh clone run (`make run`) with SQLite under `var/` and the embedded local bac
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import secrets
+import zoneinfo
 from pathlib import Path
 
 import dj_database_url
@@ -18,16 +21,45 @@ from django.utils.translation import gettext_lazy as _
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+# A bad value stops the console at start with a message naming the variable (manage.py prints
+# it without a traceback), rather than failing later, deep inside Django or on a page. An
+# empty variable counts as unset (`FOO=` in a compose file or an env file).
+
+
+def env(name: str, default: str = "") -> str:
+    return os.getenv(name, "").strip() or default
+
+
 def envbool(name: str, default: str) -> bool:
-    return os.getenv(name, default).strip().lower() in ("1", "true", "yes", "on")
+    value = env(name, default).lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} is 1/true/yes/on or 0/false/no/off, not {value!r}")
 
 
 def envint(name: str, default: int) -> int:
-    return int(os.getenv(name) or default)
+    value = env(name, str(default))
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} is a whole number, not {value!r}") from None
+
+
+def envfloat(name: str, default: float) -> float:
+    value = env(name, str(default))
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not math.isfinite(number) or number < 0:
+        raise ImproperlyConfigured(f"{name} is a number of seconds (0 or more), not {value!r}")
+    return number
 
 
 def envlist(name: str, default: str = "") -> list[str]:
-    return [item.strip() for item in os.getenv(name, default).split(",") if item.strip()]
+    return [item.strip() for item in env(name, default).split(",") if item.strip()]
 
 
 # The files secrets are read from (NAME_FILE): the local runner hides them from jobs.
@@ -43,7 +75,16 @@ def envsecret(name: str) -> str | None:
     if value:
         return value
     if path:
-        return Path(path).read_text().strip()
+        try:
+            secret = Path(path).read_text().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            reason = getattr(e, "strerror", None) or str(e)
+            raise ImproperlyConfigured(f"{name}_FILE={path} cannot be read: {reason}") from None
+        if not secret:
+            # An empty mounted secret is a deployment mistake; ignoring it would, for
+            # SECRET_KEY, silently sign sessions with another key.
+            raise ImproperlyConfigured(f"{name}_FILE={path} is empty")
+        return secret
     return None
 
 
@@ -71,7 +112,11 @@ ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 # The URL the console is reached at, for links in alert emails and webhooks.
 # Links in mails and alerts; by default where `make run` serves (PORT, default 8000).
-SITE_URL = os.getenv("SITE_URL", f"http://127.0.0.1:{os.getenv('PORT') or 8000}").rstrip("/")
+SITE_URL = env("SITE_URL", f"http://127.0.0.1:{env('PORT', '8000')}").rstrip("/")
+if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", SITE_URL):
+    raise ImproperlyConfigured(
+        f"SITE_URL is the address people open, e.g. https://console.example.com, not {SITE_URL!r}"
+    )
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -122,16 +167,19 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.getenv("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'console.sqlite3'}",
-        # Keeping connections open saves connecting (and SQLite's PRAGMAs) on every request:
-        # 0.5-1 ms of a 5 ms partial (bench/bench_wizard.py). The health check replaces a
-        # connection the database dropped before a request uses it. 0 closes after each.
-        conn_max_age=envint("DATABASE_CONN_MAX_AGE", 600),
-        conn_health_checks=True,
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.parse(
+            env("DATABASE_URL", f"sqlite:///{VAR_DIR / 'console.sqlite3'}"),
+            # Keeping connections open saves connecting (and SQLite's PRAGMAs) on every request:
+            # 0.5-1 ms of a 5 ms partial (bench/bench_wizard.py). The health check replaces a
+            # connection the database dropped before a request uses it. 0 closes after each.
+            conn_max_age=envint("DATABASE_CONN_MAX_AGE", 600),
+            conn_health_checks=True,
+        )
+    }
+except ValueError as e:  # the message names the scheme only, never the password
+    raise ImproperlyConfigured(f"DATABASE_URL: {e}") from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server and the worker write concurrently: WAL and a busy timeout keep
     # SQLite from answering "database is locked" under that load.
@@ -156,10 +204,18 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "job-list"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = os.getenv("LANGUAGE_CODE", "zh-hans")
+LANGUAGE_CODE = env("LANGUAGE_CODE", "zh-hans").lower()
 LANGUAGES = [("zh-hans", _("Simplified Chinese")), ("en", _("English"))]
+if LANGUAGE_CODE not in dict(LANGUAGES):
+    raise ImproperlyConfigured(f"LANGUAGE_CODE is zh-hans or en, not {LANGUAGE_CODE!r}")
 LOCALE_PATHS = [BASE_DIR / "jobs" / "locale"]
-TIME_ZONE = os.getenv("TIME_ZONE", "Asia/Shanghai")
+TIME_ZONE = env("TIME_ZONE", "Asia/Shanghai")
+try:
+    zoneinfo.ZoneInfo(TIME_ZONE)
+except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(
+        f"TIME_ZONE is an IANA time zone such as Asia/Shanghai or UTC, not {TIME_ZONE!r}"
+    ) from None
 USE_I18N = True
 USE_TZ = True
 
@@ -215,12 +271,12 @@ SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600)
 
 # Email for alerts and review notices. Default: printed to the console (no SMTP needed).
 # Set EMAIL_HOST to send through an SMTP server.
-if os.getenv("EMAIL_HOST"):
+if env("EMAIL_HOST"):
     MAILERS = {
         "default": {
             "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
             "OPTIONS": {
-                "host": os.getenv("EMAIL_HOST"),
+                "host": env("EMAIL_HOST"),
                 "port": envint("EMAIL_PORT", 25),
                 "username": os.getenv("EMAIL_HOST_USER", ""),
                 "password": envsecret("EMAIL_HOST_PASSWORD") or "",
@@ -240,12 +296,17 @@ TASKS = {
     }
 }
 
+LOG_LEVEL = env("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured(
+        f"LOG_LEVEL is DEBUG, INFO, WARNING, ERROR or CRITICAL, not {LOG_LEVEL!r}"
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": os.getenv("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
 }
 
@@ -253,15 +314,36 @@ LOGGING = {
 # Which backends are enabled, in the order their pools are listed. The embedded local
 # runner is on by default so a fresh clone runs real jobs with no cloud.
 CONSOLE_BACKENDS = envlist("CONSOLE_BACKENDS", "local")
+# jobs.backends.BACKEND_MODULES: a misspelt name would otherwise just offer no pools.
+if unknown := [name for name in CONSOLE_BACKENDS if name not in ("local", "aihc")]:
+    raise ImproperlyConfigured(
+        f"CONSOLE_BACKENDS lists local and/or aihc, not {', '.join(map(repr, unknown))}"
+    )
 
 # Local runner: where job logs and per-job scratch files go.
-LOCAL_RUN_DIR = Path(os.getenv("LOCAL_RUN_DIR", VAR_DIR / "runs"))
+LOCAL_RUN_DIR = Path(env("LOCAL_RUN_DIR", str(VAR_DIR / "runs")))
 # Accelerators the local pool offers when nvidia-smi finds none, as
 # "resource-name=count,..." e.g. "baidu.com/a800_80g_cgpu=8". Empty: CPU-only.
-LOCAL_ACCELERATORS = os.getenv("LOCAL_ACCELERATORS", "")
+LOCAL_ACCELERATORS = env("LOCAL_ACCELERATORS")
+for _item in envlist("LOCAL_ACCELERATORS"):
+    _name, _eq, _count = (part.strip() for part in _item.partition("="))
+    if not (_name and _eq and _count.isdigit()):
+        raise ImproperlyConfigured(
+            f"LOCAL_ACCELERATORS is card-type=count,... "
+            f"(e.g. baidu.com/a800_80g_cgpu=8), not {_item!r}"
+        )
 # Host directories users may mount, as "volume-name=/abs/root,...". Mounts must stay
 # inside a volume's root.
-LOCAL_VOLUMES = os.getenv("LOCAL_VOLUMES", f"scratch={VAR_DIR / 'volumes' / 'scratch'}")
+LOCAL_VOLUMES = env("LOCAL_VOLUMES", f"scratch={VAR_DIR / 'volumes' / 'scratch'}")
+_volume_names: set[str] = set()
+for _item in envlist("LOCAL_VOLUMES", LOCAL_VOLUMES):
+    _name, _eq, _root = (part.strip() for part in _item.partition("="))
+    if not (_name and _eq and Path(_root).is_absolute()) or _name in _volume_names:
+        raise ImproperlyConfigured(
+            "LOCAL_VOLUMES is name=/absolute/folder,... with each name once "
+            f"(e.g. scratch=/data/scratch), not {_item!r}"
+        )
+    _volume_names.add(_name)
 
 # --- AIHC OpenAPI backend (jobs.backends.aihc; enable with CONSOLE_BACKENDS=local,aihc) ---
 # Where: a region (cn-beijing, cn-guangzhou, cn-suzhou, cn-baoding, cn-wuhan, cn-yangquan)
@@ -283,50 +365,50 @@ AIHC_POOL_API_VERSIONS = {
 AIHC_POOLS = envlist("AIHC_POOLS")
 # Inventory (pools, queues, idle cards) is cached this long; a stale value is served while
 # one background refresh runs, so a slow AIHC never slows the wizard.
-AIHC_CACHE_SECONDS = float(os.getenv("AIHC_CACHE_SECONDS", "10"))
+AIHC_CACHE_SECONDS = envfloat("AIHC_CACHE_SECONDS", 10)
 # How long a page waits for the very first inventory before rendering without it.
-AIHC_INVENTORY_WAIT_SECONDS = float(os.getenv("AIHC_INVENTORY_WAIT_SECONDS", "3"))
+AIHC_INVENTORY_WAIT_SECONDS = envfloat("AIHC_INVENTORY_WAIT_SECONDS", 3)
 # How long a page waits for the refresh of figures older than AIHC_CACHE_SECONDS before it
 # shows the old ones with their age.
-AIHC_REFRESH_WAIT_SECONDS = float(os.getenv("AIHC_REFRESH_WAIT_SECONDS", "1"))
-AIHC_CONNECT_TIMEOUT = float(os.getenv("AIHC_CONNECT_TIMEOUT", "5"))
-AIHC_READ_TIMEOUT = float(os.getenv("AIHC_READ_TIMEOUT", "30"))
+AIHC_REFRESH_WAIT_SECONDS = envfloat("AIHC_REFRESH_WAIT_SECONDS", 1)
+AIHC_CONNECT_TIMEOUT = envfloat("AIHC_CONNECT_TIMEOUT", 5)
+AIHC_READ_TIMEOUT = envfloat("AIHC_READ_TIMEOUT", 30)
 # Reads are retried this many times on connection errors, timeouts, 500 and 503, waiting
 # AIHC_RETRY_BACKOFF x 2^n seconds between tries. Creating a job is never retried blindly.
 AIHC_RETRIES = envint("AIHC_RETRIES", 3)
 # Reads a page waits on (a job's log tail): one try, at most this long.
-AIHC_PAGE_READ_TIMEOUT = float(os.getenv("AIHC_PAGE_READ_TIMEOUT", "4"))
-AIHC_RETRY_BACKOFF = float(os.getenv("AIHC_RETRY_BACKOFF", "0.5"))
+AIHC_PAGE_READ_TIMEOUT = envfloat("AIHC_PAGE_READ_TIMEOUT", 4)
+AIHC_RETRY_BACKOFF = envfloat("AIHC_RETRY_BACKOFF", 0.5)
 # A create that never reached AIHC (connection refused, HTTP 429) pauses submits this long,
 # doubling on each further failure up to the maximum; the jobs stay Queued meanwhile.
-AIHC_SUBMIT_PAUSE_SECONDS = float(os.getenv("AIHC_SUBMIT_PAUSE_SECONDS", "5"))
-AIHC_SUBMIT_PAUSE_MAX_SECONDS = float(os.getenv("AIHC_SUBMIT_PAUSE_MAX_SECONDS", "300"))
+AIHC_SUBMIT_PAUSE_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_SECONDS", 5)
+AIHC_SUBMIT_PAUSE_MAX_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_MAX_SECONDS", 300)
 
 # --- Local runner and worker (jobs.runner, jobs.worker) ----------------------------------
 # At most this many local jobs run at once (CPU-only jobs need no cards, so cards alone do
 # not bound them).
 LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8)
 # Seconds between SIGTERM and SIGKILL when a job is stopped.
-LOCAL_STOP_GRACE_SECONDS = float(os.getenv("LOCAL_STOP_GRACE_SECONDS", "10"))
+LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
 LOCAL_BWRAP = os.getenv("LOCAL_BWRAP", "/usr/bin/bwrap")
 # How often the worker dispatches, supervises and syncs (seconds).
-WORKER_POLL_SECONDS = float(os.getenv("WORKER_POLL_SECONDS", "1"))
+WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1)
 # How often remote (non-local) jobs are synced with their backend (seconds).
-WORKER_REMOTE_SYNC_SECONDS = float(os.getenv("WORKER_REMOTE_SYNC_SECONDS", "15"))
+WORKER_REMOTE_SYNC_SECONDS = envfloat("WORKER_REMOTE_SYNC_SECONDS", 15)
 # Length in seconds of one "minute" of job thresholds (hang detection, timeout, retention).
 # Always 60 in production; tests shorten it so a 1-minute threshold passes in a moment.
-JOB_MINUTE_SECONDS = float(os.getenv("JOB_MINUTE_SECONDS", "60"))
+JOB_MINUTE_SECONDS = envfloat("JOB_MINUTE_SECONDS", 60)
 # Alert webhooks to loopback, link-local or private addresses are refused (SSRF) unless
 # this is on (e.g. an on-premises chat gateway on 10.x).
 ALERT_WEBHOOK_ALLOW_PRIVATE = envbool("ALERT_WEBHOOK_ALLOW_PRIVATE", "false")
-ALERT_WEBHOOK_TIMEOUT_SECONDS = float(os.getenv("ALERT_WEBHOOK_TIMEOUT_SECONDS", "5"))
+ALERT_WEBHOOK_TIMEOUT_SECONDS = envfloat("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5)
 
 # --- Review (jobs.review) ------------------------------------------------------------
 # Which submitted jobs wait for a reviewer before they run: "none", "all", "above_cards"
 # (jobs asking for more than REVIEW_ABOVE_CARDS cards) or "queues" (jobs in REVIEW_QUEUES,
 # each a queue name or pool/queue). The default until a superuser edits the policy in the admin.
-REVIEW_POLICY = os.getenv("REVIEW_POLICY", "none").strip().lower()
+REVIEW_POLICY = env("REVIEW_POLICY", "none").lower()
 REVIEW_ABOVE_CARDS = envint("REVIEW_ABOVE_CARDS", 8)
 REVIEW_QUEUES = envlist("REVIEW_QUEUES")
 # A mistyped policy ("above-cards") or the queues policy without queues would review nothing:

@@ -201,3 +201,56 @@ def test_a_server_error_page_needs_no_request_context(rf):
 
     assert r.status_code == 500
     assert "Server error" in r.content.decode() and "服务器错误" in r.content.decode()
+
+
+def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), **variables}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {"DATABASE_CONN_MAX_AGE": "ten"},
+        {"EMAIL_HOST": "smtp.example.com", "EMAIL_PORT": "smtp"},
+        {"EMAIL_HOST": "smtp.example.com", "EMAIL_USE_TLS": "maybe"},
+        {"HTTPS": "ture"},
+        {"TIME_ZONE": "Beijing"},
+        {"LANGUAGE_CODE": "fr"},
+        {"SECRET_KEY_FILE": "/no/such/secret"},
+        {"SITE_URL": "console.example.com"},
+        {"CONSOLE_BACKENDS": "local,aihcc"},
+        {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu:8"},
+        {"LOCAL_VOLUMES": "scratch=data/scratch"},
+        {"REVIEW_POLICY": "above-cards"},
+        {"REVIEW_ABOVE_CARDS": "eight"},
+        {"DATABASE_URL": "postgress://u:hunter2@db/console"},
+        {"WORKER_POLL_SECONDS": "-1"},
+        {"LOG_LEVEL": "verbose"},
+    ],
+    ids=lambda variables: list(variables)[-1],
+)
+def test_startup_stops_with_a_message_naming_the_variable_when_a_value_is_bad(tmp_path, variables):
+    result = manage(tmp_path, "check", **variables)
+
+    assert result.returncode == 1
+    name = list(variables)[-1]
+    assert result.stderr.startswith(f"Configuration error: {name}")
+    assert "Traceback" not in result.stderr
+    assert "hunter2" not in result.stderr
+
+
+def test_an_empty_variable_means_its_default_and_an_empty_secret_file_is_refused(tmp_path):
+    empty = tmp_path / "secret_key_mounted"
+    empty.write_text("\n")
+
+    show = "from django.conf import settings as s; print(s.ALLOWED_HOSTS, s.CONSOLE_BACKENDS)"
+    defaults = manage(tmp_path, "shell", "-c", show, ALLOWED_HOSTS="", CONSOLE_BACKENDS="")
+    refused = manage(tmp_path, "check", SECRET_KEY_FILE=str(empty))
+
+    assert defaults.returncode == 0, defaults.stderr
+    assert defaults.stdout.split("\n")[-2] == "['127.0.0.1', 'localhost', '[::1]'] ['local']"
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == f"Configuration error: SECRET_KEY_FILE={empty} is empty"
