@@ -67,6 +67,7 @@ def console_server(
             "1",
             "--log-level",
             "warning",
+            "--no-control-socket",  # as `manage.py serve`: no ~/.gunicorn/gunicorn.ctl
         ],
         cwd=ROOT,
         env=env,

@@ -85,3 +85,17 @@ def test_a_worker_that_dies_is_started_again_and_the_console_stays_up(tmp_path):
     finally:
         os.killpg(server.pid, signal.SIGINT)
         server.wait(timeout=30)
+
+
+def test_the_gunicorn_the_project_requires_accepts_no_control_socket():
+    """gunicorn added --no-control-socket in 25.1.0; an older one refuses to start at all."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    gunicorn = next(Requirement(d) for d in dependencies if Requirement(d).name == "gunicorn")
+
+    assert "--no-control-socket" in gunicorn_command(python="python", host="h", port="1")
+    assert not gunicorn.specifier.contains("25.0.3")
+    assert gunicorn.specifier.contains("25.1.0")
