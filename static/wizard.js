@@ -54,3 +54,17 @@ document.addEventListener("htmx:afterSettle", function (event) {
   const target = invalid || document.getElementById("step-heading");
   if (target) target.focus();
 });
+
+// A field with a problem, once changed, stops showing the problem as current: the server
+// checks it again on 下一步, and until then the message would describe a value that is gone
+// (请选择 AIAK 训练模版 after one was chosen).
+function clearProblem(event) {
+  const field = event.target;
+  if (!(field instanceof HTMLElement) || !field.classList.contains("is-invalid")) return;
+  field.classList.remove("is-invalid");
+  field.removeAttribute("aria-invalid");
+  const messages = document.getElementById(field.id + "_error");
+  if (messages) messages.hidden = true;
+}
+document.addEventListener("input", clearProblem);
+document.addEventListener("change", clearProblem);

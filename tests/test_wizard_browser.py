@@ -330,6 +330,19 @@ def test_a_step_sent_with_an_expired_token_says_so_instead_of_doing_nothing(logg
     expect(page.locator("#request-error")).to_be_hidden()
 
 
+def test_a_field_with_a_problem_stops_showing_it_once_changed(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.click("#wizard-next")  # no image yet
+    expect(page.locator("#id_image_error")).to_be_visible()
+
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+
+    expect(page.locator("#id_image_error")).to_be_hidden()
+    expect(page.locator("#id_image")).not_to_have_class(re.compile("is-invalid"))
+
+
 def test_back_after_changing_the_framework_shows_the_draft_as_it_is_now(logged_in_page):
     page = logged_in_page
     start(page)
