@@ -998,6 +998,15 @@ class AihcBackend(Backend):
         if now - last < STOP_RESEND:
             return
         self._stops_sent[job.pk] = now
+        if self._send_stop(job, client, config, secrets, "sent again"):
+            logger.info("AIHC still ran %s while it was stopping: stop sent again", job.public_id)
+
+    @staticmethod
+    def _send_stop(
+        job: Job, client: AihcClient, config: Config, secrets: list[str], why: str
+    ) -> bool:
+        """Sends a stop the worker decided; False (logged, retried by a later sync) if AIHC
+        did not take it."""
         try:
             client.stop_job(
                 pool=job.resource_pool,
@@ -1007,10 +1016,10 @@ class AihcBackend(Backend):
             )
         except AihcError as exc:
             logger.warning(
-                "AIHC stop of %s sent again failed: %s", job.public_id, scrub(str(exc), secrets)
+                "AIHC stop (%s) of %s failed: %s", why, job.public_id, scrub(str(exc), secrets)
             )
-            return
-        logger.info("AIHC still ran %s while it was stopping: stop sent again", job.public_id)
+            return False
+        return True
 
     @staticmethod
     def _close_replicas(job: Job) -> None:
@@ -1033,19 +1042,7 @@ class AihcBackend(Backend):
         )
         if timezone.now() - job.started_at < limit:
             return
-        try:
-            client.stop_job(
-                pool=job.resource_pool,
-                job_id=job.external_id,
-                queue=job.queue,
-                version=config.version(job.resource_pool),
-            )
-        except AihcError as exc:
-            logger.warning(
-                "AIHC stop of timed-out %s failed: %s",
-                job.public_id,
-                scrub(str(exc), spec.secret_values()),
-            )
+        if not self._send_stop(job, client, config, spec.secret_values(), "timed out"):
             return
         self._move(
             job,
