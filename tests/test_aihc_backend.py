@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
-from django.utils import translation
+from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.aihc.mapping import v2_from_v1
@@ -846,10 +846,19 @@ def test_a_job_aihc_no_longer_has_while_it_was_being_stopped_is_stopped_not_fail
     assert job.events.last().reason == "Stopped"
 
 
-def test_the_console_enforces_the_job_timeout_aihc_lacks(fake, aihc, alice, settings):
-    settings.JOB_MINUTE_SECONDS = 0.001
+def started_minutes_ago(job: Job, minutes: int) -> None:
+    """Moves the job's start back in time, so a timeout check does not race the clock."""
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(minutes=minutes))
+    job.refresh_from_db()
+
+
+def test_the_console_enforces_the_job_timeout_aihc_lacks(fake, aihc, alice):
     job = submitted(fake, aihc, alice, timeout_minutes=1)
     fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING  # within its limit
+    started_minutes_ago(job, 2)
 
     aihc.sync(job)
     aihc.sync(job)
@@ -896,10 +905,11 @@ def test_instances_whose_pods_aihc_removed_are_not_left_running_on_a_finished_jo
     assert job.replicas.filter(finished_at__isnull=True).count() == 0
 
 
-def test_a_job_stopped_for_its_timeout_shows_no_instance_still_running(fake, aihc, alice, settings):
-    settings.JOB_MINUTE_SECONDS = 0.001
+def test_a_job_stopped_for_its_timeout_shows_no_instance_still_running(fake, aihc, alice):
     job = submitted(fake, aihc, alice, timeout_minutes=1)
     fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    started_minutes_ago(job, 2)
 
     aihc.sync(job)  # Running, past its limit: stopped, and not followed any more
 
