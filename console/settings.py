@@ -363,6 +363,32 @@ AIHC_POOL_API_VERSIONS = {
 }
 # Only these pool ids are offered (empty: every pool the account sees).
 AIHC_POOLS = envlist("AIHC_POOLS")
+if "aihc" in CONSOLE_BACKENDS:
+    # Checked at start: a misspelt region or version would otherwise only log a warning on
+    # the first inventory read, and the console would run with no AIHC pools.
+    from jobs.aihc.endpoints import API_VERSIONS, REGION_HOSTS, endpoint_for
+
+    if AIHC_ENDPOINT:
+        try:
+            endpoint_for(endpoint=AIHC_ENDPOINT)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"AIHC_ENDPOINT is an http(s) URL (e.g. https://aihc.bj.baidubce.com), "
+                f"not {AIHC_ENDPOINT!r}"
+            ) from None
+    elif AIHC_REGION not in REGION_HOSTS:
+        raise ImproperlyConfigured(
+            f"AIHC_REGION is one of {', '.join(REGION_HOSTS)} (or set AIHC_ENDPOINT), "
+            f"not {AIHC_REGION!r}"
+        )
+    if AIHC_API_VERSION not in API_VERSIONS:
+        raise ImproperlyConfigured(f"AIHC_API_VERSION is v1 or v2, not {AIHC_API_VERSION!r}")
+    for _pool, _version in AIHC_POOL_API_VERSIONS.items():
+        if not _pool or _version not in API_VERSIONS:
+            raise ImproperlyConfigured(
+                "AIHC_POOL_API_VERSIONS is pool-id=v1|v2,... (e.g. cce-abc=v2), "
+                f"not {_pool + '=' + _version!r}"
+            )
 # Inventory (pools, queues, idle cards) is cached this long; a stale value is served while
 # one background refresh runs, so a slow AIHC never slows the wizard.
 AIHC_CACHE_SECONDS = envfloat("AIHC_CACHE_SECONDS", 10)

@@ -11,14 +11,13 @@ import pytest
 
 from jobs.aihc import signer
 from jobs.aihc.client import (
-    REGION_HOSTS,
     AihcClient,
     AihcError,
     AihcTimeout,
     AihcUnavailable,
     Credentials,
-    endpoint_for,
 )
+from jobs.aihc.endpoints import REGION_HOSTS, endpoint_for
 from jobs.aihc.mapping import v2_from_v1
 from tests.fake_aihc import FakeAihc
 

@@ -15,7 +15,8 @@ import pytest
 from django.utils import translation
 
 from jobs import spec as S
-from jobs.aihc.client import V1, V2, AihcClient, AihcError, Credentials
+from jobs.aihc.client import AihcClient, AihcError, Credentials
+from jobs.aihc.endpoints import V1, V2
 from jobs.backends.aihc import AihcBackend
 from tests.fake_aihc import FakeAihc, configure
 

@@ -229,6 +229,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"DATABASE_URL": "postgress://u:hunter2@db/console"},
         {"WORKER_POLL_SECONDS": "-1"},
         {"LOG_LEVEL": "verbose"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_API_VERSION": "v3"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_POOL_API_VERSIONS": "cce-abc=2"},
     ],
     ids=lambda variables: list(variables)[-1],
 )
@@ -240,6 +244,21 @@ def test_startup_stops_with_a_message_naming_the_variable_when_a_value_is_bad(tm
     assert result.stderr.startswith(f"Configuration error: {name}")
     assert "Traceback" not in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_the_aihc_backend_starts_with_a_known_region_or_an_endpoint(tmp_path):
+    region = manage(tmp_path, "check", CONSOLE_BACKENDS="local,aihc", AIHC_REGION="cn-suzhou")
+    endpoint = manage(
+        tmp_path,
+        "check",
+        CONSOLE_BACKENDS="local,aihc",
+        AIHC_REGION="anything",
+        AIHC_ENDPOINT="http://127.0.0.1:8900",
+        AIHC_POOL_API_VERSIONS="cce-abc=V2",
+    )
+
+    assert region.returncode == 0, region.stderr
+    assert endpoint.returncode == 0, endpoint.stderr
 
 
 def test_an_empty_variable_means_its_default_and_an_empty_secret_file_is_refused(tmp_path):

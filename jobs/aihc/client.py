@@ -23,22 +23,10 @@ from django.utils.translation import gettext_lazy
 from jobs.backends.base import BackendError, request_json
 
 from . import signer
+from .endpoints import V1, V2
 
 logger = logging.getLogger("jobs.aihc")
 
-V1 = "v1"
-V2 = "v2"
-API_VERSIONS = (V1, V2)
-
-# [aihc] configure.py and the AIHC endpoint page agree on these hosts.
-REGION_HOSTS = {
-    "cn-beijing": "aihc.bj.baidubce.com",
-    "cn-guangzhou": "aihc.gz.baidubce.com",
-    "cn-suzhou": "aihc.su.baidubce.com",
-    "cn-baoding": "aihc.bd.baidubce.com",
-    "cn-wuhan": "aihc.fwh.baidubce.com",
-    "cn-yangquan": "aihc.yq.baidubce.com",
-}
 # AIHC lists this root queue in every pool; jobs cannot be submitted to it ([aihc] hides it).
 ROOT_QUEUE = "63a9f0ea7bb98050796b649e85481845"
 RETRY_STATUSES = frozenset({500, 503})
@@ -90,19 +78,6 @@ class AihcUnavailable(AihcError):
 
 class AihcTimeout(AihcError):
     """AIHC did not answer in time: the request may or may not have been carried out."""
-
-
-def endpoint_for(*, region: str = "", endpoint: str = "") -> str:
-    """The base URL: an explicit endpoint wins, else the region's HTTPS host."""
-    if endpoint:
-        parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"AIHC endpoint {endpoint!r} is not an http(s) URL")
-        return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
-    if region not in REGION_HOSTS:
-        known = ", ".join(REGION_HOSTS)
-        raise ValueError(f"Unknown AIHC region {region!r}; use one of {known} or an endpoint")
-    return f"https://{REGION_HOSTS[region]}"
 
 
 @dataclass(frozen=True)

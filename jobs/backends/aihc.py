@@ -31,16 +31,13 @@ from django.utils.translation import gettext_noop
 
 from jobs import spec as spec_module
 from jobs.aihc.client import (
-    API_VERSIONS,
-    V1,
-    V2,
     AihcClient,
     AihcError,
     AihcTimeout,
     AihcUnavailable,
     Credentials,
-    endpoint_for,
 )
+from jobs.aihc.endpoints import API_VERSIONS, V1, V2, endpoint_for
 from jobs.aihc.mapping import v2_from_v1
 from jobs.aihc.signer import canonical_query
 from jobs.models import (
