@@ -69,6 +69,9 @@ ALWAYS_HIDDEN = ("/root", "/run", "/var/run")
 # Restarts when fault tolerance is on and no limit was given (AIHC's form offers 0-3).
 DEFAULT_RESTART_LIMIT = 3
 
+# How long one worker tick waits for killed processes to die before looking again later.
+STRAGGLER_WAIT_SECONDS = 1.0
+
 TARGET_RESTART = "restart"
 TARGET_STOPPED = S.STOPPED.value
 TARGET_FAILED = S.FAILED.value
@@ -108,6 +111,34 @@ def signal_group(replica: JobReplica, sig: int) -> None:
         return  # the pid was recycled; our group is gone
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(replica.pid, sig)
+
+
+def groups_still_alive(replicas: list[JobReplica], *, wait: float) -> list[JobReplica]:
+    """The replicas whose process group still has a live (not zombie) process after up to
+    `wait` seconds. A group whose leader pid now names another process is gone."""
+    ours = {r.pid: r for r in replicas if r.pid and process_start(r.pid) in (None, r.process_start)}
+    deadline = time.monotonic() + wait
+    while True:
+        alive = [ours[pgid] for pgid in live_process_groups() & ours.keys()]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.01)
+
+
+def live_process_groups() -> set[int]:
+    """Process group ids that have at least one process not yet dead (zombies are dead:
+    only their parent's wait is missing, and it may never come inside a container)."""
+    groups = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] not in ("Z", "X"):
+            groups.add(int(fields[2]))
+    return groups
 
 
 def _start_if_holding(pid: int, lock: os.stat_result) -> str | None:
@@ -950,9 +981,24 @@ def _tear_down(
             for replica in adopted:  # its pid was unknown when the others got SIGTERM
                 signal_group(replica, signal.SIGTERM)
         return
-    # Every shim is gone; make sure no straggler of a lost replica survives either.
+    # Every shim is gone; make sure no straggler of a lost replica survives either, and that
+    # it has died (a signal takes effect a moment later) before the job ends and its cards
+    # go to the next job.
     for replica in replicas:
         signal_group(replica, signal.SIGKILL)
+    if stragglers := groups_still_alive(replicas, wait=STRAGGLER_WAIT_SECONDS):
+        if run.kill_at is None:
+            run.kill_at = now
+            run.save(update_fields=["kill_at"])
+        if now < run.kill_at + timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS):
+            return  # looked at again on the next tick
+        # A process stuck in the kernel (a hung network file system) cannot be killed;
+        # the job ends rather than wait for it for ever.
+        logger.warning(
+            "%s: processes of %s outlived SIGKILL; ending the job without them",
+            job.public_id,
+            ", ".join(f"{r.role}-{r.index}" for r in stragglers),
+        )
     _finish_tear_down(job, run, spec, replicas, now, children)
 
 

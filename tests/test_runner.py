@@ -720,3 +720,42 @@ def test_the_local_pools_environment_preview_is_what_each_replica_is_given(alice
         assert {k: v for k, v in preview.items() if k not in decided_at_start} == {
             k: given[k] for k in preview if k not in decided_at_start
         }
+
+
+def test_a_job_ends_only_once_the_processes_it_killed_have_died():
+    import signal
+    import subprocess
+
+    from jobs.models import JobReplica
+    from jobs.runner import groups_still_alive, process_start
+
+    sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    replica = JobReplica(pid=sleeper.pid, process_start=process_start(sleeper.pid))
+    recycled = JobReplica(pid=sleeper.pid, process_start="another-boot:1")
+    try:
+        assert groups_still_alive([replica], wait=0) == [replica]
+        assert groups_still_alive([recycled], wait=0) == []  # its pid names another process
+
+        os.kill(sleeper.pid, signal.SIGKILL)
+
+        # Dead but not reaped by its parent (as in a container whose init never reaps):
+        # a zombie holds nothing, so the job need not wait for it.
+        assert groups_still_alive([replica], wait=2) == []
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_stopped_command_gets_the_grace_period_to_clean_up(alice, settings):
+    from jobs.actions import job_stop
+
+    settings.LOCAL_STOP_GRACE_SECONDS = 10
+    command = "trap 'sleep 1; echo saved checkpoint; exit 0' TERM; echo ready; sleep 300 & wait"
+    job = submit(alice, make_spec(command))
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(job, "master-0"), what="the command")
+
+    job_stop(job=status_and(job))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+    assert "saved checkpoint" in log_text(job, "master-0")
