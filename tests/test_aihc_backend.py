@@ -954,6 +954,23 @@ def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):
     assert aihc.logs(job, "worker-7") == []
 
 
+def test_a_job_aihc_deleted_after_its_retention_unseen_says_how_it_probably_went(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_POOL_API_VERSIONS = {POOL: "v2"}
+    job = submitted(fake, aihc, alice, retention_period="1h")
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    del fake.jobs[job.external_id]  # ended and deleted by AIHC while the worker was down
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.external_id in job.status_reason
+    assert "1h" in job.status_reason and "不知道" in job.status_reason
+
+
 def test_a_404_that_is_not_aihcs_job_not_found_leaves_the_job_alive(fake, aihc, alice):
     job = submitted(fake, aihc, alice)
     fake.fail_next("DescribeJob", status=404, code="NotFound", times=1)  # e.g. a gateway

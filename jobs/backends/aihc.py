@@ -944,10 +944,24 @@ class AihcBackend(Backend):
             if exc.code == "JobNotFound":
                 # Gone while being stopped is what the stop asked for; otherwise it was lost.
                 stopping = job.status == JobStatus.STOPPING
+                gone = recorded(gettext_noop("AIHC no longer has job %(id)s."), id=job.external_id)
+                if spec.retention_period and not stopping:
+                    # AIHC deletes such a job once it has ended and its retention has passed;
+                    # the console, not following it meanwhile (its worker was down), cannot
+                    # tell how it ended. Failed, so it is noticed, with the likely cause.
+                    gone = recorded(
+                        gettext_noop(
+                            "AIHC no longer has job %(id)s. It was to be deleted %(period)s "
+                            "after it ended: it probably ended and was deleted while the "
+                            "console was not following it, so how it ended is unknown."
+                        ),
+                        id=job.external_id,
+                        period=spec.retention_period,
+                    )
                 self._walk(
                     job,
                     JobStatus.STOPPED if stopping else JobStatus.FAILED,
-                    recorded(gettext_noop("AIHC no longer has job %(id)s."), id=job.external_id),
+                    gone,
                     reason="" if stopping else "Lost",
                 )
                 if job.status in FINAL_STATUSES:
