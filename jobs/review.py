@@ -22,6 +22,7 @@ from django.utils.translation import gettext_noop
 from . import spec as spec_module
 from .models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
 from .services import job_transition, recorded
+from .texts import joined
 
 logger = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
             job=job,
             to=JobStatus.PENDING_REVIEW,
             reason="Resubmitted",
-            message=f"{by} {why_review}",
+            message=joined(by, why_review),
             actor=actor,
             review_state=ReviewState.PENDING,
             reviewed_by=None,

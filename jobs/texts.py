@@ -3,8 +3,8 @@ console's language, and shown in the reader's.
 
 A recorded text is what alerts, mails and the database hold: one text in LANGUAGE_CODE, the
 same for every reader. It also remembers the message it was made from and its parameters,
-so a page in another language says it in that language (`display_text`). A text composed
-from several (joined, masked) keeps only its stored wording.
+so a page in another language says it in that language (`display_text`); so does a text
+joined from several (`joined`). A masked text keeps only its stored wording.
 """
 
 from __future__ import annotations
@@ -70,12 +70,23 @@ def restored(text: str, source: dict[str, Any] | None) -> str:
     return out
 
 
+def joined(*texts: str, sep: str = " ") -> RecordedText:
+    """Several recorded texts as one (who resubmitted a job, then why it waits for review):
+    each part is said again in the reader's language."""
+    out = RecordedText(sep.join(texts))
+    out.source = {"parts": [{"text": str(t), "source": source_of(t)} for t in texts], "sep": sep}
+    return out
+
+
 def display_text(text: str, source: dict[str, Any] | None) -> str:
     """A recorded text in the page's language: said again from its message when the page's
     language is another; as stored when it is the same, or when it cannot be said again."""
     if not source or translation.get_language() == settings.LANGUAGE_CODE:
         return text
     try:
+        if "parts" in source:
+            parts = [display_text(part["text"], part["source"]) for part in source["parts"]]
+            return source["sep"].join(parts)
         message = gettext(source["key"])
         params = {
             k: gettext(v["term"]) if isinstance(v, dict) else v for k, v in source["params"].items()

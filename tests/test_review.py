@@ -272,3 +272,26 @@ def test_the_owner_sees_the_review_state_and_reason_on_the_list_and_job_page(
     held.refresh_from_db()
     assert held.status_reason == "等待审核：所有任务运行前都需审核。"
     assert "Waiting for review: every job is reviewed before it runs." in page.content.decode()
+
+
+def test_a_resubmitted_job_says_who_resubmitted_it_and_why_it_waits_in_the_readers_language(
+    alice, reviewer
+):
+    from django.utils import translation
+
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+    job_reject(job=job, reviewer=reviewer, reason="Fewer cards, please.")
+
+    assert job_resubmit(job=job, actor=alice) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW
+    event = job.events.last()
+    assert event.message.startswith("已由 alice 重新提交。")  # stored in the console's language
+    with translation.override("en"):
+        assert (
+            event.message_shown
+            == job.status_reason_shown
+            == ("Resubmitted by alice. Waiting for review: every job is reviewed before it runs.")
+        )
