@@ -459,3 +459,15 @@ def test_recorded_reasons_and_events_read_in_the_pages_language(alice, alice_cli
     assert reason == "master-0 exited with code 3."
     assert "Job created." in events and not re.search(r"[\u4e00-\u9fff]", events)
     assert "master-0 exited with code 3." in listed
+
+
+def test_the_navigation_marks_the_section_the_page_belongs_to(alice, alice_client):
+    def current(url: str) -> list[str]:
+        html = alice_client.get(url).content.decode()
+        return re.findall(r'class="nav-link[^"]*active" aria-current="page"[^>]*>([^<]+)<', html)
+
+    job = submit(alice)
+
+    assert current(reverse("job-list")) == ["训练任务"]
+    assert current(reverse("job-detail", args=[job.public_id])) == ["训练任务"]
+    assert current(reverse("wizard-start")) == ["创建任务"]
