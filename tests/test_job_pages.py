@@ -471,3 +471,27 @@ def test_the_navigation_marks_the_section_the_page_belongs_to(alice, alice_clien
     assert current(reverse("job-list")) == ["训练任务"]
     assert current(reverse("job-detail", args=[job.public_id])) == ["训练任务"]
     assert current(reverse("wizard-start")) == ["创建任务"]
+
+
+def test_each_replica_shows_the_node_it_runs_on_and_its_card_ids(alice, alice_client):
+    job = submit(alice)
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    JobReplica.objects.update_or_create(
+        job=job,
+        role="master",
+        index=0,
+        defaults={
+            "status": "running",
+            "node": "gpu-node-7",
+            "devices": "2,3",
+            "started_at": datetime(2026, 11, 29, 16, 5, 9, tzinfo=UTC),
+        },
+    )
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    headers = re.findall(r"<th>([^<]+)</th>", page.split('id="replicas"')[1].split("</thead>")[0])
+    assert headers == ["实例", "状态", "重启次数", "退出码", "节点", "卡号", "开始时间"]
+    row = page.split('id="replicas"')[1].split("</tr>")[1]
+    assert ">gpu-node-7<" in row and "<td>2,3</td>" in row
+    assert "<td>11-30 00:05:09</td>" in row  # the console's time zone (Asia/Shanghai), with its day
