@@ -507,6 +507,23 @@ def test_no_step_is_wider_than_a_phone_screen_when_viewed_at_390_pixels(logged_i
     assert wide <= screen  # data: the mount table
 
 
+def test_the_mount_table_fits_a_laptop_screen_with_room_for_both_paths(logged_in_page):
+    page = logged_in_page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+
+    box = page.locator("#mount-table").evaluate(
+        "t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]"
+    )
+    source = page.locator("input[name=mounts-0-source_path]").bounding_box()
+    mount = page.locator("input[name=mounts-0-mount_path]").bounding_box()
+    assert box[0] <= box[1]  # no sideways scrolling at 1280 pixels
+    assert source["width"] >= mount["width"] * 0.9  # the source path is not squeezed
+
+
 def test_each_of_a_fields_problems_reads_on_its_own_line_when_it_has_several(logged_in_page):
     page = logged_in_page
     start(page)
