@@ -3,8 +3,9 @@ console's language, and shown in the reader's.
 
 A recorded text is what alerts, mails and the database hold: one text in LANGUAGE_CODE, the
 same for every reader. It also remembers the message it was made from and its parameters,
-so a page in another language says it in that language (`display_text`); so does a text
-joined from several (`joined`). A masked text keeps only its stored wording.
+so a page in another language says it in that language (`display_text`); a parameter that is
+itself a recorded text (a restart's cause) is said again too, and so is a text joined from
+several (`joined`). A masked text keeps only its stored wording.
 """
 
 from __future__ import annotations
@@ -41,13 +42,18 @@ def recorded(message: str, /, **params: Any) -> RecordedText:
         # Parameters as they read in the stored text (a lazy or an exception: its words now).
         plain = {k: _said(v) for k, v in params.items()}
     out = RecordedText(text % plain if params else text)
-    out.source = {
-        "key": message,
-        "params": {
-            k: {"term": v.msgid} if isinstance(v, Term) else plain[k] for k, v in params.items()
-        },
-    }
+    out.source = {"key": message, "params": {k: _kept(v, plain[k]) for k, v in params.items()}}
     return out
+
+
+def _kept(value: Any, said: Any) -> Any:
+    """How a parameter is kept in a source: a term by its message, a recorded text with its
+    own source (and its wording, should it not be said again), anything else as said."""
+    if isinstance(value, Term):
+        return {"term": value.msgid}
+    if nested := source_of(value):
+        return {"text": said, "source": nested}
+    return said
 
 
 def _said(value: Any) -> Any:
@@ -88,9 +94,15 @@ def display_text(text: str, source: dict[str, Any] | None) -> str:
             parts = [display_text(part["text"], part["source"]) for part in source["parts"]]
             return source["sep"].join(parts)
         message = gettext(source["key"])
-        params = {
-            k: gettext(v["term"]) if isinstance(v, dict) else v for k, v in source["params"].items()
-        }
+        params = {k: _param_shown(v) for k, v in source["params"].items()}
         return message % params if params else message
     except (KeyError, TypeError, ValueError):
         return text
+
+
+def _param_shown(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    if "term" in value:
+        return gettext(value["term"])
+    return display_text(value["text"], value["source"])

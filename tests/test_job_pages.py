@@ -495,3 +495,28 @@ def test_each_replica_shows_the_node_it_runs_on_and_its_card_ids(alice, alice_cl
     row = page.split('id="replicas"')[1].split("</tr>")[1]
     assert ">gpu-node-7<" in row and "<td>2,3</td>" in row
     assert "<td>11-30 00:05:09</td>" in row  # the console's time zone (Asia/Shanghai), with its day
+
+
+def test_a_fault_tolerance_restart_reads_wholly_in_the_pages_language_cause_included(
+    alice, alice_client
+):
+    spec = make_spec(
+        "exit 3",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))[0]
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    restart = job.events.get(reason="Restarted")
+
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    # Stored once in the console's language, the cause inside it too...
+    assert restart.message == "整体重启任务（第 1 次，共 1 次）：master-0 退出，退出码 3。"
+    # ...and on an English page the cause is English as well, not left in Chinese.
+    assert "Restarting the whole job (1 of 1): master-0 exited with code 3." in english
+    events = english[
+        english.index('id="events"') : english.index("</ol>", english.index('id="events"'))
+    ]
+    assert not re.search(r"[\u4e00-\u9fff]", events)
