@@ -520,3 +520,16 @@ def test_a_fault_tolerance_restart_reads_wholly_in_the_pages_language_cause_incl
         english.index('id="events"') : english.index("</ol>", english.index('id="events"'))
     ]
     assert not re.search(r"[\u4e00-\u9fff]", events)
+
+
+def test_one_restart_reads_restarted_once_not_1_times(alice, alice_client):
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(restarts=1)
+    url = reverse("job-detail", args=[job.public_id])
+
+    chinese = alice_client.get(url).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(url).content.decode()
+
+    assert "已重启 1 次" in chinese
+    assert "Restarted once" in english and "1 times" not in english
