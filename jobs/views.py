@@ -137,6 +137,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
+        # An empty page then means no job matches, not that there is none.
+        "filtered": any(str(value).strip() for value in form.cleaned_data.values()),
         "live": live,
         "query": query.urlencode(),
         "explained": EXPLAINED_STATUSES,

@@ -533,3 +533,19 @@ def test_one_restart_reads_restarted_once_not_1_times(alice, alice_client):
 
     assert "已重启 1 次" in chinese
     assert "Restarted once" in english and "1 times" not in english
+
+
+def test_a_filter_that_matches_nothing_says_so_rather_than_no_jobs_yet(alice, alice_client):
+    submit(alice, name="alpha")
+
+    filtered = alice_client.get(reverse("job-list"), {"status": "timed_out", "q": "alp"})
+    searched = alice_client.get(reverse("job-list"), {"q": "nothing-like-it"})
+    empty_form = alice_client.get(reverse("job-list"), {"q": "", "status": "", "page": "1"})
+
+    for response in (filtered, searched):
+        html = response.content.decode()
+        assert "还没有任务" not in html
+        assert "没有符合筛选条件的任务" in html
+        # One click back to every job.
+        assert re.search(r'<a href="/"[^>]*id="clear-filters"', html)
+    assert "alpha" in empty_form.content.decode()
