@@ -223,6 +223,9 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
         "log_label": label,
         "log_lines": lines,
         "log_error": error,
+        # A full tail has older lines above it: say so, or the log seems to begin there.
+        "log_truncated": len(lines) >= LOG_TAIL_LINES,
+        "log_tail": LOG_TAIL_LINES,
         # Polled from the first view of the page, queued or not, until one last answer
         # after the job ends: the logs appear without a reload.
         "log_live": not job.is_final,

@@ -549,3 +549,23 @@ def test_a_filter_that_matches_nothing_says_so_rather_than_no_jobs_yet(alice, al
         # One click back to every job.
         assert re.search(r'<a href="/"[^>]*id="clear-filters"', html)
     assert "alpha" in empty_form.content.decode()
+
+
+def test_a_log_longer_than_the_tail_says_the_page_shows_only_its_last_lines(alice, alice_client):
+    long = jobs_submit(owner=alice, spec=make_spec("seq 1 300"), submit_key=str(uuid.uuid4()))[0]
+    short = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key=str(uuid.uuid4()))[0]
+    run_until(
+        Worker(),
+        lambda: status_of(long) == JobStatus.SUCCEEDED and status_of(short) == JobStatus.SUCCEEDED,
+    )
+
+    alice_client.cookies["django_language"] = "en"
+    long_page = alice_client.get(reverse("job-detail", args=[long.public_id])).content.decode()
+    short_page = alice_client.get(reverse("job-detail", args=[short.public_id])).content.decode()
+    polled = alice_client.get(
+        reverse("job-logs", args=[long.public_id]), {"replica": "master-0"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+
+    notice = "Only the last 200 lines are shown; download the log for all of it."
+    assert notice in long_page and notice in polled
+    assert notice not in short_page
