@@ -808,3 +808,17 @@ def test_an_impossible_date_hierarchy_choice_is_a_bad_lookup_not_a_500(superuser
     r = client_for(superuser).get(CHANGELIST, query)
 
     assert r.status_code == 302 and r["Location"] == f"{CHANGELIST}?e=1"
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_the_review_site_carries_the_consoles_own_name_in_either_language(reviewer, language):
+    client = client_for(reviewer)
+    client.cookies["django_language"] = language
+
+    console = client.get("/").content.decode()
+    admin = client.get("/admin/").content.decode()
+
+    name = re.search(r'class="navbar-brand"[^>]*>([^<]+)<', console).group(1)
+    header = re.search(r'<div id="site-name"><a [^>]*>([^<]+)<', admin).group(1)
+    assert header.startswith(name), (name, header)
+    assert re.search(r"<title>[^<]*" + re.escape(name), admin)
