@@ -152,3 +152,32 @@ def test_deleting_a_job_asks_first_and_keeps_it_when_cancelled(logged_in_page, a
 
     assert len(questions) == 2 and "删除" in questions[0]
     assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_reviewers_reason_keeps_its_line_breaks_on_the_owners_page(
+    logged_in_page, alice, reviewer
+):
+    from jobs import spec as S
+    from jobs.models import ReviewMode, ReviewPolicy
+    from jobs.review import job_reject
+    from jobs.services import jobs_submit
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    spec = S.parse_document(
+        {
+            "name": "too-big",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="reject-lines")
+    job_reject(job=job, reviewer=reviewer, reason="Too many cards.\nAsk for 4 and submit again.")
+    page = logged_in_page
+
+    page.goto(f"/jobs/{job.public_id}/")
+
+    # As the reviewer wrote it: two lines, in the reason and in the event, not run together.
+    assert page.inner_text("#status-reason") == "Too many cards.\nAsk for 4 and submit again."
+    assert "Too many cards.\nAsk for 4" in page.inner_text("#events")
