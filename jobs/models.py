@@ -134,6 +134,9 @@ class Job(models.Model):
         related_name="jobs",
         verbose_name=_("queue group"),
     )
+    # Which task of its queue group this is (1..total), fixed at submit: deleting one task
+    # does not renumber the others.
+    group_index = models.PositiveIntegerField(null=True, blank=True, editable=False)
     # Makes submission idempotent: a resent or double-clicked submit carries the same key.
     submit_key = models.CharField(max_length=80, unique=True, null=True, blank=True, editable=False)
     source_job = models.ForeignKey(

@@ -146,6 +146,7 @@ def jobs_submit(
                     priority=spec.priority,
                     total_cards=spec.total_accelerators,
                     group=group,
+                    group_index=n + 1 if is_group else None,
                     submit_key=f"{submit_key}:{n}" if is_group else submit_key,
                     source_job=source_job,
                 )

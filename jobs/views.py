@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Q, QuerySet
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -104,12 +104,6 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = JobFilterForm(request.GET)
     # A queue group's tasks share a name: each row says which task it is ("2/3").
-    group_index = (
-        Job.objects.filter(group_id=OuterRef("group_id"), id__lte=OuterRef("id"))
-        .values("group_id")
-        .annotate(n=Count("id"))
-        .values("n")
-    )
     jobs = (
         _owned_jobs(request, form)
         .select_related("group")
@@ -126,9 +120,9 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             "created_at",
             "started_at",
             "finished_at",
+            "group_index",
             "group__total",
         )
-        .annotate(group_index=Subquery(group_index))
     )
     page = ListPage.of(jobs, request.GET.get("page"))
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)

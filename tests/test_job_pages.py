@@ -140,6 +140,23 @@ def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
     assert re.findall(r'class="badge [^"]*group-task"[^>]*>([^<]+)<', html) == ["3/3", "2/3", "1/3"]
 
 
+def test_a_queue_task_keeps_its_number_when_another_task_is_deleted(alice, alice_client):
+    spec = make_spec("echo task")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    first, second, third = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    finish(first)
+    alice_client.post(reverse("job-delete", args=[first.public_id]), {"confirmed": "1"})
+
+    html = alice_client.get(reverse("job-list")).content.decode()
+    page = alice_client.get(reverse("job-detail", args=[second.public_id])).content.decode()
+
+    # Still tasks 2 and 3, as their "Job created (2/3)" events say, not renumbered 1 and 2.
+    assert not Job.objects.filter(pk=first.pk).exists()
+    assert re.findall(r'class="badge [^"]*group-task"[^>]*>([^<]+)<', html) == ["3/3", "2/3"]
+    # The job's own page says which task it is too.
+    assert re.search(r'id="group-task"[^>]*>[^<]*2/3', page)
+
+
 def test_list_polling_continues_while_a_job_is_live_and_stops_when_all_are_final(
     alice, alice_client
 ):
