@@ -26,7 +26,9 @@ from . import spec as S
 from . import wizard as W
 from .http import AuthenticatedHttpRequest
 from .models import Draft, Job
+from .review import review_reason
 from .summary import spec_sections
+from .texts import display_text, source_of
 from .views import ListPage
 
 STEP_TEMPLATE = "jobs/wizard/step.html"
@@ -404,8 +406,11 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
     problems = W.review_problems(state, assembly)
     api_request, body, curl = W.request_preview(spec, state.pool)
     draft = state.draft
+    # The review policy would hold it: say so before the submit, not only after it.
+    held = review_reason(spec=spec)
     return {
         "spec": spec,
+        "review_notice": display_text(held, source_of(held)) if held else "",
         "problems": [
             {
                 "step": loc.step,

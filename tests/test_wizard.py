@@ -335,6 +335,28 @@ def test_the_review_says_the_retention_time_in_words_when_auto_delete_is_on(alic
     assert row.group(1) == "36 小时"  # not the API's "36h"
 
 
+def test_the_review_says_before_submit_when_the_review_policy_will_hold_the_job(
+    alice_client, settings
+):
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    settings.LOCAL_QUEUES = ["default", "research"]
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.QUEUES, queues="research")
+    held, free = new_draft(alice_client), new_draft(alice_client)
+    complete_steps(alice_client, held, **{W.BASIC: basic_data(queue="research")})
+    complete_steps(alice_client, free)
+
+    held_review = alice_client.get(step_url(held, W.REVIEW)).content.decode()
+    free_review = alice_client.get(step_url(free, W.REVIEW)).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(step_url(held, W.REVIEW)).content.decode()
+
+    notice = re.search(r'id="review-notice"[^>]*>(.*?)</div>', held_review, re.S)
+    assert notice and "队列 research 中的任务运行前需审核" in notice.group(1)
+    assert 'id="review-notice"' not in free_review
+    assert "jobs in queue research are reviewed before they run" in english
+
+
 def test_the_review_step_needs_every_step_done(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.SUBMISSION)
