@@ -606,6 +606,23 @@ def test_the_review_of_a_copy_shows_what_changed(alice_client):
     assert "worker × 2" in diff and "worker × 5" in diff
 
 
+def test_the_copy_diff_keeps_the_source_jobs_lines_as_it_keeps_the_copys(alice_client):
+    job = submitted_job(alice_client)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+    post_step(
+        alice_client, copy, W.RESOURCES, resources_data([role("master", 1), role("worker", 5)])
+    )
+
+    page = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+
+    # Both columns keep one role a line (a <pre>), not "master × 1 worker × 2" run together.
+    row = re.search(r'<td class="diff-field">资源配置 · 角色</td>(.*?)</tr>', page, re.S).group(1)
+    before, after = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert re.fullmatch(r"<pre[^>]*>master × 1[^\n<]*\nworker × 2[^\n<]*</pre>", before)
+    assert re.fullmatch(r"<pre[^>]*>master × 1[^\n<]*\nworker × 5[^\n<]*</pre>", after)
+
+
 def test_the_copy_diff_names_each_changed_field_once_in_console_words(alice_client):
     job = submitted_job(alice_client)
     alice_client.post(reverse("job-copy", args=[job.public_id]))
