@@ -10,7 +10,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .backends import BackendError, get_backend
-from .models import FINAL_STATUSES, Job, JobStatus
+from .models import FINAL_STATUSES, Job, JobStatus, ReviewState
 from .services import job_event, job_transition, jobs_submit, recorded
 from .spec import SUBMIT_QUEUE, JobSpec, SpecError
 
@@ -39,8 +39,12 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
                 if by
                 else recorded(gettext_noop("Stopped by its owner."))
             )
+            # One that waited for review waits no more: off the reviewers' pending list.
+            withdrawn = (
+                {"review_state": ReviewState.WITHDRAWN} if job.status == S.PENDING_REVIEW else {}
+            )
             if job_transition(
-                job=job, to=S.STOPPED, reason="Stopped", message=stopped, actor=actor
+                job=job, to=S.STOPPED, reason="Stopped", message=stopped, actor=actor, **withdrawn
             ):
                 return True
             continue  # the worker dispatched it meanwhile: stop it through the backend

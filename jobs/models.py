@@ -53,6 +53,8 @@ class ReviewState(models.TextChoices):
     PENDING = "pending", _("Pending")
     APPROVED = "approved", _("Approved")
     REJECTED = "rejected", _("Rejected")
+    # Stopped while it waited for review: no longer waiting, and never decided on.
+    WITHDRAWN = "withdrawn", _("Withdrawn")
 
 
 class JobGroup(models.Model):

@@ -223,6 +223,21 @@ def test_stopping_a_queued_job_stops_it_and_records_who(alice, reviewer):
     assert job.events.last().actor == reviewer
 
 
+def test_a_job_its_owner_stops_while_it_waits_for_review_leaves_the_reviewers_pending_list(
+    alice, reviewer, admin_client
+):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+
+    assert job_stop(job=job, actor=alice) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.review_state == ReviewState.WITHDRAWN
+    pending = admin_client.get("/admin/jobs/job/?review_state__exact=pending")
+    assert job.public_id not in pending.content.decode()
+
+
 def test_a_finished_job_cannot_be_stopped(alice, reviewer):
     job = submit(alice)
     job_stop(job=job, actor=reviewer)
