@@ -866,7 +866,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     started = job.started_at or run.attempt_started_at or now
     if now - started > minutes(spec.timeout_minutes):
         message = recorded(
-            gettext_noop("Timed out after %(minutes)s minutes."), minutes=spec.timeout_minutes
+            gettext_noop("Timed out: ran past its %(minutes)s-minute limit."),
+            minutes=spec.timeout_minutes,
         )
         request_stop(job, target=TARGET_TIMED_OUT, message=message)
         return
@@ -947,7 +948,8 @@ def _check_hang(
     run.save(update_fields=["hang_warned_at"])
     message = recorded(
         gettext_noop(
-            "No replica wrote a log line for %(minutes)s minutes; the job may be hanging."
+            "No replica wrote a log line in the %(minutes)s-minute hang threshold; "
+            "the job may be hanging."
         ),
         minutes=threshold,
     )

@@ -5,6 +5,7 @@ import os
 import textwrap
 
 import pytest
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.models import JobStatus
@@ -333,6 +334,8 @@ def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     run_until(Worker(), lambda: status_of(job) == JobStatus.TIMED_OUT)
 
     assert "运行超过 1 分钟，已超时" in job.status_reason
+    with translation.override("en"):  # one minute, not "1 minutes"
+        assert "ran past its 1-minute limit" in job.status_reason_shown
     assert not processes_with("sleep 60")
 
 
