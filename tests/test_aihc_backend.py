@@ -415,6 +415,11 @@ def test_a_job_created_after_two_unanswered_creates_is_adopted_on_the_next_try(f
     assert job.status == JobStatus.QUEUED and job.external_id == ""
     assert job.events.filter(reason="SubmitTimedOut").count() == 2
     assert fake.jobs == {}
+    with translation.override("en"):  # stored in Chinese, read in English as a whole
+        assert job.status_reason_shown == (
+            "AIHC gave no clear answer to the job's create requests (2 so far) and shows no "
+            "such job. The job will be submitted again after checking it was not created."
+        )
     # Meanwhile the job shows up on AIHC (a create that was slow, not lost).
     created = fake.create_external(POOL, fake.calls("CreateJob")[-1].body)
 

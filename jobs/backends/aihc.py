@@ -51,6 +51,7 @@ from jobs.models import (
     ReplicaStatus,
 )
 from jobs.services import job_event, job_transition, recorded
+from jobs.texts import joined
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
 
@@ -143,7 +144,8 @@ def scrub(text: str, secrets: list[str]) -> str:
     too, as an error may quote it in part."""
     parts = {part for s in secrets if s for part in [s, *s.splitlines()] if len(part) >= 4}
     for secret in sorted(parts, key=len, reverse=True):
-        text = text.replace(secret, MASK)
+        if secret in text:  # untouched, a recorded text keeps its source (its other languages)
+            text = text.replace(secret, MASK)
     return text
 
 
@@ -646,12 +648,13 @@ class AihcBackend(Backend):
         """Back to Queued so the worker tries later (looking first), or give up."""
         reason = recorded(
             gettext_noop(
-                "AIHC gave no clear answer to %(n)d create requests and shows no such job."
+                "AIHC gave no clear answer to the job's create requests (%(n)d so far) and "
+                "shows no such job."
             ),
             n=unanswered,
         )
         if why is not None:
-            reason = f"{reason} {recorded_error(why)}"
+            reason = joined(reason, recorded_error(why))
         if unanswered >= MAX_UNANSWERED_CREATES:
             self._fail(job, reason, secrets)
         else:
@@ -662,7 +665,7 @@ class AihcBackend(Backend):
                 job,
                 JobStatus.QUEUED,
                 "SubmitRetry",
-                scrub(f"{reason} {message}", secrets),
+                scrub(joined(reason, message), secrets),
                 warning=True,
             )
 
