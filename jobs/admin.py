@@ -601,8 +601,9 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         lines: list[str] = []
         error = ""
         try:
-            lines = job_logs.in_local_time(
-                get_backend(job.backend).logs(job, replica, tail=LOG_TAIL_LINES)
+            lines = job_logs.shown_lines(
+                get_backend(job.backend).logs(job, replica, tail=LOG_TAIL_LINES),
+                secrets=job_logs.job_secrets(job),
             )
         except BackendError as e:
             error = e.message

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -25,18 +26,67 @@ MAX_TAIL_BYTES = 8 * 1024 * 1024
 
 STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})\d{3}Z ")
 
+# What a terminal acts on rather than shows (colours from loguru or rich, cursor moves and
+# line erases from tqdm, rich's hyperlinks): CSI sequences, the string sequences (OSC, DCS,
+# SOS, PM, APC) up to their terminator or the line's end, and the short ESC ones (ESC 7,
+# ESC ( B). A cut-off CSI at the line's end goes too.
+SEQUENCES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)"
+    r"|\x1b[ -/]*[0-~]",
+    re.DOTALL,
+)
+# Other control characters (a lone ESC, BEL, backspace), but not the tab.
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+MASK = "******"
 
-def in_local_time(lines: Iterable[str]) -> list[str]:
-    """Lines as the pages show them: each line's UTC stamp in the console's time zone, as
-    every other time on the page is, to the millisecond. A download keeps the file as is."""
+
+def plain_text(text: str) -> str:
+    """The text as a terminal shows it, without its escape sequences; of a line a progress
+    bar redrew after `\\r`, the last drawing."""
+    text = SEQUENCES.sub("", text)
+    if "\r" in text:
+        drawn = [part for part in text.split("\r") if part.strip()]
+        text = drawn[-1] if drawn else ""
+    return CONTROLS.sub("", text)
+
+
+def masked(text: str, secrets: Iterable[str]) -> str:
+    """The text with every secret value replaced by ******; each line of a multi-line one
+    too, as an error may quote it in part. (Values under 4 characters are left, as the
+    runner leaves them: masking every "1" would wreck the text.)"""
+    parts = {part for s in secrets if s for part in [s, *s.splitlines()] if len(part) >= 4}
+    for secret in sorted(parts, key=len, reverse=True):
+        if secret in text:  # untouched, a recorded text keeps its source (its other languages)
+            text = text.replace(secret, MASK)
+    return text
+
+
+def job_secrets(job: Any) -> list[str]:
+    """The job's secret values, or none if its spec cannot be read any more."""
+    from .spec import SpecError
+
+    try:
+        return job.job_spec().secret_values()
+    except SpecError:
+        return []
+
+
+def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[str]:
+    """Lines as the pages show them: without terminal escape sequences, with the job's
+    secrets masked (again: a colour code inside a value hid it from the mask applied when
+    the line was written), and each line's UTC stamp in the console's time zone, as every
+    other time on the page is, to the millisecond. A download keeps the file as is."""
     zone = timezone.get_current_timezone()
+    secrets = list(secrets)
     shown = []
     for line in lines:
         found = STAMP.match(line)
+        text = masked(plain_text(line[found.end() :] if found else line), secrets)
         if found:
             when = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).astimezone(zone)
-            line = f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} {line[found.end() :]}"
-        shown.append(line)
+            text = f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} {text}"
+        shown.append(text)
     return shown
 
 

@@ -29,7 +29,7 @@ from django_htmx.http import HttpResponseStopPolling
 from .actions import ActionError, job_delete, job_rerun, job_stop, job_submit_again
 from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
-from .logs import in_local_time
+from .logs import job_secrets, shown_lines
 from .models import FINAL_STATUSES, Job, JobStatus
 from .scheduler import queue_position
 from .spec import FRAMEWORK_LABELS, SpecError
@@ -206,7 +206,10 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
     error = ""
     if label:
         try:
-            lines = in_local_time(get_backend(job.backend).logs(job, label, tail=LOG_TAIL_LINES))
+            lines = shown_lines(
+                get_backend(job.backend).logs(job, label, tail=LOG_TAIL_LINES),
+                secrets=job_secrets(job),
+            )
         except BackendError as exc:
             error = exc.message
         except Exception:  # a backend that is down must not break the job page

@@ -280,14 +280,17 @@ def test_the_logs_page_shows_the_tail_of_a_replicas_log(alice, reviewer):
     JobReplica.objects.create(job=job, role="worker", index=0)
     log = replica_log_path(job.public_id, "worker-0")
     log.parent.mkdir(parents=True)
-    log.write_text("".join(f"2026-11-30T09:00:00.000000Z step {n}\n" for n in range(600)))
+    log.write_text(
+        "".join(f"2026-11-30T09:00:00.000000Z \x1b[36mstep\x1b[0m {n}\n" for n in range(600))
+    )
 
     r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"})
 
     assert r.status_code == 200
     body = r.content.decode()
     assert "master-0" in body  # the other replica's link
-    # The last 500 lines, their UTC stamps in the console's time zone (Asia/Shanghai).
+    # The last 500 lines, their UTC stamps in the console's time zone (Asia/Shanghai), without
+    # the colour codes.
     assert "2026-11-30 17:00:00.000 step 599" in body and " step 99\n" not in body
     assert client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/?replica=nope").status_code == 404
 

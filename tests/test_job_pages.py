@@ -10,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from jobs import spec as S
+from jobs.logs import replica_log_path
 from jobs.models import Job, JobReplica, JobStatus
 from jobs.services import job_transition, jobs_submit
 from jobs.worker import Worker
@@ -351,6 +352,39 @@ def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client
     utc = re.search(r"(\S+)Z hello from the job", raw).group(1)
     shown = datetime.fromisoformat(utc).replace(tzinfo=UTC).astimezone(ZoneInfo("Asia/Shanghai"))
     assert f"{shown:%Y-%m-%d %H:%M:%S}.{utc[20:23]} hello from the job" in page
+
+
+def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_still(
+    alice, alice_client
+):
+    job = submit(alice, envs=[S.Env("API_TOKEN", "hunter2-token", secret=True)])
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    raw = (
+        # loguru's colours, one of them inside the secret (the runner's mask missed it)
+        b"2026-11-30T09:00:00.000000Z \x1b[32mINFO\x1b[0m token=hunter2-\x1b[1mtoken\x1b[0m\n"
+        # tqdm's line erase and cursor up, rich's hyperlink (OSC 8), a saved cursor
+        b"2026-11-30T09:00:01.000000Z \x1b[2K\x1b[1A\x1b]8;;https://x.example\x1b\\docs"
+        b"\x1b]8;;\x1b\\ 100%|##########| 3/3\x1b7\x1b8\x07\n"
+    )
+    log.write_bytes(raw)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    tail = alice_client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "master-0"},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    for html in (page, tail):
+        assert "2026-11-30 17:00:00.000 INFO token=******\n" in html
+        assert "2026-11-30 17:00:01.000 docs 100%|##########| 3/3\n" in html
+        assert "\x1b" not in html and "\x07" not in html and "[0m" not in html
+        assert "hunter2" not in html
+    # The download is the file, byte for byte.
+    assert b"".join(download.streaming_content) == raw
 
 
 def test_the_live_part_polls_until_the_job_is_final(alice, alice_client):

@@ -71,10 +71,12 @@ def test_the_page_opened_on_submit_follows_the_job_to_its_end_without_a_reload(
         "console",
         lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None,
     )
-    submit_from_the_wizard(page, "sleep 1; echo all-done-$RANK")
+    # Coloured output, as loguru or rich write it: the page shows the text, not the codes.
+    submit_from_the_wizard(page, r"sleep 1; printf '\033[32mall-done\033[0m-%s\n' $RANK")
 
     expect(page.locator("#job-status")).to_have_text(re.compile("Succeeded|成功"), timeout=30_000)
     expect(page.locator("#log-lines")).to_contain_text("all-done-0", timeout=10_000)
+    expect(page.locator("#log-lines")).not_to_contain_text("[0m")
     expect(page.locator("#job-stop")).to_have_count(0)
     expect(page.locator("#job-rerun")).to_be_visible()
     expect(page.locator("#job-duration")).not_to_have_text("–")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from jobs.logs import MAX_TAIL_BYTES, lines_since, tail_lines
+from jobs.logs import MAX_TAIL_BYTES, lines_since, shown_lines, tail_lines
 
 
 def test_the_tail_of_a_large_log_is_its_last_lines(tmp_path):
@@ -47,3 +47,15 @@ def test_lines_since_a_time_are_selected_by_their_timestamps(tmp_path):
     since = datetime(2026, 1, 1, 10, 1, tzinfo=UTC)
 
     assert [line.split(" ", 1)[1] for line in lines_since(path, since)] == ["new", "newer"]
+
+
+def test_platform_log_lines_show_what_a_terminal_would_draw():
+    lines = [
+        # a tqdm bar from a platform's log (its redraws in one line), cursor hidden meanwhile
+        "\x1b[?25l 10%|#         |\r 50%|#####     |\r100%|##########|\r\n",
+        "\x1b(Bplain\x1b=\tend\x1b",  # a charset switch, keypad mode, a tab, a lone ESC
+        "\x1b]0;window title",  # an OSC cut off by the line's end
+        "loss \x1b[1;31m2.5\x1b[",  # a CSI cut off by the line's end
+    ]
+
+    assert shown_lines(lines) == ["100%|##########|", "plain\tend", "", "loss 2.5"]

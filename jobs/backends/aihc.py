@@ -40,6 +40,7 @@ from jobs.aihc.client import (
 from jobs.aihc.endpoints import API_VERSIONS, V1, V2, endpoint_for
 from jobs.aihc.mapping import v2_from_v1
 from jobs.aihc.signer import canonical_query
+from jobs.logs import masked
 from jobs.models import (
     FINAL_STATUSES,
     TRANSITIONS,
@@ -87,7 +88,6 @@ TIMEOUT_EVENT = "SubmitTimedOut"
 SERVER_ERROR_EVENT = "SubmitServerError"
 # Creates that got no clear answer: each may or may not have created the job.
 UNANSWERED_EVENTS = (TIMEOUT_EVENT, SERVER_ERROR_EVENT)
-MASK = "******"
 
 # AIHC job status -> console status. The full enum is not published; these are the values
 # Baidu's docs and CLIs show, plus the Kubernetes training-operator conditions they wrap.
@@ -142,11 +142,7 @@ def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
 def scrub(text: str, secrets: list[str]) -> str:
     """The text with every secret value replaced by ******; each line of a multi-line one
     too, as an error may quote it in part."""
-    parts = {part for s in secrets if s for part in [s, *s.splitlines()] if len(part) >= 4}
-    for secret in sorted(parts, key=len, reverse=True):
-        if secret in text:  # untouched, a recorded text keeps its source (its other languages)
-            text = text.replace(secret, MASK)
-    return text
+    return masked(text, secrets)
 
 
 @dataclass
