@@ -2,12 +2,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.logs import replica_log_path
@@ -40,6 +41,31 @@ def test_the_list_shows_only_my_jobs_with_their_columns(alice, bob, alice_client
     html = response.content.decode()
     assert mine.public_id in html and "theirs" not in html
     assert "PyTorchJob" in html and "local / default" in html
+
+
+def test_durations_read_as_people_say_them_with_days_and_at_most_two_units(alice, alice_client):
+    from jobs.templatetags.job_tags import duration
+
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    lengths = [6, 61, 60, 2 * 3600 + 5 * 60 + 7, 30 * 86400 + 59, 3 * 86400 + 4 * 3600 + 5]
+
+    def shown(language: str) -> list[str]:
+        with translation.override(language):
+            return [
+                duration(Job(started_at=start, finished_at=start + timedelta(seconds=n)))
+                for n in lengths
+            ]
+
+    assert shown("en") == ["6s", "1m 1s", "1m", "2h 5m", "30d", "3d 4h"]
+    assert shown("zh-hans") == ["6 秒", "1 分 1 秒", "1 分", "2 小时 5 分", "30 天", "3 天 4 小时"]
+    # The list's Duration column and the job page's 运行时长 say it so.
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.SUCCEEDED, started_at=start, finished_at=start + timedelta(hours=49)
+    )
+    assert "<td>2 天 1 小时</td>" in alice_client.get(reverse("job-list")).content.decode()
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert '<dd class="col-sm-4" id="job-duration">2 天 1 小时</dd>' in page
 
 
 def test_the_list_filters_by_status_framework_pool_queue_and_searches(alice, alice_client):
@@ -413,7 +439,7 @@ def test_the_status_poll_also_replaces_the_actions_and_duration_once_the_job_end
     html = done.content.decode()
     assert 'id="job-actions" hx-swap-oob="true"' in html and 'id="job-stop"' not in html
     assert 'id="job-rerun"' in html
-    assert re.search(r'id="job-duration" hx-swap-oob="true">\d+s<', html)
+    assert re.search(r'id="job-duration" hx-swap-oob="true">\d+ 秒<', html)
 
 
 def test_the_log_panel_of_a_queued_job_polls_so_its_logs_appear_without_a_reload(

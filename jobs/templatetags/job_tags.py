@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from django import template
 from django.forms import BoundField
 from django.utils import timezone
+from django.utils.translation import pgettext
 
 register = template.Library()
 
@@ -36,14 +38,25 @@ def duration(job: Any) -> str:
     if job.started_at is None:
         return "–"
     end = job.finished_at or timezone.now()
-    seconds = max(int((end - job.started_at).total_seconds()), 0)
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes}m"
-    if minutes:
-        return f"{minutes}m {seconds}s"
-    return f"{seconds}s"
+    return elapsed(max(int((end - job.started_at).total_seconds()), 0))
+
+
+def elapsed(seconds: int) -> str:
+    """A length of time as people read it: its largest unit and the next one, days from 24
+    hours on, a zero second unit left out ("6 秒", "1 分 1 秒", "2 小时 5 分", "30 天";
+    in English "6s", "1m 1s", "2h 5m", "30d")."""
+    units = [
+        (86400, pgettext("duration", "%(n)sd")),
+        (3600, pgettext("duration", "%(n)sh")),
+        (60, pgettext("duration", "%(n)sm")),
+        (1, pgettext("duration", "%(n)ss")),
+    ]
+    for (size, unit), (next_size, next_unit) in itertools.pairwise(units):
+        if seconds >= size:
+            shown = unit % {"n": seconds // size}
+            rest = seconds % size // next_size
+            return f"{shown} {next_unit % {'n': rest}}" if rest else shown
+    return units[-1][1] % {"n": seconds}
 
 
 @register.filter
