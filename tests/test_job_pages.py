@@ -413,6 +413,16 @@ def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_
     assert b"".join(download.streaming_content) == raw
 
 
+def test_the_delete_button_is_a_danger_button_not_a_grey_one(alice, alice_client):
+    job = submit(alice)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    button = re.search(r'<button class="([^"]*)" type="submit" id="job-delete">', page)
+    assert button and "btn-outline-danger" in button.group(1).split()
+    assert "btn-outline-secondary" not in button.group(1).split()
+
+
 def test_the_live_part_polls_until_the_job_is_final(alice, alice_client):
     job = submit(alice)
     url = reverse("job-live", args=[job.public_id])

@@ -146,6 +146,10 @@ def test_deleting_a_job_asks_first_and_keeps_it_when_cancelled(logged_in_page, a
         dialog.dismiss() if len(questions) == 1 else dialog.accept()
 
     page.on("dialog", answer)
+    # A danger button, in Bootstrap's red, not a grey outline that looks disabled.
+    expect(page.locator("#job-delete")).to_be_enabled()
+    expect(page.locator("#job-delete")).to_have_class(re.compile(r"\bbtn-outline-danger\b"))
+    expect(page.locator("#job-delete")).to_have_css("color", "rgb(220, 53, 69)")
     page.click("#job-delete")  # cancelled
     expect(page.locator("#job-delete")).to_be_visible()
     assert Job.objects.filter(pk=job.pk).exists()
