@@ -387,11 +387,28 @@ ACTION_TITLES = {
     "stop": gettext_lazy("Stop"),
     "resubmit": gettext_lazy("Resubmit"),
 }
+# Asked on the confirmation page, of the jobs the action applies to ("count" of them).
 ACTION_QUESTIONS = {
-    "approve": gettext_lazy("Approve these jobs? They are queued and run when cards are free."),
-    "reject": gettext_lazy("Reject these jobs? Their owners see the reason you give."),
-    "stop": gettext_lazy("Stop these jobs? Running replicas are terminated."),
-    "resubmit": gettext_lazy("Resubmit these jobs? They are queued again (or wait for review)."),
+    "approve": ngettext_lazy(
+        "Approve this job? It is queued and runs when cards are free.",
+        "Approve these %(count)d jobs? They are queued and run when cards are free.",
+        "count",
+    ),
+    "reject": ngettext_lazy(
+        "Reject this job? Its owner sees the reason you give.",
+        "Reject these %(count)d jobs? Their owners see the reason you give.",
+        "count",
+    ),
+    "stop": ngettext_lazy(
+        "Stop this job? Its running replicas are terminated.",
+        "Stop these %(count)d jobs? Running replicas are terminated.",
+        "count",
+    ),
+    "resubmit": ngettext_lazy(
+        "Resubmit this job? It is queued again (or waits for review).",
+        "Resubmit these %(count)d jobs? They are queued again (or wait for review).",
+        "count",
+    ),
 }
 CONFIRMATION_SHOWN = 100
 MAX_REJECT_REASON = 1000
@@ -640,15 +657,16 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
     ) -> TemplateResponse:
         queryset = queryset.select_related("owner")
         eligible = queryset.filter(status__in=ACTION_STATUSES[action])
+        eligible_count = eligible.count()
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
             "title": ACTION_TITLES[action],
             "action": action,
             "action_name": f"{action}_jobs",
-            "question": ACTION_QUESTIONS[action],
+            "question": ACTION_QUESTIONS[action] % {"count": eligible_count},
             "jobs": list(eligible[:CONFIRMATION_SHOWN]),
-            "eligible_count": eligible.count(),
+            "eligible_count": eligible_count,
             "skipped": list(
                 queryset.exclude(status__in=ACTION_STATUSES[action])[:CONFIRMATION_SHOWN]
             ),

@@ -425,6 +425,44 @@ def test_action_messages_count_in_the_singular_and_plural(alice, reviewer, revie
     assert "2 jobs approved and queued." in said, said
 
 
+@pytest.mark.parametrize(
+    ("language", "one", "two"),
+    [
+        (
+            "en",
+            "Stop this job? Its running replicas are terminated.",
+            "Stop these 2 jobs? Running replicas are terminated.",
+        ),
+        (
+            "zh-hans",
+            "停止以下 1 个任务？运行中的实例将被终止。",
+            "停止以下 2 个任务？运行中的实例将被终止。",
+        ),
+    ],
+)
+def test_the_confirmation_asks_about_this_job_or_these_jobs(
+    alice, reviewer, review_all, language, one, two
+):
+    first, second = submit(alice, "1"), submit(alice, "2")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = language
+
+    def question(jobs: list[Job]) -> str:
+        ids = [j.pk for j in jobs]
+        page = client.post(CHANGELIST, {"action": "stop_jobs", "_selected_action": ids})
+        return re.search(r'<p id="review-question">(.*?)</p>', page.content.decode()).group(1)
+
+    assert question([first]) == one
+    assert question([first, second]) == two
+    # From the job's page too, where the reason is for its one owner.
+    page = client.get(f"{CHANGELIST}{first.pk}/review/reject/").content.decode()
+    if language == "en":
+        assert "Reject this job? Its owner sees the reason you give." in page
+        assert "Reason (the owner sees it)" in page and "4 cards</li>" in page
+    else:
+        assert "驳回以下 1 个任务？" in page and "4 张卡</li>" in page
+
+
 def test_stop_and_resubmit_from_the_list(alice, reviewer):
     queued = submit(alice, "1")
     failed = submit(alice, "2")

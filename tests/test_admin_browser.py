@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from playwright.sync_api import expect
 
 from jobs import spec as S
 from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy
@@ -43,6 +46,9 @@ def test_a_reviewer_approves_selected_jobs_from_the_list(page, alice, reviewer):
     page.click("button[name=index]")
     page.wait_for_selector("#confirm-review")
     assert "first-job" in page.content()
+    expect(page.locator("#review-question")).to_have_text(
+        re.compile(r"^(Approve these 2 jobs\?|通过以下 2 个任务？)")
+    )
     page.click("#confirm-review")
     page.wait_for_selector(".messagelist")
 
@@ -56,6 +62,10 @@ def test_a_reviewer_rejects_a_job_from_its_page_with_a_reason(page, alice, revie
 
     page.goto(f"/admin/jobs/job/{job.pk}/change/")
     page.click("a.review-reject")
+    # One job: "this job", not "these jobs".
+    expect(page.locator("#review-question")).to_have_text(
+        re.compile(r"^(Reject this job\?|驳回以下 1 个任务？)")
+    )
     page.fill("textarea[name=reason]", "Ask for 8 cards at most.")
     page.click("#confirm-review")
     page.wait_for_url(f"**/admin/jobs/job/{job.pk}/change/")
