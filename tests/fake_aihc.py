@@ -365,9 +365,16 @@ class FakeAihc:
         message: str = "Internal error",
         times: int = 1,
         seconds: float = 0.0,
-    ) -> None:
-        """Refuses the next `op` calls with this error, after `seconds`."""
-        self._fault(op, Fault("fail", times, status, code, message, seconds=seconds))
+        held: bool = False,
+    ) -> threading.Event:
+        """Refuses the next `op` calls with this error, after `seconds`; `held`: only once
+        the returned event is set (at most 30 s), like block_next."""
+        release = threading.Event()
+        fault = Fault("fail", times, status, code, message, seconds=seconds)
+        if held:
+            fault.release = release
+        self._fault(op, fault)
+        return release
 
     def fail_after_next(
         self,
@@ -494,7 +501,7 @@ class FakeAihc:
                 http.wfile.flush()
                 http.connection.shutdown(2)
                 return
-            if fault and fault.kind == "block" and fault.release:
+            if fault and fault.release:  # block, or a held fail
                 fault.release.wait(30)
             if fault and fault.kind == "fail":
                 raise FakeError(fault.status, fault.code, fault.message)

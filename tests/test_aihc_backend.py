@@ -70,6 +70,22 @@ def wait_for_inventory(aihc) -> None:
     aihc._inventory().join()
 
 
+def quiet_spell(aihc, *, seconds: float) -> None:
+    """Moves the last pool read back in time, as if `seconds` had passed since, instead of
+    sleeping past a short cache period (a loaded machine can take longer than that between
+    two steps, a fast one less)."""
+    inventory = aihc._inventory()
+    inventory.attempted_at -= seconds
+    inventory.as_of -= timedelta(seconds=seconds)
+
+
+def submit_pause_over(aihc) -> None:
+    """Ends the submit pause now, as if its time had passed (instead of sleeping past it)."""
+    with aihc._lock:
+        for key, (_until, delay) in aihc._pauses.items():
+            aihc._pauses[key] = (time.monotonic(), delay)
+
+
 # -- inventory ---------------------------------------------------------------------------
 
 
@@ -183,10 +199,11 @@ def test_a_pool_offers_only_storage_types_a_mount_can_be_filled_in_with(fake, ai
 
 
 def test_figures_older_than_the_cache_are_refreshed_before_a_page_uses_them(fake, aihc, settings):
-    settings.AIHC_CACHE_SECONDS = 0.3
+    settings.AIHC_CACHE_SECONDS = 60
+    settings.AIHC_REFRESH_WAIT_SECONDS = 10  # the fake answers at once, however loaded the machine
     assert aihc.pools()[0].idle(A800) == 10
     fake.pools[POOL]["gpus"][A800] = (16, 12)
-    time.sleep(0.35)  # a quiet spell longer than the cache period
+    quiet_spell(aihc, seconds=61)  # longer than the cache period
 
     [pool, _other] = aihc.pools()
 
@@ -491,7 +508,7 @@ def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(f
 
 
 def test_a_throttled_create_keeps_the_job_queued_and_pauses_submits(fake, aihc, alice, settings):
-    settings.AIHC_SUBMIT_PAUSE_SECONDS = 0.3
+    settings.AIHC_SUBMIT_PAUSE_SECONDS = 60  # the next tick falls within it, however slow
     fake.fail_next("CreateJob", status=429, code="RequestLimitExceeded", message="too many")
     [job] = submit(alice, seed_spec())
 
@@ -503,7 +520,7 @@ def test_a_throttled_create_keeps_the_job_queued_and_pauses_submits(fake, aihc, 
     assert len(fake.calls("CreateJob")) == 1
     deferred = job.events.get(reason="SubmitDeferred")
     assert "RequestLimitExceeded" in deferred.message and deferred.type == "Warning"
-    time.sleep(0.35)
+    submit_pause_over(aihc)
     aihc.submit(job)
     job.refresh_from_db()
     assert job.external_id in fake.jobs and len(fake.jobs) == 1
@@ -725,9 +742,9 @@ def submitting_in_a_thread(fake, aihc, job: Job) -> threading.Thread:
 
     worker = threading.Thread(target=worker_submits)
     worker.start()
-    for _ in range(500):
-        if fake.calls("CreateJob"):
-            break
+    deadline = time.monotonic() + 30
+    while not fake.calls("CreateJob"):
+        assert time.monotonic() < deadline, "the worker's CreateJob never reached AIHC"
         time.sleep(0.01)
     return worker
 
@@ -759,12 +776,13 @@ def test_a_job_stopped_while_a_throttled_create_is_in_flight_ends_stopped(
     fake, aihc, alice, transactional_db
 ):
     [job] = submit(alice, seed_spec())
-    fake.fail_next("CreateJob", status=429, code="RequestLimitExceeded", seconds=1.0)
+    release = fake.fail_next("CreateJob", status=429, code="RequestLimitExceeded", held=True)
 
     worker = submitting_in_a_thread(fake, aihc, job)
     job.refresh_from_db()
     aihc.stop(job)
     assert job.status == JobStatus.STOPPING
+    release.set()  # the 429 answers the create only now, after the stop
     worker.join(10)
 
     job.refresh_from_db()
@@ -873,16 +891,13 @@ def test_the_console_enforces_the_job_timeout_aihc_lacks(fake, aihc, alice):
     assert len(fake.calls("StopJob")) == 1
 
 
-def test_a_job_aihc_reports_in_a_status_the_console_cannot_read_still_times_out(
-    fake, aihc, alice, settings
-):
-    settings.JOB_MINUTE_SECONDS = 0.3
+def test_a_job_aihc_reports_in_a_status_the_console_cannot_read_still_times_out(fake, aihc, alice):
     job = submitted(fake, aihc, alice, timeout_minutes=1)
     fake.set_job_status(job.external_id, "Running")
     aihc.sync(job)
     assert job.status == JobStatus.RUNNING
     fake.set_job_status(job.external_id, "Hibernating")
-    time.sleep(0.35)  # past its limit
+    started_minutes_ago(job, 2)  # past its limit
 
     aihc.sync(job)
 
