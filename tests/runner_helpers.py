@@ -46,6 +46,15 @@ def volume(settings) -> Path:
     return Path(settings.LOCAL_VOLUMES.split("=", 1)[1])
 
 
+# A command that runs until the test opens the gate (open_gate), instead of for a fixed time
+# a loaded machine may need before the test has looked, or a fast one may not need at all.
+UNTIL_THE_GATE_OPENS = "until [ -e /workspace/gate-open ]; do sleep 0.05; done"
+
+
+def open_gate(settings) -> None:
+    (volume(settings) / "gate-open").touch()
+
+
 def make_spec(command: str, **changes) -> S.JobSpec:
     spec = S.JobSpec(
         name="local-test",

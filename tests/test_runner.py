@@ -3,8 +3,11 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import uuid
+from datetime import datetime, timedelta
 
 import pytest
+from django.db.models import F
 from django.utils import translation
 
 from jobs import spec as S
@@ -14,8 +17,10 @@ from jobs.worker import Worker
 from .runner_helpers import (
     CARD,
     PY,
+    UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
+    open_gate,
     processes_with,
     run_until,
     runner_settings,  # noqa: F401
@@ -154,12 +159,16 @@ def test_a_progress_bar_redrawn_with_carriage_returns_is_logged_as_it_advances(a
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
 
-    lines = [line.split(" ", 1)[1] for line in log_text(job, "master-0").splitlines()]
-    output = [line for line in lines if not line.startswith("[console]")]
+    stamped = [line.split(" ", 1) for line in log_text(job, "master-0").splitlines()]
+    output = [text for _, text in stamped if not text.startswith("[console]")]
     assert output[:3] == ["a", "b", "c"]  # \r ends a line, \r\n ends one line
     steps = [line for line in output if line.startswith("step ")]
     assert steps[-1] == "step 25/25"  # the newest redraw, written once the output paused
-    assert 2 <= len(steps) <= 6  # at most one redraw a second, not all 25
+    # At most one redraw a second, not all 25: one per second the bar took (2.5 s here, more
+    # on a loaded machine), plus the newest, written when the output paused.
+    when = {text: datetime.fromisoformat(stamp) for stamp, text in stamped}
+    took = (when["step 25/25"] - when["c"]).total_seconds()
+    assert 2 <= len(steps) <= int(took + 0.05) + 2
     assert "" not in output  # a bar's leading \r does not log an empty line
     assert output[-2:] == ["loading... ", "done"]  # a line begun before a pause is shown
 
@@ -306,16 +315,35 @@ def test_a_custom_log_keyword_counts_as_a_failure(alice):
     assert not processes_with(job.public_id)
 
 
-def test_a_silent_job_raises_a_hang_warning(alice, settings):
-    settings.JOB_MINUTE_SECONDS = 0.5
+def silent_for_minutes(job, minutes: int) -> None:
+    """Moves the start of the job's run and its log's last write back in time, as if it had
+    been silent that long, instead of waiting (or racing a tiny JOB_MINUTE_SECONDS: a shim
+    slow to write its first line on a loaded machine would look like a hang already)."""
+    from jobs.logs import replica_log_path
+    from jobs.models import LocalRun
+
+    LocalRun.objects.filter(job=job).update(
+        attempt_started_at=F("attempt_started_at") - timedelta(minutes=minutes)
+    )
+    log = replica_log_path(job.public_id, "master-0")
+    past = log.stat().st_mtime - minutes * 60
+    os.utime(log, (past, past))
+
+
+def test_a_silent_job_raises_a_hang_warning(alice):
     spec = make_spec(
-        "echo started; sleep 30",
+        "echo started; sleep 300",
         fault_tolerance_config=S.FaultToleranceConfig(
             enabled_hang_detection=True, hang_detection_timeout_minutes=1
         ),
     )
     job = submit(alice, spec)
     worker = Worker()
+    run_until(worker, lambda: "started" in log_text(job, "master-0"), what="its line")
+    for _ in range(3):
+        worker.tick()
+    assert not job.events.filter(reason="HangSuspected").exists()  # within its minute
+    silent_for_minutes(job, 2)
 
     run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
 
@@ -329,14 +357,17 @@ def test_a_silent_job_raises_a_hang_warning(alice, settings):
 
 def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     settings.JOB_MINUTE_SECONDS = 0.5
-    job = submit(alice, make_spec("sleep 60", timeout_minutes=1))
+    # A name of this run's own (assembled by the shell, so the command text does not match):
+    # another checkout's tests on the same machine may run a `sleep 60` right now.
+    prefix = f"timed-out-{uuid.uuid4().hex[:8]}"
+    job = submit(alice, make_spec(f"T={prefix}; exec -a $T-sleeper sleep 60", timeout_minutes=1))
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.TIMED_OUT)
 
     assert "运行超过 1 分钟，已超时" in job.status_reason
     with translation.override("en"):  # one minute, not "1 minutes"
         assert "ran past its 1-minute limit" in job.status_reason_shown
-    assert not processes_with("sleep 60")
+    assert not processes_with(f"{prefix}-sleeper")
 
 
 def test_the_replica_that_failed_shows_failed_and_the_ones_torn_down_with_it_stopped(alice):
@@ -410,8 +441,8 @@ def status_and(job):
     return job
 
 
-def test_two_jobs_that_exceed_the_cards_run_one_after_the_other(alice):
-    spec = make_spec("sleep 1.5", roles=[S.Role("master", 1, CARD, 2)])
+def test_two_jobs_that_exceed_the_cards_run_one_after_the_other(alice, settings):
+    spec = make_spec(UNTIL_THE_GATE_OPENS, roles=[S.Role("master", 1, CARD, 2)])
     first, second = submit(alice, spec), submit(alice, spec)
     worker = Worker()
 
@@ -420,6 +451,7 @@ def test_two_jobs_that_exceed_the_cards_run_one_after_the_other(alice):
         worker.tick()
     assert status_of(second) == JobStatus.QUEUED
 
+    open_gate(settings)
     run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED)
     first.refresh_from_db()
     assert first.finished_at <= second.started_at
@@ -558,9 +590,9 @@ def test_shared_memory_is_sized_as_asked_and_cards_are_visible(alice):
     assert "cards=0,1" in log
 
 
-def test_a_cpu_exclusive_job_is_pinned_and_a_second_one_waits(alice):
+def test_a_cpu_exclusive_job_is_pinned_and_a_second_one_waits(alice, settings):
     spec = make_spec(
-        "grep Cpus_allowed_list /proc/self/status; sleep 1.5",
+        f"grep Cpus_allowed_list /proc/self/status; {UNTIL_THE_GATE_OPENS}",
         cpu_exclusive=True,
         roles=[S.Role("master", 1, cpu=len(os.sched_getaffinity(0)))],
     )
@@ -571,6 +603,7 @@ def test_a_cpu_exclusive_job_is_pinned_and_a_second_one_waits(alice):
     worker.tick()
     assert status_of(second) == JobStatus.QUEUED
 
+    open_gate(settings)
     run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED)
     replica = first.replicas.get()
     assert replica.cpus == ",".join(map(str, sorted(os.sched_getaffinity(0))))
@@ -616,6 +649,11 @@ def test_a_finished_job_is_deleted_after_its_retention_period(alice, settings):
     run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), what="deletion")
 
     assert not job_dir(job.public_id).exists()
+    # The job without a retention period is kept, however long ago it finished (it may end
+    # after the other one on a loaded machine: waited for, then moved back in time).
+    run_until(worker, lambda: status_of(keep) == JobStatus.SUCCEEDED)
+    Job.objects.filter(pk=keep.pk).update(finished_at=F("finished_at") - timedelta(days=30))
+    worker.tick()
     assert status_of(keep) == JobStatus.SUCCEEDED
 
 
@@ -662,7 +700,7 @@ def test_a_job_cannot_write_to_or_remount_the_host_file_system(alice):
 
 def test_a_blocked_queue_holds_its_later_jobs_while_another_queue_runs(alice, settings):
     settings.LOCAL_QUEUES = ["default", "other"]
-    holder = submit(alice, make_spec("sleep 3", roles=[S.Role("master", 1, CARD, 2)]))
+    holder = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, roles=[S.Role("master", 1, CARD, 2)]))
     worker = Worker()
     run_until(worker, lambda: status_of(holder) == JobStatus.RUNNING)
     big = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)]))
@@ -673,6 +711,7 @@ def test_a_blocked_queue_holds_its_later_jobs_while_another_queue_runs(alice, se
 
     # No back-filling: the CPU-only job waits behind the big one of its queue.
     assert status_of(small_same_queue) == JobStatus.QUEUED
+    open_gate(settings)
     run_until(worker, lambda: status_of(small_same_queue) == JobStatus.SUCCEEDED)
     big.refresh_from_db()
     small_same_queue.refresh_from_db()
