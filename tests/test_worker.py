@@ -104,12 +104,26 @@ def submit(world, command: str) -> str:
     return out.stdout.strip()
 
 
+def started_roles(world) -> list[str]:
+    starts = world["vol"] / "starts"
+    return sorted(starts.read_text().split()) if starts.exists() else []
+
+
 def test_a_worker_killed_mid_job_is_replaced_and_the_job_finishes_without_starting_twice(world):
-    # Each replica notes its start, then runs for ~3 s.
-    submit(world, "echo $AIHC_ROLE >> /workspace/starts; for i in $(seq 30); do sleep 0.1; done")
+    # Each replica notes its start, then runs until the test lets it end (however long the
+    # workers take to start on a loaded machine, the job is still running when they do).
+    submit(
+        world,
+        "echo $AIHC_ROLE >> /workspace/starts; "
+        "until [ -e /workspace/gate-open ]; do sleep 0.05; done",
+    )
     first = start_worker(world)
     wait_for(lambda: job_status(world) == "running", what="running")
-    wait_for(lambda: (world["vol"] / "starts").exists(), what="the replicas to start")
+    wait_for(lambda: started_roles(world) == ["master", "worker"], what="the replicas to start")
+    wait_for(
+        lambda: all(pid for (pid,) in query(world, "SELECT pid FROM jobs_jobreplica")),
+        what="pids",
+    )
 
     first.send_signal(signal.SIGKILL)
     first.wait()
@@ -119,9 +133,10 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_job_finishes_without_starti
     # Two workers started at once: one waits for the other's lock.
     start_worker(world)
     start_worker(world)
+    (world["vol"] / "gate-open").touch()
     wait_for(lambda: job_status(world) == "succeeded", what="success")
 
-    assert sorted((world["vol"] / "starts").read_text().split()) == ["master", "worker"]
+    assert started_roles(world) == ["master", "worker"]
     assert query(world, "SELECT reason FROM jobs_jobevent ORDER BY id") == [
         ("Created",),
         ("Started",),
