@@ -100,10 +100,11 @@ def test_no_page_breaks_the_content_security_policy(page, alice, superuser):
         page.wait_for_load_state("networkidle")
 
     assert violations == []
-    # The listener does hear the browser refuse an inline script.
-    page.evaluate(
-        "() => { const s = document.createElement('script');"
-        " s.textContent = 'window.x = 1'; document.body.appendChild(s); }"
-    )
-    page.wait_for_timeout(200)
+    # The listener does hear the browser refuse an inline script (waited for: a loaded
+    # machine may take longer than any fixed pause to report it).
+    with page.expect_console_message(lambda m: "Content Security Policy" in m.text):
+        page.evaluate(
+            "() => { const s = document.createElement('script');"
+            " s.textContent = 'window.x = 1'; document.body.appendChild(s); }"
+        )
     assert len(violations) == 1

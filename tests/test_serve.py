@@ -48,12 +48,14 @@ def test_a_worker_that_dies_is_started_again_and_the_console_stays_up(tmp_path):
 
     from tests.test_foundation import children_of
 
+    def cmdline(pid: int) -> bytes:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:  # ended (the killed worker, reaped by serve) since it was listed
+            return b""
+
     def worker_pids() -> list[int]:
-        return [
-            pid
-            for pid in children_of(server.pid)
-            if b"manage.py\x00worker" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        ]
+        return [pid for pid in children_of(server.pid) if b"manage.py\x00worker" in cmdline(pid)]
 
     port = free_port()
     env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0", "PORT": str(port)}
