@@ -4,6 +4,7 @@ reviewer's stop ends a running job."""
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from django.test import Client
@@ -44,7 +45,7 @@ def test_a_job_pending_review_is_not_dispatched_until_approved(alice, reviewer):
 
 
 def test_a_reviewer_stops_a_running_job_from_the_admin(alice, reviewer):
-    token = "reviewer-stops-me"
+    token = f"reviewer-stops-me-{uuid.uuid4().hex[:8]}"  # unique on a shared machine
     job = submit(alice, make_spec(f"exec -a {token}-x sleep 300"))
     worker = Worker()
     run_until(worker, lambda: len(processes_with(token)) == 1, what="the sleeper")

@@ -386,12 +386,13 @@ def test_the_replica_that_failed_shows_failed_and_the_ones_torn_down_with_it_sto
 def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
     from jobs.actions import job_stop
 
-    token = "stop-me-token"
+    tag = uuid.uuid4().hex[:8]  # no other checkout's test on this machine matches it
+    token = f"stop-me-{tag}-token"
     # One process ignores SIGTERM and one leaves the process group: both must die.
     # (The name is assembled by the shell so the command text itself does not match.)
     command = (
-        "T=stop-me; (trap '' TERM; exec -a ${T}-token-a sleep 300) & "
-        "setsid bash -c 'exec -a stop-me-\"\"token-b sleep 300' & wait"
+        f"T=stop-me-{tag}; (trap '' TERM; exec -a ${{T}}-token-a sleep 300) & "
+        f"setsid bash -c 'exec -a stop-me-{tag}-\"\"token-b sleep 300' & wait"
     )
     job = submit(alice, make_spec(command))
     worker = Worker()
@@ -425,8 +426,9 @@ def test_a_replica_ends_when_its_command_does_even_if_it_left_a_background_proce
     # A common start command: a helper (tensorboard, a log shipper) in the background, then
     # the training. When the command ends the replica ends, as a container does when its
     # main process exits; the helper must not keep the job Running (and its cards taken).
-    token = "left-behind-token"
-    command = "T=left-behind; (exec -a ${T}-token sleep 300) & echo trained"
+    tag = uuid.uuid4().hex[:8]  # no other checkout's test on this machine matches it
+    token = f"left-behind-{tag}-token"
+    command = f"T=left-behind-{tag}; (exec -a ${{T}}-token sleep 300) & echo trained"
     job = submit(alice, make_spec(command))
 
     run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, timeout=10)
