@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext, gettext_noop
 
 BLOCK = 64 * 1024
 DEFAULT_TAIL = 200
@@ -39,6 +40,46 @@ SEQUENCES = re.compile(
 # Other control characters (a lone ESC, BEL, backspace), but not the tab.
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MASK = "******"
+
+# The runner's own lines in a replica's log, written in the console's language (the shim
+# fills in {code} and {error}); a page in another language says them again in its own.
+CONSOLE_BANNER = gettext_noop("[console] %(replica)s attempt %(attempt)d starting")
+CONSOLE_EXIT = gettext_noop("[console] exited with code {code}")
+CONSOLE_START_FAILED = gettext_noop("[console] could not start: {error}")
+CONSOLE_LINES = (CONSOLE_BANNER, CONSOLE_EXIT, CONSOLE_START_FAILED)
+PLACEHOLDER = re.compile(r"%\((\w+)\)[sd]|\{(\w+)\}")
+_console_patterns: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+
+
+def _pattern(wording: str) -> re.Pattern[str]:
+    """A regex matching a console line as `wording` writes it, capturing its values."""
+    out, end = [], 0
+    for found in PLACEHOLDER.finditer(wording):
+        out.append(re.escape(wording[end : found.start()]))
+        name = found.group(1) or found.group(2)
+        out.append(f"(?P<{name}>.*)" if name == "error" else f"(?P<{name}>\\S+)")
+        end = found.end()
+    out.append(re.escape(wording[end:]))
+    return re.compile("".join(out) + "$")
+
+
+def console_line_shown(text: str) -> str:
+    """One of the runner's own lines in the page's language (any other line as it is)."""
+    if not text.startswith("[console]") or translation.get_language() == settings.LANGUAGE_CODE:
+        return text
+    if settings.LANGUAGE_CODE not in _console_patterns:
+        with translation.override(settings.LANGUAGE_CODE):
+            _console_patterns[settings.LANGUAGE_CODE] = [
+                (msgid, _pattern(gettext(msgid))) for msgid in CONSOLE_LINES
+            ]
+    for msgid, pattern in _console_patterns[settings.LANGUAGE_CODE]:
+        if found := pattern.match(text):
+            values = found.groupdict()
+            wording = gettext(msgid)
+            if msgid == CONSOLE_BANNER:
+                return wording % {**values, "attempt": int(values["attempt"])}
+            return wording.format(**values)
+    return text
 
 
 def plain_text(text: str) -> str:
@@ -83,6 +124,7 @@ def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[st
     for line in lines:
         found = STAMP.match(line)
         text = masked(plain_text(line[found.end() :] if found else line), secrets)
+        text = console_line_shown(text)
         if found:
             when = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).astimezone(zone)
             text = f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} {text}"

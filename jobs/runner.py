@@ -582,15 +582,11 @@ def _start_replicas(
                 # The shim's own log lines, in the console's language like every other
                 # recorded text; it fills in {code} and {error} itself.
                 "--banner",
-                recorded(
-                    gettext_noop("[console] %(replica)s attempt %(attempt)d starting"),
-                    replica=ref.label,
-                    attempt=run.attempt,
-                ),
+                recorded(job_logs.CONSOLE_BANNER, replica=ref.label, attempt=run.attempt),
                 "--exit-line",
-                recorded(gettext_noop("[console] exited with code {code}")),
+                recorded(job_logs.CONSOLE_EXIT),
                 "--start-failed-line",
-                recorded(gettext_noop("[console] could not start: {error}")),
+                recorded(job_logs.CONSOLE_START_FAILED),
             ]
             # Names only: the shim reads the values from the environment file and writes
             # `******` wherever one appears in the replica's output.

@@ -380,6 +380,27 @@ def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client
     assert f"{shown:%Y-%m-%d %H:%M:%S}.{utc[20:23]} hello from the job" in page
 
 
+def test_the_runners_own_log_lines_read_in_the_pages_language(alice, alice_client):
+    job = submit(alice)
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+    url = reverse("job-detail", args=[job.public_id])
+
+    chinese = alice_client.get(url).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(url).content.decode()
+    raw = b"".join(
+        alice_client.get(
+            reverse("job-log-download", args=[job.public_id, "master-0"])
+        ).streaming_content
+    ).decode()
+
+    assert "[console] master-0 第 1 次运行开始" in raw  # the file: the console's language
+    assert "[console] master-0 第 1 次运行开始" in chinese and "[console] 退出码 0" in chinese
+    assert "[console] master-0 attempt 1 starting" in english
+    assert "[console] exited with code 0" in english
+    assert "第 1 次" not in english and "退出码" not in english
+
+
 def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_still(
     alice, alice_client
 ):
