@@ -80,6 +80,11 @@ def test_the_page_opened_on_submit_follows_the_job_to_its_end_without_a_reload(
     expect(page.locator("#job-stop")).to_have_count(0)
     expect(page.locator("#job-rerun")).to_be_visible()
     expect(page.locator("#job-duration")).to_have_text(re.compile(r"^\d+ 秒$"))  # not "–"
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.click("[data-language=en]")  # English headers are the longer ones
+    expect(page.locator("#replicas")).to_contain_text("Card IDs")
+    widths = page.locator("#replicas").evaluate("t => [t.scrollWidth, t.parentElement.clientWidth]")
+    assert widths[0] <= widths[1]  # every replica column shows, no sideways scrolling
     assert csp_violations == []  # the live swaps need nothing the policy refuses
 
 
