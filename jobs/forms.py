@@ -540,6 +540,23 @@ class AdvancedForm(StepForm):
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=_("One http(s) URL per line; SMS, WeChat and Feishu gateways are webhooks too."),
     )
+    # AIHC pools only: AIHC alerts go through a notify policy of the Prometheus monitoring
+    # instance the pool is connected to (alertConfig.instanceId / notifyRuleId).
+    alert_instance_id = forms.CharField(
+        label=_("Monitoring instance ID"),
+        required=False,
+        max_length=256,
+        help_text=_("The Prometheus monitoring instance the resource pool is connected to."),
+    )
+    alert_notify_rule_id = forms.CharField(
+        label=_("Notify policy ID"),
+        required=False,
+        max_length=256,
+        help_text=_(
+            "The notify policy that says who gets the alerts and how (email, SMS, phone, "
+            "DingTalk, WeCom, Feishu), e.g. notify-xxxxxxxx."
+        ),
+    )
     timeout_minutes = forms.IntegerField(
         label=_("Timeout (minutes)"),
         help_text=_(
@@ -555,9 +572,13 @@ class AdvancedForm(StepForm):
         ),
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, aihc_alerts: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         _mark_required(self, "tensorboard_path", "retention_value")
+        alert_ids = ["alert_instance_id", "alert_notify_rule_id"]
+        if not aihc_alerts:
+            for name in alert_ids:
+                del self.fields[name]
         # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("tensorboard"),
@@ -570,6 +591,7 @@ class AdvancedForm(StepForm):
                 css_id="retention-fields",
             ),
             WizardField("alert_items"),
+            *(WizardField(name) for name in alert_ids if aihc_alerts),
             WizardField("alert_emails"),
             WizardField("alert_webhooks"),
             WizardField("timeout_minutes"),

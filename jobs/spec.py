@@ -1143,14 +1143,10 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     for item in spec.alert.items:
         if item not in ALERT_EVENTS:
             err("alertConfig.alertItems", _("Unknown alert event “%(event)s”.") % {"event": item})
-    # An alert needs both an event and somewhere to go (AIHC's notify rule counts as one).
+    # An alert needs both an event and somewhere to go. Where it can go is the backend's to
+    # say (the local pool: emails and webhooks; AIHC: its notify policy), in check_spec.
     channels = spec.alert.emails or spec.alert.webhooks or spec.alert.notify_rule_id
-    if spec.alert.items and not channels:
-        err(
-            "alert.emails",
-            _("These alerts would reach nobody: add an email address or a webhook."),
-        )
-    elif channels and not spec.alert.items:
+    if channels and not spec.alert.items:
         err(
             "alertConfig.alertItems",
             _("Choose the events to alert on, or clear the email addresses and webhooks."),

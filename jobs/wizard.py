@@ -132,6 +132,8 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
     "tensorboardConfig.logPath": (ADVANCED, "tensorboard_path"),
     "tensorboardConfig": (ADVANCED, "tensorboard"),
     "retentionPeriod": (ADVANCED, "retention_value"),
+    "alertConfig.instanceId": (ADVANCED, "alert_instance_id"),
+    "alertConfig.notifyRuleId": (ADVANCED, "alert_notify_rule_id"),
     "alertConfig": (ADVANCED, "alert_items"),
     "alert.emails": (ADVANCED, "alert_emails"),
     "alert.webhooks": (ADVANCED, "alert_webhooks"),
@@ -479,6 +481,8 @@ def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
         retention_unit=retention.group(2) if retention else "d",
         alert_emails="\n".join(spec.alert.emails) or None,
         alert_webhooks="\n".join(spec.alert.webhooks) or None,
+        alert_instance_id=spec.alert.instance_id or None,
+        alert_notify_rule_id=spec.alert.notify_rule_id or None,
         timeout_minutes=spec.timeout_minutes,
         cpu_exclusive=spec.cpu_exclusive,
     )
@@ -636,6 +640,8 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         form_kwargs.update(pools=state.pools, pool=pool, templates=aiak_template_choices())
     elif step == IMAGE:
         form_kwargs["locked_image"] = state.template["image"] if state.template else ""
+    elif step == ADVANCED:
+        form_kwargs["aihc_alerts"] = state.pool is not None and state.pool.backend == "aihc"
     elif step == SUBMISSION:
         form_kwargs["queues"] = state.pool.queues if state.pool else []
     form = STEP_FORMS[step](data, **form_kwargs)
@@ -851,6 +857,8 @@ def _apply_advanced(
         items=list(cd.get("alert_items") or []),
         emails=_lines((cd.get("alert_emails") or "").replace(",", "\n")),
         webhooks=_lines(cd.get("alert_webhooks") or ""),
+        instance_id=(cd.get("alert_instance_id") or "").strip(),
+        notify_rule_id=(cd.get("alert_notify_rule_id") or "").strip(),
     )
     timeout = cd.get("timeout_minutes")
     spec.timeout_minutes = S.DEFAULT_TIMEOUT_MINUTES if timeout is None else timeout

@@ -280,7 +280,7 @@ def test_it_refuses_console_alert_channels_but_passes_aihc_alerts(fake, aihc):
     spec = seed_spec()
     spec.alert = S.AlertConfig(items=["jobFailed"], emails=["ops@example.com"])
     errors = aihc.check_spec(spec)
-    assert set(errors) == {"alert.emails", "alertConfig.instanceId"}
+    assert set(errors) == {"alert.emails", "alertConfig.instanceId", "alertConfig.notifyRuleId"}
     spec.alert = S.AlertConfig(
         items=["jobFailed"], instance_id="cprom-1", notify_rule_id="notify-1"
     )

@@ -17,6 +17,7 @@ from jobs.backends import get_backend
 from jobs.models import Job
 from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import (
+    advanced_data,
     basic_data,
     complete_steps,
     data_data,
@@ -25,6 +26,7 @@ from tests.test_wizard import (
     resources_data,
     role,
     step_url,
+    submission_data,
 )
 
 A800 = "baidu.com/a800_80g_cgpu"
@@ -243,3 +245,61 @@ def test_the_curl_sends_the_bytes_the_console_sends_to_the_same_url(
         name, _, value = header.partition(": ")
         assert call.headers[name.lower()] == value
     assert headers[-2] == "x-bce-date: <timestamp>"
+
+
+# -- alerts through AIHC's notify policy ---------------------------------------------------
+
+
+def test_an_aihc_pool_takes_its_alerts_monitoring_instance_and_notify_policy_in_the_wizard(
+    fake, alice_client
+):
+    """AIHC sends alerts only through a notify policy of the pool's monitoring instance: the
+    advanced step asks for both IDs, and they reach the create body AIHC receives."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **aihc_steps())
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    assert 'name="alert_instance_id"' in page and 'name="alert_notify_rule_id"' in page
+
+    data = advanced_data(
+        alert_items=["jobFailed", "jobSucceed"],
+        alert_instance_id="cprom-abc123",
+        alert_notify_rule_id="notify-xyz789",
+    )
+    r = alice_client.post(step_url(draft, W.ADVANCED), data)
+    assert r.status_code == 302, re.findall(r"invalid-feedback[^>]*>([^<]+)", r.content.decode())
+    complete_steps(
+        alice_client, draft, **aihc_steps(), **{W.ADVANCED: data, W.SUBMISSION: submission_data()}
+    )
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    assert r.status_code == 302
+    get_backend("aihc").submit(Job.objects.get())
+    [call] = fake.calls("CreateJob")
+    assert call.body["alertConfig"] == {
+        "alertItems": ["jobFailed", "jobSucceed"],
+        "instanceId": "cprom-abc123",
+        "notifyRuleId": "notify-xyz789",
+    }
+
+
+def test_an_aihc_alert_without_its_ids_asks_for_them_and_not_for_an_email(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **aihc_steps())
+    r = alice_client.post(
+        step_url(draft, W.ADVANCED),
+        advanced_data(alert_items=["jobFailed"], alert_instance_id="cprom-abc123"),
+    )
+    page = html.unescape(r.content.decode())
+    assert r.status_code == 200
+    assert "the notify policy that sends them" in page or "发送告警的通知策略" in page
+    assert 'id="id_alert_notify_rule_id_error"' in page
+    assert "would reach nobody" not in page and "这些告警没有接收方" not in page
+
+
+def test_the_local_pool_asks_for_no_aihc_alert_ids(alice_client, settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    assert 'name="alert_instance_id"' not in page
+    assert 'name="alert_notify_rule_id"' not in page

@@ -439,10 +439,15 @@ class AihcBackend(Backend):
                 "alertConfig.alertItems",
                 _("AIHC alerts on a TensorFlow job only when it runs, fails or succeeds."),
             )
-        if spec.alert.items and not (spec.alert.instance_id and spec.alert.notify_rule_id):
+        if spec.alert.items and not spec.alert.instance_id:
             err(
                 "alertConfig.instanceId",
-                _("AIHC alerts need the monitoring instance ID and the notify policy ID."),
+                _("AIHC alerts need the ID of the monitoring instance the pool is connected to."),
+            )
+        if spec.alert.items and not spec.alert.notify_rule_id:
+            err(
+                "alertConfig.notifyRuleId",
+                _("AIHC alerts need the ID of the notify policy that sends them."),
             )
         return errors
 

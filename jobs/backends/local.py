@@ -199,6 +199,11 @@ class LocalBackend(Backend):
                     _("The job needs %(count)d %(type)s cards; the local pool has %(total)d.")
                     % {"count": count, "type": card, "total": totals[card]},
                 )
+        if spec.alert.items and not (spec.alert.emails or spec.alert.webhooks):
+            err(
+                "alert.emails",
+                _("These alerts would reach nobody: add an email address or a webhook."),
+            )
         if spec.cpu_exclusive and spec.counts_in_range():
             needed = sum((r.cpu or 1) * r.replicas for r in spec.roles)
             cores = len(os.sched_getaffinity(0))
