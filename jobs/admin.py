@@ -594,7 +594,7 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         context["spec_sections"] = spec_sections(spec)
         refs = replica_refs(spec)
         backend = get_backend(job.backend)
-        # AIHC_JOB_ID is the id the job runs under: AIHC's own, once it has one.
+        # AIHC_JOB_ID (set by the local runner only) is the id the job runs under.
         job_id = job.external_id or (
             job.public_id if job.backend == "local" else _("<assigned on submit>")
         )

@@ -28,6 +28,9 @@ from dataclasses import dataclass
 from .spec import MPI, PYTORCH, TENSORFLOW, JobSpec, mask
 
 DEFAULT_MASTER_PORT = 23456
+# Set by the local runner for every replica, but not in AIHC's 通用环境变量列表: a job on AIHC
+# does not find them, so an AIHC pool's previews leave them out.
+LOCAL_RUNNER_VARIABLES = ("AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED")
 DEFAULT_TF_PORT = 2222
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"
 

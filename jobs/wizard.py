@@ -43,7 +43,7 @@ from .backends import (
     request_json,
 )
 from .models import Draft, Job
-from .runtime_env import replica_refs
+from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
 from .services import jobs_submit
 from .summary import spec_changes
 
@@ -242,7 +242,9 @@ def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any
     """What the pool's platform sets in every instance, as the image step lists it."""
     variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
     if pool is None or pool.backend != "local":
-        return variables
+        return [
+            (name, meaning) for name, meaning in variables if name not in LOCAL_RUNNER_VARIABLES
+        ]
     local = [(name, LOCAL_INJECTED_VALUES.get(name, meaning)) for name, meaning in variables]
     return local + LOCAL_INJECTED_EXTRA
 

@@ -303,3 +303,26 @@ def test_the_local_pool_asks_for_no_aihc_alert_ids(alice_client, settings, tmp_p
     page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
     assert 'name="alert_instance_id"' not in page
     assert 'name="alert_notify_rule_id"' not in page
+
+
+# -- what AIHC injects ----------------------------------------------------------------------
+
+# The local runner sets these too; AIHC's 通用环境变量列表 does not list them.
+LOCAL_RUNNER_ONLY = ("AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED")
+
+
+def test_an_aihc_pool_lists_only_the_variables_aihc_injects(fake, alice_client):
+    """A script that read AIHC_ROLE because the wizard promised it would find it unset on
+    AIHC: the image step and the review list what AIHC documents injecting, no more."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **aihc_steps())
+    image_page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    injected = re.search(r'id="injected-vars">(.*?)</table>', image_page, re.S).group(1)
+    assert "AIHC_JOB_NAME" in injected and "MASTER_ADDR" in injected
+    complete_steps(alice_client, draft, **aihc_steps())
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    envs = re.search(r'id="env-preview">(.*?)</section>', review, re.S).group(1)
+    assert "AIHC_JOB_NAME=llm-train" in envs and "MASTER_ADDR=llm-train-master-0" in envs
+    for name in LOCAL_RUNNER_ONLY:
+        assert name not in injected, name
+        assert f"{name}=" not in envs, name

@@ -51,6 +51,7 @@ from jobs.models import (
     JobStatus,
     ReplicaStatus,
 )
+from jobs.runtime_env import LOCAL_RUNNER_VARIABLES, ReplicaRef, replica_environment
 from jobs.services import job_event, job_transition, recorded
 from jobs.texts import joined
 
@@ -512,6 +513,18 @@ class AihcBackend(Backend):
         if job_id:
             body["labels"] = [*body.get("labels", []), {"key": CONSOLE_JOB_LABEL, "value": job_id}]
         return body
+
+    def environment_preview(
+        self, spec: spec_module.JobSpec, ref: ReplicaRef, *, job_id: str
+    ) -> dict[str, str]:
+        """What AIHC documents injecting (通用环境变量列表) plus the user's envs: none of the
+        local runner's extras, unless the user sets one (PYTHONUNBUFFERED) themselves."""
+        env = replica_environment(spec, ref, job_id=job_id, masked=True)
+        own = {e.name for e in spec.envs}
+        for name in LOCAL_RUNNER_VARIABLES:
+            if name not in own:
+                env.pop(name, None)
+        return env
 
     def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
         """What `AihcClient.create_job` sends for this pool's API version (unsigned); before
