@@ -229,6 +229,7 @@ EVENT_REASONS = {
     "Restarted": pgettext_lazy("event reason", "Restarted (fault tolerance)"),
     "HangSuspected": pgettext_lazy("event reason", "Hang suspected"),
     "StopRequested": pgettext_lazy("event reason", "Stop requested"),
+    "StopFailed": pgettext_lazy("event reason", "Stop failed"),
     "Stopping": pgettext_lazy("event reason", "Stopping"),
     "Stopped": pgettext_lazy("event reason", "Stopped"),
     "Timeout": pgettext_lazy("event reason", "Timeout reached"),

@@ -11,7 +11,7 @@ from django.utils import translation
 
 from jobs import wizard as W
 from jobs.backends import get_backend
-from jobs.models import Draft, Job, JobStatus
+from jobs.models import Draft, EventType, Job, JobStatus
 from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import (
     basic_data,
@@ -450,3 +450,28 @@ def test_a_v2_jobs_page_and_admin_show_the_action_style_request_it_was_sent_with
         line, _, body = text.partition("\n")
         assert line == f"POST /?{call.raw_query}"
         assert body.strip() == call.raw_body.decode()
+
+
+def test_a_stop_aihc_refuses_is_recorded_on_the_job_page_not_just_flashed(
+    fake, alice_client, alice
+):
+    """The owner presses Stop while AIHC fails: the job runs on, and its events say the stop
+    failed and why, for whoever opens the page later (the flash message is gone by then);
+    "Stop requested" alone read as if the stop were under way."""
+    job = submitted_on_aihc(alice_client, alice)
+    fake.set_job_status(job.external_id, "Running")
+    get_backend("aihc").sync(job)
+    fake.fail_next("StopJob", status=500, code="InternalError", message="stop backend down")
+
+    r = alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
+    assert r.status_code == 302
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    failed = job.events.get(reason="StopFailed")
+    assert failed.type == EventType.WARNING
+    assert "stop backend down" in failed.message and "InternalError" in failed.message
+    page = html_module.unescape(
+        alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    )
+    assert "停止失败" in page and "百舸 AIHC 未能停止该任务：stop backend down" in page

@@ -1160,11 +1160,22 @@ class AihcBackend(Backend):
                 )
             except AihcError as exc:
                 if exc.code != "JobNotFound":
-                    raise _shown(
-                        _("AIHC did not stop the job: %(error)s"),
-                        exc,
-                        job.job_spec().secret_values(),
-                    ) from None
+                    secrets = job.job_spec().secret_values()
+                    # On the page for good, not only in the flash the person who pressed
+                    # Stop saw: the job runs on, and its events say why.
+                    job_event(
+                        job=job,
+                        reason="StopFailed",
+                        message=scrub(
+                            recorded(
+                                gettext_noop("AIHC did not stop the job: %(error)s"),
+                                error=recorded_error(exc),
+                            ),
+                            secrets,
+                        ),
+                        warning=True,
+                    )
+                    raise _shown(_("AIHC did not stop the job: %(error)s"), exc, secrets) from None
         if job.status == JobStatus.STOPPING:
             return  # sync moves it on once AIHC reports it stopped
         if job.status == JobStatus.QUEUED or (
