@@ -1239,6 +1239,10 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         if len(rows) < F.MAX_ROWS:
             rows.append(_new_row(step, current, rows))
         raw = with_rows(raw, prefix, rows)
+        if step == DATA:
+            # 新增挂载 means mounting it: with storage left off (the default on a pool with
+            # no PFS) the row would be filled in and silently never mounted.
+            raw["storage_enabled"] = ["on"]
     elif prefix and action.startswith("remove-row-"):
         rows = rows_of(raw, prefix)
         at = int(action.rsplit("-", 1)[1])

@@ -475,3 +475,40 @@ def test_a_stop_aihc_refuses_is_recorded_on_the_job_page_not_just_flashed(
         alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     )
     assert "停止失败" in page and "百舸 AIHC 未能停止该任务：stop backend down" in page
+
+
+def test_adding_a_mount_on_a_pool_without_pfs_turns_storage_on_so_the_mount_is_sent(
+    fake, alice_client, settings
+):
+    """A v2 pool with no PFS opens the data step with storage off and no row. Adding a mount
+    (a BOS bucket) and filling it in must mount it: before, storage stayed off, the step
+    passed, and the bucket silently never reached AIHC."""
+    fake.add_pool("cce-nopfs", "no pfs", queues=("default",), gpus={A800: (16, 0)})
+    settings.AIHC_POOL_API_VERSIONS = {"cce-nopfs": "v2"}
+    draft = new_draft(alice_client)
+    steps = {
+        W.BASIC: basic_data(resource_pool="cce-nopfs"),
+        W.RESOURCES: resources_data(roles=[role("master", 1, A800, 8)]),
+    }
+    complete_steps(alice_client, draft, upto=W.DATA, **steps)
+    opened = alice_client.get(step_url(draft, W.DATA)).content.decode()
+    assert re.search(r'<input type="checkbox" name="storage_enabled"(?![^>]*checked)', opened)
+
+    # 新增挂载, as the page sends it: storage unticked, no rows yet.
+    r = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=(), storage=False), action="add-row"
+    )
+    assert r.status_code == 302
+    page = alice_client.get(step_url(draft, W.DATA)).content.decode()
+    assert re.search(r'<input type="checkbox" name="storage_enabled"[^>]*checked', page)
+    bucket = data_data(
+        mounts=(("bos", "", "/mnt/bos"),), **{"mounts-0-source_path": "bos://team-bucket/data"}
+    )
+    complete_steps(alice_client, draft, **{**steps, W.DATA: bucket})
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get()
+    get_backend("aihc").submit(job)
+    [call] = fake.calls("CreateJob")
+    assert call.body["datasources"] == [
+        {"type": "bos", "name": "", "sourcePath": "bos://team-bucket/data", "mountPath": "/mnt/bos"}
+    ]
