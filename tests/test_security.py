@@ -509,6 +509,43 @@ def test_over_https_responses_carry_hsts_and_secure_cookies(alice, settings):
     assert login.cookies["sessionid"]["secure"] and login.cookies["sessionid"]["httponly"]
 
 
+# -- password storage ------------------------------------------------------------------------
+
+
+def console_password_hashers() -> list[str]:
+    """What console/settings.py configures (the test settings swap in a fast MD5 hasher)."""
+    import console.settings
+
+    return list(console.settings.PASSWORD_HASHERS)
+
+
+def test_new_passwords_are_stored_as_argon2id(db, settings):
+    settings.PASSWORD_HASHERS = console_password_hashers()
+
+    user = User.objects.create_user("dave", password="dave-password-1")
+
+    assert user.password.startswith("argon2$argon2id$")
+    assert user.check_password("dave-password-1")
+
+
+def test_a_password_stored_with_pbkdf2_still_logs_in_and_is_rehashed_with_argon2(db, settings):
+    from django.contrib.auth.hashers import PBKDF2PasswordHasher
+
+    settings.PASSWORD_HASHERS = console_password_hashers()
+    user = User.objects.create_user("erin")
+    # As an earlier release stored it (few rounds, so the test stays fast).
+    user.password = PBKDF2PasswordHasher().encode("erin-password-1", "somesalt", iterations=1000)
+    user.save(update_fields=["password"])
+    client = Client()
+
+    r = client.post("/login/", {"username": "erin", "password": "erin-password-1"})
+
+    assert r.status_code == 302
+    assert client.session["_auth_user_id"] == str(user.pk)
+    user.refresh_from_db()
+    assert user.password.startswith("argon2$argon2id$")
+
+
 # -- login throttling ------------------------------------------------------------------------
 
 
