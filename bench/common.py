@@ -29,9 +29,9 @@ def free_port() -> int:
 
 @contextmanager
 def console_server(
-    extra_env: dict[str, str] | None = None, setup: str = ""
+    extra_env: dict[str, str] | None = None, setup: str = "", threads: int = 1
 ) -> Iterator[tuple[str, dict[str, str]]]:
-    """Starts gunicorn (1 worker, 1 thread: measures the code, not concurrency).
+    """Starts gunicorn (1 worker, 1 thread by default: measures the code, not concurrency).
 
     `setup` is Python run with Django configured before the server starts (create users,
     jobs...). Yields (base_url, env) so callers can run more manage.py commands.
@@ -64,7 +64,7 @@ def console_server(
             "--workers",
             "1",
             "--threads",
-            "1",
+            str(threads),
             "--log-level",
             "warning",
             "--no-control-socket",  # as `manage.py serve`: no ~/.gunicorn/gunicorn.ctl
