@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
 from . import spec as S
-from .backends import Pool
+from .backends import Pool, Volume
 from .models import Priority
 
 # Messages of Django and django-tasks-db that their Chinese catalogs word badly or lack; the
@@ -393,6 +393,10 @@ class DataForm(StepForm):
 
 
 class MountForm(forms.Form):
+    """A mount row. Its volume follows its storage type: only that type's volumes are
+    offered, and a volume of another type (the row's type switched without JavaScript, which
+    would have redrawn the row) is replaced by the type's only volume, or none, and said so."""
+
     type = forms.ChoiceField(label=_("Storage type"))
     name = forms.ChoiceField(label=_("File system / volume"), required=False)
     source_path = forms.CharField(label=_("Source path"), required=False, max_length=1024)
@@ -400,32 +404,65 @@ class MountForm(forms.Form):
         label=_("Mount path in the container"), required=False, max_length=1024
     )
     access = forms.ChoiceField(label=_("Access"), choices=ACCESS_CHOICES)
+    refitted: Volume | None = None  # the volume of another type this row was sent with
 
     def __init__(self, *args: Any, pool: Pool | None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         types = pool.storage_types if pool else []
         self.fields["type"].choices = [(t, STORAGE_LABELS.get(t, t)) for t in types]
-        self.volumes = {v.name: v for v in (pool.volumes if pool else [])}
+        volumes = {v.name: v for v in (pool.volumes if pool else [])}
+        chosen = self.chosen_type()
+        if pool is not None and chosen in types:
+            offered = pool.volumes_of(chosen)
+            name = str(self.data.get(self.add_prefix("name")) or "") if self.is_bound else ""
+            wrong = volumes.get(name)
+            if wrong is not None and wrong.type != chosen:
+                self.data = self.data.copy()
+                self.data[self.add_prefix("name")] = pool.volume_for(chosen, name)
+                self.refitted = wrong
+        else:
+            offered = list(volumes.values())  # the type has its own message; no guess
         self.fields["name"].choices = [("", "—")] + [
             (
                 v.name,
                 f"{v.name} ({STORAGE_LABELS.get(v.type, v.type)}{', ' + v.label if v.label else ''})",
             )
-            for v in self.volumes.values()
+            for v in offered
         ]
         self.fields["source_path"].widget.attrs["placeholder"] = _("blank or / = whole volume")
         self.fields["mount_path"].widget.attrs["placeholder"] = "/workspace"
         self.fields["mount_path"].widget.attrs["aria-required"] = "true"  # the spec requires it
         _styled(self)
 
+    def chosen_type(self) -> str:
+        if self.is_bound:
+            return str(self.data.get(self.add_prefix("type")) or "")
+        return str(self.initial.get("type") or "")
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        volume = self.volumes.get(data.get("name") or "")
-        if volume and data.get("type") and volume.type != data["type"]:
+        wrong = self.refitted
+        if wrong is not None:
+            values = {
+                "volume": wrong.name,
+                "volume_type": STORAGE_LABELS.get(wrong.type, wrong.type),
+                "type": STORAGE_LABELS.get(self.chosen_type(), self.chosen_type()),
+                "fitted": data.get("name") or "",
+            }
             self.add_error(
                 "name",
-                _("%(volume)s is not a %(type)s volume.")
-                % {"volume": volume.name, "type": STORAGE_LABELS.get(data["type"], data["type"])},
+                (
+                    _(
+                        "%(volume)s is a %(volume_type)s volume, not %(type)s: this row now "
+                        "mounts %(fitted)s, the only %(type)s volume. Check the row and go on."
+                    )
+                    if values["fitted"]
+                    else _(
+                        "%(volume)s is a %(volume_type)s volume, not %(type)s, so it was taken "
+                        "out of this row. Check the row and go on."
+                    )
+                )
+                % values,
             )
         return data
 

@@ -31,6 +31,9 @@ urlpatterns = [
     path("create/<uuid:draft_id>/idle/", wizard_views.wizard_idle, name="wizard-idle"),
     path("create/<uuid:draft_id>/totals/", wizard_views.wizard_totals, name="wizard-totals"),
     path("create/<uuid:draft_id>/example/", wizard_views.wizard_example, name="wizard-example"),
+    path(
+        "create/<uuid:draft_id>/mount-row/", wizard_views.wizard_mount_row, name="wizard-mount-row"
+    ),
     path("create/<uuid:draft_id>/<slug:step>/", wizard_views.wizard_step, name="wizard-step"),
     path("jobs/<str:public_id>/copy/", wizard_views.job_copy, name="job-copy"),
 ]

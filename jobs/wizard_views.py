@@ -337,11 +337,26 @@ def _data_extras(
     request: AuthenticatedHttpRequest, state: W.WizardState, forms: W.StepForms
 ) -> dict[str, Any]:
     types = state.pool.storage_types if state.pool else []
+    for i, row in enumerate(forms.formset.forms):
+        _follow_type(row, state.draft.id, i)
     return {
         "rows": list(enumerate(forms.formset.forms)),
         "node_disk": W.node_disk(state.pool, "hostpath"),
         "bos": "bos" in types,
     }
+
+
+def _follow_type(row: F.MountForm, draft_id: Any, index: int) -> None:
+    """Switching a mount row's storage type redraws the row (its volume choices follow the
+    type); without JavaScript 下一步 does it (MountForm)."""
+    row.fields["type"].widget.attrs.update(
+        {
+            "hx-get": f"{reverse('wizard-mount-row', args=[draft_id])}?row={index}",
+            "hx-include": "closest tr",
+            "hx-target": "closest tr",
+            "hx-swap": "outerHTML",
+        }
+    )
 
 
 def _fault_extras(
@@ -604,4 +619,26 @@ def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
             "example": _example(request.GET.get("example", "")),
             "step_url": _step_url(draft, W.IMAGE),
         },
+    )
+
+
+@require_GET
+@login_required
+def wizard_mount_row(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
+    """A mount row redrawn after its storage type changed: that type's volumes to choose
+    (its only one chosen), and what was typed in the row kept."""
+    pool = W.find_pool(_draft_pool_id(request, draft_id))  # 404 unless the user's draft
+    index = min(W.parse_int(request.GET.get("row")), F.MAX_ROWS - 1)
+    prefix = f"mounts-{index}"
+    row = request.GET.copy()
+    if pool is not None:
+        row[f"{prefix}-name"] = pool.volume_for(
+            row.get(f"{prefix}-type", ""), row.get(f"{prefix}-name", "")
+        )
+    form = F.MountForm(row, prefix=prefix, pool=pool)
+    _follow_type(form, draft_id, index)
+    return render(
+        request,
+        "jobs/wizard/_data.html#mount-row",
+        {"i": index, "row": form, "show_errors": False},
     )

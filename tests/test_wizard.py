@@ -427,7 +427,7 @@ def test_every_step_answers_plain_and_htmx_and_moves_on_with_both(alice_client, 
     assert step in draft.completed_steps
 
 
-@pytest.mark.parametrize("name", ["idle", "totals", "aiak", "queues", "example"])
+@pytest.mark.parametrize("name", ["idle", "totals", "aiak", "queues", "example", "mount-row"])
 def test_partials_answer_plain_requests_too(alice_client, name):
     draft = new_draft(alice_client)
 
@@ -1096,6 +1096,11 @@ def test_garbage_partial_queries_never_fail(alice_client):
         ),
         (reverse("wizard-queues", args=[draft.id]), {"resource_pool": "\x00"}),
         (reverse("wizard-example", args=[draft.id]), {"example": "<script>"}),
+        (reverse("wizard-mount-row", args=[draft.id]), {"row": "x", "mounts-0-type": "<b>"}),
+        (
+            reverse("wizard-mount-row", args=[draft.id]),
+            {"row": "9" * 50, "mounts-49-type": "hostpath", "mounts-49-name": "\x00"},
+        ),
     ]
     for url, params in queries:
         assert alice_client.get(url, params).status_code == 200

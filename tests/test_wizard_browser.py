@@ -7,7 +7,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from jobs import wizard as W
 from jobs.models import Draft, Job
+from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import A800, V100
 
 pytestmark = pytest.mark.browser
@@ -29,6 +31,11 @@ def next_step(page, slug):
     page.click("#wizard-next")
     page.wait_for_url(re.compile(rf"/{slug}/$"))
     expect(page.locator("#wizard")).to_be_visible()
+
+
+def settled(page):
+    """htmx wires up what it swapped in once it settles (20 ms later; no person is as quick)."""
+    page.wait_for_function("() => !document.querySelector('.htmx-added')")
 
 
 def fill_basic(page, name="bert-large"):
@@ -536,3 +543,54 @@ def test_each_of_a_fields_problems_reads_on_its_own_line_when_it_has_several(log
     first, second = page.locator("#error_1_id_env_paste"), page.locator("#error_2_id_env_paste")
     expect(second).to_be_visible()
     assert second.bounding_box()["y"] > first.bounding_box()["y"]  # not run into one sentence
+
+
+@pytest.fixture
+def aihc_pool(settings):
+    """An AIHC pool (the strict fake) with one PFS volume: its mounts offer PFS and 本地盘."""
+    fake = FakeAihc().start()
+    fake.add_pool("cce-pool1", "百舸训练池", gpus={A800: (32, 6)}, pfs="pfs-7xWeAt")
+    configure(settings, fake)
+    yield "cce-pool1"
+    fake.stop()
+
+
+def test_switching_a_mount_rows_storage_type_changes_its_volume_choices(
+    logged_in_page, aihc_pool, alice
+):
+    page = logged_in_page
+    start(page)
+    page.select_option("select[name=resource_pool]", aihc_pool)
+    fill_basic(page)
+    fill_image(page)
+    for i in (0, 1):
+        page.select_option(f"select[name=roles-{i}-accelerator_type]", A800)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/mnt/cluster")
+
+    page.click("#add-mount")
+    name = page.locator("#id_mounts-1-name")
+    expect(name).to_have_value("pfs-7xWeAt")  # a new row comes preset to the PFS volume
+    page.fill("#id_mounts-1-source_path", "/ssd1/data")
+    page.fill("#id_mounts-1-mount_path", "/mnt/data")
+    page.select_option("#id_mounts-1-access", "ro")
+    settled(page)
+    page.select_option("#id_mounts-1-type", "hostpath")
+
+    expect(name.locator("option")).to_have_count(1)  # 本地盘: no volume to choose
+    expect(name).to_have_value("")
+    expect(page.locator("#id_mounts-1-source_path")).to_have_value("/ssd1/data")
+    expect(page.locator("#id_mounts-1-mount_path")).to_have_value("/mnt/data")
+    expect(page.locator("#id_mounts-1-access")).to_have_value("ro")
+    page.select_option("#id_mounts-1-type", "pfs")
+    expect(name).to_have_value("pfs-7xWeAt")  # PFS's only volume is picked
+    settled(page)
+    page.select_option("#id_mounts-1-type", "hostpath")
+    expect(name).to_have_value("")
+
+    next_step(page, "fault")
+    mounts = W.rows_of(Draft.objects.get(owner=alice).data[W.DATA], "mounts")
+    assert [(W._one(m, "type"), W._one(m, "name")) for m in mounts] == [
+        ("pfs", "pfs-7xWeAt"),
+        ("hostpath", ""),
+    ]

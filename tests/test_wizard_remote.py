@@ -1,5 +1,6 @@
-"""The wizard with a remote (AIHC) pool: stale inventory says how old it is, and the review
-shows exactly the request the pool's backend sends (v1 or v2), secrets masked."""
+"""The wizard with a remote (AIHC) pool: stale inventory says how old it is, the review
+shows exactly the request the pool's backend sends (v1 or v2), secrets masked, and a mount
+row's volume follows its storage type."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import shlex
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
+from jobs import forms as F
 from jobs import wizard as W
 from jobs.aihc.mapping import v2_from_v1
 from jobs.backends import get_backend
+from jobs.backends.base import Pool, Volume
 from jobs.models import Job
 from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import (
@@ -21,8 +25,10 @@ from tests.test_wizard import (
     basic_data,
     complete_steps,
     data_data,
+    field_errors,
     image_data,
     new_draft,
+    post_step,
     resources_data,
     role,
     step_url,
@@ -326,3 +332,117 @@ def test_an_aihc_pool_lists_only_the_variables_aihc_injects(fake, alice_client):
     for name in LOCAL_RUNNER_ONLY:
         assert name not in injected, name
         assert f"{name}=" not in envs, name
+
+
+# -- a mount row's volume follows its storage type -------------------------------------------
+
+PFS = "pfs-7xWeAt"
+
+
+def options(page: str, name: str) -> list[str]:
+    """The values a select offers, and the selected one last (None when none is)."""
+    select = re.search(rf'<select name="{name}".*?</select>', page, re.S).group(0)
+    chosen = re.findall(r'<option value="([^"]*)"[^>]*selected', select)
+    return re.findall(r'<option value="([^"]*)"', select) + [chosen[0] if chosen else None]
+
+
+def typed_row(kind: str, volume: str) -> dict:
+    return {
+        "row": "1",
+        "mounts-1-type": kind,
+        "mounts-1-name": volume,
+        "mounts-1-source_path": "/ssd1/data",
+        "mounts-1-mount_path": "/mnt/data",
+        "mounts-1-access": "ro",
+    }
+
+
+@pytest.mark.parametrize("htmx", [True, False])
+def test_switching_a_mount_rows_type_offers_that_types_volumes_and_keeps_what_was_typed(
+    fake, alice_client, htmx
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **aihc_steps())
+    url = reverse("wizard-mount-row", args=[draft.id])
+    headers = {"HX-Request": "true"} if htmx else {}
+
+    to_disk = alice_client.get(url, typed_row("hostpath", PFS), headers=headers)
+    back_to_pfs = alice_client.get(url, typed_row("pfs", ""), headers=headers)
+
+    assert to_disk.status_code == back_to_pfs.status_code == 200
+    disk = to_disk.content.decode()
+    assert "<html" not in disk and disk.lstrip().startswith("<tr")
+    assert options(disk, "mounts-1-name") == ["", ""]  # 本地盘 has no volume to choose
+    assert options(disk, "mounts-1-type")[-1] == "hostpath"
+    assert 'value="/ssd1/data"' in disk and 'value="/mnt/data"' in disk
+    assert options(disk, "mounts-1-access")[-1] == "ro"
+    assert 'value="remove-row-1"' in disk  # still the second row, removable
+    # PFS has one volume: it is picked.
+    assert options(back_to_pfs.content.decode(), "mounts-1-name") == ["", PFS, PFS]
+
+
+def test_the_data_step_page_wires_each_rows_type_to_the_row_partial(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **aihc_steps())
+
+    page = alice_client.get(step_url(draft, W.DATA)).content.decode()
+
+    select = re.search(r'<select name="mounts-0-type"[^>]*>', page).group(0)
+    assert f'hx-get="{reverse("wizard-mount-row", args=[draft.id])}?row=0"' in select
+    assert 'hx-target="closest tr"' in select and 'hx-include="closest tr"' in select
+
+
+def test_without_javascript_a_volume_of_another_type_is_dropped_and_the_row_shown_again(
+    fake, alice_client
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **aihc_steps())
+    mounts = (("pfs", PFS, "/mnt/cluster"), ("hostpath", PFS, "/mnt/data"))
+    typed = data_data(mounts=mounts, **{"mounts-1-source_path": "/ssd1/data"})
+    typed["mounts-1-access"] = "ro"
+
+    shown = post_step(alice_client, draft, W.DATA, typed)
+    page = shown.content.decode()
+    again = post_step(
+        alice_client,
+        draft,
+        W.DATA,
+        {**typed, "mounts-1-name": options(page, "mounts-1-name")[-1] or ""},
+    )
+
+    assert shown.status_code == 200
+    [message] = field_errors(shown, "id_mounts-1-name")
+    assert PFS in message and "本地盘" in message
+    assert options(page, "mounts-1-name") == ["", ""]
+    assert options(page, "mounts-1-type")[-1] == "hostpath"
+    assert 'value="/ssd1/data"' in page and 'value="/mnt/data"' in page
+    assert options(page, "mounts-1-access")[-1] == "ro"
+    assert options(page, "mounts-0-name")[-1] == PFS  # the other row is untouched
+    assert again.status_code == 302 and again["Location"] == step_url(draft, W.FAULT)
+
+
+def test_a_mount_form_offers_only_its_types_volumes_and_refits_a_volume_of_another_type():
+    pool = Pool(
+        id="p",
+        name="p",
+        backend="aihc",
+        volumes=[Volume("pfs", "pfs-a"), Volume("pfs", "pfs-b"), Volume("hostpath", "disk")],
+        storage_types=["pfs", "hostpath"],
+    )
+
+    def row(kind: str, volume: str) -> F.MountForm:
+        data = {"m-type": kind, "m-name": volume, "m-mount_path": "/mnt", "m-access": "rw"}
+        return F.MountForm(data, prefix="m", pool=pool)
+
+    with translation.override("en"):
+        to_disk, to_pfs, kept = row("hostpath", "pfs-a"), row("pfs", "disk"), row("pfs", "pfs-b")
+        assert not to_disk.is_valid() and not to_pfs.is_valid() and kept.is_valid()
+        # The only local-disk volume is picked; of two PFS volumes neither is guessed.
+        assert to_disk["name"].value() == "disk"
+        assert "disk" in to_disk.errors["name"][0] and "pfs-a" in to_disk.errors["name"][0]
+        assert to_pfs["name"].value() == ""
+        assert "disk" in to_pfs.errors["name"][0]
+    assert [v for v, _label in to_pfs.fields["name"].choices] == ["", "pfs-a", "pfs-b"]
+    assert [v for v, _label in to_disk.fields["name"].choices] == ["", "disk"]
+    assert kept.cleaned_data["name"] == "pfs-b"
+    assert to_disk["mount_path"].value() == "/mnt"

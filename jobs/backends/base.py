@@ -56,6 +56,17 @@ class Pool:
     def idle(self, accelerator_type: str) -> int:
         return next((a.idle for a in self.accelerators if a.type == accelerator_type), 0)
 
+    def volumes_of(self, storage_type: str) -> list[Volume]:
+        return [v for v in self.volumes if v.type == storage_type]
+
+    def volume_for(self, storage_type: str, name: str) -> str:
+        """The volume a mount row of `storage_type` holds, given the `name` it held: that
+        name when it is one of the type's volumes, else the type's only volume, else none."""
+        offered = [v.name for v in self.volumes_of(storage_type)]
+        if name in offered:
+            return name
+        return offered[0] if len(offered) == 1 else ""
+
 
 # Where the v1 CreateJob request goes when a pool's backend names no endpoint of its own.
 DEFAULT_AIHC_ENDPOINT = "https://aihc.bj.baidubce.com"
