@@ -84,6 +84,7 @@ RULES: dict[str, Rule] = {
     "wizard-idle": Rule(kwargs=draft_kwargs),
     "wizard-totals": Rule(kwargs=draft_kwargs),
     "wizard-example": Rule(kwargs=draft_kwargs),
+    "wizard-mount-row": Rule(kwargs=draft_kwargs),
 }
 
 
