@@ -103,6 +103,12 @@ def main() -> None:
             ),
             ("partial queue options", f"{draft}/queues/?resource_pool=local", HTMX),
             ("partial example", f"{draft}/example/?example=MPIJob", HTMX),
+            (
+                "partial mount row (type switched)",
+                f"{draft}/mount-row/?row=1&mounts-1-type=hostpath&mounts-1-source_path=/ssd1/data"
+                "&mounts-1-mount_path=/mnt/data&mounts-1-access=ro",
+                HTMX,
+            ),
         ]
         measured = []
         for name, url, headers in pages + fragments + partials:
