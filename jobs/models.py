@@ -32,7 +32,10 @@ S = JobStatus
 # Submit failed and Rejected are not final: the owner may fix and resubmit.
 TRANSITIONS: dict[str, frozenset[str]] = {
     S.PENDING_REVIEW: frozenset({S.QUEUED, S.REJECTED, S.STOPPED}),
-    S.QUEUED: frozenset({S.SUBMITTING, S.RUNNING, S.STOPPED, S.PENDING_REVIEW, S.FAILED}),
+    # Queued -> Stopping: a job queued on a platform whose stop the platform has not confirmed.
+    S.QUEUED: frozenset(
+        {S.SUBMITTING, S.RUNNING, S.STOPPING, S.STOPPED, S.PENDING_REVIEW, S.FAILED}
+    ),
     S.SUBMITTING: frozenset({S.QUEUED, S.RUNNING, S.SUBMIT_FAILED, S.STOPPING, S.FAILED}),
     S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.STOPPING, S.TIMED_OUT, S.QUEUED}),
     S.STOPPING: frozenset({S.STOPPED, S.SUCCEEDED, S.FAILED, S.TIMED_OUT}),
@@ -230,6 +233,7 @@ EVENT_REASONS = {
     "HangSuspected": pgettext_lazy("event reason", "Hang suspected"),
     "StopRequested": pgettext_lazy("event reason", "Stop requested"),
     "StopFailed": pgettext_lazy("event reason", "Stop failed"),
+    "StopUnconfirmed": pgettext_lazy("event reason", "Stop not confirmed"),
     "Stopping": pgettext_lazy("event reason", "Stopping"),
     "Stopped": pgettext_lazy("event reason", "Stopped"),
     "Timeout": pgettext_lazy("event reason", "Timeout reached"),

@@ -562,7 +562,7 @@ def test_aihc_statuses_become_console_event_reasons_with_aihcs_name_in_the_messa
     assert job.events.filter(reason="Running").exists()
 
 
-def test_a_failed_stop_says_what_did_not_happen_and_aihcs_reason(fake, aihc, alice):
+def test_a_stop_aihc_refuses_fails_with_what_did_not_happen_and_aihcs_reason(fake, aihc, alice):
     job = submitted(fake, aihc, alice)
     fake.set_job_status(job.external_id, "Running")
     aihc.sync(job)
@@ -574,6 +574,125 @@ def test_a_failed_stop_says_what_did_not_happen_and_aihcs_reason(fake, aihc, ali
     message = caught.value.message
     assert message.startswith("AIHC did not stop the job: job is terminating")
     assert "JobStateConflict" in message and "requestId" in message
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING  # a clear no: the job runs on
+    [failed] = job.events.filter(reason="StopFailed")
+    assert "job is terminating" in failed.message
+    assert not job.events.filter(reason="Stopping").exists()
+
+
+def stop_sent_minutes_ago(job: Job, minutes: int) -> None:
+    """Moves the job's move to Stopping back in time (instead of waiting for a resend)."""
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=minutes))
+    job.refresh_from_db()
+
+
+@pytest.mark.parametrize(
+    "no_clear_answer",
+    [
+        lambda fake: fake.fail_next("StopJob", status=500, code="InternalError"),
+        lambda fake: fake.fail_next("StopJob", status=429, code="RequestLimitExceeded"),
+        lambda fake: fake.drop_next("StopJob"),
+    ],
+    ids=["server-error", "throttled", "no-answer"],
+)
+def test_a_stop_aihc_gives_no_clear_answer_is_taken_and_sent_again_until_the_job_stops(
+    fake, aihc, alice, no_clear_answer
+):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    no_clear_answer(fake)
+
+    aihc.stop(job)  # no error for the person who pressed Stop
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert fake.jobs[job.external_id].status == "Running"
+    stopping = job.events.get(reason="Stopping")
+    assert stopping.type == "Warning"
+    assert "AIHC did not answer it yet" in stopping.message_shown
+    assert "sends the stop again" in stopping.message_shown
+    assert not job.events.filter(reason="StopFailed").exists()
+    aihc.sync(job)  # within a minute of the stop: not sent again yet
+    assert len(fake.calls("StopJob")) == 1
+    stop_sent_minutes_ago(job, 2)
+
+    aihc.sync(job)  # AIHC still runs it: the stop goes again, and this time AIHC takes it
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("StopJob")) == 2
+    assert job.status == JobStatus.STOPPED
+    assert job.events.filter(reason__in=["Stopping", "StopRequested"]).count() == 1
+
+
+def test_a_stop_that_cannot_reach_aihc_stays_stopping_until_aihc_is_back_and_stops_the_job(
+    fake, aihc, alice, settings
+):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    settings.AIHC_ENDPOINT = "http://127.0.0.1:9"  # nothing listens on the discard port
+
+    aihc.stop(job)
+    stop_sent_minutes_ago(job, 2)
+    with pytest.raises(BackendError):
+        aihc.sync(job)  # AIHC still down: the worker logs it and tries at its next sync
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert "Unreachable" in job.events.get(reason="Stopping").message
+    assert fake.calls("StopJob") == []
+    settings.AIHC_ENDPOINT = fake.url  # AIHC is back
+    aihc.sync(job)
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert len(fake.calls("StopJob")) == 1
+    assert job.status == JobStatus.STOPPED
+
+
+def test_a_job_queued_on_aihc_whose_stop_got_no_answer_is_stopping_not_stopped(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    assert job.status == JobStatus.QUEUED and job.external_id
+    fake.fail_next("StopJob", status=503, code="ServiceUnavailable")
+
+    aihc.stop(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING  # AIHC may still start it
+    stop_sent_minutes_ago(job, 2)
+    aihc.sync(job)
+    aihc.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+
+
+def test_a_job_aihc_never_confirms_stopped_ends_failed_after_half_an_hour_of_resends(
+    fake, aihc, alice
+):
+    job = submitted(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    fake.fail_next("StopJob", status=500, code="InternalError", times=100)
+    aihc.stop(job)
+    stop_sent_minutes_ago(job, 29)
+    aihc.sync(job)  # sent again
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    aihc._stops_sent[job.pk] -= timedelta(minutes=2)
+    stop_sent_minutes_ago(job, 31)
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert len(fake.calls("StopJob")) == 2  # the resends were logged, not made events
+    assert job.events.filter(reason="Stopping").count() == 1
+    [gave_up] = job.events.filter(reason="StopUnconfirmed")
+    assert gave_up.type == "Warning"
+    assert job.external_id in gave_up.message and "Running" in gave_up.message
+    assert list(job.replicas.values_list("status", flat=True)) == ["stopped"]
 
 
 def test_a_failed_log_read_says_the_logs_were_not_returned_in_the_readers_language(
@@ -945,8 +1064,7 @@ def test_a_stop_that_failed_after_adopting_an_in_flight_create_is_sent_again(fak
     fake.set_job_status(created.job_id, "Running")
     fake.fail_next("StopJob", status=500, code="InternalError")
 
-    with pytest.raises(BackendError):
-        aihc.sync(job)  # adopted; its stop did not go through
+    aihc.sync(job)  # adopted; its stop did not go through
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPING and job.external_id == created.job_id
     aihc.sync(job)  # within a minute of the stop: not sent again yet

@@ -455,13 +455,13 @@ def test_a_v2_jobs_page_and_admin_show_the_action_style_request_it_was_sent_with
 def test_a_stop_aihc_refuses_is_recorded_on_the_job_page_not_just_flashed(
     fake, alice_client, alice
 ):
-    """The owner presses Stop while AIHC fails: the job runs on, and its events say the stop
-    failed and why, for whoever opens the page later (the flash message is gone by then);
+    """The owner presses Stop and AIHC refuses it: the job runs on, and its events say the
+    stop failed and why, for whoever opens the page later (the flash message is gone by then);
     "Stop requested" alone read as if the stop were under way."""
     job = submitted_on_aihc(alice_client, alice)
     fake.set_job_status(job.external_id, "Running")
     get_backend("aihc").sync(job)
-    fake.fail_next("StopJob", status=500, code="InternalError", message="stop backend down")
+    fake.fail_next("StopJob", status=400, code="JobStateConflict", message="job is terminating")
 
     r = alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
     assert r.status_code == 302
@@ -470,11 +470,37 @@ def test_a_stop_aihc_refuses_is_recorded_on_the_job_page_not_just_flashed(
     assert job.status == JobStatus.RUNNING
     failed = job.events.get(reason="StopFailed")
     assert failed.type == EventType.WARNING
-    assert "stop backend down" in failed.message and "InternalError" in failed.message
+    assert "job is terminating" in failed.message and "JobStateConflict" in failed.message
     page = html_module.unescape(
         alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     )
-    assert "停止失败" in page and "百舸 AIHC 未能停止该任务：stop backend down" in page
+    assert "停止失败" in page and "百舸 AIHC 未能停止该任务：job is terminating" in page
+
+
+def test_a_stop_aihc_does_not_answer_is_accepted_once_and_the_page_says_it_is_sent_again(
+    fake, alice_client, alice
+):
+    """AIHC fails the owner's Stop with a server error: the console takes the stop (no error
+    to press Stop again for), says AIHC has not answered yet, and sends it again itself."""
+    job = submitted_on_aihc(alice_client, alice)
+    fake.set_job_status(job.external_id, "Running")
+    get_backend("aihc").sync(job)
+    fake.fail_next("StopJob", status=500, code="InternalError", message="stop backend down")
+
+    r = alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
+    again = alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
+
+    flashes = [str(m) for m in r.wsgi_request._messages]
+    assert flashes == ["已请求停止任务。"]
+    assert again.status_code == 302 and len(fake.calls("StopJob")) == 1
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert job.events.filter(reason="StopRequested").count() == 1
+    assert not job.events.filter(reason="StopFailed").exists()
+    page = html_module.unescape(
+        alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    )
+    assert "百舸 AIHC 尚未答复" in page and "stop backend down" in page
 
 
 def test_adding_a_mount_on_a_pool_without_pfs_turns_storage_on_so_the_mount_is_sent(

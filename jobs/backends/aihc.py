@@ -80,8 +80,11 @@ PREVIEW_JOB_ID = "<job-id>"  # the review's request, before the job (and its id)
 # A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
 STUCK_SUBMITTING = timedelta(minutes=2)
 # A job AIHC still reports running this long after the console asked it to stop gets the
-# stop again (the first may not have reached AIHC).
+# stop again (the first may not have reached AIHC, or AIHC gave it no clear answer).
 STOP_RESEND = timedelta(minutes=1)
+# A job AIHC still reports running this long after it went Stopping, though the stop was sent
+# again meanwhile, ends Failed ("StopUnconfirmed") instead of staying Stopping for ever.
+STOP_UNCONFIRMED = timedelta(minutes=30)
 # After this many create attempts that got no answer (and no job of that name showed up),
 # the job is marked Submit failed instead of being tried again.
 MAX_UNANSWERED_CREATES = 4
@@ -118,6 +121,12 @@ POD_INDEX_RE = re.compile(r"-(\d+)$")
 def _never_reached_aihc(exc: AihcError) -> bool:
     """Nothing was created: the connection failed, or AIHC throttled the request."""
     return isinstance(exc, AihcUnavailable) or exc.status == 429
+
+
+def _refused(exc: AihcError) -> bool:
+    """AIHC answered, and said no: a 4xx with its error code (not 429, which asks for fewer
+    requests). Anything else (no answer, a server error, throttling) may be AIHC's hiccup."""
+    return 400 <= exc.status < 500 and exc.status != 429
 
 
 def _may_have_created(exc: AihcError) -> bool:
@@ -1004,8 +1013,7 @@ class AihcBackend(Backend):
                 )
             # A status the console cannot read changes nothing, but the timeout still holds.
         elif job.status == JobStatus.STOPPING and target in (JobStatus.QUEUED, JobStatus.RUNNING):
-            self._stop_again(job, client, config, secrets)
-            return
+            self._stop_again(job, client, config, secrets, status)
         elif target != job.status:
             self._walk(
                 job, target, recorded(gettext_noop("AIHC reports %(status)s."), status=status)
@@ -1015,12 +1023,45 @@ class AihcBackend(Backend):
             self._stops_sent.pop(job.pk, None)
             self._close_replicas(job)
 
-    def _stop_again(self, job: Job, client: AihcClient, config: Config, secrets: list[str]) -> None:
+    def _stop_again(
+        self, job: Job, client: AihcClient, config: Config, secrets: list[str], status: str
+    ) -> None:
         """AIHC still runs a job the console is stopping: the stop may never have reached it
-        (it failed right after a create in flight was adopted), so it is sent again, at most
-        once per STOP_RESEND. Stopping stays until AIHC reports the job ended."""
+        (AIHC gave it no clear answer, or it failed right after a create in flight was
+        adopted), so it is sent again, at most once per STOP_RESEND, and logged, not made an
+        event each time. Stopping stays until AIHC reports the job ended; after
+        STOP_UNCONFIRMED, and a minute after a stop sent again, the job ends Failed instead."""
         now = timezone.now()
-        last = max(job.updated_at, self._stops_sent.get(job.pk, job.updated_at))
+        sent = self._stops_sent.get(job.pk)
+        if (
+            now - job.updated_at >= STOP_UNCONFIRMED
+            and sent is not None
+            and now - sent >= STOP_RESEND
+        ):
+            self._stops_sent.pop(job.pk, None)
+            logger.warning(
+                "AIHC still reports %s %s after its stop; it is not followed any more",
+                job.public_id,
+                status,
+            )
+            self._move(
+                job,
+                JobStatus.FAILED,
+                "StopUnconfirmed",
+                recorded(
+                    gettext_noop(
+                        "AIHC still reports the job %(status)s %(minutes)d minutes after the stop "
+                        "was requested, though the stop was sent again. The console no longer "
+                        "follows it: look at job %(id)s in AIHC, it may still run there."
+                    ),
+                    status=status,
+                    minutes=int(STOP_UNCONFIRMED.total_seconds() // 60),
+                    id=job.external_id,
+                ),
+                warning=True,
+            )
+            return
+        last = max(job.updated_at, sent or job.updated_at)
         if now - last < STOP_RESEND:
             return
         self._stops_sent[job.pk] = now
@@ -1145,8 +1186,13 @@ class AihcBackend(Backend):
     # -- actions -------------------------------------------------------------------
 
     def stop(self, job: Job) -> None:
+        """Stops the job on AIHC. A clear refusal (a 4xx other than JobNotFound) raises
+        BackendError and leaves the job as it was, with a StopFailed event; a stop AIHC gave
+        no clear answer to (no answer, a 5xx, 429) is taken all the same: the job goes Stopping
+        and sync sends the stop again (`_stop_again`) while AIHC still reports it running."""
         if job.status in FINAL_STATUSES:
             return
+        unanswered: AihcError | None = None
         if job.external_id:
             config, client = self._setup()
             try:
@@ -1157,8 +1203,10 @@ class AihcBackend(Backend):
                     version=config.version(job.resource_pool),
                 )
             except AihcError as exc:
-                if exc.code != "JobNotFound":
-                    secrets = job.job_spec().secret_values()
+                secrets = job.job_spec().secret_values()
+                if exc.code == "JobNotFound":
+                    pass  # nothing left to stop
+                elif _refused(exc):
                     # On the page for good, not only in the flash the person who pressed
                     # Stop saw: the job runs on, and its events say why.
                     job_event(
@@ -1174,8 +1222,34 @@ class AihcBackend(Backend):
                         warning=True,
                     )
                     raise _shown(_("AIHC did not stop the job: %(error)s"), exc, secrets) from None
+                else:
+                    unanswered = exc
+                    logger.warning(
+                        "AIHC stop of %s got no clear answer: %s; sync sends it again",
+                        job.public_id,
+                        scrub(str(exc), secrets),
+                    )
         if job.status == JobStatus.STOPPING:
-            return  # sync moves it on once AIHC reports it stopped
+            return  # sync moves it on once AIHC reports it stopped (sending the stop again)
+        if unanswered is not None:
+            # AIHC may still run (or start) the job: Stopping, until AIHC reports it ended.
+            self._move(
+                job,
+                JobStatus.STOPPING,
+                "Stopping",
+                scrub(
+                    recorded(
+                        gettext_noop(
+                            "Stop requested; AIHC did not answer it yet (%(error)s). The console "
+                            "sends the stop again until AIHC reports the job ended."
+                        ),
+                        error=recorded_error(unanswered),
+                    ),
+                    job.job_spec().secret_values(),
+                ),
+                warning=True,
+            )
+            return
         if job.status == JobStatus.QUEUED or (
             not job.external_id and job.status != JobStatus.SUBMITTING
         ):
