@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
 import pytest
@@ -305,8 +305,9 @@ def test_submitting_the_seed_job_sends_exactly_its_v1_body(fake, aihc, alice):
     assert call.params == {"resourcePoolId": POOL}
     assert job.external_id == next(iter(fake.jobs))
     reasons = list(job.events.values_list("reason", flat=True))
-    # The first sync right after the create brings AIHC's own event in.
-    assert reasons == ["Created", "Submitting", "Submitted", "AIHC:Created"]
+    # The first sync right after the create brings AIHC's own event in, at the time AIHC
+    # wrote it: after the console sent the job, before AIHC's answer reached it.
+    assert reasons == ["Created", "Submitting", "AIHC:Created", "Submitted"]
 
 
 def test_a_v2_pool_gets_the_mapped_body_with_queue_in_the_query(fake, aihc, alice, settings):
@@ -405,7 +406,8 @@ def test_a_create_that_times_out_is_reconciled_and_the_job_created_once(
     assert job.status == JobStatus.QUEUED
     assert job.external_id == next(iter(fake.jobs))
     reasons = list(job.events.values_list("reason", flat=True))
-    assert reasons[-3:] == ["SubmitTimedOut", "Submitted", "AIHC:Created"]
+    # AIHC created it at once (its event's time); the console heard of it only later.
+    assert reasons[-3:] == ["AIHC:Created", "SubmitTimedOut", "Submitted"]
     assert "已关联该任务而未重复创建" in job.events.get(reason="Submitted").message
 
 
@@ -798,6 +800,83 @@ def test_sync_follows_aihc_states_replicas_and_events_without_duplicates(fake, a
     assert job.status == JobStatus.SUCCEEDED and job.finished_at is not None
     assert job.events.filter(reason="AIHC:Succeeded").count() == 1
     assert set(job.replicas.values_list("status", flat=True)) == {"succeeded"}
+
+
+def aihc_event(fake, job: Job, reason: str, message: str, stamp: str, kind: str = "Normal"):
+    """An event AIHC lists for the job, written at `stamp` (its firstTimestamp)."""
+    event = {**fake._event(reason, message, kind), "firstTimestamp": stamp}
+    event["lastTimestamp"] = stamp
+    fake.jobs[job.external_id].events.append(event)
+
+
+def test_aihc_events_carry_aihcs_own_time_not_a_utc_stamp_in_their_message(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    later = timezone.now().astimezone(UTC).replace(microsecond=0) + timedelta(hours=1)
+    aihc_event(
+        fake, job, "FailedScheduling", "0/4 nodes are available", f"{later:%Y-%m-%dT%H:%M:%SZ}"
+    )
+    # The same words again, later (a pod backing off twice), and an RFC 3339 time with an offset.
+    aihc_event(
+        fake,
+        job,
+        "FailedScheduling",
+        "0/4 nodes are available",
+        (later + timedelta(minutes=5, milliseconds=250))
+        .astimezone(timezone.get_fixed_timezone(480))
+        .isoformat(),
+        "Warning",
+    )
+
+    aihc.sync(job)
+    aihc.sync(job)
+
+    events = list(job.events.filter(reason="AIHC:FailedScheduling"))
+    assert [(e.created_at, e.message, e.type) for e in events] == [
+        (later, "0/4 nodes are available", "Normal"),
+        (later + timedelta(minutes=5, milliseconds=250), "0/4 nodes are available", "Warning"),
+    ]
+    assert job.events.last().reason == "AIHC:FailedScheduling"  # in time order, the latest
+
+
+def test_an_aihc_event_with_a_time_that_cannot_be_read_is_dated_when_copied_and_copied_once(
+    fake, aihc, alice
+):
+    job = submitted(fake, aihc, alice)
+    aihc_event(fake, job, "Pulled", "image pulled", "yesterday-ish")
+    before = timezone.now()
+
+    aihc.sync(job)
+    aihc.sync(job)
+
+    [event] = job.events.filter(reason="AIHC:Pulled")
+    assert event.message == "image pulled"
+    assert before <= event.created_at <= timezone.now()
+
+
+def test_an_aihc_event_never_shows_before_the_console_sent_the_job(fake, aihc, alice):
+    """AIHC stamps whole seconds (and its clock may lag): an event stamped before the job was
+    sent shows right after the console's Submitting, not before the job existed."""
+    job = submitted(fake, aihc, alice)
+    aihc_event(fake, job, "Scheduled", "assigned to node-1", "2020-01-01T00:00:00Z")
+
+    aihc.sync(job)
+
+    sent = job.events.get(reason="Submitting").created_at
+    assert job.events.get(reason="AIHC:Scheduled").created_at == sent
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert reasons.index("AIHC:Scheduled") > reasons.index("Submitting")
+
+
+def test_aihc_events_copied_before_their_time_was_read_are_not_copied_again(fake, aihc, alice):
+    job = submitted(fake, aihc, alice)
+    aihc_event(fake, job, "Pulled", "image pulled", "2030-01-02T03:04:05Z")
+    JobEvent.objects.create(
+        job=job, reason="AIHC:Pulled", message="image pulled [2030-01-02T03:04:05Z]"
+    )
+
+    aihc.sync(job)
+
+    assert job.events.filter(reason="AIHC:Pulled").count() == 1
 
 
 def test_an_unknown_aihc_status_is_recorded_once_and_changes_nothing(fake, aihc, alice):

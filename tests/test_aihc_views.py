@@ -503,6 +503,38 @@ def test_a_stop_aihc_does_not_answer_is_accepted_once_and_the_page_says_it_is_se
     assert "百舸 AIHC 尚未答复" in page and "stop backend down" in page
 
 
+def test_an_aihc_event_shows_at_its_own_time_in_the_consoles_time_zone(
+    fake, alice_client, alice, settings
+):
+    """AIHC writes event times in UTC; the page shows them as every other time on it, in the
+    console's time zone, and the message no longer repeats AIHC's UTC stamp."""
+    settings.TIME_ZONE = "Asia/Shanghai"
+    job = submitted_on_aihc(alice_client, alice)
+    fake.jobs[job.external_id].events.append(
+        {
+            "reason": "FailedScheduling",
+            "message": "0/4 nodes are available",
+            "firstTimestamp": "2030-01-02T03:04:05Z",
+            "lastTimestamp": "2030-01-02T03:04:05Z",
+            "count": 1,
+            "type": "Warning",
+        }
+    )
+    get_backend("aihc").sync(job)
+
+    page = html_module.unescape(
+        alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    )
+
+    [shown] = [
+        li
+        for li in re.findall(r"<li[^>]*>(.*?)</li>", page, re.S)
+        if "AIHC:" in li and "Sched" in li
+    ]
+    assert "2030-01-02 11:04:05" in shown
+    assert "0/4 nodes are available" in shown and "03:04:05" not in shown
+
+
 def test_adding_a_mount_on_a_pool_without_pfs_turns_storage_on_so_the_mount_is_sent(
     fake, alice_client, settings
 ):

@@ -149,6 +149,17 @@ def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
     )
 
 
+def aihc_time(stamp: str) -> datetime | None:
+    """An AIHC time as a datetime: UTC "2015-04-27T08:23:49Z" as BCE writes times (the
+    Kubernetes event times AIHC passes on are RFC 3339, which this also reads: fractions, an
+    offset); a time without an offset is UTC. None when it cannot be read."""
+    try:
+        when = datetime.fromisoformat(stamp.strip())
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+
+
 # AIHC's errors and events quote a job's secrets the way its logs do: one masking rule.
 scrub = masked
 
@@ -1146,21 +1157,45 @@ class AihcBackend(Backend):
                 "AIHC events of %s unavailable: %s", job.public_id, scrub(str(exc), secrets)
             )
             return
-        seen = {
-            (reason, message)
-            for reason, message in JobEvent.objects.filter(job=job).values_list("reason", "message")
-        }
-        new = []
+        existing = list(
+            JobEvent.objects.filter(job=job, reason__startswith="AIHC:").values_list(
+                "reason", "message", "created_at"
+            )
+        )
+        seen = {(reason, message, at) for reason, message, at in existing}
+        # Undated events (a stamp that cannot be read) are told apart by their words alone;
+        # events copied before times were read carry their stamp in the message.
+        said = {(reason, message) for reason, message, _at in existing}
+        # AIHC stamps whole seconds, so an event of the second the job was sent would show
+        # before the console's own "Submitting": none shows before the job was first sent.
+        sent = (
+            job.events.filter(reason="Submitting").order_by("created_at").first() or job
+        ).created_at
+        new: list[tuple[JobEvent, datetime]] = []
         for event in events:
             reason = f"AIHC:{event.get('reason') or 'Event'}"[:64]
-            stamp = event.get("firstTimestamp") or event.get("lastTimestamp") or ""
-            message = scrub(f"{event.get('message') or ''} [{stamp}]".strip(), secrets)
-            if (reason, message) in seen:
+            stamp = str(event.get("firstTimestamp") or event.get("lastTimestamp") or "")
+            message = scrub(str(event.get("message") or "").strip(), secrets)
+            when = aihc_time(stamp)
+            if (reason, scrub(f"{message} [{stamp}]".strip(), secrets)) in said:
                 continue
-            seen.add((reason, message))
+            if when is None:
+                if (reason, message) in said:
+                    continue
+                when = timezone.now()
+            else:
+                when = max(when, sent)
+                if (reason, message, when) in seen:
+                    continue
+            seen.add((reason, message, when))
+            said.add((reason, message))
             kind = EventType.WARNING if str(event.get("type")) == "Warning" else EventType.NORMAL
-            new.append(JobEvent(job=job, reason=reason, message=message, type=kind))
-        JobEvent.objects.bulk_create(new)
+            new.append((JobEvent(job=job, reason=reason, message=message, type=kind), when))
+        # created_at is stamped on insert: the event's own time is set just after.
+        created = JobEvent.objects.bulk_create([row for row, _when in new])
+        for row, (_row, when) in zip(created, new, strict=True):
+            row.created_at = when
+        JobEvent.objects.bulk_update(created, ["created_at"])
 
     @staticmethod
     def _sync_replicas(job: Job, pods: list[dict[str, Any]]) -> None:
