@@ -83,7 +83,7 @@ STUCK_SUBMITTING = timedelta(minutes=2)
 # stop again (the first may not have reached AIHC, or AIHC gave it no clear answer).
 STOP_RESEND = timedelta(minutes=1)
 # A job AIHC still reports running this long after it went Stopping, though the stop was sent
-# again meanwhile, ends Failed ("StopUnconfirmed") instead of staying Stopping for ever.
+# again meanwhile, gets one "StopUnconfirmed" warning; it stays Stopping, the stop still resent.
 STOP_UNCONFIRMED = timedelta(minutes=30)
 # After this many create attempts that got no answer (and no job of that name showed up),
 # the job is marked Submit failed instead of being tried again.
@@ -1040,30 +1040,26 @@ class AihcBackend(Backend):
         """AIHC still runs a job the console is stopping: the stop may never have reached it
         (AIHC gave it no clear answer, or it failed right after a create in flight was
         adopted), so it is sent again, at most once per STOP_RESEND, and logged, not made an
-        event each time. Stopping stays until AIHC reports the job ended; after
-        STOP_UNCONFIRMED, and a minute after a stop sent again, the job ends Failed instead."""
+        event each time. Stopping stays until AIHC reports the job ended: the console cannot
+        know it stopped, and calling it ended would leave it running on AIHC unwatched. After
+        STOP_UNCONFIRMED one warning event says so, for the owner to look on AIHC's side."""
         now = timezone.now()
         sent = self._stops_sent.get(job.pk)
         if (
             now - job.updated_at >= STOP_UNCONFIRMED
-            and sent is not None
-            and now - sent >= STOP_RESEND
+            and not job.events.filter(
+                reason="StopUnconfirmed", created_at__gte=job.updated_at
+            ).exists()
         ):
-            self._stops_sent.pop(job.pk, None)
-            logger.warning(
-                "AIHC still reports %s %s after its stop; it is not followed any more",
-                job.public_id,
-                status,
-            )
-            self._move(
-                job,
-                JobStatus.FAILED,
-                "StopUnconfirmed",
-                recorded(
+            logger.warning("AIHC still reports %s %s after its stop", job.public_id, status)
+            job_event(
+                job=job,
+                reason="StopUnconfirmed",
+                message=recorded(
                     gettext_noop(
                         "AIHC still reports the job %(status)s %(minutes)d minutes after the stop "
-                        "was requested, though the stop was sent again. The console no longer "
-                        "follows it: look at job %(id)s in AIHC, it may still run there."
+                        "was requested. The console keeps sending the stop; look at job %(id)s "
+                        "in AIHC: it may still run there."
                     ),
                     status=status,
                     minutes=int(STOP_UNCONFIRMED.total_seconds() // 60),
@@ -1071,7 +1067,6 @@ class AihcBackend(Backend):
                 ),
                 warning=True,
             )
-            return
         last = max(job.updated_at, sent or job.updated_at)
         if now - last < STOP_RESEND:
             return
