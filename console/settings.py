@@ -449,6 +449,9 @@ ALERT_WEBHOOK_TIMEOUT_SECONDS = envfloat("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5)
 REVIEW_POLICY = env("REVIEW_POLICY", "none").lower()
 REVIEW_ABOVE_CARDS = envint("REVIEW_ABOVE_CARDS", 8)
 REVIEW_QUEUES = envlist("REVIEW_QUEUES")
+# Whether a reviewer (superusers included) may approve a job they submitted themselves. Off: a
+# second person approves every held job (four eyes). The default until the policy is saved.
+REVIEW_ALLOW_SELF_APPROVAL = envbool("REVIEW_ALLOW_SELF_APPROVAL", "false")
 # A mistyped policy ("above-cards") or the queues policy without queues would review nothing:
 # refuse to start rather than run every job unreviewed.
 if REVIEW_POLICY not in ("none", "all", "above_cards", "queues"):

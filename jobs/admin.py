@@ -575,14 +575,19 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, context)
 
     def _job_page_context(self, request: HttpRequest, job: Job) -> dict[str, Any]:
+        refused = self._refused_own("approve") and job.owner_id == request.user.pk
         context: dict[str, Any] = {
             "review_actions": [
                 (name, ACTION_TITLES[name])
                 for name, statuses in ACTION_STATUSES.items()
-                if job.status in statuses
+                if job.status in statuses and not (name == "approve" and refused)
             ]
             if self.has_review_permission(request)
             else [],
+            # Why there is no Approve: the reviewer submitted this job.
+            "own_job_not_approvable": refused
+            and job.status in ACTION_STATUSES["approve"]
+            and self.has_review_permission(request),
         }
         try:
             spec = job.job_spec()
@@ -646,6 +651,21 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
 
     # -- review actions --
 
+    def _refused_own(self, action: str) -> bool:
+        """Whether the reviewer's own jobs are left out of this action: Approve, unless the
+        review policy allows self-approval (superusers follow the same rule)."""
+        return action == "approve" and not current_policy().allow_self_approval
+
+    def _eligible(self, request: HttpRequest, action: str, queryset: QuerySet) -> QuerySet:
+        eligible = queryset.filter(status__in=ACTION_STATUSES[action])
+        return eligible.exclude(owner=request.user) if self._refused_own(action) else eligible
+
+    def _own_refused(self, request: HttpRequest, action: str, queryset: QuerySet) -> QuerySet:
+        """The reviewer's own jobs the action would apply to but is refused on."""
+        if not self._refused_own(action):
+            return queryset.none()
+        return queryset.filter(status__in=ACTION_STATUSES[action], owner=request.user)
+
     def _confirmation(
         self,
         request: HttpRequest,
@@ -656,7 +676,7 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
         error: str = "",
     ) -> TemplateResponse:
         queryset = queryset.select_related("owner")
-        eligible = queryset.filter(status__in=ACTION_STATUSES[action])
+        eligible = self._eligible(request, action, queryset)
         eligible_count = eligible.count()
         context = {
             **self.admin_site.each_context(request),
@@ -670,6 +690,7 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
             "skipped": list(
                 queryset.exclude(status__in=ACTION_STATUSES[action])[:CONFIRMATION_SHOWN]
             ),
+            "own_skipped": list(self._own_refused(request, action, queryset)[:CONFIRMATION_SHOWN]),
             # With "select all" the queryset is the whole filtered list: a few ids suffice
             # for the admin to treat the post as an action; select_across does the rest.
             "selected_ids": list(queryset.values_list("pk", flat=True)[:CONFIRMATION_SHOWN]),
@@ -714,7 +735,8 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
             existing = Job.objects.filter(pk__in=picked).count()
             gone = len(picked) - existing
             skipped += existing - queryset.count()
-        eligible = list(queryset.filter(status__in=ACTION_STATUSES[action]).select_related("owner"))
+        own = self._own_refused(request, action, queryset).count()
+        eligible = list(self._eligible(request, action, queryset).select_related("owner"))
         done = 0
         failures: list[str] = []
         for job in eligible:
@@ -740,6 +762,18 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
                     skipped,
                 )
                 % {"count": skipped},
+                messages.WARNING,
+            )
+        if own:
+            self.message_user(
+                request,
+                ngettext(
+                    "Skipped %(count)d job: you submitted it, so another reviewer approves it.",
+                    "Skipped %(count)d jobs: you submitted them, so another reviewer approves "
+                    "them.",
+                    own,
+                )
+                % {"count": own},
                 messages.WARNING,
             )
         if gone:
@@ -842,7 +876,7 @@ class ReviewPolicyForm(forms.ModelForm):
 
     class Meta:
         model = ReviewPolicy
-        fields = ["mode", "above_cards", "queues"]
+        fields = ["mode", "above_cards", "queues", "allow_self_approval"]
 
     def clean_queues(self) -> str:
         if self.cleaned_data.get("mode") != ReviewMode.QUEUES:
@@ -878,7 +912,7 @@ class ReviewPolicyAdmin(admin.ModelAdmin):
     """One policy, edited by superusers only; the list goes straight to it."""
 
     form = ReviewPolicyForm
-    fields = ["mode", "above_cards", "queues", "updated_by", "updated_at"]
+    fields = ["mode", "above_cards", "queues", "allow_self_approval", "updated_by", "updated_at"]
     readonly_fields = ["updated_by", "updated_at"]
 
     def has_module_permission(self, request: HttpRequest) -> bool:

@@ -350,7 +350,8 @@ class ReviewMode(models.TextChoices):
 
 class ReviewPolicy(models.Model):
     """The one review policy (jobs.review). Until a superuser saves it in the admin, the
-    settings REVIEW_POLICY / REVIEW_ABOVE_CARDS / REVIEW_QUEUES apply."""
+    settings REVIEW_POLICY / REVIEW_ABOVE_CARDS / REVIEW_QUEUES / REVIEW_ALLOW_SELF_APPROVAL
+    apply."""
 
     mode = models.CharField(_("review"), max_length=16, choices=ReviewMode.choices)
     above_cards = models.PositiveIntegerField(
@@ -364,6 +365,15 @@ class ReviewPolicy(models.Model):
         help_text=_(
             "With “review jobs in the listed queues”: one per line, a queue name (any pool) "
             "or pool/queue."
+        ),
+    )
+    # Off: a job's own submitter never approves it, superusers included (four eyes).
+    allow_self_approval = models.BooleanField(
+        _("reviewers may approve their own jobs"),
+        default=False,
+        help_text=_(
+            "Off: a job a reviewer submitted is approved by another reviewer (superusers "
+            "included). Rejecting one's own job stays possible."
         ),
     )
     updated_at = models.DateTimeField(_("updated"), auto_now=True)

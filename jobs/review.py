@@ -1,10 +1,13 @@
 """Review of submitted jobs: the policy that decides which jobs wait for a reviewer, and the
 reviewer's actions (approve, reject, stop, resubmit).
 
-The policy comes from settings (REVIEW_POLICY, REVIEW_ABOVE_CARDS, REVIEW_QUEUES) until a
-superuser saves it in the admin; from then on the saved ReviewPolicy row applies. Every
-action goes through `job_transition`, so it is recorded as an event with who (the event's
-actor) and when, and it cannot race the worker into an impossible state.
+The policy comes from settings (REVIEW_POLICY, REVIEW_ABOVE_CARDS, REVIEW_QUEUES,
+REVIEW_ALLOW_SELF_APPROVAL) until a superuser saves it in the admin; from then on the saved
+ReviewPolicy row applies. Unless it allows self-approval, nobody approves a job they
+submitted, superusers included: a second person does (rejecting one's own job stays allowed,
+it only withdraws it). Every action goes through `job_transition`, so it is recorded as an
+event with who (the event's actor) and when, and it cannot race the worker into an
+impossible state.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from django.contrib.auth.models import Group, Permission
 from django.core.mail import send_mail
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from . import spec as spec_module
+from .actions import ActionError
 from .models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
 from .services import job_transition, recorded
 from .texts import joined
@@ -42,6 +47,7 @@ def policy_from_settings() -> ReviewPolicy:
         mode=mode,
         above_cards=settings.REVIEW_ABOVE_CARDS,
         queues="\n".join(settings.REVIEW_QUEUES),
+        allow_self_approval=settings.REVIEW_ALLOW_SELF_APPROVAL,
     )
 
 
@@ -130,15 +136,40 @@ def send_owner_mail(*, job: Job, subject: str, body: str) -> None:
         logger.exception("Could not mail %s about job %s", job.owner.email, job.public_id)
 
 
+def own_job(*, job: Job, reviewer: Any) -> bool:
+    return bool(job.owner_id == reviewer.pk)
+
+
+def may_approve(*, job: Job, reviewer: Any, policy: ReviewPolicy | None = None) -> bool:
+    """Whether the reviewer may approve this job: not one they submitted, unless the policy
+    allows self-approval (superusers follow the same rule)."""
+    if not own_job(job=job, reviewer=reviewer):
+        return True
+    return (policy or current_policy()).allow_self_approval
+
+
 def job_approve(*, job: Job, reviewer: Any) -> bool:
-    """Pending review -> Queued: the worker dispatches it."""
+    """Pending review -> Queued: the worker dispatches it. Refused (ActionError) for the
+    reviewer's own job unless the policy allows self-approval."""
     if job.status != JobStatus.PENDING_REVIEW:
         return False
+    if not may_approve(job=job, reviewer=reviewer):
+        raise ActionError(
+            _("You submitted this job: the review policy has another reviewer approve it.")
+        )
+    message = (
+        recorded(
+            gettext_noop("Approved by %(user)s, who submitted it (the review policy allows it)."),
+            user=reviewer.get_username(),
+        )
+        if own_job(job=job, reviewer=reviewer)
+        else recorded(gettext_noop("Approved by %(user)s."), user=reviewer.get_username())
+    )
     done = job_transition(
         job=job,
         to=JobStatus.QUEUED,
         reason="Approved",
-        message=recorded(gettext_noop("Approved by %(user)s."), user=reviewer.get_username()),
+        message=message,
         actor=reviewer,
         review_state=ReviewState.APPROVED,
         reviewed_by=reviewer,

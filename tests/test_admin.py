@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.logs import replica_log_path
@@ -863,3 +863,167 @@ def test_the_review_site_carries_the_consoles_own_name_in_either_language(review
     header = re.search(r'<div id="site-name"><a [^>]*>([^<]+)<', admin).group(1)
     assert header.startswith(name), (name, header)
     assert re.search(r"<title>[^<]*" + re.escape(name), admin)
+
+
+# -- four eyes: nobody approves their own job unless the policy allows it ------------------
+
+
+def allow_self_approval(allowed: bool) -> None:
+    ReviewPolicy.objects.update_or_create(
+        pk=1, defaults={"mode": ReviewMode.ALL, "allow_self_approval": allowed}
+    )
+
+
+def messages_after(client: Client, response) -> list[str]:
+    return [str(m) for m in client.get(response["Location"]).context["messages"]]
+
+
+@pytest.mark.parametrize(
+    ("language", "reason"),
+    [("zh-hans", "任务由您提交"), ("en", "you submitted this job")],
+)
+def test_bulk_approve_lists_the_reviewers_own_job_as_skipped_with_the_reason(
+    alice, reviewer, review_all, language, reason
+):
+    theirs = submit(alice, "1", name="alices")
+    own = submit(reviewer, "2", name="carols")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = language
+
+    ask = client.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [theirs.pk, own.pk]}
+    )
+
+    page = ask.content.decode()
+    own_list = page[page.index('class="review-own"') :]
+    assert reason in page[: page.index('class="review-own"')].rsplit("<p>", 1)[1]
+    assert own.public_id in own_list and theirs.public_id not in own_list
+    assert ask.context["eligible_count"] == 1
+
+
+def test_confirming_bulk_approve_queues_others_jobs_and_leaves_the_reviewers_own_waiting(
+    alice, reviewer, review_all
+):
+    theirs = submit(alice, "1")
+    own = submit(reviewer, "2")
+    client = client_for(reviewer)
+
+    done = confirm(client, "approve_jobs", [theirs, own])
+
+    assert done.status_code == 302
+    assert Job.objects.get(pk=theirs.pk).status == JobStatus.QUEUED
+    own.refresh_from_db()
+    assert (own.status, own.review_state, own.reviewed_by) == (
+        JobStatus.PENDING_REVIEW,
+        ReviewState.PENDING,
+        None,
+    )
+    assert not own.events.filter(reason="Approved").exists()
+    said = messages_after(client, done)
+    assert "跳过 1 个任务：任务由您提交，需由其他审核人审核通过。" in said, said
+    assert "已通过 1 个任务，已进入排队。" in said, said
+    assert not any("状态不允许" in m for m in said), said
+
+
+def test_the_reviewers_own_job_page_offers_reject_but_not_approve(alice, reviewer, review_all):
+    own = submit(reviewer, "1")
+    client = client_for(reviewer)
+
+    page = client.get(f"{CHANGELIST}{own.pk}/change/").content.decode()
+
+    assert f"/admin/jobs/job/{own.pk}/review/approve/" not in page
+    assert f"/admin/jobs/job/{own.pk}/review/reject/" in page
+    assert 'id="own-job-note"' in page and "由您提交" in page
+    other = client.get(f"{CHANGELIST}{submit(alice, '2').pk}/change/").content.decode()
+    assert "/review/approve/" in other and 'id="own-job-note"' not in other
+
+
+def test_approving_ones_own_job_directly_is_refused_with_a_message_not_a_500(reviewer, review_all):
+    own = submit(reviewer, "1")
+    client = client_for(reviewer)
+
+    ask = client.get(f"{CHANGELIST}{own.pk}/review/approve/")
+    done = client.post(
+        CHANGELIST,
+        {"action": "approve_jobs", "_selected_action": [own.pk], "post": "yes", "_single": "1"},
+    )
+
+    assert ask.status_code == 200
+    assert "您提交的任务需由其他审核人审核通过。" in ask.content.decode()
+    assert 'id="confirm-review"' not in ask.content.decode()
+    assert done.status_code == 302 and done["Location"] == f"{CHANGELIST}{own.pk}/change/"
+    assert "跳过 1 个任务：任务由您提交，需由其他审核人审核通过。" in messages_after(client, done)
+    assert Job.objects.get(pk=own.pk).status == JobStatus.PENDING_REVIEW
+
+
+def test_a_reviewer_may_still_reject_their_own_job(reviewer, review_all):
+    own = submit(reviewer, "1")
+
+    confirm(client_for(reviewer), "reject_jobs", [own], reason="Wrong dataset.")
+
+    own.refresh_from_db()
+    assert (own.status, own.reviewed_by) == (JobStatus.REJECTED, reviewer)
+
+
+def test_superusers_cannot_approve_their_own_jobs_either_until_the_policy_allows_it(
+    superuser, alice
+):
+    allow_self_approval(False)
+    own = submit(superuser, "1")
+    client = client_for(superuser)
+
+    refused = confirm(client, "approve_jobs", [own])
+    assert Job.objects.get(pk=own.pk).status == JobStatus.PENDING_REVIEW
+    assert any("由您提交" in m for m in messages_after(client, refused))
+
+    client.post(
+        "/admin/jobs/reviewpolicy/1/change/",
+        {"mode": "all", "above_cards": "8", "queues": "", "allow_self_approval": "on"},
+    )
+    confirm(client, "approve_jobs", [own])
+
+    assert ReviewPolicy.objects.get().allow_self_approval is True
+    assert Job.objects.get(pk=own.pk).status == JobStatus.QUEUED
+
+
+def test_with_self_approval_allowed_the_reviewer_approves_their_own_job_and_the_event_says_so(
+    reviewer,
+):
+    allow_self_approval(True)
+    own = submit(reviewer, "1")
+    client = client_for(reviewer)
+
+    page = client.get(f"{CHANGELIST}{own.pk}/change/").content.decode()
+    done = confirm(client, "approve_jobs", [own])
+
+    assert f"/admin/jobs/job/{own.pk}/review/approve/" in page
+    assert 'id="own-job-note"' not in page
+    assert not any("跳过" in m for m in messages_after(client, done))
+    own.refresh_from_db()
+    assert (own.status, own.reviewed_by) == (JobStatus.QUEUED, reviewer)
+    event = own.events.get(reason="Approved")
+    assert event.actor == reviewer
+    with translation.override("zh-hans"):
+        assert event.message_shown == "已由 carol 审核通过（任务由其本人提交，审核策略允许）。"
+
+
+def test_the_setting_allows_self_approval_until_a_saved_policy_says_otherwise(
+    reviewer, superuser, settings
+):
+    settings.REVIEW_POLICY = "all"
+    settings.REVIEW_ALLOW_SELF_APPROVAL = True
+    first = submit(reviewer, "1")
+    client = client_for(reviewer)
+
+    confirm(client, "approve_jobs", [first])
+    form = client_for(superuser).get("/admin/jobs/reviewpolicy/1/change/")
+    client_for(superuser).post(
+        "/admin/jobs/reviewpolicy/1/change/", {"mode": "all", "above_cards": "8", "queues": ""}
+    )
+    second = submit(reviewer, "2")
+    confirm(client, "approve_jobs", [second])
+
+    assert Job.objects.get(pk=first.pk).status == JobStatus.QUEUED
+    assert form.context["adminform"].form.initial["allow_self_approval"] is True
+    assert ReviewPolicy.objects.get().allow_self_approval is False
+    assert Job.objects.get(pk=second.pk).status == JobStatus.PENDING_REVIEW

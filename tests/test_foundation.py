@@ -226,6 +226,7 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_VOLUMES": "scratch=data/scratch"},
         {"REVIEW_POLICY": "above-cards"},
         {"REVIEW_ABOVE_CARDS": "eight"},
+        {"REVIEW_ALLOW_SELF_APPROVAL": "maybe"},
         {"DATABASE_URL": "postgress://u:hunter2@db/console"},
         {"WORKER_POLL_SECONDS": "-1"},
         {"LOG_LEVEL": "verbose"},
@@ -244,6 +245,18 @@ def test_startup_stops_with_a_message_naming_the_variable_when_a_value_is_bad(tm
     assert result.stderr.startswith(f"Configuration error: {name}")
     assert "Traceback" not in result.stderr
     assert "hunter2" not in result.stderr
+
+
+@pytest.mark.parametrize(("value", "allowed"), [("", "False"), ("Yes", "True")])
+def test_reviewers_may_approve_their_own_jobs_only_when_the_setting_turns_it_on(
+    tmp_path, value, allowed
+):
+    code = "from jobs.review import policy_from_settings as p; print(p().allow_self_approval)"
+
+    result = manage(tmp_path, "shell", "--no-imports", "-c", code, REVIEW_ALLOW_SELF_APPROVAL=value)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == allowed
 
 
 def test_the_aihc_backend_starts_with_a_known_region_or_an_endpoint(tmp_path):

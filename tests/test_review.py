@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group
+from django.utils import translation
 
 from jobs import spec as S
-from jobs.actions import job_stop
+from jobs.actions import ActionError, job_stop
 from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
 from jobs.review import (
     current_policy,
@@ -106,6 +107,36 @@ def test_an_explicit_initial_status_overrides_the_policy(alice):
     )
 
     assert job.status == JobStatus.QUEUED
+
+
+def test_the_submitter_approving_their_own_job_is_refused_by_the_review_rule_itself(reviewer):
+    save_policy(ReviewMode.ALL)
+    job = submit(reviewer)
+
+    with translation.override("zh-hans"), pytest.raises(ActionError, match="此任务由您提交"):
+        job_approve(job=job, reviewer=reviewer)
+
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.PENDING_REVIEW, ReviewState.PENDING)
+    assert [e.reason for e in job.events.all()] == ["Created", "ReviewRequired"]
+
+
+def test_a_self_approval_the_setting_allows_is_recorded_as_one(reviewer, settings):
+    settings.REVIEW_POLICY = "all"
+    settings.REVIEW_ALLOW_SELF_APPROVAL = True
+    job = submit(reviewer)
+
+    assert job_approve(job=job, reviewer=reviewer)
+
+    event = job.events.get(reason="Approved")
+    assert event.actor == reviewer
+    with translation.override("en"):
+        assert event.message_shown == (
+            "Approved by carol, who submitted it (the review policy allows it)."
+        )
+    with translation.override("zh-hans"):
+        assert event.message_shown == "已由 carol 审核通过（任务由其本人提交，审核策略允许）。"
+    assert job.reviewed_by == reviewer
 
 
 def test_the_reviewers_group_carries_the_review_permission(reviewer):

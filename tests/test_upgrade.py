@@ -17,6 +17,7 @@ Migrations and what they do to existing rows:
   forward again numbers them the same way.
 - 0006 marks jobs stopped while they waited for review (before 0005 their review state
   stayed Pending for good) as Withdrawn. Reverse: Pending again, as older releases show them.
+- 0007 adds the review policy's self-approval switch, off for a policy saved before it.
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def has_field(model: Any, name: str) -> bool:
 def create(model: Any, **fields: Any) -> Any:
     """A row as the release at this state would store it: fields it does not have yet are
     left out."""
-    return model.objects.create(**{k: v for k, v in fields.items() if has_field(model, k)})
+    return model.objects.create(
+        **{k: v for k, v in fields.items() if k == "pk" or has_field(model, k)}
+    )
 
 
 def spec_document(name: str, *, queue_total: int = 0) -> dict[str, Any]:
@@ -365,6 +368,8 @@ def test_upgrading_from_an_older_release_keeps_every_row_and_fills_the_new_field
     assert set(
         Job.objects.filter(group__name="shuffled").values_list("review_state", flat=True)
     ) == {"pending"}
+    # 0007: a policy saved before it has reviewers approve only others' jobs (four eyes).
+    assert new.get_model("jobs", "ReviewPolicy").objects.get().allow_self_approval is False
     changed = {
         pk
         for pk, row in after["Job"].items()
@@ -416,20 +421,20 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # ... with the jobs withdrawn from review Pending, as releases before 0006 show them.
     assert old_states["stopped waiting"] == ("stopped", "pending")
     # Upgrading again restores every row; the task numbers and Withdrawn are worked out
-    # again, and only the recorded-text sources a downgrade past 0003 dropped stay empty
-    # (the pages then show the text as recorded).
+    # again. Only columns the downgrade dropped come back at their defaults: the recorded-text
+    # sources past 0003 (the pages then show the text as recorded) and the policy's
+    # self-approval switch past 0007 (off).
     dropped = {
-        name: {
-            key for key in next(iter(rows.values())) if key not in next(iter(at_old[name].values()))
-        }
+        name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
-        if rows
     }
     assert dropped["Job"] <= {"group_index", "status_reason_source"}
+    defaults = {"allow_self_approval": False}
     for name, rows in before.items():
+        gone = dropped[name] - {"group_index"}
         for pk, row in rows.items():
-            gone = dropped[name] - {"group_index"} if name in dropped else set()
-            assert after[name][pk] == {**row, **dict.fromkeys(gone)}, (name, pk)
+            expected = {**row, **{key: defaults.get(key) for key in gone}}
+            assert after[name][pk] == expected, (name, pk)
 
 
 def test_upgrading_numbers_the_tasks_of_a_group_larger_than_one_fetch(at_latest_after):
