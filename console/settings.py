@@ -89,7 +89,7 @@ def envsecret(name: str) -> str | None:
 
 
 # Runtime state (SQLite database, generated secret key, job logs) lives here; git-ignored.
-VAR_DIR = Path(os.getenv("CONSOLE_VAR_DIR", BASE_DIR / "var"))
+VAR_DIR = Path(env("CONSOLE_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
@@ -110,9 +110,18 @@ SECRET_KEY = _secret_key()
 DEBUG = envbool("DEBUG", "false")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
-# The URL the console is reached at, for links in alert emails and webhooks.
+# Where `manage.py serve` (`make run`) listens, and its gunicorn's processes and threads.
+HOST = env("HOST", "127.0.0.1")
+PORT = envint("PORT", 8000)
+if not 0 < PORT < 65536:
+    raise ImproperlyConfigured(f"PORT is a TCP port (1-65535), not {PORT}")
+WEB_WORKERS = envint("WEB_WORKERS", 2)
+WEB_THREADS = envint("WEB_THREADS", 4)
+for _name, _count in (("WEB_WORKERS", WEB_WORKERS), ("WEB_THREADS", WEB_THREADS)):
+    if _count < 1:
+        raise ImproperlyConfigured(f"{_name} is 1 or more, not {_count}")
 # Links in mails and alerts; by default where `make run` serves (PORT, default 8000).
-SITE_URL = env("SITE_URL", f"http://127.0.0.1:{env('PORT', '8000')}").rstrip("/")
+SITE_URL = env("SITE_URL", f"http://127.0.0.1:{PORT}").rstrip("/")
 if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", SITE_URL):
     raise ImproperlyConfigured(
         f"SITE_URL is the address people open, e.g. https://console.example.com, not {SITE_URL!r}"
@@ -290,7 +299,7 @@ if env("EMAIL_HOST"):
             "OPTIONS": {
                 "host": env("EMAIL_HOST"),
                 "port": envint("EMAIL_PORT", 25),
-                "username": os.getenv("EMAIL_HOST_USER", ""),
+                "username": env("EMAIL_HOST_USER"),
                 "password": envsecret("EMAIL_HOST_PASSWORD") or "",
                 "use_tls": envbool("EMAIL_USE_TLS", "false"),
                 "timeout": 10,
@@ -299,11 +308,11 @@ if env("EMAIL_HOST"):
     }
 else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
-DEFAULT_FROM_EMAIL = os.getenv("DEFAULT_FROM_EMAIL", "ai-job-console@localhost")
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "ai-job-console@localhost")
 
 TASKS = {
     "default": {
-        "BACKEND": os.getenv("TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
+        "BACKEND": env("TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
         "QUEUES": ["default"],
     }
 }
@@ -360,15 +369,15 @@ for _item in envlist("LOCAL_VOLUMES", LOCAL_VOLUMES):
 # --- AIHC OpenAPI backend (jobs.backends.aihc; enable with CONSOLE_BACKENDS=local,aihc) ---
 # Where: a region (cn-beijing, cn-guangzhou, cn-suzhou, cn-baoding, cn-wuhan, cn-yangquan)
 # or an explicit endpoint URL, which wins (e.g. http://127.0.0.1:8900 for a test double).
-AIHC_REGION = os.getenv("AIHC_REGION", "cn-beijing")
-AIHC_ENDPOINT = os.getenv("AIHC_ENDPOINT", "")
+AIHC_REGION = env("AIHC_REGION", "cn-beijing")
+AIHC_ENDPOINT = env("AIHC_ENDPOINT")
 # Credentials only from the environment or mounted files (AIHC_ACCESS_KEY_FILE, ...):
 # never stored in the database, rendered, logged or put in an event.
 AIHC_ACCESS_KEY = envsecret("AIHC_ACCESS_KEY") or ""
 AIHC_SECRET_KEY = envsecret("AIHC_SECRET_KEY") or ""
 # API generation: v1 (REST, the default) or v2 (action style), overridable per pool with
 # "pool-id=v2,other-pool=v1".
-AIHC_API_VERSION = os.getenv("AIHC_API_VERSION", "v1").strip().lower()
+AIHC_API_VERSION = env("AIHC_API_VERSION", "v1").lower()
 AIHC_POOL_API_VERSIONS = {
     k.strip(): v.strip().lower()
     for k, _, v in (item.partition("=") for item in envlist("AIHC_POOL_API_VERSIONS"))
@@ -429,7 +438,7 @@ LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8)
 # Seconds between SIGTERM and SIGKILL when a job is stopped.
 LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
-LOCAL_BWRAP = os.getenv("LOCAL_BWRAP", "/usr/bin/bwrap")
+LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1)
 # How often remote (non-local) jobs are synced with their backend (seconds).

@@ -230,6 +230,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"DATABASE_URL": "postgress://u:hunter2@db/console"},
         {"WORKER_POLL_SECONDS": "-1"},
         {"LOG_LEVEL": "verbose"},
+        {"PORT": "eighty"},
+        {"PORT": "70000"},
+        {"WEB_WORKERS": "two"},
+        {"WEB_THREADS": "0"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_API_VERSION": "v3"},
@@ -286,3 +290,31 @@ def test_an_empty_variable_means_its_default_and_an_empty_secret_file_is_refused
     assert defaults.stdout.split("\n")[-2] == "['127.0.0.1', 'localhost', '[::1]'] ['local']"
     assert refused.returncode == 1
     assert refused.stderr.strip() == f"Configuration error: SECRET_KEY_FILE={empty} is empty"
+
+
+def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):
+    # An env file or compose file with `NAME=` lines: each counts as unset, as README says.
+    names = [
+        *("HOST", "PORT", "WEB_WORKERS", "WEB_THREADS", "DEFAULT_FROM_EMAIL"),
+        *("AIHC_REGION", "AIHC_ENDPOINT", "AIHC_API_VERSION", "LOCAL_BWRAP"),
+    ]
+    show = f"from django.conf import settings as s; print([getattr(s, n) for n in {names!r}])"
+
+    result = manage(
+        tmp_path, "shell", "-c", show, CONSOLE_BACKENDS="local,aihc", **dict.fromkeys(names, "")
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == str(
+        [
+            "127.0.0.1",
+            8000,
+            2,
+            4,
+            "ai-job-console@localhost",
+            "cn-beijing",
+            "",
+            "v1",
+            "/usr/bin/bwrap",
+        ]
+    )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -44,8 +46,6 @@ def test_the_web_server_opens_no_control_socket_anyone_with_its_home_could_comma
 
 
 def test_a_worker_that_dies_is_started_again_and_the_console_stays_up(tmp_path):
-    import signal
-
     from tests.test_foundation import children_of
 
     def cmdline(pid: int) -> bytes:
@@ -101,3 +101,44 @@ def test_the_gunicorn_the_project_requires_accepts_no_control_socket():
     assert "--no-control-socket" in gunicorn_command(python="python", host="h", port="1")
     assert not gunicorn.specifier.contains("25.0.3")
     assert gunicorn.specifier.contains("25.1.0")
+
+
+def test_an_empty_host_serves_on_loopback_only_not_on_every_interface(tmp_path):
+    # `HOST=` in an env file is unset like every other variable; gunicorn reads an empty
+    # host as "every interface", which would put the console on the network.
+    port = free_port()
+    env = {
+        **os.environ,
+        "CONSOLE_VAR_DIR": str(tmp_path),
+        "HOST": "",
+        "PORT": str(port),
+        "WEB_WORKERS": "",
+        "WEB_THREADS": "",
+    }
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert server.poll() is None, "serve exited"
+                assert time.monotonic() < deadline, "the console never answered"
+                time.sleep(0.2)
+        # 127.0.0.2 is this machine too: only a socket bound to every address answers there.
+        with socket.socket() as s:
+            s.settimeout(2)
+            assert s.connect_ex(("127.0.0.2", port)) != 0
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=30)

@@ -9,6 +9,7 @@ import sys
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 
@@ -16,8 +17,10 @@ class Command(BaseCommand):
     help = "Serves the console (gunicorn) and runs the background worker, until Ctrl-C."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--host", default=os.getenv("HOST", "127.0.0.1"))
-        parser.add_argument("--port", default=os.getenv("PORT", "8000"))
+        # Defaults from HOST and PORT as settings read them: an empty HOST= is unset (loopback),
+        # never gunicorn's "every interface".
+        parser.add_argument("--host", default=settings.HOST)
+        parser.add_argument("--port", default=str(settings.PORT))
 
     def handle(self, *args: Any, host: str, port: str, **options: Any) -> None:
         python = sys.executable
@@ -102,9 +105,9 @@ def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
         "--bind",
         f"{host}:{port}",
         "--workers",
-        os.getenv("WEB_WORKERS", "2"),
+        str(settings.WEB_WORKERS),
         "--threads",
-        os.getenv("WEB_THREADS", "4"),
+        str(settings.WEB_THREADS),
         "--access-logfile",
         "-",
         # gunicorn 27 opens a control socket (~/.gunicorn/gunicorn.ctl) that takes shutdown
