@@ -39,12 +39,16 @@ def envbool(name: str, default: str) -> bool:
     raise ImproperlyConfigured(f"{name} is 1/true/yes/on or 0/false/no/off, not {value!r}")
 
 
-def envint(name: str, default: int) -> int:
+def envint(name: str, default: int, *, low: int = 0, high: int | None = None) -> int:
     value = env(name, str(default))
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise ImproperlyConfigured(f"{name} is a whole number, not {value!r}") from None
+        number = None
+    if number is None or number < low or (high is not None and number > high):
+        limits = f"from {low} to {high}" if high is not None else f"{low} or more"
+        raise ImproperlyConfigured(f"{name} is a whole number {limits}, not {value!r}")
+    return number
 
 
 def envfloat(name: str, default: float) -> float:
@@ -112,14 +116,9 @@ ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 # Where `manage.py serve` (`make run`) listens, and its gunicorn's processes and threads.
 HOST = env("HOST", "127.0.0.1")
-PORT = envint("PORT", 8000)
-if not 0 < PORT < 65536:
-    raise ImproperlyConfigured(f"PORT is a TCP port (1-65535), not {PORT}")
-WEB_WORKERS = envint("WEB_WORKERS", 2)
-WEB_THREADS = envint("WEB_THREADS", 4)
-for _name, _count in (("WEB_WORKERS", WEB_WORKERS), ("WEB_THREADS", WEB_THREADS)):
-    if _count < 1:
-        raise ImproperlyConfigured(f"{_name} is 1 or more, not {_count}")
+PORT = envint("PORT", 8000, low=1, high=65535)
+WEB_WORKERS = envint("WEB_WORKERS", 2, low=1)
+WEB_THREADS = envint("WEB_THREADS", 4, low=1)
 # Links in mails and alerts; by default where `make run` serves (PORT, default 8000).
 SITE_URL = env("SITE_URL", f"http://127.0.0.1:{PORT}").rstrip("/")
 if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", SITE_URL):
@@ -284,11 +283,12 @@ if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # Login throttling (jobs.throttle): after this many failed log-ins within the window, further
 # attempts for that username, or from that address, are refused until the window passes.
-LOGIN_FAILURES_PER_USERNAME = envint("LOGIN_FAILURES_PER_USERNAME", 5)
-LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 20)
-LOGIN_THROTTLE_MINUTES = envint("LOGIN_THROTTLE_MINUTES", 15)
+# 0 would lock every log-in out (and fail it with a server error): at least 1.
+LOGIN_FAILURES_PER_USERNAME = envint("LOGIN_FAILURES_PER_USERNAME", 5, low=1)
+LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 20, low=1)
+LOGIN_THROTTLE_MINUTES = envint("LOGIN_THROTTLE_MINUTES", 15, low=1)
 # Sessions outlive a browser restart; drafts live in the database regardless.
-SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600)
+SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600, low=1)
 
 # Email for alerts and review notices. Default: printed to the console (no SMTP needed).
 # Set EMAIL_HOST to send through an SMTP server.
@@ -298,7 +298,7 @@ if env("EMAIL_HOST"):
             "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
             "OPTIONS": {
                 "host": env("EMAIL_HOST"),
-                "port": envint("EMAIL_PORT", 25),
+                "port": envint("EMAIL_PORT", 25, low=1, high=65535),
                 "username": env("EMAIL_HOST_USER"),
                 "password": envsecret("EMAIL_HOST_PASSWORD") or "",
                 "use_tls": envbool("EMAIL_USE_TLS", "false"),
@@ -434,7 +434,7 @@ AIHC_SUBMIT_PAUSE_MAX_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_MAX_SECONDS", 300)
 # --- Local runner and worker (jobs.runner, jobs.worker) ----------------------------------
 # At most this many local jobs run at once (CPU-only jobs need no cards, so cards alone do
 # not bound them).
-LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8)
+LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8, low=1)
 # Seconds between SIGTERM and SIGKILL when a job is stopped.
 LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
