@@ -51,14 +51,16 @@ def envint(name: str, default: int, *, low: int = 0, high: int | None = None) ->
     return number
 
 
-def envfloat(name: str, default: float) -> float:
+def envfloat(name: str, default: float, *, positive: bool = False) -> float:
+    """Seconds; `positive`: 0 is refused too (a timeout of 0, a tick of 0 spinning)."""
     value = env(name, str(default))
     try:
         number = float(value)
     except ValueError:
         number = float("nan")
-    if not math.isfinite(number) or number < 0:
-        raise ImproperlyConfigured(f"{name} is a number of seconds (0 or more), not {value!r}")
+    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+        limits = "more than 0" if positive else "0 or more"
+        raise ImproperlyConfigured(f"{name} is a number of seconds ({limits}), not {value!r}")
     return number
 
 
@@ -418,13 +420,13 @@ AIHC_INVENTORY_WAIT_SECONDS = envfloat("AIHC_INVENTORY_WAIT_SECONDS", 3)
 # How long a page waits for the refresh of figures older than AIHC_CACHE_SECONDS before it
 # shows the old ones with their age.
 AIHC_REFRESH_WAIT_SECONDS = envfloat("AIHC_REFRESH_WAIT_SECONDS", 1)
-AIHC_CONNECT_TIMEOUT = envfloat("AIHC_CONNECT_TIMEOUT", 5)
-AIHC_READ_TIMEOUT = envfloat("AIHC_READ_TIMEOUT", 30)
+AIHC_CONNECT_TIMEOUT = envfloat("AIHC_CONNECT_TIMEOUT", 5, positive=True)
+AIHC_READ_TIMEOUT = envfloat("AIHC_READ_TIMEOUT", 30, positive=True)
 # Reads are retried this many times on connection errors, timeouts, 500 and 503, waiting
 # AIHC_RETRY_BACKOFF x 2^n seconds between tries. Creating a job is never retried blindly.
 AIHC_RETRIES = envint("AIHC_RETRIES", 3)
 # Reads a page waits on (a job's log tail): one try, at most this long.
-AIHC_PAGE_READ_TIMEOUT = envfloat("AIHC_PAGE_READ_TIMEOUT", 4)
+AIHC_PAGE_READ_TIMEOUT = envfloat("AIHC_PAGE_READ_TIMEOUT", 4, positive=True)
 AIHC_RETRY_BACKOFF = envfloat("AIHC_RETRY_BACKOFF", 0.5)
 # A create that never reached AIHC (connection refused, HTTP 429) pauses submits this long,
 # doubling on each further failure up to the maximum; the jobs stay Queued meanwhile.
@@ -440,16 +442,16 @@ LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
 LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
 # How often the worker dispatches, supervises and syncs (seconds).
-WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1)
+WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
 # How often remote (non-local) jobs are synced with their backend (seconds).
 WORKER_REMOTE_SYNC_SECONDS = envfloat("WORKER_REMOTE_SYNC_SECONDS", 15)
 # Length in seconds of one "minute" of job thresholds (hang detection, timeout, retention).
 # Always 60 in production; tests shorten it so a 1-minute threshold passes in a moment.
-JOB_MINUTE_SECONDS = envfloat("JOB_MINUTE_SECONDS", 60)
+JOB_MINUTE_SECONDS = envfloat("JOB_MINUTE_SECONDS", 60, positive=True)
 # Alert webhooks to loopback, link-local or private addresses are refused (SSRF) unless
 # this is on (e.g. an on-premises chat gateway on 10.x).
 ALERT_WEBHOOK_ALLOW_PRIVATE = envbool("ALERT_WEBHOOK_ALLOW_PRIVATE", "false")
-ALERT_WEBHOOK_TIMEOUT_SECONDS = envfloat("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5)
+ALERT_WEBHOOK_TIMEOUT_SECONDS = envfloat("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5, positive=True)
 
 # --- Review (jobs.review) ------------------------------------------------------------
 # Which submitted jobs wait for a reviewer before they run: "none", "all", "above_cards"
