@@ -81,6 +81,20 @@ def test_ensure_superuser_generates_and_prints_a_password_once(db, monkeypatch, 
     assert second == ""
 
 
+def test_ensure_superuser_leaves_an_ordinary_user_of_that_name_alone_and_says_so(
+    db, monkeypatch, capsys
+):
+    monkeypatch.delenv("DJANGO_SUPERUSER_USERNAME", raising=False)
+    monkeypatch.delenv("DJANGO_SUPERUSER_PASSWORD", raising=False)
+    User.objects.create_user(username="admin", password="an-ordinary-password")
+
+    call_command("ensure_superuser")  # `make run` goes on to serve
+
+    user = User.objects.get(username="admin")
+    assert not user.is_superuser and user.check_password("an-ordinary-password")
+    assert "createsuperuser" in capsys.readouterr().err
+
+
 def test_serve_answers_login_admin_and_static_files_with_debug_off(tmp_path):
     """What `make run` starts: the console on 127.0.0.1:PORT, static files included."""
     port = free_port()

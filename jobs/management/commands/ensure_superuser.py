@@ -21,6 +21,14 @@ class Command(BaseCommand):
         username = os.getenv("DJANGO_SUPERUSER_USERNAME") or "admin"
         email = os.getenv("DJANGO_SUPERUSER_EMAIL") or ""
         password = os.getenv("DJANGO_SUPERUSER_PASSWORD")
+        if User.objects.filter(username=username).exists():
+            # An ordinary account of that name: never promoted behind anyone's back, and no
+            # IntegrityError stopping `make run` before the console starts.
+            self.stderr.write(
+                f"No superuser exists and the user {username!r} is not one. Make one with "
+                "`manage.py createsuperuser`, or set DJANGO_SUPERUSER_USERNAME to a new name."
+            )
+            return
         generated = not password
         if generated:
             password = secrets.token_urlsafe(12)
