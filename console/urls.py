@@ -9,6 +9,7 @@ urlpatterns = [
     path("", include("jobs.urls")),
     path("login/", accounts.login, name="login"),
     path("logout/", accounts.logout, name="logout"),
+    path("account/password/", accounts.password_change, name="password-change"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
 ]

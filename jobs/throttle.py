@@ -16,7 +16,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.dispatch import receiver
 from django.http import HttpRequest
@@ -83,6 +83,17 @@ def _forget_failed_logins(sender: Any, request: Any, user: Any, **kw: Any) -> No
     login_failures_clear(username=user.get_username())
 
 
+def _throttled(minutes: int) -> forms.ValidationError:
+    return forms.ValidationError(
+        _(
+            "Too many failed log-ins for this account or from this address. "
+            "Try again in %(minutes)d min."
+        )
+        % {"minutes": minutes},
+        code="throttled",
+    )
+
+
 class ThrottledAuthenticationMixin:
     """Refuses the log-in before checking the password while the throttle is on."""
 
@@ -93,14 +104,7 @@ class ThrottledAuthenticationMixin:
         username = str(self.data.get("username") or "")
         minutes = login_locked_minutes(username=username, request=self.request)
         if minutes:
-            raise forms.ValidationError(
-                _(
-                    "Too many failed log-ins for this account or from this address. "
-                    "Try again in %(minutes)d min."
-                )
-                % {"minutes": minutes},
-                code="throttled",
-            )
+            raise _throttled(minutes)
         return super().clean()  # type: ignore[misc,no-any-return]
 
 
@@ -110,3 +114,24 @@ class ThrottledAuthenticationForm(ThrottledAuthenticationMixin, AuthenticationFo
 
 class ThrottledAdminAuthenticationForm(ThrottledAuthenticationMixin, AdminAuthenticationForm):
     pass
+
+
+class ThrottledPasswordChangeForm(PasswordChangeForm):
+    """Changing one's password asks for the current one. A wrong one counts as a failed
+    log-in of that account, and the throttle holds here too: a session left open on someone
+    else's screen cannot be used to guess the password."""
+
+    def __init__(self, *args: Any, request: HttpRequest | None = None, **kwargs: Any) -> None:
+        self.request = request
+        super().__init__(*args, **kwargs)
+
+    def clean_old_password(self) -> str:
+        username = self.user.get_username()
+        minutes = login_locked_minutes(username=username, request=self.request)
+        if minutes:
+            raise _throttled(minutes)
+        try:
+            return super().clean_old_password()
+        except forms.ValidationError:
+            login_failure_record(username=username, request=self.request)
+            raise

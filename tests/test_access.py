@@ -65,6 +65,7 @@ GET_POST = frozenset({"GET", "POST"})
 RULES: dict[str, Rule] = {
     "login": Rule(methods=GET_POST, owned=False, public=True),
     "logout": Rule(methods=POST, owned=False, public=True),
+    "password-change": Rule(methods=GET_POST, owned=False),
     "job-list": Rule(owned=False),
     "job-detail": Rule(kwargs=job_kwargs),
     "job-copy": Rule(kwargs=job_kwargs, methods=POST),
