@@ -312,9 +312,11 @@ else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "ai-job-console@localhost")
 
+# Not configurable: the worker runs django-tasks-db's queue (alerts, review mails), so any other
+# backend would leave those tasks where nothing runs them.
 TASKS = {
     "default": {
-        "BACKEND": env("TASKS_BACKEND", "django_tasks_db.DatabaseBackend"),
+        "BACKEND": "django_tasks_db.DatabaseBackend",
         "QUEUES": ["default"],
     }
 }
