@@ -370,6 +370,8 @@ class RoleForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        # A CPU-only row hides its card type and count (console.css) and ignores them.
+        _ignore_when_off(self, data, "use_accelerator", "accelerator_type", "accelerators")
         if data.get("use_accelerator"):
             if not data.get("accelerator_type") and "accelerator_type" not in self.errors:
                 self.add_error("accelerator_type", _("Choose a card type."))

@@ -1104,3 +1104,21 @@ def test_garbage_partial_queries_never_fail(alice_client):
     ]
     for url, params in queries:
         assert alice_client.get(url, params).status_code == 200
+
+
+def test_a_cpu_only_role_ignores_what_its_card_fields_hold(alice_client, alice):
+    # An MPI master turned CPU-only hides its card type and count (console.css): what they
+    # still hold, even a number that is no number, must not block the step.
+    draft = new_draft(alice_client)
+    mpi = {W.BASIC: basic_data(framework=S.MPI)}
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **mpi)
+    cpu_master = {"name": "master", "replicas": "1", "accelerator_type": A800}
+    resources = resources_data([{**cpu_master, "accelerators": "1.5"}, role("worker", 1)])
+
+    r = post_step(alice_client, draft, W.RESOURCES, resources)
+
+    assert r.status_code == 302, _errors(r)
+    complete_steps(alice_client, draft, **mpi, **{W.RESOURCES: resources})
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    master = Job.objects.get(owner=alice).job_spec().roles[0]
+    assert (master.accelerator_type, master.accelerators) == ("", 0)

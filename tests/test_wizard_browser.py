@@ -594,3 +594,23 @@ def test_switching_a_mount_rows_storage_type_changes_its_volume_choices(
         ("pfs", "pfs-7xWeAt"),
         ("hostpath", ""),
     ]
+
+
+def test_a_cpu_only_role_shows_no_card_type_or_count(logged_in_page):
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "mpi-cpu-master")
+    page.check("input[name=framework][value=MPIJob]")
+    next_step(page, "image")
+    fill_image(page)
+    master_cards = page.locator("#id_roles-0-accelerators")
+
+    expect(page.locator("#id_roles-0-accelerator_type")).to_be_hidden()  # MPI: CPU master
+    expect(master_cards).to_be_hidden()
+    page.check("#id_roles-0-use_accelerator")
+    expect(master_cards).to_be_visible()
+    page.fill("#id_roles-0-accelerators", "4")
+    page.uncheck("#id_roles-0-use_accelerator")
+    expect(master_cards).to_be_hidden()  # not "4 cards" on a row that asks for none
+    expect(page.locator("#id_roles-1-accelerators")).to_be_visible()
+    next_step(page, "data")
