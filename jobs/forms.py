@@ -556,7 +556,14 @@ class AdvancedForm(StepForm):
     )
     # The API's retentionPeriod is "<1-999999><m|h|d>": a number the form can check itself.
     retention_value = forms.IntegerField(
-        label=_("Keep for"), required=False, min_value=1, max_value=999999
+        label=_("Keep for"),
+        required=False,
+        min_value=1,
+        max_value=999999,
+        error_messages={
+            "min_value": _("The retention time must be between 1 and 999999."),
+            "max_value": _("The retention time must be between 1 and 999999."),
+        },
     )
     retention_unit = forms.ChoiceField(label=_("Unit"), choices=RETENTION_UNITS)
     alert_items = forms.MultipleChoiceField(

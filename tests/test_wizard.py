@@ -1122,3 +1122,15 @@ def test_a_cpu_only_role_ignores_what_its_card_fields_hold(alice_client, alice):
     alice_client.post(reverse("wizard-submit", args=[draft.id]))
     master = Job.objects.get(owner=alice).job_spec().roles[0]
     assert (master.accelerator_type, master.accelerators) == ("", 0)
+
+
+def test_a_retention_out_of_range_says_the_range_in_the_words_of_the_other_limits(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    r = post_step(
+        alice_client, draft, W.ADVANCED, advanced_data(auto_delete="on", retention_value="0")
+    )
+
+    # As the hang threshold and the timeout say theirs, not Django's "确保该值大于或等于1。"
+    assert field_errors(r, "id_retention_value") == ["保留时长须在 1 到 999999 之间。"]

@@ -256,13 +256,13 @@ RULES = [
         W.ADVANCED,
         advanced_data(auto_delete="on", retention_value="0"),
         "id_retention_value",
-        "greater than or equal to 1",
+        "retention time must be between 1 and 999999",
     ),
     (
         W.ADVANCED,
         advanced_data(auto_delete="on", retention_value="99999999999"),
         "id_retention_value",
-        "less than or equal to 999999",
+        "retention time must be between 1 and 999999",
     ),
     (
         W.ADVANCED,
