@@ -1247,8 +1247,9 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         rows = rows_of(raw, prefix)
         at = int(action.rsplit("-", 1)[1])
         storage_on = bool(_one(raw, "storage_enabled"))
-        # The main mount stays while storage is on.
-        if at < len(rows) and not (step == DATA and at == 0 and storage_on):
+        # The main mount stays while storage is on, and a custom job keeps one role.
+        keep = (step == DATA and at == 0 and storage_on) or (step == RESOURCES and len(rows) == 1)
+        if at < len(rows) and not keep:
             del rows[at]
         raw = with_rows(raw, prefix, rows)
     elif step == IMAGE and action.startswith("fill-example-"):

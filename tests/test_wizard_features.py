@@ -302,6 +302,24 @@ def test_the_main_mount_cannot_be_removed_while_storage_is_on(alice_client):
     assert [W._one(r, "mount_path") for r in W.rows_of(draft.data[W.DATA], "mounts")] == ["/a"]
 
 
+def test_a_custom_jobs_last_role_cannot_be_removed(alice_client):
+    # Seed 004: 自定义 "至少保留 1 个角色", as the main mount stays while storage is on.
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.CUSTOM)}
+    )
+    two = resources_data([role("trainer", 1), role("loader", 1, card=None)])
+
+    post_step(alice_client, draft, W.RESOURCES, two, action="remove-row-0")
+    page = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    last = resources_data([role("loader", 1, card=None)])
+    post_step(alice_client, draft, W.RESOURCES, last, action="remove-row-0")
+    draft.refresh_from_db()
+
+    assert [W._one(r, "name") for r in W.rows_of(draft.data[W.RESOURCES], "roles")] == ["loader"]
+    assert 'value="remove-row-0"' not in page  # no Remove button on the only role
+
+
 def test_mount_rows_are_added_with_the_pools_first_volume(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.DATA)
