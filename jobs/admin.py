@@ -353,6 +353,9 @@ class JobEventInline(admin.TabularInline):
     can_delete = False
     verbose_name_plural = gettext_lazy("events")
 
+    class Media:
+        css = {"all": ["admin_jobs.css"]}
+
     @admin.display(description=gettext_lazy("reason"))
     def reason_shown(self, event: JobEvent) -> str:
         return format_html('<span title="{}">{}</span>', event.reason, event.reason_label)

@@ -108,3 +108,23 @@ def test_no_page_breaks_the_content_security_policy(page, alice, superuser):
             " s.textContent = 'window.x = 1'; document.body.appendChild(s); }"
         )
     assert len(violations) == 1
+
+
+def test_a_job_pages_events_read_once_each_in_the_reviewers_language(browser, live_server, alice):
+    # Django's tabular inline writes each row's str() as a caption above it: "Normal Created:
+    # 任务已创建。", the stored Chinese with the raw codes, over the row that says it already.
+    from django.contrib.auth.models import Group, User
+
+    carol = User.objects.create_user("carol", password="carol-password", is_staff=True)
+    carol.groups.add(Group.objects.get(name="Reviewers"))
+    job = submit(alice, "events-job")
+    context = browser.new_context(base_url=live_server.url, locale="en-US")
+    page = context.new_page()
+    log_in(page, "carol", "carol-password")
+
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+
+    events = page.locator("#events-group")
+    expect(events.locator("td.field-message_in_language").first).to_have_text("Job created.")
+    expect(events.get_by_text("任务已创建")).to_be_hidden()
+    context.close()
