@@ -614,3 +614,19 @@ def test_a_cpu_only_role_shows_no_card_type_or_count(logged_in_page):
     expect(master_cards).to_be_hidden()  # not "4 cards" on a row that asks for none
     expect(page.locator("#id_roles-1-accelerators")).to_be_visible()
     next_step(page, "data")
+
+
+def test_turning_storage_off_hides_the_mounts_it_would_no_longer_mount(logged_in_page):
+    # A row left on screen with storage off could be filled in and silently never mounted.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+
+    page.uncheck("#id_storage_enabled")
+    expect(page.locator("#mount-table")).to_be_hidden()
+    expect(page.locator("#add-mount")).to_be_visible()
+    page.click("#add-mount")  # 新增挂载 turns storage on again
+    expect(page.locator("#id_storage_enabled")).to_be_checked()
+    expect(page.locator("#id_mounts-0-mount_path")).to_be_visible()
