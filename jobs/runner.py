@@ -909,8 +909,9 @@ def _record_replica(
     elif status is None and stopping and replica.status not in ("failed", "lost"):
         # Ending (or being killed) while the job is torn down is the stop's doing, not a
         # failure of its own; the replica that caused a restart or a failure was recorded
-        # before the stop began.
-        status = "stopped"
+        # before the stop began, except one that logged a fault keyword: it was still
+        # running then, and the tear-down ends it, but it is the one that failed.
+        status = "failed" if state.keyword else "stopped"
     elif status is None:
         status = "lost" if state.phase == "lost" else "failed"
     if replica.status != status or replica.exit_code != state.exit_code:

@@ -383,6 +383,26 @@ def test_the_replica_that_failed_shows_failed_and_the_ones_torn_down_with_it_sto
     assert replicas == {"worker-0": ("failed", 4), "master-0": ("stopped", 143)}
 
 
+def test_the_replica_that_logged_a_fault_keyword_shows_failed_though_the_stop_ended_it(alice):
+    # It is still running when its log line is read, and only the tear-down ends it (143):
+    # it failed all the same, and the job's reason names it.
+    spec = make_spec(
+        'if [ "$RANK" = 1 ]; then echo "CUDA error: boom"; fi; sleep 300',
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=0, custom_fault_tolerance_pattern=["CUDA error"]
+        ),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    replicas = {f"{r.role}-{r.index}": r.status for r in job.replicas.all()}
+    assert replicas == {"worker-0": "failed", "master-0": "stopped"}
+    assert "worker-0" in job.status_reason
+
+
 def test_stopping_a_job_leaves_no_process_of_it_alive(alice):
     from jobs.actions import job_stop
 
