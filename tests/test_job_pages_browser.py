@@ -192,3 +192,33 @@ def test_a_reviewers_reason_keeps_its_line_breaks_on_the_owners_page(
     # As the reviewer wrote it: two lines, in the reason and in the event, not run together.
     assert page.inner_text("#status-reason") == "Too many cards.\nAsk for 4 and submit again."
     assert "Too many cards.\nAsk for 4" in page.inner_text("#events")
+
+
+def test_an_image_pinned_by_digest_wraps_in_the_overview_instead_of_widening_the_page(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    # Pinned by digest: 64 hex digits with nowhere to break a line.
+    image = "registry.example.com/train/pytorch@sha256:" + "0123456789abcdef" * 4
+    spec = S.parse_document(
+        {
+            "name": "digest-image",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": image, "command": "true", "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="digest-image")
+    page = logged_in_page
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    page.goto(f"/jobs/{job.public_id}/")
+
+    value = page.locator("#summary dd", has_text="sha256:")
+    expect(value).to_have_text(image)
+    # Inside its own column: it once ran over 后端 beside it (and a longer one out of the page).
+    wide, room = value.evaluate("dd => [dd.scrollWidth, dd.clientWidth]")
+    assert wide <= room
