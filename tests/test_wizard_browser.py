@@ -630,3 +630,22 @@ def test_turning_storage_off_hides_the_mounts_it_would_no_longer_mount(logged_in
     page.click("#add-mount")  # 新增挂载 turns storage on again
     expect(page.locator("#id_storage_enabled")).to_be_checked()
     expect(page.locator("#id_mounts-0-mount_path")).to_be_visible()
+
+
+def test_a_row_added_or_removed_from_the_keyboard_keeps_focus_in_its_table(logged_in_page):
+    # Not on the step's heading, a whole form of Tab presses away from the new row.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+
+    page.focus("#add-env")
+    page.keyboard.press("Enter")
+    expect(page.locator("#id_env-0-name")).to_be_focused()
+    page.keyboard.type("EPOCHS")
+    page.focus("#add-env")
+    page.keyboard.press("Enter")
+    expect(page.locator("#id_env-1-name")).to_be_focused()
+    page.locator("#env-table button", has_text="删除").last.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#add-env")).to_be_focused()
+    expect(page.locator("#id_env-0-name")).to_have_value("EPOCHS")
