@@ -750,3 +750,31 @@ def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):
     assert "disabled" not in re.search(
         r'<input[^>]*name="fault_tolerance"[^>]*>', pytorch_page
     ).group(0)
+
+
+def test_each_rows_remove_button_says_which_row_it_removes(alice_client):
+    # As each row's fields are named for a screen reader ("名称 2"), not three alike "删除".
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    envs = [("A", "1"), ("B", "2")]
+    post_step(alice_client, draft, W.IMAGE, image_data(envs=envs), action="save")
+    mounts = [("hostpath", "scratch", "/a"), ("hostpath", "scratch", "/b")]
+    complete_steps(alice_client, draft, upto=W.DATA, **{W.IMAGE: image_data(envs=envs)})
+    post_step(alice_client, draft, W.DATA, data_data(mounts), action="save")
+
+    def names(step):
+        page = alice_client.get(step_url(draft, step)).content.decode()
+        return re.findall(r'value="remove-row-\d+"[^>]*aria-label="([^"]+)"', page)
+
+    assert names(W.IMAGE) == ["删除 1", "删除 2"]
+    assert names(W.DATA) == ["删除 2"]  # the main mount has no button
+    post_step(
+        alice_client,
+        draft,
+        W.BASIC,
+        basic_data(framework=S.CUSTOM),
+        action="save",
+    )
+    roles = resources_data([role("trainer", 1), role("loader", 1, card=None)])
+    post_step(alice_client, draft, W.RESOURCES, roles, action="save")
+    assert names(W.RESOURCES) == ["删除 1", "删除 2"]
