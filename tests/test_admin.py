@@ -211,10 +211,41 @@ def test_the_job_list_query_count_is_fixed(alice, reviewer, django_assert_num_qu
     client.get(CHANGELIST)
 
     # session, user, the user's and groups' permissions, pools (2 seeks), queues of the one
-    # pool (2 seeks), users (owner filter), count, page, first and last creation time, and
-    # one seek per day that has jobs.
-    with django_assert_num_queries(14):
+    # pool (2 seeks), users (owner filter), count, page, first and last creation time, one
+    # seek per day that has jobs, and the count of jobs waiting for review (the header's).
+    with django_assert_num_queries(15):
         client.get(CHANGELIST)
+
+
+def test_every_admin_page_tells_a_reviewer_how_many_jobs_wait_and_links_to_them(
+    alice, bob, reviewer, review_all
+):
+    waiting = [submit(alice, "a"), submit(bob, "b")]
+    approved = submit(alice, "c")
+    Job.objects.filter(pk=approved.pk).update(status=JobStatus.QUEUED)  # no longer waits
+    client = client_for(reviewer)
+
+    index = client.get("/admin/").content.decode()
+    listed = client.get(CHANGELIST + "?status__exact=pending_review")
+
+    link = re.search(r'<a id="pending-reviews"[^>]*href="([^"]+)"[^>]*>([^<]+)</a>', index)
+    assert link and link.group(2).strip() in ("2 jobs waiting for review", "2 个任务待审核")
+    assert link.group(1).replace("&amp;", "&") == CHANGELIST + "?status__exact=pending_review"
+    assert [j.pk for j in listed.context["cl"].result_list] == sorted(
+        (j.pk for j in waiting), reverse=True
+    )
+
+
+def test_the_reminder_says_when_nothing_waits_and_is_not_shown_to_non_reviewers(
+    alice, reviewer, db
+):
+    staff = User.objects.create_user("dan", password="x", is_staff=True)  # no review rights
+
+    body = client_for(reviewer).get("/admin/").content.decode()
+    other = client_for(staff).get("/admin/").content.decode()
+
+    assert "No job waiting for review" in body or "没有待审核的任务" in body
+    assert 'id="pending-reviews"' not in other
 
 
 # -- the job page -------------------------------------------------------------------------
