@@ -792,6 +792,21 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
 # -- rules ---------------------------------------------------------------------------
 
 
+def name_problem(name: str, limit: int) -> str:
+    """What in this name breaks the name rule (NAME_RE, ROLE_NAME_RE), said after the rule so
+    that a person sees what to change without comparing the name with the rule."""
+    if len(name) > limit:
+        return _("This one has %(count)d characters.") % {"count": len(name)}
+    allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-")
+    bad = list(dict.fromkeys(c for c in name if c not in allowed))
+    if bad:
+        shown = [_("space") if c.isspace() else f"“{c}”" for c in bad[:5]]
+        return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
+    if not name[0].isalpha():
+        return _("It starts with “%(char)s”.") % {"char": name[0]}
+    return _("It ends with “%(char)s”.") % {"char": name[-1]}
+
+
 def validate(spec: JobSpec) -> dict[str, list[str]]:
     """Every rule of a job spec; returns field path -> messages (empty when valid)."""
     errors: dict[str, list[str]] = {}
@@ -802,13 +817,11 @@ def validate(spec: JobSpec) -> dict[str, list[str]]:
     if not spec.name:
         err("name", _("Enter a job name."))
     elif not NAME_RE.match(spec.name):
-        err(
-            "name",
-            _(
-                "Job names use lowercase letters, digits and '-', start with a lowercase letter, "
-                "end with a letter or digit, and are 1-50 characters long."
-            ),
+        rule = _(
+            "Job names use lowercase letters, digits and '-', start with a lowercase letter, "
+            "end with a letter or digit, and are 1-50 characters long."
         )
+        err("name", f"{rule} {name_problem(spec.name, 50)}")
     if not spec.resource_pool_id:
         err("resourcePoolId", _("Choose a resource pool."))
     if not QUEUE_RE.match(spec.queue):
@@ -900,12 +913,11 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
                 },
             )
         elif not allowed and not ROLE_NAME_RE.match(role.name):
-            err(
-                f"{path}.name",
-                _(
-                    "Role names use lowercase letters, digits and '-', start with a letter, up to 32 characters."
-                ),
+            rule = _(
+                "Role names use lowercase letters, digits and '-', start with a letter, up to 32 "
+                "characters."
             )
+            err(f"{path}.name", f"{rule} {name_problem(role.name, 32)}")
         if role.name in seen:
             err(f"{path}.name", _("Role “%(role)s” appears twice.") % {"role": role.name})
         seen.add(role.name)

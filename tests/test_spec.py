@@ -635,6 +635,33 @@ def test_valid_specs_pass_every_rule(mutate):
     assert errors_of(spec) == {}
 
 
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [
+        ("a" * 51, "This one has 51 characters."),
+        ("Bert_Large x", "Not allowed: “B” “_” “L” space."),
+        ("1bert", "It starts with “1”."),
+        ("-bert", "It starts with “-”."),
+        ("bert-", "It ends with “-”."),
+    ],
+)
+def test_a_bad_job_name_is_told_what_in_it_breaks_the_rule(name, problem):
+    with translation.override("en"):
+        [message] = S.validate(pytorch_spec(name=name))["name"]
+
+    assert message.startswith("Job names use lowercase letters")
+    assert message.endswith(" " + problem)
+
+
+def test_a_bad_role_name_is_told_what_in_it_breaks_the_rule():
+    spec = pytorch_spec(framework=S.CUSTOM, roles=[role("Trainer", 1, A800, 1)])
+
+    with translation.override("zh-hans"):
+        messages = S.validate(spec)["roles[0].name"]
+
+    assert messages[0].endswith("不允许使用：“T”。")
+
+
 def test_messages_come_in_chinese_and_english():
     spec = pytorch_spec(name="Bad_Name")
 
