@@ -71,8 +71,21 @@ function rowActionFocus(action) {
   return null;
 }
 
+// On a narrow screen the steps are one row that scrolls sideways (console.css): the current
+// one is brought into view, on load and after htmx swapped a step in.
+function showCurrentStep() {
+  const current = document.querySelector(".wizard-steps [aria-current='step']");
+  const row = current && current.parentElement;
+  if (!row || row.scrollWidth <= row.clientWidth) return;
+  const step = current.getBoundingClientRect();
+  const left = step.left - row.getBoundingClientRect().left;
+  row.scrollLeft += left - (row.clientWidth - step.width) / 2;
+}
+document.addEventListener("DOMContentLoaded", showCurrentStep);
+
 document.addEventListener("htmx:afterSettle", function (event) {
   if (!(event.target instanceof Element) || event.target.id !== "wizard") return;
+  showCurrentStep();
   const action = rowAction;
   rowAction = "";
   const invalid = document.querySelector("#wizard [aria-invalid='true'], #wizard .is-invalid");

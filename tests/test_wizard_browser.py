@@ -514,6 +514,30 @@ def test_no_step_is_wider_than_a_phone_screen_when_viewed_at_390_pixels(logged_i
     assert wide <= screen  # data: the mount table
 
 
+def test_on_a_phone_the_steps_take_one_row_and_the_form_starts_on_the_first_screen(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/mnt/data")
+    next_step(page, "fault")
+    next_step(page, "advanced")
+
+    steps = page.locator(".wizard-steps > li")
+    tops = {round(steps.nth(i).bounding_box()["y"]) for i in range(steps.count())}
+    assert len(tops) == 1  # one row, scrolled sideways
+    heading = page.locator("#step-heading").bounding_box()
+    assert heading["y"] < 844 / 3  # not below eight stacked steps
+    current = page.locator(".wizard-steps [aria-current=step]").bounding_box()
+    assert 0 <= current["x"] and current["x"] + current["width"] <= 390  # 6. in view
+    wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert wide <= screen
+
+
 def test_the_mount_table_fits_a_laptop_screen_with_room_for_both_paths(logged_in_page):
     page = logged_in_page
     page.set_viewport_size({"width": 1280, "height": 800})
