@@ -144,7 +144,11 @@ class BasicForm(StepForm):
     queue = forms.ChoiceField(label=_("Queue"))
     priority = forms.ChoiceField(label=_("Priority"), choices=PRIORITY_CHOICES)
     framework = forms.ChoiceField(
-        label=_("Training framework"), choices=FRAMEWORK_CHOICES, widget=forms.RadioSelect
+        label=_("Training framework"),
+        choices=FRAMEWORK_CHOICES,
+        widget=forms.RadioSelect,
+        # Said before the change, not after: the roles typed on 资源配置 are gone by then.
+        help_text=_("Changing it later resets the role table of the Resources step to its roles."),
     )
     log_persistence = forms.BooleanField(
         label=_("Log persistence"),
