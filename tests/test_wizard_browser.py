@@ -538,6 +538,24 @@ def test_on_a_phone_the_steps_take_one_row_and_the_form_starts_on_the_first_scre
     assert wide <= screen
 
 
+def test_the_alert_address_box_grows_with_its_lines(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/mnt/data")
+    next_step(page, "fault")
+    next_step(page, "advanced")
+    box = page.locator("#id_alert_emails")
+    empty = box.bounding_box()["height"]
+
+    box.fill("\n".join(f"user{i}@example.com" for i in range(6)))
+
+    assert box.bounding_box()["height"] > 2.5 * empty  # every line shows
+    assert box.evaluate("e => e.scrollHeight <= e.clientHeight")
+
+
 def test_the_mount_table_fits_a_laptop_screen_with_room_for_both_paths(logged_in_page):
     page = logged_in_page
     page.set_viewport_size({"width": 1280, "height": 800})
