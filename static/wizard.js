@@ -106,3 +106,13 @@ function clearProblem(event) {
 }
 document.addEventListener("input", clearProblem);
 document.addEventListener("change", clearProblem);
+
+// AIAK templates run on PyTorch: choosing AIAK creation picks PyTorch too, rather than have
+// 下一步 refuse another framework (which it still does without JavaScript).
+document.addEventListener("change", function (event) {
+  const mode = event.target;
+  if (!(mode instanceof HTMLInputElement) || mode.name !== "creation_mode") return;
+  if (mode.value !== "aiak" || !mode.checked) return;
+  const pytorch = document.querySelector("input[name=framework][value=PyTorchJob]");
+  if (pytorch && !pytorch.checked) pytorch.checked = true;
+});

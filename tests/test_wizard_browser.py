@@ -447,6 +447,17 @@ def test_what_was_typed_survives_a_stepper_link_and_the_language_switch(logged_i
     expect(page.locator("#id_command")).to_have_value("python3 typed_then_switched.py")
 
 
+def test_choosing_aiak_creation_picks_pytorch_the_templates_run_on(logged_in_page):
+    page = logged_in_page
+    start(page)
+    page.check("input[name=framework][value=MPIJob]")
+
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+
+    expect(page.locator("input[name=framework][value=PyTorchJob]")).to_be_checked()
+
+
 def test_the_aiak_warning_follows_the_pool_chosen(logged_in_page, settings):
     page = logged_in_page
     start(page)
