@@ -589,7 +589,8 @@ def stop_sent_minutes_ago(job: Job, minutes: int) -> None:
     job.refresh_from_db()
 
 
-@pytest.mark.parametrize(
+# A stop AIHC gives no clear answer to: a server error, throttling, no answer at all.
+NO_CLEAR_ANSWER = pytest.mark.parametrize(
     "no_clear_answer",
     [
         lambda fake: fake.fail_next("StopJob", status=500, code="InternalError"),
@@ -598,6 +599,9 @@ def stop_sent_minutes_ago(job: Job, minutes: int) -> None:
     ],
     ids=["server-error", "throttled", "no-answer"],
 )
+
+
+@NO_CLEAR_ANSWER
 def test_a_stop_aihc_gives_no_clear_answer_is_taken_and_sent_again_until_the_job_stops(
     fake, aihc, alice, no_clear_answer
 ):
@@ -1091,6 +1095,29 @@ def test_the_console_enforces_the_job_timeout_aihc_lacks(fake, aihc, alice):
     job.refresh_from_db()
     assert job.status == JobStatus.TIMED_OUT
     assert len(fake.calls("StopJob")) == 1
+
+
+@NO_CLEAR_ANSWER
+def test_a_timeout_stop_aihc_gives_no_clear_answer_is_sent_again_at_most_once_a_minute(
+    fake, aihc, alice, no_clear_answer
+):
+    job = submitted(fake, aihc, alice, timeout_minutes=1)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    started_minutes_ago(job, 2)
+    no_clear_answer(fake)
+
+    aihc.sync(job)  # past its limit: the console stops it, and AIHC gives no clear answer
+    aihc.sync(job)  # the worker's next sync, within a minute: the stop is not sent again
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    assert len(fake.calls("StopJob")) == 1
+    aihc._stops_sent[job.pk] -= timedelta(minutes=2)  # a minute and more has passed
+    aihc.sync(job)  # sent again, and this time AIHC takes it
+    job.refresh_from_db()
+    assert len(fake.calls("StopJob")) == 2
+    assert job.status == JobStatus.TIMED_OUT
 
 
 def test_a_job_aihc_reports_in_a_status_the_console_cannot_read_still_times_out(fake, aihc, alice):

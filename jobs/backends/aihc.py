@@ -322,7 +322,7 @@ class AihcBackend(Backend):
         self._warned: set[str] = set()
         # Per account: (monotonic time submits resume, the pause's length).
         self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
-        # Job pk -> when this process last sent a stop again (_stop_again).
+        # Job pk -> when this process last sent a stop it decided itself (_stop_due).
         self._stops_sent: dict[int, datetime] = {}
 
     def __repr__(self) -> str:
@@ -1043,10 +1043,8 @@ class AihcBackend(Backend):
         event each time. Stopping stays until AIHC reports the job ended: the console cannot
         know it stopped, and calling it ended would leave it running on AIHC unwatched. After
         STOP_UNCONFIRMED one warning event says so, for the owner to look on AIHC's side."""
-        now = timezone.now()
-        sent = self._stops_sent.get(job.pk)
         if (
-            now - job.updated_at >= STOP_UNCONFIRMED
+            timezone.now() - job.updated_at >= STOP_UNCONFIRMED
             and not job.events.filter(
                 reason="StopUnconfirmed", created_at__gte=job.updated_at
             ).exists()
@@ -1067,12 +1065,23 @@ class AihcBackend(Backend):
                 ),
                 warning=True,
             )
-        last = max(job.updated_at, sent or job.updated_at)
-        if now - last < STOP_RESEND:
+        if not self._stop_due(job, since=job.updated_at):
             return
-        self._stops_sent[job.pk] = now
         if self._send_stop(job, client, config, secrets, "sent again"):
             logger.info("AIHC still ran %s while it was stopping: stop sent again", job.public_id)
+
+    def _stop_due(self, job: Job, *, since: datetime | None = None) -> bool:
+        """Whether a stop the worker decides (sent again to a job that is stopping, or sent to
+        one past its time limit) may go now: at most once per STOP_RESEND after `since` (the
+        stop the job's owner asked for) and after the last one this process sent. A stop AIHC
+        gave no clear answer to is retried at that pace, not at every worker sync. True
+        records now as the time of the last one."""
+        now = timezone.now()
+        last = max((t for t in (since, self._stops_sent.get(job.pk)) if t), default=None)
+        if last is not None and now - last < STOP_RESEND:
+            return False
+        self._stops_sent[job.pk] = now
+        return True
 
     @staticmethod
     def _send_stop(
@@ -1113,7 +1122,7 @@ class AihcBackend(Backend):
         limit = timedelta(
             seconds=spec.timeout_minutes * getattr(settings, "JOB_MINUTE_SECONDS", 60)
         )
-        if timezone.now() - job.started_at < limit:
+        if timezone.now() - job.started_at < limit or not self._stop_due(job):
             return
         if not self._send_stop(job, client, config, spec.secret_values(), "timed out"):
             return
