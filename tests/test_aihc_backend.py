@@ -1154,6 +1154,85 @@ def test_instances_whose_pods_aihc_removed_are_not_left_running_on_a_finished_jo
     assert job.replicas.filter(finished_at__isnull=True).count() == 0
 
 
+def pod_fails(fake, job: Job, role: str) -> None:
+    """One pod of the AIHC job fails on its own, the others run on."""
+    with fake.lock:
+        for pod in fake.jobs[job.external_id].pods:
+            if pod["replicaType"] == role:
+                pod["podStatus"]["podPhase"] = "Failed"
+
+
+def two_instances_running_one_failed(fake, aihc, alice) -> Job:
+    job = submitted(
+        fake, aihc, alice, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)]
+    )
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    pod_fails(fake, job, "worker")
+    aihc.sync(job)
+    assert dict(job.replicas.values_list("role", "status")) == {
+        "master": "running",
+        "worker": "failed",
+    }
+    return job
+
+
+def test_instances_aihc_reports_failed_after_the_consoles_stop_show_stopped(fake, aihc, alice):
+    job = two_instances_running_one_failed(fake, aihc, alice)
+
+    aihc.stop(job)  # AIHC ends the job and reports every pod Failed
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    # The master ran until the stop; the worker had failed before it.
+    assert dict(job.replicas.values_list("role", "status")) == {
+        "master": "stopped",
+        "worker": "failed",
+    }
+
+
+def test_a_stop_that_got_no_clear_answer_first_still_shows_its_instances_stopped(fake, aihc, alice):
+    job = two_instances_running_one_failed(fake, aihc, alice)
+    fake.fail_next("StopJob", status=500, code="InternalError")
+    aihc.stop(job)
+    stop_sent_minutes_ago(job, 2)
+
+    aihc.sync(job)  # sent again, and AIHC takes it
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert dict(job.replicas.values_list("role", "status")) == {
+        "master": "stopped",
+        "worker": "failed",
+    }
+
+
+def test_an_instance_that_failed_ran_again_and_was_stopped_shows_stopped(fake, aihc, alice):
+    job = two_instances_running_one_failed(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "Running")  # AIHC ran the failed worker again
+    aihc.sync(job)
+
+    aihc.stop(job)
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert set(job.replicas.values_list("status", flat=True)) == {"stopped"}
+
+
+def test_instances_of_a_job_stopped_on_aihcs_side_show_what_aihc_reports(fake, aihc, alice):
+    job = two_instances_running_one_failed(fake, aihc, alice)
+    fake.set_job_status(job.external_id, "ManualTermination")  # stopped in AIHC's console
+
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert set(job.replicas.values_list("status", flat=True)) == {"failed"}
+
+
 def test_a_job_stopped_for_its_timeout_shows_no_instance_still_running(fake, aihc, alice):
     job = submitted(fake, aihc, alice, timeout_minutes=1)
     fake.set_job_status(job.external_id, "Running")

@@ -82,6 +82,13 @@ STUCK_SUBMITTING = timedelta(minutes=2)
 # A job AIHC still reports running this long after the console asked it to stop gets the
 # stop again (the first may not have reached AIHC, or AIHC gave it no clear answer).
 STOP_RESEND = timedelta(minutes=1)
+# How the console records the stop it sends (AihcBackend.stop): a job that ended Stopped
+# after one of these was stopped by the console, not on AIHC's side.
+STOP_REQUESTED = gettext_noop("Stop requested.")
+STOP_UNANSWERED = gettext_noop(
+    "Stop requested; AIHC did not answer it yet (%(error)s). The console sends the stop again "
+    "until AIHC reports the job ended."
+)
 # A job AIHC still reports running this long after it went Stopping, though the stop was sent
 # again meanwhile, gets one "StopUnconfirmed" warning; it stays Stopping, the stop still resent.
 STOP_UNCONFIRMED = timedelta(minutes=30)
@@ -1107,10 +1114,24 @@ class AihcBackend(Backend):
     def _close_replicas(job: Job) -> None:
         """A finished AIHC job is not followed any more: instances still shown pending or
         running (AIHC removed their pods, or the console stopped the job for its timeout)
-        ended with it."""
+        ended with it. A job that ended Stopped by the console's stop: AIHC reports its pods
+        Failed after a stop, so instances it reported failed only once the stop was requested
+        were stopped; one that had failed before keeps Failed."""
         JobReplica.objects.filter(
             job=job, status__in=[ReplicaStatus.PENDING, ReplicaStatus.RUNNING]
         ).update(status=ReplicaStatus.STOPPED, finished_at=timezone.now())
+        if job.status != JobStatus.STOPPED:
+            return
+        asked = (
+            job.events.filter(message_source__key__in=[STOP_REQUESTED, STOP_UNANSWERED])
+            .order_by("created_at")
+            .values_list("created_at", flat=True)
+            .first()
+        )
+        if asked is not None:
+            JobReplica.objects.filter(
+                job=job, status=ReplicaStatus.FAILED, finished_at__gte=asked
+            ).update(status=ReplicaStatus.STOPPED)
 
     def _enforce_timeout(
         self, job: Job, client: AihcClient, config: Config, spec: spec_module.JobSpec
@@ -1217,7 +1238,11 @@ class AihcBackend(Backend):
             }
             if phase == "running" and replica.started_at is None:
                 changed["started_at"] = now
-            if phase in ("succeeded", "failed") and replica.finished_at is None:
+            if phase in ("succeeded", "failed") and (
+                replica.finished_at is None or replica.status != phase
+            ):
+                # When it ended this time (a pod that failed, ran again and failed again):
+                # a job's stop tells by it the instances it ended (_close_replicas).
                 changed["finished_at"] = now
             if any(getattr(replica, k) != v for k, v in changed.items()):
                 JobReplica.objects.filter(pk=replica.pk).update(**changed)
@@ -1272,19 +1297,14 @@ class AihcBackend(Backend):
             return  # sync moves it on once AIHC reports it stopped (sending the stop again)
         if unanswered is not None:
             # AIHC may still run (or start) the job: Stopping, until AIHC reports it ended.
+            # The error masked, not the text: it keeps its source (_close_replicas).
             self._move(
                 job,
                 JobStatus.STOPPING,
                 "Stopping",
-                scrub(
-                    recorded(
-                        gettext_noop(
-                            "Stop requested; AIHC did not answer it yet (%(error)s). The console "
-                            "sends the stop again until AIHC reports the job ended."
-                        ),
-                        error=recorded_error(unanswered),
-                    ),
-                    job.job_spec().secret_values(),
+                recorded(
+                    STOP_UNANSWERED,
+                    error=scrub(recorded_error(unanswered), job.job_spec().secret_values()),
                 ),
                 warning=True,
             )
@@ -1300,7 +1320,7 @@ class AihcBackend(Backend):
             job,
             target,
             "Stopping" if target == JobStatus.STOPPING else "Stopped",
-            recorded(gettext_noop("Stop requested.")),
+            recorded(STOP_REQUESTED),
         )
 
     def delete(self, job: Job) -> None:
