@@ -47,3 +47,47 @@ document.addEventListener("htmx:afterRequest", (event) => {
   const box = document.getElementById("request-error");
   if (box && event.detail.successful) box.hidden = true;
 });
+
+// Copy buttons (data-copy-target: the element whose text is copied): the wizard's review,
+// the job page's platform job ID. #copy-status, when the page has one, says what happened.
+// Copies with the Clipboard API where the page may use it (HTTPS or localhost); on plain
+// HTTP elsewhere, the usual self-hosted case, it selects the text and copies the selection.
+function copyText(source) {
+  if (navigator.clipboard && window.isSecureContext) {
+    return navigator.clipboard.writeText(source.textContent).catch(function () {
+      return copySelection(source);  // the browser refused: copy the selection instead
+    });
+  }
+  return copySelection(source);
+}
+
+function copySelection(source) {
+  const range = document.createRange();
+  range.selectNodeContents(source);
+  const selection = window.getSelection();
+  selection.removeAllRanges();
+  selection.addRange(range);
+  const copied = document.execCommand("copy");
+  return copied ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+}
+
+document.addEventListener("click", function (event) {
+  const button = event.target.closest("[data-copy-target]");
+  if (!button) return;
+  event.preventDefault();
+  const source = document.querySelector(button.dataset.copyTarget);
+  if (!source) return;
+  const label = button.textContent;
+  const status = document.getElementById("copy-status");
+  copyText(source).then(
+    function () {
+      button.textContent = "✓";
+      if (status) status.textContent = button.dataset.copiedText || "";
+      setTimeout(function () { button.textContent = label; }, 1500);
+    },
+    function () {
+      // The text is selected: Ctrl-C copies it.
+      if (status) status.textContent = button.dataset.selectedText || "";
+    },
+  );
+});

@@ -1,49 +1,7 @@
-// The create-job wizard: copy buttons on the review step, and where focus goes when htmx
-// swaps in a step. Everything else is plain forms and htmx attributes; the CSP forbids
-// inline scripts, so this file is all the JS there is.
+// The create-job wizard: where focus goes when htmx swaps in a step. Its review step's copy
+// buttons are console.js's (shared with the job page); everything else is plain forms and
+// htmx attributes. The CSP forbids inline scripts, so the JS is all in these files.
 "use strict";
-
-// Copies with the Clipboard API where the page may use it (HTTPS or localhost); on plain
-// HTTP elsewhere, the usual self-hosted case, it selects the text and copies the selection.
-function copyText(source) {
-  if (navigator.clipboard && window.isSecureContext) {
-    return navigator.clipboard.writeText(source.textContent).catch(function () {
-      return copySelection(source);  // the browser refused: copy the selection instead
-    });
-  }
-  return copySelection(source);
-}
-
-function copySelection(source) {
-  const range = document.createRange();
-  range.selectNodeContents(source);
-  const selection = window.getSelection();
-  selection.removeAllRanges();
-  selection.addRange(range);
-  const copied = document.execCommand("copy");
-  return copied ? Promise.resolve() : Promise.reject(new Error("copy refused"));
-}
-
-document.addEventListener("click", function (event) {
-  const button = event.target.closest("[data-copy-target]");
-  if (!button) return;
-  event.preventDefault();
-  const source = document.querySelector(button.dataset.copyTarget);
-  if (!source) return;
-  const label = button.textContent;
-  const status = document.getElementById("copy-status");
-  copyText(source).then(
-    function () {
-      button.textContent = "✓";
-      if (status) status.textContent = button.dataset.copiedText || "";
-      setTimeout(function () { button.textContent = label; }, 1500);
-    },
-    function () {
-      // The text is selected: Ctrl-C copies it.
-      if (status) status.textContent = button.dataset.selectedText || "";
-    },
-  );
-});
 
 // After htmx swaps in a step (下一步, 上一步, a stepper link), focus moves as a page load
 // would move it: to the first field with a problem, else to the step's heading. Otherwise

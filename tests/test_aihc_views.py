@@ -402,6 +402,29 @@ def test_the_aihc_job_id_is_on_the_job_page_and_finds_the_job_in_the_list(
     assert job.public_id in found
 
 
+def test_the_job_page_labels_the_consoles_job_id_and_aihcs_and_aihcs_can_be_copied(
+    fake, alice_client, alice
+):
+    job = submitted_on_aihc(alice_client, alice)
+    url = reverse("job-detail", args=[job.public_id])
+
+    zh = alice_client.get(url).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    en = alice_client.get(url).content.decode()
+
+    def row(label: str, dd: str) -> str:
+        return rf"<dt[^>]*>{label}</dt>\s*<dd[^>]*>{dd}"
+
+    # Both look like pytorchjob-<uuid>: each says whose it is.
+    public, external = re.escape(job.public_id), re.escape(job.external_id)
+    assert re.search(row("Console job ID", public), en)
+    assert re.search(row("AIHC job ID", f'<span[^>]*id="external-id">{external}<'), en)
+    assert re.search(row("控制台任务 ID", public), zh)
+    assert re.search(row("百舸 AIHC 任务 ID", f'<span[^>]*id="external-id">{external}<'), zh)
+    assert re.search(r'<button[^>]*data-copy-target="#external-id"[^>]*>Copy<', en)
+    assert re.search(r'<button[^>]*data-copy-target="#external-id"[^>]*>复制<', zh)
+
+
 def test_a_log_download_aihc_cannot_answer_says_so_with_a_503(fake, alice_client, alice):
     from jobs.services import job_transition
 

@@ -536,6 +536,16 @@ def test_the_job_page_names_framework_priority_replica_states_and_event_reasons_
     assert 'class="event-reason" title="Started">Started<' in en
 
 
+def test_a_local_jobs_page_labels_its_console_job_id_and_shows_no_platform_id(alice, alice_client):
+    job = submit(alice)
+    alice_client.cookies["django_language"] = "en"
+
+    html = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert re.search(rf"<dt[^>]*>Console job ID</dt>\s*<dd[^>]*>{job.public_id}</dd>", html)
+    assert 'id="external-id"' not in html and "data-copy-target" not in html
+
+
 def test_a_rejected_job_offers_no_stop(alice, alice_client):
     job = submit(alice)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.REJECTED)

@@ -222,3 +222,38 @@ def test_an_image_pinned_by_digest_wraps_in_the_overview_instead_of_widening_the
     # Inside its own column: it once ran over 后端 beside it (and a longer one out of the page).
     wide, room = value.evaluate("dd => [dd.scrollWidth, dd.clientWidth]")
     assert wide <= room
+
+
+def test_the_aihc_job_id_is_copied_from_its_labelled_row_on_the_job_page(logged_in_page, alice):
+    import uuid
+
+    from jobs import spec as S
+    from jobs.services import job_transition, jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "on-aihc",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="aihc-id-copy")
+    job_transition(job=job, to=JobStatus.STOPPED, reason="Stopped")
+    # As an AIHC job records it: AIHC's id looks like the console's, pytorchjob-<uuid>.
+    aihc_id = f"pytorchjob-{uuid.uuid4()}"
+    Job.objects.filter(pk=job.pk).update(backend="aihc", external_id=aihc_id)
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+
+    page.goto(f"/jobs/{job.public_id}/")
+
+    summary = page.locator("#summary")
+    expect(summary.locator("dt", has_text="控制台任务 ID")).to_be_visible()
+    expect(summary.locator("dt", has_text="百舸 AIHC 任务 ID")).to_be_visible()
+    expect(page.locator("#public-id")).to_have_text(job.public_id)
+    page.click("#external-id-copy")
+    expect(page.locator("#external-id-copy")).to_have_text("✓")
+    expect(page.locator("#copy-status")).to_have_text("已复制。")
+    assert page.evaluate("navigator.clipboard.readText()") == aihc_id
