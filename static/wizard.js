@@ -1,6 +1,7 @@
-// The create-job wizard: where focus goes when htmx swaps in a step. Its review step's copy
-// buttons are console.js's (shared with the job page); everything else is plain forms and
-// htmx attributes. The CSP forbids inline scripts, so the JS is all in these files.
+// The create-job wizard: where focus goes when htmx swaps in a step, the current step kept in
+// view on a phone, AIAK creation picking PyTorch. Its review step's copy buttons are
+// console.js's (shared with the job page); everything else is plain forms and htmx
+// attributes. The CSP forbids inline scripts, so the JS is all in these files.
 "use strict";
 
 // After htmx swaps in a step (下一步, 上一步, a stepper link), focus moves as a page load
