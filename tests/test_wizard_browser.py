@@ -525,11 +525,8 @@ def test_no_step_is_wider_than_a_phone_screen_when_viewed_at_390_pixels(logged_i
     assert wide <= screen  # data: the mount table
 
 
-def test_on_a_phone_the_steps_take_one_row_and_the_form_starts_on_the_first_screen(
-    logged_in_page,
-):
-    page = logged_in_page
-    page.set_viewport_size({"width": 390, "height": 844})
+def walk_to_advanced(page):
+    """From a new draft through the first five steps to 高级配置 (6.)."""
     start(page)
     fill_basic(page)
     fill_image(page)
@@ -537,6 +534,14 @@ def test_on_a_phone_the_steps_take_one_row_and_the_form_starts_on_the_first_scre
     page.fill("#id_mounts-0-mount_path", "/mnt/data")
     next_step(page, "fault")
     next_step(page, "advanced")
+
+
+def test_on_a_phone_the_steps_take_one_row_and_the_form_starts_on_the_first_screen(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    walk_to_advanced(page)
 
     steps = page.locator(".wizard-steps > li")
     tops = {round(steps.nth(i).bounding_box()["y"]) for i in range(steps.count())}
@@ -551,13 +556,7 @@ def test_on_a_phone_the_steps_take_one_row_and_the_form_starts_on_the_first_scre
 
 def test_the_alert_address_box_grows_with_its_lines(logged_in_page):
     page = logged_in_page
-    start(page)
-    fill_basic(page)
-    fill_image(page)
-    next_step(page, "data")
-    page.fill("#id_mounts-0-mount_path", "/mnt/data")
-    next_step(page, "fault")
-    next_step(page, "advanced")
+    walk_to_advanced(page)
     box = page.locator("#id_alert_emails")
     empty = box.bounding_box()["height"]
 
