@@ -1,0 +1,145 @@
+"""The main pages, checked by axe-core in Chromium: none has a serious or critical violation
+(a control without a name, text too faint to read, a region the keyboard cannot scroll...).
+
+axe-core comes bundled in axe-playwright-python (a dev extra), so nothing is fetched."""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy
+from jobs.review import job_reject
+from jobs.services import jobs_submit
+from jobs.worker import Worker
+
+from .runner_helpers import make_spec, run_until, runner_settings, status_of  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
+
+SERIOUS = {"serious", "critical"}
+
+
+@pytest.fixture(scope="module")
+def axe():
+    try:
+        from axe_playwright_python.sync_playwright import Axe
+    except ImportError:
+        if os.getenv("REQUIRE_BROWSER"):
+            pytest.fail("axe-playwright-python is missing: pip install -e '.[dev]'")
+        pytest.skip("axe-playwright-python not installed (pip install -e '.[dev]')")
+    return Axe()
+
+
+class Audit:
+    """Runs axe on each page visited and keeps its serious and critical violations."""
+
+    def __init__(self, axe, page) -> None:
+        self.axe, self.page, self.found = axe, page, {}
+
+    def use_language(self, code: str) -> None:
+        self.page.context.add_cookies(
+            [{"name": "django_language", "value": code, "url": self.page.url}]
+        )
+
+    def check(self, label: str) -> None:
+        # Check the page as a person sees it: no htmx request under way, nothing still settling.
+        self.page.wait_for_function(
+            "() => !document.querySelector('.htmx-request, .htmx-added, .htmx-settling')"
+        )
+        results = self.axe.run(self.page).response["violations"]
+        serious = [v for v in results if v["impact"] in SERIOUS]
+        if serious:
+            self.found[f"{label} ({self.page.url})"] = serious
+
+    def assert_clean(self) -> None:
+        if self.found:
+            pytest.fail(self.report(), pytrace=False)
+
+    def report(self) -> str:
+        lines = [f"axe found serious or critical violations on {len(self.found)} page(s):"]
+        for where, violations in self.found.items():
+            lines.append(f"\n== {where}")
+            for v in violations:
+                lines.append(f"  [{v['impact']}] {v['id']}: {v['help']}")
+                for node in v["nodes"]:
+                    lines.append(f"    at {' '.join(map(str, node['target']))}")
+                    lines.append(f"       {node['html'][:160]}")
+                    for why in (node.get("failureSummary") or "").splitlines()[1:]:
+                        lines.append(f"       - {why.strip()}")
+        return "\n".join(lines)
+
+
+@pytest.fixture
+def audit(request, axe, browser, live_server, transactional_db):
+    """A page in Chinese (the default) or the language parametrized, with motion reduced: a
+    check never lands mid-transition (a button still fading into its hover colour)."""
+    language = getattr(request, "param", "zh-hans")
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN", reduced_motion="reduce")
+    context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
+    context.set_default_timeout(10_000)
+    yield Audit(axe, context.new_page())
+    context.close()
+
+
+def log_in(page, username: str, password: str) -> None:
+    page.goto("/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("#login-submit")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
+def submit(owner, command: str = "echo hello") -> Job:
+    [job] = jobs_submit(owner=owner, spec=make_spec(command), submit_key=str(uuid.uuid4()))
+    return job
+
+
+def next_step(page, slug: str) -> None:
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(rf"/{slug}/$"))
+    expect(page.locator("#wizard")).to_be_visible()
+
+
+def test_the_login_job_list_and_job_pages_have_no_serious_violations_in_either_language(
+    audit, alice, reviewer
+):
+    page = audit.page
+    page.goto("/login/")
+    page.fill("input[name=username]", "alice")
+    page.click("#login-submit")
+    audit.check("login with an error")
+    log_in(page, "alice", "alice-password")
+    audit.check("job list, empty")
+
+    # A finished job whose log is longer than its box, a queued one, a rejected one.
+    finished = submit(alice, "for i in $(seq 1 80); do echo line-$i; done")
+    run_until(Worker(), lambda: status_of(finished) == JobStatus.SUCCEEDED)
+    queued = submit(alice)
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    rejected = submit(alice)
+    job_reject(job=rejected, reviewer=reviewer, reason="Too many cards.")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto("/")
+        audit.check(f"job list, {language}")
+        for job in (finished, queued, rejected) if language == "zh-hans" else (finished,):
+            page.goto(f"/jobs/{job.public_id}/")
+            audit.check(f"job page, {job.status}, {language}")
+    # On a phone the replica table scrolls sideways.
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"/jobs/{finished.public_id}/")
+    audit.check("job page on a phone")
+    page.set_viewport_size({"width": 1280, "height": 720})
+    # The delete confirmation a browser without JavaScript gets.
+    page.goto(f"/jobs/{finished.public_id}/")
+    page.eval_on_selector("#job-delete", "b => b.form.removeAttribute('data-confirm')")
+    page.click("#job-delete")
+    page.wait_for_selector("#confirm-delete")
+    audit.check("delete confirmation")
+
+    audit.assert_clean()
