@@ -143,3 +143,24 @@ def test_the_login_job_list_and_job_pages_have_no_serious_violations_in_either_l
     audit.check("delete confirmation")
 
     audit.assert_clean()
+
+
+def test_a_reviewers_admin_pages_have_no_serious_violations(audit, alice, reviewer):
+    # A job whose log lines are wider than the page, and one waiting for review.
+    ran = submit(alice, "for i in $(seq 1 30); do printf 'line-%s-%0300d\\n' $i 0; done")
+    run_until(Worker(), lambda: status_of(ran) == JobStatus.SUCCEEDED)
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job = submit(alice)
+    page = audit.page
+    log_in(page, "carol", "carol-password")
+    for label, url in [
+        ("admin job list", "/admin/jobs/job/"),
+        ("admin job page", f"/admin/jobs/job/{job.pk}/change/"),
+        ("admin logs", f"/admin/jobs/job/{ran.pk}/logs/"),
+        ("admin approve confirmation", f"/admin/jobs/job/{job.pk}/review/approve/"),
+        ("admin reject confirmation", f"/admin/jobs/job/{job.pk}/review/reject/"),
+    ]:
+        page.goto(url)
+        audit.check(label)
+
+    audit.assert_clean()
