@@ -145,6 +145,36 @@ def test_the_login_job_list_and_job_pages_have_no_serious_violations_in_either_l
     audit.assert_clean()
 
 
+def test_every_wizard_step_with_its_errors_has_no_serious_violations(audit, alice):
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    page.goto("/create/")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    page.fill("#id_name", "Not_Valid")
+    page.click("#wizard-next")
+    page.wait_for_selector("#step-errors")
+    audit.check("basic step with errors")
+    page.fill("#id_name", "bert-large")
+    page.check("input[name=framework][value=PyTorchJob]")
+    next_step(page, "image")
+    page.fill("#id_image", "no-tag")
+    page.click("#wizard-next")
+    page.wait_for_selector("#step-errors")
+    audit.check("image step with errors")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    for slug in ("resources", "data"):
+        next_step(page, slug)
+        audit.check(f"{slug} step")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+        audit.check(f"{slug} step")
+
+    audit.assert_clean()
+
+
 def test_a_reviewers_admin_pages_have_no_serious_violations(audit, alice, reviewer):
     # A job whose log lines are wider than the page, and one waiting for review.
     ran = submit(alice, "for i in $(seq 1 30); do printf 'line-%s-%0300d\\n' $i 0; done")
