@@ -18,6 +18,7 @@ from jobs.services import jobs_submit
 from jobs.worker import Worker
 
 from .runner_helpers import make_spec, run_until, runner_settings, status_of  # noqa: F401
+from .test_wizard import A800
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
 
@@ -171,6 +172,28 @@ def test_every_wizard_step_with_its_errors_has_no_serious_violations(audit, alic
     for slug in ("fault", "advanced", "submission", "review"):
         next_step(page, slug)
         audit.check(f"{slug} step")
+
+    audit.assert_clean()
+
+
+def test_the_aiak_template_with_its_warning_and_the_drafts_have_no_serious_violations(
+    audit, alice, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    # AIAK mode, with a template too big for the pool (its warning shows).
+    page.goto("/create/")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "Post-Pretrain")
+    page.select_option("#id_training_method", "full")
+    page.select_option("#id_aiak_template", "llama2-70b")
+    expect(page.locator("#aiak-misfit")).to_be_visible()
+    audit.check("basic step, AIAK template")
+    page.goto("/create/")
+    audit.check("drafts")
 
     audit.assert_clean()
 
