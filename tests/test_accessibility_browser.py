@@ -23,6 +23,9 @@ from .test_wizard import A800
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
 
 SERIOUS = {"serious", "critical"}
+# Minor by axe's measure, but fixed in our pages and kept so: a column header a screen reader
+# reads as nothing. Django admin's own inline tables still have such headers.
+ALSO_GATED_OUTSIDE_ADMIN = {"empty-table-header"}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,8 @@ def axe():
 
 
 class Audit:
-    """Runs axe on each page visited and keeps its serious and critical violations."""
+    """Runs axe on each page visited and keeps its serious and critical violations (and the
+    few minor ones gated outside the admin)."""
 
     def __init__(self, axe, page) -> None:
         self.axe, self.page, self.found = axe, page, {}
@@ -53,7 +57,12 @@ class Audit:
             "() => !document.querySelector('.htmx-request, .htmx-added, .htmx-settling')"
         )
         results = self.axe.run(self.page).response["violations"]
-        serious = [v for v in results if v["impact"] in SERIOUS]
+        ours = "/admin/" not in self.page.url
+        serious = [
+            v
+            for v in results
+            if v["impact"] in SERIOUS or (ours and v["id"] in ALSO_GATED_OUTSIDE_ADMIN)
+        ]
         if serious:
             self.found[f"{label} ({self.page.url})"] = serious
 
