@@ -1072,7 +1072,8 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
 
     The run's row is locked first, as request_stop locks it, so a concurrent stop either
     lands before (and is seen here) or after (and stops the new attempt). Only the fields
-    of a new attempt are written; `delete_when_stopped` is never touched."""
+    of a new attempt are written (its master port too); `delete_when_stopped` is never
+    touched."""
     with transaction.atomic():
         current = LocalRun.objects.select_for_update().get(pk=run.pk)
         still_running = Job.objects.filter(pk=job.pk, status=S.RUNNING).exists()
@@ -1090,6 +1091,10 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
                 kill_at=None,
                 hang_warned_at=None,
                 attempt_started_at=now,
+                # A new MASTER_PORT, as a restarted pod gets a network of its own: the old
+                # one may linger in TIME_WAIT, where a master binding it without
+                # SO_REUSEADDR would fail with "Address already in use".
+                master_port=free_port(),
             )
             Job.objects.filter(pk=job.pk).update(restarts=F("restarts") + 1, updated_at=now)
     run.refresh_from_db()

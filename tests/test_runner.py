@@ -290,6 +290,67 @@ def test_a_failing_job_is_restarted_up_to_the_limit_then_fails(alice):
     assert "master-0 退出，退出码 3" in job.status_reason
 
 
+# Attempt 1: the master accepts the worker's connection on MASTER_PORT, then the worker
+# (which outlives the master's SIGTERM, so the master's side closes first and its port
+# lingers in TIME_WAIT) logs the fault keyword. Attempt 2: the master binds MASTER_PORT
+# as a plain socket does, without SO_REUSEADDR.
+REBIND = textwrap.dedent(
+    """
+    import os, signal, socket, time
+    rank, port = int(os.environ["RANK"]), int(os.environ["MASTER_PORT"])
+    seen = f"/workspace/seen-{rank}"
+    print(f"rank {rank} port {port}", flush=True)
+    if os.path.exists(seen):
+        if rank == 0:
+            socket.socket().bind(("127.0.0.1", port))
+            print("bound again", flush=True)
+        raise SystemExit(0)
+    open(seen, "w").close()
+    if rank == 0:
+        server = socket.socket()
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        conn, _ = server.accept()
+        conn.sendall(b"x")
+        time.sleep(60)
+    else:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for _ in range(400):
+            try:
+                conn = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                time.sleep(0.05)
+        conn.recv(1)
+        print("PEER LOST", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def test_a_restarted_master_can_bind_master_port_again_without_reuseaddr(alice, settings):
+    (volume(settings) / "rebind.py").write_text(REBIND)
+    spec = make_spec(
+        f"{PY} /workspace/rebind.py",
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=1, custom_fault_tolerance_pattern=["PEER LOST"]
+        ),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, master
+    assert job.restarts == 1
+    assert "bound again" in master
+    # Each attempt gets a port of its own, as a restarted pod gets a network of its own.
+    ports = {line.rsplit(" ", 1)[1] for line in master.splitlines() if " rank 0 port " in line}
+    assert len(ports) == 2
+
+
 def test_a_job_without_fault_tolerance_fails_at_the_first_error(alice):
     job = submit(alice, make_spec("exit 1"))
 
