@@ -98,6 +98,24 @@ def end_with_command(child: subprocess.Popen[bytes]) -> None:
 
 
 LINE_END = re.compile(rb"\r\n|\n|\r")
+
+
+# (mask, value, length): the first byte of a UTF-8 character of 4, 3 or 2 bytes.
+UTF8_LEADS = ((0xF8, 0xF0, 4), (0xF0, 0xE0, 3), (0xE0, 0xC0, 2))
+
+
+def char_start(data: bytes, at: int) -> int:
+    """Where to cut `data` near `at` without splitting a UTF-8 character: `at`, or the start
+    of a character `at` falls inside (each half, logged as a line of its own, would show as
+    garbage). Data that is not UTF-8 is cut at `at`."""
+    for start in range(at - 1, max(at - 4, -1), -1):
+        byte = data[start]
+        if byte & 0xC0 != 0x80:  # not a continuation byte: ASCII, or where a character starts
+            length = next((n for mask, lead, n in UTF8_LEADS if byte & mask == lead), 1)
+            return start if start + length > at else at
+    return at
+
+
 PAUSE_SECONDS = 1.0
 
 
@@ -105,9 +123,10 @@ def output_pieces(fd: int) -> Iterator[tuple[bytes | None, bool]]:
     """The command's output as (piece, redraw) until it ends, then (b"", False).
 
     A piece is a line with its end made `\n` (`\r\n`, `\n` and a lone `\r` each end a
-    line; redraw is True for `\r`), or MAX_LINE bytes of a longer line, or, when the output
-    pauses for PAUSE_SECONDS, the line begun so far (a bar's newest redraw, a "Loading..."):
-    the rest of that line comes as a piece of its own. (None, False) on a pause otherwise."""
+    line; redraw is True for `\r`), or up to MAX_LINE bytes of a longer line (cut between
+    UTF-8 characters), or, when the output pauses for PAUSE_SECONDS, the line begun so far
+    (a bar's newest redraw, a "Loading..."): the rest of that line comes as a piece of its
+    own. (None, False) on a pause otherwise."""
     buffer = b""
     after_cr = False  # a `\n` right after a lone `\r` was the second half of `\r\n`
     ended = False
@@ -124,8 +143,9 @@ def output_pieces(fd: int) -> Iterator[tuple[bytes | None, bool]]:
             buffer = buffer[found.end() :]
             continue
         if len(buffer) >= MAX_LINE:
-            yield buffer[:MAX_LINE], False
-            buffer = buffer[MAX_LINE:]
+            cut = char_start(buffer, MAX_LINE)
+            yield buffer[:cut], False
+            buffer = buffer[cut:]
             continue
         if ended:
             if buffer:
@@ -217,7 +237,8 @@ def main(argv: list[str]) -> int:
     # A line longer than MAX_LINE is read and logged in pieces, and a secret or keyword can
     # straddle a cut. So the end of a piece that does not end its line, as long as the
     # longest secret or keyword less one byte, is held back and masked and matched again
-    # with the next piece: whatever straddles the cut starts there.
+    # with the next piece: whatever straddles the cut starts there. (So is a character cut
+    # in two, by MAX_LINE or by a pause in the middle of its bytes.)
     held_length = max(map(len, [*secrets, *keywords]), default=1) - 1
     held = b""
     # A progress bar (tqdm) redraws itself after `\r` and may never end its line: each
@@ -246,7 +267,7 @@ def main(argv: list[str]) -> int:
                 line = b""  # the end of a line already written in pieces: no empty line
             cut_before = False
         else:
-            cut = max(len(text) - held_length, 0)
+            cut = char_start(text, max(len(text) - held_length, 0))
             line, held = text[:cut], text[cut:]
             cut_before = True
         if redraw and line.strip():  # (a bar's leading `\r` ends an empty line: not one)

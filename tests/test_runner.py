@@ -210,6 +210,39 @@ def test_a_secret_cut_by_the_64_kib_line_limit_is_still_masked(alice):
     assert pieces_of(token, log) == []
 
 
+@pytest.mark.parametrize("secret", [False, True], ids=["no-secret", "with-a-secret"])
+def test_a_long_line_of_chinese_cut_by_the_64_kib_limit_keeps_every_character(alice, secret):
+    # 2 + 3 * 40000 bytes: the 64 KiB cut falls inside a character. With a secret, the shim
+    # also holds back the end of each piece, which moves the cut again.
+    spec = make_spec(
+        f"{PY} -c \"print('xx' + '中' * 40000)\"",
+        envs=[S.Env("TOK", "QuXoZiVeKaPuWyJo", secret=True)] if secret else [],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    from jobs.logs import replica_log_path
+
+    log = replica_log_path(job.public_id, "master-0").read_bytes().decode(errors="replace")
+    assert "\ufffd" not in log
+    assert log.count("中") == 40000
+
+
+def test_a_character_whose_bytes_are_written_across_a_pause_is_logged_whole(alice):
+    # A program whose output is block-buffered (C stdio) flushes at any byte, and a pause
+    # after a flush makes the shim log the line begun so far: 中 is E4 B8 AD.
+    job = submit(alice, make_spec(r"printf 'a\344\270'; sleep 3; printf '\255 b\n'"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    from jobs.logs import replica_log_path
+
+    log = replica_log_path(job.public_id, "master-0").read_bytes().decode(errors="replace")
+    assert "\ufffd" not in log
+    assert "中 b" in log
+
+
 def test_a_fault_keyword_cut_by_the_64_kib_line_limit_is_still_recognised(alice):
     spec = make_spec(
         "printf '%65530s' ''; echo 'NCCL watchdog timeout'; sleep 30",
