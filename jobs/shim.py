@@ -188,7 +188,11 @@ def main(argv: list[str]) -> int:
 
     # Keep draining output after a stop signal so the exit code is still recorded; a
     # handler (not SIG_IGN) so the command itself starts with default signal handling.
-    signal.signal(signal.SIGTERM, lambda *_: None)
+    # A stop's SIGTERM that comes before the command has started keeps it from starting (or,
+    # in the moment of its start, is passed on to it): swallowed here, the command would run
+    # on until the worker's SIGKILL.
+    stopped: list[int] = []
+    signal.signal(signal.SIGTERM, lambda *_: stopped.append(signal.SIGTERM))
     signal.signal(signal.SIGINT, lambda *_: None)
     become_subreaper()
     if args.cpus:
@@ -215,6 +219,11 @@ def main(argv: list[str]) -> int:
     log = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
     if args.banner:
         os.write(log, stamp() + args.banner.encode() + b"\n")
+    if stopped:  # as if the stop had ended it at once
+        code = 128 + signal.SIGTERM
+        os.write(log, stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
+        write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
+        return 0
     try:
         child = subprocess.Popen(
             command,
@@ -229,6 +238,8 @@ def main(argv: list[str]) -> int:
         os.write(log, stamp() + line.encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0
+    if stopped:  # it came as the command started: to the whole group, as the worker sends it
+        os.killpg(os.getpgrp(), signal.SIGTERM)
     for fd in args.mount_fd:  # bwrap has its own copies
         os.close(fd)
     (state / "pid").write_text(str(os.getpid()))

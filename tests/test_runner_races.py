@@ -11,8 +11,10 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from django.core import mail
@@ -20,6 +22,7 @@ from django.db import connection
 
 from jobs import spec as S
 from jobs.actions import job_delete, job_stop
+from jobs.logs import replica_log_path
 from jobs.models import Job, JobStatus, LocalRun
 from jobs.runner import read_state, replica_state_dir
 from jobs.services import job_transition
@@ -340,3 +343,36 @@ def test_a_stop_during_the_launch_starts_no_more_replicas_and_sends_no_running_a
         ("worker", "stopped"),
         ("worker", "stopped"),
     ]
+
+
+def catches_sigterm(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    caught = next(line for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+
+
+def test_a_stop_that_reaches_a_replica_before_its_command_starts_ends_it_at_once(
+    alice, settings, leftovers
+):
+    # Long enough that a SIGKILL at its end cannot be what ended the replica.
+    settings.LOCAL_STOP_GRACE_SECONDS = 60
+    job = submit(alice, make_spec("sleep 300"))
+    leftovers.append(job)
+    # The replica's log as a named pipe: its shim blocks opening it, after it has set up its
+    # own signal handling and before it starts the command, until the test reads it.
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    os.mkfifo(log)
+    worker = Worker()
+    worker.tick()
+    replica = job.replicas.get()
+    wait_for(lambda: catches_sigterm(replica.pid), what="the shim's SIGTERM handler")
+
+    job_stop(job=fresh(job))
+    worker.tick()  # the stop's SIGTERM, while the command has not started yet
+    reader = threading.Thread(target=lambda: Path(log).read_bytes(), daemon=True)
+    reader.start()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=30)
+    replica.refresh_from_db()
+    assert (replica.status, replica.exit_code) == ("stopped", 143)  # not SIGKILL's 137
