@@ -694,12 +694,16 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
         job.refresh_from_db()
         supervise(job, children=children)
         return True
+    _running_alert(job)
+    return True
+
+
+def _running_alert(job: Job) -> None:
     job_alert(
         job=job,
         item="jobRunning",
         message=recorded(gettext_noop("%(name)s is running."), name=job.name),
     )
-    return True
 
 
 def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
@@ -803,6 +807,11 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             launch_attempt(job, run, spec, children=children)
         except Exception as exc:  # a job that cannot start fails; the worker carries on
             _fail_launch(job, run, exc)
+            return
+        if run.attempt == 1 and launch_wanted(run):
+            # The worker that started the job died before the job's "running" alert, which
+            # goes once every replica has started. (A restart's attempt has its jobFT alert.)
+            _running_alert(job)
         return
 
     failure = None

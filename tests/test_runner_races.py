@@ -146,6 +146,35 @@ def test_a_replica_spawned_just_before_the_worker_was_killed_is_adopted_and_stop
     assert processes_with(job.public_id) == []
 
 
+def test_a_job_whose_worker_was_killed_while_launching_it_still_sends_its_running_alert_once(
+    alice, leftovers
+):
+    alert = S.AlertConfig(items=["jobRunning"], emails=["ops@example.com"])
+    job = submit(alice, make_spec("sleep 300", roles=FOUR_SLEEPERS, alert=alert))
+    leftovers.append(job)
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(2, then=kill_the_worker)  # worker-1 and worker-2 not spawned
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+    assert mail.outbox == []
+
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: [r.status for r in job.replicas.all()] == ["running"] * 4,
+        what="every replica running",
+    )
+    worker.tick()
+
+    assert [m.subject for m in mail.outbox] == [f"[AI 训练任务控制台] {job.name} 正在运行"]
+    job_stop(job=fresh(job))
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=10)
+
+
 def test_a_replica_recorded_as_launched_whose_shim_never_started_is_launched_not_lost(
     alice, leftovers
 ):
