@@ -23,6 +23,10 @@ DEFAULT_TAIL = 200
 # Reading stops after this much even if fewer lines were found (a file of huge lines
 # or of zeros must not make a tail read the whole file).
 MAX_TAIL_BYTES = 8 * 1024 * 1024
+# A page shows this much of one line. Lines of 64 KiB (a JSON dump, a tensor printed whole)
+# made a 200-line tail, polled every 2 s while the job runs, 8 MB a poll; cut here it stays
+# under 0.5 MB. The download keeps every line whole.
+SHOWN_LINE_CHARS = 2000
 
 
 STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})\d{3}Z ")
@@ -113,18 +117,29 @@ def job_secrets(job: Any) -> list[str]:
         return []
 
 
+def cut_for_page(text: str) -> str:
+    """A line longer than SHOWN_LINE_CHARS, cut there, saying how much more the download has."""
+    if len(text) <= SHOWN_LINE_CHARS:
+        return text
+    more = len(text) - SHOWN_LINE_CHARS
+    return f"{text[:SHOWN_LINE_CHARS]} " + gettext(
+        "[… %(count)d more characters in this line: download the log for all of it]"
+    ) % {"count": more}
+
+
 def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[str]:
     """Lines as the pages show them: without terminal escape sequences, with the job's
     secrets masked (again: a colour code inside a value hid it from the mask applied when
-    the line was written), and each line's UTC stamp in the console's time zone, as every
-    other time on the page is, to the millisecond. A download keeps the file as is."""
+    the line was written), cut at SHOWN_LINE_CHARS, and each line's UTC stamp in the
+    console's time zone, as every other time on the page is, to the millisecond. A download
+    keeps the file as is."""
     zone = timezone.get_current_timezone()
     secrets = list(secrets)
     shown = []
     for line in lines:
         found = STAMP.match(line)
         text = masked(plain_text(line[found.end() :] if found else line), secrets)
-        text = console_line_shown(text)
+        text = cut_for_page(console_line_shown(text))
         if found:
             when = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).astimezone(zone)
             text = f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} {text}"

@@ -434,6 +434,31 @@ def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_
     assert b"".join(download.streaming_content) == raw
 
 
+def test_a_very_long_log_line_is_cut_on_the_page_and_whole_in_the_download(alice, alice_client):
+    job = submit(alice, envs=[S.Env("API_TOKEN", "hunter2-token", secret=True)])
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    line = "token=hunter2-token " + "x" * 60_000 + " END"
+    raw = f"2026-11-30T09:00:00.000000Z {line}\n2026-11-30T09:00:01.000000Z short\n".encode()
+    log.write_bytes(raw)
+
+    tail = alice_client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "master-0"},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    assert len(tail) < 10_000  # not the 60 KB line
+    shown = "token=****** " + "x" * (2000 - len("token=****** "))
+    more = len("token=****** " + "x" * 60_000 + " END") - 2000
+    assert f"{shown} [… 此行还有 {more} 个字符：下载日志可查看全部]" in tail
+    assert "END" not in tail and "hunter2" not in tail
+    assert "2026-11-30 17:00:01.000 short" in tail
+    assert b"".join(download.streaming_content) == raw
+
+
 def test_the_delete_button_is_a_danger_button_not_a_grey_one(alice, alice_client):
     job = submit(alice)
 
