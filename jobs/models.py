@@ -238,6 +238,7 @@ EVENT_REASONS = {
     "Stopped": pgettext_lazy("event reason", "Stopped"),
     "Timeout": pgettext_lazy("event reason", "Timeout reached"),
     "TimedOut": pgettext_lazy("event reason", "Timed out"),
+    "TimeoutStopFailed": pgettext_lazy("event reason", "Timeout stop not taken"),
     "Succeeded": pgettext_lazy("event reason", "Succeeded"),
     "Failed": pgettext_lazy("event reason", "Failed"),
     "Lost": pgettext_lazy("event reason", "Lost"),

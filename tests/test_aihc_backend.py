@@ -1120,6 +1120,32 @@ def test_a_timeout_stop_aihc_gives_no_clear_answer_is_sent_again_at_most_once_a_
     assert job.status == JobStatus.TIMED_OUT
 
 
+def test_a_timeout_stop_aihc_does_not_take_is_said_once_on_the_jobs_page(fake, aihc, alice):
+    job = submitted(
+        fake, aihc, alice, timeout_minutes=1, envs=[S.Env("TOKEN", "tok-secret-1", secret=True)]
+    )
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    started_minutes_ago(job, 2)
+    fake.fail_next("StopJob", status=500, code="InternalError", message="no tok-secret-1", times=2)
+
+    aihc.sync(job)
+    aihc._stops_sent[job.pk] -= timedelta(minutes=2)
+    aihc.sync(job)  # refused again: logged, not said twice
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    assert len(fake.calls("StopJob")) == 2
+    [said] = job.events.filter(reason="TimeoutStopFailed")
+    assert said.type == "Warning"
+    assert "1-minute limit" in said.message or "1 分钟" in said.message
+    assert "InternalError" in said.message and "tok-secret-1" not in said.message
+    aihc._stops_sent[job.pk] -= timedelta(minutes=2)
+    aihc.sync(job)  # AIHC takes it
+    job.refresh_from_db()
+    assert job.status == JobStatus.TIMED_OUT
+
+
 def test_a_job_aihc_reports_in_a_status_the_console_cannot_read_still_times_out(fake, aihc, alice):
     job = submitted(fake, aihc, alice, timeout_minutes=1)
     fake.set_job_status(job.external_id, "Running")

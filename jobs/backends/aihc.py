@@ -1074,7 +1074,7 @@ class AihcBackend(Backend):
             )
         if not self._stop_due(job, since=job.updated_at):
             return
-        if self._send_stop(job, client, config, secrets, "sent again"):
+        if self._send_stop(job, client, config, secrets, "sent again") is None:
             logger.info("AIHC still ran %s while it was stopping: stop sent again", job.public_id)
 
     def _stop_due(self, job: Job, *, since: datetime | None = None) -> bool:
@@ -1093,9 +1093,9 @@ class AihcBackend(Backend):
     @staticmethod
     def _send_stop(
         job: Job, client: AihcClient, config: Config, secrets: list[str], why: str
-    ) -> bool:
-        """Sends a stop the worker decided; False (logged, retried by a later sync) if AIHC
-        did not take it."""
+    ) -> AihcError | None:
+        """Sends a stop the worker decided; AIHC's error (logged, the stop retried by a later
+        sync) if it did not take it, else None."""
         try:
             client.stop_job(
                 pool=job.resource_pool,
@@ -1107,8 +1107,8 @@ class AihcBackend(Backend):
             logger.warning(
                 "AIHC stop (%s) of %s failed: %s", why, job.public_id, scrub(str(exc), secrets)
             )
-            return False
-        return True
+            return exc
+        return None
 
     @staticmethod
     def _close_replicas(job: Job) -> None:
@@ -1145,7 +1145,25 @@ class AihcBackend(Backend):
         )
         if timezone.now() - job.started_at < limit or not self._stop_due(job):
             return
-        if not self._send_stop(job, client, config, spec.secret_values(), "timed out"):
+        secrets = spec.secret_values()
+        error = self._send_stop(job, client, config, secrets, "timed out")
+        if error is not None:
+            # Said once on the job's page (the resends are logged): it runs past its limit
+            # because AIHC did not take the stop, not because the console forgot it.
+            if not job.events.filter(reason="TimeoutStopFailed").exists():
+                job_event(
+                    job=job,
+                    reason="TimeoutStopFailed",
+                    message=recorded(
+                        gettext_noop(
+                            "The job ran past its %(minutes)d-minute limit, and AIHC did not "
+                            "take the stop (%(error)s). The console sends it again every minute."
+                        ),
+                        minutes=spec.timeout_minutes,
+                        error=scrub(recorded_error(error), secrets),
+                    ),
+                    warning=True,
+                )
             return
         self._move(
             job,
