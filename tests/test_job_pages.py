@@ -401,13 +401,28 @@ def test_the_runners_own_log_lines_read_in_the_pages_language(alice, alice_clien
     assert "第 1 次" not in english and "退出码" not in english
 
 
-def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_still(
-    alice, alice_client
-):
-    job = submit(alice, envs=[S.Env("API_TOKEN", "hunter2-token", secret=True)])
+def job_with_master_log(owner, raw: bytes) -> Job:
+    """A job with a secret env (API_TOKEN=hunter2-token) whose master wrote `raw` to its log."""
+    job = submit(owner, envs=[S.Env("API_TOKEN", "hunter2-token", secret=True)])
     JobReplica.objects.create(job=job, role="master", index=0)
     log = replica_log_path(job.public_id, "master-0")
     log.parent.mkdir(parents=True)
+    log.write_bytes(raw)
+    return job
+
+
+def log_tail_html(client, job: Job) -> str:
+    """The log panel as the job page's 2-second refresh fetches it."""
+    return client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "master-0"},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+
+
+def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_still(
+    alice, alice_client
+):
     raw = (
         # loguru's colours, one of them inside the secret (the runner's mask missed it)
         b"2026-11-30T09:00:00.000000Z \x1b[32mINFO\x1b[0m token=hunter2-\x1b[1mtoken\x1b[0m\n"
@@ -415,14 +430,10 @@ def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_
         b"2026-11-30T09:00:01.000000Z \x1b[2K\x1b[1A\x1b]8;;https://x.example\x1b\\docs"
         b"\x1b]8;;\x1b\\ 100%|##########| 3/3\x1b7\x1b8\x07\n"
     )
-    log.write_bytes(raw)
+    job = job_with_master_log(alice, raw)
 
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
-    tail = alice_client.get(
-        reverse("job-logs", args=[job.public_id]),
-        {"replica": "master-0"},
-        headers={"HX-Request": "true"},
-    ).content.decode()
+    tail = log_tail_html(alice_client, job)
     download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
 
     for html in (page, tail):
@@ -435,19 +446,11 @@ def test_the_log_view_drops_terminal_escape_codes_but_masks_and_dates_the_lines_
 
 
 def test_a_very_long_log_line_is_cut_on_the_page_and_whole_in_the_download(alice, alice_client):
-    job = submit(alice, envs=[S.Env("API_TOKEN", "hunter2-token", secret=True)])
-    JobReplica.objects.create(job=job, role="master", index=0)
-    log = replica_log_path(job.public_id, "master-0")
-    log.parent.mkdir(parents=True)
     line = "token=hunter2-token " + "x" * 60_000 + " END"
     raw = f"2026-11-30T09:00:00.000000Z {line}\n2026-11-30T09:00:01.000000Z short\n".encode()
-    log.write_bytes(raw)
+    job = job_with_master_log(alice, raw)
 
-    tail = alice_client.get(
-        reverse("job-logs", args=[job.public_id]),
-        {"replica": "master-0"},
-        headers={"HX-Request": "true"},
-    ).content.decode()
+    tail = log_tail_html(alice_client, job)
     download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
 
     assert len(tail) < 10_000  # not the 60 KB line
