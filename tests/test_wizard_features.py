@@ -552,6 +552,16 @@ def test_the_review_shows_the_exact_request_curl_and_each_replicas_environment(a
     assert 'data-copy-target="#request-json"' in page
 
 
+def test_the_reviews_two_copy_buttons_say_what_each_copies(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    names = dict(re.findall(r'data-copy-target="(#request-\w+)" aria-label="([^"]+)"', page))
+    assert names == {"#request-json": "复制请求", "#request-curl": "复制 curl 命令"}
+
+
 def test_the_review_summary_reads_every_section_in_console_words_with_edit_links(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)
