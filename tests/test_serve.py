@@ -17,6 +17,19 @@ from jobs.runner import free_port
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def start_serve(env: dict[str, str]) -> subprocess.Popen:
+    """`manage.py serve` on a migrated database, in its own process group (killed with it)."""
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "serve"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def test_the_web_server_opens_no_control_socket_anyone_with_its_home_could_command(tmp_path):
     # gunicorn 27 listens on ~/.gunicorn/gunicorn.ctl by default, taking shutdown and reload
     # commands from whoever reaches the file.
@@ -59,15 +72,7 @@ def test_a_worker_that_dies_is_started_again_and_the_console_stays_up(tmp_path):
 
     port = free_port()
     env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0", "PORT": str(port)}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve"],
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = start_serve(env)
     try:
         deadline = time.monotonic() + 30
         while not worker_pids():
@@ -115,15 +120,7 @@ def test_an_empty_host_serves_on_loopback_only_not_on_every_interface(tmp_path):
         "WEB_WORKERS": "",
         "WEB_THREADS": "",
     }
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    server = subprocess.Popen(
-        [sys.executable, "manage.py", "serve"],
-        cwd=ROOT,
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = start_serve(env)
     try:
         deadline = time.monotonic() + 30
         while True:
