@@ -96,13 +96,19 @@ def page(browser, live_server, transactional_db):
     context.close()
 
 
+def log_in(page, username: str, password: str) -> None:
+    """Logs in through the login form, as a person would, and waits to leave it."""
+    page.goto("/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("#login-submit")
+    page.wait_for_url(lambda url: "/login/" not in url)
+
+
 @pytest.fixture
 def logged_in_page(page, alice):
     """A browser page where Alice has logged in through the login form."""
-    page.goto("/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-password")
-    page.click("#login-submit")
+    log_in(page, "alice", "alice-password")
     page.wait_for_url(lambda url: urlparse(url).path == "/")
     return page
 

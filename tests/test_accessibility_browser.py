@@ -16,6 +16,7 @@ from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy
 from jobs.review import job_reject
 from jobs.services import jobs_submit
 from jobs.worker import Worker
+from tests.conftest import log_in
 
 from .runner_helpers import make_spec, run_until, runner_settings, status_of  # noqa: F401
 from .test_wizard import A800
@@ -94,14 +95,6 @@ def audit(request, axe, browser, live_server, transactional_db):
     context.set_default_timeout(10_000)
     yield Audit(axe, context.new_page())
     context.close()
-
-
-def log_in(page, username: str, password: str) -> None:
-    page.goto("/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("#login-submit")
-    page.wait_for_url(lambda url: "/login/" not in url)
 
 
 def submit(owner, command: str = "echo hello") -> Job:

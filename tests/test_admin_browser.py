@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from jobs import spec as S
 from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy
 from jobs.services import jobs_submit
+from tests.conftest import log_in
 
 pytestmark = pytest.mark.browser
 
@@ -24,14 +25,6 @@ def submit(owner, name: str) -> Job:
     )
     [job] = jobs_submit(owner=owner, spec=spec, submit_key=name)
     return job
-
-
-def log_in(page, username: str, password: str) -> None:
-    page.goto("/login/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("#login-submit")
-    page.wait_for_url(lambda url: "/login/" not in url)
 
 
 def test_a_reviewer_approves_selected_jobs_from_the_list(page, alice, reviewer):
