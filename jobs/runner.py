@@ -51,7 +51,15 @@ from .alerts import job_alert
 from .backends.local import detected_accelerators, host_volumes
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
-from .sandbox import Mount, SandboxError, bwrap_argv, is_within, open_in_root
+from .sandbox import (
+    Mount,
+    SandboxError,
+    bwrap_argv,
+    is_within,
+    open_in_root,
+    read_only_parent_lacking,
+    read_only_parent_message,
+)
 from .services import job_event, job_transition, recorded
 from .spec import MPI, JobSpec
 from .texts import restored, source_of
@@ -424,6 +432,11 @@ def volume_mounts(spec: JobSpec) -> list[Mount]:
                     gettext("%(path)s in volume %(volume)s holds the console's own files")
                     % {"path": ds.source_path or "/", "volume": ds.name}
                 )
+        # Checked at submit too (LocalBackend.check_spec); the folder may have gone since.
+        layout = [(m.dest, m.source, m.read_only) for m in mounts]
+        for mount in mounts:
+            if parent := read_only_parent_lacking(mount.dest, layout):
+                raise SandboxError(read_only_parent_message(mount.dest, parent))
     except BaseException:
         close_mounts(mounts)
         raise

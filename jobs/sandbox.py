@@ -90,6 +90,30 @@ def open_in_root(root: Path, sub_path: str | None) -> tuple[int, str]:
     return fd, opened
 
 
+def read_only_parent_lacking(dest: str, mounts: list[tuple[str, str, bool]]) -> str | None:
+    """The mount path of the read-only mount `dest` lies in, if it has no `dest` to mount on.
+
+    `mounts` are the job's (mount path, host folder, read-only). A mount point inside another
+    mount is made in that mount's folder, as a container runtime makes it; in a read-only
+    mount it cannot be (bwrap fails with EROFS and the replica never starts), so it must
+    exist there already."""
+    around = [m for m in mounts if m[0] != dest and is_within(dest, m[0])]
+    if not around:
+        return None
+    path, folder, read_only = max(around, key=lambda m: len(m[0]))
+    if read_only and not os.path.lexists(os.path.join(folder, os.path.relpath(dest, path))):
+        return path
+    return None
+
+
+def read_only_parent_message(dest: str, parent: str) -> str:
+    return gettext(
+        "%(path)s lies inside the read-only mount %(parent)s, which has no folder "
+        "“%(folder)s” to mount it on, and a read-only mount cannot get one. Create the folder "
+        "in the volume first, or choose a path outside %(parent)s."
+    ) % {"path": dest, "parent": parent, "folder": os.path.relpath(dest, parent)}
+
+
 def _shadowed_dirs(dests: list[str]) -> set[str]:
     """Host folders to rebuild in the sandbox so missing mount points never touch the host."""
     shadowed: set[str] = set()

@@ -640,6 +640,43 @@ def test_a_read_only_mount_cannot_be_written(alice, settings):
     assert not (volume(settings) / "data" / "x").exists()
 
 
+def test_a_mount_inside_a_read_only_mount_needs_its_folder_there_and_says_so(alice, settings):
+    from jobs.backends import get_backend
+
+    (volume(settings) / "dataset").mkdir()
+    (volume(settings) / "out").mkdir()
+    spec = make_spec(
+        "touch /data/x || echo DATA-READ-ONLY; touch /data/out/y && echo OUT-WRITTEN",
+        datasources=[
+            S.Datasource(
+                "hostpath", "work", mount_path="/data", source_path="dataset", read_only=True
+            ),
+            S.Datasource("hostpath", "work", mount_path="/data/out", source_path="out"),
+        ],
+    )
+    # bwrap would have to make /data/out in the read-only dataset folder: refused at submit,
+    # on the row, instead of a job that fails with "Can't mkdir /data/out: Read-only file system".
+    errors = get_backend("local").check_spec(spec)
+    assert list(errors) == ["datasources[1].mountPath"]
+    assert "只读挂载 /data" in errors["datasources[1].mountPath"][0]
+
+    (volume(settings) / "dataset" / "out").mkdir()  # the folder to mount on is there now
+    assert get_backend("local").check_spec(spec) == {}
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, log
+    assert "DATA-READ-ONLY" in log and "OUT-WRITTEN" in log
+    assert (volume(settings) / "out" / "y").exists()
+
+    # Gone again before the next job starts: it fails with the same reason, not bwrap's.
+    (volume(settings) / "dataset" / "out").rmdir()
+    again = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(again) == JobStatus.FAILED)
+    assert "只读挂载 /data" in again.status_reason
+
+
 def test_a_writable_mount_writes_into_the_volume_and_nothing_is_created_on_the_host(
     alice, settings
 ):

@@ -19,7 +19,12 @@ from django.utils.translation import gettext_lazy, gettext_noop
 
 from jobs import logs as job_logs
 from jobs.runtime_env import ReplicaRef, replica_environment
-from jobs.sandbox import SandboxError, resolve_in_root
+from jobs.sandbox import (
+    SandboxError,
+    read_only_parent_lacking,
+    read_only_parent_message,
+    resolve_in_root,
+)
 
 from .base import AcceleratorStock, Backend, Pool, Volume
 
@@ -128,6 +133,7 @@ class LocalBackend(Backend):
                 % {"queue": spec.queue, "queues": ", ".join(local_queues())},
             )
         volumes = {v.name: v for v in host_volumes()}
+        mounted: list[tuple[int, str, str, bool]] = []  # (row, mount path, folder, read-only)
         for i, ds in enumerate(spec.datasources):
             path = f"datasources[{i}]"
             if ds.type != "hostpath":
@@ -168,6 +174,12 @@ class LocalBackend(Backend):
                     _("“%(path)s” does not exist in volume “%(name)s”.")
                     % {"path": ds.source_path, "name": ds.name},
                 )
+                continue
+            mounted.append((i, ds.mount_path, str(source), ds.read_only))
+        for i, dest, _folder, _read_only in mounted:
+            parent = read_only_parent_lacking(dest, [m[1:] for m in mounted])
+            if parent:
+                err(f"datasources[{i}].mountPath", read_only_parent_message(dest, parent))
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
         from jobs.alerts import NOT_HTTP_URL, webhook_url_error
