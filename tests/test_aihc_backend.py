@@ -236,7 +236,6 @@ def test_it_refuses_tensorflow_on_v1_but_not_on_v2(fake, aihc, settings):
 def test_it_refuses_what_the_api_cannot_express_on_the_right_fields(fake, aihc):
     spec = seed_spec(
         cpu_exclusive=True,
-        shared_memory_gi=32,
         log_persistence=True,
         retention_period="7d",
         datasources=[
@@ -248,7 +247,6 @@ def test_it_refuses_what_the_api_cannot_express_on_the_right_fields(fake, aihc):
 
     assert set(errors) == {
         "cpuExclusive",
-        "sharedMemoryGi",
         "logPersistence",
         "retentionPeriod",
         "datasources[1].type",

@@ -224,6 +224,28 @@ def test_the_preview_matches_what_the_backend_submits(fake, alice_client, settin
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
+def test_an_aihc_pool_takes_a_shared_memory_other_than_10_gi_and_sends_it(
+    fake, alice_client, settings, version
+):
+    # As the RDMA help says ("a size other than 10Gi above is sent too"), and as AIHC's own
+    # console lets it be changed (seed 000: 共享内存 ... 可以按需修改).
+    settings.AIHC_POOL_API_VERSIONS = {POOL: version}
+    draft = new_draft(alice_client)
+    steps = aihc_steps()
+    steps[W.RESOURCES] = {**steps[W.RESOURCES], "shared_memory_gi": "64", "enable_rdma": "on"}
+    complete_steps(alice_client, draft, **steps)
+
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    assert r.status_code == 302
+    job = Job.objects.get()
+    get_backend("aihc").submit(job)
+
+    [call] = fake.calls("CreateJob")
+    assert call.status == 200
+    assert {"name": "sharedMemory", "quantity": 64} in call.body["jobSpec"]["resources"]
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
 def test_the_curl_sends_the_bytes_the_console_sends_to_the_same_url(
     fake, alice_client, settings, version
 ):

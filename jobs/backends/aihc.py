@@ -421,14 +421,6 @@ class AihcBackend(Backend):
             self._check_uniform_roles(spec, err)
         if spec.cpu_exclusive:
             err("cpuExclusive", _("AIHC has no CPU exclusivity setting."))
-        if spec.shared_memory_gi != spec_module.DEFAULT_SHARED_MEMORY_GI:
-            err(
-                "sharedMemoryGi",
-                _(
-                    "AIHC gives each instance %(size)d Gi of shared memory; another size cannot be sent."
-                )
-                % {"size": spec_module.DEFAULT_SHARED_MEMORY_GI},
-            )
         if spec.log_persistence:
             err("logPersistence", _("The AIHC OpenAPI has no log persistence setting."))
         if spec.retention_period and version == V1:
