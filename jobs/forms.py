@@ -504,7 +504,9 @@ class FaultForm(StepForm):
         label=_("BCCL auto-injection"),
         required=False,
         help_text=_(
-            "Injects the BCCL collective-communication library; needs all four conditions below."
+            "Injects the BCCL collective-communication library; needs all four conditions below. "
+            "The local pool records the choice but injects nothing: its jobs use the "
+            "libraries of this machine."
         ),
     )
 
@@ -547,7 +549,8 @@ class AdvancedForm(StepForm):
         max_length=1024,
         help_text=_(
             "Must match the log path in your code, or Tensorboard finds no data; injected as "
-            "AIHC_TENSORBOARD_LOG_PATH."
+            "AIHC_TENSORBOARD_LOG_PATH. The local pool sets only that variable and starts no "
+            "Tensorboard."
         ),
     )
     auto_delete = forms.BooleanField(
