@@ -443,6 +443,12 @@ LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8, low=1)
 LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
 LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
+# A replica's log file is kept under this many MB (MiB) on disk: a job printing in a loop
+# would otherwise fill the disk the database lives on. Past it, the log keeps its beginning
+# and its latest part, with a [console] line saying how much was dropped between them
+# (jobs/shim.py, ReplicaLog). 1 GB holds days of a normal training log.
+LOCAL_LOG_MAX_MB = envint("LOCAL_LOG_MAX_MB", 1024, low=1)
+
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
 # How often remote (non-local) jobs are synced with their backend (seconds).

@@ -3,10 +3,16 @@
 Every line is "<UTC time, RFC 3339 with microseconds>Z <output>". Reading the last N lines
 seeks from the end of the file and reads backwards in blocks, and never more than
 `max_bytes`, so a 1 GB log costs what a 1 MB log costs.
+
+A log is kept under LOCAL_LOG_MAX_MB by the shim that writes it: past that, its middle is
+dropped, leaving its beginning, a CONSOLE_LOG_CUT line, and its latest part (jobs/shim.py,
+ReplicaLog). The file stays a log like any other for the page and the download; how much
+was dropped is also kept next to it (log_cut_path), for the page to say so.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable
@@ -50,7 +56,8 @@ MASK = "******"
 CONSOLE_BANNER = gettext_noop("[console] %(replica)s attempt %(attempt)d starting")
 CONSOLE_EXIT = gettext_noop("[console] exited with code {code}")
 CONSOLE_START_FAILED = gettext_noop("[console] could not start: {error}")
-CONSOLE_LINES = (CONSOLE_BANNER, CONSOLE_EXIT, CONSOLE_START_FAILED)
+CONSOLE_LOG_CUT = gettext_noop("[console] log over {limit} MB: {dropped} bytes dropped here")
+CONSOLE_LINES = (CONSOLE_BANNER, CONSOLE_EXIT, CONSOLE_START_FAILED, CONSOLE_LOG_CUT)
 PLACEHOLDER = re.compile(r"%\((\w+)\)[sd]|\{(\w+)\}")
 _console_patterns: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
 
@@ -153,6 +160,21 @@ def job_dir(public_id: str) -> Path:
 
 def replica_log_path(public_id: str, label: str) -> Path:
     return job_dir(public_id) / "logs" / f"{label}.log"
+
+
+def log_cut_path(log: Path) -> Path:
+    """Where the shim records how much of `log` it dropped (JSON; none until a cut)."""
+    return log.with_name(log.name + ".cut.json")
+
+
+def log_cut(log: Path) -> dict[str, int] | None:
+    """{"limit_mb", "dropped"} of a log the shim cut (bytes of output dropped in all), or
+    None for a log that was never over its cap."""
+    try:
+        record = json.loads(log_cut_path(log).read_text())
+        return {"limit_mb": int(record["limit_mb"]), "dropped": int(record["dropped"])}
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def tail_lines(path: Path, n: int, *, max_bytes: int = MAX_TAIL_BYTES) -> list[str]:

@@ -600,6 +600,14 @@ def _start_replicas(
                 recorded(job_logs.CONSOLE_EXIT),
                 "--start-failed-line",
                 recorded(job_logs.CONSOLE_START_FAILED),
+                # The log's size cap, and the line marking what a cut dropped (the shim
+                # fills in {limit} and {dropped}).
+                "--log-limit-mb",
+                str(settings.LOCAL_LOG_MAX_MB),
+                "--log-cut-line",
+                recorded(job_logs.CONSOLE_LOG_CUT),
+                "--log-cut-record",
+                str(job_logs.log_cut_path(log_path)),
             ]
             # Names only: the shim reads the values from the environment file and writes
             # `******` wherever one appears in the replica's output.

@@ -8,7 +8,8 @@ that is killed or restarted. The shim:
   (secret values never appear on a command line), handing it the descriptors of the
   volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);
 - writes every output line to the replica's log, prefixed with a UTC timestamp, with the
-  values of the job's secret envs (each line of a multi-line one) replaced by `******`;
+  values of the job's secret envs (each line of a multi-line one) replaced by `******`,
+  and keeps that log under its size cap (ReplicaLog);
 - records the first line that contains a fault-tolerance keyword (file `keyword`);
 - records the exit code when the command ends (file `exit`), which is how a restarted
   worker learns how an adopted replica ended;
@@ -116,6 +117,136 @@ def char_start(data: bytes, at: int) -> int:
     return at
 
 
+STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ")
+COPY_CHUNK = 1024 * 1024
+
+
+def copy_range(source: int, target: int, start: int, end: int) -> None:
+    """Appends bytes `start`..`end` of file `source` to file `target`."""
+    while start < end:
+        try:  # in the kernel, without passing through this process
+            done = os.copy_file_range(source, target, end - start, start)
+        except OSError:  # a file system or kernel without it
+            done = os.write(target, os.pread(source, min(COPY_CHUNK, end - start), start))
+        if done <= 0:
+            raise OSError(f"copied nothing at {start}")
+        start += done
+
+
+class ReplicaLog:
+    """The replica's log, kept under `limit_mb` MB on disk however much the job prints.
+
+    A job printing in a loop would otherwise fill the disk the console's database lives on.
+    What a reader needs of a long log is its beginning (the start-up, the config, the first
+    error) and where the job is now, so when the next line would take the file past the
+    cap, the log is cut: its first quarter (to the end of a line) stays, then one line
+    saying how many bytes of output were dropped there (in all cuts so far), then its
+    latest quarter (from the start of a line), and writing goes on after it.
+
+    - Every line is still written when it comes (nothing is dropped as it is written, only
+      later, from the middle), so the live view shows it and hang detection, which looks at
+      the file's modification time, sees the job as active. The job never waits for its log
+      beyond the moment a cut takes (copying half the cap, within the page cache), about
+      once per half a cap of output: a job printing a lot pays for it, not the machine.
+    - The cut is written as a new file that then replaces the log: the page, the download
+      (of the file, so with the marker in it) and a download already under way each read
+      one whole file, the old or the new, never a mix. On disk a cut log stays between half
+      the cap and the cap (for a moment, while the new file is written, 1.5 times it).
+    - A replica's attempts share one log, so where the last cut put its line, and how much
+      it counted, are kept next to the log (`cut_record`, which also tells the job page
+      that the log was cut): the next cut, by this shim or a later attempt's, drops that
+      line with the rest and carries its count on. A shim killed between replacing the log
+      and writing the record leaves the record one cut behind: the next count then misses
+      that cut's bytes.
+    - A cut that fails (the disk is full) leaves the log as it was; the job runs on.
+    """
+
+    def __init__(self, path: str, *, limit_mb: int, cut_line: str, cut_record: str) -> None:
+        self.path = Path(path)
+        self.limit_mb = limit_mb
+        self.limit = limit_mb * 1024 * 1024  # 0: no cap
+        self.cut_line = cut_line
+        self.cut_record = Path(cut_record) if cut_record else None
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+        self.size = os.fstat(self.fd).st_size
+
+    def write(self, data: bytes) -> None:
+        if self.limit and self.size + len(data) > self.limit:
+            with contextlib.suppress(OSError):
+                self.cut()
+        os.write(self.fd, data)
+        self.size += len(data)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def _previous_cut(self) -> tuple[int, int, int] | None:
+        """(where its line starts, where it ends, bytes dropped in all) of the last cut."""
+        if self.cut_record is None:
+            return None
+        try:
+            record = json.loads(self.cut_record.read_text())
+            return int(record["marker_at"]), int(record["kept_from"]), int(record["dropped"])
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def cut(self) -> None:
+        quarter = self.limit // 4
+        source = os.open(self.path, os.O_RDONLY)
+        fresh = self.path.with_name(self.path.name + ".cutting")
+        try:
+            size = os.fstat(source).st_size
+            head_end = os.pread(source, quarter, 0).rfind(b"\n") + 1  # 0: no whole line
+            tail_start = max(size - quarter, head_end)
+            if tail_start > head_end:  # to the start of the next line
+                window = os.pread(source, MAX_LINE + 1024, tail_start - 1)
+                found = window.find(b"\n")
+                tail_start = tail_start + found if found >= 0 else tail_start
+            if tail_start >= size or tail_start <= head_end:
+                return  # nothing to drop between whole lines
+            # The previous cut's line is dropped with the rest (and its count carried on),
+            # unless the head now keeps it (a cap raised since): then it says its own.
+            dropped = tail_start - head_end
+            previous = self._previous_cut()
+            if previous is not None and head_end <= previous[0] < tail_start:
+                marker_at, kept_from, earlier = previous
+                dropped += earlier - (min(kept_from, tail_start) - marker_at)
+            # Stamped as the first line kept after it, so the times in the file still only
+            # go forward (a reader of the lines since a time relies on it).
+            first = os.pread(source, 28, tail_start)
+            when = first if STAMP.fullmatch(first) else stamp()
+            text = self.cut_line.replace("{limit}", str(self.limit_mb))
+            marker = when + text.replace("{dropped}", str(dropped)).encode() + b"\n"
+            target = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+            try:
+                copy_range(source, target, 0, head_end)
+                os.write(target, marker)
+                copy_range(source, target, tail_start, size)
+            finally:
+                os.close(target)
+            os.replace(fresh, self.path)
+        except BaseException:
+            fresh.unlink(missing_ok=True)
+            raise
+        finally:
+            os.close(source)
+        os.close(self.fd)
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self.size = os.fstat(self.fd).st_size
+        if self.cut_record is not None:
+            write_atomic(
+                self.cut_record,
+                json.dumps(
+                    {
+                        "limit_mb": self.limit_mb,
+                        "dropped": dropped,
+                        "marker_at": head_end,
+                        "kept_from": head_end + len(marker),
+                    }
+                ),
+            )
+
+
 PAUSE_SECONDS = 1.0
 
 
@@ -177,6 +308,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--banner", default="")
     parser.add_argument("--exit-line", default="[console] exited with code {code}")
     parser.add_argument("--start-failed-line", default="[console] could not start: {error}")
+    parser.add_argument("--log-limit-mb", type=int, default=0)  # 0: no cap
+    parser.add_argument(
+        "--log-cut-line", default="[console] log over {limit} MB: {dropped} bytes dropped here"
+    )
+    parser.add_argument("--log-cut-record", default="")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     state = Path(args.state)
@@ -216,12 +352,17 @@ def main(argv: list[str]) -> int:
     )
     matched = False
 
-    log = os.open(args.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    log = ReplicaLog(
+        args.log,
+        limit_mb=args.log_limit_mb,
+        cut_line=args.log_cut_line,
+        cut_record=args.log_cut_record,
+    )
     if args.banner:
-        os.write(log, stamp() + args.banner.encode() + b"\n")
+        log.write(stamp() + args.banner.encode() + b"\n")
     if stopped:  # as if the stop had ended it at once
         code = 128 + signal.SIGTERM
-        os.write(log, stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
+        log.write(stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
         return 0
     try:
@@ -235,7 +376,7 @@ def main(argv: list[str]) -> int:
         )
     except OSError as exc:
         line = args.start_failed_line.replace("{error}", str(exc))
-        os.write(log, stamp() + line.encode() + b"\n")
+        log.write(stamp() + line.encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0
     if stopped:  # it came as the command started: to the whole group, as the worker sends it
@@ -260,7 +401,7 @@ def main(argv: list[str]) -> int:
     cut_before = False  # the line being read was cut (MAX_LINE, or a pause) and partly written
 
     def write(when: bytes, line: bytes) -> None:
-        os.write(log, when + (line if line.endswith(b"\n") else line + b"\n"))
+        log.write(when + (line if line.endswith(b"\n") else line + b"\n"))
 
     for piece, redraw in output_pieces(child.stdout.fileno()):
         now = time.monotonic()
@@ -309,9 +450,9 @@ def main(argv: list[str]) -> int:
     code = child.wait()
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
-    os.write(log, stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
+    log.write(stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
     write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
-    os.close(log)
+    log.close()
     return 0
 
 

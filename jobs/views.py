@@ -29,7 +29,7 @@ from django_htmx.http import HttpResponseStopPolling
 from .actions import ActionError, job_delete, job_rerun, job_stop, job_submit_again
 from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
-from .logs import job_secrets, shown_lines
+from .logs import job_secrets, log_cut, shown_lines
 from .models import FINAL_STATUSES, Job, JobStatus
 from .scheduler import queue_position
 from .spec import FRAMEWORK_LABELS, SpecError
@@ -204,12 +204,17 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
         label = labels[0] if labels else ""
     lines: list[str] = []
     error = ""
+    cut = None
     if label:
         try:
+            backend = get_backend(job.backend)
             lines = shown_lines(
-                get_backend(job.backend).logs(job, label, tail=LOG_TAIL_LINES),
-                secrets=job_secrets(job),
+                backend.logs(job, label, tail=LOG_TAIL_LINES), secrets=job_secrets(job)
             )
+            # A local log that went over LOCAL_LOG_MAX_MB lost its middle: the download is
+            # not "all of it" then, and the page says what it has instead.
+            path = backend.log_file(job, label)
+            cut = log_cut(path) if path is not None else None
         except BackendError as exc:
             error = exc.message
         except Exception:  # a backend that is down must not break the job page
@@ -222,6 +227,7 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
         "log_error": error,
         # A full tail has older lines above it: say so, or the log seems to begin there.
         "log_truncated": len(lines) >= LOG_TAIL_LINES,
+        "log_cut": cut,
         "log_tail": LOG_TAIL_LINES,
         # Polled from the first view of the page, queued or not, until one last answer
         # after the job ends: the logs appear without a reload.

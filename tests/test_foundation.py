@@ -256,6 +256,9 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOGIN_THROTTLE_MINUTES": "0"},
         {"SESSION_COOKIE_AGE": "0"},
         {"LOCAL_MAX_RUNNING_JOBS": "0"},
+        {"LOCAL_LOG_MAX_MB": "0"},
+        {"LOCAL_LOG_MAX_MB": "-5"},
+        {"LOCAL_LOG_MAX_MB": "1GB"},
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
@@ -272,6 +275,17 @@ def test_startup_stops_with_a_message_naming_the_variable_when_a_value_is_bad(tm
     assert result.stderr.startswith(f"Configuration error: {name}")
     assert "Traceback" not in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_the_log_cap_is_read_and_defaults_to_1024_mb(tmp_path):
+    code = "from django.conf import settings as s; print(s.LOCAL_LOG_MAX_MB)"
+
+    given = manage(tmp_path, "shell", "--no-imports", "-c", code, LOCAL_LOG_MAX_MB="200")
+    default = manage(tmp_path, "shell", "--no-imports", "-c", code)
+
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.split() == ["200"]
+    assert default.stdout.split() == ["1024"]
 
 
 @pytest.mark.parametrize(("value", "allowed"), [("", "False"), ("Yes", "True")])

@@ -1,0 +1,183 @@
+"""A runaway job cannot fill the machine's disk through its log: the log is kept under
+LOCAL_LOG_MAX_MB (its beginning and its latest lines, with a marker where the middle was
+dropped). Real jobs on the local runner, with caps of 1 MB to keep them small."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.logs import replica_log_path
+from jobs.models import JobReplica, JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    PY,
+    UNTIL_THE_GATE_OPENS,
+    log_text,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+from .test_runner import silent_for_minutes
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+STAMP_LENGTH = len("2026-11-30T09:00:00.000000Z ")
+
+
+@pytest.fixture(autouse=True)
+def console_language_after():
+    """A page fetched in English leaves English active in this thread (LocaleMiddleware
+    does not switch back): the tests that follow, here or in another file, would read the
+    worker's messages in English."""
+    yield
+    translation.deactivate()
+
+
+def numbered(first: int, last: int) -> str:
+    """A command printing lines `first`..`last`-1, each of the same length (see line())."""
+    return f'{PY} -c \'for i in range({first}, {last}): print(f"line {{i:07d}} " + "x" * 90)\''
+
+
+def line(i: int) -> str:
+    return f"line {i:07d} " + "x" * 90
+
+
+MARKER = re.compile(r"\S+Z \[console\] 日志超过 1 MB，此处略去 (\d+) 字节")
+
+
+def marked_drop(lines: list[str]) -> int:
+    """The bytes the log's one cut marker says were dropped."""
+    [marker] = [text for text in lines if "[console] 日志超过" in text]
+    found = MARKER.fullmatch(marker)
+    assert found, marker
+    return int(found.group(1))
+
+
+def bytes_missing(lines: list[str], printed: list[str]) -> int:
+    """The bytes the lines `printed` (without their stamps) took in the log, of those that
+    are not in `lines` (the log as it is) any more."""
+    kept = {text[STAMP_LENGTH:] for text in lines}
+    return sum(STAMP_LENGTH + len(text.encode()) + 1 for text in printed if text not in kept)
+
+
+def test_a_job_printing_past_its_log_cap_keeps_its_first_and_latest_lines_and_says_what_went(
+    alice, alice_client, settings
+):
+    settings.LOCAL_LOG_MAX_MB = 1
+    # 5 MB of output in two halves; between them the job waits, the test makes its log look
+    # two minutes silent, and the second half (cut as it comes) must count as activity.
+    command = (
+        f"{numbered(0, 25_000)}; echo first-half-done; {UNTIL_THE_GATE_OPENS}; "
+        f"{numbered(25_000, 50_000)}; echo second-half-done"
+    )
+    spec = make_spec(
+        command,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "first-half-done" in log_text(job, "master-0"), what="half")
+    silent_for_minutes(job, 2)
+    open_gate(settings)
+    # The job prints its second half on its own; no tick looks at the faked silence first.
+    deadline = time.monotonic() + 30
+    while "second-half-done" not in log_text(job, "master-0"):
+        assert time.monotonic() < deadline, "the second half was never printed"
+        time.sleep(0.05)
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    path = replica_log_path(job.public_id, "master-0")
+
+    raw = path.read_bytes()
+    text = raw.decode()
+    lines = text.splitlines()
+    assert len(raw) <= 1024 * 1024
+    # The beginning: the start-up line and the first lines printed.
+    assert lines[0].endswith("[console] master-0 第 1 次运行开始")
+    assert lines[1][STAMP_LENGTH:] == line(0)
+    assert f" {line(1000)}\n" in text
+    # The latest: the end of the output and how it ended.
+    assert lines[-3][STAMP_LENGTH:] == line(49_999)
+    assert lines[-2].endswith(" second-half-done")
+    assert lines[-1].endswith("[console] 退出码 0")
+    # One marker, counting every byte of output missing between them.
+    printed = [line(i) for i in range(25_000)] + ["first-half-done"]
+    printed += [line(i) for i in range(25_000, 50_000)] + ["second-half-done"]
+    dropped = marked_drop(lines)
+    assert dropped == bytes_missing(lines, printed) > 4_000_000
+    # Nothing was taken for a hang: the lines written past the cap were activity.
+    assert not job.events.filter(reason="HangSuspected").exists()
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    assert line(49_999) in page and 'id="log-cut"' in page and 'id="log-truncated"' not in page
+    with translation.override("en"):
+        size = filesizeformat(dropped)
+    assert (
+        "This log went over its 1 MB limit: the download has its beginning and its latest "
+        f"part, with {size} of output dropped between them"
+    ) in english
+    assert b"".join(download.streaming_content) == raw  # the marker with it
+
+
+def test_a_restarted_job_cut_again_keeps_one_marker_counting_both_attempts(alice, settings):
+    settings.LOCAL_LOG_MAX_MB = 1
+    # 2.6 MB of lines in each attempt: the first fails, the second (its restart) succeeds.
+    first_run = "/workspace/first-run-done"
+    command = (
+        f"if [ -e {first_run} ]; then {numbered(20_000, 40_000)}; "
+        f"else touch {first_run}; {numbered(0, 20_000)}; exit 3; fi"
+    )
+    spec = make_spec(
+        command,
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    path = replica_log_path(job.public_id, "master-0")
+    lines = path.read_text().splitlines()
+    printed = ["[console] master-0 第 1 次运行开始", *map(line, range(20_000))]
+    printed += ["[console] 退出码 3", "[console] master-0 第 2 次运行开始"]
+    printed += [*map(line, range(20_000, 40_000)), "[console] 退出码 0"]
+    assert job.restarts == 1
+    assert path.stat().st_size <= 1024 * 1024
+    assert lines[1][STAMP_LENGTH:] == line(0) and lines[-2][STAMP_LENGTH:] == line(39_999)
+    # The second attempt's cut dropped the first's marker with the rest, and counts on.
+    assert marked_drop(lines) == bytes_missing(lines, printed) > 4_000_000
+
+
+def test_the_log_cut_marker_reads_in_the_pages_language(alice, alice_client):
+    job = submit(alice, make_spec("echo hi"))
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "2026-11-30T09:00:00.000000Z first\n"
+        "2026-11-30T09:00:05.000000Z [console] 日志超过 1 MB，此处略去 4096 字节\n"
+        "2026-11-30T09:00:05.000000Z latest\n"
+    )
+    alice_client.cookies["django_language"] = "en"
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "[console] log over 1 MB: 4096 bytes dropped here" in page
