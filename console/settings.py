@@ -51,8 +51,9 @@ def envint(name: str, default: int, *, low: int = 0, high: int | None = None) ->
     return number
 
 
-def envfloat(name: str, default: float, *, positive: bool = False) -> float:
-    """Seconds; `positive`: 0 is refused too (a timeout of 0, a tick of 0 spinning)."""
+def envfloat(name: str, default: float, *, positive: bool = False, unit: str = "seconds") -> float:
+    """Seconds (or another `unit`); `positive`: 0 is refused too (a timeout of 0, a tick of
+    0 spinning, a size of 0)."""
     value = env(name, str(default))
     try:
         number = float(value)
@@ -60,7 +61,7 @@ def envfloat(name: str, default: float, *, positive: bool = False) -> float:
         number = float("nan")
     if not math.isfinite(number) or number < 0 or (positive and number == 0):
         limits = "more than 0" if positive else "0 or more"
-        raise ImproperlyConfigured(f"{name} is a number of seconds ({limits}), not {value!r}")
+        raise ImproperlyConfigured(f"{name} is a number of {unit} ({limits}), not {value!r}")
     return number
 
 
@@ -449,6 +450,24 @@ LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
 # (jobs/shim.py, ReplicaLog). 1 GB holds days of a normal training log.
 LOCAL_LOG_MAX_MB = envint("LOCAL_LOG_MAX_MB", 1024, low=1)
 
+
+def _memory_gb() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    except (OSError, ValueError):
+        return 40.0  # unknown: the 10 GB default stands
+
+
+# A replica's private /tmp (also its HOME and working folder) is a tmpfs of at most this
+# many GB (GiB; decimals allowed, e.g. 0.5): it lives in memory, so without a size one
+# job writing there could take half the machine's memory (the kernel's default for a
+# tmpfs), each replica as much again. Writing past it fails inside the job with "No space
+# left on device". By default 10 GB, as much as a pip cache, a few checkpoints or a
+# downloaded model need, but never more than a quarter of this machine's memory: on a
+# small machine one job's /tmp must not push the console out of memory.
+LOCAL_TMP_MAX_GB = envfloat(
+    "LOCAL_TMP_MAX_GB", min(10, max(round(_memory_gb() / 4, 1), 0.1)), positive=True, unit="GB"
+)
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
 # How often remote (non-local) jobs are synced with their backend (seconds).

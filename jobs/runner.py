@@ -560,8 +560,7 @@ def _start_replicas(
                 visible_devices=",".join(map(str, cards)),
             )
         )
-        tmp = state / "tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
+        state.mkdir(parents=True, exist_ok=True)
         env_file = state / "env.json"
         fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -570,7 +569,7 @@ def _start_replicas(
         sandboxed = bwrap_argv(
             bwrap=settings.LOCAL_BWRAP,
             command=["bash", "-c", spec.v1_command()],
-            tmp_dir=tmp,
+            tmp_bytes=int(settings.LOCAL_TMP_MAX_GB * 1024**3),
             shm_bytes=spec.shared_memory_gi * 1024**3,
             mounts=mounts,
             files=files,

@@ -9,10 +9,18 @@ pulled):
   /dev/null over each such file. The job runs as the worker's user, so whatever that user
   can read and the sandbox shows, the job reads: the database with sessions and every
   job's secret envs, the secret key, other jobs' logs, the user's home, sockets in /run;
-- its own writable /tmp (a per-replica folder under the run dir), also HOME and the
-  working directory;
+- its own writable /tmp, also HOME and the working directory: a tmpfs of LOCAL_TMP_MAX_GB,
+  so a job filling it gets "No space left on device" instead of filling the machine's disk
+  (it was a folder under the run dir, on the disk the database lives on) or its memory (a
+  tmpfs without a size may take half of it);
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
   so when the job's first process dies every process of the replica dies with it;
+- nothing else writable but its read-write volumes. bwrap builds the sandbox on tmpfs
+  mounts of its own, none of them sized: the root (where the folders rebuilt around a
+  missing mount point live), /dev, and the empty folders over hidden paths. Each is made
+  read-only once everything is mounted, so a job cannot store data past its /tmp cap there
+  ("Read-only file system", as anywhere else on the host; a tiny size instead would still
+  hold a little and would say "No space left", which is not what a hidden folder is);
 - the hostpath volumes of the spec at their mount paths, read-only when asked, bound from
   descriptors opened and checked beforehand (open_in_root), never by name;
 - the MPI hostfile at /etc/mpi/hostfile.
@@ -158,8 +166,9 @@ def _host_entries(directory: str, shadowed: set[str], args: list[str]) -> None:
             args += ["--ro-bind", path, path]
 
 
-def _mask_args(hidden: list[str]) -> list[str]:
-    """bwrap arguments that cover each existing hidden path with an empty folder or file.
+def _mask_args(hidden: list[str]) -> tuple[list[str], list[str]]:
+    """bwrap arguments that cover each existing hidden path with an empty folder or file,
+    and the folders covered so (tmpfs mounts, made read-only once all is mounted).
 
     Real paths, because bwrap would follow a symbolic link in a destination from its own
     new root, not the host's. Paths under /tmp, /proc, /dev and /sys are already the
@@ -167,6 +176,7 @@ def _mask_args(hidden: list[str]) -> list[str]:
     """
     real = {os.path.realpath(path) for path in hidden}
     args: list[str] = []
+    folders: list[str] = []
     for path in sorted(real):
         parts = Path(path).parts
         if len(parts) < 2 or parts[1] in OWN_TOP_LEVEL:
@@ -175,16 +185,17 @@ def _mask_args(hidden: list[str]) -> list[str]:
             continue  # an enclosing folder is hidden already
         if os.path.isdir(path):
             args += ["--tmpfs", path]
+            folders.append(path)
         elif os.path.lexists(path):
             args += ["--ro-bind", "/dev/null", path]
-    return args
+    return args, folders
 
 
 def bwrap_argv(
     *,
     bwrap: str,
     command: list[str],
-    tmp_dir: Path,
+    tmp_bytes: int,
     shm_bytes: int,
     mounts: list[Mount],
     files: list[tuple[Path, str]],
@@ -200,19 +211,28 @@ def bwrap_argv(
     # No capabilities: even a job running as root cannot remount the host read-write.
     args = [bwrap, "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     _host_entries("/", _shadowed_dirs(dests), args)
-    args += _mask_args(hidden)
+    masks, covered = _mask_args(hidden)
+    args += masks
     args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
     for device in sorted(glob.glob("/dev/nvidia*")):
         args += ["--dev-bind", device, device]
     args += ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
-    args += ["--bind", str(tmp_dir), "/tmp"]
+    args += ["--size", str(tmp_bytes), "--tmpfs", "/tmp"]
     for mount in sorted(mounts, key=lambda m: m.dest.count("/")):
         bind = "--ro-bind-fd" if mount.read_only else "--bind-fd"
         args += [bind, str(mount.fd), mount.dest]
-    # The hostfile and /tmp are bound by name: they live under LOCAL_RUN_DIR, which only the
-    # runner writes (a job sees none of it but its /tmp's contents, and cannot replace the
-    # folder it is mounted on), so no job can swap what these names point at.
+    # The hostfile is bound by name: it lives under LOCAL_RUN_DIR, which only the runner
+    # writes (a job sees none of it), so no job can swap what the name points at.
     for source, dest in files:
         args += ["--ro-bind", str(source), dest]
+    # Last, once every mount point has been made: bwrap's own unsized tmpfs mounts become
+    # read-only (see the module's docstring). Each remount is of that mount alone: /tmp,
+    # /dev/shm, /dev's devices and the volumes mounted below stay as they are. A hidden
+    # folder at or under a volume's mount path is skipped: the top mount there is the
+    # volume (read-write if asked), or its tmpfs lies beneath the volume out of reach.
+    args += ["--remount-ro", "/", "--remount-ro", "/dev"]
+    for folder in covered:
+        if not any(is_within(folder, mount.dest) for mount in mounts):
+            args += ["--remount-ro", folder]
     args += ["--chdir", "/tmp", "--"]
     return args + command

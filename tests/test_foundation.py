@@ -259,6 +259,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_LOG_MAX_MB": "0"},
         {"LOCAL_LOG_MAX_MB": "-5"},
         {"LOCAL_LOG_MAX_MB": "1GB"},
+        {"LOCAL_TMP_MAX_GB": "0"},
+        {"LOCAL_TMP_MAX_GB": "-1"},
+        {"LOCAL_TMP_MAX_GB": "ten"},
+        {"LOCAL_TMP_MAX_GB": "inf"},
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
@@ -286,6 +290,18 @@ def test_the_log_cap_is_read_and_defaults_to_1024_mb(tmp_path):
     assert given.returncode == 0, given.stderr
     assert given.stdout.split() == ["200"]
     assert default.stdout.split() == ["1024"]
+
+
+def test_the_tmp_cap_is_read_and_defaults_to_10_gb_or_a_quarter_of_the_memory(tmp_path):
+    code = "from django.conf import settings as s; print(s.LOCAL_TMP_MAX_GB)"
+
+    given = manage(tmp_path, "shell", "--no-imports", "-c", code, LOCAL_TMP_MAX_GB="0.5")
+    default = manage(tmp_path, "shell", "--no-imports", "-c", code)
+
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.split() == ["0.5"]
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    assert float(default.stdout) == min(10, round(memory_gb / 4, 1))
 
 
 @pytest.mark.parametrize(("value", "allowed"), [("", "False"), ("Yes", "True")])

@@ -1,11 +1,13 @@
-"""A runaway job cannot fill the machine's disk through its log: the log is kept under
+"""A runaway job cannot fill the machine's disk or memory: its log is kept under
 LOCAL_LOG_MAX_MB (its beginning and its latest lines, with a marker where the middle was
-dropped). Real jobs on the local runner, with caps of 1 MB to keep them small."""
+dropped), and its /tmp is a tmpfs of LOCAL_TMP_MAX_GB, with nothing else writable but its
+volumes and /dev/shm. Real jobs on the local runner, with caps of 1 MB to keep them small."""
 
 from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 from django.template.defaultfilters import filesizeformat
@@ -27,6 +29,7 @@ from .runner_helpers import (
     runner_settings,  # noqa: F401
     status_of,
     submit,
+    volume,
 )
 from .test_runner import silent_for_minutes
 
@@ -181,3 +184,53 @@ def test_the_log_cut_marker_reads_in_the_pages_language(alice, alice_client):
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     assert "[console] log over 1 MB: 4096 bytes dropped here" in page
+
+
+def test_a_job_writing_past_its_tmp_cap_gets_no_space_left_and_decides_its_own_end(alice, settings):
+    settings.LOCAL_TMP_MAX_GB = 1 / 1024  # 1 MB
+    (volume(settings) / "at-run").mkdir()
+    (volume(settings) / "at-work").mkdir()
+    hidden = Path.home()  # covered by an empty folder: storing data there fails too
+    command = (
+        "echo small > /tmp/small && echo TMP-OK; "
+        "echo data > /dev/shm/x && echo SHM-OK; "
+        "echo data > /workspace/out && echo VOLUME-OK; "
+        # Volumes mounted over hidden folders (/run) or above them (the checkout under /work)
+        # stay writable.
+        "echo data > /run/out && echo RUN-VOLUME-OK; "
+        "echo data > /work/out && echo WORK-VOLUME-OK; "
+        "head -c 2000000 /dev/zero > /tmp/big; code=$?; "
+        'echo "tmp holds $(du -sb /tmp | cut -f1) bytes"; '
+        # bwrap's own tmpfs mounts hold nothing either: the root, a folder rebuilt around a
+        # mount point (/opt), /dev and a hidden folder.
+        f"for d in / /opt /dev {hidden}; do "
+        'echo data > "$d/stored" 2>/dev/null && echo "STORED in $d" || echo "refused in $d"; '
+        "done; exit $code"
+    )
+    spec = make_spec(
+        command,
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/workspace"),
+            S.Datasource("hostpath", "work", mount_path="/run", source_path="at-run"),
+            S.Datasource("hostpath", "work", mount_path="/work", source_path="at-work"),
+            S.Datasource("hostpath", "work", mount_path="/opt/console-caps-test/data"),
+        ],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    for ok in ("TMP-OK", "SHM-OK", "VOLUME-OK", "RUN-VOLUME-OK", "WORK-VOLUME-OK"):
+        assert ok in log, log
+    assert "No space left on device" in log  # head's own error, from inside the job
+    held = int(re.search(r"tmp holds (\d+) bytes", log).group(1))
+    assert held <= 1024 * 1024
+    assert "STORED" not in log
+    for folder in ("/", "/opt", "/dev", str(hidden)):
+        assert f"refused in {folder}\n" in log
+    # The job ends as its command decided: with the code of the write that failed.
+    assert job.status == JobStatus.FAILED
+    assert "master-0 退出，退出码 1。" in job.status_reason, job.status_reason
+    assert (volume(settings) / "at-run" / "out").read_text() == "data\n"
+    assert (volume(settings) / "at-work" / "out").read_text() == "data\n"
