@@ -468,6 +468,13 @@ def _memory_gb() -> float:
 LOCAL_TMP_MAX_GB = envfloat(
     "LOCAL_TMP_MAX_GB", min(10, max(round(_memory_gb() / 4, 1), 0.1)), positive=True, unit="GB"
 )
+
+# Whether the worker enforces each role's CPU and memory with cgroups (jobs.cgroups): "auto"
+# where it can write a cgroup (root, or a delegated one), saying so in each job that sets them
+# where it cannot; "off" never, each such job saying so.
+LOCAL_ENFORCE_LIMITS = env("LOCAL_ENFORCE_LIMITS", "auto").lower()
+if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
+    raise ImproperlyConfigured(f"LOCAL_ENFORCE_LIMITS is auto or off, not {LOCAL_ENFORCE_LIMITS!r}")
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
 # How often remote (non-local) jobs are synced with their backend (seconds).

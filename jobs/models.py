@@ -229,6 +229,7 @@ EVENT_REASONS = {
     "Running": pgettext_lazy("event reason", "Running"),
     "StartFailed": pgettext_lazy("event reason", "Start failed"),
     "ReplicaFailed": pgettext_lazy("event reason", "Replica failed"),
+    "LimitsNotEnforced": pgettext_lazy("event reason", "CPU and memory not enforced"),
     "Restarted": pgettext_lazy("event reason", "Restarted (fault tolerance)"),
     "HangSuspected": pgettext_lazy("event reason", "Hang suspected"),
     "StopRequested": pgettext_lazy("event reason", "Stop requested"),

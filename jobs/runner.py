@@ -46,6 +46,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
+from . import cgroups
 from . import logs as job_logs
 from .alerts import job_alert
 from .backends.local import detected_accelerators, host_volumes
@@ -61,7 +62,7 @@ from .sandbox import (
     read_only_parent_message,
 )
 from .services import job_event, job_transition, recorded
-from .spec import MPI, JobSpec
+from .spec import MPI, JobSpec, Role
 from .texts import restored, source_of
 
 logger = logging.getLogger(__name__)
@@ -538,6 +539,9 @@ def _start_replicas(
             continue
         if not launch_wanted(run):
             return  # stopped while launching: supervise tears down what did start
+        # Made before the launch is recorded: a job whose limits cannot be set up fails to
+        # start (CgroupError) rather than run without the limits it asked for.
+        joined_cgroups = _replica_cgroup(job, run, role, ref.label)
         # Recorded before the spawn, so a replica adopted after a worker restart shows it.
         replica.devices = ",".join(map(str, cards))
         replica.cpus = ",".join(map(str, cpus))
@@ -615,6 +619,8 @@ def _start_replicas(
                     argv += ["--secret-env", user_env.name]
             for keyword in keywords:
                 argv += ["--keyword", keyword]
+            for folder in joined_cgroups:
+                argv += ["--cgroup", str(folder)]
             # The opened volume folders bwrap binds (--bind-fd): the shim hands them on.
             for mount in mounts:
                 argv += ["--mount-fd", str(mount.fd)]
@@ -648,6 +654,48 @@ def _start_replicas(
                 "finished_at",
             ]
         )
+
+
+def role_limits(role: Role) -> tuple[int | None, int | None]:
+    """(memory in bytes, CPU cores) a replica of `role` is held to; None: no limit. Memory
+    is the role's GB as GiB, as AIHC's and the wizard's "Gi" read."""
+    return (role.memory_gb * 1024**3 if role.memory_gb else None), role.cpu
+
+
+def _replica_cgroup(job: Job, run: LocalRun, role: Role, label: str) -> list[Path]:
+    """The cgroups the replica's command joins (none without limits or enforcement)."""
+    memory, cpu = role_limits(role)
+    enforcement = cgroups.current()
+    if not enforcement.active or (memory is None and cpu is None):
+        return []
+    try:
+        return cgroups.create_replica_cgroup(
+            enforcement,
+            public_id=job.public_id,
+            attempt=run.attempt,
+            label=label,
+            memory_bytes=memory,
+            cpu_cores=cpu,
+        )
+    except cgroups.CgroupError as exc:
+        raise SandboxError(exc.args[0]) from None
+
+
+def _limits_not_enforced(job: Job, spec: JobSpec) -> None:
+    """Said once, as the job starts, when it sets a CPU or memory value this worker cannot
+    hold it to."""
+    enforcement = cgroups.current()
+    if enforcement.active or not any(r.cpu or r.memory_gb for r in spec.roles):
+        return
+    job_event(
+        job=job,
+        reason="LimitsNotEnforced",
+        message=recorded(
+            gettext_noop("CPU and memory are not enforced on this machine: %(why)s."),
+            why=enforcement.why,
+        ),
+        warning=True,
+    )
 
 
 def launch_wanted(run: LocalRun) -> bool:
@@ -703,6 +751,7 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
         JobReplica.objects.bulk_create(
             JobReplica(job=job, role=ref.role, index=ref.index) for ref in replica_refs(spec)
         )
+    _limits_not_enforced(job, spec)
     try:
         launch_attempt(job, run, spec, children=children)
     except Exception as exc:  # a job that cannot start fails; the worker carries on
@@ -874,6 +923,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     if all(states[r.pk].phase == "exited" for r in replicas):
+        cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
         if job_transition(
             job=job,
             to=S.SUCCEEDED,
@@ -1054,6 +1104,8 @@ def _finish_tear_down(
     now: datetime,
     children: Children | None,
 ) -> None:
+    # Every process of the attempt is gone: its cgroups go (a restart gets fresh ones).
+    cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
     message = restored(run.stop_message, run.stop_message_source)
     if run.stop_target == TARGET_RESTART and _begin_next_attempt(job, run, now):
         limit = restart_limit(spec)

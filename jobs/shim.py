@@ -4,6 +4,9 @@ The worker starts one shim per replica, in a new session, so the replica outlive
 that is killed or restarted. The shim:
 
 - pins itself (and so the replica) to the given CPU cores;
+- moves the command into the replica's cgroups (its CPU and memory limits, jobs.cgroups)
+  between fork and exec, so no instruction of it runs outside them; the shim itself stays
+  outside (its memory is not the job's, and the job's OOM kill never hits it);
 - starts the sandboxed command with the environment read from a file it then deletes
   (secret values never appear on a command line), handing it the descriptors of the
   volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);
@@ -37,7 +40,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -96,6 +99,18 @@ def end_with_command(child: subprocess.Popen[bytes]) -> None:
             os.kill(pid, signal.SIGKILL)  # a pid namespace's init: everything in it dies
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
+
+
+def joining(cgroups: list[str]) -> Callable[[], None]:
+    """What the command's process runs between fork and exec: it writes itself into each
+    cgroup. (The shim has no other thread at that point, which preexec_fn needs.)"""
+
+    def join() -> None:
+        for folder in cgroups:
+            with open(os.path.join(folder, "cgroup.procs"), "w") as procs:
+                procs.write(str(os.getpid()))
+
+    return join
 
 
 LINE_END = re.compile(rb"\r\n|\n|\r")
@@ -303,6 +318,8 @@ def main(argv: list[str]) -> int:
     # Descriptors of the checked volume folders the command (bwrap --bind-fd) binds.
     parser.add_argument("--mount-fd", type=int, action="append", default=[])
     parser.add_argument("--cpus", default="")
+    # The replica's cgroup in each hierarchy (jobs.cgroups), made and set up by the worker.
+    parser.add_argument("--cgroup", action="append", default=[])
     parser.add_argument("--keyword", action="append", default=[])
     parser.add_argument("--secret-env", action="append", default=[])
     parser.add_argument("--banner", default="")
@@ -373,9 +390,13 @@ def main(argv: list[str]) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             pass_fds=args.mount_fd,
+            preexec_fn=joining(args.cgroup) if args.cgroup else None,
         )
-    except OSError as exc:
-        line = args.start_failed_line.replace("{error}", str(exc))
+    except (OSError, subprocess.SubprocessError) as exc:
+        error = str(exc)
+        if isinstance(exc, subprocess.SubprocessError):  # raised in preexec_fn: the join
+            error = f"cannot join the cgroup {', '.join(args.cgroup)} of its CPU and memory limits"
+        line = args.start_failed_line.replace("{error}", error)
         log.write(stamp() + line.encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0

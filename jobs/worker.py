@@ -32,6 +32,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
+from . import cgroups
 from .backends import BackendError, get_backend
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
 from .runner import minutes, supervise
@@ -58,6 +59,22 @@ class Worker:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
         self.last_remote_sync = 0.0
+        # How roles' CPU and memory are enforced, for every job this worker starts.
+        self.limits = cgroups.redetect()
+        self.remove_leftover_cgroups()
+
+    def remove_leftover_cgroups(self) -> None:
+        """Removes the cgroups of local jobs that ended while no worker was there to (or
+        whose last process outlived the end). Only jobs this console knows as ended: one
+        it does not know may be another console's, setting up a replica right now."""
+        found = cgroups.job_ids_with_cgroups(self.limits)
+        if not found:
+            return
+        ended = Job.objects.filter(public_id__in=found).exclude(
+            status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
+        )
+        for public_id in ended.values_list("public_id", flat=True):
+            cgroups.remove_job_cgroups(self.limits, public_id=public_id)
 
     def tick(self) -> None:
         self.supervise_local()
@@ -254,7 +271,11 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     if thread:
         thread.start()
     worker = Worker()
-    logger.info("worker started (poll %.2fs)", settings.WORKER_POLL_SECONDS)
+    logger.info(
+        "worker started (poll %.2fs); CPU and memory of roles: %s",
+        settings.WORKER_POLL_SECONDS,
+        worker.limits.describe(),
+    )
     try:
         while not stop.is_set():
             close_old_connections()

@@ -263,6 +263,7 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_TMP_MAX_GB": "-1"},
         {"LOCAL_TMP_MAX_GB": "ten"},
         {"LOCAL_TMP_MAX_GB": "inf"},
+        {"LOCAL_ENFORCE_LIMITS": "on"},
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},

@@ -1,0 +1,449 @@
+"""CPU and memory limits of local replicas, enforced with cgroups when the worker can.
+
+Decisions (README "Running jobs on this machine"):
+
+- Detected once when the worker starts (`detect`), in this order:
+  1. cgroup v2 with the `memory` and `cpu` controllers available in the worker's own cgroup
+     and that cgroup writable (root, or a delegated subtree: systemd `Delegate=yes`);
+  2. cgroup v1 with the `memory` and `cpu` hierarchies both writable at the worker's own
+     cgroup in each;
+  3. else nothing is enforced, and `why` says what was missing.
+  LOCAL_ENFORCE_LIMITS=off skips detection. Enforcing memory without CPU (or the reverse)
+  is not offered: either both of a role's values hold, or the job says neither does.
+- Every cgroup the console makes lies under the worker's own cgroup in each hierarchy
+  (`<own>/ai-job-console/...`), never at a hierarchy's root, so an outer limit (the
+  worker's unit, a container) still holds over every job.
+- Only replicas whose role sets a CPU or memory value get a cgroup:
+  `<own>/ai-job-console/<job public id>/attempt-<n>/<role>-<index>`, as the run directory
+  names its files (a restart's attempt gets fresh cgroups, so the OOM count of one attempt
+  is never read as the next one's). Memory: the role's GB as GiB (as shared memory is
+  sized), swap 0 where the kernel accounts it; CPU: a CFS quota of the role's cores per
+  100 ms period. A role without a value has no limit of that kind.
+- The worker makes and sets up the cgroup before the spawn; the shim moves the replica's
+  command into it between fork and exec, so no instruction of the command runs unlimited.
+  The shim itself stays outside: its memory is not the job's, and a job running out of
+  memory cannot get its supervisor killed (the replica would read as lost).
+- A replica that ended non-zero while its cgroup counted an OOM kill was killed for its
+  memory limit (v2 `memory.events` oom_kill, v1 `memory.oom_control` oom_kill). Exit code
+  137 alone says nothing: a Stop's SIGKILL ends with 137 too.
+- The cgroups of a job go when it ends (and an attempt's before the next one starts);
+  those a worker restart finds for jobs that have ended are removed at its start. Only
+  empty cgroups can be removed; a process stuck in the kernel keeps its cgroup until then.
+- v2's "no internal processes" rule: controllers are enabled for children only in a cgroup
+  without processes. When the worker's cgroup still holds processes (the worker itself,
+  `manage.py serve` and gunicorn under one systemd unit), they are all moved into the leaf
+  `<own>/ai-job-console-processes` first. A later worker started there (from `serve`)
+  recognises the leaf and works from its parent. The root cgroup is never emptied so.
+- No cpuset: CPU 独占 stays CPU affinity. With the quota, a process that resets its
+  affinity still gets no more CPU time than its role's cores (see README).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.utils import translation
+from django.utils.translation import gettext_noop
+
+from .texts import display_text, joined, recorded, source_of
+
+logger = logging.getLogger(__name__)
+
+MODE_V2 = "cgroup v2"
+MODE_V1 = "cgroup v1"
+MODE_OFF = "off"  # LOCAL_ENFORCE_LIMITS=off
+MODE_NONE = "none"  # nothing writable
+JOBS_DIR = "ai-job-console"
+PROCESSES_LEAF = "ai-job-console-processes"
+CFS_PERIOD_US = 100_000
+CONTROLLERS = ("memory", "cpu")
+
+
+class CgroupError(Exception):
+    """A replica's cgroup cannot be set up; the message is safe to show the user."""
+
+
+@dataclass(frozen=True)
+class Enforcement:
+    """How this worker enforces roles' CPU and memory: `mode`, and where its cgroups go
+    (v2: one folder for both; v1: one per hierarchy), or `why` it does not."""
+
+    mode: str
+    why: str = ""  # a recorded text when nothing is enforced
+    memory_root: Path | None = None  # .../<own>/ai-job-console
+    cpu_root: Path | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.mode in (MODE_V1, MODE_V2)
+
+    def describe(self) -> str:
+        """For the worker's log (in English, like the rest of it)."""
+        if self.mode == MODE_V2:
+            return f"enforced with cgroup v2 under {self.memory_root}"
+        if self.mode == MODE_V1:
+            return f"enforced with cgroup v1 under {self.memory_root} and {self.cpu_root}"
+        with translation.override("en"):
+            return f"not enforced: {display_text(self.why, source_of(self.why))}"
+
+    def roots(self) -> list[Path]:
+        if self.mode == MODE_V2 and self.memory_root:
+            return [self.memory_root]
+        return [root for root in (self.memory_root, self.cpu_root) if root]
+
+
+# -- reading /proc -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CgroupMount:
+    version: int  # 1 or 2
+    root: str  # the cgroup the mount shows at its mount point
+    mount_point: Path
+    controllers: frozenset[str]  # v1: the hierarchy's; v2: empty (see cgroup.controllers)
+
+
+def own_cgroups(proc_cgroup: str) -> dict[str, str]:
+    """The worker's cgroup per v1 controller, and under "" its v2 cgroup, from the text of
+    /proc/self/cgroup ("4:memory:/a/b", "1:cpu,cpuacct:/", "0::/system.slice/x.service")."""
+    found: dict[str, str] = {}
+    for line in proc_cgroup.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hierarchy, controllers, path = parts
+        if hierarchy == "0" and not controllers:
+            found[""] = path
+        for name in controllers.split(","):
+            if name:
+                found[name] = path
+    return found
+
+
+def cgroup_mounts(mountinfo: str) -> list[CgroupMount]:
+    """The cgroup file systems in the text of /proc/self/mountinfo."""
+    mounts = []
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if "-" not in fields:
+            continue
+        dash = fields.index("-")
+        if len(fields) < dash + 4 or dash < 5:
+            continue
+        fstype, options = fields[dash + 1], fields[dash + 3].split(",")
+        point = Path(fields[4].replace("\\040", " "))
+        if fstype == "cgroup2":
+            mounts.append(CgroupMount(2, fields[3], point, frozenset()))
+        elif fstype == "cgroup":
+            mounts.append(CgroupMount(1, fields[3], point, frozenset(options) - {"rw", "ro"}))
+    return mounts
+
+
+def folder_of(own: str, mount: CgroupMount) -> Path | None:
+    """Where the cgroup `own` is under `mount`, None if the mount does not show it."""
+    root = mount.root.rstrip("/")
+    if own != root and not own.startswith(root + "/"):
+        return None
+    return mount.mount_point / own[len(root) :].lstrip("/")
+
+
+# -- detection -----------------------------------------------------------------------
+
+
+def detect(
+    *, setting: str, proc_cgroup: str | None = None, mountinfo: str | None = None
+) -> Enforcement:
+    """What this worker can enforce. Sets up what v2 needs (see the module's notes), so call
+    it in the worker only."""
+    if setting == "off":
+        return Enforcement(
+            MODE_OFF, why=recorded(gettext_noop("turned off (LOCAL_ENFORCE_LIMITS=off)"))
+        )
+    if proc_cgroup is None:
+        proc_cgroup = _read("/proc/self/cgroup")
+    if mountinfo is None:
+        mountinfo = _read("/proc/self/mountinfo")
+    own = own_cgroups(proc_cgroup)
+    mounts = cgroup_mounts(mountinfo)
+    reasons = []
+    v2 = next((m for m in mounts if m.version == 2), None)
+    if v2 is not None and "" in own:
+        try:
+            root = _set_up_v2(own[""], v2)
+            return Enforcement(MODE_V2, memory_root=root, cpu_root=root)
+        except CgroupError as exc:
+            reasons.append(exc.args[0])
+    if any(m.version == 1 for m in mounts):  # (a pure v2 host: only v2's reason is told)
+        try:
+            memory_root, cpu_root = (_set_up_v1(name, own, mounts) for name in CONTROLLERS)
+            return Enforcement(MODE_V1, memory_root=memory_root, cpu_root=cpu_root)
+        except CgroupError as exc:
+            reasons.append(exc.args[0])
+    if not reasons:
+        reasons.append(recorded(gettext_noop("no cgroup file system is mounted")))
+    return Enforcement(MODE_NONE, why=joined(*reasons, sep="; "))
+
+
+def _read(path: str | Path) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def _set_up_v2(own: str, mount: CgroupMount) -> Path:
+    """The folder for the console's cgroups in the v2 hierarchy, made ready; raises
+    CgroupError (with the reason) when the worker cannot use it."""
+    folder = folder_of(own, mount)
+    if folder is None:
+        raise CgroupError(
+            recorded(
+                gettext_noop("cgroup v2: the worker's cgroup %(cgroup)s is not visible"),
+                cgroup=own,
+            )
+        )
+    if folder.name == PROCESSES_LEAF:  # moved there by an earlier worker
+        folder = folder.parent
+    available = _read(folder / "cgroup.controllers").split()
+    if missing := [c for c in CONTROLLERS if c not in available]:
+        raise CgroupError(
+            recorded(
+                gettext_noop(
+                    "cgroup v2: the worker's cgroup %(cgroup)s lacks the controllers "
+                    "%(missing)s (it has: %(available)s)"
+                ),
+                missing=", ".join(missing),
+                cgroup=folder,
+                available=" ".join(available) or "-",
+            )
+        )
+    try:
+        if not _enabled(folder):
+            if folder != mount.mount_point:  # never empty the root cgroup
+                _move_processes(folder, folder / PROCESSES_LEAF)
+            _enable(folder)
+        jobs = folder / JOBS_DIR
+        jobs.mkdir(exist_ok=True)
+        _enable(jobs)
+    except OSError as exc:
+        raise CgroupError(
+            recorded(
+                gettext_noop(
+                    "cgroup v2: the worker cannot use its cgroup %(cgroup)s (%(error)s); "
+                    "it needs a delegated cgroup, e.g. Delegate=yes in its systemd unit"
+                ),
+                cgroup=folder,
+                error=exc.strerror or exc,
+            )
+        ) from None
+    return jobs
+
+
+def _enabled(folder: Path) -> bool:
+    return set(CONTROLLERS) <= set(_read(folder / "cgroup.subtree_control").split())
+
+
+def _enable(folder: Path) -> None:
+    if not _enabled(folder):
+        (folder / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+
+
+def _move_processes(source: Path, leaf: Path) -> None:
+    """Moves every process of `source` into `leaf` (a few rounds: one may fork meanwhile)."""
+    leaf.mkdir(exist_ok=True)
+    for _ in range(5):
+        pids = _read(source / "cgroup.procs").split()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                (leaf / "cgroup.procs").write_text(pid)
+            except ProcessLookupError:
+                continue  # it ended
+            except OSError as exc:
+                if exc.errno != errno.ESRCH:
+                    raise
+
+
+def _set_up_v1(controller: str, own: dict[str, str], mounts: list[CgroupMount]) -> Path:
+    mount = next((m for m in mounts if m.version == 1 and controller in m.controllers), None)
+    if mount is None or controller not in own:
+        raise CgroupError(
+            recorded(
+                gettext_noop("cgroup v1: no %(controller)s hierarchy is mounted"),
+                controller=controller,
+            )
+        )
+    folder = folder_of(own[controller], mount)
+    if folder is None:
+        raise CgroupError(
+            recorded(
+                gettext_noop("cgroup v1: the worker's %(controller)s cgroup is not visible"),
+                controller=controller,
+            )
+        )
+    jobs = folder / JOBS_DIR
+    try:
+        jobs.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise CgroupError(
+            recorded(
+                gettext_noop("cgroup v1: the worker cannot create %(path)s (%(error)s)"),
+                path=jobs,
+                error=exc.strerror or exc,
+            )
+        ) from None
+    return jobs
+
+
+# The worker's finding, kept for the rest of the process (jobs.runner reads it).
+_current: Enforcement | None = None
+
+
+def current() -> Enforcement:
+    """What this process enforces; detected on first use (the worker detects at its start)."""
+    return _current or redetect()
+
+
+def redetect() -> Enforcement:
+    from django.conf import settings
+
+    global _current
+    _current = detect(setting=settings.LOCAL_ENFORCE_LIMITS)
+    return _current
+
+
+# -- one replica -----------------------------------------------------------------------
+
+
+def replica_folders(
+    enforcement: Enforcement, *, public_id: str, attempt: int, label: str
+) -> list[Path]:
+    """The replica's cgroup in each hierarchy the mode uses (one under v2)."""
+    return [root / public_id / f"attempt-{attempt}" / label for root in enforcement.roots()]
+
+
+def create_replica_cgroup(
+    enforcement: Enforcement,
+    *,
+    public_id: str,
+    attempt: int,
+    label: str,
+    memory_bytes: int | None,
+    cpu_cores: int | None,
+) -> list[Path]:
+    """Makes the replica's cgroup with its limits; returns the folders its command joins
+    (the shim writes it into each). Raises CgroupError."""
+    folders = replica_folders(enforcement, public_id=public_id, attempt=attempt, label=label)
+    try:
+        if enforcement.mode == MODE_V2:
+            [folder] = folders
+            for parent in (folder.parent.parent, folder.parent):
+                parent.mkdir(exist_ok=True)
+                _enable(parent)
+            folder.mkdir(exist_ok=True)
+            if memory_bytes is not None:
+                (folder / "memory.max").write_text(str(memory_bytes))
+                if (folder / "memory.swap.max").exists():
+                    (folder / "memory.swap.max").write_text("0")
+            if cpu_cores is not None:
+                (folder / "cpu.max").write_text(f"{cpu_cores * CFS_PERIOD_US} {CFS_PERIOD_US}")
+        else:
+            memory, cpu = folders
+            for folder in folders:
+                folder.mkdir(parents=True, exist_ok=True)
+            if memory_bytes is not None:
+                (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                # Memory plus swap: no more than the memory itself (no swapping past the
+                # limit). Absent, or refused, when the kernel does not account swap.
+                with contextlib.suppress(OSError):
+                    (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+            if cpu_cores is not None:
+                (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+                try:
+                    (cpu / "cpu.cfs_quota_us").write_text(str(cpu_cores * CFS_PERIOD_US))
+                except OSError as exc:
+                    # v1 refuses a quota above an outer one (the worker's own container):
+                    # that lower limit holds over the replica anyway.
+                    if exc.errno != errno.EINVAL:
+                        raise
+                    logger.info("%s: CPU quota above the worker's own; left to it", label)
+    except OSError as exc:
+        raise CgroupError(
+            recorded(
+                gettext_noop(
+                    "could not set up the CPU and memory limits of %(replica)s: %(error)s"
+                ),
+                replica=label,
+                error=exc,
+            )
+        ) from None
+    return folders
+
+
+def oom_killed(enforcement: Enforcement, *, public_id: str, attempt: int, label: str) -> bool:
+    """Whether the kernel killed a process of the replica for its memory limit."""
+    if not enforcement.memory_root:
+        return False
+    folder = replica_folders(enforcement, public_id=public_id, attempt=attempt, label=label)[0]
+    if enforcement.mode == MODE_V2:
+        return _count(_read(folder / "memory.events"), "oom_kill") > 0
+    control = _read(folder / "memory.oom_control")
+    if "oom_kill " in control:
+        return _count(control, "oom_kill") > 0
+    # Kernels before 4.13 do not count kills: reaching the limit with the replica failing
+    # is the best sign there is.
+    return _count(f"failcnt {_read(folder / 'memory.failcnt')}", "failcnt") > 0
+
+
+def _count(text: str, key: str) -> int:
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key and value.strip().isdigit():
+            return int(value)
+    return 0
+
+
+# -- removal -----------------------------------------------------------------------
+
+
+def remove_job_cgroups(enforcement: Enforcement, *, public_id: str) -> bool:
+    """Removes the job's cgroups (deepest first); True when none is left. A cgroup that still
+    has a process cannot be removed: it stays, for the sweep at the next worker start."""
+    left = False
+    for root in enforcement.roots():
+        job = root / public_id
+        if not job.is_dir():
+            continue
+        for folder in sorted(_cgroup_tree(job), key=lambda p: len(p.parts), reverse=True):
+            try:
+                folder.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                left = True
+                logger.warning("%s: cannot remove cgroup %s: %s", public_id, folder, exc)
+    return not left
+
+
+def _cgroup_tree(folder: Path) -> list[Path]:
+    """`folder` and its sub-cgroups (a cgroup's files are plain files, its children folders)."""
+    found = [folder]
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if entry.is_dir(follow_symlinks=False):
+                found += _cgroup_tree(Path(entry.path))
+    return found
+
+
+def job_ids_with_cgroups(enforcement: Enforcement) -> set[str]:
+    found: set[str] = set()
+    for root in enforcement.roots():
+        with contextlib.suppress(OSError):
+            found.update(e.name for e in os.scandir(root) if e.is_dir(follow_symlinks=False))
+    return found

@@ -1,0 +1,275 @@
+"""A role's CPU and memory held with cgroups by the local runner (jobs.cgroups): real jobs."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import textwrap
+from pathlib import Path
+
+import pytest
+from django.utils import translation
+
+from jobs import cgroups
+from jobs import spec as S
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    PY,
+    UNTIL_THE_GATE_OPENS,
+    log_text,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+# Fills `MiB` of memory (every page written, so it is really used), then says so.
+ALLOCATE = "import sys; block = b'x' * (int(sys.argv[1]) << 20); print('allocated', len(block) >> 20, 'MiB')"
+# Two processes spin for a second of wall-clock time; prints the CPU time they got per
+# second of it (up to 2.0 on two free cores, at most 1.0 held to one core), and the CPU quota
+# of the job's own cgroup as the job sees it through /sys. (A busy machine also keeps the
+# spinners under 2.0, and keeps a quota from being reached: so the quota is read too.)
+SPIN = textwrap.dedent(
+    """
+    import os, time
+    start, before = time.monotonic(), os.times()
+    children = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                pass
+            os._exit(0)
+        children.append(pid)
+    for pid in children:
+        os.waitpid(pid, 0)
+    after, wall = os.times(), time.monotonic() - start
+    used = (after.children_user + after.children_system) - (
+        before.children_user + before.children_system
+    )
+    print(f"cpu per second {used / wall:.2f}")
+
+    mounts = {}
+    for line in open("/proc/self/mountinfo"):
+        fields = line.split()
+        kind, options = fields[fields.index("-") + 1], fields[fields.index("-") + 3]
+        if kind == "cgroup2" or (kind == "cgroup" and "cpu" in options.split(",")):
+            mounts[kind] = (fields[3], fields[4])
+    for line in open("/proc/self/cgroup"):
+        hierarchy, controllers, path = line.strip().split(":", 2)
+        kind = "cgroup2" if hierarchy == "0" else "cgroup"
+        if kind not in mounts or (kind == "cgroup" and "cpu" not in controllers.split(",")):
+            continue
+        root, point = mounts[kind]
+        folder = os.path.join(point, os.path.relpath(path, root))
+        for name in ("cpu.max", "cpu.cfs_quota_us"):
+            if os.path.exists(os.path.join(folder, name)):
+                print(f"{name} {open(os.path.join(folder, name)).read().strip()}")
+    """
+)
+
+
+@pytest.fixture
+def limits(runner_settings):  # noqa: F811
+    """The cgroups this machine offers the worker; the test is skipped where it has none."""
+    found = cgroups.redetect()
+    if not found.active:
+        pytest.skip(f"no cgroup the worker can write here: {found.describe()}")
+    assert found.describe().startswith(f"enforced with {found.mode} under /")
+    yield found
+    # Whatever the test left running (it failed half-way) ends first: a cgroup with a
+    # process in it cannot be removed.
+    from jobs.models import Job, JobReplica
+    from jobs.runner import groups_still_alive
+
+    replicas = list(JobReplica.objects.exclude(pid=None))
+    for replica in replicas:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(replica.pid, signal.SIGKILL)
+    groups_still_alive(replicas, wait=5)
+    for public_id in Job.objects.values_list("public_id", flat=True):
+        cgroups.remove_job_cgroups(found, public_id=public_id)
+
+
+def a_job_where_the_worker_allocates(settings, mib: int, *, memory_gb: int | None) -> S.JobSpec:
+    """The worker allocates `mib` MiB; the master waits for the gate (or its tear-down)."""
+    (volume(settings) / "allocate.py").write_text(ALLOCATE)
+    command = (
+        f'if [ "$AIHC_ROLE" = worker ]; then {PY} /workspace/allocate.py {mib}; '
+        f"else {UNTIL_THE_GATE_OPENS}; fi"
+    )
+    return make_spec(command, roles=[S.Role("master", 1), S.Role("worker", 1, memory_gb=memory_gb)])
+
+
+def host_cgroups(log: str, limits: cgroups.Enforcement) -> dict[str, Path]:
+    """The replica's cgroup folders on the host, per controller, from the /proc/self/cgroup
+    the job printed from inside its sandbox."""
+    mounts = cgroups.cgroup_mounts(Path("/proc/self/mountinfo").read_text())
+    found = {}
+    for line in log.splitlines():
+        match = re.search(r" (\d+):([\w,=]*):(/\S*ai-job-console/\S+)$", line)
+        if not match:
+            continue
+        names = match.group(2).split(",") if match.group(2) else [""]
+        for name in names:
+            mount = next(
+                (
+                    m
+                    for m in mounts
+                    if (m.version == 2 and name == "") or (m.version == 1 and name in m.controllers)
+                ),
+                None,
+            )
+            if mount and name in ("memory", "cpu", ""):
+                found[name] = cgroups.folder_of(match.group(3), mount)
+    return found
+
+
+def test_the_same_job_without_a_memory_limit_succeeds(alice, settings, limits):
+    job = submit(alice, a_job_where_the_worker_allocates(settings, 1536, memory_gb=None))
+    worker = Worker()
+    run_until(worker, lambda: "allocated" in log_text(job, "worker-0"), what="the allocation")
+
+    open_gate(settings)
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+    assert "allocated 1536 MiB" in log_text(job, "worker-0")
+
+
+def test_a_cpu_limit_of_one_core_holds_two_busy_processes_to_about_one_core(
+    alice, settings, limits
+):
+    (volume(settings) / "spin.py").write_text(SPIN)
+    spec = make_spec(f"{PY} /workspace/spin.py", roles=[S.Role("master", 1, cpu=1)])
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    [per_second] = re.findall(r"cpu per second ([\d.]+)", log)
+    quota = re.findall(r"(cpu.max|cpu.cfs_quota_us) (.+)$", log, re.MULTILINE)
+    assert quota in ([("cpu.max", "100000 100000")], [("cpu.cfs_quota_us", "100000")])
+    assert 0.2 <= float(per_second) <= 1.3
+
+
+def test_a_replica_cgroup_holds_its_limits_while_it_runs_and_a_stop_is_not_taken_for_oom(
+    alice, settings, limits
+):
+    from jobs.actions import job_stop
+
+    settings.LOCAL_STOP_GRACE_SECONDS = 0.5
+    spec = make_spec(
+        # Ignores the stop's SIGTERM, so it ends by SIGKILL (exit code 137, as an OOM kill).
+        f"cat /proc/self/cgroup; trap '' TERM; echo ready; {UNTIL_THE_GATE_OPENS}",
+        roles=[S.Role("master", 1, cpu=1, memory_gb=2)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(job, "master-0"), what="the command")
+
+    folders = host_cgroups(log_text(job, "master-0"), limits)
+    if limits.mode == cgroups.MODE_V2:
+        assert (folders[""] / "memory.max").read_text().strip() == str(2 * 1024**3)
+        assert (folders[""] / "cpu.max").read_text().split() == ["100000", "100000"]
+    else:
+        assert (folders["memory"] / "memory.limit_in_bytes").read_text().strip() == str(2 * 1024**3)
+        assert (folders["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "100000"
+    assert all(f"{job.public_id}/attempt-1/master-0" in str(f) for f in folders.values())
+
+    job.refresh_from_db()
+    job_stop(job=job)
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+
+    replica = job.replicas.get()
+    assert (replica.status, replica.exit_code) == ("stopped", 137)
+    assert "OOMKilled" not in " ".join(e.message for e in job.events.all())
+    assert not any(folder.exists() for folder in folders.values())
+
+
+def test_a_restarted_worker_removes_the_cgroups_of_jobs_that_ended_and_keeps_running_ones(
+    alice, settings, limits
+):
+    spec = make_spec(f"echo ready; {UNTIL_THE_GATE_OPENS}", roles=[S.Role("master", 1, cpu=1)])
+    running = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(running, "master-0"), what="the command")
+    # An ended job whose cgroups a killed worker left behind.
+    ended = submit(alice, make_spec("true"))
+    run_until(worker, lambda: status_of(ended) == JobStatus.SUCCEEDED)
+    left = cgroups.create_replica_cgroup(
+        limits,
+        public_id=ended.public_id,
+        attempt=1,
+        label="master-0",
+        memory_bytes=None,
+        cpu_cores=1,
+    )
+    kept = cgroups.replica_folders(limits, public_id=running.public_id, attempt=1, label="master-0")
+    assert all(folder.is_dir() for folder in [*left, *kept])
+
+    restarted = Worker()
+
+    assert not any((root / ended.public_id).exists() for root in limits.roots())
+    assert all(folder.is_dir() for folder in kept)
+    open_gate(settings)
+    run_until(restarted, lambda: status_of(running) == JobStatus.SUCCEEDED)
+    assert not any((root / running.public_id).exists() for root in limits.roots())
+
+
+def test_with_enforcement_off_a_job_setting_cpu_or_memory_says_once_they_are_not_held(
+    alice, settings
+):
+    settings.LOCAL_ENFORCE_LIMITS = "off"
+    limited = submit(alice, make_spec("cat /proc/self/cgroup", roles=[S.Role("master", 1, cpu=1)]))
+    plain = submit(alice, make_spec("true"))
+    worker = Worker()
+    # What the worker's start line says (jobs.worker.run_forever).
+    assert worker.limits.describe() == "not enforced: turned off (LOCAL_ENFORCE_LIMITS=off)"
+
+    run_until(
+        worker,
+        lambda: {status_of(limited), status_of(plain)} == {JobStatus.SUCCEEDED},
+    )
+
+    [said] = limited.events.filter(reason="LimitsNotEnforced")
+    assert said.message == "本机不限制 CPU 和内存：已关闭（LOCAL_ENFORCE_LIMITS=off）。"
+    with translation.override("en"):
+        assert said.message_shown == (
+            "CPU and memory are not enforced on this machine: "
+            "turned off (LOCAL_ENFORCE_LIMITS=off)."
+        )
+    assert not plain.events.filter(reason="LimitsNotEnforced").exists()
+    assert "ai-job-console" not in log_text(limited, "master-0")
+
+
+def test_the_worker_finds_its_own_cgroups_where_the_host_mounts_them():
+    # A systemd host (cgroup v2), and a container whose v1 mounts show its own cgroup only.
+    systemd = "0::/system.slice/console.service\n"
+    container = "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n"
+    mountinfo = (
+        "25 30 0:22 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
+        "26 30 0:23 / /proc rw shared:5 - proc proc rw\n"
+        "27 30 0:24 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n"
+    )
+
+    v2, v1 = cgroups.cgroup_mounts(mountinfo)
+
+    assert cgroups.own_cgroups(systemd) == {"": "/system.slice/console.service"}
+    assert cgroups.folder_of("/system.slice/console.service", v2) == Path(
+        "/sys/fs/cgroup/system.slice/console.service"
+    )
+    own = cgroups.own_cgroups(container)
+    assert (own["cpu"], own["cpuacct"], own[""]) == ("/docker/abc", "/docker/abc", "/")
+    assert v1.controllers == {"cpu", "cpuacct"}
+    assert cgroups.folder_of(own["cpu"], v1) == Path("/sys/fs/cgroup/cpu,cpuacct")
+    assert cgroups.folder_of("/elsewhere", v1) is None
