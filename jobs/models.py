@@ -307,6 +307,10 @@ class JobReplica(models.Model):
     process_start = models.CharField(max_length=64, blank=True)
     devices = models.CharField(_("cards"), max_length=256, blank=True)  # CUDA_VISIBLE_DEVICES
     cpus = models.CharField(_("CPU cores"), max_length=256, blank=True)  # pinned cores, "0,1"
+    # Why it ended as it did, when its status alone does not say (a local replica killed for
+    # its memory limit: "OOMKilled: ..."); a recorded text, see jobs.texts.
+    reason = models.CharField(_("reason"), max_length=500, blank=True)
+    reason_source = models.JSONField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["job", "id"]
@@ -316,6 +320,10 @@ class JobReplica(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role}-{self.index}"
+
+    @property
+    def reason_shown(self) -> str:
+        return display_text(self.reason, self.reason_source)
 
 
 class Draft(models.Model):

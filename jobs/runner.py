@@ -644,6 +644,7 @@ def _start_replicas(
         replica.exit_code = None
         replica.started_at = timezone.now()
         replica.finished_at = None
+        replica.reason, replica.reason_source = "", None
         replica.save(
             update_fields=[
                 "pid",
@@ -652,6 +653,8 @@ def _start_replicas(
                 "exit_code",
                 "started_at",
                 "finished_at",
+                "reason",
+                "reason_source",
             ]
         )
 
@@ -901,7 +904,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             )
             break
         if state.phase == "exited" and state.exit_code != 0:
-            failure = recorded(
+            failure = _oom_failure(job, run, spec, replica) or recorded(
                 gettext_noop("%(replica)s exited with code %(code)s."),
                 replica=label,
                 code=state.exit_code,
@@ -975,6 +978,30 @@ def _adopt_unrecorded(
         logger.info("%s: adopted %s (pid %s)", job.public_id, replica, replica.pid)
         adopted.append(replica)
     return adopted
+
+
+def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) -> str | None:
+    """Why the job fails when the replica, which ended non-zero, was killed for its memory
+    limit (its cgroup counted an OOM kill), recorded on the replica too; None otherwise."""
+    role = next((r for r in spec.roles if r.name == replica.role), None)
+    if role is None or not role.memory_gb:
+        return None
+    label = f"{replica.role}-{replica.index}"
+    enforcement = cgroups.current()
+    if not cgroups.oom_killed(
+        enforcement, public_id=job.public_id, attempt=run.attempt, label=label
+    ):
+        return None
+    reason = recorded(
+        gettext_noop("OOMKilled: memory limit %(limit)s exceeded"), limit=f"{role.memory_gb}Gi"
+    )
+    replica.reason, replica.reason_source = reason, source_of(reason)
+    replica.save(update_fields=["reason", "reason_source"])
+    return recorded(
+        gettext_noop("%(replica)s ran out of memory and was killed (%(reason)s)."),
+        replica=label,
+        reason=reason,
+    )
 
 
 def _record_replica(

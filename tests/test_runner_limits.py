@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 from django.utils import translation
 
 from jobs import cgroups
@@ -135,6 +136,31 @@ def host_cgroups(log: str, limits: cgroups.Enforcement) -> dict[str, Path]:
     return found
 
 
+def test_a_replica_past_its_memory_limit_is_oom_killed_and_the_job_fails_naming_it(
+    alice, alice_client, settings, limits
+):
+    job = submit(alice, a_job_where_the_worker_allocates(settings, 1536, memory_gb=1))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the OOM kill")
+
+    replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
+    worker, master = replicas["worker-0"], replicas["master-0"]
+    assert (worker.status, worker.exit_code) == ("failed", 137)
+    assert "allocated" not in log_text(job, "worker-0")
+    assert worker.reason == "OOMKilled：超出内存上限 1Gi"
+    assert (master.status, master.reason) == ("stopped", "")
+    failed = job.events.get(reason="ReplicaFailed")
+    assert failed.message == job.status_reason
+    assert job.status_reason == "worker-0 内存不足，被终止（OOMKilled：超出内存上限 1Gi）。"
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert '<div class="small text-danger replica-reason">OOMKilled：超出内存上限 1Gi</div>' in page
+    with translation.override("en"):
+        assert worker.reason_shown == "OOMKilled: memory limit 1Gi exceeded"
+        assert job.status_reason_shown == (
+            "worker-0 ran out of memory and was killed (OOMKilled: memory limit 1Gi exceeded)."
+        )
+
+
 def test_the_same_job_without_a_memory_limit_succeeds(alice, settings, limits):
     job = submit(alice, a_job_where_the_worker_allocates(settings, 1536, memory_gb=None))
     worker = Worker()
@@ -144,6 +170,33 @@ def test_the_same_job_without_a_memory_limit_succeeds(alice, settings, limits):
 
     run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
     assert "allocated 1536 MiB" in log_text(job, "worker-0")
+    assert [r.reason for r in job.replicas.all()] == ["", ""]
+
+
+def test_a_replica_killed_for_its_memory_is_restarted_like_any_failure(alice, settings, limits):
+    (volume(settings) / "allocate.py").write_text(ALLOCATE)
+    spec = make_spec(
+        # The first run needs more than its limit, the second does not.
+        "if [ -e /workspace/ran ]; then echo second run; "
+        f"else touch /workspace/ran; {PY} /workspace/allocate.py 1536; fi",
+        roles=[S.Role("master", 1, memory_gb=1)],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, what="the second run")
+
+    restarted = job.events.get(reason="Restarted")
+    assert "master-0 内存不足，被终止（OOMKilled：超出内存上限 1Gi）" in restarted.message
+    replica = job.replicas.get()
+    assert (replica.status, replica.restarts, replica.reason) == ("succeeded", 1, "")
+    for attempt in (1, 2):
+        folders = cgroups.replica_folders(
+            limits, public_id=job.public_id, attempt=attempt, label="master-0"
+        )
+        assert not any(folder.exists() for folder in folders)
+    assert not any((root / job.public_id).exists() for root in limits.roots())
 
 
 def test_a_cpu_limit_of_one_core_holds_two_busy_processes_to_about_one_core(
@@ -191,7 +244,7 @@ def test_a_replica_cgroup_holds_its_limits_while_it_runs_and_a_stop_is_not_taken
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
 
     replica = job.replicas.get()
-    assert (replica.status, replica.exit_code) == ("stopped", 137)
+    assert (replica.status, replica.exit_code, replica.reason) == ("stopped", 137, "")
     assert "OOMKilled" not in " ".join(e.message for e in job.events.all())
     assert not any(folder.exists() for folder in folders.values())
 

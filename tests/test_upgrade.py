@@ -18,6 +18,8 @@ Migrations and what they do to existing rows:
 - 0006 marks jobs stopped while they waited for review (before 0005 their review state
   stayed Pending for good) as Withdrawn. Reverse: Pending again, as older releases show them.
 - 0007 adds the review policy's self-approval switch, off for a policy saved before it.
+- 0008 adds a replica's reason (a local replica killed for its memory limit), empty for a
+  replica recorded before it.
 """
 
 from __future__ import annotations
@@ -422,14 +424,14 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     assert old_states["stopped waiting"] == ("stopped", "pending")
     # Upgrading again restores every row; the task numbers and Withdrawn are worked out
     # again. Only columns the downgrade dropped come back at their defaults: the recorded-text
-    # sources past 0003 (the pages then show the text as recorded) and the policy's
-    # self-approval switch past 0007 (off).
+    # sources past 0003 (the pages then show the text as recorded), the policy's
+    # self-approval switch past 0007 (off) and a replica's reason past 0008 (none).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
     }
     assert dropped["Job"] <= {"group_index", "status_reason_source"}
-    defaults = {"allow_self_approval": False}
+    defaults = {"allow_self_approval": False, "reason": ""}
     for name, rows in before.items():
         gone = dropped[name] - {"group_index"}
         for pk, row in rows.items():
