@@ -34,6 +34,10 @@ Decisions (README "Running jobs on this machine"):
   `manage.py serve` and gunicorn under one systemd unit), they are all moved into the leaf
   `<own>/ai-job-console-processes` first. A later worker started there (from `serve`)
   recognises the leaf and works from its parent. The root cgroup is never emptied so.
+  That reshaping is done only to a cgroup delegated to the worker (systemd marks one with
+  the xattr trusted.delegate=1), or one whose controllers an operator already enabled;
+  a login session's or another unit's cgroup is left as its manager made it, and nothing
+  is enforced there (the job says why).
 - No cpuset: CPU 独占 stays CPU affinity. With the quota, a process that resets its
   affinity still gets no more CPU time than its role's cores (see README).
 """
@@ -222,6 +226,19 @@ def _set_up_v2(own: str, mount: CgroupMount) -> Path:
                 available=" ".join(available) or "-",
             )
         )
+    if not _enabled(folder) and folder != mount.mount_point and not _delegated(folder):
+        # Moving a cgroup's processes and enabling its controllers is its manager's business
+        # (systemd's, for a unit or a login session): done uninvited it can break how that
+        # manager stops or accounts them. Only a cgroup given to the worker is reshaped.
+        raise CgroupError(
+            recorded(
+                gettext_noop(
+                    "cgroup v2: the worker's cgroup %(cgroup)s is not delegated to it; "
+                    "run the worker in a systemd unit with Delegate=yes"
+                ),
+                cgroup=folder,
+            )
+        )
     try:
         if not _enabled(folder):
             if folder != mount.mount_point:  # never empty the root cgroup
@@ -242,6 +259,19 @@ def _set_up_v2(own: str, mount: CgroupMount) -> Path:
             )
         ) from None
     return jobs
+
+
+def _delegated(folder: Path) -> bool:
+    """Whether `folder` was delegated: systemd (since v251) marks a Delegate=yes unit's
+    cgroup with the extended attribute trusted.delegate=1 (user.delegate=1 for a user
+    manager's)."""
+    for name in ("trusted.delegate", "user.delegate"):
+        try:
+            if os.getxattr(folder, name) == b"1":
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _enabled(folder: Path) -> bool:

@@ -326,3 +326,41 @@ def test_the_worker_finds_its_own_cgroups_where_the_host_mounts_them():
     assert v1.controllers == {"cpu", "cpuacct"}
     assert cgroups.folder_of(own["cpu"], v1) == Path("/sys/fs/cgroup/cpu,cpuacct")
     assert cgroups.folder_of("/elsewhere", v1) is None
+
+
+def fake_cgroup2(tmp_path: Path, own: str) -> tuple[Path, str, str]:
+    """A cgroup2 mount's files as the kernel shows a cgroup holding the worker (pid 4242)
+    with memory and cpu available, nothing enabled for children."""
+    folder = tmp_path / own.lstrip("/")
+    folder.mkdir(parents=True)
+    (folder / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    (folder / "cgroup.subtree_control").write_text("\n")
+    (folder / "cgroup.procs").write_text("4242\n")
+    mountinfo = f"25 30 0:22 / {tmp_path} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+    return folder, f"0::{own}\n", mountinfo
+
+
+def test_a_v2_cgroup_not_delegated_to_the_worker_is_left_as_it_is_and_nothing_is_enforced(
+    tmp_path,
+):
+    folder, proc_cgroup, mountinfo = fake_cgroup2(tmp_path, "/user.slice/session-3.scope")
+
+    found = cgroups.detect(setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo)
+
+    assert found.mode == cgroups.MODE_NONE
+    assert "Delegate=yes" in str(found.why)
+    assert not (folder / cgroups.PROCESSES_LEAF).exists()
+    assert not (folder / cgroups.JOBS_DIR).exists()
+    assert (folder / "cgroup.subtree_control").read_text() == "\n"
+
+
+def test_a_v2_cgroup_delegated_to_the_worker_is_made_ready_for_the_jobs(tmp_path):
+    folder, proc_cgroup, mountinfo = fake_cgroup2(tmp_path, "/system.slice/console.service")
+    os.setxattr(folder, "user.delegate", b"1")  # as systemd marks a Delegate=yes unit
+
+    found = cgroups.detect(setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo)
+
+    assert found.mode == cgroups.MODE_V2
+    assert (folder / cgroups.PROCESSES_LEAF / "cgroup.procs").read_text() == "4242"
+    assert (folder / "cgroup.subtree_control").read_text() == "+memory +cpu"
+    assert found.memory_root == folder / cgroups.JOBS_DIR
