@@ -32,6 +32,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext, ngettext_lazy
 
+from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop

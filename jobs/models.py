@@ -442,3 +442,38 @@ class LocalRun(models.Model):
 
     def __str__(self) -> str:
         return f"local run of {self.job_id} (attempt {self.attempt})"
+
+
+class ApiKey(models.Model):
+    """An access key pair for the AIHC-compatible API (jobs.api_keys): scripts and SDKs sign
+    their requests with bce-auth-v1 as they do for AIHC, and act as the key's owner.
+
+    The secret key cannot be stored as a one-way hash (the server recomputes the HMAC with
+    it), so it is stored encrypted with a key derived from SECRET_KEY (`secret_sealed`,
+    see jobs.api_keys.seal): a database dump alone gives no usable secret. It is shown once,
+    when the key is created, and never again (not on the key page, not in the admin)."""
+
+    access_key_id = models.CharField(_("access key ID"), max_length=64, unique=True, editable=False)
+    secret_sealed = models.TextField(editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="api_keys",
+        verbose_name=_("owner"),
+    )
+    description = models.CharField(_("description"), max_length=100, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = _("API access key")
+        verbose_name_plural = _("API access keys")
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.access_key_id
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None

@@ -5,6 +5,9 @@ Rules: the login page is public; everything else needs a log-in (anonymous visit
 to the login page). A job or draft answers only its owner; everyone else, reviewers and
 superusers included (they review in the admin), gets 404 for every URL, partial and
 download of it. The admin and the language switch have their own rules (tests/test_admin.py).
+An access key answers only its owner too. The AIHC-compatible API (/api/v1/) takes no session:
+every visitor without a bce-auth-v1 signature, logged in or not, gets BCE's AccessDenied
+(its signed requests are tested in tests/test_api.py).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from jobs import spec as S
+from jobs.api_keys import api_key_create
 from jobs.logs import replica_log_path
-from jobs.models import Draft, Job, JobReplica
+from jobs.models import ApiKey, Draft, Job, JobReplica
 from jobs.services import jobs_submit
 
 EXCLUDED_PREFIXES = ("admin/", "i18n/")
@@ -34,6 +38,7 @@ class World:
     job: Job
     draft: Draft
     users: dict[str, User]
+    key: ApiKey
 
 
 # How a URL is reached and who may use it.
@@ -48,6 +53,8 @@ class Rule:
     public: bool = False
     # Extra query string for GET (e.g. a replica to read).
     query: dict[str, str] = field(default_factory=dict)
+    # The AIHC-compatible API: only a signature authenticates (never a session).
+    signed: bool = False
 
 
 def job_kwargs(w: World) -> dict[str, Any]:
@@ -56,6 +63,10 @@ def job_kwargs(w: World) -> dict[str, Any]:
 
 def draft_kwargs(w: World) -> dict[str, Any]:
     return {"draft_id": w.draft.id}
+
+
+def api_job_kwargs(w: World) -> dict[str, Any]:
+    return {"job_id": w.job.public_id}
 
 
 GET = frozenset({"GET"})
@@ -86,6 +97,8 @@ RULES: dict[str, Rule] = {
     "wizard-totals": Rule(kwargs=draft_kwargs),
     "wizard-example": Rule(kwargs=draft_kwargs),
     "wizard-mount-row": Rule(kwargs=draft_kwargs),
+    "api-keys": Rule(methods=GET_POST, owned=False),
+    "api-key-revoke": Rule(kwargs=lambda w: {"access_key_id": w.key.access_key_id}, methods=POST),
 }
 
 
@@ -128,11 +141,13 @@ def world(alice, bob, reviewer, superuser) -> World:
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("2026-11-30T09:00:00.000000Z hello from master-0\n")
     draft = Draft.objects.create(owner=alice)
+    key, _secret = api_key_create(owner=alice)
     return World(
         alice=alice,
         job=job,
         draft=draft,
         users={"owner": alice, "other": bob, "reviewer": reviewer, "superuser": superuser},
+        key=key,
     )
 
 
@@ -172,6 +187,12 @@ def test_access_matrix(world, name, method, role):
         assert r.status_code in (405, 302), r.status_code
         if r.status_code == 302:
             assert r["Location"].startswith("/login/")
+        return
+    if rule.signed:
+        # No signature, whoever the session is: BCE's refusal, nothing of the job.
+        assert r.status_code == 403, r.status_code
+        assert r.json()["code"] == "AccessDenied"
+        assert world.job.public_id not in r.content.decode()
         return
     if rule.public:
         assert r.status_code in (200, 302)
@@ -218,6 +239,7 @@ def test_a_job_of_someone_else_stays_untouched_after_every_post(world):
         world.job.status,
         world.job.events.count(),
         Draft.objects.filter(owner=world.alice).count(),
+        ApiKey.objects.filter(owner=world.alice, revoked_at=None).count(),
     )
     bob = client_as(world, "other")
 
@@ -231,6 +253,7 @@ def test_a_job_of_someone_else_stays_untouched_after_every_post(world):
         world.job.status,
         world.job.events.count(),
         Draft.objects.filter(owner=world.alice).count(),
+        ApiKey.objects.filter(owner=world.alice, revoked_at=None).count(),
     )
     assert after == before
     assert Job.objects.filter(owner=world.users["other"]).count() == 0

@@ -1,0 +1,282 @@
+"""Access keys for the AIHC-compatible API, and the strict bce-auth-v1 check of each request.
+
+Decisions (README "Scripts and SDKs"):
+
+- A key is an AIHC-style pair: a 32-hex access key ID and a 32-hex secret key, so tools
+  that expect Baidu's format take it. Each user has at most MAX_ACTIVE_KEYS unrevoked keys.
+- Storage. bce-auth-v1 is an HMAC: checking a request needs the secret itself, so it cannot
+  be a one-way hash like a password. It is stored encrypted (`seal`): a stream cipher made of
+  HMAC-SHA256 in counter mode under a random 16-byte nonce, then HMAC-SHA256 over version,
+  nonce, ciphertext and the access key ID (encrypt-then-MAC; the standard library has no AES
+  and the console adds no dependency for this). Both keys are derived from SECRET_KEY with
+  distinct labels, so a database dump alone gives no usable secret; SECRET_KEY_FALLBACKS are
+  tried when opening, so rotating SECRET_KEY keeps keys working while the old one is listed.
+  A secret is shown once, on the page that created it, and never logged.
+- Verification (`verify_request`) rebuilds the canonical request from what arrived (method,
+  path, query, the signed headers' values) and computes the expected signature with the
+  console's own signer (jobs.aihc.signer, checked against Baidu's published vectors). The
+  signed headers must include host; an empty list means bce-auth-v1's default set. The
+  timestamp in the Authorization header must be at most `min(expiration, MAX_EXPIRATION_SECONDS)`
+  old and at most CLOCK_SKEW_SECONDS in the future.
+- bce-auth-v1 does not sign the body itself, only the headers named. A signed Content-MD5 or
+  x-bce-content-sha256 is checked against the body; a signed Content-Length is enforced by
+  the web server. Clients that sign neither (the [aihc] CLI, the console's own client) get
+  no body integrity from the signature: use HTTPS.
+- Unknown or revoked key IDs and wrong signatures count as failed log-ins (jobs.throttle),
+  per key ID (as the username "api-key:<id>", which no real username can be) and per client
+  address: guessing a secret is throttled like guessing a password. Expired or malformed
+  requests are mistakes, not guesses, and do not count.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.http import HttpRequest
+from django.utils import timezone
+
+from .aihc import signer
+from .models import ApiKey
+from .throttle import login_failure_record, login_failures_clear, login_locked_minutes
+
+MAX_ACTIVE_KEYS = 10
+# Every SDK signs with 1800 s; a longer period asked for is cut to this, so a captured
+# request cannot be replayed for days.
+MAX_EXPIRATION_SECONDS = 1800
+# How far in the future a client's clock may put the signing time.
+CLOCK_SKEW_SECONDS = 300
+THROTTLE_PREFIX = "api-key:"
+_SEAL_VERSION = b"v1"
+_NONCE_BYTES = 16
+
+
+class ApiAuthError(Exception):
+    """A refused request, with BCE's error code and HTTP status (§2.4 of the reference)."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+# -- sealing the secret ---------------------------------------------------------------
+
+
+def _derived(secret_key: str, label: bytes) -> bytes:
+    return hmac.new(secret_key.encode(), b"jobs.api_keys." + label, hashlib.sha256).digest()
+
+
+def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:
+    blocks = []
+    for counter in range((length + 31) // 32):
+        blocks.append(hmac.new(key, nonce + counter.to_bytes(8, "big"), hashlib.sha256).digest())
+    return b"".join(blocks)[:length]
+
+
+def _tag(secret_key: str, nonce: bytes, ciphertext: bytes, access_key_id: str) -> bytes:
+    message = _SEAL_VERSION + nonce + ciphertext + access_key_id.encode()
+    return hmac.new(_derived(secret_key, b"mac"), message, hashlib.sha256).digest()
+
+
+def seal(secret: str, *, access_key_id: str) -> str:
+    """The secret encrypted and authenticated under SECRET_KEY, bound to its key ID."""
+    nonce = os.urandom(_NONCE_BYTES)
+    plain = secret.encode()
+    stream = _keystream(_derived(settings.SECRET_KEY, b"enc"), nonce, len(plain))
+    ciphertext = bytes(a ^ b for a, b in zip(plain, stream, strict=True))
+    tag = _tag(settings.SECRET_KEY, nonce, ciphertext, access_key_id)
+    return "v1$" + base64.b64encode(nonce + ciphertext + tag).decode()
+
+
+def unseal(sealed: str, *, access_key_id: str) -> str | None:
+    """The secret, or None when no current or fallback SECRET_KEY opens it."""
+    version, _, payload = sealed.partition("$")
+    if version != "v1":
+        return None
+    try:
+        raw = base64.b64decode(payload, validate=True)
+    except ValueError:
+        return None
+    if len(raw) < _NONCE_BYTES + 32:
+        return None
+    nonce, ciphertext, tag = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:-32], raw[-32:]
+    keys = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
+    for secret_key in keys:
+        if hmac.compare_digest(_tag(secret_key, nonce, ciphertext, access_key_id), tag):
+            stream = _keystream(_derived(secret_key, b"enc"), nonce, len(ciphertext))
+            return bytes(a ^ b for a, b in zip(ciphertext, stream, strict=True)).decode()
+    return None
+
+
+# -- keys -----------------------------------------------------------------------------
+
+
+class TooManyKeys(Exception):
+    pass
+
+
+def api_key_create(*, owner: Any, description: str = "") -> tuple[ApiKey, str]:
+    """A new key for `owner`; returns it with its secret, which is not kept in clear."""
+    with transaction.atomic():
+        active = ApiKey.objects.filter(owner=owner, revoked_at__isnull=True).count()
+        if active >= MAX_ACTIVE_KEYS:
+            raise TooManyKeys(MAX_ACTIVE_KEYS)
+        access_key_id = secrets.token_hex(16)
+        secret = secrets.token_hex(16)
+        key = ApiKey.objects.create(
+            access_key_id=access_key_id,
+            secret_sealed=seal(secret, access_key_id=access_key_id),
+            owner=owner,
+            description=description.strip()[:100],
+        )
+    return key, secret
+
+
+def api_key_revoke(*, key: ApiKey) -> bool:
+    """Revokes the key at once; False when it was revoked already."""
+    now = timezone.now()
+    done = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+    if done:
+        key.revoked_at = now
+    return bool(done)
+
+
+# -- verifying a request --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuthString:
+    access_key_id: str
+    timestamp: str
+    signed_at: datetime
+    expiration: int
+    signed_headers: list[str] | None  # None: the default set
+    signature: str
+
+
+def parse_authorization(value: str) -> AuthString:
+    bad = ApiAuthError(
+        400,
+        "InvalidHTTPAuthHeader",
+        "The Authorization header must be bce-auth-v1/{accessKeyId}/{timestamp}/"
+        "{expirationPeriodInSeconds}/{signedHeaders}/{signature}.",
+    )
+    parts = value.strip().split("/")
+    if len(parts) != 6 or parts[0] != signer.AUTH_VERSION:
+        raise bad
+    _, access_key_id, timestamp, expiration, names, signature = parts
+    try:
+        signed_at = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        seconds = int(expiration)
+    except ValueError:
+        raise bad from None
+    if not access_key_id or seconds <= 0 or len(signature) != 64:
+        raise bad
+    headers = [n.strip().lower() for n in names.split(";")] if names else None
+    if headers is not None and not all(headers):
+        raise bad
+    return AuthString(access_key_id, timestamp, signed_at, seconds, headers, signature.lower())
+
+
+def request_headers(request: HttpRequest) -> dict[str, str]:
+    """The request's headers by lower-case name, as the client sent them."""
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    # WSGI servers may fill CONTENT_TYPE/CONTENT_LENGTH in with "" for a request without them.
+    return {k: v for k, v in headers.items() if v or k not in ("content-type", "content-length")}
+
+
+def _check_body_digests(request: HttpRequest, signed: Iterable[str]) -> None:
+    body = request.body
+    names = set(signed)
+    if "content-md5" in names:
+        expected = base64.b64encode(hashlib.md5(body).digest()).decode()  # noqa: S324
+        if request.headers.get("Content-MD5", "").strip() != expected:
+            raise ApiAuthError(400, "BadDigest", "The Content-MD5 does not match the body.")
+    if "x-bce-content-sha256" in names:
+        expected = hashlib.sha256(body).hexdigest()
+        if request.headers.get("x-bce-content-sha256", "").strip().lower() != expected:
+            raise ApiAuthError(
+                400, "BadDigest", "The x-bce-content-sha256 does not match the body."
+            )
+
+
+def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiKey:
+    """The key that signed this request, or ApiAuthError saying why it is refused."""
+    value = request.headers.get("Authorization", "")
+    if not value:
+        raise ApiAuthError(403, "AccessDenied", "Access denied: the request is not signed.")
+    auth = parse_authorization(value)
+    throttle_name = THROTTLE_PREFIX + auth.access_key_id[:64]
+    minutes = login_locked_minutes(username=throttle_name, request=request)
+    if minutes:
+        raise ApiAuthError(
+            429,
+            "TooManyRequests",
+            f"Too many failed requests for this key or from this address; try again in "
+            f"{minutes} min.",
+        )
+    now = now or timezone.now()
+    age = (now - auth.signed_at).total_seconds()
+    if age > min(auth.expiration, MAX_EXPIRATION_SECONDS) or age < -CLOCK_SKEW_SECONDS:
+        raise ApiAuthError(
+            400, "RequestExpired", f"Request has expired. Timestamp date is {auth.timestamp}."
+        )
+    headers = request_headers(request)
+    if auth.signed_headers is None:
+        signed = signer.headers_to_sign(headers, None)
+    else:
+        missing = [n for n in auth.signed_headers if n not in headers]
+        if missing:
+            raise ApiAuthError(
+                400,
+                "InvalidHTTPAuthHeader",
+                f"Signed headers are missing from the request: {', '.join(missing)}.",
+            )
+        signed = signer.headers_to_sign(headers, auth.signed_headers)
+    if "host" not in signed:
+        raise ApiAuthError(400, "InvalidHTTPAuthHeader", "The signed headers must include host.")
+
+    key = (
+        ApiKey.objects.select_related("owner")
+        .filter(access_key_id=auth.access_key_id, revoked_at__isnull=True)
+        .first()
+    )
+    secret = unseal(key.secret_sealed, access_key_id=key.access_key_id) if key else None
+    if key is None or secret is None or not key.owner.is_active:
+        login_failure_record(username=throttle_name, request=request)
+        raise ApiAuthError(
+            403,
+            "InvalidAccessKeyId",
+            "The Access Key ID you provided does not exist in our records (or was revoked).",
+        )
+    params = parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)
+    prefix = f"{signer.AUTH_VERSION}/{auth.access_key_id}/{auth.timestamp}/{auth.expiration}"
+    canonical = signer.canonical_request(request.method or "GET", request.path, params, signed)
+    expected = signer._hmac_hex(signer.signing_key(secret, prefix), canonical)
+    if not hmac.compare_digest(expected, auth.signature):
+        login_failure_record(username=throttle_name, request=request)
+        raise ApiAuthError(
+            403,
+            "SignatureDoesNotMatch",
+            "The request signature we calculated does not match the signature you provided. "
+            "Check your secret key and signing method.",
+        )
+    _check_body_digests(request, signed)
+    login_failures_clear(username=throttle_name)
+    # Last used: at most one write a minute per key, not one per request.
+    stale = now - timedelta(minutes=1)
+    ApiKey.objects.filter(pk=key.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
+    ).update(last_used_at=now)
+    return key
