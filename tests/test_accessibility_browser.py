@@ -219,3 +219,16 @@ def test_a_reviewers_admin_pages_have_no_serious_violations(audit, alice, review
         audit.check(label)
 
     audit.assert_clean()
+
+
+def test_the_api_key_page_with_a_new_key_shown_has_no_serious_violations(audit, alice):
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    page.goto("/account/keys/")
+    audit.check("API keys, none yet")
+    page.fill("input[name=description]", "nightly script")
+    page.click("#api-key-create")
+    page.wait_for_selector("#new-key")
+    audit.check("API keys, a new key with its secret")
+
+    audit.assert_clean()
