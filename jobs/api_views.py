@@ -256,7 +256,7 @@ def _submit_key(owner: Any, token: str, pool: str, raw_body: bytes) -> str:
 
 
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
-    from .wizard import find_pool, pool_refusals  # the wizard's own rules: no other door
+    from .wizard import console_rules, find_pool, pool_refusals  # the wizard's own rules
 
     pool_id = _pool_param(request)
     document = _body(request)
@@ -268,7 +268,7 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if pool is None:
         raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
     errors = spec_module.validate(spec)
-    for path, messages in pool_refusals(spec, pool).items():
+    for path, messages in [*console_rules(spec).items(), *pool_refusals(spec, pool).items()]:
         errors.setdefault(path, []).extend(messages)
     if errors:
         raise ApiError(400, "InvalidParameter", _errors_message(errors))

@@ -946,8 +946,17 @@ def wizard_rules(
     data_raw = raws.get(DATA) if raws.get(DATA) is not None else state.raw(DATA)
     if _one(data_raw, "storage_enabled") and not spec.datasources:
         err("storage", _("Add a mount, or turn storage off."))
+    for path, messages in console_rules(spec).items():
+        errors.setdefault(path, []).extend(messages)
+    return errors
+
+
+def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
+    """The console's rules on a spec beyond jobs.spec.validate that need no form: the
+    wizard's submit and the API's CreateJob (jobs.api_views) both apply them."""
+    errors: dict[str, list[str]] = {}
     if spec.fault_tolerance and spec.framework != S.PYTORCH:
-        err("faultTolerance", _("Fault tolerance works for PyTorch jobs only."))
+        errors["faultTolerance"] = [_("Fault tolerance works for PyTorch jobs only.")]
     return errors
 
 

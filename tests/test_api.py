@@ -547,3 +547,13 @@ def test_a_body_over_the_upload_limit_is_refused_in_bces_shape(api, settings):
 
     assert (error.status, error.code) == (413, "EntityTooLarge")
     assert Job.objects.count() == 0
+
+
+def test_the_wizards_own_rules_apply_too(api):
+    bad = body(faultTolerance=True)
+    bad["jobFramework"] = "MPIJob"
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert "faultTolerance: Fault tolerance works for PyTorch jobs only." in error.message
+    assert Job.objects.count() == 0
