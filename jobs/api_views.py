@@ -380,3 +380,13 @@ def pod_logs(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[st
         raise ApiError(503, "ServiceUnavailable", exc.message) from None
     logs = shown_lines(lines, secrets=job_secrets(found))
     return {"result": {"jobId": found.public_id, "podName": pod, "logs": logs}}
+
+
+@api_view("GET", "POST", "PUT", "DELETE")
+def not_served(request: HttpRequest, owner: Any, rest: str) -> dict[str, Any]:
+    raise ApiError(
+        404,
+        "NotFound",
+        f"/api/v1/{rest} is not served: this console serves AIHC's v1 job APIs only "
+        "(/api/v1/aijobs, its stop, events and pod logs).",
+    )

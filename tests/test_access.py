@@ -103,6 +103,9 @@ RULES: dict[str, Rule] = {
     "api-job": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
     "api-job-stop": Rule(kwargs=api_job_kwargs, methods=POST, owned=False, signed=True),
     "api-job-events": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
+    "api-not-served": Rule(
+        kwargs=lambda w: {"rest": "resourcepools"}, methods=GET_POST, owned=False, signed=True
+    ),
     "api-pod-logs": Rule(
         kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
         owned=False,

@@ -557,3 +557,10 @@ def test_the_wizards_own_rules_apply_too(api):
 
     assert "faultTolerance: Fault tolerance works for PyTorch jobs only." in error.message
     assert Job.objects.count() == 0
+
+
+def test_an_aihc_api_the_console_does_not_serve_says_so_in_bces_shape(api):
+    error = refused(lambda: api.resource_pools())
+
+    assert (error.status, error.code) == (404, "NotFound")
+    assert "/api/v1/resourcepools is not served" in error.message
