@@ -20,6 +20,7 @@ Migrations and what they do to existing rows:
 - 0007 adds the review policy's self-approval switch, off for a policy saved before it.
 - 0008 adds a replica's reason (a local replica killed for its memory limit), empty for a
   replica recorded before it.
+- 0009 adds users' API access keys (a new table; downgrading past it drops the keys).
 """
 
 from __future__ import annotations

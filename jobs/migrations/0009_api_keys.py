@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('jobs', '0007_review_self_approval'),
+        ('jobs', '0008_replica_reason'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
