@@ -5,11 +5,10 @@ Decisions (README "Scripts and SDKs"):
 - A key is an AIHC-style pair: a 32-hex access key ID and a 32-hex secret key, so tools
   that expect Baidu's format take it. Each user has at most MAX_ACTIVE_KEYS unrevoked keys.
 - Storage. bce-auth-v1 is an HMAC: checking a request needs the secret itself, so it cannot
-  be a one-way hash like a password. It is stored encrypted (`seal`): a stream cipher made of
-  HMAC-SHA256 in counter mode under a random 16-byte nonce, then HMAC-SHA256 over version,
-  nonce, ciphertext and the access key ID (encrypt-then-MAC; the standard library has no AES
-  and the console adds no dependency for this). Both keys are derived from SECRET_KEY with
-  distinct labels, so a database dump alone gives no usable secret; SECRET_KEY_FALLBACKS are
+  be a one-way hash like a password. It is stored encrypted (`seal`) with AES-256-GCM from the
+  `cryptography` package (a random nonce each time, the access key ID as associated data), under
+  a key derived from SECRET_KEY with HKDF-SHA256, so a database dump alone gives no usable
+  secret; the console keeps no cipher of its own making. SECRET_KEY_FALLBACKS are
   tried when opening, so rotating SECRET_KEY keeps keys working while the old one is listed.
   A secret is shown once, on the page that created it, and never logged.
 - Verification (`verify_request`) rebuilds the canonical request from what arrived (method,
@@ -41,6 +40,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -58,8 +61,9 @@ MAX_EXPIRATION_SECONDS = 1800
 # How far in the future a client's clock may put the signing time.
 CLOCK_SKEW_SECONDS = 300
 THROTTLE_PREFIX = "api-key:"
-_SEAL_VERSION = b"v1"
-_NONCE_BYTES = 16
+_SEAL_VERSION = "aesgcm"
+_SEAL_INFO = b"ai-job-console jobs.api_keys secret"
+_NONCE_BYTES = 12  # GCM's standard nonce; random, one per sealing
 
 
 class ApiAuthError(Exception):
@@ -73,49 +77,39 @@ class ApiAuthError(Exception):
 # -- sealing the secret ---------------------------------------------------------------
 
 
-def _derived(secret_key: str, label: bytes) -> bytes:
-    return hmac.new(secret_key.encode(), b"jobs.api_keys." + label, hashlib.sha256).digest()
-
-
-def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:
-    blocks = []
-    for counter in range((length + 31) // 32):
-        blocks.append(hmac.new(key, nonce + counter.to_bytes(8, "big"), hashlib.sha256).digest())
-    return b"".join(blocks)[:length]
-
-
-def _tag(secret_key: str, nonce: bytes, ciphertext: bytes, access_key_id: str) -> bytes:
-    message = _SEAL_VERSION + nonce + ciphertext + access_key_id.encode()
-    return hmac.new(_derived(secret_key, b"mac"), message, hashlib.sha256).digest()
+def _cipher(secret_key: str) -> AESGCM:
+    """AES-256-GCM under a key derived from `secret_key` for this purpose only."""
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_SEAL_INFO).derive(
+        secret_key.encode()
+    )
+    return AESGCM(key)
 
 
 def seal(secret: str, *, access_key_id: str) -> str:
-    """The secret encrypted and authenticated under SECRET_KEY, bound to its key ID."""
+    """The secret encrypted and authenticated under SECRET_KEY, bound to its key ID (the
+    ID is GCM's associated data: a sealed secret copied onto another key does not open)."""
     nonce = os.urandom(_NONCE_BYTES)
-    plain = secret.encode()
-    stream = _keystream(_derived(settings.SECRET_KEY, b"enc"), nonce, len(plain))
-    ciphertext = bytes(a ^ b for a, b in zip(plain, stream, strict=True))
-    tag = _tag(settings.SECRET_KEY, nonce, ciphertext, access_key_id)
-    return "v1$" + base64.b64encode(nonce + ciphertext + tag).decode()
+    sealed = _cipher(settings.SECRET_KEY).encrypt(nonce, secret.encode(), access_key_id.encode())
+    return f"{_SEAL_VERSION}$" + base64.b64encode(nonce + sealed).decode()
 
 
 def unseal(sealed: str, *, access_key_id: str) -> str | None:
     """The secret, or None when no current or fallback SECRET_KEY opens it."""
     version, _, payload = sealed.partition("$")
-    if version != "v1":
+    if version != _SEAL_VERSION:
         return None
     try:
         raw = base64.b64decode(payload, validate=True)
     except ValueError:
         return None
-    if len(raw) < _NONCE_BYTES + 32:
-        return None
-    nonce, ciphertext, tag = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:-32], raw[-32:]
+    nonce, ciphertext = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
     keys = [settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", [])]
     for secret_key in keys:
-        if hmac.compare_digest(_tag(secret_key, nonce, ciphertext, access_key_id), tag):
-            stream = _keystream(_derived(secret_key, b"enc"), nonce, len(ciphertext))
-            return bytes(a ^ b for a, b in zip(ciphertext, stream, strict=True)).decode()
+        try:
+            plain = _cipher(secret_key).decrypt(nonce, ciphertext, access_key_id.encode())
+        except (InvalidTag, ValueError):
+            continue
+        return plain.decode()
     return None
 
 
