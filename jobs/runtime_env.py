@@ -13,7 +13,8 @@ AIHC's 通用环境变量列表 (see ../shared/reference/runtime-env.md):
 - TensorFlow: TF_CONFIG exactly as Kubeflow's operator writes it: cluster keys sorted, no
   spaces, field order cluster/task/environment, set only when the job is distributed;
 - MPI: OMPI_MCA_orte_default_hostfile pointing at a hostfile with one
-  "<host> slots=<cards>" line per worker, and K_MPI_JOB_ROLE launcher/worker.
+  "<host> slots=<cards>" line per worker (and first the master's, when it has cards), and
+  K_MPI_JOB_ROLE launcher/worker.
 
 Addresses are the platform's by default (`<name>-<role>-<index>`, port 23456 / 2222); the
 local runner passes its own (127.0.0.1 with free ports).
@@ -75,9 +76,13 @@ def tf_config(spec: JobSpec, ref: ReplicaRef, address: Callable[[str, int], str]
 
 
 def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str]) -> str:
+    """One "<host> slots=<cards>" line per worker; the master (the launcher) comes first
+    when it has cards, as training-operator v1's MPIJob writes it (AIHC's MPI is that
+    operator's): a launcher given cards is meant to run ranks on them. A CPU-only master
+    only launches."""
     lines = []
     for role in spec.roles:
-        if role.name == "master":
+        if role.name == "master" and not (role.accelerator_type and role.accelerators):
             continue
         slots = max(role.accelerators, 1) if role.accelerator_type else 1
         lines.extend(f"{host(role.name, i)} slots={slots}" for i in range(role.replicas))

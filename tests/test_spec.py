@@ -745,6 +745,16 @@ def test_mpi_hostfile_lists_workers_with_their_slots():
     assert env["OMPI_MCA_orte_default_hostfile"] == "/etc/mpi/hostfile"
 
 
+def test_mpi_hostfile_lists_a_master_with_cards_first_so_mpirun_uses_them():
+    spec = pytorch_spec(
+        name="m", framework=S.MPI, roles=[role("master", 1, A800, 2), role("worker", 1, A800, 8)]
+    )
+
+    assert (
+        mpi_hostfile(spec, lambda r, i: f"m-{r}-{i}") == "m-master-0 slots=2\nm-worker-0 slots=8\n"
+    )
+
+
 def test_rdma_tensorboard_and_masked_secrets_in_the_environment():
     spec = pytorch_spec(
         enable_rdma=True,
