@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 from django.core.mail import send_mail
+from django.db import transaction
 from django.urls import reverse
 from django.utils.translation import gettext_noop
 
@@ -168,7 +169,12 @@ def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any
 
 
 def job_alert(*, job: Job, item: str, message: str) -> None:
-    """Enqueues delivery of alert `item` if the job chose it and has somewhere to send it."""
+    """Enqueues delivery of alert `item` if the job chose it and has somewhere to send it.
+
+    The task is a row in the console's database, written on the caller's connection: called
+    inside the caller's transaction, it is queued if and only if what caused it is committed.
+    A queue that refuses the row rolls back only that row (a savepoint) and leaves an
+    AlertFailed event instead."""
     from django.utils import timezone
 
     from .services import job_event
@@ -178,9 +184,10 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
     if item not in alert.items or not (alert.emails or alert.webhooks):
         return
     try:
-        deliver_alert.enqueue(
-            job_id=job.pk, item=item, message=message, time=timezone.now().isoformat()
-        )
+        with transaction.atomic():
+            deliver_alert.enqueue(
+                job_id=job.pk, item=item, message=message, time=timezone.now().isoformat()
+            )
     except Exception as exc:  # the queue's database trouble must not stop supervision
         logger.exception("could not enqueue alert for %s", job.public_id)
         job_event(

@@ -927,17 +927,20 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
 
     if all(states[r.pk].phase == "exited" for r in replicas):
         cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
-        if job_transition(
-            job=job,
-            to=S.SUCCEEDED,
-            reason="Succeeded",
-            message=recorded(gettext_noop("Every replica exited with 0.")),
-        ):
-            job_alert(
+        with transaction.atomic():  # the end and its alert are queued together, or neither
+            succeeded = job_transition(
                 job=job,
-                item="jobSucceed",
-                message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
+                to=S.SUCCEEDED,
+                reason="Succeeded",
+                message=recorded(gettext_noop("Every replica exited with 0.")),
             )
+            if succeeded:
+                job_alert(
+                    job=job,
+                    item="jobSucceed",
+                    message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
+                )
+        if succeeded:
             _finished(job, run)
         return
 
@@ -1168,9 +1171,15 @@ def _finish_tear_down(
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
-    if job_transition(job=job, to=final, reason=reason, message=text, warning=final != S.STOPPED):
-        if final in (S.FAILED, S.TIMED_OUT):
+    # The end and its alert are committed together: a worker killed in between would
+    # leave an ended job whose alert no later worker sends.
+    with transaction.atomic():
+        ended = job_transition(
+            job=job, to=final, reason=reason, message=text, warning=final != S.STOPPED
+        )
+        if ended and final in (S.FAILED, S.TIMED_OUT):
             job_alert(job=job, item="jobFailed", message=f"{job.name}: {text}")
+    if ended:
         _finished(job, run)
 
 

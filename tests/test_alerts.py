@@ -193,6 +193,31 @@ def test_an_alert_a_killed_worker_left_running_is_delivered_by_the_next_worker(
     assert (mine.status, theirs.status) == ("SUCCESSFUL", "RUNNING")
 
 
+def test_a_queue_that_refuses_a_final_alert_does_not_keep_the_job_running(
+    transactional_db, alice, settings
+):
+    from django.db import connection
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    alert = S.AlertConfig(items=["jobSucceed"], emails=["ops@example.com"])
+    job = submit(alice, make_spec("true", alert=alert))
+    # The database refuses every new task (as a queue table it cannot write would).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TRIGGER refuse_tasks BEFORE INSERT ON django_tasks_database_dbtaskresult "
+            "BEGIN SELECT RAISE(ABORT, 'queue unavailable'); END"
+        )
+    try:
+        run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER refuse_tasks")
+
+    assert [e.message for e in job.events.filter(reason="AlertFailed")] == [
+        "任务成功结束：未能加入发送队列（queue unavailable）"
+    ]
+
+
 def test_the_local_pool_refuses_a_private_webhook_at_submit_unless_allowed(settings):
     from jobs.backends import get_backend
 

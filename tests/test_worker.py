@@ -23,9 +23,10 @@ from django.contrib.auth.models import User
 from jobs import spec as S
 from jobs.services import jobs_submit
 owner = User.objects.create_user("alice")
+alert = S.AlertConfig(items=sys.argv[2:], emails=["ops@example.com"] if sys.argv[2:] else [])
 spec = S.JobSpec(name="survivor", resource_pool_id="local", image="python:3.12",
     command=sys.argv[1], roles=[S.Role("master", 1), S.Role("worker", 1)],
-    datasources=[S.Datasource("hostpath", "work", mount_path="/workspace")])
+    datasources=[S.Datasource("hostpath", "work", mount_path="/workspace")], alert=alert)
 print(jobs_submit(owner=owner, spec=spec, submit_key="k")[0].public_id)
 """
 
@@ -60,9 +61,30 @@ def world(tmp_path):
                 os.killpg(pid, signal.SIGKILL)
 
 
-def start_worker(world) -> subprocess.Popen:
+# `manage.py worker`, killed with SIGKILL by Django's own execute hook as it writes its first
+# alert task (the django-tasks-db row): the moment an alert is decided and not yet queued.
+KILLED_AS_IT_QUEUES_AN_ALERT = """
+import os, signal, django
+django.setup()
+from django.core.management import call_command
+from django.db.backends.signals import connection_created
+
+def killed_at_the_alert(execute, sql, params, many, context):
+    if sql.startswith("INSERT") and "django_tasks_database_dbtaskresult" in sql:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return execute(sql, params, many, context)
+
+def hooked(connection, **kwargs):
+    connection.execute_wrappers.append(killed_at_the_alert)
+
+connection_created.connect(hooked)
+call_command("worker")
+"""
+
+
+def start_worker(world, *, argv: tuple[str, ...] = ("manage.py", "worker")) -> subprocess.Popen:
     proc = subprocess.Popen(
-        [sys.executable, "manage.py", "worker"],
+        [sys.executable, *argv],
         cwd=ROOT,
         env=world["env"],
         stdout=subprocess.PIPE,
@@ -92,9 +114,9 @@ def job_status(world) -> str:
     return rows[0][0] if rows else ""
 
 
-def submit(world, command: str) -> str:
+def submit(world, command: str, *alerts: str) -> str:
     out = subprocess.run(
-        [sys.executable, "-c", SUBMIT, command],
+        [sys.executable, "-c", SUBMIT, command, *alerts],
         cwd=ROOT,
         env=world["env"],
         check=True,
@@ -187,3 +209,41 @@ def test_the_worker_stops_cleanly_on_sigterm_and_leaves_jobs_running(world):
     pids = [pid for (pid,) in query(world, "SELECT pid FROM jobs_jobreplica")]
     assert all(os.path.exists(f"/proc/{pid}") for pid in pids)
     assert job_status(world) == "running"
+
+
+@pytest.mark.parametrize(("exit_code", "status"), [(0, "succeeded"), (3, "failed")])
+def test_a_worker_killed_as_it_queues_a_jobs_final_alert_leaves_it_to_the_next_one_to_send_once(
+    world, exit_code, status
+):
+    submit(
+        world,
+        f"until [ -e /workspace/gate-open ]; do sleep 0.05; done; exit {exit_code}",
+        "jobSucceed",
+        "jobFailed",
+    )
+    doomed = start_worker(world, argv=("-c", KILLED_AS_IT_QUEUES_AN_ALERT))
+    wait_for(lambda: job_status(world) == "running", what="running")
+    (world["vol"] / "gate-open").touch()
+    assert doomed.wait(timeout=30) == -signal.SIGKILL
+
+    # Killed before the job's end was committed with its alert: neither landed, so the
+    # next worker sees the replicas' exits again (never an ended job whose alert nobody sends).
+    assert job_status(world) == "running"
+    assert query(world, "SELECT COUNT(*) FROM django_tasks_database_dbtaskresult") == [(0,)]
+
+    start_worker(world)
+    wait_for(
+        lambda: (
+            query(world, "SELECT status FROM django_tasks_database_dbtaskresult")
+            == [("SUCCESSFUL",)]
+        ),
+        what="the alert's delivery",
+    )
+    assert job_status(world) == status
+    assert alerts_sent(world) == 1
+    time.sleep(1)  # ten more ticks: nothing is sent twice
+    assert alerts_sent(world) == 1
+
+
+def alerts_sent(world) -> int:
+    return query(world, "SELECT COUNT(*) FROM jobs_jobevent WHERE reason = 'AlertSent'")[0][0]
