@@ -62,6 +62,7 @@ from .sandbox import (
     read_only_parent_message,
 )
 from .services import job_event, job_transition, recorded
+from .shim import START_GATE
 from .spec import MPI, JobSpec, Role
 from .texts import restored, source_of
 
@@ -572,7 +573,7 @@ def _start_replicas(
         files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
         sandboxed = bwrap_argv(
             bwrap=settings.LOCAL_BWRAP,
-            command=["bash", "-c", spec.v1_command()],
+            command=["bash", "-c", START_GATE, "bash", spec.v1_command()],
             tmp_bytes=int(settings.LOCAL_TMP_MAX_GB * 1024**3),
             shm_bytes=spec.shared_memory_gi * 1024**3,
             mounts=mounts,

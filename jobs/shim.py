@@ -50,6 +50,17 @@ MASK = b"******"
 MIN_MASKED_LENGTH = 4
 PR_SET_CHILD_SUBREAPER = 36
 
+# The command's first step inside the sandbox, run as `bash -c START_GATE bash COMMAND` with
+# two descriptors the shim appends: it writes a byte to the first once its process exists,
+# then waits on the second for the shim's word ("g") before it becomes `bash -c COMMAND`.
+# A stop's SIGTERM that came while bubblewrap was still setting up found no command to
+# reach (the sandbox's init ignores it): the shim caught it, so the command ends here with
+# 143, as that SIGTERM would have ended it. A later one reaches the command's process.
+START_GATE = (
+    'printf . >&"$2"; read -r -n 1 go <&"$3"; eval "exec $2>&- $3<&-"; '
+    '[ "$go" = g ] || exit 143; exec bash -c "$1"'
+)
+
 
 def stamp() -> bytes:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode()
@@ -341,9 +352,9 @@ def main(argv: list[str]) -> int:
 
     # Keep draining output after a stop signal so the exit code is still recorded; a
     # handler (not SIG_IGN) so the command itself starts with default signal handling.
-    # A stop's SIGTERM that comes before the command has started keeps it from starting (or,
-    # in the moment of its start, is passed on to it): swallowed here, the command would run
-    # on until the worker's SIGKILL.
+    # A stop's SIGTERM that comes before the command's process exists keeps it from starting
+    # (here, or at START_GATE): swallowed here, the command would run on until the worker's
+    # SIGKILL.
     stopped: list[int] = []
     signal.signal(signal.SIGTERM, lambda *_: stopped.append(signal.SIGTERM))
     signal.signal(signal.SIGINT, lambda *_: None)
@@ -382,14 +393,16 @@ def main(argv: list[str]) -> int:
         log.write(stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
         return 0
+    ready_r, ready_w = os.pipe()  # START_GATE's two descriptors
+    go_r, go_w = os.pipe()
     try:
         child = subprocess.Popen(
-            command,
+            [*command, str(ready_w), str(go_r)],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            pass_fds=args.mount_fd,
+            pass_fds=[*args.mount_fd, ready_w, go_r],
             preexec_fn=joining(args.cgroup) if args.cgroup else None,
         )
     except (OSError, subprocess.SubprocessError) as exc:
@@ -400,12 +413,18 @@ def main(argv: list[str]) -> int:
         log.write(stamp() + line.encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0
-    if stopped:  # it came as the command started: to the whole group, as the worker sends it
-        os.killpg(os.getpgrp(), signal.SIGTERM)
-    for fd in args.mount_fd:  # bwrap has its own copies
+    for fd in [*args.mount_fd, ready_w, go_r]:  # bwrap has its own copies
         os.close(fd)
     (state / "pid").write_text(str(os.getpid()))
     threading.Thread(target=end_with_command, args=(child,), daemon=True).start()
+    # Once the command's process exists, a stop's SIGTERM reaches it; one that came before
+    # (during the start, or bubblewrap's setup) was only caught here: it goes no further.
+    # Nothing to read: the sandbox ended before (bubblewrap could not set it up).
+    with contextlib.suppress(OSError):
+        if os.read(ready_r, 1) and not stopped:
+            os.write(go_w, b"g")
+    os.close(ready_r)
+    os.close(go_w)
     assert child.stdout is not None
     # A line longer than MAX_LINE is read and logged in pieces, and a secret or keyword can
     # straddle a cut. So the end of a piece that does not end its line, as long as the

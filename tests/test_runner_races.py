@@ -35,6 +35,7 @@ from .runner_helpers import (
     runner_settings,  # noqa: F401
     status_of,
     submit,
+    volume,
 )
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
@@ -405,3 +406,47 @@ def test_a_stop_that_reaches_a_replica_before_its_command_starts_ends_it_at_once
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=30)
     replica.refresh_from_db()
     assert (replica.status, replica.exit_code) == ("stopped", 143)  # not SIGKILL's 137
+
+
+def group_members(pgid: int) -> list[int]:
+    """Pids of the live processes of process group `pgid`."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                    members.append(int(entry.name))
+    return members
+
+
+def test_a_stop_that_reaches_a_replica_while_bubblewrap_sets_up_its_sandbox_ends_it_at_once(
+    alice, settings, tmp_path, leftovers
+):
+    # Long enough that a SIGKILL at its end cannot be what ended the replica.
+    settings.LOCAL_STOP_GRACE_SECONDS = 60
+    # bubblewrap itself, held by its own --block-fd (a named pipe the test writes to) inside
+    # its new sandbox, after the sandbox's init exists and before the command's process does.
+    setup_gate = tmp_path / "bwrap-setup-gate"
+    os.mkfifo(setup_gate)
+    held_bwrap = tmp_path / "bwrap"
+    held_bwrap.write_text(f'#!/bin/sh\nexec /usr/bin/bwrap --block-fd 9 "$@" 9<>"{setup_gate}"\n')
+    held_bwrap.chmod(0o755)
+    settings.LOCAL_BWRAP = str(held_bwrap)
+    job = submit(alice, make_spec("touch /workspace/ran; sleep 300"))
+    leftovers.append(job)
+    worker = Worker()
+    worker.tick()
+    replica = job.replicas.get()
+    # The shim, bubblewrap, and the init of the sandbox bubblewrap is setting up.
+    wait_for(lambda: len(group_members(replica.pid)) == 3, what="the sandbox's init")
+
+    job_stop(job=fresh(job))
+    worker.tick()  # the stop's SIGTERM: the sandbox's init ignores it, and no command exists
+    with open(setup_gate, "w") as gate:
+        gate.write(".")  # bubblewrap finishes setting up
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=20)
+    replica.refresh_from_db()
+    assert (replica.status, replica.exit_code) == ("stopped", 143)  # not SIGKILL's 137
+    assert not (volume(settings) / "ran").exists()
