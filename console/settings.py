@@ -475,6 +475,19 @@ LOCAL_TMP_MAX_GB = envfloat(
 LOCAL_ENFORCE_LIMITS = env("LOCAL_ENFORCE_LIMITS", "auto").lower()
 if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
     raise ImproperlyConfigured(f"LOCAL_ENFORCE_LIMITS is auto or off, not {LOCAL_ENFORCE_LIMITS!r}")
+
+# The ports local jobs get (MASTER_PORT, TF_CONFIG's): below Linux's ephemeral range
+# (32768-60999), which the kernel hands out to other programs' connections.
+_ports = env("LOCAL_PORTS", "20000-29999")
+try:
+    _low, _high = (int(part) for part in _ports.split("-"))
+    if not 1024 <= _low <= _high <= 65535:
+        raise ValueError
+except ValueError:
+    raise ImproperlyConfigured(
+        f"LOCAL_PORTS is a range of ports like 20000-29999 (1024 to 65535), not {_ports!r}"
+    ) from None
+LOCAL_PORTS = (_low, _high)
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
 # How often remote (non-local) jobs are synced with their backend (seconds).

@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import pwd
+import random
 import shutil
 import signal
 import socket
@@ -202,6 +203,52 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _ports_of_active_jobs() -> set[int]:
+    """The ports handed to local jobs still running or stopping: each one's MASTER_PORT and
+    its current attempt's replica ports. They may not be bound yet (a job binds its ports
+    when its program gets that far), so the kernel would call them free."""
+    from .models import ACTIVE_STATUSES
+
+    used: set[int] = set()
+    runs = LocalRun.objects.filter(job__backend="local", job__status__in=ACTIVE_STATUSES)
+    for public_id, attempt, master_port in runs.values_list(
+        "job__public_id", "attempt", "master_port"
+    ):
+        if master_port:
+            used.add(master_port)
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            ports = json.loads((attempt_dir(public_id, attempt) / "ports.json").read_text())
+            used.update(int(port) for port in ports.values())
+    return used
+
+
+def job_ports(count: int, *, taken: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """`count` ports for a job, from LOCAL_PORTS: none that another active job was handed
+    (only the worker hands them out), nor one something on this machine has bound or left
+    in TIME_WAIT. Another program may still bind one before the job does: outside the
+    kernel's ephemeral range, only one that binds that very port itself."""
+    low, high = settings.LOCAL_PORTS
+    taken = set(taken) | _ports_of_active_jobs()
+    size = high - low + 1
+    start = random.randrange(size)  # spread: a port just freed is not the next one given
+    found: list[int] = []
+    for offset in range(size):
+        port = low + (start + offset) % size
+        if port in taken:
+            continue
+        with socket.socket() as s, contextlib.suppress(OSError):
+            s.bind(("0.0.0.0", port))  # a trial bind, closed at once
+            found.append(port)
+            if len(found) == count:
+                return found
+    logger.warning("LOCAL_PORTS %s-%s has no %s free ports; using any free port", low, high, count)
+    while len(found) < count:
+        port = free_port()
+        if port not in taken and port not in found:
+            found.append(port)
+    return found
 
 
 # -- files of one attempt ------------------------------------------------------------
@@ -500,8 +547,10 @@ def _start_replicas(
     if ports_file.exists():  # a relaunch after a worker restart keeps the same addresses
         ports = json.loads(ports_file.read_text())
     else:
-        ports = {ref.label: free_port() for ref in refs}
-        ports["master"] = run.master_port or free_port()
+        taken = {run.master_port} if run.master_port else set()
+        labels = [ref.label for ref in refs]
+        ports = dict(zip(labels, job_ports(len(refs), taken=taken), strict=True))
+        ports["master"] = run.master_port or job_ports(1, taken=set(ports.values()))[0]
         ports_file.write_text(json.dumps(ports))
     hostfile = base / "hostfile"
     if spec.framework == MPI:
@@ -742,7 +791,7 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
                 "attempt": 1,
                 "devices": alloc.devices,
                 "cpus": alloc.cpus,
-                "master_port": free_port(),
+                "master_port": job_ports(1)[0],
                 "stop_target": "",
                 "stop_message": "",
                 "stop_message_source": None,
@@ -1212,7 +1261,7 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
                 # A new MASTER_PORT, as a restarted pod gets a network of its own: the old
                 # one may linger in TIME_WAIT, where a master binding it without
                 # SO_REUSEADDR would fail with "Address already in use".
-                master_port=free_port(),
+                master_port=job_ports(1)[0],
             )
             Job.objects.filter(pk=job.pk).update(restarts=F("restarts") + 1, updated_at=now)
     run.refresh_from_db()

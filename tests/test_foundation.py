@@ -264,6 +264,8 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_TMP_MAX_GB": "ten"},
         {"LOCAL_TMP_MAX_GB": "inf"},
         {"LOCAL_ENFORCE_LIMITS": "on"},
+        {"LOCAL_PORTS": "29999-20000"},
+        {"LOCAL_PORTS": "80-90"},
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
@@ -350,7 +352,7 @@ def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):
     # An env file or compose file with `NAME=` lines: each counts as unset, as README says.
     names = [
         *("HOST", "PORT", "WEB_WORKERS", "WEB_THREADS", "DEFAULT_FROM_EMAIL"),
-        *("AIHC_REGION", "AIHC_ENDPOINT", "AIHC_API_VERSION", "LOCAL_BWRAP"),
+        *("AIHC_REGION", "AIHC_ENDPOINT", "AIHC_API_VERSION", "LOCAL_BWRAP", "LOCAL_PORTS"),
     ]
     show = f"from django.conf import settings as s; print([getattr(s, n) for n in {names!r}])"
 
@@ -370,5 +372,6 @@ def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):
             "",
             "v1",
             "/usr/bin/bwrap",
+            (20000, 29999),
         ]
     )

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
+import socket
 import textwrap
 import uuid
 from datetime import datetime, timedelta
@@ -12,6 +15,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.models import JobStatus
+from jobs.runner import attempt_dir
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -382,6 +386,51 @@ def test_a_restarted_master_can_bind_master_port_again_without_reuseaddr(alice, 
     # Each attempt gets a port of its own, as a restarted pod gets a network of its own.
     ports = {line.rsplit(" ", 1)[1] for line in master.splitlines() if " rank 0 port " in line}
     assert len(ports) == 2
+
+
+def bindable_ports(count: int) -> list[int]:
+    """`count` consecutive ports below the kernel's ephemeral range that nothing holds now."""
+    low = random.randrange(20000, 29000)
+    for base in range(low, low + 1000):
+        try:
+            with contextlib.ExitStack() as held:
+                for port in range(base, base + count):
+                    s = held.enter_context(socket.socket())
+                    s.bind(("0.0.0.0", port))
+            return list(range(base, base + count))
+        except OSError:
+            continue
+    raise AssertionError("no free ports")
+
+
+def test_jobs_started_together_get_ports_of_their_own_from_the_consoles_range(alice, settings):
+    # Five ports: one some other program listens on, and two for each job (its MASTER_PORT,
+    # and its replica's own). Neither job binds its ports before the test has looked.
+    ports = bindable_ports(5)
+    settings.LOCAL_PORTS = (ports[0], ports[-1])
+    busy = socket.create_server(("127.0.0.1", ports[2]))
+    try:
+        command = f'echo "MASTER_PORT=$MASTER_PORT"; {UNTIL_THE_GATE_OPENS}'
+        jobs = [submit(alice, make_spec(command)) for _ in range(2)]
+        worker = Worker()
+        worker.tick()  # both start in the one scheduling pass
+        run_until(
+            worker,
+            lambda: all("MASTER_PORT=" in log_text(job, "master-0") for job in jobs),
+            what="both masters to print their port",
+        )
+    finally:
+        busy.close()
+    handed = []
+    for job in jobs:
+        [line] = [line for line in log_text(job, "master-0").splitlines() if "MASTER_PORT=" in line]
+        record = json.loads((attempt_dir(job.public_id, 1) / "ports.json").read_text())
+        assert int(line.rsplit("=", 1)[1]) == record["master"]
+        handed += record.values()
+    assert sorted(handed) == [ports[0], ports[1], ports[3], ports[4]]
+
+    open_gate(settings)
+    run_until(worker, lambda: all(status_of(job) == JobStatus.SUCCEEDED for job in jobs))
 
 
 def test_a_job_without_fault_tolerance_fails_at_the_first_error(alice):
