@@ -615,10 +615,6 @@ def _start_replicas(
             )
         )
         state.mkdir(parents=True, exist_ok=True)
-        env_file = state / "env.json"
-        fd = os.open(env_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(env, f)
         files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
         sandboxed = bwrap_argv(
             bwrap=settings.LOCAL_BWRAP,
@@ -631,6 +627,10 @@ def _start_replicas(
         )
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        # The environment (secret values included) goes to the shim in an anonymous
+        # in-memory file, never a file on disk: one written there stayed behind, secrets
+        # and all, whenever a stop or a dying worker kept the shim from reading it.
+        env_fd = env_memfd(env)
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             (state / "launched").write_text(str(run.attempt))
@@ -643,6 +643,8 @@ def _start_replicas(
                 str(log_path),
                 "--lock-fd",
                 str(lock_fd),
+                "--env-fd",
+                str(env_fd),
                 "--cpus",
                 ",".join(map(str, cpus)),
                 # The shim's own log lines, in the console's language like every other
@@ -662,7 +664,7 @@ def _start_replicas(
                 "--log-cut-record",
                 str(job_logs.log_cut_path(log_path)),
             ]
-            # Names only: the shim reads the values from the environment file and writes
+            # Names only: the shim reads the values from the environment it is handed and writes
             # `******` wherever one appears in the replica's output.
             for user_env in spec.envs:
                 if user_env.secret:
@@ -678,7 +680,7 @@ def _start_replicas(
                 child = subprocess.Popen(
                     [*argv, "--", *sandboxed],
                     start_new_session=True,
-                    pass_fds=(lock_fd, *(mount.fd for mount in mounts)),
+                    pass_fds=(lock_fd, env_fd, *(mount.fd for mount in mounts)),
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=err,
@@ -686,6 +688,7 @@ def _start_replicas(
                 )
         finally:
             os.close(lock_fd)
+            os.close(env_fd)
         if children is not None:
             children[child.pid] = child
         replica.pid = child.pid
@@ -707,6 +710,17 @@ def _start_replicas(
                 "reason_source",
             ]
         )
+
+
+def env_memfd(env: dict[str, str]) -> int:
+    """A descriptor of an anonymous in-memory file holding `env` as JSON, read from its start."""
+    fd = os.memfd_create("replica-env", os.MFD_CLOEXEC)
+    data = json.dumps(env).encode()
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def role_limits(role: Role) -> tuple[int | None, int | None]:

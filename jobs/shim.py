@@ -326,6 +326,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--state", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--lock-fd", type=int, required=True)
+    # The replica's environment as JSON, in an in-memory file the worker made (runner.env_memfd).
+    parser.add_argument("--env-fd", type=int, required=True)
     # Descriptors of the checked volume folders the command (bwrap --bind-fd) binds.
     parser.add_argument("--mount-fd", type=int, action="append", default=[])
     parser.add_argument("--cpus", default="")
@@ -362,9 +364,8 @@ def main(argv: list[str]) -> int:
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
 
-    env_file = state / "env.json"
-    env = json.loads(env_file.read_text())
-    env_file.unlink()
+    with os.fdopen(args.env_fd, "rb") as env_file:
+        env = json.loads(env_file.read())
     keywords = [k.encode() for k in args.keyword if k]
     # Output is masked line by line, so a secret of several lines (a PEM key, a kubeconfig)
     # could never match whole: each of its lines is masked wherever it appears.

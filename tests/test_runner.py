@@ -4,6 +4,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import socket
 import textwrap
 import uuid
@@ -14,6 +15,8 @@ from django.db.models import F
 from django.utils import translation
 
 from jobs import spec as S
+from jobs.actions import job_stop
+from jobs.logs import job_dir
 from jobs.models import JobStatus
 from jobs.runner import attempt_dir
 from jobs.worker import Worker
@@ -1013,3 +1016,28 @@ def test_a_stopped_command_gets_the_grace_period_to_clean_up(alice, settings):
 
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
     assert "saved checkpoint" in log_text(job, "master-0")
+
+
+def test_a_secret_env_value_is_never_written_to_a_file_in_the_run_folder(alice):
+    token = "Zq8-never-on-disk-7Kp"
+    job = submit(alice, make_spec("sleep 30", envs=[S.Env("TOK", token, secret=True)]))
+    worker = Worker()
+    worker.tick()  # dispatched: the supervisor of master-0 is starting
+    replica = job.replicas.get()
+    assert replica.pid
+    # Held before it can read what it was handed: whatever it was handed is still there.
+    os.kill(replica.pid, signal.SIGSTOP)
+    try:
+        run_files = [p for p in job_dir(job.public_id).rglob("*") if p.is_file()]
+        assert run_files  # the lock, the launch record, the log...
+        assert not [p for p in run_files if token.encode() in p.read_bytes()]
+    finally:
+        os.kill(replica.pid, signal.SIGCONT)
+    job.refresh_from_db()
+    job_stop(job=job, actor=alice)
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+    assert not [
+        p
+        for p in job_dir(job.public_id).rglob("*")
+        if p.is_file() and token.encode() in p.read_bytes()
+    ]
