@@ -6,10 +6,12 @@ fresh clone run (`make run`) with SQLite under `var/` and the embedded local bac
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import secrets
+import shutil
 import zoneinfo
 from pathlib import Path
 
@@ -451,23 +453,33 @@ LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
 LOCAL_LOG_MAX_MB = envint("LOCAL_LOG_MAX_MB", 1024, low=1)
 
 
-def _memory_gb() -> float:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
-    except (OSError, ValueError):
-        return 40.0  # unknown: the 10 GB default stands
+def _disk_gb(path: Path) -> float:
+    """The size of the disk `path` is on (or will be: its nearest existing folder)."""
+    for folder in (path, *path.parents):
+        with contextlib.suppress(OSError):
+            return shutil.disk_usage(folder).total / 1024**3
+    return 200.0  # unknown: the 50 GB default stands
 
 
-# A replica's private /tmp (also its HOME and working folder) is a tmpfs of at most this
-# many GB (GiB; decimals allowed, e.g. 0.5): it lives in memory, so without a size one
-# job writing there could take half the machine's memory (the kernel's default for a
-# tmpfs), each replica as much again. Writing past it fails inside the job with "No space
-# left on device". By default 10 GB, as much as a pip cache, a few checkpoints or a
-# downloaded model need, but never more than a quarter of this machine's memory: on a
-# small machine one job's /tmp must not push the console out of memory.
+# A replica's private /tmp (also its HOME and working folder) is a folder under
+# LOCAL_RUN_DIR, on disk like a container's writable layer, and may hold at most this many
+# GB (GiB; decimals allowed, e.g. 0.5), as Kubernetes caps a pod's ephemeral storage: the
+# replica's shim measures it every LOCAL_TMP_CHECK_SECONDS and the runner ends a replica
+# over it as a failure. By default 50 GB: a pip cache with PyTorch (~5 GB), a 7B model in
+# Hugging Face's cache (~15 GB) and a few checkpoints fit; data sets and checkpoints to
+# keep belong on a volume. Never more than a quarter of the disk LOCAL_RUN_DIR is on, so
+# on a small disk one replica cannot fill the disk the console's logs (and, by default,
+# its database) live on.
 LOCAL_TMP_MAX_GB = envfloat(
-    "LOCAL_TMP_MAX_GB", min(10, max(round(_memory_gb() / 4, 1), 0.1)), positive=True, unit="GB"
+    "LOCAL_TMP_MAX_GB",
+    min(50, max(round(_disk_gb(LOCAL_RUN_DIR) / 4, 1), 0.1)),
+    positive=True,
+    unit="GB",
 )
+# How often (seconds) each replica's /tmp is measured against LOCAL_TMP_MAX_GB. A pass
+# walks at most jobs/shim.py's TMP_WALK_MAX_ENTRIES files; a bigger /tmp is measured over
+# several passes.
+LOCAL_TMP_CHECK_SECONDS = envfloat("LOCAL_TMP_CHECK_SECONDS", 10, positive=True)
 
 # Whether the worker enforces each role's CPU and memory with cgroups (jobs.cgroups): "auto"
 # where it can write a cgroup (root, or a delegated one), saying so in each job that sets them

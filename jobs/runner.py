@@ -11,7 +11,9 @@ worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<inde
   worker died between recording the launch and spawning the shim: it never ran, and is
   launched now. Nothing there = never launched.
 - `started`: written by the shim first of all, before its command can start.
-- `exit`, `keyword`: written by the shim.
+- `exit`, `keyword`, `tmp-over`: written by the shim.
+- `tmp/`: the replica's /tmp (also its HOME and working folder), measured by the shim
+  against LOCAL_TMP_MAX_GB; removed when the job ends, and when a restart begins.
 - `pid`: written by the shim once its command has started. A worker killed between a spawn
   and recording it leaves a live replica without a pid; the next worker adopts it from this
   file (or, before it exists, from /proc), trusting a pid only if that process holds `lock`.
@@ -267,6 +269,7 @@ class ReplicaState:
     phase: str  # "unlaunched", "alive", "exited", "lost"
     exit_code: int | None = None
     keyword: dict[str, str] | None = None
+    tmp_over: dict[str, int] | None = None  # its /tmp went over the cap: bytes used, limit
 
 
 def read_state(state: Path) -> ReplicaState:
@@ -276,6 +279,12 @@ def read_state(state: Path) -> ReplicaState:
             keyword = json.loads((state / "keyword").read_text())
         except (OSError, ValueError):
             keyword = {"keyword": "?", "line": ""}
+    tmp_over = None
+    if (state / "tmp-over").exists():
+        try:
+            tmp_over = json.loads((state / "tmp-over").read_text())
+        except (OSError, ValueError):
+            tmp_over = {"used": 0, "limit": 0}
     lock_path = state / "lock"
     if not lock_path.exists():
         return ReplicaState("unlaunched")
@@ -284,17 +293,17 @@ def read_state(state: Path) -> ReplicaState:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return ReplicaState("alive", keyword=keyword)
+            return ReplicaState("alive", keyword=keyword, tmp_over=tmp_over)
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
     try:
         code = json.loads((state / "exit").read_text())["code"]
-        return ReplicaState("exited", exit_code=int(code), keyword=keyword)
+        return ReplicaState("exited", exit_code=int(code), keyword=keyword, tmp_over=tmp_over)
     except (OSError, ValueError, KeyError):
         pass
     if (state / "launched").exists() and (state / "started").exists():
-        return ReplicaState("lost", keyword=keyword)
+        return ReplicaState("lost", keyword=keyword, tmp_over=tmp_over)
     # Never launched, or recorded as launched by a worker that died before its shim began
     # (the shim writes `started` before anything else): nothing of it ever ran.
     return ReplicaState("unlaunched")
@@ -614,12 +623,13 @@ def _start_replicas(
                 visible_devices=",".join(map(str, cards)),
             )
         )
-        state.mkdir(parents=True, exist_ok=True)
+        tmp = state / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
         files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
         sandboxed = bwrap_argv(
             bwrap=settings.LOCAL_BWRAP,
             command=["bash", "-c", START_GATE, "bash", spec.v1_command()],
-            tmp_bytes=int(settings.LOCAL_TMP_MAX_GB * 1024**3),
+            tmp_dir=tmp,
             shm_bytes=spec.shared_memory_gi * 1024**3,
             mounts=mounts,
             files=files,
@@ -663,6 +673,13 @@ def _start_replicas(
                 recorded(job_logs.CONSOLE_LOG_CUT),
                 "--log-cut-record",
                 str(job_logs.log_cut_path(log_path)),
+                # The shim measures /tmp against its cap; the worker ends a replica over it.
+                "--tmp-dir",
+                str(tmp),
+                "--tmp-limit-bytes",
+                str(int(settings.LOCAL_TMP_MAX_GB * 1024**3)),
+                "--tmp-check-seconds",
+                str(settings.LOCAL_TMP_CHECK_SECONDS),
             ]
             # Names only: the shim reads the values from the environment it is handed and writes
             # `******` wherever one appears in the replica's output.
@@ -961,6 +978,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 keyword=state.keyword.get("keyword"),
             )
             break
+        if state.tmp_over:
+            failure = tmp_over_message(label, state.tmp_over)
+            break
         if state.phase == "lost":
             failure = recorded(
                 gettext_noop("%(replica)s was lost (its process ended without an exit code)."),
@@ -1018,6 +1038,26 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     _check_hang(job, run, spec, replicas, now)
+
+
+def tmp_over_message(label: str, over: dict[str, int]) -> str:
+    """The reason a replica whose /tmp went over its cap is ended: how much it held and the
+    cap, in GB, the amount with as many decimals as show it is more than the cap."""
+    limit_gb = over.get("limit", 0) / 1024**3
+    limit = f"{round(limit_gb, 3):g}" if limit_gb >= 0.0005 else f"{limit_gb:.2g}"
+    used_gb = over.get("used", 0) / 1024**3
+    used = next(
+        (text for d in range(1, 7) if float(text := f"{used_gb:.{d}f}") > float(limit)),
+        f"{used_gb:.2g}",
+    )
+    return recorded(
+        gettext_noop(
+            "%(replica)s wrote %(used)s GB to /tmp, over the %(limit)s GB limit (LOCAL_TMP_MAX_GB)."
+        ),
+        replica=label,
+        used=used,
+        limit=limit,
+    )
 
 
 def _adopt_unrecorded(
@@ -1082,9 +1122,10 @@ def _record_replica(
     elif status is None and stopping and replica.status not in ("failed", "lost"):
         # Ending (or being killed) while the job is torn down is the stop's doing, not a
         # failure of its own; the replica that caused a restart or a failure was recorded
-        # before the stop began, except one that logged a fault keyword: it was still
-        # running then, and the tear-down ends it, but it is the one that failed.
-        status = "failed" if state.keyword else "stopped"
+        # before the stop began, except one that logged a fault keyword or went over its
+        # /tmp cap: it was still running then, and the tear-down ends it, but it is the one
+        # that failed.
+        status = "failed" if state.keyword or state.tmp_over else "stopped"
     elif status is None:
         status = "lost" if state.phase == "lost" else "failed"
     if replica.status != status or replica.exit_code != state.exit_code:
@@ -1217,6 +1258,9 @@ def _finish_tear_down(
         )
         job_event(job=job, reason="Restarted", message=text, warning=True)
         job_alert(job=job, item="jobFT", message=text)
+        # The failed attempt's /tmp folders go: each attempt starts with an empty /tmp, and
+        # a job restarting after filling its /tmp must not keep one full folder per attempt.
+        _remove_scratch(attempt_dir(job.public_id, run.attempt - 1))
         try:
             launch_attempt(job, run, spec, children=children)
         except Exception as exc:  # a job that cannot start fails; the worker carries on
@@ -1283,13 +1327,18 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
     return restart
 
 
+def _remove_scratch(attempt: Path) -> None:
+    """Removes the /tmp folders of an attempt's replicas."""
+    shutil.rmtree(attempt / "tmp", ignore_errors=True)
+    for replica_dir in attempt.iterdir() if attempt.is_dir() else []:
+        if replica_dir.is_dir():
+            shutil.rmtree(replica_dir / "tmp", ignore_errors=True)
+
+
 def _finished(job: Job, run: LocalRun) -> None:
     """Cleans up after a job ends: scratch folders go, logs stay."""
     for path in job_logs.job_dir(job.public_id).glob("attempt-*"):
-        shutil.rmtree(path / "tmp", ignore_errors=True)
-        for replica_dir in path.iterdir() if path.is_dir() else []:
-            if replica_dir.is_dir():
-                shutil.rmtree(replica_dir / "tmp", ignore_errors=True)
+        _remove_scratch(path)
     # Read now, not from the run this tick began with: a Delete may have come meanwhile.
     # (One recorded after this read, or a worker killed before it, is carried out by the
     # worker's sweep of finished jobs awaiting deletion.)

@@ -9,18 +9,20 @@ pulled):
   /dev/null over each such file. The job runs as the worker's user, so whatever that user
   can read and the sandbox shows, the job reads: the database with sessions and every
   job's secret envs, the secret key, other jobs' logs, the user's home, sockets in /run;
-- its own writable /tmp, also HOME and the working directory: a tmpfs of LOCAL_TMP_MAX_GB,
-  so a job filling it gets "No space left on device" instead of filling the machine's disk
-  (it was a folder under the run dir, on the disk the database lives on) or its memory (a
-  tmpfs without a size may take half of it);
+- its own writable /tmp, also HOME and the working directory: a per-replica folder under
+  the run dir, on disk as a container's writable layer or a pod's emptyDir is (a tmpfs
+  would spend memory on what a job keeps in its working folder: checkpoints, pip's and
+  Hugging Face's caches). Its size is capped as Kubernetes caps ephemeral storage: the
+  shim measures it every so often and the runner ends a replica over LOCAL_TMP_MAX_GB;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
   so when the job's first process dies every process of the replica dies with it;
 - nothing else writable but its read-write volumes. bwrap builds the sandbox on tmpfs
   mounts of its own, none of them sized: the root (where the folders rebuilt around a
   missing mount point live), /dev, and the empty folders over hidden paths. Each is made
-  read-only once everything is mounted, so a job cannot store data past its /tmp cap there
-  ("Read-only file system", as anywhere else on the host; a tiny size instead would still
-  hold a little and would say "No space left", which is not what a hidden folder is);
+  read-only once everything is mounted, so a job cannot store data there, in memory and
+  out of its /tmp cap's sight ("Read-only file system", as anywhere else on the host; a
+  tiny size instead would still hold a little and would say "No space left", which is not
+  what a hidden folder is);
 - the hostpath volumes of the spec at their mount paths, read-only when asked, bound from
   descriptors opened and checked beforehand (open_in_root), never by name;
 - the MPI hostfile at /etc/mpi/hostfile.
@@ -195,7 +197,7 @@ def bwrap_argv(
     *,
     bwrap: str,
     command: list[str],
-    tmp_bytes: int,
+    tmp_dir: Path,
     shm_bytes: int,
     mounts: list[Mount],
     files: list[tuple[Path, str]],
@@ -217,12 +219,13 @@ def bwrap_argv(
     for device in sorted(glob.glob("/dev/nvidia*")):
         args += ["--dev-bind", device, device]
     args += ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
-    args += ["--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+    args += ["--bind", str(tmp_dir), "/tmp"]
     for mount in sorted(mounts, key=lambda m: m.dest.count("/")):
         bind = "--ro-bind-fd" if mount.read_only else "--bind-fd"
         args += [bind, str(mount.fd), mount.dest]
-    # The hostfile is bound by name: it lives under LOCAL_RUN_DIR, which only the runner
-    # writes (a job sees none of it), so no job can swap what the name points at.
+    # The hostfile and /tmp are bound by name: they live under LOCAL_RUN_DIR, which only the
+    # runner writes (a job sees none of it but its /tmp's contents, and cannot replace the
+    # folder it is mounted on), so no job can swap what these names point at.
     for source, dest in files:
         args += ["--ro-bind", str(source), dest]
     # Last, once every mount point has been made: bwrap's own unsized tmpfs mounts become

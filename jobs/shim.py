@@ -16,6 +16,9 @@ that is killed or restarted. The shim:
 - records the first line that contains a fault-tolerance keyword (file `keyword`);
 - records the exit code when the command ends (file `exit`), which is how a restarted
   worker learns how an adopted replica ended;
+- measures the replica's /tmp every so often and records when it holds more than its cap
+  (file `tmp-over`; TmpMeter): the worker then ends the replica as a failure, as the
+  kubelet evicts a pod over its ephemeral-storage limit;
 - ends the replica when its command ends: whatever the command left running in the
   background (a TensorBoard, a log shipper) is killed then, as in a container whose main
   process exits. Left alone, it would hold the sandbox open, and with it the log pipe, and
@@ -36,6 +39,7 @@ import os
 import re
 import select
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -273,6 +277,91 @@ class ReplicaLog:
             )
 
 
+# One pass of TmpMeter looks at this many entries (files, folders, links) at most, a few
+# tenths of a second of one core: measuring a /tmp of millions of files costs the same
+# each time, the walk going on where the last pass stopped.
+TMP_WALK_MAX_ENTRIES = 100_000
+
+
+class TmpMeter:
+    """How much disk a replica's /tmp takes, counted as `du` counts it.
+
+    Allocated blocks (st_blocks * 512), not apparent sizes: a sparse file counts what it
+    really takes, a file of a few bytes a whole block; a file with several links once.
+    Symbolic links are not followed, and a folder of another file system (a mount point)
+    is not entered. A pass (`measure`) looks at TMP_WALK_MAX_ENTRIES entries at most: a
+    bigger tree is walked over several passes, each going on where the last one stopped,
+    and the count so far is what each pass returns, so a /tmp over its cap is seen as soon
+    as the part counted is. (A file counted in an earlier pass of the same walk and deleted
+    since is still counted until the walk ends: only for a /tmp of that many entries.)
+    """
+
+    def __init__(self, root: Path, *, max_entries: int = TMP_WALK_MAX_ENTRIES) -> None:
+        self.root = root
+        self.max_entries = max_entries
+        self.device = os.lstat(root).st_dev
+        self.pending: list[str] = []  # folders still to walk
+        self.current: os.ScandirIterator[str] | None = None  # the folder being walked
+        self.total = 0
+        self.linked: set[int] = set()  # inodes with several links, counted already
+
+    def measure(self) -> int:
+        """Walks on for up to max_entries entries; the bytes counted in this walk so far
+        (a walk that ended in the last pass begins again)."""
+        if self.current is None and not self.pending:
+            self.pending = [str(self.root)]
+            self.total = os.lstat(self.root).st_blocks * 512
+            self.linked = set()
+        budget = self.max_entries
+        while budget > 0:
+            if self.current is None:
+                if not self.pending:
+                    break
+                try:
+                    self.current = os.scandir(self.pending.pop())
+                except OSError:  # deleted meanwhile, or unreadable
+                    continue
+            entry = next(self.current, None)
+            if entry is None:
+                self.current.close()
+                self.current = None
+                continue
+            budget -= 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_dev != self.device:
+                continue
+            folder = stat.S_ISDIR(info.st_mode)
+            if info.st_nlink > 1 and not folder:
+                if info.st_ino in self.linked:
+                    continue
+                self.linked.add(info.st_ino)
+            self.total += info.st_blocks * 512
+            if folder:
+                self.pending.append(entry.path)
+        return self.total
+
+
+def watch_tmp(
+    meter: TmpMeter, *, limit: int, every: float, state: Path, ended: threading.Event
+) -> None:
+    """Measures /tmp every `every` seconds until the command has ended; once it holds more
+    than `limit` bytes, records how much (file `tmp-over`) for the worker, and stops."""
+    while not ended.wait(every):
+        try:
+            used = meter.measure()
+        except OSError:  # the folder is gone: the job is being cleaned up
+            return
+        if used > limit and not ended.is_set():
+            write_atomic(
+                state / "tmp-over",
+                json.dumps({"used": used, "limit": limit, "time": time.time()}),
+            )
+            return
+
+
 PAUSE_SECONDS = 1.0
 
 
@@ -343,6 +432,10 @@ def main(argv: list[str]) -> int:
         "--log-cut-line", default="[console] log over {limit} MB: {dropped} bytes dropped here"
     )
     parser.add_argument("--log-cut-record", default="")
+    # The replica's /tmp on the host, its cap in bytes (0: none) and how often to measure it.
+    parser.add_argument("--tmp-dir", default="")
+    parser.add_argument("--tmp-limit-bytes", type=int, default=0)
+    parser.add_argument("--tmp-check-seconds", type=float, default=10.0)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     state = Path(args.state)
@@ -426,6 +519,21 @@ def main(argv: list[str]) -> int:
             os.write(go_w, b"g")
     os.close(ready_r)
     os.close(go_w)
+    ended = threading.Event()  # the command's output has ended: no more /tmp verdicts
+    if args.tmp_dir and args.tmp_limit_bytes:
+        with contextlib.suppress(OSError):
+            meter = TmpMeter(Path(args.tmp_dir))
+            threading.Thread(
+                target=watch_tmp,
+                args=(meter,),
+                kwargs={
+                    "limit": args.tmp_limit_bytes,
+                    "every": args.tmp_check_seconds,
+                    "state": state,
+                    "ended": ended,
+                },
+                daemon=True,
+            ).start()
     assert child.stdout is not None
     # A line longer than MAX_LINE is read and logged in pieces, and a secret or keyword can
     # straddle a cut. So the end of a piece that does not end its line, as long as the
@@ -486,6 +594,7 @@ def main(argv: list[str]) -> int:
                         }
                     ),
                 )
+    ended.set()
     if progress is not None:
         write(*progress)
     code = child.wait()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -266,6 +267,8 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_ENFORCE_LIMITS": "on"},
         {"LOCAL_PORTS": "29999-20000"},
         {"LOCAL_PORTS": "80-90"},
+        {"LOCAL_TMP_CHECK_SECONDS": "0"},
+        {"LOCAL_TMP_CHECK_SECONDS": "soon"},
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
@@ -295,16 +298,30 @@ def test_the_log_cap_is_read_and_defaults_to_1024_mb(tmp_path):
     assert default.stdout.split() == ["1024"]
 
 
-def test_the_tmp_cap_is_read_and_defaults_to_10_gb_or_a_quarter_of_the_memory(tmp_path):
-    code = "from django.conf import settings as s; print(s.LOCAL_TMP_MAX_GB)"
+def test_the_tmp_cap_is_read_and_defaults_to_50_gb_or_a_quarter_of_the_run_dirs_disk(tmp_path):
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.LOCAL_TMP_MAX_GB, s.LOCAL_TMP_CHECK_SECONDS)"
+    )
 
-    given = manage(tmp_path, "shell", "--no-imports", "-c", code, LOCAL_TMP_MAX_GB="0.5")
+    given = manage(
+        tmp_path,
+        "shell",
+        "--no-imports",
+        "-c",
+        code,
+        LOCAL_TMP_MAX_GB="0.5",
+        LOCAL_TMP_CHECK_SECONDS="2.5",
+    )
     default = manage(tmp_path, "shell", "--no-imports", "-c", code)
 
     assert given.returncode == 0, given.stderr
-    assert given.stdout.split() == ["0.5"]
-    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
-    assert float(default.stdout) == min(10, round(memory_gb / 4, 1))
+    assert given.stdout.split() == ["0.5", "2.5"]
+    cap, every = default.stdout.split()
+    # The run dir (CONSOLE_VAR_DIR/runs) does not exist yet: the disk it will be on.
+    disk_gb = shutil.disk_usage(tmp_path).total / 1024**3
+    assert float(cap) == min(50, round(disk_gb / 4, 1))
+    assert float(every) == 10
 
 
 @pytest.mark.parametrize(("value", "allowed"), [("", "False"), ("Yes", "True")])

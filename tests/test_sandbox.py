@@ -168,10 +168,11 @@ def test_a_mount_swapped_for_a_symlink_after_its_check_still_binds_the_checked_f
     # What another job writing the same volume can do between the check and bwrap's bind.
     (root / "data").rename(root / "data-checked")
     (root / "data").symlink_to(outside)
+    (tmp_path / "tmp").mkdir()
     argv = bwrap_argv(
         bwrap=settings.LOCAL_BWRAP,
         command=["sh", "-c", "cat /data/*; echo written > /data/new.txt"],
-        tmp_bytes=1024**2,
+        tmp_dir=tmp_path / "tmp",
         shm_bytes=1024**2,
         mounts=mounts,
         files=[],
