@@ -1,0 +1,270 @@
+"""A job spec as the Kubeflow training-operator manifests it becomes (pure functions)."""
+
+from __future__ import annotations
+
+from jobs import spec as S
+from jobs.kubernetes import manifests as M
+
+JOB_ID = "pytorchjob-3f2a9c1b-7d4e-4a5b-9c8d-0123456789ab"
+A800 = "baidu.com/a800_80g_cgpu"
+CLUSTER = M.Cluster(
+    accelerators={
+        A800: M.Accelerator(
+            A800, "nvidia.com/gpu", (("nvidia.com/gpu.product", "NVIDIA-A800-SXM4-80GB"),)
+        )
+    },
+    claims={"datasets": "pfs", "home": "nas"},
+    host_paths={"scratch": "/data/scratch"},
+    priority_classes={"high": "training-high"},
+)
+
+
+def pytorch_spec(**changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="llm-train",
+        resource_pool_id="k8s-default",
+        framework=S.PYTORCH,
+        image="registry.example.com/train:1.0",
+        command="python train.py --epochs 3",
+        roles=[
+            S.Role("master", 1, A800, 8, cpu=32, memory_gb=256),
+            S.Role("worker", 3, A800, 8, cpu=32, memory_gb=256),
+        ],
+        envs=[S.Env("LR", "0.001"), S.Env("HF_TOKEN", "hf_secret_value", secret=True)],
+        datasources=[
+            S.Datasource("pfs", "datasets", "/mnt/data", "/llama/train", read_only=True),
+            S.Datasource("hostpath", "scratch", "/mnt/scratch", "/run1"),
+        ],
+        shared_memory_gi=64,
+        timeout_minutes=120,
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def manifest(spec: S.JobSpec, cluster: M.Cluster = CLUSTER) -> dict:
+    return M.job_manifest(
+        spec, cluster, name=M.object_name(spec, JOB_ID), namespace="team-a", job_id=JOB_ID
+    )
+
+
+def test_the_name_comes_from_the_job_name_and_the_console_job_id():
+    spec = pytorch_spec(name="a-very-long-job-name-for-a-pytorch-run")
+
+    assert M.object_name(pytorch_spec(), JOB_ID) == "llm-train-3f2a9c1b7d4e"
+    assert M.object_name(spec, JOB_ID) == "a-very-long-job-name-3f2a9c1b7d4e"
+    assert M.object_name(spec, JOB_ID) == M.object_name(spec, JOB_ID)
+
+
+def test_a_pytorch_job_has_one_master_and_the_workers_with_the_operators_container_and_port():
+    body = manifest(pytorch_spec())
+
+    assert (body["apiVersion"], body["kind"]) == ("kubeflow.org/v1", "PyTorchJob")
+    assert body["metadata"] == {
+        "name": "llm-train-3f2a9c1b7d4e",
+        "namespace": "team-a",
+        "labels": {"ai-job-console/job-id": JOB_ID},
+    }
+    replicas = body["spec"]["pytorchReplicaSpecs"]
+    assert {k: (v["replicas"], v["restartPolicy"]) for k, v in replicas.items()} == {
+        "Master": (1, "Never"),
+        "Worker": (3, "Never"),
+    }
+    [container] = replicas["Worker"]["template"]["spec"]["containers"]
+    assert container["name"] == "pytorch"
+    assert container["image"] == "registry.example.com/train:1.0"
+    assert container["command"] == ["bash", "-c", "python train.py --epochs 3"]
+    assert container["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456}]
+    assert replicas["Worker"]["template"]["metadata"]["labels"] == {"ai-job-console/job-id": JOB_ID}
+
+
+def test_cards_cpu_and_memory_are_equal_requests_and_limits_on_the_cards_nodes():
+    pod = manifest(pytorch_spec())["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+
+    amounts = {"nvidia.com/gpu": "8", "cpu": "32", "memory": "256Gi"}
+    assert pod["containers"][0]["resources"] == {"limits": amounts, "requests": amounts}
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A800-SXM4-80GB"}
+
+
+def test_secret_envs_are_references_to_the_jobs_secret_never_inline_values():
+    spec = pytorch_spec()
+    body = manifest(spec)
+    secret = M.secret_manifest(
+        spec, name=M.object_name(spec, JOB_ID), namespace="team-a", job_id=JOB_ID
+    )
+
+    env = body["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "LR", "value": "0.001"} in env
+    assert {
+        "name": "HF_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "llm-train-3f2a9c1b7d4e-env", "key": "HF_TOKEN"}},
+    } in env
+    assert "hf_secret_value" not in str(body)
+    assert secret == {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "llm-train-3f2a9c1b7d4e-env",
+            "namespace": "team-a",
+            "labels": {"ai-job-console/job-id": JOB_ID},
+        },
+        "type": "Opaque",
+        "stringData": {"HF_TOKEN": "hf_secret_value"},
+    }
+    assert M.secret_manifest(pytorch_spec(envs=[]), name="x", namespace="n", job_id="j") is None
+
+
+def test_each_replica_knows_its_job_role_and_index_as_on_aihc():
+    env = manifest(pytorch_spec())["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"][
+        "containers"
+    ][0]["env"]
+
+    assert env[:4] == [
+        {"name": "AIHC_JOB_NAME", "value": "llm-train"},
+        {"name": "AIHC_JOB_ID", "value": JOB_ID},
+        {"name": "AIHC_ROLE", "value": "worker"},
+        {
+            "name": "AIHC_ROLE_INDEX",
+            "valueFrom": {
+                "fieldRef": {"fieldPath": "metadata.labels['training.kubeflow.org/replica-index']"}
+            },
+        },
+    ]
+    assert {"name": "NPROC_PER_NODE", "value": "8"} in env
+
+
+def test_shared_memory_and_mounts_with_sub_paths_and_read_only():
+    pod = manifest(pytorch_spec())["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+
+    assert pod["volumes"] == [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}},
+        {"name": "data-0", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}},
+        {"name": "data-1", "hostPath": {"path": "/data/scratch/run1", "type": "Directory"}},
+    ]
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "data-0", "mountPath": "/mnt/data", "subPath": "llama/train", "readOnly": True},
+        {"name": "data-1", "mountPath": "/mnt/scratch"},
+    ]
+
+
+def test_the_run_policy_carries_retries_timeout_and_auto_delete():
+    plain = manifest(pytorch_spec())
+    tolerant = manifest(
+        pytorch_spec(
+            fault_tolerance=True,
+            fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=5),
+            retention_period="2d",
+        )
+    )
+
+    assert plain["spec"]["runPolicy"] == {
+        "cleanPodPolicy": "Running",
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": 7200,
+    }
+    assert tolerant["spec"]["runPolicy"] == {
+        "cleanPodPolicy": "Running",
+        "backoffLimit": 5,
+        "activeDeadlineSeconds": 7200,
+        "ttlSecondsAfterFinished": 172800,
+    }
+    assert tolerant["spec"]["pytorchReplicaSpecs"]["Worker"]["restartPolicy"] == "OnFailure"
+
+
+def test_priority_queue_labels_and_host_network_are_carried():
+    cluster = M.Cluster(
+        accelerators=CLUSTER.accelerators, priority_classes={"high": "training-high"}, kueue=True
+    )
+    body = manifest(
+        pytorch_spec(
+            priority="high", queue="research", labels=[("team", "nlp")], host_network=True
+        ),
+        cluster,
+    )
+    low = manifest(pytorch_spec(priority="low"), cluster)
+
+    pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert body["metadata"]["labels"] == {
+        "team": "nlp",
+        "ai-job-console/job-id": JOB_ID,
+        "kueue.x-k8s.io/queue-name": "research",
+    }
+    assert pod["priorityClassName"] == "training-high"
+    assert (pod["hostNetwork"], pod["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
+    assert (
+        "priorityClassName" not in low["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    )
+
+
+def test_a_shell_entrypoint_runs_the_command_with_that_shell():
+    sh = manifest(pytorch_spec(entrypoint="sh"))
+    python = manifest(pytorch_spec(entrypoint="python", command="train.py --fast"))
+
+    master = "Master"
+    assert sh["spec"]["pytorchReplicaSpecs"][master]["template"]["spec"]["containers"][0][
+        "command"
+    ] == ["sh", "-c", "python train.py --epochs 3"]
+    assert python["spec"]["pytorchReplicaSpecs"][master]["template"]["spec"]["containers"][0][
+        "command"
+    ] == ["bash", "-c", "python train.py --fast"]
+
+
+def test_an_mpi_job_has_a_launcher_running_the_command_and_workers_with_slots_per_card():
+    spec = pytorch_spec(
+        framework=S.MPI,
+        command="mpirun -np 16 python train.py",
+        roles=[S.Role("master", 1, "", 0, cpu=4), S.Role("worker", 2, A800, 8)],
+    )
+
+    body = manifest(spec)
+
+    assert (body["apiVersion"], body["kind"]) == ("kubeflow.org/v2beta1", "MPIJob")
+    assert body["spec"]["slotsPerWorker"] == 8
+    replicas = body["spec"]["mpiReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in replicas.items()} == {"Launcher": 1, "Worker": 2}
+    launcher = replicas["Launcher"]["template"]["spec"]
+    worker = replicas["Worker"]["template"]["spec"]
+    assert launcher["containers"][0]["command"] == ["bash", "-c", "mpirun -np 16 python train.py"]
+    assert launcher["containers"][0]["resources"]["limits"] == {"cpu": "4"}
+    assert "nodeSelector" not in launcher
+    assert "command" not in worker["containers"][0]  # the image's SSH server
+    assert worker["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert "ports" not in worker["containers"][0]
+
+
+def test_a_tensorflow_job_maps_each_role_to_its_replica_type():
+    spec = pytorch_spec(
+        framework=S.TENSORFLOW,
+        roles=[
+            S.Role("chief", 1, A800, 1),
+            S.Role("worker", 2, A800, 1),
+            S.Role("ps", 2, "", 0, cpu=8),
+            S.Role("evaluator", 0, "", 0),
+        ],
+    )
+
+    body = manifest(spec)
+
+    assert (body["apiVersion"], body["kind"]) == ("kubeflow.org/v1", "TFJob")
+    replicas = body["spec"]["tfReplicaSpecs"]
+    assert {k: v["replicas"] for k, v in replicas.items()} == {"Chief": 1, "Worker": 2, "PS": 2}
+    container = replicas["PS"]["template"]["spec"]["containers"][0]
+    assert container["name"] == "tensorflow"
+    assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+    assert "NPROC_PER_NODE" not in str(container["env"])
+
+
+def test_pods_are_read_back_to_console_roles():
+    assert M.replica_role(S.PYTORCH, {"training.kubeflow.org/replica-type": "master"}) == "master"
+    assert M.replica_role(S.TENSORFLOW, {"training.kubeflow.org/replica-type": "ps"}) == "ps"
+    assert M.replica_role(S.MPI, {"training.kubeflow.org/job-role": "launcher"}) == "master"
+    assert M.replica_role(S.MPI, {"training.kubeflow.org/job-role": "worker"}) == "worker"
+    assert M.replica_role(S.PYTORCH, {}) == ""
+
+
+def test_a_sub_path_leaving_its_volume_is_refused():
+    assert M.sub_path("/a/b/") == "a/b"
+    assert M.sub_path("") == M.sub_path("/") == ""
+    assert M.sub_path("../etc") is None
