@@ -343,9 +343,9 @@ LOGGING = {
 # runner is on by default so a fresh clone runs real jobs with no cloud.
 CONSOLE_BACKENDS = envlist("CONSOLE_BACKENDS", "local")
 # jobs.backends.BACKEND_MODULES: a misspelt name would otherwise just offer no pools.
-if unknown := [name for name in CONSOLE_BACKENDS if name not in ("local", "aihc")]:
+if unknown := [name for name in CONSOLE_BACKENDS if name not in ("local", "aihc", "kubernetes")]:
     raise ImproperlyConfigured(
-        f"CONSOLE_BACKENDS lists local and/or aihc, not {', '.join(map(repr, unknown))}"
+        f"CONSOLE_BACKENDS lists local, aihc and/or kubernetes, not {', '.join(map(repr, unknown))}"
     )
 
 # Local runner: where job logs and per-job scratch files go.
@@ -437,6 +437,63 @@ AIHC_RETRY_BACKOFF = envfloat("AIHC_RETRY_BACKOFF", 0.5)
 # doubling on each further failure up to the maximum; the jobs stay Queued meanwhile.
 AIHC_SUBMIT_PAUSE_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_SECONDS", 5)
 AIHC_SUBMIT_PAUSE_MAX_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_MAX_SECONDS", 300)
+
+# --- Kubernetes with the Kubeflow training operator (jobs.backends.kubernetes; enable with
+# CONSOLE_BACKENDS=local,kubernetes). In a pod, the service account's token, CA and namespace
+# are the defaults (KUBERNETES_SERVICEACCOUNT_DIR says where they are mounted).
+_SA_DIR = Path(
+    env("KUBERNETES_SERVICEACCOUNT_DIR", "/var/run/secrets/kubernetes.io/serviceaccount")
+)
+KUBERNETES_API_URL = env("KUBERNETES_API_URL")
+if not KUBERNETES_API_URL and env("KUBERNETES_SERVICE_HOST"):
+    _host = env("KUBERNETES_SERVICE_HOST")
+    KUBERNETES_API_URL = (
+        f"https://{f'[{_host}]' if ':' in _host else _host}:{env('KUBERNETES_SERVICE_PORT', '443')}"
+    )
+# The bearer token: KUBERNETES_TOKEN, or the file KUBERNETES_TOKEN_FILE names (read again on
+# each use: a pod's projected token is rotated), by default the pod's service account token.
+KUBERNETES_TOKEN = os.getenv("KUBERNETES_TOKEN", "").strip()
+KUBERNETES_TOKEN_FILE = env(
+    "KUBERNETES_TOKEN_FILE", str(_SA_DIR / "token") if (_SA_DIR / "token").is_file() else ""
+)
+if KUBERNETES_TOKEN_FILE:
+    SECRET_FILES.append(Path(KUBERNETES_TOKEN_FILE))
+KUBERNETES_CA_FILE = env(
+    "KUBERNETES_CA_FILE", str(_SA_DIR / "ca.crt") if (_SA_DIR / "ca.crt").is_file() else ""
+)
+# One resource pool per namespace; by default the pod's own namespace, else "default".
+_sa_namespace = ""
+if (_SA_DIR / "namespace").is_file():
+    _sa_namespace = (_SA_DIR / "namespace").read_text().strip()
+KUBERNETES_NAMESPACES = env("KUBERNETES_NAMESPACES", _sa_namespace or "default")
+KUBERNETES_CLUSTER_NAME = env("KUBERNETES_CLUSTER_NAME", "Kubernetes")
+# Kueue LocalQueue names offered as queues (label kueue.x-k8s.io/queue-name); empty: "default",
+# no Kueue.
+KUBERNETES_QUEUES = env("KUBERNETES_QUEUES")
+# card-type[=resource-name][;node-label=value],... e.g.
+# baidu.com/a800_80g_cgpu=nvidia.com/gpu;nvidia.com/gpu.product=NVIDIA-A800-SXM4-80GB
+KUBERNETES_ACCELERATORS = env("KUBERNETES_ACCELERATORS", "nvidia.com/gpu")
+# PersistentVolumeClaims offered as pfs/nas/cfs volumes ("pfs=datasets,nas=home"), and node
+# folders offered as hostpath volumes ("scratch=/data/scratch").
+KUBERNETES_VOLUMES = env("KUBERNETES_VOLUMES")
+KUBERNETES_HOST_PATHS = env("KUBERNETES_HOST_PATHS")
+# high|normal|low=PriorityClass name,...; a priority not listed sets no priorityClassName.
+KUBERNETES_PRIORITY_CLASSES = env("KUBERNETES_PRIORITY_CLASSES")
+# Nodes and pods are read for idle cards at most once per this many seconds.
+KUBERNETES_CACHE_SECONDS = envfloat("KUBERNETES_CACHE_SECONDS", 10)
+KUBERNETES_CONNECT_TIMEOUT = envfloat("KUBERNETES_CONNECT_TIMEOUT", 5, positive=True)
+KUBERNETES_READ_TIMEOUT = envfloat("KUBERNETES_READ_TIMEOUT", 30, positive=True)
+KUBERNETES_PAGE_READ_TIMEOUT = envfloat("KUBERNETES_PAGE_READ_TIMEOUT", 4, positive=True)
+if "kubernetes" in CONSOLE_BACKENDS:
+    import sys as _sys
+
+    from jobs.kubernetes.config import Config as _KubernetesConfig
+    from jobs.kubernetes.config import ConfigError as _KubernetesConfigError
+
+    try:
+        _KubernetesConfig.from_settings(_sys.modules[__name__])
+    except _KubernetesConfigError as _e:
+        raise ImproperlyConfigured(str(_e)) from None
 
 # --- Local runner and worker (jobs.runner, jobs.worker) ----------------------------------
 # At most this many local jobs run at once (CPU-only jobs need no cards, so cards alone do
