@@ -39,6 +39,7 @@ __all__ = [
 BACKEND_MODULES = {
     "local": "jobs.backends.local",
     "aihc": "jobs.backends.aihc",
+    "kubernetes": "jobs.backends.kubernetes",
 }
 
 

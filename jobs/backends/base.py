@@ -87,6 +87,11 @@ class RequestPreview:
     headers: dict[str, str]  # besides Host, x-bce-date and Authorization (set when signing)
     body: dict[str, Any]
     endpoint: str = DEFAULT_AIHC_ENDPOINT
+    # How the request is authenticated: "bce-auth-v1" (AIHC's signature) or "bearer" (a
+    # Kubernetes API server's token).
+    auth: str = "bce-auth-v1"
+    # Requests sent first, in order (a Kubernetes job's Secret before its custom resource).
+    before: tuple[RequestPreview, ...] = ()
 
     @property
     def signed_headers(self) -> str:

@@ -1,0 +1,1083 @@
+"""Kubernetes with the Kubeflow training operator: one resource pool per namespace.
+
+A job becomes a PyTorchJob, TFJob or MPIJob (jobs.kubernetes.manifests), and its secret envs
+a Secret created just before it. Both are named from the console job's id, so creating is
+idempotent: a create that got no answer, or a worker that died mid-create, is simply tried
+again, and the API server's 409 AlreadyExists on an object labelled with this job's id means
+"already created" (one labelled otherwise is someone else's: the submit fails, nothing of
+theirs is touched).
+
+Following a job (`sync`): the custom resource's status.conditions give the console status
+(Created -> Queued, Running/Restarting -> Running, Succeeded, Failed, Failed for exceeding
+activeDeadlineSeconds -> Timed out, Suspended (Kueue holding it) -> Queued); its pods, found
+by the console's job-id label, the JobReplica rows; the Events of the resource and of its
+pods the JobEvent rows ("K8s:<reason>").
+
+Stopping deletes the custom resource (propagationPolicy=Foreground: its pods go first) and
+the Secret; the job stays Stopping while the resource is being deleted, whatever conditions
+the operator writes meanwhile (a master killed by the stop reads Failed), and is Stopped once
+the API server no longer has it. Deleting, rather than runPolicy.suspend, because a console
+Stopped job never runs again, and suspend is not honoured by every operator version.
+
+Inventory: the configured namespaces, queues and volumes, and for each configured card type
+the idle count over schedulable nodes carrying the card's node labels: allocatable minus the
+requests of pods not yet ended, read at most once per KUBERNETES_CACHE_SECONDS (one list of
+nodes, one of pods) however often the wizard polls. ResourceQuotas are not counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
+from jobs import spec as spec_module
+from jobs.kubernetes import manifests as M
+from jobs.kubernetes.client import (
+    KubeClient,
+    KubeError,
+    KubeUnavailable,
+    kube_time,
+)
+from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
+from jobs.logs import masked
+from jobs.models import (
+    FINAL_STATUSES,
+    EventType,
+    Job,
+    JobEvent,
+    JobReplica,
+    JobStatus,
+    ReplicaStatus,
+)
+from jobs.runtime_env import (
+    DEFAULT_TF_PORT,
+    LOCAL_RUNNER_VARIABLES,
+    ReplicaRef,
+    replica_environment,
+)
+from jobs.services import job_event, recorded
+
+from .aihc import AihcBackend
+from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
+
+logger = logging.getLogger("jobs.kubernetes")
+
+NAME = "kubernetes"
+EVENT_PREFIX = "K8s:"
+# A job left Submitting this long (the worker died mid-create) goes back to Queued; the
+# next create finds what the first made (409, this job's label) and adopts it.
+STUCK_SUBMITTING = timedelta(minutes=2)
+# A job the API server still has, not being deleted, this long after the stop: sent again.
+STOP_RESEND = timedelta(minutes=1)
+# Creates that got no clear answer (a timeout, a 5xx) before the job is Submit failed.
+MAX_UNANSWERED_CREATES = 4
+UNANSWERED_EVENT = "SubmitTimedOut"
+# Events are read for at most this many pods per sync (one request each).
+MAX_EVENT_PODS = 32
+SUBMIT_PAUSE = (5.0, 300.0)  # seconds: first pause after an unreachable API server, maximum
+STOP_REQUESTED = gettext_noop("Stop requested.")
+
+PHASES = {
+    "pending": ReplicaStatus.PENDING,
+    "running": ReplicaStatus.RUNNING,
+    "succeeded": ReplicaStatus.SUCCEEDED,
+    "failed": ReplicaStatus.FAILED,
+}
+
+scrub = masked
+
+
+def recorded_error(exc: KubeError) -> str:
+    with translation.override(settings.LANGUAGE_CODE):
+        return str(exc)
+
+
+def _shown(what: str, exc: KubeError, secrets: list[str]) -> BackendError:
+    return BackendError(scrub(what % {"error": exc}, secrets), code=exc.reason)
+
+
+def _refused(exc: KubeError) -> bool:
+    """The API server answered no (a 4xx other than 429 Too Many Requests)."""
+    return 400 <= exc.status < 500 and exc.status != 429
+
+
+def _not_found(exc: KubeError) -> bool:
+    return exc.status == 404
+
+
+def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
+    """(console status, condition type, its message) of a training-operator resource."""
+    status = resource.get("status") if isinstance(resource.get("status"), dict) else {}
+    conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
+    true = {
+        c.get("type"): c for c in conditions if isinstance(c, dict) and c.get("status") == "True"
+    }
+
+    def said(kind: str) -> str:
+        return str(true[kind].get("message") or "")
+
+    if "Succeeded" in true:
+        return JobStatus.SUCCEEDED, "Succeeded", said("Succeeded")
+    if "Failed" in true:
+        reason = str(true["Failed"].get("reason") or "")
+        if "DeadlineExceeded" in reason:
+            return JobStatus.TIMED_OUT, "Failed", said("Failed")
+        return JobStatus.FAILED, "Failed", said("Failed")
+    if "Suspended" in true:
+        return JobStatus.QUEUED, "Suspended", said("Suspended")
+    for kind in ("Restarting", "Running"):
+        if kind in true:
+            return JobStatus.RUNNING, kind, said(kind)
+    return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
+
+
+def _quantity(value: Any) -> int:
+    """A whole-number quantity (extended resources are counted in whole units)."""
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+class Inventory:
+    """Nodes' and pods' figures, read at most once per cache period by one thread at a time;
+    a failed read keeps the last figures, marked stale with the error."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.read_at = float("-inf")  # monotonic
+        self.as_of: datetime | None = None
+        self.stock: list[AcceleratorStock] = []
+        self.error = ""
+
+    def get(self, config: Config, client: KubeClient) -> tuple[list[AcceleratorStock], str]:
+        with self._lock:
+            if time.monotonic() - self.read_at >= config.cache_seconds:
+                self.read_at = time.monotonic()
+                try:
+                    self.stock, self.as_of, self.error = (
+                        self._read(config, client),
+                        timezone.now(),
+                        "",
+                    )
+                except KubeError as exc:
+                    self.error = _("Kubernetes nodes could not be read: %(error)s") % {"error": exc}
+                    logger.warning("Kubernetes inventory read failed: %s", exc)
+            stock = self.stock or [
+                AcceleratorStock(type=card, total=0, idle=0) for card in config.cluster.accelerators
+            ]
+            return stock, self.error
+
+    @staticmethod
+    def _read(config: Config, client: KubeClient) -> list[AcceleratorStock]:
+        nodes = client.list("/api/v1/nodes")
+        pods = client.list(
+            "/api/v1/pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
+        )
+        used_by_node: dict[str, dict[str, int]] = {}
+        for pod in pods:
+            spec = pod.get("spec") or {}
+            node = spec.get("nodeName")
+            if not node:
+                continue
+            used = used_by_node.setdefault(node, {})
+            for container in spec.get("containers") or []:
+                requests = (container.get("resources") or {}).get("requests") or {}
+                for resource, amount in requests.items():
+                    used[resource] = used.get(resource, 0) + _quantity(amount)
+        stock = []
+        for card, accelerator in sorted(config.cluster.accelerators.items()):
+            total = idle = 0
+            for node in nodes:
+                labels = (node.get("metadata") or {}).get("labels") or {}
+                if (node.get("spec") or {}).get("unschedulable"):
+                    continue
+                if any(labels.get(k) != v for k, v in accelerator.node_selector):
+                    continue
+                allocatable = (node.get("status") or {}).get("allocatable") or {}
+                have = _quantity(allocatable.get(accelerator.resource, 0))
+                if not have:
+                    continue
+                name = (node.get("metadata") or {}).get("name", "")
+                total += have
+                idle += max(have - used_by_node.get(name, {}).get(accelerator.resource, 0), 0)
+            stock.append(AcceleratorStock(type=card, total=total, idle=idle))
+        return stock
+
+
+class KubernetesBackend(Backend):
+    name = NAME
+
+    # The state machine's moves, as the AIHC backend makes them (they know no platform).
+    _move = staticmethod(AihcBackend._move)
+    _walk = AihcBackend._walk
+    _group_is_full = AihcBackend._group_is_full
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[Any, ...], KubeClient] = {}
+        # Per API server (Config.key()): its figures, and (monotonic time submits resume,
+        # the pause's length) after it could not be reached.
+        self._inventories: dict[tuple[Any, ...], Inventory] = {}
+        self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
+        self._warned: set[str] = set()
+        self._stops_sent: dict[int, datetime] = {}
+
+    def __repr__(self) -> str:
+        return "KubernetesBackend()"
+
+    # -- configuration -------------------------------------------------------------
+
+    def _config(self) -> Config:
+        try:
+            return Config.from_settings(settings)
+        except ConfigError as exc:
+            raise BackendError(str(exc), code="Misconfigured") from None
+
+    def _setup(self, *, for_page: bool = False) -> tuple[Config, KubeClient]:
+        """Settings are read on each call; `for_page`: one try, a short read timeout (a
+        page waits on it)."""
+        config = self._config()
+        try:
+            token = config.bearer_token()
+        except ConfigError as exc:
+            raise BackendError(str(exc), code="Misconfigured") from None
+        key = (*config.key(), token, for_page)
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = KubeClient(
+                    server=config.server,
+                    token=token,
+                    ca_file=config.ca_file,
+                    connect_timeout=config.connect_timeout,
+                    read_timeout=config.page_read_timeout if for_page else config.read_timeout,
+                    retries=0 if for_page else 2,
+                )
+                self._clients[key] = client
+        return config, client
+
+    # -- inventory -----------------------------------------------------------------
+
+    def pools(self) -> list[Pool]:
+        try:
+            config, client = self._setup(for_page=True)
+        except BackendError as exc:
+            if exc.message not in self._warned:
+                self._warned.add(exc.message)
+                logger.warning("Kubernetes backend is enabled but unusable: %s", exc.message)
+            return []
+        with self._lock:
+            inventory = self._inventories.setdefault(config.key(), Inventory())
+        stock, error = inventory.get(config, client)
+        volumes = [
+            Volume(type=kind, name=claim, label=claim)
+            for claim, kind in config.cluster.claims.items()
+        ] + [
+            Volume(type=M.HOST_PATH_TYPE, name=name, label=root)
+            for name, root in config.cluster.host_paths.items()
+        ]
+        types = [t for t in (*M.CLAIM_TYPES, M.HOST_PATH_TYPE) if any(v.type == t for v in volumes)]
+        as_of = inventory.as_of
+        stale = bool(error) or as_of is None
+        return [
+            Pool(
+                id=pool_id(namespace),
+                name=f"{config.cluster_name} · {namespace}",
+                backend=NAME,
+                queues=list(config.queues),
+                accelerators=[AcceleratorStock(s.type, s.total, s.idle) for s in stock],
+                volumes=list(volumes),
+                storage_types=types,
+                as_of=as_of,
+                stale=stale,
+                error=error,
+            )
+            for namespace in config.namespaces
+        ]
+
+    # -- what the cluster cannot run -------------------------------------------------
+
+    def check_spec(self, spec: spec_module.JobSpec) -> dict[str, list[str]]:
+        errors: dict[str, list[str]] = {}
+
+        def err(path: str, message: str) -> None:
+            errors.setdefault(path, []).append(message)
+
+        try:
+            config = self._config()
+        except BackendError:
+            return errors  # submit fails with the configuration error
+        cluster = config.cluster
+        if namespace_of(spec.resource_pool_id) not in config.namespaces:
+            err(
+                "resourcePoolId",
+                _("Kubernetes has no resource pool %(pool)s.") % {"pool": spec.resource_pool_id},
+            )
+        if spec.queue not in config.queues:
+            err(
+                "queue",
+                _("This pool has no queue %(queue)s; it has %(queues)s.")
+                % {"queue": spec.queue, "queues": ", ".join(config.queues)},
+            )
+        if spec.framework not in M.KINDS:
+            err(
+                "jobFramework",
+                _(
+                    "The Kubeflow training operator runs PyTorch, MPI and TensorFlow jobs; "
+                    "custom roles cannot be sent."
+                ),
+            )
+        for i, role in enumerate(spec.roles):
+            if (
+                role.accelerator_type
+                and role.accelerators
+                and role.accelerator_type not in cluster.accelerators
+            ):
+                err(
+                    f"roles[{i}].acceleratorType",
+                    _("The cluster offers no card type %(type)s; it offers %(types)s.")
+                    % {
+                        "type": role.accelerator_type,
+                        "types": ", ".join(cluster.accelerators) or "—",
+                    },
+                )
+        if spec.image_config is not None:
+            err(
+                "jobSpec.imageConfig",
+                _(
+                    "Registry credentials cannot be sent to Kubernetes yet; give the "
+                    "namespace's service account an image pull secret instead."
+                ),
+            )
+        if spec.enable_rdma:
+            err("jobSpec.enableRDMA", _("RDMA is not supported on Kubernetes pools yet."))
+        if spec.enable_bccl:
+            err("enableBccl", _("BCCL is available on AIHC only."))
+        if spec.cpu_exclusive:
+            err("cpuExclusive", _("CPU exclusivity is not supported on Kubernetes pools yet."))
+        if spec.log_persistence:
+            err("logPersistence", _("Log persistence is not supported on Kubernetes pools yet."))
+        ftc = spec.fault_tolerance_config
+        if ftc is not None and ftc.enabled_hang_detection:
+            err(
+                "faultToleranceConfig.enabledHangDetection",
+                _("Hang detection is not supported on Kubernetes pools yet."),
+            )
+        if ftc is not None and ftc.custom_fault_tolerance_pattern:
+            err(
+                "faultToleranceConfig.customFaultTolerancePattern",
+                _("Restarting on log patterns is not supported on Kubernetes pools yet."),
+            )
+        if spec.alert.items or spec.alert.emails or spec.alert.webhooks:
+            err("alertConfig.alertItems", _("Alerts are not supported on Kubernetes pools yet."))
+        for i, ds in enumerate(spec.datasources):
+            path = f"datasources[{i}]"
+            if ds.type in M.CLAIM_TYPES:
+                if cluster.claims.get(ds.name) != ds.type:
+                    offered = [c for c, t in cluster.claims.items() if t == ds.type]
+                    err(
+                        f"{path}.name",
+                        _("The cluster has no %(type)s volume “%(name)s”; it has %(names)s.")
+                        % {"type": ds.type, "name": ds.name, "names": ", ".join(offered) or "—"},
+                    )
+            elif ds.type == M.HOST_PATH_TYPE:
+                if ds.name not in cluster.host_paths:
+                    err(
+                        f"{path}.name",
+                        _("The cluster has no node folder “%(name)s”; it has %(names)s.")
+                        % {"name": ds.name, "names": ", ".join(cluster.host_paths) or "—"},
+                    )
+            else:
+                err(
+                    f"{path}.type",
+                    _("Kubernetes pools cannot mount “%(type)s”; they mount %(types)s.")
+                    % {"type": ds.type, "types": ", ".join((*M.CLAIM_TYPES, M.HOST_PATH_TYPE))},
+                )
+                continue
+            if M.sub_path(ds.source_path) is None:
+                err(f"{path}.sourcePath", _("The folder must stay inside the volume."))
+        return errors
+
+    # -- what is sent ----------------------------------------------------------------
+
+    def manifests(
+        self, spec: spec_module.JobSpec, *, job_id: str, masked: bool = False, config: Config
+    ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+        """(the Secret or None, the custom resource) exactly as submit sends them."""
+        namespace = namespace_of(spec.resource_pool_id)
+        name = M.object_name(spec, job_id)
+        secret = M.secret_manifest(
+            spec, name=name, namespace=namespace, job_id=job_id, masked=masked
+        )
+        job = M.job_manifest(spec, config.cluster, name=name, namespace=namespace, job_id=job_id)
+        return secret, job
+
+    def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
+        """The custom resource's create, preceded by the Secret's when the job has secret
+        envs (its values masked); before the job exists its id reads <job-id>."""
+        config = self._config()
+        secret, job = self.manifests(
+            spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, config=config
+        )
+        namespace = namespace_of(spec.resource_pool_id)
+        headers = {"Content-Type": "application/json"}
+        before = ()
+        if secret is not None:
+            before = (
+                RequestPreview(
+                    method="POST",
+                    path=f"{M.secret_path(namespace)}?fieldValidation=Strict",
+                    headers=headers,
+                    body=secret,
+                    endpoint=config.server,
+                    auth="bearer",
+                ),
+            )
+        return RequestPreview(
+            method="POST",
+            path=f"{M.resource_path(spec.framework, namespace)}?fieldValidation=Strict",
+            headers=headers,
+            body=job,
+            endpoint=config.server,
+            auth="bearer",
+            before=before,
+        )
+
+    def environment_preview(
+        self, spec: spec_module.JobSpec, ref: ReplicaRef, *, job_id: str
+    ) -> dict[str, str]:
+        """What a pod finds: the operator's variables (its service names, in the pool's
+        namespace) plus the ones the manifest sets; not the local runner's AIHC_* extras."""
+        namespace = namespace_of(spec.resource_pool_id)
+        name = M.object_name(spec, job_id)
+        env = replica_environment(
+            spec,
+            ref,
+            job_id=job_id,
+            master_addr=f"{name}-master-0",
+            tf_address=lambda role, i: f"{name}-{role}-{i}.{namespace}.svc:{DEFAULT_TF_PORT}",
+            masked=True,
+        )
+        own = {e.name for e in spec.envs}
+        for variable in LOCAL_RUNNER_VARIABLES:
+            if variable == "PYTHONUNBUFFERED" or variable in own:
+                continue
+            env.pop(variable, None)
+        env["AIHC_JOB_ID"] = job_id
+        env["AIHC_ROLE"] = ref.role
+        env["AIHC_ROLE_INDEX"] = str(ref.index)
+        return env
+
+    # -- submission ----------------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        if job.external_id:
+            self.sync(job)
+            return
+        if job.status == JobStatus.SUBMITTING:
+            self._reconcile_stuck(job)
+            return
+        if job.status != JobStatus.QUEUED or self._group_is_full(job):
+            return
+        spec = job.job_spec()
+        secrets = spec.secret_values()
+        refusals = self.check_spec(spec)
+        try:
+            config, client = self._setup()
+        except BackendError as exc:
+            self._fail(job, exc.message, secrets)
+            return
+        if time.monotonic() < self._pauses.get(config.key(), (0.0, 0.0))[0]:
+            return  # the API server could not be reached a moment ago: the job waits, Queued
+        if not self._move(
+            job,
+            JobStatus.SUBMITTING,
+            "Submitting",
+            recorded(
+                gettext_noop("Submitting to Kubernetes namespace %(namespace)s."),
+                namespace=namespace_of(job.resource_pool),
+            ),
+        ):
+            return
+        if refusals:
+            self._fail(job, " ".join(f"{p}: {' '.join(m)}" for p, m in refusals.items()), secrets)
+            return
+        secret, manifest = self.manifests(spec, job_id=job.public_id, config=config)
+        namespace = namespace_of(job.resource_pool)
+        created_secret = False
+        try:
+            if secret is not None:
+                _body, adopted = self._create_owned(client, M.secret_path(namespace), secret, job)
+                created_secret = not adopted
+            resource, adopted = self._create_owned(
+                client, M.resource_path(spec.framework, namespace), manifest, job
+            )
+        except KubeError as exc:
+            if created_secret and _refused(exc):
+                self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
+            self._create_failed(job, exc, secrets, config)
+            return
+        except BackendError as exc:  # a name taken by an object that is not this job's
+            self._fail(job, exc.message, secrets)
+            return
+        self._pauses.pop(config.key(), None)
+        if secret is not None:
+            self._own_secret(client, namespace, secret, resource)
+        self._accepted(job, manifest["metadata"]["name"], adopted=adopted)
+
+    @staticmethod
+    def _create_owned(
+        client: KubeClient, path: str, body: dict[str, Any], job: Job
+    ) -> tuple[dict[str, Any], bool]:
+        """Creates the object; (it, False), or (it, True) when an earlier create of this job
+        made it already (409 AlreadyExists, labelled with this job's id)."""
+        try:
+            return client.create(path, body), False
+        except KubeError as exc:
+            if exc.status != 409:
+                raise
+        name = body["metadata"]["name"]
+        existing = client.get(f"{path}/{name}")
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        if labels.get(M.CONSOLE_JOB_LABEL) != job.public_id:
+            raise BackendError(
+                recorded(
+                    gettext_noop(
+                        "A %(kind)s named %(name)s already exists in namespace %(namespace)s "
+                        "and is not this job's; it was left alone."
+                    ),
+                    kind=body["kind"],
+                    name=name,
+                    namespace=body["metadata"]["namespace"],
+                ),
+                code="AlreadyExists",
+            )
+        return existing, True
+
+    @staticmethod
+    def _own_secret(
+        client: KubeClient, namespace: str, secret: dict[str, Any], resource: dict[str, Any]
+    ) -> None:
+        """The Secret goes when its job's resource is deleted (by the console, by hand or by
+        ttlSecondsAfterFinished): an owner reference to it. Best effort."""
+        meta = resource.get("metadata") or {}
+        if not meta.get("uid"):
+            return
+        owner = {
+            "apiVersion": resource.get("apiVersion"),
+            "kind": resource.get("kind"),
+            "name": meta.get("name"),
+            "uid": meta["uid"],
+        }
+        try:
+            client.merge_patch(
+                M.secret_path(namespace, secret["metadata"]["name"]),
+                {"metadata": {"ownerReferences": [owner]}},
+            )
+        except KubeError as exc:
+            logger.warning(
+                "owner reference on Secret %s not set: %s", secret["metadata"]["name"], exc
+            )
+
+    def _create_failed(self, job: Job, exc: KubeError, secrets: list[str], config: Config) -> None:
+        if isinstance(exc, KubeUnavailable) or exc.status == 429:
+            last = self._pauses.get(config.key(), (0.0, 0.0))[1]
+            delay = min(max(last * 2, SUBMIT_PAUSE[0]), SUBMIT_PAUSE[1])
+            self._pauses[config.key()] = (time.monotonic() + delay, delay)
+            self._move(
+                job,
+                JobStatus.QUEUED,
+                "SubmitDeferred",
+                scrub(
+                    recorded(
+                        gettext_noop(
+                            "Kubernetes could not take the job now (%(error)s). It stays "
+                            "queued and is sent again in %(seconds)d s."
+                        ),
+                        error=recorded_error(exc),
+                        seconds=int(delay),
+                    ),
+                    secrets,
+                ),
+                warning=True,
+            )
+            if job.status == JobStatus.STOPPING:
+                self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
+            return
+        if _refused(exc):
+            self._fail(job, recorded_error(exc), secrets)
+            return
+        # No answer, or a server error: it may have been created. Sending the same create
+        # again is safe (the name is the job's), so back to Queued, a few times at most.
+        unanswered = job.events.filter(reason=UNANSWERED_EVENT).count() + 1
+        job_event(
+            job=job,
+            reason=UNANSWERED_EVENT,
+            message=scrub(
+                recorded(
+                    gettext_noop(
+                        "Kubernetes gave no clear answer to the create (%(error)s); it is sent "
+                        "again, and adopted if it was made."
+                    ),
+                    error=recorded_error(exc),
+                ),
+                secrets,
+            ),
+            warning=True,
+        )
+        if unanswered >= MAX_UNANSWERED_CREATES:
+            self._fail(job, recorded_error(exc), secrets)
+            return
+        if job.status == JobStatus.STOPPING:
+            return  # sync looks for what was made, and deletes it
+        self._move(job, JobStatus.QUEUED, "SubmitRetry", "")
+
+    def _accepted(self, job: Job, name: str, *, adopted: bool) -> None:
+        message = recorded(
+            gettext_noop("Kubernetes had created %(name)s already; adopted it.")
+            if adopted
+            else gettext_noop("Kubernetes accepted the job as %(name)s."),
+            name=name,
+        )
+        if self._move(job, JobStatus.QUEUED, "Submitted", message, external_id=name):
+            try:
+                self.sync(job)
+            except BackendError as exc:
+                logger.info("first sync of %s failed: %s", job.public_id, exc.message)
+            return
+        if job.status == JobStatus.STOPPING:
+            # Stopped while the create was in flight: delete what was just made.
+            Job.objects.filter(pk=job.pk).update(external_id=name)
+            job.external_id = name
+            job_event(job=job, reason="Submitted", message=message)
+            try:
+                self.stop(job)
+            except BackendError as exc:
+                logger.warning("stop of %s failed: %s", job.public_id, exc.message)
+
+    def _fail(self, job: Job, message: str, secrets: list[str]) -> None:
+        message = scrub(message, secrets)
+        logger.warning("Kubernetes submit of %s failed: %s", job.public_id, message)
+        if job.status == JobStatus.QUEUED:
+            self._move(job, JobStatus.SUBMITTING, "Submitting", "")
+        if job.status == JobStatus.STOPPING:
+            self._move(job, JobStatus.STOPPED, "Stopped", message)
+            return
+        self._move(job, JobStatus.SUBMIT_FAILED, "SubmitFailed", message, warning=True)
+
+    def _reconcile_stuck(self, job: Job) -> None:
+        """Left Submitting (the worker died mid-create): back to Queued; the next create
+        adopts what the first made, if anything."""
+        if timezone.now() - job.updated_at < STUCK_SUBMITTING:
+            return
+        self._move(
+            job,
+            JobStatus.QUEUED,
+            "SubmitRetry",
+            recorded(gettext_noop("The submission was interrupted; it will be retried.")),
+        )
+
+    # -- following a job ---------------------------------------------------------------
+
+    def _names(self, job: Job) -> tuple[str, str, spec_module.JobSpec]:
+        spec = job.job_spec()
+        return namespace_of(job.resource_pool), M.object_name(spec, job.public_id), spec
+
+    def sync(self, job: Job) -> None:
+        if job.status in FINAL_STATUSES:
+            return
+        if not job.external_id:
+            if job.status == JobStatus.SUBMITTING:
+                self._reconcile_stuck(job)
+            elif job.status == JobStatus.STOPPING:
+                self._finish_stop_in_flight(job)
+            return
+        config, client = self._setup()
+        namespace, name, spec = self._names(job)
+        secrets = spec.secret_values()
+        path = M.resource_path(spec.framework, namespace, job.external_id)
+        try:
+            resource = client.get(path)
+        except KubeError as exc:
+            if not _not_found(exc):
+                raise BackendError(scrub(str(exc), secrets), code=exc.reason) from None
+            self._gone(job, spec, client, namespace)
+            return
+        pods = self._pods(job, client, namespace)
+        self._sync_replicas(job, spec, pods)
+        self._sync_events(job, client, namespace, spec, resource, pods, secrets)
+        if job.status == JobStatus.STOPPING:
+            # Whatever the operator writes while the pods go (a killed master reads Failed),
+            # the job is Stopping until the resource is gone.
+            if not (resource.get("metadata") or {}).get("deletionTimestamp") and self._stop_due(
+                job
+            ):
+                self._send_delete(client, namespace, job.external_id, spec)
+            return
+        target, condition, said = status_from_conditions(resource)
+        if target != job.status:
+            message = recorded(
+                gettext_noop("Kubernetes reports %(condition)s: %(message)s")
+                if said
+                else gettext_noop("Kubernetes reports %(condition)s."),
+                condition=condition or "Created",
+                message=scrub(said, secrets),
+            )
+            self._walk(
+                job,
+                target,
+                message,
+                reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
+            )
+        if job.status in FINAL_STATUSES:
+            self._stops_sent.pop(job.pk, None)
+            self._close_replicas(job)
+
+    def _gone(
+        self, job: Job, spec: spec_module.JobSpec, client: KubeClient, namespace: str
+    ) -> None:
+        stopping = job.status == JobStatus.STOPPING
+        if stopping:
+            message = recorded(gettext_noop("Kubernetes deleted %(name)s."), name=job.external_id)
+        elif spec.retention_period:
+            message = recorded(
+                gettext_noop(
+                    "Kubernetes no longer has %(name)s. It was to be deleted %(period)s after it "
+                    "ended: it probably ended and was deleted while the console was not "
+                    "following it, so how it ended is unknown."
+                ),
+                name=job.external_id,
+                period=spec.retention_period,
+            )
+        else:
+            message = recorded(
+                gettext_noop("Kubernetes no longer has %(name)s."), name=job.external_id
+            )
+        self._walk(
+            job,
+            JobStatus.STOPPED if stopping else JobStatus.FAILED,
+            message,
+            reason="" if stopping else "Lost",
+        )
+        if job.status in FINAL_STATUSES:
+            self._stops_sent.pop(job.pk, None)
+            self._close_replicas(job)
+            self._delete_quietly(client, M.secret_path(namespace, M.secret_name(job.external_id)))
+
+    def _finish_stop_in_flight(self, job: Job) -> None:
+        """Stopped while a create got no clear answer: the resource is looked for by its
+        name; found (this job's), it is adopted and deleted; else the job is Stopped."""
+        if timezone.now() - job.updated_at < STUCK_SUBMITTING:
+            return
+        try:
+            config, client = self._setup()
+            namespace, name, spec = self._names(job)
+            existing = client.get(M.resource_path(spec.framework, namespace, name))
+        except KubeError as exc:
+            if not _not_found(exc):
+                return
+            existing = None
+        except (BackendError, spec_module.SpecError):
+            return
+        labels = ((existing or {}).get("metadata") or {}).get("labels") or {}
+        if existing is None or labels.get(M.CONSOLE_JOB_LABEL) != job.public_id:
+            self._move(
+                job,
+                JobStatus.STOPPED,
+                "Stopped",
+                recorded(gettext_noop("Stopped before Kubernetes created the job.")),
+            )
+            return
+        Job.objects.filter(pk=job.pk).update(external_id=name)
+        job.external_id = name
+        job_event(
+            job=job,
+            reason="Submitted",
+            message=recorded(
+                gettext_noop("Kubernetes had created %(name)s already; adopted it."), name=name
+            ),
+        )
+        self.stop(job)
+
+    @staticmethod
+    def _pods(job: Job, client: KubeClient, namespace: str) -> list[dict[str, Any]]:
+        try:
+            return client.list(
+                f"/api/v1/namespaces/{namespace}/pods",
+                label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
+            )
+        except KubeError as exc:
+            logger.info("pods of %s unavailable: %s", job.public_id, exc)
+            return []
+
+    @staticmethod
+    def _pod_replica(spec: spec_module.JobSpec, pod: dict[str, Any]) -> tuple[str, int] | None:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        role = M.replica_role(spec.framework, labels)
+        index = labels.get(M.REPLICA_INDEX_LABEL, "")
+        if not role or not str(index).isdigit():
+            return None
+        return role, int(index)
+
+    def _sync_replicas(
+        self, job: Job, spec: spec_module.JobSpec, pods: list[dict[str, Any]]
+    ) -> None:
+        now = timezone.now()
+        for pod in pods:
+            which = self._pod_replica(spec, pod)
+            if which is None:
+                continue
+            role, index = which
+            status = pod.get("status") or {}
+            phase = PHASES.get(str(status.get("phase") or "").lower(), ReplicaStatus.UNKNOWN)
+            containers = status.get("containerStatuses") or []
+            restarts = sum(int(c.get("restartCount") or 0) for c in containers)
+            exit_code = next(
+                (
+                    c["state"]["terminated"].get("exitCode")
+                    for c in containers
+                    if (c.get("state") or {}).get("terminated")
+                ),
+                None,
+            )
+            replica, _created = JobReplica.objects.get_or_create(job=job, role=role, index=index)
+            changed: dict[str, Any] = {
+                "status": phase,
+                "restarts": restarts,
+                "node": str((pod.get("spec") or {}).get("nodeName") or "")[:128],
+                "exit_code": exit_code,
+            }
+            if phase == ReplicaStatus.RUNNING and replica.started_at is None:
+                changed["started_at"] = kube_time(status.get("startTime")) or now
+            if phase in (ReplicaStatus.SUCCEEDED, ReplicaStatus.FAILED) and (
+                replica.finished_at is None or replica.status != phase
+            ):
+                changed["finished_at"] = now
+            if any(getattr(replica, k) != v for k, v in changed.items()):
+                JobReplica.objects.filter(pk=replica.pk).update(**changed)
+
+    @staticmethod
+    def _close_replicas(job: Job) -> None:
+        """A finished job is not followed any more: instances still shown pending or running
+        ended with it (the operator removes running pods when the job ends)."""
+        JobReplica.objects.filter(
+            job=job, status__in=[ReplicaStatus.PENDING, ReplicaStatus.RUNNING]
+        ).update(status=ReplicaStatus.STOPPED, finished_at=timezone.now())
+
+    def _sync_events(
+        self,
+        job: Job,
+        client: KubeClient,
+        namespace: str,
+        spec: spec_module.JobSpec,
+        resource: dict[str, Any],
+        pods: list[dict[str, Any]],
+        secrets: list[str],
+    ) -> None:
+        """Events of the resource and of its pods, copied once each, at their own time."""
+        objects = [(resource.get("kind") or M.KINDS[spec.framework].kind, job.external_id)]
+        objects += [
+            ("Pod", str((pod.get("metadata") or {}).get("name") or ""))
+            for pod in pods[:MAX_EVENT_PODS]
+        ]
+        raw: list[tuple[str, dict[str, Any]]] = []
+        for kind, name in objects:
+            if not name:
+                continue
+            try:
+                found = client.list(
+                    f"/api/v1/namespaces/{namespace}/events",
+                    field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
+                )
+            except KubeError as exc:
+                logger.info("events of %s unavailable: %s", job.public_id, exc)
+                return
+            raw.extend((name if kind == "Pod" else "", event) for event in found)
+        existing = set(
+            JobEvent.objects.filter(job=job, reason__startswith=EVENT_PREFIX).values_list(
+                "reason", "message", "created_at"
+            )
+        )
+        sent = (
+            job.events.filter(reason="Submitting").order_by("created_at").first() or job
+        ).created_at
+        new: list[tuple[JobEvent, datetime]] = []
+        for pod, event in raw:
+            reason = f"{EVENT_PREFIX}{event.get('reason') or 'Event'}"[:64]
+            text = str(event.get("message") or "").strip()
+            message = scrub(f"{pod}: {text}" if pod else text, secrets)
+            when = (
+                kube_time(event.get("eventTime"))
+                or kube_time(event.get("lastTimestamp"))
+                or kube_time(event.get("firstTimestamp"))
+                or kube_time((event.get("metadata") or {}).get("creationTimestamp"))
+                or timezone.now()
+            )
+            when = max(when, sent)
+            if (reason, message, when) in existing:
+                continue
+            existing.add((reason, message, when))
+            kind = EventType.WARNING if event.get("type") == "Warning" else EventType.NORMAL
+            new.append((JobEvent(job=job, reason=reason, message=message, type=kind), when))
+        created = JobEvent.objects.bulk_create([row for row, _when in new])
+        for row, (_row, when) in zip(created, new, strict=True):
+            row.created_at = when
+        JobEvent.objects.bulk_update(created, ["created_at"])
+
+    # -- actions -------------------------------------------------------------------
+
+    def _stop_due(self, job: Job) -> bool:
+        now = timezone.now()
+        last = max((t for t in (job.updated_at, self._stops_sent.get(job.pk)) if t), default=None)
+        if last is not None and now - last < STOP_RESEND:
+            return False
+        self._stops_sent[job.pk] = now
+        return True
+
+    def _send_delete(
+        self, client: KubeClient, namespace: str, name: str, spec: spec_module.JobSpec
+    ) -> KubeError | None:
+        """Deletes the resource (its pods first) and its Secret; the error, if the resource's
+        delete did not take (404 counts as done)."""
+        try:
+            client.delete(M.resource_path(spec.framework, namespace, name))
+        except KubeError as exc:
+            if not _not_found(exc):
+                return exc
+        self._delete_quietly(client, M.secret_path(namespace, M.secret_name(name)))
+        return None
+
+    @staticmethod
+    def _delete_quietly(client: KubeClient, path: str) -> None:
+        try:
+            client.delete(path, propagation="Background")
+        except KubeError as exc:
+            if not _not_found(exc):
+                logger.warning("Kubernetes delete of %s failed: %s", path, exc)
+
+    def stop(self, job: Job) -> None:
+        """Deletes the job's resource. A clear refusal (403, 422...) raises BackendError and
+        leaves the job as it was, with a StopFailed event; a delete that got no clear answer
+        is taken all the same (Stopping; sync sends it again while the resource is there)."""
+        if job.status in FINAL_STATUSES:
+            return
+        if not job.external_id:
+            if job.status == JobStatus.SUBMITTING:
+                # The create is in flight: what it makes is deleted when it lands.
+                self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
+            else:
+                self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
+            return
+        config, client = self._setup()
+        namespace, _name, spec = self._names(job)
+        secrets = spec.secret_values()
+        self._stops_sent[job.pk] = timezone.now()
+        error = self._send_delete(client, namespace, job.external_id, spec)
+        if error is not None and _refused(error):
+            job_event(
+                job=job,
+                reason="StopFailed",
+                message=scrub(
+                    recorded(
+                        gettext_noop("Kubernetes did not stop the job: %(error)s"),
+                        error=recorded_error(error),
+                    ),
+                    secrets,
+                ),
+                warning=True,
+            )
+            raise _shown(_("Kubernetes did not stop the job: %(error)s"), error, secrets)
+        if job.status == JobStatus.STOPPING:
+            return
+        if error is not None:
+            message = scrub(
+                recorded(
+                    gettext_noop(
+                        "Stop requested; Kubernetes did not answer it yet (%(error)s). The "
+                        "console sends it again until the job is deleted."
+                    ),
+                    error=recorded_error(error),
+                ),
+                secrets,
+            )
+            self._move(job, JobStatus.STOPPING, "Stopping", message, warning=True)
+            return
+        self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
+
+    def delete(self, job: Job) -> None:
+        """Removes the job's resource and Secret (the Secret only when it is this job's)."""
+        try:
+            config, client = self._setup()
+            namespace, name, spec = self._names(job)
+        except spec_module.SpecError:
+            return
+        secrets = spec.secret_values()
+        if job.external_id:
+            try:
+                client.delete(
+                    M.resource_path(spec.framework, namespace, job.external_id),
+                    propagation="Background",
+                )
+            except KubeError as exc:
+                if not _not_found(exc):
+                    raise _shown(
+                        _("Kubernetes did not delete the job: %(error)s"), exc, secrets
+                    ) from None
+        if any(e.secret for e in spec.envs):
+            path = M.secret_path(namespace, M.secret_name(name))
+            try:
+                existing = client.get(path)
+            except KubeError:
+                return
+            labels = (existing.get("metadata") or {}).get("labels") or {}
+            if labels.get(M.CONSOLE_JOB_LABEL) == job.public_id:
+                self._delete_quietly(client, path)
+
+    def logs(
+        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+    ) -> list[str]:
+        """A replica's log lines ("worker-1"), read from its pod."""
+        if not job.external_id:
+            return []
+        config, client = self._setup(for_page=tail is not None)
+        namespace, _name, spec = self._names(job)
+        secrets = spec.secret_values()
+        role, _sep, index = replica.rpartition("-")
+        try:
+            pods = client.list(
+                f"/api/v1/namespaces/{namespace}/pods",
+                label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
+            )
+            pod = next(
+                (
+                    (p.get("metadata") or {}).get("name")
+                    for p in pods
+                    if self._pod_replica(spec, p) == (role, int(index) if index.isdigit() else -1)
+                ),
+                None,
+            )
+            if not pod:
+                return []
+            lines = client.pod_log(
+                namespace,
+                pod,
+                container=M.KINDS[spec.framework].container,
+                tail=tail,
+                since=since,
+            )
+        except KubeError as exc:
+            raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
+        return [scrub(line, secrets) for line in lines]
+
+
+def backend() -> KubernetesBackend:
+    return KubernetesBackend()

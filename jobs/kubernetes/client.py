@@ -1,0 +1,261 @@
+"""A thin httpx client for the Kubernetes API server: bearer token, the cluster's CA.
+
+Reads are retried with exponential backoff on connection errors, timeouts, 500 and 503;
+creates, patches and deletes never are (the backend decides what to do when one got no
+answer: the deterministic object name makes looking first cheap). Failures become
+`KubeError`, carrying the API server's Status (reason, code, message); the token is never
+in a message, a log line or a repr.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from django.utils.translation import gettext_lazy
+
+from jobs.backends.base import BackendError, request_json
+
+logger = logging.getLogger("jobs.kubernetes")
+
+RETRY_STATUSES = frozenset({500, 503})
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubeError(BackendError):
+    """A call failed: the Status `reason` (AlreadyExists, NotFound, Invalid, Forbidden...)
+    is the error code, `status` the HTTP status."""
+
+    def __init__(self, message: str, *, reason: str = "", status: int = 0, cause: str = ""):
+        super().__init__(message, code=reason)
+        self.reason = reason
+        self.status = status
+        self.cause = cause
+
+    def __str__(self) -> str:
+        details = ", ".join(
+            p for p in (self.reason, self.cause, f"HTTP {self.status}" if self.status else "") if p
+        )
+        return f"{self.message} ({details})" if details else self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+
+class KubeUnavailable(KubeError):
+    """The request never reached the API server (connection refused, DNS, TLS)."""
+
+
+class KubeTimeout(KubeError):
+    """No answer in time: a create or delete may or may not have happened."""
+
+
+def kube_time(stamp: Any) -> datetime | None:
+    """An RFC 3339 time of the API (metav1.Time, MicroTime) as an aware datetime, or None."""
+    if not isinstance(stamp, str) or not stamp.strip():
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.strip())
+    except ValueError:
+        return None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+class KubeClient:
+    """One API server, one identity. Thread-safe (httpx.Client is)."""
+
+    def __init__(
+        self,
+        *,
+        server: str,
+        token: str,
+        ca_file: str = "",
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        retries: int = 2,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.server = server.rstrip("/")
+        self._token = token
+        self.retries = retries
+        self.backoff = backoff
+        self.sleep = sleep
+        self.timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        verify: ssl.SSLContext | bool = True
+        if ca_file:
+            verify = ssl.create_default_context(cafile=ca_file)
+        self._http = httpx.Client(
+            timeout=self.timeout,
+            transport=transport,
+            verify=verify,
+            follow_redirects=False,
+            trust_env=False,
+        )
+
+    def __repr__(self) -> str:
+        return f"KubeClient({self.server!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- transport -----------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Iterable[tuple[str, str]] = (),
+        body: Any = None,
+        content_type: str = JSON,
+        idempotent: bool,
+        text: bool = False,
+    ) -> Any:
+        """Sends one request; the decoded JSON object (or the text, `text=True`)."""
+        params = [(k, str(v)) for k, v in params if v is not None]
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": JSON}
+        content = None
+        if body is not None:
+            content = request_json(body).encode("utf-8")  # the review's text, byte for byte
+            headers["Content-Type"] = content_type
+        if text:
+            headers["Accept"] = "text/plain, */*"
+        attempts = 1 + (self.retries if idempotent else 0)
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                response = self._http.request(
+                    method, f"{self.server}{path}", params=params, headers=headers, content=content
+                )
+            except httpx.TransportError as exc:
+                if not last:
+                    self._wait(attempt, method, path, type(exc).__name__)
+                    continue
+                raise self._transport_error(exc) from None
+            if response.status_code in RETRY_STATUSES and not last:
+                self._wait(attempt, method, path, f"HTTP {response.status_code}")
+                continue
+            return self._decode(response, text=text)
+        raise AssertionError("unreachable")
+
+    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
+        delay = self.backoff * (2**attempt)
+        logger.warning("Kubernetes %s %s failed (%s); retrying in %.2fs", method, path, why, delay)
+        self.sleep(delay)
+
+    @staticmethod
+    def _transport_error(exc: httpx.TransportError) -> KubeError:
+        reason = type(exc).__name__
+        if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+            return KubeUnavailable(
+                gettext_lazy("The Kubernetes API server could not be reached"),
+                reason="Unreachable",
+                cause=reason,
+            )
+        return KubeTimeout(
+            gettext_lazy("The Kubernetes API server did not answer in time"),
+            reason="Timeout",
+            cause=reason,
+        )
+
+    @staticmethod
+    def _decode(response: httpx.Response, *, text: bool) -> Any:
+        if response.is_success:
+            if text:
+                return response.text
+            try:
+                data = response.json() if response.content else {}
+            except ValueError:
+                data = None
+            if not isinstance(data, dict):
+                raise KubeError(
+                    gettext_lazy(
+                        "The Kubernetes API server answered with something that is not a JSON object."
+                    ),
+                    reason="InvalidResponse",
+                    status=response.status_code,
+                )
+            return data
+        try:
+            data = response.json()
+        except ValueError:
+            data = {}
+        data = data if isinstance(data, dict) else {}
+        raise KubeError(
+            str(data.get("message") or "")
+            or response.reason_phrase
+            or gettext_lazy("The Kubernetes API server refused the request."),
+            reason=str(data.get("reason") or "") or f"HTTP{response.status_code}",
+            status=response.status_code,
+        )
+
+    # -- calls ---------------------------------------------------------------------
+
+    def create(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST; never retried (a create that got no answer is looked for by name)."""
+        return self.request(
+            "POST", path, params=[("fieldValidation", "Strict")], body=body, idempotent=False
+        )
+
+    def get(self, path: str, **params: str) -> dict[str, Any]:
+        return self.request("GET", path, params=params.items(), idempotent=True)
+
+    def list(
+        self, path: str, *, label_selector: str = "", field_selector: str = ""
+    ) -> list[dict[str, Any]]:
+        params = []
+        if label_selector:
+            params.append(("labelSelector", label_selector))
+        if field_selector:
+            params.append(("fieldSelector", field_selector))
+        data = self.request("GET", path, params=params, idempotent=True)
+        items = data.get("items")
+        return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+    def merge_patch(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.request(
+            "PATCH",
+            path,
+            params=[("fieldValidation", "Strict")],
+            body=body,
+            content_type=MERGE_PATCH,
+            idempotent=False,
+        )
+
+    def delete(self, path: str, *, propagation: str = "Foreground") -> dict[str, Any]:
+        return self.request(
+            "DELETE", path, params=[("propagationPolicy", propagation)], idempotent=False
+        )
+
+    def pod_log(
+        self,
+        namespace: str,
+        pod: str,
+        *,
+        container: str = "",
+        tail: int | None = None,
+        since: datetime | None = None,
+    ) -> list[str]:
+        params: list[tuple[str, str]] = []
+        if container:
+            params.append(("container", container))
+        if tail is not None:
+            params.append(("tailLines", str(tail)))
+        if since is not None:
+            params.append(("sinceTime", since.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")))
+        text = self.request(
+            "GET",
+            f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
+            params=params,
+            idempotent=True,
+            text=True,
+        )
+        return text.splitlines()

@@ -1,0 +1,1218 @@
+"""A strict fake Kubernetes API server with the Kubeflow training-operator CRDs, on 127.0.0.1.
+
+No API server can run here, so this stands in for one, checking what a real one (with the
+training operator's CRDs and validating webhook) checks before it stores an object:
+
+- a bearer token on every request (401 Unauthorized Status otherwise);
+- paths, verbs and content types: POST to collections with application/json, PATCH with a
+  patch content type, GET/DELETE on objects; a PyTorchJob under kubeflow.org/v2beta1 or an
+  MPIJob under v1 is no resource this server has (404);
+- bodies: JSON objects whose kind and apiVersion are the path's, metadata.namespace the path's,
+  the namespace existing, metadata.name a DNS-1123 subdomain (Secrets) or a DNS-1035 label of
+  at most 63 (the training jobs: the operator names services after them), label keys and
+  values within their syntax and 63-character limits;
+- unknown fields refused as with fieldValidation=Strict (400 BadRequest "field not declared
+  in schema"): the replica spec keys per kind, runPolicy, pod spec, container, volume and
+  mount fields; then values (422 Invalid, with causes): replica counts (one Master, one
+  Launcher), the container the operator looks for ("pytorch", "tensorflow"), quantities'
+  syntax, extended resources whole and with requests equal to limits, env var names, value
+  and valueFrom not both, a volumeMount naming no volume of the pod, subPath inside the
+  volume, and secretKeyRef naming a Secret and key that exist (a real server would store the
+  job and its pods would never start: CreateContainerConfigError; refusing is how the fake
+  makes that visible);
+- 409 AlreadyExists, 404 NotFound, answered as Status objects.
+
+It records every request. Tests steer it: `set_conditions`, `run_pods` (pods as the operator
+makes them, with its labels), `add_event`, `add_logs`, `add_node` / `add_pod` for inventory,
+`fail_next(op)` / `drop_next(op)` / `delay_next(op)` for the next call of one operation
+("create pytorchjobs", "get secrets", "list pods", "log pods", ...), and `hold_deletions`
+(Foreground deletes mark the object deleting until `finish_deletions`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_1035 = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(
+    r"^[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*$"
+)
+LABEL_NAME = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+QUANTITY = re.compile(
+    r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
+)
+PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9](?:-?[a-z0-9])*$")
+
+# kind -> (apiVersion, plural, replica specs key, replica types, the operator's container)
+CRDS = {
+    "PyTorchJob": (
+        "kubeflow.org/v1",
+        "pytorchjobs",
+        "pytorchReplicaSpecs",
+        {"Master", "Worker"},
+        "pytorch",
+    ),
+    "TFJob": (
+        "kubeflow.org/v1",
+        "tfjobs",
+        "tfReplicaSpecs",
+        {"Chief", "Master", "Worker", "PS", "Evaluator"},
+        "tensorflow",
+    ),
+    "MPIJob": ("kubeflow.org/v2beta1", "mpijobs", "mpiReplicaSpecs", {"Launcher", "Worker"}, ""),
+}
+PLURALS = {plural: kind for kind, (_v, plural, *_rest) in CRDS.items()}
+SPEC_KEYS = {
+    "PyTorchJob": {"runPolicy", "pytorchReplicaSpecs", "elasticPolicy", "nprocPerNode"},
+    "TFJob": {"runPolicy", "tfReplicaSpecs", "successPolicy", "enableDynamicWorker"},
+    "MPIJob": {
+        "slotsPerWorker",
+        "runPolicy",
+        "mpiReplicaSpecs",
+        "sshAuthMountPath",
+        "mpiImplementation",
+        "launcherCreationPolicy",
+    },
+}
+RUN_POLICY_KEYS = {
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "schedulingPolicy",
+    "suspend",
+    "managedBy",
+}
+REPLICA_KEYS = {"replicas", "template", "restartPolicy"}
+POD_KEYS = {
+    "containers",
+    "initContainers",
+    "volumes",
+    "restartPolicy",
+    "nodeSelector",
+    "priorityClassName",
+    "hostNetwork",
+    "dnsPolicy",
+    "tolerations",
+    "affinity",
+    "serviceAccountName",
+    "imagePullSecrets",
+    "securityContext",
+    "schedulerName",
+    "terminationGracePeriodSeconds",
+}
+CONTAINER_KEYS = {
+    "name",
+    "image",
+    "command",
+    "args",
+    "env",
+    "resources",
+    "ports",
+    "volumeMounts",
+    "workingDir",
+    "imagePullPolicy",
+    "securityContext",
+}
+OBJECT_META_KEYS = {
+    "name",
+    "generateName",
+    "namespace",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+}
+VOLUME_SOURCES = {"emptyDir", "persistentVolumeClaim", "hostPath", "secret", "configMap"}
+VOLUME_SOURCE_KEYS = {
+    "emptyDir": {"medium", "sizeLimit"},
+    "persistentVolumeClaim": {"claimName", "readOnly"},
+    "hostPath": {"path", "type"},
+    "secret": {"secretName", "items", "defaultMode", "optional"},
+    "configMap": {"name", "items", "defaultMode", "optional"},
+}
+HOST_PATH_TYPES = {
+    "",
+    "DirectoryOrCreate",
+    "Directory",
+    "FileOrCreate",
+    "File",
+    "Socket",
+    "CharDevice",
+    "BlockDevice",
+}
+
+
+class Refusal(Exception):
+    def __init__(self, code: int, reason: str, message: str, causes: list[dict] | None = None):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.causes = code, reason, message, causes or []
+
+
+def status(code: int, reason: str, message: str, causes: list[dict] | None = None) -> dict:
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure" if code >= 400 else "Success",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    if causes:
+        body["details"] = {"causes": causes}
+    return body
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+    op: str = ""
+
+    def param(self, name: str) -> str | None:
+        values = self.query.get(name)
+        return values[0] if values else None
+
+
+@dataclass
+class Fault:
+    status: int = 0
+    reason: str = ""
+    message: str = ""
+    delay: float = 0.0
+    drop: bool = False
+    after: bool = False  # carry out the request, then fail the answer
+
+
+def now_stamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Invalid:
+    """Collects field errors of one object: unknown fields (400) and bad values (422)."""
+
+    def __init__(self, kind: str, name: str):
+        self.kind, self.name = kind, name
+        self.unknown: list[str] = []
+        self.causes: list[dict[str, str]] = []
+
+    def fields(self, value: Any, allowed: set[str], path: str) -> dict:
+        if not isinstance(value, dict):
+            self.bad(path, f"must be an object, not {type(value).__name__}")
+            return {}
+        for key in value:
+            if key not in allowed:
+                self.unknown.append(f"{path}.{key}")
+        return value
+
+    def bad(self, path: str, message: str) -> None:
+        self.causes.append({"reason": "FieldValueInvalid", "message": message, "field": path})
+
+    def raise_if_any(self) -> None:
+        if self.unknown:
+            raise Refusal(
+                400,
+                "BadRequest",
+                f'{self.kind} in version "v1" cannot be handled as a {self.kind}: strict '
+                "decoding error: "
+                + ", ".join(f'unknown field "{f.lstrip(".")}"' for f in self.unknown),
+            )
+        if self.causes:
+            raise Refusal(
+                422,
+                "Invalid",
+                f'{self.kind} "{self.name}" is invalid: '
+                + "; ".join(f"{c['field']}: {c['message']}" for c in self.causes),
+                self.causes,
+            )
+
+
+def quantity(text: Any) -> float | None:
+    if isinstance(text, int) and not isinstance(text, bool):
+        return float(text)
+    if not isinstance(text, str) or not QUANTITY.match(text):
+        return None
+    units = {
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "Pi": 2**50,
+        "Ei": 2**60,
+        "n": 1e-9,
+        "u": 1e-6,
+        "m": 1e-3,
+        "k": 1e3,
+        "M": 1e6,
+        "G": 1e9,
+        "T": 1e12,
+        "P": 1e15,
+        "E": 1e18,
+    }
+    for suffix in sorted(units, key=len, reverse=True):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * units[suffix]
+    return float(text)
+
+
+class FakeKubernetes:
+    def __init__(self, *, token: str = "fake-bearer-token"):
+        self.token = token
+        self.namespaces = {"default"}
+        self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name)
+        self.nodes: list[dict] = []
+        self.pods: dict[tuple[str, str], dict] = {}
+        self.events: list[dict] = []
+        self.log_lines: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.requests: list[Recorded] = []
+        self.faults: dict[str, list[Fault]] = {}
+        self.hold_deletions = False
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    # -- life --------------------------------------------------------------------------
+
+    def start(self) -> FakeKubernetes:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                fake._handle(self)
+
+            do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def url(self) -> str:
+        assert self._server
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    # -- steering ------------------------------------------------------------------------
+
+    def add_namespace(self, name: str) -> None:
+        self.namespaces.add(name)
+
+    def add_node(
+        self,
+        name: str,
+        allocatable: dict[str, str],
+        *,
+        labels: dict | None = None,
+        unschedulable: bool = False,
+    ) -> None:
+        self.nodes.append(
+            {
+                "metadata": {"name": name, "labels": labels or {}},
+                "spec": {"unschedulable": True} if unschedulable else {},
+                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", **allocatable}},
+            }
+        )
+
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        node: str,
+        requests: dict[str, str],
+        phase: str = "Running",
+        labels: dict | None = None,
+    ) -> dict:
+        pod = {
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": labels or {},
+                "uid": str(uuid.uuid4()),
+            },
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "x",
+                        "resources": {"requests": requests, "limits": requests},
+                    }
+                ],
+            },
+            "status": {"phase": phase},
+        }
+        self.pods[(namespace, name)] = pod
+        return pod
+
+    def fail_next(
+        self,
+        op: str,
+        *,
+        status: int = 500,
+        reason: str = "InternalError",
+        message: str = "Internal error occurred",
+        after: bool = False,
+        times: int = 1,
+    ) -> None:
+        for _ in range(times):
+            self.faults.setdefault(op, []).append(
+                Fault(status=status, reason=reason, message=message, after=after)
+            )
+
+    def drop_next(self, op: str, *, after: bool = False, times: int = 1) -> None:
+        """Closes the connection without an answer (after carrying the request out, `after`)."""
+        for _ in range(times):
+            self.faults.setdefault(op, []).append(Fault(drop=True, after=after))
+
+    def delay_next(self, op: str, seconds: float) -> None:
+        self.faults.setdefault(op, []).append(Fault(delay=seconds))
+
+    def job(self, name: str, namespace: str = "default") -> dict:
+        found = [
+            o
+            for (p, ns, n), o in self.objects.items()
+            if p in PLURALS and ns == namespace and n == name
+        ]
+        assert found, f"no training job {namespace}/{name}"
+        return found[0]
+
+    def jobs(self) -> list[dict]:
+        return [o for (p, _ns, _n), o in self.objects.items() if p in PLURALS]
+
+    def secret(self, name: str, namespace: str = "default") -> dict | None:
+        return self.objects.get(("secrets", namespace, name))
+
+    def set_conditions(
+        self,
+        name: str,
+        *conditions: tuple[str, str] | tuple[str, str, str],
+        namespace: str = "default",
+    ) -> None:
+        """Conditions as the operator writes them: (type, message[, reason]), each True."""
+        job = self.job(name, namespace)
+        job["status"] = {
+            "conditions": [
+                {
+                    "type": c[0],
+                    "status": "True",
+                    "message": c[1],
+                    "reason": c[2] if len(c) > 2 else f"Job{c[0]}",
+                    "lastTransitionTime": now_stamp(),
+                }
+                for c in conditions
+            ]
+        }
+
+    def run_pods(
+        self,
+        name: str,
+        *,
+        phase: str = "Running",
+        namespace: str = "default",
+        node: str = "node-1",
+        restarts: int = 0,
+        exit_code: int | None = None,
+    ) -> list[str]:
+        """The job's pods as the training operator creates them: named <job>-<type>-<i>,
+        with the template's labels and the operator's own."""
+        job = self.job(name, namespace)
+        kind = job["kind"]
+        key = CRDS[kind][2]
+        made = []
+        for replica_type, replica in job["spec"][key].items():
+            for index in range(replica.get("replicas", 1)):
+                pod_name = f"{name}-{replica_type.lower()}-{index}"
+                labels = {
+                    **((replica["template"].get("metadata") or {}).get("labels") or {}),
+                    "training.kubeflow.org/job-name": name,
+                    "training.kubeflow.org/replica-type": replica_type.lower(),
+                    "training.kubeflow.org/replica-index": str(index),
+                }
+                if kind == "MPIJob":
+                    labels["training.kubeflow.org/job-role"] = replica_type.lower()
+                state: dict[str, Any] = {"running": {"startedAt": now_stamp()}}
+                if exit_code is not None:
+                    state = {"terminated": {"exitCode": exit_code}}
+                containers = replica["template"]["spec"]["containers"]
+                self.pods[(namespace, pod_name)] = {
+                    "metadata": {
+                        "name": pod_name,
+                        "namespace": namespace,
+                        "labels": labels,
+                        "uid": str(uuid.uuid4()),
+                    },
+                    "spec": {**replica["template"]["spec"], "nodeName": node},
+                    "status": {
+                        "phase": phase,
+                        "startTime": now_stamp(),
+                        "containerStatuses": [
+                            {"name": c["name"], "restartCount": restarts, "state": state}
+                            for c in containers
+                        ],
+                    },
+                }
+                made.append(pod_name)
+        return made
+
+    def set_pod_phase(self, pod: str, phase: str, *, namespace: str = "default") -> None:
+        self.pods[(namespace, pod)]["status"]["phase"] = phase
+
+    def add_event(
+        self,
+        kind: str,
+        name: str,
+        reason: str,
+        message: str,
+        *,
+        type: str = "Normal",
+        stamp: str | None = None,
+        namespace: str = "default",
+    ) -> None:
+        self.events.append(
+            {
+                "metadata": {"name": f"{name}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+                "involvedObject": {"kind": kind, "name": name, "namespace": namespace},
+                "reason": reason,
+                "message": message,
+                "type": type,
+                "lastTimestamp": stamp or now_stamp(),
+            }
+        )
+
+    def add_logs(
+        self, pod: str, lines: list[str], *, namespace: str = "default", stamp: str | None = None
+    ) -> None:
+        self.log_lines.setdefault((namespace, pod), []).extend(
+            (stamp or now_stamp(), line) for line in lines
+        )
+
+    def finish_deletions(self) -> None:
+        with self._lock:
+            for key, obj in list(self.objects.items()):
+                if obj["metadata"].get("deletionTimestamp"):
+                    self._remove(key)
+
+    def calls(self, op: str) -> list[Recorded]:
+        return [r for r in self.requests if r.op == op]
+
+    # -- serving -----------------------------------------------------------------------
+
+    def _handle(self, http: BaseHTTPRequestHandler) -> None:
+        parts = urlsplit(http.path)
+        length = int(http.headers.get("Content-Length") or 0)
+        raw = http.rfile.read(length) if length else b""
+        r = Recorded(
+            method=http.command,
+            path=parts.path,
+            query=parse_qs(parts.query, keep_blank_values=True),
+            headers={k.lower(): v for k, v in http.headers.items()},
+            body=None,
+        )
+        content_type = "application/json"
+        try:
+            if r.headers.get("authorization") != f"Bearer {self.token}":
+                raise Refusal(401, "Unauthorized", "Unauthorized")
+            route = self._route(r)
+            r.op = f"{route[0]} {route[1]}"
+            with self._lock:
+                self.requests.append(r)
+            fault = self.faults.get(r.op, []).pop(0) if self.faults.get(r.op) else None
+            if fault and fault.delay:
+                time.sleep(fault.delay)
+                fault = None
+            if fault and not fault.after:
+                if fault.drop:
+                    http.close_connection = True
+                    http.connection.close()
+                    return
+                raise Refusal(fault.status, fault.reason, fault.message)
+            if raw:
+                try:
+                    r.body = json.loads(raw)
+                except ValueError:
+                    raise Refusal(400, "BadRequest", "the body is not JSON") from None
+            with self._lock:
+                code, answer = self._dispatch(r, route)
+            if fault:
+                if fault.drop:
+                    http.close_connection = True
+                    http.connection.close()
+                    return
+                raise Refusal(fault.status, fault.reason, fault.message)
+        except Refusal as e:
+            code, answer = e.code, status(e.code, e.reason, e.message, e.causes)
+        if isinstance(answer, str):
+            payload, content_type = answer.encode(), "text/plain"
+        else:
+            payload = json.dumps(answer).encode()
+        http.send_response(code)
+        http.send_header("Content-Type", content_type)
+        http.send_header("Content-Length", str(len(payload)))
+        http.end_headers()
+        http.wfile.write(payload)
+
+    def _route(self, r: Recorded) -> tuple[str, str, str, str, str]:
+        """(verb, plural, namespace, name, subresource)."""
+        p = r.path.rstrip("/").split("/")[1:]
+        verb_for = {"GET": "get", "POST": "create", "PATCH": "patch", "DELETE": "delete"}
+        if r.method not in verb_for:
+            raise Refusal(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        if (
+            p[:2] == ["api", "v1"]
+            and len(p) == 3
+            and p[2] in ("nodes", "pods")
+            and r.method == "GET"
+        ):
+            return ("list", p[2], "", "", "")
+        if (
+            p[:3] == ["api", "v1", "namespaces"]
+            and len(p) >= 5
+            and p[4] in ("secrets", "pods", "events")
+        ):
+            plural, group_ok = p[4], True
+            rest = p[5:]
+        elif p[:1] == ["apis"] and len(p) >= 6 and p[3] == "namespaces" and p[5] in PLURALS:
+            plural = p[5]
+            group_ok = f"{p[1]}/{p[2]}" == CRDS[PLURALS[plural]][0]
+            rest = p[6:]
+        else:
+            group_ok, plural, rest = False, "", []
+        if not group_ok:
+            raise Refusal(404, "NotFound", "the server could not find the requested resource")
+        namespace = p[3] if p[0] == "api" else p[4]
+        name = rest[0] if rest else ""
+        sub = rest[1] if len(rest) > 1 else ""
+        if sub and not (plural == "pods" and sub == "log" and r.method == "GET"):
+            raise Refusal(404, "NotFound", "the server could not find the requested resource")
+        verb = verb_for[r.method]
+        if not name:
+            if r.method == "GET":
+                verb = "list"
+            elif r.method != "POST":
+                raise Refusal(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
+        elif r.method == "POST":
+            raise Refusal(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )
+        if sub == "log":
+            verb = "log"
+        return (verb, plural, namespace, name, sub)
+
+    def _dispatch(self, r: Recorded, route: tuple[str, str, str, str, str]) -> tuple[int, Any]:
+        verb, plural, namespace, name, _sub = route
+        if namespace and namespace not in self.namespaces:
+            raise Refusal(404, "NotFound", f'namespaces "{namespace}" not found')
+        if verb == "list":
+            return 200, self._list(r, plural, namespace)
+        if verb == "log":
+            return 200, self._log(r, namespace, name)
+        if verb == "create":
+            return 201, self._create(r, plural, namespace)
+        if plural in ("pods", "events") and verb != "get":
+            raise Refusal(405, "MethodNotAllowed", "not served by this fake")
+        key = (plural, namespace, name)
+        store = self.pods if plural == "pods" else self.objects
+        found = store.get((namespace, name)) if plural == "pods" else store.get(key)
+        if found is None:
+            what = plural if plural in ("secrets", "pods") else f"{plural}.kubeflow.org"
+            raise Refusal(404, "NotFound", f'{what} "{name}" not found')
+        if verb == "get":
+            return 200, found
+        if verb == "patch":
+            return 200, self._patch(r, key, found)
+        return 200, self._delete(r, key, found)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _selector(text: str | None) -> list[tuple[str, str, str]]:
+        out = []
+        for part in (text or "").split(","):
+            if not part:
+                continue
+            m = re.match(r"^([^!=]+)(!=|==|=)(.*)$", part)
+            if not m:
+                raise Refusal(400, "BadRequest", f"unable to parse requirement: {part!r}")
+            out.append((m.group(1), m.group(2), m.group(3)))
+        return out
+
+    @staticmethod
+    def _get_field(obj: dict, path: str) -> str:
+        value: Any = obj
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return "" if value is None else str(value)
+
+    def _list(self, r: Recorded, plural: str, namespace: str) -> dict:
+        if plural == "pods":
+            items = [p for (ns, _n), p in self.pods.items() if not namespace or ns == namespace]
+            fields_ok = {"status.phase", "spec.nodeName", "metadata.name"}
+        elif plural == "nodes":
+            items, fields_ok = list(self.nodes), {"metadata.name", "spec.unschedulable"}
+        elif plural == "events":
+            items = [e for e in self.events if e["metadata"]["namespace"] == namespace]
+            fields_ok = {
+                "involvedObject.kind",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "reason",
+                "type",
+            }
+        else:
+            items = [
+                o for (p, ns, _n), o in self.objects.items() if p == plural and ns == namespace
+            ]
+            fields_ok = {"metadata.name", "metadata.namespace"}
+        for key, op, value in self._selector(r.param("fieldSelector")):
+            if key not in fields_ok:
+                raise Refusal(
+                    400,
+                    "BadRequest",
+                    f'"{key}" is not a known field selector: only "{", ".join(sorted(fields_ok))}"',
+                )
+            items = [i for i in items if (self._get_field(i, key) == value) == (op != "!=")]
+        for key, op, value in self._selector(r.param("labelSelector")):
+            items = [
+                i
+                for i in items
+                if ((i["metadata"].get("labels") or {}).get(key) == value) == (op != "!=")
+            ]
+        kind = {
+            "pods": "PodList",
+            "nodes": "NodeList",
+            "events": "EventList",
+            "secrets": "SecretList",
+        }.get(plural, "List")
+        return {
+            "kind": kind,
+            "apiVersion": "v1",
+            "metadata": {"resourceVersion": "1"},
+            "items": items,
+        }
+
+    def _log(self, r: Recorded, namespace: str, name: str) -> str:
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            raise Refusal(404, "NotFound", f'pods "{name}" not found')
+        names = [c["name"] for c in pod["spec"].get("containers", [])]
+        container = r.param("container")
+        if container is None and len(names) > 1:
+            raise Refusal(
+                400,
+                "BadRequest",
+                f"a container name must be specified for pod {name}, choose one of: {names}",
+            )
+        if container is not None and container not in names:
+            raise Refusal(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        lines = self.log_lines.get((namespace, name), [])
+        since = r.param("sinceTime")
+        if since is not None:
+            try:
+                floor = datetime.fromisoformat(since)
+            except ValueError:
+                raise Refusal(400, "BadRequest", f"sinceTime {since!r} is not RFC 3339") from None
+            lines = [(t, line) for t, line in lines if datetime.fromisoformat(t) >= floor]
+        tail = r.param("tailLines")
+        if tail is not None:
+            if not tail.isdigit():
+                raise Refusal(400, "BadRequest", "tailLines must be a whole number")
+            lines = lines[-int(tail) :] if int(tail) else []
+        return "".join(f"{line}\n" for _t, line in lines)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _create(self, r: Recorded, plural: str, namespace: str) -> dict:
+        if plural in ("pods", "events"):
+            raise Refusal(405, "MethodNotAllowed", "not served by this fake")
+        if r.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            raise Refusal(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: application/json",
+            )
+        body = r.body
+        if not isinstance(body, dict):
+            raise Refusal(400, "BadRequest", "the body of the request is not a JSON object")
+        kind_expected = "Secret" if plural == "secrets" else PLURALS[plural]
+        version_expected = "v1" if plural == "secrets" else CRDS[PLURALS[plural]][0]
+        if body.get("kind") != kind_expected:
+            raise Refusal(
+                400,
+                "BadRequest",
+                f"the kind in the data ({body.get('kind')}) does not match the expected kind ({kind_expected})",
+            )
+        if body.get("apiVersion") != version_expected:
+            raise Refusal(
+                400,
+                "BadRequest",
+                f"the API version in the data ({body.get('apiVersion')}) does not match the expected API version ({version_expected})",
+            )
+        meta = body.get("metadata")
+        if not isinstance(meta, dict):
+            raise Refusal(422, "Invalid", f"{kind_expected}: metadata is required")
+        if meta.get("namespace", namespace) != namespace:
+            raise Refusal(
+                400,
+                "BadRequest",
+                "the namespace of the provided object does not match the namespace sent on the request",
+            )
+        name = meta.get("name", "")
+        check = Invalid(kind_expected, name)
+        check.fields(
+            body,
+            {"apiVersion", "kind", "metadata", "spec", "type", "data", "stringData", "immutable"}
+            if plural == "secrets"
+            else {"apiVersion", "kind", "metadata", "spec"},
+            "",
+        )
+        self._check_meta(
+            check, meta, "metadata", name_rule="subdomain" if plural == "secrets" else "dns1035"
+        )
+        if plural == "secrets":
+            self._check_secret(check, body)
+        else:
+            self._check_training_job(check, body, namespace)
+        check.raise_if_any()
+        if (plural, namespace, name) in self.objects:
+            what = "secrets" if plural == "secrets" else f"{plural}.kubeflow.org"
+            raise Refusal(409, "AlreadyExists", f'{what} "{name}" already exists')
+        stored = json.loads(json.dumps(body))
+        stored["metadata"].update(
+            namespace=namespace,
+            uid=str(uuid.uuid4()),
+            creationTimestamp=now_stamp(),
+            resourceVersion="1",
+        )
+        if plural == "secrets":
+            data = stored.pop("stringData", {}) or {}
+            stored["data"] = {**(stored.get("data") or {}), **data}  # kept readable here
+        else:
+            stored["status"] = {
+                "conditions": [
+                    {
+                        "type": "Created",
+                        "status": "True",
+                        "reason": f"{kind_expected}Created",
+                        "message": f"{kind_expected} {name} is created.",
+                    }
+                ]
+            }
+        self.objects[(plural, namespace, name)] = stored
+        return stored
+
+    def _check_meta(self, check: Invalid, meta: dict, path: str, *, name_rule: str) -> None:
+        check.fields(meta, OBJECT_META_KEYS, path)
+        name = meta.get("name")
+        if name_rule:
+            if not isinstance(name, str) or not name:
+                check.bad(f"{path}.name", "Required value: name or generateName is required")
+            elif name_rule == "dns1035" and (not DNS_1035.match(name) or len(name) > 63):
+                check.bad(
+                    f"{path}.name",
+                    f"Invalid value: {name!r}: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, end with an alphanumeric character, and be at most 63 characters",
+                )
+            elif name_rule == "subdomain" and (not DNS_SUBDOMAIN.match(name) or len(name) > 253):
+                check.bad(
+                    f"{path}.name", f"Invalid value: {name!r}: a lowercase RFC 1123 subdomain"
+                )
+        labels = meta.get("labels") or {}
+        if not isinstance(labels, dict):
+            check.bad(f"{path}.labels", "must be a map")
+            return
+        for key, value in labels.items():
+            prefix, _slash, last = key.rpartition("/")
+            if (
+                prefix and (not DNS_SUBDOMAIN.match(prefix) or len(prefix) > 253)
+            ) or not LABEL_NAME.match(last):
+                check.bad(
+                    f"{path}.labels",
+                    f"Invalid value: {key!r}: name part must be 63 characters or less, alphanumeric, '-', '_' or '.'",
+                )
+            if not isinstance(value, str) or not LABEL_VALUE.match(value):
+                check.bad(
+                    f"{path}.labels",
+                    f"Invalid value: {value!r}: a valid label must be an empty string or 63 characters or less, alphanumeric, '-', '_' or '.'",
+                )
+
+    @staticmethod
+    def _check_secret(check: Invalid, body: dict) -> None:
+        if not isinstance(body.get("type", "Opaque"), str):
+            check.bad("type", "must be a string")
+        for key in ("data", "stringData"):
+            values = body.get(key) or {}
+            if not isinstance(values, dict):
+                check.bad(key, "must be a map")
+                continue
+            for k, v in values.items():
+                if not CONFIG_KEY.match(k):
+                    check.bad(
+                        f"{key}[{k}]",
+                        "a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
+                    )
+                if not isinstance(v, str):
+                    check.bad(f"{key}[{k}]", "must be a string")
+
+    def _check_training_job(self, check: Invalid, body: dict, namespace: str) -> None:
+        kind = body["kind"]
+        _version, _plural, key, types, container_name = CRDS[kind]
+        spec = check.fields(body.get("spec"), SPEC_KEYS[kind], "spec")
+        if "runPolicy" in spec:
+            policy = check.fields(spec["runPolicy"], RUN_POLICY_KEYS, "spec.runPolicy")
+            if policy.get("cleanPodPolicy", "None") not in ("None", "Running", "All"):
+                check.bad("spec.runPolicy.cleanPodPolicy", "Unsupported value")
+            for field_name in ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit"):
+                if field_name in policy and (
+                    not isinstance(policy[field_name], int)
+                    or isinstance(policy[field_name], bool)
+                    or policy[field_name] < 0
+                ):
+                    check.bad(f"spec.runPolicy.{field_name}", "must be a whole number, 0 or more")
+        if (
+            kind == "MPIJob"
+            and "slotsPerWorker" in spec
+            and (not isinstance(spec["slotsPerWorker"], int) or spec["slotsPerWorker"] < 1)
+        ):
+            check.bad("spec.slotsPerWorker", "must be a whole number, 1 or more")
+        replicas = check.fields(spec.get(key), types, f"spec.{key}")
+        if not replicas:
+            check.bad(f"spec.{key}", "Required value: at least one replica type")
+        for one in ("Master", "Launcher", "Chief", "Evaluator"):
+            if (
+                one in replicas
+                and isinstance(replicas[one], dict)
+                and replicas[one].get("replicas", 1) != 1
+            ):
+                check.bad(f"spec.{key}.{one}.replicas", "must be 1")
+        if kind == "MPIJob" and "Launcher" not in replicas:
+            check.bad(f"spec.{key}.Launcher", "Required value")
+        for replica_type, replica in replicas.items():
+            path = f"spec.{key}.{replica_type}"
+            replica = check.fields(replica, REPLICA_KEYS, path)
+            count = replica.get("replicas", 1)
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                check.bad(f"{path}.replicas", "must be a whole number, 0 or more")
+            if replica.get("restartPolicy", "Never") not in (
+                "Always",
+                "OnFailure",
+                "Never",
+                "ExitCode",
+            ):
+                check.bad(f"{path}.restartPolicy", "Unsupported value")
+            template = check.fields(
+                replica.get("template"), {"metadata", "spec"}, f"{path}.template"
+            )
+            if "metadata" in template:
+                self._check_meta(
+                    check, template["metadata"], f"{path}.template.metadata", name_rule=""
+                )
+            self._check_pod(
+                check, template.get("spec"), f"{path}.template.spec", namespace, container_name
+            )
+
+    def _check_pod(
+        self, check: Invalid, pod: Any, path: str, namespace: str, container_name: str
+    ) -> None:
+        pod = check.fields(pod, POD_KEYS, path)
+        volumes = pod.get("volumes") or []
+        volume_names = set()
+        for i, volume in enumerate(volumes):
+            vpath = f"{path}.volumes[{i}]"
+            volume = check.fields(volume, {"name", *VOLUME_SOURCES}, vpath)
+            name = volume.get("name", "")
+            if not DNS_LABEL.match(str(name)):
+                check.bad(f"{vpath}.name", "must be a DNS-1123 label")
+            if name in volume_names:
+                check.bad(f"{vpath}.name", f"Duplicate value: {name!r}")
+            volume_names.add(name)
+            sources = [s for s in VOLUME_SOURCES if s in volume]
+            if len(sources) != 1:
+                check.bad(vpath, "must specify exactly 1 volume type")
+                continue
+            source = check.fields(
+                volume[sources[0]], VOLUME_SOURCE_KEYS[sources[0]], f"{vpath}.{sources[0]}"
+            )
+            if sources[0] == "emptyDir":
+                if source.get("medium", "") not in ("", "Memory", "HugePages"):
+                    check.bad(f"{vpath}.emptyDir.medium", "Unsupported value")
+                if "sizeLimit" in source and quantity(source["sizeLimit"]) is None:
+                    check.bad(
+                        f"{vpath}.emptyDir.sizeLimit",
+                        "quantities must match the regular expression",
+                    )
+            if sources[0] == "persistentVolumeClaim" and not DNS_SUBDOMAIN.match(
+                str(source.get("claimName", ""))
+            ):
+                check.bad(f"{vpath}.persistentVolumeClaim.claimName", "Required value")
+            if sources[0] == "hostPath":
+                if not str(source.get("path", "")).startswith("/"):
+                    check.bad(f"{vpath}.hostPath.path", "must be an absolute path")
+                if source.get("type", "") not in HOST_PATH_TYPES:
+                    check.bad(f"{vpath}.hostPath.type", "Unsupported value")
+        containers = pod.get("containers")
+        if not isinstance(containers, list) or not containers:
+            check.bad(f"{path}.containers", "Required value")
+            containers = []
+        if container_name and container_name not in [
+            c.get("name") for c in containers if isinstance(c, dict)
+        ]:
+            check.bad(f"{path}.containers", f"There is no container named {container_name}")
+        for i, container in enumerate(containers):
+            self._check_container(
+                check, container, f"{path}.containers[{i}]", volume_names, namespace
+            )
+        selector = pod.get("nodeSelector") or {}
+        for key, value in selector.items() if isinstance(selector, dict) else []:
+            if not LABEL_NAME.match(key.rpartition("/")[2]) or not LABEL_VALUE.match(str(value)):
+                check.bad(f"{path}.nodeSelector", f"Invalid value: {key}={value}")
+        if "hostNetwork" in pod and not isinstance(pod["hostNetwork"], bool):
+            check.bad(f"{path}.hostNetwork", "must be a boolean")
+        if pod.get("dnsPolicy", "ClusterFirst") not in (
+            "ClusterFirst",
+            "ClusterFirstWithHostNet",
+            "Default",
+            "None",
+        ):
+            check.bad(f"{path}.dnsPolicy", "Unsupported value")
+        if "priorityClassName" in pod and not DNS_SUBDOMAIN.match(str(pod["priorityClassName"])):
+            check.bad(f"{path}.priorityClassName", "must be a DNS-1123 subdomain")
+
+    def _check_container(
+        self, check: Invalid, container: Any, path: str, volume_names: set, namespace: str
+    ) -> None:
+        container = check.fields(container, CONTAINER_KEYS, path)
+        if not DNS_LABEL.match(str(container.get("name", ""))):
+            check.bad(f"{path}.name", "must be a DNS-1123 label")
+        if not isinstance(container.get("image"), str) or not container.get("image"):
+            check.bad(f"{path}.image", "Required value")
+        for key in ("command", "args"):
+            if key in container and (
+                not isinstance(container[key], list)
+                or not all(isinstance(a, str) for a in container[key])
+            ):
+                check.bad(f"{path}.{key}", "must be a list of strings")
+        for i, env in enumerate(container.get("env") or []):
+            epath = f"{path}.env[{i}]"
+            env = check.fields(env, {"name", "value", "valueFrom"}, epath)
+            if not ENV_NAME.match(str(env.get("name", ""))):
+                check.bad(
+                    f"{epath}.name",
+                    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit",
+                )
+            if "value" in env and "valueFrom" in env:
+                check.bad(f"{epath}.valueFrom", "may not be specified when `value` is not empty")
+            if "value" in env and not isinstance(env["value"], str):
+                check.bad(f"{epath}.value", "must be a string")
+            if "valueFrom" in env:
+                source = check.fields(
+                    env["valueFrom"],
+                    {"secretKeyRef", "fieldRef", "configMapKeyRef", "resourceFieldRef"},
+                    f"{epath}.valueFrom",
+                )
+                if len(source) != 1:
+                    check.bad(
+                        f"{epath}.valueFrom", "may not have more than one field specified at a time"
+                    )
+                if "secretKeyRef" in source:
+                    ref = check.fields(
+                        source["secretKeyRef"],
+                        {"name", "key", "optional"},
+                        f"{epath}.valueFrom.secretKeyRef",
+                    )
+                    secret = self.objects.get(("secrets", namespace, str(ref.get("name"))))
+                    if secret is None:
+                        check.bad(
+                            f"{epath}.valueFrom.secretKeyRef.name",
+                            f'secret "{ref.get("name")}" not found (the pod would never start: CreateContainerConfigError)',
+                        )
+                    elif ref.get("key") not in (secret.get("data") or {}):
+                        check.bad(
+                            f"{epath}.valueFrom.secretKeyRef.key",
+                            f"couldn't find key {ref.get('key')} in Secret {namespace}/{ref.get('name')}",
+                        )
+                if "fieldRef" in source:
+                    ref = check.fields(
+                        source["fieldRef"],
+                        {"fieldPath", "apiVersion"},
+                        f"{epath}.valueFrom.fieldRef",
+                    )
+                    if not re.match(
+                        r"^metadata\.(name|namespace|uid|labels\['[^']+'\]|annotations\['[^']+'\])$|^spec\.(nodeName|serviceAccountName)$|^status\.(hostIP|podIP|podIPs)$",
+                        str(ref.get("fieldPath", "")),
+                    ):
+                        check.bad(f"{epath}.valueFrom.fieldRef.fieldPath", "Unsupported value")
+        resources = check.fields(
+            container.get("resources", {}), {"limits", "requests", "claims"}, f"{path}.resources"
+        )
+        limits = resources.get("limits") or {}
+        requests = resources.get("requests") or {}
+        for which, amounts in (("limits", limits), ("requests", requests)):
+            for resource, amount in amounts.items():
+                if quantity(amount) is None:
+                    check.bad(
+                        f"{path}.resources.{which}[{resource}]",
+                        f"Invalid value: {amount!r}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                    )
+        for resource in set(limits) | set(requests):
+            if "/" in resource and not resource.startswith("kubernetes.io/"):
+                if requests.get(resource) != limits.get(resource):
+                    check.bad(
+                        f"{path}.resources.requests[{resource}]",
+                        "must be equal to limits for extended resources",
+                    )
+                if (q := quantity(limits.get(resource, "0"))) is not None and q != int(q):
+                    check.bad(f"{path}.resources.limits[{resource}]", "must be a whole number")
+            elif resource in requests and resource in limits:
+                a, b = quantity(requests[resource]), quantity(limits[resource])
+                if a is not None and b is not None and a > b:
+                    check.bad(
+                        f"{path}.resources.requests[{resource}]",
+                        "must be less than or equal to limit",
+                    )
+        for i, port in enumerate(container.get("ports") or []):
+            ppath = f"{path}.ports[{i}]"
+            port = check.fields(port, {"name", "containerPort", "protocol", "hostPort"}, ppath)
+            if "name" in port and (len(port["name"]) > 15 or not PORT_NAME.match(port["name"])):
+                check.bad(
+                    f"{ppath}.name", "must be no more than 15 characters (an IANA service name)"
+                )
+            if (
+                not isinstance(port.get("containerPort"), int)
+                or not 0 < port["containerPort"] < 65536
+            ):
+                check.bad(f"{ppath}.containerPort", "must be between 1 and 65535")
+        paths = set()
+        for i, mount in enumerate(container.get("volumeMounts") or []):
+            mpath = f"{path}.volumeMounts[{i}]"
+            mount = check.fields(
+                mount, {"name", "mountPath", "subPath", "readOnly", "mountPropagation"}, mpath
+            )
+            if mount.get("name") not in volume_names:
+                check.bad(f"{mpath}.name", f"Not found: {mount.get('name')!r}")
+            mount_path = str(mount.get("mountPath", ""))
+            if not mount_path.startswith("/"):
+                check.bad(f"{mpath}.mountPath", "must be an absolute path")
+            if mount_path in paths:
+                check.bad(f"{mpath}.mountPath", "must be unique")
+            paths.add(mount_path)
+            sub = mount.get("subPath")
+            if sub is not None and (
+                not isinstance(sub, str) or sub.startswith("/") or ".." in sub.split("/")
+            ):
+                check.bad(f"{mpath}.subPath", "must be a relative path not containing '..'")
+            if "readOnly" in mount and not isinstance(mount["readOnly"], bool):
+                check.bad(f"{mpath}.readOnly", "must be a boolean")
+
+    def _patch(self, r: Recorded, key: tuple[str, str, str], found: dict) -> dict:
+        content_type = r.headers.get("content-type", "").split(";")[0].strip()
+        if content_type not in (
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+            "application/json-patch+json",
+        ):
+            raise Refusal(
+                415,
+                "UnsupportedMediaType",
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            )
+        if content_type == "application/json-patch+json" or not isinstance(r.body, dict):
+            raise Refusal(400, "BadRequest", "this fake applies merge patches only")
+        check = Invalid(found["kind"], key[2])
+        check.fields(r.body, {"metadata", "data", "stringData", "type", "spec"}, "")
+        meta = check.fields(r.body.get("metadata", {}), OBJECT_META_KEYS, "metadata")
+        for i, owner in enumerate(meta.get("ownerReferences") or []):
+            owner = check.fields(
+                owner,
+                {"apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"},
+                f"metadata.ownerReferences[{i}]",
+            )
+            for required in ("apiVersion", "kind", "name", "uid"):
+                if not owner.get(required):
+                    check.bad(f"metadata.ownerReferences[{i}].{required}", "Required value")
+        check.raise_if_any()
+        for k, v in meta.items():
+            found["metadata"][k] = v
+        return found
+
+    def _delete(self, r: Recorded, key: tuple[str, str, str], found: dict) -> dict:
+        policy = r.param("propagationPolicy") or "Background"
+        if policy not in ("Foreground", "Background", "Orphan"):
+            raise Refusal(
+                400,
+                "BadRequest",
+                f"propagationPolicy {policy!r} is not Foreground, Background or Orphan",
+            )
+        if policy == "Foreground" and self.hold_deletions and key[0] in PLURALS:
+            found["metadata"].setdefault("deletionTimestamp", now_stamp())
+            found["metadata"]["finalizers"] = ["foregroundDeletion"]
+            return found
+        self._remove(key)
+        return status(200, "", "")
+
+    def _remove(self, key: tuple[str, str, str]) -> None:
+        plural, namespace, name = key
+        self.objects.pop(key, None)
+        if plural in PLURALS:
+            for pod_key, pod in list(self.pods.items()):
+                if (
+                    pod["metadata"]["labels"].get("training.kubeflow.org/job-name") == name
+                    and pod_key[0] == namespace
+                ):
+                    del self.pods[pod_key]
+
+
+def configure(settings: Any, fake: FakeKubernetes, **overrides: Any) -> None:
+    """Points the console's Kubernetes backend (pytest-django `settings`) at the fake."""
+    settings.CONSOLE_BACKENDS = ["local", "kubernetes"]
+    settings.KUBERNETES_API_URL = fake.url
+    settings.KUBERNETES_TOKEN = fake.token
+    settings.KUBERNETES_TOKEN_FILE = ""
+    settings.KUBERNETES_CA_FILE = ""
+    settings.KUBERNETES_NAMESPACES = "default"
+    settings.KUBERNETES_CLUSTER_NAME = "Kubernetes"
+    settings.KUBERNETES_QUEUES = ""
+    settings.KUBERNETES_ACCELERATORS = "nvidia.com/gpu"
+    settings.KUBERNETES_VOLUMES = ""
+    settings.KUBERNETES_HOST_PATHS = ""
+    settings.KUBERNETES_PRIORITY_CLASSES = ""
+    settings.KUBERNETES_CACHE_SECONDS = 10
+    settings.KUBERNETES_READ_TIMEOUT = 5
+    settings.KUBERNETES_PAGE_READ_TIMEOUT = 2
+    for name, value in overrides.items():
+        setattr(settings, name, value)

@@ -1,0 +1,547 @@
+"""The Kubernetes (Kubeflow) backend against the strict fake API server: inventory, refusals,
+submission (idempotent), sync, stop, delete, logs."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone, translation
+
+from jobs import spec as S
+from jobs.backends import BackendError, all_pools, get_backend
+from jobs.kubernetes import manifests as M
+from jobs.models import EventType, Job, JobStatus
+from jobs.services import jobs_submit
+from tests.fake_kubernetes import FakeKubernetes, configure
+
+A800 = "baidu.com/a800_80g_cgpu"
+POOL = "k8s-default"
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeKubernetes().start()
+    fake.add_namespace("team-a")
+    fake.add_node("gpu-1", {"nvidia.com/gpu": "8"}, labels={"gpu": "a800"})
+    fake.add_node("gpu-2", {"nvidia.com/gpu": "8"}, labels={"gpu": "a800"})
+    fake.add_node("gpu-3", {"nvidia.com/gpu": "8"}, labels={"gpu": "a800"}, unschedulable=True)
+    fake.add_node("cpu-1", {})
+    fake.add_pod("other", "busy", node="gpu-1", requests={"nvidia.com/gpu": "6"})
+    fake.add_pod("other", "done", node="gpu-2", requests={"nvidia.com/gpu": "8"}, phase="Succeeded")
+    configure(
+        settings,
+        fake,
+        KUBERNETES_NAMESPACES="default,team-a",
+        KUBERNETES_ACCELERATORS=f"{A800}=nvidia.com/gpu;gpu=a800",
+        KUBERNETES_VOLUMES="pfs=datasets",
+        KUBERNETES_HOST_PATHS="scratch=/data/scratch",
+    )
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture(autouse=True)
+def english():
+    with translation.override("en"):
+        yield
+
+
+@pytest.fixture
+def k8s():
+    return get_backend("kubernetes")
+
+
+def spec(**changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name="llm-train",
+        resource_pool_id=POOL,
+        framework=S.PYTORCH,
+        image="registry.example.com/train:1.0",
+        command="python train.py",
+        roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)],
+        envs=[S.Env("HF_TOKEN", "hf_secret_value", secret=True)],
+        datasources=[S.Datasource("pfs", "datasets", "/mnt/data", "/llama")],
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return spec
+
+
+def submitted(owner, k8s, **changes) -> Job:
+    [job] = jobs_submit(
+        owner=owner, spec=spec(**changes), submit_key=str(uuid.uuid4()), backend="kubernetes"
+    )
+    k8s.submit(job)
+    job.refresh_from_db()
+    return job
+
+
+def reasons(job: Job) -> list[str]:
+    return list(job.events.order_by("created_at", "id").values_list("reason", flat=True))
+
+
+# -- inventory -------------------------------------------------------------------------
+
+
+def test_each_namespace_is_a_pool_with_the_idle_cards_of_schedulable_matching_nodes(fake, k8s):
+    pools = k8s.pools()
+
+    assert [(p.id, p.name, p.backend) for p in pools] == [
+        ("k8s-default", "Kubernetes · default", "kubernetes"),
+        ("k8s-team-a", "Kubernetes · team-a", "kubernetes"),
+    ]
+    # gpu-3 is cordoned; gpu-1 has 6 cards taken; the finished pod holds none.
+    assert [(a.type, a.total, a.idle) for a in pools[0].accelerators] == [(A800, 16, 10)]
+    assert [(v.type, v.name) for v in pools[0].volumes] == [
+        ("pfs", "datasets"),
+        ("hostpath", "scratch"),
+    ]
+    assert pools[0].storage_types == ["pfs", "hostpath"]
+    assert pools[0].queues == ["default"]
+    assert not pools[0].stale and not pools[0].error
+
+
+def test_kubernetes_pools_are_listed_beside_the_local_pool(fake, db):
+    assert [p.id for p in all_pools()] == ["local", "k8s-default", "k8s-team-a"]
+
+
+def test_polling_the_pools_reads_nodes_and_pods_at_most_once_per_cache_period(fake, k8s):
+    for _ in range(5):
+        k8s.pools()
+
+    assert len(fake.calls("list nodes")) == len(fake.calls("list pods")) == 1
+
+
+def test_a_failing_api_server_keeps_the_last_figures_marked_stale_with_the_error(
+    fake, k8s, settings
+):
+    k8s.pools()
+    settings.KUBERNETES_CACHE_SECONDS = 0
+    fake.fail_next("list nodes", status=403, reason="Forbidden", message="nodes is forbidden")
+
+    [pool, _team] = k8s.pools()
+
+    assert pool.stale
+    assert "nodes is forbidden" in pool.error
+    assert [(a.type, a.idle) for a in pool.accelerators] == [(A800, 10)]
+
+
+def test_a_misconfigured_backend_offers_no_pools_and_fails_submits_with_the_reason(
+    fake, k8s, settings, alice
+):
+    settings.KUBERNETES_TOKEN = ""
+
+    assert k8s.pools() == []
+    job = submitted(alice, k8s)
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert job.status_reason.startswith("KUBERNETES_TOKEN")
+
+
+def test_the_token_is_sent_as_a_bearer_token_and_a_wrong_one_is_refused(fake, k8s, settings):
+    settings.KUBERNETES_TOKEN = "wrong"
+    settings.KUBERNETES_CACHE_SECONDS = 0
+
+    [pool, _team] = k8s.pools()
+
+    assert "Unauthorized" in pool.error
+    assert fake.token not in pool.error
+
+
+def test_a_token_file_is_read_again_when_it_changes(fake, k8s, settings, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("old-token\n")
+    settings.KUBERNETES_TOKEN = ""
+    settings.KUBERNETES_TOKEN_FILE = str(token)
+    settings.KUBERNETES_CACHE_SECONDS = 0
+
+    refused = k8s.pools()[0].error
+    token.write_text(fake.token)
+    accepted = k8s.pools()[0].error
+
+    assert "Unauthorized" in refused
+    assert accepted == ""
+
+
+# -- refusals ----------------------------------------------------------------------------
+
+
+def test_it_refuses_what_the_cluster_cannot_run_on_the_right_fields(fake, k8s):
+    errors = k8s.check_spec(
+        spec(
+            framework=S.CUSTOM,
+            queue="research",
+            roles=[S.Role("trainer", 1, "nvidia.com/h100", 8)],
+            datasources=[
+                S.Datasource("pfs", "other-claim", "/mnt/a"),
+                S.Datasource("bos", "", "/mnt/b", "bos://bucket/x"),
+                S.Datasource("hostpath", "scratch", "/mnt/c", "/../etc"),
+            ],
+            image_config=S.ImageConfig("me", "pw"),
+            enable_rdma=True,
+            log_persistence=True,
+        )
+    )
+
+    assert set(errors) == {
+        "queue",
+        "jobFramework",
+        "roles[0].acceleratorType",
+        "datasources[0].name",
+        "datasources[1].type",
+        "datasources[2].sourcePath",
+        "jobSpec.imageConfig",
+        "jobSpec.enableRDMA",
+        "logPersistence",
+    }
+    assert errors["datasources[0].name"] == [
+        "The cluster has no pfs volume “other-claim”; it has datasets."
+    ]
+
+
+def test_a_refused_spec_fails_without_calling_the_api_server(fake, k8s, alice):
+    job = submitted(alice, k8s, framework=S.CUSTOM, roles=[S.Role("trainer", 1, A800, 1)])
+
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert "jobFramework" in job.status_reason
+    assert not fake.calls("create secrets") and not fake.jobs()
+
+
+# -- submission --------------------------------------------------------------------------
+
+
+def test_submitting_creates_the_secret_then_the_pytorchjob_exactly_as_previewed(fake, k8s, alice):
+    job = submitted(alice, k8s)
+
+    name = M.object_name(job.job_spec(), job.public_id)
+    assert job.status == JobStatus.QUEUED
+    assert job.external_id == name
+    [secret_call] = fake.calls("create secrets")
+    [job_call] = fake.calls("create pytorchjobs")
+    assert fake.requests.index(secret_call) < fake.requests.index(job_call)
+    assert secret_call.body["stringData"] == {"HF_TOKEN": "hf_secret_value"}
+    assert job_call.param("fieldValidation") == "Strict"
+    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id)
+    assert job_call.body == preview.body
+    assert f"{preview.path}" == f"{job_call.path}?fieldValidation=Strict"
+    assert preview.before[0].body["stringData"] == {"HF_TOKEN": "******"}
+    # The Secret belongs to the job's resource: deleting one deletes the other.
+    [owner] = fake.secret(f"{name}-env")["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("PyTorchJob", fake.job(name)["metadata"]["uid"])
+    assert reasons(job) == ["Created", "Submitting", "Submitted"]
+
+
+def test_a_create_that_got_no_answer_is_sent_again_and_what_it_made_is_adopted(fake, k8s, alice):
+    fake.drop_next("create pytorchjobs", after=True)  # created, but the answer was lost
+
+    job = submitted(alice, k8s)
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    k8s.submit(job)
+    job.refresh_from_db()
+
+    assert len(fake.jobs()) == 1
+    assert job.external_id == fake.jobs()[0]["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 2
+    assert reasons(job)[-3:] == ["SubmitRetry", "Submitting", "Submitted"]
+    assert "adopted" in job.events.get(reason="Submitted").message
+
+
+def test_a_worker_that_died_mid_create_leaves_a_job_that_is_adopted_not_duplicated(
+    fake, k8s, alice
+):
+    job = submitted(alice, k8s)
+    name = job.external_id
+    # As if the worker died after the create reached the API server.
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.SUBMITTING,
+        external_id="",
+        updated_at=timezone.now() - timedelta(minutes=5),
+    )
+    job.refresh_from_db()
+
+    k8s.sync(job)  # the worker's sync finds it stuck
+    job.refresh_from_db()
+    k8s.submit(job)  # and the next dispatch sends it again
+    job.refresh_from_db()
+
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, name)
+    assert len(fake.jobs()) == 1
+
+
+def test_an_object_of_that_name_that_is_not_this_jobs_is_left_alone(fake, k8s, alice):
+    [job] = jobs_submit(
+        owner=alice, spec=spec(), submit_key=str(uuid.uuid4()), backend="kubernetes"
+    )
+    name = M.object_name(job.job_spec(), job.public_id)
+    fake.objects[("pytorchjobs", "default", name)] = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "namespace": "default", "labels": {"owner": "someone"}},
+        "spec": {},
+    }
+
+    k8s.submit(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert f"A PyTorchJob named {name} already exists" in job.status_reason
+    assert fake.job(name)["metadata"]["labels"] == {"owner": "someone"}
+
+
+def test_a_refusal_by_the_api_server_fails_the_submit_with_its_message_and_removes_the_secret(
+    fake, k8s, alice
+):
+    fake.fail_next(
+        "create pytorchjobs",
+        status=403,
+        reason="Forbidden",
+        message="exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=16, hf_secret_value",
+    )
+
+    job = submitted(alice, k8s)
+
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert "exceeded quota: gpu-quota" in job.status_reason
+    assert "Forbidden" in job.status_reason
+    assert "hf_secret_value" not in job.status_reason
+    assert fake.secret(f"{M.object_name(job.job_spec(), job.public_id)}-env") is None
+
+
+def test_an_unreachable_api_server_keeps_the_job_queued_and_pauses_submits(
+    fake, k8s, alice, settings
+):
+    settings.KUBERNETES_API_URL = "http://127.0.0.1:9"  # nothing listens there
+
+    job = submitted(alice, k8s)
+    k8s.submit(job)  # within the pause: not even tried
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert reasons(job) == ["Created", "Submitting", "SubmitDeferred"]
+    assert "could not be reached" in job.events.get(reason="SubmitDeferred").message
+
+
+def test_after_four_creates_without_an_answer_the_job_is_submit_failed(fake, k8s, alice):
+    fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
+
+    job = submitted(alice, k8s)
+    for _ in range(3):
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert job.events.filter(reason="SubmitTimedOut").count() == 4
+
+
+def test_the_manifest_passes_the_fakes_strict_checks_for_every_framework(fake, k8s, alice):
+    mpi = submitted(
+        alice,
+        k8s,
+        framework=S.MPI,
+        roles=[S.Role("master", 1, "", 0, cpu=2), S.Role("worker", 2, A800, 8)],
+    )
+    tf = submitted(
+        alice,
+        k8s,
+        framework=S.TENSORFLOW,
+        roles=[S.Role("chief", 1, A800, 1), S.Role("ps", 1, "", 0, cpu=4)],
+        datasources=[S.Datasource("hostpath", "scratch", "/mnt/scratch", "/tf")],
+    )
+
+    assert (mpi.status, tf.status) == (JobStatus.QUEUED, JobStatus.QUEUED)
+    assert [c.path for c in fake.calls("create mpijobs")] == [
+        "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs"
+    ]
+    assert len(fake.calls("create tfjobs")) == 1
+
+
+def test_the_fake_refuses_a_mount_without_its_volume_and_an_unknown_field(fake, k8s):
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    client = KubeClient(server=fake.url, token=fake.token)
+    body = M.job_manifest(spec(envs=[]), M.Cluster(), name="x-1", namespace="default", job_id="j")
+    pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    pod["volumes"] = pod["volumes"][:1]
+    with pytest.raises(KubeError) as invalid:
+        client.create(M.resource_path(S.PYTORCH, "default"), body)
+    pod["volumes"].append({"name": "data-0", "emptyDir": {}})
+    pod["containers"][0]["gpus"] = 8
+    with pytest.raises(KubeError) as unknown:
+        client.create(M.resource_path(S.PYTORCH, "default"), body)
+
+    assert (invalid.value.status, invalid.value.reason) == (422, "Invalid")
+    assert "volumeMounts[1].name: Not found: 'data-0'" in invalid.value.message
+    assert (unknown.value.status, unknown.value.reason) == (400, "BadRequest")
+    assert 'unknown field "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].gpus"' in (
+        unknown.value.message
+    )
+
+
+# -- following a job ---------------------------------------------------------------------
+
+
+def test_sync_follows_conditions_pods_and_events_without_duplicates(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    name = job.external_id
+    fake.set_conditions(name, ("Created", "created"), ("Running", "PyTorchJob is running."))
+    pods = fake.run_pods(name)
+    fake.add_event("PyTorchJob", name, "SuccessfulCreatePod", f"Created pod: {pods[0]}")
+    fake.add_event("Pod", pods[1], "FailedScheduling", "0/4 nodes are available", type="Warning")
+
+    k8s.sync(job)
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.RUNNING
+    assert sorted(job.replicas.values_list("role", "index", "status", "node")) == [
+        ("master", 0, "running", "node-1"),
+        ("worker", 0, "running", "node-1"),
+    ]
+    copied = job.events.filter(reason__startswith="K8s:").order_by("id")
+    assert [(e.reason, e.message, e.type) for e in copied] == [
+        ("K8s:SuccessfulCreatePod", f"Created pod: {pods[0]}", EventType.NORMAL),
+        ("K8s:FailedScheduling", f"{pods[1]}: 0/4 nodes are available", EventType.WARNING),
+    ]
+    assert job.events.get(reason="Running").message == (
+        "Kubernetes reports Running: PyTorchJob is running."
+    )
+
+    fake.set_conditions(name, ("Succeeded", "PyTorchJob succeeded."))
+    fake.set_pod_phase(pods[0], "Succeeded")
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert sorted(job.replicas.values_list("role", "status")) == [
+        ("master", "succeeded"),
+        ("worker", "stopped"),
+    ]
+
+
+def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s, alice):
+    late = submitted(alice, k8s)
+    broken = submitted(alice, k8s)
+    fake.set_conditions(late.external_id, ("Failed", "active too long", "DeadlineExceeded"))
+    fake.set_conditions(broken.external_id, ("Failed", "worker-0 exited with 1 hf_secret_value"))
+
+    k8s.sync(late)
+    k8s.sync(broken)
+
+    late.refresh_from_db()
+    broken.refresh_from_db()
+    assert late.status == JobStatus.TIMED_OUT
+    assert broken.status == JobStatus.FAILED
+    assert "worker-0 exited with 1 ******" in broken.status_reason
+
+
+def test_a_job_kubernetes_no_longer_has_is_marked_failed(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    del fake.objects[("pytorchjobs", "default", job.external_id)]
+
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="Lost").exists()
+
+
+def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake, k8s, alice):
+    fake.hold_deletions = True
+    job = submitted(alice, k8s)
+    name = job.external_id
+    fake.set_conditions(name, ("Running", "running"))
+    fake.run_pods(name)
+    k8s.sync(job)
+
+    k8s.stop(job)
+    job.refresh_from_db()
+    # The operator marks the job failed as its pods are killed: the console stays Stopping.
+    fake.set_conditions(name, ("Failed", "master-0 killed"))
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    [delete] = fake.calls("delete pytorchjobs")
+    assert delete.param("propagationPolicy") == "Foreground"
+    assert fake.secret(f"{name}-env") is None
+
+    fake.finish_deletions()
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert set(job.replicas.values_list("status", flat=True)) == {"stopped"}
+    assert len(fake.calls("delete pytorchjobs")) == 1
+
+
+def test_a_stop_the_api_server_refuses_raises_and_is_recorded(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    fake.fail_next(
+        "delete pytorchjobs",
+        status=403,
+        reason="Forbidden",
+        message='pytorchjobs.kubeflow.org "x" is forbidden: User cannot delete',
+    )
+
+    with pytest.raises(BackendError) as refused:
+        k8s.stop(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert "Kubernetes did not stop the job" in refused.value.message
+    assert "User cannot delete" in job.events.get(reason="StopFailed").message
+
+
+def test_a_stop_without_an_answer_is_taken_and_sent_again_while_the_job_is_there(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    fake.fail_next("delete pytorchjobs", status=503, reason="ServiceUnavailable")
+
+    k8s.stop(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=2))
+    k8s._stops_sent.clear()
+    job.refresh_from_db()
+    k8s.sync(job)  # still there, not being deleted: the delete goes again
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+
+    assert len(fake.calls("delete pytorchjobs")) == 2
+    assert job.status == JobStatus.STOPPED
+
+
+def test_deleting_removes_the_job_and_its_secret_from_the_cluster(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    name = job.external_id
+
+    k8s.delete(job)
+
+    assert fake.jobs() == []
+    assert fake.secret(f"{name}-env") is None
+
+
+def test_logs_are_read_from_the_replicas_pod_with_tail_and_since(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    [master, worker] = fake.run_pods(job.external_id)
+    fake.add_logs(worker, ["old line"], stamp="2026-01-01T00:00:00Z")
+    fake.add_logs(worker, ["epoch 1", "epoch 2 token hf_secret_value"])
+
+    tail = k8s.logs(job, "worker-0", tail=1)
+    since = k8s.logs(job, "worker-0", since=timezone.now() - timedelta(hours=1))
+
+    assert tail == ["epoch 2 token ******"]
+    assert since == ["epoch 1", "epoch 2 token ******"]
+    [call, _] = fake.calls("log pods")
+    assert (call.param("container"), call.param("tailLines")) == ("pytorch", "1")
+    assert k8s.logs(job, "worker-5", tail=10) == []
+
+
+def test_a_failed_log_read_says_the_logs_were_not_returned(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    fake.run_pods(job.external_id)
+    fake.fail_next("log pods", status=500, reason="InternalError", message="kubelet unreachable")
+
+    with pytest.raises(BackendError) as failed:
+        k8s.logs(job, "master-0", tail=10)
+
+    assert failed.value.message == (
+        "Kubernetes did not return the logs: kubelet unreachable (InternalError, HTTP 500)"
+    )
