@@ -209,4 +209,13 @@ def sent_request(spec: S.JobSpec, backend_name: str, *, job_id: str = "") -> tup
     except BackendError:  # misconfigured: the stored v1 body is still the truth
         line = f"POST /api/v1/aijobs?resourcePoolId={spec.resource_pool_id}"
         body = spec.to_v1_body(masked=True)
-    return line, request_json(body)  # the text the AIHC client sends
+        return line, request_json(body)
+    if not preview.before:
+        return line, request_json(body)  # the text the AIHC client sends
+    # Requests sent first (a Kubernetes job's Secret): each with its line, in order.
+    first, *rest = (*preview.before, preview)
+    text = "\n\n".join(
+        [request_json(first.body)]
+        + [f"{one.method} {one.path}\n{request_json(one.body)}" for one in rest]
+    )
+    return f"{first.method} {first.path}", text

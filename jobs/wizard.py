@@ -1428,23 +1428,32 @@ def submitted_job(draft: Draft) -> Job | None:
 
 def request_preview(spec: S.JobSpec, pool: Pool | None) -> tuple[RequestPreview, str, str]:
     """The create request the pool's backend will send (secrets masked), its body exactly as
-    sent, and a curl command sending the same bytes to the same URL. The signature needs the
-    secret key, so the curl has placeholders for it and names the headers it covers."""
+    sent, and a curl command sending the same bytes to the same URL (after the requests the
+    backend sends first, a Kubernetes job's Secret). The credentials stay out: an AIHC curl has
+    placeholders for the bce-auth-v1 signature and names the headers it covers, a Kubernetes
+    one for the bearer token."""
     backend = get_backend(pool.backend if pool else "local")
     preview = backend.request_preview(spec)
     body = request_json(preview.body)
-    headers = [
-        *(f"{name}: {value}" for name, value in preview.headers.items()),
-        "x-bce-date: <timestamp>",
-        "Authorization: bce-auth-v1/<access key>/<timestamp>/1800/"
-        f"{preview.signed_headers}/<signature>",
-    ]
-    curl = (
+    curl = " && \\\n".join(_curl(one) for one in (*preview.before, preview))
+    return preview, body, curl
+
+
+def _curl(preview: RequestPreview) -> str:
+    headers = [f"{name}: {value}" for name, value in preview.headers.items()]
+    if preview.auth == "bearer":
+        headers.append("Authorization: Bearer <token>")
+    else:
+        headers += [
+            "x-bce-date: <timestamp>",
+            "Authorization: bce-auth-v1/<access key>/<timestamp>/1800/"
+            f"{preview.signed_headers}/<signature>",
+        ]
+    return (
         f"curl -X {preview.method} {shlex.quote(preview.endpoint + preview.path)} \\\n"
         + "".join(f"  -H {shlex.quote(header)} \\\n" for header in headers)
-        + f"  --data-raw {shlex.quote(body)}"
+        + f"  --data-raw {shlex.quote(request_json(preview.body))}"
     )
-    return preview, body, curl
 
 
 def environment_preview(

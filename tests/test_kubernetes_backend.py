@@ -43,7 +43,9 @@ def fake(settings):
 
 
 @pytest.fixture(autouse=True)
-def english():
+def english(settings):
+    """Messages are read and recorded in English (the console defaults to Chinese)."""
+    settings.LANGUAGE_CODE = "en"
     with translation.override("en"):
         yield
 

@@ -94,6 +94,11 @@ class RequestPreview:
     before: tuple[RequestPreview, ...] = ()
 
     @property
+    def body_text(self) -> str:
+        """The body as sent (the review shows the requests sent first by it)."""
+        return request_json(self.body)
+
+    @property
     def signed_headers(self) -> str:
         """The signedHeaders list of the bce-auth-v1 signature the AIHC client computes."""
         return ";".join(sorted({"host", "x-bce-date", *(name.lower() for name in self.headers)}))

@@ -1,0 +1,159 @@
+"""Kubernetes (Kubeflow) pools through the console's pages: wizard, review, worker, job page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+from django.urls import reverse
+
+from jobs import wizard as W
+from jobs.models import Job, JobStatus
+from tests.fake_kubernetes import FakeKubernetes, configure
+from tests.test_wizard import (
+    basic_data,
+    complete_steps,
+    data_data,
+    new_draft,
+    post_step,
+    resources_data,
+    role,
+    step_url,
+)
+
+A800 = "baidu.com/a800_80g_cgpu"
+POOL = "k8s-ml"
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeKubernetes().start()
+    fake.add_namespace("ml")
+    fake.add_node("gpu-1", {"nvidia.com/gpu": "8"})
+    fake.add_node("gpu-2", {"nvidia.com/gpu": "8"})
+    fake.add_pod("ml", "other", node="gpu-2", requests={"nvidia.com/gpu": "5"})
+    configure(
+        settings,
+        fake,
+        KUBERNETES_NAMESPACES="ml",
+        KUBERNETES_QUEUES="gpu-queue,cpu-queue",
+        KUBERNETES_ACCELERATORS=f"{A800}=nvidia.com/gpu",
+        KUBERNETES_VOLUMES="pfs=datasets",
+    )
+    yield fake
+    fake.stop()
+
+
+def k8s_steps(**basic) -> dict:
+    return {
+        W.BASIC: basic_data(resource_pool=POOL, queue="gpu-queue", **basic),
+        W.RESOURCES: resources_data(roles=[role("master", 1, A800, 4), role("worker", 1, A800, 4)]),
+        W.DATA: data_data(mounts=(("pfs", "datasets", "/mnt/data"),)),
+    }
+
+
+def test_the_wizard_offers_the_namespace_pool_its_kueue_queues_and_idle_cards(fake, alice_client):
+    draft = new_draft(alice_client)
+
+    basic = alice_client.get(step_url(draft, W.BASIC))
+    queues = alice_client.get(reverse("wizard-queues", args=[draft.id]), {"resource_pool": POOL})
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **k8s_steps())
+    resources = alice_client.get(step_url(draft, W.RESOURCES))
+
+    assert f'value="{POOL}"' in basic.content.decode()
+    assert re.findall(r'<option value="([^"]+)"', queues.content.decode()) == [
+        "gpu-queue",
+        "cpu-queue",
+    ]
+    # 16 cards, 5 in use: 11 idle.
+    assert re.search(rf"{re.escape(A800)}\D{{0,12}}11\D{{1,8}}16", resources.content.decode())
+
+
+def test_a_refused_feature_is_shown_on_its_wizard_step(fake, alice_client):
+    from tests.test_wizard import advanced_data, field_errors
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **k8s_steps())
+
+    r = post_step(alice_client, draft, W.ADVANCED, advanced_data(cpu_exclusive="on"))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_cpu_exclusive") == ["CPU 独占暂不支持 Kubernetes 资源池。"]
+
+
+def test_the_review_shows_the_secret_then_the_pytorchjob_and_a_bearer_token_curl(
+    fake, alice_client
+):
+    from tests.test_wizard import image_data
+
+    draft = new_draft(alice_client)
+    image = image_data(envs=[("HF_TOKEN", "hf_typed_secret", True)])
+    complete_steps(alice_client, draft, **k8s_steps(), **{W.IMAGE: image})
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    line = re.search(r'id="request-line">([^<]*)<', page).group(1)
+    body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
+    first = json.loads(
+        html.unescape(
+            re.search(r'class="spec-json small request-before"[^>]*>(.*?)</pre>', page, re.S)[1]
+        )
+    )
+    curl = html.unescape(re.search(r'id="request-curl">(.*?)</pre>', page, re.S).group(1))
+    assert line == "POST /apis/kubeflow.org/v1/namespaces/ml/pytorchjobs?fieldValidation=Strict"
+    assert body["kind"] == "PyTorchJob"
+    assert body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu-queue"
+    assert (first["kind"], first["stringData"]) == ("Secret", {"HF_TOKEN": "******"})
+    assert curl.startswith(
+        f"curl -X POST '{fake.url}/api/v1/namespaces/ml/secrets?fieldValidation=Strict'"
+    )
+    assert (
+        f" && \\\ncurl -X POST '{fake.url}/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs" in curl
+    )
+    assert "Authorization: Bearer <token>" in curl and "bce-auth" not in curl
+    assert "hf_typed_secret" not in page
+
+
+def test_a_job_built_in_the_wizard_runs_on_kubernetes_and_its_page_follows_it(
+    fake, alice_client, alice
+):
+    from jobs.worker import Worker
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **k8s_steps())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    assert (job.backend, job.resource_pool, job.status) == ("kubernetes", POOL, JobStatus.QUEUED)
+    worker = Worker()
+
+    worker.dispatch_remote()
+    worker.dispatch_remote()  # a job Kubernetes has is not created again
+
+    job.refresh_from_db()
+    assert job.external_id == fake.jobs()[0]["metadata"]["name"]
+    assert len(fake.calls("create pytorchjobs")) == 1
+    fake.set_conditions(job.external_id, ("Running", "PyTorchJob is running."), namespace="ml")
+    [_master, worker_pod] = fake.run_pods(job.external_id, namespace="ml")
+    fake.add_logs(worker_pod, ["epoch 1 loss 2.31", "epoch 2 loss 1.97"], namespace="ml")
+    worker.sync_remote()
+
+    job.refresh_from_db()
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]), {"replica": "worker-0"})
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert job.status == JobStatus.RUNNING
+    assert sorted(job.replicas.values_list("role", "index", "status")) == [
+        ("master", 0, "running"),
+        ("worker", 0, "running"),
+    ]
+    assert "epoch 2 loss 1.97" in text
+    assert "/apis/kubeflow.org/v1/namespaces/ml/pytorchjobs" in text
+
+    stopped = alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
+    worker.sync_remote()
+    job.refresh_from_db()
+    assert stopped.status_code == 302
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
