@@ -241,6 +241,8 @@ LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
 def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any]]:
     """What the pool's platform sets in every instance, as the image step lists it."""
     variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
+    if pool is not None and pool.backend == "kubernetes":
+        return variables  # the manifest sets the local runner's extras too (job id, role...)
     if pool is None or pool.backend != "local":
         return [
             (name, meaning) for name, meaning in variables if name not in LOCAL_RUNNER_VARIABLES

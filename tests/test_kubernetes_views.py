@@ -114,6 +114,23 @@ def test_the_review_shows_the_secret_then_the_pytorchjob_and_a_bearer_token_curl
     )
     assert "Authorization: Bearer <token>" in curl and "bce-auth" not in curl
     assert "hf_typed_secret" not in page
+    # Each pod's environment, with the operator's addresses and what the manifest sets.
+    envs = html.unescape(page[page.index('id="env-preview"') :])
+    name = body["metadata"]["name"]
+    assert f"MASTER_ADDR={name}-master-0" in envs
+    assert "AIHC_ROLE_INDEX=0" in envs and "HF_TOKEN=******" in envs
+
+
+def test_the_image_step_lists_every_variable_the_manifest_sets(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    listed = re.findall(r'<td class="font-monospace">([A-Z_]+)</td>', page)
+    assert {"AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED", "MASTER_ADDR"} <= (
+        set(listed)
+    )
 
 
 def test_a_job_built_in_the_wizard_runs_on_kubernetes_and_its_page_follows_it(
@@ -157,3 +174,37 @@ def test_a_job_built_in_the_wizard_runs_on_kubernetes_and_its_page_follows_it(
     assert stopped.status_code == 302
     assert job.status == JobStatus.STOPPED
     assert fake.jobs() == []
+
+
+def test_the_job_page_and_admin_show_the_secret_and_the_job_in_the_order_they_were_sent(
+    fake, alice_client, alice, admin_client
+):
+    from jobs.backends import get_backend
+    from tests.test_wizard import image_data
+
+    draft = new_draft(alice_client)
+    image = image_data(envs=[("HF_TOKEN", "hf_typed_secret", True)])
+    complete_steps(alice_client, draft, **k8s_steps(), **{W.IMAGE: image})
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend("kubernetes").submit(job)
+    [secret_call] = fake.calls("create secrets")
+    [job_call] = fake.calls("create pytorchjobs")
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]))
+    admin = admin_client.get(reverse("admin:jobs_job_change", args=[job.pk]))
+
+    assert page.status_code == admin.status_code == 200
+    for text in (page.content.decode(), admin.content.decode()):
+        shown = html.unescape(
+            re.search(r"<pre[^>]*\bapi-request\b[^>]*>(.*?)</pre>", text, re.S)[1]
+        )
+        first, second = shown.split("\n\nPOST ")
+        line, _, body = first.partition("\n")
+        assert line == "POST /api/v1/namespaces/ml/secrets?fieldValidation=Strict"
+        assert json.loads(body)["stringData"] == {"HF_TOKEN": "******"}
+        line, _, body = second.partition("\n")
+        assert f"POST {line}" == f"POST {job_call.path}?fieldValidation=Strict"
+        assert json.loads(body) == job_call.body
+        assert "hf_typed_secret" not in text
+    assert secret_call.body["stringData"] == {"HF_TOKEN": "hf_typed_secret"}

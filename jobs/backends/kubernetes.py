@@ -57,12 +57,7 @@ from jobs.models import (
     JobStatus,
     ReplicaStatus,
 )
-from jobs.runtime_env import (
-    DEFAULT_TF_PORT,
-    LOCAL_RUNNER_VARIABLES,
-    ReplicaRef,
-    replica_environment,
-)
+from jobs.runtime_env import DEFAULT_TF_PORT, ReplicaRef, replica_environment
 from jobs.services import job_event, recorded
 
 from .aihc import AihcBackend
@@ -250,9 +245,12 @@ class KubernetesBackend(Backend):
             token = config.bearer_token()
         except ConfigError as exc:
             raise BackendError(str(exc), code="Misconfigured") from None
-        key = (*config.key(), token, for_page)
+        key = (*config.key(), for_page)
         with self._lock:
             client = self._clients.get(key)
+            if client is not None and client.token != token:
+                client.close()  # the token file was rotated
+                client = None
             if client is None:
                 client = KubeClient(
                     server=config.server,
@@ -456,10 +454,11 @@ class KubernetesBackend(Backend):
         self, spec: spec_module.JobSpec, ref: ReplicaRef, *, job_id: str
     ) -> dict[str, str]:
         """What a pod finds: the operator's variables (its service names, in the pool's
-        namespace) plus the ones the manifest sets; not the local runner's AIHC_* extras."""
+        namespace) plus the ones the manifest sets (AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX
+        and PYTHONUNBUFFERED too, as the local runner sets them)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
-        env = replica_environment(
+        return replica_environment(
             spec,
             ref,
             job_id=job_id,
@@ -467,15 +466,6 @@ class KubernetesBackend(Backend):
             tf_address=lambda role, i: f"{name}-{role}-{i}.{namespace}.svc:{DEFAULT_TF_PORT}",
             masked=True,
         )
-        own = {e.name for e in spec.envs}
-        for variable in LOCAL_RUNNER_VARIABLES:
-            if variable == "PYTHONUNBUFFERED" or variable in own:
-                continue
-            env.pop(variable, None)
-        env["AIHC_JOB_ID"] = job_id
-        env["AIHC_ROLE"] = ref.role
-        env["AIHC_ROLE_INDEX"] = str(ref.index)
-        return env
 
     # -- submission ----------------------------------------------------------------
 
@@ -513,16 +503,16 @@ class KubernetesBackend(Backend):
             return
         secret, manifest = self.manifests(spec, job_id=job.public_id, config=config)
         namespace = namespace_of(job.resource_pool)
-        created_secret = False
+        secret_made = False  # by this job: made now, or adopted (it carries the job's id)
         try:
             if secret is not None:
-                _body, adopted = self._create_owned(client, M.secret_path(namespace), secret, job)
-                created_secret = not adopted
+                self._create_owned(client, M.secret_path(namespace), secret, job)
+                secret_made = True
             resource, adopted = self._create_owned(
                 client, M.resource_path(spec.framework, namespace), manifest, job
             )
         except KubeError as exc:
-            if created_secret and _refused(exc):
+            if secret_made and _refused(exc):  # no job will use it
                 self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
             self._create_failed(job, exc, secrets, config)
             return

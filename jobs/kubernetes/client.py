@@ -103,6 +103,10 @@ class KubeClient:
     def __repr__(self) -> str:
         return f"KubeClient({self.server!r})"
 
+    @property
+    def token(self) -> str:
+        return self._token
+
     def close(self) -> None:
         self._http.close()
 
