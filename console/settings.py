@@ -479,6 +479,10 @@ KUBERNETES_VOLUMES = env("KUBERNETES_VOLUMES")
 KUBERNETES_HOST_PATHS = env("KUBERNETES_HOST_PATHS")
 # high|normal|low=PriorityClass name,...; a priority not listed sets no priorityClassName.
 KUBERNETES_PRIORITY_CLASSES = env("KUBERNETES_PRIORITY_CLASSES")
+# Taints every job's pods tolerate ("dedicated=training:NoSchedule,nvidia.com/gpu:NoSchedule"),
+# and the Secrets their images are pulled with ("regcred").
+KUBERNETES_TOLERATIONS = env("KUBERNETES_TOLERATIONS")
+KUBERNETES_IMAGE_PULL_SECRETS = env("KUBERNETES_IMAGE_PULL_SECRETS")
 # Nodes and pods are read for idle cards at most once per this many seconds.
 KUBERNETES_CACHE_SECONDS = envfloat("KUBERNETES_CACHE_SECONDS", 10)
 KUBERNETES_CONNECT_TIMEOUT = envfloat("KUBERNETES_CONNECT_TIMEOUT", 5, positive=True)

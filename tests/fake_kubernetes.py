@@ -1001,6 +1001,27 @@ class FakeKubernetes:
         for key, value in selector.items() if isinstance(selector, dict) else []:
             if not LABEL_NAME.match(key.rpartition("/")[2]) or not LABEL_VALUE.match(str(value)):
                 check.bad(f"{path}.nodeSelector", f"Invalid value: {key}={value}")
+        for i, toleration in enumerate(pod.get("tolerations") or []):
+            tpath = f"{path}.tolerations[{i}]"
+            toleration = check.fields(
+                toleration, {"key", "operator", "value", "effect", "tolerationSeconds"}, tpath
+            )
+            operator = toleration.get("operator", "Equal")
+            if operator not in ("Equal", "Exists"):
+                check.bad(f"{tpath}.operator", "Unsupported value")
+            if operator == "Exists" and toleration.get("value"):
+                check.bad(f"{tpath}.operator", "value must be empty when `operator` is 'Exists'")
+            if toleration.get("effect", "") not in (
+                "",
+                "NoSchedule",
+                "PreferNoSchedule",
+                "NoExecute",
+            ):
+                check.bad(f"{tpath}.effect", "Unsupported value")
+        for i, ref in enumerate(pod.get("imagePullSecrets") or []):
+            ref = check.fields(ref, {"name"}, f"{path}.imagePullSecrets[{i}]")
+            if not DNS_SUBDOMAIN.match(str(ref.get("name", ""))):
+                check.bad(f"{path}.imagePullSecrets[{i}].name", "Required value")
         if "hostNetwork" in pod and not isinstance(pod["hostNetwork"], bool):
             check.bad(f"{path}.hostNetwork", "must be a boolean")
         if pod.get("dnsPolicy", "ClusterFirst") not in (
@@ -1211,6 +1232,8 @@ def configure(settings: Any, fake: FakeKubernetes, **overrides: Any) -> None:
     settings.KUBERNETES_VOLUMES = ""
     settings.KUBERNETES_HOST_PATHS = ""
     settings.KUBERNETES_PRIORITY_CLASSES = ""
+    settings.KUBERNETES_TOLERATIONS = ""
+    settings.KUBERNETES_IMAGE_PULL_SECRETS = ""
     settings.KUBERNETES_CACHE_SECONDS = 10
     settings.KUBERNETES_READ_TIMEOUT = 5
     settings.KUBERNETES_PAGE_READ_TIMEOUT = 2

@@ -336,7 +336,12 @@ def test_after_four_creates_without_an_answer_the_job_is_submit_failed(fake, k8s
     assert job.events.filter(reason="SubmitTimedOut").count() == 4
 
 
-def test_the_manifest_passes_the_fakes_strict_checks_for_every_framework(fake, k8s, alice):
+def test_the_manifest_passes_the_fakes_strict_checks_for_every_framework(
+    fake, k8s, alice, settings
+):
+    settings.KUBERNETES_TOLERATIONS = "dedicated=training:NoSchedule,nvidia.com/gpu"
+    settings.KUBERNETES_IMAGE_PULL_SECRETS = "regcred"
+    settings.KUBERNETES_PRIORITY_CLASSES = "normal=training-normal"
     mpi = submitted(
         alice,
         k8s,
@@ -356,6 +361,9 @@ def test_the_manifest_passes_the_fakes_strict_checks_for_every_framework(fake, k
         "/apis/kubeflow.org/v2beta1/namespaces/default/mpijobs"
     ]
     assert len(fake.calls("create tfjobs")) == 1
+    pod = fake.calls("create tfjobs")[0].body["spec"]["tfReplicaSpecs"]["PS"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert pod["priorityClassName"] == "training-normal"
 
 
 def test_the_fake_refuses_a_mount_without_its_volume_and_an_unknown_field(fake, k8s):

@@ -268,3 +268,26 @@ def test_a_sub_path_leaving_its_volume_is_refused():
     assert M.sub_path("/a/b/") == "a/b"
     assert M.sub_path("") == M.sub_path("/") == ""
     assert M.sub_path("../etc") is None
+
+
+def test_every_pod_tolerates_the_configured_taints_and_pulls_with_the_configured_secrets():
+    cluster = M.Cluster(
+        accelerators=CLUSTER.accelerators,
+        tolerations=(
+            {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"},
+            {"key": "nvidia.com/gpu", "operator": "Exists"},
+        ),
+        image_pull_secrets=("regcred",),
+    )
+
+    body = manifest(pytorch_spec(), cluster)
+
+    for replica in body["spec"]["pytorchReplicaSpecs"].values():
+        pod = replica["template"]["spec"]
+        assert pod["tolerations"] == [
+            {"key": "dedicated", "operator": "Equal", "value": "training", "effect": "NoSchedule"},
+            {"key": "nvidia.com/gpu", "operator": "Exists"},
+        ]
+        assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    plain = manifest(pytorch_spec())["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert "tolerations" not in plain and "imagePullSecrets" not in plain

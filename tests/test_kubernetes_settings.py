@@ -17,7 +17,8 @@ ENABLED = {
 SHOW = (
     "from django.conf import settings as s; from jobs.kubernetes.config import Config; "
     "c = Config.from_settings(s); print(c.server, c.token_file, c.ca_file, c.namespaces, "
-    "c.queues, sorted(c.cluster.accelerators), c.cluster.claims, c.cluster.priority_classes)"
+    "c.queues, sorted(c.cluster.accelerators), c.cluster.claims, c.cluster.priority_classes, "
+    "c.cluster.tolerations, c.cluster.image_pull_secrets)"
 )
 
 
@@ -34,6 +35,8 @@ SHOW = (
         {"KUBERNETES_VOLUMES": "bos=datasets"},
         {"KUBERNETES_HOST_PATHS": "scratch=data/scratch"},
         {"KUBERNETES_PRIORITY_CLASSES": "urgent=training-high"},
+        {"KUBERNETES_TOLERATIONS": "dedicated=training:NoSchedul"},
+        {"KUBERNETES_IMAGE_PULL_SECRETS": "Reg_Cred"},
         {"KUBERNETES_CACHE_SECONDS": "-1"},
         {"KUBERNETES_READ_TIMEOUT": "0"},
     ],
@@ -89,7 +92,7 @@ def test_in_a_pod_the_service_account_and_the_service_address_are_the_defaults(t
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[-2] == (
         f"https://10.96.0.1:443 {account / 'token'} {account / 'ca.crt'} ['ml-jobs'] "
-        "['default'] ['nvidia.com/gpu'] {} {}"
+        "['default'] ['nvidia.com/gpu'] {} {} () ()"
     )
 
 
@@ -107,11 +110,15 @@ def test_queues_cards_volumes_and_priority_classes_are_read_as_written(tmp_path)
         ),
         KUBERNETES_VOLUMES="pfs=datasets,nas=home",
         KUBERNETES_PRIORITY_CLASSES="high=training-high",
+        KUBERNETES_TOLERATIONS="dedicated=training:NoSchedule,nvidia.com/gpu",
+        KUBERNETES_IMAGE_PULL_SECRETS="regcred",
     )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[-2] == (
         "https://10.0.0.1:6443   ['team-a', 'team-b'] ['gpu-queue', 'cpu-queue'] "
         "['baidu.com/a800_80g_cgpu', 'nvidia.com/gpu'] "
-        "{'datasets': 'pfs', 'home': 'nas'} {'high': 'training-high'}"
+        "{'datasets': 'pfs', 'home': 'nas'} {'high': 'training-high'} "
+        "({'key': 'dedicated', 'operator': 'Equal', 'value': 'training', 'effect': "
+        "'NoSchedule'}, {'key': 'nvidia.com/gpu', 'operator': 'Exists'}) ('regcred',)"
     )

@@ -352,8 +352,9 @@ class KubernetesBackend(Backend):
             err(
                 "jobSpec.imageConfig",
                 _(
-                    "Registry credentials cannot be sent to Kubernetes yet; give the "
-                    "namespace's service account an image pull secret instead."
+                    "Registry credentials cannot be sent to Kubernetes yet; the cluster pulls "
+                    "images with its own pull secrets (KUBERNETES_IMAGE_PULL_SECRETS, or the "
+                    "namespace's service account)."
                 ),
             )
         if spec.enable_rdma:

@@ -159,6 +159,44 @@ def priority_classes(text: str) -> dict[str, str]:
     return found
 
 
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def tolerations(text: str) -> tuple[dict[str, str], ...]:
+    """ "key[=value][:Effect],..." -> tolerations: with a value it must equal it, without one
+    the taint's key is enough; without an effect every effect is tolerated."""
+    found = []
+    for item in items(text):
+        head, _colon, effect = (part.strip() for part in item.partition(":"))
+        key, eq, value = (part.strip() for part in head.partition("="))
+        if (
+            not S.LABEL_KEY_RE.match(key)
+            or (eq and not (value and S.LABEL_VALUE_RE.match(value)))
+            or (_colon and effect not in TAINT_EFFECTS)
+        ):
+            raise ConfigError(
+                "KUBERNETES_TOLERATIONS is key[=value][:NoSchedule|PreferNoSchedule|NoExecute],"
+                f"... (e.g. dedicated=training:NoSchedule), not {item!r}"
+            )
+        toleration = {"key": key, "operator": "Equal" if eq else "Exists"}
+        if eq:
+            toleration["value"] = value
+        if effect:
+            toleration["effect"] = effect
+        found.append(toleration)
+    return tuple(found)
+
+
+def image_pull_secrets(text: str) -> tuple[str, ...]:
+    found = items(text)
+    for name in found:
+        if not DNS_SUBDOMAIN_RE.match(name):
+            raise ConfigError(
+                f"KUBERNETES_IMAGE_PULL_SECRETS is Secret names (e.g. regcred), not {name!r}"
+            )
+    return tuple(found)
+
+
 def read_file(variable: str, path: str, *, what: str) -> str:
     try:
         text = Path(path).read_text().strip()
@@ -224,6 +262,8 @@ class Config:
                 host_paths=hosts,
                 priority_classes=priority_classes(settings.KUBERNETES_PRIORITY_CLASSES),
                 kueue=bool(queue_names),
+                tolerations=tolerations(settings.KUBERNETES_TOLERATIONS),
+                image_pull_secrets=image_pull_secrets(settings.KUBERNETES_IMAGE_PULL_SECRETS),
             ),
             cache_seconds=settings.KUBERNETES_CACHE_SECONDS,
             connect_timeout=settings.KUBERNETES_CONNECT_TIMEOUT,

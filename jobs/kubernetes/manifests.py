@@ -113,6 +113,10 @@ class Cluster:
     host_paths: dict[str, str] = field(default_factory=dict)  # volume name -> node folder
     priority_classes: dict[str, str] = field(default_factory=dict)  # high/normal/low -> class
     kueue: bool = False  # queues are Kueue LocalQueues
+    # Every pod of every job: taints it tolerates (a dedicated training node pool), and the
+    # Secrets its images are pulled with (the console sends no registry password itself).
+    tolerations: tuple[dict[str, str], ...] = ()
+    image_pull_secrets: tuple[str, ...] = ()
 
 
 def object_name(spec: S.JobSpec, job_id: str) -> str:
@@ -281,6 +285,10 @@ def _pod_template(
         pod["nodeSelector"] = dict(accelerator.node_selector)
     if priority_class := cluster.priority_classes.get(spec.priority):
         pod["priorityClassName"] = priority_class
+    if cluster.tolerations:
+        pod["tolerations"] = [dict(t) for t in cluster.tolerations]
+    if cluster.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": name} for name in cluster.image_pull_secrets]
     if spec.host_network:
         pod["hostNetwork"] = True
         pod["dnsPolicy"] = "ClusterFirstWithHostNet"
