@@ -202,6 +202,16 @@ def test_it_refuses_what_the_cluster_cannot_run_on_the_right_fields(fake, k8s):
     ]
 
 
+def test_it_refuses_more_than_one_tensorflow_evaluator_as_the_operator_does(fake, k8s):
+    roles = [S.Role("chief", 1, A800, 1), S.Role("evaluator", 2, A800, 1)]
+
+    errors = k8s.check_spec(spec(framework=S.TENSORFLOW, roles=roles))
+
+    assert errors == {
+        "roles[1].replicas": ["The training operator runs at most 1 TensorFlow evaluator."]
+    }
+
+
 def test_a_refused_spec_fails_without_calling_the_api_server(fake, k8s, alice):
     job = submitted(alice, k8s, framework=S.CUSTOM, roles=[S.Role("trainer", 1, A800, 1)])
 
@@ -480,6 +490,45 @@ def test_stopping_deletes_the_job_and_it_is_stopped_once_gone_never_failed(fake,
     assert job.status == JobStatus.STOPPED
     assert set(job.replicas.values_list("status", flat=True)) == {"stopped"}
     assert len(fake.calls("delete pytorchjobs")) == 1
+
+
+def test_a_job_stopped_while_its_create_was_in_flight_is_found_and_deleted(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    name = job.external_id
+    # Stopped while the create was on its way, and the worker died before it landed.
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.STOPPING,
+        external_id="",
+        updated_at=timezone.now() - timedelta(minutes=5),
+    )
+    job.refresh_from_db()
+
+    k8s.sync(job)  # finds the job by its name and label, deletes it
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.STOPPING, name)
+    k8s.sync(job)  # gone
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == [] and fake.secret(f"{name}-env") is None
+
+
+def test_a_job_stopped_while_a_create_that_made_nothing_was_in_flight_ends_stopped(
+    fake, k8s, alice
+):
+    [job] = jobs_submit(
+        owner=alice, spec=spec(), submit_key=str(uuid.uuid4()), backend="kubernetes"
+    )
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.STOPPING, updated_at=timezone.now() - timedelta(minutes=5)
+    )
+    job.refresh_from_db()
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert not fake.calls("delete pytorchjobs")
 
 
 def test_a_stop_the_api_server_refuses_raises_and_is_recorded(fake, k8s, alice):

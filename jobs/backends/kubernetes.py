@@ -336,6 +336,15 @@ class KubernetesBackend(Backend):
             )
         for i, role in enumerate(spec.roles):
             if (
+                spec.framework == spec_module.TENSORFLOW
+                and role.name == "evaluator"
+                and (role.replicas > 1)
+            ):
+                err(
+                    f"roles[{i}].replicas",
+                    _("The training operator runs at most 1 TensorFlow evaluator."),
+                )
+            if (
                 role.accelerator_type
                 and role.accelerators
                 and role.accelerator_type not in cluster.accelerators
