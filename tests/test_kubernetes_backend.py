@@ -604,3 +604,111 @@ def test_a_failed_log_read_says_the_logs_were_not_returned(fake, k8s, alice):
     assert failed.value.message == (
         "Kubernetes did not return the logs: kubelet unreachable (InternalError, HTTP 500)"
     )
+
+
+def _refusal(fake, change, path=None, content_type="application/json"):
+    """What the fake answers to the seed PyTorchJob changed by `change`."""
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    client = KubeClient(server=fake.url, token=fake.token)
+    body = M.job_manifest(
+        spec(envs=[S.Env("HF_TOKEN", "x", secret=True)], datasources=[]),
+        M.Cluster(),
+        name="llm-train-1",
+        namespace="default",
+        job_id="pytorchjob-1",
+    )
+    change(body)
+    try:
+        client.request(
+            "POST",
+            path or M.resource_path(S.PYTORCH, "default"),
+            body=body,
+            content_type=content_type,
+            idempotent=False,
+        )
+    except KubeError as exc:
+        return exc.status, exc.reason, exc.message
+    return 201, "", ""
+
+
+def _container(body):
+    return body["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "reason", "words"),
+    [
+        (lambda b: b.update(apiVersion="kubeflow.org/v2beta1"), 400, "BadRequest", "API version"),
+        (lambda b: b["metadata"].update(name="LLM_train"), 422, "Invalid", "DNS-1035"),
+        (lambda b: b["metadata"].update(name="a" * 64), 422, "Invalid", "at most 63"),
+        (lambda b: b["metadata"].update(namespace="team-b"), 400, "BadRequest", "namespace"),
+        (
+            lambda b: b["metadata"]["labels"].update(team="x" * 64),
+            422,
+            "Invalid",
+            "63 characters or less",
+        ),
+        (
+            lambda b: b["spec"].update(replicas=2),
+            400,
+            "BadRequest",
+            'unknown field "spec.replicas"',
+        ),
+        (
+            lambda b: b["spec"]["pytorchReplicaSpecs"]["Master"].update(replicas=2),
+            422,
+            "Invalid",
+            "Master.replicas: must be 1",
+        ),
+        (
+            lambda b: _container(b).update(name="trainer"),
+            422,
+            "Invalid",
+            "no container named pytorch",
+        ),
+        (
+            lambda b: _container(b)["env"].append({"name": "1BAD", "value": "x"}),
+            422,
+            "Invalid",
+            "environment variable name",
+        ),
+        (
+            lambda b: _container(b).update(resources={"limits": {"memory": "8 GB"}}),
+            422,
+            "Invalid",
+            "quantities must match",
+        ),
+        (
+            lambda b: _container(b).update(
+                resources={"limits": {"nvidia.com/gpu": "2"}, "requests": {"nvidia.com/gpu": "1"}}
+            ),
+            422,
+            "Invalid",
+            "equal to limits",
+        ),
+        (
+            lambda b: None,  # the Secret its secretKeyRef names was never created
+            422,
+            "Invalid",
+            'secret "llm-train-1-env" not found',
+        ),
+    ],
+)
+def test_the_fake_api_server_refuses_what_a_real_one_refuses(fake, change, status, reason, words):
+    assert _refusal(fake, change)[:2] == (status, reason)
+    assert words in _refusal(fake, change)[2]
+
+
+def test_the_fake_api_server_checks_paths_and_content_types(fake):
+    assert _refusal(fake, lambda b: None, path="/apis/kubeflow.org/v1/namespaces/default/mpijobs")[
+        :2
+    ] == (404, "NotFound")
+    assert _refusal(fake, lambda b: None, path=M.resource_path(S.PYTORCH, "nowhere"))[:2] == (
+        404,
+        "NotFound",
+    )
+    assert _refusal(fake, lambda b: None, content_type="application/yaml")[:2] == (
+        415,
+        "UnsupportedMediaType",
+    )
