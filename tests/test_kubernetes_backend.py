@@ -398,6 +398,29 @@ def test_the_fake_refuses_a_mount_without_its_volume_and_an_unknown_field(fake, 
     )
 
 
+def test_a_queue_group_creates_each_task_under_its_own_name_within_its_concurrency(
+    fake, k8s, alice
+):
+    jobs = jobs_submit(
+        owner=alice,
+        spec=spec(submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=2)),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+
+    for job in jobs:
+        k8s.submit(job)
+        job.refresh_from_db()
+    assert [bool(j.external_id) for j in jobs] == [True, True, False]
+    fake.set_conditions(jobs[0].external_id, ("Succeeded", "done"))
+    k8s.sync(jobs[0])
+    k8s.submit(jobs[2])
+    jobs[2].refresh_from_db()
+
+    names = {j["metadata"]["name"] for j in fake.jobs()}
+    assert len(names) == 3 and jobs[2].external_id in names
+
+
 # -- following a job ---------------------------------------------------------------------
 
 
