@@ -3,6 +3,9 @@ inside a pod the service account's token, CA and namespace are the defaults."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import certifi
 import pytest
 
 from tests.test_foundation import manage
@@ -51,6 +54,18 @@ def test_startup_stops_naming_the_kubernetes_variable_whose_value_is_bad(tmp_pat
     assert "a-token" not in result.stderr
 
 
+def test_a_ca_file_without_certificates_stops_the_console(tmp_path):
+    ca = tmp_path / "ca.crt"
+    ca.write_text("not a certificate\n")
+
+    result = manage(tmp_path, "check", **ENABLED, KUBERNETES_CA_FILE=str(ca))
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"Configuration error: KUBERNETES_CA_FILE={ca} holds no PEM certificates"
+    )
+
+
 def test_without_an_api_server_address_or_token_the_console_does_not_start(tmp_path):
     no_url = manage(
         tmp_path,
@@ -75,7 +90,7 @@ def test_in_a_pod_the_service_account_and_the_service_address_are_the_defaults(t
     account = tmp_path / "serviceaccount"
     account.mkdir()
     (account / "token").write_text("projected-token\n")
-    (account / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    (account / "ca.crt").write_text(Path(certifi.where()).read_text())
     (account / "namespace").write_text("ml-jobs\n")
 
     result = manage(

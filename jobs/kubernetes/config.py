@@ -9,6 +9,7 @@ Every error message starts with the variable's name.
 from __future__ import annotations
 
 import re
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -208,6 +209,17 @@ def read_file(variable: str, path: str, *, what: str) -> str:
     return text
 
 
+def ca_bundle(path: str) -> None:
+    """Checks the CA file holds PEM certificates TLS can use (else every call would fail)."""
+    read_file("KUBERNETES_CA_FILE", path, what="PEM certificates")
+    try:
+        ssl.create_default_context(cafile=path)
+    except (ssl.SSLError, OSError) as e:
+        raise ConfigError(
+            f"KUBERNETES_CA_FILE={path} holds no PEM certificates TLS can use: {e}"
+        ) from None
+
+
 @dataclass
 class Config:
     server: str
@@ -242,7 +254,7 @@ class Config:
         if not token:
             read_file("KUBERNETES_TOKEN_FILE", token_file, what="a bearer token")
         if settings.KUBERNETES_CA_FILE:
-            read_file("KUBERNETES_CA_FILE", settings.KUBERNETES_CA_FILE, what="PEM certificates")
+            ca_bundle(settings.KUBERNETES_CA_FILE)
         found = namespaces(settings.KUBERNETES_NAMESPACES)
         if not found:
             raise ConfigError("KUBERNETES_NAMESPACES names no namespace")
