@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import threading
 import time
 import uuid
@@ -273,8 +274,10 @@ def quantity(text: Any) -> float | None:
 
 
 class FakeKubernetes:
-    def __init__(self, *, token: str = "fake-bearer-token"):
+    def __init__(self, *, token: str = "fake-bearer-token", tls: tuple[str, str] | None = None):
+        """`tls`: (certificate file, key file) to serve HTTPS, as a real API server does."""
         self.token = token
+        self.tls = tls
         self.namespaces = {"default"}
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name)
         self.nodes: list[dict] = []
@@ -305,6 +308,10 @@ class FakeKubernetes:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self.tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
@@ -316,7 +323,8 @@ class FakeKubernetes:
     @property
     def url(self) -> str:
         assert self._server
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     # -- steering ------------------------------------------------------------------------
 

@@ -166,6 +166,38 @@ def test_a_token_file_is_read_again_when_it_changes(fake, k8s, settings, tmp_pat
     assert accepted == ""
 
 
+def test_an_https_api_server_is_trusted_through_the_configured_ca_file(
+    fake, k8s, settings, tmp_path
+):
+    import subprocess
+
+    cert, key = tmp_path / "apiserver.crt", tmp_path / "apiserver.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"]
+        + ["-addext", "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment"],
+        check=True,
+        capture_output=True,
+    )
+    secure = FakeKubernetes(tls=(str(cert), str(key))).start()
+    secure.add_node("gpu-1", {"nvidia.com/gpu": "8"}, labels={"gpu": "a800"})
+    settings.KUBERNETES_API_URL = secure.url
+    settings.KUBERNETES_CACHE_SECONDS = 0
+    try:
+        untrusted = k8s.pools()[0]
+        settings.KUBERNETES_CA_FILE = str(cert)
+        trusted = k8s.pools()[0]
+    finally:
+        secure.stop()
+
+    assert secure.url.startswith("https://")
+    # Its certificate is no system CA's: said so, with the setting that fixes it.
+    assert "certificate is not trusted (KUBERNETES_CA_FILE)" in untrusted.error
+    assert trusted.error == ""
+    assert [(a.total, a.idle) for a in trusted.accelerators] == [(8, 8)]
+
+
 # -- refusals ----------------------------------------------------------------------------
 
 

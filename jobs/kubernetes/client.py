@@ -158,6 +158,14 @@ class KubeClient:
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> KubeError:
         reason = type(exc).__name__
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+            return KubeUnavailable(
+                gettext_lazy(
+                    "The Kubernetes API server's certificate is not trusted (KUBERNETES_CA_FILE)"
+                ),
+                reason="CertificateNotTrusted",
+                cause=reason,
+            )
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return KubeUnavailable(
                 gettext_lazy("The Kubernetes API server could not be reached"),
