@@ -252,6 +252,18 @@ def test_a_refused_spec_fails_without_calling_the_api_server(fake, k8s, alice):
     assert not fake.calls("create secrets") and not fake.jobs()
 
 
+def test_the_preview_of_a_spec_the_cluster_cannot_run_or_of_a_broken_setup_still_shows(
+    fake, k8s, settings
+):
+    custom = k8s.request_preview(spec(framework=S.CUSTOM, roles=[S.Role("trainer", 1)]))
+    settings.KUBERNETES_TOKEN = ""
+    broken = k8s.request_preview(spec())
+
+    assert custom.body["jobFramework"] == S.CUSTOM  # its stored AIHC body
+    assert broken.body["kind"] == "PyTorchJob"
+    assert broken.endpoint == ""
+
+
 # -- submission --------------------------------------------------------------------------
 
 

@@ -208,3 +208,12 @@ def test_the_job_page_and_admin_show_the_secret_and_the_job_in_the_order_they_we
         assert json.loads(body) == job_call.body
         assert "hf_typed_secret" not in text
     assert secret_call.body["stringData"] == {"HF_TOKEN": "hf_typed_secret"}
+
+
+def test_the_custom_framework_is_refused_on_the_basic_step_of_a_kubernetes_pool(fake, alice_client):
+    draft = new_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, basic_data(resource_pool=POOL, framework="Custom"))
+
+    assert r.status_code == 200
+    assert "Kubeflow training operator 运行 PyTorch、MPI 和 TensorFlow 任务" in r.content.decode()

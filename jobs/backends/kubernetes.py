@@ -418,7 +418,7 @@ class KubernetesBackend(Backend):
     # -- what is sent ----------------------------------------------------------------
 
     def manifests(
-        self, spec: spec_module.JobSpec, *, job_id: str, masked: bool = False, config: Config
+        self, spec: spec_module.JobSpec, *, job_id: str, masked: bool = False, cluster: M.Cluster
     ) -> tuple[dict[str, Any] | None, dict[str, Any]]:
         """(the Secret or None, the custom resource) exactly as submit sends them."""
         namespace = namespace_of(spec.resource_pool_id)
@@ -426,15 +426,25 @@ class KubernetesBackend(Backend):
         secret = M.secret_manifest(
             spec, name=name, namespace=namespace, job_id=job_id, masked=masked
         )
-        job = M.job_manifest(spec, config.cluster, name=name, namespace=namespace, job_id=job_id)
+        job = M.job_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
         return secret, job
 
     def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
         """The custom resource's create, preceded by the Secret's when the job has secret
-        envs (its values masked); before the job exists its id reads <job-id>."""
-        config = self._config()
+        envs (its values masked); before the job exists its id reads <job-id>. A spec the
+        cluster cannot run (the custom framework) shows its stored AIHC body, as the review
+        lists why it cannot be sent; misconfigured settings show the manifest without the
+        cluster's card mapping and address (the review says what is wrong on submit)."""
+        if spec.framework not in M.KINDS:
+            return super().request_preview(spec, job_id=job_id)
+        try:
+            config = self._config()
+        except BackendError:
+            cluster, server = M.Cluster(), ""
+        else:
+            cluster, server = config.cluster, config.server
         secret, job = self.manifests(
-            spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, config=config
+            spec, job_id=job_id or M.PREVIEW_JOB_ID, masked=True, cluster=cluster
         )
         namespace = namespace_of(spec.resource_pool_id)
         headers = {"Content-Type": "application/json"}
@@ -446,7 +456,7 @@ class KubernetesBackend(Backend):
                     path=f"{M.secret_path(namespace)}?fieldValidation=Strict",
                     headers=headers,
                     body=secret,
-                    endpoint=config.server,
+                    endpoint=server,
                     auth="bearer",
                 ),
             )
@@ -455,7 +465,7 @@ class KubernetesBackend(Backend):
             path=f"{M.resource_path(spec.framework, namespace)}?fieldValidation=Strict",
             headers=headers,
             body=job,
-            endpoint=config.server,
+            endpoint=server,
             auth="bearer",
             before=before,
         )
@@ -511,7 +521,7 @@ class KubernetesBackend(Backend):
         if refusals:
             self._fail(job, " ".join(f"{p}: {' '.join(m)}" for p, m in refusals.items()), secrets)
             return
-        secret, manifest = self.manifests(spec, job_id=job.public_id, config=config)
+        secret, manifest = self.manifests(spec, job_id=job.public_id, cluster=config.cluster)
         namespace = namespace_of(job.resource_pool)
         secret_made = False  # by this job: made now, or adopted (it carries the job's id)
         try:
