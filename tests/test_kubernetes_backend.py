@@ -505,6 +505,23 @@ def test_sync_follows_conditions_pods_and_events_without_duplicates(fake, k8s, a
     ]
 
 
+def test_an_event_kubernetes_counts_again_is_copied_once_at_its_first_time(fake, k8s, alice):
+    job = submitted(alice, k8s)
+    [pod, _worker] = fake.run_pods(job.external_id)
+    fake.add_event("Pod", pod, "BackOff", "Back-off restarting failed container", type="Warning")
+    event = fake.events[-1]
+    event.update(firstTimestamp="2026-12-01T08:00:00Z", lastTimestamp="2026-12-01T08:00:00Z")
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(days=30))
+    job.events.update(created_at=timezone.now() - timedelta(days=30))
+
+    k8s.sync(job)
+    event.update(count=7, lastTimestamp="2026-12-01T08:05:00Z")
+    k8s.sync(job)
+
+    [copied] = job.events.filter(reason="K8s:BackOff")
+    assert copied.created_at.isoformat() == "2026-12-01T08:00:00+00:00"
+
+
 def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s, alice):
     late = submitted(alice, k8s)
     broken = submitted(alice, k8s)

@@ -925,10 +925,12 @@ class KubernetesBackend(Backend):
             reason = f"{EVENT_PREFIX}{event.get('reason') or 'Event'}"[:64]
             text = str(event.get("message") or "").strip()
             message = scrub(f"{pod}: {text}" if pod else text, secrets)
+            # When it first happened: an event Kubernetes counts again (a pod backing off,
+            # count and lastTimestamp going up) is copied once, not at every sync.
             when = (
                 kube_time(event.get("eventTime"))
-                or kube_time(event.get("lastTimestamp"))
                 or kube_time(event.get("firstTimestamp"))
+                or kube_time(event.get("lastTimestamp"))
                 or kube_time((event.get("metadata") or {}).get("creationTimestamp"))
                 or timezone.now()
             )
