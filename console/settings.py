@@ -462,9 +462,10 @@ KUBERNETES_CA_FILE = env(
     "KUBERNETES_CA_FILE", str(_SA_DIR / "ca.crt") if (_SA_DIR / "ca.crt").is_file() else ""
 )
 # One resource pool per namespace; by default the pod's own namespace, else "default".
-_sa_namespace = ""
-if (_SA_DIR / "namespace").is_file():
+try:
     _sa_namespace = (_SA_DIR / "namespace").read_text().strip()
+except (OSError, UnicodeDecodeError):  # not in a pod (or not readable): no default from it
+    _sa_namespace = ""
 KUBERNETES_NAMESPACES = env("KUBERNETES_NAMESPACES", _sa_namespace or "default")
 KUBERNETES_CLUSTER_NAME = env("KUBERNETES_CLUSTER_NAME", "Kubernetes")
 # Kueue LocalQueue names offered as queues (label kueue.x-k8s.io/queue-name); empty: "default",
