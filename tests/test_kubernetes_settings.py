@@ -137,3 +137,15 @@ def test_queues_cards_volumes_and_priority_classes_are_read_as_written(tmp_path)
         "({'key': 'dedicated', 'operator': 'Equal', 'value': 'training', 'effect': "
         "'NoSchedule'}, {'key': 'nvidia.com/gpu', 'operator': 'Exists'}) ('regcred',)"
     )
+
+
+def test_an_unreadable_service_account_namespace_does_not_stop_a_console_without_kubernetes(
+    tmp_path,
+):
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "namespace").write_bytes(b"\xff\xfe not text")
+
+    result = manage(tmp_path, "check", KUBERNETES_SERVICEACCOUNT_DIR=str(account))
+
+    assert result.returncode == 0, result.stderr
