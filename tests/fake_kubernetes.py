@@ -86,6 +86,7 @@ SPEC_KEYS = {
         "sshAuthMountPath",
         "mpiImplementation",
         "launcherCreationPolicy",
+        "runLauncherAsWorker",
     },
 }
 RUN_POLICY_KEYS = {
@@ -918,6 +919,8 @@ class FakeKubernetes:
             and (not isinstance(spec["slotsPerWorker"], int) or spec["slotsPerWorker"] < 1)
         ):
             check.bad("spec.slotsPerWorker", "must be a whole number, 1 or more")
+        if kind == "MPIJob" and not isinstance(spec.get("runLauncherAsWorker", False), bool):
+            check.bad("spec.runLauncherAsWorker", "must be a boolean")
         replicas = check.fields(spec.get(key), types, f"spec.{key}")
         if not replicas:
             check.bad(f"spec.{key}", "Required value: at least one replica type")

@@ -232,6 +232,17 @@ def test_an_mpi_job_has_a_launcher_running_the_command_and_workers_with_slots_pe
     assert "command" not in worker["containers"][0]  # the image's SSH server
     assert worker["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
     assert "ports" not in worker["containers"][0]
+    assert "runLauncherAsWorker" not in body["spec"]  # a CPU-only launcher only launches
+
+
+def test_an_mpi_launcher_given_cards_runs_ranks_on_them_too():
+    spec = pytorch_spec(
+        framework=S.MPI, roles=[S.Role("master", 1, A800, 8), S.Role("worker", 1, A800, 8)]
+    )
+
+    body = manifest(spec)
+
+    assert body["spec"]["runLauncherAsWorker"] is True
 
 
 def test_a_tensorflow_job_maps_each_role_to_its_replica_type():

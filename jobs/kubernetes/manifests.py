@@ -338,6 +338,11 @@ def job_manifest(
         worker = next((r for r in spec.roles if r.name == "worker"), None)
         slots = worker.accelerators if worker and worker.accelerator_type else 1
         body["spec"]["slotsPerWorker"] = max(slots, 1)
+        master = next((r for r in spec.roles if r.name == "master"), None)
+        if master and master.accelerator_type and master.accelerators:
+            # A launcher given cards runs ranks too, as on AIHC (training-operator v1 lists
+            # such a launcher in the hostfile; jobs.runtime_env.mpi_hostfile does the same).
+            body["spec"]["runLauncherAsWorker"] = True
     body["spec"]["runPolicy"] = run_policy(spec)
     body["spec"][kind.replica_specs] = replicas
     return body
