@@ -283,64 +283,104 @@ class ReplicaLog:
 TMP_WALK_MAX_ENTRIES = 100_000
 
 
+def open_own_folder(path: str, *, identity: tuple[int, int], grant: int) -> int | None:
+    """A descriptor to list the folder `path` with, or None when it cannot be listed or is
+    no longer the folder seen there before (`identity`: its st_dev and st_ino then).
+
+    The replica runs as the worker's user, and so may make a folder of its /tmp unreadable
+    (`chmod 000`) or read-only (Go's module cache is, `chmod -R a-w`), which keeps the
+    worker's user (no root) from measuring or removing what is in it. A folder of that
+    user's lacking the owner permissions `grant` is given them (chmod u+...; nothing else
+    is ever changed, and nothing of another user's). Safely while the replica still runs:
+    the folder is opened as itself (O_NOFOLLOW: a symbolic link put in its place is not
+    followed), the inode opened must be the one seen inside the tree (a folder on the way
+    swapped for a link leads elsewhere: to another inode), and its permissions are changed
+    through the descriptor, never by name."""
+    try:
+        handle = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:  # deleted meanwhile, or no longer a folder
+        return None
+    try:
+        info = os.fstat(handle)
+        if (info.st_dev, info.st_ino) != identity:
+            return None
+        if info.st_uid == os.geteuid() and info.st_mode & grant != grant:
+            # An O_PATH descriptor cannot be fchmod'ed; its /proc link is that very inode.
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(info.st_mode) | grant)
+        return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=handle)
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
+
+
+def walk_tree(root: Path, *, top: os.stat_result, grant: int) -> Iterator[os.stat_result]:
+    """The lstat of every entry below `root` (`top`: root's own), folders given the owner
+    permissions `grant` they lack to be walked (open_own_folder). Symbolic links are not
+    followed, and a folder of another file system (a mount point) is not entered. Holds
+    one folder open at a time, however deep or wide the tree."""
+    pending = [(str(root), top.st_dev, top.st_ino)]
+    while pending:
+        path, device, inode = pending.pop()
+        fd = open_own_folder(path, identity=(device, inode), grant=grant)
+        if fd is None:
+            continue
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if info.st_dev != top.st_dev:
+                        continue
+                    if stat.S_ISDIR(info.st_mode):
+                        pending.append((os.path.join(path, entry.name), info.st_dev, info.st_ino))
+                    yield info
+        finally:
+            os.close(fd)
+
+
 class TmpMeter:
     """How much disk a replica's /tmp takes, counted as `du` counts it.
 
     Allocated blocks (st_blocks * 512), not apparent sizes: a sparse file counts what it
     really takes, a file of a few bytes a whole block; a file with several links once.
     Symbolic links are not followed, and a folder of another file system (a mount point)
-    is not entered. A pass (`measure`) looks at TMP_WALK_MAX_ENTRIES entries at most: a
-    bigger tree is walked over several passes, each going on where the last one stopped,
-    and the count so far is what each pass returns, so a /tmp over its cap is seen as soon
-    as the part counted is. (A file counted in an earlier pass of the same walk and deleted
-    since is still counted until the walk ends: only for a /tmp of that many entries.)
+    is not entered. A folder the job made unreadable is made readable to its owner first
+    (u+rx; see open_own_folder), or what it holds would go uncounted. A pass (`measure`)
+    looks at TMP_WALK_MAX_ENTRIES entries at most: a bigger tree is walked over several
+    passes, each going on where the last one stopped, and the count so far is what each
+    pass returns, so a /tmp over its cap is seen as soon as the part counted is. (A file
+    counted in an earlier pass of the same walk and deleted since is still counted until
+    the walk ends: only for a /tmp of that many entries.)
     """
 
     def __init__(self, root: Path, *, max_entries: int = TMP_WALK_MAX_ENTRIES) -> None:
         self.root = root
         self.max_entries = max_entries
-        self.device = os.lstat(root).st_dev
-        self.pending: list[str] = []  # folders still to walk
-        self.current: os.ScandirIterator[str] | None = None  # the folder being walked
+        self.walk: Iterator[os.stat_result] | None = None  # the walk going on
         self.total = 0
         self.linked: set[int] = set()  # inodes with several links, counted already
 
     def measure(self) -> int:
         """Walks on for up to max_entries entries; the bytes counted in this walk so far
         (a walk that ended in the last pass begins again)."""
-        if self.current is None and not self.pending:
-            self.pending = [str(self.root)]
-            self.total = os.lstat(self.root).st_blocks * 512
+        if self.walk is None:
+            top = os.lstat(self.root)
+            self.walk = walk_tree(self.root, top=top, grant=stat.S_IRUSR | stat.S_IXUSR)
+            self.total = top.st_blocks * 512
             self.linked = set()
-        budget = self.max_entries
-        while budget > 0:
-            if self.current is None:
-                if not self.pending:
-                    break
-                try:
-                    self.current = os.scandir(self.pending.pop())
-                except OSError:  # deleted meanwhile, or unreadable
-                    continue
-            entry = next(self.current, None)
-            if entry is None:
-                self.current.close()
-                self.current = None
-                continue
-            budget -= 1
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if info.st_dev != self.device:
-                continue
-            folder = stat.S_ISDIR(info.st_mode)
-            if info.st_nlink > 1 and not folder:
+        for _ in range(self.max_entries):
+            info = next(self.walk, None)
+            if info is None:
+                self.walk = None
+                break
+            if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
                 if info.st_ino in self.linked:
                     continue
                 self.linked.add(info.st_ino)
             self.total += info.st_blocks * 512
-            if folder:
-                self.pending.append(entry.path)
         return self.total
 
 

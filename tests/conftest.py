@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -133,3 +135,13 @@ def run_queued_tasks() -> None:
     while (result := DBTaskResult.objects.ready().order_by("enqueued_at").first()) is not None:
         result.claim(worker.worker_id)
         worker.run_task(result)
+
+
+@pytest.fixture
+def nobody_folder() -> Iterator[Path]:
+    """An empty folder of the unprivileged user nobody's (uid 65534), which that user can
+    reach (tmp_path is in a folder only root can enter)."""
+    folder = Path(tempfile.mkdtemp(prefix="console-nobody-"))
+    os.chown(folder, 65534, 65534)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -112,3 +114,50 @@ def processes_with(token: str) -> list[int]:
         if token in cmdline and state != "Z" and int(entry.name) != os.getpid():
             found.append(int(entry.name))
     return found
+
+
+# The worker's user in the setup README recommends: a dedicated one, not root (which reads
+# and writes whatever the permissions say).
+NOBODY = 65534
+
+
+def as_nobody(work: Callable[[], object]) -> object:
+    """What `work()` returns (anything JSON can carry), run in a child process as the
+    unprivileged user NOBODY: file permissions then hold as they do for a worker run as
+    README recommends, which they do not for these tests, run as root."""
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        # Threads other tests left (the worker's task threads) are not copied into the
+        # child, which runs `work` alone and ends with os._exit: only a lock one of them
+        # held at the fork and `work` needed could hang it, and the test would time out.
+        warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(write, json.dumps({"result": work()}).encode())
+            code = 0
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            with contextlib.suppress(BaseException):
+                os.write(write, json.dumps({"error": repr(exc)}).encode())
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = json.loads(pipe.read() or b"{}")
+    os.waitpid(pid, 0)
+    assert "error" not in answer, answer["error"]
+    return answer["result"]
+
+
+def owned_by_nobody(path: Path) -> Path:
+    """`path` and all it holds made NOBODY's, as a worker run as that user would have made it."""
+    for folder, subfolders, files in os.walk(path):
+        for name in [*subfolders, *files]:
+            os.lchown(os.path.join(folder, name), NOBODY, NOBODY)
+    os.lchown(path, NOBODY, NOBODY)
+    return path

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -26,9 +27,11 @@ from jobs.worker import Worker
 from .runner_helpers import (
     PY,
     UNTIL_THE_GATE_OPENS,
+    as_nobody,
     log_text,
     make_spec,
     open_gate,
+    owned_by_nobody,
     run_until,
     runner_settings,  # noqa: F401
     status_of,
@@ -341,3 +344,47 @@ def test_tmp_is_measured_as_du_counts_it_in_passes_of_bounded_length(tmp_path):
     # not reach sub/deeper), then a walk begins again.
     assert passes[0] <= passes[1] <= passes[2] <= passes[3] == du
     assert passes[0] < du and passes[4] < du
+
+
+def test_tmp_folders_a_job_made_unreadable_are_measured_by_an_unprivileged_worker(
+    nobody_folder,
+):
+    root = nobody_folder / "tmp"
+    (root / "hidden" / "deeper").mkdir(parents=True)
+    (root / "hidden" / "deeper" / "data").write_bytes(os.urandom(1_000_000))
+    (root / "no-search").mkdir()
+    (root / "no-search" / "data").write_bytes(os.urandom(500_000))
+    owned_by_nobody(root)
+    du = int(subprocess.check_output(["du", "-s", "--block-size=1", str(root)]).split()[0])
+    # What a job can do to its own folders: no permission at all, or listing without search.
+    (root / "hidden" / "deeper").chmod(0o000)
+    (root / "hidden").chmod(0o000)
+    (root / "no-search").chmod(0o600)
+
+    measured = as_nobody(lambda: TmpMeter(root).measure())
+
+    assert measured == du > 1_500_000
+    # Given what measuring needs, owner read and search, and nothing more.
+    assert stat.S_IMODE((root / "hidden").stat().st_mode) == 0o500
+    assert stat.S_IMODE((root / "no-search").stat().st_mode) == 0o700
+
+
+def test_the_tmp_meter_never_changes_a_folder_outside_the_tree_put_in_place_of_one_inside(
+    nobody_folder,
+):
+    root = nobody_folder / "tmp"
+    (root / "a" / "b").mkdir(parents=True)
+    (nobody_folder / "outside" / "b").mkdir(parents=True)  # the console's state, say
+    owned_by_nobody(nobody_folder)
+    (nobody_folder / "outside" / "b").chmod(0o000)
+
+    def measure_while_the_job_swaps_a_folder_for_a_link() -> list[int]:
+        meter = TmpMeter(root, max_entries=2)
+        first = meter.measure()  # a, then a/b: a/b is next to be walked
+        (root / "a").rename(root / "a-moved")
+        (root / "a").symlink_to(nobody_folder / "outside")
+        return [first, meter.measure()]
+
+    as_nobody(measure_while_the_job_swaps_a_folder_for_a_link)
+
+    assert stat.S_IMODE((nobody_folder / "outside" / "b").stat().st_mode) == 0o000
