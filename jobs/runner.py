@@ -33,7 +33,6 @@ import logging
 import os
 import pwd
 import random
-import shutil
 import signal
 import socket
 import subprocess
@@ -65,7 +64,7 @@ from .sandbox import (
     read_only_parent_message,
 )
 from .services import job_event, job_transition, recorded
-from .shim import START_GATE
+from .shim import START_GATE, remove_tree
 from .spec import MPI, JobSpec, Role
 from .texts import restored, source_of
 
@@ -1328,11 +1327,11 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
 
 
 def _remove_scratch(attempt: Path) -> None:
-    """Removes the /tmp folders of an attempt's replicas."""
-    shutil.rmtree(attempt / "tmp", ignore_errors=True)
+    """Removes the /tmp folders of an attempt's replicas (read-only ones included)."""
+    remove_tree(attempt / "tmp")
     for replica_dir in attempt.iterdir() if attempt.is_dir() else []:
         if replica_dir.is_dir():
-            shutil.rmtree(replica_dir / "tmp", ignore_errors=True)
+            remove_tree(replica_dir / "tmp")
 
 
 def _finished(job: Job, run: LocalRun) -> None:

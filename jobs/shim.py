@@ -38,6 +38,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import stat
 import subprocess
@@ -339,6 +340,21 @@ def walk_tree(root: Path, *, top: os.stat_result, grant: int) -> Iterator[os.sta
                     yield info
         finally:
             os.close(fd)
+
+
+def remove_tree(root: Path) -> None:
+    """Removes the folder `root` and all it holds, once no process writes to it any more,
+    as the worker's user: folders a job left unreadable or read-only (shutil.rmtree alone
+    cannot empty them unless run as root) are first given u+rwx."""
+    try:
+        top = os.lstat(root)
+    except OSError:
+        return
+    if stat.S_ISDIR(top.st_mode):
+        with contextlib.suppress(OSError):
+            for _ in walk_tree(root, top=top, grant=stat.S_IRWXU):
+                pass
+    shutil.rmtree(root, ignore_errors=True)
 
 
 class TmpMeter:

@@ -19,8 +19,10 @@ from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
+from jobs.backends.local import LocalBackend
 from jobs.logs import replica_log_path
 from jobs.models import JobReplica, JobStatus
+from jobs.runner import _remove_scratch, attempt_dir
 from jobs.shim import TmpMeter
 from jobs.worker import Worker
 
@@ -388,3 +390,51 @@ def test_the_tmp_meter_never_changes_a_folder_outside_the_tree_put_in_place_of_o
     as_nobody(measure_while_the_job_swaps_a_folder_for_a_link)
 
     assert stat.S_IMODE((nobody_folder / "outside" / "b").stat().st_mode) == 0o000
+
+
+def leave_locked_folders(tmp: Path) -> None:
+    """What a job may leave in its /tmp: Go's module cache (read-only folders, chmod -R
+    a-w) and a folder no one may enter (chmod 000)."""
+    module = tmp / "go" / "pkg" / "mod" / "example.com" / "lib@v1.0.0"
+    module.mkdir(parents=True)
+    (module / "lib.go").write_text("package lib\n")
+    (tmp / "locked" / "inner").mkdir(parents=True)
+    (tmp / "locked" / "inner" / "data").write_bytes(b"x" * 1000)
+    owned_by_nobody(tmp)
+    for folder in [module, *module.parents]:
+        if folder == tmp:
+            break
+        folder.chmod(0o555)
+    (tmp / "locked" / "inner").chmod(0o000)
+    (tmp / "locked").chmod(0o000)
+
+
+def test_a_finished_jobs_tmp_is_removed_by_an_unprivileged_worker_read_only_folders_and_all(
+    nobody_folder, settings
+):
+    settings.LOCAL_RUN_DIR = nobody_folder / "runs"
+    attempt = attempt_dir("j-locked", 1)
+    (attempt / "master-0").mkdir(parents=True)
+    (attempt / "master-0" / "exit").write_text("{}")
+    owned_by_nobody(nobody_folder)
+    leave_locked_folders(attempt / "master-0" / "tmp")
+
+    as_nobody(lambda: _remove_scratch(attempt))
+
+    assert os.listdir(attempt / "master-0") == ["exit"]
+
+
+def test_a_deleted_job_takes_its_run_folder_with_it_when_the_worker_is_unprivileged(
+    alice, nobody_folder, settings
+):
+    settings.LOCAL_RUN_DIR = nobody_folder / "runs"
+    job = submit(alice, make_spec("true"))
+    job.status = JobStatus.FAILED
+    job.save(update_fields=["status"])
+    (attempt_dir(job.public_id, 1) / "master-0").mkdir(parents=True)
+    owned_by_nobody(nobody_folder)
+    leave_locked_folders(attempt_dir(job.public_id, 1) / "master-0" / "tmp")
+
+    as_nobody(lambda: LocalBackend().delete(job))
+
+    assert not (nobody_folder / "runs" / job.public_id).exists()

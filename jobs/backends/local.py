@@ -266,10 +266,12 @@ class LocalBackend(Backend):
     def delete(self, job: Job) -> None:
         """Removes the job's logs and scratch files (its processes are gone by now)."""
         from jobs.runner import signal_group
+        from jobs.shim import remove_tree
 
         for replica in job.replicas.all():
             signal_group(replica, signal.SIGKILL)
-        shutil.rmtree(job_logs.job_dir(job.public_id), ignore_errors=True)
+        # Folders a job left read-only or unreadable (Go's module cache) go too.
+        remove_tree(job_logs.job_dir(job.public_id))
 
     def sync(self, job: Job) -> None:
         from jobs.models import ACTIVE_STATUSES
