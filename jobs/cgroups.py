@@ -246,6 +246,7 @@ def _set_up_v2(own: str, mount: CgroupMount) -> Path:
             _enable(folder)
         jobs = folder / JOBS_DIR
         jobs.mkdir(exist_ok=True)
+        _check_writable(jobs)
         _enable(jobs)
     except OSError as exc:
         raise CgroupError(
@@ -259,6 +260,17 @@ def _set_up_v2(own: str, mount: CgroupMount) -> Path:
             )
         ) from None
     return jobs
+
+
+def _check_writable(jobs: Path) -> None:
+    """Raises PermissionError unless the worker can make its jobs' cgroups in `jobs`.
+
+    The folder may be there already, made by a worker run as another user (root, before
+    the worker was moved to an unprivileged one): finding it is not being able to use it,
+    and every job asking for a CPU or memory value would then fail to start instead of
+    running with its limits not enforced."""
+    if not os.access(jobs, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(jobs))
 
 
 def _delegated(folder: Path) -> bool:
@@ -320,6 +332,7 @@ def _set_up_v1(controller: str, own: dict[str, str], mounts: list[CgroupMount]) 
     jobs = folder / JOBS_DIR
     try:
         jobs.mkdir(exist_ok=True)
+        _check_writable(jobs)
     except OSError as exc:
         raise CgroupError(
             recorded(

@@ -21,6 +21,7 @@ from jobs.worker import Worker
 from .runner_helpers import (
     PY,
     UNTIL_THE_GATE_OPENS,
+    as_nobody,
     log_text,
     make_spec,
     open_gate,
@@ -364,3 +365,30 @@ def test_a_v2_cgroup_delegated_to_the_worker_is_made_ready_for_the_jobs(tmp_path
     assert (folder / cgroups.PROCESSES_LEAF / "cgroup.procs").read_text() == "4242"
     assert (folder / "cgroup.subtree_control").read_text() == "+memory +cpu"
     assert found.memory_root == folder / cgroups.JOBS_DIR
+
+
+def test_cgroups_a_root_worker_made_before_leave_an_unprivileged_worker_enforcing_nothing(
+    nobody_folder,
+):
+    # A worker run as root once made its folder in each hierarchy; the worker now runs as
+    # an unprivileged user, which finds it but cannot make cgroups in it.
+    mountinfo = ""
+    for number, controller in enumerate(("memory", "cpu")):
+        hierarchy = nobody_folder / controller
+        (hierarchy / cgroups.JOBS_DIR).mkdir(parents=True)
+        mountinfo += (
+            f"{30 + number} 25 0:{40 + number} / {hierarchy} rw - cgroup cgroup rw,{controller}\n"
+        )
+    os.chmod(nobody_folder, 0o755)
+    proc_cgroup = "4:memory:/\n1:cpu:/\n0::/\n"
+
+    found = as_nobody(
+        lambda: cgroups.detect(
+            setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo
+        ).describe()
+    )
+
+    assert found == (
+        "not enforced: cgroup v1: the worker cannot create "
+        f"{nobody_folder / 'memory' / cgroups.JOBS_DIR} (Permission denied)"
+    )
