@@ -14,18 +14,16 @@ N jobs of one name, so jobs other console rows already own are skipped).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -40,10 +38,8 @@ from jobs.aihc.client import (
 from jobs.aihc.endpoints import API_VERSIONS, V1, V2, endpoint_for
 from jobs.aihc.mapping import v2_from_v1
 from jobs.aihc.signer import canonical_query
-from jobs.logs import masked
 from jobs.models import (
     FINAL_STATUSES,
-    TRANSITIONS,
     EventType,
     Job,
     JobEvent,
@@ -52,10 +48,11 @@ from jobs.models import (
     ReplicaStatus,
 )
 from jobs.runtime_env import LOCAL_RUNNER_VARIABLES, ReplicaRef, replica_environment
-from jobs.services import job_event, job_transition, recorded
+from jobs.services import job_event, recorded
 from jobs.texts import joined
 
-from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
+from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
+from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
 
 logger = logging.getLogger("jobs.aihc")
 
@@ -77,11 +74,6 @@ TF_ALERT_ITEMS = frozenset({"jobRunning", "jobFailed", "jobSucceed"})
 # and adopting it would let this console stop or delete it). AIHC returns a job's labels.
 CONSOLE_JOB_LABEL = "ai-job-console/job-id"
 PREVIEW_JOB_ID = "<job-id>"  # the review's request, before the job (and its id) exists
-# A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
-STUCK_SUBMITTING = timedelta(minutes=2)
-# A job AIHC still reports running this long after the console asked it to stop gets the
-# stop again (the first may not have reached AIHC, or AIHC gave it no clear answer).
-STOP_RESEND = timedelta(minutes=1)
 # How the console records the stop it sends (AihcBackend.stop): a job that ended Stopped
 # after one of these was stopped by the console, not on AIHC's side.
 STOP_REQUESTED = gettext_noop("Stop requested.")
@@ -141,13 +133,6 @@ def _may_have_created(exc: AihcError) -> bool:
     return isinstance(exc, AihcTimeout) or exc.status >= 500
 
 
-def recorded_error(exc: AihcError) -> str:
-    """An AIHC error as a status reason or event message records it: the console's own
-    wording of a transport failure in the console's language; AIHC's messages as written."""
-    with translation.override(settings.LANGUAGE_CODE):
-        return str(exc)
-
-
 def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
     """An AIHC failure as the person who asked is told it: what did not happen, then AIHC's
     reason, code and request id (for a support ticket), with the job's secrets masked."""
@@ -165,10 +150,6 @@ def aihc_time(stamp: str) -> datetime | None:
     except ValueError:
         return None
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
-
-
-# AIHC's errors and events quote a job's secrets the way its logs do: one masking rule.
-scrub = masked
 
 
 @dataclass
@@ -319,18 +300,15 @@ class Inventory:
         return pools
 
 
-class AihcBackend(Backend):
+class AihcBackend(RemoteBackend[Config, AihcClient]):
     name = NAME
+    platform = "AIHC"
+    logger = logger
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         self._clients: dict[tuple[Any, ...], AihcClient] = {}
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
-        self._warned: set[str] = set()
-        # Per account: (monotonic time submits resume, the pause's length).
-        self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
-        # Job pk -> when this process last sent a stop it decided itself (_stop_due).
-        self._stops_sent: dict[int, datetime] = {}
 
     def __repr__(self) -> str:
         return "AihcBackend()"
@@ -385,10 +363,7 @@ class AihcBackend(Backend):
             config, _client = self._setup()
             return self._inventory().get(config)
         except BackendError as exc:
-            if exc.message not in self._warned:  # once, not on every poll
-                self._warned.add(exc.message)
-                logger.warning("AIHC backend is enabled but unusable: %s", exc.message)
-            return []
+            return self._unusable(exc)
 
     # -- what AIHC cannot run --------------------------------------------------------
 
@@ -574,37 +549,18 @@ class AihcBackend(Backend):
 
     # -- submission ----------------------------------------------------------------
 
-    def submit(self, job: Job) -> None:
-        if job.external_id:
-            # Already on AIHC (queued there); the worker may hand it back: just follow it.
-            self.sync(job)
-            return
-        if job.status == JobStatus.SUBMITTING:
-            self._reconcile_stuck(job)
-            return
-        if job.status != JobStatus.QUEUED or self._group_is_full(job):
-            return
-        spec = job.job_spec()
-        secrets = spec.secret_values()
-        refusals = self.check_spec(spec)
-        try:
-            config, client = self._setup()
-        except BackendError as exc:
-            self._fail(job, exc.message, secrets)
-            return
-        if self._submits_paused(config):
-            return  # AIHC could not be reached a moment ago: the job waits, Queued
-        if not self._move(
-            job,
-            JobStatus.SUBMITTING,
-            "Submitting",
-            recorded(gettext_noop("Submitting to AIHC pool %(pool)s."), pool=job.resource_pool),
-        ):
-            return
-        if refusals:
-            message = " ".join(f"{path}: {' '.join(msgs)}" for path, msgs in refusals.items())
-            self._fail(job, message, secrets)
-            return
+    def _submitting(self, job: Job) -> str:
+        return recorded(gettext_noop("Submitting to AIHC pool %(pool)s."), pool=job.resource_pool)
+
+    def _create(
+        self,
+        job: Job,
+        *,
+        spec: spec_module.JobSpec,
+        secrets: list[str],
+        config: Config,
+        client: AihcClient,
+    ) -> None:
         version = config.version(job.resource_pool)
         body = self.request_body(spec, version, job_id=job.public_id)
         pool = job.resource_pool
@@ -628,7 +584,21 @@ class AihcBackend(Backend):
                 result = client.create_job(pool=pool, body=body, version=version)
             except AihcError as exc:
                 if _never_reached_aihc(exc):
-                    self._defer(job, config, exc, secrets)
+                    self._defer(
+                        job,
+                        exc,
+                        secrets,
+                        config=config,
+                        pause=(
+                            settings.AIHC_SUBMIT_PAUSE_SECONDS,
+                            settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS,
+                        ),
+                        message=gettext_noop(
+                            "AIHC could not take the job now (%(error)s). It stays queued and "
+                            "is sent again in %(seconds)d s."
+                        ),
+                        stopped=recorded(gettext_noop("Stopped before AIHC created the job.")),
+                    )
                     return
                 if not _may_have_created(exc):
                     self._fail(job, recorded_error(exc), secrets)
@@ -700,85 +670,6 @@ class AihcBackend(Backend):
                 warning=True,
             )
 
-    def _defer(self, job: Job, config: Config, exc: AihcError, secrets: list[str]) -> None:
-        """The create never reached AIHC (or AIHC asked for fewer requests): nothing was
-        created, so the job goes back to Queued and is sent again once the pause is over."""
-        delay = self._pause_submits(config)
-        logger.warning(
-            "AIHC create for %s not sent: %s; submits pause for %ds",
-            job.public_id,
-            scrub(str(exc), secrets),
-            delay,
-        )
-        if self._move(
-            job,
-            JobStatus.QUEUED,
-            "SubmitDeferred",
-            scrub(
-                recorded(
-                    gettext_noop(
-                        "AIHC could not take the job now (%(error)s). It stays queued and is "
-                        "sent again in %(seconds)d s."
-                    ),
-                    error=recorded_error(exc),
-                    seconds=delay,
-                ),
-                secrets,
-            ),
-            warning=True,
-        ):
-            return
-        if job.status == JobStatus.STOPPING:
-            # Stopped while the create was on its way, and it never arrived: nothing runs.
-            self._move(
-                job,
-                JobStatus.STOPPED,
-                "Stopped",
-                recorded(gettext_noop("Stopped before AIHC created the job.")),
-            )
-
-    # Submits pause after a create that never reached AIHC, doubling up to a limit, so an
-    # outage costs each queued job one attempt per pause, not one per worker tick.
-    def _submits_paused(self, config: Config) -> bool:
-        with self._lock:
-            until, _delay = self._pauses.get(config.key(), (0.0, 0.0))
-        return time.monotonic() < until
-
-    def _pause_submits(self, config: Config) -> int:
-        with self._lock:
-            _until, delay = self._pauses.get(config.key(), (0.0, 0.0))
-            delay = min(
-                max(delay * 2, settings.AIHC_SUBMIT_PAUSE_SECONDS),
-                settings.AIHC_SUBMIT_PAUSE_MAX_SECONDS,
-            )
-            self._pauses[config.key()] = (time.monotonic() + delay, delay)
-        return int(delay)
-
-    def _resume_submits(self, config: Config) -> None:
-        with self._lock:
-            self._pauses.pop(config.key(), None)
-
-    def _group_is_full(self, job: Job) -> bool:
-        """A queue group keeps at most `concurrency` of its tasks on AIHC at once."""
-        if job.group_id is None:
-            return False
-        live = (
-            Job.objects.filter(group_id=job.group_id)
-            .exclude(pk=job.pk)
-            .exclude(status__in=FINAL_STATUSES)
-            .filter(
-                status__in=[
-                    JobStatus.SUBMITTING,
-                    JobStatus.RUNNING,
-                    JobStatus.STOPPING,
-                    JobStatus.QUEUED,
-                ]
-            )
-            .exclude(status=JobStatus.QUEUED, external_id="")
-            .count()
-        )
-        return live >= job.group.concurrency
-
     def _find_created(
         self,
         job: Job,
@@ -824,34 +715,11 @@ class AihcBackend(Backend):
             id=external_id,
         )
         logger.info("AIHC job %s is %s", job.public_id, external_id)
-        if self._move(job, JobStatus.QUEUED, "Submitted", message, external_id=external_id):
-            # The worker's next sync follows the job if this first look fails.
-            with contextlib.suppress(BackendError):
-                self.sync(job)
-            return
-        if job.status == JobStatus.STOPPING:
-            # Stopped while the create was in flight: stop what AIHC just started.
-            Job.objects.filter(pk=job.pk).update(external_id=external_id)
-            job.external_id = external_id
-            job_event(job=job, reason="Submitted", message=message)
-            try:
-                self.stop(job)
-            except BackendError as exc:
-                logger.warning("AIHC stop of %s failed: %s", job.public_id, exc.message)
-
-    def _fail(self, job: Job, message: str, secrets: list[str]) -> None:
-        message = scrub(message, secrets)
-        logger.warning("AIHC submit of %s failed: %s", job.public_id, message)
-        if job.status == JobStatus.QUEUED:
-            self._move(job, JobStatus.SUBMITTING, "Submitting", "")
-        if job.status == JobStatus.STOPPING:
-            # Stopped while the create was in flight, and nothing was created.
-            self._move(job, JobStatus.STOPPED, "Stopped", message)
-            return
-        self._move(job, JobStatus.SUBMIT_FAILED, "SubmitFailed", message, warning=True)
+        self._created(job, external_id, message=message)
 
     def _reconcile_stuck(self, job: Job) -> None:
-        """A job left in Submitting (the worker died mid-create): adopt or requeue it."""
+        """A job left in Submitting (the worker died mid-create): adopt what its create made,
+        or requeue it."""
         if timezone.now() - job.updated_at < STUCK_SUBMITTING:
             return
         try:
@@ -862,12 +730,7 @@ class AihcBackend(Backend):
         if found:
             self._accepted(job, found, adopted=True)
         else:
-            self._move(
-                job,
-                JobStatus.QUEUED,
-                "SubmitRetry",
-                recorded(gettext_noop("The submission was interrupted; it will be retried.")),
-            )
+            super()._reconcile_stuck(job)
 
     def _finish_stop_in_flight(self, job: Job) -> None:
         """A job stopped while a create got no clear answer: whatever AIHC made of it is
@@ -894,11 +757,9 @@ class AihcBackend(Backend):
                 recorded(gettext_noop("Stopped before AIHC created the job.")),
             )
             return
-        Job.objects.filter(pk=job.pk).update(external_id=found)
-        job.external_id = found
-        job_event(
-            job=job,
-            reason="Submitted",
+        self._adopt(
+            job,
+            found,
             message=recorded(
                 gettext_noop("AIHC had created job %(id)s; adopted it to stop it."), id=found
             ),
@@ -907,63 +768,7 @@ class AihcBackend(Backend):
 
     # -- following a job ---------------------------------------------------------------
 
-    @staticmethod
-    def _move(
-        job: Job, to: str, reason: str, message: str, *, warning: bool = False, **fields: Any
-    ) -> bool:
-
-        if to == job.status or to not in TRANSITIONS[job.status]:
-            return False
-        return job_transition(
-            job=job, to=to, reason=reason, message=message, warning=warning, **fields
-        )
-
-    def _walk(self, job: Job, target: str, message: str, *, reason: str = "") -> None:
-        """Moves the job to `target` through the state machine's shortest allowed path.
-
-        Each step's event reason is the console status it reaches ("Running", "Stopped"),
-        as for local jobs, so it reads in the page's language; AIHC's own status name
-        ("ManualTermination") is in the final step's message."""
-        avoid = {
-            JobStatus.SUBMIT_FAILED,
-            JobStatus.PENDING_REVIEW,
-            JobStatus.REJECTED,
-            JobStatus.SUBMITTING,
-        }
-        paths = deque([[job.status]])
-        seen = {job.status}
-        route: list[str] | None = None
-        while paths:
-            path = paths.popleft()
-            if path[-1] == target:
-                route = path
-                break
-            for nxt in sorted(TRANSITIONS[path[-1]]):
-                if nxt not in seen and (nxt == target or nxt not in avoid):
-                    seen.add(nxt)
-                    paths.append([*path, nxt])
-        if not route:
-            return
-        for step in route[1:]:
-            final = step == target
-            if not self._move(
-                job,
-                step,
-                (reason if final and reason else "") or step.title().replace("_", ""),
-                message if final else "",
-                warning=final and target in (JobStatus.FAILED, JobStatus.TIMED_OUT),
-            ):
-                return
-
-    def sync(self, job: Job) -> None:
-        if job.status in FINAL_STATUSES:
-            return
-        if not job.external_id:
-            if job.status == JobStatus.SUBMITTING:
-                self._reconcile_stuck(job)
-            elif job.status == JobStatus.STOPPING:
-                self._finish_stop_in_flight(job)
-            return
+    def _sync_remote(self, job: Job) -> None:
         config, client = self._setup()
         version = config.version(job.resource_pool)
         spec = job.job_spec()
@@ -998,8 +803,6 @@ class AihcBackend(Backend):
                     gone,
                     reason="" if stopping else "Lost",
                 )
-                if job.status in FINAL_STATUSES:
-                    self._close_replicas(job)
                 return
             raise BackendError(
                 scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id
@@ -1029,9 +832,6 @@ class AihcBackend(Backend):
                 job, target, recorded(gettext_noop("AIHC reports %(status)s."), status=status)
             )
         self._enforce_timeout(job, client, config, spec)
-        if job.status in FINAL_STATUSES:
-            self._stops_sent.pop(job.pk, None)
-            self._close_replicas(job)
 
     def _stop_again(
         self, job: Job, client: AihcClient, config: Config, secrets: list[str], status: str
@@ -1069,19 +869,6 @@ class AihcBackend(Backend):
         if self._send_stop(job, client, config, secrets, "sent again") is None:
             logger.info("AIHC still ran %s while it was stopping: stop sent again", job.public_id)
 
-    def _stop_due(self, job: Job, *, since: datetime | None = None) -> bool:
-        """Whether a stop the worker decides (sent again to a job that is stopping, or sent to
-        one past its time limit) may go now: at most once per STOP_RESEND after `since` (the
-        stop the job's owner asked for) and after the last one this process sent. A stop AIHC
-        gave no clear answer to is retried at that pace, not at every worker sync. True
-        records now as the time of the last one."""
-        now = timezone.now()
-        last = max((t for t in (since, self._stops_sent.get(job.pk)) if t), default=None)
-        if last is not None and now - last < STOP_RESEND:
-            return False
-        self._stops_sent[job.pk] = now
-        return True
-
     @staticmethod
     def _send_stop(
         job: Job, client: AihcClient, config: Config, secrets: list[str], why: str
@@ -1102,16 +889,12 @@ class AihcBackend(Backend):
             return exc
         return None
 
-    @staticmethod
-    def _close_replicas(job: Job) -> None:
-        """A finished AIHC job is not followed any more: instances still shown pending or
-        running (AIHC removed their pods, or the console stopped the job for its timeout)
-        ended with it. A job that ended Stopped by the console's stop: AIHC reports its pods
-        Failed after a stop, so instances it reported failed only once the stop was requested
-        were stopped; one that had failed before keeps Failed."""
-        JobReplica.objects.filter(
-            job=job, status__in=[ReplicaStatus.PENDING, ReplicaStatus.RUNNING]
-        ).update(status=ReplicaStatus.STOPPED, finished_at=timezone.now())
+    def _close_replicas(self, job: Job) -> None:
+        """As every platform's (AIHC removed their pods, or the console stopped the job for
+        its timeout), and for a job that ended Stopped by the console's stop: AIHC reports
+        its pods Failed after a stop, so instances it reported failed only once the stop was
+        requested were stopped; one that had failed before keeps Failed."""
+        super()._close_replicas(job)
         if job.status != JobStatus.STOPPED:
             return
         asked = (
@@ -1203,9 +986,7 @@ class AihcBackend(Backend):
         said = {(reason, message) for reason, message, _at in existing}
         # AIHC stamps whole seconds, so an event of the second the job was sent would show
         # before the console's own "Submitting": none shows before the job was first sent.
-        sent = (
-            job.events.filter(reason="Submitting").order_by("created_at").first() or job
-        ).created_at
+        sent = self._first_sent(job)
         new: list[tuple[JobEvent, datetime]] = []
         for event in events:
             reason = f"AIHC:{event.get('reason') or 'Event'}"[:64]
@@ -1226,36 +1007,22 @@ class AihcBackend(Backend):
             said.add((reason, message))
             kind = EventType.WARNING if str(event.get("type")) == "Warning" else EventType.NORMAL
             new.append((JobEvent(job=job, reason=reason, message=message, type=kind), when))
-        # created_at is stamped on insert: the event's own time is set just after.
-        created = JobEvent.objects.bulk_create([row for row, _when in new])
-        for row, (_row, when) in zip(created, new, strict=True):
-            row.created_at = when
-        JobEvent.objects.bulk_update(created, ["created_at"])
+        self._save_events(new)
 
-    @staticmethod
-    def _sync_replicas(job: Job, pods: list[dict[str, Any]]) -> None:
+    def _sync_replicas(self, job: Job, pods: list[dict[str, Any]]) -> None:
         now = timezone.now()
         for pod in pods:
             match = POD_INDEX_RE.search(pod["name"])
-            role = pod["replicaType"] or "worker"
-            index = int(match.group(1)) if match else 0
-            phase = (pod["phase"] or "pending").lower()
-            replica, _created = JobReplica.objects.get_or_create(job=job, role=role, index=index)
-            changed = {
-                "status": phase[:16],
-                "restarts": pod["restartCount"],
-                "node": pod["nodeName"][:128],
-            }
-            if phase == "running" and replica.started_at is None:
-                changed["started_at"] = now
-            if phase in ("succeeded", "failed") and (
-                replica.finished_at is None or replica.status != phase
-            ):
-                # When it ended this time (a pod that failed, ran again and failed again):
-                # a job's stop tells by it the instances it ended (_close_replicas).
-                changed["finished_at"] = now
-            if any(getattr(replica, k) != v for k, v in changed.items()):
-                JobReplica.objects.filter(pk=replica.pk).update(**changed)
+            self._update_replica(
+                job,
+                pod["replicaType"] or "worker",
+                int(match.group(1)) if match else 0,
+                status=(pod["phase"] or "pending").lower()[:16],  # AIHC's pod phase, as it is
+                started=now,
+                now=now,
+                restarts=pod["restartCount"],
+                node=pod["nodeName"][:128],
+            )
 
     # -- actions -------------------------------------------------------------------
 
@@ -1281,19 +1048,11 @@ class AihcBackend(Backend):
                 if exc.code == "JobNotFound":
                     pass  # nothing left to stop
                 elif _refused(exc):
-                    # On the page for good, not only in the flash the person who pressed
-                    # Stop saw: the job runs on, and its events say why.
-                    job_event(
-                        job=job,
-                        reason="StopFailed",
-                        message=scrub(
-                            recorded(
-                                gettext_noop("AIHC did not stop the job: %(error)s"),
-                                error=recorded_error(exc),
-                            ),
-                            secrets,
-                        ),
-                        warning=True,
+                    self._stop_refused(
+                        job,
+                        exc,
+                        secrets,
+                        message=gettext_noop("AIHC did not stop the job: %(error)s"),
                     )
                     raise _shown(_("AIHC did not stop the job: %(error)s"), exc, secrets) from None
                 else:

@@ -30,11 +30,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -47,31 +47,24 @@ from jobs.kubernetes.client import (
     kube_time,
 )
 from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
-from jobs.logs import masked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
     Job,
     JobEvent,
-    JobReplica,
     JobStatus,
     ReplicaStatus,
 )
 from jobs.runtime_env import DEFAULT_TF_PORT, ReplicaRef, replica_environment
 from jobs.services import job_event, recorded
 
-from .aihc import AihcBackend
-from .base import AcceleratorStock, Backend, BackendError, Pool, RequestPreview, Volume
+from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
+from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
 
 logger = logging.getLogger("jobs.kubernetes")
 
 NAME = "kubernetes"
 EVENT_PREFIX = "K8s:"
-# A job left Submitting this long (the worker died mid-create) goes back to Queued; the
-# next create finds what the first made (409, this job's label) and adopts it.
-STUCK_SUBMITTING = timedelta(minutes=2)
-# A job the API server still has, not being deleted, this long after the stop: sent again.
-STOP_RESEND = timedelta(minutes=1)
 # Creates that got no clear answer (a timeout, a 5xx) before the job is Submit failed.
 MAX_UNANSWERED_CREATES = 4
 UNANSWERED_EVENT = "SubmitTimedOut"
@@ -86,13 +79,6 @@ PHASES = {
     "succeeded": ReplicaStatus.SUCCEEDED,
     "failed": ReplicaStatus.FAILED,
 }
-
-scrub = masked
-
-
-def recorded_error(exc: KubeError) -> str:
-    with translation.override(settings.LANGUAGE_CODE):
-        return str(exc)
 
 
 def _shown(what: str, exc: KubeError, secrets: list[str]) -> BackendError:
@@ -208,23 +194,16 @@ class Inventory:
         return stock
 
 
-class KubernetesBackend(Backend):
+class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     name = NAME
-
-    # The state machine's moves, as the AIHC backend makes them (they know no platform).
-    _move = staticmethod(AihcBackend._move)
-    _walk = AihcBackend._walk
-    _group_is_full = AihcBackend._group_is_full
+    platform = "Kubernetes"
+    logger = logger
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         self._clients: dict[tuple[Any, ...], KubeClient] = {}
-        # Per API server (Config.key()): its figures, and (monotonic time submits resume,
-        # the pause's length) after it could not be reached.
+        # Per API server (Config.key()): its figures.
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
-        self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
-        self._warned: set[str] = set()
-        self._stops_sent: dict[int, datetime] = {}
 
     def __repr__(self) -> str:
         return "KubernetesBackend()"
@@ -269,10 +248,7 @@ class KubernetesBackend(Backend):
         try:
             config, client = self._setup(for_page=True)
         except BackendError as exc:
-            if exc.message not in self._warned:
-                self._warned.add(exc.message)
-                logger.warning("Kubernetes backend is enabled but unusable: %s", exc.message)
-            return []
+            return self._unusable(exc)
         with self._lock:
             inventory = self._inventories.setdefault(config.key(), Inventory())
         stock, error = inventory.get(config, client)
@@ -489,38 +465,21 @@ class KubernetesBackend(Backend):
 
     # -- submission ----------------------------------------------------------------
 
-    def submit(self, job: Job) -> None:
-        if job.external_id:
-            self.sync(job)
-            return
-        if job.status == JobStatus.SUBMITTING:
-            self._reconcile_stuck(job)
-            return
-        if job.status != JobStatus.QUEUED or self._group_is_full(job):
-            return
-        spec = job.job_spec()
-        secrets = spec.secret_values()
-        refusals = self.check_spec(spec)
-        try:
-            config, client = self._setup()
-        except BackendError as exc:
-            self._fail(job, exc.message, secrets)
-            return
-        if time.monotonic() < self._pauses.get(config.key(), (0.0, 0.0))[0]:
-            return  # the API server could not be reached a moment ago: the job waits, Queued
-        if not self._move(
-            job,
-            JobStatus.SUBMITTING,
-            "Submitting",
-            recorded(
-                gettext_noop("Submitting to Kubernetes namespace %(namespace)s."),
-                namespace=namespace_of(job.resource_pool),
-            ),
-        ):
-            return
-        if refusals:
-            self._fail(job, " ".join(f"{p}: {' '.join(m)}" for p, m in refusals.items()), secrets)
-            return
+    def _submitting(self, job: Job) -> str:
+        return recorded(
+            gettext_noop("Submitting to Kubernetes namespace %(namespace)s."),
+            namespace=namespace_of(job.resource_pool),
+        )
+
+    def _create(
+        self,
+        job: Job,
+        *,
+        spec: spec_module.JobSpec,
+        secrets: list[str],
+        config: Config,
+        client: KubeClient,
+    ) -> None:
         secret, manifest = self.manifests(spec, job_id=job.public_id, cluster=config.cluster)
         namespace = namespace_of(job.resource_pool)
         secret_made = False  # by this job: made now, or adopted (it carries the job's id)
@@ -539,7 +498,7 @@ class KubernetesBackend(Backend):
         except BackendError as exc:  # a name taken by an object that is not this job's
             self._fail(job, exc.message, secrets)
             return
-        self._pauses.pop(config.key(), None)
+        self._resume_submits(config)
         if secret is not None:
             self._own_secret(client, namespace, secret, resource)
         self._accepted(job, manifest["metadata"]["name"], adopted=adopted)
@@ -600,28 +559,18 @@ class KubernetesBackend(Backend):
 
     def _create_failed(self, job: Job, exc: KubeError, secrets: list[str], config: Config) -> None:
         if isinstance(exc, KubeUnavailable) or exc.status == 429:
-            last = self._pauses.get(config.key(), (0.0, 0.0))[1]
-            delay = min(max(last * 2, SUBMIT_PAUSE[0]), SUBMIT_PAUSE[1])
-            self._pauses[config.key()] = (time.monotonic() + delay, delay)
-            self._move(
+            self._defer(
                 job,
-                JobStatus.QUEUED,
-                "SubmitDeferred",
-                scrub(
-                    recorded(
-                        gettext_noop(
-                            "Kubernetes could not take the job now (%(error)s). It stays "
-                            "queued and is sent again in %(seconds)d s."
-                        ),
-                        error=recorded_error(exc),
-                        seconds=int(delay),
-                    ),
-                    secrets,
+                exc,
+                secrets,
+                config=config,
+                pause=SUBMIT_PAUSE,
+                message=gettext_noop(
+                    "Kubernetes could not take the job now (%(error)s). It stays "
+                    "queued and is sent again in %(seconds)d s."
                 ),
-                warning=True,
+                stopped=recorded(STOP_REQUESTED),
             )
-            if job.status == JobStatus.STOPPING:
-                self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return
         if _refused(exc):
             self._fail(job, recorded_error(exc), secrets)
@@ -658,43 +607,11 @@ class KubernetesBackend(Backend):
             else gettext_noop("Kubernetes accepted the job as %(name)s."),
             name=name,
         )
-        if self._move(job, JobStatus.QUEUED, "Submitted", message, external_id=name):
-            try:
-                self.sync(job)
-            except BackendError as exc:
-                logger.info("first sync of %s failed: %s", job.public_id, exc.message)
-            return
-        if job.status == JobStatus.STOPPING:
-            # Stopped while the create was in flight: delete what was just made.
-            Job.objects.filter(pk=job.pk).update(external_id=name)
-            job.external_id = name
-            job_event(job=job, reason="Submitted", message=message)
-            try:
-                self.stop(job)
-            except BackendError as exc:
-                logger.warning("stop of %s failed: %s", job.public_id, exc.message)
+        self._created(job, name, message=message)
 
-    def _fail(self, job: Job, message: str, secrets: list[str]) -> None:
-        message = scrub(message, secrets)
-        logger.warning("Kubernetes submit of %s failed: %s", job.public_id, message)
-        if job.status == JobStatus.QUEUED:
-            self._move(job, JobStatus.SUBMITTING, "Submitting", "")
-        if job.status == JobStatus.STOPPING:
-            self._move(job, JobStatus.STOPPED, "Stopped", message)
-            return
-        self._move(job, JobStatus.SUBMIT_FAILED, "SubmitFailed", message, warning=True)
-
-    def _reconcile_stuck(self, job: Job) -> None:
-        """Left Submitting (the worker died mid-create): back to Queued; the next create
-        adopts what the first made, if anything."""
-        if timezone.now() - job.updated_at < STUCK_SUBMITTING:
-            return
-        self._move(
-            job,
-            JobStatus.QUEUED,
-            "SubmitRetry",
-            recorded(gettext_noop("The submission was interrupted; it will be retried.")),
-        )
+    # A job left Submitting (the worker died mid-create) goes back to Queued (the base's
+    # _reconcile_stuck): the next create finds what the first made (409, this job's label)
+    # and adopts it.
 
     # -- following a job ---------------------------------------------------------------
 
@@ -702,15 +619,7 @@ class KubernetesBackend(Backend):
         spec = job.job_spec()
         return namespace_of(job.resource_pool), M.object_name(spec, job.public_id), spec
 
-    def sync(self, job: Job) -> None:
-        if job.status in FINAL_STATUSES:
-            return
-        if not job.external_id:
-            if job.status == JobStatus.SUBMITTING:
-                self._reconcile_stuck(job)
-            elif job.status == JobStatus.STOPPING:
-                self._finish_stop_in_flight(job)
-            return
+    def _sync_remote(self, job: Job) -> None:
         config, client = self._setup()
         namespace, name, spec = self._names(job)
         secrets = spec.secret_values()
@@ -729,7 +638,7 @@ class KubernetesBackend(Backend):
             # Whatever the operator writes while the pods go (a killed master reads Failed),
             # the job is Stopping until the resource is gone.
             if not (resource.get("metadata") or {}).get("deletionTimestamp") and self._stop_due(
-                job
+                job, since=job.updated_at
             ):
                 self._send_delete(client, namespace, job.external_id, spec)
             return
@@ -748,9 +657,6 @@ class KubernetesBackend(Backend):
                 message,
                 reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
             )
-        if job.status in FINAL_STATUSES:
-            self._stops_sent.pop(job.pk, None)
-            self._close_replicas(job)
 
     def _gone(
         self, job: Job, spec: spec_module.JobSpec, client: KubeClient, namespace: str
@@ -779,8 +685,6 @@ class KubernetesBackend(Backend):
             reason="" if stopping else "Lost",
         )
         if job.status in FINAL_STATUSES:
-            self._stops_sent.pop(job.pk, None)
-            self._close_replicas(job)
             self._delete_quietly(client, M.secret_path(namespace, M.secret_name(job.external_id)))
 
     def _finish_stop_in_flight(self, job: Job) -> None:
@@ -807,11 +711,9 @@ class KubernetesBackend(Backend):
                 recorded(gettext_noop("Stopped before Kubernetes created the job.")),
             )
             return
-        Job.objects.filter(pk=job.pk).update(external_id=name)
-        job.external_id = name
-        job_event(
-            job=job,
-            reason="Submitted",
+        self._adopt(
+            job,
+            name,
             message=recorded(
                 gettext_noop("Kubernetes had created %(name)s already; adopted it."), name=name
             ),
@@ -859,29 +761,17 @@ class KubernetesBackend(Backend):
                 ),
                 None,
             )
-            replica, _created = JobReplica.objects.get_or_create(job=job, role=role, index=index)
-            changed: dict[str, Any] = {
-                "status": phase,
-                "restarts": restarts,
-                "node": str((pod.get("spec") or {}).get("nodeName") or "")[:128],
-                "exit_code": exit_code,
-            }
-            if phase == ReplicaStatus.RUNNING and replica.started_at is None:
-                changed["started_at"] = kube_time(status.get("startTime")) or now
-            if phase in (ReplicaStatus.SUCCEEDED, ReplicaStatus.FAILED) and (
-                replica.finished_at is None or replica.status != phase
-            ):
-                changed["finished_at"] = now
-            if any(getattr(replica, k) != v for k, v in changed.items()):
-                JobReplica.objects.filter(pk=replica.pk).update(**changed)
-
-    @staticmethod
-    def _close_replicas(job: Job) -> None:
-        """A finished job is not followed any more: instances still shown pending or running
-        ended with it (the operator removes running pods when the job ends)."""
-        JobReplica.objects.filter(
-            job=job, status__in=[ReplicaStatus.PENDING, ReplicaStatus.RUNNING]
-        ).update(status=ReplicaStatus.STOPPED, finished_at=timezone.now())
+            self._update_replica(
+                job,
+                role,
+                index,
+                status=phase,
+                started=kube_time(status.get("startTime")) or now,
+                now=now,
+                restarts=restarts,
+                node=str((pod.get("spec") or {}).get("nodeName") or "")[:128],
+                exit_code=exit_code,
+            )
 
     def _sync_events(
         self,
@@ -917,9 +807,7 @@ class KubernetesBackend(Backend):
                 "reason", "message", "created_at"
             )
         )
-        sent = (
-            job.events.filter(reason="Submitting").order_by("created_at").first() or job
-        ).created_at
+        sent = self._first_sent(job)
         new: list[tuple[JobEvent, datetime]] = []
         for pod, event in raw:
             reason = f"{EVENT_PREFIX}{event.get('reason') or 'Event'}"[:64]
@@ -940,20 +828,9 @@ class KubernetesBackend(Backend):
             existing.add((reason, message, when))
             kind = EventType.WARNING if event.get("type") == "Warning" else EventType.NORMAL
             new.append((JobEvent(job=job, reason=reason, message=message, type=kind), when))
-        created = JobEvent.objects.bulk_create([row for row, _when in new])
-        for row, (_row, when) in zip(created, new, strict=True):
-            row.created_at = when
-        JobEvent.objects.bulk_update(created, ["created_at"])
+        self._save_events(new)
 
     # -- actions -------------------------------------------------------------------
-
-    def _stop_due(self, job: Job) -> bool:
-        now = timezone.now()
-        last = max((t for t in (job.updated_at, self._stops_sent.get(job.pk)) if t), default=None)
-        if last is not None and now - last < STOP_RESEND:
-            return False
-        self._stops_sent[job.pk] = now
-        return True
 
     def _send_delete(
         self, client: KubeClient, namespace: str, name: str, spec: spec_module.JobSpec
@@ -995,17 +872,11 @@ class KubernetesBackend(Backend):
         self._stops_sent[job.pk] = timezone.now()
         error = self._send_delete(client, namespace, job.external_id, spec)
         if error is not None and _refused(error):
-            job_event(
-                job=job,
-                reason="StopFailed",
-                message=scrub(
-                    recorded(
-                        gettext_noop("Kubernetes did not stop the job: %(error)s"),
-                        error=recorded_error(error),
-                    ),
-                    secrets,
-                ),
-                warning=True,
+            self._stop_refused(
+                job,
+                error,
+                secrets,
+                message=gettext_noop("Kubernetes did not stop the job: %(error)s"),
             )
             raise _shown(_("Kubernetes did not stop the job: %(error)s"), error, secrets)
         if job.status == JobStatus.STOPPING:

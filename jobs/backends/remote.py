@@ -1,0 +1,415 @@
+"""What the remote backends (AIHC, Kubernetes) do alike, whatever platform runs the job.
+
+`RemoteBackend` holds the skeleton of submitting and following a job: the steps before a
+create (queue groups, a pause after the platform could not be reached, the backend's own
+refusals), what becomes of the job once the platform made it or could not, the state
+machine's moves that follow the platform's status, and the stop resent at a bounded pace.
+Each backend keeps what only its platform has: its settings and client (`_setup`), the
+create itself (`_create`), reading the job's status, instances and events (`_sync_remote`),
+finding what a create left behind, stopping, deleting and logs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from abc import abstractmethod
+from collections import deque
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol
+
+from django.conf import settings
+from django.utils import timezone, translation
+from django.utils.translation import gettext_noop
+
+from jobs.logs import masked
+from jobs.models import (
+    FINAL_STATUSES,
+    TRANSITIONS,
+    Job,
+    JobEvent,
+    JobReplica,
+    JobStatus,
+    ReplicaStatus,
+)
+from jobs.services import job_event, job_transition, recorded
+
+from .base import Backend, BackendError, Pool
+
+if TYPE_CHECKING:
+    from jobs.spec import JobSpec
+
+# A platform's errors and events quote a job's secrets the way its logs do: one masking rule.
+scrub = masked
+
+# A job stuck in Submitting this long (the worker died mid-create) is reconciled by sync.
+STUCK_SUBMITTING = timedelta(minutes=2)
+# A stop the worker decides itself (sent again to a job still running while it is stopping,
+# or to one past its time limit) goes at most this often.
+STOP_RESEND = timedelta(minutes=1)
+
+
+def recorded_error(exc: Exception) -> str:
+    """A platform's error as a status reason or event message records it: the console's own
+    wording of a transport failure in the console's language; the platform's messages as
+    written."""
+    with translation.override(settings.LANGUAGE_CODE):
+        return str(exc)
+
+
+class Keyed(Protocol):
+    """A backend's settings: key() tells one account or API server apart (each has its own
+    submit pause)."""
+
+    def key(self) -> tuple[Any, ...]: ...
+
+
+class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
+    """A backend whose jobs run on a remote platform: the worker submits them and syncs them.
+
+    `platform` names the platform in log lines; `logger` is the backend's own."""
+
+    platform: str
+    logger: logging.Logger
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._warned: set[str] = set()
+        # Per account or API server (Config.key()): (monotonic time submits resume, the
+        # pause's length) after a create that never reached the platform.
+        self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
+        # Job pk -> when this process last sent a stop it decided itself (_stop_due).
+        self._stops_sent: dict[int, datetime] = {}
+
+    # -- what each platform does its own way ------------------------------------------
+
+    @abstractmethod
+    def _setup(self, *, for_page: bool = False) -> tuple[ConfigT, ClientT]:
+        """The settings as they are now, and a client for them; BackendError (code
+        "Misconfigured") when they cannot be used."""
+
+    @abstractmethod
+    def _submitting(self, job: Job) -> str:
+        """The "Submitting" event's message: where the job is sent."""
+
+    @abstractmethod
+    def _create(
+        self, job: Job, *, spec: JobSpec, secrets: list[str], config: ConfigT, client: ClientT
+    ) -> None:
+        """Sends the create of a job now Submitting, and moves it on (`_created`, `_defer`,
+        `_fail`, or back to Queued to be tried again)."""
+
+    @abstractmethod
+    def _sync_remote(self, job: Job) -> None:
+        """Brings the status, replicas and events of a job the platform has up to date."""
+
+    @abstractmethod
+    def _finish_stop_in_flight(self, job: Job) -> None:
+        """A job stopped while its create got no clear answer: what the platform made of it
+        is found and stopped; when it has nothing, the job is Stopped."""
+
+    # -- inventory -----------------------------------------------------------------
+
+    def _unusable(self, exc: BackendError) -> list[Pool]:
+        """No pools while the settings cannot be used; said in the log once, not on every
+        poll."""
+        if exc.message not in self._warned:
+            self._warned.add(exc.message)
+            self.logger.warning(
+                "%s backend is enabled but unusable: %s", self.platform, exc.message
+            )
+        return []
+
+    # -- submission ----------------------------------------------------------------
+
+    def submit(self, job: Job) -> None:
+        if job.external_id:
+            # Already on the platform (queued there); the worker may hand it back: follow it.
+            self.sync(job)
+            return
+        if job.status == JobStatus.SUBMITTING:
+            self._reconcile_stuck(job)
+            return
+        if job.status != JobStatus.QUEUED or self._group_is_full(job):
+            return
+        spec = job.job_spec()
+        secrets = spec.secret_values()
+        refusals = self.check_spec(spec)
+        try:
+            config, client = self._setup()
+        except BackendError as exc:
+            self._fail(job, exc.message, secrets)
+            return
+        if self._submits_paused(config):
+            return  # the platform could not be reached a moment ago: the job waits, Queued
+        if not self._move(job, JobStatus.SUBMITTING, "Submitting", self._submitting(job)):
+            return
+        if refusals:
+            message = " ".join(f"{path}: {' '.join(msgs)}" for path, msgs in refusals.items())
+            self._fail(job, message, secrets)
+            return
+        self._create(job, spec=spec, secrets=secrets, config=config, client=client)
+
+    def _group_is_full(self, job: Job) -> bool:
+        """A queue group keeps at most `concurrency` of its tasks on the platform at once."""
+        if job.group_id is None:
+            return False
+        live = (
+            Job.objects.filter(group_id=job.group_id)
+            .exclude(pk=job.pk)
+            .exclude(status__in=FINAL_STATUSES)
+            .filter(
+                status__in=[
+                    JobStatus.SUBMITTING,
+                    JobStatus.RUNNING,
+                    JobStatus.STOPPING,
+                    JobStatus.QUEUED,
+                ]
+            )
+            .exclude(status=JobStatus.QUEUED, external_id="")
+            .count()
+        )
+        return live >= job.group.concurrency
+
+    # Submits pause after a create that never reached the platform, doubling up to a limit,
+    # so an outage costs each queued job one attempt per pause, not one per worker tick.
+    def _submits_paused(self, config: ConfigT) -> bool:
+        with self._lock:
+            until, _delay = self._pauses.get(config.key(), (0.0, 0.0))
+        return time.monotonic() < until
+
+    def _resume_submits(self, config: ConfigT) -> None:
+        with self._lock:
+            self._pauses.pop(config.key(), None)
+
+    def _defer(
+        self,
+        job: Job,
+        exc: Exception,
+        secrets: list[str],
+        *,
+        config: ConfigT,
+        pause: tuple[float, float],
+        message: str,
+        stopped: str,
+    ) -> None:
+        """The create never reached the platform (or it asked for fewer requests): nothing
+        was created, so submits to it pause (`pause`: the first pause and the longest, in
+        seconds) and the job goes back to Queued, sent again after. `message` (marked with
+        gettext_noop, with %(error)s and %(seconds)d) says so on the job; `stopped` is the
+        reason a job stopped meanwhile ends Stopped with (nothing runs for it)."""
+        with self._lock:
+            _until, last = self._pauses.get(config.key(), (0.0, 0.0))
+            delay = min(max(last * 2, pause[0]), pause[1])
+            self._pauses[config.key()] = (time.monotonic() + delay, delay)
+        self.logger.warning(
+            "%s create for %s not sent: %s; submits pause for %ds",
+            self.platform,
+            job.public_id,
+            scrub(str(exc), secrets),
+            delay,
+        )
+        if self._move(
+            job,
+            JobStatus.QUEUED,
+            "SubmitDeferred",
+            scrub(
+                recorded(message, error=recorded_error(exc), seconds=int(delay)),
+                secrets,
+            ),
+            warning=True,
+        ):
+            return
+        if job.status == JobStatus.STOPPING:
+            # Stopped while the create was on its way, and it never arrived: nothing runs.
+            self._move(job, JobStatus.STOPPED, "Stopped", stopped)
+
+    def _created(self, job: Job, external_id: str, *, message: str) -> None:
+        """The platform has the job as `external_id` (`message` says how it came to): Queued
+        there and followed from now on; stopped while the create was in flight, what it
+        made is stopped."""
+        if self._move(job, JobStatus.QUEUED, "Submitted", message, external_id=external_id):
+            # The worker's next sync follows the job if this first look fails.
+            try:
+                self.sync(job)
+            except BackendError as exc:
+                self.logger.info("first sync of %s failed: %s", job.public_id, exc.message)
+            return
+        if job.status == JobStatus.STOPPING:
+            self._adopt(job, external_id, message=message)
+            try:
+                self.stop(job)
+            except BackendError as exc:
+                self.logger.warning(
+                    "%s stop of %s failed: %s", self.platform, job.public_id, exc.message
+                )
+
+    @staticmethod
+    def _adopt(job: Job, external_id: str, *, message: str) -> None:
+        """A job stopped while its create was in flight takes what the create made, to stop it."""
+        Job.objects.filter(pk=job.pk).update(external_id=external_id)
+        job.external_id = external_id
+        job_event(job=job, reason="Submitted", message=message)
+
+    def _fail(self, job: Job, message: str, secrets: list[str]) -> None:
+        message = scrub(message, secrets)
+        self.logger.warning("%s submit of %s failed: %s", self.platform, job.public_id, message)
+        if job.status == JobStatus.QUEUED:
+            self._move(job, JobStatus.SUBMITTING, "Submitting", "")
+        if job.status == JobStatus.STOPPING:
+            # Stopped while the create was in flight, and nothing was created.
+            self._move(job, JobStatus.STOPPED, "Stopped", message)
+            return
+        self._move(job, JobStatus.SUBMIT_FAILED, "SubmitFailed", message, warning=True)
+
+    def _reconcile_stuck(self, job: Job) -> None:
+        """Left Submitting (the worker died mid-create): back to Queued, sent again."""
+        if timezone.now() - job.updated_at < STUCK_SUBMITTING:
+            return
+        self._move(
+            job,
+            JobStatus.QUEUED,
+            "SubmitRetry",
+            recorded(gettext_noop("The submission was interrupted; it will be retried.")),
+        )
+
+    # -- following a job ---------------------------------------------------------------
+
+    def sync(self, job: Job) -> None:
+        if job.status in FINAL_STATUSES:
+            return
+        if not job.external_id:
+            if job.status == JobStatus.SUBMITTING:
+                self._reconcile_stuck(job)
+            elif job.status == JobStatus.STOPPING:
+                self._finish_stop_in_flight(job)
+            return
+        self._sync_remote(job)
+        if job.status in FINAL_STATUSES:
+            self._stops_sent.pop(job.pk, None)
+            self._close_replicas(job)
+
+    @staticmethod
+    def _move(
+        job: Job, to: str, reason: str, message: str, *, warning: bool = False, **fields: Any
+    ) -> bool:
+        if to == job.status or to not in TRANSITIONS[job.status]:
+            return False
+        return job_transition(
+            job=job, to=to, reason=reason, message=message, warning=warning, **fields
+        )
+
+    def _walk(self, job: Job, target: str, message: str, *, reason: str = "") -> None:
+        """Moves the job to `target` through the state machine's shortest allowed path.
+
+        Each step's event reason is the console status it reaches ("Running", "Stopped"),
+        as for local jobs, so it reads in the page's language; the platform's own status
+        name (AIHC's "ManualTermination") is in the final step's message."""
+        avoid = {
+            JobStatus.SUBMIT_FAILED,
+            JobStatus.PENDING_REVIEW,
+            JobStatus.REJECTED,
+            JobStatus.SUBMITTING,
+        }
+        paths = deque([[job.status]])
+        seen = {job.status}
+        route: list[str] | None = None
+        while paths:
+            path = paths.popleft()
+            if path[-1] == target:
+                route = path
+                break
+            for nxt in sorted(TRANSITIONS[path[-1]]):
+                if nxt not in seen and (nxt == target or nxt not in avoid):
+                    seen.add(nxt)
+                    paths.append([*path, nxt])
+        if not route:
+            return
+        for step in route[1:]:
+            final = step == target
+            if not self._move(
+                job,
+                step,
+                (reason if final and reason else "") or step.title().replace("_", ""),
+                message if final else "",
+                warning=final and target in (JobStatus.FAILED, JobStatus.TIMED_OUT),
+            ):
+                return
+
+    @staticmethod
+    def _update_replica(
+        job: Job,
+        role: str,
+        index: int,
+        *,
+        status: str,
+        started: datetime,
+        now: datetime,
+        **fields: Any,
+    ) -> None:
+        """Brings one instance's row up to what the platform reports at `now` (`status`, and
+        `fields` such as restarts and node): `started` the first time it is seen running,
+        `now` as its end each time it ends (a pod that failed, ran again and failed again:
+        a job's stop tells by it the instances it ended)."""
+        replica, _created = JobReplica.objects.get_or_create(job=job, role=role, index=index)
+        changed: dict[str, Any] = {"status": status, **fields}
+        if status == ReplicaStatus.RUNNING and replica.started_at is None:
+            changed["started_at"] = started
+        if status in (ReplicaStatus.SUCCEEDED, ReplicaStatus.FAILED) and (
+            replica.finished_at is None or replica.status != status
+        ):
+            changed["finished_at"] = now
+        if any(getattr(replica, k) != v for k, v in changed.items()):
+            JobReplica.objects.filter(pk=replica.pk).update(**changed)
+
+    def _close_replicas(self, job: Job) -> None:
+        """A finished job is not followed any more: instances still shown pending or running
+        ended with it (the platform removes its running pods when the job ends)."""
+        JobReplica.objects.filter(
+            job=job, status__in=[ReplicaStatus.PENDING, ReplicaStatus.RUNNING]
+        ).update(status=ReplicaStatus.STOPPED, finished_at=timezone.now())
+
+    @staticmethod
+    def _first_sent(job: Job) -> datetime:
+        """When the job was first sent: none of the platform's events shows before it (they
+        may be stamped in whole seconds, before the console's own "Submitting")."""
+        return (
+            job.events.filter(reason="Submitting").order_by("created_at").first() or job
+        ).created_at
+
+    @staticmethod
+    def _save_events(new: list[tuple[JobEvent, datetime]]) -> None:
+        """Copies the platform's events, each at its own time (created_at is stamped on
+        insert: the event's time is set just after)."""
+        created = JobEvent.objects.bulk_create([row for row, _when in new])
+        for row, (_row, when) in zip(created, new, strict=True):
+            row.created_at = when
+        JobEvent.objects.bulk_update(created, ["created_at"])
+
+    # -- actions -------------------------------------------------------------------
+
+    def _stop_due(self, job: Job, *, since: datetime | None = None) -> bool:
+        """Whether a stop the worker decides (sent again to a job that is stopping, or sent to
+        one past its time limit) may go now: at most once per STOP_RESEND after `since` (the
+        stop the job's owner asked for) and after the last one this process sent. A stop the
+        platform gave no clear answer to is retried at that pace, not at every worker sync.
+        True records now as the time of the last one."""
+        now = timezone.now()
+        last = max((t for t in (since, self._stops_sent.get(job.pk)) if t), default=None)
+        if last is not None and now - last < STOP_RESEND:
+            return False
+        self._stops_sent[job.pk] = now
+        return True
+
+    @staticmethod
+    def _stop_refused(job: Job, exc: Exception, secrets: list[str], *, message: str) -> None:
+        """The platform said no to a stop: on the page for good, not only in the flash the
+        person who pressed Stop saw (the job runs on, and its events say why). `message`
+        (marked with gettext_noop) holds %(error)s."""
+        job_event(
+            job=job,
+            reason="StopFailed",
+            message=scrub(recorded(message, error=recorded_error(exc)), secrets),
+            warning=True,
+        )
