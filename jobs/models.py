@@ -439,6 +439,10 @@ class LocalRun(models.Model):
     delete_when_stopped = models.BooleanField(default=False)
     hang_warned_at = models.DateTimeField(null=True, blank=True)
     attempt_started_at = models.DateTimeField(null=True, blank=True)
+    # The job's jobRunning alert is still to be decided (it goes once every replica of the
+    # first attempt has started). Cleared in the transaction that queues it, so a worker
+    # killed before that commit leaves it to the next worker, and none sends it twice.
+    running_alert_due = models.BooleanField(default=False)
 
     def __str__(self) -> str:
         return f"local run of {self.job_id} (attempt {self.attempt})"

@@ -828,6 +828,7 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
                 "kill_at": None,
                 "hang_warned_at": None,
                 "attempt_started_at": now,
+                "running_alert_due": True,
             },
         )
         job.replicas.all().delete()
@@ -846,16 +847,23 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
         job.refresh_from_db()
         supervise(job, children=children)
         return True
-    _running_alert(job)
+    _running_alert(job, run)
     return True
 
 
-def _running_alert(job: Job) -> None:
-    job_alert(
-        job=job,
-        item="jobRunning",
-        message=recorded(gettext_noop("%(name)s is running."), name=job.name),
-    )
+def _running_alert(job: Job, run: LocalRun) -> None:
+    """Queues the job's jobRunning alert unless it was queued already or a stop has been
+    recorded. The flag is cleared in the same transaction, so a worker killed before the
+    commit leaves the alert due for the next one, and no worker sends it twice."""
+    with transaction.atomic():
+        if LocalRun.objects.filter(pk=run.pk, running_alert_due=True, stop_target="").update(
+            running_alert_due=False
+        ):
+            job_alert(
+                job=job,
+                item="jobRunning",
+                message=recorded(gettext_noop("%(name)s is running."), name=job.name),
+            )
 
 
 def _fail_launch(job: Job, run: LocalRun, exc: Exception) -> None:
@@ -960,11 +968,14 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         except Exception as exc:  # a job that cannot start fails; the worker carries on
             _fail_launch(job, run, exc)
             return
-        if run.attempt == 1 and launch_wanted(run):
+        if launch_wanted(run):
             # The worker that started the job died before the job's "running" alert, which
             # goes once every replica has started. (A restart's attempt has its jobFT alert.)
-            _running_alert(job)
+            _running_alert(job, run)
         return
+    if run.running_alert_due:
+        # Every replica started, and the worker that started them died before the alert.
+        _running_alert(job, run)
 
     failure = None
     for replica in replicas:
@@ -1154,8 +1165,6 @@ def _check_hang(
         return
     if run.hang_warned_at is not None and run.hang_warned_at >= last:
         return  # already warned about this silence
-    run.hang_warned_at = now
-    run.save(update_fields=["hang_warned_at"])
     message = recorded(
         gettext_noop(
             "No replica wrote a log line in the %(minutes)s-minute hang threshold; "
@@ -1163,8 +1172,13 @@ def _check_hang(
         ),
         minutes=threshold,
     )
-    job_event(job=job, reason="HangSuspected", message=message, warning=True)
-    job_alert(job=job, item="jobHang", message=message)
+    # "Warned" is committed with the warning and its alert: a worker killed in between
+    # would leave a silence marked as warned about whose alert no later worker sends.
+    with transaction.atomic():
+        run.hang_warned_at = now
+        run.save(update_fields=["hang_warned_at"])
+        job_event(job=job, reason="HangSuspected", message=message, warning=True)
+        job_alert(job=job, item="jobHang", message=message)
 
 
 def _tear_down(
@@ -1241,22 +1255,15 @@ def _finish_tear_down(
     # Every process of the attempt is gone: its cgroups go (a restart gets fresh ones).
     cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
     message = restored(run.stop_message, run.stop_message_source)
-    if run.stop_target == TARGET_RESTART and _begin_next_attempt(job, run, now):
-        limit = restart_limit(spec)
-        for replica in replicas:
-            replica.restarts += 1
-            replica.status = "pending"
-            replica.pid = None
-            replica.process_start = ""
-            replica.save(update_fields=["restarts", "status", "pid", "process_start"])
-        text = recorded(
-            gettext_noop("Restarting the whole job (%(n)s of %(limit)s): %(why)s"),
-            n=job.restarts,
-            limit=limit,
-            why=message,
-        )
-        job_event(job=job, reason="Restarted", message=text, warning=True)
-        job_alert(job=job, item="jobFT", message=text)
+    # The switch to the next attempt is committed with its event and jobFT alert, or none
+    # of them: a worker killed in between leaves the restart still to do, and the next
+    # worker does it (and alerts) once. The new attempt's processes start only after the
+    # commit, so a rolled-back switch never leaves one running.
+    with transaction.atomic():
+        restarting = run.stop_target == TARGET_RESTART and _begin_next_attempt(job, run, now)
+        if restarting:
+            _restarted(job, spec, replicas, why=message)
+    if restarting:
         # The failed attempt's /tmp folders go: each attempt starts with an empty /tmp, and
         # a job restarting after filling its /tmp must not keep one full folder per attempt.
         _remove_scratch(attempt_dir(job.public_id, run.attempt - 1))
@@ -1290,6 +1297,25 @@ def _finish_tear_down(
         _finished(job, run)
 
 
+def _restarted(job: Job, spec: JobSpec, replicas: list[JobReplica], *, why: str) -> None:
+    """Records a restart begun by _begin_next_attempt: replicas pending again, the
+    Restarted event and the jobFT alert."""
+    for replica in replicas:
+        replica.restarts += 1
+        replica.status = "pending"
+        replica.pid = None
+        replica.process_start = ""
+        replica.save(update_fields=["restarts", "status", "pid", "process_start"])
+    text = recorded(
+        gettext_noop("Restarting the whole job (%(n)s of %(limit)s): %(why)s"),
+        n=job.restarts,
+        limit=restart_limit(spec),
+        why=why,
+    )
+    job_event(job=job, reason="Restarted", message=text, warning=True)
+    job_alert(job=job, item="jobFT", message=text)
+
+
 def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
     """Moves the run to its next attempt for a fault-tolerance restart, unless a stop was
     recorded since the restart was decided: then the stop wins and nothing changes.
@@ -1315,6 +1341,7 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
                 kill_at=None,
                 hang_warned_at=None,
                 attempt_started_at=now,
+                running_alert_due=False,  # a restart's attempt has its jobFT alert instead
                 # A new MASTER_PORT, as a restarted pod gets a network of its own: the old
                 # one may linger in TIME_WAIT, where a master binding it without
                 # SO_REUSEADDR would fail with "Address already in use".

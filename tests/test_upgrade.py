@@ -21,6 +21,8 @@ Migrations and what they do to existing rows:
 - 0008 adds a replica's reason (a local replica killed for its memory limit), empty for a
   replica recorded before it.
 - 0009 adds users' API access keys (a new table; downgrading past it drops the keys).
+- 0010 adds whether a local run's jobRunning alert is still due, not for a run started
+  before it (the worker of that release queued its alert already, or never will).
 """
 
 from __future__ import annotations
@@ -373,6 +375,10 @@ def test_upgrading_from_an_older_release_keeps_every_row_and_fills_the_new_field
     ) == {"pending"}
     # 0007: a policy saved before it has reviewers approve only others' jobs (four eyes).
     assert new.get_model("jobs", "ReviewPolicy").objects.get().allow_self_approval is False
+    # 0010: a job running before it gets no second jobRunning alert.
+    assert list(
+        new.get_model("jobs", "LocalRun").objects.values_list("running_alert_due", flat=True)
+    ) == [False]
     changed = {
         pk
         for pk, row in after["Job"].items()
@@ -426,13 +432,14 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # Upgrading again restores every row; the task numbers and Withdrawn are worked out
     # again. Only columns the downgrade dropped come back at their defaults: the recorded-text
     # sources past 0003 (the pages then show the text as recorded), the policy's
-    # self-approval switch past 0007 (off) and a replica's reason past 0008 (none).
+    # self-approval switch past 0007 (off), a replica's reason past 0008 (none) and a local
+    # run's running alert past 0010 (not due).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
     }
     assert dropped["Job"] <= {"group_index", "status_reason_source"}
-    defaults = {"allow_self_approval": False, "reason": ""}
+    defaults = {"allow_self_approval": False, "reason": "", "running_alert_due": False}
     for name, rows in before.items():
         gone = dropped[name] - {"group_index"}
         for pk, row in rows.items():

@@ -4,6 +4,7 @@ SIGKILL mid-job and restarted."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -17,16 +18,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 SUBMIT = """
-import django, sys
+import django, json, sys
 django.setup()
 from django.contrib.auth.models import User
 from jobs import spec as S
 from jobs.services import jobs_submit
 owner = User.objects.create_user("alice")
-alert = S.AlertConfig(items=sys.argv[2:], emails=["ops@example.com"] if sys.argv[2:] else [])
+ft = json.loads(sys.argv[2])
+alert = S.AlertConfig(items=sys.argv[3:], emails=["ops@example.com"] if sys.argv[3:] else [])
 spec = S.JobSpec(name="survivor", resource_pool_id="local", image="python:3.12",
     command=sys.argv[1], roles=[S.Role("master", 1), S.Role("worker", 1)],
-    datasources=[S.Datasource("hostpath", "work", mount_path="/workspace")], alert=alert)
+    datasources=[S.Datasource("hostpath", "work", mount_path="/workspace")], alert=alert,
+    fault_tolerance=ft["on"],
+    fault_tolerance_config=S.FaultToleranceConfig(**ft["config"]) if ft["config"] else None)
 print(jobs_submit(owner=owner, spec=spec, submit_key="k")[0].public_id)
 """
 
@@ -114,9 +118,16 @@ def job_status(world) -> str:
     return rows[0][0] if rows else ""
 
 
-def submit(world, command: str, *alerts: str) -> str:
+def submit(
+    world,
+    command: str,
+    *alerts: str,
+    fault_tolerance: bool = False,
+    fault_tolerance_config: dict | None = None,
+) -> str:
+    ft = json.dumps({"on": fault_tolerance, "config": fault_tolerance_config})
     out = subprocess.run(
-        [sys.executable, "-c", SUBMIT, command, *alerts],
+        [sys.executable, "-c", SUBMIT, command, ft, *alerts],
         cwd=ROOT,
         env=world["env"],
         check=True,
@@ -247,3 +258,110 @@ def test_a_worker_killed_as_it_queues_a_jobs_final_alert_leaves_it_to_the_next_o
 
 def alerts_sent(world) -> int:
     return query(world, "SELECT COUNT(*) FROM jobs_jobevent WHERE reason = 'AlertSent'")[0][0]
+
+
+def alert_deliveries(world) -> list[tuple]:
+    return query(world, "SELECT status FROM django_tasks_database_dbtaskresult")
+
+
+def test_a_worker_killed_as_it_queues_the_running_alert_leaves_it_to_the_next_one_to_send_once(
+    world,
+):
+    submit(
+        world,
+        "echo $AIHC_ROLE >> /workspace/starts; "
+        "until [ -e /workspace/gate-open ]; do sleep 0.05; done",
+        "jobRunning",
+    )
+    doomed = start_worker(world, argv=("-c", KILLED_AS_IT_QUEUES_AN_ALERT))
+    assert doomed.wait(timeout=30) == -signal.SIGKILL
+    # Killed once every replica had started, as it queued the alert: nothing is left to
+    # launch, and still the alert is due.
+    assert job_status(world) == "running"
+    assert alert_deliveries(world) == []
+    wait_for(lambda: started_roles(world) == ["master", "worker"], what="the replicas to start")
+
+    start_worker(world)
+    wait_for(lambda: alert_deliveries(world) == [("SUCCESSFUL",)], what="the alert's delivery")
+    (world["vol"] / "gate-open").touch()
+    wait_for(lambda: job_status(world) == "succeeded", what="success")
+
+    assert alerts_sent(world) == 1
+    assert started_roles(world) == ["master", "worker"]  # nothing launched twice
+
+
+def test_a_worker_killed_as_it_queues_a_hang_alert_leaves_the_warning_to_the_next_one_to_give_once(
+    world,
+):
+    world["env"]["JOB_MINUTE_SECONDS"] = "1"
+    submit(
+        world,
+        "echo started; sleep 300",
+        "jobHang",
+        fault_tolerance_config={
+            "enabled_hang_detection": True,
+            "hang_detection_timeout_minutes": 1,
+        },
+    )
+    doomed = start_worker(world, argv=("-c", KILLED_AS_IT_QUEUES_AN_ALERT))
+    assert doomed.wait(timeout=30) == -signal.SIGKILL
+    # Killed before the warning was committed with its alert: the silence is not marked as
+    # warned about, so the next worker warns (never a warning whose alert nobody sends).
+    assert job_status(world) == "running"
+    assert query(world, "SELECT hang_warned_at FROM jobs_localrun") == [(None,)]
+    assert query(world, "SELECT COUNT(*) FROM jobs_jobevent WHERE reason = 'HangSuspected'") == [
+        (0,)
+    ]
+
+    start_worker(world)
+    wait_for(lambda: alert_deliveries(world) == [("SUCCESSFUL",)], what="the alert's delivery")
+    time.sleep(1)  # ten more ticks of the same silence: nothing is said twice
+
+    assert alerts_sent(world) == 1
+    assert query(world, "SELECT COUNT(*) FROM jobs_jobevent WHERE reason = 'HangSuspected'") == [
+        (1,)
+    ]
+    assert job_status(world) == "running"
+
+
+def test_a_worker_killed_as_it_queues_a_restarts_alert_leaves_the_restart_to_the_next_one_to_do_once(
+    world,
+):
+    # The master fails the first attempt once the worker has started; the second attempt
+    # runs until the gate opens.
+    submit(
+        world,
+        "echo $AIHC_ROLE >> /workspace/starts; "
+        "if [ $AIHC_ROLE = master ] && [ ! -e /workspace/failed-once ]; then "
+        "until grep -q worker /workspace/starts; do sleep 0.05; done; "
+        "touch /workspace/failed-once; exit 3; fi; "
+        "until [ -e /workspace/gate-open ]; do sleep 0.05; done",
+        "jobFT",
+        fault_tolerance=True,
+        fault_tolerance_config={"fault_tolerance_limit": 3},
+    )
+    doomed = start_worker(world, argv=("-c", KILLED_AS_IT_QUEUES_AN_ALERT))
+    assert doomed.wait(timeout=30) == -signal.SIGKILL
+    # Killed before the switch to the next attempt was committed with its event and alert:
+    # none of them landed and no process of a second attempt started, so the restart is
+    # still to do.
+    assert query(world, "SELECT attempt, stop_target FROM jobs_localrun") == [(1, "restart")]
+    assert query(world, "SELECT restarts FROM jobs_job") == [(0,)]
+    assert query(world, "SELECT COUNT(*) FROM jobs_jobevent WHERE reason = 'Restarted'") == [(0,)]
+    assert alert_deliveries(world) == []
+    assert started_roles(world) == ["master", "worker"]
+
+    start_worker(world)
+    wait_for(lambda: alert_deliveries(world) == [("SUCCESSFUL",)], what="the alert's delivery")
+    wait_for(
+        lambda: started_roles(world) == ["master", "master", "worker", "worker"],
+        what="the second attempt",
+    )
+    (world["vol"] / "gate-open").touch()
+    wait_for(lambda: job_status(world) == "succeeded", what="success")
+
+    assert alerts_sent(world) == 1
+    assert query(world, "SELECT restarts FROM jobs_job") == [(1,)]
+    assert query(world, "SELECT attempt FROM jobs_localrun") == [(2,)]
+    assert query(world, "SELECT COUNT(*) FROM jobs_jobevent WHERE reason = 'Restarted'") == [(1,)]
+    assert started_roles(world) == ["master", "master", "worker", "worker"]  # once each
