@@ -484,8 +484,14 @@ KUBERNETES_PRIORITY_CLASSES = env("KUBERNETES_PRIORITY_CLASSES")
 # and the Secrets their images are pulled with ("regcred").
 KUBERNETES_TOLERATIONS = env("KUBERNETES_TOLERATIONS")
 KUBERNETES_IMAGE_PULL_SECRETS = env("KUBERNETES_IMAGE_PULL_SECRETS")
-# Nodes and pods are read for idle cards at most once per this many seconds.
+# Nodes, pods and the namespaces' ResourceQuotas are read for idle cards at most once per this
+# many seconds, by one background refresh; pages are served the last figures meanwhile.
 KUBERNETES_CACHE_SECONDS = envfloat("KUBERNETES_CACHE_SECONDS", 10)
+# How long a page waits for the very first figures before rendering without them.
+KUBERNETES_INVENTORY_WAIT_SECONDS = envfloat("KUBERNETES_INVENTORY_WAIT_SECONDS", 3)
+# How long a page waits for the refresh of figures older than KUBERNETES_CACHE_SECONDS before
+# it shows the old ones with their age.
+KUBERNETES_REFRESH_WAIT_SECONDS = envfloat("KUBERNETES_REFRESH_WAIT_SECONDS", 1)
 KUBERNETES_CONNECT_TIMEOUT = envfloat("KUBERNETES_CONNECT_TIMEOUT", 5, positive=True)
 KUBERNETES_READ_TIMEOUT = envfloat("KUBERNETES_READ_TIMEOUT", 30, positive=True)
 KUBERNETES_PAGE_READ_TIMEOUT = envfloat("KUBERNETES_PAGE_READ_TIMEOUT", 4, positive=True)

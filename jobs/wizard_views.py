@@ -310,6 +310,7 @@ def _resources_extras(
         "freshness": freshness,
         "custom": state.framework == S.CUSTOM,
         "card_types": state.pool.accelerators if state.pool else [],
+        "note": state.pool.note if state.pool else "",
     }
 
 
@@ -588,6 +589,7 @@ def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
             {
                 "card_types": pool.accelerators if pool else [],
                 "freshness": freshness,
+                "note": pool.note if pool else "",
                 "oob": True,
             },
         )

@@ -20,12 +20,20 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   volume, and secretKeyRef naming a Secret and key that exist (a real server would store the
   job and its pods would never start: CreateContainerConfigError; refusing is how the fake
   makes that visible);
-- 409 AlreadyExists, 404 NotFound, answered as Status objects.
+- 409 AlreadyExists, 404 NotFound, answered as Status objects;
+- RBAC: a verb on a resource the identity may not use (`forbid`) is 403 Forbidden, worded as
+  the API server words it, before the namespace is even looked up.
+
+ResourceQuotas are served read-only (list and get, in a namespace or cluster-wide), with
+spec.hard and status.hard/status.used as the quota controller writes them; `add_quota`
+refuses what the API server's validation refuses (an extended resource limited other than
+as `requests.<name>`).
 
 It records every request. Tests steer it: `set_conditions`, `run_pods` (pods as the operator
-makes them, with its labels), `add_event`, `add_logs`, `add_node` / `add_pod` for inventory,
-`fail_next(op)` / `drop_next(op)` / `delay_next(op)` for the next call of one operation
-("create pytorchjobs", "get secrets", "list pods", "log pods", ...), and `hold_deletions`
+makes them, with its labels), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
+for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
+`delay_next(op)` / `block_next(op)` for the next call of one operation ("create pytorchjobs",
+"get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
 (Foreground deletes mark the object deleting until `finish_deletions`).
 """
 
@@ -56,6 +64,7 @@ QUANTITY = re.compile(
     r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?$"
 )
 PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9](?:-?[a-z0-9])*$")
+SERVICE_ACCOUNT = "system:serviceaccount:ai-console:ai-job-console"
 
 # kind -> (apiVersion, plural, replica specs key, replica types, the operator's container)
 CRDS = {
@@ -200,6 +209,7 @@ class Fault:
     message: str = ""
     delay: float = 0.0
     drop: bool = False
+    release: threading.Event | None = None  # held until set (block_next)
     after: bool = False  # carry out the request, then fail the answer
 
 
@@ -287,6 +297,8 @@ class FakeKubernetes:
         self.log_lines: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self.requests: list[Recorded] = []
         self.faults: dict[str, list[Fault]] = {}
+        # (verb, plural, namespace or "" for the cluster scope) the identity may not use.
+        self.forbidden: set[tuple[str, str, str]] = set()
         self.hold_deletions = False
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -380,6 +392,46 @@ class FakeKubernetes:
         self.pods[(namespace, name)] = pod
         return pod
 
+    def add_quota(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        hard: dict[str, str],
+        used: dict[str, str] | None = None,
+        scopes: tuple[str, ...] = (),
+    ) -> dict:
+        """A ResourceQuota as the quota controller leaves it: status.hard = spec.hard,
+        status.used what the namespace's pods request (`used`, 0 for the rest)."""
+        for key in hard:
+            # An extended resource (a name with a domain) only as requests.<name>.
+            extended = "/" in key and not key.startswith("count/")
+            if extended and not key.startswith("requests."):
+                raise ValueError(f"{key}: an extended resource is limited as requests.<name>")
+        quota = {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "uid": str(uuid.uuid4()),
+                "resourceVersion": "1",
+            },
+            "spec": {"hard": dict(hard), **({"scopes": list(scopes)} if scopes else {})},
+            "status": {
+                "hard": dict(hard),
+                "used": {key: (used or {}).get(key, "0") for key in hard},
+            },
+        }
+        with self._lock:
+            self.objects[("resourcequotas", namespace, name)] = quota
+        return quota
+
+    def forbid(self, verb: str, plural: str, *, namespace: str = "") -> None:
+        """The identity's Roles do not grant `verb` on `plural` in `namespace` (cluster-wide
+        with none): such requests are 403 Forbidden."""
+        self.forbidden.add((verb, plural, namespace))
+
     def fail_next(
         self,
         op: str,
@@ -402,6 +454,12 @@ class FakeKubernetes:
 
     def delay_next(self, op: str, seconds: float) -> None:
         self.faults.setdefault(op, []).append(Fault(delay=seconds))
+
+    def block_next(self, op: str) -> threading.Event:
+        """Holds the next `op` call until the returned event is set (at most 30 s)."""
+        release = threading.Event()
+        self.faults.setdefault(op, []).append(Fault(release=release))
+        return release
 
     def job(self, name: str, namespace: str = "default") -> dict:
         found = [
@@ -552,8 +610,11 @@ class FakeKubernetes:
             r.op = f"{route[0]} {route[1]}"
             with self._lock:
                 self.requests.append(r)
+            self._authorize(route)
             fault = self.faults.get(r.op, []).pop(0) if self.faults.get(r.op) else None
-            if fault and fault.delay:
+            if fault and (fault.delay or fault.release):
+                if fault.release:
+                    fault.release.wait(30)
                 time.sleep(fault.delay)
                 fault = None
             if fault and not fault.after:
@@ -600,14 +661,14 @@ class FakeKubernetes:
         if (
             p[:2] == ["api", "v1"]
             and len(p) == 3
-            and p[2] in ("nodes", "pods")
+            and p[2] in ("nodes", "pods", "resourcequotas")
             and r.method == "GET"
         ):
             return ("list", p[2], "", "", "")
         if (
             p[:3] == ["api", "v1", "namespaces"]
             and len(p) >= 5
-            and p[4] in ("secrets", "pods", "events")
+            and p[4] in ("secrets", "pods", "events", "resourcequotas")
         ):
             plural, group_ok = p[4], True
             rest = p[5:]
@@ -644,6 +705,21 @@ class FakeKubernetes:
             verb = "log"
         return (verb, plural, namespace, name, sub)
 
+    def _authorize(self, route: tuple[str, str, str, str, str]) -> None:
+        """RBAC, as the API server answers a verb the identity's Roles do not grant."""
+        verb, plural, namespace, _name, sub = route
+        resource = f"{plural}/{sub}" if sub else plural
+        verb = "get" if verb == "log" else verb
+        if (verb, resource, namespace) in self.forbidden or (verb, resource, "") in self.forbidden:
+            group = CRDS[PLURALS[plural]][0].split("/")[0] if plural in PLURALS else ""
+            where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+            raise Refusal(
+                403,
+                "Forbidden",
+                f'{resource} is forbidden: User "{SERVICE_ACCOUNT}" cannot {verb} resource '
+                f'"{resource}" in API group "{group}" {where}',
+            )
+
     def _dispatch(self, r: Recorded, route: tuple[str, str, str, str, str]) -> tuple[int, Any]:
         verb, plural, namespace, name, _sub = route
         if namespace and namespace not in self.namespaces:
@@ -654,13 +730,14 @@ class FakeKubernetes:
             return 200, self._log(r, namespace, name)
         if verb == "create":
             return 201, self._create(r, plural, namespace)
-        if plural in ("pods", "events") and verb != "get":
+        if plural in ("pods", "events", "resourcequotas") and verb != "get":
             raise Refusal(405, "MethodNotAllowed", "not served by this fake")
         key = (plural, namespace, name)
         store = self.pods if plural == "pods" else self.objects
         found = store.get((namespace, name)) if plural == "pods" else store.get(key)
         if found is None:
-            what = plural if plural in ("secrets", "pods") else f"{plural}.kubeflow.org"
+            core = ("secrets", "pods", "resourcequotas")
+            what = plural if plural in core else f"{plural}.kubeflow.org"
             raise Refusal(404, "NotFound", f'{what} "{name}" not found')
         if verb == "get":
             return 200, found
@@ -706,7 +783,9 @@ class FakeKubernetes:
             }
         else:
             items = [
-                o for (p, ns, _n), o in self.objects.items() if p == plural and ns == namespace
+                o
+                for (p, ns, _n), o in self.objects.items()
+                if p == plural and (not namespace or ns == namespace)
             ]
             fields_ok = {"metadata.name", "metadata.namespace"}
         for key, op, value in self._selector(r.param("fieldSelector")):
@@ -728,6 +807,7 @@ class FakeKubernetes:
             "nodes": "NodeList",
             "events": "EventList",
             "secrets": "SecretList",
+            "resourcequotas": "ResourceQuotaList",
         }.get(plural, "List")
         return {
             "kind": kind,
@@ -768,7 +848,7 @@ class FakeKubernetes:
     # -- writes ---------------------------------------------------------------------------
 
     def _create(self, r: Recorded, plural: str, namespace: str) -> dict:
-        if plural in ("pods", "events"):
+        if plural in ("pods", "events", "resourcequotas"):
             raise Refusal(405, "MethodNotAllowed", "not served by this fake")
         if r.headers.get("content-type", "").split(";")[0].strip() != "application/json":
             raise Refusal(

@@ -130,6 +130,149 @@ def test_a_failing_api_server_keeps_the_last_figures_marked_stale_with_the_error
     assert [(a.type, a.idle) for a in pool.accelerators] == [(A800, 10)]
 
 
+def wait_for_inventory(k8s) -> None:
+    """Waits for the background refresh in flight, if any."""
+    for inventory in list(k8s._inventories.values()):
+        inventory.join()
+
+
+def stock(pool) -> list[tuple[str, int, int]]:
+    return [(a.type, a.total, a.idle) for a in pool.accelerators]
+
+
+GPU_QUOTA = "requests.nvidia.com/gpu"
+
+
+def test_a_namespace_quota_below_the_clusters_idle_cards_bounds_that_namespaces_pool(fake, k8s):
+    fake.add_quota(
+        "team-a", "gpus", hard={GPU_QUOTA: "8", "requests.cpu": "64"}, used={GPU_QUOTA: "5"}
+    )
+    fake.add_quota("team-a", "gpus-small", hard={GPU_QUOTA: "6"})
+
+    default, team = k8s.pools()
+
+    # The cluster has 10 of 16 idle; team-a may hold 6 at most (the least of its quotas) and
+    # has room for 3 more (8 - 5).
+    assert stock(team) == [(A800, 6, 3)]
+    assert stock(default) == [(A800, 16, 10)]
+    assert not team.stale and not team.error and not team.note
+    assert [c.path for c in fake.calls("list resourcequotas")] == [
+        "/api/v1/namespaces/default/resourcequotas",
+        "/api/v1/namespaces/team-a/resourcequotas",
+    ]
+
+
+def test_a_namespace_quota_above_the_clusters_idle_cards_leaves_the_clusters_figures(fake, k8s):
+    # A quota of 1000 cards, as the API server writes it in the quota's status.
+    fake.add_quota("team-a", "gpus", hard={GPU_QUOTA: "1k"}, used={GPU_QUOTA: "2"})
+
+    _default, team = k8s.pools()
+
+    assert stock(team) == [(A800, 16, 10)]
+
+
+def test_without_a_quota_on_its_cards_a_namespace_shows_the_clusters_idle_cards(fake, k8s):
+    fake.add_quota("team-a", "compute", hard={"requests.cpu": "8", "requests.memory": "64Gi"})
+    # A scoped quota applies to some pods only (here: one priority class): not counted.
+    fake.add_quota("team-a", "low-gpus", hard={GPU_QUOTA: "0"}, scopes=("PriorityClass",))
+
+    _default, team = k8s.pools()
+
+    assert stock(team) == [(A800, 16, 10)]
+    assert not team.stale and not team.note
+
+
+def test_a_console_that_may_not_list_quotas_shows_the_clusters_figures_and_says_so_once(
+    fake, k8s, settings, caplog
+):
+    fake.add_quota("team-a", "gpus", hard={GPU_QUOTA: "4"})
+    fake.forbid("list", "resourcequotas", namespace="team-a")
+    settings.KUBERNETES_CACHE_SECONDS = 0
+
+    for _ in range(3):
+        default, team = k8s.pools()
+        wait_for_inventory(k8s)
+
+    assert len(fake.calls("list resourcequotas")) == 6  # both namespaces, at each refresh
+    assert stock(team) == [(A800, 16, 10)]
+    assert "may not list the ResourceQuotas of team-a" in team.note
+    assert team.error == "" and default.note == ""
+    said = [r for r in caplog.records if "may not list resourcequotas in team-a" in r.getMessage()]
+    assert len(said) == 1
+
+
+def test_a_failed_quota_read_keeps_the_namespaces_last_figures_marked_stale(fake, k8s, settings):
+    fake.add_quota("default", "gpus", hard={GPU_QUOTA: "4"}, used={GPU_QUOTA: "1"})
+    k8s.pools()
+    settings.KUBERNETES_CACHE_SECONDS = 0
+    # The default namespace's list comes first; 3 failures outlast the client's 2 retries.
+    fake.fail_next("list resourcequotas", status=500, reason="InternalError", times=3)
+
+    k8s.pools()
+    wait_for_inventory(k8s)
+    settings.KUBERNETES_CACHE_SECONDS = 60
+
+    default, team = k8s.pools()
+
+    assert stock(default) == [(A800, 4, 3)]
+    assert default.stale and "ResourceQuotas of default could not be read" in default.error
+    assert not team.error
+
+
+def test_a_slow_api_server_gets_the_last_figures_at_once_while_one_refresh_runs(
+    fake, k8s, settings
+):
+    assert stock(k8s.pools()[0]) == [(A800, 16, 10)]
+    settings.KUBERNETES_CACHE_SECONDS = 0
+    settings.KUBERNETES_REFRESH_WAIT_SECONDS = 0.1
+    fake.add_pod("other", "new", node="gpu-2", requests={"nvidia.com/gpu": "4"})
+    release = fake.block_next("list nodes")
+    try:
+        during = [k8s.pools()[0] for _ in range(3)]  # would hang here if it waited for it
+    finally:
+        release.set()
+        wait_for_inventory(k8s)
+    settings.KUBERNETES_CACHE_SECONDS = 60
+
+    assert all(stock(pool) == [(A800, 16, 10)] and pool.stale for pool in during)
+    assert not any(pool.error for pool in during)
+    assert len(fake.calls("list nodes")) == 2  # one refresh, not three
+    assert stock(k8s.pools()[0]) == [(A800, 16, 6)]
+
+
+def test_the_fake_api_server_serves_resourcequotas_as_a_real_one_does(fake):
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    client = KubeClient(server=fake.url, token=fake.token, retries=0)
+    fake.add_quota("team-a", "gpus", hard={GPU_QUOTA: "8"}, used={GPU_QUOTA: "5"})
+    fake.forbid("list", "resourcequotas", namespace="default")
+
+    def answer(method, path):
+        try:
+            return client.request(method, path, idempotent=False)
+        except KubeError as exc:
+            return exc.status, exc.reason, exc.message
+
+    listed = answer("GET", "/api/v1/namespaces/team-a/resourcequotas")
+    assert listed["kind"] == "ResourceQuotaList"
+    assert listed["items"][0]["status"] == {"hard": {GPU_QUOTA: "8"}, "used": {GPU_QUOTA: "5"}}
+    assert len(answer("GET", "/api/v1/resourcequotas")["items"]) == 1  # cluster-wide
+    assert answer("GET", "/api/v1/namespaces/team-a/resourcequotas/gpus")["kind"] == "ResourceQuota"
+    assert answer("GET", "/api/v1/namespaces/team-a/resourcequota")[:2] == (404, "NotFound")
+    assert answer("GET", "/apis/v1/namespaces/team-a/resourcequotas")[:2] == (404, "NotFound")
+    assert answer("GET", "/api/v1/namespaces/nowhere/resourcequotas")[:2] == (404, "NotFound")
+    assert answer("DELETE", "/api/v1/namespaces/team-a/resourcequotas/gpus")[0] == 405
+    status, reason, message = answer("GET", "/api/v1/namespaces/default/resourcequotas")
+    assert (status, reason) == (403, "Forbidden")
+    assert 'cannot list resource "resourcequotas" in API group "" in the namespace "default"' in (
+        message
+    )
+    # As the API server's validation: an extended resource is limited only as requests.<name>.
+    for key in ("nvidia.com/gpu", "limits.nvidia.com/gpu"):
+        with pytest.raises(ValueError, match="requests"):
+            fake.add_quota("team-a", "bad", hard={key: "1"})
+
+
 def test_a_misconfigured_backend_offers_no_pools_and_fails_submits_with_the_reason(
     fake, k8s, settings, alice
 ):

@@ -71,6 +71,65 @@ def test_the_wizard_offers_the_namespace_pool_its_kueue_queues_and_idle_cards(fa
     assert re.search(rf"{re.escape(A800)}\D{{0,12}}11\D{{1,8}}16", resources.content.decode())
 
 
+IDLE_QUERY = {
+    "row": "0",
+    "roles-0-use_accelerator": "on",
+    "roles-0-accelerator_type": A800,
+    "roles-0-accelerators": "4",
+    "roles-0-replicas": "1",
+}
+
+
+def pool_stock(page: str) -> str:
+    stock = page[page.index('id="pool-stock"') :]
+    return stock[: stock.index("</p>")]
+
+
+def test_polling_the_idle_count_reads_the_cluster_once_per_cache_period_bounded_by_the_quota(
+    fake, alice_client
+):
+    fake.add_quota(
+        "ml", "gpus", hard={"requests.nvidia.com/gpu": "8"}, used={"requests.nvidia.com/gpu": "5"}
+    )
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **k8s_steps())
+    url = reverse("wizard-idle", args=[draft.id])
+
+    polls = [alice_client.get(url, IDLE_QUERY, headers={"HX-Request": "true"}) for _ in range(10)]
+
+    # Every page of the wizard and every poll within KUBERNETES_CACHE_SECONDS: one read.
+    assert len(fake.calls("list nodes")) == len(fake.calls("list pods")) == 1
+    assert len(fake.calls("list resourcequotas")) == 1
+    for poll in polls:
+        text = poll.content.decode()
+        assert poll.status_code == 200
+        # 11 of the cluster's cards are idle; the namespace's quota leaves room for 3, fewer
+        # than the role asks for.
+        idle = text.split('id="pool-stock"')[0]
+        assert re.search(r'^<span class="text-danger">\D*\b3\b\D*</span>', idle)
+        assert re.search(rf"{re.escape(A800)}\D{{0,12}}3\D{{1,8}}8", pool_stock(text))
+
+
+def test_a_console_that_may_not_read_the_namespaces_quotas_says_so_beside_the_idle_cards(
+    fake, alice_client
+):
+    fake.forbid("list", "resourcequotas", namespace="ml")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.RESOURCES))
+    poll = alice_client.get(
+        reverse("wizard-idle", args=[draft.id]), IDLE_QUERY, headers={"HX-Request": "true"}
+    )
+
+    assert page.status_code == poll.status_code == 200
+    for text in (page.content.decode(), poll.content.decode()):
+        stock = pool_stock(text)
+        assert re.search(rf"{re.escape(A800)}\D{{0,12}}11\D{{1,8}}16", stock)
+        assert re.search(r'class="pool-note">[^<]*ResourceQuota[^<]*\bml\b', stock)
+        assert "pool-freshness" not in stock  # the figures are current, not stale
+
+
 def test_a_refused_feature_is_shown_on_its_wizard_step(fake, alice_client):
     from tests.test_wizard import advanced_data, field_errors
 

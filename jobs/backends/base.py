@@ -52,6 +52,9 @@ class Pool:
     as_of: datetime | None = None
     stale: bool = False
     error: str = ""
+    # What the figures leave out, shown with them (a namespace's quotas the console may not
+    # read); unlike `error`, the figures are current.
+    note: str = ""
 
     def idle(self, accelerator_type: str) -> int:
         return next((a.idle for a in self.accelerators if a.type == accelerator_type), 0)

@@ -21,8 +21,16 @@ Stopped job never runs again, and suspend is not honoured by every operator vers
 
 Inventory: the configured namespaces, queues and volumes, and for each configured card type
 the idle count over schedulable nodes carrying the card's node labels: allocatable minus the
-requests of pods not yet ended, read at most once per KUBERNETES_CACHE_SECONDS (one list of
-nodes, one of pods) however often the wizard polls. ResourceQuotas are not counted.
+requests of pods not yet ended, bounded in each namespace by its ResourceQuotas (hard - used
+of `requests.<resource>`). One background refresh reads them (one list of nodes, one of pods,
+one of each namespace's resourcequotas) at most once per KUBERNETES_CACHE_SECONDS however
+often the wizard polls; pages are served the last figures. A console that may not list a
+namespace's resourcequotas shows the cluster's figures there, and says so.
+
+Kueue's ClusterQueue quotas do not bound the idle count: a pool's queues may feed different
+ClusterQueues, a ClusterQueue may borrow beyond its nominal quota from its cohort, and Kueue
+holds a job it cannot admit yet (Queued) instead of refusing it. A ResourceQuota is a hard
+limit the API server enforces on every pod, so a standalone job over it would never start.
 """
 
 from __future__ import annotations
@@ -30,7 +38,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -120,45 +130,196 @@ def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
     return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
 
 
+# A quantity's suffixes (the API server writes a quota of 1000 cards as "1k").
+QUANTITY_SUFFIXES: dict[str, Decimal] = {
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "Pi": Decimal(2**50),
+    "Ei": Decimal(2**60),
+    "m": Decimal("0.001"),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "P": Decimal(10**15),
+    "E": Decimal(10**18),
+}
+
+
 def _quantity(value: Any) -> int:
-    """A whole-number quantity (extended resources are counted in whole units)."""
+    """A quantity in whole units, rounded down (extended resources are counted in whole
+    units); 0 for what is no quantity."""
+    text = str(value).strip()
+    factor = Decimal(1)
+    for suffix in sorted(QUANTITY_SUFFIXES, key=len, reverse=True):
+        if text.endswith(suffix):
+            text, factor = text[: -len(suffix)], QUANTITY_SUFFIXES[suffix]
+            break
     try:
-        return int(str(value))
-    except ValueError:
+        return max(int(Decimal(text) * factor), 0)
+    except (ArithmeticError, ValueError):
         return 0
 
 
+@dataclass(frozen=True)
+class Quota:
+    """How a namespace's ResourceQuotas bound its cards: per resource they limit, the least
+    hard limit (the most the namespace can ever hold) and the least room left (hard - used).
+
+    Only quotas without scopes count: a scoped one (a priority class, terminating pods...)
+    applies to some pods only, and the idle count is the pool's, not one job's."""
+
+    hard: dict[str, int] = field(default_factory=dict)
+    left: dict[str, int] = field(default_factory=dict)
+    # The console may not list the namespace's ResourceQuotas (403): the cluster's figures
+    # are shown, and the pool says so.
+    forbidden: bool = False
+    as_of: datetime | None = None  # the last successful read
+    error: KubeError | None = None  # the last read failed: the figures are the ones before it
+
+    @classmethod
+    def of(cls, quotas: list[dict[str, Any]], resources: set[str], *, as_of: datetime) -> Quota:
+        hard: dict[str, int] = {}
+        left: dict[str, int] = {}
+        for quota in quotas:
+            spec = quota.get("spec") or {}
+            if spec.get("scopes") or spec.get("scopeSelector"):
+                continue
+            status = quota.get("status") or {}
+            limits, used = status.get("hard") or {}, status.get("used") or {}
+            for resource in resources:
+                # An extended resource is limited only as requests.<name> (never overcommitted).
+                key = f"requests.{resource}"
+                if key not in limits:
+                    continue
+                limit = _quantity(limits[key])
+                room = max(limit - _quantity(used.get(key, 0)), 0)
+                hard[resource] = min(hard.get(resource, limit), limit)
+                left[resource] = min(left.get(resource, room), room)
+        return cls(hard=hard, left=left, as_of=as_of)
+
+    def bound(self, stock: AcceleratorStock, resource: str) -> AcceleratorStock:
+        if resource not in self.hard:
+            return AcceleratorStock(stock.type, stock.total, stock.idle)
+        return AcceleratorStock(
+            stock.type, min(stock.total, self.hard[resource]), min(stock.idle, self.left[resource])
+        )
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One read of an API server's inventory: the cluster's cards per card type (over its
+    nodes and pods) and each configured namespace's quotas."""
+
+    stock: tuple[AcceleratorStock, ...] = ()
+    resources: dict[str, str] = field(default_factory=dict)  # card type -> resource, as read
+    quotas: dict[str, Quota] = field(default_factory=dict)  # namespace -> its quotas
+    as_of: datetime | None = None  # the last successful read of nodes and pods
+    error: Exception | None = None  # the last read failed: the figures are the ones before it
+
+
 class Inventory:
-    """Nodes' and pods' figures, read at most once per cache period by one thread at a time;
-    a failed read keeps the last figures, marked stale with the error."""
+    """The figures of one API server, cached and refreshed in the background by one thread at
+    a time, as the AIHC inventory is: a page is served the last figures (waiting a moment for
+    a refresh under way), so a slow or failing API server never makes the wizard slow, and it
+    is read at most once per KUBERNETES_CACHE_SECONDS however often the wizard polls."""
 
     def __init__(self) -> None:
+        self.figures = Figures()
+        self.config: Config | None = None
+        self.client: KubeClient | None = None
+        self.attempted_at = float("-inf")  # monotonic time of the last refresh start
+        self.loaded = threading.Event()  # set once the first refresh has finished
+        self.refreshed = threading.Event()  # cleared while a refresh runs
         self._lock = threading.Lock()
-        self.read_at = float("-inf")  # monotonic
-        self.as_of: datetime | None = None
-        self.stock: list[AcceleratorStock] = []
-        self.error = ""
+        self._refreshing = False
+        self._thread: threading.Thread | None = None
+        self._forbidden_said: set[str] = set()  # namespaces whose 403 the log has told
 
-    def get(self, config: Config, client: KubeClient) -> tuple[list[AcceleratorStock], str]:
+    def get(self, config: Config, client: KubeClient) -> Figures:
         with self._lock:
-            if time.monotonic() - self.read_at >= config.cache_seconds:
-                self.read_at = time.monotonic()
-                try:
-                    self.stock, self.as_of, self.error = (
-                        self._read(config, client),
-                        timezone.now(),
-                        "",
-                    )
-                except KubeError as exc:
-                    self.error = _("Kubernetes nodes could not be read: %(error)s") % {"error": exc}
-                    logger.warning("Kubernetes inventory read failed: %s", exc)
-            stock = self.stock or [
-                AcceleratorStock(type=card, total=0, idle=0) for card in config.cluster.accelerators
-            ]
-            return stock, self.error
+            # Changed settings, and a client with a rotated token, apply at the next refresh.
+            self.config, self.client = config, client
+        self._start_refresh(config)
+        if not self.loaded.is_set():
+            self.loaded.wait(config.wait_seconds)
+        elif not self.refreshed.is_set():
+            # A healthy API server answers well within this: the page opened after a quiet
+            # spell shows current figures instead of old ones marked with their age.
+            self.refreshed.wait(config.refresh_wait_seconds)
+        return self.figures
+
+    def join(self, timeout: float = 30) -> None:
+        """Waits for a refresh in flight (tests, and callers that need fresh figures)."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _start_refresh(self, config: Config) -> None:
+        with self._lock:
+            if self._refreshing or time.monotonic() - self.attempted_at < config.cache_seconds:
+                return
+            self._refreshing = True
+            self.refreshed.clear()
+            self.attempted_at = time.monotonic()
+        self._thread = threading.Thread(
+            target=self.refresh, name="kubernetes-inventory", daemon=True
+        )
+        self._thread.start()
+
+    def refresh(self) -> None:
+        with self._lock:
+            config, client = self.config, self.client
+        assert config is not None and client is not None
+        last = self.figures
+        try:
+            stock = self._read_cluster(config, client)
+            quotas = {ns: self._read_quota(config, client, ns) for ns in config.namespaces}
+        except KubeError as exc:
+            logger.warning("Kubernetes inventory read failed: %s", exc)
+            self.figures = replace(last, error=exc)
+        except Exception as exc:  # never let a refresh thread die silently
+            logger.exception("Kubernetes inventory read failed")
+            self.figures = replace(last, error=exc)
+        else:
+            self.figures = Figures(
+                stock=tuple(stock),
+                resources={card: a.resource for card, a in config.cluster.accelerators.items()},
+                quotas=quotas,
+                as_of=timezone.now(),
+            )
+        finally:
+            with self._lock:
+                self._refreshing = False
+            self.refreshed.set()
+            self.loaded.set()
+
+    def _read_quota(self, config: Config, client: KubeClient, namespace: str) -> Quota:
+        try:
+            found = client.list(f"/api/v1/namespaces/{namespace}/resourcequotas")
+        except KubeError as exc:
+            if exc.status != 403:
+                logger.warning("Kubernetes ResourceQuotas of %s not read: %s", namespace, exc)
+                return replace(self.figures.quotas.get(namespace) or Quota(), error=exc)
+            # RBAC grants no list of resourcequotas: the pool shows the cluster's figures and
+            # says so; the log says it once, not at every refresh.
+            if namespace not in self._forbidden_said:
+                self._forbidden_said.add(namespace)
+                logger.warning(
+                    "Kubernetes: the console may not list resourcequotas in %s (%s); its pool "
+                    "shows the cluster's idle cards, not counting the namespace's quotas",
+                    namespace,
+                    exc,
+                )
+            return Quota(forbidden=True, as_of=timezone.now())
+        self._forbidden_said.discard(namespace)
+        resources = {a.resource for a in config.cluster.accelerators.values()}
+        return Quota.of(found, resources, as_of=timezone.now())
 
     @staticmethod
-    def _read(config: Config, client: KubeClient) -> list[AcceleratorStock]:
+    def _read_cluster(config: Config, client: KubeClient) -> list[AcceleratorStock]:
         nodes = client.list("/api/v1/nodes")
         pods = client.list(
             "/api/v1/pods", field_selector="status.phase!=Succeeded,status.phase!=Failed"
@@ -246,12 +407,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     def pools(self) -> list[Pool]:
         try:
-            config, client = self._setup(for_page=True)
+            # Read in the background, off the page's path: the worker's client (retries, the
+            # longer read timeout).
+            config, client = self._setup()
         except BackendError as exc:
             return self._unusable(exc)
         with self._lock:
             inventory = self._inventories.setdefault(config.key(), Inventory())
-        stock, error = inventory.get(config, client)
+        figures = inventory.get(config, client)
         volumes = [
             Volume(type=kind, name=claim, label=claim)
             for claim, kind in config.cluster.claims.items()
@@ -260,23 +423,66 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             for name, root in config.cluster.host_paths.items()
         ]
         types = [t for t in (*M.CLAIM_TYPES, M.HOST_PATH_TYPE) if any(v.type == t for v in volumes)]
-        as_of = inventory.as_of
-        stale = bool(error) or as_of is None
         return [
-            Pool(
-                id=pool_id(namespace),
-                name=f"{config.cluster_name} · {namespace}",
-                backend=NAME,
-                queues=list(config.queues),
-                accelerators=[AcceleratorStock(s.type, s.total, s.idle) for s in stock],
-                volumes=list(volumes),
-                storage_types=types,
-                as_of=as_of,
-                stale=stale,
-                error=error,
-            )
+            self._pool(config, figures, namespace, volumes, types)
             for namespace in config.namespaces
         ]
+
+    @staticmethod
+    def _pool(
+        config: Config,
+        figures: Figures,
+        namespace: str,
+        volumes: list[Volume],
+        types: list[str],
+    ) -> Pool:
+        """A namespace's pool: the cluster's cards bounded by the namespace's quotas
+        (min(cluster idle, hard - used) per resource), with when and how they were read."""
+        stock = list(figures.stock) or [
+            AcceleratorStock(type=card, total=0, idle=0) for card in config.cluster.accelerators
+        ]
+        quota = figures.quotas.get(namespace)
+        errors: list[str] = []
+        if figures.error is not None:
+            errors.append(
+                _("Kubernetes nodes could not be read: %(error)s") % {"error": figures.error}
+                if isinstance(figures.error, KubeError)
+                else _("Kubernetes nodes could not be read.")
+            )
+        if quota is not None and quota.error is not None:
+            errors.append(
+                _("The ResourceQuotas of %(namespace)s could not be read: %(error)s")
+                % {"namespace": namespace, "error": quota.error}
+            )
+        note = ""
+        if quota is not None and quota.forbidden:
+            note = _(
+                "Idle cards are the cluster's: the console may not list the ResourceQuotas of "
+                "%(namespace)s, so its quota is not counted."
+            ) % {"namespace": namespace}
+        # The older of the two reads; none until the namespace's quotas were read once.
+        as_of = None
+        if quota is not None and quota.as_of is not None and figures.as_of is not None:
+            as_of = min(figures.as_of, quota.as_of)
+        age = (timezone.now() - as_of).total_seconds() if as_of is not None else None
+        return Pool(
+            id=pool_id(namespace),
+            name=f"{config.cluster_name} · {namespace}",
+            backend=NAME,
+            queues=list(config.queues),
+            accelerators=[
+                quota.bound(s, figures.resources.get(s.type, ""))
+                if quota is not None
+                else AcceleratorStock(s.type, s.total, s.idle)
+                for s in stock
+            ],
+            volumes=list(volumes),
+            storage_types=list(types),
+            as_of=as_of,
+            stale=bool(errors) or age is None or age > config.cache_seconds,
+            error=" ".join(errors),
+            note=note,
+        )
 
     # -- what the cluster cannot run -------------------------------------------------
 

@@ -231,6 +231,8 @@ class Config:
     queues: list[str]
     cluster: Cluster
     cache_seconds: float
+    wait_seconds: float
+    refresh_wait_seconds: float
     connect_timeout: float
     read_timeout: float
     page_read_timeout: float
@@ -278,6 +280,8 @@ class Config:
                 image_pull_secrets=image_pull_secrets(settings.KUBERNETES_IMAGE_PULL_SECRETS),
             ),
             cache_seconds=settings.KUBERNETES_CACHE_SECONDS,
+            wait_seconds=settings.KUBERNETES_INVENTORY_WAIT_SECONDS,
+            refresh_wait_seconds=settings.KUBERNETES_REFRESH_WAIT_SECONDS,
             connect_timeout=settings.KUBERNETES_CONNECT_TIMEOUT,
             read_timeout=settings.KUBERNETES_READ_TIMEOUT,
             page_read_timeout=settings.KUBERNETES_PAGE_READ_TIMEOUT,
