@@ -104,6 +104,7 @@ def test_a_job_waits_queued_while_the_disk_is_low_saying_so_once_and_starts_once
     assert 8 * MB / GB < float(found.group(1)) < 11 * MB / GB
     assert event.type == "Warning"
     assert not job.replicas.exists()
+    alice_client.cookies["django_language"] = "en"
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     assert "Waiting for disk space" in page and found.group(0) in page
 
