@@ -548,6 +548,32 @@ LOCAL_TMP_MAX_GB = envfloat(
 # walks at most jobs/shim.py's TMP_WALK_MAX_ENTRIES files; a bigger /tmp is measured over
 # several passes.
 LOCAL_TMP_CHECK_SECONDS = envfloat("LOCAL_TMP_CHECK_SECONDS", 10, positive=True)
+# Disk pressure on the file system LOCAL_RUN_DIR is on, as the kubelet guards a node's disk:
+# the caps above hold each replica, not all of them together, and a full disk breaks the
+# console itself (its database and logs usually share it). While it has less than
+# LOCAL_DISK_MIN_FREE_GB free (GiB; decimals allowed; 0: never) no local job starts: it stays
+# Queued, saying why, and starts by itself once there is room. Below LOCAL_DISK_EVICT_FREE_GB
+# the running replica holding the most in /tmp is evicted (ended as a failure, like one over
+# LOCAL_TMP_MAX_GB), one at a time. By default 15% and 10% of the disk, the kubelet's own
+# imagefs and nodefs eviction thresholds: operators know them, and the 5% between them is
+# room for running jobs to go on writing before one is evicted. (A restart's new attempt is
+# not held: its failed attempt's /tmp has just been freed, and its cards stay taken.)
+_disk_total_gb = _disk_gb(LOCAL_RUN_DIR)
+LOCAL_DISK_MIN_FREE_GB = envfloat(
+    "LOCAL_DISK_MIN_FREE_GB", round(_disk_total_gb * 0.15, 1), unit="GB"
+)
+# Never above the start threshold by default: a job it let start would be evicted at once.
+LOCAL_DISK_EVICT_FREE_GB = envfloat(
+    "LOCAL_DISK_EVICT_FREE_GB",
+    min(round(_disk_total_gb * 0.10, 1), LOCAL_DISK_MIN_FREE_GB or math.inf),
+    unit="GB",
+)
+if LOCAL_DISK_MIN_FREE_GB and LOCAL_DISK_EVICT_FREE_GB > LOCAL_DISK_MIN_FREE_GB:
+    raise ImproperlyConfigured(
+        f"LOCAL_DISK_EVICT_FREE_GB is at most LOCAL_DISK_MIN_FREE_GB "
+        f"({LOCAL_DISK_MIN_FREE_GB:g} GB; a job it let start would be evicted at once), "
+        f"not {LOCAL_DISK_EVICT_FREE_GB:g}"
+    )
 
 # Whether the worker enforces each role's CPU and memory with cgroups (jobs.cgroups): "auto"
 # where it can write a cgroup (root, or a delegated one), saying so in each job that sets them

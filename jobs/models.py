@@ -244,6 +244,7 @@ EVENT_REASONS = {
     "Failed": pgettext_lazy("event reason", "Failed"),
     "Lost": pgettext_lazy("event reason", "Lost"),
     "Unschedulable": pgettext_lazy("event reason", "Unschedulable"),
+    "DiskPressure": pgettext_lazy("event reason", "Waiting for disk space"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),

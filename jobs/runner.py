@@ -11,7 +11,8 @@ worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<inde
   worker died between recording the launch and spawning the shim: it never ran, and is
   launched now. Nothing there = never launched.
 - `started`: written by the shim first of all, before its command can start.
-- `exit`, `keyword`, `tmp-over`: written by the shim.
+- `exit`, `keyword`, `tmp-over`, `tmp-used` (what its /tmp holds): written by the shim.
+- `evicted`: written by the worker when the disk runs low (evict_for_disk_pressure).
 - `tmp/`: the replica's /tmp (also its HOME and working folder), measured by the shim
   against LOCAL_TMP_MAX_GB; removed when the job ends, and when a restart begins.
 - `pid`: written by the shim once its command has started. A worker killed between a spawn
@@ -30,6 +31,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
 import pwd
 import random
@@ -64,7 +66,7 @@ from .sandbox import (
     read_only_parent_message,
 )
 from .services import job_event, job_transition, recorded
-from .shim import START_GATE, remove_tree
+from .shim import START_GATE, TmpMeter, remove_tree
 from .spec import MPI, JobSpec, Role
 from .texts import restored, source_of
 
@@ -269,21 +271,27 @@ class ReplicaState:
     exit_code: int | None = None
     keyword: dict[str, str] | None = None
     tmp_over: dict[str, int] | None = None  # its /tmp went over the cap: bytes used, limit
+    # The worker evicted it for disk pressure (evict_for_disk_pressure): its /tmp's bytes,
+    # the disk's free bytes and the threshold then.
+    evicted: dict[str, int] | None = None
+
+
+def _mark(path: Path, unreadable: dict) -> dict | None:
+    """The JSON record at `path` (None if there is none; `unreadable` if it is cut short)."""
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return unreadable
 
 
 def read_state(state: Path) -> ReplicaState:
-    keyword = None
-    if (state / "keyword").exists():
-        try:
-            keyword = json.loads((state / "keyword").read_text())
-        except (OSError, ValueError):
-            keyword = {"keyword": "?", "line": ""}
-    tmp_over = None
-    if (state / "tmp-over").exists():
-        try:
-            tmp_over = json.loads((state / "tmp-over").read_text())
-        except (OSError, ValueError):
-            tmp_over = {"used": 0, "limit": 0}
+    marks = {
+        "keyword": _mark(state / "keyword", {"keyword": "?", "line": ""}),
+        "tmp_over": _mark(state / "tmp-over", {"used": 0, "limit": 0}),
+        "evicted": _mark(state / "evicted", {"used": 0, "free": 0, "threshold": 0}),
+    }
     lock_path = state / "lock"
     if not lock_path.exists():
         return ReplicaState("unlaunched")
@@ -292,20 +300,176 @@ def read_state(state: Path) -> ReplicaState:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return ReplicaState("alive", keyword=keyword, tmp_over=tmp_over)
+            return ReplicaState("alive", **marks)
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
     try:
         code = json.loads((state / "exit").read_text())["code"]
-        return ReplicaState("exited", exit_code=int(code), keyword=keyword, tmp_over=tmp_over)
+        return ReplicaState("exited", exit_code=int(code), **marks)
     except (OSError, ValueError, KeyError):
         pass
     if (state / "launched").exists() and (state / "started").exists():
-        return ReplicaState("lost", keyword=keyword, tmp_over=tmp_over)
+        return ReplicaState("lost", **marks)
     # Never launched, or recorded as launched by a worker that died before its shim began
     # (the shim writes `started` before anything else): nothing of it ever ran.
     return ReplicaState("unlaunched")
+
+
+# -- disk pressure -------------------------------------------------------------------
+# The kubelet's node-level disk pressure, for the disk LOCAL_RUN_DIR is on: no job starts
+# below LOCAL_DISK_MIN_FREE_GB free (jobs.scheduler), and below LOCAL_DISK_EVICT_FREE_GB
+# the replica holding the most in /tmp is evicted, one at a time.
+
+
+@dataclass
+class Disk:
+    free: int  # bytes an unprivileged process may still write (df's "Available")
+    total: int
+
+
+def run_dir_disk() -> Disk:
+    """The file system LOCAL_RUN_DIR is on (or will be: its nearest existing folder), where
+    every replica's /tmp and log are written. Free is statvfs's f_bavail, as df shows it and
+    the kubelet counts nodefs.available: the blocks reserved for root are not room a job
+    (or a worker run as README recommends) can use."""
+    path = Path(settings.LOCAL_RUN_DIR)
+    for folder in (path, *path.parents):
+        try:
+            info = os.statvfs(folder)
+        except OSError:
+            continue
+        return Disk(free=info.f_bavail * info.f_frsize, total=info.f_blocks * info.f_frsize)
+    raise FileNotFoundError(path)
+
+
+def gb(amount: float) -> str:
+    """Bytes as GB (GiB) with three significant digits, so a few MB still reads as more
+    than nothing ("0.00476"), and no exponent ("1234")."""
+    value = amount / 1024**3
+    if value <= 0:
+        return "0"
+    decimals = max(0, 2 - math.floor(math.log10(value)))
+    return f"{value:.{decimals}f}"
+
+
+def disk_pressure_message(disk: Disk) -> str | None:
+    """Why no local job may start now (the disk has less than LOCAL_DISK_MIN_FREE_GB free),
+    or None when one may."""
+    threshold = settings.LOCAL_DISK_MIN_FREE_GB * 1024**3
+    if disk.free >= threshold:
+        return None
+    return recorded(
+        gettext_noop(
+            "Waiting for disk space: the disk of the run folder has %(free)s GB free, under "
+            "the %(threshold)s GB a job needs to start (LOCAL_DISK_MIN_FREE_GB). It starts "
+            "by itself once there is room."
+        ),
+        free=gb(disk.free),
+        threshold=gb(threshold),
+    )
+
+
+def held_for_disk(job: Job, message: str) -> None:
+    """Says on the job's page that it waits for disk space: once, not on every pass (again
+    only after something else has happened to it, say a start that failed)."""
+    latest = (
+        job.events.exclude(reason__in=("AlertSent", "AlertFailed"))
+        .order_by("-created_at", "-id")
+        .values_list("reason", flat=True)
+        .first()
+    )
+    if latest != "DiskPressure":
+        job_event(job=job, reason="DiskPressure", message=message, warning=True)
+
+
+def tmp_use(state: Path) -> int:
+    """The bytes the replica's /tmp holds: measured now, since its shim's last measure
+    (file `tmp-used`) may be LOCAL_TMP_CHECK_SECONDS old, and a replica filling the disk
+    fast is then the one it undercounts most. One pass of the meter looks at
+    TMP_WALK_MAX_ENTRIES entries at most: a /tmp of more files than that is counted as its
+    shim last counted it whole, if that is more."""
+    try:
+        reported = int(json.loads((state / "tmp-used").read_text())["used"])
+    except (OSError, ValueError, KeyError, TypeError):
+        reported = 0
+    try:
+        empty = os.lstat(state / "tmp").st_blocks * 512  # the folder itself
+        measured = TmpMeter(state / "tmp").measure()
+    except OSError:  # gone: it is being cleaned up
+        return 0
+    used = max(reported, measured)
+    return used if used > empty else 0
+
+
+def evict_for_disk_pressure() -> JobReplica | None:
+    """Below LOCAL_DISK_EVICT_FREE_GB free, marks the running replica that holds the most in
+    its /tmp as evicted (file `evicted`); supervise then ends it as a failure, restarting
+    the job or failing it by its fault tolerance, as for a replica over LOCAL_TMP_MAX_GB.
+
+    One at a time, as the kubelet evicts: while an evicted replica's job is still being torn
+    down (its /tmp not yet freed) no other is chosen, and the disk is measured again after.
+    Only replicas whose /tmp holds something are chosen: when the disk fills up with other
+    files, ending jobs would free nothing. Returns the replica evicted, if any."""
+    threshold = int(settings.LOCAL_DISK_EVICT_FREE_GB * 1024**3)
+    if not threshold:
+        return None
+    disk = run_dir_disk()
+    if disk.free >= threshold:
+        return None
+    runs = LocalRun.objects.filter(
+        job__backend="local", job__status__in=[S.RUNNING, S.STOPPING]
+    ).select_related("job")
+    candidates: list[tuple[int, Path, JobReplica]] = []
+    for run in runs:
+        for replica in run.job.replicas.all():
+            label = f"{replica.role}-{replica.index}"
+            state = replica_state_dir(run.job.public_id, run.attempt, label)
+            if (state / "evicted").exists():
+                done = read_state(state)
+                if not (done.phase == "exited" and done.exit_code == 0):
+                    return None  # the last eviction is still being carried out
+            if run.stop_target or run.job.status != S.RUNNING:
+                continue  # already ending
+            if read_state(state).phase == "alive" and (used := tmp_use(state)):
+                candidates.append((used, state, replica))
+    if not candidates:
+        return None
+    used, state, replica = max(candidates, key=lambda found: found[0])
+    try:
+        (state / "evicted.tmp").write_text(
+            json.dumps(
+                {"used": used, "free": disk.free, "threshold": threshold, "time": time.time()}
+            )
+        )
+        os.replace(state / "evicted.tmp", state / "evicted")
+    except OSError as exc:  # the disk is full indeed: tried again on the next tick
+        logger.warning("could not evict %s of job %s: %s", replica, replica.job_id, exc)
+        return None
+    logger.warning(
+        "disk pressure: %s GB free under %s GB; evicting %s (%s GB in /tmp)",
+        gb(disk.free),
+        gb(threshold),
+        replica,
+        gb(used),
+    )
+    return replica
+
+
+def evicted_message(label: str, evicted: dict[str, int]) -> str:
+    """The reason an evicted replica is ended, as the kubelet words its own: the disk's free
+    space, the threshold, and what the replica held."""
+    return recorded(
+        gettext_noop(
+            "Evicted: the disk of the run folder had %(free)s GB free, under the "
+            "%(threshold)s GB limit (LOCAL_DISK_EVICT_FREE_GB); %(replica)s held %(used)s GB "
+            "in /tmp, the most of any running replica."
+        ),
+        free=gb(evicted.get("free", 0)),
+        threshold=gb(evicted.get("threshold", 0)),
+        replica=label,
+        used=gb(evicted.get("used", 0)),
+    )
 
 
 # -- capacity and allocation ---------------------------------------------------------
@@ -991,6 +1155,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         if state.tmp_over:
             failure = tmp_over_message(label, state.tmp_over)
             break
+        # (One that exited 0 before its eviction was carried out had finished its work.)
+        if state.evicted and not (state.phase == "exited" and state.exit_code == 0):
+            failure = evicted_message(label, state.evicted)
+            break
         if state.phase == "lost":
             failure = recorded(
                 gettext_noop("%(replica)s was lost (its process ended without an exit code)."),
@@ -1135,7 +1303,7 @@ def _record_replica(
         # before the stop began, except one that logged a fault keyword or went over its
         # /tmp cap: it was still running then, and the tear-down ends it, but it is the one
         # that failed.
-        status = "failed" if state.keyword or state.tmp_over else "stopped"
+        status = "failed" if state.keyword or state.tmp_over or state.evicted else "stopped"
     elif status is None:
         status = "lost" if state.phase == "lost" else "failed"
     if replica.status != status or replica.exit_code != state.exit_code:

@@ -12,6 +12,9 @@ Rules (decisions):
 - Cards are counted per type and never over-allocated; at most LOCAL_MAX_RUNNING_JOBS
   local jobs run at once; a CPU-exclusive job needs cores no other running job may use.
 - Jobs Pending review are never dispatched: only Queued jobs are considered.
+- No job starts while the disk of LOCAL_RUN_DIR has less than LOCAL_DISK_MIN_FREE_GB free
+  (the kubelet's disk pressure): each job that would start now says so, once, and blocks
+  its queue until there is room.
 """
 
 from __future__ import annotations
@@ -34,9 +37,18 @@ RANKS = {"high": 0, "normal": 1}
 
 def dispatch_local(*, children: dict | None = None) -> list[Job]:
     """One scheduling pass over the queued local jobs; returns the jobs it started."""
-    from .runner import current_capacity, requirement, start_job
+    from .runner import (
+        current_capacity,
+        disk_pressure_message,
+        held_for_disk,
+        requirement,
+        run_dir_disk,
+        start_job,
+    )
 
     capacity = current_capacity()
+    held: str | None = None  # why no job may start for want of disk space
+    disk_measured = False
     group_running: Counter[int] = Counter(
         dict(
             Job.objects.filter(group__isnull=False, status__in=ACTIVE_STATUSES)
@@ -77,6 +89,14 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
             continue
         allocation = capacity.allocate(need)
         if allocation is None:
+            blocked.add(queue)
+            continue
+        if not disk_measured:  # once a pass, and only when a job would start
+            held, disk_measured = disk_pressure_message(run_dir_disk()), True
+        if held:
+            # It keeps its place (and what it was allocated this pass, so the jobs said to
+            # wait for disk are those that would start now): it starts once there is room.
+            held_for_disk(job, held)
             blocked.add(queue)
             continue
         if start_job(job, allocation, children=children):

@@ -403,13 +403,20 @@ class TmpMeter:
 def watch_tmp(
     meter: TmpMeter, *, limit: int, every: float, state: Path, ended: threading.Event
 ) -> None:
-    """Measures /tmp every `every` seconds until the command has ended; once it holds more
-    than `limit` bytes, records how much (file `tmp-over`) for the worker, and stops."""
+    """Measures /tmp every `every` seconds until the command has ended, recording what it
+    holds (file `tmp-used`: the worker evicts the replica holding the most when the disk
+    runs low); once it holds more than `limit` bytes, records how much (file `tmp-over`)
+    for the worker, and stops."""
+    reported = -1
     while not ended.wait(every):
         try:
             used = meter.measure()
         except OSError:  # the folder is gone: the job is being cleaned up
             return
+        if used != reported:
+            with contextlib.suppress(OSError):  # a full disk: the last report stands
+                write_atomic(state / "tmp-used", json.dumps({"used": used, "time": time.time()}))
+                reported = used
         if used > limit and not ended.is_set():
             write_atomic(
                 state / "tmp-over",

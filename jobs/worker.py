@@ -35,7 +35,7 @@ from django.utils import timezone
 from . import cgroups
 from .backends import BackendError, get_backend
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
-from .runner import minutes, supervise
+from .runner import evict_for_disk_pressure, minutes, supervise
 from .scheduler import dispatch_local
 
 logger = logging.getLogger("jobs.worker")
@@ -77,6 +77,11 @@ class Worker:
             cgroups.remove_job_cgroups(self.limits, public_id=public_id)
 
     def tick(self) -> None:
+        # Before supervision, so a replica evicted now is ended in this very tick.
+        try:
+            evict_for_disk_pressure()
+        except Exception:
+            logger.exception("checking disk pressure failed")
         self.supervise_local()
         dispatch_local(children=self.children)
         self.dispatch_remote()

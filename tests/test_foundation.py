@@ -269,6 +269,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_PORTS": "80-90"},
         {"LOCAL_TMP_CHECK_SECONDS": "0"},
         {"LOCAL_TMP_CHECK_SECONDS": "soon"},
+        {"LOCAL_DISK_MIN_FREE_GB": "-1"},
+        {"LOCAL_DISK_MIN_FREE_GB": "ten"},
+        {"LOCAL_DISK_EVICT_FREE_GB": "nan"},
+        {"LOCAL_DISK_MIN_FREE_GB": "5", "LOCAL_DISK_EVICT_FREE_GB": "6"},
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
@@ -322,6 +326,37 @@ def test_the_tmp_cap_is_read_and_defaults_to_50_gb_or_a_quarter_of_the_run_dirs_
     disk_gb = shutil.disk_usage(tmp_path).total / 1024**3
     assert float(cap) == min(50, round(disk_gb / 4, 1))
     assert float(every) == 10
+
+
+def test_the_disk_pressure_thresholds_are_read_and_default_to_15_and_10_percent_of_the_disk(
+    tmp_path,
+):
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.LOCAL_DISK_MIN_FREE_GB, s.LOCAL_DISK_EVICT_FREE_GB)"
+    )
+
+    given = manage(
+        tmp_path,
+        "shell",
+        "--no-imports",
+        "-c",
+        code,
+        LOCAL_DISK_MIN_FREE_GB="20",
+        LOCAL_DISK_EVICT_FREE_GB="7.5",
+    )
+    start_only = manage(tmp_path, "shell", "--no-imports", "-c", code, LOCAL_DISK_MIN_FREE_GB="0.5")
+    default = manage(tmp_path, "shell", "--no-imports", "-c", code)
+
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.split() == ["20.0", "7.5"]
+    # A start threshold set lower than 10% of the disk lowers the eviction one with it.
+    assert start_only.stdout.split() == ["0.5", "0.5"]
+    disk_gb = shutil.disk_usage(tmp_path).total / 1024**3
+    assert [float(v) for v in default.stdout.split()] == [
+        round(disk_gb * 0.15, 1),
+        round(disk_gb * 0.10, 1),
+    ]
 
 
 @pytest.mark.parametrize(("value", "allowed"), [("", "False"), ("Yes", "True")])

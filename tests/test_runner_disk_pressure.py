@@ -1,0 +1,191 @@
+"""Several replicas within their own /tmp caps can still fill the disk together, and with it
+the console's database and logs: the local runner guards the disk of LOCAL_RUN_DIR as the
+kubelet guards a node's. Below LOCAL_DISK_MIN_FREE_GB free no job starts (it waits, saying
+why, and starts once there is room); below LOCAL_DISK_EVICT_FREE_GB the replica holding the
+most in /tmp is evicted, one at a time.
+
+Real jobs on a real, small disk: a tmpfs of a few MB mounted for the test (as root), whose
+statvfs is as honest as a disk's, holds the run folder, so the test fills and frees it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.models import JobReplica, JobStatus
+from jobs.runner import run_dir_disk
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
+    log_text,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+MB = 1024 * 1024
+GB = 1024**3
+
+
+@pytest.fixture
+def small_disk(runner_settings, tmp_path) -> Iterator[Path]:  # noqa: F811
+    """A 64 MB file system (tmpfs) holding LOCAL_RUN_DIR; the stored texts in English."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)], check=True)
+    runner_settings.LOCAL_RUN_DIR = disk / "runs"
+    runner_settings.LANGUAGE_CODE = "en"
+    runner_settings.LOCAL_TMP_MAX_GB = 1  # more than the disk: only the disk's limits act
+    runner_settings.LOCAL_TMP_CHECK_SECONDS = 0.1
+    yield disk
+    # The replicas first (runner_settings would only end them after this), then the disk.
+    for replica in JobReplica.objects.exclude(pid=None):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(replica.pid, signal.SIGKILL)
+    subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+@pytest.fixture(autouse=True)
+def console_language_after():
+    yield
+    translation.deactivate()
+
+
+def fill(disk: Path, *, leave: int) -> Path:
+    """A file taking all of the disk's free space but `leave` bytes."""
+    filler = disk / "filler"
+    with open(filler, "wb") as out:
+        out.write(b"\0" * (run_dir_disk().free - leave))
+    return filler
+
+
+HELD = re.compile(
+    r"Waiting for disk space: the disk of the run folder has (0\.\d+) GB free, under the "
+    r"0\.0156 GB a job needs to start \(LOCAL_DISK_MIN_FREE_GB\)\. It starts by itself "
+    r"once there is room\."
+)
+
+
+def test_a_job_waits_queued_while_the_disk_is_low_saying_so_once_and_starts_once_room_is_freed(
+    alice, alice_client, small_disk, settings
+):
+    settings.LOCAL_DISK_MIN_FREE_GB = 16 * MB / GB
+    settings.LOCAL_DISK_EVICT_FREE_GB = 0
+    filler = fill(small_disk, leave=10 * MB)
+    job = submit(alice, make_spec("echo started-at-last"))
+    worker = Worker()
+
+    deadline = time.monotonic() + 1.5  # many ticks (0.1 s polls)
+    while time.monotonic() < deadline:
+        worker.tick()
+        time.sleep(0.05)
+
+    assert status_of(job) == JobStatus.QUEUED
+    [event] = job.events.filter(reason="DiskPressure")  # once, not once a tick
+    found = HELD.fullmatch(event.message)
+    assert found, event.message
+    assert 8 * MB / GB < float(found.group(1)) < 11 * MB / GB
+    assert event.type == "Warning"
+    assert not job.replicas.exists()
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert "Waiting for disk space" in page and found.group(0) in page
+
+    filler.unlink()
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert "started-at-last" in log_text(job, "master-0")
+    reasons = list(job.events.values_list("reason", flat=True))
+    assert reasons.index("DiskPressure") < reasons.index("Started")
+    assert reasons.count("DiskPressure") == 1
+
+
+EVICTED = re.compile(
+    r"Evicted: the disk of the run folder had (0\.\d+) GB free, under the 0\.0234 GB limit "
+    r"\(LOCAL_DISK_EVICT_FREE_GB\); master-0 held (0\.\d+) GB in /tmp, the most of any "
+    r"running replica\."
+)
+
+
+def test_a_replica_filling_the_disk_past_the_hard_threshold_is_evicted_and_the_others_run_on(
+    alice, small_disk, settings
+):
+    settings.LOCAL_DISK_MIN_FREE_GB = 40 * MB / GB
+    settings.LOCAL_DISK_EVICT_FREE_GB = 24 * MB / GB
+    # Both start with the disk nearly empty; then the big one writes 44 MB into its /tmp,
+    # which leaves less than 24 MB of the 64 free, while the small one holds 1 MB.
+    big = submit(
+        alice,
+        make_spec(
+            "until [ -e /workspace/fill ]; do sleep 0.05; done; "
+            "head -c 44000000 /dev/zero > /tmp/big; echo filled; sleep 60"
+        ),
+    )
+    small = submit(
+        alice,
+        make_spec(f"head -c 1000000 /dev/urandom > /tmp/small; echo ready; {UNTIL_THE_GATE_OPENS}"),
+    )
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(small, "master-0"), what="the small job")
+    assert status_of(big) == JobStatus.RUNNING
+    (Path(settings.LOCAL_VOLUMES.split("=", 1)[1]) / "fill").touch()
+
+    run_until(worker, lambda: status_of(big) == JobStatus.FAILED, timeout=20)
+
+    found = EVICTED.fullmatch(big.status_reason)
+    assert found, big.status_reason
+    assert float(found.group(1)) < 24 * MB / GB
+    assert 1 * MB / GB < float(found.group(2)) < 42 * MB / GB  # what /tmp held when measured
+    event = big.events.get(reason="ReplicaFailed")
+    assert event.message == big.status_reason and event.type == "Warning"
+    assert big.replicas.get().status == "failed"
+    # Its /tmp is freed, and the disk measured again: nothing else is evicted.
+    assert run_dir_disk().free > 24 * MB
+    for _ in range(10):
+        worker.tick()
+        time.sleep(0.05)
+    assert status_of(small) == JobStatus.RUNNING
+    assert not small.events.filter(reason="ReplicaFailed").exists()
+    open_gate(settings)
+    run_until(worker, lambda: status_of(small) == JobStatus.SUCCEEDED)
+
+
+def test_an_evicted_job_with_fault_tolerance_restarts_with_its_tmp_freed(
+    alice, small_disk, settings
+):
+    settings.LOCAL_DISK_MIN_FREE_GB = 40 * MB / GB
+    settings.LOCAL_DISK_EVICT_FREE_GB = 24 * MB / GB
+    spec = make_spec(
+        'echo "tmp holds $(ls -A /tmp | wc -l) files"; '
+        "head -c 44000000 /dev/zero > /tmp/big; sleep 60",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED, timeout=30)
+
+    assert job.restarts == 1
+    restarted = job.events.get(reason="Restarted").message
+    assert EVICTED.search(restarted), restarted
+    assert EVICTED.fullmatch(job.status_reason), job.status_reason
+    assert log_text(job, "master-0").count(" tmp holds 0 files\n") == 2
+    assert run_dir_disk().free > 60 * MB  # every attempt's /tmp removed
