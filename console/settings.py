@@ -554,18 +554,22 @@ LOCAL_TMP_CHECK_SECONDS = envfloat("LOCAL_TMP_CHECK_SECONDS", 10, positive=True)
 # LOCAL_DISK_MIN_FREE_GB free (GiB; decimals allowed; 0: never) no local job starts: it stays
 # Queued, saying why, and starts by itself once there is room. Below LOCAL_DISK_EVICT_FREE_GB
 # the running replica holding the most in /tmp is evicted (ended as a failure, like one over
-# LOCAL_TMP_MAX_GB), one at a time. By default 15% and 10% of the disk, the kubelet's own
-# imagefs and nodefs eviction thresholds: operators know them, and the 5% between them is
-# room for running jobs to go on writing before one is evicted. (A restart's new attempt is
-# not held: its failed attempt's /tmp has just been freed, and its cards stay taken.)
+# LOCAL_TMP_MAX_GB), one at a time. By default 10% of the disk for starting and 5% for
+# eviction, each at most 10 and 5 GB: the kubelet's nodefs.available default is 10%, but a
+# node's kubelet owns its disk, while this console often shares a workstation's: on a 2 TB
+# disk, 10% would hold back 200 GB that nothing of the console needs. What it does need is
+# room for its own database and logs and for the checkpoints running jobs are writing. The
+# gap between the two is room for running jobs to go on writing before one is evicted. (A
+# restart's new attempt is not held: its failed attempt's /tmp has just been freed, and its
+# cards stay taken.)
 _disk_total_gb = _disk_gb(LOCAL_RUN_DIR)
 LOCAL_DISK_MIN_FREE_GB = envfloat(
-    "LOCAL_DISK_MIN_FREE_GB", round(_disk_total_gb * 0.15, 1), unit="GB"
+    "LOCAL_DISK_MIN_FREE_GB", min(round(_disk_total_gb * 0.10, 1), 10.0), unit="GB"
 )
 # Never above the start threshold by default: a job it let start would be evicted at once.
 LOCAL_DISK_EVICT_FREE_GB = envfloat(
     "LOCAL_DISK_EVICT_FREE_GB",
-    min(round(_disk_total_gb * 0.10, 1), LOCAL_DISK_MIN_FREE_GB or math.inf),
+    min(round(_disk_total_gb * 0.05, 1), 5.0, LOCAL_DISK_MIN_FREE_GB or math.inf),
     unit="GB",
 )
 if LOCAL_DISK_MIN_FREE_GB and LOCAL_DISK_EVICT_FREE_GB > LOCAL_DISK_MIN_FREE_GB:

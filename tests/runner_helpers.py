@@ -36,7 +36,7 @@ def runner_settings(settings, tmp_path, db):
     settings.LOCAL_ACCELERATORS = f"{CARD}=2"
     settings.LOCAL_VOLUMES = f"work={volume}"
     settings.LOCAL_MAX_RUNNING_JOBS = 8
-    # The machine's own disk may be fuller than the defaults allow (15%, 10% free): disk
+    # The machine's own disk may be fuller than the defaults allow (10% and 5% free, at most 10 and 5 GB): disk
     # pressure is tested on a small disk of its own (test_runner_disk_pressure.py).
     settings.LOCAL_DISK_MIN_FREE_GB = 0
     settings.LOCAL_DISK_EVICT_FREE_GB = 0

@@ -328,7 +328,7 @@ def test_the_tmp_cap_is_read_and_defaults_to_50_gb_or_a_quarter_of_the_run_dirs_
     assert float(every) == 10
 
 
-def test_the_disk_pressure_thresholds_are_read_and_default_to_15_and_10_percent_of_the_disk(
+def test_the_disk_pressure_thresholds_are_read_and_default_to_10_and_5_percent_of_the_disk_at_most_10_and_5_gb(
     tmp_path,
 ):
     code = (
@@ -350,12 +350,12 @@ def test_the_disk_pressure_thresholds_are_read_and_default_to_15_and_10_percent_
 
     assert given.returncode == 0, given.stderr
     assert given.stdout.split() == ["20.0", "7.5"]
-    # A start threshold set lower than 10% of the disk lowers the eviction one with it.
+    # A start threshold set lower than the eviction default lowers the eviction one with it.
     assert start_only.stdout.split() == ["0.5", "0.5"]
     disk_gb = shutil.disk_usage(tmp_path).total / 1024**3
     assert [float(v) for v in default.stdout.split()] == [
-        round(disk_gb * 0.15, 1),
-        round(disk_gb * 0.10, 1),
+        min(round(disk_gb * 0.10, 1), 10.0),
+        min(round(disk_gb * 0.05, 1), 5.0),
     ]
 
 
