@@ -31,7 +31,8 @@ gettext_noop("Task Results")
 PRIORITY_CHOICES = Priority.choices
 FRAMEWORK_CHOICES = list(S.FRAMEWORK_LABELS.items())
 CREATION_CHOICES = [
-    (S.CREATION_CUSTOM, _("Custom")),
+    # Seed 000's own words (自定义创建), as its twin reads 基于AIAK加速模版创建.
+    (S.CREATION_CUSTOM, _("Custom creation")),
     (S.CREATION_AIAK, _("From an AIAK acceleration template")),
 ]
 TRAINING_MODE_CHOICES = [("", "—"), ("Post-Pretrain", "Post-Pretrain"), ("SFT", "SFT")]
