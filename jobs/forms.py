@@ -288,6 +288,14 @@ class ImageForm(StepForm):
             self.fields["image"].help_text = _(
                 "The AIAK template's preset image; it cannot be changed."
             )
+            # Seed 000's 执行命令 of an AIAK template: what must be replaced, said where
+            # it is typed (the step refuses a command still holding those lines).
+            self.fields["command"].help_text = _(
+                "The AIAK template's default parameters: replace the PATHs of the data set, "
+                "CHECKPOINT, TOKENIZER and Tensorboard (DATA_PATH, CHECKPOINT_LOAD_PATH, "
+                "CHECKPOINT_SAVE_PATH, TOKENIZER_PATH, TENSORBOARD_PATH) with your own paths. "
+                "To change the model's parameters too, edit them here."
+            )
         self.helper = _helper(
             WizardField("image"), WizardField("entrypoint"), show_errors=self.show_errors
         )
