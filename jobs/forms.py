@@ -347,7 +347,9 @@ class ResourcesForm(StepForm):
         required=False,
         help_text=_(
             "Schedules the job on RDMA nodes and sets NCCL_IB_DISABLE=0. On AIHC it also gives "
-            "the containers 10GB of shared memory; a size other than 10Gi above is sent too."
+            "the containers 10GB of shared memory; a size other than 10Gi above is sent too. "
+            "The local pool runs every job on this machine and schedules nothing: there RDMA "
+            "only sets NCCL_IB_DISABLE=0."
         ),
     )
 
