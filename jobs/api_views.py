@@ -21,6 +21,8 @@ Decisions (README "Scripts and SDKs"):
   of making another. The body is part of the key because one client ([aihcx]) uses the current
   second as its token: two different jobs sent in one second must both be made. After the
   window, or once that job is deleted, the token makes a new job.
+- A job the idle cards cannot hold now is queued and waits, as AIHC queues it: the wizard's
+  refusal of a standalone job that does not fit now has no counterpart in the v1 body.
 - Statuses are AIHC's names (AIHC_STATUS); `consoleStatus` and `statusReason` add the
   console's own (a job waiting for review is "Pending" with consoleStatus "pending_review").
 """
@@ -268,7 +270,10 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if pool is None:
         raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
     errors = spec_module.validate(spec)
-    for path, messages in [*console_rules(spec).items(), *pool_refusals(spec, pool).items()]:
+    # A job that does not fit the idle cards now is queued and waits for them, as AIHC
+    # queues it: v1 has no standalone/queue choice to refuse it by.
+    refusals = pool_refusals(spec, pool, idle_cards_now=False)
+    for path, messages in [*console_rules(spec).items(), *refusals.items()]:
         errors.setdefault(path, []).extend(messages)
     if errors:
         raise ApiError(400, "InvalidParameter", _errors_message(errors))

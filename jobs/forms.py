@@ -31,7 +31,8 @@ gettext_noop("Task Results")
 PRIORITY_CHOICES = Priority.choices
 FRAMEWORK_CHOICES = list(S.FRAMEWORK_LABELS.items())
 CREATION_CHOICES = [
-    (S.CREATION_CUSTOM, _("Custom")),
+    # Seed 000's own words (自定义创建), as its twin reads 基于AIAK加速模版创建.
+    (S.CREATION_CUSTOM, _("Custom creation")),
     (S.CREATION_AIAK, _("From an AIAK acceleration template")),
 ]
 TRAINING_MODE_CHOICES = [("", "—"), ("Post-Pretrain", "Post-Pretrain"), ("SFT", "SFT")]
@@ -287,6 +288,14 @@ class ImageForm(StepForm):
             self.fields["image"].help_text = _(
                 "The AIAK template's preset image; it cannot be changed."
             )
+            # Seed 000's 执行命令 of an AIAK template: what must be replaced, said where
+            # it is typed (the step refuses a command still holding those lines).
+            self.fields["command"].help_text = _(
+                "The AIAK template's default parameters: replace the PATHs of the data set, "
+                "CHECKPOINT, TOKENIZER and Tensorboard (DATA_PATH, CHECKPOINT_LOAD_PATH, "
+                "CHECKPOINT_SAVE_PATH, TOKENIZER_PATH, TENSORBOARD_PATH) with your own paths. "
+                "To change the model's parameters too, edit them here."
+            )
         self.helper = _helper(
             WizardField("image"), WizardField("entrypoint"), show_errors=self.show_errors
         )
@@ -338,7 +347,9 @@ class ResourcesForm(StepForm):
         required=False,
         help_text=_(
             "Schedules the job on RDMA nodes and sets NCCL_IB_DISABLE=0. On AIHC it also gives "
-            "the containers 10GB of shared memory; a size other than 10Gi above is sent too."
+            "the containers 10GB of shared memory; a size other than 10Gi above is sent too. "
+            "The local pool runs every job on this machine and schedules nothing: there RDMA "
+            "only sets NCCL_IB_DISABLE=0."
         ),
     )
 

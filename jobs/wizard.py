@@ -962,10 +962,14 @@ def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
     return errors
 
 
-def pool_refusals(spec: S.JobSpec, pool: Pool | None) -> dict[str, list[str]]:
+def pool_refusals(
+    spec: S.JobSpec, pool: Pool | None, *, idle_cards_now: bool = True
+) -> dict[str, list[str]]:
     """What the job's pool refuses now: a pool that is gone, its backend's own rules, and a
     standalone job asking for more cards than are idle. The wizard's submit and Run again
-    both ask it, so a job cannot get past these by another door."""
+    both ask it, so a job cannot get past these by another door. `idle_cards_now=False`
+    leaves out the idle cards: the API's CreateJob has no standalone/queue choice, and a
+    job AIHC cannot start yet is queued there, not refused (seed 001)."""
     if pool is None:
         if not spec.resource_pool_id:
             return {}
@@ -977,7 +981,8 @@ def pool_refusals(spec: S.JobSpec, pool: Pool | None) -> dict[str, list[str]]:
     except BackendError as exc:
         errors = {"resourcePoolId": [exc.message]}
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
-    if spec.submission.mode == S.SUBMIT_STANDALONE and not pool.error and spec.counts_in_range():
+    standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
+    if standalone and not pool.error and spec.counts_in_range():
         for card, wanted, idle in shortfall(spec, pool):
             errors.setdefault("submission.mode", []).append(
                 _(

@@ -344,6 +344,9 @@ def _data_extras(
         "rows": list(enumerate(forms.formset.forms)),
         "node_disk": W.node_disk(state.pool, "hostpath"),
         "bos": "bos" in types,
+        # Seed 000 offers 本地盘 or PFS: a pool without PFS says why it is not in the list.
+        "no_pfs": state.pool is not None and not any(t.startswith("pfs") for t in types),
+        "local_pool": state.pool is not None and state.pool.backend == "local",
     }
 
 

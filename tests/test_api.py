@@ -26,6 +26,7 @@ from jobs.models import ApiKey, Job, JobStatus, LoginFailure
 from jobs.worker import Worker
 
 from .runner_helpers import (
+    CARD,
     UNTIL_THE_GATE_OPENS,
     open_gate,
     run_until,
@@ -312,6 +313,30 @@ def test_the_pools_own_refusals_apply_as_in_the_wizard(api):
     assert error.code == "InvalidParameter"
     assert "datasources[0]" in error.message
     assert Job.objects.count() == 0
+
+
+def test_a_job_the_idle_cards_cannot_hold_now_is_queued_and_runs_once_they_free_as_on_aihc(
+    api, settings
+):
+    """Seed 001: CreateJob puts a job on the cluster's queue. v1 has no standalone/queue
+    choice, so the wizard's standalone rule (refuse what is not idle now) does not apply."""
+    worker = Worker()
+    holder = body(name="holds-the-cards", command=UNTIL_THE_GATE_OPENS)
+    holder["jobSpec"]["resources"] = [{"name": CARD, "quantity": 2}]
+    first = Job.objects.get(public_id=api.create_job(pool="local", body=holder)["jobId"])
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING, what="the first job to run")
+    waiter = body(name="waits-for-them")
+    waiter["jobSpec"]["resources"] = [{"name": CARD, "quantity": 2}]
+
+    second = Job.objects.get(public_id=api.create_job(pool="local", body=waiter)["jobId"])
+
+    assert api.get_job(pool="local", job_id=second.public_id)["status"] == "Pending"
+    open_gate(settings)
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED, what="the second job")
+    # A job the pool could never hold is still refused, with the pool's figures.
+    waiter["jobSpec"]["resources"] = [{"name": CARD, "quantity": 3}]
+    error = refused(lambda: api.create_job(pool="local", body=waiter))
+    assert "the local pool has 2" in error.message
 
 
 # -- whose jobs -----------------------------------------------------------------------------

@@ -194,6 +194,26 @@ def test_the_first_step_shows_the_consoles_fields(alice_client):
     assert 'name="aiak_template"' not in html  # only in AIAK mode
 
 
+def test_the_two_creation_modes_are_named_as_the_seed_names_them(alice, client):
+    """Seed 000: 选择 自定义创建 或 基于AIAK加速模版创建 (the step's note uses those words)."""
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft)
+
+    step = client.get(step_url(draft, W.BASIC), headers={"Accept-Language": "en"})
+    review = client.get(step_url(draft, W.REVIEW), headers={"Accept-Language": "en"})
+
+    choices = re.findall(
+        r'name="creation_mode" value="(\w+)"[^>]*><label[^>]*>([^<]+)<', step.content.decode()
+    )
+    assert choices == [
+        ("custom", "Custom creation"),
+        ("aiak", "From an AIAK acceleration template"),
+    ]
+    summary = review.content.decode()
+    assert re.search(r"Creation mode</dt>\s*<dd[^>]*>Custom creation<", summary)
+
+
 def test_aiak_mode_brings_its_fields(alice_client):
     draft = new_draft(alice_client)
 

@@ -539,6 +539,26 @@ def test_the_bccl_and_tensorboard_switches_say_the_local_pool_provides_neither(a
     assert "本机资源池只设置该变量，不启动 Tensorboard" in advanced
 
 
+def test_the_rdma_switch_says_the_local_pool_only_sets_the_nccl_variable(alice, client):
+    # Seed 000: RDMA 开启后系统将自动调度任务到支持RDMA的节点上. The local pool has one
+    # machine and schedules nothing; the switch must not promise RDMA nodes there.
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.RESOURCES)
+
+    page = client.get(step_url(draft, W.RESOURCES), headers={"Accept-Language": "en"})
+
+    help_text = re.search(
+        r'id="id_enable_rdma_helptext" class="form-text">([^<]+)<', page.content.decode()
+    )
+    assert help_text, "the RDMA switch has no help text"
+    assert "Schedules the job on RDMA nodes" in help_text.group(1)
+    assert (
+        "The local pool runs every job on this machine and schedules nothing: there RDMA only "
+        "sets NCCL_IB_DISABLE=0." in help_text.group(1)
+    )
+
+
 # -- review, submit, copy ----------------------------------------------------------------
 
 

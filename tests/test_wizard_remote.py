@@ -414,6 +414,33 @@ def test_the_data_step_page_wires_each_rows_type_to_the_row_partial(fake, alice_
     assert 'hx-target="closest tr"' in select and 'hx-include="closest tr"' in select
 
 
+def test_the_data_step_says_why_pfs_is_missing_on_a_pool_without_it_and_only_there(
+    fake, alice, client, settings, tmp_path
+):
+    # Seed 000: 存储类型 可选择“本地盘”或“PFS”. A pool that offers no PFS says so, the local
+    # pool with what it mounts instead.
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    fake.add_pool("cce-nopfs", "无 PFS 的池", gpus={A800: (8, 0)})
+    client.force_login(alice)
+    english = {"Accept-Language": "en"}
+    pages = {}
+    for pool in (POOL, "cce-nopfs", "local"):
+        draft = new_draft(client)
+        steps = {W.BASIC: basic_data(resource_pool=pool)}
+        if pool == POOL:
+            steps = aihc_steps()
+        complete_steps(client, draft, upto=W.DATA, **steps)
+        pages[pool] = client.get(step_url(draft, W.DATA), headers=english).content.decode()
+
+    assert 'id="no-pfs-help"' not in pages[POOL]
+    assert "No PFS here: this resource pool has no PFS file system to mount." in pages["cce-nopfs"]
+    assert (
+        "No PFS here: the local pool mounts folders of this machine (local disk) that its "
+        "administrator offers." in pages["local"]
+    )
+
+
 def test_without_javascript_a_volume_of_another_type_is_dropped_and_the_row_shown_again(
     fake, alice_client
 ):

@@ -421,6 +421,26 @@ def test_an_aiak_job_keeps_its_template_image_and_says_so_on_the_image_field(en_
     assert 'value="python:3.12"' in refused.content.decode()  # what was typed stays
 
 
+def test_an_aiak_command_says_under_it_which_paths_to_replace_and_that_it_may_be_edited(
+    en_client,
+):
+    """Seed 000, 基于AIAK加速模版创建 › 执行命令: 需要将数据集、CHECKPOINT、TOKENIZER以及
+    Tensorboard的PATH替换成用户自定义路径; 模型参数可以在执行命令中直接修改."""
+    aiak = aiak_draft_at_image(en_client, "llama2-7b", "full")
+    custom = draft_at(en_client, W.IMAGE)
+
+    page = en_client.get(step_url(aiak, W.IMAGE)).content.decode()
+    custom_page = en_client.get(step_url(custom, W.IMAGE)).content.decode()
+
+    help_text = re.search(r'id="id_command_helptext" class="form-text">([^<]+)<', page)
+    assert help_text, "the command has no help text"
+    assert "replace the PATHs of the data set, CHECKPOINT, TOKENIZER and Tensorboard" in (
+        help_text.group(1)
+    )
+    assert "TENSORBOARD_PATH" in help_text.group(1) and "edit them here" in help_text.group(1)
+    assert "replace the PATHs" not in custom_page  # a custom command has nothing to replace
+
+
 def test_a_renamed_secret_must_be_typed_again_and_keeps_its_new_name(en_client):
     draft = draft_at(en_client, W.IMAGE)
     post_step(en_client, draft, W.IMAGE, image_data(envs=[("HF_TOKEN", "hf_supersecret", True)]))
