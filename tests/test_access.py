@@ -101,10 +101,24 @@ RULES: dict[str, Rule] = {
     "api-key-revoke": Rule(kwargs=lambda w: {"access_key_id": w.key.access_key_id}, methods=POST),
     "api-jobs": Rule(methods=GET_POST, owned=False, signed=True),
     "api-job": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
+    "api-pod-events": Rule(
+        kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
+        owned=False,
+        signed=True,
+    ),
+    "api-resource-pools": Rule(owned=False, signed=True),
+    "api-resource-pool": Rule(kwargs=lambda w: {"pool_id": "local"}, owned=False, signed=True),
+    "api-queues": Rule(kwargs=lambda w: {"pool_id": "local"}, owned=False, signed=True),
+    "api-queue": Rule(
+        kwargs=lambda w: {"pool_id": "local", "queue_name": "default"}, owned=False, signed=True
+    ),
     "api-job-stop": Rule(kwargs=api_job_kwargs, methods=POST, owned=False, signed=True),
     "api-job-events": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
     "api-not-served": Rule(
-        kwargs=lambda w: {"rest": "resourcepools"}, methods=GET_POST, owned=False, signed=True
+        kwargs=lambda w: {"rest": "resourcepools/local/nodes"},
+        methods=GET_POST,
+        owned=False,
+        signed=True,
     ),
     "api-pod-logs": Rule(
         kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
