@@ -10,7 +10,8 @@ and queues it), so it is the owner's job like any other: its page, alerts and re
 Decisions (README "Scripts and SDKs"):
 - Served (v1 REST paths): CreateJob, DescribeJobs, DescribeJob, UpdateJob (priority),
   StopJob, DeleteJob, job and pod events, pod logs; the resource pool and queue reads, from the
-  pools the wizard offers. Anything else answers NotFound. The v2 action API is not served.
+  pools the wizard offers. Anything else answers NotFound. The v2 action API (jobs.api_v2)
+  answers the same through the functions below.
 - Every answer is JSON. Errors have BCE's shape `{"requestId", "code", "message"}` and the
   request id is also in the `x-bce-request-id` header.
 - Messages are in English, or Chinese when the request's Accept-Language asks for it (SDKs
@@ -267,7 +268,7 @@ def page_of[T](items: Sequence[T], page_no: int, page_size: int) -> list[T]:
     return list(items[start : start + page_size])
 
 
-# -- what the views do, apart from shaping the answer -------------------------------------
+# -- what the views do, apart from shaping the answer (jobs.api_v2 shapes it for v2) -----
 
 
 def owned_job(*, owner: Any, job_id: str, pool: str) -> Job:
@@ -576,7 +577,7 @@ def jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
 def _body(request: HttpRequest) -> Any:
     try:
         return json.loads(request.body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
 
 
