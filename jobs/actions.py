@@ -1,4 +1,5 @@
-"""What an owner does to a job from its page: stop, delete, run again, submit again."""
+"""What an owner does to a job: stop, delete, run again, submit again (its page), change its
+priority (the AIHC-compatible API)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,36 @@ import re
 import uuid
 
 from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, Job, JobStatus, ReviewState
 from .services import job_event, job_transition, jobs_submit, recorded
-from .spec import SUBMIT_QUEUE, JobSpec, SpecError
+from .spec import PRIORITIES, SUBMIT_QUEUE, JobSpec, SpecError
+from .texts import Term
 
 S = JobStatus
 # The one-time key a job page's Run again button carries (uuid4().hex).
 REQUEST_KEY_RE = re.compile(r"[0-9a-f]{32}")
 # Statuses a job leaves directly for Stopped: nothing runs yet.
 NOT_STARTED = frozenset({S.PENDING_REVIEW, S.QUEUED, S.SUBMIT_FAILED})
+# Where a changed priority still takes effect. The local runner's scheduler orders its queued
+# jobs by priority until one starts. A remote platform's job carries its priority in the create
+# request: once it is Queued the worker may be sending it at any moment, and after that the
+# platform keeps the priority it got, which the console has no call to change.
+PRIORITY_CHANGEABLE = {
+    "local": frozenset({S.PENDING_REVIEW, S.QUEUED}),
+    "remote": frozenset({S.PENDING_REVIEW}),
+}
+# The priorities by the names the job pages give them, said in each reader's language.
+PRIORITY_TERMS = {
+    "high": Term(gettext_noop("High")),
+    "normal": Term(gettext_noop("Medium")),
+    "low": Term(gettext_noop("Low")),
+}
 
 
 class ActionError(Exception):
@@ -90,6 +108,56 @@ def job_delete(*, job: Job) -> bool:
         raise ActionError(exc.message) from exc
     Job.objects.filter(pk=job.pk).delete()
     return True
+
+
+def job_priority_change(*, job: Job, priority: str, actor: User) -> bool:
+    """Changes the priority of a job that has not started (see PRIORITY_CHANGEABLE); False
+    when it had that priority already. The stored spec changes with it, so what is sent or
+    scheduled later is the new priority. ActionError when it can no longer take effect."""
+    if priority not in PRIORITIES:
+        raise ActionError(_("Priority must be high, normal or low."))
+    for _attempt in range(2):
+        changeable = PRIORITY_CHANGEABLE["local" if job.backend == "local" else "remote"]
+        if job.status not in changeable:
+            if job.backend != "local" and job.status in (S.QUEUED, S.SUBMITTING):
+                raise ActionError(
+                    _(
+                        "This job is on its way to its platform, which keeps the priority it "
+                        "was sent with; a job for another platform than this machine can "
+                        "change priority only while it waits for review."
+                    )
+                )
+            raise ActionError(_("The job has started or ended; its priority no longer matters."))
+        if job.priority == priority:
+            return False
+        old = job.priority
+        document = {**job.spec, "priority": priority}
+        with transaction.atomic():
+            # Conditional on what was seen, as job_transition is: a job the worker has just
+            # started, or someone else has just changed, is decided again as it is now.
+            changed = Job.objects.filter(pk=job.pk, status=job.status, priority=old).update(
+                priority=priority, spec=document, updated_at=timezone.now()
+            )
+            if changed:
+                job_event(
+                    job=job,
+                    reason="PriorityChanged",
+                    message=recorded(
+                        gettext_noop("Priority changed from %(old)s to %(new)s by %(user)s."),
+                        old=PRIORITY_TERMS.get(old, old),
+                        new=PRIORITY_TERMS[priority],
+                        user=actor.get_username(),
+                    ),
+                    actor=actor,
+                )
+        if changed:
+            job.priority, job.spec = priority, document
+            return True
+        fresh = Job.objects.filter(pk=job.pk).first()
+        if fresh is None:
+            raise ActionError(_("The job has been deleted."))
+        job = fresh
+    raise ActionError(_("The job changed meanwhile; try again."))
 
 
 def _refuse_while_sending(job: Job) -> None:

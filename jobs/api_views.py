@@ -8,8 +8,10 @@ jobs.wizard.pool_refusals asks the pool, jobs.services.jobs_submit applies the r
 and queues it), so it is the owner's job like any other: its page, alerts and review.
 
 Decisions (README "Scripts and SDKs"):
-- Served: CreateJob, DescribeJobs, DescribeJob, StopJob, DeleteJob, job events and pod logs
-  (v1 REST paths). Pool and queue reads and the v2 action API are not served.
+- Served (v1 REST paths): CreateJob, DescribeJobs, DescribeJob, UpdateJob (priority),
+  StopJob, DeleteJob, job and pod events, pod logs; the resource pool and queue reads, from the
+  pools the wizard offers. Anything else answers NotFound. The v2 action API (jobs.api_v2)
+  answers the same through the functions below.
 - Every answer is JSON. Errors have BCE's shape `{"requestId", "code", "message"}` and the
   request id is also in the `x-bce-request-id` header.
 - Messages are in English, or Chinese when the request's Accept-Language asks for it (SDKs
@@ -33,24 +35,25 @@ import hashlib
 import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from functools import wraps
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone, translation
+from django.utils.translation import gettext as _
 from django.utils.translation.trans_real import parse_accept_lang_header
 from django.views.decorators.csrf import csrf_exempt
 
 from . import spec as spec_module
-from .actions import ActionError, job_delete, job_stop
+from .actions import ActionError, job_delete, job_priority_change, job_stop
 from .api_keys import ApiAuthError, verify_request
-from .backends import BackendError, get_backend
+from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
-from .models import Job, JobStatus, ReplicaStatus
+from .models import EventType, Job, JobReplica, JobStatus, ReplicaStatus
 from .services import jobs_submit
 
 logger = logging.getLogger(__name__)
@@ -204,24 +207,33 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
     return view
 
 
-def _pool_param(request: HttpRequest) -> str:
-    pool = request.GET.get("resourcePoolId", "").strip()
-    if not pool:
-        raise ApiError(400, "InvalidParameter", "resourcePoolId is required.")
-    return pool
+# -- parameters -------------------------------------------------------------------------
+
+# Where a request's parameters are read from: the query string (a QueryDict), or a JSON body.
+Params = Mapping[str, Any]
 
 
-def _own_job(request: HttpRequest, owner: Any, job_id: str) -> Job:
-    """The owner's job in the pool named; anyone else's is not found, as on the web."""
-    pool = _pool_param(request)
-    job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
-    if job is None:
-        raise ApiError(404, "JobNotFound", f"Job {job_id} not found.")
-    return job
+def text_param(params: Params, name: str) -> str:
+    """A parameter as text ("" when absent): a string, or a number as JSON sends one."""
+    value = params.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value).strip()
+    raise ApiError(400, "InvalidParameter", f"{name} must be a string or a number.")
 
 
-def _int_param(request: HttpRequest, name: str, default: int, high: int) -> int:
-    raw = request.GET.get(name, "").strip()
+def required_param(params: Params, name: str) -> str:
+    value = text_param(params, name)
+    if not value:
+        raise ApiError(400, "InvalidParameter", f"{name} is required.")
+    return value
+
+
+def int_param(params: Params, name: str, default: int, high: int) -> int:
+    raw = text_param(params, name)
     if not raw:
         return default
     try:
@@ -233,7 +245,331 @@ def _int_param(request: HttpRequest, name: str, default: int, high: int) -> int:
     return value
 
 
-# -- jobs -----------------------------------------------------------------------------
+def choice_param(params: Params, name: str, choices: Mapping[str, str], default: str) -> str:
+    """The meaning (`choices` value) of a parameter given as one of `choices`' names."""
+    raw = text_param(params, name) or default
+    if raw not in choices:
+        raise ApiError(400, "InvalidParameter", f"{name} is one of: {', '.join(choices)}.")
+    return choices[raw]
+
+
+def order_param(params: Params, default: str) -> str:
+    """asc or desc, in either case (AIHC's v1 writes them in lower case, v2 in upper)."""
+    order = (text_param(params, "order") or default).lower()
+    if order not in ("asc", "desc"):
+        raise ApiError(400, "InvalidParameter", "order is asc or desc.")
+    return order
+
+
+def _pool_param(request: HttpRequest) -> str:
+    return required_param(request.GET, "resourcePoolId")
+
+
+def page_of[T](items: Sequence[T], page_no: int, page_size: int) -> list[T]:
+    start = (page_no - 1) * page_size
+    return list(items[start : start + page_size])
+
+
+# -- what the views do, apart from shaping the answer (jobs.api_v2 shapes it for v2) -----
+
+
+def owned_job(*, owner: Any, job_id: str, pool: str) -> Job:
+    """The owner's job in the pool named; anyone else's is not found, as on the web."""
+    job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
+    if job is None:
+        raise ApiError(404, "JobNotFound", f"Job {job_id} not found.")
+    return job
+
+
+def _own_job(request: HttpRequest, owner: Any, job_id: str) -> Job:
+    return owned_job(owner=owner, job_id=job_id, pool=_pool_param(request))
+
+
+def _submit_key(owner: Any, token: str, pool: str, raw_body: bytes) -> str:
+    digest = hashlib.sha256()
+    for part in (str(owner.pk).encode(), token.encode(), pool.encode(), raw_body):
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return f"api-{digest.hexdigest()}"
+
+
+def job_create(
+    *,
+    owner: Any,
+    pool_id: str,
+    document: Any,
+    token: str,
+    fingerprint: bytes,
+    rename: Callable[[str], str] = str,
+) -> Job:
+    """A job from a v1 body, checked as the wizard's submit is (jobs.spec, the wizard's own
+    rules, the pool's refusals) and submitted by jobs_submit. With a `token`, the same token and
+    `fingerprint` (the request body as sent) from the same user within CLIENT_TOKEN_HOURS find
+    the job the first create made. `rename` says a field path as the client's body names it."""
+    from .wizard import console_rules, find_pool, pool_refusals  # the wizard's own rules
+
+    try:
+        spec = spec_module.parse_document(document, resource_pool_id=pool_id)
+    except spec_module.SpecError as exc:
+        raise ApiError(400, "InvalidParameter", _errors_message(exc.errors, rename)) from None
+    pool = find_pool(pool_id)
+    if pool is None:
+        raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
+    errors = spec_module.validate(spec)
+    # A job that does not fit the idle cards now is queued and waits for them, as AIHC
+    # queues it: the API has no standalone/queue choice to refuse it by.
+    refusals = pool_refusals(spec, pool, idle_cards_now=False)
+    for path, messages in [*console_rules(spec).items(), *refusals.items()]:
+        errors.setdefault(path, []).extend(messages)
+    if errors:
+        raise ApiError(400, "InvalidParameter", _errors_message(errors, rename))
+    if token:
+        submit_key = _submit_key(owner, token, pool_id, fingerprint)
+        # Past the window the token is free again: the old job keeps no claim on it.
+        Job.objects.filter(
+            submit_key__startswith=submit_key,
+            created_at__lt=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS),
+        ).update(submit_key=None)
+    else:
+        submit_key = f"api-{uuid.uuid4().hex}"
+    created = jobs_submit(owner=owner, spec=spec, submit_key=submit_key, backend=pool.backend)
+    return created[0]
+
+
+def _errors_message(errors: dict[str, list[str]], rename: Callable[[str], str] = str) -> str:
+    return "; ".join(
+        f"{rename(path)}: {' '.join(str(m) for m in messages)}" if path else " ".join(messages)
+        for path, messages in errors.items()
+    )
+
+
+def jobs_found(
+    *,
+    owner: Any,
+    pool: str,
+    queue: str = "",
+    order_by: str = "createdAt",
+    order: str = "desc",
+    status: str = "",
+    name_contains: str = "",
+    queue_contains: str = "",
+) -> QuerySet[Job]:
+    """The owner's jobs in a pool, filtered (`status` by AIHC's name) and ordered."""
+    found = Job.objects.filter(owner=owner, resource_pool=pool)
+    if queue and queue != "all":
+        found = found.filter(queue=queue)
+    if status:
+        statuses = [c for c, aihc in AIHC_STATUS.items() if aihc.lower() == status.lower()]
+        found = found.filter(status__in=statuses)
+    if name_contains:
+        found = found.filter(name__icontains=name_contains)
+    if queue_contains:
+        found = found.filter(queue__icontains=queue_contains)
+    field = F("created_at" if order_by == "createdAt" else "finished_at")
+    ordering = field.desc(nulls_last=True) if order == "desc" else field.asc(nulls_last=True)
+    return found.order_by(ordering, "-id" if order == "desc" else "id")
+
+
+def job_stopped(*, job: Job, owner: Any) -> None:
+    """Stops the job; one that has already finished or is stopping is answered the same way
+    (a retried stop is not an error)."""
+    try:
+        job_stop(job=job, actor=owner)
+    except ActionError as exc:
+        raise ApiError(409, "Conflict", str(exc)) from None
+
+
+def job_deleted(*, job: Job) -> None:
+    try:
+        job_delete(job=job)
+    except ActionError as exc:
+        raise ApiError(409, "Conflict", str(exc)) from None
+
+
+def priority_changed(*, job: Job, priority: str, owner: Any) -> None:
+    """The job's new priority, while it can still take effect (jobs.actions)."""
+    if priority not in spec_module.PRIORITIES:
+        raise ApiError(400, "InvalidParameter", "priority is high, normal or low.")
+    try:
+        job_priority_change(job=job, priority=priority, actor=owner)
+    except ActionError as exc:
+        raise ApiError(409, "Conflict", str(exc)) from None
+
+
+def _event(reason: str, message: str, kind: str, moment: datetime | None) -> dict[str, Any]:
+    return {
+        "reason": reason,
+        "message": message,
+        "type": kind,
+        "count": 1,
+        "firstTimestamp": _time(moment),
+        "lastTimestamp": _time(moment),
+    }
+
+
+def job_event_views(job: Job) -> list[dict[str, Any]]:
+    return [
+        _event(event.reason, event.message_shown, event.type, event.created_at)
+        for event in job.events.all()
+    ]
+
+
+def job_replica(job: Job, pod: str) -> JobReplica:
+    """One pod of the job, by AIHC's pod name or the console's `<role>-<index>`."""
+    replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
+    label = pod if pod in replicas else pod.removeprefix(f"{job.name}-")
+    if label not in replicas:
+        raise ApiError(404, "PodNotFound", f"Pod {pod} not found.")
+    return replicas[label]
+
+
+def pod_event_views(replica: JobReplica) -> list[dict[str, Any]]:
+    """A pod's events: what the console records of the pod itself, its start (and node) and
+    its end (status, and the exit code or the reason it was ended). The job's events (stop
+    requests, restarts, reviews) are the job events API's."""
+    events = []
+    if replica.started_at is not None:
+        started = (
+            _("Started on node %(node)s.") % {"node": replica.node}
+            if replica.node
+            else _("Started.")
+        )
+        events.append(_event("Started", started, EventType.NORMAL, replica.started_at))
+    if replica.finished_at is not None:
+        known = replica.status in ReplicaStatus.values
+        reason = ReplicaStatus(replica.status).name.capitalize() if known else "Unknown"
+        message = replica.reason_shown
+        if not message and replica.exit_code is not None:
+            message = _("Exited with code %(code)s.") % {"code": replica.exit_code}
+        kind = EventType.NORMAL if replica.status == ReplicaStatus.SUCCEEDED else EventType.WARNING
+        events.append(_event(reason, message, kind, replica.finished_at))
+    return events
+
+
+def pod_log_lines(*, job: Job, pod: str, max_lines: int) -> list[str]:
+    """The last `max_lines` lines of one pod's log, secrets masked as on the job page."""
+    replica = job_replica(job, pod)
+    try:
+        lines = get_backend(job.backend).logs(
+            job, f"{replica.role}-{replica.index}", tail=max_lines
+        )
+    except BackendError as exc:
+        raise ApiError(503, "ServiceUnavailable", exc.message) from None
+    return shown_lines(lines, secrets=job_secrets(job))
+
+
+# -- pools and queues: the wizard's inventory ------------------------------------------------
+
+POOL_SORT_KEYS: dict[str, Callable[[Pool], str]] = {
+    "name": lambda pool: pool.name.lower(),
+    "id": lambda pool: pool.id,
+}
+
+
+def pools_found(
+    *, keyword: str = "", keyword_on: str = "name", sort: str = "", descending: bool = False
+) -> list[Pool]:
+    """The pools the wizard offers, those whose name (or id) contains `keyword`, sorted by
+    `sort` ("name", "id", or "" for the console's own order: the pools' creation times, which
+    AIHC also sorts by, are not known)."""
+    from .wizard import available_pools
+
+    pools = available_pools()
+    if keyword:
+        needle = keyword.lower()
+        pools = [p for p in pools if needle in (p.id if keyword_on == "id" else p.name).lower()]
+    if sort:
+        pools.sort(key=POOL_SORT_KEYS[sort], reverse=descending)
+    return pools
+
+
+def pool_found(pool_id: str) -> Pool:
+    from .wizard import find_pool
+
+    pool = find_pool(pool_id)
+    if pool is None:
+        raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
+    return pool
+
+
+def queue_found(pool: Pool, name: str) -> str:
+    if name not in pool.queues:
+        raise ApiError(404, "QueueNotFound", f"Queue {name} not found in {pool.id}.")
+    return name
+
+
+def pool_phase(pool: Pool) -> str:
+    """AIHC's pool phase: running while the backend answers, unknown while its figures are
+    old or could not be read (the wizard says so too)."""
+    return "unknown" if pool.stale or pool.error else "running"
+
+
+def pool_console(pool: Pool) -> dict[str, Any]:
+    """What the console adds to AIHC's pool shape: the backend and how fresh the figures are."""
+    return {
+        "backend": pool.backend,
+        "storageTypes": list(pool.storage_types),
+        "figuresAsOf": _time(pool.as_of) or None,
+        "stale": pool.stale,
+        "error": pool.error,
+    }
+
+
+def _pool_v1(pool: Pool) -> dict[str, Any]:
+    """A pool as AIHC's v1 DescribeResourcePool shows it. The console knows its cards per type
+    (as the wizard shows them: total and idle); what it does not know stays empty."""
+    used = [(a.type, a.total, max(a.total - a.idle, 0)) for a in pool.accelerators]
+    pfs = [v.name for v in pool.volumes_of("pfs")]
+    return {
+        "metadata": {"id": pool.id, "name": pool.name, "createdAt": None, "updatedAt": None},
+        "spec": {
+            "k8sVersion": "",
+            "associatedCpromIds": [],
+            "associatedPfsId": pfs[0] if pfs else "",
+            "createdBy": "",
+            "description": "",
+            "forbidDelete": None,
+            "region": "",
+        },
+        "status": {
+            "gpuCount": {"total": sum(t for _, t, _ in used), "used": sum(u for *_, u in used)},
+            "gpuDetail": [
+                {"gpuDescriptor": kind, "total": total, "used": in_use}
+                for kind, total, in_use in used
+            ],
+            "nodeCount": {"total": 0, "used": 0},
+            "phase": pool_phase(pool),
+        },
+        "console": pool_console(pool),
+    }
+
+
+def _queue_v1(name: str) -> dict[str, Any]:
+    """A queue as AIHC's v1 queue APIs show it: every queue the console offers takes jobs;
+    quotas and job counts are not known to it (see README)."""
+    return {
+        "name": name,
+        "description": "",
+        "parentQueue": "",
+        "queueType": "",
+        "state": "Open",
+        "opened": True,
+        "reclaimable": None,
+        "preemptable": None,
+        "queueingStrategy": "",
+        "capability": {},
+        "deserved": {},
+        "guarantee": {},
+        "allocated": {},
+        "disableOversell": None,
+        "running": 0,
+        "inqueue": 0,
+        "pending": 0,
+        "createdTime": None,
+        "children": [],
+    }
+
+
+# -- v1 views ---------------------------------------------------------------------------------
 
 
 @api_view("GET", "POST")
@@ -246,81 +582,44 @@ def jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
 def _body(request: HttpRequest) -> Any:
     try:
         return json.loads(request.body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
 
 
-def _submit_key(owner: Any, token: str, pool: str, raw_body: bytes) -> str:
-    digest = hashlib.sha256()
-    for part in (str(owner.pk).encode(), token.encode(), pool.encode(), raw_body):
-        digest.update(len(part).to_bytes(8, "big") + part)
-    return f"api-{digest.hexdigest()}"
-
-
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
-    from .wizard import console_rules, find_pool, pool_refusals  # the wizard's own rules
-
     pool_id = _pool_param(request)
     document = _body(request)
-    try:
-        spec = spec_module.parse_document(document, resource_pool_id=pool_id)
-    except spec_module.SpecError as exc:
-        raise ApiError(400, "InvalidParameter", _errors_message(exc.errors)) from None
-    pool = find_pool(pool_id)
-    if pool is None:
-        raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
-    errors = spec_module.validate(spec)
-    # A job that does not fit the idle cards now is queued and waits for them, as AIHC
-    # queues it: v1 has no standalone/queue choice to refuse it by.
-    refusals = pool_refusals(spec, pool, idle_cards_now=False)
-    for path, messages in [*console_rules(spec).items(), *refusals.items()]:
-        errors.setdefault(path, []).extend(messages)
-    if errors:
-        raise ApiError(400, "InvalidParameter", _errors_message(errors))
-    token = request.GET.get("clientToken", "").strip()
-    if token:
-        submit_key = _submit_key(owner, token, pool_id, request.body)
-        # Past the window the token is free again: the old job keeps no claim on it.
-        Job.objects.filter(
-            submit_key__startswith=submit_key,
-            created_at__lt=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS),
-        ).update(submit_key=None)
-    else:
-        submit_key = f"api-{uuid.uuid4().hex}"
-    created = jobs_submit(owner=owner, spec=spec, submit_key=submit_key, backend=pool.backend)
-    return {"result": {"jobId": created[0].public_id, "jobName": created[0].name}}
-
-
-def _errors_message(errors: dict[str, list[str]]) -> str:
-    return "; ".join(
-        f"{path}: {' '.join(str(m) for m in messages)}" if path else " ".join(messages)
-        for path, messages in errors.items()
+    job = job_create(
+        owner=owner,
+        pool_id=pool_id,
+        document=document,
+        token=text_param(request.GET, "clientToken"),
+        fingerprint=request.body,
     )
+    return {"result": {"jobId": job.public_id, "jobName": job.name}}
+
+
+ORDER_BY = {"createdAt": "createdAt", "finishedAt": "finishedAt"}
 
 
 def _list(request: HttpRequest, owner: Any) -> dict[str, Any]:
     pool = _pool_param(request)
-    queue = request.GET.get("queue", "").strip()
-    order_by = request.GET.get("orderBy", "createdAt") or "createdAt"
-    order = (request.GET.get("order", "desc") or "desc").lower()
-    if order_by not in ("createdAt", "finishedAt") or order not in ("asc", "desc"):
-        raise ApiError(
-            400, "InvalidParameter", "orderBy is createdAt or finishedAt; order is asc or desc."
-        )
-    page_no = _int_param(request, "pageNo", 1, 1_000_000)
-    page_size = _int_param(request, "pageSize", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-    found = Job.objects.filter(owner=owner, resource_pool=pool)
-    if queue and queue != "all":
-        found = found.filter(queue=queue)
-    field = F("created_at" if order_by == "createdAt" else "finished_at")
-    ordering = field.desc(nulls_last=True) if order == "desc" else field.asc(nulls_last=True)
-    found = found.order_by(ordering, "-id" if order == "desc" else "id")
-    start = (page_no - 1) * page_size
-    page = list(found[start : start + page_size])
+    params = request.GET
+    order_by = choice_param(params, "orderBy", ORDER_BY, "createdAt")
+    order = order_param(params, "desc")
+    page_no = int_param(params, "pageNo", 1, 1_000_000)
+    page_size = int_param(params, "pageSize", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+    found = jobs_found(
+        owner=owner,
+        pool=pool,
+        queue=text_param(params, "queue"),
+        order_by=order_by,
+        order=order,
+    )
     return {
         "result": {
             "total": found.count(),
-            "jobs": [job_view(job, detail=False) for job in page],
+            "jobs": [job_view(job, detail=False) for job in page_of(found, page_no, page_size)],
             "orderBy": order_by,
             "order": order,
             "pageNo": page_no,
@@ -329,69 +628,132 @@ def _list(request: HttpRequest, owner: Any) -> dict[str, Any]:
     }
 
 
-@api_view("GET", "DELETE")
+@api_view("GET", "PUT", "DELETE")
 def job(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
     if request.method == "GET":
         return {"result": job_view(found, detail=True)}
-    try:
-        job_delete(job=found)
-    except ActionError as exc:
-        raise ApiError(409, "Conflict", str(exc)) from None
+    if request.method == "PUT":
+        body = _body(request)
+        if not isinstance(body, dict):
+            raise ApiError(400, "InvalidParameter", 'The body is a JSON object: {"priority": …}.')
+        priority_changed(job=found, priority=required_param(body, "priority"), owner=owner)
+        return {"result": {"jobId": found.public_id}}
+    job_deleted(job=found)
     return {"result": {"jobId": found.public_id, "jobName": found.name}}
 
 
 @api_view("POST")
 def job_stop_api(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
-    """Stops the job; one that has already finished or is stopping is answered the same way
-    (a retried stop is not an error)."""
     found = _own_job(request, owner, job_id)
-    try:
-        job_stop(job=found, actor=owner)
-    except ActionError as exc:
-        raise ApiError(409, "Conflict", str(exc)) from None
+    job_stopped(job=found, owner=owner)
     return {"result": {"jobId": found.public_id, "jobName": found.name}}
 
 
 @api_view("GET")
 def job_events(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
-    found = _own_job(request, owner, job_id)
-    events = [
-        {
-            "reason": event.reason,
-            "message": event.message_shown,
-            "type": event.type,
-            "count": 1,
-            "firstTimestamp": _time(event.created_at),
-            "lastTimestamp": _time(event.created_at),
-        }
-        for event in found.events.all()
-    ]
+    events = job_event_views(_own_job(request, owner, job_id))
+    return {"result": {"events": events, "total": len(events)}}
+
+
+@api_view("GET")
+def pod_events(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[str, Any]:
+    events = pod_event_views(job_replica(_own_job(request, owner, job_id), pod))
     return {"result": {"events": events, "total": len(events)}}
 
 
 @api_view("GET")
 def pod_logs(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[str, Any]:
-    """The last `maxLines` lines of one pod's log, secrets masked as on the job page."""
     found = _own_job(request, owner, job_id)
-    labels = {f"{r.role}-{r.index}" for r in found.replicas.all()}
-    label = pod.removeprefix(f"{found.name}-") if pod not in labels else pod
-    if label not in labels:
-        raise ApiError(404, "PodNotFound", f"Pod {pod} not found.")
-    max_lines = _int_param(request, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
-    try:
-        lines = get_backend(found.backend).logs(found, label, tail=max_lines)
-    except BackendError as exc:
-        raise ApiError(503, "ServiceUnavailable", exc.message) from None
-    logs = shown_lines(lines, secrets=job_secrets(found))
+    max_lines = int_param(request.GET, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
+    logs = pod_log_lines(job=found, pod=pod, max_lines=max_lines)
     return {"result": {"jobId": found.public_id, "podName": pod, "logs": logs}}
+
+
+# v1's pool sort fields (its doc names the cluster's), and the v2 names for them.
+POOL_ORDER_BY = {
+    "createdAt": "",
+    "clusterName": "name",
+    "clusterID": "id",
+    "resourcePoolName": "name",
+    "resourcePoolId": "id",
+}
+POOL_KEYWORD_TYPES = {
+    "clusterName": "name",
+    "clusterID": "id",
+    "resourcePoolName": "name",
+    "resourcePoolId": "id",
+}
+
+
+@api_view("GET")
+def resource_pools(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = request.GET
+    order_by = text_param(params, "orderBy") or "createdAt"
+    sort = choice_param(params, "orderBy", POOL_ORDER_BY, "createdAt")
+    order = order_param(params, "desc")
+    page_no = int_param(params, "pageNo", 1, 1_000_000)
+    page_size = int_param(params, "pageSize", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+    pools = pools_found(
+        keyword=text_param(params, "keyword"),
+        keyword_on=choice_param(params, "keywordType", POOL_KEYWORD_TYPES, "clusterName"),
+        sort=sort,
+        descending=order == "desc",
+    )
+    return {
+        "result": {
+            "resourcePools": [_pool_v1(p) for p in page_of(pools, page_no, page_size)],
+            "total": len(pools),
+            "orderBy": order_by,
+            "order": order,
+            "pageNo": page_no,
+            "pageSize": page_size,
+        }
+    }
+
+
+@api_view("GET")
+def resource_pool(request: HttpRequest, owner: Any, pool_id: str) -> dict[str, Any]:
+    return {"result": {"resourcePool": _pool_v1(pool_found(pool_id))}}
+
+
+@api_view("GET")
+def queues(request: HttpRequest, owner: Any, pool_id: str) -> dict[str, Any]:
+    """A pool's queues, in the console's order (AIHC sorts by creation time, which the
+    console does not know)."""
+    pool = pool_found(pool_id)
+    params = request.GET
+    choice_param(params, "orderBy", {"createdTime": ""}, "createdTime")
+    order = order_param(params, "desc")
+    choice_param(params, "keywordType", {"queueName": "name"}, "queueName")
+    page_no = int_param(params, "pageNo", 1, 1_000_000)
+    page_size = int_param(params, "pageSize", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+    keyword = text_param(params, "keyword").lower()
+    names = [name for name in pool.queues if keyword in name.lower()]
+    return {
+        "result": {
+            "total": len(names),
+            "queues": [_queue_v1(name) for name in page_of(names, page_no, page_size)],
+            "orderBy": "createdTime",
+            "order": order,
+            "pageNo": page_no,
+            "pageSize": page_size,
+        }
+    }
+
+
+@api_view("GET")
+def queue(request: HttpRequest, owner: Any, pool_id: str, queue_name: str) -> dict[str, Any]:
+    return {"result": {"queue": _queue_v1(queue_found(pool_found(pool_id), queue_name))}}
 
 
 @api_view("GET", "POST", "PUT", "DELETE")
 def not_served(request: HttpRequest, owner: Any, rest: str) -> dict[str, Any]:
-    raise ApiError(
-        404,
-        "NotFound",
-        f"/api/v1/{rest} is not served: this console serves AIHC's v1 job APIs only "
-        "(/api/v1/aijobs, its stop, events and pod logs).",
+    raise ApiError(404, "NotFound", not_served_message(f"/api/v1/{rest}"))
+
+
+def not_served_message(what: str) -> str:
+    return (
+        f"{what} is not served: this console serves AIHC's job, resource pool and queue "
+        'reads and job actions (README "Scripts and SDKs" lists them).'
     )

@@ -237,6 +237,7 @@ EVENT_REASONS = {
     "StopUnconfirmed": pgettext_lazy("event reason", "Stop not confirmed"),
     "Stopping": pgettext_lazy("event reason", "Stopping"),
     "Stopped": pgettext_lazy("event reason", "Stopped"),
+    "PriorityChanged": pgettext_lazy("event reason", "Priority changed"),
     "Timeout": pgettext_lazy("event reason", "Timeout reached"),
     "TimedOut": pgettext_lazy("event reason", "Timed out"),
     "TimeoutStopFailed": pgettext_lazy("event reason", "Timeout stop not taken"),

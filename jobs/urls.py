@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import views, wizard_views
+from . import api_v2, views, wizard_views
 
 urlpatterns = [
-    path("", views.job_list, name="job-list"),
+    # The job list; an SDK's signed request here is AIHC's v2 action API (jobs.api_v2).
+    path("", api_v2.actions_or(views.job_list), name="job-list"),
     path("jobs/<str:public_id>/", views.job_detail, name="job-detail"),
     path("jobs/<str:public_id>/live/", views.job_live, name="job-live"),
     path("jobs/<str:public_id>/logs/", views.job_logs, name="job-logs"),

@@ -5,9 +5,10 @@ Rules: the login page is public; everything else needs a log-in (anonymous visit
 to the login page). A job or draft answers only its owner; everyone else, reviewers and
 superusers included (they review in the admin), gets 404 for every URL, partial and
 download of it. The admin and the language switch have their own rules (tests/test_admin.py).
-An access key answers only its owner too. The AIHC-compatible API (/api/v1/) takes no session:
-every visitor without a bce-auth-v1 signature, logged in or not, gets BCE's AccessDenied
-(its signed requests are tested in tests/test_api.py).
+An access key answers only its owner too. The AIHC-compatible API (/api/v1/, and the root for
+a request signed with bce-auth-v1 or naming X-API-Version: AIHC's v2 actions) takes no
+session: every visitor without a bce-auth-v1 signature, logged in or not, gets BCE's
+AccessDenied (its signed requests are tested in tests/test_api.py and tests/test_api_v2.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from django.contrib.auth.models import User
@@ -101,10 +103,24 @@ RULES: dict[str, Rule] = {
     "api-key-revoke": Rule(kwargs=lambda w: {"access_key_id": w.key.access_key_id}, methods=POST),
     "api-jobs": Rule(methods=GET_POST, owned=False, signed=True),
     "api-job": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
+    "api-pod-events": Rule(
+        kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
+        owned=False,
+        signed=True,
+    ),
+    "api-resource-pools": Rule(owned=False, signed=True),
+    "api-resource-pool": Rule(kwargs=lambda w: {"pool_id": "local"}, owned=False, signed=True),
+    "api-queues": Rule(kwargs=lambda w: {"pool_id": "local"}, owned=False, signed=True),
+    "api-queue": Rule(
+        kwargs=lambda w: {"pool_id": "local", "queue_name": "default"}, owned=False, signed=True
+    ),
     "api-job-stop": Rule(kwargs=api_job_kwargs, methods=POST, owned=False, signed=True),
     "api-job-events": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
     "api-not-served": Rule(
-        kwargs=lambda w: {"rest": "resourcepools"}, methods=GET_POST, owned=False, signed=True
+        kwargs=lambda w: {"rest": "resourcepools/local/nodes"},
+        methods=GET_POST,
+        owned=False,
+        signed=True,
     ),
     "api-pod-logs": Rule(
         kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
@@ -269,6 +285,43 @@ def test_a_job_of_someone_else_stays_untouched_after_every_post(world):
     )
     assert after == before
     assert Job.objects.filter(owner=world.users["other"]).count() == 0
+
+
+V2_QUERY = {"action": "DescribeJobs", "resourcePoolId": "local"}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_root_is_the_v2_api_only_for_a_signed_or_versioned_request_and_takes_no_session(
+    world, role
+):
+    client = client_as(world, role)
+
+    for method in ("GET", "POST"):
+        for headers, status, code in (
+            ({"X-API-Version": "v2"}, 403, "AccessDenied"),
+            ({"Authorization": "bce-auth-v1/not-a-signature"}, 400, "InvalidHTTPAuthHeader"),
+        ):
+            send = client.get if method == "GET" else client.post
+            r = send(f"/?{urlencode(V2_QUERY)}", headers=headers)
+            assert (r.status_code, r.json()["code"]) == (status, code)
+            assert world.job.public_id not in r.content.decode()
+    # A browser's request, even with the API's query or a proxy's Basic auth, is the job list.
+    for headers in ({}, {"Authorization": "Basic YWxpY2U6cHc="}):
+        page = client.get("/", V2_QUERY, headers=headers)
+        if role == "anonymous":
+            assert page.status_code == 302 and page["Location"].startswith("/login/")
+        else:
+            assert page.status_code == 200 and page["Content-Type"].startswith("text/html")
+
+
+def test_a_post_to_the_root_without_a_signature_still_needs_the_csrf_token(alice):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+
+    r = client.post("/", {})
+
+    assert r.status_code == 403
+    assert r["Content-Type"].startswith("text/html")
 
 
 def test_logging_out_returns_to_the_login_page_with_a_notice(alice_client):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from jobs import spec as S
 from jobs.aihc.mapping import (
     fault_tolerance_args,
@@ -44,6 +46,18 @@ def test_fault_tolerance_config_becomes_flags_and_back():
         "--custom-log-patterns='connect timeout'"
     )
     assert fault_tolerance_config(args) == config
+
+
+def test_a_bare_hang_detection_flag_turns_it_on_and_a_flag_the_console_does_not_run_is_refused():
+    assert fault_tolerance_config("--enable-hang-detection") == {"enabledHangDetection": True}
+    for args, named in (
+        ("--enable-replace=true", "--enable-replace"),
+        ("--max-num-of-unconditional-retry=many", "--max-num-of-unconditional-retry"),
+        ("--enable-hang-detection=yes", "--enable-hang-detection"),
+        ("--custom-log-patterns='unclosed", "quotation"),
+    ):
+        with pytest.raises(ValueError, match=named):
+            fault_tolerance_config(args)
 
 
 def test_a_full_spec_round_trips_through_v2():

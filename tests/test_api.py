@@ -16,15 +16,17 @@ import pytest
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from jobs.aihc import signer
 from jobs.aihc.client import AihcClient, AihcError, Credentials
 from jobs.api_keys import api_key_create, api_key_revoke, unseal
 from jobs.backends.aihc import STATUS_MAP
 from jobs.models import ApiKey, Job, JobStatus, LoginFailure
+from jobs.wizard import available_pools
 from jobs.worker import Worker
 
+from .fake_aihc import FakeAihc, configure
 from .runner_helpers import (
     CARD,
     UNTIL_THE_GATE_OPENS,
@@ -37,6 +39,7 @@ from .runner_helpers import (
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
 CONSOLE = "http://testserver"
+A800 = "baidu.com/a800_80g_cgpu"
 
 
 @pytest.fixture
@@ -354,12 +357,17 @@ def test_another_users_job_is_not_found_for_them_staff_included(api, wsgi, bob, 
             lambda c=other: c.stop_job(pool="local", job_id=job_id),
             lambda c=other: c.delete_job(pool="local", job_id=job_id),
             lambda c=other: c.job_events(pool="local", job_id=job_id, framework=""),
+            lambda c=other: set_priority(c, job_id, "high"),
+            lambda c=other: get(
+                c, f"/api/v1/aijobs/{job_id}/pods/master-0/events", resourcePoolId="local"
+            ),
         ):
             error = refused(call)
             assert (error.status, error.code) == (404, "JobNotFound")
         assert other.list_jobs(pool="local") == []
     job = Job.objects.get(public_id=job_id)
     assert job.status == JobStatus.QUEUED
+    assert job.priority == "normal"
     assert list(job.events.values_list("reason", flat=True)) == ["Created"]
 
 
@@ -585,7 +593,262 @@ def test_the_wizards_own_rules_apply_too(api):
 
 
 def test_an_aihc_api_the_console_does_not_serve_says_so_in_bces_shape(api):
-    error = refused(lambda: api.resource_pools())
+    error = refused(lambda: get(api, "/api/v1/resourcepools/local/nodes"))
 
     assert (error.status, error.code) == (404, "NotFound")
-    assert "/api/v1/resourcepools is not served" in error.message
+    assert "/api/v1/resourcepools/local/nodes is not served" in error.message
+
+
+# -- pools and queues -------------------------------------------------------------------------
+
+
+def get(api: AihcClient, path: str, **params) -> dict:
+    return api.request("GET", path, params=list(params.items()), idempotent=True)["result"]
+
+
+def test_a_script_reads_the_pools_and_queues_the_wizard_offers_with_the_cards_in_use(api):
+    held = api.create_job(pool="local", body=card_body("holds-a-card", cards=1))
+    job = Job.objects.get(public_id=held["jobId"])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.RUNNING, what="the job to run")
+
+    pools = api.resource_pools()  # the console's own AIHC client, as it reads AIHC's pools
+    queues = api.queues(pool="local")
+
+    [offered] = available_pools()
+    assert offered.idle(CARD) == 1
+    assert pools == [
+        {
+            "id": "local",
+            "name": offered.name,
+            "phase": "running",
+            "accelerators": {CARD: (2, 1)},
+            "pfs": [],
+        }
+    ]
+    assert queues == offered.queues == ["default"]
+    pool = get(api, "/api/v1/resourcepools/local")["resourcePool"]
+    assert pool["metadata"] == {
+        "id": "local",
+        "name": offered.name,
+        "createdAt": None,
+        "updatedAt": None,
+    }
+    assert pool["status"]["gpuCount"] == {"total": 2, "used": 1}
+    assert pool["status"]["gpuDetail"] == [{"gpuDescriptor": CARD, "total": 2, "used": 1}]
+    assert pool["console"]["backend"] == "local" and pool["console"]["stale"] is False
+    queue = get(api, "/api/v1/resourcepools/local/queue/default")["queue"]
+    assert (queue["name"], queue["state"], queue["opened"]) == ("default", "Open", True)
+
+
+def card_body(
+    name: str, *, cards: int, command: str = UNTIL_THE_GATE_OPENS, queued: bool = False
+) -> dict:
+    """A job holding `cards` cards; `queued`: a queue task, which waits for them when they are
+    not idle (a standalone job is refused then, as in the wizard)."""
+    job_body = body(name=name, command=command)
+    job_body["jobSpec"]["resources"] = [{"name": CARD, "quantity": cards}]
+    if queued:
+        job_body["console"] = {"submission": {"mode": "queue", "total": 1, "concurrency": 1}}
+    return job_body
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeAihc().start()
+    fake.add_pool(
+        "cce-pool1",
+        "百舸训练池",
+        queues=("default", "research"),
+        gpus={A800: (32, 6)},
+        pfs="pfs-7xWeAt",
+    )
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def test_an_aihc_pool_is_listed_beside_the_local_one_and_the_list_sorts_pages_and_filters(
+    api, fake
+):
+    by_name = get(api, "/api/v1/resourcepools", orderBy="clusterName", order="asc")
+    by_id = get(api, "/api/v1/resourcepools", orderBy="clusterID", order="desc", pageSize=1)
+    second = get(
+        api, "/api/v1/resourcepools", orderBy="clusterID", order="desc", pageNo=2, pageSize=1
+    )
+    found = get(api, "/api/v1/resourcepools", keyword="百舸")
+    by_id_keyword = get(api, "/api/v1/resourcepools", keyword="LOC", keywordType="clusterID")
+
+    assert [p["metadata"]["name"] for p in by_name["resourcePools"]] == ["本机 Local", "百舸训练池"]
+    assert (by_id["total"], by_id["pageSize"], by_id["order"]) == (2, 1, "desc")
+    assert [p["metadata"]["id"] for p in by_id["resourcePools"]] == ["local"]
+    assert [p["metadata"]["id"] for p in second["resourcePools"]] == ["cce-pool1"]
+    [aihc] = found["resourcePools"]
+    assert aihc["status"]["gpuCount"] == {"total": 32, "used": 6}
+    assert aihc["spec"]["associatedPfsId"] == "pfs-7xWeAt"
+    assert aihc["console"]["backend"] == "aihc"
+    assert [p["metadata"]["id"] for p in by_id_keyword["resourcePools"]] == ["local"]
+    queues = get(api, "/api/v1/resourcepools/cce-pool1/queue", pageSize=1, pageNo=2)
+    assert queues["total"] == 2
+    assert [q["name"] for q in queues["queues"]] == ["research"]
+    assert api.queues(pool="cce-pool1") == ["default", "research"]
+
+
+def test_an_unknown_pool_or_queue_and_bad_paging_are_refused_in_bces_shape(api):
+    for path, params, status, code in (
+        ("/api/v1/resourcepools/cce-nowhere", {}, 404, "ResourcePoolNotFound"),
+        ("/api/v1/resourcepools/cce-nowhere/queue", {}, 404, "ResourcePoolNotFound"),
+        ("/api/v1/resourcepools/local/queue/nowhere", {}, 404, "QueueNotFound"),
+        ("/api/v1/resourcepools", {"pageSize": "0"}, 400, "InvalidParameter"),
+        ("/api/v1/resourcepools", {"orderBy": "gpus"}, 400, "InvalidParameter"),
+        ("/api/v1/resourcepools", {"order": "sideways"}, 400, "InvalidParameter"),
+        ("/api/v1/resourcepools/local/queue", {"pageNo": "x"}, 400, "InvalidParameter"),
+    ):
+        error = refused(lambda p=path, q=params: get(api, p, **q))
+        assert (error.status, error.code) == (status, code), path
+
+
+# -- priority -----------------------------------------------------------------------------------
+
+
+def set_priority(api: AihcClient, job_id: str, priority, pool: str = "local") -> dict:
+    return api.request(
+        "PUT",
+        f"/api/v1/aijobs/{job_id}",
+        params=[("resourcePoolId", pool)],
+        body={"priority": priority},
+        idempotent=False,
+    )
+
+
+def test_a_queued_local_job_raised_to_high_priority_starts_before_one_queued_earlier(
+    api, alice, settings
+):
+    blocker = api.create_job(pool="local", body=card_body("blocker", cards=2))["jobId"]
+    worker = Worker()
+    run_until(worker, lambda: Job.objects.get(public_id=blocker).status == JobStatus.RUNNING)
+    first = api.create_job(
+        pool="local", body=card_body("first", cards=2, command="true", queued=True)
+    )["jobId"]
+    later = api.create_job(
+        pool="local", body=card_body("later", cards=2, command="true", queued=True)
+    )["jobId"]
+
+    answer = set_priority(api, later, "high")
+
+    assert answer["result"] == {"jobId": later}
+    raised = Job.objects.get(public_id=later)
+    assert raised.priority == "high" and raised.job_spec().priority == "high"
+    event = raised.events.get(reason="PriorityChanged")
+    assert event.actor == alice
+    with translation.override("en"):
+        assert event.message_shown == "Priority changed from Medium to High by alice."
+    assert api.get_job(pool="local", job_id=later)["jobId"] == later
+    assert get(api, f"/api/v1/aijobs/{later}", resourcePoolId="local")["priority"] == "high"
+    open_gate(settings)
+    done = (JobStatus.SUCCEEDED,)
+    run_until(
+        worker,
+        lambda: all(Job.objects.get(public_id=j).status in done for j in (first, later)),
+        what="both jobs to run",
+    )
+    started = {j: Job.objects.get(public_id=j).started_at for j in (first, later)}
+    assert started[later] < started[first]
+
+
+def test_a_started_job_keeps_its_priority_and_the_script_is_told_why(api):
+    created = api.create_job(pool="local", body=body(command=UNTIL_THE_GATE_OPENS))
+    job = Job.objects.get(public_id=created["jobId"])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.RUNNING, what="the job to run")
+
+    error = refused(lambda: set_priority(api, job.public_id, "high"))
+
+    assert (error.status, error.code) == (409, "Conflict")
+    assert "started or ended" in error.message
+    job.refresh_from_db()
+    assert job.priority == "normal"
+    assert not job.events.filter(reason="PriorityChanged").exists()
+
+
+def aihc_body(name: str = "on-aihc") -> dict:
+    return {
+        "name": name,
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {
+            "command": "echo hi",
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": A800, "quantity": 1}],
+        },
+    }
+
+
+def test_an_aihc_jobs_priority_changes_while_it_waits_for_review_and_not_once_queued(
+    api, fake, settings
+):
+    settings.REVIEW_POLICY = "all"
+    waiting = api.create_job(pool="cce-pool1", body=aihc_body())["jobId"]
+    settings.REVIEW_POLICY = "none"
+    queued = api.create_job(pool="cce-pool1", body=aihc_body("queued"))["jobId"]
+
+    set_priority(api, waiting, "low", pool="cce-pool1")
+    error = refused(lambda: set_priority(api, queued, "high", pool="cce-pool1"))
+
+    assert Job.objects.get(public_id=waiting).priority == "low"
+    assert (error.status, error.code) == (409, "Conflict")
+    assert "keeps the priority it was sent with" in error.message
+    assert Job.objects.get(public_id=queued).priority == "normal"
+
+
+def test_a_priority_that_is_not_one_or_a_body_that_is_not_an_object_is_refused(
+    api, wsgi, alice_key
+):
+    created = api.create_job(pool="local", body=body())["jobId"]
+
+    for priority in ("urgent", None, 3):
+        error = refused(lambda p=priority: set_priority(api, created, p))
+        assert (error.status, error.code) == (400, "InvalidParameter"), priority
+    listed = refused(
+        lambda: api.request(
+            "PUT",
+            f"/api/v1/aijobs/{created}",
+            params=[("resourcePoolId", "local")],
+            body=["high"],
+            idempotent=False,
+        )
+    )
+    assert listed.code == "InvalidParameter"
+    assert Job.objects.get(public_id=created).priority == "normal"
+
+
+# -- pod events ---------------------------------------------------------------------------------
+
+
+def test_pod_events_say_where_the_pod_started_and_how_it_ended(api):
+    created = api.create_job(pool="local", body=body(command="exit 3"))
+    job = Job.objects.get(public_id=created["jobId"])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job to fail")
+
+    events = get(
+        api,
+        f"/api/v1/aijobs/{job.public_id}/pods/from-a-script-master-0/events",
+        resourcePoolId="local",
+    )
+    by_label = get(
+        api, f"/api/v1/aijobs/{job.public_id}/pods/master-0/events", resourcePoolId="local"
+    )
+
+    assert by_label == events
+    assert events["total"] == 2
+    started, ended = events["events"]
+    assert (started["reason"], started["type"]) == ("Started", "Normal")
+    assert (ended["reason"], ended["type"]) == ("Failed", "Warning")
+    assert started["message"] == f"Started on node {job.replicas.get().node}."
+    assert ended["message"] == "Exited with code 3."
+    assert started["firstTimestamp"] <= ended["firstTimestamp"]
+    missing = refused(
+        lambda: get(
+            api, f"/api/v1/aijobs/{job.public_id}/pods/worker-9/events", resourcePoolId="local"
+        )
+    )
+    assert (missing.status, missing.code) == (404, "PodNotFound")

@@ -1,4 +1,4 @@
-"""The README's bce-auth-v1 example, run as written against a running console."""
+"""The README's bce-auth-v1 examples (v1 and v2), run as written against a running console."""
 
 from __future__ import annotations
 
@@ -14,30 +14,33 @@ from jobs.models import Job, JobStatus
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def readme_example() -> str:
+def readme_example(marker: str = "api-example") -> str:
     text = README.read_text()
-    match = re.search(r"<!-- api-example -->\n```python\n(.*?)```", text, re.S)
-    assert match, "the README has no API example"
+    match = re.search(rf"<!-- {marker} -->\n```python\n(.*?)```", text, re.S)
+    assert match, f"the README has no {marker} block"
     return match.group(1)
 
 
-def test_the_readme_example_creates_a_job_once_and_describes_it(live_server, alice, tmp_path):
-    key, secret = api_key_create(owner=alice)
-    script = tmp_path / "create_job.py"
-    script.write_text(readme_example())
+def run_twice(example: str, live_server, owner, tmp_path) -> list[subprocess.CompletedProcess]:
+    key, secret = api_key_create(owner=owner)
+    script = tmp_path / "example.py"
+    script.write_text(example)
     env = {
         "PATH": os.environ.get("PATH", ""),
         "CONSOLE_URL": live_server.url,
         "CONSOLE_AK": key.access_key_id,
         "CONSOLE_SK": secret,
     }
-
-    runs = [
+    return [
         subprocess.run(
             [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
         )
         for _ in range(2)
     ]
+
+
+def test_the_readme_example_creates_a_job_once_and_describes_it(live_server, alice, tmp_path):
+    runs = run_twice(readme_example(), live_server, alice, tmp_path)
 
     for run in runs:
         assert run.returncode == 0, run.stderr
@@ -46,3 +49,18 @@ def test_the_readme_example_creates_a_job_once_and_describes_it(live_server, ali
     assert job.status == JobStatus.QUEUED
     assert runs[0].stdout == f"created {job.public_id}\nstatus Pending\n"
     assert runs[1].stdout == runs[0].stdout
+
+
+def test_the_readme_v2_example_creates_a_job_once_describes_and_stops_it(
+    live_server, alice, tmp_path
+):
+    runs = run_twice(readme_example("api-example-v2"), live_server, alice, tmp_path)
+
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    [job] = Job.objects.filter(owner=alice)  # the second run's clientToken found the first
+    assert job.name == "hello-from-v2"
+    assert job.status == JobStatus.STOPPED
+    assert runs[0].stdout == f"created {job.public_id}\nstatus Pending\nstopped {job.public_id}\n"
+    # Run again, the create finds the same job, which the first run stopped.
+    assert runs[1].stdout == runs[0].stdout.replace("Pending", "ManualTermination")

@@ -13,6 +13,10 @@ v1 (`POST /api/v1/aijobs`) is the console's canonical body (`JobSpec.to_v1_body(
 
 A v2 TFJob's `jobSpec` is a map keyed Chief/Worker/PS/Evaluator, one JobSpec per role; the
 v1 body has one replica group, so that map is built from the spec's roles.
+
+The other way (`v1_from_v2`) is how the console's own v2 CreateJob (jobs.api_v2) reads a v2
+body into the v1 body it stores; a flag of `faultToleranceArgs` the console does not run is
+refused there, not dropped.
 """
 
 from __future__ import annotations
@@ -46,16 +50,28 @@ def fault_tolerance_args(config: dict[str, Any]) -> str:
 
 
 def fault_tolerance_config(args: str) -> dict[str, Any]:
+    """The faultToleranceConfig for a flag string; ValueError (its message names the flag) for
+    one that is not text, cannot be split, or has a flag or value the console cannot run."""
+    if not isinstance(args, str):
+        raise ValueError("must be a string of --flag=value options")
     config: dict[str, Any] = {"enabledHangDetection": False}
     patterns = []
     by_flag = {flag: key for key, flag in _FT_FLAGS}
     for token in shlex.split(args):
-        flag, _, value = token.partition("=")
+        flag, equals, value = token.partition("=")
         if flag == _PATTERN_FLAG:
             patterns.append(value)
-        elif flag in by_flag:
-            key = by_flag[flag]
-            config[key] = value == "true" if key == "enabledHangDetection" else int(value)
+        elif flag not in by_flag:
+            known = ", ".join([*by_flag, _PATTERN_FLAG])
+            raise ValueError(f"{flag} is not one the console runs; it runs {known}")
+        elif by_flag[flag] == "enabledHangDetection":
+            if value not in ("true", "false") and equals:
+                raise ValueError(f"{flag} is true or false")
+            config["enabledHangDetection"] = value != "false"  # a bare flag turns it on
+        elif not value.isdigit():
+            raise ValueError(f"{flag} needs a whole number, like {flag}=3")
+        else:
+            config[by_flag[flag]] = int(value)
     if patterns:
         config["customFaultTolerancePattern"] = patterns
     return config
@@ -100,21 +116,57 @@ def v2_from_v1(
     return ordered
 
 
+def is_role_map(job_spec: Any) -> bool:
+    """A v2 jobSpec keyed by role (a TFJob's Chief/Worker/PS/Evaluator), not one JobSpec."""
+    return (
+        isinstance(job_spec, dict)
+        and bool(job_spec)
+        and "image" not in job_spec
+        and all(isinstance(v, dict) for v in job_spec.values())
+    )
+
+
+def role_name(key: str) -> str:
+    """The console's role for a v2 role key ("PS" -> "ps")."""
+    names = {v2: name for name, v2 in V2_TF_ROLE_KEYS.items()}
+    return names.get(key, key.lower())
+
+
 def v1_from_v2(body: dict[str, Any]) -> dict[str, Any]:
-    """The v1 body for a v2 one (single-JobSpec frameworks; a TFJob map keeps its first role)."""
+    """The v1 body for a v2 one. A role map (TFJob) becomes one v1 replica group (the first
+    role's spec, every role's replicas) plus `console.roles` with each role's own replicas and
+    resources, which the console's spec reads as the truth. Values of the wrong type are
+    passed on as they are, for jobs.spec.parse_document to name."""
     v2 = copy.deepcopy(body)
-    job_spec = v2.pop("jobSpec")
-    if job_spec and all(isinstance(v, dict) for v in job_spec.values()) and "image" not in job_spec:
-        groups = list(job_spec.values())
-        job_spec = dict(groups[0])
-        job_spec["replicas"] = sum(int(g.get("replicas", 0)) for g in groups)
+    job_spec = v2.pop("jobSpec", None)
+    if job_spec is None:
+        job_spec = {}
+    if is_role_map(job_spec):
+        groups = list(job_spec.items())
+        console = v2.get("console")
+        if console is None or (isinstance(console, dict) and "roles" not in console):
+            v2["console"] = {
+                **(console or {}),
+                "roles": [
+                    {
+                        "name": role_name(key),
+                        "replicas": group.get("replicas", 0),
+                        "resources": group.get("resources") or [],
+                    }
+                    for key, group in groups
+                ],
+            }
+        replicas = [group.get("replicas", 0) for _, group in groups]
+        job_spec = dict(groups[0][1])
+        if all(isinstance(n, int) and not isinstance(n, bool) for n in replicas):
+            job_spec["replicas"] = sum(replicas)
     command = v2.pop("command", "")
     v1: dict[str, Any] = {
-        "name": v2.pop("name"),
+        "name": v2.pop("name", None),
         "queue": v2.pop("queue", "default"),
         "jobFramework": v2.pop("jobType", spec_module.PYTORCH),
         "priority": v2.pop("priority", "normal"),
-        "jobSpec": {"command": command, **job_spec},
+        "jobSpec": {"command": command, **job_spec} if isinstance(job_spec, dict) else job_spec,
     }
     args = v2.pop("faultToleranceArgs", None)
     v1.update(v2)

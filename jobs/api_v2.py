@@ -1,0 +1,565 @@
+"""AIHC's v2 action API (`/?action=…`), served by the console at its root.
+
+AIHC's v2 OpenAPI puts every operation on the path `/`, named by the `action` query
+parameter: job actions POST a JSON body (with the header X-API-Version: v2), pool and queue
+actions GET with everything in the query. Everything a v2 action does goes through the same
+functions as its v1 path (jobs.api_views): the same signature check, owner rule, BCE errors,
+clientToken and submit. Only the shapes differ: v2 answers are flat, `{"requestId", …}`.
+
+Decisions (README "Scripts and SDKs"):
+- The console's root is also its job list page. A request there is the API's when it is signed
+  with bce-auth-v1 (its Authorization header names that scheme) or names an API version
+  (X-API-Version): every SDK sends the first, a browser neither, so the page, its filters and
+  a pasted `/?action=…` address are unchanged. An Authorization header of another scheme (a
+  proxy's Basic auth) is the page's. The page keeps its CSRF check.
+- Parameters are read from the query and the JSON body together; a name in both takes the
+  query's value, which the signature covers. CreateJob's body is the job (v2's shape, mapped
+  by jobs.aihc.mapping.v1_from_v2 onto the v1 body the console stores).
+- Job actions need `resourcePoolId`, and a job outside that pool is JobNotFound, as in v1.
+  `queueID` names CreateJob's queue when the body has none (and must agree with it when it
+  has one); other actions ignore it.
+- CreateJob, StopJob, DeleteJob and ModifyJob take POST only; reads take GET or POST (the v2
+  overview lists some as GET, every SDK POSTs).
+- Queue names repeat across pools, so a queue's id is `<resourcePoolId>:<queueName>`;
+  DescribeQueue also takes a queue name with resourcePoolId.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+
+from . import spec as spec_module
+from .aihc.mapping import is_role_map, v1_from_v2, v2_from_v1
+from .api_views import (
+    AIHC_STATUS,
+    DEFAULT_LOG_LINES,
+    DEFAULT_PAGE_SIZE,
+    MAX_LOG_LINES,
+    MAX_PAGE_SIZE,
+    ORDER_BY,
+    ApiError,
+    Params,
+    _body,
+    _pods,
+    _time,
+    api_view,
+    choice_param,
+    int_param,
+    job_create,
+    job_deleted,
+    job_event_views,
+    job_replica,
+    job_stopped,
+    jobs_found,
+    not_served_message,
+    order_param,
+    owned_job,
+    page_of,
+    pod_event_views,
+    pod_log_lines,
+    pool_console,
+    pool_found,
+    pool_phase,
+    pools_found,
+    priority_changed,
+    queue_found,
+    required_param,
+    text_param,
+)
+from .backends import AcceleratorStock, Pool
+from .models import Job
+from .wizard import available_pools, find_pool
+
+# AIHC's pool types; the console's pools are all self-managed ("common").
+POOL_TYPES = ("common", "dedicatedV2", "bhcmp", "edge")
+CONSOLE_POOL_TYPE = "common"
+WRITES = frozenset({"CreateJob", "StopJob", "DeleteJob", "ModifyJob"})
+# v1 field paths (jobs.spec's messages) as a v2 body names them.
+V2_PATHS = {"jobFramework": "jobType", "jobSpec.command": "command", "console.command": "command"}
+ROLE_PATH = re.compile(r"roles\[(\d+)\](.*)")
+
+
+def is_api_request(request: HttpRequest) -> bool:
+    """An SDK's request, not a browser's (see the module's decisions)."""
+    authorization = request.headers.get("Authorization", "").strip().lower()
+    return authorization.startswith("bce-auth-v1/") or "X-API-Version" in request.headers
+
+
+def actions_or(page: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The console's root: the v2 action API for an SDK's request (`is_api_request`), `page`
+    (the job list) for everything else. The root itself is CSRF-exempt, so that a signed POST
+    reaches the API; the page keeps its check through csrf_protect."""
+    protected = csrf_protect(page)
+
+    @csrf_exempt
+    @wraps(page)
+    def root(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if is_api_request(request):
+            return actions(request)
+        return protected(request, *args, **kwargs)
+
+    return root
+
+
+@api_view("GET", "POST")
+def actions(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    action = text_param(request.GET, "action")
+    if not action:
+        raise ApiError(400, "InvalidParameter", "action is required (?action=DescribeJobs…).")
+    handler = ACTIONS.get(action)
+    if handler is None:
+        raise ApiError(404, "NotFound", not_served_message(f"action {action}"))
+    if action in WRITES and request.method != "POST":
+        raise ApiError(405, "MethodNotAllowed", f"{action} takes POST.")
+    return handler(request, owner)
+
+
+def _params(request: HttpRequest) -> dict[str, Any]:
+    """The action's parameters: the JSON body's fields, then the query's (signed) over them."""
+    body: Any = _body(request) if request.body.strip() else {}
+    if not isinstance(body, dict):
+        raise ApiError(400, "InvalidParameter", "The body is a JSON object of parameters.")
+    params = {**body, **{name: request.GET.get(name) for name in request.GET}}
+    # The Go SDK's DescribeQueues capitalises its paging parameters.
+    for name in ("pageNumber", "pageSize"):
+        capitalised = name[0].upper() + name[1:]
+        if name not in params and capitalised in params:
+            params[name] = params[capitalised]
+    return params
+
+
+def _paging(params: Params) -> tuple[int, int]:
+    return (
+        int_param(params, "pageNumber", 1, 1_000_000),
+        int_param(params, "pageSize", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE),
+    )
+
+
+def _job(params: Params, owner: Any) -> Job:
+    return owned_job(
+        owner=owner,
+        job_id=required_param(params, "jobId"),
+        pool=required_param(params, "resourcePoolId"),
+    )
+
+
+# -- jobs ---------------------------------------------------------------------------------
+
+
+def _queue_name(queue_id: str, pool_id: str) -> str:
+    """The queue a queueID names: a queue name (AIHC's self-managed pools) or this API's
+    `<resourcePoolId>:<queueName>`."""
+    pool, separator, name = queue_id.partition(":")
+    if not separator:
+        return queue_id
+    if pool != pool_id:
+        raise ApiError(400, "InvalidParameter", f"queueID {queue_id} is not a queue of {pool_id}.")
+    return name
+
+
+def _v2_paths(document: dict[str, Any]) -> Callable[[str], str]:
+    """Says a field path of the stored (v1) spec as the v2 body named it."""
+    role_keys = list(document["jobSpec"]) if is_role_map(document.get("jobSpec")) else []
+
+    def rename(path: str) -> str:
+        if path in V2_PATHS:
+            return V2_PATHS[path]
+        if path.startswith("faultToleranceConfig"):
+            return "faultToleranceArgs"
+        match = ROLE_PATH.fullmatch(path)
+        if match and int(match[1]) < len(role_keys):
+            return f"jobSpec.{role_keys[int(match[1])]}{match[2]}"
+        return path
+
+    return rename
+
+
+def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    query = request.GET
+    pool_id = required_param(query, "resourcePoolId")
+    queue_id = text_param(query, "queueID")
+    document = _body(request)
+    if not isinstance(document, dict):
+        raise ApiError(400, "InvalidParameter", "The request body must be a JSON object.")
+    if queue_id:
+        queue = _queue_name(queue_id, pool_id)
+        given = document.get("queue")
+        if given is None or given == "":
+            document = {**document, "queue": queue}
+        elif str(given) != queue:
+            raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
+    try:
+        v1 = v1_from_v2(document)
+    except ValueError as exc:
+        raise ApiError(400, "InvalidParameter", f"faultToleranceArgs: {exc}.") from None
+    job = job_create(
+        owner=owner,
+        pool_id=pool_id,
+        document=v1,
+        token=text_param(query, "clientToken"),
+        fingerprint=f"{queue_id}\n".encode() + request.body,
+        rename=_v2_paths(document),
+    )
+    return {"jobId": job.public_id, "jobName": job.name}
+
+
+def _pod_items(job: Job) -> list[dict[str, Any]]:
+    """The job's pods as v2's JobItem lists them."""
+    return [
+        {
+            "name": pod["objectMeta"]["name"],
+            "creationAt": pod["objectMeta"]["creationTimestamp"],
+            "status": pod["podStatus"]["podPhase"],
+            "replicaType": pod["replicaType"],
+            "restartCount": pod["restartCount"],
+            "nodeName": pod["nodeName"],
+            "finishedAt": pod["finishedAt"],
+            "reason": pod["reason"],
+            "PodIP": "",
+            "uid": "",
+            "envs": [],
+        }
+        for pod in _pods(job)
+    ]
+
+
+def job_item(job: Job, *, detail: bool) -> dict[str, Any]:
+    """A job as v2's JobItem (secret values masked). The id is given as `jobId` and as
+    `jobid`, the spelling of Baidu's v2 Python SDK model."""
+    item: dict[str, Any] = {
+        "jobId": job.public_id,
+        "jobid": job.public_id,
+        "name": job.name,
+        "status": AIHC_STATUS.get(job.status, "Unknown"),
+        "consoleStatus": job.status,
+        "statusReason": job.status_reason_shown,
+        "jobType": job.framework,
+        "resourcePoolId": job.resource_pool,
+        "queue": job.queue,
+        "priority": job.priority,
+        "createdAt": _time(job.created_at),
+        "runningAt": _time(job.started_at),
+        "finishedAt": _time(job.finished_at),
+    }
+    try:
+        spec = job.job_spec()
+        body = v2_from_v1(spec.to_v1_body(masked=True), roles=spec.roles)
+    except spec_module.SpecError:
+        body = {}
+    for key in (
+        "command",
+        "jobSpec",
+        "datasources",
+        "labels",
+        "faultToleranceArgs",
+        "enableBccl",
+        "tensorboardConfig",
+        "alertConfig",
+        "retentionPeriod",
+    ):
+        if key in body:
+            item[key] = body[key]
+    item["enableFaultTolerance"] = bool(body.get("faultTolerance"))
+    if detail:
+        item["pods"] = _pod_items(job)
+        item["historyPods"] = []
+    return item
+
+
+def _describe_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = _params(request)
+    pool = required_param(params, "resourcePoolId")
+    keyword_on = choice_param(
+        params, "keywordType", {"name": "name", "queueName": "queueName"}, "name"
+    )
+    keyword = text_param(params, "keyword")
+    order_by = choice_param(params, "orderBy", ORDER_BY, "createdAt")
+    order = order_param(params, "desc")
+    page_number, page_size = _paging(params)
+    found = jobs_found(
+        owner=owner,
+        pool=pool,
+        queue=text_param(params, "queue"),
+        order_by=order_by,
+        order=order,
+        status=text_param(params, "status"),
+        name_contains=keyword if keyword_on == "name" else "",
+        queue_contains=keyword if keyword_on == "queueName" else "",
+    )
+    return {
+        "totalCount": found.count(),
+        "jobs": [job_item(j, detail=False) for j in page_of(found, page_number, page_size)],
+        "orderBy": order_by,
+        "order": order,
+        "pageNumber": page_number,
+        "pageSize": page_size,
+    }
+
+
+def _describe_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = _params(request)
+    detail = choice_param(params, "needDetail", {"true": "pods", "false": ""}, "false")
+    return {"job": job_item(_job(params, owner), detail=bool(detail))}
+
+
+def _stop_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    found = _job(_params(request), owner)
+    job_stopped(job=found, owner=owner)
+    return {"jobId": found.public_id, "jobName": found.name}
+
+
+def _delete_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    found = _job(_params(request), owner)
+    job_deleted(job=found)
+    return {"jobId": found.public_id, "jobName": found.name}
+
+
+def _modify_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = _params(request)
+    found = _job(params, owner)
+    priority_changed(job=found, priority=required_param(params, "priority"), owner=owner)
+    return {"jobId": found.public_id}
+
+
+def _describe_job_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    events = job_event_views(_job(_params(request), owner))
+    return {"events": events, "total": len(events)}
+
+
+def _describe_pod_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = _params(request)
+    replica = job_replica(_job(params, owner), required_param(params, "podName"))
+    events = pod_event_views(replica)
+    return {"events": events, "total": len(events)}
+
+
+def _describe_job_logs(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    """The last `maxLines` lines of a pod's log (no keyword, time range or paging: the
+    answer's nextMarker is always empty)."""
+    params = _params(request)
+    found = _job(params, owner)
+    pod = required_param(params, "podName")
+    max_lines = int_param(params, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
+    logs = pod_log_lines(job=found, pod=pod, max_lines=max_lines)
+    return {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": ""}
+
+
+# -- pools and queues -----------------------------------------------------------------------
+
+
+def _pool_v2(pool: Pool) -> dict[str, Any]:
+    """A pool as v2's ResourcePool; its cards are DescribeResourcePoolOverview's."""
+    return {
+        "resourcePoolId": pool.id,
+        "name": pool.name,
+        "type": CONSOLE_POOL_TYPE,
+        "region": "",
+        "description": "",
+        "createdBy": "",
+        "phase": pool_phase(pool),
+        "k8sVersion": "",
+        "createdAt": None,
+        "updatedAt": None,
+        "nodeNum": 0,
+        "bindingStorages": [
+            {"provider": "pfs", "type": "pfs", "id": volume.name}
+            for volume in pool.volumes_of("pfs")
+        ],
+        "console": pool_console(pool),
+    }
+
+
+def _queue_v2(pool: Pool, name: str) -> dict[str, Any]:
+    """A queue as v2's QueueSpec; as in v1, quotas and job counts are not known."""
+    return {
+        "queueId": f"{pool.id}:{name}",
+        "queueName": name,
+        "queueType": "",
+        "resourcePoolId": pool.id,
+        "description": "",
+        "createdAt": None,
+        "updatedAt": None,
+        "parentQueue": "",
+        "children": [],
+        "opened": True,
+        "reclaimable": None,
+        "preemptable": None,
+        "disableOversell": None,
+        "queueingStrategy": "",
+        "enableVGPU": None,
+        "capability": None,
+        "deserved": None,
+        "guarantee": None,
+        "allocated": None,
+        "runningJobs": 0,
+        "inqueueJobs": 0,
+        "pendingJobs": 0,
+        "bindingNodes": [],
+    }
+
+
+def _statistic(kind: str, capacity: int, idle: int) -> dict[str, Any]:
+    allocated = max(capacity - idle, 0)
+    return {
+        "resourceType": kind,
+        "capacity": capacity,
+        "allocated": allocated,
+        "idle": idle,
+        "allocationRate": allocated / capacity if capacity else 0,
+        "utilizationRate": 0,  # not measured by the console
+    }
+
+
+def _accelerators(stock: list[AcceleratorStock]) -> dict[str, Any]:
+    """Cards per type as v2's AcceleratorsStatistic: both type fields carry the resource name
+    (`resources[].name`), which is what the console knows a card by."""
+    by_type: dict[str, list[int]] = {}
+    for item in stock:
+        totals = by_type.setdefault(item.type, [0, 0])
+        totals[0] += item.total
+        totals[1] += item.idle
+    return {
+        **_statistic(
+            "Accelerator", sum(t for t, _ in by_type.values()), sum(i for _, i in by_type.values())
+        ),
+        "acceleratorStatistics": [
+            {"acceleratorType": kind, **_statistic(kind, total, idle)}
+            for kind, (total, idle) in by_type.items()
+        ],
+    }
+
+
+def _describe_resource_pools(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = _params(request)
+    pool_type = required_param(params, "resourcePoolType")
+    if pool_type not in POOL_TYPES:
+        raise ApiError(
+            400, "InvalidParameter", f"resourcePoolType is one of: {', '.join(POOL_TYPES)}."
+        )
+    keyword_type = text_param(params, "keywordType") or "resourcePoolName"
+    keyword_on = choice_param(
+        params, "keywordType", {"resourcePoolName": "name", "resourcePoolId": "id"}, keyword_type
+    )
+    order_by = text_param(params, "orderBy") or "resourcePoolName"
+    # createdAt as the doc spells it, CreatedAt as the Go SDK does.
+    sort = choice_param(
+        params,
+        "orderBy",
+        {"resourcePoolName": "name", "resourcePoolId": "id", "createdAt": "", "CreatedAt": ""},
+        order_by,
+    )
+    order = order_param(params, "asc")
+    page_number, page_size = _paging(params)
+    keyword = text_param(params, "keyword")
+    pools = (
+        pools_found(keyword=keyword, keyword_on=keyword_on, sort=sort, descending=order == "desc")
+        if pool_type == CONSOLE_POOL_TYPE
+        else []
+    )
+    return {
+        "keywordType": keyword_type,
+        "keyword": keyword,
+        "orderBy": order_by,
+        "order": order.upper(),
+        "pageNumber": page_number,
+        "pageSize": page_size,
+        "totalCount": len(pools),
+        "resourcePools": [_pool_v2(p) for p in page_of(pools, page_number, page_size)],
+    }
+
+
+def _describe_resource_pool(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    return _pool_v2(pool_found(required_param(_params(request), "resourcePoolId")))
+
+
+def _describe_resource_pool_overview(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    pools = available_pools()
+    return {
+        "resourcePoolsStatisticWithType": [
+            {
+                "type": CONSOLE_POOL_TYPE,
+                "nodesStatistic": {"totalCount": 0},
+                "acceleratorsStatistic": _accelerators([a for p in pools for a in p.accelerators]),
+                "resourcesStatistic": [],
+                "resourcePoolStatistics": [
+                    {
+                        "resourcePoolId": pool.id,
+                        "type": CONSOLE_POOL_TYPE,
+                        "name": pool.name,
+                        "nodesStatistic": {"totalCount": 0},
+                        "resourcesStatistic": [],
+                        "acceleratorsStatistic": _accelerators(pool.accelerators),
+                    }
+                    for pool in pools
+                ],
+            }
+        ]
+    }
+
+
+def _describe_queues(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = _params(request)
+    pool = pool_found(required_param(params, "resourcePoolId"))
+    keyword_type = text_param(params, "keywordType") or "queueName"
+    keyword_on = choice_param(
+        params, "keywordType", {"queueName": "name", "queueId": "id"}, keyword_type
+    )
+    keyword = text_param(params, "keyword")
+    page_number, page_size = _paging(params)
+    needle = keyword.lower()
+    names = [
+        name
+        for name in pool.queues
+        if needle in (f"{pool.id}:{name}" if keyword_on == "id" else name).lower()
+    ]
+    return {
+        "pageNumber": page_number,
+        "pageSize": page_size,
+        "keyword": keyword,
+        "keywordType": keyword_type,
+        "totalCount": len(names),
+        "queues": [_queue_v2(pool, n) for n in page_of(names, page_number, page_size)],
+    }
+
+
+def _describe_queue(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    params = _params(request)
+    queue_id = required_param(params, "queueId")
+    pool_id, separator, name = queue_id.partition(":")
+    if not separator:
+        pool_id, name = text_param(params, "resourcePoolId"), queue_id
+        if not pool_id:
+            raise ApiError(
+                400,
+                "InvalidParameter",
+                "queueId is <resourcePoolId>:<queueName>, as DescribeQueues gives it "
+                "(or a queue name, with resourcePoolId).",
+            )
+    pool = find_pool(pool_id)
+    if pool is None:
+        raise ApiError(404, "QueueNotFound", f"Queue {queue_id} not found.")
+    return _queue_v2(pool, queue_found(pool, name))
+
+
+ACTIONS: dict[str, Callable[[HttpRequest, Any], dict[str, Any]]] = {
+    "CreateJob": _create_job,
+    "DescribeJobs": _describe_jobs,
+    "DescribeJob": _describe_job,
+    "StopJob": _stop_job,
+    "DeleteJob": _delete_job,
+    "ModifyJob": _modify_job,
+    "DescribeJobEvents": _describe_job_events,
+    "DescribePodEvents": _describe_pod_events,
+    "DescribeJobLogs": _describe_job_logs,
+    "DescribeResourcePools": _describe_resource_pools,
+    "DescribeResourcePool": _describe_resource_pool,
+    "DescribeResourcePoolOverview": _describe_resource_pool_overview,
+    "DescribeQueues": _describe_queues,
+    "DescribeQueue": _describe_queue,
+}

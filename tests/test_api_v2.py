@@ -1,0 +1,508 @@
+"""AIHC's v2 action API (`/?action=…`) at the console's root, driven by the console's own AIHC
+client in its v2 mode (jobs.aihc.client), the code that talks to real AIHC v2: the same jobs,
+owner rule, idempotency and pools as the v1 paths (tests/test_api.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+from jobs.aihc import signer
+from jobs.aihc.client import AihcClient
+from jobs.aihc.endpoints import V2
+from jobs.aihc.mapping import v2_from_v1
+from jobs.api_keys import api_key_create
+from jobs.models import Job, JobStatus
+from jobs.wizard import available_pools
+from jobs.worker import Worker
+
+from . import test_api as v1
+from .runner_helpers import (
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+)
+from .test_api import A800, CONSOLE, body, card_body, client_for, refused
+
+# The v1 tests' fixtures: the console as a WSGI transport, Alice's key and AIHC client, and a
+# fake AIHC with one pool.
+wsgi, alice_key, api, fake = v1.wsgi, v1.alice_key, v1.api, v1.fake
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+def v2_body(name: str = "from-v2", command: str = "echo hello from v2", **extra) -> dict:
+    """A v2 CreateJob body, as Baidu's v2 SDKs send it."""
+    return {
+        "name": name,
+        "queue": "default",
+        "jobType": "PyTorchJob",
+        "command": command,
+        "jobSpec": {
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+        },
+        "datasources": [{"type": "hostpath", "name": "work", "mountPath": "/workspace"}],
+        **extra,
+    }
+
+
+def action(api: AihcClient, name: str, *, method: str = "POST", body=None, **query) -> dict:
+    """One signed v2 action, as the SDKs send it (X-API-Version: v2)."""
+    params = [("action", name), *((k, str(v)) for k, v in query.items())]
+    return api.request(method, "/", params=params, body=body, version=V2, idempotent=False)
+
+
+# -- jobs ---------------------------------------------------------------------------------
+
+
+def test_a_v2_script_creates_describes_stops_and_deletes_a_job_on_the_local_runner(
+    api, alice, settings
+):
+    command = f"echo started; {UNTIL_THE_GATE_OPENS}"
+    created = api.create_job(pool="local", body=v2_body(command=command), version=V2)
+
+    job = Job.objects.get(public_id=created["jobId"])
+    assert created == {"jobId": job.public_id, "jobName": "from-v2"}
+    assert (job.owner, job.backend, job.resource_pool) == (alice, "local", "local")
+    assert job.job_spec().command == command
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="the job to run")
+
+    described = api.get_job(pool="local", job_id=job.public_id, version=V2)
+    assert described["status"] == "Running"
+    assert [p["name"] for p in described["pods"]] == ["from-v2-master-0"]
+    listed = api.list_jobs(pool="local", version=V2)
+    assert [j["jobId"] for j in listed] == [job.public_id]
+    run_until(
+        worker,
+        lambda: any(
+            "started" in line
+            for line in api.pod_logs(
+                pool="local", job_id=job.public_id, pod="from-v2-master-0", version=V2
+            )
+        ),
+        what="the log line",
+    )
+
+    api.stop_job(pool="local", job_id=job.public_id, version=V2)
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the job to stop")
+    assert api.get_job(pool="local", job_id=job.public_id, version=V2)["status"] == (
+        "ManualTermination"
+    )
+    assert job.events.get(reason="StopRequested").actor == alice
+    reasons = [
+        e["reason"]
+        for e in api.job_events(pool="local", job_id=job.public_id, framework="", version=V2)
+    ]
+    assert reasons[:2] == ["Created", "Started"] and "StopRequested" in reasons
+    open_gate(settings)
+    api.delete_job(pool="local", job_id=job.public_id, version=V2)
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_v2_body_is_stored_as_the_same_spec_as_its_v1_form(api):
+    v1 = body(
+        name="same-job",
+        priority="high",
+        labels=[{"key": "team", "value": "nlp"}],
+        faultTolerance=True,
+        faultToleranceConfig={
+            "enabledHangDetection": True,
+            "hangDetectionTimeoutMinutes": 7,
+            "faultToleranceLimit": 2,
+        },
+    )
+    from_v1 = api.create_job(pool="local", body=v1)
+    from_v2 = api.create_job(pool="local", body=v2_from_v1(v1), version=V2)
+
+    first, second = (Job.objects.get(public_id=c["jobId"]) for c in (from_v1, from_v2))
+    assert second.spec == first.spec
+    assert second.priority == "high"
+    item = action(api, "DescribeJob", resourcePoolId="local", body={"jobId": second.public_id})
+    assert item["job"]["faultToleranceArgs"] == (
+        "--enable-hang-detection=true --hang-detection-log-timeout-minutes=7 "
+        "--max-num-of-unconditional-retry=2"
+    )
+    assert (
+        item["job"]["jobType"] == "PyTorchJob"
+        and item["job"]["command"] == v1["jobSpec"]["command"]
+    )
+
+
+def test_a_tensorflow_role_map_keeps_each_roles_instances_and_cards(api):
+    tf = v2_body(name="tf-job", jobType="TFJob")
+    tf["jobSpec"] = {
+        "Chief": {
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": CARD, "quantity": 1}],
+        },
+        "Worker": {
+            "image": "python:3.12",
+            "replicas": 2,
+            "resources": [{"name": "cpu", "quantity": 1}],
+        },
+    }
+    tf["console"] = {"submission": {"mode": "queue", "total": 1, "concurrency": 1}}
+
+    created = api.create_job(pool="local", body=tf, version=V2)
+
+    spec = Job.objects.get(public_id=created["jobId"]).job_spec()
+    assert [(r.name, r.replicas, r.accelerator_type, r.accelerators) for r in spec.roles] == [
+        ("chief", 1, CARD, 1),
+        ("worker", 2, "", 0),
+    ]
+    item = action(api, "DescribeJob", resourcePoolId="local", body={"jobId": created["jobId"]})
+    assert set(item["job"]["jobSpec"]) == {"Chief", "Worker"}
+    assert item["job"]["jobSpec"]["Worker"]["replicas"] == 2
+
+
+def test_a_retried_v2_create_with_the_same_client_token_makes_one_job(api):
+    def create(token: str, job_body: dict) -> str:
+        return action(
+            api,
+            "CreateJob",
+            resourcePoolId="local",
+            queueID="default",
+            clientToken=token,
+            body=job_body,
+        )["jobId"]
+
+    first = create("retry-1", v2_body())
+    again = create("retry-1", v2_body())
+    other = create("retry-1", v2_body(name="another-job"))
+
+    assert again == first and other != first
+    assert Job.objects.count() == 2
+
+
+def test_queue_id_names_the_queue_when_the_body_has_none_and_must_agree_when_it_has(api, settings):
+    settings.LOCAL_QUEUES = ["default", "research"]
+    no_queue = v2_body(name="by-queue-id")
+    del no_queue["queue"]
+
+    created = action(api, "CreateJob", resourcePoolId="local", queueID="research", body=no_queue)
+    composite = action(
+        api, "CreateJob", resourcePoolId="local", queueID="local:research", body=no_queue
+    )
+    clash = refused(
+        lambda: action(api, "CreateJob", resourcePoolId="local", queueID="research", body=v2_body())
+    )
+
+    assert Job.objects.get(public_id=created["jobId"]).queue == "research"
+    assert Job.objects.get(public_id=composite["jobId"]).queue == "research"
+    assert (clash.status, clash.code) == (400, "InvalidParameter")
+    assert Job.objects.count() == 2
+
+
+def test_modify_job_raises_a_waiting_jobs_priority_and_refuses_a_started_ones(api, settings):
+    settings.REVIEW_POLICY = "all"
+    waiting = api.create_job(pool="local", body=v2_body(name="waiting"), version=V2)["jobId"]
+    settings.REVIEW_POLICY = "none"
+    running = api.create_job(
+        pool="local", body=v2_body(name="running", command=UNTIL_THE_GATE_OPENS), version=V2
+    )["jobId"]
+    run_until(Worker(), lambda: Job.objects.get(public_id=running).status == JobStatus.RUNNING)
+
+    answer = action(
+        api, "ModifyJob", resourcePoolId="local", body={"jobId": waiting, "priority": "high"}
+    )
+    error = refused(
+        lambda: action(
+            api, "ModifyJob", resourcePoolId="local", body={"jobId": running, "priority": "high"}
+        )
+    )
+
+    assert answer["jobId"] == waiting
+    assert Job.objects.get(public_id=waiting).priority == "high"
+    assert (error.status, error.code) == (409, "Conflict")
+    assert Job.objects.get(public_id=running).priority == "normal"
+
+
+def test_pod_events_in_v2_are_the_pods_start_and_end(api):
+    created = api.create_job(pool="local", body=v2_body(command="exit 4"), version=V2)
+    job = Job.objects.get(public_id=created["jobId"])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job to fail")
+
+    answer = action(
+        api,
+        "DescribePodEvents",
+        resourcePoolId="local",
+        body={"jobId": job.public_id, "podName": "from-v2-master-0"},
+    )
+
+    assert [e["reason"] for e in answer["events"]] == ["Started", "Failed"]
+    assert answer["events"][1]["message"] == "Exited with code 4."
+    assert answer["total"] == 2
+
+
+def test_another_users_job_is_not_found_in_v2_either(api, wsgi, bob):
+    job_id = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
+    key, secret = api_key_create(owner=bob)
+    other = client_for(wsgi, key.access_key_id, secret)
+
+    for name, extra in (
+        ("DescribeJob", {}),
+        ("StopJob", {}),
+        ("DeleteJob", {}),
+        ("ModifyJob", {"priority": "high"}),
+        ("DescribeJobEvents", {}),
+        ("DescribePodEvents", {"podName": "master-0"}),
+        ("DescribeJobLogs", {"podName": "master-0"}),
+    ):
+        error = refused(
+            lambda n=name, e=extra: action(
+                other, n, resourcePoolId="local", body={"jobId": job_id, **e}
+            )
+        )
+        assert (error.status, error.code) == (404, "JobNotFound"), name
+    assert other.list_jobs(pool="local", version=V2) == []
+    job = Job.objects.get(public_id=job_id)
+    assert (job.status, job.priority) == (JobStatus.QUEUED, "normal")
+    assert list(job.events.values_list("reason", flat=True)) == ["Created"]
+
+
+# -- pools and queues -------------------------------------------------------------------------
+
+
+def test_v2_pools_and_queues_read_as_the_consoles_own_aihc_client_reads_aihcs(api, fake):
+    held = api.create_job(pool="local", body=card_body("holds-a-card", cards=1))
+    run_until(
+        Worker(), lambda: Job.objects.get(public_id=held["jobId"]).status == JobStatus.RUNNING
+    )
+
+    pools = api.resource_pools(version=V2)  # DescribeResourcePools + DescribeResourcePoolOverview
+
+    offered = {p.id: p for p in available_pools()}
+    assert sorted(pools, key=lambda p: p["id"]) == [
+        {
+            "id": "cce-pool1",
+            "name": "百舸训练池",
+            "phase": "running",
+            "accelerators": {A800: (32, 26)},
+            "pfs": ["pfs-7xWeAt"],
+        },
+        {
+            "id": "local",
+            "name": offered["local"].name,
+            "phase": "running",
+            "accelerators": {CARD: (2, 1)},
+            "pfs": [],
+        },
+    ]
+    assert api.queues(pool="cce-pool1", version=V2) == ["default", "research"]
+    one = action(api, "DescribeResourcePool", method="GET", resourcePoolId="cce-pool1")
+    assert (one["resourcePoolId"], one["type"], one["console"]["backend"]) == (
+        "cce-pool1",
+        "common",
+        "aihc",
+    )
+    queues = action(api, "DescribeQueues", method="GET", resourcePoolId="cce-pool1", keyword="res")
+    assert [q["queueId"] for q in queues["queues"]] == ["cce-pool1:research"]
+    # Baidu's Go SDK capitalises DescribeQueues' paging parameters.
+    paged = action(
+        api, "DescribeQueues", method="GET", resourcePoolId="cce-pool1", PageNumber=2, PageSize=1
+    )
+    assert (paged["pageNumber"], paged["totalCount"]) == (2, 2)
+    assert [q["queueName"] for q in paged["queues"]] == ["research"]
+    by_id = action(api, "DescribeQueue", method="GET", queueId="cce-pool1:research")
+    by_name = action(
+        api, "DescribeQueue", method="GET", queueId="research", resourcePoolId="cce-pool1"
+    )
+    assert by_id == {**by_name, "requestId": by_id["requestId"]}
+    assert (by_id["queueName"], by_id["opened"]) == ("research", True)
+
+
+def test_v2_pool_lists_sort_page_and_take_only_the_consoles_pool_type(api, fake):
+    def pools(**query) -> dict:
+        return action(
+            api, "DescribeResourcePools", method="GET", resourcePoolType="common", **query
+        )
+
+    by_name = pools()
+    by_id_desc = pools(orderBy="resourcePoolId", order="DESC", pageSize=1)
+    second = pools(orderBy="resourcePoolId", order="DESC", pageSize=1, pageNumber=2)
+    managed = action(api, "DescribeResourcePools", method="GET", resourcePoolType="dedicatedV2")
+
+    assert [p["name"] for p in by_name["resourcePools"]] == ["本机 Local", "百舸训练池"]
+    assert (by_name["orderBy"], by_name["order"], by_name["totalCount"]) == (
+        "resourcePoolName",
+        "ASC",
+        2,
+    )
+    assert [p["resourcePoolId"] for p in by_id_desc["resourcePools"]] == ["local"]
+    assert [p["resourcePoolId"] for p in second["resourcePools"]] == ["cce-pool1"]
+    assert (managed["totalCount"], managed["resourcePools"]) == (0, [])
+
+
+# -- refused input ---------------------------------------------------------------------------
+
+
+def test_bad_v2_input_is_a_clear_bce_error_and_creates_nothing(api):
+    fault_flags = v2_body(faultTolerance=True, faultToleranceArgs="--enable-replace=true")
+    no_command = v2_body(command="")
+    cases = [
+        (
+            lambda: action(api, "RunEverything", resourcePoolId="local"),
+            404,
+            "NotFound",
+            "action RunEverything is not served",
+        ),
+        (
+            lambda: action(api, "CreateJob", method="GET", resourcePoolId="local"),
+            405,
+            "MethodNotAllowed",
+            "CreateJob takes POST",
+        ),
+        (
+            lambda: action(api, "CreateJob", resourcePoolId="local", body=["a"]),
+            400,
+            "InvalidParameter",
+            "JSON object",
+        ),
+        (
+            lambda: action(api, "CreateJob", resourcePoolId="local", body=v2_body(jobSpec="big")),
+            400,
+            "InvalidParameter",
+            "jobSpec",
+        ),
+        (
+            lambda: action(api, "CreateJob", resourcePoolId="local", body=fault_flags),
+            400,
+            "InvalidParameter",
+            "faultToleranceArgs: --enable-replace",
+        ),
+        (
+            lambda: action(api, "CreateJob", resourcePoolId="local", body=no_command),
+            400,
+            "InvalidParameter",
+            "command: ",
+        ),
+        (
+            lambda: action(api, "CreateJob", body=v2_body()),
+            400,
+            "InvalidParameter",
+            "resourcePoolId is required",
+        ),
+        (
+            lambda: action(api, "DescribeJobs", resourcePoolId="local", body={"pageSize": 0}),
+            400,
+            "InvalidParameter",
+            "pageSize",
+        ),
+        (
+            lambda: action(api, "DescribeJobs", resourcePoolId="local", body={"keyword": {"a": 1}}),
+            400,
+            "InvalidParameter",
+            "keyword",
+        ),
+        (
+            lambda: action(api, "DescribeJob", resourcePoolId="local", body={}),
+            400,
+            "InvalidParameter",
+            "jobId is required",
+        ),
+        (
+            lambda: action(
+                api,
+                "DescribeJob",
+                resourcePoolId="local",
+                body={"jobId": "x", "needDetail": "maybe"},
+            ),
+            400,
+            "InvalidParameter",
+            "needDetail",
+        ),
+        (
+            lambda: action(api, "DescribeResourcePools", method="GET"),
+            400,
+            "InvalidParameter",
+            "resourcePoolType is required",
+        ),
+        (
+            lambda: action(api, "DescribeResourcePool", method="GET", resourcePoolId="cce-nowhere"),
+            404,
+            "ResourcePoolNotFound",
+            "",
+        ),
+        (
+            lambda: action(api, "DescribeQueue", method="GET", queueId="research"),
+            400,
+            "InvalidParameter",
+            "queueId",
+        ),
+        (
+            lambda: action(api, "DescribeQueue", method="GET", queueId="cce-nowhere:default"),
+            404,
+            "QueueNotFound",
+            "",
+        ),
+        (
+            lambda: action(api, "DescribeQueue", method="GET", queueId="local:nowhere"),
+            404,
+            "QueueNotFound",
+            "",
+        ),
+    ]
+
+    for call, status, code, words in cases:
+        error = refused(call)
+        assert (error.status, error.code) == (status, code), error.message
+        assert words in error.message
+
+    assert Job.objects.count() == 0
+
+
+def signed(api_key, *, method: str, query: list[tuple[str, str]], content: bytes = b"", **headers):
+    """A request signed as Baidu's pool/queue SDK calls sign (host only, no version header)."""
+    key, secret = api_key
+    timestamp = signer.canonical_time(time.time())
+    headers = {"Host": "testserver", "x-bce-date": timestamp, **headers}
+    headers["Authorization"] = signer.authorization(
+        access_key=key.access_key_id,
+        secret_key=secret,
+        method=method,
+        path="/",
+        params=query,
+        headers=headers,
+        timestamp=timestamp,
+        signed_header_names=["host"],
+    )
+    return headers
+
+
+def test_a_signed_request_without_a_version_header_is_the_api_and_without_action_says_so(
+    wsgi, alice_key
+):
+    pools_query = [("action", "DescribeResourcePools"), ("resourcePoolType", "common")]
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        pools = http.get(
+            "/", params=pools_query, headers=signed(alice_key, method="GET", query=pools_query)
+        )
+        bare = http.get("/", headers=signed(alice_key, method="GET", query=[]))
+        jobs_query = [("action", "DescribeJobs"), ("resourcePoolId", "local")]
+        malformed, too_deep = (
+            http.post(
+                "/?action=DescribeJobs&resourcePoolId=local",
+                content=content,
+                headers=signed(alice_key, method="POST", query=jobs_query),
+            )
+            for content in (b"{not json", b"[" * 100_000)
+        )
+
+    assert pools.status_code == 200, pools.text
+    assert [p["resourcePoolId"] for p in pools.json()["resourcePools"]] == ["local"]
+    assert (bare.status_code, bare.json()["code"]) == (400, "InvalidParameter")
+    assert "action is required" in bare.json()["message"]
+    for refused_body in (malformed, too_deep):
+        assert (refused_body.status_code, refused_body.json()["code"]) == (400, "MalformedJSON")
+    assert json.loads(pools.content)["requestId"] == pools.headers["x-bce-request-id"]
