@@ -9,6 +9,7 @@ so the page's two-second poll costs a small read per replica. Jobs of a remote b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -61,7 +62,8 @@ def sparkline(times: list[float], values: list[float], *, top: float, text: str)
     return Sparkline(points=" ".join(points), text=text)
 
 
-def _summary(what: str, span: str, values: list[float], shown) -> str:
+def _summary(what: str, span: str, values: list[float], shown: Callable[[float], str]) -> str:
+    """A sparkline's text alternative: what it draws, over how long, lowest, highest, now."""
     return _("%(what)s over the last %(span)s: lowest %(low)s, highest %(high)s, now %(now)s") % {
         "what": what,
         "span": span,
