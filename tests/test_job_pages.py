@@ -770,7 +770,7 @@ def test_a_running_replicas_cpu_memory_and_tmp_show_against_its_limits_with_spar
         assert "1.50 of 4 cores" in row and "3.0 GB of 8.0 GB" in row
         assert "512.0 MB of 50.0 GB" in row
         # Three sparklines of the newest 60 samples (15 minutes), each saying what it draws.
-        lines = re.findall(r'<svg class="sparkline"[^>]*aria-label="([^"]+)"[^>]*>', row)
+        lines = re.findall(r'<svg class="sparkline[^"]*"[^>]*aria-label="([^"]+)"[^>]*>', row)
         assert lines == [
             "CPU over the last 15m: lowest 0.39 cores, highest 1.50 cores, now 1.50 cores",
             "Memory over the last 15m: lowest 806.4 MB, highest 3.0 GB, now 3.0 GB",

@@ -74,7 +74,7 @@ def run_a_burning_job(alice, alice_client, settings, role: S.Role) -> list[dict]
 
     for html in (page, polled):
         row = html.split('id="usage"')[1].split("</tr>")[1]
-        assert "master-0" in row and row.count('<svg class="sparkline"') == 3
+        assert "master-0" in row and row.count('<svg class="sparkline') == 3
     assert 'id="usage"' not in ended
     return usage_of(job)
 
