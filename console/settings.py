@@ -548,6 +548,9 @@ LOCAL_TMP_MAX_GB = envfloat(
 # walks at most jobs/shim.py's TMP_WALK_MAX_ENTRIES files; a bigger /tmp is measured over
 # several passes.
 LOCAL_TMP_CHECK_SECONDS = envfloat("LOCAL_TMP_CHECK_SECONDS", 10, positive=True)
+# How often (seconds) each running replica's CPU, memory and /tmp use is sampled for its job
+# page (jobs/shim.py, UsageMeter): from its cgroup when it has one, else from its processes.
+LOCAL_METRICS_SECONDS = envfloat("LOCAL_METRICS_SECONDS", 15, positive=True)
 # Disk pressure on the file system LOCAL_RUN_DIR is on, as the kubelet guards a node's disk:
 # the caps above hold each replica, not all of them together, and a full disk breaks the
 # console itself (its database and logs usually share it). While it has less than

@@ -11,7 +11,8 @@ worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<inde
   worker died between recording the launch and spawning the shim: it never ran, and is
   launched now. Nothing there = never launched.
 - `started`: written by the shim first of all, before its command can start.
-- `exit`, `keyword`, `tmp-over`, `tmp-used` (what its /tmp holds): written by the shim.
+- `exit`, `keyword`, `tmp-over`, `tmp-used` (what its /tmp holds), `usage` (its CPU,
+  memory and /tmp sampled every LOCAL_METRICS_SECONDS): written by the shim.
 - `evicted`: written by the worker when the disk runs low (evict_for_disk_pressure).
 - `tmp/`: the replica's /tmp (also its HOME and working folder), measured by the shim
   against LOCAL_TMP_MAX_GB; removed when the job ends, and when a restart begins.
@@ -843,6 +844,9 @@ def _start_replicas(
                 str(int(settings.LOCAL_TMP_MAX_GB * 1024**3)),
                 "--tmp-check-seconds",
                 str(settings.LOCAL_TMP_CHECK_SECONDS),
+                # What the job page shows of the replica's CPU, memory and /tmp use.
+                "--usage-seconds",
+                str(settings.LOCAL_METRICS_SECONDS),
             ]
             # Names only: the shim reads the values from the environment it is handed and writes
             # `******` wherever one appears in the replica's output.

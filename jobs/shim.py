@@ -19,6 +19,8 @@ that is killed or restarted. The shim:
 - measures the replica's /tmp every so often and records when it holds more than its cap
   (file `tmp-over`; TmpMeter): the worker then ends the replica as a failure, as the
   kubelet evicts a pod over its ephemeral-storage limit;
+- samples what the replica uses, CPU, memory and /tmp, every so often into file `usage`
+  (UsageMeter, UsageLog), which the job page shows;
 - ends the replica when its command ends: whatever the command left running in the
   background (a TensorBoard, a log shipper) is killed then, as in a container whose main
   process exits. Left alone, it would hold the sandbox open, and with it the log pipe, and
@@ -35,6 +37,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import re
 import select
@@ -425,6 +428,268 @@ def watch_tmp(
             return
 
 
+# -- resource usage -------------------------------------------------------------------
+# What a replica uses, sampled every LOCAL_METRICS_SECONDS while its command runs, for the
+# job page (jobs/monitoring.py). Read from its cgroup when it has one, as the kubelet reads
+# a container's, else added up over its processes in /proc.
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+
+
+def _read_keys(path: Path) -> dict[str, int]:
+    """The "name value" lines of a cgroup file (cpu.stat, memory.stat); {} if unreadable."""
+    found = {}
+    with contextlib.suppress(OSError):
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                found[name] = int(value)
+    return found
+
+
+def cgroup_cpu_seconds(folders: list[Path]) -> float | None:
+    """CPU time the replica's cgroup has used, None when none of `folders` counts it: v2's
+    cpu.stat usage_usec, or v1's cpuacct.usage where cpuacct is mounted with cpu (a v1 cpu
+    hierarchy of its own counts only throttling)."""
+    for folder in folders:
+        usage = _read_keys(folder / "cpu.stat").get("usage_usec")
+        if usage is not None:
+            return usage / 1e6
+        with contextlib.suppress(OSError, ValueError):
+            return int((folder / "cpuacct.usage").read_text()) / 1e9
+    return None
+
+
+def cgroup_memory_bytes(folders: list[Path]) -> int | None:
+    """The replica's working set as the kubelet (cAdvisor) reports a container's, and
+    counts it against its limit: the memory its cgroup is charged for (v2 memory.current,
+    v1 memory.usage_in_bytes), less the page cache the kernel would drop first
+    (inactive_file). None when none of `folders` is a memory cgroup."""
+    for folder in folders:
+        for usage_file, inactive in (
+            ("memory.current", "inactive_file"),
+            ("memory.usage_in_bytes", "total_inactive_file"),
+        ):
+            try:
+                usage = int((folder / usage_file).read_text())
+            except (OSError, ValueError):
+                continue
+            return max(usage - _read_keys(folder / "memory.stat").get(inactive, 0), 0)
+    return None
+
+
+def session_usage(session: int, *, exclude: int) -> tuple[float, int]:
+    """(CPU seconds, memory bytes) of the live processes of `session` (the shim's: the
+    replica's command inherits it, bubblewrap makes no new one), but the process `exclude`
+    (the shim itself, which is not the job, as it is outside its cgroups).
+
+    CPU counts each process's own time and that of the children it has reaped, so the
+    total keeps what a process that ended used once its parent (the sandbox's init, in the
+    end) reaped it. Memory is each process's proportional share of what it has resident
+    (Pss: pages shared by a replica's forked workers count once in all), or its resident
+    size where its smaps cannot be read."""
+    cpu = 0.0
+    memory = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == exclude:
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) < 22 or int(fields[3]) != session:
+            continue
+        cpu += sum(int(value) for value in fields[11:15]) / CLOCK_TICKS
+        memory += _pss(int(entry)) or int(fields[21]) * PAGE_BYTES
+    return cpu, memory
+
+
+def _pss(pid: int) -> int:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class UsageMeter:
+    """Samples a replica's CPU (cores used on average since the last sample) and memory."""
+
+    def __init__(self, *, cgroups: list[Path], session: int, exclude: int) -> None:
+        self.cgroups = cgroups
+        self.session = session
+        self.exclude = exclude
+        self.last: tuple[float, float] | None = None  # (monotonic time, CPU seconds)
+
+    def sample(self) -> tuple[float | None, int, float]:
+        """(CPU cores since the last call, None on the first; memory bytes now; seconds
+        since the last call)."""
+        cpu = cgroup_cpu_seconds(self.cgroups)
+        memory = cgroup_memory_bytes(self.cgroups)
+        if cpu is None or memory is None:
+            counted_cpu, counted_memory = session_usage(self.session, exclude=self.exclude)
+            cpu = counted_cpu if cpu is None else cpu
+            memory = counted_memory if memory is None else memory
+        now = time.monotonic()
+        cores, seconds = None, 0.0
+        if self.last is not None and now > self.last[0]:
+            seconds = now - self.last[0]
+            # A process reaped outside the count (by the shim) takes its time with it.
+            cores = max(cpu - self.last[1], 0.0) / seconds
+        self.last = (now, cpu)
+        return cores, memory, seconds
+
+
+# The newest samples kept as they came; older ones are merged into buckets of a width that
+# grows with their age (USAGE_TIERS: up to an age in seconds, the bucket width), so a
+# replica's file stays under about 100 KB however long it runs: an hour at full resolution
+# (at 15 s), a day in 5-minute buckets, a week in hours, then one line a day.
+USAGE_FULL_SAMPLES = 240
+USAGE_TIERS = ((24 * 3600, 300), (7 * 24 * 3600, 3600), (math.inf, 24 * 3600))
+
+
+def merge_samples(records: list[dict]) -> dict:
+    """One record for several: the CPU averaged over the time they span, the peak memory
+    and /tmp (a sparkline of a long job should still show how close it came to a limit)."""
+    span = sum(r["s"] for r in records)
+    cpu = sum(r["cpu"] * r["s"] for r in records) / span if span else records[-1]["cpu"]
+    return {
+        "t": records[-1]["t"],
+        "s": round(span, 3),
+        "cpu": round(cpu, 3),
+        "mem": max(r["mem"] for r in records),
+        "tmp": max(r["tmp"] for r in records),
+    }
+
+
+def downsample(records: list[dict], *, full: int = USAGE_FULL_SAMPLES) -> list[dict]:
+    """`records` (oldest first) with all but the newest `full` merged into their age's
+    buckets (USAGE_TIERS). Buckets are aligned on multiples of their width, and a merged
+    record carries its newest time, so merging again changes nothing."""
+    if len(records) <= full:
+        return records
+    newest = records[-1]["t"]
+    older, recent = records[:-full], records[-full:]
+    merged: list[dict] = []
+    group: list[dict] = []
+    group_key: tuple[float, int] | None = None
+    for record in older:
+        age = newest - record["t"]
+        width = next(width for up_to, width in USAGE_TIERS if age <= up_to)
+        key = (width, int(record["t"] // width))
+        if group and key != group_key:
+            merged.append(merge_samples(group))
+            group = []
+        group.append(record)
+        group_key = key
+    if group:
+        merged.append(merge_samples(group))
+    return merged + recent
+
+
+class UsageLog:
+    """A replica's samples as JSON lines (`t`: when, `s`: the seconds it covers, `cpu`:
+    cores, `mem` and `tmp`: bytes) in its state folder, so it goes with the job's other
+    files. Appended to; every USAGE_FULL_SAMPLES appends its older lines are downsampled
+    (downsample) and the file replaced whole, so a reader sees the old or the new file."""
+
+    def __init__(self, path: Path, *, full: int = USAGE_FULL_SAMPLES) -> None:
+        self.path = path
+        self.full = full
+        self.lines = len(read_usage(path))
+        self.compacted = self.lines
+
+    def append(self, record: dict) -> None:
+        with contextlib.suppress(OSError):  # a full disk: this sample is lost, the job runs on
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+            try:
+                os.write(fd, (json.dumps(record, separators=(",", ":")) + "\n").encode())
+            finally:
+                os.close(fd)
+            self.lines += 1
+        if self.lines - self.compacted >= self.full:
+            records = downsample(read_usage(self.path), full=self.full)
+            with contextlib.suppress(OSError):
+                write_atomic(
+                    self.path, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
+                )
+            self.lines = self.compacted = len(records)
+
+
+USAGE_LINE_BYTES = 160  # more than any line takes: what the page reads from the end
+
+
+def read_usage(path: Path, *, last: int | None = None) -> list[dict]:
+    """The samples in the file at `path`, oldest first ([] if there is none); with `last`,
+    only the newest `last` of them, read from the end of the file."""
+    try:
+        with open(path, "rb") as file:
+            if last is not None:
+                size = file.seek(0, os.SEEK_END)
+                file.seek(max(size - last * USAGE_LINE_BYTES, 0))
+                data = file.read()
+                if size > last * USAGE_LINE_BYTES:
+                    data = data.partition(b"\n")[2]  # the first line read is cut
+            else:
+                data = file.read()
+    except OSError:
+        return []
+    records = []
+    for line in data.splitlines():
+        with contextlib.suppress(ValueError, TypeError, AttributeError):
+            record = json.loads(line)
+            records.append(
+                {
+                    "t": float(record["t"]),
+                    "s": float(record["s"]),
+                    "cpu": float(record["cpu"]),
+                    "mem": int(record["mem"]),
+                    "tmp": int(record["tmp"]),
+                }
+            )
+    return records[-last:] if last is not None else records
+
+
+def last_tmp_used(state: Path) -> int:
+    """What the replica's /tmp held when watch_tmp last measured it (file `tmp-used`)."""
+    try:
+        return int(json.loads((state / "tmp-used").read_text())["used"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+
+
+# The first sample comes sooner than LOCAL_METRICS_SECONDS: a job just started shows its
+# usage within seconds.
+FIRST_USAGE_SECONDS = 2.0
+
+
+def watch_usage(
+    meter: UsageMeter, *, log: UsageLog, every: float, state: Path, ended: threading.Event
+) -> None:
+    """Samples the replica every `every` seconds until its command has ended, appending to
+    `log`. The first reading only sets where CPU time is counted from."""
+    meter.sample()
+    wait = min(every, FIRST_USAGE_SECONDS)
+    while not ended.wait(wait):
+        wait = every
+        try:
+            cores, memory, seconds = meter.sample()
+        except OSError:
+            continue
+        if cores is None or ended.is_set():
+            continue
+        log.append(
+            {
+                "t": round(time.time(), 1),
+                "s": round(seconds, 3),
+                "cpu": round(cores, 3),
+                "mem": memory,
+                "tmp": last_tmp_used(state),
+            }
+        )
+
+
 PAUSE_SECONDS = 1.0
 
 
@@ -499,6 +764,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tmp-dir", default="")
     parser.add_argument("--tmp-limit-bytes", type=int, default=0)
     parser.add_argument("--tmp-check-seconds", type=float, default=10.0)
+    # How often the replica's CPU, memory and /tmp are sampled into file `usage` (0: never).
+    parser.add_argument("--usage-seconds", type=float, default=0.0)
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     state = Path(args.state)
@@ -597,6 +864,23 @@ def main(argv: list[str]) -> int:
                 },
                 daemon=True,
             ).start()
+    if args.usage_seconds:
+        meter_usage = UsageMeter(
+            cgroups=[Path(folder) for folder in args.cgroup],
+            session=os.getsid(0),
+            exclude=os.getpid(),
+        )
+        threading.Thread(
+            target=watch_usage,
+            args=(meter_usage,),
+            kwargs={
+                "log": UsageLog(state / "usage"),
+                "every": args.usage_seconds,
+                "state": state,
+                "ended": ended,
+            },
+            daemon=True,
+        ).start()
     assert child.stdout is not None
     # A line longer than MAX_LINE is read and logged in pieces, and a secret or keyword can
     # straddle a cut. So the end of a piece that does not end its line, as long as the

@@ -1,7 +1,7 @@
 """Job list and job pages: status, spec, replicas, events, logs, and the owner's actions.
 
 Every job URL answers 404 for anyone but the job's owner. Live parts (list statuses, the
-detail's status/replicas/events, the log tail) refresh by htmx polling that stops (HTTP 286)
+detail's status/replicas/resource usage/events, the log tail) refresh by htmx polling that stops (HTTP 286)
 once there is nothing left to change.
 """
 
@@ -31,6 +31,7 @@ from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
 from .logs import job_secrets, log_cut, shown_lines
 from .models import FINAL_STATUSES, Job, JobStatus
+from .monitoring import replica_usage
 from .scheduler import queue_position
 from .spec import FRAMEWORK_LABELS, SpecError
 from .summary import sent_request
@@ -186,9 +187,12 @@ def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
 
 
 def _live_context(job: Job) -> dict[str, Any]:
+    replicas = list(job.replicas.all())
     return {
         "job": job,
-        "replicas": list(job.replicas.all()),
+        "replicas": replicas,
+        # What each running replica uses (local jobs only; None: no section).
+        "usage": replica_usage(job=job, replicas=replicas),
         "events": list(job.events.all()),
         "position": queue_position(job),
         "final": job.is_final,

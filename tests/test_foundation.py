@@ -269,6 +269,9 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_PORTS": "80-90"},
         {"LOCAL_TMP_CHECK_SECONDS": "0"},
         {"LOCAL_TMP_CHECK_SECONDS": "soon"},
+        {"LOCAL_METRICS_SECONDS": "0"},
+        {"LOCAL_METRICS_SECONDS": "-15"},
+        {"LOCAL_METRICS_SECONDS": "often"},
         {"LOCAL_DISK_MIN_FREE_GB": "-1"},
         {"LOCAL_DISK_MIN_FREE_GB": "ten"},
         {"LOCAL_DISK_EVICT_FREE_GB": "nan"},
@@ -427,3 +430,14 @@ def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):
             (20000, 29999),
         ]
     )
+
+
+def test_replicas_are_sampled_every_local_metrics_seconds_by_default_15(tmp_path):
+    code = "from django.conf import settings as s; print(s.LOCAL_METRICS_SECONDS)"
+
+    given = manage(tmp_path, "shell", "--no-imports", "-c", code, LOCAL_METRICS_SECONDS="2.5")
+    default = manage(tmp_path, "shell", "--no-imports", "-c", code)
+
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.split() == ["2.5"]
+    assert default.stdout.split() == ["15.0"]

@@ -12,8 +12,10 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.logs import replica_log_path
-from jobs.models import Job, JobReplica, JobStatus
+from jobs.models import Job, JobReplica, JobStatus, LocalRun
+from jobs.runner import replica_state_dir
 from jobs.services import job_transition, jobs_submit
+from jobs.shim import UsageLog
 from jobs.worker import Worker
 
 from .runner_helpers import CARD, make_spec, run_until, runner_settings, status_of  # noqa: F401
@@ -715,3 +717,101 @@ def test_a_log_longer_than_the_tail_says_the_page_shows_only_its_last_lines(alic
     notice = "Only the last 200 lines are shown; download the log for all of it."
     assert notice in long_page and notice in polled
     assert notice not in short_page
+
+
+def running_with_usage(owner, samples: list[dict], **changes) -> Job:
+    """A local job running one replica (master-0) whose shim has written `samples`."""
+    job = submit(owner, **changes)
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    LocalRun.objects.create(job=job, attempt=1)
+    JobReplica.objects.create(job=job, role="master", index=0, status="running")
+    state = replica_state_dir(job.public_id, 1, "master-0")
+    state.mkdir(parents=True)
+    log = UsageLog(state / "usage")
+    for sample in samples:
+        log.append(sample)
+    return job
+
+
+def usage_samples(count: int) -> list[dict]:
+    """`count` samples 15 s apart, CPU rising to 1.5 cores, memory to 3 GiB."""
+    return [
+        {
+            "t": 1_800_000_000.0 + 15 * n,
+            "s": 15.0,
+            "cpu": round(1.5 * (n + 1) / count, 3),
+            "mem": 3 * 1024**3 * (n + 1) // count,
+            "tmp": 512 * 1024**2,
+        }
+        for n in range(count)
+    ]
+
+
+def test_a_running_replicas_cpu_memory_and_tmp_show_against_its_limits_with_sparklines(
+    alice, alice_client, settings
+):
+    settings.LOCAL_TMP_MAX_GB = 50
+    job = running_with_usage(
+        alice, usage_samples(80), roles=[S.Role("master", 1, cpu=4, memory_gb=8)]
+    )
+    alice_client.cookies["django_language"] = "en"
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    polled = alice_client.get(
+        reverse("job-live", args=[job.public_id]), headers={"HX-Request": "true"}
+    ).content.decode()
+
+    for html in (page, polled):
+        table = html.split('id="usage"')[1].split("</table>")[0]
+        headers = re.findall(r"<th>([^<]+)</th>", table)
+        assert headers == ["Replica", "CPU", "Memory", "/tmp"]
+        row = re.sub(r"\s+", " ", table.split("</tr>")[1])
+        assert "master-0" in row
+        assert "1.50 of 4 cores" in row and "3.0 GB of 8.0 GB" in row
+        assert "512.0 MB of 50.0 GB" in row
+        # Three sparklines of the newest 60 samples (15 minutes), each saying what it draws.
+        lines = re.findall(r'<svg class="sparkline[^"]*"[^>]*aria-label="([^"]+)"[^>]*>', row)
+        assert lines == [
+            "CPU over the last 15m: lowest 0.39 cores, highest 1.50 cores, now 1.50 cores",
+            "Memory over the last 15m: lowest 806.4 MB, highest 3.0 GB, now 3.0 GB",
+            "/tmp over the last 15m: lowest 512.0 MB, highest 512.0 MB, now 512.0 MB",
+        ]
+        assert f"<title>{lines[0]}</title>" in row
+        points = re.findall(r'<polyline points="([^"]+)"', row)
+        assert len(points) == 3 and all(len(p.split()) == 60 for p in points)
+        # CPU drawn against its 4-core limit: the last point (1.5 cores) is not at the top.
+        assert points[0].split()[-1] == "120.0,14.8"
+        assert "style=" not in row  # the Content-Security-Policy allows no inline style
+
+
+def test_a_running_job_not_sampled_yet_says_so_and_shows_no_limits_it_lacks(alice, alice_client):
+    waiting = running_with_usage(alice, [])
+    one = running_with_usage(alice, usage_samples(1))
+    alice_client.cookies["django_language"] = "en"
+
+    waiting_page = alice_client.get(reverse("job-detail", args=[waiting.public_id]))
+    one_page = alice_client.get(reverse("job-detail", args=[one.public_id])).content.decode()
+
+    assert waiting_page.status_code == 200
+    row = waiting_page.content.decode().split('id="usage"')[1].split("</tr>")[1]
+    assert "master-0" in row and "Not measured yet" in row and "<svg" not in row
+    row = re.sub(r"\s+", " ", one_page.split('id="usage"')[1].split("</tr>")[1])
+    # No CPU or memory limit: the values alone. One sample: a level line across.
+    assert "1.50 cores" in row and " of " not in row.split("usage-tmp")[0]
+    assert '<polyline points="0.0,1.0 120,1.0"' in row
+
+
+@pytest.mark.parametrize("backend", ["aihc", "kubernetes"])
+def test_a_remote_backends_job_shows_no_usage_section_where_a_local_one_does(
+    alice, alice_client, backend
+):
+    local = running_with_usage(alice, usage_samples(3))
+    remote = running_with_usage(alice, usage_samples(3))
+    Job.objects.filter(pk=remote.pk).update(backend=backend)
+
+    local_page = alice_client.get(reverse("job-detail", args=[local.public_id]))
+    remote_page = alice_client.get(reverse("job-detail", args=[remote.public_id]))
+
+    assert 'id="usage"' in local_page.content.decode()
+    assert remote_page.status_code == 200
+    assert 'id="usage"' not in remote_page.content.decode()

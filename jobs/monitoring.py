@@ -1,0 +1,140 @@
+"""What a local job's running replicas use, as its page shows it: CPU, memory and /tmp now,
+against the replica's limits, with a small sparkline of each over the last samples.
+
+The samples are the ones each replica's shim writes to its state folder (jobs/shim.py,
+UsageMeter and UsageLog); only the newest SPARK_POINTS are read, from the end of the file,
+so the page's two-second poll costs a small read per replica. Jobs of a remote backend
+(AIHC, Kubernetes) have no such files: their page has no usage section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.template.defaultfilters import filesizeformat
+from django.utils.translation import gettext as _
+
+from .models import Job, JobReplica, JobStatus, LocalRun
+from .runner import replica_state_dir, role_limits
+from .shim import read_usage
+from .spec import SpecError
+from .templatetags.job_tags import elapsed
+
+SPARK_POINTS = 60  # 15 minutes at the default LOCAL_METRICS_SECONDS
+SPARK_WIDTH = 120
+SPARK_HEIGHT = 24
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    points: str  # an SVG polyline's points, in a SPARK_WIDTH x SPARK_HEIGHT box
+    text: str  # its text alternative: the span it covers, its lowest, highest and latest
+
+
+@dataclass(frozen=True)
+class ReplicaUsage:
+    label: str
+    sampled: bool  # False until the shim has taken its first sample
+    cpu: float = 0.0  # cores
+    cpu_limit: int | None = None  # cores; None: no limit
+    memory: int = 0  # bytes
+    memory_limit: int | None = None
+    tmp: int = 0  # bytes
+    tmp_limit: int = 0
+    cpu_line: Sparkline | None = None
+    memory_line: Sparkline | None = None
+    tmp_line: Sparkline | None = None
+
+
+def sparkline(times: list[float], values: list[float], *, top: float, text: str) -> Sparkline:
+    """The values drawn over their times, 0 at the bottom and `top` at the top."""
+    first, last = times[0], times[-1]
+    top = top or 1
+    points = []
+    for when, value in zip(times, values, strict=True):
+        x = (when - first) / (last - first) * SPARK_WIDTH if last > first else 0
+        y = SPARK_HEIGHT - 1 - min(value / top, 1) * (SPARK_HEIGHT - 2)
+        points.append(f"{x:.1f},{y:.1f}")
+    if len(points) == 1:  # one sample: a level line, as a polyline of one point draws nothing
+        points.append(f"{SPARK_WIDTH},{points[0].split(',')[1]}")
+    return Sparkline(points=" ".join(points), text=text)
+
+
+def _summary(what: str, span: str, values: list[float], shown: Callable[[float], str]) -> str:
+    """A sparkline's text alternative: what it draws, over how long, lowest, highest, now."""
+    return _("%(what)s over the last %(span)s: lowest %(low)s, highest %(high)s, now %(now)s") % {
+        "what": what,
+        "span": span,
+        "low": shown(min(values)),
+        "high": shown(max(values)),
+        "now": shown(values[-1]),
+    }
+
+
+def _cores(value: float) -> str:
+    return _("%(cores)s cores") % {"cores": f"{value:.2f}"}
+
+
+def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage] | None:
+    """One entry per running replica of a local job that runs; None when the job has no
+    usage to show (a remote backend's, or one not running)."""
+    if job.backend != "local" or job.status not in (JobStatus.RUNNING, JobStatus.STOPPING):
+        return None
+    run = LocalRun.objects.filter(job=job).only("attempt").first()
+    if run is None:
+        return None
+    try:
+        roles = {role.name: role for role in job.job_spec().roles}
+    except SpecError:  # an old spec: usage still shows, without limits
+        roles = {}
+    tmp_limit = int(settings.LOCAL_TMP_MAX_GB * 1024**3)
+    found = []
+    for replica in replicas:
+        if replica.status != "running":
+            continue
+        label = f"{replica.role}-{replica.index}"
+        samples = read_usage(
+            replica_state_dir(job.public_id, run.attempt, label) / "usage", last=SPARK_POINTS
+        )
+        if not samples:
+            found.append(ReplicaUsage(label=label, sampled=False))
+            continue
+        memory_limit, cpu_limit = (
+            role_limits(roles[replica.role]) if replica.role in roles else (None, None)
+        )
+        times = [sample["t"] for sample in samples]
+        span = elapsed(round(times[-1] - times[0] + samples[0]["s"]))
+        cpu = [sample["cpu"] for sample in samples]
+        memory = [sample["mem"] for sample in samples]
+        tmp = [sample["tmp"] for sample in samples]
+        found.append(
+            ReplicaUsage(
+                label=label,
+                sampled=True,
+                cpu=cpu[-1],
+                cpu_limit=cpu_limit,
+                memory=memory[-1],
+                memory_limit=memory_limit,
+                tmp=tmp[-1],
+                tmp_limit=tmp_limit,
+                cpu_line=sparkline(
+                    times,
+                    cpu,
+                    top=max(cpu_limit or 0, *cpu),
+                    text=_summary(_("CPU"), span, cpu, _cores),
+                ),
+                memory_line=sparkline(
+                    times,
+                    memory,
+                    top=max(memory_limit or 0, *memory),
+                    text=_summary(_("Memory"), span, memory, filesizeformat),
+                ),
+                # Against what it held at most: the cap (tens of GB) would flatten the line.
+                tmp_line=sparkline(
+                    times, tmp, top=max(tmp), text=_summary("/tmp", span, tmp, filesizeformat)
+                ),
+            )
+        )
+    return found
