@@ -1,4 +1,5 @@
-"""A strict fake Kubernetes API server with the Kubeflow training-operator CRDs, on 127.0.0.1.
+"""A strict fake Kubernetes API server with the Kubeflow training-operator CRDs and JobSet's
+(jobset.x-k8s.io/v1alpha2), on 127.0.0.1.
 
 No API server can run here, so this stands in for one, checking what a real one (with the
 training operator's CRDs and validating webhook) checks before it stores an object:
@@ -21,6 +22,14 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   job and its pods would never start: CreateContainerConfigError; refusing is how the fake
   makes that visible);
 - 409 AlreadyExists, 404 NotFound, answered as Status objects;
+- JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
+  non-empty list of unique names), their batch/v1 Job templates (completionMode, counts,
+  restartPolicy OnFailure or Never as the Job API requires, Indexed with completions),
+  network (subdomain a DNS-1035 label), successPolicy (operator All or Any, targets that
+  exist), failurePolicy (maxRestarts, rules with a valid name and action); the Jobs and pods
+  it would name (`<jobset>-<replicatedJob>-<i>`, `<...>-<i>-<index>-xxxxx`) DNS-1035 labels of
+  at most 63; `jobset=False` is a cluster without JobSet installed (404, as for any path the
+  API server serves nothing at);
 - RBAC: a verb on a resource the identity may not use (`forbid`) is 403 Forbidden, worded as
   the API server words it, before the namespace is even looked up.
 
@@ -29,8 +38,9 @@ spec.hard and status.hard/status.used as the quota controller writes them; `add_
 refuses what the API server's validation refuses (an extended resource limited other than
 as `requests.<name>`).
 
-It records every request. Tests steer it: `set_conditions`, `run_pods` (pods as the operator
-makes them, with its labels), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
+It records every request. Tests steer it: `set_conditions`, `set_jobset_status`
+(replicatedJobsStatus and restarts, as the JobSet controller writes them), `run_pods` (pods
+as the operator, or the JobSet and Job controllers, make them, with their labels), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
 for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
 `delay_next(op)` / `block_next(op)` for the next call of one operation ("create pytorchjobs",
 "get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
@@ -85,6 +95,48 @@ CRDS = {
     "MPIJob": ("kubeflow.org/v2beta1", "mpijobs", "mpiReplicaSpecs", {"Launcher", "Worker"}, ""),
 }
 PLURALS = {plural: kind for kind, (_v, plural, *_rest) in CRDS.items()}
+JOBSET_VERSION = "jobset.x-k8s.io/v1alpha2"
+# Every job kind served: plural -> kind, and its apiVersion.
+JOB_PLURALS = {**PLURALS, "jobsets": "JobSet"}
+VERSIONS = {
+    **{plural: CRDS[kind][0] for plural, kind in PLURALS.items()},
+    "jobsets": JOBSET_VERSION,
+}
+JOBSET_SPEC_KEYS = {
+    "replicatedJobs",
+    "network",
+    "successPolicy",
+    "failurePolicy",
+    "startupPolicy",
+    "suspend",
+    "coordinator",
+    "managedBy",
+    "ttlSecondsAfterFinished",
+}
+REPLICATED_JOB_KEYS = {"name", "groupName", "template", "replicas", "dependsOn"}
+JOB_SPEC_KEYS = {
+    "parallelism",
+    "completions",
+    "completionMode",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "backoffLimitPerIndex",
+    "maxFailedIndexes",
+    "podFailurePolicy",
+    "successPolicy",
+    "selector",
+    "manualSelector",
+    "template",
+    "ttlSecondsAfterFinished",
+    "suspend",
+    "podReplacementPolicy",
+}
+FAILURE_ACTIONS = {
+    "FailJobSet",
+    "RestartJobSet",
+    "RestartJobSetAndIgnoreMaxRestarts",
+}
+RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 SPEC_KEYS = {
     "PyTorchJob": {"runPolicy", "pytorchReplicaSpecs", "elasticPolicy", "nprocPerNode"},
     "TFJob": {"runPolicy", "tfReplicaSpecs", "successPolicy", "enableDynamicWorker"},
@@ -284,10 +336,22 @@ def quantity(text: Any) -> float | None:
     return float(text)
 
 
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 class FakeKubernetes:
-    def __init__(self, *, token: str = "fake-bearer-token", tls: tuple[str, str] | None = None):
-        """`tls`: (certificate file, key file) to serve HTTPS, as a real API server does."""
+    def __init__(
+        self,
+        *,
+        token: str = "fake-bearer-token",
+        tls: tuple[str, str] | None = None,
+        jobset: bool = True,
+    ):
+        """`tls`: (certificate file, key file) to serve HTTPS, as a real API server does;
+        `jobset`: JobSet's CRD is installed."""
         self.token = token
+        self.jobset = jobset
         self.tls = tls
         self.namespaces = {"default"}
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name)
@@ -465,13 +529,13 @@ class FakeKubernetes:
         found = [
             o
             for (p, ns, n), o in self.objects.items()
-            if p in PLURALS and ns == namespace and n == name
+            if p in JOB_PLURALS and ns == namespace and n == name
         ]
         assert found, f"no training job {namespace}/{name}"
         return found[0]
 
     def jobs(self) -> list[dict]:
-        return [o for (p, _ns, _n), o in self.objects.items() if p in PLURALS]
+        return [o for (p, _ns, _n), o in self.objects.items() if p in JOB_PLURALS]
 
     def secret(self, name: str, namespace: str = "default") -> dict | None:
         return self.objects.get(("secrets", namespace, name))
@@ -484,18 +548,39 @@ class FakeKubernetes:
     ) -> None:
         """Conditions as the operator writes them: (type, message[, reason]), each True."""
         job = self.job(name, namespace)
-        job["status"] = {
-            "conditions": [
+        job.setdefault("status", {})["conditions"] = [
+            {
+                "type": c[0],
+                "status": "True",
+                "message": c[1],
+                "reason": c[2] if len(c) > 2 else f"Job{c[0]}",
+                "lastTransitionTime": now_stamp(),
+            }
+            for c in conditions
+        ]
+
+    def set_jobset_status(
+        self,
+        name: str,
+        replicated: dict[str, dict[str, int]],
+        *,
+        restarts: int = 0,
+        namespace: str = "default",
+    ) -> None:
+        """A JobSet's status.replicatedJobsStatus ({replicatedJob: {"active": 1, ...}}, the
+        other counts 0) and status.restarts, as the JobSet controller writes them."""
+        job = self.job(name, namespace)
+        job.setdefault("status", {}).update(
+            restarts=restarts,
+            replicatedJobsStatus=[
                 {
-                    "type": c[0],
-                    "status": "True",
-                    "message": c[1],
-                    "reason": c[2] if len(c) > 2 else f"Job{c[0]}",
-                    "lastTransitionTime": now_stamp(),
+                    "name": rjob,
+                    **{k: counts.get(k, 0) for k in ("ready", "succeeded", "failed", "active")},
+                    "suspended": counts.get("suspended", 0),
                 }
-                for c in conditions
-            ]
-        }
+                for rjob, counts in replicated.items()
+            ],
+        )
 
     def run_pods(
         self,
@@ -511,6 +596,10 @@ class FakeKubernetes:
         with the template's labels and the operator's own."""
         job = self.job(name, namespace)
         kind = job["kind"]
+        if kind == "JobSet":
+            return self._run_jobset_pods(
+                job, phase=phase, node=node, restarts=restarts, exit_code=exit_code
+            )
         key = CRDS[kind][2]
         made = []
         for replica_type, replica in job["spec"][key].items():
@@ -546,6 +635,73 @@ class FakeKubernetes:
                     },
                 }
                 made.append(pod_name)
+        return made
+
+    def _run_jobset_pods(
+        self, jobset: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
+    ) -> list[str]:
+        """A JobSet's pods as its Jobs make them: Job <jobset>-<replicatedJob>-<j>, pods
+        <job>-<completion index>-<5 random> with hostname <job>-<index> in the JobSet's
+        subdomain, the JobSet's and the Job controller's labels, the completion index as a
+        label and annotation, and JOB_COMPLETION_INDEX added to each container."""
+        name, namespace = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
+        attempt = str((jobset.get("status") or {}).get("restarts") or 0)
+        subdomain = (jobset["spec"].get("network") or {}).get("subdomain") or name
+        made = []
+        for rjob in jobset["spec"]["replicatedJobs"]:
+            job_spec = rjob["template"]["spec"]
+            template = job_spec["template"]
+            for j in range(rjob.get("replicas", 1)):
+                job_name = f"{name}-{rjob['name']}-{j}"
+                for index in range(job_spec.get("completions", 1)):
+                    pod_name = f"{job_name}-{index}-{uuid.uuid4().hex[:5]}"
+                    labels = {
+                        **((template.get("metadata") or {}).get("labels") or {}),
+                        "jobset.sigs.k8s.io/jobset-name": name,
+                        "jobset.sigs.k8s.io/replicatedjob-name": rjob["name"],
+                        "jobset.sigs.k8s.io/job-index": str(j),
+                        "jobset.sigs.k8s.io/restart-attempt": attempt,
+                        "batch.kubernetes.io/job-name": job_name,
+                        "batch.kubernetes.io/job-completion-index": str(index),
+                    }
+                    state: dict[str, Any] = {"running": {"startedAt": now_stamp()}}
+                    if exit_code is not None:
+                        state = {"terminated": {"exitCode": exit_code}}
+                    index_env = {
+                        "name": "JOB_COMPLETION_INDEX",
+                        "valueFrom": {
+                            "fieldRef": {
+                                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                            }
+                        },
+                    }
+                    spec = json.loads(json.dumps(template["spec"]))
+                    for container in spec["containers"]:
+                        container["env"] = [*(container.get("env") or []), index_env]
+                    self.pods[(namespace, pod_name)] = {
+                        "metadata": {
+                            "name": pod_name,
+                            "namespace": namespace,
+                            "labels": labels,
+                            "annotations": {"batch.kubernetes.io/job-completion-index": str(index)},
+                            "uid": str(uuid.uuid4()),
+                        },
+                        "spec": {
+                            **spec,
+                            "hostname": f"{job_name}-{index}",
+                            "subdomain": subdomain,
+                            "nodeName": node,
+                        },
+                        "status": {
+                            "phase": phase,
+                            "startTime": now_stamp(),
+                            "containerStatuses": [
+                                {"name": c["name"], "restartCount": restarts, "state": state}
+                                for c in spec["containers"]
+                            ],
+                        },
+                    }
+                    made.append(pod_name)
         return made
 
     def set_pod_phase(self, pod: str, phase: str, *, namespace: str = "default") -> None:
@@ -672,9 +828,15 @@ class FakeKubernetes:
         ):
             plural, group_ok = p[4], True
             rest = p[5:]
-        elif p[:1] == ["apis"] and len(p) >= 6 and p[3] == "namespaces" and p[5] in PLURALS:
+        elif (
+            p[:1] == ["apis"]
+            and len(p) >= 6
+            and p[3] == "namespaces"
+            and p[5] in JOB_PLURALS
+            and (p[5] != "jobsets" or self.jobset)
+        ):
             plural = p[5]
-            group_ok = f"{p[1]}/{p[2]}" == CRDS[PLURALS[plural]][0]
+            group_ok = f"{p[1]}/{p[2]}" == VERSIONS[plural]
             rest = p[6:]
         else:
             group_ok, plural, rest = False, "", []
@@ -711,7 +873,7 @@ class FakeKubernetes:
         resource = f"{plural}/{sub}" if sub else plural
         verb = "get" if verb == "log" else verb
         if (verb, resource, namespace) in self.forbidden or (verb, resource, "") in self.forbidden:
-            group = CRDS[PLURALS[plural]][0].split("/")[0] if plural in PLURALS else ""
+            group = VERSIONS[plural].split("/")[0] if plural in VERSIONS else ""
             where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
             raise Refusal(
                 403,
@@ -737,7 +899,7 @@ class FakeKubernetes:
         found = store.get((namespace, name)) if plural == "pods" else store.get(key)
         if found is None:
             core = ("secrets", "pods", "resourcequotas")
-            what = plural if plural in core else f"{plural}.kubeflow.org"
+            what = plural if plural in core else f"{plural}.{VERSIONS[plural].split('/')[0]}"
             raise Refusal(404, "NotFound", f'{what} "{name}" not found')
         if verb == "get":
             return 200, found
@@ -859,8 +1021,8 @@ class FakeKubernetes:
         body = r.body
         if not isinstance(body, dict):
             raise Refusal(400, "BadRequest", "the body of the request is not a JSON object")
-        kind_expected = "Secret" if plural == "secrets" else PLURALS[plural]
-        version_expected = "v1" if plural == "secrets" else CRDS[PLURALS[plural]][0]
+        kind_expected = "Secret" if plural == "secrets" else JOB_PLURALS[plural]
+        version_expected = "v1" if plural == "secrets" else VERSIONS[plural]
         if body.get("kind") != kind_expected:
             raise Refusal(
                 400,
@@ -896,11 +1058,15 @@ class FakeKubernetes:
         )
         if plural == "secrets":
             self._check_secret(check, body)
+        elif plural == "jobsets":
+            self._check_jobset(check, body, namespace)
         else:
             self._check_training_job(check, body, namespace)
         check.raise_if_any()
         if (plural, namespace, name) in self.objects:
-            what = "secrets" if plural == "secrets" else f"{plural}.kubeflow.org"
+            what = (
+                "secrets" if plural == "secrets" else f"{plural}.{VERSIONS[plural].split('/')[0]}"
+            )
             raise Refusal(409, "AlreadyExists", f'{what} "{name}" already exists')
         stored = json.loads(json.dumps(body))
         stored["metadata"].update(
@@ -912,6 +1078,8 @@ class FakeKubernetes:
         if plural == "secrets":
             data = stored.pop("stringData", {}) or {}
             stored["data"] = {**(stored.get("data") or {}), **data}  # kept readable here
+        elif plural == "jobsets":
+            stored["status"] = {"restarts": 0}  # no conditions until it ends or is suspended
         else:
             stored["status"] = {
                 "conditions": [
@@ -1036,6 +1204,163 @@ class FakeKubernetes:
             self._check_pod(
                 check, template.get("spec"), f"{path}.template.spec", namespace, container_name
             )
+
+    def _check_jobset(self, check: Invalid, body: dict, namespace: str) -> None:
+        """The JobSet CRD's schema, then its validating webhook (generated names)."""
+        name = str(body["metadata"].get("name") or "")
+        spec = check.fields(body.get("spec"), JOBSET_SPEC_KEYS, "spec")
+        network = check.fields(
+            spec.get("network", {}),
+            {"enableDNSHostnames", "subdomain", "publishNotReadyAddresses"},
+            "spec.network",
+        )
+        for flag in ("enableDNSHostnames", "publishNotReadyAddresses"):
+            if flag in network and not isinstance(network[flag], bool):
+                check.bad(f"spec.network.{flag}", "must be a boolean")
+        if "subdomain" in network and (
+            not isinstance(network["subdomain"], str)
+            or not DNS_1035.match(network["subdomain"])
+            or len(network["subdomain"]) > 63
+        ):
+            check.bad(
+                "spec.network.subdomain",
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-'",
+            )
+        for field_name in ("ttlSecondsAfterFinished",):
+            if field_name in spec and not _whole(spec[field_name]):
+                check.bad(f"spec.{field_name}", "should be greater than or equal to 0")
+        rjobs = spec.get("replicatedJobs")
+        if not isinstance(rjobs, list) or not rjobs:
+            check.bad("spec.replicatedJobs", "Required value")
+            rjobs = []
+        names: list[str] = []
+        for i, rjob in enumerate(rjobs):
+            path = f"spec.replicatedJobs[{i}]"
+            rjob = check.fields(rjob, REPLICATED_JOB_KEYS, path)
+            rname = rjob.get("name")
+            if not isinstance(rname, str) or not rname:
+                check.bad(f"{path}.name", "Required value")
+                continue
+            if rname in names:
+                check.bad(
+                    f"{path}.name",
+                    f'Duplicate value: map[string]interface {{}}{{"name":"{rname}"}}',
+                )
+            names.append(rname)
+            replicas = rjob.get("replicas", 1)
+            if not _whole(replicas):
+                check.bad(f"{path}.replicas", "must be a whole number, 0 or more")
+                replicas = 1
+            template = check.fields(rjob.get("template"), {"metadata", "spec"}, f"{path}.template")
+            if "metadata" in template:
+                self._check_meta(
+                    check, template["metadata"], f"{path}.template.metadata", name_rule=""
+                )
+            job = check.fields(template.get("spec"), JOB_SPEC_KEYS, f"{path}.template.spec")
+            jpath = f"{path}.template.spec"
+            for field_name in (
+                "parallelism",
+                "completions",
+                "backoffLimit",
+                "activeDeadlineSeconds",
+                "ttlSecondsAfterFinished",
+            ):
+                if field_name in job and not _whole(job[field_name]):
+                    check.bad(f"{jpath}.{field_name}", "must be greater than or equal to 0")
+            if job.get("activeDeadlineSeconds") == 0:
+                check.bad(f"{jpath}.activeDeadlineSeconds", "must be greater than 0")
+            mode = job.get("completionMode", "NonIndexed")
+            if mode not in ("NonIndexed", "Indexed"):
+                check.bad(f"{jpath}.completionMode", "Unsupported value")
+            if mode == "Indexed" and "completions" not in job:
+                check.bad(
+                    f"{jpath}.completions",
+                    "Required value: when completion mode is Indexed",
+                )
+            pod_template = check.fields(
+                job.get("template"), {"metadata", "spec"}, f"{jpath}.template"
+            )
+            if "metadata" in pod_template:
+                self._check_meta(
+                    check, pod_template["metadata"], f"{jpath}.template.metadata", name_rule=""
+                )
+            self._check_pod(
+                check, pod_template.get("spec"), f"{jpath}.template.spec", namespace, ""
+            )
+            pod = pod_template.get("spec") if isinstance(pod_template.get("spec"), dict) else {}
+            # The Job API refuses Always; JobSet's webhook defaults an empty one to OnFailure.
+            if pod.get("restartPolicy", "OnFailure") not in ("OnFailure", "Never"):
+                check.bad(
+                    f"{jpath}.template.spec.restartPolicy",
+                    'Unsupported value: "Always": supported values: "OnFailure", "Never"',
+                )
+            # JobSet's webhook: the Jobs' and the pods' generated names are DNS-1035 labels.
+            job_name = f"{name}-{rname}-{max(replicas - 1, 0)}"
+            if not DNS_1035.match(job_name) or len(job_name) > 63:
+                check.bad(path, f"a DNS-1035 label must be at most 63 characters: {job_name!r}")
+            completions = job.get("completions")
+            if mode == "Indexed" and _whole(completions):
+                pod_name = f"{job_name}-{max(completions - 1, 0)}-abcde"
+                if len(pod_name) > 63:
+                    check.bad(
+                        path,
+                        "JobSet name must be shorter; pod names generated for this JobSet will "
+                        "exceed 63 characters.",
+                    )
+                elif not DNS_1035.match(pod_name):
+                    check.bad(path, f"a DNS-1035 label: {pod_name!r}")
+        success = check.fields(
+            spec.get("successPolicy", {"operator": "All"}),
+            {"operator", "targetReplicatedJobs"},
+            "spec.successPolicy",
+        )
+        if success.get("operator") not in ("All", "Any"):
+            check.bad(
+                "spec.successPolicy.operator", 'Unsupported value: supported values: "All", "Any"'
+            )
+        for target in success.get("targetReplicatedJobs") or []:
+            if target not in names:
+                check.bad(
+                    "spec.successPolicy.targetReplicatedJobs",
+                    f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs",
+                )
+        failure = check.fields(
+            spec.get("failurePolicy", {}),
+            {"maxRestarts", "restartStrategy", "rules"},
+            "spec.failurePolicy",
+        )
+        if "maxRestarts" in failure and not _whole(failure["maxRestarts"]):
+            check.bad("spec.failurePolicy.maxRestarts", "must be a whole number, 0 or more")
+        if failure.get("restartStrategy", "Recreate") not in ("Recreate", "BlockingRecreate"):
+            check.bad("spec.failurePolicy.restartStrategy", "Unsupported value")
+        for i, rule in enumerate(failure.get("rules") or []):
+            rpath = f"spec.failurePolicy.rules[{i}]"
+            rule = check.fields(
+                rule,
+                {
+                    "name",
+                    "action",
+                    "onJobFailureReasons",
+                    "onJobFailureMessagePatterns",
+                    "targetReplicatedJobs",
+                },
+                rpath,
+            )
+            if not RULE_NAME.match(str(rule.get("name", ""))):
+                check.bad(
+                    f"{rpath}.name",
+                    "Required value: must match ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+                )
+            if rule.get("action") not in FAILURE_ACTIONS:
+                check.bad(f"{rpath}.action", "Unsupported value")
+            for key in (
+                "onJobFailureReasons",
+                "onJobFailureMessagePatterns",
+                "targetReplicatedJobs",
+            ):
+                values = rule.get(key, [])
+                if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+                    check.bad(f"{rpath}.{key}", "must be a list of strings")
 
     def _check_pod(
         self, check: Invalid, pod: Any, path: str, namespace: str, container_name: str
@@ -1290,7 +1615,7 @@ class FakeKubernetes:
                 "BadRequest",
                 f"propagationPolicy {policy!r} is not Foreground, Background or Orphan",
             )
-        if policy == "Foreground" and self.hold_deletions and key[0] in PLURALS:
+        if policy == "Foreground" and self.hold_deletions and key[0] in JOB_PLURALS:
             found["metadata"].setdefault("deletionTimestamp", now_stamp())
             found["metadata"]["finalizers"] = ["foregroundDeletion"]
             return found
@@ -1300,12 +1625,14 @@ class FakeKubernetes:
     def _remove(self, key: tuple[str, str, str]) -> None:
         plural, namespace, name = key
         self.objects.pop(key, None)
-        if plural in PLURALS:
+        if plural in JOB_PLURALS:
+            owner = (
+                "jobset.sigs.k8s.io/jobset-name"
+                if plural == "jobsets"
+                else "training.kubeflow.org/job-name"
+            )
             for pod_key, pod in list(self.pods.items()):
-                if (
-                    pod["metadata"]["labels"].get("training.kubeflow.org/job-name") == name
-                    and pod_key[0] == namespace
-                ):
+                if pod["metadata"]["labels"].get(owner) == name and pod_key[0] == namespace:
                     del self.pods[pod_key]
 
 

@@ -363,7 +363,6 @@ def test_it_refuses_what_the_cluster_cannot_run_on_the_right_fields(fake, k8s):
 
     assert set(errors) == {
         "queue",
-        "jobFramework",
         "roles[0].acceleratorType",
         "datasources[0].name",
         "datasources[1].type",
@@ -388,21 +387,25 @@ def test_it_refuses_more_than_one_tensorflow_evaluator_as_the_operator_does(fake
 
 
 def test_a_refused_spec_fails_without_calling_the_api_server(fake, k8s, alice):
-    job = submitted(alice, k8s, framework=S.CUSTOM, roles=[S.Role("trainer", 1, A800, 1)])
+    job = submitted(alice, k8s, enable_rdma=True)
 
     assert job.status == JobStatus.SUBMIT_FAILED
-    assert "jobFramework" in job.status_reason
+    assert "jobSpec.enableRDMA" in job.status_reason
     assert not fake.calls("create secrets") and not fake.jobs()
 
 
-def test_the_preview_of_a_spec_the_cluster_cannot_run_or_of_a_broken_setup_still_shows(
+def test_the_preview_of_a_custom_job_is_its_jobset_and_a_broken_setup_still_shows(
     fake, k8s, settings
 ):
     custom = k8s.request_preview(spec(framework=S.CUSTOM, roles=[S.Role("trainer", 1)]))
     settings.KUBERNETES_TOKEN = ""
     broken = k8s.request_preview(spec())
 
-    assert custom.body["jobFramework"] == S.CUSTOM  # its stored AIHC body
+    assert custom.body["kind"] == "JobSet"
+    assert (
+        custom.path
+        == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets?fieldValidation=Strict"
+    )
     assert broken.body["kind"] == "PyTorchJob"
     assert broken.endpoint == ""
 
@@ -939,3 +942,312 @@ def test_the_fake_api_server_checks_paths_and_content_types(fake):
         415,
         "UnsupportedMediaType",
     )
+
+
+# -- custom jobs: a JobSet ---------------------------------------------------------------
+
+
+def custom(**changes) -> dict:
+    return {
+        "framework": S.CUSTOM,
+        "roles": [S.Role("trainer", 2, A800, 8), S.Role("param-server", 1, "", 0, cpu=4)],
+        **changes,
+    }
+
+
+def test_a_custom_job_is_created_as_a_jobset_exactly_as_previewed(fake, k8s, alice):
+    job = submitted(alice, k8s, **custom())
+
+    name = M.object_name(job.job_spec(), job.public_id)
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, name)
+    [secret_call] = fake.calls("create secrets")
+    [job_call] = fake.calls("create jobsets")
+    assert fake.requests.index(secret_call) < fake.requests.index(job_call)
+    assert job_call.path == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
+    assert job_call.param("fieldValidation") == "Strict"
+    preview = k8s.request_preview(job.job_spec(), job_id=job.public_id)
+    assert job_call.body == preview.body
+    assert [r["name"] for r in job_call.body["spec"]["replicatedJobs"]] == [
+        "trainer",
+        "param-server",
+    ]
+    [owner] = fake.secret(f"{name}-env")["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("JobSet", fake.job(name)["metadata"]["uid"])
+
+
+def _resolved(pod: dict) -> dict[str, str]:
+    """A pod's environment as the kubelet resolves it (values, field refs, secret refs)."""
+    meta = pod["metadata"]
+    out = {}
+    for env in pod["spec"]["containers"][0]["env"]:
+        if "value" in env:
+            out[env["name"]] = env["value"]
+        elif "fieldRef" in env["valueFrom"]:
+            path = env["valueFrom"]["fieldRef"]["fieldPath"]
+            where, key = path.split("[", 1)
+            out[env["name"]] = meta[where.split(".")[1]][key.strip("[]'")]
+        else:
+            out[env["name"]] = "******"  # the Secret's value; the preview masks it
+    return out
+
+
+def test_each_custom_instance_sees_what_the_local_runner_gives_it_on_a_stable_hostname(
+    fake, k8s, alice
+):
+    from jobs.runtime_env import replica_refs
+
+    job = submitted(alice, k8s, **custom())
+    spec_ = job.job_spec()
+    name = job.external_id
+    pods = [fake.pods[("default", p)] for p in fake.run_pods(name)]
+
+    found = {}
+    for pod in pods:
+        env = _resolved(pod)
+        found[(env["AIHC_ROLE"], env["AIHC_ROLE_INDEX"])] = (env, pod["spec"])
+    assert sorted(found) == [("param-server", "0"), ("trainer", "0"), ("trainer", "1")]
+    for ref in replica_refs(spec_):
+        env, pod_spec = found[(ref.role, str(ref.index))]
+        expected = k8s.environment_preview(spec_, ref, job_id=job.public_id)
+        assert {k: v for k, v in env.items() if k != "JOB_COMPLETION_INDEX"} == expected
+        assert env["JOB_COMPLETION_INDEX"] == str(ref.index)
+        # Reachable by its peers as <hostname>.<subdomain> in the namespace.
+        assert (pod_spec["hostname"], pod_spec["subdomain"]) == (
+            f"{name}-{ref.role}-0-{ref.index}",
+            name,
+        )
+
+
+def test_a_custom_job_is_followed_through_running_to_succeeded(fake, k8s, alice):
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED  # no Job has pods running yet
+
+    pods = fake.run_pods(name)
+    fake.set_jobset_status(
+        name, {"trainer": {"active": 1, "ready": 1}, "param-server": {"active": 1}}
+    )
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    assert sorted(job.replicas.values_list("role", "index", "status")) == [
+        ("param-server", 0, "running"),
+        ("trainer", 0, "running"),
+        ("trainer", 1, "running"),
+    ]
+
+    for pod in pods:
+        fake.set_pod_phase(pod, "Succeeded")
+    fake.set_jobset_status(name, {"trainer": {"succeeded": 1}, "param-server": {"succeeded": 1}})
+    fake.set_conditions(name, ("Completed", "jobset completed successfully", "AllJobsCompleted"))
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED
+    assert set(job.replicas.values_list("status", flat=True)) == {"succeeded"}
+    assert job.events.get(reason="Succeeded").message == (
+        "Kubernetes reports Completed: jobset completed successfully"
+    )
+
+
+def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):
+    broken = submitted(alice, k8s, **custom())
+    late = submitted(alice, k8s, **custom())
+    fake.set_conditions(
+        broken.external_id,
+        (
+            "Failed",
+            "jobset failed due to reaching max number of restarts (first failed job: x)",
+            "ReachedMaxRestarts",
+        ),
+    )
+    fake.set_conditions(
+        late.external_id,
+        (
+            "Failed",
+            "applying FailJobSet failure policy action (first failed job: y)",
+            "FailJobSetFailurePolicyAction",
+        ),
+    )
+
+    k8s.sync(broken)
+    k8s.sync(late)
+
+    broken.refresh_from_db()
+    late.refresh_from_db()
+    assert broken.status == JobStatus.FAILED
+    assert "reaching max number of restarts" in broken.status_reason
+    assert late.status == JobStatus.TIMED_OUT
+
+
+def test_a_restarted_custom_job_follows_its_current_attempts_pods_only(fake, k8s, alice):
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.set_jobset_status(name, {"trainer": {"active": 1}}, restarts=1)
+    fake.run_pods(name)
+    # The first attempt's pods, failed, still going away (listed after the new ones).
+    fake.set_jobset_status(name, {}, restarts=0)
+    for pod in fake.run_pods(name, phase="Failed", exit_code=1):
+        assert fake.pods[("default", pod)]["metadata"]["labels"][M.RESTART_ATTEMPT_LABEL] == "0"
+    fake.set_jobset_status(name, {"trainer": {"active": 1}}, restarts=1)
+
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.RUNNING
+    assert set(job.replicas.values_list("status", flat=True)) == {"running"}
+
+
+def test_stopping_a_custom_job_deletes_its_jobset_and_it_is_stopped_once_gone(fake, k8s, alice):
+    fake.hold_deletions = True
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    fake.run_pods(name)
+    fake.set_jobset_status(name, {"trainer": {"active": 1}})
+    k8s.sync(job)
+
+    k8s.stop(job)
+    fake.set_conditions(name, ("Failed", "jobset failed", "FailedJobs"))
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    [delete] = fake.calls("delete jobsets")
+    assert delete.param("propagationPolicy") == "Foreground"
+    assert fake.secret(f"{name}-env") is None
+
+    fake.finish_deletions()
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == [] and not fake.pods.get(("default", "x"))
+    assert not [p for p in fake.pods if p[1].startswith(name)]
+
+
+def test_a_custom_jobs_create_without_an_answer_is_adopted_by_its_label(fake, k8s, alice):
+    fake.drop_next("create jobsets", after=True)
+
+    job = submitted(alice, k8s, **custom())
+    k8s.submit(job)
+    job.refresh_from_db()
+
+    assert len(fake.jobs()) == 1 and len(fake.calls("create jobsets")) == 2
+    assert job.external_id == fake.jobs()[0]["metadata"]["name"]
+    assert "adopted" in job.events.get(reason="Submitted").message
+
+
+def test_a_custom_instances_logs_are_read_from_its_pod(fake, k8s, alice):
+    job = submitted(alice, k8s, **custom())
+    pods = fake.run_pods(job.external_id)
+    second = next(p for p in pods if p.startswith(f"{job.external_id}-trainer-0-1-"))
+    fake.add_logs(second, ["step 1 hf_secret_value"])
+
+    assert k8s.logs(job, "trainer-1", tail=5) == ["step 1 ******"]
+    [call] = fake.calls("log pods")
+    assert call.param("container") == "main"
+    assert call.path.endswith(f"/pods/{second}/log")
+
+
+def test_a_cluster_without_jobset_fails_a_custom_submit_saying_what_to_install(
+    settings, k8s, alice
+):
+    fake = FakeKubernetes(jobset=False).start()
+    try:
+        configure(
+            settings,
+            fake,
+            KUBERNETES_ACCELERATORS=f"{A800}=nvidia.com/gpu",
+            KUBERNETES_VOLUMES="pfs=datasets",
+        )
+        job = submitted(alice, k8s, **custom())
+        pytorch = submitted(alice, k8s)
+    finally:
+        fake.stop()
+
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert job.status_reason.startswith(
+        "The cluster does not serve JobSet (jobset.x-k8s.io/v1alpha2): install it there first"
+    )
+    assert fake.secret(f"{M.object_name(job.job_spec(), job.public_id)}-env") is None
+    assert pytorch.status == JobStatus.QUEUED
+
+
+def _jobset_refusal(fake, change):
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    client = KubeClient(server=fake.url, token=fake.token)
+    body = M.job_manifest(
+        spec(**custom(envs=[], datasources=[])),
+        M.Cluster(),
+        name="llm-train-1",
+        namespace="default",
+        job_id="customjob-1",
+    )
+    change(body)
+    try:
+        client.create(M.resource_path(S.CUSTOM, "default"), body)
+    except KubeError as exc:
+        return exc.status, exc.reason, exc.message
+    return 201, "", ""
+
+
+def _trainer(body):
+    return body["spec"]["replicatedJobs"][0]["template"]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("change", "status", "reason", "words"),
+    [
+        (lambda b: None, 201, "", ""),
+        (
+            lambda b: b["spec"].update(replicas=2),
+            400,
+            "BadRequest",
+            'unknown field "spec.replicas"',
+        ),
+        (
+            lambda b: _trainer(b).update(restarts=1),
+            400,
+            "BadRequest",
+            'unknown field "spec.replicatedJobs[0].template.spec.restarts"',
+        ),
+        (lambda b: b["spec"].update(replicatedJobs=[]), 422, "Invalid", "spec.replicatedJobs"),
+        (
+            lambda b: b["spec"]["replicatedJobs"][1].update(name="trainer"),
+            422,
+            "Invalid",
+            "Duplicate value",
+        ),
+        (
+            lambda b: _trainer(b)["template"]["spec"].update(restartPolicy="Always"),
+            422,
+            "Invalid",
+            "restartPolicy",
+        ),
+        (lambda b: _trainer(b).pop("completions"), 422, "Invalid", "completion mode is Indexed"),
+        (
+            lambda b: b["spec"]["replicatedJobs"][0].update(name="a" + "b" * 44),
+            422,
+            "Invalid",
+            "JobSet name must be shorter",
+        ),
+        (lambda b: b["spec"]["successPolicy"].update(operator="Most"), 422, "Invalid", "operator"),
+        (
+            lambda b: b["spec"]["failurePolicy"]["rules"][0].update(name="deadline exceeded"),
+            422,
+            "Invalid",
+            "rules[0].name",
+        ),
+        (
+            lambda b: b["spec"]["network"].update(subdomain="Sub_domain"),
+            422,
+            "Invalid",
+            "subdomain",
+        ),
+    ],
+)
+def test_the_fake_api_server_refuses_a_jobset_a_real_one_refuses(
+    fake, change, status, reason, words
+):
+    assert _jobset_refusal(fake, change)[:2] == (status, reason)
+    assert words in _jobset_refusal(fake, change)[2]

@@ -302,3 +302,176 @@ def test_every_pod_tolerates_the_configured_taints_and_pulls_with_the_configured
         assert pod["imagePullSecrets"] == [{"name": "regcred"}]
     plain = manifest(pytorch_spec())["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert "tolerations" not in plain and "imagePullSecrets" not in plain
+
+
+# -- custom jobs: a JobSet ----------------------------------------------------------------
+
+CUSTOM_ID = "customjob-3f2a9c1b-7d4e-4a5b-9c8d-0123456789ab"
+
+
+def custom_spec(**changes) -> S.JobSpec:
+    roles = [
+        S.Role("trainer", 3, A800, 8, cpu=32, memory_gb=256),
+        S.Role("param-server", 2, "", 0, cpu=8, memory_gb=64),
+    ]
+    return pytorch_spec(**{"framework": S.CUSTOM, "roles": roles, **changes})
+
+
+def jobset(spec: S.JobSpec, cluster: M.Cluster = CLUSTER) -> dict:
+    return M.job_manifest(
+        spec, cluster, name=M.object_name(spec, CUSTOM_ID), namespace="team-a", job_id=CUSTOM_ID
+    )
+
+
+def test_a_custom_job_is_a_jobset_with_one_indexed_job_per_role_on_stable_hostnames():
+    body = jobset(custom_spec())
+
+    assert (body["apiVersion"], body["kind"]) == ("jobset.x-k8s.io/v1alpha2", "JobSet")
+    assert body["metadata"] == {
+        "name": "llm-train-3f2a9c1b7d4e",
+        "namespace": "team-a",
+        "labels": {"ai-job-console/job-id": CUSTOM_ID},
+    }
+    assert body["spec"]["network"] == {
+        "enableDNSHostnames": True,
+        "subdomain": "llm-train-3f2a9c1b7d4e",
+    }
+    assert body["spec"]["successPolicy"] == {"operator": "All"}
+    trainer, server = body["spec"]["replicatedJobs"]
+    assert (trainer["name"], trainer["replicas"], server["name"], server["replicas"]) == (
+        "trainer",
+        1,
+        "param-server",
+        1,
+    )
+    job = trainer["template"]["spec"]
+    assert {k: v for k, v in job.items() if k != "template"} == {
+        "parallelism": 3,
+        "completions": 3,
+        "completionMode": "Indexed",
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": 7200,
+    }
+    assert server["template"]["spec"]["completions"] == 2
+    assert trainer["template"]["metadata"] == {"labels": {"ai-job-console/job-id": CUSTOM_ID}}
+
+
+def test_a_custom_roles_pods_are_built_as_every_frameworks_are():
+    body = jobset(custom_spec(priority="high"))
+    trainer, server = body["spec"]["replicatedJobs"]
+
+    pod = trainer["template"]["spec"]["template"]
+    assert pod["metadata"] == {"labels": {"ai-job-console/job-id": CUSTOM_ID}}
+    spec = pod["spec"]
+    assert spec["restartPolicy"] == "Never"
+    [container] = spec["containers"]
+    assert container["image"] == "registry.example.com/train:1.0"
+    assert container["command"] == ["bash", "-c", "python train.py --epochs 3"]
+    assert "ports" not in container
+    amounts = {"nvidia.com/gpu": "8", "cpu": "32", "memory": "256Gi"}
+    assert container["resources"] == {"limits": amounts, "requests": amounts}
+    assert spec["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A800-SXM4-80GB"}
+    assert spec["priorityClassName"] == "training-high"
+    assert spec["volumes"][0] == {
+        "name": "dshm",
+        "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"},
+    }
+    assert {
+        "name": "HF_TOKEN",
+        "valueFrom": {"secretKeyRef": {"name": "llm-train-3f2a9c1b7d4e-env", "key": "HF_TOKEN"}},
+    } in container["env"]
+    assert "hf_secret_value" not in str(body)
+    cpu_only = server["template"]["spec"]["template"]["spec"]
+    assert cpu_only["containers"][0]["resources"]["limits"] == {"cpu": "8", "memory": "64Gi"}
+    assert "nodeSelector" not in cpu_only
+
+
+def test_each_custom_instance_gets_the_local_runners_variables_its_index_from_the_job():
+    body = jobset(custom_spec(tensorboard=S.TensorboardConfig(enable=True, log_path="/mnt/tb")))
+    trainer = body["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+    env = trainer["containers"][0]["env"]
+    assert [e["name"] for e in env] == [
+        "AIHC_JOB_NAME",
+        "AIHC_JOB_ID",
+        "AIHC_ROLE",
+        "AIHC_ROLE_INDEX",
+        "AIHC_TENSORBOARD_LOG_PATH",
+        "NCCL_DEBUG",
+        "PYTHONUNBUFFERED",
+        "LR",
+        "HF_TOKEN",
+    ]
+    assert env[2] == {"name": "AIHC_ROLE", "value": "trainer"}
+    assert env[3] == {
+        "name": "AIHC_ROLE_INDEX",
+        "valueFrom": {
+            "fieldRef": {
+                "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+            }
+        },
+    }
+
+
+def test_fault_tolerance_is_the_jobsets_restarts_and_a_timeout_fails_it_at_once():
+    plain = jobset(custom_spec())
+    tolerant = jobset(
+        custom_spec(
+            fault_tolerance=True,
+            fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=5),
+            retention_period="2d",
+        )
+    )
+    deadline = {
+        "name": "DeadlineExceeded",
+        "action": "FailJobSet",
+        "onJobFailureReasons": ["DeadlineExceeded"],
+    }
+
+    assert plain["spec"]["failurePolicy"] == {"maxRestarts": 0, "rules": [deadline]}
+    assert "ttlSecondsAfterFinished" not in plain["spec"]
+    assert tolerant["spec"]["failurePolicy"] == {"maxRestarts": 5, "rules": [deadline]}
+    assert tolerant["spec"]["ttlSecondsAfterFinished"] == 172800
+    # Pods are never restarted in place: the JobSet is recreated as a whole.
+    job = tolerant["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert (job["backoffLimit"], job["template"]["spec"]["restartPolicy"]) == (0, "Never")
+
+
+def test_a_custom_job_in_a_kueue_queue_carries_the_queue_label():
+    cluster = M.Cluster(accelerators=CLUSTER.accelerators, kueue=True)
+
+    body = jobset(custom_spec(queue="research", labels=[("team", "nlp")]), cluster)
+
+    assert body["metadata"]["labels"] == {
+        "team": "nlp",
+        "ai-job-console/job-id": CUSTOM_ID,
+        "kueue.x-k8s.io/queue-name": "research",
+    }
+
+
+def test_a_jobset_is_named_short_enough_for_its_longest_pod_name():
+    role = "a-role-name-of-thirty-two-chars0"
+    spec = custom_spec(
+        name="a-very-long-job-name-for-a-custom-run", roles=[S.Role(role, 1000, "", 0, cpu=1)]
+    )
+
+    name = M.object_name(spec, CUSTOM_ID)
+
+    assert name == "a-ver-3f2a9c1b7d4e"
+    assert len(f"{name}-{role}-0-999-abcde") == 63
+    assert M.object_name(custom_spec(), CUSTOM_ID) == "llm-train-3f2a9c1b7d4e"
+
+
+def test_jobset_pods_are_read_back_to_their_role_and_completion_index():
+    spec = custom_spec()
+
+    def pod(labels, annotations=None):
+        return {"metadata": {"labels": labels, "annotations": annotations or {}}}
+
+    role = "jobset.sigs.k8s.io/replicatedjob-name"
+    index = "batch.kubernetes.io/job-completion-index"
+    assert M.pod_replica(spec, pod({role: "param-server", index: "1"})) == ("param-server", 1)
+    # Before Kubernetes 1.28 the index is an annotation only.
+    assert M.pod_replica(spec, pod({role: "trainer"}, {index: "2"})) == ("trainer", 2)
+    assert M.pod_replica(spec, pod({role: "other", index: "0"})) is None
+    assert M.pod_replica(spec, pod({role: "trainer"})) is None

@@ -269,10 +269,33 @@ def test_the_job_page_and_admin_show_the_secret_and_the_job_in_the_order_they_we
     assert secret_call.body["stringData"] == {"HF_TOKEN": "hf_typed_secret"}
 
 
-def test_the_custom_framework_is_refused_on_the_basic_step_of_a_kubernetes_pool(fake, alice_client):
+def test_a_custom_job_on_a_kubernetes_pool_is_reviewed_and_sent_as_a_jobset(
+    fake, alice_client, alice
+):
+    from jobs.worker import Worker
+
     draft = new_draft(alice_client)
+    steps = k8s_steps(framework="Custom")
+    steps[W.RESOURCES] = resources_data(
+        roles=[role("trainer", 2, A800, 4), role("evaluator", 1, A800, 1)]
+    )
+    complete_steps(alice_client, draft, **steps)
 
-    r = post_step(alice_client, draft, W.BASIC, basic_data(resource_pool=POOL, framework="Custom"))
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
 
-    assert r.status_code == 200
-    assert "Kubeflow training operator 运行 PyTorch、MPI 和 TensorFlow 任务" in r.content.decode()
+    line = re.search(r'id="request-line">([^<]*)<', page).group(1)
+    body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
+    curl = html.unescape(re.search(r'id="request-curl">(.*?)</pre>', page, re.S).group(1))
+    assert (
+        line == "POST /apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets?fieldValidation=Strict"
+    )
+    assert body["kind"] == "JobSet"
+    assert [r["name"] for r in body["spec"]["replicatedJobs"]] == ["trainer", "evaluator"]
+    assert f"curl -X POST '{fake.url}/apis/jobset.x-k8s.io/v1alpha2/namespaces/ml/jobsets" in curl
+    envs = html.unescape(page[page.index('id="env-preview"') :])
+    assert "AIHC_ROLE=evaluator" in envs and "AIHC_ROLE_INDEX=1" in envs
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    Worker().dispatch_remote()
+    job = Job.objects.get(owner=alice)
+    assert (job.status, job.external_id) == (JobStatus.QUEUED, fake.jobs()[0]["metadata"]["name"])
+    assert fake.jobs()[0]["kind"] == "JobSet"

@@ -1,7 +1,7 @@
 """Kubernetes with the Kubeflow training operator: one resource pool per namespace.
 
-A job becomes a PyTorchJob, TFJob or MPIJob (jobs.kubernetes.manifests), and its secret envs
-a Secret created just before it. Both are named from the console job's id, so creating is
+A job becomes a PyTorchJob, TFJob or MPIJob, a custom job a JobSet (jobs.kubernetes.manifests),
+and its secret envs a Secret created just before it. Both are named from the console job's id, so creating is
 idempotent: a create that got no answer, or a worker that died mid-create, is simply tried
 again, and the API server's 409 AlreadyExists on an object labelled with this job's id means
 "already created" (one labelled otherwise is someone else's: the submit fails, nothing of
@@ -9,8 +9,9 @@ theirs is touched).
 
 Following a job (`sync`): the custom resource's status.conditions give the console status
 (Created -> Queued, Running/Restarting -> Running, Succeeded, Failed, Failed for exceeding
-activeDeadlineSeconds -> Timed out, Suspended (Kueue holding it) -> Queued); its pods, found
-by the console's job-id label, the JobReplica rows; the Events of the resource and of its
+activeDeadlineSeconds -> Timed out, Suspended (Kueue holding it) -> Queued; a JobSet's, see
+status_from_jobset); its pods, found by the console's job-id label (the pod template carries
+it) and told apart by the operator's or the JobSet's labels, the JobReplica rows; the Events of the resource and of its
 pods the JobEvent rows ("K8s:<reason>").
 
 Stopping deletes the custom resource (propagationPolicy=Foreground: its pods go first) and
@@ -82,6 +83,8 @@ UNANSWERED_EVENT = "SubmitTimedOut"
 MAX_EVENT_PODS = 32
 SUBMIT_PAUSE = (5.0, 300.0)  # seconds: first pause after an unreachable API server, maximum
 STOP_REQUESTED = gettext_noop("Stop requested.")
+# The API server's words for a path it serves no resource at (a CRD not installed).
+NO_SUCH_API = "could not find the requested resource"
 
 PHASES = {
     "pending": ReplicaStatus.PENDING,
@@ -128,6 +131,41 @@ def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
         if kind in true:
             return JobStatus.RUNNING, kind, said(kind)
     return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
+
+
+def status_from_jobset(resource: dict[str, Any]) -> tuple[str, str, str]:
+    """(console status, condition, its message) of a JobSet. Its conditions are Completed,
+    Failed and Suspended only: it is Running while any of its Jobs has pods running or ready
+    (status.replicatedJobsStatus), else Queued (Kueue not admitting it yet, pods pending).
+    Failed by the FailJobSet rule the console sends for DeadlineExceeded Jobs (or, on JobSet
+    versions with spec.activeDeadlineSeconds, reason DeadlineExceeded) is Timed out."""
+    status = resource.get("status") if isinstance(resource.get("status"), dict) else {}
+    conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
+    true = {
+        c.get("type"): c for c in conditions if isinstance(c, dict) and c.get("status") == "True"
+    }
+
+    def said(kind: str) -> str:
+        return str(true[kind].get("message") or "")
+
+    if "Completed" in true:
+        return JobStatus.SUCCEEDED, "Completed", said("Completed")
+    if "Failed" in true:
+        reason = str(true["Failed"].get("reason") or "")
+        if reason in ("FailJobSetFailurePolicyAction", "DeadlineExceeded"):
+            return JobStatus.TIMED_OUT, "Failed", said("Failed")
+        return JobStatus.FAILED, "Failed", said("Failed")
+    if "Suspended" in true:
+        return JobStatus.QUEUED, "Suspended", said("Suspended")
+    replicated = status.get("replicatedJobsStatus")
+    for one in replicated if isinstance(replicated, list) else []:
+        if isinstance(one, dict) and any(_count(one.get(k)) for k in ("active", "ready")):
+            return JobStatus.RUNNING, "Running", ""
+    return JobStatus.QUEUED, "", ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 # A quantity's suffixes (the API server writes a quota of 1000 cards as "1k").
@@ -508,14 +546,6 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 _("This pool has no queue %(queue)s; it has %(queues)s.")
                 % {"queue": spec.queue, "queues": ", ".join(config.queues)},
             )
-        if spec.framework not in M.KINDS:
-            err(
-                "jobFramework",
-                _(
-                    "The Kubeflow training operator runs PyTorch, MPI and TensorFlow jobs; "
-                    "custom roles cannot be sent."
-                ),
-            )
         for i, role in enumerate(spec.roles):
             if (
                 spec.framework == spec_module.TENSORFLOW
@@ -612,13 +642,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         return secret, job
 
     def request_preview(self, spec: spec_module.JobSpec, *, job_id: str = "") -> RequestPreview:
-        """The custom resource's create, preceded by the Secret's when the job has secret
-        envs (its values masked); before the job exists its id reads <job-id>. A spec the
-        cluster cannot run (the custom framework) shows its stored AIHC body, as the review
-        lists why it cannot be sent; misconfigured settings show the manifest without the
-        cluster's card mapping and address (the review says what is wrong on submit)."""
-        if spec.framework not in M.KINDS:
-            return super().request_preview(spec, job_id=job_id)
+        """The custom resource's create (a custom job's JobSet), preceded by the Secret's when
+        the job has secret envs (its values masked); before the job exists its id reads
+        <job-id>. Misconfigured settings show the manifest without the cluster's card mapping
+        and address (the review says what is wrong on submit)."""
         try:
             config = self._config()
         except BackendError:
@@ -657,7 +684,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     ) -> dict[str, str]:
         """What a pod finds: the operator's variables (its service names, in the pool's
         namespace) plus the ones the manifest sets (AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX
-        and PYTHONUNBUFFERED too, as the local runner sets them)."""
+        and PYTHONUNBUFFERED too, as the local runner sets them). A custom job's pods get the
+        same generic variables as its local replicas; no addresses (the local runner gives
+        none either: peers are reached at their JobSet hostnames)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
         return replica_environment(
@@ -699,7 +728,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except KubeError as exc:
             if secret_made and _refused(exc):  # no job will use it
                 self._delete_quietly(client, M.secret_path(namespace, secret["metadata"]["name"]))
-            self._create_failed(job, exc, secrets, config)
+            self._create_failed(job, exc, secrets, config, manifest=manifest)
             return
         except BackendError as exc:  # a name taken by an object that is not this job's
             self._fail(job, exc.message, secrets)
@@ -763,7 +792,15 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 "owner reference on Secret %s not set: %s", secret["metadata"]["name"], exc
             )
 
-    def _create_failed(self, job: Job, exc: KubeError, secrets: list[str], config: Config) -> None:
+    def _create_failed(
+        self,
+        job: Job,
+        exc: KubeError,
+        secrets: list[str],
+        config: Config,
+        *,
+        manifest: dict[str, Any],
+    ) -> None:
         if isinstance(exc, KubeUnavailable) or exc.status == 429:
             self._defer(
                 job,
@@ -777,6 +814,20 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 ),
                 stopped=recorded(STOP_REQUESTED),
             )
+            return
+        if _refused(exc) and exc.status == 404 and NO_SUCH_API in exc.message:
+            # The API server has no such resource: its CRD (JobSet's, the training
+            # operator's) is not installed. Said so, rather than only "not found".
+            message = recorded(
+                gettext_noop(
+                    "The cluster does not serve %(kind)s (%(api)s): install it there first "
+                    "(%(error)s)."
+                ),
+                kind=manifest["kind"],
+                api=manifest["apiVersion"],
+                error=recorded_error(exc),
+            )
+            self._fail(job, message, secrets)
             return
         if _refused(exc):
             self._fail(job, recorded_error(exc), secrets)
@@ -838,6 +889,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._gone(job, spec, client, namespace)
             return
         pods = self._pods(job, client, namespace)
+        if spec.framework == spec_module.CUSTOM:
+            # A restarted JobSet's old pods may still be going: only the current attempt's.
+            attempt = str((resource.get("status") or {}).get("restarts") or 0)
+            pods = [
+                p
+                for p in pods
+                if ((p.get("metadata") or {}).get("labels") or {}).get(
+                    M.RESTART_ATTEMPT_LABEL, attempt
+                )
+                == attempt
+            ]
         self._sync_replicas(job, spec, pods)
         self._sync_events(job, client, namespace, spec, resource, pods, secrets)
         if job.status == JobStatus.STOPPING:
@@ -848,7 +910,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             ):
                 self._send_delete(client, namespace, job.external_id, spec)
             return
-        target, condition, said = status_from_conditions(resource)
+        follow = (
+            status_from_jobset if spec.framework == spec_module.CUSTOM else status_from_conditions
+        )
+        target, condition, said = follow(resource)
         if target != job.status:
             message = recorded(
                 gettext_noop("Kubernetes reports %(condition)s: %(message)s")
@@ -939,12 +1004,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     @staticmethod
     def _pod_replica(spec: spec_module.JobSpec, pod: dict[str, Any]) -> tuple[str, int] | None:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        role = M.replica_role(spec.framework, labels)
-        index = labels.get(M.REPLICA_INDEX_LABEL, "")
-        if not role or not str(index).isdigit():
-            return None
-        return role, int(index)
+        return M.pod_replica(spec, pod)
 
     def _sync_replicas(
         self, job: Job, spec: spec_module.JobSpec, pods: list[dict[str, Any]]
@@ -990,7 +1050,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         secrets: list[str],
     ) -> None:
         """Events of the resource and of its pods, copied once each, at their own time."""
-        objects = [(resource.get("kind") or M.KINDS[spec.framework].kind, job.external_id)]
+        objects = [(resource.get("kind") or M.kind_of(spec.framework).kind, job.external_id)]
         objects += [
             ("Pod", str((pod.get("metadata") or {}).get("name") or ""))
             for pod in pods[:MAX_EVENT_PODS]
@@ -1159,7 +1219,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             lines = client.pod_log(
                 namespace,
                 pod,
-                container=M.KINDS[spec.framework].container,
+                container=M.kind_of(spec.framework).container,
                 tail=tail,
                 since=since,
             )

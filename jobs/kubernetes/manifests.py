@@ -12,8 +12,20 @@ resource and, when it has secret envs, one Secret created just before it:
   slotsPerWorker = the workers' cards (1 for CPU-only workers). The launcher runs the spec's
   command (mpirun ...); workers run their image's own entrypoint, which for the MPI operator
   is the SSH server the launcher reaches them through (its images and docs do so).
-- The console's custom framework has no training-operator kind: the backend refuses it
-  (KubernetesBackend.check_spec) rather than guess at a plain Job or a JobSet.
+- The console's custom framework (user-named roles) has no training-operator kind: it becomes
+  a JobSet (jobset.x-k8s.io/v1alpha2, kubernetes-sigs/jobset), one replicatedJob per role.
+  Each is one Job (replicas 1) running the role's instances as an Indexed Job (parallelism =
+  completions = instances), rather than one single-pod Job per instance: the instance's index
+  is the Job's completion index (JOB_COMPLETION_INDEX, and the pod annotation AIHC_ROLE_INDEX
+  is read from), its pod has the stable hostname <jobset>-<role>-0-<index> under the
+  JobSet's headless service (`<jobset>-<role>-0-<index>.<jobset>` in the namespace), and a
+  role stays one Job, as Kubeflow Trainer builds its node groups. Pods never restart in place
+  (restartPolicy Never, backoffLimit 0): a failed instance fails its Job, and the JobSet is
+  recreated as a whole, peers included, at most failurePolicy.maxRestarts times (fault
+  tolerance's retries, 0 without), as a distributed job restarts on AIHC. The timeout is each
+  Job's activeDeadlineSeconds, and a Job failed by it fails the JobSet at once (a FailJobSet
+  rule on DeadlineExceeded) instead of restarting it. It succeeds when every Job completes
+  (successPolicy All).
 
 Each replica: the spec's image; its command run as AIHC and the local runner run it
 (`bash -c "<command>"`, or the shell the entrypoint names); its envs, secret ones by
@@ -42,6 +54,14 @@ KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 MPI_ROLE_LABEL = "training.kubeflow.org/job-role"  # the MPI operator v2: launcher / worker
+# Set by the JobSet controller on its Jobs and their pods, and by the Job controller on the
+# pods of an Indexed Job (the label since Kubernetes 1.28, the annotation always).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+# The only FailJobSet rule sent: a Job past its activeDeadlineSeconds ends the JobSet.
+DEADLINE_RULE = "DeadlineExceeded"
 PREVIEW_JOB_ID = "<job-id>"
 SHM_VOLUME = "dshm"
 MASKED = S.mask("x")
@@ -91,6 +111,12 @@ KINDS: dict[str, Kind] = {
         {"master": "Launcher", "worker": "Worker"},
     ),
 }
+# The custom framework's kind: its roles are the user's, each a replicatedJob of that name.
+JOBSET = Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets", "replicatedJobs", "main", {})
+
+
+def kind_of(framework: str) -> Kind:
+    return JOBSET if framework == S.CUSTOM else KINDS[framework]
 
 
 @dataclass(frozen=True)
@@ -123,8 +149,19 @@ def object_name(spec: S.JobSpec, job_id: str) -> str:
     """The custom resource's name: the job's name (cut to 20) and 12 hex digits of the console
     job id, so a retried create names the same object (409 AlreadyExists, never a second job)
     and `kubectl get pytorchjobs` shows which job it is. 33 characters at most, so pod and
-    service names the operator derives (`<name>-evaluator-999`) stay within 63."""
-    base = spec.name[:20].rstrip("-") or "job"
+    service names the operator derives (`<name>-evaluator-999`) stay within 63.
+
+    A JobSet's pods are named `<name>-<role>-0-<index>-<5 random>` and must be DNS-1035
+    labels of at most 63 (its webhook refuses the JobSet otherwise): the job's name is cut
+    further for long role names (a role name of 32 and 1000 instances leave 5 characters)."""
+    keep = 20
+    if spec.framework == S.CUSTOM:
+        longest = max(
+            (len(f"-{role.name}-0-{max(role.replicas - 1, 0)}-abcde") for role in spec.roles),
+            default=0,
+        )
+        keep = max(min(keep, 63 - longest - 13), 1)
+    base = spec.name[:keep].rstrip("-") or "job"
     match = re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", job_id)
     suffix = uuid.UUID(match.group(0)).hex[:12] if match else "<id>"
     return f"{base}-{suffix}"
@@ -135,7 +172,7 @@ def secret_name(name: str) -> str:
 
 
 def resource_path(framework: str, namespace: str, name: str = "") -> str:
-    kind = KINDS[framework]
+    kind = kind_of(framework)
     path = f"/apis/{kind.api_version}/namespaces/{namespace}/{kind.plural}"
     return f"{path}/{name}" if name else path
 
@@ -193,14 +230,18 @@ def secret_manifest(
 
 def _env(spec: S.JobSpec, role: S.Role, *, name: str, job_id: str) -> list[dict[str, Any]]:
     own = {env.name for env in spec.envs}
+    # The instance's index within its role: the operator's replica-index label, or a JobSet
+    # pod's completion index (what the Job controller also sets JOB_COMPLETION_INDEX from).
+    index_field = (
+        f"metadata.annotations['{COMPLETION_INDEX}']"
+        if spec.framework == S.CUSTOM
+        else f"metadata.labels['{REPLICA_INDEX_LABEL}']"
+    )
     platform: list[dict[str, Any]] = [
         {"name": "AIHC_JOB_NAME", "value": spec.name},
         {"name": "AIHC_JOB_ID", "value": job_id},
         {"name": "AIHC_ROLE", "value": role.name},
-        {
-            "name": "AIHC_ROLE_INDEX",
-            "valueFrom": {"fieldRef": {"fieldPath": f"metadata.labels['{REPLICA_INDEX_LABEL}']"}},
-        },
+        {"name": "AIHC_ROLE_INDEX", "valueFrom": {"fieldRef": {"fieldPath": index_field}}},
     ]
     if spec.tensorboard.enable:
         platform.append({"name": "AIHC_TENSORBOARD_LOG_PATH", "value": spec.tensorboard.log_path})
@@ -267,7 +308,7 @@ def _volumes(spec: S.JobSpec, cluster: Cluster) -> tuple[list[dict], list[dict]]
 def _pod_template(
     spec: S.JobSpec, role: S.Role, cluster: Cluster, *, name: str, job_id: str
 ) -> dict[str, Any]:
-    kind = KINDS[spec.framework]
+    kind = kind_of(spec.framework)
     volumes, mounts = _volumes(spec, cluster)
     container: dict[str, Any] = {"name": kind.container, "image": spec.image}
     if not (spec.framework == S.MPI and role.name == "worker"):
@@ -297,23 +338,91 @@ def _pod_template(
 
 
 def run_policy(spec: S.JobSpec) -> dict[str, Any]:
-    policy: dict[str, Any] = {"cleanPodPolicy": "Running"}
-    ftc = spec.fault_tolerance_config
-    if spec.fault_tolerance:
-        limit = ftc.fault_tolerance_limit if ftc and ftc.fault_tolerance_limit is not None else None
-        policy["backoffLimit"] = limit if limit is not None else S.MAX_UNCONDITIONAL_RETRIES
-    else:
-        policy["backoffLimit"] = 0
+    policy: dict[str, Any] = {"cleanPodPolicy": "Running", "backoffLimit": retries(spec)}
     policy["activeDeadlineSeconds"] = spec.timeout_minutes * 60
     if (ttl := retention_seconds(spec.retention_period)) is not None:
         policy["ttlSecondsAfterFinished"] = ttl
     return policy
 
 
+def _metadata(
+    spec: S.JobSpec, cluster: Cluster, *, name: str, namespace: str, job_id: str
+) -> dict[str, Any]:
+    labels = {**dict(spec.labels), CONSOLE_JOB_LABEL: job_id}
+    if cluster.kueue:
+        labels[KUEUE_QUEUE_LABEL] = spec.queue
+    return {"name": name, "namespace": namespace, "labels": labels}
+
+
+def retries(spec: S.JobSpec) -> int:
+    """How often a failed job is started again: fault tolerance's limit, else the platform's
+    default; never without fault tolerance."""
+    if not spec.fault_tolerance:
+        return 0
+    ftc = spec.fault_tolerance_config
+    limit = ftc.fault_tolerance_limit if ftc and ftc.fault_tolerance_limit is not None else None
+    return limit if limit is not None else S.MAX_UNCONDITIONAL_RETRIES
+
+
+def jobset_manifest(
+    spec: S.JobSpec, cluster: Cluster, *, name: str, namespace: str, job_id: str
+) -> dict[str, Any]:
+    """The JobSet for a custom job, exactly as it is sent (see the module's docstring)."""
+    replicated: list[dict[str, Any]] = []
+    for role in spec.roles:
+        if role.replicas <= 0:
+            continue
+        template = _pod_template(spec, role, cluster, name=name, job_id=job_id)
+        template["spec"]["restartPolicy"] = "Never"
+        replicated.append(
+            {
+                "name": role.name,
+                "replicas": 1,
+                "template": {
+                    "metadata": {"labels": {**dict(spec.labels), CONSOLE_JOB_LABEL: job_id}},
+                    "spec": {
+                        "parallelism": role.replicas,
+                        "completions": role.replicas,
+                        "completionMode": "Indexed",
+                        "backoffLimit": 0,
+                        "activeDeadlineSeconds": spec.timeout_minutes * 60,
+                        "template": template,
+                    },
+                },
+            }
+        )
+    body: dict[str, Any] = {
+        "apiVersion": JOBSET.api_version,
+        "kind": JOBSET.kind,
+        "metadata": _metadata(spec, cluster, name=name, namespace=namespace, job_id=job_id),
+        "spec": {
+            "replicatedJobs": replicated,
+            "network": {"enableDNSHostnames": True, "subdomain": name},
+            "successPolicy": {"operator": "All"},
+            "failurePolicy": {
+                "maxRestarts": retries(spec),
+                "rules": [
+                    {
+                        "name": DEADLINE_RULE,
+                        "action": "FailJobSet",
+                        "onJobFailureReasons": ["DeadlineExceeded"],
+                    }
+                ],
+            },
+        },
+    }
+    if (ttl := retention_seconds(spec.retention_period)) is not None:
+        body["spec"]["ttlSecondsAfterFinished"] = ttl
+    return body
+
+
 def job_manifest(
     spec: S.JobSpec, cluster: Cluster, *, name: str, namespace: str, job_id: str
 ) -> dict[str, Any]:
-    """The training-operator custom resource for the spec, exactly as it is sent."""
+    """The custom resource for the spec (a training-operator job, or a custom job's JobSet),
+    exactly as it is sent."""
+    if spec.framework == S.CUSTOM:
+        return jobset_manifest(spec, cluster, name=name, namespace=namespace, job_id=job_id)
     kind = KINDS[spec.framework]
     restart = "OnFailure" if spec.fault_tolerance else "Never"
     replicas: dict[str, Any] = {}
@@ -325,13 +434,10 @@ def job_manifest(
             "restartPolicy": restart,
             "template": _pod_template(spec, role, cluster, name=name, job_id=job_id),
         }
-    labels = {**dict(spec.labels), CONSOLE_JOB_LABEL: job_id}
-    if cluster.kueue:
-        labels[KUEUE_QUEUE_LABEL] = spec.queue
     body: dict[str, Any] = {
         "apiVersion": kind.api_version,
         "kind": kind.kind,
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": _metadata(spec, cluster, name=name, namespace=namespace, job_id=job_id),
         "spec": {},
     }
     if spec.framework == S.MPI:
@@ -346,6 +452,26 @@ def job_manifest(
     body["spec"]["runPolicy"] = run_policy(spec)
     body["spec"][kind.replica_specs] = replicas
     return body
+
+
+def pod_replica(spec: S.JobSpec, pod: dict[str, Any]) -> tuple[str, int] | None:
+    """(console role, index) of a pod the operator or the JobSet made, from its labels (and
+    a JobSet pod's completion-index annotation on clusters before 1.28); None when unknown."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    if spec.framework == S.CUSTOM:
+        role = str(labels.get(REPLICATED_JOB_LABEL) or "")
+        if role not in {r.name for r in spec.roles}:
+            role = ""
+        index = labels.get(COMPLETION_INDEX) or (meta.get("annotations") or {}).get(
+            COMPLETION_INDEX, ""
+        )
+    else:
+        role = replica_role(spec.framework, labels)
+        index = labels.get(REPLICA_INDEX_LABEL, "")
+    if not role or not str(index).isdigit():
+        return None
+    return role, int(index)
 
 
 def replica_role(framework: str, pod_labels: dict[str, str]) -> str:
