@@ -63,6 +63,7 @@ from .api_views import (
     page_of,
     pod_event_views,
     pod_log_lines,
+    pod_metrics,
     pool_console,
     pool_found,
     pool_phase,
@@ -350,6 +351,14 @@ def _describe_job_logs(request: HttpRequest, owner: Any) -> dict[str, Any]:
     return {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": ""}
 
 
+def _describe_job_metrics(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    """v1's job metrics; `metrics` is v1's podMetrics (AIHC's v2 answer names the field,
+    not its shape)."""
+    params = _params(request)
+    found = _job(params, owner)
+    return {"jobId": found.public_id, "metrics": pod_metrics(job=found, params=params)}
+
+
 # -- pools and queues -----------------------------------------------------------------------
 
 
@@ -557,6 +566,7 @@ ACTIONS: dict[str, Callable[[HttpRequest, Any], dict[str, Any]]] = {
     "DescribeJobEvents": _describe_job_events,
     "DescribePodEvents": _describe_pod_events,
     "DescribeJobLogs": _describe_job_logs,
+    "DescribeJobMetrics": _describe_job_metrics,
     "DescribeResourcePools": _describe_resource_pools,
     "DescribeResourcePool": _describe_resource_pool,
     "DescribeResourcePoolOverview": _describe_resource_pool_overview,

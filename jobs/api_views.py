@@ -9,9 +9,10 @@ and queues it), so it is the owner's job like any other: its page, alerts and re
 
 Decisions (README "Scripts and SDKs"):
 - Served (v1 REST paths): CreateJob, DescribeJobs, DescribeJob, UpdateJob (priority),
-  StopJob, DeleteJob, job and pod events, pod logs; the resource pool and queue reads, from the
-  pools the wizard offers. Anything else answers NotFound. The v2 action API (jobs.api_v2)
-  answers the same through the functions below.
+  StopJob, DeleteJob, job and pod events, pod logs, job metrics (local jobs: see
+  `pod_metrics`); the resource pool and queue reads, from the pools the wizard offers.
+  Anything else answers NotFound. The v2 action API (jobs.api_v2) answers the same through
+  the functions below.
 - Every answer is JSON. Errors have BCE's shape `{"requestId", "code", "message"}` and the
   request id is also in the `x-bce-request-id` header.
 - Messages are in English, or Chinese when the request's Accept-Language asks for it (SDKs
@@ -34,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -54,6 +56,7 @@ from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
 from .models import EventType, Job, JobReplica, JobStatus, ReplicaStatus
+from .monitoring import UsagePoint, replica_usage_history
 from .services import jobs_submit
 
 logger = logging.getLogger(__name__)
@@ -80,6 +83,20 @@ DEFAULT_PAGE_SIZE = 10  # AIHC's default
 MAX_PAGE_SIZE = 1000
 DEFAULT_LOG_LINES = 1000
 MAX_LOG_LINES = 10000
+# Job metrics: what the local runner samples of each replica (jobs.shim), by metricType.
+# CpuUsage and MemoryUsage are AIHC's names (its DescribeJobMetrics page lists them with its
+# GPU, disk and network types); AIHC calls them utilisation, but a replica of a role without
+# limits has nothing to divide by, so these are the amounts the job page shows: cores, bytes.
+METRIC_TYPES: dict[str, Callable[[UsagePoint], float | int]] = {
+    "CpuUsage": lambda point: point.cpu,
+    "MemoryUsage": lambda point: point.memory,
+    "TmpUsage": lambda point: point.tmp,
+}
+DEFAULT_TIME_STEP = 300  # AIHC's default: 5 minutes
+MAX_TIME_STEP = 30 * 24 * 3600
+DURATION = re.compile(r"(\d{1,8})([smhd]?)")
+DURATION_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 24 * 3600}
+LATEST_TIME = 10**11  # unix seconds: past any date a job runs on, before float trouble
 
 
 class ApiError(ApiAuthError):
@@ -259,6 +276,37 @@ def order_param(params: Params, default: str) -> str:
     if order not in ("asc", "desc"):
         raise ApiError(400, "InvalidParameter", "order is asc or desc.")
     return order
+
+
+def time_param(params: Params, name: str) -> float | None:
+    """A time in unix seconds (None when absent)."""
+    raw = text_param(params, name)
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < LATEST_TIME:  # NaN fails this too
+        raise ApiError(400, "InvalidParameter", f"{name} is a time in unix seconds.")
+    return value
+
+
+def duration_param(params: Params, name: str, default: int) -> int:
+    """Seconds, given as a whole number of seconds or with a unit (30s, 5m, 1h, 1d)."""
+    raw = text_param(params, name)
+    if not raw:
+        return default
+    match = DURATION.fullmatch(raw)
+    seconds = int(match[1]) * DURATION_SECONDS[match[2]] if match else 0
+    if not 1 <= seconds <= MAX_TIME_STEP:
+        raise ApiError(
+            400,
+            "InvalidParameter",
+            f"{name} is a number of seconds from 1 to {MAX_TIME_STEP}, "
+            "or a duration such as 30s, 5m or 1h.",
+        )
+    return seconds
 
 
 def _pool_param(request: HttpRequest) -> str:
@@ -455,6 +503,44 @@ def pod_log_lines(*, job: Job, pod: str, max_lines: int) -> list[str]:
     except BackendError as exc:
         raise ApiError(503, "ServiceUnavailable", exc.message) from None
     return shown_lines(lines, secrets=job_secrets(job))
+
+
+def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
+    """A job's metrics as AIHC's podMetrics: one entry per pod, named as its pods are, with
+    `{time, value}` points of `metricType` from `startTime` to `endTime` (unix seconds; open
+    when absent), one per `timeStep` that has samples. Only the local runner samples its
+    replicas: a job on AIHC or Kubernetes is NotSupported (the console's AIHC client has no
+    metrics call, and Kubernetes pools keep no samples), rather than an empty answer that
+    would read as a job that used nothing."""
+    metric_type = required_param(params, "metricType")
+    if metric_type not in METRIC_TYPES:
+        raise ApiError(
+            400,
+            "InvalidParameter",
+            f"metricType is one of: {', '.join(METRIC_TYPES)} (the local runner samples no "
+            "GPU, disk or network use).",
+        )
+    start = time_param(params, "startTime")
+    end = time_param(params, "endTime")
+    if start is not None and end is not None and end < start:
+        raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
+    step = duration_param(params, "timeStep", DEFAULT_TIME_STEP)
+    duration_param(params, "rateInterval", 1)  # checked, not used: CPU is a rate already
+    if job.backend != "local":
+        raise ApiError(
+            400,
+            "NotSupported",
+            f"Job metrics are served for jobs on the local runner only; job {job.public_id} "
+            f"runs on {job.backend}.",
+        )
+    value_of = METRIC_TYPES[metric_type]
+    return [
+        {
+            "podName": pod_name(job, label),
+            "metrics": [{"time": point.time, "value": value_of(point)} for point in points],
+        }
+        for label, points in replica_usage_history(job=job, start=start, end=end, step=step)
+    ]
 
 
 # -- pools and queues: the wizard's inventory ------------------------------------------------
@@ -668,6 +754,13 @@ def pod_logs(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[st
     max_lines = int_param(request.GET, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
     logs = pod_log_lines(job=found, pod=pod, max_lines=max_lines)
     return {"result": {"jobId": found.public_id, "podName": pod, "logs": logs}}
+
+
+@api_view("GET")
+def job_metrics(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
+    found = _own_job(request, owner, job_id)
+    metrics = pod_metrics(job=found, params=request.GET)
+    return {"result": {"jobId": found.public_id, "podMetrics": metrics}}
 
 
 # v1's pool sort fields (its doc names the cluster's), and the v2 names for them.

@@ -1,5 +1,6 @@
 """What a local job's running replicas use, as its page shows it: CPU, memory and /tmp now,
-against the replica's limits, with a small sparkline of each over the last samples.
+against the replica's limits, with a small sparkline of each over the last samples; and the
+same samples over a span of time, step by step, for the API's job metrics (jobs.api_views).
 
 The samples are the ones each replica's shim writes to its state folder (jobs/shim.py,
 UsageMeter and UsageLog); only the newest SPARK_POINTS are read, from the end of the file,
@@ -18,7 +19,7 @@ from django.utils.translation import gettext as _
 
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runner import replica_state_dir, role_limits
-from .shim import read_usage
+from .shim import merge_samples, read_usage
 from .spec import SpecError
 from .templatetags.job_tags import elapsed
 
@@ -137,4 +138,53 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
                 ),
             )
         )
+    return found
+
+
+@dataclass(frozen=True)
+class UsagePoint:
+    time: int  # the start of its step, unix seconds
+    cpu: float  # cores, averaged over the step
+    memory: int  # bytes, the most held in the step
+    tmp: int  # bytes, the most held in the step
+
+
+def usage_points(
+    samples: list[dict], *, start: float | None, end: float | None, step: int
+) -> list[UsagePoint]:
+    """`samples` (a usage file's, oldest first) taken from `start` to `end` (unix seconds,
+    either end open when None), one point per `step` seconds that has any, merged as the file
+    merges its old samples (shim.merge_samples: CPU averaged, memory and /tmp at their peak).
+    Steps are aligned on multiples of `step`, so the same step asked twice gives the same
+    points as the file grows."""
+    steps: dict[int, list[dict]] = {}
+    for sample in samples:
+        if (start is None or sample["t"] >= start) and (end is None or sample["t"] <= end):
+            steps.setdefault(int(sample["t"] // step) * step, []).append(sample)
+    points = []
+    for when, group in steps.items():
+        merged = merge_samples(group)
+        points.append(
+            UsagePoint(time=when, cpu=merged["cpu"], memory=merged["mem"], tmp=merged["tmp"])
+        )
+    return points
+
+
+def replica_usage_history(
+    *, job: Job, start: float | None, end: float | None, step: int
+) -> list[tuple[str, list[UsagePoint]]]:
+    """Each replica of a local job (`<role>-<index>`) with what it used from `start` to `end`
+    in its current attempt, `step` seconds a point (usage_points); a replica not yet sampled
+    has none. Unlike the page's table, a replica that has ended keeps its history: its file
+    stays with the job's other files until the job is deleted."""
+    run = LocalRun.objects.filter(job=job).only("attempt").first()
+    found = []
+    for replica in job.replicas.all():
+        label = f"{replica.role}-{replica.index}"
+        samples = (
+            read_usage(replica_state_dir(job.public_id, run.attempt, label) / "usage")
+            if run is not None
+            else []
+        )
+        found.append((label, usage_points(samples, start=start, end=end, step=step)))
     return found

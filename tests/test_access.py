@@ -116,6 +116,9 @@ RULES: dict[str, Rule] = {
     ),
     "api-job-stop": Rule(kwargs=api_job_kwargs, methods=POST, owned=False, signed=True),
     "api-job-events": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
+    "api-job-metrics": Rule(
+        kwargs=api_job_kwargs, owned=False, signed=True, query={"metricType": "CpuUsage"}
+    ),
     "api-not-served": Rule(
         kwargs=lambda w: {"rest": "resourcepools/local/nodes"},
         methods=GET_POST,

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -18,11 +19,15 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
 from django.utils import timezone, translation
 
+from jobs import spec as S
 from jobs.aihc import signer
 from jobs.aihc.client import AihcClient, AihcError, Credentials
 from jobs.api_keys import api_key_create, api_key_revoke, unseal
 from jobs.backends.aihc import STATUS_MAP
-from jobs.models import ApiKey, Job, JobStatus, LoginFailure
+from jobs.models import ApiKey, Job, JobReplica, JobStatus, LocalRun, LoginFailure
+from jobs.runner import replica_state_dir
+from jobs.services import jobs_submit
+from jobs.shim import UsageLog, read_usage
 from jobs.wizard import available_pools
 from jobs.worker import Worker
 
@@ -30,6 +35,7 @@ from .fake_aihc import FakeAihc, configure
 from .runner_helpers import (
     CARD,
     UNTIL_THE_GATE_OPENS,
+    make_spec,
     open_gate,
     run_until,
     runner_settings,  # noqa: F401
@@ -852,3 +858,157 @@ def test_pod_events_say_where_the_pod_started_and_how_it_ended(api):
         )
     )
     assert (missing.status, missing.code) == (404, "PodNotFound")
+
+
+# -- job metrics ------------------------------------------------------------------------------
+
+# Keeps one core busy until the test opens the gate.
+SPIN = "while not os.path.exists('/workspace/gate-open'): sum(range(10000))"
+
+
+def metrics(api: AihcClient, job_id: str, pool: str = "local", **params) -> list[dict]:
+    found = get(api, f"/api/v1/aijobs/{job_id}/metrics", resourcePoolId=pool, **params)
+    assert found["jobId"] == job_id
+    return found["podMetrics"]
+
+
+def test_a_busy_local_jobs_cpu_and_memory_read_as_its_pods_metrics_while_and_after_it_runs(
+    api, settings
+):
+    settings.LOCAL_METRICS_SECONDS = 0.3
+    command = f'/usr/bin/python3 -c "import os\n{SPIN}"'
+    created = api.create_job(pool="local", body=body(command=command))
+    job = Job.objects.get(public_id=created["jobId"])
+    worker = Worker()
+    usage = replica_state_dir(job.public_id, 1, "master-0") / "usage"
+
+    def seconds_sampled() -> int:
+        return len({int(sample["t"]) for sample in read_usage(usage)})
+
+    run_until(worker, lambda: seconds_sampled() >= 4, what="samples over four seconds")
+    [cpu] = metrics(api, job.public_id, metricType="CpuUsage", timeStep=1)
+    [memory] = metrics(api, job.public_id, metricType="MemoryUsage", timeStep="1s")
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="the end")
+    [after] = metrics(api, job.public_id, metricType="CpuUsage", timeStep=1)
+    [later] = metrics(api, job.public_id, metricType="CpuUsage", startTime=time.time() + 60)
+
+    assert cpu["podName"] == memory["podName"] == "from-a-script-master-0"
+    # At most one busy core, seen busy at some point (a shared machine may give it less).
+    assert len(cpu["metrics"]) >= 4
+    assert all(0 <= point["value"] < 1.3 for point in cpu["metrics"])
+    assert max(point["value"] for point in cpu["metrics"]) > 0.2
+    assert all(0 < point["value"] < 200 * 1024**2 for point in memory["metrics"])
+    times = [point["time"] for point in cpu["metrics"]]
+    assert times == sorted(set(times)) and all(isinstance(t, int) for t in times)
+    # The replica has ended and its history stays (the last second read may have grown);
+    # a span after its end has nothing.
+    assert after["metrics"][: len(times) - 1] == cpu["metrics"][:-1]
+    assert later == {"podName": "from-a-script-master-0", "metrics": []}
+
+
+def job_with_usage(owner, samples: list[dict]) -> Job:
+    """A local job of two replicas; master-0's shim wrote `samples`, worker-0 none yet."""
+    [job] = jobs_submit(
+        owner=owner,
+        spec=make_spec("echo hi", roles=[S.Role("master", 1), S.Role("worker", 1)]),
+        submit_key=str(uuid.uuid4()),
+    )
+    LocalRun.objects.create(job=job, attempt=1)
+    JobReplica.objects.create(job=job, role="master", index=0, status="running")
+    JobReplica.objects.create(job=job, role="worker", index=0, status="running")
+    state = replica_state_dir(job.public_id, 1, "master-0")
+    state.mkdir(parents=True)
+    log = UsageLog(state / "usage")
+    for sample in samples:
+        log.append(sample)
+    return job
+
+
+START = 1_800_000_000  # a multiple of 60 and of 120: steps start on the minute
+
+
+def every_15_seconds(minutes: int) -> list[dict]:
+    """Four samples a minute, 5 s past each quarter: CPU alternating 0 and 2 cores, memory
+    1 GiB but 3 GiB once in the second minute, /tmp growing by 1 MiB a sample."""
+    return [
+        {
+            "t": START + 15 * n + 5.0,
+            "s": 15.0,
+            "cpu": 2.0 * (n % 2),
+            "mem": (3 if n == 6 else 1) * 1024**3,
+            "tmp": (n + 1) * 1024**2,
+        }
+        for n in range(4 * minutes)
+    ]
+
+
+def test_metrics_average_cpu_and_keep_peaks_per_time_step_within_the_span_asked(api, alice):
+    job = job_with_usage(alice, every_15_seconds(4))
+
+    cpu = metrics(api, job.public_id, metricType="CpuUsage", timeStep=60)
+    memory = metrics(api, job.public_id, metricType="MemoryUsage", timeStep="1m")
+    tmp = metrics(
+        api,
+        job.public_id,
+        metricType="TmpUsage",
+        timeStep=120,
+        startTime=START + 60,
+        endTime=START + 170,
+    )
+    raw = metrics(api, job.public_id, metricType="CpuUsage", timeStep=1, endTime=START + 35)
+
+    minutes = [START, START + 60, START + 120, START + 180]
+    assert [pod["podName"] for pod in cpu] == ["local-test-master-0", "local-test-worker-0"]
+    assert cpu[0]["metrics"] == [{"time": t, "value": 1.0} for t in minutes]
+    assert cpu[1]["metrics"] == []  # not sampled yet
+    assert memory[0]["metrics"] == [
+        {"time": t, "value": (3 if t == START + 60 else 1) * 1024**3} for t in minutes
+    ]
+    # From 60 s to 170 s: samples 4 to 11, each at its peak in the 120 s step it falls in.
+    assert tmp[0]["metrics"] == [
+        {"time": START, "value": 8 * 1024**2},
+        {"time": START + 120, "value": 12 * 1024**2},
+    ]
+    assert raw[0]["metrics"] == [
+        {"time": START + 5, "value": 0.0},
+        {"time": START + 20, "value": 2.0},
+        {"time": START + 35, "value": 0.0},
+    ]
+
+
+def test_bad_metrics_parameters_are_refused_in_bces_shape_naming_the_parameter(api, alice):
+    job = job_with_usage(alice, every_15_seconds(1))
+
+    for params, named in (
+        ({"metricType": ""}, "metricType is required"),
+        ({"metricType": "GpuUsage"}, "metricType is one of: CpuUsage, MemoryUsage, TmpUsage"),
+        ({"startTime": "yesterday"}, "startTime is a time in unix seconds"),
+        ({"endTime": "-5"}, "endTime is a time in unix seconds"),
+        ({"startTime": "nan"}, "startTime is a time in unix seconds"),
+        ({"startTime": START + 60, "endTime": START}, "endTime is before startTime"),
+        ({"timeStep": 0}, "timeStep is a number of seconds from 1 to"),
+        ({"timeStep": "5x"}, "timeStep is a number of seconds from 1 to"),
+        ({"rateInterval": "soon"}, "rateInterval is a number of seconds from 1 to"),
+    ):
+        query = {"metricType": "CpuUsage", **params}
+        error = refused(lambda q=query: metrics(api, job.public_id, **q))
+        assert (error.status, error.code) == (400, "InvalidParameter"), params
+        assert named in error.message, error.message
+
+
+def test_another_users_job_has_no_metrics_for_them_and_an_aihc_job_says_it_has_none_here(
+    api, wsgi, alice, bob, fake
+):
+    job = job_with_usage(alice, every_15_seconds(1))
+    on_aihc = api.create_job(pool="cce-pool1", body=aihc_body())["jobId"]
+    key, secret = api_key_create(owner=bob)
+    other = client_for(wsgi, key.access_key_id, secret)
+
+    error = refused(lambda: metrics(other, job.public_id, metricType="CpuUsage"))
+    not_here = refused(lambda: metrics(api, on_aihc, pool="cce-pool1", metricType="CpuUsage"))
+
+    assert (error.status, error.code) == (404, "JobNotFound")
+    assert job.public_id in error.message and "local-test" not in error.message
+    assert (not_here.status, not_here.code) == (400, "NotSupported")
+    assert "local runner only" in not_here.message

@@ -245,6 +245,42 @@ def test_pod_events_in_v2_are_the_pods_start_and_end(api):
     assert answer["total"] == 2
 
 
+def test_v2_job_metrics_are_v1s_pod_metrics_with_parameters_from_the_query_or_the_body(api, alice):
+    job = v1.job_with_usage(alice, v1.every_15_seconds(2))
+    asked = {"jobId": job.public_id, "metricType": "MemoryUsage", "timeStep": "1m"}
+
+    in_body = action(api, "DescribeJobMetrics", resourcePoolId="local", body=asked)
+    in_query = action(api, "DescribeJobMetrics", method="GET", resourcePoolId="local", **asked)
+    bad = refused(
+        lambda: action(
+            api,
+            "DescribeJobMetrics",
+            resourcePoolId="local",
+            body={**asked, "metricType": "GpuUsage"},
+        )
+    )
+    missing = refused(
+        lambda: action(
+            api, "DescribeJobMetrics", resourcePoolId="local", body={"jobId": job.public_id}
+        )
+    )
+
+    v1_metrics = v1.metrics(api, job.public_id, metricType="MemoryUsage", timeStep=60)
+    assert in_body["jobId"] == job.public_id
+    assert in_body["metrics"] == in_query["metrics"] == v1_metrics
+    assert in_body["metrics"][0]["metrics"] == [
+        {"time": v1.START, "value": 1024**3},
+        {"time": v1.START + 60, "value": 3 * 1024**3},
+    ]
+    assert (bad.status, bad.code) == (400, "InvalidParameter")
+    assert "metricType is one of" in bad.message
+    assert (missing.status, missing.code, missing.message) == (
+        400,
+        "InvalidParameter",
+        "metricType is required.",
+    )
+
+
 def test_another_users_job_is_not_found_in_v2_either(api, wsgi, bob):
     job_id = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
     key, secret = api_key_create(owner=bob)
@@ -258,6 +294,7 @@ def test_another_users_job_is_not_found_in_v2_either(api, wsgi, bob):
         ("DescribeJobEvents", {}),
         ("DescribePodEvents", {"podName": "master-0"}),
         ("DescribeJobLogs", {"podName": "master-0"}),
+        ("DescribeJobMetrics", {"metricType": "CpuUsage"}),
     ):
         error = refused(
             lambda n=name, e=extra: action(
