@@ -56,7 +56,7 @@ class QueueLoad:
     @property
     def own_more(self) -> int:
         """The viewer's jobs here that are counted but not listed."""
-        return self.own_running + self.own_waiting - len(self.own_jobs)
+        return max(self.own_running + self.own_waiting - len(self.own_jobs), 0)
 
 
 @dataclass
@@ -114,11 +114,13 @@ def pools_overview(*, viewer: Any) -> list[PoolOverview]:
         load.running, load.waiting, load.own_running, load.own_waiting, cards = figures
         own_cards[key] = own_cards.get(key, 0) + cards
     for job in _own_jobs_shown(jobs.filter(mine)):
-        loads[(job.backend, job.resource_pool)][job.queue].own_jobs.append(job)
+        # setdefault: a job submitted between the two queries, to a queue not counted yet.
+        queues = loads[(job.backend, job.resource_pool)]
+        queues.setdefault(job.queue, QueueLoad(name=job.queue, offered=False)).own_jobs.append(job)
     overview = []
     for pool in pools:
         queues = loads[(pool.backend, pool.id)]
-        offered = [queues[name] for name in pool.queues]
+        offered = [queues[name] for name in dict.fromkeys(pool.queues)]
         others = sorted((q for q in queues.values() if not q.offered), key=lambda q: q.name)
         overview.append(
             PoolOverview(

@@ -17,6 +17,8 @@ from jobs.models import Draft, Job, JobStatus
 from jobs.pools import OWN_JOBS_SHOWN
 from jobs.services import jobs_submit
 from tests.fake_aihc import FakeAihc, configure
+from tests.fake_kubernetes import FakeKubernetes
+from tests.fake_kubernetes import configure as configure_kubernetes
 
 CARD = "baidu.com/a800_80g_cgpu"
 AIHC_POOL = "cce-pool1"
@@ -262,3 +264,33 @@ def test_an_aihc_pool_that_cannot_be_read_shows_its_last_figures_their_age_and_w
     assert "26 idle of 32" in aihc
     assert re.search(r"Updated \d+ s ago", aihc)
     assert "ServiceUnavailable" in aihc and "pool-error" in aihc
+
+
+@pytest.fixture
+def kubernetes(settings):
+    fake = FakeKubernetes().start()
+    fake.add_namespace("ml")
+    fake.add_node("gpu-1", {"nvidia.com/gpu": "8"})
+    fake.add_pod("ml", "other", node="gpu-1", requests={"nvidia.com/gpu": "5"})
+    configure_kubernetes(
+        settings,
+        fake,
+        KUBERNETES_NAMESPACES="ml",
+        KUBERNETES_QUEUES="gpu-queue",
+        KUBERNETES_ACCELERATORS=f"{CARD}=nvidia.com/gpu",
+    )
+    yield fake
+    fake.stop()
+
+
+def test_polling_reads_the_kubernetes_inventory_no_more_often_than_its_cache_allows(
+    kubernetes, alice_client
+):
+    first = alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    for _ in range(10):
+        alice_client.get(POOLS, headers=HTMX)
+
+    pool = section(first, "k8s-ml")
+    assert "Kubernetes" in pool and "3 idle of 8" in pool
+    assert re.findall(r'<tr data-queue="([^"]+)"', pool) == ["gpu-queue"]
+    assert len(kubernetes.calls("list nodes")) == len(kubernetes.calls("list pods")) == 1
