@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import api_v2, views, wizard_views
+from . import api_v2, pool_views, views, wizard_views
 
 urlpatterns = [
     # The job list; an SDK's signed request here is AIHC's v2 action API (jobs.api_v2).
@@ -23,6 +23,8 @@ urlpatterns = [
         views.job_submit_again_view,
         name="job-submit-again",
     ),
+    # The resource pools, their queues and their load (jobs/pool_views.py).
+    path("pools/", pool_views.pool_list, name="pool-list"),
     # The create-training-job wizard (jobs/wizard_views.py).
     path("create/", wizard_views.wizard_start, name="wizard-start"),
     path("create/<uuid:draft_id>/submit/", wizard_views.wizard_submit, name="wizard-submit"),

@@ -313,7 +313,7 @@ def default_raw(step: str, state: WizardState) -> Raw:
     basic = state.basic
     template = state.template
     if step == BASIC:
-        pool = state.pools[0] if state.pools else None
+        pool = state.pool or (state.pools[0] if state.pools else None)
         queues = pool.queues if pool else ["default"]
         return _row(
             name=default_name(),
@@ -1350,10 +1350,14 @@ def step_forms_for_display(state: WizardState, step: str) -> StepForms:
 # -- the draft's lifecycle -------------------------------------------------------------
 
 
-def draft_create(*, owner: Any) -> Draft:
+def draft_create(*, owner: Any, pool_id: str = "") -> Draft:
+    """A new draft, in pool `pool_id` when the console offers it (a link from the pools
+    page), else in the first pool."""
     draft = Draft(owner=owner, data={})
+    state = wizard_state(draft)
+    state.pool = next((p for p in state.pools if p.id == pool_id), None)
     # Stored at once so the suggested name stays the same across reloads.
-    draft.data[BASIC] = default_raw(BASIC, wizard_state(draft))
+    draft.data[BASIC] = default_raw(BASIC, state)
     draft.save()
     return draft
 

@@ -57,8 +57,11 @@ def _step_url(draft: Draft, step: str) -> str:
 @require_http_methods(["GET", "POST"])
 @login_required
 def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
+    # ?pool=<id> (the pools page's 在此资源池创建任务) starts the draft in that pool; a pool
+    # the console does not offer (gone, mistyped) is ignored.
+    pool_id = str(request.GET.get("pool", ""))
     if request.method == "POST":
-        draft = W.draft_create(owner=request.user)
+        draft = W.draft_create(owner=request.user, pool_id=pool_id)
         return redirect(_step_url(draft, W.BASIC))
     drafts = Draft.objects.filter(owner=request.user, submitted_at__isnull=True).order_by(
         "-updated_at", "-id"
@@ -71,6 +74,8 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
         "page": page,
         "rows": [(draft, W.STEP_TITLES[step], _step_url(draft, step)) for draft, step in rows],
         "form_step_count": len(W.FORM_STEPS),
+        # A GET also keeps the pool, for the new-draft button (a draft is made by a POST only).
+        "pool": W.find_pool(pool_id) if pool_id else None,
     }
     return render(request, "jobs/wizard/start.html", context)
 

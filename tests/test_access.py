@@ -89,6 +89,7 @@ RULES: dict[str, Rule] = {
     "job-delete": Rule(kwargs=job_kwargs, methods=POST),
     "job-rerun": Rule(kwargs=job_kwargs, methods=POST),
     "job-submit-again": Rule(kwargs=job_kwargs, methods=POST),
+    "pool-list": Rule(owned=False),
     "wizard-start": Rule(methods=GET_POST, owned=False),
     "wizard-step": Rule(kwargs=lambda w: {**draft_kwargs(w), "step": "basic"}, methods=GET_POST),
     "wizard-submit": Rule(kwargs=draft_kwargs, methods=POST),

@@ -230,3 +230,22 @@ def test_the_api_key_page_with_a_new_key_shown_has_no_serious_violations(audit, 
     audit.check("API keys, a new key with its secret")
 
     audit.assert_clean()
+
+
+def test_the_resource_pools_page_has_no_serious_violations_in_either_language(audit, alice, bob):
+    # Waiting jobs of Alice's (listed, linked, more than the few shown) and Bob's (counted).
+    for _ in range(7):
+        submit(alice)
+    submit(bob)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto("/pools/")
+        expect(page.locator('section[data-pool="local"]')).to_be_visible()
+        audit.check(f"resource pools, {language}")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto("/pools/")
+    audit.check("resource pools on a phone")
+
+    audit.assert_clean()

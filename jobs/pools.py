@@ -1,0 +1,154 @@
+"""The resource pools page (资源池): each pool the console offers, its queues and their load.
+
+Pools are read as the wizard and the AIHC-compatible API read them (`jobs.wizard.
+available_pools`): a remote backend's figures come from its cached inventory, refreshed in
+the background, so however often the page polls, AIHC or a Kubernetes API server is asked no
+more often than their cache allows.
+
+What a queue's figures count (README "Resource pools"):
+- running: every user's jobs that hold cards or are about to (Submitting, Running,
+  Stopping: `ACTIVE_STATUSES`, what the local scheduler counts as busy);
+- waiting: every user's Queued jobs (a job Pending review waits for a reviewer, not for
+  cards, and is not in the queue yet).
+Other users' jobs are numbers only; the viewer's own are listed, a few per queue.
+
+Two queries whatever the number of jobs and queues: one aggregate of every pool's queues,
+one of the viewer's own jobs (at most OWN_JOBS_SHOWN per queue, picked by the database).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Case, Count, F, IntegerField, Q, Sum, Value, When, Window
+from django.db.models.functions import RowNumber
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
+from .backends import Pool
+from .forms import STORAGE_LABELS
+from .models import ACTIVE_STATUSES, Job, JobStatus
+from .wizard import Freshness, available_pools, pool_freshness
+
+# The viewer's own jobs listed per queue; the rest are counted, with a link to the job list.
+OWN_JOBS_SHOWN = 5
+SHOWN_STATUSES = frozenset({*ACTIVE_STATUSES, JobStatus.QUEUED})
+BACKEND_LABELS: dict[str, str | Promise] = {
+    "local": _("Local runner"),
+    "aihc": "AIHC",
+    "kubernetes": "Kubernetes",
+}
+
+
+@dataclass
+class QueueLoad:
+    name: str
+    running: int = 0  # every user's
+    waiting: int = 0
+    own_running: int = 0
+    own_waiting: int = 0
+    # The viewer's running jobs first, then the waiting ones, oldest first in each.
+    own_jobs: list[Job] = field(default_factory=list)
+    # False for a queue the pool no longer offers that still has jobs: they are counted too.
+    offered: bool = True
+
+    @property
+    def own_more(self) -> int:
+        """The viewer's jobs here that are counted but not listed."""
+        return max(self.own_running + self.own_waiting - len(self.own_jobs), 0)
+
+
+@dataclass
+class PoolOverview:
+    pool: Pool
+    freshness: Freshness | None
+    queues: list[QueueLoad]
+    own_cards: int  # held by the viewer's running jobs in this pool
+
+    @property
+    def backend_label(self) -> str | Promise:
+        return BACKEND_LABELS.get(self.pool.backend, self.pool.backend)
+
+    @property
+    def storage_labels(self) -> list[str | Promise]:
+        return [STORAGE_LABELS.get(t, t) for t in self.pool.storage_types]
+
+
+def _in_pools(pools: list[Pool]) -> Q:
+    """Jobs of these pools; a pool id is its backend's (jobs name both)."""
+    where = Q(pk__in=[])
+    for pool in pools:
+        where |= Q(backend=pool.backend, resource_pool=pool.id)
+    return where
+
+
+def pools_overview(*, viewer: Any) -> list[PoolOverview]:
+    """Every pool the console offers, with its queues' load and the viewer's share of it."""
+    pools = available_pools()
+    if not pools:
+        return []
+    running = Q(status__in=ACTIVE_STATUSES)
+    waiting = Q(status=JobStatus.QUEUED)
+    mine = Q(owner=viewer)
+    jobs = Job.objects.filter(_in_pools(pools), status__in=SHOWN_STATUSES)
+    totals = (
+        jobs.order_by()
+        .values_list("backend", "resource_pool", "queue")
+        .annotate(
+            running=Count("id", filter=running),
+            waiting=Count("id", filter=waiting),
+            own_running=Count("id", filter=mine & running),
+            own_waiting=Count("id", filter=mine & waiting),
+            own_cards=Sum("total_cards", filter=mine & running, default=0),
+        )
+    )
+    loads: dict[tuple[str, str], dict[str, QueueLoad]] = {
+        (pool.backend, pool.id): {name: QueueLoad(name=name) for name in pool.queues}
+        for pool in pools
+    }
+    own_cards: dict[tuple[str, str], int] = {}
+    for backend, pool_id, queue, *figures in totals:
+        key = (backend, pool_id)
+        load = loads[key].setdefault(queue, QueueLoad(name=queue, offered=False))
+        load.running, load.waiting, load.own_running, load.own_waiting, cards = figures
+        own_cards[key] = own_cards.get(key, 0) + cards
+    for job in _own_jobs_shown(jobs.filter(mine)):
+        # setdefault: a job submitted between the two queries, to a queue not counted yet.
+        queues = loads[(job.backend, job.resource_pool)]
+        queues.setdefault(job.queue, QueueLoad(name=job.queue, offered=False)).own_jobs.append(job)
+    overview = []
+    for pool in pools:
+        queues = loads[(pool.backend, pool.id)]
+        offered = [queues[name] for name in dict.fromkeys(pool.queues)]
+        others = sorted((q for q in queues.values() if not q.offered), key=lambda q: q.name)
+        overview.append(
+            PoolOverview(
+                pool=pool,
+                freshness=pool_freshness(pool),
+                queues=[*offered, *others],
+                own_cards=own_cards.get((pool.backend, pool.id), 0),
+            )
+        )
+    return overview
+
+
+def _own_jobs_shown(own: Any) -> list[Job]:
+    """The first OWN_JOBS_SHOWN of the viewer's jobs in each queue, in one query."""
+    running_first = Case(
+        When(status__in=ACTIVE_STATUSES, then=Value(0)),
+        default=Value(1),
+        output_field=IntegerField(),
+    )
+    return list(
+        own.annotate(
+            place=Window(
+                RowNumber(),
+                partition_by=[F("backend"), F("resource_pool"), F("queue")],
+                order_by=[running_first.asc(), F("created_at").asc(), F("id").asc()],
+            )
+        )
+        .filter(place__lte=OWN_JOBS_SHOWN)
+        .order_by("place")
+        .only("public_id", "name", "status", "backend", "resource_pool", "queue", "total_cards")
+    )

@@ -1,0 +1,75 @@
+"""The resource pools page in a browser: opened from the nav, its figures follow a job the
+local runner starts without a reload, and a pool's button opens the wizard in that pool."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs import spec as S
+from jobs.models import JobStatus
+from jobs.worker import Worker
+from tests.fake_aihc import FakeAihc, configure
+
+from .runner_helpers import (  # noqa: F401
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,
+    status_of,
+    submit,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
+
+AIHC_POOL = "cce-pool1"
+
+
+@pytest.fixture
+def fake(settings):
+    fake = FakeAihc().start()
+    fake.add_pool(AIHC_POOL, "百舸训练池", queues=("default", "urgent"), gpus={CARD: (16, 4)})
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def test_the_idle_cards_follow_a_job_that_starts_and_a_pool_opens_the_wizard_in_it(
+    logged_in_page, alice, fake, settings
+):
+    page = logged_in_page
+    csp_violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    page.click("#nav-pools")
+    page.wait_for_url(re.compile(r"/pools/$"))
+    local = page.locator('section[data-pool="local"]')
+    idle = local.locator(f'tr[data-card="{CARD}"] .card-idle')
+    expect(idle).to_have_text("2")
+    expect(page.locator('section[data-pool="cce-pool1"] .card-idle')).to_have_text("12")
+    page.evaluate("window.notReloaded = true")
+
+    one_card = [S.Role("master", 1, accelerator_type=CARD, accelerators=1)]
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, name="holds-a-card", roles=one_card))
+    run_until(Worker(), lambda: status_of(job) == JobStatus.RUNNING)
+
+    # The poll brings the new figures in; the page itself is not reloaded.
+    expect(idle).to_have_text("1", timeout=15_000)
+    default = local.locator('tr[data-queue="default"]')
+    expect(default.locator(".queue-running")).to_have_text("1")
+    expect(default.locator(f'a[href="/jobs/{job.public_id}/"]')).to_have_text("holds-a-card")
+    expect(local.locator(".own-cards")).to_contain_text("1")
+    assert page.evaluate("window.notReloaded") is True
+    open_gate(settings)
+
+    page.locator('section[data-pool="cce-pool1"] .create-in-pool').click()
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    expect(page.locator("#id_resource_pool")).to_have_value(AIHC_POOL)
+    expect(page.locator("#id_queue")).to_have_value("default")
+    assert csp_violations == []
