@@ -75,6 +75,7 @@ from .api_views import (
 )
 from .backends import AcceleratorStock, Pool
 from .models import Job
+from .pools import QueueCounts, queue_counts
 from .wizard import available_pools, find_pool
 
 # AIHC's pool types; the console's pools are all self-managed ("common").
@@ -384,8 +385,9 @@ def _pool_v2(pool: Pool) -> dict[str, Any]:
     }
 
 
-def _queue_v2(pool: Pool, name: str) -> dict[str, Any]:
-    """A queue as v2's QueueSpec; as in v1, quotas and job counts are not known."""
+def _queue_v2(pool: Pool, name: str, counts: QueueCounts) -> dict[str, Any]:
+    """A queue as v2's QueueSpec; as in v1, quotas are not known and the job counts are the
+    console's own jobs, every user's, as numbers."""
     return {
         "queueId": f"{pool.id}:{name}",
         "queueName": name,
@@ -406,9 +408,9 @@ def _queue_v2(pool: Pool, name: str) -> dict[str, Any]:
         "deserved": None,
         "guarantee": None,
         "allocated": None,
-        "runningJobs": 0,
-        "inqueueJobs": 0,
-        "pendingJobs": 0,
+        "runningJobs": counts.running,
+        "inqueueJobs": counts.waiting,
+        "pendingJobs": counts.pending_review,
         "bindingNodes": [],
     }
 
@@ -527,13 +529,17 @@ def _describe_queues(request: HttpRequest, owner: Any) -> dict[str, Any]:
         for name in pool.queues
         if needle in (f"{pool.id}:{name}" if keyword_on == "id" else name).lower()
     ]
+    counts = queue_counts(pool=pool)
     return {
         "pageNumber": page_number,
         "pageSize": page_size,
         "keyword": keyword,
         "keywordType": keyword_type,
         "totalCount": len(names),
-        "queues": [_queue_v2(pool, n) for n in page_of(names, page_number, page_size)],
+        "queues": [
+            _queue_v2(pool, n, counts.get(n, QueueCounts()))
+            for n in page_of(names, page_number, page_size)
+        ],
     }
 
 
@@ -553,7 +559,8 @@ def _describe_queue(request: HttpRequest, owner: Any) -> dict[str, Any]:
     pool = find_pool(pool_id)
     if pool is None:
         raise ApiError(404, "QueueNotFound", f"Queue {queue_id} not found.")
-    return _queue_v2(pool, queue_found(pool, name))
+    name = queue_found(pool, name)
+    return _queue_v2(pool, name, queue_counts(pool=pool).get(name, QueueCounts()))
 
 
 ACTIONS: dict[str, Callable[[HttpRequest, Any], dict[str, Any]]] = {

@@ -57,6 +57,7 @@ from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
 from .models import EventType, Job, JobReplica, JobStatus, ReplicaStatus
 from .monitoring import UsagePoint, replica_usage_history
+from .pools import QueueCounts, queue_counts
 from .services import jobs_submit
 
 logger = logging.getLogger(__name__)
@@ -629,9 +630,10 @@ def _pool_v1(pool: Pool) -> dict[str, Any]:
     }
 
 
-def _queue_v1(name: str) -> dict[str, Any]:
+def _queue_v1(name: str, counts: QueueCounts) -> dict[str, Any]:
     """A queue as AIHC's v1 queue APIs show it: every queue the console offers takes jobs;
-    quotas and job counts are not known to it (see README)."""
+    quotas are not known to it (see README). The job counts are the console's own jobs, every
+    user's, as numbers only, as the Resource pools page shows them."""
     return {
         "name": name,
         "description": "",
@@ -647,9 +649,9 @@ def _queue_v1(name: str) -> dict[str, Any]:
         "guarantee": {},
         "allocated": {},
         "disableOversell": None,
-        "running": 0,
-        "inqueue": 0,
-        "pending": 0,
+        "running": counts.running,
+        "inqueue": counts.waiting,
+        "pending": counts.pending_review,
         "createdTime": None,
         "children": [],
     }
@@ -823,10 +825,14 @@ def queues(request: HttpRequest, owner: Any, pool_id: str) -> dict[str, Any]:
     page_size = int_param(params, "pageSize", DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
     keyword = text_param(params, "keyword").lower()
     names = [name for name in pool.queues if keyword in name.lower()]
+    counts = queue_counts(pool=pool)
     return {
         "result": {
             "total": len(names),
-            "queues": [_queue_v1(name) for name in page_of(names, page_no, page_size)],
+            "queues": [
+                _queue_v1(name, counts.get(name, QueueCounts()))
+                for name in page_of(names, page_no, page_size)
+            ],
             "orderBy": "createdTime",
             "order": order,
             "pageNo": page_no,
@@ -837,7 +843,10 @@ def queues(request: HttpRequest, owner: Any, pool_id: str) -> dict[str, Any]:
 
 @api_view("GET")
 def queue(request: HttpRequest, owner: Any, pool_id: str, queue_name: str) -> dict[str, Any]:
-    return {"result": {"queue": _queue_v1(queue_found(pool_found(pool_id), queue_name))}}
+    pool = pool_found(pool_id)
+    name = queue_found(pool, queue_name)
+    counts = queue_counts(pool=pool).get(name, QueueCounts())
+    return {"result": {"queue": _queue_v1(name, counts)}}
 
 
 @api_view("GET", "POST", "PUT", "DELETE")

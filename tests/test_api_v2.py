@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 import httpx
 import pytest
 
+from jobs import spec as spec_module
 from jobs.aihc import signer
 from jobs.aihc.client import AihcClient
 from jobs.aihc.endpoints import V2
 from jobs.aihc.mapping import v2_from_v1
 from jobs.api_keys import api_key_create
 from jobs.models import Job, JobStatus
+from jobs.services import jobs_submit
 from jobs.wizard import available_pools
 from jobs.worker import Worker
 
@@ -543,3 +546,39 @@ def test_a_signed_request_without_a_version_header_is_the_api_and_without_action
     for refused_body in (malformed, too_deep):
         assert (refused_body.status_code, refused_body.json()["code"]) == (400, "MalformedJSON")
     assert json.loads(pools.content)["requestId"] == pools.headers["x-bce-request-id"]
+
+
+def test_both_generations_count_every_users_jobs_in_a_queue_as_the_pools_page_does(api, alice, bob):
+    def job_in(owner, status: str) -> None:
+        spec = spec_module.JobSpec(
+            name=f"{owner.username}-{status}".replace("_", "-"),
+            resource_pool_id="local",
+            queue="default",
+            image="python:3.12",
+            command="echo hi",
+            roles=[spec_module.Role("master", 1)],
+        )
+        [job] = jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()))
+        Job.objects.filter(pk=job.pk).update(status=status)
+
+    for owner, status in [
+        (alice, JobStatus.RUNNING),
+        (bob, JobStatus.RUNNING),
+        (bob, JobStatus.STOPPING),
+        (bob, JobStatus.QUEUED),
+        (bob, JobStatus.PENDING_REVIEW),
+        (alice, JobStatus.SUCCEEDED),  # ended: holds nothing, waits for nothing
+    ]:
+        job_in(owner, status)
+
+    [listed] = v1.get(api, "/api/v1/resourcepools/local/queue")["queues"]
+    one = v1.get(api, "/api/v1/resourcepools/local/queue/default")["queue"]
+    [described] = action(api, "DescribeQueues", method="GET", resourcePoolId="local")["queues"]
+    by_id = action(api, "DescribeQueue", method="GET", queueId="local:default")
+
+    for queue in (listed, one):
+        assert (queue["running"], queue["inqueue"], queue["pending"]) == (3, 1, 1)
+    for queue in (described, by_id):
+        assert (queue["runningJobs"], queue["inqueueJobs"], queue["pendingJobs"]) == (3, 1, 1)
+    # Numbers only: nothing of Bob's jobs but their count reaches Alice.
+    assert "bob" not in json.dumps([listed, one, described, by_id])
