@@ -225,7 +225,7 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
         raise ActionError(unreadable) from exc
     if spec.submission.mode == SUBMIT_QUEUE:
         spec.submission.total = spec.submission.concurrency = 1
-    refusals = pool_refusals(spec, find_pool(spec.resource_pool_id))
+    refusals = pool_refusals(spec, find_pool(spec.resource_pool_id), owner=job.owner)
     if refusals:
         raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
     return spec

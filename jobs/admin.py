@@ -37,7 +37,17 @@ from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
 from .backends import BackendError, get_backend
-from .models import ACTIVE_STATUSES, Job, JobEvent, JobStatus, Priority, ReviewMode, ReviewPolicy
+from .backends.local import detected_accelerators
+from .models import (
+    ACTIVE_STATUSES,
+    CardQuota,
+    Job,
+    JobEvent,
+    JobStatus,
+    Priority,
+    ReviewMode,
+    ReviewPolicy,
+)
 from .review import current_policy, job_approve, job_reject, job_resubmit, policy_queues
 from .runtime_env import replica_refs
 from .summary import sent_request, spec_sections
@@ -972,3 +982,50 @@ def _unknown_queues(policy: ReviewPolicy) -> list[str]:
         known.update(pool.queues)
         known.update(f"{pool.id}/{queue}" for queue in pool.queues)
     return sorted(q for q in policy_queues(policy) if q not in known)
+
+
+# -- card quotas -----------------------------------------------------------------------
+
+
+class CardQuotaForm(forms.ModelForm):
+    class Meta:
+        model = CardQuota
+        fields = ["user", "group", "card_type", "max_cards", "max_running_jobs"]
+
+    def clean_card_type(self) -> str:
+        card_type = self.cleaned_data["card_type"].strip()
+        known = detected_accelerators()
+        # A typo would limit nothing, silently: only the local pool's card types are taken.
+        if card_type and card_type not in known:
+            raise forms.ValidationError(
+                _("The local pool has no “%(type)s” cards; choose one of: %(types)s.")
+                % {"type": card_type, "types": ", ".join(sorted(known)) or _("none")}
+            )
+        return card_type
+
+
+@admin.register(CardQuota)
+class CardQuotaAdmin(BoundedSearchMixin, admin.ModelAdmin):
+    """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
+    model's permissions edit them; the scheduler reads them on its next pass."""
+
+    form = CardQuotaForm
+    list_display = [
+        "subject_shown",
+        "card_type_shown",
+        "max_cards",
+        "max_running_jobs",
+        "updated_at",
+    ]
+    list_filter = [("group", admin.RelatedOnlyFieldListFilter), "card_type"]
+    search_fields = ["user__username", "group__name", "card_type"]
+    autocomplete_fields = ["user", "group"]
+    list_select_related = ["user", "group"]
+
+    @admin.display(description=gettext_lazy("for"), ordering="user__username")
+    def subject_shown(self, obj: CardQuota) -> str:
+        return obj.subject
+
+    @admin.display(description=gettext_lazy("card type"), ordering="card_type")
+    def card_type_shown(self, obj: CardQuota) -> str:
+        return obj.card_type or _("every card type")

@@ -364,9 +364,10 @@ def job_create(
     if pool is None:
         raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
     errors = spec_module.validate(spec)
-    # A job that does not fit the idle cards now is queued and waits for them, as AIHC
-    # queues it: the API has no standalone/queue choice to refuse it by.
-    refusals = pool_refusals(spec, pool, idle_cards_now=False)
+    # A job that does not fit the idle cards (or the owner's quota) now is queued and waits,
+    # as AIHC queues it: the API has no standalone/queue choice to refuse it by. One that
+    # asks more than the owner's quota allows at all is refused.
+    refusals = pool_refusals(spec, pool, owner=owner, idle_cards_now=False)
     for path, messages in [*console_rules(spec).items(), *refusals.items()]:
         errors.setdefault(path, []).extend(messages)
     if errors:

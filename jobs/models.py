@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext, pgettext_lazy
 
@@ -246,6 +247,7 @@ EVENT_REASONS = {
     "Lost": pgettext_lazy("event reason", "Lost"),
     "Unschedulable": pgettext_lazy("event reason", "Unschedulable"),
     "DiskPressure": pgettext_lazy("event reason", "Waiting for disk space"),
+    "QuotaExceeded": pgettext_lazy("event reason", "Waiting for your quota"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),
@@ -404,6 +406,102 @@ class ReviewPolicy(models.Model):
 
     def __str__(self) -> str:
         return str(self.get_mode_display())
+
+
+class CardQuota(models.Model):
+    """A cap on what one user holds at once in the local pool (jobs.quotas), as Slurm's
+    MaxTRESPerUser or a Kueue ClusterQueue's quota: at most `max_cards` cards of
+    `card_type` (blank: of every type, counted together) and/or at most `max_running_jobs`
+    running local jobs (using that card type; blank: any). For a user, for each member of a
+    group, or (neither) for everyone; which one applies is jobs.quotas.quota_limits."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="card_quotas",
+        verbose_name=_("user"),
+    )
+    group = models.ForeignKey(
+        "auth.Group",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="card_quotas",
+        verbose_name=_("group"),
+    )
+    card_type = models.CharField(
+        _("card type"),
+        max_length=64,
+        blank=True,
+        help_text=_("Blank: cards of every type, counted together."),
+    )
+    max_cards = models.PositiveIntegerField(
+        _("at most N cards"),
+        null=True,
+        blank=True,
+        help_text=_("Held at once by the user's running local jobs. Blank: no card limit."),
+    )
+    max_running_jobs = models.PositiveIntegerField(
+        _("at most M running jobs"),
+        null=True,
+        blank=True,
+        help_text=_(
+            "Local jobs running at once (using this card type, if one is set). Blank: no job limit."
+        ),
+    )
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("card quota")
+        verbose_name_plural = _("card quotas")
+        ordering = ["user__username", "group__name", "card_type", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(user__isnull=True) | Q(group__isnull=True),
+                name="cardquota_user_or_group",
+                violation_error_message=_(
+                    "A quota is for a user or for a group, not both; leave both blank for everyone."
+                ),
+            ),
+            models.CheckConstraint(
+                condition=Q(max_cards__isnull=False) | Q(max_running_jobs__isnull=False),
+                name="cardquota_some_limit",
+                violation_error_message=_("Set at most N cards, at most M running jobs, or both."),
+            ),
+            models.UniqueConstraint(
+                fields=["user", "card_type"],
+                condition=Q(user__isnull=False),
+                name="cardquota_user_card",
+                violation_error_message=_("This user already has a quota for this card type."),
+            ),
+            models.UniqueConstraint(
+                fields=["group", "card_type"],
+                condition=Q(group__isnull=False),
+                name="cardquota_group_card",
+                violation_error_message=_("This group already has a quota for this card type."),
+            ),
+            models.UniqueConstraint(
+                fields=["card_type"],
+                condition=Q(user__isnull=True, group__isnull=True),
+                name="cardquota_everyone_card",
+                violation_error_message=_(
+                    "There already is a quota for everyone for this card type."
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject}: {self.card_type or _('every card type')}"
+
+    @property
+    def subject(self) -> str:
+        if self.user_id is not None:
+            return str(self.user)
+        if self.group_id is not None:
+            return _("group %(name)s") % {"name": self.group}
+        return str(_("everyone"))
 
 
 class LoginFailure(models.Model):

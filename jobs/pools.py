@@ -13,7 +13,9 @@ What a queue's figures count (README "Resource pools"):
 Other users' jobs are numbers only; the viewer's own are listed, a few per queue.
 
 Two queries whatever the number of jobs and queues: one aggregate of every pool's queues,
-one of the viewer's own jobs (at most OWN_JOBS_SHOWN per queue, picked by the database).
+one of the viewer's own jobs (at most OWN_JOBS_SHOWN per queue, picked by the database);
+and for the local pool the viewer's quota (jobs.quotas), with one more for what their
+running jobs hold of it when they have one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from django.utils.translation import gettext_lazy as _
 from .backends import Pool
 from .forms import STORAGE_LABELS
 from .models import ACTIVE_STATUSES, Job, JobStatus
+from .quotas import QuotaLine, quota_lines
 from .wizard import Freshness, available_pools, pool_freshness
 
 # The viewer's own jobs listed per queue; the rest are counted, with a link to the job list.
@@ -65,6 +68,9 @@ class PoolOverview:
     freshness: Freshness | None
     queues: list[QueueLoad]
     own_cards: int  # held by the viewer's running jobs in this pool
+    # The viewer's quota here and what they hold of it: the local pool's only (a remote
+    # platform keeps its own quotas); empty when none applies to them.
+    quota: list[QuotaLine] = field(default_factory=list)
 
     @property
     def backend_label(self) -> str | Promise:
@@ -128,6 +134,7 @@ def pools_overview(*, viewer: Any) -> list[PoolOverview]:
                 freshness=pool_freshness(pool),
                 queues=[*offered, *others],
                 own_cards=own_cards.get((pool.backend, pool.id), 0),
+                quota=quota_lines(viewer) if pool.backend == "local" else [],
             )
         )
     return overview

@@ -15,6 +15,10 @@ Rules (decisions):
 - No job starts while the disk of LOCAL_RUN_DIR has less than LOCAL_DISK_MIN_FREE_GB free
   (the kubelet's disk pressure): each job that would start now says so, once, and blocks
   its queue until there is room.
+- A job whose start would put its owner over their card quota (jobs.quotas) is set aside,
+  saying why, once: it does not block its queue (Kueue's BestEffortFIFO), so other users'
+  jobs behind it, and its owner's smaller ones that fit, start. It starts by itself once
+  its owner's jobs hold little enough.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections import Counter
 from django.db.models import Case, Count, IntegerField, Q, Value, When
 
 from .models import ACTIVE_STATUSES, Job, JobGroup, JobStatus
+from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_transition
 
 PRIORITY_RANK = Case(
@@ -40,6 +45,7 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
     from .runner import (
         current_capacity,
         disk_pressure_message,
+        held_for,
         held_for_disk,
         requirement,
         run_dir_disk,
@@ -58,15 +64,17 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
         )
     )
     group_caps: dict[int, int] = {}
+    usage = local_usage()  # per owner, kept current as this pass starts jobs
+    limits: dict[int, list[Limit]] = {}  # per owner, read when one of their jobs comes up
     blocked: set[str] = set()
     started: list[Job] = []
     rows = (
         Job.objects.filter(backend="local", status=JobStatus.QUEUED)
         .annotate(rank=PRIORITY_RANK)
         .order_by("queue", "rank", "created_at", "id")
-        .values_list("id", "queue", "group_id")
+        .values_list("id", "queue", "group_id", "owner_id")
     )
-    for job_id, queue, group_id in rows.iterator(chunk_size=2000):
+    for job_id, queue, group_id, owner_id in rows.iterator(chunk_size=2000):
         if queue in blocked:
             continue
         if group_id is not None:
@@ -87,6 +95,13 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
         if impossible:
             job_transition(job=job, to=JobStatus.FAILED, reason="Unschedulable", message=impossible)
             continue
+        if owner_id not in limits:
+            limits[owner_id] = quota_limits(owner_id)
+        over = excesses(limits[owner_id], usage.get(owner_id, Usage()), need.cards)
+        if over:
+            # Not added to `blocked`: the queue goes on past it (see the rules above).
+            held_for(job, "QuotaExceeded", waiting_message(over[0]))
+            continue
         allocation = capacity.allocate(need)
         if allocation is None:
             blocked.add(queue)
@@ -101,6 +116,7 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
             continue
         if start_job(job, allocation, children=children):
             started.append(job)
+            usage.setdefault(owner_id, Usage()).add(need.cards)
             if group_id is not None:
                 group_running[group_id] += 1
     return started

@@ -43,6 +43,7 @@ from .backends import (
     request_json,
 )
 from .models import Draft, Job
+from .quotas import Excess, Usage, excesses, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
 from .services import jobs_submit
 from .summary import spec_changes
@@ -963,13 +964,15 @@ def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
 
 
 def pool_refusals(
-    spec: S.JobSpec, pool: Pool | None, *, idle_cards_now: bool = True
+    spec: S.JobSpec, pool: Pool | None, *, owner: Any = None, idle_cards_now: bool = True
 ) -> dict[str, list[str]]:
-    """What the job's pool refuses now: a pool that is gone, its backend's own rules, and a
-    standalone job asking for more cards than are idle. The wizard's submit and Run again
-    both ask it, so a job cannot get past these by another door. `idle_cards_now=False`
-    leaves out the idle cards: the API's CreateJob has no standalone/queue choice, and a
-    job AIHC cannot start yet is queued there, not refused (seed 001)."""
+    """What the job's pool refuses now: a pool that is gone, its backend's own rules, a
+    job asking for more than `owner`'s quota allows at all (the local pool's, jobs.quotas),
+    and a standalone job asking for more cards than are idle, or than the owner's quota
+    leaves them now. The wizard's submit and Run again both ask it, so a job cannot get past
+    these by another door. `idle_cards_now=False` leaves out what holds only now: the API's
+    CreateJob has no standalone/queue choice, and a job AIHC cannot start yet is queued
+    there, not refused (seed 001)."""
     if pool is None:
         if not spec.resource_pool_id:
             return {}
@@ -991,7 +994,105 @@ def pool_refusals(
                 )
                 % {"wanted": wanted, "card": card, "idle": idle}
             )
+    if owner is not None and pool.backend == "local" and spec.counts_in_range():
+        for path, message in quota_refusals(spec, owner, standalone=standalone):
+            errors.setdefault(path, []).append(message)
     return errors
+
+
+def quota_refusals(spec: S.JobSpec, owner: Any, *, standalone: bool) -> list[tuple[str, str]]:
+    """(spec path, message) for each limit of the owner's quota the job goes over: alone
+    (it could never start; on its cards, or on the pool for a running-jobs limit of 0), or,
+    for a standalone job, with what the owner's running jobs hold now."""
+    limits = quota_limits(owner)
+    if not limits:
+        return []
+    need = spec.accelerators_by_type()
+    never = [e for e in excesses(limits, Usage(), need) if e.never]
+    if never:
+        return [(_quota_path(spec, e), _never_message(e)) for e in never]
+    if not standalone:
+        return []
+    usage = local_usage(owner=owner).get(owner.pk, Usage())
+    return [("submission.mode", _standalone_message(e)) for e in excesses(limits, usage, need)]
+
+
+def quota_waits(spec: S.JobSpec, pool: Pool | None, owner: Any) -> list[str]:
+    """What a queue task is told before it is submitted: it will wait for the owner's own
+    running jobs to end (a standalone job is refused instead, by pool_refusals)."""
+    if pool is None or pool.backend != "local" or not spec.counts_in_range():
+        return []
+    limits = quota_limits(owner)
+    if not limits:
+        return []
+    usage = local_usage(owner=owner).get(owner.pk, Usage())
+    waits = []
+    for excess in excesses(limits, usage, spec.accelerators_by_type()):
+        if excess.never:
+            continue  # refused, with its own message
+        if excess.jobs:
+            waits.append(
+                _(
+                    "Your quota allows %(allowed)d running local jobs (%(card)s) and %(held)d "
+                    "of yours are running: this job will wait in its queue until one ends."
+                )
+                % {"allowed": excess.allowed, "card": excess.card_label, "held": excess.held}
+            )
+        else:
+            waits.append(
+                _(
+                    "Your quota is %(allowed)d × %(card)s and your running jobs hold %(held)d: "
+                    "this job, asking for %(asked)d, will wait in its queue until they end."
+                )
+                % {
+                    "allowed": excess.allowed,
+                    "card": excess.card_label,
+                    "held": excess.held,
+                    "asked": excess.asked,
+                }
+            )
+    return waits
+
+
+def _quota_path(spec: S.JobSpec, excess: Excess) -> str:
+    """The field a quota refusal belongs on: the cards of the first role asking for them."""
+    if not excess.jobs:
+        for i, role in enumerate(spec.roles):
+            asks = role.accelerators and role.replicas and role.accelerator_type
+            if asks and excess.card_type in ("", role.accelerator_type):
+                return f"roles[{i}].accelerators"
+    return "resourcePoolId"
+
+
+def _never_message(excess: Excess) -> str:
+    if excess.jobs:
+        return _(
+            "Your quota allows you no running jobs on the local pool (%(card)s); ask an "
+            "administrator to raise it."
+        ) % {"card": excess.card_label}
+    return _(
+        "Your quota on the local pool is %(allowed)d × %(card)s; this job asks for %(asked)d, "
+        "so it could never start. Lower the cards, or ask an administrator to raise the quota."
+    ) % {"allowed": excess.allowed, "card": excess.card_label, "asked": excess.asked}
+
+
+def _standalone_message(excess: Excess) -> str:
+    if excess.jobs:
+        return _(
+            "A standalone job must start now, but your quota allows %(allowed)d running local "
+            "jobs (%(card)s) and %(held)d of yours are running; submit it as a queue task, "
+            "which waits for one to end."
+        ) % {"allowed": excess.allowed, "card": excess.card_label, "held": excess.held}
+    return _(
+        "A standalone job must start now, but your quota is %(allowed)d × %(card)s and your "
+        "running jobs hold %(held)d; this job asks for %(asked)d. Lower the cards or submit "
+        "it as a queue task, which waits for your jobs to end."
+    ) % {
+        "allowed": excess.allowed,
+        "card": excess.card_label,
+        "held": excess.held,
+        "asked": excess.asked,
+    }
 
 
 def all_errors(
@@ -1001,7 +1102,7 @@ def all_errors(
     errors = S.validate(spec)
     for path, messages in wizard_rules(state, spec, raws or {}).items():
         errors.setdefault(path, []).extend(messages)
-    for path, messages in pool_refusals(spec, state.pool).items():
+    for path, messages in pool_refusals(spec, state.pool, owner=state.draft.owner).items():
         errors.setdefault(path, []).extend(messages)
     return errors
 

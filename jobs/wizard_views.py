@@ -410,7 +410,15 @@ def _submission_extras(
         "shortfall": W.shortfall(spec, state.pool),
         "wanted": sorted(spec.accelerators_by_type().items()),
         "freshness": W.pool_freshness(state.pool),
+        "quota_waits": _quota_waits(spec, state),
     }
+
+
+def _quota_waits(spec: S.JobSpec, state: W.WizardState) -> list[str]:
+    """A queue task waits for its owner's own jobs; a standalone one is refused instead."""
+    if spec.submission.mode != S.SUBMIT_QUEUE:
+        return []
+    return W.quota_waits(spec, state.pool, state.draft.owner)
 
 
 _STEP_EXTRAS = {
@@ -453,6 +461,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
             for card, n in sorted(spec.accelerators_by_type().items())
         ],
         "shortfall": W.shortfall(spec, state.pool),
+        "quota_waits": _quota_waits(spec, state),
         "diff": W.spec_diff(draft.source_job, spec) if draft.source_job else None,
         # The admin's reading of a spec, one section per form step, each with its edit link.
         "sections": [

@@ -1,0 +1,208 @@
+"""Per-user card quotas on the local pool (models.CardQuota; README "Quotas"), as Slurm's
+MaxTRESPerUser / GrpTRES or a Kueue ClusterQueue's quota: one person cannot take every card.
+
+Rules (decisions):
+- A quota row limits, for one card type (blank: every type, counted together), the cards a
+  user's running local jobs hold at once and/or how many of them run at once (those using
+  that card type; blank: all). A job asking for none of a row's cards is not limited by its
+  card limit (a CPU-only job is never held for cards).
+- Which rows apply to a user, per card type: the user's own row; else their groups' rows,
+  the most generous one (blank, "no limit", beats any number); else the row for everyone
+  (no user, no group). Card types are resolved separately: a user's own A800 row leaves
+  their group's H800 row in force.
+- Held is what the scheduler counts as held: the cards of the user's Submitting, Running
+  and Stopping local jobs (`LocalRun.devices`), until every process of a job is gone.
+- Remote pools (AIHC, Kubernetes) have their own quotas on the platform; these are the
+  local pool's only.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Q
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
+
+from .models import ACTIVE_STATUSES, CardQuota, LocalRun
+from .texts import RecordedText, Term, recorded
+
+ANY_CARD = gettext_noop("cards of any type")
+
+
+@dataclass(frozen=True)
+class Limit:
+    card_type: str  # "": every card type, counted together
+    max_cards: int | None  # None: no limit
+    max_running_jobs: int | None
+
+
+@dataclass
+class Usage:
+    """What one user's running local jobs hold."""
+
+    cards: Counter[str] = field(default_factory=Counter)
+    jobs: int = 0
+    jobs_by_card: Counter[str] = field(default_factory=Counter)
+
+    def add(self, cards: dict[str, int]) -> None:
+        self.cards.update({card: n for card, n in cards.items() if n})
+        self.jobs += 1
+        self.jobs_by_card.update(card for card, n in cards.items() if n)
+
+
+@dataclass(frozen=True)
+class Excess:
+    """One limit a job's start would go over."""
+
+    card_type: str
+    allowed: int
+    held: int  # by the user's running local jobs now
+    asked: int  # by this job: cards, or 1 for a running-jobs limit
+    jobs: bool  # a running-jobs limit, not a cards one
+
+    @property
+    def never(self) -> bool:
+        """The job alone goes over it: it cannot start however many of the user's jobs end."""
+        return self.asked > self.allowed
+
+    @property
+    def card_label(self) -> str:
+        return self.card_type or _(ANY_CARD)
+
+
+def quota_limits(user: Any) -> list[Limit]:
+    """The limits that apply to `user`, one per card type a quota row names (see above)."""
+    rows = CardQuota.objects.filter(
+        Q(user=user) | Q(group__user=user) | Q(user__isnull=True, group__isnull=True)
+    ).values_list("card_type", "user_id", "group_id", "max_cards", "max_running_jobs")
+    own: dict[str, Limit] = {}
+    groups: dict[str, list[Limit]] = {}
+    everyone: dict[str, Limit] = {}
+    for card_type, user_id, group_id, max_cards, max_jobs in rows:
+        limit = Limit(card_type, max_cards, max_jobs)
+        if user_id is not None:
+            own[card_type] = limit
+        elif group_id is not None:
+            groups.setdefault(card_type, []).append(limit)
+        else:
+            everyone[card_type] = limit
+    limits = []
+    for card_type in sorted({*own, *groups, *everyone}):
+        if card_type in own:
+            limits.append(own[card_type])
+        elif card_type in groups:
+            limits.append(
+                Limit(
+                    card_type,
+                    _most_generous(g.max_cards for g in groups[card_type]),
+                    _most_generous(g.max_running_jobs for g in groups[card_type]),
+                )
+            )
+        else:
+            limits.append(everyone[card_type])
+    return limits
+
+
+def _most_generous(values: Any) -> int | None:
+    values = list(values)
+    return None if None in values else max(values)
+
+
+def local_usage(*, owner: Any = None) -> dict[int, Usage]:
+    """Per owner id, what their running local jobs hold (only `owner`'s when given)."""
+    runs = LocalRun.objects.filter(job__backend="local", job__status__in=ACTIVE_STATUSES)
+    if owner is not None:
+        runs = runs.filter(job__owner=owner)
+    usage: dict[int, Usage] = {}
+    for owner_id, devices in runs.values_list("job__owner_id", "devices"):
+        held = {card: len(indices) for card, indices in (devices or {}).items()}
+        usage.setdefault(owner_id, Usage()).add(held)
+    return usage
+
+
+def excesses(limits: list[Limit], usage: Usage, need: dict[str, int]) -> list[Excess]:
+    """The limits a job needing `need` cards (per type) would go over if it started now."""
+    found = []
+    for limit in limits:
+        card = limit.card_type
+        asked = need.get(card, 0) if card else sum(need.values())
+        if limit.max_cards is not None and asked:
+            held = usage.cards[card] if card else sum(usage.cards.values())
+            if held + asked > limit.max_cards:
+                found.append(Excess(card, limit.max_cards, held, asked, jobs=False))
+        if limit.max_running_jobs is not None and (asked or not card):
+            held = usage.jobs_by_card[card] if card else usage.jobs
+            if held + 1 > limit.max_running_jobs:
+                found.append(Excess(card, limit.max_running_jobs, held, 1, jobs=True))
+    return found
+
+
+def waiting_message(excess: Excess) -> RecordedText:
+    """Why a Queued job is not started for its owner's quota, as its page and events say."""
+    card = excess.card_type or Term(ANY_CARD)
+    if excess.jobs:
+        return recorded(
+            gettext_noop(
+                "Waiting for your quota: you may run %(allowed)s local jobs at once "
+                "(%(card)s) and %(held)s of yours are running. It starts by itself when "
+                "one of them ends."
+            ),
+            allowed=excess.allowed,
+            card=card,
+            held=excess.held,
+        )
+    if excess.never:
+        return recorded(
+            gettext_noop(
+                "Waiting for your quota: your quota is %(allowed)s × %(card)s and this job "
+                "asks for %(asked)s, so it starts only if an administrator raises the quota."
+            ),
+            allowed=excess.allowed,
+            card=card,
+            asked=excess.asked,
+        )
+    return recorded(
+        gettext_noop(
+            "Waiting for your quota: your quota is %(allowed)s × %(card)s; your running jobs "
+            "hold %(held)s and this job asks for %(asked)s. It starts by itself when your "
+            "other jobs end."
+        ),
+        allowed=excess.allowed,
+        card=card,
+        held=excess.held,
+        asked=excess.asked,
+    )
+
+
+@dataclass(frozen=True)
+class QuotaLine:
+    """One line of the viewer's quota on the Resource pools page."""
+
+    card_label: str
+    max_cards: int | None
+    cards_held: int
+    max_running_jobs: int | None
+    jobs_running: int
+
+
+def quota_lines(user: Any) -> list[QuotaLine]:
+    """The user's quota on the local pool and what their running jobs hold of it."""
+    limits = quota_limits(user)
+    if not limits:
+        return []
+    usage = local_usage(owner=user).get(user.pk, Usage())
+    return [
+        QuotaLine(
+            card_label=limit.card_type or _(ANY_CARD),
+            max_cards=limit.max_cards,
+            cards_held=(
+                usage.cards[limit.card_type] if limit.card_type else sum(usage.cards.values())
+            ),
+            max_running_jobs=limit.max_running_jobs,
+            jobs_running=(usage.jobs_by_card[limit.card_type] if limit.card_type else usage.jobs),
+        )
+        for limit in limits
+    ]

@@ -1,0 +1,318 @@
+"""Card quotas on the local pool (jobs.quotas): staff cap what one user's running jobs hold
+at once, per user, per group or for everyone; the scheduler, the wizard, the API and the
+Resource pools page all keep to them."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.models import CardQuota, Job, JobStatus, LocalRun
+from jobs.quotas import Limit, quota_limits
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+from .test_api import alice_key, api, body, refused, wsgi  # noqa: F401
+from .test_wizard import (
+    A800,
+    _local_pool,  # noqa: F401 (autouse: 8 A800 and 4 V100 cards)
+    complete_steps,
+    field_errors,
+    new_draft,
+    post_step,
+    resources_data,
+    role,
+    submission_data,
+)
+
+ADD_QUOTA = reverse("admin:jobs_cardquota_add")
+
+
+@pytest.fixture
+def en_client(alice) -> Client:
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(alice)
+    return client
+
+
+def cards(count: int):
+    """The spec change for a one-replica job asking `count` cards of the runner's CARD."""
+    return {"roles": [S.Role("master", 1, accelerator_type=CARD, accelerators=count)]}
+
+
+def running_job(owner: User, devices: dict[str, list[int]]) -> Job:
+    """A local job as the runner records it once dispatched: Running, holding `devices`."""
+    job = Job.objects.create(
+        public_id=f"pytorchjob-held-{owner.username}-{Job.objects.count()}",
+        name="held",
+        owner=owner,
+        spec=make_spec("x").to_document(),
+        status=JobStatus.RUNNING,
+        backend="local",
+        resource_pool="local",
+    )
+    LocalRun.objects.create(job=job, devices=devices)
+    return job
+
+
+# -- the model and its admin -------------------------------------------------------------
+
+
+def admin_client(user: User) -> Client:
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(user)
+    return client
+
+
+def test_the_admin_saves_a_users_quota_and_lists_and_finds_it(superuser, alice, settings):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    client = admin_client(superuser)
+
+    r = client.post(
+        ADD_QUOTA, {"user": alice.pk, "card_type": A800, "max_cards": "4", "max_running_jobs": ""}
+    )
+
+    assert r.status_code == 302, r.content.decode()[:3000]
+    quota = CardQuota.objects.get()
+    assert (quota.user, quota.group, quota.card_type, quota.max_cards) == (alice, None, A800, 4)
+    listed = client.get(reverse("admin:jobs_cardquota_changelist"), {"q": "alic"})
+    assert "alice" in listed.content.decode() and A800 in listed.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"max_cards": "4"}, "for a user or for a group, not both"),
+        ({"max_cards": "", "max_running_jobs": ""}, "Set at most N cards, at most M running"),
+        ({"max_cards": "4", "card_type": "baidu.com/nope"}, "has no “baidu.com/nope” cards"),
+        ({"max_cards": "-1"}, "greater than or equal to 0"),
+    ],
+)
+def test_the_admin_refuses_a_quota_that_means_nothing_or_two_things(
+    superuser, alice, settings, data, words
+):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    team = Group.objects.create(name="team")
+    both = {"user": alice.pk, "group": team.pk} if "not both" in words else {"user": alice.pk}
+    posted = {"card_type": A800, "max_running_jobs": "", **both, **data}
+
+    r = admin_client(superuser).post(ADD_QUOTA, posted)
+
+    assert r.status_code == 200
+    assert words in r.content.decode()
+    assert not CardQuota.objects.exists()
+
+
+def test_the_admin_refuses_a_second_quota_for_the_same_user_and_card_type(superuser, alice):
+    CardQuota.objects.create(user=alice, card_type="", max_cards=2)
+
+    r = admin_client(superuser).post(ADD_QUOTA, {"user": alice.pk, "max_cards": "3"})
+
+    assert r.status_code == 200
+    assert "This user already has a quota for this card type." in r.content.decode()
+    assert CardQuota.objects.count() == 1
+
+
+def test_staff_without_the_quota_permissions_cannot_edit_quotas(reviewer):
+    assert admin_client(reviewer).get(ADD_QUOTA).status_code == 403
+
+
+# -- which quota applies -------------------------------------------------------------------
+
+
+def test_a_users_own_quota_overrides_their_groups_and_the_most_generous_group_wins(alice, bob):
+    small, large = Group.objects.create(name="small"), Group.objects.create(name="large")
+    alice.groups.add(small, large)
+    bob.groups.add(small, large)
+    CardQuota.objects.create(group=small, card_type=A800, max_cards=2, max_running_jobs=5)
+    CardQuota.objects.create(group=large, card_type=A800, max_cards=6)  # no job limit
+    CardQuota.objects.create(group=small, card_type="other", max_cards=1)
+    CardQuota.objects.create(user=alice, card_type=A800, max_cards=1)
+    CardQuota.objects.create(card_type=A800, max_cards=8, max_running_jobs=1)  # everyone
+
+    assert quota_limits(alice) == [Limit(A800, 1, None), Limit("other", 1, None)]
+    assert quota_limits(bob) == [Limit(A800, 6, None), Limit("other", 1, None)]
+    carol = User.objects.create_user("carol-no-group")
+    assert quota_limits(carol) == [Limit(A800, 8, 1)]
+
+
+# -- the scheduler ---------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_over_its_owners_quota_waits_saying_so_once_while_another_users_job_starts(
+    alice, bob, alice_client, settings
+):
+    settings.LANGUAGE_CODE = "en"
+    CardQuota.objects.create(user=alice, card_type=CARD, max_cards=1)
+    worker = Worker()
+    first = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, **cards(1)))
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING, what="alice's first job")
+    second = submit(alice, make_spec("echo second-ran", **cards(1)))
+    behind = submit(bob, make_spec(UNTIL_THE_GATE_OPENS, **cards(1)))  # same queue, after it
+
+    run_until(worker, lambda: status_of(behind) == JobStatus.RUNNING, what="bob's job")
+    deadline = time.monotonic() + 1  # many more passes (0.1 s polls)
+    while time.monotonic() < deadline:
+        worker.tick()
+        time.sleep(0.05)
+
+    assert status_of(second) == JobStatus.QUEUED
+    [event] = second.events.filter(reason="QuotaExceeded")  # once, not once a pass
+    assert event.message == (
+        f"Waiting for your quota: your quota is 1 × {CARD}; your running jobs hold 1 and this "
+        "job asks for 1. It starts by itself when your other jobs end."
+    )
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(reverse("job-detail", args=[second.public_id])).content.decode()
+    assert "Waiting for your quota" in page and f"your quota is 1 × {CARD}" in page
+
+    open_gate(settings)  # alice's first job ends: the second starts by itself
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED, what="the second job")
+    assert list(second.events.values_list("reason", flat=True)).count("QuotaExceeded") == 1
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_group_quota_on_running_jobs_holds_a_members_second_job(alice, settings):
+    team = Group.objects.create(name="team")
+    alice.groups.add(team)
+    CardQuota.objects.create(group=team, max_running_jobs=1)
+    worker = Worker()
+    first = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING, what="the first job")
+    second = submit(alice, make_spec("true"))
+
+    worker.tick()
+    worker.tick()
+
+    assert status_of(second) == JobStatus.QUEUED
+    assert second.events.filter(reason="QuotaExceeded").count() == 1
+    open_gate(settings)
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED, what="the second job")
+
+
+# -- the wizard ------------------------------------------------------------------------------
+
+
+def test_the_wizard_refuses_cards_the_quota_never_allows_on_the_cards_field_with_the_numbers(
+    en_client, alice
+):
+    CardQuota.objects.create(user=alice, card_type=A800, max_cards=2)
+    draft = new_draft(en_client)
+    complete_steps(en_client, draft, upto=W.RESOURCES)
+
+    r = post_step(en_client, draft, W.RESOURCES, resources_data([role("master", 1, cards=3)]))
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_roles-0-accelerators")
+    assert any(
+        f"Your quota on the local pool is 2 × {A800}; this job asks for 3, so it could never "
+        "start." in m
+        for m in messages
+    ), messages
+    fits = post_step(en_client, draft, W.RESOURCES, resources_data([role("master", 1, cards=2)]))
+    assert fits.status_code == 302
+
+
+def test_a_standalone_job_the_users_running_jobs_leave_no_quota_for_is_refused_a_queue_one_told(
+    en_client, alice
+):
+    CardQuota.objects.create(user=alice, card_type=A800, max_cards=4)
+    roles = {W.RESOURCES: resources_data([role("master", 1, cards=2)])}
+    draft = new_draft(en_client)
+    complete_steps(en_client, draft, upto=W.SUBMISSION, **roles)
+    running_job(alice, {A800: [0, 1, 2]})
+
+    refused_now = post_step(en_client, draft, W.SUBMISSION, submission_data())
+    queued = post_step(en_client, draft, W.SUBMISSION, submission_data(mode="queue"))
+
+    messages = field_errors(refused_now, "id_mode")
+    assert any(
+        f"your quota is 4 × {A800} and your running jobs hold 3; this job asks for 2" in m
+        for m in messages
+    ), messages
+    assert queued.status_code == 302
+    review = en_client.get(reverse("wizard-step", args=[draft.id, W.REVIEW])).content.decode()
+    assert (
+        f"Your quota is 4 × {A800} and your running jobs hold 3: this job, asking for 2, will "
+        "wait in its queue until they end."
+    ) in review
+
+
+def test_another_users_running_jobs_do_not_count_against_ones_quota(en_client, alice, bob):
+    CardQuota.objects.create(card_type=A800, max_cards=4)  # everyone's
+    draft = new_draft(en_client)
+    complete_steps(
+        en_client, draft, upto=W.SUBMISSION, **{W.RESOURCES: resources_data([role("master", 1)])}
+    )
+    running_job(bob, {A800: [0, 1, 2, 3]})
+
+    assert post_step(en_client, draft, W.SUBMISSION, submission_data()).status_code == 302
+
+
+# -- the API -----------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_api_refuses_a_job_the_quota_never_allows_and_queues_one_that_must_wait(
+    api,  # noqa: F811
+    alice,
+):
+    CardQuota.objects.create(user=alice, card_type=CARD, max_cards=1)
+    running_job(alice, {CARD: [0]})
+    too_big = body(name="too-big")
+    too_big["jobSpec"]["resources"] = [{"name": CARD, "quantity": 2}]
+    waits = body(name="waits")
+    waits["jobSpec"]["resources"] = [{"name": CARD, "quantity": 1}]
+
+    error = refused(lambda: api.create_job(pool="local", body=too_big))
+    created = api.create_job(pool="local", body=waits)
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert f"Your quota on the local pool is 1 × {CARD}; this job asks for 2" in error.message
+    assert Job.objects.get(public_id=created["jobId"]).status == JobStatus.QUEUED
+    assert not Job.objects.filter(name="too-big").exists()
+
+
+# -- the Resource pools page -----------------------------------------------------------------
+
+
+def quota_row(page: str, card: str) -> dict[str, str]:
+    row = re.search(rf'<tr data-quota-card="{re.escape(card)}">(.*?)</tr>', page, re.S)
+    assert row, page
+    cells = dict(re.findall(r'class="quota-(cards|jobs)">(.*?)</td>', row.group(1), re.S))
+    return {k: re.sub(r"<[^>]+>", "", v).strip() for k, v in cells.items()}
+
+
+def test_the_pools_page_shows_the_viewers_quota_and_what_their_running_jobs_hold(
+    en_client, alice, bob, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    team = Group.objects.create(name="team")
+    alice.groups.add(team)
+    CardQuota.objects.create(group=team, card_type=A800, max_cards=4, max_running_jobs=2)
+    running_job(alice, {A800: [0, 1, 2]})
+    running_job(bob, {A800: [3]})
+
+    page = en_client.get(reverse("pool-list")).content.decode()
+
+    assert "Your quota" in page
+    assert quota_row(page, A800) == {"cards": "3 / 4", "jobs": "1 / 2"}
+    bobs = admin_client(bob).get(reverse("pool-list")).content.decode()
+    assert "No quota applies to you here" in bobs and "data-quota-card" not in bobs
