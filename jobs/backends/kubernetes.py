@@ -107,13 +107,20 @@ def _not_found(exc: KubeError) -> bool:
     return exc.status == 404
 
 
-def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
-    """(console status, condition type, its message) of a training-operator resource."""
+def _true_conditions(resource: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A resource's status (a dict, whatever the server sent) and its conditions whose status
+    is "True", by type."""
     status = resource.get("status") if isinstance(resource.get("status"), dict) else {}
     conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
     true = {
         c.get("type"): c for c in conditions if isinstance(c, dict) and c.get("status") == "True"
     }
+    return status, true
+
+
+def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
+    """(console status, condition type, its message) of a training-operator resource."""
+    _, true = _true_conditions(resource)
 
     def said(kind: str) -> str:
         return str(true[kind].get("message") or "")
@@ -139,11 +146,7 @@ def status_from_jobset(resource: dict[str, Any]) -> tuple[str, str, str]:
     (status.replicatedJobsStatus), else Queued (Kueue not admitting it yet, pods pending).
     Failed by the FailJobSet rule the console sends for DeadlineExceeded Jobs (or, on JobSet
     versions with spec.activeDeadlineSeconds, reason DeadlineExceeded) is Timed out."""
-    status = resource.get("status") if isinstance(resource.get("status"), dict) else {}
-    conditions = status.get("conditions") if isinstance(status.get("conditions"), list) else []
-    true = {
-        c.get("type"): c for c in conditions if isinstance(c, dict) and c.get("status") == "True"
-    }
+    status, true = _true_conditions(resource)
 
     def said(kind: str) -> str:
         return str(true[kind].get("message") or "")
