@@ -495,6 +495,10 @@ KUBERNETES_REFRESH_WAIT_SECONDS = envfloat("KUBERNETES_REFRESH_WAIT_SECONDS", 1)
 KUBERNETES_CONNECT_TIMEOUT = envfloat("KUBERNETES_CONNECT_TIMEOUT", 5, positive=True)
 KUBERNETES_READ_TIMEOUT = envfloat("KUBERNETES_READ_TIMEOUT", 30, positive=True)
 KUBERNETES_PAGE_READ_TIMEOUT = envfloat("KUBERNETES_PAGE_READ_TIMEOUT", 4, positive=True)
+# How often (seconds) the worker reads the pods' usage from the Metrics API (metrics-server),
+# one list per namespace, for the job page and the API's job metrics; metrics-server itself
+# scrapes every 15 s by default.
+KUBERNETES_METRICS_SECONDS = envfloat("KUBERNETES_METRICS_SECONDS", 15, positive=True)
 if "kubernetes" in CONSOLE_BACKENDS:
     import sys as _sys
 

@@ -510,10 +510,11 @@ def pod_log_lines(*, job: Job, pod: str, max_lines: int) -> list[str]:
 def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
     """A job's metrics as AIHC's podMetrics: one entry per pod, named as its pods are, with
     `{time, value}` points of `metricType` from `startTime` to `endTime` (unix seconds; open
-    when absent), one per `timeStep` that has samples. Only the local runner samples its
-    replicas: a job on AIHC or Kubernetes is NotSupported (the console's AIHC client has no
-    metrics call, and Kubernetes pools keep no samples), rather than an empty answer that
-    would read as a job that used nothing."""
+    when absent), one per `timeStep` that has samples. The local runner samples its replicas,
+    and the worker a Kubernetes job's pods (from metrics-server: CPU and memory, no /tmp);
+    a job on AIHC, or /tmp of a Kubernetes job, is NotSupported (the console's AIHC client
+    has no metrics call), rather than an empty answer that would read as a job that used
+    nothing."""
     metric_type = required_param(params, "metricType")
     if metric_type not in METRIC_TYPES:
         raise ApiError(
@@ -528,12 +529,19 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
         raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
     step = duration_param(params, "timeStep", DEFAULT_TIME_STEP)
     duration_param(params, "rateInterval", 1)  # checked, not used: CPU is a rate already
-    if job.backend != "local":
+    if job.backend not in ("local", "kubernetes"):
         raise ApiError(
             400,
             "NotSupported",
-            f"Job metrics are served for jobs on the local runner only; job {job.public_id} "
-            f"runs on {job.backend}.",
+            f"Job metrics are served for jobs on the local runner and Kubernetes only; job "
+            f"{job.public_id} runs on {job.backend}.",
+        )
+    if job.backend == "kubernetes" and metric_type == "TmpUsage":
+        raise ApiError(
+            400,
+            "NotSupported",
+            "TmpUsage is measured on the local runner only: Kubernetes' Metrics API has no "
+            "/tmp figure.",
         )
     value_of = METRIC_TYPES[metric_type]
     return [

@@ -8,6 +8,12 @@ Decisions (README "Running jobs on this machine"):
   2. cgroup v1 with the `memory` and `cpu` hierarchies both writable at the worker's own
      cgroup in each;
   3. else nothing is enforced, and `why` says what was missing.
+  Under v1 the `cpu` hierarchy counts no CPU time unless `cpuacct` is mounted with it
+  (cpu,cpuacct): where `cpuacct` is a hierarchy of its own and writable, each replica gets a
+  cgroup there too (created, joined and removed with the others), so its usage is read from
+  the cgroup's cpuacct.usage, which counts every process of it, even one that left the
+  replica's session (setsid), rather than added up from /proc. Enforcing needs none of it:
+  without it usage is read from /proc.
   LOCAL_ENFORCE_LIMITS=off skips detection. Enforcing memory without CPU (or the reverse)
   is not offered: either both of a role's values hold, or the job says neither does.
 - Every cgroup the console makes lies under the worker's own cgroup in each hierarchy
@@ -81,6 +87,8 @@ class Enforcement:
     why: str = ""  # a recorded text when nothing is enforced
     memory_root: Path | None = None  # .../<own>/ai-job-console
     cpu_root: Path | None = None
+    # v1 only, when cpuacct is a hierarchy of its own (co-mounted, the cpu cgroup counts).
+    cpuacct_root: Path | None = None
 
     @property
     def active(self) -> bool:
@@ -91,14 +99,15 @@ class Enforcement:
         if self.mode == MODE_V2:
             return f"enforced with cgroup v2 under {self.memory_root}"
         if self.mode == MODE_V1:
-            return f"enforced with cgroup v1 under {self.memory_root} and {self.cpu_root}"
+            roots = ", ".join(str(root) for root in self.roots())
+            return f"enforced with cgroup v1 under {roots}"
         with translation.override("en"):
             return f"not enforced: {display_text(self.why, source_of(self.why))}"
 
     def roots(self) -> list[Path]:
         if self.mode == MODE_V2 and self.memory_root:
             return [self.memory_root]
-        return [root for root in (self.memory_root, self.cpu_root) if root]
+        return [root for root in (self.memory_root, self.cpu_root, self.cpuacct_root) if root]
 
 
 # -- reading /proc -----------------------------------------------------------------------
@@ -185,7 +194,12 @@ def detect(
     if any(m.version == 1 for m in mounts):  # (a pure v2 host: only v2's reason is told)
         try:
             memory_root, cpu_root = (_set_up_v1(name, own, mounts) for name in CONTROLLERS)
-            return Enforcement(MODE_V1, memory_root=memory_root, cpu_root=cpu_root)
+            return Enforcement(
+                MODE_V1,
+                memory_root=memory_root,
+                cpu_root=cpu_root,
+                cpuacct_root=_cpuacct_v1(own, mounts),
+            )
         except CgroupError as exc:
             reasons.append(exc.args[0])
     if not reasons:
@@ -344,6 +358,23 @@ def _set_up_v1(controller: str, own: dict[str, str], mounts: list[CgroupMount]) 
     return jobs
 
 
+def _cpuacct_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
+    """Where replicas' cpuacct cgroups go under v1: None when cpuacct is mounted with cpu
+    (the replica's cpu cgroup counts its CPU time then), or is not there or not writable
+    (its usage is then read from /proc)."""
+    if any(m.version == 1 and {"cpu", "cpuacct"} <= m.controllers for m in mounts):
+        return None
+    try:
+        return _set_up_v1("cpuacct", own, mounts)
+    except CgroupError as exc:
+        with translation.override("en"):
+            logger.info(
+                "CPU usage of replicas read from /proc: %s",
+                display_text(exc.args[0], source_of(exc.args[0])),
+            )
+        return None
+
+
 # The worker's finding, kept for the rest of the process (jobs.runner reads it).
 _current: Enforcement | None = None
 
@@ -397,7 +428,7 @@ def create_replica_cgroup(
             if cpu_cores is not None:
                 (folder / "cpu.max").write_text(f"{cpu_cores * CFS_PERIOD_US} {CFS_PERIOD_US}")
         else:
-            memory, cpu = folders
+            memory, cpu = folders[:2]  # then cpuacct's, when it is a hierarchy of its own
             for folder in folders:
                 folder.mkdir(parents=True, exist_ok=True)
             if memory_bytes is not None:

@@ -3,20 +3,24 @@ against the replica's limits, with a small sparkline of each over the last sampl
 same samples over a span of time, step by step, for the API's job metrics (jobs.api_views).
 
 The samples are the ones each replica's shim writes to its state folder (jobs/shim.py,
-UsageMeter and UsageLog); only the newest SPARK_POINTS are read, from the end of the file,
-so the page's two-second poll costs a small read per replica. Jobs of a remote backend
-(AIHC, Kubernetes) have no such files: their page has no usage section.
+UsageMeter and UsageLog), or, for a job on Kubernetes, the ones the worker writes in the same
+form from the Metrics API (jobs.backends.kubernetes, usage_file: CPU and memory, no /tmp);
+only the newest SPARK_POINTS are read, from the end of the file, so the page's two-second
+poll costs a small read per replica. AIHC jobs have no such files, nor do Kubernetes jobs on
+a cluster without metrics-server: their page has no usage section.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
+from .backends.kubernetes import usage_file
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runner import replica_state_dir, role_limits
 from .shim import merge_samples, read_usage
@@ -44,6 +48,7 @@ class ReplicaUsage:
     memory_limit: int | None = None
     tmp: int = 0  # bytes
     tmp_limit: int = 0
+    tmp_measured: bool = True  # False on Kubernetes: the Metrics API has no /tmp figure
     cpu_line: Sparkline | None = None
     memory_line: Sparkline | None = None
     tmp_line: Sparkline | None = None
@@ -78,13 +83,30 @@ def _cores(value: float) -> str:
     return _("%(cores)s cores") % {"cores": f"{value:.2f}"}
 
 
-def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage] | None:
-    """One entry per running replica of a local job that runs; None when the job has no
-    usage to show (a remote backend's, or one not running)."""
-    if job.backend != "local" or job.status not in (JobStatus.RUNNING, JobStatus.STOPPING):
+def usage_files(job: Job) -> Callable[[str], Path] | None:
+    """Where the samples of the job's replica `<role>-<index>` are (its current attempt's, for
+    a local job); None for a job nothing samples (AIHC's, or a local one not started)."""
+    if job.backend == "kubernetes":
+        return lambda label: usage_file(job.public_id, label)
+    if job.backend != "local":
         return None
     run = LocalRun.objects.filter(job=job).only("attempt").first()
     if run is None:
+        return None
+    return lambda label: replica_state_dir(job.public_id, run.attempt, label) / "usage"
+
+
+def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage] | None:
+    """One entry per running replica of a job that runs; None when the job has no usage to
+    show (an AIHC job, one not running, or a Kubernetes one with no sample at all: its
+    cluster has no metrics-server, or the first read is still to come)."""
+    if job.status not in (JobStatus.RUNNING, JobStatus.STOPPING):
+        return None
+    file_of = usage_files(job)
+    if file_of is None:
+        return None
+    on_kubernetes = job.backend == "kubernetes"
+    if on_kubernetes and not any(file_of(f"{r.role}-{r.index}").exists() for r in replicas):
         return None
     try:
         roles = {role.name: role for role in job.job_spec().roles}
@@ -96,9 +118,7 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
         if replica.status != "running":
             continue
         label = f"{replica.role}-{replica.index}"
-        samples = read_usage(
-            replica_state_dir(job.public_id, run.attempt, label) / "usage", last=SPARK_POINTS
-        )
+        samples = read_usage(file_of(label), last=SPARK_POINTS)
         if not samples:
             found.append(ReplicaUsage(label=label, sampled=False))
             continue
@@ -120,6 +140,7 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
                 memory_limit=memory_limit,
                 tmp=tmp[-1],
                 tmp_limit=tmp_limit,
+                tmp_measured=not on_kubernetes,
                 cpu_line=sparkline(
                     times,
                     cpu,
@@ -133,7 +154,9 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
                     text=_summary(_("Memory"), span, memory, filesizeformat),
                 ),
                 # Against what it held at most: the cap (tens of GB) would flatten the line.
-                tmp_line=sparkline(
+                tmp_line=None
+                if on_kubernetes
+                else sparkline(
                     times, tmp, top=max(tmp), text=_summary("/tmp", span, tmp, filesizeformat)
                 ),
             )
@@ -173,18 +196,14 @@ def usage_points(
 def replica_usage_history(
     *, job: Job, start: float | None, end: float | None, step: int
 ) -> list[tuple[str, list[UsagePoint]]]:
-    """Each replica of a local job (`<role>-<index>`) with what it used from `start` to `end`
-    in its current attempt, `step` seconds a point (usage_points); a replica not yet sampled
-    has none. Unlike the page's table, a replica that has ended keeps its history: its file
-    stays with the job's other files until the job is deleted."""
-    run = LocalRun.objects.filter(job=job).only("attempt").first()
+    """Each replica of a local or Kubernetes job (`<role>-<index>`) with what it used from
+    `start` to `end` (a local job's: in its current attempt), `step` seconds a point
+    (usage_points); a replica not yet sampled has none. Unlike the page's table, a replica
+    that has ended keeps its history: its file stays until the job is deleted."""
+    file_of = usage_files(job)
     found = []
     for replica in job.replicas.all():
         label = f"{replica.role}-{replica.index}"
-        samples = (
-            read_usage(replica_state_dir(job.public_id, run.attempt, label) / "usage")
-            if run is not None
-            else []
-        )
+        samples = read_usage(file_of(label)) if file_of is not None else []
         found.append((label, usage_points(samples, start=start, end=end, step=step)))
     return found

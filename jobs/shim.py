@@ -450,8 +450,8 @@ def _read_keys(path: Path) -> dict[str, int]:
 
 def cgroup_cpu_seconds(folders: list[Path]) -> float | None:
     """CPU time the replica's cgroup has used, None when none of `folders` counts it: v2's
-    cpu.stat usage_usec, or v1's cpuacct.usage where cpuacct is mounted with cpu (a v1 cpu
-    hierarchy of its own counts only throttling)."""
+    cpu.stat usage_usec, or v1's cpuacct.usage, of its cpu,cpuacct cgroup or its own cpuacct
+    one (jobs.cgroups; a v1 cpu hierarchy of its own counts only throttling)."""
     for folder in folders:
         usage = _read_keys(folder / "cpu.stat").get("usage_usec")
         if usage is not None:

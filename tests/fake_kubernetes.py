@@ -33,6 +33,12 @@ training operator's CRDs and validating webhook) checks before it stores an obje
 - RBAC: a verb on a resource the identity may not use (`forbid`) is 403 Forbidden, worded as
   the API server words it, before the namespace is even looked up.
 
+The Metrics API (metrics.k8s.io/v1beta1, as metrics-server serves it) answers list and get
+of PodMetrics in a namespace for its Running pods: their labels, a timestamp, a window and
+each container's usage (cpu and memory quantities, zero until `set_usage` says otherwise);
+`metrics_server=False` is a cluster without it (404, as for any path nothing is served at).
+RBAC on it is `forbid("list", "pods.metrics.k8s.io")`.
+
 ResourceQuotas are served read-only (list and get, in a namespace or cluster-wide), with
 spec.hard and status.hard/status.used as the quota controller writes them; `add_quota`
 refuses what the API server's validation refuses (an extended resource limited other than
@@ -75,6 +81,7 @@ QUANTITY = re.compile(
 )
 PORT_NAME = re.compile(r"^(?=.*[a-z])[a-z0-9](?:-?[a-z0-9])*$")
 SERVICE_ACCOUNT = "system:serviceaccount:ai-console:ai-job-console"
+METRICS = "pods.metrics.k8s.io"  # the Metrics API's PodMetrics, as the route names them
 
 # kind -> (apiVersion, plural, replica specs key, replica types, the operator's container)
 CRDS = {
@@ -347,11 +354,15 @@ class FakeKubernetes:
         token: str = "fake-bearer-token",
         tls: tuple[str, str] | None = None,
         jobset: bool = True,
+        metrics_server: bool = True,
     ):
         """`tls`: (certificate file, key file) to serve HTTPS, as a real API server does;
-        `jobset`: JobSet's CRD is installed."""
+        `jobset`: JobSet's CRD is installed; `metrics_server`: the Metrics API is served."""
         self.token = token
         self.jobset = jobset
+        self.metrics_server = metrics_server
+        # (namespace, pod) -> (timestamp, {container: {"cpu": ..., "memory": ...}})
+        self.usage: dict[tuple[str, str], tuple[str, dict[str, dict[str, str]]]] = {}
         self.tls = tls
         self.namespaces = {"default"}
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name)
@@ -704,6 +715,23 @@ class FakeKubernetes:
                     made.append(pod_name)
         return made
 
+    def set_usage(
+        self,
+        pod: str,
+        *,
+        cpu: str,
+        memory: str,
+        namespace: str = "default",
+        stamp: str | None = None,
+    ) -> None:
+        """What metrics-server last scraped of the pod's first container (`stamp`: when; now
+        by default), its other containers using nothing."""
+        containers = self.pods[(namespace, pod)]["spec"]["containers"]
+        self.usage[(namespace, pod)] = (
+            stamp or now_stamp(),
+            {containers[0]["name"]: {"cpu": cpu, "memory": memory}},
+        )
+
     def set_pod_phase(self, pod: str, phase: str, *, namespace: str = "default") -> None:
         self.pods[(namespace, pod)]["status"]["phase"] = phase
 
@@ -822,6 +850,25 @@ class FakeKubernetes:
         ):
             return ("list", p[2], "", "", "")
         if (
+            self.metrics_server
+            and p[:4] == ["apis", "metrics.k8s.io", "v1beta1", "namespaces"]
+            and len(p) in (6, 7)
+            and p[5] == "pods"
+        ):
+            if r.method != "GET":
+                raise Refusal(
+                    405,
+                    "MethodNotAllowed",
+                    "the server does not allow this method on the requested resource",
+                )
+            return (
+                "list" if len(p) == 6 else "get",
+                METRICS,
+                p[4],
+                p[6] if len(p) == 7 else "",
+                "",
+            )
+        if (
             p[:3] == ["api", "v1", "namespaces"]
             and len(p) >= 5
             and p[4] in ("secrets", "pods", "events", "resourcequotas")
@@ -874,11 +921,14 @@ class FakeKubernetes:
         verb = "get" if verb == "log" else verb
         if (verb, resource, namespace) in self.forbidden or (verb, resource, "") in self.forbidden:
             group = VERSIONS[plural].split("/")[0] if plural in VERSIONS else ""
+            if plural == METRICS:  # the resource "pods" in the API group metrics.k8s.io
+                resource, group = "pods", "metrics.k8s.io"
             where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
             raise Refusal(
                 403,
                 "Forbidden",
-                f'{resource} is forbidden: User "{SERVICE_ACCOUNT}" cannot {verb} resource '
+                f"{plural if plural == METRICS else resource} is forbidden: User "
+                f'"{SERVICE_ACCOUNT}" cannot {verb} resource '
                 f'"{resource}" in API group "{group}" {where}',
             )
 
@@ -886,6 +936,8 @@ class FakeKubernetes:
         verb, plural, namespace, name, _sub = route
         if namespace and namespace not in self.namespaces:
             raise Refusal(404, "NotFound", f'namespaces "{namespace}" not found')
+        if plural == METRICS:
+            return 200, self._pod_metrics(r, namespace, name)
         if verb == "list":
             return 200, self._list(r, plural, namespace)
         if verb == "log":
@@ -914,6 +966,9 @@ class FakeKubernetes:
         out = []
         for part in (text or "").split(","):
             if not part:
+                continue
+            if re.match(r"^!?[A-Za-z0-9][-A-Za-z0-9_./]*$", part):  # (!)key: has (not) the key
+                out.append((part.lstrip("!"), "!" if part.startswith("!") else "exists", ""))
                 continue
             m = re.match(r"^([^!=]+)(!=|==|=)(.*)$", part)
             if not m:
@@ -951,6 +1006,8 @@ class FakeKubernetes:
             ]
             fields_ok = {"metadata.name", "metadata.namespace"}
         for key, op, value in self._selector(r.param("fieldSelector")):
+            if op in ("exists", "!"):
+                raise Refusal(400, "BadRequest", f"invalid field selector: {key!r}")
             if key not in fields_ok:
                 raise Refusal(
                     400,
@@ -958,12 +1015,7 @@ class FakeKubernetes:
                     f'"{key}" is not a known field selector: only "{", ".join(sorted(fields_ok))}"',
                 )
             items = [i for i in items if (self._get_field(i, key) == value) == (op != "!=")]
-        for key, op, value in self._selector(r.param("labelSelector")):
-            items = [
-                i
-                for i in items
-                if ((i["metadata"].get("labels") or {}).get(key) == value) == (op != "!=")
-            ]
+        items = self._labelled(items, r.param("labelSelector"))
         kind = {
             "pods": "PodList",
             "nodes": "NodeList",
@@ -976,6 +1028,62 @@ class FakeKubernetes:
             "apiVersion": "v1",
             "metadata": {"resourceVersion": "1"},
             "items": items,
+        }
+
+    def _labelled(self, items: list[dict], selector: str | None) -> list[dict]:
+        for key, op, value in self._selector(selector):
+            if op in ("exists", "!"):
+                items = [
+                    i for i in items if (key in (i["metadata"].get("labels") or {})) == (op != "!")
+                ]
+                continue
+            items = [
+                i
+                for i in items
+                if ((i["metadata"].get("labels") or {}).get(key) == value) == (op != "!=")
+            ]
+        return items
+
+    def _pod_metrics(self, r: Recorded, namespace: str, name: str) -> dict:
+        """PodMetrics of the namespace's Running pods (one, by name, for a get)."""
+        items = []
+        for (ns, pod_name), pod in self.pods.items():
+            if ns != namespace or pod["status"].get("phase") != "Running":
+                continue
+            stamp, usage = self.usage.get((ns, pod_name), (now_stamp(), {}))
+            items.append(
+                {
+                    "metadata": {
+                        "name": pod_name,
+                        "namespace": ns,
+                        "labels": dict(pod["metadata"].get("labels") or {}),
+                        "creationTimestamp": now_stamp(),
+                    },
+                    "timestamp": stamp,
+                    "window": "15.012s",
+                    "containers": [
+                        {
+                            "name": c["name"],
+                            "usage": usage.get(c["name"], {"cpu": "0", "memory": "0"}),
+                        }
+                        for c in pod["spec"].get("containers", [])
+                    ],
+                }
+            )
+        if name:
+            found = next((i for i in items if i["metadata"]["name"] == name), None)
+            if found is None:
+                raise Refusal(404, "NotFound", f'podmetrics.metrics.k8s.io "{name}" not found')
+            return {"kind": "PodMetrics", "apiVersion": "metrics.k8s.io/v1beta1", **found}
+        for key, op, value in self._selector(r.param("fieldSelector")):
+            if key != "metadata.name" or op in ("exists", "!"):
+                raise Refusal(400, "BadRequest", f'"{key}" is not a known field selector')
+            items = [i for i in items if (i["metadata"]["name"] == value) == (op != "!=")]
+        return {
+            "kind": "PodMetricsList",
+            "apiVersion": "metrics.k8s.io/v1beta1",
+            "metadata": {},
+            "items": self._labelled(items, r.param("labelSelector")),
         }
 
     def _log(self, r: Recorded, namespace: str, name: str) -> str:

@@ -1011,4 +1011,4 @@ def test_another_users_job_has_no_metrics_for_them_and_an_aihc_job_says_it_has_n
     assert (error.status, error.code) == (404, "JobNotFound")
     assert job.public_id in error.message and "local-test" not in error.message
     assert (not_here.status, not_here.code) == (400, "NotSupported")
-    assert "local runner only" in not_here.message
+    assert "local runner and Kubernetes only" in not_here.message

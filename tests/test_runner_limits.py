@@ -392,3 +392,46 @@ def test_cgroups_a_root_worker_made_before_leave_an_unprivileged_worker_enforcin
         "not enforced: cgroup v1: the worker cannot create "
         f"{nobody_folder / 'memory' / cgroups.JOBS_DIR} (Permission denied)"
     )
+
+
+def fake_cgroup1(tmp_path: Path, hierarchies: list[str]) -> tuple[str, str]:
+    """cgroup v1 mounts (one per entry, e.g. "cpu,cpuacct") with the worker at their root."""
+    mountinfo = proc_cgroup = ""
+    for number, controllers in enumerate(hierarchies):
+        (tmp_path / controllers).mkdir()
+        mountinfo += (
+            f"{30 + number} 25 0:{40 + number} / {tmp_path / controllers} rw - cgroup cgroup "
+            f"rw,{controllers}\n"
+        )
+        proc_cgroup += f"{number + 1}:{controllers}:/\n"
+    return proc_cgroup, mountinfo
+
+
+def test_a_v1_cpuacct_hierarchy_of_its_own_gets_the_replicas_cgroups_too(tmp_path):
+    proc_cgroup, mountinfo = fake_cgroup1(tmp_path, ["memory", "cpu", "cpuacct"])
+    found = cgroups.detect(setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo)
+
+    folders = cgroups.create_replica_cgroup(
+        found, public_id="job-1", attempt=1, label="master-0", memory_bytes=None, cpu_cores=None
+    )
+
+    assert found.cpuacct_root == tmp_path / "cpuacct" / cgroups.JOBS_DIR
+    assert folders == [
+        tmp_path / name / cgroups.JOBS_DIR / "job-1" / "attempt-1" / "master-0"
+        for name in ("memory", "cpu", "cpuacct")
+    ]
+    assert all(folder.is_dir() for folder in folders)
+    assert cgroups.job_ids_with_cgroups(found) == {"job-1"}
+    assert cgroups.remove_job_cgroups(found, public_id="job-1")
+    assert not any((root / "job-1").exists() for root in found.roots())
+
+
+def test_a_v1_cpuacct_mounted_with_cpu_needs_no_cgroup_of_its_own(tmp_path):
+    proc_cgroup, mountinfo = fake_cgroup1(tmp_path, ["memory", "cpu,cpuacct"])
+
+    found = cgroups.detect(setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo)
+
+    assert found.mode == cgroups.MODE_V1
+    assert found.cpu_root == tmp_path / "cpu,cpuacct" / cgroups.JOBS_DIR
+    assert found.cpuacct_root is None
+    assert found.roots() == [found.memory_root, found.cpu_root]

@@ -7,6 +7,7 @@ import textwrap
 import pytest
 from django.urls import reverse
 
+from jobs import cgroups
 from jobs import spec as S
 from jobs.models import JobStatus
 from jobs.runner import replica_state_dir
@@ -110,6 +111,57 @@ def test_a_busy_replica_with_limits_is_sampled_from_its_cgroup_near_what_it_uses
     samples = run_a_burning_job(alice, alice_client, settings, role)
 
     assert_near_what_it_used(settings, samples)
+
+
+# A child that leaves the replica's session (setsid, as a daemonising tool does) and keeps one
+# core busy until the test opens the gate; its parent waits for it, so until then no process
+# of the replica's session has its CPU time. Writes the CPU seconds the child used.
+BURN_IN_ITS_OWN_SESSION = textwrap.dedent(
+    """
+    import os
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        print("burning in session", os.getsid(0), flush=True)
+        spins = 0
+        while spins % 100_000 or not os.path.exists("/workspace/gate-open"):
+            spins += 1
+        used = os.times()
+        with open("/workspace/cpu-used", "w") as out:
+            out.write(str(used.user + used.system))
+        os._exit(0)
+    os.waitpid(pid, 0)
+    """
+)
+
+
+def test_cpu_of_a_process_that_left_the_replica_s_session_is_counted_from_its_cgroup(
+    alice,
+    settings,
+    limits,  # noqa: F811
+):
+    if limits.mode == cgroups.MODE_V1 and not (
+        limits.cpuacct_root or (limits.cpu_root and (limits.cpu_root / "cpuacct.usage").exists())
+    ):
+        pytest.skip("no cpuacct hierarchy the worker can write here")
+    settings.LOCAL_METRICS_SECONDS = 0.3
+    (volume(settings) / "burn.py").write_text(BURN_IN_ITS_OWN_SESSION)
+    job = submit(alice, make_spec(f"{PY} /workspace/burn.py", roles=[S.Role("master", 1, cpu=2)]))
+    worker = Worker()
+
+    def counted() -> float:
+        return sum(s["cpu"] * s["s"] for s in usage_of(job))
+
+    # Read from /proc, the session's processes would add up to almost nothing.
+    run_until(worker, lambda: counted() >= 1.0, what="a second of the child's CPU counted")
+    seen = counted()
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="the end")
+
+    assert seen <= float((volume(settings) / "cpu-used").read_text()) + 0.3
+    if limits.mode == cgroups.MODE_V1 and limits.cpuacct_root:
+        # Its cpuacct cgroup went with the job's others.
+        assert not (limits.cpuacct_root / job.public_id).exists()
 
 
 def sample(when: float, *, cpu: float = 1.0, mem: int = 100 * MIB) -> dict:

@@ -28,6 +28,16 @@ one of each namespace's resourcequotas) at most once per KUBERNETES_CACHE_SECOND
 often the wizard polls; pages are served the last figures. A console that may not list a
 namespace's resourcequotas shows the cluster's figures there, and says so.
 
+Usage: while a job runs, each sync also samples what its running pods use from the Metrics
+API (metrics-server: one list of PodMetrics per namespace, for all the jobs in it, at most
+once per KUBERNETES_METRICS_SECONDS), CPU and memory summed over a pod's containers, into a
+file per replica under the console's var dir (`usage_file`), written as the local runner's
+shim writes a replica's (jobs.shim.UsageLog), so the job page and the API's job metrics read
+them alike (jobs.monitoring). A PodMetrics is written once: only one newer than the file's
+last sample is. No /tmp figure: the Metrics API has none. A cluster without metrics-server
+(404) or a console RBAC does not let read it (403) is said once in the log; its jobs show
+no usage.
+
 Kueue's ClusterQueue quotas do not bound the idle count: a pool's queues may feed different
 ClusterQueues, a ClusterQueue may borrow beyond its nominal quota from its cohort, and Kueue
 holds a job it cannot admit yet (Queued) instead of refusing it. A ResourceQuota is a hard
@@ -37,11 +47,14 @@ limit the API server enforces on every pod, so a standalone job over it would ne
 from __future__ import annotations
 
 import logging
+import re
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -68,6 +81,7 @@ from jobs.models import (
 )
 from jobs.runtime_env import DEFAULT_TF_PORT, ReplicaRef, replica_environment
 from jobs.services import job_event, recorded
+from jobs.shim import UsageLog, read_usage
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
 from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
@@ -85,6 +99,9 @@ SUBMIT_PAUSE = (5.0, 300.0)  # seconds: first pause after an unreachable API ser
 STOP_REQUESTED = gettext_noop("Stop requested.")
 # The API server's words for a path it serves no resource at (a CRD not installed).
 NO_SUCH_API = "could not find the requested resource"
+# metrics-server's pod usage (PodMetricsList), and where the samples of it are kept.
+POD_METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods"
+USAGE_DIR = "kubernetes-usage"
 
 PHASES = {
     "pending": ReplicaStatus.PENDING,
@@ -179,6 +196,8 @@ QUANTITY_SUFFIXES: dict[str, Decimal] = {
     "Ti": Decimal(2**40),
     "Pi": Decimal(2**50),
     "Ei": Decimal(2**60),
+    "n": Decimal("1e-9"),  # the Metrics API's CPU: "12345678n" cores
+    "u": Decimal("1e-6"),
     "m": Decimal("0.001"),
     "k": Decimal(10**3),
     "M": Decimal(10**6),
@@ -189,9 +208,8 @@ QUANTITY_SUFFIXES: dict[str, Decimal] = {
 }
 
 
-def _quantity(value: Any) -> int:
-    """A quantity in whole units, rounded down (extended resources are counted in whole
-    units); 0 for what is no quantity."""
+def _amount(value: Any) -> Decimal | None:
+    """A quantity ("250m", "12345n", "1Gi", "64"), exactly; None for what is no quantity."""
     text = str(value).strip()
     factor = Decimal(1)
     for suffix in sorted(QUANTITY_SUFFIXES, key=len, reverse=True):
@@ -199,9 +217,66 @@ def _quantity(value: Any) -> int:
             text, factor = text[: -len(suffix)], QUANTITY_SUFFIXES[suffix]
             break
     try:
-        return max(int(Decimal(text) * factor), 0)
+        amount = Decimal(text) * factor
     except (ArithmeticError, ValueError):
-        return 0
+        return None
+    return amount if amount.is_finite() else None
+
+
+def _quantity(value: Any) -> int:
+    """A quantity in whole units, rounded down (extended resources are counted in whole
+    units); 0 for what is no quantity."""
+    amount = _amount(value)
+    return max(int(amount), 0) if amount is not None else 0
+
+
+GO_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?)(h|ms|m|s|us|µs|ns)")
+GO_DURATION_UNITS = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def _duration(text: Any) -> float | None:
+    """A Go duration as the Metrics API writes a window ("30s", "15.012s", "1m0s") in
+    seconds; None for anything else."""
+    if not isinstance(text, str) or not text:
+        return None
+    parts = GO_DURATION_PART.findall(text)
+    if "".join(number + unit for number, unit in parts) != text:
+        return None
+    return sum(float(number) * GO_DURATION_UNITS[unit] for number, unit in parts)
+
+
+def usage_file(public_id: str, label: str) -> Path:
+    """The samples of a Kubernetes job's replica (`<role>-<index>`), as jobs.shim.UsageLog
+    writes a local replica's; they go when the job is deleted."""
+    return Path(settings.VAR_DIR) / USAGE_DIR / public_id / f"{label}.usage"
+
+
+def usage_sample(pod_metrics: dict[str, Any], *, window: float) -> dict[str, Any] | None:
+    """A PodMetrics as one sample (UsageLog's record): its time, the window its CPU rate was
+    measured over (`window` when it gives none), the CPU cores and memory bytes of its
+    containers together; no /tmp. None when it has no time or no usage."""
+    when = kube_time(pod_metrics.get("timestamp"))
+    containers = pod_metrics.get("containers")
+    if when is None or not isinstance(containers, list) or not containers:
+        return None
+    cpu = Decimal(0)
+    memory = Decimal(0)
+    for container in containers:
+        usage = (container.get("usage") if isinstance(container, dict) else None) or {}
+        if not isinstance(usage, dict):
+            return None
+        cores, used = _amount(usage.get("cpu", "0")), _amount(usage.get("memory", "0"))
+        if cores is None or used is None:
+            return None
+        cpu += max(cores, Decimal(0))
+        memory += max(used, Decimal(0))
+    return {
+        "t": round(when.timestamp(), 1),
+        "s": round(_duration(pod_metrics.get("window")) or window, 3),
+        "cpu": round(float(cpu), 3),
+        "mem": int(memory),
+        "tmp": 0,
+    }
 
 
 @dataclass(frozen=True)
@@ -406,6 +481,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         self._clients: dict[tuple[Any, ...], KubeClient] = {}
         # Per API server (Config.key()): its figures.
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
+        # Per API server and namespace: (monotonic time of the last read, its PodMetrics by
+        # pod name); and those whose Metrics API the log has said is missing or forbidden.
+        self._pod_metrics: dict[tuple[Any, ...], tuple[float, dict[str, dict[str, Any]]]] = {}
+        self._metrics_said: set[tuple[Any, ...]] = set()
+        # Per running replica (job id, label): its samples' file, and the time of its last
+        # sample (a PodMetrics is written once).
+        self._usage_logs: dict[tuple[str, str], tuple[UsageLog, float]] = {}
 
     def __repr__(self) -> str:
         return "KubernetesBackend()"
@@ -931,6 +1013,95 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 message,
                 reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
             )
+        if job.status == JobStatus.RUNNING:
+            self._sample_usage(job, spec, config, client, namespace, pods)
+
+    def sync(self, job: Job) -> None:
+        super().sync(job)
+        if job.status != JobStatus.RUNNING:  # sampled no more
+            for key in [k for k in self._usage_logs if k[0] == job.public_id]:
+                del self._usage_logs[key]
+
+    # -- usage -------------------------------------------------------------------------
+
+    def _sample_usage(
+        self,
+        job: Job,
+        spec: spec_module.JobSpec,
+        config: Config,
+        client: KubeClient,
+        namespace: str,
+        pods: list[dict[str, Any]],
+    ) -> None:
+        """Appends a sample per running pod of the job whose PodMetrics is newer than its
+        replica's last sample."""
+        running: dict[str, str] = {}  # pod name -> replica label
+        for pod in pods:
+            which = self._pod_replica(spec, pod)
+            name = str((pod.get("metadata") or {}).get("name") or "")
+            phase = str((pod.get("status") or {}).get("phase") or "").lower()
+            if which is not None and name and PHASES.get(phase) == ReplicaStatus.RUNNING:
+                running[name] = f"{which[0]}-{which[1]}"
+        if not running:
+            return
+        found = self._namespace_metrics(config, client, namespace)
+        for name, label in running.items():
+            sample = usage_sample(found.get(name) or {}, window=config.metrics_seconds)
+            if sample is None:
+                continue
+            key = (job.public_id, label)
+            if key not in self._usage_logs:
+                path = usage_file(job.public_id, label)
+                try:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    logger.warning("usage of %s not kept: %s", job.public_id, exc)
+                    return
+                last = read_usage(path, last=1)
+                self._usage_logs[key] = (UsageLog(path), last[-1]["t"] if last else 0.0)
+            log, last_time = self._usage_logs[key]
+            if sample["t"] <= last_time:
+                continue  # metrics-server has not scraped the pod again since
+            log.append(sample)
+            self._usage_logs[key] = (log, sample["t"])
+
+    def _namespace_metrics(
+        self, config: Config, client: KubeClient, namespace: str
+    ) -> dict[str, dict[str, Any]]:
+        """The namespace's PodMetrics of console pods by pod name, read at most once per
+        KUBERNETES_METRICS_SECONDS (a read that failed too): {} when they cannot be read."""
+        key = (*config.key(), namespace)
+        with self._lock:
+            read_at, found = self._pod_metrics.get(key, (float("-inf"), {}))
+        if time.monotonic() - read_at < config.metrics_seconds:
+            return found
+        found = {}
+        try:
+            items = client.list(
+                POD_METRICS_PATH.format(namespace=namespace), label_selector=M.CONSOLE_JOB_LABEL
+            )
+        except KubeError as exc:
+            if exc.status not in (403, 404):
+                logger.info("Kubernetes pod metrics of %s not read: %s", namespace, exc)
+            elif key not in self._metrics_said:
+                self._metrics_said.add(key)
+                logger.warning(
+                    "Kubernetes: %s in %s (%s); its jobs show no resource usage",
+                    "the console may not list pods.metrics.k8s.io"
+                    if exc.status == 403
+                    else "the Metrics API (metrics-server) is not served",
+                    namespace,
+                    exc,
+                )
+        else:
+            self._metrics_said.discard(key)
+            for item in items:
+                name = (item.get("metadata") or {}).get("name")
+                if isinstance(name, str):
+                    found[name] = item
+        with self._lock:
+            self._pod_metrics[key] = (time.monotonic(), found)
+        return found
 
     def _gone(
         self, job: Job, spec: spec_module.JobSpec, client: KubeClient, namespace: str
@@ -1166,7 +1337,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
 
     def delete(self, job: Job) -> None:
-        """Removes the job's resource and Secret (the Secret only when it is this job's)."""
+        """Removes the job's resource and Secret (the Secret only when it is this job's), and
+        the usage samples the console kept of it."""
+        self._delete_remote(job)
+        shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
+
+    def _delete_remote(self, job: Job) -> None:
         try:
             config, client = self._setup()
             namespace, name, spec = self._names(job)

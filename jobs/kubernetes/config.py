@@ -236,6 +236,7 @@ class Config:
     connect_timeout: float
     read_timeout: float
     page_read_timeout: float
+    metrics_seconds: float = 15.0
 
     @classmethod
     def from_settings(cls, settings: Any) -> Config:
@@ -285,6 +286,7 @@ class Config:
             connect_timeout=settings.KUBERNETES_CONNECT_TIMEOUT,
             read_timeout=settings.KUBERNETES_READ_TIMEOUT,
             page_read_timeout=settings.KUBERNETES_PAGE_READ_TIMEOUT,
+            metrics_seconds=settings.KUBERNETES_METRICS_SECONDS,
         )
 
     def bearer_token(self) -> str:
