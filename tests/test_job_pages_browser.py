@@ -308,7 +308,7 @@ def test_two_running_jobs_ticked_in_the_list_stay_ticked_through_a_poll_and_stop
     page.wait_for_url(re.compile(r"/jobs/bulk/$"))
     expect(page.locator("#bulk-jobs tbody tr")).to_have_count(2)
     expect(page.locator("#bulk-jobs .bulk-plan")).to_have_text(
-        [re.compile("Will be stopped|将停止")] * 2
+        [re.compile("Will be stopped|将被停止")] * 2
     )
     page.click("#confirm-bulk-stop")
 
