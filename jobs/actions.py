@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -37,6 +39,9 @@ PRIORITY_TERMS = {
     "normal": Term(gettext_noop("Medium")),
     "low": Term(gettext_noop("Low")),
 }
+# How many jobs one request may stop or delete at once (the job list's selection, the API's
+# BatchStopJobs): each goes through its backend in turn, and a request should end in seconds.
+MAX_SELECTED = 100
 
 
 class ActionError(Exception):
@@ -49,7 +54,7 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
     job is already finished or stopping."""
     by = actor.get_username() if actor is not None else ""
     for _attempt in range(2):
-        if job.status in FINAL_STATUSES or job.status in (S.STOPPING, S.REJECTED):
+        if not job_stoppable(job):
             return False
         if job.status in NOT_STARTED and (job.backend == "local" or not job.external_id):
             stopped = message or (
@@ -81,9 +86,20 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
     return False
 
 
+def job_stoppable(job: Job) -> bool:
+    """Whether job_stop has anything to do: not once the job has ended or is stopping."""
+    return not (job.status in FINAL_STATUSES or job.status in (S.STOPPING, S.REJECTED))
+
+
+def job_delete_waits(job: Job) -> bool:
+    """Whether job_delete stops the job first and the worker deletes it once it has stopped
+    (a local job with processes to end), rather than deleting it at once."""
+    return job.backend == "local" and job.status in (S.RUNNING, S.STOPPING)
+
+
 def job_delete(*, job: Job) -> bool:
     """Deletes the job; True when it is gone now, False when it goes once it has stopped."""
-    if job.backend == "local" and job.status in (S.RUNNING, S.STOPPING):
+    if job_delete_waits(job):
         from .runner import TARGET_STOPPED, request_stop
 
         request_stop(
@@ -108,6 +124,41 @@ def job_delete(*, job: Job) -> bool:
         raise ActionError(exc.message) from exc
     Job.objects.filter(pk=job.pk).delete()
     return True
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a stop or delete did to one of several jobs."""
+
+    job: Job
+    # job_stop's or job_delete's answer: stop requested / deleted now (False: the job had
+    # already ended or was stopping / it goes once it has stopped).
+    done: bool
+    # Why it was refused (ActionError's message); nothing was done to this job then.
+    error: str = ""
+
+
+def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
+    """Stops each job as its own page's Stop does; one refused does not keep the others."""
+    outcomes = []
+    for job in jobs:
+        try:
+            outcomes.append(Outcome(job=job, done=job_stop(job=job, actor=actor)))
+        except ActionError as exc:
+            outcomes.append(Outcome(job=job, done=False, error=str(exc)))
+    return outcomes
+
+
+def jobs_delete(*, jobs: Iterable[Job]) -> list[Outcome]:
+    """Deletes each job as its own page's Delete does; one refused (a job being sent to its
+    platform) is kept, and the others still go."""
+    outcomes = []
+    for job in jobs:
+        try:
+            outcomes.append(Outcome(job=job, done=job_delete(job=job)))
+        except ActionError as exc:
+            outcomes.append(Outcome(job=job, done=False, error=str(exc)))
+    return outcomes
 
 
 def job_priority_change(*, job: Job, priority: str, actor: User) -> bool:
@@ -160,16 +211,22 @@ def job_priority_change(*, job: Job, priority: str, actor: User) -> bool:
     raise ActionError(_("The job changed meanwhile; try again."))
 
 
-def _refuse_while_sending(job: Job) -> None:
+def job_delete_refusal(job: Job) -> str:
+    """Why job_delete refuses the job now ("" when it does not)."""
     if job.backend != "local" and not job.external_id and job.status in (S.SUBMITTING, S.STOPPING):
         # A create is on its way to the platform: deleting the row now would leave whatever
         # it creates running there with nothing tracking it.
-        raise ActionError(
-            _(
-                "The job is being sent to its platform right now. Stop it, or wait a moment; "
-                "it can be deleted once the platform has answered."
-            )
+        return _(
+            "The job is being sent to its platform right now. Stop it, or wait a moment; "
+            "it can be deleted once the platform has answered."
         )
+    return ""
+
+
+def _refuse_while_sending(job: Job) -> None:
+    refusal = job_delete_refusal(job)
+    if refusal:
+        raise ActionError(refusal)
 
 
 def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:

@@ -18,7 +18,10 @@ Decisions (README "Scripts and SDKs"):
 - Job actions need `resourcePoolId`, and a job outside that pool is JobNotFound, as in v1.
   `queueID` names CreateJob's queue when the body has none (and must agree with it when it
   has one); other actions ignore it.
-- CreateJob, StopJob, DeleteJob and ModifyJob take POST only; reads take GET or POST (the v2
+- BatchStopJobs stops each job of `jobList` as StopJob does (at most MAX_SELECTED); a job not
+  found or refused is in `failedList` with its reason, and the others still stop. Its answer is
+  the `{"requestId", "result": {…}}` Baidu's v2 SDK reads. AIHC has no BatchDeleteJobs.
+- CreateJob, StopJob, BatchStopJobs, DeleteJob and ModifyJob take POST only; reads take GET or POST (the v2
   overview lists some as GET, every SDK POSTs).
 - Queue names repeat across pools, so a queue's id is `<resourcePoolId>:<queueName>`;
   DescribeQueue also takes a queue name with resourcePoolId.
@@ -35,6 +38,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from . import spec as spec_module
+from .actions import MAX_SELECTED, jobs_stop
 from .aihc.mapping import is_role_map, v1_from_v2, v2_from_v1
 from .api_views import (
     AIHC_STATUS,
@@ -81,7 +85,7 @@ from .wizard import available_pools, find_pool
 # AIHC's pool types; the console's pools are all self-managed ("common").
 POOL_TYPES = ("common", "dedicatedV2", "bhcmp", "edge")
 CONSOLE_POOL_TYPE = "common"
-WRITES = frozenset({"CreateJob", "StopJob", "DeleteJob", "ModifyJob"})
+WRITES = frozenset({"CreateJob", "StopJob", "BatchStopJobs", "DeleteJob", "ModifyJob"})
 # v1 field paths (jobs.spec's messages) as a v2 body names them.
 V2_PATHS = {"jobFramework": "jobType", "jobSpec.command": "command", "console.command": "command"}
 ROLE_PATH = re.compile(r"roles\[(\d+)\](.*)")
@@ -314,6 +318,48 @@ def _stop_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
     found = _job(_params(request), owner)
     job_stopped(job=found, owner=owner)
     return {"jobId": found.public_id, "jobName": found.name}
+
+
+def _batch_stop_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    """Each job of `jobList` stopped as StopJob stops it (one already finished or stopping
+    succeeds, as a retried StopJob does). One not found, or refused, is listed in failedList
+    with why; the others still stop. Results keep the order of jobList, each id once."""
+    params = _params(request)
+    pool = required_param(params, "resourcePoolId")
+    ids = _job_list(params)
+    # A NUL is never in a job id, and some databases refuse it in a query.
+    found = Job.objects.filter(
+        owner=owner, resource_pool=pool, public_id__in=[i for i in ids if "\x00" not in i]
+    ).order_by("-created_at", "-id")
+    errors = {o.job.public_id: o.error for o in jobs_stop(jobs=found, actor=owner)}
+    results = []
+    for job_id in ids:
+        why = errors.get(job_id, f"Job {job_id} not found.")
+        results.append({"jobId": job_id, "success": not why, "errorMsg": why})
+    succeeded = [r for r in results if r["success"]]
+    failed = [r for r in results if not r["success"]]
+    return {
+        "result": {
+            "successNum": len(succeeded),
+            "failedNum": len(failed),
+            "success": not failed,
+            "successList": succeeded,
+            "failedList": failed,
+        }
+    }
+
+
+def _job_list(params: Params) -> list[str]:
+    """BatchStopJobs' `jobList` (`[{"jobId": …}, …]`) as job ids, each once."""
+    given = params.get("jobList")
+    if not isinstance(given, list) or not given:
+        raise ApiError(400, "InvalidParameter", 'jobList is required: [{"jobId": …}, …].')
+    if len(given) > MAX_SELECTED:
+        raise ApiError(400, "InvalidParameter", f"jobList holds at most {MAX_SELECTED} jobs.")
+    ids = [text_param(item, "jobId") if isinstance(item, dict) else "" for item in given]
+    if not all(ids):
+        raise ApiError(400, "InvalidParameter", 'Each item of jobList is {"jobId": …}.')
+    return list(dict.fromkeys(ids))
 
 
 def _delete_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
@@ -568,6 +614,7 @@ ACTIONS: dict[str, Callable[[HttpRequest, Any], dict[str, Any]]] = {
     "DescribeJobs": _describe_jobs,
     "DescribeJob": _describe_job,
     "StopJob": _stop_job,
+    "BatchStopJobs": _batch_stop_jobs,
     "DeleteJob": _delete_job,
     "ModifyJob": _modify_job,
     "DescribeJobEvents": _describe_job_events,

@@ -7,6 +7,8 @@ from . import api_v2, pool_views, views, wizard_views
 urlpatterns = [
     # The job list; an SDK's signed request here is AIHC's v2 action API (jobs.api_v2).
     path("", api_v2.actions_or(views.job_list), name="job-list"),
+    # Stop / Delete selected on the list (before jobs/<public_id>/, which would take "bulk").
+    path("jobs/bulk/", views.job_bulk_view, name="job-bulk"),
     path("jobs/<str:public_id>/", views.job_detail, name="job-detail"),
     path("jobs/<str:public_id>/live/", views.job_live, name="job-live"),
     path("jobs/<str:public_id>/logs/", views.job_logs, name="job-logs"),

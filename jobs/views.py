@@ -18,15 +18,28 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from .actions import ActionError, job_delete, job_rerun, job_stop, job_submit_again
+from .actions import (
+    MAX_SELECTED,
+    ActionError,
+    Outcome,
+    job_delete,
+    job_delete_refusal,
+    job_delete_waits,
+    job_rerun,
+    job_stop,
+    job_stoppable,
+    job_submit_again,
+    jobs_delete,
+    jobs_stop,
+)
 from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
 from .logs import job_secrets, log_cut, shown_lines
@@ -51,6 +64,8 @@ EXPLAINED_STATUSES = frozenset(
     }
 )
 LOG_TAIL_LINES = 200
+# What the job list's address may carry back after acting on selected jobs (its filters, page).
+LIST_PARAMETERS = ("q", "status", "framework", "pool", "queue", "page")
 # A filter longer than any name, id, pool or queue matches nothing; SQLite also refuses a
 # LIKE pattern past 50,000 bytes ("pattern too complex", a 500), which this keeps well away.
 MAX_FILTER_LENGTH = 200
@@ -137,6 +152,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "live": live,
         "query": query.urlencode(),
         "explained": EXPLAINED_STATUSES,
+        # Stop / Delete selected come back to this list as it was (filters and page).
+        "back": request.GET.urlencode(),
     }
     if request.htmx:
         response = render(request, "jobs/job_list.html#job-table", context)
@@ -393,6 +410,174 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
         "question": STOP_QUESTION if stop else DELETE_QUESTION,
     }
     return render(request, "jobs/job_confirm.html", context)
+
+
+@require_POST
+@login_required
+def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Stop selected / Delete selected on the job list: first a page that lists the chosen jobs
+    and what happens to each, then (confirmed) each goes through its own page's action, and
+    the list says what came of them. Only the user's own jobs are chosen; any other id in the
+    form is ignored as one that does not exist."""
+    back_query = _list_query(request.POST.get("back", ""))
+    back = f"{reverse('job-list')}?{back_query}" if back_query else reverse("job-list")
+    action = request.POST.get("action", "")
+    if action not in ("stop", "delete"):
+        messages.error(request, _("Choose Stop selected or Delete selected."))
+        return redirect(back)
+    ids = request.POST.getlist("jobs")
+    if request.POST.get("all") == "1":  # "all on this page": the rows it showed
+        ids += request.POST.getlist("shown")
+    # Never a job id: longer than the column, or a NUL (which some databases refuse).
+    chosen = list(dict.fromkeys(i for i in ids if i and len(i) <= 64 and "\x00" not in i))
+    if len(chosen) > MAX_SELECTED:
+        messages.error(
+            request,
+            _("Select at most %(max)d jobs at a time; nothing was done.") % {"max": MAX_SELECTED},
+        )
+        return redirect(back)
+    jobs = list(
+        Job.objects.filter(owner=request.user, public_id__in=chosen).order_by("-created_at", "-id")
+    )
+    missing = len(chosen) - len(jobs)
+    if not jobs:
+        if chosen:
+            messages.info(request, _("The selected jobs no longer exist; nothing was done."))
+        else:
+            messages.info(request, _("Select the jobs first, with the boxes in the list."))
+        return redirect(back)
+    stop = action == "stop"
+    if request.POST.get("confirmed") != "1":
+        context = {
+            "action": action,
+            "rows": [(job, *(_stop_plan(job) if stop else _delete_plan(job))) for job in jobs],
+            "missing": missing,
+            "back": back_query,
+            "back_url": back,
+            "heading": (
+                ngettext("Stop %(count)d job?", "Stop %(count)d jobs?", len(jobs))
+                if stop
+                else ngettext("Delete %(count)d job?", "Delete %(count)d jobs?", len(jobs))
+            )
+            % {"count": len(jobs)},
+            "question": BULK_STOP_QUESTION if stop else BULK_DELETE_QUESTION,
+            "verb": _("Stop") if stop else _("Delete"),
+        }
+        return render(request, "jobs/job_bulk_confirm.html", context)
+    if stop:
+        _say_stopped(request, jobs_stop(jobs=jobs, actor=request.user), missing)
+    else:
+        _say_deleted(request, jobs_delete(jobs=jobs), missing)
+    return redirect(back)
+
+
+BULK_STOP_QUESTION = gettext_lazy(
+    "Stopped jobs cannot be resumed: their instances are ended. Jobs that have already "
+    "finished are left as they are."
+)
+BULK_DELETE_QUESTION = gettext_lazy(
+    "Deleted jobs are gone with their logs and files; a running job is stopped first."
+)
+
+
+def _list_query(query: str) -> str:
+    """The job list's query as it was (its filters and page), from the one the form carried;
+    anything else in it is dropped."""
+    given = QueryDict(query)
+    return urlencode({name: given[name] for name in LIST_PARAMETERS if given.get(name)})
+
+
+def _stop_plan(job: Job) -> tuple[str, bool]:
+    """What Stop does to the job, as its confirmation page says it; True: it changes."""
+    if job_stoppable(job):
+        return _("Will be stopped."), True
+    if job.status == JobStatus.STOPPING:
+        return _("Already stopping: left as it is."), False
+    return _("Already finished: will not be stopped."), False
+
+
+def _delete_plan(job: Job) -> tuple[str, bool]:
+    """What Delete does to the job, as its confirmation page says it; True: it changes."""
+    refusal = job_delete_refusal(job)
+    if refusal:
+        return _("Will not be deleted: %(why)s") % {"why": refusal}, False
+    if job_delete_waits(job):
+        return _("Will be stopped first, then deleted."), True
+    if not job.is_final:
+        return _("Will be stopped and deleted."), True
+    return _("Will be deleted."), True
+
+
+def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], missing: int) -> None:
+    done = sum(1 for o in outcomes if o.done)
+    left = sum(1 for o in outcomes if not o.done and not o.error)
+    parts = []
+    if done:
+        parts.append(
+            ngettext(
+                "Stop requested for %(count)d job.", "Stop requested for %(count)d jobs.", done
+            )
+            % {"count": done}
+        )
+    if left:
+        parts.append(
+            ngettext(
+                "%(count)d had already finished or was stopping and was left as it is.",
+                "%(count)d had already finished or were stopping and were left as they are.",
+                left,
+            )
+            % {"count": left}
+        )
+    _say(request, parts, missing, done=bool(done))
+    for outcome in outcomes:
+        if outcome.error:
+            messages.error(
+                request,
+                _("Job %(name)s was not stopped: %(why)s")
+                % {"name": outcome.job.name, "why": outcome.error},
+            )
+
+
+def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], missing: int) -> None:
+    done = sum(1 for o in outcomes if o.done)
+    later = sum(1 for o in outcomes if not o.done and not o.error)
+    parts = []
+    if done:
+        parts.append(
+            ngettext("Deleted %(count)d job.", "Deleted %(count)d jobs.", done) % {"count": done}
+        )
+    if later:
+        parts.append(
+            ngettext(
+                "%(count)d job will be deleted once it has stopped.",
+                "%(count)d jobs will be deleted once they have stopped.",
+                later,
+            )
+            % {"count": later}
+        )
+    _say(request, parts, missing, done=bool(done or later))
+    for outcome in outcomes:
+        if outcome.error:
+            messages.error(
+                request,
+                _("Job %(name)s was not deleted: %(why)s")
+                % {"name": outcome.job.name, "why": outcome.error},
+            )
+
+
+def _say(request: AuthenticatedHttpRequest, parts: list[str], missing: int, *, done: bool) -> None:
+    if missing:
+        # Said the same for an id that never was the user's: nothing of anyone else's shows.
+        parts.append(
+            ngettext(
+                "%(count)d selected job no longer exists.",
+                "%(count)d selected jobs no longer exist.",
+                missing,
+            )
+            % {"count": missing}
+        )
+    if parts:
+        (messages.success if done else messages.info)(request, " ".join(parts))
 
 
 @require_POST

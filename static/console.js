@@ -29,6 +29,32 @@ document.addEventListener("submit", (event) => {
   }
 });
 
+// The job list's "select all on this page" box ticks or clears every row's box, and shows
+// whether all, some or none are ticked, also after a poll has brought new rows (the ticked
+// boxes themselves survive a poll: hx-preserve). Ticked, it sends "all": every row shown.
+function syncSelectAll(form) {
+  const all = form.querySelector("#select-all");
+  if (!all) return;
+  const rows = Array.from(form.querySelectorAll("input[type=checkbox][name=jobs]"));
+  const ticked = rows.filter((row) => row.checked).length;
+  all.checked = rows.length > 0 && ticked === rows.length;
+  all.indeterminate = ticked > 0 && ticked < rows.length;
+}
+document.addEventListener("change", (event) => {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || !box.form || box.form.id !== "bulk-form") return;
+  if (box.id === "select-all") {
+    box.form.querySelectorAll("input[type=checkbox][name=jobs]").forEach((row) => {
+      row.checked = box.checked;
+    });
+  }
+  syncSelectAll(box.form);
+});
+document.addEventListener("htmx:afterSettle", () => {
+  const form = document.getElementById("bulk-form");
+  if (form) syncSelectAll(form);
+});
+
 // htmx leaves the page as it was when a request fails (an error answer is not swapped in):
 // say so, or 下一步 would seem to do nothing. Any later request that succeeds clears it.
 function showRequestError(kind, status) {

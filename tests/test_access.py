@@ -80,6 +80,8 @@ RULES: dict[str, Rule] = {
     "logout": Rule(methods=POST, owned=False, public=True),
     "password-change": Rule(methods=GET_POST, owned=False),
     "job-list": Rule(owned=False),
+    # Stop / Delete selected: the ids come in the form, and only the user's own are taken.
+    "job-bulk": Rule(methods=POST, owned=False),
     "job-detail": Rule(kwargs=job_kwargs),
     "job-copy": Rule(kwargs=job_kwargs, methods=POST),
     "job-live": Rule(kwargs=job_kwargs),

@@ -139,6 +139,12 @@ def test_the_login_job_list_and_job_pages_have_no_serious_violations_in_either_l
     page.click("#job-delete")
     page.wait_for_selector("#confirm-delete")
     audit.check("delete confirmation")
+    # Delete selected: the list's boxes, then the page that lists what happens to each.
+    page.goto("/")
+    page.check("#select-all")
+    page.click("#bulk-delete")
+    page.wait_for_selector("#confirm-bulk-delete")
+    audit.check("delete selected confirmation")
 
     audit.assert_clean()
 

@@ -231,6 +231,80 @@ def test_modify_job_raises_a_waiting_jobs_priority_and_refuses_a_started_ones(ap
     assert Job.objects.get(public_id=running).priority == "normal"
 
 
+def test_batch_stop_jobs_stops_each_listed_job_and_lists_the_ones_not_found_as_failed(
+    api, wsgi, bob
+):
+    first, second, ended = (
+        api.create_job(pool="local", body=v2_body(name=name), version=V2)["jobId"]
+        for name in ("first", "second", "ended")
+    )
+    action(api, "StopJob", resourcePoolId="local", body={"jobId": ended})
+    key, secret = api_key_create(owner=bob)
+    bobs = client_for(wsgi, key.access_key_id, secret)
+    theirs = bobs.create_job(pool="local", body=v2_body(name="bobs"), version=V2)["jobId"]
+    listed = [first, theirs, second, ended, "pytorchjob-unknown", first]
+
+    answer = action(
+        api,
+        "BatchStopJobs",
+        resourcePoolId="local",
+        queueID="default",
+        body={"jobList": [{"jobId": job_id} for job_id in listed]},
+    )
+    again = action(
+        api, "BatchStopJobs", resourcePoolId="local", body={"jobList": [{"jobId": first}]}
+    )
+
+    # The answer Baidu's v2 SDK reads (StopBatchResult of JobResult items).
+    assert set(answer) == {"requestId", "result"}
+    assert answer["result"] == {
+        "successNum": 3,
+        "failedNum": 2,
+        "success": False,
+        "successList": [
+            {"jobId": job_id, "success": True, "errorMsg": ""} for job_id in (first, second, ended)
+        ],
+        "failedList": [
+            {"jobId": theirs, "success": False, "errorMsg": f"Job {theirs} not found."},
+            {
+                "jobId": "pytorchjob-unknown",
+                "success": False,
+                "errorMsg": "Job pytorchjob-unknown not found.",
+            },
+        ],
+    }
+    assert again["result"]["success"] is True and again["result"]["successNum"] == 1
+    assert [status_of(Job.objects.get(public_id=i)) for i in (first, second, theirs)] == [
+        JobStatus.STOPPED,
+        JobStatus.STOPPED,
+        JobStatus.QUEUED,
+    ]
+    assert Job.objects.get(public_id=first).events.get(reason="Stopped").actor.username == "alice"
+
+
+def test_batch_stop_jobs_refuses_a_malformed_or_too_long_job_list_and_stops_nothing(api):
+    job_id = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
+
+    for job_list, message in (
+        (None, "jobList is required"),
+        ([], "jobList is required"),
+        ({"jobId": job_id}, "jobList is required"),
+        ([job_id], "Each item of jobList"),
+        ([{"jobId": job_id}, {"id": job_id}], "Each item of jobList"),
+        ([{"jobId": job_id}] + [{"jobId": f"j-{i}"} for i in range(100)], "at most 100 jobs"),
+    ):
+        error = refused(
+            lambda j=job_list: action(
+                api, "BatchStopJobs", resourcePoolId="local", body={"jobList": j}
+            )
+        )
+        assert (error.status, error.code) == (400, "InvalidParameter"), job_list
+        assert message in str(error), job_list
+    error = refused(lambda: action(api, "BatchStopJobs", method="GET", resourcePoolId="local"))
+    assert (error.status, error.code) == (405, "MethodNotAllowed")
+    assert status_of(Job.objects.get(public_id=job_id)) == JobStatus.QUEUED
+
+
 def test_pod_events_in_v2_are_the_pods_start_and_end(api):
     created = api.create_job(pool="local", body=v2_body(command="exit 4"), version=V2)
     job = Job.objects.get(public_id=created["jobId"])

@@ -257,3 +257,68 @@ def test_the_aihc_job_id_is_copied_from_its_labelled_row_on_the_job_page(logged_
     expect(page.locator("#external-id-copy")).to_have_text("✓")
     expect(page.locator("#copy-status")).to_have_text("已复制。")
     assert page.evaluate("navigator.clipboard.readText()") == aihc_id
+
+
+def test_two_running_jobs_ticked_in_the_list_stay_ticked_through_a_poll_and_stop_together(
+    logged_in_page, alice, worker_thread
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    def running_job(name: str) -> Job:
+        spec = S.parse_document(
+            {
+                "name": name,
+                "queue": "default",
+                "jobFramework": "PyTorchJob",
+                "jobSpec": {
+                    "image": "registry.example.com/x:1",
+                    "command": "sleep 600",
+                    "replicas": 1,
+                },
+            },
+            resource_pool_id="local",
+        )
+        [job] = jobs_submit(owner=alice, spec=spec, submit_key=name)
+        return job
+
+    first, second = running_job("bulk-first"), running_job("bulk-second")
+    left_running = running_job("bulk-left")
+    page = logged_in_page
+    page.goto("/")
+    for job in (first, second, left_running):
+        row = page.locator(f'tr[data-job="{job.public_id}"]')
+        expect(row.locator(".job-status")).to_have_text(
+            re.compile("Running|运行中"), timeout=20_000
+        )
+
+    page.check(f"#select-{first.public_id}")
+    page.check(f"#select-{second.public_id}")
+    # The next poll swaps the whole table: mark this one, and see the mark gone with it.
+    page.locator("#job-table").evaluate("table => { table.dataset.beforePoll = '1'; }")
+    with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
+        pass
+    expect(page.locator("#job-table[data-before-poll]")).to_have_count(0)
+    expect(page.locator(f"#select-{first.public_id}")).to_be_checked()
+    expect(page.locator(f"#select-{second.public_id}")).to_be_checked()
+    expect(page.locator(f"#select-{left_running.public_id}")).not_to_be_checked()
+    expect(page.locator("#select-all")).to_have_js_property("indeterminate", True)
+
+    page.click("#bulk-stop")
+    page.wait_for_url(re.compile(r"/jobs/bulk/$"))
+    expect(page.locator("#bulk-jobs tbody tr")).to_have_count(2)
+    expect(page.locator("#bulk-jobs .bulk-plan")).to_have_text(
+        [re.compile("Will be stopped|将被停止")] * 2
+    )
+    page.click("#confirm-bulk-stop")
+
+    page.wait_for_url(lambda url: url.endswith("/"))
+    expect(page.locator(".alert-success")).to_contain_text("2")
+    for job in (first, second):
+        row = page.locator(f'tr[data-job="{job.public_id}"]')
+        expect(row.locator(".job-status")).to_have_text(
+            re.compile("Stopped|已停止"), timeout=20_000
+        )
+    assert [Job.objects.get(pk=j.pk).status for j in (first, second)] == [JobStatus.STOPPED] * 2
+    assert processes_with(first.public_id) == [] and processes_with(second.public_id) == []
+    assert Job.objects.get(pk=left_running.pk).status == JobStatus.RUNNING

@@ -1,0 +1,242 @@
+"""Stop selected / Delete selected on the job list: a page that lists the chosen jobs and what
+happens to each, then each job through its own page's action (jobs.actions), one message."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from django.contrib.messages import get_messages
+from django.test import Client
+from django.urls import reverse
+
+from jobs.actions import MAX_SELECTED
+from jobs.models import Job, JobStatus
+from jobs.services import jobs_submit
+from jobs.worker import Worker
+
+from .runner_helpers import (  # noqa: F401
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    run_until,
+    runner_settings,
+    status_of,
+)
+from .test_job_pages import finish, submit
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+BULK = reverse("job-bulk")
+
+
+@pytest.fixture
+def alice_en(alice_client) -> Client:
+    """Alice's session, reading the console in English."""
+    alice_client.cookies["django_language"] = "en"
+    return alice_client
+
+
+def said(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def plans(html: str) -> dict[str, str]:
+    """The confirmation page's rows: job id -> what happens to it."""
+    rows = re.findall(r'<tr data-job="([^"]+)">.*?class="bulk-plan[^"]*">([^<]+)<', html, re.S)
+    return dict(rows)
+
+
+def test_the_list_has_a_box_per_row_and_costs_no_more_queries_for_them(
+    alice, alice_client, django_assert_num_queries
+):
+    jobs = [submit(alice) for _ in range(3)]
+    alice_client.get(reverse("job-list"))  # warm the session
+
+    with django_assert_num_queries(3):
+        html = alice_client.get(reverse("job-list")).content.decode()
+
+    for job in jobs:
+        assert (
+            f'name="jobs" value="{job.public_id}" id="select-{job.public_id}" hx-preserve' in html
+        )
+    assert 'id="select-all"' in html and f'action="{BULK}"' in html
+    assert 'id="bulk-stop"' in html and 'id="bulk-delete"' in html
+
+
+def test_stop_selected_asks_on_a_page_listing_each_job_then_stops_and_says_what_came_of_it(
+    alice, alice_en
+):
+    queued = submit(alice, name="queued")
+    also_queued = submit(alice, name="also-queued")
+    done = submit(alice, name="done")
+    finish(done)
+    not_chosen = submit(alice, name="not-chosen")
+    chosen = [queued.public_id, also_queued.public_id, done.public_id]
+    form = {"action": "stop", "jobs": chosen, "back": "status=&q=que&page=1&evil=1"}
+
+    asked = alice_en.post(BULK, form)
+    untouched = [status_of(j) for j in (queued, also_queued)]
+    confirmed = alice_en.post(BULK, {**form, "confirmed": "1"})
+
+    html = asked.content.decode()
+    assert asked.status_code == 200 and "Stop 3 jobs?" in html
+    assert plans(html) == {
+        queued.public_id: "Will be stopped.",
+        also_queued.public_id: "Will be stopped.",
+        done.public_id: "Already finished: will not be stopped.",
+    }
+    assert not_chosen.public_id not in html
+    assert untouched == [JobStatus.QUEUED, JobStatus.QUEUED]
+    # Back to the list as it was (its filters and page), nothing else from the form.
+    assert confirmed.status_code == 302 and confirmed.url == reverse("job-list") + "?q=que&page=1"
+    assert said(confirmed) == [
+        "Stop requested for 2 jobs. 1 had already finished or was stopping and was left as it is."
+    ]
+    assert [status_of(j) for j in (queued, also_queued, done, not_chosen)] == [
+        JobStatus.STOPPED,
+        JobStatus.STOPPED,
+        JobStatus.FAILED,
+        JobStatus.QUEUED,
+    ]
+    assert queued.events.get(reason="Stopped").actor == alice
+
+
+def test_sending_the_same_confirmed_stop_again_changes_nothing_more(alice, alice_en):
+    job = submit(alice)
+    form = {"action": "stop", "jobs": [job.public_id], "confirmed": "1"}
+    alice_en.post(BULK, form, follow=True)  # the list shows (and so clears) its message
+    events = job.events.count()
+
+    again = alice_en.post(BULK, form)
+
+    assert said(again) == ["1 had already finished or was stopping and was left as it is."]
+    assert status_of(job) == JobStatus.STOPPED and job.events.count() == events
+
+
+def test_select_all_on_the_page_takes_every_row_it_showed_without_javascript(alice, alice_en):
+    first, second = submit(alice, name="first"), submit(alice, name="second")
+    submit(alice, name="on-another-page")
+
+    asked = alice_en.post(
+        BULK, {"action": "stop", "all": "1", "shown": [first.public_id, second.public_id]}
+    )
+
+    assert set(plans(asked.content.decode())) == {first.public_id, second.public_id}
+
+
+def test_another_users_job_ids_are_ignored_and_look_like_ids_that_never_existed(
+    alice, bob, alice_en
+):
+    mine = submit(alice, name="mine")
+    theirs = submit(bob, name="theirs")
+
+    def asked(other_id: str) -> str:
+        html = alice_en.post(BULK, {"action": "delete", "jobs": [mine.public_id, other_id]})
+        # Per response anyway: the CSRF token and the CSP nonce.
+        return re.sub(r'nonce="[^"]+"|\b[A-Za-z0-9]{64}\b', "", html.content.decode())
+
+    with_theirs = asked(theirs.public_id)
+    with_unknown = asked(f"pytorchjob-{uuid.uuid4()}")
+    only_theirs = alice_en.post(BULK, {"action": "stop", "jobs": [theirs.public_id]})
+    said_only_theirs = said(alice_en.get(only_theirs.url))
+    both = alice_en.post(
+        BULK, {"action": "stop", "jobs": [mine.public_id, theirs.public_id], "confirmed": "1"}
+    )
+
+    assert with_theirs == with_unknown
+    assert "theirs" not in with_theirs and theirs.public_id not in with_theirs
+    assert "1 selected job no longer exists and is left out." in with_theirs
+    assert only_theirs.status_code == 302
+    assert said_only_theirs == ["The selected jobs no longer exist; nothing was done."]
+    assert said(both) == ["Stop requested for 1 job. 1 selected job no longer exists."]
+    assert status_of(theirs) == JobStatus.QUEUED
+    assert list(theirs.events.values_list("reason", flat=True)) == ["Created"]
+
+
+def test_delete_selected_deletes_what_it_can_waits_for_a_running_job_and_keeps_one_being_sent(
+    alice, alice_en
+):
+    finished = submit(alice, name="finished")
+    finish(finished)
+    [running] = jobs_submit(
+        owner=alice, spec=make_spec(UNTIL_THE_GATE_OPENS, name="running"), submit_key="running"
+    )
+    worker = Worker()
+    run_until(worker, lambda: status_of(running) == JobStatus.RUNNING, what="the job to run")
+    queued = submit(alice, name="queued")
+    # A job on its way to a remote platform: deleting it now would orphan what it creates.
+    sending = submit(alice, name="sending")
+    Job.objects.filter(pk=sending.pk).update(backend="aihc", status=JobStatus.SUBMITTING)
+    chosen = [j.public_id for j in (finished, queued, running, sending)]
+
+    asked = alice_en.post(BULK, {"action": "delete", "jobs": chosen})
+    confirmed = alice_en.post(BULK, {"action": "delete", "jobs": chosen, "confirmed": "1"})
+
+    shown = plans(asked.content.decode())
+    assert shown[finished.public_id] == "Will be deleted."
+    assert shown[queued.public_id] == "Will be stopped and deleted."
+    assert shown[running.public_id] == "Will be stopped first, then deleted."
+    assert shown[sending.public_id].startswith("Will not be deleted: The job is being sent")
+    assert said(confirmed) == [
+        "Deleted 2 jobs. 1 job will be deleted once it has stopped.",
+        "Job sending was not deleted: The job is being sent to its platform right now. Stop it, "
+        "or wait a moment; it can be deleted once the platform has answered.",
+    ]
+    assert set(Job.objects.values_list("name", flat=True)) == {"running", "sending"}
+    run_until(worker, lambda: not Job.objects.filter(pk=running.pk).exists(), what="the delete")
+    assert status_of(sending) == JobStatus.SUBMITTING
+
+
+def test_more_jobs_than_the_limit_are_refused_whole_and_nothing_is_stopped(alice, alice_en):
+    job = submit(alice)
+    ids = [job.public_id] + [f"pytorchjob-{uuid.uuid4()}" for _ in range(MAX_SELECTED)]
+
+    r = alice_en.post(BULK, {"action": "stop", "jobs": ids, "confirmed": "1"})
+
+    assert r.status_code == 302
+    assert said(r) == [f"Select at most {MAX_SELECTED} jobs at a time; nothing was done."]
+    assert status_of(job) == JobStatus.QUEUED
+
+
+def test_a_bulk_post_without_the_csrf_token_is_refused_and_stops_nothing(alice):
+    job = submit(alice)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+
+    r = client.post(BULK, {"action": "stop", "jobs": [job.public_id], "confirmed": "1"})
+
+    assert r.status_code == 403
+    assert status_of(job) == JobStatus.QUEUED
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        {},
+        {"action": "stop"},
+        {"action": "restart", "jobs": ["x"]},
+        {"action": "stop", "jobs": ["x" * 100_000, "a\x00b", ""]},
+        {"action": "delete", "back": "page=%00&q=" + "x" * 5000},
+    ],
+)
+def test_odd_forms_go_back_to_the_list_with_a_message_never_an_error(alice, alice_en, form):
+    job = submit(alice)
+
+    r = alice_en.post(BULK, form)
+
+    assert r.status_code == 302 and r.url.startswith(reverse("job-list"))
+    assert said(r)
+    assert status_of(job) == JobStatus.QUEUED
+
+
+def test_a_job_that_ended_between_the_question_and_the_answer_is_reported_as_ended(alice, alice_en):
+    job = submit(alice)
+    asked = alice_en.post(BULK, {"action": "stop", "jobs": [job.public_id]})
+    finish(job)
+
+    r = alice_en.post(BULK, {"action": "stop", "jobs": [job.public_id], "confirmed": "1"})
+
+    assert plans(asked.content.decode()) == {job.public_id: "Will be stopped."}
+    assert said(r) == ["1 had already finished or was stopping and was left as it is."]
+    assert status_of(job) == JobStatus.FAILED
