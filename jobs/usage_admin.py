@@ -80,7 +80,7 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
     report = usage_report(period=form.cleaned_data["period"]) if form.is_valid() else None
     if report is not None and request.GET.get("format") == "csv":
         return _csv(report)
-    if report is not None and not given:
+    if report is not None and not any(given.values()):
         # Show the default period in the form, so it says which month this is.
         form = UsagePeriodForm(
             initial={"date_from": report.period.first, "date_to": report.period.last}

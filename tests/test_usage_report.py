@@ -218,8 +218,10 @@ def test_the_page_shows_this_month_by_default(reviewer, alice):
     run(alice, timezone.now() - timedelta(hours=2), None, cards=3)
 
     r = client_for(reviewer).get(URL, HTTP_ACCEPT_LANGUAGE="en")
+    blank = client_for(reviewer).get(URL, {"date_from": "", "date_to": ""})
 
     assert r.status_code == 200
+    assert blank.context["form"].initial == r.context["form"].initial
     form = r.context["form"]
     assert form.initial["date_from"] == today.replace(day=1)
     assert form.initial["date_to"].month == today.month
