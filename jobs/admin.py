@@ -52,6 +52,7 @@ from .review import current_policy, job_approve, job_reject, job_resubmit, polic
 from .runtime_env import replica_refs
 from .summary import sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
+from .usage_admin import usage_view
 
 admin.site.site_header = gettext_lazy("AI Job Console · review")
 admin.site.site_title = gettext_lazy("AI Job Console review")
@@ -556,6 +557,12 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
 
     def get_urls(self) -> list[Any]:
         own = [
+            # Before the job URLs: "usage" is not a job id.
+            path(
+                "usage/",
+                self.admin_site.admin_view(self.usage_view),
+                name="jobs_job_usage",
+            ),
             path(
                 "<path:object_id>/logs/",
                 self.admin_site.admin_view(self.logs_view),
@@ -568,6 +575,9 @@ class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
             ),
         ]
         return own + super().get_urls()
+
+    def usage_view(self, request: HttpRequest) -> HttpResponse:
+        return usage_view(request, site=self.admin_site, model_admin=self)
 
     def _job_or_404(self, request: HttpRequest, object_id: str) -> Job:
         job = self.get_object(request, object_id)

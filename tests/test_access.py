@@ -4,7 +4,8 @@ of visitor. A URL added without a rule here fails `test_every_url_has_an_access_
 Rules: the login page is public; everything else needs a log-in (anonymous visitors are sent
 to the login page). A job or draft answers only its owner; everyone else, reviewers and
 superusers included (they review in the admin), gets 404 for every URL, partial and
-download of it. The admin and the language switch have their own rules (tests/test_admin.py).
+download of it. The admin and the language switch have their own rules (tests/test_admin.py;
+the admin's usage report: tests/test_usage_report.py).
 An access key answers only its owner too. The AIHC-compatible API (/api/v1/, and the root for
 a request signed with bce-auth-v1 or naming X-API-Version: AIHC's v2 actions) takes no
 session: every visitor without a bce-auth-v1 signature, logged in or not, gets BCE's

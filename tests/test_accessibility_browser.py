@@ -216,6 +216,9 @@ def test_a_reviewers_admin_pages_have_no_serious_violations(audit, alice, review
         ("admin logs", f"/admin/jobs/job/{ran.pk}/logs/"),
         ("admin approve confirmation", f"/admin/jobs/job/{job.pk}/review/approve/"),
         ("admin reject confirmation", f"/admin/jobs/job/{job.pk}/review/reject/"),
+        ("admin index, with the reports", "/admin/"),
+        ("admin usage report", "/admin/jobs/job/usage/"),
+        ("admin usage report with a bad date", "/admin/jobs/job/usage/?date_from=2026-02-30"),
     ]:
         page.goto(url)
         if "/change/" in url:  # the events, in Django's tabular inline

@@ -1,0 +1,173 @@
+"""The usage report in the admin (jobs.admin routes /admin/jobs/job/usage/ here): a period
+form, the figures of jobs.usage as three tables, and the same figures as CSV (?format=csv).
+
+Staff who may see jobs in the admin (the `jobs | job | view` permission, as reviewers have)
+see it; other staff get 403, everyone else the admin's login.
+"""
+
+from __future__ import annotations
+
+import csv
+from datetime import date
+from typing import Any
+
+from django import forms
+from django.contrib.admin import AdminSite
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from .models import Job
+from .pools import BACKEND_LABELS
+from .usage import UNKNOWN_CARD, Figures, Period, UsageReport, usage_report
+
+# Far enough either way for any job this console ran or will run, and well inside what
+# datetime and the time zone conversion can hold.
+FIRST_DAY = date(2000, 1, 1)
+LAST_DAY = date(2099, 12, 31)
+DATE_INPUT = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+
+
+class UsagePeriodForm(forms.Form):
+    """The period, both days included. Blank "from": the first day of the "to" month (this
+    month's when both are blank); blank "to": the last day of the "from" month."""
+
+    date_from = forms.DateField(label=gettext_lazy("From"), required=False, widget=DATE_INPUT)
+    date_to = forms.DateField(label=gettext_lazy("To"), required=False, widget=DATE_INPUT)
+
+    def _in_range(self, name: str) -> date | None:
+        day: date | None = self.cleaned_data[name]
+        if day is not None and not FIRST_DAY <= day <= LAST_DAY:
+            raise forms.ValidationError(
+                _("Choose a day from %(first)s to %(last)s.")
+                % {"first": FIRST_DAY.isoformat(), "last": LAST_DAY.isoformat()}
+            )
+        return day
+
+    def clean_date_from(self) -> date | None:
+        return self._in_range("date_from")
+
+    def clean_date_to(self) -> date | None:
+        return self._in_range("date_to")
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.errors:
+            return cleaned
+        first, last = cleaned.get("date_from"), cleaned.get("date_to")
+        if first is None and last is None:
+            period = Period.this_month()
+        elif first is None:
+            period = Period(Period.this_month(today=last).first, last)
+        elif last is None:
+            period = Period(first, Period.this_month(today=first).last)
+        else:
+            period = Period(first, last)
+        if period.last < period.first:
+            self.add_error("date_to", _("The last day is before the first day."))
+            return cleaned
+        cleaned["period"] = period
+        return cleaned
+
+
+def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> HttpResponse:
+    if not model_admin.has_view_permission(request):
+        raise PermissionDenied
+    given = {key: request.GET[key] for key in ("date_from", "date_to") if key in request.GET}
+    form = UsagePeriodForm(given)
+    report = usage_report(period=form.cleaned_data["period"]) if form.is_valid() else None
+    if report is not None and request.GET.get("format") == "csv":
+        return _csv(report)
+    if report is not None and not any(given.values()):
+        # Show the default period in the form, so it says which month this is.
+        form = UsagePeriodForm(
+            initial={"date_from": report.period.first, "date_to": report.period.last}
+        )
+    context = {
+        **site.each_context(request),
+        "opts": Job._meta,
+        "title": _("Usage report"),
+        "form": form,
+        "report": report,
+        "pool_rows": [_pool_labels(row) for row in report.pools] if report else [],
+        "csv_query": _csv_query(report) if report else "",
+        "as_of": report is not None and report.period.ends_at > report.now,
+    }
+    return TemplateResponse(request, "admin/jobs/job/usage.html", context)
+
+
+def _pool_labels(row: Any) -> dict[str, Any]:
+    backend = BACKEND_LABELS.get(row.backend, row.backend)
+    if row.card_type == "":
+        card = _("CPU only")
+    elif row.card_type == UNKNOWN_CARD:
+        card = _("unknown (the job's spec cannot be read)")
+    else:
+        card = row.card_type
+    return {"pool": f"{row.pool} ({backend})", "card": card, "figures": row.figures}
+
+
+def _csv_query(report: UsageReport) -> str:
+    return (
+        f"date_from={report.period.first.isoformat()}"
+        f"&date_to={report.period.last.isoformat()}&format=csv"
+    )
+
+
+# -- CSV -------------------------------------------------------------------------------
+
+CSV_HEADER = [
+    "scope",
+    "user",
+    "group",
+    "backend",
+    "pool",
+    "card_type",
+    "card_hours",
+    "jobs",
+    "cpu_only_job_hours",
+]
+# A spreadsheet takes a cell starting with one of these as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(text: str) -> str:
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+
+
+def _figures(figures: Figures) -> list[str]:
+    return [f"{figures.card_hours:.2f}", str(figures.jobs), f"{figures.cpu_job_hours:.2f}"]
+
+
+def _csv(report: UsageReport) -> HttpResponse:
+    """One table in English, whatever the page's language: a row per user, per group
+    (no group: `group` blank), per pool and card type (CPU only: `card_type` blank), and the
+    total. Hours to two decimals."""
+    period = report.period
+    name = f"usage-{period.first.isoformat()}-to-{period.last.isoformat()}.csv"
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    writer = csv.writer(response)
+    writer.writerow(CSV_HEADER)
+    for user in report.users:
+        writer.writerow(["user", _cell(user.username), "", "", "", "", *_figures(user.figures)])
+    for group in report.groups:
+        writer.writerow(
+            ["group", "", _cell(group.name or ""), "", "", "", *_figures(group.figures)]
+        )
+    for row in report.pools:
+        writer.writerow(
+            [
+                "pool",
+                "",
+                "",
+                row.backend,
+                _cell(row.pool),
+                _cell(row.card_type),
+                *_figures(row.figures),
+            ]
+        )
+    writer.writerow(["total", "", "", "", "", "", *_figures(report.total)])
+    return response

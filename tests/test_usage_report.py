@@ -1,0 +1,346 @@
+"""The usage report (jobs.usage, /admin/jobs/job/usage/): card-hours per user, group and pool
+× card type over a period, for staff, as a page and as CSV. Job times are set on the rows
+directly: they are the fixture, what the runner and the backends would have stamped."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import date, datetime, timedelta
+from itertools import count
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+from django.test import Client
+from django.utils import timezone
+
+from jobs import spec as S
+from jobs.models import Job, JobStatus
+from jobs.usage import Period, usage_report
+
+URL = "/admin/jobs/job/usage/"
+A800 = "baidu.com/a800_80g_cgpu"
+H800 = "baidu.com/h800_80g_cgpu"
+APRIL = Period(date(2026, 4, 1), date(2026, 4, 30))
+APRIL_QUERY = {"date_from": "2026-04-01", "date_to": "2026-04-30"}
+_ids = count()
+
+
+def at(day: int, hour: int = 0, month: int = 4) -> datetime:
+    """A time in April 2026 (or `month`), in the console's time zone."""
+    return timezone.make_aware(datetime(2026, month, day, hour))
+
+
+def run(
+    owner: User,
+    started: datetime | None,
+    finished: datetime | None,
+    *,
+    roles: list[S.Role] | None = None,
+    cards: int = 1,
+    pool: str = "local",
+    backend: str = "local",
+    status: str | None = None,
+) -> Job:
+    """A job of `owner` that ran from `started` to `finished` (None: still running)."""
+    spec = S.JobSpec(
+        name="train",
+        resource_pool_id=pool,
+        image="python:3.12",
+        command="python train.py",
+        roles=roles if roles is not None else [S.Role("master", 1, A800 if cards else "", cards)],
+    )
+    if status is None:
+        status = (
+            JobStatus.QUEUED
+            if started is None
+            else JobStatus.RUNNING
+            if finished is None
+            else JobStatus.SUCCEEDED
+        )
+    job = Job.objects.create(
+        public_id=f"job-{next(_ids)}",
+        name="train",
+        owner=owner,
+        spec=spec.to_document(),
+        backend=backend,
+        resource_pool=pool,
+        total_cards=spec.total_accelerators,
+        status=status,
+        started_at=started,
+        finished_at=finished,
+    )
+    created = (started or timezone.now()) - timedelta(minutes=5)
+    Job.objects.filter(pk=job.pk).update(created_at=created)
+    return job
+
+
+def client_for(user: User) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def by_user(report) -> dict[str, tuple[float, int, float]]:
+    return {
+        u.username: (round(u.figures.card_hours, 4), u.figures.jobs, u.figures.cpu_job_hours)
+        for u in report.users
+    }
+
+
+# -- access ------------------------------------------------------------------------------
+
+
+def test_only_staff_who_may_see_jobs_open_the_report(alice, reviewer, superuser):
+    staff = User.objects.create_user("dan", password="x", is_staff=True)  # no job permission
+
+    assert client_for(reviewer).get(URL).status_code == 200
+    assert client_for(superuser).get(URL).status_code == 200
+    assert client_for(staff).get(URL).status_code == 403
+    assert client_for(staff).get(URL, {"format": "csv"}).status_code == 403
+    for client in (client_for(alice), Client()):
+        r = client.get(URL, {"format": "csv"})
+        assert r.status_code == 302
+        assert r["Location"].startswith("/admin/login/")
+
+
+def test_the_admin_index_links_the_report_for_those_who_may_open_it(reviewer):
+    staff = User.objects.create_user("dan", password="x", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="change_cardquota"))
+
+    shown = client_for(reviewer).get("/admin/").content.decode()
+    hidden = client_for(staff).get("/admin/").content.decode()
+
+    assert f'href="{URL}"' in shown
+    assert f'href="{URL}"' not in hidden
+
+
+# -- figures -----------------------------------------------------------------------------
+
+
+def test_only_the_part_of_each_job_inside_the_period_counts(alice):
+    run(alice, at(31, 20, month=3), at(1, 2), cards=2)  # 2 cards × the 2 h inside April
+    run(alice, at(30, 22), at(2, 4, month=5), cards=4)  # 4 × 2 h (to May 1st 00:00)
+    run(alice, at(10, 8), at(10, 11), cards=1)  # 1 × 3 h
+    run(alice, at(1, 0, month=2), at(1, 0, month=6), cards=1)  # 1 × all of April: 720 h
+    run(alice, at(1, 0, month=3), at(31, 23, month=3), cards=8)  # before: nothing
+    run(alice, at(1, 0, month=5), at(3, 0, month=5), cards=8)  # after: nothing
+
+    report = usage_report(period=APRIL, now=at(1, 0, month=12))
+
+    assert by_user(report) == {"alice": (4 + 8 + 3 + 720, 4, 0)}
+    assert report.total.card_hours == pytest.approx(735)
+
+
+def test_jobs_that_never_started_count_nothing_and_are_not_counted(alice, bob):
+    run(alice, None, None, cards=8)  # queued
+    run(alice, None, at(5, 0), cards=8, status=JobStatus.STOPPED)  # stopped while queued
+    run(bob, at(5, 0), at(5, 1), cards=1)
+
+    report = usage_report(period=APRIL, now=at(6, 0))
+
+    assert by_user(report) == {"bob": (1, 1, 0)}
+    assert report.total.jobs == 1
+
+
+def test_a_running_job_counts_up_to_now_and_a_restarted_one_from_its_first_start(alice, bob):
+    run(alice, at(20, 0), None, cards=2)  # running
+    # Restarted by fault tolerance: queued again since the 21st, first started on the 20th.
+    run(bob, at(20, 0), None, cards=1, status=JobStatus.QUEUED)
+
+    now = at(22, 12)
+    during = usage_report(period=APRIL, now=now)
+    later = usage_report(period=APRIL, now=at(3, 0, month=5))  # after the period: its end
+
+    assert by_user(during) == {"alice": (2 * 60, 1, 0), "bob": (60, 1, 0)}
+    assert by_user(later) == {"alice": (2 * 264, 1, 0), "bob": (264, 1, 0)}
+
+
+def test_jobs_without_cards_count_as_cpu_only_job_hours(alice):
+    run(alice, at(3, 0), at(3, 6), cards=0)
+    run(alice, at(3, 0), at(3, 1), cards=2)
+
+    report = usage_report(period=APRIL, now=at(4, 0))
+
+    assert by_user(report) == {"alice": (2, 2, 6)}
+    [pool_a800, pool_cpu] = report.pools
+    assert (pool_a800.card_type, pool_a800.figures.card_hours, pool_a800.figures.jobs) == (
+        A800,
+        2,
+        1,
+    )
+    assert (pool_cpu.card_type, pool_cpu.figures.cpu_job_hours, pool_cpu.figures.jobs) == ("", 6, 1)
+
+
+def test_a_user_in_two_groups_counts_in_each_and_groups_can_exceed_the_total(alice, bob):
+    research, vision = Group.objects.create(name="research"), Group.objects.create(name="vision")
+    alice.groups.add(research, vision)
+    bob.groups.add(vision)
+    loner = User.objects.create_user("erin")
+    run(alice, at(2, 0), at(2, 10), cards=2)  # 20 card-hours
+    run(bob, at(2, 0), at(2, 5), cards=1)  # 5
+    run(loner, at(2, 0), at(2, 1), cards=1)  # 1
+
+    report = usage_report(period=APRIL, now=at(3, 0))
+
+    groups = {g.name: (g.figures.card_hours, g.figures.jobs, g.users) for g in report.groups}
+    assert groups == {"vision": (25, 2, 2), "research": (20, 1, 1), None: (1, 1, 1)}
+    assert [g.name for g in report.groups] == ["vision", "research", None]  # no group last
+    assert report.total.card_hours == 26
+    assert sum(g.figures.card_hours for g in report.groups) == 46
+
+
+def test_pools_are_split_by_card_type_from_the_spec(alice, bob):
+    mixed = [S.Role("master", 1, A800, 2), S.Role("worker", 2, H800, 4)]  # 2 A800 + 8 H800
+    run(alice, at(7, 0), at(7, 3), roles=mixed)
+    run(bob, at(7, 0), at(7, 1), roles=mixed)
+    run(bob, at(7, 0), at(7, 2), cards=1, backend="aihc", pool="cce-abc")
+
+    report = usage_report(period=APRIL, now=at(8, 0))
+
+    rows = {
+        (p.backend, p.pool, p.card_type): (p.figures.card_hours, p.figures.jobs)
+        for p in report.pools
+    }
+    assert rows == {
+        ("aihc", "cce-abc", A800): (2, 1),
+        ("local", "local", A800): (2 * 3 + 2 * 1, 2),
+        ("local", "local", H800): (8 * 3 + 8 * 1, 2),
+    }
+    assert report.total.card_hours == 10 * 4 + 2
+
+
+# -- the page ----------------------------------------------------------------------------
+
+
+def test_the_page_shows_this_month_by_default(reviewer, alice):
+    today = timezone.localdate()
+    run(alice, timezone.now() - timedelta(hours=2), None, cards=3)
+
+    r = client_for(reviewer).get(URL, HTTP_ACCEPT_LANGUAGE="en")
+    blank = client_for(reviewer).get(URL, {"date_from": "", "date_to": ""})
+
+    assert r.status_code == 200
+    assert blank.context["form"].initial == r.context["form"].initial
+    form = r.context["form"]
+    assert form.initial["date_from"] == today.replace(day=1)
+    assert form.initial["date_to"].month == today.month
+    assert (form.initial["date_to"] + timedelta(days=1)).day == 1
+    [row] = r.context["report"].users
+    # Running: up to the moment the page was drawn (at least the 2 h, unless the month
+    # began less than 2 h ago).
+    started = max(timezone.now() - timedelta(hours=2), Period.this_month().starts_at)
+    expected = 3 * (timezone.now() - started) / timedelta(hours=1)
+    assert row.figures.card_hours == pytest.approx(expected, abs=0.01)
+    assert "Jobs still running count up to now" in r.content.decode()
+
+
+def test_the_page_lists_users_groups_and_pools_for_the_chosen_period(reviewer, alice):
+    alice.groups.add(Group.objects.create(name="research"))
+    run(alice, at(2, 0), at(2, 10), cards=2)
+
+    body = client_for(reviewer).get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    users = body[body.index('id="usage-users"') :]
+    assert '<th scope="row">alice</th><td>20.00</td><td>1</td><td>0.00</td>' in users
+    groups = body[body.index('id="usage-groups"') :]
+    assert '<th scope="row">research</th><td>1</td><td>20.00</td>' in groups
+    pools = body[body.index('id="usage-pools"') :]
+    assert f'<th scope="row">local (Local runner)</th><td>{A800}</td><td>20.00</td>' in pools
+    assert "?date_from=2026-04-01&amp;date_to=2026-04-30&amp;format=csv" in body
+
+
+def test_the_csv_has_the_same_figures_and_names_the_period(reviewer, alice, bob):
+    alice.groups.add(Group.objects.create(name="research"))
+    run(alice, at(2, 0), at(2, 10), cards=2)
+    run(bob, at(3, 0), at(3, 1, month=4), cards=0)
+    User.objects.filter(pk=bob.pk).update(username="=cmd")  # a formula, to a spreadsheet
+
+    r = client_for(reviewer).get(URL, {**APRIL_QUERY, "format": "csv"})
+
+    assert r.status_code == 200
+    assert r["Content-Type"] == "text/csv; charset=utf-8"
+    assert r["Content-Disposition"] == ('attachment; filename="usage-2026-04-01-to-2026-04-30.csv"')
+    rows = list(csv.reader(io.StringIO(r.content.decode())))
+    assert rows == [
+        [
+            "scope",
+            "user",
+            "group",
+            "backend",
+            "pool",
+            "card_type",
+            "card_hours",
+            "jobs",
+            "cpu_only_job_hours",
+        ],
+        ["user", "alice", "", "", "", "", "20.00", "1", "0.00"],
+        ["user", "'=cmd", "", "", "", "", "0.00", "1", "1.00"],
+        ["group", "", "research", "", "", "", "20.00", "1", "0.00"],
+        ["group", "", "", "", "", "", "0.00", "1", "1.00"],
+        ["pool", "", "", "local", "local", A800, "20.00", "1", "0.00"],
+        ["pool", "", "", "local", "local", "", "0.00", "1", "1.00"],
+        ["total", "", "", "", "", "", "20.00", "2", "1.00"],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "message"),
+    [
+        ({"date_from": "2026-02-30"}, "date_from", "Enter a valid date."),
+        ({"date_to": "yesterday"}, "date_to", "Enter a valid date."),
+        (
+            {"date_from": "2026-04-10", "date_to": "2026-04-01"},
+            "date_to",
+            "The last day is before the first day.",
+        ),
+        ({"date_from": "0001-01-01"}, "date_from", "Choose a day from 2000-01-01 to 2099-12-31."),
+        ({"date_to": "9999-12-31"}, "date_to", "Choose a day from 2000-01-01 to 2099-12-31."),
+        ({"date_from": "2026-04-01\x00"}, "date_from", "Enter a valid date."),
+    ],
+)
+def test_a_bad_period_gets_a_message_on_its_field_not_a_500(reviewer, query, field, message):
+    for extra in ({}, {"format": "csv"}):
+        r = client_for(reviewer).get(URL, {**query, **extra}, HTTP_ACCEPT_LANGUAGE="en")
+
+        assert r.status_code == 200
+        assert r["Content-Type"].startswith("text/html")
+        assert r.context["form"].errors == {field: [message]}
+        assert r.context["report"] is None
+        assert message in r.content.decode()
+
+
+def test_the_period_messages_read_in_chinese(reviewer):
+    r = client_for(reviewer).get(
+        URL, {"date_from": "2026-04-10", "date_to": "2026-04-01"}, HTTP_ACCEPT_LANGUAGE="zh-hans"
+    )
+
+    assert r.context["form"].errors == {"date_to": ["结束日期早于开始日期。"]}
+    assert "用量报表" in r.content.decode()
+
+
+def test_a_blank_end_means_the_end_of_the_first_days_month(reviewer):
+    r = client_for(reviewer).get(URL, {"date_from": "2026-02-10", "date_to": ""})
+
+    assert r.context["report"].period == Period(date(2026, 2, 10), date(2026, 2, 28))
+
+
+@pytest.mark.parametrize("jobs", [3, 30])
+def test_the_page_makes_the_same_queries_for_3_or_30_jobs(
+    reviewer, alice, bob, jobs, django_assert_num_queries
+):
+    Group.objects.create(name="research").user_set.add(alice, bob)
+    for n in range(jobs):
+        roles = [S.Role("master", 1, A800, 1 + n % 3), S.Role("worker", n % 2, H800, 2)]
+        run(alice if n % 2 else bob, at(1 + n % 28, 0), at(1 + n % 28, 5), roles=roles)
+    client = client_for(reviewer)
+    client.get(URL, APRIL_QUERY)  # warm the content-type and permission caches
+
+    # session, user, the user's and groups' permissions, the pending-review count (the
+    # header's), and the report's three: per user, per group, per pool layout.
+    with django_assert_num_queries(8):
+        page = client.get(URL, APRIL_QUERY)
+    with django_assert_num_queries(7):  # the CSV has no header to draw
+        client.get(URL, {**APRIL_QUERY, "format": "csv"})
+
+    assert page.context["report"].total.jobs == jobs
