@@ -314,6 +314,11 @@ class LogSearch:
     lines: int = 0  # lines searched
     stopped: bool = False  # out of time before the log's end
 
+    @property
+    def found(self) -> int:
+        """Matching lines in all (of the lines searched)."""
+        return self.shown + self.more
+
 
 def _found_line(
     number: int, found: re.Match[str] | None, text: str, spans: list[tuple[int, int]]

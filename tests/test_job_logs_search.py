@@ -95,11 +95,13 @@ def test_a_search_shows_each_match_with_its_line_number_and_two_lines_either_sid
 
 
 def test_a_search_ignores_letter_case_unless_asked_to_match_it(alice_client, stepped_job):
+    alice_client.cookies["django_language"] = "en"
     exact_miss = search(alice_client, stepped_job, q="nan", case="on")
     exact_hit = search(alice_client, stepped_job, q="NaN", case="on")
 
     assert results(exact_miss) == []
-    assert 'id="log-search-summary"' in exact_miss.text
+    assert "None of 22 lines matches." in exact_miss.text  # 20 steps, the runner's 2 lines
+    assert "1 line of 22 matches." in exact_hit.text
     assert [n for n, kind, _t in results(exact_hit) if kind == ":"] == [13]
     assert re.search(r'id="log-search-case" checked', exact_hit.text)
 
@@ -121,6 +123,22 @@ def test_more_lines_around_each_match_can_be_asked_for_and_neighbours_join(
     # Steps 5 and 8 are lines 6 and 9: lines 3-9 and 6-12 overlap, so they make one run.
     assert [n for n, _k, _t in results(r)] == list(range(3, 13))
     assert '<span class="text-muted">--</span>' not in r.text
+
+
+def test_the_page_shows_the_first_200_matching_lines_and_says_how_many_more_match(
+    alice, alice_client
+):
+    job = job_with_master_log(
+        alice, b"".join(b"2026-11-30T09:00:00.000000Z step %d loss nan\n" % i for i in range(300))
+    )
+    alice_client.cookies["django_language"] = "en"
+
+    r = search(alice_client, job, q="loss nan")
+
+    assert len([n for n, kind, _t in results(r) if kind == ":"]) == 200
+    assert results(r)[-1][0] == 200
+    assert "300 lines of 300 match." in r.text
+    assert "Only the first 200 are shown; 100 more lines further on match." in r.text
 
 
 def test_an_invalid_regular_expression_is_said_on_its_field_not_a_500(alice_client, stepped_job):
@@ -303,7 +321,7 @@ def test_matches_past_the_first_200_are_counted_not_shown(tmp_path):
     )
 
     # Every line matches, so the 200 make one run, and the context stops at the next match.
-    assert found.shown == 200 and found.more == 800 and found.lines == 1000
+    assert found.shown == 200 and found.more == 800 and found.found == found.lines == 1000
     assert [x.number for x in found.groups[0]] == list(range(1, 201))
 
 
