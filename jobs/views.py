@@ -11,6 +11,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -310,10 +311,11 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
         if path is not None:
             # The local log, read as it is on disk: from its first line, block by block.
             deadline = time.monotonic() + SEARCH_SECONDS
-            lines: Any = file_lines(path, deadline=deadline)
+            lines: Iterable[str] = file_lines(path, deadline=deadline)
         else:
-            lines = backend.logs(job, label, tail=REMOTE_SEARCH_LINES)
-            context["search_window"] = len(lines)
+            fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES)
+            context["search_window"] = len(fetched)
+            lines = fetched
             deadline = time.monotonic() + SEARCH_SECONDS
         context["search"] = search_lines(
             lines,
