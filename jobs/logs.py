@@ -15,11 +15,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import regex
 from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
@@ -96,6 +100,10 @@ def console_line_shown(text: str) -> str:
 def plain_text(text: str) -> str:
     """The text as a terminal shows it, without its escape sequences; of a line a progress
     bar redrew after `\\r`, the last drawing."""
+    # Most lines have no control character, so nothing to drop: a search runs this on every
+    # line of a log, and the two substitutions were most of its time.
+    if text.isprintable():
+        return text
     text = SEQUENCES.sub("", text)
     if "\r" in text:
         drawn = [part for part in text.split("\r") if part.strip()]
@@ -140,18 +148,28 @@ def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[st
     the line was written), cut at SHOWN_LINE_CHARS, and each line's UTC stamp in the
     console's time zone, as every other time on the page is, to the millisecond. A download
     keeps the file as is."""
-    zone = timezone.get_current_timezone()
     secrets = list(secrets)
     shown = []
     for line in lines:
-        found = STAMP.match(line)
-        text = masked(plain_text(line[found.end() :] if found else line), secrets)
-        text = cut_for_page(console_line_shown(text))
-        if found:
-            when = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).astimezone(zone)
-            text = f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} {text}"
-        shown.append(text)
+        found, text = _shown_text(line, secrets)
+        shown.append(_shown_stamp(found) + cut_for_page(text))
     return shown
+
+
+def _shown_text(line: str, secrets: list[str]) -> tuple[re.Match[str] | None, str]:
+    """A line's stamp (if it has one) and its text as the page shows it, not yet cut."""
+    found = STAMP.match(line)
+    text = masked(plain_text(line[found.end() :] if found else line), secrets)
+    return found, console_line_shown(text)
+
+
+def _shown_stamp(found: re.Match[str] | None) -> str:
+    """A line's UTC stamp in the console's time zone, to the millisecond ("" for none)."""
+    if found is None:
+        return ""
+    zone = timezone.get_current_timezone()
+    when = datetime.fromisoformat(found.group(1)).replace(tzinfo=UTC).astimezone(zone)
+    return f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} "
 
 
 def job_dir(public_id: str) -> Path:
@@ -225,3 +243,172 @@ def lines_since(path: Path, since: datetime, *, limit: int = 10_000) -> list[str
         if when is not None and when >= since:
             return lines[i:]
     return []
+
+
+# -- search -----------------------------------------------------------------------------
+# A search reads a replica's log as the page shows it (escape codes gone, secrets masked,
+# stamps in the console's zone), so it finds what the reader sees and never where a secret
+# is: "hunter2" finds nothing in a line that shows "******". Every bound below keeps one
+# search to one request's worth of work, whatever the log or the pattern.
+SEARCH_MAX_PATTERN = 200
+SEARCH_CONTEXT = 2
+SEARCH_MAX_CONTEXT = 10
+SEARCH_MAX_MATCHES = 200
+# A search stops here, wherever it is in the log, and says so: a 1 GB log takes longer.
+SEARCH_SECONDS = 5.0
+# Of a longer line (the shim writes pieces of 64 KiB; a file written otherwise may have a
+# line of any length, or none at all) the search reads this much, and skips the rest.
+SEARCH_LINE_BYTES = 128 * 1024
+
+
+# `regex` builds a counted repeat out ("(a{1000}){1000}" took 260 MB, a 200-character
+# pattern could take all the memory there is): the counts of a pattern, multiplied, stay
+# under this (an escaped "\\{5\\}" counts too; that only errs on the safe side).
+SEARCH_MAX_REPEATS = 10_000
+COUNTED_REPEAT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
+# A pattern calling itself ("(?R)", "(?1)", "(?&name)") grows its stack without end before
+# any timeout is looked at (memory in gigabytes); no log search needs it.
+RECURSION = re.compile(r"\(\?(?:R|&|P>|[-+]?\d)")
+
+
+class SearchPatternError(ValueError):
+    pass
+
+
+def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Pattern[str]:
+    """The compiled search: `text` as a substring, or as a regular expression (Python's
+    syntax). The `regex` module, unlike `re`, takes a timeout on each match, which is what
+    bounds a pattern that backtracks catastrophically ("(a|aa)+$")."""
+    flags = 0 if match_case else regex.IGNORECASE
+    if is_regex:
+        if RECURSION.search(text):
+            raise SearchPatternError(gettext("it calls itself, which a search does not allow"))
+        product = 1
+        for low, high in COUNTED_REPEAT.findall(text):
+            product *= max(int(low or 0), int(high or 0), 1)
+        if product > SEARCH_MAX_REPEATS:
+            raise SearchPatternError(
+                gettext("its repeat counts multiply to over %(limit)d")
+                % {"limit": SEARCH_MAX_REPEATS}
+            )
+    try:
+        return regex.compile(text if is_regex else regex.escape(text), flags)
+    except (regex.error, OverflowError, RecursionError) as exc:
+        raise SearchPatternError(str(exc)) from None
+
+
+@dataclass
+class FoundLine:
+    number: int  # in the log, from 1 (in the download too, for a local log)
+    # The line as shown, in pieces: (text, True) is a match, to highlight.
+    parts: list[tuple[str, bool]]
+    match: bool
+
+
+@dataclass
+class LogSearch:
+    # Runs of neighbouring lines (matches and their context); a gap between runs.
+    groups: list[list[FoundLine]] = field(default_factory=list)
+    shown: int = 0  # matching lines shown (at most the limit)
+    more: int = 0  # matching lines after those, counted but not shown
+    lines: int = 0  # lines searched
+    stopped: bool = False  # out of time before the log's end
+
+    @property
+    def found(self) -> int:
+        """Matching lines in all (of the lines searched)."""
+        return self.shown + self.more
+
+
+def _found_line(
+    number: int, found: re.Match[str] | None, text: str, spans: list[tuple[int, int]]
+) -> FoundLine:
+    """A line for the results: its matches marked, cut at SHOWN_LINE_CHARS as the tail is."""
+    shown = text[:SHOWN_LINE_CHARS]
+    parts: list[tuple[str, bool]] = [(_shown_stamp(found), False)] if found else []
+    end = 0
+    for start, stop in spans:
+        start, stop = max(start, end), min(stop, len(shown))
+        if start >= stop:  # an empty match, or one past the cut
+            continue
+        parts += [(shown[end:start], False), (shown[start:stop], True)]
+        end = stop
+    parts.append((shown[end:], False))
+    if len(text) > SHOWN_LINE_CHARS:
+        parts.append((cut_for_page(text)[len(shown) :], False))
+    return FoundLine(number=number, parts=[p for p in parts if p[0]], match=bool(spans))
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
+
+
+def search_lines(
+    lines: Iterable[str],
+    *,
+    pattern: regex.Pattern[str],
+    deadline: float,
+    context: int = SEARCH_CONTEXT,
+    limit: int = SEARCH_MAX_MATCHES,
+    secrets: Iterable[str] = (),
+) -> LogSearch:
+    """The lines matching `pattern`, each with `context` lines either side (neighbouring
+    runs joined, as grep does), the first `limit` of them; the matches after those are only
+    counted. Stops at `deadline` (time.monotonic()), with what it found so far."""
+    secrets = list(secrets)
+    result = LogSearch()
+    # The last lines not shown, in case the next one matches: (number, stamp, text).
+    before: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
+    after = 0  # context lines still to show after the last match shown
+    last = 0  # the number of the last line shown
+    try:
+        for number, line in enumerate(lines, start=1):
+            found, text = _shown_text(line, secrets)
+            is_match = pattern.search(text, timeout=_remaining(deadline)) is not None
+            result.lines = number
+            if is_match and result.shown >= limit:
+                result.more += 1
+                after = 0  # a match not shown ends the context of the last one shown
+            elif is_match:
+                first = before[0][0] if before else number
+                if not result.groups or first > last + 1:
+                    result.groups.append([])
+                group = result.groups[-1]
+                group += [_found_line(n, f, t, []) for n, f, t in before]
+                spans = [m.span() for m in pattern.finditer(text, timeout=_remaining(deadline))]
+                group.append(_found_line(number, found, text, spans))
+                result.shown += 1
+                before.clear()
+                after, last = context, number
+            elif after:
+                result.groups[-1].append(_found_line(number, found, text, []))
+                after, last = after - 1, number
+            else:
+                before.append((number, found, text))
+    except TimeoutError:  # the deadline, or one match that took up the time left
+        result.stopped = True
+    return result
+
+
+def file_lines(path: Path, *, deadline: float) -> Iterator[str]:
+    """The lines of `path`, decoded leniently, read a block at a time: a 1 GB log never
+    sits in memory, nor does a line of any length (past SEARCH_LINE_BYTES it is skipped).
+    Raises TimeoutError at `deadline`, which a log without a newline would otherwise pass."""
+    try:
+        log = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below, the generator's way
+    except FileNotFoundError:
+        return
+    with log:
+        pending = b""  # the start of a line the next block finishes
+        while block := log.read(BLOCK):
+            _remaining(deadline)
+            *done, rest = block.split(b"\n")
+            for piece in done:
+                yield (pending + piece)[:SEARCH_LINE_BYTES].decode("utf-8", errors="replace")
+                pending = b""
+            pending = (pending + rest)[:SEARCH_LINE_BYTES]
+        if pending:
+            yield pending.decode("utf-8", errors="replace")

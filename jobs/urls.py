@@ -12,6 +12,7 @@ urlpatterns = [
     path("jobs/<str:public_id>/", views.job_detail, name="job-detail"),
     path("jobs/<str:public_id>/live/", views.job_live, name="job-live"),
     path("jobs/<str:public_id>/logs/", views.job_logs, name="job-logs"),
+    path("jobs/<str:public_id>/logs/search/", views.job_log_search, name="job-log-search"),
     path(
         "jobs/<str:public_id>/logs/<str:replica>/download/",
         views.job_log_download,

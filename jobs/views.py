@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -24,7 +26,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling
+from django_htmx.http import HttpResponseStopPolling, push_url
 
 from .actions import (
     MAX_SELECTED,
@@ -42,7 +44,20 @@ from .actions import (
 )
 from .backends import BackendError, get_backend
 from .http import AuthenticatedHttpRequest
-from .logs import job_secrets, log_cut, shown_lines
+from .logs import (
+    SEARCH_CONTEXT,
+    SEARCH_MAX_CONTEXT,
+    SEARCH_MAX_MATCHES,
+    SEARCH_MAX_PATTERN,
+    SEARCH_SECONDS,
+    SearchPatternError,
+    file_lines,
+    job_secrets,
+    log_cut,
+    search_lines,
+    search_pattern,
+    shown_lines,
+)
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage
 from .scheduler import queue_position
@@ -66,6 +81,10 @@ EXPLAINED_STATUSES = frozenset(
 LOG_TAIL_LINES = 200
 # What the job list's address may carry back after acting on selected jobs (its filters, page).
 LIST_PARAMETERS = ("q", "status", "framework", "pool", "queue", "page")
+
+# A search of an AIHC or Kubernetes log reads this many of its last lines: the platform sends
+# them in one answer, which the page waits for.
+REMOTE_SEARCH_LINES = 10_000
 # A filter longer than any name, id, pool or queue matches nothing; SQLite also refuses a
 # LIKE pattern past 50,000 bytes ("pattern too complex", a 500), which this keeps well away.
 MAX_FILTER_LENGTH = 200
@@ -87,6 +106,33 @@ class JobFilterForm(forms.Form):
     queue = forms.CharField(
         required=False, label=gettext_lazy("Queue"), max_length=MAX_FILTER_LENGTH
     )
+
+
+class LogSearchForm(forms.Form):
+    """The search box under a replica's log (which replica: the page's `replica` parameter;
+    what a search does: jobs.logs.search_lines)."""
+
+    q = forms.CharField(
+        label=gettext_lazy("Search the log"), max_length=SEARCH_MAX_PATTERN, strip=False
+    )
+    regex = forms.BooleanField(required=False)
+    case = forms.BooleanField(required=False)
+    context = forms.IntegerField(
+        required=False, min_value=0, max_value=SEARCH_MAX_CONTEXT, initial=SEARCH_CONTEXT
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "q" in data:
+            try:
+                data["pattern"] = search_pattern(
+                    data["q"], is_regex=data.get("regex", False), match_case=data.get("case", False)
+                )
+            except SearchPatternError as exc:
+                self.add_error(
+                    "q", _("This regular expression cannot be used: %(error)s.") % {"error": exc}
+                )
+        return data
 
 
 def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
@@ -219,10 +265,16 @@ def _live_context(job: Job) -> dict[str, Any]:
     }
 
 
-def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
+def _log_label(replicas: list[Any], label: str) -> tuple[list[str], str]:
+    """The replicas' log labels ("worker-0"), and the one asked for (or the first)."""
     labels = [f"{r.role}-{r.index}" for r in replicas]
     if label not in labels:
         label = labels[0] if labels else ""
+    return labels, label
+
+
+def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
+    labels, label = _log_label(replicas, label)
     lines: list[str] = []
     error = ""
     cut = None
@@ -256,6 +308,48 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
     }
 
 
+def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
+    """The search box of the shown replica's log and, once a search is asked, what it found."""
+    form = LogSearchForm(query if "q" in query else None)
+    context: dict[str, Any] = {
+        "search_form": form,
+        "search": None,
+        "search_error": "",
+        "search_window": None,
+        "search_limit": SEARCH_MAX_MATCHES,
+        "search_seconds": int(SEARCH_SECONDS),
+    }
+    if not label or not form.is_bound or not form.is_valid():
+        return context
+    data = form.cleaned_data
+    around = SEARCH_CONTEXT if data["context"] is None else data["context"]
+    try:
+        backend = get_backend(job.backend)
+        path = backend.log_file(job, label)
+        if path is not None:
+            # The local log, read as it is on disk: from its first line, block by block.
+            deadline = time.monotonic() + SEARCH_SECONDS
+            lines: Iterable[str] = file_lines(path, deadline=deadline)
+        else:
+            fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES)
+            context["search_window"] = len(fetched)
+            lines = fetched
+            deadline = time.monotonic() + SEARCH_SECONDS
+        context["search"] = search_lines(
+            lines,
+            pattern=data["pattern"],
+            deadline=deadline,
+            context=around,
+            secrets=job_secrets(job),
+        )
+    except BackendError as exc:
+        context["search_error"] = exc.message
+    except Exception:  # a backend that is down must not break the job page
+        logger.exception("searching logs of %s failed", job.public_id)
+        context["search_error"] = _("The logs cannot be read right now.")
+    return context
+
+
 @require_GET
 @login_required
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
@@ -280,6 +374,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
             }
         )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
+    context.update(_log_search(job, context["log_label"], request.GET))
     return render(request, "jobs/job_detail.html", context)
 
 
@@ -308,8 +403,29 @@ def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
         query = urlencode({"replica": label})
         return redirect(f"{reverse('job-detail', args=[public_id])}?{query}#logs")
     context = {"job": job, **_log_context(job, list(job.replicas.all()), label)}
-    response = render(request, "jobs/job_detail.html#log-panel", context)
+    if request.htmx.target == "log-tail":
+        # The tail's own refresh: the tabs and the search box beside it stay as they are.
+        response = render(request, "jobs/job_detail.html#log-tail", context)
+    else:
+        # A tab clicked (or the panel of a job without replicas yet, polling for them).
+        context.update(_log_search(job, context["log_label"], QueryDict()))
+        response = render(request, "jobs/job_detail.html#log-panel", context)
     return response if context["log_live"] else HttpResponseStopPolling(response.content)
+
+
+@require_GET
+@login_required
+def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    """What a search of one replica's log found: the search box's answer under htmx; without
+    it (or reloaded), the job page showing the same search."""
+    job = _job(request, public_id)
+    page = f"{reverse('job-detail', args=[public_id])}?{request.GET.urlencode()}#log-search"
+    if not request.htmx:
+        return redirect(page)
+    _labels, label = _log_label(list(job.replicas.all()), request.GET.get("replica", ""))
+    context = {"job": job, "log_label": label, **_log_search(job, label, request.GET)}
+    response = render(request, "jobs/job_detail.html#log-search", context)
+    return push_url(response, page)
 
 
 @require_GET

@@ -11,7 +11,8 @@
   document.addEventListener("DOMContentLoaded", toBottom);
   document.addEventListener("htmx:beforeSwap", function (event) {
     const pre = logs();
-    if (pre && event.detail.target && event.detail.target.id === "log-panel") {
+    const target = event.detail.target;
+    if (pre && target && (target.id === "log-panel" || target.id === "log-tail")) {
       const clicked = event.detail.requestConfig && event.detail.requestConfig.elt.tagName === "A";
       follow = clicked || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
     }

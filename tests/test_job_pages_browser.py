@@ -322,3 +322,57 @@ def test_two_running_jobs_ticked_in_the_list_stay_ticked_through_a_poll_and_stop
     assert [Job.objects.get(pk=j.pk).status for j in (first, second)] == [JobStatus.STOPPED] * 2
     assert processes_with(first.public_id) == [] and processes_with(second.public_id) == []
     assert Job.objects.get(pk=left_running.pk).status == JobStatus.RUNNING
+
+
+def test_a_search_typed_while_the_log_refreshes_shows_its_highlighted_match_in_place(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+    from jobs.services import job_transition, jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "nan-hunt",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="nan-hunt")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    lines = [f"2026-11-30T09:00:{i:02d}.000000Z step {i} loss 0.5" for i in range(40)]
+    lines[30] = "2026-11-30T09:00:30.000000Z step 30 loss NaN <not html>"
+    log.write_text("\n".join(lines) + "\n")
+    # Running: its tail refreshes every 2 s while the search is typed.
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    page = logged_in_page
+    csp_violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    page.goto(f"/jobs/{job.public_id}/")
+
+    page.click("#log-search-q")
+    page.keyboard.type("lo")
+    with page.expect_response(lambda r: "/logs/?replica=master-0" in r.url):
+        pass  # a refresh of the tail came in meanwhile
+    page.keyboard.type("ss nan")
+    page.keyboard.press("Enter")
+
+    # Typed through the refresh, not cut off by it; the match is marked, its text escaped.
+    expect(page.locator("#log-search-q")).to_have_value("loss nan")
+    expect(page.locator("#log-search-results mark")).to_have_text("loss NaN")
+    expect(page.locator("#log-search-results")).to_contain_text("31: ")
+    expect(page.locator("#log-search-results")).to_contain_text("NaN <not html>")
+    expect(page.locator("#log-lines")).to_contain_text("step 39 loss 0.5")
+    # The address is the search's page: a reload shows the same results.
+    page.wait_for_url(re.compile(r"[?&]q=loss\+nan"))
+    page.reload()
+    expect(page.locator("#log-search-results mark")).to_have_text("loss NaN")
+    assert csp_violations == []
