@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: run test lint format migrate bench clean
+.PHONY: run test test-postgres lint format migrate bench clean
 
 # Finds the newest Python >= 3.12 that actually runs: $PYTHON if given, then python3.14/
 # 3.13/3.12 on PATH, then pyenv's versions folder (its shims only run with PYENV_VERSION).
@@ -38,6 +38,10 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
+$(VENV)/.installed-postgres: pyproject.toml $(VENV)/.installed-dev
+	$(PY) -m pip install --quiet -e '.[dev,postgres]'
+	@touch $@
+
 migrate: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 
@@ -56,6 +60,19 @@ format: $(VENV)/.installed-dev
 test: lint
 	$(PY) manage.py makemigrations --check --dry-run
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The tests that lean on the database (window functions, JSON lookups, date and duration
+# arithmetic, row locks, LIKE) against PostgreSQL at $DATABASE_URL; `make test` runs on SQLite.
+# The role needs CREATEDB: pytest-django creates and drops test_<database> beside it.
+POSTGRES_TESTS := tests/test_pools.py tests/test_usage_report.py tests/test_quotas.py \
+	tests/test_api.py tests/test_api_v2.py tests/test_job_pages.py tests/test_job_bulk.py \
+	tests/test_wizard.py tests/test_wizard_rules.py tests/test_admin.py tests/test_models.py \
+	tests/test_review.py tests/test_upgrade.py
+
+test-postgres: $(VENV)/.installed-postgres
+	@case "$$DATABASE_URL" in postgres://*|postgresql://*|pgsql://*) ;; \
+	  *) echo "test-postgres: set DATABASE_URL=postgres://user:pass@127.0.0.1/db (README: PostgreSQL)" >&2; exit 1;; esac
+	$(VENV)/bin/pytest $(POSTGRES_TESTS) $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/run.py

@@ -238,7 +238,9 @@ def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
     double click, a resend, two tabs of one page) finds the job the first one made."""
     if not REQUEST_KEY_RE.fullmatch(request_key):
         request_key = uuid.uuid4().hex  # an old page without a key: a fresh run
-    submit_key = f"rerun-{job.public_id}-{request_key}"
+    # The job's pk, not its public id: with the 32-digit key that would pass Job.submit_key's
+    # 80 characters, which PostgreSQL enforces (SQLite stores any length).
+    submit_key = f"rerun-{job.pk}-{request_key}"
     existing = list(Job.objects.filter(submit_key__startswith=submit_key, owner=owner))
     if existing:
         return existing  # before the checks: the first run now holds the cards

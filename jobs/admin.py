@@ -124,6 +124,15 @@ def _pools(request: HttpRequest) -> list[str]:
     return request._job_pools  # type: ignore[attr-defined,no-any-return]
 
 
+def _filtered(queryset: QuerySet, field: str, value: str | None) -> QuerySet:
+    """The rows whose `field` equals a filter's value from the query string, if one was given."""
+    if not value:
+        return queryset
+    if "\x00" in value:
+        return queryset.none()  # a NUL matches no row, and PostgreSQL refuses it in a query
+    return queryset.filter(**{field: value})
+
+
 class PoolFilter(admin.SimpleListFilter):
     title = gettext_lazy("resource pool")
     parameter_name = "pool"
@@ -132,7 +141,7 @@ class PoolFilter(admin.SimpleListFilter):
         return [(pool, pool) for pool in _pools(request)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(resource_pool=self.value()) if self.value() else queryset
+        return _filtered(queryset, "resource_pool", self.value())
 
 
 class QueueFilter(admin.SimpleListFilter):
@@ -147,7 +156,7 @@ class QueueFilter(admin.SimpleListFilter):
         return [(queue, queue) for queue in sorted(queues)[:MAX_FILTER_VALUES]]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        return queryset.filter(queue=self.value()) if self.value() else queryset
+        return _filtered(queryset, "queue", self.value())
 
 
 class FrameworkFilter(admin.SimpleListFilter):

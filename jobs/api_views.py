@@ -324,6 +324,9 @@ def page_of[T](items: Sequence[T], page_no: int, page_size: int) -> list[T]:
 
 def owned_job(*, owner: Any, job_id: str, pool: str) -> Job:
     """The owner's job in the pool named; anyone else's is not found, as on the web."""
+    # A NUL is never in a job id or a pool name, and PostgreSQL refuses it in a query.
+    if "\x00" in job_id or "\x00" in pool:
+        raise ApiError(404, "JobNotFound", f"Job {job_id} not found.")
     job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
     if job is None:
         raise ApiError(404, "JobNotFound", f"Job {job_id} not found.")
@@ -404,6 +407,8 @@ def jobs_found(
     queue_contains: str = "",
 ) -> QuerySet[Job]:
     """The owner's jobs in a pool, filtered (`status` by AIHC's name) and ordered."""
+    if any("\x00" in text for text in (pool, queue, name_contains, queue_contains)):
+        return Job.objects.none()  # a NUL matches no job, and PostgreSQL refuses it in a query
     found = Job.objects.filter(owner=owner, resource_pool=pool)
     if queue and queue != "all":
         found = found.filter(queue=queue)

@@ -246,6 +246,8 @@ class ListPage:
 
 
 def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
+    if "\x00" in public_id:  # never in a job id, and PostgreSQL refuses it in a query
+        raise Http404
     return get_object_or_404(Job, public_id=public_id, owner=request.user)
 
 

@@ -1323,13 +1323,25 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
 STEP_POST_ATTEMPTS = 20
 
 
+def _without_nuls(data: Any) -> Any:
+    """The draft's data with any NUL typed into it dropped: PostgreSQL's JSON cannot hold one.
+    No field accepts a NUL, and this request's forms (made before saving) still say so."""
+    if isinstance(data, str):
+        return data.replace("\x00", "")
+    if isinstance(data, dict):
+        return {_without_nuls(key): _without_nuls(value) for key, value in data.items()}
+    if isinstance(data, list):
+        return [_without_nuls(value) for value in data]
+    return data
+
+
 def _draft_saved(draft: Draft) -> bool:
     """Saves the draft's steps only over the version this request read (compare and set on
     updated_at), and never into a submitted draft. False: someone else saved it first."""
     now = timezone.now()
     saved = Draft.objects.filter(
         pk=draft.pk, updated_at=draft.updated_at, submitted_at__isnull=True
-    ).update(data=draft.data, completed_steps=draft.completed_steps, updated_at=now)
+    ).update(data=_without_nuls(draft.data), completed_steps=draft.completed_steps, updated_at=now)
     if saved:
         draft.updated_at = now
     return bool(saved)

@@ -531,6 +531,8 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
 @require_POST
 @login_required
 def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    if "\x00" in public_id:  # never in a job id, and PostgreSQL refuses it in a query
+        raise Http404
     job = get_object_or_404(Job, public_id=public_id, owner=request.user)
     try:
         draft = W.draft_from_job(job=job, owner=request.user)

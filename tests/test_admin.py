@@ -679,6 +679,7 @@ def test_superusers_edit_the_review_policy_and_new_jobs_follow_it(superuser, ali
         "cards=zzz",
         "pool=<script>",
         "queue=%00",
+        "pool=%00",
         "q=%00%27%22",
         "o=99",
         "status=nonsense",

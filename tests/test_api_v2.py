@@ -385,6 +385,25 @@ def test_another_users_job_is_not_found_in_v2_either(api, wsgi, bob):
     assert list(job.events.values_list("reason", flat=True)) == ["Created"]
 
 
+def test_a_nul_in_a_job_id_pool_or_search_finds_no_job_instead_of_failing(api):
+    # SQLite compares a NUL as any character; PostgreSQL refuses it in a query (make test-postgres).
+    job_id = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
+
+    for pool, asked in (("local", job_id + "\x00"), ("local\x00", job_id)):
+        error = refused(
+            lambda p=pool, a=asked: action(api, "DescribeJob", resourcePoolId=p, body={"jobId": a})
+        )
+        assert (error.status, error.code) == (404, "JobNotFound")
+    for query in (
+        {"resourcePoolId": "local\x00"},
+        {"resourcePoolId": "local", "queue": "\x00"},
+        {"resourcePoolId": "local", "keyword": "from\x00"},
+        {"resourcePoolId": "local", "keyword": "\x00", "keywordType": "queueName"},
+    ):
+        assert action(api, "DescribeJobs", body=query)["totalCount"] == 0
+    assert action(api, "DescribeJobs", resourcePoolId="local")["totalCount"] == 1
+
+
 # -- pools and queues -------------------------------------------------------------------------
 
 

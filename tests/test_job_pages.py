@@ -215,6 +215,18 @@ def test_every_job_url_is_404_for_another_user(alice, bob):
     assert status_of(job) == JobStatus.QUEUED
 
 
+def test_a_job_url_with_a_nul_in_its_id_is_not_found(alice, alice_client):
+    # SQLite compares a NUL as any character; PostgreSQL refuses it in a query (make test-postgres).
+    job = submit(alice)
+    public_id = job.public_id + "\x00"
+
+    for name in ("job-detail", "job-live", "job-logs"):
+        assert alice_client.get(reverse(name, args=[public_id])).status_code == 404
+    for name in ("job-stop", "job-delete", "job-rerun", "job-copy"):
+        assert alice_client.post(reverse(name, args=[public_id])).status_code == 404
+    assert status_of(job) == JobStatus.QUEUED
+
+
 def test_delete_without_the_browsers_question_asks_on_a_page_first(alice, alice_client):
     job = submit(alice)
 
@@ -300,6 +312,8 @@ def test_run_again_submits_a_new_job_from_the_same_spec(alice, alice_client):
         "job-detail", args=[new.public_id]
     )
     assert new.spec == job.spec and new.source_job == job and new.status == JobStatus.QUEUED
+    # PostgreSQL refuses a longer key where SQLite stores it (make test-postgres).
+    assert len(new.submit_key) <= Job._meta.get_field("submit_key").max_length
 
 
 def test_run_again_sent_twice_from_one_page_makes_one_job_even_once_it_holds_the_cards(

@@ -579,6 +579,9 @@ def test_a_value_the_form_refuses_gets_the_forms_message_only(en_client):
     r = post_step(en_client, draft, W.DATA, data_data([("hostpath", "scratch", "/a\x00b")]))
 
     assert field_errors(r, "id_mounts-0-mount_path") == ["Null characters are not allowed."]
+    # Saved without the NUL, which PostgreSQL's JSON cannot hold (make test-postgres).
+    draft.refresh_from_db()
+    assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/ab"]
 
 
 def test_a_registry_password_sent_without_a_username_can_be_cleared(en_client):
