@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import date, datetime, timedelta
 from itertools import count
 
@@ -344,3 +345,13 @@ def test_the_page_makes_the_same_queries_for_3_or_30_jobs(
         client.get(URL, {**APRIL_QUERY, "format": "csv"})
 
     assert page.context["report"].total.jobs == jobs
+
+
+def test_the_chinese_report_sums_its_rows_under_a_total_row(reviewer):
+    r = client_for(reviewer).get(
+        URL, {"date_from": "2026-04-01", "date_to": "2026-04-30"}, HTTP_ACCEPT_LANGUAGE="zh-hans"
+    )
+
+    assert r.status_code == 200
+    # 合计 (a sum of the rows), not 总数 (a count), which the shorter "Total" reads elsewhere.
+    assert re.search(r'<th scope="row">合计</th>', r.content.decode())
