@@ -542,9 +542,11 @@ def _disk_gb(path: Path) -> float:
 # keep belong on a volume. Never more than a quarter of the disk LOCAL_RUN_DIR is on, so
 # on a small disk one replica cannot fill the disk the console's logs (and, by default,
 # its database) live on.
+# The size of the disk the defaults below are shares of, read once at start-up.
+_disk_total_gb = _disk_gb(LOCAL_RUN_DIR)
 LOCAL_TMP_MAX_GB = envfloat(
     "LOCAL_TMP_MAX_GB",
-    min(50, max(round(_disk_gb(LOCAL_RUN_DIR) / 4, 1), 0.1)),
+    min(50, max(round(_disk_total_gb / 4, 1), 0.1)),
     positive=True,
     unit="GB",
 )
@@ -569,7 +571,6 @@ LOCAL_METRICS_SECONDS = envfloat("LOCAL_METRICS_SECONDS", 15, positive=True)
 # gap between the two is room for running jobs to go on writing before one is evicted. (A
 # restart's new attempt is not held: its failed attempt's /tmp has just been freed, and its
 # cards stay taken.)
-_disk_total_gb = _disk_gb(LOCAL_RUN_DIR)
 LOCAL_DISK_MIN_FREE_GB = envfloat(
     "LOCAL_DISK_MIN_FREE_GB", min(round(_disk_total_gb * 0.10, 1), 10.0), unit="GB"
 )

@@ -19,6 +19,24 @@ pytestmark = pytest.mark.browser
 A800 = "baidu.com/a800_80g_cgpu"
 
 
+def submitted(owner, name: str, *, command: str = "true", image: str = "registry.example.com/x:1"):
+    """A one-replica PyTorch job of `owner` on the local pool, submitted as the wizard would."""
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": name,
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": image, "command": command, "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=name)
+    return job
+
+
 @pytest.fixture
 def worker_thread(settings, tmp_path):
     settings.LOCAL_ACCELERATORS = f"{A800}=8"
@@ -129,19 +147,8 @@ def test_a_job_submitted_in_the_wizard_runs_shows_its_logs_and_stops(
 
 
 def test_deleting_a_job_asks_first_and_keeps_it_when_cancelled(logged_in_page, alice):
-    from jobs import spec as S
-    from jobs.services import jobs_submit
 
-    spec = S.parse_document(
-        {
-            "name": "to-delete",
-            "queue": "default",
-            "jobFramework": "PyTorchJob",
-            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
-        },
-        resource_pool_id="local",
-    )
-    [job] = jobs_submit(owner=alice, spec=spec, submit_key="delete-confirm")
+    job = submitted(alice, "to-delete")
     page = logged_in_page
     page.goto(f"/jobs/{job.public_id}/")
     questions: list[str] = []
@@ -168,22 +175,11 @@ def test_deleting_a_job_asks_first_and_keeps_it_when_cancelled(logged_in_page, a
 def test_a_reviewers_reason_keeps_its_line_breaks_on_the_owners_page(
     logged_in_page, alice, reviewer
 ):
-    from jobs import spec as S
     from jobs.models import ReviewMode, ReviewPolicy
     from jobs.review import job_reject
-    from jobs.services import jobs_submit
 
     ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
-    spec = S.parse_document(
-        {
-            "name": "too-big",
-            "queue": "default",
-            "jobFramework": "PyTorchJob",
-            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
-        },
-        resource_pool_id="local",
-    )
-    [job] = jobs_submit(owner=alice, spec=spec, submit_key="reject-lines")
+    job = submitted(alice, "too-big")
     job_reject(job=job, reviewer=reviewer, reason="Too many cards.\nAsk for 4 and submit again.")
     page = logged_in_page
 
@@ -197,21 +193,10 @@ def test_a_reviewers_reason_keeps_its_line_breaks_on_the_owners_page(
 def test_an_image_pinned_by_digest_wraps_in_the_overview_instead_of_widening_the_page(
     logged_in_page, alice
 ):
-    from jobs import spec as S
-    from jobs.services import jobs_submit
 
     # Pinned by digest: 64 hex digits with nowhere to break a line.
     image = "registry.example.com/train/pytorch@sha256:" + "0123456789abcdef" * 4
-    spec = S.parse_document(
-        {
-            "name": "digest-image",
-            "queue": "default",
-            "jobFramework": "PyTorchJob",
-            "jobSpec": {"image": image, "command": "true", "replicas": 1},
-        },
-        resource_pool_id="local",
-    )
-    [job] = jobs_submit(owner=alice, spec=spec, submit_key="digest-image")
+    job = submitted(alice, "digest-image", image=image)
     page = logged_in_page
     page.set_viewport_size({"width": 1280, "height": 800})
 
@@ -227,19 +212,9 @@ def test_an_image_pinned_by_digest_wraps_in_the_overview_instead_of_widening_the
 def test_the_aihc_job_id_is_copied_from_its_labelled_row_on_the_job_page(logged_in_page, alice):
     import uuid
 
-    from jobs import spec as S
-    from jobs.services import job_transition, jobs_submit
+    from jobs.services import job_transition
 
-    spec = S.parse_document(
-        {
-            "name": "on-aihc",
-            "queue": "default",
-            "jobFramework": "PyTorchJob",
-            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
-        },
-        resource_pool_id="local",
-    )
-    [job] = jobs_submit(owner=alice, spec=spec, submit_key="aihc-id-copy")
+    job = submitted(alice, "on-aihc")
     job_transition(job=job, to=JobStatus.STOPPED, reason="Stopped")
     # As an AIHC job records it: AIHC's id looks like the console's, pytorchjob-<uuid>.
     aihc_id = f"pytorchjob-{uuid.uuid4()}"
@@ -262,25 +237,9 @@ def test_the_aihc_job_id_is_copied_from_its_labelled_row_on_the_job_page(logged_
 def test_two_running_jobs_ticked_in_the_list_stay_ticked_through_a_poll_and_stop_together(
     logged_in_page, alice, worker_thread
 ):
-    from jobs import spec as S
-    from jobs.services import jobs_submit
 
     def running_job(name: str) -> Job:
-        spec = S.parse_document(
-            {
-                "name": name,
-                "queue": "default",
-                "jobFramework": "PyTorchJob",
-                "jobSpec": {
-                    "image": "registry.example.com/x:1",
-                    "command": "sleep 600",
-                    "replicas": 1,
-                },
-            },
-            resource_pool_id="local",
-        )
-        [job] = jobs_submit(owner=alice, spec=spec, submit_key=name)
-        return job
+        return submitted(alice, name, command="sleep 600")
 
     first, second = running_job("bulk-first"), running_job("bulk-second")
     left_running = running_job("bulk-left")
@@ -327,21 +286,11 @@ def test_two_running_jobs_ticked_in_the_list_stay_ticked_through_a_poll_and_stop
 def test_a_search_typed_while_the_log_refreshes_shows_its_highlighted_match_in_place(
     logged_in_page, alice
 ):
-    from jobs import spec as S
     from jobs.logs import replica_log_path
     from jobs.models import JobReplica
-    from jobs.services import job_transition, jobs_submit
+    from jobs.services import job_transition
 
-    spec = S.parse_document(
-        {
-            "name": "nan-hunt",
-            "queue": "default",
-            "jobFramework": "PyTorchJob",
-            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
-        },
-        resource_pool_id="local",
-    )
-    [job] = jobs_submit(owner=alice, spec=spec, submit_key="nan-hunt")
+    job = submitted(alice, "nan-hunt")
     JobReplica.objects.create(job=job, role="master", index=0)
     log = replica_log_path(job.public_id, "master-0")
     log.parent.mkdir(parents=True)
