@@ -21,18 +21,16 @@ Rules (decisions):
   owner's jobs hold little enough.
 - What a waiting job's page says it waits for stays true (`held_for`, `why_waiting`): a job
   that said it waits for its quota or for disk is looked at again on every pass, even behind
-  a blocked queue, and says so anew when the reason or its figures change; once neither
-  holds it, it says it waits for its turn in its queue. A job that never waited for anything
+  a blocked queue, and says so anew when the reason changes (its figures the page works
+  out as it is read); once neither holds it, it says it waits for its turn in its queue. A job that never waited for anything
   else says nothing: its page says that by default.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import (
     Case,
@@ -45,14 +43,13 @@ from django.db.models import (
     Value,
     When,
 )
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_transition
-from .texts import recorded
+from .texts import display_text, recorded, source_of
 
 if TYPE_CHECKING:
     from .runner import Requirement
@@ -191,17 +188,17 @@ def _words(job: Job | OuterRef) -> QuerySet[JobEvent]:
 
 def held_for(job: Job, reason: str, message: str) -> None:
     """Says on the job's page why the scheduler leaves it Queued (QUOTA_EXCEEDED,
-    DISK_PRESSURE or IN_QUEUE), as one event, compared with what it last said:
+    DISK_PRESSURE or IN_QUEUE), as one event, when that is news:
 
     - a new reason is said at once (quota, then disk; or a start that failed meanwhile);
-    - the same reason with other figures at most once a minute (JOB_MINUTE_SECONDS) a job:
-      the disk's free space drifts on every pass while jobs write, and a user with many
-      jobs waiting for their quota would get an event on each for every start and end of
-      their other jobs. The pass after the minute says the figures of then, so the page is
-      at most a minute behind, and a job waiting a day gets no more than one a minute;
-    - the same words, never again (not on every pass);
+    - the same reason is never said again, whatever its figures now: the disk's free space
+      drifts on every pass while jobs write, and a user's quota figures change with each
+      start and end of their other jobs, so saying figures would fill the job's events (one
+      a minute is still 1440 a day). The events are the history of why it waited; the page
+      says the figures of now (`why_waiting` works them out as it is read), as a Kubernetes
+      pod's conditions say the present and its events the changes;
     - IN_QUEUE only to take back another reason: a job that never waited for anything else
-      says nothing, its page says so by default (`why_waiting`).
+      says nothing, its page says so by default.
 
     Nothing is kept in memory between passes: what was said is read from the job's events,
     so a scheduler killed between deciding and writing decides again on its next pass (the
@@ -209,38 +206,48 @@ def held_for(job: Job, reason: str, message: str) -> None:
     The look and the write are one transaction holding the job's row (SQLite's IMMEDIATE
     transactions hold the database): a stop that lands meanwhile is not followed by a
     waiting event, and two passes cannot both say the same."""
-    if not _news(job, reason, str(message)):  # the common case, without a write lock
+    if not _news(job, reason):  # the common case, without a write lock
         return
     with transaction.atomic():
         queued = Job.objects.select_for_update().filter(pk=job.pk, status=JobStatus.QUEUED)
-        if queued.exists() and _news(job, reason, str(message)):
+        if queued.exists() and _news(job, reason):
             job_event(job=job, reason=reason, message=message, warning=reason in HELD_REASONS)
 
 
-def _news(job: Job, reason: str, message: str) -> bool:
-    """Whether saying `reason`: `message` now tells the job's page something (see held_for)."""
-    said = _words(job).values_list("reason", "message", "created_at").first()
-    if said is None or said[0] not in WAITING_REASONS:
+def _news(job: Job, reason: str) -> bool:
+    """Whether saying `reason` now tells the job's page something (see held_for)."""
+    said = _words(job).values_list("reason", flat=True).first()
+    if said is None or said not in WAITING_REASONS:
         return reason != IN_QUEUE
-    said_reason, said_message, said_at = said
-    if said_reason != reason:
-        return True
-    if said_message == message:
-        return False
-    pace = timedelta(seconds=settings.JOB_MINUTE_SECONDS)
-    return timezone.now() - said_at >= pace
+    return said != reason
 
 
 def why_waiting(job: Job) -> str | None:
-    """What a Queued local job waits for, in the page's language: the scheduler's latest
-    word on it (see held_for), or, without one, its turn in its queue. None for a job not
-    waiting in the local runner's queues (a remote platform queues by its own rules)."""
+    """What a Queued local job waits for, in the page's language and with the figures of
+    now: the reason the scheduler last gave (see held_for) worked out again as the page is
+    read, so the line is true between passes and the events need not repeat it. A reason
+    that no longer holds (its owner's jobs ended, the disk has room) reads as its turn in
+    its queue, which the scheduler's next pass says too. None for a job not waiting in the
+    local runner's queues (a remote platform queues by its own rules)."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
         return None
-    said = _words(job).only("reason", "message", "message_source").first()
-    if said is not None and said.reason in WAITING_REASONS:
-        return said.message_shown
-    return _(IN_QUEUE_MESSAGE)
+    from .runner import disk_pressure_message, requirement, run_dir_disk
+
+    said = _words(job).values_list("reason", flat=True).first()
+    now: str | None = None
+    if said == QUOTA_EXCEEDED:
+        need = requirement(job.job_spec())
+        usage = local_usage(owner=job.owner_id).get(job.owner_id, Usage())
+        over = excesses(quota_limits(job.owner_id), usage, need.cards)
+        now = waiting_message(over[0]) if over else None
+    elif said == DISK_PRESSURE:
+        try:
+            now = disk_pressure_message(run_dir_disk())
+        except OSError:
+            now = None  # the run folder's disk is gone: the worker says what that does
+    if now is None:
+        return _(IN_QUEUE_MESSAGE)
+    return display_text(now, source_of(now))
 
 
 def queue_position(job: Job) -> int | None:
