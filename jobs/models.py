@@ -248,6 +248,7 @@ EVENT_REASONS = {
     "Unschedulable": pgettext_lazy("event reason", "Unschedulable"),
     "DiskPressure": pgettext_lazy("event reason", "Waiting for disk space"),
     "QuotaExceeded": pgettext_lazy("event reason", "Waiting for your quota"),
+    "WaitingInQueue": pgettext_lazy("event reason", "Waiting in its queue"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),

@@ -371,25 +371,6 @@ def disk_pressure_message(disk: Disk) -> str | None:
     )
 
 
-def held_for_disk(job: Job, message: str) -> None:
-    """Says on the job's page that it waits for disk space (see held_for)."""
-    held_for(job, "DiskPressure", message)
-
-
-def held_for(job: Job, reason: str, message: str) -> None:
-    """Says on the job's page why the scheduler leaves it Queued (disk space, its owner's
-    quota): once, not on every pass (again only after something else has happened to it,
-    say a start that failed, or it waited for something else meanwhile)."""
-    latest = (
-        job.events.exclude(reason__in=("AlertSent", "AlertFailed"))
-        .order_by("-created_at", "-id")
-        .values_list("reason", flat=True)
-        .first()
-    )
-    if latest != reason:
-        job_event(job=job, reason=reason, message=message, warning=True)
-
-
 def tmp_use(state: Path) -> int:
     """The bytes the replica's /tmp holds: measured now, since its shim's last measure
     (file `tmp-used`) may be LOCAL_TMP_CHECK_SECONDS old, and a replica filling the disk

@@ -13,23 +13,46 @@ Rules (decisions):
   local jobs run at once; a CPU-exclusive job needs cores no other running job may use.
 - Jobs Pending review are never dispatched: only Queued jobs are considered.
 - No job starts while the disk of LOCAL_RUN_DIR has less than LOCAL_DISK_MIN_FREE_GB free
-  (the kubelet's disk pressure): each job that would start now says so, once, and blocks
-  its queue until there is room.
+  (the kubelet's disk pressure): each job that would start now says so and blocks its
+  queue until there is room.
 - A job whose start would put its owner over their card quota (jobs.quotas) is set aside,
-  saying why, once: it does not block its queue (Kueue's BestEffortFIFO), so other users'
-  jobs behind it, and its owner's smaller ones that fit, start. It starts by itself once
-  its owner's jobs hold little enough.
+  saying why: it does not block its queue (Kueue's BestEffortFIFO), so other users' jobs
+  behind it, and its owner's smaller ones that fit, start. It starts by itself once its
+  owner's jobs hold little enough.
+- What a waiting job's page says it waits for stays true (`held_for`, `why_waiting`): a job
+  that said it waits for its quota or for disk is looked at again on every pass, even behind
+  a blocked queue, and says so anew when the reason changes (its figures the page works
+  out as it is read); once neither holds it, it says it waits for its turn in its queue. A job that never waited for anything
+  else says nothing: its page says that by default.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from django.db.models import Case, Count, IntegerField, Q, Value, When
+from django.db import transaction
+from django.db.models import (
+    Case,
+    Count,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 
-from .models import ACTIVE_STATUSES, Job, JobGroup, JobStatus
+from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
-from .services import job_transition
+from .services import job_event, job_transition
+from .texts import display_text, recorded, source_of
+
+if TYPE_CHECKING:
+    from .runner import Requirement
 
 PRIORITY_RANK = Case(
     When(priority="high", then=Value(0)),
@@ -39,14 +62,27 @@ PRIORITY_RANK = Case(
 )
 RANKS = {"high": 0, "normal": 1}
 
+# What the scheduler says a Queued local job waits for (event reasons). The job's latest
+# event (alert deliveries aside: they happen beside its life, not in it) is its current
+# word when it is one of these; any other (Created, Approved, PriorityChanged...) means it
+# waits for its turn, until the scheduler says otherwise.
+QUOTA_EXCEEDED = "QuotaExceeded"
+DISK_PRESSURE = "DiskPressure"
+IN_QUEUE = "WaitingInQueue"
+HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE})
+WAITING_REASONS = HELD_REASONS | {IN_QUEUE}
+ALERT_REASONS = ("AlertSent", "AlertFailed")
+IN_QUEUE_MESSAGE = gettext_noop(
+    "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
+    "has room for it."
+)
+
 
 def dispatch_local(*, children: dict | None = None) -> list[Job]:
     """One scheduling pass over the queued local jobs; returns the jobs it started."""
     from .runner import (
         current_capacity,
         disk_pressure_message,
-        held_for,
-        held_for_disk,
         requirement,
         run_dir_disk,
         start_job,
@@ -70,14 +106,13 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
     started: list[Job] = []
     rows = (
         Job.objects.filter(backend="local", status=JobStatus.QUEUED)
-        .annotate(rank=PRIORITY_RANK)
+        .annotate(rank=PRIORITY_RANK, said=Subquery(_words(OuterRef("pk")).values("reason")[:1]))
         .order_by("queue", "rank", "created_at", "id")
-        .values_list("id", "queue", "group_id", "owner_id")
+        .values_list("id", "queue", "group_id", "owner_id", "said")
     )
-    for job_id, queue, group_id, owner_id in rows.iterator(chunk_size=2000):
-        if queue in blocked:
-            continue
-        if group_id is not None:
+    for job_id, queue, group_id, owner_id, said in rows.iterator(chunk_size=2000):
+        not_its_turn = queue in blocked
+        if group_id is not None and not not_its_turn:
             if group_id not in group_caps:
                 group_caps[group_id] = (
                     JobGroup.objects.filter(pk=group_id)
@@ -85,33 +120,39 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
                     .first()
                     or 1
                 )
-            if group_running[group_id] >= group_caps[group_id]:
-                continue
+            not_its_turn = group_running[group_id] >= group_caps[group_id]
+        if not_its_turn and said not in HELD_REASONS:
+            continue  # the common case: nothing to start, nothing said to take back
         job = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).first()
         if job is None:
             continue
         need = requirement(job.job_spec())
+        if not_its_turn:
+            # It said it waits for its quota or for disk. It is not reached this pass, but
+            # what it said may have become untrue meanwhile (its owner's jobs ended): it says
+            # again what holds it, with today's figures, or that it waits for its turn.
+            if not _over_quota(job, need, limits=limits, usage=usage):
+                held_for(job, IN_QUEUE, recorded(IN_QUEUE_MESSAGE))
+            continue
         impossible = capacity.impossible(need)
         if impossible:
             job_transition(job=job, to=JobStatus.FAILED, reason="Unschedulable", message=impossible)
             continue
-        if owner_id not in limits:
-            limits[owner_id] = quota_limits(owner_id)
-        over = excesses(limits[owner_id], usage.get(owner_id, Usage()), need.cards)
-        if over:
+        if _over_quota(job, need, limits=limits, usage=usage):
             # Not added to `blocked`: the queue goes on past it (see the rules above).
-            held_for(job, "QuotaExceeded", waiting_message(over[0]))
             continue
         allocation = capacity.allocate(need)
         if allocation is None:
             blocked.add(queue)
+            if said in HELD_REASONS:  # no longer held for its quota or disk, but for room
+                held_for(job, IN_QUEUE, recorded(IN_QUEUE_MESSAGE))
             continue
         if not disk_measured:  # once a pass, and only when a job would start
             held, disk_measured = disk_pressure_message(run_dir_disk()), True
         if held:
             # It keeps its place (and what it was allocated this pass, so the jobs said to
             # wait for disk are those that would start now): it starts once there is room.
-            held_for_disk(job, held)
+            held_for(job, DISK_PRESSURE, held)
             blocked.add(queue)
             continue
         if start_job(job, allocation, children=children):
@@ -120,6 +161,93 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
             if group_id is not None:
                 group_running[group_id] += 1
     return started
+
+
+def _over_quota(
+    job: Job, need: Requirement, *, limits: dict[int, list[Limit]], usage: dict[int, Usage]
+) -> bool:
+    """Whether starting the job now would put its owner over their quota; if so, it says so.
+    `limits` is filled as owners come up, once a pass each."""
+    if job.owner_id not in limits:
+        limits[job.owner_id] = quota_limits(job.owner_id)
+    over = excesses(limits[job.owner_id], usage.get(job.owner_id, Usage()), need.cards)
+    if over:
+        held_for(job, QUOTA_EXCEEDED, waiting_message(over[0]))
+    return bool(over)
+
+
+def _words(job: Job | OuterRef) -> QuerySet[JobEvent]:
+    """The job's events but alert deliveries, latest first: the first is what the scheduler
+    last said about it, if it is one of WAITING_REASONS."""
+    return (
+        JobEvent.objects.filter(job=job)
+        .exclude(reason__in=ALERT_REASONS)
+        .order_by("-created_at", "-id")
+    )
+
+
+def held_for(job: Job, reason: str, message: str) -> None:
+    """Says on the job's page why the scheduler leaves it Queued (QUOTA_EXCEEDED,
+    DISK_PRESSURE or IN_QUEUE), as one event, when that is news:
+
+    - a new reason is said at once (quota, then disk; or a start that failed meanwhile);
+    - the same reason is never said again, whatever its figures now: the disk's free space
+      drifts on every pass while jobs write, and a user's quota figures change with each
+      start and end of their other jobs, so saying figures would fill the job's events (one
+      a minute is still 1440 a day). The events are the history of why it waited; the page
+      says the figures of now (`why_waiting` works them out as it is read), as a Kubernetes
+      pod's conditions say the present and its events the changes;
+    - IN_QUEUE only to take back another reason: a job that never waited for anything else
+      says nothing, its page says so by default.
+
+    Nothing is kept in memory between passes: what was said is read from the job's events,
+    so a scheduler killed between deciding and writing decides again on its next pass (the
+    event is not lost), and one killed after writing reads it back (it is not said twice).
+    The look and the write are one transaction holding the job's row (SQLite's IMMEDIATE
+    transactions hold the database): a stop that lands meanwhile is not followed by a
+    waiting event, and two passes cannot both say the same."""
+    if not _news(job, reason):  # the common case, without a write lock
+        return
+    with transaction.atomic():
+        queued = Job.objects.select_for_update().filter(pk=job.pk, status=JobStatus.QUEUED)
+        if queued.exists() and _news(job, reason):
+            job_event(job=job, reason=reason, message=message, warning=reason in HELD_REASONS)
+
+
+def _news(job: Job, reason: str) -> bool:
+    """Whether saying `reason` now tells the job's page something (see held_for)."""
+    said = _words(job).values_list("reason", flat=True).first()
+    if said is None or said not in WAITING_REASONS:
+        return reason != IN_QUEUE
+    return said != reason
+
+
+def why_waiting(job: Job) -> str | None:
+    """What a Queued local job waits for, in the page's language and with the figures of
+    now: the reason the scheduler last gave (see held_for) worked out again as the page is
+    read, so the line is true between passes and the events need not repeat it. A reason
+    that no longer holds (its owner's jobs ended, the disk has room) reads as its turn in
+    its queue, which the scheduler's next pass says too. None for a job not waiting in the
+    local runner's queues (a remote platform queues by its own rules)."""
+    if job.status != JobStatus.QUEUED or job.backend != "local":
+        return None
+    from .runner import disk_pressure_message, requirement, run_dir_disk
+
+    said = _words(job).values_list("reason", flat=True).first()
+    now: str | None = None
+    if said == QUOTA_EXCEEDED:
+        need = requirement(job.job_spec())
+        usage = local_usage(owner=job.owner_id).get(job.owner_id, Usage())
+        over = excesses(quota_limits(job.owner_id), usage, need.cards)
+        now = waiting_message(over[0]) if over else None
+    elif said == DISK_PRESSURE:
+        try:
+            now = disk_pressure_message(run_dir_disk())
+        except OSError:
+            now = None  # the run folder's disk is gone: the worker says what that does
+    if now is None:
+        return _(IN_QUEUE_MESSAGE)
+    return display_text(now, source_of(now))
 
 
 def queue_position(job: Job) -> int | None:

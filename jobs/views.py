@@ -60,7 +60,7 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage
-from .scheduler import queue_position
+from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
 from .summary import sent_request
 
@@ -260,6 +260,9 @@ def _live_context(job: Job) -> dict[str, Any]:
         "usage": replica_usage(job=job, replicas=replicas),
         "events": list(job.events.all()),
         "position": queue_position(job),
+        # What a Queued local job waits for now (its quota, disk space, its turn), as the
+        # scheduler last said: refreshed with the rest of this block while the page polls.
+        "waiting": why_waiting(job),
         "final": job.is_final,
         "copy_url": reverse("job-copy", args=[job.public_id]),
         # Run again's one-time key: the same click sent twice makes one job.

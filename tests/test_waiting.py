@@ -1,0 +1,256 @@
+"""A queued local job's page says what it waits for now: its quota with today's figures, disk
+space, or its turn in its queue (jobs.scheduler.held_for, why_waiting). The scheduler says it
+anew when the reason changes, never on every pass, and nothing it says is lost or said twice
+when the worker is restarted; the page works the figures out as it is read.
+
+Real jobs and a real worker: the jobs holding cards run until the test opens their gate."""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+
+import pytest
+from django.db import transaction
+from django.test import Client
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs.models import CardQuota, Job, JobStatus
+from jobs.scheduler import WAITING_REASONS, dispatch_local
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    CARD,
+    make_spec,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+IN_QUEUE = (
+    "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
+    "has room for it."
+)
+
+
+@pytest.fixture(autouse=True)
+def stored_in_english(settings):
+    settings.LANGUAGE_CODE = "en"  # what events store; pages are read in either language
+
+
+def cards(count: int, command: str, **changes) -> S.JobSpec:
+    roles = [S.Role("master", 1, accelerator_type=CARD, accelerators=count)]
+    return make_spec(command, roles=roles, **changes)
+
+
+def until_gate(name: str) -> str:
+    return f"until [ -e /workspace/gate-{name} ]; do sleep 0.05; done"
+
+
+def open_gate(settings, name: str) -> None:
+    (volume(settings) / f"gate-{name}").touch()
+
+
+def holding(worker: Worker, owner, count: int, gate: str) -> Job:
+    """A job of `owner` running on `count` cards until its gate opens."""
+    job = submit(owner, cards(count, until_gate(gate)))
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what=f"job {gate}")
+    return job
+
+
+def ended(worker: Worker, settings, job: Job, gate: str) -> None:
+    open_gate(settings, gate)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what=f"job {gate} ending")
+
+
+def passes(worker: Worker, seconds: float = 1.0) -> None:
+    """As many scheduling passes as the worker makes in `seconds` (10 or more)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        worker.tick()
+        time.sleep(0.05)
+
+
+def said(job: Job) -> list[tuple[str, str]]:
+    """What the scheduler said the job waits for, oldest first."""
+    return list(
+        job.events.filter(reason__in=WAITING_REASONS)
+        .order_by("created_at", "id")
+        .values_list("reason", "message")
+    )
+
+
+def quota_words(held: int, asked: int, allowed: int) -> str:
+    return (
+        f"Waiting for your quota: your quota is {allowed} × {CARD}; your running jobs hold "
+        f"{held} and this job asks for {asked}. It starts by itself when your other jobs end."
+    )
+
+
+def client_in(user, language: str) -> Client:
+    client = Client()
+    client.force_login(user)
+    client.cookies["django_language"] = language
+    return client
+
+
+def waiting_line(client: Client, job: Job) -> str | None:
+    """The job page's "why is this job waiting" line, as the status poll refreshes it."""
+    answer = client.get(reverse("job-live", args=[job.public_id]), headers={"HX-Request": "true"})
+    assert answer.status_code in (200, 286)  # 286: the job has ended, polling stops
+    found = re.search(r'<p class="mb-2" id="why-waiting">(.*?)</p>', answer.content.decode())
+    return html.unescape(found.group(1)) if found else None
+
+
+class WorkerKilled(Exception):
+    pass
+
+
+def test_quota_figures_that_change_show_on_the_page_at_once_and_add_no_event(alice, settings):
+    settings.LOCAL_ACCELERATORS = f"{CARD}=4"
+    CardQuota.objects.create(user=alice, card_type=CARD, max_cards=3)
+    worker = Worker()
+    big = holding(worker, alice, 2, "big")
+    small = holding(worker, alice, 1, "small")
+    waiting = submit(alice, cards(3, "echo waited"))
+    en, zh = client_in(alice, "en"), client_in(alice, "zh-hans")
+
+    passes(worker)
+    assert said(waiting) == [("QuotaExceeded", quota_words(held=3, asked=3, allowed=3))]
+    assert waiting_line(en, waiting) == quota_words(held=3, asked=3, allowed=3)
+
+    ended(worker, settings, big, "big")  # her jobs now hold 1: still too many for 3 more
+    assert waiting_line(en, waiting) == quota_words(held=1, asked=3, allowed=3)
+    assert "1" in waiting_line(zh, waiting) and waiting_line(zh, waiting) != quota_words(1, 3, 3)
+    passes(worker)
+    assert len(said(waiting)) == 1  # the same reason: the events do not repeat it
+
+    ended(worker, settings, small, "small")
+    run_until(worker, lambda: status_of(waiting) == JobStatus.SUCCEEDED, what="the waiting job")
+    assert len(said(waiting)) == 1
+
+
+def test_a_job_held_for_its_quota_and_then_for_disk_says_so_at_once_and_its_page_follows(
+    alice, settings
+):
+    CardQuota.objects.create(user=alice, card_type=CARD, max_cards=1)
+    worker = Worker()
+    holder = holding(worker, alice, 1, "a")
+    waiting = submit(alice, cards(1, "echo waited"))
+    en, zh = client_in(alice, "en"), client_in(alice, "zh-hans")
+
+    passes(worker)
+    assert said(waiting) == [("QuotaExceeded", quota_words(held=1, asked=1, allowed=1))]
+    assert waiting_line(en, waiting) == quota_words(held=1, asked=1, allowed=1)
+
+    settings.LOCAL_DISK_MIN_FREE_GB = 10**6  # more than this machine's disk has free
+    ended(worker, settings, holder, "a")  # her quota now lets it start: the disk does not
+    passes(worker)
+
+    reasons = [reason for reason, _message in said(waiting)]
+    assert reasons == ["QuotaExceeded", "DiskPressure"]  # at once, and once in many passes
+    disk = said(waiting)[1][1]
+    assert disk.startswith("Waiting for disk space: the disk of the run folder has ")
+    assert waiting_line(en, waiting) == disk
+    assert waiting_line(zh, waiting).startswith("等待磁盘空间：运行目录所在磁盘仅剩 ")
+
+    settings.LOCAL_DISK_MIN_FREE_GB = 0
+    run_until(worker, lambda: status_of(waiting) == JobStatus.SUCCEEDED, what="the waiting job")
+    assert waiting_line(en, waiting) is None
+
+
+def test_a_job_its_quota_no_longer_holds_says_it_waits_its_turn_while_the_cards_are_busy(
+    alice, bob, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{CARD}=3"
+    CardQuota.objects.create(user=alice, card_type=CARD, max_cards=2)
+    worker = Worker()
+    hers = holding(worker, alice, 1, "hers")
+    bobs = holding(worker, bob, 2, "bobs")
+    waiting = submit(alice, cards(2, "echo waited"))
+    passes(worker, 0.5)
+    assert said(waiting) == [("QuotaExceeded", quota_words(held=1, asked=2, allowed=2))]
+
+    ended(worker, settings, hers, "hers")  # her quota allows 2 now; only 1 card is idle
+    passes(worker)
+
+    assert said(waiting)[1:] == [("WaitingInQueue", IN_QUEUE)]
+    assert waiting.events.get(reason="WaitingInQueue").type == "Normal"
+    assert waiting_line(client_in(alice, "en"), waiting) == IN_QUEUE
+    assert waiting_line(client_in(alice, "zh-hans"), waiting) == (
+        "排队等待：本机资源池有空余资源时，本任务会按队列顺序自动启动。"
+    )
+    ended(worker, settings, bobs, "bobs")
+    run_until(worker, lambda: status_of(waiting) == JobStatus.SUCCEEDED, what="the waiting job")
+
+
+def test_a_new_reason_a_killed_worker_decided_is_said_once_by_the_restarted_one(alice, settings):
+    settings.LOCAL_ACCELERATORS = f"{CARD}=1"
+    quota = CardQuota.objects.create(user=alice, card_type=CARD, max_cards=1)
+    worker = Worker()
+    holder = holding(worker, alice, 1, "holder")
+    waiting = submit(alice, cards(1, "echo waited"))
+    passes(worker, 0.5)
+    assert said(waiting) == [("QuotaExceeded", quota_words(held=1, asked=1, allowed=1))]
+
+    quota.max_cards = 2  # an administrator raises it: the only card is still busy
+    quota.save()
+    with pytest.raises(WorkerKilled), transaction.atomic():
+        dispatch_local()  # decides to take the quota reason back and writes it...
+        raise WorkerKilled  # ...but the worker dies before its transaction commits
+    assert len(said(waiting)) == 1
+    assert waiting_line(client_in(alice, "en"), waiting) == IN_QUEUE  # the page is already true
+    worker = Worker()  # restarted
+    passes(worker, 0.5)
+    Worker().tick()  # and again
+
+    assert said(waiting)[1:] == [("WaitingInQueue", IN_QUEUE)]
+    ended(worker, settings, holder, "holder")
+    run_until(worker, lambda: status_of(waiting) == JobStatus.SUCCEEDED, what="the waiting job")
+
+
+def test_a_job_behind_a_blocked_queue_takes_back_its_quota_reason_once_the_quota_allows_it(
+    alice, bob, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{CARD}=4"
+    CardQuota.objects.create(user=alice, card_type=CARD, max_cards=1)
+    worker = Worker()
+    hers = holding(worker, alice, 1, "hers")
+    bobs = holding(worker, bob, 2, "bobs")
+    waiting = submit(alice, cards(1, "echo waited"))
+    passes(worker, 0.5)
+    assert said(waiting) == [("QuotaExceeded", quota_words(held=1, asked=1, allowed=1))]
+    # Ahead of it in the queue now, and blocking it: 3 cards when at most 2 are idle.
+    ahead = submit(bob, cards(3, "echo ahead", priority="high"))
+
+    ended(worker, settings, hers, "hers")  # her quota allows it now; bob's job is first
+    passes(worker)
+
+    assert status_of(ahead) == JobStatus.QUEUED and status_of(waiting) == JobStatus.QUEUED
+    assert said(ahead) == []  # never held for anything but its turn: nothing to say
+    assert said(waiting)[1:] == [("WaitingInQueue", IN_QUEUE)]
+    assert waiting_line(client_in(alice, "en"), waiting) == IN_QUEUE
+
+    ended(worker, settings, bobs, "bobs")
+    run_until(
+        worker,
+        lambda: status_of(ahead) == status_of(waiting) == JobStatus.SUCCEEDED,
+        what="both jobs, in their queue's order",
+    )
+    assert ahead.started_at < waiting.started_at
+
+
+def test_a_job_that_never_waited_for_anything_else_shows_it_waits_its_turn_in_both_languages(
+    alice,
+):
+    job = submit(alice, cards(1, "true"))  # no worker yet: still Queued
+
+    assert waiting_line(client_in(alice, "en"), job) == IN_QUEUE
+    assert waiting_line(client_in(alice, "zh-hans"), job).startswith("排队等待：")
+    assert said(job) == []
