@@ -116,6 +116,14 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# Earlier keys, still accepted for what they signed or sealed while SECRET_KEY is rotated:
+# without them a new key logs everyone out and leaves every API key's secret unopenable
+# (jobs.api_keys tries these too). Comma- or line-separated; generated keys hold neither.
+SECRET_KEY_FALLBACKS = [
+    key.strip()
+    for key in re.split(r"[,\n]", envsecret("SECRET_KEY_FALLBACKS") or "")
+    if key.strip()
+]
 DEBUG = envbool("DEBUG", "false")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")

@@ -403,6 +403,45 @@ def test_an_empty_variable_means_its_default_and_an_empty_secret_file_is_refused
     assert refused.stderr.strip() == f"Configuration error: SECRET_KEY_FILE={empty} is empty"
 
 
+def test_a_rotated_secret_key_still_opens_api_keys_and_signatures_listed_as_a_fallback(tmp_path):
+    old, new = "old-secret-key-" + "o" * 40, "new-secret-key-" + "n" * 40
+    made = manage(
+        tmp_path,
+        "shell",
+        "-c",
+        "from django.core import signing; from jobs.api_keys import seal; "
+        "print(seal('the-api-secret', access_key_id='AK1')); print(signing.dumps('signed'))",
+        SECRET_KEY=old,
+    )
+    assert made.returncode == 0, made.stderr
+    sealed, signed = made.stdout.split("\n")[-3:-1]
+    open_both = (
+        "from django.core import signing; from jobs.api_keys import unseal; "
+        f"print(unseal({sealed!r}, access_key_id='AK1')); print(signing.loads({signed!r}))"
+    )
+    listed = tmp_path / "secret_key_fallbacks"
+    listed.write_text(f"an-even-older-key\n{old}\n")
+
+    rotated = manage(
+        tmp_path, "shell", "-c", open_both, SECRET_KEY=new, SECRET_KEY_FALLBACKS=f"x,{old}"
+    )
+    mounted = manage(
+        tmp_path, "shell", "-c", open_both, SECRET_KEY=new, SECRET_KEY_FALLBACKS_FILE=str(listed)
+    )
+    forgotten = manage(
+        tmp_path,
+        "shell",
+        "-c",
+        f"from jobs.api_keys import unseal; print(unseal({sealed!r}, access_key_id='AK1'))",
+        SECRET_KEY=new,
+        SECRET_KEY_FALLBACKS="",
+    )
+
+    assert rotated.stdout.split("\n")[-3:-1] == ["the-api-secret", "signed"], rotated.stderr
+    assert mounted.stdout.split("\n")[-3:-1] == ["the-api-secret", "signed"], mounted.stderr
+    assert forgotten.stdout.split("\n")[-2] == "None"
+
+
 def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):
     # An env file or compose file with `NAME=` lines: each counts as unset, as README says.
     names = [
