@@ -110,7 +110,7 @@ def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
         str(settings.WEB_THREADS),
         "--access-logfile",
         "-",
-        # gunicorn 27 opens a control socket (~/.gunicorn/gunicorn.ctl) that takes shutdown
+        # gunicorn (25.1 and later) opens a control socket (gunicorn.ctl) that takes shutdown
         # and reload commands from anyone who can reach the file; the console never uses it.
         "--no-control-socket",
     ]
