@@ -248,17 +248,29 @@ def lines_since(path: Path, since: datetime, *, limit: int = 10_000) -> list[str
 # -- search -----------------------------------------------------------------------------
 # A search reads a replica's log as the page shows it (escape codes gone, secrets masked,
 # stamps in the console's zone), so it finds what the reader sees and never where a secret
-# is: "hunter2" finds nothing in a line that shows "******". Every bound below keeps one
-# search to one request's worth of work, whatever the log or the pattern.
+# is: "hunter2" finds nothing in a line that shows "******". It reads from the log's end
+# backwards, as a person searching a training log wants its latest matches (the traceback
+# that ended the job), not the first ones of a gigabyte. Every bound below keeps one search
+# to one request's worth of work, whatever the log or the pattern.
 SEARCH_MAX_PATTERN = 200
 SEARCH_CONTEXT = 2
 SEARCH_MAX_CONTEXT = 10
 SEARCH_MAX_MATCHES = 200
-# A search stops here, wherever it is in the log, and says so: a 1 GB log takes longer.
+# A search stops here, wherever it is in the log, and says which part it searched: a 1 GB
+# log takes longer.
 SEARCH_SECONDS = 5.0
 # Of a longer line (the shim writes pieces of 64 KiB; a file written otherwise may have a
-# line of any length, or none at all) the search reads this much, and skips the rest.
+# line of any length, or none at all) the search reads this much, its start, and skips the rest.
 SEARCH_LINE_BYTES = 128 * 1024
+# Line numbers count from the log's first line, as the download's do, so a search that
+# stopped before reaching it counts the newlines of the part it did not search: 1 MiB at a
+# time with bytes.count, 0.7 to 2 s a GB on our busy two-core test machine, 3.2 s from a
+# cold disk (a log is kept under LOCAL_LOG_MAX_MB, 1 GB by default). That count has this
+# long of its own after the search; past it, line numbers count from the first line
+# searched instead, and the page says so. Numbering from the end, or by byte offset, was the
+# other choice: always fast, but no editor or `sed -n` finds a line by it in the download.
+SEARCH_COUNT_SECONDS = 3.0
+COUNT_BLOCK = 1024 * 1024
 
 
 # `regex` builds a counted repeat out ("(a{1000}){1000}" took 260 MB, a 200-character
@@ -299,7 +311,8 @@ def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Patt
 
 @dataclass
 class FoundLine:
-    number: int  # in the log, from 1 (in the download too, for a local log)
+    # In the log, from 1 (in the download too, for a local log; see LogSearch.numbered).
+    number: int
     # The line as shown, in pieces: (text, True) is a match, to highlight.
     parts: list[tuple[str, bool]]
     match: bool
@@ -307,17 +320,23 @@ class FoundLine:
 
 @dataclass
 class LogSearch:
-    # Runs of neighbouring lines (matches and their context); a gap between runs.
+    # Runs of neighbouring lines (matches and their context), in the log's order; a gap
+    # between runs.
     groups: list[list[FoundLine]] = field(default_factory=list)
-    shown: int = 0  # matching lines shown (at most the limit)
-    more: int = 0  # matching lines after those, counted but not shown
-    lines: int = 0  # lines searched
-    stopped: bool = False  # out of time before the log's end
-
-    @property
-    def found(self) -> int:
-        """Matching lines in all (of the lines searched)."""
-        return self.shown + self.more
+    shown: int = 0  # matching lines found, the newest (at most the limit)
+    lines: int = 0  # lines searched, the log's last
+    # Why it ended before the log's first line: "time" (out of time) or "limit" (it found
+    # the limit of matching lines); "" when it searched the whole log.
+    stopped: str = ""
+    # A local log: its size in bytes when searched, and how many of its last bytes were
+    # searched (None for lines a platform returned, which are counted in lines).
+    size: int | None = None
+    searched: int = 0
+    # Line numbers count from the log's first line; False: from the first line searched
+    # (counting the lines before it took too long).
+    numbered: bool = True
+    # Where the oldest line searched starts (a byte offset in a file, an index in a list).
+    start: int = 0
 
 
 def _found_line(
@@ -346,8 +365,72 @@ def _remaining(deadline: float) -> float:
     return left
 
 
+def _search_newest_first(
+    lines: Iterable[tuple[int, str]],
+    *,
+    pattern: regex.Pattern[str],
+    deadline: float,
+    context: int,
+    limit: int,
+    secrets: Iterable[str],
+) -> LogSearch:
+    """The search of `lines`, given from the log's last as (where it starts, text): the
+    newest `limit` matching lines, each with `context` lines either side (neighbouring runs
+    joined, as grep does). It stops there, or at `deadline` (time.monotonic()), with what it
+    found so far. Each line's number is counted from the end (1 for the line searched
+    first), for the caller to number them from the start (_number_from)."""
+    secrets = list(secrets)
+    result = LogSearch()
+    groups: list[list[FoundLine]] = []  # each, and their lines, newest first until the end
+    # The lines just searched and not shown, newer than the next one, in case it matches.
+    newer: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
+    older = 0  # context lines still to show before the last match shown
+    last = 0  # the number of the last (oldest) line shown
+    try:
+        for number, (start, line) in enumerate(lines, start=1):
+            if result.shown >= limit and not older:
+                result.stopped = "limit"
+                break
+            found, text = _shown_text(line, secrets)
+            is_match = pattern.search(text, timeout=_remaining(deadline)) is not None
+            if is_match and result.shown >= limit:
+                # An older match ends the context of the last one shown, unsearched: the
+                # count of lines searched is of those whose every match is shown.
+                result.stopped = "limit"
+                break
+            result.lines, result.start = number, start
+            if is_match:
+                first = newer[0][0] if newer else number
+                if not groups or first > last + 1:
+                    groups.append([])
+                group = groups[-1]
+                group += [_found_line(n, f, t, []) for n, f, t in newer]
+                spans = [m.span() for m in pattern.finditer(text, timeout=_remaining(deadline))]
+                group.append(_found_line(number, found, text, spans))
+                result.shown += 1
+                newer.clear()
+                older, last = context, number
+            elif older:
+                groups[-1].append(_found_line(number, found, text, []))
+                older, last = older - 1, number
+            else:
+                newer.append((number, found, text))
+    except TimeoutError:  # the deadline, or one match that took up the time left
+        result.stopped = "time"
+    result.groups = [group[::-1] for group in reversed(groups)]
+    return result
+
+
+def _number_from(result: LogSearch, total: int) -> None:
+    """Numbers the lines found from the first of `total` lines, the last searched from
+    being line `total` (they were numbered from the end)."""
+    for group in result.groups:
+        for line in group:
+            line.number = total - line.number + 1
+
+
 def search_lines(
-    lines: Iterable[str],
+    lines: list[str],
     *,
     pattern: regex.Pattern[str],
     deadline: float,
@@ -355,60 +438,118 @@ def search_lines(
     limit: int = SEARCH_MAX_MATCHES,
     secrets: Iterable[str] = (),
 ) -> LogSearch:
-    """The lines matching `pattern`, each with `context` lines either side (neighbouring
-    runs joined, as grep does), the first `limit` of them; the matches after those are only
-    counted. Stops at `deadline` (time.monotonic()), with what it found so far."""
-    secrets = list(secrets)
-    result = LogSearch()
-    # The last lines not shown, in case the next one matches: (number, stamp, text).
-    before: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
-    after = 0  # context lines still to show after the last match shown
-    last = 0  # the number of the last line shown
-    try:
-        for number, line in enumerate(lines, start=1):
-            found, text = _shown_text(line, secrets)
-            is_match = pattern.search(text, timeout=_remaining(deadline)) is not None
-            result.lines = number
-            if is_match and result.shown >= limit:
-                result.more += 1
-                after = 0  # a match not shown ends the context of the last one shown
-            elif is_match:
-                first = before[0][0] if before else number
-                if not result.groups or first > last + 1:
-                    result.groups.append([])
-                group = result.groups[-1]
-                group += [_found_line(n, f, t, []) for n, f, t in before]
-                spans = [m.span() for m in pattern.finditer(text, timeout=_remaining(deadline))]
-                group.append(_found_line(number, found, text, spans))
-                result.shown += 1
-                before.clear()
-                after, last = context, number
-            elif after:
-                result.groups[-1].append(_found_line(number, found, text, []))
-                after, last = after - 1, number
-            else:
-                before.append((number, found, text))
-    except TimeoutError:  # the deadline, or one match that took up the time left
-        result.stopped = True
+    """The search of lines in hand (what a platform returned of a log), from the last: see
+    _search_newest_first. Line numbers count from the first of `lines`."""
+    newest_first = ((index, lines[index]) for index in range(len(lines) - 1, -1, -1))
+    result = _search_newest_first(
+        newest_first,
+        pattern=pattern,
+        deadline=deadline,
+        context=context,
+        limit=limit,
+        secrets=secrets,
+    )
+    _number_from(result, len(lines))
     return result
 
 
-def file_lines(path: Path, *, deadline: float) -> Iterator[str]:
-    """The lines of `path`, decoded leniently, read a block at a time: a 1 GB log never
-    sits in memory, nor does a line of any length (past SEARCH_LINE_BYTES it is skipped).
-    Raises TimeoutError at `deadline`, which a log without a newline would otherwise pass."""
+def _lines_backwards(fd: int, size: int, *, deadline: float) -> Iterator[tuple[int, str]]:
+    """The lines of the open file's first `size` bytes from its last to its first, each with
+    where it starts, decoded leniently, read a block at a time from the end: a 1 GB log never
+    sits in memory, nor does a line of any length (past SEARCH_LINE_BYTES, only its start is
+    read, as the page shows a line's start). Raises TimeoutError at `deadline`, which a file
+    without a newline would otherwise pass."""
+    position = size  # where the part not read yet ends
+    # The end of the line that the block before (in the file) starts, as read so far; empty
+    # once it is longer than SEARCH_LINE_BYTES (`long`), as its start is read then.
+    carry, long = b"", False
+    while position > 0:
+        _remaining(deadline)
+        read = min(BLOCK, position)
+        position -= read
+        *pieces, tail = os.pread(fd, read, position).split(b"\n")
+        if not pieces:  # no line starts in this block: the carried one goes on
+            carry, long = _carried(tail + carry, long)
+            continue
+        # Newest first: the tail with what was carried, then each piece before it.
+        start = position + read - len(tail)
+        if start < size:  # not the nothing after a log's last newline
+            yield start, _line_text(fd, start, tail + carry, long)
+        for piece in reversed(pieces[1:]):
+            start -= len(piece) + 1
+            yield start, _line_text(fd, start, piece, False)
+        carry, long = _carried(pieces[0], False)
+    if size:
+        yield 0, _line_text(fd, 0, carry, long)
+
+
+def _carried(data: bytes, long: bool) -> tuple[bytes, bool]:
+    """What to keep of the end of a line read so far: nothing once it is too long to be read
+    whole."""
+    if long or len(data) > SEARCH_LINE_BYTES:
+        return b"", True
+    return data, False
+
+
+def _line_text(fd: int, start: int, data: bytes, long: bool) -> str:
+    """The line starting at `start`: `data`, the line read whole, or its start if `long`."""
+    data = os.pread(fd, SEARCH_LINE_BYTES, start) if long else data[:SEARCH_LINE_BYTES]
+    return data.decode("utf-8", errors="replace")
+
+
+def _lines_before(fd: int, end: int, *, deadline: float) -> int | None:
+    """How many lines of the file end before byte `end` (its newlines there), or None if
+    counting them would pass `deadline`."""
+    count, position = 0, 0
+    while position < end:
+        if time.monotonic() >= deadline:
+            return None
+        block = os.pread(fd, min(COUNT_BLOCK, end - position), position)
+        if not block:  # the file was cut meanwhile
+            return None
+        count += block.count(b"\n")
+        position += len(block)
+    return count
+
+
+def search_file(
+    path: Path,
+    *,
+    pattern: regex.Pattern[str],
+    deadline: float,
+    context: int = SEARCH_CONTEXT,
+    limit: int = SEARCH_MAX_MATCHES,
+    secrets: Iterable[str] = (),
+    count_seconds: float = SEARCH_COUNT_SECONDS,
+) -> LogSearch:
+    """The search of a local log, read backwards from its end (_lines_backwards): see
+    _search_newest_first. Lines a job writes meanwhile, past its size when opened, are left
+    for the next search. Line numbers count from the log's first line (see
+    SEARCH_COUNT_SECONDS)."""
     try:
-        log = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below, the generator's way
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
-        return
-    with log:
-        pending = b""  # the start of a line the next block finishes
-        while block := log.read(BLOCK):
-            _remaining(deadline)
-            *done, rest = block.split(b"\n")
-            for piece in done:
-                yield (pending + piece)[:SEARCH_LINE_BYTES].decode("utf-8", errors="replace")
-                pending = b""
-            pending = (pending + rest)[:SEARCH_LINE_BYTES]
-        if pending:
-            yield pending.decode("utf-8", errors="replace")
+        return LogSearch()
+    try:
+        size = os.fstat(fd).st_size
+        result = _search_newest_first(
+            _lines_backwards(fd, size, deadline=deadline),
+            pattern=pattern,
+            deadline=deadline,
+            context=context,
+            limit=limit,
+            secrets=secrets,
+        )
+        if not result.lines:  # none of its bytes searched
+            result.start = size
+        result.size, result.searched = size, size - result.start
+        before = 0
+        if result.start:
+            before = _lines_before(fd, result.start, deadline=time.monotonic() + count_seconds)
+    finally:
+        os.close(fd)
+    if before is None:
+        result.numbered = False
+        before = 0
+    _number_from(result, before + result.lines)
+    return result
