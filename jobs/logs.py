@@ -273,18 +273,96 @@ SEARCH_COUNT_SECONDS = 3.0
 COUNT_BLOCK = 1024 * 1024
 
 
-# `regex` builds a counted repeat out ("(a{1000}){1000}" took 260 MB, a 200-character
-# pattern could take all the memory there is): the counts of a pattern, multiplied, stay
-# under this (an escaped "\\{5\\}" counts too; that only errs on the safe side).
+# `regex` builds a counted repeat out: "(a{1000}){1000}" took 260 MB, and so did a repeat of
+# 40 small pieces ("(?:a*b+a*b+...){9999}"), as each piece is copied per count. What a
+# pattern costs is its size built out (jobs.logs._built_out_size), which stays under this:
+# about 3 MB of compiled pattern.
 SEARCH_MAX_REPEATS = 10_000
 COUNTED_REPEAT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
 # A pattern calling itself ("(?R)", "(?1)", "(?&name)") grows its stack without end before
 # any timeout is looked at (memory in gigabytes); no log search needs it.
 RECURSION = re.compile(r"\(\?(?:R|&|P>|[-+]?\d)")
+# Verbose mode ("(?x)") ignores spaces, even inside a count ("a{1 000}"), and makes "#" start
+# a comment that may hide a bracket: its patterns are not read piece by piece below.
+VERBOSE = re.compile(r"\(\?[a-zA-Z^-]*x")
+# Escapes whose name follows in braces: "\N{EM DASH}", "\p{Han}".
+NAMED_ESCAPE = re.compile(r"\\[NpP]\{[^}]*\}")
+# A character class, to its first unescaped "]" that is not its first character.
+CHARACTER_CLASS = re.compile(r"\[\^?\]?(?:\\.|[^\\\]])*\]", re.DOTALL)
+# The rest of a comment "(?#...)", to its first unescaped ")".
+COMMENT_REST = re.compile(r"(?:\\.|[^\\)])*\)", re.DOTALL)
 
 
 class SearchPatternError(ValueError):
     pass
+
+
+def _counts(text: str) -> Iterator[int]:
+    for low, high in COUNTED_REPEAT.findall(text):
+        yield max(int(low or 0), int(high or 0), 1)
+
+
+def _built_out_size(text: str) -> int | None:
+    """How many pieces a pattern has once its counted repeats are built out: a counted repeat
+    multiplies what it repeats, and what follows one another (or is an alternative) adds up,
+    so "a{200}b{200}" is 400 and "((a{100}){100}){100}" a million. A piece is a character
+    class, an escape, a dot, or a run of plain characters (which `regex` keeps as one string,
+    so "(abcdefghij){5000}" is 5,000). None for a text this does not read piece by piece."""
+    # One frame a group open: [the pieces before its last, its last piece (what a count
+    # would repeat), the length of that last piece if it is a run of plain characters].
+    frames = [[0, 0, 0]]
+    i = 0
+    while i < len(text):
+        char, frame = text[i], frames[-1]
+        if char == "{" and (count := COUNTED_REPEAT.match(text, i)):
+            if frame[2] > 1:  # a count repeats only the last character of a run
+                frame[0], frame[1] = frame[0] + 1, 1
+            frame[1] = max(frame[1], 1) * max(_counts(count.group()))
+            frame[2] = 0
+            i = count.end()
+            continue
+        if char in "*+?":  # not built out; a run ends there as a count ends it
+            frame[2] = 0
+        elif char == "|":
+            frame[0], frame[1], frame[2] = frame[0] + frame[1], 0, 0
+        elif char == ")":
+            if len(frames) == 1:
+                return None
+            frames.pop()
+            parent = frames[-1]
+            parent[0], parent[1], parent[2] = parent[0] + parent[1], frame[0] + frame[1], 0
+        elif text.startswith("(?#", i):  # a comment, to its first unescaped ")"
+            end = COMMENT_REST.match(text, i + 3)
+            if end is None:
+                return None
+            i = end.end()
+            continue
+        elif char == "(":
+            frames.append([0, 0, 0])
+        elif char in "\\[":
+            # One piece, to its end: "\d", "\N{...}", or a class. (Where `regex` reads a
+            # class further, a POSIX class or a nested set, this reads more pieces after it:
+            # more, never fewer.)
+            if found := NAMED_ESCAPE.match(text, i):
+                end = found.end()
+            elif char == "\\":
+                end = i + 2
+            else:
+                found = CHARACTER_CLASS.match(text, i)
+                if found is None:
+                    return None
+                end = found.end()
+            frame[0], frame[1], frame[2] = frame[0] + frame[1], 1, 0
+            i = end
+            continue
+        elif frame[2]:  # a plain character extends the run before it
+            frame[2] += 1
+        else:
+            frame[0], frame[1], frame[2] = frame[0] + frame[1], 1, 1
+        i += 1
+    if len(frames) != 1:
+        return None
+    return frames[0][0] + frames[0][1]
 
 
 def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Pattern[str]:
@@ -295,12 +373,16 @@ def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Patt
     if is_regex:
         if RECURSION.search(text):
             raise SearchPatternError(gettext("it calls itself, which a search does not allow"))
-        product = 1
-        for low, high in COUNTED_REPEAT.findall(text):
-            product *= max(int(low or 0), int(high or 0), 1)
-        if product > SEARCH_MAX_REPEATS:
+        size = None if VERBOSE.search(text) else _built_out_size(text)
+        if size is None:
+            # Not read piece by piece (verbose, or unbalanced, which `regex` refuses anyway):
+            # every count multiplied, with each character a piece, errs only on the safe side.
+            size = len(text)
+            for count in _counts(text):
+                size *= count
+        if size > SEARCH_MAX_REPEATS:
             raise SearchPatternError(
-                gettext("its repeat counts multiply to over %(limit)d")
+                gettext("its counted repeats, written out, would be over %(limit)d pieces")
                 % {"limit": SEARCH_MAX_REPEATS}
             )
     try:

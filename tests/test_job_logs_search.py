@@ -1,6 +1,6 @@
 """Searching a replica's log from the job page: the page's form, its htmx answer, and the
 search itself on local files (read backwards from their end, bounded) and on what AIHC
-returns."""
+returns; and the guard on a pattern's counted repeats."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from jobs.logs import (
     SEARCH_LINE_BYTES,
     SEARCH_SECONDS,
     SHOWN_LINE_CHARS,
+    SearchPatternError,
     replica_log_path,
     search_file,
     search_pattern,
@@ -192,7 +193,7 @@ def test_a_search_that_runs_out_of_time_shows_the_newest_matches_and_says_what_i
 def test_an_invalid_regular_expression_is_said_on_its_field_not_a_500(alice_client, stepped_job):
     alice_client.cookies["django_language"] = "en"
     for htmx in (False, True):
-        for bad in ("loss (nan", "(a{1000}){1000}", "a(?R)?b"):
+        for bad in ("loss (nan", "(a{1000}){1000}", "((a{100}){100}){100}", "a(?R)?b"):
             r = search(alice_client, stepped_job, htmx=htmx, q=bad, regex="on")
 
             assert r.status_code == 200
@@ -200,8 +201,11 @@ def test_an_invalid_regular_expression_is_said_on_its_field_not_a_500(alice_clie
             error = re.search(r'id="log-search-q-error">([^<]*)<', r.text).group(1)
             assert html.unescape(error).startswith("This regular expression cannot be used: ")
             assert results(r) == []
-    # The same text as plain words is a fine search.
+    # The same text as plain words is a fine search, and so are counts side by side.
     assert search(alice_client, stepped_job, q="loss (nan").status_code == 200
+    side_by_side = search(alice_client, stepped_job, q=r"a{200}b{200}|NaN", regex="on")
+    assert 'aria-invalid="true"' not in side_by_side.text
+    assert [n for n, kind, _t in results(side_by_side) if kind == ":"] == [13]
 
 
 def test_a_secret_in_a_matching_line_is_shown_masked_and_cannot_be_searched_for(
@@ -550,6 +554,43 @@ def test_line_numbers_count_from_the_first_line_searched_when_counting_those_bef
 
     assert numbers(counted) == [(9, True), (10, True)] and counted.numbered
     assert numbers(uncounted) == [(1, True), (2, True)] and not uncounted.numbered
+
+
+# -- The guard on counted repeats ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "a{200}b{200}",
+        r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}.{0,500}error",  # the counts multiplied: 32,000
+        r"(?:\S+\s+){0,50}loss",
+        "(?:ab|cd){5000}",
+        "(abcdefghij){5000}",  # a run of plain characters is one piece
+        r"\N{EM DASH}{3}[{}]{5}\p{Han}{100}",  # braces that are not counts
+    ],
+)
+def test_counted_repeats_side_by_side_add_up_rather_than_multiply(pattern):
+    assert search_pattern(pattern, is_regex=True, match_case=False)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(a{1000}){1000}",
+        "((a{100}){100}){100}",
+        "a{5000}b{5000}c",
+        # 80 pieces, each copied 9,999 times: 435 MB to compile.
+        pytest.param("(?:" + "a*b+" * 40 + "){9999}", id="(?:a*b+...){9999}"),
+        # Verbose mode is not read piece by piece: every count multiplies.
+        "(?x) a{200} b{200}",
+    ],
+)
+def test_counted_repeats_multiply_where_they_nest_and_a_pattern_too_large_built_out_is_refused(
+    pattern,
+):
+    with translation.override("en"), pytest.raises(SearchPatternError, match="over 10000 pieces"):
+        search_pattern(pattern, is_regex=True, match_case=False)
 
 
 def test_a_search_of_a_replica_without_a_log_yet_says_there_is_no_output(alice, alice_client):
