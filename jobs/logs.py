@@ -248,31 +248,121 @@ def lines_since(path: Path, since: datetime, *, limit: int = 10_000) -> list[str
 # -- search -----------------------------------------------------------------------------
 # A search reads a replica's log as the page shows it (escape codes gone, secrets masked,
 # stamps in the console's zone), so it finds what the reader sees and never where a secret
-# is: "hunter2" finds nothing in a line that shows "******". Every bound below keeps one
-# search to one request's worth of work, whatever the log or the pattern.
+# is: "hunter2" finds nothing in a line that shows "******". It reads from the log's end
+# backwards, as a person searching a training log wants its latest matches (the traceback
+# that ended the job), not the first ones of a gigabyte. Every bound below keeps one search
+# to one request's worth of work, whatever the log or the pattern.
 SEARCH_MAX_PATTERN = 200
 SEARCH_CONTEXT = 2
 SEARCH_MAX_CONTEXT = 10
 SEARCH_MAX_MATCHES = 200
-# A search stops here, wherever it is in the log, and says so: a 1 GB log takes longer.
+# A search stops here, wherever it is in the log, and says which part it searched: a 1 GB
+# log takes longer.
 SEARCH_SECONDS = 5.0
 # Of a longer line (the shim writes pieces of 64 KiB; a file written otherwise may have a
-# line of any length, or none at all) the search reads this much, and skips the rest.
+# line of any length, or none at all) the search reads this much, its start, and skips the rest.
 SEARCH_LINE_BYTES = 128 * 1024
+# Line numbers count from the log's first line, as the download's do, so a search that
+# stopped before reaching it counts the newlines of the part it did not search: 1 MiB at a
+# time with bytes.count, 0.7 to 2 s a GB on our busy two-core test machine, 3.2 s from a
+# cold disk (a log is kept under LOCAL_LOG_MAX_MB, 1 GB by default). That count has this
+# long of its own after the search; past it, line numbers count from the first line
+# searched instead, and the page says so. Numbering from the end, or by byte offset, was the
+# other choice: always fast, but no editor or `sed -n` finds a line by it in the download.
+SEARCH_COUNT_SECONDS = 3.0
+COUNT_BLOCK = 1024 * 1024
 
 
-# `regex` builds a counted repeat out ("(a{1000}){1000}" took 260 MB, a 200-character
-# pattern could take all the memory there is): the counts of a pattern, multiplied, stay
-# under this (an escaped "\\{5\\}" counts too; that only errs on the safe side).
+# `regex` builds a counted repeat out: "(a{1000}){1000}" took 260 MB, and so did a repeat of
+# 40 small pieces ("(?:a*b+a*b+...){9999}"), as each piece is copied per count. What a
+# pattern costs is its size built out (jobs.logs._built_out_size), which stays under this:
+# about 3 MB of compiled pattern.
 SEARCH_MAX_REPEATS = 10_000
 COUNTED_REPEAT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
 # A pattern calling itself ("(?R)", "(?1)", "(?&name)") grows its stack without end before
 # any timeout is looked at (memory in gigabytes); no log search needs it.
 RECURSION = re.compile(r"\(\?(?:R|&|P>|[-+]?\d)")
+# Verbose mode ("(?x)") ignores spaces, even inside a count ("a{1 000}"), and makes "#" start
+# a comment that may hide a bracket: its patterns are not read piece by piece below.
+VERBOSE = re.compile(r"\(\?[a-zA-Z^-]*x")
+# Escapes whose name follows in braces: "\N{EM DASH}", "\p{Han}".
+NAMED_ESCAPE = re.compile(r"\\[NpP]\{[^}]*\}")
+# A character class, to its first unescaped "]" that is not its first character.
+CHARACTER_CLASS = re.compile(r"\[\^?\]?(?:\\.|[^\\\]])*\]", re.DOTALL)
+# The rest of a comment "(?#...)", to its first unescaped ")".
+COMMENT_REST = re.compile(r"(?:\\.|[^\\)])*\)", re.DOTALL)
 
 
 class SearchPatternError(ValueError):
     pass
+
+
+def _counts(text: str) -> Iterator[int]:
+    for low, high in COUNTED_REPEAT.findall(text):
+        yield max(int(low or 0), int(high or 0), 1)
+
+
+def _built_out_size(text: str) -> int | None:
+    """How many pieces a pattern has once its counted repeats are built out: a counted repeat
+    multiplies what it repeats, and what follows one another (or is an alternative) adds up,
+    so "a{200}b{200}" is 400 and "((a{100}){100}){100}" a million. A piece is a character
+    class, an escape, a dot, or a run of plain characters (which `regex` keeps as one string,
+    so "(abcdefghij){5000}" is 5,000). None for a text this does not read piece by piece."""
+    # One frame a group open: [the pieces before its last, its last piece (what a count
+    # would repeat), the length of that last piece if it is a run of plain characters].
+    frames = [[0, 0, 0]]
+    i = 0
+    while i < len(text):
+        char, frame = text[i], frames[-1]
+        if char == "{" and (count := COUNTED_REPEAT.match(text, i)):
+            if frame[2] > 1:  # a count repeats only the last character of a run
+                frame[0], frame[1] = frame[0] + 1, 1
+            frame[1] = max(frame[1], 1) * max(_counts(count.group()))
+            frame[2] = 0
+            i = count.end()
+            continue
+        if char in "*+?":  # not built out; a run ends there as a count ends it
+            frame[2] = 0
+        elif char == "|":
+            frame[0], frame[1], frame[2] = frame[0] + frame[1], 0, 0
+        elif char == ")":
+            if len(frames) == 1:
+                return None
+            frames.pop()
+            parent = frames[-1]
+            parent[0], parent[1], parent[2] = parent[0] + parent[1], frame[0] + frame[1], 0
+        elif text.startswith("(?#", i):  # a comment, to its first unescaped ")"
+            end = COMMENT_REST.match(text, i + 3)
+            if end is None:
+                return None
+            i = end.end()
+            continue
+        elif char == "(":
+            frames.append([0, 0, 0])
+        elif char in "\\[":
+            # One piece, to its end: "\d", "\N{...}", or a class. (Where `regex` reads a
+            # class further, a POSIX class or a nested set, this reads more pieces after it:
+            # more, never fewer.)
+            if found := NAMED_ESCAPE.match(text, i):
+                end = found.end()
+            elif char == "\\":
+                end = i + 2
+            else:
+                found = CHARACTER_CLASS.match(text, i)
+                if found is None:
+                    return None
+                end = found.end()
+            frame[0], frame[1], frame[2] = frame[0] + frame[1], 1, 0
+            i = end
+            continue
+        elif frame[2]:  # a plain character extends the run before it
+            frame[2] += 1
+        else:
+            frame[0], frame[1], frame[2] = frame[0] + frame[1], 1, 1
+        i += 1
+    if len(frames) != 1:
+        return None
+    return frames[0][0] + frames[0][1]
 
 
 def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Pattern[str]:
@@ -283,12 +373,16 @@ def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Patt
     if is_regex:
         if RECURSION.search(text):
             raise SearchPatternError(gettext("it calls itself, which a search does not allow"))
-        product = 1
-        for low, high in COUNTED_REPEAT.findall(text):
-            product *= max(int(low or 0), int(high or 0), 1)
-        if product > SEARCH_MAX_REPEATS:
+        size = None if VERBOSE.search(text) else _built_out_size(text)
+        if size is None:
+            # Not read piece by piece (verbose, or unbalanced, which `regex` refuses anyway):
+            # every count multiplied, with each character a piece, errs only on the safe side.
+            size = len(text)
+            for count in _counts(text):
+                size *= count
+        if size > SEARCH_MAX_REPEATS:
             raise SearchPatternError(
-                gettext("its repeat counts multiply to over %(limit)d")
+                gettext("its counted repeats, written out, would be over %(limit)d pieces")
                 % {"limit": SEARCH_MAX_REPEATS}
             )
     try:
@@ -299,7 +393,8 @@ def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Patt
 
 @dataclass
 class FoundLine:
-    number: int  # in the log, from 1 (in the download too, for a local log)
+    # In the log, from 1 (in the download too, for a local log; see LogSearch.numbered).
+    number: int
     # The line as shown, in pieces: (text, True) is a match, to highlight.
     parts: list[tuple[str, bool]]
     match: bool
@@ -307,17 +402,23 @@ class FoundLine:
 
 @dataclass
 class LogSearch:
-    # Runs of neighbouring lines (matches and their context); a gap between runs.
+    # Runs of neighbouring lines (matches and their context), in the log's order; a gap
+    # between runs.
     groups: list[list[FoundLine]] = field(default_factory=list)
-    shown: int = 0  # matching lines shown (at most the limit)
-    more: int = 0  # matching lines after those, counted but not shown
-    lines: int = 0  # lines searched
-    stopped: bool = False  # out of time before the log's end
-
-    @property
-    def found(self) -> int:
-        """Matching lines in all (of the lines searched)."""
-        return self.shown + self.more
+    shown: int = 0  # matching lines found, the newest (at most the limit)
+    lines: int = 0  # lines searched, the log's last
+    # Why it ended before the log's first line: "time" (out of time) or "limit" (it found
+    # the limit of matching lines); "" when it searched the whole log.
+    stopped: str = ""
+    # A local log: its size in bytes when searched, and how many of its last bytes were
+    # searched (None for lines a platform returned, which are counted in lines).
+    size: int | None = None
+    searched: int = 0
+    # Line numbers count from the log's first line; False: from the first line searched
+    # (counting the lines before it took too long).
+    numbered: bool = True
+    # Where the oldest line searched starts (a byte offset in a file, an index in a list).
+    start: int = 0
 
 
 def _found_line(
@@ -346,8 +447,72 @@ def _remaining(deadline: float) -> float:
     return left
 
 
+def _search_newest_first(
+    lines: Iterable[tuple[int, str]],
+    *,
+    pattern: regex.Pattern[str],
+    deadline: float,
+    context: int,
+    limit: int,
+    secrets: Iterable[str],
+) -> LogSearch:
+    """The search of `lines`, given from the log's last as (where it starts, text): the
+    newest `limit` matching lines, each with `context` lines either side (neighbouring runs
+    joined, as grep does). It stops there, or at `deadline` (time.monotonic()), with what it
+    found so far. Each line's number is counted from the end (1 for the line searched
+    first), for the caller to number them from the start (_number_from)."""
+    secrets = list(secrets)
+    result = LogSearch()
+    groups: list[list[FoundLine]] = []  # each, and their lines, newest first until the end
+    # The lines just searched and not shown, newer than the next one, in case it matches.
+    newer: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
+    older = 0  # context lines still to show before the last match shown
+    last = 0  # the number of the last (oldest) line shown
+    try:
+        for number, (start, line) in enumerate(lines, start=1):
+            if result.shown >= limit and not older:
+                result.stopped = "limit"
+                break
+            found, text = _shown_text(line, secrets)
+            is_match = pattern.search(text, timeout=_remaining(deadline)) is not None
+            if is_match and result.shown >= limit:
+                # An older match ends the context of the last one shown, unsearched: the
+                # count of lines searched is of those whose every match is shown.
+                result.stopped = "limit"
+                break
+            result.lines, result.start = number, start
+            if is_match:
+                first = newer[0][0] if newer else number
+                if not groups or first > last + 1:
+                    groups.append([])
+                group = groups[-1]
+                group += [_found_line(n, f, t, []) for n, f, t in newer]
+                spans = [m.span() for m in pattern.finditer(text, timeout=_remaining(deadline))]
+                group.append(_found_line(number, found, text, spans))
+                result.shown += 1
+                newer.clear()
+                older, last = context, number
+            elif older:
+                groups[-1].append(_found_line(number, found, text, []))
+                older, last = older - 1, number
+            else:
+                newer.append((number, found, text))
+    except TimeoutError:  # the deadline, or one match that took up the time left
+        result.stopped = "time"
+    result.groups = [group[::-1] for group in reversed(groups)]
+    return result
+
+
+def _number_from(result: LogSearch, total: int) -> None:
+    """Numbers the lines found from the first of `total` lines, the last searched from
+    being line `total` (they were numbered from the end)."""
+    for group in result.groups:
+        for line in group:
+            line.number = total - line.number + 1
+
+
 def search_lines(
-    lines: Iterable[str],
+    lines: list[str],
     *,
     pattern: regex.Pattern[str],
     deadline: float,
@@ -355,60 +520,118 @@ def search_lines(
     limit: int = SEARCH_MAX_MATCHES,
     secrets: Iterable[str] = (),
 ) -> LogSearch:
-    """The lines matching `pattern`, each with `context` lines either side (neighbouring
-    runs joined, as grep does), the first `limit` of them; the matches after those are only
-    counted. Stops at `deadline` (time.monotonic()), with what it found so far."""
-    secrets = list(secrets)
-    result = LogSearch()
-    # The last lines not shown, in case the next one matches: (number, stamp, text).
-    before: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
-    after = 0  # context lines still to show after the last match shown
-    last = 0  # the number of the last line shown
-    try:
-        for number, line in enumerate(lines, start=1):
-            found, text = _shown_text(line, secrets)
-            is_match = pattern.search(text, timeout=_remaining(deadline)) is not None
-            result.lines = number
-            if is_match and result.shown >= limit:
-                result.more += 1
-                after = 0  # a match not shown ends the context of the last one shown
-            elif is_match:
-                first = before[0][0] if before else number
-                if not result.groups or first > last + 1:
-                    result.groups.append([])
-                group = result.groups[-1]
-                group += [_found_line(n, f, t, []) for n, f, t in before]
-                spans = [m.span() for m in pattern.finditer(text, timeout=_remaining(deadline))]
-                group.append(_found_line(number, found, text, spans))
-                result.shown += 1
-                before.clear()
-                after, last = context, number
-            elif after:
-                result.groups[-1].append(_found_line(number, found, text, []))
-                after, last = after - 1, number
-            else:
-                before.append((number, found, text))
-    except TimeoutError:  # the deadline, or one match that took up the time left
-        result.stopped = True
+    """The search of lines in hand (what a platform returned of a log), from the last: see
+    _search_newest_first. Line numbers count from the first of `lines`."""
+    newest_first = ((index, lines[index]) for index in range(len(lines) - 1, -1, -1))
+    result = _search_newest_first(
+        newest_first,
+        pattern=pattern,
+        deadline=deadline,
+        context=context,
+        limit=limit,
+        secrets=secrets,
+    )
+    _number_from(result, len(lines))
     return result
 
 
-def file_lines(path: Path, *, deadline: float) -> Iterator[str]:
-    """The lines of `path`, decoded leniently, read a block at a time: a 1 GB log never
-    sits in memory, nor does a line of any length (past SEARCH_LINE_BYTES it is skipped).
-    Raises TimeoutError at `deadline`, which a log without a newline would otherwise pass."""
+def _lines_backwards(fd: int, size: int, *, deadline: float) -> Iterator[tuple[int, str]]:
+    """The lines of the open file's first `size` bytes from its last to its first, each with
+    where it starts, decoded leniently, read a block at a time from the end: a 1 GB log never
+    sits in memory, nor does a line of any length (past SEARCH_LINE_BYTES, only its start is
+    read, as the page shows a line's start). Raises TimeoutError at `deadline`, which a file
+    without a newline would otherwise pass."""
+    position = size  # where the part not read yet ends
+    # The end of the line that the block before (in the file) starts, as read so far; empty
+    # once it is longer than SEARCH_LINE_BYTES (`long`), as its start is read then.
+    carry, long = b"", False
+    while position > 0:
+        _remaining(deadline)
+        read = min(BLOCK, position)
+        position -= read
+        *pieces, tail = os.pread(fd, read, position).split(b"\n")
+        if not pieces:  # no line starts in this block: the carried one goes on
+            carry, long = _carried(tail + carry, long)
+            continue
+        # Newest first: the tail with what was carried, then each piece before it.
+        start = position + read - len(tail)
+        if start < size:  # not the nothing after a log's last newline
+            yield start, _line_text(fd, start, tail + carry, long)
+        for piece in reversed(pieces[1:]):
+            start -= len(piece) + 1
+            yield start, _line_text(fd, start, piece, False)
+        carry, long = _carried(pieces[0], False)
+    if size:
+        yield 0, _line_text(fd, 0, carry, long)
+
+
+def _carried(data: bytes, long: bool) -> tuple[bytes, bool]:
+    """What to keep of the end of a line read so far: nothing once it is too long to be read
+    whole."""
+    if long or len(data) > SEARCH_LINE_BYTES:
+        return b"", True
+    return data, False
+
+
+def _line_text(fd: int, start: int, data: bytes, long: bool) -> str:
+    """The line starting at `start`: `data`, the line read whole, or its start if `long`."""
+    data = os.pread(fd, SEARCH_LINE_BYTES, start) if long else data[:SEARCH_LINE_BYTES]
+    return data.decode("utf-8", errors="replace")
+
+
+def _lines_before(fd: int, end: int, *, deadline: float) -> int | None:
+    """How many lines of the file end before byte `end` (its newlines there), or None if
+    counting them would pass `deadline`."""
+    count, position = 0, 0
+    while position < end:
+        if time.monotonic() >= deadline:
+            return None
+        block = os.pread(fd, min(COUNT_BLOCK, end - position), position)
+        if not block:  # the file was cut meanwhile
+            return None
+        count += block.count(b"\n")
+        position += len(block)
+    return count
+
+
+def search_file(
+    path: Path,
+    *,
+    pattern: regex.Pattern[str],
+    deadline: float,
+    context: int = SEARCH_CONTEXT,
+    limit: int = SEARCH_MAX_MATCHES,
+    secrets: Iterable[str] = (),
+    count_seconds: float = SEARCH_COUNT_SECONDS,
+) -> LogSearch:
+    """The search of a local log, read backwards from its end (_lines_backwards): see
+    _search_newest_first. Lines a job writes meanwhile, past its size when opened, are left
+    for the next search. Line numbers count from the log's first line (see
+    SEARCH_COUNT_SECONDS)."""
     try:
-        log = open(path, "rb", buffering=0)  # noqa: SIM115 - closed below, the generator's way
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
-        return
-    with log:
-        pending = b""  # the start of a line the next block finishes
-        while block := log.read(BLOCK):
-            _remaining(deadline)
-            *done, rest = block.split(b"\n")
-            for piece in done:
-                yield (pending + piece)[:SEARCH_LINE_BYTES].decode("utf-8", errors="replace")
-                pending = b""
-            pending = (pending + rest)[:SEARCH_LINE_BYTES]
-        if pending:
-            yield pending.decode("utf-8", errors="replace")
+        return LogSearch()
+    try:
+        size = os.fstat(fd).st_size
+        result = _search_newest_first(
+            _lines_backwards(fd, size, deadline=deadline),
+            pattern=pattern,
+            deadline=deadline,
+            context=context,
+            limit=limit,
+            secrets=secrets,
+        )
+        if not result.lines:  # none of its bytes searched
+            result.start = size
+        result.size, result.searched = size, size - result.start
+        before = 0
+        if result.start:
+            before = _lines_before(fd, result.start, deadline=time.monotonic() + count_seconds)
+    finally:
+        os.close(fd)
+    if before is None:
+        result.numbered = False
+        before = 0
+    _number_from(result, before + result.lines)
+    return result

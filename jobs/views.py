@@ -11,7 +11,6 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -51,9 +50,9 @@ from .logs import (
     SEARCH_MAX_PATTERN,
     SEARCH_SECONDS,
     SearchPatternError,
-    file_lines,
     job_secrets,
     log_cut,
+    search_file,
     search_lines,
     search_pattern,
     shown_lines,
@@ -332,21 +331,25 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
         backend = get_backend(job.backend)
         path = backend.log_file(job, label)
         if path is not None:
-            # The local log, read as it is on disk: from its first line, block by block.
-            deadline = time.monotonic() + SEARCH_SECONDS
-            lines: Iterable[str] = file_lines(path, deadline=deadline)
+            # The local log, read as it is on disk: from its last line back, block by block.
+            context["search"] = search_file(
+                path,
+                pattern=data["pattern"],
+                deadline=time.monotonic() + SEARCH_SECONDS,
+                context=around,
+                secrets=job_secrets(job),
+            )
         else:
+            # The platform's last lines, searched from the last too once they are here.
             fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES)
             context["search_window"] = len(fetched)
-            lines = fetched
-            deadline = time.monotonic() + SEARCH_SECONDS
-        context["search"] = search_lines(
-            lines,
-            pattern=data["pattern"],
-            deadline=deadline,
-            context=around,
-            secrets=job_secrets(job),
-        )
+            context["search"] = search_lines(
+                fetched,
+                pattern=data["pattern"],
+                deadline=time.monotonic() + SEARCH_SECONDS,
+                context=around,
+                secrets=job_secrets(job),
+            )
     except BackendError as exc:
         context["search_error"] = exc.message
     except Exception:  # a backend that is down must not break the job page

@@ -1,23 +1,32 @@
 """Searching a replica's log from the job page: the page's form, its htmx answer, and the
-search itself on local files (streamed, bounded) and on what AIHC returns."""
+search itself on local files (read backwards from their end, bounded) and on what AIHC
+returns; and the guard on a pattern's counted repeats."""
 
 from __future__ import annotations
 
 import html
+import random
 import re
 import time
 import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.template.defaultfilters import filesizeformat
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from jobs.logs import (
+    BLOCK,
     SEARCH_LINE_BYTES,
-    file_lines,
+    SEARCH_SECONDS,
+    SHOWN_LINE_CHARS,
+    SearchPatternError,
     replica_log_path,
-    search_lines,
+    search_file,
     search_pattern,
 )
 from jobs.models import Job, JobStatus
@@ -125,26 +134,66 @@ def test_more_lines_around_each_match_can_be_asked_for_and_neighbours_join(
     assert '<span class="text-muted">--</span>' not in r.text
 
 
-def test_the_page_shows_the_first_200_matching_lines_and_says_how_many_more_match(
+def size_text(count: int) -> str:
+    with translation.override("en"):
+        return filesizeformat(count)
+
+
+def summary(response) -> str:
+    found = re.search(r'id="log-search-summary"[^>]*>(.*?)</div>', response.text, re.S)
+    # Spaces and newlines of the template as one space; filesizeformat's no-break space kept.
+    return re.sub(r"[ \n]+", " ", html.unescape(re.sub(r"<[^>]+>", "", found.group(1)))).strip()
+
+
+def test_the_page_shows_the_latest_200_matching_lines_in_the_logs_order_and_what_it_searched(
     alice, alice_client
 ):
-    job = job_with_master_log(
-        alice, b"".join(b"2026-11-30T09:00:00.000000Z step %d loss nan\n" % i for i in range(300))
-    )
+    lines = [b"2026-11-30T09:00:00.000000Z step %d loss nan\n" % i for i in range(1, 301)]
+    job = job_with_master_log(alice, b"".join(lines))
+    alice_client.cookies["django_language"] = "en"
+    searched, size = size_text(len(b"".join(lines[100:]))), size_text(len(b"".join(lines)))
+
+    for htmx in (False, True):
+        r = search(alice_client, job, htmx=htmx, q="loss nan")
+
+        assert r.status_code == 200
+        # The newest 200 (steps 101-300), in the log's order, numbered as in the download.
+        assert [(n, kind) for n, kind, _t in results(r)] == [(n, ":") for n in range(101, 301)]
+        assert results(r)[0][2].endswith("step 101 <mark>loss nan</mark>")
+        assert results(r)[-1][2].endswith("step 300 <mark>loss nan</mark>")
+        assert summary(r) == (
+            "200 lines of 200 match. The search stopped at the latest 200 matching lines. "
+            f"It searched the last {searched} of {size}; older lines were not searched "
+            "(download the log for all of it)."
+        )
+
+
+def test_a_search_that_runs_out_of_time_shows_the_newest_matches_and_says_what_it_searched(
+    alice, alice_client
+):
+    # Backtracks through 2^60 ways of splitting the a's: line 2 takes all the time left.
+    raw = b"step 1 loss nan\n" + b"a" * 60 + b"!\n" + b"step 3 loss nan\n"
+    job = job_with_master_log(alice, raw)
     alice_client.cookies["django_language"] = "en"
 
-    r = search(alice_client, job, q="loss nan")
+    started = time.monotonic()
+    r = search(alice_client, job, q="(a|aa)+$|nan", regex="on", context="0")
 
-    assert len([n for n, kind, _t in results(r) if kind == ":"]) == 200
-    assert results(r)[-1][0] == 200
-    assert "300 lines of 300 match." in r.text
-    assert "Only the first 200 are shown; 100 more lines further on match." in r.text
+    # (No upper bound: `regex` checks its timeout now and then, and on a busy machine ends
+    # a 5 s match seconds later.)
+    assert time.monotonic() - started >= SEARCH_SECONDS
+    assert [(n, kind) for n, kind, _t in results(r)] == [(3, ":")]
+    assert summary(r) == (
+        f"1 line of 1 matches. The search stopped after {int(SEARCH_SECONDS)} seconds. "
+        f"It searched the last {size_text(16)} of {size_text(len(raw))}; older lines were not "
+        "searched (download the log for all of it)."
+    )
 
 
 def test_an_invalid_regular_expression_is_said_on_its_field_not_a_500(alice_client, stepped_job):
     alice_client.cookies["django_language"] = "en"
     for htmx in (False, True):
-        for bad in ("loss (nan", "(a{1000}){1000}", "a(?R)?b"):
+        for bad in ("loss (nan", "(a{1000}){1000}", "((a{100}){100}){100}", "a(?R)?b"):
             r = search(alice_client, stepped_job, htmx=htmx, q=bad, regex="on")
 
             assert r.status_code == 200
@@ -152,8 +201,11 @@ def test_an_invalid_regular_expression_is_said_on_its_field_not_a_500(alice_clie
             error = re.search(r'id="log-search-q-error">([^<]*)<', r.text).group(1)
             assert html.unescape(error).startswith("This regular expression cannot be used: ")
             assert results(r) == []
-    # The same text as plain words is a fine search.
+    # The same text as plain words is a fine search, and so are counts side by side.
     assert search(alice_client, stepped_job, q="loss (nan").status_code == 200
+    side_by_side = search(alice_client, stepped_job, q=r"a{200}b{200}|NaN", regex="on")
+    assert 'aria-invalid="true"' not in side_by_side.text
+    assert [n for n, kind, _t in results(side_by_side) if kind == ":"] == [13]
 
 
 def test_a_secret_in_a_matching_line_is_shown_masked_and_cannot_be_searched_for(
@@ -242,7 +294,7 @@ def test_another_users_job_cannot_be_searched(alice, bob, stepped_job):
     assert client.get(reverse("job-log-search", args=[stepped_job.public_id])).status_code == 404
 
 
-def test_an_aihc_log_is_searched_in_its_last_lines_and_the_page_says_so(
+def test_an_aihc_log_is_searched_from_the_last_line_it_returns_and_the_page_says_so(
     fake,  # noqa: F811
     alice,
     alice_client,
@@ -267,94 +319,278 @@ def test_an_aihc_log_is_searched_in_its_last_lines_and_the_page_says_so(
         (10000, "-"),
     ]
     assert results(r)[2][2] == "step 10098 loss <mark>NaN</mark>"
-    assert "Only the last 10000 lines were searched" in r.text
+    assert summary(r) == (
+        "1 line of 10000 matches. The platform returns only the last 10000 lines of this log; "
+        "line numbers count from the first of them."
+    )
     assert fake.calls("DescribeJobLogs")[-1].params["maxLines"] == "10000"
+    # Every line matches "loss": the newest 200 of those the platform returned.
+    every = search(alice_client, job, q="loss", context="0")
+    assert [n for n, _k, _t in results(every)] == list(range(9801, 10001))
+    assert results(every)[-1][2] == "step 10100 <mark>loss</mark> 0.5"
+    assert summary(every).endswith(
+        "The search stopped at the latest 200 matching lines. It searched the last 200 lines "
+        "only; older lines were not searched."
+    )
 
 
 # -- The search itself, on files as big as logs get ---------------------------------------
 
+# A metrics line of a few hundred bytes, as trainers print them every step.
+METRICS = b"2026-11-30T09:00:00.000000Z step 123 loss=0.1234 lr=0.0001 grad_norm=1.2345"
+METRICS += b" " + b"x" * (400 - len(METRICS)) + b"\n"
+CRASH = [
+    b"2026-11-30T09:00:01.000000Z Traceback (most recent call last):\n",
+    b'2026-11-30T09:00:01.000000Z   File "train.py", line 80, in <module>\n',
+    b"2026-11-30T09:00:01.000000Z RuntimeError: CUDA error: an illegal memory access\n",
+    b"2026-11-30T09:00:01.000000Z [console] exited with code 1\n",
+]
 
-def test_a_50_mb_log_is_read_in_blocks_and_searched_to_its_last_line(tmp_path):
-    log = tmp_path / "big.log"
-    # A metrics line of a few hundred bytes, as trainers print them every step.
-    line = b"2026-11-30T09:00:00.000000Z step 123 loss=0.1234 lr=0.0001 grad_norm=1.2345"
-    line += b" " + b"x" * (400 - len(line)) + b"\n"
-    count = 50 * 1024 * 1024 // len(line) + 1
+
+@pytest.fixture(scope="module")
+def crashed_log(tmp_path_factory) -> Iterator[tuple[Path, int]]:
+    """A 200 MB log of metrics lines whose only error is in its last lines (CRASH), and how
+    many metrics lines come before them. Written 4 MB at a time; deleted after, as pytest
+    keeps the temporary folders of its last runs."""
+    log = tmp_path_factory.mktemp("big") / "crashed.log"
+    count = 200 * 1024 * 1024 // len(METRICS)
     with log.open("wb") as out:
         for _ in range(count // 10_000):
-            out.write(line * 10_000)
-        out.write(line * (count % 10_000))
-        out.write(b"2026-11-30T09:00:01.000000Z loss is NaN\n")
-    pattern = search_pattern("nan", is_regex=False, match_case=False)
+            out.write(METRICS * 10_000)
+        out.write(METRICS * (count % 10_000))
+        out.write(b"".join(CRASH))
+    yield log, count
+    log.unlink()
+
+
+def numbers(found) -> list[tuple[int, bool]]:
+    return [(line.number, line.match) for group in found.groups for line in group]
+
+
+def text(line) -> str:
+    return "".join(part for part, _hit in line.parts)
+
+
+def test_the_latest_match_at_the_end_of_a_200_mb_log_is_found_well_within_the_time_bound(
+    crashed_log,
+):
+    log, count = crashed_log
 
     tracemalloc.start()
     try:
-        found = search_lines(
-            file_lines(log, deadline=time.monotonic() + 600),
-            pattern=pattern,
-            deadline=time.monotonic() + 600,
+        started = time.monotonic()
+        found = search_file(
+            log,
+            pattern=search_pattern("cuda error", is_regex=False, match_case=False),
+            deadline=started + SEARCH_SECONDS,
+            limit=1,
+        )
+        took = time.monotonic() - started
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert log.stat().st_size > 200 * 1024 * 1024
+    assert took < SEARCH_SECONDS
+    # The traceback around it, numbered from the log's first line, as the download is.
+    assert numbers(found) == [
+        (count + 1, False),
+        (count + 2, False),
+        (count + 3, True),
+        (count + 4, False),
+    ]
+    assert text(found.groups[0][2]).endswith("RuntimeError: CUDA error: an illegal memory access")
+    assert found.stopped == "limit" and found.numbered
+    assert (found.lines, found.searched) == (4, len(b"".join(CRASH)))
+    assert found.size == log.stat().st_size
+    # Read from the end, and the lines before counted a block at a time: little in memory.
+    assert peak < 4 * 1024 * 1024
+
+
+def test_a_search_of_a_200_mb_log_out_of_time_numbers_what_it_found_and_says_what_it_read(
+    crashed_log,
+):
+    log, count = crashed_log
+
+    tracemalloc.start()
+    try:
+        found = search_file(
+            log,
+            pattern=search_pattern("error", is_regex=False, match_case=False),
+            deadline=time.monotonic() + 0.5,
         )
         _now, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
 
-    assert log.stat().st_size > 50 * 1024 * 1024
-    assert found.lines == count + 1 and not found.stopped
-    assert [(x.number, x.match) for x in found.groups[0]] == [
-        (count - 1, False),
-        (count, False),
-        (count + 1, True),
+    assert found.stopped == "time" and found.numbered
+    assert numbers(found) == [
+        (count + 1, False),
+        (count + 2, False),
+        (count + 3, True),
+        (count + 4, False),
     ]
-    # Streamed: a 50 MB file never sat in memory, nor a large part of it.
+    # What it searched, in lines and in bytes: the crash, and metrics lines before it.
+    assert 4 < found.lines < count
+    assert found.searched == len(b"".join(CRASH)) + (found.lines - 4) * len(METRICS)
     assert peak < 4 * 1024 * 1024
 
 
-def test_matches_past_the_first_200_are_counted_not_shown(tmp_path):
-    log = tmp_path / "many.log"
-    log.write_bytes(b"".join(b"step %d loss nan\n" % i for i in range(1, 1001)))
+def test_a_search_keeps_the_newest_matches_shows_them_in_the_logs_order_and_stops_there(
+    tmp_path,
+):
+    matching = {3, 8, 9, 15, 19}
+    raw = b"".join(b"line %d%s\n" % (n, b" nan" if n in matching else b"") for n in range(1, 21))
+    log = tmp_path / "log"
+    log.write_bytes(raw)
 
-    found = search_lines(
-        file_lines(log, deadline=time.monotonic() + 600),
+    found = search_file(
+        log,
         pattern=search_pattern("NAN", is_regex=False, match_case=False),
         deadline=time.monotonic() + 600,
-        context=2,
+        context=1,
+        limit=3,
     )
 
-    # Every line matches, so the 200 make one run, and the context stops at the next match.
-    assert found.shown == 200 and found.more == 800 and found.found == found.lines == 1000
-    assert [x.number for x in found.groups[0]] == list(range(1, 201))
+    # Lines 19, 15 and 9, a line either side; line 8 matches too, so it ends 9's context
+    # (a match is never shown as context) and the search stops before it.
+    assert [[(x.number, x.match) for x in group] for group in found.groups] == [
+        [(9, True), (10, False)],
+        [(14, False), (15, True), (16, False)],
+        [(18, False), (19, True), (20, False)],
+    ]
+    assert found.groups[0][0].parts == [("line 9 ", False), ("nan", True)]
+    assert found.stopped == "limit" and (found.shown, found.lines) == (3, 12)
+    assert found.searched == len(raw) - raw.index(b"line 9 nan")
 
 
-def test_a_line_without_end_is_read_only_in_part(tmp_path):
-    log = tmp_path / "one-line.log"
-    with log.open("wb") as out:
-        for _ in range(20):
-            out.write(b"x" * 1024 * 1024)
+def test_lines_read_backwards_are_the_logs_lines_wherever_its_blocks_cut_them(tmp_path):
+    rng = random.Random(7)
+    lengths = (0, 1, 50, 999, SHOWN_LINE_CHARS - 1)
+    lines = ["".join(rng.choices("ab ", k=rng.choice(lengths))) for _ in range(3000)]
+    log = tmp_path / "log"
+    log.write_text("\n".join(lines))  # and no newline after the last
 
-    lines = list(file_lines(log, deadline=time.monotonic() + 600))
+    found = search_file(
+        log,
+        pattern=search_pattern("^", is_regex=True, match_case=False),  # every line, once
+        deadline=time.monotonic() + 600,
+        context=0,
+        limit=len(lines),
+    )
 
-    assert [len(line) for line in lines] == [SEARCH_LINE_BYTES]
+    assert log.stat().st_size > 10 * BLOCK
+    assert not found.stopped and found.lines == len(lines)
+    shown = [(line.number, text(line)) for group in found.groups for line in group]
+    assert shown == list(enumerate(lines, start=1))
 
 
-def test_a_search_stops_at_its_deadline_and_says_how_far_it_got(tmp_path):
+def test_of_a_line_longer_than_a_search_reads_its_start_is_searched_and_the_rest_skipped(
+    tmp_path,
+):
+    long = b"begin " + b"x" * (20 * 1024 * 1024) + b" end"
+    log = tmp_path / "log"
+    log.write_bytes(b"before\n" + long + b"\nafter\n")
+    one_line = tmp_path / "one-line.log"
+    one_line.write_bytes(long)  # no newline at all
+
+    def search(path, what: str):
+        return search_file(
+            path,
+            pattern=search_pattern(what, is_regex=False, match_case=False),
+            deadline=time.monotonic() + 600,
+            context=1,
+        )
+
+    tracemalloc.start()
+    try:
+        begin = search(log, "begin")
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    end = search(log, " end")
+    after = search(log, "after")
+    alone = search(one_line, "begin")
+
+    assert numbers(begin) == [(1, False), (2, True), (3, False)]
+    # Its first 128 KiB were read (of which the page shows 2,000 characters); not the rest.
+    assert text(begin.groups[0][1]).startswith("begin xxx")
+    assert f"{SEARCH_LINE_BYTES - SHOWN_LINE_CHARS}" in text(begin.groups[0][1])
+    assert end.lines == 3 and end.groups == []
+    assert numbers(after) == [(2, False), (3, True)]
+    assert numbers(alone) == [(1, True)] and alone.lines == 1
+    assert peak < 2 * 1024 * 1024
+
+
+def test_a_search_stops_at_its_deadline_having_searched_the_lines_after_the_slow_one(tmp_path):
     log = tmp_path / "log"
     log.write_bytes(b"a" * 60 + b"!\n" + b"more\n" * 10)
     # Backtracks through 2^60 ways of splitting the a's: without a bound, for ever.
     catastrophic = search_pattern("(a|aa)+$", is_regex=True, match_case=False)
 
-    stuck = search_lines(
-        file_lines(log, deadline=time.monotonic() + 600),
-        pattern=catastrophic,
-        deadline=time.monotonic() + 0.5,
-    )
-    late = search_lines(
-        file_lines(log, deadline=time.monotonic() - 1),
+    stuck = search_file(log, pattern=catastrophic, deadline=time.monotonic() + 0.5)
+    late = search_file(
+        log,
         pattern=search_pattern("more", is_regex=False, match_case=False),
-        deadline=time.monotonic() + 600,
+        deadline=time.monotonic() - 1,
     )
 
-    assert stuck.stopped and stuck.lines == 0 and stuck.groups == []
-    assert late.stopped and late.lines == 0
+    assert stuck.stopped == "time" and stuck.lines == 10 and stuck.groups == []
+    assert (stuck.searched, stuck.size) == (50, 112)
+    assert late.stopped == "time" and (late.lines, late.searched) == (0, 0)
+
+
+def test_line_numbers_count_from_the_first_line_searched_when_counting_those_before_is_slow(
+    tmp_path,
+):
+    log = tmp_path / "log"
+    log.write_bytes(b"".join(b"step %d loss nan\n" % i for i in range(1, 11)))
+    pattern = search_pattern("nan", is_regex=False, match_case=False)
+
+    counted = search_file(log, pattern=pattern, deadline=time.monotonic() + 600, limit=2)
+    uncounted = search_file(
+        log, pattern=pattern, deadline=time.monotonic() + 600, limit=2, count_seconds=0
+    )
+
+    assert numbers(counted) == [(9, True), (10, True)] and counted.numbered
+    assert numbers(uncounted) == [(1, True), (2, True)] and not uncounted.numbered
+
+
+# -- The guard on counted repeats ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "a{200}b{200}",
+        r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}.{0,500}error",  # the counts multiplied: 32,000
+        r"(?:\S+\s+){0,50}loss",
+        "(?:ab|cd){5000}",
+        "(abcdefghij){5000}",  # a run of plain characters is one piece
+        r"\N{EM DASH}{3}[{}]{5}\p{Han}{100}",  # braces that are not counts
+    ],
+)
+def test_counted_repeats_side_by_side_add_up_rather_than_multiply(pattern):
+    assert search_pattern(pattern, is_regex=True, match_case=False)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "(a{1000}){1000}",
+        "((a{100}){100}){100}",
+        "a{5000}b{5000}c",
+        # 80 pieces, each copied 9,999 times: 435 MB to compile.
+        pytest.param("(?:" + "a*b+" * 40 + "){9999}", id="(?:a*b+...){9999}"),
+        # Verbose mode is not read piece by piece: every count multiplies.
+        "(?x) a{200} b{200}",
+    ],
+)
+def test_counted_repeats_multiply_where_they_nest_and_a_pattern_too_large_built_out_is_refused(
+    pattern,
+):
+    with translation.override("en"), pytest.raises(SearchPatternError, match="over 10000 pieces"):
+        search_pattern(pattern, is_regex=True, match_case=False)
 
 
 def test_a_search_of_a_replica_without_a_log_yet_says_there_is_no_output(alice, alice_client):
