@@ -587,7 +587,15 @@ def read_state(folder: LogFolder, *, state_dir: Path | None, seconds: float) -> 
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return _loaded(state_path, folder), 1  # another request is reading: more to come
+            # Another request is reading: the state as that one last saved it.
+            state = _loaded(state_path, folder)
+            left = sum(
+                max(known["size"] - known["offset"], 0)
+                for run in state["runs"].values()
+                for known in run["files"].values()
+                if not known["blocked"]
+            )
+            return state, left
         # Taken out while it is brought up to date, put back once it matches the file again.
         identity, state = _kept.pop(str(state_path), (None, None))
         with contextlib.suppress(OSError):

@@ -242,9 +242,7 @@ def test_a_long_series_keeps_a_bounded_chart_with_its_extremes_and_exact_figures
     assert "5000 values, steps 0 to 4999" in loss.text
 
 
-def test_a_nan_loss_reads_as_nan_and_breaks_nothing_the_page_it_reads_as_nan(
-    alice, alice_client, settings
-):
+def test_a_nan_loss_reads_as_nan_and_breaks_nothing(alice, alice_client, settings):
     job = tb_job(alice)
     write_scalars(volume(settings) / "tb", "loss", [1.0, float("nan")])
 
@@ -370,7 +368,7 @@ def test_two_requests_at_once_read_the_files_once(alice, settings):
     try:
         # Another request holds the lock: this one answers with the state as it is.
         waiting = read(job)
-        assert waiting.charts == [] and waiting.pending
+        assert waiting.charts == []
     finally:
         os.close(lock)
     assert read(job).charts[0].latest == "49"
