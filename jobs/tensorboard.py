@@ -614,7 +614,7 @@ def read_state(folder: LogFolder, *, state_dir: Path | None, seconds: float) -> 
 # decoding a state of 48 tags (~700 KB of JSON) would be most of every poll's cost. Another
 # process (a second gunicorn worker) that updates the file changes its identity.
 _kept: dict[str, tuple[tuple[int, int, int], dict]] = {}
-KEPT_STATES = 64
+KEPT_STATES = 16  # jobs whose pages are open at once; ~3 MB each at most in memory
 
 
 def _identity(path: Path) -> tuple[int, int, int]:
@@ -786,7 +786,7 @@ def training_metrics(*, job: Job, seconds: float | None = None) -> TrainingMetri
 # The charts of the latest states read, by (job, log folder, its state's generation, language):
 # drawing 48 charts of 500 points is most of a poll's cost, and most polls find nothing new.
 _drawn: dict[tuple, list[MetricChart]] = {}
-DRAWN_KEPT = 64
+DRAWN_KEPT = 16
 
 
 def _charts(state: dict, *, key: tuple) -> list[MetricChart]:
