@@ -560,8 +560,9 @@ class AdvancedForm(StepForm):
         max_length=1024,
         help_text=_(
             "Must match the log path in your code, or Tensorboard finds no data; injected as "
-            "AIHC_TENSORBOARD_LOG_PATH. The local pool sets only that variable and starts no "
-            "Tensorboard."
+            "AIHC_TENSORBOARD_LOG_PATH. The local pool starts no Tensorboard: when the path "
+            "lies on a volume the job mounts (step Data sources), the job page draws the "
+            "scalars (loss, lr, …) of the event files written there."
         ),
     )
     auto_delete = forms.BooleanField(

@@ -11,6 +11,7 @@ urlpatterns = [
     path("jobs/bulk/", views.job_bulk_view, name="job-bulk"),
     path("jobs/<str:public_id>/", views.job_detail, name="job-detail"),
     path("jobs/<str:public_id>/live/", views.job_live, name="job-live"),
+    path("jobs/<str:public_id>/metrics/", views.job_metrics, name="job-metrics"),
     path("jobs/<str:public_id>/logs/", views.job_logs, name="job-logs"),
     path("jobs/<str:public_id>/logs/search/", views.job_log_search, name="job-log-search"),
     path(

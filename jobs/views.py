@@ -1,8 +1,8 @@
 """Job list and job pages: status, spec, replicas, events, logs, and the owner's actions.
 
 Every job URL answers 404 for anyone but the job's owner. Live parts (list statuses, the
-detail's status/replicas/resource usage/events, the log tail) refresh by htmx polling that stops (HTTP 286)
-once there is nothing left to change.
+detail's status/replicas/resource usage/events/training metrics, the log tail) refresh by
+htmx polling that stops (HTTP 286) once there is nothing left to change.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ from .monitoring import replica_usage
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
 from .summary import sent_request
+from .tensorboard import training_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -257,6 +258,8 @@ def _live_context(job: Job) -> dict[str, Any]:
         "replicas": replicas,
         # What each running replica uses (local jobs only; None: no section).
         "usage": replica_usage(job=job, replicas=replicas),
+        # Its training curves (Tensorboard on; None: no section), refreshed with the rest.
+        "metrics": training_metrics(job=job),
         "events": list(job.events.all()),
         "position": queue_position(job),
         # What a Queued local job waits for now (its quota, disk space, its turn), as the
@@ -399,6 +402,25 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
         {**_live_context(job), "oob": True},
     )
     return HttpResponseStopPolling(response.content) if job.is_final else response
+
+
+@require_GET
+@login_required
+def job_metrics(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    """The training metrics section alone: polled once the job has ended while its event
+    files are still being read (before that, the status poll brings it along)."""
+    job = _job(request, public_id)
+    if not request.htmx:
+        return redirect(f"{reverse('job-detail', args=[public_id])}#metrics")
+    metrics = training_metrics(job=job)
+    response = render(
+        request,
+        "jobs/job_detail.html#metrics",
+        {"job": job, "metrics": metrics, "final": job.is_final},
+    )
+    if metrics is None or not metrics.pending:
+        return HttpResponseStopPolling(response.content)
+    return response
 
 
 @require_GET

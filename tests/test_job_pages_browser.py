@@ -325,3 +325,59 @@ def test_a_search_typed_while_the_log_refreshes_shows_its_highlighted_match_in_p
     page.reload()
     expect(page.locator("#log-search-results mark")).to_have_text("loss NaN")
     assert csp_violations == []
+
+
+def test_a_running_job_s_training_curves_appear_and_grow_on_its_page_without_a_reload(
+    logged_in_page, alice, worker_thread, tmp_path
+):
+    # The job's sandbox has the machine's python3 but not the test's venv, where tensorboardX
+    # is: the test writes the event file into the job's mounted folder while the job runs, as
+    # the job's code would.
+    from tensorboardX.event_file_writer import EventsWriter
+    from tensorboardX.proto.event_pb2 import Event
+    from tensorboardX.summary import scalar
+
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.JobSpec(
+        name="curves",
+        resource_pool_id="local",
+        image="registry.example.com/x:1",
+        command="echo training; until [ -e /workspace/gate-open ]; do sleep 0.1; done",
+        roles=[S.Role("master", 1)],
+        datasources=[S.Datasource("hostpath", "scratch", mount_path="/workspace")],
+        tensorboard=S.TensorboardConfig(enable=True, log_path="/workspace/tb"),
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="curves")
+    page = logged_in_page
+    csp_violations: list[str] = []
+    page.on(
+        "console",
+        lambda m: csp_violations.append(m.text) if "Content Security Policy" in m.text else None,
+    )
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#metrics-heading")).to_be_visible()
+    expect(page.locator("#metrics-empty")).to_be_visible()
+    expect(page.locator("#job-status")).to_have_text(re.compile("Running|运行中"), timeout=20_000)
+
+    (tmp_path / "scratch" / "tb").mkdir(parents=True)
+    writer = EventsWriter(str(tmp_path / "scratch" / "tb" / "events"))
+    writer.write_event(Event(wall_time=1.0, step=0, summary=scalar("loss", 0.9)))
+    writer.flush()
+    chart = page.locator("#metric-charts figure.metric")
+    expect(chart).to_have_count(1, timeout=10_000)
+    expect(chart.locator(".metric-latest")).to_have_text("0.9（步数 0）")
+    writer.write_event(Event(wall_time=2.0, step=1, summary=scalar("loss", 0.4)))
+    writer.flush()
+    expect(chart.locator(".metric-latest")).to_have_text("0.4（步数 1）", timeout=10_000)
+    expect(chart.locator("svg polyline")).to_have_attribute("points", "0.0,2.0 300.0,98.0")
+    assert "最低 0.4，最高 0.9" in chart.locator("svg").get_attribute("aria-label")
+
+    (tmp_path / "scratch" / "gate-open").touch()
+    expect(page.locator("#job-status")).to_have_text(re.compile("Succeeded|成功"), timeout=30_000)
+    # The folder outlives the job: its curves stay.
+    page.reload()
+    expect(chart.locator(".metric-latest")).to_have_text("0.4（步数 1）")
+    writer.close()
+    assert csp_violations == []

@@ -526,9 +526,10 @@ def test_the_fault_step_shows_each_bccl_condition(alice_client, settings):
     assert re.search(r'<input[^>]*name="enable_bccl"[^>]*disabled', page)
 
 
-def test_the_bccl_and_tensorboard_switches_say_the_local_pool_provides_neither(alice_client):
-    # The local runner injects no BCCL and starts no Tensorboard (README "What a job gets"):
-    # a switch that promises them must say so, as the log persistence switch does.
+def test_the_bccl_and_tensorboard_switches_say_what_the_local_pool_provides(alice_client):
+    # The local runner injects no BCCL and starts no Tensorboard, but draws a job's scalars
+    # on its page (README "What a job gets"): a switch that promises more must say so, as
+    # the log persistence switch does.
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.ADVANCED)
 
@@ -536,7 +537,7 @@ def test_the_bccl_and_tensorboard_switches_say_the_local_pool_provides_neither(a
     advanced = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
 
     assert "本机资源池只记录这一选择，不注入 BCCL" in fault
-    assert "本机资源池只设置该变量，不启动 Tensorboard" in advanced
+    assert "本机资源池不启动 Tensorboard：该路径位于任务挂载的存储卷" in advanced
 
 
 def test_the_rdma_switch_says_the_local_pool_only_sets_the_nccl_variable(alice, client):

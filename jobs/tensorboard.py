@@ -1,0 +1,804 @@
+"""A local job's training curves (训练指标), read from the TensorBoard event files its code
+writes under the Tensorboard log path (spec `tensorboardConfig.logPath`), for its job page.
+
+Decisions:
+- Where the files are. logPath is a path inside the replica's sandbox. The console reads it
+  only where it lies on a volume the job mounts (the deepest mount at or above it, as in the
+  sandbox): that folder is on the host, outlives the job, and every replica sees the same
+  one. Anywhere else the files are in the replica's own view (its private /tmp, removed when
+  the replica ends, one per replica) or on a remote platform's storage (AIHC, Kubernetes):
+  the page says so instead of drawing an empty chart.
+- Never outside what the job mounted. The folder is resolved (symbolic links, `..`) and must
+  lie inside the mounted folder; it is opened without following a link and checked where the
+  open descriptor really points. Below it, every folder and file is opened relative to its
+  parent's descriptor with O_NOFOLLOW, so no link is ever followed, and only regular files
+  whose name holds "tfevents" are read (O_NONBLOCK: a FIFO put there cannot hang a request).
+  The job may write its volume while the page reads it; nothing it does there makes the
+  console read another file of the host.
+- The format: TFRecord framing (uint64 length, masked CRC32C of the length, the data, masked
+  CRC32C of the data) around `Event` protobufs. Only the few protobuf fields scalars need are
+  decoded (wire format below): Event.wall_time/step/summary, Summary.Value.tag, simple_value
+  (TF1, tensorboardX), a scalar `tensor` (TF2's tf.summary.scalar: float, double or half, one
+  element) and the plugin name of its metadata, so a tensor of another plugin is never taken
+  for a scalar (TF2 writes the metadata only with a tag's first value: it is remembered per
+  run). Histograms, images and graphs are skipped without being decoded.
+- Damage: a record whose length checksum fails, or that is cut short (the file being
+  written), ends the read of that file for now; it is tried again on the next read, as
+  TensorBoard does. A record whose data checksum fails is skipped and counted. The data
+  checksum is verified for the records whose scalars are used, the only ones whose content
+  matters here: CRC32C is computed in Python (a 256-entry table; the standard library has only
+  CRC-32), which costs microseconds for a scalar record, and skipping it for the megabytes of
+  images and histograms keeps the reader fast without a compiled dependency.
+- Runs: a folder holding event files is a run, named by its path under logPath ("." for
+  logPath itself), as TensorBoard names them; its files are read in name order.
+- Cost. The page polls every 2 seconds and event files grow to hundreds of MB. What has been
+  read is kept in a small state file in the job's run folder (like the usage samples): each
+  file's read offset, and each tag's series. A read picks up from the offsets, at most
+  READ_SECONDS per request (a large backlog is caught up over several polls, the page says
+  so); a request that finds another one reading shows the state as it is. Each tag keeps at
+  most MAX_POINTS points for its chart: when full, each run of 4 points keeps its lowest and
+  highest, so the extremes always stay on the chart; the first, latest, lowest and highest
+  values are kept exactly beside it. At most MAX_TAGS tags are kept and shown; the page counts
+  the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import math
+import os
+import posixpath
+import stat
+import struct
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+
+from . import logs as job_logs
+from .backends.local import host_volumes
+from .models import Job
+from .sandbox import SandboxError, is_within, resolve_in_root
+from .shim import write_atomic
+from .spec import JobSpec, SpecError, normalised_mount_path
+
+logger = logging.getLogger(__name__)
+
+MAX_TAGS = 48
+MAX_POINTS = 500
+READ_SECONDS = 0.3  # per request; a poll comes every 2 s
+MAX_DIRS = 1000  # folders walked under logPath
+MAX_FILES = 500  # event files read
+MAX_DEPTH = 16
+MAX_RECORD = 256 * 1024 * 1024  # a longer record is damage, not data
+MAX_PLUGIN_TAGS = 2000  # tags of other plugins remembered per run
+STATE_FILE = "tensorboard.json"
+LOCK_FILE = "tensorboard.lock"
+STATE_VERSION = 1
+
+CHART_WIDTH = 300
+CHART_HEIGHT = 100
+
+SCALARS_PLUGIN = "scalars"
+REMOTE_NAMES = {"aihc": "AIHC", "kubernetes": "Kubernetes"}
+DT_FLOAT, DT_DOUBLE, DT_HALF = 1, 2, 19
+
+
+# -- CRC32C (Castagnoli), as TFRecord masks it -----------------------------------------
+
+
+def _crc_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte
+        for _bit in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table.append(crc)
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
+
+def crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    table = _CRC_TABLE
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes) -> int:
+    crc = crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+# -- protobuf wire format, the few fields read -------------------------------------------
+
+
+class Malformed(Exception):
+    pass
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise Malformed
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, wire type, value, end): for a varint its value; for the other wire
+    types the offset where their bytes start, `end` where they stop."""
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+            yield number, wire, value, pos
+            continue
+        if wire == 1:
+            start, pos = pos, pos + 8
+        elif wire == 2:
+            length, start = _varint(buf, pos)
+            pos = start + length
+        elif wire == 5:
+            start, pos = pos, pos + 4
+        else:  # groups (3, 4) appear in none of these messages
+            raise Malformed
+        if pos > end:
+            raise Malformed
+        yield number, wire, start, pos
+
+
+def _string(buf: bytes, start: int, end: int) -> str:
+    return buf[start:end].decode("utf-8", errors="replace")
+
+
+def _plugin_name(buf: bytes, start: int, end: int) -> str:
+    """SummaryMetadata.plugin_data.plugin_name."""
+    for number, wire, s, e in _fields(buf, start, end):
+        if number == 1 and wire == 2:
+            for n, w, s2, e2 in _fields(buf, s, e):
+                if n == 1 and w == 2:
+                    return _string(buf, s2, e2)
+    return ""
+
+
+def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
+    """The value of a TensorProto holding one float, double or half; None otherwise."""
+    dtype = 0
+    elements = 1
+    values: list[float] = []
+    content = b""
+    for number, wire, s, e in _fields(buf, start, end):
+        if number == 1 and wire == 0:
+            dtype = s
+        elif number == 2 and wire == 2:  # tensor_shape: each dim's size multiplies
+            for n, w, s2, e2 in _fields(buf, s, e):
+                if n == 1 and w == 2:
+                    size = next((v for n3, w3, v, _ in _fields(buf, s2, e2) if n3 == 1), 0)
+                    elements *= size
+        elif number == 4 and wire == 2:
+            content = buf[s:e]
+        elif number == 5:  # float_val, packed or not
+            values += struct.unpack_from(f"<{(e - s) // 4}f", buf, s)
+        elif number == 6:  # double_val
+            values += struct.unpack_from(f"<{(e - s) // 8}d", buf, s)
+        elif number == 13:  # half_val: each half's bits in an int32
+            bits = [s] if wire == 0 else [v for v, _ in _packed_varints(buf, s, e)]
+            values += [struct.unpack("<e", struct.pack("<H", b & 0xFFFF))[0] for b in bits]
+    if elements != 1:
+        return None
+    width = {DT_FLOAT: ("<f", 4), DT_DOUBLE: ("<d", 8), DT_HALF: ("<e", 2)}.get(dtype)
+    if width is None:
+        return None
+    if content:
+        return struct.unpack(width[0], content)[0] if len(content) == width[1] else None
+    return values[0] if len(values) == 1 else None
+
+
+def _packed_varints(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int]]:
+    while pos < end:
+        value, pos = _varint(buf, pos)
+        yield value, pos
+
+
+@dataclass
+class Scalar:
+    tag: str
+    value: float | None  # None: a tensor whose plugin decides (see parse_event)
+    plugin: str  # the plugin named in this value's metadata ("" when none)
+    tensor: float | None = None
+
+
+def parse_event(data: bytes) -> tuple[float, int, list[Scalar]]:
+    """An Event's wall time, step and the values of its summary that may be scalars."""
+    wall_time = 0.0
+    step = 0
+    found: list[Scalar] = []
+    for number, wire, s, e in _fields(data, 0, len(data)):
+        if number == 1 and wire == 1:
+            wall_time = struct.unpack_from("<d", data, s)[0]
+        elif number == 2 and wire == 0:
+            step = s - (1 << 64) if s >= 1 << 63 else s  # int64, two's complement
+        elif number == 5 and wire == 2:
+            for n, w, vs, ve in _fields(data, s, e):
+                if n == 1 and w == 2:
+                    value = _summary_value(data, vs, ve)
+                    if value is not None:
+                        found.append(value)
+    return wall_time, step, found
+
+
+def _summary_value(buf: bytes, start: int, end: int) -> Scalar | None:
+    tag = ""
+    simple: float | None = None
+    tensor: float | None = None
+    has_tensor = False
+    plugin = ""
+    for number, wire, s, e in _fields(buf, start, end):
+        if number == 1 and wire == 2 or number == 7 and wire == 2 and not tag:
+            tag = _string(buf, s, e)
+        elif number == 2 and wire == 5:
+            simple = struct.unpack_from("<f", buf, s)[0]
+        elif number == 8 and wire == 2:
+            has_tensor = True
+            tensor = _tensor_scalar(buf, s, e)
+        elif number == 9 and wire == 2:
+            plugin = _plugin_name(buf, s, e)
+    if not tag:
+        return None
+    if simple is not None:
+        return Scalar(tag=tag, value=simple, plugin=plugin)
+    if has_tensor:
+        return Scalar(tag=tag, value=None, plugin=plugin, tensor=tensor)
+    if plugin:  # metadata alone: remembered for the tag's later tensors
+        return Scalar(tag=tag, value=None, plugin=plugin)
+    return None
+
+
+# -- TFRecord framing ----------------------------------------------------------------------
+
+
+class Records:
+    """The whole records of an event file from `offset` on, as (data, the masked CRC32C
+    stored for it). `offset` moves past each record as it is handed out; `blocked` says the
+    iteration ended at a record cut short or with a damaged length (tried again on the next
+    read, once the file has changed), not at the end of the file."""
+
+    def __init__(self, fd: int, offset: int) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.blocked = False
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        with os.fdopen(os.dup(self.fd), "rb", buffering=1 << 20) as file:
+            file.seek(self.offset)
+            while True:
+                header = file.read(12)
+                if len(header) < 12:
+                    self.blocked = bool(header)
+                    return
+                (length,) = struct.unpack_from("<Q", header)
+                (length_crc,) = struct.unpack_from("<I", header, 8)
+                if length > MAX_RECORD or masked_crc32c(header[:8]) != length_crc:
+                    self.blocked = True
+                    return
+                data = file.read(length)
+                footer = file.read(4)
+                if len(data) < length or len(footer) < 4:
+                    self.blocked = True
+                    return
+                self.offset += 12 + length + 4
+                yield data, struct.unpack("<I", footer)[0]
+
+
+# -- what has been read: the state file ----------------------------------------------------
+
+
+def _new_state(folder: str) -> dict:
+    return {"version": STATE_VERSION, "folder": folder, "runs": {}, "skipped": [], "damaged": 0}
+
+
+def _new_run() -> dict:
+    # files: name -> {ino, offset, size (when last read), blocked}; plugins: tag -> the
+    # plugin named in its metadata; tags: tag -> series (_add_point).
+    return {"files": {}, "plugins": {}, "tags": {}}
+
+
+def _add_point(series: dict, step: int, value: float, wall_time: float) -> None:
+    series["n"] += 1
+    if series["first"] is None:
+        series["first"] = [step, value]
+    series["last"] = [step, value, wall_time]
+    if math.isfinite(value):
+        if series["low"] is None or value < series["low"][1]:
+            series["low"] = [step, value]
+        if series["high"] is None or value > series["high"][1]:
+            series["high"] = [step, value]
+    points = series["points"]
+    points.append([step, value])
+    if len(points) > MAX_POINTS:
+        series["points"] = compact(points)
+
+
+def compact(points: list[list]) -> list[list]:
+    """About half the points: the first and the last, and of each run of 4 the lowest and
+    the highest (in their order), so every extreme the chart showed stays on it."""
+    keep = {0, len(points) - 1}
+    for start in range(0, len(points), 4):
+        chunk = [
+            i for i in range(start, min(start + 4, len(points))) if math.isfinite(points[i][1])
+        ]
+        if chunk:
+            keep.add(min(chunk, key=lambda i: points[i][1]))
+            keep.add(max(chunk, key=lambda i: points[i][1]))
+    return [points[i] for i in sorted(keep)]
+
+
+class _Reading:
+    """One refresh of a state: walks the log folder and reads what is new, until `deadline`."""
+
+    def __init__(self, state: dict, deadline: float) -> None:
+        self.state = state
+        self.deadline = deadline
+        self.tags = sum(len(run["tags"]) for run in state["runs"].values())
+        self.seen_runs: set[str] = set()
+        self.pending = 0  # bytes left to read (not counting records that wait to be whole)
+        self.changed = False
+        self.folders = 0
+        self.files = 0
+
+    def walk(self, fd: int, run: str, depth: int) -> None:
+        """Reads the event files in the folder open at `fd` (run `run`), then its subfolders."""
+        self.folders += 1
+        try:
+            entries = sorted(os.scandir(fd), key=lambda entry: entry.name)
+        except OSError:
+            return
+        events: dict[str, os.stat_result] = {}
+        folders = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.name)
+                elif (
+                    "tfevents" in entry.name
+                    and self.files < MAX_FILES
+                    and entry.is_file(follow_symlinks=False)
+                ):
+                    events[entry.name] = entry.stat(follow_symlinks=False)
+                    self.files += 1
+            except OSError:
+                continue
+        if events:
+            self.seen_runs.add(run)
+            self.read_run(fd, run, events)
+        for name in folders:
+            if depth >= MAX_DEPTH or self.folders >= MAX_DIRS:
+                break
+            try:
+                child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            except OSError:
+                continue
+            try:
+                self.walk(child, name if run == "." else f"{run}/{name}", depth + 1)
+            finally:
+                os.close(child)
+
+    def read_run(self, fd: int, name: str, events: dict[str, os.stat_result]) -> None:
+        runs = self.state["runs"]
+        run = runs.get(name)
+        if run is not None and any(
+            file_name not in events
+            or events[file_name].st_ino != known["ino"]
+            or events[file_name].st_size < known["offset"]
+            for file_name, known in run["files"].items()
+        ):
+            # A file removed, replaced or cut shorter: TensorBoard would show what is there now.
+            self.tags -= len(run["tags"])
+            run = None
+        if run is None:
+            run = runs[name] = _new_run()
+            self.changed = True
+        for file_name, found in events.items():
+            known = run["files"].setdefault(
+                file_name, {"ino": found.st_ino, "offset": 0, "size": 0, "blocked": False}
+            )
+            if found.st_size == known["offset"] or (
+                known["blocked"] and found.st_size == known["size"]
+            ):
+                continue
+            if time.monotonic() >= self.deadline:
+                self.pending += found.st_size - known["offset"]
+                continue
+            self.read_file(fd, file_name, run, known)
+
+    def read_file(self, fd: int, file_name: str, run: dict, known: dict) -> None:
+        try:
+            file = os.open(
+                file_name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd
+            )
+        except OSError:
+            return
+        try:
+            opened = os.fstat(file)
+            if not stat.S_ISREG(opened.st_mode) or opened.st_ino != known["ino"]:
+                return  # swapped since the folder was listed: read on the next refresh
+            records = Records(file, known["offset"])
+            for data, data_crc in records:
+                self.take(run, data, data_crc)
+                if time.monotonic() >= self.deadline:
+                    break
+            known.update(offset=records.offset, size=opened.st_size, blocked=records.blocked)
+            self.changed = True
+            if not records.blocked:
+                self.pending += max(opened.st_size - records.offset, 0)
+        except OSError:
+            return
+        finally:
+            os.close(file)
+
+    def take(self, run: dict, data: bytes, data_crc: int) -> None:
+        """Keeps the scalars of one record."""
+        try:
+            wall_time, step, values = parse_event(data)
+        except (Malformed, struct.error):
+            self.state["damaged"] += 1
+            return
+        if not values:
+            return
+        if masked_crc32c(data) != data_crc:
+            self.state["damaged"] += 1
+            return
+        plugins = run["plugins"]
+        for found in values:
+            if found.plugin and found.tag not in plugins and len(plugins) < MAX_PLUGIN_TAGS:
+                plugins[found.tag] = found.plugin
+            value = found.value
+            if value is None and plugins.get(found.tag, SCALARS_PLUGIN) == SCALARS_PLUGIN:
+                value = found.tensor
+            if value is None:
+                continue
+            series = run["tags"].get(found.tag)
+            if series is None:
+                if self.tags >= MAX_TAGS:
+                    self._skip(run, found.tag)
+                    continue
+                series = run["tags"][found.tag] = {
+                    "n": 0,
+                    "points": [],
+                    "first": None,
+                    "last": None,
+                    "low": None,
+                    "high": None,
+                }
+                self.tags += 1
+            _add_point(series, step, value, wall_time)
+
+    def _skip(self, run: dict, tag: str) -> None:
+        skipped = self.state["skipped"]
+        key = f"{next(n for n, r in self.state['runs'].items() if r is run)}\x00{tag}"
+        if key not in skipped and len(skipped) < 1000:
+            skipped.append(key)
+
+    def finish(self) -> None:
+        """Forgets the runs whose folder is gone."""
+        for name in list(self.state["runs"]):
+            if name not in self.seen_runs:
+                del self.state["runs"][name]
+                self.changed = True
+        if self.changed:
+            alive = set(self.state["runs"])
+            self.state["skipped"] = [
+                key for key in self.state["skipped"] if key.split("\x00", 1)[0] in alive
+            ]
+
+
+# -- where a job's event files are -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogFolder:
+    mounted: str  # the real host folder of the volume mount logPath lies in
+    path: str  # logPath's real host folder, inside `mounted`
+
+
+def log_folder(spec: JobSpec) -> LogFolder | str:
+    """The host folder of a local job's Tensorboard log path, or why there is none to read."""
+    log_path = normalised_mount_path(spec.tensorboard.log_path)
+    if log_path is None:
+        return _("The Tensorboard log path is not an absolute path.")
+    mounts = [
+        ds
+        for ds in spec.datasources
+        if ds.type == "hostpath"
+        and normalised_mount_path(ds.mount_path)
+        and is_within(log_path, ds.mount_path)
+    ]
+    if not mounts:
+        return _(
+            "The Tensorboard log path %(path)s is not on a volume this job mounts, so its event "
+            "files stay inside the job's own file system (its /tmp is removed when it ends), "
+            "where the console does not read. Mount a volume at or above %(path)s (step "
+            "Data sources) to see the curves here."
+        ) % {"path": log_path}
+    # The deepest mount wins, as it does in the sandbox.
+    mount = max(mounts, key=lambda ds: len(ds.mount_path))
+    roots = {volume.name: volume.root for volume in host_volumes()}
+    if mount.name not in roots:
+        return _("Volume %(volume)s is not available on this machine.") % {"volume": mount.name}
+    outside = _(
+        "The Tensorboard log path %(path)s leads outside the folder the job mounts there (a "
+        "symbolic link): the console reads only inside it."
+    ) % {"path": log_path}
+    try:
+        mounted = str(resolve_in_root(roots[mount.name], mount.source_path))
+    except SandboxError:
+        return outside
+    target = os.path.realpath(
+        posixpath.join(mounted, posixpath.relpath(log_path, mount.mount_path))
+    )
+    if not is_within(target, mounted):
+        return outside
+    return LogFolder(mounted=mounted, path=target)
+
+
+def _open_folder(folder: LogFolder) -> int | None:
+    """A descriptor of the log folder, checked where it really points; None when there is no
+    such folder (yet), or it has become something else since it was resolved."""
+    try:
+        fd = os.open(folder.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not is_within(os.readlink(f"/proc/self/fd/{fd}"), folder.mounted):
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_state(folder: LogFolder, *, state_dir: Path | None, seconds: float) -> tuple[dict, int]:
+    """What has been read of the folder's event files, brought up to date for at most
+    `seconds`, and how many bytes are left to read. The state is kept in `state_dir` (the
+    job's run folder) when there is one: only one request reads at a time, the others
+    answer with the state as it is."""
+    deadline = time.monotonic() + seconds
+    if state_dir is None or not state_dir.is_dir():
+        return _refreshed(_new_state(folder.path), folder, deadline)
+    state_path = state_dir / STATE_FILE
+    try:
+        lock = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+    except OSError:
+        return _refreshed(_new_state(folder.path), folder, deadline)
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            # Another request is reading: the state as that one last saved it.
+            state = _loaded(state_path, folder)
+            left = sum(
+                max(known["size"] - known["offset"], 0)
+                for run in state["runs"].values()
+                for known in run["files"].values()
+                if not known["blocked"]
+            )
+            return state, left
+        # Taken out while it is brought up to date, put back once it matches the file again.
+        identity, state = _kept.pop(str(state_path), (None, None))
+        with contextlib.suppress(OSError):
+            if state is None or identity != _identity(state_path) or state["folder"] != folder.path:
+                state = None
+        state = state or _loaded(state_path, folder)
+        state, pending = _refreshed(state, folder, deadline, save_to=state_path)
+        with contextlib.suppress(OSError):
+            _keep(state_path, state)
+        return state, pending
+    finally:
+        os.close(lock)
+
+
+# The latest states read in this process, by state file, with the file's identity then:
+# decoding a state of 48 tags (~700 KB of JSON) would be most of every poll's cost. Another
+# process (a second gunicorn worker) that updates the file changes its identity.
+_kept: dict[str, tuple[tuple[int, int, int], dict]] = {}
+KEPT_STATES = 16  # jobs whose pages are open at once; ~3 MB each at most in memory
+
+
+def _identity(path: Path) -> tuple[int, int, int]:
+    found = path.stat()
+    return found.st_ino, found.st_mtime_ns, found.st_size
+
+
+def _keep(path: Path, state: dict) -> None:
+    if len(_kept) >= KEPT_STATES:
+        _kept.pop(next(iter(_kept)))
+    _kept[str(path)] = (_identity(path), state)
+
+
+def _loaded(path: Path, folder: LogFolder) -> dict:
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return _new_state(folder.path)
+    if state.get("version") != STATE_VERSION or state.get("folder") != folder.path:
+        return _new_state(folder.path)
+    return state
+
+
+def _refreshed(
+    state: dict, folder: LogFolder, deadline: float, *, save_to: Path | None = None
+) -> tuple[dict, int]:
+    fd = _open_folder(folder)
+    reading = _Reading(state, deadline)
+    if fd is not None:
+        try:
+            reading.walk(fd, ".", 0)
+        finally:
+            os.close(fd)
+    reading.finish()
+    if reading.changed and save_to is not None:
+        state["generation"] = state.get("generation", 0) + 1
+        # A job deleted meanwhile has no folder: nothing is written (nor the folder made again).
+        with contextlib.suppress(OSError):
+            write_atomic(save_to, json.dumps(state, separators=(",", ":")))
+    return state, reading.pending
+
+
+# -- the job page's section ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricChart:
+    run: str
+    tag: str
+    latest: str  # the latest value, as shown
+    latest_step: int
+    first_step: int  # the chart's first and last step (steps may go back: a restart)
+    last_step: int
+    low: str  # the lowest and highest values (the chart's bottom and top)
+    high: str
+    points: str  # an SVG polyline's points, in a CHART_WIDTH x CHART_HEIGHT box
+    text: str  # the chart's text alternative
+
+
+@dataclass
+class TrainingMetrics:
+    log_path: str
+    note: str = ""  # why there are no curves to read (the page shows it instead)
+    charts: list[MetricChart] = field(default_factory=list)
+    runs: int = 0
+    more_tags: int = 0  # tags found beyond MAX_TAGS, not shown
+    damaged: int = 0  # records skipped as damaged
+    pending: int = 0  # bytes of event files still to read (caught up over the next polls)
+
+
+def shown_value(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.6g}"
+
+
+def chart(run: str, tag: str, series: dict) -> MetricChart:
+    points = sorted(
+        (p for p in series["points"] if math.isfinite(p[1])), key=lambda point: point[0]
+    )
+    low = series["low"][1] if series["low"] else 0.0
+    high = series["high"][1] if series["high"] else 0.0
+    first_step = series["first"][0]
+    last_step, latest, _wall = series["last"]
+    steps = (points[0][0], points[-1][0]) if points else (first_step, last_step)
+    drawn = []
+    for step, value in points:
+        x = (step - steps[0]) / (steps[1] - steps[0]) * CHART_WIDTH if steps[1] > steps[0] else 0
+        y = (
+            CHART_HEIGHT / 2
+            if high == low
+            else CHART_HEIGHT - 2 - (value - low) / (high - low) * (CHART_HEIGHT - 4)
+        )
+        drawn.append(f"{x:.1f},{y:.1f}")
+    if len(drawn) == 1:  # one value: a level line, as a polyline of one point draws nothing
+        drawn.append(f"{CHART_WIDTH},{drawn[0].split(',')[1]}")
+    # No finite value at all (every one NaN): nothing drawn, and no extremes to name.
+    low_shown = shown_value(low) if series["low"] else "–"
+    high_shown = shown_value(high) if series["high"] else "–"
+    text = _(
+        "%(tag)s: %(count)s values, steps %(first)s to %(last)s; lowest %(low)s, highest "
+        "%(high)s, latest %(latest)s at step %(step)s"
+    ) % {
+        "tag": tag,
+        "count": series["n"],
+        "first": steps[0],
+        "last": steps[1],
+        "low": low_shown,
+        "high": high_shown,
+        "latest": shown_value(latest),
+        "step": last_step,
+    }
+    return MetricChart(
+        run=run,
+        tag=tag,
+        latest=shown_value(latest),
+        latest_step=last_step,
+        first_step=steps[0],
+        last_step=steps[1],
+        low=low_shown,
+        high=high_shown,
+        points=" ".join(drawn),
+        text=text,
+    )
+
+
+def training_metrics(*, job: Job, seconds: float | None = None) -> TrainingMetrics | None:
+    """The training curves of a job with Tensorboard on (None: it is off, or its spec cannot
+    be read), or the reason the console has none to show; reading for at most `seconds`
+    (READ_SECONDS by default)."""
+    try:
+        spec = job.job_spec()
+    except SpecError:
+        return None
+    if not spec.tensorboard.enable:
+        return None
+    metrics = TrainingMetrics(log_path=spec.tensorboard.log_path)
+    if job.backend != "local":
+        metrics.note = _(
+            "The console reads event files on this machine only; this job's are on the storage "
+            "of %(backend)s. Open its Tensorboard there (on AIHC: 训练效果监控)."
+        ) % {"backend": REMOTE_NAMES.get(job.backend, job.backend)}
+        return metrics
+    folder = log_folder(spec)
+    if isinstance(folder, str):
+        metrics.note = folder
+        return metrics
+    try:
+        state, metrics.pending = read_state(
+            folder,
+            state_dir=job_logs.job_dir(job.public_id),
+            seconds=READ_SECONDS if seconds is None else seconds,
+        )
+    except Exception:  # whatever a job left in its volume must not break its page
+        logger.exception("reading the event files of %s failed", job.public_id)
+        metrics.note = _("The event files cannot be read right now.")
+        return metrics
+    metrics.runs = len(state["runs"])
+    metrics.damaged = state["damaged"]
+    metrics.more_tags = len(state["skipped"])
+    metrics.charts = _charts(
+        state, key=(job.public_id, folder.path, state.get("generation"), get_language())
+    )
+    return metrics
+
+
+# The charts of the latest states read, by (job, log folder, its state's generation, language):
+# drawing 48 charts of 500 points is most of a poll's cost, and most polls find nothing new.
+_drawn: dict[tuple, list[MetricChart]] = {}
+DRAWN_KEPT = 16
+
+
+def _charts(state: dict, *, key: tuple) -> list[MetricChart]:
+    if key[2] is not None and key in _drawn:
+        return _drawn[key]
+    charts = [
+        chart(run_name, tag, series)
+        for run_name, run in sorted(state["runs"].items())
+        for tag, series in sorted(run["tags"].items())
+    ]
+    if key[2] is not None:  # a state kept in a file; one read in memory alone has no generation
+        if len(_drawn) >= DRAWN_KEPT:
+            _drawn.pop(next(iter(_drawn)))
+        _drawn[key] = charts
+    return charts

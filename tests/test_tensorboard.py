@@ -1,0 +1,374 @@
+"""A local job's training curves on its page, read from event files that tensorboardX (an
+independent writer, with its own CRC32C and protobuf serialisation) wrote."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.urls import reverse
+from django.utils import translation
+from tensorboardX import SummaryWriter
+from tensorboardX.event_file_writer import EventsWriter
+from tensorboardX.proto.event_pb2 import Event
+from tensorboardX.proto.summary_pb2 import Summary, SummaryMetadata
+from tensorboardX.proto.tensor_pb2 import TensorProto
+from tensorboardX.summary import scalar
+
+from jobs import spec as S
+from jobs import tensorboard as tb
+from jobs.logs import job_dir
+from jobs.models import Job, JobStatus
+
+from .runner_helpers import make_spec, runner_settings, submit, volume  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("runner_settings", "in_english")
+
+
+@pytest.fixture
+def in_english():
+    """The notes and text alternatives read directly are in English; pages stay in the
+    console's language (Chinese), as their clients ask."""
+    with translation.override("en"):
+        yield
+
+
+TB_ON = S.TensorboardConfig(enable=True, log_path="/workspace/tb")
+
+
+def tb_job(owner, **changes) -> Job:
+    return submit(owner, make_spec("true", **{"tensorboard": TB_ON, **changes}))
+
+
+def write_scalars(folder: Path, tag: str, values: list[float], *, start: int = 0) -> None:
+    writer = SummaryWriter(str(folder))
+    for step, value in enumerate(values, start=start):
+        writer.add_scalar(tag, value, step)
+    writer.close()
+
+
+def synchronous_writer(folder: Path) -> EventsWriter:
+    """tensorboardX's own event file writer, without SummaryWriter's queue: what is written
+    is in the file once flushed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return EventsWriter(str(folder / "events"))
+
+
+def scalar_event(tag: str, value: float, step: int) -> Event:
+    return Event(wall_time=time.time(), step=step, summary=scalar(tag, value))
+
+
+def tensor_value(tag: str, tensor: TensorProto, *, plugin: str = "") -> Summary:
+    value = Summary.Value(tag=tag, tensor=tensor)
+    if plugin:
+        value.metadata.CopyFrom(
+            SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name=plugin))
+        )
+    return Summary(value=[value])
+
+
+def event_files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*tfevents*"))
+
+
+def records(data: bytes) -> list[tuple[int, int]]:
+    """Each TFRecord's data (start, end) in a file's bytes, read by the framing alone."""
+    found, at = [], 0
+    while at < len(data):
+        (length,) = struct.unpack_from("<Q", data, at)
+        found.append((at + 12, at + 12 + length))
+        at += 12 + length + 4
+    return found
+
+
+def series_of(metrics) -> dict[str, list]:
+    return {f"{c.run}/{c.tag}": c for c in metrics.charts}
+
+
+def read(job: Job, *, seconds: float = 5) -> tb.TrainingMetrics:
+    metrics = tb.training_metrics(job=Job.objects.get(pk=job.pk), seconds=seconds)
+    assert metrics is not None
+    return metrics
+
+
+def test_scalars_written_as_simple_values_show_with_their_latest_value_and_step(alice, settings):
+    job = tb_job(alice)
+    write_scalars(volume(settings) / "tb", "loss", [2.5, 1.25, 0.5])
+
+    metrics = read(job)
+
+    assert metrics.note == "" and metrics.damaged == 0 and metrics.pending == 0
+    [loss] = metrics.charts
+    assert (loss.run, loss.tag, loss.latest, loss.latest_step) == (".", "loss", "0.5", 2)
+    assert (loss.low, loss.high, loss.first_step, loss.last_step) == ("0.5", "2.5", 0, 2)
+    # Drawn left to right from step 0 to 2, the highest value at the top.
+    assert loss.points == "0.0,2.0 150.0,62.0 300.0,98.0"
+    assert "lowest 0.5, highest 2.5, latest 0.5 at step 2" in loss.text
+
+
+def test_scalars_written_as_tensors_the_tf2_way_show_and_other_plugins_tensors_do_not(
+    alice, settings
+):
+    job = tb_job(alice)
+    writer = SummaryWriter(str(volume(settings) / "tb"))
+    for step in range(3):
+        # As TF2 writes them: the plugin named with the tag's first value only.
+        floats = TensorProto(dtype="DT_FLOAT", float_val=[step / 4])
+        writer.file_writer.add_summary(
+            tensor_value("acc", floats, plugin="scalars" if step == 0 else ""), step
+        )
+        doubles = TensorProto(dtype="DT_DOUBLE", tensor_content=struct.pack("<d", 0.1 * step))
+        writer.file_writer.add_summary(tensor_value("lr", doubles), step)
+        half = np.array([step + 0.5], dtype=np.float16).view(np.uint16)
+        halves = TensorProto(dtype="DT_HALF", half_val=[int(half[0])])
+        writer.file_writer.add_summary(tensor_value("grad_norm", halves), step)
+        # A one-element float tensor of another plugin is not a scalar, nor is a histogram.
+        other = TensorProto(dtype="DT_FLOAT", float_val=[9.0])
+        writer.file_writer.add_summary(
+            tensor_value("hparams", other, plugin="hparams" if step == 0 else ""), step
+        )
+        writer.add_histogram("weights", np.arange(10.0) * step, step)
+    writer.close()
+
+    shown = series_of(read(job))
+
+    assert set(shown) == {"./acc", "./lr", "./grad_norm"}
+    assert (shown["./acc"].latest, shown["./acc"].latest_step) == ("0.5", 2)
+    assert shown["./lr"].latest == "0.2"
+    assert (shown["./grad_norm"].low, shown["./grad_norm"].latest) == ("0.5", "2.5")
+
+
+def test_each_sub_folder_is_a_run_of_its_own_read_from_all_its_files(alice, settings):
+    job = tb_job(alice)
+    logs = volume(settings) / "tb"
+    write_scalars(logs / "train", "loss", [3.0, 2.0])
+    write_scalars(logs / "train", "loss", [1.0], start=2)  # a second file: a restart
+    write_scalars(logs / "eval" / "nightly", "loss", [4.0])
+
+    metrics = read(job)
+
+    assert metrics.runs == 2
+    shown = series_of(metrics)
+    assert set(shown) == {"train/loss", "eval/nightly/loss"}
+    assert (shown["train/loss"].latest, shown["train/loss"].latest_step) == ("1", 2)
+    assert shown["eval/nightly/loss"].latest == "4"
+
+
+def test_a_record_cut_short_is_read_once_it_is_whole_and_a_damaged_one_is_skipped(alice, settings):
+    job = tb_job(alice)
+    (job_dir(job.public_id)).mkdir(parents=True)
+    logs = volume(settings) / "tb"
+    write_scalars(logs, "loss", [5.0, 4.0, 3.0, 2.0])
+    [path] = event_files(logs)
+    data = bytearray(path.read_bytes())
+    spans = records(bytes(data))
+    # The third value's data damaged (its checksum no longer matches), the last one cut
+    # short as if the writer were still writing it.
+    start, end = spans[3]
+    data[end - 1] ^= 0xFF
+    path.write_bytes(bytes(data[:-7]))
+
+    metrics = read(job)
+
+    [loss] = metrics.charts
+    assert (loss.latest, loss.latest_step) == ("4", 1)
+    assert metrics.damaged == 1 and metrics.pending == 0
+    with open(path, "ab") as file:
+        file.write(bytes(data[-7:]))
+    [loss] = read(job).charts
+    assert (loss.latest, loss.latest_step) == ("2", 3)
+    assert "3 values" in loss.text  # the damaged one stays out
+
+
+def test_only_what_was_added_since_the_last_read_is_read(alice, settings):
+    job = tb_job(alice)
+    job_dir(job.public_id).mkdir(parents=True)
+    logs = volume(settings) / "tb"
+    writer = synchronous_writer(logs)
+    writer.write_event(scalar_event("loss", 1.0, 0))
+    writer.flush()
+    assert read(job).charts[0].latest == "1"
+    [path] = event_files(logs)
+    # Damage what was read already: a reader starting over would now skip that record.
+    data = bytearray(path.read_bytes())
+    start, end = records(bytes(data))[1]
+    data[end - 1] ^= 0xFF
+    with open(path, "r+b") as file:
+        file.write(bytes(data))
+    writer.write_event(scalar_event("loss", 0.5, 1))
+    writer.close()
+
+    metrics = read(job)
+
+    assert metrics.damaged == 0
+    assert metrics.charts[0].latest == "0.5" and "2 values" in metrics.charts[0].text
+    state = json.loads((job_dir(job.public_id) / tb.STATE_FILE).read_text())
+    assert state["runs"]["."]["files"][path.name]["offset"] == path.stat().st_size
+
+
+def test_a_request_reads_for_a_bounded_time_and_the_next_ones_catch_up(alice, settings):
+    job = tb_job(alice)
+    job_dir(job.public_id).mkdir(parents=True)
+    write_scalars(volume(settings) / "tb", "loss", [float(n) for n in range(100)])
+
+    first = read(job, seconds=0)
+
+    assert first.charts == [] and first.pending > 0
+    caught_up = read(job)
+    assert caught_up.pending == 0 and caught_up.charts[0].latest == "99"
+
+
+def test_a_long_series_keeps_a_bounded_chart_with_its_extremes_and_exact_figures(alice, settings):
+    job = tb_job(alice)
+    values = [1.0] * 5000
+    values[2345] = 50.0  # one spike
+    values[3001] = -7.0
+    values[-1] = 2.0
+    write_scalars(volume(settings) / "tb", "loss", values)
+
+    [loss] = read(job).charts
+
+    drawn = [point.split(",") for point in loss.points.split()]
+    assert len(drawn) <= tb.MAX_POINTS
+    assert (loss.low, loss.high, loss.latest, loss.latest_step) == ("-7", "50", "2", 4999)
+    ys = [float(y) for _, y in drawn]
+    assert min(ys) == 2.0 and max(ys) == 98.0  # the spike at the top, the dip at the bottom
+    assert "5000 values, steps 0 to 4999" in loss.text
+
+
+def test_a_nan_loss_reads_as_nan_and_breaks_nothing(alice, alice_client, settings):
+    job = tb_job(alice)
+    write_scalars(volume(settings) / "tb", "loss", [1.0, float("nan")])
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "NaN（步数 1）" in page
+
+
+def test_tags_beyond_the_limit_are_counted_not_shown(alice, settings):
+    job = tb_job(alice)
+    writer = SummaryWriter(str(volume(settings) / "tb"))
+    for n in range(tb.MAX_TAGS + 3):
+        writer.add_scalar(f"tag{n:03}", float(n), 0)
+    writer.close()
+
+    metrics = read(job)
+
+    assert len(metrics.charts) == tb.MAX_TAGS and metrics.more_tags == 3
+
+
+def test_a_log_path_outside_the_job_s_mounts_says_so_instead_of_an_empty_chart(alice):
+    job = tb_job(alice, tensorboard=S.TensorboardConfig(enable=True, log_path="/tmp/tb"))
+
+    metrics = read(job)
+
+    assert metrics.charts == []
+    assert "/tmp/tb is not on a volume this job mounts" in metrics.note
+
+
+def test_symbolic_links_never_lead_the_console_outside_the_mounted_folder(
+    alice, settings, tmp_path
+):
+    outside = tmp_path / "outside"
+    write_scalars(outside / "run", "secret", [42.0])
+    logs = volume(settings) / "tb"
+    logs.mkdir()
+    # An event file, a run folder and the log folder itself, each a link to the outside.
+    [secret_file] = event_files(outside)
+    (logs / "events.out.tfevents.1.link").symlink_to(secret_file)
+    (logs / "linked-run").symlink_to(outside / "run")
+    (volume(settings) / "tb-link").symlink_to(outside)
+    # A FIFO named like an event file must not hang the request either.
+    os.mkfifo(logs / "events.out.tfevents.2.fifo")
+    write_scalars(logs / "real", "loss", [1.0])
+
+    shown = series_of(read(tb_job(alice)))
+    linked = read(
+        tb_job(alice, tensorboard=S.TensorboardConfig(enable=True, log_path="/workspace/tb-link"))
+    )
+
+    assert set(shown) == {"real/loss"}
+    assert linked.charts == [] and "leads outside the folder the job mounts" in linked.note
+
+
+def test_a_job_on_a_remote_backend_gets_a_plain_note(alice):
+    job = tb_job(alice)
+    Job.objects.filter(pk=job.pk).update(backend="aihc")
+
+    metrics = read(job)
+
+    assert metrics.charts == [] and "on the storage of AIHC" in metrics.note
+
+
+def test_the_job_page_shows_the_section_and_the_status_poll_refreshes_it(
+    alice, alice_client, settings
+):
+    job = tb_job(alice)
+    logs = volume(settings) / "tb"
+    write_scalars(logs, "loss", [0.75])
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert 'id="metrics-heading">训练指标</h2>' in page
+    assert '<span class="font-monospace metric-tag">loss</span>' in page
+    assert "0.75" in page and '<svg class="metric-chart' in page
+    write_scalars(logs, "loss", [0.25], start=1)
+    live = alice_client.get(
+        reverse("job-live", args=[job.public_id]), headers={"HX-Request": "true"}
+    )
+    html = live.content.decode()
+    assert (
+        '<section class="mt-3" id="metrics" aria-labelledby="metrics-heading" hx-swap-oob="true"'
+        in html
+    )
+    assert "<html" not in html and "0.25" in html
+
+
+def test_the_job_page_has_no_section_without_tensorboard(alice, alice_client):
+    job = submit(alice, make_spec("true"))
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert 'id="metrics"' not in page
+
+
+def test_an_ended_job_still_being_read_polls_its_section_until_it_is_read(
+    alice, alice_client, settings, monkeypatch
+):
+    job = tb_job(alice)
+    job_dir(job.public_id).mkdir(parents=True)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+    write_scalars(volume(settings) / "tb", "loss", [1.0, 0.5])
+    with monkeypatch.context() as patched:
+        patched.setattr(tb, "READ_SECONDS", 0)  # a page that ran out of time reading
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert 'id="metrics-pending"' in page
+    assert f'hx-get="{reverse("job-metrics", args=[job.public_id])}"' in page
+
+    url = reverse("job-metrics", args=[job.public_id])
+    answer = alice_client.get(url, headers={"HX-Request": "true"})
+
+    assert answer.status_code == 286  # all read: the section stops polling
+    assert "0.5（步数 1）" in answer.content.decode()
+    plain = alice_client.get(url)
+    assert plain.status_code == 302 and plain["Location"].endswith("#metrics")
+
+
+def test_two_requests_at_once_read_the_files_once(alice, settings):
+    job = tb_job(alice)
+    job_dir(job.public_id).mkdir(parents=True)
+    write_scalars(volume(settings) / "tb", "loss", [float(n) for n in range(50)])
+    lock = os.open(job_dir(job.public_id) / tb.LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        # Another request holds the lock: this one answers with the state as it is.
+        waiting = read(job)
+        assert waiting.charts == []
+    finally:
+        os.close(lock)
+    assert read(job).charts[0].latest == "49"
