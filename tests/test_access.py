@@ -86,6 +86,7 @@ RULES: dict[str, Rule] = {
     "job-detail": Rule(kwargs=job_kwargs),
     "job-copy": Rule(kwargs=job_kwargs, methods=POST),
     "job-live": Rule(kwargs=job_kwargs),
+    "job-metrics": Rule(kwargs=job_kwargs),
     "job-logs": Rule(kwargs=job_kwargs, query={"replica": "master-0"}),
     "job-log-search": Rule(kwargs=job_kwargs, query={"replica": "master-0", "q": "x"}),
     "job-log-download": Rule(kwargs=lambda w: {**job_kwargs(w), "replica": "master-0"}),
