@@ -36,6 +36,7 @@ from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
+from .admin_lists import NulFreeLookupsMixin
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .models import (
@@ -92,12 +93,12 @@ admin.site.unregister(Group)
 
 
 @admin.register(User)
-class ConsoleUserAdmin(BoundedSearchMixin, UserAdmin):
+class ConsoleUserAdmin(NulFreeLookupsMixin, BoundedSearchMixin, UserAdmin):
     pass
 
 
 @admin.register(Group)
-class ConsoleGroupAdmin(BoundedSearchMixin, GroupAdmin):
+class ConsoleGroupAdmin(NulFreeLookupsMixin, BoundedSearchMixin, GroupAdmin):
     pass
 
 
@@ -445,7 +446,7 @@ def _user_text(user: Any) -> str:
 
 
 @admin.register(Job)
-class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
+class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
     list_display = [
         "public_id",
         "name",
@@ -1024,7 +1025,7 @@ class CardQuotaForm(forms.ModelForm):
 
 
 @admin.register(CardQuota)
-class CardQuotaAdmin(BoundedSearchMixin, admin.ModelAdmin):
+class CardQuotaAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
     """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
     model's permissions edit them; the scheduler reads them on its next pass."""
 
