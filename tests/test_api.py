@@ -324,6 +324,17 @@ def test_the_pools_own_refusals_apply_as_in_the_wizard(api):
     assert Job.objects.count() == 0
 
 
+def test_a_nul_in_a_mounts_source_path_is_refused_on_that_field_not_a_500(api):
+    bad = body()  # mounts the local volume "work" (runner_settings)
+    bad["datasources"][0]["sourcePath"] = "data\x00set"
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert "datasources[0].sourcePath" in error.message
+    assert Job.objects.count() == 0
+
+
 def test_a_job_the_idle_cards_cannot_hold_now_is_queued_and_runs_once_they_free_as_on_aihc(
     api, settings
 ):
