@@ -312,6 +312,11 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
 
 def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     """The search box of the shown replica's log and, once a search is asked, what it found."""
+    if "q" in query and not query.get("context"):
+        # A link or a box left empty searches with the default lines around each match: the
+        # box says so rather than showing nothing.
+        query = query.copy()
+        query["context"] = str(SEARCH_CONTEXT)
     form = LogSearchForm(query if "q" in query else None)
     context: dict[str, Any] = {
         "search_form": form,
@@ -324,7 +329,6 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     if not label or not form.is_bound or not form.is_valid():
         return context
     data = form.cleaned_data
-    around = SEARCH_CONTEXT if data["context"] is None else data["context"]
     try:
         backend = get_backend(job.backend)
         path = backend.log_file(job, label)
@@ -341,7 +345,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
             lines,
             pattern=data["pattern"],
             deadline=deadline,
-            context=around,
+            context=data["context"],
             secrets=job_secrets(job),
         )
     except BackendError as exc:
