@@ -522,6 +522,20 @@ def test_a_body_changed_to_the_same_length_is_caught_by_its_signed_content_md5(w
     assert Job.objects.count() == 0
 
 
+@pytest.mark.parametrize("field", ["command", "name"])
+def test_a_body_holding_half_a_surrogate_pair_is_refused_and_makes_no_job(wsgi, alice_key, field):
+    # JSON may escape "\ud800" alone; such a job could be stored but never shown or run, and
+    # its id in a list broke the owner's whole DescribeJobs answer (a 500 on every read).
+    key, secret = alice_key
+    content = json.dumps(body(**{field: "echo \ud800"})).encode()  # ASCII: the escape as sent
+
+    r = signed_post(wsgi, key, secret, content, names=None)
+
+    assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
+    assert "unpaired surrogate" in r.json()["message"]
+    assert Job.objects.count() == 0
+
+
 def test_a_signature_must_cover_the_host(wsgi, alice_key):
     key, secret = alice_key
     r = signed_post(wsgi, key, secret, json.dumps(body()).encode(), names=["x-bce-date"])
