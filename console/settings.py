@@ -166,6 +166,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "jobs.http.HtmxLoginEndedMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"

@@ -20,8 +20,10 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
+from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
+from django.core.exceptions import ValidationError
 from django.db.models import Max, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -36,6 +38,7 @@ from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
+from .admin_lists import NulFreeLookupsMixin
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .models import (
@@ -92,12 +95,12 @@ admin.site.unregister(Group)
 
 
 @admin.register(User)
-class ConsoleUserAdmin(BoundedSearchMixin, UserAdmin):
+class ConsoleUserAdmin(NulFreeLookupsMixin, BoundedSearchMixin, UserAdmin):
     pass
 
 
 @admin.register(Group)
-class ConsoleGroupAdmin(BoundedSearchMixin, GroupAdmin):
+class ConsoleGroupAdmin(NulFreeLookupsMixin, BoundedSearchMixin, GroupAdmin):
     pass
 
 
@@ -445,7 +448,7 @@ def _user_text(user: Any) -> str:
 
 
 @admin.register(Job)
-class JobAdmin(BoundedSearchMixin, admin.ModelAdmin):
+class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
     list_display = [
         "public_id",
         "name",
@@ -1006,6 +1009,24 @@ def _unknown_queues(policy: ReviewPolicy) -> list[str]:
 # -- card quotas -----------------------------------------------------------------------
 
 
+class ChosenIdsAutocompleteSelect(AutocompleteSelect):
+    """Django's autocomplete box looks its chosen value up as it draws itself, and a value that
+    is no id (`?user=abc` in the add page's address, a number past the column's range, a form
+    posted by hand) failed that lookup with a 500. A value the field itself would refuse is
+    drawn as nothing chosen; on a post, the field says it is not a valid choice."""
+
+    def optgroups(self, name: str, value: list[Any], attr: Any = None) -> Any:
+        field = self.choices.field
+        chosen = []
+        for item in value:
+            try:
+                field.to_python(item)
+            except (ValidationError, OverflowError):
+                continue
+            chosen.append(item)
+        return super().optgroups(name, chosen, attr)
+
+
 class CardQuotaForm(forms.ModelForm):
     class Meta:
         model = CardQuota
@@ -1024,7 +1045,7 @@ class CardQuotaForm(forms.ModelForm):
 
 
 @admin.register(CardQuota)
-class CardQuotaAdmin(BoundedSearchMixin, admin.ModelAdmin):
+class CardQuotaAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
     """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
     model's permissions edit them; the scheduler reads them on its next pass."""
 
@@ -1040,6 +1061,14 @@ class CardQuotaAdmin(BoundedSearchMixin, admin.ModelAdmin):
     search_fields = ["user__username", "group__name", "card_type"]
     autocomplete_fields = ["user", "group"]
     list_select_related = ["user", "group"]
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name in self.autocomplete_fields:
+            kwargs.setdefault(
+                "widget",
+                ChosenIdsAutocompleteSelect(db_field, self.admin_site, using=kwargs.get("using")),
+            )
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     @admin.display(description=gettext_lazy("for"), ordering="user__username")
     def subject_shown(self, obj: CardQuota) -> str:

@@ -327,10 +327,11 @@ def _batch_stop_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
     params = _params(request)
     pool = required_param(params, "resourcePoolId")
     ids = _job_list(params)
-    # A NUL is never in a job id, and some databases refuse it in a query.
-    found = Job.objects.filter(
-        owner=owner, resource_pool=pool, public_id__in=[i for i in ids if "\x00" not in i]
-    ).order_by("-created_at", "-id")
+    # A NUL is never in a job id or a pool name, and PostgreSQL refuses it in a query.
+    searched = [i for i in ids if "\x00" not in i] if "\x00" not in pool else []
+    found = Job.objects.filter(owner=owner, resource_pool=pool, public_id__in=searched).order_by(
+        "-created_at", "-id"
+    )
     errors = {o.job.public_id: o.error for o in jobs_stop(jobs=found, actor=owner)}
     results = []
     for job_id in ids:

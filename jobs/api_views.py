@@ -683,9 +683,22 @@ def jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 def _body(request: HttpRequest) -> Any:
     try:
-        return json.loads(request.body.decode("utf-8"))
+        document = json.loads(request.body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
+    try:
+        # JSON can escape half of a UTF-16 pair alone ("\ud800"), which is no character: a job
+        # holding one would be stored, but its page and every answer naming it could never be
+        # encoded again (a 500 each time), and its process could not be started.
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(
+            400,
+            "MalformedJSON",
+            "The JSON you provided holds an unpaired surrogate (a lone \\ud800-\\udfff), "
+            "which is not a character.",
+        ) from None
+    return document
 
 
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:

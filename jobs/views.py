@@ -317,6 +317,11 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
 
 def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     """The search box of the shown replica's log and, once a search is asked, what it found."""
+    if "q" in query and not query.get("context", "").strip():
+        # A link or a box left empty searches with the default lines around each match: the
+        # box says so rather than showing nothing.
+        query = query.copy()
+        query["context"] = str(SEARCH_CONTEXT)
     form = LogSearchForm(query if "q" in query else None)
     context: dict[str, Any] = {
         "search_form": form,
@@ -329,7 +334,6 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     if not label or not form.is_bound or not form.is_valid():
         return context
     data = form.cleaned_data
-    around = SEARCH_CONTEXT if data["context"] is None else data["context"]
     try:
         backend = get_backend(job.backend)
         path = backend.log_file(job, label)
@@ -339,7 +343,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
                 path,
                 pattern=data["pattern"],
                 deadline=time.monotonic() + SEARCH_SECONDS,
-                context=around,
+                context=data["context"],
                 secrets=job_secrets(job),
             )
         else:
@@ -350,7 +354,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
                 fetched,
                 pattern=data["pattern"],
                 deadline=time.monotonic() + SEARCH_SECONDS,
-                context=around,
+                context=data["context"],
                 secrets=job_secrets(job),
             )
     except BackendError as exc:

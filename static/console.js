@@ -65,8 +65,10 @@ function showRequestError(kind, status) {
 }
 document.addEventListener("htmx:responseError", (event) => {
   const status = event.detail.xhr.status;
-  // A 403 here is the CSRF check: the page's token is older than the session's.
-  showRequestError(status === 403 ? "expired" : "failed", status);
+  // A 401 is a log-in that has ended (jobs.http.HtmxLoginEndedMiddleware); a 403 here is the
+  // CSRF check: the page's token is older than the session's.
+  const kinds = { 401: "loggedOut", 403: "expired" };
+  showRequestError(kinds[status] || "failed", status);
 });
 document.addEventListener("htmx:sendError", () => showRequestError("unreachable", 0));
 document.addEventListener("htmx:afterRequest", (event) => {

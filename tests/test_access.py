@@ -270,6 +270,27 @@ def test_partials_of_someone_elses_objects_answer_404(world, name, role):
     assert r.status_code == 404
 
 
+LOGGED_IN = [
+    pytest.param(name, method, id=f"{name}-{method}")
+    for name in URL_NAMES
+    if name in RULES and not RULES[name].public and not RULES[name].signed
+    for method in sorted(RULES[name].methods)
+]
+
+
+@pytest.mark.parametrize(("name", "method"), LOGGED_IN)
+def test_an_htmx_request_whose_log_in_ended_answers_401_not_the_login_page(world, name, method):
+    """A poll or a step sent after logging out in another tab: htmx would swap a redirect's
+    login page into the page; an error it leaves alone (the page says why, console.js)."""
+    rule = RULES[name]
+    url = reverse(name, kwargs=rule.kwargs(world))
+
+    r = request(client_as(world, "anonymous"), method, url, rule, htmx=True)
+
+    assert r.status_code == 401, r.status_code
+    assert b"password" not in r.content.lower()
+
+
 def test_a_job_of_someone_else_stays_untouched_after_every_post(world):
     """Bob posts to every URL of Alice's job and draft; nothing of hers changes."""
     before = (

@@ -695,6 +695,29 @@ def test_garbage_queries_never_fail(alice, reviewer, query):
 
 
 @pytest.mark.parametrize(
+    "url",
+    [
+        f"{CHANGELIST}?status__exact=%00",
+        f"{CHANGELIST}?owner__username=al%00ice",
+        f"{CHANGELIST}?q=%00",
+        "/admin/jobs/cardquota/?card_type=%00",
+        "/admin/jobs/apikey/?owner__username=%00",
+        "/admin/auth/user/?username=%00",
+        "/admin/auth/group/?name=%00",
+    ],
+)
+def test_a_nul_in_a_lists_address_goes_back_to_the_whole_list(alice, superuser, url):
+    # SQLite compares a NUL like any character; PostgreSQL refuses it in a query, a 500 there
+    # (make test-postgres). The list says so as for any filter it cannot use: ?e=1.
+    submit(alice, "1")
+
+    r = client_for(superuser).get(url)
+
+    assert r.status_code == 302
+    assert r["Location"].endswith("?e=1")
+
+
+@pytest.mark.parametrize(
     "selected", [["['1']"], ["1", "x"], ["-1"], [""], ["99999999999999999999999"]]
 )
 def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review_all, selected):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from jobs import spec as S
@@ -121,3 +123,25 @@ def test_a_job_pages_events_read_once_each_in_the_reviewers_language(browser, li
     expect(events.locator("td.field-message_in_language").first).to_have_text("Job created.")
     expect(events.get_by_text("任务已创建")).to_be_hidden()
     context.close()
+
+
+def test_the_usage_reports_total_reads_as_large_as_the_rows_it_sums(page, alice, reviewer):
+    job = submit(alice, "ran-an-hour")
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.SUCCEEDED,
+        started_at=now - timedelta(hours=1),
+        finished_at=now,
+        total_cards=2,
+    )
+    log_in(page, "carol", "carol-password")
+
+    page.goto("/admin/jobs/job/usage/")
+
+    def looks(cell):
+        return cell.evaluate("c => [getComputedStyle(c).fontSize, getComputedStyle(c).color]")
+
+    row = page.locator("#usage-users tbody tr").first.locator("td").first
+    total = page.locator("#usage-users tfoot td").first
+    expect(total).to_have_text(row.inner_text())
+    assert looks(total) == looks(row)  # not the small grey print of a list's footer

@@ -324,6 +324,17 @@ def test_the_pools_own_refusals_apply_as_in_the_wizard(api):
     assert Job.objects.count() == 0
 
 
+def test_a_nul_in_a_mounts_source_path_is_refused_on_that_field_not_a_500(api):
+    bad = body()  # mounts the local volume "work" (runner_settings)
+    bad["datasources"][0]["sourcePath"] = "data\x00set"
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert "datasources[0].sourcePath" in error.message
+    assert Job.objects.count() == 0
+
+
 def test_a_job_the_idle_cards_cannot_hold_now_is_queued_and_runs_once_they_free_as_on_aihc(
     api, settings
 ):
@@ -508,6 +519,20 @@ def test_a_body_changed_to_the_same_length_is_caught_by_its_signed_content_md5(w
 
     assert r.status_code == 400
     assert r.json()["code"] == "BadDigest"
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize("field", ["command", "name"])
+def test_a_body_holding_half_a_surrogate_pair_is_refused_and_makes_no_job(wsgi, alice_key, field):
+    # JSON may escape "\ud800" alone; such a job could be stored but never shown or run, and
+    # its id in a list broke the owner's whole DescribeJobs answer (a 500 on every read).
+    key, secret = alice_key
+    content = json.dumps(body(**{field: "echo \ud800"})).encode()  # ASCII: the escape as sent
+
+    r = signed_post(wsgi, key, secret, content, names=None)
+
+    assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
+    assert "unpaired surrogate" in r.json()["message"]
     assert Job.objects.count() == 0
 
 

@@ -402,6 +402,11 @@ def test_a_nul_in_a_job_id_pool_or_search_finds_no_job_instead_of_failing(api):
     ):
         assert action(api, "DescribeJobs", body=query)["totalCount"] == 0
     assert action(api, "DescribeJobs", resourcePoolId="local")["totalCount"] == 1
+    stopped = action(
+        api, "BatchStopJobs", resourcePoolId="local\x00", body={"jobList": [{"jobId": job_id}]}
+    )["result"]
+    assert (stopped["successNum"], stopped["failedList"][0]["jobId"]) == (0, job_id)
+    assert Job.objects.get(public_id=job_id).status == JobStatus.QUEUED
 
 
 # -- pools and queues -------------------------------------------------------------------------

@@ -134,6 +134,18 @@ def test_more_lines_around_each_match_can_be_asked_for_and_neighbours_join(
     assert '<span class="text-muted">--</span>' not in r.text
 
 
+@pytest.mark.parametrize("given", [{}, {"context": ""}, {"context": "  "}])
+def test_a_search_without_a_number_of_lines_around_shows_the_two_it_used_in_its_box(
+    alice_client, stepped_job, given
+):
+    # A shared link (?q=NaN) or a box emptied before searching.
+    r = search(alice_client, stepped_job, q="nan", **given)
+
+    assert [n for n, _k, _t in results(r)] == [11, 12, 13, 14, 15]
+    box = re.search(r'<input[^>]*id="log-search-context"[^>]*>', r.text).group(0)
+    assert 'value="2"' in box and "is-invalid" not in box
+
+
 def size_text(count: int) -> str:
     with translation.override("en"):
         return filesizeformat(count)

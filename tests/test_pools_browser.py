@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from jobs import spec as S
 from jobs.models import JobStatus
 from jobs.worker import Worker
+from tests.conftest import log_in
 from tests.fake_aihc import FakeAihc, configure
 
 from .runner_helpers import (  # noqa: F401
@@ -73,3 +74,28 @@ def test_the_idle_cards_follow_a_job_that_starts_and_a_pool_opens_the_wizard_in_
     expect(page.locator("#id_resource_pool")).to_have_value(AIHC_POOL)
     expect(page.locator("#id_queue")).to_have_value("default")
     assert csp_violations == []
+
+
+def test_logging_out_in_another_tab_leaves_the_figures_and_says_so_instead_of_a_login_page(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.click("#nav-pools")
+    page.wait_for_url(re.compile(r"/pools/$"))
+    banner = page.locator("#request-error")
+    expect(banner).to_be_hidden()
+
+    other = page.context.new_page()
+    other.goto("/")
+    other.click("form[action='/logout/'] button")
+    other.wait_for_url(re.compile(r"/login/"))
+
+    # The next poll (every 5 s) finds no log-in: the page keeps its figures and says why,
+    # rather than growing a login form of its own with the focus in it.
+    expect(banner).to_be_visible(timeout=15_000)
+    expect(banner).to_have_text(banner.get_attribute("data-logged-out"))
+    expect(page.locator('section[data-pool="local"] .card-idle')).to_have_count(1)
+    assert page.locator("main #login-submit, main input[name=password]").count() == 0
+
+    log_in(other, "alice", "alice-password")
+    expect(banner).to_be_hidden(timeout=15_000)  # the next poll succeeds again

@@ -129,6 +129,25 @@ def test_the_admin_refuses_a_second_quota_for_the_same_user_and_card_type(superu
     assert CardQuota.objects.count() == 1
 
 
+@pytest.mark.parametrize("given", ["abc", "1.5", "99999999999999999999999", "\x00"])
+def test_a_user_or_group_that_is_no_id_is_refused_on_its_field_never_a_500(superuser, alice, given):
+    client = admin_client(superuser)
+
+    # The add page takes its first values from its address; a form may be posted by hand.
+    shown = [client.get(ADD_QUOTA, {field: given}) for field in ("user", "group")]
+    posted = [
+        client.post(ADD_QUOTA, {field: given, "max_cards": "2"}) for field in ("user", "group")
+    ]
+
+    assert [r.status_code for r in shown + posted] == [200] * 4
+    for r in posted:
+        assert r.context["adminform"].form.errors
+    assert not CardQuota.objects.exists()
+    # A real id is still drawn as chosen.
+    chosen = client.get(ADD_QUOTA, {"user": alice.pk}).content.decode()
+    assert f'<option value="{alice.pk}" selected>alice</option>' in chosen
+
+
 def test_staff_without_the_quota_permissions_cannot_edit_quotas(reviewer):
     assert admin_client(reviewer).get(ADD_QUOTA).status_code == 403
 

@@ -164,6 +164,9 @@ class LocalBackend(Backend):
             except SandboxError:
                 err(f"{path}.sourcePath", _("The path must stay inside the volume."))
                 continue
+            except ValueError:
+                # A NUL, which no path can hold: the spec's own rules refuse it on this field.
+                continue
             except OSError:
                 # A name too long for the file system, a folder this machine may not read:
                 # as far as the job could tell, the path does not exist.
