@@ -18,7 +18,13 @@ from jobs.services import jobs_submit
 from jobs.worker import Worker
 from tests.conftest import log_in
 
-from .runner_helpers import make_spec, run_until, runner_settings, status_of  # noqa: F401
+from .runner_helpers import (  # noqa: F401
+    make_spec,
+    run_until,
+    runner_settings,
+    status_of,
+    volume,
+)
 from .test_wizard import A800
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
@@ -93,7 +99,11 @@ def audit(request, axe, browser, live_server, transactional_db):
 
 
 def submit(owner, command: str = "echo hello") -> Job:
-    [job] = jobs_submit(owner=owner, spec=make_spec(command), submit_key=str(uuid.uuid4()))
+    return submit_spec(owner, make_spec(command))
+
+
+def submit_spec(owner, spec) -> Job:
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()))
     return job
 
 
@@ -145,6 +155,45 @@ def test_the_login_job_list_and_job_pages_have_no_serious_violations_in_either_l
     page.click("#bulk-delete")
     page.wait_for_selector("#confirm-bulk-delete")
     audit.check("delete selected confirmation")
+
+    audit.assert_clean()
+
+
+def test_a_job_page_with_training_metrics_has_no_serious_violations_in_either_language(
+    audit, alice, settings
+):
+    from tensorboardX import SummaryWriter
+
+    from jobs import spec as S
+
+    # Curves of two runs (their names on each chart) with a NaN among them, and a job whose
+    # log path is not on a volume (the note instead of charts).
+    logs = volume(settings) / "tb"
+    for run, losses in [("train", [2.0, 1.0, float("nan"), 0.5]), ("eval", [1.5, 0.75])]:
+        writer = SummaryWriter(str(logs / run))
+        for step, loss in enumerate(losses):
+            writer.add_scalar("loss", loss, step)
+            writer.add_scalar("lr", 0.1 / (step + 1), step)
+        writer.close()
+    tensorboard = S.TensorboardConfig(enable=True, log_path="/workspace/tb")
+    charted = submit_spec(alice, make_spec("true", tensorboard=tensorboard))
+    noted = submit_spec(
+        alice, make_spec("true", tensorboard=S.TensorboardConfig(enable=True, log_path="/tmp/tb"))
+    )
+    Job.objects.filter(pk__in=[charted.pk, noted.pk]).update(status=JobStatus.SUCCEEDED)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto(f"/jobs/{charted.public_id}/")
+        expect(page.locator("#metric-charts figure.metric")).to_have_count(4)
+        audit.check(f"job page with training metrics, {language}")
+    page.goto(f"/jobs/{noted.public_id}/")
+    expect(page.locator("#metrics-note")).to_be_visible()
+    audit.check("job page with a training metrics note")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(f"/jobs/{charted.public_id}/")
+    audit.check("job page with training metrics on a phone")
 
     audit.assert_clean()
 
