@@ -345,12 +345,22 @@ class Draft(models.Model):
         Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     submitted_at = models.DateTimeField(null=True, blank=True)
+    # The one-time key of the page whose "New draft" button made it: the same click sent
+    # twice (a double click, a resend) finds this draft instead of making an empty second.
+    create_key = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["-updated_at"]
         indexes = [models.Index(fields=["owner", "-updated_at"], name="draft_owner_updated")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "create_key"],
+                condition=~models.Q(create_key=""),
+                name="draft_owner_create_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return str(self.id)

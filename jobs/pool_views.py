@@ -6,6 +6,8 @@ by polling the same URL, which answers with just the `pool-figures` partial.
 
 from __future__ import annotations
 
+import uuid
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -24,5 +26,10 @@ TEMPLATE = "jobs/pool_list.html"
     "HX-Request"
 )  # the partial and the page share the URL: never cache one as the other
 def pool_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    context = {"pools": pools_overview(viewer=request.user), "own_jobs_shown": OWN_JOBS_SHOWN}
+    context = {
+        "pools": pools_overview(viewer=request.user),
+        "own_jobs_shown": OWN_JOBS_SHOWN,
+        # Create job in this pool's one-time key: the same click sent twice makes one draft.
+        "create_key": uuid.uuid4().hex,
+    }
     return render(request, f"{TEMPLATE}#pool-figures" if request.htmx else TEMPLATE, context)

@@ -16,6 +16,7 @@ keeps only its own. Submit re-validates everything the same way.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 from django.utils.translation import gettext as _
@@ -1463,15 +1464,36 @@ def step_forms_for_display(state: WizardState, step: str) -> StepForms:
 # -- the draft's lifecycle -------------------------------------------------------------
 
 
-def draft_create(*, owner: Any, pool_id: str = "") -> Draft:
+# The one-time key a "New draft" button carries (uuid4().hex), as Run again's does.
+CREATE_KEY_RE = re.compile(r"[0-9a-f]{32}")
+
+
+def draft_create(*, owner: Any, pool_id: str = "", create_key: str = "") -> Draft:
     """A new draft, in pool `pool_id` when the console offers it (a link from the pools
-    page), else in the first pool."""
-    draft = Draft(owner=owner, data={})
+    page), else in the first pool. `create_key` comes with the page's New draft button: the
+    same click sent twice (a double click, a resend) finds the draft the first one made,
+    also when both arrive at once (the database's unique constraint decides), unless that
+    draft has been submitted since."""
+    if CREATE_KEY_RE.fullmatch(create_key):
+        # One key per page, one draft per pool button on it (the pools page has several).
+        create_key = hashlib.sha256(f"{create_key}:{pool_id}".encode()).hexdigest()[:32]
+        made = Draft.objects.filter(owner=owner, create_key=create_key).first()
+        if made is not None and made.submitted_at is None:
+            return made
+        if made is not None:
+            create_key = ""  # a page kept since its draft became a job: a new draft
+    else:
+        create_key = ""  # an old page without a key: a new draft each time
+    draft = Draft(owner=owner, data={}, create_key=create_key)
     state = wizard_state(draft)
     state.pool = next((p for p in state.pools if p.id == pool_id), None)
     # Stored at once so the suggested name stays the same across reloads.
     draft.data[BASIC] = default_raw(BASIC, state)
-    draft.save()
+    try:
+        with transaction.atomic():
+            draft.save(force_insert=True)
+    except IntegrityError:  # the other copy of the click made it meanwhile
+        return Draft.objects.get(owner=owner, create_key=create_key)
     return draft
 
 

@@ -6,6 +6,7 @@ answer with the `wizard-region` fragment (stepper + form) or a small partial, ch
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -56,12 +57,15 @@ def _step_url(draft: Draft, step: str) -> str:
 
 @require_http_methods(["GET", "POST"])
 @login_required
+@never_cache  # Back reloads it: a fresh New draft key, not the one a draft was made with
 def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
     # ?pool=<id> (the pools page's 在此资源池创建任务) starts the draft in that pool; a pool
     # the console does not offer (gone, mistyped) is ignored.
     pool_id = str(request.GET.get("pool", ""))
     if request.method == "POST":
-        draft = W.draft_create(owner=request.user, pool_id=pool_id)
+        draft = W.draft_create(
+            owner=request.user, pool_id=pool_id, create_key=request.POST.get("create_key", "")
+        )
         return redirect(_step_url(draft, W.BASIC))
     drafts = Draft.objects.filter(owner=request.user, submitted_at__isnull=True).order_by(
         "-updated_at", "-id"
@@ -76,6 +80,8 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
         "form_step_count": len(W.FORM_STEPS),
         # A GET also keeps the pool, for the new-draft button (a draft is made by a POST only).
         "pool": W.find_pool(pool_id) if pool_id else None,
+        # New draft's one-time key: the same click sent twice makes one draft.
+        "create_key": uuid.uuid4().hex,
     }
     return render(request, "jobs/wizard/start.html", context)
 

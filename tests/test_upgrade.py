@@ -23,6 +23,8 @@ Migrations and what they do to existing rows:
 - 0009 adds users' API access keys (a new table; downgrading past it drops the keys).
 - 0010 adds whether a local run's jobRunning alert is still due, not for a run started
   before it (the worker of that release queued its alert already, or never will).
+- 0011 adds card quotas (a new table), 0012 a draft's New draft key, empty for a draft made
+  before it (such a draft is found by no key: a new click makes a new draft).
 """
 
 from __future__ import annotations
@@ -432,14 +434,19 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # Upgrading again restores every row; the task numbers and Withdrawn are worked out
     # again. Only columns the downgrade dropped come back at their defaults: the recorded-text
     # sources past 0003 (the pages then show the text as recorded), the policy's
-    # self-approval switch past 0007 (off), a replica's reason past 0008 (none) and a local
-    # run's running alert past 0010 (not due).
+    # self-approval switch past 0007 (off), a replica's reason past 0008 (none), a local
+    # run's running alert past 0010 (not due) and a draft's New draft key past 0012 (none).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
     }
     assert dropped["Job"] <= {"group_index", "status_reason_source"}
-    defaults = {"allow_self_approval": False, "reason": "", "running_alert_due": False}
+    defaults = {
+        "allow_self_approval": False,
+        "reason": "",
+        "running_alert_due": False,
+        "create_key": "",
+    }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index"}
         for pk, row in rows.items():

@@ -174,6 +174,60 @@ def test_it_creates_a_draft_and_opens_the_first_step(alice_client, alice):
     assert re.match(r"^job-\d{8}-\d{6}$", draft.data["basic"]["name"][0])
 
 
+def create_key_of(page) -> str:
+    return re.search(r'name="create_key" value="([0-9a-f]{32})"', page.content.decode()).group(1)
+
+
+def test_new_draft_clicked_twice_on_one_page_makes_one_draft(alice_client, alice):
+    key = create_key_of(alice_client.get(reverse("wizard-start")))
+
+    first = alice_client.post(reverse("wizard-start"), {"create_key": key})
+    again = alice_client.post(reverse("wizard-start"), {"create_key": key})  # a double click
+
+    assert first.status_code == again.status_code == 302
+    assert again["Location"] == first["Location"]
+    assert Draft.objects.filter(owner=alice).count() == 1
+
+
+def test_new_draft_from_another_page_load_or_an_old_page_makes_another_draft(alice_client, alice):
+    first_page, second_page = (alice_client.get(reverse("wizard-start")) for _ in range(2))
+
+    alice_client.post(reverse("wizard-start"), {"create_key": create_key_of(first_page)})
+    alice_client.post(reverse("wizard-start"), {"create_key": create_key_of(second_page)})
+    alice_client.post(reverse("wizard-start"))  # a page from before the key: no key
+    alice_client.post(reverse("wizard-start"), {"create_key": "not-a-key"})
+
+    assert Draft.objects.filter(owner=alice).count() == 4
+
+
+def test_one_page_key_makes_one_draft_per_pool_and_none_after_its_draft_became_a_job(
+    alice_client, alice
+):
+    key = create_key_of(alice_client.get(reverse("wizard-start")))
+    in_local = alice_client.post(f"{reverse('wizard-start')}?pool=local", {"create_key": key})
+    elsewhere = alice_client.post(reverse("wizard-start"), {"create_key": key})
+    assert in_local["Location"] != elsewhere["Location"]  # another pool's button, one page
+
+    draft = Draft.objects.get(pk=in_local["Location"].split("/")[2])
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    later = alice_client.post(f"{reverse('wizard-start')}?pool=local", {"create_key": key})
+
+    assert later.status_code == 302
+    assert later["Location"] not in (in_local["Location"], elsewhere["Location"])
+    assert Draft.objects.filter(owner=alice).count() == 3
+
+
+def test_two_users_with_the_same_page_key_get_a_draft_each(alice_client, alice, bob, client):
+    key = create_key_of(alice_client.get(reverse("wizard-start")))
+    client.force_login(bob)
+
+    alice_client.post(reverse("wizard-start"), {"create_key": key})
+    client.post(reverse("wizard-start"), {"create_key": key})
+
+    assert Draft.objects.filter(owner=alice).count() == Draft.objects.filter(owner=bob).count() == 1
+
+
 def test_the_first_step_shows_the_consoles_fields(alice_client):
     draft = new_draft(alice_client)
 
