@@ -53,6 +53,7 @@ import os
 import posixpath
 import stat
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -582,7 +583,8 @@ def read_state(folder: LogFolder, *, state_dir: Path | None, seconds: float) -> 
             )
             return state, left
         # Taken out while it is brought up to date, put back once it matches the file again.
-        identity, state = _kept.pop(str(state_path), (None, None))
+        with _caches_lock:
+            identity, state = _kept.pop(str(state_path), (None, None))
         with contextlib.suppress(OSError):
             if state is None or identity != _identity(state_path) or state["folder"] != folder.path:
                 state = None
@@ -600,6 +602,9 @@ def read_state(folder: LogFolder, *, state_dir: Path | None, seconds: float) -> 
 # process (a second gunicorn worker) that updates the file changes its identity.
 _kept: dict[str, tuple[tuple[int, int, int], dict]] = {}
 KEPT_STATES = 16  # jobs whose pages are open at once; ~3 MB each at most in memory
+# gunicorn's threads (WEB_THREADS) share this and _drawn: two evicting at once could pick the
+# same oldest entry, and the second pop would fail the page's section.
+_caches_lock = threading.Lock()
 
 
 def _identity(path: Path) -> tuple[int, int, int]:
@@ -608,9 +613,11 @@ def _identity(path: Path) -> tuple[int, int, int]:
 
 
 def _keep(path: Path, state: dict) -> None:
-    if len(_kept) >= KEPT_STATES:
-        _kept.pop(next(iter(_kept)))
-    _kept[str(path)] = (_identity(path), state)
+    identity = _identity(path)
+    with _caches_lock:
+        if len(_kept) >= KEPT_STATES:
+            _kept.pop(next(iter(_kept)))
+        _kept[str(path)] = (identity, state)
 
 
 def _loaded(path: Path, folder: LogFolder) -> dict:
@@ -775,15 +782,19 @@ DRAWN_KEPT = 16
 
 
 def _charts(state: dict, *, key: tuple) -> list[MetricChart]:
-    if key[2] is not None and key in _drawn:
-        return _drawn[key]
+    if key[2] is not None:
+        with _caches_lock:
+            drawn = _drawn.get(key)
+        if drawn is not None:
+            return drawn
     charts = [
         chart(run_name, tag, series)
         for run_name, run in sorted(state["runs"].items())
         for tag, series in sorted(run["tags"].items())
     ]
     if key[2] is not None:  # a state kept in a file; one read in memory alone has no generation
-        if len(_drawn) >= DRAWN_KEPT:
-            _drawn.pop(next(iter(_drawn)))
-        _drawn[key] = charts
+        with _caches_lock:
+            if len(_drawn) >= DRAWN_KEPT:
+                _drawn.pop(next(iter(_drawn)))
+            _drawn[key] = charts
     return charts
