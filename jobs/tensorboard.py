@@ -42,8 +42,9 @@ Decisions:
   the others.
 - Hostile files. The job writes the files; the web process reads them. A tag or plugin name
   is kept to MAX_TAG_CHARS, a tensor's values are counted, not decoded (only a one-value one
-  is a scalar), and a run folder's name that is no UTF-8 is shown with "�" (os keeps it as
-  surrogates, which no page can be encoded with).
+  is a scalar), an event's first MAX_EVENT_VALUES values are read, and a run folder's name
+  that is no UTF-8 is shown with "�" (os keeps it as surrogates, which no page can be
+  encoded with).
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ MAX_FILES = 500  # event files read
 MAX_DEPTH = 16
 MAX_RECORD = 256 * 1024 * 1024  # a longer record is damage, not data
 MAX_PLUGIN_TAGS = 2000  # tags of other plugins remembered per run
+# Values read of one event: TF1's merged summaries hold a few hundred; a record of millions
+# (up to MAX_RECORD) took seconds and hundreds of MB per 10 MB in a web request.
+MAX_EVENT_VALUES = 2000
 # A tag (or a plugin name) is kept to this many characters: a tag of megabytes would be kept
 # in the state file (with up to MAX_PLUGIN_TAGS others) and put three times into the page.
 MAX_TAG_CHARS = 200
@@ -245,6 +249,8 @@ def parse_event(data: bytes) -> tuple[float, int, list[Scalar]]:
                     value = _summary_value(data, vs, ve)
                     if value is not None:
                         found.append(value)
+                        if len(found) >= MAX_EVENT_VALUES:
+                            return wall_time, step, found
     return wall_time, step, found
 
 

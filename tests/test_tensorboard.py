@@ -320,6 +320,19 @@ def test_a_tensor_of_millions_of_values_is_no_scalar_and_is_not_decoded_value_by
     assert peak < 30_000_000
 
 
+def test_an_event_of_a_hundred_thousand_values_is_read_for_its_first_ones_only(alice, settings):
+    job = tb_job(alice)
+    writer = synchronous_writer(volume(settings) / "tb")
+    values = [Summary.Value(tag="loss", simple_value=1.0)] * 100_000  # 1 MB, one record
+    writer.write_event(Event(step=0, summary=Summary(value=values)))
+    writer.close()
+
+    [loss] = read(job).charts
+
+    # Not 100,000 points added one by one (seconds of a web request; a record may be 256 MB).
+    assert f"{tb.MAX_EVENT_VALUES} values" in loss.text
+
+
 def test_tags_beyond_the_limit_are_counted_not_shown(alice, settings):
     job = tb_job(alice)
     writer = SummaryWriter(str(volume(settings) / "tb"))
