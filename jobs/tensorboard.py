@@ -244,13 +244,10 @@ def parse_event(data: bytes) -> tuple[float, int, list[Scalar]]:
         elif number == 2 and wire == 0:
             step = s - (1 << 64) if s >= 1 << 63 else s  # int64, two's complement
         elif number == 5 and wire == 2:
-            for n, w, vs, ve in _fields(data, s, e):
-                if n == 1 and w == 2:
-                    value = _summary_value(data, vs, ve)
-                    if value is not None:
-                        found.append(value)
-                        if len(found) >= MAX_EVENT_VALUES:
-                            return wall_time, step, found
+            # Its first MAX_EVENT_VALUES values (Summary has no other field).
+            for n, w, vs, ve in itertools.islice(_fields(data, s, e), MAX_EVENT_VALUES):
+                if n == 1 and w == 2 and (value := _summary_value(data, vs, ve)) is not None:
+                    found.append(value)
     return wall_time, step, found
 
 
