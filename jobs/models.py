@@ -246,6 +246,7 @@ EVENT_REASONS = {
     "Failed": pgettext_lazy("event reason", "Failed"),
     "Lost": pgettext_lazy("event reason", "Lost"),
     "Unschedulable": pgettext_lazy("event reason", "Unschedulable"),
+    "SpecUnreadable": pgettext_lazy("event reason", "Spec unreadable"),
     "DiskPressure": pgettext_lazy("event reason", "Waiting for disk space"),
     "QuotaExceeded": pgettext_lazy("event reason", "Waiting for your quota"),
     "WaitingInQueue": pgettext_lazy("event reason", "Waiting in its queue"),

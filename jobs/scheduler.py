@@ -9,6 +9,9 @@ Rules (decisions):
   runs `concurrency` tasks.
 - A job that could never fit the pool (more cards than exist) fails at once instead of
   blocking its queue forever.
+- A job whose stored spec this console no longer reads (stored by an older version) fails
+  at once, naming the fields (SpecUnreadable), when a pass comes to it: it could never
+  start, and skipping it would leave it Queued for ever. It stops nothing else.
 - Cards are counted per type and never over-allocated; at most LOCAL_MAX_RUNNING_JOBS
   local jobs run at once; a CPU-exclusive job needs cores no other running job may use.
 - Jobs Pending review are never dispatched: only Queued jobs are considered.
@@ -49,6 +52,7 @@ from django.utils.translation import gettext_noop
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_transition
+from .spec import SpecError
 from .texts import display_text, recorded, source_of
 
 if TYPE_CHECKING:
@@ -72,6 +76,11 @@ IN_QUEUE = "WaitingInQueue"
 HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE})
 WAITING_REASONS = HELD_REASONS | {IN_QUEUE}
 ALERT_REASONS = ("AlertSent", "AlertFailed")
+SPEC_UNREADABLE = "SpecUnreadable"
+SPEC_UNREADABLE_MESSAGE = gettext_noop(
+    "Its stored spec can no longer be read (fields: %(fields)s), so it cannot start. Submit "
+    "it again from a new draft."
+)
 IN_QUEUE_MESSAGE = gettext_noop(
     "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
     "has room for it."
@@ -126,7 +135,11 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
         job = Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).first()
         if job is None:
             continue
-        need = requirement(job.job_spec())
+        try:
+            need = requirement(job.job_spec())
+        except SpecError as exc:
+            _fail_unreadable(job, exc)
+            continue
         if not_its_turn:
             # It said it waits for its quota or for disk. It is not reached this pass, but
             # what it said may have become untrue meanwhile (its owner's jobs ended): it says
@@ -161,6 +174,18 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
             if group_id is not None:
                 group_running[group_id] += 1
     return started
+
+
+def _fail_unreadable(job: Job, exc: SpecError) -> None:
+    """Fails a job whose stored spec this console no longer reads, naming the fields, so it
+    neither blocks the pass for every other job nor waits for ever (see the rules above). The
+    fields' messages are left out: they may quote what was written there."""
+    job_transition(
+        job=job,
+        to=JobStatus.FAILED,
+        reason=SPEC_UNREADABLE,
+        message=recorded(SPEC_UNREADABLE_MESSAGE, fields=", ".join(exc.errors)),
+    )
 
 
 def _over_quota(
@@ -236,7 +261,10 @@ def why_waiting(job: Job) -> str | None:
     said = _words(job).values_list("reason", flat=True).first()
     now: str | None = None
     if said == QUOTA_EXCEEDED:
-        need = requirement(job.job_spec())
+        try:
+            need = requirement(job.job_spec())
+        except SpecError:  # the scheduler's next pass fails it, saying why
+            return _(IN_QUEUE_MESSAGE)
         usage = local_usage(owner=job.owner_id).get(job.owner_id, Usage())
         over = excesses(quota_limits(job.owner_id), usage, need.cards)
         now = waiting_message(over[0]) if over else None

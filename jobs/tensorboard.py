@@ -40,12 +40,18 @@ Decisions:
   highest, so the extremes always stay on the chart; the first, latest, lowest and highest
   values are kept exactly beside it. At most MAX_TAGS tags are kept and shown; the page counts
   the others.
+- Hostile files. The job writes the files; the web process reads them. A tag or plugin name
+  is kept to MAX_TAG_CHARS, a tensor's values are counted, not decoded (only a one-value one
+  is a scalar), an event's first MAX_EVENT_VALUES values are read, and a run folder's name
+  that is no UTF-8 is shown with "�" (os keeps it as surrogates, which no page can be
+  encoded with).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import logging
 import math
@@ -80,6 +86,12 @@ MAX_FILES = 500  # event files read
 MAX_DEPTH = 16
 MAX_RECORD = 256 * 1024 * 1024  # a longer record is damage, not data
 MAX_PLUGIN_TAGS = 2000  # tags of other plugins remembered per run
+# Values read of one event: TF1's merged summaries hold a few hundred; a record of millions
+# (up to MAX_RECORD) took seconds and hundreds of MB per 10 MB in a web request.
+MAX_EVENT_VALUES = 2000
+# A tag (or a plugin name) is kept to this many characters: a tag of megabytes would be kept
+# in the state file (with up to MAX_PLUGIN_TAGS others) and put three times into the page.
+MAX_TAG_CHARS = 200
 STATE_FILE = "tensorboard.json"
 LOCK_FILE = "tensorboard.lock"
 STATE_VERSION = 1
@@ -148,7 +160,9 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, int, int
 
 
 def _string(buf: bytes, start: int, end: int) -> str:
-    return buf[start:end].decode("utf-8", errors="replace")
+    """A string field, its first MAX_TAG_CHARS characters ("…" after them if there are more)."""
+    text = buf[start : min(end, start + 4 * MAX_TAG_CHARS + 4)].decode("utf-8", errors="replace")
+    return text if len(text) <= MAX_TAG_CHARS else f"{text[:MAX_TAG_CHARS]}…"
 
 
 def _plugin_name(buf: bytes, start: int, end: int) -> str:
@@ -162,10 +176,13 @@ def _plugin_name(buf: bytes, start: int, end: int) -> str:
 
 
 def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
-    """The value of a TensorProto holding one float, double or half; None otherwise."""
+    """The value of a TensorProto holding one float, double or half; None otherwise. Only
+    the first value is decoded, and the others counted: a tensor of millions of values (a
+    record may be up to MAX_RECORD) must not become a list of millions of floats."""
     dtype = 0
     elements = 1
-    values: list[float] = []
+    count = 0
+    first: float | None = None
     content = b""
     for number, wire, s, e in _fields(buf, start, end):
         if number == 1 and wire == 0:
@@ -177,13 +194,21 @@ def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
                     elements *= size
         elif number == 4 and wire == 2:
             content = buf[s:e]
-        elif number == 5:  # float_val, packed or not
-            values += struct.unpack_from(f"<{(e - s) // 4}f", buf, s)
-        elif number == 6:  # double_val
-            values += struct.unpack_from(f"<{(e - s) // 8}d", buf, s)
-        elif number == 13:  # half_val: each half's bits in an int32
-            bits = [s] if wire == 0 else [v for v, _ in _packed_varints(buf, s, e)]
-            values += [struct.unpack("<e", struct.pack("<H", b & 0xFFFF))[0] for b in bits]
+        elif number in (5, 6) and wire in (2, 5 if number == 5 else 1):
+            # float_val, double_val: packed or not
+            width = 4 if number == 5 else 8
+            if first is None and e - s >= width:
+                first = struct.unpack_from("<f" if number == 5 else "<d", buf, s)[0]
+            count += (e - s) // width
+        elif number == 13 and wire in (0, 2):  # half_val: each half's bits in an int32
+            halves = (
+                [s]
+                if wire == 0
+                else [v for v, _ in itertools.islice(_packed_varints(buf, s, e), 2)]
+            )
+            if first is None and halves:
+                first = struct.unpack("<e", struct.pack("<H", halves[0] & 0xFFFF))[0]
+            count += len(halves)
     if elements != 1:
         return None
     width = {DT_FLOAT: ("<f", 4), DT_DOUBLE: ("<d", 8), DT_HALF: ("<e", 2)}.get(dtype)
@@ -191,7 +216,7 @@ def _tensor_scalar(buf: bytes, start: int, end: int) -> float | None:
         return None
     if content:
         return struct.unpack(width[0], content)[0] if len(content) == width[1] else None
-    return values[0] if len(values) == 1 else None
+    return first if count == 1 else None
 
 
 def _packed_varints(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int]]:
@@ -219,11 +244,10 @@ def parse_event(data: bytes) -> tuple[float, int, list[Scalar]]:
         elif number == 2 and wire == 0:
             step = s - (1 << 64) if s >= 1 << 63 else s  # int64, two's complement
         elif number == 5 and wire == 2:
-            for n, w, vs, ve in _fields(data, s, e):
-                if n == 1 and w == 2:
-                    value = _summary_value(data, vs, ve)
-                    if value is not None:
-                        found.append(value)
+            # Its first MAX_EVENT_VALUES values (Summary has no other field).
+            for n, w, vs, ve in itertools.islice(_fields(data, s, e), MAX_EVENT_VALUES):
+                if n == 1 and w == 2 and (value := _summary_value(data, vs, ve)) is not None:
+                    found.append(value)
     return wall_time, step, found
 
 
@@ -685,6 +709,12 @@ def shown_value(value: float) -> str:
     return f"{value:.6g}"
 
 
+def shown_name(run: str) -> str:
+    """A run's folder path as the page shows it: bytes that are no UTF-8 (kept by os as
+    surrogates, which no page can be encoded with) as "�"."""
+    return run.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def chart(run: str, tag: str, series: dict) -> MetricChart:
     points = sorted(
         (p for p in series["points"] if math.isfinite(p[1])), key=lambda point: point[0]
@@ -697,10 +727,13 @@ def chart(run: str, tag: str, series: dict) -> MetricChart:
     drawn = []
     for step, value in points:
         x = (step - steps[0]) / (steps[1] - steps[0]) * CHART_WIDTH if steps[1] > steps[0] else 0
+        # In halves: the span of two doubles far apart (-1e308 to 1e308) is no float.
         y = (
             CHART_HEIGHT / 2
             if high == low
-            else CHART_HEIGHT - 2 - (value - low) / (high - low) * (CHART_HEIGHT - 4)
+            else CHART_HEIGHT
+            - 2
+            - (value / 2 - low / 2) / (high / 2 - low / 2) * (CHART_HEIGHT - 4)
         )
         drawn.append(f"{x:.1f},{y:.1f}")
     if len(drawn) == 1:  # one value: a level line, as a polyline of one point draws nothing
@@ -722,7 +755,7 @@ def chart(run: str, tag: str, series: dict) -> MetricChart:
         "step": last_step,
     }
     return MetricChart(
-        run=run,
+        run=shown_name(run),
         tag=tag,
         latest=shown_value(latest),
         latest_step=last_step,

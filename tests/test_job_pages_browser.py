@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from jobs.models import Job, JobStatus
 from jobs.worker import run_forever
 
-from .runner_helpers import processes_with
+from .runner_helpers import processes_with, runner_settings  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -381,3 +381,31 @@ def test_a_running_job_s_training_curves_appear_and_grow_on_its_page_without_a_r
     expect(chart.locator(".metric-latest")).to_have_text("0.4（步数 1）")
     writer.close()
     assert csp_violations == []
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_long_metric_tag_wraps_on_a_phone_instead_of_widening_the_page(
+    logged_in_page, alice, settings
+):
+    from tensorboardX import SummaryWriter
+
+    from jobs import spec as S
+
+    from .runner_helpers import make_spec, submit, volume
+
+    # A tag path with nowhere to break a line, as long as the console keeps one.
+    tag = "train/" + "loss_per_token_" * 12
+    writer = SummaryWriter(str(volume(settings) / "tb"))
+    writer.add_scalar(tag, 0.5, 0)
+    writer.close()
+    tensorboard = S.TensorboardConfig(enable=True, log_path="/workspace/tb")
+    job = submit(alice, make_spec("true", tensorboard=tensorboard))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+    page = logged_in_page
+    page.set_viewport_size({"width": 375, "height": 800})
+
+    page.goto(f"/jobs/{job.public_id}/")
+
+    expect(page.locator(".metric-tag")).to_have_text(tag)
+    wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert wide <= screen

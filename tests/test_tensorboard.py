@@ -8,6 +8,7 @@ import json
 import os
 import struct
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -249,6 +250,87 @@ def test_a_nan_loss_reads_as_nan_and_breaks_nothing(alice, alice_client, setting
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     assert "NaN（步数 1）" in page
+
+
+def test_values_too_far_apart_for_their_span_to_be_a_float_are_still_drawn(alice, settings):
+    job = tb_job(alice)
+    writer = synchronous_writer(volume(settings) / "tb")
+    for step, value in enumerate([-1e308, 1e308, 0.0]):
+        doubles = TensorProto(dtype="DT_DOUBLE", double_val=[value])
+        writer.write_event(Event(step=step, summary=tensor_value("far", doubles, plugin="scalars")))
+    writer.close()
+
+    [far] = read(job).charts
+
+    assert far.points == "0.0,98.0 150.0,2.0 300.0,50.0"
+
+
+def test_a_run_folder_named_in_bytes_that_are_no_utf8_shows_them_as_replacement_characters(
+    alice, alice_client, settings
+):
+    job = tb_job(alice)
+    logs = volume(settings) / "tb"
+    write_scalars(Path(os.fsdecode(os.fsencode(logs / "run") + b"\xff")), "loss", [1.0])
+    write_scalars(logs / "eval", "loss", [2.0])
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]))
+
+    assert page.status_code == 200
+    assert (
+        '<span class="font-monospace metric-tag">run\ufffd / loss</span>' in page.content.decode()
+    )
+
+
+def test_a_tag_of_megabytes_is_kept_and_shown_as_its_first_characters(
+    alice, alice_client, settings
+):
+    job = tb_job(alice)
+    job_dir(job.public_id).mkdir(parents=True)
+    writer = synchronous_writer(volume(settings) / "tb")
+    writer.write_event(scalar_event("x" * 5_000_000, 1.0, 0))
+    writer.close()
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    shown = "x" * tb.MAX_TAG_CHARS + "…"
+    assert f'<span class="font-monospace metric-tag">{shown}</span>' in page
+    assert len(page) < 100_000
+    assert (job_dir(job.public_id) / tb.STATE_FILE).stat().st_size < 10_000
+
+
+def test_a_tensor_of_millions_of_values_is_no_scalar_and_is_not_decoded_value_by_value(
+    alice, settings
+):
+    job = tb_job(alice)
+    writer = synchronous_writer(volume(settings) / "tb")
+    floats = TensorProto(dtype="DT_FLOAT", float_val=[1.0] * 2_000_000)  # 8 MB
+    writer.write_event(Event(step=0, summary=tensor_value("big", floats)))
+    writer.close()
+
+    tracemalloc.start()
+    try:
+        metrics = read(job)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert metrics.charts == []
+    # The record itself, read once and cut from its checksum; 2 million floats in a list
+    # were 64 MB more.
+    assert peak < 30_000_000
+
+
+def test_an_event_of_a_hundred_thousand_values_is_read_for_its_first_ones_only(alice, settings):
+    job = tb_job(alice)
+    writer = synchronous_writer(volume(settings) / "tb")
+    values = [Summary.Value(tag="loss", simple_value=1.0)] * 100_000  # 1 MB, one record
+    writer.write_event(Event(step=0, summary=Summary(value=values)))
+    writer.close()
+
+    [loss] = read(job).charts
+
+    # Not 100,000 points added one by one (seconds of a web request; a record may be 256 MB).
+    assert f"{tb.MAX_EVENT_VALUES} values" in loss.text
 
 
 def test_tags_beyond_the_limit_are_counted_not_shown(alice, settings):

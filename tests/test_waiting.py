@@ -254,3 +254,43 @@ def test_a_job_that_never_waited_for_anything_else_shows_it_waits_its_turn_in_bo
     assert waiting_line(client_in(alice, "en"), job) == IN_QUEUE
     assert waiting_line(client_in(alice, "zh-hans"), job).startswith("排队等待：")
     assert said(job) == []
+
+
+def unreadable(job: Job) -> None:
+    """The job's stored spec as an older console may have left it: one this one refuses."""
+    stored = Job.objects.get(pk=job.pk).spec
+    stored["console"]["roles"][0]["replicas"] = "many"
+    Job.objects.filter(pk=job.pk).update(spec=stored)
+
+
+def test_a_queued_job_whose_stored_spec_no_longer_reads_fails_naming_it_and_the_others_start(
+    alice, bob, settings
+):
+    broken = submit(alice, cards(1, "true"))
+    unreadable(broken)
+    behind = submit(bob, cards(1, "true"))  # later, in the same queue
+
+    started = dispatch_local()
+
+    assert started == [behind]
+    assert status_of(broken) == JobStatus.FAILED
+    event = broken.events.latest("created_at", "id")
+    assert event.reason == "SpecUnreadable"
+    assert event.message == (
+        "Its stored spec can no longer be read (fields: roles[0].replicas), so it cannot "
+        "start. Submit it again from a new draft."
+    )
+    page = client_in(alice, "zh-hans").get(reverse("job-detail", args=[broken.public_id]))
+    assert (
+        "该任务保存的配置已无法读取（字段：roles[0].replicas），无法启动。" in page.content.decode()
+    )
+
+
+def test_a_job_held_for_its_quota_whose_spec_no_longer_reads_still_has_a_page(alice, settings):
+    CardQuota.objects.create(user=alice, card_type=CARD, max_cards=1)
+    job = submit(alice, cards(2, "true"))
+    dispatch_local()
+    assert said(job)[-1][0] == "QuotaExceeded"
+    unreadable(job)
+
+    assert waiting_line(client_in(alice, "en"), job) == IN_QUEUE
