@@ -593,3 +593,36 @@ class ApiKey(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+
+class UsageRecord(models.Model):
+    """What the usage report (jobs.usage) needs of a job that ran, kept when the job is
+    deleted, whoever or whatever deletes it: written in the deletion's own transaction, so
+    last month's figures do not change after the fact. Holds no spec, command or secret."""
+
+    public_id = models.CharField(_("job ID"), max_length=64, editable=False)
+    # The owner's id and name when the job was deleted: kept after the user is deleted too
+    # (ids are never reused), so their usage still shows under their name.
+    owner_pk = models.BigIntegerField(editable=False)
+    username = models.CharField(_("owner"), max_length=150, editable=False)
+    # The owner's group names then, sorted: the report counts a deleted user's usage in them.
+    groups = models.JSONField(default=list, editable=False)
+    backend = models.CharField(_("backend"), max_length=16, editable=False)
+    resource_pool = models.CharField(_("resource pool"), max_length=64, editable=False)
+    total_cards = models.PositiveIntegerField(_("cards"), editable=False)
+    # Cards per card type, as the report splits them (summing to total_cards; {}: CPU only).
+    cards = models.JSONField(default=dict, editable=False)
+    started_at = models.DateTimeField(_("started"), editable=False)
+    # Its finish, or the deletion when it was deleted before it finished.
+    ended_at = models.DateTimeField(_("ended"), editable=False)
+    deleted_at = models.DateTimeField(_("deleted"), editable=False)
+
+    class Meta:
+        verbose_name = _("usage record of a deleted job")
+        verbose_name_plural = _("usage records of deleted jobs")
+        ordering = ["-ended_at", "-id"]
+        # The report reads the records that ended after its period began.
+        indexes = [models.Index(fields=["ended_at"], name="usagerecord_ended")]
+
+    def __str__(self) -> str:
+        return self.public_id

@@ -128,6 +128,7 @@ CSV_HEADER = [
     "card_hours",
     "jobs",
     "cpu_only_job_hours",
+    "user_deleted",
 ]
 # A spreadsheet takes a cell starting with one of these as a formula (CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -137,22 +138,40 @@ def _cell(text: str) -> str:
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
-def _figures(figures: Figures) -> list[str]:
-    return [f"{figures.card_hours:.2f}", str(figures.jobs), f"{figures.cpu_job_hours:.2f}"]
+def _figures(figures: Figures, *, deleted: bool = False) -> list[str]:
+    return [
+        f"{figures.card_hours:.2f}",
+        str(figures.jobs),
+        f"{figures.cpu_job_hours:.2f}",
+        "yes" if deleted else "",
+    ]
 
 
 def _csv(report: UsageReport) -> HttpResponse:
-    """One table in English, whatever the page's language: a row per user, per group
-    (no group: `group` blank), per pool and card type (CPU only: `card_type` blank), and the
-    total. Hours to two decimals."""
+    """One table in English, whatever the page's language: a row per user (a deleted user's
+    with `user_deleted` "yes"), per group (no group: `group` blank), per pool and card type
+    (CPU only: `card_type` blank), and the total. Hours to two decimals. UTF-8 with a byte
+    order mark: without it Excel reads the file in the system's code page, and Chinese names
+    come out garbled."""
     period = report.period
     name = f"usage-{period.first.isoformat()}-to-{period.last.isoformat()}.csv"
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response.write("\ufeff")  # the BOM (see above)
     writer = csv.writer(response)
     writer.writerow(CSV_HEADER)
     for user in report.users:
-        writer.writerow(["user", _cell(user.username), "", "", "", "", *_figures(user.figures)])
+        writer.writerow(
+            [
+                "user",
+                _cell(user.username),
+                "",
+                "",
+                "",
+                "",
+                *_figures(user.figures, deleted=user.deleted),
+            ]
+        )
     for group in report.groups:
         writer.writerow(
             ["group", "", _cell(group.name or ""), "", "", "", *_figures(group.figures)]

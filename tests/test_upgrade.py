@@ -25,6 +25,8 @@ Migrations and what they do to existing rows:
   before it (the worker of that release queued its alert already, or never will).
 - 0011 adds card quotas (a new table), 0012 a draft's New draft key, empty for a draft made
   before it (such a draft is found by no key: a new click makes a new draft).
+- 0013 adds the usage records of deleted jobs (a new table, empty after upgrading: jobs
+  deleted before it left none; downgrading past it drops the records).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from django.test import Client
 from django.utils import timezone
 
 from jobs import spec as S
-from jobs.models import Job, JobStatus
-from jobs.usage import Period, usage_report
+from jobs.models import Job, JobStatus, UsageRecord
+from jobs.usage import Figures, Period, usage_report
 
 URL = "/admin/jobs/job/usage/"
 A800 = "baidu.com/a800_80g_cgpu"
@@ -252,17 +252,20 @@ def test_the_page_lists_users_groups_and_pools_for_the_chosen_period(reviewer, a
 
 
 def test_the_csv_has_the_same_figures_and_names_the_period(reviewer, alice, bob):
-    alice.groups.add(Group.objects.create(name="research"))
+    alice.groups.add(Group.objects.create(name="研究组"))
     run(alice, at(2, 0), at(2, 10), cards=2)
     run(bob, at(3, 0), at(3, 1, month=4), cards=0)
     User.objects.filter(pk=bob.pk).update(username="=cmd")  # a formula, to a spreadsheet
+    User.objects.filter(pk=alice.pk).update(username="张三")
 
     r = client_for(reviewer).get(URL, {**APRIL_QUERY, "format": "csv"})
 
     assert r.status_code == 200
     assert r["Content-Type"] == "text/csv; charset=utf-8"
     assert r["Content-Disposition"] == ('attachment; filename="usage-2026-04-01-to-2026-04-30.csv"')
-    rows = list(csv.reader(io.StringIO(r.content.decode())))
+    # UTF-8's byte order mark first: Excel then reads the Chinese names as UTF-8.
+    assert r.content.startswith(b"\xef\xbb\xbfscope,user,")
+    rows = list(csv.reader(io.StringIO(r.content.decode("utf-8-sig"))))
     assert rows == [
         [
             "scope",
@@ -274,14 +277,15 @@ def test_the_csv_has_the_same_figures_and_names_the_period(reviewer, alice, bob)
             "card_hours",
             "jobs",
             "cpu_only_job_hours",
+            "user_deleted",
         ],
-        ["user", "alice", "", "", "", "", "20.00", "1", "0.00"],
-        ["user", "'=cmd", "", "", "", "", "0.00", "1", "1.00"],
-        ["group", "", "research", "", "", "", "20.00", "1", "0.00"],
-        ["group", "", "", "", "", "", "0.00", "1", "1.00"],
-        ["pool", "", "", "local", "local", A800, "20.00", "1", "0.00"],
-        ["pool", "", "", "local", "local", "", "0.00", "1", "1.00"],
-        ["total", "", "", "", "", "", "20.00", "2", "1.00"],
+        ["user", "张三", "", "", "", "", "20.00", "1", "0.00", ""],
+        ["user", "'=cmd", "", "", "", "", "0.00", "1", "1.00", ""],
+        ["group", "", "研究组", "", "", "", "20.00", "1", "0.00", ""],
+        ["group", "", "", "", "", "", "0.00", "1", "1.00", ""],
+        ["pool", "", "", "local", "local", A800, "20.00", "1", "0.00", ""],
+        ["pool", "", "", "local", "local", "", "0.00", "1", "1.00", ""],
+        ["total", "", "", "", "", "", "20.00", "2", "1.00", ""],
     ]
 
 
@@ -327,24 +331,37 @@ def test_a_blank_end_means_the_end_of_the_first_days_month(reviewer):
 
 
 @pytest.mark.parametrize("jobs", [3, 30])
-def test_the_page_makes_the_same_queries_for_3_or_30_jobs(
+def test_the_page_makes_the_same_queries_for_3_or_30_jobs_deleted_or_not(
     reviewer, alice, bob, jobs, django_assert_num_queries
 ):
     Group.objects.create(name="research").user_set.add(alice, bob)
+    users = [alice, bob]
+    for n in range(jobs):
+        users.append(User.objects.create_user(f"user{n}"))
+        users[-1].groups.add(Group.objects.create(name=f"team{n}"))
     for n in range(jobs):
         roles = [S.Role("master", 1, A800, 1 + n % 3), S.Role("worker", n % 2, H800, 2)]
-        run(alice if n % 2 else bob, at(1 + n % 28, 0), at(1 + n % 28, 5), roles=roles)
+        for owner in (alice if n % 2 else bob, users[2 + n]):
+            run(owner, at(1 + n % 28, 0), at(1 + n % 28, 5), roles=roles)
+    # Alice's jobs deleted, and the other users with theirs; Bob's are left.
+    Job.objects.filter(owner=alice).delete()
+    User.objects.filter(username__startswith="user").delete()
     client = client_for(reviewer)
     client.get(URL, APRIL_QUERY)  # warm the content-type and permission caches
 
     # session, user, the user's and groups' permissions, the pending-review count (the
-    # header's), and the report's three: per user, per group, per pool layout.
-    with django_assert_num_queries(8):
+    # header's), and the report's five: jobs and records per user, the users' groups today,
+    # jobs and records per pool layout.
+    with django_assert_num_queries(10):
         page = client.get(URL, APRIL_QUERY)
-    with django_assert_num_queries(7):  # the CSV has no header to draw
+    with django_assert_num_queries(9):  # the CSV has no header to draw
         client.get(URL, {**APRIL_QUERY, "format": "csv"})
 
-    assert page.context["report"].total.jobs == jobs
+    report = page.context["report"]
+    assert Job.objects.count() == (jobs + 1) // 2
+    assert report.total.jobs == 2 * jobs
+    assert len(report.users) == 2 + jobs
+    assert len(report.groups) == 1 + jobs
 
 
 def test_the_chinese_report_sums_its_rows_under_a_total_row(reviewer):
@@ -355,3 +372,169 @@ def test_the_chinese_report_sums_its_rows_under_a_total_row(reviewer):
     assert r.status_code == 200
     # 合计 (a sum of the rows), not 总数 (a count), which the shorter "Total" reads elsewhere.
     assert re.search(r'<th scope="row">合计</th>', r.content.decode())
+
+
+# -- deleted jobs ------------------------------------------------------------------------
+# However a job that ran is deleted, its use stays in the report: a UsageRecord keeps it,
+# written in the deletion's transaction.
+
+
+def figures_of(report) -> dict:
+    """Everything the report says, to compare a report before a deletion with one after."""
+    return {
+        "users": [(u.username, u.deleted, u.figures) for u in report.users],
+        "groups": [(g.name, g.users, g.figures) for g in report.groups],
+        "pools": [(p.backend, p.pool, p.card_type, p.figures) for p in report.pools],
+        "total": report.total,
+    }
+
+
+def test_a_finished_job_its_owner_deletes_keeps_its_card_hours_in_that_months_report(
+    alice, alice_client, bob
+):
+    Group.objects.create(name="research").user_set.add(alice)
+    mixed = [S.Role("master", 1, A800, 2), S.Role("worker", 2, H800, 4)]  # 2 A800 + 8 H800
+    job = run(alice, at(10, 8), at(10, 11), roles=mixed)  # 30 card-hours in April
+    run(alice, at(12, 0), at(12, 1), cards=0)  # 1 CPU-only job-hour
+    run(bob, at(11, 0), at(11, 2), cards=1)
+    before = usage_report(period=APRIL, now=at(1, 0, month=5))
+
+    r = alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    cpu_only = Job.objects.get(owner=alice, total_cards=0)
+    alice_client.post(f"/jobs/{cpu_only.public_id}/delete/", {"confirmed": "1"})
+    after = usage_report(period=APRIL, now=at(1, 0, month=5))
+
+    assert r.status_code == 302
+    assert figures_of(after) == figures_of(before)
+    assert by_user(after) == {"alice": (30, 2, 1), "bob": (2, 1, 0)}
+    assert not Job.objects.filter(owner=alice).exists()
+    record = UsageRecord.objects.get(public_id=job.public_id)
+    assert (record.owner_pk, record.username, record.groups) == (alice.pk, "alice", ["research"])
+    assert (record.backend, record.resource_pool, record.total_cards) == ("local", "local", 10)
+    assert record.cards == {A800: 2, H800: 8}
+    assert (record.started_at, record.ended_at) == (at(10, 8), at(10, 11))
+
+
+def test_a_job_deleted_by_its_auto_delete_retention_still_counts(alice):
+    from jobs.worker import Worker
+
+    job = run(alice, at(10, 8), at(10, 11), cards=2)
+    job.spec["retentionPeriod"] = "1h"
+    job.save(update_fields=["spec"])
+
+    Worker().delete_expired()
+
+    assert not Job.objects.filter(pk=job.pk).exists()
+    report = usage_report(period=APRIL, now=at(1, 0, month=5))
+    assert by_user(report) == {"alice": (6, 1, 0)}
+
+
+def test_a_job_deleted_before_it_started_leaves_no_record(alice, alice_client):
+    job = run(alice, None, None, cards=8)
+
+    alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert not UsageRecord.objects.exists()
+
+
+@pytest.fixture
+def fake_aihc(settings):
+    from tests.fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    fake.add_pool("cce-pool1", "训练池", queues=("default",), gpus={A800: (16, 0)})
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def test_a_running_job_deleted_counts_until_its_deletion(fake_aihc, alice, alice_client):
+    from jobs.backends.aihc import AihcBackend
+
+    started = timezone.now() - timedelta(hours=3)
+    job = run(alice, started, None, cards=2, backend="aihc", pool="cce-pool1")
+    made = fake_aihc.create_external(
+        "cce-pool1", AihcBackend.request_body(job.job_spec(), "v1", job_id=job.public_id)
+    )
+    Job.objects.filter(pk=job.pk).update(external_id=made.job_id)
+    period = Period(timezone.localdate() - timedelta(days=1), timezone.localdate() + timedelta(1))
+
+    r = alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    deleted_at = timezone.now()
+    # Asked hours later, the report still stops at the deletion: 2 cards × 3 h.
+    report = usage_report(period=period, now=deleted_at + timedelta(hours=5))
+
+    assert r.status_code == 302
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert fake_aihc.calls("DeleteJob")  # deleted on AIHC too
+    [row] = report.users
+    assert row.figures.jobs == 1
+    assert row.figures.card_hours == pytest.approx(6, abs=0.01)
+    record = UsageRecord.objects.get()
+    assert started + timedelta(hours=3) <= record.ended_at == record.deleted_at <= deleted_at
+
+
+def test_users_deleted_in_bulk_in_the_admin_keep_their_usage_under_their_names(
+    superuser, reviewer, alice, bob
+):
+    research = Group.objects.create(name="research")
+    research.user_set.add(alice, bob)
+    run(alice, at(2, 0), at(2, 10), cards=2)  # 20 card-hours
+    run(alice, at(3, 0), at(3, 5), cards=0)  # 5 CPU-only job-hours
+    run(bob, at(2, 0), at(2, 4), cards=1, backend="aihc", pool="cce-abc")  # 4, never synced
+    before = usage_report(period=APRIL, now=at(1, 0, month=5))
+    admin = client_for(superuser)
+    selected = {"action": "delete_selected", "_selected_action": [alice.pk, bob.pk]}
+
+    # The admin deletes no job, so no user who still has one ...
+    refused = admin.post("/admin/auth/user/", {**selected, "post": "yes"})
+    assert refused.status_code == 403 and User.objects.filter(pk=alice.pk).exists()
+    # ... but once they have deleted their jobs, its "delete selected" (a queryset delete)
+    # removes the users, and their usage stays.
+    Job.objects.filter(owner__in=[alice, bob]).delete()
+    r = admin.post("/admin/auth/user/", {**selected, "post": "yes"})
+    alice_again = User.objects.create_user("alice")  # a new account, with the old name
+    run(alice_again, at(5, 0), at(5, 1), cards=1)
+    after = usage_report(period=APRIL, now=at(1, 0, month=5))
+
+    assert r.status_code == 302
+    assert not User.objects.filter(pk__in=[alice.pk, bob.pk]).exists()
+    assert [(u.username, u.deleted, u.figures) for u in after.users] == [
+        ("alice", True, before.users[0].figures),
+        ("bob", True, before.users[1].figures),
+        ("alice", False, Figures(timedelta(hours=1), 1)),
+    ]
+    # In the groups they were in when their jobs were deleted; the new account is in none.
+    groups = {g.name: (g.figures.card_hours, g.figures.jobs, g.users) for g in after.groups}
+    assert groups == {"research": (24, 3, 2), None: (1, 1, 1)}
+    assert [p for p in figures_of(after)["pools"] if p[1] == "cce-abc"] == [
+        ("aihc", "cce-abc", A800, Figures(timedelta(hours=4), 1))
+    ]
+
+    page = client_for(reviewer).get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert '<th scope="row">alice <span class="help">(deleted user)</span></th>' in page
+    assert '<th scope="row">alice</th><td>1.00</td>' in page
+    zh = client_for(reviewer).get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "（已删除的用户）" in zh.content.decode()
+    csv_rows = client_for(reviewer).get(URL, {**APRIL_QUERY, "format": "csv"})
+    users = list(csv.reader(io.StringIO(csv_rows.content.decode("utf-8-sig"))))[1:4]
+    assert [(row[1], row[-1]) for row in users] == [("alice", "yes"), ("bob", "yes"), ("alice", "")]
+
+
+def test_a_user_deleted_with_their_jobs_keeps_their_usage_and_groups_then(alice):
+    alice.groups.add(Group.objects.create(name="vision"))
+    run(alice, at(2, 0), at(2, 3), cards=4)
+    run(alice, at(20, 0), None, cards=1)  # still running when the account goes
+
+    # As `manage.py shell` would: the jobs go by cascade, in the same transaction.
+    alice.delete()
+    Group.objects.filter(name="vision").delete()  # the group goes too, later
+    report = usage_report(period=APRIL, now=at(1, 0, month=5))
+
+    assert not Job.objects.exists()
+    [row] = report.users
+    assert (row.username, row.deleted, row.figures.jobs) == ("alice", True, 2)
+    # The running one counts from the 20th to the deletion, after April: to April's end.
+    assert row.figures.card_hours == 12 + 11 * 24
+    assert [(g.name, g.users, g.figures.jobs) for g in report.groups] == [("vision", 1, 2)]
