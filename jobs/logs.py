@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -297,6 +297,11 @@ class SearchPatternError(ValueError):
     pass
 
 
+class SearchCursorError(ValueError):
+    """Where a search of older matches was to start is no line start of the log (beyond its
+    end, or inside a line): a link made up, or one from before the log was cut."""
+
+
 def _counts(text: str) -> Iterator[int]:
     for low, high in COUNTED_REPEAT.findall(text):
         yield max(int(low or 0), int(high or 0), 1)
@@ -419,6 +424,13 @@ class LogSearch:
     numbered: bool = True
     # Where the oldest line searched starts (a byte offset in a file, an index in a list).
     start: int = 0
+    # Where the part searched ends: the log's size, or for older matches, where the newer
+    # ones began (search_file's `before`).
+    end: int = 0
+    # Where a search of older matches goes on, back from (its `before`): the start of the
+    # oldest match shown when the limit was reached, or of the oldest line searched when out
+    # of time; None once the log's first line was searched (or none was, out of time).
+    resume: int | None = None
 
 
 def _found_line(
@@ -447,6 +459,34 @@ def _remaining(deadline: float) -> float:
     return left
 
 
+# `regex` counts a match's timeout in the process's CPU time (C's clock()), which on a busy
+# machine runs slower than the wall clock: given the 5 s left, one match took 12.6 s, and
+# 1 s took 3.7 s with five busy processes on our two cores. So a match is first given this
+# much, and one cut short is run again with twice as much, or with what the last try shows
+# fits in the time left on the wall clock, whichever is less; the work done again at most
+# doubles that of a slow line, and most lines take microseconds.
+FIRST_MATCH_SECONDS = 0.1
+
+
+def _within[T](deadline: float, match: Callable[..., T], *args: Any) -> T:
+    """match(*args, timeout=...) ended by `deadline` (time.monotonic()) even where `regex`
+    reads its timeout on the CPU clock; TimeoutError once the deadline is passed."""
+    given, share = FIRST_MATCH_SECONDS, 1.0
+    while True:
+        started = time.monotonic()
+        left = deadline - started
+        if left <= 0:
+            raise TimeoutError
+        timeout = min(given, left * share)
+        try:
+            return match(*args, timeout=timeout)
+        except TimeoutError:
+            took = time.monotonic() - started
+            # The CPU time the try had, of the time it took: this process's share of a CPU.
+            share = min(1.0, timeout / took) if took > 0 else 1.0
+            given *= 2
+
+
 def _search_newest_first(
     lines: Iterable[tuple[int, str]],
     *,
@@ -468,13 +508,14 @@ def _search_newest_first(
     newer: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
     older = 0  # context lines still to show before the last match shown
     last = 0  # the number of the last (oldest) line shown
+    oldest_match = 0  # where the oldest match shown starts
     try:
         for number, (start, line) in enumerate(lines, start=1):
             if result.shown >= limit and not older:
                 result.stopped = "limit"
                 break
             found, text = _shown_text(line, secrets)
-            is_match = pattern.search(text, timeout=_remaining(deadline)) is not None
+            is_match = _within(deadline, pattern.search, text) is not None
             if is_match and result.shown >= limit:
                 # An older match ends the context of the last one shown, unsearched: the
                 # count of lines searched is of those whose every match is shown.
@@ -487,9 +528,10 @@ def _search_newest_first(
                     groups.append([])
                 group = groups[-1]
                 group += [_found_line(n, f, t, []) for n, f, t in newer]
-                spans = [m.span() for m in pattern.finditer(text, timeout=_remaining(deadline))]
+                spans = _within(deadline, _spans, pattern, text)
                 group.append(_found_line(number, found, text, spans))
                 result.shown += 1
+                oldest_match = start
                 newer.clear()
                 older, last = context, number
             elif older:
@@ -499,8 +541,17 @@ def _search_newest_first(
                 newer.append((number, found, text))
     except TimeoutError:  # the deadline, or one match that took up the time left
         result.stopped = "time"
+    if result.stopped == "limit":
+        # The lines before the oldest match shown were searched only as its context.
+        result.resume = oldest_match
+    elif result.stopped == "time" and result.lines:
+        result.resume = result.start
     result.groups = [group[::-1] for group in reversed(groups)]
     return result
+
+
+def _spans(pattern: regex.Pattern[str], text: str, *, timeout: float) -> list[tuple[int, int]]:
+    return [found.span() for found in pattern.finditer(text, timeout=timeout)]
 
 
 def _number_from(result: LogSearch, total: int) -> None:
@@ -603,19 +654,27 @@ def search_file(
     limit: int = SEARCH_MAX_MATCHES,
     secrets: Iterable[str] = (),
     count_seconds: float = SEARCH_COUNT_SECONDS,
+    before: int | None = None,
 ) -> LogSearch:
     """The search of a local log, read backwards from its end (_lines_backwards): see
     _search_newest_first. Lines a job writes meanwhile, past its size when opened, are left
     for the next search. Line numbers count from the log's first line (see
-    SEARCH_COUNT_SECONDS)."""
+    SEARCH_COUNT_SECONDS). With `before` (a byte offset, a line's start: the `resume` of the
+    search before), the older matches: the search starts from the line that ends there;
+    SearchCursorError if no line starts there."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
+        if before is not None:
+            raise SearchCursorError(before) from None
         return LogSearch()
     try:
         size = os.fstat(fd).st_size
+        end = size if before is None else before
+        if end > size or (0 < end < size and os.pread(fd, 1, end - 1) != b"\n"):
+            raise SearchCursorError(before)
         result = _search_newest_first(
-            _lines_backwards(fd, size, deadline=deadline),
+            _lines_backwards(fd, end, deadline=deadline),
             pattern=pattern,
             deadline=deadline,
             context=context,
@@ -623,15 +682,17 @@ def search_file(
             secrets=secrets,
         )
         if not result.lines:  # none of its bytes searched
-            result.start = size
-        result.size, result.searched = size, size - result.start
-        before = 0
+            result.start = end
+        result.size, result.end, result.searched = size, end, end - result.start
+        before_start = 0
         if result.start:
-            before = _lines_before(fd, result.start, deadline=time.monotonic() + count_seconds)
+            before_start = _lines_before(
+                fd, result.start, deadline=time.monotonic() + count_seconds
+            )
     finally:
         os.close(fd)
-    if before is None:
+    if before_start is None:
         result.numbered = False
-        before = 0
-    _number_from(result, before + result.lines)
+        before_start = 0
+    _number_from(result, before_start + result.lines)
     return result

@@ -49,6 +49,7 @@ from .logs import (
     SEARCH_MAX_MATCHES,
     SEARCH_MAX_PATTERN,
     SEARCH_SECONDS,
+    SearchCursorError,
     SearchPatternError,
     job_secrets,
     log_cut,
@@ -108,6 +109,12 @@ class JobFilterForm(forms.Form):
     )
 
 
+OLDER_LINK_ERROR = gettext_lazy(
+    "This link to older matches does not point at a line of this log (the log may have "
+    "changed since): search again for the newest matches."
+)
+
+
 class LogSearchForm(forms.Form):
     """The search box under a replica's log (which replica: the page's `replica` parameter;
     what a search does: jobs.logs.search_lines)."""
@@ -119,6 +126,13 @@ class LogSearchForm(forms.Form):
     case = forms.BooleanField(required=False)
     context = forms.IntegerField(
         required=False, min_value=0, max_value=SEARCH_MAX_CONTEXT, initial=SEARCH_CONTEXT
+    )
+    # Older matches: where in the log (a byte offset, a line's start) the search goes back
+    # from, as the "Older matches" link gives it (jobs.logs.search_file's `before`).
+    before = forms.IntegerField(
+        required=False,
+        min_value=1,
+        error_messages={"invalid": OLDER_LINK_ERROR, "min_value": OLDER_LINK_ERROR},
     )
 
     def clean(self) -> dict[str, Any]:
@@ -316,7 +330,8 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
 
 
 def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
-    """The search box of the shown replica's log and, once a search is asked, what it found."""
+    """The search box of the shown replica's log and, once a search is asked, what it found;
+    with links to its older matches and back to the newest, when they are more to see."""
     if "q" in query and not query.get("context", "").strip():
         # A link or a box left empty searches with the default lines around each match: the
         # box says so rather than showing nothing.
@@ -330,10 +345,13 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
         "search_window": None,
         "search_limit": SEARCH_MAX_MATCHES,
         "search_seconds": int(SEARCH_SECONDS),
+        "search_older": "",
+        "search_newest": "",
     }
     if not label or not form.is_bound or not form.is_valid():
         return context
     data = form.cleaned_data
+    path = None
     try:
         backend = get_backend(job.backend)
         path = backend.log_file(job, label)
@@ -345,7 +363,15 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
                 deadline=time.monotonic() + SEARCH_SECONDS,
                 context=data["context"],
                 secrets=job_secrets(job),
+                before=data["before"],
             )
+        elif data["before"] is not None:
+            # A platform's log is searched in the last lines it returns, which move on while
+            # the job runs: an offset in them would not find the same line twice.
+            form.add_error(
+                "before", _("Older matches are searched only in logs the console keeps itself.")
+            )
+            return context
         else:
             # The platform's last lines, searched from the last too once they are here.
             fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES)
@@ -357,11 +383,22 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
                 context=data["context"],
                 secrets=job_secrets(job),
             )
+    except SearchCursorError:
+        form.add_error("before", OLDER_LINK_ERROR)
+        return context
     except BackendError as exc:
         context["search_error"] = exc.message
     except Exception:  # a backend that is down must not break the job page
         logger.exception("searching logs of %s failed", job.public_id)
         context["search_error"] = _("The logs cannot be read right now.")
+    search = context["search"]
+    # The same search as asked (its text, options and lines around), for the links.
+    asked = {"replica": label, "q": data["q"], "context": data["context"]}
+    asked.update({name: "on" for name in ("regex", "case") if data[name]})
+    if path is not None and search is not None and search.resume is not None:
+        context["search_older"] = urlencode({**asked, "before": search.resume})
+    if data["before"] is not None:
+        context["search_newest"] = urlencode(asked)
     return context
 
 

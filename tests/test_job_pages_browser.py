@@ -327,6 +327,40 @@ def test_a_search_typed_while_the_log_refreshes_shows_its_highlighted_match_in_p
     assert csp_violations == []
 
 
+def test_older_matches_of_a_search_open_in_place_and_the_newest_come_back(logged_in_page, alice):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+    from jobs.services import job_transition
+
+    job = submitted(alice, "loss-pages")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
+    )
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/?replica=master-0&q=loss&context=0#log-search")
+    results = page.locator("#log-search-results")
+    expect(results).to_contain_text("51: 2026-11-30")
+    expect(page.locator("#log-search-newest")).to_have_count(0)
+
+    with page.expect_response(lambda r: "/logs/search/" in r.url):
+        page.click("#log-search-older")  # 更早的匹配
+
+    # Swapped in place: lines 1-50, numbered as in the download; the tail still beside it.
+    expect(results).to_contain_text("1: 2026-11-30")
+    expect(results).not_to_contain_text("51: ")
+    expect(page.locator("#log-search-results mark")).to_have_count(50)
+    expect(page.locator("#log-search-older")).to_have_count(0)
+    expect(page.locator("#log-lines")).to_contain_text("step 250 loss 0.5")
+    page.wait_for_url(re.compile(r"[?&]before=\d+"))
+    page.click("#log-search-newest")  # 最新的匹配
+    expect(page.locator("#log-search-results mark")).to_have_count(200)
+    expect(results).to_contain_text("250: 2026-11-30")
+
+
 def test_a_running_job_s_training_curves_appear_and_grow_on_its_page_without_a_reload(
     logged_in_page, alice, worker_thread, tmp_path
 ):
