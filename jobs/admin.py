@@ -449,6 +449,9 @@ def _user_text(user: Any) -> str:
 
 @admin.register(Job)
 class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
+    # A blank value reads as the console writes one everywhere (the reviewer, the wizard's
+    # review), not as Django's "-" beside a "—" on the same page.
+    empty_value_display = "—"
     list_display = [
         "public_id",
         "name",

@@ -409,6 +409,15 @@ class DataForm(StepForm):
         self.helper = _helper(WizardField("storage_enabled"), show_errors=self.show_errors)
 
 
+def _volume_label(volume: Volume, *, with_type: bool) -> str:
+    """A volume as a mount row's select names it: its name, then its type when asked, and
+    its administrator's label."""
+    parts = [str(STORAGE_LABELS.get(volume.type, volume.type))] if with_type else []
+    if volume.label:
+        parts.append(volume.label)
+    return f"{volume.name} ({', '.join(parts)})" if parts else volume.name
+
+
 class MountForm(forms.Form):
     """A mount row. Its volume follows its storage type: only that type's volumes are
     offered, and a volume of another type (the row's type switched without JavaScript, which
@@ -439,12 +448,13 @@ class MountForm(forms.Form):
                 self.refitted = wrong
         else:
             offered = list(volumes.values())  # the type has its own message; no guess
+        # The row's storage type is chosen beside this select, and only its volumes are
+        # offered: each is named with its own label alone ("scratch", not "scratch (Local disk
+        # (hostpath))", which a select of usual width cuts short). Without a known type every
+        # volume is offered, so each says its type.
+        typed = pool is None or chosen not in types
         self.fields["name"].choices = [("", "—")] + [
-            (
-                v.name,
-                f"{v.name} ({STORAGE_LABELS.get(v.type, v.type)}{', ' + v.label if v.label else ''})",
-            )
-            for v in offered
+            (v.name, _volume_label(v, with_type=typed)) for v in offered
         ]
         self.fields["source_path"].widget.attrs["placeholder"] = _("blank or / = whole volume")
         self.fields["mount_path"].widget.attrs["placeholder"] = "/workspace"

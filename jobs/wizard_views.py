@@ -16,7 +16,7 @@ from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -26,7 +26,7 @@ from . import forms as F
 from . import spec as S
 from . import wizard as W
 from .http import AuthenticatedHttpRequest
-from .models import Draft, Job
+from .models import Draft, Job, JobStatus
 from .review import review_reason
 from .summary import spec_sections
 from .texts import display_text, source_of
@@ -531,7 +531,25 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
             request, _("The job cannot be submitted yet; fix the problems listed below.")
         )
         return redirect(_step_url(draft, W.REVIEW))
+    messages.success(request, _submitted_message(jobs))
     return _redirect(request, reverse("job-detail", args=[jobs[0].public_id]))
+
+
+def _submitted_message(jobs: list[Job]) -> str:
+    """What the job page says once the wizard has submitted: the wizard is gone, and the
+    page it opens must say that the job now exists (and, when held, what it waits for)."""
+    first = jobs[0]
+    if len(jobs) > 1:
+        said = ngettext(
+            "Queue group %(name)s submitted: %(count)d task.",
+            "Queue group %(name)s submitted: %(count)d tasks.",
+            len(jobs),
+        ) % {"name": first.name, "count": len(jobs)}
+    else:
+        said = _("Job %(name)s submitted.") % {"name": first.name}
+    if first.status == JobStatus.PENDING_REVIEW:
+        said += " " + _("It waits for a reviewer's approval before it runs.")
+    return said
 
 
 @require_POST
@@ -545,6 +563,15 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     except S.SpecError:
         messages.error(request, _("This job's stored spec cannot be read, so it cannot be copied."))
         return redirect("job-detail", job.public_id)
+    messages.info(
+        request,
+        _(
+            "This is a copy of job %(name)s, saved as a new draft: change what you need and "
+            "submit it as a new job. The job itself is left as it is; the last step lists "
+            "what differs from it."
+        )
+        % {"name": job.name},
+    )
     return redirect(_step_url(draft, W.BASIC))
 
 

@@ -18,4 +18,13 @@
     }
   });
   document.addEventListener("htmx:afterSettle", toBottom);
+  // A replica's tab swaps the whole panel, the tab clicked with it: focus goes to the tab now
+  // active, so a keyboard user goes on from where they were instead of from the page's top.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+    if (event.detail.target && event.detail.target.id === "log-panel" && elt && elt.tagName === "A") {
+      const tab = document.querySelector("#log-panel .nav-link.active");
+      if (tab) { tab.focus(); }
+    }
+  });
 })();

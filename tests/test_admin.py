@@ -265,6 +265,22 @@ def test_the_job_page_names_the_owner_without_linking_to_a_user_page_reviewers_c
     assert client_for(reviewer).get(f"/admin/auth/user/{alice.pk}/change/").status_code == 403
 
 
+def test_an_unreviewed_jobs_blank_reviewer_and_review_time_read_alike(alice, reviewer):
+    job = submit(alice, "1")
+
+    r = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/")
+
+    body = r.content.decode()
+    values = re.findall(
+        r'<div class="form-row field-(reviewed_by_shown|reviewed_at)">.*?'
+        r'<div class="readonly">(.*?)</div>',
+        body,
+        re.S,
+    )
+    assert r.status_code == 200
+    assert dict(values) == {"reviewed_by_shown": "—", "reviewed_at": "—"}  # not "—" and "-"
+
+
 def test_the_job_page_shows_spec_request_and_environment_with_secrets_masked(alice, reviewer):
     job = submit(alice, "1")
 

@@ -697,6 +697,25 @@ def test_one_restart_reads_restarted_once_not_1_times(alice, alice_client):
     assert "Restarted once" in english and "1 times" not in english
 
 
+def test_a_user_without_jobs_is_shown_where_to_start_instead_of_empty_filters_and_table(
+    alice, alice_client
+):
+    empty = alice_client.get(reverse("job-list")).content.decode()
+    submit(alice, name="alpha")
+    with_a_job = alice_client.get(reverse("job-list")).content.decode()
+
+    block = re.search(r'<section[^>]*id="jobs-empty".*?</section>', empty, re.S)
+    assert block and "还没有训练任务" in block.group(0)
+    assert re.search(
+        r'href="/create/"[^>]*id="jobs-empty-create"[^>]*>创建第一个训练任务<', block.group(0)
+    )
+    assert 'href="/pools/"' in block.group(0)
+    # Nothing to filter or tick yet.
+    assert 'id="job-filters"' not in empty and 'id="select-all"' not in empty
+    assert 'id="jobs-empty"' not in with_a_job
+    assert 'id="job-filters"' in with_a_job and "alpha" in with_a_job
+
+
 def test_a_filter_that_matches_nothing_says_so_rather_than_no_jobs_yet(alice, alice_client):
     submit(alice, name="alpha")
 

@@ -443,3 +443,32 @@ def test_a_long_metric_tag_wraps_on_a_phone_instead_of_widening_the_page(
     expect(page.locator(".metric-tag")).to_have_text(tag)
     wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
     assert wide <= screen
+
+
+def test_a_replicas_log_tab_opened_from_the_keyboard_keeps_the_focus_on_that_tab(
+    logged_in_page, alice
+):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+    from jobs.services import job_transition
+
+    job = submitted(alice, "two-logs")
+    for index, role in enumerate(("master", "worker")):
+        JobReplica.objects.create(job=job, role=role, index=0)
+        log = replica_log_path(job.public_id, f"{role}-0")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"2026-11-30T09:00:0{index}.000000Z hello from {role}\n")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    job_transition(job=job, to=JobStatus.SUCCEEDED, reason="Succeeded")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+
+    page.locator('#log-panel a.nav-link:has-text("worker-0")').focus()
+    page.keyboard.press("Enter")
+
+    expect(page.locator("#log-lines")).to_contain_text("hello from worker")
+    # The panel was swapped with the tab in it: focus is on the tab now shown, not lost to
+    # the top of the page, so Tab goes on to its log and search.
+    expect(page.locator("#log-panel a.nav-link.active")).to_be_focused()
+    expect(page.locator("#log-panel a.nav-link.active")).to_have_text("worker-0")
+    expect(page.locator("#log-panel a.nav-link.active")).to_have_attribute("aria-current", "true")

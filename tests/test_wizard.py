@@ -384,6 +384,50 @@ def test_a_queue_group_creates_one_job_per_task(alice_client, alice):
     assert Job.objects.filter(owner=alice).count() == 3
 
 
+def test_the_job_page_opened_on_submit_says_the_job_was_submitted(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **{W.BASIC: basic_data(name="first-run")})
+
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]), follow=True)
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert re.search(r'class="alert alert-success"[^>]*>任务 first-run 已提交。</div>', page)
+    assert "审核通过后才会运行" not in page
+    assert Job.objects.get(owner=alice).name == "first-run"
+
+
+def test_a_submitted_queue_group_or_held_job_says_so_on_the_page_it_opens(
+    alice_client, alice, settings
+):
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    group = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        group,
+        **{
+            W.BASIC: basic_data(name="sweep"),
+            W.SUBMISSION: submission_data(mode="queue", total="3", concurrency="2"),
+        },
+    )
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    held = new_draft(alice_client)
+    complete_steps(alice_client, held, **{W.BASIC: basic_data(name="big-one")})
+
+    group_page = alice_client.post(reverse("wizard-submit", args=[group.id]), follow=True)
+    alice_client.cookies["django_language"] = "en"
+    held_page = alice_client.post(reverse("wizard-submit", args=[held.id]), follow=True)
+
+    assert "队列任务组 sweep 已提交，共 3 个任务。" in group_page.content.decode()
+    assert (
+        "Job big-one submitted. It waits for a reviewer&#x27;s approval before it runs."
+        in held_page.content.decode()
+    )
+    assert Job.objects.filter(owner=alice, name="sweep").count() == 3
+    assert Job.objects.get(owner=alice, name="big-one").status == "pending_review"
+
+
 def test_jumping_ahead_redirects_to_the_first_incomplete_step(alice_client):
     draft = new_draft(alice_client)
     post_step(alice_client, draft, W.BASIC, basic_data())

@@ -647,6 +647,20 @@ def test_copy_and_edit_opens_a_prefilled_draft(alice_client, alice):
     assert spec.to_document() == job.job_spec().to_document()
 
 
+def test_copy_and_edit_says_on_the_draft_it_opens_that_it_is_a_copy(alice_client):
+    job = submitted_job(alice_client)
+
+    r = alice_client.post(reverse("job-copy", args=[job.public_id]), follow=True)
+
+    page = r.content.decode()
+    copy = Draft.objects.filter(source_job=job).get()
+    assert r.redirect_chain[-1][0] == step_url(copy, W.BASIC)
+    notice = re.search(r'class="alert alert-info"[^>]*>(.*?)</div>', page, re.S)
+    assert notice and f"这是任务 {job.name} 的副本" in notice.group(1)
+    assert "原任务保持不变" in notice.group(1)
+    assert Job.objects.count() == 1  # nothing submitted by copying
+
+
 def test_the_review_of_a_copy_shows_what_changed(alice_client):
     job = submitted_job(alice_client)
     alice_client.post(reverse("job-copy", args=[job.public_id]))

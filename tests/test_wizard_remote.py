@@ -495,3 +495,30 @@ def test_a_mount_form_offers_only_its_types_volumes_and_refits_a_volume_of_anoth
     assert [v for v, _label in to_disk.fields["name"].choices] == ["", "disk"]
     assert kept.cleaned_data["name"] == "pfs-b"
     assert to_disk["mount_path"].value() == "/mnt"
+
+
+def test_a_mount_rows_volumes_are_named_without_the_type_already_chosen_beside_them():
+    pool = Pool(
+        id="p",
+        name="p",
+        backend="aihc",
+        volumes=[Volume("pfs", "pfs-a", "cn-bj"), Volume("hostpath", "disk")],
+        storage_types=["pfs", "hostpath"],
+    )
+    data = {"m-type": "pfs", "m-name": "pfs-a", "m-mount_path": "/mnt", "m-access": "rw"}
+
+    with translation.override("zh-hans"):
+        pfs_row = F.MountForm(data, prefix="m", pool=pool)
+        disk_row = F.MountForm(
+            {**data, "m-type": "hostpath", "m-name": "disk"}, prefix="m", pool=pool
+        )
+        untyped = F.MountForm({**data, "m-type": "nas"}, prefix="m", pool=pool)
+        pfs_labels = [str(label) for _value, label in pfs_row.fields["name"].choices]
+        disk_labels = [str(label) for _value, label in disk_row.fields["name"].choices]
+        untyped_labels = [str(label) for _value, label in untyped.fields["name"].choices]
+
+    # Short enough for the row's select: the name and the volume's own label, no type twice.
+    assert pfs_labels == ["—", "pfs-a (cn-bj)"]
+    assert disk_labels == ["—", "disk"]
+    # A type the pool does not offer lists every volume, and there each says its type.
+    assert untyped_labels == ["—", "pfs-a (PFS, cn-bj)", "disk (本地盘（hostpath）)"]
