@@ -33,6 +33,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ MAX_EXPIRATION_SECONDS = 1800
 # How far in the future a client's clock may put the signing time.
 CLOCK_SKEW_SECONDS = 300
 THROTTLE_PREFIX = "api-key:"
+SIGNATURE_RE = re.compile(r"[0-9a-fA-F]{64}")
 _SEAL_VERSION = "aesgcm"
 _SEAL_INFO = b"ai-job-console jobs.api_keys secret"
 _NONCE_BYTES = 12  # GCM's standard nonce; random, one per sealing
@@ -175,7 +177,9 @@ def parse_authorization(value: str) -> AuthString:
         seconds = int(expiration)
     except ValueError:
         raise bad from None
-    if not access_key_id or seconds <= 0 or len(signature) != 64:
+    # 64 hex digits: header bytes past ASCII arrive as Latin-1 characters, which
+    # hmac.compare_digest refuses with a TypeError (a server error, not a refusal).
+    if not access_key_id or seconds <= 0 or not SIGNATURE_RE.fullmatch(signature):
         raise bad
     headers = [n.strip().lower() for n in names.split(";")] if names else None
     if headers is not None and not all(headers):

@@ -62,6 +62,7 @@ from .sandbox import (
     SandboxError,
     bwrap_argv,
     is_within,
+    no_setuid_filter_fd,
     open_in_root,
     read_only_parent_lacking,
     read_only_parent_message,
@@ -785,6 +786,7 @@ def _start_replicas(
             mounts=mounts,
             files=files,
             hidden=hidden,
+            seccomp_fd=(seccomp_fd := no_setuid_filter_fd()),
         )
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -847,11 +849,15 @@ def _start_replicas(
             # The opened volume folders bwrap binds (--bind-fd): the shim hands them on.
             for mount in mounts:
                 argv += ["--mount-fd", str(mount.fd)]
+            # bwrap's seccomp program (no setuid files), handed on by the shim as the volumes.
+            extra_fds = [] if seccomp_fd is None else [seccomp_fd]
+            for fd in extra_fds:
+                argv += ["--mount-fd", str(fd)]
             with open(state / "shim.err", "ab") as err:
                 child = subprocess.Popen(
                     [*argv, "--", *sandboxed],
                     start_new_session=True,
-                    pass_fds=(lock_fd, env_fd, *(mount.fd for mount in mounts)),
+                    pass_fds=(lock_fd, env_fd, *(mount.fd for mount in mounts), *extra_fds),
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=err,
@@ -860,6 +866,8 @@ def _start_replicas(
         finally:
             os.close(lock_fd)
             os.close(env_fd)
+            if seccomp_fd is not None:
+                os.close(seccomp_fd)
         if children is not None:
             children[child.pid] = child
         replica.pid = child.pid

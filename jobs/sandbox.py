@@ -25,7 +25,10 @@ pulled):
   what a hidden folder is);
 - the hostpath volumes of the spec at their mount paths, read-only when asked, bound from
   descriptors opened and checked beforehand (open_in_root), never by name;
-- the MPI hostfile at /etc/mpi/hostfile.
+- the MPI hostfile at /etc/mpi/hostfile;
+- no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
+  to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
+  program there that runs as the worker's user (or root) for anyone who can reach the folder.
 
 A mount path that does not exist on the host must not be created on the host: its nearest
 existing ancestor is rebuilt inside the sandbox (a tmpfs folder with the host's entries
@@ -34,12 +37,20 @@ bound into it), so the host tree is never written to.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
+import functools
 import glob
+import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.utils.translation import gettext
+
+logger = logging.getLogger(__name__)
 
 # Host entries the sandbox provides itself instead of binding.
 OWN_TOP_LEVEL = frozenset({"proc", "dev", "sys", "tmp"})
@@ -202,6 +213,7 @@ def bwrap_argv(
     mounts: list[Mount],
     files: list[tuple[Path, str]],
     hidden: list[str],
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bwrap command line running `command` with the mounts and files given.
 
@@ -237,5 +249,122 @@ def bwrap_argv(
     for folder in covered:
         if not any(is_within(folder, mount.dest) for mount in mounts):
             args += ["--remount-ro", folder]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--chdir", "/tmp", "--"]
     return args + command
+
+
+# -- no setuid or setgid files (seccomp) ------------------------------------------------
+
+# libseccomp's constants (seccomp.h).
+_ACT_ALLOW = 0x7FFF0000
+_CMP_MASKED_EQ = 7
+_O_CREAT = 0o100
+_O_TMPFILE = 0o20000000  # __O_TMPFILE, without O_DIRECTORY
+# (syscall, index of its mode argument, index of its open flags or None): each refused when
+# the mode asks for S_ISUID or S_ISGID (and, with flags, when it creates a file).
+_MODE_SYSCALLS = (
+    ("chmod", 1, None),
+    ("fchmod", 1, None),
+    ("fchmodat", 2, None),
+    ("fchmodat2", 2, None),
+    ("creat", 1, None),
+    ("mknod", 1, None),
+    ("mknodat", 2, None),
+    ("open", 2, 1),
+    ("openat", 3, 2),
+)
+# Their mode cannot be inspected (a struct, a ring): refused as absent, so callers fall back
+# to the calls above (glibc and liburing do).
+_ABSENT_SYSCALLS = ("openat2", "io_uring_setup")
+# Other ABIs the kernel runs on the native one (a 32-bit binary's chmod is another number).
+_COMPAT_ARCHES = {"x86_64": ("x86", "x32"), "aarch64": ("arm",)}
+
+
+class _ArgCmp(ctypes.Structure):
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
+
+
+@functools.cache
+def _libseccomp() -> ctypes.CDLL | None:
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("seccomp") or "libseccomp.so.2")
+    except OSError:
+        logger.warning(
+            "libseccomp is not installed: local jobs may make setuid and setgid files "
+            "(install libseccomp2 to refuse them)"
+        )
+        return None
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    lib.seccomp_arch_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+    lib.seccomp_arch_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_arch_resolve_name.restype = ctypes.c_uint32
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp),
+    ]
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    return lib
+
+
+def _errno_action(number: int) -> int:
+    return 0x00050000 | (number & 0xFFFF)
+
+
+def no_setuid_filter_fd() -> int | None:
+    """A descriptor (an in-memory file, at its start) holding the seccomp program bwrap loads
+    with --seccomp: every call that would make a setuid or setgid file fails with EPERM,
+    everything else is allowed. None without libseccomp (logged once)."""
+    lib = _libseccomp()
+    if lib is None:
+        return None
+    _NO_FILTER = gettext("The sandbox's filter against setuid files cannot be built (%(step)s).")
+    ctx = lib.seccomp_init(_ACT_ALLOW)
+    if not ctx:
+        raise SandboxError(_NO_FILTER % {"step": "seccomp_init"})
+    try:
+        for arch in _COMPAT_ARCHES.get(os.uname().machine, ()):
+            token = lib.seccomp_arch_resolve_name(arch.encode())
+            if token:
+                lib.seccomp_arch_add(ctx, token)  # -EEXIST when native: fine
+        rules: list[tuple[str, int, list[_ArgCmp]]] = []
+        for bit in (stat.S_ISUID, stat.S_ISGID):
+            for name, mode_arg, flags_arg in _MODE_SYSCALLS:
+                mode = _ArgCmp(mode_arg, _CMP_MASKED_EQ, bit, bit)
+                if flags_arg is None:
+                    rules.append((name, errno.EPERM, [mode]))
+                    continue
+                for flag in (_O_CREAT, _O_TMPFILE):
+                    creates = _ArgCmp(flags_arg, _CMP_MASKED_EQ, flag, flag)
+                    rules.append((name, errno.EPERM, [creates, mode]))
+        rules += [(name, errno.ENOSYS, []) for name in _ABSENT_SYSCALLS]
+        for name, number, conditions in rules:
+            syscall = lib.seccomp_syscall_resolve_name(name.encode())
+            if syscall == -1:  # __NR_SCMP_ERROR: older libseccomp without it
+                continue
+            array = (_ArgCmp * max(len(conditions), 1))(*conditions)
+            failed = lib.seccomp_rule_add_array(
+                ctx, _errno_action(number), syscall, len(conditions), array
+            )
+            if failed:
+                raise SandboxError(_NO_FILTER % {"step": name})
+        fd = os.memfd_create("no-setuid.bpf", os.MFD_CLOEXEC)
+        if lib.seccomp_export_bpf(ctx, fd):
+            os.close(fd)
+            raise SandboxError(_NO_FILTER % {"step": "seccomp_export_bpf"})
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    finally:
+        lib.seccomp_release(ctx)

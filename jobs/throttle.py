@@ -101,7 +101,10 @@ class ThrottledAuthenticationMixin:
     data: Any
 
     def clean(self) -> dict[str, Any]:
-        username = str(self.data.get("username") or "")
+        # The username as the form cleaned it (spaces stripped, NFKC-normalised), which is the
+        # one authenticated and counted on failure: the raw text would let " alice" or
+        # "ａｌｉｃｅ" (fullwidth) log in as alice past her count.
+        username = str(self.cleaned_data.get("username") or self.data.get("username") or "")
         minutes = login_locked_minutes(username=username, request=self.request)
         if minutes:
             raise _throttled(minutes)

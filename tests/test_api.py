@@ -17,6 +17,7 @@ import pytest
 from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
+from django.test import Client
 from django.utils import timezone, translation
 
 from jobs import spec as S
@@ -559,6 +560,23 @@ def test_an_unsigned_or_malformed_request_is_refused_in_bces_error_shape(wsgi, a
     # A logged-in browser session is no signature: the API does not take cookies.
     r = alice_client.get("/api/v1/aijobs", {"resourcePoolId": "local"})
     assert (r.status_code, r.json()["code"]) == (403, "AccessDenied")
+
+
+def test_a_signature_that_is_not_hex_is_a_malformed_header_not_a_server_error(alice_key):
+    """Header bytes past ASCII arrive as Latin-1 characters; compared as a signature they
+    would crash hmac.compare_digest (a 500). A signature is 64 hex digits, or malformed."""
+    key, _secret = alice_key
+    timestamp = signer.canonical_time(time.time())
+    # As a WSGI server hands it on: the header's bytes decoded as Latin-1.
+    auth = (
+        f"bce-auth-v1/{key.access_key_id}/{timestamp}/1800/host/" + b"\xe9".decode("latin-1") * 64
+    )
+
+    r = Client(raise_request_exception=False).get(
+        "/api/v1/aijobs?resourcePoolId=local", headers={"Authorization": auth, "Host": "testserver"}
+    )
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidHTTPAuthHeader")
 
 
 def test_guessing_a_secret_is_throttled_like_guessing_a_password(wsgi, alice_key, settings):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -103,6 +104,37 @@ def test_a_job_sees_nothing_of_the_consoles_state_but_its_tools_and_its_own_volu
     assert "python runs" in log
     assert "volume data" in log
     assert "open descriptors: 0 1 2 3\n" in log  # ls's own 3
+
+
+def test_a_job_cannot_leave_a_setuid_or_setgid_program_in_a_volume(alice, settings):
+    """A volume's files stay on the host, where a setuid bit is honoured: one left there would
+    run as the worker's user (or root) for anyone reaching the folder. Plain modes still work."""
+    make = (
+        "import os\n"
+        "for name, mode in (('created-suid', 0o4755), ('created-sgid', 0o2755)):\n"
+        "    try:\n"
+        "        os.close(os.open('/workspace/' + name, os.O_CREAT | os.O_WRONLY, mode))\n"
+        "        print(name, 'made')\n"
+        "    except PermissionError:\n"
+        "        print(name, 'refused')\n"
+    )
+    command = (
+        "cp /bin/sh /workspace/sh; "
+        "chmod u+s /workspace/sh; echo suid=$?; chmod g+s /workspace/sh; echo sgid=$?; "
+        "chmod 700 /workspace/sh; echo plain=$?; "
+        f'/usr/bin/python3 -c "{make}"; true'
+    )
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert "suid=1" in log and "sgid=1" in log and "plain=0" in log
+    assert "created-suid refused" in log and "created-sgid refused" in log
+    made = {path.name: path.stat().st_mode for path in volume(settings).iterdir()}
+    assert made["sh"] & 0o7777 == 0o700
+    assert [name for name, mode in made.items() if mode & (stat.S_ISUID | stat.S_ISGID)] == []
 
 
 def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(

@@ -577,6 +577,22 @@ def test_after_five_failures_even_the_right_password_is_refused(alice, settings)
     )
 
 
+@pytest.mark.parametrize("variant", [" alice", "alice ", "\uff41\uff4c\uff49\uff43\uff45"])
+def test_a_username_the_form_normalises_to_a_locked_one_is_refused_too(alice, settings, variant):
+    """Django strips and NFKC-normalises the username before authenticating it: the throttle
+    must look up the same name, or a space or fullwidth letters would bypass the count."""
+    settings.LOGIN_FAILURES_PER_USERNAME = 5
+    client = Client()
+    for _ in range(5):
+        fail_login(client, "alice")
+
+    r = client.post("/login/", {"username": variant, "password": "alice-password"})
+
+    assert r.status_code == 200
+    assert "_auth_user_id" not in client.session
+    assert LoginFailure.objects.filter(username="alice").count() == 5
+
+
 def test_the_throttle_counts_per_address_across_usernames(alice, settings):
     settings.LOGIN_FAILURES_PER_USERNAME = 100
     settings.LOGIN_FAILURES_PER_IP = 3
