@@ -245,7 +245,10 @@ def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
     if existing:
         return existing  # before the checks: the first run now holds the cards
     spec = _task_spec_checked(
-        job, unreadable=_("This job's stored spec cannot be read, so it cannot run again.")
+        job,
+        unreadable=_(
+            "This job's stored spec cannot be read (fields: %(fields)s), so it cannot run again."
+        ),
     )
     return jobs_submit(
         owner=owner,
@@ -266,7 +269,10 @@ def job_submit_again(*, job: Job, actor: User) -> None:
         raise ActionError(_("Only a job whose submission failed can be submitted again."))
     _task_spec_checked(
         job,
-        unreadable=_("This job's stored spec cannot be read, so it cannot be submitted again."),
+        unreadable=_(
+            "This job's stored spec cannot be read (fields: %(fields)s), so it cannot be "
+            "submitted again."
+        ),
     )
     if not job_resubmit(job=job, actor=actor):
         raise ActionError(_("The job changed meanwhile; reload the page."))
@@ -281,7 +287,7 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
     try:
         spec = job.job_spec()
     except SpecError as exc:
-        raise ActionError(unreadable) from exc
+        raise ActionError(unreadable % {"fields": exc.fields}) from exc
     if spec.submission.mode == SUBMIT_QUEUE:
         spec.submission.total = spec.submission.concurrency = 1
     refusals = pool_refusals(spec, find_pool(spec.resource_pool_id), owner=job.owner)

@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_noop
 
 from .models import Job
+from .spec import AlertConfig, SpecError
 from .texts import Term, recorded
 
 logger = logging.getLogger(__name__)
@@ -180,8 +181,8 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
     from .services import job_event
     from .tasks import deliver_alert
 
-    alert = job.job_spec().alert
-    if item not in alert.items or not (alert.emails or alert.webhooks):
+    alert = _alert_config(job)
+    if alert is None or item not in alert.items or not (alert.emails or alert.webhooks):
         return
     try:
         with transaction.atomic():
@@ -200,6 +201,15 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
         )
 
 
+def _alert_config(job: Job) -> AlertConfig | None:
+    """The job's alert items and channels; None once its stored spec no longer reads: where
+    to send them is not known, so nothing is sent (its page says the spec is unreadable)."""
+    try:
+        return job.job_spec().alert
+    except SpecError:
+        return None
+
+
 def failure_text(exc: Exception) -> str:
     """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
     are (in the console's language), a library's error with its type; kept short."""
@@ -211,7 +221,9 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     """Sends one alert on every channel of the job; records each outcome as an event."""
     from .services import job_event
 
-    alert = job.job_spec().alert
+    alert = _alert_config(job)
+    if alert is None:
+        return
     payload = alert_payload(job, item, message, time)
     if alert.emails:
         title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item

@@ -123,13 +123,8 @@ def masked(text: str, secrets: Iterable[str]) -> str:
 
 
 def job_secrets(job: Any) -> list[str]:
-    """The job's secret values, or none if its spec cannot be read any more."""
-    from .spec import SpecError
-
-    try:
-        return job.job_spec().secret_values()
-    except SpecError:
-        return []
+    """The job's secret values, also once its spec cannot be read any more (Job.secret_values)."""
+    return job.secret_values()
 
 
 def cut_for_page(text: str) -> str:

@@ -203,6 +203,11 @@ class Job(models.Model):
     def job_spec(self) -> spec_module.JobSpec:
         return spec_module.parse_document(self.spec)
 
+    def secret_values(self) -> list[str]:
+        """What to mask in anything shown of the job, also once its stored spec no longer
+        parses (spec.stored_secret_values)."""
+        return spec_module.stored_secret_values(self.spec)
+
 
 class EventType(models.TextChoices):
     NORMAL = "Normal", _("Normal")

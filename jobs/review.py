@@ -224,7 +224,16 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
     """Rejected or Submit failed -> Queued, or Pending review when the policy asks."""
     if job.status not in (JobStatus.REJECTED, JobStatus.SUBMIT_FAILED):
         return False
-    why_review = review_reason(spec=job.job_spec())
+    try:
+        why_review = review_reason(spec=job.job_spec())
+    except spec_module.SpecError as exc:
+        raise ActionError(
+            _(
+                "This job's stored spec cannot be read (fields: %(fields)s), so it cannot be "
+                "resubmitted."
+            )
+            % {"fields": exc.fields}
+        ) from None
     by = recorded(gettext_noop("Resubmitted by %(user)s."), user=actor.get_username())
     if why_review:
         return job_transition(

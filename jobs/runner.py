@@ -67,7 +67,7 @@ from .sandbox import (
     read_only_parent_lacking,
     read_only_parent_message,
 )
-from .services import job_event, job_transition, recorded
+from .services import job_event, job_spec_or_noted, job_transition, recorded
 from .shim import START_GATE, TmpMeter, remove_tree
 from .spec import MPI, JobSpec, Role
 from .texts import restored, source_of
@@ -1101,7 +1101,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             message=recorded(gettext_noop("No local run record.")),
         )
         return
-    spec = job.job_spec()
+    # None once the stored spec no longer reads: followed without it (job_spec_or_noted).
+    spec = job_spec_or_noted(job=job)
     now = timezone.now()
     replicas = list(job.replicas.all())
     states = {
@@ -1127,6 +1128,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     unlaunched = [r for r in replicas if states[r.pk].phase == "unlaunched"]
     if unlaunched:  # the worker died between recording the start and spawning
         try:
+            if spec is None:
+                raise RuntimeError(gettext("its stored spec can no longer be read"))
             launch_attempt(job, run, spec, children=children)
         except Exception as exc:  # a job that cannot start fails; the worker carries on
             _fail_launch(job, run, exc)
@@ -1165,14 +1168,14 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             )
             break
         if state.phase == "exited" and state.exit_code != 0:
-            failure = _oom_failure(job, run, spec, replica) or recorded(
+            failure = (spec and _oom_failure(job, run, spec, replica)) or recorded(
                 gettext_noop("%(replica)s exited with code %(code)s."),
                 replica=label,
                 code=state.exit_code,
             )
             break
     if failure:
-        can_restart = job.restarts < restart_limit(spec)
+        can_restart = spec is not None and job.restarts < restart_limit(spec)
         # Only if no stop was recorded since this tick read the run: a Stop or Delete from
         # the web process wins over the restart (or failure) decided here.
         decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
@@ -1205,6 +1208,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             _finished(job, run)
         return
 
+    if spec is None:
+        return  # its time limit and hang threshold are in the spec it no longer reads
     started = job.started_at or run.attempt_started_at or now
     if now - started > minutes(spec.timeout_minutes):
         message = recorded(
@@ -1351,7 +1356,7 @@ def _check_hang(
 def _tear_down(
     job: Job,
     run: LocalRun,
-    spec: JobSpec,
+    spec: JobSpec | None,
     replicas: list[JobReplica],
     states: dict[int, ReplicaState],
     now: datetime,
@@ -1414,7 +1419,7 @@ def _record_killed(job: Job, run: LocalRun, replica: JobReplica) -> None:
 def _finish_tear_down(
     job: Job,
     run: LocalRun,
-    spec: JobSpec,
+    spec: JobSpec | None,
     replicas: list[JobReplica],
     now: datetime,
     children: Children | None,
@@ -1426,11 +1431,14 @@ def _finish_tear_down(
     # of them: a worker killed in between leaves the restart still to do, and the next
     # worker does it (and alerts) once. The new attempt's processes start only after the
     # commit, so a rolled-back switch never leaves one running.
+    # (A restart decided before its spec became unreadable is not made: it fails below.)
     with transaction.atomic():
-        restarting = run.stop_target == TARGET_RESTART and _begin_next_attempt(job, run, now)
-        if restarting:
+        restarting = spec is not None and (
+            run.stop_target == TARGET_RESTART and _begin_next_attempt(job, run, now)
+        )
+        if restarting and spec is not None:
             _restarted(job, spec, replicas, why=message)
-    if restarting:
+    if restarting and spec is not None:
         # The failed attempt's /tmp folders go: each attempt starts with an empty /tmp, and
         # a job restarting after filling its /tmp must not keep one full folder per attempt.
         _remove_scratch(attempt_dir(job.public_id, run.attempt - 1))
@@ -1448,7 +1456,8 @@ def _finish_tear_down(
     target = run.stop_target
     message = restored(run.stop_message, run.stop_message_source)
     if target == TARGET_RESTART:
-        target = TARGET_STOPPED
+        # A failure whose restart cannot be made without the spec fails the job.
+        target = TARGET_STOPPED if spec is not None else TARGET_FAILED
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")

@@ -51,7 +51,7 @@ from django.utils.translation import gettext_noop
 
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
-from .services import job_event, job_transition
+from .services import job_event, job_fail_unreadable, job_transition
 from .spec import SpecError
 from .texts import display_text, recorded, source_of
 
@@ -76,11 +76,6 @@ IN_QUEUE = "WaitingInQueue"
 HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE})
 WAITING_REASONS = HELD_REASONS | {IN_QUEUE}
 ALERT_REASONS = ("AlertSent", "AlertFailed")
-SPEC_UNREADABLE = "SpecUnreadable"
-SPEC_UNREADABLE_MESSAGE = gettext_noop(
-    "Its stored spec can no longer be read (fields: %(fields)s), so it cannot start. Submit "
-    "it again from a new draft."
-)
 IN_QUEUE_MESSAGE = gettext_noop(
     "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
     "has room for it."
@@ -138,7 +133,7 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
         try:
             need = requirement(job.job_spec())
         except SpecError as exc:
-            _fail_unreadable(job, exc)
+            job_fail_unreadable(job=job, exc=exc)
             continue
         if not_its_turn:
             # It said it waits for its quota or for disk. It is not reached this pass, but
@@ -174,18 +169,6 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
             if group_id is not None:
                 group_running[group_id] += 1
     return started
-
-
-def _fail_unreadable(job: Job, exc: SpecError) -> None:
-    """Fails a job whose stored spec this console no longer reads, naming the fields, so it
-    neither blocks the pass for every other job nor waits for ever (see the rules above). The
-    fields' messages are left out: they may quote what was written there."""
-    job_transition(
-        job=job,
-        to=JobStatus.FAILED,
-        reason=SPEC_UNREADABLE,
-        message=recorded(SPEC_UNREADABLE_MESSAGE, fields=", ".join(exc.errors)),
-    )
 
 
 def _over_quota(

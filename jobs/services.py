@@ -27,6 +27,47 @@ class TransitionError(Exception):
     pass
 
 
+SPEC_UNREADABLE = "SpecUnreadable"
+CANNOT_START_WITHOUT_SPEC = gettext_noop(
+    "Its stored spec can no longer be read (fields: %(fields)s), so it cannot start. Submit "
+    "it again from a new draft."
+)
+FOLLOWED_WITHOUT_SPEC = gettext_noop(
+    "Its stored spec can no longer be read (fields: %(fields)s). It is followed until it ends "
+    "without it: no time limit, hang detection, restart or alert of the spec applies."
+)
+
+
+def job_fail_unreadable(*, job: Job, exc: spec_module.SpecError) -> bool:
+    """Fails a job not yet started whose stored spec this console no longer reads, naming the
+    fields, so it neither blocks the others nor waits for ever (the scheduler, a remote
+    backend's submit). The fields' messages are left out: they may quote what was written."""
+    return job_transition(
+        job=job,
+        to=JobStatus.FAILED,
+        reason=SPEC_UNREADABLE,
+        message=recorded(CANNOT_START_WITHOUT_SPEC, fields=exc.fields),
+    )
+
+
+def job_spec_or_noted(*, job: Job) -> spec_module.JobSpec | None:
+    """The spec of a started job, for the worker following it; None once its stored spec no
+    longer reads (an upgrade that tightened a rule, an old backup), said once on the job with
+    the fields in error (a SpecUnreadable warning). Such a job is not ended for it: what runs
+    keeps running, and Stop and Delete still work."""
+    try:
+        return job.job_spec()
+    except spec_module.SpecError as exc:
+        if not job.events.filter(reason=SPEC_UNREADABLE).exists():
+            job_event(
+                job=job,
+                reason=SPEC_UNREADABLE,
+                message=recorded(FOLLOWED_WITHOUT_SPEC, fields=exc.fields),
+                warning=True,
+            )
+        return None
+
+
 def job_event(
     *, job: Job, reason: str, message: str = "", warning: bool = False, actor: Any = None
 ) -> JobEvent:

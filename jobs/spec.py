@@ -184,6 +184,12 @@ class SpecError(Exception):
         super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
         self.errors = errors
 
+    @property
+    def fields(self) -> str:
+        """The fields in error, without their messages: safe to show and record where the
+        value may be a secret (a message may quote what was written)."""
+        return ", ".join(self.errors)
+
 
 @dataclass
 class Role:
@@ -605,6 +611,50 @@ def _roles_from_v1(framework: str, replicas: int, template: Role) -> list[Role]:
     if framework in (PYTORCH, MPI):
         return [clone("master", 1), clone("worker", max(replicas - 1, 0))]
     return [clone("worker", replicas)]
+
+
+def stored_secret_values(doc: Any) -> list[str]:
+    """The secret values of a stored document, also of one that no longer parses (written by
+    an older console, or restored from an old backup), so what is shown of its job can still
+    be masked. Read loosely, as written: the image password and each env value whose name
+    `console.secretEnvs` lists; when that list cannot be read, every env value, since masking
+    too much is safe and too little leaks."""
+    try:
+        return parse_document(doc).secret_values()
+    except SpecError:
+        pass
+    if not isinstance(doc, Mapping):
+        return [value for value in _leaves(doc) if value]
+    console, job_spec = doc.get("console") or {}, doc.get("jobSpec") or {}
+    values: list[str] = []
+    if not isinstance(job_spec, Mapping):
+        values.extend(_leaves(job_spec))
+        job_spec = {}
+    names = (console.get("secretEnvs") or []) if isinstance(console, Mapping) else None
+    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        names = None  # which are secret cannot be told: all are
+    envs = job_spec.get("envs") or []
+    for env in envs if isinstance(envs, list) else [envs]:
+        if not isinstance(env, Mapping):
+            values.extend(_leaves(env))
+        elif names is None or not isinstance(env.get("name"), str) or env["name"].strip() in names:
+            values.extend(_leaves(env.get("value")))
+    image_config = job_spec.get("imageConfig")
+    if isinstance(image_config, Mapping):
+        image_config = image_config.get("password")
+    values.extend(_leaves(image_config))
+    return [value for value in values if value]
+
+
+def _leaves(value: Any) -> list[str]:
+    """Every text or number in `value`, as text."""
+    if isinstance(value, Mapping):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, bool) or value is None:
+        return []
+    return [str(value)]
 
 
 def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:

@@ -560,8 +560,12 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = get_object_or_404(Job, public_id=public_id, owner=request.user)
     try:
         draft = W.draft_from_job(job=job, owner=request.user)
-    except S.SpecError:
-        messages.error(request, _("This job's stored spec cannot be read, so it cannot be copied."))
+    except S.SpecError as exc:
+        messages.error(
+            request,
+            _("This job's stored spec cannot be read (fields: %(fields)s), so it cannot be copied.")
+            % {"fields": exc.fields},
+        )
         return redirect("job-detail", job.public_id)
     messages.info(
         request,

@@ -48,7 +48,7 @@ from jobs.models import (
     ReplicaStatus,
 )
 from jobs.runtime_env import LOCAL_RUNNER_VARIABLES, ReplicaRef, replica_environment
-from jobs.services import job_event, recorded
+from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.texts import joined
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
@@ -771,8 +771,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     def _sync_remote(self, job: Job) -> None:
         config, client = self._setup()
         version = config.version(job.resource_pool)
-        spec = job.job_spec()
-        secrets = spec.secret_values()
+        # None once the stored spec no longer reads: followed without it (job_spec_or_noted).
+        spec = job_spec_or_noted(job=job)
+        secrets = job.secret_values()
         try:
             remote = client.get_job(
                 pool=job.resource_pool, job_id=job.external_id, queue=job.queue, version=version
@@ -784,7 +785,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 # Gone while being stopped is what the stop asked for; otherwise it was lost.
                 stopping = job.status == JobStatus.STOPPING
                 gone = recorded(gettext_noop("AIHC no longer has job %(id)s."), id=job.external_id)
-                if spec.retention_period and not stopping:
+                if spec is not None and spec.retention_period and not stopping:
                     # AIHC deletes such a job once it has ended and its retention has passed;
                     # the console, not following it meanwhile (its worker was down), cannot
                     # tell how it ended. Failed, so it is noticed, with the likely cause.
@@ -807,7 +808,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             raise BackendError(
                 scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id
             ) from None
-        self._sync_events(job, client, version, spec, secrets)
+        self._sync_events(job, client, version, spec.framework if spec else job.framework, secrets)
         self._sync_replicas(job, remote["pods"])
         status = remote["status"]
         target = STATUS_MAP.get(status.lower())
@@ -831,7 +832,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             self._walk(
                 job, target, recorded(gettext_noop("AIHC reports %(status)s."), status=status)
             )
-        self._enforce_timeout(job, client, config, spec)
+        if spec is not None:  # its time limit is in the spec it no longer reads
+            self._enforce_timeout(job, client, config, spec)
 
     def _stop_again(
         self, job: Job, client: AihcClient, config: Config, secrets: list[str], status: str
@@ -958,7 +960,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         job: Job,
         client: AihcClient,
         version: str,
-        spec: spec_module.JobSpec,
+        framework: str,
         secrets: list[str],
     ) -> None:
 
@@ -966,7 +968,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             events = client.job_events(
                 pool=job.resource_pool,
                 job_id=job.external_id,
-                framework=spec.framework,
+                framework=framework,
                 queue=job.queue,
                 version=version,
             )
@@ -1044,7 +1046,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     version=config.version(job.resource_pool),
                 )
             except AihcError as exc:
-                secrets = job.job_spec().secret_values()
+                secrets = job.secret_values()
                 if exc.code == "JobNotFound":
                     pass  # nothing left to stop
                 elif _refused(exc):
@@ -1073,7 +1075,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 "Stopping",
                 recorded(
                     STOP_UNANSWERED,
-                    error=scrub(recorded_error(unanswered), job.job_spec().secret_values()),
+                    error=scrub(recorded_error(unanswered), job.secret_values()),
                 ),
                 warning=True,
             )
@@ -1106,7 +1108,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         except AihcError as exc:
             if exc.code != "JobNotFound" and exc.status != 404:
                 raise _shown(
-                    _("AIHC did not delete the job: %(error)s"), exc, job.job_spec().secret_values()
+                    _("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
                 ) from None
 
     def logs(
@@ -1118,7 +1120,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         # A tail is what the job page and its log panel (polled every 2 s) wait on.
         config, client = self._setup(for_page=tail is not None)
         version = config.version(job.resource_pool)
-        secrets = job.job_spec().secret_values()
+        secrets = job.secret_values()
         try:
             remote = client.get_job(
                 pool=job.resource_pool, job_id=job.external_id, queue=job.queue, version=version

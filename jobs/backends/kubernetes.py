@@ -993,7 +993,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if not (resource.get("metadata") or {}).get("deletionTimestamp") and self._stop_due(
                 job, since=job.updated_at
             ):
-                self._send_delete(client, namespace, job.external_id, spec)
+                self._send_delete(client, namespace, job.external_id, spec.framework)
             return
         follow = (
             status_from_jobset if spec.framework == spec_module.CUSTOM else status_from_conditions
@@ -1273,12 +1273,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     # -- actions -------------------------------------------------------------------
 
     def _send_delete(
-        self, client: KubeClient, namespace: str, name: str, spec: spec_module.JobSpec
+        self, client: KubeClient, namespace: str, name: str, framework: str
     ) -> KubeError | None:
         """Deletes the resource (its pods first) and its Secret; the error, if the resource's
         delete did not take (404 counts as done)."""
         try:
-            client.delete(M.resource_path(spec.framework, namespace, name))
+            client.delete(M.resource_path(framework, namespace, name))
         except KubeError as exc:
             if not _not_found(exc):
                 return exc
@@ -1307,10 +1307,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return
         config, client = self._setup()
-        namespace, _name, spec = self._names(job)
-        secrets = spec.secret_values()
+        # The job's row, not its spec, which may no longer read: Stop must still work.
+        namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         self._stops_sent[job.pk] = timezone.now()
-        error = self._send_delete(client, namespace, job.external_id, spec)
+        error = self._send_delete(client, namespace, job.external_id, job.framework)
         if error is not None and _refused(error):
             self._stop_refused(
                 job,
@@ -1343,16 +1343,18 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
 
     def _delete_remote(self, job: Job) -> None:
+        config, client = self._setup()
         try:
-            config, client = self._setup()
             namespace, name, spec = self._names(job)
         except spec_module.SpecError:
-            return
-        secrets = spec.secret_values()
+            # A spec that no longer reads: what was created is still deleted, by the job's
+            # row (its resource is named external_id), with whatever Secret it made.
+            namespace, name, spec = namespace_of(job.resource_pool), job.external_id, None
+        secrets = job.secret_values()
         if job.external_id:
             try:
                 client.delete(
-                    M.resource_path(spec.framework, namespace, job.external_id),
+                    M.resource_path(job.framework, namespace, job.external_id),
                     propagation="Background",
                 )
             except KubeError as exc:
@@ -1360,7 +1362,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     raise _shown(
                         _("Kubernetes did not delete the job: %(error)s"), exc, secrets
                     ) from None
-        if any(e.secret for e in spec.envs):
+        if name and (spec is None or any(e.secret for e in spec.envs)):
             path = M.secret_path(namespace, M.secret_name(name))
             try:
                 existing = client.get(path)

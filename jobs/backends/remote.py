@@ -33,7 +33,8 @@ from jobs.models import (
     JobStatus,
     ReplicaStatus,
 )
-from jobs.services import job_event, job_transition, recorded
+from jobs.services import job_event, job_fail_unreadable, job_transition, recorded
+from jobs.spec import SpecError
 
 from .base import Backend, BackendError, Pool
 
@@ -133,7 +134,11 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             return
         if job.status != JobStatus.QUEUED or self._group_is_full(job):
             return
-        spec = job.job_spec()
+        try:
+            spec = job.job_spec()
+        except SpecError as exc:  # it could never be created: it fails, saying why
+            job_fail_unreadable(job=job, exc=exc)
+            return
         secrets = spec.secret_values()
         refusals = self.check_spec(spec)
         try:
