@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import translation
 
 
 @pytest.fixture(autouse=True)
@@ -17,6 +18,15 @@ def _isolated_var_dir(settings, tmp_path):
     """Each test gets its own run/log/volume folders under tmp_path."""
     settings.LOCAL_RUN_DIR = tmp_path / "runs"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Each test starts in the console's default language: a test client request activates
+    its page's language in this thread and leaves it there, so what the next test's worker
+    (run in this thread) writes would otherwise depend on which test ran before it."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture
