@@ -51,7 +51,8 @@ def submitted_in_the_wizard(client, owner) -> Job:
     """A job built through every wizard step on the AIHC pool and submitted (Queued)."""
     draft = new_draft(client)
     complete_steps(client, draft, **aihc_steps())
-    client.post(reverse("wizard-submit", args=[draft.id]))
+    # Followed to the job page, as a browser is: it shows (and so uses up) the "submitted" note.
+    client.post(reverse("wizard-submit", args=[draft.id]), follow=True)
     return Job.objects.get(owner=owner)
 
 
@@ -443,7 +444,8 @@ def submitted_on_aihc(client, owner) -> Job:
     """A job built in the wizard on the AIHC pool and submitted to the fake AIHC."""
     draft = new_draft(client)
     complete_steps(client, draft, **aihc_steps())
-    client.post(reverse("wizard-submit", args=[draft.id]))
+    # Followed to the job page, as a browser is: it shows (and so uses up) the "submitted" note.
+    client.post(reverse("wizard-submit", args=[draft.id]), follow=True)
     job = Job.objects.get(owner=owner)
     get_backend(job.backend).submit(job)
     job.refresh_from_db()
