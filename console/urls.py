@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from jobs import accounts
+from jobs import accounts, usage_views
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -15,6 +15,8 @@ urlpatterns = [
     path(
         "account/keys/<str:access_key_id>/revoke/", accounts.api_key_revoke, name="api-key-revoke"
     ),
+    # One's own card-hours (jobs.usage_views); everyone's are in the admin's usage report.
+    path("account/usage/", usage_views.my_usage, name="my-usage"),
     path("api/v1/", include("jobs.api_urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -44,6 +44,7 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import (
     Count,
@@ -267,12 +268,18 @@ def _keep_usage_of_deleted_job(sender: Any, instance: Job, using: str, **kwargs:
 # -- the report ------------------------------------------------------------------------
 
 
-def usage_report(*, period: Period, now: datetime | None = None) -> UsageReport:
+def usage_report(
+    *, period: Period, now: datetime | None = None, owner: AbstractBaseUser | None = None
+) -> UsageReport:
     """Every user's, group's and pool's card-hours over `period` (see the module's rules),
-    of jobs and of deleted jobs' usage records alike."""
+    of jobs and of deleted jobs' usage records alike; with `owner`, that user's alone (their
+    "My usage" page): the same figures as their row of the whole report."""
     now = now or timezone.now()
     running = _running(period, now)
     kept = _kept(period)
+    if owner is not None:
+        running = running.filter(owner_id=owner.pk)
+        kept = kept.filter(owner_pk=owner.pk)
     report = UsageReport(period=period, now=now, total=Figures())
 
     # Per user: figures by owner id (a deleted user's records keep theirs), and the parts to
@@ -361,3 +368,34 @@ def usage_report(*, period: Period, now: datetime | None = None) -> UsageReport:
 def _pool_order(key: tuple[str, str, str]) -> tuple[str, str, bool, str]:
     backend, pool, card = key
     return (backend, pool, card == "", card)  # CPU only after the card types
+
+
+def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None = None) -> Any:
+    """The jobs of `owner` that ran during the period, as the report counts them (the same
+    rows: jobs, and the usage records of the deleted ones), latest start first: one query,
+    to slice into pages. Each row is a dict: public_id, backend, resource_pool, total_cards,
+    started_at, job_name ("" for a deleted job), run_time (inside the period), deleted."""
+    now = now or timezone.now()
+    # A union's columns go by position: both sides name the same ones, in the same order.
+    columns = ("public_id", "backend", "resource_pool", "total_cards", "started_at")
+    jobs = (
+        _running(period, now)
+        .filter(owner_id=owner.pk)
+        .values(
+            *columns,
+            job_name=F("name"),
+            run=F("run_time"),
+            deleted=Value(False),
+        )
+    )
+    records = (
+        _kept(period)
+        .filter(owner_pk=owner.pk)
+        .values(
+            *columns,
+            job_name=Value(""),
+            run=F("run_time"),
+            deleted=Value(True),
+        )
+    )
+    return jobs.union(records, all=True).order_by("-started_at", "-public_id")

@@ -91,14 +91,14 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
         "title": _("Usage report"),
         "form": form,
         "report": report,
-        "pool_rows": [_pool_labels(row) for row in report.pools] if report else [],
+        "pool_rows": [pool_labels(row) for row in report.pools] if report else [],
         "csv_query": _csv_query(report) if report else "",
         "as_of": report is not None and report.period.ends_at > report.now,
     }
     return TemplateResponse(request, "admin/jobs/job/usage.html", context)
 
 
-def _pool_labels(row: Any) -> dict[str, Any]:
+def pool_labels(row: Any) -> dict[str, Any]:
     backend = BACKEND_LABELS.get(row.backend, row.backend)
     if row.card_type == "":
         card = _("CPU only")
@@ -134,7 +134,20 @@ CSV_HEADER = [
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _cell(text: str) -> str:
+def period_name(period: Period) -> str:
+    return f"{period.first.isoformat()}-to-{period.last.isoformat()}"
+
+
+def csv_response(filename: str) -> HttpResponse:
+    """An attachment to write CSV rows to, UTF-8 with a byte order mark: without it Excel
+    reads the file in the system's code page, and Chinese names come out garbled."""
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response.write("\ufeff")
+    return response
+
+
+def csv_cell(text: str) -> str:
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
@@ -151,20 +164,15 @@ def _csv(report: UsageReport) -> HttpResponse:
     """One table in English, whatever the page's language: a row per user (a deleted user's
     with `user_deleted` "yes"), per group (no group: `group` blank), per pool and card type
     (CPU only: `card_type` blank), and the total. Hours to two decimals. UTF-8 with a byte
-    order mark: without it Excel reads the file in the system's code page, and Chinese names
-    come out garbled."""
-    period = report.period
-    name = f"usage-{period.first.isoformat()}-to-{period.last.isoformat()}.csv"
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
-    response.write("\ufeff")  # the BOM (see above)
+    order mark (csv_response)."""
+    response = csv_response(f"usage-{period_name(report.period)}.csv")
     writer = csv.writer(response)
     writer.writerow(CSV_HEADER)
     for user in report.users:
         writer.writerow(
             [
                 "user",
-                _cell(user.username),
+                csv_cell(user.username),
                 "",
                 "",
                 "",
@@ -174,7 +182,7 @@ def _csv(report: UsageReport) -> HttpResponse:
         )
     for group in report.groups:
         writer.writerow(
-            ["group", "", _cell(group.name or ""), "", "", "", *_figures(group.figures)]
+            ["group", "", csv_cell(group.name or ""), "", "", "", *_figures(group.figures)]
         )
     for row in report.pools:
         writer.writerow(
@@ -183,8 +191,8 @@ def _csv(report: UsageReport) -> HttpResponse:
                 "",
                 "",
                 row.backend,
-                _cell(row.pool),
-                _cell(row.card_type),
+                csv_cell(row.pool),
+                csv_cell(row.card_type),
                 *_figures(row.figures),
             ]
         )

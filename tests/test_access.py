@@ -106,6 +106,7 @@ RULES: dict[str, Rule] = {
     "wizard-example": Rule(kwargs=draft_kwargs),
     "wizard-mount-row": Rule(kwargs=draft_kwargs),
     "api-keys": Rule(methods=GET_POST, owned=False),
+    "my-usage": Rule(owned=False),
     "api-key-revoke": Rule(kwargs=lambda w: {"access_key_id": w.key.access_key_id}, methods=POST),
     "api-jobs": Rule(methods=GET_POST, owned=False, signed=True),
     "api-job": Rule(kwargs=api_job_kwargs, owned=False, signed=True),

@@ -8,13 +8,16 @@ from __future__ import annotations
 import os
 import re
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy
 from jobs.review import job_reject
 from jobs.services import jobs_submit
+from jobs.usage import Period
 from jobs.worker import Worker
 from tests.conftest import log_in
 
@@ -25,6 +28,7 @@ from .runner_helpers import (  # noqa: F401
     status_of,
     volume,
 )
+from .test_usage_report import run as run_job
 from .test_wizard import A800
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
@@ -305,5 +309,25 @@ def test_the_resource_pools_page_has_no_serious_violations_in_either_language(au
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto("/pools/")
     audit.check("resource pools on a phone")
+
+    audit.assert_clean()
+
+
+def test_my_usage_has_no_serious_violations_in_either_language(audit, alice):
+    started = max(timezone.now() - timedelta(minutes=30), Period.this_month().starts_at)
+    run_job(alice, started, started + timedelta(minutes=1), cards=2)
+    Job.objects.filter(pk=run_job(alice, started, None, cards=0).pk).delete()  # a deleted job's row
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto("/account/usage/")
+        expect(page.locator("#usage-jobs-table tbody tr")).to_have_count(2)
+        audit.check(f"my usage, {language}")
+    page.goto("/account/usage/?date_from=2026-04-10&date_to=2026-04-01")
+    audit.check("my usage with a bad period")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto("/account/usage/")
+    audit.check("my usage on a phone")
 
     audit.assert_clean()

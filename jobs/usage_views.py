@@ -1,0 +1,149 @@
+"""My usage (我的用量, /account/usage/): the logged-in user's own card-hours over a period, as
+the admin's usage report counts them (jobs.usage, with `owner`), deleted jobs included: their
+total, per pool × card type, and their jobs that ran in it; also as CSV (?format=csv).
+
+Everyone sees only their own figures here, staff included (everyone's are in the admin's
+report, jobs.usage_admin, whose period form this page shares)."""
+
+from __future__ import annotations
+
+import csv
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from .http import AuthenticatedHttpRequest
+from .pools import BACKEND_LABELS
+from .usage import HOUR, Period, UsageReport, usage_jobs, usage_report
+from .usage_admin import UsagePeriodForm, csv_cell, csv_response, period_name, pool_labels
+from .views import ListPage
+
+
+@require_GET
+@login_required
+def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
+    given = {key: request.GET[key] for key in ("date_from", "date_to") if key in request.GET}
+    form = UsagePeriodForm(given)
+    this_month = Period.this_month()
+    context: dict[str, Any] = {
+        "form": form,
+        "report": None,
+        "this_month": this_month,
+        "last_month": Period.this_month(today=this_month.first - timedelta(days=1)),
+    }
+    if not form.is_valid():
+        return render(request, "jobs/my_usage.html", context)
+    period = form.cleaned_data["period"]
+    # One moment for the figures and the rows, so a running job's hours agree in both.
+    now = timezone.now()
+    report = usage_report(period=period, now=now, owner=request.user)
+    jobs = usage_jobs(owner=request.user, period=period, now=now)
+    if request.GET.get("format") == "csv":
+        return _csv(report, jobs)
+    if not any(given.values()):
+        # Show the default period in the form, so it says which month this is.
+        form = UsagePeriodForm(initial={"date_from": period.first, "date_to": period.last})
+    query = f"date_from={period.first.isoformat()}&date_to={period.last.isoformat()}"
+    page = ListPage.of(jobs, request.GET.get("page"))
+    page.object_list = [_job_row(row) for row in page.object_list]
+    context.update(
+        form=form,
+        report=report,
+        pool_rows=[pool_labels(row) for row in report.pools],
+        page=page,
+        query=query,
+        as_of=period.ends_at > now,
+    )
+    return render(request, "jobs/my_usage.html", context)
+
+
+def _job_row(row: dict[str, Any]) -> dict[str, Any]:
+    hours = row["run"] / HOUR
+    backend = BACKEND_LABELS.get(row["backend"], row["backend"])
+    return {
+        **row,
+        "pool": f"{row['resource_pool']} ({backend})",
+        "hours": hours,
+        "card_hours": hours * row["total_cards"],
+    }
+
+
+CSV_HEADER = [
+    "scope",
+    "job_id",
+    "job_name",
+    "job_deleted",
+    "backend",
+    "pool",
+    "card_type",
+    "cards",
+    "started_at",
+    "hours_in_period",
+    "card_hours",
+    "jobs",
+    "cpu_only_job_hours",
+]
+
+
+def _csv(report: UsageReport, jobs: Any) -> HttpResponse:
+    """One table in English, as the admin's CSV: a row per job that ran (newest start first;
+    a deleted one's `job_deleted` "yes", its name blank), per pool and card type (CPU only:
+    `card_type` blank), and the total. Hours to two decimals; times in the console's zone."""
+    response = csv_response(f"my-usage-{period_name(report.period)}.csv")
+    writer = csv.writer(response)
+    writer.writerow(CSV_HEADER)
+    for row in jobs.iterator(2000):
+        hours = row["run"] / HOUR
+        cards = row["total_cards"]
+        writer.writerow(
+            [
+                "job",
+                row["public_id"],
+                csv_cell(row["job_name"]),
+                "yes" if row["deleted"] else "",
+                row["backend"],
+                csv_cell(row["resource_pool"]),
+                "",
+                str(cards),
+                timezone.localtime(row["started_at"]).isoformat(timespec="seconds"),
+                f"{hours:.2f}",
+                f"{hours * cards:.2f}",
+                "1",
+                f"{hours:.2f}" if cards == 0 else "0.00",
+            ]
+        )
+    for pool in report.pools:
+        figures = pool.figures
+        writer.writerow(
+            [
+                "pool",
+                "",
+                "",
+                "",
+                pool.backend,
+                csv_cell(pool.pool),
+                csv_cell(pool.card_type),
+                "",
+                "",
+                "",
+                f"{figures.card_hours:.2f}",
+                str(figures.jobs),
+                f"{figures.cpu_job_hours:.2f}",
+            ]
+        )
+    total = report.total
+    writer.writerow(
+        [
+            "total",
+            *[""] * 9,
+            f"{total.card_hours:.2f}",
+            str(total.jobs),
+            f"{total.cpu_job_hours:.2f}",
+        ]
+    )
+    return response

@@ -1,0 +1,42 @@
+"""A user opens My usage from the navigation and switches to last month, in a browser."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs.usage import Period
+from tests.test_usage_report import run
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_user_opens_my_usage_from_the_navigation_and_switches_to_last_month(
+    logged_in_page, alice, bob
+):
+    this_month = Period.this_month()
+    last_month = Period.this_month(today=this_month.first - timedelta(days=1))
+    noon = last_month.starts_at + timedelta(days=3, hours=12)
+    last = run(alice, noon, noon + timedelta(hours=5), cards=2)  # 10 card-hours last month
+    run(bob, noon, noon + timedelta(hours=7), cards=8)  # Bob's: not on Alice's page
+    page = logged_in_page
+
+    page.click("#nav-usage")
+
+    expect(page.locator("h1")).to_have_text("我的用量")
+    expect(page.locator("#nav-usage")).to_have_attribute("aria-current", "page")
+    expect(page.locator("#id_date_from")).to_have_value(this_month.first.isoformat())
+    expect(page.locator("#usage-jobs")).to_have_text("0")
+
+    page.click("#usage-last-month")
+
+    expect(page.locator("#id_date_from")).to_have_value(last_month.first.isoformat())
+    expect(page.locator("#id_date_to")).to_have_value(last_month.last.isoformat())
+    expect(page.locator("#usage-card-hours")).to_have_text("10.00")
+    expect(page.locator("#usage-jobs")).to_have_text("1")
+    row = page.locator(f"#usage-jobs-table tr[data-job='{last.public_id}']")
+    expect(row).to_contain_text("5.00")
+    row.get_by_role("link").click()
+    page.wait_for_url(f"**/jobs/{last.public_id}/")
