@@ -606,6 +606,7 @@ class UsageRecord(models.Model):
     last month's figures do not change after the fact. Holds no spec, command or secret."""
 
     public_id = models.CharField(_("job ID"), max_length=64, editable=False)
+    name = models.CharField(_("name"), max_length=50, editable=False)  # the job's, for My usage
     # The owner's id and name when the job was deleted: kept after the user is deleted too
     # (ids are never reused), so their usage still shows under their name.
     owner_pk = models.BigIntegerField(editable=False)

@@ -240,6 +240,7 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
     roles = console.get("roles") if isinstance(console, dict) else None
     return UsageRecord.objects.using(using).create(
         public_id=job.public_id,
+        name=job.name,
         owner_pk=job.owner_id,
         username=owner[0][0] if owner else "",
         groups=sorted({name for _username, name in owner if name is not None}),
@@ -374,7 +375,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
     """The jobs of `owner` that ran during the period, as the report counts them (the same
     rows: jobs, and the usage records of the deleted ones), latest start first: one query,
     to slice into pages. Each row is a dict: public_id, backend, resource_pool, total_cards,
-    started_at, job_name ("" for a deleted job), run_time (inside the period), deleted."""
+    started_at, job_name, run_time (inside the period), deleted."""
     now = now or timezone.now()
     # A union's columns go by position: both sides name the same ones, in the same order.
     columns = ("public_id", "backend", "resource_pool", "total_cards", "started_at")
@@ -393,7 +394,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
         .filter(owner_pk=owner.pk)
         .values(
             *columns,
-            job_name=Value(""),
+            job_name=F("name"),
             run=F("run_time"),
             deleted=Value(True),
         )

@@ -92,7 +92,7 @@ CSV_HEADER = [
 
 def _csv(report: UsageReport, jobs: Any) -> HttpResponse:
     """One table in English, as the admin's CSV: a row per job that ran (newest start first;
-    a deleted one's `job_deleted` "yes", its name blank), per pool and card type (CPU only:
+    a deleted one's `job_deleted` "yes"), per pool and card type (CPU only:
     `card_type` blank), and the total. Hours to two decimals; times in the console's zone."""
     response = csv_response(f"my-usage-{period_name(report.period)}.csv")
     writer = csv.writer(response)

@@ -91,7 +91,7 @@ def test_a_deleted_job_still_counts_and_is_listed_without_a_link(alice, alice_cl
     body = r.content.decode()
     assert f'href="/jobs/{job.public_id}/"' not in body
     assert f'href="/jobs/{kept.public_id}/"' in body
-    assert "(deleted job)" in body
+    assert f'{job.name} <span class="text-muted">(deleted job)</span>' in body
     assert not Job.objects.filter(pk=job.pk).exists()
     assert UsageRecord.objects.get().public_id == job.public_id
 
@@ -227,7 +227,7 @@ def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client
         [
             "job",
             gone.public_id,
-            "",
+            gone.name,
             "yes",
             "local",
             "local",

@@ -15,6 +15,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('public_id', models.CharField(editable=False, max_length=64, verbose_name='job ID')),
+                ('name', models.CharField(editable=False, max_length=50, verbose_name='name')),
                 ('owner_pk', models.BigIntegerField(editable=False)),
                 ('username', models.CharField(editable=False, max_length=150, verbose_name='owner')),
                 ('groups', models.JSONField(default=list, editable=False)),
