@@ -634,6 +634,7 @@ def test_switching_a_mount_rows_storage_type_changes_its_volume_choices(
     expect(page.locator("#id_mounts-1-source_path")).to_have_value("/ssd1/data")
     expect(page.locator("#id_mounts-1-mount_path")).to_have_value("/mnt/data")
     expect(page.locator("#id_mounts-1-access")).to_have_value("ro")
+    settled(page)  # the swapped-in row answers a change only once htmx has wired it up
     page.select_option("#id_mounts-1-type", "pfs")
     expect(name).to_have_value("pfs-7xWeAt")  # PFS's only volume is picked
     settled(page)
