@@ -686,19 +686,25 @@ def _body(request: HttpRequest) -> Any:
         document = json.loads(request.body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
-    try:
-        # JSON can escape half of a UTF-16 pair alone ("\ud800"), which is no character: a job
-        # holding one would be stored, but its page and every answer naming it could never be
-        # encoded again (a 500 each time), and its process could not be started.
-        json.dumps(document, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
+    if has_lone_surrogate(document):
         raise ApiError(
             400,
             "MalformedJSON",
             "The JSON you provided holds an unpaired surrogate (a lone \\ud800-\\udfff), "
             "which is not a character.",
-        ) from None
+        )
     return document
+
+
+def has_lone_surrogate(document: Any) -> bool:
+    """JSON can escape half of a UTF-16 pair alone ("\\ud800"), which is no character: a job
+    (or draft) holding one would be stored, but its page and every answer naming it could
+    never be encoded again (a 500 each time), and its process could not be started."""
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:

@@ -742,3 +742,46 @@ RoleFormSet = formset_factory(
 MountFormSet = formset_factory(
     MountForm, extra=0, max_num=MAX_ROWS, absolute_max=MAX_ROWS, validate_max=True
 )
+
+
+class ImportForm(forms.Form):
+    """从请求导入 on the drafts page: a CreateJob body pasted or uploaded, and a pool for a
+    body that names none. jobs.wizard_import reads the body; this only gets its text."""
+
+    body = forms.CharField(
+        label=_("Request body (JSON)"), required=False, strip=False, widget=forms.Textarea
+    )
+    file = forms.FileField(label=_("Or a .json file"), required=False)
+    resource_pool = forms.ChoiceField(label=_("Resource pool"), required=False)
+
+    def __init__(self, *args: Any, pools: list[Pool], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["resource_pool"].choices = [("", _("As the request says (resourcePoolId)"))] + [
+            (p.id, f"{p.name} ({p.id})") for p in pools
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        from .wizard_import import MAX_IMPORT_BYTES, too_large_message
+
+        data = super().clean()
+        upload = data.get("file")
+        text = data.get("body") or ""
+        if upload is not None:
+            # Read no more than the limit (and one byte): a file is refused by its size
+            # before it is held in memory whole.
+            raw = upload.read(MAX_IMPORT_BYTES + 1)
+            if len(raw) > MAX_IMPORT_BYTES:
+                self.add_error("file", too_large_message())
+                return data
+            try:
+                text = raw.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                self.add_error("file", _("The file is not UTF-8 text; save it as UTF-8 JSON."))
+                return data
+        elif len(text.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
+            self.add_error("body", too_large_message())
+        if not text.strip():
+            self.add_error("body", _("Paste a CreateJob request body, or choose a .json file."))
+        # The box shows the file's text on an error, so a line and column point into it.
+        data["text"] = text.removeprefix("\ufeff")
+        return data

@@ -31,6 +31,7 @@ urlpatterns = [
     path("pools/", pool_views.pool_list, name="pool-list"),
     # The create-training-job wizard (jobs/wizard_views.py).
     path("create/", wizard_views.wizard_start, name="wizard-start"),
+    path("create/import/", wizard_views.wizard_import, name="wizard-import"),
     path("create/<uuid:draft_id>/submit/", wizard_views.wizard_submit, name="wizard-submit"),
     path("create/<uuid:draft_id>/discard/", wizard_views.wizard_discard, name="wizard-discard"),
     path("create/<uuid:draft_id>/queues/", wizard_views.wizard_queues, name="wizard-queues"),

@@ -25,6 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from . import forms as F
 from . import spec as S
 from . import wizard as W
+from . import wizard_import as I
 from .http import AuthenticatedHttpRequest
 from .models import Draft, Job, JobStatus
 from .review import review_reason
@@ -67,6 +68,10 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
             owner=request.user, pool_id=pool_id, create_key=request.POST.get("create_key", "")
         )
         return redirect(_step_url(draft, W.BASIC))
+    return render(request, "jobs/wizard/start.html", _start_context(request, pool_id))
+
+
+def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str, Any]:
     drafts = Draft.objects.filter(owner=request.user, submitted_at__isnull=True).order_by(
         "-updated_at", "-id"
     )
@@ -74,16 +79,66 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
     # Resume opens where the draft stopped: its first step not yet passed (the review when
     # every step has).
     rows = [(draft, W.first_incomplete(draft)) for draft in page.object_list]
-    context = {
+    pools = W.available_pools()  # read once: the new-draft button's pool and the import's select
+    return {
         "page": page,
-        "rows": [(draft, W.STEP_TITLES[step], _step_url(draft, step)) for draft, step in rows],
+        "rows": [
+            (draft, W.STEP_TITLES[step], _step_url(draft, step), bool(draft.data.get(I.IMPORTED)))
+            for draft, step in rows
+        ],
         "form_step_count": len(W.FORM_STEPS),
         # A GET also keeps the pool, for the new-draft button (a draft is made by a POST only).
-        "pool": W.find_pool(pool_id) if pool_id else None,
+        "pool": next((p for p in pools if p.id == pool_id), None) if pool_id else None,
         # New draft's one-time key: the same click sent twice makes one draft.
         "create_key": uuid.uuid4().hex,
+        **_import_context(F.ImportForm(pools=pools)),
     }
-    return render(request, "jobs/wizard/start.html", context)
+
+
+def _import_context(form: F.ImportForm, text: str = "", key: str = "") -> dict[str, Any]:
+    return {
+        "import_form": form,
+        "import_text": text,
+        "import_key": key or uuid.uuid4().hex,
+        "import_max_kb": I.MAX_IMPORT_BYTES // 1024,
+    }
+
+
+@require_POST
+@login_required
+def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """从请求导入: a draft from a pasted or uploaded CreateJob body (jobs.wizard_import). A
+    refusal shows the form again with each problem and the text kept (secrets masked); with
+    htmx only the import section is swapped."""
+    form = F.ImportForm(request.POST, request.FILES, pools=W.available_pools())
+    key = str(request.POST.get("create_key", ""))
+    text = str(request.POST.get("body", ""))
+    if form.is_valid():
+        text = form.cleaned_data["text"]
+        try:
+            imported = I.draft_import(
+                owner=request.user,
+                text=text,
+                pool_id=form.cleaned_data["resource_pool"],
+                create_key=key,
+            )
+        except I.ImportRefusedError as exc:
+            text = exc.text
+            for name, message in exc.errors:
+                form.add_error(name, message)
+        else:
+            messages.info(request, _("Imported from a request: check each step, then submit."))
+            if imported.left_out:
+                messages.warning(
+                    request,
+                    _("The wizard has no field for %(fields)s: left out of the draft.")
+                    % {"fields": ", ".join(imported.left_out)},
+                )
+            return _redirect(request, _step_url(imported.draft, W.BASIC))
+    context = _import_context(form, text, key)
+    if request.htmx:
+        return render(request, "jobs/wizard/start.html#import-section", context)
+    return render(request, "jobs/wizard/start.html", {**_start_context(request, ""), **context})
 
 
 @require_POST

@@ -96,6 +96,8 @@ RULES: dict[str, Rule] = {
     "job-submit-again": Rule(kwargs=job_kwargs, methods=POST),
     "pool-list": Rule(owned=False),
     "wizard-start": Rule(methods=GET_POST, owned=False),
+    # 从请求导入: makes a draft of the user's own (the body comes in the form).
+    "wizard-import": Rule(methods=POST, owned=False),
     "wizard-step": Rule(kwargs=lambda w: {**draft_kwargs(w), "step": "basic"}, methods=GET_POST),
     "wizard-submit": Rule(kwargs=draft_kwargs, methods=POST),
     "wizard-discard": Rule(kwargs=draft_kwargs, methods=POST),

@@ -1,0 +1,277 @@
+"""从请求导入 (Import from a request): a new wizard draft from an AIHC CreateJob request body.
+
+The body is read by the API's own code, so its rules are exactly the API's: the JSON as the
+API's body reader takes it, a v2 body mapped onto v1 as jobs.api_v2 maps it
+(jobs.aihc.mapping.v1_from_v2), then jobs.spec.parse_document, jobs.spec.validate and the
+console's rules (jobs.wizard.console_rules). The draft is then filled as Copy & edit fills
+one (jobs.wizard.raw_from_spec) and checked as the review checks it.
+
+Decisions (README "Creating a job: the wizard", "Import from a request"):
+- Accepted: the v1 body (`POST /api/v1/aijobs`), the v2 CreateJob body (told from v1 by its
+  own keys: `jobType`, top-level `command`, `faultToleranceArgs`, a per-role jobSpec), and the
+  console's stored document (v1 plus `resourcePoolId` and `console`).
+- The pool: the select beside the box when one is chosen (as the API's `resourcePoolId` query
+  parameter wins over the body's), else the body's `resourcePoolId`. One the console does not
+  offer is refused with the pools it does.
+- Refused here: text over MAX_IMPORT_BYTES, JSON that does not parse (its line and column),
+  a body the spec cannot read or refuses (each message with its field path, named as the body
+  names it). Not refused: what depends on the pool and the moment (idle cards, quota, the
+  pool's volumes and card types); those land on the draft's steps, as on any draft, so a pool
+  can still be changed on step 1.
+- Secrets: the values of the envs `console.secretEnvs` names and the registry password. A value
+  of exactly `******` (a masked value copied from a review or a job page) is imported as a
+  secret with no value, which the image step asks for. No message quotes a secret (one that
+  would shows its field path only), and the box shown again after a refusal has them as
+  `******` (the user types them again on the image step, or pastes them again).
+- What the wizard has no field for (labels, `jobSpec.hostNetwork`, `alertConfig.for`) is left
+  out of the draft, and the notice names it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from . import spec as S
+from . import wizard as W
+from .aihc.mapping import is_role_map, v1_from_v2
+from .api_v2 import _v2_paths
+from .api_views import has_lone_surrogate
+from .models import Draft
+
+# A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
+# well under Django's form limit (DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB), so a paste over it is
+# refused by this message and not by Django's bare 400 page.
+MAX_IMPORT_BYTES = 256 * 1024
+IMPORTED = "_imported"  # Draft.data key: the draft was made by an import (the drafts list says so)
+
+# Python's JSON messages, in the console's languages (anything else is shown as Python says it).
+JSON_PROBLEMS = {
+    "Expecting value": gettext_lazy("a value was expected"),
+    "Expecting ',' delimiter": gettext_lazy("a comma (,) was expected"),
+    "Expecting ':' delimiter": gettext_lazy("a colon (:) was expected"),
+    "Expecting property name enclosed in double quotes": gettext_lazy(
+        "a field name in double quotes was expected"
+    ),
+    "Unterminated string starting at": gettext_lazy("this text is never closed with a quote"),
+    "Invalid control character at": gettext_lazy(
+        "a line break or tab inside text must be written as \\n or \\t"
+    ),
+    "Invalid \\escape": gettext_lazy("invalid escape (\\) in text"),
+    "Extra data": gettext_lazy("there is more after the end of the JSON object"),
+    "Illegal trailing comma before end of object": gettext_lazy(
+        "a comma before } is not allowed in JSON"
+    ),
+    "Illegal trailing comma before end of array": gettext_lazy(
+        "a comma before ] is not allowed in JSON"
+    ),
+}
+V2_KEYS = ("jobType", "faultToleranceArgs")
+
+
+def too_large_message() -> str:
+    return _("The request is larger than %(size)d KB, the most an import takes.") % {
+        "size": MAX_IMPORT_BYTES // 1024
+    }
+
+
+@dataclass
+class ImportRefusedError(Exception):
+    """Why the body cannot be imported: (form field, message) pairs, and the text to show in
+    the box again (with any secret value masked)."""
+
+    errors: list[tuple[str, str]]
+    text: str
+    v2: bool = False
+
+
+@dataclass
+class ImportedDraft:
+    draft: Draft
+    left_out: list[str] = field(default_factory=list)  # body fields the wizard cannot hold
+
+
+def draft_import(
+    *, owner: Any, text: str, pool_id: str = "", create_key: str = ""
+) -> ImportedDraft:
+    """A new draft of `owner`'s from the CreateJob body `text` (ImportRefusedError when it
+    cannot be read or the spec refuses it). `pool_id` is the pool chosen beside the box. The
+    page's one-time `create_key` makes the same import sent twice one draft."""
+    key = ""
+    if W.CREATE_KEY_RE.fullmatch(create_key):
+        key = hashlib.sha256(f"{create_key}:import".encode()).hexdigest()[:32]
+        made = Draft.objects.filter(owner=owner, create_key=key).first()
+        if made is not None and made.submitted_at is None:
+            return ImportedDraft(made)
+        if made is not None:
+            key = ""  # a page kept since its draft became a job: a new draft
+    spec, document = read_body(text=text, pool_id=pool_id)
+    left_out = _left_out(spec, W.find_pool(spec.resource_pool_id))
+    # A masked value (copied from a review) is no value: the image step asks for it.
+    for env in spec.envs:
+        if env.value == W.MASK:
+            env.value, env.secret = "", True
+    if spec.image_config is not None and spec.image_config.password == W.MASK:
+        spec.image_config.password = ""
+    data: dict[str, Any] = dict(W.raw_from_spec(spec))
+    data[IMPORTED] = True
+    draft = Draft(owner=owner, data=data, create_key=key)
+    # Each step is marked done or not as the review would judge it: a step with a problem
+    # (a pool's volume, idle cards, a secret to type) shows it when opened.
+    state = W.wizard_state(draft)
+    failing = {loc.step for loc, _m in W.review_problems(state, W.assemble(state))}
+    draft.completed_steps = [s for s in W.FORM_STEPS if s not in failing]
+    data["_attempted"] = [s for s in W.FORM_STEPS if s in failing]
+    draft.data = W._without_nuls(data)
+    try:
+        with transaction.atomic():
+            draft.save(force_insert=True)
+    except IntegrityError:  # the other copy of the same import made it meanwhile
+        return ImportedDraft(Draft.objects.get(owner=owner, create_key=key))
+    return ImportedDraft(draft, left_out)
+
+
+def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, Any]:
+    """The spec a CreateJob body describes, read and checked as the API reads and checks it
+    (the pool's own refusals aside); ImportRefusedError with every problem otherwise."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = JSON_PROBLEMS.get(exc.msg, exc.msg)
+        message = _("Not valid JSON: line %(line)d, column %(column)d: %(problem)s.") % {
+            "line": exc.lineno,
+            "column": exc.colno,
+            "problem": problem,
+        }
+        raise ImportRefusedError([("body", message)], text) from None
+    except RecursionError:
+        raise ImportRefusedError(
+            [("body", _("Not valid JSON: it is nested too deeply to read."))], text
+        ) from None
+    if has_lone_surrogate(document):
+        message = _(
+            "The JSON holds an unpaired surrogate (a lone \\ud800-\\udfff), which is not a "
+            "character."
+        )
+        raise ImportRefusedError([("body", message)], text)
+    if not isinstance(document, dict):
+        raise ImportRefusedError(
+            [("body", _("The request body must be a JSON object: {…}."))], text
+        )
+    v2 = is_v2_body(document)
+    rename = _v2_paths(document) if v2 else str
+    try:
+        v1 = v1_from_v2(document) if v2 else document
+    except ValueError as exc:
+        raise ImportRefusedError([("body", f"faultToleranceArgs: {exc}.")], text, v2) from None
+    secrets = S.stored_secret_values(v1)
+    shown = masked_text(text, document, secrets)
+    errors: list[tuple[str, str]] = []
+    body_pool = v1.get("resourcePoolId")
+    chosen = pool_id or (body_pool.strip() if isinstance(body_pool, str) else "")
+    pools = W.available_pools()
+    if not chosen:
+        errors.append(
+            ("resource_pool", _("The request names no resource pool (resourcePoolId): choose one."))
+        )
+    elif not any(p.id == chosen for p in pools):
+        errors.append(("resource_pool", _unknown_pool(chosen, pools)))
+    try:
+        spec = S.parse_document(v1, resource_pool_id=chosen or None)
+    except S.SpecError as exc:
+        raise ImportRefusedError(
+            errors + _spec_errors(exc.errors, rename, secrets), shown, v2
+        ) from None
+    problems = S.validate(spec)
+    for path, messages in W.console_rules(spec).items():
+        problems.setdefault(path, []).extend(messages)
+    if errors:
+        problems.pop("resourcePoolId", None)  # said above, with the pools to choose from
+    errors += _spec_errors(problems, rename, secrets)
+    if errors:
+        raise ImportRefusedError(errors, shown, v2)
+    return spec, document
+
+
+def is_v2_body(document: Mapping[str, Any]) -> bool:
+    """A v2 CreateJob body: v1 has none of v2's own keys (and keeps the command in jobSpec)."""
+    return (
+        any(key in document for key in V2_KEYS)
+        or ("command" in document and "jobFramework" not in document)
+        or is_role_map(document.get("jobSpec"))
+    )
+
+
+def _unknown_pool(pool_id: str, pools: list[W.Pool]) -> str:
+    if not pools:
+        return _("Resource pool “%(pool)s” is not available, and no pool is now.") % {
+            "pool": pool_id
+        }
+    return _("Resource pool “%(pool)s” is not one you can use. Yours: %(pools)s.") % {
+        "pool": pool_id,
+        "pools": ", ".join(f"{p.id} ({p.name})" for p in pools),
+    }
+
+
+def _spec_errors(
+    errors: Mapping[str, list[str]], rename: Any, secrets: list[str]
+) -> list[tuple[str, str]]:
+    """Each spec message with its field path; one that would quote a secret value says only
+    which field is wrong."""
+    said = []
+    for path, messages in errors.items():
+        for message in messages:
+            message = str(message)
+            if any(secret in message for secret in secrets):
+                message = _("This value is not valid (it may be a secret, so it is not shown).")
+            said.append(("body", f"{rename(path)}: {message}" if path else message))
+    return said
+
+
+def masked_text(text: str, document: Any, secrets: list[str]) -> str:
+    """`text` with each secret value as ******, to be shown again; when a value is written in
+    a way the plain replacement misses (escaped, a number), the document re-written."""
+    secrets = [s for s in secrets if s]
+    if not secrets:
+        return text
+    masked = text
+    for secret in secrets:
+        for written in {json.dumps(secret), json.dumps(secret, ensure_ascii=False)}:
+            masked = masked.replace(written, json.dumps(W.MASK))
+    if not any(secret in masked for secret in secrets):
+        return masked
+    return json.dumps(_mask_leaves(document, set(secrets)), ensure_ascii=False, indent=2)
+
+
+def _mask_leaves(value: Any, secrets: set[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _mask_leaves(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_leaves(v, secrets) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    return W.MASK if str(value) in secrets else value
+
+
+def _left_out(spec: S.JobSpec, pool: W.Pool | None) -> list[str]:
+    """The body's fields the wizard has no field for (AIHC's alert policy: on an AIHC pool)."""
+    fields = []
+    if pool is not None and pool.backend != "aihc":
+        if spec.alert.instance_id:
+            fields.append("alertConfig.instanceId")
+        if spec.alert.notify_rule_id:
+            fields.append("alertConfig.notifyRuleId")
+    if spec.labels:
+        fields.append("labels")
+    if spec.host_network:
+        fields.append("jobSpec.hostNetwork")
+    if spec.alert.for_:
+        fields.append("alertConfig.for")
+    return fields

@@ -1,0 +1,458 @@
+"""从请求导入 (Import from a request): a CreateJob body pasted or uploaded on the drafts page
+becomes a new draft with every step filled in (jobs/wizard_import.py)."""
+
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+import uuid
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs import wizard_import as I
+from jobs.aihc.mapping import v2_from_v1
+from jobs.models import Draft, Job
+
+from .test_wizard import A800, HTMX, step_url
+
+SECRET = "s3cr3t-token-do-not-show"
+
+# What a team holds from a script: a v1 CreateJob body (resourcePoolId goes in the query).
+BODY = {
+    "name": "llm-pretrain",
+    "queue": "default",
+    "jobFramework": "PyTorchJob",
+    "priority": "high",
+    "jobSpec": {
+        "command": "torchrun --nnodes=3 train.py",
+        "image": "registry.example.com/train/pytorch:2.5",
+        "replicas": 3,
+        "resources": [
+            {"name": A800, "quantity": 2},
+            {"name": "cpu", "quantity": 16},
+            {"name": "memory", "quantity": 128},
+        ],
+        "envs": [
+            {"name": "NCCL_DEBUG", "value": "INFO"},
+            {"name": "HF_HOME", "value": "/workspace/hf"},
+        ],
+        "enableRDMA": True,
+    },
+    "faultTolerance": True,
+    "faultToleranceConfig": {
+        "enabledHangDetection": True,
+        "hangDetectionTimeoutMinutes": 30,
+        "faultToleranceLimit": 2,
+        "customFaultTolerancePattern": ["NCCL timeout"],
+    },
+    "datasources": [{"type": "hostpath", "name": "scratch", "mountPath": "/workspace"}],
+    "tensorboardConfig": {"enable": True, "logPath": "/workspace/tb"},
+    "alertConfig": {"alertItems": ["jobFailed", "jobHang"]},
+    "retentionPeriod": "7d",
+}
+# Who gets the alerts is the console's own extension (console.alertChannels): the v1 body
+# has no field for an email address, and the local pool sends alerts only by email or webhook.
+CHANNELS = {"console": {"alertChannels": {"emails": ["ops@example.com"]}}}
+
+
+@pytest.fixture(autouse=True)
+def _local_pool(settings, tmp_path):
+    """The local pool offers 8 A800 cards and one host volume."""
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+
+
+def import_body(client, body, *, pool="local", key=None, headers=None, follow=False):
+    text = body if isinstance(body, str) else json.dumps(body, indent=2)
+    data = {"body": text, "resource_pool": pool, "create_key": key or uuid.uuid4().hex}
+    return client.post(reverse("wizard-import"), data, headers=headers or {}, follow=follow)
+
+
+def review_body(client, draft) -> dict:
+    page = client.get(step_url(draft, W.REVIEW)).content.decode()
+    shown = re.search(r'id="request-json"[^>]*>(.*?)</', page, re.S)
+    assert shown, "the review shows the request body"
+    return json.loads(html.unescape(shown.group(1)))
+
+
+def error_texts(response) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", " ", response.content.decode()))
+
+
+# -- a body becomes a draft ---------------------------------------------------------------
+
+
+def test_a_v1_body_imports_into_a_draft_whose_review_sends_the_same_body(alice_client, alice):
+    r = import_body(alice_client, {**BODY, **CHANNELS})
+
+    draft = Draft.objects.get()
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.BASIC)
+    assert draft.owner == alice
+    assert draft.data[I.IMPORTED] is True
+    assert draft.completed_steps == W.FORM_STEPS  # every step filled in and passing
+    # The round trip: what the review step would send is what was imported (the console's
+    # own extensions are read, and never sent).
+    assert review_body(alice_client, draft) == BODY
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert [(r.name, r.replicas, r.accelerators) for r in spec.roles] == [
+        ("master", 1, 2),
+        ("worker", 2, 2),
+    ]
+    assert not Job.objects.exists()  # nothing submitted by importing
+
+
+def test_the_imported_draft_opens_at_step_one_with_a_notice_and_is_marked_in_the_list(
+    alice_client,
+):
+    r = import_body(alice_client, {**BODY, **CHANNELS}, follow=True)
+
+    page = r.content.decode()
+    draft = Draft.objects.get()
+    assert r.redirect_chain[-1][0] == step_url(draft, W.BASIC)
+    assert "已从请求导入：请逐步检查，然后提交。" in page
+    drafts = alice_client.get(reverse("wizard-start")).content.decode()
+    row = re.search(r"<tr>\s*<td>llm-pretrain(.*?)</td>", drafts, re.S)
+    assert row and "导入" in row.group(1)
+
+
+def test_a_body_normalised_on_import_says_so_in_the_review(alice_client):
+    # A body as a script writes it: numbers as text, memory with its unit, the pool inside.
+    body = copy.deepcopy({**BODY, **CHANNELS})
+    body["resourcePoolId"] = "local"
+    body["jobSpec"]["replicas"] = "3"
+    body["jobSpec"]["resources"] = [
+        {"name": A800, "quantity": "2"},
+        {"name": "cpu", "quantity": 16},
+        {"name": "memory", "quantity": "128Gi"},
+    ]
+
+    import_body(alice_client, body, pool="")
+
+    # Documented normalisation: numbers as numbers, memory in GB, the pool in the query.
+    assert review_body(alice_client, Draft.objects.get()) == BODY
+
+
+def test_a_v2_body_imports_as_its_v1_twin(alice_client):
+    v2 = v2_from_v1({**BODY, **CHANNELS})
+
+    r = import_body(alice_client, v2)
+
+    draft = Draft.objects.get()
+    assert r.status_code == 302
+    assert review_body(alice_client, draft) == BODY
+
+
+def test_our_own_stored_document_imports_with_its_secrets_marked(alice_client):
+    spec = S.parse_document({**BODY, **CHANNELS}, resource_pool_id="local")
+    spec.envs.append(S.Env("API_TOKEN", SECRET, secret=True))
+    document = spec.to_document()
+
+    import_body(alice_client, document, pool="")
+
+    draft = Draft.objects.get()
+    imported = W.assemble(W.wizard_state(draft)).spec
+    assert imported.to_document() == document
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    assert 'id="request-json"' in review
+    assert SECRET not in review
+    assert '"value": "******"' in html.unescape(review)
+
+
+def test_a_masked_value_copied_from_a_review_is_imported_as_a_secret_to_type_again(
+    alice_client,
+):
+    body = copy.deepcopy(BODY)
+    body["jobSpec"]["envs"].append({"name": "API_TOKEN", "value": "******"})
+
+    import_body(alice_client, body)
+
+    draft = Draft.objects.get()
+    assert W.IMAGE not in draft.completed_steps
+    image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    assert "请输入保密变量的值" in image
+
+
+def test_a_file_imports_as_the_pasted_text_would(alice_client):
+    upload = SimpleUploadedFile(
+        "job.json", json.dumps({**BODY, **CHANNELS}).encode(), "application/json"
+    )
+
+    r = alice_client.post(
+        reverse("wizard-import"),
+        {"body": "", "file": upload, "resource_pool": "local", "create_key": uuid.uuid4().hex},
+    )
+
+    assert r.status_code == 302
+    assert review_body(alice_client, Draft.objects.get()) == BODY
+
+
+def test_the_same_import_sent_twice_makes_one_draft(alice_client):
+    key = uuid.uuid4().hex
+
+    first = import_body(alice_client, BODY, key=key)
+    second = import_body(alice_client, BODY, key=key)
+
+    assert first["Location"] == second["Location"]
+    assert Draft.objects.count() == 1
+
+
+def test_with_htmx_an_import_opens_the_draft_as_a_whole_page(alice_client):
+    r = import_body(alice_client, BODY, headers=HTMX)
+
+    assert r.status_code == 200
+    assert r["HX-Redirect"] == step_url(Draft.objects.get(), W.BASIC)
+
+
+def test_another_user_cannot_see_the_imported_draft(alice_client, bob, client):
+    import_body(alice_client, BODY)
+    draft = Draft.objects.get()
+    client.force_login(bob)
+
+    step = client.get(step_url(draft, W.BASIC))
+    drafts = client.get(reverse("wizard-start")).content.decode()
+
+    assert step.status_code == 404
+    assert "llm-pretrain" not in drafts
+
+
+def test_fields_the_wizard_has_no_place_for_are_named_when_left_out(alice_client):
+    body = {**BODY, "labels": [{"key": "team", "value": "nlp"}]}
+
+    r = import_body(alice_client, {**body, **CHANNELS}, follow=True)
+
+    assert "向导中没有 labels 对应的字段" in error_texts(r)
+    assert Draft.objects.count() == 1
+
+
+# -- bad input: said where, nothing lost -----------------------------------------------------
+
+
+def test_invalid_json_keeps_the_text_and_names_the_line_and_column(alice_client):
+    text = '{\n  "name": "llm-pretrain"\n  "queue": "default"\n}'
+
+    r = import_body(alice_client, text)
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert "JSON 无效：第 3 行，第 3 列：此处应为逗号（,）。" in error_texts(r)
+    assert html.escape(text) in page  # kept in the box, as typed
+    assert not Draft.objects.exists()
+
+
+def test_invalid_json_is_said_in_english_too(alice_client):
+    alice_client.cookies["django_language"] = "en"
+
+    r = import_body(alice_client, '{"name": }')
+
+    assert "Not valid JSON: line 1, column 10: a value was expected." in error_texts(r)
+
+
+def test_with_htmx_a_refusal_swaps_only_the_import_section(alice_client):
+    r = import_body(alice_client, "{", headers=HTMX)
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert page.lstrip().startswith('<section id="import-section"')
+    assert "<html" not in page
+    assert "第 1 行，第 2 列" in error_texts(r)
+
+
+def test_a_body_the_spec_refuses_lists_each_field_with_its_path(alice_client):
+    body = copy.deepcopy(BODY)
+    body["jobSpec"]["replicas"] = "three"
+    body["priority"] = "urgent"
+
+    r = import_body(alice_client, body)
+
+    said = error_texts(r)
+    assert r.status_code == 200
+    assert "jobSpec.replicas: 必须是整数。" in said
+    assert not Draft.objects.exists()
+    body_text = html.unescape(
+        re.search(r"<textarea[^>]*>\n(.*?)</textarea>", r.content.decode(), re.S).group(1)
+    )
+    assert json.loads(body_text) == body  # kept in the box
+
+
+def test_a_spec_rule_is_said_with_its_path(alice_client):
+    r = import_body(alice_client, {**BODY, "priority": "urgent"})
+
+    assert "priority: 优先级只能是高（high）、中（normal）或低（low）。" in error_texts(r)
+    assert not Draft.objects.exists()
+
+
+def test_a_v2_bodys_errors_name_its_own_fields(alice_client):
+    v2 = v2_from_v1(BODY)
+    v2["jobType"] = "SparkJob"
+
+    r = import_body(alice_client, v2)
+
+    assert "jobType: " in error_texts(r)
+    assert not Draft.objects.exists()
+
+
+def test_an_unknown_pool_says_which_pools_may_be_used(alice_client):
+    r = import_body(alice_client, {**BODY, "resourcePoolId": "cce-gone"}, pool="")
+
+    said = error_texts(r)
+    assert "资源池“cce-gone”不可用。可用的资源池：local (" in said
+    assert not Draft.objects.exists()
+
+
+def test_a_body_without_a_pool_asks_for_one(alice_client):
+    r = import_body(alice_client, BODY, pool="")
+
+    assert "请求没有指定资源池（resourcePoolId），请选择一个。" in error_texts(r)
+
+
+def test_a_body_over_the_limit_is_refused_saying_the_limit(alice_client):
+    body = {**BODY, "name": "x" * (I.MAX_IMPORT_BYTES + 1)}
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200
+    assert "请求大于 256 KB，这是导入的上限。" in error_texts(r)
+    assert not Draft.objects.exists()
+
+
+def test_a_file_over_the_limit_is_refused_before_it_is_read(alice_client):
+    upload = SimpleUploadedFile("big.json", b" " * (I.MAX_IMPORT_BYTES + 1))
+
+    r = alice_client.post(
+        reverse("wizard-import"),
+        {"body": "", "file": upload, "resource_pool": "local", "create_key": uuid.uuid4().hex},
+    )
+
+    assert "请求大于 256 KB" in error_texts(r)
+
+
+def test_a_file_that_is_not_utf8_is_refused_on_the_file_field(alice_client):
+    upload = SimpleUploadedFile("job.json", json.dumps(BODY).encode("utf-16"))
+
+    r = alice_client.post(
+        reverse("wizard-import"),
+        {"body": "", "file": upload, "resource_pool": "local", "create_key": uuid.uuid4().hex},
+    )
+
+    assert 'id="import-file-errors"' in r.content.decode()
+    assert "文件不是 UTF-8 文本" in error_texts(r)
+    assert not Draft.objects.exists()
+
+
+def test_an_empty_import_asks_for_a_body(alice_client):
+    r = import_body(alice_client, "   ")
+
+    assert r.status_code == 200
+    assert "请粘贴 CreateJob 请求体，或选择一个 .json 文件。" in error_texts(r)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[]", '"x"', "1e999999", "[" * 100_000, '{"name": "\\ud800"}', '{"name": "a\\u0000b"}'],
+)
+def test_strange_json_never_fails_the_page(alice_client, text):
+    r = import_body(alice_client, text)
+
+    assert r.status_code in (200, 302)
+
+
+# -- secrets --------------------------------------------------------------------------------
+
+
+def secret_body(**over):
+    body = copy.deepcopy(BODY)
+    body["jobSpec"]["envs"].append({"name": "API_TOKEN", "value": SECRET})
+    body["jobSpec"]["imageConfig"] = {"username": "robot", "password": SECRET + "-pw"}
+    body["console"] = {"secretEnvs": ["API_TOKEN"]}
+    body.update(over)
+    return body
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        secret_body(priority="urgent"),  # a rule refused
+        secret_body(faultTolerance="maybe"),  # the spec cannot read it
+        secret_body(resourcePoolId="cce-gone"),  # an unknown pool
+    ],
+)
+def test_no_error_page_shows_the_bodys_secret_values(alice_client, body):
+    r = import_body(alice_client, body, pool="")
+
+    page = r.content.decode()
+    assert r.status_code == 200 and 'id="import-problems"' in page
+    assert SECRET not in page
+    assert not Draft.objects.exists()
+
+
+def test_a_message_that_would_quote_a_secret_names_only_its_field(alice_client):
+    # An email address is quoted by its rule; here it is also the secret's value.
+    body = secret_body()
+    body["console"]["alertChannels"] = {"emails": [SECRET]}
+
+    r = import_body(alice_client, body)
+
+    said = error_texts(r)
+    assert "alert.emails: 此值无效（可能是保密值，因此不显示）。" in said
+    assert SECRET not in r.content.decode()
+
+
+def test_secrets_masked_in_the_box_come_back_as_secrets_to_type_again(alice_client):
+    refused = import_body(alice_client, secret_body(priority="urgent"))
+    box = html.unescape(
+        re.search(r"<textarea[^>]*>\n(.*?)</textarea>", refused.content.decode(), re.S).group(1)
+    )
+    fixed = json.loads(box)
+    fixed["priority"] = "high"
+
+    import_body(alice_client, fixed)
+
+    draft = Draft.objects.get()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    token = next(e for e in spec.envs if e.name == "API_TOKEN")
+    assert (token.secret, token.value) == (True, "")
+    assert W.IMAGE not in draft.completed_steps
+
+
+# -- in a browser ---------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_a_pasted_body_imports_walks_to_a_review_of_the_same_json_and_submits(
+    logged_in_page, alice
+):
+    from playwright.sync_api import expect
+
+    from .test_wizard_browser import next_step
+
+    page = logged_in_page
+    text = json.dumps({**BODY, **CHANNELS}, indent=2)
+    page.click("#nav-create-job")
+    # A slip first: htmx swaps in the import section with the problem, the text kept.
+    page.fill("#import-body", text[:-2])
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+    expect(page.locator("#import-body-errors")).to_contain_text("JSON 无效")
+    expect(page.locator("#import-body")).to_have_value(text[:-2])
+    page.fill("#import-body", text)
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    expect(page.locator(".alert-info")).to_contain_text("已从请求导入")
+    expect(page.locator("#id_name")).to_have_value("llm-pretrain")
+    for slug in ("image", "resources", "data", "fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+    assert json.loads(page.locator("#request-json").inner_text()) == BODY
+    page.click("#wizard-submit")
+
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    job = Job.objects.get(owner=alice)
+    assert job.job_spec().to_v1_body() == BODY
