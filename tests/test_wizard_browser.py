@@ -701,3 +701,81 @@ def test_a_row_added_or_removed_from_the_keyboard_keeps_focus_in_its_table(logge
     page.keyboard.press("Enter")
     expect(page.locator("#add-env")).to_be_focused()
     expect(page.locator("#id_env-0-name")).to_have_value("EPOCHS")
+
+
+# The fields of `table` whose chosen option, value or placeholder is wider than the room the
+# field has for it (a select keeps room for its arrow in its right padding).
+CUT_SHORT = """table => [...table.querySelectorAll('select, input:not([type=hidden], [type=checkbox])')]
+  .filter(field => field.checkVisibility())
+  .filter(field => {
+    const style = getComputedStyle(field);
+    const pen = document.createElement('canvas').getContext('2d');
+    pen.font = style.font;
+    const text = field.tagName === 'SELECT'
+      ? field.selectedOptions[0].text : field.value || field.placeholder;
+    const room = field.clientWidth - parseFloat(style.paddingLeft)
+      - parseFloat(style.paddingRight);
+    return pen.measureText(text).width > room;
+  })
+  .map(field => field.name)"""
+
+
+@pytest.mark.parametrize("width", [1280, 1024])
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_every_mount_rows_choices_and_paths_show_whole_without_scrolling_sideways(
+    logged_in_page, aihc_pool, width, language
+):
+    # In one line of six columns "Local disk (hostpat", "Read-writ" and the source path's
+    # hint were cut short at 1280 pixels: a row now takes two lines.
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 800})
+    start(page)
+    page.select_option("select[name=resource_pool]", aihc_pool)
+    fill_basic(page)
+    fill_image(page)
+    for i in (0, 1):
+        page.select_option(f"select[name=roles-{i}-accelerator_type]", A800)
+    next_step(page, "data")
+    if language == "en":
+        page.click("button[data-language=en]")
+        expect(page.locator("#step-heading")).to_contain_text("Data sources")
+    page.click("#add-mount")
+    settled(page)
+    page.select_option("#id_mounts-1-type", "hostpath")
+    expect(page.locator("#id_mounts-1-name option")).to_have_count(1)
+
+    table = page.locator("#mount-table")
+    assert table.evaluate(CUT_SHORT) == []
+    wide, room = table.evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert wide <= room
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    # Each field says what it is: a row is no longer under its column's header.
+    expect(page.locator("label[for=id_mounts-1-source_path]")).to_be_visible()
+
+
+def test_on_a_phone_a_mount_row_stacks_its_fields_and_an_env_value_takes_the_width(
+    logged_in_page, settings
+):
+    settings.LOCAL_VOLUMES = "scratch=/srv/scratch"  # named as an administrator would
+    page = logged_in_page
+    page.set_viewport_size({"width": 375, "height": 800})
+    start(page)
+    fill_basic(page)
+    page.click("#add-env")
+    settled(page)
+    page.fill("#id_env-0-name", "NCCL_DEBUG_SUBSYS")
+    page.fill("#id_env-0-value", "INIT,COLL,P2P,SHM,NET")
+
+    # Two columns of a few letters each before: the value now has a line of its own.
+    env = page.locator("#env-table")
+    value = page.locator("#id_env-0-value").bounding_box()
+    assert value["width"] >= 0.9 * env.bounding_box()["width"]
+    assert env.evaluate(CUT_SHORT) == []
+    expect(page.locator("label[for=id_env-0-value]")).to_be_visible()
+    fill_image(page)
+    next_step(page, "data")
+    table = page.locator("#mount-table")
+    assert table.evaluate(CUT_SHORT) == []
+    wide, room = table.evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert wide <= room
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
