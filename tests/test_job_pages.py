@@ -116,6 +116,22 @@ def test_an_unknown_status_filter_is_marked_on_its_field_and_the_others_still_ap
     assert ">beta<" in html and ">alpha<" not in html
 
 
+def test_the_filters_fold_unless_one_is_set_or_has_a_problem(alice, alice_client):
+    # On a phone a folded box lets the first jobs show on the first screen (console.css shows
+    # the filters on a wider screen whatever the box's state); a filter in use stays in view.
+    submit(alice, name="alpha")
+
+    def box(**params) -> str:
+        html = alice_client.get(reverse("job-list"), params).content.decode()
+        return re.search(r'<details[^>]*id="job-filters-box"[^>]*>', html).group(0)
+
+    assert " open" not in box()
+    assert " open" not in box(page="1")  # a page is not a filter
+    assert " open" in box(status="failed")
+    assert " open" in box(q=" bet ")
+    assert " open" in box(status="gone-status")  # its message must show
+
+
 def test_the_list_is_paginated(alice, alice_client):
     for i in range(25):
         submit(alice, name=f"job-{i}")

@@ -472,3 +472,36 @@ def test_a_replicas_log_tab_opened_from_the_keyboard_keeps_the_focus_on_that_tab
     expect(page.locator("#log-panel a.nav-link.active")).to_be_focused()
     expect(page.locator("#log-panel a.nav-link.active")).to_have_text("worker-0")
     expect(page.locator("#log-panel a.nav-link.active")).to_have_attribute("aria-current", "true")
+
+
+def test_on_a_phone_the_filters_fold_so_the_first_jobs_show_on_the_first_screen(
+    logged_in_page, alice
+):
+    for i in range(3):
+        submitted(alice, f"job-{i}")
+    page = logged_in_page
+    page.set_viewport_size({"width": 375, "height": 667})
+    page.goto("/")
+
+    filters, summary = page.locator("#job-filters"), page.locator("#job-filters-summary")
+    expect(filters).to_be_hidden()
+    first_job = page.locator("tr[data-job]").first.bounding_box()
+    assert first_job["y"] + first_job["height"] <= 667  # no scrolling past the filters
+    summary.click()  # 筛选 opens them, as a <details> does with or without JavaScript
+    page.fill("#id_q", "job-1")
+    page.click("#job-filters button[type=submit]")
+    page.wait_for_url("**/?q=job-1**")
+    expect(filters).to_be_visible()  # the filter in use stays in view
+    expect(page.locator("#id_q")).to_have_value("job-1")
+    expect(page.locator("tr[data-job]")).to_have_count(1)
+
+
+def test_on_a_wide_screen_the_filters_show_without_their_fold(logged_in_page, alice):
+    submitted(alice, "job-0")
+    page = logged_in_page
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto("/")
+
+    expect(page.locator("#job-filters")).to_be_visible()
+    expect(page.locator("#job-filters-summary")).to_be_hidden()
+    expect(page.locator("#id_status")).to_be_visible()
