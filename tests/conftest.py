@@ -103,6 +103,11 @@ def browser() -> Iterator[object]:
 def page(browser, live_server, transactional_db):
     context = browser.new_context(base_url=live_server.url, locale="zh-CN")
     context.set_default_timeout(10_000)
+    # Assertions wait as long as actions do (Playwright's own default is 5 s): on a 2-core CI
+    # machine busy with the rest of the suite an htmx round trip has taken longer than 5 s.
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=10_000)
     page = context.new_page()
     yield page
     context.close()

@@ -477,8 +477,8 @@ def test_a_replicas_log_tab_opened_from_the_keyboard_keeps_the_focus_on_that_tab
 def test_on_a_phone_the_filters_fold_so_the_first_jobs_show_on_the_first_screen(
     logged_in_page, alice
 ):
-    for i in range(3):
-        submitted(alice, f"job-{i}")
+    for i in range(3):  # not "job-": the filter matches IDs too, and "pytorchjob-1…" is one
+        submitted(alice, f"train-{i}")
     page = logged_in_page
     page.set_viewport_size({"width": 375, "height": 667})
     page.goto("/")
@@ -488,11 +488,11 @@ def test_on_a_phone_the_filters_fold_so_the_first_jobs_show_on_the_first_screen(
     first_job = page.locator("tr[data-job]").first.bounding_box()
     assert first_job["y"] + first_job["height"] <= 667  # no scrolling past the filters
     summary.click()  # 筛选 opens them, as a <details> does with or without JavaScript
-    page.fill("#id_q", "job-1")
+    page.fill("#id_q", "train-1")
     page.click("#job-filters button[type=submit]")
-    page.wait_for_url("**/?q=job-1**")
+    page.wait_for_url("**/?q=train-1**")
     expect(filters).to_be_visible()  # the filter in use stays in view
-    expect(page.locator("#id_q")).to_have_value("job-1")
+    expect(page.locator("#id_q")).to_have_value("train-1")
     expect(page.locator("tr[data-job]")).to_have_count(1)
 
 
