@@ -150,13 +150,25 @@ def may_approve(*, job: Job, reviewer: Any, policy: ReviewPolicy | None = None) 
 
 def job_approve(*, job: Job, reviewer: Any) -> bool:
     """Pending review -> Queued: the worker dispatches it. Refused (ActionError) for the
-    reviewer's own job unless the policy allows self-approval."""
+    reviewer's own job unless the policy allows self-approval, and for a job whose stored
+    spec no longer reads: it could never start, and an approval should not turn into a
+    failure the reviewer did not choose. It stays Pending review for them to reject."""
     if job.status != JobStatus.PENDING_REVIEW:
         return False
     if not may_approve(job=job, reviewer=reviewer):
         raise ActionError(
             _("You submitted this job: the review policy has another reviewer approve it.")
         )
+    try:
+        job.job_spec()
+    except spec_module.SpecError as exc:
+        raise ActionError(
+            _(
+                "This job's stored spec cannot be read (fields: %(fields)s), so it cannot be "
+                "approved. Reject it: its owner submits it again from a new draft."
+            )
+            % {"fields": exc.fields}
+        ) from None
     message = (
         recorded(
             gettext_noop("Approved by %(user)s, who submitted it (the review policy allows it)."),

@@ -50,10 +50,13 @@ def job_fail_unreadable(*, job: Job, exc: spec_module.SpecError) -> bool:
     )
 
 
-def job_spec_or_noted(*, job: Job) -> spec_module.JobSpec | None:
+def job_spec_or_noted(
+    *, job: Job, followed: str = FOLLOWED_WITHOUT_SPEC
+) -> spec_module.JobSpec | None:
     """The spec of a started job, for the worker following it; None once its stored spec no
     longer reads (an upgrade that tightened a rule, an old backup), said once on the job with
-    the fields in error (a SpecUnreadable warning). Such a job is not ended for it: what runs
+    the fields in error (a SpecUnreadable warning; `followed`, marked with gettext_noop and
+    holding %(fields)s, says what still applies). Such a job is not ended for it: what runs
     keeps running, and Stop and Delete still work."""
     try:
         return job.job_spec()
@@ -62,7 +65,7 @@ def job_spec_or_noted(*, job: Job) -> spec_module.JobSpec | None:
             job_event(
                 job=job,
                 reason=SPEC_UNREADABLE,
-                message=recorded(FOLLOWED_WITHOUT_SPEC, fields=exc.fields),
+                message=recorded(followed, fields=exc.fields),
                 warning=True,
             )
         return None

@@ -470,8 +470,13 @@ def test_jobset_pods_are_read_back_to_their_role_and_completion_index():
 
     role = "jobset.sigs.k8s.io/replicatedjob-name"
     index = "batch.kubernetes.io/job-completion-index"
-    assert M.pod_replica(spec, pod({role: "param-server", index: "1"})) == ("param-server", 1)
+    roles = {r.name for r in spec.roles}
+
+    def replica(one):
+        return M.pod_replica(spec.framework, one, roles=roles)
+
+    assert replica(pod({role: "param-server", index: "1"})) == ("param-server", 1)
     # Before Kubernetes 1.28 the index is an annotation only.
-    assert M.pod_replica(spec, pod({role: "trainer"}, {index: "2"})) == ("trainer", 2)
-    assert M.pod_replica(spec, pod({role: "other", index: "0"})) is None
-    assert M.pod_replica(spec, pod({role: "trainer"})) is None
+    assert replica(pod({role: "trainer"}, {index: "2"})) == ("trainer", 2)
+    assert replica(pod({role: "other", index: "0"})) is None
+    assert replica(pod({role: "trainer"})) is None

@@ -10,6 +10,7 @@ refuse, naming the fields."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 import pytest
@@ -21,9 +22,11 @@ from django.utils import translation
 from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.backends import get_backend
+from jobs.backends.kubernetes import usage_file
 from jobs.logs import replica_log_path
-from jobs.models import Draft, Job, JobReplica, JobStatus
+from jobs.models import Draft, Job, JobReplica, JobStatus, ReviewState
 from jobs.services import jobs_submit
+from jobs.shim import read_usage
 from jobs.worker import Worker
 from tests.fake_kubernetes import FakeKubernetes
 from tests.fake_kubernetes import configure as configure_kubernetes
@@ -184,6 +187,59 @@ def test_a_reviewer_resubmitting_a_rejected_job_whose_spec_no_longer_reads_is_to
     assert status_of(job) == JobStatus.REJECTED
 
 
+def held(job: Job) -> Job:
+    """The job as the review policy holds it: Pending review, waiting for a reviewer."""
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.PENDING_REVIEW, review_state=ReviewState.PENDING
+    )
+    job.refresh_from_db()
+    return job
+
+
+def test_a_reviewer_approving_a_job_whose_spec_no_longer_reads_from_its_page_is_told_why(
+    alice, reviewer
+):
+    job = held(local_job(alice, status=JobStatus.PENDING_REVIEW))
+    changed = f"/admin/jobs/job/{job.pk}/change/"
+
+    response = client_of(reviewer, "zh-hans").post(
+        reverse("admin:jobs_job_changelist"),
+        {"action": "approve_jobs", "_selected_action": [job.pk], "post": "yes", "_single": "1"},
+    )
+
+    assert response.status_code == 302
+    assert response["Location"] == changed
+    assert shown(response) == [
+        f"{job.public_id}: 该任务保存的配置无法读取（字段：{BROKEN_FIELD}），不能批准。"
+        "请驳回该任务，由提交者新建草稿重新提交。"
+    ]
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.PENDING_REVIEW, ReviewState.PENDING)
+    assert not job.events.filter(reason="Approved").exists()
+
+
+def test_approving_in_bulk_approves_the_others_and_names_the_job_whose_spec_no_longer_reads(
+    alice, reviewer
+):
+    broken = held(local_job(alice, status=JobStatus.PENDING_REVIEW))
+    [fine] = jobs_submit(owner=alice, spec=make_spec("true"), submit_key=str(uuid.uuid4()))
+    held(fine)
+
+    response = client_of(reviewer).post(
+        reverse("admin:jobs_job_changelist"),
+        {"action": "approve_jobs", "_selected_action": [broken.pk, fine.pk], "post": "yes"},
+    )
+
+    assert response.status_code == 302
+    assert shown(response) == [
+        "1 job approved and queued.",
+        f"{broken.public_id}: This job's stored spec cannot be read (fields: {BROKEN_FIELD}), "
+        "so it cannot be approved. Reject it: its owner submits it again from a new draft.",
+    ]
+    assert status_of(broken) == JobStatus.PENDING_REVIEW
+    assert status_of(fine) == JobStatus.QUEUED
+
+
 # -- the worker and the local runner ----------------------------------------------------------
 
 
@@ -340,3 +396,115 @@ def test_deleting_a_kubernetes_job_whose_spec_no_longer_reads_removes_it_from_th
 
     assert kube.jobs() == []
     assert kube.secret(f"{name}-env") is None
+
+
+def test_a_queued_kubernetes_job_whose_spec_no_longer_reads_fails_naming_the_fields_unsent(
+    kube, alice
+):
+    [job] = jobs_submit(
+        owner=alice,
+        spec=test_kubernetes_backend.spec(),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    unreadable(job)
+
+    Worker().dispatch_remote()
+
+    assert status_of(job) == JobStatus.FAILED
+    failed = job.events.latest("created_at", "id")
+    assert (failed.reason, failed.message) == (
+        "SpecUnreadable",
+        f"Its stored spec can no longer be read (fields: {BROKEN_FIELD}), so it cannot start. "
+        "Submit it again from a new draft.",
+    )
+    assert kube.jobs() == [] and kube.calls("create secrets") == []
+
+
+def test_a_running_pytorchjob_whose_spec_no_longer_reads_is_followed_to_succeeded_saying_so_once(
+    kube, alice, caplog, settings
+):
+    settings.KUBERNETES_METRICS_SECONDS = 0  # usage read at every sync
+    worker = Worker()
+    job = test_kubernetes_backend.submitted(alice, get_backend("kubernetes"))
+    name = job.external_id
+    kube.set_conditions(name, ("Created", "created"), ("Running", "PyTorchJob is running."))
+    [master, _worker] = kube.run_pods(name)
+    worker.sync_remote()
+    assert status_of(job) == JobStatus.RUNNING
+    unreadable(job)
+
+    kube.set_usage(master, cpu="1500m", memory="2Gi", stamp="2099-01-01T00:00:00Z")
+    kube.add_event("Pod", master, "Pulled", "token hf_secret_value pulled")
+    for _ in range(3):
+        worker.sync_remote()
+    assert status_of(job) == JobStatus.RUNNING
+    kube.set_conditions(name, ("Succeeded", "PyTorchJob succeeded."))
+    kube.set_pod_phase(master, "Succeeded")
+    worker.sync_remote()
+
+    assert status_of(job) == JobStatus.SUCCEEDED
+    [said] = job.events.filter(reason="SpecUnreadable")
+    assert said.type == "Warning"
+    assert said.message == (
+        f"Its stored spec can no longer be read (fields: {BROKEN_FIELD}). It is followed until "
+        "it ends without it: the time limit and restarts Kubernetes was sent still apply, no "
+        "alert of the spec does."
+    )
+    assert job.events.get(reason="Succeeded").message == (
+        "Kubernetes reports Succeeded: PyTorchJob succeeded."
+    )
+    assert job.events.get(reason="K8s:Pulled").message == f"{master}: token ****** pulled"
+    assert sorted(job.replicas.values_list("role", "status")) == [
+        ("master", "succeeded"),
+        ("worker", "stopped"),
+    ]
+    last = read_usage(usage_file(job.public_id, "master-0"), last=1)
+    assert [(s["cpu"], s["mem"]) for s in last] == [(1.5, 2 * 2**30)]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_custom_kubernetes_job_whose_spec_no_longer_reads_has_its_instances_by_the_jobset(
+    kube, alice
+):
+    k8s = get_backend("kubernetes")
+    job = test_kubernetes_backend.submitted(alice, k8s, **test_kubernetes_backend.custom())
+    job = unreadable(job)
+    name = job.external_id
+    kube.run_pods(name)
+    kube.set_jobset_status(
+        name, {"trainer": {"active": 2, "ready": 2}, "param-server": {"active": 1}}
+    )
+
+    k8s.sync(job)
+
+    assert status_of(job) == JobStatus.RUNNING
+    assert sorted(job.replicas.values_list("role", "index", "status")) == [
+        ("param-server", 0, "running"),
+        ("trainer", 0, "running"),
+        ("trainer", 1, "running"),
+    ]
+
+
+def test_the_logs_of_a_kubernetes_job_whose_spec_no_longer_reads_are_read_masked(kube, alice):
+    k8s = get_backend("kubernetes")
+    job = unreadable(test_kubernetes_backend.submitted(alice, k8s))
+    [_master, worker] = kube.run_pods(job.external_id)
+    kube.add_logs(worker, ["epoch 1 token hf_secret_value"])
+
+    assert k8s.logs(job, "worker-0", tail=10) == ["epoch 1 token ******"]
+    [call] = kube.calls("log pods")
+    assert call.param("container") == "pytorch"
+
+
+def test_a_kubernetes_job_whose_spec_no_longer_reads_and_is_gone_from_the_cluster_is_lost(
+    kube, alice
+):
+    k8s = get_backend("kubernetes")
+    job = unreadable(test_kubernetes_backend.submitted(alice, k8s))
+    del kube.objects[("pytorchjobs", "default", job.external_id)]
+
+    k8s.sync(job)
+
+    assert status_of(job) == JobStatus.FAILED
+    assert job.events.get(reason="Lost").message == (f"Kubernetes no longer has {job.external_id}.")

@@ -12,7 +12,9 @@ Following a job (`sync`): the custom resource's status.conditions give the conso
 activeDeadlineSeconds -> Timed out, Suspended (Kueue holding it) -> Queued; a JobSet's, see
 status_from_jobset); its pods, found by the console's job-id label (the pod template carries
 it) and told apart by the operator's or the JobSet's labels, the JobReplica rows; the Events of the resource and of its
-pods the JobEvent rows ("K8s:<reason>").
+pods the JobEvent rows ("K8s:<reason>"). All of it is read by the job's row (external_id,
+framework, pool), not its spec, so a job whose stored spec no longer reads is followed all the
+same (job_spec_or_noted says so once).
 
 Stopping deletes the custom resource (propagationPolicy=Foreground: its pods go first) and
 the Secret; the job stays Stopping while the resource is being deleted, whatever conditions
@@ -80,7 +82,7 @@ from jobs.models import (
     ReplicaStatus,
 )
 from jobs.runtime_env import DEFAULT_TF_PORT, ReplicaRef, replica_environment
-from jobs.services import job_event, recorded
+from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
@@ -102,6 +104,14 @@ NO_SUCH_API = "could not find the requested resource"
 # metrics-server's pod usage (PodMetricsList), and where the samples of it are kept.
 POD_METRICS_PATH = "/apis/metrics.k8s.io/v1beta1/namespaces/{namespace}/pods"
 USAGE_DIR = "kubernetes-usage"
+
+# What still applies to a job whose stored spec no longer reads: what the cluster enforces from
+# the manifest it was sent (activeDeadlineSeconds, backoffLimit, ttlSecondsAfterFinished).
+FOLLOWED_WITHOUT_SPEC = gettext_noop(
+    "Its stored spec can no longer be read (fields: %(fields)s). It is followed until it ends "
+    "without it: the time limit and restarts Kubernetes was sent still apply, no alert of the "
+    "spec does."
+)
 
 PHASES = {
     "pending": ReplicaStatus.PENDING,
@@ -186,6 +196,20 @@ def status_from_jobset(resource: dict[str, Any]) -> tuple[str, str, str]:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _roles(spec: spec_module.JobSpec | None, resource: dict[str, Any]) -> set[str]:
+    """The roles a custom job's pods may be of: the spec's, or, once it no longer reads, the
+    names of the JobSet's replicatedJobs as the cluster has them (the console named them)."""
+    if spec is not None:
+        return {role.name for role in spec.roles}
+    body = resource.get("spec") if isinstance(resource.get("spec"), dict) else {}
+    replicated = body.get("replicatedJobs")
+    return {
+        str(one["name"])
+        for one in (replicated if isinstance(replicated, list) else [])
+        if isinstance(one, dict) and one.get("name")
+    }
 
 
 # A quantity's suffixes (the API server writes a quota of 1000 cards as "1k").
@@ -963,9 +987,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     def _sync_remote(self, job: Job) -> None:
         config, client = self._setup()
-        namespace, name, spec = self._names(job)
-        secrets = spec.secret_values()
-        path = M.resource_path(spec.framework, namespace, job.external_id)
+        # Followed by the job's row, not its spec: the resource is named external_id, its pods
+        # carry the job's id label, and its status is the resource's. The spec is None once
+        # it no longer reads (job_spec_or_noted): followed without it all the same.
+        spec = job_spec_or_noted(job=job, followed=FOLLOWED_WITHOUT_SPEC)
+        namespace, framework = namespace_of(job.resource_pool), job.framework
+        secrets = job.secret_values()
+        path = M.resource_path(framework, namespace, job.external_id)
         try:
             resource = client.get(path)
         except KubeError as exc:
@@ -973,8 +1001,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 raise BackendError(scrub(str(exc), secrets), code=exc.reason) from None
             self._gone(job, spec, client, namespace)
             return
+        roles = _roles(spec, resource)
         pods = self._pods(job, client, namespace)
-        if spec.framework == spec_module.CUSTOM:
+        if framework == spec_module.CUSTOM:
             # A restarted JobSet's old pods may still be going: only the current attempt's.
             attempt = str((resource.get("status") or {}).get("restarts") or 0)
             pods = [
@@ -985,19 +1014,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 )
                 == attempt
             ]
-        self._sync_replicas(job, spec, pods)
-        self._sync_events(job, client, namespace, spec, resource, pods, secrets)
+        self._sync_replicas(job, roles, pods)
+        self._sync_events(job, client, namespace, resource, pods, secrets)
         if job.status == JobStatus.STOPPING:
             # Whatever the operator writes while the pods go (a killed master reads Failed),
             # the job is Stopping until the resource is gone.
             if not (resource.get("metadata") or {}).get("deletionTimestamp") and self._stop_due(
                 job, since=job.updated_at
             ):
-                self._send_delete(client, namespace, job.external_id, spec.framework)
+                self._send_delete(client, namespace, job.external_id, framework)
             return
-        follow = (
-            status_from_jobset if spec.framework == spec_module.CUSTOM else status_from_conditions
-        )
+        follow = status_from_jobset if framework == spec_module.CUSTOM else status_from_conditions
         target, condition, said = follow(resource)
         if target != job.status:
             message = recorded(
@@ -1014,7 +1041,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
             )
         if job.status == JobStatus.RUNNING:
-            self._sample_usage(job, spec, config, client, namespace, pods)
+            self._sample_usage(job, roles, config, client, namespace, pods)
 
     def sync(self, job: Job) -> None:
         super().sync(job)
@@ -1027,7 +1054,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     def _sample_usage(
         self,
         job: Job,
-        spec: spec_module.JobSpec,
+        roles: set[str],
         config: Config,
         client: KubeClient,
         namespace: str,
@@ -1037,7 +1064,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         replica's last sample."""
         running: dict[str, str] = {}  # pod name -> replica label
         for pod in pods:
-            which = self._pod_replica(spec, pod)
+            which = M.pod_replica(job.framework, pod, roles=roles)
             name = str((pod.get("metadata") or {}).get("name") or "")
             phase = str((pod.get("status") or {}).get("phase") or "").lower()
             if which is not None and name and PHASES.get(phase) == ReplicaStatus.RUNNING:
@@ -1104,12 +1131,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         return found
 
     def _gone(
-        self, job: Job, spec: spec_module.JobSpec, client: KubeClient, namespace: str
+        self, job: Job, spec: spec_module.JobSpec | None, client: KubeClient, namespace: str
     ) -> None:
         stopping = job.status == JobStatus.STOPPING
         if stopping:
             message = recorded(gettext_noop("Kubernetes deleted %(name)s."), name=job.external_id)
-        elif spec.retention_period:
+        elif spec is not None and spec.retention_period:
             message = recorded(
                 gettext_noop(
                     "Kubernetes no longer has %(name)s. It was to be deleted %(period)s after it "
@@ -1176,16 +1203,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             logger.info("pods of %s unavailable: %s", job.public_id, exc)
             return []
 
-    @staticmethod
-    def _pod_replica(spec: spec_module.JobSpec, pod: dict[str, Any]) -> tuple[str, int] | None:
-        return M.pod_replica(spec, pod)
-
-    def _sync_replicas(
-        self, job: Job, spec: spec_module.JobSpec, pods: list[dict[str, Any]]
-    ) -> None:
+    def _sync_replicas(self, job: Job, roles: set[str], pods: list[dict[str, Any]]) -> None:
         now = timezone.now()
         for pod in pods:
-            which = self._pod_replica(spec, pod)
+            which = M.pod_replica(job.framework, pod, roles=roles)
             if which is None:
                 continue
             role, index = which
@@ -1218,13 +1239,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         job: Job,
         client: KubeClient,
         namespace: str,
-        spec: spec_module.JobSpec,
         resource: dict[str, Any],
         pods: list[dict[str, Any]],
         secrets: list[str],
     ) -> None:
         """Events of the resource and of its pods, copied once each, at their own time."""
-        objects = [(resource.get("kind") or M.kind_of(spec.framework).kind, job.external_id)]
+        objects = [(resource.get("kind") or M.kind_of(job.framework).kind, job.external_id)]
         objects += [
             ("Pod", str((pod.get("metadata") or {}).get("name") or ""))
             for pod in pods[:MAX_EVENT_PODS]
@@ -1379,8 +1399,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if not job.external_id:
             return []
         config, client = self._setup(for_page=tail is not None)
-        namespace, _name, spec = self._names(job)
-        secrets = spec.secret_values()
+        # The job's row, not its spec, which may no longer read: its logs still show.
+        namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         role, _sep, index = replica.rpartition("-")
         try:
             pods = client.list(
@@ -1391,7 +1411,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 (
                     (p.get("metadata") or {}).get("name")
                     for p in pods
-                    if self._pod_replica(spec, p) == (role, int(index) if index.isdigit() else -1)
+                    if M.pod_replica(job.framework, p)
+                    == (role, int(index) if index.isdigit() else -1)
                 ),
                 None,
             )
@@ -1400,7 +1421,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             lines = client.pod_log(
                 namespace,
                 pod,
-                container=M.kind_of(spec.framework).container,
+                container=M.kind_of(job.framework).container,
                 tail=tail,
                 since=since,
             )

@@ -43,6 +43,7 @@ from __future__ import annotations
 import posixpath
 import re
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -454,20 +455,24 @@ def job_manifest(
     return body
 
 
-def pod_replica(spec: S.JobSpec, pod: dict[str, Any]) -> tuple[str, int] | None:
+def pod_replica(
+    framework: str, pod: dict[str, Any], *, roles: Collection[str] | None = None
+) -> tuple[str, int] | None:
     """(console role, index) of a pod the operator or the JobSet made, from its labels (and
-    a JobSet pod's completion-index annotation on clusters before 1.28); None when unknown."""
+    a JobSet pod's completion-index annotation on clusters before 1.28); None when unknown.
+    A JobSet pod's role is its replicatedJob's name, one of `roles` (the spec's, or the
+    JobSet's own replicatedJobs when the spec no longer reads; None: any)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    if spec.framework == S.CUSTOM:
+    if framework == S.CUSTOM:
         role = str(labels.get(REPLICATED_JOB_LABEL) or "")
-        if role not in {r.name for r in spec.roles}:
+        if roles is not None and role not in roles:
             role = ""
         index = labels.get(COMPLETION_INDEX) or (meta.get("annotations") or {}).get(
             COMPLETION_INDEX, ""
         )
     else:
-        role = replica_role(spec.framework, labels)
+        role = replica_role(framework, labels)
         index = labels.get(REPLICA_INDEX_LABEL, "")
     if not role or not str(index).isdigit():
         return None
