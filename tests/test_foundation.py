@@ -218,6 +218,14 @@ def test_a_server_error_page_needs_no_request_context(rf):
     assert "Server error" in r.content.decode() and "服务器错误" in r.content.decode()
 
 
+def test_a_request_from_an_unknown_host_gets_the_bad_request_page_without_its_context(client):
+    # Refused before the session or the user are known: the page may need neither.
+    r = client.get("/", HTTP_HOST="evil.example.com")
+
+    assert r.status_code == 400
+    assert "Bad request" in r.content.decode() and "无法读取的请求" in r.content.decode()
+
+
 def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), **variables}
     return subprocess.run(

@@ -456,3 +456,15 @@ def test_a_pasted_body_imports_walks_to_a_review_of_the_same_json_and_submits(
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     job = Job.objects.get(owner=alice)
     assert job.job_spec().to_v1_body() == BODY
+
+
+def test_a_paste_over_what_any_form_takes_gets_the_consoles_page_saying_so(alice_client, settings):
+    # Over DATA_UPLOAD_MAX_MEMORY_SIZE Django refuses the form before the view reads it (400).
+    body = {**BODY, "name": "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)}
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 400
+    page = r.content.decode()
+    assert "表单内容可能超过了 2.5 MB 的上限" in page and "larger than the 2.5 MB" in page
+    assert not Draft.objects.exists()
