@@ -19,13 +19,13 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import metadata
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import DatabaseError
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import BooleanField, Case, Exists, OuterRef, Subquery, Value, When
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -114,24 +114,33 @@ def worker_state(*, now: datetime | None = None) -> WorkerState:
 
 def worker_state_for(*, user: User) -> tuple[WorkerState, bool]:
     """The heartbeat, and whether `user` has jobs waiting on the worker (WORKER_STATUSES), in
-    one query: the job list asks on every load, and must cost one query more, not two."""
+    one query: the job list asks on every load, and must cost one query more, not two. The
+    user's jobs are looked at only while the worker does not run (the database skips the
+    CASE's other branch): with it running, the query reads the heartbeat's row alone."""
+    now = timezone.now()
     heartbeat = WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK)
+    alive = heartbeat.filter(
+        stopped_at=None, seen_at__gte=now - timedelta(seconds=settings.WORKER_STALE_SECONDS)
+    )
+    waiting = Job.objects.filter(owner=OuterRef("pk"), status__in=WORKER_STATUSES)
     row = (
         User.objects.filter(pk=user.pk)
         .annotate(
             **{f"heartbeat_{name}": Subquery(heartbeat.values(name)[:1]) for name in FIELDS},
-            waiting_on_worker=Exists(
-                Job.objects.filter(owner=OuterRef("pk"), status__in=WORKER_STATUSES)
+            waiting_on_worker=Case(
+                When(Exists(alive), then=Value(False)),
+                default=Exists(waiting),
+                output_field=BooleanField(),
             ),
         )
         .values("waiting_on_worker", *(f"heartbeat_{name}" for name in FIELDS))
         .get()
     )
     state = WorkerState(
-        now=timezone.now(),
+        now=now,
         **{name: row[f"heartbeat_{name}"] for name in FIELDS if row[f"heartbeat_{name}"]},
     )
-    return state, row["waiting_on_worker"]
+    return state, bool(row["waiting_on_worker"])
 
 
 def worker_beat(*, started_at: datetime) -> None:
