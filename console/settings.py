@@ -617,6 +617,18 @@ except ValueError:
 LOCAL_PORTS = (_low, _high)
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
+# After how long without a heartbeat the worker counts as not running (jobs.health): the
+# health endpoint answers 503 and users waiting on it see a banner. It beats every tick, at
+# most every 5 s, so less than twice a tick plus those 5 s would report a live worker dead
+# (the default grows with a long WORKER_POLL_SECONDS; a value set too short is refused).
+WORKER_STALE_SECONDS = envfloat(
+    "WORKER_STALE_SECONDS", max(60, 2 * (WORKER_POLL_SECONDS + 5)), positive=True
+)
+if WORKER_STALE_SECONDS < 2 * (WORKER_POLL_SECONDS + 5):
+    raise ImproperlyConfigured(
+        f"WORKER_STALE_SECONDS is at least twice (WORKER_POLL_SECONDS + 5 s), "
+        f"{2 * (WORKER_POLL_SECONDS + 5):g} here, not {WORKER_STALE_SECONDS:g}"
+    )
 # How often remote (non-local) jobs are synced with their backend (seconds).
 WORKER_REMOTE_SYNC_SECONDS = envfloat("WORKER_REMOTE_SYNC_SECONDS", 15)
 # Length in seconds of one "minute" of job thresholds (hang detection, timeout, retention).

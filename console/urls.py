@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from jobs import accounts, usage_views
+from jobs import accounts, health_views, usage_views
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -19,5 +19,7 @@ urlpatterns = [
     path("account/usage/", usage_views.my_usage, name="my-usage"),
     path("api/v1/", include("jobs.api_urls")),
     path("i18n/", include("django.conf.urls.i18n")),
+    # For load balancers and probes: no log-in, no session (jobs.health_views).
+    path("healthz", health_views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
 ]

@@ -632,3 +632,25 @@ class UsageRecord(models.Model):
 
     def __str__(self) -> str:
         return self.public_id
+
+
+class WorkerHeartbeat(models.Model):
+    """The worker's last word that it is alive (jobs.health): one row, written by the worker
+    at most every few seconds and read by the web server, the health endpoint and the
+    banner. In the database because that is all a worker and a web server on two machines
+    share (a file in the var dir would be on one of them only)."""
+
+    seen_at = models.DateTimeField(_("last seen"), null=True)
+    started_at = models.DateTimeField(_("started"), null=True)
+    # Set when it stopped cleanly (SIGTERM, Ctrl-C); cleared by the next worker's first beat.
+    stopped_at = models.DateTimeField(_("stopped"), null=True)
+    host = models.CharField(_("host"), max_length=255, blank=True)
+    pid = models.PositiveIntegerField(_("process ID"), null=True)
+    version = models.CharField(_("version"), max_length=32, blank=True)
+
+    class Meta:
+        verbose_name = _("worker heartbeat")
+        verbose_name_plural = _("worker heartbeat")
+
+    def __str__(self) -> str:
+        return f"worker {self.pid} on {self.host}"

@@ -49,6 +49,7 @@ from django.db.models import (
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
+from .health import WorkerState, worker_state
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
@@ -79,6 +80,10 @@ ALERT_REASONS = ("AlertSent", "AlertFailed")
 IN_QUEUE_MESSAGE = gettext_noop(
     "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
     "has room for it."
+)
+WORKER_DOWN_MESSAGE = gettext_noop(
+    "Waiting for the job scheduler (worker), which is not running: no queued job starts until "
+    "it runs again. Please contact an administrator."
 )
 
 
@@ -230,15 +235,21 @@ def _news(job: Job, reason: str) -> bool:
     return said != reason
 
 
-def why_waiting(job: Job) -> str | None:
+def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
     """What a Queued local job waits for, in the page's language and with the figures of
     now: the reason the scheduler last gave (see held_for) worked out again as the page is
     read, so the line is true between passes and the events need not repeat it. A reason
     that no longer holds (its owner's jobs ended, the disk has room) reads as its turn in
     its queue, which the scheduler's next pass says too. None for a job not waiting in the
-    local runner's queues (a remote platform queues by its own rules)."""
+    local runner's queues (a remote platform queues by its own rules).
+
+    A worker that is not running (jobs.health; `worker`: its state, read here if not given)
+    comes before every other reason: no scheduling pass runs, so nothing else it waits for
+    can let it start."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
         return None
+    if not (worker or worker_state()).running:
+        return _(WORKER_DOWN_MESSAGE)
     from .runner import disk_pressure_message, requirement, run_dir_disk
 
     said = _words(job).values_list("reason", flat=True).first()

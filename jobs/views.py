@@ -42,6 +42,7 @@ from .actions import (
     jobs_stop,
 )
 from .backends import BackendError, get_backend
+from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest
 from .logs import (
     SEARCH_CONTEXT,
@@ -221,6 +222,10 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             stop = HttpResponseStopPolling(response.content)
             return stop
         return response
+    # The worker's banner: for a user with jobs waiting on it, and for staff (one query).
+    worker, waiting_on_worker = worker_state_for(user=request.user)
+    if not worker.running and (waiting_on_worker or request.user.is_staff):
+        context["worker"] = worker
     return render(request, "jobs/job_list.html", context)
 
 
@@ -267,8 +272,11 @@ def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
 
 def _live_context(job: Job) -> dict[str, Any]:
     replicas = list(job.replicas.all())
+    # Whether the worker that moves this job on runs: a banner when it does not.
+    worker = worker_state() if job.status in WORKER_STATUSES else None
     return {
         "job": job,
+        "worker": worker if worker is not None and not worker.running else None,
         "replicas": replicas,
         # What each running replica uses (local jobs only; None: no section).
         "usage": replica_usage(job=job, replicas=replicas),
@@ -278,7 +286,7 @@ def _live_context(job: Job) -> dict[str, Any]:
         "position": queue_position(job),
         # What a Queued local job waits for now (its quota, disk space, its turn), as the
         # scheduler last said: refreshed with the rest of this block while the page polls.
-        "waiting": why_waiting(job),
+        "waiting": why_waiting(job, worker=worker),
         "final": job.is_final,
         "copy_url": reverse("job-copy", args=[job.public_id]),
         # Run again's one-time key: the same click sent twice makes one job.

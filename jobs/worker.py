@@ -9,6 +9,8 @@ Each tick it
 4. deletes finished local jobs whose retention period has passed, and those whose owner
    asked to delete them while they ran (normally done as they end; this catches a worker
    killed in between, and a Delete that arrived just as the job ended).
+Before all that it says it is alive (jobs.health), at most every HEARTBEAT_SECONDS; stopped
+cleanly, it says so.
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
 Only one worker runs per run directory: it holds an exclusive lock on `worker.lock`, so
@@ -34,6 +36,7 @@ from django.utils import timezone
 
 from . import cgroups
 from .backends import BackendError, get_backend
+from .health import HEARTBEAT_SECONDS, worker_beat, worker_stopped
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
 from .runner import evict_for_disk_pressure, minutes, supervise
 from .scheduler import dispatch_local
@@ -59,6 +62,8 @@ class Worker:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
         self.last_remote_sync = 0.0
+        self.started_at = timezone.now()
+        self.last_beat: float | None = None
         # How roles' CPU and memory are enforced, for every job this worker starts.
         self.limits = cgroups.redetect()
         self.remove_leftover_cgroups()
@@ -77,6 +82,7 @@ class Worker:
             cgroups.remove_job_cgroups(self.limits, public_id=public_id)
 
     def tick(self) -> None:
+        self.beat()
         # Before supervision, so a replica evicted now is ended in this very tick.
         try:
             evict_for_disk_pressure()
@@ -91,6 +97,21 @@ class Worker:
         self.delete_expired()
         self.delete_requested()
         self.reap()
+
+    def beat(self) -> None:
+        """Says it is alive: each tick, but written at most every HEARTBEAT_SECONDS (a tick
+        may come every 50 ms while jobs are submitted). A tick that hangs longer than
+        WORKER_STALE_SECONDS (e.g. a platform timing out on every job) shows as a stopped
+        worker, which it is for the jobs waiting on it."""
+        now = time.monotonic()
+        if self.last_beat is not None and now - self.last_beat < HEARTBEAT_SECONDS:
+            return
+        try:
+            worker_beat(started_at=self.started_at)
+        except Exception:
+            logger.exception("recording the worker's heartbeat failed")
+            return
+        self.last_beat = now
 
     def supervise_local(self) -> None:
         for job in Job.objects.filter(
@@ -293,5 +314,10 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
         if thread:
             thread.stop()
             thread.join(timeout=10)
+        if stop.is_set():  # asked to stop (SIGTERM, Ctrl-C), not fallen over
+            try:
+                worker_stopped()
+            except Exception:
+                logger.exception("recording the worker's stop failed")
         connections.close_all()
         os.close(lock)

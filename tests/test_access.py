@@ -1,7 +1,7 @@
 """The access matrix: every URL of the console (from the URL conf), every method, five kinds
 of visitor. A URL added without a rule here fails `test_every_url_has_an_access_rule`.
 
-Rules: the login page is public; everything else needs a log-in (anonymous visitors are sent
+Rules: the login page and the health endpoint (for probes) are public; everything else needs a log-in (anonymous visitors are sent
 to the login page). A job or draft answers only its owner; everyone else, reviewers and
 superusers included (they review in the admin), gets 404 for every URL, partial and
 download of it. The admin and the language switch have their own rules (tests/test_admin.py;
@@ -58,6 +58,9 @@ class Rule:
     query: dict[str, str] = field(default_factory=dict)
     # The AIHC-compatible API: only a signature authenticates (never a session).
     signed: bool = False
+    # For load balancers and probes: the same answer for everyone (200 or 503, JSON), and
+    # no session, whoever sends it.
+    probe: bool = False
 
 
 def job_kwargs(w: World) -> dict[str, Any]:
@@ -78,6 +81,7 @@ GET_POST = frozenset({"GET", "POST"})
 
 RULES: dict[str, Rule] = {
     "login": Rule(methods=GET_POST, owned=False, public=True),
+    "healthz": Rule(owned=False, public=True, probe=True),
     "logout": Rule(methods=POST, owned=False, public=True),
     "password-change": Rule(methods=GET_POST, owned=False),
     "job-list": Rule(owned=False),
@@ -232,6 +236,12 @@ def test_access_matrix(world, name, method, role):
         # No signature, whoever the session is: BCE's refusal, nothing of the job.
         assert r.status_code == 403, r.status_code
         assert r.json()["code"] == "AccessDenied"
+        assert world.job.public_id not in r.content.decode()
+        return
+    if rule.probe:
+        assert r.status_code in (200, 503), r.status_code
+        assert set(r.json()) == {"status", "database", "worker"}
+        assert "Set-Cookie" not in r.headers
         assert world.job.public_id not in r.content.decode()
         return
     if rule.public:

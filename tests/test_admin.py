@@ -212,8 +212,9 @@ def test_the_job_list_query_count_is_fixed(alice, reviewer, django_assert_num_qu
 
     # session, user, the user's and groups' permissions, pools (2 seeks), queues of the one
     # pool (2 seeks), users (owner filter), count, page, first and last creation time, one
-    # seek per day that has jobs, and the count of jobs waiting for review (the header's).
-    with django_assert_num_queries(15):
+    # seek per day that has jobs, the count of jobs waiting for review (the header's) and the
+    # worker's heartbeat (its banner when it does not run).
+    with django_assert_num_queries(16):
         client.get(CHANGELIST)
 
 

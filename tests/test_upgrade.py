@@ -27,6 +27,8 @@ Migrations and what they do to existing rows:
   before it (such a draft is found by no key: a new click makes a new draft).
 - 0013 adds the usage records of deleted jobs (a new table, empty after upgrading: jobs
   deleted before it left none; downgrading past it drops the records).
+- 0014 adds the worker's heartbeat (one row, written by the next worker that runs;
+  downgrading past it drops it).
 """
 
 from __future__ import annotations

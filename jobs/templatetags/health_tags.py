@@ -1,0 +1,21 @@
+"""The worker's state on the admin's pages (templates/admin/index.html, the job list)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from jobs.health import WorkerState, worker_state
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def worker_health(context: Any) -> WorkerState | None:
+    """The worker's heartbeat for staff (one query); None for anyone else (no query)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_staff:
+        return None
+    return worker_state()

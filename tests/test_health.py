@@ -1,0 +1,388 @@
+"""The worker's heartbeat and what is said with it (jobs.health): `GET /healthz` for probes,
+the banner for users whose jobs wait on a worker that does not run, staff's view of it, and
+the job page's "why waiting" line. The heartbeat is written by a real worker process; a stale
+one is an old heartbeat row, as a worker killed minutes ago leaves it."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.health import worker_beat
+from jobs.management.commands.serve import gunicorn_command
+from jobs.models import JobStatus, WorkerHeartbeat
+from jobs.runner import free_port
+from jobs.scheduler import DISK_PRESSURE, held_for
+
+from .conftest import log_in
+from .runner_helpers import make_spec, submit
+from .test_worker import query, start_worker, wait_for, world  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+
+STALE_ZH = (
+    "任务调度进程（worker）已 5 分钟未运行：排队中的任务不会启动，运行中的任务不会被跟踪。"
+    "请联系管理员。"
+)
+STALE_EN = (
+    "The job scheduler (worker) has not run for 5 minutes: queued jobs will not start and "
+    "running jobs are not tracked. Please contact an administrator."
+)
+IN_QUEUE_EN = (
+    "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
+    "has room for it."
+)
+WORKER_DOWN_EN = (
+    "Waiting for the job scheduler (worker), which is not running: no queued job starts "
+    "until it runs again. Please contact an administrator."
+)
+
+
+def beat(seconds_ago: float = 0) -> None:
+    """The worker's heartbeat, as a worker that last ticked `seconds_ago` left it."""
+    worker_beat(started_at=timezone.now() - timedelta(hours=1))
+    WorkerHeartbeat.objects.update(seen_at=timezone.now() - timedelta(seconds=seconds_ago))
+
+
+def client_in(user, language: str) -> Client:
+    client = Client()
+    client.force_login(user)
+    client.cookies["django_language"] = language
+    return client
+
+
+def banner(page: str) -> str | None:
+    found = re.search(r'<strong class="worker-banner-text">(.*?)</strong>', page, re.S)
+    return html.unescape(found.group(1)) if found else None
+
+
+def why_waiting(page: str) -> str | None:
+    found = re.search(r'<p class="mb-2" id="why-waiting">(.*?)</p>', page, re.S)
+    return html.unescape(found.group(1)) if found else None
+
+
+# -- The health endpoint --------------------------------------------------------------
+
+
+def test_healthz_answers_200_with_a_fresh_heartbeat_reading_one_row_and_writing_nothing(
+    db, django_assert_num_queries
+):
+    beat(seconds_ago=3)
+
+    with django_assert_num_queries(1) as queries:
+        r = Client().get("/healthz")
+
+    assert r.status_code == 200
+    assert r.json() == {
+        "status": "ok",
+        "database": "ok",
+        "worker": {"status": "ok", "last_seen_seconds": 3},
+    }
+    assert queries.captured_queries[0]["sql"].startswith("SELECT")
+    assert "no-store" in r["Cache-Control"] and "max-age=0" in r["Cache-Control"]
+    assert not r.cookies  # no session, no CSRF cookie
+    # Nothing of the machine it runs on: the endpoint answers anyone.
+    assert socket.gethostname() not in r.content.decode()
+    assert str(os.getpid()) not in r.content.decode()
+
+
+def test_healthz_answers_503_once_the_worker_has_not_been_seen_for_longer_than_the_threshold(
+    db, settings
+):
+    settings.WORKER_STALE_SECONDS = 60
+    beat(seconds_ago=61)
+
+    r = Client().get("/healthz")
+
+    assert r.status_code == 503
+    assert r.json() == {
+        "status": "error",
+        "database": "ok",
+        "worker": {"status": "stale", "last_seen_seconds": 61},
+    }
+    # The web server and its database alone are fine: a load balancer keeps sending to it.
+    web = Client().get("/healthz", {"worker": "0"})
+    assert web.status_code == 200
+    assert web.json() == {"status": "ok", "database": "ok"}
+
+
+def test_healthz_answers_503_when_no_worker_ever_reported_or_the_last_one_stopped(db):
+    never = Client().get("/healthz")
+    beat()
+    WorkerHeartbeat.objects.update(stopped_at=timezone.now())
+    stopped = Client().get("/healthz")
+
+    assert (never.status_code, never.json()["worker"]) == (
+        503,
+        {"status": "never_seen", "last_seen_seconds": None},
+    )
+    assert (stopped.status_code, stopped.json()["worker"]) == (
+        503,
+        {"status": "stopped", "last_seen_seconds": 0},
+    )
+
+
+@pytest.mark.parametrize(
+    ("language", "message"),
+    [
+        ("en", "worker is 0 (leave the worker out) or 1 (check it too, the default)."),
+        ("zh-hans", "worker 只能是 0（不检查 worker）或 1（也检查 worker，默认）。"),
+    ],
+)
+def test_healthz_refuses_an_unknown_worker_parameter_naming_it(db, language, message):
+    r = Client().get("/healthz", {"worker": "yes"}, headers={"Accept-Language": language})
+
+    assert r.status_code == 400
+    assert r.json() == {"status": "error", "errors": {"worker": [message]}}
+
+
+def test_healthz_answers_503_when_the_database_cannot_be_opened(tmp_path):
+    """A real web server (gunicorn, as `manage.py serve` runs it) whose database is a SQLite
+    file in a folder that does not exist: every query fails as with a database that is down."""
+    port = str(free_port())
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "CONSOLE_VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'gone' / 'console.sqlite3'}",
+    }
+    command = gunicorn_command(python=sys.executable, host="127.0.0.1", port=port)
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    answers = {}
+    try:
+        deadline = time.monotonic() + 30
+        for url in ("/healthz", "/healthz?worker=0"):
+            while url not in answers:
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{url}", timeout=5)
+                    answers[url] = (200, b"")
+                except urllib.error.HTTPError as e:
+                    answers[url] = (e.code, e.read())
+                except OSError:
+                    assert server.poll() is None, "gunicorn exited"
+                    assert time.monotonic() < deadline, "gunicorn never answered"
+                    time.sleep(0.2)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    assert answers["/healthz"] == (
+        503,
+        b'{"status": "error", "database": "error", '
+        b'"worker": {"status": "unknown", "last_seen_seconds": null}}',
+    )
+    assert answers["/healthz?worker=0"] == (503, b'{"status": "error", "database": "error"}')
+
+
+# -- The heartbeat of a real worker -----------------------------------------------------
+
+
+def heartbeat(world) -> dict | None:  # noqa: F811
+    rows = query(
+        world,
+        "SELECT seen_at, stopped_at, started_at, host, pid, version FROM jobs_workerheartbeat",
+    )
+    if not rows:
+        return None
+    return dict(
+        zip(("seen_at", "stopped_at", "started_at", "host", "pid", "version"), rows[0], strict=True)
+    )
+
+
+def test_a_running_worker_writes_its_heartbeat_at_most_every_five_seconds(world):  # noqa: F811
+    worker = start_worker(world)  # ticks every 0.1 s
+
+    wait_for(lambda: heartbeat(world) is not None, what="the first heartbeat")
+    first = heartbeat(world)
+    assert first["pid"] == worker.pid
+    assert first["host"] == socket.gethostname()
+    assert first["version"] == "0.1.0"
+    assert first["stopped_at"] is None
+    assert first["started_at"] <= first["seen_at"]
+    wait_for(lambda: heartbeat(world)["seen_at"] != first["seen_at"], what="the next heartbeat")
+
+    gap = datetime.fromisoformat(heartbeat(world)["seen_at"]) - datetime.fromisoformat(
+        first["seen_at"]
+    )
+    assert 5 <= gap.total_seconds() < 10
+
+
+def test_a_worker_stopped_with_sigterm_records_a_clean_stop(world):  # noqa: F811
+    worker = start_worker(world)
+    wait_for(lambda: heartbeat(world) is not None, what="the first heartbeat")
+
+    worker.send_signal(signal.SIGTERM)
+
+    assert worker.wait(timeout=15) == 0
+    stopped = heartbeat(world)
+    assert stopped["stopped_at"] is not None
+    assert stopped["stopped_at"] == stopped["seen_at"]
+    assert stopped["pid"] == worker.pid
+
+
+def test_a_worker_killed_outright_leaves_its_last_beat_without_a_stop(world):  # noqa: F811
+    worker = start_worker(world)
+    wait_for(lambda: heartbeat(world) is not None, what="the first heartbeat")
+
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=15)
+
+    assert heartbeat(world)["stopped_at"] is None  # it goes stale as time passes
+
+
+# -- What users and staff are told ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("language", "text"), [("zh-hans", STALE_ZH), ("en", STALE_EN)])
+def test_the_page_of_a_queued_job_says_the_worker_has_not_run_when_it_is_stale(
+    alice, language, text
+):
+    job = submit(alice, make_spec("echo hi"))
+    beat(seconds_ago=5 * 60 + 10)
+
+    page = client_in(alice, language).get(reverse("job-detail", args=[job.public_id]))
+
+    assert page.status_code == 200
+    assert banner(page.content.decode()) == text
+    assert 'id="worker-last-seen"' not in page.content.decode()  # no host or pid for users
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_the_page_of_a_queued_job_has_no_banner_while_the_worker_runs(alice, language):
+    job = submit(alice, make_spec("echo hi"))
+    beat(seconds_ago=2)
+
+    page = client_in(alice, language).get(reverse("job-detail", args=[job.public_id]))
+
+    assert page.status_code == 200
+    assert 'id="worker-banner"' not in page.content.decode()
+
+
+def test_the_status_poll_brings_the_banner_and_takes_it_away_when_the_worker_is_back(alice):
+    job = submit(alice, make_spec("echo hi"))
+    client = client_in(alice, "en")
+    live = reverse("job-live", args=[job.public_id])
+    beat(seconds_ago=5 * 60 + 10)
+
+    stale = client.get(live, headers={"HX-Request": "true"}).content.decode()
+    beat()
+    fresh = client.get(live, headers={"HX-Request": "true"}).content.decode()
+
+    assert banner(stale) == STALE_EN
+    assert banner(fresh) is None
+
+
+def test_the_page_of_a_finished_job_never_has_the_banner(alice):
+    job = submit(alice, make_spec("echo hi"))
+    job.status = JobStatus.SUCCEEDED
+    job.save(update_fields=["status"])
+
+    page = client_in(alice, "en").get(reverse("job-detail", args=[job.public_id]))
+
+    assert 'id="worker-banner"' not in page.content.decode()
+
+
+def test_why_waiting_says_the_worker_is_not_running_before_any_other_reason(alice, settings):
+    settings.LANGUAGE_CODE = "en"
+    job = submit(alice, make_spec("echo hi"))
+    held_for(job, DISK_PRESSURE, "Waiting for disk space")
+    client = client_in(alice, "en")
+    url = reverse("job-detail", args=[job.public_id])
+    beat(seconds_ago=2)
+    running = why_waiting(client.get(url).content.decode())
+
+    beat(seconds_ago=120)
+    stale = why_waiting(client.get(url).content.decode())
+    zh = why_waiting(client_in(alice, "zh-hans").get(url).content.decode())
+
+    assert running != WORKER_DOWN_EN
+    assert stale == WORKER_DOWN_EN
+    assert (
+        zh
+        == "正在等待任务调度进程（worker）：它没有在运行，恢复运行之前不会启动任何排队中的任务。请联系管理员。"
+    )
+
+
+def test_the_job_list_shows_the_banner_to_a_user_with_a_queued_job_and_not_to_others(
+    alice, bob, django_assert_num_queries
+):
+    submit(alice, make_spec("echo hi"))
+    beat(seconds_ago=5 * 60 + 10)
+    alices, bobs = client_in(alice, "en"), client_in(bob, "en")
+    alices.get(reverse("job-list"))  # warm the session
+
+    # Session, user, one page of jobs, and the heartbeat with whether she has jobs waiting.
+    with django_assert_num_queries(4):
+        page = alices.get(reverse("job-list")).content.decode()
+
+    assert banner(page) == STALE_EN
+    assert banner(bobs.get(reverse("job-list")).content.decode()) is None
+    beat()
+    assert banner(alices.get(reverse("job-list")).content.decode()) is None
+
+
+def test_staff_see_the_banner_with_when_and_where_the_worker_was_last_seen(reviewer, settings):
+    settings.TIME_ZONE = "UTC"
+    beat()
+    WorkerHeartbeat.objects.update(
+        seen_at=datetime(2026, 12, 1, 9, 30, 5, tzinfo=UTC), host="gpu-host-1", pid=4242
+    )
+    client = client_in(reviewer, "en")
+
+    pages = {
+        "job list": client.get(reverse("job-list")).content.decode(),
+        "admin index": client.get(reverse("admin:index")).content.decode(),
+        "admin jobs": client.get(reverse("admin:jobs_job_changelist")).content.decode(),
+    }
+
+    for name, page in pages.items():
+        assert banner(page), name
+        assert (
+            "Worker last seen 2026-12-01 09:30:05 on gpu-host-1 (process 4242, version 0.1.0)."
+            in page
+        ), name
+
+
+def test_staff_see_that_the_worker_runs_on_the_admin_index(reviewer):
+    beat(seconds_ago=3)
+
+    page = client_in(reviewer, "en").get(reverse("admin:index")).content.decode()
+
+    assert banner(page) is None
+    assert re.search(r"The worker runs: last seen [34] seconds ago on \S+ \(process \d+\)", page)
+
+
+# -- In the browser ---------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_a_queued_jobs_page_shows_the_banner_in_the_browser_when_the_worker_is_stale(page, alice):
+    from playwright.sync_api import expect
+
+    job = submit(alice, make_spec("echo hi"))
+    beat(seconds_ago=5 * 60 + 10)
+    log_in(page, "alice", "alice-password")
+
+    page.goto(reverse("job-detail", args=[job.public_id]))
+
+    expect(page.locator("#worker-banner")).to_have_text(STALE_ZH)
+    expect(page.locator("#why-waiting")).to_contain_text("任务调度进程（worker）")
+    beat()  # the worker is back: the next status poll takes the banner away
+    expect(page.locator("#worker-banner")).to_have_count(0)
