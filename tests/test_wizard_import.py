@@ -456,3 +456,28 @@ def test_a_pasted_body_imports_walks_to_a_review_of_the_same_json_and_submits(
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     job = Job.objects.get(owner=alice)
     assert job.job_spec().to_v1_body() == BODY
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [768, 1024])
+def test_the_import_fields_show_whole_and_import_sits_level_with_them(logged_in_page, width):
+    from playwright.sync_api import expect
+
+    from .test_wizard_browser import CUT_SHORT
+
+    # At 768 pixels the pool read "As the request says (resourc", and Import sat a line's
+    # height above the fields beside it.
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/create/")
+    page.click("[data-language=en]")
+    expect(page.locator("#import-title")).to_have_text("Import from a request")
+
+    section = page.locator("#import-section")
+    assert section.evaluate(CUT_SHORT) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    pool, button = page.locator("#import-pool").bounding_box(), page.locator("#import-submit")
+    if width >= 992:  # beside the fields
+        assert abs(button.bounding_box()["y"] - pool["y"]) < 1
+    else:  # under them
+        assert button.bounding_box()["y"] >= pool["y"] + pool["height"]
