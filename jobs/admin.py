@@ -452,6 +452,11 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
     # A blank value reads as the console writes one everywhere (the reviewer, the wizard's
     # review), not as Django's "-" beside a "—" on the same page.
     empty_value_display = "—"
+
+    class Media:
+        # The job list's layout below 1440 pixels (the events inline loads it on a job's page).
+        css = {"all": ["admin_jobs.css"]}
+
     list_display = [
         "public_id",
         "name",

@@ -145,3 +145,31 @@ def test_the_usage_reports_total_reads_as_large_as_the_rows_it_sums(page, alice,
     total = page.locator("#usage-users tfoot td").first
     expect(total).to_have_text(row.inner_text())
     assert looks(total) == looks(row)  # not the small grey print of a list's footer
+
+
+@pytest.mark.parametrize(
+    ("width", "columns"),
+    [
+        (768, ["status"]),
+        (1024, ["status", "review_state", "pool_and_queue"]),
+        (1280, ["status", "review_state", "pool_and_queue"]),
+    ],
+)
+def test_on_a_tablet_or_laptop_the_job_list_shows_its_status_and_pool_columns(
+    page, alice, reviewer, width, columns
+):
+    # Beside the app list and the filters the table had 160 to 630 pixels: at 768 the job ID
+    # alone showed, at 1280 review and pool were scrolled out of sight.
+    submit(alice, "bert-large-pretrain")
+    log_in(page, "carol", "carol-password")
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/admin/jobs/job/")
+
+    results = page.locator("#changelist-form .results")
+    right = results.evaluate("box => box.getBoundingClientRect().right")
+    for column in columns:
+        header = page.locator(f"#result_list th.column-{column}").bounding_box()
+        assert header["x"] + header["width"] <= right  # in view without scrolling the table
+    expect(page.locator("#changelist-filter")).to_be_visible()  # under the list
+    expect(page.locator("#result_list .action-select")).to_have_count(1)  # the admin's JS
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")

@@ -505,3 +505,61 @@ def test_on_a_wide_screen_the_filters_show_without_their_fold(logged_in_page, al
     expect(page.locator("#job-filters")).to_be_visible()
     expect(page.locator("#job-filters-summary")).to_be_hidden()
     expect(page.locator("#id_status")).to_be_visible()
+
+
+def test_on_a_tablet_every_job_column_and_filter_shows_whole_without_scrolling_sideways(
+    logged_in_page, alice
+):
+    from .test_wizard_browser import CUT_SHORT
+
+    # The job ID had a column of its own: at 768 pixels the table scrolled sideways and the
+    # status and framework filters read "Any statu" and "Any frame" (English is the longer).
+    job = submitted(alice, "bert-large-pretrain")
+    submitted(alice, "sweep-1")
+    page = logged_in_page
+    page.set_viewport_size({"width": 768, "height": 1024})
+    page.goto("/")
+    page.click("[data-language=en]")
+    expect(page.locator("#job-table")).to_contain_text("Duration")
+
+    table_box = page.locator("#job-table .table-responsive")
+    wide, room = table_box.evaluate("box => [box.scrollWidth, box.clientWidth]")
+    assert wide <= room
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
+    # The ID is still on each row, under the job's name.
+    row = page.locator(f'tr[data-job="{job.public_id}"]')
+    expect(row.get_by_text(job.public_id, exact=True).locator("visible=true")).to_have_count(1)
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_charts_of_a_row_stay_level_when_one_tag_is_long(logged_in_page, alice, settings):
+    from tensorboardX import SummaryWriter
+
+    from jobs import spec as S
+
+    from .runner_helpers import make_spec, submit, volume
+
+    # A long tag put its latest value on a second line, and its chart a line lower than the
+    # chart beside it; the low end of a curve (0.273973) also ran into the chart's frame.
+    writer = SummaryWriter(str(volume(settings) / "tb"))
+    for step in range(50):
+        writer.add_scalar("loss", 3.0 / (1 + step / 10), step)
+        writer.add_scalar("train/learning_rate_per_token_warmup_cosine", 1e-4, step)
+    writer.close()
+    tensorboard = S.TensorboardConfig(enable=True, log_path="/workspace/tb")
+    job = submit(alice, make_spec("true", tensorboard=tensorboard))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+    page = logged_in_page
+    page.set_viewport_size({"width": 1024, "height": 800})
+    page.goto(f"/jobs/{job.public_id}/")
+    page.click("[data-language=en]")
+
+    charts = page.locator("#metric-charts svg.metric-chart")
+    expect(charts).to_have_count(2)
+    first, second = (chart.bounding_box() for chart in charts.all())
+    assert abs(first["y"] - second["y"]) < 1  # side by side, level
+    for figure in page.locator("#metric-charts figure.metric").all():
+        axis = figure.locator(".metric-range").bounding_box()
+        chart = figure.locator("svg.metric-chart").bounding_box()
+        assert axis["x"] + axis["width"] <= chart["x"]  # its figures clear of the chart

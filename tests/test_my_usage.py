@@ -46,9 +46,9 @@ def test_it_shows_the_users_figures_as_the_usage_report_counts_them(alice, bob, 
         ("local", ""): (0, 1, 5),
     }
     body = r.content.decode()
-    assert '<dd class="col-sm-9 col-lg-10" id="usage-card-hours">34.00</dd>' in body
-    assert '<dd class="col-sm-9 col-lg-10" id="usage-cpu-hours">5.00</dd>' in body
-    assert '<dd class="col-sm-9 col-lg-10" id="usage-jobs">3</dd>' in body
+    assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-card-hours">34.00</dd>' in body
+    assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-cpu-hours">5.00</dd>' in body
+    assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-jobs">3</dd>' in body
     assert f'<th scope="row">local (Local runner)</th><td>{H800}</td><td>24.00</td>' in body
     assert "a job restarted after a fault counts as running throughout" in body
 

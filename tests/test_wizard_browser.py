@@ -727,13 +727,15 @@ CUT_SHORT = """table => [...table.querySelectorAll('select, input:not([type=hidd
   .map(field => field.name)"""
 
 
-@pytest.mark.parametrize("width", [1280, 1024])
+@pytest.mark.parametrize("width", [1280, 1024, 768])
 @pytest.mark.parametrize("language", ["zh-hans", "en"])
 def test_every_mount_rows_choices_and_paths_show_whole_without_scrolling_sideways(
     logged_in_page, aihc_pool, width, language
 ):
     # In one line of six columns "Local disk (hostpat", "Read-writ" and the source path's
     # hint were cut short at 1280 pixels: a row now takes two lines.
+    # Beside the step list at 1024 pixels, or on a tablet, the row's 45 rem still cut "Local
+    # disk (hostpath)" and "Read-write" short: the type's column is now the widest.
     page = logged_in_page
     page.set_viewport_size({"width": width, "height": 800})
     start(page)
@@ -804,3 +806,76 @@ def test_at_1024_pixels_every_role_field_shows_without_scrolling_sideways(logged
     memory = page.locator("#id_roles-1-memory_gb").bounding_box()
     assert memory["x"] + memory["width"] <= 1024
     expect(page.locator("label[for=id_roles-1-memory_gb]")).to_be_visible()
+
+
+def switch_to_english(page):
+    page.click("button[data-language=en]")
+    expect(page.locator("#step-heading")).to_contain_text("Create training job")
+
+
+# How many lines each step of the step list takes: its content's height in its line heights.
+STEP_LINES = """list => [...list.children].map(li => {
+  const style = getComputedStyle(li);
+  const content = li.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+  return Math.round(content / parseFloat(style.lineHeight));
+})"""
+
+
+@pytest.mark.parametrize("width", [1280, 1024, 768])
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_at_tablet_and_laptop_widths_every_step_shows_whole_in_the_step_list(
+    logged_in_page, width, language
+):
+    # At 1024 pixels the list had a sixth of the width and broke 5. 容错&诊断 over three
+    # lines; at 768 it was one row scrolled sideways, the last steps out of sight.
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 800})
+    walk_to_advanced(page)  # five steps done, each with its tick
+    if language == "en":
+        switch_to_english(page)
+
+    steps = page.locator(".wizard-steps")
+    lines = steps.evaluate(STEP_LINES)
+    assert max(lines) <= (1 if language == "zh-hans" else 2), lines
+    wide, room = steps.evaluate("list => [list.scrollWidth, list.clientWidth]")
+    assert wide <= room  # no step scrolled out of sight
+    for step in steps.locator("li").all():
+        box = step.bounding_box()
+        assert 0 <= box["x"] and box["x"] + box["width"] <= width
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+@pytest.mark.parametrize("width", [1280, 1024])
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_custom_jobs_named_roles_and_their_remove_buttons_show_whole_without_scrolling(
+    logged_in_page, width, language
+):
+    # At 1280 pixels the role names and the Remove column pushed the table past its box:
+    # 删除 and CPU's 不限制 were cut off at its right edge.
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 800})
+    start(page)
+    page.fill("#id_name", "custom-roles")
+    page.check("input[name=framework][value=Custom]")
+    next_step(page, "image")
+    fill_image(page)
+    page.click("#add-role")
+    expect(page.locator("#id_roles-1-name")).to_be_visible()
+    settled(page)
+    page.fill("#id_roles-0-name", "parameter-server")
+    page.fill("#id_roles-1-name", "trainer")
+    if language == "en":
+        switch_to_english(page)
+        expect(page.locator("#id_roles-0-name")).to_have_value("parameter-server")
+
+    table = page.locator("#role-table")
+    assert table.evaluate(CUT_SHORT) == []
+    wide, room = table.evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert wide <= room
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    right = table.evaluate("t => t.parentElement.getBoundingClientRect().right")
+    removes = table.locator("button[value^=remove-row-]")
+    expect(removes).to_have_count(2)
+    for remove in removes.all():
+        box = remove.bounding_box()
+        assert box["x"] + box["width"] <= right  # not cut off at the box's edge

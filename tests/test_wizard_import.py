@@ -468,3 +468,28 @@ def test_a_paste_over_what_any_form_takes_gets_the_consoles_page_saying_so(alice
     page = r.content.decode()
     assert "表单内容可能超过了 2.5 MB 的上限" in page and "larger than the 2.5 MB" in page
     assert not Draft.objects.exists()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [768, 1024])
+def test_the_import_fields_show_whole_and_import_sits_level_with_them(logged_in_page, width):
+    from playwright.sync_api import expect
+
+    from .test_wizard_browser import CUT_SHORT
+
+    # At 768 pixels the pool read "As the request says (resourc", and Import sat a line's
+    # height above the fields beside it.
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto("/create/")
+    page.click("[data-language=en]")
+    expect(page.locator("#import-title")).to_have_text("Import from a request")
+
+    section = page.locator("#import-section")
+    assert section.evaluate(CUT_SHORT) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    pool, button = page.locator("#import-pool").bounding_box(), page.locator("#import-submit")
+    if width >= 992:  # beside the fields
+        assert abs(button.bounding_box()["y"] - pool["y"]) < 1
+    else:  # under them
+        assert button.bounding_box()["y"] >= pool["y"] + pool["height"]
