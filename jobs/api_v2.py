@@ -169,7 +169,7 @@ def _queue_name(queue_id: str, pool_id: str) -> str:
     return name
 
 
-def _v2_paths(document: dict[str, Any]) -> Callable[[str], str]:
+def v2_paths(document: dict[str, Any]) -> Callable[[str], str]:
     """Says a field path of the stored (v1) spec as the v2 body named it."""
     role_keys = list(document["jobSpec"]) if is_role_map(document.get("jobSpec")) else []
 
@@ -210,7 +210,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         document=v1,
         token=text_param(query, "clientToken"),
         fingerprint=f"{queue_id}\n".encode() + request.body,
-        rename=_v2_paths(document),
+        rename=v2_paths(document),
     )
     return {"jobId": job.public_id, "jobName": job.name}
 

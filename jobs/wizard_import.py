@@ -42,7 +42,7 @@ from django.utils.translation import gettext_lazy
 from . import spec as S
 from . import wizard as W
 from .aihc.mapping import is_role_map, v1_from_v2
-from .api_v2 import _v2_paths
+from .api_v2 import v2_paths
 from .api_views import has_lone_surrogate
 from .models import Draft
 
@@ -166,7 +166,7 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, Any]:
             [("body", _("The request body must be a JSON object: {…}."))], text
         )
     v2 = is_v2_body(document)
-    rename = _v2_paths(document) if v2 else str
+    rename = v2_paths(document) if v2 else str
     try:
         v1 = v1_from_v2(document) if v2 else document
     except ValueError as exc:
