@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,6 +155,13 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, Any]:
     except RecursionError:
         raise ImportRefusedError(
             [("body", _("Not valid JSON: it is nested too deeply to read."))], text
+        ) from None
+    except ValueError:  # an integer over sys.get_int_max_str_digits() digits
+        message = _(
+            "Not valid JSON: a number in it is too long to read (%(digits)d digits at most)."
+        )
+        raise ImportRefusedError(
+            [("body", message % {"digits": sys.get_int_max_str_digits()})], text
         ) from None
     if has_lone_surrogate(document):
         message = _(

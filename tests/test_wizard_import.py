@@ -254,6 +254,22 @@ def test_invalid_json_is_said_in_english_too(alice_client):
     assert "Not valid JSON: line 1, column 10: a value was expected." in error_texts(r)
 
 
+def test_a_number_too_long_to_read_is_refused_in_both_languages(alice_client):
+    # Python reads no integer of over 4,300 digits (a guard against slow conversions).
+    text = json.dumps(BODY).replace('"replicas": 3', '"replicas": 1' + "0" * 5000)
+
+    r = import_body(alice_client, text)
+    alice_client.cookies["django_language"] = "en"
+    english = import_body(alice_client, text)
+
+    assert r.status_code == 200
+    assert "JSON 无效：其中有一个数字太长，无法读取（最多 4300 位）。" in error_texts(r)
+    assert "Not valid JSON: a number in it is too long to read (4300 digits at most)." in (
+        error_texts(english)
+    )
+    assert not Draft.objects.exists()
+
+
 def test_with_htmx_a_refusal_swaps_only_the_import_section(alice_client):
     r = import_body(alice_client, "{", headers=HTMX)
 
