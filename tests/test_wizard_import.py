@@ -203,6 +203,30 @@ def test_the_same_import_sent_twice_makes_one_draft(alice_client):
     assert Draft.objects.count() == 1
 
 
+def test_the_same_import_sent_twice_still_names_what_was_left_out(alice_client):
+    # Back to the drafts page after the first, and Import again (or a double click whose
+    # first answer's notices were shown nowhere).
+    body = {**BODY, **CHANNELS, "labels": [{"key": "team", "value": "nlp"}]}
+    key = uuid.uuid4().hex
+    import_body(alice_client, body, key=key, follow=True)
+
+    second = import_body(alice_client, body, key=key, follow=True)
+
+    assert "向导中没有 labels 对应的字段" in error_texts(second)
+    assert Draft.objects.count() == 1
+
+
+def test_another_body_imported_from_the_same_page_after_back_makes_its_own_draft(alice_client):
+    key = uuid.uuid4().hex
+    first = import_body(alice_client, BODY, key=key)
+
+    second = import_body(alice_client, {**BODY, "name": "llm-finetune"}, key=key)
+
+    assert first["Location"] != second["Location"]
+    names = sorted(d.data["basic"]["name"][0] for d in Draft.objects.all())
+    assert names == ["llm-finetune", "llm-pretrain"]
+
+
 def test_with_htmx_an_import_opens_the_draft_as_a_whole_page(alice_client):
     r = import_body(alice_client, BODY, headers=HTMX)
 
