@@ -342,9 +342,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"healthz_answers": {"()": "jobs.log_filters.HealthzAnswers"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"httpx": {"level": "WARNING"}, "httpcore": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+        # A probe's /healthz 503 is its answer, not the web server's error.
+        "django.request": {"filters": ["healthz_answers"]},
+    },
 }
 
 # --- Backends -----------------------------------------------------------------------

@@ -228,6 +228,11 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
     below calls it, in the deletion's transaction). Nothing for a job that never started."""
     if job.started_at is None:
         return None
+    # Two requests deleting the same job at once each read it before their transaction: the
+    # second finds it gone inside its own (the row locked until the first commits, on
+    # PostgreSQL; SQLite's IMMEDIATE transactions take turns) and keeps no second record.
+    if not Job.objects.using(using).select_for_update().filter(pk=job.pk).exists():
+        return None
     now = timezone.now()
     User = get_user_model()
     owner = list(
@@ -261,8 +266,8 @@ def _keep_usage_of_deleted_job(sender: Any, instance: Job, using: str, **kwargs:
     # the retention and the worker all go through), the cascade from its owner's deletion
     # (the admin's "delete selected" of users included), all inside the deletion's atomic
     # block. A receiver makes Django load each job rather than delete them with one bare
-    # query; jobs' own cascades (events, replicas, runs) required that already. It costs two
-    # queries per job (its owner's name and groups, the insert): 0.7 ms a job on SQLite.
+    # query; jobs' own cascades (events, replicas, runs) required that already. It costs three
+    # queries per job (that it is still there, its owner's name and groups, the insert).
     usage_record_keep(job=instance, using=using)
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,17 +104,19 @@ def draft_import(
 ) -> ImportedDraft:
     """A new draft of `owner`'s from the CreateJob body `text` (ImportRefusedError when it
     cannot be read or the spec refuses it). `pool_id` is the pool chosen beside the box. The
-    page's one-time `create_key` makes the same import sent twice one draft."""
-    key = ""
-    if W.CREATE_KEY_RE.fullmatch(create_key):
-        key = hashlib.sha256(f"{create_key}:import".encode()).hexdigest()[:32]
-        made = Draft.objects.filter(owner=owner, create_key=key).first()
-        if made is not None and made.submitted_at is None:
-            return ImportedDraft(made)
-        if made is not None:
-            key = ""  # a page kept since its draft became a job: a new draft
+    page's one-time `create_key` makes the same import sent twice one draft (and another
+    body or pool sent from the same page, after Back, a draft of its own)."""
     spec, document = read_body(text=text, pool_id=pool_id)
     left_out = _left_out(spec, W.find_pool(spec.resource_pool_id))
+    key = ""
+    if W.CREATE_KEY_RE.fullmatch(create_key):
+        sent = f"{create_key}:import:{pool_id}:{text}".encode("utf-8", "surrogatepass")
+        key = hashlib.sha256(sent).hexdigest()[:32]
+        made = Draft.objects.filter(owner=owner, create_key=key).first()
+        if made is not None and made.submitted_at is None:
+            return ImportedDraft(made, left_out)
+        if made is not None:
+            key = ""  # a page kept since its draft became a job: a new draft
     # A masked value (copied from a review) is no value: the image step asks for it.
     for env in spec.envs:
         if env.value == W.MASK:
@@ -134,7 +137,7 @@ def draft_import(
         with transaction.atomic():
             draft.save(force_insert=True)
     except IntegrityError:  # the other copy of the same import made it meanwhile
-        return ImportedDraft(Draft.objects.get(owner=owner, create_key=key))
+        return ImportedDraft(Draft.objects.get(owner=owner, create_key=key), left_out)
     return ImportedDraft(draft, left_out)
 
 
@@ -154,6 +157,13 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, Any]:
     except RecursionError:
         raise ImportRefusedError(
             [("body", _("Not valid JSON: it is nested too deeply to read."))], text
+        ) from None
+    except ValueError:  # an integer over sys.get_int_max_str_digits() digits
+        message = _(
+            "Not valid JSON: a number in it is too long to read (%(digits)d digits at most)."
+        )
+        raise ImportRefusedError(
+            [("body", message % {"digits": sys.get_int_max_str_digits()})], text
         ) from None
     if has_lone_surrogate(document):
         message = _(

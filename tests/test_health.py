@@ -151,6 +151,23 @@ def test_healthz_refuses_an_unknown_worker_parameter_naming_it(db, language, mes
     assert r.json() == {"status": "error", "errors": {"worker": [message]}}
 
 
+def test_healthz_answers_503_without_logging_an_error_each_time_a_probe_asks(db, caplog):
+    beat(seconds_ago=5 * 60 + 10)
+
+    answers = [Client().get("/healthz").status_code for _ in range(3)]
+    wrong = Client().get("/healthz?worker=2")
+
+    assert answers == [503, 503, 503] and wrong.status_code == 400
+    assert [r for r in caplog.records if r.name == "django.request"] == []
+
+
+def test_a_request_healthz_does_not_answer_by_design_is_still_logged(db, caplog):
+    r = Client().post("/healthz")
+
+    assert r.status_code == 405
+    assert [r.status_code for r in caplog.records if r.name == "django.request"] == [405]
+
+
 def test_healthz_answers_503_when_the_database_cannot_be_opened(tmp_path):
     """A real web server (gunicorn, as `manage.py serve` runs it) whose database is a SQLite
     file in a folder that does not exist: every query fails as with a database that is down."""

@@ -438,6 +438,22 @@ def test_a_job_deleted_before_it_started_leaves_no_record(alice, alice_client):
     assert not UsageRecord.objects.exists()
 
 
+def test_a_job_two_requests_delete_at_once_is_counted_once(alice):
+    from django.db.models.deletion import Collector
+
+    job = run(alice, at(10, 8), at(10, 11), cards=2)  # 6 card-hours
+    # The second request has read the job to delete (as QuerySet.delete does, before its
+    # transaction) when the first one deletes it.
+    second = Collector(using="default")
+    second.collect(Job.objects.filter(pk=job.pk))
+    Job.objects.filter(pk=job.pk).delete()
+
+    second.delete()
+
+    assert by_user(usage_report(period=APRIL, now=at(1, 0, month=5))) == {"alice": (6, 1, 0)}
+    assert UsageRecord.objects.filter(public_id=job.public_id).count() == 1
+
+
 @pytest.fixture
 def fake_aihc(settings):
     from tests.fake_aihc import FakeAihc, configure

@@ -203,6 +203,30 @@ def test_the_same_import_sent_twice_makes_one_draft(alice_client):
     assert Draft.objects.count() == 1
 
 
+def test_the_same_import_sent_twice_still_names_what_was_left_out(alice_client):
+    # Back to the drafts page after the first, and Import again (or a double click whose
+    # first answer's notices were shown nowhere).
+    body = {**BODY, **CHANNELS, "labels": [{"key": "team", "value": "nlp"}]}
+    key = uuid.uuid4().hex
+    import_body(alice_client, body, key=key, follow=True)
+
+    second = import_body(alice_client, body, key=key, follow=True)
+
+    assert "向导中没有 labels 对应的字段" in error_texts(second)
+    assert Draft.objects.count() == 1
+
+
+def test_another_body_imported_from_the_same_page_after_back_makes_its_own_draft(alice_client):
+    key = uuid.uuid4().hex
+    first = import_body(alice_client, BODY, key=key)
+
+    second = import_body(alice_client, {**BODY, "name": "llm-finetune"}, key=key)
+
+    assert first["Location"] != second["Location"]
+    names = sorted(d.data["basic"]["name"][0] for d in Draft.objects.all())
+    assert names == ["llm-finetune", "llm-pretrain"]
+
+
 def test_with_htmx_an_import_opens_the_draft_as_a_whole_page(alice_client):
     r = import_body(alice_client, BODY, headers=HTMX)
 
@@ -252,6 +276,22 @@ def test_invalid_json_is_said_in_english_too(alice_client):
     r = import_body(alice_client, '{"name": }')
 
     assert "Not valid JSON: line 1, column 10: a value was expected." in error_texts(r)
+
+
+def test_a_number_too_long_to_read_is_refused_in_both_languages(alice_client):
+    # Python reads no integer of over 4,300 digits (a guard against slow conversions).
+    text = json.dumps(BODY).replace('"replicas": 3', '"replicas": 1' + "0" * 5000)
+
+    r = import_body(alice_client, text)
+    alice_client.cookies["django_language"] = "en"
+    english = import_body(alice_client, text)
+
+    assert r.status_code == 200
+    assert "JSON 无效：其中有一个数字太长，无法读取（最多 4300 位）。" in error_texts(r)
+    assert "Not valid JSON: a number in it is too long to read (4300 digits at most)." in (
+        error_texts(english)
+    )
+    assert not Draft.objects.exists()
 
 
 def test_with_htmx_a_refusal_swaps_only_the_import_section(alice_client):
