@@ -31,6 +31,9 @@ def next_step(page, slug):
     page.click("#wizard-next")
     page.wait_for_url(re.compile(rf"/{slug}/$"))
     expect(page.locator("#wizard")).to_be_visible()
+    # Once htmx has settled the new step, wizard.js has moved focus to its heading: a test
+    # that focused "Add variable" and pressed Enter before that pressed it on the heading.
+    settled(page)
 
 
 def settled(page):
