@@ -1247,7 +1247,10 @@ def merge_pasted_envs(raw: Raw) -> Raw:
 def restore_secrets(raw: Raw, old: Raw) -> Raw:
     """Secrets come back from the browser empty (they are never rendered): keep the stored
     value of a secret env row of the same name, and the registry password of the same user
-    (a password saved without a username was never a valid pair: emptying it clears it)."""
+    (a password saved without a username was never a valid pair: emptying it clears it).
+    A row whose Secret was unticked keeps its stored value too, now as a plain one: its field
+    was empty because the value was never shown, not because it was emptied (an import marks
+    envs secret for their names, and this is how one that is not is unmarked)."""
     if (
         not _one(raw, "registry_password")
         and _one(old, "registry_password")
@@ -1262,7 +1265,7 @@ def restore_secrets(raw: Raw, old: Raw) -> Raw:
     }
     rows = rows_of(raw, "env")
     for row in rows:
-        if _one(row, "secret") and not _one(row, "value") and _one(row, "name") in stored:
+        if not _one(row, "value") and _one(row, "name") in stored:
             row["value"] = [stored[_one(row, "name")]]
     return with_rows(raw, "env", rows)
 
