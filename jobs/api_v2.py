@@ -294,7 +294,7 @@ def _describe_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
         queue=text_param(params, "queue"),
         order_by=order_by,
         order=order,
-        status=text_param(params, "status"),
+        status=_status_param(params),
         name_contains=keyword if keyword_on == "name" else "",
         queue_contains=keyword if keyword_on == "queueName" else "",
     )
@@ -306,6 +306,22 @@ def _describe_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
         "pageNumber": page_number,
         "pageSize": page_size,
     }
+
+
+def _status_param(params: Params) -> str:
+    """DescribeJobs' `status`: one of the AIHC names the console gives its jobs (AIHC_STATUS),
+    in any letter case, or "" for every status. Any other is refused, naming those, as an
+    out-of-range `orderBy` or `keywordType` is: AIHC publishes no full enumeration (README
+    "Scripts and SDKs"), and a misspelt status ("Runing") answered with no jobs reads as "none
+    is running" to a script, where a refusal shows the mistake."""
+    status = text_param(params, "status")
+    if not status:
+        return ""
+    for known in dict.fromkeys(AIHC_STATUS.values()):
+        if known.lower() == status.lower():
+            return known
+    allowed = ", ".join(dict.fromkeys(AIHC_STATUS.values()))
+    raise ApiError(400, "InvalidParameter", f"status is one of: {allowed}.")
 
 
 def _describe_job(request: HttpRequest, owner: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -490,17 +490,23 @@ def _search_newest_first(
     context: int,
     limit: int,
     secrets: Iterable[str],
+    after: Sequence[tuple[int, str]] = (),
 ) -> LogSearch:
     """The search of `lines`, given from the log's last as (where it starts, text): the
     newest `limit` matching lines, each with `context` lines either side (neighbouring runs
     joined, as grep does). It stops there, or at `deadline` (time.monotonic()), with what it
     found so far. Each line's number is counted from the end (1 for the line searched
-    first), for the caller to number them from the start (_number_from)."""
+    first), for the caller to number them from the start (_number_from). `after`: the lines
+    that follow the part searched (of a page of older matches, the first lines of the newer
+    page, oldest first): not searched, only shown as the context after a match just before
+    them (numbered 0, -1, … from the end)."""
     secrets = list(secrets)
     result = LogSearch()
     groups: list[list[FoundLine]] = []  # each, and their lines, newest first until the end
     # The lines just searched and not shown, newer than the next one, in case it matches.
     newer: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
+    for number in range(len(after) - 1, -1, -1):  # newest first, as the lines searched
+        newer.append((-number, *_shown_text(after[number][1], secrets)))
     older = 0  # context lines still to show before the last match shown
     last = 0  # the number of the last (oldest) line shown
     oldest_match = 0  # where the oldest match shown starts
@@ -625,6 +631,38 @@ def _line_text(fd: int, start: int, data: bytes, long: bool) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _lines_forward(
+    fd: int, start: int, end: int, *, count: int, deadline: float
+) -> list[tuple[int, str]]:
+    """The first `count` lines of the file from byte `start` (a line's start) to `end`, oldest
+    first, each with where it starts, as _lines_backwards reads them (of a line over
+    SEARCH_LINE_BYTES, its start)."""
+    lines: list[tuple[int, str]] = []
+    position = start
+    while len(lines) < count and position < end:
+        _remaining(deadline)
+        head = os.pread(fd, min(SEARCH_LINE_BYTES, end - position), position)
+        if not head:  # the file was cut meanwhile
+            break
+        newline = head.find(b"\n")
+        text = head if newline < 0 else head[:newline]
+        lines.append((position, text.decode("utf-8", errors="replace")))
+        if newline >= 0:
+            position += newline + 1
+            continue
+        position += len(head)  # a long line: on to its end
+        while position < end:
+            _remaining(deadline)
+            block = os.pread(fd, min(BLOCK, end - position), position)
+            if not block:
+                break
+            newline = block.find(b"\n")
+            position += len(block) if newline < 0 else newline + 1
+            if newline >= 0:
+                break
+    return lines
+
+
 def _lines_before(fd: int, end: int, *, deadline: float) -> int | None:
     """How many lines of the file end before byte `end` (its newlines there), or None if
     counting them would pass `deadline`."""
@@ -656,7 +694,10 @@ def search_file(
     for the next search. Line numbers count from the log's first line (see
     SEARCH_COUNT_SECONDS). With `before` (a byte offset, a line's start: the `resume` of the
     search before), the older matches: the search starts from the line that ends there;
-    SearchCursorError if no line starts there."""
+    SearchCursorError if no line starts there. The `context` lines from `before` on (the
+    newer page's first) are read too, to show as the context after a match just before it,
+    as the whole log's search would show it: not searched again, nor marked, as they were
+    that page's."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -668,6 +709,10 @@ def search_file(
         end = size if before is None else before
         if end > size or (0 < end < size and os.pread(fd, 1, end - 1) != b"\n"):
             raise SearchCursorError(before)
+        try:
+            after = _lines_forward(fd, end, size, count=context, deadline=deadline)
+        except TimeoutError:
+            after = []  # out of time already: the search says so
         result = _search_newest_first(
             _lines_backwards(fd, end, deadline=deadline),
             pattern=pattern,
@@ -675,6 +720,7 @@ def search_file(
             context=context,
             limit=limit,
             secrets=secrets,
+            after=after,
         )
         if not result.lines:  # none of its bytes searched
             result.start = end

@@ -27,7 +27,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .models import ACTIVE_STATUSES, CardQuota, LocalRun
-from .texts import RecordedText, Term, recorded
+from .texts import RecordedText, Term, ngettext_noop, recorded, recorded_plural
 
 ANY_CARD = gettext_noop("cards of any type")
 
@@ -144,12 +144,16 @@ def waiting_message(excess: Excess) -> RecordedText:
     """Why a Queued job is not started for its owner's quota, as its page and events say."""
     card = excess.card_type or Term(ANY_CARD)
     if excess.jobs:
-        return recorded(
-            gettext_noop(
+        return recorded_plural(
+            ngettext_noop(
+                "Waiting for your quota: you may run %(allowed)s local job at once "
+                "(%(card)s), and you have %(held)s running. It starts by itself when one of "
+                "yours ends.",
                 "Waiting for your quota: you may run %(allowed)s local jobs at once "
-                "(%(card)s) and %(held)s of yours are running. It starts by itself when "
-                "one of them ends."
+                "(%(card)s), and you have %(held)s running. It starts by itself when one of "
+                "yours ends.",
             ),
+            "allowed",
             allowed=excess.allowed,
             card=card,
             held=excess.held,

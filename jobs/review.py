@@ -27,7 +27,7 @@ from . import spec as spec_module
 from .actions import ActionError
 from .models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
 from .services import job_transition, recorded
-from .texts import joined
+from .texts import joined, ngettext_noop, recorded_plural
 
 logger = logging.getLogger(__name__)
 
@@ -70,10 +70,12 @@ def review_reason(*, spec: spec_module.JobSpec, policy: ReviewPolicy | None = No
     if policy.mode == ReviewMode.ALL:
         return recorded(gettext_noop("Waiting for review: every job is reviewed before it runs."))
     if policy.mode == ReviewMode.ABOVE_CARDS and spec.total_accelerators > policy.above_cards:
-        return recorded(
-            gettext_noop(
-                "Waiting for review: the job asks for %(cards)s cards, more than %(limit)s."
+        return recorded_plural(
+            ngettext_noop(
+                "Waiting for review: the job asks for %(cards)s card, more than %(limit)s.",
+                "Waiting for review: the job asks for %(cards)s cards, more than %(limit)s.",
             ),
+            "cards",
             cards=spec.total_accelerators,
             limit=policy.above_cards,
         )

@@ -70,7 +70,7 @@ from .sandbox import (
 from .services import job_event, job_spec_or_noted, job_transition, recorded
 from .shim import START_GATE, TmpMeter, remove_tree
 from .spec import MPI, JobSpec, Role
-from .texts import restored, source_of
+from .texts import ngettext_noop, recorded_plural, restored, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -498,15 +498,23 @@ class Capacity:
         totals = detected_accelerators()
         for card, count in need.cards.items():
             if count > totals.get(card, 0):
-                return recorded(
-                    gettext_noop("Needs %(count)s %(card)s cards; the local pool has %(total)s."),
+                return recorded_plural(
+                    ngettext_noop(
+                        "Needs %(count)s %(card)s card; the local pool has %(total)s.",
+                        "Needs %(count)s %(card)s cards; the local pool has %(total)s.",
+                    ),
+                    "count",
                     count=count,
                     card=card,
                     total=totals.get(card, 0),
                 )
         if need.exclusive_cpus > len(machine_cpus()):
-            return recorded(
-                gettext_noop("Needs %(count)s exclusive CPU cores; this machine has %(total)s."),
+            return recorded_plural(
+                ngettext_noop(
+                    "Needs %(count)s exclusive CPU core; this machine has %(total)s.",
+                    "Needs %(count)s exclusive CPU cores; this machine has %(total)s.",
+                ),
+                "count",
                 count=need.exclusive_cpus,
                 total=len(machine_cpus()),
             )

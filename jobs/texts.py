@@ -6,6 +6,12 @@ same for every reader. It also remembers the message it was made from and its pa
 so a page in another language says it in that language (`display_text`); a parameter that is
 itself a recorded text (a restart's cause) is said again too, and so is a text joined from
 several (`joined`). A masked text keeps only its stored wording.
+
+A text with a number that chooses the wording ("1 card", "2 cards") is recorded with both
+forms (`recorded_plural`, its messages marked with `ngettext_noop`, which the console's
+makemessages reads as ngettext), and each reader's language picks its own form for that
+number (Chinese has one). A message reworded for its plural forms keeps its old wording in
+the catalogue (`REWORDED`), so texts recorded before are still said in the reader's language.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import Any
 
 from django.conf import settings
 from django.utils import translation
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop, ngettext
 
 
 class RecordedText(str):
@@ -44,6 +50,44 @@ def recorded(message: str, /, **params: Any) -> RecordedText:
     out = RecordedText(text % plain if params else text)
     out.source = {"key": message, "params": {k: _kept(v, plain[k]) for k, v in params.items()}}
     return out
+
+
+def ngettext_noop(singular: str, plural: str, /) -> tuple[str, str]:
+    """Marks a message with plural forms for makemessages, as gettext_noop marks one without
+    (the console's makemessages command reads it as ngettext); said by `recorded_plural`."""
+    return singular, plural
+
+
+def recorded_plural(messages: tuple[str, str], number: str, /, **params: Any) -> RecordedText:
+    """`recorded` of a message with plural forms (`ngettext_noop`): the form the parameter
+    named `number` (a whole number) asks for, in each language."""
+    singular, plural = messages
+    with translation.override(settings.LANGUAGE_CODE):
+        text = ngettext(singular, plural, params[number])
+        plain = {k: _said(v) for k, v in params.items()}
+    out = RecordedText(text % plain)
+    out.source = {
+        "key": singular,
+        "plural": plural,
+        "number": number,
+        "params": {k: _kept(v, plain[k]) for k, v in params.items()},
+    }
+    return out
+
+
+# Stored texts' messages as they were written before they had plural forms (jobs.quotas,
+# jobs.review, jobs.runner): no longer recorded, kept so that what was recorded with them is
+# still said in the reader's language.
+REWORDED = (
+    gettext_noop(
+        "Waiting for your quota: you may run %(allowed)s local jobs at once "
+        "(%(card)s) and %(held)s of yours are running. It starts by itself when "
+        "one of them ends."
+    ),
+    gettext_noop("Waiting for review: the job asks for %(cards)s cards, more than %(limit)s."),
+    gettext_noop("Needs %(count)s %(card)s cards; the local pool has %(total)s."),
+    gettext_noop("Needs %(count)s exclusive CPU cores; this machine has %(total)s."),
+)
 
 
 def _kept(value: Any, said: Any) -> Any:
@@ -93,8 +137,11 @@ def display_text(text: str, source: dict[str, Any] | None) -> str:
         if "parts" in source:
             parts = [display_text(part["text"], part["source"]) for part in source["parts"]]
             return source["sep"].join(parts)
-        message = gettext(source["key"])
         params = {k: _param_shown(v) for k, v in source["params"].items()}
+        if "plural" in source:
+            message = ngettext(source["key"], source["plural"], params[source["number"]])
+        else:
+            message = gettext(source["key"])
         return message % params if params else message
     except (KeyError, TypeError, ValueError):
         return text

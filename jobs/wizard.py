@@ -31,7 +31,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from . import forms as F
 from . import spec as S
@@ -989,9 +989,13 @@ def pool_refusals(
     if standalone and not pool.error and spec.counts_in_range():
         for card, wanted, idle in shortfall(spec, pool):
             errors.setdefault("submission.mode", []).append(
-                _(
-                    "A standalone job needs %(wanted)d %(card)s cards but only %(idle)d are idle; "
-                    "lower the cards or submit it as a queue task, which waits for them."
+                ngettext(
+                    "A standalone job needs %(wanted)d %(card)s card but the pool has %(idle)d "
+                    "idle now; lower the cards or submit it as a queue task, which waits for it.",
+                    "A standalone job needs %(wanted)d %(card)s cards but the pool has %(idle)d "
+                    "idle now; lower the cards or submit it as a queue task, which waits for "
+                    "them.",
+                    wanted,
                 )
                 % {"wanted": wanted, "card": card, "idle": idle}
             )
@@ -1033,9 +1037,12 @@ def quota_waits(spec: S.JobSpec, pool: Pool | None, owner: Any) -> list[str]:
             continue  # refused, with its own message
         if excess.jobs:
             waits.append(
-                _(
-                    "Your quota allows %(allowed)d running local jobs (%(card)s) and %(held)d "
-                    "of yours are running: this job will wait in its queue until one ends."
+                ngettext(
+                    "Your quota allows %(allowed)d running local job (%(card)s) and you have "
+                    "%(held)d running: this job will wait in its queue until one ends.",
+                    "Your quota allows %(allowed)d running local jobs (%(card)s) and you have "
+                    "%(held)d running: this job will wait in its queue until one ends.",
+                    excess.allowed,
                 )
                 % {"allowed": excess.allowed, "card": excess.card_label, "held": excess.held}
             )
@@ -1079,10 +1086,14 @@ def _never_message(excess: Excess) -> str:
 
 def _standalone_message(excess: Excess) -> str:
     if excess.jobs:
-        return _(
+        return ngettext(
             "A standalone job must start now, but your quota allows %(allowed)d running local "
-            "jobs (%(card)s) and %(held)d of yours are running; submit it as a queue task, "
-            "which waits for one to end."
+            "job (%(card)s) and you have %(held)d running; submit it as a queue task, which "
+            "waits for one to end.",
+            "A standalone job must start now, but your quota allows %(allowed)d running local "
+            "jobs (%(card)s) and you have %(held)d running; submit it as a queue task, which "
+            "waits for one to end.",
+            excess.allowed,
         ) % {"allowed": excess.allowed, "card": excess.card_label, "held": excess.held}
     return _(
         "A standalone job must start now, but your quota is %(allowed)d × %(card)s and your "
@@ -1236,7 +1247,10 @@ def merge_pasted_envs(raw: Raw) -> Raw:
 def restore_secrets(raw: Raw, old: Raw) -> Raw:
     """Secrets come back from the browser empty (they are never rendered): keep the stored
     value of a secret env row of the same name, and the registry password of the same user
-    (a password saved without a username was never a valid pair: emptying it clears it)."""
+    (a password saved without a username was never a valid pair: emptying it clears it).
+    A row whose Secret was unticked keeps its stored value too, now as a plain one: its field
+    was empty because the value was never shown, not because it was emptied (an import marks
+    envs secret for their names, and this is how one that is not is unmarked)."""
     if (
         not _one(raw, "registry_password")
         and _one(old, "registry_password")
@@ -1251,7 +1265,7 @@ def restore_secrets(raw: Raw, old: Raw) -> Raw:
     }
     rows = rows_of(raw, "env")
     for row in rows:
-        if _one(row, "secret") and not _one(row, "value") and _one(row, "name") in stored:
+        if not _one(row, "value") and _one(row, "name") in stored:
             row["value"] = [stored[_one(row, "name")]]
     return with_rows(raw, "env", rows)
 

@@ -23,6 +23,16 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
   secret with no value, which the image step asks for. No message quotes a secret (one that
   would shows its field path only), and the box shown again after a refusal has them as
   `******` (the user types them again on the image step, or pastes them again).
+- A body without `console.secretEnvs` (what scripts send: only the console writes it) says
+  nothing of which envs are secret, and a password in it would be shown back as typed. So
+  there, an env whose name looks like a secret's (`looks_secret`: a whole part of the name is
+  PASSWORD, PASSWD, SECRET, TOKEN, CREDENTIAL, API_KEY, ACCESS_KEY, PRIVATE_KEY, AK or SK, in
+  any letter case; SECRET_KEY by its SECRET) and has a value is imported as a secret: masked in
+  the box after a refusal and in every message, never shown again, and named in the notice so
+  the user can untick 保密 (Secret) on the image step for one that is not. A body with
+  `console.secretEnvs` (even empty: a review's or a job's JSON) is taken as it says. An empty
+  value is left as it is: there is nothing to hide, and a secret without a value would be
+  asked for.
 - What the wizard has no field for (labels, `jobSpec.hostNetwork`, `alertConfig.for`) is left
   out of the draft, and the notice names it.
 """
@@ -31,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -75,6 +86,16 @@ JSON_PROBLEMS = {
     ),
 }
 V2_KEYS = ("jobType", "faultToleranceArgs")
+# An env name's parts: split at anything not a letter or digit, and where a lower-case letter
+# or digit meets a capital ("dbPassword", "HFToken").
+NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+# Whole name parts that make an env secret when the body does not say (see the decisions).
+# Not PWD (the shell's working directory), nor TOKENS (MAX_TOKENS is a length, not a secret).
+SECRET_PARTS = frozenset(
+    {"password", "passwd", "secret", "secrets", "token", "credential", "credentials", "ak", "sk"}
+    | {"apikey", "accesskey", "secretkey", "privatekey"}
+)
+SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
 
 
 def too_large_message() -> str:
@@ -97,6 +118,47 @@ class ImportRefusedError(Exception):
 class ImportedDraft:
     draft: Draft
     left_out: list[str] = field(default_factory=list)  # body fields the wizard cannot hold
+    # Envs made secret for their names (the body did not say which are): the notice names them.
+    marked_secret: list[str] = field(default_factory=list)
+
+
+def looks_secret(name: str) -> bool:
+    """An env name that names a secret: one of its whole parts is a secret's word
+    (SECRET_PARTS), or two parts in a row are (SECRET_PAIRS), in any letter case.
+    "DB_PASSWORD", "hf_token", "apiKey", "BCE_AK" do; "TOKENIZER_PATH", "MAX_TOKENS",
+    "TASK" do not."""
+    parts = [
+        part.lower()
+        for piece in re.split(r"[^A-Za-z0-9]+", name)
+        for part in NAME_PARTS.findall(piece)
+    ]
+    return any(part in SECRET_PARTS for part in parts) or any(
+        pair in SECRET_PAIRS for pair in zip(parts, parts[1:], strict=False)
+    )
+
+
+def says_which_are_secret(document: Any) -> bool:
+    """The body names its secret envs (`console.secretEnvs`, even as an empty list)."""
+    console = document.get("console") if isinstance(document, Mapping) else None
+    return isinstance(console, Mapping) and "secretEnvs" in console
+
+
+def guessed_secret_values(document: Any) -> list[str]:
+    """The values of the envs `looks_secret` makes secret in a body that does not say which
+    are, read loosely (as jobs.spec.stored_secret_values reads them), so that a body the spec
+    refuses is still shown back with them masked."""
+    if not isinstance(document, Mapping) or says_which_are_secret(document):
+        return []
+    job_spec = document.get("jobSpec")
+    envs = job_spec.get("envs") if isinstance(job_spec, Mapping) else None
+    values = []
+    for env in envs if isinstance(envs, list) else []:
+        if not isinstance(env, Mapping) or not isinstance(env.get("name"), str):
+            continue
+        value = env.get("value")
+        if looks_secret(env["name"]) and value not in (None, "") and not isinstance(value, bool):
+            values.append(value if isinstance(value, str) else json.dumps(value))
+    return values
 
 
 def draft_import(
@@ -106,23 +168,27 @@ def draft_import(
     cannot be read or the spec refuses it). `pool_id` is the pool chosen beside the box. The
     page's one-time `create_key` makes the same import sent twice one draft (and another
     body or pool sent from the same page, after Back, a draft of its own)."""
-    spec, document = read_body(text=text, pool_id=pool_id)
+    spec, v1 = read_body(text=text, pool_id=pool_id)
     left_out = _left_out(spec, W.find_pool(spec.resource_pool_id))
+    marked: list[str] = []
+    # A masked value (copied from a review) is no value: the image step asks for it.
+    for env in spec.envs:
+        if env.value == W.MASK:
+            env.value, env.secret = "", True
+        elif not says_which_are_secret(v1) and env.value and looks_secret(env.name):
+            env.secret = True
+            marked.append(env.name)
+    if spec.image_config is not None and spec.image_config.password == W.MASK:
+        spec.image_config.password = ""
     key = ""
     if W.CREATE_KEY_RE.fullmatch(create_key):
         sent = f"{create_key}:import:{pool_id}:{text}".encode("utf-8", "surrogatepass")
         key = hashlib.sha256(sent).hexdigest()[:32]
         made = Draft.objects.filter(owner=owner, create_key=key).first()
         if made is not None and made.submitted_at is None:
-            return ImportedDraft(made, left_out)
+            return ImportedDraft(made, left_out, marked)
         if made is not None:
             key = ""  # a page kept since its draft became a job: a new draft
-    # A masked value (copied from a review) is no value: the image step asks for it.
-    for env in spec.envs:
-        if env.value == W.MASK:
-            env.value, env.secret = "", True
-    if spec.image_config is not None and spec.image_config.password == W.MASK:
-        spec.image_config.password = ""
     data: dict[str, Any] = dict(W.raw_from_spec(spec))
     data[IMPORTED] = True
     draft = Draft(owner=owner, data=data, create_key=key)
@@ -137,13 +203,15 @@ def draft_import(
         with transaction.atomic():
             draft.save(force_insert=True)
     except IntegrityError:  # the other copy of the same import made it meanwhile
-        return ImportedDraft(Draft.objects.get(owner=owner, create_key=key), left_out)
-    return ImportedDraft(draft, left_out)
+        made = Draft.objects.get(owner=owner, create_key=key)
+        return ImportedDraft(made, left_out, marked)
+    return ImportedDraft(draft, left_out, marked)
 
 
-def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, Any]:
+def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any]]:
     """The spec a CreateJob body describes, read and checked as the API reads and checks it
-    (the pool's own refusals aside); ImportRefusedError with every problem otherwise."""
+    (the pool's own refusals aside), and the body as v1 (a v2 body mapped); ImportRefusedError
+    with every problem otherwise."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -181,7 +249,7 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, Any]:
         v1 = v1_from_v2(document) if v2 else document
     except ValueError as exc:
         raise ImportRefusedError([("body", f"faultToleranceArgs: {exc}.")], text, v2) from None
-    secrets = S.stored_secret_values(v1)
+    secrets = S.stored_secret_values(v1) + guessed_secret_values(v1)
     shown = masked_text(text, document, secrets)
     errors: list[tuple[str, str]] = []
     body_pool = v1.get("resourcePoolId")
@@ -207,7 +275,7 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, Any]:
     errors += _spec_errors(problems, rename, secrets)
     if errors:
         raise ImportRefusedError(errors, shown, v2)
-    return spec, document
+    return spec, v1
 
 
 def is_v2_body(document: Mapping[str, Any]) -> bool:

@@ -128,6 +128,16 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
                 form.add_error(name, message)
         else:
             messages.info(request, _("Imported from a request: check each step, then submit."))
+            if imported.marked_secret:
+                messages.warning(
+                    request,
+                    _(
+                        "Marked as secret because their names look like secrets: %(names)s. "
+                        "Their values are not shown again; on the image step, untick Secret "
+                        "for any that is not one (its value is kept)."
+                    )
+                    % {"names": ", ".join(imported.marked_secret)},
+                )
             if imported.left_out:
                 messages.warning(
                     request,

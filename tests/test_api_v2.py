@@ -385,6 +385,25 @@ def test_another_users_job_is_not_found_in_v2_either(api, wsgi, bob):
     assert list(job.events.values_list("reason", flat=True)) == ["Created"]
 
 
+def test_describe_jobs_filters_by_an_aihc_status_and_refuses_one_it_does_not_know(api):
+    queued = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
+
+    def found(status) -> list[str]:
+        query = {"resourcePoolId": "local", "status": status}
+        return [j["jobId"] for j in action(api, "DescribeJobs", body=query)["jobs"]]
+
+    assert found("Pending") == found("pending") == found("") == [queued]
+    assert found("Running") == found("ManualTermination") == []
+    for unknown in ("Runing", "Unknown", "Deleted", "pending_review", "Pending,Running"):
+        error = refused(lambda u=unknown: found(u))
+        assert (error.status, error.code, error.message) == (
+            400,
+            "InvalidParameter",
+            "status is one of: Pending, Created, Running, Terminating, Succeeded, Failed, "
+            "ManualTermination.",
+        ), unknown
+
+
 def test_a_nul_in_a_job_id_pool_or_search_finds_no_job_instead_of_failing(api):
     # SQLite compares a NUL as any character; PostgreSQL refuses it in a query (make test-postgres).
     job_id = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]

@@ -674,12 +674,24 @@ def test_older_matches_go_back_200_at_a_time_to_the_first_with_the_downloads_lin
         for r in (newest, older, oldest):
             for number, _kind, shown in results(r):
                 assert html.unescape(re.sub(r"<[^>]+>", "", shown)).endswith(raw[number - 1])
-        # The evals after steps 100 and 200 are context (lines 102 and 203); none is shown
-        # twice, nor past where the newer page began.
-        assert [n for n, kind, _t in results(older) if kind == "-"] == [102, 203]
+        # The evals after steps 100 and 200 are context (lines 102 and 203), and so are the
+        # two lines after a page's newest match, where the newer page began: that page's
+        # oldest matches, shown (not marked again) as `grep -C 2` of the whole log would.
+        first_older = PAGED_MATCHES[-200]
+        first_newest = PAGED_MATCHES[-400]
+        assert [n for n, kind, _t in results(older) if kind == "-"] == [
+            102,
+            203,
+            first_older,
+            first_older + 1,
+        ]
+        assert [n for n, kind, _t in results(oldest) if kind == "-"] == [
+            1,  # the boot line, before the first match
+            first_newest,
+            first_newest + 1,
+        ]
         assert [n for n, kind, _t in results(newest) if kind == "-"] == [304, 405]
         # Each page says where it searched; the last, that it reached the first line.
-        first_older = PAGED_MATCHES[-200]
         assert summary(older) == (
             f"200 lines of {first_older - PAGED_MATCHES[-400]} match. "
             "The search stopped at 200 older matching lines. "
@@ -706,6 +718,62 @@ def test_older_matches_go_back_200_at_a_time_to_the_first_with_the_downloads_lin
             assert urlsplit(page_link(newest, "older", htmx=False)).path == reverse(
                 "job-detail", args=[job.public_id]
             )
+
+
+def test_a_match_just_before_a_pages_cursor_shows_the_lines_after_it_numbered_as_the_download(
+    alice, alice_client
+):
+    # 210 lines, all matching but line 3; the newest 200 matches are lines 11-210, so the
+    # older page ends at line 10. Line 11 is longer than the page shows a line.
+    log = [b"2026-11-30T09:00:00.000000Z loss nan %d\n" % n for n in range(1, 211)]
+    log[2] = b"2026-11-30T09:00:00.000000Z step 3 loss 0.5\n"
+    log[10] = b"2026-11-30T09:00:00.000000Z step 11 nan " + b"x" * 3000 + b"\n"
+    job = job_with_master_log(alice, b"".join(log))
+    alice_client.cookies["django_language"] = "en"
+
+    newest = search(alice_client, job, q="nan")
+    for htmx in (False, True):
+        older = follow(alice_client, page_link(newest, "older", htmx=False), htmx=htmx)
+        shown = [(n, kind) for n, kind, _t in results(older)]
+
+        # Matches 1-2 and 4-10; line 3 is context. After line 10, the two lines that follow it
+        # in the log (11 and 12, the newer page's first), as context, not marked.
+        assert shown == [(n, ":" if n != 3 else "-") for n in range(1, 11)] + [
+            (11, "-"),
+            (12, "-"),
+        ]
+        lines = {n: text for n, _kind, text in results(older)}
+        assert "<mark>" not in lines[11] and "<mark>" not in lines[12]
+        assert lines[12].endswith("loss nan 12")
+        # A long line is cut as everywhere on the page, with what the download has more.
+        assert lines[11].startswith("2026-11-30") and "x" * 1900 in lines[11]
+        assert "x" * 3000 not in lines[11]
+        assert "<mark>nan</mark>" in lines[10]
+        assert matched(newest)[0] == 11
+    # With no lines around asked for, none past it either.
+    bare = search(alice_client, job, q="nan", context="0", before=str(len(b"".join(log[:10]))))
+    assert [n for n, _kind, _t in results(bare)] == [1, 2, 4, 5, 6, 7, 8, 9, 10]
+
+
+def test_lines_after_a_cursor_are_read_up_to_the_files_end_and_through_a_line_too_long_to_search(
+    tmp_path,
+):
+    long = b"y" * (SEARCH_LINE_BYTES + 10)
+    log = tmp_path / "log"
+    log.write_bytes(b"a nan\n" + long + b"\nb\nunfinished")
+    pattern = search_pattern("nan", is_regex=False, match_case=False)
+
+    def around(context: int) -> list[tuple[int, bool]]:
+        found = search_file(
+            log, pattern=pattern, deadline=time.monotonic() + 600, context=context, before=6
+        )
+        return numbers(found)
+
+    assert around(2) == [(1, True), (2, False), (3, False)]
+    assert around(5) == [(1, True), (2, False), (3, False), (4, False)]
+    # The first page of the same log shows line 1's context as the older page does.
+    whole = search_file(log, pattern=pattern, deadline=time.monotonic() + 600, context=5)
+    assert numbers(whole) == around(5)
 
 
 def test_a_search_with_fewer_matches_than_the_limit_offers_no_other_page(alice_client, stepped_job):

@@ -361,6 +361,40 @@ def test_older_matches_of_a_search_open_in_place_and_the_newest_come_back(logged
     expect(results).to_contain_text("250: 2026-11-30")
 
 
+def test_older_matches_show_the_lines_after_their_newest_match_past_where_the_page_began(
+    logged_in_page, alice
+):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    job = submitted(alice, "loss-edge")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "".join(f"2026-11-30T09:00:00.000000Z step {i} loss 0.5\n" for i in range(1, 251))
+    )
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+
+    page.click("#log-search-q")
+    page.keyboard.type("loss")
+    page.keyboard.press("Enter")  # 2 lines around each match, the default
+    results = page.locator("#log-search-results")
+    expect(results).to_contain_text("51: 2026-11-30")
+    with page.expect_response(lambda r: "/logs/search/" in r.url):
+        page.click("#log-search-older")  # 更早的匹配
+
+    # Lines 1-50 match; lines 51 and 52 follow line 50 in the download, as its context.
+    expect(page.locator("#log-search-results mark")).to_have_count(50)
+    expect(results).to_contain_text("50: 2026-11-30")
+    expect(results).to_contain_text("step 51 loss 0.5")
+    expect(results).to_contain_text("step 52 loss 0.5")
+    expect(results).not_to_contain_text("step 53 ")
+    lines = results.inner_text().splitlines()
+    assert [line.split(" ", 1)[0] for line in lines[-3:]] == ["50:", "51-", "52-"]
+
+
 def test_a_running_job_s_training_curves_appear_and_grow_on_its_page_without_a_reload(
     logged_in_page, alice, worker_thread, tmp_path
 ):

@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 from django.urls import reverse
+from django.utils import translation
 
 from jobs import spec as S
 from jobs import wizard as W
@@ -175,6 +176,42 @@ def test_a_users_own_quota_overrides_their_groups_and_the_most_generous_group_wi
 
 
 @pytest.mark.usefixtures("runner_settings")
+def test_a_job_held_by_a_one_job_quota_says_one_job_not_one_jobs_in_either_language(
+    alice, alice_client, settings
+):
+    # Stored in Chinese (the default LANGUAGE_CODE), read in English too.
+    CardQuota.objects.create(user=alice, max_running_jobs=1)
+    worker = Worker()
+    first = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, **cards(1)))
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING, what="alice's first job")
+    second = submit(alice, make_spec("echo second-ran", **cards(1)))
+    run_until(
+        worker,
+        lambda: second.events.filter(reason="QuotaExceeded").exists(),
+        what="the second job to wait for the quota",
+    )
+
+    [event] = second.events.filter(reason="QuotaExceeded")
+    assert event.message == (
+        "等待配额：您最多可同时运行 1 个本机任务（任意类型的卡），当前已有 1 个在运行。"
+        "其中一个结束后，本任务会自动启动。"
+    )
+    english = (
+        "Waiting for your quota: you may run 1 local job at once (cards of any type), and you "
+        "have 1 running. It starts by itself when one of yours ends."
+    )
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(reverse("job-detail", args=[second.public_id])).content.decode()
+    assert english in page.replace("&#x27;", "'")
+    assert "1 local jobs" not in page
+    with translation.override("en"):
+        assert event.message_shown == english
+
+    open_gate(settings)  # the first ends: the second starts by itself
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED, what="the second job")
+
+
+@pytest.mark.usefixtures("runner_settings")
 def test_a_job_over_its_owners_quota_waits_saying_so_once_while_another_users_job_starts(
     alice, bob, alice_client, settings
 ):
@@ -272,6 +309,31 @@ def test_a_standalone_job_the_users_running_jobs_leave_no_quota_for_is_refused_a
         f"Your quota is 4 × {A800} and your running jobs hold 3: this job, asking for 2, will "
         "wait in its queue until they end."
     ) in review
+
+
+def test_a_one_job_quota_is_told_in_the_wizard_as_one_running_job_in_either_language(alice):
+    from django.utils import translation
+
+    CardQuota.objects.create(user=alice, max_running_jobs=1)
+    running_job(alice, {A800: [0]})
+    spec = make_spec("x", **cards(1))
+    pool = W.find_pool("local")
+
+    with translation.override("en"):
+        [wait] = W.quota_waits(spec, pool, alice)
+        [(_path, refusal)] = W.quota_refusals(spec, alice, standalone=True)
+    with translation.override("zh-hans"):
+        [wait_zh] = W.quota_waits(spec, pool, alice)
+
+    assert wait == (
+        "Your quota allows 1 running local job (cards of any type) and you have 1 running: this "
+        "job will wait in its queue until one ends."
+    )
+    assert refusal.startswith(
+        "A standalone job must start now, but your quota allows 1 running local job (cards of "
+        "any type) and you have 1 running;"
+    )
+    assert wait_zh.startswith("您的配额允许同时运行 1 个本机任务（任意类型的卡）")
 
 
 def test_another_users_running_jobs_do_not_count_against_ones_quota(en_client, alice, bob):

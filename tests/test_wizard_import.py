@@ -19,7 +19,7 @@ from jobs import wizard_import as I
 from jobs.aihc.mapping import v2_from_v1
 from jobs.models import Draft, Job
 
-from .test_wizard import A800, HTMX, step_url
+from .test_wizard import A800, HTMX, post_step, step_url
 
 SECRET = "s3cr3t-token-do-not-show"
 
@@ -461,6 +461,131 @@ def test_secrets_masked_in_the_box_come_back_as_secrets_to_type_again(alice_clie
     assert W.IMAGE not in draft.completed_steps
 
 
+# A script's body names no secret envs (console.secretEnvs is the console's own): those
+# named like secrets are made secret on import.
+PASSWORD = "db-pa55word-do-not-show"
+NAMED_LIKE_SECRETS = [
+    {"name": "DB_PASSWORD", "value": PASSWORD},
+    {"name": "hf_token", "value": SECRET},
+    {"name": "WandbApiKey", "value": SECRET + "-wandb"},
+    {"name": "TOKENIZER_PATH", "value": "/workspace/tokenizer"},
+    {"name": "MAX_TOKENS", "value": "4096"},
+    {"name": "BCE_SK", "value": ""},  # nothing to hide: left as it is
+]
+
+
+def named_like_secrets(**over) -> dict:
+    body = copy.deepcopy(BODY)
+    body["jobSpec"]["envs"] += copy.deepcopy(NAMED_LIKE_SECRETS)
+    body.update(over)
+    return body
+
+
+def test_envs_named_like_secrets_import_as_secrets_and_the_notice_names_them(alice_client):
+    r = import_body(alice_client, {**named_like_secrets(), **CHANNELS}, follow=True)
+
+    draft = Draft.objects.get()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert {e.name: (e.secret, e.value) for e in spec.envs} == {
+        "NCCL_DEBUG": (False, "INFO"),
+        "HF_HOME": (False, "/workspace/hf"),
+        "DB_PASSWORD": (True, PASSWORD),
+        "hf_token": (True, SECRET),
+        "WandbApiKey": (True, SECRET + "-wandb"),
+        "TOKENIZER_PATH": (False, "/workspace/tokenizer"),
+        "MAX_TOKENS": (False, "4096"),
+        "BCE_SK": (False, ""),
+    }
+    assert draft.completed_steps == W.FORM_STEPS  # each has its value: nothing to type
+    notice = error_texts(r)
+    assert (
+        "以下变量的名称看起来是保密信息，已标记为保密：DB_PASSWORD, hf_token, WandbApiKey。"
+    ) in notice
+    # Never shown after that: not on the step it lands on, the image step, nor the review.
+    for page in (
+        r.content.decode(),
+        alice_client.get(step_url(draft, W.IMAGE)).content.decode(),
+        alice_client.get(step_url(draft, W.REVIEW)).content.decode(),
+    ):
+        assert PASSWORD not in page and SECRET not in page
+    assert review_body(alice_client, draft)["jobSpec"]["envs"][2] == {
+        "name": "DB_PASSWORD",
+        "value": "******",
+    }
+
+
+def test_the_notice_of_envs_marked_secret_is_said_in_english_too(alice_client):
+    alice_client.cookies["django_language"] = "en"
+
+    r = import_body(alice_client, {**named_like_secrets(), **CHANNELS}, follow=True)
+
+    assert (
+        "Marked as secret because their names look like secrets: DB_PASSWORD, hf_token, "
+        "WandbApiKey. Their values are not shown again; on the image step, untick Secret for "
+        "any that is not one (its value is kept)."
+    ) in error_texts(r)
+
+
+def test_the_same_import_sent_twice_names_the_envs_it_marked_secret_again(alice_client):
+    key = uuid.uuid4().hex
+    body = {**named_like_secrets(), **CHANNELS}
+
+    first = import_body(alice_client, body, key=key, follow=True)
+    again = import_body(alice_client, body, key=key, follow=True)
+
+    assert Draft.objects.count() == 1
+    for r in (first, again):
+        assert "已标记为保密：DB_PASSWORD, hf_token, WandbApiKey" in error_texts(r)
+
+
+def test_a_body_that_names_its_secret_envs_is_taken_as_it_says(alice_client):
+    # A review's or a job's JSON says which are secret, even none: nothing is guessed.
+    body = named_like_secrets(console={"secretEnvs": ["hf_token"], **CHANNELS["console"]})
+
+    r = import_body(alice_client, body, follow=True)
+
+    spec = W.assemble(W.wizard_state(Draft.objects.get())).spec
+    assert [e.name for e in spec.envs if e.secret] == ["hf_token"]
+    assert "已标记为保密" not in error_texts(r)
+
+
+def test_a_refused_body_shows_envs_named_like_secrets_masked_in_the_box(alice_client):
+    refused = import_body(alice_client, named_like_secrets(priority="urgent"))
+
+    page = refused.content.decode()
+    assert refused.status_code == 200 and 'id="import-problems"' in page
+    assert PASSWORD not in page and SECRET not in page
+    box = html.unescape(re.search(r"<textarea[^>]*>\n(.*?)</textarea>", page, re.S).group(1))
+    envs = {e["name"]: e["value"] for e in json.loads(box)["jobSpec"]["envs"]}
+    assert envs["DB_PASSWORD"] == envs["hf_token"] == "******"
+    assert envs["TOKENIZER_PATH"] == "/workspace/tokenizer"
+    assert not Draft.objects.exists()
+
+
+def test_unticking_secret_on_the_image_step_keeps_the_value_as_a_plain_one(alice_client):
+    import_body(alice_client, {**named_like_secrets(), **CHANNELS})
+    draft = Draft.objects.get()
+    sent = dict(draft.data[W.IMAGE])
+    rows = {v[0]: k.split("-")[1] for k, v in sent.items() if re.fullmatch(r"env-\d+-name", k)}
+    # As the browser sends the step: the secrets' values empty (never rendered), and Secret
+    # unticked on hf_token.
+    for name in ("DB_PASSWORD", "hf_token", "WandbApiKey"):
+        assert sent[f"env-{rows[name]}-secret"]
+        sent[f"env-{rows[name]}-value"] = [""]
+    del sent[f"env-{rows['hf_token']}-secret"]
+
+    r = post_step(alice_client, draft, W.IMAGE, sent)
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    envs = {e.name: (e.secret, e.value) for e in spec.envs}
+    assert envs["hf_token"] == (False, SECRET)  # kept, and now shown as any plain value
+    assert envs["DB_PASSWORD"] == (True, PASSWORD)  # left empty and ticked: kept, secret
+    image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    assert SECRET in image and PASSWORD not in image
+
+
 # -- in a browser ---------------------------------------------------------------------------
 
 
@@ -496,6 +621,42 @@ def test_a_pasted_body_imports_walks_to_a_review_of_the_same_json_and_submits(
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     job = Job.objects.get(owner=alice)
     assert job.job_spec().to_v1_body() == BODY
+
+
+@pytest.mark.browser
+def test_an_env_marked_secret_for_its_name_is_unticked_on_the_image_step_and_keeps_its_value(
+    logged_in_page,
+):
+    from playwright.sync_api import expect
+
+    from .test_wizard_browser import next_step
+
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps({**named_like_secrets(), **CHANNELS}, indent=2))
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    notice = page.locator(".alert-warning")
+    expect(notice).to_contain_text("已标记为保密：DB_PASSWORD, hf_token, WandbApiKey")
+    expect(notice).to_contain_text("取消勾选“保密”")
+    next_step(page, "image")
+    row = page.locator(".env-row", has=page.locator("input[value='hf_token']"))
+    value = row.locator(".cell-value input")
+    # Secret: its value is not in the page, and the field is a password field.
+    expect(value).to_have_attribute("type", "password")
+    expect(value).to_have_value("")
+    assert SECRET not in page.content() and PASSWORD not in page.content()
+    row.get_by_role("checkbox").uncheck()  # 保密: it is not one
+    next_step(page, "resources")
+    page.click("#wizard-back")  # 上一步
+
+    page.wait_for_url(re.compile(r"/image/$"))
+    row = page.locator(".env-row", has=page.locator("input[value='hf_token']"))
+    expect(row.locator(".cell-value input")).to_have_value(SECRET)
+    expect(row.get_by_role("checkbox")).not_to_be_checked()
+    assert PASSWORD not in page.content()  # the others stay secret
 
 
 def test_a_paste_over_what_any_form_takes_gets_the_consoles_page_saying_so(alice_client, settings):

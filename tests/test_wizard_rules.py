@@ -368,7 +368,7 @@ def test_a_standalone_job_asking_for_more_cards_than_idle_is_refused_with_the_nu
 
     messages = field_errors(refused, "id_mode")
     assert any(
-        "needs 4 baidu.com/v100_32g_cgpu cards but only 1 are idle" in m for m in messages
+        "needs 4 baidu.com/v100_32g_cgpu cards but the pool has 1 idle now" in m for m in messages
     ), messages
     assert queued.status_code == 302
 
