@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     try:
         new_network_namespace()
     except OSError as exc:
-        print(f"cannot create a network namespace: {exc}", file=sys.stderr, flush=True)
+        print(exc, file=sys.stderr, flush=True)  # the worker fails the job with it
         return 1
     # Ready: its pid, written once the namespace is set up (read by jobs.runner.live_shim).
     tmp = state / "pid.tmp"

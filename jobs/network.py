@@ -161,7 +161,10 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
         if child.poll() is not None:
             error = (state / "err").read_text(errors="replace").strip().splitlines()
             raise SandboxError(
-                gettext("its network namespace cannot be created: %(error)s")
+                gettext(
+                    "its network namespace (LOCAL_JOB_NETWORK=isolated) cannot be created: "
+                    "%(error)s"
+                )
                 % {"error": error[-1] if error else f"exit code {child.returncode}"}
             )
         if time.monotonic() >= deadline:
@@ -202,7 +205,8 @@ def _kill(pid: int, start: str, *, children: runner.Children | None) -> None:
         os.kill(pid, signal.SIGKILL)
     child = children.pop(pid, None) if children is not None else None
     if child is not None:
-        child.wait(timeout=END_SECONDS)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=END_SECONDS)
         return
     deadline = time.monotonic() + END_SECONDS
     while runner.process_start(pid) == start and time.monotonic() < deadline:
@@ -221,6 +225,11 @@ def end_networks(*, public_id: str, children: runner.Children | None = None) -> 
         if found is not None:
             _kill(*found, children=children)
             logger.info("%s: ended the network namespace of %s", public_id, state.parent.name)
+        if found is None or runner.live_shim(state) is None:
+            # Its lock goes with it: a holder without one is looked for no more (live_shim
+            # searches /proc for a lock whose pid file names no holder), and the attempt is
+            # over, so it never needs another.
+            (state / "lock").unlink(missing_ok=True)
 
 
 def job_ids_with_networks() -> set[str]:

@@ -264,3 +264,29 @@ def test_with_the_host_network_no_holder_is_started(alice, settings):
     assert job.status == JobStatus.SUCCEEDED
     assert netns_lines(job, "master-0") == [os.readlink("/proc/self/ns/net")]
     assert not network_dir(job.public_id, 1).exists()
+
+
+@pytest.mark.usefixtures("isolated")
+def test_a_replica_whose_running_peers_namespace_is_gone_fails_the_job_instead_of_splitting_it(
+    alice,
+):
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, roles=TWO_ROLES))
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(2, then=kill_the_worker)  # the holder, then master-0
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+    found = holder(job)
+    assert found is not None
+    os.kill(found[0], signal.SIGKILL)  # someone kills the holder; master-0 runs on in it
+    wait_for(lambda: holder(job) is None, what="the holder to die")
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.status_reason == (
+        "无法启动：已在运行的实例所在的网络命名空间已不存在（其持有进程已结束），其余实例无法加入"
+    )
+    assert [r.status for r in job.replicas.order_by("role")] == ["stopped", "stopped"]
