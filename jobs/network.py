@@ -58,20 +58,23 @@ def network_dir(public_id: str, attempt: int) -> Path:
     return runner.attempt_dir(public_id, attempt) / "network"
 
 
-def attempt_isolated(public_id: str, attempt: int) -> bool:
+def attempt_isolated(public_id: str, attempt: int, *, launched: bool) -> bool:
     """Whether the attempt's replicas run in a namespace of their own. An attempt keeps the
-    network it started with: one begun isolated by a worker since restarted with `host`
-    still puts a replica it relaunches into its namespace, never beside it on the host."""
-    return isolated() or (network_dir(public_id, attempt) / "lock").exists()
+    network it started with, whatever the setting of the worker that launches its replicas
+    still to start (`launched`: some have been): one begun isolated by a worker since
+    restarted with `host` still puts them into its namespace, one begun on the host's
+    network puts them there too."""
+    if launched:
+        return (network_dir(public_id, attempt) / "lock").exists()
+    return isolated()
 
 
 @dataclass(frozen=True)
 class JobNetwork:
     """Open descriptors of an attempt's namespaces, in the order a replica enters them (its
-    user namespace first, when the holder needed one), and the holder's pid."""
+    user namespace first, when the holder needed one)."""
 
     fds: tuple[int, ...]
-    pid: int
 
     def close(self) -> None:
         for fd in self.fds:
@@ -193,7 +196,7 @@ def _open_namespaces(pid: int, start: str) -> JobNetwork:
         for fd in fds:
             os.close(fd)
         raise SandboxError(gettext("its network namespace could not be opened")) from None
-    return JobNetwork(fds=tuple(fds), pid=pid)
+    return JobNetwork(fds=tuple(fds))
 
 
 def _kill(pid: int, start: str, *, children: runner.Children | None) -> None:

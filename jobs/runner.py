@@ -20,6 +20,9 @@ worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<inde
   and recording it leaves a live replica without a pid; the next worker adopts it from this
   file (or, before it exists, from /proc), trusting a pid only if that process holds `lock`.
 
+With LOCAL_JOB_NETWORK=isolated, `attempt-<n>/network/` holds the same `lock` and `pid` of
+the process keeping the attempt's network namespace (jobs.network), found the same way.
+
 So a restarted worker re-adopts live replicas just by looking, nothing is launched twice
 (a launch is recorded before the spawn), and nothing stays Running forever (a lost replica
 counts as a failed one). Pids are only used to signal, and only after checking the process
@@ -689,17 +692,14 @@ def launch_attempt(
             gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
             % {"path": settings.LOCAL_BWRAP}
         )
+    launched = any(
+        read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
+        for ref in replica_refs(spec)
+    )
     job_network = None
-    if network.attempt_isolated(job.public_id, run.attempt):
-        states = [
-            read_state(replica_state_dir(job.public_id, run.attempt, ref.label))
-            for ref in replica_refs(spec)
-        ]
+    if network.attempt_isolated(job.public_id, run.attempt, launched=launched):
         job_network = network.job_network(
-            public_id=job.public_id,
-            attempt=run.attempt,
-            launched=any(state.phase != "unlaunched" for state in states),
-            children=children,
+            public_id=job.public_id, attempt=run.attempt, launched=launched, children=children
         )
     try:
         mounts = volume_mounts(spec)

@@ -7,6 +7,8 @@ that is killed or restarted. The shim:
 - moves the command into the replica's cgroups (its CPU and memory limits, jobs.cgroups)
   between fork and exec, so no instruction of it runs outside them; the shim itself stays
   outside (its memory is not the job's, and the job's OOM kill never hits it);
+- with LOCAL_JOB_NETWORK=isolated, moves the command into the job's network namespace
+  (jobs.network) the same way, right after, so bubblewrap starts inside it;
 - starts the sandboxed command with the environment read from a file it then deletes
   (secret values never appear on a command line), handing it the descriptors of the
   volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);

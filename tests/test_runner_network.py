@@ -215,7 +215,14 @@ def test_a_fault_tolerance_restart_gets_a_fresh_namespace_and_the_failed_attempt
 
 
 @pytest.mark.usefixtures("isolated")
-def test_a_worker_restarted_mid_launch_puts_the_next_replica_into_the_same_namespace(alice):
+@pytest.mark.parametrize(
+    ("setting_then", "setting_now"),
+    [("isolated", "isolated"), ("isolated", "host"), ("host", "isolated")],
+)
+def test_a_worker_restarted_mid_launch_puts_the_next_replica_on_the_same_network(
+    alice, settings, setting_then, setting_now
+):
+    settings.LOCAL_JOB_NETWORK = setting_then
     (volume(django_settings) / "rdzv.py").write_text(RENDEZVOUS)
     job = submit(alice, make_spec(f"{PY} /workspace/rdzv.py", roles=TWO_ROLES))
     doomed = Worker()
@@ -223,21 +230,29 @@ def test_a_worker_restarted_mid_launch_puts_the_next_replica_into_the_same_names
     def kill_the_worker():
         raise WorkerKilled
 
-    # Spawn 1 is the holder, 2 master-0's shim: the worker dies before worker-0's launch.
-    doomed.children = AfterSpawn(2, then=kill_the_worker)
+    # Isolated, spawn 1 is the holder and 2 master-0's shim; on the host's network, 1 is
+    # master-0's. The worker dies there, before worker-0's launch.
+    doomed.children = AfterSpawn(2 if setting_then == "isolated" else 1, then=kill_the_worker)
     with pytest.raises(WorkerKilled):
         doomed.tick()
     found = holder(job)
-    assert found is not None
+    assert (found is not None) == (setting_then == "isolated")
     wait_for(lambda: bool(netns_lines(job, "master-0")), what="master-0 listening")
 
-    worker = Worker()  # adopts the holder: worker-0 joins master-0's namespace
+    # Restarted (with the setting changed, or not): the attempt keeps the network it began
+    # with, so the new worker adopts the holder (if any) and worker-0 joins master-0 there.
+    settings.LOCAL_JOB_NETWORK = setting_now
+    worker = Worker()
     run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "worker-0")
     assert "master got hello" in log_text(job, "master-0")
-    assert netns_lines(job, "worker-0") == netns_lines(job, "master-0")
-    assert not alive(found)  # ended by the worker that adopted it
+    [master_ns] = netns_lines(job, "master-0")
+    assert netns_lines(job, "worker-0") == [master_ns]
+    assert (master_ns == os.readlink("/proc/self/ns/net")) == (setting_then == "host")
+    if found is not None:
+        assert not alive(found)  # ended by the worker that adopted it
+    assert holder(job) is None
 
 
 @pytest.mark.usefixtures("isolated")
