@@ -334,9 +334,11 @@ def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
     [netns] = [line.split("netns ")[1] for line in job["log"].splitlines() if " netns " in line]
     assert netns != os.readlink("/proc/self/ns/net")
     assert "network of local jobs: isolated" in worker_log.read_text()
-    # Its holder, started by NOBODY's worker (a user namespace of its own), is gone.
+    # Its holder ran as NOBODY (in a user namespace of its own, as itself: it wrote its pid
+    # file as NOBODY), and is gone, its lock with it.
     network = var / "runs" / ids["isolated"] / "attempt-1" / "network"
-    assert (network / "lock").stat().st_uid == NOBODY
+    assert (network / "pid").stat().st_uid == NOBODY
+    assert not (network / "lock").exists()
     holder = int((network / "pid").read_text())
     with contextlib.suppress(FileNotFoundError):
         state = Path(f"/proc/{holder}/stat").read_text().rsplit(")", 1)[1].split()[0]
