@@ -609,6 +609,14 @@ LOCAL_ENFORCE_LIMITS = env("LOCAL_ENFORCE_LIMITS", "auto").lower()
 if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
     raise ImproperlyConfigured(f"LOCAL_ENFORCE_LIMITS is auto or off, not {LOCAL_ENFORCE_LIMITS!r}")
 
+# The network local jobs run on (jobs.network): "host", this machine's, as every process
+# here (the default); "isolated", a network namespace per job with only loopback, which its
+# replicas share and nothing else reaches. One setting for every local job (no per-pool or
+# per-job choice). An attempt keeps the network it started with (jobs.network).
+LOCAL_JOB_NETWORK = env("LOCAL_JOB_NETWORK", "host").lower()
+if LOCAL_JOB_NETWORK not in ("host", "isolated"):
+    raise ImproperlyConfigured(f"LOCAL_JOB_NETWORK is host or isolated, not {LOCAL_JOB_NETWORK!r}")
+
 # The ports local jobs get (MASTER_PORT, TF_CONFIG's): below Linux's ephemeral range
 # (32768-60999), which the kernel hands out to other programs' connections.
 _ports = env("LOCAL_PORTS", "20000-29999")

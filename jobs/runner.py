@@ -20,6 +20,9 @@ worker restart lives in files under LOCAL_RUN_DIR/<job>/attempt-<n>/<role>-<inde
   and recording it leaves a live replica without a pid; the next worker adopts it from this
   file (or, before it exists, from /proc), trusting a pid only if that process holds `lock`.
 
+With LOCAL_JOB_NETWORK=isolated, `attempt-<n>/network/` holds the same `lock` and `pid` of
+the process keeping the attempt's network namespace (jobs.network), found the same way.
+
 So a restarted worker re-adopts live replicas just by looking, nothing is launched twice
 (a launch is recorded before the spawn), and nothing stays Running forever (a lost replica
 counts as a failed one). Pids are only used to signal, and only after checking the process
@@ -51,7 +54,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
-from . import cgroups
+from . import cgroups, network
 from . import logs as job_logs
 from .alerts import job_alert
 from .backends.local import detected_accelerators, host_volumes
@@ -697,16 +700,37 @@ def launch_attempt(
             gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
             % {"path": settings.LOCAL_BWRAP}
         )
-    mounts = volume_mounts(spec)
+    launched = any(
+        read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
+        for ref in replica_refs(spec)
+    )
+    job_network = None
+    if network.attempt_isolated(job.public_id, run.attempt, launched=launched):
+        job_network = network.job_network(
+            public_id=job.public_id, attempt=run.attempt, launched=launched, children=children
+        )
     try:
-        _start_replicas(job, run, spec, mounts=mounts, children=children)
+        mounts = volume_mounts(spec)
+        try:
+            _start_replicas(
+                job, run, spec, mounts=mounts, job_network=job_network, children=children
+            )
+        finally:
+            # Every shim started holds its own copies, which its bwrap binds and then closes.
+            close_mounts(mounts)
     finally:
-        # Every shim started holds its own copies, which its bwrap binds and then closes.
-        close_mounts(mounts)
+        if job_network is not None:  # (as the namespaces' descriptors: the shims have theirs)
+            job_network.close()
 
 
 def _start_replicas(
-    job: Job, run: LocalRun, spec: JobSpec, *, mounts: list[Mount], children: Children | None
+    job: Job,
+    run: LocalRun,
+    spec: JobSpec,
+    *,
+    mounts: list[Mount],
+    job_network: network.JobNetwork | None,
+    children: Children | None,
 ) -> None:
     refs = replica_refs(spec)
     base = attempt_dir(job.public_id, run.attempt)
@@ -861,11 +885,21 @@ def _start_replicas(
             extra_fds = [] if seccomp_fd is None else [seccomp_fd]
             for fd in extra_fds:
                 argv += ["--mount-fd", str(fd)]
+            # LOCAL_JOB_NETWORK=isolated: the namespaces the command enters before bwrap starts.
+            network_fds = list(job_network.fds) if job_network is not None else []
+            for fd in network_fds:
+                argv += ["--netns-fd", str(fd)]
             with open(state / "shim.err", "ab") as err:
                 child = subprocess.Popen(
                     [*argv, "--", *sandboxed],
                     start_new_session=True,
-                    pass_fds=(lock_fd, env_fd, *(mount.fd for mount in mounts), *extra_fds),
+                    pass_fds=(
+                        lock_fd,
+                        env_fd,
+                        *(mount.fd for mount in mounts),
+                        *extra_fds,
+                        *network_fds,
+                    ),
                     stdin=subprocess.DEVNULL,
                     stdout=err,
                     stderr=err,
@@ -1199,6 +1233,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
 
     if all(states[r.pk].phase == "exited" for r in replicas):
         cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
+        network.end_networks(public_id=job.public_id, children=children)
         with transaction.atomic():  # the end and its alert are queued together, or neither
             succeeded = job_transition(
                 job=job,
@@ -1432,8 +1467,10 @@ def _finish_tear_down(
     now: datetime,
     children: Children | None,
 ) -> None:
-    # Every process of the attempt is gone: its cgroups go (a restart gets fresh ones).
+    # Every process of the attempt is gone: its cgroups go (a restart gets fresh ones), and
+    # so does its network namespace (LOCAL_JOB_NETWORK=isolated; a restart gets a new one).
     cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
+    network.end_networks(public_id=job.public_id, children=children)
     message = restored(run.stop_message, run.stop_message_source)
     # The switch to the next attempt is committed with its event and jobFT alert, or none
     # of them: a worker killed in between leaves the restart still to do, and the next

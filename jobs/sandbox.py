@@ -26,6 +26,8 @@ pulled):
 - the hostpath volumes of the spec at their mount paths, read-only when asked, bound from
   descriptors opened and checked beforehand (open_in_root), never by name;
 - the MPI hostfile at /etc/mpi/hostfile;
+- the host's network, or with LOCAL_JOB_NETWORK=isolated the job's own namespace with only
+  loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
 - no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
   to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
   program there that runs as the worker's user (or root) for anyone who can reach the folder.

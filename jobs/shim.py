@@ -7,6 +7,8 @@ that is killed or restarted. The shim:
 - moves the command into the replica's cgroups (its CPU and memory limits, jobs.cgroups)
   between fork and exec, so no instruction of it runs outside them; the shim itself stays
   outside (its memory is not the job's, and the job's OOM kill never hits it);
+- with LOCAL_JOB_NETWORK=isolated, moves the command into the job's network namespace
+  (jobs.network) the same way, right after, so bubblewrap starts inside it;
 - starts the sandboxed command with the environment read from a file it then deletes
   (secret values never appear on a command line), handing it the descriptors of the
   volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);
@@ -120,14 +122,20 @@ def end_with_command(child: subprocess.Popen[bytes]) -> None:
             os.waitpid(pid, 0)
 
 
-def joining(cgroups: list[str]) -> Callable[[], None]:
+def joining(cgroups: list[str], namespaces: list[int]) -> Callable[[], None]:
     """What the command's process runs between fork and exec: it writes itself into each
-    cgroup. (The shim has no other thread at that point, which preexec_fn needs.)"""
+    cgroup, then enters each namespace (descriptors of the job's network namespace, and of
+    the user namespace that owns it first when there is one: jobs.network), so bubblewrap
+    starts inside them. Cgroups first: a process in another user namespace may no longer
+    move itself. (The shim has no other thread at that point, which preexec_fn and entering
+    a user namespace need.)"""
 
     def join() -> None:
         for folder in cgroups:
             with open(os.path.join(folder, "cgroup.procs"), "w") as procs:
                 procs.write(str(os.getpid()))
+        for fd in namespaces:
+            os.setns(fd, 0)  # 0: whatever kind of namespace the descriptor is
 
     return join
 
@@ -750,6 +758,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cpus", default="")
     # The replica's cgroup in each hierarchy (jobs.cgroups), made and set up by the worker.
     parser.add_argument("--cgroup", action="append", default=[])
+    # Namespaces the command enters, in order (LOCAL_JOB_NETWORK=isolated, jobs.network).
+    parser.add_argument("--netns-fd", type=int, action="append", default=[])
     parser.add_argument("--keyword", action="append", default=[])
     parser.add_argument("--secret-env", action="append", default=[])
     parser.add_argument("--banner", default="")
@@ -827,17 +837,26 @@ def main(argv: list[str]) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             pass_fds=[*args.mount_fd, ready_w, go_r],
-            preexec_fn=joining(args.cgroup) if args.cgroup else None,
+            preexec_fn=(
+                joining(args.cgroup, args.netns_fd) if args.cgroup or args.netns_fd else None
+            ),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         error = str(exc)
         if isinstance(exc, subprocess.SubprocessError):  # raised in preexec_fn: the join
-            error = f"cannot join the cgroup {', '.join(args.cgroup)} of its CPU and memory limits"
+            steps = []
+            if args.cgroup:
+                steps.append(
+                    f"join the cgroup {', '.join(args.cgroup)} of its CPU and memory limits"
+                )
+            if args.netns_fd:
+                steps.append("enter the job's network namespace")
+            error = f"cannot {' or '.join(steps)}"
         line = args.start_failed_line.replace("{error}", error)
         log.write(stamp() + line.encode() + b"\n")
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0
-    for fd in [*args.mount_fd, ready_w, go_r]:  # bwrap has its own copies
+    for fd in [*args.mount_fd, *args.netns_fd, ready_w, go_r]:  # bwrap has its own copies
         os.close(fd)
     (state / "pid").write_text(str(os.getpid()))
     threading.Thread(target=end_with_command, args=(child,), daemon=True).start()

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from . import cgroups
+from . import cgroups, network
 from .backends import BackendError, get_backend
 from .health import HEARTBEAT_SECONDS, worker_beat, worker_stopped
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
@@ -67,6 +67,7 @@ class Worker:
         # How roles' CPU and memory are enforced, for every job this worker starts.
         self.limits = cgroups.redetect()
         self.remove_leftover_cgroups()
+        self.end_leftover_networks()
 
     def remove_leftover_cgroups(self) -> None:
         """Removes the cgroups of local jobs that ended while no worker was there to (or
@@ -80,6 +81,18 @@ class Worker:
         )
         for public_id in ended.values_list("public_id", flat=True):
             cgroups.remove_job_cgroups(self.limits, public_id=public_id)
+
+    def end_leftover_networks(self) -> None:
+        """Ends the network namespace holders (LOCAL_JOB_NETWORK=isolated) of local jobs that
+        ended while no worker was there to, as remove_leftover_cgroups does for cgroups."""
+        found = network.job_ids_with_networks()
+        if not found:
+            return
+        ended = Job.objects.filter(public_id__in=found).exclude(
+            status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
+        )
+        for public_id in ended.values_list("public_id", flat=True):
+            network.end_networks(public_id=public_id, children=self.children)
 
     def tick(self) -> None:
         self.beat()
@@ -298,9 +311,10 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
         thread.start()
     worker = Worker()
     logger.info(
-        "worker started (poll %.2fs); CPU and memory of roles: %s",
+        "worker started (poll %.2fs); CPU and memory of roles: %s; network of local jobs: %s",
         settings.WORKER_POLL_SECONDS,
         worker.limits.describe(),
+        network.describe(),
     )
     try:
         while not stop.is_set():

@@ -276,6 +276,7 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_TMP_MAX_GB": "ten"},
         {"LOCAL_TMP_MAX_GB": "inf"},
         {"LOCAL_ENFORCE_LIMITS": "on"},
+        {"LOCAL_JOB_NETWORK": "none"},
         {"LOCAL_PORTS": "29999-20000"},
         {"LOCAL_PORTS": "80-90"},
         {"LOCAL_TMP_CHECK_SECONDS": "0"},

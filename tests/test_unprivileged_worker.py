@@ -10,9 +10,11 @@ own test database is another one), submitting with jobs.services as the web proc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -261,3 +263,83 @@ def test_the_worker_run_as_an_unprivileged_user_runs_measures_and_cleans_up_jobs
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+
+
+# Rank 0 listens on MASTER_ADDR:MASTER_PORT and tries the host's port given; rank 1 connects
+# to rank 0. Each prints its network namespace and what came of its connections.
+ISOLATED_JOB = """/usr/bin/python3 - {port} <<'PY'
+import os, socket, sys, time
+print("netns", os.readlink("/proc/self/ns/net"), flush=True)
+addr = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+if os.environ["RANK"] == "0":
+    server = socket.create_server(addr)
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3).close()
+        print("host port: connected")
+    except OSError as exc:
+        print("host port:", type(exc).__name__)
+    conn, _ = server.accept()
+    print("master got", conn.recv(16).decode())
+else:
+    for _ in range(400):
+        try:
+            conn = socket.create_connection(addr)
+            break
+        except OSError:
+            time.sleep(0.05)
+    conn.sendall(b"hello")
+PY
+"""
+
+
+def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
+    unprivileged, nobody_folder
+):
+    prefix, env = unprivileged
+    env = {**env, "LOCAL_JOB_NETWORK": "isolated"}
+    var = Path(env["CONSOLE_VAR_DIR"])
+    server = socket.create_server(("127.0.0.1", 0))
+    server.setblocking(False)
+    submit = SUBMIT.replace(
+        'roles=[S.Role("master", 1, cpu=1, memory_gb=1)]',
+        'roles=[S.Role("master", 1), S.Role("worker", 1)]',
+    )
+    command = ISOLATED_JOB.format(port=server.getsockname()[1])
+    ids = console(prefix, env, f"COMMANDS = {{'isolated': {command!r}}}\n{submit}")
+    worker_log = nobody_folder / "worker.log"
+    with server, open(worker_log, "wb") as output:
+        worker = subprocess.Popen(
+            [*prefix, sys.executable, "manage.py", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while not (job := console(prefix, env, REPORT)["isolated"])["final"]:
+                assert worker.poll() is None, worker_log.read_text()
+                assert time.monotonic() < deadline, (job, worker_log.read_text())
+                time.sleep(0.5)
+            with pytest.raises(BlockingIOError):
+                server.accept()  # nothing of the job came in
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+
+    assert job["status"] == JobStatus.SUCCEEDED, (job, worker_log.read_text())
+    assert "host port: ConnectionRefusedError\n" in job["log"]
+    assert "master got hello\n" in job["log"]
+    [netns] = [line.split("netns ")[1] for line in job["log"].splitlines() if " netns " in line]
+    assert netns != os.readlink("/proc/self/ns/net")
+    assert "network of local jobs: isolated" in worker_log.read_text()
+    # Its holder ran as NOBODY (in a user namespace of its own, as itself: it wrote its pid
+    # file as NOBODY), and is gone, its lock with it.
+    network = var / "runs" / ids["isolated"] / "attempt-1" / "network"
+    assert (network / "pid").stat().st_uid == NOBODY
+    assert not (network / "lock").exists()
+    holder = int((network / "pid").read_text())
+    with contextlib.suppress(FileNotFoundError):
+        state = Path(f"/proc/{holder}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state in ("Z", "X"), f"the holder {holder} still runs"

@@ -268,11 +268,14 @@ class LocalBackend(Backend):
 
     def delete(self, job: Job) -> None:
         """Removes the job's logs and scratch files (its processes are gone by now)."""
+        from jobs.network import end_networks
         from jobs.runner import signal_group
         from jobs.shim import remove_tree
 
         for replica in job.replicas.all():
             signal_group(replica, signal.SIGKILL)
+        # Ended with the job already; one a worker killed at that moment left is ended here.
+        end_networks(public_id=job.public_id)
         # Folders a job left read-only or unreadable (Go's module cache) go too.
         remove_tree(job_logs.job_dir(job.public_id))
 

@@ -1,0 +1,248 @@
+"""Network isolation of local jobs: LOCAL_JOB_NETWORK=isolated (README "What a job gets").
+
+With `host` (the default) replicas run on this machine's network, as they always did. With
+`isolated`, each attempt of a job gets a network namespace of its own with only a loopback
+interface, up: its replicas reach each other on 127.0.0.1 (MASTER_ADDR, TF_CONFIG, the MPI
+hostfile stay as they are) and nothing else, neither this machine's services on its
+loopback (the console, a database, another job's ports) nor any other machine (no outbound
+network, no DNS).
+
+bubblewrap (0.8) can make a new network namespace per sandbox (--unshare-net), but cannot
+put several sandboxes into one. So a small holder process (jobs/netns_holder.py) makes the
+namespace and keeps it; the worker opens the holder's namespaces (/proc/<pid>/ns/...) and
+hands the descriptors to each replica's shim, whose command enters them (setns) before
+bubblewrap starts. The holder is found as a replica's shim is (a lock it holds for life, its
+pid file, its start time checked before any signal), so a restarted worker adopts it, and
+it is killed when the attempt's processes are gone: at the job's end, before a
+fault-tolerance restart (the next attempt gets a fresh namespace, as a restarted pod gets a
+network of its own), on a stop and on delete.
+
+Files, in LOCAL_RUN_DIR/<job>/attempt-<n>/network/: `lock` (held by the holder), `pid`
+(written by the holder once loopback is up: ready), `err` (what it printed, if it failed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.utils.translation import gettext
+
+from . import logs as job_logs
+from . import runner
+from .sandbox import SandboxError
+
+logger = logging.getLogger(__name__)
+
+HOLDER = Path(__file__).resolve().parent / "netns_holder.py"
+# How long a new (or adopted, still starting) holder may take to set its namespace up.
+READY_SECONDS = 10.0
+# How long ending a holder waits for it to be gone (SIGKILL: well under a second).
+END_SECONDS = 2.0
+
+
+def isolated() -> bool:
+    return settings.LOCAL_JOB_NETWORK == "isolated"
+
+
+def network_dir(public_id: str, attempt: int) -> Path:
+    return runner.attempt_dir(public_id, attempt) / "network"
+
+
+def attempt_isolated(public_id: str, attempt: int, *, launched: bool) -> bool:
+    """Whether the attempt's replicas run in a namespace of their own. An attempt keeps the
+    network it started with, whatever the setting of the worker that launches its replicas
+    still to start (`launched`: some have been): one begun isolated by a worker since
+    restarted with `host` still puts them into its namespace, one begun on the host's
+    network puts them there too."""
+    if launched:
+        return (network_dir(public_id, attempt) / "lock").exists()
+    return isolated()
+
+
+@dataclass(frozen=True)
+class JobNetwork:
+    """Open descriptors of an attempt's namespaces, in the order a replica enters them (its
+    user namespace first, when the holder needed one)."""
+
+    fds: tuple[int, ...]
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+
+
+def job_network(
+    *, public_id: str, attempt: int, launched: bool, children: runner.Children | None
+) -> JobNetwork:
+    """The attempt's network namespace, opened for its replicas to enter: that of the live
+    holder (started by this worker, or by one before it), else of a new holder.
+
+    `launched`: a replica of the attempt has been started already. It is in the namespace of
+    a holder that must still be alive; a new one would cut the replicas still to start off
+    from it, so the job fails instead (raises SandboxError, as for any start that cannot be
+    made)."""
+    state = network_dir(public_id, attempt)
+    found = _ready_holder(state)
+    if found is None:
+        if launched:
+            raise SandboxError(
+                gettext(
+                    "the network namespace of its replicas already running is gone (its "
+                    "holder process ended), so the others cannot join them"
+                )
+            )
+        found = _spawn_holder(state, children)
+    return _open_namespaces(*found)
+
+
+def _ready_holder(state: Path) -> tuple[int, str] | None:
+    """(pid, start time) of the live holder in `state` once it is ready; None if none lives.
+    One still setting up (adopted right after a spawn) is waited for."""
+    deadline = time.monotonic() + READY_SECONDS
+    while True:
+        found = runner.live_shim(state)
+        if found is None:
+            return None
+        with contextlib.suppress(OSError, ValueError):
+            if int((state / "pid").read_text()) == found[0]:
+                return found
+        if time.monotonic() >= deadline:
+            _kill(*found, children=None)
+            raise SandboxError(gettext("its network namespace could not be set up in time"))
+        time.sleep(0.01)
+
+
+def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, str]:
+    state.mkdir(parents=True, exist_ok=True)
+    (state / "pid").unlink(missing_ok=True)  # a dead holder's
+    lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # a holder that started since _ready_holder looked
+            raise SandboxError(
+                gettext("another process is setting up its network namespace")
+            ) from None
+        with open(state / "err", "wb") as err:
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    str(HOLDER),
+                    "--state",
+                    str(state),
+                    "--lock-fd",
+                    str(lock_fd),
+                ],
+                start_new_session=True,  # outlives the worker, as a replica's shim does
+                pass_fds=(lock_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=err,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+            )
+    finally:
+        os.close(lock_fd)
+    if children is not None:
+        children[child.pid] = child
+    deadline = time.monotonic() + READY_SECONDS
+    while True:
+        with contextlib.suppress(OSError, ValueError):
+            if int((state / "pid").read_text()) == child.pid:
+                start = runner.process_start(child.pid)
+                if start is not None:
+                    return child.pid, start
+        if child.poll() is not None:
+            error = (state / "err").read_text(errors="replace").strip().splitlines()
+            raise SandboxError(
+                gettext(
+                    "its network namespace (LOCAL_JOB_NETWORK=isolated) cannot be created: "
+                    "%(error)s"
+                )
+                % {"error": error[-1] if error else f"exit code {child.returncode}"}
+            )
+        if time.monotonic() >= deadline:
+            child.kill()
+            child.wait()
+            raise SandboxError(gettext("its network namespace could not be set up in time"))
+        time.sleep(0.01)
+
+
+def _open_namespaces(pid: int, start: str) -> JobNetwork:
+    """The holder's namespaces, opened: the descriptors keep them alive and name them
+    exactly, so what a replica enters later is what was checked here, whatever happens to
+    the holder or its pid meanwhile."""
+    fds: list[int] = []
+    try:
+        user = f"/proc/{pid}/ns/user"
+        if os.readlink(user) != os.readlink("/proc/self/ns/user"):
+            fds.append(os.open(user, os.O_RDONLY | os.O_CLOEXEC))
+        fds.append(os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC))
+        # Opened from the process that was checked, and in a namespace of its own.
+        if runner.process_start(pid) != start or os.readlink(f"/proc/{pid}/ns/net") == os.readlink(
+            "/proc/self/ns/net"
+        ):
+            raise OSError("the holder process changed")
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise SandboxError(gettext("its network namespace could not be opened")) from None
+    return JobNetwork(fds=tuple(fds))
+
+
+def _kill(pid: int, start: str, *, children: runner.Children | None) -> None:
+    """SIGKILLs the holder (unless its pid now names another process) and waits until it is
+    gone; reaped when this process started it."""
+    if runner.process_start(pid) != start:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    child = children.pop(pid, None) if children is not None else None
+    if child is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=END_SECONDS)
+        return
+    deadline = time.monotonic() + END_SECONDS
+    while runner.process_start(pid) == start and time.monotonic() < deadline:
+        with contextlib.suppress(OSError, IndexError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
+                return  # dead; its parent (a worker) reaps it
+        time.sleep(0.01)
+
+
+def end_networks(*, public_id: str, children: runner.Children | None = None) -> None:
+    """Kills every live holder of the job's attempts: once its processes are gone (the job
+    ended, a restart begins, a stop or delete), nothing may keep its namespace."""
+    job_dir = job_logs.job_dir(public_id)
+    for state in sorted(job_dir.glob("attempt-*/network")):
+        found = runner.live_shim(state)
+        if found is not None:
+            _kill(*found, children=children)
+            logger.info("%s: ended the network namespace of %s", public_id, state.parent.name)
+        if found is None or runner.live_shim(state) is None:
+            # Its lock goes with it: a holder without one is looked for no more (live_shim
+            # searches /proc for a lock whose pid file names no holder), and the attempt is
+            # over, so it never needs another.
+            (state / "lock").unlink(missing_ok=True)
+
+
+def job_ids_with_networks() -> set[str]:
+    """Public ids of jobs whose run folder holds a holder's lock (live or not)."""
+    run_dir = Path(settings.LOCAL_RUN_DIR)
+    return {path.parts[-4] for path in run_dir.glob("*/attempt-*/network/lock")}
+
+
+def describe() -> str:
+    """How local jobs' network is set up, for the worker's start-up line."""
+    if isolated():
+        return "isolated (a network namespace per job, loopback only)"
+    return "the host's (LOCAL_JOB_NETWORK=host)"
