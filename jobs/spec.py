@@ -631,7 +631,9 @@ def stored_secret_values(doc: Any) -> list[str]:
         values.extend(_leaves(job_spec))
         job_spec = {}
     names = (console.get("secretEnvs") or []) if isinstance(console, Mapping) else None
-    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        names = [n.strip() for n in names]  # as parse_document reads them
+    else:
         names = None  # which are secret cannot be told: all are
     envs = job_spec.get("envs") or []
     for env in envs if isinstance(envs, list) else [envs]:
@@ -713,8 +715,11 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
         )
         spec.roles = _roles_from_v1(spec.framework, replicas or 0, template)
 
+    # Names are compared as the env rows' own names are read, without spaces around them: a
+    # script's " HF_TOKEN" in secretEnvs still marks HF_TOKEN secret (else its value would
+    # be shown on the job's pages, the admin's included).
     secret_names = {
-        r.str(n, "console.secretEnvs")
+        r.str(n, "console.secretEnvs").strip()
         for n in r.list(console.get("secretEnvs"), "console.secretEnvs")
     }
     for i, item in enumerate(r.list(job_spec.get("envs"), "jobSpec.envs")):

@@ -199,6 +199,33 @@ def test_secret_env_values_are_never_sent_back(api):
     assert job.job_spec().secret_values() == ["hf_verysecretvalue"]  # the job still gets it
 
 
+def test_a_secret_named_with_spaces_around_it_in_secret_envs_is_still_secret(api, alice_client):
+    # Env names are read without the spaces around them; secretEnvs were not, so the value
+    # of " HF_TOKEN" was not masked anywhere: API answers, the job page, the admin.
+    secret_body = body(console={"secretEnvs": [" HF_TOKEN "]})
+    secret_body["jobSpec"]["envs"] = [{"name": "HF_TOKEN", "value": "hf_verysecretvalue"}]
+    created = api.create_job(pool="local", body=secret_body)
+
+    raw = api.request(
+        "GET",
+        f"/api/v1/aijobs/{created['jobId']}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )
+    page = alice_client.get(f"/jobs/{created['jobId']}/")
+
+    assert raw["result"]["envs"] == [{"name": "HF_TOKEN", "value": "******"}]
+    assert page.status_code == 200
+    assert "hf_verysecretvalue" not in page.content.decode()
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.job_spec().secret_values() == ["hf_verysecretvalue"]  # the job still gets it
+    # A stored document that no longer parses is masked by the same names.
+    unreadable = {**secret_body, "resourcePoolId": "local", "priority": ["not text"]}
+    with pytest.raises(S.SpecError):
+        S.parse_document(unreadable)
+    assert S.stored_secret_values(unreadable) == ["hf_verysecretvalue"]
+
+
 def test_every_console_status_reads_back_through_the_consoles_own_aihc_status_map():
     from jobs.api_views import AIHC_STATUS
 
