@@ -113,7 +113,11 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = F.ImportForm(request.POST, request.FILES, pools=W.available_pools())
     key = str(request.POST.get("create_key", ""))
     text = str(request.POST.get("body", ""))
-    if form.is_valid():
+    if not form.is_valid():
+        # Refused by the form itself (a pool gone since the page was drawn, a paste over the
+        # limit): the text comes back with its secrets masked, as after a refusal of the body.
+        text = I.shown_text(text)
+    else:
         text = form.cleaned_data["text"]
         try:
             imported = I.draft_import(

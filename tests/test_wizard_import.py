@@ -432,6 +432,40 @@ def test_no_error_page_shows_the_bodys_secret_values(alice_client, body):
     assert not Draft.objects.exists()
 
 
+def test_a_refusal_by_the_form_itself_never_shows_the_bodys_secret_values(alice_client):
+    # Refused before the body is read: a pool the page offered that is gone now (a page left
+    # open), and a paste over the import's limit. The box still shows the text, masked.
+    gone_pool = import_body(alice_client, secret_body(), pool="cce-gone")
+    too_large = import_body(alice_client, secret_body(name="x" * (I.MAX_IMPORT_BYTES + 1)))
+
+    for refused in (gone_pool, too_large):
+        page = refused.content.decode()
+        assert refused.status_code == 200 and 'id="import-problems"' in page
+        assert SECRET not in page
+        box = html.unescape(re.search(r"<textarea[^>]*>\n(.*?)</textarea>", page, re.S).group(1))
+        assert json.loads(box)["jobSpec"]["imageConfig"]["password"] == W.MASK
+    assert "cce-gone" in error_texts(gone_pool)  # the select says it is not a choice
+    assert "请求大于 256 KB" in error_texts(too_large)
+    assert not Draft.objects.exists()
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+def test_a_body_nested_deeper_than_any_job_is_refused_saying_so(alice_client, v2):
+    # Deep enough for Python's own walks of it (a copy, masking) to run out of stack, yet
+    # shallow enough for the JSON reader: a server error before.
+    body = secret_body()
+    body["deep"] = json.loads("[" * 700 + "]" * 700)
+    if v2:
+        body["jobType"] = body.pop("jobFramework")
+
+    r = import_body(alice_client, json.dumps(body))
+
+    assert r.status_code == 200
+    assert "JSON 无效：嵌套太深，无法读取。" in error_texts(r)
+    assert SECRET not in r.content.decode()
+    assert not Draft.objects.exists()
+
+
 def test_a_message_that_would_quote_a_secret_names_only_its_field(alice_client):
     # An email address is quoted by its rule; here it is also the secret's value.
     body = secret_body()
