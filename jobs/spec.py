@@ -139,15 +139,17 @@ CPU_RESOURCE = "cpu"
 MEMORY_RESOURCE = "memory"
 SHARED_MEMORY_RESOURCE = "sharedMemory"  # GB, in jobSpec.resources
 
-NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,48}[a-z0-9])?$")
-ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?$")
-QUEUE_RE = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RETENTION_RE = re.compile(r"^([1-9][0-9]{0,5})([mhd])$")
+# Each rule ends with \Z, not $: $ also matches before a final line break, so a label value
+# "v\n" (labels are not stripped as names are) passed its rule and failed at the platform.
+NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,48}[a-z0-9])?\Z")
+ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?\Z")
+QUEUE_RE = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?\Z")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+RETENTION_RE = re.compile(r"^([1-9][0-9]{0,5})([mhd])\Z")
 LABEL_KEY_RE = re.compile(
-    r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+    r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
 )
-LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 # Docker reference grammar (distribution/reference), with a tag or digest required.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 IMAGE_RE = re.compile(
@@ -155,7 +157,7 @@ IMAGE_RE = re.compile(
     r"(?:\.[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)*(?::[0-9]+)?)/)?"
     rf"(?P<repository>{_COMPONENT}(?:/{_COMPONENT})*)"
     r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?\Z"
 )
 _MEMORY_RE = re.compile(
     r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(gb|gi|gib|g|mb|mi|mib|m|tb|ti|tib|t)?\s*$", re.I
