@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -618,8 +619,38 @@ def test_guessing_a_secret_is_throttled_like_guessing_a_password(wsgi, alice_key
     right = client_for(wsgi, key.access_key_id, secret)
     error = refused(lambda: right.list_jobs(pool="local"))
     assert (error.status, error.code) == (429, "TooManyRequests")
-    assert LoginFailure.objects.filter(username=f"api-key:{key.access_key_id}").count() == 3
+    assert (
+        LoginFailure.objects.filter(username=f"api-key:{key.access_key_id}@127.0.0.1").count() == 3
+    )
     assert not LoginFailure.objects.filter(username="alice").exists()  # her log-in is free
+
+
+def test_nobody_elsewhere_can_lock_a_key_out_by_its_id_alone(wsgi, alice_key, settings):
+    # A key ID is no secret (every request carries it in clear); its 128-bit secret cannot be
+    # guessed however many tries are let through. Counted per key alone, anyone who saw the
+    # ID could keep its owner's scripts refused (429), through the API or the log-in form.
+    settings.LOGIN_FAILURES_PER_USERNAME = 3
+    key, secret = alice_key
+    elsewhere = httpx.WSGITransport(app=WSGIHandler(), remote_addr="198.51.100.7")
+    guesser = client_for(wsgi, key.access_key_id, "0" * 32, transport=elsewhere)
+    for _ in range(3):
+        assert refused(lambda: guesser.list_jobs(pool="local")).code == "SignatureDoesNotMatch"
+    # The log-in form, with the names the API counts a key's failures under.
+    form = httpx.WSGITransport(app=WSGIHandler(), remote_addr="198.51.100.8")
+    with httpx.Client(transport=form, base_url=CONSOLE) as browser:
+        token = re.search(
+            r'name="csrfmiddlewaretoken" value="([^"]+)"', browser.get("/login/").text
+        )
+        for name in [f"api-key:{key.access_key_id}", f"api-key:{key.access_key_id}@127.0.0.1"] * 3:
+            data = {"username": name, "password": "x", "csrfmiddlewaretoken": token[1]}
+            assert browser.post("/login/", data=data).status_code == 200
+
+    owner = client_for(wsgi, key.access_key_id, secret)
+    assert owner.list_jobs(pool="local") == []
+    # The guesser's address stays refused for this key, even with the right secret.
+    right_but_elsewhere = client_for(wsgi, key.access_key_id, secret, transport=elsewhere)
+    error = refused(lambda: right_but_elsewhere.list_jobs(pool="local"))
+    assert (error.status, error.code) == (429, "TooManyRequests")
 
 
 def test_a_successful_request_records_when_the_key_was_last_used(api, alice_key):
