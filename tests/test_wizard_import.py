@@ -532,6 +532,25 @@ def test_a_pasted_body_imports_walks_to_a_review_of_the_same_json_and_submits(
     assert job.job_spec().to_v1_body() == BODY
 
 
+@pytest.mark.browser
+def test_a_paste_over_the_limit_comes_back_with_its_secrets_masked(logged_in_page):
+    from playwright.sync_api import expect
+
+    page = logged_in_page
+    body = secret_body()
+    body["jobSpec"]["command"] = "echo " + "x" * I.MAX_IMPORT_BYTES  # a pasted log, by mistake
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps(body))
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    expect(page.locator("#import-body-errors")).to_contain_text("请求大于 256 KB")
+    shown = page.locator("#import-body").input_value()
+    assert SECRET not in shown
+    assert json.loads(shown)["jobSpec"]["envs"][-1] == {"name": "API_TOKEN", "value": W.MASK}
+    assert not Draft.objects.exists()
+
+
 def test_a_paste_over_what_any_form_takes_gets_the_consoles_page_saying_so(alice_client, settings):
     # Over DATA_UPLOAD_MAX_MEMORY_SIZE Django refuses the form before the view reads it (400).
     body = {**BODY, "name": "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)}
