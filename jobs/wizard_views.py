@@ -106,6 +106,7 @@ def _import_context(form: F.ImportForm, text: str = "", key: str = "") -> dict[s
 
 @require_POST
 @login_required
+@never_cache  # a refusal shows what was pasted again: not for Back or history to keep
 def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     """从请求导入: a draft from a pasted or uploaded CreateJob body (jobs.wizard_import). A
     refusal shows the form again with each problem and the text kept (secrets masked); with

@@ -449,6 +449,15 @@ def test_a_refusal_by_the_form_itself_never_shows_the_bodys_secret_values(alice_
     assert not Draft.objects.exists()
 
 
+def test_a_refused_import_is_never_cached_as_it_holds_what_was_pasted(alice_client):
+    # Text that is not JSON comes back as typed, secrets and all: Back or a shared browser's
+    # history must not show it again from the cache.
+    r = import_body(alice_client, '{"envs": [{"name": "API_TOKEN", "value": "' + SECRET)
+
+    assert r.status_code == 200 and SECRET in r.content.decode()
+    assert "no-store" in r["Cache-Control"]
+
+
 @pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
 def test_a_body_nested_deeper_than_any_job_is_refused_saying_so(alice_client, v2):
     # Deep enough for Python's own walks of it (a copy, masking) to run out of stack, yet
