@@ -338,6 +338,17 @@ def test_a_v2_bodys_errors_name_its_own_fields(alice_client):
     assert not Draft.objects.exists()
 
 
+def test_more_variables_than_the_wizard_holds_are_refused_not_cut_to_fifty(alice_client):
+    body = copy.deepcopy(BODY)
+    body["jobSpec"]["envs"] = [{"name": f"V{i}", "value": str(i)} for i in range(51)]
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200
+    assert "envs: 一个任务最多 50 个环境变量，此任务有 51 个。" in error_texts(r)
+    assert not Draft.objects.exists()
+
+
 def test_an_unknown_pool_says_which_pools_may_be_used(alice_client):
     r = import_body(alice_client, {**BODY, "resourcePoolId": "cce-gone"}, pool="")
 
