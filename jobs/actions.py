@@ -17,7 +17,7 @@ from django.utils.translation import gettext_noop
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, Job, JobStatus, ReviewState
 from .services import job_event, job_transition, jobs_submit, recorded
-from .spec import PRIORITIES, SUBMIT_QUEUE, JobSpec, SpecError
+from .spec import PRIORITIES, SUBMIT_QUEUE, JobSpec, SpecError, validate
 from .texts import Term
 
 S = JobStatus
@@ -288,6 +288,22 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
         spec = job.job_spec()
     except SpecError as exc:
         raise ActionError(unreadable % {"fields": exc.fields}) from exc
+    # A spec stored before a rule was made stricter (at most 50 variables, labels without a
+    # line break) still reads, but jobs_submit would refuse it with an exception: say why.
+    problems = validate(spec)
+    if problems:
+        raise ActionError(
+            _(
+                "its spec no longer passes the console's rules (%(problems)s); copy the job "
+                "and change what they name."
+            )
+            % {
+                "problems": "; ".join(
+                    f"{path}: {' '.join(str(m) for m in messages)}"
+                    for path, messages in problems.items()
+                )
+            }
+        )
     if spec.submission.mode == SUBMIT_QUEUE:
         spec.submission.total = spec.submission.concurrency = 1
     refusals = pool_refusals(spec, find_pool(spec.resource_pool_id), owner=job.owner)

@@ -905,7 +905,7 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
 # -- review policy ---------------------------------------------------------------------
 
 
-QUEUE_ENTRY_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*$")
+QUEUE_ENTRY_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 
 
 class ReviewPolicyForm(forms.ModelForm):

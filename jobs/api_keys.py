@@ -22,8 +22,11 @@ Decisions (README "Scripts and SDKs"):
   the web server. Clients that sign neither (the [aihc] CLI, the console's own client) get
   no body integrity from the signature: use HTTPS.
 - Unknown or revoked key IDs and wrong signatures count as failed log-ins (jobs.throttle),
-  per key ID (as the username "api-key:<id>", which no real username can be) and per client
-  address: guessing a secret is throttled like guessing a password. Expired or malformed
+  per key ID from each address (as the username "api-key:<id>@<address>", which no real
+  username can be) and per client address: guessing a secret is throttled like guessing a
+  password. Not per key ID alone: the ID travels in clear in every request, and a count
+  anyone could fill would let whoever saw it keep the owner's scripts refused, while a
+  128-bit secret cannot be guessed however many tries get through. Expired or malformed
   requests are mistakes, not guesses, and do not count.
 """
 
@@ -53,7 +56,13 @@ from django.utils import timezone
 
 from .aihc import signer
 from .models import ApiKey
-from .throttle import login_failure_record, login_failures_clear, login_locked_minutes
+from .throttle import (
+    API_KEY_PREFIX,
+    client_ip,
+    login_failure_record,
+    login_failures_clear,
+    login_locked_minutes,
+)
 
 MAX_ACTIVE_KEYS = 10
 # Every SDK signs with 1800 s; a longer period asked for is cut to this, so a captured
@@ -61,7 +70,7 @@ MAX_ACTIVE_KEYS = 10
 MAX_EXPIRATION_SECONDS = 1800
 # How far in the future a client's clock may put the signing time.
 CLOCK_SKEW_SECONDS = 300
-THROTTLE_PREFIX = "api-key:"
+THROTTLE_PREFIX = API_KEY_PREFIX
 SIGNATURE_RE = re.compile(r"[0-9a-fA-F]{64}")
 _SEAL_VERSION = "aesgcm"
 _SEAL_INFO = b"ai-job-console jobs.api_keys secret"
@@ -215,7 +224,7 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
     if not value:
         raise ApiAuthError(403, "AccessDenied", "Access denied: the request is not signed.")
     auth = parse_authorization(value)
-    throttle_name = THROTTLE_PREFIX + auth.access_key_id[:64]
+    throttle_name = f"{THROTTLE_PREFIX}{auth.access_key_id[:64]}@{client_ip(request) or ''}"
     minutes = login_locked_minutes(username=throttle_name, request=request)
     if minutes:
         raise ApiAuthError(

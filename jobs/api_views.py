@@ -98,6 +98,11 @@ MAX_TIME_STEP = 30 * 24 * 3600
 DURATION = re.compile(r"(\d{1,8})([smhd]?)")
 DURATION_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 24 * 3600}
 LATEST_TIME = 10**11  # unix seconds: past any date a job runs on, before float trouble
+# A CreateJob body nests six levels at most (the body, console, roles, a role, resources, one). Python's
+# JSON reader takes up to ~1000, but the code after it walks a body recursively (v2's mapping
+# copies it, masking rewrites it), and a few hundred levels there ran out of stack: a server
+# error. So a body nested deeper than this is refused as it is read (API and import alike).
+MAX_JSON_DEPTH = 32
 
 
 class ApiError(ApiAuthError):
@@ -686,6 +691,12 @@ def _body(request: HttpRequest) -> Any:
         document = json.loads(request.body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
+    if nested_too_deeply(document):
+        message = _(
+            "The JSON you provided is nested more than %(depth)d levels deep; a CreateJob "
+            "body needs six."
+        )
+        raise ApiError(400, "MalformedJSON", message % {"depth": MAX_JSON_DEPTH})
     if has_lone_surrogate(document):
         raise ApiError(
             400,
@@ -694,6 +705,36 @@ def _body(request: HttpRequest) -> Any:
             "which is not a character.",
         )
     return document
+
+
+def nested_too_deeply(document: Any, *, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether `document` holds objects and lists nested more than `limit` deep. Walked level
+    by level, not recursively: a deep document is what it looks for."""
+    level = [document] if isinstance(document, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        level = [
+            value
+            for container in level
+            for value in (container.values() if isinstance(container, dict) else container)
+            if isinstance(value, dict | list)
+        ]
+    return False
+
+
+def cut_to_depth(document: Any, *, limit: int = MAX_JSON_DEPTH) -> Any:
+    """`document` with what is nested past `limit` levels replaced by None (no recursion past
+    `limit`): what a body too deep to read still says at the depths a job's fields have."""
+    if not isinstance(document, dict | list):
+        return document
+    if limit <= 0:
+        return None
+    if isinstance(document, dict):
+        return {key: cut_to_depth(value, limit=limit - 1) for key, value in document.items()}
+    return [cut_to_depth(value, limit=limit - 1) for value in document]
 
 
 def has_lone_surrogate(document: Any) -> bool:

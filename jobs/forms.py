@@ -62,7 +62,7 @@ SUBMISSION_CHOICES = [
     (S.SUBMIT_STANDALONE, _("Standalone job")),
     (S.SUBMIT_QUEUE, _("Queue task")),
 ]
-MAX_ROWS = 50
+MAX_ROWS = S.MAX_ENVS  # rows of each table; the spec allows no more (envs, mounts)
 # A lean copy of crispy-bootstrap5's field template (see the template for why).
 FIELD_TEMPLATE = "jobs/wizard/field.html"
 # Found by the form renderer in this app's templates/ folder.

@@ -135,19 +135,27 @@ MAX_CPU = 1024
 MAX_MEMORY_GB = 16384
 MAX_SHARED_MEMORY_GI = 1024
 MAX_GROUP_TASKS = 1000
+# Env variables and mounts of one job: as many rows as the wizard's tables hold (forms.MAX_ROWS),
+# so a job made through the API is copied or imported whole, never cut to the first 50. With
+# no limit a body of 2.5 MB held 40,000 variables, and the admin's page of such a job (the
+# environment of each of its first 16 replicas) took 44 s and 35 MB for each reviewer's view.
+MAX_ENVS = 50
+MAX_DATASOURCES = MAX_ENVS
 CPU_RESOURCE = "cpu"
 MEMORY_RESOURCE = "memory"
 SHARED_MEMORY_RESOURCE = "sharedMemory"  # GB, in jobSpec.resources
 
-NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,48}[a-z0-9])?$")
-ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?$")
-QUEUE_RE = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RETENTION_RE = re.compile(r"^([1-9][0-9]{0,5})([mhd])$")
+# Each rule ends with \Z, not $: $ also matches before a final line break, so a label value
+# "v\n" (labels are not stripped as names are) passed its rule and failed at the platform.
+NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,48}[a-z0-9])?\Z")
+ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?\Z")
+QUEUE_RE = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?\Z")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+RETENTION_RE = re.compile(r"^([1-9][0-9]{0,5})([mhd])\Z")
 LABEL_KEY_RE = re.compile(
-    r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+    r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
 )
-LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 # Docker reference grammar (distribution/reference), with a tag or digest required.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 IMAGE_RE = re.compile(
@@ -155,7 +163,7 @@ IMAGE_RE = re.compile(
     r"(?:\.[A-Za-z0-9](?:[-A-Za-z0-9]*[A-Za-z0-9])?)*(?::[0-9]+)?)/)?"
     rf"(?P<repository>{_COMPONENT}(?:/{_COMPONENT})*)"
     r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?"
-    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?$"
+    r"(?:@(?P<digest>sha256:[a-f0-9]{64}))?\Z"
 )
 _MEMORY_RE = re.compile(
     r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(gb|gi|gib|g|mb|mi|mib|m|tb|ti|tib|t)?\s*$", re.I
@@ -631,7 +639,9 @@ def stored_secret_values(doc: Any) -> list[str]:
         values.extend(_leaves(job_spec))
         job_spec = {}
     names = (console.get("secretEnvs") or []) if isinstance(console, Mapping) else None
-    if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        names = [n.strip() for n in names]  # as parse_document reads them
+    else:
         names = None  # which are secret cannot be told: all are
     envs = job_spec.get("envs") or []
     for env in envs if isinstance(envs, list) else [envs]:
@@ -713,8 +723,11 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
         )
         spec.roles = _roles_from_v1(spec.framework, replicas or 0, template)
 
+    # Names are compared as the env rows' own names are read, without spaces around them: a
+    # script's " HF_TOKEN" in secretEnvs still marks HF_TOKEN secret (else its value would
+    # be shown on the job's pages, the admin's included).
     secret_names = {
-        r.str(n, "console.secretEnvs")
+        r.str(n, "console.secretEnvs").strip()
         for n in r.list(console.get("secretEnvs"), "console.secretEnvs")
     }
     for i, item in enumerate(r.list(job_spec.get("envs"), "jobSpec.envs")):
@@ -1035,6 +1048,13 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
 
 
 def _validate_envs(spec: JobSpec, err: Any) -> None:
+    if len(spec.envs) > MAX_ENVS:
+        err(
+            "envs",
+            _("A job has at most %(max)d environment variables; this one has %(count)d.")
+            % {"max": MAX_ENVS, "count": len(spec.envs)},
+        )
+        return  # each of thousands checked too would bury that one message
     seen: set[str] = set()
     for i, env in enumerate(spec.envs):
         path = f"envs[{i}].name"
@@ -1072,6 +1092,13 @@ def _has_control_characters(text: str) -> bool:
 
 
 def _validate_datasources(spec: JobSpec, err: Any) -> None:
+    if len(spec.datasources) > MAX_DATASOURCES:
+        err(
+            "datasources",
+            _("A job has at most %(max)d mounts; this one has %(count)d.")
+            % {"max": MAX_DATASOURCES, "count": len(spec.datasources)},
+        )
+        return
     seen: set[str] = set()
     for i, ds in enumerate(spec.datasources):
         path = f"datasources[{i}]"

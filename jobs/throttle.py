@@ -37,6 +37,11 @@ def client_ip(request: HttpRequest | None) -> str | None:
     return request.META.get("REMOTE_ADDR") or None
 
 
+# The names jobs.api_keys counts an access key's failures under ("api-key:<id>@<address>"):
+# no account's (a username holds no ":"), and never counted for a log-in (see below).
+API_KEY_PREFIX = "api-key:"
+
+
 def _window_start() -> Any:
     return timezone.now() - timedelta(minutes=settings.LOGIN_THROTTLE_MINUTES)
 
@@ -75,7 +80,12 @@ def login_failures_clear(*, username: str) -> None:
 
 @receiver(user_login_failed)
 def _count_failed_login(sender: Any, credentials: dict[str, Any], request: Any = None, **kw: Any):
-    login_failure_record(username=str(credentials.get("username") or ""), request=request)
+    username = str(credentials.get("username") or "")
+    if username.lower().startswith(API_KEY_PREFIX):
+        # Typed into a log-in form, an access key's name would count towards locking that
+        # key out; it still counts for the address, under a name no one logs in with.
+        username = "login:" + username
+    login_failure_record(username=username, request=request)
 
 
 @receiver(user_logged_in)

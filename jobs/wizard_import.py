@@ -55,7 +55,7 @@ from . import spec as S
 from . import wizard as W
 from .aihc.mapping import is_role_map, v1_from_v2
 from .api_v2 import v2_paths
-from .api_views import has_lone_surrogate
+from .api_views import cut_to_depth, has_lone_surrogate, nested_too_deeply
 from .models import Draft
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
@@ -223,9 +223,7 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
         }
         raise ImportRefusedError([("body", message)], text) from None
     except RecursionError:
-        raise ImportRefusedError(
-            [("body", _("Not valid JSON: it is nested too deeply to read."))], text
-        ) from None
+        raise ImportRefusedError([("body", _too_deep())], text) from None
     except ValueError:  # an integer over sys.get_int_max_str_digits() digits
         message = _(
             "Not valid JSON: a number in it is too long to read (%(digits)d digits at most)."
@@ -233,6 +231,8 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
         raise ImportRefusedError(
             [("body", message % {"digits": sys.get_int_max_str_digits()})], text
         ) from None
+    if nested_too_deeply(document):
+        raise ImportRefusedError([("body", _too_deep())], shown_text(text))
     if has_lone_surrogate(document):
         message = _(
             "The JSON holds an unpaired surrogate (a lone \\ud800-\\udfff), which is not a "
@@ -276,6 +276,30 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
     if errors:
         raise ImportRefusedError(errors, shown, v2)
     return spec, v1
+
+
+def _too_deep() -> str:
+    return _("Not valid JSON: it is nested too deeply to read.")
+
+
+def shown_text(text: str) -> str:
+    """`text` as the box shows it again after any refusal, the form's own included (a pool
+    the page offered that is gone, a paste over the limit): the secret values of the body
+    in it as ******. Text that does not read as a JSON object names no secret and is shown
+    as typed (the user fixes it there); a body nested too deeply is read to the depths a
+    job's fields have."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    if not isinstance(document, dict):
+        return text
+    document = cut_to_depth(document)
+    try:
+        v1 = v1_from_v2(document) if is_v2_body(document) else document
+    except ValueError:  # faultToleranceArgs it cannot read: the rest still names the secrets
+        v1 = v1_from_v2({**document, "faultToleranceArgs": None})
+    return masked_text(text, document, S.stored_secret_values(v1))
 
 
 def is_v2_body(document: Mapping[str, Any]) -> bool:

@@ -106,6 +106,7 @@ def _import_context(form: F.ImportForm, text: str = "", key: str = "") -> dict[s
 
 @require_POST
 @login_required
+@never_cache  # a refusal shows what was pasted again: not for Back or history to keep
 def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     """从请求导入: a draft from a pasted or uploaded CreateJob body (jobs.wizard_import). A
     refusal shows the form again with each problem and the text kept (secrets masked); with
@@ -113,7 +114,11 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = F.ImportForm(request.POST, request.FILES, pools=W.available_pools())
     key = str(request.POST.get("create_key", ""))
     text = str(request.POST.get("body", ""))
-    if form.is_valid():
+    if not form.is_valid():
+        # Refused by the form itself (a pool gone since the page was drawn, a paste over the
+        # limit): the text comes back with its secrets masked, as after a refusal of the body.
+        text = I.shown_text(text)
+    else:
         text = form.cleaned_data["text"]
         try:
             imported = I.draft_import(

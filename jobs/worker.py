@@ -46,7 +46,7 @@ logger = logging.getLogger("jobs.worker")
 # "仅针对于成功/失败状态的任务生效" (seed 000): a timeout is a failure (it alerts as jobFailed);
 # a job a person stopped is kept for them to look at.
 AUTO_DELETED_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT})
-RETENTION_RE = re.compile(r"^([1-9][0-9]*)([mhd])$")
+RETENTION_RE = re.compile(r"^([1-9][0-9]*)([mhd])\Z")
 RETENTION_MINUTES = {"m": 1, "h": 60, "d": 24 * 60}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -199,6 +200,33 @@ def test_secret_env_values_are_never_sent_back(api):
     assert job.job_spec().secret_values() == ["hf_verysecretvalue"]  # the job still gets it
 
 
+def test_a_secret_named_with_spaces_around_it_in_secret_envs_is_still_secret(api, alice_client):
+    # Env names are read without the spaces around them; secretEnvs were not, so the value
+    # of " HF_TOKEN" was not masked anywhere: API answers, the job page, the admin.
+    secret_body = body(console={"secretEnvs": [" HF_TOKEN "]})
+    secret_body["jobSpec"]["envs"] = [{"name": "HF_TOKEN", "value": "hf_verysecretvalue"}]
+    created = api.create_job(pool="local", body=secret_body)
+
+    raw = api.request(
+        "GET",
+        f"/api/v1/aijobs/{created['jobId']}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )
+    page = alice_client.get(f"/jobs/{created['jobId']}/")
+
+    assert raw["result"]["envs"] == [{"name": "HF_TOKEN", "value": "******"}]
+    assert page.status_code == 200
+    assert "hf_verysecretvalue" not in page.content.decode()
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.job_spec().secret_values() == ["hf_verysecretvalue"]  # the job still gets it
+    # A stored document that no longer parses is masked by the same names.
+    unreadable = {**secret_body, "resourcePoolId": "local", "priority": ["not text"]}
+    with pytest.raises(S.SpecError):
+        S.parse_document(unreadable)
+    assert S.stored_secret_values(unreadable) == ["hf_verysecretvalue"]
+
+
 def test_every_console_status_reads_back_through_the_consoles_own_aihc_status_map():
     from jobs.api_views import AIHC_STATUS
 
@@ -306,6 +334,30 @@ def test_messages_follow_accept_language(api, wsgi, alice_key):
 
     assert r.status_code == 400
     assert "jobSpec.image: 请填写镜像地址。" in r.json()["message"]
+
+
+def test_more_variables_or_mounts_than_the_wizard_holds_are_refused_and_create_nothing(api):
+    # Unlimited before: 40,000 variables fit in a body, and the admin's page of that job took
+    # 44 s for each reviewer's view; a copy of a job with 51 kept only the first 50.
+    many_envs = body()
+    many_envs["jobSpec"]["envs"] = [{"name": f"V{i}", "value": "x"} for i in range(51)]
+    many_mounts = body(
+        datasources=[
+            {"type": "hostpath", "name": "work", "mountPath": f"/data/{i}"} for i in range(51)
+        ]
+    )
+
+    envs_error = refused(lambda: api.create_job(pool="local", body=many_envs))
+    mounts_error = refused(lambda: api.create_job(pool="local", body=many_mounts))
+
+    assert envs_error.code == "InvalidParameter"
+    assert "envs: A job has at most 50 environment variables; this one has 51." in (
+        envs_error.message
+    )
+    assert "datasources: A job has at most 50 mounts; this one has 51." in mounts_error.message
+    assert not Job.objects.exists()
+    many_envs["jobSpec"]["envs"].pop()
+    assert api.create_job(pool="local", body=many_envs)["jobId"]  # 50 is the wizard's table
 
 
 def test_a_pool_that_does_not_exist_is_refused(api):
@@ -591,8 +643,38 @@ def test_guessing_a_secret_is_throttled_like_guessing_a_password(wsgi, alice_key
     right = client_for(wsgi, key.access_key_id, secret)
     error = refused(lambda: right.list_jobs(pool="local"))
     assert (error.status, error.code) == (429, "TooManyRequests")
-    assert LoginFailure.objects.filter(username=f"api-key:{key.access_key_id}").count() == 3
+    assert (
+        LoginFailure.objects.filter(username=f"api-key:{key.access_key_id}@127.0.0.1").count() == 3
+    )
     assert not LoginFailure.objects.filter(username="alice").exists()  # her log-in is free
+
+
+def test_nobody_elsewhere_can_lock_a_key_out_by_its_id_alone(wsgi, alice_key, settings):
+    # A key ID is no secret (every request carries it in clear); its 128-bit secret cannot be
+    # guessed however many tries are let through. Counted per key alone, anyone who saw the
+    # ID could keep its owner's scripts refused (429), through the API or the log-in form.
+    settings.LOGIN_FAILURES_PER_USERNAME = 3
+    key, secret = alice_key
+    elsewhere = httpx.WSGITransport(app=WSGIHandler(), remote_addr="198.51.100.7")
+    guesser = client_for(wsgi, key.access_key_id, "0" * 32, transport=elsewhere)
+    for _ in range(3):
+        assert refused(lambda: guesser.list_jobs(pool="local")).code == "SignatureDoesNotMatch"
+    # The log-in form, with the names the API counts a key's failures under.
+    form = httpx.WSGITransport(app=WSGIHandler(), remote_addr="198.51.100.8")
+    with httpx.Client(transport=form, base_url=CONSOLE) as browser:
+        token = re.search(
+            r'name="csrfmiddlewaretoken" value="([^"]+)"', browser.get("/login/").text
+        )
+        for name in [f"api-key:{key.access_key_id}", f"api-key:{key.access_key_id}@127.0.0.1"] * 3:
+            data = {"username": name, "password": "x", "csrfmiddlewaretoken": token[1]}
+            assert browser.post("/login/", data=data).status_code == 200
+
+    owner = client_for(wsgi, key.access_key_id, secret)
+    assert owner.list_jobs(pool="local") == []
+    # The guesser's address stays refused for this key, even with the right secret.
+    right_but_elsewhere = client_for(wsgi, key.access_key_id, secret, transport=elsewhere)
+    error = refused(lambda: right_but_elsewhere.list_jobs(pool="local"))
+    assert (error.status, error.code) == (429, "TooManyRequests")
 
 
 def test_a_successful_request_records_when_the_key_was_last_used(api, alice_key):

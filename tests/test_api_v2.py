@@ -619,6 +619,25 @@ def test_bad_v2_input_is_a_clear_bce_error_and_creates_nothing(api):
     assert Job.objects.count() == 0
 
 
+def test_a_body_nested_deeper_than_any_job_is_malformed_json_not_a_server_error(api):
+    # Python's JSON reader takes this depth, but v2's mapping copies the body recursively:
+    # a few hundred levels were a RecursionError, answered with a 500.
+    deep = json.loads("[" * 700 + "]" * 700)
+    calls = [
+        lambda: action(api, "CreateJob", resourcePoolId="local", body=v2_body(labels=deep)),
+        lambda: action(api, "DescribeJobs", resourcePoolId="local", body={"keyword": deep}),
+        lambda: api.create_job(pool="local", body=body(labels=deep)),  # v1 reads it the same
+    ]
+
+    for call in calls:
+        error = refused(call)
+        assert (error.status, error.code) == (400, "MalformedJSON"), error.message
+        assert "nested more than 32 levels deep" in error.message
+    # What a job body really nests (console.roles[].resources[]) is far from the limit.
+    created = action(api, "CreateJob", resourcePoolId="local", body=v2_body(name="roles-ok"))
+    assert Job.objects.get().public_id == created["jobId"]
+
+
 def signed(api_key, *, method: str, query: list[tuple[str, str]], content: bytes = b"", **headers):
     """A request signed as Baidu's pool/queue SDK calls sign (host only, no version header)."""
     key, secret = api_key

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -376,6 +377,24 @@ def test_run_again_refuses_a_standalone_job_whose_cards_are_busy_and_creates_not
     assert response.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
     assert "needs 2" in response.content.decode() or "需要 2" in response.content.decode()
     assert Job.objects.count() == 2
+
+
+def test_run_again_of_a_job_a_rule_now_refuses_says_why_and_creates_nothing(alice, alice_client):
+    # Stored before the 50-variable limit (or another rule made stricter since): it still
+    # reads, but a new job from it would break today's rules. Run again was a 500 then.
+    job = submit(alice)
+    finish(job)
+    stored = copy.deepcopy(job.spec)
+    stored["jobSpec"]["envs"] = [{"name": f"V{i}", "value": "x"} for i in range(51)]
+    Job.objects.filter(pk=job.pk).update(spec=stored)
+
+    response = alice_client.post(reverse("job-rerun", args=[job.public_id]), follow=True)
+
+    assert response.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
+    page = response.content.decode()
+    assert "一个任务最多 50 个环境变量，此任务有 51 个。" in page
+    assert "请复制该任务并修改所列内容" in page  # what to do instead
+    assert Job.objects.count() == 1
 
 
 def test_run_again_on_one_task_of_a_queue_group_runs_one_task(alice, alice_client):

@@ -541,6 +541,14 @@ INVALID: list[tuple[str, Mutation, str]] = [
         "aiak.trainingMethod",
     ),
     ("bad label", setting(labels=[("bad key!", "v")]), "labels[0]"),
+    # A rule's $ matched before a final line break: labels are not stripped as read, so a
+    # script's "v\n" passed the console and failed at the platform.
+    ("label value ending in a line break", setting(labels=[("team", "nlp\n")]), "labels[0]"),
+    ("label key ending in a line break", setting(labels=[("team\n", "nlp")]), "labels[0]"),
+    ("name ending in a line break", setting(name="train\n"), "name"),
+    ("queue ending in a line break", setting(queue="default\n"), "queue"),
+    ("image ending in a line break", setting(image="python:3.12\n"), "jobSpec.image"),
+    ("retention ending in a line break", setting(retention_period="7d\n"), "retentionPeriod"),
     ("cpu 0", setting(roles=[S.Role("master", 1, cpu=0)]), "roles[0].cpu"),
     ("memory too large", setting(roles=[S.Role("master", 1, memory_gb=10**6)]), "roles[0].memory"),
 ]

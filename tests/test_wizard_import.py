@@ -338,6 +338,17 @@ def test_a_v2_bodys_errors_name_its_own_fields(alice_client):
     assert not Draft.objects.exists()
 
 
+def test_more_variables_than_the_wizard_holds_are_refused_not_cut_to_fifty(alice_client):
+    body = copy.deepcopy(BODY)
+    body["jobSpec"]["envs"] = [{"name": f"V{i}", "value": str(i)} for i in range(51)]
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200
+    assert "envs: 一个任务最多 50 个环境变量，此任务有 51 个。" in error_texts(r)
+    assert not Draft.objects.exists()
+
+
 def test_an_unknown_pool_says_which_pools_may_be_used(alice_client):
     r = import_body(alice_client, {**BODY, "resourcePoolId": "cce-gone"}, pool="")
 
@@ -429,6 +440,49 @@ def test_no_error_page_shows_the_bodys_secret_values(alice_client, body):
     page = r.content.decode()
     assert r.status_code == 200 and 'id="import-problems"' in page
     assert SECRET not in page
+    assert not Draft.objects.exists()
+
+
+def test_a_refusal_by_the_form_itself_never_shows_the_bodys_secret_values(alice_client):
+    # Refused before the body is read: a pool the page offered that is gone now (a page left
+    # open), and a paste over the import's limit. The box still shows the text, masked.
+    gone_pool = import_body(alice_client, secret_body(), pool="cce-gone")
+    too_large = import_body(alice_client, secret_body(name="x" * (I.MAX_IMPORT_BYTES + 1)))
+
+    for refused in (gone_pool, too_large):
+        page = refused.content.decode()
+        assert refused.status_code == 200 and 'id="import-problems"' in page
+        assert SECRET not in page
+        box = html.unescape(re.search(r"<textarea[^>]*>\n(.*?)</textarea>", page, re.S).group(1))
+        assert json.loads(box)["jobSpec"]["imageConfig"]["password"] == W.MASK
+    assert "cce-gone" in error_texts(gone_pool)  # the select says it is not a choice
+    assert "请求大于 256 KB" in error_texts(too_large)
+    assert not Draft.objects.exists()
+
+
+def test_a_refused_import_is_never_cached_as_it_holds_what_was_pasted(alice_client):
+    # Text that is not JSON comes back as typed, secrets and all: Back or a shared browser's
+    # history must not show it again from the cache.
+    r = import_body(alice_client, '{"envs": [{"name": "API_TOKEN", "value": "' + SECRET)
+
+    assert r.status_code == 200 and SECRET in r.content.decode()
+    assert "no-store" in r["Cache-Control"]
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+def test_a_body_nested_deeper_than_any_job_is_refused_saying_so(alice_client, v2):
+    # Deep enough for Python's own walks of it (a copy, masking) to run out of stack, yet
+    # shallow enough for the JSON reader: a server error before.
+    body = secret_body()
+    body["deep"] = json.loads("[" * 700 + "]" * 700)
+    if v2:
+        body["jobType"] = body.pop("jobFramework")
+
+    r = import_body(alice_client, json.dumps(body))
+
+    assert r.status_code == 200
+    assert "JSON 无效：嵌套太深，无法读取。" in error_texts(r)
+    assert SECRET not in r.content.decode()
     assert not Draft.objects.exists()
 
 
@@ -657,6 +711,25 @@ def test_an_env_marked_secret_for_its_name_is_unticked_on_the_image_step_and_kee
     expect(row.locator(".cell-value input")).to_have_value(SECRET)
     expect(row.get_by_role("checkbox")).not_to_be_checked()
     assert PASSWORD not in page.content()  # the others stay secret
+
+
+@pytest.mark.browser
+def test_a_paste_over_the_limit_comes_back_with_its_secrets_masked(logged_in_page):
+    from playwright.sync_api import expect
+
+    page = logged_in_page
+    body = secret_body()
+    body["jobSpec"]["command"] = "echo " + "x" * I.MAX_IMPORT_BYTES  # a pasted log, by mistake
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps(body))
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    expect(page.locator("#import-body-errors")).to_contain_text("请求大于 256 KB")
+    shown = page.locator("#import-body").input_value()
+    assert SECRET not in shown
+    assert json.loads(shown)["jobSpec"]["envs"][-1] == {"name": "API_TOKEN", "value": W.MASK}
+    assert not Draft.objects.exists()
 
 
 def test_a_paste_over_what_any_form_takes_gets_the_consoles_page_saying_so(alice_client, settings):
