@@ -46,6 +46,7 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -132,7 +133,7 @@ class WorkerState:
 FIELDS = ("seen_at", "stopped_at", "started_at", "host", "pid", "version")
 
 
-def _stale_before() -> Now:
+def _stale_before() -> CombinedExpression:
     """The database's now less WORKER_STALE_SECONDS: a lease renewed before it has lapsed."""
     return Now() - timedelta(seconds=settings.WORKER_STALE_SECONDS)
 
@@ -246,8 +247,15 @@ def known_workers() -> list[KnownWorker]:
         .annotate(db_now=Now(), active=Exists(holder.filter(stopped_at=None)))
         .order_by("-active", "-seen_at", "-pk")
         .values(
-            "host", "pid", "version", "run_dir", "started_at", "seen_at", "stopped_at",
-            "db_now", "active",
+            "host",
+            "pid",
+            "version",
+            "run_dir",
+            "started_at",
+            "seen_at",
+            "stopped_at",
+            "db_now",
+            "active",
         )
     )
     return [
@@ -299,12 +307,17 @@ class WorkerIdentity:
 _this_process: WorkerIdentity | None = None
 
 
-def worker_beat(*, worker: WorkerIdentity) -> bool:
+def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool:
     """The worker says it is alive: its own row, and the lease. It renews the lease if it
     holds it, else tries to take it (free: never taken, stopped cleanly, or not renewed for
     WORKER_STALE_SECONDS). Returns whether it holds the lease now: False for a worker that
     held it means another took it over (this one had not renewed it in time), and it must
     stop dispatching.
+
+    `run_dir_locked`: the caller holds `worker.lock` of its run directory (jobs.worker), so a
+    holder on the same host with the same run directory is a predecessor that died (it held
+    that lock while it lived): the lease is taken from it at once, as a worker restarted after
+    a kill -9 has always resumed at once, not after WORKER_STALE_SECONDS.
 
     One transaction; each step one conditional UPDATE (an INSERT the very first time)."""
     with transaction.atomic():
@@ -323,7 +336,11 @@ def worker_beat(*, worker: WorkerIdentity) -> bool:
             "seen_at": Now(),
             "stopped_at": None,
         }
-        free = Q(stopped_at__isnull=False) | Q(seen_at__isnull=True) | Q(seen_at__lt=_stale_before())
+        free = (
+            Q(stopped_at__isnull=False) | Q(seen_at__isnull=True) | Q(seen_at__lt=_stale_before())
+        )
+        if run_dir_locked:
+            free |= Q(host=worker.host, run_dir=worker.run_dir)
         if lease.filter(free).update(**taken):
             return True
         if lease.exists():

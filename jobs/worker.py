@@ -48,9 +48,9 @@ from .backends import BackendError, get_backend
 from .health import HEARTBEAT_SECONDS, WorkerIdentity, worker_beat, worker_state, worker_stopped
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
 from .runner import evict_for_disk_pressure, followed_here, minutes, runner_key, supervise
+from .scheduler import dispatch_local
 from .services import job_event
 from .texts import recorded
-from .scheduler import dispatch_local
 
 logger = logging.getLogger("jobs.worker")
 
@@ -348,7 +348,8 @@ def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> bool:
     told = None
     while not stop.is_set():
         try:
-            if worker_beat(worker=identity):
+            # This process holds worker.lock (run_forever): a holder in its place is dead.
+            if worker_beat(worker=identity, run_dir_locked=True):
                 if told is not None:
                     logger.warning("took over as the active worker")
                 return True

@@ -19,10 +19,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.db.models.functions import Now
 from django.test import Client
 from django.urls import reverse
-from django.db.models.functions import Now
-from django.utils import timezone
 
 from jobs.health import WorkerIdentity, worker_beat, worker_stopped
 from jobs.management.commands.serve import gunicorn_command

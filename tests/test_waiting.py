@@ -15,7 +15,6 @@ import pytest
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from jobs import spec as S
 from jobs.health import WorkerIdentity, worker_beat

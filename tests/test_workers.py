@@ -79,21 +79,19 @@ def test_two_workers_racing_for_the_lease_never_both_take_it():
     a, b = worker_on("gpu-a", 101), worker_on("gpu-b", 202)
     winners: list[list[str]] = []
 
+    def race(worker: WorkerIdentity, start: threading.Barrier, won: list[str]) -> None:
+        try:
+            start.wait()
+            if worker_beat(worker=worker):
+                won.append(worker.host)
+        finally:
+            connections.close_all()  # this thread's connection
+
     for round_ in range(8):
         if round_:
             lease_renewed(seconds_ago=3600)  # the last winner went stale
-        start = threading.Barrier(2)
-        won: list[str] = []
-
-        def race(worker: WorkerIdentity) -> None:
-            try:
-                start.wait()
-                if worker_beat(worker=worker):
-                    won.append(worker.host)
-            finally:
-                connections.close_all()  # this thread's connection
-
-        threads = [threading.Thread(target=race, args=(w,)) for w in (a, b)]
+        start, won = threading.Barrier(2), []
+        threads = [threading.Thread(target=race, args=(w, start, won)) for w in (a, b)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -132,9 +130,7 @@ def test_a_standby_worker_takes_over_once_the_holder_stopped_cleanly(db):
     assert WorkerHeartbeat.objects.get().run_dir == b.run_dir
 
 
-def test_a_standby_worker_takes_over_only_once_the_lease_is_older_than_the_threshold(
-    db, settings
-):
+def test_a_standby_worker_takes_over_only_once_the_lease_is_older_than_the_threshold(db, settings):
     settings.WORKER_STALE_SECONDS = 60
     a, b = worker_on("gpu-a", 101), worker_on("gpu-b", 202)
     worker_beat(worker=a)
@@ -147,6 +143,20 @@ def test_a_standby_worker_takes_over_only_once_the_lease_is_older_than_the_thres
     # The old holder, back from its hang, finds the lease gone and does not get it back.
     assert worker_beat(worker=a) is False
     assert worker_state().host == "gpu-b"
+
+
+def test_a_worker_restarted_in_the_same_place_takes_over_from_its_killed_one_at_once(db):
+    """Same host, same run directory: the new worker holds `worker.lock` there, which the old
+    one held while it lived, so its lease (fresh as it is: killed a moment ago) is taken at
+    once. A worker elsewhere, lock or not, still waits it out."""
+    killed = worker_on("gpu-a", 101)
+    restarted, elsewhere = worker_on("gpu-a", 102), worker_on("gpu-b", 202)
+    worker_beat(worker=killed)
+
+    assert worker_beat(worker=elsewhere, run_dir_locked=True) is False
+    assert worker_beat(worker=restarted) is False  # without the lock: it might live
+    assert worker_beat(worker=restarted, run_dir_locked=True) is True
+    assert (worker_state().host, worker_state().pid) == ("gpu-a", 102)
 
 
 def test_a_worker_whose_lease_was_taken_over_stops_dispatching(db, runner_settings):  # noqa: F811
@@ -177,7 +187,8 @@ def _owner():
 
 
 def test_a_worker_never_relaunches_a_local_job_started_by_a_worker_elsewhere(
-    db, runner_settings  # noqa: F811
+    db,
+    runner_settings,  # noqa: F811
 ):
     """A job Running on another host (or run directory) has no files here: to this worker
     its replicas look never launched. It neither launches them nor fails the job, and says
@@ -196,7 +207,7 @@ def test_a_worker_never_relaunches_a_local_job_started_by_a_worker_elsewhere(
     assert not attempt_dir(job.public_id, 1).exists()  # nothing launched here
     assert list(job.replicas.values_list("pid", flat=True)) == [None]
     [event] = job.events.filter(reason="NotFollowed")
-    assert "cannot see the job's processes" in event.message
+    assert "看不到本任务的进程" in event.message  # in the console's language (Chinese by default)
     assert "gpu-a" not in event.message  # no machine names for users
 
 
@@ -346,8 +357,9 @@ def test_a_second_real_worker_waits_and_takes_over_when_the_first_stops(world, t
     first.send_signal(signal.SIGTERM)
     assert first.wait(timeout=15) == 0
     wait_for(
-        lambda: query(world, "SELECT pid, stopped_at FROM jobs_workerheartbeat")
-        == [(second.pid, None)],
+        lambda: (
+            query(world, "SELECT pid, stopped_at FROM jobs_workerheartbeat") == [(second.pid, None)]
+        ),
         what="the takeover",
     )
     second.send_signal(signal.SIGTERM)
