@@ -353,6 +353,13 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
         return True
 
 
+def forget_old_workers() -> int:
+    """Deletes the rows of worker processes not seen for a week (each start of a worker
+    adds one): called by a worker as it takes the lease. Returns how many went."""
+    old = WorkerProcess.objects.filter(seen_at__lt=Now() - 7 * KNOWN_WORKERS_FOR)
+    return old.delete()[0]
+
+
 def worker_stopped(*, worker: WorkerIdentity) -> None:
     """The worker says it stopped cleanly: it is not running from now on, whatever its last
     beat (a stopped worker is not waited out for WORKER_STALE_SECONDS), and the lease is free

@@ -45,7 +45,14 @@ from django.utils.translation import gettext_noop
 
 from . import cgroups
 from .backends import BackendError, get_backend
-from .health import HEARTBEAT_SECONDS, WorkerIdentity, worker_beat, worker_state, worker_stopped
+from .health import (
+    HEARTBEAT_SECONDS,
+    WorkerIdentity,
+    forget_old_workers,
+    worker_beat,
+    worker_state,
+    worker_stopped,
+)
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
 from .runner import evict_for_disk_pressure, followed_here, minutes, runner_key, supervise
 from .scheduler import dispatch_local
@@ -341,18 +348,20 @@ def wait_for_work(stop: threading.Event, timeout: float) -> None:
             continue
 
 
-def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> bool:
-    """Stands by until this worker holds the database lease (True), or is asked to stop
-    (False). Tries every HEARTBEAT_SECONDS, beating its own row meanwhile; says who holds the
-    lease when it starts waiting and whenever the holder changes."""
+def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | None:
+    """Stands by until this worker holds the database lease, or is asked to stop (None).
+    Tries every HEARTBEAT_SECONDS, beating its own row meanwhile; says who holds the lease
+    when it starts waiting and whenever the holder changes. Returns when (monotonic) the
+    lease was taken: the Worker's first renewal is due HEARTBEAT_SECONDS after it."""
     told = None
     while not stop.is_set():
+        asked = time.monotonic()
         try:
             # This process holds worker.lock (run_forever): a holder in its place is dead.
             if worker_beat(worker=identity, run_dir_locked=True):
                 if told is not None:
                     logger.warning("took over as the active worker")
-                return True
+                return asked
             holder = worker_state()
         except Exception:
             logger.exception("taking the worker's lease failed")
@@ -367,15 +376,15 @@ def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> bool:
                     holder.started_at.isoformat() if holder.started_at else "?",
                 )
         stop.wait(HEARTBEAT_SECONDS)
-    return False
+    return None
 
 
 def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     lock = take_worker_lock()
     identity = WorkerIdentity.here()
     try:
-        while wait_for_lease(stop, identity):
-            run_while_holding(stop, identity, tasks=tasks)
+        while (taken := wait_for_lease(stop, identity)) is not None:
+            run_while_holding(stop, identity, taken=taken, tasks=tasks)
     finally:
         if stop.is_set():  # asked to stop (SIGTERM, Ctrl-C), not fallen over
             try:
@@ -386,8 +395,11 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
         os.close(lock)
 
 
-def run_while_holding(stop: threading.Event, identity: WorkerIdentity, *, tasks: bool) -> None:
-    """The worker's loop while it holds the lease: until asked to stop, or the lease lost."""
+def run_while_holding(
+    stop: threading.Event, identity: WorkerIdentity, *, taken: float, tasks: bool
+) -> None:
+    """The worker's loop while it holds the lease (taken at `taken`, monotonic): until asked
+    to stop, or the lease lost."""
     if tasks:
         # Holding the lease, no other console worker runs: a task one of them left Running
         # will never finish.
@@ -396,6 +408,7 @@ def run_while_holding(stop: threading.Event, identity: WorkerIdentity, *, tasks:
     if thread:
         thread.start()
     worker = Worker(identity)
+    worker.last_beat = taken
     logger.info(
         "worker started (poll %.2fs); CPU and memory of roles: %s",
         settings.WORKER_POLL_SECONDS,
@@ -403,6 +416,7 @@ def run_while_holding(stop: threading.Event, identity: WorkerIdentity, *, tasks:
     )
     try:
         worker.note_runs_elsewhere()
+        forget_old_workers()
     except Exception:
         logger.exception("looking for local jobs started elsewhere failed")
     try:

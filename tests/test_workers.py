@@ -19,7 +19,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from jobs.health import WorkerIdentity, worker_beat, worker_state, worker_stopped
+from jobs.health import (
+    WorkerIdentity,
+    forget_old_workers,
+    worker_beat,
+    worker_state,
+    worker_stopped,
+)
 from jobs.models import (
     Job,
     JobReplica,
@@ -285,6 +291,16 @@ def test_staff_see_every_worker_seen_in_the_last_day_and_users_none(reviewer, al
     listed = staff.get(reverse("job-list")).content.decode()
     assert sorted(re.findall(r'data-role="(\w+)"', listed)) == ["standby", "stopped"]
     assert 'id="known-workers"' not in user.get(reverse("job-list")).content.decode()
+
+
+def test_rows_of_workers_not_seen_for_a_week_are_forgotten(db):
+    for worker in (worker_on("gpu-a", 101), worker_on("gpu-b", 202), worker_on("gpu-c", 303)):
+        worker_beat(worker=worker)
+    WorkerProcess.objects.filter(host="gpu-b").update(seen_at=Now() - timedelta(days=6))
+    WorkerProcess.objects.filter(host="gpu-c").update(seen_at=Now() - timedelta(days=8))
+
+    assert forget_old_workers() == 1
+    assert sorted(WorkerProcess.objects.values_list("host", flat=True)) == ["gpu-a", "gpu-b"]
 
 
 # -- The job list's banner, refreshed with its table -------------------------------------
