@@ -632,7 +632,8 @@ LOCAL_PORTS = (_low, _high)
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
 # After how long without a heartbeat the worker counts as not running (jobs.health): the
-# health endpoint answers 503 and users waiting on it see a banner. It beats every tick, at
+# health endpoint answers 503, users waiting on it see a banner, and a worker standing by
+# takes its lease over (aged on the database's clock). It beats every tick, at
 # most every 5 s, so less than twice a tick plus those 5 s would report a live worker dead
 # (the default grows with a long WORKER_POLL_SECONDS; a value set too short is refused).
 WORKER_STALE_SECONDS = envfloat(

@@ -1,14 +1,20 @@
-"""Whether the console is healthy: its database answers and its worker is alive.
+"""Whether the console is healthy: its database answers and its worker is alive; and which
+worker may dispatch.
 
-The worker says it is alive with a heartbeat, one row (models.WorkerHeartbeat) it updates
-as it ticks, at most every HEARTBEAT_SECONDS: one indexed UPDATE, so a tick of 1 s costs
-the database one write every 5 s. The row lives in the database, not in a file of the var
-dir, because the database is all a web server and a worker on two machines share. A worker
-that stops cleanly (SIGTERM, Ctrl-C) says so in the same row; one killed outright just stops
-beating, and is taken for not running once WORKER_STALE_SECONDS pass without a beat.
+One worker dispatches per database: it holds a lease, the one row of models.WorkerHeartbeat
+(the holder's random instance id, host, pid, run directory, since when), renewed as it ticks,
+at most every HEARTBEAT_SECONDS (one indexed UPDATE). A second worker sharing the database
+(another host, or another run directory) fails to take it and stands by, trying again as it
+ticks; it takes the lease over once the holder stopped cleanly (SIGTERM, Ctrl-C) or its lease
+is older than WORKER_STALE_SECONDS (killed, hung, its machine gone). Taking and renewing are
+conditional UPDATEs of that one row (WHERE holder = me, or WHERE it is free): SQLite runs one
+writer at a time, and PostgreSQL re-checks the condition on the row a concurrent winner just
+wrote, so two workers can never both win. Every worker, active or standing by, also beats its
+own row of models.WorkerProcess, for staff's list of workers.
 
-Ages are worked out with the web server's clock against the worker's: the two machines'
-clocks must agree (NTP) to within well under WORKER_STALE_SECONDS.
+Every time is the database's clock: written as NOW() and compared with NOW() in the same
+query, so the web servers' and the workers' clocks may disagree without showing a live worker
+as stale or a dead one as live.
 
 Read by the health endpoint (`GET /healthz`, jobs.health_views), the banner on users' pages
 and staff's admin pages, and the job page's "why waiting" line (jobs.scheduler.why_waiting).
@@ -18,23 +24,40 @@ from __future__ import annotations
 
 import os
 import socket
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from importlib import metadata
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError
-from django.db.models import BooleanField, Case, Exists, OuterRef, Subquery, Value, When
-from django.utils import timezone
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import (
+    BooleanField,
+    Case,
+    Exists,
+    F,
+    Func,
+    IntegerField,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+    When,
+)
+from django.db.models.expressions import CombinedExpression
+from django.db.models.functions import Now
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from .models import Job, JobStatus, WorkerHeartbeat
+from .models import Job, JobStatus, WorkerHeartbeat, WorkerProcess
 
 HEARTBEAT_SECONDS = 5.0
 # The one row's key.
 HEARTBEAT_PK = 1
+# How long staff's list of workers remembers one that stopped beating.
+KNOWN_WORKERS_FOR = timedelta(days=1)
 # The statuses in which a job waits for the worker to move it on (start, submit, follow, stop).
 WORKER_STATUSES = frozenset(
     {JobStatus.QUEUED, JobStatus.SUBMITTING, JobStatus.RUNNING, JobStatus.STOPPING}
@@ -52,15 +75,18 @@ def console_version() -> str:
 
 @dataclass(frozen=True)
 class WorkerState:
-    """What the heartbeat says now (None everywhere: no worker ever reported)."""
+    """What the lease says now (None everywhere: no worker ever reported). `age`: how long
+    ago it was last renewed, by the database's clock."""
 
-    now: datetime
+    age: timedelta | None = None
     seen_at: datetime | None = None
     stopped_at: datetime | None = None
     started_at: datetime | None = None
     host: str = ""
     pid: int | None = None
     version: str = ""
+    # Workers beating now that do not hold the lease (they take over if it lapses).
+    standby: int = 0
 
     @property
     def status(self) -> str:
@@ -68,7 +94,7 @@ class WorkerState:
             return NEVER_SEEN
         if self.stopped_at is not None:
             return STOPPED
-        if self.last_seen_seconds > settings.WORKER_STALE_SECONDS:
+        if (self.last_seen_seconds or 0) > settings.WORKER_STALE_SECONDS:
             return STALE
         return OK
 
@@ -78,10 +104,11 @@ class WorkerState:
 
     @property
     def last_seen_seconds(self) -> int | None:
-        if self.seen_at is None:
+        if self.seen_at is None or self.age is None:
             return None
-        # A worker's clock a little ahead of the web server's does not make a negative age.
-        return max(int((self.now - self.seen_at).total_seconds()), 0)
+        # Both ends are the database's clock: no skew. (A row an older release wrote with a
+        # machine's clock ahead of the database's does not make a negative age.)
+        return max(int(self.age.total_seconds()), 0)
 
     @property
     def banner(self) -> str | None:
@@ -106,64 +133,244 @@ class WorkerState:
 FIELDS = ("seen_at", "stopped_at", "started_at", "host", "pid", "version")
 
 
-def worker_state(*, now: datetime | None = None) -> WorkerState:
-    """The heartbeat as it stands: one query of one row."""
-    row = WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK).values(*FIELDS).first()
-    return WorkerState(now=now or timezone.now(), **(row or {}))
+def _stale_before() -> CombinedExpression:
+    """The database's now less WORKER_STALE_SECONDS: a lease renewed before it has lapsed."""
+    return Now() - timedelta(seconds=settings.WORKER_STALE_SECONDS)
+
+
+def _standby() -> Subquery:
+    """How many workers beat now without holding the lease (a subquery: no query more)."""
+    holds = WorkerHeartbeat.objects.filter(
+        pk=HEARTBEAT_PK, holder=OuterRef("instance"), stopped_at=None
+    )
+    beating = (
+        WorkerProcess.objects.filter(stopped_at=None, seen_at__gte=_stale_before())
+        .filter(~Exists(holds))
+        .annotate(n=Func(F("pk"), function="COUNT"))
+        .values("n")
+    )
+    return Subquery(beating, output_field=IntegerField())
+
+
+def _state(row: dict, *, prefix: str = "") -> WorkerState:
+    values = {name: row[f"{prefix}{name}"] for name in FIELDS if row[f"{prefix}{name}"]}
+    seen_at, db_now = row[f"{prefix}seen_at"], row[f"{prefix}db_now"]
+    age = db_now - seen_at if seen_at is not None and db_now is not None else None
+    return WorkerState(age=age, standby=row[f"{prefix}standby"] or 0, **values)
+
+
+def worker_state() -> WorkerState:
+    """The lease as it stands, aged on the database's clock: one query of one row."""
+    row = (
+        WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK)
+        .annotate(db_now=Now(), standby=_standby())
+        .values("db_now", "standby", *FIELDS)
+        .first()
+    )
+    return _state(row) if row else WorkerState()
 
 
 def worker_state_for(*, user: User) -> tuple[WorkerState, bool]:
-    """The heartbeat, and whether `user` has jobs waiting on the worker (WORKER_STATUSES), in
+    """The lease, and whether `user` has jobs waiting on the worker (WORKER_STATUSES), in
     one query: the job list asks on every load, and must cost one query more, not two. The
     user's jobs are looked at only while the worker does not run (the database skips the
     CASE's other branch): with it running, the query reads the heartbeat's row alone."""
-    now = timezone.now()
     heartbeat = WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK)
-    alive = heartbeat.filter(
-        stopped_at=None, seen_at__gte=now - timedelta(seconds=settings.WORKER_STALE_SECONDS)
-    )
+    alive = heartbeat.filter(stopped_at=None, seen_at__gte=_stale_before())
     waiting = Job.objects.filter(owner=OuterRef("pk"), status__in=WORKER_STATUSES)
     row = (
         User.objects.filter(pk=user.pk)
         .annotate(
             **{f"heartbeat_{name}": Subquery(heartbeat.values(name)[:1]) for name in FIELDS},
+            heartbeat_db_now=Now(),
+            heartbeat_standby=Value(0),
             waiting_on_worker=Case(
                 When(Exists(alive), then=Value(False)),
                 default=Exists(waiting),
                 output_field=BooleanField(),
             ),
         )
-        .values("waiting_on_worker", *(f"heartbeat_{name}" for name in FIELDS))
+        .values(
+            "waiting_on_worker",
+            "heartbeat_db_now",
+            "heartbeat_standby",
+            *(f"heartbeat_{name}" for name in FIELDS),
+        )
         .get()
     )
-    state = WorkerState(
-        now=now,
-        **{name: row[f"heartbeat_{name}"] for name in FIELDS if row[f"heartbeat_{name}"]},
+    return _state(row, prefix="heartbeat_"), bool(row["waiting_on_worker"])
+
+
+@dataclass(frozen=True)
+class KnownWorker:
+    """A worker process staff are shown (known_workers)."""
+
+    host: str
+    pid: int | None
+    version: str
+    run_dir: str
+    started_at: datetime | None
+    seen_at: datetime | None
+    stopped_at: datetime | None
+    age: timedelta | None
+    active: bool
+
+    @property
+    def last_seen_seconds(self) -> int:
+        return max(int(self.age.total_seconds()), 0) if self.age is not None else 0
+
+    @property
+    def role(self) -> str:
+        """active (holds the lease), standby (beats, waits to take over), stopped or stale."""
+        if self.stopped_at is not None:
+            return STOPPED
+        if self.last_seen_seconds > settings.WORKER_STALE_SECONDS:
+            return STALE
+        return "active" if self.active else "standby"
+
+    @property
+    def role_label(self) -> str:
+        return {
+            "active": _("Active (dispatching)"),
+            "standby": _("Standing by"),
+            STOPPED: _("Stopped"),
+            STALE: _("Not responding"),
+        }[self.role]
+
+
+def known_workers() -> list[KnownWorker]:
+    """Every worker process seen in the last day, the lease's holder first, then the most
+    recently seen: one query."""
+    holder = WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK, holder=OuterRef("instance"))
+    rows = (
+        WorkerProcess.objects.filter(seen_at__gte=Now() - KNOWN_WORKERS_FOR)
+        .annotate(db_now=Now(), active=Exists(holder.filter(stopped_at=None)))
+        .order_by("-active", "-seen_at", "-pk")
+        .values(
+            "host",
+            "pid",
+            "version",
+            "run_dir",
+            "started_at",
+            "seen_at",
+            "stopped_at",
+            "db_now",
+            "active",
+        )
     )
-    return state, bool(row["waiting_on_worker"])
+    return [
+        KnownWorker(
+            **{k: v for k, v in row.items() if k != "db_now"},
+            age=row["db_now"] - row["seen_at"] if row["seen_at"] else None,
+        )
+        for row in rows
+    ]
 
 
-def worker_beat(*, started_at: datetime) -> None:
-    """The worker says it is alive (and who it is); one UPDATE, an INSERT the first time."""
-    fields = {
-        "seen_at": timezone.now(),
-        "stopped_at": None,
-        "started_at": started_at,
-        "host": socket.gethostname()[:255],
-        "pid": os.getpid(),
-        "version": console_version()[:32],
-    }
-    if not WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK).update(**fields):
-        WorkerHeartbeat.objects.update_or_create(pk=HEARTBEAT_PK, defaults=fields)
+@dataclass(frozen=True)
+class WorkerIdentity:
+    """Who a worker process is, in the lease and in its own row."""
+
+    instance: str
+    host: str
+    pid: int
+    run_dir: str
+    version: str
+
+    @classmethod
+    def here(cls) -> WorkerIdentity:
+        """This process's identity: one per process (a new one after a fork)."""
+        global _this_process
+        if _this_process is None or _this_process.pid != os.getpid():
+            _this_process = cls.new()
+        return _this_process
+
+    @classmethod
+    def new(cls) -> WorkerIdentity:
+        return cls(
+            instance=uuid.uuid4().hex,
+            host=socket.gethostname()[:255],
+            pid=os.getpid(),
+            run_dir=str(Path(settings.LOCAL_RUN_DIR).resolve())[:1024],
+            version=console_version()[:32],
+        )
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "host": self.host,
+            "pid": self.pid,
+            "run_dir": self.run_dir,
+            "version": self.version,
+        }
 
 
-def worker_stopped() -> None:
+_this_process: WorkerIdentity | None = None
+
+
+def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool:
+    """The worker says it is alive: its own row, and the lease. It renews the lease if it
+    holds it, else tries to take it (free: never taken, stopped cleanly, or not renewed for
+    WORKER_STALE_SECONDS). Returns whether it holds the lease now: False for a worker that
+    held it means another took it over (this one had not renewed it in time), and it must
+    stop dispatching.
+
+    `run_dir_locked`: the caller holds `worker.lock` of its run directory (jobs.worker), so a
+    holder on the same host with the same run directory is a predecessor that died (it held
+    that lock while it lived): the lease is taken from it at once, as a worker restarted after
+    a kill -9 has always resumed at once, not after WORKER_STALE_SECONDS.
+
+    One transaction; each step one conditional UPDATE (an INSERT the very first time)."""
+    with transaction.atomic():
+        mine = WorkerProcess.objects.filter(instance=worker.instance)
+        if not mine.update(seen_at=Now(), stopped_at=None):
+            WorkerProcess.objects.create(
+                instance=worker.instance, started_at=Now(), seen_at=Now(), **worker.fields()
+            )
+        lease = WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK)
+        if lease.filter(holder=worker.instance, stopped_at=None).update(seen_at=Now()):
+            return True
+        taken = {
+            "holder": worker.instance,
+            **worker.fields(),
+            "started_at": Now(),
+            "seen_at": Now(),
+            "stopped_at": None,
+        }
+        free = (
+            Q(stopped_at__isnull=False) | Q(seen_at__isnull=True) | Q(seen_at__lt=_stale_before())
+        )
+        if run_dir_locked:
+            free |= Q(host=worker.host, run_dir=worker.run_dir)
+        if lease.filter(free).update(**taken):
+            return True
+        if lease.exists():
+            return False
+        try:
+            with transaction.atomic():  # another worker may insert it at the same moment
+                WorkerHeartbeat.objects.create(pk=HEARTBEAT_PK, **taken)
+        except IntegrityError:
+            return False
+        return True
+
+
+def forget_old_workers() -> int:
+    """Deletes the rows of worker processes not seen for a week (each start of a worker
+    adds one): called by a worker as it takes the lease. Returns how many went."""
+    old = WorkerProcess.objects.filter(seen_at__lt=Now() - 7 * KNOWN_WORKERS_FOR)
+    return old.delete()[0]
+
+
+def worker_stopped(*, worker: WorkerIdentity) -> None:
     """The worker says it stopped cleanly: it is not running from now on, whatever its last
-    beat (a stopped worker is not waited out for WORKER_STALE_SECONDS)."""
-    now = timezone.now()
-    WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK, pid=os.getpid()).update(
-        seen_at=now, stopped_at=now
-    )
+    beat (a stopped worker is not waited out for WORKER_STALE_SECONDS), and the lease is free
+    for a worker standing by. Only its own lease: one that lost it leaves the new holder's."""
+    with transaction.atomic():
+        WorkerProcess.objects.filter(instance=worker.instance).update(
+            seen_at=Now(), stopped_at=Now()
+        )
+        WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK, holder=worker.instance).update(
+            seen_at=Now(), stopped_at=Now()
+        )
 
 
 def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
@@ -174,10 +381,15 @@ def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
     except DatabaseError:
         body: dict[str, object] = {"status": "error", "database": "error"}
         if check_worker:
-            body["worker"] = {"status": "unknown", "last_seen_seconds": None}
+            body["worker"] = {"status": "unknown", "last_seen_seconds": None, "standby": None}
         return False, body
     healthy = state.running or not check_worker
     body = {"status": "ok" if healthy else "error", "database": "ok"}
     if check_worker:
-        body["worker"] = {"status": state.status, "last_seen_seconds": state.last_seen_seconds}
+        body["worker"] = {
+            "status": state.status,
+            "last_seen_seconds": state.last_seen_seconds,
+            # Workers beating now, ready to take over should the active one stop.
+            "standby": state.standby,
+        }
     return healthy, body

@@ -560,6 +560,10 @@ class LocalRun(models.Model):
     # first attempt has started). Cleared in the transaction that queues it, so a worker
     # killed before that commit leaves it to the next worker, and none sends it twice.
     running_alert_due = models.BooleanField(default=False)
+    # Where its replicas run: the starting worker's host and LOCAL_RUN_DIR
+    # (jobs.runner.runner_key), whose files alone say whether they live. "" for a run
+    # started before 0015 (followed by whichever worker is active, as before).
+    runner = models.CharField(max_length=1024, blank=True)
 
     def __str__(self) -> str:
         return f"local run of {self.job_id} (attempt {self.attempt})"
@@ -635,22 +639,51 @@ class UsageRecord(models.Model):
 
 
 class WorkerHeartbeat(models.Model):
-    """The worker's last word that it is alive (jobs.health): one row, written by the worker
-    at most every few seconds and read by the web server, the health endpoint and the
-    banner. In the database because that is all a worker and a web server on two machines
-    share (a file in the var dir would be on one of them only)."""
+    """The active worker's lease and heartbeat (jobs.health): one row, held by the one worker
+    that dispatches on this database, renewed by it at most every few seconds and read by the
+    web server, the health endpoint and the banner. In the database because that is all
+    workers and web servers on several machines share (a file in the var dir would be on one
+    of them only). Times are the database's clock (NOW()), never a machine's."""
 
+    # Renewed at (the lease's age is measured from it).
     seen_at = models.DateTimeField(_("last seen"), null=True)
+    # When the holder took the lease.
     started_at = models.DateTimeField(_("started"), null=True)
-    # Set when it stopped cleanly (SIGTERM, Ctrl-C); cleared by the next worker's first beat.
+    # Set when it stopped cleanly (SIGTERM, Ctrl-C): the lease is free at once.
     stopped_at = models.DateTimeField(_("stopped"), null=True)
     host = models.CharField(_("host"), max_length=255, blank=True)
     pid = models.PositiveIntegerField(_("process ID"), null=True)
     version = models.CharField(_("version"), max_length=32, blank=True)
+    # The holder: the WorkerProcess.instance of the process that holds the lease ("" for a
+    # row written before 0015).
+    holder = models.CharField(max_length=32, blank=True)
+    run_dir = models.CharField(_("run directory"), max_length=1024, blank=True)
 
     class Meta:
         verbose_name = _("worker heartbeat")
         verbose_name_plural = _("worker heartbeat")
+
+    def __str__(self) -> str:
+        return f"worker {self.pid} on {self.host}"
+
+
+class WorkerProcess(models.Model):
+    """One worker process that ran on this database, active or standing by (jobs.health):
+    each beats its own row, so staff see every worker, not only the one holding the lease."""
+
+    # Random per process: a pid and a host name may come back.
+    instance = models.CharField(max_length=32, unique=True)
+    host = models.CharField(_("host"), max_length=255, blank=True)
+    pid = models.PositiveIntegerField(_("process ID"), null=True)
+    run_dir = models.CharField(_("run directory"), max_length=1024, blank=True)
+    version = models.CharField(_("version"), max_length=32, blank=True)
+    started_at = models.DateTimeField(_("started"), null=True)
+    seen_at = models.DateTimeField(_("last seen"), null=True, db_index=True)
+    stopped_at = models.DateTimeField(_("stopped"), null=True)
+
+    class Meta:
+        verbose_name = _("worker process")
+        verbose_name_plural = _("worker processes")
 
     def __str__(self) -> str:
         return f"worker {self.pid} on {self.host}"

@@ -50,7 +50,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
@@ -262,6 +262,25 @@ def job_ports(count: int, *, taken: set[int] | frozenset[int] = frozenset()) -> 
 # -- files of one attempt ------------------------------------------------------------
 
 
+def runner_key() -> str:
+    """Where this worker runs replicas: its host and LOCAL_RUN_DIR, recorded on each run it
+    starts (LocalRun.runner). A replica's files (its `lock` above all) are the only way to
+    tell whether it lives, and they are on that host, in that folder."""
+    return f"{socket.gethostname()}:{Path(settings.LOCAL_RUN_DIR).resolve()}"[:1024]
+
+
+def followed_here() -> Q:
+    """The local jobs this worker follows (supervises, evicts, starts again when a replica
+    was never launched): the runs it started, and runs started before runners were recorded.
+
+    A run another worker started on another host or in another run directory is left alone,
+    decided so a takeover by a worker elsewhere (jobs.health) is safe: its files are not
+    here, so to this worker every replica would look never launched, and supervising it
+    would launch a second copy of replicas that may well still run there. It is followed
+    again once a worker with that host and run directory holds the lease."""
+    return Q(local_run__runner__in=["", runner_key()]) | Q(local_run__isnull=True)
+
+
 def attempt_dir(public_id: str, attempt: int) -> Path:
     return job_logs.job_dir(public_id) / f"attempt-{attempt}"
 
@@ -410,7 +429,7 @@ def evict_for_disk_pressure() -> JobReplica | None:
     if disk.free >= threshold:
         return None
     runs = LocalRun.objects.filter(
-        job__backend="local", job__status__in=[S.RUNNING, S.STOPPING]
+        job__backend="local", job__status__in=[S.RUNNING, S.STOPPING], runner__in=["", runner_key()]
     ).select_related("job")
     candidates: list[tuple[int, Path, JobReplica]] = []
     for run in runs:
@@ -1034,6 +1053,7 @@ def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) 
                 "hang_warned_at": None,
                 "attempt_started_at": now,
                 "running_alert_due": True,
+                "runner": runner_key(),
             },
         )
         job.replicas.all().delete()

@@ -21,6 +21,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
 from django.http import FileResponse, Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -216,16 +217,20 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         # Stop / Delete selected come back to this list as it was (filters and page).
         "back": request.GET.urlencode(),
     }
-    if request.htmx:
-        response = render(request, "jobs/job_list.html#job-table", context)
-        if not live:
-            stop = HttpResponseStopPolling(response.content)
-            return stop
-        return response
     # The worker's banner: for a user with jobs waiting on it, and for staff (one query).
     worker, waiting_on_worker = worker_state_for(user=request.user)
     if not worker.running and (waiting_on_worker or request.user.is_staff):
         context["worker"] = worker
+    if request.htmx:
+        # The table, and the banner's slot swapped out of band with it, so the banner comes
+        # and goes as the table refreshes (a reload, without JavaScript, shows it too).
+        table = render_to_string("jobs/job_list.html#job-table", context, request=request)
+        slot = render_to_string(
+            "jobs/job_list.html#worker-slot", {**context, "oob": True}, request=request
+        )
+        if not live:
+            return HttpResponseStopPolling(table + slot)
+        return HttpResponse(table + slot)
     return render(request, "jobs/job_list.html", context)
 
 

@@ -9,13 +9,21 @@ Each tick it
 4. deletes finished local jobs whose retention period has passed, and those whose owner
    asked to delete them while they ran (normally done as they end; this catches a worker
    killed in between, and a Delete that arrived just as the job ended).
-Before all that it says it is alive (jobs.health), at most every HEARTBEAT_SECONDS; stopped
-cleanly, it says so.
+Before all that it renews its lease (jobs.health), at most every HEARTBEAT_SECONDS; stopped
+cleanly, it gives the lease up.
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
-Only one worker runs per run directory: it holds an exclusive lock on `worker.lock`, so
-two workers started by mistake cannot start the same job twice. Everything it needs to
-resume lives in the database and in files (jobs.runner), so it can be killed at any moment.
+Only one worker dispatches per database: it holds the database lease (jobs.health). A worker
+that cannot take it (another holds it, on another host or another run directory) stands by:
+it logs who holds it, beats its own row so staff see it, and tries again every
+HEARTBEAT_SECONDS; it takes over once the holder stopped cleanly or went stale. A worker
+that finds its lease taken over (it had not renewed it for WORKER_STALE_SECONDS: hung, or cut
+off from the database) stops dispatching at once and stands by in turn.
+Only one worker runs per run directory too: it holds an exclusive lock on `worker.lock`
+before anything else, so two started there by mistake do not even stand by side by side.
+Local jobs started by a worker on another host or run directory are not followed by this one
+(jobs.runner.followed_here). Everything it needs to resume lives in the database and in files
+(jobs.runner), so it can be killed at any moment.
 """
 
 from __future__ import annotations
@@ -33,13 +41,23 @@ from subprocess import Popen
 from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import cgroups, network
 from .backends import BackendError, get_backend
-from .health import HEARTBEAT_SECONDS, worker_beat, worker_stopped
+from .health import (
+    HEARTBEAT_SECONDS,
+    WorkerIdentity,
+    forget_old_workers,
+    worker_beat,
+    worker_state,
+    worker_stopped,
+)
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
-from .runner import evict_for_disk_pressure, minutes, supervise
+from .runner import evict_for_disk_pressure, followed_here, minutes, runner_key, supervise
 from .scheduler import dispatch_local
+from .services import job_event
+from .texts import recorded
 
 logger = logging.getLogger("jobs.worker")
 
@@ -57,12 +75,17 @@ def retention(value: str) -> timedelta | None:
     return minutes(int(match.group(1)) * RETENTION_MINUTES[match.group(2)])
 
 
+class LeaseLost(Exception):
+    """Another worker took the lease over: this one must not dispatch any more."""
+
+
 class Worker:
-    def __init__(self) -> None:
+    def __init__(self, identity: WorkerIdentity | None = None) -> None:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
         self.last_remote_sync = 0.0
-        self.started_at = timezone.now()
+        self.identity = identity or WorkerIdentity.here()
+        # When the lease was last renewed (monotonic): None, renewed (or taken) first thing.
         self.last_beat: float | None = None
         # How roles' CPU and memory are enforced, for every job this worker starts.
         self.limits = cgroups.redetect()
@@ -112,23 +135,59 @@ class Worker:
         self.reap()
 
     def beat(self) -> None:
-        """Says it is alive: each tick, but written at most every HEARTBEAT_SECONDS (a tick
+        """Renews the lease: each tick, but written at most every HEARTBEAT_SECONDS (a tick
         may come every 50 ms while jobs are submitted). A tick that hangs longer than
         WORKER_STALE_SECONDS (e.g. a platform timing out on every job) shows as a stopped
-        worker, which it is for the jobs waiting on it."""
+        worker, which it is for the jobs waiting on it, and lets a standby take over.
+
+        Raises LeaseLost when another worker took the lease over. When the database cannot
+        be reached it carries on only while the last renewal is recent (half of
+        WORKER_STALE_SECONDS), so it never dispatches past the point where another worker
+        may have taken over."""
         now = time.monotonic()
         if self.last_beat is not None and now - self.last_beat < HEARTBEAT_SECONDS:
             return
         try:
-            worker_beat(started_at=self.started_at)
+            held = worker_beat(worker=self.identity)
         except Exception:
-            logger.exception("recording the worker's heartbeat failed")
+            logger.exception("renewing the worker's lease failed")
+            if self.last_beat is None or now - self.last_beat > settings.WORKER_STALE_SECONDS / 2:
+                raise LeaseLost from None
             return
+        if not held:
+            raise LeaseLost
         self.last_beat = now
+
+    def note_runs_elsewhere(self) -> None:
+        """On taking the lease: says on each local job that runs on another host or run
+        directory that this worker does not follow it (jobs.runner.followed_here)."""
+        here = runner_key()
+        # Where (host and folder) is said in the log only: users are not shown machines.
+        elsewhere = (
+            Job.objects.filter(backend="local", status__in=[JobStatus.RUNNING, JobStatus.STOPPING])
+            .exclude(followed_here())
+            .values_list("pk", "local_run__runner")
+        )
+        for pk, runner in elsewhere:
+            job = Job.objects.get(pk=pk)
+            logger.warning("%s runs at %s, not followed from %s", job.public_id, runner, here)
+            job_event(
+                job=job,
+                reason="NotFollowed",
+                message=recorded(
+                    gettext_noop(
+                        "The worker now active runs on another machine or run directory than "
+                        "the one this job started on: it cannot see the job's processes, so it "
+                        "neither follows them nor starts them again. The job is followed again "
+                        "once a worker runs where it started."
+                    )
+                ),
+                warning=True,
+            )
 
     def supervise_local(self) -> None:
         for job in Job.objects.filter(
-            backend="local", status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
+            followed_here(), backend="local", status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
         ):
             try:
                 supervise(job, children=self.children)
@@ -302,14 +361,67 @@ def wait_for_work(stop: threading.Event, timeout: float) -> None:
             continue
 
 
+def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | None:
+    """Stands by until this worker holds the database lease, or is asked to stop (None).
+    Tries every HEARTBEAT_SECONDS, beating its own row meanwhile; says who holds the lease
+    when it starts waiting and whenever the holder changes. Returns when (monotonic) the
+    lease was taken: the Worker's first renewal is due HEARTBEAT_SECONDS after it."""
+    told = None
+    while not stop.is_set():
+        asked = time.monotonic()
+        try:
+            # This process holds worker.lock (run_forever): a holder in its place is dead.
+            if worker_beat(worker=identity, run_dir_locked=True):
+                if told is not None:
+                    logger.warning("took over as the active worker")
+                return asked
+            holder = worker_state()
+        except Exception:
+            logger.exception("taking the worker's lease failed")
+        else:
+            who = (holder.host, holder.pid, holder.started_at)
+            if who != told:
+                told = who
+                logger.warning(
+                    "another worker is active on host %s (pid %s) since %s; waiting",
+                    holder.host,
+                    holder.pid,
+                    holder.started_at.isoformat() if holder.started_at else "?",
+                )
+        stop.wait(HEARTBEAT_SECONDS)
+    return None
+
+
 def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     lock = take_worker_lock()
+    identity = WorkerIdentity.here()
+    try:
+        while (taken := wait_for_lease(stop, identity)) is not None:
+            run_while_holding(stop, identity, taken=taken, tasks=tasks)
+    finally:
+        if stop.is_set():  # asked to stop (SIGTERM, Ctrl-C), not fallen over
+            try:
+                worker_stopped(worker=identity)
+            except Exception:
+                logger.exception("recording the worker's stop failed")
+        connections.close_all()
+        os.close(lock)
+
+
+def run_while_holding(
+    stop: threading.Event, identity: WorkerIdentity, *, taken: float, tasks: bool
+) -> None:
+    """The worker's loop while it holds the lease (taken at `taken`, monotonic): until asked
+    to stop, or the lease lost."""
     if tasks:
+        # Holding the lease, no other console worker runs: a task one of them left Running
+        # will never finish.
         requeue_interrupted_tasks()
     thread = TaskThread(settings.WORKER_POLL_SECONDS) if tasks else None
     if thread:
         thread.start()
-    worker = Worker()
+    worker = Worker(identity)
+    worker.last_beat = taken
     logger.info(
         "worker started (poll %.2fs); CPU and memory of roles: %s; network of local jobs: %s",
         settings.WORKER_POLL_SECONDS,
@@ -317,10 +429,18 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
         network.describe(),
     )
     try:
+        worker.note_runs_elsewhere()
+        forget_old_workers()
+    except Exception:
+        logger.exception("looking for local jobs started elsewhere failed")
+    try:
         while not stop.is_set():
             close_old_connections()
             try:
                 worker.tick()
+            except LeaseLost:
+                logger.error("another worker took the lease over; standing by")
+                return
             except Exception:
                 logger.exception("worker tick failed")
             wait_for_work(stop, settings.WORKER_POLL_SECONDS)
@@ -328,10 +448,3 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
         if thread:
             thread.stop()
             thread.join(timeout=10)
-        if stop.is_set():  # asked to stop (SIGTERM, Ctrl-C), not fallen over
-            try:
-                worker_stopped()
-            except Exception:
-                logger.exception("recording the worker's stop failed")
-        connections.close_all()
-        os.close(lock)

@@ -19,11 +19,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from django.db.models.functions import Now
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
-from jobs.health import worker_beat
+from jobs.health import WorkerIdentity, worker_beat, worker_stopped
 from jobs.management.commands.serve import gunicorn_command
 from jobs.models import JobStatus, WorkerHeartbeat
 from jobs.runner import free_port
@@ -54,9 +54,10 @@ WORKER_DOWN_EN = (
 
 
 def beat(seconds_ago: float = 0) -> None:
-    """The worker's heartbeat, as a worker that last ticked `seconds_ago` left it."""
-    worker_beat(started_at=timezone.now() - timedelta(hours=1))
-    WorkerHeartbeat.objects.update(seen_at=timezone.now() - timedelta(seconds=seconds_ago))
+    """The worker's lease, as a worker that last ticked `seconds_ago` (by the database's
+    clock) left it."""
+    worker_beat(worker=WorkerIdentity.here())
+    WorkerHeartbeat.objects.update(seen_at=Now() - timedelta(seconds=seconds_ago))
 
 
 def client_in(user, language: str) -> Client:
@@ -91,7 +92,7 @@ def test_healthz_answers_200_with_a_fresh_heartbeat_reading_one_row_and_writing_
     assert r.json() == {
         "status": "ok",
         "database": "ok",
-        "worker": {"status": "ok", "last_seen_seconds": 3},
+        "worker": {"status": "ok", "last_seen_seconds": 3, "standby": 0},
     }
     assert queries.captured_queries[0]["sql"].startswith("SELECT")
     assert "no-store" in r["Cache-Control"] and "max-age=0" in r["Cache-Control"]
@@ -113,7 +114,7 @@ def test_healthz_answers_503_once_the_worker_has_not_been_seen_for_longer_than_t
     assert r.json() == {
         "status": "error",
         "database": "ok",
-        "worker": {"status": "stale", "last_seen_seconds": 61},
+        "worker": {"status": "stale", "last_seen_seconds": 61, "standby": 0},
     }
     # The web server and its database alone are fine: a load balancer keeps sending to it.
     web = Client().get("/healthz", {"worker": "0"})
@@ -124,16 +125,16 @@ def test_healthz_answers_503_once_the_worker_has_not_been_seen_for_longer_than_t
 def test_healthz_answers_503_when_no_worker_ever_reported_or_the_last_one_stopped(db):
     never = Client().get("/healthz")
     beat()
-    WorkerHeartbeat.objects.update(stopped_at=timezone.now())
+    worker_stopped(worker=WorkerIdentity.here())
     stopped = Client().get("/healthz")
 
     assert (never.status_code, never.json()["worker"]) == (
         503,
-        {"status": "never_seen", "last_seen_seconds": None},
+        {"status": "never_seen", "last_seen_seconds": None, "standby": 0},
     )
     assert (stopped.status_code, stopped.json()["worker"]) == (
         503,
-        {"status": "stopped", "last_seen_seconds": 0},
+        {"status": "stopped", "last_seen_seconds": 0, "standby": 0},
     )
 
 
@@ -203,7 +204,7 @@ def test_healthz_answers_503_when_the_database_cannot_be_opened(tmp_path):
     assert answers["/healthz"] == (
         503,
         b'{"status": "error", "database": "error", '
-        b'"worker": {"status": "unknown", "last_seen_seconds": null}}',
+        b'"worker": {"status": "unknown", "last_seen_seconds": null, "standby": null}}',
     )
     assert answers["/healthz?worker=0"] == (503, b'{"status": "error", "database": "error"}')
 

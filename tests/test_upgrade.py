@@ -29,6 +29,10 @@ Migrations and what they do to existing rows:
   deleted before it left none; downgrading past it drops the records).
 - 0014 adds the worker's heartbeat (one row, written by the next worker that runs;
   downgrading past it drops it).
+- 0015 makes that row the worker's lease (its holder and run directory, empty until the
+  next worker takes it), adds a row per worker process (a new table) and a local run's
+  runner (empty for a run started before it: followed by whichever worker is active, as
+  before). Downgrading past it drops them.
 """
 
 from __future__ import annotations
@@ -439,7 +443,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # again. Only columns the downgrade dropped come back at their defaults: the recorded-text
     # sources past 0003 (the pages then show the text as recorded), the policy's
     # self-approval switch past 0007 (off), a replica's reason past 0008 (none), a local
-    # run's running alert past 0010 (not due) and a draft's New draft key past 0012 (none).
+    # run's running alert past 0010 (not due), a draft's New draft key past 0012 (none) and a
+    # local run's runner past 0015 (none: followed by whichever worker is active).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -450,6 +455,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "reason": "",
         "running_alert_due": False,
         "create_key": "",
+        "runner": "",
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index"}

@@ -15,10 +15,9 @@ import pytest
 from django.db import transaction
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
 from jobs import spec as S
-from jobs.health import worker_beat
+from jobs.health import WorkerIdentity, worker_beat
 from jobs.models import CardQuota, Job, JobStatus
 from jobs.scheduler import WAITING_REASONS, dispatch_local
 from jobs.worker import Worker
@@ -251,7 +250,7 @@ def test_a_job_behind_a_blocked_queue_takes_back_its_quota_reason_once_the_quota
 def test_a_job_that_never_waited_for_anything_else_shows_it_waits_its_turn_in_both_languages(
     alice,
 ):
-    worker_beat(started_at=timezone.now())  # a worker runs, but has not had a pass yet
+    worker_beat(worker=WorkerIdentity.here())  # a worker runs, but has not had a pass yet
     job = submit(alice, cards(1, "true"))  # still Queued
 
     assert waiting_line(client_in(alice, "en"), job) == IN_QUEUE
@@ -295,6 +294,6 @@ def test_a_job_held_for_its_quota_whose_spec_no_longer_reads_still_has_a_page(al
     dispatch_local()
     assert said(job)[-1][0] == "QuotaExceeded"
     unreadable(job)
-    worker_beat(started_at=timezone.now())  # the worker runs (dispatch_local is its pass)
+    worker_beat(worker=WorkerIdentity.here())  # the worker runs (dispatch_local is its pass)
 
     assert waiting_line(client_in(alice, "en"), job) == IN_QUEUE

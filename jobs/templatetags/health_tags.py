@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from jobs.health import WorkerState, worker_state
+from jobs.health import KnownWorker, WorkerState, known_workers, worker_state
 
 register = template.Library()
 
@@ -19,3 +19,13 @@ def worker_health(context: Any) -> WorkerState | None:
     if user is None or not user.is_staff:
         return None
     return worker_state()
+
+
+@register.simple_tag(name="known_workers", takes_context=True)
+def known_workers_tag(context: Any) -> list[KnownWorker]:
+    """Every worker seen in the last day, for staff (one query); none for anyone else."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_staff:
+        return []
+    return known_workers()

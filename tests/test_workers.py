@@ -1,0 +1,390 @@
+"""Several workers on one database (jobs.health's lease): only one dispatches, a second stands
+by and takes over once the first stopped cleanly or went stale; ages are read on the
+database's clock, whatever the machines' clocks say; staff see every worker; the job list's
+banner comes and goes as its table refreshes."""
+
+from __future__ import annotations
+
+import html
+import re
+import signal
+import socket
+import threading
+from datetime import datetime, timedelta
+
+import pytest
+from django.db import connections
+from django.db.models.functions import Now
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.health import (
+    WorkerIdentity,
+    forget_old_workers,
+    worker_beat,
+    worker_state,
+    worker_stopped,
+)
+from jobs.models import (
+    Job,
+    JobReplica,
+    JobStatus,
+    LocalRun,
+    WorkerHeartbeat,
+    WorkerProcess,
+)
+from jobs.runner import attempt_dir
+from jobs.worker import LeaseLost, Worker
+
+from .conftest import log_in
+from .runner_helpers import make_spec, runner_settings, submit  # noqa: F401
+from .test_worker import query, start_worker, wait_for, world  # noqa: F401
+
+STALE_EN = (
+    "The job scheduler (worker) has not run for 5 minutes: queued jobs will not start and "
+    "running jobs are not tracked. Please contact an administrator."
+)
+
+
+def worker_on(host: str, pid: int, run_dir: str = "/srv/console/var/runs") -> WorkerIdentity:
+    """A worker process as it would name itself on another machine."""
+    return WorkerIdentity(
+        instance=f"{host}-{pid}".ljust(32, "x")[:32],
+        host=host,
+        pid=pid,
+        run_dir=run_dir,
+        version="0.1.0",
+    )
+
+
+def lease_renewed(seconds_ago: float) -> None:
+    """The lease, as a holder that last renewed it `seconds_ago` (database clock) left it."""
+    WorkerHeartbeat.objects.update(seen_at=Now() - timedelta(seconds=seconds_ago))
+
+
+def banner(page: str) -> str | None:
+    found = re.search(r'<strong class="worker-banner-text">(.*?)</strong>', page, re.S)
+    return html.unescape(found.group(1)) if found else None
+
+
+def skewed_clock(monkeypatch, skew: timedelta) -> None:
+    """This machine's clock (Django's timezone.now) off by `skew`; the database's is right."""
+    real = timezone.now
+    monkeypatch.setattr(timezone, "now", lambda: real() + skew)
+
+
+# -- The lease --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_workers_racing_for_the_lease_never_both_take_it():
+    """Two workers, each on its own database connection, ask at the same moment: first for
+    a lease nobody ever took (two INSERTs), then, round after round, for a lapsed one (two
+    conditional UPDATEs). Exactly one wins each time."""
+    a, b = worker_on("gpu-a", 101), worker_on("gpu-b", 202)
+    winners: list[list[str]] = []
+
+    def race(worker: WorkerIdentity, start: threading.Barrier, won: list[str]) -> None:
+        try:
+            start.wait()
+            if worker_beat(worker=worker):
+                won.append(worker.host)
+        finally:
+            connections.close_all()  # this thread's connection
+
+    for round_ in range(8):
+        if round_:
+            lease_renewed(seconds_ago=3600)  # the last winner went stale
+        start, won = threading.Barrier(2), []
+        threads = [threading.Thread(target=race, args=(w, start, won)) for w in (a, b)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        winners.append(won)
+
+    assert [len(won) for won in winners] == [1] * 8
+    # And the row says who won, as the one that won it wrote it.
+    assert WorkerHeartbeat.objects.get().host == winners[-1][0]
+    assert WorkerHeartbeat.objects.count() == 1
+
+
+def test_a_second_worker_stands_by_while_the_first_holds_the_lease(db):
+    a, b = worker_on("gpu-a", 101), worker_on("gpu-b", 202)
+
+    assert worker_beat(worker=a) is True
+    assert worker_beat(worker=b) is False
+    assert worker_beat(worker=a) is True  # renewed
+    assert worker_beat(worker=b) is False
+
+    state = worker_state()
+    assert (state.status, state.host, state.pid, state.standby) == ("ok", "gpu-a", 101, 1)
+
+
+def test_a_standby_worker_takes_over_once_the_holder_stopped_cleanly(db):
+    a, b = worker_on("gpu-a", 101), worker_on("gpu-b", 202)
+    worker_beat(worker=a)
+    worker_beat(worker=b)
+
+    worker_stopped(worker=a)
+
+    assert worker_state().status == "stopped"
+    assert worker_beat(worker=b) is True
+    state = worker_state()
+    assert (state.status, state.host, state.pid, state.standby) == ("ok", "gpu-b", 202, 0)
+    assert WorkerHeartbeat.objects.get().run_dir == b.run_dir
+
+
+def test_a_standby_worker_takes_over_only_once_the_lease_is_older_than_the_threshold(db, settings):
+    settings.WORKER_STALE_SECONDS = 60
+    a, b = worker_on("gpu-a", 101), worker_on("gpu-b", 202)
+    worker_beat(worker=a)
+
+    lease_renewed(seconds_ago=50)
+    assert worker_beat(worker=b) is False
+    lease_renewed(seconds_ago=61)
+    assert worker_beat(worker=b) is True
+
+    # The old holder, back from its hang, finds the lease gone and does not get it back.
+    assert worker_beat(worker=a) is False
+    assert worker_state().host == "gpu-b"
+
+
+def test_a_worker_restarted_in_the_same_place_takes_over_from_its_killed_one_at_once(db):
+    """Same host, same run directory: the new worker holds `worker.lock` there, which the old
+    one held while it lived, so its lease (fresh as it is: killed a moment ago) is taken at
+    once. A worker elsewhere, lock or not, still waits it out."""
+    killed = worker_on("gpu-a", 101)
+    restarted, elsewhere = worker_on("gpu-a", 102), worker_on("gpu-b", 202)
+    worker_beat(worker=killed)
+
+    assert worker_beat(worker=elsewhere, run_dir_locked=True) is False
+    assert worker_beat(worker=restarted) is False  # without the lock: it might live
+    assert worker_beat(worker=restarted, run_dir_locked=True) is True
+    assert (worker_state().host, worker_state().pid) == ("gpu-a", 102)
+
+
+def test_a_worker_whose_lease_was_taken_over_stops_dispatching(db, runner_settings):  # noqa: F811
+    """The old holder's next tick ends at its lease: the queued job is left to the new one."""
+    settings = runner_settings
+    settings.WORKER_STALE_SECONDS = 60
+    old = Worker(worker_on("gpu-a", 101, run_dir=str(settings.LOCAL_RUN_DIR)))
+    old.tick()  # holds the lease
+    lease_renewed(seconds_ago=61)
+    assert worker_beat(worker=worker_on("gpu-b", 202)) is True
+    job = submit(_owner(), make_spec("true"))
+    old.last_beat = None  # its renewal is due
+
+    with pytest.raises(LeaseLost):
+        old.tick()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+
+def _owner():
+    from django.contrib.auth.models import User
+
+    return User.objects.create_user("carol", password="carol-password")
+
+
+# -- Local jobs started by a worker elsewhere ---------------------------------------------
+
+
+def test_a_worker_never_relaunches_a_local_job_started_by_a_worker_elsewhere(
+    db,
+    runner_settings,  # noqa: F811
+):
+    """A job Running on another host (or run directory) has no files here: to this worker
+    its replicas look never launched. It neither launches them nor fails the job, and says
+    on the job why it does not follow it."""
+    job = submit(_owner(), make_spec("sleep 30"))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=job, runner="gpu-a:/srv/console/var/runs", devices={})
+    JobReplica.objects.create(job=job, role="master", index=0)
+    worker = Worker()
+
+    worker.tick()
+    worker.note_runs_elsewhere()
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    assert not attempt_dir(job.public_id, 1).exists()  # nothing launched here
+    assert list(job.replicas.values_list("pid", flat=True)) == [None]
+    [event] = job.events.filter(reason="NotFollowed")
+    assert "看不到本任务的进程" in event.message  # in the console's language (Chinese by default)
+    assert "gpu-a" not in event.message  # no machine names for users
+
+
+# -- One clock --------------------------------------------------------------------------
+
+
+def test_a_live_worker_whose_clock_is_behind_still_reads_as_running(db, monkeypatch):
+    """The worker's machine is ten minutes slow: its renewal is stamped by the database."""
+    skewed_clock(monkeypatch, -timedelta(minutes=10))
+    worker_beat(worker=worker_on("gpu-a", 101))
+    monkeypatch.undo()
+
+    r = Client().get("/healthz")
+
+    assert r.status_code == 200
+    assert r.json()["worker"] == {"status": "ok", "last_seen_seconds": 0, "standby": 0}
+
+
+def test_a_dead_worker_reads_as_stale_to_a_web_server_whose_clock_is_behind(db, monkeypatch):
+    """Renewed two minutes ago by the database's clock; the web server's clock is ten minutes
+    slow, so by its own clock the renewal would be in the future (a fresh worker)."""
+    worker_beat(worker=worker_on("gpu-a", 101))
+    lease_renewed(seconds_ago=120)
+    skewed_clock(monkeypatch, -timedelta(minutes=10))
+
+    r = Client().get("/healthz")
+
+    assert r.status_code == 503
+    assert r.json()["worker"] == {"status": "stale", "last_seen_seconds": 120, "standby": 0}
+
+
+def test_the_job_list_banner_reads_the_database_clock_too(alice, monkeypatch, settings):
+    settings.LANGUAGE_CODE = "en"
+    submit(alice, make_spec("echo hi"))
+    worker_beat(worker=worker_on("gpu-a", 101))
+    lease_renewed(seconds_ago=5 * 60 + 10)
+    client = Client()
+    client.force_login(alice)
+    client.cookies["django_language"] = "en"
+    skewed_clock(monkeypatch, -timedelta(minutes=30))  # the web server's clock is slow
+
+    assert banner(client.get(reverse("job-list")).content.decode()) == STALE_EN
+
+
+# -- What staff see ---------------------------------------------------------------------
+
+
+def test_staff_see_every_worker_seen_in_the_last_day_and_users_none(reviewer, alice, settings):
+    settings.LANGUAGE_CODE = "en"
+    active, standby, gone = (
+        worker_on("gpu-a", 101),
+        worker_on("gpu-b", 202),
+        worker_on("gpu-c", 303),
+    )
+    for worker in (active, standby, gone):
+        worker_beat(worker=worker)
+    WorkerProcess.objects.filter(host="gpu-c").update(seen_at=Now() - timedelta(days=2))
+    staff, user = Client(), Client()
+    staff.force_login(reviewer)
+    user.force_login(alice)
+    for client in (staff, user):
+        client.cookies["django_language"] = "en"
+
+    page = staff.get(reverse("admin:index")).content.decode()
+
+    rows = re.findall(r'<tr class="known-worker" data-role="(\w+)">(.*?)</tr>', page, re.S)
+    assert [(role, re.findall(r"<td[^>]*>(.*?)</td>", cells)[1:3]) for role, cells in rows] == [
+        ("active", ["gpu-a", "101"]),
+        ("standby", ["gpu-b", "202"]),
+    ]
+    assert "Active (dispatching)" in page and "Standing by" in page
+    assert Client().get("/healthz").json()["worker"]["standby"] == 1
+    # The worker stops: staff's banner on the job list lists both, stopped and standing by.
+    worker_stopped(worker=active)
+    listed = staff.get(reverse("job-list")).content.decode()
+    assert sorted(re.findall(r'data-role="(\w+)"', listed)) == ["standby", "stopped"]
+    assert 'id="known-workers"' not in user.get(reverse("job-list")).content.decode()
+
+
+def test_rows_of_workers_not_seen_for_a_week_are_forgotten(db):
+    for worker in (worker_on("gpu-a", 101), worker_on("gpu-b", 202), worker_on("gpu-c", 303)):
+        worker_beat(worker=worker)
+    WorkerProcess.objects.filter(host="gpu-b").update(seen_at=Now() - timedelta(days=6))
+    WorkerProcess.objects.filter(host="gpu-c").update(seen_at=Now() - timedelta(days=8))
+
+    assert forget_old_workers() == 1
+    assert sorted(WorkerProcess.objects.values_list("host", flat=True)) == ["gpu-a", "gpu-b"]
+
+
+# -- The job list's banner, refreshed with its table -------------------------------------
+
+
+def test_the_job_lists_refresh_brings_the_banner_and_takes_it_away(alice, settings):
+    settings.LANGUAGE_CODE = "en"
+    submit(alice, make_spec("echo hi"))  # queued: the list refreshes
+    client = Client()
+    client.force_login(alice)
+    client.cookies["django_language"] = "en"
+    url = reverse("job-list")
+    worker_beat(worker=worker_on("gpu-a", 101))
+
+    def refresh() -> str:
+        r = client.get(url, headers={"HX-Request": "true"})
+        assert r.status_code == 200
+        return r.content.decode()
+
+    running = refresh()
+    lease_renewed(seconds_ago=5 * 60 + 10)
+    stale = refresh()
+    lease_renewed(seconds_ago=0)
+    back = refresh()
+
+    for body in (running, stale, back):
+        assert '<div id="worker-slot" hx-swap-oob="true">' in body
+        assert 'id="job-table"' in body
+    assert banner(running) is None
+    assert banner(stale) == STALE_EN
+    assert banner(back) is None
+
+
+@pytest.mark.browser
+def test_the_job_lists_banner_appears_and_goes_as_the_list_refreshes_in_the_browser(page, alice):
+    from playwright.sync_api import expect
+
+    job = submit(alice, make_spec("echo hi"))
+    worker_beat(worker=worker_on("gpu-a", 101))
+    log_in(page, "alice", "alice-password")
+    page.goto(reverse("job-list"))
+    expect(page.locator(f'tr[data-job="{job.public_id}"]')).to_be_visible()
+    expect(page.locator("#worker-banner")).to_have_count(0)
+
+    lease_renewed(seconds_ago=5 * 60 + 10)  # the worker was killed five minutes ago
+    expect(page.locator("#worker-banner")).to_contain_text("任务调度进程（worker）已 5 分钟未运行")
+
+    lease_renewed(seconds_ago=0)  # it is back
+    expect(page.locator("#worker-banner")).to_have_count(0)
+    expect(page.locator(f'tr[data-job="{job.public_id}"]')).to_be_visible()
+
+
+# -- Two real workers on one database ---------------------------------------------------
+
+
+def test_a_second_real_worker_waits_and_takes_over_when_the_first_stops(world, tmp_path):  # noqa: F811
+    """Two `manage.py worker` processes with their own run directories (as on two hosts)
+    sharing one SQLite database: the second waits, saying for whom, and takes over once the
+    first stops with SIGTERM."""
+    first = start_worker(world)
+    wait_for(lambda: query(world, "SELECT pid FROM jobs_workerheartbeat") == [(first.pid,)])
+    world["env"] = {**world["env"], "LOCAL_RUN_DIR": str(tmp_path / "other-runs")}
+    second = start_worker(world)
+    wait_for(
+        lambda: (second.pid,) in query(world, "SELECT pid FROM jobs_workerprocess"),
+        what="the second worker's own beat",
+    )
+    assert query(world, "SELECT pid FROM jobs_workerheartbeat") == [(first.pid,)]
+
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=15) == 0
+    wait_for(
+        lambda: (
+            query(world, "SELECT pid, stopped_at FROM jobs_workerheartbeat") == [(second.pid, None)]
+        ),
+        what="the takeover",
+    )
+    second.send_signal(signal.SIGTERM)
+    output = second.communicate(timeout=15)[0].decode()
+
+    assert (
+        f"another worker is active on host {socket.gethostname()} (pid {first.pid}) since "
+        in output
+    )
+    assert "took over as the active worker" in output
+    started = query(world, "SELECT started_at FROM jobs_workerheartbeat")[0][0]
+    assert datetime.fromisoformat(started)  # when the second took it, by the database
