@@ -2,10 +2,11 @@
 // the job list 160 pixels at 768 (430 with it folded away by hand), and its eleven columns
 // scrolled out of sight. Below 1280 (admin_site.css) the menu opens over the content instead,
 // as a drawer, and each page starts with it folded: the content always has the whole width.
-// Django's nav_sidebar.js has run by now (this script comes after it) and opened or folded the
-// menu from the reader's saved choice; folding it here goes through its own button, so the
-// button's state and the menu's aria-expanded agree, and the saved choice is put back as it
-// was: what the reader chose on a wide screen still holds there. Escape folds the open drawer.
+// Django's nav_sidebar.js has run by now (this script comes after it, in the footer) and
+// opened or folded the menu from the reader's saved choice; folding it here goes through its
+// own button, so the button's state and the menu's aria-expanded agree, and the saved choice
+// is put back as it was: what the reader chose on a wide screen still holds there. Escape
+// folds the open drawer.
 "use strict";
 (function () {
   const main = document.getElementById("main");
