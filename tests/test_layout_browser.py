@@ -4,6 +4,7 @@ test_admin_browser.py and test_job_pages_browser.py.)"""
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 
@@ -132,3 +133,30 @@ def test_the_admin_log_page_of_wide_lines_scrolls_inside_its_box_not_the_page(
     expect(page.locator("pre.job-log")).to_contain_text("x" * 400)
     assert page.evaluate(PAGE_FITS)
     assert not page.evaluate(FITS, "pre.job-log")  # the line scrolls in its box
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_each_draft_shows_its_name_figures_and_both_buttons_on_screen(
+    phone, transactional_db, alice
+):
+    # Five columns left 恢复 / Resume half off the screen, Discard beyond it, and the name one
+    # word a line.
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+    phone.fill("#id_name", "bert-large-pretrain-with-a-long-name")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/image/$"))
+
+    phone.goto("/create/")
+    row = phone.locator("#draft-list tbody tr").first
+    expect(row).to_contain_text("bert-large-pretrain-with-a-long-name")
+    for button in row.locator(".btn").all():  # within the screen's width, unscrolled
+        box = button.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    expect(row.locator(".row-label").first).to_be_visible()  # 已完成步骤 over "1 / 7"
+    name = row.locator("td").first
+    assert name.evaluate(TEXT_LINES)["lines"] == 1
+    assert phone.evaluate(FITS, "#draft-list")
+    assert phone.evaluate(PAGE_FITS)
