@@ -173,3 +173,82 @@ def test_on_a_tablet_or_laptop_the_job_list_shows_its_status_and_pool_columns(
     expect(page.locator("#changelist-filter")).to_be_visible()  # under the list
     expect(page.locator("#result_list .action-select")).to_have_count(1)  # the admin's JS
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+COLUMNS_FIT = """() => {
+  const box = document.querySelector('#changelist-form .results').getBoundingClientRect();
+  const doc = document.documentElement;
+  const hidden = [...document.querySelectorAll('#result_list thead th')]
+    .filter((th) => { const r = th.getBoundingClientRect();
+                      return r.width === 0 || r.left < box.left - 0.5 || r.right > box.right + 0.5; })
+    .map((th) => th.className);
+  return {fits: doc.scrollWidth <= doc.clientWidth, hidden};
+}"""
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_at_768_pixels_every_job_list_column_is_in_view_with_the_side_menu_folded_or_open(
+    browser, live_server, alice, reviewer, language
+):
+    # Eleven columns beside the side menu left 430 pixels for the table: cards, priority and
+    # created scrolled out of sight. The menu starts folded below 1280 and opens over the list.
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    for n in range(3):
+        submit(alice, f"llama2-70b-sft-run-{n}-with-a-long-descriptive-name")
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 768, "height": 900})
+    context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
+    page = context.new_page()
+    log_in(page, "carol", "carol-password")
+
+    page.goto("/admin/jobs/job/")
+    expect(page.locator("#nav-sidebar")).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#nav-sidebar")).to_be_hidden()
+    assert page.evaluate(COLUMNS_FIT) == {"fits": True, "hidden": []}
+    # Sorted by any column, its arrows do not push the last one out either.
+    for number in range(1, 11):
+        page.goto(f"/admin/jobs/job/?o={number}")
+        assert page.evaluate(COLUMNS_FIT) == {"fits": True, "hidden": []}, number
+
+    page.click("#toggle-nav-sidebar")  # the menu opens over the list, which keeps its width
+    expect(page.locator("#nav-sidebar")).to_be_visible()
+    assert page.evaluate(COLUMNS_FIT) == {"fits": True, "hidden": []}
+    page.keyboard.press("Escape")
+    expect(page.locator("#nav-sidebar")).to_be_hidden()
+    expect(page.locator("#toggle-nav-sidebar")).to_be_focused()
+    context.close()
+
+
+def test_the_side_menu_folds_for_a_narrow_window_without_forgetting_a_wide_ones_choice(
+    page, alice, reviewer
+):
+    submit(alice, "menu-job")
+    log_in(page, "carol", "carol-password")
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto("/admin/jobs/job/")
+    expect(page.locator("#nav-sidebar")).to_be_visible()  # Django's default, beside the list
+
+    page.set_viewport_size({"width": 900, "height": 800})
+    page.goto("/admin/jobs/job/")
+    expect(page.locator("#nav-sidebar")).to_be_hidden()
+    assert page.evaluate("localStorage.getItem('django.admin.navSidebarIsOpen')") is None
+
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto("/admin/jobs/job/")
+    expect(page.locator("#nav-sidebar")).to_be_visible()
+
+
+def test_on_a_phone_the_job_list_scrolls_inside_its_box_and_the_page_does_not(
+    page, alice, reviewer
+):
+    submit(alice, "phone-job")
+    log_in(page, "carol", "carol-password")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto("/admin/jobs/job/")
+
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    expect(page.locator("#result_list th.column-public_id")).to_be_in_viewport()
+    expect(page.locator("#result_list th.column-name")).to_be_in_viewport()
+    # The created column, reached by scrolling the table, shows the date and time.
+    created = page.locator("#result_list td.field-created time").first
+    created.scroll_into_view_if_needed()
+    expect(created).to_have_text(re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$"))

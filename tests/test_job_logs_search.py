@@ -73,7 +73,9 @@ def results(response) -> list[tuple[int, str, str]]:
     return [
         (int(n), kind, text)
         for n, kind, text in re.findall(
-            r'<span class="text-muted">(\d+)([:-])</span> (.*)', found.group(1)
+            r'<span class="text-muted">(\d+)([:-])</span> <span class="log-text">(.*)</span>$',
+            found.group(1),
+            re.M,
         )
     ]
 

@@ -597,3 +597,88 @@ def test_the_charts_of_a_row_stay_level_when_one_tag_is_long(logged_in_page, ali
         axis = figure.locator(".metric-range").bounding_box()
         chart = figure.locator("svg.metric-chart").bounding_box()
         assert axis["x"] + axis["width"] <= chart["x"]  # its figures clear of the chart
+
+
+WRAP_STATE = """() => {
+  const box = (id) => { const e = document.getElementById(id); return e.scrollWidth <= e.clientWidth; };
+  const line = document.querySelector('#log-search-results .log-line:has(mark)');
+  const number = line.querySelector('.text-muted').getBoundingClientRect();
+  const text = line.querySelector('.log-text').getBoundingClientRect();
+  const height = parseFloat(getComputedStyle(document.getElementById('log-lines')).lineHeight);
+  const tail = [...document.querySelectorAll('#log-lines .log-line')].map((l) => l.getBoundingClientRect().height);
+  return {
+    tailFits: box('log-lines'), resultsFits: box('log-search-results'),
+    textBesideNumber: text.left >= number.right && text.top === number.top,
+    matchWraps: text.height > 1.5 * height,
+    shortLinesOneEach: tail.slice(0, -1).every((h) => Math.abs(h - height) < 1),
+    longTailLineWraps: tail[tail.length - 1] > 1.5 * height,
+  };
+}"""
+
+
+def test_log_lines_wrap_in_their_box_at_a_keypress_and_the_browser_remembers_it(
+    logged_in_page, alice, browser, live_server
+):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+    from jobs.services import job_transition
+
+    job = submitted(alice, "wide-lines")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")  # no log yet: nothing to wrap
+    expect(page.locator("#logs")).to_be_visible()
+    expect(page.locator("#log-wrap-switch")).to_be_hidden()
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    lines = [f"2026-11-30T09:00:{i:02d}.000000Z step {i} loss 0.5" for i in range(20)]
+    lines.append("2026-11-30T09:00:20.000000Z config " + "x" * 300 + " loss NaN " + "y" * 300)
+    log.write_text("\n".join(lines) + "\n")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")  # the tail refreshes
+    page.set_viewport_size({"width": 768, "height": 900})
+    page.goto(f"/jobs/{job.public_id}/?replica=master-0&q=nan&context=1#log-search")
+
+    # As served: one line a row, scrolled sideways.
+    switch = page.get_by_role("switch", name=re.compile("自动换行|Wrap lines"))
+    expect(switch).not_to_be_checked()
+    state = page.evaluate(WRAP_STATE)
+    assert not state["tailFits"] and not state["resultsFits"]
+
+    switch.focus()
+    page.keyboard.press("Space")  # 自动换行
+
+    expect(switch).to_be_checked()
+    assert page.evaluate(WRAP_STATE) == {
+        "tailFits": True,
+        "resultsFits": True,
+        "textBesideNumber": True,  # the number keeps its column, the text wraps beside it
+        "matchWraps": True,
+        "shortLinesOneEach": True,
+        "longTailLineWraps": True,
+    }
+    expect(page.locator("#log-search-results mark")).to_have_text("NaN")
+    expect(page.locator("#log-search-results")).to_contain_text("21: 2026-11-30")
+    with page.expect_response(lambda r: "/logs/?replica=master-0" in r.url):
+        pass  # a refresh of the tail: still wrapped, the switch still focused
+    expect(page.locator("#log-lines .log-line")).to_have_count(21)
+    assert page.evaluate(WRAP_STATE)["tailFits"]
+    expect(switch).to_be_focused()
+
+    page.reload()  # remembered by this browser
+    expect(switch).to_be_checked()
+    assert page.evaluate(WRAP_STATE)["tailFits"]
+    switch.focus()
+    page.keyboard.press("Space")
+    expect(switch).not_to_be_checked()
+    page.reload()
+    expect(switch).not_to_be_checked()
+    assert not page.evaluate(WRAP_STATE)["tailFits"]
+
+    # Without JavaScript: no switch that would do nothing, and lines scroll as before.
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=False)
+    context.add_cookies(page.context.cookies())
+    plain = context.new_page()
+    plain.goto(f"/jobs/{job.public_id}/")
+    expect(plain.locator("#log-lines")).to_contain_text("loss NaN")
+    expect(plain.locator("#log-wrap-switch")).to_be_hidden()
+    context.close()

@@ -882,3 +882,35 @@ def test_a_custom_jobs_named_roles_and_their_remove_buttons_show_whole_without_s
     for remove in removes.all():
         box = remove.bounding_box()
         assert box["x"] + box["width"] <= right  # not cut off at the box's edge
+
+
+def test_the_reviews_environment_values_wrap_inside_their_cards(logged_in_page, alice):
+    # A long job name ran AIHC_JOB_NAME (and CUDA_VISIBLE_DEVICES=<assigned at start>) out of
+    # its card, cut off in a box that scrolled but could not be reached by keyboard.
+    from jobs import spec as S
+
+    name = "llama2-70b-sft-with-a-long-descriptive-name"
+    spec = S.JobSpec(
+        name=name, resource_pool_id="local", image="registry.example.com/a/b:1", command="true"
+    )
+    spec.roles = [S.Role(name="master", replicas=1), S.Role(name="worker", replicas=1)]
+    job = Job.objects.create(
+        public_id="pytorchjob-long-env",
+        name=name,
+        owner=alice,
+        spec=spec.to_document(),
+        backend="local",
+        resource_pool="local",
+    )
+    page = logged_in_page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"/jobs/{job.public_id}/")
+    page.click("#job-copy")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    page.click(".wizard-steps button[value='goto-review']")
+    page.wait_for_url(re.compile(r"/review/$"))
+
+    boxes = page.locator("#env-preview pre")
+    expect(boxes).to_have_count(2)
+    expect(boxes.first).to_contain_text(f"AIHC_JOB_NAME={name}")
+    assert boxes.evaluate_all("ps => ps.every(p => p.scrollWidth <= p.clientWidth)")

@@ -1,0 +1,162 @@
+"""Pages read whole at a phone's, a tablet's and a laptop's width: measured in Chromium, never
+compared as pictures. (The admin's job list and the log's line wrapping have their own tests in
+test_admin_browser.py and test_job_pages_browser.py.)"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from jobs.services import jobs_submit
+from jobs.usage import Period
+from tests.conftest import log_in
+from tests.test_usage_report import run
+
+from .runner_helpers import make_spec, runner_settings  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+FITS = "sel => [...document.querySelectorAll(sel)].every(e => e.scrollWidth <= e.clientWidth)"
+PAGE_FITS = "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+# How many lines an element's text takes, and whether its box is as wide as its text wants (a
+# flex item squeezed below that shows an ellipsis instead of the rest): measured by letting it
+# take its own width for a moment.
+TEXT_LINES = """e => { const range = document.createRange(); range.selectNodeContents(e);
+  const lines = range.getClientRects().length, squeezed = e.getBoundingClientRect().width;
+  e.style.flexShrink = '0'; const natural = e.getBoundingClientRect().width; e.style.flexShrink = '';
+  return {lines, within: natural - squeezed < 0.01}; }"""
+
+
+@pytest.fixture
+def phone(browser, live_server, request):
+    """A 390-pixel page in the language parametrized (Chinese unless told)."""
+    language = getattr(request, "param", "zh-hans")
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844})
+    context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_the_top_bar_shows_the_user_name_and_the_language_buttons_whole(
+    phone, transactional_db, alice
+):
+    # Squeezed into one row, 中文 broke over two lines and "alice" showed as "ali…" (beside the
+    # scroll bar of a list longer than the screen).
+    for n in range(8):
+        jobs_submit(owner=alice, spec=make_spec("true", name=f"job-{n}"), submit_key=f"job-{n}")
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/")
+    assert phone.evaluate("document.documentElement.scrollHeight > innerHeight")
+
+    account = phone.locator("#nav-account")
+    expect(account).to_have_text("alice")
+    # The text's own extent, one line each, within its element (an ellipsis hides the rest).
+    assert account.evaluate(TEXT_LINES) == {"lines": 1, "within": True}, "name"
+    for code in ("zh-hans", "en"):
+        assert phone.locator(f"nav button[data-language={code}]").evaluate(TEXT_LINES) == {
+            "lines": 1,
+            "within": True,
+        }
+    for link in ("#nav-usage", "#nav-api-keys"):
+        expect(phone.locator(link)).to_be_in_viewport()
+    assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_a_pools_card_figures_and_my_usages_card_hours_show_without_scrolling(
+    phone, transactional_db, alice
+):
+    # The card type (baidu.com/a800_80g_cgpu) took the width: "Total" showed as "Tota", and My
+    # usage's card-hours were scrolled out of their box.
+    started = max(timezone.now() - timedelta(minutes=30), Period.this_month().starts_at)
+    run(alice, started, started + timedelta(minutes=1), cards=2)
+    log_in(phone, "alice", "alice-password")
+
+    phone.goto("/pools/")
+    cards = phone.locator('section[data-pool="local"] .table-responsive').first
+    expect(cards.locator("td.card-total")).to_have_text("2")
+    assert cards.evaluate("box => box.scrollWidth <= box.clientWidth")
+    expect(cards.locator("th[scope=row]")).to_contain_text("a800_80g_cgpu")
+
+    phone.goto("/account/usage/")
+    pools = phone.locator("#usage-pools")
+    expect(pools.locator("tbody td").nth(1)).to_have_text("0.03")  # card-hours
+    assert pools.evaluate("t => t.parentElement.scrollWidth <= t.parentElement.clientWidth")
+    assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_the_usage_report_fits_and_its_download_is_a_full_button(
+    phone, transactional_db, alice, reviewer
+):
+    started = max(timezone.now() - timedelta(minutes=30), Period.this_month().starts_at)
+    run(alice, started, started + timedelta(minutes=1), cards=2)
+    log_in(phone, "carol", "carol-password")
+    phone.goto("/admin/jobs/job/usage/")
+
+    expect(phone.locator("#usage-pools tbody td").first).to_contain_text("a800_80g_cgpu")
+    assert phone.evaluate(PAGE_FITS)  # the pool table was 460 pixels wide
+    assert phone.evaluate(FITS, "#content-main .module")
+    show = phone.locator(".usage-period .submit-row [type=submit]").bounding_box()
+    csv = phone.locator("#usage-csv").bounding_box()
+    assert csv["height"] >= show["height"] - 1  # not a strip with its words in a corner
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("width", [768, 1280])
+def test_the_admin_log_page_of_wide_lines_scrolls_inside_its_box_not_the_page(
+    page, alice, reviewer, width
+):
+    [job] = jobs_submit(owner=alice, spec=make_spec("true"), submit_key=str(uuid.uuid4()))
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-30T09:00:00.000000Z " + "x" * 400 + "\n")
+    log_in(page, "carol", "carol-password")
+    page.set_viewport_size({"width": width, "height": 800})
+
+    page.goto(f"/admin/jobs/job/{job.pk}/logs/")
+
+    expect(page.locator("pre.job-log")).to_contain_text("x" * 400)
+    assert page.evaluate(PAGE_FITS)
+    assert not page.evaluate(FITS, "pre.job-log")  # the line scrolls in its box
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_each_draft_shows_its_name_figures_and_both_buttons_on_screen(
+    phone, transactional_db, alice
+):
+    # Five columns left 恢复 / Resume half off the screen, Discard beyond it, and the name one
+    # word a line.
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+    phone.fill("#id_name", "bert-large-pretrain-with-a-long-name")
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/image/$"))
+
+    phone.goto("/create/")
+    row = phone.locator("#draft-list tbody tr").first
+    expect(row).to_contain_text("bert-large-pretrain-with-a-long-name")
+    for button in row.locator(".btn").all():  # within the screen's width, unscrolled
+        box = button.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    expect(row.locator(".row-label").first).to_be_visible()  # 已完成步骤 over "1 / 7"
+    name = row.locator("td").first
+    assert name.evaluate(TEXT_LINES)["lines"] == 1
+    assert phone.evaluate(FITS, "#draft-list")
+    assert phone.evaluate(PAGE_FITS)
