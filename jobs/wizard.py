@@ -937,7 +937,21 @@ def wizard_rules(
             "envPaste",
             _("These lines are not KEY=VALUE: %(lines)s") % {"lines": "; ".join(bad_lines[:5])},
         )
-    twice = sorted({pair[0] for line in left_lines if (pair := parse_env_line(line))})
+    # A well-formed line left in the box either names a row already (it was pasted twice
+    # with different values) or found the table full (merge_pasted_envs).
+    row_names = {_one(r, "name") for r in rows_of(image_raw, "env")}
+    left_pairs = {pair[0] for line in left_lines if (pair := parse_env_line(line))}
+    twice = sorted(left_pairs & row_names)
+    over = sorted(left_pairs - row_names)
+    if over:
+        err(
+            "envPaste",
+            _(
+                "The table holds at most %(max)d variables, so these lines were not added: "
+                "%(names)s. Delete rows you do not need, then go on again."
+            )
+            % {"max": F.MAX_ROWS, "names": ", ".join(over[:5]) + (" …" if len(over) > 5 else "")},
+        )
     if twice:
         err(
             "envPaste",
@@ -1188,7 +1202,8 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
 
 def parse_env_line(line: str) -> tuple[str, str] | None:
     """(name, value) of a `KEY=VALUE` or `export KEY="VALUE"` line, or None."""
-    name, sep, value = line.strip().removeprefix("export ").partition("=")
+    # `export` may be followed by any blank (a tab from a pasted shell script, too).
+    name, sep, value = re.sub(r"^export\s+", "", line.strip()).partition("=")
     name = name.strip()
     if not sep or not S.ENV_NAME_RE.match(name):
         return None
@@ -1221,6 +1236,11 @@ def merge_pasted_envs(raw: Raw) -> Raw:
             bad.append(line)
             continue
         name, value = pair
+        if name not in index and len(rows) >= F.MAX_ROWS:
+            # The table is full: the line stays in the box (with a message) rather than
+            # being cut off with the rows over the limit.
+            bad.append(line)
+            continue
         pasted[name] = value
         if name in index:
             index[name]["value"] = [value]
@@ -1228,7 +1248,7 @@ def merge_pasted_envs(raw: Raw) -> Raw:
             row = _row(name=name, value=value)
             rows.append(row)
             index[name] = row
-    merged = with_rows(raw, "env", rows[: F.MAX_ROWS])
+    merged = with_rows(raw, "env", rows)
     merged["env_paste"] = ["\n".join(bad)]
     return merged
 

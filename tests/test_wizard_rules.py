@@ -521,6 +521,36 @@ def test_a_name_pasted_twice_with_different_values_is_left_in_the_box_with_a_mes
     assert envs == [("LR", "2"), ("BS", "8")]
 
 
+def test_pasted_lines_beyond_the_tables_fifty_rows_stay_in_the_box_with_a_message(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    paste = "\n".join(f"VAR_{i}={i}" for i in range(53))
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(envs=[("KEPT", "1")], env_paste=paste))
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert field_errors(r, "id_env_paste") == [
+        "The table holds at most 50 variables, so these lines were not added: "
+        "VAR_49, VAR_50, VAR_51, VAR_52. Delete rows you do not need, then go on again."
+    ]
+    assert re.search(
+        r'<textarea[^>]*name="env_paste"[^>]*>\s*VAR_49=49\nVAR_50=50\nVAR_51=51\nVAR_52=52</textarea>',
+        page,
+    )
+    assert 'value="KEPT"' in page and 'value="VAR_48"' in page and 'value="VAR_49"' not in page
+
+
+def test_an_export_line_with_a_tab_after_export_becomes_a_row(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste="export\tNCCL_DEBUG=INFO"))
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    envs = [(e.name, e.value) for e in W.assemble(W.wizard_state(draft)).spec.envs]
+    assert envs == [("NCCL_DEBUG", "INFO")]
+
+
 def test_a_too_long_env_name_gets_one_message_about_its_length(en_client):
     draft = draft_at(en_client, W.IMAGE)
 
