@@ -850,7 +850,12 @@ def name_problem(name: str, limit: int) -> str:
     allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-")
     bad = list(dict.fromkeys(c for c in name if c not in allowed))
     if bad:
-        shown = [_("space") if c.isspace() else f"“{c}”" for c in bad[:5]]
+        # A character that shows as nothing (a zero-width space or direction mark pasted with
+        # the name from a chat or web page) is named by its code point: “” says nothing.
+        shown = [
+            _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
+            for c in bad[:5]
+        ]
         return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
     if not name[0].isalpha():
         return _("It starts with “%(char)s”.") % {"char": name[0]}

@@ -640,6 +640,8 @@ def test_valid_specs_pass_every_rule(mutate):
     [
         ("a" * 51, "This one has 51 characters."),
         ("Bert_Large x", "Not allowed: “B” “_” “L” space."),
+        # Pasted from a chat: invisible characters are named, not shown as an empty “”.
+        ("bert\u200b-large\u200e", "Not allowed: U+200B U+200E."),
         ("1bert", "It starts with “1”."),
         ("-bert", "It starts with “-”."),
         ("bert-", "It ends with “-”."),
