@@ -563,3 +563,38 @@ def test_the_charts_of_a_row_stay_level_when_one_tag_is_long(logged_in_page, ali
         axis = figure.locator(".metric-range").bounding_box()
         chart = figure.locator("svg.metric-chart").bounding_box()
         assert axis["x"] + axis["width"] <= chart["x"]  # its figures clear of the chart
+
+
+def test_a_job_with_a_fifty_letter_name_fits_a_phone_on_its_page_and_its_stop_question(
+    browser, live_server, alice
+):
+    # The longest name the rules allow, with no hyphen where a line could break.
+    job = submitted(alice, "bertlargepretrainingwholewordmaskingfp16bs128run01")
+    assert len(job.name) == 50
+    for javascript in (True, False):
+        context = browser.new_context(
+            base_url=live_server.url,
+            java_script_enabled=javascript,
+            locale="zh-CN",
+            viewport={"width": 390, "height": 800},
+        )
+        page = context.new_page()
+        try:
+            page.goto("/login/")
+            page.fill("input[name=username]", "alice")
+            page.fill("input[name=password]", "alice-password")
+            page.click("#login-submit")
+            page.wait_for_url(lambda url: "/login/" not in url)
+
+            page.goto(f"/jobs/{job.public_id}/")
+            expect(page.locator("h1")).to_contain_text(job.name)
+            wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+            assert wide <= screen, f"the job page is {wide} px wide on a {screen} px phone"
+
+            if not javascript:  # the server asks before stopping
+                page.click("#job-stop")
+                expect(page.locator("h1")).to_contain_text(job.name)
+                wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+                assert wide <= screen, f"the question is {wide} px wide on a {screen} px phone"
+        finally:
+            context.close()
