@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job, JobStatus
 from jobs.worker import run_forever
+from tests.conftest import log_in
 
 from .runner_helpers import processes_with, runner_settings  # noqa: F401
 
@@ -598,3 +599,31 @@ def test_a_job_with_a_fifty_letter_name_fits_a_phone_on_its_page_and_its_stop_qu
                 assert wide <= screen, f"the question is {wide} px wide on a {screen} px phone"
         finally:
             context.close()
+
+
+def test_switching_language_on_the_stop_question_without_javascript_opens_the_job_page(
+    browser, live_server, alice
+):
+    # The question is the answer to a POST: the switch goes back to its address with a GET,
+    # which was a blank "405" page.
+    job = submitted(alice, "asked-to-stop")
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto(f"/jobs/{job.public_id}/")
+        page.click("#job-stop")
+        expect(page.locator("#confirm-stop")).to_be_visible()
+
+        page.click("[data-language=en]")
+
+        expect(page.locator("html")).to_have_attribute("lang", "en")
+        expect(page.locator("h1")).to_contain_text("asked-to-stop")
+        expect(page.locator("#job-stop")).to_have_text("Stop")
+        assert page.url.endswith(f"/jobs/{job.public_id}/")
+        job.refresh_from_db()
+        assert job.status not in (JobStatus.STOPPING, JobStatus.STOPPED)
+    finally:
+        context.close()
