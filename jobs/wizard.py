@@ -204,6 +204,39 @@ def unreplaced_placeholders(command: str) -> list[tuple[str, str]]:
     return found
 
 
+# Characters that look like a space (or like nothing) but that a shell reads as part of a
+# word: text copied from a web page, a document or a chat app brings them along, and
+# `python3\u00a0train.py` then fails with "python3 train.py: command not found". Named for the
+# message.
+STRAY_SPACES = {
+    "\u00a0": gettext_lazy("a non-breaking space"),
+    "\u2002": gettext_lazy("an en space"),
+    "\u2003": gettext_lazy("an em space"),
+    "\u2007": gettext_lazy("a figure space"),
+    "\u2009": gettext_lazy("a thin space"),
+    "\u202f": gettext_lazy("a narrow non-breaking space"),
+    "\u3000": gettext_lazy("a full-width space"),
+    "\u200b": gettext_lazy("a zero-width space"),
+    "\ufeff": gettext_lazy("a zero-width no-break space"),
+}
+
+
+def stray_spaces(command: str) -> list[tuple[int, str]]:
+    """(line number, character) of each look-alike space in a command that touches a printable
+    ASCII character, where a space (or nothing) was meant: `python3\u00a0-c`, `train.py\u200b`.
+    One between two non-ASCII characters (a full-width space in Chinese text, as in
+    `print('你好\u3000世界')`) is meant as it is, and left alone."""
+    found = []
+    for number, line in enumerate(command.splitlines(), start=1):
+        for i, char in enumerate(line):
+            if char not in STRAY_SPACES:
+                continue
+            around = line[i - 1 : i] + line[i + 1 : i + 2]
+            if any(" " < c < "\x7f" for c in around):
+                found.append((number, char))
+    return found
+
+
 # Platform variables per framework, for the image step's list (values come at run time).
 INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
     "": [
@@ -929,6 +962,16 @@ def wizard_rules(
                 _("Replace %(key)s=%(placeholder)s in the command with your own path.")
                 % {"key": key, "placeholder": placeholder},
             )
+    for line, char in stray_spaces(spec.command)[:3]:
+        err(
+            "jobSpec.command",
+            _(
+                "Line %(line)d has %(what)s (U+%(code)04X), which the shell reads as part of a "
+                "word, not as a space: type an ordinary space there, or delete it (text copied "
+                "from a web page or document often brings one along)."
+            )
+            % {"line": line, "what": STRAY_SPACES[char], "code": ord(char)},
+        )
     image_raw = raws.get(IMAGE) if raws.get(IMAGE) is not None else state.raw(IMAGE)
     left_lines = _lines(_one(image_raw, "env_paste"))
     bad_lines = [line for line in left_lines if parse_env_line(line) is None]

@@ -551,6 +551,36 @@ def test_an_export_line_with_a_tab_after_export_becomes_a_row(en_client):
     assert envs == [("NCCL_DEBUG", "INFO")]
 
 
+def test_a_non_breaking_space_copied_into_the_command_is_named_on_its_line(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    # As copied from a web page: it looks like "python3 -c ...", the shell reads "python3 -c".
+    command = "cd /workspace\npython3\u00a0train.py --epochs 3"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command") == [
+        "Line 2 has a non-breaking space (U+00A0), which the shell reads as part of a word, "
+        "not as a space: type an ordinary space there, or delete it (text copied from a web "
+        "page or document often brings one along)."
+    ]
+    assert "python3\u00a0train.py" in r.content.decode()  # kept as typed, to be fixed
+
+    fixed = post_step(en_client, draft, W.IMAGE, image_data(command=command.replace("\u00a0", " ")))
+
+    assert fixed.status_code == 302
+
+
+def test_a_full_width_space_inside_chinese_text_of_the_command_is_left_alone(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(command="python3 -c \"print('你好\u3000世界')\"")
+    )
+
+    assert r.status_code == 302
+
+
 def test_a_too_long_env_name_gets_one_message_about_its_length(en_client):
     draft = draft_at(en_client, W.IMAGE)
 
