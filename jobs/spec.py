@@ -842,6 +842,18 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
 # -- rules ---------------------------------------------------------------------------
 
 
+# A Chinese input method types "／" (and "＼") for "/": the path then looks right and is not
+# one ("／workspace" is not absolute; a source "data／train" names one folder of that name).
+FULL_WIDTH_SLASHES = {"\uff0f", "\uff3c"}
+
+
+def _full_width_slash_message() -> str:
+    return _(
+        "The path has a full-width slash (／, as a Chinese input method types it), which is not "
+        "a path separator: type '/' instead."
+    )
+
+
 def name_problem(name: str, limit: int) -> str:
     """What in this name breaks the name rule (NAME_RE, ROLE_NAME_RE), said after the rule so
     that a person sees what to change without comparing the name with the rule."""
@@ -1091,6 +1103,8 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                 f"{path}.mountPath",
                 _("A path cannot contain line breaks, tabs or other control characters."),
             )
+        elif FULL_WIDTH_SLASHES & set(ds.mount_path):
+            err(f"{path}.mountPath", _full_width_slash_message())
         elif normalised_mount_path(ds.mount_path) is None:
             err(
                 f"{path}.mountPath",
@@ -1138,6 +1152,8 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                 f"{path}.sourcePath",
                 _("A path cannot contain line breaks, tabs or other control characters."),
             )
+        elif FULL_WIDTH_SLASHES & set(source):
+            err(f"{path}.sourcePath", _full_width_slash_message())
         elif source and (".." in source.split("/") or "\x00" in source or "//" in source):
             err(
                 f"{path}.sourcePath",
