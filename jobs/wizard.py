@@ -894,7 +894,9 @@ def _apply_advanced(
         spec.retention_period = f"{cd['retention_value']}{cd.get('retention_unit') or 'd'}"
     spec.alert = S.AlertConfig(
         items=list(cd.get("alert_items") or []),
-        emails=_lines((cd.get("alert_emails") or "").replace(",", "\n")),
+        # One a line, or a list as people type it: commas and semicolons, the full-width ones
+        # of a Chinese input method too (an address has none of them).
+        emails=_lines(re.sub(r"[,;，；、]", "\n", cd.get("alert_emails") or "")),
         webhooks=_lines(cd.get("alert_webhooks") or ""),
         instance_id=(cd.get("alert_instance_id") or "").strip(),
         notify_rule_id=(cd.get("alert_notify_rule_id") or "").strip(),

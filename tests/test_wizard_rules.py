@@ -581,6 +581,27 @@ def test_a_full_width_space_inside_chinese_text_of_the_command_is_left_alone(en_
     assert r.status_code == 302
 
 
+def test_alert_emails_typed_as_a_list_with_chinese_commas_become_one_address_each(en_client):
+    draft = draft_at(en_client, W.ADVANCED)
+    emails = "ops@example.com，ml@example.com；oncall@example.com、lead@example.com"
+
+    r = post_step(
+        en_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"], alert_emails=emails),
+    )
+
+    assert r.status_code == 302, field_errors(r, "id_alert_emails")
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.alert.emails == [
+        "ops@example.com",
+        "ml@example.com",
+        "oncall@example.com",
+        "lead@example.com",
+    ]
+
+
 def test_a_too_long_env_name_gets_one_message_about_its_length(en_client):
     draft = draft_at(en_client, W.IMAGE)
 
