@@ -12,15 +12,15 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse_lazy
+from django.urls import reverse, reverse_lazy
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from .api_keys import MAX_ACTIVE_KEYS, TooManyKeys, api_key_create
 from .api_keys import api_key_revoke as api_key_revoke_service
-from .http import AuthenticatedHttpRequest
+from .http import AuthenticatedHttpRequest, post_only
 from .models import ApiKey
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
 
@@ -112,7 +112,7 @@ def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
     return _api_keys_page(request, new_key=key, new_secret=secret)
 
 
-@require_POST
+@post_only(lambda access_key_id: reverse("api-keys"))
 @login_required
 def api_key_revoke(request: AuthenticatedHttpRequest, access_key_id: str) -> HttpResponse:
     key = get_object_or_404(ApiKey, access_key_id=access_key_id, owner=request.user)

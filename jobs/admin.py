@@ -32,7 +32,7 @@ from django.utils import formats, timezone
 from django.utils.html import format_html
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext, ngettext_lazy
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext, ngettext_lazy
 
 from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
@@ -484,6 +484,10 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
     list_select_related = ["owner"]
     search_fields = ["=public_id", "name", "owner__username"]
     date_hierarchy = "created_at"
+    # The date links' label (admin/date_hierarchy.html) is new in Django 6 and its Chinese
+    # catalog has no translation yet: a Chinese list said "Filter by 创建时间". Marked here so
+    # the console's catalog carries it; Django's own wins once it has one.
+    gettext_noop("Filter by %(field_name)s")
     # Rendering rows is what a list page costs in the admin; 50 keep it quick to read and load.
     list_per_page = 50
     show_full_result_count = False

@@ -606,7 +606,7 @@ class AdvancedForm(StepForm):
         required=False,
         max_length=10000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text=_("One address per line."),
+        help_text=_("One address per line, or several separated by commas or semicolons."),
     )
     alert_webhooks = forms.CharField(
         label=_("Alert webhooks"),

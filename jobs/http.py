@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import wraps
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import resolve_url
 from django_htmx.middleware import HtmxDetails
 
@@ -40,3 +42,28 @@ class HtmxLoginEndedMiddleware:
         ):
             return HttpResponse(status=401, content_type="text/plain; charset=utf-8")
         return response
+
+
+def post_only(
+    go_to: Callable[..., str],
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """require_POST for a form's target (Stop, Delete, Import...), except that a GET goes to
+    the page the form is on (`go_to`, given the view's URL kwargs) instead of a blank 405.
+
+    Browsers GET such an address when nobody meant to use it: the 中文/EN switch on the page a
+    POST answered (the no-JavaScript Stop question, a refused import) goes back to that page's
+    address, a log-in that had ended comes back to it as `next`, a reload after Back, a copied
+    link. Nothing is done on a GET; the redirect names only what the URL already held."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method in ("GET", "HEAD"):
+                return HttpResponseRedirect(go_to(**kwargs))
+            if request.method != "POST":
+                return HttpResponseNotAllowed(["POST"])
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator

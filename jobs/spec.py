@@ -855,6 +855,18 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
 # -- rules ---------------------------------------------------------------------------
 
 
+# A Chinese input method types "／" (and "＼") for "/": the path then looks right and is not
+# one ("／workspace" is not absolute; a source "data／train" names one folder of that name).
+FULL_WIDTH_SLASHES = {"\uff0f", "\uff3c"}
+
+
+def _full_width_slash_message() -> str:
+    return _(
+        "The path has a full-width slash (／, as a Chinese input method types it), which is not "
+        "a path separator: type '/' instead."
+    )
+
+
 def name_problem(name: str, limit: int) -> str:
     """What in this name breaks the name rule (NAME_RE, ROLE_NAME_RE), said after the rule so
     that a person sees what to change without comparing the name with the rule."""
@@ -863,7 +875,12 @@ def name_problem(name: str, limit: int) -> str:
     allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-")
     bad = list(dict.fromkeys(c for c in name if c not in allowed))
     if bad:
-        shown = [_("space") if c.isspace() else f"“{c}”" for c in bad[:5]]
+        # A character that shows as nothing (a zero-width space or direction mark pasted with
+        # the name from a chat or web page) is named by its code point: “” says nothing.
+        shown = [
+            _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
+            for c in bad[:5]
+        ]
         return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
     if not name[0].isalpha():
         return _("It starts with “%(char)s”.") % {"char": name[0]}
@@ -1113,6 +1130,8 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                 f"{path}.mountPath",
                 _("A path cannot contain line breaks, tabs or other control characters."),
             )
+        elif FULL_WIDTH_SLASHES & set(ds.mount_path):
+            err(f"{path}.mountPath", _full_width_slash_message())
         elif normalised_mount_path(ds.mount_path) is None:
             err(
                 f"{path}.mountPath",
@@ -1160,6 +1179,8 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                 f"{path}.sourcePath",
                 _("A path cannot contain line breaks, tabs or other control characters."),
             )
+        elif FULL_WIDTH_SLASHES & set(source):
+            err(f"{path}.sourcePath", _full_width_slash_message())
         elif source and (".." in source.split("/") or "\x00" in source or "//" in source):
             err(
                 f"{path}.sourcePath",

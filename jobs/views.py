@@ -25,7 +25,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling, push_url
 
 from .actions import (
@@ -44,7 +44,7 @@ from .actions import (
 )
 from .backends import BackendError, get_backend
 from .health import WORKER_STATUSES, worker_state, worker_state_for
-from .http import AuthenticatedHttpRequest
+from .http import AuthenticatedHttpRequest, post_only
 from .logs import (
     SEARCH_CONTEXT,
     SEARCH_MAX_CONTEXT,
@@ -552,7 +552,12 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
     return response
 
 
-@require_POST
+def _to_job(public_id: str) -> str:
+    """Where a GET of a job's form target (Stop, Delete, Run again...) goes: the job's page."""
+    return reverse("job-detail", args=[public_id])
+
+
+@post_only(_to_job)
 @login_required
 def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
@@ -570,7 +575,7 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
     return redirect("job-detail", public_id=public_id)
 
 
-@require_POST
+@post_only(_to_job)
 @login_required
 def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
@@ -612,7 +617,7 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
     return render(request, "jobs/job_confirm.html", context)
 
 
-@require_POST
+@post_only(lambda: reverse("job-list"))
 @login_required
 def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Stop selected / Delete selected on the job list: first a page that lists the chosen jobs
@@ -780,7 +785,7 @@ def _say(request: AuthenticatedHttpRequest, parts: list[str], missing: int, *, d
         (messages.success if done else messages.info)(request, " ".join(parts))
 
 
-@require_POST
+@post_only(_to_job)
 @login_required
 def job_rerun_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
@@ -795,7 +800,7 @@ def job_rerun_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
     return redirect("job-detail", public_id=new_jobs[0].public_id)
 
 
-@require_POST
+@post_only(_to_job)
 @login_required
 def job_submit_again_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)

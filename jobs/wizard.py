@@ -204,6 +204,39 @@ def unreplaced_placeholders(command: str) -> list[tuple[str, str]]:
     return found
 
 
+# Characters that look like a space (or like nothing) but that a shell reads as part of a
+# word: text copied from a web page, a document or a chat app brings them along, and
+# `python3\u00a0train.py` then fails with "python3 train.py: command not found". Named for the
+# message.
+STRAY_SPACES = {
+    "\u00a0": gettext_lazy("a non-breaking space"),
+    "\u2002": gettext_lazy("an en space"),
+    "\u2003": gettext_lazy("an em space"),
+    "\u2007": gettext_lazy("a figure space"),
+    "\u2009": gettext_lazy("a thin space"),
+    "\u202f": gettext_lazy("a narrow non-breaking space"),
+    "\u3000": gettext_lazy("a full-width space"),
+    "\u200b": gettext_lazy("a zero-width space"),
+    "\ufeff": gettext_lazy("a zero-width no-break space"),
+}
+
+
+def stray_spaces(command: str) -> list[tuple[int, str]]:
+    """(line number, character) of each look-alike space in a command that touches a printable
+    ASCII character, where a space (or nothing) was meant: `python3\u00a0-c`, `train.py\u200b`.
+    One between two non-ASCII characters (a full-width space in Chinese text, as in
+    `print('你好\u3000世界')`) is meant as it is, and left alone."""
+    found = []
+    for number, line in enumerate(command.splitlines(), start=1):
+        for i, char in enumerate(line):
+            if char not in STRAY_SPACES:
+                continue
+            around = line[i - 1 : i] + line[i + 1 : i + 2]
+            if any(" " < c < "\x7f" for c in around):
+                found.append((number, char))
+    return found
+
+
 # Platform variables per framework, for the image step's list (values come at run time).
 INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
     "": [
@@ -861,7 +894,9 @@ def _apply_advanced(
         spec.retention_period = f"{cd['retention_value']}{cd.get('retention_unit') or 'd'}"
     spec.alert = S.AlertConfig(
         items=list(cd.get("alert_items") or []),
-        emails=_lines((cd.get("alert_emails") or "").replace(",", "\n")),
+        # One a line, or a list as people type it: commas and semicolons, the full-width ones
+        # of a Chinese input method too (an address has none of them).
+        emails=_lines(re.sub(r"[,;，；、]", "\n", cd.get("alert_emails") or "")),
         webhooks=_lines(cd.get("alert_webhooks") or ""),
         instance_id=(cd.get("alert_instance_id") or "").strip(),
         notify_rule_id=(cd.get("alert_notify_rule_id") or "").strip(),
@@ -929,6 +964,16 @@ def wizard_rules(
                 _("Replace %(key)s=%(placeholder)s in the command with your own path.")
                 % {"key": key, "placeholder": placeholder},
             )
+    for line, char in stray_spaces(spec.command)[:3]:
+        err(
+            "jobSpec.command",
+            _(
+                "Line %(line)d has %(what)s (U+%(code)04X), which the shell reads as part of a "
+                "word, not as a space: type an ordinary space there, or delete it (text copied "
+                "from a web page or document often brings one along)."
+            )
+            % {"line": line, "what": STRAY_SPACES[char], "code": ord(char)},
+        )
     image_raw = raws.get(IMAGE) if raws.get(IMAGE) is not None else state.raw(IMAGE)
     left_lines = _lines(_one(image_raw, "env_paste"))
     bad_lines = [line for line in left_lines if parse_env_line(line) is None]
@@ -937,7 +982,21 @@ def wizard_rules(
             "envPaste",
             _("These lines are not KEY=VALUE: %(lines)s") % {"lines": "; ".join(bad_lines[:5])},
         )
-    twice = sorted({pair[0] for line in left_lines if (pair := parse_env_line(line))})
+    # A well-formed line left in the box either names a row already (it was pasted twice
+    # with different values) or found the table full (merge_pasted_envs).
+    row_names = {_one(r, "name") for r in rows_of(image_raw, "env")}
+    left_pairs = {pair[0] for line in left_lines if (pair := parse_env_line(line))}
+    twice = sorted(left_pairs & row_names)
+    over = sorted(left_pairs - row_names)
+    if over:
+        err(
+            "envPaste",
+            _(
+                "The table holds at most %(max)d variables, so these lines were not added: "
+                "%(names)s. Delete rows you do not need, then go on again."
+            )
+            % {"max": F.MAX_ROWS, "names": ", ".join(over[:5]) + (" …" if len(over) > 5 else "")},
+        )
     if twice:
         err(
             "envPaste",
@@ -1199,7 +1258,8 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
 
 def parse_env_line(line: str) -> tuple[str, str] | None:
     """(name, value) of a `KEY=VALUE` or `export KEY="VALUE"` line, or None."""
-    name, sep, value = line.strip().removeprefix("export ").partition("=")
+    # `export` may be followed by any blank (a tab from a pasted shell script, too).
+    name, sep, value = re.sub(r"^export\s+", "", line.strip()).partition("=")
     name = name.strip()
     if not sep or not S.ENV_NAME_RE.match(name):
         return None
@@ -1232,6 +1292,11 @@ def merge_pasted_envs(raw: Raw) -> Raw:
             bad.append(line)
             continue
         name, value = pair
+        if name not in index and len(rows) >= F.MAX_ROWS:
+            # The table is full: the line stays in the box (with a message) rather than
+            # being cut off with the rows over the limit.
+            bad.append(line)
+            continue
         pasted[name] = value
         if name in index:
             index[name]["value"] = [value]
@@ -1239,7 +1304,7 @@ def merge_pasted_envs(raw: Raw) -> Raw:
             row = _row(name=name, value=value)
             rows.append(row)
             index[name] = row
-    merged = with_rows(raw, "env", rows[: F.MAX_ROWS])
+    merged = with_rows(raw, "env", rows)
     merged["env_paste"] = ["\n".join(bad)]
     return merged
 

@@ -96,6 +96,24 @@ SECRET_PARTS = frozenset(
     | {"apikey", "accesskey", "secretkey", "privatekey"}
 )
 SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
+# Look-alikes of JSON's own characters that a document, a chat app or a Chinese input method
+# writes in their place ("smart" quotes, fullwidth punctuation, non-breaking spaces): where
+# JSON stumbles on one, the message names it and what to type instead, since it looks right.
+LOOK_ALIKES = {
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u2018": '"',
+    "\u2019": '"',
+    "\uff02": '"',
+    "\uff1a": ":",
+    "\uff0c": ",",
+    "\uff5b": "{",
+    "\uff5d": "}",
+    "\uff3b": "[",
+    "\uff3d": "]",
+    "\u00a0": " ",
+    "\u3000": " ",
+}
 
 
 def too_large_message() -> str:
@@ -221,6 +239,15 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
             "column": exc.colno,
             "problem": problem,
         }
+        found = text[exc.pos] if exc.pos < len(text) else ""
+        if found in LOOK_ALIKES:
+            hint = _(
+                "The character there, %(char)s (U+%(code)04X), looks like %(ascii)s but is not "
+                "JSON's: type %(ascii)s instead (a document, chat app or input method may have "
+                "changed it)."
+            ) % {"char": found, "code": ord(found), "ascii": f"'{LOOK_ALIKES[found]}'"}
+            # Two sentences: a space between them in English, none in Chinese.
+            message = _("%(message)s %(hint)s") % {"message": message, "hint": hint}
         raise ImportRefusedError([("body", message)], text) from None
     except RecursionError:
         raise ImportRefusedError([("body", _too_deep())], text) from None

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
@@ -26,7 +26,7 @@ from . import forms as F
 from . import spec as S
 from . import wizard as W
 from . import wizard_import as I
-from .http import AuthenticatedHttpRequest
+from .http import AuthenticatedHttpRequest, post_only
 from .models import Draft, Job, JobStatus
 from .review import review_reason
 from .summary import spec_sections
@@ -104,7 +104,7 @@ def _import_context(form: F.ImportForm, text: str = "", key: str = "") -> dict[s
     }
 
 
-@require_POST
+@post_only(lambda: reverse("wizard-start"))
 @login_required
 @never_cache  # a refusal shows what was pasted again: not for Back or history to keep
 def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -156,7 +156,7 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "jobs/wizard/start.html", {**_start_context(request, ""), **context})
 
 
-@require_POST
+@post_only(lambda draft_id: reverse("wizard-start"))
 @login_required
 def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     _draft(request, draft_id).delete()
@@ -578,7 +578,7 @@ def _revision(draft: Draft) -> str:
     return draft.updated_at.isoformat()
 
 
-@require_POST
+@post_only(lambda draft_id: reverse("wizard-step", args=[draft_id, W.REVIEW]))
 @login_required
 def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     draft = _draft(request, draft_id)
@@ -622,7 +622,7 @@ def _submitted_message(jobs: list[Job]) -> str:
     return said
 
 
-@require_POST
+@post_only(lambda public_id: reverse("job-detail", args=[public_id]))
 @login_required
 def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     if "\x00" in public_id:  # never in a job id, and PostgreSQL refuses it in a query

@@ -66,8 +66,9 @@ function showRequestError(kind, status) {
 document.addEventListener("htmx:responseError", (event) => {
   const status = event.detail.xhr.status;
   // A 401 is a log-in that has ended (jobs.http.HtmxLoginEndedMiddleware); a 403 here is the
-  // CSRF check: the page's token is older than the session's.
-  const kinds = { 401: "loggedOut", 403: "expired" };
+  // CSRF check: the page's token is older than the session's. A 404 is a draft or job deleted
+  // since the page was opened (another tab): trying again cannot help, so it says that.
+  const kinds = { 401: "loggedOut", 403: "expired", 404: "gone" };
   showRequestError(kinds[status] || "failed", status);
 });
 document.addEventListener("htmx:sendError", () => showRequestError("unreachable", 0));

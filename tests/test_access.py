@@ -61,6 +61,9 @@ class Rule:
     # For load balancers and probes: the same answer for everyone (200 or 503, JSON), and
     # no session, whoever sends it.
     probe: bool = False
+    # A form's target (jobs.http.post_only): a GET does nothing and goes to the page the form
+    # is on (for anyone: the address holds nothing more than the URL already says).
+    get_to: Callable[[World], str] | None = None
 
 
 def job_kwargs(w: World) -> dict[str, Any]:
@@ -75,6 +78,10 @@ def api_job_kwargs(w: World) -> dict[str, Any]:
     return {"job_id": w.job.public_id}
 
 
+def job_page(w: World) -> str:
+    return reverse("job-detail", args=[w.job.public_id])
+
+
 GET = frozenset({"GET"})
 POST = frozenset({"POST"})
 GET_POST = frozenset({"GET", "POST"})
@@ -86,25 +93,31 @@ RULES: dict[str, Rule] = {
     "password-change": Rule(methods=GET_POST, owned=False),
     "job-list": Rule(owned=False),
     # Stop / Delete selected: the ids come in the form, and only the user's own are taken.
-    "job-bulk": Rule(methods=POST, owned=False),
+    "job-bulk": Rule(methods=POST, owned=False, get_to=lambda w: reverse("job-list")),
     "job-detail": Rule(kwargs=job_kwargs),
-    "job-copy": Rule(kwargs=job_kwargs, methods=POST),
+    "job-copy": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
     "job-live": Rule(kwargs=job_kwargs),
     "job-metrics": Rule(kwargs=job_kwargs),
     "job-logs": Rule(kwargs=job_kwargs, query={"replica": "master-0"}),
     "job-log-search": Rule(kwargs=job_kwargs, query={"replica": "master-0", "q": "x"}),
     "job-log-download": Rule(kwargs=lambda w: {**job_kwargs(w), "replica": "master-0"}),
-    "job-stop": Rule(kwargs=job_kwargs, methods=POST),
-    "job-delete": Rule(kwargs=job_kwargs, methods=POST),
-    "job-rerun": Rule(kwargs=job_kwargs, methods=POST),
-    "job-submit-again": Rule(kwargs=job_kwargs, methods=POST),
+    "job-stop": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
+    "job-delete": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
+    "job-rerun": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
+    "job-submit-again": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
     "pool-list": Rule(owned=False),
     "wizard-start": Rule(methods=GET_POST, owned=False),
     # 从请求导入: makes a draft of the user's own (the body comes in the form).
-    "wizard-import": Rule(methods=POST, owned=False),
+    "wizard-import": Rule(methods=POST, owned=False, get_to=lambda w: reverse("wizard-start")),
     "wizard-step": Rule(kwargs=lambda w: {**draft_kwargs(w), "step": "basic"}, methods=GET_POST),
-    "wizard-submit": Rule(kwargs=draft_kwargs, methods=POST),
-    "wizard-discard": Rule(kwargs=draft_kwargs, methods=POST),
+    "wizard-submit": Rule(
+        kwargs=draft_kwargs,
+        methods=POST,
+        get_to=lambda w: reverse("wizard-step", args=[w.draft.id, "review"]),
+    ),
+    "wizard-discard": Rule(
+        kwargs=draft_kwargs, methods=POST, get_to=lambda w: reverse("wizard-start")
+    ),
     "wizard-queues": Rule(kwargs=draft_kwargs),
     "wizard-aiak": Rule(kwargs=draft_kwargs),
     "wizard-idle": Rule(kwargs=draft_kwargs),
@@ -113,7 +126,11 @@ RULES: dict[str, Rule] = {
     "wizard-mount-row": Rule(kwargs=draft_kwargs),
     "api-keys": Rule(methods=GET_POST, owned=False),
     "my-usage": Rule(owned=False),
-    "api-key-revoke": Rule(kwargs=lambda w: {"access_key_id": w.key.access_key_id}, methods=POST),
+    "api-key-revoke": Rule(
+        kwargs=lambda w: {"access_key_id": w.key.access_key_id},
+        methods=POST,
+        get_to=lambda w: reverse("api-keys"),
+    ),
     "api-jobs": Rule(methods=GET_POST, owned=False, signed=True),
     "api-job": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
     "api-pod-events": Rule(
@@ -226,6 +243,9 @@ def test_access_matrix(world, name, method, role):
 
     r = request(client, method, url, rule)
 
+    if method == "GET" and rule.get_to is not None:
+        assert r.status_code == 302 and r["Location"] == rule.get_to(world), r
+        return
     if method not in rule.methods:
         # The method is refused, before or after the log-in check; nothing leaks.
         assert r.status_code in (405, 302), r.status_code

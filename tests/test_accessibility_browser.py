@@ -331,3 +331,22 @@ def test_my_usage_has_no_serious_violations_in_either_language(audit, alice):
     audit.check("my usage on a phone")
 
     audit.assert_clean()
+
+
+@pytest.mark.parametrize("language", ["zh-CN", "en-US"])
+def test_at_400_percent_zoom_no_page_scrolls_sideways(browser, live_server, reviewer, language):
+    # WCAG's reflow: 1280 pixels at 400% are 320 CSS pixels. The top bar's right half (language,
+    # user name, My usage, API keys, Log out) did not wrap and widened every page.
+    context = browser.new_context(
+        base_url=live_server.url, locale=language, viewport={"width": 320, "height": 640}
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "carol", "carol-password")
+        for url in ["/", "/pools/", "/create/", "/account/usage/", "/account/keys/"]:
+            page.goto(url)
+            expect(page.locator("#nav-api-keys")).to_be_visible()
+            wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+            assert wide <= screen, f"{url} is {wide} px wide on a {screen} px screen"
+    finally:
+        context.close()

@@ -896,6 +896,15 @@ def test_the_admin_in_chinese_has_no_english_blank_choice(alice, reviewer):
     assert "Select an option" not in body and "- 请选择 -" in body
 
 
+def test_the_job_lists_date_links_are_labelled_in_chinese(alice, reviewer):
+    submit(alice, "1")
+
+    body = client_for(reviewer).get(CHANGELIST).content.decode()
+
+    assert "Filter by" not in body
+    assert re.search(r'id="date-hierarchy-label">\s*按创建时间筛选', body)
+
+
 def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
     body = client_for(superuser).get("/admin/").content.decode()
 

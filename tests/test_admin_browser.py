@@ -252,3 +252,33 @@ def test_on_a_phone_the_job_list_scrolls_inside_its_box_and_the_page_does_not(
     created = page.locator("#result_list td.field-created time").first
     created.scroll_into_view_if_needed()
     expect(created).to_have_text(re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$"))
+
+
+def test_a_long_command_and_env_value_wrap_on_the_reviewers_job_page_instead_of_hiding(
+    page, alice, reviewer
+):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    # A one-line script and a token-like value, with nowhere to break a line.
+    command = "python3 -c 'print(" + "1" * 1500 + ")'"
+    spec = S.JobSpec(
+        name="bertlargepretrainingwholewordmaskingfp16bs128run01",
+        resource_pool_id="local",
+        image="python:3.12",
+        command=command,
+        envs=[S.Env("TOKEN_LIKE", "v" * 400)],
+        roles=[S.Role("master", 1)],
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="long")
+    log_in(page, "carol", "carol-password")
+
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(f"/admin/jobs/job/{job.pk}/change/")
+
+        value = page.locator(".spec-value", has_text="1111111111")
+        expect(value).to_contain_text(command)
+        # Its end is on the page: neither clipped by its row nor out beside the page.
+        wide, room = value.evaluate("e => [e.scrollWidth, e.closest('.form-row').clientWidth]")
+        assert wide <= room, f"the command is {wide} px wide in a {room} px row at {width}"
+        wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+        assert wide <= screen, f"the page is {wide} px wide on a {screen} px screen"

@@ -42,3 +42,18 @@ def test_a_user_creates_a_key_copies_its_secret_once_and_revokes_it(logged_in_pa
     expect(page.locator(f"[data-revoke='{access_key_id}']")).to_have_count(0)
     key.refresh_from_db()
     assert key.is_revoked
+
+
+def test_a_key_with_a_long_description_keeps_its_revoke_button_in_view(logged_in_page, alice):
+    page = logged_in_page
+    page.goto("/account/keys/")
+    # What a person pastes: a path or a token-like name with nowhere to break a line.
+    page.fill("input[name=description]", "ci-runner-" + "x" * 90)
+    page.click("#api-key-create")
+
+    key = ApiKey.objects.get(owner=alice)
+    revoke = page.locator(f"[data-revoke='{key.access_key_id}']")
+    expect(revoke).to_be_in_viewport()
+    table = page.locator("#api-key-table").locator("xpath=..")
+    wide, room = table.evaluate("box => [box.scrollWidth, box.clientWidth]")
+    assert wide <= room, f"the key table is {wide} px wide in {room} px"

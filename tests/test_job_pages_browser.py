@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job, JobStatus
 from jobs.worker import run_forever
+from tests.conftest import log_in
 
 from .runner_helpers import processes_with, runner_settings  # noqa: F401
 
@@ -682,3 +683,66 @@ def test_log_lines_wrap_in_their_box_at_a_keypress_and_the_browser_remembers_it(
     expect(plain.locator("#log-lines")).to_contain_text("loss NaN")
     expect(plain.locator("#log-wrap-switch")).to_be_hidden()
     context.close()
+
+
+def test_a_job_with_a_fifty_letter_name_fits_a_phone_on_its_page_and_its_stop_question(
+    browser, live_server, alice
+):
+    # The longest name the rules allow, with no hyphen where a line could break.
+    job = submitted(alice, "bertlargepretrainingwholewordmaskingfp16bs128run01")
+    assert len(job.name) == 50
+    for javascript in (True, False):
+        context = browser.new_context(
+            base_url=live_server.url,
+            java_script_enabled=javascript,
+            locale="zh-CN",
+            viewport={"width": 390, "height": 800},
+        )
+        page = context.new_page()
+        try:
+            page.goto("/login/")
+            page.fill("input[name=username]", "alice")
+            page.fill("input[name=password]", "alice-password")
+            page.click("#login-submit")
+            page.wait_for_url(lambda url: "/login/" not in url)
+
+            page.goto(f"/jobs/{job.public_id}/")
+            expect(page.locator("h1")).to_contain_text(job.name)
+            wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+            assert wide <= screen, f"the job page is {wide} px wide on a {screen} px phone"
+
+            if not javascript:  # the server asks before stopping
+                page.click("#job-stop")
+                expect(page.locator("h1")).to_contain_text(job.name)
+                wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+                assert wide <= screen, f"the question is {wide} px wide on a {screen} px phone"
+        finally:
+            context.close()
+
+
+def test_switching_language_on_the_stop_question_without_javascript_opens_the_job_page(
+    browser, live_server, alice
+):
+    # The question is the answer to a POST: the switch goes back to its address with a GET,
+    # which was a blank "405" page.
+    job = submitted(alice, "asked-to-stop")
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto(f"/jobs/{job.public_id}/")
+        page.click("#job-stop")
+        expect(page.locator("#confirm-stop")).to_be_visible()
+
+        page.click("[data-language=en]")
+
+        expect(page.locator("html")).to_have_attribute("lang", "en")
+        expect(page.locator("h1")).to_contain_text("asked-to-stop")
+        expect(page.locator("#job-stop")).to_have_text("Stop")
+        assert page.url.endswith(f"/jobs/{job.public_id}/")
+        job.refresh_from_db()
+        assert job.status not in (JobStatus.STOPPING, JobStatus.STOPPED)
+    finally:
+        context.close()

@@ -99,3 +99,18 @@ def test_logging_out_in_another_tab_leaves_the_figures_and_says_so_instead_of_a_
 
     log_in(other, "alice", "alice-password")
     expect(banner).to_be_hidden(timeout=15_000)  # the next poll succeeds again
+
+
+def test_on_a_phone_a_pools_card_table_fits_without_scrolling_sideways(logged_in_page):
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.click("#nav-pools")
+
+    region = page.locator('section[data-pool="local"] .table-responsive').first
+    expect(region.locator(".pool-meter")).to_be_visible()
+    wide, room = region.evaluate("box => [box.scrollWidth, box.clientWidth]")
+    assert wide <= room, f"the card table is {wide} px wide in {room} px"
+    # Its short headers read on one line, not a character per line.
+    header = region.locator("th", has_text="空闲").first
+    line = region.locator("th", has_text="卡型").first
+    assert header.bounding_box()["height"] <= line.bounding_box()["height"]

@@ -62,6 +62,24 @@ def test_a_mount_below_a_system_directory_is_allowed_but_not_over_it():
     }
 
 
+def test_a_full_width_slash_typed_by_a_chinese_input_method_is_named_in_either_path():
+    spec = pytorch_spec(
+        datasources=[
+            S.Datasource("hostpath", "v", "／workspace"),
+            S.Datasource("hostpath", "v", "/data", source_path="datasets／train"),
+        ]
+    )
+
+    message = (
+        "The path has a full-width slash (／, as a Chinese input method types it), which is not "
+        "a path separator: type '/' instead."
+    )
+    assert errors_of(spec) == {
+        "datasources[0].mountPath": [message],
+        "datasources[1].sourcePath": [message],
+    }
+
+
 def test_seed_001_reads_as_one_master_with_the_seed_resources():
     spec = S.parse_document(SEED_001, resource_pool_id="cce-xxxx")
 
@@ -648,6 +666,8 @@ def test_valid_specs_pass_every_rule(mutate):
     [
         ("a" * 51, "This one has 51 characters."),
         ("Bert_Large x", "Not allowed: “B” “_” “L” space."),
+        # Pasted from a chat: invisible characters are named, not shown as an empty “”.
+        ("bert\u200b-large\u200e", "Not allowed: U+200B U+200E."),
         ("1bert", "It starts with “1”."),
         ("-bert", "It starts with “-”."),
         ("bert-", "It ends with “-”."),

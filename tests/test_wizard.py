@@ -702,6 +702,19 @@ def test_a_step_post_finds_no_draft_when_another_window_discarded_it_meanwhile(a
     assert not Draft.objects.filter(pk=draft.pk).exists()
 
 
+def test_without_javascript_a_step_of_a_draft_deleted_elsewhere_says_it_was_deleted(alice_client):
+    draft = new_draft(alice_client)
+    alice_client.post(reverse("wizard-discard", args=[draft.id]))
+
+    r = post_step(alice_client, draft, W.BASIC, basic_data())
+
+    # The page a person sees, not only "nothing here": what happened and where the input is.
+    assert r.status_code == 404
+    page = r.content.decode()
+    assert 'id="not-found"' in page
+    assert "已被删除（可能是在另一个标签页中）" in page and "后退" in page
+
+
 def test_a_step_post_saves_nothing_when_another_window_submitted_the_draft_meanwhile(
     alice_client, alice
 ):

@@ -340,6 +340,31 @@ def test_a_step_sent_with_an_expired_token_says_so_instead_of_doing_nothing(logg
     expect(page.locator("#request-error")).to_be_hidden()
 
 
+def test_a_step_of_a_draft_deleted_in_another_tab_says_it_is_gone_and_keeps_what_was_typed(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page, name="deleted-elsewhere")
+    other = page.context.new_page()
+    other.on("dialog", lambda dialog: dialog.accept())
+    other.goto("/create/")
+    other.locator("tr", has_text="deleted-elsewhere").get_by_role("button", name="删除").click()
+    expect(other.locator(".alert-success, .alert-info").first).to_be_visible()
+    assert not Draft.objects.exists()
+
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py --typed-after-the-delete")
+    page.click("#wizard-next")
+
+    # Not "try again, what you saved is kept": trying again cannot help, and nothing was saved.
+    banner = page.locator("#request-error")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("已不存在")
+    expect(banner).not_to_contain_text("请重试")
+    expect(page.locator("#id_command")).to_have_value("torchrun train.py --typed-after-the-delete")
+
+
 def test_a_field_with_a_problem_stops_showing_it_once_changed(logged_in_page):
     page = logged_in_page
     start(page)

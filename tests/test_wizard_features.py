@@ -743,7 +743,9 @@ def test_users_cannot_copy_other_peoples_jobs(alice_client, bob, client):
     client.force_login(bob)
 
     assert client.post(reverse("job-copy", args=[job.public_id])).status_code == 404
-    assert alice_client.get(reverse("job-copy", args=[job.public_id])).status_code == 405
+    # A GET copies nothing: it goes to the job's page (jobs.http.post_only).
+    r = alice_client.get(reverse("job-copy", args=[job.public_id]))
+    assert r.status_code == 302 and r["Location"] == reverse("job-detail", args=[job.public_id])
     assert not Draft.objects.filter(owner=bob).exists()
 
 

@@ -278,6 +278,30 @@ def test_invalid_json_is_said_in_english_too(alice_client):
     assert "Not valid JSON: line 1, column 10: a value was expected." in error_texts(r)
 
 
+def test_curly_quotes_or_a_fullwidth_colon_are_named_with_what_to_type_instead(alice_client):
+    # As a document or chat app (“smart” quotes) or a Chinese input method (：) writes them.
+    curly = '{“name”: "llm-pretrain"}'
+    colon = '{"name"："llm-pretrain"}'
+
+    r = import_body(alice_client, curly)
+    alice_client.cookies["django_language"] = "en"
+    english = import_body(alice_client, colon)
+
+    assert r.status_code == 200
+    assert (
+        "JSON 无效：第 1 行，第 2 列：此处应为双引号括起的字段名。"
+        "该处的字符 “（U+201C）看起来像 '\"'，但不是 JSON 的符号：请改为输入 '\"'"
+        "（文档、聊天软件或输入法可能替换了它）。"
+    ) in error_texts(r)
+    assert (
+        "Not valid JSON: line 1, column 8: a colon (:) was expected. The character there, ： "
+        "(U+FF1A), looks like ':' but is not JSON's: type ':' instead (a document, chat app or "
+        "input method may have changed it)."
+    ) in error_texts(english)
+    assert html.escape(curly) in r.content.decode()  # kept in the box, as typed
+    assert not Draft.objects.exists()
+
+
 def test_a_number_too_long_to_read_is_refused_in_both_languages(alice_client):
     # Python reads no integer of over 4,300 digits (a guard against slow conversions).
     text = json.dumps(BODY).replace('"replicas": 3', '"replicas": 1' + "0" * 5000)

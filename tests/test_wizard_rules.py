@@ -521,6 +521,87 @@ def test_a_name_pasted_twice_with_different_values_is_left_in_the_box_with_a_mes
     assert envs == [("LR", "2"), ("BS", "8")]
 
 
+def test_pasted_lines_beyond_the_tables_fifty_rows_stay_in_the_box_with_a_message(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    paste = "\n".join(f"VAR_{i}={i}" for i in range(53))
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(envs=[("KEPT", "1")], env_paste=paste))
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert field_errors(r, "id_env_paste") == [
+        "The table holds at most 50 variables, so these lines were not added: "
+        "VAR_49, VAR_50, VAR_51, VAR_52. Delete rows you do not need, then go on again."
+    ]
+    assert re.search(
+        r'<textarea[^>]*name="env_paste"[^>]*>\s*VAR_49=49\nVAR_50=50\nVAR_51=51\nVAR_52=52</textarea>',
+        page,
+    )
+    assert 'value="KEPT"' in page and 'value="VAR_48"' in page and 'value="VAR_49"' not in page
+
+
+def test_an_export_line_with_a_tab_after_export_becomes_a_row(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste="export\tNCCL_DEBUG=INFO"))
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    envs = [(e.name, e.value) for e in W.assemble(W.wizard_state(draft)).spec.envs]
+    assert envs == [("NCCL_DEBUG", "INFO")]
+
+
+def test_a_non_breaking_space_copied_into_the_command_is_named_on_its_line(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    # As copied from a web page: it looks like "python3 -c ...", the shell reads "python3 -c".
+    command = "cd /workspace\npython3\u00a0train.py --epochs 3"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command") == [
+        "Line 2 has a non-breaking space (U+00A0), which the shell reads as part of a word, "
+        "not as a space: type an ordinary space there, or delete it (text copied from a web "
+        "page or document often brings one along)."
+    ]
+    assert "python3\u00a0train.py" in r.content.decode()  # kept as typed, to be fixed
+
+    fixed = post_step(en_client, draft, W.IMAGE, image_data(command=command.replace("\u00a0", " ")))
+
+    assert fixed.status_code == 302
+
+
+def test_a_full_width_space_inside_chinese_text_of_the_command_is_left_alone(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(command="python3 -c \"print('你好\u3000世界')\"")
+    )
+
+    assert r.status_code == 302
+
+
+def test_alert_emails_typed_as_a_list_with_chinese_commas_become_one_address_each(en_client):
+    draft = draft_at(en_client, W.ADVANCED)
+    emails = "ops@example.com，ml@example.com；oncall@example.com、lead@example.com"
+
+    r = post_step(
+        en_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed"], alert_emails=emails),
+    )
+
+    assert r.status_code == 302, field_errors(r, "id_alert_emails")
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.alert.emails == [
+        "ops@example.com",
+        "ml@example.com",
+        "oncall@example.com",
+        "lead@example.com",
+    ]
+
+
 def test_a_too_long_env_name_gets_one_message_about_its_length(en_client):
     draft = draft_at(en_client, W.IMAGE)
 
