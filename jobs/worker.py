@@ -34,6 +34,7 @@ import os
 import re
 import threading
 import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from subprocess import Popen
@@ -125,7 +126,7 @@ class Worker:
         except Exception:
             logger.exception("checking disk pressure failed")
         self.supervise_local()
-        dispatch_local(children=self.children)
+        dispatch_local(children=self.children, network_problem=self.identity.network_problem)
         self.dispatch_remote()
         if time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS:
             self.last_remote_sync = time.monotonic()
@@ -392,9 +393,33 @@ def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | N
     return None
 
 
+def checked_identity() -> WorkerIdentity:
+    """This process's identity with what its start-up check found: with
+    LOCAL_JOB_NETWORK=isolated, whether a job's network namespace can be made here at all
+    (jobs.network.isolation_problem). If not, it says so in its log, in the lease (staff's
+    banner and /healthz say it) and to every queued local job, which waits (jobs.scheduler)
+    instead of failing at its start. Checked once: restart the worker once it is fixed."""
+    identity = WorkerIdentity.here()
+    if not network.isolated():
+        return identity
+    try:
+        problem = network.isolation_problem()
+    except Exception as exc:  # a check that cannot even be made says so, as a refusal would
+        logger.exception("checking isolated networking failed")
+        problem = f"the check failed: {exc}"
+    if problem:
+        logger.error(
+            "isolated networking unavailable: %s. Local jobs stay queued until a worker that "
+            "can create network namespaces runs (LOCAL_JOB_NETWORK=isolated; see README, "
+            '"The network"), or LOCAL_JOB_NETWORK=host.',
+            problem,
+        )
+    return replace(identity, network_problem=problem[:2000])
+
+
 def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     lock = take_worker_lock()
-    identity = WorkerIdentity.here()
+    identity = checked_identity()
     try:
         while (taken := wait_for_lease(stop, identity)) is not None:
             run_while_holding(stop, identity, taken=taken, tasks=tasks)
