@@ -378,6 +378,20 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
         return True
 
 
+def active_runner() -> str | None:
+    """Where the active worker runs local jobs, as jobs.runner.runner_key names it (host and
+    run directory); None while no worker runs (stale, stopped, or never seen): then no
+    worker follows any local job. One query."""
+    row = (
+        WorkerHeartbeat.objects.filter(
+            pk=HEARTBEAT_PK, stopped_at=None, seen_at__gte=_stale_before()
+        )
+        .values_list("host", "run_dir")
+        .first()
+    )
+    return f"{row[0]}:{row[1]}"[:1024] if row else None
+
+
 def forget_old_workers() -> int:
     """Deletes the rows of worker processes not seen for a week (each start of a worker
     adds one): called by a worker as it takes the lease. Returns how many went."""

@@ -62,6 +62,7 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage
+from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
 from .summary import sent_request
@@ -565,7 +566,10 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
     except ActionError as exc:
         messages.error(request, exc.args[0])
     else:
-        if stopping:
+        if stopping and (job.status_reason_source or {}).get("key") == STOP_WAITS_MESSAGE:
+            # Its processes are where the active worker is not: the stop waits for one there.
+            messages.warning(request, _(STOP_WAITS_MESSAGE))
+        elif stopping:
             messages.success(request, _("Stop requested."))
         else:
             messages.info(request, _("The job has already finished or is stopping."))

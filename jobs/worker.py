@@ -22,8 +22,10 @@ off from the database) stops dispatching at once and stands by in turn.
 Only one worker runs per run directory too: it holds an exclusive lock on `worker.lock`
 before anything else, so two started there by mistake do not even stand by side by side.
 Local jobs started by a worker on another host or run directory are not followed by this one
-(jobs.runner.followed_here). Everything it needs to resume lives in the database and in files
-(jobs.runner), so it can be killed at any moment.
+(jobs.runner.followed_here); replicas in its own run directory whose job ended meanwhile (an
+administrator marked it as lost) are ended as it starts (jobs.runner.end_leftover_replicas).
+Everything it needs to resume lives in the database and in files (jobs.runner), so it can be
+killed at any moment.
 """
 
 from __future__ import annotations
@@ -55,7 +57,14 @@ from .health import (
     worker_stopped,
 )
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
-from .runner import evict_for_disk_pressure, followed_here, minutes, runner_key, supervise
+from .runner import (
+    end_leftover_replicas,
+    evict_for_disk_pressure,
+    followed_here,
+    minutes,
+    runner_key,
+    supervise,
+)
 from .scheduler import dispatch_local
 from .services import job_event
 from .texts import recorded
@@ -90,6 +99,11 @@ class Worker:
         self.last_beat: float | None = None
         # How roles' CPU and memory are enforced, for every job this worker starts.
         self.limits = cgroups.redetect()
+        # Processes first: a cgroup or a network namespace with processes in it stays.
+        try:
+            end_leftover_replicas()
+        except Exception:
+            logger.exception("ending replicas of jobs that ended elsewhere failed")
         self.remove_leftover_cgroups()
         self.end_leftover_networks()
 
@@ -420,6 +434,12 @@ def checked_identity() -> WorkerIdentity:
 def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     lock = take_worker_lock()
     identity = checked_identity()
+    try:
+        # Before standing by, too: a worker back on a machine whose jobs were marked as lost
+        # meanwhile ends their replicas now, not once it may dispatch again.
+        end_leftover_replicas()
+    except Exception:
+        logger.exception("ending replicas of jobs that ended elsewhere failed")
     try:
         while (taken := wait_for_lease(stop, identity)) is not None:
             run_while_holding(stop, identity, taken=taken, tasks=tasks)
