@@ -171,7 +171,18 @@ class Worker:
             return
         if not held:
             raise LeaseLost
+        away = (
+            self.last_beat is not None and now - self.last_beat > settings.WORKER_STALE_SECONDS / 2
+        )
         self.last_beat = now
+        if away:
+            # Its lease may have looked lapsed meanwhile (the tick hung, the database was out
+            # of reach) and no other worker took it: a reviewer may have marked its jobs as
+            # lost, which it no longer supervises. It ends their replicas as on a start.
+            try:
+                end_leftover_replicas()
+            except Exception:
+                logger.exception("ending replicas of jobs that ended meanwhile failed")
 
     def note_runs_elsewhere(self) -> None:
         """On taking the lease: says on each local job that runs on another host or run

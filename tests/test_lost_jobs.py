@@ -271,6 +271,28 @@ def test_the_worker_back_where_a_lost_job_ran_ends_its_replicas(alice, reviewer,
     open_gate(settings)
 
 
+def test_a_worker_that_hung_past_its_lease_ends_replicas_of_a_job_marked_lost_meanwhile(
+    alice, reviewer, settings
+):
+    """No other worker took the lease over: the hung one renews it and carries on, without
+    starting again, and still ends what a reviewer marked as lost while it seemed gone."""
+    settings.WORKER_STALE_SECONDS = 60
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    worker = Worker()
+    run_until(worker, lambda: (r := job.replicas.get()).pid is not None and r.status == "running")
+    found = live_shim(replica_state_dir(job.public_id, 1, "master-0"))
+    assert found is not None
+    WorkerHeartbeat.objects.update(seen_at=Now() - timedelta(seconds=3600))  # it hung
+    assert job_mark_lost(job=job, reviewer=reviewer) is True  # no worker runs, by the lease
+    worker.last_beat -= 3600
+
+    worker.tick()
+
+    assert not alive(found)
+    assert Job.objects.get(pk=job.pk).events.filter(reason="LeftoverEnded").exists()
+    open_gate(settings)
+
+
 # -- in a browser -------------------------------------------------------------------------
 
 
