@@ -321,6 +321,24 @@ def _mark(path: Path, unreadable: dict) -> dict | None:
         return unreadable
 
 
+def _lock_held(lock: Path) -> bool:
+    """Whether a live process holds the lock file (a replica's shim): read_state's test of
+    "alive" alone, without reading its other files."""
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
 def read_state(state: Path) -> ReplicaState:
     marks = {
         "keyword": _mark(state / "keyword", {"keyword": "?", "line": ""}),
@@ -1193,9 +1211,8 @@ def end_leftover_replicas() -> list[str]:
         state = lock.parent
         if state.name == "network":  # a namespace holder: ended with the job's cgroups
             continue
-        with contextlib.suppress(OSError):
-            if read_state(state).phase == "alive":
-                live.setdefault(state.parts[-3], []).append(state)
+        if _lock_held(lock):
+            live.setdefault(state.parts[-3], []).append(state)
     if not live:
         return []
     following = set(
