@@ -41,6 +41,7 @@ from .actions import ActionError, job_stop
 from .admin_lists import NulFreeLookupsMixin
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
+from .health import active_runner
 from .models import (
     ACTIVE_STATUSES,
     CardQuota,
@@ -51,7 +52,17 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
-from .review import current_policy, job_approve, job_reject, job_resubmit, policy_queues
+from .review import (
+    LOST_STATUSES,
+    current_policy,
+    job_approve,
+    job_mark_lost,
+    job_reject,
+    job_resubmit,
+    lost_refusal,
+    markable_lost,
+    policy_queues,
+)
 from .runtime_env import replica_refs
 from .summary import sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
@@ -407,12 +418,15 @@ ACTION_STATUSES: dict[str, frozenset[str]] = {
         | (ACTIVE_STATUSES - {JobStatus.STOPPING})
     ),
     "resubmit": frozenset({JobStatus.REJECTED, JobStatus.SUBMIT_FAILED}),
+    # Of these, only local jobs the active worker does not follow (jobs.review.markable_lost).
+    "mark_lost": LOST_STATUSES,
 }
 ACTION_TITLES = {
     "approve": gettext_lazy("Approve"),
     "reject": gettext_lazy("Reject"),
     "stop": gettext_lazy("Stop"),
     "resubmit": gettext_lazy("Resubmit"),
+    "mark_lost": gettext_lazy("Mark as lost"),
 }
 # Asked on the confirmation page, of the jobs the action applies to ("count" of them).
 ACTION_QUESTIONS = {
@@ -434,6 +448,17 @@ ACTION_QUESTIONS = {
     "resubmit": ngettext_lazy(
         "Resubmit this job? It is queued again (or waits for review).",
         "Resubmit these %(count)d jobs? They are queued again (or wait for review).",
+        "count",
+    ),
+    "mark_lost": ngettext_lazy(
+        "Mark this job as lost? Only for a job whose worker's machine is gone for good: it ends "
+        "now as Failed (Stopped if it was stopping) and its cards are released. Nothing is "
+        "sent to its processes; if they still run, the worker ends them when it runs there "
+        "again.",
+        "Mark these %(count)d jobs as lost? Only for jobs whose worker's machine is gone for "
+        "good: they end now as Failed (Stopped if they were stopping) and their cards are "
+        "released. Nothing is sent to their processes; if they still run, the worker ends "
+        "them when it runs there again.",
         "count",
     ),
 }
@@ -492,7 +517,7 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
     list_per_page = 50
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
-    actions = ["approve_jobs", "reject_jobs", "stop_jobs", "resubmit_jobs"]
+    actions = ["approve_jobs", "reject_jobs", "stop_jobs", "resubmit_jobs", "mark_lost_jobs"]
     inlines = [JobEventInline]
     change_list_template = "admin/jobs/job/change_list.html"
     change_form_template = "admin/jobs/job/change_form.html"
@@ -639,14 +664,24 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
 
     def _job_page_context(self, request: HttpRequest, job: Job) -> dict[str, Any]:
         refused = self._refused_own("approve") and job.owner_id == request.user.pk
+        reviewer = self.has_review_permission(request)
+        # Why a running local job offers no Mark as lost ("" when it does, or is not one).
+        not_lost = (
+            lost_refusal(job=job, active=active_runner())
+            if reviewer and job.backend == "local" and job.status in LOST_STATUSES
+            else ""
+        )
         context: dict[str, Any] = {
             "review_actions": [
                 (name, ACTION_TITLES[name])
                 for name, statuses in ACTION_STATUSES.items()
-                if job.status in statuses and not (name == "approve" and refused)
+                if job.status in statuses
+                and not (name == "approve" and refused)
+                and not (name == "mark_lost" and (job.backend != "local" or not_lost))
             ]
-            if self.has_review_permission(request)
+            if reviewer
             else [],
+            "not_markable_lost": not_lost,
             # Why there is no Approve: the reviewer submitted this job.
             "own_job_not_approvable": refused
             and job.status in ACTION_STATUSES["approve"]
@@ -721,7 +756,15 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
 
     def _eligible(self, request: HttpRequest, action: str, queryset: QuerySet) -> QuerySet:
         eligible = queryset.filter(status__in=ACTION_STATUSES[action])
+        if action == "mark_lost":
+            eligible = eligible.filter(markable_lost(active=active_runner()))
         return eligible.exclude(owner=request.user) if self._refused_own(action) else eligible
+
+    def _skipped(self, request: HttpRequest, action: str, queryset: QuerySet) -> QuerySet:
+        """The jobs of the selection the action does not apply to (the reviewer's own aside)."""
+        if action == "mark_lost":
+            return queryset.exclude(pk__in=self._eligible(request, action, queryset).values("pk"))
+        return queryset.exclude(status__in=ACTION_STATUSES[action])
 
     def _own_refused(self, request: HttpRequest, action: str, queryset: QuerySet) -> QuerySet:
         """The reviewer's own jobs the action would apply to but is refused on."""
@@ -750,9 +793,7 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
             "question": ACTION_QUESTIONS[action] % {"count": eligible_count},
             "jobs": list(eligible[:CONFIRMATION_SHOWN]),
             "eligible_count": eligible_count,
-            "skipped": list(
-                queryset.exclude(status__in=ACTION_STATUSES[action])[:CONFIRMATION_SHOWN]
-            ),
+            "skipped": self._skipped_shown(request, action, queryset),
             "own_skipped": list(self._own_refused(request, action, queryset)[:CONFIRMATION_SHOWN]),
             # With "select all" the queryset is the whole filtered list: a few ids suffice
             # for the admin to treat the post as an action; select_across does the rest.
@@ -770,6 +811,14 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/jobs/job/review_confirmation.html", context)
+
+    def _skipped_shown(self, request: HttpRequest, action: str, queryset: QuerySet) -> list[Job]:
+        skipped = list(self._skipped(request, action, queryset)[:CONFIRMATION_SHOWN])
+        if action == "mark_lost":
+            active = active_runner()
+            for job in skipped:  # its status may allow it, and still not this action
+                job.why_skipped = lost_refusal(job=job, active=active)
+        return skipped
 
     def _run(
         self,
@@ -789,7 +838,7 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
                 return self._confirmation(request, action, queryset, single=single)
             queryset = queryset.filter(pk__lte=int(upto))
         # Counted before acting: an approved job is Queued afterwards, which is not a skip.
-        skipped = queryset.exclude(status__in=ACTION_STATUSES[action]).count()
+        skipped = self._skipped(request, action, queryset).count()
         gone = 0
         if request.POST.get("select_across") != "1":
             # Jobs picked on the confirmation page that are no longer in the list: deleted by
@@ -907,6 +956,20 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
             lambda job: job_stop(job=job, actor=request.user),
             ngettext_lazy(
                 "%(count)d job stopped or stopping.", "%(count)d jobs stopped or stopping.", "count"
+            ),
+        )
+
+    @admin.action(permissions=["review"], description=gettext_lazy("Mark selected jobs as lost"))
+    def mark_lost_jobs(self, request: HttpRequest, queryset: QuerySet) -> HttpResponse | None:
+        return self._run(
+            request,
+            queryset,
+            "mark_lost",
+            lambda job: job_mark_lost(job=job, reviewer=request.user),
+            ngettext_lazy(
+                "%(count)d job marked as lost; its cards are released.",
+                "%(count)d jobs marked as lost; their cards are released.",
+                "count",
             ),
         )
 

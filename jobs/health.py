@@ -85,6 +85,9 @@ class WorkerState:
     host: str = ""
     pid: int | None = None
     version: str = ""
+    # Why local jobs cannot start under this worker, found by its start-up check ("" when
+    # they can): LOCAL_JOB_NETWORK=isolated where the kernel refuses network namespaces.
+    network_problem: str = ""
     # Workers beating now that do not hold the lease (they take over if it lapses).
     standby: int = 0
 
@@ -111,6 +114,14 @@ class WorkerState:
         return max(int(self.age.total_seconds()), 0)
 
     @property
+    def problem(self) -> str | None:
+        """What staff are told (the banner, /healthz) of a running worker that cannot start
+        local jobs, in the reader's language; None when it can, or does not run."""
+        if not self.running or not self.network_problem:
+            return None
+        return _("isolated networking unavailable: %(reason)s") % {"reason": self.network_problem}
+
+    @property
     def banner(self) -> str | None:
         """What users waiting on the worker are told while it does not run (None: it runs)."""
         if self.running:
@@ -130,7 +141,7 @@ class WorkerState:
         ) % {"minutes": minutes}
 
 
-FIELDS = ("seen_at", "stopped_at", "started_at", "host", "pid", "version")
+FIELDS = ("seen_at", "stopped_at", "started_at", "host", "pid", "version", "network_problem")
 
 
 def _stale_before() -> CombinedExpression:
@@ -276,12 +287,21 @@ class WorkerIdentity:
     pid: int
     run_dir: str
     version: str
+    # What its start-up check found (jobs.network.isolation_problem): "" when local jobs can
+    # start, else why not. Written with its row and into the lease as it takes it.
+    network_problem: str = ""
 
     @classmethod
     def here(cls) -> WorkerIdentity:
-        """This process's identity: one per process (a new one after a fork)."""
+        """This process's identity: one per process (a new one after a fork) and run
+        directory (tests change LOCAL_RUN_DIR; the lease's run directory must name the one
+        its jobs run in, as jobs.runner.runner_key does, for jobs.health.active_runner)."""
         global _this_process
-        if _this_process is None or _this_process.pid != os.getpid():
+        if (
+            _this_process is None
+            or _this_process.pid != os.getpid()
+            or _this_process.run_dir != _run_dir()
+        ):
             _this_process = cls.new()
         return _this_process
 
@@ -291,7 +311,7 @@ class WorkerIdentity:
             instance=uuid.uuid4().hex,
             host=socket.gethostname()[:255],
             pid=os.getpid(),
-            run_dir=str(Path(settings.LOCAL_RUN_DIR).resolve())[:1024],
+            run_dir=_run_dir(),
             version=console_version()[:32],
         )
 
@@ -301,10 +321,15 @@ class WorkerIdentity:
             "pid": self.pid,
             "run_dir": self.run_dir,
             "version": self.version,
+            "network_problem": self.network_problem,
         }
 
 
 _this_process: WorkerIdentity | None = None
+
+
+def _run_dir() -> str:
+    return str(Path(settings.LOCAL_RUN_DIR).resolve())[:1024]
 
 
 def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool:
@@ -353,6 +378,20 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
         return True
 
 
+def active_runner() -> str | None:
+    """Where the active worker runs local jobs, as jobs.runner.runner_key names it (host and
+    run directory); None while no worker runs (stale, stopped, or never seen): then no
+    worker follows any local job. One query."""
+    row = (
+        WorkerHeartbeat.objects.filter(
+            pk=HEARTBEAT_PK, stopped_at=None, seen_at__gte=_stale_before()
+        )
+        .values_list("host", "run_dir")
+        .first()
+    )
+    return f"{row[0]}:{row[1]}"[:1024] if row else None
+
+
 def forget_old_workers() -> int:
     """Deletes the rows of worker processes not seen for a week (each start of a worker
     adds one): called by a worker as it takes the lease. Returns how many went."""
@@ -383,7 +422,9 @@ def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
         if check_worker:
             body["worker"] = {"status": "unknown", "last_seen_seconds": None, "standby": None}
         return False, body
-    healthy = state.running or not check_worker
+    # A worker that runs but cannot start local jobs (its start-up check failed) is a fault
+    # for monitoring too: every local job waits Queued until someone fixes the machine.
+    healthy = (state.running and not state.problem) or not check_worker
     body = {"status": "ok" if healthy else "error", "database": "ok"}
     if check_worker:
         body["worker"] = {
@@ -392,4 +433,7 @@ def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
             # Workers beating now, ready to take over should the active one stop.
             "standby": state.standby,
         }
+        if state.problem:
+            # In English whatever the request's language: read by monitoring, not people.
+            body["worker"]["problem"] = f"isolated networking unavailable: {state.network_problem}"
     return healthy, body

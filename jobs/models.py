@@ -255,6 +255,10 @@ EVENT_REASONS = {
     "DiskPressure": pgettext_lazy("event reason", "Waiting for disk space"),
     "QuotaExceeded": pgettext_lazy("event reason", "Waiting for your quota"),
     "WaitingInQueue": pgettext_lazy("event reason", "Waiting in its queue"),
+    "NetworkUnavailable": pgettext_lazy("event reason", "Waiting for isolated networking"),
+    "NotFollowed": pgettext_lazy("event reason", "Not followed by the active worker"),
+    "MarkedLost": pgettext_lazy("event reason", "Marked as lost"),
+    "LeftoverEnded": pgettext_lazy("event reason", "Leftover processes ended"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),
@@ -658,6 +662,9 @@ class WorkerHeartbeat(models.Model):
     # row written before 0015).
     holder = models.CharField(max_length=32, blank=True)
     run_dir = models.CharField(_("run directory"), max_length=1024, blank=True)
+    # Why the holder cannot start local jobs ("" when it can): its start-up check's finding,
+    # e.g. the kernel refusing the network namespaces of LOCAL_JOB_NETWORK=isolated.
+    network_problem = models.TextField(blank=True, default="")
 
     class Meta:
         verbose_name = _("worker heartbeat")
@@ -680,6 +687,7 @@ class WorkerProcess(models.Model):
     started_at = models.DateTimeField(_("started"), null=True)
     seen_at = models.DateTimeField(_("last seen"), null=True, db_index=True)
     stopped_at = models.DateTimeField(_("stopped"), null=True)
+    network_problem = models.TextField(blank=True, default="")  # as WorkerHeartbeat's
 
     class Meta:
         verbose_name = _("worker process")

@@ -122,6 +122,19 @@ def _ready_holder(state: Path) -> tuple[int, str] | None:
         time.sleep(0.01)
 
 
+class HolderFailed(SandboxError):
+    """The holder could not make the namespace: `reason` is its own error (the kernel's)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(
+            gettext(
+                "its network namespace (LOCAL_JOB_NETWORK=isolated) cannot be created: %(error)s"
+            )
+            % {"error": reason}
+        )
+
+
 def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, str]:
     state.mkdir(parents=True, exist_ok=True)
     (state / "pid").unlink(missing_ok=True)  # a dead holder's
@@ -163,13 +176,7 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
                     return child.pid, start
         if child.poll() is not None:
             error = (state / "err").read_text(errors="replace").strip().splitlines()
-            raise SandboxError(
-                gettext(
-                    "its network namespace (LOCAL_JOB_NETWORK=isolated) cannot be created: "
-                    "%(error)s"
-                )
-                % {"error": error[-1] if error else f"exit code {child.returncode}"}
-            )
+            raise HolderFailed(error[-1] if error else f"exit code {child.returncode}")
         if time.monotonic() >= deadline:
             child.kill()
             child.wait()
@@ -239,6 +246,36 @@ def job_ids_with_networks() -> set[str]:
     """Public ids of jobs whose run folder holds a holder's lock (live or not)."""
     run_dir = Path(settings.LOCAL_RUN_DIR)
     return {path.parts[-4] for path in run_dir.glob("*/attempt-*/network/lock")}
+
+
+def isolation_problem() -> str:
+    """The worker's start-up check of LOCAL_JOB_NETWORK=isolated: makes one network namespace
+    exactly as each job's is made (the same holder, run the same way, as the same user), then
+    ends it. "" when that works; else why not, in the holder's (the kernel's) words, e.g.
+    `[Errno 1] Operation not permitted` where unprivileged user namespaces are refused.
+
+    Checked once per worker process: a machine that refuses them refuses every job, so
+    queued local jobs wait saying why (jobs.scheduler) rather than fail one by one. Its state
+    folder, LOCAL_RUN_DIR/network-check, is no job's (job folders hold attempt-<n>/)."""
+    state = Path(settings.LOCAL_RUN_DIR) / "network-check"
+    left = runner.live_shim(state)
+    if left is not None:  # a worker killed mid-check left its holder
+        _kill(*left, children=None)
+    children: runner.Children = {}
+    try:
+        found = _spawn_holder(state, children)
+    except HolderFailed as exc:
+        return exc.reason
+    except (SandboxError, OSError) as exc:
+        return str(exc)
+    finally:
+        for child in children.values():  # spawned and failed: reaped
+            if child.poll() is not None:
+                child.wait()
+    _kill(*found, children=children)
+    for name in ("lock", "pid", "err"):
+        (state / name).unlink(missing_ok=True)
+    return ""
 
 
 def describe() -> str:

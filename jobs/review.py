@@ -1,5 +1,5 @@
 """Review of submitted jobs: the policy that decides which jobs wait for a reviewer, and the
-reviewer's actions (approve, reject, stop, resubmit).
+reviewer's actions (approve, reject, stop, resubmit, mark as lost).
 
 The policy comes from settings (REVIEW_POLICY, REVIEW_ABOVE_CARDS, REVIEW_QUEUES,
 REVIEW_ALLOW_SELF_APPROVAL) until a superuser saves it in the admin; from then on the saved
@@ -18,6 +18,8 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group, Permission
 from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -25,7 +27,9 @@ from django.utils.translation import gettext_noop
 
 from . import spec as spec_module
 from .actions import ActionError
-from .models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
+from .alerts import job_alert
+from .health import active_runner
+from .models import Job, JobStatus, LocalRun, ReviewMode, ReviewPolicy, ReviewState
 from .services import job_transition, recorded
 from .texts import joined, ngettext_noop, recorded_plural
 
@@ -266,3 +270,93 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
     return job_transition(
         job=job, to=JobStatus.QUEUED, reason="Resubmitted", message=by, actor=actor, **fields
     )
+
+
+# -- lost local jobs ----------------------------------------------------------------------
+# A local job's processes are followed only by a worker on the host and run directory that
+# started them (jobs.runner.followed_here). If that machine is gone for good, nothing ends
+# the job: a reviewer marks it as lost. Decisions: offered only while no active worker
+# follows the run (one elsewhere, or none running at all: then nothing follows it either);
+# it ends the job at once, Failed (Stopped if someone had asked it to stop), without
+# touching any process (they are on the other machine); its cards go back to the pool; a
+# worker that comes back there ends what still runs (jobs.runner.end_leftover_replicas).
+
+LOST_STATUSES = frozenset({JobStatus.RUNNING, JobStatus.STOPPING})
+
+
+def markable_lost(*, active: str | None) -> Q:
+    """The jobs that may be marked as lost, `active` being where the active worker runs
+    local jobs (jobs.health.active_runner; None: no worker runs)."""
+    q = Q(backend="local", status__in=LOST_STATUSES, local_run__isnull=False)
+    if active is not None:
+        q &= ~Q(local_run__runner__in=["", active])
+    return q
+
+
+def lost_refusal(*, job: Job, active: str | None) -> str:
+    """Why the job cannot be marked as lost ("" when it can), for the reviewer."""
+    if job.backend != "local":
+        return _(
+            "Only a job of the local pool can be marked as lost; its platform follows this one."
+        )
+    if job.status not in LOST_STATUSES:
+        return _("Only a running or stopping job can be marked as lost.")
+    run = LocalRun.objects.filter(job=job).values_list("runner", flat=True).first()
+    if run is None:
+        return _("Only a running or stopping job can be marked as lost.")
+    if active is not None and run in ("", active):
+        return _(
+            "The active worker follows this job: stop it instead (Mark as lost is for a job "
+            "whose worker is gone with its machine)."
+        )
+    return ""
+
+
+def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
+    """Ends a local job that no worker can follow any more: Failed, or Stopped if it was
+    Stopping, naming the reviewer; its cards are released (they are counted while it runs);
+    no process is signalled. A jobFailed alert goes as for any failure. Refused
+    (ActionError) when the job is not one to mark (lost_refusal)."""
+    with transaction.atomic():
+        # The run's row is held as request_stop holds it; the active worker is read inside,
+        # so a worker taking the lease where it started is not missed in between.
+        LocalRun.objects.select_for_update().filter(job=job).first()
+        job.refresh_from_db()
+        refusal = lost_refusal(job=job, active=active_runner())
+        if refusal:
+            raise ActionError(refusal)
+        stopping = job.status == JobStatus.STOPPING
+        message = (
+            recorded(
+                gettext_noop(
+                    "Marked as lost by %(user)s while stopping: the worker where it ran (another "
+                    "machine or run directory) is gone, so it could not be stopped from here. "
+                    "Its cards are released; if its processes still run there, the worker ends "
+                    "them once it runs there again."
+                ),
+                user=reviewer.get_username(),
+            )
+            if stopping
+            else recorded(
+                gettext_noop(
+                    "Marked as lost by %(user)s: the worker where it ran (another machine or run "
+                    "directory) is gone, so it could not be followed from here. Its cards are "
+                    "released; if its processes still run there, the worker ends them once it "
+                    "runs there again."
+                ),
+                user=reviewer.get_username(),
+            )
+        )
+        done = job_transition(
+            job=job,
+            to=JobStatus.STOPPED if stopping else JobStatus.FAILED,
+            reason="MarkedLost",
+            message=message,
+            warning=True,
+            actor=reviewer,
+        )
+        if done and not stopping:
+            job_alert(job=job, item="jobFailed", message=f"{job.name}: {message}")
+    if done:
+        logger.warning("%s marked as lost by %s", job.public_id, reviewer.get_username())
+    return done

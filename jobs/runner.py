@@ -58,6 +58,7 @@ from . import cgroups, network
 from . import logs as job_logs
 from .alerts import job_alert
 from .backends.local import detected_accelerators, host_volumes
+from .health import active_runner
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
@@ -281,6 +282,16 @@ def followed_here() -> Q:
     return Q(local_run__runner__in=["", runner_key()]) | Q(local_run__isnull=True)
 
 
+def waits_for_its_worker(run: LocalRun) -> bool:
+    """Whether the run was started where the active worker is not (another host or run
+    directory): that worker cannot reach its processes, so a stop waits for a worker to run
+    there again. False while no worker runs at all (the worker's banner says that)."""
+    if not run.runner:
+        return False  # started before runners were recorded: followed by any worker
+    active = active_runner()
+    return active is not None and active != run.runner
+
+
 def attempt_dir(public_id: str, attempt: int) -> Path:
     return job_logs.job_dir(public_id) / f"attempt-{attempt}"
 
@@ -308,6 +319,24 @@ def _mark(path: Path, unreadable: dict) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return unreadable
+
+
+def _lock_held(lock: Path) -> bool:
+    """Whether a live process holds the lock file (a replica's shim): read_state's test of
+    "alive" alone, without reading its other files."""
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def read_state(state: Path) -> ReplicaState:
@@ -1139,7 +1168,10 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
             ]
         )
         if job.status == S.RUNNING and target in (TARGET_STOPPED, TARGET_TIMED_OUT):
-            if target == TARGET_STOPPED:
+            if target == TARGET_STOPPED and waits_for_its_worker(run):
+                # Not "SIGTERM, SIGKILL after 10 s": nothing here can send them.
+                reason, now = "Stopping", recorded(STOP_WAITS_MESSAGE)
+            elif target == TARGET_STOPPED:
                 # `message` is what the job ends with; while stopping, say what happens.
                 grace = settings.LOCAL_STOP_GRACE_SECONDS
                 reason = "Stopping"
@@ -1150,6 +1182,93 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
             else:
                 reason, now = "Timeout", message
             job_transition(job=job, to=S.STOPPING, reason=reason, message=now)
+
+
+# A stop of a job whose processes the active worker cannot reach (waits_for_its_worker).
+STOP_WAITS_MESSAGE = gettext_noop(
+    "Stop requested. This job runs on another machine or run directory than the worker now "
+    "active, which cannot reach its processes: it stops once a worker runs where it started "
+    "again. If that machine is gone for good, an administrator can mark the job as lost."
+)
+
+
+def end_leftover_replicas() -> list[str]:
+    """Ends the replicas still running in this run directory of local jobs that are no
+    longer Running or Stopping (ended, or deleted): those an administrator marked as lost
+    while this worker was away (README "What a takeover means for local jobs"), as the
+    worker does on a stop: SIGTERM to each replica's process group, SIGKILL to what is left
+    after LOCAL_STOP_GRACE_SECONDS. Their cgroups and network namespace holders then go
+    (jobs.worker's sweeps), their /tmp folders too, and each job still in the database gets
+    a Warning event `LeftoverEnded`. Returns the public ids of the jobs whose replicas it ended.
+
+    Called by a worker as it starts and as it takes the lease, before it starts anything: of
+    this run directory's jobs, only one Running or Stopping in the database may have live
+    replicas. A live replica is told by its lock (held by its shim), not by a search of
+    /proc, so looking costs one lock attempt per replica folder."""
+    run_dir = Path(settings.LOCAL_RUN_DIR)
+    live: dict[str, list[Path]] = {}
+    for lock in run_dir.glob("*/attempt-*/*/lock"):
+        state = lock.parent
+        if state.name == "network":  # a namespace holder: ended with the job's cgroups
+            continue
+        if _lock_held(lock):
+            live.setdefault(state.parts[-3], []).append(state)
+    if not live:
+        return []
+    following = set(
+        Job.objects.filter(
+            public_id__in=live, backend="local", status__in=[S.RUNNING, S.STOPPING]
+        ).values_list("public_id", flat=True)
+    )
+    leftovers = {
+        public_id: states for public_id, states in live.items() if public_id not in following
+    }
+    groups: dict[str, list[JobReplica]] = {}
+    for public_id, states in leftovers.items():
+        for state in states:
+            found = live_shim(state)
+            if found is not None:  # (the shim is its group's leader: a session of its own)
+                groups.setdefault(public_id, []).append(
+                    JobReplica(pid=found[0], process_start=found[1])
+                )
+    every = [replica for replicas in groups.values() for replica in replicas]
+    for replica in every:
+        signal_group(replica, signal.SIGTERM)
+    left = groups_still_alive(every, wait=settings.LOCAL_STOP_GRACE_SECONDS)
+    for replica in left:
+        signal_group(replica, signal.SIGKILL)
+    if stuck := groups_still_alive(left, wait=STRAGGLER_WAIT_SECONDS):
+        logger.warning("processes %s outlived SIGKILL", ", ".join(str(r.pid) for r in stuck))
+    for public_id, replicas in groups.items():
+        logger.warning(
+            "ended %d replica(s) of %s, still running here after the job had ended",
+            len(replicas),
+            public_id,
+        )
+        network.end_networks(public_id=public_id)
+        cgroups.remove_job_cgroups(cgroups.current(), public_id=public_id)
+        job = Job.objects.filter(public_id=public_id).first()
+        if job is None:  # deleted meanwhile: nothing of it is kept
+            remove_tree(job_logs.job_dir(public_id))
+            continue
+        for path in job_logs.job_dir(public_id).glob("attempt-*"):
+            _remove_scratch(path)
+        job_event(
+            job=job,
+            reason="LeftoverEnded",
+            message=recorded_plural(
+                ngettext_noop(
+                    "The worker where this job ran is back and found %(count)s of its replicas "
+                    "still running after the job had ended: it ended it.",
+                    "The worker where this job ran is back and found %(count)s of its replicas "
+                    "still running after the job had ended: it ended them.",
+                ),
+                "count",
+                count=len(replicas),
+            ),
+            warning=True,
+        )
+    return sorted(groups)
 
 
 def supervise(job: Job, *, children: Children | None = None) -> None:

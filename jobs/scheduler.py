@@ -22,6 +22,9 @@ Rules (decisions):
   saying why: it does not block its queue (Kueue's BestEffortFIFO), so other users' jobs
   behind it, and its owner's smaller ones that fit, start. It starts by itself once its
   owner's jobs hold little enough.
+- No job starts while the worker cannot make the network namespaces of
+  LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
+  now says so and blocks its queue.
 - What a waiting job's page says it waits for stays true (`held_for`, `why_waiting`): a job
   that said it waits for its quota or for disk is looked at again on every pass, even behind
   a blocked queue, and says so anew when the reason changes (its figures the page works
@@ -73,13 +76,19 @@ RANKS = {"high": 0, "normal": 1}
 # waits for its turn, until the scheduler says otherwise.
 QUOTA_EXCEEDED = "QuotaExceeded"
 DISK_PRESSURE = "DiskPressure"
+NETWORK_UNAVAILABLE = "NetworkUnavailable"
 IN_QUEUE = "WaitingInQueue"
-HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE})
+HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE})
 WAITING_REASONS = HELD_REASONS | {IN_QUEUE}
 ALERT_REASONS = ("AlertSent", "AlertFailed")
 IN_QUEUE_MESSAGE = gettext_noop(
     "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
     "has room for it."
+)
+NETWORK_UNAVAILABLE_MESSAGE = gettext_noop(
+    "Waiting for isolated networking: this machine refuses to create the network namespace "
+    "each local job gets (LOCAL_JOB_NETWORK=isolated): %(reason)s. It starts by itself once "
+    "a worker that can create one runs. Please contact an administrator."
 )
 WORKER_DOWN_MESSAGE = gettext_noop(
     "Waiting for the job scheduler (worker), which is not running: no queued job starts until "
@@ -87,8 +96,12 @@ WORKER_DOWN_MESSAGE = gettext_noop(
 )
 
 
-def dispatch_local(*, children: dict | None = None) -> list[Job]:
-    """One scheduling pass over the queued local jobs; returns the jobs it started."""
+def dispatch_local(*, children: dict | None = None, network_problem: str = "") -> list[Job]:
+    """One scheduling pass over the queued local jobs; returns the jobs it started.
+
+    `network_problem`: why the worker cannot make the network namespaces of
+    LOCAL_JOB_NETWORK=isolated (its start-up check, jobs.worker.checked_identity). Then no
+    job starts: each that would start now says so and keeps its place, as for disk."""
     from .runner import (
         current_capacity,
         disk_pressure_message,
@@ -160,6 +173,11 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
             if said in HELD_REASONS:  # no longer held for its quota or disk, but for room
                 held_for(job, IN_QUEUE, recorded(IN_QUEUE_MESSAGE))
             continue
+        if network_problem:
+            # Failing it would only repeat the kernel's refusal on every job in turn.
+            held_for(job, NETWORK_UNAVAILABLE, network_waiting_message(network_problem))
+            blocked.add(queue)
+            continue
         if not disk_measured:  # once a pass, and only when a job would start
             held, disk_measured = disk_pressure_message(run_dir_disk()), True
         if held:
@@ -174,6 +192,10 @@ def dispatch_local(*, children: dict | None = None) -> list[Job]:
             if group_id is not None:
                 group_running[group_id] += 1
     return started
+
+
+def network_waiting_message(problem: str) -> str:
+    return recorded(NETWORK_UNAVAILABLE_MESSAGE, reason=problem)
 
 
 def _over_quota(
@@ -248,7 +270,8 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
     can let it start."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
         return None
-    if not (worker or worker_state()).running:
+    worker = worker or worker_state()
+    if not worker.running:
         return _(WORKER_DOWN_MESSAGE)
     from .runner import disk_pressure_message, requirement, run_dir_disk
 
@@ -262,6 +285,9 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
         usage = local_usage(owner=job.owner_id).get(job.owner_id, Usage())
         over = excesses(quota_limits(job.owner_id), usage, need.cards)
         now = waiting_message(over[0]) if over else None
+    elif said == NETWORK_UNAVAILABLE:
+        # The active worker's finding now (another worker may have taken over since).
+        now = network_waiting_message(worker.network_problem) if worker.network_problem else None
     elif said == DISK_PRESSURE:
         try:
             now = disk_pressure_message(run_dir_disk())

@@ -62,6 +62,7 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage
+from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
 from .summary import sent_request
@@ -219,7 +220,9 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     }
     # The worker's banner: for a user with jobs waiting on it, and for staff (one query).
     worker, waiting_on_worker = worker_state_for(user=request.user)
-    if not worker.running and (waiting_on_worker or request.user.is_staff):
+    if (not worker.running and (waiting_on_worker or request.user.is_staff)) or (
+        request.user.is_staff and worker.problem
+    ):
         context["worker"] = worker
     if request.htmx:
         # The table, and the banner's slot swapped out of band with it, so the banner comes
@@ -568,7 +571,10 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
     except ActionError as exc:
         messages.error(request, exc.args[0])
     else:
-        if stopping:
+        if stopping and (job.status_reason_source or {}).get("key") == STOP_WAITS_MESSAGE:
+            # Its processes are where the active worker is not: the stop waits for one there.
+            messages.warning(request, _(STOP_WAITS_MESSAGE))
+        elif stopping:
             messages.success(request, _("Stop requested."))
         else:
             messages.info(request, _("The job has already finished or is stopping."))

@@ -22,8 +22,10 @@ off from the database) stops dispatching at once and stands by in turn.
 Only one worker runs per run directory too: it holds an exclusive lock on `worker.lock`
 before anything else, so two started there by mistake do not even stand by side by side.
 Local jobs started by a worker on another host or run directory are not followed by this one
-(jobs.runner.followed_here). Everything it needs to resume lives in the database and in files
-(jobs.runner), so it can be killed at any moment.
+(jobs.runner.followed_here); replicas in its own run directory whose job ended meanwhile (an
+administrator marked it as lost) are ended as it starts (jobs.runner.end_leftover_replicas).
+Everything it needs to resume lives in the database and in files (jobs.runner), so it can be
+killed at any moment.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import os
 import re
 import threading
 import time
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from subprocess import Popen
@@ -54,7 +57,14 @@ from .health import (
     worker_stopped,
 )
 from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
-from .runner import evict_for_disk_pressure, followed_here, minutes, runner_key, supervise
+from .runner import (
+    end_leftover_replicas,
+    evict_for_disk_pressure,
+    followed_here,
+    minutes,
+    runner_key,
+    supervise,
+)
 from .scheduler import dispatch_local
 from .services import job_event
 from .texts import recorded
@@ -89,6 +99,11 @@ class Worker:
         self.last_beat: float | None = None
         # How roles' CPU and memory are enforced, for every job this worker starts.
         self.limits = cgroups.redetect()
+        # Processes first: a cgroup or a network namespace with processes in it stays.
+        try:
+            end_leftover_replicas()
+        except Exception:
+            logger.exception("ending replicas of jobs that ended elsewhere failed")
         self.remove_leftover_cgroups()
         self.end_leftover_networks()
 
@@ -125,7 +140,7 @@ class Worker:
         except Exception:
             logger.exception("checking disk pressure failed")
         self.supervise_local()
-        dispatch_local(children=self.children)
+        dispatch_local(children=self.children, network_problem=self.identity.network_problem)
         self.dispatch_remote()
         if time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS:
             self.last_remote_sync = time.monotonic()
@@ -156,7 +171,18 @@ class Worker:
             return
         if not held:
             raise LeaseLost
+        away = (
+            self.last_beat is not None and now - self.last_beat > settings.WORKER_STALE_SECONDS / 2
+        )
         self.last_beat = now
+        if away:
+            # Its lease may have looked lapsed meanwhile (the tick hung, the database was out
+            # of reach) and no other worker took it: a reviewer may have marked its jobs as
+            # lost, which it no longer supervises. It ends their replicas as on a start.
+            try:
+                end_leftover_replicas()
+            except Exception:
+                logger.exception("ending replicas of jobs that ended meanwhile failed")
 
     def note_runs_elsewhere(self) -> None:
         """On taking the lease: says on each local job that runs on another host or run
@@ -392,9 +418,39 @@ def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | N
     return None
 
 
+def checked_identity() -> WorkerIdentity:
+    """This process's identity with what its start-up check found: with
+    LOCAL_JOB_NETWORK=isolated, whether a job's network namespace can be made here at all
+    (jobs.network.isolation_problem). If not, it says so in its log, in the lease (staff's
+    banner and /healthz say it) and to every queued local job, which waits (jobs.scheduler)
+    instead of failing at its start. Checked once: restart the worker once it is fixed."""
+    identity = WorkerIdentity.here()
+    if not network.isolated():
+        return identity
+    try:
+        problem = network.isolation_problem()
+    except Exception as exc:  # a check that cannot even be made says so, as a refusal would
+        logger.exception("checking isolated networking failed")
+        problem = f"the check failed: {exc}"
+    if problem:
+        logger.error(
+            "isolated networking unavailable: %s. Local jobs stay queued until a worker that "
+            "can create network namespaces runs (LOCAL_JOB_NETWORK=isolated; see README, "
+            '"The network"), or LOCAL_JOB_NETWORK=host.',
+            problem,
+        )
+    return replace(identity, network_problem=problem[:2000])
+
+
 def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     lock = take_worker_lock()
-    identity = WorkerIdentity.here()
+    identity = checked_identity()
+    try:
+        # Before standing by, too: a worker back on a machine whose jobs were marked as lost
+        # meanwhile ends their replicas now, not once it may dispatch again.
+        end_leftover_replicas()
+    except Exception:
+        logger.exception("ending replicas of jobs that ended elsewhere failed")
     try:
         while (taken := wait_for_lease(stop, identity)) is not None:
             run_while_holding(stop, identity, taken=taken, tasks=tasks)
