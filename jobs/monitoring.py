@@ -90,10 +90,10 @@ def usage_files(job: Job) -> Callable[[str], Path] | None:
         return lambda label: usage_file(job.public_id, label)
     if job.backend != "local":
         return None
-    run = LocalRun.objects.filter(job=job).only("attempt").first()
+    run = LocalRun.objects.filter(job=job).only("attempt", "runner").first()
     if run is None:
         return None
-    return lambda label: replica_state_dir(job.public_id, run.attempt, label) / "usage"
+    return lambda label: replica_state_dir(job.public_id, run.attempt, label, run.runner) / "usage"
 
 
 def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage] | None:

@@ -275,9 +275,11 @@ class LocalBackend(Backend):
         for replica in job.replicas.all():
             signal_group(replica, signal.SIGKILL)
         # Ended with the job already; one a worker killed at that moment left is ended here.
-        end_networks(public_id=job.public_id)
-        # Folders a job left read-only or unreadable (Go's module cache) go too.
-        remove_tree(job_logs.job_dir(job.public_id))
+        runner = job_logs.runner_of(job)
+        end_networks(public_id=job.public_id, run_by=runner)
+        # Folders a job left read-only or unreadable (Go's module cache) go too: where the
+        # worker that started it keeps them (job_logs.job_dir).
+        remove_tree(job_logs.job_dir(job.public_id, runner))
 
     def sync(self, job: Job) -> None:
         from jobs.models import ACTIVE_STATUSES
@@ -300,7 +302,7 @@ class LocalBackend(Backend):
     def log_file(self, job: Job, replica: str) -> Path | None:
         if replica not in {f"{r.role}-{r.index}" for r in job.replicas.all()}:
             return None
-        return job_logs.replica_log_path(job.public_id, replica)
+        return job_logs.replica_log_path(job.public_id, replica, job_logs.runner_of(job))
 
 
 def backend() -> LocalBackend:
