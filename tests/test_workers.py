@@ -253,6 +253,22 @@ def test_a_job_run_by_a_worker_with_another_run_directory_shows_its_log_and_goes
     assert not (standby_dir / job.public_id).exists()
 
 
+def test_a_job_left_alone_is_told_so_once_however_often_a_worker_elsewhere_takes_over(
+    db,
+    runner_settings,  # noqa: F811
+):
+    """Found live: each start of a worker elsewhere (serve restarting one that died, a
+    standby taking over and handing back) added the same NotFollowed event again."""
+    job = submit(_owner(), make_spec("sleep 30"))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=job, runner="gpu-a:/srv/console/var/runs", devices={})
+
+    for _ in range(3):
+        Worker().note_runs_elsewhere()
+
+    assert list(job.events.values_list("reason", flat=True)) == ["Created", "NotFollowed"]
+
+
 # -- One clock --------------------------------------------------------------------------
 
 
