@@ -55,7 +55,13 @@ from . import spec as S
 from . import wizard as W
 from .aihc.mapping import is_role_map, v1_from_v2
 from .api_v2 import v2_paths
-from .api_views import cut_to_depth, has_lone_surrogate, nested_too_deeply
+from .api_views import (
+    NotJsonConstant,
+    cut_to_depth,
+    has_lone_surrogate,
+    nested_too_deeply,
+    refuse_constant,
+)
 from .models import Draft
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
@@ -213,7 +219,7 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
     (the pool's own refusals aside), and the body as v1 (a v2 body mapped); ImportRefusedError
     with every problem otherwise."""
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
         problem = JSON_PROBLEMS.get(exc.msg, exc.msg)
         message = _("Not valid JSON: line %(line)d, column %(column)d: %(problem)s.") % {
@@ -224,6 +230,9 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
         raise ImportRefusedError([("body", message)], text) from None
     except RecursionError:
         raise ImportRefusedError([("body", _too_deep())], text) from None
+    except NotJsonConstant as exc:
+        message = _("Not valid JSON: %(word)s is not a JSON number.") % {"word": exc.args[0]}
+        raise ImportRefusedError([("body", message)], text) from None
     except ValueError:  # an integer over sys.get_int_max_str_digits() digits
         message = _(
             "Not valid JSON: a number in it is too long to read (%(digits)d digits at most)."

@@ -589,6 +589,18 @@ def test_a_body_holding_half_a_surrogate_pair_is_refused_and_makes_no_job(wsgi, 
     assert Job.objects.count() == 0
 
 
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+def test_nan_or_infinity_is_not_json_and_makes_no_job(wsgi, alice_key, word):
+    # Found in QA: Python's reader takes them, and `"name": NaN` made a job named "nan".
+    key, secret = alice_key
+    content = json.dumps(body()).replace('"from-a-script"', word).encode()
+
+    r = signed_post(wsgi, key, secret, content, names=None)
+
+    assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
+    assert Job.objects.count() == 0
+
+
 def test_a_signature_must_cover_the_host(wsgi, alice_key):
     key, secret = alice_key
     r = signed_post(wsgi, key, secret, json.dumps(body()).encode(), names=["x-bce-date"])

@@ -294,6 +294,21 @@ def test_a_number_too_long_to_read_is_refused_in_both_languages(alice_client):
     assert not Draft.objects.exists()
 
 
+def test_nan_or_infinity_is_refused_as_not_json_in_both_languages(alice_client):
+    # Found in QA: Python's reader takes NaN, and `"name": NaN` made a draft named "nan".
+    text = json.dumps(BODY).replace(f'"name": "{BODY["name"]}"', '"name": NaN')
+    assert "NaN" in text
+
+    r = import_body(alice_client, text)
+    alice_client.cookies["django_language"] = "en"
+    english = import_body(alice_client, text.replace("NaN", "-Infinity"))
+
+    assert r.status_code == 200
+    assert "JSON 无效：NaN 不是 JSON 数字。" in error_texts(r)
+    assert "Not valid JSON: -Infinity is not a JSON number." in error_texts(english)
+    assert not Draft.objects.exists()
+
+
 def test_with_htmx_a_refusal_swaps_only_the_import_section(alice_client):
     r = import_body(alice_client, "{", headers=HTMX)
 
