@@ -183,6 +183,12 @@ def job_dir(public_id: str, runner: str = "") -> Path:
     return Path(settings.LOCAL_RUN_DIR) / public_id
 
 
+def ran_elsewhere(runner: str) -> bool:
+    """Whether a job's worker ran it on another host than this process's (job_dir)."""
+    host, sep, run_dir = runner.partition(":")
+    return bool(sep and run_dir) and host != socket.gethostname()
+
+
 def runner_of(job: Any) -> str:
     """Where a local job's replicas run (LocalRun.runner; "" before it started)."""
     from .models import LocalRun

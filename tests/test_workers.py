@@ -253,6 +253,31 @@ def test_a_job_run_by_a_worker_with_another_run_directory_shows_its_log_and_goes
     assert not (standby_dir / job.public_id).exists()
 
 
+def test_the_log_of_a_job_run_on_another_machine_is_said_to_be_there_not_missing(
+    alice,
+    alice_client,
+    runner_settings,  # noqa: F811
+):
+    """Found live: a web server showed a job run by a worker on another machine "No output
+    yet", as if it had printed nothing, and its download said it had no log yet."""
+    job = submit(alice, make_spec("echo hello"))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=job, runner="gpu-far-away:/srv/console/var/runs", devices={})
+    JobReplica.objects.create(job=job, role="master", index=0)
+    alice_client.cookies["django_language"] = "en"
+    page_url = reverse("job-detail", args=[job.public_id])
+    elsewhere = "This job runs on another machine than this web server, and its log is kept there"
+
+    page = html.unescape(alice_client.get(page_url).content.decode())
+    searched = html.unescape(alice_client.get(page_url, {"q": "hello"}).content.decode())
+    download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    assert elsewhere in page and "No output yet" not in page
+    assert elsewhere in searched
+    assert download.status_code == 404
+    assert "gpu-far-away" not in page  # users are not shown machines
+
+
 def test_a_job_left_alone_is_told_so_once_however_often_a_worker_elsewhere_takes_over(
     db,
     runner_settings,  # noqa: F811

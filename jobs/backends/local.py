@@ -26,7 +26,7 @@ from jobs.sandbox import (
     resolve_in_root,
 )
 
-from .base import AcceleratorStock, Backend, Pool, Volume
+from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
 
 if TYPE_CHECKING:
     from jobs.models import Job
@@ -302,7 +302,17 @@ class LocalBackend(Backend):
     def log_file(self, job: Job, replica: str) -> Path | None:
         if replica not in {f"{r.role}-{r.index}" for r in job.replicas.all()}:
             return None
-        return job_logs.replica_log_path(job.public_id, replica, job_logs.runner_of(job))
+        runner = job_logs.runner_of(job)
+        if job_logs.ran_elsewhere(runner):
+            # Not "No output yet": the log is there, on the machine of the worker that
+            # started the job (machines are named in the worker's log only).
+            raise BackendError(
+                _(
+                    "This job runs on another machine than this web server, and its log is "
+                    "kept there: it cannot be read from here."
+                )
+            )
+        return job_logs.replica_log_path(job.public_id, replica, runner)
 
 
 def backend() -> LocalBackend:
