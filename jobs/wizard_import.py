@@ -53,7 +53,7 @@ from django.utils.translation import gettext_lazy
 
 from . import spec as S
 from . import wizard as W
-from .aihc.mapping import is_role_map, v1_from_v2
+from .aihc.mapping import RoleMapError, is_role_map, v1_from_v2
 from .api_v2 import v2_paths
 from .api_views import (
     NotJsonConstant,
@@ -256,9 +256,14 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
     rename = v2_paths(document) if v2 else str
     try:
         v1 = v1_from_v2(document) if v2 else document
+    except RoleMapError as exc:
+        errors = [("body", f"{path}: {message}") for path, message in exc.problems]
+        raise ImportRefusedError(errors, shown_text(text), v2) from None
     except ValueError as exc:
-        raise ImportRefusedError([("body", f"faultToleranceArgs: {exc}.")], text, v2) from None
-    secrets = S.stored_secret_values(v1) + guessed_secret_values(v1)
+        # The box shown again with its secrets masked, as after any refusal (it was not).
+        errors = [("body", f"faultToleranceArgs: {exc}.")]
+        raise ImportRefusedError(errors, shown_text(text), v2) from None
+    secrets = secret_values(document, v1)
     shown = masked_text(text, document, secrets)
     errors: list[tuple[str, str]] = []
     body_pool = v1.get("resourcePoolId")
@@ -304,11 +309,22 @@ def shown_text(text: str) -> str:
     if not isinstance(document, dict):
         return text
     document = cut_to_depth(document)
-    try:
-        v1 = v1_from_v2(document) if is_v2_body(document) else document
-    except ValueError:  # faultToleranceArgs it cannot read: the rest still names the secrets
-        v1 = v1_from_v2({**document, "faultToleranceArgs": None})
-    return masked_text(text, document, S.stored_secret_values(v1))
+    v1 = v1_from_v2(document, loose=True) if is_v2_body(document) else document
+    return masked_text(text, document, secret_values(document, v1))
+
+
+def secret_values(document: Mapping[str, Any], v1: Any) -> list[str]:
+    """The secret values of a body (as read, `document`, and as v1): those it says are secret
+    and those whose names look secret (when it does not say), of every role of a v2 role map,
+    not only the first one's, which v1 keeps. (Found in QA: the box after a form's own
+    refusal, or a faultToleranceArgs one, showed such values as typed.)"""
+    values = S.stored_secret_values(v1) + guessed_secret_values(v1)
+    job_spec = document.get("jobSpec")
+    if is_role_map(job_spec) and isinstance(v1, Mapping):
+        for group in list(job_spec.values())[1:]:
+            as_v1 = {**v1, "jobSpec": group}
+            values += S.stored_secret_values(as_v1) + guessed_secret_values(as_v1)
+    return values
 
 
 def is_v2_body(document: Mapping[str, Any]) -> bool:

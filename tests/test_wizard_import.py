@@ -631,6 +631,41 @@ def test_a_refused_body_shows_envs_named_like_secrets_masked_in_the_box(alice_cl
     assert not Draft.objects.exists()
 
 
+def test_every_refusal_shows_envs_named_like_secrets_masked_in_the_box(alice_client):
+    """Found in QA: the form's own refusal (a pool no longer offered) and a faultToleranceArgs
+    refusal showed the values of envs named like secrets as typed; so did any refusal for
+    those of a TFJob's second role."""
+    v2 = {
+        "name": "ft-flags",
+        "jobType": "PyTorchJob",
+        "command": "python train.py",
+        "faultToleranceArgs": "--not-a-flag=1",
+        "jobSpec": {"image": "python:3.12", "replicas": 1, "envs": NAMED_LIKE_SECRETS},
+    }
+    tf = {
+        "name": "Bad_Name",
+        "jobType": "TFJob",
+        "command": "python train.py",
+        "jobSpec": {
+            "Chief": {"image": "python:3.12", "replicas": 1},
+            "Worker": {"image": "python:3.12", "replicas": 2, "envs": NAMED_LIKE_SECRETS},
+        },
+    }
+    refusals = [
+        import_body(alice_client, named_like_secrets(), pool="a-pool-gone-since"),
+        import_body(alice_client, v2),
+        import_body(alice_client, tf),
+    ]
+
+    for refused in refusals:
+        page = refused.content.decode()
+        assert refused.status_code == 200 and 'id="import-problems"' in page
+        assert PASSWORD not in page and SECRET not in page
+    assert "faultToleranceArgs: --not-a-flag" in error_texts(refusals[1])
+    assert "jobSpec.Worker.envs" in error_texts(refusals[2])
+    assert not Draft.objects.exists()
+
+
 def test_unticking_secret_on_the_image_step_keeps_the_value_as_a_plain_one(alice_client):
     import_body(alice_client, {**named_like_secrets(), **CHANNELS})
     draft = Draft.objects.get()
