@@ -782,6 +782,41 @@ def test_a_paste_over_the_limit_comes_back_with_its_secrets_masked(logged_in_pag
     assert not Draft.objects.exists()
 
 
+@pytest.mark.browser
+def test_a_tensorflow_body_whose_worker_has_its_own_secret_is_refused_with_it_masked(
+    logged_in_page,
+):
+    # Found in QA: the Worker's envs were dropped without a word, and a refusal showed its
+    # HF_TOKEN back as typed.
+    from playwright.sync_api import expect
+
+    page = logged_in_page
+    tf = {
+        "name": "tf-train",
+        "jobType": "TFJob",
+        "command": "python train.py",
+        "jobSpec": {
+            "Chief": {"image": "python:3.12", "replicas": 1},
+            "Worker": {
+                "image": "python:3.12",
+                "replicas": 2,
+                "envs": [{"name": "HF_TOKEN", "value": SECRET}],
+            },
+        },
+    }
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps(tf, indent=2))
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    expect(page.locator("#import-body-errors")).to_contain_text("jobSpec.Worker.envs")
+    expect(page.locator("#import-body-errors")).to_contain_text("第一个角色（Chief）")
+    shown = page.locator("#import-body").input_value()
+    assert SECRET not in shown
+    assert json.loads(shown)["jobSpec"]["Worker"]["envs"] == [{"name": "HF_TOKEN", "value": W.MASK}]
+    assert not Draft.objects.exists()
+
+
 def test_a_paste_over_what_any_form_takes_gets_the_consoles_page_saying_so(alice_client, settings):
     # Over DATA_UPLOAD_MAX_MEMORY_SIZE Django refuses the form before the view reads it (400).
     body = {**BODY, "name": "x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1)}
