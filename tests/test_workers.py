@@ -263,7 +263,7 @@ def test_the_log_of_a_job_run_on_another_machine_is_said_to_be_there_not_missing
     job = submit(alice, make_spec("echo hello"))
     Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
     LocalRun.objects.create(job=job, runner="gpu-far-away:/srv/console/var/runs", devices={})
-    JobReplica.objects.create(job=job, role="master", index=0)
+    JobReplica.objects.create(job=job, role="master", index=0, status="running")
     alice_client.cookies["django_language"] = "en"
     page_url = reverse("job-detail", args=[job.public_id])
     elsewhere = "This job runs on another machine than this web server, and its log is kept there"
@@ -276,6 +276,8 @@ def test_the_log_of_a_job_run_on_another_machine_is_said_to_be_there_not_missing
     assert elsewhere in searched
     assert download.status_code == 404
     assert "gpu-far-away" not in page  # users are not shown machines
+    # Its usage is sampled there too: no table saying the first sample comes within seconds.
+    assert 'id="usage"' not in page and "Not measured yet" not in page
 
 
 def test_a_job_left_alone_is_told_so_once_however_often_a_worker_elsewhere_takes_over(
