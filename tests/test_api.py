@@ -297,6 +297,21 @@ def test_a_body_error_names_the_field_and_creates_nothing(api):
     assert Job.objects.count() == 0
 
 
+def test_a_card_type_the_pool_lacks_is_named_once_for_a_one_replica_body(api):
+    # Found in QA: also on roles[1], the worker role of 0 instances a v1 body of one replica
+    # reads back with, which the script never wrote.
+    bad = body()
+    bad["jobSpec"]["resources"] = [{"name": "nvidia.com/gpu", "quantity": 1}]
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert error.code == "InvalidParameter"
+    assert (
+        error.message == "roles[0].acceleratorType: The local pool has no “nvidia.com/gpu” cards."
+    )
+    assert Job.objects.count() == 0
+
+
 def test_a_wrongly_typed_field_is_named_too(api):
     bad = body()
     bad["jobSpec"]["replicas"] = "two"

@@ -200,7 +200,9 @@ class LocalBackend(Backend):
                 )
         totals = detected_accelerators()
         for i, role in enumerate(spec.roles):
-            if role.accelerator_type and role.accelerator_type not in totals:
+            # A role of no instances takes no cards: a v1 body of one replica reads back as a
+            # master and a worker of 0, with the same card type, which a script never wrote.
+            if role.replicas and role.accelerator_type and role.accelerator_type not in totals:
                 err(
                     f"roles[{i}].acceleratorType",
                     _("The local pool has no “%(type)s” cards.") % {"type": role.accelerator_type},
