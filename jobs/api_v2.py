@@ -39,7 +39,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from . import spec as spec_module
 from .actions import MAX_SELECTED, jobs_stop
-from .aihc.mapping import is_role_map, v1_from_v2, v2_from_v1
+from .aihc.mapping import RoleMapError, is_role_map, v1_from_v2, v2_from_v1
 from .api_views import (
     AIHC_STATUS,
     DEFAULT_LOG_LINES,
@@ -202,6 +202,8 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
             raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
     try:
         v1 = v1_from_v2(document)
+    except RoleMapError as exc:
+        raise ApiError(400, "InvalidParameter", str(exc)) from None
     except ValueError as exc:
         raise ApiError(400, "InvalidParameter", f"faultToleranceArgs: {exc}.") from None
     job = job_create(

@@ -686,9 +686,19 @@ def jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
     return _list(request, owner)
 
 
+class NotJsonConstant(ValueError):
+    """NaN, Infinity or -Infinity in a body (refuse_constant)."""
+
+
+def refuse_constant(name: str) -> Any:
+    """`json.loads`' parse_constant: NaN, Infinity and -Infinity are not JSON (RFC 8259),
+    though Python's reader takes them; `{"name": NaN}` made a job named "nan"."""
+    raise NotJsonConstant(name)
+
+
 def _body(request: HttpRequest) -> Any:
     try:
-        document = json.loads(request.body.decode("utf-8"))
+        document = json.loads(request.body.decode("utf-8"), parse_constant=refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
     if nested_too_deeply(document):

@@ -64,6 +64,8 @@ WORKER_STATUSES = frozenset(
 )
 
 OK, STALE, STOPPED, NEVER_SEEN = "ok", "stale", "stopped", "never_seen"
+# A worker process another was started in place of (KnownWorker.role), so gone.
+REPLACED = "replaced"
 
 
 def console_version() -> str:
@@ -149,6 +151,21 @@ def _stale_before() -> CombinedExpression:
     return Now() - timedelta(seconds=settings.WORKER_STALE_SECONDS)
 
 
+def _replaced() -> Exists:
+    """Whether a worker process was started since in this one's place (the same host and run
+    directory). Only one worker runs per run directory (it holds `worker.lock` while it
+    lives, and writes its row only once it holds it), so such a process is gone, killed,
+    however recently it beat: a worker restarted after a kill -9 takes the lease at once
+    (worker_beat's `run_dir_locked`), and its predecessor must not read as standing by
+    until WORKER_STALE_SECONDS have passed. Two machines with the same host name and run
+    directory are taken for one, as worker_beat takes them."""
+    return Exists(
+        WorkerProcess.objects.filter(
+            host=OuterRef("host"), run_dir=OuterRef("run_dir"), pk__gt=OuterRef("pk")
+        )
+    )
+
+
 def _standby() -> Subquery:
     """How many workers beat now without holding the lease (a subquery: no query more)."""
     holds = WorkerHeartbeat.objects.filter(
@@ -156,7 +173,7 @@ def _standby() -> Subquery:
     )
     beating = (
         WorkerProcess.objects.filter(stopped_at=None, seen_at__gte=_stale_before())
-        .filter(~Exists(holds))
+        .filter(~Exists(holds), ~_replaced())
         .annotate(n=Func(F("pk"), function="COUNT"))
         .values("n")
     )
@@ -225,6 +242,7 @@ class KnownWorker:
     stopped_at: datetime | None
     age: timedelta | None
     active: bool
+    replaced: bool = False
 
     @property
     def last_seen_seconds(self) -> int:
@@ -232,9 +250,12 @@ class KnownWorker:
 
     @property
     def role(self) -> str:
-        """active (holds the lease), standby (beats, waits to take over), stopped or stale."""
+        """active (holds the lease), standby (beats, waits to take over), stopped, replaced
+        (killed, and another started in its place) or stale."""
         if self.stopped_at is not None:
             return STOPPED
+        if self.replaced and not self.active:
+            return REPLACED
         if self.last_seen_seconds > settings.WORKER_STALE_SECONDS:
             return STALE
         return "active" if self.active else "standby"
@@ -245,6 +266,7 @@ class KnownWorker:
             "active": _("Active (dispatching)"),
             "standby": _("Standing by"),
             STOPPED: _("Stopped"),
+            REPLACED: _("Gone (restarted in its place)"),
             STALE: _("Not responding"),
         }[self.role]
 
@@ -255,7 +277,7 @@ def known_workers() -> list[KnownWorker]:
     holder = WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK, holder=OuterRef("instance"))
     rows = (
         WorkerProcess.objects.filter(seen_at__gte=Now() - KNOWN_WORKERS_FOR)
-        .annotate(db_now=Now(), active=Exists(holder.filter(stopped_at=None)))
+        .annotate(db_now=Now(), active=Exists(holder.filter(stopped_at=None)), replaced=_replaced())
         .order_by("-active", "-seen_at", "-pk")
         .values(
             "host",
@@ -267,6 +289,7 @@ def known_workers() -> list[KnownWorker]:
             "stopped_at",
             "db_now",
             "active",
+            "replaced",
         )
     )
     return [

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -167,12 +168,39 @@ def _shown_stamp(found: re.Match[str] | None) -> str:
     return f"{when:%Y-%m-%d %H:%M:%S}.{found.group(2)} "
 
 
-def job_dir(public_id: str) -> Path:
+def job_dir(public_id: str, runner: str = "") -> Path:
+    """A local job's folder (its logs, its attempts' files). `runner` is where the worker that
+    started it ran (LocalRun.runner, `host:/run/dir`, jobs.runner.runner_key): on this host,
+    the folder is in that worker's run directory, which need not be this process's
+    LOCAL_RUN_DIR (a second worker standing by on this host with a run directory of its own
+    took over and started the job), so the web pages read, and Delete removes, the files
+    where they are. A job started on another host, or before runners were recorded, is
+    looked for in this process's LOCAL_RUN_DIR (a web server cannot read another machine's
+    files: README, "Several workers on one database")."""
+    host, sep, run_dir = runner.partition(":")
+    if sep and run_dir and host == socket.gethostname():
+        return Path(run_dir) / public_id
     return Path(settings.LOCAL_RUN_DIR) / public_id
 
 
-def replica_log_path(public_id: str, label: str) -> Path:
-    return job_dir(public_id) / "logs" / f"{label}.log"
+def ran_elsewhere(runner: str) -> bool:
+    """Whether a job's worker ran it on another host than this process's (job_dir)."""
+    host, sep, run_dir = runner.partition(":")
+    return bool(sep and run_dir) and host != socket.gethostname()
+
+
+def runner_of(job: Any) -> str:
+    """Where a local job's replicas run (LocalRun.runner; "" before it started)."""
+    from .models import LocalRun
+
+    try:
+        return job.local_run.runner
+    except LocalRun.DoesNotExist:
+        return ""
+
+
+def replica_log_path(public_id: str, label: str, runner: str = "") -> Path:
+    return job_dir(public_id, runner) / "logs" / f"{label}.log"
 
 
 def log_cut_path(log: Path) -> Path:

@@ -21,6 +21,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
 from .backends.kubernetes import usage_file
+from .logs import ran_elsewhere
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runner import replica_state_dir, role_limits
 from .shim import merge_samples, read_usage
@@ -90,10 +91,12 @@ def usage_files(job: Job) -> Callable[[str], Path] | None:
         return lambda label: usage_file(job.public_id, label)
     if job.backend != "local":
         return None
-    run = LocalRun.objects.filter(job=job).only("attempt").first()
-    if run is None:
+    run = LocalRun.objects.filter(job=job).only("attempt", "runner").first()
+    if run is None or ran_elsewhere(run.runner):
+        # Sampled on the machine it runs on, out of this web server's reach: no table, rather
+        # than one saying the first sample comes within seconds.
         return None
-    return lambda label: replica_state_dir(job.public_id, run.attempt, label) / "usage"
+    return lambda label: replica_state_dir(job.public_id, run.attempt, label, run.runner) / "usage"
 
 
 def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage] | None:

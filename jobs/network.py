@@ -226,10 +226,13 @@ def _kill(pid: int, start: str, *, children: runner.Children | None) -> None:
         time.sleep(0.01)
 
 
-def end_networks(*, public_id: str, children: runner.Children | None = None) -> None:
+def end_networks(
+    *, public_id: str, children: runner.Children | None = None, run_by: str = ""
+) -> None:
     """Kills every live holder of the job's attempts: once its processes are gone (the job
-    ended, a restart begins, a stop or delete), nothing may keep its namespace."""
-    job_dir = job_logs.job_dir(public_id)
+    ended, a restart begins, a stop or delete), nothing may keep its namespace. `run_by`:
+    where the job started (LocalRun.runner, job_logs.job_dir), for a Delete from the web."""
+    job_dir = job_logs.job_dir(public_id, run_by)
     for state in sorted(job_dir.glob("attempt-*/network")):
         found = runner.live_shim(state)
         if found is not None:

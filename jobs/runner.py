@@ -292,12 +292,14 @@ def waits_for_its_worker(run: LocalRun) -> bool:
     return active is not None and active != run.runner
 
 
-def attempt_dir(public_id: str, attempt: int) -> Path:
-    return job_logs.job_dir(public_id) / f"attempt-{attempt}"
+def attempt_dir(public_id: str, attempt: int, runner: str = "") -> Path:
+    """`runner`: where the job started, for a reader other than the worker following it
+    (job_logs.job_dir); the worker's own jobs are in its LOCAL_RUN_DIR."""
+    return job_logs.job_dir(public_id, runner) / f"attempt-{attempt}"
 
 
-def replica_state_dir(public_id: str, attempt: int, label: str) -> Path:
-    return attempt_dir(public_id, attempt) / label
+def replica_state_dir(public_id: str, attempt: int, label: str, runner: str = "") -> Path:
+    return attempt_dir(public_id, attempt, runner) / label
 
 
 @dataclass

@@ -1087,8 +1087,10 @@ def _validate_envs(spec: JobSpec, err: Any) -> None:
         elif env.name in seen:
             err(path, _("%(name)s is defined twice.") % {"name": env.name})
         seen.add(env.name)
-        if len(env.value) > 32 * 1024 or "\x00" in env.value:
+        if len(env.value) > 32 * 1024:
             err(f"envs[{i}].value", _("Values are at most 32 KB of text."))
+        elif "\x00" in env.value:
+            err(f"envs[{i}].value", _("The value contains a NUL character."))
 
 
 def normalised_mount_path(path: str) -> str | None:

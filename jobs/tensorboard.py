@@ -792,7 +792,7 @@ def training_metrics(*, job: Job, seconds: float | None = None) -> TrainingMetri
     try:
         state, metrics.pending = read_state(
             folder,
-            state_dir=job_logs.job_dir(job.public_id),
+            state_dir=job_logs.job_dir(job.public_id, job_logs.runner_of(job)),
             seconds=READ_SECONDS if seconds is None else seconds,
         )
     except Exception:  # whatever a job left in its volume must not break its page

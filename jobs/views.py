@@ -524,7 +524,10 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
     except BackendError as exc:
         raise Http404(exc.message) from exc
     filename = f"{job.name}-{replica}.log"
-    path = backend.log_file(job, replica)
+    try:
+        path = backend.log_file(job, replica)
+    except BackendError as exc:
+        raise Http404(exc.message) from exc
     if path is not None:
         if not path.exists():
             raise Http404(_("This replica has no log yet."))

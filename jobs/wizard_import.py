@@ -53,9 +53,15 @@ from django.utils.translation import gettext_lazy
 
 from . import spec as S
 from . import wizard as W
-from .aihc.mapping import is_role_map, v1_from_v2
+from .aihc.mapping import RoleMapError, is_role_map, v1_from_v2
 from .api_v2 import v2_paths
-from .api_views import cut_to_depth, has_lone_surrogate, nested_too_deeply
+from .api_views import (
+    NotJsonConstant,
+    cut_to_depth,
+    has_lone_surrogate,
+    nested_too_deeply,
+    refuse_constant,
+)
 from .models import Draft
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
@@ -231,7 +237,7 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
     (the pool's own refusals aside), and the body as v1 (a v2 body mapped); ImportRefusedError
     with every problem otherwise."""
     try:
-        document = json.loads(text)
+        document = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
         problem = JSON_PROBLEMS.get(exc.msg, exc.msg)
         message = _("Not valid JSON: line %(line)d, column %(column)d: %(problem)s.") % {
@@ -251,6 +257,9 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
         raise ImportRefusedError([("body", message)], text) from None
     except RecursionError:
         raise ImportRefusedError([("body", _too_deep())], text) from None
+    except NotJsonConstant as exc:
+        message = _("Not valid JSON: %(word)s is not a JSON number.") % {"word": exc.args[0]}
+        raise ImportRefusedError([("body", message)], text) from None
     except ValueError:  # an integer over sys.get_int_max_str_digits() digits
         message = _(
             "Not valid JSON: a number in it is too long to read (%(digits)d digits at most)."
@@ -274,9 +283,14 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
     rename = v2_paths(document) if v2 else str
     try:
         v1 = v1_from_v2(document) if v2 else document
+    except RoleMapError as exc:
+        errors = [("body", f"{path}: {message}") for path, message in exc.problems]
+        raise ImportRefusedError(errors, shown_text(text), v2) from None
     except ValueError as exc:
-        raise ImportRefusedError([("body", f"faultToleranceArgs: {exc}.")], text, v2) from None
-    secrets = S.stored_secret_values(v1) + guessed_secret_values(v1)
+        # The box shown again with its secrets masked, as after any refusal (it was not).
+        errors = [("body", f"faultToleranceArgs: {exc}.")]
+        raise ImportRefusedError(errors, shown_text(text), v2) from None
+    secrets = secret_values(document, v1)
     shown = masked_text(text, document, secrets)
     errors: list[tuple[str, str]] = []
     body_pool = v1.get("resourcePoolId")
@@ -322,11 +336,22 @@ def shown_text(text: str) -> str:
     if not isinstance(document, dict):
         return text
     document = cut_to_depth(document)
-    try:
-        v1 = v1_from_v2(document) if is_v2_body(document) else document
-    except ValueError:  # faultToleranceArgs it cannot read: the rest still names the secrets
-        v1 = v1_from_v2({**document, "faultToleranceArgs": None})
-    return masked_text(text, document, S.stored_secret_values(v1))
+    v1 = v1_from_v2(document, loose=True) if is_v2_body(document) else document
+    return masked_text(text, document, secret_values(document, v1))
+
+
+def secret_values(document: Mapping[str, Any], v1: Any) -> list[str]:
+    """The secret values of a body (as read, `document`, and as v1): those it says are secret
+    and those whose names look secret (when it does not say), of every role of a v2 role map,
+    not only the first one's, which v1 keeps. (Found in QA: the box after a form's own
+    refusal, or a faultToleranceArgs one, showed such values as typed.)"""
+    values = S.stored_secret_values(v1) + guessed_secret_values(v1)
+    job_spec = document.get("jobSpec")
+    if is_role_map(job_spec) and isinstance(v1, Mapping):
+        for group in list(job_spec.values())[1:]:
+            as_v1 = {**v1, "jobSpec": group}
+            values += S.stored_secret_values(as_v1) + guessed_secret_values(as_v1)
+    return values
 
 
 def is_v2_body(document: Mapping[str, Any]) -> bool:

@@ -43,6 +43,7 @@ from subprocess import Popen
 
 from django.conf import settings
 from django.db import close_old_connections, connections
+from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -56,7 +57,7 @@ from .health import (
     worker_state,
     worker_stopped,
 )
-from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobStatus
+from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobEvent, JobStatus
 from .runner import (
     end_leftover_replicas,
     evict_for_disk_pressure,
@@ -70,6 +71,8 @@ from .services import job_event
 from .texts import recorded
 
 logger = logging.getLogger("jobs.worker")
+# The event on a local job this worker leaves alone (note_runs_elsewhere).
+NOT_FOLLOWED = "NotFollowed"
 
 # "仅针对于成功/失败状态的任务生效" (seed 000): a timeout is a failure (it alerts as jobFailed);
 # a job a person stopped is kept for them to look at.
@@ -188,10 +191,16 @@ class Worker:
         """On taking the lease: says on each local job that runs on another host or run
         directory that this worker does not follow it (jobs.runner.followed_here)."""
         here = runner_key()
-        # Where (host and folder) is said in the log only: users are not shown machines.
+        # Said once: a worker restarted again and again (serve restarts one that dies, a
+        # standby takes over and hands back) does not add the same event each time, while
+        # nothing else happened to the job. (Where, host and folder, is said in the log only:
+        # users are not shown machines.)
+        latest = JobEvent.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-pk")
         elsewhere = (
             Job.objects.filter(backend="local", status__in=[JobStatus.RUNNING, JobStatus.STOPPING])
             .exclude(followed_here())
+            .annotate(last_reason=Subquery(latest.values("reason")[:1]))
+            .filter(Q(last_reason__isnull=True) | ~Q(last_reason=NOT_FOLLOWED))
             .values_list("pk", "local_run__runner")
         )
         for pk, runner in elsewhere:
@@ -199,7 +208,7 @@ class Worker:
             logger.warning("%s runs at %s, not followed from %s", job.public_id, runner, here)
             job_event(
                 job=job,
-                reason="NotFollowed",
+                reason=NOT_FOLLOWED,
                 message=recorded(
                     gettext_noop(
                         "The worker now active runs on another machine or run directory than "

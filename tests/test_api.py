@@ -297,6 +297,21 @@ def test_a_body_error_names_the_field_and_creates_nothing(api):
     assert Job.objects.count() == 0
 
 
+def test_a_card_type_the_pool_lacks_is_named_once_for_a_one_replica_body(api):
+    # Found in QA: also on roles[1], the worker role of 0 instances a v1 body of one replica
+    # reads back with, which the script never wrote.
+    bad = body()
+    bad["jobSpec"]["resources"] = [{"name": "nvidia.com/gpu", "quantity": 1}]
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert error.code == "InvalidParameter"
+    assert (
+        error.message == "roles[0].acceleratorType: The local pool has no “nvidia.com/gpu” cards."
+    )
+    assert Job.objects.count() == 0
+
+
 def test_a_wrongly_typed_field_is_named_too(api):
     bad = body()
     bad["jobSpec"]["replicas"] = "two"
@@ -586,6 +601,18 @@ def test_a_body_holding_half_a_surrogate_pair_is_refused_and_makes_no_job(wsgi, 
 
     assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
     assert "unpaired surrogate" in r.json()["message"]
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity"])
+def test_nan_or_infinity_is_not_json_and_makes_no_job(wsgi, alice_key, word):
+    # Found in QA: Python's reader takes them, and `"name": NaN` made a job named "nan".
+    key, secret = alice_key
+    content = json.dumps(body()).replace('"from-a-script"', word).encode()
+
+    r = signed_post(wsgi, key, secret, content, names=None)
+
+    assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
     assert Job.objects.count() == 0
 
 

@@ -141,6 +141,32 @@ def test_a_v2_body_is_stored_as_the_same_spec_as_its_v1_form(api):
     )
 
 
+def test_a_role_map_whose_roles_differ_in_more_than_instances_and_cards_is_refused(api):
+    # Found in QA: the Worker's own envs (and image) were dropped without a word, as the
+    # console keeps one image and one set of variables per job, the first role's.
+    tf = v2_body(name="tf-job", jobType="TFJob")
+    tf["jobSpec"] = {
+        "Chief": {"image": "python:3.12", "replicas": 1, "resources": []},
+        "Worker": {
+            "image": "python:3.13",
+            "replicas": 2,
+            "resources": [],
+            "envs": [{"name": "ROLE_ONLY", "value": "1"}],
+        },
+    }
+
+    error = refused(lambda: api.create_job(pool="local", body=tf, version=V2))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert "jobSpec.Worker.image: Every role of a job runs with the image of its first" in (
+        error.message
+    )
+    assert "jobSpec.Worker.envs: Every role of a job runs with the envs of its first" in (
+        error.message
+    )
+    assert Job.objects.count() == 0
+
+
 def test_a_tensorflow_role_map_keeps_each_roles_instances_and_cards(api):
     tf = v2_body(name="tf-job", jobType="TFJob")
     tf["jobSpec"] = {

@@ -746,3 +746,36 @@ def test_switching_language_on_the_stop_question_without_javascript_opens_the_jo
         assert job.status not in (JobStatus.STOPPING, JobStatus.STOPPED)
     finally:
         context.close()
+
+
+def test_a_job_run_by_a_standby_worker_in_its_own_run_directory_shows_its_logs_in_the_browser(
+    logged_in_page, alice, settings, tmp_path
+):
+    """Found in QA: a worker standing by on this host with a run directory of its own took
+    over and ran the job; its page said "No output yet" on every tab and searched nothing."""
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica, LocalRun
+    from jobs.runner import runner_key
+    from jobs.services import job_transition
+
+    job = submitted(alice, "ran-by-the-standby")
+    settings.LOCAL_RUN_DIR = tmp_path / "runs-of-the-standby"  # as the standby saw it
+    LocalRun.objects.create(job=job, runner=runner_key(), devices={})
+    for index, role in enumerate(("master", "worker")):
+        JobReplica.objects.create(job=job, role=role, index=0)
+        log = replica_log_path(job.public_id, f"{role}-0")  # the standby's folder
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"2026-11-30T09:00:0{index}.000000Z {role} says loss 0.{index + 1}\n")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    job_transition(job=job, to=JobStatus.SUCCEEDED, reason="Succeeded")
+    settings.LOCAL_RUN_DIR = tmp_path / "runs"  # the web server's own
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+
+    expect(page.locator("#log-lines")).to_contain_text("master says loss 0.1")
+    page.click('#log-panel a.nav-link:has-text("worker-0")')
+    expect(page.locator("#log-lines")).to_contain_text("worker says loss 0.2")
+    page.fill("#log-search-q", "loss")
+    page.keyboard.press("Enter")
+    expect(page.locator("#log-search-results mark")).to_have_text("loss")
+    expect(page.locator("#log-search-results")).to_contain_text("worker says")

@@ -795,3 +795,14 @@ def test_rdma_tensorboard_and_masked_secrets_in_the_environment():
     assert env["NCCL_IB_DISABLE"] == "0"
     assert env["AIHC_TENSORBOARD_LOG_PATH"] == "/data/tb"
     assert env["TOKEN"] != "s3cret"
+
+
+def test_an_env_value_holding_a_nul_character_is_told_so_not_that_it_is_too_long():
+    """Found in QA: an 18-character value with a NUL in it (pasted into an import) was
+    refused with "Values are at most 32 KB of text."."""
+    spec = pytorch_spec(envs=[S.Env("API_KEY", "abc\x00def"), S.Env("LONG", "x" * 40000)])
+
+    errors = errors_of(spec)
+
+    assert errors["envs[0].value"] == ["The value contains a NUL character."]
+    assert errors["envs[1].value"] == ["Values are at most 32 KB of text."]

@@ -318,6 +318,21 @@ def test_a_number_too_long_to_read_is_refused_in_both_languages(alice_client):
     assert not Draft.objects.exists()
 
 
+def test_nan_or_infinity_is_refused_as_not_json_in_both_languages(alice_client):
+    # Found in QA: Python's reader takes NaN, and `"name": NaN` made a draft named "nan".
+    text = json.dumps(BODY).replace(f'"name": "{BODY["name"]}"', '"name": NaN')
+    assert "NaN" in text
+
+    r = import_body(alice_client, text)
+    alice_client.cookies["django_language"] = "en"
+    english = import_body(alice_client, text.replace("NaN", "-Infinity"))
+
+    assert r.status_code == 200
+    assert "JSON 无效：NaN 不是 JSON 数字。" in error_texts(r)
+    assert "Not valid JSON: -Infinity is not a JSON number." in error_texts(english)
+    assert not Draft.objects.exists()
+
+
 def test_with_htmx_a_refusal_swaps_only_the_import_section(alice_client):
     r = import_body(alice_client, "{", headers=HTMX)
 
@@ -640,6 +655,41 @@ def test_a_refused_body_shows_envs_named_like_secrets_masked_in_the_box(alice_cl
     assert not Draft.objects.exists()
 
 
+def test_every_refusal_shows_envs_named_like_secrets_masked_in_the_box(alice_client):
+    """Found in QA: the form's own refusal (a pool no longer offered) and a faultToleranceArgs
+    refusal showed the values of envs named like secrets as typed; so did any refusal for
+    those of a TFJob's second role."""
+    v2 = {
+        "name": "ft-flags",
+        "jobType": "PyTorchJob",
+        "command": "python train.py",
+        "faultToleranceArgs": "--not-a-flag=1",
+        "jobSpec": {"image": "python:3.12", "replicas": 1, "envs": NAMED_LIKE_SECRETS},
+    }
+    tf = {
+        "name": "Bad_Name",
+        "jobType": "TFJob",
+        "command": "python train.py",
+        "jobSpec": {
+            "Chief": {"image": "python:3.12", "replicas": 1},
+            "Worker": {"image": "python:3.12", "replicas": 2, "envs": NAMED_LIKE_SECRETS},
+        },
+    }
+    refusals = [
+        import_body(alice_client, named_like_secrets(), pool="a-pool-gone-since"),
+        import_body(alice_client, v2),
+        import_body(alice_client, tf),
+    ]
+
+    for refused in refusals:
+        page = refused.content.decode()
+        assert refused.status_code == 200 and 'id="import-problems"' in page
+        assert PASSWORD not in page and SECRET not in page
+    assert "faultToleranceArgs: --not-a-flag" in error_texts(refusals[1])
+    assert "jobSpec.Worker.envs" in error_texts(refusals[2])
+    assert not Draft.objects.exists()
+
+
 def test_unticking_secret_on_the_image_step_keeps_the_value_as_a_plain_one(alice_client):
     import_body(alice_client, {**named_like_secrets(), **CHANNELS})
     draft = Draft.objects.get()
@@ -753,6 +803,41 @@ def test_a_paste_over_the_limit_comes_back_with_its_secrets_masked(logged_in_pag
     shown = page.locator("#import-body").input_value()
     assert SECRET not in shown
     assert json.loads(shown)["jobSpec"]["envs"][-1] == {"name": "API_TOKEN", "value": W.MASK}
+    assert not Draft.objects.exists()
+
+
+@pytest.mark.browser
+def test_a_tensorflow_body_whose_worker_has_its_own_secret_is_refused_with_it_masked(
+    logged_in_page,
+):
+    # Found in QA: the Worker's envs were dropped without a word, and a refusal showed its
+    # HF_TOKEN back as typed.
+    from playwright.sync_api import expect
+
+    page = logged_in_page
+    tf = {
+        "name": "tf-train",
+        "jobType": "TFJob",
+        "command": "python train.py",
+        "jobSpec": {
+            "Chief": {"image": "python:3.12", "replicas": 1},
+            "Worker": {
+                "image": "python:3.12",
+                "replicas": 2,
+                "envs": [{"name": "HF_TOKEN", "value": SECRET}],
+            },
+        },
+    }
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps(tf, indent=2))
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    expect(page.locator("#import-body-errors")).to_contain_text("jobSpec.Worker.envs")
+    expect(page.locator("#import-body-errors")).to_contain_text("第一个角色（Chief）")
+    shown = page.locator("#import-body").input_value()
+    assert SECRET not in shown
+    assert json.loads(shown)["jobSpec"]["Worker"]["envs"] == [{"name": "HF_TOKEN", "value": W.MASK}]
     assert not Draft.objects.exists()
 
 

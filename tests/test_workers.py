@@ -38,7 +38,7 @@ from jobs.runner import attempt_dir
 from jobs.worker import LeaseLost, Worker
 
 from .conftest import log_in
-from .runner_helpers import make_spec, runner_settings, submit  # noqa: F401
+from .runner_helpers import make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
 from .test_worker import query, start_worker, wait_for, world  # noqa: F401
 
 STALE_EN = (
@@ -217,6 +217,85 @@ def test_a_worker_never_relaunches_a_local_job_started_by_a_worker_elsewhere(
     assert "gpu-a" not in event.message  # no machine names for users
 
 
+def test_a_job_run_by_a_worker_with_another_run_directory_shows_its_log_and_goes_when_deleted(
+    alice,
+    alice_client,
+    runner_settings,  # noqa: F811
+    tmp_path,
+):
+    """Found live: a worker standing by on this host with a run directory of its own took
+    over and ran a job. The web server (whose LOCAL_RUN_DIR is the first worker's) said "No
+    output yet" on the job page, the download was a 404 and a search found nothing, and
+    Delete left the job's folder (its logs, up to LOCAL_LOG_MAX_MB a replica) behind. The job
+    records where it ran (LocalRun.runner): on this host, its files are read and removed
+    there."""
+    standby_dir = tmp_path / "runs-of-the-standby"
+    runner_settings.LOCAL_RUN_DIR = standby_dir  # the worker that took over
+    job = submit(alice, make_spec("echo trained-$((6 * 7))"))  # the page shows the command
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to end")
+    assert (standby_dir / job.public_id / "logs" / "master-0.log").exists()
+    runner_settings.LOCAL_RUN_DIR = tmp_path / "runs"  # the web server's
+    alice_client.cookies["django_language"] = "en"
+    page_url = reverse("job-detail", args=[job.public_id])
+
+    page = alice_client.get(page_url).content.decode()
+    download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+    searched = alice_client.get(page_url, {"replica": "master-0", "q": "trained"})
+
+    assert "trained-42" in page
+    assert "No output yet" not in page
+    assert download.status_code == 200
+    assert b"trained-42" in b"".join(download.streaming_content)
+    assert "<mark>trained</mark>-42" in searched.content.decode()
+    alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert not (standby_dir / job.public_id).exists()
+
+
+def test_the_log_of_a_job_run_on_another_machine_is_said_to_be_there_not_missing(
+    alice,
+    alice_client,
+    runner_settings,  # noqa: F811
+):
+    """Found live: a web server showed a job run by a worker on another machine "No output
+    yet", as if it had printed nothing, and its download said it had no log yet."""
+    job = submit(alice, make_spec("echo hello"))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=job, runner="gpu-far-away:/srv/console/var/runs", devices={})
+    JobReplica.objects.create(job=job, role="master", index=0, status="running")
+    alice_client.cookies["django_language"] = "en"
+    page_url = reverse("job-detail", args=[job.public_id])
+    elsewhere = "This job runs on another machine than this web server, and its log is kept there"
+
+    page = html.unescape(alice_client.get(page_url).content.decode())
+    searched = html.unescape(alice_client.get(page_url, {"q": "hello"}).content.decode())
+    download = alice_client.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    assert elsewhere in page and "No output yet" not in page
+    assert elsewhere in searched
+    assert download.status_code == 404
+    assert "gpu-far-away" not in page  # users are not shown machines
+    # Its usage is sampled there too: no table saying the first sample comes within seconds.
+    assert 'id="usage"' not in page and "Not measured yet" not in page
+
+
+def test_a_job_left_alone_is_told_so_once_however_often_a_worker_elsewhere_takes_over(
+    db,
+    runner_settings,  # noqa: F811
+):
+    """Found live: each start of a worker elsewhere (serve restarting one that died, a
+    standby taking over and handing back) added the same NotFollowed event again."""
+    job = submit(_owner(), make_spec("sleep 30"))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=job, runner="gpu-a:/srv/console/var/runs", devices={})
+
+    for _ in range(3):
+        Worker().note_runs_elsewhere()
+
+    assert list(job.events.values_list("reason", flat=True)) == ["Created", "NotFollowed"]
+
+
 # -- One clock --------------------------------------------------------------------------
 
 
@@ -291,6 +370,36 @@ def test_staff_see_every_worker_seen_in_the_last_day_and_users_none(reviewer, al
     listed = staff.get(reverse("job-list")).content.decode()
     assert sorted(re.findall(r'data-role="(\w+)"', listed)) == ["standby", "stopped"]
     assert 'id="known-workers"' not in user.get(reverse("job-list")).content.decode()
+
+
+def test_a_worker_killed_and_restarted_in_its_place_is_not_counted_or_listed_as_standing_by(
+    reviewer, settings
+):
+    """Found live: after a kill -9 and a restart in the same place, /healthz said
+    "standby": 2 (the dead worker and the real standby) and staff saw the dead one as
+    "Standing by" for WORKER_STALE_SECONDS. Only one worker runs per run directory, so the
+    one started before in that place is gone."""
+    settings.LANGUAGE_CODE = "en"
+    killed, standby = worker_on("gpu-a", 101), worker_on("gpu-b", 202)
+    worker_beat(worker=killed)
+    worker_beat(worker=standby)
+    restarted = worker_on("gpu-a", 102)  # killed's row beat a moment ago: not stale yet
+
+    assert worker_beat(worker=restarted, run_dir_locked=True) is True
+
+    assert worker_state().standby == 1
+    assert Client().get("/healthz").json()["worker"]["standby"] == 1
+    staff = Client()
+    staff.force_login(reviewer)
+    staff.cookies["django_language"] = "en"
+    page = staff.get(reverse("admin:index")).content.decode()
+    rows = re.findall(r'<tr class="known-worker" data-role="(\w+)"><td>(.*?)</td>', page)
+    pids = re.findall(r'<tr class="known-worker"[^>]*><td>.*?</td><td>.*?</td><td>(\d+)</td>', page)
+    assert list(zip(pids, rows, strict=True)) == [
+        ("102", ("active", "Active (dispatching)")),
+        ("202", ("standby", "Standing by")),
+        ("101", ("replaced", "Gone (restarted in its place)")),
+    ]
 
 
 def test_rows_of_workers_not_seen_for_a_week_are_forgotten(db):

@@ -25,6 +25,8 @@ import copy
 import shlex
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from jobs import spec as spec_module
 
 V2_TF_ROLE_KEYS = {"chief": "Chief", "worker": "Worker", "ps": "PS", "evaluator": "Evaluator"}
@@ -132,16 +134,60 @@ def role_name(key: str) -> str:
     return names.get(key, key.lower())
 
 
-def v1_from_v2(body: dict[str, Any]) -> dict[str, Any]:
+# What each role of a role map (TFJob) has of its own in the console; every other field of a
+# role (image, envs, imageConfig, ...) the console holds once for the whole job.
+PER_ROLE_FIELDS = frozenset({"replicas", "resources"})
+
+
+class RoleMapError(ValueError):
+    """A role map whose roles differ where the console keeps one value for the job:
+    (field path, message) pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        super().__init__("; ".join(f"{path}: {message}" for path, message in problems))
+        self.problems = problems
+
+
+def role_map_differences(job_spec: dict[str, Any]) -> list[tuple[str, str]]:
+    """Where a role of a role map gives a field of its own (another image, its own envs) that
+    the console keeps once per job, as the first role gives it. Found in QA: the second
+    role's envs and image were dropped without a word (and its secrets, named by no other
+    role, shown back unmasked after a refusal); AIHC runs each role with its own, which the
+    console cannot, so such a body is refused, as a faultToleranceArgs flag it does not run
+    is, rather than run otherwise than asked. A role that leaves a field out, or gives the
+    first role's value (as the console's own v2 bodies do), takes the first role's."""
+    (first_key, first), *others = job_spec.items()
+    problems = []
+    for key, group in others:
+        for name, value in group.items():
+            if name not in PER_ROLE_FIELDS and value != first.get(name):
+                problems.append(
+                    (
+                        f"jobSpec.{key}.{name}",
+                        _(
+                            "Every role of a job runs with the %(field)s of its first role "
+                            "(%(first)s) here: give it there only, or the same on each role."
+                        )
+                        % {"field": name, "first": first_key},
+                    )
+                )
+    return problems
+
+
+def v1_from_v2(body: dict[str, Any], *, loose: bool = False) -> dict[str, Any]:
     """The v1 body for a v2 one. A role map (TFJob) becomes one v1 replica group (the first
     role's spec, every role's replicas) plus `console.roles` with each role's own replicas and
-    resources, which the console's spec reads as the truth. Values of the wrong type are
-    passed on as they are, for jobs.spec.parse_document to name."""
+    resources, which the console's spec reads as the truth; roles that differ elsewhere are
+    refused (RoleMapError). Values of the wrong type are passed on as they are, for
+    jobs.spec.parse_document to name. `loose`: neither refused nor faultToleranceArgs read
+    (to find a refused body's secrets)."""
     v2 = copy.deepcopy(body)
     job_spec = v2.pop("jobSpec", None)
     if job_spec is None:
         job_spec = {}
     if is_role_map(job_spec):
+        if not loose and (problems := role_map_differences(job_spec)):
+            raise RoleMapError(problems)
         groups = list(job_spec.items())
         console = v2.get("console")
         if console is None or (isinstance(console, dict) and "roles" not in console):
@@ -170,6 +216,6 @@ def v1_from_v2(body: dict[str, Any]) -> dict[str, Any]:
     }
     args = v2.pop("faultToleranceArgs", None)
     v1.update(v2)
-    if args is not None:
+    if args is not None and not loose:
         v1["faultToleranceConfig"] = fault_tolerance_config(args)
     return v1

@@ -26,7 +26,7 @@ from jobs.sandbox import (
     resolve_in_root,
 )
 
-from .base import AcceleratorStock, Backend, Pool, Volume
+from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
 
 if TYPE_CHECKING:
     from jobs.models import Job
@@ -200,7 +200,9 @@ class LocalBackend(Backend):
                 )
         totals = detected_accelerators()
         for i, role in enumerate(spec.roles):
-            if role.accelerator_type and role.accelerator_type not in totals:
+            # A role of no instances takes no cards: a v1 body of one replica reads back as a
+            # master and a worker of 0, with the same card type, which a script never wrote.
+            if role.replicas and role.accelerator_type and role.accelerator_type not in totals:
                 err(
                     f"roles[{i}].acceleratorType",
                     _("The local pool has no “%(type)s” cards.") % {"type": role.accelerator_type},
@@ -275,9 +277,11 @@ class LocalBackend(Backend):
         for replica in job.replicas.all():
             signal_group(replica, signal.SIGKILL)
         # Ended with the job already; one a worker killed at that moment left is ended here.
-        end_networks(public_id=job.public_id)
-        # Folders a job left read-only or unreadable (Go's module cache) go too.
-        remove_tree(job_logs.job_dir(job.public_id))
+        runner = job_logs.runner_of(job)
+        end_networks(public_id=job.public_id, run_by=runner)
+        # Folders a job left read-only or unreadable (Go's module cache) go too: where the
+        # worker that started it keeps them (job_logs.job_dir).
+        remove_tree(job_logs.job_dir(job.public_id, runner))
 
     def sync(self, job: Job) -> None:
         from jobs.models import ACTIVE_STATUSES
@@ -300,7 +304,17 @@ class LocalBackend(Backend):
     def log_file(self, job: Job, replica: str) -> Path | None:
         if replica not in {f"{r.role}-{r.index}" for r in job.replicas.all()}:
             return None
-        return job_logs.replica_log_path(job.public_id, replica)
+        runner = job_logs.runner_of(job)
+        if job_logs.ran_elsewhere(runner):
+            # Not "No output yet": the log is there, on the machine of the worker that
+            # started the job (machines are named in the worker's log only).
+            raise BackendError(
+                _(
+                    "This job runs on another machine than this web server, and its log is "
+                    "kept there: it cannot be read from here."
+                )
+            )
+        return job_logs.replica_log_path(job.public_id, replica, runner)
 
 
 def backend() -> LocalBackend:
