@@ -93,17 +93,17 @@ def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str,
         "pool": next((p for p in pools if p.id == pool_id), None) if pool_id else None,
         # New draft's one-time key: the same click sent twice makes one draft.
         "create_key": uuid.uuid4().hex,
-        # Where the language switch returns when the import box is empty (this page, its
-        # page number and pool kept).
-        "drafts_url": request.get_full_path()
-        if request.method == "GET"
-        else reverse("wizard-start"),
-        **_import_context(F.ImportForm(pools=pools)),
+        **_import_context(F.ImportForm(pools=pools), drafts_url=request.get_full_path()),
     }
 
 
-def _import_context(form: F.ImportForm, text: str = "", key: str = "") -> dict[str, Any]:
+def _import_context(
+    form: F.ImportForm, text: str = "", key: str = "", *, drafts_url: str = ""
+) -> dict[str, Any]:
     return {
+        # Where the language switch returns when the import box is empty: the drafts page as
+        # it was opened (its page number and pool kept).
+        "drafts_url": drafts_url or reverse("wizard-start"),
         "import_form": form,
         "import_text": text,
         "import_key": key or uuid.uuid4().hex,
