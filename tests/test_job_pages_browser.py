@@ -746,3 +746,26 @@ def test_switching_language_on_the_stop_question_without_javascript_opens_the_jo
         assert job.status not in (JobStatus.STOPPING, JobStatus.STOPPED)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("width", [390, 1024, 1280])
+def test_the_pool_filter_is_chosen_by_the_name_the_pools_page_shows(logged_in_page, alice, width):
+    from .test_wizard_browser import CUT_SHORT
+
+    job = submitted(alice, "on-local")
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/")
+    page.click("[data-language=en]")
+    if width < 768:
+        page.click("#job-filters-summary")
+
+    page.select_option("#id_pool", label="本机 Local")
+    page.click("#job-filters button[type=submit]")
+
+    page.wait_for_url("**/?*pool=local*")  # the id in the address: old links still work
+    expect(page.locator("#id_pool")).to_have_value("local")
+    expect(page.locator(f'tr[data-job="{job.public_id}"]')).to_be_visible()
+    assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
+    page.select_option("#id_pool", label="Any pool")
+    assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
