@@ -8,6 +8,7 @@ know (choices offered by the chosen pool, a card type picked when accelerators a
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from crispy_forms.helper import FormHelper
@@ -409,13 +410,80 @@ class DataForm(StepForm):
         self.helper = _helper(WizardField("storage_enabled"), show_errors=self.show_errors)
 
 
-def _volume_label(volume: Volume, *, with_type: bool) -> str:
+# A mount row's volume list names a volume in at most this many columns (a Chinese character
+# counts two): a local folder's path or a long file system name was cut at the select's edge,
+# "scratch (/mnt/team-a/projects/llm-pret", so two folders of one parent read the same. 24 is
+# what the select shows whole at its narrowest (192 pixels, on a tablet; console.css).
+VOLUME_LABEL_WIDTH = 24
+VOLUME_SELECT_TEMPLATE = "jobs/widgets/volume_select.html"
+
+
+def _columns(char: str) -> int:
+    return 2 if unicodedata.east_asian_width(char) in "WF" else 1
+
+
+def _width(text: str) -> int:
+    return sum(_columns(c) for c in text)
+
+
+def middle_shortened(text: str, width: int = VOLUME_LABEL_WIDTH) -> str:
+    """`text` with its middle replaced by … when it is wider than `width` columns: its start
+    (a volume's name) and its end (the last folders, what tells two paths apart, which get
+    the larger share) stay."""
+    if _width(text) <= width:
+        return text
+    budget = width - 1
+    head, used = "", 0
+    for char in text:
+        if used + _columns(char) > budget * 2 // 5:
+            break
+        head, used = head + char, used + _columns(char)
+    tail = ""
+    for char in reversed(text):
+        if used + _columns(char) > budget:
+            break
+        tail, used = char + tail, used + _columns(char)
+    return f"{head}…{tail}"
+
+
+class VolumeSelect(forms.Select):
+    """A mount row's volume list: an option whose text is shortened (middle_shortened) carries
+    the whole in its title, and the select names where the chosen one is written out in full
+    (console.js)."""
+
+    template_name = VOLUME_SELECT_TEMPLATE
+
+    def __init__(self, *args: Any, full_labels: dict[str, str] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.full_labels = full_labels or {}
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        full = self.full_labels.get(str(value), "")
+        if full and full != option["label"]:
+            option["attrs"]["title"] = full
+        return option
+
+
+def _volume_label(volume: Volume, *, with_type: bool, width: int = 0) -> str:
     """A volume as a mount row's select names it: its name, then its type when asked, and
-    its administrator's label."""
-    parts = [str(STORAGE_LABELS.get(volume.type, volume.type))] if with_type else []
+    its administrator's label (a local volume's folder). With a `width`, its long parts are
+    shortened in the middle to about that many columns: the label (the path) when the rest
+    leaves room for 8 columns of it; the whole when the name alone is wider. The type's own
+    label is short and stays whole."""
+    kind = [str(STORAGE_LABELS.get(volume.type, volume.type))] if with_type else []
+    parts = [*kind, volume.label] if volume.label else kind
+    whole = f"{volume.name} ({', '.join(parts)})" if parts else volume.name
+    if not width:
+        return whole
+    if _width(volume.name) > width - 8:
+        return middle_shortened(whole, width)
     if volume.label:
-        parts.append(volume.label)
-    return f"{volume.name} ({', '.join(parts)})" if parts else volume.name
+        rest = _width(whole) - _width(volume.label)
+        if width - rest >= 8:
+            label = middle_shortened(volume.label, width - rest)
+            return f"{volume.name} ({', '.join([*kind, label])})"
+    return whole
 
 
 class MountForm(forms.Form):
@@ -453,9 +521,20 @@ class MountForm(forms.Form):
         # (hostpath))", which a select of usual width cuts short). Without a known type every
         # volume is offered, so each says its type.
         typed = pool is None or chosen not in types
-        self.fields["name"].choices = [("", "—")] + [
-            (v.name, _volume_label(v, with_type=typed)) for v in offered
-        ]
+        full = {v.name: _volume_label(v, with_type=typed) for v in offered}
+        shown = {
+            v.name: _volume_label(v, with_type=typed, width=VOLUME_LABEL_WIDTH) for v in offered
+        }
+        # A long name or path is shortened in the middle in the list, whole in the option's
+        # title and under the select once chosen (volume_full); the value sent is the name.
+        self.fields["name"].widget = VolumeSelect(full_labels=full)
+        self.fields["name"].choices = [("", "—"), *shown.items()]
+        value = str(
+            (self.data.get(self.add_prefix("name")) if self.is_bound else self.initial.get("name"))
+            or ""
+        )
+        self.volume_full = full[value] if value in full and full[value] != shown[value] else ""
+        self.fields["name"].widget.attrs["data-volume-full"] = f"{self['name'].auto_id}_full"
         self.fields["source_path"].widget.attrs["placeholder"] = _("blank or / = whole volume")
         self.fields["mount_path"].widget.attrs["placeholder"] = "/workspace"
         self.fields["mount_path"].widget.attrs["aria-required"] = "true"  # the spec requires it

@@ -187,3 +187,22 @@ def _own_jobs_shown(own: Any) -> list[Job]:
         .order_by("place")
         .only("public_id", "name", "status", "backend", "resource_pool", "queue", "total_cards")
     )
+
+
+def pool_filter_choices(*, pools: list[Pool], chosen: str) -> tuple[list[tuple[str, str]], str]:
+    """The job list's 资源池 filter: (value, label) for each pool the console offers, by the
+    name the pools page and the wizard show (本机 Local; with its id when two pools share a
+    name, so each can be told apart), and which value is selected. The value sent is the pool's id, so
+    the address keeps it and links made before the select (the pools page's, a bookmark) work
+    as they did: letter case and spaces aside (" LOCAL " is local). A pool such a link names
+    that is no longer offered is added by its id, so the select still says what the list is
+    filtered on. No query of its own: pools the user's old jobs ran in are not listed (reading
+    them all is what the list avoids); their links still work."""
+    choices: list[tuple[str, str]] = [("", str(_("Any pool")))]
+    names = [p.name for p in pools]
+    choices += [(p.id, p.name if names.count(p.name) == 1 else f"{p.name} ({p.id})") for p in pools]
+    wanted = chosen.strip()
+    selected = next((p.id for p in pools if p.id.casefold() == wanted.casefold()), wanted)
+    if selected and selected not in {p.id for p in pools}:
+        choices.append((selected, selected))
+    return choices, selected

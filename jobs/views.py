@@ -62,11 +62,13 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage
+from .pools import pool_filter_choices
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
 from .summary import sent_request
 from .tensorboard import training_metrics
+from .wizard import available_pools
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +106,8 @@ class JobFilterForm(forms.Form):
     framework = forms.ChoiceField(
         required=False, choices=[("", gettext_lazy("Any framework")), *FRAMEWORK_LABELS.items()]
     )
+    # A pool's id (what the address keeps), chosen by its name (pool_filter_choices); any
+    # text is taken, as links from before the select sent it typed.
     pool = forms.CharField(
         required=False, label=gettext_lazy("Resource pool"), max_length=MAX_FILTER_LENGTH
     )
@@ -234,6 +238,10 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         if not live:
             return HttpResponseStopPolling(table + slot)
         return HttpResponse(table + slot)
+    # The pool filter's select (the whole page only: a poll swaps just the table).
+    context["pool_choices"], context["pool_selected"] = pool_filter_choices(
+        pools=available_pools(), chosen=form.cleaned_data.get("pool", "")
+    )
     return render(request, "jobs/job_list.html", context)
 
 

@@ -319,6 +319,18 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
     return spec, v1
 
 
+def rechecked(*, text: str, pool_id: str = "") -> tuple[str, list[tuple[str, str]]]:
+    """For the language switch on the drafts page: `text` as the box shows it again (secret
+    values as ******, the guessed ones too, as after a refusal) and what read_body finds
+    wrong with it, in the active language. Nothing is created."""
+    try:
+        _spec, v1 = read_body(text=text, pool_id=pool_id)
+    except ImportRefusedError as exc:
+        return exc.text, exc.errors
+    secrets = S.stored_secret_values(v1) + guessed_secret_values(v1)
+    return masked_text(text, json.loads(text), secrets), []
+
+
 def _too_deep() -> str:
     return _("Not valid JSON: it is nested too deeply to read.")
 

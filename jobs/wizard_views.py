@@ -15,6 +15,8 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import translation
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
@@ -91,12 +93,17 @@ def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str,
         "pool": next((p for p in pools if p.id == pool_id), None) if pool_id else None,
         # New draft's one-time key: the same click sent twice makes one draft.
         "create_key": uuid.uuid4().hex,
-        **_import_context(F.ImportForm(pools=pools)),
+        **_import_context(F.ImportForm(pools=pools), drafts_url=request.get_full_path()),
     }
 
 
-def _import_context(form: F.ImportForm, text: str = "", key: str = "") -> dict[str, Any]:
+def _import_context(
+    form: F.ImportForm, text: str = "", key: str = "", *, drafts_url: str = ""
+) -> dict[str, Any]:
     return {
+        # Where the language switch returns when the import box is empty: the drafts page as
+        # it was opened (its page number and pool kept).
+        "drafts_url": drafts_url or reverse("wizard-start"),
         "import_form": form,
         "import_text": text,
         "import_key": key or uuid.uuid4().hex,
@@ -111,6 +118,9 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     """从请求导入: a draft from a pasted or uploaded CreateJob body (jobs.wizard_import). A
     refusal shows the form again with each problem and the text kept (secrets masked); with
     htmx only the import section is swapped."""
+    language = str(request.POST.get("action", "")).removeprefix("language-")
+    if language in dict(settings.LANGUAGES):
+        return _import_language_switched(request, language)
     form = F.ImportForm(request.POST, request.FILES, pools=W.available_pools())
     key = str(request.POST.get("create_key", ""))
     text = str(request.POST.get("body", ""))
@@ -154,6 +164,45 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "jobs/wizard/start.html#import-section", context)
     return render(request, "jobs/wizard/start.html", {**_start_context(request, ""), **context})
+
+
+def _import_language_switched(request: AuthenticatedHttpRequest, language: str) -> HttpResponse:
+    """The drafts page's 中文/EN buttons belong to the import form (start.html), so a paste or
+    a refused import survives the switch: the page comes back in `language` with the text in
+    the box (secret values as ******, as after any refusal: a value typed is never sent
+    back), and a refusal shown is checked again, so its messages change language too. Nothing
+    is imported; an empty box just reopens the drafts page (`next`) in that language."""
+    translation.activate(language)
+    request.LANGUAGE_CODE = language
+    pools = W.available_pools()
+    form = F.ImportForm(request.POST, request.FILES, pools=pools)
+    key = str(request.POST.get("create_key", ""))
+    body = str(request.POST.get("body", ""))
+    refused = request.POST.get("refused") == "1"
+    if not refused and not body.strip() and not request.FILES:
+        url = str(request.POST.get("next", ""))
+        if not url_has_allowed_host_and_scheme(
+            url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            url = reverse("wizard-start")
+        return _language_switched(request, url, language)
+    if not form.is_valid():
+        text = I.shown_text(body)
+    else:
+        text, errors = I.rechecked(
+            text=form.cleaned_data["text"], pool_id=form.cleaned_data["resource_pool"]
+        )
+        for name, message in errors:
+            form.add_error(name, message)
+    if not refused:
+        # A paste not yet imported: kept, but not judged before 导入 is pressed.
+        form = F.ImportForm(
+            initial={"resource_pool": request.POST.get("resource_pool", "")}, pools=pools
+        )
+    context = {**_start_context(request, ""), **_import_context(form, text, key)}
+    response = render(request, "jobs/wizard/start.html", context)
+    _set_language_cookie(response, language)
+    return response
 
 
 @post_only(lambda draft_id: reverse("wizard-start"))
@@ -230,6 +279,12 @@ def _language_switched(request: AuthenticatedHttpRequest, url: str, language: st
     response: HttpResponse = (
         HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
     )
+    _set_language_cookie(response, language)
+    return response
+
+
+def _set_language_cookie(response: HttpResponse, language: str) -> None:
+    """Saved as Django's set_language saves it."""
     response.set_cookie(
         settings.LANGUAGE_COOKIE_NAME,
         language,
@@ -240,7 +295,6 @@ def _language_switched(request: AuthenticatedHttpRequest, url: str, language: st
         httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
         samesite=settings.LANGUAGE_COOKIE_SAMESITE,
     )
-    return response
 
 
 def _render_step(

@@ -9,6 +9,34 @@ document.addEventListener("submit", (event) => {
   form.elements.next.value = window.location.pathname + window.location.search;
 });
 
+// On the drafts page the language buttons belong to the import form (form=, see start.html):
+// they post it as a plain form, not through its htmx, so the whole page (navigation bar
+// included) comes back in the other language with the paste kept. Stopped on its way down,
+// before htmx's own listener on the form sees it.
+document.addEventListener(
+  "submit",
+  (event) => {
+    const form = event.target;
+    const button = event.submitter;
+    if (!(form instanceof HTMLFormElement) || form.id !== "import-form") return;
+    if (button && button.hasAttribute("data-language")) event.stopPropagation();
+  },
+  true,
+);
+
+// A mount row's volume: a long name or path is shortened in the middle in the list (whole in
+// each option's title, jobs.forms.VolumeSelect), and the one chosen is written out in full
+// under it. Without JavaScript the page shows it once the step is drawn again (下一步).
+document.addEventListener("change", (event) => {
+  const select = event.target;
+  if (!(select instanceof HTMLSelectElement) || !select.dataset.volumeFull) return;
+  const full = document.getElementById(select.dataset.volumeFull);
+  if (!full) return;
+  const option = select.selectedOptions[0];
+  full.textContent = option ? option.title : "";
+  full.hidden = !full.textContent;
+});
+
 // A form that destroys something asks first (data-confirm holds the question). Without
 // JavaScript the server asks instead, on a page of its own.
 document.addEventListener("submit", (event) => {

@@ -282,3 +282,47 @@ def test_a_long_command_and_env_value_wrap_on_the_reviewers_job_page_instead_of_
         assert wide <= room, f"the command is {wide} px wide in a {room} px row at {width}"
         wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
         assert wide <= screen, f"the page is {wide} px wide on a {screen} px screen"
+
+
+@pytest.mark.parametrize("language", ["zh-CN", "en-US"])
+def test_on_a_phone_the_job_pages_events_fit_the_screen(
+    browser, live_server, alice, reviewer, language
+):
+    from jobs.models import EventType, JobEvent
+
+    # At 390 pixels the events table was 10 to 25 pixels wider than its box: the reviewer
+    # scrolled it sideways for the end of each row ("caro" of carol).
+    job = submit(alice, "phone-events")
+    for reason, message in [
+        ("ReviewRequired", "需要审核：所有任务都需审核。"),
+        ("Approved", "审核通过"),
+        ("Submitting", "提交中"),
+        ("LimitsNotEnforced", "CPU 和内存限制未生效：本机不支持 cgroup v2 委派。"),
+        ("AlertSent", "告警已发送至 ops@example.com"),
+    ]:
+        JobEvent.objects.create(job=job, reason=reason, message=message, actor=reviewer)
+    JobEvent.objects.create(
+        job=job,
+        type=EventType.WARNING,
+        reason="AIHC:ImagePullBackOff",
+        message='Back-off pulling image "registry.example.com/team/pytorch-train:2.5.1-cuda12.4"',
+    )
+    context = browser.new_context(base_url=live_server.url, locale=language)
+    page = context.new_page()
+    try:
+        log_in(page, "carol", "carol-password")
+        page.set_viewport_size({"width": 390, "height": 800})
+        page.goto(f"/admin/jobs/job/{job.pk}/change/")
+
+        events = page.locator("#events-group")
+        expect(events.locator("td.field-actor a").first).to_have_text("carol")
+        assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        # Nor sideways inside its own box (which Django lets scroll): every column in view.
+        wide, room = events.locator(".wrapper").evaluate(
+            "box => [box.scrollWidth, box.clientWidth]"
+        )
+        assert wide <= room, f"the events table is {wide} px wide in a {room} px box"
+        actor = events.locator("td.field-actor a").first.bounding_box()
+        assert actor["height"] < 30  # "carol" on one line, not "caro" over "l"
+    finally:
+        context.close()

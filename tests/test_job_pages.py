@@ -90,6 +90,53 @@ def test_the_list_filters_by_status_framework_pool_queue_and_searches(alice, ali
     assert shown(pool=" LOCAL ", queue="Default") == {"alpha", "beta", "gamma"}
 
 
+def pool_options(html: str) -> list[tuple[str, str, bool]]:
+    select = re.search(r'<select[^>]*id="id_pool">(.*?)</select>', html, re.S).group(1)
+    return [
+        (value, label, bool(selected))
+        for value, selected, label in re.findall(
+            r'<option value="([^"]*)"( selected)?>([^<]*)</option>', select
+        )
+    ]
+
+
+def test_the_pool_filter_offers_the_pools_by_the_names_users_see_and_sends_their_id(
+    alice, alice_client
+):
+    job = submit(alice, name="alpha")
+
+    html = alice_client.get(reverse("job-list")).content.decode()
+
+    # As the pools page names it; the value sent is its id.
+    assert pool_options(html) == [("", "全部资源池", True), ("local", "本机 Local", False)]
+    chosen = alice_client.get(reverse("job-list"), {"pool": "local"}).content.decode()
+    assert ("local", "本机 Local", True) in pool_options(chosen)
+    assert job.public_id in chosen
+
+
+@pytest.mark.parametrize("link", [" LOCAL ", "local"])
+def test_an_old_link_with_a_typed_pool_still_filters_and_selects_that_pool(
+    alice, alice_client, link
+):
+    job = submit(alice, name="alpha")
+
+    html = alice_client.get(reverse("job-list"), {"pool": link}).content.decode()
+
+    assert job.public_id in html
+    assert [o for o in pool_options(html) if o[2]] == [("local", "本机 Local", True)]
+
+
+def test_a_link_to_a_pool_no_longer_offered_keeps_it_selected_and_matches_its_jobs_only(
+    alice, alice_client
+):
+    job = submit(alice, name="alpha")
+
+    html = alice_client.get(reverse("job-list"), {"pool": "cce-retired"}).content.decode()
+
+    assert job.public_id not in html and "没有符合筛选条件的任务" in html
+    assert pool_options(html)[-1] == ("cce-retired", "cce-retired", True)
+
+
 @pytest.mark.parametrize("field", ["q", "pool", "queue"])
 def test_a_filter_too_long_to_match_gets_its_message_when_sent_instead_of_a_500(
     alice, alice_client, field
@@ -163,13 +210,17 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
     submit(alice)
     alice_client.get(reverse("job-list"))  # warm the session
     # Session, user, one page of jobs, the worker's heartbeat (with whether the user has jobs
-    # waiting on it, for its banner): no COUNT over every job the user has.
-    with django_assert_num_queries(4):
+    # waiting on it, for its banner), and the pools for the pool filter's select (the local
+    # pool's idle cards, as the wizard reads them): no COUNT over every job the user has.
+    with django_assert_num_queries(5):
         alice_client.get(reverse("job-list"))
     for _ in range(30):
         submit(alice)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         alice_client.get(reverse("job-list"), {"page": 2})
+    # A poll swaps only the table: no pools read.
+    with django_assert_num_queries(4):
+        alice_client.get(reverse("job-list"), {"page": 2}, headers={"HX-Request": "true"})
 
 
 def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
@@ -182,7 +233,7 @@ def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
     alice_client.get(reverse("job-list"))  # warm the session
 
     with django_assert_num_queries(
-        4
+        5
     ):  # as test_the_list_costs_the_same_queries_for_few_or_many_jobs
         html = alice_client.get(reverse("job-list")).content.decode()
 
@@ -886,3 +937,23 @@ def test_a_remote_backends_job_shows_no_usage_section_where_a_local_one_does(
     assert 'id="usage"' in local_page.content.decode()
     assert remote_page.status_code == 200
     assert 'id="usage"' not in remote_page.content.decode()
+
+
+def test_two_pools_sharing_a_name_are_told_apart_by_their_id():
+    from jobs.backends import Pool
+    from jobs.pools import pool_filter_choices
+
+    pools = [
+        Pool("cce-a", "训练池", "aihc"),
+        Pool("cce-b", "训练池", "aihc"),
+        Pool("local", "本机 Local", "local"),
+    ]
+
+    choices, selected = pool_filter_choices(pools=pools, chosen="CCE-B")
+
+    assert choices[1:] == [
+        ("cce-a", "训练池 (cce-a)"),
+        ("cce-b", "训练池 (cce-b)"),
+        ("local", "本机 Local"),
+    ]
+    assert selected == "cce-b"

@@ -779,3 +779,26 @@ def test_a_job_run_by_a_standby_worker_in_its_own_run_directory_shows_its_logs_i
     page.keyboard.press("Enter")
     expect(page.locator("#log-search-results mark")).to_have_text("loss")
     expect(page.locator("#log-search-results")).to_contain_text("worker says")
+
+
+@pytest.mark.parametrize("width", [390, 1024, 1280])
+def test_the_pool_filter_is_chosen_by_the_name_the_pools_page_shows(logged_in_page, alice, width):
+    from .test_wizard_browser import CUT_SHORT
+
+    job = submitted(alice, "on-local")
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/")
+    page.click("[data-language=en]")
+    if width < 768:
+        page.click("#job-filters-summary")
+
+    page.select_option("#id_pool", label="本机 Local")
+    page.click("#job-filters button[type=submit]")
+
+    page.wait_for_url("**/?*pool=local*")  # the id in the address: old links still work
+    expect(page.locator("#id_pool")).to_have_value("local")
+    expect(page.locator(f'tr[data-job="{job.public_id}"]')).to_be_visible()
+    assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
+    page.select_option("#id_pool", label="Any pool")
+    assert page.locator("#job-filters").evaluate(CUT_SHORT) == []

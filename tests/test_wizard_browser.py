@@ -939,3 +939,43 @@ def test_the_reviews_environment_values_wrap_inside_their_cards(logged_in_page, 
     expect(boxes).to_have_count(2)
     expect(boxes.first).to_contain_text(f"AIHC_JOB_NAME={name}")
     assert boxes.evaluate_all("ps => ps.every(p => p.scrollWidth <= p.clientWidth)")
+
+
+@pytest.mark.parametrize("width", [1280, 768, 390])
+def test_a_long_volume_path_is_shortened_in_the_middle_and_shown_whole_once_chosen(
+    logged_in_page, settings, alice, width
+):
+    # Two folders of one long parent read the same in the select: "scratch (/mnt/team-a/pro".
+    parent = "/mnt/team-a/projects/llm-pretraining-2026"
+    data, ckpt = f"{parent}/datasets/imagenet-2012-train", f"{parent}/checkpoints/run-42"
+    settings.LOCAL_VOLUMES = f"scratch={data},ckpt={ckpt}"
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+
+    select, full = page.locator("#id_mounts-0-name"), page.locator("#id_mounts-0-name_full")
+    option = select.locator("option[value=scratch]")
+    text = option.inner_text()
+    assert "…" in text and text.startswith("scratch (/mnt") and text.endswith("train)")
+    expect(option).to_have_attribute("title", f"scratch ({data})")
+    expect(select.locator("option[value=ckpt]")).to_have_attribute("title", f"ckpt ({ckpt})")
+    expect(full).to_have_text(f"scratch ({data})")  # the main mount's, chosen for it
+    assert page.locator("#mount-table").evaluate(CUT_SHORT) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+    select.select_option("")
+    expect(full).to_be_hidden()
+    select.select_option("ckpt")
+    expect(full).to_have_text(f"ckpt ({ckpt})")
+    assert page.locator("#mount-table").evaluate(CUT_SHORT) == []
+
+    # The value sent is the volume's name, as before; the step drawn again says it whole.
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    next_step(page, "fault")
+    assert Draft.objects.get(owner=alice).data["data"]["mounts-0-name"] == ["ckpt"]
+    page.goto(page.url.replace("/fault/", "/data/"))
+    expect(page.locator("#id_mounts-0-name")).to_have_value("ckpt")
+    expect(page.locator("#id_mounts-0-name_full")).to_have_text(f"ckpt ({ckpt})")

@@ -876,3 +876,110 @@ def test_the_import_fields_show_whole_and_import_sits_level_with_them(logged_in_
         assert abs(button.bounding_box()["y"] - pool["y"]) < 1
     else:  # under them
         assert button.bounding_box()["y"] >= pool["y"] + pool["height"]
+
+
+# -- the language switch on the drafts page --------------------------------------------------
+
+
+def switch_language(client, body, *, language="en", refused=True, pool="", **extra):
+    text = body if isinstance(body, str) else json.dumps(body, indent=2)
+    data = {"body": text, "resource_pool": pool, "create_key": uuid.uuid4().hex}
+    data["action"] = f"language-{language}"
+    if refused:
+        data["refused"] = "1"
+    return client.post(reverse("wizard-import"), {**data, **extra})
+
+
+def test_switching_language_on_a_refused_import_keeps_the_text_and_says_it_again_in_english(
+    alice_client,
+):
+    body = secret_body(priority="urgent")
+
+    r = switch_language(alice_client, body)
+
+    assert r.status_code == 200
+    assert r.cookies["django_language"].value == "en"
+    page = r.content.decode()
+    assert '<html lang="en"' in page
+    assert "The request could not be imported" in page
+    assert "priority" in error_texts(r)
+    shown = re.search(r'<textarea name="body"[^>]*>\n(.*?)</textarea>', page, re.S).group(1)
+    assert json.loads(html.unescape(shown))["priority"] == "urgent"
+    assert SECRET not in page  # the box has the secret values as ******, as the refusal had
+    assert not Draft.objects.exists()  # a language switch imports nothing
+
+
+def test_switching_back_to_chinese_says_the_refusal_in_chinese(alice_client):
+    r = switch_language(alice_client, "{oops", language="zh-hans")
+
+    assert r.cookies["django_language"].value == "zh-hans"
+    assert "JSON 无效" in error_texts(r)
+    assert "{oops" in r.content.decode()
+
+
+def test_a_body_fixed_before_switching_is_kept_not_imported_and_its_secrets_stay_masked(
+    alice_client,
+):
+    r = switch_language(alice_client, secret_body(), pool="local")
+
+    page = r.content.decode()
+    assert 'id="import-problems"' not in page
+    assert SECRET not in page and W.MASK in page
+    assert 'value="local" selected' in page
+    assert not Draft.objects.exists()
+
+
+def test_a_paste_not_yet_imported_survives_the_switch_without_being_judged(alice_client):
+    r = switch_language(alice_client, "{not yet", refused=False, pool="local")
+
+    page = r.content.decode()
+    assert "{not yet" in page
+    assert 'id="import-problems"' not in page and "is-invalid" not in page
+    assert not Draft.objects.exists()
+
+
+def test_an_empty_import_box_switches_language_back_to_the_drafts_page(alice_client):
+    r = switch_language(alice_client, "", refused=False, next="/create/?page=2")
+    assert r.status_code == 302 and r["Location"] == "/create/?page=2"
+    assert r.cookies["django_language"].value == "en"
+
+    r = switch_language(alice_client, "", refused=False, next="https://evil.example/")
+    assert r["Location"] == reverse("wizard-start")
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_refused_import_survives_the_language_switch(browser, live_server, alice, javascript):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        page.goto("/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+        page.goto("/create/")
+        page.fill("#import-body", json.dumps(secret_body(priority="urgent"), indent=2))
+        page.click("#import-submit")
+        expect(page.locator("#import-problems")).to_be_visible()
+        refused = page.locator("#import-body").input_value()
+        assert SECRET not in refused
+
+        page.click("[data-language=en]")
+
+        expect(page.locator("html")).to_have_attribute("lang", "en")
+        expect(page.locator("#import-problems")).to_contain_text("could not be imported")
+        expect(page.locator("#import-body-errors")).to_contain_text("priority")
+        expect(page.locator("#nav-create-job")).to_have_text("Create job")
+        assert page.locator("#import-body").input_value().strip() == refused.strip()
+
+        page.click("[data-language=zh-hans]")
+        expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
+        expect(page.locator("#import-problems")).to_contain_text("请求未能导入")
+        assert page.locator("#import-body").input_value().strip() == refused.strip()
+        assert not Draft.objects.exists()
+    finally:
+        context.close()

@@ -522,3 +522,37 @@ def test_a_mount_rows_volumes_are_named_without_the_type_already_chosen_beside_t
     assert disk_labels == ["—", "disk"]
     # A type the pool does not offer lists every volume, and there each says its type.
     assert untyped_labels == ["—", "pfs-a (PFS, cn-bj)", "disk (本地盘（hostpath）)"]
+
+
+def test_a_long_volume_name_or_path_is_shortened_in_the_middle_and_kept_whole_in_its_title():
+    pool = Pool(
+        id="local",
+        name="本机 Local",
+        backend="local",
+        volumes=[
+            Volume("hostpath", "scratch", "/mnt/team-a/projects/llm/datasets/imagenet-train"),
+            Volume("hostpath", "ckpt", "/mnt/team-a/projects/llm/checkpoints/run-42"),
+            Volume("hostpath", "训练数据集的一个很长很长的名字", "/d"),
+            Volume("hostpath", "home", "/home"),
+        ],
+        storage_types=["hostpath"],
+    )
+    data = {"m-type": "hostpath", "m-name": "scratch", "m-mount_path": "/mnt", "m-access": "rw"}
+
+    row = F.MountForm(data, prefix="m", pool=pool)
+
+    # Each fits 24 columns (a Chinese character is two): both ends of a path stay, the name whole.
+    assert dict(row.fields["name"].choices) == {
+        "": "—",
+        "scratch": "scratch (/mnt/…et-train)",
+        "ckpt": "ckpt (/mnt/t…nts/run-42)",
+        "训练数据集的一个很长很长的名字": "训练数据…很长的名字 (/d)",
+        "home": "home (/home)",
+    }
+    select = str(row["name"])
+    assert 'title="scratch (/mnt/team-a/projects/llm/datasets/imagenet-train)" selected' in select
+    assert '<option value="home">' in select  # shown whole: no title
+    # The chosen one is written out under the select; the value is still the volume's name.
+    assert row.volume_full == "scratch (/mnt/team-a/projects/llm/datasets/imagenet-train)"
+    assert row.is_valid() and row.cleaned_data["name"] == "scratch"
+    assert F.MountForm({**data, "m-name": "home"}, prefix="m", pool=pool).volume_full == ""
