@@ -702,11 +702,14 @@ def _body(request: HttpRequest) -> Any:
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
         raise ApiError(400, "MalformedJSON", "The JSON you provided was not well-formed.") from None
     if nested_too_deeply(document):
-        message = _(
-            "The JSON you provided is nested more than %(depth)d levels deep; a CreateJob "
-            "body needs six."
+        # In English, as every message about the request itself (README "Scripts and SDKs":
+        # the signature, the parameters, a body that does not read), whatever Accept-Language.
+        raise ApiError(
+            400,
+            "MalformedJSON",
+            f"The JSON you provided is nested more than {MAX_JSON_DEPTH} levels deep; a "
+            "CreateJob body needs six.",
         )
-        raise ApiError(400, "MalformedJSON", message % {"depth": MAX_JSON_DEPTH})
     if has_lone_surrogate(document):
         raise ApiError(
             400,

@@ -351,6 +351,38 @@ def test_messages_follow_accept_language(api, wsgi, alice_key):
     assert "jobSpec.image: 请填写镜像地址。" in r.json()["message"]
 
 
+def test_a_body_nested_too_deeply_is_refused_in_english_whatever_accept_language(wsgi, alice_key):
+    # A message about the request itself, as a body that is not JSON at all: in English, as
+    # BCE's are (README "Scripts and SDKs"), not in the Chinese a job's messages follow.
+    key, secret = alice_key
+    deep = b'{"labels": ' + b"[" * 40 + b"]" * 40 + b"}"
+    timestamp = signer.canonical_time(time.time())
+    headers = {
+        "Host": "testserver",
+        "x-bce-date": timestamp,
+        "Content-Type": "application/json",
+        "Accept-Language": "zh-CN",
+    }
+    headers["Authorization"] = signer.authorization(
+        access_key=key.access_key_id,
+        secret_key=secret,
+        method="POST",
+        path="/api/v1/aijobs",
+        params=[("resourcePoolId", "local")],
+        headers=headers,
+        timestamp=timestamp,
+        signed_header_names=["host", "x-bce-date"],
+    )
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        r = http.post("/api/v1/aijobs?resourcePoolId=local", headers=headers, content=deep)
+
+    assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
+    assert r.json()["message"] == (
+        "The JSON you provided is nested more than 32 levels deep; a CreateJob body needs six."
+    )
+    assert Job.objects.count() == 0
+
+
 def test_more_variables_or_mounts_than_the_wizard_holds_are_refused_and_create_nothing(api):
     # Unlimited before: 40,000 variables fit in a body, and the admin's page of that job took
     # 44 s for each reviewer's view; a copy of a job with 51 kept only the first 50.

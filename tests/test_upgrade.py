@@ -33,6 +33,9 @@ Migrations and what they do to existing rows:
   next worker takes it), adds a row per worker process (a new table) and a local run's
   runner (empty for a run started before it: followed by whichever worker is active, as
   before). Downgrading past it drops them.
+- 0016 adds what a worker's start-up check of LOCAL_JOB_NETWORK=isolated found, to the lease
+  and to each worker's row (empty: nothing found, or checked by no worker yet); downgrading
+  past it drops it.
 """
 
 from __future__ import annotations
