@@ -66,8 +66,14 @@ def recorded_plural(messages: tuple[str, str], number: str, /, **params: Any) ->
         text = ngettext(singular, plural, params[number])
         plain = {k: _said(v) for k, v in params.items()}
     out = RecordedText(text % plain)
+    # "key" is the English form this number takes, as a message without plural forms would
+    # be recorded: an older release (before plural forms, a downgrade) says it with gettext,
+    # which then gives "3 cards", not the singular's "3 card" (and its own Chinese of the
+    # plural wording, which was its message). This release reads "singular" and "plural";
+    # texts recorded before "singular" was (their "key" is the singular) are read as well.
     out.source = {
-        "key": singular,
+        "key": singular if params[number] == 1 else plural,
+        "singular": singular,
         "plural": plural,
         "number": number,
         "params": {k: _kept(v, plain[k]) for k, v in params.items()},
@@ -139,7 +145,8 @@ def display_text(text: str, source: dict[str, Any] | None) -> str:
             return source["sep"].join(parts)
         params = {k: _param_shown(v) for k, v in source["params"].items()}
         if "plural" in source:
-            message = ngettext(source["key"], source["plural"], params[source["number"]])
+            singular = source.get("singular", source["key"])
+            message = ngettext(singular, source["plural"], params[source["number"]])
         else:
             message = gettext(source["key"])
         return message % params if params else message

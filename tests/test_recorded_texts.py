@@ -2,12 +2,15 @@
 review or the local pool's cards is stored in the console's language with the form its
 number asks for ("1 card", "2 cards"; Chinese has one form), and said again in the reader's
 language with that language's form. Texts recorded before they had plural forms are still
-said in the reader's language."""
+said in the reader's language, and texts recorded now read with their number's form in a
+release from before plural forms (after a downgrade)."""
 
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.utils import translation
+from django.utils.translation import gettext
 
 from jobs import spec as S
 from jobs.quotas import Excess, waiting_message
@@ -100,3 +103,50 @@ def test_a_text_recorded_before_its_message_had_plural_forms_is_still_said_in_ea
         assert display_text(stored, source) == "等待审核：任务申请 16 卡，超过 8 卡。"
     with translation.override("en"):
         assert display_text(stored, source) == stored
+
+
+def said_by_a_release_before_plural_forms(text: str) -> str:
+    """How the release before plural forms (a682b48, and so after a downgrade to it) says a
+    recorded text in a reader's language: its jobs.texts.display_text knew only "key"."""
+    source = source_of(text)
+    assert source is not None
+    if translation.get_language() == settings.LANGUAGE_CODE:  # as stored
+        return text
+    return gettext(source["key"]) % source["params"]
+
+
+@pytest.mark.django_db
+def test_a_count_recorded_now_reads_with_its_numbers_form_after_a_downgrade(settings):
+    settings.LANGUAGE_CODE = "zh-hans"
+    save_policy("above_cards", above_cards=0)
+
+    with translation.override("en"):
+        assert said_by_a_release_before_plural_forms(review_of(3)) == (
+            "Waiting for review: the job asks for 3 cards, more than 0."
+        )
+        assert said_by_a_release_before_plural_forms(review_of(1)) == (
+            "Waiting for review: the job asks for 1 card, more than 0."
+        )
+        assert said_by_a_release_before_plural_forms(impossible(2)) == (
+            f"Needs 2 {NOT_HERE} cards; the local pool has 0."
+        )
+
+
+def test_a_count_recorded_before_its_source_named_the_singular_is_said_in_each_language(
+    settings,
+):
+    # As this release stored them at first: "key" the singular, whatever the number.
+    settings.LANGUAGE_CODE = "en"
+    stored = "Waiting for review: the job asks for 3 cards, more than 2."
+    source = {
+        "key": "Waiting for review: the job asks for %(cards)s card, more than %(limit)s.",
+        "plural": "Waiting for review: the job asks for %(cards)s cards, more than %(limit)s.",
+        "number": "cards",
+        "params": {"cards": 3, "limit": 2},
+    }
+
+    with translation.override("zh-hans"):
+        assert display_text(stored, source) == "等待审核：任务申请 3 卡，超过 2 卡。"
+    settings.LANGUAGE_CODE = "zh-hans"
+    with translation.override("en"):
+        assert display_text("等待审核：任务申请 3 卡，超过 2 卡。", source) == stored

@@ -32,10 +32,12 @@ Migrations and what they do to existing rows:
 - 0015 makes that row the worker's lease (its holder and run directory, empty until the
   next worker takes it), adds a row per worker process (a new table) and a local run's
   runner (empty for a run started before it: followed by whichever worker is active, as
-  before). Downgrading past it drops them.
-- 0016 adds what a worker's start-up check of LOCAL_JOB_NETWORK=isolated found, to the lease
-  and to each worker's row (empty: nothing found, or checked by no worker yet); downgrading
-  past it drops it.
+  before). Downgrading past it drops them; the heartbeat row stays, as 0014 had it.
+- 0016 adds the worker's start-up network problem to the lease and to each worker's row
+  (empty for rows written before it). Downgrading past it drops it.
+- No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
+  English form their number takes as their message, so a release before them (a downgrade)
+  says them with the right form (tests/test_recorded_texts.py).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 BEFORE_0004 = "0003_recorded_text_sources"
 BEFORE_0005 = "0004_group_index"
 BEFORE_0006 = "0005_review_withdrawn"
+BEFORE_0015 = "0014_worker_heartbeat"
 SECRET = "hf-very-secret-token"
 REGISTRY_PASSWORD = "registry-secret"
 # The models whose rows users' work lives in, compared field by field.
@@ -195,7 +198,13 @@ def build_world(apps: Any) -> dict[str, Any]:
         )
     create(JobEvent, job=done, reason="Succeeded", message="Every replica exited 0.")
     running = job("running", alice, "running", submit_key=str(uuid.uuid4()))
-    create(LocalRun, job=running, devices={"baidu.com/a800_80g_cgpu": [0, 1]}, cpus=[0, 1, 2])
+    create(
+        LocalRun,
+        job=running,
+        devices={"baidu.com/a800_80g_cgpu": [0, 1]},
+        cpus=[0, 1, 2],
+        runner="gpu-01:/srv/console/var/runs",
+    )
     job(
         "failed",
         bob,
@@ -422,7 +431,7 @@ def test_secrets_in_specs_and_drafts_come_through_an_upgrade_byte_for_byte(at_la
     )
 
 
-@pytest.mark.parametrize("target", ["0001_initial", BEFORE_0004, BEFORE_0006])
+@pytest.mark.parametrize("target", ["0001_initial", BEFORE_0004, BEFORE_0006, BEFORE_0015])
 def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, target):
     new = migrate(None)
     build_world(new)
@@ -441,7 +450,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # The older release sees all its data (only the newer columns are gone) ...
     assert_kept(before, at_old, migrated={"review_state"})
     # ... with the jobs withdrawn from review Pending, as releases before 0006 show them.
-    assert old_states["stopped waiting"] == ("stopped", "pending")
+    withdrawn = "withdrawn" if target == BEFORE_0015 else "pending"
+    assert old_states["stopped waiting"] == ("stopped", withdrawn)
     # Upgrading again restores every row; the task numbers and Withdrawn are worked out
     # again. Only columns the downgrade dropped come back at their defaults: the recorded-text
     # sources past 0003 (the pages then show the text as recorded), the policy's
@@ -495,3 +505,94 @@ def test_upgrading_numbers_the_tasks_of_a_group_larger_than_one_fetch(at_latest_
 
     numbered = new.get_model("jobs", "Job").objects.values_list("public_id", "group_index")
     assert dict(numbered) == {f"pytorchjob-{n}": n + 1 for n in range(2500)}
+
+
+def old_heartbeat(apps: Any, *, stopped: bool) -> Any:
+    """The heartbeat row as the worker of the release before 0015 left it: no holder, no run
+    directory (it held no lease), stopped cleanly or killed outright (still fresh)."""
+    now = timezone.now()
+    return apps.get_model("jobs", "WorkerHeartbeat").objects.create(
+        pk=1,
+        host="gpu-01",
+        pid=4242,
+        version="0.1.0",
+        started_at=now - timedelta(hours=3),
+        seen_at=now - timedelta(seconds=2),
+        stopped_at=now - timedelta(seconds=2) if stopped else None,
+    )
+
+
+def test_upgrading_past_0015_makes_the_heartbeat_a_lease_and_old_runs_followed_by_any_worker(
+    at_latest_after,
+):
+    from jobs.health import WorkerIdentity, active_runner, worker_beat
+    from jobs.models import Job as LatestJob
+    from jobs.runner import followed_here, waits_for_its_worker
+
+    old = migrate(BEFORE_0015)
+    build_world(old)
+    old_heartbeat(old, stopped=True)
+    before = snapshot(old)
+    heartbeat = old.get_model("jobs", "WorkerHeartbeat").objects.values().get()
+
+    new = migrate(None)
+
+    assert_kept(before, snapshot(new), migrated=set())
+    lease = new.get_model("jobs", "WorkerHeartbeat").objects.values().get()
+    assert lease == {**heartbeat, "holder": "", "run_dir": "", "network_problem": ""}
+    assert not new.get_model("jobs", "WorkerProcess").objects.exists()
+    run = new.get_model("jobs", "LocalRun").objects.get()
+    assert run.runner == ""
+    # The first worker of this release takes the lease the old one left on stopping, and
+    # follows the job that one started, wherever it runs itself.
+    me = WorkerIdentity(
+        instance="n" * 32, host="gpu-02", pid=7, run_dir="/srv/runs", version="0.2.0"
+    )
+    assert worker_beat(worker=me) is True
+    assert active_runner() == "gpu-02:/srv/runs"
+    running = LatestJob.objects.get(name="running")
+    assert LatestJob.objects.filter(followed_here(), pk=running.pk).exists()
+    assert waits_for_its_worker(running.local_run) is False
+
+
+def test_an_old_worker_killed_outright_keeps_the_lease_from_a_new_one_until_it_goes_stale(
+    at_latest_after, settings
+):
+    """Decided: a heartbeat row of the release before 0015 that was not stopped cleanly
+    names no run directory, so a new worker cannot tell a dead predecessor (kill -9) from an
+    old worker still running somewhere, which knows no lease and would dispatch beside it.
+    It stands by until the row is WORKER_STALE_SECONDS old (README: Upgrading)."""
+    from jobs.health import WorkerIdentity, worker_beat
+
+    old = migrate(BEFORE_0015)
+    old_heartbeat(old, stopped=False)
+    new = migrate(None)
+    me = WorkerIdentity(
+        instance="n" * 32,
+        host="gpu-01",
+        pid=7,
+        run_dir=str(settings.LOCAL_RUN_DIR),
+        version="0.2.0",
+    )
+
+    assert worker_beat(worker=me, run_dir_locked=True) is False
+    stale = timezone.now() - timedelta(seconds=settings.WORKER_STALE_SECONDS + 30)
+    new.get_model("jobs", "WorkerHeartbeat").objects.update(seen_at=stale)
+    assert worker_beat(worker=me, run_dir_locked=True) is True
+
+
+def test_downgrading_to_0014_keeps_the_heartbeat_row_as_that_release_reads_it(at_latest_after):
+    from jobs.health import WorkerIdentity, worker_beat
+
+    migrate(None)
+    me = WorkerIdentity(
+        instance="n" * 32, host="gpu-02", pid=7, run_dir="/srv/runs", version="0.2.0"
+    )
+    assert worker_beat(worker=me) is True
+
+    old = migrate(BEFORE_0015)
+
+    row = old.get_model("jobs", "WorkerHeartbeat").objects.get()
+    assert (row.host, row.pid, row.version, row.stopped_at) == ("gpu-02", 7, "0.2.0", None)
+    assert row.seen_at is not None and row.started_at is not None
+    assert "jobs_workerprocess" not in connection.introspection.table_names()
