@@ -521,10 +521,9 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
     """A job's metrics as AIHC's podMetrics: one entry per pod, named as its pods are, with
     `{time, value}` points of `metricType` from `startTime` to `endTime` (unix seconds; open
     when absent), one per `timeStep` that has samples. The local runner samples its replicas,
-    and the worker a Kubernetes job's pods (from metrics-server: CPU and memory, no /tmp);
-    a job on AIHC, or /tmp of a Kubernetes job, is NotSupported (the console's AIHC client
-    has no metrics call), rather than an empty answer that would read as a job that used
-    nothing."""
+    and the worker a Kubernetes job's pods (from metrics-server) and an AIHC job's (from
+    AIHC's job metrics API): CPU and memory, no /tmp. /tmp of a Kubernetes or AIHC job is
+    NotSupported, rather than an empty answer that would read as a job that used none."""
     metric_type = required_param(params, "metricType")
     if metric_type not in METRIC_TYPES:
         raise ApiError(
@@ -539,19 +538,19 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
         raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
     step = duration_param(params, "timeStep", DEFAULT_TIME_STEP)
     duration_param(params, "rateInterval", 1)  # checked, not used: CPU is a rate already
-    if job.backend not in ("local", "kubernetes"):
+    if job.backend not in ("local", "kubernetes", "aihc"):
         raise ApiError(
             400,
             "NotSupported",
-            f"Job metrics are served for jobs on the local runner and Kubernetes only; job "
-            f"{job.public_id} runs on {job.backend}.",
+            f"Job metrics are served for jobs on the local runner, Kubernetes and AIHC only; "
+            f"job {job.public_id} runs on {job.backend}.",
         )
-    if job.backend == "kubernetes" and metric_type == "TmpUsage":
+    if job.backend in ("kubernetes", "aihc") and metric_type == "TmpUsage":
         raise ApiError(
             400,
             "NotSupported",
-            "TmpUsage is measured on the local runner only: Kubernetes' Metrics API has no "
-            "/tmp figure.",
+            "TmpUsage is measured on the local runner only: neither Kubernetes' Metrics API "
+            "nor AIHC's job metrics have a /tmp figure.",
         )
     value_of = METRIC_TYPES[metric_type]
     return [

@@ -4,10 +4,13 @@ same samples over a span of time, step by step, for the API's job metrics (jobs.
 
 The samples are the ones each replica's shim writes to its state folder (jobs/shim.py,
 UsageMeter and UsageLog), or, for a job on Kubernetes, the ones the worker writes in the same
-form from the Metrics API (jobs.backends.kubernetes, usage_file: CPU and memory, no /tmp);
-only the newest SPARK_POINTS are read, from the end of the file, so the page's two-second
-poll costs a small read per replica. AIHC jobs have no such files, nor do Kubernetes jobs on
-a cluster without metrics-server: their page has no usage section.
+form from the Metrics API (jobs.backends.kubernetes, usage_file: CPU and memory, no /tmp),
+or, for a job on AIHC, the ones the worker writes from AIHC's job metrics API
+(jobs.backends.aihc, usage_file: CPU and memory, no /tmp); only the newest SPARK_POINTS are
+read, from the end of the file, so the page's two-second poll costs a small read per replica.
+Kubernetes jobs on a cluster without metrics-server have no such files: their page has no
+usage section. An AIHC job whose usage AIHC did not return says so, and why
+(usage_unavailable).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
+from .backends import aihc as aihc_backend
 from .backends.kubernetes import usage_file
 from .logs import ran_elsewhere
 from .models import Job, JobReplica, JobStatus, LocalRun
@@ -49,7 +53,8 @@ class ReplicaUsage:
     memory_limit: int | None = None
     tmp: int = 0  # bytes
     tmp_limit: int = 0
-    tmp_measured: bool = True  # False on Kubernetes: the Metrics API has no /tmp figure
+    tmp_measured: bool = True  # False on Kubernetes and AIHC: their metrics have no /tmp
+    platform: str = ""  # where it runs when /tmp is not measured: "Kubernetes" or "AIHC"
     cpu_line: Sparkline | None = None
     memory_line: Sparkline | None = None
     tmp_line: Sparkline | None = None
@@ -86,9 +91,12 @@ def _cores(value: float) -> str:
 
 def usage_files(job: Job) -> Callable[[str], Path] | None:
     """Where the samples of the job's replica `<role>-<index>` are (its current attempt's, for
-    a local job); None for a job nothing samples (AIHC's, or a local one not started)."""
+    a local job); None for a job nothing samples (a local one not started, or one run
+    elsewhere)."""
     if job.backend == "kubernetes":
         return lambda label: usage_file(job.public_id, label)
+    if job.backend == "aihc":
+        return lambda label: aihc_backend.usage_file(job.public_id, label)
     if job.backend != "local":
         return None
     run = LocalRun.objects.filter(job=job).only("attempt", "runner").first()
@@ -101,15 +109,17 @@ def usage_files(job: Job) -> Callable[[str], Path] | None:
 
 def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage] | None:
     """One entry per running replica of a job that runs; None when the job has no usage to
-    show (an AIHC job, one not running, or a Kubernetes one with no sample at all: its
-    cluster has no metrics-server, or the first read is still to come)."""
+    show (one not running, or a Kubernetes or AIHC one with no sample at all: its cluster has
+    no metrics-server, AIHC did not return its metrics, or the first read is still to
+    come)."""
     if job.status not in (JobStatus.RUNNING, JobStatus.STOPPING):
         return None
     file_of = usage_files(job)
     if file_of is None:
         return None
-    on_kubernetes = job.backend == "kubernetes"
-    if on_kubernetes and not any(file_of(f"{r.role}-{r.index}").exists() for r in replicas):
+    platform = {"kubernetes": "Kubernetes", "aihc": "AIHC"}.get(job.backend, "")
+    by_worker = bool(platform)  # read by the worker: CPU and memory, no /tmp
+    if by_worker and not any(file_of(f"{r.role}-{r.index}").exists() for r in replicas):
         return None
     try:
         roles = {role.name: role for role in job.job_spec().roles}
@@ -143,7 +153,8 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
                 memory_limit=memory_limit,
                 tmp=tmp[-1],
                 tmp_limit=tmp_limit,
-                tmp_measured=not on_kubernetes,
+                tmp_measured=not by_worker,
+                platform=platform,
                 cpu_line=sparkline(
                     times,
                     cpu,
@@ -158,13 +169,21 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
                 ),
                 # Against what it held at most: the cap (tens of GB) would flatten the line.
                 tmp_line=None
-                if on_kubernetes
+                if by_worker
                 else sparkline(
                     times, tmp, top=max(tmp), text=_summary("/tmp", span, tmp, filesizeformat)
                 ),
             )
         )
     return found
+
+
+def usage_unavailable(job: Job) -> str | None:
+    """Why a running AIHC job's usage is not shown up to date: the error of the worker's last
+    read, when it failed (AIHC refused it, did not answer, or is unreachable); else None."""
+    if job.backend != "aihc" or job.status not in (JobStatus.RUNNING, JobStatus.STOPPING):
+        return None
+    return aihc_backend.usage_unavailable(job.public_id)
 
 
 @dataclass(frozen=True)
@@ -199,7 +218,7 @@ def usage_points(
 def replica_usage_history(
     *, job: Job, start: float | None, end: float | None, step: int
 ) -> list[tuple[str, list[UsagePoint]]]:
-    """Each replica of a local or Kubernetes job (`<role>-<index>`) with what it used from
+    """Each replica of a local, Kubernetes or AIHC job (`<role>-<index>`) with what it used from
     `start` to `end` (a local job's: in its current attempt), `step` seconds a point
     (usage_points); a replica not yet sampled has none. Unlike the page's table, a replica
     that has ended keeps its history: its file stays until the job is deleted."""
