@@ -191,7 +191,7 @@ def test_aihc_failing_to_give_metrics_never_breaks_the_sync_and_the_page_says_wh
     assert job.status == JobStatus.RUNNING
     assert not job.events.filter(type="Warning").exists()
     # One unretried call per sync (the CPU read; memory is not asked after it failed).
-    assert len([r for r in fake.calls("DescribeJobMetrics")]) == 3 + 2
+    assert len(fake.calls("DescribeJobMetrics")) == 3 + 2
     logged = [r.getMessage() for r in caplog.records if "not read" in r.getMessage()]
     assert len(logged) == 1 and job.public_id in logged[0] and said.split(" (")[1] in logged[0]
     assert fake.secret_key not in caplog.text and fake.access_key not in caplog.text
