@@ -32,10 +32,29 @@ V2_JOB_TYPES = {"PyTorchJob", "MPIJob", "TFJob", "RayJob"}
 V1_DATASOURCES = {"pfs", "pfsl1", "pfsl2", "hostpath", "dataset", "emptydir"}
 V2_DATASOURCES = {"pfs", "hostpath", "bos", "cfs", "rapidfs", "dataset"}
 TF_KEYS = {"Chief", "Worker", "PS", "Evaluator"}
-# The job metrics API's metricType values. The reference lists none (uncertain): these are the
-# two the console reads, and the fake refuses any other as AIHC refuses a parameter it does not
-# know (400 InvalidParameter), so a misspelt or invented type fails here as it would there.
-METRIC_TYPES = {"CpuUsage", "MemoryUsage"}
+# The job metrics API's metricType values, as AIHC's DescribeJobMetrics page lists them
+# (https://cloud.baidu.com/doc/AIHC/s/4mayvot8u, updated 2025-05-30). The fake refuses any
+# other as AIHC refuses a parameter it does not know (400 InvalidParameter), so a misspelt or
+# invented type fails here as it would there. GpuUsage, CpuUsage, MemoryUsage, GpuMemoryUsage
+# and GpuPipeTensorUsage are utilisations, which the fake gives in percent (0-100), the scale
+# the console reads them in (an uncertain decision: see jobs.backends.aihc); set_metrics
+# refuses a utilisation outside 0-100, so a test cannot feed it cores or bytes. The page also
+# lists RDMA, PCIe and NVLink send/receive data rates and RDMA health, error and packet
+# rates; our copy does not spell their names exactly, so the fake leaves them out (refused).
+METRIC_TYPES = {
+    "GpuUsage",
+    "GpuMemoryUsage",
+    "CpuUsage",
+    "MemoryUsage",
+    "DiskReadRate",
+    "DiskWriteRate",
+    "GpuTemperature",
+    "GpuPowerUsage",
+    "GpuPipeTensorUsage",
+    "CpuTime",
+    "MemoryAllocation",
+}
+UTILISATIONS = {"GpuUsage", "GpuMemoryUsage", "CpuUsage", "MemoryUsage", "GpuPipeTensorUsage"}
 DEFAULT_SIGNED = {"host", "content-length", "content-type", "content-md5"}
 
 
@@ -453,8 +472,11 @@ class FakeAihc:
     def set_metrics(
         self, job_id: str, pod: str, metric_type: str, points: list[tuple[int, float]]
     ) -> None:
-        """What AIHC's monitoring holds of one metric of a pod: (unix seconds, value) points."""
+        """What AIHC's monitoring holds of one metric of a pod: (unix seconds, value) points;
+        a utilisation's in percent (0-100)."""
         assert metric_type in METRIC_TYPES, metric_type
+        if metric_type in UTILISATIONS:
+            assert all(0 <= value <= 100 for _when, value in points), (metric_type, points)
         with self.lock:
             self.jobs[job_id].metrics[(pod, metric_type)] = list(points)
 
