@@ -13,23 +13,28 @@ N jobs of one name, so jobs other console rows already own are skipped).
 
 Usage: while a job runs, each sync also reads what its running pods use from AIHC's job
 metrics API (v1 `GET /api/v1/aijobs/{id}/metrics`, v2 DescribeJobMetrics), at most once per
-AIHC_METRICS_SECONDS per job: one call for CpuUsage (cores) and one for MemoryUsage (bytes),
-each unretried, covering the last USAGE_WINDOW. A point newer than its replica's last sample is
-written as a sample into a file per replica under the console's var dir (`usage_file`), in
-the form the local runner's shim and the Kubernetes backend write, so the job page and the
-API's job metrics read them alike (jobs.monitoring). No /tmp figure, and no GPU one: the
-reference names no GPU metricType (the names themselves are not published; CpuUsage and
-MemoryUsage are the ones the console's own metrics API answers to, taken as AIHC's), and the
-page's usage table has no GPU column. A read AIHC refuses or does not answer (403, 404, 5xx,
-a timeout) is logged once per job and kind of failure, and written, scrubbed of the job's
-secrets, to the job's `unavailable_file`, which the page shows; the job's sync goes on. The
-next read that succeeds removes it.
+AIHC_METRICS_SECONDS per job: one call each for GpuUsage, CpuUsage and MemoryUsage, each
+unretried, covering the last USAGE_WINDOW. AIHC's DescribeJobMetrics page
+(https://cloud.baidu.com/doc/AIHC/s/4mayvot8u, updated 2025-05-30) describes all three as
+utilisations (GPU 使用率, CPU 使用率, Memory 使用率), not amounts (cores, bytes), without
+saying whether as 0-100 or 0-1. Decided, and UNCERTAIN until checked against a real account:
+they are read as percent (0-100), as AIHC's own console shows them; a set whose every point
+is <= 1.0 is not reinterpreted as fractions (no guessing), and nothing is clamped. A point
+newer than its replica's last sample, with a CPU and a memory value at that time (GPU when
+AIHC gives one: a pod without GPUs has none), is written as a sample (`gpu`, `cpu`, `mem`:
+percent) into a file per replica under the console's var dir (`usage_file`, UtilisationLog),
+which the job page and the API's job metrics read (jobs.monitoring). No /tmp figure. A read
+AIHC refuses or does not answer (403, 404, 5xx, a timeout) is logged once per job and kind of
+failure, and written, scrubbed of the job's secrets, to the job's `unavailable_file`, which
+the page shows; the job's sync goes on. The next read that succeeds removes it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import shutil
 import threading
@@ -66,7 +71,7 @@ from jobs.models import (
 )
 from jobs.runtime_env import LOCAL_RUNNER_VARIABLES, ReplicaRef, replica_environment
 from jobs.services import job_event, job_spec_or_noted, recorded
-from jobs.shim import UsageLog, read_usage
+from jobs.shim import USAGE_LINE_BYTES, UsageLog
 from jobs.texts import joined
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
@@ -135,16 +140,85 @@ STATUS_MAP: dict[str, str] = {
 POD_INDEX_RE = re.compile(r"-(\d+)$")
 # Where the samples of AIHC jobs' pods are kept, and what is read for them (see the docstring).
 USAGE_DIR = "aihc-usage"
-CPU_METRIC, MEMORY_METRIC = "CpuUsage", "MemoryUsage"
+# Utilisations in percent (see the docstring: the scale is a decision, uncertain).
+GPU_METRIC, CPU_METRIC, MEMORY_METRIC = "GpuUsage", "CpuUsage", "MemoryUsage"
 # How far back each read asks (at least): a worker that was down longer loses the gap.
 USAGE_WINDOW = 120
 UNAVAILABLE_FILE = "unavailable.json"
 
 
 def usage_file(public_id: str, label: str) -> Path:
-    """The samples of an AIHC job's replica (`<role>-<index>`), as jobs.shim.UsageLog writes a
-    local replica's; they go when the job is deleted."""
+    """The utilisation samples of an AIHC job's replica (`<role>-<index>`), UtilisationLog's;
+    they go when the job is deleted."""
     return Path(settings.VAR_DIR) / USAGE_DIR / public_id / f"{label}.usage"
+
+
+def read_utilisation(path: Path, *, last: int | None = None) -> list[dict]:
+    """The utilisation samples in the file at `path`, oldest first ([] if there is none):
+    `t` (unix seconds), `s` (seconds covered), `gpu` (percent, or None: AIHC gave none),
+    `cpu` and `mem` (percent); with `last`, only the newest `last`, read from the end."""
+    try:
+        with open(path, "rb") as file:
+            if last is not None:
+                size = file.seek(0, os.SEEK_END)
+                file.seek(max(size - last * USAGE_LINE_BYTES, 0))
+                data = file.read()
+                if size > last * USAGE_LINE_BYTES:
+                    data = data.partition(b"\n")[2]  # the first line read is cut
+            else:
+                data = file.read()
+    except OSError:
+        return []
+    records = []
+    for line in data.splitlines():
+        with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
+            record = json.loads(line)
+            gpu = record.get("gpu")
+            records.append(
+                {
+                    "t": float(record["t"]),
+                    "s": float(record["s"]),
+                    "gpu": None if gpu is None else float(gpu),
+                    "cpu": float(record["cpu"]),
+                    "mem": float(record["mem"]),
+                }
+            )
+    return records[-last:] if last is not None else records
+
+
+def merge_utilisation(records: list[dict]) -> dict:
+    """One utilisation record for several, as a local replica's are merged: GPU and CPU
+    averaged over the time they span (GPU over the records that have it), memory at its
+    peak."""
+    span = sum(r["s"] for r in records)
+
+    def averaged(key: str) -> float | None:
+        having = [r for r in records if r[key] is not None]
+        if not having:
+            return None
+        seconds = sum(r["s"] for r in having)
+        if not seconds:
+            return having[-1][key]
+        return round(sum(r[key] * r["s"] for r in having) / seconds, 3)
+
+    return {
+        "t": records[-1]["t"],
+        "s": round(span, 3),
+        "gpu": averaged("gpu"),
+        "cpu": averaged("cpu"),
+        "mem": max(r["mem"] for r in records),
+    }
+
+
+class UtilisationLog(UsageLog):
+    """An AIHC replica's utilisation samples (read_utilisation), kept and downsampled as a
+    local replica's usage is."""
+
+    def read(self, path: Path) -> list[dict]:
+        return read_utilisation(path)
+
+    def merge(self, records: list[dict]) -> dict:
+        return merge_utilisation(records)
 
 
 def unavailable_file(public_id: str) -> Path:
@@ -357,7 +431,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
         self._metrics_read: dict[str, float] = {}  # job id -> when its usage was last read
         self._metrics_said: set[tuple[str, str]] = set()  # (job id, kind of failure) logged
-        self._usage_logs: dict[tuple[str, str], tuple[UsageLog, float]] = {}
+        self._usage_logs: dict[tuple[str, str], tuple[UtilisationLog, float]] = {}
 
     def __repr__(self) -> str:
         return "AihcBackend()"
@@ -903,8 +977,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         pods: list[dict[str, Any]],
         secrets: list[str],
     ) -> None:
-        """Reads the CPU and memory of the job's running pods, at most once per
-        AIHC_METRICS_SECONDS, and appends each point newer than its replica's last sample.
+        """Reads the GPU, CPU and memory utilisation of the job's running pods, at most once
+        per AIHC_METRICS_SECONDS, and appends each point newer than its replica's last sample.
         Never raises: usage is not worth a failed sync."""
         running: dict[str, str] = {}  # pod name -> replica label
         for pod in pods:
@@ -924,7 +998,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         start = end - max(USAGE_WINDOW, 4 * step)
         read = {}
         try:
-            for metric in (CPU_METRIC, MEMORY_METRIC):
+            for metric in (GPU_METRIC, CPU_METRIC, MEMORY_METRIC):
                 read[metric] = client.job_metrics(
                     pool=job.resource_pool,
                     job_id=job.external_id,
@@ -950,14 +1024,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             return
         unavailable_file(job.public_id).unlink(missing_ok=True)
         for name, label in running.items():
+            gpu = dict(read[GPU_METRIC].get(name, []))
             memory = dict(read[MEMORY_METRIC].get(name, []))
+            # Percent as AIHC gives it: not clamped, not rescaled (see the docstring).
             samples = [
                 {
                     "t": round(when, 1),
                     "s": step,
-                    "cpu": round(max(cpu, 0), 3),
-                    "mem": int(max(memory[when], 0)),
-                    "tmp": 0,
+                    "gpu": None if when not in gpu else round(gpu[when], 3),
+                    "cpu": round(cpu, 3),
+                    "mem": round(memory[when], 3),
                 }
                 for when, cpu in read[CPU_METRIC].get(name, [])
                 if when in memory
@@ -974,8 +1050,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             except OSError as exc:
                 logger.warning("usage of %s not kept: %s", public_id, exc)
                 return
-            last = read_usage(path, last=1)
-            self._usage_logs[key] = (UsageLog(path), last[-1]["t"] if last else 0.0)
+            last = read_utilisation(path, last=1)
+            self._usage_logs[key] = (UtilisationLog(path), last[-1]["t"] if last else 0.0)
         log, last_time = self._usage_logs[key]
         for sample in samples:
             if sample["t"] <= last_time:
