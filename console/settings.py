@@ -452,6 +452,10 @@ AIHC_RETRY_BACKOFF = envfloat("AIHC_RETRY_BACKOFF", 0.5)
 # doubling on each further failure up to the maximum; the jobs stay Queued meanwhile.
 AIHC_SUBMIT_PAUSE_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_SECONDS", 5)
 AIHC_SUBMIT_PAUSE_MAX_SECONDS = envfloat("AIHC_SUBMIT_PAUSE_MAX_SECONDS", 300)
+# How often (seconds) the worker reads a running AIHC job's pod usage from AIHC's job metrics
+# API (one GpuUsage, one CpuUsage and one MemoryUsage read per job: utilisations), for the
+# job page and the API's job metrics; as often as Kubernetes' metrics-server is read by default.
+AIHC_METRICS_SECONDS = envfloat("AIHC_METRICS_SECONDS", 15, positive=True)
 
 # --- Kubernetes with the Kubeflow training operator (jobs.backends.kubernetes; enable with
 # CONSOLE_BACKENDS=local,kubernetes). In a pod, the service account's token, CA and namespace

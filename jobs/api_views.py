@@ -56,7 +56,12 @@ from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
 from .models import EventType, Job, JobReplica, JobStatus, ReplicaStatus
-from .monitoring import UsagePoint, replica_usage_history
+from .monitoring import (
+    UsagePoint,
+    UtilisationPoint,
+    replica_usage_history,
+    replica_utilisation_history,
+)
 from .pools import QueueCounts, queue_counts
 from .services import jobs_submit
 
@@ -92,6 +97,13 @@ METRIC_TYPES: dict[str, Callable[[UsagePoint], float | int]] = {
     "CpuUsage": lambda point: point.cpu,
     "MemoryUsage": lambda point: point.memory,
     "TmpUsage": lambda point: point.tmp,
+}
+# An AIHC job's metrics are AIHC's own, under AIHC's names and meaning: utilisations in
+# percent (jobs.backends.aihc: the scale is a decision, uncertain), not cores and bytes.
+AIHC_METRIC_TYPES: dict[str, Callable[[UtilisationPoint], float | None]] = {
+    "GpuUsage": lambda point: point.gpu,
+    "CpuUsage": lambda point: point.cpu,
+    "MemoryUsage": lambda point: point.memory,
 }
 DEFAULT_TIME_STEP = 300  # AIHC's default: 5 minutes
 MAX_TIME_STEP = 30 * 24 * 3600
@@ -521,17 +533,23 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
     """A job's metrics as AIHC's podMetrics: one entry per pod, named as its pods are, with
     `{time, value}` points of `metricType` from `startTime` to `endTime` (unix seconds; open
     when absent), one per `timeStep` that has samples. The local runner samples its replicas,
-    and the worker a Kubernetes job's pods (from metrics-server: CPU and memory, no /tmp);
-    a job on AIHC, or /tmp of a Kubernetes job, is NotSupported (the console's AIHC client
-    has no metrics call), rather than an empty answer that would read as a job that used
-    nothing."""
+    and the worker a Kubernetes job's pods (from metrics-server: CPU cores and memory bytes)
+    and an AIHC job's (from AIHC's job metrics API: GPU, CPU and memory utilisation in
+    percent, under AIHC's names; GpuUsage is known for AIHC jobs only). /tmp of a Kubernetes
+    or AIHC job is NotSupported, rather than an empty answer that would read as none used."""
     metric_type = required_param(params, "metricType")
-    if metric_type not in METRIC_TYPES:
+    on_aihc = job.backend == "aihc"
+    known = [*AIHC_METRIC_TYPES, "TmpUsage"] if on_aihc else list(METRIC_TYPES)
+    if metric_type not in known:
         raise ApiError(
             400,
             "InvalidParameter",
-            f"metricType is one of: {', '.join(METRIC_TYPES)} (the local runner samples no "
-            "GPU, disk or network use).",
+            f"metricType is one of: {', '.join(known)}"
+            + (
+                " (AIHC's utilisations in percent; TmpUsage is not measured on AIHC)."
+                if on_aihc
+                else " (the local runner samples no GPU, disk or network use)."
+            ),
         )
     start = time_param(params, "startTime")
     end = time_param(params, "endTime")
@@ -539,20 +557,35 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
         raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
     step = duration_param(params, "timeStep", DEFAULT_TIME_STEP)
     duration_param(params, "rateInterval", 1)  # checked, not used: CPU is a rate already
-    if job.backend not in ("local", "kubernetes"):
+    if job.backend not in ("local", "kubernetes", "aihc"):
         raise ApiError(
             400,
             "NotSupported",
-            f"Job metrics are served for jobs on the local runner and Kubernetes only; job "
-            f"{job.public_id} runs on {job.backend}.",
+            f"Job metrics are served for jobs on the local runner, Kubernetes and AIHC only; "
+            f"job {job.public_id} runs on {job.backend}.",
         )
-    if job.backend == "kubernetes" and metric_type == "TmpUsage":
+    if job.backend in ("kubernetes", "aihc") and metric_type == "TmpUsage":
         raise ApiError(
             400,
             "NotSupported",
-            "TmpUsage is measured on the local runner only: Kubernetes' Metrics API has no "
-            "/tmp figure.",
+            "TmpUsage is measured on the local runner only: neither Kubernetes' Metrics API "
+            "nor AIHC's job metrics have a /tmp figure.",
         )
+    if on_aihc:
+        aihc_value = AIHC_METRIC_TYPES[metric_type]
+        return [
+            {
+                "podName": pod_name(job, label),
+                "metrics": [
+                    {"time": point.time, "value": value}
+                    for point in points
+                    if (value := aihc_value(point)) is not None
+                ],
+            }
+            for label, points in replica_utilisation_history(
+                job=job, start=start, end=end, step=step
+            )
+        ]
     value_of = METRIC_TYPES[metric_type]
     return [
         {

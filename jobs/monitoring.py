@@ -4,10 +4,14 @@ same samples over a span of time, step by step, for the API's job metrics (jobs.
 
 The samples are the ones each replica's shim writes to its state folder (jobs/shim.py,
 UsageMeter and UsageLog), or, for a job on Kubernetes, the ones the worker writes in the same
-form from the Metrics API (jobs.backends.kubernetes, usage_file: CPU and memory, no /tmp);
-only the newest SPARK_POINTS are read, from the end of the file, so the page's two-second
-poll costs a small read per replica. AIHC jobs have no such files, nor do Kubernetes jobs on
-a cluster without metrics-server: their page has no usage section.
+form from the Metrics API (jobs.backends.kubernetes, usage_file: CPU and memory, no /tmp),
+or, for a job on AIHC, the ones the worker writes from AIHC's job metrics API
+(jobs.backends.aihc, usage_file: GPU, CPU and memory utilisation in percent, no amounts and
+no /tmp; replica_utilisation); only the newest SPARK_POINTS are
+read, from the end of the file, so the page's two-second poll costs a small read per replica.
+Kubernetes jobs on a cluster without metrics-server have no such files: their page has no
+usage section. An AIHC job whose usage AIHC did not return says so, and why
+(usage_unavailable).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
+from .backends import aihc as aihc_backend
 from .backends.kubernetes import usage_file
 from .logs import ran_elsewhere
 from .models import Job, JobReplica, JobStatus, LocalRun
@@ -86,9 +91,12 @@ def _cores(value: float) -> str:
 
 def usage_files(job: Job) -> Callable[[str], Path] | None:
     """Where the samples of the job's replica `<role>-<index>` are (its current attempt's, for
-    a local job); None for a job nothing samples (AIHC's, or a local one not started)."""
+    a local job); None for a job nothing samples (a local one not started, or one run
+    elsewhere)."""
     if job.backend == "kubernetes":
         return lambda label: usage_file(job.public_id, label)
+    if job.backend == "aihc":
+        return lambda label: aihc_backend.usage_file(job.public_id, label)
     if job.backend != "local":
         return None
     run = LocalRun.objects.filter(job=job).only("attempt", "runner").first()
@@ -99,18 +107,24 @@ def usage_files(job: Job) -> Callable[[str], Path] | None:
     return lambda label: replica_state_dir(job.public_id, run.attempt, label, run.runner) / "usage"
 
 
-def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage] | None:
-    """One entry per running replica of a job that runs; None when the job has no usage to
-    show (an AIHC job, one not running, or a Kubernetes one with no sample at all: its
-    cluster has no metrics-server, or the first read is still to come)."""
+def replica_usage(
+    *, job: Job, replicas: list[JobReplica]
+) -> list[ReplicaUsage] | list[ReplicaUtilisation] | None:
+    """One entry per running replica of a job that runs (an AIHC job's: ReplicaUtilisation);
+    None when the job has no usage to
+    show (one not running, or a Kubernetes or AIHC one with no sample at all: its cluster has
+    no metrics-server, AIHC did not return its metrics, or the first read is still to
+    come)."""
     if job.status not in (JobStatus.RUNNING, JobStatus.STOPPING):
         return None
     file_of = usage_files(job)
     if file_of is None:
         return None
-    on_kubernetes = job.backend == "kubernetes"
-    if on_kubernetes and not any(file_of(f"{r.role}-{r.index}").exists() for r in replicas):
+    by_worker = job.backend in ("kubernetes", "aihc")  # read by the worker
+    if by_worker and not any(file_of(f"{r.role}-{r.index}").exists() for r in replicas):
         return None
+    if job.backend == "aihc":  # AIHC gives utilisations, not amounts: their own table
+        return replica_utilisation(job=job, replicas=replicas)
     try:
         roles = {role.name: role for role in job.job_spec().roles}
     except SpecError:  # an old spec: usage still shows, without limits
@@ -143,7 +157,7 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
                 memory_limit=memory_limit,
                 tmp=tmp[-1],
                 tmp_limit=tmp_limit,
-                tmp_measured=not on_kubernetes,
+                tmp_measured=not by_worker,
                 cpu_line=sparkline(
                     times,
                     cpu,
@@ -158,13 +172,87 @@ def replica_usage(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUsage]
                 ),
                 # Against what it held at most: the cap (tens of GB) would flatten the line.
                 tmp_line=None
-                if on_kubernetes
+                if by_worker
                 else sparkline(
                     times, tmp, top=max(tmp), text=_summary("/tmp", span, tmp, filesizeformat)
                 ),
             )
         )
     return found
+
+
+@dataclass(frozen=True)
+class ReplicaUtilisation:
+    """An AIHC job's running replica as its page shows it: AIHC's utilisations, in percent as
+    AIHC gives them (jobs.backends.aihc: the scale is a decision, unclamped)."""
+
+    label: str
+    sampled: bool  # False until the worker has read its first point
+    gpu: float | None = None  # None: AIHC gave no GPU figure for its latest point
+    cpu: float = 0.0
+    memory: float = 0.0
+    gpu_line: Sparkline | None = None  # None: no GPU figure at all
+    cpu_line: Sparkline | None = None
+    memory_line: Sparkline | None = None
+
+
+def _percent(value: float) -> str:
+    return f"{value:.1f}%"
+
+
+def _utilisation_line(what: str, span: str, samples: list[dict], key: str) -> Sparkline | None:
+    """The sparkline of one utilisation over the samples that have it (None: none has)."""
+    having = [sample for sample in samples if sample[key] is not None]
+    if not having:
+        return None
+    values = [sample[key] for sample in having]
+    # Against 100%, or the highest value when AIHC gives more (nothing is clamped).
+    return sparkline(
+        [sample["t"] for sample in having],
+        values,
+        top=max(100.0, *values),
+        text=_summary(what, span, values, _percent),
+    )
+
+
+def replica_utilisation(*, job: Job, replicas: list[JobReplica]) -> list[ReplicaUtilisation]:
+    """One entry per running replica of a running AIHC job that has samples (the caller,
+    replica_usage, has checked the job runs and some replica has a file)."""
+    found = []
+    for replica in replicas:
+        if replica.status != "running":
+            continue
+        label = f"{replica.role}-{replica.index}"
+        samples = aihc_backend.read_utilisation(
+            aihc_backend.usage_file(job.public_id, label), last=SPARK_POINTS
+        )
+        if not samples:
+            found.append(ReplicaUtilisation(label=label, sampled=False))
+            continue
+        times = [sample["t"] for sample in samples]
+        span = elapsed(round(times[-1] - times[0] + samples[0]["s"]))
+
+        found.append(
+            ReplicaUtilisation(
+                label=label,
+                sampled=True,
+                gpu=samples[-1]["gpu"],
+                cpu=samples[-1]["cpu"],
+                memory=samples[-1]["mem"],
+                gpu_line=_utilisation_line(_("GPU utilisation"), span, samples, "gpu"),
+                cpu_line=_utilisation_line(_("CPU utilisation"), span, samples, "cpu"),
+                memory_line=_utilisation_line(_("Memory utilisation"), span, samples, "mem"),
+            )
+        )
+    return found
+
+
+def usage_unavailable(job: Job) -> str | None:
+    """Why a running AIHC job's usage is not shown up to date: the error of the worker's last
+    read, when it failed (AIHC refused it, did not answer, or is unreachable); else None."""
+    if job.backend != "aihc" or job.status not in (JobStatus.RUNNING, JobStatus.STOPPING):
+        return None
+    return aihc_backend.usage_unavailable(job.public_id)
 
 
 @dataclass(frozen=True)
@@ -194,6 +282,39 @@ def usage_points(
             UsagePoint(time=when, cpu=merged["cpu"], memory=merged["mem"], tmp=merged["tmp"])
         )
     return points
+
+
+@dataclass(frozen=True)
+class UtilisationPoint:
+    time: int  # the start of its step, unix seconds
+    gpu: float | None  # percent, averaged over the step; None: AIHC gave none
+    cpu: float  # percent, averaged over the step
+    memory: float  # percent, the highest in the step
+
+
+def replica_utilisation_history(
+    *, job: Job, start: float | None, end: float | None, step: int
+) -> list[tuple[str, list[UtilisationPoint]]]:
+    """Each replica of an AIHC job (`<role>-<index>`) with its utilisation from `start` to
+    `end`, `step` seconds a point, steps aligned and merged as usage_points does
+    (jobs.backends.aihc.merge_utilisation); a replica not yet sampled has none."""
+    found = []
+    for replica in job.replicas.all():
+        label = f"{replica.role}-{replica.index}"
+        steps: dict[int, list[dict]] = {}
+        for sample in aihc_backend.read_utilisation(aihc_backend.usage_file(job.public_id, label)):
+            if (start is None or sample["t"] >= start) and (end is None or sample["t"] <= end):
+                steps.setdefault(int(sample["t"] // step) * step, []).append(sample)
+        points = []
+        for when, group in steps.items():
+            merged = aihc_backend.merge_utilisation(group)
+            points.append(
+                UtilisationPoint(
+                    time=when, gpu=merged["gpu"], cpu=merged["cpu"], memory=merged["mem"]
+                )
+            )
+        found.append((label, points))
+    return found
 
 
 def replica_usage_history(

@@ -571,9 +571,14 @@ def merge_samples(records: list[dict]) -> dict:
     }
 
 
-def downsample(records: list[dict], *, full: int = USAGE_FULL_SAMPLES) -> list[dict]:
-    """`records` (oldest first) with all but the newest `full` merged into their age's
-    buckets (USAGE_TIERS). Buckets are aligned on multiples of their width, and a merged
+def downsample(
+    records: list[dict],
+    *,
+    full: int = USAGE_FULL_SAMPLES,
+    merge: Callable[[list[dict]], dict] = merge_samples,
+) -> list[dict]:
+    """`records` (oldest first) with all but the newest `full` merged (`merge`) into their
+    age's buckets (USAGE_TIERS). Buckets are aligned on multiples of their width, and a merged
     record carries its newest time, so merging again changes nothing."""
     if len(records) <= full:
         return records
@@ -587,12 +592,12 @@ def downsample(records: list[dict], *, full: int = USAGE_FULL_SAMPLES) -> list[d
         width = next(width for up_to, width in USAGE_TIERS if age <= up_to)
         key = (width, int(record["t"] // width))
         if group and key != group_key:
-            merged.append(merge_samples(group))
+            merged.append(merge(group))
             group = []
         group.append(record)
         group_key = key
     if group:
-        merged.append(merge_samples(group))
+        merged.append(merge(group))
     return merged + recent
 
 
@@ -600,12 +605,13 @@ class UsageLog:
     """A replica's samples as JSON lines (`t`: when, `s`: the seconds it covers, `cpu`:
     cores, `mem` and `tmp`: bytes) in its state folder, so it goes with the job's other
     files. Appended to; every USAGE_FULL_SAMPLES appends its older lines are downsampled
-    (downsample) and the file replaced whole, so a reader sees the old or the new file."""
+    (downsample) and the file replaced whole, so a reader sees the old or the new file.
+    Another record form (AIHC's utilisation, jobs.backends.aihc) overrides `read` and `merge`."""
 
     def __init__(self, path: Path, *, full: int = USAGE_FULL_SAMPLES) -> None:
         self.path = path
         self.full = full
-        self.lines = len(read_usage(path))
+        self.lines = len(self.read(path))
         self.compacted = self.lines
 
     def append(self, record: dict) -> None:
@@ -617,12 +623,18 @@ class UsageLog:
                 os.close(fd)
             self.lines += 1
         if self.lines - self.compacted >= self.full:
-            records = downsample(read_usage(self.path), full=self.full)
+            records = downsample(self.read(self.path), full=self.full, merge=self.merge)
             with contextlib.suppress(OSError):
                 write_atomic(
                     self.path, "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records)
                 )
             self.lines = self.compacted = len(records)
+
+    def read(self, path: Path) -> list[dict]:
+        return read_usage(path)
+
+    def merge(self, records: list[dict]) -> dict:
+        return merge_samples(records)
 
 
 USAGE_LINE_BYTES = 160  # more than any line takes: what the page reads from the end

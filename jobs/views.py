@@ -61,7 +61,7 @@ from .logs import (
     shown_lines,
 )
 from .models import FINAL_STATUSES, Job, JobStatus
-from .monitoring import replica_usage
+from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
@@ -294,8 +294,10 @@ def _live_context(job: Job) -> dict[str, Any]:
         "job": job,
         "worker": worker if worker is not None and not worker.running else None,
         "replicas": replicas,
-        # What each running replica uses (local jobs only; None: no section).
+        # What each running replica uses (None: no section).
         "usage": replica_usage(job=job, replicas=replicas),
+        # Why an AIHC job's usage is missing or not up to date (None: nothing to say).
+        "usage_unavailable": usage_unavailable(job),
         # Its training curves (Tensorboard on; None: no section), refreshed with the rest.
         "metrics": training_metrics(job=job),
         "events": list(job.events.all()),

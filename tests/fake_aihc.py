@@ -7,7 +7,8 @@ body's field names, JSON types and enumerations per API version (`check_create_b
 answer like BCE: `{"requestId", "code", "message"}` with the matching HTTP status.
 
 It records every request, and emulates pools (gpuDetail), queues, jobs with pods, job
-events and pod logs. Tests steer it: `add_pool`, `set_job_status`, `add_logs`, and
+events, pod logs and job metrics. Tests steer it: `add_pool`, `set_job_status`, `add_logs`,
+`set_metrics`, and
 scripted faults (`fail_next`, `delay_next`, `drop_next`) for the next calls of one operation.
 """
 
@@ -31,6 +32,29 @@ V2_JOB_TYPES = {"PyTorchJob", "MPIJob", "TFJob", "RayJob"}
 V1_DATASOURCES = {"pfs", "pfsl1", "pfsl2", "hostpath", "dataset", "emptydir"}
 V2_DATASOURCES = {"pfs", "hostpath", "bos", "cfs", "rapidfs", "dataset"}
 TF_KEYS = {"Chief", "Worker", "PS", "Evaluator"}
+# The job metrics API's metricType values, as AIHC's DescribeJobMetrics page lists them
+# (https://cloud.baidu.com/doc/AIHC/s/4mayvot8u, updated 2025-05-30). The fake refuses any
+# other as AIHC refuses a parameter it does not know (400 InvalidParameter), so a misspelt or
+# invented type fails here as it would there. GpuUsage, CpuUsage, MemoryUsage, GpuMemoryUsage
+# and GpuPipeTensorUsage are utilisations, which the fake gives in percent (0-100), the scale
+# the console reads them in (an uncertain decision: see jobs.backends.aihc); set_metrics
+# refuses a utilisation outside 0-100, so a test cannot feed it cores or bytes. The page also
+# lists RDMA, PCIe and NVLink send/receive data rates and RDMA health, error and packet
+# rates; our copy does not spell their names exactly, so the fake leaves them out (refused).
+METRIC_TYPES = {
+    "GpuUsage",
+    "GpuMemoryUsage",
+    "CpuUsage",
+    "MemoryUsage",
+    "DiskReadRate",
+    "DiskWriteRate",
+    "GpuTemperature",
+    "GpuPowerUsage",
+    "GpuPipeTensorUsage",
+    "CpuTime",
+    "MemoryAllocation",
+}
+UTILISATIONS = {"GpuUsage", "GpuMemoryUsage", "CpuUsage", "MemoryUsage", "GpuPipeTensorUsage"}
 DEFAULT_SIGNED = {"host", "content-length", "content-type", "content-md5"}
 
 
@@ -276,6 +300,8 @@ class FakeJob:
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     logs: dict[str, list[str]] = field(default_factory=dict)
+    # (pod name, metricType) -> [(unix seconds, value)]
+    metrics: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -443,6 +469,17 @@ class FakeAihc:
         with self.lock:
             self.jobs[job_id].logs.setdefault(pod, []).extend(lines)
 
+    def set_metrics(
+        self, job_id: str, pod: str, metric_type: str, points: list[tuple[int, float]]
+    ) -> None:
+        """What AIHC's monitoring holds of one metric of a pod: (unix seconds, value) points;
+        a utilisation's in percent (0-100)."""
+        assert metric_type in METRIC_TYPES, metric_type
+        if metric_type in UTILISATIONS:
+            assert all(0 <= value <= 100 for _when, value in points), (metric_type, points)
+        with self.lock:
+            self.jobs[job_id].metrics[(pod, metric_type)] = list(points)
+
     def calls(self, op: str) -> list[Recorded]:
         with self.lock:
             return [r for r in self.requests if r.op == op]
@@ -596,6 +633,7 @@ class FakeAihc:
         ("POST", r"/api/v1/aijobs/(?P<job>[^/]+)/stop", "StopJob"),
         ("GET", r"/api/v1/aijobs/(?P<job>[^/]+)/events", "DescribeJobEvents"),
         ("GET", r"/api/v1/aijobs/(?P<job>[^/]+)/pods/(?P<pod>[^/]+)/logs", "DescribeJobLogs"),
+        ("GET", r"/api/v1/aijobs/(?P<job>[^/]+)/metrics", "DescribeJobMetrics"),
     ]
     V2_GET = {"DescribeResourcePools", "DescribeQueues", "DescribeResourcePoolOverview"}
     V2_POST = {
@@ -606,6 +644,7 @@ class FakeAihc:
         "DeleteJob",
         "DescribeJobEvents",
         "DescribeJobLogs",
+        "DescribeJobMetrics",
     }
 
     def _route_name(self, r: Recorded) -> str:
@@ -801,6 +840,34 @@ class FakeAihc:
         lines = job.logs.get(pod, [])
         return lines[-int(max_lines) :] if max_lines else lines
 
+    def _metrics(self, job: FakeJob, query: dict[str, Any]) -> list[dict[str, Any]]:
+        """The job's pods' points of `metricType` from `startTime` to `endTime`, as
+        podMetrics (times in unix seconds, values as Prometheus gives them: text). Every
+        parameter the console sends is required and checked: metricType known, startTime,
+        endTime (unix seconds) and timeStep, rateInterval (seconds) whole numbers."""
+        metric_type = query.get("metricType")
+        self._require(metric_type, "metricType is required")
+        self._require(metric_type in METRIC_TYPES, f"metricType {metric_type!r} is not supported")
+        numbers = {}
+        for name in ("startTime", "endTime", "timeStep", "rateInterval"):
+            value = query.get(name)
+            self._require(value is not None and value != "", f"{name} is required")
+            self._require(re.fullmatch(r"[0-9]+", str(value)), f"{name} is a whole number")
+            numbers[name] = int(value)
+        self._require(numbers["timeStep"] >= 1, "timeStep is at least 1")
+        self._require(numbers["startTime"] <= numbers["endTime"], "startTime is after endTime")
+        return [
+            {
+                "podName": pod["objectMeta"]["name"],
+                "metrics": [
+                    {"time": when, "value": str(value)}
+                    for when, value in job.metrics.get((pod["objectMeta"]["name"], metric_type), [])
+                    if numbers["startTime"] <= when <= numbers["endTime"]
+                ],
+            }
+            for pod in job.pods
+        ]
+
     # -- v1 ------------------------------------------------------------------------
 
     def _v1_DescribeResourcePools(self, r: Recorded) -> dict[str, Any]:
@@ -870,6 +937,10 @@ class FakeAihc:
             "logs": self._logs(job, pod, r.params.get("maxLines")),
         }
 
+    def _v1_DescribeJobMetrics(self, r: Recorded) -> dict[str, Any]:
+        job = self._job(r, r.route.get("job"))
+        return {"jobId": job.job_id, "podMetrics": self._metrics(job, r.params)}
+
     # -- v2 ------------------------------------------------------------------------
 
     def _v2_body(self, r: Recorded, *required: str) -> dict[str, Any]:
@@ -919,6 +990,11 @@ class FakeAihc:
         job = self._job(r, body["jobId"])
         logs = self._logs(job, body["podName"], body.get("maxLines"))
         return {"jobId": job.job_id, "podName": body["podName"], "logs": logs, "nextMarker": ""}
+
+    def _v2_DescribeJobMetrics(self, r: Recorded) -> dict[str, Any]:
+        body = self._v2_body(r, "jobId", "metricType")
+        job = self._job(r, body["jobId"])
+        return {"jobId": job.job_id, "metrics": self._metrics(job, body)}
 
     def _v2_DescribeResourcePools(self, r: Recorded) -> dict[str, Any]:
         self._require(r.params.get("resourcePoolType"), "resourcePoolType is required")

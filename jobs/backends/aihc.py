@@ -10,16 +10,38 @@ next `sync` follows it) or -> Submit failed with AIHC's own message. Creating is
 retried blindly: when AIHC does not answer in time, the pool's jobs of that name are listed
 first and an unclaimed one created since the attempt began is adopted (queue groups submit
 N jobs of one name, so jobs other console rows already own are skipped).
+
+Usage: while a job runs, each sync also reads what its running pods use from AIHC's job
+metrics API (v1 `GET /api/v1/aijobs/{id}/metrics`, v2 DescribeJobMetrics), at most once per
+AIHC_METRICS_SECONDS per job: one call each for GpuUsage, CpuUsage and MemoryUsage, each
+unretried, covering the last USAGE_WINDOW. AIHC's DescribeJobMetrics page
+(https://cloud.baidu.com/doc/AIHC/s/4mayvot8u, updated 2025-05-30) describes all three as
+utilisations (GPU 使用率, CPU 使用率, Memory 使用率), not amounts (cores, bytes), without
+saying whether as 0-100 or 0-1. Decided, and UNCERTAIN until checked against a real account:
+they are read as percent (0-100), as AIHC's own console shows them; a set whose every point
+is <= 1.0 is not reinterpreted as fractions (no guessing), and nothing is clamped. A point
+newer than its replica's last sample, with a CPU and a memory value at that time (GPU when
+AIHC gives one: a pod without GPUs has none), is written as a sample (`gpu`, `cpu`, `mem`:
+percent) into a file per replica under the console's var dir (`usage_file`, UtilisationLog),
+which the job page and the API's job metrics read (jobs.monitoring). No /tmp figure. A read
+AIHC refuses or does not answer (403, 404, 5xx, a timeout) is logged once per job and kind of
+failure, and written, scrubbed of the job's secrets, to the job's `unavailable_file`, which
+the page shows; the job's sync goes on. The next read that succeeds removes it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import re
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -49,6 +71,7 @@ from jobs.models import (
 )
 from jobs.runtime_env import LOCAL_RUNNER_VARIABLES, ReplicaRef, replica_environment
 from jobs.services import job_event, job_spec_or_noted, recorded
+from jobs.shim import USAGE_LINE_BYTES, UsageLog
 from jobs.texts import joined
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
@@ -115,6 +138,103 @@ STATUS_MAP: dict[str, str] = {
     "deleted": JobStatus.STOPPED,
 }
 POD_INDEX_RE = re.compile(r"-(\d+)$")
+# Where the samples of AIHC jobs' pods are kept, and what is read for them (see the docstring).
+USAGE_DIR = "aihc-usage"
+# Utilisations in percent (see the docstring: the scale is a decision, uncertain).
+GPU_METRIC, CPU_METRIC, MEMORY_METRIC = "GpuUsage", "CpuUsage", "MemoryUsage"
+# How far back each read asks (at least): a worker that was down longer loses the gap.
+USAGE_WINDOW = 120
+UNAVAILABLE_FILE = "unavailable.json"
+
+
+def usage_file(public_id: str, label: str) -> Path:
+    """The utilisation samples of an AIHC job's replica (`<role>-<index>`), UtilisationLog's;
+    they go when the job is deleted."""
+    return Path(settings.VAR_DIR) / USAGE_DIR / public_id / f"{label}.usage"
+
+
+def read_utilisation(path: Path, *, last: int | None = None) -> list[dict]:
+    """The utilisation samples in the file at `path`, oldest first ([] if there is none):
+    `t` (unix seconds), `s` (seconds covered), `gpu` (percent, or None: AIHC gave none),
+    `cpu` and `mem` (percent); with `last`, only the newest `last`, read from the end."""
+    try:
+        with open(path, "rb") as file:
+            if last is not None:
+                size = file.seek(0, os.SEEK_END)
+                file.seek(max(size - last * USAGE_LINE_BYTES, 0))
+                data = file.read()
+                if size > last * USAGE_LINE_BYTES:
+                    data = data.partition(b"\n")[2]  # the first line read is cut
+            else:
+                data = file.read()
+    except OSError:
+        return []
+    records = []
+    for line in data.splitlines():
+        with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
+            record = json.loads(line)
+            gpu = record.get("gpu")
+            records.append(
+                {
+                    "t": float(record["t"]),
+                    "s": float(record["s"]),
+                    "gpu": None if gpu is None else float(gpu),
+                    "cpu": float(record["cpu"]),
+                    "mem": float(record["mem"]),
+                }
+            )
+    return records[-last:] if last is not None else records
+
+
+def merge_utilisation(records: list[dict]) -> dict:
+    """One utilisation record for several, as a local replica's are merged: GPU and CPU
+    averaged over the time they span (GPU over the records that have it), memory at its
+    peak."""
+    span = sum(r["s"] for r in records)
+
+    def averaged(key: str) -> float | None:
+        having = [r for r in records if r[key] is not None]
+        if not having:
+            return None
+        seconds = sum(r["s"] for r in having)
+        if not seconds:
+            return having[-1][key]
+        return round(sum(r[key] * r["s"] for r in having) / seconds, 3)
+
+    return {
+        "t": records[-1]["t"],
+        "s": round(span, 3),
+        "gpu": averaged("gpu"),
+        "cpu": averaged("cpu"),
+        "mem": max(r["mem"] for r in records),
+    }
+
+
+class UtilisationLog(UsageLog):
+    """An AIHC replica's utilisation samples (read_utilisation), kept and downsampled as a
+    local replica's usage is."""
+
+    def read(self, path: Path) -> list[dict]:
+        return read_utilisation(path)
+
+    def merge(self, records: list[dict]) -> dict:
+        return merge_utilisation(records)
+
+
+def unavailable_file(public_id: str) -> Path:
+    """Why the last read of an AIHC job's usage failed (JSON: `error`), while it does."""
+    return Path(settings.VAR_DIR) / USAGE_DIR / public_id / UNAVAILABLE_FILE
+
+
+def usage_unavailable(public_id: str) -> str | None:
+    """What the last failed read of the job's usage met (AIHC's message, code and status),
+    or None when the last read succeeded (or none was made)."""
+    try:
+        data = json.loads(unavailable_file(public_id).read_text())
+    except (OSError, ValueError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return error if isinstance(error, str) and error else None
 
 
 def _never_reached_aihc(exc: AihcError) -> bool:
@@ -309,6 +429,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         super().__init__()
         self._clients: dict[tuple[Any, ...], AihcClient] = {}
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
+        self._metrics_read: dict[str, float] = {}  # job id -> when its usage was last read
+        self._metrics_said: set[tuple[str, str]] = set()  # (job id, kind of failure) logged
+        self._usage_logs: dict[tuple[str, str], tuple[UtilisationLog, float]] = {}
 
     def __repr__(self) -> str:
         return "AihcBackend()"
@@ -834,6 +957,117 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             )
         if spec is not None:  # its time limit is in the spec it no longer reads
             self._enforce_timeout(job, client, config, spec)
+        if job.status == JobStatus.RUNNING:
+            self._sample_usage(job, client, version, remote["pods"], secrets)
+
+    def sync(self, job: Job) -> None:
+        super().sync(job)
+        if job.status != JobStatus.RUNNING:  # sampled no more
+            self._metrics_read.pop(job.public_id, None)
+            for key in [k for k in self._usage_logs if k[0] == job.public_id]:
+                del self._usage_logs[key]
+
+    # -- usage -------------------------------------------------------------------------
+
+    def _sample_usage(
+        self,
+        job: Job,
+        client: AihcClient,
+        version: str,
+        pods: list[dict[str, Any]],
+        secrets: list[str],
+    ) -> None:
+        """Reads the GPU, CPU and memory utilisation of the job's running pods, at most once
+        per AIHC_METRICS_SECONDS, and appends each point newer than its replica's last sample.
+        Never raises: usage is not worth a failed sync."""
+        running: dict[str, str] = {}  # pod name -> replica label
+        for pod in pods:
+            if (pod["phase"] or "").lower() != "running" or not pod["name"]:
+                continue
+            match = POD_INDEX_RE.search(pod["name"])
+            running[pod["name"]] = (
+                f"{pod['replicaType'] or 'worker'}-{int(match.group(1)) if match else 0}"
+            )
+        interval = float(settings.AIHC_METRICS_SECONDS)
+        now = time.monotonic()
+        if not running or now - self._metrics_read.get(job.public_id, float("-inf")) < interval:
+            return
+        self._metrics_read[job.public_id] = now
+        step = max(int(interval), 1)
+        end = int(time.time())
+        start = end - max(USAGE_WINDOW, 4 * step)
+        read = {}
+        try:
+            for metric in (GPU_METRIC, CPU_METRIC, MEMORY_METRIC):
+                read[metric] = client.job_metrics(
+                    pool=job.resource_pool,
+                    job_id=job.external_id,
+                    metric_type=metric,
+                    start=start,
+                    end=end,
+                    step=step,
+                    queue=job.queue,
+                    version=version,
+                )
+        except AihcError as exc:
+            error = scrub(str(exc), secrets)
+            kind = exc.code or f"HTTP {exc.status}"
+            if (job.public_id, kind) not in self._metrics_said:
+                self._metrics_said.add((job.public_id, kind))
+                logger.warning(
+                    "AIHC: usage of job %s (%s) not read: %s; its page says so",
+                    job.public_id,
+                    job.external_id,
+                    error,
+                )
+            self._write_unavailable(job.public_id, error)
+            return
+        unavailable_file(job.public_id).unlink(missing_ok=True)
+        for name, label in running.items():
+            gpu = dict(read[GPU_METRIC].get(name, []))
+            memory = dict(read[MEMORY_METRIC].get(name, []))
+            # Percent as AIHC gives it: not clamped, not rescaled (see the docstring).
+            samples = [
+                {
+                    "t": round(when, 1),
+                    "s": step,
+                    "gpu": None if when not in gpu else round(gpu[when], 3),
+                    "cpu": round(cpu, 3),
+                    "mem": round(memory[when], 3),
+                }
+                for when, cpu in read[CPU_METRIC].get(name, [])
+                if when in memory
+            ]
+            if samples:
+                self._append_samples(job.public_id, label, samples)
+
+    def _append_samples(self, public_id: str, label: str, samples: list[dict[str, Any]]) -> None:
+        key = (public_id, label)
+        if key not in self._usage_logs:
+            path = usage_file(public_id, label)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                logger.warning("usage of %s not kept: %s", public_id, exc)
+                return
+            last = read_utilisation(path, last=1)
+            self._usage_logs[key] = (UtilisationLog(path), last[-1]["t"] if last else 0.0)
+        log, last_time = self._usage_logs[key]
+        for sample in samples:
+            if sample["t"] <= last_time:
+                continue  # read before: each read overlaps the last
+            log.append(sample)
+            last_time = sample["t"]
+        self._usage_logs[key] = (log, last_time)
+
+    @staticmethod
+    def _write_unavailable(public_id: str, error: str) -> None:
+        path = unavailable_file(public_id)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"error": error}))
+        except OSError as exc:
+            logger.warning("usage of %s not kept: %s", public_id, exc)
 
     def _stop_again(
         self, job: Job, client: AihcClient, config: Config, secrets: list[str], status: str
@@ -1095,8 +1329,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         )
 
     def delete(self, job: Job) -> None:
-        if not job.external_id:
-            return
+        """Deletes the job on AIHC, then the usage samples the console kept of it."""
+        if job.external_id:
+            self._delete_remote(job)
+        shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
+
+    def _delete_remote(self, job: Job) -> None:
         config, client = self._setup()
         try:
             client.delete_job(
