@@ -640,9 +640,9 @@ class UsageLog:
 USAGE_LINE_BYTES = 160  # more than any line takes: what the page reads from the end
 
 
-def read_usage(path: Path, *, last: int | None = None) -> list[dict]:
-    """The samples in the file at `path`, oldest first ([] if there is none); with `last`,
-    only the newest `last` of them, read from the end of the file."""
+def usage_lines(path: Path, *, last: int | None = None) -> list[bytes]:
+    """The lines of a usage file ([] if there is none); with `last`, only about the newest
+    `last`, read from the end of the file (a line cut by where the read began is dropped)."""
     try:
         with open(path, "rb") as file:
             if last is not None:
@@ -655,8 +655,14 @@ def read_usage(path: Path, *, last: int | None = None) -> list[dict]:
                 data = file.read()
     except OSError:
         return []
+    return data.splitlines()
+
+
+def read_usage(path: Path, *, last: int | None = None) -> list[dict]:
+    """The samples in the file at `path`, oldest first ([] if there is none); with `last`,
+    only the newest `last` of them, read from the end of the file."""
     records = []
-    for line in data.splitlines():
+    for line in usage_lines(path, last=last):
         with contextlib.suppress(ValueError, TypeError, AttributeError):
             record = json.loads(line)
             records.append(

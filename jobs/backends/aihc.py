@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import shutil
 import threading
@@ -71,7 +70,7 @@ from jobs.models import (
 )
 from jobs.runtime_env import LOCAL_RUNNER_VARIABLES, ReplicaRef, replica_environment
 from jobs.services import job_event, job_spec_or_noted, recorded
-from jobs.shim import USAGE_LINE_BYTES, UsageLog
+from jobs.shim import UsageLog, usage_lines
 from jobs.texts import joined
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
@@ -157,20 +156,8 @@ def read_utilisation(path: Path, *, last: int | None = None) -> list[dict]:
     """The utilisation samples in the file at `path`, oldest first ([] if there is none):
     `t` (unix seconds), `s` (seconds covered), `gpu` (percent, or None: AIHC gave none),
     `cpu` and `mem` (percent); with `last`, only the newest `last`, read from the end."""
-    try:
-        with open(path, "rb") as file:
-            if last is not None:
-                size = file.seek(0, os.SEEK_END)
-                file.seek(max(size - last * USAGE_LINE_BYTES, 0))
-                data = file.read()
-                if size > last * USAGE_LINE_BYTES:
-                    data = data.partition(b"\n")[2]  # the first line read is cut
-            else:
-                data = file.read()
-    except OSError:
-        return []
     records = []
-    for line in data.splitlines():
+    for line in usage_lines(path, last=last):
         with contextlib.suppress(ValueError, TypeError, AttributeError, KeyError):
             record = json.loads(line)
             gpu = record.get("gpu")
