@@ -36,6 +36,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -92,6 +93,18 @@ class LeaseLost(Exception):
     """Another worker took the lease over: this one must not dispatch any more."""
 
 
+def ended_of(public_ids: Collection[str]) -> list[str]:
+    """Which of these jobs this console knows as no longer Running or Stopping: those whose
+    leftovers (cgroups, network holders) a starting worker removes. One query, none for no
+    ids; a job it does not know may be another console's, setting up a replica right now."""
+    if not public_ids:
+        return []
+    ended = Job.objects.filter(public_id__in=public_ids).exclude(
+        status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
+    )
+    return list(ended.values_list("public_id", flat=True))
+
+
 class Worker:
     def __init__(self, identity: WorkerIdentity | None = None) -> None:
         # Shims this process started: polled so they do not linger as zombies.
@@ -114,25 +127,13 @@ class Worker:
         """Removes the cgroups of local jobs that ended while no worker was there to (or
         whose last process outlived the end). Only jobs this console knows as ended: one
         it does not know may be another console's, setting up a replica right now."""
-        found = cgroups.job_ids_with_cgroups(self.limits)
-        if not found:
-            return
-        ended = Job.objects.filter(public_id__in=found).exclude(
-            status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
-        )
-        for public_id in ended.values_list("public_id", flat=True):
+        for public_id in ended_of(cgroups.job_ids_with_cgroups(self.limits)):
             cgroups.remove_job_cgroups(self.limits, public_id=public_id)
 
     def end_leftover_networks(self) -> None:
         """Ends the network namespace holders (LOCAL_JOB_NETWORK=isolated) of local jobs that
         ended while no worker was there to, as remove_leftover_cgroups does for cgroups."""
-        found = network.job_ids_with_networks()
-        if not found:
-            return
-        ended = Job.objects.filter(public_id__in=found).exclude(
-            status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
-        )
-        for public_id in ended.values_list("public_id", flat=True):
+        for public_id in ended_of(network.job_ids_with_networks()):
             network.end_networks(public_id=public_id, children=self.children)
 
     def tick(self) -> None:
