@@ -1001,10 +1001,15 @@ def role_limits(role: Role) -> tuple[int | None, int | None]:
 
 
 def _replica_cgroup(job: Job, run: LocalRun, role: Role, label: str) -> list[Path]:
-    """The cgroups the replica's command joins (none without limits or enforcement)."""
+    """The cgroups the replica's command joins (none without limits or enforcement).
+
+    Every replica gets one where the number of processes is held (LOCAL_MAX_PROCESSES and a
+    pids controller), whatever its role sets: a fork bomb is no less one in a job without a
+    CPU or memory value."""
     memory, cpu = role_limits(role)
     enforcement = cgroups.current()
-    if not enforcement.active or (memory is None and cpu is None):
+    processes = settings.LOCAL_MAX_PROCESSES if enforcement.pids_root else 0
+    if not enforcement.active or (memory is None and cpu is None and not processes):
         return []
     try:
         return cgroups.create_replica_cgroup(
@@ -1014,6 +1019,7 @@ def _replica_cgroup(job: Job, run: LocalRun, role: Role, label: str) -> list[Pat
             label=label,
             memory_bytes=memory,
             cpu_cores=cpu,
+            max_processes=processes or None,
         )
     except cgroups.CgroupError as exc:
         raise SandboxError(exc.args[0]) from None
