@@ -333,9 +333,7 @@ FORK_UNTIL_REFUSED = textwrap.dedent(
 )
 
 
-def test_a_job_that_forks_without_end_is_refused_processes_past_the_limit(
-    alice, settings, limits
-):
+def test_a_job_that_forks_without_end_is_refused_processes_past_the_limit(alice, settings, limits):
     # Medium (security round 13): a job's command could fork until the machine had no process
     # left, the worker's and the web server's included. No CPU or memory value is set: the
     # limit holds every replica.
@@ -494,3 +492,27 @@ def test_a_v1_cpuacct_mounted_with_cpu_needs_no_cgroup_of_its_own(tmp_path):
     assert found.cpu_root == tmp_path / "cpu,cpuacct" / cgroups.JOBS_DIR
     assert found.cpuacct_root is None
     assert found.roots() == [found.memory_root, found.cpu_root]
+
+
+def test_a_replica_without_cpu_or_memory_joins_only_its_v1_pids_cgroup(tmp_path):
+    proc_cgroup, mountinfo = fake_cgroup1(tmp_path, ["memory", "cpu,cpuacct", "pids"])
+    found = cgroups.detect(setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo)
+
+    folders = cgroups.create_replica_cgroup(
+        found,
+        public_id="job-1",
+        attempt=1,
+        label="master-0",
+        memory_bytes=None,
+        cpu_cores=None,
+        max_processes=64,
+    )
+
+    assert found.pids_root == tmp_path / "pids" / cgroups.JOBS_DIR
+    pids = tmp_path / "pids" / cgroups.JOBS_DIR / "job-1" / "attempt-1" / "master-0"
+    # Its CPU and memory are read from /proc, as for any replica without limits.
+    assert folders == [pids]
+    assert (pids / "pids.max").read_text() == "64"
+    assert not (found.memory_root / "job-1").exists()
+    # Found at a worker's start like the others, to be removed with the job's.
+    assert cgroups.job_ids_with_cgroups(found) == {"job-1"}
