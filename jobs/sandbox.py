@@ -15,7 +15,8 @@ pulled):
   Hugging Face's caches). Its size is capped as Kubernetes caps ephemeral storage: the
   shim measures it every so often and the runner ends a replica over LOCAL_TMP_MAX_GB;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
-  so when the job's first process dies every process of the replica dies with it;
+  so when the job's first process dies every process of the replica dies with it, with
+  /proc/sys, /proc/sysrq-trigger and /proc/fs read-only (PROC_READ_ONLY);
 - nothing else writable but its read-write volumes. bwrap builds the sandbox on tmpfs
   mounts of its own, none of them sized: the root (where the folders rebuilt around a
   missing mount point live), /dev, and the empty folders over hidden paths. Each is made
@@ -56,6 +57,18 @@ logger = logging.getLogger(__name__)
 
 # Host entries the sandbox provides itself instead of binding.
 OWN_TOP_LEVEL = frozenset({"proc", "dev", "sys", "tmp"})
+# Parts of the sandbox's /proc that change the kernel for the whole machine, made read-only
+# (as Docker's default): /proc/sys (every sysctl; kernel.core_pattern names a program the
+# kernel runs as root on the host at the next crash), /proc/sysrq-trigger (reboot, crash)
+# and /proc/fs. bwrap covers /proc/bus and /proc/irq itself, and means to cover /proc/sys
+# and /proc/sysrq-trigger, but skips any it finds not writable with access(): /proc/sys, a
+# folder, always answers EACCES, while its files are writable by uid 0, capabilities or
+# not (the kernel checks a sysctl's mode against the effective uid only, and most sysctls
+# check nothing more). So a job of a worker run as root (the README's way to enforce CPU and
+# memory under cgroup v1) could rewrite the host's sysctls. Bound from the host's /proc
+# (the same files: a sysctl is the kernel's, and net.* ones answer for the reader's own
+# network namespace); "-try": a kernel without sysrq has no /proc/sysrq-trigger.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs")
 
 
 class SandboxError(Exception):
@@ -229,7 +242,10 @@ def bwrap_argv(
     _host_entries("/", _shadowed_dirs(dests), args)
     masks, covered = _mask_args(hidden)
     args += masks
-    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc"]
+    for path in PROC_READ_ONLY:
+        args += ["--ro-bind-try", path, path]
+    args += ["--dev", "/dev"]
     for device in sorted(glob.glob("/dev/nvidia*")):
         args += ["--dev-bind", device, device]
     args += ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]

@@ -137,6 +137,44 @@ def test_a_job_cannot_leave_a_setuid_or_setgid_program_in_a_volume(alice, settin
     assert [name for name, mode in made.items() if mode & (stat.S_ISUID | stat.S_ISGID)] == []
 
 
+def test_a_job_cannot_change_the_hosts_kernel_settings_through_proc(alice, settings):
+    """High (security round 13): bwrap left /proc/sys writable, and a sysctl's file is
+    writable by uid 0 without any capability: a job of a worker run as root could set
+    kernel.core_pattern to `|/workspace/x` and have the kernel run it as root on the host.
+    The job writes back the value core_pattern already has, so nothing changes either way."""
+    command = (
+        "value=$(cat /proc/sys/kernel/core_pattern); "
+        'if printf "%s\\n" "$value" > /proc/sys/kernel/core_pattern; then echo sysctl=written; '
+        "else echo sysctl=refused; fi; "
+        "grep -E ' /proc/(sys|fs) ' /proc/self/mountinfo | cut -d' ' -f5,6"
+    )
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert "sysctl=refused" in log
+    assert "/proc/sys ro," in log and "/proc/fs ro," in log
+
+
+def test_the_sandbox_makes_the_kernels_settings_in_proc_read_only():
+    # Whoever runs the worker (the test above shows the write only when it runs as root).
+    argv = bwrap_argv(
+        bwrap="bwrap",
+        command=["true"],
+        tmp_dir=Path("/var/tmp/x"),
+        shm_bytes=1,
+        mounts=[],
+        files=[],
+        hidden=[],
+    )
+    after_proc = argv[argv.index("--proc") :]
+    for path in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
+        at = after_proc.index(path)
+        assert after_proc[at - 1 : at + 2] == ["--ro-bind-try", path, path]
+
+
 def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
     alice, settings, console_home
 ):
