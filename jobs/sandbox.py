@@ -31,7 +31,9 @@ pulled):
   loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
 - no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
   to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
-  program there that runs as the worker's user (or root) for anyone who can reach the folder.
+  program there that runs as the worker's user (or root) for anyone who can reach the folder;
+  the same filter refuses new user namespaces and the kernel's keyrings (as Docker's default
+  seccomp profile; see no_setuid_filter_fd).
 
 A mount path that does not exist on the host must not be created on the host: its nearest
 existing ancestor is rebuilt inside the sandbox (a tmpfs folder with the host's entries
@@ -294,8 +296,18 @@ _MODE_SYSCALLS = (
     ("openat", 3, 2),
 )
 # Their mode cannot be inspected (a struct, a ring): refused as absent, so callers fall back
-# to the calls above (glibc and liburing do).
-_ABSENT_SYSCALLS = ("openat2", "io_uring_setup")
+# to the calls above (glibc and liburing do). clone3 likewise: its flags are in a struct, and
+# glibc falls back to clone, whose flags are checked below (as Docker's default profile).
+_ABSENT_SYSCALLS = ("openat2", "io_uring_setup", "clone3")
+# No new user namespace (unshare or clone with CLONE_NEWUSER), as Docker's default profile:
+# inside one a job holds every capability again, over namespaces of its own, which opens the
+# kernel's network, mount and netfilter code to it, the source of most local root exploits of
+# recent years (nf_tables...). bwrap makes the ones it needs before the filter is loaded.
+_CLONE_NEWUSER = 0x10000000
+_NAMESPACE_SYSCALLS = (("unshare", 0), ("clone", 0))  # (syscall, index of its flags)
+# The kernel's keyrings are not namespaced: a job could read or add to the keys of the
+# worker's user (root's, for a root worker). Refused, as in Docker's default profile.
+_KEYRING_SYSCALLS = ("keyctl", "add_key", "request_key")
 # Other ABIs the kernel runs on the native one (a 32-bit binary's chmod is another number).
 _COMPAT_ARCHES = {"x86_64": ("x86", "x32"), "aarch64": ("arm",)}
 
@@ -343,8 +355,9 @@ def _errno_action(number: int) -> int:
 
 def no_setuid_filter_fd() -> int | None:
     """A descriptor (an in-memory file, at its start) holding the seccomp program bwrap loads
-    with --seccomp: every call that would make a setuid or setgid file fails with EPERM,
-    everything else is allowed. None without libseccomp (logged once)."""
+    with --seccomp: every call that would make a setuid or setgid file, a new user namespace,
+    or use the kernel's keyrings fails with EPERM (clone3, openat2 and io_uring_setup with
+    ENOSYS), everything else is allowed. None without libseccomp (logged once)."""
     lib = _libseccomp()
     if lib is None:
         return None
@@ -368,6 +381,10 @@ def no_setuid_filter_fd() -> int | None:
                     creates = _ArgCmp(flags_arg, _CMP_MASKED_EQ, flag, flag)
                     rules.append((name, errno.EPERM, [creates, mode]))
         rules += [(name, errno.ENOSYS, []) for name in _ABSENT_SYSCALLS]
+        for name, flags_arg in _NAMESPACE_SYSCALLS:
+            user = _ArgCmp(flags_arg, _CMP_MASKED_EQ, _CLONE_NEWUSER, _CLONE_NEWUSER)
+            rules.append((name, errno.EPERM, [user]))
+        rules += [(name, errno.EPERM, []) for name in _KEYRING_SYSCALLS]
         for name, number, conditions in rules:
             syscall = lib.seccomp_syscall_resolve_name(name.encode())
             if syscall == -1:  # __NR_SCMP_ERROR: older libseccomp without it

@@ -3,6 +3,7 @@ nothing of the console's state (database, secret key, other jobs' logs, the work
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -173,6 +174,39 @@ def test_the_sandbox_makes_the_kernels_settings_in_proc_read_only():
     for path in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
         at = after_proc.index(path)
         assert after_proc[at - 1 : at + 2] == ["--ro-bind-try", path, path]
+
+
+def test_a_job_can_make_no_user_namespace_nor_use_the_kernels_keyrings(alice, settings):
+    """Medium (security round 13): in a user namespace of its own a job held every
+    capability again, over network and mount namespaces it could then make, which opens
+    the kernel's netfilter and mount code (most recent local root exploits start so). Low:
+    the keyrings are not namespaced, so a job read the keys of the worker's user. Threads
+    and processes still start (clone3 is refused as absent; glibc falls back to clone)."""
+    keyring = (
+        "import ctypes, os, platform, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "number = {'x86_64': 250, 'aarch64': 219}[platform.machine()]\n"
+        "found = libc.syscall(number, 0, -4, 0)\n"  # KEYCTL_GET_KEYRING_ID, the user's
+        "print('keyring', 'refused' if found == -1 else 'read', ctypes.get_errno())\n"
+        "threading.Thread(target=print, args=('thread runs',)).start()\n"
+        "os.wait() if os.fork() else print('fork runs')\n"
+    )
+    (volume(settings) / "keyring.py").write_text(keyring)
+    command = (
+        "if unshare --user true 2>/dev/null; then echo userns=made; else echo userns=refused; fi; "
+        "if unshare --user --net true 2>/dev/null; then echo netns=made; "
+        "else echo netns=refused; fi; "
+        "/usr/bin/python3 /workspace/keyring.py"
+    )
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert "userns=refused" in log and "netns=refused" in log
+    assert f"keyring refused {errno.EPERM}" in log
+    assert "thread runs" in log and "fork runs" in log
 
 
 def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
