@@ -62,12 +62,14 @@ from .health import active_runner
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
+    PRIVATE_SCAN,
     Mount,
     SandboxError,
     bwrap_argv,
     is_within,
     no_setuid_filter_fd,
     open_in_root,
+    private_entries,
     read_only_parent_lacking,
     read_only_parent_message,
 )
@@ -664,6 +666,9 @@ def hidden_host_paths() -> list[str]:
     with contextlib.suppress(KeyError):
         paths.append(pwd.getpwuid(os.getuid()).pw_dir)
     paths += ALWAYS_HIDDEN
+    # What others may not read in /etc (shadow, SSH host keys, the service's env file).
+    for folder in PRIVATE_SCAN:
+        paths += private_entries(folder)
     # Every volume's folder: a job sees only the volumes it mounts, at their mount paths.
     paths += [str(volume.root) for volume in host_volumes()]
     return paths

@@ -128,6 +128,52 @@ def open_in_root(root: Path, sub_path: str | None) -> tuple[int, str]:
     return fd, opened
 
 
+# Host folders whose entries the world may not read are covered in every sandbox
+# (private_entries): the job runs as the worker's user, and a worker run as root would
+# otherwise read /etc/shadow, the SSH host keys, and an environment file of the console's
+# own service (README's /etc/ai-job-console.env with SECRET_KEY and the AIHC keys, if it is
+# readable by the worker's user or the worker is root). /etc only: it is small (a thousand
+# entries, a few ms) and what jobs need there (passwd, hosts, resolv.conf, ssl/certs) is
+# world-readable; /var/lib and the rest are too big to walk for each job.
+PRIVATE_SCAN = ("/etc",)
+PRIVATE_SCAN_MAX_ENTRIES = 20_000
+PRIVATE_SCAN_MAX_DEPTH = 8
+
+
+def private_entries(folder: str, *, max_entries: int = PRIVATE_SCAN_MAX_ENTRIES) -> list[str]:
+    """The files under `folder` others may not read, and its folders they may not list or
+    enter (not walked further): what the sandbox covers. Symbolic links are not followed
+    (their target is checked where it lies, if under `folder`). At most `max_entries` are
+    looked at, PRIVATE_SCAN_MAX_DEPTH folders deep."""
+    found: list[str] = []
+    pending = [(folder, 0)]
+    seen = 0
+    while pending and seen < max_entries:
+        path, depth = pending.pop()
+        try:
+            with os.scandir(path) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        for entry in listed:
+            seen += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            mode = info.st_mode
+            if stat.S_ISLNK(mode):
+                continue
+            if stat.S_ISDIR(mode):
+                if mode & (stat.S_IROTH | stat.S_IXOTH) != stat.S_IROTH | stat.S_IXOTH:
+                    found.append(entry.path)
+                elif depth < PRIVATE_SCAN_MAX_DEPTH:
+                    pending.append((entry.path, depth + 1))
+            elif stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                found.append(entry.path)
+    return sorted(found)
+
+
 def read_only_parent_lacking(dest: str, mounts: list[tuple[str, str, bool]]) -> str | None:
     """The mount path of the read-only mount `dest` lies in, if it has no `dest` to mount on.
 

@@ -17,7 +17,7 @@ from jobs import spec as S
 from jobs.logs import replica_log_path
 from jobs.models import JobStatus
 from jobs.runner import close_mounts, hidden_host_paths, volume_mounts
-from jobs.sandbox import bwrap_argv
+from jobs.sandbox import bwrap_argv, private_entries
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -207,6 +207,49 @@ def test_a_job_can_make_no_user_namespace_nor_use_the_kernels_keyrings(alice, se
     assert "userns=refused" in log and "netns=refused" in log
     assert f"keyring refused {errno.EPERM}" in log
     assert "thread runs" in log and "fork runs" in log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a worker run as root reads root's files")
+def test_a_job_of_a_worker_run_as_root_reads_no_file_of_etc_that_others_may_not(alice, settings):
+    """High (security round 13): a root worker's job runs as uid 0 and read /etc/shadow and
+    whatever else in /etc only root may read (SSH host keys, the console service's own
+    environment file with SECRET_KEY and the AIHC keys). World-readable files still read."""
+    private = [p for p in ("/etc/shadow", "/etc/gshadow") if os.path.exists(p)]
+    assert private, "this machine has neither /etc/shadow nor /etc/gshadow"
+    # Lines read (an entry per account, with its password hash); covered, none is.
+    command = "".join(f'echo "{p}: $(grep -c : {p} 2>/dev/null) lines"; ' for p in private)
+    command += 'echo "passwd: $(grep -c ^root: /etc/passwd)"'
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    for path in private:
+        assert f"{path}:  lines\n" in log or f"{path}: 0 lines\n" in log, log
+    assert "passwd: 1\n" in log
+
+
+def test_the_files_and_folders_of_a_host_folder_others_may_not_read_are_found(tmp_path):
+    (tmp_path / "public.conf").write_text("x")
+    (tmp_path / "secret.env").write_text("SECRET_KEY=x")
+    (tmp_path / "secret.env").chmod(0o640)
+    (tmp_path / "private").mkdir(mode=0o750)
+    (tmp_path / "private" / "key").write_text("x")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "deep" / "er" / "host_key").write_text("x")
+    (tmp_path / "deep" / "er" / "host_key").chmod(0o600)
+    (tmp_path / "link").symlink_to(tmp_path / "secret.env")
+
+    found = private_entries(str(tmp_path))
+
+    assert found == sorted(
+        [
+            str(tmp_path / "secret.env"),
+            str(tmp_path / "private"),
+            str(tmp_path / "deep" / "er" / "host_key"),
+        ]
+    )
 
 
 def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
