@@ -252,6 +252,29 @@ def test_the_files_and_folders_of_a_host_folder_others_may_not_read_are_found(tm
     )
 
 
+def test_the_out_of_memory_killer_ends_a_jobs_processes_before_the_consoles(alice, settings):
+    """Low (security round 13): a job without a memory limit (the default) filling the
+    machine's memory over many small processes had the kernel kill the biggest process
+    left, the database, the worker or the web server. Its processes are now the OOM
+    killer's first choice. (A hostile job can set itself back to 0, never below: the
+    console's processes are then no likelier a choice than its own.)"""
+    command = (
+        'echo "adj $(cat /proc/self/oom_score_adj)"; '
+        "if (echo -1 > /proc/self/oom_score_adj) 2>/dev/null; then echo below; "
+        "else echo not below; fi"
+    )
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert "adj 1000\n" in log
+    assert "not below\n" in log
+    # The worker itself keeps its own.
+    assert Path("/proc/self/oom_score_adj").read_text().strip() != "1000"
+
+
 def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
     alice, settings, console_home
 ):
