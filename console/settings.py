@@ -618,8 +618,9 @@ if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
 # would otherwise take every process the machine has, and the console's own with them.
 # Held with the cgroup `pids` controller where the worker enforces CPU and memory
 # (jobs.cgroups): then every replica runs in a cgroup with this `pids.max`. 0: no limit.
-# 4096 leaves room for a PyTorch job's data loader workers and their threads (the kubelet
-# has no default; 4096 is a common podPidsLimit).
+# 4096 leaves room for a PyTorch job's processes on 8 cards, their data loader workers and
+# their threads (about 2,000 at most); raise it for a job that needs more (Kubernetes'
+# kubelet has no limit unless its podPidsLimit is set).
 LOCAL_MAX_PROCESSES = envint("LOCAL_MAX_PROCESSES", 4096)
 
 # The network local jobs run on (jobs.network): "host", this machine's, as every process
