@@ -613,6 +613,16 @@ LOCAL_ENFORCE_LIMITS = env("LOCAL_ENFORCE_LIMITS", "auto").lower()
 if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
     raise ImproperlyConfigured(f"LOCAL_ENFORCE_LIMITS is auto or off, not {LOCAL_ENFORCE_LIMITS!r}")
 
+# The most processes (threads included, as the kernel counts them) one local replica may
+# have at once: a job's command that forks without end (a fork bomb, a runaway worker pool)
+# would otherwise take every process the machine has, and the console's own with them.
+# Held with the cgroup `pids` controller where the worker enforces CPU and memory
+# (jobs.cgroups): then every replica runs in a cgroup with this `pids.max`. 0: no limit.
+# 4096 leaves room for a PyTorch job's processes on 8 cards, their data loader workers and
+# their threads (about 2,000 at most); raise it for a job that needs more (Kubernetes'
+# kubelet has no limit unless its podPidsLimit is set).
+LOCAL_MAX_PROCESSES = envint("LOCAL_MAX_PROCESSES", 4096)
+
 # The network local jobs run on (jobs.network): "host", this machine's, as every process
 # here (the default); "isolated", a network namespace per job with only loopback, which its
 # replicas share and nothing else reaches. One setting for every local job (no per-pool or

@@ -44,6 +44,11 @@ Decisions (README "Running jobs on this machine"):
   the xattr trusted.delegate=1), or one whose controllers an operator already enabled;
   a login session's or another unit's cgroup is left as its manager made it, and nothing
   is enforced there (the job says why).
+- The number of processes: where the `pids` controller is there too (v1: a writable `pids`
+  hierarchy; v2: `pids` available where memory and cpu are enabled), every replica gets a
+  cgroup with `pids.max` = LOCAL_MAX_PROCESSES, whether or not its role sets CPU or memory:
+  a command forking without end is refused more processes (EAGAIN) instead of taking every
+  one the machine has. Without it nothing holds their number (the worker's log says so).
 - No cpuset: CPU 独占 stays CPU affinity. With the quota, a process that resets its
   affinity still gets no more CPU time than its role's cores (see README).
 """
@@ -72,6 +77,7 @@ JOBS_DIR = "ai-job-console"
 PROCESSES_LEAF = "ai-job-console-processes"
 CFS_PERIOD_US = 100_000
 CONTROLLERS = ("memory", "cpu")
+PIDS = "pids"  # optional: the number of processes (LOCAL_MAX_PROCESSES)
 
 
 class CgroupError(Exception):
@@ -89,6 +95,9 @@ class Enforcement:
     cpu_root: Path | None = None
     # v1 only, when cpuacct is a hierarchy of its own (co-mounted, the cpu cgroup counts).
     cpuacct_root: Path | None = None
+    # Where replicas' `pids` cgroups go: v2 the same folder when `pids` is enabled there;
+    # v1 the pids hierarchy's. None: the number of processes is not held.
+    pids_root: Path | None = None
 
     @property
     def active(self) -> bool:
@@ -96,18 +105,23 @@ class Enforcement:
 
     def describe(self) -> str:
         """For the worker's log (in English, like the rest of it)."""
+        processes = "" if self.pids_root else "; the number of processes is not held (no pids)"
         if self.mode == MODE_V2:
-            return f"enforced with cgroup v2 under {self.memory_root}"
+            return f"enforced with cgroup v2 under {self.memory_root}{processes}"
         if self.mode == MODE_V1:
             roots = ", ".join(str(root) for root in self.roots())
-            return f"enforced with cgroup v1 under {roots}"
+            return f"enforced with cgroup v1 under {roots}{processes}"
         with translation.override("en"):
             return f"not enforced: {display_text(self.why, source_of(self.why))}"
 
     def roots(self) -> list[Path]:
         if self.mode == MODE_V2 and self.memory_root:
             return [self.memory_root]
-        return [root for root in (self.memory_root, self.cpu_root, self.cpuacct_root) if root]
+        return [
+            root
+            for root in (self.memory_root, self.cpu_root, self.cpuacct_root, self.pids_root)
+            if root
+        ]
 
 
 # -- reading /proc -----------------------------------------------------------------------
@@ -188,7 +202,10 @@ def detect(
     if v2 is not None and "" in own:
         try:
             root = _set_up_v2(own[""], v2)
-            return Enforcement(MODE_V2, memory_root=root, cpu_root=root)
+            pids = PIDS in _read(root / "cgroup.subtree_control").split()
+            return Enforcement(
+                MODE_V2, memory_root=root, cpu_root=root, pids_root=root if pids else None
+            )
         except CgroupError as exc:
             reasons.append(exc.args[0])
     if any(m.version == 1 for m in mounts):  # (a pure v2 host: only v2's reason is told)
@@ -199,6 +216,7 @@ def detect(
                 memory_root=memory_root,
                 cpu_root=cpu_root,
                 cpuacct_root=_cpuacct_v1(own, mounts),
+                pids_root=_pids_v1(own, mounts),
             )
         except CgroupError as exc:
             reasons.append(exc.args[0])
@@ -258,6 +276,10 @@ def _set_up_v2(own: str, mount: CgroupMount) -> Path:
             if folder != mount.mount_point:  # never empty the root cgroup
                 _move_processes(folder, folder / PROCESSES_LEAF)
             _enable(folder)
+        elif _delegated(folder):
+            # Set up by a release that enabled memory and cpu only: pids as well, if it can.
+            with contextlib.suppress(OSError):
+                _enable(folder)
         jobs = folder / JOBS_DIR
         jobs.mkdir(exist_ok=True)
         _check_writable(jobs)
@@ -305,8 +327,15 @@ def _enabled(folder: Path) -> bool:
 
 
 def _enable(folder: Path) -> None:
-    if not _enabled(folder):
-        (folder / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+    """Enables memory and cpu for the children of `folder`, and pids where it is available
+    (not required: without it only the number of processes goes unheld)."""
+    wanted = [
+        *CONTROLLERS,
+        *([PIDS] if PIDS in _read(folder / "cgroup.controllers").split() else []),
+    ]
+    enabled = _read(folder / "cgroup.subtree_control").split()
+    if missing := [c for c in wanted if c not in enabled]:
+        (folder / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in missing))
 
 
 def _move_processes(source: Path, leaf: Path) -> None:
@@ -375,6 +404,20 @@ def _cpuacct_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
         return None
 
 
+def _pids_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
+    """Where replicas' pids cgroups go under v1; None when there is no writable pids
+    hierarchy (then the number of a replica's processes is not held)."""
+    try:
+        return _set_up_v1(PIDS, own, mounts)
+    except CgroupError as exc:
+        with translation.override("en"):
+            logger.warning(
+                "The number of a replica's processes is not held (LOCAL_MAX_PROCESSES): %s",
+                display_text(exc.args[0], source_of(exc.args[0])),
+            )
+        return None
+
+
 # The worker's finding, kept for the rest of the process (jobs.runner reads it).
 _current: Enforcement | None = None
 
@@ -410,9 +453,11 @@ def create_replica_cgroup(
     label: str,
     memory_bytes: int | None,
     cpu_cores: int | None,
+    max_processes: int | None = None,
 ) -> list[Path]:
     """Makes the replica's cgroup with its limits; returns the folders its command joins
-    (the shim writes it into each). Raises CgroupError."""
+    (the shim writes it into each). `max_processes` is set where the enforcement holds
+    the number of processes (pids_root). Raises CgroupError."""
     folders = replica_folders(enforcement, public_id=public_id, attempt=attempt, label=label)
     try:
         if enforcement.mode == MODE_V2:
@@ -427,6 +472,14 @@ def create_replica_cgroup(
                     (folder / "memory.swap.max").write_text("0")
             if cpu_cores is not None:
                 (folder / "cpu.max").write_text(f"{cpu_cores * CFS_PERIOD_US} {CFS_PERIOD_US}")
+            if max_processes and enforcement.pids_root:
+                (folder / "pids.max").write_text(str(max_processes))
+        elif memory_bytes is None and cpu_cores is None and max_processes and enforcement.pids_root:
+            # Only the number of processes to hold: the pids cgroup alone, so CPU and memory
+            # use are still read as for any replica without limits (from /proc).
+            folders = folders[-1:]
+            folders[0].mkdir(parents=True, exist_ok=True)
+            (folders[0] / "pids.max").write_text(str(max_processes))
         else:
             memory, cpu = folders[:2]  # then cpuacct's, when it is a hierarchy of its own
             for folder in folders:
@@ -447,6 +500,8 @@ def create_replica_cgroup(
                     if exc.errno != errno.EINVAL:
                         raise
                     logger.info("%s: CPU quota above the worker's own; left to it", label)
+            if max_processes and enforcement.pids_root:
+                (folders[-1] / "pids.max").write_text(str(max_processes))
     except OSError as exc:
         raise CgroupError(
             recorded(

@@ -62,12 +62,14 @@ from .health import active_runner
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
+    PRIVATE_SCAN,
     Mount,
     SandboxError,
     bwrap_argv,
     is_within,
     no_setuid_filter_fd,
     open_in_root,
+    private_entries,
     read_only_parent_lacking,
     read_only_parent_message,
 )
@@ -664,6 +666,9 @@ def hidden_host_paths() -> list[str]:
     with contextlib.suppress(KeyError):
         paths.append(pwd.getpwuid(os.getuid()).pw_dir)
     paths += ALWAYS_HIDDEN
+    # What others may not read in /etc (shadow, SSH host keys, the service's env file).
+    for folder in PRIVATE_SCAN:
+        paths += private_entries(folder)
     # Every volume's folder: a job sees only the volumes it mounts, at their mount paths.
     paths += [str(volume.root) for volume in host_volumes()]
     return paths
@@ -1001,10 +1006,15 @@ def role_limits(role: Role) -> tuple[int | None, int | None]:
 
 
 def _replica_cgroup(job: Job, run: LocalRun, role: Role, label: str) -> list[Path]:
-    """The cgroups the replica's command joins (none without limits or enforcement)."""
+    """The cgroups the replica's command joins (none without limits or enforcement).
+
+    Every replica gets one where the number of processes is held (LOCAL_MAX_PROCESSES and a
+    pids controller), whatever its role sets: a fork bomb is no less one in a job without a
+    CPU or memory value."""
     memory, cpu = role_limits(role)
     enforcement = cgroups.current()
-    if not enforcement.active or (memory is None and cpu is None):
+    processes = settings.LOCAL_MAX_PROCESSES if enforcement.pids_root else 0
+    if not enforcement.active or (memory is None and cpu is None and not processes):
         return []
     try:
         return cgroups.create_replica_cgroup(
@@ -1014,6 +1024,7 @@ def _replica_cgroup(job: Job, run: LocalRun, role: Role, label: str) -> list[Pat
             label=label,
             memory_bytes=memory,
             cpu_cores=cpu,
+            max_processes=processes or None,
         )
     except cgroups.CgroupError as exc:
         raise SandboxError(exc.args[0]) from None

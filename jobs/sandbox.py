@@ -15,7 +15,8 @@ pulled):
   Hugging Face's caches). Its size is capped as Kubernetes caps ephemeral storage: the
   shim measures it every so often and the runner ends a replica over LOCAL_TMP_MAX_GB;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
-  so when the job's first process dies every process of the replica dies with it;
+  so when the job's first process dies every process of the replica dies with it, with
+  /proc/sys, /proc/sysrq-trigger and /proc/fs read-only (PROC_READ_ONLY);
 - nothing else writable but its read-write volumes. bwrap builds the sandbox on tmpfs
   mounts of its own, none of them sized: the root (where the folders rebuilt around a
   missing mount point live), /dev, and the empty folders over hidden paths. Each is made
@@ -30,7 +31,9 @@ pulled):
   loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
 - no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
   to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
-  program there that runs as the worker's user (or root) for anyone who can reach the folder.
+  program there that runs as the worker's user (or root) for anyone who can reach the folder;
+  the same filter refuses new user namespaces and the kernel's keyrings (as Docker's default
+  seccomp profile; see no_setuid_filter_fd).
 
 A mount path that does not exist on the host must not be created on the host: its nearest
 existing ancestor is rebuilt inside the sandbox (a tmpfs folder with the host's entries
@@ -56,6 +59,18 @@ logger = logging.getLogger(__name__)
 
 # Host entries the sandbox provides itself instead of binding.
 OWN_TOP_LEVEL = frozenset({"proc", "dev", "sys", "tmp"})
+# Parts of the sandbox's /proc that change the kernel for the whole machine, made read-only
+# (as Docker's default): /proc/sys (every sysctl; kernel.core_pattern names a program the
+# kernel runs as root on the host at the next crash), /proc/sysrq-trigger (reboot, crash)
+# and /proc/fs. bwrap covers /proc/bus and /proc/irq itself, and means to cover /proc/sys
+# and /proc/sysrq-trigger, but skips any it finds not writable with access(): /proc/sys, a
+# folder, always answers EACCES, while its files are writable by uid 0, capabilities or
+# not (the kernel checks a sysctl's mode against the effective uid only, and most sysctls
+# check nothing more). So a job of a worker run as root (the README's way to enforce CPU and
+# memory under cgroup v1) could rewrite the host's sysctls. Bound from the host's /proc
+# (the same files: a sysctl is the kernel's, and net.* ones answer for the reader's own
+# network namespace); "-try": a kernel without sysrq has no /proc/sysrq-trigger.
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs")
 
 
 class SandboxError(Exception):
@@ -111,6 +126,52 @@ def open_in_root(root: Path, sub_path: str | None) -> tuple[int, str]:
             gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
         )
     return fd, opened
+
+
+# Host folders whose entries the world may not read are covered in every sandbox
+# (private_entries): the job runs as the worker's user, and a worker run as root would
+# otherwise read /etc/shadow, the SSH host keys, and an environment file of the console's
+# own service (README's /etc/ai-job-console.env with SECRET_KEY and the AIHC keys, if it is
+# readable by the worker's user or the worker is root). /etc only: it is small (a thousand
+# entries, a few ms) and what jobs need there (passwd, hosts, resolv.conf, ssl/certs) is
+# world-readable; /var/lib and the rest are too big to walk for each job.
+PRIVATE_SCAN = ("/etc",)
+PRIVATE_SCAN_MAX_ENTRIES = 20_000
+PRIVATE_SCAN_MAX_DEPTH = 8
+
+
+def private_entries(folder: str, *, max_entries: int = PRIVATE_SCAN_MAX_ENTRIES) -> list[str]:
+    """The files under `folder` others may not read, and its folders they may not list or
+    enter (not walked further): what the sandbox covers. Symbolic links are not followed
+    (their target is checked where it lies, if under `folder`). At most `max_entries` are
+    looked at, PRIVATE_SCAN_MAX_DEPTH folders deep."""
+    found: list[str] = []
+    pending = [(folder, 0)]
+    seen = 0
+    while pending and seen < max_entries:
+        path, depth = pending.pop()
+        try:
+            with os.scandir(path) as entries:
+                listed = list(entries)
+        except OSError:
+            continue
+        for entry in listed:
+            seen += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            mode = info.st_mode
+            if stat.S_ISLNK(mode):
+                continue
+            if stat.S_ISDIR(mode):
+                if mode & (stat.S_IROTH | stat.S_IXOTH) != stat.S_IROTH | stat.S_IXOTH:
+                    found.append(entry.path)
+                elif depth < PRIVATE_SCAN_MAX_DEPTH:
+                    pending.append((entry.path, depth + 1))
+            elif stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                found.append(entry.path)
+    return sorted(found)
 
 
 def read_only_parent_lacking(dest: str, mounts: list[tuple[str, str, bool]]) -> str | None:
@@ -229,7 +290,10 @@ def bwrap_argv(
     _host_entries("/", _shadowed_dirs(dests), args)
     masks, covered = _mask_args(hidden)
     args += masks
-    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc", "--dev", "/dev"]
+    args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc"]
+    for path in PROC_READ_ONLY:
+        args += ["--ro-bind-try", path, path]
+    args += ["--dev", "/dev"]
     for device in sorted(glob.glob("/dev/nvidia*")):
         args += ["--dev-bind", device, device]
     args += ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
@@ -278,8 +342,18 @@ _MODE_SYSCALLS = (
     ("openat", 3, 2),
 )
 # Their mode cannot be inspected (a struct, a ring): refused as absent, so callers fall back
-# to the calls above (glibc and liburing do).
-_ABSENT_SYSCALLS = ("openat2", "io_uring_setup")
+# to the calls above (glibc and liburing do). clone3 likewise: its flags are in a struct, and
+# glibc falls back to clone, whose flags are checked below (as Docker's default profile).
+_ABSENT_SYSCALLS = ("openat2", "io_uring_setup", "clone3")
+# No new user namespace (unshare or clone with CLONE_NEWUSER), as Docker's default profile:
+# inside one a job holds every capability again, over namespaces of its own, which opens the
+# kernel's network, mount and netfilter code to it, the source of most local root exploits of
+# recent years (nf_tables...). bwrap makes the ones it needs before the filter is loaded.
+_CLONE_NEWUSER = 0x10000000
+_NAMESPACE_SYSCALLS = (("unshare", 0), ("clone", 0))  # (syscall, index of its flags)
+# The kernel's keyrings are not namespaced: a job could read or add to the keys of the
+# worker's user (root's, for a root worker). Refused, as in Docker's default profile.
+_KEYRING_SYSCALLS = ("keyctl", "add_key", "request_key")
 # Other ABIs the kernel runs on the native one (a 32-bit binary's chmod is another number).
 _COMPAT_ARCHES = {"x86_64": ("x86", "x32"), "aarch64": ("arm",)}
 
@@ -327,8 +401,9 @@ def _errno_action(number: int) -> int:
 
 def no_setuid_filter_fd() -> int | None:
     """A descriptor (an in-memory file, at its start) holding the seccomp program bwrap loads
-    with --seccomp: every call that would make a setuid or setgid file fails with EPERM,
-    everything else is allowed. None without libseccomp (logged once)."""
+    with --seccomp: every call that would make a setuid or setgid file, a new user namespace,
+    or use the kernel's keyrings fails with EPERM (clone3, openat2 and io_uring_setup with
+    ENOSYS), everything else is allowed. None without libseccomp (logged once)."""
     lib = _libseccomp()
     if lib is None:
         return None
@@ -352,6 +427,10 @@ def no_setuid_filter_fd() -> int | None:
                     creates = _ArgCmp(flags_arg, _CMP_MASKED_EQ, flag, flag)
                     rules.append((name, errno.EPERM, [creates, mode]))
         rules += [(name, errno.ENOSYS, []) for name in _ABSENT_SYSCALLS]
+        for name, flags_arg in _NAMESPACE_SYSCALLS:
+            user = _ArgCmp(flags_arg, _CMP_MASKED_EQ, _CLONE_NEWUSER, _CLONE_NEWUSER)
+            rules.append((name, errno.EPERM, [user]))
+        rules += [(name, errno.EPERM, []) for name in _KEYRING_SYSCALLS]
         for name, number, conditions in rules:
             syscall = lib.seccomp_syscall_resolve_name(name.encode())
             if syscall == -1:  # __NR_SCMP_ERROR: older libseccomp without it

@@ -122,6 +122,19 @@ def end_with_command(child: subprocess.Popen[bytes]) -> None:
             os.waitpid(pid, 0)
 
 
+# When the machine runs out of memory, the kernel's OOM killer ends the process it scores
+# worst, mostly by size. A job's command gets the highest preference (as Kubernetes gives a
+# BestEffort pod), so that a job without a memory limit (the default) that fills the machine's
+# memory, even spread over many small processes each smaller than the database, the worker
+# or the web server, is what gets killed, not those. This is for a runaway job, not against
+# a hostile one: the kernel lets a process lower its own value back to where it started (0
+# here), though never below, so it can make itself only as likely a choice as the console's
+# processes. What holds a hostile job is a memory value on its role (jobs.cgroups) or a
+# memory limit on the worker's unit. The shim itself keeps its own value (it is not the job;
+# its end would make the replica look lost).
+OOM_SCORE_ADJ = 1000
+
+
 def joining(cgroups: list[str], namespaces: list[int]) -> Callable[[], None]:
     """What the command's process runs between fork and exec: it writes itself into each
     cgroup, then enters each namespace (descriptors of the job's network namespace, and of
@@ -131,6 +144,10 @@ def joining(cgroups: list[str], namespaces: list[int]) -> Callable[[], None]:
     a user namespace need.)"""
 
     def join() -> None:
+        # First the OOM killer's preference (see OOM_SCORE_ADJ), while still in the shim's
+        # own namespaces. Raising it is always allowed; a /proc without it changes nothing.
+        with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as adj:
+            adj.write(str(OOM_SCORE_ADJ))
         for folder in cgroups:
             with open(os.path.join(folder, "cgroup.procs"), "w") as procs:
                 procs.write(str(os.getpid()))
@@ -855,9 +872,7 @@ def main(argv: list[str]) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             pass_fds=[*args.mount_fd, ready_w, go_r],
-            preexec_fn=(
-                joining(args.cgroup, args.netns_fd) if args.cgroup or args.netns_fd else None
-            ),
+            preexec_fn=joining(args.cgroup, args.netns_fd),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         error = str(exc)

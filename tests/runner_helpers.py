@@ -43,9 +43,19 @@ def runner_settings(settings, tmp_path, db):
     settings.TASKS = {"default": {"BACKEND": "django.tasks.backends.immediate.ImmediateBackend"}}
     yield settings
     # Every test stops its processes, whatever happened.
-    for replica in JobReplica.objects.exclude(pid=None):
+    replicas = list(JobReplica.objects.exclude(pid=None))
+    for replica in replicas:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(replica.pid, signal.SIGKILL)
+    # And removes its jobs' cgroups (every replica has one where the number of processes is
+    # held): a worker would leave those of jobs it does not know, as another console's.
+    from jobs import cgroups
+    from jobs.runner import groups_still_alive
+
+    if cgroups._current is not None and cgroups._current.active:
+        groups_still_alive(replicas, wait=5)
+        for public_id in Job.objects.values_list("public_id", flat=True):
+            cgroups.remove_job_cgroups(cgroups._current, public_id=public_id)
 
 
 def volume(settings) -> Path:

@@ -306,6 +306,62 @@ def test_with_enforcement_off_a_job_setting_cpu_or_memory_says_once_they_are_not
     assert "ai-job-console" not in log_text(limited, "master-0")
 
 
+# Forks up to 200 children (each waits on a pipe, so none ends by itself) until the kernel
+# refuses one, says how many it got, then ends them all. Bounded: with no limit it stops at
+# 200, which is enough to show there was none and harmless to a shared machine.
+FORK_UNTIL_REFUSED = textwrap.dedent(
+    """
+    import os, signal
+    read, write = os.pipe()
+    children, refused = [], False
+    for _ in range(200):
+        try:
+            pid = os.fork()
+        except BlockingIOError:
+            refused = True
+            break
+        if pid == 0:
+            os.close(write)
+            os.read(read, 1)
+            os._exit(0)
+        children.append(pid)
+    print(f"forked {len(children)} refused {refused}", flush=True)
+    os.close(write)
+    for pid in children:
+        os.waitpid(pid, 0)
+    """
+)
+
+
+def test_a_job_that_forks_without_end_is_refused_processes_past_the_limit(alice, settings, limits):
+    # Medium (security round 13): a job's command could fork until the machine had no process
+    # left, the worker's and the web server's included. No CPU or memory value is set: the
+    # limit holds every replica.
+    if limits.pids_root is None:
+        pytest.skip(f"no pids controller the worker can write here: {limits.describe()}")
+    settings.LOCAL_MAX_PROCESSES = 30
+    (volume(settings) / "fork.py").write_text(FORK_UNTIL_REFUSED)
+    job = submit(alice, make_spec(f"{PY} /workspace/fork.py"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    log = log_text(job, "master-0")
+    [said] = re.findall(r"forked (\d+) refused (\w+)", log)
+    # bash and python count too: fewer than 30 children, and the next one refused.
+    assert said[1] == "True", log
+    assert int(said[0]) < 30
+
+
+def test_a_job_with_no_process_limit_set_forks_as_it_likes(alice, settings, limits):
+    settings.LOCAL_MAX_PROCESSES = 0
+    (volume(settings) / "fork.py").write_text(FORK_UNTIL_REFUSED)
+    job = submit(alice, make_spec(f"{PY} /workspace/fork.py"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert "forked 200 refused False" in log_text(job, "master-0")
+
+
 def test_the_worker_finds_its_own_cgroups_where_the_host_mounts_them():
     # A systemd host (cgroup v2), and a container whose v1 mounts show its own cgroup only.
     systemd = "0::/system.slice/console.service\n"
@@ -363,7 +419,8 @@ def test_a_v2_cgroup_delegated_to_the_worker_is_made_ready_for_the_jobs(tmp_path
 
     assert found.mode == cgroups.MODE_V2
     assert (folder / cgroups.PROCESSES_LEAF / "cgroup.procs").read_text() == "4242"
-    assert (folder / "cgroup.subtree_control").read_text() == "+memory +cpu"
+    # pids too, where the cgroup has it (LOCAL_MAX_PROCESSES).
+    assert (folder / "cgroup.subtree_control").read_text() == "+memory +cpu +pids"
     assert found.memory_root == folder / cgroups.JOBS_DIR
 
 
@@ -435,3 +492,27 @@ def test_a_v1_cpuacct_mounted_with_cpu_needs_no_cgroup_of_its_own(tmp_path):
     assert found.cpu_root == tmp_path / "cpu,cpuacct" / cgroups.JOBS_DIR
     assert found.cpuacct_root is None
     assert found.roots() == [found.memory_root, found.cpu_root]
+
+
+def test_a_replica_without_cpu_or_memory_joins_only_its_v1_pids_cgroup(tmp_path):
+    proc_cgroup, mountinfo = fake_cgroup1(tmp_path, ["memory", "cpu,cpuacct", "pids"])
+    found = cgroups.detect(setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo)
+
+    folders = cgroups.create_replica_cgroup(
+        found,
+        public_id="job-1",
+        attempt=1,
+        label="master-0",
+        memory_bytes=None,
+        cpu_cores=None,
+        max_processes=64,
+    )
+
+    assert found.pids_root == tmp_path / "pids" / cgroups.JOBS_DIR
+    pids = tmp_path / "pids" / cgroups.JOBS_DIR / "job-1" / "attempt-1" / "master-0"
+    # Its CPU and memory are read from /proc, as for any replica without limits.
+    assert folders == [pids]
+    assert (pids / "pids.max").read_text() == "64"
+    assert not (found.memory_root / "job-1").exists()
+    # Found at a worker's start like the others, to be removed with the job's.
+    assert cgroups.job_ids_with_cgroups(found) == {"job-1"}

@@ -3,6 +3,7 @@ nothing of the console's state (database, secret key, other jobs' logs, the work
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -16,7 +17,7 @@ from jobs import spec as S
 from jobs.logs import replica_log_path
 from jobs.models import JobStatus
 from jobs.runner import close_mounts, hidden_host_paths, volume_mounts
-from jobs.sandbox import bwrap_argv
+from jobs.sandbox import bwrap_argv, private_entries
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -135,6 +136,143 @@ def test_a_job_cannot_leave_a_setuid_or_setgid_program_in_a_volume(alice, settin
     made = {path.name: path.stat().st_mode for path in volume(settings).iterdir()}
     assert made["sh"] & 0o7777 == 0o700
     assert [name for name, mode in made.items() if mode & (stat.S_ISUID | stat.S_ISGID)] == []
+
+
+def test_a_job_cannot_change_the_hosts_kernel_settings_through_proc(alice, settings):
+    """High (security round 13): bwrap left /proc/sys writable, and a sysctl's file is
+    writable by uid 0 without any capability: a job of a worker run as root could set
+    kernel.core_pattern to `|/workspace/x` and have the kernel run it as root on the host.
+    The job writes back the value core_pattern already has, so nothing changes either way."""
+    command = (
+        "value=$(cat /proc/sys/kernel/core_pattern); "
+        'if printf "%s\\n" "$value" > /proc/sys/kernel/core_pattern; then echo sysctl=written; '
+        "else echo sysctl=refused; fi; "
+        "grep -E ' /proc/(sys|fs) ' /proc/self/mountinfo | cut -d' ' -f5,6"
+    )
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert "sysctl=refused" in log
+    assert "/proc/sys ro," in log and "/proc/fs ro," in log
+
+
+def test_the_sandbox_makes_the_kernels_settings_in_proc_read_only():
+    # Whoever runs the worker (the test above shows the write only when it runs as root).
+    argv = bwrap_argv(
+        bwrap="bwrap",
+        command=["true"],
+        tmp_dir=Path("/var/tmp/x"),
+        shm_bytes=1,
+        mounts=[],
+        files=[],
+        hidden=[],
+    )
+    after_proc = argv[argv.index("--proc") :]
+    for path in ("/proc/sys", "/proc/sysrq-trigger", "/proc/fs"):
+        at = after_proc.index(path)
+        assert after_proc[at - 1 : at + 2] == ["--ro-bind-try", path, path]
+
+
+def test_a_job_can_make_no_user_namespace_nor_use_the_kernels_keyrings(alice, settings):
+    """Medium (security round 13): in a user namespace of its own a job held every
+    capability again, over network and mount namespaces it could then make, which opens
+    the kernel's netfilter and mount code (most recent local root exploits start so). Low:
+    the keyrings are not namespaced, so a job read the keys of the worker's user. Threads
+    and processes still start (clone3 is refused as absent; glibc falls back to clone)."""
+    keyring = (
+        "import ctypes, os, platform, threading\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "number = {'x86_64': 250, 'aarch64': 219}[platform.machine()]\n"
+        "found = libc.syscall(number, 0, -4, 0)\n"  # KEYCTL_GET_KEYRING_ID, the user's
+        "print('keyring', 'refused' if found == -1 else 'read', ctypes.get_errno())\n"
+        "threading.Thread(target=print, args=('thread runs',)).start()\n"
+        "os.wait() if os.fork() else print('fork runs')\n"
+    )
+    (volume(settings) / "keyring.py").write_text(keyring)
+    command = (
+        "if unshare --user true 2>/dev/null; then echo userns=made; else echo userns=refused; fi; "
+        "if unshare --user --net true 2>/dev/null; then echo netns=made; "
+        "else echo netns=refused; fi; "
+        "/usr/bin/python3 /workspace/keyring.py"
+    )
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert "userns=refused" in log and "netns=refused" in log
+    assert f"keyring refused {errno.EPERM}" in log
+    assert "thread runs" in log and "fork runs" in log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a worker run as root reads root's files")
+def test_a_job_of_a_worker_run_as_root_reads_no_file_of_etc_that_others_may_not(alice, settings):
+    """High (security round 13): a root worker's job runs as uid 0 and read /etc/shadow and
+    whatever else in /etc only root may read (SSH host keys, the console service's own
+    environment file with SECRET_KEY and the AIHC keys). World-readable files still read."""
+    private = [p for p in ("/etc/shadow", "/etc/gshadow") if os.path.exists(p)]
+    assert private, "this machine has neither /etc/shadow nor /etc/gshadow"
+    # Lines read (an entry per account, with its password hash); covered, none is.
+    command = "".join(f'echo "{p}: $(grep -c : {p} 2>/dev/null) lines"; ' for p in private)
+    command += 'echo "passwd: $(grep -c ^root: /etc/passwd)"'
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    for path in private:
+        assert f"{path}:  lines\n" in log or f"{path}: 0 lines\n" in log, log
+    assert "passwd: 1\n" in log
+
+
+def test_the_files_and_folders_of_a_host_folder_others_may_not_read_are_found(tmp_path):
+    (tmp_path / "public.conf").write_text("x")
+    (tmp_path / "secret.env").write_text("SECRET_KEY=x")
+    (tmp_path / "secret.env").chmod(0o640)
+    (tmp_path / "private").mkdir(mode=0o750)
+    (tmp_path / "private" / "key").write_text("x")
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    (tmp_path / "deep" / "er" / "host_key").write_text("x")
+    (tmp_path / "deep" / "er" / "host_key").chmod(0o600)
+    (tmp_path / "link").symlink_to(tmp_path / "secret.env")
+
+    found = private_entries(str(tmp_path))
+
+    assert found == sorted(
+        [
+            str(tmp_path / "secret.env"),
+            str(tmp_path / "private"),
+            str(tmp_path / "deep" / "er" / "host_key"),
+        ]
+    )
+
+
+def test_the_out_of_memory_killer_ends_a_jobs_processes_before_the_consoles(alice, settings):
+    """Low (security round 13): a job without a memory limit (the default) filling the
+    machine's memory over many small processes had the kernel kill the biggest process
+    left, the database, the worker or the web server. Its processes are now the OOM
+    killer's first choice. (A hostile job can set itself back to 0, never below: the
+    console's processes are then no likelier a choice than its own.)"""
+    command = (
+        'echo "adj $(cat /proc/self/oom_score_adj)"; '
+        "if (echo -1 > /proc/self/oom_score_adj) 2>/dev/null; then echo below; "
+        "else echo not below; fi"
+    )
+    job = submit(alice, make_spec(command))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert "adj 1000\n" in log
+    assert "not below\n" in log
+    # The worker itself keeps its own.
+    assert Path("/proc/self/oom_score_adj").read_text().strip() != "1000"
 
 
 def test_a_volume_whose_folder_holds_the_consoles_state_is_not_mounted(
