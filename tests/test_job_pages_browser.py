@@ -802,3 +802,21 @@ def test_the_pool_filter_is_chosen_by_the_name_the_pools_page_shows(logged_in_pa
     assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
     page.select_option("#id_pool", label="Any pool")
     assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
+
+
+def test_the_list_names_each_jobs_pool_and_keeps_the_name_when_the_table_refreshes(
+    logged_in_page, alice
+):
+    job = submitted(alice, "named-pool")  # Queued: the table refreshes every 3 seconds
+    page = logged_in_page
+    page.goto("/")
+    page.click("[data-language=en]")
+    cell = page.locator(f'tr[data-job="{job.public_id}"] .job-pool')
+    expect(cell).to_have_text("本机 Local")
+    expect(cell).to_have_attribute("title", "Pool ID: local")
+
+    with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
+        pass  # the next refresh of the table
+    cell.hover()
+    expect(cell).to_have_text("本机 Local")
+    expect(cell).to_have_attribute("title", "Pool ID: local")
