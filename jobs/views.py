@@ -440,6 +440,9 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     context = _live_context(job)
+    # The pool by its name, as the job list shows it (its id in the title; none once the pool
+    # is no longer offered: its id alone).
+    context["pool_label"] = pool_labels(pool_names()).get(job.resource_pool, "")
     try:
         spec = job.job_spec()
     except SpecError as exc:

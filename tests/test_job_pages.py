@@ -168,6 +168,21 @@ def test_each_row_shows_its_pool_by_name_with_its_id_in_the_title_and_the_refres
     assert pool_cells(refresh.content.decode()) == expected
 
 
+def test_the_job_page_names_its_pool_and_links_the_pools_page(alice, alice_client):
+    here = submit(alice, name="here")
+    gone = submit(alice, name="there")
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired")
+
+    def pool_shown(job: Job) -> str:
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+        return re.search(r"<(?:a|span) class=\"job-pool\"[^>]*>[^<]*</(?:a|span)>", page).group(0)
+
+    assert pool_shown(here) == (
+        '<a class="job-pool" href="/pools/" title="资源池 ID：local">本机 Local</a>'
+    )
+    assert pool_shown(gone) == '<span class="job-pool">cce-retired</span>'
+
+
 def test_a_kubernetes_pool_is_named_in_the_refresh_without_asking_the_api_server(
     alice, alice_client, settings
 ):

@@ -820,3 +820,17 @@ def test_the_list_names_each_jobs_pool_and_keeps_the_name_when_the_table_refresh
     cell.hover()
     expect(cell).to_have_text("本机 Local")
     expect(cell).to_have_attribute("title", "Pool ID: local")
+
+
+def test_the_job_pages_pool_name_leads_to_the_pools_page(logged_in_page, alice):
+    job = submitted(alice, "pool-link")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    link = page.locator("a.job-pool")
+    expect(link).to_have_text("本机 Local")
+    expect(link).to_have_attribute("title", "资源池 ID：local")
+
+    link.click()
+
+    page.wait_for_url("**/pools/")
+    expect(page.locator('section.pool[data-pool="local"]')).to_be_visible()
