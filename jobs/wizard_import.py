@@ -55,6 +55,7 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -139,6 +140,9 @@ LOOK_ALIKES = {
 KEPT_SECRETS = "import_kept_secrets"
 KEPT_SECONDS = 3600
 KEPT_PAGES = 10
+# Places kept per page at most: a body holds at most 50 envs and a password per role; a
+# paste that repeats a secret thousands of times does not fill the session with them.
+KEPT_PLACES = 200
 
 
 def too_large_message() -> str:
@@ -405,7 +409,7 @@ def secrets_kept(*, session: MutableMapping[str, Any], create_key: str, text: st
     if leaves is None:
         return
     if leaves:
-        kept[create_key] = {"at": time.time(), "leaves": leaves}
+        kept[create_key] = {"at": time.time(), "leaves": leaves[:KEPT_PLACES]}
     else:
         kept.pop(create_key, None)
     newest = sorted(kept.items(), key=lambda item: item[1]["at"])[-KEPT_PAGES:]
@@ -462,8 +466,8 @@ def _secret_leaves(text: str) -> list[tuple[Path, Any]] | None:
             for key, inner in value.items():
                 walk(inner, [*path, ["k", key]])
         elif isinstance(value, list):
-            for index, inner in enumerate(value):
-                walk(inner, [*path, _step(value, index)])
+            for index, step in enumerate(_steps(value)):
+                walk(value[index], [*path, step])
         elif not isinstance(value, bool) and value is not None and str(value) in secrets:
             found.append((path, value))
 
@@ -472,30 +476,37 @@ def _secret_leaves(text: str) -> list[tuple[Path, Any]] | None:
     return found
 
 
-def _step(items: list[Any], index: int) -> list[Any]:
-    """A list item's step: by its `name` where it has one no other item has (an env, a mount),
-    else by its position."""
-    name = items[index].get("name") if isinstance(items[index], dict) else None
-    named = [i for i in items if isinstance(i, dict) and i.get("name") == name]
-    if isinstance(name, str) and len(named) == 1:
-        return ["n", name]
-    return ["i", index]
+def _name(item: Any) -> str | None:
+    name = item.get("name") if isinstance(item, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _steps(items: list[Any]) -> list[list[Any]]:
+    """Each list item's step: by its `name` where it has one no other item has (an env, a
+    mount), else by its position. (Names counted once: a long list costs one pass.)"""
+    counts = Counter(_name(item) for item in items)
+    return [
+        ["n", name] if name is not None and counts[name] == 1 else ["i", index]
+        for index, name in enumerate(_name(item) for item in items)
+    ]
 
 
 def _put_back(document: Any, path: Path, value: Any) -> bool:
     """Sets the leaf at `path` to `value` when it is ****** there now."""
-    container, slot = None, None
+    container: Any = None
+    slot: Any = None
     current = document
     for kind, key in path:
         container = current
         if kind == "k" and isinstance(current, dict) and key in current:
             slot = key
         elif kind == "n" and isinstance(current, list):
-            named = [i for i, item in enumerate(current) if _step(current, i) == ["n", key]]
-            if not named:
+            slot = next((i for i, step in enumerate(_steps(current)) if step == ["n", key]), None)
+            if slot is None:
                 return False
-            slot = named[0]
-        elif kind == "i" and isinstance(current, list) and 0 <= key < len(current):
+        elif kind == "i" and isinstance(current, list) and isinstance(key, int):
+            if not 0 <= key < len(current):
+                return False
             slot = key
         else:
             return False
