@@ -52,7 +52,7 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
-from .pools import pool_labels, pool_names
+from .pools import labels_by_pool, pool_names
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -152,7 +152,7 @@ def _pool_labels(request: HttpRequest) -> dict[str, str]:
     """The names of the pools offered now, by id (jobs.pools.pool_names: no query), looked up
     once per request (the pool filter and the rows need them)."""
     if not hasattr(request, "_pool_labels"):
-        request._pool_labels = pool_labels(pool_names())  # type: ignore[attr-defined]
+        request._pool_labels = labels_by_pool(pool_names())  # type: ignore[attr-defined]
     return request._pool_labels  # type: ignore[attr-defined,no-any-return]
 
 

@@ -189,7 +189,7 @@ def _own_jobs_shown(own: Any) -> list[Job]:
     )
 
 
-def pool_labels(names: dict[str, str]) -> dict[str, str]:
+def labels_by_pool(names: dict[str, str]) -> dict[str, str]:
     """Each pool's label by its id, as the pools page and the wizard name it (本机 Local), with
     its id when two pools share a name, so each can be told apart."""
     taken = list(names.values())
@@ -215,14 +215,14 @@ def pool_names() -> dict[str, str]:
 
 def pool_filter_choices(*, pools: list[Pool], chosen: str) -> tuple[list[tuple[str, str]], str]:
     """The job list's 资源池 filter: (value, label) for each pool the console offers, by its
-    label (pool_labels), and which value is selected. The value sent is the pool's id, so
+    label (labels_by_pool), and which value is selected. The value sent is the pool's id, so
     the address keeps it and links made before the select (the pools page's, a bookmark) work
     as they did: letter case and spaces aside (" LOCAL " is local). A pool such a link names
     that is no longer offered is added by its id, so the select still says what the list is
     filtered on. No query of its own: pools the user's old jobs ran in are not listed (reading
     them all is what the list avoids); their links still work."""
     choices: list[tuple[str, str]] = [("", str(_("Any pool")))]
-    choices += list(pool_labels({p.id: p.name for p in pools}).items())
+    choices += list(labels_by_pool({p.id: p.name for p in pools}).items())
     wanted = chosen.strip()
     selected = next((p.id for p in pools if p.id.casefold() == wanted.casefold()), wanted)
     if selected and selected not in {p.id for p in pools}:

@@ -62,7 +62,7 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage, usage_unavailable
-from .pools import pool_filter_choices, pool_labels, pool_names
+from .pools import labels_by_pool, pool_filter_choices, pool_names
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
@@ -213,7 +213,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # longer offered by its id. The whole page reads the pools once, for the filter's
     # select too; the table's refresh takes the names alone (pool_names: no query).
     pools = None if request.htmx else available_pools()
-    labels = pool_labels({p.id: p.name for p in pools} if pools is not None else pool_names())
+    labels = labels_by_pool({p.id: p.name for p in pools} if pools is not None else pool_names())
     for job in page.object_list:
         job.pool_label = labels.get(job.resource_pool, "")
     query = request.GET.copy()
@@ -442,7 +442,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     context = _live_context(job)
     # The pool by its name, as the job list shows it (its id in the title; none once the pool
     # is no longer offered: its id alone).
-    context["pool_label"] = pool_labels(pool_names()).get(job.resource_pool, "")
+    context["pool_label"] = labels_by_pool(pool_names()).get(job.resource_pool, "")
     try:
         spec = job.job_spec()
     except SpecError as exc:
