@@ -205,6 +205,37 @@ def test_a_kubernetes_pool_is_named_in_the_refresh_without_asking_the_api_server
         fake.stop()
 
 
+def test_an_aihc_pool_is_named_in_the_refresh_from_its_last_inventory_read(
+    alice, alice_client, settings
+):
+    from jobs.backends import get_backend
+
+    from .fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    try:
+        fake.add_pool("cce-pool1", "百舸训练池")
+        configure(settings, fake)
+        job = submit(alice, name="there")
+        Job.objects.filter(pk=job.pk).update(resource_pool="cce-pool1")
+        # The refresh before any read of AIHC's pools: its id, and AIHC not asked.
+        before = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+        assert pool_cells(before.content.decode())[job.public_id] == ("", "cce-pool1")
+        assert fake.requests == []
+
+        page = alice_client.get(reverse("job-list")).content.decode()  # reads the pools
+        get_backend("aihc")._inventory().join()
+        asked = len(fake.requests)
+        refresh = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+
+        expected = ("资源池 ID：cce-pool1", "百舸训练池")
+        assert pool_cells(page)[job.public_id] == expected
+        assert pool_cells(refresh.content.decode())[job.public_id] == expected
+        assert len(fake.requests) == asked > 0
+    finally:
+        fake.stop()
+
+
 @pytest.mark.parametrize("field", ["q", "pool", "queue"])
 def test_a_filter_too_long_to_match_gets_its_message_when_sent_instead_of_a_500(
     alice, alice_client, field
