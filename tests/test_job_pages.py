@@ -319,7 +319,8 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
         alice_client.get(reverse("job-list"), {"page": 2})
     # A poll swaps only the table: no pools read (their names take no query: pool_names).
     with django_assert_num_queries(4):
-        alice_client.get(reverse("job-list"), {"page": 2}, headers={"HX-Request": "true"})
+        poll = alice_client.get(reverse("job-list"), {"page": 2}, headers={"HX-Request": "true"})
+    assert set(pool_cells(poll.content.decode()).values()) == {("资源池 ID：local", "本机 Local")}
 
 
 def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
