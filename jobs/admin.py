@@ -52,6 +52,7 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
+from .pools import labels_by_pool, pool_names
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -147,12 +148,22 @@ def _filtered(queryset: QuerySet, field: str, value: str | None) -> QuerySet:
     return queryset.filter(**{field: value})
 
 
+def _pool_labels(request: HttpRequest) -> dict[str, str]:
+    """The names of the pools offered now, by id (jobs.pools.pool_names: no query), looked up
+    once per request (the pool filter and the rows need them)."""
+    if not hasattr(request, "_pool_labels"):
+        request._pool_labels = labels_by_pool(pool_names())  # type: ignore[attr-defined]
+    return request._pool_labels  # type: ignore[attr-defined,no-any-return]
+
+
 class PoolFilter(admin.SimpleListFilter):
     title = gettext_lazy("resource pool")
     parameter_name = "pool"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(pool, pool) for pool in _pools(request)]
+        # By name, as the rows; a pool no longer offered by its id.
+        labels = _pool_labels(request)
+        return [(pool, labels.get(pool, pool)) for pool in _pools(request)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return _filtered(queryset, "resource_pool", self.value())
@@ -278,6 +289,13 @@ class JobChangeList(ChangeList):
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> QuerySet:
         # The list never shows the spec document; leave it in the database.
         return super().get_queryset(request, exclude_parameters).defer("spec")
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        # Each row's pool by its name (JobAdmin.pool_and_queue), read once for the page.
+        labels = _pool_labels(request)
+        for job in self.result_list:
+            job.pool_label = labels.get(job.resource_pool, "")
 
     def _periods(
         self, kind: str, start: datetime, end: datetime, last: datetime | None = None
@@ -599,7 +617,16 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("pool / queue"), ordering="resource_pool")
     def pool_and_queue(self, job: Job) -> str:
-        return f"{job.resource_pool} / {job.queue}"
+        # The pool's name with its id in the title; a pool no longer offered by its id.
+        label = getattr(job, "pool_label", "")
+        if not label:
+            return f"{job.resource_pool} / {job.queue}"
+        return format_html(
+            '<span class="job-pool" title="{}">{}</span> / {}',
+            _("Pool ID: %(id)s") % {"id": job.resource_pool},
+            label,
+            job.queue,
+        )
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return JobChangeList

@@ -23,6 +23,7 @@ and staff's admin pages, and the job page's "why waiting" line (jobs.scheduler.w
 from __future__ import annotations
 
 import os
+import re
 import socket
 import uuid
 from dataclasses import dataclass
@@ -49,9 +50,10 @@ from django.db.models import (
 from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
+from django.utils.translation import gettext_noop, ngettext
 
 from .models import Job, JobStatus, WorkerHeartbeat, WorkerProcess
+from .texts import display_text, recorded, source_of
 
 HEARTBEAT_SECONDS = 5.0
 # The one row's key.
@@ -117,11 +119,12 @@ class WorkerState:
 
     @property
     def problem(self) -> str | None:
-        """What staff are told (the banner, /healthz) of a running worker that cannot start
-        local jobs, in the reader's language; None when it can, or does not run."""
+        """What staff are told (the banner) of a running worker that cannot start local jobs,
+        in the reader's language; None when it can, or does not run. (/healthz says it in
+        English: `health`.)"""
         if not self.running or not self.network_problem:
             return None
-        return _("isolated networking unavailable: %(reason)s") % {"reason": self.network_problem}
+        return problem_shown(self.network_problem)
 
     @property
     def banner(self) -> str | None:
@@ -229,6 +232,40 @@ def worker_state_for(*, user: User) -> tuple[WorkerState, bool]:
     return _state(row, prefix="heartbeat_"), bool(row["waiting_on_worker"])
 
 
+# The start-up check's own words in a worker's `network_problem` (jobs.network: the holder
+# ended without saying why; jobs.worker: the check itself could not be made), stored in
+# English as /healthz answers them, and read by people in their language (problem_recorded).
+# Anything else there is the kernel's or the holder's own error, shown as it was written.
+OWN_PROBLEMS = (
+    (
+        re.compile(r"exit code (?P<code>-?\d+)"),
+        gettext_noop("the namespace holder ended with exit code %(code)s"),
+    ),
+    (
+        re.compile(r"the check failed: (?P<error>.*)", re.S),
+        gettext_noop("the check could not be made: %(error)s"),
+    ),
+)
+
+
+def problem_recorded(reason: str) -> str:
+    """A worker's `network_problem` as a recorded text (jobs.texts: said in each reader's
+    language) when it is in the check's own words; the kernel's words as they are."""
+    for pattern, message in OWN_PROBLEMS:
+        if found := pattern.fullmatch(reason):
+            return recorded(message, **found.groupdict())
+    return reason
+
+
+def problem_shown(reason: str) -> str:
+    """What staff read of a worker's `network_problem`, in the page's language (the banner,
+    the admin index, the list of workers)."""
+    said = problem_recorded(reason)
+    return _("isolated networking unavailable: %(reason)s") % {
+        "reason": display_text(said, source_of(said))
+    }
+
+
 @dataclass(frozen=True)
 class KnownWorker:
     """A worker process staff are shown (known_workers)."""
@@ -243,6 +280,15 @@ class KnownWorker:
     age: timedelta | None
     active: bool
     replaced: bool = False
+    network_problem: str = ""
+
+    @property
+    def problem(self) -> str | None:
+        """Why this worker cannot start local jobs, for one that runs or stands by (a
+        standby's own finding says what a takeover would bring); None otherwise."""
+        if not self.network_problem or self.role not in ("active", "standby"):
+            return None
+        return problem_shown(self.network_problem)
 
     @property
     def last_seen_seconds(self) -> int:
@@ -290,6 +336,7 @@ def known_workers() -> list[KnownWorker]:
             "db_now",
             "active",
             "replaced",
+            "network_problem",
         )
     )
     return [

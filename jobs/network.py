@@ -176,6 +176,7 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
                     return child.pid, start
         if child.poll() is not None:
             error = (state / "err").read_text(errors="replace").strip().splitlines()
+            # Worded as jobs.health.OWN_PROBLEMS reads it (said in the reader's language).
             raise HolderFailed(error[-1] if error else f"exit code {child.returncode}")
         if time.monotonic() >= deadline:
             child.kill()

@@ -28,7 +28,7 @@ from django.db.models.functions import RowNumber
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-from .backends import Pool
+from .backends import BackendError, Pool, enabled_backends
 from .forms import STORAGE_LABELS
 from .models import ACTIVE_STATUSES, Job, JobStatus
 from .quotas import QuotaLine, quota_lines
@@ -189,18 +189,40 @@ def _own_jobs_shown(own: Any) -> list[Job]:
     )
 
 
+def labels_by_pool(names: dict[str, str]) -> dict[str, str]:
+    """Each pool's label by its id, as the pools page and the wizard name it (本机 Local), with
+    its id when two pools share a name, so each can be told apart."""
+    taken = list(names.values())
+    return {
+        pool_id: name if taken.count(name) == 1 else f"{name} ({pool_id})"
+        for pool_id, name in names.items()
+    }
+
+
+def pool_names() -> dict[str, str]:
+    """The names of the pools the console offers now, by id, without the figures
+    `available_pools` reads: no query, no remote call, no wait (each backend's `pool_names`).
+    For the job list's refresh every 3 seconds and the admin's list; a backend that cannot
+    answer names none, and its jobs show their pool's id."""
+    names: dict[str, str] = {}
+    for backend in enabled_backends():
+        try:
+            names.update(backend.pool_names())
+        except BackendError:
+            continue
+    return names
+
+
 def pool_filter_choices(*, pools: list[Pool], chosen: str) -> tuple[list[tuple[str, str]], str]:
-    """The job list's 资源池 filter: (value, label) for each pool the console offers, by the
-    name the pools page and the wizard show (本机 Local; with its id when two pools share a
-    name, so each can be told apart), and which value is selected. The value sent is the pool's id, so
+    """The job list's 资源池 filter: (value, label) for each pool the console offers, by its
+    label (labels_by_pool), and which value is selected. The value sent is the pool's id, so
     the address keeps it and links made before the select (the pools page's, a bookmark) work
     as they did: letter case and spaces aside (" LOCAL " is local). A pool such a link names
     that is no longer offered is added by its id, so the select still says what the list is
     filtered on. No query of its own: pools the user's old jobs ran in are not listed (reading
     them all is what the list avoids); their links still work."""
     choices: list[tuple[str, str]] = [("", str(_("Any pool")))]
-    names = [p.name for p in pools]
-    choices += [(p.id, p.name if names.count(p.name) == 1 else f"{p.name} ({p.id})") for p in pools]
+    choices += list(labels_by_pool({p.id: p.name for p in pools}).items())
     wanted = chosen.strip()
     selected = next((p.id for p in pools if p.id.casefold() == wanted.casefold()), wanted)
     if selected and selected not in {p.id for p in pools}:

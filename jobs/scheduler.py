@@ -52,7 +52,7 @@ from django.db.models import (
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from .health import WorkerState, worker_state
+from .health import WorkerState, problem_recorded, worker_state
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
@@ -195,7 +195,8 @@ def dispatch_local(*, children: dict | None = None, network_problem: str = "") -
 
 
 def network_waiting_message(problem: str) -> str:
-    return recorded(NETWORK_UNAVAILABLE_MESSAGE, reason=problem)
+    # The check's own words are said in each reader's language too (problem_recorded).
+    return recorded(NETWORK_UNAVAILABLE_MESSAGE, reason=problem_recorded(problem))
 
 
 def _over_quota(

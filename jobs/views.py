@@ -62,7 +62,7 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage, usage_unavailable
-from .pools import pool_filter_choices
+from .pools import labels_by_pool, pool_filter_choices, pool_names
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
@@ -209,6 +209,13 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
     page = ListPage.of(jobs, request.GET.get("page"))
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)
+    # Each row's pool by its name (the filter's label), its id in the title; a pool no
+    # longer offered by its id. The whole page reads the pools once, for the filter's
+    # select too; the table's refresh takes the names alone (pool_names: no query).
+    pools = None if request.htmx else available_pools()
+    labels = labels_by_pool({p.id: p.name for p in pools} if pools is not None else pool_names())
+    for job in page.object_list:
+        job.pool_label = labels.get(job.resource_pool, "")
     query = request.GET.copy()
     query.pop("page", None)
     context = {
@@ -240,7 +247,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         return HttpResponse(table + slot)
     # The pool filter's select (the whole page only: a poll swaps just the table).
     context["pool_choices"], context["pool_selected"] = pool_filter_choices(
-        pools=available_pools(), chosen=form.cleaned_data.get("pool", "")
+        pools=pools or [], chosen=form.cleaned_data.get("pool", "")
     )
     return render(request, "jobs/job_list.html", context)
 
@@ -433,6 +440,9 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     context = _live_context(job)
+    # The pool by its name, as the job list shows it (its id in the title; none once the pool
+    # is no longer offered: its id alone).
+    context["pool_label"] = labels_by_pool(pool_names()).get(job.resource_pool, "")
     try:
         spec = job.job_spec()
     except SpecError as exc:

@@ -35,6 +35,17 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
   asked for.
 - What the wizard has no field for (labels, `jobSpec.hostNetwork`, `alertConfig.for`) is left
   out of the draft, and the notice names it.
+- Secrets typed in a refused body are kept for the page that sent it, never sent back: the
+  box shows them as ******, and the secret values themselves (each with where it was: the
+  keys down to it, a list's item by its `name` where it has one, else by its position) are
+  kept in the user's session under the page's one-time `create_key` (`secrets_kept`). When
+  that page sends the box again (after fixing it, or through the language switch) a ******
+  at such a place gets its value back (`secrets_restored`) before the body is read. Not a
+  hidden field (the page would hold the secret), not the database (a row to clean up). Kept
+  for an hour, for the last KEPT_PAGES pages, and dropped once that page's import made its
+  draft (or the user logs out: the session goes). A ****** somewhere else, or under a
+  renamed env, stays a secret with no value, which the image step asks for; another page
+  (tab) gets nothing back.
 """
 
 from __future__ import annotations
@@ -43,7 +54,9 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping
+import time
+from collections import Counter
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +135,16 @@ LOOK_ALIKES = {
 }
 
 
+# Secrets of refused imports kept in the session (see the decisions): its key, for how long,
+# and for how many pages at most (the newest).
+KEPT_SECRETS = "import_kept_secrets"
+KEPT_SECONDS = 3600
+KEPT_PAGES = 10
+# Places kept per page at most: a body holds at most 50 envs and a password per role; a
+# paste that repeats a secret thousands of times does not fill the session with them.
+KEPT_PLACES = 200
+
+
 def too_large_message() -> str:
     return _("The request is larger than %(size)d KB, the most an import takes.") % {
         "size": MAX_IMPORT_BYTES // 1024
@@ -186,13 +209,21 @@ def guessed_secret_values(document: Any) -> list[str]:
 
 
 def draft_import(
-    *, owner: Any, text: str, pool_id: str = "", create_key: str = ""
+    *,
+    owner: Any,
+    text: str,
+    pool_id: str = "",
+    create_key: str = "",
+    sent: str | None = None,
+    restored: list[str] | None = None,
 ) -> ImportedDraft:
     """A new draft of `owner`'s from the CreateJob body `text` (ImportRefusedError when it
     cannot be read or the spec refuses it). `pool_id` is the pool chosen beside the box. The
     page's one-time `create_key` makes the same import sent twice one draft (and another
-    body or pool sent from the same page, after Back, a draft of its own)."""
-    spec, v1 = read_body(text=text, pool_id=pool_id)
+    body or pool sent from the same page, after Back, a draft of its own): told by the text
+    `sent` (as the page sent it, before `secrets_restored`; `text` when not given).
+    `restored`: secret values put back into `text`, never quoted by a message."""
+    spec, v1 = read_body(text=text, pool_id=pool_id, restored=restored)
     left_out = _left_out(spec, W.find_pool(spec.resource_pool_id))
     marked: list[str] = []
     # A masked value (copied from a review) is no value: the image step asks for it.
@@ -206,8 +237,9 @@ def draft_import(
         spec.image_config.password = ""
     key = ""
     if W.CREATE_KEY_RE.fullmatch(create_key):
-        sent = f"{create_key}:import:{pool_id}:{text}".encode("utf-8", "surrogatepass")
-        key = hashlib.sha256(sent).hexdigest()[:32]
+        sent_text = text if sent is None else sent
+        said = f"{create_key}:import:{pool_id}:{sent_text}".encode("utf-8", "surrogatepass")
+        key = hashlib.sha256(said).hexdigest()[:32]
         made = Draft.objects.filter(owner=owner, create_key=key).first()
         if made is not None and made.submitted_at is None:
             return ImportedDraft(made, left_out, marked)
@@ -232,10 +264,13 @@ def draft_import(
     return ImportedDraft(draft, left_out, marked)
 
 
-def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any]]:
+def read_body(
+    *, text: str, pool_id: str = "", restored: list[str] | None = None
+) -> tuple[S.JobSpec, dict[str, Any]]:
     """The spec a CreateJob body describes, read and checked as the API reads and checks it
     (the pool's own refusals aside), and the body as v1 (a v2 body mapped); ImportRefusedError
-    with every problem otherwise."""
+    with every problem otherwise. `restored`: values masked as secrets whatever the body now
+    says of them (secrets_restored put them back)."""
     try:
         document = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
@@ -290,7 +325,7 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
         # The box shown again with its secrets masked, as after any refusal (it was not).
         errors = [("body", f"faultToleranceArgs: {exc}.")]
         raise ImportRefusedError(errors, shown_text(text), v2) from None
-    secrets = secret_values(document, v1)
+    secrets = secret_values(document, v1) + list(restored or [])
     shown = masked_text(text, document, secrets)
     errors: list[tuple[str, str]] = []
     body_pool = v1.get("resourcePoolId")
@@ -319,16 +354,167 @@ def read_body(*, text: str, pool_id: str = "") -> tuple[S.JobSpec, dict[str, Any
     return spec, v1
 
 
-def rechecked(*, text: str, pool_id: str = "") -> tuple[str, list[tuple[str, str]]]:
+def rechecked(
+    *, text: str, pool_id: str = "", restored: list[str] | None = None
+) -> tuple[str, list[tuple[str, str]]]:
     """For the language switch on the drafts page: `text` as the box shows it again (secret
     values as ******, the guessed ones too, as after a refusal) and what read_body finds
     wrong with it, in the active language. Nothing is created."""
     try:
-        _spec, v1 = read_body(text=text, pool_id=pool_id)
+        _spec, v1 = read_body(text=text, pool_id=pool_id, restored=restored)
     except ImportRefusedError as exc:
         return exc.text, exc.errors
-    secrets = S.stored_secret_values(v1) + guessed_secret_values(v1)
+    secrets = S.stored_secret_values(v1) + guessed_secret_values(v1) + list(restored or [])
     return masked_text(text, json.loads(text), secrets), []
+
+
+# -- secrets of a refused import, kept for its page (see the decisions) --------------------
+
+Path = list[list[Any]]  # each step: ["k", key], ["n", an item's name] or ["i", an index]
+
+
+def secrets_restored(
+    *, session: MutableMapping[str, Any], create_key: str, text: str
+) -> tuple[str, list[str]]:
+    """`text` with the secret values kept for this page (`secrets_kept`) put back where it has
+    ****** in their place, and the values put back; `text` as it is when there is nothing to
+    put back (or it does not read as a JSON object). The text returned is for reading only,
+    never to be shown: it holds the secrets."""
+    kept = _kept(session).get(create_key) if W.CREATE_KEY_RE.fullmatch(create_key) else None
+    if not kept:
+        return text, []
+    try:
+        document = json.loads(text, parse_constant=refuse_constant)
+    except (ValueError, RecursionError, NotJsonConstant):
+        return text, []
+    if not isinstance(document, dict) or nested_too_deeply(document):
+        return text, []
+    restored = []
+    for path, value in kept["leaves"]:
+        if _put_back(document, path, value):
+            restored.append(value if isinstance(value, str) else json.dumps(value))
+    if not restored:
+        return text, []
+    return json.dumps(document, ensure_ascii=False, indent=2), restored
+
+
+def secrets_kept(*, session: MutableMapping[str, Any], create_key: str, text: str) -> None:
+    """Keeps the secret values of a refused `text` (as secrets_restored gave it: with the
+    values it put back) for the page that sent it. Text that does not read as a JSON object
+    keeps what was kept (the user may be fixing it); one with no secret value drops it."""
+    if not W.CREATE_KEY_RE.fullmatch(create_key):
+        return
+    kept = _kept(session)
+    leaves = _secret_leaves(text)
+    if leaves is None:
+        return
+    if leaves:
+        kept[create_key] = {"at": time.time(), "leaves": leaves[:KEPT_PLACES]}
+    else:
+        kept.pop(create_key, None)
+    newest = sorted(kept.items(), key=lambda item: item[1]["at"])[-KEPT_PAGES:]
+    _save_kept(session, dict(newest))
+
+
+def secrets_forgotten(*, session: MutableMapping[str, Any], create_key: str) -> None:
+    """Drops what was kept for this page (its import made a draft)."""
+    kept = _kept(session)
+    if kept.pop(create_key, None) is not None:
+        _save_kept(session, kept)
+
+
+def _kept(session: MutableMapping[str, Any]) -> dict[str, Any]:
+    """What is kept, without anything older than KEPT_SECONDS (dropped from the session too
+    when next saved)."""
+    kept = session.get(KEPT_SECRETS)
+    if not isinstance(kept, dict):
+        return {}
+    now = time.time()
+    fresh = {
+        key: entry
+        for key, entry in kept.items()
+        if isinstance(entry, dict) and now - entry.get("at", 0) < KEPT_SECONDS
+    }
+    if len(fresh) != len(kept):
+        _save_kept(session, fresh)
+    return fresh
+
+
+def _save_kept(session: MutableMapping[str, Any], kept: dict[str, Any]) -> None:
+    if kept:
+        session[KEPT_SECRETS] = kept
+    else:
+        session.pop(KEPT_SECRETS, None)
+
+
+def _secret_leaves(text: str) -> list[tuple[Path, Any]] | None:
+    """Where `text`'s secret values are (every leaf masked_text masks), with each value; None
+    when `text` does not read as a JSON object."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(document, dict):
+        return None
+    document = cut_to_depth(document)
+    v1 = v1_from_v2(document, loose=True) if is_v2_body(document) else document
+    secrets = {s for s in secret_values(document, v1) if s and s != W.MASK}
+    found: list[tuple[Path, Any]] = []
+
+    def walk(value: Any, path: Path) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(inner, [*path, ["k", key]])
+        elif isinstance(value, list):
+            for index, step in enumerate(_steps(value)):
+                walk(value[index], [*path, step])
+        elif not isinstance(value, bool) and value is not None and str(value) in secrets:
+            found.append((path, value))
+
+    if secrets:
+        walk(document, [])
+    return found
+
+
+def _name(item: Any) -> str | None:
+    name = item.get("name") if isinstance(item, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def _steps(items: list[Any]) -> list[list[Any]]:
+    """Each list item's step: by its `name` where it has one no other item has (an env, a
+    mount), else by its position. (Names counted once: a long list costs one pass.)"""
+    counts = Counter(_name(item) for item in items)
+    return [
+        ["n", name] if name is not None and counts[name] == 1 else ["i", index]
+        for index, name in enumerate(_name(item) for item in items)
+    ]
+
+
+def _put_back(document: Any, path: Path, value: Any) -> bool:
+    """Sets the leaf at `path` to `value` when it is ****** there now."""
+    container: Any = None
+    slot: Any = None
+    current = document
+    for kind, key in path:
+        container = current
+        if kind == "k" and isinstance(current, dict) and key in current:
+            slot = key
+        elif kind == "n" and isinstance(current, list):
+            slot = next((i for i, step in enumerate(_steps(current)) if step == ["n", key]), None)
+            if slot is None:
+                return False
+        elif kind == "i" and isinstance(current, list) and isinstance(key, int):
+            if not 0 <= key < len(current):
+                return False
+            slot = key
+        else:
+            return False
+        current = current[slot]
+    if container is None or current != W.MASK:
+        return False
+    container[slot] = value
+    return True
 
 
 def _too_deep() -> str:

@@ -124,24 +124,35 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = F.ImportForm(request.POST, request.FILES, pools=W.available_pools())
     key = str(request.POST.get("create_key", ""))
     text = str(request.POST.get("body", ""))
+    # Secrets this page's refused import held come back where the box has ****** for them
+    # (jobs.wizard_import, "kept for the page"); `full` is never shown.
     if not form.is_valid():
         # Refused by the form itself (a pool gone since the page was drawn, a paste over the
         # limit): the text comes back with its secrets masked, as after a refusal of the body.
+        full, _restored = I.secrets_restored(session=request.session, create_key=key, text=text)
+        I.secrets_kept(session=request.session, create_key=key, text=full)
         text = I.shown_text(text)
     else:
-        text = form.cleaned_data["text"]
+        sent = form.cleaned_data["text"]
+        full, restored = I.secrets_restored(session=request.session, create_key=key, text=sent)
         try:
             imported = I.draft_import(
                 owner=request.user,
-                text=text,
+                text=full,
                 pool_id=form.cleaned_data["resource_pool"],
                 create_key=key,
+                sent=sent,
+                restored=restored,
             )
         except I.ImportRefusedError as exc:
-            text = exc.text
+            I.secrets_kept(session=request.session, create_key=key, text=full)
+            # With values put back, the box shows what was sent (masked as it was): the text
+            # read is the body rewritten.
+            text = I.shown_text(sent) if restored else exc.text
             for name, message in exc.errors:
                 form.add_error(name, message)
         else:
+            I.secrets_forgotten(session=request.session, create_key=key)
             messages.info(request, _("Imported from a request: check each step, then submit."))
             if imported.marked_secret:
                 messages.warning(
@@ -170,7 +181,7 @@ def _import_language_switched(request: AuthenticatedHttpRequest, language: str) 
     """The drafts page's 中文/EN buttons belong to the import form (start.html), so a paste or
     a refused import survives the switch: the page comes back in `language` with the text in
     the box (secret values as ******, as after any refusal: a value typed is never sent
-    back), and a refusal shown is checked again, so its messages change language too. Nothing
+    back; it is kept for the page and put back at 导入, jobs.wizard_import), and a refusal shown is checked again, so its messages change language too. Nothing
     is imported; an empty box just reopens the drafts page (`next`) in that language."""
     translation.activate(language)
     request.LANGUAGE_CODE = language
@@ -187,11 +198,19 @@ def _import_language_switched(request: AuthenticatedHttpRequest, language: str) 
             url = reverse("wizard-start")
         return _language_switched(request, url, language)
     if not form.is_valid():
+        full, _restored = I.secrets_restored(session=request.session, create_key=key, text=body)
+        I.secrets_kept(session=request.session, create_key=key, text=full)
         text = I.shown_text(body)
     else:
+        # The secrets typed stay with the page (secrets_kept), for 导入 after the switch.
+        sent = form.cleaned_data["text"]
+        full, restored = I.secrets_restored(session=request.session, create_key=key, text=sent)
+        I.secrets_kept(session=request.session, create_key=key, text=full)
         text, errors = I.rechecked(
-            text=form.cleaned_data["text"], pool_id=form.cleaned_data["resource_pool"]
+            text=full, pool_id=form.cleaned_data["resource_pool"], restored=restored
         )
+        if restored:
+            text = I.shown_text(sent)
         for name, message in errors:
             form.add_error(name, message)
     if not refused:

@@ -441,7 +441,7 @@ def checked_identity() -> WorkerIdentity:
         problem = network.isolation_problem()
     except Exception as exc:  # a check that cannot even be made says so, as a refusal would
         logger.exception("checking isolated networking failed")
-        problem = f"the check failed: {exc}"
+        problem = f"the check failed: {exc}"  # as jobs.health.OWN_PROBLEMS reads it
     if problem:
         logger.error(
             "isolated networking unavailable: %s. Local jobs stay queued until a worker that "

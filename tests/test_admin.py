@@ -75,7 +75,7 @@ def test_reviewers_see_every_users_jobs_with_the_review_columns(alice, bob, revi
     assert "alice-job" in body and "bob-job" in body
     for column in ("column-review_state", "column-pool_and_queue", "column-total_cards"):
         assert column in body
-    assert "local / big" in body
+    assert "本机 Local</span> / big" in body
 
 
 def test_admin_pages_link_the_console_icon_so_browsers_do_not_ask_for_a_missing_one(reviewer):
@@ -202,6 +202,30 @@ def test_the_job_list_makes_the_same_queries_for_5_or_60_jobs(alice, bob, review
     assert r.context["cl"].result_count == 60
     assert len(r.context["cl"].result_list) == 50  # one page
     assert len(many) == len(few)
+
+
+def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(alice, reviewer):
+    here = submit(alice, "here")
+    gone = submit(alice, "gone")
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired")
+
+    html = client_for(reviewer).get(CHANGELIST).content.decode()
+
+    cells = dict(
+        re.findall(
+            r'<a href="/admin/jobs/job/(\d+)/change/[^"]*">.*?class="field-pool_and_queue">(.*?)</td>',
+            html,
+            re.S,
+        )
+    )
+    assert (
+        cells[str(here.pk)]
+        == '<span class="job-pool" title="资源池 ID：local">本机 Local</span> / default'
+    )
+    assert cells[str(gone.pk)] == "cce-retired / default"
+    # The pool filter by the same names; a pool no longer offered by its id.
+    assert re.search(r'href="\?pool=local"[^>]*>本机 Local</a>', html)
+    assert re.search(r'href="\?pool=cce-retired"[^>]*>cce-retired</a>', html)
 
 
 def test_the_job_list_query_count_is_fixed(alice, reviewer, django_assert_num_queries):

@@ -43,7 +43,9 @@ def test_the_list_shows_only_my_jobs_with_their_columns(alice, bob, alice_client
     assert response.status_code == 200
     html = response.content.decode()
     assert mine.public_id in html and "theirs" not in html
-    assert "PyTorchJob" in html and "local / default" in html
+    assert "PyTorchJob" in html and re.search(
+        r'class="job-pool"[^>]*>本机 Local</span> / default', html
+    )
 
 
 def test_durations_read_as_people_say_them_with_days_and_at_most_two_units(alice, alice_client):
@@ -137,6 +139,103 @@ def test_a_link_to_a_pool_no_longer_offered_keeps_it_selected_and_matches_its_jo
     assert pool_options(html)[-1] == ("cce-retired", "cce-retired", True)
 
 
+def pool_cells(html: str) -> dict[str, tuple[str, str]]:
+    """The list's rows: job id -> (the pool's title, the pool shown)."""
+    rows = re.findall(
+        r'<tr data-job="([^"]+)">.*?<span class="job-pool"(?: title="([^"]*)")?>([^<]*)</span>',
+        html,
+        re.S,
+    )
+    return {job: (title, shown) for job, title, shown in rows}
+
+
+def test_each_row_shows_its_pool_by_name_with_its_id_in_the_title_and_the_refresh_too(
+    alice, alice_client
+):
+    local = submit(alice, name="here")
+    gone = submit(alice, name="there")
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired")
+
+    page = alice_client.get(reverse("job-list")).content.decode()
+    refresh = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+
+    # As the pool filter names it; a pool no longer offered by its id, with no title.
+    expected = {
+        local.public_id: ("资源池 ID：local", "本机 Local"),
+        gone.public_id: ("", "cce-retired"),
+    }
+    assert pool_cells(page) == expected
+    assert pool_cells(refresh.content.decode()) == expected
+
+
+def test_the_job_page_names_its_pool_and_links_the_pools_page(alice, alice_client):
+    here = submit(alice, name="here")
+    gone = submit(alice, name="there")
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired")
+
+    def pool_shown(job: Job) -> str:
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+        return re.search(r"<(?:a|span) class=\"job-pool\"[^>]*>[^<]*</(?:a|span)>", page).group(0)
+
+    assert pool_shown(here) == (
+        '<a class="job-pool" href="/pools/" title="资源池 ID：local">本机 Local</a>'
+    )
+    assert pool_shown(gone) == '<span class="job-pool">cce-retired</span>'
+
+
+def test_a_kubernetes_pool_is_named_in_the_refresh_without_asking_the_api_server(
+    alice, alice_client, settings
+):
+    from .fake_kubernetes import FakeKubernetes, configure
+
+    fake = FakeKubernetes().start()
+    try:
+        fake.add_namespace("ml")
+        configure(settings, fake, KUBERNETES_NAMESPACES="ml", KUBERNETES_QUEUES="q")
+        job = submit(alice, name="there")
+        Job.objects.filter(pk=job.pk).update(resource_pool="k8s-ml")
+        asked = len(fake.requests)
+
+        refresh = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+
+        title, shown = pool_cells(refresh.content.decode())[job.public_id]
+        assert title == "资源池 ID：k8s-ml" and shown.endswith(" · ml")
+        assert len(fake.requests) == asked
+    finally:
+        fake.stop()
+
+
+def test_an_aihc_pool_is_named_in_the_refresh_from_its_last_inventory_read(
+    alice, alice_client, settings
+):
+    from jobs.backends import get_backend
+
+    from .fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    try:
+        fake.add_pool("cce-pool1", "百舸训练池")
+        configure(settings, fake)
+        job = submit(alice, name="there")
+        Job.objects.filter(pk=job.pk).update(resource_pool="cce-pool1")
+        # The refresh before any read of AIHC's pools: its id, and AIHC not asked.
+        before = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+        assert pool_cells(before.content.decode())[job.public_id] == ("", "cce-pool1")
+        assert fake.requests == []
+
+        page = alice_client.get(reverse("job-list")).content.decode()  # reads the pools
+        get_backend("aihc")._inventory().join()
+        asked = len(fake.requests)
+        refresh = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+
+        expected = ("资源池 ID：cce-pool1", "百舸训练池")
+        assert pool_cells(page)[job.public_id] == expected
+        assert pool_cells(refresh.content.decode())[job.public_id] == expected
+        assert len(fake.requests) == asked > 0
+    finally:
+        fake.stop()
+
+
 @pytest.mark.parametrize("field", ["q", "pool", "queue"])
 def test_a_filter_too_long_to_match_gets_its_message_when_sent_instead_of_a_500(
     alice, alice_client, field
@@ -218,9 +317,10 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
         submit(alice)
     with django_assert_num_queries(5):
         alice_client.get(reverse("job-list"), {"page": 2})
-    # A poll swaps only the table: no pools read.
+    # A poll swaps only the table: no pools read (their names take no query: pool_names).
     with django_assert_num_queries(4):
-        alice_client.get(reverse("job-list"), {"page": 2}, headers={"HX-Request": "true"})
+        poll = alice_client.get(reverse("job-list"), {"page": 2}, headers={"HX-Request": "true"})
+    assert set(pool_cells(poll.content.decode()).values()) == {("资源池 ID：local", "本机 Local")}
 
 
 def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(

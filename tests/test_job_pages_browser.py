@@ -802,3 +802,35 @@ def test_the_pool_filter_is_chosen_by_the_name_the_pools_page_shows(logged_in_pa
     assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
     page.select_option("#id_pool", label="Any pool")
     assert page.locator("#job-filters").evaluate(CUT_SHORT) == []
+
+
+def test_the_list_names_each_jobs_pool_and_keeps_the_name_when_the_table_refreshes(
+    logged_in_page, alice
+):
+    job = submitted(alice, "named-pool")  # Queued: the table refreshes every 3 seconds
+    page = logged_in_page
+    page.goto("/")
+    page.click("[data-language=en]")
+    cell = page.locator(f'tr[data-job="{job.public_id}"] .job-pool')
+    expect(cell).to_have_text("本机 Local")
+    expect(cell).to_have_attribute("title", "Pool ID: local")
+
+    with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
+        pass  # the next refresh of the table
+    cell.hover()
+    expect(cell).to_have_text("本机 Local")
+    expect(cell).to_have_attribute("title", "Pool ID: local")
+
+
+def test_the_job_pages_pool_name_leads_to_the_pools_page(logged_in_page, alice):
+    job = submitted(alice, "pool-link")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    link = page.locator("a.job-pool")
+    expect(link).to_have_text("本机 Local")
+    expect(link).to_have_attribute("title", "资源池 ID：local")
+
+    link.click()
+
+    page.wait_for_url("**/pools/")
+    expect(page.locator('section.pool[data-pool="local"]')).to_be_visible()

@@ -13,12 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from django.test import Client
 from django.utils import translation
 
@@ -211,3 +213,89 @@ def test_a_queued_job_says_it_waits_for_isolated_networking_until_a_worker_can_m
     # A worker that can make namespaces takes over: the job starts.
     worker_stopped(worker=failing.identity)
     run_until(Worker(WorkerIdentity.new()), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+
+def test_the_checks_own_words_are_said_in_each_language_and_healthz_keeps_them_in_english(
+    alice,
+    reviewer,
+    runner_settings,  # noqa: F811
+):
+    # The holder ended without a word: the console's own wording, not the kernel's.
+    identity = replace(WorkerIdentity.new(), network_problem="exit code 1")
+    assert worker_beat(worker=identity) is True
+    job = submit(alice, make_spec("true"))
+    Worker(identity).tick()
+    staff = Client()
+    staff.force_login(reviewer)
+
+    staff.cookies["django_language"] = "zh-hans"
+    zh = staff.get("/").content.decode()
+    with translation.override("zh-hans"):
+        zh_waiting = why_waiting(job)
+    staff.cookies["django_language"] = "en"
+    en = staff.get("/").content.decode()
+    with translation.override("en"):
+        en_waiting = why_waiting(job)
+
+    assert "隔离网络不可用：命名空间占位进程已结束，退出码 1" in zh
+    assert "isolated networking unavailable: the namespace holder ended with exit code 1" in en
+    assert "命名空间占位进程已结束，退出码 1" in zh_waiting
+    assert "the namespace holder ended with exit code 1" in en_waiting
+    # A machine's answer, read by monitoring: English, as stored.
+    for language in ("zh-hans", "en"):
+        body = Client(headers={"accept-language": language}).get("/healthz").json()
+        assert body["worker"]["problem"] == "isolated networking unavailable: exit code 1"
+
+
+def test_staff_see_which_worker_cannot_make_networks_in_the_list_of_workers(reviewer):
+    # The active worker can; the one standing by cannot (a takeover would hold local jobs).
+    assert worker_beat(worker=WorkerIdentity.new()) is True
+    standby = replace(WorkerIdentity.new(), network_problem="the check failed: boom")
+    assert worker_beat(worker=standby) is False
+    staff = Client()
+    staff.force_login(reviewer)
+
+    pages = {}
+    for language in ("zh-hans", "en"):
+        staff.cookies["django_language"] = language
+        pages[language] = staff.get("/admin/").content.decode()
+
+    def problems(page: str) -> list[tuple[str, str]]:
+        return re.findall(
+            r'<tr class="known-worker" data-role="(\w+)">.*?(?:class="text-danger worker-problem">'
+            r"([^<]*)</div>)?</td>",
+            page,
+            re.S,
+        )
+
+    assert problems(pages["zh-hans"]) == [
+        ("active", ""),
+        ("standby", "隔离网络不可用：无法进行检查：boom"),
+    ]
+    assert problems(pages["en"]) == [
+        ("active", ""),
+        ("standby", "isolated networking unavailable: the check could not be made: boom"),
+    ]
+
+
+@pytest.mark.browser
+def test_staff_read_a_workers_network_problem_in_the_language_they_switch_to(page, reviewer):
+    from playwright.sync_api import expect
+
+    from tests.conftest import log_in
+
+    assert worker_beat(worker=replace(WorkerIdentity.new(), network_problem="exit code 1"))
+    log_in(page, "carol", "carol-password")
+    page.goto("/")
+    banner = page.locator("#worker-problem")
+    listed = page.locator('tr.known-worker[data-role="active"] .worker-problem')
+    for shown in (banner, listed):
+        expect(shown).to_have_text("隔离网络不可用：命名空间占位进程已结束，退出码 1")
+
+    page.click("[data-language=en]")
+
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    for shown in (banner, listed):
+        expect(shown).to_have_text(
+            "isolated networking unavailable: the namespace holder ended with exit code 1"
+        )

@@ -538,6 +538,8 @@ def test_a_message_that_would_quote_a_secret_names_only_its_field(alice_client):
 
 
 def test_secrets_masked_in_the_box_come_back_as_secrets_to_type_again(alice_client):
+    # Sent from another page (another create_key: a new tab, the text copied over), the
+    # secrets kept for the refused page are not put back.
     refused = import_body(alice_client, secret_body(priority="urgent"))
     box = html.unescape(
         re.search(r"<textarea[^>]*>\n(.*?)</textarea>", refused.content.decode(), re.S).group(1)
@@ -552,6 +554,124 @@ def test_secrets_masked_in_the_box_come_back_as_secrets_to_type_again(alice_clie
     token = next(e for e in spec.envs if e.name == "API_TOKEN")
     assert (token.secret, token.value) == (True, "")
     assert W.IMAGE not in draft.completed_steps
+
+
+def box_of(response) -> str:
+    page = response.content.decode()
+    return html.unescape(re.search(r"<textarea[^>]*>\n(.*?)</textarea>", page, re.S).group(1))
+
+
+def imported_secrets(draft) -> tuple[str, str]:
+    """The draft's API_TOKEN value and registry password."""
+    spec = W.assemble(W.wizard_state(draft)).spec
+    token = next(e for e in spec.envs if e.name == "API_TOKEN")
+    assert token.secret
+    return token.value, spec.image_config.password
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+def test_secrets_typed_in_a_refused_body_are_kept_for_its_page_and_never_shown(
+    alice_client, caplog, v2
+):
+    caplog.set_level("DEBUG")
+    key = uuid.uuid4().hex
+    body = secret_body(priority="urgent")
+    if v2:
+        body = v2_from_v1(body)
+    refused = import_body(alice_client, body, key=key)
+    fixed = json.loads(box_of(refused))
+    fixed["priority"] = "high"
+    again = import_body(alice_client, fixed, key=key, pool="")  # refused once more: no pool
+    assert "resourcePoolId" in error_texts(again) and not Draft.objects.exists()
+
+    made = import_body(alice_client, fixed, key=key)
+
+    assert made.status_code == 302
+    for response in (refused, again, made):
+        assert SECRET not in response.content.decode()
+    assert W.MASK in box_of(refused)
+    assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
+    assert SECRET not in caplog.text
+    # Dropped from the session once the import made its draft.
+    assert I.KEPT_SECRETS not in alice_client.session
+
+
+def test_a_refused_import_keeps_its_secrets_through_the_language_switch(alice_client):
+    key = uuid.uuid4().hex
+    refused = import_body(alice_client, secret_body(priority="urgent"), key=key)
+    box = box_of(refused)
+
+    switched = switch_language(alice_client, box, key=key)
+    back = switch_language(alice_client, box_of(switched), language="zh-hans", key=key)
+    fixed = json.loads(box_of(back))
+    fixed["priority"] = "high"
+    made = import_body(alice_client, fixed, key=key)
+
+    assert "priority" in error_texts(switched) and "The request could not be imported" in (
+        switched.content.decode()
+    )
+    for response in (refused, switched, back, made):
+        assert SECRET not in response.content.decode()
+    assert box_of(switched) == box_of(back) == box
+    assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
+
+
+def test_a_paste_not_yet_imported_keeps_its_secrets_through_the_switch(alice_client):
+    key = uuid.uuid4().hex
+
+    switched = switch_language(alice_client, secret_body(), refused=False, pool="local", key=key)
+    made = import_body(alice_client, box_of(switched), key=key)
+
+    assert SECRET not in switched.content.decode() and W.MASK in box_of(switched)
+    assert made.status_code == 302
+    assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
+
+
+def test_a_kept_secret_comes_back_only_where_it_was_masked(alice_client):
+    key = uuid.uuid4().hex
+    refused = import_body(alice_client, secret_body(priority="urgent"), key=key)
+    fixed = json.loads(box_of(refused))
+    fixed["priority"] = "high"
+    fixed["jobSpec"]["imageConfig"]["password"] = "typed-again"  # a new value wins
+    fixed["jobSpec"]["envs"].append({"name": "OTHER", "value": W.MASK})  # not a kept one
+
+    import_body(alice_client, fixed, key=key)
+
+    draft = Draft.objects.get()
+    assert imported_secrets(draft) == (SECRET, "typed-again")
+    spec = W.assemble(W.wizard_state(draft)).spec
+    other = next(e for e in spec.envs if e.name == "OTHER")
+    assert (other.secret, other.value) == (True, "")
+
+
+def test_the_same_import_sent_twice_after_its_secrets_came_back_makes_one_draft(alice_client):
+    key = uuid.uuid4().hex
+    refused = import_body(alice_client, secret_body(priority="urgent"), key=key)
+    fixed = json.loads(box_of(refused))
+    fixed["priority"] = "high"
+
+    first = import_body(alice_client, fixed, key=key)
+    second = import_body(alice_client, fixed, key=key)  # a double click
+
+    assert first.status_code == second.status_code == 302
+    assert first["Location"] == second["Location"]
+    assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
+
+
+def test_secrets_of_a_refused_import_are_kept_for_an_hour(alice_client, monkeypatch):
+    import time
+
+    key = uuid.uuid4().hex
+    refused = import_body(alice_client, secret_body(priority="urgent"), key=key)
+    fixed = json.loads(box_of(refused))
+    fixed["priority"] = "high"
+    later = time.time() + I.KEPT_SECONDS + 1
+    monkeypatch.setattr(time, "time", lambda: later)
+
+    import_body(alice_client, fixed, key=key)
+
+    assert imported_secrets(Draft.objects.get()) == ("", "")  # to type again
+    assert I.KEPT_SECRETS not in alice_client.session
 
 
 # A script's body names no secret envs (console.secretEnvs is the console's own): those
@@ -881,9 +1001,9 @@ def test_the_import_fields_show_whole_and_import_sits_level_with_them(logged_in_
 # -- the language switch on the drafts page --------------------------------------------------
 
 
-def switch_language(client, body, *, language="en", refused=True, pool="", **extra):
+def switch_language(client, body, *, language="en", refused=True, pool="", key=None, **extra):
     text = body if isinstance(body, str) else json.dumps(body, indent=2)
-    data = {"body": text, "resource_pool": pool, "create_key": uuid.uuid4().hex}
+    data = {"body": text, "resource_pool": pool, "create_key": key or uuid.uuid4().hex}
     data["action"] = f"language-{language}"
     if refused:
         data["refused"] = "1"
@@ -981,5 +1101,50 @@ def test_a_refused_import_survives_the_language_switch(browser, live_server, ali
         expect(page.locator("#import-problems")).to_contain_text("请求未能导入")
         assert page.locator("#import-body").input_value().strip() == refused.strip()
         assert not Draft.objects.exists()
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_secret_typed_in_a_refused_import_reaches_the_draft_after_a_language_switch(
+    browser, live_server, alice, javascript
+):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
+    )
+    page = context.new_page()
+    seen: list[str] = []  # each page as the browser has it
+    try:
+        page.goto("/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+        page.goto("/create/")
+        page.fill("#import-body", json.dumps(secret_body(priority="urgent"), indent=2))
+        page.select_option("#import-pool", "local")
+        page.click("#import-submit")
+        expect(page.locator("#import-problems")).to_be_visible()
+        seen.append(page.content())
+        page.click("[data-language=en]")
+        expect(page.locator("html")).to_have_attribute("lang", "en")
+        expect(page.locator("#import-body-errors")).to_contain_text("priority")
+        seen.append(page.content())
+
+        # Fixed in the box, where the secrets read ******: imported with them.
+        box = page.locator("#import-body").input_value()
+        assert W.MASK in box
+        page.fill("#import-body", box.replace('"urgent"', '"high"'))
+        page.click("#import-submit")
+
+        page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+        expect(page.locator("main")).to_contain_text("Imported from a request")
+        assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
+        seen.append(page.content())
+        page.goto(step_url(Draft.objects.get(), W.IMAGE))
+        seen.append(page.content())
+        assert len(seen) == 4 and not any(SECRET in text for text in seen)
     finally:
         context.close()

@@ -475,6 +475,15 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         except BackendError as exc:
             return self._unusable(exc)
 
+    def pool_names(self) -> dict[str, str]:
+        # The pools of the inventory's last read, as they are: no refresh started, no wait (a
+        # page that reads the figures, the pools page or the full job list, refreshes it).
+        # Before the first read there are none, and a job shows its pool's id.
+        try:
+            return {p.id: p.name for p in self._inventory().pools}
+        except BackendError:
+            return {}
+
     # -- what AIHC cannot run --------------------------------------------------------
 
     def check_spec(self, spec: spec_module.JobSpec) -> dict[str, list[str]]:

@@ -132,6 +132,12 @@ class Backend(ABC):
     def pool(self, pool_id: str) -> Pool | None:
         return next((p for p in self.pools() if p.id == pool_id), None)
 
+    def pool_names(self) -> dict[str, str]:
+        """The names of the pools offered now, by id, for lists that show many jobs and are
+        refreshed often (the job list, the admin's): a backend that can tell them without a
+        query, a remote call or a wait on its figures says so by overriding this."""
+        return {p.id: p.name for p in self.pools()}
+
     def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
         """Refusals particular to this backend (field path -> messages)."""
         return {}

@@ -575,6 +575,18 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             for namespace in config.namespaces
         ]
 
+    def pool_names(self) -> dict[str, str]:
+        # From the settings alone: no API server asked.
+        try:
+            config = self._config()
+        except BackendError:
+            return {}
+        return {pool_id(ns): self._pool_name(config, ns) for ns in config.namespaces}
+
+    @staticmethod
+    def _pool_name(config: Config, namespace: str) -> str:
+        return f"{config.cluster_name} · {namespace}"
+
     @staticmethod
     def _pool(
         config: Config,
@@ -614,7 +626,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         age = (timezone.now() - as_of).total_seconds() if as_of is not None else None
         return Pool(
             id=pool_id(namespace),
-            name=f"{config.cluster_name} · {namespace}",
+            name=KubernetesBackend._pool_name(config, namespace),
             backend=NAME,
             queues=list(config.queues),
             accelerators=[

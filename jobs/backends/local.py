@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from jobs.spec import JobSpec
 
 POOL_ID = "local"
+POOL_NAME = "本机 Local"
 # Shown in the environment preview for what the runner decides only when an attempt starts.
 PORT_AT_START = gettext_lazy("<free port>")
 NVIDIA_RESOURCE = "nvidia.com/gpu"
@@ -93,6 +94,10 @@ def host_volumes() -> list[HostVolume]:
 class LocalBackend(Backend):
     name = "local"
 
+    def pool_names(self) -> dict[str, str]:
+        # Without its idle cards (a query) or nvidia-smi.
+        return {POOL_ID: POOL_NAME}
+
     def pools(self) -> list[Pool]:
         from jobs.runner import current_capacity
 
@@ -106,7 +111,7 @@ class LocalBackend(Backend):
         return [
             Pool(
                 id=POOL_ID,
-                name="本机 Local",
+                name=POOL_NAME,
                 backend=self.name,
                 queues=local_queues(),
                 accelerators=stock,
