@@ -3,7 +3,7 @@ worker may dispatch.
 
 One worker dispatches per database: it holds a lease, the one row of models.WorkerHeartbeat
 (the holder's random instance id, host, pid, run directory, since when), renewed as it ticks,
-at most every HEARTBEAT_SECONDS (one indexed UPDATE). A second worker sharing the database
+at most every WORKER_HEARTBEAT_SECONDS (one indexed UPDATE). A second worker sharing the database
 (another host, or another run directory) fails to take it and stands by, trying again as it
 ticks; it takes the lease over once the holder stopped cleanly (SIGTERM, Ctrl-C) or its lease
 is older than WORKER_STALE_SECONDS (killed, hung, its machine gone). Taking and renewing are
@@ -53,7 +53,6 @@ from django.utils.translation import ngettext
 
 from .models import Job, JobStatus, WorkerHeartbeat, WorkerProcess
 
-HEARTBEAT_SECONDS = 5.0
 # The one row's key.
 HEARTBEAT_PK = 1
 # How long staff's list of workers remembers one that stopped beating.
