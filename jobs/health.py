@@ -400,6 +400,26 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
         return True
 
 
+def holds_lease(*, worker: WorkerIdentity) -> bool:
+    """Whether `worker` still holds the lease: not taken over by another, not given up.
+
+    The fence of a step that two workers must never both take (jobs.runner.start_job): asked
+    in that step's own transaction, with the lease's row locked, so a takeover lands either
+    before it (this answers False and the step is not taken) or after its commit (the new
+    holder then reads what it did). On SQLite the transaction holds the database's write lock
+    from its BEGIN (IMMEDIATE), which a takeover's UPDATE needs too; on PostgreSQL the row
+    lock makes a takeover's UPDATE wait for the commit. A lease that merely looks lapsed
+    (renewed longer than WORKER_STALE_SECONDS ago) but that nobody took still counts as held:
+    no other worker can have acted on it."""
+    return (
+        WorkerHeartbeat.objects.select_for_update()
+        .filter(pk=HEARTBEAT_PK, holder=worker.instance, stopped_at=None)
+        .values_list("pk", flat=True)
+        .first()
+        is not None
+    )
+
+
 def active_runner() -> str | None:
     """Where the active worker runs local jobs, as jobs.runner.runner_key names it (host and
     run directory); None while no worker runs (stale, stopped, or never seen): then no

@@ -143,7 +143,11 @@ class Worker:
         except Exception:
             logger.exception("checking disk pressure failed")
         self.supervise_local()
-        dispatch_local(children=self.children, network_problem=self.identity.network_problem)
+        dispatch_local(
+            children=self.children,
+            network_problem=self.identity.network_problem,
+            worker=self.identity,
+        )
         self.dispatch_remote()
         if time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS:
             self.last_remote_sync = time.monotonic()
