@@ -18,7 +18,10 @@ that cannot take it (another holds it, on another host or another run directory)
 it logs who holds it, beats its own row so staff see it, and tries again every
 WORKER_HEARTBEAT_SECONDS; it takes over once the holder stopped cleanly or went stale. A worker
 that finds its lease taken over (it had not renewed it for WORKER_STALE_SECONDS: hung, or cut
-off from the database) stops dispatching at once and stands by in turn.
+off from the database) stops dispatching at once and stands by in turn. A step it was in the
+middle of still finishes, so a job start is fenced: made only in a transaction that finds this
+worker still holding the lease (jobs.runner.start_job). tests/test_worker_chaos.py kills and
+freezes real workers at random to check nothing is lost or run twice.
 Only one worker runs per run directory too: it holds an exclusive lock on `worker.lock`
 before anything else, so two started there by mistake do not even stand by side by side.
 Local jobs started by a worker on another host or run directory are not followed by this one
