@@ -645,18 +645,26 @@ except ValueError:
 LOCAL_PORTS = (_low, _high)
 # How often the worker dispatches, supervises and syncs (seconds).
 WORKER_POLL_SECONDS = envfloat("WORKER_POLL_SECONDS", 1, positive=True)
+# How often the worker renews its lease and beats its own row (jobs.health), and how often a
+# worker standing by tries to take the lease over (seconds). One indexed UPDATE each time;
+# at least 0.5 s (a shorter one only adds writes), at most 60 s.
+WORKER_HEARTBEAT_SECONDS = envfloat("WORKER_HEARTBEAT_SECONDS", 5, positive=True)
+if not 0.5 <= WORKER_HEARTBEAT_SECONDS <= 60:
+    raise ImproperlyConfigured(
+        f"WORKER_HEARTBEAT_SECONDS is between 0.5 and 60 seconds, not {WORKER_HEARTBEAT_SECONDS:g}"
+    )
 # After how long without a heartbeat the worker counts as not running (jobs.health): the
 # health endpoint answers 503, users waiting on it see a banner, and a worker standing by
 # takes its lease over (aged on the database's clock). It beats every tick, at
-# most every 5 s, so less than twice a tick plus those 5 s would report a live worker dead
-# (the default grows with a long WORKER_POLL_SECONDS; a value set too short is refused).
-WORKER_STALE_SECONDS = envfloat(
-    "WORKER_STALE_SECONDS", max(60, 2 * (WORKER_POLL_SECONDS + 5)), positive=True
-)
-if WORKER_STALE_SECONDS < 2 * (WORKER_POLL_SECONDS + 5):
+# most every WORKER_HEARTBEAT_SECONDS, so less than twice a tick plus a heartbeat would
+# report a live worker dead (the default grows with a long WORKER_POLL_SECONDS or
+# WORKER_HEARTBEAT_SECONDS; a value set too short is refused).
+_STALE_AT_LEAST = 2 * (WORKER_POLL_SECONDS + WORKER_HEARTBEAT_SECONDS)
+WORKER_STALE_SECONDS = envfloat("WORKER_STALE_SECONDS", max(60, _STALE_AT_LEAST), positive=True)
+if WORKER_STALE_SECONDS < _STALE_AT_LEAST:
     raise ImproperlyConfigured(
-        f"WORKER_STALE_SECONDS is at least twice (WORKER_POLL_SECONDS + 5 s), "
-        f"{2 * (WORKER_POLL_SECONDS + 5):g} here, not {WORKER_STALE_SECONDS:g}"
+        f"WORKER_STALE_SECONDS is at least twice (WORKER_POLL_SECONDS + "
+        f"WORKER_HEARTBEAT_SECONDS), {_STALE_AT_LEAST:g} here, not {WORKER_STALE_SECONDS:g}"
     )
 # How often remote (non-local) jobs are synced with their backend (seconds).
 WORKER_REMOTE_SYNC_SECONDS = envfloat("WORKER_REMOTE_SYNC_SECONDS", 15)

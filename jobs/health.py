@@ -3,7 +3,7 @@ worker may dispatch.
 
 One worker dispatches per database: it holds a lease, the one row of models.WorkerHeartbeat
 (the holder's random instance id, host, pid, run directory, since when), renewed as it ticks,
-at most every HEARTBEAT_SECONDS (one indexed UPDATE). A second worker sharing the database
+at most every WORKER_HEARTBEAT_SECONDS (one indexed UPDATE). A second worker sharing the database
 (another host, or another run directory) fails to take it and stands by, trying again as it
 ticks; it takes the lease over once the holder stopped cleanly (SIGTERM, Ctrl-C) or its lease
 is older than WORKER_STALE_SECONDS (killed, hung, its machine gone). Taking and renewing are
@@ -55,7 +55,6 @@ from django.utils.translation import gettext_noop, ngettext
 from .models import Job, JobStatus, WorkerHeartbeat, WorkerProcess
 from .texts import display_text, recorded, source_of
 
-HEARTBEAT_SECONDS = 5.0
 # The one row's key.
 HEARTBEAT_PK = 1
 # How long staff's list of workers remembers one that stopped beating.
@@ -446,6 +445,26 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
         except IntegrityError:
             return False
         return True
+
+
+def holds_lease(*, worker: WorkerIdentity) -> bool:
+    """Whether `worker` still holds the lease: not taken over by another, not given up.
+
+    The fence of a step that two workers must never both take (jobs.runner.start_job): asked
+    in that step's own transaction, with the lease's row locked, so a takeover lands either
+    before it (this answers False and the step is not taken) or after its commit (the new
+    holder then reads what it did). On SQLite the transaction holds the database's write lock
+    from its BEGIN (IMMEDIATE), which a takeover's UPDATE needs too; on PostgreSQL the row
+    lock makes a takeover's UPDATE wait for the commit. A lease that merely looks lapsed
+    (renewed longer than WORKER_STALE_SECONDS ago) but that nobody took still counts as held:
+    no other worker can have acted on it."""
+    return (
+        WorkerHeartbeat.objects.select_for_update()
+        .filter(pk=HEARTBEAT_PK, holder=worker.instance, stopped_at=None)
+        .values_list("pk", flat=True)
+        .first()
+        is not None
+    )
 
 
 def active_runner() -> str | None:

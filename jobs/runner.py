@@ -58,7 +58,7 @@ from . import cgroups, network
 from . import logs as job_logs
 from .alerts import job_alert
 from .backends.local import detected_accelerators, host_volumes
-from .health import active_runner
+from .health import WorkerIdentity, active_runner, holds_lease
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
@@ -1064,11 +1064,36 @@ def _exclusive_cpus_in_use() -> set[int]:
     return used
 
 
-def start_job(job: Job, alloc: Allocation, *, children: Children | None = None) -> bool:
-    """Queued -> Running with the allocation recorded, then starts the processes."""
+def start_job(
+    job: Job,
+    alloc: Allocation,
+    *,
+    children: Children | None = None,
+    worker: WorkerIdentity | None = None,
+) -> bool:
+    """Queued -> Running with the allocation recorded, then starts the processes.
+
+    `worker`: the worker whose scheduling pass this is. The start is made only if it still
+    holds the lease, checked in the same transaction as the switch to Running (the fence,
+    jobs.health.holds_lease). Without it, a worker whose pass blocked past a takeover (a slow
+    disk, a paused machine) would start a job on the allocation it worked out before the
+    takeover: the status switch is conditional on Queued, so never the same job twice, but
+    the new holder may have given those cards (or the last of LOCAL_MAX_RUNNING_JOBS) to
+    another job meanwhile, and two jobs would run on one card. None: not checked (a
+    scheduling pass run by hand, in tests and benchmarks).
+
+    Everything a worker does after a job started is fenced otherwise: only the worker that
+    holds `worker.lock` of the run directory the job started in follows it
+    (jobs.runner.followed_here, jobs.worker.take_worker_lock), so a worker that took over
+    elsewhere never launches, restarts or ends its replicas, and a stale holder that carries
+    on a step past a takeover is the only process following its own jobs; each change to the
+    job is conditional on what it read (jobs.services.job_transition)."""
     spec = job.job_spec()
     now = timezone.now()
     with transaction.atomic():
+        if worker is not None and not holds_lease(worker=worker):
+            logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
+            return False
         cards = ", ".join(f"{card} {idx}" for card, idx in alloc.devices.items())
         if not job_transition(
             job=job,

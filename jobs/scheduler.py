@@ -52,7 +52,7 @@ from django.db.models import (
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
-from .health import WorkerState, problem_recorded, worker_state
+from .health import WorkerIdentity, WorkerState, holds_lease, problem_recorded, worker_state
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
@@ -96,8 +96,13 @@ WORKER_DOWN_MESSAGE = gettext_noop(
 )
 
 
-def dispatch_local(*, children: dict | None = None, network_problem: str = "") -> list[Job]:
+def dispatch_local(
+    *, children: dict | None = None, network_problem: str = "", worker: WorkerIdentity | None = None
+) -> list[Job]:
     """One scheduling pass over the queued local jobs; returns the jobs it started.
+
+    `worker`: the worker making the pass; each start is made only while it still holds the
+    lease (jobs.runner.start_job), and the pass ends at the first it no longer does.
 
     `network_problem`: why the worker cannot make the network namespaces of
     LOCAL_JOB_NETWORK=isolated (its start-up check, jobs.worker.checked_identity). Then no
@@ -186,12 +191,19 @@ def dispatch_local(*, children: dict | None = None, network_problem: str = "") -
             held_for(job, DISK_PRESSURE, held)
             blocked.add(queue)
             continue
-        if start_job(job, allocation, children=children):
+        if start_job(job, allocation, children=children, worker=worker):
             started.append(job)
             usage.setdefault(owner_id, Usage()).add(need.cards)
             if group_id is not None:
                 group_running[group_id] += 1
+        elif worker is not None and not _still_holds(worker):
+            break  # taken over: the new holder makes the passes from now on
     return started
+
+
+def _still_holds(worker: WorkerIdentity) -> bool:
+    with transaction.atomic():  # (holds_lease locks the lease's row)
+        return holds_lease(worker=worker)
 
 
 def network_waiting_message(problem: str) -> str:

@@ -9,16 +9,19 @@ Each tick it
 4. deletes finished local jobs whose retention period has passed, and those whose owner
    asked to delete them while they ran (normally done as they end; this catches a worker
    killed in between, and a Delete that arrived just as the job ended).
-Before all that it renews its lease (jobs.health), at most every HEARTBEAT_SECONDS; stopped
+Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS; stopped
 cleanly, it gives the lease up.
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
 Only one worker dispatches per database: it holds the database lease (jobs.health). A worker
 that cannot take it (another holds it, on another host or another run directory) stands by:
 it logs who holds it, beats its own row so staff see it, and tries again every
-HEARTBEAT_SECONDS; it takes over once the holder stopped cleanly or went stale. A worker
+WORKER_HEARTBEAT_SECONDS; it takes over once the holder stopped cleanly or went stale. A worker
 that finds its lease taken over (it had not renewed it for WORKER_STALE_SECONDS: hung, or cut
-off from the database) stops dispatching at once and stands by in turn.
+off from the database) stops dispatching at once and stands by in turn. A step it was in the
+middle of still finishes, so a job start is fenced: made only in a transaction that finds this
+worker still holding the lease (jobs.runner.start_job). tests/test_worker_chaos.py kills and
+freezes real workers at random to check nothing is lost or run twice.
 Only one worker runs per run directory too: it holds an exclusive lock on `worker.lock`
 before anything else, so two started there by mistake do not even stand by side by side.
 Local jobs started by a worker on another host or run directory are not followed by this one
@@ -51,7 +54,6 @@ from django.utils.translation import gettext_noop
 from . import cgroups, network
 from .backends import BackendError, get_backend
 from .health import (
-    HEARTBEAT_SECONDS,
     WorkerIdentity,
     forget_old_workers,
     worker_beat,
@@ -144,7 +146,11 @@ class Worker:
         except Exception:
             logger.exception("checking disk pressure failed")
         self.supervise_local()
-        dispatch_local(children=self.children, network_problem=self.identity.network_problem)
+        dispatch_local(
+            children=self.children,
+            network_problem=self.identity.network_problem,
+            worker=self.identity,
+        )
         self.dispatch_remote()
         if time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS:
             self.last_remote_sync = time.monotonic()
@@ -154,7 +160,7 @@ class Worker:
         self.reap()
 
     def beat(self) -> None:
-        """Renews the lease: each tick, but written at most every HEARTBEAT_SECONDS (a tick
+        """Renews the lease: each tick, but written at most every WORKER_HEARTBEAT_SECONDS (a tick
         may come every 50 ms while jobs are submitted). A tick that hangs longer than
         WORKER_STALE_SECONDS (e.g. a platform timing out on every job) shows as a stopped
         worker, which it is for the jobs waiting on it, and lets a standby take over.
@@ -164,7 +170,7 @@ class Worker:
         WORKER_STALE_SECONDS), so it never dispatches past the point where another worker
         may have taken over."""
         now = time.monotonic()
-        if self.last_beat is not None and now - self.last_beat < HEARTBEAT_SECONDS:
+        if self.last_beat is not None and now - self.last_beat < settings.WORKER_HEARTBEAT_SECONDS:
             return
         try:
             held = worker_beat(worker=self.identity)
@@ -399,9 +405,9 @@ def wait_for_work(stop: threading.Event, timeout: float) -> None:
 
 def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | None:
     """Stands by until this worker holds the database lease, or is asked to stop (None).
-    Tries every HEARTBEAT_SECONDS, beating its own row meanwhile; says who holds the lease
+    Tries every WORKER_HEARTBEAT_SECONDS, beating its own row meanwhile; says who holds the lease
     when it starts waiting and whenever the holder changes. Returns when (monotonic) the
-    lease was taken: the Worker's first renewal is due HEARTBEAT_SECONDS after it."""
+    lease was taken: the Worker's first renewal is due WORKER_HEARTBEAT_SECONDS after it."""
     told = None
     while not stop.is_set():
         asked = time.monotonic()
@@ -424,7 +430,7 @@ def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | N
                     holder.pid,
                     holder.started_at.isoformat() if holder.started_at else "?",
                 )
-        stop.wait(HEARTBEAT_SECONDS)
+        stop.wait(settings.WORKER_HEARTBEAT_SECONDS)
     return None
 
 

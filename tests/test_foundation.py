@@ -256,6 +256,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"WORKER_STALE_SECONDS": "0"},
         {"WORKER_STALE_SECONDS": "soon"},
         {"WORKER_POLL_SECONDS": "10", "WORKER_STALE_SECONDS": "29"},
+        {"WORKER_HEARTBEAT_SECONDS": "0.1"},
+        {"WORKER_HEARTBEAT_SECONDS": "120"},
+        {"WORKER_HEARTBEAT_SECONDS": "often"},
+        {"WORKER_HEARTBEAT_SECONDS": "1", "WORKER_STALE_SECONDS": "3"},
         {"JOB_MINUTE_SECONDS": "0"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_READ_TIMEOUT": "0"},
         {"LOG_LEVEL": "verbose"},
@@ -304,6 +308,29 @@ def test_startup_stops_with_a_message_naming_the_variable_when_a_value_is_bad(tm
     assert result.stderr.startswith(f"Configuration error: {name}")
     assert "Traceback" not in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_the_heartbeat_is_read_and_lets_a_short_stale_threshold_through(tmp_path):
+    code = (
+        "from django.conf import settings as s; "
+        "print(s.WORKER_HEARTBEAT_SECONDS, s.WORKER_STALE_SECONDS)"
+    )
+
+    given = manage(
+        tmp_path,
+        "shell",
+        "--no-imports",
+        "-c",
+        code,
+        WORKER_POLL_SECONDS="0.1",
+        WORKER_HEARTBEAT_SECONDS="1",
+        WORKER_STALE_SECONDS="3",
+    )
+    default = manage(tmp_path, "shell", "--no-imports", "-c", code)
+
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.split() == ["1.0", "3.0"]
+    assert default.stdout.split() == ["5.0", "60.0"]
 
 
 def test_the_log_cap_is_read_and_defaults_to_1024_mb(tmp_path):

@@ -34,11 +34,22 @@ from jobs.models import (
     WorkerHeartbeat,
     WorkerProcess,
 )
-from jobs.runner import attempt_dir
+from jobs.runner import attempt_dir, current_capacity, requirement, start_job
+from jobs.scheduler import dispatch_local
+from jobs.spec import Role
 from jobs.worker import LeaseLost, Worker
 
 from .conftest import log_in
-from .runner_helpers import make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
+from .runner_helpers import (  # noqa: F401
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,
+    status_of,
+    submit,
+)
 from .test_worker import query, start_worker, wait_for, world  # noqa: F401
 
 STALE_EN = (
@@ -181,6 +192,58 @@ def test_a_worker_whose_lease_was_taken_over_stops_dispatching(db, runner_settin
 
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
+
+
+def test_a_worker_whose_pass_blocked_past_a_takeover_does_not_start_a_job_on_cards_given_away(
+    db,
+    runner_settings,  # noqa: F811
+    tmp_path,
+):
+    """The gap a lease without a fence leaves: worker A worked out where a queued job goes
+    (the pool's one card), then its pass blocked past WORKER_STALE_SECONDS (a slow disk, a
+    paused machine); B took the lease over and started a job submitted meanwhile (high
+    priority) on that card. A's start, carried on after the takeover, must not happen: its
+    switch to Running is conditional on Queued, which still held, so only the lease, checked
+    in the same transaction, stops it from running a second job on the card."""
+    settings = runner_settings
+    settings.LOCAL_ACCELERATORS = f"{CARD}=1"
+    settings.WORKER_STALE_SECONDS = 60
+    owner = _owner()
+    one_card = [Role("master", 1, accelerator_type=CARD, accelerators=1)]
+    a = Worker(worker_on("gpu-a", 101, run_dir=str(settings.LOCAL_RUN_DIR)))
+    a.tick()  # holds the lease
+    waiting = submit(owner, make_spec(UNTIL_THE_GATE_OPENS, roles=one_card))
+    # A's pass, up to the start of the job: the card is free.
+    allocation = current_capacity().allocate(requirement(waiting.job_spec()))
+    assert allocation is not None
+    lease_renewed(seconds_ago=61)  # A blocked
+    urgent = submit(owner, make_spec(UNTIL_THE_GATE_OPENS, roles=one_card, priority="high"))
+    b = Worker(worker_on("gpu-b", 202, run_dir=str(tmp_path / "b-runs")))
+    b.tick()  # takes over, starts the urgent job on the card
+    assert status_of(urgent) == JobStatus.RUNNING
+
+    started = start_job(waiting, allocation, children=a.children, worker=a.identity)
+
+    assert started is False
+    assert status_of(waiting) == JobStatus.QUEUED
+    assert not attempt_dir(waiting.public_id, 1).exists()  # nothing launched for it
+    assert [run.devices for run in LocalRun.objects.all()] == [{CARD: [0]}]
+    open_gate(settings)
+
+
+def test_a_pass_ends_at_the_first_start_refused_for_a_lost_lease(db, runner_settings):  # noqa: F811
+    """Once the lease is gone mid-pass, the rest of the queue is left to the new holder."""
+    settings = runner_settings
+    settings.WORKER_STALE_SECONDS = 60
+    owner = _owner()
+    a = Worker(worker_on("gpu-a", 101, run_dir=str(settings.LOCAL_RUN_DIR)))
+    a.tick()
+    jobs = [submit(owner, make_spec("true")) for _ in range(3)]
+    lease_renewed(seconds_ago=61)
+    assert worker_beat(worker=worker_on("gpu-b", 202)) is True
+
+    assert dispatch_local(children=a.children, worker=a.identity) == []
+    assert {status_of(job) for job in jobs} == {JobStatus.QUEUED}
 
 
 def _owner():
