@@ -1,4 +1,5 @@
-"""The wizard's lean widget templates: the markup of Django's own, drawn with fewer templates."""
+"""What drawing a wizard step costs: lean widget templates (the markup of Django's own, with fewer
+templates) and no query a step does not need."""
 
 from __future__ import annotations
 
@@ -6,13 +7,16 @@ import re
 
 import pytest
 from django import forms
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy
 
 from jobs import forms as F
 from jobs import wizard as W
 
-from .test_wizard import A800, complete_steps, new_draft, step_url
+from .test_wizard import A800, HTMX, complete_steps, new_draft, step_url
 
 
 @pytest.fixture(autouse=True)
@@ -83,3 +87,32 @@ def test_no_step_draws_a_widget_through_djangos_attribute_template(alice_client,
     assert "django/forms/widgets/attrs.html" not in used
     assert "django/forms/widgets/input.html" not in used
     assert "django/forms/widgets/select_option.html" not in used
+
+
+def localrun_queries(client, url):
+    with CaptureQueriesContext(connection) as queries:
+        r = client.get(url, headers=HTMX)
+    assert r.status_code == 200
+    return [q["sql"] for q in queries if "jobs_localrun" in q["sql"]]
+
+
+def test_only_what_shows_idle_cards_reads_the_local_pools_running_jobs(alice_client):
+    """The local pool's idle counts come from its running jobs (one query): read by the
+    resources step and the idle-count poll, not by steps and partials that only use the
+    pool's queues, volumes or card totals."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    for step in (W.BASIC, W.IMAGE, W.DATA, W.FAULT, W.ADVANCED):
+        assert localrun_queries(alice_client, step_url(draft, step)) == [], step
+    partials = [
+        reverse("wizard-queues", args=[draft.id]) + "?resource_pool=local",
+        reverse("wizard-aiak", args=[draft.id]) + "?creation_mode=aiak&aiak_template=llama2-7b",
+        reverse("wizard-mount-row", args=[draft.id]) + "?row=0&mounts-0-type=hostpath",
+    ]
+    for url in partials:
+        assert localrun_queries(alice_client, url) == [], url
+    assert len(localrun_queries(alice_client, step_url(draft, W.RESOURCES))) == 1
+    idle = reverse("wizard-idle", args=[draft.id]) + (
+        f"?row=0&roles-0-use_accelerator=on&roles-0-accelerator_type={A800}"
+    )
+    assert len(localrun_queries(alice_client, idle)) == 1
