@@ -116,3 +116,13 @@ def test_only_what_shows_idle_cards_reads_the_local_pools_running_jobs(alice_cli
         f"?row=0&roles-0-use_accelerator=on&roles-0-accelerator_type={A800}"
     )
     assert len(localrun_queries(alice_client, idle)) == 1
+
+
+def test_the_review_reads_the_user_once(alice_client):
+    """The draft's owner is the user the request already read (their quota is checked)."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    with CaptureQueriesContext(connection) as queries:
+        r = alice_client.get(step_url(draft, W.REVIEW))
+    assert r.status_code == 200
+    assert len([q for q in queries if 'FROM "auth_user"' in q["sql"]]) == 1
