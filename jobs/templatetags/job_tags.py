@@ -83,7 +83,10 @@ def widget_attrs(attrs: dict[str, Any]) -> SafeString:
         if value is True:
             parts.append(f" {conditional_escape(name)}")
             continue
-        text = "%s" % (str(value) if isinstance(value, tuple) else value)
+        try:  # as the stringformat filter: a value that cannot be formatted writes ""
+            text = "%s" % (str(value) if isinstance(value, tuple) else value)
+        except (TypeError, ValueError):
+            text = ""
         parts.append(
             f' {conditional_escape(name)}="{text if isinstance(value, SafeData) else escape(text)}"'
         )
