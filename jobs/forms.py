@@ -15,6 +15,7 @@ from crispy_forms.helper import FormHelper
 from crispy_forms.layout import Div, Field, Layout
 from django import forms
 from django.forms import formset_factory
+from django.utils.functional import cached_property
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
@@ -68,6 +69,20 @@ MAX_ROWS = S.MAX_ENVS  # rows of each table; the spec allows no more (envs, moun
 FIELD_TEMPLATE = "jobs/wizard/field.html"
 # Found by the form renderer in this app's templates/ folder.
 LEAN_SELECT_TEMPLATE = "jobs/widgets/select.html"
+LEAN_INPUT_TEMPLATE = "jobs/widgets/input.html"
+# Django's widget templates, drawn leaner with the same markup: a text input is text.html,
+# which includes input.html, which includes attrs.html (three templates and a loop of three
+# tags per attribute); ours is one template and a filter. Exact classes only: a subclass may
+# have a template of its own (VolumeSelect).
+LEAN_WIDGET_TEMPLATES: dict[type[forms.Widget], str] = {
+    forms.TextInput: LEAN_INPUT_TEMPLATE,
+    forms.NumberInput: LEAN_INPUT_TEMPLATE,
+    forms.PasswordInput: LEAN_INPUT_TEMPLATE,
+    forms.HiddenInput: LEAN_INPUT_TEMPLATE,
+    forms.CheckboxInput: LEAN_INPUT_TEMPLATE,
+    forms.Textarea: "jobs/widgets/textarea.html",
+    forms.Select: LEAN_SELECT_TEMPLATE,
+}
 
 
 class WizardField(Field):
@@ -88,18 +103,30 @@ def _helper(*fields: Any, show_errors: bool = True) -> FormHelper:
     return helper
 
 
-def _lean_selects(form: forms.BaseForm) -> None:
-    """Plain selects render their options inline: Django renders a template per option,
-    which made the 40-entry AIAK template list the most expensive part of its partial."""
+def _lean_widgets(form: forms.BaseForm) -> None:
+    """The form's widgets drawn through LEAN_WIDGET_TEMPLATES. Plain selects also render
+    their options inline: Django renders a template per option, which made the 40-entry AIAK
+    template list the most expensive part of its partial."""
     for field in form.fields.values():
-        if type(field.widget) is forms.Select:
-            field.widget.template_name = LEAN_SELECT_TEMPLATE
+        lean = LEAN_WIDGET_TEMPLATES.get(type(field.widget))
+        if lean is not None:
+            field.widget.template_name = lean
+
+
+class LeanFormSet(forms.BaseFormSet):
+    """A formset whose management form (four hidden inputs) is drawn with lean widgets too."""
+
+    @cached_property
+    def management_form(self) -> forms.Form:
+        form = super().management_form
+        _lean_widgets(form)
+        return form
 
 
 def _styled(form: forms.BaseForm) -> None:
     """Bootstrap classes and accessible names for fields rendered by hand in the row tables
     (the column header names a cell for the eye; aria-label names it for a screen reader)."""
-    _lean_selects(form)
+    _lean_widgets(form)
     row = (form.prefix or "").rsplit("-", 1)[-1]
     for field in form.fields.values():
         widget = field.widget
@@ -121,7 +148,7 @@ class StepForm(forms.Form):
     def __init__(self, *args: Any, show_errors: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.show_errors = show_errors
-        _lean_selects(self)
+        _lean_widgets(self)
 
 
 def _mark_required(form: forms.Form, *names: str) -> None:
@@ -813,13 +840,28 @@ class SubmissionForm(StepForm):
 
 
 EnvFormSet = formset_factory(
-    EnvForm, extra=0, max_num=MAX_ROWS, absolute_max=MAX_ROWS, validate_max=True
+    EnvForm,
+    formset=LeanFormSet,
+    extra=0,
+    max_num=MAX_ROWS,
+    absolute_max=MAX_ROWS,
+    validate_max=True,
 )
 RoleFormSet = formset_factory(
-    RoleForm, extra=0, max_num=MAX_ROWS, absolute_max=MAX_ROWS, validate_max=True
+    RoleForm,
+    formset=LeanFormSet,
+    extra=0,
+    max_num=MAX_ROWS,
+    absolute_max=MAX_ROWS,
+    validate_max=True,
 )
 MountFormSet = formset_factory(
-    MountForm, extra=0, max_num=MAX_ROWS, absolute_max=MAX_ROWS, validate_max=True
+    MountForm,
+    formset=LeanFormSet,
+    extra=0,
+    max_num=MAX_ROWS,
+    absolute_max=MAX_ROWS,
+    validate_max=True,
 )
 
 

@@ -691,11 +691,13 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         formset = F.EnvFormSet(data, prefix="env")
         for row in formset.forms:
             if row["secret"].value():
-                row.fields["value"].widget = F.forms.PasswordInput(
+                masked = F.forms.PasswordInput(
                     render_value=False,
                     # The plain input's attributes (its class, its accessible name "Value N").
                     attrs={**row.fields["value"].widget.attrs, "placeholder": MASK},
                 )
+                masked.template_name = F.LEAN_WIDGET_TEMPLATES[F.forms.PasswordInput]
+                row.fields["value"].widget = masked
     elif step == RESOURCES:
         card_types = [a.type for a in state.pool.accelerators] if state.pool else []
         formset = F.RoleFormSet(

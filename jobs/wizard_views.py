@@ -42,7 +42,11 @@ def _draft(request: AuthenticatedHttpRequest, draft_id: Any, *only: str) -> Draf
     """The user's draft (404 for anyone else's); `only` limits the columns read, for
     partials that need just its id (a draft's data can be large)."""
     drafts = Draft.objects.only(*only) if only else Draft.objects.all()
-    return get_object_or_404(drafts, id=draft_id, owner=request.user)
+    draft = get_object_or_404(drafts, id=draft_id, owner=request.user)
+    # Its owner is the user already read for the request: no second query of the same row
+    # (the review and submission steps check the owner's quota).
+    draft.owner = request.user
+    return draft
 
 
 def _draft_pool_id(request: AuthenticatedHttpRequest, draft_id: Any) -> str:

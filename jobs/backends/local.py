@@ -6,6 +6,7 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -34,6 +35,21 @@ if TYPE_CHECKING:
 
 POOL_ID = "local"
 POOL_NAME = "本机 Local"
+
+
+class _LocalStock(AcceleratorStock):
+    """A local card type's stock whose idle count is read on first use (LocalBackend.pools)."""
+
+    def __init__(self, *, type: str, total: int, free: Callable[[], dict[str, list[int]]]):
+        self.type = type
+        self.total = total
+        self._free = free
+
+    @property  # type: ignore[override]
+    def idle(self) -> int:
+        return len(self._free().get(self.type, []))
+
+
 # Shown in the environment preview for what the runner decides only when an attempt starts.
 PORT_AT_START = gettext_lazy("<free port>")
 NVIDIA_RESOURCE = "nvidia.com/gpu"
@@ -102,10 +118,13 @@ class LocalBackend(Backend):
         from jobs.runner import current_capacity
 
         # Idle is what the scheduler would hand out now: the cards no dispatched local job
-        # holds (LocalRun.devices), not a second count derived from job specs.
-        free = current_capacity().free_devices
-        stock = [
-            AcceleratorStock(type=name, total=total, idle=len(free.get(name, [])))
+        # holds (LocalRun.devices), not a second count derived from job specs. Read when a
+        # figure is first asked for, once for all of the pool's cards: most wizard steps and
+        # partials look the pool up for its queues, volumes or totals and show no idle count,
+        # and need not query the running jobs.
+        free = cache(lambda: current_capacity().free_devices)
+        stock: list[AcceleratorStock] = [
+            _LocalStock(type=name, total=total, free=free)
             for name, total in sorted(detected_accelerators().items())
         ]
         return [

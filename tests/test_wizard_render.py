@@ -1,0 +1,133 @@
+"""What drawing a wizard step costs: lean widget templates (the markup of Django's own, with fewer
+templates) and no query a step does not need."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django import forms
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+from django.utils.translation import gettext_lazy
+
+from jobs import forms as F
+from jobs import wizard as W
+
+from .test_wizard import A800, HTMX, complete_steps, image_data, new_draft, step_url
+
+
+@pytest.fixture(autouse=True)
+def _local_pool(settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+
+
+# Every kind of attribute value Django's attrs.html treats differently: True (a bare name),
+# False (left out), None (written "None"), safe text (not escaped), text to escape, numbers,
+# tuples and lazy translations.
+ATTRS = {
+    "id": "id_x",
+    "class": "form-control",
+    "aria-label": "a \"quoted\" <b> & 'c'",
+    "autofocus": True,
+    "disabled": False,
+    "data-none": None,
+    "data-safe": mark_safe("<i>kept</i>"),
+    "data-n": 3,
+    "data-pair": ("a", 1),
+    "placeholder": gettext_lazy("Name"),
+}
+CHOICES = [("", "—"), ("a", "A & <b>"), ("b", "B")]
+
+
+def widget_cases():
+    yield forms.TextInput(), ["", 'x <y> & "z"', None, 0]
+    yield forms.NumberInput(), [3, "4", None, 0]
+    yield forms.PasswordInput(render_value=True), ["s3cret", None]
+    yield forms.HiddenInput(), ["1", None]
+    yield forms.CheckboxInput(), [True, False, None, "on"]
+    yield forms.Textarea(), ["line 1\n<b>line 2</b>", "", None]
+    yield forms.Select(choices=CHOICES), ["a", "", None, "missing"]
+
+
+def between_tags(html: str) -> str:
+    return re.sub(r">\s+<", "><", html)
+
+
+@pytest.mark.parametrize("widget,values", list(widget_cases()), ids=lambda c: type(c).__name__)
+def test_the_lean_widget_templates_write_exactly_what_djangos_own_write(widget, values):
+    lean = F.LEAN_WIDGET_TEMPLATES[type(widget)]
+    assert lean != widget.template_name
+    for value in values:
+        for attrs in (ATTRS, {}):
+            djangos = widget.render("field", value, attrs=attrs)
+            widget.template_name, original = lean, widget.template_name
+            try:
+                ours = widget.render("field", value, attrs=attrs)
+            finally:
+                widget.template_name = original
+            # The lean select writes its options without the blank line Django's option
+            # template leaves after each: whitespace between tags is all that may differ.
+            assert between_tags(ours) == between_tags(djangos), (type(widget).__name__, value)
+
+
+@pytest.mark.parametrize("step", W.FORM_STEPS)
+def test_no_step_draws_a_widget_through_djangos_attribute_template(alice_client, step):
+    """Each step's widgets (fields, table rows, formset management forms) are drawn through
+    the lean templates: Django's attrs.html, included once per widget, was the largest single
+    cost of a step page."""
+    draft = new_draft(alice_client)
+    # A secret's value is a password input, swapped in after the row is made.
+    complete_steps(
+        alice_client, draft, image=image_data(envs=[("LR", "3e-4"), ("TOKEN", "s", True)])
+    )
+    r = alice_client.get(step_url(draft, step))
+    if step == W.IMAGE:
+        assert 'type="password" name="env-1-value"' in r.content.decode()
+    assert r.status_code == 200
+    used = {t.name for t in r.templates}
+    assert "django/forms/widgets/attrs.html" not in used
+    assert "django/forms/widgets/input.html" not in used
+    assert "django/forms/widgets/select_option.html" not in used
+
+
+def localrun_queries(client, url):
+    with CaptureQueriesContext(connection) as queries:
+        r = client.get(url, headers=HTMX)
+    assert r.status_code == 200
+    return [q["sql"] for q in queries if "jobs_localrun" in q["sql"]]
+
+
+def test_only_what_shows_idle_cards_reads_the_local_pools_running_jobs(alice_client):
+    """The local pool's idle counts come from its running jobs (one query): read by the
+    resources step and the idle-count poll, not by steps and partials that only use the
+    pool's queues, volumes or card totals."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    for step in (W.BASIC, W.IMAGE, W.DATA, W.FAULT, W.ADVANCED):
+        assert localrun_queries(alice_client, step_url(draft, step)) == [], step
+    partials = [
+        reverse("wizard-queues", args=[draft.id]) + "?resource_pool=local",
+        reverse("wizard-aiak", args=[draft.id]) + "?creation_mode=aiak&aiak_template=llama2-7b",
+        reverse("wizard-mount-row", args=[draft.id]) + "?row=0&mounts-0-type=hostpath",
+    ]
+    for url in partials:
+        assert localrun_queries(alice_client, url) == [], url
+    assert len(localrun_queries(alice_client, step_url(draft, W.RESOURCES))) == 1
+    idle = reverse("wizard-idle", args=[draft.id]) + (
+        f"?row=0&roles-0-use_accelerator=on&roles-0-accelerator_type={A800}"
+    )
+    assert len(localrun_queries(alice_client, idle)) == 1
+
+
+def test_the_review_reads_the_user_once(alice_client):
+    """The draft's owner is the user the request already read (their quota is checked)."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    with CaptureQueriesContext(connection) as queries:
+        r = alice_client.get(step_url(draft, W.REVIEW))
+    assert r.status_code == 200
+    assert len([q for q in queries if 'FROM "auth_user"' in q["sql"]]) == 1
