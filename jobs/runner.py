@@ -1459,9 +1459,8 @@ def exit_message(label: str, code: int) -> RecordedText:
     if code == 127:
         return recorded(
             gettext_noop(
-                "%(replica)s exited with code 127: a command or file was not found. Local "
-                "jobs run on this machine's files, not on their image's (images are not "
-                "pulled); its log says what is missing."
+                "%(replica)s exited with code 127: a command or file was not found (local "
+                "jobs run on this machine's files, not on their image's)."
             ),
             replica=label,
         )

@@ -727,13 +727,14 @@ def test_a_command_not_found_says_the_local_runner_uses_this_machines_files_not_
     alice_client.cookies["django_language"] = "en"
     english = alice_client.get(url).content.decode()
 
-    assert job.status_reason.startswith("master-0 退出，退出码 127：找不到命令或文件。")
-    assert "本机任务使用本机的文件，而不是其镜像中的文件" in chinese
+    assert job.status_reason == (
+        "master-0 退出，退出码 127：找不到命令或文件（本机任务运行在本机的文件上，而不是其镜像中）。"
+    )
+    assert job.status_reason in chinese
     reason = re.search(r'id="status-reason">(.*?)</div>', english).group(1)
     assert reason == (
-        "master-0 exited with code 127: a command or file was not found. Local jobs run on "
-        "this machine&#x27;s files, not on their image&#x27;s (images are not pulled); its "
-        "log says what is missing."
+        "master-0 exited with code 127: a command or file was not found (local jobs run on "
+        "this machine&#x27;s files, not on their image&#x27;s)."
     )
     # Any other code reads as before.
     other = jobs_submit(owner=alice, spec=make_spec("exit 126"), submit_key=str(uuid.uuid4()))[0]
