@@ -183,7 +183,11 @@ def v2_paths(document: dict[str, Any]) -> Callable[[str], str]:
         match = ROLE_PATH.fullmatch(path)
         if match and int(match[1]) < len(role_keys):
             return f"jobSpec.{role_keys[int(match[1])]}{match[2]}"
-        return v1_rename(path)
+        renamed = v1_rename(path)
+        if role_keys and renamed.startswith("jobSpec."):
+            # A role map's image, envs...: the console keeps them once, from its first role.
+            return f"jobSpec.{role_keys[0]}.{renamed.removeprefix('jobSpec.')}"
+        return renamed
 
     return rename
 
