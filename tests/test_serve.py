@@ -200,3 +200,35 @@ def test_serve_fails_when_its_web_server_dies_and_takes_the_worker_down_with_it(
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGINT)
             server.wait(timeout=30)
+
+
+def test_serve_warns_when_browsers_could_not_open_it_by_the_address_it_listens_on(tmp_path):
+    # Found in QA: HOST=0.0.0.0 with ALLOWED_HOSTS left at its loopback default served every
+    # browser on the network a 400 page, and serve had said nothing of it.
+    from jobs.management.commands.serve import unlisted_host_warning
+
+    with socket.socket() as other:  # so serve stops at once, after what it says first
+        other.bind(("127.0.0.2", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "HOST": "127.0.0.2"}
+        env.update(PORT=str(port), ALLOWED_HOSTS="")
+        served = subprocess.run(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert (
+        "Warning: HOST=127.0.0.2, but ALLOWED_HOSTS (127.0.0.1,localhost,[::1]) does not list "
+        "127.0.0.2: a browser opening the console by them gets 400"
+    ) in served.stderr
+    loopback = ["127.0.0.1", "localhost", "[::1]"]
+    assert "does not list this machine's other addresses" in unlisted_host_warning(
+        host="0.0.0.0", allowed=loopback
+    )
+    assert unlisted_host_warning(host="0.0.0.0", allowed=[*loopback, "console.example.com"]) == ""
+    assert unlisted_host_warning(host="127.0.0.1", allowed=loopback) == ""

@@ -27,6 +27,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, host: str, port: str, **options: Any) -> None:
         python = sys.executable
         worker_command = [python, "manage.py", "worker"]
+        warning = unlisted_host_warning(host=host, allowed=settings.ALLOWED_HOSTS)
+        if warning:
+            self.stderr.write(warning)
         # Before anything starts: gunicorn alone would retry the port for 5 s and give up,
         # after the worker had started and "Console on ..." had pointed at whatever holds it.
         if port_in_use(host=host, port=port):
@@ -128,6 +131,32 @@ def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
         # and reload commands from anyone who can reach the file; the console never uses it.
         "--no-control-socket",
     ]
+
+
+LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+def unlisted_host_warning(*, host: str, allowed: list[str]) -> str:
+    """What to say when the address serve listens on is one a browser cannot open the console
+    by, ALLOWED_HOSTS being left at its loopback default: every address of the machine
+    (HOST=0.0.0.0) or one ALLOWED_HOSTS does not list. Such a browser gets 400."""
+    from django.http.request import validate_host
+
+    name = host.strip("[]")
+    if name in ("0.0.0.0", "::"):
+        if {h.lower() for h in allowed} - LOOPBACK_NAMES:
+            return ""
+        what = "this machine's other addresses and names"
+    elif validate_host(f"[{name}]" if ":" in name else name, allowed):
+        return ""
+    else:
+        what = name
+    return (
+        f"Warning: HOST={host}, but ALLOWED_HOSTS ({','.join(allowed)}) does not list {what}: "
+        f"a browser opening the console by them gets 400 (Not an address of this console). "
+        f"Set ALLOWED_HOSTS to the names and addresses people use, and SITE_URL to the one "
+        f"links should carry."
+    )
 
 
 def port_in_use(*, host: str, port: str) -> bool:
