@@ -160,21 +160,20 @@ def unlisted_host_warning(*, host: str, allowed: list[str]) -> str:
 
 
 def port_in_use(*, host: str, port: str) -> bool:
-    """Whether binding host:port fails because something listens there. With SO_REUSEADDR,
-    as gunicorn binds: a port left in TIME_WAIT by a console just stopped is free. Other
-    failures (an address this machine does not have) are left to gunicorn to report."""
-    try:
-        infos = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
-    except (OSError, ValueError):
-        return False
-    for family, kind, proto, _, address in infos:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind(address)
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    return True
+    """Whether binding host:port fails because something listens there, bound as gunicorn
+    binds it: IPv6 for an IPv6 address, else IPv4 (a host name too), with SO_REUSEADDR, so a
+    port left in TIME_WAIT by a console just stopped is free. Other failures (an address
+    this machine does not have) are left to gunicorn to report."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((name, int(port)))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+        except (ValueError, OverflowError):
+            return False
     return False
 
 
