@@ -4,6 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from jobs import accounts, health_views, usage_views
+from jobs.http import bad_request
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -23,3 +24,6 @@ urlpatterns = [
     path("healthz", health_views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
 ]
+
+# A request by a host ALLOWED_HOSTS does not list says so, not "the form may be too large".
+handler400 = bad_request

@@ -76,6 +76,7 @@ from .api_views import (
     queue_found,
     required_param,
     text_param,
+    v1_paths,
 )
 from .backends import AcceleratorStock, Pool
 from .models import Job
@@ -172,6 +173,7 @@ def _queue_name(queue_id: str, pool_id: str) -> str:
 def v2_paths(document: dict[str, Any]) -> Callable[[str], str]:
     """Says a field path of the stored (v1) spec as the v2 body named it."""
     role_keys = list(document["jobSpec"]) if is_role_map(document.get("jobSpec")) else []
+    v1_rename = v1_paths(document)  # what v2 keeps where v1 has it (envs, console, replicas)
 
     def rename(path: str) -> str:
         if path in V2_PATHS:
@@ -181,7 +183,11 @@ def v2_paths(document: dict[str, Any]) -> Callable[[str], str]:
         match = ROLE_PATH.fullmatch(path)
         if match and int(match[1]) < len(role_keys):
             return f"jobSpec.{role_keys[int(match[1])]}{match[2]}"
-        return path
+        renamed = v1_rename(path)
+        if role_keys and renamed.startswith("jobSpec."):
+            # A role map's image, envs...: the console keeps them once, from its first role.
+            return f"jobSpec.{role_keys[0]}.{renamed.removeprefix('jobSpec.')}"
+        return renamed
 
     return rename
 

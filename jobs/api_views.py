@@ -794,6 +794,51 @@ def has_lone_surrogate(document: Any) -> bool:
     return False
 
 
+# Field paths of the console's spec (jobs.spec) that the v1 body writes elsewhere: the
+# console's extensions under `console`, the envs under `jobSpec`.
+V1_PATHS = {
+    "sharedMemoryGi": "console.sharedMemoryGi",
+    "cpuExclusive": "console.cpuExclusive",
+    "timeoutMinutes": "console.timeoutMinutes",
+    "logPersistence": "console.logPersistence",
+    "creationMode": "console.creationMode",
+    "alert.emails": "console.alertChannels.emails",
+    "alert.webhooks": "console.alertChannels.webhooks",
+}
+V1_PREFIXES = {"submission": "console.submission", "aiak": "console.aiak", "envs": "jobSpec.envs"}
+ROLE_PATH = re.compile(r"roles(?:\[(\d+)\](\.\w+)?)?")
+
+
+def v1_paths(document: Any) -> Callable[[str], str]:
+    """Says a field path of the console's spec as the client's v1 body names it. A role's
+    path (`roles[0].accelerators`) names the body's own place for it: `console.roles[0]`'s
+    resources when the body has roles, else `jobSpec.replicas` (instances) or
+    `jobSpec.resources` (cards, CPU, memory), which the roles were read from."""
+    console = document.get("console") if isinstance(document, dict) else None
+    has_roles = isinstance(console, dict) and "roles" in console
+
+    def rename(path: str) -> str:
+        if path in V1_PATHS:
+            return V1_PATHS[path]
+        head, dot, rest = path.partition(".")
+        bracket = head.partition("[")
+        if bracket[0] in V1_PREFIXES:
+            return V1_PREFIXES[bracket[0]] + (bracket[1] + bracket[2]) + dot + rest
+        role = ROLE_PATH.fullmatch(path)
+        if role is None:
+            return path
+        index, field = role[1], role[2] or ""
+        if has_roles:
+            if index is None:
+                return "console.roles"
+            return f"console.roles[{index}]" + (
+                field if field in ("", ".name", ".replicas") else ".resources"
+            )
+        return "jobSpec.replicas" if field in ("", ".replicas") else "jobSpec.resources"
+
+    return rename
+
+
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     pool_id = _pool_param(request)
     document = _body(request)
@@ -803,6 +848,7 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
         document=document,
         token=text_param(request.GET, "clientToken"),
         fingerprint=request.body,
+        rename=v1_paths(document),
     )
     return {"result": {"jobId": job.public_id, "jobName": job.name}}
 

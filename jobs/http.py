@@ -67,3 +67,20 @@ def post_only(
         return wrapped
 
     return decorator
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """Django's 400 page (templates/400.html), except for a request by a host name or address
+    ALLOWED_HOSTS does not list: that page spoke of a form over 2.5 MB, which left someone who
+    opened the console by its IP address (HOST=0.0.0.0) with nothing to go on. Both pages are
+    in both languages, as 400.html is: they are drawn without the request's language (nothing
+    of the request that Django refused is trusted), and the host is shown as sent, escaped."""
+    from django.core.exceptions import DisallowedHost
+    from django.template import loader
+
+    if isinstance(exception, DisallowedHost):
+        host = request.META.get("HTTP_HOST", "")[:255]
+        body = loader.render_to_string("400_host.html", {"host": host})
+    else:
+        body = loader.render_to_string("400.html")
+    return HttpResponse(body, status=400)

@@ -76,7 +76,7 @@ from .sandbox import (
 from .services import job_event, job_spec_or_noted, job_transition, recorded
 from .shim import START_GATE, TmpMeter, remove_tree
 from .spec import MPI, JobSpec, Role
-from .texts import ngettext_noop, recorded_plural, restored, source_of
+from .texts import RecordedText, ngettext_noop, recorded_plural, restored, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -1387,10 +1387,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             )
             break
         if state.phase == "exited" and state.exit_code != 0:
-            failure = (spec and _oom_failure(job, run, spec, replica)) or recorded(
-                gettext_noop("%(replica)s exited with code %(code)s."),
-                replica=label,
-                code=state.exit_code,
+            failure = (spec and _oom_failure(job, run, spec, replica)) or exit_message(
+                label, state.exit_code
             )
             break
     if failure:
@@ -1487,6 +1485,24 @@ def _adopt_unrecorded(
         logger.info("%s: adopted %s (pid %s)", job.public_id, replica, replica.pid)
         adopted.append(replica)
     return adopted
+
+
+def exit_message(label: str, code: int) -> RecordedText:
+    """Why a replica that exited non-zero failed. 127 is the shell's "command not found": on
+    this machine that is most often a program or file only the job's image has (the runner
+    does not pull images, the replica sees this machine's files), so the reason says so
+    rather than leave the number alone; the log has the shell's own line naming what."""
+    if code == 127:
+        return recorded(
+            gettext_noop(
+                "%(replica)s exited with code 127: a command or file was not found (local "
+                "jobs run on this machine's files, not on their image's)."
+            ),
+            replica=label,
+        )
+    return recorded(
+        gettext_noop("%(replica)s exited with code %(code)s."), replica=label, code=code
+    )
 
 
 def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) -> str | None:

@@ -13,6 +13,11 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
 - The pool: the select beside the box when one is chosen (as the API's `resourcePoolId` query
   parameter wins over the body's), else the body's `resourcePoolId`. One the console does not
   offer is refused with the pools it does.
+- The request as a review step or a job page shows it (`POST /api/v1/aijobs?resourcePoolId=…`,
+  its headers, then the body) is taken whole, as people copy it: the request line and headers
+  are read past (blanked, so a JSON error's line and column are still the box's), and the
+  request line's `resourcePoolId` counts as the body's would, winning over it as the API's
+  query does (the select beside the box still wins over both).
 - Refused here: text over MAX_IMPORT_BYTES, JSON that does not parse (its line and column),
   a body the spec cannot read or refuses (each message with its field path, named as the body
   names it). Not refused: what depends on the pool and the moment (idle cards, quota, the
@@ -55,6 +60,7 @@ import json
 import re
 import sys
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
@@ -264,6 +270,28 @@ def draft_import(
     return ImportedDraft(draft, left_out, marked)
 
 
+# A request line as the review step and the job page show it (`POST /api/v1/aijobs?...`, v2's
+# `POST /?action=CreateJob&...`, optionally with the protocol), then header lines, before the body.
+REQUEST_LINE = re.compile(r"[ \t]*(?:POST|PUT)[ \t]+(/\S*)(?:[ \t]+HTTP/[\d.]+)?[ \t]*")
+HEADER_LINE = re.compile(r"[ \t]*[A-Za-z0-9-]+[ \t]*:.*")
+
+
+def request_parts(text: str) -> tuple[str, str]:
+    """`text` with a leading request line and its headers blanked (each line kept, empty, so
+    line and column numbers stay the box's) and the `resourcePoolId` of the request line's
+    query ("" if none). Text that does not start with a request line comes back as it is."""
+    lines = text.split("\n")
+    first = REQUEST_LINE.fullmatch(lines[0].rstrip("\r"))
+    if first is None:
+        return text, ""
+    end = 1
+    while end < len(lines) and HEADER_LINE.fullmatch(lines[end].rstrip("\r")):
+        end += 1
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(first[1]).query)
+    pool = (query.get("resourcePoolId") or [""])[0].strip()
+    return "\n" * end + "\n".join(lines[end:]), pool
+
+
 def read_body(
     *, text: str, pool_id: str = "", restored: list[str] | None = None
 ) -> tuple[S.JobSpec, dict[str, Any]]:
@@ -271,8 +299,9 @@ def read_body(
     (the pool's own refusals aside), and the body as v1 (a v2 body mapped); ImportRefusedError
     with every problem otherwise. `restored`: values masked as secrets whatever the body now
     says of them (secrets_restored put them back)."""
+    body, query_pool = request_parts(text)
     try:
-        document = json.loads(text, parse_constant=refuse_constant)
+        document = json.loads(body, parse_constant=refuse_constant)
     except json.JSONDecodeError as exc:
         problem = JSON_PROBLEMS.get(exc.msg, exc.msg)
         message = _("Not valid JSON: line %(line)d, column %(column)d: %(problem)s.") % {
@@ -280,7 +309,7 @@ def read_body(
             "column": exc.colno,
             "problem": problem,
         }
-        found = text[exc.pos] if exc.pos < len(text) else ""
+        found = body[exc.pos] if exc.pos < len(body) else ""
         if found in LOOK_ALIKES:
             hint = _(
                 "The character there, %(char)s (U+%(code)04X), looks like %(ascii)s but is not "
@@ -329,7 +358,7 @@ def read_body(
     shown = masked_text(text, document, secrets)
     errors: list[tuple[str, str]] = []
     body_pool = v1.get("resourcePoolId")
-    chosen = pool_id or (body_pool.strip() if isinstance(body_pool, str) else "")
+    chosen = pool_id or query_pool or (body_pool.strip() if isinstance(body_pool, str) else "")
     pools = W.available_pools()
     if not chosen:
         errors.append(
@@ -365,7 +394,7 @@ def rechecked(
     except ImportRefusedError as exc:
         return exc.text, exc.errors
     secrets = S.stored_secret_values(v1) + guessed_secret_values(v1) + list(restored or [])
-    return masked_text(text, json.loads(text), secrets), []
+    return masked_text(text, json.loads(request_parts(text)[0]), secrets), []
 
 
 # -- secrets of a refused import, kept for its page (see the decisions) --------------------
@@ -383,8 +412,9 @@ def secrets_restored(
     kept = _kept(session).get(create_key) if W.CREATE_KEY_RE.fullmatch(create_key) else None
     if not kept:
         return text, []
+    body, _pool = request_parts(text)
     try:
-        document = json.loads(text, parse_constant=refuse_constant)
+        document = json.loads(body, parse_constant=refuse_constant)
     except (ValueError, RecursionError, NotJsonConstant):
         return text, []
     if not isinstance(document, dict) or nested_too_deeply(document):
@@ -395,7 +425,10 @@ def secrets_restored(
             restored.append(value if isinstance(value, str) else json.dumps(value))
     if not restored:
         return text, []
-    return json.dumps(document, ensure_ascii=False, indent=2), restored
+    # A request line and headers before the body are kept: the pool may be read from it.
+    head_lines = len(body) - len(body.lstrip("\n"))
+    head = "".join(line + "\n" for line in text.split("\n")[:head_lines])
+    return head + json.dumps(document, ensure_ascii=False, indent=2), restored
 
 
 def secrets_kept(*, session: MutableMapping[str, Any], create_key: str, text: str) -> None:
@@ -451,7 +484,7 @@ def _secret_leaves(text: str) -> list[tuple[Path, Any]] | None:
     """Where `text`'s secret values are (every leaf masked_text masks), with each value; None
     when `text` does not read as a JSON object."""
     try:
-        document = json.loads(text)
+        document = json.loads(request_parts(text)[0])
     except (ValueError, RecursionError):
         return None
     if not isinstance(document, dict):
@@ -528,7 +561,7 @@ def shown_text(text: str) -> str:
     as typed (the user fixes it there); a body nested too deeply is read to the depths a
     job's fields have."""
     try:
-        document = json.loads(text)
+        document = json.loads(request_parts(text)[0])
     except (ValueError, RecursionError):
         return text
     if not isinstance(document, dict):

@@ -306,9 +306,36 @@ def test_a_card_type_the_pool_lacks_is_named_once_for_a_one_replica_body(api):
     error = refused(lambda: api.create_job(pool="local", body=bad))
 
     assert error.code == "InvalidParameter"
-    assert (
-        error.message == "roles[0].acceleratorType: The local pool has no “nvidia.com/gpu” cards."
-    )
+    assert error.message == "jobSpec.resources: The local pool has no “nvidia.com/gpu” cards."
+    assert Job.objects.count() == 0
+
+
+def test_a_refusal_names_each_field_where_the_v1_body_has_it_not_the_consoles_inner_path(
+    api, settings
+):
+    # Found in QA: a script asking 2 x 8 cards of an 8-card pool was told
+    # "roles[0].accelerators: ...", a path its v1 body has nowhere.
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=8"
+    too_many = body()
+    too_many["jobSpec"]["replicas"] = 2
+    too_many["jobSpec"]["resources"] = [{"name": "baidu.com/a800_80g_cgpu", "quantity": 8}]
+    console_fields = body()
+    console_fields["jobSpec"]["envs"] = [{"name": "BAD NAME", "value": "1"}]
+    console_fields["console"] = {
+        "timeoutMinutes": 0,
+        "alertChannels": {"webhooks": ["http://10.0.0.8/hook"]},
+        "roles": [{"name": "master", "replicas": 2}],
+    }
+
+    cards = refused(lambda: api.create_job(pool="local", body=too_many))
+    console = refused(lambda: api.create_job(pool="local", body=console_fields))
+
+    assert cards.message.startswith("jobSpec.resources: The job needs 16 ")
+    assert "jobSpec.envs[0].name: " in console.message
+    assert "console.timeoutMinutes: " in console.message
+    assert "console.alertChannels.webhooks: " in console.message
+    assert "console.roles[0].replicas: " in console.message
+    assert "roles[" not in console.message.replace("console.roles[", "")
     assert Job.objects.count() == 0
 
 

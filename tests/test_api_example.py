@@ -64,3 +64,36 @@ def test_the_readme_v2_example_creates_a_job_once_describes_and_stops_it(
     assert runs[0].stdout == f"created {job.public_id}\nstatus Pending\nstopped {job.public_id}\n"
     # Run again, the create finds the same job, which the first run stopped.
     assert runs[1].stdout == runs[0].stdout.replace("Pending", "ManualTermination")
+
+
+def test_both_examples_run_on_the_python_of_an_older_machine_too(live_server, alice, tmp_path):
+    # Found in QA: they used datetime.UTC (Python 3.11), so a script machine with Ubuntu
+    # 22.04's Python 3.10 (or a cluster's 3.8) failed with AttributeError before any request.
+    # Their syntax must be 3.8's, and they run with what 3.11 added to datetime taken away.
+    import ast
+
+    key, secret = api_key_create(owner=alice)
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "CONSOLE_URL": live_server.url,
+        "CONSOLE_AK": key.access_key_id,
+        "CONSOLE_SK": secret,
+    }
+    for marker in ("api-example", "api-example-v2"):
+        example = readme_example(marker)
+        ast.parse(example, feature_version=(3, 8))
+        script = tmp_path / f"{marker}.py"
+        script.write_text(example)
+        as_on_python_3_10 = (
+            "import datetime, runpy, sys; del datetime.UTC; "
+            "runpy.run_path(sys.argv[1], run_name='__main__')"
+        )
+        run = subprocess.run(
+            [sys.executable, "-c", as_on_python_3_10, str(script)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.startswith("created ")

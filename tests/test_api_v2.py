@@ -167,6 +167,30 @@ def test_a_role_map_whose_roles_differ_in_more_than_instances_and_cards_is_refus
     assert Job.objects.count() == 0
 
 
+def test_a_role_maps_refusal_names_the_field_in_the_role_the_console_reads_it_from(api):
+    # Found in QA: a bad env name in the Chief of a TFJob role map was answered as
+    # "envs[0].name", a path the v2 body has nowhere.
+    tf = v2_body(name="tf-job", jobType="TFJob")
+    tf["jobSpec"] = {
+        "Chief": {
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [],
+            "envs": [{"name": "BAD NAME", "value": "1"}],
+        },
+        "Worker": {"image": "python:3.12", "replicas": 2, "resources": []},
+    }
+    plain = v2_body(name="pt-job")
+    plain["jobSpec"]["envs"] = [{"name": "BAD NAME", "value": "1"}]
+
+    in_role_map = refused(lambda: api.create_job(pool="local", body=tf, version=V2))
+    in_plain_body = refused(lambda: api.create_job(pool="local", body=plain, version=V2))
+
+    assert in_role_map.message.startswith("jobSpec.Chief.envs[0].name: Variable names use")
+    assert in_plain_body.message.startswith("jobSpec.envs[0].name: Variable names use")
+    assert Job.objects.count() == 0
+
+
 def test_a_tensorflow_role_map_keeps_each_roles_instances_and_cards(api):
     tf = v2_body(name="tf-job", jobType="TFJob")
     tf["jobSpec"] = {

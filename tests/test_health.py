@@ -380,6 +380,49 @@ def test_staff_see_the_banner_with_when_and_where_the_worker_was_last_seen(revie
         ), name
 
 
+def test_staff_read_when_the_worker_stopped_as_one_text_in_either_language(reviewer, settings):
+    # Found in QA: the Chinese banner put an English-style space between its two sentences
+    # ("...版本 0.1.0）。 它已被正常停止...").
+    settings.TIME_ZONE = "UTC"
+    beat()
+    worker_stopped(worker=WorkerIdentity.here())
+    WorkerHeartbeat.objects.update(
+        seen_at=datetime(2026, 12, 1, 9, 30, 5, tzinfo=UTC), host="gpu-host-1", pid=4242
+    )
+
+    def last_seen(language: str) -> str:
+        page = client_in(reviewer, language).get(reverse("job-list")).content.decode()
+        found = re.search(r'id="worker-last-seen">(.*?)</div>', page, re.S)
+        return html.unescape(found.group(1)).strip()
+
+    assert last_seen("zh-hans") == (
+        "worker 最近一次心跳：2026-12-01 09:30:05，主机 gpu-host-1（进程 4242，版本 0.1.0）。"
+        "它已被正常停止（SIGTERM 或 Ctrl-C），此后没有新的 worker 启动。"
+    )
+    assert last_seen("en") == (
+        "Worker last seen 2026-12-01 09:30:05 on gpu-host-1 (process 4242, version 0.1.0). "
+        "It was stopped (SIGTERM or Ctrl-C) and none has started since."
+    )
+
+
+def test_the_worker_list_says_how_long_ago_in_minutes_or_hours_past_two_minutes(reviewer):
+    # Found in QA: "1655 seconds ago" (and "1655 秒前") for a worker stopped half an hour ago.
+    from jobs.models import WorkerProcess
+
+    def last_seen(seconds_ago: int, language: str) -> str:
+        beat(seconds_ago=seconds_ago)
+        WorkerProcess.objects.update(seen_at=Now() - timedelta(seconds=seconds_ago))
+        page = client_in(reviewer, language).get(reverse("admin:index")).content.decode()
+        row = re.search(r'<tr class="known-worker"[^>]*>(.*?)</tr>', page, re.S).group(1)
+        return re.findall(r"<td[^>]*>(.*?)</td>", row)[-1]
+
+    assert last_seen(30, "en") == "30 seconds ago"
+    assert last_seen(1655, "en") == "27 minutes ago"
+    assert last_seen(1655, "zh-hans") == "27 分钟前"
+    assert last_seen(5 * 3600 + 60, "en") == "5 hours ago"
+    assert last_seen(5 * 3600 + 60, "zh-hans") == "5 小时前"
+
+
 def test_staff_see_that_the_worker_runs_on_the_admin_index(reviewer):
     beat(seconds_ago=3)
 

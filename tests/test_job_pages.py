@@ -813,6 +813,37 @@ def test_recorded_reasons_and_events_read_in_the_pages_language(alice, alice_cli
     assert "master-0 exited with code 3." in listed
 
 
+def test_a_command_not_found_says_the_local_runner_uses_this_machines_files_not_the_image(
+    alice, alice_client
+):
+    # An AIAK template's start script lives in its image, which the local runner does not
+    # pull: the job failed with "master-0 exited with code 127." and nothing more.
+    command = "bash /workspace/AIAK-Training-LLM/examples/llama3/pretrain_llama3_8b.sh"
+    job = jobs_submit(owner=alice, spec=make_spec(command), submit_key=str(uuid.uuid4()))[0]
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    job.refresh_from_db()
+    url = reverse("job-detail", args=[job.public_id])
+
+    chinese = alice_client.get(url).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(url).content.decode()
+
+    assert job.status_reason == (
+        "master-0 退出，退出码 127：找不到命令或文件（本机任务运行在本机的文件上，而不是其镜像中）。"
+    )
+    assert job.status_reason in chinese
+    reason = re.search(r'id="status-reason">(.*?)</div>', english).group(1)
+    assert reason == (
+        "master-0 exited with code 127: a command or file was not found (local jobs run on "
+        "this machine&#x27;s files, not on their image&#x27;s)."
+    )
+    # Any other code reads as before.
+    other = jobs_submit(owner=alice, spec=make_spec("exit 126"), submit_key=str(uuid.uuid4()))[0]
+    run_until(Worker(), lambda: status_of(other) == JobStatus.FAILED)
+    other.refresh_from_db()
+    assert other.status_reason == "master-0 退出，退出码 126。"
+
+
 def test_the_navigation_marks_the_section_the_page_belongs_to(alice, alice_client):
     def current(url: str) -> list[str]:
         html = alice_client.get(url).content.decode()

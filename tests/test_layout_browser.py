@@ -160,3 +160,42 @@ def test_on_a_phone_each_draft_shows_its_name_figures_and_both_buttons_on_screen
     assert name.evaluate(TEXT_LINES)["lines"] == 1
     assert phone.evaluate(FITS, "#draft-list")
     assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_a_failed_jobs_reason_in_the_list_reads_across_not_down(
+    phone, transactional_db, alice
+):
+    # Found in QA: the reason shrank to its status badge's width, a character or two a line
+    # ("mast/er-0/退/出，"), and a longer one made its row several screens tall.
+    from jobs.models import Job, JobStatus
+
+    short, long = (
+        jobs_submit(owner=alice, spec=make_spec("true", name=name), submit_key=name)[0]
+        for name in ("short-reason", "long-reason")
+    )
+    Job.objects.filter(pk=short.pk).update(
+        status=JobStatus.FAILED, status_reason="master-0 exited with code 2."
+    )
+    Job.objects.filter(pk=long.pk).update(
+        status=JobStatus.FAILED,
+        status_reason="worker-3 logged the fault keyword “CUDA error: an illegal memory access "
+        "was encountered”, and the job was restarted 3 times before it failed for good.",
+    )
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/")
+
+    for job in (short, long):
+        reason = phone.locator(f"tr[data-job='{job.public_id}'] .job-status-reason")
+        expect(reason).to_be_visible()
+        box = reason.bounding_box()
+        line = phone.evaluate(
+            "e => parseFloat(getComputedStyle(e).lineHeight)", reason.element_handle()
+        )
+        assert box["width"] >= 9 * 16 - 1  # 9rem: a readable width, not the badge's
+        assert box["height"] <= 3 * line + 1  # three lines at most; the job page has it whole
+    expect(phone.locator(f"tr[data-job='{long.public_id}'] .job-status-reason")).to_have_attribute(
+        "title", re.compile("restarted 3 times before it failed for good")
+    )
+    assert phone.evaluate(PAGE_FITS)  # the table scrolls inside its box, the page does not

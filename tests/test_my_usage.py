@@ -193,6 +193,27 @@ def test_the_period_messages_read_in_chinese(alice_client):
     assert "我的用量" in body and "上月" in body
 
 
+def test_its_headings_are_capitalised_as_the_consoles_other_tables_are(alice, alice_client):
+    # Found in QA: "Name, Job ID, pool, Cards, Started, hours in the period, card-hours" in one
+    # header row (the lower-case ones were the admin report's, which its style upper-cases).
+    import re
+
+    run(alice, at(10, 0), at(12, 0), cards=2)
+
+    english = alice_client.get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    chinese = alice_client.get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    def headings(body: str) -> list[str]:
+        return re.findall(r'<(?:th scope="col"|dt class="[^"]*")>([^<]+)</', body)
+
+    assert headings(english) == [
+        *["Card-hours", "CPU-only job-hours", "Jobs run"],
+        *["Pool", "Card type", "Card-hours", "Jobs run", "CPU-only job-hours"],
+        *["Name", "Job ID", "Pool", "Cards", "Started", "Hours in the period", "Card-hours"],
+    ]
+    assert headings(chinese)[:5] == ["卡时", "纯 CPU 任务时", "任务数", "资源池", "卡型"]
+
+
 def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client):
     job = run(alice, at(2, 0), at(2, 10), cards=2)
     Job.objects.filter(pk=job.pk).update(name="=训练")  # a formula, to a spreadsheet

@@ -139,3 +139,96 @@ def test_an_empty_host_serves_on_loopback_only_not_on_every_interface(tmp_path):
     finally:
         os.killpg(server.pid, signal.SIGINT)
         server.wait(timeout=30)
+
+
+def test_a_port_already_in_use_stops_serve_at_once_saying_so_and_starts_no_worker(tmp_path):
+    # Something (another console, another program) already listens on the port: gunicorn
+    # alone retried for 5 s, gave up, and serve exited 0 with the worker it had started,
+    # after printing "Console on <that port>", which pointed at the other program.
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "PORT": str(port)}
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True
+        )
+
+        served = subprocess.run(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert served.returncode == 1
+    assert f"Port {port} on 127.0.0.1 is already in use" in served.stderr
+    assert "PORT=9000 make run" in served.stderr
+    assert "Console on" not in served.stdout
+    assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
+
+
+def test_serve_fails_when_its_web_server_dies_and_takes_the_worker_down_with_it(tmp_path):
+    from tests.test_foundation import children_of
+
+    port = free_port()
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0", "PORT": str(port)}
+    server = start_serve(env)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2) as r:
+                    assert r.status == 200
+                    break
+            except OSError:
+                assert server.poll() is None, "serve exited"
+                assert time.monotonic() < deadline, "the console never answered"
+                time.sleep(0.2)
+        children = children_of(server.pid)
+        [web] = [p for p in children if b"gunicorn" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        [worker] = [p for p in children if p != web]
+
+        os.kill(web, signal.SIGKILL)
+
+        # A service manager (systemd's Restart=on-failure) sees the console failed.
+        assert server.wait(timeout=60) != 0
+        assert not Path(f"/proc/{worker}").exists()
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGINT)
+            server.wait(timeout=30)
+
+
+def test_serve_warns_when_browsers_could_not_open_it_by_the_address_it_listens_on(tmp_path):
+    # Found in QA: HOST=0.0.0.0 with ALLOWED_HOSTS left at its loopback default served every
+    # browser on the network a 400 page, and serve had said nothing of it.
+    from jobs.management.commands.serve import unlisted_host_warning
+
+    with socket.socket() as other:  # so serve stops at once, after what it says first
+        other.bind(("127.0.0.2", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "HOST": "127.0.0.2"}
+        env.update(PORT=str(port), ALLOWED_HOSTS="")
+        served = subprocess.run(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert (
+        "Warning: HOST=127.0.0.2, but ALLOWED_HOSTS (127.0.0.1,localhost,[::1]) does not list "
+        "127.0.0.2: a browser opening the console by them gets 400"
+    ) in served.stderr
+    loopback = ["127.0.0.1", "localhost", "[::1]"]
+    assert "does not list this machine's other addresses" in unlisted_host_warning(
+        host="0.0.0.0", allowed=loopback
+    )
+    assert unlisted_host_warning(host="0.0.0.0", allowed=[*loopback, "console.example.com"]) == ""
+    assert unlisted_host_warning(host="127.0.0.1", allowed=loopback) == ""

@@ -149,6 +149,36 @@ def test_a_v2_body_imports_as_its_v1_twin(alice_client):
     assert review_body(alice_client, draft) == BODY
 
 
+def test_a_request_pasted_with_its_request_line_and_headers_imports_into_that_pool(alice_client):
+    # Found in QA: the job page shows its request as "POST /api/v1/aijobs?resourcePoolId=local"
+    # and the body under it; pasted whole, it was refused with "Not valid JSON: line 1,
+    # column 1". The request line's pool counts as the body's would.
+    v1 = json.dumps({**BODY, **CHANNELS}, indent=2)
+    v2 = json.dumps(v2_from_v1({**BODY, **CHANNELS}), indent=2)
+
+    first = import_body(alice_client, f"POST /api/v1/aijobs?resourcePoolId=local\n{v1}", pool="")
+    second = import_body(
+        alice_client,
+        "POST /?action=CreateJob&queueID=default&resourcePoolId=local HTTP/1.1\r\n"
+        f"Content-Type: application/json\r\nX-API-Version: v2\r\n\r\n{v2}",
+        pool="",
+    )
+
+    assert (first.status_code, second.status_code) == (302, 302)
+    for draft in Draft.objects.all():
+        assert review_body(alice_client, draft) == BODY
+        assert W.assemble(W.wizard_state(draft)).spec.resource_pool_id == "local"
+
+
+def test_a_json_slip_under_a_pasted_request_line_is_placed_by_the_boxs_own_lines(alice_client):
+    text = 'POST /api/v1/aijobs?resourcePoolId=local\nContent-Type: application/json\n\n{"name": }'
+
+    r = import_body(alice_client, text, pool="")
+
+    assert "JSON 无效：第 4 行，第 10 列" in error_texts(r)
+    assert not Draft.objects.exists()
+
+
 def test_our_own_stored_document_imports_with_its_secrets_marked(alice_client):
     spec = S.parse_document({**BODY, **CHANNELS}, resource_pool_id="local")
     spec.envs.append(S.Env("API_TOKEN", SECRET, secret=True))
@@ -869,6 +899,31 @@ def test_a_pasted_body_imports_walks_to_a_review_of_the_same_json_and_submits(
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     job = Job.objects.get(owner=alice)
     assert job.job_spec().to_v1_body() == BODY
+
+
+@pytest.mark.browser
+def test_a_jobs_request_copied_from_its_page_imports_as_a_new_draft(logged_in_page, alice):
+    from playwright.sync_api import expect
+
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document({**BODY, **CHANNELS}, resource_pool_id="local")
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    # What a person selects and copies: the request line, then the body.
+    copied = page.locator("#api-request").inner_text()
+    assert copied.startswith("POST /api/v1/aijobs?resourcePoolId=local\n{")
+
+    page.click("#nav-create-job")
+    page.fill("#import-body", copied)
+    expect(page.locator("#import-pool")).to_have_value("")  # as the request says
+    page.click("#import-submit")
+
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    expect(page.locator(".alert-info")).to_contain_text("已从请求导入")
+    expect(page.locator("#id_name")).to_have_value("llm-pretrain")
+    expect(page.locator("#id_resource_pool")).to_have_value("local")
 
 
 @pytest.mark.browser

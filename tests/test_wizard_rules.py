@@ -498,6 +498,29 @@ def test_a_webhook_that_is_not_http_gets_that_message_only(en_client):
     assert any("private" in m for m in field_errors(private, "id_alert_webhooks"))
 
 
+def test_a_private_webhook_is_refused_naming_the_setting_an_administrator_allows_it_with(
+    en_client,
+):
+    draft = draft_at(en_client, W.ADVANCED)
+
+    english = post_step(
+        en_client, draft, W.ADVANCED, advanced_data(alert_webhooks="http://127.0.0.1:8819/hook")
+    )
+    en_client.cookies["django_language"] = "zh-hans"
+    chinese = post_step(
+        en_client, draft, W.ADVANCED, advanced_data(alert_webhooks="http://127.0.0.1:8819/hook")
+    )
+
+    assert field_errors(english, "id_alert_webhooks") == [
+        "“http://127.0.0.1:8819/hook”: alerts cannot be sent to loopback, link-local or "
+        "private addresses unless the administrator allows them (ALERT_WEBHOOK_ALLOW_PRIVATE=1)."
+    ]
+    assert field_errors(chinese, "id_alert_webhooks") == [
+        "“http://127.0.0.1:8819/hook”：告警不能发送到回环、链路本地或内网地址，除非管理员允许"
+        "（ALERT_WEBHOOK_ALLOW_PRIVATE=1）。"
+    ]
+
+
 def test_a_name_pasted_twice_with_different_values_is_left_in_the_box_with_a_message(en_client):
     draft = draft_at(en_client, W.IMAGE)
 

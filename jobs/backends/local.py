@@ -216,9 +216,12 @@ class LocalBackend(Backend):
             if webhook_url_error(url) not in (None, NOT_HTTP_URL):
                 err(
                     "alert.webhooks",
+                    # Who can lift it: users meet this with a chat gateway on their own
+                    # network, and the switch is the administrator's (a setting).
                     _(
                         "“%(url)s”: alerts cannot be sent to loopback, link-local or private "
-                        "addresses."
+                        "addresses unless the administrator allows them "
+                        "(ALERT_WEBHOOK_ALLOW_PRIVATE=1)."
                     )
                     % {"url": url},
                 )

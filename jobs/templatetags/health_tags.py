@@ -29,3 +29,23 @@ def known_workers_tag(context: Any) -> list[KnownWorker]:
     if user is None or not user.is_staff:
         return []
     return known_workers()
+
+
+@register.filter
+def seen_ago(seconds: int) -> str:
+    """How long ago a worker was last seen, in the unit a person reads it in: seconds up to two
+    minutes, then minutes up to two hours, then hours (the list covers one day). "1655 seconds
+    ago" had to be worked out."""
+    from django.utils.translation import ngettext
+
+    if seconds < 120:
+        return ngettext("%(count)d second ago", "%(count)d seconds ago", seconds) % {
+            "count": seconds
+        }
+    if seconds < 2 * 3600:
+        minutes = seconds // 60
+        return ngettext("%(count)d minute ago", "%(count)d minutes ago", minutes) % {
+            "count": minutes
+        }
+    hours = seconds // 3600
+    return ngettext("%(count)d hour ago", "%(count)d hours ago", hours) % {"count": hours}

@@ -2,15 +2,17 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 
 class Command(BaseCommand):
@@ -25,6 +27,18 @@ class Command(BaseCommand):
     def handle(self, *args: Any, host: str, port: str, **options: Any) -> None:
         python = sys.executable
         worker_command = [python, "manage.py", "worker"]
+        warning = unlisted_host_warning(host=host, allowed=settings.ALLOWED_HOSTS)
+        if warning:
+            self.stderr.write(warning)
+        # Before anything starts: gunicorn alone would retry the port for 5 s and give up,
+        # after the worker had started and "Console on ..." had pointed at whatever holds it.
+        if port_in_use(host=host, port=port):
+            raise CommandError(
+                f"Port {port} on {host} is already in use (another console, or another "
+                f"program, listens there). Stop it, or choose another port: "
+                f"PORT={suggested_port(port)} make run (manage.py serve --port "
+                f"{suggested_port(port)})."
+            )
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,
@@ -40,7 +54,7 @@ class Command(BaseCommand):
         children.append(start(worker_command))
         self.stdout.write(f"Console on http://{host}:{port}/ (Ctrl-C stops it)")
 
-        def stop(*_: Any) -> None:
+        def stop(*_: Any, code: int = 0) -> None:
             for child in children:
                 signal_group(child, signal.SIGTERM)
             deadline = time.monotonic() + 15
@@ -50,7 +64,7 @@ class Command(BaseCommand):
                 # Whatever is left in the group (jobs run in sessions of their own).
                 signal_group(child, signal.SIGKILL)
                 child.wait()
-            sys.exit(0)
+            sys.exit(code)
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
@@ -79,7 +93,10 @@ class Command(BaseCommand):
             time.sleep(restart_delay)
             children[1] = start(worker_command)
             worker_started = time.monotonic()
-        stop()
+        # The web server ended on its own (it could not bind, crashed, was killed): the
+        # console is down, so this command fails too, and a service manager sees it failed.
+        self.stderr.write(f"The web server exited with code {web.returncode}; stopping the worker")
+        stop(code=web.returncode or 1)
 
 
 PR_SET_PDEATHSIG = 1
@@ -114,6 +131,54 @@ def gunicorn_command(*, python: str, host: str, port: str) -> list[str]:
         # and reload commands from anyone who can reach the file; the console never uses it.
         "--no-control-socket",
     ]
+
+
+LOOPBACK_NAMES = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+def unlisted_host_warning(*, host: str, allowed: list[str]) -> str:
+    """What to say when the address serve listens on is one a browser cannot open the console
+    by, ALLOWED_HOSTS being left at its loopback default: every address of the machine
+    (HOST=0.0.0.0) or one ALLOWED_HOSTS does not list. Such a browser gets 400."""
+    from django.http.request import validate_host
+
+    name = host.strip("[]")
+    if name in ("0.0.0.0", "::"):
+        if {h.lower() for h in allowed} - LOOPBACK_NAMES:
+            return ""
+        what = "this machine's other addresses and names"
+    elif validate_host(f"[{name}]" if ":" in name else name, allowed):
+        return ""
+    else:
+        what = name
+    return (
+        f"Warning: HOST={host}, but ALLOWED_HOSTS ({','.join(allowed)}) does not list {what}: "
+        f"a browser opening the console by them gets 400 (Not an address of this console). "
+        f"Set ALLOWED_HOSTS to the names and addresses people use, and SITE_URL to the one "
+        f"links should carry."
+    )
+
+
+def port_in_use(*, host: str, port: str) -> bool:
+    """Whether binding host:port fails because something listens there, bound as gunicorn
+    binds it: IPv6 for an IPv6 address, else IPv4 (a host name too), with SO_REUSEADDR, so a
+    port left in TIME_WAIT by a console just stopped is free. Other failures (an address
+    this machine does not have) are left to gunicorn to report."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((name, int(port)))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+        except (ValueError, OverflowError):
+            return False
+    return False
+
+
+def suggested_port(port: str) -> int:
+    return 9000 if port != "9000" else 9001
 
 
 def signal_group(child: subprocess.Popen[bytes], signum: int) -> None:
