@@ -646,6 +646,26 @@ def test_a_refused_import_keeps_its_secrets_through_the_language_switch(alice_cl
     assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
 
 
+def test_secrets_typed_under_a_pasted_request_line_are_kept_with_its_pool(alice_client):
+    # The request line (and its pool) and the kept secrets are both read from the same box:
+    # putting the secrets back must not drop the line the pool is read from.
+    key = uuid.uuid4().hex
+    text = "POST /api/v1/aijobs?resourcePoolId=local\n" + json.dumps(
+        secret_body(priority="urgent"), indent=2
+    )
+    refused = import_body(alice_client, text, key=key, pool="")
+    box = box_of(refused)
+    assert box.startswith("POST /api/v1/aijobs?resourcePoolId=local\n") and W.MASK in box
+
+    made = import_body(alice_client, box.replace('"urgent"', '"high"'), key=key, pool="")
+
+    assert made.status_code == 302
+    assert SECRET not in refused.content.decode()
+    draft = Draft.objects.get()
+    assert imported_secrets(draft) == (SECRET, SECRET + "-pw")
+    assert W.assemble(W.wizard_state(draft)).spec.resource_pool_id == "local"
+
+
 def test_a_paste_not_yet_imported_keeps_its_secrets_through_the_switch(alice_client):
     key = uuid.uuid4().hex
 
