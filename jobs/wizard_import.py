@@ -483,15 +483,11 @@ def _save_kept(session: MutableMapping[str, Any], kept: dict[str, Any]) -> None:
 def _secret_leaves(text: str) -> list[tuple[Path, Any]] | None:
     """Where `text`'s secret values are (every leaf masked_text masks), with each value; None
     when `text` does not read as a JSON object."""
-    try:
-        document = json.loads(request_parts(text)[0])
-    except (ValueError, RecursionError):
+    read = _read_loosely(text)
+    if read is None:
         return None
-    if not isinstance(document, dict):
-        return None
-    document = cut_to_depth(document)
-    v1 = v1_from_v2(document, loose=True) if is_v2_body(document) else document
-    secrets = {s for s in secret_values(document, v1) if s and s != W.MASK}
+    document, values = read
+    secrets = {s for s in values if s and s != W.MASK}
     found: list[tuple[Path, Any]] = []
 
     def walk(value: Any, path: Path) -> None:
@@ -560,15 +556,22 @@ def shown_text(text: str) -> str:
     in it as ******. Text that does not read as a JSON object names no secret and is shown
     as typed (the user fixes it there); a body nested too deeply is read to the depths a
     job's fields have."""
+    read = _read_loosely(text)
+    return text if read is None else masked_text(text, *read)
+
+
+def _read_loosely(text: str) -> tuple[dict[str, Any], list[str]] | None:
+    """The body in `text` (after any request line) as a JSON object, cut to the depths a
+    job's fields have, and its secret values; None when it does not read as an object."""
     try:
         document = json.loads(request_parts(text)[0])
     except (ValueError, RecursionError):
-        return text
+        return None
     if not isinstance(document, dict):
-        return text
+        return None
     document = cut_to_depth(document)
     v1 = v1_from_v2(document, loose=True) if is_v2_body(document) else document
-    return masked_text(text, document, secret_values(document, v1))
+    return document, secret_values(document, v1)
 
 
 def secret_values(document: Mapping[str, Any], v1: Any) -> list[str]:
