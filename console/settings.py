@@ -537,6 +537,10 @@ LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8, low=1)
 LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
 LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
+# Where the host's accelerator device nodes are read from (/dev/nvidia3, /dev/nvidiactl...);
+# in the sandbox they are always under /dev. Another folder only for tests (stand-in nodes
+# on a machine without cards) and hosts that keep the nodes elsewhere.
+LOCAL_DEVICE_DIR = env("LOCAL_DEVICE_DIR", "/dev")
 # A replica's log file is kept under this many MB (MiB) on disk: a job printing in a loop
 # would otherwise fill the disk the database lives on. Past it, the log keeps its beginning
 # and its latest part, with a [console] line saying how much was dropped between them

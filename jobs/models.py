@@ -320,7 +320,7 @@ class JobReplica(models.Model):
     # Local runner: `pid` is the replica's process-group leader; its start time
     # ("<boot id>:<ticks since boot>") tells a recycled pid from ours after a worker restart.
     process_start = models.CharField(max_length=64, blank=True)
-    devices = models.CharField(_("cards"), max_length=256, blank=True)  # CUDA_VISIBLE_DEVICES
+    devices = models.CharField(_("cards"), max_length=256, blank=True)  # the host's card numbers
     cpus = models.CharField(_("CPU cores"), max_length=256, blank=True)  # pinned cores, "0,1"
     # Why it ended as it did, when its status alone does not say (a local replica killed for
     # its memory limit: "OOMKilled: ..."); a recorded text, see jobs.texts.

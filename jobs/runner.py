@@ -57,7 +57,12 @@ from django.utils.translation import gettext, gettext_noop
 from . import cgroups, network
 from . import logs as job_logs
 from .alerts import job_alert
-from .backends.local import detected_accelerators, host_volumes
+from .backends.local import (
+    accelerator_devices,
+    detected_accelerators,
+    host_volumes,
+    visible_devices,
+)
 from .health import WorkerIdentity, active_runner, holds_lease
 from .models import Job, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
@@ -841,6 +846,7 @@ def _start_replicas(
         # start (CgroupError) rather than run without the limits it asked for.
         joined_cgroups = _replica_cgroup(job, run, role, ref.label)
         # Recorded before the spawn, so a replica adopted after a worker restart shows it.
+        # The host's card numbers: the replica's own CUDA numbers them from 0 (visible_devices).
         replica.devices = ",".join(map(str, cards))
         replica.cpus = ",".join(map(str, cpus))
         replica.node = socket.gethostname()
@@ -859,7 +865,7 @@ def _start_replicas(
                 master_port=ports["master"],
                 tf_address=lambda r, i: f"127.0.0.1:{ports[f'{r}-{i}']}",
                 hostfile_path=HOSTFILE_DEST,
-                visible_devices=",".join(map(str, cards)),
+                visible_devices=visible_devices(cards),
             )
         )
         tmp = state / "tmp"
@@ -874,6 +880,7 @@ def _start_replicas(
             files=files,
             hidden=hidden,
             seccomp_fd=(seccomp_fd := no_setuid_filter_fd()),
+            devices=accelerator_devices(role.accelerator_type, cards),
         )
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)

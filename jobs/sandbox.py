@@ -14,6 +14,10 @@ pulled):
   would spend memory on what a job keeps in its working folder: checkpoints, pip's and
   Hugging Face's caches). Its size is capped as Kubernetes caps ephemeral storage: the
   shim measures it every so often and the runner ends a replica over LOCAL_TMP_MAX_GB;
+- of the host's devices, only those of its own cards and the control nodes they need (for
+  NVIDIA cards /dev/nvidia<minor> of each card allocated to it, /dev/nvidiactl,
+  /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset and /dev/nvidia-caps/, as
+  NVIDIA's container toolkit binds them); none for a CPU-only replica;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
   so when the job's first process dies every process of the replica dies with it, with
   /proc/sys, /proc/sysrq-trigger and /proc/fs read-only (PROC_READ_ONLY);
@@ -46,10 +50,10 @@ import ctypes
 import ctypes.util
 import errno
 import functools
-import glob
 import logging
 import os
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -277,8 +281,12 @@ def bwrap_argv(
     files: list[tuple[Path, str]],
     hidden: list[str],
     seccomp_fd: int | None = None,
+    devices: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The bwrap command line running `command` with the mounts and files given.
+
+    `devices` are the (host path, path in the sandbox) of the device nodes the replica may
+    use: its own cards' and the control nodes they need, none for a CPU-only replica.
 
     `hidden` are host paths the job must not see. They are covered before the volumes are
     bound, so a volume mounted at or under a hidden path still appears there (bwrap reads a
@@ -294,8 +302,12 @@ def bwrap_argv(
     for path in PROC_READ_ONLY:
         args += ["--ro-bind-try", path, path]
     args += ["--dev", "/dev"]
-    for device in sorted(glob.glob("/dev/nvidia*")):
-        args += ["--dev-bind", device, device]
+    # Only the replica's own accelerator nodes (backends.local.accelerator_devices), never
+    # the machine's every /dev/nvidia*: a job ignoring CUDA_VISIBLE_DEVICES must not reach
+    # another's cards. It cannot make the others' nodes itself: /dev is read-only (below) and
+    # making a device node needs CAP_MKNOD, dropped above.
+    for source, dest in devices:
+        args += ["--dev-bind", source, dest]
     args += ["--size", str(shm_bytes), "--tmpfs", "/dev/shm"]
     args += ["--bind", str(tmp_dir), "/tmp"]
     for mount in sorted(mounts, key=lambda m: m.dest.count("/")):

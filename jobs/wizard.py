@@ -269,7 +269,10 @@ LOCAL_INJECTED_VALUES: dict[str, Any] = {
     "MASTER_PORT": gettext_lazy("a free port, chosen when the job starts"),
 }
 LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
-    ("CUDA_VISIBLE_DEVICES", gettext_lazy("the cards given to this instance (empty: CPU only)")),
+    (
+        "CUDA_VISIBLE_DEVICES",
+        gettext_lazy("the instance's own cards, numbered from 0 (empty: CPU only)"),
+    ),
 ]
 
 

@@ -979,3 +979,24 @@ def test_a_long_volume_path_is_shortened_in_the_middle_and_shown_whole_once_chos
     page.goto(page.url.replace("/fault/", "/data/"))
     expect(page.locator("#id_mounts-0-name")).to_have_value("ckpt")
     expect(page.locator("#id_mounts-0-name_full")).to_have_text(f"ckpt ({ckpt})")
+
+
+def test_the_review_shows_each_instances_cards_numbered_from_0(logged_in_page):
+    # A local replica sees only its own cards, which its CUDA numbers from 0: the preview can
+    # say which CUDA_VISIBLE_DEVICES each instance gets before any card is handed out.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    page.fill("#id_roles-0-accelerators", "2")
+    page.fill("#id_roles-1-accelerators", "2")
+    page.fill("#id_roles-1-replicas", "2")
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+
+    cards = page.locator("#env-preview .card")
+    expect(cards).to_have_count(3)
+    for card in cards.all():
+        expect(card).to_contain_text("CUDA_VISIBLE_DEVICES=0,1\n")

@@ -71,23 +71,29 @@ def parse_pairs(value: str) -> list[tuple[str, str]]:
 
 
 @cache
-def nvidia_cards() -> dict[str, int]:
-    """Cards nvidia-smi reports (asked once per process)."""
+def nvidia_bus_ids() -> list[str]:
+    """The PCI address of each card nvidia-smi reports, in its order (asked once per process):
+    the local pool's nvidia.com/gpu card N is the N-th."""
     smi = shutil.which("nvidia-smi")
     if not smi:
-        return {}
+        return []
     try:
         out = subprocess.run(
-            [smi, "--query-gpu=name", "--format=csv,noheader"],
+            [smi, "--query-gpu=pci.bus_id", "--format=csv,noheader"],
             capture_output=True,
             text=True,
             timeout=10,
             check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        return {}
-    names = [line.strip() for line in out.splitlines() if line.strip()]
-    return {NVIDIA_RESOURCE: len(names)} if names else {}
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def nvidia_cards() -> dict[str, int]:
+    """Cards nvidia-smi reports."""
+    ids = nvidia_bus_ids()
+    return {NVIDIA_RESOURCE: len(ids)} if ids else {}
 
 
 def detected_accelerators() -> dict[str, int]:
@@ -97,6 +103,77 @@ def detected_accelerators() -> dict[str, int]:
         for name, count in parse_pairs(settings.LOCAL_ACCELERATORS)
         if count.isdigit()
     }
+
+
+# What the NVIDIA driver keeps about each card, in a folder named by its PCI address.
+NVIDIA_PROC_GPUS = Path("/proc/driver/nvidia/gpus")
+# The nodes every CUDA program opens besides its cards' (as the NVIDIA container toolkit
+# binds them): the driver's control node, unified memory and its tools, the display driver's
+# (modeset), and the MIG capability nodes (a folder). Bound where they exist.
+NVIDIA_CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset")
+NVIDIA_CAPS_FOLDER = "nvidia-caps"
+
+
+def nvidia_minor(index: int, *, proc_gpus: Path = NVIDIA_PROC_GPUS) -> int:
+    """The device minor of nvidia.com/gpu card `index`: its node is /dev/nvidia<minor>.
+
+    nvidia-smi numbers cards in PCI bus order; the driver gives minors in the order it
+    probed them, often the same but not always (the NVIDIA container toolkit asks NVML for
+    the minor for this reason). Read here from the driver's own record of the card,
+    /proc/driver/nvidia/gpus/<PCI address>/information ("Device Minor: 3"). Where there is
+    none (cards from LOCAL_ACCELERATORS, named nvidia.com/gpu on a machine whose nvidia-smi
+    is missing or failed) the minor is taken to be the index."""
+    ids = nvidia_bus_ids()
+    if index >= len(ids):
+        return index
+    # nvidia-smi writes "00000000:3B:00.0", the driver's folder is "0000:3b:00.0".
+    domain, _, rest = ids[index].partition(":")
+    try:
+        folder = f"{int(domain, 16):04x}:{rest.lower()}"
+        text = (proc_gpus / folder / "information").read_text()
+    except (ValueError, OSError):
+        return index
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Device Minor" and value.strip().isdigit():
+            return int(value.strip())
+    return index
+
+
+def accelerator_devices(
+    card_type: str, cards: list[int], *, device_dir: str | None = None
+) -> list[tuple[str, str]]:
+    """The device nodes a replica given `cards` of `card_type` is to see, as (host path,
+    path in the sandbox): only its own cards' and the control nodes they need, none for a
+    CPU-only replica. `device_dir` (LOCAL_DEVICE_DIR, /dev but in tests) is where the host's
+    nodes are read from; in the sandbox they are always under /dev, with the host's names.
+
+    Only NVIDIA cards have known nodes: the type nvidia-smi's cards are offered as. Other
+    types (LOCAL_ACCELERATORS' demo cards; Kunlun /dev/xpu*, Ascend /dev/davinci* cards are
+    not detected by this runner) get no device at all, so a job cannot reach a card nobody
+    allocated to it (README, "What a job gets")."""
+    if card_type != NVIDIA_RESOURCE or not cards:
+        return []
+    folder = device_dir if device_dir is not None else settings.LOCAL_DEVICE_DIR
+    names = [f"nvidia{nvidia_minor(index)}" for index in cards]
+    names += [
+        name
+        for name in (*NVIDIA_CONTROL_NODES, NVIDIA_CAPS_FOLDER)
+        if os.path.exists(os.path.join(folder, name))
+    ]
+    return [(os.path.join(folder, name), f"/dev/{name}") for name in names]
+
+
+def visible_devices(cards: list[int]) -> str:
+    """CUDA_VISIBLE_DEVICES for a replica given `cards`: 0..n-1, as its CUDA numbers them.
+
+    The sandbox holds only the replica's own card nodes, and CUDA counts only the cards it
+    can open, from 0: with host cards 3 and 5 a job sees two cards, 0 and 1, as in a
+    container of NVIDIA's toolkit or a Kubernetes pod (where the device plugin sets
+    NVIDIA_VISIBLE_DEVICES and CUDA numbers from 0). The host's numbers ("3,5") would name
+    cards CUDA does not have, and it would then see none. The host's numbers are the
+    replica's cards on the job page (JobReplica.devices)."""
+    return ",".join(str(i) for i in range(len(cards)))
 
 
 def local_queues() -> list[str]:
@@ -271,7 +348,8 @@ class LocalBackend(Backend):
             master_addr="127.0.0.1",
             master_port=str(PORT_AT_START),
             tf_address=lambda r, i: f"127.0.0.1:{PORT_AT_START}",
-            visible_devices=_("<assigned at start>") if has_cards else "",
+            # Known before start: numbered from 0 in each replica (visible_devices).
+            visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
             masked=True,
         )
 
