@@ -356,7 +356,9 @@ def test_the_job_page_names_the_specs_pool_as_the_wizards_review_step_does(alice
 
     def pool_row(job: Job) -> str:
         page = client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
-        return re.search(r'<label>资源池:</label><div class="readonly spec-value">([^<]*)<', page)[1]
+        return re.search(r'<label>资源池:</label><div class="readonly spec-value">([^<]*)<', page)[
+            1
+        ]
 
     assert pool_row(here) == "本机 Local (local)"
     assert pool_row(gone) == "cce-retired"  # no longer offered: its id

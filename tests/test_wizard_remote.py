@@ -558,9 +558,7 @@ def test_a_long_volume_name_or_path_is_shortened_in_the_middle_and_kept_whole_in
     assert F.MountForm({**data, "m-name": "home"}, prefix="m", pool=pool).volume_full == ""
 
 
-def test_two_pools_sharing_a_name_are_told_apart_by_their_id_on_the_first_step(
-    fake, alice_client
-):
+def test_two_pools_sharing_a_name_are_told_apart_by_their_id_on_the_first_step(fake, alice_client):
     fake.add_pool("cce-pool2", "百舸训练池", queues=("default",), gpus={A800: (8, 0)})
     draft = new_draft(alice_client)
 
