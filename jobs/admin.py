@@ -149,10 +149,16 @@ def _filtered(queryset: QuerySet, field: str, value: str | None) -> QuerySet:
 
 
 def _pool_labels(request: HttpRequest) -> dict[str, str]:
-    """The names of the pools offered now, by id (jobs.pools.pool_names: no query), looked up
-    once per request (the pool filter and the rows need them)."""
+    """The labels of the pools offered now, by id, looked up once per request (the pool filter
+    and the rows need them). Read as the console's job list reads them on its full page
+    (available_pools: cached figures, no query; a remote backend's first read in this process
+    waited for), so a pool missing here is one the console no longer offers, whichever server
+    process answers. The list is not polled."""
+    from .wizard import available_pools
+
     if not hasattr(request, "_pool_labels"):
-        request._pool_labels = labels_by_pool(pool_names())  # type: ignore[attr-defined]
+        names = {p.id: p.name for p in available_pools()}
+        request._pool_labels = labels_by_pool(names)  # type: ignore[attr-defined]
     return request._pool_labels  # type: ignore[attr-defined,no-any-return]
 
 
@@ -161,9 +167,13 @@ class PoolFilter(admin.SimpleListFilter):
     parameter_name = "pool"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        # By name, as the rows; a pool no longer offered by its id.
+        # By name, as the rows; a pool no longer offered by its id, marked so (as the
+        # console's job list marks it).
         labels = _pool_labels(request)
-        return [(pool, labels.get(pool, pool)) for pool in _pools(request)]
+        return [
+            (pool, labels.get(pool) or _("%(id)s (no longer offered)") % {"id": pool})
+            for pool in _pools(request)
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return _filtered(queryset, "resource_pool", self.value())
@@ -721,7 +731,11 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
             return context
         request_line, request_body = sent_request(spec, job.backend, job_id=job.public_id)
         context["api_request"] = f"{request_line}\n{request_body}"
-        context["spec_sections"] = spec_sections(spec)
+        # The pool by its name and id, as the wizard's review step says it (the names take no
+        # query: pool_names); a pool no longer offered by its id.
+        context["spec_sections"] = spec_sections(
+            spec, pool_name=pool_names().get(spec.resource_pool_id, "")
+        )
         refs = replica_refs(spec)
         backend = get_backend(job.backend)
         # AIHC_JOB_ID (set by the local runner only) is the id the job runs under.

@@ -214,8 +214,12 @@ class BasicForm(StepForm):
         templates: list[tuple[str, list[tuple[str, str]]]],
         **kwargs: Any,
     ) -> None:
+        from .pools import labels_by_pool  # jobs.pools imports this module
+
         super().__init__(*args, **kwargs)
-        self.fields["resource_pool"].choices = [(p.id, p.name) for p in pools]
+        # By name, as the pools page and the job list name them; with the id when two share one.
+        labels = labels_by_pool({p.id: p.name for p in pools})
+        self.fields["resource_pool"].choices = list(labels.items())
         queues = pool.queues if pool else []
         self.fields["queue"].choices = [(q, q) for q in queues]
         if pool is None and self.is_bound:

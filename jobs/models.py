@@ -183,6 +183,9 @@ class Job(models.Model):
             models.Index(fields=["owner", "-created_at"], name="job_owner_created"),
             models.Index(fields=["status", "priority", "created_at"], name="job_status_sched"),
             models.Index(fields=["resource_pool", "queue"], name="job_pool_queue"),
+            # The pools a user's jobs ran in (the job list's pool filter): read from the index
+            # alone, without visiting each of their jobs.
+            models.Index(fields=["owner", "resource_pool"], name="job_owner_pool"),
         ]
 
     def __str__(self) -> str:

@@ -213,18 +213,38 @@ def pool_names() -> dict[str, str]:
     return names
 
 
-def pool_filter_choices(*, pools: list[Pool], chosen: str) -> tuple[list[tuple[str, str]], str]:
+# At most this many pools the user's jobs ran in are added to the job list's pool filter.
+USED_POOLS_LISTED = 200
+
+
+def used_pools(*, owner: Any) -> list[str]:
+    """The ids of the pools `owner`'s jobs are in, whatever their status (the job list's pool
+    filter adds those no longer offered): one DISTINCT query, answered from the (owner,
+    resource_pool) index alone, however many jobs they have; at most USED_POOLS_LISTED."""
+    jobs = Job.objects.filter(owner=owner).exclude(resource_pool="")
+    ids = jobs.order_by("resource_pool").values_list("resource_pool", flat=True).distinct()
+    return list(ids[:USED_POOLS_LISTED])
+
+
+def pool_filter_choices(
+    *, pools: list[Pool], chosen: str, used: list[str] | None = None
+) -> tuple[list[tuple[str, str]], str]:
     """The job list's 资源池 filter: (value, label) for each pool the console offers, by its
-    label (labels_by_pool), and which value is selected. The value sent is the pool's id, so
-    the address keeps it and links made before the select (the pools page's, a bookmark) work
-    as they did: letter case and spaces aside (" LOCAL " is local). A pool such a link names
-    that is no longer offered is added by its id, so the select still says what the list is
-    filtered on. No query of its own: pools the user's old jobs ran in are not listed (reading
-    them all is what the list avoids); their links still work."""
+    label (labels_by_pool), then each pool of `used` (the pools the user's jobs are in,
+    used_pools) it no longer offers, by its id marked "(no longer offered)", so jobs of a
+    pool since removed can still be found; and which value is selected. The value sent is
+    the pool's id, so the address keeps it and links made before the select (the pools
+    page's, a bookmark) work as they did: letter case and spaces aside (" LOCAL " is local).
+    A pool such a link names that is in neither list (a typo, another user's pool) is added
+    by its id alone, so the select still says what the list is filtered on."""
     choices: list[tuple[str, str]] = [("", str(_("Any pool")))]
     choices += list(labels_by_pool({p.id: p.name for p in pools}).items())
+    offered = {p.id.casefold() for p in pools}
+    for pool_id in sorted({u for u in used or [] if u.casefold() not in offered}):
+        choices.append((pool_id, str(_("%(id)s (no longer offered)") % {"id": pool_id})))
     wanted = chosen.strip()
-    selected = next((p.id for p in pools if p.id.casefold() == wanted.casefold()), wanted)
-    if selected and selected not in {p.id for p in pools}:
+    values = [value for value, _label in choices[1:]]
+    selected = next((v for v in values if v.casefold() == wanted.casefold()), wanted)
+    if selected and selected not in values:
         choices.append((selected, selected))
     return choices, selected

@@ -20,8 +20,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from .models import Job
-from .pools import BACKEND_LABELS
-from .usage import UNKNOWN_CARD, Figures, Period, UsageReport, usage_report
+from .pools import labels_by_pool
+from .usage import UNKNOWN_CARD, Figures, Period, PoolUsage, UsageReport, usage_report
+from .wizard import available_pools
 
 # Far enough either way for any job this console ran or will run, and well inside what
 # datetime and the time zone conversion can hold.
@@ -78,8 +79,9 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
     given = {key: request.GET[key] for key in ("date_from", "date_to") if key in request.GET}
     form = UsagePeriodForm(given)
     report = usage_report(period=form.cleaned_data["period"]) if form.is_valid() else None
+    names = offered_pool_names() if report is not None else {}
     if report is not None and request.GET.get("format") == "csv":
-        return _csv(report)
+        return _csv(report, names=names)
     if report is not None and not any(given.values()):
         # Show the default period in the form, so it says which month this is.
         form = UsagePeriodForm(
@@ -91,22 +93,45 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
         "title": _("Usage report"),
         "form": form,
         "report": report,
-        "pool_rows": [pool_labels(row) for row in report.pools] if report else [],
+        "pool_rows": pool_rows(report.pools, names=names) if report else [],
         "csv_query": _csv_query(report) if report else "",
         "as_of": report is not None and report.period.ends_at > report.now,
     }
     return TemplateResponse(request, "admin/jobs/job/usage.html", context)
 
 
-def pool_labels(row: Any) -> dict[str, Any]:
-    backend = BACKEND_LABELS.get(row.backend, row.backend)
-    if row.card_type == "":
-        card = _("CPU only")
-    elif row.card_type == UNKNOWN_CARD:
-        card = _("unknown (the job's spec cannot be read)")
-    else:
-        card = row.card_type
-    return {"pool": f"{row.pool} ({backend})", "card": card, "figures": row.figures}
+def offered_pool_names() -> dict[str, str]:
+    """The name of each pool the console offers now, by id, for the usage pages and their CSV:
+    read as the job list's full page and the pools page read them (available_pools: cached
+    figures and no query; a remote backend's first read in this process waited for, so a
+    pool is named whichever server process answers). A pool no longer offered has none: the
+    pages show its id. The names are today's: a pool renamed since its jobs ran shows its new
+    name (its id, which never changes, is in the title and the CSV's `pool` column)."""
+    return {p.id: p.name for p in available_pools()}
+
+
+def pool_rows(rows: list[PoolUsage], *, names: dict[str, str]) -> list[dict[str, Any]]:
+    """The report's pool × card type rows as the pages show them: each pool by its label
+    (labels_by_pool of the pools offered now: its name, with its id when two share a name;
+    the id in the title), or by its id alone when the console no longer offers it."""
+    labels = labels_by_pool(names)
+    return [
+        {
+            "pool_id": row.pool,
+            "pool_label": labels.get(row.pool, ""),
+            "card": _card_label(row.card_type),
+            "figures": row.figures,
+        }
+        for row in rows
+    ]
+
+
+def _card_label(card_type: str) -> str:
+    if card_type == "":
+        return _("CPU only")
+    if card_type == UNKNOWN_CARD:
+        return _("unknown (the job's spec cannot be read)")
+    return card_type
 
 
 def _csv_query(report: UsageReport) -> str:
@@ -124,6 +149,7 @@ CSV_HEADER = [
     "group",
     "backend",
     "pool",
+    "pool_name",
     "card_type",
     "card_hours",
     "jobs",
@@ -160,11 +186,12 @@ def _figures(figures: Figures, *, deleted: bool = False) -> list[str]:
     ]
 
 
-def _csv(report: UsageReport) -> HttpResponse:
+def _csv(report: UsageReport, *, names: dict[str, str]) -> HttpResponse:
     """One table in English, whatever the page's language: a row per user (a deleted user's
     with `user_deleted` "yes"), per group (no group: `group` blank), per pool and card type
-    (CPU only: `card_type` blank), and the total. Hours to two decimals. UTF-8 with a byte
-    order mark (csv_response)."""
+    (CPU only: `card_type` blank), and the total. A pool row has the pool's id (`pool`) and
+    its name today (`pool_name`, offered_pool_names; blank for a pool no longer offered).
+    Hours to two decimals. UTF-8 with a byte order mark (csv_response)."""
     response = csv_response(f"usage-{period_name(report.period)}.csv")
     writer = csv.writer(response)
     writer.writerow(CSV_HEADER)
@@ -177,12 +204,13 @@ def _csv(report: UsageReport) -> HttpResponse:
                 "",
                 "",
                 "",
+                "",
                 *_figures(user.figures, deleted=user.deleted),
             ]
         )
     for group in report.groups:
         writer.writerow(
-            ["group", "", csv_cell(group.name or ""), "", "", "", *_figures(group.figures)]
+            ["group", "", csv_cell(group.name or ""), "", "", "", "", *_figures(group.figures)]
         )
     for row in report.pools:
         writer.writerow(
@@ -192,9 +220,10 @@ def _csv(report: UsageReport) -> HttpResponse:
                 "",
                 row.backend,
                 csv_cell(row.pool),
+                csv_cell(names.get(row.pool, "")),
                 csv_cell(row.card_type),
                 *_figures(row.figures),
             ]
         )
-    writer.writerow(["total", "", "", "", "", "", *_figures(report.total)])
+    writer.writerow(["total", "", "", "", "", "", "", *_figures(report.total)])
     return response

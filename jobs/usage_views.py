@@ -18,9 +18,16 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from .http import AuthenticatedHttpRequest
-from .pools import BACKEND_LABELS
+from .pools import labels_by_pool
 from .usage import HOUR, Period, UsageReport, usage_jobs, usage_report
-from .usage_admin import UsagePeriodForm, csv_cell, csv_response, period_name, pool_labels
+from .usage_admin import (
+    UsagePeriodForm,
+    csv_cell,
+    csv_response,
+    offered_pool_names,
+    period_name,
+    pool_rows,
+)
 from .views import ListPage
 
 
@@ -43,18 +50,21 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     now = timezone.now()
     report = usage_report(period=period, now=now, owner=request.user)
     jobs = usage_jobs(owner=request.user, period=period, now=now)
+    # Pools by name, as the job list names them (usage_admin.offered_pool_names).
+    names = offered_pool_names()
     if request.GET.get("format") == "csv":
-        return _csv(report, jobs)
+        return _csv(report, jobs, names=names)
     if not any(given.values()):
         # Show the default period in the form, so it says which month this is.
         form = UsagePeriodForm(initial={"date_from": period.first, "date_to": period.last})
     query = f"date_from={period.first.isoformat()}&date_to={period.last.isoformat()}"
     page = ListPage.of(jobs, request.GET.get("page"))
-    page.object_list = [_job_row(row) for row in page.object_list]
+    labels = labels_by_pool(names)
+    page.object_list = [_job_row(row, labels=labels) for row in page.object_list]
     context.update(
         form=form,
         report=report,
-        pool_rows=[pool_labels(row) for row in report.pools],
+        pool_rows=pool_rows(report.pools, names=names),
         page=page,
         query=query,
         as_of=period.ends_at > now,
@@ -62,12 +72,12 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "jobs/my_usage.html", context)
 
 
-def _job_row(row: dict[str, Any]) -> dict[str, Any]:
+def _job_row(row: dict[str, Any], *, labels: dict[str, str]) -> dict[str, Any]:
     hours = row["run"] / HOUR
-    backend = BACKEND_LABELS.get(row["backend"], row["backend"])
     return {
         **row,
-        "pool": f"{row['resource_pool']} ({backend})",
+        # Its label (its id in the title); a pool no longer offered by its id alone.
+        "pool_label": labels.get(row["resource_pool"], ""),
         "hours": hours,
         "card_hours": hours * row["total_cards"],
     }
@@ -80,6 +90,7 @@ CSV_HEADER = [
     "job_deleted",
     "backend",
     "pool",
+    "pool_name",
     "card_type",
     "cards",
     "started_at",
@@ -90,10 +101,11 @@ CSV_HEADER = [
 ]
 
 
-def _csv(report: UsageReport, jobs: Any) -> HttpResponse:
+def _csv(report: UsageReport, jobs: Any, *, names: dict[str, str]) -> HttpResponse:
     """One table in English, as the admin's CSV: a row per job that ran (newest start first;
     a deleted one's `job_deleted` "yes"), per pool and card type (CPU only:
-    `card_type` blank), and the total. Hours to two decimals; times in the console's zone."""
+    `card_type` blank), and the total. Pools by id (`pool`) and by today's name (`pool_name`,
+    blank for one no longer offered). Hours to two decimals; times in the console's zone."""
     response = csv_response(f"my-usage-{period_name(report.period)}.csv")
     writer = csv.writer(response)
     writer.writerow(CSV_HEADER)
@@ -108,6 +120,7 @@ def _csv(report: UsageReport, jobs: Any) -> HttpResponse:
                 "yes" if row["deleted"] else "",
                 row["backend"],
                 csv_cell(row["resource_pool"]),
+                csv_cell(names.get(row["resource_pool"], "")),
                 "",
                 str(cards),
                 timezone.localtime(row["started_at"]).isoformat(timespec="seconds"),
@@ -127,6 +140,7 @@ def _csv(report: UsageReport, jobs: Any) -> HttpResponse:
                 "",
                 pool.backend,
                 csv_cell(pool.pool),
+                csv_cell(names.get(pool.pool, "")),
                 csv_cell(pool.card_type),
                 "",
                 "",
@@ -140,7 +154,7 @@ def _csv(report: UsageReport, jobs: Any) -> HttpResponse:
     writer.writerow(
         [
             "total",
-            *[""] * 9,
+            *[""] * 10,
             f"{total.card_hours:.2f}",
             str(total.jobs),
             f"{total.cpu_job_hours:.2f}",

@@ -62,7 +62,7 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage, usage_unavailable
-from .pools import labels_by_pool, pool_filter_choices, pool_names
+from .pools import labels_by_pool, pool_filter_choices, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
@@ -245,9 +245,13 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         if not live:
             return HttpResponseStopPolling(table + slot)
         return HttpResponse(table + slot)
-    # The pool filter's select (the whole page only: a poll swaps just the table).
+    # The pool filter's select (the whole page only: a poll swaps just the table): the pools
+    # offered now, and those the user's own jobs are in that are not (one query). The list
+    # shows only the user's jobs, staff's too, so other users' pools would match nothing.
     context["pool_choices"], context["pool_selected"] = pool_filter_choices(
-        pools=pools or [], chosen=form.cleaned_data.get("pool", "")
+        pools=pools or [],
+        chosen=form.cleaned_data.get("pool", ""),
+        used=used_pools(owner=request.user),
     )
     return render(request, "jobs/job_list.html", context)
 

@@ -223,9 +223,30 @@ def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(al
         == '<span class="job-pool" title="资源池 ID：local">本机 Local</span> / default'
     )
     assert cells[str(gone.pk)] == "cce-retired / default"
-    # The pool filter by the same names; a pool no longer offered by its id.
+    # The pool filter by the same names; a pool no longer offered by its id, marked so.
     assert re.search(r'href="\?pool=local"[^>]*>本机 Local</a>', html)
-    assert re.search(r'href="\?pool=cce-retired"[^>]*>cce-retired</a>', html)
+    assert re.search(r'href="\?pool=cce-retired"[^>]*>cce-retired（已下线）</a>', html)
+
+
+def test_an_aihc_pool_is_named_and_not_marked_gone_before_any_other_page_read_aihc(
+    alice, reviewer, settings
+):
+    from .fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    try:
+        fake.add_pool("cce-pool1", "百舸训练池")
+        configure(settings, fake)
+        job = submit(alice, "there")
+        Job.objects.filter(pk=job.pk).update(resource_pool="cce-pool1")
+
+        # The first page of this process to ask for AIHC's pools: it waits for their read.
+        html = client_for(reviewer).get(CHANGELIST).content.decode()
+    finally:
+        fake.stop()
+
+    assert re.search(r'href="\?pool=cce-pool1"[^>]*>百舸训练池</a>', html)
+    assert '<span class="job-pool" title="资源池 ID：cce-pool1">百舸训练池</span>' in html
 
 
 def test_the_job_list_query_count_is_fixed(alice, reviewer, django_assert_num_queries):
@@ -323,6 +344,24 @@ def test_the_job_page_shows_spec_request_and_environment_with_secrets_masked(ali
     assert "HF_TOKEN=******" in body
     assert "Created" in body  # the events inline
     assert f"/admin/jobs/job/{job.pk}/logs/" in body
+
+
+def test_the_job_page_names_the_specs_pool_as_the_wizards_review_step_does(alice, reviewer):
+    here = submit(alice, "here")
+    spec = here.job_spec()
+    spec.resource_pool_id = "cce-retired"
+    gone = submit(alice, "gone")
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired", spec=spec.to_document())
+    client = client_for(reviewer)
+
+    def pool_row(job: Job) -> str:
+        page = client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+        return re.search(r'<label>资源池:</label><div class="readonly spec-value">([^<]*)<', page)[
+            1
+        ]
+
+    assert pool_row(here) == "本机 Local (local)"
+    assert pool_row(gone) == "cce-retired"  # no longer offered: its id
 
 
 def test_the_job_page_is_read_only(alice, superuser):

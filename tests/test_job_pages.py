@@ -139,6 +139,45 @@ def test_a_link_to_a_pool_no_longer_offered_keeps_it_selected_and_matches_its_jo
     assert pool_options(html)[-1] == ("cce-retired", "cce-retired", True)
 
 
+def test_the_pool_filter_adds_the_pools_my_jobs_ran_in_that_are_no_longer_offered(
+    alice, bob, alice_client
+):
+    here = submit(alice, name="here")
+    old = [submit(alice, name=f"old-{n}") for n in range(2)]
+    Job.objects.filter(pk__in=[j.pk for j in old]).update(resource_pool="cce-retired")
+    theirs = submit(bob, name="theirs")
+    Job.objects.filter(pk=theirs.pk).update(resource_pool="cce-bobs")
+
+    html = alice_client.get(reverse("job-list")).content.decode()
+
+    # Offered pools by name, then hers no longer offered by ID, marked; Bob's pool is not hers.
+    assert pool_options(html) == [
+        ("", "全部资源池", True),
+        ("local", "本机 Local", False),
+        ("cce-retired", "cce-retired（已下线）", False),
+    ]
+    chosen = alice_client.get(reverse("job-list"), {"pool": "CCE-Retired"}).content.decode()
+    assert [o for o in pool_options(chosen) if o[2]] == [
+        ("cce-retired", "cce-retired（已下线）", True)
+    ]
+    assert all(j.public_id in chosen for j in old) and here.public_id not in chosen
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(reverse("job-list")).content.decode()
+    assert ("cce-retired", "cce-retired (no longer offered)", False) in pool_options(english)
+
+
+def test_a_pool_my_jobs_ran_in_that_is_offered_again_is_listed_once_by_its_name():
+    from jobs.backends import Pool
+    from jobs.pools import pool_filter_choices
+
+    pools = [Pool("local", "本机 Local", "local")]
+
+    choices, selected = pool_filter_choices(pools=pools, chosen="", used=["cce-old", "local"])
+
+    assert choices[1:] == [("local", "本机 Local"), ("cce-old", "cce-old（已下线）")]
+    assert selected == ""
+
+
 def pool_cells(html: str) -> dict[str, tuple[str, str]]:
     """The list's rows: job id -> (the pool's title, the pool shown)."""
     rows = re.findall(
@@ -308,17 +347,22 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
 ):
     submit(alice)
     alice_client.get(reverse("job-list"))  # warm the session
-    # Session, user, one page of jobs and the worker's heartbeat (with whether the user has
-    # jobs waiting on it, for its banner): no COUNT over every job the user has. The pool
-    # filter's select names the pools and shows no idle cards, so the local pool's running
-    # jobs are not read.
-    with django_assert_num_queries(4):
+    # Session, user, one page of jobs, the worker's heartbeat (with whether the user has
+    # jobs waiting on it, for its banner) and the pools the user's jobs are in (DISTINCT, for
+    # the pool filter to list those no longer offered): no COUNT over every job the user has.
+    # The filter's select names the pools and shows no idle cards, so the local pool's
+    # running jobs are not read.
+    with django_assert_num_queries(5):
         alice_client.get(reverse("job-list"))
-    for _ in range(30):
-        submit(alice)
-    with django_assert_num_queries(4):
-        alice_client.get(reverse("job-list"), {"page": 2})
-    # A poll swaps only the table: no pools read (their names take no query: pool_names).
+    jobs = [submit(alice) for _ in range(30)]
+    for n, job in enumerate(jobs[-3:]):  # on page 1: page 2 shows local jobs only
+        Job.objects.filter(pk=job.pk).update(resource_pool=f"cce-old{n}")
+    with django_assert_num_queries(5) as queries:
+        html = alice_client.get(reverse("job-list"), {"page": 2}).content.decode()
+    assert [o[0] for o in pool_options(html)] == ["", "local", "cce-old0", "cce-old1", "cce-old2"]
+    assert sum("DISTINCT" in q["sql"] for q in queries.captured_queries) == 1
+    # A poll swaps only the table: no pools read (their names take no query: pool_names),
+    # and no filter drawn.
     with django_assert_num_queries(4):
         poll = alice_client.get(reverse("job-list"), {"page": 2}, headers={"HX-Request": "true"})
     assert set(pool_cells(poll.content.decode()).values()) == {("资源池 ID：local", "本机 Local")}
@@ -334,7 +378,7 @@ def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
     alice_client.get(reverse("job-list"))  # warm the session
 
     with django_assert_num_queries(
-        4
+        5
     ):  # as test_the_list_costs_the_same_queries_for_few_or_many_jobs
         html = alice_client.get(reverse("job-list")).content.decode()
 

@@ -834,3 +834,23 @@ def test_the_job_pages_pool_name_leads_to_the_pools_page(logged_in_page, alice):
 
     page.wait_for_url("**/pools/")
     expect(page.locator('section.pool[data-pool="local"]')).to_be_visible()
+
+
+def test_jobs_of_a_pool_no_longer_offered_are_found_by_choosing_it_in_the_pool_filter(
+    logged_in_page, alice
+):
+    here = submitted(alice, "on-local")
+    gone = submitted(alice, "on-retired")
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired", status=JobStatus.SUCCEEDED)
+    page = logged_in_page
+    page.goto("/")
+    expect(page.locator(f'tr[data-job="{here.public_id}"]')).to_be_visible()
+
+    page.select_option("#id_pool", label="cce-retired（已下线）")
+    page.click("#job-filters button[type=submit]")
+
+    page.wait_for_url("**/?*pool=cce-retired*")
+    expect(page.locator(f'tr[data-job="{gone.public_id}"]')).to_be_visible()
+    expect(page.locator(f'tr[data-job="{here.public_id}"]')).to_have_count(0)
+    expect(page.locator("#id_pool option:checked")).to_have_text("cce-retired（已下线）")
+    expect(page.locator(f'tr[data-job="{gone.public_id}"] .job-pool')).to_have_text("cce-retired")

@@ -49,7 +49,8 @@ def test_it_shows_the_users_figures_as_the_usage_report_counts_them(alice, bob, 
     assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-card-hours">34.00</dd>' in body
     assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-cpu-hours">5.00</dd>' in body
     assert '<dd class="col-sm-8 col-lg-9 col-xxl-10" id="usage-jobs">3</dd>' in body
-    assert f'<th scope="row">local (Local runner)</th><td>{H800}</td><td>24.00</td>' in body
+    pool = '<span class="usage-pool" title="Pool ID: local">本机 Local</span>'
+    assert f'<th scope="row">{pool}</th><td>{H800}</td><td>24.00</td>' in body
     assert "a job restarted after a fault counts as running throughout" in body
 
 
@@ -237,6 +238,7 @@ def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client
             "job_deleted",
             "backend",
             "pool",
+            "pool_name",
             "card_type",
             "cards",
             "started_at",
@@ -252,6 +254,7 @@ def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client
             "yes",
             "local",
             "local",
+            "本机 Local",
             "",
             "0",
             "2026-04-03T00:00:00+08:00",
@@ -267,6 +270,7 @@ def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client
             "",
             "local",
             "local",
+            "本机 Local",
             "",
             "2",
             "2026-04-02T00:00:00+08:00",
@@ -275,9 +279,24 @@ def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client
             "1",
             "0.00",
         ],
-        ["pool", "", "", "", "local", "local", A800, "", "", "", "20.00", "1", "0.00"],
-        ["pool", "", "", "", "local", "local", "", "", "", "", "0.00", "1", "1.00"],
-        ["total", "", "", "", "", "", "", "", "", "", "20.00", "2", "1.00"],
+        [
+            "pool",
+            "",
+            "",
+            "",
+            "local",
+            "local",
+            "本机 Local",
+            A800,
+            "",
+            "",
+            "",
+            "20.00",
+            "1",
+            "0.00",
+        ],
+        ["pool", "", "", "", "local", "local", "本机 Local", "", "", "", "", "0.00", "1", "1.00"],
+        ["total", "", "", "", "", "", "", "", "", "", "", "20.00", "2", "1.00"],
     ]
 
 

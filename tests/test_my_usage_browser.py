@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -40,3 +41,24 @@ def test_a_user_opens_my_usage_from_the_navigation_and_switches_to_last_month(
     expect(row).to_contain_text("5.00")
     row.get_by_role("link").click()
     page.wait_for_url(f"**/jobs/{last.public_id}/")
+
+
+def test_my_usage_names_each_pool_and_shows_its_id_on_hover(logged_in_page, alice):
+    from jobs.models import Job
+
+    start = Period.this_month().starts_at + timedelta(hours=1)
+    here = run(alice, start, start + timedelta(hours=2), cards=1)
+    gone = run(alice, start, start + timedelta(hours=1), cards=1)
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired")
+    page = logged_in_page
+
+    page.click("#nav-usage")
+
+    pools = page.locator("#usage-pools .usage-pool")
+    expect(pools).to_have_text(["cce-retired", "本机 Local"])
+    pools.nth(1).hover()
+    expect(pools.nth(1)).to_have_attribute("title", "资源池 ID：local")
+    expect(pools.nth(0)).not_to_have_attribute("title", re.compile(".*"))
+    row = page.locator(f"#usage-jobs-table tr[data-job='{here.public_id}'] .usage-pool")
+    expect(row).to_have_text("本机 Local")
+    expect(row).to_have_attribute("title", "资源池 ID：local")

@@ -35,6 +35,8 @@ Migrations and what they do to existing rows:
   before). Downgrading past it drops them; the heartbeat row stays, as 0014 had it.
 - 0016 adds the worker's start-up network problem to the lease and to each worker's row
   (empty for rows written before it). Downgrading past it drops it.
+- 0017 adds an index of jobs by owner and pool (the job list's pool filter); no row
+  changes, and downgrading past it drops the index.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).

@@ -247,7 +247,8 @@ def test_the_page_lists_users_groups_and_pools_for_the_chosen_period(reviewer, a
     groups = body[body.index('id="usage-groups"') :]
     assert '<th scope="row">research</th><td>1</td><td>20.00</td>' in groups
     pools = body[body.index('id="usage-pools"') :]
-    assert f'<th scope="row">local (Local runner)</th><td>{A800}</td><td>20.00</td>' in pools
+    pool = '<span class="usage-pool" title="Pool ID: local">本机 Local</span>'
+    assert f'<th scope="row">{pool}</th><td>{A800}</td><td>20.00</td>' in pools
     assert "?date_from=2026-04-01&amp;date_to=2026-04-30&amp;format=csv" in body
 
 
@@ -273,19 +274,68 @@ def test_the_csv_has_the_same_figures_and_names_the_period(reviewer, alice, bob)
             "group",
             "backend",
             "pool",
+            "pool_name",
             "card_type",
             "card_hours",
             "jobs",
             "cpu_only_job_hours",
             "user_deleted",
         ],
-        ["user", "张三", "", "", "", "", "20.00", "1", "0.00", ""],
-        ["user", "'=cmd", "", "", "", "", "0.00", "1", "1.00", ""],
-        ["group", "", "研究组", "", "", "", "20.00", "1", "0.00", ""],
-        ["group", "", "", "", "", "", "0.00", "1", "1.00", ""],
-        ["pool", "", "", "local", "local", A800, "20.00", "1", "0.00", ""],
-        ["pool", "", "", "local", "local", "", "0.00", "1", "1.00", ""],
-        ["total", "", "", "", "", "", "20.00", "2", "1.00", ""],
+        ["user", "张三", "", "", "", "", "", "20.00", "1", "0.00", ""],
+        ["user", "'=cmd", "", "", "", "", "", "0.00", "1", "1.00", ""],
+        ["group", "", "研究组", "", "", "", "", "20.00", "1", "0.00", ""],
+        ["group", "", "", "", "", "", "", "0.00", "1", "1.00", ""],
+        ["pool", "", "", "local", "local", "本机 Local", A800, "20.00", "1", "0.00", ""],
+        ["pool", "", "", "local", "local", "本机 Local", "", "0.00", "1", "1.00", ""],
+        ["total", "", "", "", "", "", "", "20.00", "2", "1.00", ""],
+    ]
+
+
+def pool_cells(html: str, table: str) -> list[tuple[str, str]]:
+    """The pools a table shows, in order: (the title, the text shown)."""
+    body = html[html.index(f'id="{table}"') :]
+    body = body[: body.index("</table>")]
+    return re.findall(r'<span class="usage-pool"(?: title="([^"]*)")?>([^<]*)</span>', body)
+
+
+def test_pools_are_shown_by_name_with_their_id_in_the_title_and_the_csv_adds_the_name(
+    settings, reviewer, alice
+):
+    from tests.fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    try:
+        fake.add_pool("cce-a", "训练池", queues=("default",), gpus={A800: (16, 0)})
+        fake.add_pool("cce-b", "训练池", queues=("default",), gpus={A800: (16, 0)})
+        configure(settings, fake)
+        for pool in ("cce-a", "cce-b", "cce-gone"):
+            run(alice, at(2, 0), at(2, 1), backend="aihc", pool=pool)
+        run(alice, at(3, 0), at(3, 1))
+
+        page = client_for(reviewer).get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="en")
+        mine = client_for(alice).get("/account/usage/", APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="en")
+        sheet = client_for(reviewer).get(URL, {**APRIL_QUERY, "format": "csv"})
+    finally:
+        fake.stop()
+
+    # Named as the job list names them: two pools sharing a name with their ids; a pool the
+    # console no longer offers by its id alone, with no title.
+    shown = [
+        ("Pool ID: cce-a", "训练池 (cce-a)"),
+        ("Pool ID: cce-b", "训练池 (cce-b)"),
+        ("", "cce-gone"),
+        ("Pool ID: local", "本机 Local"),
+    ]
+    assert pool_cells(page.content.decode(), "usage-pools") == shown
+    assert pool_cells(mine.content.decode(), "usage-pools") == shown
+    assert sorted(pool_cells(mine.content.decode(), "usage-jobs-table")) == sorted(shown)
+    # The CSV keeps the id and adds the pool's name today (none for a pool no longer offered).
+    rows = list(csv.DictReader(io.StringIO(sheet.content.decode("utf-8-sig"))))
+    assert [(r["pool"], r["pool_name"]) for r in rows if r["scope"] == "pool"] == [
+        ("cce-a", "训练池"),
+        ("cce-b", "训练池"),
+        ("cce-gone", ""),
+        ("local", "本机 Local"),
     ]
 
 

@@ -556,3 +556,17 @@ def test_a_long_volume_name_or_path_is_shortened_in_the_middle_and_kept_whole_in
     assert row.volume_full == "scratch (/mnt/team-a/projects/llm/datasets/imagenet-train)"
     assert row.is_valid() and row.cleaned_data["name"] == "scratch"
     assert F.MountForm({**data, "m-name": "home"}, prefix="m", pool=pool).volume_full == ""
+
+
+def test_two_pools_sharing_a_name_are_told_apart_by_their_id_on_the_first_step(fake, alice_client):
+    fake.add_pool("cce-pool2", "百舸训练池", queues=("default",), gpus={A800: (8, 0)})
+    draft = new_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.BASIC)).content.decode()
+
+    select = re.search(r'<select name="resource_pool".*?</select>', page, re.S).group(0)
+    assert re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select) == [
+        ("local", "本机 Local"),
+        (POOL, f"百舸训练池 ({POOL})"),
+        ("cce-pool2", "百舸训练池 (cce-pool2)"),
+    ]
