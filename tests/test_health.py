@@ -347,9 +347,10 @@ def test_the_job_list_shows_the_banner_to_a_user_with_a_queued_job_and_not_to_ot
     alices, bobs = client_in(alice, "en"), client_in(bob, "en")
     alices.get(reverse("job-list"))  # warm the session
 
-    # Session, user, one page of jobs, the heartbeat with whether she has jobs waiting (the
-    # pool filter names the pools without reading the local pool's running jobs).
-    with django_assert_num_queries(4):
+    # Session, user, one page of jobs, the heartbeat with whether she has jobs waiting, and
+    # the pools her jobs used (the pool filter lists removed ones too; it names the offered
+    # pools without reading the local pool's running jobs).
+    with django_assert_num_queries(5):
         page = alices.get(reverse("job-list")).content.decode()
 
     assert banner(page) == STALE_EN
