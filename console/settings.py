@@ -541,6 +541,12 @@ LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
 # in the sandbox they are always under /dev. Another folder only for tests (stand-in nodes
 # on a machine without cards) and hosts that keep the nodes elsewhere.
 LOCAL_DEVICE_DIR = env("LOCAL_DEVICE_DIR", "/dev")
+# Checked here: a folder that is not there would silently give every job no card at all.
+if not (os.path.isabs(LOCAL_DEVICE_DIR) and os.path.isdir(LOCAL_DEVICE_DIR)):
+    raise ImproperlyConfigured(
+        f"LOCAL_DEVICE_DIR is the absolute path of the folder holding the host's device nodes "
+        f"(/dev), not {LOCAL_DEVICE_DIR!r}: no such folder"
+    )
 # A replica's log file is kept under this many MB (MiB) on disk: a job printing in a loop
 # would otherwise fill the disk the database lives on. Past it, the log keeps its beginning
 # and its latest part, with a [console] line saying how much was dropped between them

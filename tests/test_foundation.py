@@ -290,6 +290,8 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_TMP_MAX_GB": "inf"},
         {"LOCAL_ENFORCE_LIMITS": "on"},
         {"LOCAL_JOB_NETWORK": "none"},
+        {"LOCAL_DEVICE_DIR": "/no/such/device/folder"},
+        {"LOCAL_DEVICE_DIR": "dev"},
         {"LOCAL_PORTS": "29999-20000"},
         {"LOCAL_PORTS": "80-90"},
         {"LOCAL_TMP_CHECK_SECONDS": "0"},
