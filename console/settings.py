@@ -342,7 +342,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "filters": {"healthz_answers": {"()": "jobs.log_filters.HealthzAnswers"}},
+    "filters": {
+        "healthz_answers": {"()": "jobs.log_filters.HealthzAnswers"},
+        "unlisted_host": {"()": "jobs.log_filters.UnlistedHostOneLine"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
@@ -350,6 +353,8 @@ LOGGING = {
         "httpcore": {"level": "WARNING"},
         # A probe's /healthz 503 is its answer, not the web server's error.
         "django.request": {"filters": ["healthz_answers"]},
+        # A Host ALLOWED_HOSTS does not list (a scanner, a mistyped address): one WARNING line.
+        "django.security.DisallowedHost": {"filters": ["unlisted_host"]},
     },
 }
 

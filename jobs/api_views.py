@@ -406,9 +406,16 @@ def job_create(
 
 
 def _errors_message(errors: dict[str, list[str]], rename: Callable[[str], str] = str) -> str:
+    """One part per field path as the client's body names it. Several of the spec's paths can
+    name one place in the body (a v1 body's jobSpec.resources holds the master's and the
+    workers' CPU): their messages are said once, under that path, not once per role."""
+    said: dict[str, list[str]] = {}
+    for path, messages in errors.items():
+        place = said.setdefault(rename(path) if path else "", [])
+        place.extend(m for m in map(str, messages) if m not in place)
     return "; ".join(
-        f"{rename(path)}: {' '.join(str(m) for m in messages)}" if path else " ".join(messages)
-        for path, messages in errors.items()
+        f"{path}: {' '.join(messages)}" if path else " ".join(messages)
+        for path, messages in said.items()
     )
 
 

@@ -80,6 +80,7 @@ from .api_views import (
     has_lone_surrogate,
     nested_too_deeply,
     refuse_constant,
+    v1_paths,
 )
 from .models import Draft
 
@@ -344,7 +345,8 @@ def read_body(
             [("body", _("The request body must be a JSON object: {…}."))], text
         )
     v2 = is_v2_body(document)
-    rename = v2_paths(document) if v2 else str
+    # Paths as the pasted body names them (a v1 body's jobSpec.resources, not roles[1].cpu).
+    rename = v2_paths(document) if v2 else v1_paths(document)
     try:
         v1 = v1_from_v2(document) if v2 else document
     except RoleMapError as exc:
@@ -619,7 +621,9 @@ def _spec_errors(
             message = str(message)
             if any(secret in message for secret in secrets):
                 message = _("This value is not valid (it may be a secret, so it is not shown).")
-            said.append(("body", f"{rename(path)}: {message}" if path else message))
+            line = ("body", f"{rename(path)}: {message}" if path else message)
+            if line not in said:  # two roles' CPU named by one path of the body: said once
+                said.append(line)
     return said
 
 

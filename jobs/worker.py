@@ -356,17 +356,31 @@ def requeue_interrupted_tasks() -> int:
     return len(stuck)
 
 
-def take_worker_lock() -> int:
-    """Blocks until this is the only worker on this run directory; returns the lock fd."""
+# How often a worker waiting for another's worker.lock tries it again.
+LOCK_RETRY_SECONDS = 0.5
+
+
+def take_worker_lock(stop: threading.Event) -> int | None:
+    """Waits until this is the only worker on this run directory; returns the lock fd, or
+    None once `stop` is set first. Tried again every LOCK_RETRY_SECONDS, not with a blocking
+    flock: Python retries that after a signal whose handler only sets `stop`, so a second
+    worker started on the same run directory ignored SIGTERM and Ctrl-C while it waited."""
     run_dir = Path(settings.LOCAL_RUN_DIR)
     run_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(run_dir / "worker.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        logger.warning("another worker holds %s; waiting", run_dir / "worker.lock")
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if not said:
+                logger.warning("another worker holds %s; waiting", run_dir / "worker.lock")
+                said = True
+        if stop.wait(LOCK_RETRY_SECONDS):
+            os.close(fd)
+            logger.info("stopped while waiting for %s", run_dir / "worker.lock")
+            return None
 
 
 WAKE_CHECK_SECONDS = 0.05
@@ -459,7 +473,9 @@ def checked_identity() -> WorkerIdentity:
 
 
 def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
-    lock = take_worker_lock()
+    lock = take_worker_lock(stop)
+    if lock is None:  # asked to stop before the other worker on this run directory ended
+        return
     identity = checked_identity()
     try:
         # Before standing by, too: a worker back on a machine whose jobs were marked as lost

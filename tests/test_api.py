@@ -1226,3 +1226,16 @@ def test_another_users_job_has_no_metrics_for_them_and_an_aihc_jobs_tmp_is_not_s
     assert (not_here.status, not_here.code) == (400, "NotSupported")
     assert "TmpUsage is measured on the local runner only" in not_here.message
     assert all(pod["metrics"] == [] for pod in cpu)
+
+
+def test_cpu_out_of_range_in_a_one_replica_body_is_said_once_under_jobspec_resources(api):
+    # Found in QA: the master's and the 0-instance worker role's CPU both read from
+    # jobSpec.resources, so the message came twice under the same path.
+    bad = body()
+    bad["jobSpec"]["resources"] = [{"name": "cpu", "quantity": -3}]
+
+    error = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert error.code == "InvalidParameter"
+    assert error.message == "jobSpec.resources: CPU cores must be between 1 and 1024."
+    assert Job.objects.count() == 0

@@ -530,3 +530,19 @@ def test_replicas_are_sampled_every_local_metrics_seconds_by_default_15(tmp_path
     assert given.returncode == 0, given.stderr
     assert given.stdout.split() == ["2.5"]
     assert default.stdout.split() == ["15.0"]
+
+
+def test_a_request_from_an_unknown_host_is_logged_as_one_warning_line_without_a_traceback(
+    client, caplog
+):
+    # Found in QA: each such request (a scanner, a mistyped address) was an ERROR with a
+    # ten-line traceback, the Host header written in full twice, however long it was sent.
+    client.get("/", HTTP_HOST="console.example.com")
+    client.get("/", HTTP_HOST="a" * 3000)
+
+    records = [r for r in caplog.records if r.name == "django.security.DisallowedHost"]
+    assert [r.levelname for r in records] == ["WARNING", "WARNING"]
+    assert all(r.exc_info is None and r.exc_text is None for r in records)
+    assert "'console.example.com'" in records[0].getMessage()
+    assert len(records[1].getMessage()) <= 301
+    assert "a" * 3000 not in caplog.text

@@ -1000,3 +1000,27 @@ def test_the_review_shows_each_instances_cards_numbered_from_0(logged_in_page):
     expect(cards).to_have_count(3)
     for card in cards.all():
         expect(card).to_contain_text("CUDA_VISIBLE_DEVICES=0,1\n")
+
+
+def test_a_pasted_v1_body_with_cpu_out_of_range_is_refused_once_under_its_own_field_path(
+    logged_in_page,
+):
+    # Found in QA: the import said "roles[0].cpu: …" and "roles[1].cpu: …" for the one value
+    # the body gives in jobSpec.resources.
+    page = logged_in_page
+    body = (
+        '{"name": "cpu-typo", "queue": "default", "jobFramework": "PyTorchJob", "jobSpec": '
+        '{"command": "true", "image": "python:3.12", "replicas": 2, '
+        '"resources": [{"name": "cpu", "quantity": -3}]}}'
+    )
+    page.click("#nav-create-job")
+    page.fill("#import-body", body)
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    problems = page.locator("#import-body-errors")
+    expect(problems).to_contain_text("jobSpec.resources: CPU 核数须在 1 到 1024 之间。")
+    assert problems.inner_text().count("CPU 核数") == 1
+    assert "roles[" not in problems.inner_text()
+    expect(page.locator("#import-body")).to_have_value(body)
+    assert not Draft.objects.exists()

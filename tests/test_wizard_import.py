@@ -563,7 +563,7 @@ def test_a_message_that_would_quote_a_secret_names_only_its_field(alice_client):
     r = import_body(alice_client, body)
 
     said = error_texts(r)
-    assert "alert.emails: 此值无效（可能是保密值，因此不显示）。" in said
+    assert "console.alertChannels.emails: 此值无效（可能是保密值，因此不显示）。" in said
     assert SECRET not in r.content.decode()
 
 
@@ -1223,3 +1223,19 @@ def test_a_secret_typed_in_a_refused_import_reaches_the_draft_after_a_language_s
         assert len(seen) == 4 and not any(SECRET in text for text in seen)
     finally:
         context.close()
+
+
+def test_a_v1_bodys_cpu_refusal_names_its_own_path_once_not_the_roles_inside(alice_client):
+    # Found in QA: the import said "roles[0].cpu: …" and "roles[1].cpu: …", places a v1 body
+    # does not have, for the one value it gave in jobSpec.resources.
+    body = copy.deepcopy(BODY)
+    body["jobSpec"]["resources"] = [{"name": "cpu", "quantity": -3}]
+
+    r = import_body(alice_client, body)
+
+    said = error_texts(r)
+    assert r.status_code == 200
+    assert said.count("CPU 核数须在 1 到 1024 之间。") == 1
+    assert "jobSpec.resources: CPU 核数须在 1 到 1024 之间。" in said
+    assert "roles[" not in said
+    assert not Draft.objects.exists()

@@ -378,3 +378,22 @@ def test_a_worker_killed_as_it_queues_a_restarts_alert_leaves_the_restart_to_the
     assert query(world, "SELECT attempt FROM jobs_localrun") == [(2,)]
     assert query(world, "SELECT COUNT(*) FROM jobs_jobevent WHERE reason = 'Restarted'") == [(1,)]
     assert started_roles(world) == ["master", "master", "worker", "worker"]  # once each
+
+
+def test_a_second_worker_waiting_for_the_run_directorys_lock_stops_on_sigterm(world):
+    # Found in QA: it waited in a blocking flock, which Python resumes after the signal
+    # handler (it only sets the stop flag), so SIGTERM or Ctrl-C left it waiting for ever.
+    first = start_worker(world)
+    wait_for(
+        lambda: query(world, "SELECT COUNT(*) FROM jobs_workerheartbeat") == [(1,)],
+        what="the first worker",
+    )
+    second = start_worker(world)
+    assert second.stdout is not None
+    while "another worker holds" not in (line := second.stdout.readline().decode()):
+        assert line, "the second worker ended without waiting for the lock"
+
+    second.send_signal(signal.SIGTERM)
+
+    assert second.wait(timeout=30) == 0
+    assert first.poll() is None  # the worker holding the lock runs on
