@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -350,3 +352,45 @@ def test_a_job_adds_nothing_to_nor_removes_anything_from_the_hosts_nvidia_caps(
     assert found["write caps"] == "EROFS" and found["remove cap"] == "EROFS", found
     assert found["mknod /dev/nvidia-caps"] == "EROFS", found
     assert [p.name for p in (real_nodes / "nvidia-caps").iterdir()] == ["nvidia-cap1"]
+
+
+@pytest.fixture
+def driver_folder(settings):
+    """A stand-in for the driver's /proc/driver/nvidia/gpus, three cards with minors 0-2,
+    in a host folder jobs see (the host's tree, read-only; /tmp is each job's own)."""
+    folder = Path(tempfile.mkdtemp(prefix="gpus-", dir="/var/tmp"))
+    for bus, minor in (("0000:3b:00.0", 0), ("0000:86:00.0", 1), ("0000:af:00.0", 2)):
+        (folder / bus).mkdir()
+        (folder / bus / "information").write_text(
+            f"Model: \t\t NVIDIA A800\nBus Location: \t {bus}\nDevice Minor: \t {minor}\n"
+        )
+    settings.LOCAL_NVIDIA_GPUS_DIR = str(folder)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_drivers_card_folder_lists_only_the_replicas_own_cards(alice, devices, driver_folder):
+    # /proc/driver/nvidia/gpus listed every card of the machine in every job.
+    show = (
+        f'{PY} -c \'import json, os; d = "{driver_folder}"; print("GPUS", json.dumps('
+        '{n: open(f"{d}/{n}/information").read().split("Bus Location:")[1].split()[0] '
+        "for n in os.listdir(d)}))'"
+    )
+    spec = make_spec(
+        show, framework=S.MPI, roles=[S.Role("master", 1), S.Role("worker", 1, GPU, 2)]
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+
+    def listed(label: str) -> dict:
+        line = next(x for x in log_text(job, label).splitlines() if " GPUS " in x)
+        return json.loads(line.split(" GPUS ", 1)[1])
+
+    # Cards 0 and 1 (minors 0 and 1), each entry the host's own.
+    assert listed("worker-0") == {"0000:3b:00.0": "0000:3b:00.0", "0000:86:00.0": "0000:86:00.0"}
+    # The CPU-only launcher sees the folder, empty.
+    assert listed("master-0") == {}
+    assert len(list(driver_folder.iterdir())) == 3
