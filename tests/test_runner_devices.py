@@ -19,7 +19,7 @@ import pytest
 
 from jobs import spec as S
 from jobs.backends import local
-from jobs.models import JobStatus
+from jobs.models import Job, JobStatus
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -296,9 +296,13 @@ def test_a_job_opens_its_own_cards_node_but_not_another_cards_made_reachable(
         pytest.skip(f"no device cgroup here (the bind mounts alone hold): {enforcement.describe()}")
     if not os.path.isdir("/mnt"):
         pytest.skip("no /mnt to mount the test's tmpfs on")
-    other = os.stat(real_nodes / "nvidia1").st_rdev
+    own, other = (os.stat(real_nodes / f"nvidia{i}").st_rdev for i in (0, 1))
+    allowed = []
 
     def make_other_card_node(inside: int) -> None:
+        [job] = Job.objects.all()
+        folder = enforcement.devices_root / job.public_id / "attempt-1" / "master-0"
+        allowed.extend((folder / "devices.list").read_text().split("\n"))
         subprocess.run(
             [
                 "nsenter",
@@ -318,6 +322,12 @@ def test_a_job_opens_its_own_cards_node_but_not_another_cards_made_reachable(
 
     assert found["own-card"] == "ok" and found["cap"] == "ok", found
     assert found["other-card"] == "EPERM", found
+    # The cgroup's list: bwrap's standard nodes, then the card's (its MIG node has the same
+    # numbers here), nothing else.
+    standard = ["c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm"]
+    ptys = [f"c {major}:* rwm" for major in range(136, 144)]
+    card = f"c {os.major(own)}:{os.minor(own)} rwm"
+    assert [line for line in allowed if line] == [*standard, "c 5:0 rwm", "c 5:2 rwm", *ptys, card]
     # What bubblewrap's /dev gives every sandbox still works.
     assert found["null"] == "ok" and found["pty"] == "ok", found
 
