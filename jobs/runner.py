@@ -894,7 +894,11 @@ def _start_replicas(
             "--args",
             str(options_fd),
             "--",
-            *["bash", "-c", START_GATE, "bash", spec.v1_command()],
+            "bash",
+            "-c",
+            START_GATE,
+            "bash",
+            spec.v1_command(),
         ]
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)

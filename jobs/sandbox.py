@@ -16,8 +16,13 @@ pulled):
   shim measures it every so often and the runner ends a replica over LOCAL_TMP_MAX_GB;
 - of the host's devices, only those of its own cards and the control nodes they need (for
   NVIDIA cards /dev/nvidia<minor> of each card allocated to it, /dev/nvidiactl,
-  /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset and /dev/nvidia-caps/, as
-  NVIDIA's container toolkit binds them); none for a CPU-only replica;
+  /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset and the nodes of
+  /dev/nvidia-caps/, each on its own, as NVIDIA's container toolkit binds them); none for a
+  CPU-only replica. Behind the binds, under cgroup v1 with the worker as root, a device
+  cgroup allows only those nodes and bwrap's standard ones (jobs.cgroups, device_rules);
+- of the driver's /proc/driver/nvidia/gpus, only its own cards' entries (driver_cards);
+- bwrap's options through a descriptor (--args, options_memfd), so bwrap's copy that is
+  pid 1 of the job's pid namespace shows none of the host paths above in /proc/1/cmdline;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
   so when the job's first process dies every process of the replica dies with it, with
   /proc/sys, /proc/sysrq-trigger and /proc/fs read-only (PROC_READ_ONLY);
