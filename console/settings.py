@@ -552,6 +552,16 @@ if not (os.path.isabs(LOCAL_DEVICE_DIR) and os.path.isdir(LOCAL_DEVICE_DIR)):
         f"LOCAL_DEVICE_DIR is the absolute path of the folder holding the host's device nodes "
         f"(/dev), not {LOCAL_DEVICE_DIR!r}: no such folder"
     )
+# The NVIDIA driver's per-card folder (one entry per card, named by its PCI address, with the
+# card's "Device Minor"): read for cards' minors, and shown in each sandbox, at the same path,
+# holding only the replica's own cards' entries. Another folder only for tests (a stand-in the
+# job sees through the host's read-only tree); nothing is covered where it does not exist.
+LOCAL_NVIDIA_GPUS_DIR = env("LOCAL_NVIDIA_GPUS_DIR", "/proc/driver/nvidia/gpus")
+if not os.path.isabs(LOCAL_NVIDIA_GPUS_DIR):
+    raise ImproperlyConfigured(
+        f"LOCAL_NVIDIA_GPUS_DIR is an absolute path (/proc/driver/nvidia/gpus), "
+        f"not {LOCAL_NVIDIA_GPUS_DIR!r}"
+    )
 # A replica's log file is kept under this many MB (MiB) on disk: a job printing in a loop
 # would otherwise fill the disk the database lives on. Past it, the log keeps its beginning
 # and its latest part, with a [console] line saying how much was dropped between them

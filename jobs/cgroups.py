@@ -49,6 +49,14 @@ Decisions (README "Running jobs on this machine"):
   cgroup with `pids.max` = LOCAL_MAX_PROCESSES, whether or not its role sets CPU or memory:
   a command forking without end is refused more processes (EAGAIN) instead of taking every
   one the machine has. Without it nothing holds their number (the worker's log says so).
+- Device nodes (cgroup v1 only): where a `devices` hierarchy is writable too (the worker as
+  root: writing devices.deny needs CAP_SYS_ADMIN, tried once at detection), every replica
+  gets a cgroup there that denies every device ("a") and allows back only the nodes
+  bubblewrap's --dev gives every sandbox (null, zero, full, random, urandom, tty, ptmx and
+  the pseudo-terminals) and the nodes bound for the replica's own cards and their control
+  nodes, by their st_rdev: defence in depth behind the bind mounts (jobs.sandbox). Under v2
+  devices are held by eBPF programs, which this console does not build: there the bind
+  mounts alone hold (README "A replica sees only its own cards").
 - No cpuset: CPU 独占 stays CPU affinity. With the quota, a process that resets its
   affinity still gets no more CPU time than its role's cores (see README).
 """
@@ -59,6 +67,7 @@ import contextlib
 import errno
 import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +87,20 @@ PROCESSES_LEAF = "ai-job-console-processes"
 CFS_PERIOD_US = 100_000
 CONTROLLERS = ("memory", "cpu")
 PIDS = "pids"  # optional: the number of processes (LOCAL_MAX_PROCESSES)
+DEVICES = "devices"  # optional, v1 only: the device nodes a replica may open
+# The nodes bubblewrap's --dev gives every sandbox, as (type, major, minor) of the kernel's
+# fixed numbering (Documentation/admin-guide/devices.txt): null, zero, full, random, urandom,
+# tty, ptmx, and the pseudo-terminals of the sandbox's own devpts (136-143, "*": any minor).
+STANDARD_DEVICES = (
+    ("c", "1", "3"),
+    ("c", "1", "5"),
+    ("c", "1", "7"),
+    ("c", "1", "8"),
+    ("c", "1", "9"),
+    ("c", "5", "0"),
+    ("c", "5", "2"),
+    *(("c", str(major), "*") for major in range(136, 144)),
+)
 
 
 class CgroupError(Exception):
@@ -98,6 +121,9 @@ class Enforcement:
     # Where replicas' `pids` cgroups go: v2 the same folder when `pids` is enabled there;
     # v1 the pids hierarchy's. None: the number of processes is not held.
     pids_root: Path | None = None
+    # v1 only: where replicas' `devices` cgroups go (their device allow-list). None: only
+    # the sandbox's bind mounts hold which device nodes a replica reaches.
+    devices_root: Path | None = None
 
     @property
     def active(self) -> bool:
@@ -110,7 +136,8 @@ class Enforcement:
             return f"enforced with cgroup v2 under {self.memory_root}{processes}"
         if self.mode == MODE_V1:
             roots = ", ".join(str(root) for root in self.roots())
-            return f"enforced with cgroup v1 under {roots}{processes}"
+            devices = "" if self.devices_root else "; no device allow-list (no devices)"
+            return f"enforced with cgroup v1 under {roots}{processes}{devices}"
         with translation.override("en"):
             return f"not enforced: {display_text(self.why, source_of(self.why))}"
 
@@ -119,7 +146,13 @@ class Enforcement:
             return [self.memory_root]
         return [
             root
-            for root in (self.memory_root, self.cpu_root, self.cpuacct_root, self.pids_root)
+            for root in (
+                self.memory_root,
+                self.cpu_root,
+                self.cpuacct_root,
+                self.pids_root,
+                self.devices_root,
+            )
             if root
         ]
 
@@ -217,6 +250,7 @@ def detect(
                 cpu_root=cpu_root,
                 cpuacct_root=_cpuacct_v1(own, mounts),
                 pids_root=_pids_v1(own, mounts),
+                devices_root=_devices_v1(own, mounts),
             )
         except CgroupError as exc:
             reasons.append(exc.args[0])
@@ -418,6 +452,63 @@ def _pids_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
         return None
 
 
+def _devices_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
+    """Where replicas' devices cgroups go under v1; None when there is no writable devices
+    hierarchy, or the worker may not restrict devices in it (devices.deny needs
+    CAP_SYS_ADMIN: tried on a probe cgroup, removed at once)."""
+    try:
+        root = _set_up_v1(DEVICES, own, mounts)
+    except CgroupError as exc:
+        with translation.override("en"):
+            logger.info(
+                "No device allow-list for replicas (only their bind mounts): %s",
+                display_text(exc.args[0], source_of(exc.args[0])),
+            )
+        return None
+    probe = root / f".probe-{os.getpid()}"
+    try:
+        probe.mkdir(exist_ok=True)
+        try:
+            (probe / "devices.deny").write_text("a")
+        finally:
+            probe.rmdir()
+    except OSError as exc:
+        logger.warning(
+            "No device allow-list for replicas (only their bind mounts): %s: %s", probe, exc
+        )
+        return None
+    return root
+
+
+def device_rules(nodes: list[tuple[str, int]]) -> list[str]:
+    """The devices.allow lines of a replica: the standard nodes, then each of `nodes`, the
+    (type "c" or "b", st_rdev) of the device nodes bound for its cards, "rwm" as a container
+    runtime allows a device it passes in (m: mknod, which no job can do anyway)."""
+    rules = [f"{kind} {major}:{minor} rwm" for kind, major, minor in STANDARD_DEVICES]
+    for kind, rdev in nodes:
+        rule = f"{kind} {os.major(rdev)}:{os.minor(rdev)} rwm"
+        if rule not in rules:
+            rules.append(rule)
+    return rules
+
+
+def device_nodes(paths: list[str]) -> list[tuple[str, int]]:
+    """(type, st_rdev) of the device nodes among `paths` (host paths bound into a sandbox),
+    read now. Anything else (a regular file: the tests' stand-ins) is not a device and
+    needs no rule."""
+    found: list[tuple[str, int]] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISCHR(info.st_mode):
+            found.append(("c", info.st_rdev))
+        elif stat.S_ISBLK(info.st_mode):
+            found.append(("b", info.st_rdev))
+    return found
+
+
 # The worker's finding, kept for the rest of the process (jobs.runner reads it).
 _current: Enforcement | None = None
 
@@ -454,10 +545,13 @@ def create_replica_cgroup(
     memory_bytes: int | None,
     cpu_cores: int | None,
     max_processes: int | None = None,
+    devices: list[str] | None = None,
 ) -> list[Path]:
     """Makes the replica's cgroup with its limits; returns the folders its command joins
     (the shim writes it into each). `max_processes` is set where the enforcement holds
-    the number of processes (pids_root). Raises CgroupError."""
+    the number of processes (pids_root). `devices` are the lines of the replica's device
+    allow-list (device_rules), set where the enforcement has a devices hierarchy
+    (devices_root); None: no device cgroup. Raises CgroupError."""
     folders = replica_folders(enforcement, public_id=public_id, attempt=attempt, label=label)
     try:
         if enforcement.mode == MODE_V2:
@@ -474,34 +568,46 @@ def create_replica_cgroup(
                 (folder / "cpu.max").write_text(f"{cpu_cores * CFS_PERIOD_US} {CFS_PERIOD_US}")
             if max_processes and enforcement.pids_root:
                 (folder / "pids.max").write_text(str(max_processes))
-        elif memory_bytes is None and cpu_cores is None and max_processes and enforcement.pids_root:
-            # Only the number of processes to hold: the pids cgroup alone, so CPU and memory
+            return folders
+        by_root = dict(zip(enforcement.roots(), folders, strict=True))
+        pids = by_root.get(enforcement.pids_root) if enforcement.pids_root else None
+        device_folder = (
+            by_root.get(enforcement.devices_root)
+            if enforcement.devices_root and devices is not None
+            else None
+        )
+        pids_held = pids if max_processes else None
+        if memory_bytes is None and cpu_cores is None and (pids_held or device_folder):
+            # No CPU or memory to hold: only the pids and devices cgroups, so CPU and memory
             # use are still read as for any replica without limits (from /proc).
-            folders = folders[-1:]
-            folders[0].mkdir(parents=True, exist_ok=True)
-            (folders[0] / "pids.max").write_text(str(max_processes))
+            folders = [f for f in (pids_held, device_folder) if f is not None]
         else:
-            memory, cpu = folders[:2]  # then cpuacct's, when it is a hierarchy of its own
-            for folder in folders:
-                folder.mkdir(parents=True, exist_ok=True)
-            if memory_bytes is not None:
-                (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
-                # Memory plus swap: no more than the memory itself (no swapping past the
-                # limit). Absent, or refused, when the kernel does not account swap.
-                with contextlib.suppress(OSError):
-                    (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
-            if cpu_cores is not None:
-                (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-                try:
-                    (cpu / "cpu.cfs_quota_us").write_text(str(cpu_cores * CFS_PERIOD_US))
-                except OSError as exc:
-                    # v1 refuses a quota above an outer one (the worker's own container):
-                    # that lower limit holds over the replica anyway.
-                    if exc.errno != errno.EINVAL:
-                        raise
-                    logger.info("%s: CPU quota above the worker's own; left to it", label)
-            if max_processes and enforcement.pids_root:
-                (folders[-1] / "pids.max").write_text(str(max_processes))
+            folders = [f for f in folders if f != by_root.get(enforcement.devices_root)]
+            folders += [device_folder] if device_folder else []
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        if memory_bytes is not None:
+            memory = by_root[enforcement.memory_root]
+            (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            # Memory plus swap: no more than the memory itself (no swapping past the
+            # limit). Absent, or refused, when the kernel does not account swap.
+            with contextlib.suppress(OSError):
+                (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+        if cpu_cores is not None:
+            cpu = by_root[enforcement.cpu_root]
+            (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            try:
+                (cpu / "cpu.cfs_quota_us").write_text(str(cpu_cores * CFS_PERIOD_US))
+            except OSError as exc:
+                # v1 refuses a quota above an outer one (the worker's own container):
+                # that lower limit holds over the replica anyway.
+                if exc.errno != errno.EINVAL:
+                    raise
+                logger.info("%s: CPU quota above the worker's own; left to it", label)
+        if pids_held is not None and pids_held in folders:
+            (pids_held / "pids.max").write_text(str(max_processes))
+        if device_folder is not None:
+            _allow_only(device_folder, devices or [], label=label)
     except OSError as exc:
         raise CgroupError(
             recorded(
@@ -513,6 +619,19 @@ def create_replica_cgroup(
             )
         ) from None
     return folders
+
+
+def _allow_only(folder: Path, rules: list[str], *, label: str) -> None:
+    """Sets a v1 devices cgroup to deny every device but `rules`. The deny must hold (an
+    OSError otherwise); an allow the worker's own cgroup lacks is refused by the kernel
+    (EPERM: a child gets no more than its parent), and a replica could not open that node
+    anyway, so it is logged and skipped."""
+    (folder / "devices.deny").write_text("a")
+    for rule in rules:
+        try:
+            (folder / "devices.allow").write_text(rule)
+        except OSError as exc:
+            logger.info("%s: device %s not allowed to the worker itself: %s", label, rule, exc)
 
 
 def oom_killed(enforcement: Enforcement, *, public_id: str, attempt: int, label: str) -> bool:

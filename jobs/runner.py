@@ -61,6 +61,7 @@ from .backends.local import (
     accelerator_devices,
     detected_accelerators,
     host_volumes,
+    nvidia_driver_cards,
     visible_devices,
 )
 from .health import WorkerIdentity, active_runner, holds_lease
@@ -70,10 +71,11 @@ from .sandbox import (
     PRIVATE_SCAN,
     Mount,
     SandboxError,
-    bwrap_argv,
+    bwrap_options,
     is_within,
     no_setuid_filter_fd,
     open_in_root,
+    options_memfd,
     private_entries,
     read_only_parent_lacking,
     read_only_parent_message,
@@ -844,7 +846,10 @@ def _start_replicas(
             return  # stopped while launching: supervise tears down what did start
         # Made before the launch is recorded: a job whose limits cannot be set up fails to
         # start (CgroupError) rather than run without the limits it asked for.
-        joined_cgroups = _replica_cgroup(job, run, role, ref.label)
+        devices = accelerator_devices(role.accelerator_type, cards)
+        joined_cgroups = _replica_cgroup(
+            job, run, role, ref.label, devices=[source for source, _ in devices]
+        )
         # Recorded before the spawn, so a replica adopted after a worker restart shows it.
         # The host's card numbers: the replica's own CUDA numbers them from 0 (visible_devices).
         replica.devices = ",".join(map(str, cards))
@@ -871,17 +876,30 @@ def _start_replicas(
         tmp = state / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
         files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
-        sandboxed = bwrap_argv(
-            bwrap=settings.LOCAL_BWRAP,
-            command=["bash", "-c", START_GATE, "bash", spec.v1_command()],
+        options = bwrap_options(
             tmp_dir=tmp,
             shm_bytes=spec.shared_memory_gi * 1024**3,
             mounts=mounts,
             files=files,
             hidden=hidden,
             seccomp_fd=(seccomp_fd := no_setuid_filter_fd()),
-            devices=accelerator_devices(role.accelerator_type, cards),
+            devices=devices,
+            driver_cards=nvidia_driver_cards(role.accelerator_type, cards),
         )
+        # bwrap reads its options from a descriptor: on its command line they would show
+        # the run folder's and the volumes' host paths to the job (/proc/1/cmdline).
+        options_fd = options_memfd(options)
+        sandboxed = [
+            settings.LOCAL_BWRAP,
+            "--args",
+            str(options_fd),
+            "--",
+            "bash",
+            "-c",
+            START_GATE,
+            "bash",
+            spec.v1_command(),
+        ]
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         # The environment (secret values included) goes to the shim in an anonymous
@@ -943,8 +961,9 @@ def _start_replicas(
             # The opened volume folders bwrap binds (--bind-fd): the shim hands them on.
             for mount in mounts:
                 argv += ["--mount-fd", str(mount.fd)]
-            # bwrap's seccomp program (no setuid files), handed on by the shim as the volumes.
-            extra_fds = [] if seccomp_fd is None else [seccomp_fd]
+            # bwrap's options and its seccomp program (no setuid files), handed on by the shim
+            # as the volumes.
+            extra_fds = [options_fd] + ([] if seccomp_fd is None else [seccomp_fd])
             for fd in extra_fds:
                 argv += ["--mount-fd", str(fd)]
             # LOCAL_JOB_NETWORK=isolated: the namespaces the command enters before bwrap starts.
@@ -970,6 +989,7 @@ def _start_replicas(
         finally:
             os.close(lock_fd)
             os.close(env_fd)
+            os.close(options_fd)
             if seccomp_fd is not None:
                 os.close(seccomp_fd)
         if children is not None:
@@ -1012,16 +1032,25 @@ def role_limits(role: Role) -> tuple[int | None, int | None]:
     return (role.memory_gb * 1024**3 if role.memory_gb else None), role.cpu
 
 
-def _replica_cgroup(job: Job, run: LocalRun, role: Role, label: str) -> list[Path]:
+def _replica_cgroup(
+    job: Job, run: LocalRun, role: Role, label: str, *, devices: list[str]
+) -> list[Path]:
     """The cgroups the replica's command joins (none without limits or enforcement).
 
     Every replica gets one where the number of processes is held (LOCAL_MAX_PROCESSES and a
     pids controller), whatever its role sets: a fork bomb is no less one in a job without a
-    CPU or memory value."""
+    CPU or memory value. Likewise one holding it to the device nodes its sandbox binds,
+    `devices` (host paths), where a v1 devices hierarchy is writable (cgroups.device_rules;
+    a CPU-only replica's allows only the standard nodes)."""
     memory, cpu = role_limits(role)
     enforcement = cgroups.current()
     processes = settings.LOCAL_MAX_PROCESSES if enforcement.pids_root else 0
-    if not enforcement.active or (memory is None and cpu is None and not processes):
+    rules = (
+        cgroups.device_rules(cgroups.device_nodes(devices)) if enforcement.devices_root else None
+    )
+    if not enforcement.active or (
+        memory is None and cpu is None and not processes and rules is None
+    ):
         return []
     try:
         return cgroups.create_replica_cgroup(
@@ -1032,6 +1061,7 @@ def _replica_cgroup(job: Job, run: LocalRun, role: Role, label: str) -> list[Pat
             memory_bytes=memory,
             cpu_cores=cpu,
             max_processes=processes or None,
+            devices=rules,
         )
     except cgroups.CgroupError as exc:
         raise SandboxError(exc.args[0]) from None

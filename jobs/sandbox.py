@@ -16,8 +16,13 @@ pulled):
   shim measures it every so often and the runner ends a replica over LOCAL_TMP_MAX_GB;
 - of the host's devices, only those of its own cards and the control nodes they need (for
   NVIDIA cards /dev/nvidia<minor> of each card allocated to it, /dev/nvidiactl,
-  /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset and /dev/nvidia-caps/, as
-  NVIDIA's container toolkit binds them); none for a CPU-only replica;
+  /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia-modeset and the nodes of
+  /dev/nvidia-caps/, each on its own, as NVIDIA's container toolkit binds them); none for a
+  CPU-only replica. Behind the binds, under cgroup v1 with the worker as root, a device
+  cgroup allows only those nodes and bwrap's standard ones (jobs.cgroups, device_rules);
+- of the driver's /proc/driver/nvidia/gpus, only its own cards' entries (driver_cards);
+- bwrap's options through a descriptor (--args, options_memfd), so bwrap's copy that is
+  pid 1 of the job's pid namespace shows none of the host paths above in /proc/1/cmdline;
 - /dev/shm as a tmpfs of the size the spec asks for; a fresh /proc in its own pid namespace,
   so when the job's first process dies every process of the replica dies with it, with
   /proc/sys, /proc/sysrq-trigger and /proc/fs read-only (PROC_READ_ONLY);
@@ -271,10 +276,34 @@ def _mask_args(hidden: list[str]) -> tuple[list[str], list[str]]:
     return args, folders
 
 
-def bwrap_argv(
+def bwrap_argv(*, bwrap: str, command: list[str], **options) -> list[str]:
+    """The whole bwrap command line running `command` (bwrap_options' keywords), the
+    options on it: what the tests read. The runner hands bwrap its options through a
+    descriptor instead (options_memfd): see there."""
+    return [bwrap, *bwrap_options(**options), "--", *command]
+
+
+def options_memfd(options: list[str]) -> int:
+    """A descriptor (an in-memory file, at its start) holding `options` NUL-separated, for
+    bwrap's `--args FD`: its command line is then `bwrap --args FD -- <command>`.
+
+    The first process of the sandbox's pid namespace (pid 1, every job can read its
+    /proc/1/cmdline) is a copy of bwrap, whose command line would otherwise name every host
+    path of the sandbox: the run folder holding the replica's /tmp, the volumes' host
+    folders, the hidden paths. bwrap reads the descriptor and closes it before the job
+    starts. (Making the job's command pid 1 instead, --as-pid-1, would leave no process to
+    reap its orphans.)"""
+    fd = os.memfd_create("bwrap-args", os.MFD_CLOEXEC)
+    data = b"".join(option.encode() + b"\0" for option in options)
+    written = 0
+    while written < len(data):
+        written += os.write(fd, data[written:])
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def bwrap_options(
     *,
-    bwrap: str,
-    command: list[str],
     tmp_dir: Path,
     shm_bytes: int,
     mounts: list[Mount],
@@ -282,11 +311,17 @@ def bwrap_argv(
     hidden: list[str],
     seccomp_fd: int | None = None,
     devices: Sequence[tuple[str, str]] = (),
+    driver_cards: tuple[str, Sequence[str]] | None = None,
 ) -> list[str]:
-    """The bwrap command line running `command` with the mounts and files given.
+    """bwrap's options (without the command) for the mounts and files given.
 
     `devices` are the (host path, path in the sandbox) of the device nodes the replica may
     use: its own cards' and the control nodes they need, none for a CPU-only replica.
+
+    `driver_cards`, where the NVIDIA driver's per-card folder exists on the host (see
+    backends.local.nvidia_driver_cards): (that folder, the names of the replica's own cards'
+    entries in it). The sandbox shows the folder, at the same path, holding those entries
+    only: not the machine's other cards.
 
     `hidden` are host paths the job must not see. They are covered before the volumes are
     bound, so a volume mounted at or under a hidden path still appears there (bwrap reads a
@@ -294,13 +329,21 @@ def bwrap_argv(
     """
     dests = [m.dest for m in mounts] + [dest for _, dest in files]
     # No capabilities: even a job running as root cannot remount the host read-write.
-    args = [bwrap, "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    args = ["--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
     _host_entries("/", _shadowed_dirs(dests), args)
     masks, covered = _mask_args(hidden)
     args += masks
     args += ["--ro-bind", "/sys", "/sys", "--proc", "/proc"]
     for path in PROC_READ_ONLY:
         args += ["--ro-bind-try", path, path]
+    if driver_cards is not None:
+        # /proc/driver/nvidia/gpus lists every card of the machine (the fresh /proc shows the
+        # driver's folder as the host's does): an empty folder over it, with the replica's
+        # own cards' entries bound back from the host, made read-only below.
+        folder, own = driver_cards
+        args += ["--tmpfs", folder]
+        for name in own:
+            args += ["--ro-bind", os.path.join(folder, name), os.path.join(folder, name)]
     args += ["--dev", "/dev"]
     # Only the replica's own accelerator nodes (backends.local.accelerator_devices), never
     # the machine's every /dev/nvidia*: a job ignoring CUDA_VISIBLE_DEVICES must not reach
@@ -324,13 +367,21 @@ def bwrap_argv(
     # folder at or under a volume's mount path is skipped: the top mount there is the
     # volume (read-write if asked), or its tmpfs lies beneath the volume out of reach.
     args += ["--remount-ro", "/", "--remount-ro", "/dev"]
+    # The device binds stay read-write: bwrap's --remount-ro adds nodev to what it remounts,
+    # and a node on a nodev mount no longer opens. They are single nodes, never a host folder
+    # (the folder /dev/nvidia-caps is the sandbox's own, read-only, with the host's nodes
+    # bound into it: backends.local.accelerator_devices), so a job of a worker run as root
+    # adds or removes nothing in the host's /dev; it can still change the mode of the nodes
+    # it is given, which it owns (uid 0) without any capability.
+    if driver_cards is not None:
+        args += ["--remount-ro", driver_cards[0]]
     for folder in covered:
         if not any(is_within(folder, mount.dest) for mount in mounts):
             args += ["--remount-ro", folder]
     if seccomp_fd is not None:
         args += ["--seccomp", str(seccomp_fd)]
-    args += ["--chdir", "/tmp", "--"]
-    return args + command
+    args += ["--chdir", "/tmp"]
+    return args
 
 
 # -- no setuid or setgid files (seccomp) ------------------------------------------------

@@ -292,6 +292,7 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOCAL_JOB_NETWORK": "none"},
         {"LOCAL_DEVICE_DIR": "/no/such/device/folder"},
         {"LOCAL_DEVICE_DIR": "dev"},
+        {"LOCAL_NVIDIA_GPUS_DIR": "proc/driver/nvidia/gpus"},
         {"LOCAL_PORTS": "29999-20000"},
         {"LOCAL_PORTS": "80-90"},
         {"LOCAL_TMP_CHECK_SECONDS": "0"},

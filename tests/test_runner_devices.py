@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
 
 import pytest
 
 from jobs import spec as S
 from jobs.backends import local
-from jobs.models import JobStatus
+from jobs.models import Job, JobStatus
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -23,10 +28,12 @@ from .runner_helpers import (
     log_text,
     make_spec,
     open_gate,
+    processes_with,
     run_until,
     runner_settings,  # noqa: F401
     status_of,
     submit,
+    volume,
 )
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
@@ -173,3 +180,227 @@ def test_a_card_node_is_found_by_the_drivers_device_minor(tmp_path, monkeypatch)
         assert [local.nvidia_minor(i, proc_gpus=proc) for i in range(3)] == [1, 0, 2]
     finally:
         local.nvidia_bus_ids.cache_clear()
+
+
+# -- device nodes themselves (real nodes, made with mknod: the tests run as root) ----------
+
+# The job reports, one line each, what opening each path gave ("ok" or the errno's name),
+# tries to make a device node where it can write, and to change what it was given.
+PROBE = """
+import errno, os, pty, sys
+
+def tried(what, action):
+    try:
+        action()
+        print(what, "ok", flush=True)
+    except OSError as exc:
+        print(what, errno.errorcode[exc.errno], flush=True)
+
+def opened(path, flags):
+    os.close(os.open(path, flags))
+
+tried("own-card", lambda: opened("/dev/nvidia0", os.O_WRONLY))
+tried("cap", lambda: opened("/dev/nvidia-caps/nvidia-cap1", os.O_WRONLY))
+tried("other-card", lambda: opened("/mnt/other-card", os.O_RDWR))
+tried("null", lambda: opened("/dev/null", os.O_RDWR))
+tried("pty", lambda: [os.close(fd) for fd in pty.openpty()])
+for folder in ("/tmp", "/dev/shm", "/workspace", "/dev", "/dev/nvidia-caps"):
+    tried("mknod " + folder, lambda: os.mknod(folder + "/made", 0o20666, os.makedev(1, 3)))
+tried("planted", lambda: opened("/workspace/planted", os.O_RDWR))
+tried("write caps", lambda: open("/dev/nvidia-caps/written", "w").close())
+tried("remove cap", lambda: os.unlink("/dev/nvidia-caps/nvidia-cap1"))
+"""
+
+
+def node_of(host: str, path: Path) -> None:
+    """A character device node at `path` with the numbers of the host's `host` node."""
+    os.mknod(path, 0o20666, os.stat(host).st_rdev)
+    os.chmod(path, 0o666)  # as the driver makes them (the umask took some)
+
+
+def reported(log: str) -> dict[str, str]:
+    """What PROBE said, from the replica's log ("<time> <what> <result>" lines)."""
+    found = {}
+    for line in log.splitlines():
+        what, _, result = line.partition(" ")[2].rpartition(" ")
+        found[what] = result
+    return found
+
+
+@pytest.fixture
+def real_nodes(settings, tmp_path):
+    """Two cards whose nodes are real devices any process may open (the kernel log, opened
+    for writing only and closed, and /dev/fuse), so an open that the device cgroup lets
+    through succeeds, and one MIG capability node (the kernel log's again)."""
+    if os.geteuid() != 0:
+        pytest.skip("making device nodes needs root")
+    for host, flags in (("/dev/kmsg", os.O_WRONLY), ("/dev/fuse", os.O_RDWR)):
+        try:
+            os.close(os.open(host, flags))
+        except OSError as exc:
+            pytest.skip(f"{host} does not open here: {exc}")
+    folder = tmp_path / "dev"
+    (folder / "nvidia-caps").mkdir(parents=True)
+    node_of("/dev/kmsg", folder / "nvidia0")
+    node_of("/dev/fuse", folder / "nvidia1")
+    node_of("/dev/kmsg", folder / "nvidia-caps" / "nvidia-cap1")
+    settings.LOCAL_DEVICE_DIR = str(folder)
+    settings.LOCAL_ACCELERATORS = f"{GPU}=2"
+    return folder
+
+
+def sandboxed_pid(marker: str) -> int | None:
+    """A process of the job's sandbox (its own mount namespace), found by its command."""
+    ours = os.readlink("/proc/self/ns/mnt")
+    for pid in processes_with(marker):
+        try:
+            if os.readlink(f"/proc/{pid}/ns/mnt") != ours:
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def run_probe(alice, settings, roles: list[S.Role], *, meanwhile=None) -> dict[str, str]:
+    """PROBE's findings in a job of `roles`, run once `meanwhile(pid)` (if given, with a
+    process of the job's sandbox) is done while the job waits."""
+    (volume(settings) / "probe.py").write_text(PROBE)
+    marker = f"probe-{uuid.uuid4().hex}"
+    job = submit(
+        alice,
+        make_spec(f"{UNTIL_THE_GATE_OPENS}; {PY} /workspace/probe.py {marker}", roles=roles),
+    )
+    worker = Worker()
+    run_until(worker, lambda: sandboxed_pid(marker) is not None, what="the job's sandbox")
+    if meanwhile is not None:
+        meanwhile(sandboxed_pid(marker))
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    return reported(log)
+
+
+def test_a_job_opens_its_own_cards_node_but_not_another_cards_made_reachable(
+    alice, settings, real_nodes
+):
+    """Defence in depth behind the bind mounts: the replica's device cgroup allows only its
+    own cards' nodes, their control nodes and the standard ones. No job can reach another
+    card's node (next test); here the test itself, as root, makes card 1's node inside the
+    sandbox of a replica given card 0 (on a tmpfs it mounts there, which allows devices),
+    and opening it is refused (EPERM) though the job holds the node."""
+    from jobs import cgroups
+
+    enforcement = cgroups.redetect()
+    if enforcement.devices_root is None:
+        pytest.skip(f"no device cgroup here (the bind mounts alone hold): {enforcement.describe()}")
+    if not os.path.isdir("/mnt"):
+        pytest.skip("no /mnt to mount the test's tmpfs on")
+    own, other = (os.stat(real_nodes / f"nvidia{i}").st_rdev for i in (0, 1))
+    allowed = []
+
+    def make_other_card_node(inside: int) -> None:
+        [job] = Job.objects.all()
+        folder = enforcement.devices_root / job.public_id / "attempt-1" / "master-0"
+        allowed.extend((folder / "devices.list").read_text().split("\n"))
+        subprocess.run(
+            [
+                "nsenter",
+                f"--target={inside}",
+                "--mount",
+                "sh",
+                "-c",
+                "mount -t tmpfs -o size=64k,mode=755 test /mnt && "
+                f"umask 0 && mknod /mnt/other-card c {os.major(other)} {os.minor(other)}",
+            ],
+            check=True,
+        )
+
+    found = run_probe(
+        alice, settings, [S.Role("master", 1, GPU, 1)], meanwhile=make_other_card_node
+    )
+
+    assert found["own-card"] == "ok" and found["cap"] == "ok", found
+    assert found["other-card"] == "EPERM", found
+    # The cgroup's list: bwrap's standard nodes, then the card's (its MIG node has the same
+    # numbers here), nothing else.
+    standard = ["c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm"]
+    ptys = [f"c {major}:* rwm" for major in range(136, 144)]
+    card = f"c {os.major(own)}:{os.minor(own)} rwm"
+    assert [line for line in allowed if line] == [*standard, "c 5:0 rwm", "c 5:2 rwm", *ptys, card]
+    # What bubblewrap's /dev gives every sandbox still works.
+    assert found["null"] == "ok" and found["pty"] == "ok", found
+
+
+def test_a_job_can_make_no_device_node_nor_open_one_left_in_its_volume(alice, settings, real_nodes):
+    """Why a job cannot get another card's node by itself (README "A replica sees only its
+    own cards"): making a node needs CAP_MKNOD, which every job lacks (EPERM wherever it
+    can write; /dev itself is read-only), and every folder it can write or that the host
+    shows it is mounted nodev, so a node someone left in a volume does not open (EACCES)."""
+    node_of("/dev/fuse", volume(settings) / "planted")
+
+    found = run_probe(alice, settings, [S.Role("master", 1)])
+
+    for folder in ("/tmp", "/dev/shm", "/workspace"):
+        assert found[f"mknod {folder}"] == "EPERM", found
+    assert found["mknod /dev"] == "EROFS", found
+    assert found["planted"] == "EACCES", found
+    # A CPU-only replica has no card node at all.
+    assert found["own-card"] == "ENOENT", found
+
+
+def test_a_job_adds_nothing_to_nor_removes_anything_from_the_hosts_nvidia_caps(
+    alice, settings, real_nodes
+):
+    """A job of a worker run as root is uid 0 without capabilities, and owned the host's
+    /dev/nvidia-caps when the folder was bound as it is: it could write files into it and
+    remove the host's capability nodes. Its nodes are bound one by one into a folder of the
+    sandbox's own, read-only; they still open."""
+    found = run_probe(alice, settings, [S.Role("master", 1, GPU, 1)])
+
+    assert found["own-card"] == "ok" and found["cap"] == "ok", found
+    assert found["write caps"] == "EROFS" and found["remove cap"] == "EROFS", found
+    assert found["mknod /dev/nvidia-caps"] == "EROFS", found
+    assert [p.name for p in (real_nodes / "nvidia-caps").iterdir()] == ["nvidia-cap1"]
+
+
+@pytest.fixture
+def driver_folder(settings):
+    """A stand-in for the driver's /proc/driver/nvidia/gpus, three cards with minors 0-2,
+    in a host folder jobs see (the host's tree, read-only; /tmp is each job's own)."""
+    folder = Path(tempfile.mkdtemp(prefix="gpus-", dir="/var/tmp"))
+    for bus, minor in (("0000:3b:00.0", 0), ("0000:86:00.0", 1), ("0000:af:00.0", 2)):
+        (folder / bus).mkdir()
+        (folder / bus / "information").write_text(
+            f"Model: \t\t NVIDIA A800\nBus Location: \t {bus}\nDevice Minor: \t {minor}\n"
+        )
+    settings.LOCAL_NVIDIA_GPUS_DIR = str(folder)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_drivers_card_folder_lists_only_the_replicas_own_cards(alice, devices, driver_folder):
+    # /proc/driver/nvidia/gpus listed every card of the machine in every job.
+    show = (
+        f'{PY} -c \'import json, os; d = "{driver_folder}"; print("GPUS", json.dumps('
+        '{n: open(f"{d}/{n}/information").read().split("Bus Location:")[1].split()[0] '
+        "for n in os.listdir(d)}))'"
+    )
+    spec = make_spec(
+        show, framework=S.MPI, roles=[S.Role("master", 1), S.Role("worker", 1, GPU, 2)]
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+
+    def listed(label: str) -> dict:
+        line = next(x for x in log_text(job, label).splitlines() if " GPUS " in x)
+        return json.loads(line.split(" GPUS ", 1)[1])
+
+    # Cards 0 and 1 (minors 0 and 1), each entry the host's own.
+    assert listed("worker-0") == {"0000:3b:00.0": "0000:3b:00.0", "0000:86:00.0": "0000:86:00.0"}
+    # The CPU-only launcher sees the folder, empty.
+    assert listed("master-0") == {}
+    assert len(list(driver_folder.iterdir())) == 3

@@ -422,6 +422,19 @@ def test_a_v2_cgroup_delegated_to_the_worker_is_made_ready_for_the_jobs(tmp_path
     # pids too, where the cgroup has it (LOCAL_MAX_PROCESSES).
     assert (folder / "cgroup.subtree_control").read_text() == "+memory +cpu +pids"
     assert found.memory_root == folder / cgroups.JOBS_DIR
+    # Devices are held by eBPF programs under v2, which the console does not build: its
+    # replicas get no device cgroup (only their sandbox's bind mounts), and nothing fails.
+    assert found.devices_root is None
+    [replica] = cgroups.create_replica_cgroup(
+        found,
+        public_id="job-1",
+        attempt=1,
+        label="master-0",
+        memory_bytes=None,
+        cpu_cores=1,
+        devices=cgroups.device_rules([]),
+    )
+    assert not list(replica.glob("devices.*"))
 
 
 def test_cgroups_a_root_worker_made_before_leave_an_unprivileged_worker_enforcing_nothing(

@@ -359,3 +359,30 @@ def test_a_mount_swapped_for_a_symlink_after_its_check_still_binds_the_checked_f
     assert result.stdout == "the checked folder"
     assert os.listdir(outside) == ["secret_key"]
     assert (root / "data-checked" / "new.txt").read_text() == "written\n"
+
+
+def test_no_process_a_job_sees_names_a_host_path_of_its_sandbox(alice, settings):
+    """The first process of a job's pid namespace is a copy of bwrap, and its command line
+    (/proc/1/cmdline) named the host paths of the sandbox: the run folder holding the
+    replica's /tmp, the volume's folder, the paths hidden from the job. bwrap reads them
+    from a descriptor now."""
+    show = (
+        "import os\n"
+        "for pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):\n"
+        "    try:\n"
+        "        args = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\\0')\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    print('CMDLINE', pid, b' '.join(args).decode(errors='replace'))\n"
+    )
+    (volume(settings) / "show.py").write_text(show)
+    job = submit(alice, make_spec("/usr/bin/python3 /workspace/show.py"))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    lines = [line.split(" CMDLINE ", 1)[1] for line in log.splitlines() if " CMDLINE " in line]
+    assert lines[0].startswith("1 ") and "--args" in lines[0], lines
+    for host_path in (str(settings.LOCAL_RUN_DIR), str(volume(settings)), "--bind"):
+        assert not any(host_path in line for line in lines), (host_path, lines)

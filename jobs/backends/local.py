@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -105,7 +106,8 @@ def detected_accelerators() -> dict[str, int]:
     }
 
 
-# What the NVIDIA driver keeps about each card, in a folder named by its PCI address.
+# What the NVIDIA driver keeps about each card, in a folder named by its PCI address
+# (LOCAL_NVIDIA_GPUS_DIR: this path but in tests).
 NVIDIA_PROC_GPUS = Path("/proc/driver/nvidia/gpus")
 # The nodes every CUDA program opens besides its cards' (as the NVIDIA container toolkit
 # binds them): the driver's control node, unified memory and its tools, the display driver's
@@ -114,7 +116,7 @@ NVIDIA_CONTROL_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-m
 NVIDIA_CAPS_FOLDER = "nvidia-caps"
 
 
-def nvidia_minor(index: int, *, proc_gpus: Path = NVIDIA_PROC_GPUS) -> int:
+def nvidia_minor(index: int, *, proc_gpus: Path | None = None) -> int:
     """The device minor of nvidia.com/gpu card `index`: its node is /dev/nvidia<minor>.
 
     nvidia-smi numbers cards in PCI bus order; the driver gives minors in the order it
@@ -123,6 +125,8 @@ def nvidia_minor(index: int, *, proc_gpus: Path = NVIDIA_PROC_GPUS) -> int:
     /proc/driver/nvidia/gpus/<PCI address>/information ("Device Minor: 3"). Where there is
     none (cards from LOCAL_ACCELERATORS, named nvidia.com/gpu on a machine whose nvidia-smi
     is missing or failed) the minor is taken to be the index."""
+    if proc_gpus is None:
+        proc_gpus = Path(settings.LOCAL_NVIDIA_GPUS_DIR)
     ids = nvidia_bus_ids()
     if index >= len(ids):
         return index
@@ -133,11 +137,8 @@ def nvidia_minor(index: int, *, proc_gpus: Path = NVIDIA_PROC_GPUS) -> int:
         text = (proc_gpus / folder / "information").read_text()
     except (ValueError, OSError):
         return index
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "Device Minor" and value.strip().isdigit():
-            return int(value.strip())
-    return index
+    minor = _device_minor(text)
+    return index if minor is None else minor
 
 
 def accelerator_devices(
@@ -156,12 +157,58 @@ def accelerator_devices(
         return []
     folder = device_dir if device_dir is not None else settings.LOCAL_DEVICE_DIR
     names = [f"nvidia{nvidia_minor(index)}" for index in cards]
-    names += [
-        name
-        for name in (*NVIDIA_CONTROL_NODES, NVIDIA_CAPS_FOLDER)
-        if os.path.exists(os.path.join(folder, name))
-    ]
+    names += [name for name in NVIDIA_CONTROL_NODES if os.path.exists(os.path.join(folder, name))]
+    # The MIG capability nodes one by one, as NVIDIA's container toolkit binds them, not
+    # their folder: bound as a folder, the host's /dev/nvidia-caps would be writable to a job
+    # of a worker run as root (it owns it; bwrap cannot make a device bind read-only), which
+    # could then add files to it or remove the host's nodes. A node made there after the
+    # replica started is not in its sandbox (nor allowed by its device cgroup).
+    with contextlib.suppress(OSError):
+        caps = os.path.join(folder, NVIDIA_CAPS_FOLDER)
+        names += [
+            os.path.join(NVIDIA_CAPS_FOLDER, entry.name)
+            for entry in sorted(os.scandir(caps), key=lambda e: e.name)
+            if not entry.is_dir(follow_symlinks=False)
+        ]
     return [(os.path.join(folder, name), f"/dev/{name}") for name in names]
+
+
+def _device_minor(information: str) -> int | None:
+    """The "Device Minor" of a card's information file of the driver."""
+    for line in information.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Device Minor" and value.strip().isdigit():
+            return int(value.strip())
+    return None
+
+
+def nvidia_driver_cards(
+    card_type: str | None, cards: list[int], *, proc_gpus: str | None = None
+) -> tuple[str, list[str]] | None:
+    """What a replica given `cards` of `card_type` sees of the driver's per-card folder
+    (/proc/driver/nvidia/gpus; LOCAL_NVIDIA_GPUS_DIR, the same path in the sandbox): None
+    where the host has no such folder (no NVIDIA driver), else (the folder, the names of its
+    entries whose "Device Minor" is one of the replica's cards' minors, the very nodes its
+    /dev holds). A CPU-only replica, or one of another card type, gets none of the entries;
+    an entry without a readable minor is not shown (decision: hide what cannot be matched)."""
+    folder = proc_gpus if proc_gpus is not None else settings.LOCAL_NVIDIA_GPUS_DIR
+    if not os.path.isdir(folder):
+        return None
+    own: list[str] = []
+    if card_type == NVIDIA_RESOURCE and cards:
+        minors = {nvidia_minor(index, proc_gpus=Path(folder)) for index in cards}
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            entries = []
+        for entry in entries:
+            try:
+                minor = _device_minor(Path(entry.path, "information").read_text())
+            except OSError:
+                continue
+            if minor in minors:
+                own.append(entry.name)
+    return folder, own
 
 
 def visible_devices(cards: list[int]) -> str:
