@@ -38,7 +38,7 @@ from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
-from .admin_lists import NulFreeLookupsMixin
+from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
@@ -74,6 +74,18 @@ admin.site.site_title = gettext_lazy("AI Job Console review")
 admin.site.index_title = gettext_lazy("Review")
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
+
+def _own_password_change(request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+    """The admin's "Change password" (/admin/password_change/) is the console's page
+    (/account/password/): Django's own asked for the current password with no throttle, so a
+    staff session left open could try passwords there as fast as it liked. The console's page
+    counts a wrong current password as a failed log-in (jobs.throttle) and ends the account's
+    other sessions, for staff as for everyone."""
+    return HttpResponseRedirect(reverse("password-change"))
+
+
+admin.site.password_change = _own_password_change  # type: ignore[method-assign]
+
 # How many replicas the job page and the logs page show (a job may have a thousand).
 SHOWN_REPLICAS = 32
 LOG_TAIL_LINES = 500
@@ -107,12 +119,12 @@ admin.site.unregister(Group)
 
 
 @admin.register(User)
-class ConsoleUserAdmin(NulFreeLookupsMixin, BoundedSearchMixin, UserAdmin):
+class ConsoleUserAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, UserAdmin):
     pass
 
 
 @admin.register(Group)
-class ConsoleGroupAdmin(NulFreeLookupsMixin, BoundedSearchMixin, GroupAdmin):
+class ConsoleGroupAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, GroupAdmin):
     pass
 
 
@@ -501,7 +513,7 @@ def _user_text(user: Any) -> str:
 
 
 @admin.register(Job)
-class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
+class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin):
     # A blank value reads as the console writes one everywhere (the reviewer, the wizard's
     # review), not as Django's "-" beside a "—" on the same page.
     empty_value_display = "—"
@@ -1176,7 +1188,7 @@ class CardQuotaForm(forms.ModelForm):
 
 
 @admin.register(CardQuota)
-class CardQuotaAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
+class CardQuotaAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin):
     """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
     model's permissions edit them; the scheduler reads them on its next pass."""
 
