@@ -119,12 +119,16 @@ admin.site.unregister(Group)
 
 
 @admin.register(User)
-class ConsoleUserAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, UserAdmin):
+class ConsoleUserAdmin(
+    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, UserAdmin
+):
     pass
 
 
 @admin.register(Group)
-class ConsoleGroupAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, GroupAdmin):
+class ConsoleGroupAdmin(
+    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, GroupAdmin
+):
     pass
 
 
@@ -1188,7 +1192,9 @@ class CardQuotaForm(forms.ModelForm):
 
 
 @admin.register(CardQuota)
-class CardQuotaAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin):
+class CardQuotaAdmin(
+    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin
+):
     """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
     model's permissions edit them; the scheduler reads them on its next pass."""
 

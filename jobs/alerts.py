@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_noop
 
 from .models import Job
-from .spec import AlertConfig, SpecError
+from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError
 from .texts import Term, recorded
 
 logger = logging.getLogger(__name__)
@@ -225,6 +225,9 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     if alert is None:
         return
     payload = alert_payload(job, item, message, time)
+    # A job stored before these limits (jobs.spec) may list more: the first ones are served.
+    alert.emails = alert.emails[:MAX_ALERT_EMAILS]
+    alert.webhooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
     if alert.emails:
         title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
         subject = f"[{recorded(gettext_noop('AI Job Console'))}] {title}"

@@ -671,9 +671,7 @@ def test_the_admins_own_password_page_cannot_be_used_to_guess_past_the_throttle(
     "lookup",
     ["spec__icontains", "spec__contains", "spec__envs__1__value__startswith", "id__gt"],
 )
-def test_a_reviewer_cannot_read_a_secret_through_a_filter_in_the_job_lists_address(
-    world, lookup
-):
+def test_a_reviewer_cannot_read_a_secret_through_a_filter_in_the_job_lists_address(world, lookup):
     """Django takes any lookup on a model's own fields from the list's address: the stored
     spec holds secret env values and registry passwords, which a reviewer sees as ******, and
     "does ?spec__icontains=hf-t list the job?" read them a character at a time."""
