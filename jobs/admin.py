@@ -118,18 +118,49 @@ admin.site.unregister(User)
 admin.site.unregister(Group)
 
 
+# What makes an account more than it is: only a superuser gives or takes these.
+PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
+
+
 @admin.register(User)
 class ConsoleUserAdmin(
     NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, UserAdmin
 ):
-    pass
+    """Users are the superusers' (README "Roles"). Staff given the `auth | user` permissions
+    (say, to add accounts or fix an email address) edit the other fields of accounts that are
+    not staff: Django's own admin let them tick *Superuser status* on themselves, put
+    themselves in any group, or set a superuser's or a reviewer's password (no current one
+    asked) and log in as them. Their own password they change as everyone does."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if request.user.is_superuser:
+            return fields
+        return fields + tuple(f for f in PRIVILEGE_FIELDS if f not in fields)
+
+    def _privileged(self, request: HttpRequest, obj: Any) -> bool:
+        """A staff account (superusers' too) that this non-superuser may not change."""
+        return (
+            obj is not None and (obj.is_staff or obj.is_superuser) and not request.user.is_superuser
+        )
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._privileged(request, obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
 
 
 @admin.register(Group)
 class ConsoleGroupAdmin(
     NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, GroupAdmin
 ):
-    pass
+    """A group's permissions are given by superusers only: staff with `auth | group`
+    permissions could otherwise give a group they are in any permission (users' included)."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else (*fields, "permissions")
 
 
 # -- filters ---------------------------------------------------------------------------
