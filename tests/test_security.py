@@ -608,6 +608,28 @@ def test_the_throttle_counts_per_address_across_usernames(alice, settings):
     assert allowed.status_code == 302
 
 
+@pytest.mark.parametrize(
+    ("forwarded", "counted"),
+    [
+        ("203.0.113.9, not-an-address", "198.51.100.7"),
+        ("<script>", "198.51.100.7"),
+        ("203.0.113.9:51234", "203.0.113.9"),
+        ("[2001:db8::1]:443", "2001:db8::1"),
+    ],
+)
+def test_behind_the_proxy_a_forwarded_hop_that_is_no_address_counts_under_the_connections(
+    alice, settings, forwarded, counted
+):
+    """Stored as sent, PostgreSQL's inet column refused it: the log-in answered 500."""
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    client = Client(REMOTE_ADDR="198.51.100.7", HTTP_X_FORWARDED_FOR=forwarded)
+
+    r = fail_login(client, "alice")
+
+    assert r.status_code == 200
+    assert LoginFailure.objects.get().ip == counted
+
+
 def test_the_throttle_lifts_when_the_window_passes_and_success_clears_it(alice, settings):
     settings.LOGIN_FAILURES_PER_USERNAME = 2
     client = Client()
