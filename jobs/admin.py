@@ -39,6 +39,7 @@ from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
 from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .alerts import webhook_shown
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
@@ -776,12 +777,17 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         except spec_module.SpecError as e:
             context["spec_error"] = str(e)
             return context
-        request_line, request_body = sent_request(spec, job.backend, job_id=job.public_id)
+        # A webhook's path and query are often its token (a chat bot's hook): with it anyone can
+        # post to the owner's group. Reviewers see where alerts go (the host), not the token,
+        # as the job's events name them; the owner sees the whole address on the job's page.
+        shown = spec.copy()
+        shown.alert.webhooks = [webhook_shown(url) for url in spec.alert.webhooks]
+        request_line, request_body = sent_request(shown, job.backend, job_id=job.public_id)
         context["api_request"] = f"{request_line}\n{request_body}"
         # The pool by its name and id, as the wizard's review step says it (the names take no
         # query: pool_names); a pool no longer offered by its id.
         context["spec_sections"] = spec_sections(
-            spec, pool_name=pool_names().get(spec.resource_pool_id, "")
+            shown, pool_name=pool_names().get(spec.resource_pool_id, "")
         )
         refs = replica_refs(spec)
         backend = get_backend(job.backend)

@@ -1261,3 +1261,20 @@ def test_staff_who_may_change_groups_cannot_give_them_permissions(reviewer):
 
     assert r.status_code == 302
     assert set(reviewers.permissions.all()) == before
+
+
+def test_a_reviewer_sees_where_a_jobs_webhooks_go_but_not_their_tokens(alice, reviewer):
+    hook = "https://open.feishu.cn/open-apis/bot/v2/hook/0f1e2d3c-token"
+    job = submit(
+        alice,
+        "1",
+        alert=S.AlertConfig(items=["jobFailed"], webhooks=[hook, "https://u:pw@h.example.com/"]),
+    )
+
+    page = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    owners = client_for(alice).get(f"/jobs/{job.public_id}/").content.decode()
+
+    assert "https://open.feishu.cn/******" in page and "https://h.example.com/" in page
+    assert "0f1e2d3c-token" not in page and "pw@" not in page
+    assert hook in owners  # the owner's own address, whole
+    assert Job.objects.get(pk=job.pk).job_spec().alert.webhooks[0] == hook
