@@ -38,7 +38,8 @@ from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
-from .admin_lists import NulFreeLookupsMixin
+from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .alerts import webhook_shown
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
@@ -74,6 +75,18 @@ admin.site.site_title = gettext_lazy("AI Job Console review")
 admin.site.index_title = gettext_lazy("Review")
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
+
+def _own_password_change(request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+    """The admin's "Change password" (/admin/password_change/) is the console's page
+    (/account/password/): Django's own asked for the current password with no throttle, so a
+    staff session left open could try passwords there as fast as it liked. The console's page
+    counts a wrong current password as a failed log-in (jobs.throttle) and ends the account's
+    other sessions, for staff as for everyone."""
+    return HttpResponseRedirect(reverse("password-change"))
+
+
+admin.site.password_change = _own_password_change  # type: ignore[method-assign]
+
 # How many replicas the job page and the logs page show (a job may have a thousand).
 SHOWN_REPLICAS = 32
 LOG_TAIL_LINES = 500
@@ -106,14 +119,49 @@ admin.site.unregister(User)
 admin.site.unregister(Group)
 
 
+# What makes an account more than it is: only a superuser gives or takes these.
+PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
+
+
 @admin.register(User)
-class ConsoleUserAdmin(NulFreeLookupsMixin, BoundedSearchMixin, UserAdmin):
-    pass
+class ConsoleUserAdmin(
+    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, UserAdmin
+):
+    """Users are the superusers' (README "Roles"). Staff given the `auth | user` permissions
+    (say, to add accounts or fix an email address) edit the other fields of accounts that are
+    not staff: Django's own admin let them tick *Superuser status* on themselves, put
+    themselves in any group, or set a superuser's or a reviewer's password (no current one
+    asked) and log in as them. Their own password they change as everyone does."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if request.user.is_superuser:
+            return fields
+        return fields + tuple(f for f in PRIVILEGE_FIELDS if f not in fields)
+
+    def _privileged(self, request: HttpRequest, obj: Any) -> bool:
+        """A staff account (superusers' too) that this non-superuser may not change."""
+        return (
+            obj is not None and (obj.is_staff or obj.is_superuser) and not request.user.is_superuser
+        )
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._privileged(request, obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
 
 
 @admin.register(Group)
-class ConsoleGroupAdmin(NulFreeLookupsMixin, BoundedSearchMixin, GroupAdmin):
-    pass
+class ConsoleGroupAdmin(
+    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, GroupAdmin
+):
+    """A group's permissions are given by superusers only: staff with `auth | group`
+    permissions could otherwise give a group they are in any permission (users' included)."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else (*fields, "permissions")
 
 
 # -- filters ---------------------------------------------------------------------------
@@ -501,7 +549,7 @@ def _user_text(user: Any) -> str:
 
 
 @admin.register(Job)
-class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
+class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin):
     # A blank value reads as the console writes one everywhere (the reviewer, the wizard's
     # review), not as Django's "-" beside a "—" on the same page.
     empty_value_display = "—"
@@ -729,12 +777,17 @@ class JobAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
         except spec_module.SpecError as e:
             context["spec_error"] = str(e)
             return context
-        request_line, request_body = sent_request(spec, job.backend, job_id=job.public_id)
+        # A webhook's path and query are often its token (a chat bot's hook): with it anyone can
+        # post to the owner's group. Reviewers see where alerts go (the host), not the token,
+        # as the job's events name them; the owner sees the whole address on the job's page.
+        shown = spec.copy()
+        shown.alert.webhooks = [webhook_shown(url) for url in spec.alert.webhooks]
+        request_line, request_body = sent_request(shown, job.backend, job_id=job.public_id)
         context["api_request"] = f"{request_line}\n{request_body}"
         # The pool by its name and id, as the wizard's review step says it (the names take no
         # query: pool_names); a pool no longer offered by its id.
         context["spec_sections"] = spec_sections(
-            spec, pool_name=pool_names().get(spec.resource_pool_id, "")
+            shown, pool_name=pool_names().get(spec.resource_pool_id, "")
         )
         refs = replica_refs(spec)
         backend = get_backend(job.backend)
@@ -1176,7 +1229,9 @@ class CardQuotaForm(forms.ModelForm):
 
 
 @admin.register(CardQuota)
-class CardQuotaAdmin(NulFreeLookupsMixin, BoundedSearchMixin, admin.ModelAdmin):
+class CardQuotaAdmin(
+    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin
+):
     """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
     model's permissions edit them; the scheduler reads them on its next pass."""
 

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_noop
 
 from .models import Job
-from .spec import AlertConfig, SpecError
+from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError, mask
 from .texts import Term, recorded
 
 logger = logging.getLogger(__name__)
@@ -93,6 +93,23 @@ def webhook_url_error(url: str) -> str | None:
     except ValueError:
         return None  # a name: checked after resolution
     return None if allowed else PRIVATE_REFUSED
+
+
+def webhook_shown(url: str) -> str:
+    """A webhook as shown to others than its job's owner: its scheme, host and port, and
+    `/******` for a path or query (where chat gateways put the hook's token); a user and
+    password in it are left out."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port else host
+    hidden = parts.path not in ("", "/") or parts.query or parts.fragment
+    return urlunsplit((parts.scheme, netloc, "/" + mask("x") if hidden else parts.path, "", ""))
 
 
 def resolve_webhook(url: str) -> tuple[str, str]:
@@ -225,6 +242,9 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     if alert is None:
         return
     payload = alert_payload(job, item, message, time)
+    # A job stored before these limits (jobs.spec) may list more: the first ones are served.
+    alert.emails = alert.emails[:MAX_ALERT_EMAILS]
+    alert.webhooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
     if alert.emails:
         title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
         subject = f"[{recorded(gettext_noop('AI Job Console'))}] {title}"

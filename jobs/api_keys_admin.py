@@ -12,13 +12,13 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy, ngettext
 
-from .admin_lists import NulFreeLookupsMixin
+from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .api_keys import api_key_revoke
 from .models import ApiKey
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(NulFreeLookupsMixin, admin.ModelAdmin):
+class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin):
     fields = ("access_key_id", "owner", "description", "created_at", "last_used_at", "revoked_at")
     readonly_fields = fields
     list_display = (

@@ -286,6 +286,10 @@ def job_item(job: Job, *, detail: bool) -> dict[str, Any]:
     return item
 
 
+# As long as the job list's search box takes (jobs.views.MAX_FILTER_LENGTH).
+MAX_KEYWORD_LENGTH = 200
+
+
 def _describe_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
     params = _params(request)
     pool = required_param(params, "resourcePoolId")
@@ -293,6 +297,12 @@ def _describe_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
         params, "keywordType", {"name": "name", "queueName": "queueName"}, "name"
     )
     keyword = text_param(params, "keyword")
+    if len(keyword) > MAX_KEYWORD_LENGTH:
+        # The job list's search box holds as much. SQLite refuses a LIKE pattern past
+        # 50,000 bytes ("pattern too complex"): a body with a longer keyword answered 500.
+        raise ApiError(
+            400, "InvalidParameter", f"keyword is at most {MAX_KEYWORD_LENGTH} characters."
+        )
     order_by = choice_param(params, "orderBy", ORDER_BY, "createdAt")
     order = order_param(params, "desc")
     page_number, page_size = _paging(params)

@@ -141,6 +141,15 @@ MAX_GROUP_TASKS = 1000
 # environment of each of its first 16 replicas) took 44 s and 35 MB for each reviewer's view.
 MAX_ENVS = 50
 MAX_DATASOURCES = MAX_ENVS
+# Where one job's alerts go. Each alert is one mail to every address (from the console's own
+# sender) and one request per webhook, each waited on for up to ALERT_WEBHOOK_TIMEOUT_SECONDS
+# and recorded as an event of its own: with no limit one job listed 3,000 of each, which made
+# the console a mail relay and held the alert queue for hours. A team list or a chat gateway
+# covers more people than these; AIHC's notify policies are the backend's own.
+MAX_ALERT_EMAILS = 20
+MAX_ALERT_WEBHOOKS = 10
+# Labels (key=value, for AIHC): as many as environment variables.
+MAX_LABELS = MAX_ENVS
 CPU_RESOURCE = "cpu"
 MEMORY_RESOURCE = "memory"
 SHARED_MEMORY_RESOURCE = "sharedMemory"  # GB, in jobSpec.resources
@@ -1263,13 +1272,25 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             "alertConfig.alertItems",
             _("Choose the events to alert on, or clear the email addresses and webhooks."),
         )
-    for email in spec.alert.emails:
+    if len(spec.alert.emails) > MAX_ALERT_EMAILS:
+        err(
+            "alert.emails",
+            _("A job alerts at most %(max)d email addresses; this one lists %(count)d.")
+            % {"max": MAX_ALERT_EMAILS, "count": len(spec.alert.emails)},
+        )
+    if len(spec.alert.webhooks) > MAX_ALERT_WEBHOOKS:
+        err(
+            "alert.webhooks",
+            _("A job alerts at most %(max)d webhooks; this one lists %(count)d.")
+            % {"max": MAX_ALERT_WEBHOOKS, "count": len(spec.alert.webhooks)},
+        )
+    for email in spec.alert.emails[:MAX_ALERT_EMAILS]:
         try:
             validate_email(email)
         except ValidationError:
             err("alert.emails", _("“%(value)s” is not an email address.") % {"value": email})
     url_validator = URLValidator(schemes=["http", "https"])
-    for url in spec.alert.webhooks:
+    for url in spec.alert.webhooks[:MAX_ALERT_WEBHOOKS]:
         try:
             url_validator(url)
         except ValidationError:
@@ -1281,7 +1302,13 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             "sharedMemoryGi",
             _("Shared memory must be between 1 and %(max)d Gi.") % {"max": MAX_SHARED_MEMORY_GI},
         )
-    for i, (key, value) in enumerate(spec.labels):
+    if len(spec.labels) > MAX_LABELS:
+        err(
+            "labels",
+            _("A job has at most %(max)d labels; this one has %(count)d.")
+            % {"max": MAX_LABELS, "count": len(spec.labels)},
+        )
+    for i, (key, value) in enumerate(spec.labels[:MAX_LABELS]):
         if not LABEL_KEY_RE.match(key) or not LABEL_VALUE_RE.match(value):
             err(
                 f"labels[{i}]",

@@ -9,6 +9,7 @@ clears the failures recorded for that username.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from datetime import timedelta
 from typing import Any
@@ -28,13 +29,33 @@ from .models import LoginFailure
 
 def client_ip(request: HttpRequest | None) -> str | None:
     """The client's address. Behind the HTTPS proxy (HTTPS=1) it is the last X-Forwarded-For
-    hop, the one the proxy itself appended; otherwise the socket's peer address."""
+    hop, the one the proxy itself appended (a port after it, as some proxies add, dropped);
+    otherwise, or when that hop is no IP address, the socket's peer address. A hop that is no
+    address comes from a request that did not pass the proxy (a local job on the host network
+    writes the header itself): stored as it was, PostgreSQL's inet column refused it, and the
+    log-in or API request answered 500."""
     if request is None:
         return None
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and forwarded:
-        return forwarded.split(",")[-1].strip() or None
-    return request.META.get("REMOTE_ADDR") or None
+        address = _address(forwarded.split(",")[-1].strip())
+        if address:
+            return address
+    return _address(request.META.get("REMOTE_ADDR") or "")
+
+
+def _address(text: str) -> str | None:
+    """`text` as an IP address ("1.2.3.4", "1.2.3.4:5678", "[2001:db8::1]:443", "2001:db8::1"),
+    or None when it is none."""
+    host = text
+    if text.startswith("[") and "]" in text:
+        host = text[1 : text.index("]")]
+    elif text.count(":") == 1:
+        host = text.partition(":")[0]
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return None
 
 
 # The names jobs.api_keys counts an access key's failures under ("api-key:<id>@<address>"):

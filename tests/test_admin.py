@@ -1172,3 +1172,109 @@ def test_the_setting_allows_self_approval_until_a_saved_policy_says_otherwise(
     assert form.context["adminform"].form.initial["allow_self_approval"] is True
     assert ReviewPolicy.objects.get().allow_self_approval is False
     assert Job.objects.get(pk=second.pk).status == JobStatus.PENDING_REVIEW
+
+
+# -- users and groups: staff given their permissions --------------------------------------
+
+
+def user_manager(*codenames: str) -> User:
+    """Dave is staff with some `auth` permissions (to add accounts, fix an address...)."""
+    from django.contrib.auth.models import Permission
+
+    dave = User.objects.create_user("dave", "dave@example.com", "dave-password", is_staff=True)
+    dave.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    return dave
+
+
+def user_form(user: User, **changes) -> dict:
+    joined = timezone.localtime(user.date_joined)
+    return {
+        "username": user.username,
+        "first_name": "",
+        "last_name": "",
+        "email": user.email,
+        "is_active": "on",
+        "date_joined_0": joined.strftime("%Y-%m-%d"),
+        "date_joined_1": joined.strftime("%H:%M:%S"),
+        **changes,
+    }
+
+
+def test_staff_who_may_change_users_edit_an_account_but_cannot_make_it_staff_or_superuser(
+    alice, reviewer
+):
+    from django.contrib.auth.models import Group
+
+    client = client_for(user_manager("view_user", "change_user"))
+    reviewers = Group.objects.get(name="Reviewers")
+
+    r = client.post(
+        f"/admin/auth/user/{alice.pk}/change/",
+        user_form(
+            alice,
+            email="alice@new.example.com",
+            is_staff="on",
+            is_superuser="on",
+            groups=[reviewers.pk],
+        ),
+    )
+
+    assert r.status_code == 302
+    alice.refresh_from_db()
+    assert alice.email == "alice@new.example.com"
+    assert not alice.is_staff and not alice.is_superuser
+    assert not alice.groups.exists()
+
+
+def test_nor_change_a_staff_account_their_own_included_or_set_its_password(reviewer, superuser):
+    dave = user_manager("view_user", "change_user", "delete_user")
+    client = client_for(dave)
+    new = {"password1": "Taken-over-pass-1", "password2": "Taken-over-pass-1"}
+
+    for target in (superuser, reviewer, dave):
+        changed = client.post(
+            f"/admin/auth/user/{target.pk}/change/", user_form(target, is_superuser="on")
+        )
+        password = client.post(f"/admin/auth/user/{target.pk}/password/", new)
+        deleted = client.post(f"/admin/auth/user/{target.pk}/delete/", {"post": "yes"})
+        assert changed.status_code == password.status_code == deleted.status_code == 403
+
+    for target in (superuser, reviewer, dave):
+        target.refresh_from_db()
+        assert not target.check_password("Taken-over-pass-1")
+    assert not dave.is_superuser
+    assert client.get(f"/admin/auth/user/{superuser.pk}/change/").status_code == 200  # seen
+
+
+def test_staff_who_may_change_groups_cannot_give_them_permissions(reviewer):
+    from django.contrib.auth.models import Group, Permission
+
+    client = client_for(user_manager("view_group", "change_group"))
+    reviewers = Group.objects.get(name="Reviewers")
+    before = set(reviewers.permissions.all())
+    every = Permission.objects.values_list("pk", flat=True)
+
+    r = client.post(
+        f"/admin/auth/group/{reviewers.pk}/change/",
+        {"name": "Reviewers", "permissions": list(every)},
+    )
+
+    assert r.status_code == 302
+    assert set(reviewers.permissions.all()) == before
+
+
+def test_a_reviewer_sees_where_a_jobs_webhooks_go_but_not_their_tokens(alice, reviewer):
+    hook = "https://open.feishu.cn/open-apis/bot/v2/hook/0f1e2d3c-token"
+    job = submit(
+        alice,
+        "1",
+        alert=S.AlertConfig(items=["jobFailed"], webhooks=[hook, "https://u:pw@h.example.com/"]),
+    )
+
+    page = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+    owners = client_for(alice).get(f"/jobs/{job.public_id}/").content.decode()
+
+    assert "https://open.feishu.cn/******" in page and "https://h.example.com/" in page
+    assert "0f1e2d3c-token" not in page and "pw@" not in page
+    assert hook in owners  # the owner's own address, whole
+    assert Job.objects.get(pk=job.pk).job_spec().alert.webhooks[0] == hook

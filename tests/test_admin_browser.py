@@ -326,3 +326,24 @@ def test_on_a_phone_the_job_pages_events_fit_the_screen(
         assert actor["height"] < 30  # "carol" on one line, not "caro" over "l"
     finally:
         context.close()
+
+
+def test_change_password_in_the_admin_is_the_consoles_page_and_counts_wrong_guesses(
+    page, reviewer, settings
+):
+    settings.LOGIN_FAILURES_PER_USERNAME = 2
+    log_in(page, "carol", "carol-password")
+    page.goto("/admin/")
+
+    page.click("#user-tools a[href='/admin/password_change/']")
+    page.wait_for_url("**/account/password/")
+    for old in ("guess-one", "guess-two", "carol-password"):
+        page.fill("input[name=old_password]", old)
+        page.fill("input[name=new_password1]", "Another-long-pass-42")
+        page.fill("input[name=new_password2]", "Another-long-pass-42")
+        page.click("#password-change-submit")
+        expect(page.locator("#id_old_password")).to_have_class(re.compile("is-invalid"))
+
+    expect(page.locator("form[action='/account/password/']")).to_contain_text("登录失败次数过多")
+    reviewer.refresh_from_db()
+    assert reviewer.check_password("carol-password")

@@ -232,3 +232,36 @@ def test_the_local_pool_refuses_a_private_webhook_at_submit_unless_allowed(setti
     assert "alert.webhooks" in get_backend("local").check_spec(spec)
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     assert "alert.webhooks" not in get_backend("local").check_spec(spec)
+
+
+def test_a_job_stored_with_more_channels_than_allowed_alerts_only_the_first_ones(
+    alice, settings, hook_server
+):
+    """Submitting refuses more than 20 addresses or 10 webhooks (jobs.spec); a job stored
+    before that limit still reaches only that many when it alerts."""
+    from jobs.alerts import deliver
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    job = submit(
+        alice,
+        make_spec(
+            "true",
+            alert=S.AlertConfig(
+                items=["jobFailed"], emails=["ops@example.com"], webhooks=[hook_server.url]
+            ),
+        ),
+    )
+    job.spec["console"]["alertChannels"] = {
+        "emails": [f"user{i}@example.com" for i in range(30)],
+        "webhooks": [f"{hook_server.url}/{i}" for i in range(15)],
+    }
+    job.save(update_fields=["spec"])
+
+    deliver(job=job, item="jobFailed", message="failed", time="2026-12-01T00:00:00Z")
+
+    [sent] = mail.outbox
+    assert sent.to == [f"user{i}@example.com" for i in range(20)]
+    assert [r["path"] for r in hook_server.received] == [
+        f"/hook/secret-token/{i}" for i in range(10)
+    ]
+    assert job.events.filter(reason="AlertSent").count() == 11

@@ -1239,3 +1239,24 @@ def test_cpu_out_of_range_in_a_one_replica_body_is_said_once_under_jobspec_resou
     assert error.code == "InvalidParameter"
     assert error.message == "jobSpec.resources: CPU cores must be between 1 and 1024."
     assert Job.objects.count() == 0
+
+
+def test_a_body_listing_more_alert_channels_or_labels_than_a_job_may_have_is_refused(api):
+    """Each alert is one mail from the console's sender to every address and a request per
+    webhook: 3,000 of each made the console a mail relay and held the alert queue."""
+    many = body(alertConfig={"alertItems": ["jobFailed"]})
+    many["console"] = {
+        "alertChannels": {
+            "emails": [f"user{i}@example.com" for i in range(21)],
+            "webhooks": [f"https://hook{i}.example.com/x" for i in range(11)],
+        }
+    }
+    many["labels"] = [{"key": f"k{i}", "value": "v"} for i in range(51)]
+
+    error = refused(lambda: api.create_job(pool="local", body=many))
+
+    assert error.code == "InvalidParameter"
+    assert "console.alertChannels.emails: A job alerts at most 20 email addresses" in error.message
+    assert "console.alertChannels.webhooks: A job alerts at most 10 webhooks" in error.message
+    assert "labels: A job has at most 50 labels; this one has 51." in error.message
+    assert Job.objects.count() == 0

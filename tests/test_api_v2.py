@@ -478,6 +478,22 @@ def test_a_nul_in_a_job_id_pool_or_search_finds_no_job_instead_of_failing(api):
     assert Job.objects.get(public_id=job_id).status == JobStatus.QUEUED
 
 
+@pytest.mark.parametrize("keyword_type", ["name", "queueName"])
+def test_a_search_keyword_longer_than_the_job_lists_box_is_refused_not_a_server_error(
+    api, keyword_type
+):
+    # SQLite refuses a LIKE pattern past 50,000 bytes: 60,000 letters answered 500.
+    api.create_job(pool="local", body=v2_body(), version=V2)
+    asked = {"resourcePoolId": "local", "keywordType": keyword_type}
+
+    error = refused(lambda: action(api, "DescribeJobs", body={**asked, "keyword": "a" * 60_000}))
+    longest = action(api, "DescribeJobs", body={**asked, "keyword": "a" * 200})
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert error.message.startswith("keyword is at most 200 characters.")
+    assert longest["totalCount"] == 0
+
+
 # -- pools and queues -------------------------------------------------------------------------
 
 

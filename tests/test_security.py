@@ -608,6 +608,28 @@ def test_the_throttle_counts_per_address_across_usernames(alice, settings):
     assert allowed.status_code == 302
 
 
+@pytest.mark.parametrize(
+    ("forwarded", "counted"),
+    [
+        ("203.0.113.9, not-an-address", "198.51.100.7"),
+        ("<script>", "198.51.100.7"),
+        ("203.0.113.9:51234", "203.0.113.9"),
+        ("[2001:db8::1]:443", "2001:db8::1"),
+    ],
+)
+def test_behind_the_proxy_a_forwarded_hop_that_is_no_address_counts_under_the_connections(
+    alice, settings, forwarded, counted
+):
+    """Stored as sent, PostgreSQL's inet column refused it: the log-in answered 500."""
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    client = Client(REMOTE_ADDR="198.51.100.7", HTTP_X_FORWARDED_FOR=forwarded)
+
+    r = fail_login(client, "alice")
+
+    assert r.status_code == 200
+    assert LoginFailure.objects.get().ip == counted
+
+
 def test_the_throttle_lifts_when_the_window_passes_and_success_clears_it(alice, settings):
     settings.LOGIN_FAILURES_PER_USERNAME = 2
     client = Client()
@@ -646,3 +668,85 @@ def test_the_login_page_says_when_to_try_again(alice, settings):
     r = client.post("/login/", {"username": "alice", "password": "x"}, HTTP_ACCEPT_LANGUAGE="en")
 
     assert "Try again in 15 min." in r.content.decode()
+
+
+def test_the_admins_own_password_page_cannot_be_used_to_guess_past_the_throttle(reviewer, settings):
+    """Django's /admin/password_change/ asked for the current password with no throttle; it
+    now sends staff to the console's page, where a wrong one counts as a failed log-in."""
+    settings.LOGIN_FAILURES_PER_USERNAME = 2
+    client = logged_in(reviewer)
+    new = {"new_password1": "Another-long-pass-42", "new_password2": "Another-long-pass-42"}
+    for guess in ("guess-1", "guess-2"):
+        r = client.post("/admin/password_change/", {"old_password": guess, **new})
+        assert r.status_code == 302 and r["Location"] == reverse("password-change")
+        client.post(reverse("password-change"), {"old_password": guess, **new})
+
+    client.post("/admin/password_change/", {"old_password": "carol-password", **new})
+    client.post(reverse("password-change"), {"old_password": "carol-password", **new})
+
+    reviewer.refresh_from_db()
+    assert reviewer.check_password("carol-password")
+    assert LoginFailure.objects.filter(username="carol").count() == 2
+
+
+@pytest.mark.parametrize(
+    "lookup",
+    ["spec__icontains", "spec__contains", "spec__envs__1__value__startswith", "id__gt"],
+)
+def test_a_reviewer_cannot_read_a_secret_through_a_filter_in_the_job_lists_address(world, lookup):
+    """Django takes any lookup on a model's own fields from the list's address: the stored
+    spec holds secret env values and registry passwords, which a reviewer sees as ******, and
+    "does ?spec__icontains=hf-t list the job?" read them a character at a time."""
+    client = logged_in(world.users["reviewer"])
+
+    hit = client.get("/admin/jobs/job/", {lookup: SECRET_ENV[:8]})
+    miss = client.get("/admin/jobs/job/", {lookup: "no-such-text"})
+
+    assert hit.status_code == miss.status_code == 400
+    assert world.job.public_id not in body_of(hit)
+
+
+@pytest.mark.parametrize(
+    ("url", "lookup"),
+    [
+        ("/admin/jobs/job/", "created_at__regex"),
+        ("/admin/jobs/job/", "status__iregex"),
+        ("/admin/jobs/apikey/", "revoked_at__regex"),
+        ("/admin/jobs/cardquota/", "card_type__regex"),
+    ],
+)
+def test_no_list_takes_a_regular_expression_from_its_address(world, url, lookup):
+    """On SQLite the pattern runs in Python's `re` on every row: `(.*)*x` on one job's
+    creation time held the request for 44 s. A harmless one is refused all the same."""
+    r = logged_in(world.users["superuser"]).get(url, {lookup: "^2"})
+
+    assert r.status_code == 400
+
+
+def test_nor_can_anyone_read_a_sealed_key_or_a_password_hash_that_way(world):
+    client = logged_in(world.users["superuser"])
+
+    sealed = client.get("/admin/jobs/apikey/", {"secret_sealed__startswith": "a"})
+    hashed = client.get("/admin/jobs/apikey/", {"owner__password__startswith": "argon2"})
+
+    assert sealed.status_code == hashed.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("url", "query"),
+    [
+        ("/admin/jobs/job/", {"status__exact": "pending_review"}),
+        ("/admin/jobs/job/", {"review_state__exact": "pending"}),
+        ("/admin/jobs/job/", {"owner__id__exact": "1"}),
+        ("/admin/jobs/job/", {"created_at__year": "2026", "created_at__month": "12"}),
+        ("/admin/jobs/job/", {"created_at__gte": "2026-01-01 00:00:00+00:00"}),
+        ("/admin/jobs/job/", {"pool": "local", "queue": "default", "priority": "normal"}),
+        ("/admin/jobs/apikey/", {"revoked_at__isnull": "True"}),
+        ("/admin/jobs/cardquota/", {"group__id__exact": "1"}),
+        ("/admin/auth/user/", {"is_staff__exact": "1", "groups__id__exact": "1"}),
+    ],
+)
+def test_the_lists_own_filters_still_answer(world, url, query):
+    r = logged_in(world.users["superuser"]).get(url, query)
+
+    assert r.status_code == 200

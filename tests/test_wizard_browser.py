@@ -600,6 +600,25 @@ def test_the_alert_address_box_grows_with_its_lines(logged_in_page):
     assert box.evaluate("e => e.scrollHeight <= e.clientHeight")
 
 
+def test_more_alert_addresses_than_a_job_may_mail_are_refused_on_the_box_keeping_them(
+    logged_in_page,
+):
+    page = logged_in_page
+    walk_to_advanced(page)
+    typed = "\n".join(f"user{i}@example.com" for i in range(21))
+    page.check("input[name=alert_items][value=jobFailed]")
+    page.fill("#id_alert_emails", typed)
+
+    page.click("#wizard-next")
+
+    expect(page.locator("#error_1_id_alert_emails")).to_have_text(
+        "一个任务的告警最多发往 20 个邮箱地址；这里列了 21 个。"
+    )
+    expect(page.locator("#id_alert_emails")).to_have_value(typed)
+    page.fill("#id_alert_emails", "\n".join(typed.splitlines()[:20]))
+    next_step(page, "submission")
+
+
 def test_the_mount_table_fits_a_laptop_screen_with_room_for_both_paths(logged_in_page):
     page = logged_in_page
     page.set_viewport_size({"width": 1280, "height": 800})

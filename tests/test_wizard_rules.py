@@ -290,6 +290,24 @@ RULES = [
     ),
     (
         W.ADVANCED,
+        advanced_data(
+            alert_items=["jobFailed"],
+            alert_emails="\n".join(f"user{i}@example.com" for i in range(21)),
+        ),
+        "id_alert_emails",
+        "at most 20 email addresses; this one lists 21",
+    ),
+    (
+        W.ADVANCED,
+        advanced_data(
+            alert_items=["jobFailed"],
+            alert_webhooks="\n".join(f"https://hook{i}.example.com/x" for i in range(11)),
+        ),
+        "id_alert_webhooks",
+        "at most 10 webhooks; this one lists 11",
+    ),
+    (
+        W.ADVANCED,
         advanced_data(alert_items=["jobRunning", "bogus"]),
         "id_alert_items",
         "valid choice",
