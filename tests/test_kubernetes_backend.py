@@ -836,8 +836,9 @@ def test_a_failed_log_read_says_the_logs_were_not_returned(fake, k8s, alice):
     )
 
 
-def _refusal(fake, change, path=None, content_type="application/json"):
-    """What the fake answers to the seed PyTorchJob changed by `change`."""
+def _refusal(fake, change, path=None, content_type="application/json", validation="Strict"):
+    """What the fake answers to the seed PyTorchJob changed by `change`, sent as the console
+    sends it (fieldValidation=Strict)."""
     from jobs.kubernetes.client import KubeClient, KubeError
 
     client = KubeClient(server=fake.url, token=fake.token)
@@ -853,6 +854,7 @@ def _refusal(fake, change, path=None, content_type="application/json"):
         client.request(
             "POST",
             path or M.resource_path(S.PYTORCH, "default"),
+            params=[("fieldValidation", validation)],
             body=body,
             content_type=content_type,
             idempotent=False,
