@@ -125,9 +125,11 @@ V2BETA1_MPI_JOB = _model(
 )
 
 # JobSet, jobset.x-k8s.io/v1alpha2: kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go
-# as of v0.6 (the oldest version the README names; later ones add fields such as
-# replicatedJobs[].groupName/dependsOn and rules[].onJobFailureMessagePatterns, which a v0.6
-# cluster would not know, so they are left out here).
+# of the v0.6 line, the oldest the README supports (failure-policy rules with
+# onJobFailureReasons, restartStrategy, coordinator, managedBy, ttlSecondsAfterFinished).
+# Later versions add fields such as replicatedJobs[].groupName/dependsOn and
+# rules[].onJobFailureMessagePatterns, which a v0.6 cluster would prune or refuse, so they
+# are left out here: the console must not send them.
 JOBSET_NETWORK = _model(
     "JobsetV1alpha2Network",
     {
