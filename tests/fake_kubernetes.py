@@ -1255,7 +1255,8 @@ class FakeKubernetes:
         if unknown and mode == "Strict":
             check.unknown.extend(unknown)
         elif unknown:
-            body = k8s_schema.prune(body, k8s_schema.ROOTS[(body["apiVersion"], body["kind"])])
+            root = k8s_schema.ROOTS[(body["apiVersion"], body["kind"])]
+            body = k8s_schema.prune(body, root, crd=kind != "Secret")
             if mode == "Warn":
                 r.warnings.extend(f'unknown field "{path}"' for path in unknown)
         for p in problems:

@@ -211,9 +211,27 @@ JOBSET = _model(
     },
 )
 
+# The object metadata of a pod or Job template inside a custom resource. The CRDs are
+# generated with controller-gen's generateEmbeddedObjectMeta, which declares these five
+# fields only (the training operator's manifests/base/crds/kubeflow.org_pytorchjobs.yaml and
+# the MPI operator's manifests/base/kubeflow.org_mpijobs.yaml, read; JobSet's assumed the
+# same): any other ObjectMeta field there is pruned, and the console finds its pods by the
+# template's labels.
+EMBEDDED_OBJECT_META = _model(
+    "EmbeddedObjectMeta",
+    {
+        "annotations": ("annotations", "dict(str, str)"),
+        "finalizers": ("finalizers", "list[str]"),
+        "labels": ("labels", "dict(str, str)"),
+        "name": ("name", "str"),
+        "namespace": ("namespace", "str"),
+    },
+)
+
 _WRITTEN_DOWN = {
     cls.__name__: cls
     for cls in (
+        EMBEDDED_OBJECT_META,
         V2BETA1_SCHEDULING_POLICY,
         V2BETA1_RUN_POLICY,
         V2BETA1_REPLICA_SPEC,
@@ -286,10 +304,11 @@ def _json_type(value: Any) -> str:
     return "object" if isinstance(value, dict) else type(value).__name__
 
 
-def check(value: Any, type_name: str, path: str = "") -> list[Problem]:
-    """Every problem of `value` read as `type_name` (a model name or a generated type string)."""
+def check(value: Any, type_name: str, path: str = "", *, crd: bool = False) -> list[Problem]:
+    """Every problem of `value` read as `type_name` (a model name or a generated type string);
+    `crd`: inside a custom resource, whose templates' metadata is EMBEDDED_OBJECT_META."""
     problems: list[Problem] = []
-    _walk(value, type_name, path, problems)
+    _walk(value, type_name, path, problems, crd)
     return problems
 
 
@@ -300,7 +319,7 @@ def check_manifest(body: dict[str, Any]) -> list[Problem]:
         return [
             Problem("unknown", "", f"no schema for {body.get('apiVersion')} {body.get('kind')}")
         ]
-    return check(body, root)
+    return check(body, root, crd=body.get("apiVersion") != "v1")
 
 
 def _wrong(problems: list[Problem], path: str, expected: str, value: Any) -> None:
@@ -313,7 +332,9 @@ def _wrong(problems: list[Problem], path: str, expected: str, value: Any) -> Non
     )
 
 
-def _walk(value: Any, type_name: str, path: str, problems: list[Problem]) -> None:
+def _walk(value: Any, type_name: str, path: str, problems: list[Problem], crd: bool) -> None:
+    if crd and type_name == "V1ObjectMeta" and path != "metadata":
+        type_name = EMBEDDED_OBJECT_META.__name__
     if value is None:
         return  # a null is what omitting the field means
     if type_name == "object":
@@ -347,7 +368,7 @@ def _walk(value: Any, type_name: str, path: str, problems: list[Problem]) -> Non
             _wrong(problems, path, "array", value)
             return
         for i, item in enumerate(value):
-            _walk(item, match.group(1), f"{path}[{i}]", problems)
+            _walk(item, match.group(1), f"{path}[{i}]", problems, crd)
         return
     if match := _DICT.match(type_name):
         if not isinstance(value, dict):
@@ -356,7 +377,7 @@ def _walk(value: Any, type_name: str, path: str, problems: list[Problem]) -> Non
         for key, item in value.items():
             # A map's keys are written as fields are, as the API server's pruning writes them
             # (`spec.pytorchReplicaSpecs.Master.template`).
-            _walk(item, match.group(1), f"{path}.{key}", problems)
+            _walk(item, match.group(1), f"{path}.{key}", problems, crd)
         return
     cls = _resolve(type_name)
     if not isinstance(value, dict):
@@ -369,7 +390,7 @@ def _walk(value: Any, type_name: str, path: str, problems: list[Problem]) -> Non
         if attr is None or (not path and key in SERVER_WRITTEN):
             problems.append(Problem("unknown", child, f'unknown field "{child}"'))
             continue
-        _walk(item, cls.openapi_types[attr], child, problems)
+        _walk(item, cls.openapi_types[attr], child, problems, crd)
     for attr in _required(cls):
         json_name = cls.attribute_map[attr]
         if value.get(json_name) is None:
@@ -377,23 +398,27 @@ def _walk(value: Any, type_name: str, path: str, problems: list[Problem]) -> Non
             problems.append(Problem("required", child, "Required value"))
 
 
-def prune(value: Any, type_name: str) -> Any:
+def prune(value: Any, type_name: str, path: str = "", *, crd: bool = False) -> Any:
     """A copy of `value` without the fields `type_name` does not declare: what an API server
-    stores of an object it was sent without fieldValidation=Strict."""
+    stores of an object it was sent without fieldValidation=Strict (`crd` as for check)."""
+    if crd and type_name == "V1ObjectMeta" and path != "metadata":
+        type_name = EMBEDDED_OBJECT_META.__name__
     if value is None or type_name in ("object", "str", "int", "float", "bool", "Quantity"):
         return value
     if match := _LIST.match(type_name):
-        return [prune(v, match.group(1)) for v in value] if isinstance(value, list) else value
+        if not isinstance(value, list):
+            return value
+        return [prune(v, match.group(1), f"{path}[{i}]", crd=crd) for i, v in enumerate(value)]
     if match := _DICT.match(type_name):
         if not isinstance(value, dict):
             return value
-        return {k: prune(v, match.group(1)) for k, v in value.items()}
+        return {k: prune(v, match.group(1), f"{path}.{k}", crd=crd) for k, v in value.items()}
     if type_name in ("datetime", "date") or not isinstance(value, dict):
         return value
     cls = _resolve(type_name)
     by_json = {json_name: attr for attr, json_name in cls.attribute_map.items()}
     return {
-        key: prune(item, cls.openapi_types[by_json[key]])
+        key: prune(item, cls.openapi_types[by_json[key]], f"{path}.{key}" if path else key, crd=crd)
         for key, item in value.items()
-        if key in by_json
+        if key in by_json and (path or key not in SERVER_WRITTEN)
     }

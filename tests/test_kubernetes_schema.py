@@ -244,6 +244,26 @@ def test_the_schema_check_finds_unknown_fields_wrong_types_and_missing_required_
     assert [(p.kind, p.path) for p in K.check_manifest(body)] == [(kind, path)]
 
 
+def test_a_templates_metadata_in_a_custom_resource_declares_only_what_the_crds_embed():
+    body = _pytorch()
+    template = body["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    template["metadata"]["generateName"] = "w-"
+    jobset = manifest(VARIANTS["custom (JobSet)"])
+    pod_template = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    pod_template["metadata"]["ownerReferences"] = []
+
+    assert [(p.kind, p.path) for p in K.check_manifest(body)] == [
+        ("unknown", "spec.pytorchReplicaSpecs.Worker.template.metadata.generateName")
+    ]
+    assert [(p.kind, p.path) for p in K.check_manifest(jobset)] == [
+        ("unknown", "spec.replicatedJobs[0].template.spec.template.metadata.ownerReferences")
+    ]
+    # The object's own metadata is a whole ObjectMeta.
+    template["metadata"].pop("generateName")
+    body["metadata"]["generateName"] = "w-"
+    assert K.check_manifest(body) == []
+
+
 def test_the_mpijob_and_jobset_schemas_are_the_operators_versions_not_newer_or_older_ones():
     mpi = manifest(VARIANTS["mpi, CPU-only launcher"])
     mpi["spec"]["waitForWorkers"] = True  # mpi-operator before v0.5; now launcherCreationPolicy
