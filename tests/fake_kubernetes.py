@@ -18,7 +18,8 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   declare is refused with fieldValidation=Strict (400 BadRequest "strict decoding error:
   unknown field ..."), and otherwise pruned from what is stored, with a `Warning: 299`
   header unless fieldValidation=Ignore, as a real API server does; a wrong type or a missing
-  required field is 422 Invalid (400 for a Secret, which fails to decode);
+  required field is 422 Invalid (400 for a Secret, which fails to decode); a merge patch is
+  held to the same schema (unknown fields with Strict, wrong types), less the required ones;
 - then values (422 Invalid, with causes): replica counts (a PyTorchJob's one Master, an
   MPIJob's one Launcher and at least one Worker, a TFJob's one Chief-or-Master type), MPIJob
   restart policies (Never or OnFailure) and worker hostnames, the container the operator
@@ -1790,7 +1791,21 @@ class FakeKubernetes:
             )
         if content_type == "application/json-patch+json" or not isinstance(r.body, dict):
             raise Refusal(400, "BadRequest", "this fake applies merge patches only")
-        check = Invalid(found["kind"], key[2])
+        # The patch against the object's schema too: a merge patch is partial, so missing
+        # required fields are no problem, but unknown fields and wrong types are.
+        root = k8s_schema.ROOTS[(found["apiVersion"], found["kind"])]
+        problems = [
+            p
+            for p in k8s_schema.check(r.body, root, crd=found["apiVersion"] != "v1")
+            if p.kind != "required"
+        ]
+        check = Invalid(found["kind"], key[2], schema_checked=True)
+        if r.param("fieldValidation") == "Strict":
+            check.unknown.extend(p.path for p in problems if p.kind == "unknown")
+        for p in problems:
+            if p.kind == "invalid":
+                check.bad(p.path, p.message)
+        check.raise_if_any()
         check.fields(r.body, {"metadata", "data", "stringData", "type", "spec"}, "")
         meta = check.fields(r.body.get("metadata", {}), OBJECT_META_KEYS, "metadata")
         for i, owner in enumerate(meta.get("ownerReferences") or []):

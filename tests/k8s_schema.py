@@ -121,6 +121,7 @@ V2BETA1_MPI_JOB = _model(
         "kind": ("kind", "str"),
         "metadata": ("metadata", "V1ObjectMeta"),
         "spec": ("spec", "V2beta1MPIJobSpec"),
+        "status": ("status", "object"),  # the controller's; a create's is reset
     },
 )
 
@@ -208,6 +209,7 @@ JOBSET = _model(
         "kind": ("kind", "str"),
         "metadata": ("metadata", "V1ObjectMeta"),
         "spec": ("spec", "JobsetV1alpha2JobSetSpec"),
+        "status": ("status", "object"),  # the controller's; a create's is reset
     },
 )
 
@@ -257,8 +259,6 @@ ROOTS = {
     ("kubeflow.org/v2beta1", "MPIJob"): "V2beta1MPIJob",
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): "JobsetV1alpha2JobSet",
 }
-# What a create never sends: the server writes them (they would be ignored or refused).
-SERVER_WRITTEN = {"status"}
 
 _LIST = re.compile(r"^list\[(.+)\]$")
 _DICT = re.compile(r"^dict\(str, (.+)\)$")
@@ -387,7 +387,7 @@ def _walk(value: Any, type_name: str, path: str, problems: list[Problem], crd: b
     for key, item in value.items():
         attr = by_json.get(key)
         child = f"{path}.{key}" if path else key
-        if attr is None or (not path and key in SERVER_WRITTEN):
+        if attr is None:
             problems.append(Problem("unknown", child, f'unknown field "{child}"'))
             continue
         _walk(item, cls.openapi_types[attr], child, problems, crd)
@@ -420,5 +420,5 @@ def prune(value: Any, type_name: str, path: str = "", *, crd: bool = False) -> A
     return {
         key: prune(item, cls.openapi_types[by_json[key]], f"{path}.{key}" if path else key, crd=crd)
         for key, item in value.items()
-        if key in by_json and (path or key not in SERVER_WRITTEN)
+        if key in by_json
     }

@@ -373,7 +373,7 @@ def test_the_fake_refuses_a_wrong_type_as_the_crds_structural_schema_does(api):
 
 
 def test_the_fake_refuses_a_secret_it_cannot_decode(api):
-    secret = M.secret_manifest(full_spec(), name="llm-train-env", namespace="team-a", job_id="j")
+    secret = M.secret_manifest(full_spec(), name="llm-train", namespace="team-a", job_id="j")
     secret["stringData"]["HF_TOKEN"] = 12345
 
     answer = httpx.post(
@@ -432,3 +432,31 @@ def test_the_fake_lets_a_tensorflow_job_have_several_evaluators_as_the_operators
     refused = post(two_chiefs)
     assert refused.status_code == 422
     assert "must not have more than 1 Chief or Master role" in refused.json()["message"]
+
+
+def test_the_fake_holds_a_merge_patch_to_the_schema_too(api):
+    secret = M.secret_manifest(full_spec(), name="llm-train", namespace="team-a", job_id="j")
+    url = f"{api.url}/api/v1/namespaces/team-a/secrets"
+    headers = {"Authorization": f"Bearer {api.token}", "Content-Type": "application/json"}
+    httpx.post(
+        url, params={"fieldValidation": "Strict"}, content=json.dumps(secret), headers=headers
+    )
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "name": "x", "uid": "u-1"}
+
+    def patch(body):
+        return httpx.patch(
+            f"{url}/llm-train-env",
+            params={"fieldValidation": "Strict"},
+            content=json.dumps(body),
+            headers={**headers, "Content-Type": "application/merge-patch+json"},
+        )
+
+    unknown = patch({"metadata": {"ownerReferences": [{**owner, "owner": True}]}})
+    wrong = patch({"metadata": {"ownerReferences": [{**owner, "controller": "yes"}]}})
+    fine = patch({"metadata": {"ownerReferences": [owner]}})
+
+    assert unknown.status_code == 400
+    assert 'unknown field "metadata.ownerReferences[0].owner"' in unknown.json()["message"]
+    assert wrong.status_code == 422
+    assert fine.status_code == 200
+    assert api.secret("llm-train-env", "team-a")["metadata"]["ownerReferences"] == [owner]
