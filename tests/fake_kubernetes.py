@@ -23,11 +23,11 @@ training operator's CRDs and validating webhook) checks before it stores an obje
 - then values (422 Invalid, with causes): replica counts (a PyTorchJob's one Master, an
   MPIJob's one Launcher and at least one Worker, a TFJob's one Chief-or-Master type), MPIJob
   restart policies (Never or OnFailure) and worker hostnames, the container the operator
-  looks for ("pytorch", "tensorflow"), quantities' syntax, extended resources whole and with requests equal to limits, env var names, value
-  and valueFrom not both, a volumeMount naming no volume of the pod, subPath inside the
-  volume, and secretKeyRef naming a Secret and key that exist (a real server would store the
-  job and its pods would never start: CreateContainerConfigError; refusing is how the fake
-  makes that visible);
+  looks for ("pytorch", "tensorflow"), quantities' syntax, extended resources whole and
+  with requests equal to limits, env var names, value and valueFrom not both, a
+  volumeMount naming no volume of the pod, subPath inside the volume, and secretKeyRef
+  naming a Secret and key that exist (a real server would store the job and its pods would
+  never start: CreateContainerConfigError; refusing is how the fake makes that visible);
 - 409 AlreadyExists, 404 NotFound, answered as Status objects;
 - JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
   non-empty list of unique names), their batch/v1 Job templates (completionMode, counts,
