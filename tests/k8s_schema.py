@@ -215,10 +215,10 @@ JOBSET = _model(
 
 # The object metadata of a pod or Job template inside a custom resource. The CRDs are
 # generated with controller-gen's generateEmbeddedObjectMeta, which declares these five
-# fields only (the training operator's manifests/base/crds/kubeflow.org_pytorchjobs.yaml and
-# the MPI operator's manifests/base/kubeflow.org_mpijobs.yaml, read; JobSet's assumed the
-# same): any other ObjectMeta field there is pruned, and the console finds its pods by the
-# template's labels.
+# fields only (read in the training operator's manifests/base/crds/kubeflow.org_pytorchjobs.yaml,
+# the MPI operator's manifests/base/kubeflow.org_mpijobs.yaml and JobSet's
+# config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml): any other ObjectMeta field there
+# is pruned, and the console finds its pods by the template's labels.
 EMBEDDED_OBJECT_META = _model(
     "EmbeddedObjectMeta",
     {
