@@ -12,15 +12,22 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   the namespace existing, metadata.name a DNS-1123 subdomain (Secrets) or a DNS-1035 label of
   at most 63 (the training jobs: the operator names services after them), label keys and
   values within their syntax and 63-character limits;
-- unknown fields refused as with fieldValidation=Strict (400 BadRequest "field not declared
-  in schema"): the replica spec keys per kind, runPolicy, pod spec, container, volume and
-  mount fields; then values (422 Invalid, with causes): replica counts (one Master, one
-  Launcher), the container the operator looks for ("pytorch", "tensorflow"), quantities'
-  syntax, extended resources whole and with requests equal to limits, env var names, value
-  and valueFrom not both, a volumeMount naming no volume of the pod, subPath inside the
-  volume, and secretKeyRef naming a Secret and key that exist (a real server would store the
-  job and its pods would never start: CreateContainerConfigError; refusing is how the fake
-  makes that visible);
+- every field against the official schema of the kind (tests/k8s_schema.py: the Kubernetes
+  client's core/v1 and batch/v1 models, the training operator v1.9 SDK's PyTorchJob and
+  TFJob, MPIJob v2beta1's and JobSet v1alpha2's Go types): a field the schema does not
+  declare is refused with fieldValidation=Strict (400 BadRequest "strict decoding error:
+  unknown field ..."), and otherwise pruned from what is stored, with a `Warning: 299`
+  header unless fieldValidation=Ignore, as a real API server does; a wrong type or a missing
+  required field is 422 Invalid (400 for a Secret, which fails to decode); a merge patch is
+  held to the same schema (unknown fields with Strict, wrong types), less the required ones;
+- then values (422 Invalid, with causes): replica counts (a PyTorchJob's one Master, an
+  MPIJob's one Launcher and at least one Worker, a TFJob's one Chief-or-Master type), MPIJob
+  restart policies (Never or OnFailure) and worker hostnames, the container the operator
+  looks for ("pytorch", "tensorflow"), quantities' syntax, extended resources whole and
+  with requests equal to limits, env var names, value and valueFrom not both, a
+  volumeMount naming no volume of the pod, subPath inside the volume, and secretKeyRef
+  naming a Secret and key that exist (a real server would store the job and its pods would
+  never start: CreateContainerConfigError; refusing is how the fake makes that visible);
 - 409 AlreadyExists, 404 NotFound, answered as Status objects;
 - JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
   non-empty list of unique names), their batch/v1 Job templates (completionMode, counts,
@@ -61,11 +68,13 @@ import ssl
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests import k8s_schema
 
 DNS_LABEL = re.compile(r"^[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?$")
 DNS_1035 = re.compile(r"^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$")
@@ -255,6 +264,7 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     op: str = ""
+    warnings: list[str] = field(default_factory=list)  # sent back as `Warning: 299` headers
 
     def param(self, name: str) -> str | None:
         values = self.query.get(name)
@@ -279,24 +289,37 @@ def now_stamp() -> str:
 class Invalid:
     """Collects field errors of one object: unknown fields (400) and bad values (422)."""
 
-    def __init__(self, kind: str, name: str):
+    def __init__(self, kind: str, name: str, *, schema_checked: bool = False):
+        """`schema_checked`: the object's field names were already held to the official
+        schema (tests/k8s_schema.py); the hand-written field lists then only shape the
+        value checks that follow, and report nothing of their own."""
         self.kind, self.name = kind, name
+        self.schema_checked = schema_checked
         self.unknown: list[str] = []
         self.causes: list[dict[str, str]] = []
+        self.undecodable: list[str] = []  # a core object's wrong types: 400, as decoding fails
 
     def fields(self, value: Any, allowed: set[str], path: str) -> dict:
         if not isinstance(value, dict):
             self.bad(path, f"must be an object, not {type(value).__name__}")
             return {}
-        for key in value:
-            if key not in allowed:
-                self.unknown.append(f"{path}.{key}")
+        if not self.schema_checked:
+            for key in value:
+                if key not in allowed:
+                    self.unknown.append(f"{path}.{key}")
         return value
 
     def bad(self, path: str, message: str) -> None:
         self.causes.append({"reason": "FieldValueInvalid", "message": message, "field": path})
 
     def raise_if_any(self) -> None:
+        if self.undecodable:
+            raise Refusal(
+                400,
+                "BadRequest",
+                f'{self.kind} in version "v1" cannot be handled as a {self.kind}: '
+                + "; ".join(self.undecodable),
+            )
         if self.unknown:
             raise Refusal(
                 400,
@@ -827,6 +850,9 @@ class FakeKubernetes:
         else:
             payload = json.dumps(answer).encode()
         http.send_response(code)
+        for warning in r.warnings:
+            escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
+            http.send_header("Warning", f'299 - "{escaped}"')
         http.send_header("Content-Type", content_type)
         http.send_header("Content-Length", str(len(payload)))
         http.end_headers()
@@ -1153,7 +1179,8 @@ class FakeKubernetes:
                 "the namespace of the provided object does not match the namespace sent on the request",
             )
         name = meta.get("name", "")
-        check = Invalid(kind_expected, name)
+        body = self._check_schema(r, body, kind_expected, name)
+        check = Invalid(kind_expected, name, schema_checked=True)
         check.fields(
             body,
             {"apiVersion", "kind", "metadata", "spec", "type", "data", "stringData", "immutable"}
@@ -1201,6 +1228,47 @@ class FakeKubernetes:
             }
         self.objects[(plural, namespace, name)] = stored
         return stored
+
+    def _check_schema(self, r: Recorded, body: dict, kind: str, name: str) -> dict:
+        """The body against the official schema of its kind (tests/k8s_schema.py: the
+        `kubernetes` and `kubeflow-training` clients' models, MPIJob's and JobSet's Go types),
+        as the API server decodes it and applies the CRD's structural schema.
+
+        Unknown fields: with `fieldValidation=Strict` (what the console sends) a 400
+        "strict decoding error", as the API server answers; without it, as a real server
+        does, they are pruned from what is stored, each with a `Warning: 299` header
+        (fieldValidation=Warn, the server's default) or silently (Ignore). Pruning silently
+        would hide a field the console means to set and the cluster drops, so the console
+        never relies on it; the fake keeps the real behaviour so a test can see it.
+        Wrong types and missing required fields are 422 Invalid for the custom resources
+        (the structural schema's type check), 400 for a Secret (decoding fails). Returns
+        the body to store (pruned, or as sent)."""
+        problems = k8s_schema.check_manifest(body)
+        check = Invalid(kind, name)
+        unknown = [p.path for p in problems if p.kind == "unknown"]
+        mode = r.param("fieldValidation") or "Warn"
+        if mode not in ("Strict", "Warn", "Ignore"):
+            raise Refusal(
+                400,
+                "BadRequest",
+                f'fieldValidation "{mode}" is not one of Strict, Warn or Ignore',
+            )
+        if unknown and mode == "Strict":
+            check.unknown.extend(unknown)
+        elif unknown:
+            root = k8s_schema.ROOTS[(body["apiVersion"], body["kind"])]
+            body = k8s_schema.prune(body, root, crd=kind != "Secret")
+            if mode == "Warn":
+                r.warnings.extend(f'unknown field "{path}"' for path in unknown)
+        for p in problems:
+            if p.kind == "unknown":
+                continue
+            if kind == "Secret":
+                check.undecodable.append(f"{p.path}: {p.message}")
+            else:
+                check.bad(p.path, p.message)
+        check.raise_if_any()
+        return body
 
     def _check_meta(self, check: Invalid, meta: dict, path: str, *, name_rule: str) -> None:
         check.fields(meta, OBJECT_META_KEYS, path)
@@ -1280,28 +1348,53 @@ class FakeKubernetes:
         replicas = check.fields(spec.get(key), types, f"spec.{key}")
         if not replicas:
             check.bad(f"spec.{key}", "Required value: at least one replica type")
-        for one in ("Master", "Launcher", "Chief", "Evaluator"):
+        # The training operator v1.9's webhooks (pkg/webhooks/{pytorch,tensorflow}) and the
+        # MPI operator's validation (pkg/apis/kubeflow/validation/validation.go): a
+        # PyTorchJob's Master and an MPIJob's Launcher have 1 replica; a TFJob has at most one
+        # Chief-or-Master replica type (the webhook counts types, not replicas, and says
+        # nothing of Evaluators).
+        for one in ("Master", "Launcher") if kind != "TFJob" else ():
             if (
                 one in replicas
                 and isinstance(replicas[one], dict)
                 and replicas[one].get("replicas", 1) != 1
             ):
                 check.bad(f"spec.{key}.{one}.replicas", "must be 1")
+        if kind == "TFJob" and len({"Chief", "Master"} & set(replicas)) > 1:
+            check.bad(f"spec.{key}", "Forbidden: must not have more than 1 Chief or Master role")
         if kind == "MPIJob" and "Launcher" not in replicas:
-            check.bad(f"spec.{key}.Launcher", "Required value")
+            check.bad(f"spec.{key}.Launcher", "Required value: must have Launcher replica spec")
+        if kind == "MPIJob":
+            worker = replicas.get("Worker") if isinstance(replicas.get("Worker"), dict) else {}
+            count = worker.get("replicas", 1) if worker else 1
+            if worker and (not isinstance(count, int) or count < 1):
+                check.bad(f"spec.{key}.Worker.replicas", "must be greater than or equal to 1")
+            # The MPI operator names the workers' pods (and their hostnames) after the job.
+            name = str(body["metadata"].get("name") or "")
+            hostname = f"{name}-worker-{max(count - 1, 0) if isinstance(count, int) else 0}"
+            if len(hostname) > 63 or not DNS_LABEL.match(hostname):
+                check.bad(
+                    "metadata.name",
+                    f"will not able to create pod with invalid DNS label {hostname!r}",
+                )
         for replica_type, replica in replicas.items():
             path = f"spec.{key}.{replica_type}"
             replica = check.fields(replica, REPLICA_KEYS, path)
             count = replica.get("replicas", 1)
             if not isinstance(count, int) or isinstance(count, bool) or count < 0:
                 check.bad(f"{path}.replicas", "must be a whole number, 0 or more")
-            if replica.get("restartPolicy", "Never") not in (
-                "Always",
-                "OnFailure",
-                "Never",
-                "ExitCode",
-            ):
-                check.bad(f"{path}.restartPolicy", "Unsupported value")
+            # The MPI operator v2 runs the launcher as a batch/v1 Job and accepts only what
+            # a Job's pods may have; the training operator also knows Always and ExitCode.
+            policies = (
+                ("Never", "OnFailure")
+                if kind == "MPIJob"
+                else ("Always", "OnFailure", "Never", "ExitCode")
+            )
+            if replica.get("restartPolicy", "Never") not in policies:
+                check.bad(
+                    f"{path}.restartPolicy",
+                    "Unsupported value: supported values: " + ", ".join(f'"{p}"' for p in policies),
+                )
             template = check.fields(
                 replica.get("template"), {"metadata", "spec"}, f"{path}.template"
             )
@@ -1698,7 +1791,21 @@ class FakeKubernetes:
             )
         if content_type == "application/json-patch+json" or not isinstance(r.body, dict):
             raise Refusal(400, "BadRequest", "this fake applies merge patches only")
-        check = Invalid(found["kind"], key[2])
+        # The patch against the object's schema too: a merge patch is partial, so missing
+        # required fields are no problem, but unknown fields and wrong types are.
+        root = k8s_schema.ROOTS[(found["apiVersion"], found["kind"])]
+        problems = [
+            p
+            for p in k8s_schema.check(r.body, root, crd=found["apiVersion"] != "v1")
+            if p.kind != "required"
+        ]
+        check = Invalid(found["kind"], key[2], schema_checked=True)
+        if r.param("fieldValidation") == "Strict":
+            check.unknown.extend(p.path for p in problems if p.kind == "unknown")
+        for p in problems:
+            if p.kind == "invalid":
+                check.bad(p.path, p.message)
+        check.raise_if_any()
         check.fields(r.body, {"metadata", "data", "stringData", "type", "spec"}, "")
         meta = check.fields(r.body.get("metadata", {}), OBJECT_META_KEYS, "metadata")
         for i, owner in enumerate(meta.get("ownerReferences") or []):

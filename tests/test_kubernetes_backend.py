@@ -376,14 +376,32 @@ def test_it_refuses_what_the_cluster_cannot_run_on_the_right_fields(fake, k8s):
     ]
 
 
-def test_it_refuses_more_than_one_tensorflow_evaluator_as_the_operator_does(fake, k8s):
+def test_it_refuses_more_than_one_tensorflow_evaluator_as_tensorflow_does(fake, k8s):
     roles = [S.Role("chief", 1, A800, 1), S.Role("evaluator", 2, A800, 1)]
 
     errors = k8s.check_spec(spec(framework=S.TENSORFLOW, roles=roles))
 
+    assert errors == {"roles[1].replicas": ["TensorFlow allows at most 1 evaluator."]}
+
+
+def test_an_mpi_master_with_cards_needs_workers_with_cards_as_the_operator_gives_equal_slots(
+    fake, k8s
+):
+    cpu_workers = [S.Role("master", 1, A800, 8), S.Role("worker", 2, "", 0, cpu=8)]
+    gpu_workers = [S.Role("master", 1, A800, 8), S.Role("worker", 2, A800, 8)]
+    cpu_master = [S.Role("master", 1, "", 0, cpu=4), S.Role("worker", 2, "", 0, cpu=8)]
+    alone = [S.Role("master", 1, A800, 8), S.Role("worker", 0, "", 0)]
+
+    errors = k8s.check_spec(spec(framework=S.MPI, roles=cpu_workers))
+
     assert errors == {
-        "roles[1].replicas": ["The training operator runs at most 1 TensorFlow evaluator."]
+        "roles[0].accelerators": [
+            "On Kubernetes the MPI operator gives the master as many slots as each worker "
+            "(slotsPerWorker): give the workers the master's cards, or the master none."
+        ]
     }
+    for fine in (gpu_workers, cpu_master, alone):
+        assert k8s.check_spec(spec(framework=S.MPI, roles=fine)) == {}
 
 
 def test_a_refused_spec_fails_without_calling_the_api_server(fake, k8s, alice):
@@ -836,8 +854,9 @@ def test_a_failed_log_read_says_the_logs_were_not_returned(fake, k8s, alice):
     )
 
 
-def _refusal(fake, change, path=None, content_type="application/json"):
-    """What the fake answers to the seed PyTorchJob changed by `change`."""
+def _refusal(fake, change, path=None, content_type="application/json", validation="Strict"):
+    """What the fake answers to the seed PyTorchJob changed by `change`, sent as the console
+    sends it (fieldValidation=Strict)."""
     from jobs.kubernetes.client import KubeClient, KubeError
 
     client = KubeClient(server=fake.url, token=fake.token)
@@ -853,6 +872,7 @@ def _refusal(fake, change, path=None, content_type="application/json"):
         client.request(
             "POST",
             path or M.resource_path(S.PYTORCH, "default"),
+            params=[("fieldValidation", validation)],
             body=body,
             content_type=content_type,
             idempotent=False,

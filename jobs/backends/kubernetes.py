@@ -668,15 +668,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 % {"queue": spec.queue, "queues": ", ".join(config.queues)},
             )
         for i, role in enumerate(spec.roles):
+            # TensorFlow's own rule (tensorflow/python/distribute/multi_worker_util.py: "There
+            # must be at most one 'evaluator' job"), which TF_CONFIG's cluster would break:
+            # the training operator v1.9 lists every evaluator there and its webhook does
+            # not count them.
             if (
                 spec.framework == spec_module.TENSORFLOW
                 and role.name == "evaluator"
                 and (role.replicas > 1)
             ):
-                err(
-                    f"roles[{i}].replicas",
-                    _("The training operator runs at most 1 TensorFlow evaluator."),
-                )
+                err(f"roles[{i}].replicas", _("TensorFlow allows at most 1 evaluator."))
             if (
                 role.accelerator_type
                 and role.accelerators
@@ -690,6 +691,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                         "types": ", ".join(cluster.accelerators) or "—",
                     },
                 )
+        if spec.framework == spec_module.MPI:
+            self._check_mpi_slots(spec, err)
         if spec.image_config is not None:
             err(
                 "jobSpec.imageConfig",
@@ -747,6 +750,34 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if M.sub_path(ds.source_path) is None:
                 err(f"{path}.sourcePath", _("The folder must stay inside the volume."))
         return errors
+
+    @staticmethod
+    def _check_mpi_slots(spec: spec_module.JobSpec, err: Any) -> None:
+        """The MPI operator v2 gives every host of its hostfile the same slots
+        (`slotsPerWorker`, the workers' cards here), the launcher too when it runs ranks
+        (`runLauncherAsWorker`, a master given cards). The local runner's hostfile gives the
+        master its own cards (jobs.runtime_env.mpi_hostfile), so a master with cards and
+        workers without would run a different number of ranks on the master here: refused.
+        (Masters and workers both with cards already must match: jobs.spec.)"""
+        names = [role.name for role in spec.roles]
+        master = spec.roles[names.index("master")] if "master" in names else None
+        worker = spec.roles[names.index("worker")] if "worker" in names else None
+        if (
+            master is not None
+            and master.accelerator_type
+            and master.accelerators
+            and worker is not None
+            and worker.replicas > 0
+            and not (worker.accelerator_type and worker.accelerators)
+        ):
+            err(
+                f"roles[{names.index('master')}].accelerators",
+                _(
+                    "On Kubernetes the MPI operator gives the master as many slots as each "
+                    "worker (slotsPerWorker): give the workers the master's cards, or the "
+                    "master none."
+                ),
+            )
 
     # -- what is sent ----------------------------------------------------------------
 

@@ -1,0 +1,69 @@
+"""A Kubernetes pool's own rules seen in the wizard, clicked through as a person would."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.fake_kubernetes import FakeKubernetes, configure
+from tests.test_wizard_browser import next_step, settled, start
+
+pytestmark = pytest.mark.browser
+
+A800 = "baidu.com/a800_80g_cgpu"
+POOL = "k8s-ml"
+
+
+@pytest.fixture
+def cluster(settings):
+    fake = FakeKubernetes().start()
+    fake.add_namespace("ml")
+    fake.add_node("gpu-1", {"nvidia.com/gpu": "8"})
+    fake.add_node("gpu-2", {"nvidia.com/gpu": "8"})
+    configure(
+        settings,
+        fake,
+        KUBERNETES_NAMESPACES="ml",
+        KUBERNETES_ACCELERATORS=f"{A800}=nvidia.com/gpu",
+    )
+    yield fake
+    fake.stop()
+
+
+def test_an_mpi_master_with_cards_over_cpu_only_workers_is_refused_on_its_cards_until_fixed(
+    logged_in_page, cluster
+):
+    page = logged_in_page
+    start(page)
+    page.select_option("select[name=resource_pool]", POOL)
+    page.fill("#id_name", "mpi-allreduce")
+    page.check("input[name=framework][value=MPIJob]")
+    next_step(page, "image")
+    page.fill("#id_image", "registry.example.com/train/mpi:1.0")
+    page.fill("#id_command", "mpirun -np 8 python train.py")
+    next_step(page, "resources")
+    # The master (the launcher) gets 4 cards; the workers none.
+    page.check("#id_roles-0-use_accelerator")
+    page.select_option("select[name=roles-0-accelerator_type]", A800)
+    page.fill("#id_roles-0-accelerators", "4")
+    page.uncheck("#id_roles-1-use_accelerator")
+    settled(page)
+
+    page.click("#wizard-next")
+
+    cards = page.locator("#id_roles-0-accelerators")
+    expect(cards).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#id_roles-0-accelerators_error")).to_have_text(
+        "在 Kubernetes 上，MPI operator 给 master 的 slot 数与每台 worker 相同"
+        "（slotsPerWorker）：请让 worker 使用与 master 相同的卡，或不给 master 分配卡。"
+    )
+    assert re.search(r"/resources/$", page.url)
+    expect(cards).to_have_value("4")  # nothing typed is lost
+
+    # Giving the workers the master's cards is what the message asks for: the step passes.
+    page.check("#id_roles-1-use_accelerator")
+    page.select_option("select[name=roles-1-accelerator_type]", A800)
+    page.fill("#id_roles-1-accelerators", "4")
+    next_step(page, "data")
