@@ -52,7 +52,7 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
-from .pools import labels_by_pool, pool_names
+from .pools import labels_by_pool, no_longer_offered, pool_names
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -171,7 +171,7 @@ class PoolFilter(admin.SimpleListFilter):
         # console's job list marks it).
         labels = _pool_labels(request)
         return [
-            (pool, labels.get(pool) or _("%(id)s (no longer offered)") % {"id": pool})
+            (pool, labels.get(pool) or no_longer_offered(pool))
             for pool in _pools(request)
         ]
 
