@@ -170,10 +170,7 @@ class PoolFilter(admin.SimpleListFilter):
         # By name, as the rows; a pool no longer offered by its id, marked so (as the
         # console's job list marks it).
         labels = _pool_labels(request)
-        return [
-            (pool, labels.get(pool) or no_longer_offered(pool))
-            for pool in _pools(request)
-        ]
+        return [(pool, labels.get(pool) or no_longer_offered(pool)) for pool in _pools(request)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return _filtered(queryset, "resource_pool", self.value())

@@ -193,8 +193,7 @@ def bad_request_answer(request: HttpRequest, exception: Exception | None) -> Jso
         else:
             code = "InvalidHTTPRequest"
             message = _(
-                "The request cannot be read: it has too many parameters or fields, or is "
-                "malformed."
+                "The request cannot be read: it has too many parameters or fields, or is malformed."
             )
     return _answer({"code": code, "message": message}, status=400, request_id=request_id)
 

@@ -295,7 +295,10 @@ def no_longer_offered(label: str) -> str:
 
 
 def pool_labels(
-    *, names: dict[str, str], pool_ids: Iterable[str], known: dict[str, KnownName | None] | None = None
+    *,
+    names: dict[str, str],
+    pool_ids: Iterable[str],
+    known: dict[str, KnownName | None] | None = None,
 ) -> dict[str, PoolLabel]:
     """The labels of the pools `pool_ids` (a page's jobs'), by id: a pool offered now by its
     name (`names`: the pools read, or pool_names; labels_by_pool); any other by its last known
@@ -310,13 +313,15 @@ def pool_labels(
     missing = {pool_id for pool_id in pool_ids if pool_id and pool_id not in labels}
     if not missing:
         return shown
-    if known is None:
-        known = {  # type: ignore[assignment]
-            pool_id: KnownName(backend, name)
-            for pool_id, backend, name in KnownPool.objects.filter(pool_id__in=missing)
+    known = dict(known or {})
+    # Read unless given (a user with more than USED_POOLS_LISTED pools may lack some).
+    if unread_ids := missing - known.keys():
+        known.update(
+            (pool_id, KnownName(backend, name))
+            for pool_id, backend, name in KnownPool.objects.filter(pool_id__in=unread_ids)
             .order_by()
             .values_list("pool_id", "backend", "name")
-        }
+        )
     unread = unread_backends()
     for pool_id in missing:
         last = known.get(pool_id)
@@ -375,9 +380,7 @@ def pool_filter_choices(
     offered = {p.id.casefold() for p in pools}
     used = used or {}
     retired = sorted(pool_id for pool_id in used if pool_id.casefold() not in offered)
-    last_names = {
-        pool_id: last.name for pool_id in retired if (last := used[pool_id]) is not None
-    }
+    last_names = {pool_id: last.name for pool_id in retired if (last := used[pool_id]) is not None}
     labels = labels_by_pool({**names, **last_names})
     unread = unread_backends() if last_names else set()
     for pool_id in retired:

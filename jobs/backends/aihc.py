@@ -488,9 +488,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         from jobs.pools import known_pools_keep  # jobs.pools imports the backends
 
         names = {p.id: p.name for p in inventory.pools}
-        if inventory.as_of is not None and names != inventory.kept_names:
-            if known_pools_keep(backend=NAME, names=names):
-                inventory.kept_names = names
+        if (
+            inventory.as_of is not None
+            and names != inventory.kept_names
+            and known_pools_keep(backend=NAME, names=names)
+        ):
+            inventory.kept_names = names
 
     def pool_names(self) -> dict[str, str]:
         # The pools of the inventory's last read, as they are: no refresh started, no wait (a
