@@ -53,7 +53,7 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
-from .pools import labels_by_pool, pool_names
+from .pools import labels_by_pool, no_longer_offered, pool_names
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -218,10 +218,7 @@ class PoolFilter(admin.SimpleListFilter):
         # By name, as the rows; a pool no longer offered by its id, marked so (as the
         # console's job list marks it).
         labels = _pool_labels(request)
-        return [
-            (pool, labels.get(pool) or _("%(id)s (no longer offered)") % {"id": pool})
-            for pool in _pools(request)
-        ]
+        return [(pool, labels.get(pool) or no_longer_offered(pool)) for pool in _pools(request)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return _filtered(queryset, "resource_pool", self.value())

@@ -98,6 +98,24 @@ def is_api_request(request: HttpRequest) -> bool:
     return authorization.startswith("bce-auth-v1/") or "X-API-Version" in request.headers
 
 
+def is_api_call(request: HttpRequest) -> bool:
+    """Whether a request the console refuses before any view runs (Django's 400: a host
+    ALLOWED_HOSTS does not list, too many fields) is a script's call of the API, to be
+    answered in the API's JSON error shape (jobs.http.bad_request) rather than with a page.
+
+    Decision: the same rule that routes the request when it is not refused, so the answer
+    comes in the form the address would have answered in: any path under /api/v1/ (the v1
+    API, whose every answer is JSON), and at the console's root a request `is_api_request`
+    takes for an SDK's (signed bce-auth-v1, or naming X-API-Version). Neither `?action=`
+    alone (a pasted `/?action=…` address in a browser is the job list page, as above) nor
+    the Accept header (SDKs and curl send `*/*` or none) decides it. `path_info`, without the
+    prefix the console may be served under."""
+    path = request.path_info
+    if path.startswith("/api/v1/"):
+        return True
+    return path == "/" and is_api_request(request)
+
+
 def actions_or(page: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """The console's root: the v2 action API for an SDK's request (`is_api_request`), `page`
     (the job list) for everything else. The root itself is CSRF-exempt, so that a signed POST

@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from functools import wraps
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.db.models import F, QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone, translation
@@ -170,6 +170,32 @@ def api_view(*methods: str) -> Callable[..., Any]:
         return wrapped
 
     return decorate
+
+
+def bad_request_answer(request: HttpRequest, exception: Exception | None) -> JsonResponse:
+    """What a call of the API that Django refused before its view ran gets (jobs.http.
+    bad_request, the 400 handler): BCE's error shape, as the API's own refusals. A host
+    ALLOWED_HOSTS does not list is named, with the setting, as the 400_host page names them
+    (the host as sent, cut at 255 characters; JSON escapes it); anything else Django refuses
+    at that stage (too many query or form fields) is a malformed request. The language is
+    the one the API answers in (Accept-Language)."""
+    request_id = str(uuid.uuid4())
+    with translation.override(_language(request)):
+        if isinstance(exception, DisallowedHost):
+            host = request.META.get("HTTP_HOST", "")[:255]
+            code = "InvalidHost"
+            message = _(
+                "The console does not answer requests sent to host “%(host)s”: it answers only "
+                "the names and addresses its administrator listed in ALLOWED_HOSTS. Use the "
+                "console's address (its SITE_URL), or ask the administrator to add this one to "
+                "ALLOWED_HOSTS."
+            ) % {"host": host}
+        else:
+            code = "InvalidHTTPRequest"
+            message = _(
+                "The request cannot be read: it has too many parameters or fields, or is malformed."
+            )
+    return _answer({"code": code, "message": message}, status=400, request_id=request_id)
 
 
 # -- shapes ---------------------------------------------------------------------------

@@ -74,10 +74,20 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     ALLOWED_HOSTS does not list: that page spoke of a form over 2.5 MB, which left someone who
     opened the console by its IP address (HOST=0.0.0.0) with nothing to go on. Both pages are
     in both languages, as 400.html is: they are drawn without the request's language (nothing
-    of the request that Django refused is trusted), and the host is shown as sent, escaped."""
+    of the request that Django refused is trusted), and the host is shown as sent, escaped.
+
+    A call of the API (jobs.api_v2.is_api_call) gets neither page but the API's JSON error,
+    which a script can read: a page is for a person with a browser."""
     from django.core.exceptions import DisallowedHost
     from django.template import loader
 
+    from .api_v2 import is_api_call
+
+    if is_api_call(request):
+        # A script reads JSON: the API's error shape, not a page (jobs.api_views).
+        from .api_views import bad_request_answer
+
+        return bad_request_answer(request, exception)
     if isinstance(exception, DisallowedHost):
         host = request.META.get("HTTP_HOST", "")[:255]
         body = loader.render_to_string("400_host.html", {"host": host})

@@ -698,3 +698,24 @@ class WorkerProcess(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.pid} on {self.host}"
+
+
+class KnownPool(models.Model):
+    """The last name the console saw of each pool a remote backend offered (jobs.pools.
+    known_pools_keep): AIHC names its pools in its own inventory, which a server process knows
+    only once it has read it. Pages that name pools without reading a backend's figures (the
+    job list's refresh, a job page) fall back to this, so a process that has not read AIHC
+    yet still names its pools, and a pool no longer offered keeps its last name (marked so).
+    A pool's id never changes; a rename overwrites the name."""
+
+    pool_id = models.CharField(_("resource pool"), max_length=64, primary_key=True)
+    backend = models.CharField(_("backend"), max_length=16)
+    name = models.CharField(_("name"), max_length=255)
+    seen_at = models.DateTimeField(_("last seen"))
+
+    class Meta:
+        verbose_name = _("known pool")
+        verbose_name_plural = _("known pools")
+
+    def __str__(self) -> str:
+        return self.pool_id

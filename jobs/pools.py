@@ -20,19 +20,35 @@ running jobs hold of it when they have one.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Case, Count, F, IntegerField, Q, Sum, Value, When, Window
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+    Window,
+)
 from django.db.models.functions import RowNumber
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from .backends import BackendError, Pool, enabled_backends
 from .forms import STORAGE_LABELS
-from .models import ACTIVE_STATUSES, Job, JobStatus
+from .models import ACTIVE_STATUSES, Job, JobStatus, KnownPool
 from .quotas import QuotaLine, quota_lines
 from .wizard import Freshness, available_pools, pool_freshness
+
+logger = logging.getLogger(__name__)
 
 # The viewer's own jobs listed per queue; the rest are counted, with a link to the job list.
 OWN_JOBS_SHOWN = 5
@@ -203,7 +219,8 @@ def pool_names() -> dict[str, str]:
     """The names of the pools the console offers now, by id, without the figures
     `available_pools` reads: no query, no remote call, no wait (each backend's `pool_names`).
     For the job list's refresh every 3 seconds and the admin's list; a backend that cannot
-    answer names none, and its jobs show their pool's id."""
+    answer names none, and its jobs show their pool's id (or its last known name, KnownPool:
+    `pool_labels`)."""
     names: dict[str, str] = {}
     for backend in enabled_backends():
         try:
@@ -213,35 +230,167 @@ def pool_names() -> dict[str, str]:
     return names
 
 
+def unread_backends() -> set[str]:
+    """The enabled backends that cannot yet say which pools they offer, because this server
+    process has not read their list (AIHC before its first inventory read): a pool of theirs
+    that pool_names lacks may well still be offered. No query, no wait."""
+    return {backend.name for backend in enabled_backends() if not backend.pool_names_read()}
+
+
+# -- names that outlive a process: KnownPool -------------------------------------------------
+
+
+def known_pools_keep(*, backend: str, names: dict[str, str]) -> bool:
+    """Stores `names` (pool id -> name, as `backend` has just listed them) as the pools' last
+    known names: one query, whatever the number of pools. Called by a remote backend when its
+    pool list was read and its names differ from what that read last kept (jobs.backends.aihc),
+    in the request or worker thread that reads the pools. A pool that is gone keeps its row:
+    its jobs still show its last name. A failure (the database busy) is logged and skipped: the
+    page that read the pools is not refused for it, and the next read tries again (False)."""
+    from django.db import DatabaseError, transaction
+    from django.utils import timezone
+
+    now = timezone.now()
+    rows = [
+        KnownPool(pool_id=pool_id, backend=backend, name=name[:255], seen_at=now)
+        for pool_id, name in names.items()
+        if 0 < len(pool_id) <= 64  # as Job.resource_pool holds them
+    ]
+    if not rows:
+        return True
+    try:
+        with transaction.atomic():
+            KnownPool.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["pool_id"],
+                update_fields=["backend", "name", "seen_at"],
+            )
+    except DatabaseError as exc:
+        logger.warning("The pools' names could not be kept: %s", exc)
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class KnownName:
+    """A pool's last known name (KnownPool), and its backend's."""
+
+    backend: str
+    name: str
+
+
+@dataclass(frozen=True)
+class PoolLabel:
+    """How a page names a job's pool: `text` (its id in the title), and whether the console
+    offers it now, as far as this process knows (the job page links only such to 资源池)."""
+
+    text: str
+    offered: bool
+
+
+def no_longer_offered(label: str) -> str:
+    """A pool the console no longer offers, marked as the pools page marks such a queue."""
+    return str(_("%(pool)s (no longer offered)") % {"pool": label})
+
+
+def pool_labels(
+    *,
+    names: dict[str, str],
+    pool_ids: Iterable[str],
+    known: dict[str, KnownName | None] | None = None,
+) -> dict[str, PoolLabel]:
+    """The labels of the pools `pool_ids` (a page's jobs'), by id: a pool offered now by its
+    name (`names`: the pools read, or pool_names; labels_by_pool); any other by its last known
+    name (KnownPool) when there is one: unmarked while its backend has not listed its pools in
+    this process yet (unread_backends: it is most likely still offered, as the full page will
+    tell), else marked no longer offered. A pool never seen by name has no label (its id is
+    shown). `known`: the names already read with the page's other queries (used_pools);
+    otherwise one query reads those of the pools `names` lacks, and none when it lacks none.
+    """
+    labels = labels_by_pool(names)
+    shown = {pool_id: PoolLabel(label, True) for pool_id, label in labels.items()}
+    missing = {pool_id for pool_id in pool_ids if pool_id and pool_id not in labels}
+    if not missing:
+        return shown
+    known = dict(known or {})
+    # Read unless given (a user with more than USED_POOLS_LISTED pools may lack some).
+    if unread_ids := missing - known.keys():
+        known.update(
+            (pool_id, KnownName(backend, name))
+            for pool_id, backend, name in KnownPool.objects.filter(pool_id__in=unread_ids)
+            .order_by()
+            .values_list("pool_id", "backend", "name")
+        )
+    unread = unread_backends()
+    for pool_id in missing:
+        last = known.get(pool_id)
+        if last is None:
+            continue
+        if last.backend in unread:
+            shown[pool_id] = PoolLabel(last.name, True)
+        else:
+            shown[pool_id] = PoolLabel(no_longer_offered(last.name), False)
+    return shown
+
+
 # At most this many pools the user's jobs ran in are added to the job list's pool filter.
 USED_POOLS_LISTED = 200
 
 
-def used_pools(*, owner: Any) -> list[str]:
+def used_pools(*, owner: Any) -> dict[str, KnownName | None]:
     """The ids of the pools `owner`'s jobs are in, whatever their status (the job list's pool
-    filter adds those no longer offered): one DISTINCT query, answered from the (owner,
-    resource_pool) index alone, however many jobs they have; at most USED_POOLS_LISTED."""
+    filter adds those no longer offered), with each one's last known name (KnownPool; None:
+    never seen by name): one DISTINCT query, answered from the (owner, resource_pool) index
+    alone, however many jobs they have, and a lookup by primary key of each distinct pool's
+    name; at most USED_POOLS_LISTED."""
+    known = KnownPool.objects.filter(pool_id=OuterRef("resource_pool"))
     jobs = Job.objects.filter(owner=owner).exclude(resource_pool="")
-    ids = jobs.order_by("resource_pool").values_list("resource_pool", flat=True).distinct()
-    return list(ids[:USED_POOLS_LISTED])
+    rows = (
+        jobs.order_by("resource_pool")
+        .values_list(
+            "resource_pool",
+            Subquery(known.values("backend")[:1]),
+            Subquery(known.values("name")[:1]),
+        )
+        .distinct()
+    )
+    return {
+        pool_id: None if backend is None else KnownName(backend, name)
+        for pool_id, backend, name in rows[:USED_POOLS_LISTED]
+    }
 
 
 def pool_filter_choices(
-    *, pools: list[Pool], chosen: str, used: list[str] | None = None
+    *, pools: list[Pool], chosen: str, used: dict[str, KnownName | None] | None = None
 ) -> tuple[list[tuple[str, str]], str]:
     """The job list's 资源池 filter: (value, label) for each pool the console offers, by its
-    label (labels_by_pool), then each pool of `used` (the pools the user's jobs are in,
-    used_pools) it no longer offers, by its id marked "(no longer offered)", so jobs of a
-    pool since removed can still be found; and which value is selected. The value sent is
-    the pool's id, so the address keeps it and links made before the select (the pools
-    page's, a bookmark) work as they did: letter case and spaces aside (" LOCAL " is local).
-    A pool such a link names that is in neither list (a typo, another user's pool) is added
-    by its id alone, so the select still says what the list is filtered on."""
+    label (labels_by_pool), then each pool of `used` (the pools the user's jobs are in, with
+    their last known names: used_pools) it no longer offers, by its last known name (with its
+    id when that name is another pool's too) or else its id, marked "(no longer offered)"
+    (unmarked while its backend has not listed its pools in this process: pool_labels), so
+    jobs of a pool since removed can still be found; and which value is selected. The value
+    sent is the pool's id, so the address keeps it and links made before the select (the
+    pools page's, a bookmark) work as they did: letter case and spaces aside (" LOCAL " is
+    local). A pool such a link names that is in neither list (a typo, another user's pool)
+    is added by its id alone, so the select still says what the list is filtered on."""
     choices: list[tuple[str, str]] = [("", str(_("Any pool")))]
-    choices += list(labels_by_pool({p.id: p.name for p in pools}).items())
+    names = {p.id: p.name for p in pools}
+    choices += list(labels_by_pool(names).items())
     offered = {p.id.casefold() for p in pools}
-    for pool_id in sorted({u for u in used or [] if u.casefold() not in offered}):
-        choices.append((pool_id, str(_("%(id)s (no longer offered)") % {"id": pool_id})))
+    used = used or {}
+    retired = sorted(pool_id for pool_id in used if pool_id.casefold() not in offered)
+    last_names = {pool_id: last.name for pool_id in retired if (last := used[pool_id]) is not None}
+    labels = labels_by_pool({**names, **last_names})
+    unread = unread_backends() if last_names else set()
+    for pool_id in retired:
+        last = used[pool_id]
+        if last is None:
+            choices.append((pool_id, no_longer_offered(pool_id)))
+        elif last.backend in unread:
+            choices.append((pool_id, labels[pool_id]))
+        else:
+            choices.append((pool_id, no_longer_offered(labels[pool_id])))
     wanted = chosen.strip()
     values = [value for value, _label in choices[1:]]
     selected = next((v for v in values if v.casefold() == wanted.casefold()), wanted)

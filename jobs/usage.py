@@ -56,10 +56,11 @@ from django.db.models import (
     Q,
     QuerySet,
     Sum,
+    TextField,
     Value,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Coalesce, Greatest, Least
+from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
@@ -380,7 +381,8 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
     """The jobs of `owner` that ran during the period, as the report counts them (the same
     rows: jobs, and the usage records of the deleted ones), latest start first: one query,
     to slice into pages. Each row is a dict: public_id, backend, resource_pool, total_cards,
-    started_at, job_name, run_time (inside the period), deleted."""
+    started_at, job_name, run (inside the period), deleted, and layout: the JSON text of its
+    cards' layout (a job's `console.roles`, a record's cards per type; `card_types` reads it)."""
     now = now or timezone.now()
     # A union's columns go by position: both sides name the same ones, in the same order.
     columns = ("public_id", "backend", "resource_pool", "total_cards", "started_at")
@@ -392,6 +394,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
             job_name=F("name"),
             run=F("run_time"),
             deleted=Value(False),
+            layout=KT("spec__console__roles"),
         )
     )
     records = (
@@ -402,6 +405,18 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
             job_name=F("name"),
             run=F("run_time"),
             deleted=Value(True),
+            layout=Cast("cards", output_field=TextField()),
         )
     )
     return jobs.union(records, all=True).order_by("-started_at", "-public_id")
+
+
+def card_types(row: dict[str, Any]) -> list[str]:
+    """The card types a `usage_jobs` row's job used, sorted ([]: CPU only), as the report
+    splits its hours (layout_cards; a deleted job's as its record kept them)."""
+    layout = _stored_roles(row["layout"])
+    if row["deleted"]:
+        cards = layout if isinstance(layout, dict) else {}
+    else:
+        cards = layout_cards(layout, row["total_cards"])
+    return sorted(cards)

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET
 
 from .http import AuthenticatedHttpRequest
 from .pools import labels_by_pool
-from .usage import HOUR, Period, UsageReport, usage_jobs, usage_report
+from .usage import HOUR, Period, UsageReport, card_types, usage_jobs, usage_report
 from .usage_admin import (
     UsagePeriodForm,
     csv_cell,
@@ -83,6 +83,9 @@ def _job_row(row: dict[str, Any], *, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
+# A job row's card types, sorted, in one cell ("baidu.com/a800_80g_cgpu;baidu.com/h800_80g_cgpu"):
+# a card type is a Kubernetes-style resource name, which never holds ";" (decision).
+CARD_TYPES_SEPARATOR = ";"
 CSV_HEADER = [
     "scope",
     "job_id",
@@ -103,8 +106,8 @@ CSV_HEADER = [
 
 def _csv(report: UsageReport, jobs: Any, *, names: dict[str, str]) -> HttpResponse:
     """One table in English, as the admin's CSV: a row per job that ran (newest start first;
-    a deleted one's `job_deleted` "yes"), per pool and card type (CPU only:
-    `card_type` blank), and the total. Pools by id (`pool`) and by today's name (`pool_name`,
+    a deleted one's `job_deleted` "yes"; `card_type` its card types, sorted, joined by
+    CARD_TYPES_SEPARATOR), per pool and card type (CPU only: `card_type` blank), and the total. Pools by id (`pool`) and by today's name (`pool_name`,
     blank for one no longer offered). Hours to two decimals; times in the console's zone."""
     response = csv_response(f"my-usage-{period_name(report.period)}.csv")
     writer = csv.writer(response)
@@ -121,7 +124,7 @@ def _csv(report: UsageReport, jobs: Any, *, names: dict[str, str]) -> HttpRespon
                 row["backend"],
                 csv_cell(row["resource_pool"]),
                 csv_cell(names.get(row["resource_pool"], "")),
-                "",
+                csv_cell(CARD_TYPES_SEPARATOR.join(card_types(row))),
                 str(cards),
                 timezone.localtime(row["started_at"]).isoformat(timespec="seconds"),
                 f"{hours:.2f}",

@@ -62,7 +62,7 @@ from .logs import (
 )
 from .models import FINAL_STATUSES, Job, JobStatus
 from .monitoring import replica_usage, usage_unavailable
-from .pools import labels_by_pool, pool_filter_choices, pool_names, used_pools
+from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
@@ -209,13 +209,23 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     )
     page = ListPage.of(jobs, request.GET.get("page"))
     live = any(job.status not in FINAL_STATUSES for job in page.object_list)
-    # Each row's pool by its name (the filter's label), its id in the title; a pool no
-    # longer offered by its id. The whole page reads the pools once, for the filter's
-    # select too; the table's refresh takes the names alone (pool_names: no query).
+    # Each row's pool by its name (the filter's label), its id in the title; any other by
+    # its last known name (pool_labels: marked no longer offered), or else its id. The whole
+    # page reads the pools once, for the filter's select too, and the last known names with
+    # the pools the user's jobs are in (used_pools: the rows' are among them); the table's
+    # refresh takes the names alone (pool_names: no query), and reads the last known names
+    # (one query) only when a row's pool is not among them: a pool no longer offered, or one
+    # of an AIHC this server process has not read yet.
     pools = None if request.htmx else available_pools()
-    labels = labels_by_pool({p.id: p.name for p in pools} if pools is not None else pool_names())
+    used = None if request.htmx else used_pools(owner=request.user)
+    labels = pool_labels(
+        names={p.id: p.name for p in pools} if pools is not None else pool_names(),
+        pool_ids={job.resource_pool for job in page.object_list},
+        known=used,
+    )
     for job in page.object_list:
-        job.pool_label = labels.get(job.resource_pool, "")
+        label = labels.get(job.resource_pool)
+        job.pool_label = label.text if label else ""
     query = request.GET.copy()
     query.pop("page", None)
     context = {
@@ -246,12 +256,12 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             return HttpResponseStopPolling(table + slot)
         return HttpResponse(table + slot)
     # The pool filter's select (the whole page only: a poll swaps just the table): the pools
-    # offered now, and those the user's own jobs are in that are not (one query). The list
+    # offered now, and those the user's own jobs are in that are not (read above). The list
     # shows only the user's jobs, staff's too, so other users' pools would match nothing.
     context["pool_choices"], context["pool_selected"] = pool_filter_choices(
         pools=pools or [],
         chosen=form.cleaned_data.get("pool", ""),
-        used=used_pools(owner=request.user),
+        used=used,
     )
     return render(request, "jobs/job_list.html", context)
 
@@ -444,9 +454,11 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     context = _live_context(job)
-    # The pool by its name, as the job list shows it (its id in the title; none once the pool
-    # is no longer offered: its id alone).
-    context["pool_label"] = labels_by_pool(pool_names()).get(job.resource_pool, "")
+    # The pool by its name, as the job list shows it (its id in the title; a pool no longer
+    # offered by its last known name, marked so and not linked, or else its id alone).
+    label = pool_labels(names=pool_names(), pool_ids=[job.resource_pool]).get(job.resource_pool)
+    context["pool_label"] = label.text if label else ""
+    context["pool_offered"] = bool(label and label.offered)
     try:
         spec = job.job_spec()
     except SpecError as exc:

@@ -225,7 +225,7 @@ def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(al
     assert cells[str(gone.pk)] == "cce-retired / default"
     # The pool filter by the same names; a pool no longer offered by its id, marked so.
     assert re.search(r'href="\?pool=local"[^>]*>本机 Local</a>', html)
-    assert re.search(r'href="\?pool=cce-retired"[^>]*>cce-retired（已下线）</a>', html)
+    assert re.search(r'href="\?pool=cce-retired"[^>]*>cce-retired（已不再提供）</a>', html)
 
 
 def test_an_aihc_pool_is_named_and_not_marked_gone_before_any_other_page_read_aihc(

@@ -32,7 +32,8 @@ POOL = "cce-pool1"
 
 
 @pytest.fixture
-def fake(settings):
+def fake(settings, db):
+    # db: reading AIHC's pools keeps their names in the database (KnownPool).
     fake = FakeAihc().start()
     fake.add_pool(
         POOL, "训练池", queues=("default", "research"), gpus={A800: (16, 6)}, pfs="pfs-7xWeAt"
@@ -1468,3 +1469,33 @@ def test_settings_read_credentials_from_files_and_per_pool_versions(tmp_path):
         "cn-suzhou",
         "v1",
     ]
+
+
+def test_reading_aihcs_pools_keeps_their_names_once_per_change(
+    fake, aihc, settings, django_assert_num_queries
+):
+    from jobs.models import KnownPool
+
+    settings.AIHC_CACHE_SECONDS = 0  # every read asks AIHC again
+    aihc.pools()
+    kept = dict(KnownPool.objects.values_list("pool_id", "name"))
+    # The same names again: nothing written (two reads, to be sure one finished in between).
+    with django_assert_num_queries(0):
+        aihc.pools()
+        aihc.pools()
+    with fake.lock:
+        fake.pools[POOL]["name"] = "训练池二期"
+        del fake.pools["cce-pool2"]
+    for _ in range(20):  # a refresh runs in the background: the next read after it keeps
+        aihc.pools()
+        if KnownPool.objects.get(pool_id=POOL).name != "训练池":
+            break
+        time.sleep(0.1)
+
+    assert kept == {POOL: "训练池", "cce-pool2": "推理池"}
+    # Renamed: the new name; gone from AIHC: its last name stays, for its jobs.
+    assert dict(KnownPool.objects.values_list("pool_id", "name")) == {
+        POOL: "训练池二期",
+        "cce-pool2": "推理池",
+    }
+    assert set(KnownPool.objects.values_list("backend", flat=True)) == {"aihc"}

@@ -178,7 +178,7 @@ def test_the_fake_refuses_v1_fields_in_a_v2_body_and_v2_alerts_a_tfjob_cannot_se
 
 
 def test_a_tensorflow_job_alerting_on_hangs_is_refused_on_its_field_before_it_is_sent(
-    fake, settings
+    fake, settings, db
 ):
     configure(settings, fake, AIHC_API_VERSION="v2")
     spec = full_spec(

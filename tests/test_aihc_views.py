@@ -593,3 +593,68 @@ def test_adding_a_mount_on_a_pool_without_pfs_turns_storage_on_so_the_mount_is_s
     assert call.body["datasources"] == [
         {"type": "bos", "name": "", "sourcePath": "bos://team-bucket/data", "mountPath": "/mnt/bos"}
     ]
+
+
+def a_job_in_the_aihc_pool(owner) -> Job:
+    """A job of `owner`'s whose pool is the fake's (its rows need nothing AIHC holds)."""
+    from tests.test_job_pages import submit
+
+    job = submit(owner, name="on-aihc")
+    Job.objects.filter(pk=job.pk).update(resource_pool=POOL)
+    return job
+
+
+def shown_pool(client, job: Job) -> tuple[str, str]:
+    """(the list refresh's pool cell, the job page's pool element) of `job`."""
+    from tests.test_job_pages import pool_cells
+
+    refresh = client.get(reverse("job-list"), headers={"HX-Request": "true"}).content.decode()
+    title, text = pool_cells(refresh)[job.public_id]
+    page = client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    element = re.search(r'<(a|span) class="job-pool"[^>]*>[^<]*</\1>', page).group(0)
+    return f"{text} [{title}]", element
+
+
+def test_an_aihc_pool_is_named_by_a_server_process_that_has_not_read_aihc_yet(
+    fake, alice, alice_client
+):
+    # Found in QA: with two web workers, the one that had not served a page reading AIHC's
+    # pools showed a job's pool by its id on the list's refresh and on the job page.
+    job = a_job_in_the_aihc_pool(alice)
+    alice_client.get(reverse("job-list"))  # the full page reads AIHC's pools, and keeps names
+    get_backend("aihc")._inventories.clear()  # another server process: nothing read yet
+    asked = len(fake.requests)
+
+    row, element = shown_pool(alice_client, job)
+
+    assert row == "百舸训练池 [资源池 ID：cce-pool1]"
+    assert element == (
+        '<a class="job-pool" href="/pools/" title="资源池 ID：cce-pool1">百舸训练池</a>'
+    )
+    assert len(fake.requests) == asked  # neither page asked AIHC
+
+
+def test_a_pool_aihc_no_longer_offers_keeps_its_last_name_marked_so(
+    fake, alice, alice_client, settings
+):
+    job = a_job_in_the_aihc_pool(alice)
+    alice_client.get(reverse("job-list"))  # read while AIHC offered it
+    with fake.lock:
+        del fake.pools[POOL]
+    settings.AIHC_CACHE_SECONDS = 0  # the next page reads AIHC again
+
+    full = alice_client.get(reverse("job-list")).content.decode()
+    row, element = shown_pool(alice_client, job)
+
+    from tests.test_job_pages import pool_cells, pool_options
+
+    assert pool_cells(full)[job.public_id] == ("资源池 ID：cce-pool1", "百舸训练池（已不再提供）")
+    assert ("cce-pool1", "百舸训练池（已不再提供）", False) in pool_options(full)
+    assert row == "百舸训练池（已不再提供） [资源池 ID：cce-pool1]"
+    # Named, not linked: the pools page does not list it.
+    assert element == (
+        '<span class="job-pool" title="资源池 ID：cce-pool1">百舸训练池（已不再提供）</span>'
+    )
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert "百舸训练池 (no longer offered)</span>" in english

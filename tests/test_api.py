@@ -1260,3 +1260,50 @@ def test_a_body_listing_more_alert_channels_or_labels_than_a_job_may_have_is_ref
     assert "console.alertChannels.webhooks: A job alerts at most 10 webhooks" in error.message
     assert "labels: A job has at most 50 labels; this one has 51." in error.message
     assert Job.objects.count() == 0
+
+
+def test_an_api_call_by_a_host_not_in_allowed_hosts_gets_a_json_error_naming_the_setting(db):
+    # Found in QA: a script pointed at the console by its IP address got the HTML page
+    # meant for a person, which its SDK could not read. Through the real handler: Django
+    # raises DisallowedHost inside request.get_host(), before any view.
+    client = Client()
+    v1 = client.get("/api/v1/aijobs", HTTP_HOST="192.0.2.2:8000")
+    v2 = client.post(
+        "/?action=DescribeJobs",
+        HTTP_HOST="192.0.2.2:8000",
+        HTTP_AUTHORIZATION="bce-auth-v1/AKID/2026-12-01T00:00:00Z/1800/host/x",
+        HTTP_ACCEPT_LANGUAGE="zh-CN",
+    )
+    versioned = client.get("/?action=DescribeJobs", HTTP_HOST="<b>x</b>", HTTP_X_API_VERSION="v2")
+
+    for r in (v1, v2, versioned):
+        assert r.status_code == 400 and r["Content-Type"] == "application/json"
+        answer = r.json()
+        assert set(answer) == {"requestId", "code", "message"}
+        assert answer["code"] == "InvalidHost" and "ALLOWED_HOSTS" in answer["message"]
+        assert r["x-bce-request-id"] == answer["requestId"]
+    assert "“192.0.2.2:8000”" in v1.json()["message"] and "answers only" in v1.json()["message"]
+    # In the language the API answers in.
+    assert "控制台不应答" in v2.json()["message"] and "“192.0.2.2:8000”" in v2.json()["message"]
+    assert "“<b>x</b>”" in versioned.json()["message"]
+
+
+def test_a_browser_by_a_host_not_in_allowed_hosts_still_gets_the_page_even_for_an_action(db):
+    # A pasted `/?action=…` address, unsigned, is the job list page's, so its refusal is the
+    # page too.
+    r = Client().get("/?action=DescribeJobs", HTTP_HOST="192.0.2.2:8000")
+
+    assert r.status_code == 400 and r["Content-Type"].startswith("text/html")
+    assert "此地址不能访问控制台" in r.content.decode()
+
+
+def test_an_api_call_django_refuses_for_too_many_fields_gets_a_json_error_too(api, settings):
+    # A signed call whose query Django will not read (over DATA_UPLOAD_MAX_NUMBER_FIELDS):
+    # refused by Django's 400 handler, in the API's shape rather than the page about forms.
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5
+    params = {f"p{n}": "1" for n in range(10)}
+
+    error = refused(lambda: get(api, "/api/v1/aijobs", **params))
+
+    assert (error.status, error.code) == (400, "InvalidHTTPRequest")
+    assert "too many parameters" in error.message

@@ -154,11 +154,11 @@ def test_the_pool_filter_adds_the_pools_my_jobs_ran_in_that_are_no_longer_offere
     assert pool_options(html) == [
         ("", "全部资源池", True),
         ("local", "本机 Local", False),
-        ("cce-retired", "cce-retired（已下线）", False),
+        ("cce-retired", "cce-retired（已不再提供）", False),
     ]
     chosen = alice_client.get(reverse("job-list"), {"pool": "CCE-Retired"}).content.decode()
     assert [o for o in pool_options(chosen) if o[2]] == [
-        ("cce-retired", "cce-retired（已下线）", True)
+        ("cce-retired", "cce-retired（已不再提供）", True)
     ]
     assert all(j.public_id in chosen for j in old) and here.public_id not in chosen
     alice_client.cookies["django_language"] = "en"
@@ -172,9 +172,11 @@ def test_a_pool_my_jobs_ran_in_that_is_offered_again_is_listed_once_by_its_name(
 
     pools = [Pool("local", "本机 Local", "local")]
 
-    choices, selected = pool_filter_choices(pools=pools, chosen="", used=["cce-old", "local"])
+    choices, selected = pool_filter_choices(
+        pools=pools, chosen="", used=dict.fromkeys(["cce-old", "local"])
+    )
 
-    assert choices[1:] == [("local", "本机 Local"), ("cce-old", "cce-old（已下线）")]
+    assert choices[1:] == [("local", "本机 Local"), ("cce-old", "cce-old（已不再提供）")]
     assert selected == ""
 
 
@@ -366,6 +368,40 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
     with django_assert_num_queries(4):
         poll = alice_client.get(reverse("job-list"), {"page": 2}, headers={"HX-Request": "true"})
     assert set(pool_cells(poll.content.decode()).values()) == {("资源池 ID：local", "本机 Local")}
+
+
+def test_pools_no_longer_offered_are_named_by_their_last_names_at_most_one_query_more(
+    alice, alice_client, django_assert_num_queries
+):
+    from jobs.pools import known_pools_keep
+
+    # Names an AIHC account listed once, since removed (AIHC is not even enabled now).
+    known_pools_keep(backend="aihc", names={"cce-old0": "旧池", "cce-old1": "旧池"})
+    jobs = [submit(alice) for _ in range(6)]
+    for n, job in enumerate(jobs):
+        Job.objects.filter(pk=job.pk).update(resource_pool=f"cce-old{n % 3}")
+    alice_client.get(reverse("job-list"))  # warm the session
+
+    # The full page reads the last names with the pools the user's jobs are in: still five.
+    with django_assert_num_queries(5):
+        html = alice_client.get(reverse("job-list")).content.decode()
+    # The refresh reads them only for rows whose pool is not offered: one query for them all.
+    with django_assert_num_queries(5):
+        poll = alice_client.get(reverse("job-list"), headers={"HX-Request": "true"})
+
+    named = {
+        jobs[0].public_id: ("资源池 ID：cce-old0", "旧池（已不再提供）"),
+        jobs[1].public_id: ("资源池 ID：cce-old1", "旧池（已不再提供）"),
+        jobs[2].public_id: ("", "cce-old2"),  # never seen by name: its id, as before
+    }
+    assert {k: v for k, v in pool_cells(html).items() if k in named} == named
+    assert {k: v for k, v in pool_cells(poll.content.decode()).items() if k in named} == named
+    # In the filter, two pools of one name are told apart by their ids.
+    assert pool_options(html)[2:] == [
+        ("cce-old0", "旧池 (cce-old0)（已不再提供）", False),
+        ("cce-old1", "旧池 (cce-old1)（已不再提供）", False),
+        ("cce-old2", "cce-old2（已不再提供）", False),
+    ]
 
 
 def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(

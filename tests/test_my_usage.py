@@ -271,7 +271,7 @@ def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client
             "local",
             "local",
             "本机 Local",
-            "",
+            A800,
             "2",
             "2026-04-02T00:00:00+08:00",
             "10.00",
@@ -298,6 +298,31 @@ def test_the_csv_has_the_same_figures_with_a_byte_order_mark(alice, alice_client
         ["pool", "", "", "", "local", "local", "本机 Local", "", "", "", "", "0.00", "1", "1.00"],
         ["total", "", "", "", "", "", "", "", "", "", "", "20.00", "2", "1.00"],
     ]
+
+
+def test_a_csv_job_row_names_every_card_type_the_job_used_sorted(alice, alice_client):
+    # Found in QA: a job row's card_type was blank, so a job of two card types could not be
+    # told from a CPU-only one without summing the pool rows.
+    mixed = [S.Role("master", 1, H800, 2), S.Role("worker", 2, A800, 4)]
+    live = run(alice, at(10, 8), at(10, 11), roles=mixed)
+    gone = run(alice, at(9, 8), at(9, 9), roles=mixed)
+    cpu = run(alice, at(8, 0), at(8, 1), cards=0)
+    alice_client.post(f"/jobs/{gone.public_id}/delete/", {"confirmed": "1"})
+    # A card type that would start a spreadsheet formula, as a record could hold it.
+    odd = run(alice, at(7, 0), at(7, 1), cards=1)
+    alice_client.post(f"/jobs/{odd.public_id}/delete/", {"confirmed": "1"})
+    UsageRecord.objects.filter(public_id=odd.public_id).update(cards={"=HYPERLINK(1)": 1})
+
+    r = alice_client.get(URL, {**APRIL_QUERY, "format": "csv"})
+
+    rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"))))
+    types = {row["job_id"]: row["card_type"] for row in rows if row["scope"] == "job"}
+    assert types == {
+        live.public_id: f"{A800};{H800}",
+        gone.public_id: f"{A800};{H800}",  # deleted: as its record kept them
+        cpu.public_id: "",
+        odd.public_id: "'=HYPERLINK(1)",
+    }
 
 
 @pytest.mark.parametrize("jobs", [3, 30])

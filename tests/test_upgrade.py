@@ -598,3 +598,22 @@ def test_downgrading_to_0014_keeps_the_heartbeat_row_as_that_release_reads_it(at
     assert (row.host, row.pid, row.version, row.stopped_at) == ("gpu-02", 7, "0.2.0", None)
     assert row.seen_at is not None and row.started_at is not None
     assert "jobs_workerprocess" not in connection.introspection.table_names()
+
+
+def test_downgrading_past_0018_drops_the_pools_last_names_and_upgrading_starts_them_again(
+    at_latest_after,
+):
+    from django.utils import timezone
+
+    new = migrate(None)
+    new.get_model("jobs", "KnownPool").objects.create(
+        pool_id="cce-pool1", backend="aihc", name="百舸训练池", seen_at=timezone.now()
+    )
+
+    old = migrate("0017_job_owner_pool")
+    again = migrate(None)
+
+    # Only names: the next read of AIHC's pools keeps them again.
+    with pytest.raises(LookupError):
+        old.get_model("jobs", "KnownPool")
+    assert again.get_model("jobs", "KnownPool").objects.count() == 0

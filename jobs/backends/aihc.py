@@ -320,6 +320,8 @@ class Inventory:
         self.pools: list[Pool] = []
         self.as_of: datetime | None = None  # last successful read
         self.error = ""
+        # The names of the pools last kept in the database (AihcBackend._keep_names).
+        self.kept_names: dict[str, str] | None = None
         self.attempted_at = 0.0  # monotonic time of the last refresh start
         self.loaded = threading.Event()  # set once the first refresh has finished
         self.refreshed = threading.Event()  # cleared while a refresh runs
@@ -471,18 +473,45 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     def pools(self) -> list[Pool]:
         try:
             config, _client = self._setup()
-            return self._inventory().get(config)
+            inventory = self._inventory()
+            pools = inventory.get(config)
         except BackendError as exc:
             return self._unusable(exc)
+        self._keep_names(inventory)
+        return pools
+
+    def _keep_names(self, inventory: Inventory) -> None:
+        """The names of a read's pools, kept in the database (KnownPool) so that a server
+        process that has not read AIHC yet still names them (jobs.pools.pool_labels): once per
+        read whose names differ from those this inventory kept last, here in the thread that
+        asked for the pools, not in the refresh thread (which holds no request's connection)."""
+        from jobs.pools import known_pools_keep  # jobs.pools imports the backends
+
+        names = {p.id: p.name for p in inventory.pools}
+        if (
+            inventory.as_of is not None
+            and names != inventory.kept_names
+            and known_pools_keep(backend=NAME, names=names)
+        ):
+            inventory.kept_names = names
 
     def pool_names(self) -> dict[str, str]:
         # The pools of the inventory's last read, as they are: no refresh started, no wait (a
         # page that reads the figures, the pools page or the full job list, refreshes it).
-        # Before the first read there are none, and a job shows its pool's id.
+        # Before the first read there are none: a job shows its pool's last known name
+        # (KnownPool, jobs.pools.pool_labels), or its id.
         try:
             return {p.id: p.name for p in self._inventory().pools}
         except BackendError:
             return {}
+
+    def pool_names_read(self) -> bool:
+        # Settings that cannot be used offer no pool, for certain; a read that failed has
+        # finished too (its pools are none, or the last good read's).
+        try:
+            return self._inventory().loaded.is_set()
+        except BackendError:
+            return True
 
     # -- what AIHC cannot run --------------------------------------------------------
 

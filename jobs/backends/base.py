@@ -138,6 +138,12 @@ class Backend(ABC):
         query, a remote call or a wait on its figures says so by overriding this."""
         return {p.id: p.name for p in self.pools()}
 
+    def pool_names_read(self) -> bool:
+        """Whether `pool_names` says which pools are offered: False while this server process
+        has not read a remote list yet (AIHC before its first inventory read), when a pool
+        missing from it may still be offered (jobs.pools.pool_labels)."""
+        return True
+
     def check_spec(self, spec: JobSpec) -> dict[str, list[str]]:
         """Refusals particular to this backend (field path -> messages)."""
         return {}
