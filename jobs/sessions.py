@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth import BACKEND_SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.db import connections, router
@@ -37,6 +38,10 @@ class SessionStore(DatabaseSessionStore):
             # this way; the row changes when the session is next saved.
             session[BACKEND_SESSION_KEY] = CONSOLE_MODEL_BACKEND
         return session
+
+    async def aload(self) -> dict[str, Any]:
+        # The console is served over WSGI; under ASGI the same read, in a thread.
+        return await sync_to_async(self.load)()
 
     def _session_data_from_db(self) -> str | None:
         """The session's stored data, if its row exists and has not expired: the query

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
@@ -85,6 +87,16 @@ def test_a_session_reads_what_djangos_own_engine_stored(alice):
 
     assert SessionStore(key).load() == DjangoSessionStore(key).load()
     assert SessionStore("no-such-session-key").load() == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_session_read_asynchronously_is_the_same_and_an_old_log_in_carries_on(alice):
+    key = django_session_for(alice, backend="django.contrib.auth.backends.ModelBackend")
+
+    loaded = async_to_sync(SessionStore(key).aload)()
+
+    assert loaded == SessionStore(key).load()
+    assert loaded[BACKEND_SESSION_KEY] == "jobs.auth_backends.ConsoleModelBackend"
 
 
 def test_the_user_read_is_the_one_the_orm_reads_field_for_field(alice):
