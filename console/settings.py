@@ -234,6 +234,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Django's ModelBackend, reading the request's user with one plain query (jobs.auth_backends).
+AUTHENTICATION_BACKENDS = ["jobs.auth_backends.ConsoleModelBackend"]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "job-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -301,6 +303,11 @@ if HTTPS:
 LOGIN_FAILURES_PER_USERNAME = envint("LOGIN_FAILURES_PER_USERNAME", 5, low=1)
 LOGIN_FAILURES_PER_IP = envint("LOGIN_FAILURES_PER_IP", 20, low=1)
 LOGIN_THROTTLE_MINUTES = envint("LOGIN_THROTTLE_MINUTES", 15, low=1)
+# Sessions live in the database (Django's `db` engine; jobs.sessions reads a session's row with
+# one plain SELECT instead of through the ORM, ~0.16 ms less on every logged-in request).
+# Not `cached_db` with the per-process memory cache: a session logged out in one gunicorn
+# worker would stay valid in the others' caches.
+SESSION_ENGINE = "jobs.sessions"
 # Sessions outlive a browser restart; drafts live in the database regardless.
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600, low=1)
 

@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import shlex
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 from django.utils.translation import gettext as _
@@ -600,6 +601,37 @@ def available_pools() -> list[Pool]:
         except BackendError:
             continue
     return pools
+
+
+def owned_draft_id_only(*, draft_id: uuid.UUID, owner: Any) -> Draft | None:
+    """The owner's draft with only its id read (its other fields load if touched, as with
+    `.only("id")`), or None if `owner` has no such draft: what the wizard's partials need
+    (the draft's URLs; anyone else's draft is 404).
+
+    One plain `SELECT id ... WHERE id = %s AND owner_id = %s` on the connection's cursor:
+    through the ORM the same check costs ~0.18 ms of a ~1 ms partial (bench/profile_floor.py),
+    for SQL that never changes."""
+    meta = Draft._meta
+    alias = router.db_for_read(Draft)
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    pk = meta.pk
+    owner_field = meta.get_field("owner")
+    sql = (
+        f"SELECT {quote(pk.column)} FROM {quote(meta.db_table)} "
+        f"WHERE {quote(pk.column)} = %s AND {quote(owner_field.column)} = %s"
+    )
+    params = [
+        pk.get_db_prep_value(draft_id, connection),
+        owner_field.get_db_prep_value(owner.pk, connection),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        if cursor.fetchone() is None:
+            return None
+    draft = Draft.from_db(alias, [pk.attname], [draft_id])
+    draft.owner = owner  # the user already read for the request, as the wizard's views do
+    return draft
 
 
 def find_pool(pool_id: str) -> Pool | None:

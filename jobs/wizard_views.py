@@ -38,14 +38,20 @@ from .views import ListPage
 STEP_TEMPLATE = "jobs/wizard/step.html"
 
 
-def _draft(request: AuthenticatedHttpRequest, draft_id: Any, *only: str) -> Draft:
-    """The user's draft (404 for anyone else's); `only` limits the columns read, for
-    partials that need just its id (a draft's data can be large)."""
-    drafts = Draft.objects.only(*only) if only else Draft.objects.all()
-    draft = get_object_or_404(drafts, id=draft_id, owner=request.user)
+def _draft(request: AuthenticatedHttpRequest, draft_id: Any) -> Draft:
+    """The user's draft (404 for anyone else's)."""
+    draft = get_object_or_404(Draft, id=draft_id, owner=request.user)
     # Its owner is the user already read for the request: no second query of the same row
     # (the review and submission steps check the owner's quota).
     draft.owner = request.user
+    return draft
+
+
+def _draft_id_only(request: AuthenticatedHttpRequest, draft_id: Any) -> Draft:
+    """The user's draft with only its id read (404 for anyone else's), for partials."""
+    draft = W.owned_draft_id_only(draft_id=draft_id, owner=request.user)
+    if draft is None:
+        raise Http404
     return draft
 
 
@@ -732,7 +738,7 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
 @require_GET
 @login_required
 def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    _draft(request, draft_id, "id")
+    _draft_id_only(request, draft_id)
     pool = W.find_pool(request.GET.get("resource_pool", ""))
     queues = pool.queues if pool else []
     return render(
@@ -745,7 +751,7 @@ def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
 @require_GET
 @login_required
 def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    request_draft = _draft(request, draft_id, "id")
+    request_draft = _draft_id_only(request, draft_id)
     # The pool only matters to a chosen template (does it fit?): no lookup without one.
     template_chosen = bool(request.GET.get("aiak_template"))
     pool = W.find_pool(request.GET.get("resource_pool", "")) if template_chosen else None
@@ -804,7 +810,7 @@ def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
 @login_required
 def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     """The role table's cards per type, recomputed from the table as the user edits it."""
-    draft = _draft(request, draft_id, "id")
+    draft = _draft_id_only(request, draft_id)
     totals = W.card_totals(W.rows_of(_lists(request.GET), "roles"))
     return render(
         request, "jobs/wizard/_resources.html#card-totals", {"totals": totals, "draft": draft}
@@ -814,7 +820,7 @@ def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
 @require_GET
 @login_required
 def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    draft = _draft(request, draft_id, "id")
+    draft = _draft_id_only(request, draft_id)
     return render(
         request,
         "jobs/wizard/_image.html#example-panel",

@@ -7,7 +7,9 @@ import re
 from urllib.parse import urlencode
 
 import pytest
+from django.db import connection
 from django.http import QueryDict
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jobs import spec as S
@@ -1077,6 +1079,36 @@ def test_other_users_get_404_for_a_draft(alice_client, bob, client, name):
     }[name]
 
     assert client.get(url).status_code == 404
+
+
+@pytest.mark.parametrize("name", ["totals", "aiak", "queues", "example"])
+def test_a_partial_checks_the_drafts_owner_with_one_plain_query_and_reads_nothing_else_of_it(
+    alice, alice_client, name
+):
+    draft = new_draft(alice_client)
+    url = reverse(f"wizard-{name}", args=[draft.id])
+
+    with CaptureQueriesContext(connection) as queries:
+        assert alice_client.get(url, headers=HTMX).status_code == 200
+
+    (sql,) = [q["sql"] for q in queries.captured_queries if "jobs_draft" in q["sql"]]
+    # The id as the database is given it ('<hex>' on SQLite, '<uuid>'::uuid on PostgreSQL).
+    assert re.fullmatch(
+        rf'SELECT "id" FROM "jobs_draft" WHERE "id" = \S+ AND "owner_id" = {alice.pk}', sql
+    )
+
+
+def test_a_drafts_id_alone_is_read_for_its_owner_only(alice, alice_client, bob):
+    draft = new_draft(alice_client)
+
+    found = W.owned_draft_id_only(draft_id=draft.id, owner=alice)
+
+    assert found is not None and found.id == draft.id and found.owner == alice
+    assert found.get_deferred_fields() == {
+        f.attname for f in Draft._meta.concrete_fields if f.attname not in ("id", "owner_id")
+    }
+    assert found.data == Draft.objects.get(pk=draft.pk).data  # loads when touched, as .only()
+    assert W.owned_draft_id_only(draft_id=draft.id, owner=bob) is None
 
 
 def test_other_users_cannot_post_submit_or_discard_a_draft(alice_client, bob, client):
