@@ -204,9 +204,10 @@ def row_of(page: str, key: ApiKey) -> str:
 
 
 def test_the_list_puts_working_keys_first_soonest_to_expire_then_ended_ones(alice_client, alice):
-    never, _ = api_key_create(owner=alice, description="never")
-    late, _ = api_key_create(owner=alice, expires_in_days=365)
+    # Made in the opposite order to the one listed: the list is not by creation.
     soon, _ = api_key_create(owner=alice, expires_in_days=30)
+    late, _ = api_key_create(owner=alice, expires_in_days=365)
+    never, _ = api_key_create(owner=alice, description="never")
     expired, _ = api_key_create(owner=alice, expires_in_days=30)
     ApiKey.objects.filter(pk=expired.pk).update(expires_at=timezone.now() - timedelta(days=1))
     revoked, _ = api_key_create(owner=alice)
