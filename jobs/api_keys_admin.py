@@ -12,12 +12,14 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy, ngettext
 
 from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .api_keys import api_key_revoke
 from .models import ApiKey, ApiKeyRevokeReason
+
+REVOKE_FIELDS = ("revoked_at", "revoke_reason")
 
 
 class ExpiryFilter(admin.SimpleListFilter):
@@ -81,7 +83,11 @@ class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmi
         for key in queryset.select_related("owner"):
             if api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF):
                 count += 1
-                self.log_change(request, key, [{"changed": {"fields": ["revoked_at"]}}])
+                # The fields by their (English) verbose names, as Django's own change messages
+                # store them: the history page translates them when it shows them.
+                with translation.override(None):
+                    changed = [str(ApiKey._meta.get_field(f).verbose_name) for f in REVOKE_FIELDS]
+                self.log_change(request, key, [{"changed": {"fields": changed}}])
         self.message_user(
             request,
             ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count) % {"count": count},

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.contrib.admin.models import LogEntry
 from django.test import Client
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from jobs.api_keys import MAX_ACTIVE_KEYS, api_key_create, api_key_revoke, unseal
 from jobs.models import ApiKey, ApiKeyRevokeReason
@@ -387,3 +387,5 @@ def test_the_admin_shows_expiry_filters_by_it_and_records_a_staff_revocation(adm
     assert soon.revoke_reason == ApiKeyRevokeReason.STAFF
     entry = LogEntry.objects.get(object_id=str(soon.pk))
     assert entry.user.username == "root" and entry.is_change()
+    with translation.override("zh-hans"):
+        assert entry.get_change_message() == "已修改吊销时间 和 吊销方式。"
