@@ -13,6 +13,7 @@ urlpatterns = [
     path("account/password/", accounts.password_change, name="password-change"),
     # Access keys for the AIHC-compatible API, and the API itself (jobs.api_views).
     path("account/keys/", accounts.api_keys, name="api-keys"),
+    path("account/keys/revoke-all/", accounts.api_keys_revoke_all, name="api-keys-revoke-all"),
     path(
         "account/keys/<str:access_key_id>/revoke/", accounts.api_key_revoke, name="api-key-revoke"
     ),

@@ -10,18 +10,28 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse, reverse_lazy
+from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_http_methods
 
-from .api_keys import MAX_ACTIVE_KEYS, TooManyKeys, api_key_create
+from .api_keys import (
+    DEFAULT_EXPIRY_DAYS,
+    EXPIRY_CHOICES,
+    MAX_ACTIVE_KEYS,
+    TooManyKeys,
+    api_key_create,
+    usable_keys,
+)
 from .api_keys import api_key_revoke as api_key_revoke_service
+from .api_keys import api_keys_revoke_all as api_keys_revoke_all_service
 from .http import AuthenticatedHttpRequest, post_only
-from .models import ApiKey
+from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
 
 
@@ -37,19 +47,50 @@ class ConsoleLogoutView(auth_views.LogoutView):
         return response
 
 
+class PasswordChangeForm(ThrottledPasswordChangeForm):
+    """The password change, and whether it also revokes the user's API keys."""
+
+    # Ticked by default (decision): whoever changes a password after a suspected leak
+    # expects every way in that came with the old one to end, an attacker's key included;
+    # a routine change can untick it. A form posted without the box (a script, an old
+    # page) revokes nothing: only a ticked box does.
+    revoke_api_keys = forms.BooleanField(
+        label=gettext_lazy("Also revoke all my API keys"),
+        required=False,
+        initial=True,
+        help_text=gettext_lazy(
+            "Scripts signing with them are refused from then on; create new keys for the "
+            "ones you trust. Leave it ticked if you think the password leaked."
+        ),
+    )
+
+
 class ConsolePasswordChangeView(auth_views.PasswordChangeView):
     """Every user changes their own password here (the admin's page is for staff only).
-    Django keeps this session logged in and ends the account's other sessions."""
+    Django keeps this session logged in and ends the account's other sessions; with the box
+    ticked, the user's API keys are revoked in the same transaction as the new password."""
 
-    form_class = ThrottledPasswordChangeForm
+    form_class = PasswordChangeForm
     success_url = reverse_lazy("job-list")
 
     def get_form_kwargs(self) -> dict[str, Any]:
         return {**super().get_form_kwargs(), "request": self.request}
 
-    def form_valid(self, form: ThrottledPasswordChangeForm) -> HttpResponse:
-        response = super().form_valid(form)
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        usable = ApiKey.objects.filter(usable_keys(), owner=self.request.user).count()
+        return {**super().get_context_data(**kwargs), "usable_keys": usable}
+
+    def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
+        with transaction.atomic():
+            response = super().form_valid(form)
+            revoked = []
+            if form.cleaned_data.get("revoke_api_keys"):
+                revoked = api_keys_revoke_all_service(
+                    owner=form.user, reason=ApiKeyRevokeReason.PASSWORD_CHANGE
+                )
         messages.success(self.request, _("Your password was changed."))
+        if revoked:
+            messages.success(self.request, _revoked_message(revoked))
         return response
 
 
@@ -61,6 +102,14 @@ password_change = ConsolePasswordChangeView.as_view()
 # -- API access keys (jobs.api_keys) ----------------------------------------------------
 
 
+def _expiry_label(days: int | None) -> str:
+    if days is None:
+        return _("Never expires")
+    if days == 365:
+        return _("1 year (365 days)")
+    return ngettext("%(days)d day", "%(days)d days", days) % {"days": days}
+
+
 class ApiKeyForm(forms.Form):
     description = forms.CharField(
         label=gettext_lazy("Description (optional)"),
@@ -68,14 +117,58 @@ class ApiKeyForm(forms.Form):
         max_length=100,
         help_text=gettext_lazy("What the key is for, e.g. the script or machine using it."),
     )
+    expires_in = forms.ChoiceField(
+        label=gettext_lazy("Expires after"),
+        choices=(),
+        # Not sent (a page from before expiry existed, a script): the default lifetime,
+        # which the answer shows; a value not offered is refused on the field.
+        required=False,
+        initial=str(DEFAULT_EXPIRY_DAYS),
+        help_text=gettext_lazy(
+            "From then on the key is refused and a new one must be created. It cannot be extended."
+        ),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Built per form: the labels are in the language of the request.
+        self.fields["expires_in"].choices = [
+            ("never" if days is None else str(days), _expiry_label(days)) for days in EXPIRY_CHOICES
+        ]
+
+    def expires_in_days(self) -> int | None:
+        value = self.cleaned_data["expires_in"] or str(DEFAULT_EXPIRY_DAYS)
+        return None if value == "never" else int(value)
+
+
+def _keys_in_order(keys: list[ApiKey]) -> list[ApiKey]:
+    """Working keys first, the soonest to expire on top (never-expiring ones last, newest
+    first among them); then the ones that ended, most recently ended first."""
+    now = timezone.now()
+    usable = [k for k in keys if not k.is_revoked and not k.is_expired(now=now)]
+    ended = [k for k in keys if k not in usable]
+    usable.sort(key=lambda k: -k.created_at.timestamp())
+    usable.sort(key=lambda k: (k.expires_at is None, k.expires_at or now))
+    ended.sort(key=lambda k: min(t for t in (k.revoked_at, k.expires_at) if t), reverse=True)
+    return usable + ended
+
+
+def _revoked_message(revoked: list[str]) -> str:
+    return ngettext(
+        "%(count)d API key revoked: requests signed with it are refused from now on.",
+        "%(count)d API keys revoked: requests signed with them are refused from now on.",
+        len(revoked),
+    ) % {"count": len(revoked)}
 
 
 def _api_keys_page(
     request: AuthenticatedHttpRequest, *, form: ApiKeyForm | None = None, **extra: Any
 ) -> HttpResponse:
+    keys = _keys_in_order(list(ApiKey.objects.filter(owner=request.user)))
     context = {
         "form": form or ApiKeyForm(),
-        "keys": list(ApiKey.objects.filter(owner=request.user)),
+        "keys": keys,
+        "usable_count": sum(1 for k in keys if not k.is_revoked and not k.expired),
         "endpoint": settings.SITE_URL,
         "max_keys": MAX_ACTIVE_KEYS,
         **extra,
@@ -100,7 +193,9 @@ def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
         return _api_keys_page(request, form=form)
     try:
         key, secret = api_key_create(
-            owner=request.user, description=form.cleaned_data["description"]
+            owner=request.user,
+            description=form.cleaned_data["description"],
+            expires_in_days=form.expires_in_days(),
         )
     except TooManyKeys:
         messages.error(
@@ -119,10 +214,28 @@ def api_key_revoke(request: AuthenticatedHttpRequest, access_key_id: str) -> Htt
     if request.POST.get("confirmed") != "1":
         # Asked in the browser with JavaScript; without it, on the page first.
         return _api_keys_page(request, confirm_key=key)
-    if api_key_revoke_service(key=key):
+    if api_key_revoke_service(key=key, reason=ApiKeyRevokeReason.OWNER):
         messages.success(
             request,
             _("Key %(key)s revoked: requests signed with it are refused from now on.")
             % {"key": key.access_key_id},
         )
     return redirect("api-keys")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def api_keys_revoke_all(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Revoke all: the page asks first, listing the keys that still work (no JavaScript
+    needed); its form's POST revokes every key of the user that works at that moment."""
+    if request.method == "POST":
+        revoked = api_keys_revoke_all_service(owner=request.user)
+        if revoked:
+            messages.success(request, _revoked_message(revoked))
+        else:
+            messages.info(request, _("You have no active keys to revoke."))
+        return redirect("api-keys")
+    keys = list(
+        ApiKey.objects.filter(usable_keys(), owner=request.user).order_by("-created_at", "-id")
+    )
+    return render(request, "registration/api_keys_revoke_all.html", {"keys": keys})

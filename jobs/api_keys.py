@@ -28,6 +28,21 @@ Decisions (README "Scripts and SDKs"):
   anyone could fill would let whoever saw it keep the owner's scripts refused, while a
   128-bit secret cannot be guessed however many tries get through. Expired or malformed
   requests are mistakes, not guesses, and do not count.
+- Expiry. A key is made with a lifetime (EXPIRY_CHOICES: 30, 90 or 365 days, or never;
+  the key page offers DEFAULT_EXPIRY_DAYS first) and its end is stored as `expires_at`,
+  never changed after. It is judged on the web server's clock (timezone.now(), the clock
+  that already judges a request's signing time), not the database's: one clock for both
+  checks. From that moment the key is refused before its signature is computed, with its
+  own code, AccessKeyExpired (403), telling the script where to make a new key: a script
+  that ran for months must learn why it stopped, not see a wrong-secret error. It is no
+  guess and is never counted toward the lock-out. An expired key does not count toward
+  MAX_ACTIVE_KEYS and cannot be renewed; a new key is made instead.
+- Revoking takes effect at once (the next request's look-up sees revoked_at) and records
+  who or what revoked it (ApiKey.revoke_reason) beside when, the console's trace of it,
+  with one INFO line on the "jobs.api_keys" logger (key ID, owner, reason; never a secret).
+  `api_keys_revoke_all` ends every key of a user that still works (the keys page's Revoke
+  all, and changing one's password with its box ticked); expired keys are left as they
+  are: they already refuse every request, and their trace stays "expired".
 """
 
 from __future__ import annotations
@@ -35,6 +50,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -52,10 +68,12 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .aihc import signer
-from .models import ApiKey
+from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import (
     API_KEY_PREFIX,
     client_ip,
@@ -64,7 +82,15 @@ from .throttle import (
     login_locked_minutes,
 )
 
+logger = logging.getLogger(__name__)
+
 MAX_ACTIVE_KEYS = 10
+# Lifetimes offered when a key is made, in days (None: never expires). The default is 90
+# days (decision): a key forgotten in a script or leaked from a laptop stops by itself
+# within a quarter, AWS's advice for rotating access keys, while a nightly pipeline does
+# not need a new key every month; "never" stays available for whoever chooses it knowingly.
+EXPIRY_CHOICES: tuple[int | None, ...] = (30, 90, 365, None)
+DEFAULT_EXPIRY_DAYS = 90
 # Every SDK signs with 1800 s; a longer period asked for is cut to this, so a captured
 # request cannot be replayed for days.
 MAX_EXPIRATION_SECONDS = 1800
@@ -131,10 +157,21 @@ class TooManyKeys(Exception):
     pass
 
 
-def api_key_create(*, owner: Any, description: str = "") -> tuple[ApiKey, str]:
-    """A new key for `owner`; returns it with its secret, which is not kept in clear."""
+def usable_keys(*, now: datetime | None = None) -> Q:
+    """Keys that still sign requests: not revoked, not expired."""
+    return Q(revoked_at__isnull=True) & (
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now or timezone.now())
+    )
+
+
+def api_key_create(
+    *, owner: Any, description: str = "", expires_in_days: int | None = None
+) -> tuple[ApiKey, str]:
+    """A new key for `owner`, expiring `expires_in_days` days from now (None: never);
+    returns it with its secret, which is not kept in clear."""
+    now = timezone.now()
     with transaction.atomic():
-        active = ApiKey.objects.filter(owner=owner, revoked_at__isnull=True).count()
+        active = ApiKey.objects.filter(usable_keys(now=now), owner=owner).count()
         if active >= MAX_ACTIVE_KEYS:
             raise TooManyKeys(MAX_ACTIVE_KEYS)
         access_key_id = secrets.token_hex(16)
@@ -144,17 +181,46 @@ def api_key_create(*, owner: Any, description: str = "") -> tuple[ApiKey, str]:
             secret_sealed=seal(secret, access_key_id=access_key_id),
             owner=owner,
             description=description.strip()[:100],
+            expires_at=None if expires_in_days is None else now + timedelta(days=expires_in_days),
         )
     return key, secret
 
 
-def api_key_revoke(*, key: ApiKey) -> bool:
+def _log_revoked(keys: Iterable[ApiKey], reason: str) -> None:
+    for key in keys:
+        logger.info(
+            "API key %s of %s revoked (%s)", key.access_key_id, key.owner.get_username(), reason
+        )
+
+
+def api_key_revoke(*, key: ApiKey, reason: str = ApiKeyRevokeReason.OWNER) -> bool:
     """Revokes the key at once; False when it was revoked already."""
     now = timezone.now()
-    done = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+    done = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
+        revoked_at=now, revoke_reason=reason
+    )
     if done:
-        key.revoked_at = now
+        key.revoked_at, key.revoke_reason = now, reason
+        _log_revoked([key], reason)
     return bool(done)
+
+
+def api_keys_revoke_all(*, owner: Any, reason: str = ApiKeyRevokeReason.OWNER_ALL) -> list[str]:
+    """Revokes every key of `owner` that still works, at once; returns their IDs (oldest
+    first). Expired and already revoked keys are left as they are."""
+    now = timezone.now()
+    with transaction.atomic():
+        keys = list(
+            ApiKey.objects.select_for_update()
+            .select_related("owner")
+            .filter(usable_keys(now=now), owner=owner)
+            .order_by("created_at", "id")
+        )
+        ApiKey.objects.filter(pk__in=[k.pk for k in keys]).update(
+            revoked_at=now, revoke_reason=reason
+        )
+    _log_revoked(keys, reason)
+    return [key.access_key_id for key in keys]
 
 
 # -- verifying a request --------------------------------------------------------------
@@ -266,6 +332,22 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
             403,
             "InvalidAccessKeyId",
             "The Access Key ID you provided does not exist in our records (or was revoked).",
+        )
+    if key.is_expired(now=now):
+        # Not a guess (the key once was good): refused as it is, before the signature, and
+        # not counted toward the lock-out. In the API's language (its view set it).
+        raise ApiAuthError(
+            403,
+            "AccessKeyExpired",
+            _(
+                "The access key %(key)s expired at %(expired)s. Create a new key on the "
+                "console's API keys page, %(page)s, and sign with it."
+            )
+            % {
+                "key": key.access_key_id,
+                "expired": key.expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "page": settings.SITE_URL + reverse("api-keys"),  # as alerts link a job
+            },
         )
     params = parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)
     prefix = f"{signer.AUTH_VERSION}/{auth.access_key_id}/{auth.timestamp}/{auth.expiration}"

@@ -1,25 +1,63 @@
 """API access keys in the admin (imported by jobs.admin): staff with the model's permissions
-see every user's keys (ID, owner, description, created, last used, revoked) and revoke them.
+see every user's keys (ID, owner, description, created, last used, expires, revoked and by
+whom) and revoke them; each revocation is also in the admin's history (LogEntry).
 The secret is not a field here in any form, sealed or not; keys are created by their owners
 on their own key page only."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy, ngettext
 
 from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .api_keys import api_key_revoke
-from .models import ApiKey
+from .models import ApiKey, ApiKeyRevokeReason
+
+REVOKE_FIELDS = ("revoked_at", "revoke_reason")
+
+
+class ExpiryFilter(admin.SimpleListFilter):
+    """By expiry: expired, expiring within 30 days, or never expiring (revoked or not)."""
+
+    title = gettext_lazy("expiry")
+    parameter_name = "expiry"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:
+        return [
+            ("expired", gettext_lazy("Expired")),
+            ("soon", gettext_lazy("Expires within 30 days")),
+            ("never", gettext_lazy("Never expires")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> QuerySet[ApiKey]:
+        now = timezone.now()
+        if self.value() == "expired":
+            return queryset.filter(expires_at__lte=now)
+        if self.value() == "soon":
+            return queryset.filter(expires_at__gt=now, expires_at__lte=now + timedelta(days=30))
+        if self.value() == "never":
+            return queryset.filter(expires_at__isnull=True)
+        return queryset
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin):
-    fields = ("access_key_id", "owner", "description", "created_at", "last_used_at", "revoked_at")
+    fields = (
+        "access_key_id",
+        "owner",
+        "description",
+        "created_at",
+        "last_used_at",
+        "expires_at",
+        "revoked_at",
+        "revoke_reason",
+    )
     readonly_fields = fields
     list_display = (
         "access_key_id",
@@ -27,9 +65,11 @@ class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmi
         "description",
         "created_at",
         "last_used_at",
+        "expires_at",
         "revoked_at",
+        "revoke_reason",
     )
-    list_filter = (("revoked_at", admin.EmptyFieldListFilter),)
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), ExpiryFilter, "revoke_reason")
     search_fields = ("access_key_id", "owner__username")
     list_select_related = ("owner",)
     actions = ["revoke_keys"]
@@ -39,7 +79,15 @@ class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmi
 
     @admin.action(description=gettext_lazy("Revoke the selected keys"), permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        count = sum(api_key_revoke(key=key) for key in queryset)
+        count = 0
+        for key in queryset.select_related("owner"):
+            if api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF):
+                count += 1
+                # The fields by their (English) verbose names, as Django's own change messages
+                # store them: the history page translates them when it shows them.
+                with translation.override(None):
+                    changed = [str(ApiKey._meta.get_field(f).verbose_name) for f in REVOKE_FIELDS]
+                self.log_change(request, key, [{"changed": {"fields": changed}}])
         self.message_user(
             request,
             ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count) % {"count": count},

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext, pgettext_lazy
 
@@ -576,6 +578,15 @@ class LocalRun(models.Model):
         return f"local run of {self.job_id} (attempt {self.attempt})"
 
 
+class ApiKeyRevokeReason(models.TextChoices):
+    """Who or what revoked an access key (ApiKey.revoke_reason)."""
+
+    OWNER = "owner", _("its owner")
+    OWNER_ALL = "owner_all", _("its owner, with all their keys")
+    PASSWORD_CHANGE = "password", _("its owner's password change")
+    STAFF = "staff", _("staff, in the admin")
+
+
 class ApiKey(models.Model):
     """An access key pair for the AIHC-compatible API (jobs.api_keys): scripts and SDKs sign
     their requests with bce-auth-v1 as they do for AIHC, and act as the key's owner.
@@ -597,6 +608,15 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     last_used_at = models.DateTimeField(_("last used"), null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True, editable=False)
+    # When the key stops working (jobs.api_keys: checked on the web server's clock); null:
+    # never. Chosen when the key is made and never changed; keys made before expiry existed
+    # keep null.
+    expires_at = models.DateTimeField(_("expires"), null=True, blank=True, editable=False)
+    # Why it was revoked: the audit trace of a revocation, beside revoked_at ("" for keys
+    # revoked before this was kept).
+    revoke_reason = models.CharField(
+        _("revoked by"), max_length=16, blank=True, editable=False, choices=ApiKeyRevokeReason
+    )
 
     class Meta:
         verbose_name = _("API access key")
@@ -609,6 +629,14 @@ class ApiKey(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def is_expired(self, *, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or timezone.now())
+
+    @property
+    def expired(self) -> bool:
+        """Expired now (for templates)."""
+        return self.is_expired()
 
 
 class UsageRecord(models.Model):

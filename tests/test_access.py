@@ -125,6 +125,8 @@ RULES: dict[str, Rule] = {
     "wizard-example": Rule(kwargs=draft_kwargs),
     "wizard-mount-row": Rule(kwargs=draft_kwargs),
     "api-keys": Rule(methods=GET_POST, owned=False),
+    # Revoke all: the confirmation page, and its POST (the user's own keys only).
+    "api-keys-revoke-all": Rule(methods=GET_POST, owned=False),
     "my-usage": Rule(owned=False),
     "api-key-revoke": Rule(
         kwargs=lambda w: {"access_key_id": w.key.access_key_id},

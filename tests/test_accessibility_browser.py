@@ -290,6 +290,11 @@ def test_the_api_key_page_with_a_new_key_shown_has_no_serious_violations(audit, 
     page.click("#api-key-create")
     page.wait_for_selector("#new-key")
     audit.check("API keys, a new key with its secret")
+    page.click("#api-keys-revoke-all")
+    page.wait_for_selector("#revoke-all-confirm")
+    audit.check("API keys, revoke all asks first")
+    page.goto("/account/password/")
+    audit.check("change password, with the box to revoke the keys")
 
     audit.assert_clean()
 

@@ -545,6 +545,90 @@ def test_a_revoked_key_is_refused_from_the_moment_it_is_revoked(api, alice_key):
     assert (error.status, error.code) == (403, "InvalidAccessKeyId")
 
 
+def expire(key: ApiKey, **ago) -> None:
+    ApiKey.objects.filter(pk=key.pk).update(expires_at=timezone.now() - timedelta(**ago))
+
+
+def test_a_key_works_until_it_expires_then_is_refused_as_expired_not_as_a_guess(
+    wsgi, api, alice_key, settings
+):
+    settings.LOGIN_FAILURES_PER_USERNAME = 3
+    settings.SITE_URL = "https://console.example.com"
+    key, _secret = alice_key
+    ApiKey.objects.filter(pk=key.pk).update(expires_at=timezone.now() + timedelta(minutes=5))
+    assert api.list_jobs(pool="local") == []
+    expire(key, seconds=1)
+
+    for _ in range(5):  # more than the lock-out allows: none counts
+        error = refused(lambda: api.list_jobs(pool="local"))
+        assert (error.status, error.code) == (403, "AccessKeyExpired")
+    assert f"The access key {key.access_key_id} expired at " in error.message
+    assert "https://console.example.com/account/keys/" in error.message
+    assert error.request_id
+    assert not LoginFailure.objects.exists()
+    # A wrong secret on a key that still works is the other refusal, and is counted.
+    ApiKey.objects.filter(pk=key.pk).update(expires_at=None)
+    wrong = client_for(wsgi, key.access_key_id, "0" * 32)
+    assert refused(lambda: wrong.list_jobs(pool="local")).code == "SignatureDoesNotMatch"
+    assert LoginFailure.objects.count() == 1
+
+
+def test_an_expired_key_is_told_in_chinese_when_the_request_asks_for_it(wsgi, alice_key):
+    key, secret = alice_key
+    expire(key, days=1)
+    timestamp = signer.canonical_time(time.time())
+    headers = {"Host": "testserver", "x-bce-date": timestamp, "Accept-Language": "zh-CN"}
+    params = [("resourcePoolId", "local")]
+    headers["Authorization"] = signer.authorization(
+        access_key=key.access_key_id,
+        secret_key=secret,
+        method="GET",
+        path="/api/v1/aijobs",
+        params=params,
+        headers=headers,
+        timestamp=timestamp,
+        signed_header_names=["host", "x-bce-date"],
+    )
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        r = http.get("/api/v1/aijobs?resourcePoolId=local", headers=headers)
+
+    assert (r.status_code, r.json()["code"]) == (403, "AccessKeyExpired")
+    assert f"访问密钥 {key.access_key_id} 已于" in r.json()["message"]
+    assert "/account/keys/" in r.json()["message"]
+
+
+def browser_post(wsgi, session: Client, page: str, data: dict[str, str]) -> httpx.Response:
+    """A form on `page` sent as a browser sends it (through the same WSGI application as the
+    API calls, its CSRF token read from the page), logged in with `session`'s cookie."""
+    cookies = {"sessionid": session.cookies["sessionid"].value}
+    with httpx.Client(transport=wsgi, base_url=CONSOLE, cookies=cookies) as browser:
+        form = browser.get(page)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text)[1]
+        return browser.post(page, data={**data, "csrfmiddlewaretoken": token})
+
+
+def test_keys_revoked_with_a_password_change_are_refused_at_once(wsgi, api, alice_client):
+    assert api.list_jobs(pool="local") == []
+    new = "a-new-long-passphrase-7"
+    data = {"old_password": "alice-password", "new_password1": new, "new_password2": new}
+
+    changed = browser_post(
+        wsgi, alice_client, "/account/password/", data | {"revoke_api_keys": "on"}
+    )
+
+    assert changed.status_code == 302
+    error = refused(lambda: api.list_jobs(pool="local"))
+    assert (error.status, error.code) == (403, "InvalidAccessKeyId")
+
+
+def test_keys_revoked_all_at_once_on_the_keys_page_are_refused_at_once(wsgi, api, alice_client):
+    assert api.list_jobs(pool="local") == []
+
+    assert browser_post(wsgi, alice_client, "/account/keys/revoke-all/", {}).status_code == 302
+
+    assert refused(lambda: api.list_jobs(pool="local")).code == "InvalidAccessKeyId"
+
+
 def test_a_key_of_a_deactivated_user_is_refused(api, alice):
     alice.is_active = False
     alice.save()

@@ -1,10 +1,15 @@
-"""A user creates an API access key in a browser, copies its secret, and revokes the key."""
+"""A user creates an API access key in a browser, copies its secret, and revokes the key;
+makes keys with an expiry and revokes them all; changes the password and so revokes them."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
+from jobs.api_keys import api_key_create
 from jobs.models import ApiKey
 
 pytestmark = pytest.mark.browser
@@ -57,3 +62,50 @@ def test_a_key_with_a_long_description_keeps_its_revoke_button_in_view(logged_in
     table = page.locator("#api-key-table").locator("xpath=..")
     wide, room = table.evaluate("box => [box.scrollWidth, box.clientWidth]")
     assert wide <= room, f"the key table is {wide} px wide in {room} px"
+
+
+def test_a_user_makes_keys_with_an_expiry_then_revokes_them_all_after_confirming(
+    logged_in_page, alice
+):
+    page = logged_in_page
+    page.goto("/account/keys/")
+    expect(page.locator("select[name=expires_in]")).to_have_value("90")  # the default
+    page.fill("input[name=description]", "monthly report")
+    page.select_option("select[name=expires_in]", label="30 天")
+    page.click("#api-key-create")
+
+    month = ApiKey.objects.get(owner=alice)
+    shown = timezone.localtime(month.expires_at).strftime("%Y-%m-%d %H:%M")
+    expect(page.locator("#new-key-expires")).to_have_text(shown)
+    page.fill("input[name=description]", "forever")
+    page.select_option("select[name=expires_in]", label="永不过期")
+    page.click("#api-key-create")
+    expect(page.locator("#new-key-expires")).to_have_text("永不过期")
+    expect(page.locator(f"#key-{month.access_key_id} [data-expires]")).to_have_text(shown)
+
+    page.click("#api-keys-revoke-all")
+    expect(page.locator("#revoke-all-confirm")).to_contain_text("吊销您全部 2 个有效密钥？")
+    expect(page.locator("#revoke-all-keys li")).to_have_count(2)
+    page.click("#revoke-all-submit")
+
+    expect(page).to_have_url(re.compile(r"/account/keys/$"))
+    expect(page.locator("#main")).to_contain_text("已吊销 2 个 API 密钥")
+    for key in ApiKey.objects.filter(owner=alice):
+        expect(page.locator(f"#key-{key.access_key_id} [data-status]")).to_contain_text("已吊销")
+        assert key.is_revoked
+    expect(page.locator("#api-keys-revoke-all")).to_have_count(0)
+
+
+def test_changing_the_password_with_the_box_left_ticked_revokes_the_keys(logged_in_page, alice):
+    key, _ = api_key_create(owner=alice)
+    page = logged_in_page
+    page.goto("/account/password/")
+    expect(page.locator("input[name=revoke_api_keys]")).to_be_checked()
+    page.fill("input[name=old_password]", "alice-password")
+    page.fill("input[name=new_password1]", "a-new-long-passphrase-7")
+    page.fill("input[name=new_password2]", "a-new-long-passphrase-7")
+    page.click("#password-change-submit")
+
+    expect(page.locator("body")).to_contain_text("已吊销 1 个 API 密钥")
+    key.refresh_from_db()
+    assert key.is_revoked

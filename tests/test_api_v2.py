@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from datetime import timedelta
 
 import httpx
 import pytest
+from django.utils import timezone
 
 from jobs import spec as spec_module
 from jobs.aihc import signer
@@ -17,7 +19,7 @@ from jobs.aihc.client import AihcClient
 from jobs.aihc.endpoints import V2
 from jobs.aihc.mapping import v2_from_v1
 from jobs.api_keys import api_key_create
-from jobs.models import Job, JobStatus
+from jobs.models import ApiKey, Job, JobStatus, LoginFailure
 from jobs.services import jobs_submit
 from jobs.wizard import available_pools
 from jobs.worker import Worker
@@ -784,3 +786,16 @@ def test_both_generations_count_every_users_jobs_in_a_queue_as_the_pools_page_do
         assert (queue["runningJobs"], queue["inqueueJobs"], queue["pendingJobs"]) == (3, 1, 1)
     # Numbers only: nothing of Bob's jobs but their count reaches Alice.
     assert "bob" not in json.dumps([listed, one, described, by_id])
+
+
+def test_an_expired_key_is_refused_by_v2_with_its_own_code(api, alice_key):
+    assert action(api, "DescribeJobs", resourcePoolId="local")["totalCount"] == 0
+    ApiKey.objects.filter(pk=alice_key[0].pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+
+    error = refused(lambda: action(api, "DescribeJobs", resourcePoolId="local"))
+
+    assert (error.status, error.code) == (403, "AccessKeyExpired")
+    assert "/account/keys/" in error.message
+    assert not LoginFailure.objects.exists()
