@@ -268,12 +268,17 @@ class ListPage:
     object_list: list[Any]
     has_next: bool
 
+    @staticmethod
+    def number_of(number: str | None) -> int:
+        """The page a `?page=` value asks for: 1 for anything but a number, within 1..MAX_PAGE."""
+        try:
+            return min(max(int(number or 1), 1), MAX_PAGE)
+        except ValueError:
+            return 1
+
     @classmethod
     def of(cls, items: QuerySet, number: str | None) -> ListPage:
-        try:
-            page = min(max(int(number or 1), 1), MAX_PAGE)
-        except ValueError:
-            page = 1
+        page = cls.number_of(number)
         start = (page - 1) * PAGE_SIZE
         rows = list(items[start : start + PAGE_SIZE + 1])
         return cls(number=page, object_list=rows[:PAGE_SIZE], has_next=len(rows) > PAGE_SIZE)

@@ -1024,3 +1024,22 @@ def test_a_pasted_v1_body_with_cpu_out_of_range_is_refused_once_under_its_own_fi
     assert "roles[" not in problems.inner_text()
     expect(page.locator("#import-body")).to_have_value(body)
     assert not Draft.objects.exists()
+
+
+def test_discarding_a_draft_on_page_two_of_my_drafts_stays_on_page_two(logged_in_page, alice):
+    for _ in range(25):
+        W.draft_create(owner=alice)
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.get_by_role("link", name="下一页").click()
+    page.wait_for_url(re.compile(r"/create/\?page=2$"))
+    rows = page.locator("#draft-list tbody tr")
+    expect(rows).to_have_count(5)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    rows.first.get_by_role("button", name="删除").click()
+
+    page.wait_for_url(re.compile(r"/create/\?page=2$"))
+    expect(page.get_by_text("草稿已删除。")).to_be_visible()
+    expect(rows).to_have_count(4)
+    assert Draft.objects.filter(owner=alice).count() == 24
