@@ -41,9 +41,17 @@ def _retention(period: str) -> str:
     return _duration(n * {"m": 1, "h": 60, "d": 24 * 60}[unit])
 
 
-def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
+def spec_sections(
+    spec: S.JobSpec,
+    *,
+    pool_name: str = "",
+    changed_secrets: frozenset[str] = frozenset(),
+    password_changed: bool = False,
+) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
-    section per form step of the wizard, in its order."""
+    section per form step of the wizard, in its order. `changed_secrets` (env names) and
+    `password_changed` mark secret values that differ from a copy's source: masked, they
+    would read the same on both sides of the diff."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -54,12 +62,19 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
         + (f", {r.accelerators} × {r.accelerator_type}" if r.accelerator_type else "")
         + (f", {r.cpu} CPU" if r.cpu else "")
         + (f", {r.memory_gb} GB" if r.memory_gb else "")
+        # A role without instances is no part of the job: the wizard's fixed role table
+        # keeps a PyTorch worker or a TensorFlow chief at 0, which a job made through the API
+        # simply lacks, and its copy would otherwise list "worker × 0" as a change.
         for r in spec.roles
+        if r.replicas
     )
-    secret, read_only = _("secret"), _("read-only")  # outside the f-strings: xgettext skips those
+    # outside the f-strings: xgettext skips those
+    secret, read_only, changed = _("secret"), _("read-only"), _("changed")
+    secret_changed = _("secret, changed")
     envs = "\n".join(
         f"{e.name}={S.mask(e.value) if e.secret else e.value}"
-        + (f" ({secret})" if e.secret else "")
+        + (f" ({secret})" if e.secret and e.name not in changed_secrets else "")
+        + (f" ({secret_changed})" if e.secret and e.name in changed_secrets else "")
         for e in spec.envs
     )
     mounts = "\n".join(
@@ -109,7 +124,8 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
                 (_("Registry user"), spec.image_config.username if spec.image_config else ""),
                 (
                     _("Registry password"),
-                    S.mask(spec.image_config.password) if spec.image_config else "",
+                    (S.mask(spec.image_config.password) if spec.image_config else "")
+                    + (f" ({changed})" if password_changed else ""),
                 ),
                 (_("Entrypoint"), spec.entrypoint),
                 (_("Command"), spec.command),
@@ -180,9 +196,19 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
     """(section · field, before, after) for each field that differs; a changed command is
     shown as the lines that changed."""
     rows = []
-    for (section, old_rows), (_same, new_rows) in zip(
-        spec_sections(before), spec_sections(after), strict=True
-    ):
+    old_secrets = {e.name: e.value for e in before.envs if e.secret}
+    old_password = before.image_config.password if before.image_config else ""
+    new_password = after.image_config.password if after.image_config else ""
+    marked = spec_sections(
+        after,
+        changed_secrets=frozenset(
+            e.name
+            for e in after.envs
+            if e.secret and e.name in old_secrets and old_secrets[e.name] != e.value
+        ),
+        password_changed=bool(old_password and new_password and old_password != new_password),
+    )
+    for (section, old_rows), (_same, new_rows) in zip(spec_sections(before), marked, strict=True):
         old = dict(old_rows)
         for label, new_value in new_rows:
             old_value = old.get(label, "")

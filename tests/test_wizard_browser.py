@@ -1043,3 +1043,42 @@ def test_discarding_a_draft_on_page_two_of_my_drafts_stays_on_page_two(logged_in
     expect(page.get_by_text("草稿已删除。")).to_be_visible()
     expect(rows).to_have_count(4)
     assert Draft.objects.filter(owner=alice).count() == 24
+
+
+def test_copy_and_edit_of_a_script_made_master_only_job_shows_only_the_secret_a_person_changed(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    body = {
+        "name": "from-a-script",
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {
+            "image": "python:3.12",
+            "command": "echo $API_TOKEN",
+            "replicas": 1,
+            "resources": [],
+            "envs": [{"name": "API_TOKEN", "value": "old-token-value"}],
+        },
+        "console": {"roles": [{"name": "master", "replicas": 1}], "secretEnvs": ["API_TOKEN"]},
+    }
+    [job] = jobs_submit(
+        owner=alice, spec=S.parse_document(body, resource_pool_id="local"), submit_key="script-1"
+    )
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    page.get_by_role("button", name="复制").click()
+    page.wait_for_url(re.compile(r"/basic/$"))
+    next_step(page, "image")
+    page.fill("#id_env-0-value", "new-token-value")
+    next_step(page, "resources")
+    page.click(".wizard-steps button[value='goto-review']")
+    page.wait_for_url(re.compile(r"/review/$"))
+
+    diff = page.locator("#copy-diff")
+    expect(diff.locator(".diff-field")).to_have_text(["镜像与命令 · 环境变量"])
+    expect(diff).to_contain_text("API_TOKEN=****** (保密，已更改)")
+    expect(page.locator("#wizard")).not_to_contain_text("worker × 0")
+    assert "token-value" not in page.content()

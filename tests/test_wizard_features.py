@@ -11,6 +11,7 @@ from django.urls import reverse
 from jobs import spec as S
 from jobs import wizard as W
 from jobs.models import Draft, Job
+from jobs.services import jobs_submit
 from tests.test_wizard import (
     A800,
     HTMX,
@@ -726,6 +727,75 @@ def test_the_copy_diff_names_each_changed_field_once_in_console_words(alice_clie
     ]
     assert "High" in diff and "jobSpec" not in diff and "console." not in diff
     assert "K=****** (secret)" in diff and "v3ry-secret" not in diff
+
+
+def _copy_diff(client, copy) -> str:
+    page = client.get(step_url(copy, W.REVIEW)).content.decode()
+    start = page.index('id="copy-diff"')
+    return page[start : page.index("</section>", start)]
+
+
+def test_the_copy_of_an_api_job_with_a_master_only_lists_no_role_as_changed(alice_client, alice):
+    # A v1 body as scripts send it: a master alone, no worker role at all.
+    body = {
+        "name": "solo",
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {"image": "python:3.12", "command": "echo hi", "replicas": 1, "resources": []},
+        "console": {"roles": [{"name": "master", "replicas": 1, "resources": []}]},
+    }
+    [job] = jobs_submit(
+        owner=alice, spec=S.parse_document(body, resource_pool_id="local"), submit_key="k-solo"
+    )
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+
+    diff = _copy_diff(alice_client, copy)
+    review = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+
+    assert "相同" in diff and "资源配置 · 角色" not in diff
+    assert "worker × 0" not in review
+
+
+def test_the_copy_diff_says_a_secret_value_was_changed_without_showing_it(alice_client):
+    job = submitted_job(alice_client)  # no secrets yet
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    first = Draft.objects.get(source_job=job)
+    post_step(
+        alice_client,
+        first,
+        W.IMAGE,
+        image_data(
+            envs=[("API_TOKEN", "old-secret-1", 1), ("MODE", "fast")],
+            registry_username="robot",
+            registry_password="old-password-1",
+        ),
+    )
+    alice_client.post(reverse("wizard-submit", args=[first.id]))
+    source = Job.objects.latest("id")
+    alice_client.post(reverse("job-copy", args=[source.public_id]))
+    copy = Draft.objects.get(source_job=source)
+
+    kept = _copy_diff(alice_client, copy)
+    post_step(
+        alice_client,
+        copy,
+        W.IMAGE,
+        image_data(
+            envs=[("API_TOKEN", "new-secret-2", 1), ("MODE", "fast")],
+            registry_username="robot",
+            registry_password="new-password-2",
+        ),
+    )
+    changed = _copy_diff(alice_client, copy)
+
+    assert "相同" in kept  # secrets kept as they were: no change
+    fields = re.findall(r'<td class="diff-field">([^<]+)</td>', changed)
+    assert fields == ["镜像与命令 · 镜像仓库密码", "镜像与命令 · 环境变量"]
+    assert "API_TOKEN=****** (保密，已更改)" in changed and "****** (已更改)" in changed
+    assert not {"old-secret-1", "new-secret-2", "old-password-1", "new-password-2"} & set(
+        re.findall(r"[a-z]+-[a-z]+-\d", changed)
+    )
 
 
 def test_a_copy_remembers_its_source_job_on_submit(alice_client):
