@@ -1082,3 +1082,28 @@ def test_copy_and_edit_of_a_script_made_master_only_job_shows_only_the_secret_a_
     expect(diff).to_contain_text("API_TOKEN=****** (保密，已更改)")
     expect(page.locator("#wizard")).not_to_contain_text("worker × 0")
     assert "token-value" not in page.content()
+
+
+def test_on_a_phone_a_cpu_only_role_shows_its_cpu_right_below_its_accelerator_switch(
+    logged_in_page,
+):
+    # Hidden but still in place, a CPU-only role's card type and count left two blank lines
+    # (some 130 pixels) in every role between 加速芯片 and CPU.
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    switch = page.locator("#id_roles-0-use_accelerator")
+    expect(switch).to_be_checked()
+    expect(page.locator("#id_roles-0-accelerator_type")).to_be_visible()
+
+    switch.uncheck()
+
+    expect(page.locator("#id_roles-0-accelerator_type")).to_be_hidden()
+    below = switch.bounding_box()
+    cpu = page.locator("label[for=id_roles-0-cpu]").bounding_box()
+    assert 0 < cpu["y"] - (below["y"] + below["height"]) < 30
+    switch.check()  # back on: the card type and count come back in their place
+    expect(page.locator("#id_roles-0-accelerator_type")).to_be_visible()
+    expect(page.locator("#id_roles-0-accelerators")).to_be_visible()
