@@ -32,7 +32,7 @@ def _duration(minutes: int) -> str:
     return _("%(minutes)s min") % {"minutes": minutes}
 
 
-def _retention(period: str) -> str:
+def retention_words(period: str) -> str:
     """The API's retention period ("7d", "36h", "90m") in words, as 任务超时时间 reads."""
     match = S.RETENTION_RE.match(period)
     if not match:
@@ -164,7 +164,7 @@ def spec_sections(
                 ("Tensorboard", spec.tensorboard.log_path if spec.tensorboard.enable else no),
                 (
                     _("Delete after exit"),
-                    _retention(spec.retention_period) if spec.retention_period else no,
+                    retention_words(spec.retention_period) if spec.retention_period else no,
                 ),
                 (
                     _("Alerts"),

@@ -854,3 +854,29 @@ def test_jobs_of_a_pool_no_longer_offered_are_found_by_choosing_it_in_the_pool_f
     expect(page.locator(f'tr[data-job="{here.public_id}"]')).to_have_count(0)
     expect(page.locator("#id_pool option:checked")).to_have_text("cce-retired（已下线）")
     expect(page.locator(f'tr[data-job="{gone.public_id}"] .job-pool')).to_have_text("cce-retired")
+
+
+@pytest.mark.usefixtures("worker_thread")
+def test_a_job_page_left_open_says_when_the_finished_job_will_be_deleted(logged_in_page, alice):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "kept-two-hours",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "python:3.12", "command": "sleep 1", "replicas": 1},
+            "retentionPeriod": "2h",
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="kept-two-hours")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#deletes-at")).to_have_count(0)  # not while it runs
+
+    expect(page.locator("#job-status")).to_have_text("成功", timeout=30_000)
+
+    # The refresh that brought the end brings when it goes too, without a reload.
+    expect(page.locator("#deletes-at")).to_contain_text("连同日志自动删除：结束后保留 2 小时")
