@@ -908,3 +908,20 @@ def test_each_rows_remove_button_says_which_row_it_removes(alice_client):
     roles = resources_data([role("trainer", 1), role("loader", 1, card=None)])
     post_step(alice_client, draft, W.RESOURCES, roles, action="save")
     assert names(W.RESOURCES) == ["删除 1", "删除 2"]
+
+
+def test_the_submission_step_counts_tasks_plainly_and_says_what_else_limits_them(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.SUBMISSION)
+
+    zh = alice_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    en = alice_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+
+    # "每次创建 1 场", "同时跑 N 场": 场 counts matches and shows, not jobs; and the local pool's
+    # queues have no node limit, which the help used to name alone.
+    assert "场" not in zh
+    assert "每次创建 1 个任务" in zh and "组内最多同时运行 N 个任务" in zh
+    assert "这一组要创建的训练任务个数（不是节点数，也不是卡数）。" in zh
+    assert "资源池空闲卡不足或队列自身的限制未放行时，实际同时运行的任务会更少。" in zh
+    assert "node limit" not in en and "the pool lacks idle cards" in en
