@@ -7,6 +7,7 @@ step, so a field cannot show in one and be missed by the other. Secrets are mask
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -192,6 +193,24 @@ def spec_sections(
     ]
 
 
+HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def _hunk_lines(lines: list[str]) -> list[str]:
+    """A unified diff's lines as a person reads them: a hunk's "@@ -3,2 +3,2 @@" (a
+    patch's notation) becomes "(line 3)", the copy's line where the change starts; the
+    "-" and "+" lines stay. A hunk that only removes lines starts after its given line."""
+    shown = []
+    for line in lines:
+        hunk = HUNK_RE.match(line)
+        if hunk is None:
+            shown.append(line)
+            continue
+        start = int(hunk.group(1)) + (1 if hunk.group(2) == "0" else 0)
+        shown.append(_("(line %(n)s)") % {"n": start})
+    return shown
+
+
 def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, str]]:
     """(section · field, before, after) for each field that differs; a changed command is
     shown as the lines that changed."""
@@ -218,7 +237,7 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
                 changed = difflib.unified_diff(
                     old_value.splitlines(), new_value.splitlines(), lineterm="", n=0
                 )
-                new_value = "\n".join(list(changed)[2:]) or new_value
+                new_value = "\n".join(_hunk_lines(list(changed)[2:])) or new_value
             rows.append((f"{section} · {label}", old_value or "—", new_value or "—"))
         for label, old_value in old_rows:  # fields only the source had (e.g. AIAK choices)
             if label not in dict(new_rows) and old_value:

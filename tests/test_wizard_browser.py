@@ -1107,3 +1107,32 @@ def test_on_a_phone_a_cpu_only_role_shows_its_cpu_right_below_its_accelerator_sw
     switch.check()  # back on: the card type and count come back in their place
     expect(page.locator("#id_roles-0-accelerator_type")).to_be_visible()
     expect(page.locator("#id_roles-0-accelerators")).to_be_visible()
+
+
+def test_a_copys_changed_command_reads_by_line_in_the_diff_not_as_a_patch(logged_in_page, alice):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "two-lines",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "python:3.12", "command": "cd /workspace\ntorchrun a.py"},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="two-lines")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    page.get_by_role("button", name="复制").click()
+    page.wait_for_url(re.compile(r"/basic/$"))
+    next_step(page, "image")
+    page.fill("#id_command", "cd /workspace\ntorchrun b.py")
+    next_step(page, "resources")
+    page.click(".wizard-steps button[value='goto-review']")
+    page.wait_for_url(re.compile(r"/review/$"))
+
+    diff = page.locator("#copy-diff")
+    expect(diff).to_contain_text("（第 2 行）")
+    expect(diff).not_to_contain_text("@@")

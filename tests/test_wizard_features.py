@@ -729,6 +729,11 @@ def test_the_copy_diff_names_each_changed_field_once_in_console_words(alice_clie
     assert "K=****** (secret)" in diff and "v3ry-secret" not in diff
 
 
+def _copy_of(client, job) -> Draft:
+    client.post(reverse("job-copy", args=[job.public_id]))
+    return Draft.objects.get(source_job=job)
+
+
 def _copy_diff(client, copy) -> str:
     page = client.get(step_url(copy, W.REVIEW)).content.decode()
     start = page.index('id="copy-diff"')
@@ -796,6 +801,31 @@ def test_the_copy_diff_says_a_secret_value_was_changed_without_showing_it(alice_
     assert not {"old-secret-1", "new-secret-2", "old-password-1", "new-password-2"} & set(
         re.findall(r"[a-z]+-[a-z]+-\d", changed)
     )
+
+
+def test_the_copy_diff_of_a_command_says_which_line_changed_in_words_not_patch_notation(
+    alice_client,
+):
+    job = submitted_job(alice_client)
+    post_step(
+        alice_client,
+        _copy_of(alice_client, job),
+        W.IMAGE,
+        image_data(command="set -e\ncd /workspace\ntorchrun --nproc_per_node 8 train.py"),
+    )
+    copy = Draft.objects.get(source_job=job)
+    source = Job.objects.get(pk=job.pk)
+    source_spec = source.job_spec()
+    source_spec.command = "set -e\ncd /workspace\ntorchrun train.py"
+    Job.objects.filter(pk=job.pk).update(spec=source_spec.to_document())
+
+    diff = _copy_diff(alice_client, copy)
+    alice_client.cookies["django_language"] = "en"
+    english = _copy_diff(alice_client, copy)
+
+    assert "@@" not in diff
+    assert "（第 3 行）\n-torchrun train.py\n+torchrun --nproc_per_node 8 train.py" in diff
+    assert "(line 3)\n-torchrun train.py" in english
 
 
 def test_a_copy_remembers_its_source_job_on_submit(alice_client):
