@@ -809,7 +809,9 @@ class SubmissionForm(StepForm):
     concurrency = forms.IntegerField(
         label=_("Concurrent tasks at most"),
         required=False,
-        help_text=_("The queue's own node limit also applies."),
+        help_text=_(
+            "Fewer run at once while the pool lacks idle cards or the queue's own limits hold them."
+        ),
     )
 
     def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:

@@ -266,7 +266,10 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
         )
     fields: dict[str, Any] = {}
     if job.review_state == ReviewState.REJECTED:
-        fields["review_state"] = ReviewState.NOT_REQUIRED  # the policy no longer asks for it
+        # The policy no longer asks for it. The rejecting reviewer and time go with the
+        # rejection, as when it is held for review again (its events keep who did what):
+        # left, the job page read "Review: not required, reviewed by <the rejecter>".
+        fields.update(review_state=ReviewState.NOT_REQUIRED, reviewed_by=None, reviewed_at=None)
     return job_transition(
         job=job, to=JobStatus.QUEUED, reason="Resubmitted", message=by, actor=actor, **fields
     )

@@ -39,6 +39,7 @@ import math
 import os
 import pwd
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -1424,8 +1425,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             )
             break
         if state.phase == "exited" and state.exit_code != 0:
-            failure = (spec and _oom_failure(job, run, spec, replica)) or exit_message(
-                label, state.exit_code
+            failure = (
+                (spec and _oom_failure(job, run, spec, replica))
+                or (spec and _read_only_failure(job, spec, label, state.exit_code))
+                or exit_message(label, state.exit_code)
             )
             break
     if failure:
@@ -1540,6 +1543,38 @@ def exit_message(label: str, code: int) -> RecordedText:
     return recorded(
         gettext_noop("%(replica)s exited with code %(code)s."), replica=label, code=code
     )
+
+
+# What the kernel's EROFS reads as in the shell's, Python's and most other programs' errors.
+READ_ONLY_ERROR = "Read-only file system"
+
+
+def _read_only_failure(job: Job, spec: JobSpec, label: str, code: int) -> str | None:
+    """Why the job fails when the replica, which ended non-zero, had just been refused a
+    write into a mount the job asked read-only (数据源 只读): the reason names that mount,
+    instead of a bare exit code whose cause only the log tells. Read from the log's last
+    lines: the error that ended a command is at its end. None when no such line names one
+    of the job's read-only mount paths (the rest of the sandbox is read-only too, and says
+    so its own way: a write into /usr is not the mount's doing)."""
+    mounts = [d.mount_path.rstrip("/") or "/" for d in spec.datasources if d.read_only]
+    if not mounts:
+        return None
+    log = job_logs.replica_log_path(job.public_id, label)
+    for line in reversed(job_logs.tail_lines(log, 20)):
+        if READ_ONLY_ERROR not in line:
+            continue
+        for mount in sorted(mounts, key=len, reverse=True):  # the deepest mount first
+            if re.search(rf"(?<![\w./-]){re.escape(mount)}(?=[/'\":\s]|$)", line):
+                return recorded(
+                    gettext_noop(
+                        "%(replica)s exited with code %(code)s: it could not write to "
+                        "%(path)s, which the job mounts read-only."
+                    ),
+                    replica=label,
+                    code=code,
+                    path=mount,
+                )
+    return None
 
 
 def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) -> str | None:

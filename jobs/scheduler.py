@@ -50,7 +50,7 @@ from django.db.models import (
     When,
 )
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext
 
 from .health import WorkerIdentity, WorkerState, holds_lease, problem_recorded, worker_state
 from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
@@ -286,6 +286,24 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
     worker = worker or worker_state()
     if not worker.running:
         return _(WORKER_DOWN_MESSAGE)
+    # A task of a queue group whose group already runs its cap of tasks is passed over by
+    # the scheduler before anything else is looked at (dispatch_local): the pool may have
+    # all the room it needs, and "once the pool has room" would send its owner looking for
+    # a busy pool that is not there.
+    if job.group_id is not None:
+        cap = (
+            JobGroup.objects.filter(pk=job.group_id).values_list("concurrency", flat=True).first()
+            or 1
+        )
+        running = Job.objects.filter(group_id=job.group_id, status__in=ACTIVE_STATUSES).count()
+        if running >= cap:
+            return ngettext(
+                "Waiting for its queue group: at most %(cap)d of its tasks runs at once "
+                "(%(running)d running now). It starts by itself once one of them ends.",
+                "Waiting for its queue group: at most %(cap)d of its tasks run at once "
+                "(%(running)d running now). It starts by itself once one of them ends.",
+                cap,
+            ) % {"cap": cap, "running": running}
     from .runner import disk_pressure_message, requirement, run_dir_disk
 
     said = _words(job).values_list("reason", flat=True).first()

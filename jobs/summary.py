@@ -7,6 +7,7 @@ step, so a field cannot show in one and be missed by the other. Secrets are mask
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -32,7 +33,7 @@ def _duration(minutes: int) -> str:
     return _("%(minutes)s min") % {"minutes": minutes}
 
 
-def _retention(period: str) -> str:
+def retention_words(period: str) -> str:
     """The API's retention period ("7d", "36h", "90m") in words, as 任务超时时间 reads."""
     match = S.RETENTION_RE.match(period)
     if not match:
@@ -41,9 +42,17 @@ def _retention(period: str) -> str:
     return _duration(n * {"m": 1, "h": 60, "d": 24 * 60}[unit])
 
 
-def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
+def spec_sections(
+    spec: S.JobSpec,
+    *,
+    pool_name: str = "",
+    changed_secrets: frozenset[str] = frozenset(),
+    password_changed: bool = False,
+) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
-    section per form step of the wizard, in its order."""
+    section per form step of the wizard, in its order. `changed_secrets` (env names) and
+    `password_changed` mark secret values that differ from a copy's source: masked, they
+    would read the same on both sides of the diff."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -54,12 +63,19 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
         + (f", {r.accelerators} × {r.accelerator_type}" if r.accelerator_type else "")
         + (f", {r.cpu} CPU" if r.cpu else "")
         + (f", {r.memory_gb} GB" if r.memory_gb else "")
+        # A role without instances is no part of the job: the wizard's fixed role table
+        # keeps a PyTorch worker or a TensorFlow chief at 0, which a job made through the API
+        # simply lacks, and its copy would otherwise list "worker × 0" as a change.
         for r in spec.roles
+        if r.replicas
     )
-    secret, read_only = _("secret"), _("read-only")  # outside the f-strings: xgettext skips those
+    # outside the f-strings: xgettext skips those
+    secret, read_only, changed = _("secret"), _("read-only"), _("changed")
+    secret_changed = _("secret, changed")
     envs = "\n".join(
         f"{e.name}={S.mask(e.value) if e.secret else e.value}"
-        + (f" ({secret})" if e.secret else "")
+        + (f" ({secret})" if e.secret and e.name not in changed_secrets else "")
+        + (f" ({secret_changed})" if e.secret and e.name in changed_secrets else "")
         for e in spec.envs
     )
     mounts = "\n".join(
@@ -109,7 +125,8 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
                 (_("Registry user"), spec.image_config.username if spec.image_config else ""),
                 (
                     _("Registry password"),
-                    S.mask(spec.image_config.password) if spec.image_config else "",
+                    (S.mask(spec.image_config.password) if spec.image_config else "")
+                    + (f" ({changed})" if password_changed else ""),
                 ),
                 (_("Entrypoint"), spec.entrypoint),
                 (_("Command"), spec.command),
@@ -148,7 +165,7 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
                 ("Tensorboard", spec.tensorboard.log_path if spec.tensorboard.enable else no),
                 (
                     _("Delete after exit"),
-                    _retention(spec.retention_period) if spec.retention_period else no,
+                    retention_words(spec.retention_period) if spec.retention_period else no,
                 ),
                 (
                     _("Alerts"),
@@ -176,13 +193,41 @@ def spec_sections(spec: S.JobSpec, *, pool_name: str = "") -> list[Section]:
     ]
 
 
+HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def _hunk_lines(lines: list[str]) -> list[str]:
+    """A unified diff's lines as a person reads them: a hunk's "@@ -3,2 +3,2 @@" (a
+    patch's notation) becomes "(line 3)", the copy's line where the change starts; the
+    "-" and "+" lines stay. A hunk that only removes lines starts after its given line."""
+    shown = []
+    for line in lines:
+        hunk = HUNK_RE.match(line)
+        if hunk is None:
+            shown.append(line)
+            continue
+        start = int(hunk.group(1)) + (1 if hunk.group(2) == "0" else 0)
+        shown.append(_("(line %(n)s)") % {"n": start})
+    return shown
+
+
 def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, str]]:
     """(section · field, before, after) for each field that differs; a changed command is
     shown as the lines that changed."""
     rows = []
-    for (section, old_rows), (_same, new_rows) in zip(
-        spec_sections(before), spec_sections(after), strict=True
-    ):
+    old_secrets = {e.name: e.value for e in before.envs if e.secret}
+    old_password = before.image_config.password if before.image_config else ""
+    new_password = after.image_config.password if after.image_config else ""
+    marked = spec_sections(
+        after,
+        changed_secrets=frozenset(
+            e.name
+            for e in after.envs
+            if e.secret and e.name in old_secrets and old_secrets[e.name] != e.value
+        ),
+        password_changed=bool(old_password and new_password and old_password != new_password),
+    )
+    for (section, old_rows), (_same, new_rows) in zip(spec_sections(before), marked, strict=True):
         old = dict(old_rows)
         for label, new_value in new_rows:
             old_value = old.get(label, "")
@@ -192,7 +237,7 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
                 changed = difflib.unified_diff(
                     old_value.splitlines(), new_value.splitlines(), lineterm="", n=0
                 )
-                new_value = "\n".join(list(changed)[2:]) or new_value
+                new_value = "\n".join(_hunk_lines(list(changed)[2:])) or new_value
             rows.append((f"{section} · {label}", old_value or "—", new_value or "—"))
         for label, old_value in old_rows:  # fields only the source had (e.g. AIAK choices)
             if label not in dict(new_rows) and old_value:

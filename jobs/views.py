@@ -66,9 +66,10 @@ from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
-from .summary import sent_request
+from .summary import retention_words, sent_request
 from .tensorboard import training_metrics
 from .wizard import available_pools
+from .worker import deletes_at
 
 logger = logging.getLogger(__name__)
 
@@ -278,12 +279,17 @@ class ListPage:
     object_list: list[Any]
     has_next: bool
 
+    @staticmethod
+    def number_of(number: str | None) -> int:
+        """The page a `?page=` value asks for: 1 for anything but a number, within 1..MAX_PAGE."""
+        try:
+            return min(max(int(number or 1), 1), MAX_PAGE)
+        except ValueError:
+            return 1
+
     @classmethod
     def of(cls, items: QuerySet, number: str | None) -> ListPage:
-        try:
-            page = min(max(int(number or 1), 1), MAX_PAGE)
-        except ValueError:
-            page = 1
+        page = cls.number_of(number)
         start = (page - 1) * PAGE_SIZE
         rows = list(items[start : start + PAGE_SIZE + 1])
         return cls(number=page, object_list=rows[:PAGE_SIZE], has_next=len(rows) > PAGE_SIZE)
@@ -327,6 +333,12 @@ def _live_context(job: Job) -> dict[str, Any]:
         # scheduler last said: refreshed with the rest of this block while the page polls.
         "waiting": why_waiting(job, worker=worker),
         "final": job.is_final,
+        # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
+        # so nobody is surprised when its logs are gone.
+        "deletes_at": deletes_at(job=job),
+        "retention": retention_words(str(job.spec.get("retentionPeriod", "")))
+        if isinstance(job.spec, dict)
+        else "",
         "copy_url": reverse("job-copy", args=[job.public_id]),
         # Run again's one-time key: the same click sent twice makes one job.
         "request_key": uuid.uuid4().hex,

@@ -33,7 +33,7 @@ from .models import Draft, Job, JobStatus
 from .review import review_reason
 from .summary import spec_sections
 from .texts import display_text, source_of
-from .views import ListPage
+from .views import PAGE_SIZE, ListPage
 
 STEP_TEMPLATE = "jobs/wizard/step.html"
 
@@ -239,7 +239,13 @@ def _import_language_switched(request: AuthenticatedHttpRequest, language: str) 
 def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     _draft(request, draft_id).delete()
     messages.success(request, _("Draft discarded."))
-    return redirect("wizard-start")
+    # Back to the page of My drafts the Discard was pressed on, not to the first: a page
+    # emptied by it (its last draft) gives way to the last page that still has drafts.
+    number = ListPage.number_of(request.POST.get("page"))
+    left = Draft.objects.filter(owner=request.user, submitted_at__isnull=True).count()
+    number = min(number, max(1, -(-left // PAGE_SIZE)))
+    url = reverse("wizard-start")
+    return redirect(f"{url}?page={number}" if number > 1 else url)
 
 
 @require_http_methods(["GET", "POST"])

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Collection
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from subprocess import Popen
 
@@ -89,6 +89,17 @@ def retention(value: str) -> timedelta | None:
     if not match:
         return None
     return minutes(int(match.group(1)) * RETENTION_MINUTES[match.group(2)])
+
+
+def deletes_at(*, job: Job) -> datetime | None:
+    """When the worker deletes `job` for its retention period (任务退出后自动删除), or None:
+    a local job that succeeded, failed or timed out, once its retention has passed; a job
+    stopped by someone, still running, or on another backend is never deleted for it."""
+    if job.backend != "local" or job.status not in AUTO_DELETED_STATUSES or not job.finished_at:
+        return None
+    spec = job.spec if isinstance(job.spec, dict) else {}  # a stored spec no longer read
+    keep = retention(str(spec.get("retentionPeriod", "")))
+    return job.finished_at + keep if keep is not None else None
 
 
 class LeaseLost(Exception):
@@ -270,9 +281,9 @@ class Worker:
             backend="local", status__in=AUTO_DELETED_STATUSES, finished_at__isnull=False
         ).filter(spec__has_key="retentionPeriod")
         for job in candidates:
-            keep = retention(job.spec.get("retentionPeriod", ""))
-            if keep is not None and job.finished_at + keep <= now:
-                logger.info("deleting %s: retention %s passed", job.public_id, keep)
+            due = deletes_at(job=job)
+            if due is not None and due <= now:
+                logger.info("deleting %s: its retention passed at %s", job.public_id, due)
                 try:
                     job_delete(job=job)
                 except Exception:

@@ -71,6 +71,28 @@ def test_a_reviewer_rejects_a_job_from_its_page_with_a_reason(page, alice, revie
     assert "Ask for 8 cards at most." in page.content()
 
 
+def test_a_rejected_job_resubmitted_once_review_is_off_names_no_reviewer(page, alice, reviewer):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job = submit(alice, "busy-week")
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    page.click("a.review-reject")
+    page.fill("textarea[name=reason]", "Busy week, try again on Monday.")
+    page.click("#confirm-review")
+    page.wait_for_url(f"**/admin/jobs/job/{job.pk}/change/")
+    ReviewPolicy.objects.filter(pk=1).update(mode=ReviewMode.NONE)
+
+    page.click("a.review-resubmit")
+    page.click("#confirm-review")
+    page.wait_for_url(f"**/admin/jobs/job/{job.pk}/change/")
+
+    # Not "Review: not required, reviewer: carol", as if carol had passed it.
+    expect(page.locator(".field-review_state .readonly")).to_have_text(
+        re.compile("^(Not required|无需审核)$")
+    )
+    expect(page.locator(".field-reviewed_by_shown .readonly")).not_to_contain_text("carol")
+
+
 def test_no_page_breaks_the_content_security_policy(page, alice, superuser):
     job = submit(superuser, "own-job")
     violations: list[str] = []

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.test import Client
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.logs import replica_log_path
@@ -524,6 +524,30 @@ def test_a_rejection_reason_is_shown_on_the_job(alice, alice_client):
     html = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
 
     assert "Too many cards for a test job." in html
+
+
+def test_a_finished_job_with_a_retention_period_says_when_it_will_be_deleted(alice, alice_client):
+    kept = submit(alice, retention_period="2h")
+    stopped = submit(alice, retention_period="2h")
+    running = submit(alice, retention_period="2h")
+    job_transition(job=kept, to=JobStatus.RUNNING, reason="Started", message="")
+    finish(kept, JobStatus.SUCCEEDED)
+    job_transition(job=stopped, to=JobStatus.STOPPED, reason="Stopped", message="")
+    kept.refresh_from_db()
+    when = timezone.localtime(kept.finished_at + timedelta(hours=2)).strftime("%Y-%m-%d %H:%M")
+
+    def line(job, language="zh-hans"):
+        alice_client.cookies["django_language"] = language
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+        found = re.search(r'id="deletes-at">(.*?)</p>', page)
+        return found and found.group(1)
+
+    assert line(kept) == f"将于 {when} 连同日志自动删除：结束后保留 2 小时（任务退出后自动删除）。"
+    assert line(kept, "en") == (
+        f"Deleted automatically, with its logs, at {when}: 2 hours after it ended "
+        "(Delete automatically after the job ends)."
+    )
+    assert line(stopped) is None and line(running) is None  # a stopped job is kept
 
 
 def test_stopping_a_queued_job_from_its_page_stops_it(alice, alice_client):

@@ -885,3 +885,65 @@ def test_a_pool_no_longer_offered_shows_its_last_name_marked_in_the_list_its_ref
     expect(shown).to_have_text("旧训练池（已不再提供）")
     expect(shown).to_have_attribute("title", "资源池 ID：cce-retired")
     expect(page.locator("a.job-pool")).to_have_count(0)  # the pools page does not list it
+
+
+@pytest.mark.usefixtures("worker_thread")
+def test_a_job_page_left_open_says_when_the_finished_job_will_be_deleted(logged_in_page, alice):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "kept-two-hours",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "python:3.12", "command": "sleep 1", "replicas": 1},
+            "retentionPeriod": "2h",
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="kept-two-hours")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#deletes-at")).to_have_count(0)  # not while it runs
+
+    expect(page.locator("#job-status")).to_have_text("成功", timeout=30_000)
+
+    # The refresh that brought the end brings when it goes too, without a reload.
+    expect(page.locator("#deletes-at")).to_contain_text("连同日志自动删除：结束后保留 2 小时")
+
+
+def test_a_queue_task_held_by_its_groups_cap_says_so_on_its_page_and_then_runs(
+    logged_in_page, alice, worker_thread, tmp_path
+):
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    page.fill("#id_name", "sweep")
+    next_step(page, "image")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "until [ -e /workspace/go ]; do sleep 0.1; done")
+    for slug in ("resources", "data"):
+        next_step(page, slug)
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission"):
+        next_step(page, slug)
+    page.check("input[name=mode][value=queue]")
+    page.fill("#id_total", "2")
+    page.fill("#id_concurrency", "1")
+    next_step(page, "review")
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    expect(page.locator("#job-status")).to_have_text("运行中", timeout=30_000)  # task 1 of 2
+    second = Job.objects.get(name="sweep", group_index=2)
+
+    page.goto(f"/jobs/{second.public_id}/")
+
+    expect(page.locator("#why-waiting")).to_have_text(
+        "等待所在的队列任务组：该组最多同时运行 1 个任务（当前运行 1 个）。"
+        "其中一个结束后，本任务会自动启动。"
+    )
+    (tmp_path / "scratch" / "go").touch()  # the scratch volume (worker_thread)
+    expect(page.locator("#job-status")).to_have_text("成功", timeout=30_000)
+    expect(page.locator("#why-waiting")).to_have_count(0)

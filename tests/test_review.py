@@ -301,6 +301,24 @@ def test_resubmitting_when_review_is_no_longer_required_queues_the_job(alice, re
     assert job.events.last().reason == "Resubmitted"
 
 
+def test_a_rejected_job_resubmitted_without_review_no_longer_names_the_rejecter_as_reviewer(
+    alice, reviewer
+):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice)
+    job_reject(job=job, reviewer=reviewer, reason="busy week")
+    save_policy(ReviewMode.NONE)
+
+    job_resubmit(job=job, actor=reviewer)
+
+    job.refresh_from_db()
+    # Review "not required", reviewed by the one who rejected it, read as if they passed it.
+    assert job.review_state == ReviewState.NOT_REQUIRED
+    assert job.reviewed_by is None and job.reviewed_at is None
+    rejected = job.events.get(reason="Rejected")
+    assert rejected.actor == reviewer  # who rejected it stays in its history
+
+
 def test_the_owner_sees_the_review_state_and_reason_on_the_list_and_job_page(
     alice, alice_client, reviewer
 ):

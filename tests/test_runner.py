@@ -692,6 +692,38 @@ def test_a_read_only_mount_cannot_be_written(alice, settings):
     assert not (volume(settings) / "data" / "x").exists()
 
 
+def test_a_job_that_fails_writing_into_its_read_only_mount_says_so_in_its_reason(alice, settings):
+    (volume(settings) / "data").mkdir()
+    spec = make_spec(
+        "echo x > /data/model.bin",
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/data", source_path="data", read_only=True)
+        ],
+    )
+    elsewhere = make_spec(  # the rest of the sandbox is read-only too: not the mount's doing
+        "echo x > /usr/model.bin",
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/data", source_path="data", read_only=True)
+        ],
+    )
+    job, other = submit(alice, spec), submit(alice, elsewhere)
+
+    run_until(Worker(), lambda: {status_of(job), status_of(other)} == {JobStatus.FAILED})
+
+    assert "Read-only file system" in log_text(job, "master-0")
+    job.refresh_from_db()
+    other.refresh_from_db()
+    assert job.status_reason_shown == (
+        "master-0 退出，退出码 1：无法写入 /data，该任务以只读方式挂载它。"
+    )
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "master-0 exited with code 1: it could not write to /data, which the job mounts "
+            "read-only."
+        )
+    assert other.status_reason_shown == ("master-0 退出，退出码 1。")
+
+
 def test_a_mount_inside_a_read_only_mount_needs_its_folder_there_and_says_so(alice, settings):
     from jobs.backends import get_backend
 

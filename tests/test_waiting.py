@@ -20,6 +20,7 @@ from jobs import spec as S
 from jobs.health import WorkerIdentity, worker_beat
 from jobs.models import CardQuota, Job, JobStatus
 from jobs.scheduler import WAITING_REASONS, dispatch_local
+from jobs.services import jobs_submit
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -256,6 +257,27 @@ def test_a_job_that_never_waited_for_anything_else_shows_it_waits_its_turn_in_bo
     assert waiting_line(client_in(alice, "en"), job) == IN_QUEUE
     assert waiting_line(client_in(alice, "zh-hans"), job).startswith("排队等待：")
     assert said(job) == []
+
+
+def test_a_queue_task_held_by_its_groups_cap_says_so_not_that_the_pool_lacks_room(alice, settings):
+    spec = make_spec(until_gate("group"), submission=S.Submission(S.SUBMIT_QUEUE, 3, 1))
+    first, second, third = jobs_submit(owner=alice, spec=spec, submit_key="group-of-three")
+    worker = Worker()
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING, what="the first task")
+    passes(worker, 0.3)  # the pool has room for all three: only the group's cap holds them
+
+    assert status_of(second) == status_of(third) == JobStatus.QUEUED
+    assert waiting_line(client_in(alice, "en"), second) == (
+        "Waiting for its queue group: at most 1 of its tasks runs at once (1 running now). "
+        "It starts by itself once one of them ends."
+    )
+    assert waiting_line(client_in(alice, "zh-hans"), third) == (
+        "等待所在的队列任务组：该组最多同时运行 1 个任务（当前运行 1 个）。"
+        "其中一个结束后，本任务会自动启动。"
+    )
+    open_gate(settings, "group")
+    run_until(worker, lambda: status_of(third) == JobStatus.SUCCEEDED, what="the group's end")
+    assert waiting_line(client_in(alice, "en"), third) is None
 
 
 def unreadable(job: Job) -> None:

@@ -704,6 +704,35 @@ def test_a_step_post_finds_no_draft_when_another_window_discarded_it_meanwhile(a
     assert not Draft.objects.filter(pk=draft.pk).exists()
 
 
+def test_discarding_a_draft_on_the_second_page_of_my_drafts_comes_back_to_that_page(
+    alice_client, alice
+):
+    for _ in range(45):
+        W.draft_create(owner=alice)
+    page = alice_client.get(reverse("wizard-start") + "?page=2").content.decode()
+    on_page_two = re.findall(r'action="/create/([0-9a-f-]+)/discard/"', page)
+    assert len(on_page_two) == 20 and 'name="page" value="2"' in page
+
+    r = alice_client.post(reverse("wizard-discard", args=[on_page_two[0]]), {"page": "2"})
+
+    assert r.status_code == 302 and r["Location"] == reverse("wizard-start") + "?page=2"
+    assert not Draft.objects.filter(pk=on_page_two[0]).exists()
+
+
+def test_discarding_the_last_draft_of_the_last_page_goes_to_the_page_before(alice_client, alice):
+    for _ in range(21):
+        W.draft_create(owner=alice)
+    last = Draft.objects.order_by("updated_at", "id").first()  # alone on page 2
+
+    r = alice_client.post(reverse("wizard-discard", args=[last.id]), {"page": "2"})
+    odd = alice_client.post(
+        reverse("wizard-discard", args=[Draft.objects.first().id]), {"page": "x\x00"}
+    )
+
+    assert r["Location"] == reverse("wizard-start")
+    assert odd.status_code == 302 and odd["Location"] == reverse("wizard-start")
+
+
 def test_without_javascript_a_step_of_a_draft_deleted_elsewhere_says_it_was_deleted(alice_client):
     draft = new_draft(alice_client)
     alice_client.post(reverse("wizard-discard", args=[draft.id]))

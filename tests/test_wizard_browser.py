@@ -1043,3 +1043,115 @@ def test_a_pasted_v1_body_with_cpu_out_of_range_is_refused_once_under_its_own_fi
     assert "roles[" not in problems.inner_text()
     expect(page.locator("#import-body")).to_have_value(body)
     assert not Draft.objects.exists()
+
+
+def test_discarding_a_draft_on_page_two_of_my_drafts_stays_on_page_two(logged_in_page, alice):
+    for _ in range(25):
+        W.draft_create(owner=alice)
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.get_by_role("link", name="下一页").click()
+    page.wait_for_url(re.compile(r"/create/\?page=2$"))
+    rows = page.locator("#draft-list tbody tr")
+    expect(rows).to_have_count(5)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    rows.first.get_by_role("button", name="删除").click()
+
+    page.wait_for_url(re.compile(r"/create/\?page=2$"))
+    expect(page.get_by_text("草稿已删除。")).to_be_visible()
+    expect(rows).to_have_count(4)
+    assert Draft.objects.filter(owner=alice).count() == 24
+
+
+def test_copy_and_edit_of_a_script_made_master_only_job_shows_only_the_secret_a_person_changed(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    body = {
+        "name": "from-a-script",
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {
+            "image": "python:3.12",
+            "command": "echo $API_TOKEN",
+            "replicas": 1,
+            "resources": [],
+            "envs": [{"name": "API_TOKEN", "value": "old-token-value"}],
+        },
+        "console": {"roles": [{"name": "master", "replicas": 1}], "secretEnvs": ["API_TOKEN"]},
+    }
+    [job] = jobs_submit(
+        owner=alice, spec=S.parse_document(body, resource_pool_id="local"), submit_key="script-1"
+    )
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    page.get_by_role("button", name="复制").click()
+    page.wait_for_url(re.compile(r"/basic/$"))
+    next_step(page, "image")
+    page.fill("#id_env-0-value", "new-token-value")
+    next_step(page, "resources")
+    page.click(".wizard-steps button[value='goto-review']")
+    page.wait_for_url(re.compile(r"/review/$"))
+
+    diff = page.locator("#copy-diff")
+    expect(diff.locator(".diff-field")).to_have_text(["镜像与命令 · 环境变量"])
+    expect(diff).to_contain_text("API_TOKEN=****** (保密，已更改)")
+    expect(page.locator("#wizard")).not_to_contain_text("worker × 0")
+    assert "token-value" not in page.content()
+
+
+def test_on_a_phone_a_cpu_only_role_shows_its_cpu_right_below_its_accelerator_switch(
+    logged_in_page,
+):
+    # Hidden but still in place, a CPU-only role's card type and count left two blank lines
+    # (some 130 pixels) in every role between 加速芯片 and CPU.
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    switch = page.locator("#id_roles-0-use_accelerator")
+    expect(switch).to_be_checked()
+    expect(page.locator("#id_roles-0-accelerator_type")).to_be_visible()
+
+    switch.uncheck()
+
+    expect(page.locator("#id_roles-0-accelerator_type")).to_be_hidden()
+    below = switch.bounding_box()
+    cpu = page.locator("label[for=id_roles-0-cpu]").bounding_box()
+    assert 0 < cpu["y"] - (below["y"] + below["height"]) < 30
+    switch.check()  # back on: the card type and count come back in their place
+    expect(page.locator("#id_roles-0-accelerator_type")).to_be_visible()
+    expect(page.locator("#id_roles-0-accelerators")).to_be_visible()
+
+
+def test_a_copys_changed_command_reads_by_line_in_the_diff_not_as_a_patch(logged_in_page, alice):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "two-lines",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "python:3.12", "command": "cd /workspace\ntorchrun a.py"},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="two-lines")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    page.get_by_role("button", name="复制").click()
+    page.wait_for_url(re.compile(r"/basic/$"))
+    next_step(page, "image")
+    page.fill("#id_command", "cd /workspace\ntorchrun b.py")
+    next_step(page, "resources")
+    page.click(".wizard-steps button[value='goto-review']")
+    page.wait_for_url(re.compile(r"/review/$"))
+
+    diff = page.locator("#copy-diff")
+    expect(diff).to_contain_text("（第 2 行）")
+    expect(diff).not_to_contain_text("@@")

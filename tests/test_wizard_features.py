@@ -11,6 +11,7 @@ from django.urls import reverse
 from jobs import spec as S
 from jobs import wizard as W
 from jobs.models import Draft, Job
+from jobs.services import jobs_submit
 from tests.test_wizard import (
     A800,
     HTMX,
@@ -728,6 +729,105 @@ def test_the_copy_diff_names_each_changed_field_once_in_console_words(alice_clie
     assert "K=****** (secret)" in diff and "v3ry-secret" not in diff
 
 
+def _copy_of(client, job) -> Draft:
+    client.post(reverse("job-copy", args=[job.public_id]))
+    return Draft.objects.get(source_job=job)
+
+
+def _copy_diff(client, copy) -> str:
+    page = client.get(step_url(copy, W.REVIEW)).content.decode()
+    start = page.index('id="copy-diff"')
+    return page[start : page.index("</section>", start)]
+
+
+def test_the_copy_of_an_api_job_with_a_master_only_lists_no_role_as_changed(alice_client, alice):
+    # A v1 body as scripts send it: a master alone, no worker role at all.
+    body = {
+        "name": "solo",
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {"image": "python:3.12", "command": "echo hi", "replicas": 1, "resources": []},
+        "console": {"roles": [{"name": "master", "replicas": 1, "resources": []}]},
+    }
+    [job] = jobs_submit(
+        owner=alice, spec=S.parse_document(body, resource_pool_id="local"), submit_key="k-solo"
+    )
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+
+    diff = _copy_diff(alice_client, copy)
+    review = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+
+    assert "相同" in diff and "资源配置 · 角色" not in diff
+    assert "worker × 0" not in review
+
+
+def test_the_copy_diff_says_a_secret_value_was_changed_without_showing_it(alice_client):
+    job = submitted_job(alice_client)  # no secrets yet
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    first = Draft.objects.get(source_job=job)
+    post_step(
+        alice_client,
+        first,
+        W.IMAGE,
+        image_data(
+            envs=[("API_TOKEN", "old-secret-1", 1), ("MODE", "fast")],
+            registry_username="robot",
+            registry_password="old-password-1",
+        ),
+    )
+    alice_client.post(reverse("wizard-submit", args=[first.id]))
+    source = Job.objects.latest("id")
+    alice_client.post(reverse("job-copy", args=[source.public_id]))
+    copy = Draft.objects.get(source_job=source)
+
+    kept = _copy_diff(alice_client, copy)
+    post_step(
+        alice_client,
+        copy,
+        W.IMAGE,
+        image_data(
+            envs=[("API_TOKEN", "new-secret-2", 1), ("MODE", "fast")],
+            registry_username="robot",
+            registry_password="new-password-2",
+        ),
+    )
+    changed = _copy_diff(alice_client, copy)
+
+    assert "相同" in kept  # secrets kept as they were: no change
+    fields = re.findall(r'<td class="diff-field">([^<]+)</td>', changed)
+    assert fields == ["镜像与命令 · 镜像仓库密码", "镜像与命令 · 环境变量"]
+    assert "API_TOKEN=****** (保密，已更改)" in changed and "****** (已更改)" in changed
+    assert not {"old-secret-1", "new-secret-2", "old-password-1", "new-password-2"} & set(
+        re.findall(r"[a-z]+-[a-z]+-\d", changed)
+    )
+
+
+def test_the_copy_diff_of_a_command_says_which_line_changed_in_words_not_patch_notation(
+    alice_client,
+):
+    job = submitted_job(alice_client)
+    post_step(
+        alice_client,
+        _copy_of(alice_client, job),
+        W.IMAGE,
+        image_data(command="set -e\ncd /workspace\ntorchrun --nproc_per_node 8 train.py"),
+    )
+    copy = Draft.objects.get(source_job=job)
+    source = Job.objects.get(pk=job.pk)
+    source_spec = source.job_spec()
+    source_spec.command = "set -e\ncd /workspace\ntorchrun train.py"
+    Job.objects.filter(pk=job.pk).update(spec=source_spec.to_document())
+
+    diff = _copy_diff(alice_client, copy)
+    alice_client.cookies["django_language"] = "en"
+    english = _copy_diff(alice_client, copy)
+
+    assert "@@" not in diff
+    assert "（第 3 行）\n-torchrun train.py\n+torchrun --nproc_per_node 8 train.py" in diff
+    assert "(line 3)\n-torchrun train.py" in english
+
+
 def test_a_copy_remembers_its_source_job_on_submit(alice_client):
     job = submitted_job(alice_client)
     alice_client.post(reverse("job-copy", args=[job.public_id]))
@@ -838,3 +938,20 @@ def test_each_rows_remove_button_says_which_row_it_removes(alice_client):
     roles = resources_data([role("trainer", 1), role("loader", 1, card=None)])
     post_step(alice_client, draft, W.RESOURCES, roles, action="save")
     assert names(W.RESOURCES) == ["删除 1", "删除 2"]
+
+
+def test_the_submission_step_counts_tasks_plainly_and_says_what_else_limits_them(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.SUBMISSION)
+
+    zh = alice_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    en = alice_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+
+    # "每次创建 1 场", "同时跑 N 场": 场 counts matches and shows, not jobs; and the local pool's
+    # queues have no node limit, which the help used to name alone.
+    assert "场" not in zh
+    assert "每次创建 1 个任务" in zh and "组内最多同时运行 N 个任务" in zh
+    assert "这一组要创建的训练任务个数（不是节点数，也不是卡数）。" in zh
+    assert "资源池空闲卡不足或队列自身的限制未放行时，实际同时运行的任务会更少。" in zh
+    assert "node limit" not in en and "the pool lacks idle cards" in en
