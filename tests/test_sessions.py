@@ -3,10 +3,11 @@ each, with the same outcome as Django's database sessions and ModelBackend."""
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
@@ -93,7 +94,10 @@ def test_a_session_reads_what_djangos_own_engine_stored(alice):
 def test_a_session_read_asynchronously_is_the_same_and_an_old_log_in_carries_on(alice):
     key = django_session_for(alice, backend="django.contrib.auth.backends.ModelBackend")
 
-    loaded = async_to_sync(SessionStore(key).aload)()
+    # A thread of its own: in a full run Playwright's sync API keeps an event loop running in
+    # this one (session-scoped browser), where asgiref's async_to_sync refuses to start.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        loaded = thread.submit(asyncio.run, SessionStore(key).aload()).result()
 
     assert loaded == SessionStore(key).load()
     assert loaded[BACKEND_SESSION_KEY] == "jobs.auth_backends.ConsoleModelBackend"
