@@ -37,6 +37,11 @@ Migrations and what they do to existing rows:
   (empty for rows written before it). Downgrading past it drops it.
 - 0017 adds an index of jobs by owner and pool (the job list's pool filter); no row
   changes, and downgrading past it drops the index.
+- 0018 adds pools' last known names (a new table, filled as server processes read AIHC's
+  pools; downgrading past it drops the names, which the next reads keep again).
+- 0019 adds an API key's expiry (none for a key made before it: it keeps never expiring) and
+  why it was revoked. Downgrading past it first revokes each key that has expired, as of its
+  expiry (the older release knows no expiry and would take it as working), then drops both.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -617,3 +622,50 @@ def test_downgrading_past_0018_drops_the_pools_last_names_and_upgrading_starts_t
     with pytest.raises(LookupError):
         old.get_model("jobs", "KnownPool")
     assert again.get_model("jobs", "KnownPool").objects.count() == 0
+
+
+def test_downgrading_past_0019_revokes_the_keys_that_expired_and_leaves_the_others_working(
+    at_latest_after,
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    new = migrate(None)
+    User, ApiKey = new.get_model("auth", "User"), new.get_model("jobs", "ApiKey")
+    alice = User.objects.create(username="alice")
+    now = timezone.now()
+    expired_at = now - timedelta(days=3)
+    revoked_at = now - timedelta(days=9)
+
+    def key(name: str, **fields: Any) -> None:
+        ApiKey.objects.create(
+            owner=alice, access_key_id=name, secret_sealed="sealed", description=name, **fields
+        )
+
+    key("expired", expires_at=expired_at)
+    key("expired-then-revoked", expires_at=expired_at, revoked_at=revoked_at)
+    key("expires-later", expires_at=now + timedelta(days=30))
+    key("never", expires_at=None)
+    key("revoked", revoked_at=revoked_at, revoke_reason="owner")
+
+    old = migrate("0018_known_pool")
+
+    # The release before 0019 knows no expiry: the key that expired would sign requests again
+    # there, so it is revoked as of its expiry; the others are as they were (the key that has
+    # not expired yet works, and in that release never expires).
+    revoked = dict(
+        old.get_model("jobs", "ApiKey").objects.values_list("access_key_id", "revoked_at")
+    )
+    assert revoked == {
+        "expired": expired_at,
+        "expired-then-revoked": revoked_at,
+        "expires-later": None,
+        "never": None,
+        "revoked": revoked_at,
+    }
+    again = migrate(None)
+    assert (
+        dict(again.get_model("jobs", "ApiKey").objects.values_list("access_key_id", "revoked_at"))
+        == revoked
+    )

@@ -6,6 +6,20 @@ from django.db import migrations, models
 # must not stop working because the console was upgraded). Reversible: both fields drop.
 
 
+def revoke_expired_keys(apps, schema_editor):
+    """Before a downgrade drops `expires_at`: a release without it would take a key that has
+    expired (not revoked: expiry leaves a key as it is) as working again, so each such key is
+    revoked as of its expiry (decision). A key that has not expired yet is left working, and
+    never expires in that release (README, "Upgrading")."""
+    from django.db.models import F
+    from django.utils import timezone
+
+    ApiKey = apps.get_model("jobs", "ApiKey")
+    ApiKey.objects.filter(revoked_at__isnull=True, expires_at__lte=timezone.now()).update(
+        revoked_at=F("expires_at")
+    )
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -23,4 +37,6 @@ class Migration(migrations.Migration):
             name='revoke_reason',
             field=models.CharField(blank=True, choices=[('owner', 'its owner'), ('owner_all', 'its owner, with all their keys'), ('password', "its owner's password change"), ('staff', 'staff, in the admin')], editable=False, max_length=16, verbose_name='revoked by'),
         ),
+        # Reversed first, while `expires_at` is still there; nothing to do going forward.
+        migrations.RunPython(migrations.RunPython.noop, revoke_expired_keys),
     ]
