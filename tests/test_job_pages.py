@@ -421,6 +421,39 @@ def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
     assert re.findall(r'class="badge [^"]*group-task"[^>]*>([^<]+)<', html) == ["3/3", "2/3", "1/3"]
 
 
+def test_a_queue_task_is_found_by_searching_for_it_as_the_list_shows_it(
+    alice, alice_client, django_assert_num_queries
+):
+    spec = make_spec("echo task", name="qa-grp2")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    first, second, third = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    other = make_spec("echo task", name="other")
+    other.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    others = jobs_submit(owner=alice, spec=other, submit_key=str(uuid.uuid4()))
+    alone = submit(alice, name="qa-grp2")
+    alice_client.get(reverse("job-list"))  # warm the session
+
+    def shown(q: str) -> list[str]:
+        html = alice_client.get(reverse("job-list"), {"q": q}).content.decode()
+        every = [first, second, third, *others, alone]
+        return [job.public_id for job in every if job.public_id in html]
+
+    # As the row reads ("qa-grp2 2/3"), copied with its spaces or typed with a full-width slash.
+    assert shown("qa-grp2 2/3") == [second.public_id]
+    assert shown(" grp2  2 / 3 ") == [second.public_id]
+    assert shown("qa-grp2 2／3") == [second.public_id]
+    # The number alone: that task of every group of that size.
+    assert shown("2/3") == [second.public_id, others[1].public_id]
+    # A number no task has, or too long for one, finds nothing (and is no error).
+    assert shown("qa-grp2 4/3") == []
+    assert shown("qa-grp2 99999999999999999999/3") == []
+    # The name alone still finds every task and the lone job.
+    assert len(shown("qa-grp2")) == 4
+    # Still one query for the page of jobs, as without a search.
+    with django_assert_num_queries(5):
+        alice_client.get(reverse("job-list"), {"q": "qa-grp2 2/3"})
+
+
 def test_a_queue_task_keeps_its_number_when_another_task_is_deleted(alice, alice_client):
     spec = make_spec("echo task")
     spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
