@@ -272,7 +272,8 @@ class MailTurn:
 def take_mail_turn(*, owner_id: int) -> MailTurn:
     """Takes one of the user's alert emails of the last hour (ALERT_EMAILS_PER_HOUR; 0: no
     bound), or says none is left. The mail is written first and counted with those before it
-    (by id): two deliveries at once cannot both take the last one."""
+    (by id): two deliveries at once do not both take the last one (only two rows committed
+    out of their ids' order in the same instant could, for one mail more)."""
     limit = settings.ALERT_EMAILS_PER_HOUR
     if not limit:
         return MailTurn(allowed=True)
