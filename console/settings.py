@@ -707,6 +707,9 @@ JOB_MINUTE_SECONDS = envfloat("JOB_MINUTE_SECONDS", 60, positive=True)
 # this is on (e.g. an on-premises chat gateway on 10.x).
 ALERT_WEBHOOK_ALLOW_PRIVATE = envbool("ALERT_WEBHOOK_ALLOW_PRIVATE", "false")
 ALERT_WEBHOOK_TIMEOUT_SECONDS = envfloat("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5, positive=True)
+# At most this many alert emails an hour for one user's jobs, all together (a 1,000-task queue
+# group alerting on each failure would otherwise mail every address 1,000 times); 0: no bound.
+ALERT_EMAILS_PER_HOUR = envint("ALERT_EMAILS_PER_HOUR", 30)
 
 # --- Review (jobs.review) ------------------------------------------------------------
 # Which submitted jobs wait for a reviewer before they run: "none", "all", "above_cards"

@@ -23,7 +23,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Max, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -726,6 +726,8 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         return usage_view(request, site=self.admin_site, model_admin=self)
 
     def _job_or_404(self, request: HttpRequest, object_id: str) -> Job:
+        if not self.has_view_permission(request):
+            raise Http404  # as for a job they may not view: before the job is read
         job = self.get_object(request, object_id)
         if job is None or not self.has_view_permission(request, job):
             raise Http404
@@ -738,6 +740,11 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
+        # Django's own check comes after this page's content is built (the spec, its request
+        # and each replica's variables): a staff user who may not view jobs is refused first,
+        # as Django would refuse them, without the job being read.
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
         job = self.get_object(request, object_id)
         context = dict(extra_context or {})
         if job is not None:

@@ -2,8 +2,8 @@
 
 The worker decides that an alert is due (`job_alert`) and enqueues one `deliver_alert`
 django task, so a decision survives a worker restart and a slow webhook never stalls
-supervision. Delivery results become job events ("AlertSent", "AlertFailed"); delivery never
-raises.
+supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
+"AlertNotSent" for an email past its owner's hourly bound); delivery never raises.
 
 Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -21,11 +23,12 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from .models import Job
+from .models import AlertMail, Job
 from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError, mask
-from .texts import Term, recorded
+from .texts import Term, ngettext_noop, recorded, recorded_plural
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +237,64 @@ def failure_text(exc: Exception) -> str:
     return text[:400]
 
 
+# The hourly bound on one user's alert emails (settings.ALERT_EMAILS_PER_HOUR). Decided: an
+# alert past it is not emailed, and not kept to be summed up later (that would need a mail on
+# a timer, and a summary of 1,000 failures says no more than the job list): its job gets an
+# AlertNotSent event saying why, and the last email the hour allows says that more are not
+# sent until when. Webhooks are not bound: they go to programs (a chat gateway, an incident
+# tool) that take a burst, and each has its own limit; a job has at most 10 of them.
+ALERT_MAIL_WINDOW = timedelta(hours=1)
+LAST_MAIL_NOTE = ngettext_noop(
+    "This is the last alert email for your jobs until %(time)s: at most %(limit)d is sent an "
+    "hour (ALERT_EMAILS_PER_HOUR). Alerts until then are listed in each job's events.",
+    "This is the last alert email for your jobs until %(time)s: at most %(limit)d are sent an "
+    "hour (ALERT_EMAILS_PER_HOUR). Alerts until then are listed in each job's events.",
+)
+NOT_SENT = ngettext_noop(
+    "%(item)s: email not sent: %(limit)d alert email went out for your jobs within the last "
+    "hour, as many as ALERT_EMAILS_PER_HOUR allows; alert emails go out again from %(time)s.",
+    "%(item)s: email not sent: %(limit)d alert emails went out for your jobs within the last "
+    "hour, as many as ALERT_EMAILS_PER_HOUR allows; alert emails go out again from %(time)s.",
+)
+
+
+@dataclass
+class MailTurn:
+    """Whether one alert email may go out now for a user's jobs, under the hourly bound."""
+
+    allowed: bool
+    # Taken (and to be given back if sending fails); None when refused or unbounded.
+    mail: AlertMail | None = None
+    # When the next may go out: set when this is the last the hour allows, or refused.
+    reopens: datetime | None = None
+
+
+def take_mail_turn(*, owner_id: int) -> MailTurn:
+    """Takes one of the user's alert emails of the last hour (ALERT_EMAILS_PER_HOUR; 0: no
+    bound), or says none is left. The mail is written first and counted with those before it
+    (by id): two deliveries at once do not both take the last one (only two rows committed
+    out of their ids' order in the same instant could, for one mail more)."""
+    limit = settings.ALERT_EMAILS_PER_HOUR
+    if not limit:
+        return MailTurn(allowed=True)
+    now = timezone.now()
+    since = now - ALERT_MAIL_WINDOW
+    AlertMail.objects.filter(owner_id=owner_id, sent_at__lt=since).delete()
+    mail = AlertMail.objects.create(owner_id=owner_id, sent_at=now)
+    window = AlertMail.objects.filter(owner_id=owner_id, sent_at__gte=since, pk__lte=mail.pk)
+    taken = window.count()
+    first = window.order_by("sent_at", "pk").values_list("sent_at", flat=True).first() or now
+    reopens = first + ALERT_MAIL_WINDOW
+    if taken > limit:
+        mail.delete()
+        return MailTurn(allowed=False, reopens=reopens)
+    return MailTurn(allowed=True, mail=mail, reopens=reopens if taken == limit else None)
+
+
+def _when(moment: datetime) -> str:
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
+
+
 def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     """Sends one alert on every channel of the job; records each outcome as an event."""
     from .services import job_event
@@ -245,13 +306,38 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     # A job stored before these limits (jobs.spec) may list more: the first ones are served.
     alert.emails = alert.emails[:MAX_ALERT_EMAILS]
     alert.webhooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
-    if alert.emails:
+    turn = take_mail_turn(owner_id=job.owner_id) if alert.emails else MailTurn(allowed=False)
+    if alert.emails and not turn.allowed:
+        assert turn.reopens is not None
+        job_event(
+            job=job,
+            reason="AlertNotSent",
+            message=recorded_plural(
+                NOT_SENT,
+                "limit",
+                item=item_name(item),
+                limit=settings.ALERT_EMAILS_PER_HOUR,
+                time=_when(turn.reopens),
+            ),
+            warning=True,
+        )
+    elif alert.emails:
         title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
         subject = f"[{recorded(gettext_noop('AI Job Console'))}] {title}"
         body = f"{message}\n\n{payload['link']}\n"
+        if turn.reopens is not None:
+            note = recorded_plural(
+                LAST_MAIL_NOTE,
+                "limit",
+                limit=settings.ALERT_EMAILS_PER_HOUR,
+                time=_when(turn.reopens),
+            )
+            body += f"\n{note}\n"
         try:
             send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, list(alert.emails))
         except Exception as exc:
+            if turn.mail is not None:
+                turn.mail.delete()  # not sent: it does not count
             job_event(
                 job=job,
                 reason="AlertFailed",

@@ -267,6 +267,7 @@ EVENT_REASONS = {
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),
+    "AlertNotSent": pgettext_lazy("event reason", "Alert email not sent"),
 }
 
 
@@ -305,6 +306,21 @@ class JobEvent(models.Model):
     @property
     def message_shown(self) -> str:
         return display_text(self.message, self.message_source)
+
+
+class AlertMail(models.Model):
+    """One alert email sent for a user's jobs (jobs.alerts): what the hourly bound on alert
+    mails (ALERT_EMAILS_PER_HOUR) counts. Rows older than the hour are deleted as new ones
+    come."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    sent_at = models.DateTimeField(db_index=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["owner", "sent_at"], name="alertmail_owner_time")]
+
+    def __str__(self) -> str:
+        return f"{self.owner_id} {self.sent_at:%Y-%m-%d %H:%M:%S}"
 
 
 class JobReplica(models.Model):

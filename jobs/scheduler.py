@@ -80,7 +80,7 @@ NETWORK_UNAVAILABLE = "NetworkUnavailable"
 IN_QUEUE = "WaitingInQueue"
 HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE})
 WAITING_REASONS = HELD_REASONS | {IN_QUEUE}
-ALERT_REASONS = ("AlertSent", "AlertFailed")
+ALERT_REASONS = ("AlertSent", "AlertFailed", "AlertNotSent")
 IN_QUEUE_MESSAGE = gettext_noop(
     "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
     "has room for it."

@@ -735,6 +735,22 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
         )
         % {"name": job.name},
     )
+    if job.group_id is not None:
+        # One task of a queue group copies the group: its spec holds the group's submission
+        # settings, which the wizard's Submission step shows to change (to one task, say).
+        # Run again is the way to run the one task (jobs.actions.job_rerun).
+        group = job.group
+        messages.info(
+            request,
+            ngettext(
+                "The draft is of its whole queue group: %(total)d task, at most "
+                "%(concurrency)d at once. Change that in the Submission step.",
+                "The draft is of its whole queue group: %(total)d tasks, at most "
+                "%(concurrency)d at once. Change that in the Submission step.",
+                group.total,
+            )
+            % {"total": group.total, "concurrency": group.concurrency},
+        )
     return redirect(_step_url(draft, W.BASIC))
 
 

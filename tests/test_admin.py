@@ -378,6 +378,24 @@ def test_the_job_page_is_read_only(alice, superuser):
     assert (job.name, job.status) == ("demo", JobStatus.QUEUED)
 
 
+def test_staff_without_the_view_permission_are_refused_before_the_job_is_read(alice, db):
+    job = submit(alice, "1")
+    staff = User.objects.create_user("dave", "dave@example.com", "dave-password", is_staff=True)
+    client = client_for(staff)
+    client.get("/admin/")  # the session read once
+
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(f"{CHANGELIST}{job.pk}/change/")
+        post = client.post(f"{CHANGELIST}{job.pk}/change/", {"name": "changed"})
+        logs = client.get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "master-0"})
+
+    assert (page.status_code, post.status_code, logs.status_code) == (403, 403, 404)
+    # Neither the job, its replicas nor its events were read: only the session and the
+    # staff user's permissions.
+    read = " ".join(q["sql"] for q in queries.captured_queries)
+    assert '"jobs_job' not in read
+
+
 def test_jobs_cannot_be_added_or_deleted_in_the_admin(alice, superuser):
     job = submit(alice, "1")
     client = client_for(superuser)

@@ -265,3 +265,60 @@ def test_a_job_stored_with_more_channels_than_allowed_alerts_only_the_first_ones
         f"/hook/secret-token/{i}" for i in range(10)
     ]
     assert job.events.filter(reason="AlertSent").count() == 11
+
+
+def test_a_users_alert_emails_are_bounded_per_hour_across_their_jobs_and_webhooks_are_not(
+    alice, bob, settings, hook_server
+):
+    """A queue group alerting on each task's failure mails each address at most
+    ALERT_EMAILS_PER_HOUR times an hour; the rest are events on their jobs."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.alerts import job_alert
+    from jobs.models import AlertMail, EventType
+    from jobs.services import jobs_submit
+    from tests.conftest import run_queued_tasks
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.ALERT_EMAILS_PER_HOUR = 3
+    spec = alerting_spec("false", hook_server.url)
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=5)
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="group-of-5")
+    others = submit(bob, alerting_spec("false", hook_server.url))
+
+    # Through the real path: the worker's decision queues a task, the task delivers.
+    for task in tasks:
+        job_alert(job=task, item="jobFailed", message=f"task {task.group_index} failed")
+    job_alert(job=others, item="jobFailed", message="bob's failed")
+    run_queued_tasks()
+
+    alices = [m for m in mail.outbox if "bob" not in m.body]
+    assert [m.body.split("\n")[0] for m in alices] == [
+        "task 1 failed",
+        "task 2 failed",
+        "task 3 failed",
+    ]
+    # The last one the hour allows says so; the ones before do not.
+    assert "ALERT_EMAILS_PER_HOUR" in alices[2].body and "最后一封" in alices[2].body
+    assert "ALERT_EMAILS_PER_HOUR" not in alices[1].body
+    # Another user's jobs have their own bound.
+    assert [m.body.split("\n")[0] for m in mail.outbox if "bob" in m.body] == ["bob's failed"]
+    # Webhooks are not bound: every task's alert reached the hook.
+    assert len(hook_server.received) == 6
+    # Each alert not emailed is an event on its own job, saying why and until when.
+    for task in tasks[3:]:
+        [event] = task.events.filter(reason="AlertNotSent")
+        assert event.type == EventType.WARNING and "ALERT_EMAILS_PER_HOUR" in event.message
+        assert not task.events.filter(reason="AlertSent", message__contains="邮件").exists()
+    with translation.override("en"):
+        shown = tasks[4].events.get(reason="AlertNotSent").message_shown
+    assert shown.startswith("Job fails: email not sent: 3 alert emails went out for your jobs")
+
+    # An hour later, mail goes out again.
+    AlertMail.objects.update(sent_at=timezone.now() - timedelta(hours=1, seconds=1))
+    job_alert(job=tasks[0], item="jobFailed", message="an hour on")
+    run_queued_tasks()
+    assert mail.outbox[-1].body.startswith("an hour on")
+    assert AlertMail.objects.filter(owner=alice).count() == 1  # the hour's old ones are gone

@@ -13,7 +13,7 @@ from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.logs import replica_log_path
-from jobs.models import Job, JobReplica, JobStatus, LocalRun
+from jobs.models import Draft, Job, JobReplica, JobStatus, LocalRun
 from jobs.runner import replica_state_dir
 from jobs.services import job_transition, jobs_submit
 from jobs.shim import UsageLog
@@ -421,6 +421,39 @@ def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
     assert re.findall(r'class="badge [^"]*group-task"[^>]*>([^<]+)<', html) == ["3/3", "2/3", "1/3"]
 
 
+def test_a_queue_task_is_found_by_searching_for_it_as_the_list_shows_it(
+    alice, alice_client, django_assert_num_queries
+):
+    spec = make_spec("echo task", name="qa-grp2")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    first, second, third = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    other = make_spec("echo task", name="other")
+    other.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    others = jobs_submit(owner=alice, spec=other, submit_key=str(uuid.uuid4()))
+    alone = submit(alice, name="qa-grp2")
+    alice_client.get(reverse("job-list"))  # warm the session
+
+    def shown(q: str) -> list[str]:
+        html = alice_client.get(reverse("job-list"), {"q": q}).content.decode()
+        every = [first, second, third, *others, alone]
+        return [job.public_id for job in every if job.public_id in html]
+
+    # As the row reads ("qa-grp2 2/3"), copied with its spaces or typed with a full-width slash.
+    assert shown("qa-grp2 2/3") == [second.public_id]
+    assert shown(" grp2  2 / 3 ") == [second.public_id]
+    assert shown("qa-grp2 2／3") == [second.public_id]
+    # The number alone: that task of every group of that size.
+    assert shown("2/3") == [second.public_id, others[1].public_id]
+    # A number no task has, or too long for one, finds nothing (and is no error).
+    assert shown("qa-grp2 4/3") == []
+    assert shown("qa-grp2 99999999999999999999/3") == []
+    # The name alone still finds every task and the lone job.
+    assert len(shown("qa-grp2")) == 4
+    # Still one query for the page of jobs, as without a search.
+    with django_assert_num_queries(5):
+        alice_client.get(reverse("job-list"), {"q": "qa-grp2 2/3"})
+
+
 def test_a_queue_task_keeps_its_number_when_another_task_is_deleted(alice, alice_client):
     spec = make_spec("echo task")
     spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
@@ -665,6 +698,33 @@ def test_run_again_on_one_task_of_a_queue_group_runs_one_task(alice, alice_clien
     assert response.status_code == 302
     assert new.count() == 1
     assert new.get().job_spec().submission.total == 1
+
+
+def test_a_queue_task_page_says_copy_makes_a_draft_of_the_group_and_run_again_one_task(
+    alice, alice_client
+):
+    spec = make_spec("echo task")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=2)
+    group = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    alone = submit(alice, name="alone")
+
+    page = alice_client.get(reverse("job-detail", args=[group[1].public_id])).content.decode()
+    plain = alice_client.get(reverse("job-detail", args=[alone.public_id])).content.decode()
+    copied = alice_client.post(reverse("job-copy", args=[group[1].public_id]), follow=True)
+
+    assert re.search(r'id="job-copy"[^>]*>复制整个任务组<', page)
+    assert re.search(r'id="job-rerun"[^>]*>再次运行此任务<', page)
+    help_text = re.search(r'id="group-actions-help">([^<]*)<', page).group(1)
+    assert "3 个任务" in help_text and "最多同时运行 2 个" in help_text
+    # A job of its own keeps the plain labels and has no such note.
+    assert re.search(r'id="job-copy"[^>]*>复制<', plain)
+    assert re.search(r'id="job-rerun"[^>]*>再次运行<', plain)
+    assert "group-actions-help" not in plain
+    # The copy is a draft of the whole group, and its page says so.
+    draft = Draft.objects.get(source_job=group[1])
+    row = draft.data["submission"]
+    assert (row["mode"], row["total"], row["concurrency"]) == ([S.SUBMIT_QUEUE], ["3"], ["2"])
+    assert "草稿是整个队列任务组的：共 3 个任务，最多同时运行 2 个" in copied.content.decode()
 
 
 def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client):

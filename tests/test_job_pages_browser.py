@@ -173,6 +173,79 @@ def test_deleting_a_job_asks_first_and_keeps_it_when_cancelled(logged_in_page, a
     assert not Job.objects.filter(pk=job.pk).exists()
 
 
+def test_a_queue_task_is_found_by_searching_for_its_name_as_the_list_shows_it(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "qa-grp2",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    group = jobs_submit(owner=alice, spec=spec, submit_key="the-group")
+    submitted(alice, "qa-grp2")
+    page = logged_in_page
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto("/")
+
+    # The name as the row shows it, badge and all, copied into the search box.
+    row = page.locator(f"tr[data-job='{group[1].public_id}'] td").nth(1)
+    shown = " ".join(row.locator("a, .group-task").all_inner_texts())
+    assert shown == "qa-grp2 2/3"
+    page.fill("#id_q", shown)
+    page.press("#id_q", "Enter")
+
+    page.wait_for_url(re.compile(r"\?q=qa-grp2"))
+    expect(page.locator("tr[data-job]")).to_have_count(1)
+    expect(page.locator(f"tr[data-job='{group[1].public_id}']")).to_be_visible()
+
+
+def test_a_queue_tasks_copy_opens_a_draft_of_the_group_and_run_again_runs_the_one_task(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "sweep",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "registry.example.com/x:1", "command": "true", "replicas": 1},
+        },
+        resource_pool_id="local",
+    )
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=2)
+    group = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    page = logged_in_page
+    page.goto(f"/jobs/{group[1].public_id}/")
+
+    # The buttons say which is which, and the note under them what each does.
+    expect(page.locator("#job-copy")).to_have_text("复制整个任务组")
+    expect(page.locator("#job-rerun")).to_have_text("再次运行此任务")
+    expect(page.locator("#group-actions-help")).to_contain_text("共 3 个任务")
+    page.click("#job-copy")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    expect(page.locator("body")).to_contain_text("草稿是整个队列任务组的：共 3 个任务")
+    page.click(".wizard-steps button[value='goto-submission']")
+    page.wait_for_url(re.compile(r"/submission/$"))
+    expect(page.locator("#id_total")).to_have_value("3")
+    expect(page.locator("#id_concurrency")).to_have_value("2")
+
+    page.goto(f"/jobs/{group[1].public_id}/")
+    page.click("#job-rerun")
+    page.wait_for_url(lambda url: "/jobs/" in url and group[1].public_id not in url)
+    new = Job.objects.exclude(pk__in=[j.pk for j in group]).get()
+    assert new.public_id in page.url and new.job_spec().submission.total == 1
+
+
 def test_a_reviewers_reason_keeps_its_line_breaks_on_the_owners_page(
     logged_in_page, alice, reviewer
 ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -386,3 +387,44 @@ def test_no_process_a_job_sees_names_a_host_path_of_its_sandbox(alice, settings)
     assert lines[0].startswith("1 ") and "--args" in lines[0], lines
     for host_path in (str(settings.LOCAL_RUN_DIR), str(volume(settings)), "--bind"):
         assert not any(host_path in line for line in lines), (host_path, lines)
+
+
+def test_no_descriptor_of_the_sandboxs_first_process_names_a_host_path(alice, settings):
+    """pid 1 of a job's pid namespace is bwrap's copy, running as the job's user: the job can
+    list /proc/1/fd. Each link there names what it points at, so an inherited descriptor
+    (the volumes' folders bwrap binds, the file of its options, the log) would name a host
+    path or hand over its contents. bwrap closes all but the output pipe, /dev/null and its
+    own eventfd before the command starts (jobs.sandbox: pid 1)."""
+    show = (
+        "import os\n"
+        "for pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):\n"
+        "    for fd in os.listdir(f'/proc/{pid}/fd'):\n"
+        "        try:\n"
+        "            print('FD', pid, fd, os.readlink(f'/proc/{pid}/fd/{fd}'))\n"
+        "        except OSError:\n"
+        "            pass  # this listing's own descriptor, closed meanwhile\n"
+    )
+    (volume(settings) / "show.py").write_text(show)
+    job = submit(alice, make_spec("/usr/bin/python3 /workspace/show.py"))
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    links = [line.split(" FD ", 1)[1].split(" ", 2) for line in log.splitlines() if " FD " in line]
+    first = {target for pid, _fd, target in links if pid == "1"}
+    assert first, links  # pid 1's descriptors are listed: this is what the job sees
+    # Its input, its output (the pipe the shim reads, as the job's own) and bwrap's eventfd.
+    assert {re.sub(r"\[\d+\]", "[]", t) for t in first} <= {
+        "/dev/null",
+        "pipe:[]",
+        "anon_inode:[eventfd]",
+    }, first
+    hosts = (
+        str(settings.LOCAL_RUN_DIR),
+        str(volume(settings)),
+        str(replica_log_path(job.public_id, "master-0").parent),
+    )
+    for _pid, _fd, target in links:
+        assert not any(host in target for host in hosts), links
+        assert "memfd:" not in target, links  # bwrap's options, the seccomp program
