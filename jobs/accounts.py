@@ -3,6 +3,7 @@ throttling (jobs.throttle); and one's access keys for the AIHC-compatible API.""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django import forms
@@ -24,6 +25,7 @@ from .api_keys import (
     DEFAULT_EXPIRY_DAYS,
     EXPIRY_CHOICES,
     MAX_ACTIVE_KEYS,
+    AlreadyCreated,
     TooManyKeys,
     api_key_create,
     usable_keys,
@@ -129,8 +131,13 @@ class ApiKeyForm(forms.Form):
         ),
     )
 
+    # One per drawn form (jobs.api_keys.api_key_create): the form sent twice makes one key.
+    create_key = forms.CharField(required=False, max_length=32, widget=forms.HiddenInput)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["create_key"] = uuid.uuid4().hex
         # Built per form: the labels are in the language of the request.
         self.fields["expires_in"].choices = [
             ("never" if days is None else str(days), _expiry_label(days)) for days in EXPIRY_CHOICES
@@ -196,7 +203,19 @@ def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
             owner=request.user,
             description=form.cleaned_data["description"],
             expires_in_days=form.expires_in_days(),
+            create_key=form.cleaned_data["create_key"],
         )
+    except AlreadyCreated as made:
+        messages.warning(
+            request,
+            _(
+                "This form already created key %(key)s, so no other key was made. Its secret "
+                "key was shown only on the page that answered it: if you did not copy it, "
+                "revoke that key and create another."
+            )
+            % {"key": made.key.access_key_id},
+        )
+        return _api_keys_page(request)
     except TooManyKeys:
         messages.error(
             request,

@@ -42,6 +42,14 @@ class FilteredLookupsOnlyMixin:
     filter's own, `?pool=`) is left to the filters, as before."""
 
     def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        allowed = self._lookup_allowed(lookup, value, request)
+        if not allowed:
+            # Django raises DisallowedModelAdminLookup at the first refused one; the 400 page
+            # (jobs.http.bad_request) names it and links to the whole list.
+            request.refused_admin_lookup = lookup  # type: ignore[attr-defined]
+        return allowed
+
+    def _lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
         model = self.model  # type: ignore[attr-defined]
         if lookup.rsplit(LOOKUP_SEP, 1)[-1] in REGEX_LOOKUPS:
             return False

@@ -65,7 +65,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.http import HttpRequest
 from django.urls import reverse
@@ -157,6 +157,19 @@ class TooManyKeys(Exception):
     pass
 
 
+class AlreadyCreated(Exception):
+    """The keys page's form was sent again (a reload of the answer showing the secret, a
+    double click): its key exists, and its secret was on the answer to the first send."""
+
+    def __init__(self, key: ApiKey):
+        super().__init__(key.access_key_id)
+        self.key = key
+
+
+# The keys page's one-time form key: 32 hex digits (uuid4().hex).
+CREATE_KEY_RE = re.compile(r"[0-9a-f]{32}")
+
+
 def usable_keys(*, now: datetime | None = None) -> Q:
     """Keys that still sign requests: not revoked, not expired."""
     return Q(revoked_at__isnull=True) & (
@@ -165,24 +178,54 @@ def usable_keys(*, now: datetime | None = None) -> Q:
 
 
 def api_key_create(
-    *, owner: Any, description: str = "", expires_in_days: int | None = None
+    *,
+    owner: Any,
+    description: str = "",
+    expires_in_days: int | None = None,
+    create_key: str = "",
 ) -> tuple[ApiKey, str]:
     """A new key for `owner`, expiring `expires_in_days` days from now (None: never);
-    returns it with its secret, which is not kept in clear."""
+    returns it with its secret, which is not kept in clear.
+
+    `create_key` is the keys page's one-time form key: a form sent again with it (the
+    browser's reload of the answer that showed the secret, a double click) raises
+    AlreadyCreated with the key it made instead of making another working key, whose secret
+    would be shown only on the answer that replaced the first. Without one (a form of an
+    older page), every send makes a key, as before."""
+    if not CREATE_KEY_RE.fullmatch(create_key):
+        create_key = ""
+    if create_key:
+        made = ApiKey.objects.filter(owner=owner, create_key=create_key).first()
+        if made is not None:
+            raise AlreadyCreated(made)
     now = timezone.now()
-    with transaction.atomic():
-        active = ApiKey.objects.filter(usable_keys(now=now), owner=owner).count()
-        if active >= MAX_ACTIVE_KEYS:
-            raise TooManyKeys(MAX_ACTIVE_KEYS)
-        access_key_id = secrets.token_hex(16)
-        secret = secrets.token_hex(16)
-        key = ApiKey.objects.create(
-            access_key_id=access_key_id,
-            secret_sealed=seal(secret, access_key_id=access_key_id),
-            owner=owner,
-            description=description.strip()[:100],
-            expires_at=None if expires_in_days is None else now + timedelta(days=expires_in_days),
+    try:
+        with transaction.atomic():
+            active = ApiKey.objects.filter(usable_keys(now=now), owner=owner).count()
+            if active >= MAX_ACTIVE_KEYS:
+                raise TooManyKeys(MAX_ACTIVE_KEYS)
+            access_key_id = secrets.token_hex(16)
+            secret = secrets.token_hex(16)
+            key = ApiKey.objects.create(
+                access_key_id=access_key_id,
+                secret_sealed=seal(secret, access_key_id=access_key_id),
+                owner=owner,
+                description=description.strip()[:100],
+                expires_at=None
+                if expires_in_days is None
+                else now + timedelta(days=expires_in_days),
+                create_key=create_key,
+            )
+    except IntegrityError:
+        # The same form's other send made it a moment before (two requests at once).
+        made = (
+            ApiKey.objects.filter(owner=owner, create_key=create_key).first()
+            if create_key
+            else None
         )
+        if made is None:
+            raise
+        raise AlreadyCreated(made) from None
     return key, secret
 
 

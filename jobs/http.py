@@ -72,12 +72,15 @@ def post_only(
 def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """Django's 400 page (templates/400.html), except for a request by a host name or address
     ALLOWED_HOSTS does not list: that page spoke of a form over 2.5 MB, which left someone who
-    opened the console by its IP address (HOST=0.0.0.0) with nothing to go on. Both pages are
-    in both languages, as 400.html is: they are drawn without the request's language (nothing
-    of the request that Django refused is trusted), and the host is shown as sent, escaped.
+    opened the console by its IP address (HOST=0.0.0.0) with nothing to go on; nor for a
+    filter an admin list refuses (400_admin_lookup.html names it and links to the whole
+    list). All are in both languages, as 400.html is: they are drawn without the request's
+    language (nothing of the request that Django refused is trusted), and the host is shown
+    as sent, escaped.
 
     A call of the API (jobs.api_v2.is_api_call) gets neither page but the API's JSON error,
     which a script can read: a page is for a person with a browser."""
+    from django.contrib.admin.exceptions import DisallowedModelAdminLookup
     from django.core.exceptions import DisallowedHost
     from django.template import loader
 
@@ -91,6 +94,15 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     if isinstance(exception, DisallowedHost):
         host = request.META.get("HTTP_HOST", "")[:255]
         body = loader.render_to_string("400_host.html", {"host": host})
+    elif isinstance(exception, DisallowedModelAdminLookup):
+        # A filter the admin list refuses (jobs.admin_lists): an old bookmark or a hand-made
+        # address of a reviewer, not an oversized form. The page names the parameter and
+        # links to the list's own address without its query (request.path, a resolved admin
+        # list; the refused value is not shown).
+        lookup = getattr(request, "refused_admin_lookup", "")[:200]
+        body = loader.render_to_string(
+            "400_admin_lookup.html", {"lookup": lookup, "list_url": request.path}
+        )
     else:
         body = loader.render_to_string("400.html")
     return HttpResponse(body, status=400)

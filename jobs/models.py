@@ -633,11 +633,22 @@ class ApiKey(models.Model):
     revoke_reason = models.CharField(
         _("revoked by"), max_length=16, blank=True, editable=False, choices=ApiKeyRevokeReason
     )
+    # The keys page's one-time form key (jobs.api_keys.api_key_create): the same form sent
+    # again (a reload of the page showing the secret, a double click) makes no second key.
+    # "" for keys made without one (before it existed).
+    create_key = models.CharField(max_length=32, blank=True, default="", editable=False)
 
     class Meta:
         verbose_name = _("API access key")
         verbose_name_plural = _("API access keys")
         ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "create_key"],
+                condition=~models.Q(create_key=""),
+                name="apikey_owner_create_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.access_key_id

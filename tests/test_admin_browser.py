@@ -369,3 +369,24 @@ def test_change_password_in_the_admin_is_the_consoles_page_and_counts_wrong_gues
     expect(page.locator("form[action='/account/password/']")).to_contain_text("登录失败次数过多")
     reviewer.refresh_from_db()
     assert reviewer.check_password("carol-password")
+
+
+def test_a_reviewer_with_an_old_bookmarked_filter_is_told_why_and_gets_back_to_the_list(
+    page, alice, reviewer
+):
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    submit(alice, "bookmarked-job")
+    log_in(page, "carol", "carol-password")
+
+    # A filter the list no longer offers (saved before lists filtered only on their panel).
+    page.goto("/admin/jobs/job/?name__icontains=bookmarked")
+
+    expect(page.locator("h1")).to_have_text(
+        "此列表不能这样筛选 · This list cannot be filtered that way"
+    )
+    expect(page.locator("#refused-en")).to_contain_text(
+        "“name__icontains” in the address is no filter this list offers."
+    )
+    page.click("#whole-list")
+    page.wait_for_url("**/admin/jobs/job/")
+    expect(page.locator("#result_list")).to_contain_text("bookmarked-job")

@@ -44,6 +44,30 @@ def test_a_new_keys_secret_is_shown_once_and_never_again(alice_client, alice, ca
     assert secret not in caplog.text
 
 
+def test_the_key_form_sent_twice_makes_one_key_and_says_so(alice_client, alice):
+    """A reload of the page showing the secret re-sends its form (the browser asks, people
+    say yes), as does a double click: each made another working key, whose secret only the
+    answer that replaced the first showed."""
+    form = alice_client.get("/account/keys/").content.decode()
+    create_key = re.search(r'name="create_key" value="([0-9a-f]{32})"', form).group(1)
+    sent = {"description": "nightly script", "expires_in": "90", "create_key": create_key}
+    first = alice_client.post("/account/keys/", sent, HTTP_ACCEPT_LANGUAGE="en")
+    access_key_id = re.search(r'id="new-access-key">([0-9a-f]{32})<', first.content.decode())[1]
+
+    again = alice_client.post("/account/keys/", sent, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    assert list(ApiKey.objects.filter(owner=alice).values_list("access_key_id", flat=True)) == [
+        access_key_id
+    ]
+    assert 'id="new-secret-key"' not in again
+    assert f"This form already created key {access_key_id}, so no other key was made." in again
+    # The page it answers with makes a new key with its own form.
+    next_key = re.search(r'name="create_key" value="([0-9a-f]{32})"', again).group(1)
+    assert next_key != create_key
+    alice_client.post("/account/keys/", {**sent, "create_key": next_key})
+    assert ApiKey.objects.filter(owner=alice).count() == 2
+
+
 def test_the_page_that_shows_a_secret_is_never_cached(alice_client):
     r = alice_client.post("/account/keys/", {"description": ""})
 

@@ -109,3 +109,19 @@ def test_changing_the_password_with_the_box_left_ticked_revokes_the_keys(logged_
     expect(page.locator("body")).to_contain_text("已吊销 1 个 API 密钥")
     key.refresh_from_db()
     assert key.is_revoked
+
+
+def test_reloading_the_page_that_shows_a_new_secret_makes_no_second_key(logged_in_page, alice):
+    page = logged_in_page
+    page.goto("/account/keys/")
+    page.fill("input[name=description]", "nightly script")
+    page.click("#api-key-create")
+    access_key_id = page.locator("#new-access-key").inner_text()
+
+    page.reload()  # the browser sends the form again
+
+    expect(page.locator("#new-secret-key")).to_have_count(0)
+    expect(page.locator(".alert-warning")).to_contain_text(f"此表单已创建过密钥 {access_key_id}")
+    assert list(ApiKey.objects.filter(owner=alice).values_list("access_key_id", flat=True)) == [
+        access_key_id
+    ]

@@ -42,6 +42,10 @@ Migrations and what they do to existing rows:
 - 0019 adds an API key's expiry (none for a key made before it: it keeps never expiring) and
   why it was revoked. Downgrading past it first revokes each key that has expired, as of its
   expiry (the older release knows no expiry and would take it as working), then drops both.
+- 0020 records each alert email sent (the hourly bound per user); downgrading past it drops
+  the records, and the older release sends every alert.
+- 0021 adds the API key form's one-time key (a reloaded form makes one key); downgrading
+  past it drops it.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
