@@ -73,6 +73,7 @@ assert (
 COOKIE = "; ".join(f"{name}={morsel.value}" for name, morsel in client.cookies.items())
 DRAFT = f"/create/{bench_wizard.DRAFT_ID}"
 A800 = bench_wizard.A800
+AIAK = "creation_mode=aiak&training_mode=SFT&training_method=full&aiak_template=llama2-7b"
 URLS = {
     "bare": ("/bench/bare/", False),
     "logged-in no-op": (bench_wizard.LOGGED_IN_BARE_URL, False),
@@ -84,6 +85,19 @@ URLS = {
         True,
     ),
     "example": (f"{DRAFT}/example/?example=MPIJob", True),
+    "queue options": (f"{DRAFT}/queues/?resource_pool=local", True),
+    "idle count": (
+        f"{DRAFT}/idle/?row=1&roles-1-use_accelerator=on&roles-1-accelerator_type={A800}"
+        "&roles-1-accelerators=1&roles-1-replicas=2",
+        True,
+    ),
+    "AIAK preview": (f"{DRAFT}/aiak/?{AIAK}", {"HTTP_HX_TARGET": "aiak-preview"}),
+    "AIAK section": (f"{DRAFT}/aiak/?{AIAK}", {"HTTP_HX_TARGET": "aiak-section"}),
+    "mount row": (
+        f"{DRAFT}/mount-row/?row=1&mounts-1-type=hostpath&mounts-1-source_path=/ssd1/data"
+        "&mounts-1-mount_path=/mnt/data&mounts-1-access=ro",
+        True,
+    ),
 }
 
 # Time wrappers are installed before the application (and its middleware) is made.
@@ -146,7 +160,7 @@ def instrument() -> None:
     signal_class.send = named_send
 
 
-def environ(url: str, htmx: bool, logged_in: bool) -> dict[str, Any]:
+def environ(url: str, htmx: bool | dict[str, str], logged_in: bool) -> dict[str, Any]:
     path, _, query = url.partition("?")
     env = {
         "REQUEST_METHOD": "GET",
@@ -172,6 +186,8 @@ def environ(url: str, htmx: bool, logged_in: bool) -> dict[str, Any]:
         env["HTTP_COOKIE"] = COOKIE
     if htmx:
         env["HTTP_HX_REQUEST"] = "true"
+        if isinstance(htmx, dict):  # more htmx headers (HX-Target)
+            env.update(htmx)
     return env
 
 
