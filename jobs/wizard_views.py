@@ -755,8 +755,13 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     # The pool only matters to a chosen template (does it fit?): no lookup without one.
     template_chosen = bool(request.GET.get("aiak_template"))
     pool = W.find_pool(request.GET.get("resource_pool", "")) if template_chosen else None
-    aiak = _aiak_preview(request.GET, pool)
-    form = F.BasicForm(
+    context = {"aiak": _aiak_preview(request.GET, pool), "draft": request_draft}
+    # The creation-mode switch swaps the whole AIAK section (fields and preview); the
+    # mode, method and template selects swap only the preview, so they keep focus. Only
+    # the section draws the fields: the preview alone builds no form.
+    if request.htmx.target == "aiak-preview":
+        return render(request, "jobs/wizard/_basic.html#aiak-preview", context)
+    context["aiak_form"] = F.BasicForm(
         initial={
             k: request.GET.get(k, "") for k in ("training_mode", "training_method", "aiak_template")
         },

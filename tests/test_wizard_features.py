@@ -130,6 +130,23 @@ def test_changing_a_template_select_swaps_only_the_preview(alice_client):
     page = r.content.decode()
     assert "sft_baichuan2_13b.sh" in page
     assert "<select" not in page
+    assert "aiak_form" not in r.context  # the preview alone builds no form to draw nothing of
+
+
+def test_switching_to_aiak_mode_draws_the_fields_with_what_was_chosen(alice_client):
+    draft = new_draft(alice_client)
+    params = {"creation_mode": "aiak", "training_mode": "SFT", "aiak_template": "qwen-72b"}
+
+    r = alice_client.get(
+        reverse("wizard-aiak", args=[draft.id]),
+        params,
+        headers={**HTMX, "HX-Target": "aiak-section"},
+    )
+
+    page = r.content.decode()
+    assert page.count("<select") == 3 and 'id="aiak-preview"' in page
+    assert '<option value="qwen-72b" selected>' in page
+    assert '<option value="SFT" selected>' in page
 
 
 def test_the_catalog_has_every_model_the_console_offers():
