@@ -57,11 +57,10 @@ def _draft_id_only(request: AuthenticatedHttpRequest, draft_id: Any) -> Draft:
 
 def _draft_pool_id(request: AuthenticatedHttpRequest, draft_id: Any) -> str:
     """The resource pool chosen in the user's draft, read without loading the draft."""
-    for values in Draft.objects.filter(id=draft_id, owner=request.user).values_list(
-        "data__basic__resource_pool", flat=True
-    ):
-        return str(values[-1]) if isinstance(values, list) and values else ""
-    raise Http404
+    pool_id = W.owned_draft_pool_id(draft_id=draft_id, owner=request.user)
+    if pool_id is None:
+        raise Http404
+    return pool_id
 
 
 def _step_url(draft: Draft, step: str) -> str:
@@ -769,11 +768,7 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
         pool=None,
         templates=W.aiak_template_choices(),
     )
-    # The creation-mode switch swaps the whole AIAK section (fields and preview); the
-    # mode, method and template selects swap only the preview, so they keep focus.
-    partial = "aiak-preview" if request.htmx.target == "aiak-preview" else "aiak-section"
-    context = {"aiak": aiak, "aiak_form": form, "draft": request_draft}
-    return render(request, f"jobs/wizard/_basic.html#{partial}", context)
+    return render(request, "jobs/wizard/_basic.html#aiak-section", context)
 
 
 @require_GET
