@@ -97,6 +97,8 @@ def widget_attrs(attrs: dict[str, Any]) -> SafeString:
 def _written(value: Any) -> SafeString:
     """A value as `{{ value }}` writes it in an autoescaped template (render_value_in_context:
     local time, localized, then escaped unless already safe)."""
+    if isinstance(value, str):  # neither a time nor a number: written as it is
+        return conditional_escape(value)
     value = localize(timezone.template_localtime(value))
     if not issubclass(type(value), str):
         value = str(value)
