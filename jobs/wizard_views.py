@@ -760,12 +760,8 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     # the section draws the fields: the preview alone builds no form.
     if request.htmx.target == "aiak-preview":
         return render(request, "jobs/wizard/_basic.html#aiak-preview", context)
-    context["aiak_form"] = F.BasicForm(
-        initial={
-            k: request.GET.get(k, "") for k in ("training_mode", "training_method", "aiak_template")
-        },
-        pools=[],
-        pool=None,
+    context["aiak_form"] = F.AiakFieldsForm(
+        initial={k: request.GET.get(k, "") for k in F.AIAK_FIELDS},
         templates=W.aiak_template_choices(),
     )
     return render(request, "jobs/wizard/_basic.html#aiak-section", context)
