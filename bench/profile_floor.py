@@ -1,10 +1,11 @@
-"""In-process breakdown of what every logged-in request pays (the "floor"), and the cheapest
-wizard partials on top of it.
+"""In-process breakdown of what every logged-in request pays (the "floor"), and each wizard
+partial bench_wizard.py measures on top of it.
 
 Not a benchmark (bench/run.py does not run it): the console's WSGI application called in a
 loop with the environ gunicorn would pass (a logged-in browser's cookies), no HTTP. Prints
 ms per request (the fastest of 10 batches, this machine being shared) of the bare view, the
-logged-in no-op view and the role totals and example partials; then, for each, every
+logged-in no-op view and the partials (role totals, example, queue options, idle count, AIAK
+preview and section, mount row); then, for each, every
 middleware's own time and that of the session read and decode, the user read, the session
 hash check, URL resolving, SQL execution and the request signals (perf_counter_ns, children
 taken out; the innermost middleware's own time holds the view's).
