@@ -123,7 +123,7 @@ def select_options(optgroups: Any) -> SafeString:
                 text = ""
             parts.append(
                 f'\n  <option value="{text if isinstance(value, SafeData) else escape(text)}"'
-                f'{" selected" if option["selected"] else ""}>{_written(option["label"])}</option>'
+                f"{' selected' if option['selected'] else ''}>{_written(option['label'])}</option>"
             )
         if group_name:
             parts.append("\n  </optgroup>")
