@@ -1,10 +1,11 @@
-"""In-process breakdown of what every logged-in request pays (the "floor"), and the cheapest
-wizard partials on top of it.
+"""In-process breakdown of what every logged-in request pays (the "floor"), and each wizard
+partial bench_wizard.py measures on top of it.
 
 Not a benchmark (bench/run.py does not run it): the console's WSGI application called in a
 loop with the environ gunicorn would pass (a logged-in browser's cookies), no HTTP. Prints
 ms per request (the fastest of 10 batches, this machine being shared) of the bare view, the
-logged-in no-op view and the role totals and example partials; then, for each, every
+logged-in no-op view and the partials (role totals, example, queue options, idle count, AIAK
+preview and section, mount row); then, for each, every
 middleware's own time and that of the session read and decode, the user read, the session
 hash check, URL resolving, SQL execution and the request signals (perf_counter_ns, children
 taken out; the innermost middleware's own time holds the view's).
@@ -73,6 +74,7 @@ assert (
 COOKIE = "; ".join(f"{name}={morsel.value}" for name, morsel in client.cookies.items())
 DRAFT = f"/create/{bench_wizard.DRAFT_ID}"
 A800 = bench_wizard.A800
+AIAK = "creation_mode=aiak&training_mode=SFT&training_method=full&aiak_template=llama2-7b"
 URLS = {
     "bare": ("/bench/bare/", False),
     "logged-in no-op": (bench_wizard.LOGGED_IN_BARE_URL, False),
@@ -84,6 +86,19 @@ URLS = {
         True,
     ),
     "example": (f"{DRAFT}/example/?example=MPIJob", True),
+    "queue options": (f"{DRAFT}/queues/?resource_pool=local", True),
+    "idle count": (
+        f"{DRAFT}/idle/?row=1&roles-1-use_accelerator=on&roles-1-accelerator_type={A800}"
+        "&roles-1-accelerators=1&roles-1-replicas=2",
+        True,
+    ),
+    "AIAK preview": (f"{DRAFT}/aiak/?{AIAK}", {"HTTP_HX_TARGET": "aiak-preview"}),
+    "AIAK section": (f"{DRAFT}/aiak/?{AIAK}", {"HTTP_HX_TARGET": "aiak-section"}),
+    "mount row": (
+        f"{DRAFT}/mount-row/?row=1&mounts-1-type=hostpath&mounts-1-source_path=/ssd1/data"
+        "&mounts-1-mount_path=/mnt/data&mounts-1-access=ro",
+        True,
+    ),
 }
 
 # Time wrappers are installed before the application (and its middleware) is made.
@@ -146,7 +161,7 @@ def instrument() -> None:
     signal_class.send = named_send
 
 
-def environ(url: str, htmx: bool, logged_in: bool) -> dict[str, Any]:
+def environ(url: str, htmx: bool | dict[str, str], logged_in: bool) -> dict[str, Any]:
     path, _, query = url.partition("?")
     env = {
         "REQUEST_METHOD": "GET",
@@ -172,6 +187,8 @@ def environ(url: str, htmx: bool, logged_in: bool) -> dict[str, Any]:
         env["HTTP_COOKIE"] = COOKIE
     if htmx:
         env["HTTP_HX_REQUEST"] = "true"
+        if isinstance(htmx, dict):  # more htmx headers (HX-Target)
+            env.update(htmx)
     return env
 
 

@@ -228,8 +228,7 @@ class BasicForm(StepForm):
             posted = str(self.data.get("queue") or "")
             self.fields["queue"].choices = [(posted, posted)]
             self.fields["queue"].required = False
-        self.fields["aiak_template"].choices = [("", "—"), *templates]
-        _mark_required(self, "training_mode", "training_method", "aiak_template")
+        _aiak_fields(self, templates)
         htmx_queue = {"hx-target": "#id_queue", "hx-trigger": "change", "hx-swap": "innerHTML"}
         self.fields["resource_pool"].widget.attrs.update(htmx_queue)
         self.helper = _helper(
@@ -254,6 +253,31 @@ class BasicForm(StepForm):
         ):
             self.add_error("framework", _("AIAK templates run on PyTorch; choose PyTorch."))
         return data
+
+
+AIAK_FIELDS = ("training_mode", "training_method", "aiak_template")
+
+
+def _aiak_fields(form: forms.Form, templates: list[tuple[str, list[tuple[str, str]]]]) -> None:
+    form.fields["aiak_template"].choices = [("", "—"), *templates]
+    _mark_required(form, *AIAK_FIELDS)
+
+
+class AiakFieldsForm(StepForm):
+    """BasicForm's three AIAK fields alone (the same fields, choices and marks), for the AIAK
+    partial that redraws them on a switch to AIAK mode: BasicForm would deep-copy its ten
+    fields and lay out the seven it does not draw there."""
+
+    def __init__(
+        self, *args: Any, templates: list[tuple[str, list[tuple[str, str]]]], **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        _aiak_fields(self, templates)
+
+
+AiakFieldsForm.base_fields = AiakFieldsForm.declared_fields = {
+    name: BasicForm.base_fields[name] for name in AIAK_FIELDS
+}
 
 
 class ImageForm(StepForm):

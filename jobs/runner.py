@@ -48,9 +48,10 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
@@ -609,12 +610,42 @@ class Capacity:
         return alloc
 
 
-def current_capacity() -> Capacity:
+def held_by_active_runs() -> list[tuple[Any, Any]]:
+    """(devices, cpus) of every local run whose job is active (submitting, running,
+    stopping): what they hold.
+
+    One plain SELECT on the connection's cursor, the two JSON columns decoded as the ORM's
+    JSONField does: the idle-count poll reads it every few seconds, and through the ORM
+    building and compiling the same join cost ~0.15 ms of a ~1.2 ms partial."""
     from .models import ACTIVE_STATUSES
 
-    runs = LocalRun.objects.filter(
-        job__backend="local", job__status__in=ACTIVE_STATUSES
-    ).values_list("devices", "cpus")
+    alias = router.db_for_read(LocalRun)
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    run, job = LocalRun._meta, Job._meta
+    columns = [run.get_field(name).column for name in ("devices", "cpus")]
+    statuses = sorted(ACTIVE_STATUSES)
+    sql = (
+        f"SELECT {', '.join(f'r.{quote(c)}' for c in columns)} "
+        f"FROM {quote(run.db_table)} r INNER JOIN {quote(job.db_table)} j "
+        f"ON r.{quote(run.get_field('job').column)} = j.{quote(job.pk.column)} "
+        f"WHERE j.{quote(job.get_field('backend').column)} = %s "
+        f"AND j.{quote(job.get_field('status').column)} IN ({', '.join(['%s'] * len(statuses))})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ["local", *statuses])
+        rows = cursor.fetchall()
+    return [
+        (
+            None if devices is None else json.loads(devices),
+            None if cpus is None else json.loads(cpus),
+        )
+        for devices, cpus in rows
+    ]
+
+
+def current_capacity() -> Capacity:
+    runs = held_by_active_runs()
     used: dict[str, set[int]] = {}
     exclusive: set[int] = set()
     shared_running = False

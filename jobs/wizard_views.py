@@ -57,11 +57,10 @@ def _draft_id_only(request: AuthenticatedHttpRequest, draft_id: Any) -> Draft:
 
 def _draft_pool_id(request: AuthenticatedHttpRequest, draft_id: Any) -> str:
     """The resource pool chosen in the user's draft, read without loading the draft."""
-    for values in Draft.objects.filter(id=draft_id, owner=request.user).values_list(
-        "data__basic__resource_pool", flat=True
-    ):
-        return str(values[-1]) if isinstance(values, list) and values else ""
-    raise Http404
+    pool_id = W.owned_draft_pool_id(draft_id=draft_id, owner=request.user)
+    if pool_id is None:
+        raise Http404
+    return pool_id
 
 
 def _step_url(draft: Draft, step: str) -> str:
@@ -777,20 +776,17 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     # The pool only matters to a chosen template (does it fit?): no lookup without one.
     template_chosen = bool(request.GET.get("aiak_template"))
     pool = W.find_pool(request.GET.get("resource_pool", "")) if template_chosen else None
-    aiak = _aiak_preview(request.GET, pool)
-    form = F.BasicForm(
-        initial={
-            k: request.GET.get(k, "") for k in ("training_mode", "training_method", "aiak_template")
-        },
-        pools=[],
-        pool=None,
+    context = {"aiak": _aiak_preview(request.GET, pool), "draft": request_draft}
+    # The creation-mode switch swaps the whole AIAK section (fields and preview); the
+    # mode, method and template selects swap only the preview, so they keep focus. Only
+    # the section draws the fields: the preview alone builds no form.
+    if request.htmx.target == "aiak-preview":
+        return render(request, "jobs/wizard/_basic.html#aiak-preview", context)
+    context["aiak_form"] = F.AiakFieldsForm(
+        initial={k: request.GET.get(k, "") for k in F.AIAK_FIELDS},
         templates=W.aiak_template_choices(),
     )
-    # The creation-mode switch swaps the whole AIAK section (fields and preview); the
-    # mode, method and template selects swap only the preview, so they keep focus.
-    partial = "aiak-preview" if request.htmx.target == "aiak-preview" else "aiak-section"
-    context = {"aiak": aiak, "aiak_form": form, "draft": request_draft}
-    return render(request, f"jobs/wizard/_basic.html#{partial}", context)
+    return render(request, "jobs/wizard/_basic.html#aiak-section", context)
 
 
 @require_GET

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import re
 from urllib.parse import urlencode
 
@@ -1094,12 +1095,15 @@ def test_a_row_tables_error_outlines_its_input_and_is_what_the_input_is_describe
 # -- ownership --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["step", "idle", "totals", "aiak", "queues", "example"])
+@pytest.mark.parametrize(
+    "name", ["step", "idle", "totals", "aiak", "queues", "example", "mount-row"]
+)
 def test_other_users_get_404_for_a_draft(alice_client, bob, client, name):
     draft = new_draft(alice_client)
     client.force_login(bob)
     url = {
         "step": step_url(draft, W.BASIC),
+        "mount-row": reverse("wizard-mount-row", args=[draft.id]),
         "idle": reverse("wizard-idle", args=[draft.id]),
         "totals": reverse("wizard-totals", args=[draft.id]),
         "aiak": reverse("wizard-aiak", args=[draft.id]),
@@ -1138,6 +1142,96 @@ def test_a_drafts_id_alone_is_read_for_its_owner_only(alice, alice_client, bob):
     }
     assert found.data == Draft.objects.get(pk=draft.pk).data  # loads when touched, as .only()
     assert W.owned_draft_id_only(draft_id=draft.id, owner=bob) is None
+
+
+@pytest.mark.parametrize("name", ["idle", "mount-row"])
+def test_a_partial_reads_the_drafts_pool_with_one_plain_query(alice, alice_client, name):
+    draft = new_draft(alice_client)
+    url = reverse(f"wizard-{name}", args=[draft.id]) + "?row=0"
+
+    with CaptureQueriesContext(connection) as queries:
+        assert alice_client.get(url, headers=HTMX).status_code == 200
+
+    (sql,) = [q["sql"] for q in queries.captured_queries if "jobs_draft" in q["sql"]]
+    assert re.fullmatch(
+        rf'SELECT CASE .+ END FROM "jobs_draft" WHERE "id" = \S+ AND "owner_id" = {alice.pk}', sql
+    )
+
+
+@pytest.mark.parametrize(
+    "basic",
+    [
+        {"resource_pool": ["local"]},
+        {"resource_pool": ["first", "last"]},
+        {"resource_pool": []},
+        {"resource_pool": [3]},
+        {"resource_pool": [True]},
+        {"resource_pool": [None]},
+        {"resource_pool": [{"id": "x"}]},
+        {"resource_pool": [["nested"]]},
+        {"resource_pool": ["池 'quoted' \"x\""]},
+        {"resource_pool": "local"},
+        {"resource_pool": 7},
+        {"resource_pool": None},
+        {"resource_pool": {"id": "local"}},
+        {"name": ["job"]},
+        ["resource_pool"],
+        "text",
+        None,
+    ],
+)
+def test_the_drafts_pool_read_plainly_is_what_the_orm_reads(alice, bob, basic):
+    draft = Draft.objects.create(owner=alice, data={"basic": basic, "image": {"x": ["y"]}})
+    (orm,) = Draft.objects.filter(pk=draft.pk).values_list("data__basic__resource_pool", flat=True)
+
+    found = W.owned_draft_pool_id(draft_id=draft.id, owner=alice)
+
+    assert found == (str(orm[-1]) if isinstance(orm, list) and orm else "")
+    assert W.owned_draft_pool_id(draft_id=draft.id, owner=bob) is None
+
+
+def test_a_draft_with_no_basic_step_has_no_pool(alice):
+    draft = Draft.objects.create(owner=alice, data={})
+
+    assert W.owned_draft_pool_id(draft_id=draft.id, owner=alice) == ""
+
+
+def test_the_cards_and_cores_active_local_jobs_hold_read_plainly_are_what_the_orm_reads(
+    alice_client, alice
+):
+    from jobs.models import ACTIVE_STATUSES, JobStatus, LocalRun
+    from jobs.runner import held_by_active_runs
+    from jobs.services import jobs_submit
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    held = [
+        (JobStatus.RUNNING, {A800: [0, 1, 2]}, []),
+        (JobStatus.STOPPING, {A800: [5], "other": [0]}, [1, 2]),
+        (JobStatus.SUBMITTING, {}, [3]),
+        (JobStatus.SUCCEEDED, {A800: [3, 4]}, [4]),
+        (JobStatus.QUEUED, {A800: [6]}, []),
+    ]
+    for i, (status, devices, cpus) in enumerate(held):
+        [job] = jobs_submit(owner=alice, spec=spec, submit_key=f"held-{i}")
+        Job.objects.filter(pk=job.pk).update(status=status)
+        LocalRun.objects.create(job=job, devices=devices, cpus=cpus)
+    [elsewhere] = jobs_submit(owner=alice, spec=spec, submit_key="elsewhere")
+    Job.objects.filter(pk=elsewhere.pk).update(status=JobStatus.RUNNING, backend="aihc")
+    LocalRun.objects.create(job=elsewhere, devices={A800: [7]})
+    orm = LocalRun.objects.filter(
+        job__backend="local", job__status__in=ACTIVE_STATUSES
+    ).values_list("devices", "cpus")
+
+    found = held_by_active_runs()
+
+    def canonical(runs):  # PostgreSQL's jsonb keeps a dict's keys in an order of its own
+        return sorted(json.dumps(run, sort_keys=True) for run in runs)
+
+    assert canonical(found) == canonical(orm)
+    assert canonical(found) == canonical((d, c) for _, d, c in held[:3])
 
 
 def test_other_users_cannot_post_submit_or_discard_a_draft(alice_client, bob, client):

@@ -1155,3 +1155,26 @@ def test_a_copys_changed_command_reads_by_line_in_the_diff_not_as_a_patch(logged
     diff = page.locator("#copy-diff")
     expect(diff).to_contain_text("（第 2 行）")
     expect(diff).not_to_contain_text("@@")
+
+
+def test_the_idle_count_follows_the_cards_a_running_local_job_holds_and_frees(
+    logged_in_page, alice
+):
+    from jobs.models import JobStatus
+    from tests.test_quotas import running_job
+
+    held = running_job(alice, {A800: [0, 1, 2]})
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+
+    # The first role asks for A800 cards: 3 of the 8 are held by the running job.
+    page.select_option("#id_roles-0-accelerator_type", A800)
+    idle = page.locator("#idle-0 span").first
+    expect(idle).to_have_text(re.compile(r"^\D*5\D*$"))
+    expect(page.locator("#pool-stock")).to_contain_text(re.compile(r"\b5\D+8\b"))
+    # The job ends while the page is open: the next poll (every 5 s) shows its cards idle.
+    Job.objects.filter(pk=held.pk).update(status=JobStatus.SUCCEEDED)
+    expect(idle).to_have_text(re.compile(r"^\D*8\D*$"), timeout=12_000)
+    expect(page.locator("#pool-stock")).to_contain_text(re.compile(r"\b8\D+8\b"))

@@ -8,6 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from jobs import forms as F
 from jobs import spec as S
 from jobs import wizard as W
 from jobs.models import Draft, Job
@@ -131,6 +132,37 @@ def test_changing_a_template_select_swaps_only_the_preview(alice_client):
     page = r.content.decode()
     assert "sft_baichuan2_13b.sh" in page
     assert "<select" not in page
+    assert "aiak_form" not in r.context  # the preview alone builds no form to draw nothing of
+
+
+def test_switching_to_aiak_mode_draws_the_fields_with_what_was_chosen(alice_client):
+    draft = new_draft(alice_client)
+    params = {"creation_mode": "aiak", "training_mode": "SFT", "aiak_template": "qwen-72b"}
+
+    r = alice_client.get(
+        reverse("wizard-aiak", args=[draft.id]),
+        params,
+        headers={**HTMX, "HX-Target": "aiak-section"},
+    )
+
+    page = r.content.decode()
+    assert page.count("<select") == 3 and 'id="aiak-preview"' in page
+    assert '<option value="qwen-72b" selected>' in page
+    assert '<option value="SFT" selected>' in page
+    # Built with the three fields it draws, not the whole basic form.
+    assert list(r.context["aiak_form"].fields) == list(F.AIAK_FIELDS)
+
+
+def test_the_aiak_fields_alone_draw_as_the_basic_forms_own():
+    initial = {"training_mode": "SFT", "training_method": "lora", "aiak_template": "qwen-72b"}
+    templates = W.aiak_template_choices()
+    basic = F.BasicForm(initial=initial, pools=[], pool=None, templates=templates)
+    alone = F.AiakFieldsForm(initial=initial, templates=templates)
+
+    for name in F.AIAK_FIELDS:
+        assert str(alone[name]) == str(basic[name])
+        assert alone[name].field.marked_required and alone[name].label == basic[name].label
+        assert alone[name].help_text == basic[name].help_text
 
 
 def test_the_catalog_has_every_model_the_console_offers():

@@ -51,6 +51,41 @@ def widget_cases():
     yield forms.CheckboxInput(), [True, False, None, "on"]
     yield forms.Textarea(), ["line 1\n<b>line 2</b>", "", None]
     yield forms.Select(choices=CHOICES), ["a", "", None, "missing"]
+    yield forms.Select(choices=GROUPED), ["a", "1", 2, "", None]
+
+
+# Groups, safe and lazy labels, numbers and text to escape in values and labels.
+GROUPED = [
+    ("", "—"),
+    ('Group <1> & "q"', [("a", "A & <b>"), (1, mark_safe("<i>safe</i>")), ("x'y", 3.5)]),
+    (2, gettext_lazy("Name")),
+    (gettext_lazy("Queue"), [(mark_safe("<v>"), "v"), ("b", "B")]),
+]
+# What jobs/widgets/select.html wrote before its options were written by the select_options
+# filter, kept here as the filter's reference.
+OPTIONS_LOOP = (
+    "{% for group_name, group_choices, group_index in optgroups %}{% if group_name %}\n"
+    '  <optgroup label="{{ group_name }}">{% endif %}{% for option in group_choices %}\n'
+    "  <option value=\"{{ option.value|stringformat:'s' }}\"{% if option.selected %} selected"
+    "{% endif %}>{{ option.label }}</option>{% endfor %}{% if group_name %}\n"
+    "  </optgroup>{% endif %}{% endfor %}"
+)
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+@pytest.mark.parametrize("value", ["a", "1", 2, "", None, ["a", "b"]])
+def test_a_selects_options_are_written_exactly_as_the_template_loop_wrote_them(language, value):
+    from django.template import Context, Template
+    from django.utils import translation
+
+    from jobs.templatetags.job_tags import select_options
+
+    for multiple in (False, True):
+        widget = (forms.SelectMultiple if multiple else forms.Select)(choices=GROUPED)
+        optgroups = widget.optgroups("field", widget.format_value(value))
+        with translation.override(language):
+            loop = Template(OPTIONS_LOOP).render(Context({"optgroups": optgroups}))
+            assert select_options(optgroups) == loop
 
 
 def between_tags(html: str) -> str:
