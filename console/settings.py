@@ -352,6 +352,7 @@ LOGGING = {
     "filters": {
         "healthz_answers": {"()": "jobs.log_filters.HealthzAnswers"},
         "unlisted_host": {"()": "jobs.log_filters.UnlistedHostOneLine"},
+        "permission_denied": {"()": "jobs.log_filters.PermissionDeniedOneLine"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
@@ -359,7 +360,8 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
         # A probe's /healthz 503 is its answer, not the web server's error.
-        "django.request": {"filters": ["healthz_answers"]},
+        # ...and a 403 of a permission check one line, without a traceback.
+        "django.request": {"filters": ["healthz_answers", "permission_denied"]},
         # A Host ALLOWED_HOSTS does not list (a scanner, a mistyped address): one WARNING line.
         "django.security.DisallowedHost": {"filters": ["unlisted_host"]},
     },

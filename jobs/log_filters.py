@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import PermissionDenied
+
 # The answers /healthz gives by design (jobs.health_views): its 503 says the worker or the
 # database is down, its 400 a wrong `worker` parameter.
 HEALTHZ_ANSWERS = (400, 503)
@@ -42,4 +44,16 @@ class UnlistedHostOneLine(logging.Filter):
         record.msg, record.args = message, ()
         record.exc_info = record.exc_text = None
         record.levelno, record.levelname = logging.WARNING, logging.getLevelName(logging.WARNING)
+        return True
+
+
+class PermissionDeniedOneLine(logging.Filter):
+    """Leaves Django's record of a PermissionDenied (a 403: staff opening a review page their
+    permissions do not cover) one WARNING line, "Forbidden (Permission denied): <path>",
+    without the traceback Django attaches: it is the permission check answering as meant,
+    not a fault to debug, and the page (templates/403.html) tells the person why."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], PermissionDenied):
+            record.exc_info = record.exc_text = None
         return True

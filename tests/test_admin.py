@@ -1296,3 +1296,38 @@ def test_a_reviewer_sees_where_a_jobs_webhooks_go_but_not_their_tokens(alice, re
     assert "0f1e2d3c-token" not in page and "pw@" not in page
     assert hook in owners  # the owner's own address, whole
     assert Job.objects.get(pk=job.pk).job_spec().alert.webhooks[0] == hook
+
+
+@pytest.mark.parametrize(
+    ("language", "heading"),
+    [("zh-hans", "您的账号不能打开此页面"), ("en", "Your account may not open this page")],
+)
+def test_staff_refused_a_page_by_its_permissions_get_the_consoles_page_saying_why(
+    alice, db, language, heading
+):
+    job = submit(alice, "1")
+    staff = User.objects.create_user("dave", "dave@example.com", "dave-password", is_staff=True)
+    client = client_for(staff)
+    client.cookies["django_language"] = language
+
+    r = client.get(f"{CHANGELIST}{job.pk}/change/")
+
+    assert r.status_code == 403
+    page = r.content.decode()
+    assert f'<h1 class="h4" id="forbidden">{heading}</h1>' in page
+    assert 'id="forbidden-review" href="/admin/"' in page  # back to what they may review
+    assert "403 Forbidden" not in page
+
+
+def test_a_permission_refusal_is_logged_as_one_warning_line_without_a_traceback(alice, db, caplog):
+    job = submit(alice, "1")
+    staff = User.objects.create_user("dave", "dave@example.com", "dave-password", is_staff=True)
+
+    with caplog.at_level("WARNING", logger="django.request"):
+        r = client_for(staff).get(f"{CHANGELIST}{job.pk}/change/")
+
+    assert r.status_code == 403
+    [record] = [rec for rec in caplog.records if rec.name == "django.request"]
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == f"Forbidden (Permission denied): {CHANGELIST}{job.pk}/change/"
+    assert record.exc_info is None

@@ -390,3 +390,18 @@ def test_a_reviewer_with_an_old_bookmarked_filter_is_told_why_and_gets_back_to_t
     page.click("#whole-list")
     page.wait_for_url("**/admin/jobs/job/")
     expect(page.locator("#result_list")).to_contain_text("bookmarked-job")
+
+
+def test_a_reviewer_without_a_permission_is_told_why_and_goes_back_to_review(page, alice):
+    from django.contrib.auth.models import User
+
+    job = submit(alice, "someone-elses")
+    User.objects.create_user("dave", "dave@example.com", "dave-password", is_staff=True)
+    log_in(page, "dave", "dave-password")
+
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+
+    expect(page.locator("#forbidden")).to_have_text("您的账号不能打开此页面")
+    expect(page.locator("main, body").first).to_contain_text("请超级管理员")
+    page.click("#forbidden-review")
+    page.wait_for_url(lambda url: url.endswith("/admin/"))
