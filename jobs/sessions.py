@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from .auth_backends import CONSOLE_MODEL_BACKEND, DJANGO_MODEL_BACKEND
 
-
 # The longest key the table holds (django_session.session_key is a varchar(40)).
 _KEY_MAX_LENGTH = 40
 _KEY_CHARS = frozenset(VALID_KEY_CHARS)
