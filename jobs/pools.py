@@ -21,6 +21,7 @@ running jobs hold of it when they have one.
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -240,6 +241,15 @@ def unread_backends() -> set[str]:
 # -- names that outlive a process: KnownPool -------------------------------------------------
 
 
+def _printable(text: str) -> str:
+    """`text` without control characters (a NUL, an escape sequence, line breaks), stripped.
+
+    Decided here: a pool's name is what AIHC answered, kept as shown, but a control character
+    names nothing a person reads; PostgreSQL refuses a NUL, and one pool's name with one in it
+    made the write of every pool's name fail, on every read."""
+    return "".join(c for c in text if unicodedata.category(c) != "Cc").strip()
+
+
 def known_pools_keep(*, backend: str, names: dict[str, str]) -> bool:
     """Stores `names` (pool id -> name, as `backend` has just listed them) as the pools' last
     known names: one query, whatever the number of pools. Called by a remote backend when its
@@ -252,9 +262,16 @@ def known_pools_keep(*, backend: str, names: dict[str, str]) -> bool:
 
     now = timezone.now()
     rows = [
-        KnownPool(pool_id=pool_id, backend=backend, name=name[:255], seen_at=now)
+        KnownPool(
+            pool_id=pool_id,
+            backend=backend,
+            name=(_printable(name)[:255] or pool_id),
+            seen_at=now,
+        )
         for pool_id, name in names.items()
-        if 0 < len(pool_id) <= 64  # as Job.resource_pool holds them
+        # As Job.resource_pool holds them; an id with a control character is none AIHC makes
+        # (and PostgreSQL refuses a NUL in any text: the write of every name failed with it).
+        if 0 < len(pool_id) <= 64 and _printable(pool_id) == pool_id
     ]
     if not rows:
         return True

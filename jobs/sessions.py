@@ -15,16 +15,30 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth import BACKEND_SESSION_KEY
+from django.contrib.sessions.backends.base import VALID_KEY_CHARS
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 from django.db import connections, router
 from django.utils import timezone
 
 from .auth_backends import CONSOLE_MODEL_BACKEND, DJANGO_MODEL_BACKEND
 
+# The longest key the table holds (django_session.session_key is a varchar(40)).
+_KEY_MAX_LENGTH = 40
+_KEY_CHARS = frozenset(VALID_KEY_CHARS)
+
 
 class SessionStore(DatabaseSessionStore):
+    def _validate_session_key(self, key: Any) -> bool:
+        # Decided here: only a key Django could have made (its own characters, a-z and 0-9,
+        # 8 to 40 of them) is looked up. Any other cookie value is no session, as a short one
+        # already was: a NUL in it (`sessionid="\000..."`, an octal escape the cookie parser
+        # decodes) made PostgreSQL refuse the query and the page answer 500.
+        return (
+            isinstance(key, str) and 8 <= len(key) <= _KEY_MAX_LENGTH and _KEY_CHARS.issuperset(key)
+        )
+
     def load(self) -> dict[str, Any]:
-        data = self._session_data_from_db()
+        data = None if self.session_key is None else self._session_data_from_db()
         if data is None:
             # As the db engine: a missing or expired row leaves no key, so a new one is made
             # (never the one the browser sent) if anything is stored.

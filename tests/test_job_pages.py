@@ -370,6 +370,37 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
     assert set(pool_cells(poll.content.decode()).values()) == {("资源池 ID：local", "本机 Local")}
 
 
+def test_a_hostile_pool_name_from_aihc_is_kept_without_control_characters_and_shown_escaped(
+    alice, alice_client
+):
+    from jobs.models import KnownPool
+    from jobs.pools import known_pools_keep
+
+    # As AIHC might answer: a NUL and other control characters in one pool's name (PostgreSQL
+    # refuses a NUL, and refused the whole write: no pool's name was kept), markup in it, and
+    # an id no job could hold.
+    assert known_pools_keep(
+        backend="aihc",
+        names={
+            "cce-evil": "<b>坏\x00池</b>\x1b[31m\r\n",
+            "cce-good": "好池",
+            "cce-\x00nul": "无名",
+        },
+    )
+    assert dict(KnownPool.objects.values_list("pool_id", "name")) == {
+        "cce-evil": "<b>坏池</b>[31m",
+        "cce-good": "好池",
+    }
+    job = submit(alice)
+    Job.objects.filter(pk=job.pk).update(resource_pool="cce-evil")
+    html = alice_client.get(reverse("job-list")).content.decode()
+    assert pool_cells(html)[job.public_id] == (
+        "资源池 ID：cce-evil",
+        "&lt;b&gt;坏池&lt;/b&gt;[31m（已不再提供）",
+    )
+    assert "<b>坏池" not in html
+
+
 def test_pools_no_longer_offered_are_named_by_their_last_names_at_most_one_query_more(
     alice, alice_client, django_assert_num_queries
 ):

@@ -137,3 +137,19 @@ def test_a_password_changed_elsewhere_ends_the_log_in_at_the_next_request(alice)
 
     r = client.get(PAGE)
     assert r.status_code == 302 and r["Location"].startswith("/login/")
+
+
+@pytest.mark.parametrize(
+    "cookie",
+    [
+        # A quoted cookie value's octal escape is a NUL once Django reads the header.
+        '"\\000aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"',
+        "a" * 4000,
+        "'; DROP TABLE django_session; --",
+        "%00aaaaaaaaaaaaaaaaaaaa",
+    ],
+)
+def test_a_hostile_session_cookie_is_a_logged_out_visitor_on_sqlite_and_postgresql(cookie, db):
+    response = Client().get("/login/", HTTP_COOKIE=f"{settings.SESSION_COOKIE_NAME}={cookie}")
+    assert response.status_code == 200
+    assert Session.objects.count() == 0
