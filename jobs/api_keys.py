@@ -98,6 +98,10 @@ MAX_EXPIRATION_SECONDS = 1800
 CLOCK_SKEW_SECONDS = 300
 THROTTLE_PREFIX = API_KEY_PREFIX
 SIGNATURE_RE = re.compile(r"[0-9a-fA-F]{64}")
+# An access key ID as any issuer writes one (the console's and AIHC's are hex): printable
+# ASCII without "/" (the header's separator). A NUL or a Latin-1 character would otherwise
+# reach the throttle's and the key's look-ups, which PostgreSQL refuses (a 500).
+ACCESS_KEY_ID_RE = re.compile(r"[\x21-\x2e\x30-\x7e]{1,128}")
 _SEAL_VERSION = "aesgcm"
 _SEAL_INFO = b"ai-job-console jobs.api_keys secret"
 _NONCE_BYTES = 12  # GCM's standard nonce; random, one per sealing
@@ -297,7 +301,11 @@ def parse_authorization(value: str) -> AuthString:
         raise bad from None
     # 64 hex digits: header bytes past ASCII arrive as Latin-1 characters, which
     # hmac.compare_digest refuses with a TypeError (a server error, not a refusal).
-    if not access_key_id or seconds <= 0 or not SIGNATURE_RE.fullmatch(signature):
+    if (
+        not ACCESS_KEY_ID_RE.fullmatch(access_key_id)
+        or seconds <= 0
+        or not SIGNATURE_RE.fullmatch(signature)
+    ):
         raise bad
     headers = [n.strip().lower() for n in names.split(";")] if names else None
     if headers is not None and not all(headers):

@@ -801,6 +801,22 @@ def test_a_signature_that_is_not_hex_is_a_malformed_header_not_a_server_error(al
     assert (r.status_code, r.json()["code"]) == (400, "InvalidHTTPAuthHeader")
 
 
+@pytest.mark.parametrize("access_key_id", ["ab\x00cd", "\xe9" * 32, "a b", "x" * 129])
+def test_an_access_key_id_no_issuer_writes_is_a_malformed_header_not_a_server_error(
+    alice_key, access_key_id
+):
+    """A NUL or a Latin-1 character in the key ID reached the throttle's look-up and the
+    key's, which PostgreSQL refuses (a 500 there; this file also runs on PostgreSQL)."""
+    timestamp = signer.canonical_time(time.time())
+    auth = f"bce-auth-v1/{access_key_id}/{timestamp}/1800/host/" + "0" * 64
+
+    r = Client(raise_request_exception=False).get(
+        "/api/v1/aijobs?resourcePoolId=local", headers={"Authorization": auth, "Host": "testserver"}
+    )
+
+    assert (r.status_code, r.json()["code"]) == (400, "InvalidHTTPAuthHeader")
+
+
 def test_guessing_a_secret_is_throttled_like_guessing_a_password(wsgi, alice_key, settings):
     settings.LOGIN_FAILURES_PER_USERNAME = 3
     key, secret = alice_key

@@ -8,12 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore as DjangoSessionStore
 from django.contrib.sessions.models import Session
-from django.db import connection
+from django.db import connection, connections
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -96,8 +97,16 @@ def test_a_session_read_asynchronously_is_the_same_and_an_old_log_in_carries_on(
 
     # A thread of its own: in a full run Playwright's sync API keeps an event loop running in
     # this one (session-scoped browser), where asgiref's async_to_sync refuses to start.
+    async def load() -> dict:
+        try:
+            return await SessionStore(key).aload()
+        finally:
+            # The read's thread closes its connection, or PostgreSQL keeps the test database
+            # open and it cannot be dropped at the end of the run.
+            await sync_to_async(connections.close_all)()
+
     with ThreadPoolExecutor(max_workers=1) as thread:
-        loaded = thread.submit(asyncio.run, SessionStore(key).aload()).result()
+        loaded = thread.submit(asyncio.run, load()).result()
 
     assert loaded == SessionStore(key).load()
     assert loaded[BACKEND_SESSION_KEY] == "jobs.auth_backends.ConsoleModelBackend"
