@@ -733,3 +733,12 @@ if REVIEW_POLICY == "queues" and not REVIEW_QUEUES:
     raise ImproperlyConfigured("REVIEW_POLICY=queues needs REVIEW_QUEUES (queue or pool/queue)")
 # Queues of the local pool (jobs are FIFO by priority within each queue).
 LOCAL_QUEUES = envlist("LOCAL_QUEUES", "default")
+# Each name as a job's queue must be (jobs/spec.py's QUEUE_RE): the wizard would offer a queue
+# such as `gpu/a` and then refuse every job sent to it, so such a name stops the start instead.
+_queue_re = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?\Z")
+for _queue in LOCAL_QUEUES:
+    if not _queue_re.match(_queue) or LOCAL_QUEUES.count(_queue) > 1:
+        raise ImproperlyConfigured(
+            "LOCAL_QUEUES is queue,queue,... each once, of letters, digits, '-', '_' and '.' "
+            f"(up to 64, starting and ending with a letter or digit), not {_queue!r}"
+        )

@@ -734,11 +734,12 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
         )
         % {"name": job.name},
     )
-    if job.group_id is not None:
+    group = job.group if job.group_id is not None else None
+    if group is not None and group.total > 1:
         # One task of a queue group copies the group: its spec holds the group's submission
         # settings, which the wizard's Submission step shows to change (to one task, say).
-        # Run again is the way to run the one task (jobs.actions.job_rerun).
-        group = job.group
+        # Run again is the way to run the one task (jobs.actions.job_rerun). A group of one
+        # (a queue task sent alone) is copied as it is, with nothing to say.
         messages.info(
             request,
             ngettext(

@@ -758,6 +758,31 @@ def test_a_queue_task_page_says_copy_makes_a_draft_of_the_group_and_run_again_on
     assert "草稿是整个队列任务组的：共 3 个任务，最多同时运行 2 个" in copied.content.decode()
 
 
+def test_a_queue_task_sent_alone_or_run_again_from_a_group_keeps_the_plain_buttons(
+    alice, alice_client
+):
+    # A queue task is a group of one: copying it and running it again are the same one task,
+    # so its page says neither "whole group" nor "this task", and has no note.
+    spec = make_spec("echo task")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    group = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    finish(group[1])
+    alice_client.post(reverse("job-rerun", args=[group[1].public_id]))
+    again = Job.objects.exclude(pk__in=[j.pk for j in group]).get()
+    assert again.group.total == 1
+
+    page = alice_client.get(reverse("job-detail", args=[again.public_id])).content.decode()
+    copied = alice_client.post(reverse("job-copy", args=[again.public_id]), follow=True)
+
+    assert re.search(r'id="job-copy"[^>]*>复制<', page)
+    assert re.search(r'id="job-rerun"[^>]*>再次运行<', page)
+    assert "group-actions-help" not in page and "复制整个任务组" not in page
+    assert '<span class="badge text-bg-light border fs-6 align-middle" id="group-task"' in page
+    assert "草稿是整个队列任务组的" not in copied.content.decode()
+    row = Draft.objects.get(source_job=again).data["submission"]
+    assert (row["mode"], row["total"]) == ([S.SUBMIT_QUEUE], ["1"])
+
+
 def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client):
     job = submit(alice)
     run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)

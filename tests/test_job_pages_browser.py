@@ -244,6 +244,15 @@ def test_a_queue_tasks_copy_opens_a_draft_of_the_group_and_run_again_runs_the_on
     page.wait_for_url(lambda url: "/jobs/" in url and group[1].public_id not in url)
     new = Job.objects.exclude(pk__in=[j.pk for j in group]).get()
     assert new.public_id in page.url and new.job_spec().submission.total == 1
+    # The task run again is a queue task of its own (a group of one): its page's buttons are
+    # the plain ones, with no note, and its copy says nothing of a group.
+    expect(page.locator("#group-task")).to_have_text("1/1")
+    expect(page.locator("#job-copy")).to_have_text("复制")
+    expect(page.locator("#job-rerun")).to_have_text("再次运行")
+    expect(page.locator("#group-actions-help")).to_have_count(0)
+    page.click("#job-copy")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    expect(page.locator("body")).not_to_contain_text("队列任务组")
 
 
 def test_a_reviewers_reason_keeps_its_line_breaks_on_the_owners_page(

@@ -486,6 +486,27 @@ def test_choosing_aiak_creation_picks_pytorch_the_templates_run_on(logged_in_pag
     expect(page.locator("input[name=framework][value=PyTorchJob]")).to_be_checked()
 
 
+def test_aiak_choices_come_back_after_switching_to_custom_and_back(logged_in_page):
+    page = logged_in_page
+    start(page)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "SFT")
+    page.select_option("#id_training_method", "lora")
+    page.select_option("#id_aiak_template", "llama2-13b")
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=custom]")
+    expect(page.locator("#id_training_mode")).to_have_count(0)
+
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+
+    expect(page.locator("#id_training_mode")).to_have_value("SFT")
+    expect(page.locator("#id_training_method")).to_have_value("lora")
+    expect(page.locator("#id_aiak_template")).to_have_value("llama2-13b")
+    expect(page.locator("#aiak-fill")).to_be_visible()
+
+
 def test_the_aiak_warning_follows_the_pool_chosen(logged_in_page, settings):
     page = logged_in_page
     start(page)
