@@ -603,6 +603,28 @@ def available_pools() -> list[Pool]:
     return pools
 
 
+def _owned_draft_row(
+    connection: Any, expression: str, *, draft_id: uuid.UUID, owner: Any
+) -> tuple[Any, ...] | None:
+    """`SELECT <expression> FROM` the drafts `WHERE` id is `draft_id` and the owner `owner`,
+    one plain query on `connection` (values as parameters, prepared by the fields as the ORM
+    prepares them): the row, or None when the owner has no such draft."""
+    meta = Draft._meta
+    quote = connection.ops.quote_name
+    owner_field = meta.get_field("owner")
+    sql = (
+        f"SELECT {expression} FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.pk.column)} = %s AND {quote(owner_field.column)} = %s"
+    )
+    params = [
+        meta.pk.get_db_prep_value(draft_id, connection),
+        owner_field.get_db_prep_value(owner.pk, connection),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
 def owned_draft_id_only(*, draft_id: uuid.UUID, owner: Any) -> Draft | None:
     """The owner's draft with only its id read (its other fields load if touched, as with
     `.only("id")`), or None if `owner` has no such draft: what the wizard's partials need
@@ -611,24 +633,12 @@ def owned_draft_id_only(*, draft_id: uuid.UUID, owner: Any) -> Draft | None:
     One plain `SELECT id ... WHERE id = %s AND owner_id = %s` on the connection's cursor:
     through the ORM the same check costs ~0.18 ms of a ~1 ms partial (bench/profile_floor.py),
     for SQL that never changes."""
-    meta = Draft._meta
     alias = router.db_for_read(Draft)
     connection = connections[alias]
-    quote = connection.ops.quote_name
-    pk = meta.pk
-    owner_field = meta.get_field("owner")
-    sql = (
-        f"SELECT {quote(pk.column)} FROM {quote(meta.db_table)} "
-        f"WHERE {quote(pk.column)} = %s AND {quote(owner_field.column)} = %s"
-    )
-    params = [
-        pk.get_db_prep_value(draft_id, connection),
-        owner_field.get_db_prep_value(owner.pk, connection),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        if cursor.fetchone() is None:
-            return None
+    pk = Draft._meta.pk
+    expression = connection.ops.quote_name(pk.column)
+    if _owned_draft_row(connection, expression, draft_id=draft_id, owner=owner) is None:
+        return None
     draft = Draft.from_db(alias, [pk.attname], [draft_id])
     draft.owner = owner  # the user already read for the request, as the wizard's views do
     return draft
@@ -655,12 +665,7 @@ def owned_draft_pool_id(*, draft_id: uuid.UUID, owner: Any) -> str | None:
     that never changes. Decided here: only a list counts as the chosen pool (the form data
     is stored as lists); the ORM's SQLite transform would also read a string that looks like
     a JSON list as one, which the wizard never stores."""
-    alias = router.db_for_read(Draft)
-    connection = connections[alias]
-    meta = Draft._meta
-    quote = connection.ops.quote_name
-    pk = meta.pk
-    owner_field = meta.get_field("owner")
+    connection = connections[router.db_for_read(Draft)]
     value = _POOL_ID_SQL.get(connection.vendor)
     if value is None:
         for values in Draft.objects.filter(id=draft_id, owner=owner).values_list(
@@ -668,18 +673,8 @@ def owned_draft_pool_id(*, draft_id: uuid.UUID, owner: Any) -> str | None:
         ):
             return str(values[-1]) if isinstance(values, list) and values else ""
         return None
-    sql = (
-        f"SELECT {value.format(data=quote(meta.get_field('data').column))} "
-        f"FROM {quote(meta.db_table)} "
-        f"WHERE {quote(pk.column)} = %s AND {quote(owner_field.column)} = %s"
-    )
-    params = [
-        pk.get_db_prep_value(draft_id, connection),
-        owner_field.get_db_prep_value(owner.pk, connection),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
+    data = connection.ops.quote_name(Draft._meta.get_field("data").column)
+    row = _owned_draft_row(connection, value.format(data=data), draft_id=draft_id, owner=owner)
     if row is None:
         return None
     values = json.loads(row[0]) if row[0] is not None else None
