@@ -59,16 +59,7 @@ class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmi
         "revoke_reason",
     )
     readonly_fields = fields
-    list_display = (
-        "access_key_id",
-        "owner",
-        "description",
-        "created_at",
-        "last_used_at",
-        "expires_at",
-        "revoked_at",
-        "revoke_reason",
-    )
+    list_display = fields
     list_filter = (("revoked_at", admin.EmptyFieldListFilter), ExpiryFilter, "revoke_reason")
     search_fields = ("access_key_id", "owner__username")
     list_select_related = ("owner",)

@@ -84,14 +84,18 @@ def widget_attrs(attrs: dict[str, Any]) -> SafeString:
         if value is True:
             parts.append(f" {conditional_escape(name)}")
             continue
-        try:  # as the stringformat filter: a value that cannot be formatted writes ""
-            text = "%s" % (str(value) if isinstance(value, tuple) else value)
-        except (TypeError, ValueError):
-            text = ""
-        parts.append(
-            f' {conditional_escape(name)}="{text if isinstance(value, SafeData) else escape(text)}"'
-        )
+        parts.append(f' {conditional_escape(name)}="{_formatted(value)}"')
     return mark_safe("".join(parts))
+
+
+def _formatted(value: Any) -> str:
+    """`{{ value|stringformat:'s' }}` in an autoescaped template: a value that cannot be
+    formatted writes "", and the text is escaped unless the value was safe."""
+    try:
+        text = "%s" % (str(value) if isinstance(value, tuple) else value)
+    except (TypeError, ValueError):
+        text = ""
+    return text if isinstance(value, SafeData) else escape(text)
 
 
 def _written(value: Any) -> SafeString:
@@ -117,12 +121,8 @@ def select_options(optgroups: Any) -> SafeString:
             parts.append(f'\n  <optgroup label="{_written(group_name)}">')
         for option in group_choices:
             value = option["value"]
-            try:  # as the stringformat filter: a value that cannot be formatted writes ""
-                text = "%s" % (str(value) if isinstance(value, tuple) else value)
-            except (TypeError, ValueError):
-                text = ""
             parts.append(
-                f'\n  <option value="{text if isinstance(value, SafeData) else escape(text)}"'
+                f'\n  <option value="{_formatted(value)}"'
                 f"{' selected' if option['selected'] else ''}>{_written(option['label'])}</option>"
             )
         if group_name:
