@@ -24,6 +24,7 @@ from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import Max, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -40,6 +41,7 @@ from . import spec as spec_module
 from .actions import ActionError, job_stop
 from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .alerts import webhook_shown
+from .api_keys import password_set_by
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
@@ -150,6 +152,30 @@ class ConsoleUserAdmin(
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
+
+    def user_change_password(
+        self, request: HttpRequest, id: str, form_url: str = ""
+    ) -> HttpResponse:
+        """Django's form setting another user's password: the new password and the revocation
+        of that user's API keys it brings (jobs.api_keys.password_saved) in one transaction,
+        recorded under this administrator; the page that follows says how many."""
+        with transaction.atomic(), password_set_by(actor=request.user) as setter:
+            response = super().user_change_password(request, id, form_url)
+        if setter.revoked:
+            owner = setter.revoked[0].owner.get_username()
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d API key of %(user)s revoked: a password set by someone else "
+                    "ends the keys made with the old one.",
+                    "%(count)d API keys of %(user)s revoked: a password set by someone else "
+                    "ends the keys made with the old one.",
+                    len(setter.revoked),
+                )
+                % {"count": len(setter.revoked), "user": owner},
+                messages.WARNING,
+            )
+        return response
 
 
 @admin.register(Group)

@@ -1,0 +1,33 @@
+# The hourly bound on alert emails extended to webhooks (ALERT_WEBHOOKS_PER_HOUR): the rows it
+# counts, AlertMail, become AlertDelivery with a channel; the emails already counted keep
+# counting (channel "email").
+
+from django.conf import settings
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("jobs", "0021_api_key_create_key"),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
+    ]
+
+    operations = [
+        migrations.RemoveIndex(model_name="alertmail", name="alertmail_owner_time"),
+        migrations.RenameModel(old_name="AlertMail", new_name="AlertDelivery"),
+        migrations.AddField(
+            model_name="alertdelivery",
+            name="channel",
+            field=models.CharField(
+                choices=[("email", "email"), ("webhook", "webhook")],
+                default="email",
+                max_length=8,
+            ),
+        ),
+        migrations.AddIndex(
+            model_name="alertdelivery",
+            index=models.Index(
+                fields=["owner", "channel", "sent_at"], name="alertdelivery_owner_time"
+            ),
+        ),
+    ]
