@@ -11,6 +11,7 @@ and queues), never a scan or DISTINCT over all jobs.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -55,7 +56,7 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
-from .pools import labels_by_pool, no_longer_offered, pool_names
+from .pools import no_longer_offered, pool_labels, pool_names
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -222,18 +223,28 @@ def _filtered(queryset: QuerySet, field: str, value: str | None) -> QuerySet:
     return queryset.filter(**{field: value})
 
 
-def _pool_labels(request: HttpRequest) -> dict[str, str]:
-    """The labels of the pools offered now, by id, looked up once per request (the pool filter
-    and the rows need them). Read as the console's job list reads them on its full page
-    (available_pools: cached figures, no query; a remote backend's first read in this process
-    waited for), so a pool missing here is one the console no longer offers, whichever server
-    process answers. The list is not polled."""
+def _pool_labels(request: HttpRequest, pool_ids: Iterable[str]) -> dict[str, str]:
+    """The labels of the pools `pool_ids`, by id, kept for the request (the pool filter and
+    the rows need them): a pool offered now by its name, read as the console's job list reads
+    them on its full page (available_pools: cached figures, no query; a remote backend's first
+    read in this process waited for), so a pool missing there is one the console no longer
+    offers, whichever server process answers; such a pool by its last known name (KnownPool)
+    marked "(no longer offered)", as the job list names it (pool_labels); "" for a pool never
+    seen by name (its id is shown). The filter asks first, for every pool jobs are in, so the
+    page reads the last known names in one query, and the rows, whose pools are among them,
+    in none. The list is not polled."""
     from .wizard import available_pools
 
-    if not hasattr(request, "_pool_labels"):
-        names = {p.id: p.name for p in available_pools()}
-        request._pool_labels = labels_by_pool(names)  # type: ignore[attr-defined]
-    return request._pool_labels  # type: ignore[attr-defined,no-any-return]
+    if not hasattr(request, "_pool_names"):
+        request._pool_names = {p.id: p.name for p in available_pools()}  # type: ignore[attr-defined]
+        request._pool_labels = {}  # type: ignore[attr-defined]
+    done: dict[str, str] = request._pool_labels  # type: ignore[attr-defined]
+    if wanted := set(pool_ids) - done.keys():
+        found = pool_labels(names=request._pool_names, pool_ids=wanted)  # type: ignore[attr-defined]
+        done.update(
+            {pool_id: found[pool_id].text if pool_id in found else "" for pool_id in wanted}
+        )
+    return done
 
 
 class PoolFilter(admin.SimpleListFilter):
@@ -243,8 +254,9 @@ class PoolFilter(admin.SimpleListFilter):
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         # By name, as the rows; a pool no longer offered by its id, marked so (as the
         # console's job list marks it).
-        labels = _pool_labels(request)
-        return [(pool, labels.get(pool) or no_longer_offered(pool)) for pool in _pools(request)]
+        pools = _pools(request)
+        labels = _pool_labels(request, pools)
+        return [(pool, labels.get(pool) or no_longer_offered(pool)) for pool in pools]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return _filtered(queryset, "resource_pool", self.value())
@@ -374,7 +386,7 @@ class JobChangeList(ChangeList):
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
         # Each row's pool by its name (JobAdmin.pool_and_queue), read once for the page.
-        labels = _pool_labels(request)
+        labels = _pool_labels(request, {job.resource_pool for job in self.result_list})
         for job in self.result_list:
             job.pool_label = labels.get(job.resource_pool, "")
 
@@ -698,7 +710,8 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
 
     @admin.display(description=gettext_lazy("pool / queue"), ordering="resource_pool")
     def pool_and_queue(self, job: Job) -> str:
-        # The pool's name with its id in the title; a pool no longer offered by its id.
+        # The pool's name with its id in the title; a pool no longer offered by its last
+        # known name, marked so (_pool_labels), or by its id.
         label = getattr(job, "pool_label", "")
         if not label:
             return f"{job.resource_pool} / {job.queue}"
