@@ -252,8 +252,8 @@ class PoolFilter(admin.SimpleListFilter):
     parameter_name = "pool"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        # By name, as the rows; a pool no longer offered by its id, marked so (as the
-        # console's job list marks it).
+        # By name, as the rows; a pool no longer offered by its last known name or else its
+        # id, marked so (as the console's job list marks it).
         pools = _pools(request)
         labels = _pool_labels(request, pools)
         return [(pool, labels.get(pool) or no_longer_offered(pool)) for pool in pools]
