@@ -712,6 +712,9 @@ ALERT_WEBHOOK_TIMEOUT_SECONDS = envfloat("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5, pos
 # At most this many alert emails an hour for one user's jobs, all together (a 1,000-task queue
 # group alerting on each failure would otherwise mail every address 1,000 times); 0: no bound.
 ALERT_EMAILS_PER_HOUR = envint("ALERT_EMAILS_PER_HOUR", 30)
+# The same for alerts posted to webhooks (one alert to a job's webhooks counts once); higher,
+# as programs take a burst better than inboxes do. 0: no bound.
+ALERT_WEBHOOKS_PER_HOUR = envint("ALERT_WEBHOOKS_PER_HOUR", 60)
 
 # --- Review (jobs.review) ------------------------------------------------------------
 # Which submitted jobs wait for a reviewer before they run: "none", "all", "above_cards"

@@ -28,6 +28,7 @@ from .api_keys import (
     AlreadyCreated,
     TooManyKeys,
     api_key_create,
+    password_set_by,
     usable_keys,
 )
 from .api_keys import api_key_revoke as api_key_revoke_service
@@ -83,16 +84,14 @@ class ConsolePasswordChangeView(auth_views.PasswordChangeView):
         return {**super().get_context_data(**kwargs), "usable_keys": usable}
 
     def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
-        with transaction.atomic():
+        # The keys are revoked where every password set revokes them (jobs.api_keys
+        # .password_saved), here only if the box is ticked.
+        keep = not form.cleaned_data.get("revoke_api_keys")
+        with transaction.atomic(), password_set_by(actor=form.user, revoke=not keep) as setter:
             response = super().form_valid(form)
-            revoked = []
-            if form.cleaned_data.get("revoke_api_keys"):
-                revoked = api_keys_revoke_all_service(
-                    owner=form.user, reason=ApiKeyRevokeReason.PASSWORD_CHANGE
-                )
         messages.success(self.request, _("Your password was changed."))
-        if revoked:
-            messages.success(self.request, _revoked_message(revoked))
+        if setter.revoked:
+            messages.success(self.request, _revoked_message(setter.revoked))
         return response
 
 
@@ -160,7 +159,7 @@ def _keys_in_order(keys: list[ApiKey]) -> list[ApiKey]:
     return usable + ended
 
 
-def _revoked_message(revoked: list[str]) -> str:
+def _revoked_message(revoked: list[ApiKey]) -> str:
     return ngettext(
         "%(count)d API key revoked: requests signed with it are refused from now on.",
         "%(count)d API keys revoked: requests signed with them are refused from now on.",

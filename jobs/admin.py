@@ -11,6 +11,7 @@ and queues), never a scan or DISTINCT over all jobs.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -24,6 +25,7 @@ from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.db.models import Max, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -40,6 +42,7 @@ from . import spec as spec_module
 from .actions import ActionError, job_stop
 from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .alerts import webhook_shown
+from .api_keys import password_set_by
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
@@ -53,7 +56,7 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
-from .pools import labels_by_pool, no_longer_offered, pool_names
+from .pools import no_longer_offered, pool_labels, pool_names
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -151,6 +154,30 @@ class ConsoleUserAdmin(
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return not self._privileged(request, obj) and super().has_delete_permission(request, obj)
 
+    def user_change_password(
+        self, request: HttpRequest, id: str, form_url: str = ""
+    ) -> HttpResponse:
+        """Django's form setting another user's password: the new password and the revocation
+        of that user's API keys it brings (jobs.api_keys.password_saved) in one transaction,
+        recorded under this administrator; the page that follows says how many."""
+        with transaction.atomic(), password_set_by(actor=request.user) as setter:
+            response = super().user_change_password(request, id, form_url)
+        if setter.revoked:
+            owner = setter.revoked[0].owner.get_username()
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d API key of %(user)s revoked: a password set by someone else "
+                    "ends the keys made with the old one.",
+                    "%(count)d API keys of %(user)s revoked: a password set by someone else "
+                    "ends the keys made with the old one.",
+                    len(setter.revoked),
+                )
+                % {"count": len(setter.revoked), "user": owner},
+                messages.WARNING,
+            )
+        return response
+
 
 @admin.register(Group)
 class ConsoleGroupAdmin(
@@ -196,18 +223,28 @@ def _filtered(queryset: QuerySet, field: str, value: str | None) -> QuerySet:
     return queryset.filter(**{field: value})
 
 
-def _pool_labels(request: HttpRequest) -> dict[str, str]:
-    """The labels of the pools offered now, by id, looked up once per request (the pool filter
-    and the rows need them). Read as the console's job list reads them on its full page
-    (available_pools: cached figures, no query; a remote backend's first read in this process
-    waited for), so a pool missing here is one the console no longer offers, whichever server
-    process answers. The list is not polled."""
+def _pool_labels(request: HttpRequest, pool_ids: Iterable[str]) -> dict[str, str]:
+    """The labels of the pools `pool_ids`, by id, kept for the request (the pool filter and
+    the rows need them): a pool offered now by its name, read as the console's job list reads
+    them on its full page (available_pools: cached figures, no query; a remote backend's first
+    read in this process waited for), so a pool missing there is one the console no longer
+    offers, whichever server process answers; such a pool by its last known name (KnownPool)
+    marked "(no longer offered)", as the job list names it (pool_labels); "" for a pool never
+    seen by name (its id is shown). The filter asks first, for every pool jobs are in, so the
+    page reads the last known names in one query, and the rows, whose pools are among them,
+    in none. The list is not polled."""
     from .wizard import available_pools
 
-    if not hasattr(request, "_pool_labels"):
-        names = {p.id: p.name for p in available_pools()}
-        request._pool_labels = labels_by_pool(names)  # type: ignore[attr-defined]
-    return request._pool_labels  # type: ignore[attr-defined,no-any-return]
+    if not hasattr(request, "_pool_names"):
+        request._pool_names = {p.id: p.name for p in available_pools()}  # type: ignore[attr-defined]
+        request._pool_labels = {}  # type: ignore[attr-defined]
+    done: dict[str, str] = request._pool_labels  # type: ignore[attr-defined]
+    if wanted := set(pool_ids) - done.keys():
+        found = pool_labels(names=request._pool_names, pool_ids=wanted)  # type: ignore[attr-defined]
+        done.update(
+            {pool_id: found[pool_id].text if pool_id in found else "" for pool_id in wanted}
+        )
+    return done
 
 
 class PoolFilter(admin.SimpleListFilter):
@@ -215,10 +252,11 @@ class PoolFilter(admin.SimpleListFilter):
     parameter_name = "pool"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        # By name, as the rows; a pool no longer offered by its id, marked so (as the
-        # console's job list marks it).
-        labels = _pool_labels(request)
-        return [(pool, labels.get(pool) or no_longer_offered(pool)) for pool in _pools(request)]
+        # By name, as the rows; a pool no longer offered by its last known name or else its
+        # id, marked so (as the console's job list marks it).
+        pools = _pools(request)
+        labels = _pool_labels(request, pools)
+        return [(pool, labels.get(pool) or no_longer_offered(pool)) for pool in pools]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return _filtered(queryset, "resource_pool", self.value())
@@ -348,7 +386,7 @@ class JobChangeList(ChangeList):
     def get_results(self, request: HttpRequest) -> None:
         super().get_results(request)
         # Each row's pool by its name (JobAdmin.pool_and_queue), read once for the page.
-        labels = _pool_labels(request)
+        labels = _pool_labels(request, {job.resource_pool for job in self.result_list})
         for job in self.result_list:
             job.pool_label = labels.get(job.resource_pool, "")
 
@@ -672,7 +710,8 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
 
     @admin.display(description=gettext_lazy("pool / queue"), ordering="resource_pool")
     def pool_and_queue(self, job: Job) -> str:
-        # The pool's name with its id in the title; a pool no longer offered by its id.
+        # The pool's name with its id in the title; a pool no longer offered by its last
+        # known name, marked so (_pool_labels), or by its id.
         label = getattr(job, "pool_label", "")
         if not label:
             return f"{job.resource_pool} / {job.queue}"

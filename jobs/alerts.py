@@ -3,7 +3,8 @@
 The worker decides that an alert is due (`job_alert`) and enqueues one `deliver_alert`
 django task, so a decision survives a worker restart and a slow webhook never stalls
 supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
-"AlertNotSent" for an email past its owner's hourly bound); delivery never raises.
+"AlertNotSent" for an email or a webhook call past its owner's hourly bound on that
+channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR); delivery never raises.
 
 Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}.
 """
@@ -26,7 +27,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from .models import AlertMail, Job
+from .locks import user_row_locked
+from .models import AlertChannel, AlertDelivery, Job
 from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError, mask
 from .texts import Term, ngettext_noop, recorded, recorded_plural
 
@@ -237,13 +239,18 @@ def failure_text(exc: Exception) -> str:
     return text[:400]
 
 
-# The hourly bound on one user's alert emails (settings.ALERT_EMAILS_PER_HOUR). Decided: an
-# alert past it is not emailed, and not kept to be summed up later (that would need a mail on
-# a timer, and a summary of 1,000 failures says no more than the job list): its job gets an
-# AlertNotSent event saying why, and the last email the hour allows says that more are not
-# sent until when. Webhooks are not bound: they go to programs (a chat gateway, an incident
-# tool) that take a burst, and each has its own limit; a job has at most 10 of them.
-ALERT_MAIL_WINDOW = timedelta(hours=1)
+# The hourly bounds on one user's alerts, one per channel: ALERT_EMAILS_PER_HOUR alert emails
+# and ALERT_WEBHOOKS_PER_HOUR alerts posted to webhooks. Decided: an alert past its channel's
+# bound is not sent on that channel, and not kept to be summed up later (that would need a
+# mail on a timer, and a summary of 1,000 failures says no more than the job list): its job
+# gets an AlertNotSent event saying why, and the last email the hour allows says that more
+# are not sent until when (a webhook's body stays the documented JSON: programs read it).
+# One alert counts once per channel, however many addresses or webhooks it goes to (a job
+# has at most 20 and 10): the bound is on how often a user's jobs alert, and an alert reaches
+# all of its destinations or, past the bound, none. Webhooks have their own, higher bound
+# (default 60): they go to programs (a chat gateway, an incident tool) that take a burst, but
+# a 1,000-task queue group failing task after task must not post 1,000 times either.
+ALERT_WINDOW = timedelta(hours=1)
 LAST_MAIL_NOTE = ngettext_noop(
     "This is the last alert email for your jobs until %(time)s: at most %(limit)d is sent an "
     "hour (ALERT_EMAILS_PER_HOUR). Alerts until then are listed in each job's events.",
@@ -256,39 +263,86 @@ NOT_SENT = ngettext_noop(
     "%(item)s: email not sent: %(limit)d alert emails went out for your jobs within the last "
     "hour, as many as ALERT_EMAILS_PER_HOUR allows; alert emails go out again from %(time)s.",
 )
+WEBHOOK_NOT_SENT = ngettext_noop(
+    "%(item)s: webhooks not called: %(limit)d alert went to your jobs' webhooks within the "
+    "last hour, as many as ALERT_WEBHOOKS_PER_HOUR allows; alert webhooks are called again "
+    "from %(time)s.",
+    "%(item)s: webhooks not called: %(limit)d alerts went to your jobs' webhooks within the "
+    "last hour, as many as ALERT_WEBHOOKS_PER_HOUR allows; alert webhooks are called again "
+    "from %(time)s.",
+)
+# Each channel's bound: the setting that holds it, and the event past it.
+BOUND_SETTINGS = {
+    AlertChannel.EMAIL: "ALERT_EMAILS_PER_HOUR",
+    AlertChannel.WEBHOOK: "ALERT_WEBHOOKS_PER_HOUR",
+}
+NOT_SENT_MESSAGES = {AlertChannel.EMAIL: NOT_SENT, AlertChannel.WEBHOOK: WEBHOOK_NOT_SENT}
 
 
 @dataclass
-class MailTurn:
-    """Whether one alert email may go out now for a user's jobs, under the hourly bound."""
+class Turn:
+    """Whether one alert may go out now on a channel for a user's jobs, under its bound."""
 
     allowed: bool
     # Taken (and to be given back if sending fails); None when refused or unbounded.
-    mail: AlertMail | None = None
+    delivery: AlertDelivery | None = None
     # When the next may go out: set when this is the last the hour allows, or refused.
     reopens: datetime | None = None
 
+    def give_back(self) -> None:
+        """Not sent after all: it does not count."""
+        if self.delivery is not None:
+            self.delivery.delete()
+            self.delivery = None
 
-def take_mail_turn(*, owner_id: int) -> MailTurn:
-    """Takes one of the user's alert emails of the last hour (ALERT_EMAILS_PER_HOUR; 0: no
-    bound), or says none is left. The mail is written first and counted with those before it
-    (by id): two deliveries at once do not both take the last one (only two rows committed
-    out of their ids' order in the same instant could, for one mail more)."""
-    limit = settings.ALERT_EMAILS_PER_HOUR
+
+def bound(channel: AlertChannel) -> int:
+    """The channel's bound per user and hour (0: none)."""
+    return int(getattr(settings, BOUND_SETTINGS[channel]))
+
+
+def take_turn(*, owner_id: int, channel: AlertChannel) -> Turn:
+    """Takes one of the user's alerts of the last hour on `channel` (its setting,
+    BOUND_SETTINGS; 0: no bound), or says none is left. Counted and recorded in one
+    transaction holding the user's row (jobs.locks): deliveries at the same instant, from
+    any number of task threads or processes, take the hour's turns one after another, so
+    none goes past the bound (two could, counting before either had written)."""
+    limit = bound(channel)
     if not limit:
-        return MailTurn(allowed=True)
+        return Turn(allowed=True)
     now = timezone.now()
-    since = now - ALERT_MAIL_WINDOW
-    AlertMail.objects.filter(owner_id=owner_id, sent_at__lt=since).delete()
-    mail = AlertMail.objects.create(owner_id=owner_id, sent_at=now)
-    window = AlertMail.objects.filter(owner_id=owner_id, sent_at__gte=since, pk__lte=mail.pk)
-    taken = window.count()
-    first = window.order_by("sent_at", "pk").values_list("sent_at", flat=True).first() or now
-    reopens = first + ALERT_MAIL_WINDOW
-    if taken > limit:
-        mail.delete()
-        return MailTurn(allowed=False, reopens=reopens)
-    return MailTurn(allowed=True, mail=mail, reopens=reopens if taken == limit else None)
+    since = now - ALERT_WINDOW
+    with transaction.atomic():
+        user_row_locked(user_id=owner_id)
+        mine = AlertDelivery.objects.filter(owner_id=owner_id, channel=channel)
+        window = mine.filter(sent_at__gte=since)
+        taken = window.count()
+        first = window.order_by("sent_at", "pk").values_list("sent_at", flat=True).first() or now
+        reopens = first + ALERT_WINDOW
+        if taken >= limit:
+            return Turn(allowed=False, reopens=reopens)
+        delivery = AlertDelivery.objects.create(owner_id=owner_id, channel=channel, sent_at=now)
+        mine.filter(sent_at__lt=since).delete()  # past the hour: counted no more
+    return Turn(allowed=True, delivery=delivery, reopens=reopens if taken + 1 == limit else None)
+
+
+def _not_sent(*, job: Job, item: str, channel: AlertChannel, turn: Turn) -> None:
+    """The event of an alert past its channel's bound, on its job."""
+    from .services import job_event
+
+    assert turn.reopens is not None
+    job_event(
+        job=job,
+        reason="AlertNotSent",
+        message=recorded_plural(
+            NOT_SENT_MESSAGES[channel],
+            "limit",
+            item=item_name(item),
+            limit=bound(channel),
+            time=_when(turn.reopens),
+        ),
+        warning=True,
+    )
 
 
 def _when(moment: datetime) -> str:
@@ -297,8 +351,6 @@ def _when(moment: datetime) -> str:
 
 def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     """Sends one alert on every channel of the job; records each outcome as an event."""
-    from .services import job_event
-
     alert = _alert_config(job)
     if alert is None:
         return
@@ -306,59 +358,67 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     # A job stored before these limits (jobs.spec) may list more: the first ones are served.
     alert.emails = alert.emails[:MAX_ALERT_EMAILS]
     alert.webhooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
-    turn = take_mail_turn(owner_id=job.owner_id) if alert.emails else MailTurn(allowed=False)
-    if alert.emails and not turn.allowed:
-        assert turn.reopens is not None
+    if alert.emails:
+        _deliver_email(job=job, item=item, message=message, emails=alert.emails, payload=payload)
+    if alert.webhooks:
+        _deliver_webhooks(job=job, item=item, webhooks=alert.webhooks, payload=payload)
+
+
+def _deliver_email(
+    *, job: Job, item: str, message: str, emails: list[str], payload: dict[str, Any]
+) -> None:
+    from .services import job_event
+
+    turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.EMAIL)
+    if not turn.allowed:
+        _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
+        return
+    title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
+    subject = f"[{recorded(gettext_noop('AI Job Console'))}] {title}"
+    body = f"{message}\n\n{payload['link']}\n"
+    if turn.reopens is not None:
+        note = recorded_plural(
+            LAST_MAIL_NOTE,
+            "limit",
+            limit=settings.ALERT_EMAILS_PER_HOUR,
+            time=_when(turn.reopens),
+        )
+        body += f"\n{note}\n"
+    try:
+        send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, list(emails))
+    except Exception as exc:
+        turn.give_back()  # the mail server refused it: it does not count
         job_event(
             job=job,
-            reason="AlertNotSent",
-            message=recorded_plural(
-                NOT_SENT,
-                "limit",
+            reason="AlertFailed",
+            message=recorded(
+                gettext_noop("%(item)s: email failed (%(error)s)"),
                 item=item_name(item),
-                limit=settings.ALERT_EMAILS_PER_HOUR,
-                time=_when(turn.reopens),
+                error=failure_text(exc),
             ),
             warning=True,
         )
-    elif alert.emails:
-        title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
-        subject = f"[{recorded(gettext_noop('AI Job Console'))}] {title}"
-        body = f"{message}\n\n{payload['link']}\n"
-        if turn.reopens is not None:
-            note = recorded_plural(
-                LAST_MAIL_NOTE,
-                "limit",
-                limit=settings.ALERT_EMAILS_PER_HOUR,
-                time=_when(turn.reopens),
-            )
-            body += f"\n{note}\n"
-        try:
-            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, list(alert.emails))
-        except Exception as exc:
-            if turn.mail is not None:
-                turn.mail.delete()  # not sent: it does not count
-            job_event(
-                job=job,
-                reason="AlertFailed",
-                message=recorded(
-                    gettext_noop("%(item)s: email failed (%(error)s)"),
-                    item=item_name(item),
-                    error=failure_text(exc),
-                ),
-                warning=True,
-            )
-        else:
-            job_event(
-                job=job,
-                reason="AlertSent",
-                message=recorded(
-                    gettext_noop("%(item)s: email sent to %(addresses)s"),
-                    item=item_name(item),
-                    addresses=", ".join(alert.emails),
-                ),
-            )
-    for url in alert.webhooks:
+    else:
+        job_event(
+            job=job,
+            reason="AlertSent",
+            message=recorded(
+                gettext_noop("%(item)s: email sent to %(addresses)s"),
+                item=item_name(item),
+                addresses=", ".join(emails),
+            ),
+        )
+
+
+def _deliver_webhooks(*, job: Job, item: str, webhooks: list[str], payload: dict[str, Any]) -> None:
+    from .services import job_event
+
+    turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
+    if not turn.allowed:
+        _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
+        return
+    delivered = False
+    for url in webhooks:
         # The URL may carry a token in its path: events name the host only.
         host = urlsplit(url).hostname or "?"
         try:
@@ -376,6 +436,7 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                 warning=True,
             )
         else:
+            delivered = True
             job_event(
                 job=job,
                 reason="AlertSent",
@@ -385,3 +446,5 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
                     host=host,
                 ),
             )
+    if not delivered:
+        turn.give_back()  # no webhook took it: it does not count, as a refused email

@@ -3,7 +3,9 @@
 Decisions (README "Scripts and SDKs"):
 
 - A key is an AIHC-style pair: a 32-hex access key ID and a 32-hex secret key, so tools
-  that expect Baidu's format take it. Each user has at most MAX_ACTIVE_KEYS unrevoked keys.
+  that expect Baidu's format take it. Each user has at most MAX_ACTIVE_KEYS usable keys, also
+  when keys are made at the same instant (counted and made under the owner's row lock,
+  jobs.locks).
 - Storage. bce-auth-v1 is an HMAC: checking a request needs the secret itself, so it cannot
   be a one-way hash like a password. It is stored encrypted (`seal`) with AES-256-GCM from the
   `cryptography` package (a random nonce each time, the access key ID as associated data), under
@@ -41,8 +43,20 @@ Decisions (README "Scripts and SDKs"):
   who or what revoked it (ApiKey.revoke_reason) beside when, the console's trace of it,
   with one INFO line on the "jobs.api_keys" logger (key ID, owner, reason; never a secret).
   `api_keys_revoke_all` ends every key of a user that still works (the keys page's Revoke
-  all, and changing one's password with its box ticked); expired keys are left as they
-  are: they already refuse every request, and their trace stays "expired".
+  all, and a password set: see below); expired keys are left as they are: they already
+  refuse every request, and their trace stays "expired".
+- A password set revokes the owner's keys, whatever sets it (`password_saved`, one
+  receiver of every save of a user whose password was set: the console's password page, the
+  admin's user password form, `manage.py changepassword`, a shell). Decided: a password set
+  by someone else (an administrator's reset) is what is done when an account may be in the
+  wrong hands, or its owner locked out; either way every way in that the old password could
+  make must end, an API key an intruder made included: the keys are revoked (reason
+  PASSWORD_RESET), in the admin's history under the administrator who did it (when known)
+  and on the log. Only the owner's own change on the console's page may keep them (its box,
+  ticked by default; reason PASSWORD_CHANGE). Whoever sets it is told by `password_set_by`
+  around the save; a save outside one (manage.py changepassword, code) is someone else's.
+  Django's re-hashing of a password at log-in (a new hasher) sets no new password and
+  revokes nothing; a new account has no keys.
 """
 
 from __future__ import annotations
@@ -54,8 +68,10 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl
@@ -73,6 +89,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from .aihc import signer
+from .locks import user_row_locked
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import (
     API_KEY_PREFIX,
@@ -85,6 +102,8 @@ from .throttle import (
 logger = logging.getLogger(__name__)
 
 MAX_ACTIVE_KEYS = 10
+# What a revocation changes on a key (its admin history names them).
+REVOKE_FIELDS = ("revoked_at", "revoke_reason")
 # Lifetimes offered when a key is made, in days (None: never expires). The default is 90
 # days (decision): a key forgotten in a script or leaked from a laptop stops by itself
 # within a quarter, AWS's advice for rotating access keys, while a nightly pipeline does
@@ -205,6 +224,9 @@ def api_key_create(
     now = timezone.now()
     try:
         with transaction.atomic():
+            # Counted and inserted while holding the owner's row (jobs.locks): two keys made
+            # at the same instant would otherwise both count 9 and both be made.
+            user_row_locked(user_id=owner.pk)
             active = ApiKey.objects.filter(usable_keys(now=now), owner=owner).count()
             if active >= MAX_ACTIVE_KEYS:
                 raise TooManyKeys(MAX_ACTIVE_KEYS)
@@ -233,10 +255,33 @@ def api_key_create(
     return key, secret
 
 
-def _log_revoked(keys: Iterable[ApiKey], reason: str) -> None:
+def _log_revoked(keys: Iterable[ApiKey], reason: str, by: str = "") -> None:
     for key in keys:
         logger.info(
-            "API key %s of %s revoked (%s)", key.access_key_id, key.owner.get_username(), reason
+            "API key %s of %s revoked (%s%s)",
+            key.access_key_id,
+            key.owner.get_username(),
+            reason,
+            f", by {by}" if by else "",
+        )
+
+
+def admin_history_revoked(*, keys: Iterable[ApiKey], actor_id: int) -> None:
+    """Each key's revocation in the admin's history (LogEntry) under `actor_id`, as Django's
+    own change messages record a change: the fields by their English verbose names, which the
+    history page translates when it shows them."""
+    from django.contrib.admin.models import CHANGE, LogEntry
+    from django.utils import translation
+
+    with translation.override(None):
+        changed = [str(ApiKey._meta.get_field(f).verbose_name) for f in REVOKE_FIELDS]
+    for key in keys:
+        LogEntry.objects.log_actions(
+            user_id=actor_id,
+            queryset=[key],
+            action_flag=CHANGE,
+            change_message=[{"changed": {"fields": changed}}],
+            single_object=True,
         )
 
 
@@ -252,9 +297,12 @@ def api_key_revoke(*, key: ApiKey, reason: str = ApiKeyRevokeReason.OWNER) -> bo
     return bool(done)
 
 
-def api_keys_revoke_all(*, owner: Any, reason: str = ApiKeyRevokeReason.OWNER_ALL) -> list[str]:
-    """Revokes every key of `owner` that still works, at once; returns their IDs (oldest
-    first). Expired and already revoked keys are left as they are."""
+def api_keys_revoke_all(
+    *, owner: Any, reason: str = ApiKeyRevokeReason.OWNER_ALL, by: str = ""
+) -> list[ApiKey]:
+    """Revokes every key of `owner` that still works, at once; returns them (oldest first).
+    Expired and already revoked keys are left as they are. `by`: who did it, for the log
+    line, when it is not the owner."""
     now = timezone.now()
     with transaction.atomic():
         keys = list(
@@ -266,8 +314,65 @@ def api_keys_revoke_all(*, owner: Any, reason: str = ApiKeyRevokeReason.OWNER_AL
         ApiKey.objects.filter(pk__in=[k.pk for k in keys]).update(
             revoked_at=now, revoke_reason=reason
         )
-    _log_revoked(keys, reason)
-    return [key.access_key_id for key in keys]
+    for key in keys:
+        key.revoked_at, key.revoke_reason = now, reason
+    _log_revoked(keys, reason, by)
+    return keys
+
+
+# -- a password set revokes the keys -------------------------------------------------------
+
+
+@dataclass
+class PasswordSetter:
+    """Who is setting a password in this thread (password_set_by), and what it revoked."""
+
+    actor: Any | None  # the logged-in user setting it; None: unknown (manage.py, code)
+    # False: keep the keys (the owner's own change with its box unticked).
+    revoke: bool = True
+    revoked: list[ApiKey] = field(default_factory=list)
+
+
+_password_setter: ContextVar[PasswordSetter | None] = ContextVar("password_setter", default=None)
+
+
+@contextmanager
+def password_set_by(*, actor: Any, revoke: bool = True) -> Iterator[PasswordSetter]:
+    """Passwords saved inside this block are set by `actor` (a user); the keys revoked are
+    in the setter's `revoked` afterwards. Wrap it and the save in one transaction, so the
+    new password and the revocation are committed together."""
+    setter = PasswordSetter(actor=actor, revoke=revoke)
+    token = _password_setter.set(setter)
+    try:
+        yield setter
+    finally:
+        _password_setter.reset(token)
+
+
+def password_saved(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+    """post_save of the user model: the one place a password set revokes its owner's keys.
+    Django marks a password set by `set_password` until the save that stores it (the mark
+    `password_changed` validators also go by); re-hashing at log-in clears it first."""
+    if created or getattr(instance, "_password", None) is None:
+        return
+    setter = _password_setter.get() or PasswordSetter(actor=None)
+    if not setter.revoke:
+        return
+    actor = setter.actor
+    if actor is not None and actor.pk == instance.pk:
+        reason, by = ApiKeyRevokeReason.PASSWORD_CHANGE, ""
+    else:
+        reason = ApiKeyRevokeReason.PASSWORD_RESET
+        by = (
+            actor.get_username()
+            if actor is not None
+            else "a password set outside the console's pages (manage.py changepassword, code)"
+        )
+    with transaction.atomic():
+        revoked = api_keys_revoke_all(owner=instance, reason=reason, by=by)
+        if revoked and actor is not None and actor.pk != instance.pk:
+            admin_history_revoked(keys=revoked, actor_id=actor.pk)
+    setter.revoked.extend(revoked)
 
 
 # -- verifying a request --------------------------------------------------------------

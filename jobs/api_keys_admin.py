@@ -12,14 +12,12 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from django.utils import timezone, translation
+from django.utils import timezone
 from django.utils.translation import gettext_lazy, ngettext
 
 from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
-from .api_keys import api_key_revoke
+from .api_keys import admin_history_revoked, api_key_revoke
 from .models import ApiKey, ApiKeyRevokeReason
-
-REVOKE_FIELDS = ("revoked_at", "revoke_reason")
 
 
 class ExpiryFilter(admin.SimpleListFilter):
@@ -74,11 +72,7 @@ class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmi
         for key in queryset.select_related("owner"):
             if api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF):
                 count += 1
-                # The fields by their (English) verbose names, as Django's own change messages
-                # store them: the history page translates them when it shows them.
-                with translation.override(None):
-                    changed = [str(ApiKey._meta.get_field(f).verbose_name) for f in REVOKE_FIELDS]
-                self.log_change(request, key, [{"changed": {"fields": changed}}])
+                admin_history_revoked(keys=[key], actor_id=request.user.pk)
         self.message_user(
             request,
             ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count) % {"count": count},

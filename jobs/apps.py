@@ -9,12 +9,18 @@ class JobsConfig(AppConfig):
     verbose_name = _("Training jobs")
 
     def ready(self) -> None:
-        from django.db.models.signals import post_migrate
+        from django.conf import settings
+        from django.db.models.signals import post_migrate, post_save
 
         from . import (
             throttle,  # noqa: F401  (connects the failed-login receiver)
             usage,  # noqa: F401  (connects the deleted jobs' usage receiver)
         )
+        from .api_keys import password_saved
         from .review import ensure_reviewers_group
 
         post_migrate.connect(ensure_reviewers_group, sender=self)
+        # A password set, by whatever path, revokes its owner's API keys (jobs.api_keys).
+        post_save.connect(
+            password_saved, sender=settings.AUTH_USER_MODEL, dispatch_uid="jobs.password_saved"
+        )

@@ -267,7 +267,7 @@ EVENT_REASONS = {
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),
-    "AlertNotSent": pgettext_lazy("event reason", "Alert email not sent"),
+    "AlertNotSent": pgettext_lazy("event reason", "Alert not sent"),
 }
 
 
@@ -308,19 +308,32 @@ class JobEvent(models.Model):
         return display_text(self.message, self.message_source)
 
 
-class AlertMail(models.Model):
-    """One alert email sent for a user's jobs (jobs.alerts): what the hourly bound on alert
-    mails (ALERT_EMAILS_PER_HOUR) counts. Rows older than the hour are deleted as new ones
-    come."""
+class AlertChannel(models.TextChoices):
+    """How an alert goes out; each has its own hourly bound per user (jobs.alerts)."""
+
+    EMAIL = "email", _("email")
+    WEBHOOK = "webhook", _("webhook")
+
+
+class AlertDelivery(models.Model):
+    """One alert sent for a user's jobs on one channel (jobs.alerts): what the hourly bounds
+    on alerts count (ALERT_EMAILS_PER_HOUR: one row per alert email, whatever its number of
+    addresses; ALERT_WEBHOOKS_PER_HOUR: one row per alert posted to its job's webhooks,
+    whatever their number). Rows older than the hour are deleted as new ones come."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    channel = models.CharField(
+        max_length=8, choices=AlertChannel.choices, default=AlertChannel.EMAIL
+    )
     sent_at = models.DateTimeField(db_index=False)
 
     class Meta:
-        indexes = [models.Index(fields=["owner", "sent_at"], name="alertmail_owner_time")]
+        indexes = [
+            models.Index(fields=["owner", "channel", "sent_at"], name="alertdelivery_owner_time")
+        ]
 
     def __str__(self) -> str:
-        return f"{self.owner_id} {self.sent_at:%Y-%m-%d %H:%M:%S}"
+        return f"{self.owner_id} {self.channel} {self.sent_at:%Y-%m-%d %H:%M:%S}"
 
 
 class JobReplica(models.Model):
@@ -601,6 +614,9 @@ class ApiKeyRevokeReason(models.TextChoices):
     OWNER_ALL = "owner_all", _("its owner, with all their keys")
     PASSWORD_CHANGE = "password", _("its owner's password change")
     STAFF = "staff", _("staff, in the admin")
+    # Someone else set its owner's password (a superuser in the admin, manage.py
+    # changepassword, code): jobs.api_keys.password_saved.
+    PASSWORD_RESET = "password_reset", _("its owner's password set by an administrator")
 
 
 class ApiKey(models.Model):

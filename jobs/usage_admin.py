@@ -8,6 +8,7 @@ see it; other staff get 403, everyone else the admin's login.
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterable
 from datetime import date
 from typing import Any
 
@@ -16,11 +17,12 @@ from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from .models import Job
-from .pools import labels_by_pool
+from .pools import pool_labels
 from .usage import UNKNOWN_CARD, Figures, Period, PoolUsage, UsageReport, usage_report
 from .wizard import available_pools
 
@@ -80,8 +82,9 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
     form = UsagePeriodForm(given)
     report = usage_report(period=form.cleaned_data["period"]) if form.is_valid() else None
     names = offered_pool_names() if report is not None else {}
+    pool_ids = [row.pool for row in report.pools] if report is not None else []
     if report is not None and request.GET.get("format") == "csv":
-        return _csv(report, names=names)
+        return _csv(report, pool_names=csv_pool_names(names=names, pool_ids=pool_ids))
     if report is not None and not any(given.values()):
         # Show the default period in the form, so it says which month this is.
         form = UsagePeriodForm(
@@ -93,7 +96,11 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
         "title": _("Usage report"),
         "form": form,
         "report": report,
-        "pool_rows": pool_rows(report.pools, names=names) if report else [],
+        "pool_rows": pool_rows(
+            report.pools, labels=usage_pool_labels(names=names, pool_ids=pool_ids)
+        )
+        if report
+        else [],
         "csv_query": _csv_query(report) if report else "",
         "as_of": report is not None and report.period.ends_at > report.now,
     }
@@ -104,17 +111,28 @@ def offered_pool_names() -> dict[str, str]:
     """The name of each pool the console offers now, by id, for the usage pages and their CSV:
     read as the job list's full page and the pools page read them (available_pools: cached
     figures and no query; a remote backend's first read in this process waited for, so a
-    pool is named whichever server process answers). A pool no longer offered has none: the
-    pages show its id. The names are today's: a pool renamed since its jobs ran shows its new
-    name (its id, which never changes, is in the title and the CSV's `pool` column)."""
+    pool is named whichever server process answers). A pool no longer offered has none here:
+    the pages show its last known name, marked (usage_pool_labels), or its id. The names are
+    today's: a pool renamed since its jobs ran shows its new name (its id, which never
+    changes, is in the title and the CSV's `pool` column)."""
     return {p.id: p.name for p in available_pools()}
 
 
-def pool_rows(rows: list[PoolUsage], *, names: dict[str, str]) -> list[dict[str, Any]]:
+def usage_pool_labels(*, names: dict[str, str], pool_ids: Iterable[str]) -> dict[str, str]:
+    """The labels of the pools `pool_ids` (a usage page's), by id, as the job list names them
+    (jobs.pools.pool_labels): a pool offered now by its name (with its id when two share a
+    name); one no longer offered by its last known name (KnownPool) marked "(no longer
+    offered)", in the language active; a pool never seen by name has none (its id is shown).
+    Costs one query when some pool is not offered now, none otherwise."""
+    return {
+        pool_id: label.text
+        for pool_id, label in pool_labels(names=names, pool_ids=pool_ids).items()
+    }
+
+
+def pool_rows(rows: list[PoolUsage], *, labels: dict[str, str]) -> list[dict[str, Any]]:
     """The report's pool × card type rows as the pages show them: each pool by its label
-    (labels_by_pool of the pools offered now: its name, with its id when two share a name;
-    the id in the title), or by its id alone when the console no longer offers it."""
-    labels = labels_by_pool(names)
+    (usage_pool_labels; the id in the title), or by its id alone when it has none."""
     return [
         {
             "pool_id": row.pool,
@@ -124,6 +142,19 @@ def pool_rows(rows: list[PoolUsage], *, names: dict[str, str]) -> list[dict[str,
         }
         for row in rows
     ]
+
+
+def csv_pool_names(*, names: dict[str, str], pool_ids: Iterable[str]) -> dict[str, str]:
+    """`pool_name` of the CSV downloads, by pool id: an offered pool's name today; one no
+    longer offered, its last known name marked " (no longer offered)" (the table is in
+    English, whatever the page's language), or blank when its name was never seen. Decided:
+    marked, so a reader does not take a pool gone for one offered; scripts match on `pool`,
+    the id. One query when some pool is not offered now, as the pages."""
+    with translation.override("en"):
+        labels = usage_pool_labels(names=names, pool_ids=pool_ids)
+    return {
+        pool_id: names.get(pool_id) or labels.get(pool_id, "") for pool_id in {*pool_ids, *names}
+    }
 
 
 def _card_label(card_type: str) -> str:
@@ -186,12 +217,12 @@ def _figures(figures: Figures, *, deleted: bool = False) -> list[str]:
     ]
 
 
-def _csv(report: UsageReport, *, names: dict[str, str]) -> HttpResponse:
+def _csv(report: UsageReport, *, pool_names: dict[str, str]) -> HttpResponse:
     """One table in English, whatever the page's language: a row per user (a deleted user's
     with `user_deleted` "yes"), per group (no group: `group` blank), per pool and card type
     (CPU only: `card_type` blank), and the total. A pool row has the pool's id (`pool`) and
-    its name today (`pool_name`, offered_pool_names; blank for a pool no longer offered).
-    Hours to two decimals. UTF-8 with a byte order mark (csv_response)."""
+    its name (`pool_name`, csv_pool_names: today's, or the last known one of a pool no longer
+    offered, marked so). Hours to two decimals. UTF-8 with a byte order mark (csv_response)."""
     response = csv_response(f"usage-{period_name(report.period)}.csv")
     writer = csv.writer(response)
     writer.writerow(CSV_HEADER)
@@ -220,7 +251,7 @@ def _csv(report: UsageReport, *, names: dict[str, str]) -> HttpResponse:
                 "",
                 row.backend,
                 csv_cell(row.pool),
-                csv_cell(names.get(row.pool, "")),
+                csv_cell(pool_names.get(row.pool, "")),
                 csv_cell(row.card_type),
                 *_figures(row.figures),
             ]

@@ -18,15 +18,16 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from .http import AuthenticatedHttpRequest
-from .pools import labels_by_pool
 from .usage import HOUR, Period, UsageReport, card_types, usage_jobs, usage_report
 from .usage_admin import (
     UsagePeriodForm,
     csv_cell,
+    csv_pool_names,
     csv_response,
     offered_pool_names,
     period_name,
     pool_rows,
+    usage_pool_labels,
 )
 from .views import ListPage
 
@@ -50,21 +51,27 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     now = timezone.now()
     report = usage_report(period=period, now=now, owner=request.user)
     jobs = usage_jobs(owner=request.user, period=period, now=now)
-    # Pools by name, as the job list names them (usage_admin.offered_pool_names).
+    # Pools by name, as the job list names them (usage_admin.offered_pool_names); those no
+    # longer offered by their last known name: one query for the page, when there are any.
     names = offered_pool_names()
+    pool_ids = [row.pool for row in report.pools]
     if request.GET.get("format") == "csv":
-        return _csv(report, jobs, names=names)
+        # The report's pools are those of the jobs it counts: every job row's pool is one.
+        return _csv(report, jobs, pool_names=csv_pool_names(names=names, pool_ids=pool_ids))
     if not any(given.values()):
         # Show the default period in the form, so it says which month this is.
         form = UsagePeriodForm(initial={"date_from": period.first, "date_to": period.last})
     query = f"date_from={period.first.isoformat()}&date_to={period.last.isoformat()}"
     page = ListPage.of(jobs, request.GET.get("page"))
-    labels = labels_by_pool(names)
-    page.object_list = [_job_row(row, labels=labels) for row in page.object_list]
+    rows = list(page.object_list)
+    labels = usage_pool_labels(
+        names=names, pool_ids={*pool_ids, *(row["resource_pool"] for row in rows)}
+    )
+    page.object_list = [_job_row(row, labels=labels) for row in rows]
     context.update(
         form=form,
         report=report,
-        pool_rows=pool_rows(report.pools, names=names),
+        pool_rows=pool_rows(report.pools, labels=labels),
         page=page,
         query=query,
         as_of=period.ends_at > now,
@@ -76,7 +83,8 @@ def _job_row(row: dict[str, Any], *, labels: dict[str, str]) -> dict[str, Any]:
     hours = row["run"] / HOUR
     return {
         **row,
-        # Its label (its id in the title); a pool no longer offered by its id alone.
+        # Its label (its id in the title): a pool no longer offered by its last known name,
+        # marked so, or by its id alone.
         "pool_label": labels.get(row["resource_pool"], ""),
         "hours": hours,
         "card_hours": hours * row["total_cards"],
@@ -104,11 +112,13 @@ CSV_HEADER = [
 ]
 
 
-def _csv(report: UsageReport, jobs: Any, *, names: dict[str, str]) -> HttpResponse:
+def _csv(report: UsageReport, jobs: Any, *, pool_names: dict[str, str]) -> HttpResponse:
     """One table in English, as the admin's CSV: a row per job that ran (newest start first;
     a deleted one's `job_deleted` "yes"; `card_type` its card types, sorted, joined by
-    CARD_TYPES_SEPARATOR), per pool and card type (CPU only: `card_type` blank), and the total. Pools by id (`pool`) and by today's name (`pool_name`,
-    blank for one no longer offered). Hours to two decimals; times in the console's zone."""
+    CARD_TYPES_SEPARATOR), per pool and card type (CPU only: `card_type` blank), and the
+    total. Pools by id (`pool`) and by name (`pool_name`, usage_admin.csv_pool_names: today's,
+    or a pool no longer offered's last known one, marked). Hours to two decimals; times in the
+    console's zone."""
     response = csv_response(f"my-usage-{period_name(report.period)}.csv")
     writer = csv.writer(response)
     writer.writerow(CSV_HEADER)
@@ -123,7 +133,7 @@ def _csv(report: UsageReport, jobs: Any, *, names: dict[str, str]) -> HttpRespon
                 "yes" if row["deleted"] else "",
                 row["backend"],
                 csv_cell(row["resource_pool"]),
-                csv_cell(names.get(row["resource_pool"], "")),
+                csv_cell(pool_names.get(row["resource_pool"], "")),
                 csv_cell(CARD_TYPES_SEPARATOR.join(card_types(row))),
                 str(cards),
                 timezone.localtime(row["started_at"]).isoformat(timespec="seconds"),
@@ -143,7 +153,7 @@ def _csv(report: UsageReport, jobs: Any, *, names: dict[str, str]) -> HttpRespon
                 "",
                 pool.backend,
                 csv_cell(pool.pool),
-                csv_cell(names.get(pool.pool, "")),
+                csv_cell(pool_names.get(pool.pool, "")),
                 csv_cell(pool.card_type),
                 "",
                 "",

@@ -205,11 +205,17 @@ def test_the_job_list_makes_the_same_queries_for_5_or_60_jobs(alice, bob, review
 
 
 def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(alice, reviewer):
+    from jobs.pools import known_pools_keep
+
     here = submit(alice, "here")
     gone = submit(alice, "gone")
     Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired")
+    named = submit(alice, "named")
+    Job.objects.filter(pk=named.pk).update(resource_pool="cce-old")
+    known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
 
-    html = client_for(reviewer).get(CHANGELIST).content.decode()
+    with CaptureQueriesContext(connection) as queries:
+        html = client_for(reviewer).get(CHANGELIST).content.decode()
 
     cells = dict(
         re.findall(
@@ -223,9 +229,17 @@ def test_the_job_list_shows_each_pool_by_name_with_its_id_and_filters_by_name(al
         == '<span class="job-pool" title="资源池 ID：local">本机 Local</span> / default'
     )
     assert cells[str(gone.pk)] == "cce-retired / default"
-    # The pool filter by the same names; a pool no longer offered by its id, marked so.
+    # A pool no longer offered by its last known name, marked as the console's job list does.
+    assert cells[str(named.pk)] == (
+        '<span class="job-pool" title="资源池 ID：cce-old">旧训练池（已不再提供）</span> / default'
+    )
+    # The pool filter by the same names; a pool no longer offered by its last known name or
+    # its id, marked so.
     assert re.search(r'href="\?pool=local"[^>]*>本机 Local</a>', html)
     assert re.search(r'href="\?pool=cce-retired"[^>]*>cce-retired（已不再提供）</a>', html)
+    assert re.search(r'href="\?pool=cce-old"[^>]*>旧训练池（已不再提供）</a>', html)
+    # Their names for the filter and the rows: one query.
+    assert sum("jobs_knownpool" in q["sql"] for q in queries.captured_queries) == 1
 
 
 def test_an_aihc_pool_is_named_and_not_marked_gone_before_any_other_page_read_aihc(

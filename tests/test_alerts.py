@@ -267,22 +267,24 @@ def test_a_job_stored_with_more_channels_than_allowed_alerts_only_the_first_ones
     assert job.events.filter(reason="AlertSent").count() == 11
 
 
-def test_a_users_alert_emails_are_bounded_per_hour_across_their_jobs_and_webhooks_are_not(
+def test_a_users_alert_emails_are_bounded_per_hour_across_their_jobs(
     alice, bob, settings, hook_server
 ):
     """A queue group alerting on each task's failure mails each address at most
-    ALERT_EMAILS_PER_HOUR times an hour; the rest are events on their jobs."""
+    ALERT_EMAILS_PER_HOUR times an hour; the rest are events on their jobs. Webhooks have
+    their own bound (ALERT_WEBHOOKS_PER_HOUR, none here)."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     from jobs.alerts import job_alert
-    from jobs.models import AlertMail, EventType
+    from jobs.models import AlertDelivery, EventType
     from jobs.services import jobs_submit
     from tests.conftest import run_queued_tasks
 
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     settings.ALERT_EMAILS_PER_HOUR = 3
+    settings.ALERT_WEBHOOKS_PER_HOUR = 0
     spec = alerting_spec("false", hook_server.url)
     spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=5)
     tasks = jobs_submit(owner=alice, spec=spec, submit_key="group-of-5")
@@ -305,7 +307,7 @@ def test_a_users_alert_emails_are_bounded_per_hour_across_their_jobs_and_webhook
     assert "ALERT_EMAILS_PER_HOUR" not in alices[1].body
     # Another user's jobs have their own bound.
     assert [m.body.split("\n")[0] for m in mail.outbox if "bob" in m.body] == ["bob's failed"]
-    # Webhooks are not bound: every task's alert reached the hook.
+    # Webhooks unbounded (0): every task's alert reached the hook.
     assert len(hook_server.received) == 6
     # Each alert not emailed is an event on its own job, saying why and until when.
     for task in tasks[3:]:
@@ -317,8 +319,83 @@ def test_a_users_alert_emails_are_bounded_per_hour_across_their_jobs_and_webhook
     assert shown.startswith("Job fails: email not sent: 3 alert emails went out for your jobs")
 
     # An hour later, mail goes out again.
-    AlertMail.objects.update(sent_at=timezone.now() - timedelta(hours=1, seconds=1))
+    AlertDelivery.objects.update(sent_at=timezone.now() - timedelta(hours=1, seconds=1))
     job_alert(job=tasks[0], item="jobFailed", message="an hour on")
     run_queued_tasks()
     assert mail.outbox[-1].body.startswith("an hour on")
-    assert AlertMail.objects.filter(owner=alice).count() == 1  # the hour's old ones are gone
+    assert AlertDelivery.objects.filter(owner=alice).count() == 1  # the hour's old ones are gone
+
+
+def test_a_users_alert_webhooks_are_bounded_per_hour_an_alert_counting_once(
+    alice, settings, hook_server
+):
+    """ALERT_WEBHOOKS_PER_HOUR, as the email bound: one alert posted to a job's two webhooks
+    counts once; past the bound the job's webhooks are not called and its events say so.
+    Emails have their own bound (none here)."""
+    from jobs.alerts import job_alert
+    from jobs.models import EventType
+    from jobs.services import jobs_submit
+    from tests.conftest import run_queued_tasks
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.ALERT_WEBHOOKS_PER_HOUR = 2
+    settings.ALERT_EMAILS_PER_HOUR = 0
+    spec = make_spec(
+        "false",
+        alert=S.AlertConfig(
+            items=["jobFailed"],
+            emails=["ops@example.com"],
+            webhooks=[f"{hook_server.url}/chat", f"{hook_server.url}/pager"],
+        ),
+    )
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=4)
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="group-of-4")
+
+    for task in tasks:
+        job_alert(job=task, item="jobFailed", message=f"task {task.group_index} failed")
+    run_queued_tasks()
+
+    assert [r["body"]["message"] for r in hook_server.received] == [
+        "task 1 failed",
+        "task 1 failed",
+        "task 2 failed",
+        "task 2 failed",
+    ]
+    assert len(mail.outbox) == 4  # emails unbounded (0)
+    for task in tasks[2:]:
+        [event] = task.events.filter(reason="AlertNotSent")
+        assert event.type == EventType.WARNING
+        assert "ALERT_WEBHOOKS_PER_HOUR" in event.message and "secret-token" not in event.message
+    with translation.override("en"):
+        shown = tasks[3].events.get(reason="AlertNotSent").message_shown
+        reason = tasks[3].events.get(reason="AlertNotSent").reason_label
+    assert shown.startswith(
+        "Job fails: webhooks not called: 2 alerts went to your jobs' webhooks within the last hour"
+    )
+    assert reason == "Alert not sent"
+    assert (
+        tasks[3]
+        .events.get(reason="AlertNotSent")
+        .message.startswith("任务失败退出：未调用 Webhook：")
+    )
+
+
+def test_an_alert_no_webhook_took_does_not_count_toward_the_bound(alice, settings, hook_server):
+    from jobs.alerts import deliver
+    from jobs.models import AlertChannel, AlertDelivery
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.ALERT_WEBHOOKS_PER_HOUR = 1
+    job = submit(
+        alice,
+        make_spec("true", alert=S.AlertConfig(items=["jobFailed"], webhooks=[hook_server.url])),
+    )
+    hook_server.handler.status = 500
+
+    deliver(job=job, item="jobFailed", message="refused", time="2026-12-01T00:00:00Z")
+    hook_server.handler.status = 200
+    deliver(job=job, item="jobFailed", message="taken", time="2026-12-01T00:00:01Z")
+
+    assert [r["body"]["message"] for r in hook_server.received] == ["refused", "taken"]
+    assert AlertDelivery.objects.filter(owner=alice, channel=AlertChannel.WEBHOOK).count() == 1
+    assert not job.events.filter(reason="AlertNotSent").exists()

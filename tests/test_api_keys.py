@@ -3,6 +3,7 @@ creates them (the secret shown once), lists and revokes them, and the admin's vi
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 from datetime import timedelta
@@ -376,6 +377,94 @@ def test_a_refused_password_change_revokes_nothing(alice_client, alice):
     )
 
     assert list(r.context["form"].errors) == ["old_password"]
+    key.refresh_from_db()
+    assert not key.is_revoked
+
+
+# -- a password set by someone else ---------------------------------------------------------
+
+
+def test_a_superuser_setting_a_users_password_in_the_admin_revokes_their_keys_recording_who(
+    admin_client, alice, bob, caplog
+):
+    """An administrator's reset is what is done when an account may be in the wrong hands:
+    every key the old password could make ends, recorded under the administrator."""
+    caplog.set_level(logging.INFO, logger="jobs.api_keys")
+    made = [api_key_create(owner=alice) for _ in range(2)]
+    theirs, _ = api_key_create(owner=bob)
+
+    r = admin_client.post(
+        f"/admin/auth/user/{alice.pk}/password/",
+        {"password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "usable_password": "true"},
+        follow=True,
+        HTTP_ACCEPT_LANGUAGE="en",
+    )
+
+    assert r.status_code == 200
+    assert "2 API keys of alice revoked" in r.content.decode()
+    alice.refresh_from_db()
+    assert alice.check_password(NEW_PASSWORD)
+    for key, secret in made:
+        key.refresh_from_db()
+        assert key.is_revoked and key.revoke_reason == ApiKeyRevokeReason.PASSWORD_RESET
+        entry = LogEntry.objects.get(object_id=str(key.pk), content_type__model="apikey")
+        assert entry.user.username == "root" and entry.is_change()
+        assert f"API key {key.access_key_id} of alice revoked (password_reset, by root)" in (
+            caplog.text
+        )
+        assert secret not in caplog.text
+    assert NEW_PASSWORD not in caplog.text
+    theirs.refresh_from_db()
+    assert not theirs.is_revoked
+    with translation.override("zh-hans"):
+        assert made[0][0].get_revoke_reason_display() == "管理员为创建人设置了新密码"
+
+
+def test_manage_py_changepassword_revokes_the_users_keys(alice, monkeypatch, caplog):
+    from django.core.management import call_command
+
+    caplog.set_level(logging.INFO, logger="jobs.api_keys")
+    key, _ = api_key_create(owner=alice)
+    monkeypatch.setattr("getpass.getpass", lambda prompt="": NEW_PASSWORD)  # the terminal
+
+    call_command("changepassword", "alice", stdout=io.StringIO())
+
+    key.refresh_from_db()
+    assert key.is_revoked and key.revoke_reason == ApiKeyRevokeReason.PASSWORD_RESET
+    assert "by a password set outside the console's pages" in caplog.text
+    # Nobody in the console did it: nothing in the admin's history names anyone.
+    assert not LogEntry.objects.filter(object_id=str(key.pk), content_type__model="apikey")
+
+
+def test_a_password_set_in_code_revokes_the_keys_and_a_new_account_has_none_to_revoke(alice):
+    key, _ = api_key_create(owner=alice)
+
+    alice.set_password(NEW_PASSWORD)
+    alice.save()
+
+    key.refresh_from_db()
+    assert key.revoke_reason == ApiKeyRevokeReason.PASSWORD_RESET
+    # Saving the account again without a new password revokes nothing more.
+    again, _ = api_key_create(owner=alice)
+    alice.email = "alice@example.org"
+    alice.save()
+    again.refresh_from_db()
+    assert not again.is_revoked
+
+
+def test_a_password_rehashed_at_log_in_revokes_nothing(alice):
+    """Django stores a password again under a stronger hash when its owner logs in: the
+    password is the same, the keys stay."""
+    from django.contrib.auth.hashers import make_password
+
+    key, _ = api_key_create(owner=alice)
+    weak = make_password("alice-password", salt="ab", hasher="md5")  # too little salt: redone
+    type(alice).objects.filter(pk=alice.pk).update(password=weak)
+
+    assert Client().login(username="alice", password="alice-password")
+
+    alice.refresh_from_db()
+    assert alice.password != weak  # re-hashed
     key.refresh_from_db()
     assert not key.is_revoked
 

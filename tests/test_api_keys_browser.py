@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from jobs.api_keys import api_key_create
 from jobs.models import ApiKey
+from tests.conftest import log_in
 
 pytestmark = pytest.mark.browser
 
@@ -125,3 +126,28 @@ def test_reloading_the_page_that_shows_a_new_secret_makes_no_second_key(logged_i
     assert list(ApiKey.objects.filter(owner=alice).values_list("access_key_id", flat=True)) == [
         access_key_id
     ]
+
+
+def test_a_superuser_resetting_a_users_password_in_the_admin_is_told_their_keys_ended(
+    page, alice, superuser
+):
+    """An administrator's reset, as a person does it: the user's page, 重置密码, the new
+    password twice; the page that follows says the user's keys were revoked."""
+    keys = [api_key_create(owner=alice)[0] for _ in range(2)]
+    log_in(page, "root", "root-password")
+
+    page.goto(f"/admin/auth/user/{alice.pk}/change/")
+    page.get_by_role("button", name="重置密码").click()
+    page.fill("#id_password1", "a-new-long-passphrase-7")
+    page.fill("#id_password2", "a-new-long-passphrase-7")
+    page.click("input.set-password")
+
+    expect(page.locator(".messagelist")).to_contain_text(
+        "已吊销 alice 的 2 个 API 密钥：由他人设置密码会终止旧密码期间创建的密钥。"
+    )
+    for key in keys:
+        key.refresh_from_db()
+        assert key.revoke_reason == "password_reset"
+    # The keys page of the admin says who revoked them, in its history.
+    page.goto(f"/admin/jobs/apikey/{keys[0].pk}/history/")
+    expect(page.locator("#change-history")).to_contain_text("root")

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from jobs import spec as S
 from jobs.models import Job, UsageRecord
+from jobs.pools import known_pools_keep
 from jobs.usage import Period, usage_report
 from tests.test_usage_report import A800, APRIL, APRIL_QUERY, H800, at, client_for, run
 
@@ -355,3 +356,36 @@ def test_the_page_makes_the_same_queries_for_3_or_30_jobs_deleted_or_not(
             'href="?date_from=2026-04-01&amp;date_to=2026-04-30&amp;page=1"'
             in second.content.decode()
         )
+
+
+def test_pools_no_longer_offered_show_their_last_known_name_for_one_query(
+    alice, django_assert_num_queries
+):
+    known_pools_keep(backend="aihc", names={"cce-gone": "旧训练池"})
+    run(alice, at(2, 0), at(2, 1), backend="aihc", pool="cce-gone")
+    run(alice, at(3, 0), at(3, 1), backend="aihc", pool="cce-nameless")
+    run(alice, at(4, 0), at(4, 1))
+    client = client_for(alice)
+
+    # The page's eight and one for the last known names, of the figures' pools and the jobs'.
+    with django_assert_num_queries(9) as counted:
+        page = client.get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    with django_assert_num_queries(9):
+        sheet = client.get(URL, {**APRIL_QUERY, "format": "csv"})
+
+    assert sum("jobs_knownpool" in q["sql"] for q in counted.captured_queries) == 1
+    html = page.content.decode()
+    assert (
+        '<span class="usage-pool" title="资源池 ID：cce-gone">旧训练池（已不再提供）</span>' in html
+    )
+    assert '<span class="usage-pool">cce-nameless</span>' in html
+    rows = list(csv.DictReader(io.StringIO(sheet.content.decode("utf-8-sig"))))
+    named = {(r["scope"], r["pool"], r["pool_name"]) for r in rows if r["scope"] != "total"}
+    assert named == {
+        ("job", "cce-gone", "旧训练池 (no longer offered)"),
+        ("job", "cce-nameless", ""),
+        ("job", "local", "本机 Local"),
+        ("pool", "cce-gone", "旧训练池 (no longer offered)"),
+        ("pool", "cce-nameless", ""),
+        ("pool", "local", "本机 Local"),
+    }

@@ -62,3 +62,24 @@ def test_my_usage_names_each_pool_and_shows_its_id_on_hover(logged_in_page, alic
     row = page.locator(f"#usage-jobs-table tr[data-job='{here.public_id}'] .usage-pool")
     expect(row).to_have_text("本机 Local")
     expect(row).to_have_attribute("title", "资源池 ID：local")
+
+
+def test_my_usage_names_a_pool_no_longer_offered_by_its_last_known_name(logged_in_page, alice):
+    from jobs.models import Job
+    from jobs.pools import known_pools_keep
+
+    start = Period.this_month().starts_at + timedelta(hours=1)
+    gone = run(alice, start, start + timedelta(hours=1), cards=1)
+    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-old", backend="aihc")
+    known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
+    page = logged_in_page
+
+    page.click("#nav-usage")
+
+    for pool in (
+        page.locator("#usage-pools .usage-pool"),
+        page.locator(f"#usage-jobs-table tr[data-job='{gone.public_id}'] .usage-pool"),
+    ):
+        expect(pool).to_have_text("旧训练池（已不再提供）")
+        pool.hover()
+        expect(pool).to_have_attribute("title", "资源池 ID：cce-old")

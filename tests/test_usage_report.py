@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from jobs import spec as S
 from jobs.models import Job, JobStatus, UsageRecord
+from jobs.pools import known_pools_keep
 from jobs.usage import Figures, Period, usage_report
 
 URL = "/admin/jobs/job/usage/"
@@ -308,7 +309,9 @@ def test_pools_are_shown_by_name_with_their_id_in_the_title_and_the_csv_adds_the
         fake.add_pool("cce-a", "训练池", queues=("default",), gpus={A800: (16, 0)})
         fake.add_pool("cce-b", "训练池", queues=("default",), gpus={A800: (16, 0)})
         configure(settings, fake)
-        for pool in ("cce-a", "cce-b", "cce-gone"):
+        # A pool AIHC once listed by name, and one the console never saw named.
+        known_pools_keep(backend="aihc", names={"cce-gone": "旧训练池"})
+        for pool in ("cce-a", "cce-b", "cce-gone", "cce-nameless"):
             run(alice, at(2, 0), at(2, 1), backend="aihc", pool=pool)
         run(alice, at(3, 0), at(3, 1))
 
@@ -319,24 +322,51 @@ def test_pools_are_shown_by_name_with_their_id_in_the_title_and_the_csv_adds_the
         fake.stop()
 
     # Named as the job list names them: two pools sharing a name with their ids; a pool the
-    # console no longer offers by its id alone, with no title.
+    # console no longer offers by its last known name, marked so, or by its id alone, with
+    # no title, when its name was never seen.
     shown = [
         ("Pool ID: cce-a", "训练池 (cce-a)"),
         ("Pool ID: cce-b", "训练池 (cce-b)"),
-        ("", "cce-gone"),
+        ("Pool ID: cce-gone", "旧训练池 (no longer offered)"),
+        ("", "cce-nameless"),
         ("Pool ID: local", "本机 Local"),
     ]
     assert pool_cells(page.content.decode(), "usage-pools") == shown
     assert pool_cells(mine.content.decode(), "usage-pools") == shown
     assert sorted(pool_cells(mine.content.decode(), "usage-jobs-table")) == sorted(shown)
-    # The CSV keeps the id and adds the pool's name today (none for a pool no longer offered).
+    # The CSV keeps the id and adds the pool's name today, or the last known one marked (in
+    # English, as the whole table), or none.
     rows = list(csv.DictReader(io.StringIO(sheet.content.decode("utf-8-sig"))))
     assert [(r["pool"], r["pool_name"]) for r in rows if r["scope"] == "pool"] == [
         ("cce-a", "训练池"),
         ("cce-b", "训练池"),
-        ("cce-gone", ""),
+        ("cce-gone", "旧训练池 (no longer offered)"),
+        ("cce-nameless", ""),
         ("local", "本机 Local"),
     ]
+    chinese = client_for(reviewer).get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert ("资源池 ID：cce-gone", "旧训练池（已不再提供）") in pool_cells(
+        chinese.content.decode(), "usage-pools"
+    )
+
+
+def test_pools_no_longer_offered_cost_the_report_one_query_for_their_names(
+    reviewer, alice, django_assert_num_queries
+):
+    known_pools_keep(backend="aihc", names={"cce-gone": "旧训练池", "cce-old": "更旧的池"})
+    for pool in ("cce-gone", "cce-old", "cce-nameless"):
+        run(alice, at(2, 0), at(2, 1), backend="aihc", pool=pool)
+    client = client_for(reviewer)
+    client.get(URL, APRIL_QUERY)  # warm the content-type and permission caches
+
+    # The ten of the page (see below) and one for the last known names of all three.
+    with django_assert_num_queries(11) as page:
+        client.get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="en")
+    with django_assert_num_queries(10):
+        sheet = client.get(URL, {**APRIL_QUERY, "format": "csv"})
+
+    assert sum("jobs_knownpool" in q["sql"] for q in page.captured_queries) == 1
+    assert "更旧的池 (no longer offered)" in sheet.content.decode("utf-8-sig")
 
 
 @pytest.mark.parametrize(
