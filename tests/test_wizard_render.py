@@ -88,6 +88,57 @@ def test_a_selects_options_are_written_exactly_as_the_template_loop_wrote_them(l
             assert select_options(optgroups) == loop
 
 
+# What jobs/widgets/volume_select.html wrote before its options were written by select_options.
+VOLUME_OPTIONS_LOOP = (
+    "{% for group_name, group_choices, group_index in optgroups %}{% for option in group_choices %}\n"
+    "  <option value=\"{{ option.value|stringformat:'s' }}\"{% if option.attrs.title %} "
+    'title="{{ option.attrs.title }}"{% endif %}{% if option.selected %} selected{% endif %}>'
+    "{{ option.label }}</option>{% endfor %}{% endfor %}"
+)
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+@pytest.mark.parametrize("value", ["", "scratch", "a<&\"'b", "missing", None])
+def test_a_volume_lists_options_and_titles_are_written_exactly_as_its_template_loop_wrote_them(
+    language, value
+):
+    from django.template import Context, Template
+    from django.utils import translation
+
+    from jobs.templatetags.job_tags import select_options
+
+    shown = {"scratch": "scratch (/tmp)", "a<&\"'b": "a<&\"'b (…<i>)", "lazy": gettext_lazy("Name")}
+    full = {"scratch": "scratch (/tmp)", "a<&\"'b": 'a<&"\'b (/srv/<i>&"q")', "lazy": "x & y"}
+    widget = F.VolumeSelect(choices=[("", "—"), *shown.items()], full_labels=full)
+    optgroups = widget.optgroups("mounts-0-name", widget.format_value(value))
+    assert any(o["attrs"].get("title") for _, group, _ in optgroups for o in group)
+    with translation.override(language):
+        loop = Template(VOLUME_OPTIONS_LOOP).render(Context({"optgroups": optgroups}))
+        assert select_options(optgroups, "title") == loop
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain",
+        "a \"q\" <b> & 'c'",
+        mark_safe("<i>kept</i>"),
+        gettext_lazy("Name"),
+        3,
+        2.5,
+        None,
+        ("a", 1),
+        mark_safe("&amp;"),
+    ],
+)
+def test_the_widget_filters_escape_exactly_as_djangos_conditional_escape(text):
+    from django.utils.html import conditional_escape
+
+    from jobs.templatetags.job_tags import _escaped
+
+    assert _escaped(text) == conditional_escape(text)
+
+
 def between_tags(html: str) -> str:
     return re.sub(r">\s+<", "><", html)
 
