@@ -37,7 +37,7 @@ def next_step(page, slug):
 
 
 def settled(page):
-    """htmx wires up what it swapped in once it settles (20 ms later; no person is as quick)."""
+    """htmx has wired up what it swapped in (at once: base.html sets no settle delay)."""
     page.wait_for_function("() => !document.querySelector('.htmx-added')")
 
 
@@ -1199,3 +1199,33 @@ def test_the_idle_count_follows_the_cards_a_running_local_job_holds_and_frees(
     Job.objects.filter(pk=held.pk).update(status=JobStatus.SUCCEEDED)
     expect(idle).to_have_text(re.compile(r"^\D*8\D*$"), timeout=12_000)
     expect(page.locator("#pool-stock")).to_contain_text(re.compile(r"\b8\D+8\b"))
+
+
+def test_a_change_made_just_as_the_card_totals_are_redrawn_still_updates_them(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    page.select_option("#id_roles-0-accelerator_type", V100)
+    expect(page.locator("#card-totals")).to_contain_text(V100)
+    # The totals are redrawn whole (outerHTML). htmx used to wire the new element up 20 ms
+    # after drawing it: a change in between (a click as an answer lands) was never counted,
+    # and the totals kept a card type nobody asked for any more. The click lands 1 ms after.
+    clicked = page.evaluate(
+        """() => new Promise(resolve => {
+          setTimeout(() => resolve('no answer redrew the totals'), 10000);
+          document.body.addEventListener('htmx:afterSwap', function once(e) {
+            if (!e.detail.xhr || !e.detail.xhr.responseURL.includes('/totals/')) return;
+            document.body.removeEventListener('htmx:afterSwap', once);
+            setTimeout(() => { document.getElementById('id_roles-0-use_accelerator').click();
+                               resolve('clicked'); }, 1);
+          });
+          const replicas = document.getElementById('id_roles-1-replicas');
+          replicas.value = '3';
+          replicas.dispatchEvent(new Event('change', {bubbles: true}));
+        })"""
+    )
+    assert clicked == "clicked"
+    expect(page.locator("#id_roles-0-use_accelerator")).not_to_be_checked()
+    expect(page.locator("#card-totals")).not_to_contain_text(V100)
+    expect(page.locator("#card-totals")).to_contain_text(f"{A800} × 3")
