@@ -134,19 +134,26 @@ def process_start(pid: int) -> str | None:
 
 
 def signal_group(replica: JobReplica, sig: int) -> None:
-    """Signals the replica's process group, unless its leader pid now names another process."""
+    """Signals the replica's process group, unless its leader pid now names another process,
+    and every child of the group's processes that has left it (see _processes)."""
     if not replica.pid:
         return
     current = process_start(replica.pid)
     if current is not None and current != replica.process_start:
         return  # the pid was recycled; our group is gone
+    # The children first: once the group is dead they are orphans, no longer told by
+    # their parent.
+    for pid in _escaped_children(_processes(), replica.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(replica.pid, sig)
 
 
 def groups_still_alive(replicas: list[JobReplica], *, wait: float) -> list[JobReplica]:
-    """The replicas whose process group still has a live (not zombie) process after up to
-    `wait` seconds. A group whose leader pid now names another process is gone."""
+    """The replicas whose process group still has a live (not zombie) process, or a live
+    child of one that has left the group, after up to `wait` seconds. A group whose leader
+    pid now names another process is gone."""
     ours = {r.pid: r for r in replicas if r.pid and process_start(r.pid) in (None, r.process_start)}
     deadline = time.monotonic() + wait
     while True:
@@ -156,10 +163,16 @@ def groups_still_alive(replicas: list[JobReplica], *, wait: float) -> list[JobRe
         time.sleep(0.01)
 
 
-def live_process_groups() -> set[int]:
-    """Process group ids that have at least one process not yet dead (zombies are dead:
-    only their parent's wait is missing, and it may never come inside a container)."""
-    groups = set()
+@dataclass(frozen=True)
+class _Process:
+    pid: int
+    ppid: int
+    pgid: int
+    alive: bool  # not a zombie: only its parent's wait is missing
+
+
+def _processes() -> list[_Process]:
+    found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -167,8 +180,39 @@ def live_process_groups() -> set[int]:
             fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] not in ("Z", "X"):
-            groups.add(int(fields[2]))
+        found.append(
+            _Process(int(entry.name), int(fields[1]), int(fields[2]), fields[0] not in ("Z", "X"))
+        )
+    return found
+
+
+# A replica's process group (its shim's session) holds the shim, the outer bwrap and the
+# first process of the sandbox's pid namespace (bwrap's pid 1, forked by the outer one), and
+# killing that pid 1 kills every process of the namespace, whatever session they made. But
+# the job can move pid 1 out of the group: pid 1 runs as the job's user, so (where Yama's
+# ptrace_scope is 0 or absent) the job can ptrace it and make it call setsid() (security
+# round 16: tried with a real job, which then ran on after its Stop, its cards given to the
+# next job). Its parent stays in the group (the outer bwrap, or once that has ended the
+# shim, a subreaper), so the children of the group's processes that are outside it are
+# signalled and waited for too. Only pid 1 is such a child: the sandbox's other processes
+# are pid 1's descendants, and die with it.
+def _escaped_children(processes: list[_Process], pgid: int) -> list[int]:
+    members = {p.pid for p in processes if p.pgid == pgid}
+    return [p.pid for p in processes if p.ppid in members and p.pgid != pgid and p.alive]
+
+
+def live_process_groups() -> set[int]:
+    """Process group ids that have at least one process not yet dead (zombies are dead:
+    only their parent's wait is missing, and it may never come inside a container), or a
+    live child (outside the group) of one of its processes."""
+    processes = _processes()
+    group_of = {p.pid: p.pgid for p in processes}
+    groups = set()
+    for process in processes:
+        if process.alive:
+            groups.add(process.pgid)
+            if process.ppid in group_of:
+                groups.add(group_of[process.ppid])
     return groups
 
 

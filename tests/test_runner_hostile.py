@@ -1,0 +1,94 @@
+"""What a hostile job can do on the local runner (security round 16): real jobs, through
+the real runner and its sandbox, doing what a malicious training script would."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import uuid
+
+import pytest
+
+from jobs.actions import job_stop
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    log_text,
+    make_spec,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+# Attaches to the sandbox's pid 1 (bwrap's, which runs as the job's user), makes it call
+# setsid() through the `syscall` instruction it is stopped after, and lets it go on: pid 1
+# then leaves the process group of the replica's shim. The script leaves it too, and runs
+# on. x86_64 only (its registers and setsid's number).
+LEAVE_THE_GROUP = """\
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in (
+        "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags "
+        "rsp ss fs_base gs_base ds es fs gs").split()]
+ATTACH, DETACH, GETREGS, SETREGS, SINGLESTEP, WALL = 16, 17, 12, 13, 9, 0x40000000
+if libc.ptrace(ATTACH, 1, None, None) != 0:
+    print("pid 1 cannot be traced", ctypes.get_errno(), flush=True)
+    sys.exit(3)
+os.waitpid(1, WALL)
+saved, regs = Regs(), Regs()
+libc.ptrace(GETREGS, 1, None, ctypes.byref(saved))
+ctypes.memmove(ctypes.byref(regs), ctypes.byref(saved), ctypes.sizeof(Regs))
+regs.rax, regs.orig_rax, regs.rip = 112, 2**64 - 1, saved.rip - 2  # setsid()
+libc.ptrace(SETREGS, 1, None, ctypes.byref(regs))
+libc.ptrace(SINGLESTEP, 1, None, None)
+os.waitpid(1, WALL)
+saved.rip, saved.rax = saved.rip - 2, saved.orig_rax  # its own call, made again
+libc.ptrace(SETREGS, 1, None, ctypes.byref(saved))
+libc.ptrace(DETACH, 1, None, None)
+os.setsid()
+print("pid 1 is in group", os.getpgid(1), "and this script in", os.getpgid(0), flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the script injects x86_64 code")
+def test_a_job_that_moves_its_sandboxs_first_process_out_of_its_group_still_dies_on_stop(
+    alice, settings
+):
+    """High (security round 16): a Stop killed the replica's process group, and the sandbox's
+    pid 1 with it, which takes every process of its pid namespace along. A job made pid 1
+    leave that group (ptrace, an injected setsid()), and ran on after the job read Stopped,
+    its cards given to the next job. The runner now also kills the group's children that
+    left it, and waits for them as for the group."""
+    tag = uuid.uuid4().hex[:8]  # no other checkout's test on this machine matches it
+    script = f"leave-the-group-{tag}.py"
+    (volume(settings) / script).write_text(LEAVE_THE_GROUP)
+    job = submit(alice, make_spec(f"/usr/bin/python3 /workspace/{script}"))
+    worker = Worker()
+    try:
+        run_until(worker, lambda: "pid 1 " in log_text(job, "master-0"), what="the script")
+        if "cannot be traced" in log_text(job, "master-0"):
+            pytest.skip("this kernel keeps a job from tracing its sandbox's pid 1 (Yama)")
+        assert "pid 1 is in group 1 and this script in 2" in log_text(job, "master-0")
+
+        job.refresh_from_db()
+        job_stop(job=job)
+        run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+
+        assert processes_with(script) == []
+    finally:
+        for pid in processes_with(script):  # never left running, whatever failed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
