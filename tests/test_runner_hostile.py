@@ -92,3 +92,36 @@ def test_a_job_that_moves_its_sandboxs_first_process_out_of_its_group_still_dies
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
+
+# Folders nested past the kernel's PATH_MAX (4096 bytes) from the /tmp they are in, and 5 MB
+# at the bottom: 40 levels of 200-character names.
+NEST_PAST_PATH_MAX = """\
+import os, time
+fd = os.open("/tmp", os.O_RDONLY)
+for _ in range(40):
+    os.mkdir("d" * 200, dir_fd=fd)
+    fd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+with open(os.open("checkpoint.bin", os.O_CREAT | os.O_WRONLY, dir_fd=fd), "wb") as out:
+    out.write(os.urandom(5_000_000))
+print("written", flush=True)
+time.sleep(60)
+"""
+
+
+def test_what_a_job_writes_deeper_in_its_tmp_than_a_path_can_name_counts_against_its_cap(
+    alice, settings
+):
+    """High (security round 16): /tmp was measured by opening each folder by its whole
+    path, which the kernel refuses past 4096 bytes: what a job wrote deeper went uncounted,
+    against its cap and the disk's eviction alike, and it could fill the disk. Each folder
+    is now opened from one held open above it."""
+    settings.LOCAL_TMP_MAX_GB = 0.001  # ~1 MB
+    settings.LOCAL_TMP_CHECK_SECONDS = 0.1
+    (volume(settings) / "nest.py").write_text(NEST_PAST_PATH_MAX)
+    job = submit(alice, make_spec("/usr/bin/python3 /workspace/nest.py"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, timeout=20)
+
+    assert "written" in log_text(job, "master-0")
+    assert job.status_reason.startswith("master-0 向 /tmp 写入了 0.00"), job.status_reason
+    assert "超过 0.001 GB 的上限（LOCAL_TMP_MAX_GB）" in job.status_reason
