@@ -364,7 +364,8 @@ class ReplicaState:
     keyword: dict[str, str] | None = None
     tmp_over: dict[str, int] | None = None  # its /tmp went over the cap: bytes used, limit
     # The worker evicted it for disk pressure (evict_for_disk_pressure): its /tmp's bytes,
-    # the disk's free bytes and the threshold then.
+    # the disk's free bytes and the threshold then (or, short of inodes, its /tmp's entries,
+    # the disk's free and total inodes and the share).
     evicted: dict[str, int] | None = None
 
 
@@ -436,6 +437,24 @@ def read_state(state: Path) -> ReplicaState:
 class Disk:
     free: int  # bytes an unprivileged process may still write (df's "Available")
     total: int
+    # Inodes (files and folders) it may still make, of how many (df -i; 0 where the file
+    # system has no fixed number, as btrfs).
+    free_inodes: int = 0
+    total_inodes: int = 0
+
+
+# A disk runs out of inodes as it runs out of bytes: a job making millions of empty files
+# in its /tmp took none of its LOCAL_TMP_MAX_GB (they hold no blocks) and none of the disk's
+# free bytes, yet left the disk no file to make, the database's and the logs' included
+# (security round 16). So, as the kubelet watches nodefs.inodesFree beside
+# nodefs.available, no job starts while fewer than this share of the disk's inodes are
+# free, and below EVICT_FREE_INODES the replica whose /tmp holds the most entries is
+# evicted. Fixed shares (decision): the same as the byte thresholds' defaults (the kubelet
+# evicts at 5%); each is off when its byte threshold is 0.
+MIN_FREE_INODES = 0.10
+EVICT_FREE_INODES = 0.05
+# Made with the replica's folder (see _start_replicas), filled and renamed to `evicted`.
+EVICTED_DRAFT = "evicted.tmp"
 
 
 def run_dir_disk() -> Disk:
@@ -449,8 +468,17 @@ def run_dir_disk() -> Disk:
             info = os.statvfs(folder)
         except OSError:
             continue
-        return Disk(free=info.f_bavail * info.f_frsize, total=info.f_blocks * info.f_frsize)
+        return Disk(
+            free=info.f_bavail * info.f_frsize,
+            total=info.f_blocks * info.f_frsize,
+            free_inodes=info.f_favail,
+            total_inodes=info.f_files,
+        )
     raise FileNotFoundError(path)
+
+
+def short_of_inodes(disk: Disk, share: float) -> bool:
+    return disk.total_inodes > 0 and disk.free_inodes < disk.total_inodes * share
 
 
 def gb(amount: float) -> str:
@@ -467,6 +495,17 @@ def disk_pressure_message(disk: Disk) -> str | None:
     """Why no local job may start now (the disk has less than LOCAL_DISK_MIN_FREE_GB free),
     or None when one may."""
     threshold = settings.LOCAL_DISK_MIN_FREE_GB * 1024**3
+    if threshold and short_of_inodes(disk, MIN_FREE_INODES):
+        return recorded(
+            gettext_noop(
+                "Waiting for disk space: the disk of the run folder can hold %(free)s more "
+                "files and folders (inodes) of its %(total)s, under the %(share)s%% a job needs "
+                "to start. It starts by itself once there is room."
+            ),
+            free=disk.free_inodes,
+            total=disk.total_inodes,
+            share=round(MIN_FREE_INODES * 100),
+        )
     if disk.free >= threshold:
         return None
     return recorded(
@@ -499,6 +538,17 @@ def tmp_use(state: Path) -> int:
     return used if used > empty else 0
 
 
+def tmp_entries(state: Path) -> int:
+    """The inodes (files, folders, links; a file's several names once) the replica's /tmp
+    holds, counted now up to TMP_WALK_MAX_ENTRIES."""
+    meter = TmpMeter(state / "tmp")
+    try:
+        meter.measure()
+    except OSError:  # gone: it is being cleaned up
+        return 0
+    return meter.entries
+
+
 def evict_for_disk_pressure() -> JobReplica | None:
     """Below LOCAL_DISK_EVICT_FREE_GB free, marks the running replica that holds the most in
     its /tmp as evicted (file `evicted`); supervise then ends it as a failure, restarting
@@ -512,8 +562,12 @@ def evict_for_disk_pressure() -> JobReplica | None:
     if not threshold:
         return None
     disk = run_dir_disk()
-    if disk.free >= threshold:
+    # Short of bytes first, as before; short of inodes (EVICT_FREE_INODES) alone, the
+    # replica holding the most entries goes, as the kubelet ranks pods by inodes then.
+    by_inodes = disk.free >= threshold
+    if by_inodes and not short_of_inodes(disk, EVICT_FREE_INODES):
         return None
+    measure = tmp_entries if by_inodes else tmp_use
     runs = LocalRun.objects.filter(
         job__backend="local", job__status__in=[S.RUNNING, S.STOPPING], runner__in=["", runner_key()]
     ).select_related("job")
@@ -528,34 +582,61 @@ def evict_for_disk_pressure() -> JobReplica | None:
                     return None  # the last eviction is still being carried out
             if run.stop_target or run.job.status != S.RUNNING:
                 continue  # already ending
-            if read_state(state).phase == "alive" and (used := tmp_use(state)):
+            if read_state(state).phase == "alive" and (used := measure(state)):
                 candidates.append((used, state, replica))
     if not candidates:
         return None
     used, state, replica = max(candidates, key=lambda found: found[0])
+    if by_inodes:
+        record = {
+            "entries": used,
+            "free_inodes": disk.free_inodes,
+            "total_inodes": disk.total_inodes,
+            "share": round(EVICT_FREE_INODES * 100),
+        }
+    else:
+        record = {"used": used, "free": disk.free, "threshold": threshold}
     try:
-        (state / "evicted.tmp").write_text(
-            json.dumps(
-                {"used": used, "free": disk.free, "threshold": threshold, "time": time.time()}
-            )
-        )
-        os.replace(state / "evicted.tmp", state / "evicted")
+        (state / EVICTED_DRAFT).write_text(json.dumps({**record, "time": time.time()}))
+        os.replace(state / EVICTED_DRAFT, state / "evicted")
     except OSError as exc:  # the disk is full indeed: tried again on the next tick
         logger.warning("could not evict %s of job %s: %s", replica, replica.job_id, exc)
         return None
-    logger.warning(
-        "disk pressure: %s GB free under %s GB; evicting %s (%s GB in /tmp)",
-        gb(disk.free),
-        gb(threshold),
-        replica,
-        gb(used),
-    )
+    if by_inodes:
+        logger.warning(
+            "disk pressure: %s of %s inodes free; evicting %s (%s entries in /tmp)",
+            disk.free_inodes,
+            disk.total_inodes,
+            replica,
+            used,
+        )
+    else:
+        logger.warning(
+            "disk pressure: %s GB free under %s GB; evicting %s (%s GB in /tmp)",
+            gb(disk.free),
+            gb(threshold),
+            replica,
+            gb(used),
+        )
     return replica
 
 
 def evicted_message(label: str, evicted: dict[str, int]) -> str:
     """The reason an evicted replica is ended, as the kubelet words its own: the disk's free
     space, the threshold, and what the replica held."""
+    if "entries" in evicted:
+        return recorded(
+            gettext_noop(
+                "Evicted: the disk of the run folder could hold %(free)s more files and "
+                "folders (inodes) of its %(total)s, under the %(share)s%% limit; %(replica)s "
+                "held %(entries)s in /tmp, the most of any running replica."
+            ),
+            free=evicted.get("free_inodes", 0),
+            total=evicted.get("total_inodes", 0),
+            share=evicted.get("share", 0),
+            replica=label,
+            entries=evicted.get("entries", 0),
+        )
     return recorded(
         gettext_noop(
             "Evicted: the disk of the run folder had %(free)s GB free, under the "
@@ -951,6 +1032,9 @@ def _start_replicas(
         )
         tmp = state / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
+        # The inode of an eviction's mark, made now: a disk evicted for want of inodes may
+        # have none left to make it then (evict_for_disk_pressure fills it and renames it).
+        (state / EVICTED_DRAFT).touch()
         files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
         options = bwrap_options(
             tmp_dir=tmp,

@@ -458,6 +458,7 @@ class TmpMeter:
         self.max_entries = max_entries
         self.walk: Iterator[os.stat_result] | None = None  # the walk going on
         self.total = 0
+        self.entries = 0  # inodes met in this walk so far (a file's links count once)
         self.linked: set[int] = set()  # inodes with several links, counted already
 
     def measure(self) -> int:
@@ -467,6 +468,7 @@ class TmpMeter:
             top = os.lstat(self.root)
             self.walk = walk_tree(self.root, top=top, grant=stat.S_IRUSR | stat.S_IXUSR)
             self.total = top.st_blocks * 512
+            self.entries = 0
             self.linked = set()
         for _ in range(self.max_entries):
             info = next(self.walk, None)
@@ -477,6 +479,7 @@ class TmpMeter:
                 if info.st_ino in self.linked:
                     continue
                 self.linked.add(info.st_ino)
+            self.entries += 1
             self.total += info.st_blocks * 512
         return self.total
 

@@ -456,9 +456,7 @@ def test_two_requests_at_once_read_the_files_once(alice, settings):
     assert read(job).charts[0].latest == "49"
 
 
-def test_a_log_folder_of_a_hundred_thousand_files_is_listed_in_part_on_each_poll(
-    alice, settings
-):
+def test_a_log_folder_of_a_hundred_thousand_files_is_listed_in_part_on_each_poll(alice, settings):
     """Medium (security round 16): each status poll listed every folder under the log path
     whole, and sorted it, in the web process: a job that wrote millions of files there cost
     every poll of its page seconds and hundreds of MB. One walk lists MAX_ENTRIES at most."""
