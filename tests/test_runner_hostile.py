@@ -10,6 +10,7 @@ import signal
 import uuid
 
 import pytest
+from django.urls import reverse
 
 from jobs.actions import job_stop
 from jobs.models import JobStatus
@@ -125,3 +126,26 @@ def test_what_a_job_writes_deeper_in_its_tmp_than_a_path_can_name_counts_against
     assert "written" in log_text(job, "master-0")
     assert job.status_reason.startswith("master-0 向 /tmp 写入了 0.00"), job.status_reason
     assert "超过 0.001 GB 的上限（LOCAL_TMP_MAX_GB）" in job.status_reason
+
+
+def test_a_log_line_cannot_reorder_how_the_page_draws_it(alice, alice_client):
+    """Low (security round 16): a line holding Unicode's right-to-left override (U+202E)
+    was drawn on the job page (and its search results) in another order than it holds:
+    "report.\u202etxt.exe" read as "report.exe.txt". The page drops bidirectional
+    overrides, embeddings and isolates, as it drops terminal codes; the download keeps
+    the bytes as written."""
+    job = submit(alice, make_spec(r"printf 'saved report.\u202etxt.exe \u2067isolated\u2069\n'"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert "report.\u202etxt.exe" in log_text(job, "master-0")
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert "saved report.txt.exe isolated" in page
+    found = alice_client.get(
+        reverse("job-log-search", args=[job.public_id]),
+        {"replica": "master-0", "q": "saved"},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    assert "report.txt.exe" in found
+    for control in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
+        assert control not in page and control not in found
