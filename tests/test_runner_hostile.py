@@ -8,10 +8,12 @@ import os
 import platform
 import signal
 import uuid
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
+from jobs import runner
 from jobs.actions import job_stop
 from jobs.models import JobStatus
 from jobs.worker import Worker
@@ -149,3 +151,23 @@ def test_a_log_line_cannot_reorder_how_the_page_draws_it(alice, alice_client):
     assert "report.txt.exe" in found
     for control in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
         assert control not in page and control not in found
+
+
+def test_a_finished_jobs_tmp_of_many_files_is_removed_a_part_a_tick_not_in_one(alice, settings):
+    """Medium (security round 16): a finished job's /tmp was removed whole within the
+    worker's tick, so one holding millions of files held the worker (every other job's
+    stop, timeout and start) for minutes. It is moved aside at once and removed at most
+    REMOVE_PER_TICK entries a tick."""
+    many = 60_000  # more than the tick that ends the job removes: 2 x REMOVE_PER_TICK
+    command = f"cd /tmp && seq {many} | xargs touch && ls | wc -l"
+    job = submit(alice, make_spec(command))
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, timeout=60)
+
+    assert f" {many}\n" in log_text(job, "master-0")
+    state = runner.replica_state_dir(job.public_id, 1, "master-0")
+    assert not (state / "tmp").exists()  # moved aside at once
+    discarded = Path(settings.LOCAL_RUN_DIR) / "discarded"
+    assert discarded.is_dir() and os.listdir(discarded)  # and not removed in that tick
+    run_until(worker, lambda: not os.listdir(discarded), what="the removal")
