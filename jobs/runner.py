@@ -145,10 +145,12 @@ def signal_group(replica: JobReplica, sig: int) -> None:
     if current is not None and current != replica.process_start:
         return  # the pid was recycled; our group is gone
     # The children first: once the group is dead they are orphans, no longer told by
-    # their parent.
-    for pid in _escaped_children(_processes(), replica.pid):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
+    # their parent. Only for SIGKILL: the one such child is a pid namespace's init, which
+    # takes no other signal from outside it anyway.
+    if sig == signal.SIGKILL:
+        for pid in _escaped_children(_processes(), replica.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(replica.pid, sig)
 
@@ -175,16 +177,24 @@ class _Process:
 
 
 def _processes() -> list[_Process]:
+    """Every process of this machine, from its /proc/<pid>/stat (read raw: this runs on
+    each SIGKILL of a replica and each wait for one, over all the machine's processes)."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            fd = os.open(f"/proc/{entry.name}/stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        finally:
+            os.close(fd)
         found.append(
-            _Process(int(entry.name), int(fields[1]), int(fields[2]), fields[0] not in ("Z", "X"))
+            _Process(int(entry.name), int(fields[1]), int(fields[2]), fields[0] not in (b"Z", b"X"))
         )
     return found
 
