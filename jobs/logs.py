@@ -52,8 +52,11 @@ SEQUENCES = re.compile(
     r"|\x1b[ -/]*[0-~]",
     re.DOTALL,
 )
-# Other control characters (a lone ESC, BEL, backspace), but not the tab.
-CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Other control characters (a lone ESC, BEL, backspace), but not the tab; and Unicode's
+# bidirectional embeddings, overrides and isolates, with which a line drew its text in
+# another order than it holds (U+202E shows "exe.txt" as "txt.exe"), over the rest of its
+# line (security round 16). The marks U+200E and U+200F, which reorder nothing, stay.
+CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 MASK = "******"
 
 # The runner's own lines in a replica's log, written in the console's language (the shim

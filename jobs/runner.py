@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import logging
 import math
@@ -42,9 +43,11 @@ import random
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -134,19 +137,28 @@ def process_start(pid: int) -> str | None:
 
 
 def signal_group(replica: JobReplica, sig: int) -> None:
-    """Signals the replica's process group, unless its leader pid now names another process."""
+    """Signals the replica's process group, unless its leader pid now names another process,
+    and every child of the group's processes that has left it (see _processes)."""
     if not replica.pid:
         return
     current = process_start(replica.pid)
     if current is not None and current != replica.process_start:
         return  # the pid was recycled; our group is gone
+    # The children first: once the group is dead they are orphans, no longer told by
+    # their parent. Only for SIGKILL: the one such child is a pid namespace's init, which
+    # takes no other signal from outside it anyway.
+    if sig == signal.SIGKILL:
+        for pid in _escaped_children(_processes(), replica.pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(replica.pid, sig)
 
 
 def groups_still_alive(replicas: list[JobReplica], *, wait: float) -> list[JobReplica]:
-    """The replicas whose process group still has a live (not zombie) process after up to
-    `wait` seconds. A group whose leader pid now names another process is gone."""
+    """The replicas whose process group still has a live (not zombie) process, or a live
+    child of one that has left the group, after up to `wait` seconds. A group whose leader
+    pid now names another process is gone."""
     ours = {r.pid: r for r in replicas if r.pid and process_start(r.pid) in (None, r.process_start)}
     deadline = time.monotonic() + wait
     while True:
@@ -156,19 +168,64 @@ def groups_still_alive(replicas: list[JobReplica], *, wait: float) -> list[JobRe
         time.sleep(0.01)
 
 
-def live_process_groups() -> set[int]:
-    """Process group ids that have at least one process not yet dead (zombies are dead:
-    only their parent's wait is missing, and it may never come inside a container)."""
-    groups = set()
+@dataclass(frozen=True)
+class _Process:
+    pid: int
+    ppid: int
+    pgid: int
+    alive: bool  # not a zombie: only its parent's wait is missing
+
+
+def _processes() -> list[_Process]:
+    """Every process of this machine, from its /proc/<pid>/stat (read raw: this runs on
+    each SIGKILL of a replica and each wait for one, over all the machine's processes)."""
+    found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            fd = os.open(f"/proc/{entry.name}/stat", os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
-        if fields[0] not in ("Z", "X"):
-            groups.add(int(fields[2]))
+        try:
+            fields = os.read(fd, 4096).rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        finally:
+            os.close(fd)
+        found.append(
+            _Process(int(entry.name), int(fields[1]), int(fields[2]), fields[0] not in (b"Z", b"X"))
+        )
+    return found
+
+
+# A replica's process group (its shim's session) holds the shim, the outer bwrap and the
+# first process of the sandbox's pid namespace (bwrap's pid 1, forked by the outer one), and
+# killing that pid 1 kills every process of the namespace, whatever session they made. But
+# the job can move pid 1 out of the group: pid 1 runs as the job's user, so (where Yama's
+# ptrace_scope is 0 or absent) the job can ptrace it and make it call setsid() (security
+# round 16: tried with a real job, which then ran on after its Stop, its cards given to the
+# next job). Its parent stays in the group (the outer bwrap, or once that has ended the
+# shim, a subreaper), so the children of the group's processes that are outside it are
+# signalled and waited for too. Only pid 1 is such a child: the sandbox's other processes
+# are pid 1's descendants, and die with it.
+def _escaped_children(processes: list[_Process], pgid: int) -> list[int]:
+    members = {p.pid for p in processes if p.pgid == pgid}
+    return [p.pid for p in processes if p.ppid in members and p.pgid != pgid and p.alive]
+
+
+def live_process_groups() -> set[int]:
+    """Process group ids that have at least one process not yet dead (zombies are dead:
+    only their parent's wait is missing, and it may never come inside a container), or a
+    live child (outside the group) of one of its processes."""
+    processes = _processes()
+    group_of = {p.pid: p.pgid for p in processes}
+    groups = set()
+    for process in processes:
+        if process.alive:
+            groups.add(process.pgid)
+            if process.ppid in group_of:
+                groups.add(group_of[process.ppid])
     return groups
 
 
@@ -320,7 +377,8 @@ class ReplicaState:
     keyword: dict[str, str] | None = None
     tmp_over: dict[str, int] | None = None  # its /tmp went over the cap: bytes used, limit
     # The worker evicted it for disk pressure (evict_for_disk_pressure): its /tmp's bytes,
-    # the disk's free bytes and the threshold then.
+    # the disk's free bytes and the threshold then (or, short of inodes, its /tmp's entries,
+    # the disk's free and total inodes and the share).
     evicted: dict[str, int] | None = None
 
 
@@ -392,6 +450,24 @@ def read_state(state: Path) -> ReplicaState:
 class Disk:
     free: int  # bytes an unprivileged process may still write (df's "Available")
     total: int
+    # Inodes (files and folders) it may still make, of how many (df -i; 0 where the file
+    # system has no fixed number, as btrfs).
+    free_inodes: int = 0
+    total_inodes: int = 0
+
+
+# A disk runs out of inodes as it runs out of bytes: a job making millions of empty files
+# in its /tmp took none of its LOCAL_TMP_MAX_GB (they hold no blocks) and none of the disk's
+# free bytes, yet left the disk no file to make, the database's and the logs' included
+# (security round 16). So, as the kubelet watches nodefs.inodesFree beside
+# nodefs.available, no job starts while fewer than this share of the disk's inodes are
+# free, and below EVICT_FREE_INODES the replica whose /tmp holds the most entries is
+# evicted. Fixed shares (decision): the same as the byte thresholds' defaults (the kubelet
+# evicts at 5%); each is off when its byte threshold is 0.
+MIN_FREE_INODES = 0.10
+EVICT_FREE_INODES = 0.05
+# Made with the replica's folder (see _start_replicas), filled and renamed to `evicted`.
+EVICTED_DRAFT = "evicted.tmp"
 
 
 def run_dir_disk() -> Disk:
@@ -405,8 +481,17 @@ def run_dir_disk() -> Disk:
             info = os.statvfs(folder)
         except OSError:
             continue
-        return Disk(free=info.f_bavail * info.f_frsize, total=info.f_blocks * info.f_frsize)
+        return Disk(
+            free=info.f_bavail * info.f_frsize,
+            total=info.f_blocks * info.f_frsize,
+            free_inodes=info.f_favail,
+            total_inodes=info.f_files,
+        )
     raise FileNotFoundError(path)
+
+
+def short_of_inodes(disk: Disk, share: float) -> bool:
+    return disk.total_inodes > 0 and disk.free_inodes < disk.total_inodes * share
 
 
 def gb(amount: float) -> str:
@@ -423,6 +508,17 @@ def disk_pressure_message(disk: Disk) -> str | None:
     """Why no local job may start now (the disk has less than LOCAL_DISK_MIN_FREE_GB free),
     or None when one may."""
     threshold = settings.LOCAL_DISK_MIN_FREE_GB * 1024**3
+    if threshold and short_of_inodes(disk, MIN_FREE_INODES):
+        return recorded(
+            gettext_noop(
+                "Waiting for disk space: the disk of the run folder can hold %(free)s more "
+                "files and folders (inodes) of its %(total)s, under the %(share)s%% a job needs "
+                "to start. It starts by itself once there is room."
+            ),
+            free=disk.free_inodes,
+            total=disk.total_inodes,
+            share=round(MIN_FREE_INODES * 100),
+        )
     if disk.free >= threshold:
         return None
     return recorded(
@@ -455,6 +551,17 @@ def tmp_use(state: Path) -> int:
     return used if used > empty else 0
 
 
+def tmp_entries(state: Path) -> int:
+    """The inodes (files, folders, links; a file's several names once) the replica's /tmp
+    holds, counted now up to TMP_WALK_MAX_ENTRIES."""
+    meter = TmpMeter(state / "tmp")
+    try:
+        meter.measure()
+    except OSError:  # gone: it is being cleaned up
+        return 0
+    return meter.entries
+
+
 def evict_for_disk_pressure() -> JobReplica | None:
     """Below LOCAL_DISK_EVICT_FREE_GB free, marks the running replica that holds the most in
     its /tmp as evicted (file `evicted`); supervise then ends it as a failure, restarting
@@ -467,9 +574,15 @@ def evict_for_disk_pressure() -> JobReplica | None:
     threshold = int(settings.LOCAL_DISK_EVICT_FREE_GB * 1024**3)
     if not threshold:
         return None
+    if remove_discarded(0):
+        return None  # what ended jobs left is still being removed (remove_discarded)
     disk = run_dir_disk()
-    if disk.free >= threshold:
+    # Short of bytes first, as before; short of inodes (EVICT_FREE_INODES) alone, the
+    # replica holding the most entries goes, as the kubelet ranks pods by inodes then.
+    by_inodes = disk.free >= threshold
+    if by_inodes and not short_of_inodes(disk, EVICT_FREE_INODES):
         return None
+    measure = tmp_entries if by_inodes else tmp_use
     runs = LocalRun.objects.filter(
         job__backend="local", job__status__in=[S.RUNNING, S.STOPPING], runner__in=["", runner_key()]
     ).select_related("job")
@@ -484,34 +597,61 @@ def evict_for_disk_pressure() -> JobReplica | None:
                     return None  # the last eviction is still being carried out
             if run.stop_target or run.job.status != S.RUNNING:
                 continue  # already ending
-            if read_state(state).phase == "alive" and (used := tmp_use(state)):
+            if read_state(state).phase == "alive" and (used := measure(state)):
                 candidates.append((used, state, replica))
     if not candidates:
         return None
     used, state, replica = max(candidates, key=lambda found: found[0])
+    if by_inodes:
+        record = {
+            "entries": used,
+            "free_inodes": disk.free_inodes,
+            "total_inodes": disk.total_inodes,
+            "share": round(EVICT_FREE_INODES * 100),
+        }
+    else:
+        record = {"used": used, "free": disk.free, "threshold": threshold}
     try:
-        (state / "evicted.tmp").write_text(
-            json.dumps(
-                {"used": used, "free": disk.free, "threshold": threshold, "time": time.time()}
-            )
-        )
-        os.replace(state / "evicted.tmp", state / "evicted")
+        (state / EVICTED_DRAFT).write_text(json.dumps({**record, "time": time.time()}))
+        os.replace(state / EVICTED_DRAFT, state / "evicted")
     except OSError as exc:  # the disk is full indeed: tried again on the next tick
         logger.warning("could not evict %s of job %s: %s", replica, replica.job_id, exc)
         return None
-    logger.warning(
-        "disk pressure: %s GB free under %s GB; evicting %s (%s GB in /tmp)",
-        gb(disk.free),
-        gb(threshold),
-        replica,
-        gb(used),
-    )
+    if by_inodes:
+        logger.warning(
+            "disk pressure: %s of %s inodes free; evicting %s (%s entries in /tmp)",
+            disk.free_inodes,
+            disk.total_inodes,
+            replica,
+            used,
+        )
+    else:
+        logger.warning(
+            "disk pressure: %s GB free under %s GB; evicting %s (%s GB in /tmp)",
+            gb(disk.free),
+            gb(threshold),
+            replica,
+            gb(used),
+        )
     return replica
 
 
 def evicted_message(label: str, evicted: dict[str, int]) -> str:
     """The reason an evicted replica is ended, as the kubelet words its own: the disk's free
     space, the threshold, and what the replica held."""
+    if "entries" in evicted:
+        return recorded(
+            gettext_noop(
+                "Evicted: the disk of the run folder could hold %(free)s more files and "
+                "folders (inodes) of its %(total)s, under the %(share)s%% limit; %(replica)s "
+                "held %(entries)s in /tmp, the most of any running replica."
+            ),
+            free=evicted.get("free_inodes", 0),
+            total=evicted.get("total_inodes", 0),
+            share=evicted.get("share", 0),
+            replica=label,
+            entries=evicted.get("entries", 0),
+        )
     return recorded(
         gettext_noop(
             "Evicted: the disk of the run folder had %(free)s GB free, under the "
@@ -907,6 +1047,9 @@ def _start_replicas(
         )
         tmp = state / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
+        # The inode of an eviction's mark, made now: a disk evicted for want of inodes may
+        # have none left to make it then (evict_for_disk_pressure fills it and renames it).
+        (state / EVICTED_DRAFT).touch()
         files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
         options = bwrap_options(
             tmp_dir=tmp,
@@ -1356,6 +1499,8 @@ def end_leftover_replicas() -> list[str]:
         cgroups.remove_job_cgroups(cgroups.current(), public_id=public_id)
         job = Job.objects.filter(public_id=public_id).first()
         if job is None:  # deleted meanwhile: nothing of it is kept
+            for path in job_logs.job_dir(public_id).glob("attempt-*"):
+                _remove_scratch(path)
             remove_tree(job_logs.job_dir(public_id))
             continue
         for path in job_logs.job_dir(public_id).glob("attempt-*"):
@@ -1871,11 +2016,107 @@ def _begin_next_attempt(job: Job, run: LocalRun, now: datetime) -> bool:
 
 
 def _remove_scratch(attempt: Path) -> None:
-    """Removes the /tmp folders of an attempt's replicas (read-only ones included)."""
-    remove_tree(attempt / "tmp")
-    for replica_dir in attempt.iterdir() if attempt.is_dir() else []:
-        if replica_dir.is_dir():
-            remove_tree(replica_dir / "tmp")
+    """Removes the /tmp folders of an attempt's replicas (read-only ones included): each is
+    moved to DISCARDED at once, and removed from there by remove_discarded, up to its budget
+    now and the rest over the worker's next ticks."""
+    for tmp in [attempt / "tmp", *(d / "tmp" for d in _folders(attempt))]:
+        discard(tmp)
+    remove_discarded()
+
+
+def _folders(path: Path) -> list[Path]:
+    try:
+        return [entry for entry in path.iterdir() if entry.is_dir()]
+    except OSError:
+        return []
+
+
+# -- removing what jobs left -------------------------------------------------------------
+# A job's /tmp was removed whole in the worker's tick: one holding millions of files held the
+# worker (every other job's stop, timeout, start and the disk's eviction) for minutes
+# (300,000 empty files: 5 s; security round 16). Now a folder to remove is moved into this
+# folder of LOCAL_RUN_DIR (a rename, at once), and each tick removes at most
+# REMOVE_PER_TICK entries of what is there. Only folders whose processes have all ended
+# come here, so nothing writes to them meanwhile.
+DISCARDED = "discarded"
+REMOVE_PER_TICK = 20_000
+
+
+def discarded_dir() -> Path:
+    return Path(settings.LOCAL_RUN_DIR) / DISCARDED
+
+
+def discard(folder: Path) -> None:
+    """Moves `folder` (under LOCAL_RUN_DIR, so on the same file system) into DISCARDED."""
+    try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):
+            return
+        discarded_dir().mkdir(exist_ok=True)
+        os.rename(folder, discarded_dir() / uuid.uuid4().hex)
+    except OSError as exc:  # not there (any more); or it stays, removed as it was before
+        if folder.exists():
+            logger.warning("could not move %s to be removed: %s", folder, exc)
+            remove_tree(folder)
+
+
+def remove_discarded(budget: int = REMOVE_PER_TICK) -> bool:
+    """Removes up to `budget` entries of what DISCARDED holds; whether anything is left.
+
+    However deep or unreadable the trees: one folder at a time, always one directly in
+    DISCARDED. Its files and links are unlinked, its subfolders moved up into DISCARDED
+    (each given owner permissions to be listed and emptied, a job may have taken them away),
+    and once empty it is removed. So no path is ever longer than a name, no descriptor is
+    held between folders, and what is left is only ever in DISCARDED, for the next tick."""
+    try:
+        top = os.open(discarded_dir(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        while budget > 0:
+            with os.scandir(top) as listing:
+                names = [entry.name for entry in itertools.islice(listing, budget)]
+            done = 0
+            for name in names:
+                if done >= budget:
+                    break
+                done += _empty_some(top, name, budget - done)
+            budget -= done
+            if not done:  # nothing left, or nothing of it can be removed: the next tick
+                break
+        with os.scandir(top) as listing:
+            return next(listing, None) is not None
+    finally:
+        os.close(top)
+
+
+def _empty_some(top: int, name: str, budget: int) -> int:
+    """Removes up to `budget` entries of folder `name` of `top`, and the folder itself once
+    empty; how many it removed or moved."""
+    done = 0
+    with contextlib.suppress(OSError):
+        if not stat.S_ISDIR(os.lstat(name, dir_fd=top).st_mode):
+            os.unlink(name, dir_fd=top)
+            return 1
+        os.chmod(name, stat.S_IRWXU, dir_fd=top)
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top)
+        try:
+            with os.scandir(fd) as listing:
+                for entry in listing:
+                    if done >= budget:
+                        return done
+                    with contextlib.suppress(OSError):
+                        if entry.is_dir(follow_symlinks=False):
+                            # Moving a folder rewrites its "..": it must be writable.
+                            os.chmod(entry.name, stat.S_IRWXU, dir_fd=fd)
+                            os.rename(entry.name, uuid.uuid4().hex, src_dir_fd=fd, dst_dir_fd=top)
+                        else:
+                            os.unlink(entry.name, dir_fd=fd)
+                    done += 1
+        finally:
+            os.close(fd)
+        os.rmdir(name, dir_fd=top)
+        done += 1
+    return done
 
 
 def _finished(job: Job, run: LocalRun) -> None:

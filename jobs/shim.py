@@ -312,9 +312,12 @@ class ReplicaLog:
 TMP_WALK_MAX_ENTRIES = 100_000
 
 
-def open_own_folder(path: str, *, identity: tuple[int, int], grant: int) -> int | None:
-    """A descriptor to list the folder `path` with, or None when it cannot be listed or is
-    no longer the folder seen there before (`identity`: its st_dev and st_ino then).
+def open_own_folder(
+    path: str, *, identity: tuple[int, int], grant: int, dir_fd: int | None = None
+) -> int | None:
+    """A descriptor to list the folder `path` (relative to `dir_fd` if given) with, or None
+    when it cannot be listed or is no longer the folder seen there before (`identity`: its
+    st_dev and st_ino then).
 
     The replica runs as the worker's user, and so may make a folder of its /tmp unreadable
     (`chmod 000`) or read-only (Go's module cache is, `chmod -R a-w`), which keeps the
@@ -326,7 +329,9 @@ def open_own_folder(path: str, *, identity: tuple[int, int], grant: int) -> int 
     swapped for a link leads elsewhere: to another inode), and its permissions are changed
     through the descriptor, never by name."""
     try:
-        handle = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        handle = os.open(
+            path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+        )
     except OSError:  # deleted meanwhile, or no longer a folder
         return None
     try:
@@ -343,31 +348,79 @@ def open_own_folder(path: str, *, identity: tuple[int, int], grant: int) -> int 
         os.close(handle)
 
 
+# A folder is opened by its path from the nearest folder held open above it (an anchor),
+# never by a path longer than this: the kernel refuses a path past PATH_MAX (4096 bytes),
+# and a folder a job nested deeper than that (50 levels of 200-character names) was
+# skipped, so what it held went uncounted against LOCAL_TMP_MAX_GB and the disk's eviction,
+# and stayed unwritable for remove_tree (security round 16).
+ANCHOR_PATH_BYTES = 2048
+
+
+class _Anchor:
+    """A folder held open while folders below it wait to be opened from it."""
+
+    def __init__(self, fd: int | None) -> None:
+        self.fd = fd  # None: the root's path is absolute
+        self.waiting = 0
+
+
 def walk_tree(root: Path, *, top: os.stat_result, grant: int) -> Iterator[os.stat_result]:
     """The lstat of every entry below `root` (`top`: root's own), folders given the owner
     permissions `grant` they lack to be walked (open_own_folder). Symbolic links are not
-    followed, and a folder of another file system (a mount point) is not entered. Holds
-    one folder open at a time, however deep or wide the tree."""
-    pending = [(str(root), top.st_dev, top.st_ino)]
-    while pending:
-        path, device, inode = pending.pop()
-        fd = open_own_folder(path, identity=(device, inode), grant=grant)
-        if fd is None:
-            continue
-        try:
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    try:
-                        info = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if info.st_dev != top.st_dev:
-                        continue
-                    if stat.S_ISDIR(info.st_mode):
-                        pending.append((os.path.join(path, entry.name), info.st_dev, info.st_ino))
-                    yield info
-        finally:
-            os.close(fd)
+    followed, and a folder of another file system (a mount point) is not entered. However
+    deep the tree, each folder is opened by a path under ANCHOR_PATH_BYTES, from a folder
+    above it held open (one for each ANCHOR_PATH_BYTES of depth, at most, while folders
+    under it wait)."""
+    anchors: list[_Anchor] = []  # those holding a descriptor, closed at the end
+    pending = [(_Anchor(None), str(root), top.st_dev, top.st_ino)]
+    pending[0][0].waiting = 1
+
+    def let_go(anchor: _Anchor) -> None:
+        anchor.waiting -= 1
+        if anchor.waiting == 0 and anchor.fd is not None:
+            os.close(anchor.fd)
+            anchors.remove(anchor)
+            anchor.fd = None
+
+    try:
+        while pending:
+            anchor, path, device, inode = pending.pop()
+            fd = open_own_folder(path, identity=(device, inode), grant=grant, dir_fd=anchor.fd)
+            if fd is None:
+                let_go(anchor)
+                continue
+            here: _Anchor | None = None  # this folder, once a subfolder's path needs it
+            try:
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        try:
+                            info = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if info.st_dev != top.st_dev:
+                            continue
+                        if stat.S_ISDIR(info.st_mode):
+                            below = os.path.join(path, entry.name)
+                            if len(below.encode(errors="surrogateescape")) <= ANCHOR_PATH_BYTES:
+                                anchor.waiting += 1
+                                pending.append((anchor, below, info.st_dev, info.st_ino))
+                            else:
+                                if here is None:
+                                    try:
+                                        here = _Anchor(os.dup(fd))
+                                    except OSError:  # out of descriptors: not walked
+                                        yield info
+                                        continue
+                                    anchors.append(here)
+                                here.waiting += 1
+                                pending.append((here, entry.name, info.st_dev, info.st_ino))
+                        yield info
+            finally:
+                os.close(fd)
+                let_go(anchor)  # after its subfolders, which may wait on it too
+    finally:
+        for held in anchors:
+            os.close(held.fd)
 
 
 def remove_tree(root: Path) -> None:
@@ -405,6 +458,7 @@ class TmpMeter:
         self.max_entries = max_entries
         self.walk: Iterator[os.stat_result] | None = None  # the walk going on
         self.total = 0
+        self.entries = 0  # inodes met in this walk so far (a file's links count once)
         self.linked: set[int] = set()  # inodes with several links, counted already
 
     def measure(self) -> int:
@@ -414,6 +468,7 @@ class TmpMeter:
             top = os.lstat(self.root)
             self.walk = walk_tree(self.root, top=top, grant=stat.S_IRUSR | stat.S_IXUSR)
             self.total = top.st_blocks * 512
+            self.entries = 0
             self.linked = set()
         for _ in range(self.max_entries):
             info = next(self.walk, None)
@@ -424,6 +479,7 @@ class TmpMeter:
                 if info.st_ino in self.linked:
                     continue
                 self.linked.add(info.st_ino)
+            self.entries += 1
             self.total += info.st_blocks * 512
         return self.total
 

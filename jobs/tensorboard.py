@@ -84,6 +84,12 @@ READ_SECONDS = 0.3  # per request; a poll comes every 2 s
 MAX_DIRS = 1000  # folders walked under logPath
 MAX_FILES = 500  # event files read
 MAX_DEPTH = 16
+# Entries (files and folders of any kind) listed in one walk, all folders together. A
+# folder's listing was read whole and sorted on every status poll, in the web process: a
+# job that wrote a million files into its log path cost each poll seconds of CPU and
+# hundreds of MB (security round 16). A log folder holds a few files a run; past this, the
+# rest of a folder is not listed, and folders after it (in name order) not walked.
+MAX_ENTRIES = 10_000
 MAX_RECORD = 256 * 1024 * 1024  # a longer record is damage, not data
 MAX_PLUGIN_TAGS = 2000  # tags of other plugins remembered per run
 # Values read of one event: TF1's merged summaries hold a few hundred; a record of millions
@@ -371,14 +377,18 @@ class _Reading:
         self.changed = False
         self.folders = 0
         self.files = 0
+        self.entries = 0
 
     def walk(self, fd: int, run: str, depth: int) -> None:
         """Reads the event files in the folder open at `fd` (run `run`), then its subfolders."""
         self.folders += 1
         try:
-            entries = sorted(os.scandir(fd), key=lambda entry: entry.name)
+            with os.scandir(fd) as listing:
+                entries = list(itertools.islice(listing, MAX_ENTRIES - self.entries))
         except OSError:
             return
+        self.entries += len(entries)
+        entries.sort(key=lambda entry: entry.name)
         events: dict[str, os.stat_result] = {}
         folders = []
         for entry in entries:
@@ -398,7 +408,7 @@ class _Reading:
             self.seen_runs.add(run)
             self.read_run(fd, run, events)
         for name in folders:
-            if depth >= MAX_DEPTH or self.folders >= MAX_DIRS:
+            if depth >= MAX_DEPTH or self.folders >= MAX_DIRS or self.entries >= MAX_ENTRIES:
                 break
             try:
                 child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)

@@ -66,6 +66,7 @@ from .runner import (
     evict_for_disk_pressure,
     followed_here,
     minutes,
+    remove_discarded,
     runner_key,
     supervise,
 )
@@ -169,6 +170,10 @@ class Worker:
         self.delete_expired()
         self.delete_requested()
         self.reap()
+        try:
+            remove_discarded()  # what ended jobs left in their /tmp, a part a tick
+        except Exception:
+            logger.exception("removing ended jobs' files failed")
 
     def beat(self) -> None:
         """Renews the lease: each tick, but written at most every WORKER_HEARTBEAT_SECONDS (a tick

@@ -1029,3 +1029,28 @@ def test_a_queue_task_held_by_its_groups_cap_says_so_on_its_page_and_then_runs(
     (tmp_path / "scratch" / "go").touch()  # the scratch volume (worker_thread)
     expect(page.locator("#job-status")).to_have_text("成功", timeout=30_000)
     expect(page.locator("#why-waiting")).to_have_count(0)
+
+
+def test_a_log_line_with_a_right_to_left_override_reads_in_its_own_order_on_the_page(
+    logged_in_page, alice
+):
+    """A line holding U+202E drew "report.<RLO>txt.exe" as "report.exe.txt" (security round
+    16): the tail and a search's result show it in the order it holds."""
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    job = submitted(alice, "bidi")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-30T09:00:00.000000Z saved report.\u202etxt.exe\n")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+
+    expect(page.locator("#log-lines")).to_contain_text("saved report.txt.exe")
+    assert "\u202e" not in page.locator("#log-lines").inner_text()
+    page.fill("#log-search-q", "saved")
+    page.keyboard.press("Enter")
+    expect(page.locator("#log-search-results mark")).to_have_text("saved")
+    expect(page.locator("#log-search-results")).to_contain_text("saved report.txt.exe")
+    assert "\u202e" not in page.locator("#log-search-results").inner_text()

@@ -189,3 +189,106 @@ def test_an_evicted_job_with_fault_tolerance_restarts_with_its_tmp_freed(
     assert EVICTED.fullmatch(job.status_reason), job.status_reason
     assert log_text(job, "master-0").count(" tmp holds 0 files\n") == 2
     assert run_dir_disk().free > 60 * MB  # every attempt's /tmp removed
+
+
+@pytest.fixture
+def few_inodes(runner_settings, tmp_path) -> Iterator[Path]:  # noqa: F811
+    """A file system (tmpfs) of 64 MB but only 1,000 inodes holding LOCAL_RUN_DIR; the byte
+    thresholds set far below what it has free, so only its inodes can run short."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m,nr_inodes=1000", "tmpfs", str(disk)], check=True
+    )
+    runner_settings.LOCAL_RUN_DIR = disk / "runs"
+    runner_settings.LANGUAGE_CODE = "en"
+    runner_settings.LOCAL_TMP_MAX_GB = 1
+    runner_settings.LOCAL_TMP_CHECK_SECONDS = 0.1
+    runner_settings.LOCAL_DISK_MIN_FREE_GB = 1 * MB / GB
+    runner_settings.LOCAL_DISK_EVICT_FREE_GB = 0.5 * MB / GB
+    yield disk
+    for replica in JobReplica.objects.exclude(pid=None):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(replica.pid, signal.SIGKILL)
+    subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+HELD_FOR_INODES = re.compile(
+    r"Waiting for disk space: the disk of the run folder can hold (\d+) more files and "
+    r"folders \(inodes\) of its 1000, under the 10% a job needs to start\. It starts by "
+    r"itself once there is room\."
+)
+
+
+def test_a_job_waits_queued_while_the_disk_is_short_of_inodes_and_starts_once_files_go(
+    alice, alice_client, few_inodes
+):
+    """Medium (security round 16): the disk's guard counted only bytes, and empty files hold
+    none: a disk out of inodes started jobs that could not make their own files."""
+    filler = few_inodes / "filler"
+    filler.mkdir()
+    while (free := os.statvfs(few_inodes).f_favail) >= 50:
+        (filler / str(free)).touch()
+    job = submit(alice, make_spec("echo started-at-last"))
+    worker = Worker()
+
+    for _ in range(10):
+        worker.tick()
+        time.sleep(0.05)
+
+    assert status_of(job) == JobStatus.QUEUED
+    [event] = job.events.filter(reason="DiskPressure")
+    found = HELD_FOR_INODES.fullmatch(event.message)
+    assert found, event.message
+    assert int(found.group(1)) < 100
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert "can hold" in page and "(inodes) of its 1000" in page
+
+    subprocess.run(["rm", "-rf", str(filler)], check=True)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert "started-at-last" in log_text(job, "master-0")
+
+
+EVICTED_FOR_INODES = re.compile(
+    r"Evicted: the disk of the run folder could hold (\d+) more files and folders \(inodes\) "
+    r"of its 1000, under the 5% limit; master-0 held (\d+) in /tmp, the most of any running "
+    r"replica\."
+)
+
+
+def test_a_replica_using_up_the_disks_inodes_is_evicted_though_its_files_hold_no_bytes(
+    alice, few_inodes, settings
+):
+    """High (security round 16): empty files count nothing against LOCAL_TMP_MAX_GB nor the
+    disk's free bytes, so a job could use up the inodes of the disk holding the database
+    and the logs. Below 5% of them free, the replica holding the most entries goes."""
+    big = submit(
+        alice,
+        make_spec(
+            "until [ -e /workspace/fill ]; do sleep 0.05; done; "
+            "for i in $(seq 1000); do : > /tmp/empty-$i 2>/dev/null; done; echo filled; sleep 60"
+        ),
+    )
+    small = submit(
+        alice, make_spec(f": > /tmp/one; : > /tmp/two; echo ready; {UNTIL_THE_GATE_OPENS}")
+    )
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(small, "master-0"), what="the small job")
+    assert status_of(big) == JobStatus.RUNNING
+    (Path(settings.LOCAL_VOLUMES.split("=", 1)[1]) / "fill").touch()
+
+    run_until(worker, lambda: status_of(big) == JobStatus.FAILED, timeout=20)
+
+    found = EVICTED_FOR_INODES.fullmatch(big.status_reason)
+    assert found, big.status_reason
+    assert int(found.group(1)) < 50 and int(found.group(2)) > 100
+    assert big.replicas.get().status == "failed"
+    assert os.statvfs(few_inodes).f_favail > 500  # its /tmp removed
+    for _ in range(10):
+        worker.tick()
+        time.sleep(0.05)
+    assert status_of(small) == JobStatus.RUNNING
+    open_gate(settings)
+    run_until(worker, lambda: status_of(small) == JobStatus.SUCCEEDED)

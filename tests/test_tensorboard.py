@@ -454,3 +454,25 @@ def test_two_requests_at_once_read_the_files_once(alice, settings):
     finally:
         os.close(lock)
     assert read(job).charts[0].latest == "49"
+
+
+def test_a_log_folder_of_a_hundred_thousand_files_is_listed_in_part_on_each_poll(alice, settings):
+    """Medium (security round 16): each status poll listed every folder under the log path
+    whole, and sorted it, in the web process: a job that wrote millions of files there cost
+    every poll of its page seconds and hundreds of MB. One walk lists MAX_ENTRIES at most."""
+    job = tb_job(alice)
+    folder = volume(settings) / "tb"
+    folder.mkdir()
+    for n in range(100_000):
+        os.close(os.open(folder / f"not-an-event-file-{n:06}", os.O_CREAT | os.O_WRONLY))
+
+    tracemalloc.start()
+    try:
+        metrics = read(job)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert metrics.charts == []
+    # 100,000 entries listed and sorted took 16 MB (a million, 160 MB).
+    assert peak < 6_000_000

@@ -1,0 +1,173 @@
+"""What a hostile job can do on the local runner (security round 16): real jobs, through
+the real runner and its sandbox, doing what a malicious training script would."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import signal
+import uuid
+from pathlib import Path
+
+import pytest
+from django.urls import reverse
+
+from jobs import runner
+from jobs.actions import job_stop
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    log_text,
+    make_spec,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+# Attaches to the sandbox's pid 1 (bwrap's, which runs as the job's user), makes it call
+# setsid() through the `syscall` instruction it is stopped after, and lets it go on: pid 1
+# then leaves the process group of the replica's shim. The script leaves it too, and runs
+# on. x86_64 only (its registers and setsid's number).
+LEAVE_THE_GROUP = """\
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in (
+        "r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs eflags "
+        "rsp ss fs_base gs_base ds es fs gs").split()]
+ATTACH, DETACH, GETREGS, SETREGS, SINGLESTEP, WALL = 16, 17, 12, 13, 9, 0x40000000
+if libc.ptrace(ATTACH, 1, None, None) != 0:
+    print("pid 1 cannot be traced", ctypes.get_errno(), flush=True)
+    sys.exit(3)
+os.waitpid(1, WALL)
+saved, regs = Regs(), Regs()
+libc.ptrace(GETREGS, 1, None, ctypes.byref(saved))
+ctypes.memmove(ctypes.byref(regs), ctypes.byref(saved), ctypes.sizeof(Regs))
+regs.rax, regs.orig_rax, regs.rip = 112, 2**64 - 1, saved.rip - 2  # setsid()
+libc.ptrace(SETREGS, 1, None, ctypes.byref(regs))
+libc.ptrace(SINGLESTEP, 1, None, None)
+os.waitpid(1, WALL)
+saved.rip, saved.rax = saved.rip - 2, saved.orig_rax  # its own call, made again
+libc.ptrace(SETREGS, 1, None, ctypes.byref(saved))
+libc.ptrace(DETACH, 1, None, None)
+os.setsid()
+print("pid 1 is in group", os.getpgid(1), "and this script in", os.getpgid(0), flush=True)
+while True:
+    time.sleep(0.1)
+"""
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the script injects x86_64 code")
+def test_a_job_that_moves_its_sandboxs_first_process_out_of_its_group_still_dies_on_stop(
+    alice, settings
+):
+    """High (security round 16): a Stop killed the replica's process group, and the sandbox's
+    pid 1 with it, which takes every process of its pid namespace along. A job made pid 1
+    leave that group (ptrace, an injected setsid()), and ran on after the job read Stopped,
+    its cards given to the next job. The runner now also kills the group's children that
+    left it, and waits for them as for the group."""
+    tag = uuid.uuid4().hex[:8]  # no other checkout's test on this machine matches it
+    script = f"leave-the-group-{tag}.py"
+    (volume(settings) / script).write_text(LEAVE_THE_GROUP)
+    job = submit(alice, make_spec(f"/usr/bin/python3 /workspace/{script}"))
+    worker = Worker()
+    try:
+        run_until(worker, lambda: "pid 1 " in log_text(job, "master-0"), what="the script")
+        if "cannot be traced" in log_text(job, "master-0"):
+            pytest.skip("this kernel keeps a job from tracing its sandbox's pid 1 (Yama)")
+        assert "pid 1 is in group 1 and this script in 2" in log_text(job, "master-0")
+
+        job.refresh_from_db()
+        job_stop(job=job)
+        run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+
+        assert processes_with(script) == []
+    finally:
+        for pid in processes_with(script):  # never left running, whatever failed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+# Folders nested past the kernel's PATH_MAX (4096 bytes) from the /tmp they are in, and 5 MB
+# at the bottom: 40 levels of 200-character names.
+NEST_PAST_PATH_MAX = """\
+import os, time
+fd = os.open("/tmp", os.O_RDONLY)
+for _ in range(40):
+    os.mkdir("d" * 200, dir_fd=fd)
+    fd = os.open("d" * 200, os.O_RDONLY, dir_fd=fd)
+with open(os.open("checkpoint.bin", os.O_CREAT | os.O_WRONLY, dir_fd=fd), "wb") as out:
+    out.write(os.urandom(5_000_000))
+print("written", flush=True)
+time.sleep(60)
+"""
+
+
+def test_what_a_job_writes_deeper_in_its_tmp_than_a_path_can_name_counts_against_its_cap(
+    alice, settings
+):
+    """High (security round 16): /tmp was measured by opening each folder by its whole
+    path, which the kernel refuses past 4096 bytes: what a job wrote deeper went uncounted,
+    against its cap and the disk's eviction alike, and it could fill the disk. Each folder
+    is now opened from one held open above it."""
+    settings.LOCAL_TMP_MAX_GB = 0.001  # ~1 MB
+    settings.LOCAL_TMP_CHECK_SECONDS = 0.1
+    (volume(settings) / "nest.py").write_text(NEST_PAST_PATH_MAX)
+    job = submit(alice, make_spec("/usr/bin/python3 /workspace/nest.py"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, timeout=20)
+
+    assert "written" in log_text(job, "master-0")
+    assert job.status_reason.startswith("master-0 向 /tmp 写入了 0.00"), job.status_reason
+    assert "超过 0.001 GB 的上限（LOCAL_TMP_MAX_GB）" in job.status_reason
+
+
+def test_a_log_line_cannot_reorder_how_the_page_draws_it(alice, alice_client):
+    """Low (security round 16): a line holding Unicode's right-to-left override (U+202E)
+    was drawn on the job page (and its search results) in another order than it holds:
+    "report.\u202etxt.exe" read as "report.exe.txt". The page drops bidirectional
+    overrides, embeddings and isolates, as it drops terminal codes; the download keeps
+    the bytes as written."""
+    job = submit(alice, make_spec(r"printf 'saved report.\u202etxt.exe \u2067isolated\u2069\n'"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert "report.\u202etxt.exe" in log_text(job, "master-0")
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert "saved report.txt.exe isolated" in page
+    found = alice_client.get(
+        reverse("job-log-search", args=[job.public_id]),
+        {"replica": "master-0", "q": "saved"},
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    assert "report.txt.exe" in found
+    for control in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069":
+        assert control not in page and control not in found
+
+
+def test_a_finished_jobs_tmp_of_many_files_is_removed_a_part_a_tick_not_in_one(alice, settings):
+    """Medium (security round 16): a finished job's /tmp was removed whole within the
+    worker's tick, so one holding millions of files held the worker (every other job's
+    stop, timeout and start) for minutes. It is moved aside at once and removed at most
+    REMOVE_PER_TICK entries a tick."""
+    many = 60_000  # more than the tick that ends the job removes: 2 x REMOVE_PER_TICK
+    command = f"cd /tmp && seq {many} | xargs touch && ls | wc -l"
+    job = submit(alice, make_spec(command))
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, timeout=60)
+
+    assert f" {many}\n" in log_text(job, "master-0")
+    state = runner.replica_state_dir(job.public_id, 1, "master-0")
+    assert not (state / "tmp").exists()  # moved aside at once
+    discarded = Path(settings.LOCAL_RUN_DIR) / "discarded"
+    assert discarded.is_dir() and os.listdir(discarded)  # and not removed in that tick
+    run_until(worker, lambda: not os.listdir(discarded), what="the removal")
