@@ -66,7 +66,7 @@ from .review import (
     policy_queues,
 )
 from .runtime_env import replica_refs
-from .summary import sent_request, spec_sections
+from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
 from .usage_admin import usage_view
 
@@ -793,17 +793,9 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         context["spec_sections"] = spec_sections(
             shown, pool_name=pool_names().get(spec.resource_pool_id, "")
         )
-        refs = replica_refs(spec)
-        backend = get_backend(job.backend)
-        # AIHC_JOB_ID (set by the local runner only) is the id the job runs under.
-        job_id = job.external_id or (
-            job.public_id if job.backend == "local" else _("<assigned on submit>")
+        context["replica_envs"], context["replicas_hidden"] = replica_environments(
+            spec, backend_name=job.backend, job_id=environment_job_id(job)
         )
-        context["replica_envs"] = [
-            (ref.label, sorted(backend.environment_preview(spec, ref, job_id=job_id).items()))
-            for ref in refs[:SHOWN_REPLICAS]
-        ]
-        context["replicas_hidden"] = max(0, len(refs) - SHOWN_REPLICAS)
         return context
 
     def logs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -67,7 +67,7 @@ from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
-from .summary import retention_words, sent_request
+from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
 from .wizard import available_pools
 from .worker import deletes_at
@@ -506,6 +506,12 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
                 ),
                 "spec": spec,
             }
+        )
+        # What each replica finds in its environment (RANK, MASTER_ADDR, TF_CONFIG, the job's
+        # envs with secrets masked): the review step showed it before submitting, reviewers
+        # see it in the admin, and the owner debugging a run looks for it here.
+        context["replica_envs"], context["replicas_hidden"] = replica_environments(
+            spec, backend_name=job.backend, job_id=environment_job_id(job)
         )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     context.update(_log_search(job, context["log_label"], request.GET))

@@ -569,6 +569,40 @@ def test_the_detail_shows_the_masked_api_request_queue_position_and_actions(alic
     assert 'id="job-stop"' in html
 
 
+def test_the_job_page_lists_the_environment_each_replica_receives_with_secrets_masked(
+    alice, alice_client
+):
+    job = submit(
+        alice,
+        roles=[S.Role("master", 1), S.Role("worker", 2)],
+        envs=[S.Env("MY_FLAG", "hello"), S.Env("HF_TOKEN", "s3cr3t-value", secret=True)],
+    )
+
+    response = alice_client.get(
+        reverse("job-detail", args=[job.public_id]), HTTP_ACCEPT_LANGUAGE="en"
+    )
+
+    html = response.content.decode()
+    section = html[html.index('<details class="mb-3" id="replica-envs">') :]
+    section = section[: section.index("</details>")]
+    assert "Injected environment per replica" in section
+
+    def env(label: str) -> dict[str, str]:
+        table = section[section.index(f'id="replica-env-{label}"') :]
+        table = table[: table.index("</table>")]
+        return dict(re.findall(r"<th[^>]*>([A-Z_]+)</th><td[^>]*>([^<]*)</td>", table))
+
+    master, worker = env("master-0"), env("worker-1")
+    # The platform's variables as the local runner sets them, and the job's own envs.
+    assert (master["RANK"], worker["RANK"], worker["WORLD_SIZE"]) == ("0", "2", "3")
+    assert worker["MASTER_ADDR"] == "127.0.0.1"
+    assert worker["AIHC_JOB_ID"] == job.public_id and worker["AIHC_ROLE"] == "worker"
+    assert worker["MY_FLAG"] == "hello"
+    # A secret stays masked, here as everywhere else on the page.
+    assert worker["HF_TOKEN"] == "******"
+    assert "s3cr3t-value" not in html
+
+
 def test_a_job_whose_stored_spec_cannot_be_read_still_opens_and_says_why(alice, alice_client):
     job = submit(alice)
     Job.objects.filter(pk=job.pk).update(spec={"name": job.name, "jobSpec": "from an old console"})

@@ -1029,3 +1029,43 @@ def test_a_queue_task_held_by_its_groups_cap_says_so_on_its_page_and_then_runs(
     (tmp_path / "scratch" / "go").touch()  # the scratch volume (worker_thread)
     expect(page.locator("#job-status")).to_have_text("成功", timeout=30_000)
     expect(page.locator("#why-waiting")).to_have_count(0)
+
+
+def test_the_owner_opens_each_replicas_injected_environment_on_the_job_page_on_a_phone(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "ddp-env",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {
+                "image": "python:3.12",
+                "command": "torchrun train.py",
+                "replicas": 3,
+                "envs": [{"name": "HF_TOKEN", "value": "hf-s3cr3t-value"}],
+            },
+            "console": {"secretEnvs": ["HF_TOKEN"]},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="ddp-env")
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/jobs/{job.public_id}/")
+
+    envs = page.locator("#replica-envs")
+    worker = envs.locator("table").nth(2)
+    expect(worker).to_be_hidden()
+    envs.get_by_text("各实例注入的环境变量").click()
+
+    expect(envs.locator("h3").nth(2)).to_have_text("worker-1")
+    expect(worker.locator("tr", has_text="WORLD_SIZE").locator("td")).to_have_text("3")
+    expect(worker.locator("tr", has_text="RANK").first.locator("td")).to_have_text("2")
+    expect(worker.locator("tr", has_text="HF_TOKEN").locator("td")).to_have_text("******")
+    assert "hf-s3cr3t-value" not in page.content()
+    # Long values (the job ID) wrap inside the table: the page does not scroll sideways.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
