@@ -723,7 +723,10 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
         return redirect(back)
     jobs = list(
-        Job.objects.filter(owner=request.user, public_id__in=chosen).order_by("-created_at", "-id")
+        Job.objects.filter(owner=request.user, public_id__in=chosen)
+        # A queue group's tasks share a name: the question says which task each is ("2/3").
+        .select_related("group")
+        .order_by("-created_at", "-id")
     )
     missing = len(chosen) - len(jobs)
     if not jobs:
