@@ -70,8 +70,8 @@ def test_its_jobs_are_listed_newest_first_with_their_hours_in_the_period(alice, 
     body = r.content.decode()
     assert f'<a href="/jobs/{newer.public_id}/">cpu-run</a>' in body
     assert (
-        "<td>2</td>\n      <td>2026-03-31 22:00</td>\n      <td>2.00</td>\n      <td>4.00</td>"
-        in body
+        '<td>2</td>\n      <td class="text-nowrap usage-started">2026-03-31 22:00</td>\n'
+        "      <td>2.00</td>\n      <td>4.00</td>" in body
     )
 
 
