@@ -1069,3 +1069,33 @@ def test_the_owner_opens_each_replicas_injected_environment_on_the_job_page_on_a
     assert "hf-s3cr3t-value" not in page.content()
     # Long values (the job ID) wrap inside the table: the page does not scroll sideways.
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_stop_selected_on_a_phone_lists_each_job_with_its_id_under_its_name(logged_in_page, alice):
+    jobs = [submitted(alice, f"phone-{i}", command="sleep 60") for i in range(2)]
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/")
+
+    for job in jobs:
+        page.check(f"#select-{job.public_id}")
+    page.click("#bulk-stop")
+
+    page.wait_for_url("**/jobs/bulk/")
+    for job in jobs:
+        row = page.locator(f"#bulk-jobs tr[data-job='{job.public_id}']")
+        expect(row.locator(".bulk-job-id")).to_have_text(job.public_id)
+        plan = row.locator(".bulk-plan")
+        expect(plan).to_have_text("将被停止。")
+        # Beside a column of IDs it was squeezed to two characters a line ("将被/停/止。").
+        lines = plan.evaluate(
+            "td => { const r = document.createRange(); r.selectNodeContents(td);"
+            " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size }"
+        )
+        assert lines == 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.click("#confirm-bulk-stop")
+
+    page.wait_for_url(lambda url: "/jobs/bulk/" not in url)
+    for job in jobs:
+        expect(page.locator(f"tr:has(#select-{job.public_id})")).to_contain_text("已停止")
