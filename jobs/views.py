@@ -489,6 +489,15 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     label = pool_labels(names=pool_names(), pool_ids=[job.resource_pool]).get(job.resource_pool)
     context["pool_label"] = label.text if label else ""
     context["pool_offered"] = bool(label and label.offered)
+    # The job this one was made from (Run again, or Copy & edit then submit), linked back: one
+    # query, only for such a job. None when it was made anew or its source has been deleted.
+    context["source_job"] = (
+        Job.objects.filter(pk=job.source_job_id, owner=request.user)
+        .only("public_id", "name")
+        .first()
+        if job.source_job_id
+        else None
+    )
     try:
         spec = job.job_spec()
     except SpecError as exc:

@@ -690,6 +690,30 @@ def test_run_again_submits_a_new_job_from_the_same_spec(alice, alice_client):
     assert len(new.submit_key) <= Job._meta.get_field("submit_key").max_length
 
 
+def test_a_job_run_again_links_back_to_the_job_it_was_made_from_while_that_exists(
+    alice, alice_client
+):
+    job = submit(alice, name="first-try")
+    finish(job)
+    alice_client.post(reverse("job-rerun", args=[job.public_id]))
+    new = Job.objects.exclude(pk=job.pk).get()
+    url = reverse("job-detail", args=[new.public_id])
+
+    html = alice_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    fresh = alice_client.get(
+        reverse("job-detail", args=[job.public_id]), HTTP_ACCEPT_LANGUAGE="en"
+    ).content.decode()
+
+    assert re.search(
+        rf'<dt[^>]*>Copied from</dt><dd[^>]*><a href="/jobs/{job.public_id}/" id="source-job">'
+        r"first-try</a>",
+        html,
+    )
+    assert 'id="source-job"' not in fresh  # a job made anew names no source
+    alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    assert 'id="source-job"' not in alice_client.get(url).content.decode()
+
+
 def test_run_again_sent_twice_from_one_page_makes_one_job_even_once_it_holds_the_cards(
     alice, alice_client
 ):

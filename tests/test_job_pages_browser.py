@@ -1099,3 +1099,24 @@ def test_stop_selected_on_a_phone_lists_each_job_with_its_id_under_its_name(logg
     page.wait_for_url(lambda url: "/jobs/bulk/" not in url)
     for job in jobs:
         expect(page.locator(f"tr:has(#select-{job.public_id})")).to_contain_text("已停止")
+
+
+def test_run_again_opens_the_new_job_which_links_back_to_the_one_it_came_from(
+    logged_in_page, alice
+):
+    job = submitted(alice, "first-try")
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED)
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+
+    page.click("#job-rerun")
+
+    page.wait_for_url(lambda url: job.public_id not in url)
+    new = Job.objects.exclude(pk=job.pk).get()
+    assert new.public_id in page.url
+    back = page.locator("#source-job")
+    expect(page.locator("#summary dt", has_text="复制自")).to_be_visible()
+    expect(back).to_have_text("first-try")
+    back.click()
+    page.wait_for_url(f"**/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text("失败")
