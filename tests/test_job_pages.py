@@ -585,7 +585,7 @@ def test_the_job_page_lists_the_environment_each_replica_receives_with_secrets_m
     html = response.content.decode()
     section = html[html.index('<details class="mb-3" id="replica-envs">') :]
     section = section[: section.index("</details>")]
-    assert "Injected environment per replica" in section
+    assert "Environment injected into each instance" in section
 
     def env(label: str) -> dict[str, str]:
         table = section[section.index(f'id="replica-env-{label}"') :]

@@ -1060,7 +1060,7 @@ def test_the_owner_opens_each_replicas_injected_environment_on_the_job_page_on_a
     envs = page.locator("#replica-envs")
     worker = envs.locator("table").nth(2)
     expect(worker).to_be_hidden()
-    envs.get_by_text("各实例注入的环境变量").click()
+    envs.get_by_text("每个实例注入的环境变量").click()
 
     expect(envs.locator("h3").nth(2)).to_have_text("worker-1")
     expect(worker.locator("tr", has_text="WORLD_SIZE").locator("td")).to_have_text("3")
