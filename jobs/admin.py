@@ -69,7 +69,7 @@ from .review import (
     policy_queues,
 )
 from .runtime_env import replica_refs
-from .summary import sent_request, spec_sections
+from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
 from .usage_admin import usage_view
 
@@ -595,7 +595,7 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
 
     list_display = [
         "public_id",
-        "name",
+        "name_shown",
         "owner",
         "status",
         "review_state",
@@ -605,7 +605,7 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         "priority",
         "created",
     ]
-    list_display_links = ["public_id", "name"]
+    list_display_links = ["public_id", "name_shown"]
     list_filter = [
         "status",
         "review_state",
@@ -617,7 +617,8 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         "owner",
         "created_at",
     ]
-    list_select_related = ["owner"]
+    # The group: a queue group's task says which task it is (name_shown).
+    list_select_related = ["owner", "group"]
     search_fields = ["=public_id", "name", "owner__username"]
     date_hierarchy = "created_at"
     # The date links' label (admin/date_hierarchy.html) is new in Django 6 and its Chinese
@@ -633,7 +634,12 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
     change_list_template = "admin/jobs/job/change_list.html"
     change_form_template = "admin/jobs/job/change_form.html"
     # People are shown, not linked: the user pages are the superusers' (a reviewer gets 403).
-    readonly_fields = ["owner_shown", "reviewed_by_shown", "status_reason_in_language"]
+    readonly_fields = [
+        "owner_shown",
+        "reviewed_by_shown",
+        "status_reason_in_language",
+        "group_task",
+    ]
     fieldsets = [
         (
             None,
@@ -655,7 +661,7 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
                     "priority",
                     "total_cards",
                     "restarts",
-                    "group",
+                    "group_task",
                     "source_job",
                 ],
                 "classes": ["collapse"],
@@ -680,6 +686,20 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             )
             return HttpResponseRedirect(request.get_full_path())
         return super().response_action(request, queryset, **kwargs)
+
+    @admin.display(description=gettext_lazy("name"), ordering="name")
+    def name_shown(self, job: Job) -> str:
+        # A queue group's tasks share a name: each says which task it is ("qa-grp 2/3"), as
+        # on the owner's job list, so a reviewer sees three pending rows are one group.
+        if job.group_id is None:
+            return job.name
+        return f"{job.name} {job.group_index}/{job.group.total}"
+
+    @admin.display(description=gettext_lazy("queue group"))
+    def group_task(self, job: Job) -> str:
+        if job.group_id is None:
+            return "—"
+        return _("Task %(index)s of %(group)s") % {"index": job.group_index, "group": job.group}
 
     @admin.display(description=gettext_lazy("owner"))
     def owner_shown(self, job: Job) -> str:
@@ -832,17 +852,9 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         context["spec_sections"] = spec_sections(
             shown, pool_name=pool_names().get(spec.resource_pool_id, "")
         )
-        refs = replica_refs(spec)
-        backend = get_backend(job.backend)
-        # AIHC_JOB_ID (set by the local runner only) is the id the job runs under.
-        job_id = job.external_id or (
-            job.public_id if job.backend == "local" else _("<assigned on submit>")
+        context["replica_envs"], context["replicas_hidden"] = replica_environments(
+            spec, backend_name=job.backend, job_id=environment_job_id(job)
         )
-        context["replica_envs"] = [
-            (ref.label, sorted(backend.environment_preview(spec, ref, job_id=job_id).items()))
-            for ref in refs[:SHOWN_REPLICAS]
-        ]
-        context["replicas_hidden"] = max(0, len(refs) - SHOWN_REPLICAS)
         return context
 
     def logs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:

@@ -323,6 +323,47 @@ class SearchPatternError(ValueError):
     pass
 
 
+# What the regular-expression engine says of the mistakes people make most, said in the page's
+# language: its own words are English and technical ("unterminated character set"), and a
+# Chinese page showed them as they were. By the start of its message (decided: a message not
+# listed here is shown as the engine words it, with where it stopped, still in the sentence).
+REGEX_MISTAKES = {
+    "unterminated character set": gettext_noop("a [ is not closed by a ]"),
+    "missing )": gettext_noop("a ( is not closed by a )"),
+    "unbalanced parenthesis": gettext_noop("a ) has no ( before it"),
+    "nothing to repeat": gettext_noop(
+        "*, +, ? or {n} has nothing before it to repeat; to find the character itself, put a "
+        "\\ before it"
+    ),
+    "multiple repeat": gettext_noop("two repeats follow each other, such as **"),
+    "bad escape": gettext_noop(
+        "a \\ is followed by nothing, or by a letter that means nothing after it; to find a "
+        "\\ itself, write \\\\"
+    ),
+    "min repeat greater than max repeat": gettext_noop("in {m,n}, m is greater than n"),
+    "bad character range": gettext_noop("a range in [...] runs backwards, such as z-a"),
+    "invalid group reference": gettext_noop("a reference such as \\1 names no group"),
+}
+
+
+def regex_mistake(exc: regex.error, text: str) -> str:
+    """The engine's refusal of `text` as people read it: what is wrong, then where."""
+    message = str(getattr(exc, "msg", None) or exc)
+    said = next(
+        (gettext(words) for start, words in REGEX_MISTAKES.items() if message.startswith(start)),
+        message,
+    )
+    position = getattr(exc, "pos", None)
+    if position is None:
+        return said
+    if position >= len(text):
+        return gettext("at its end, %(mistake)s") % {"mistake": said}
+    return gettext("at character %(position)d, %(mistake)s") % {
+        "mistake": said,
+        "position": position + 1,
+    }
+
+
 class SearchCursorError(ValueError):
     """Where a search of older matches was to start is no line start of the log (beyond its
     end, or inside a line): a link made up, or one from before the log was cut."""
@@ -418,7 +459,9 @@ def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Patt
             )
     try:
         return regex.compile(text if is_regex else regex.escape(text), flags)
-    except (regex.error, OverflowError, RecursionError) as exc:
+    except regex.error as exc:
+        raise SearchPatternError(regex_mistake(exc, text)) from None
+    except (OverflowError, RecursionError) as exc:
         raise SearchPatternError(str(exc)) from None
 
 

@@ -202,7 +202,20 @@ def _own_jobs_shown(own: Any) -> list[Job]:
         )
         .filter(place__lte=OWN_JOBS_SHOWN)
         .order_by("place")
-        .only("public_id", "name", "status", "backend", "resource_pool", "queue", "total_cards")
+        # A queue group's tasks share a name: each says which task it is ("2/3"), as the job
+        # list's rows do; the group joined in the same query.
+        .select_related("group")
+        .only(
+            "public_id",
+            "name",
+            "status",
+            "backend",
+            "resource_pool",
+            "queue",
+            "total_cards",
+            "group_index",
+            "group__total",
+        )
     )
 
 

@@ -245,6 +245,40 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
     return rows
 
 
+# Replicas whose environment a job's page lists (a job can have hundreds; the rest are counted).
+SHOWN_REPLICAS = 32
+
+ReplicaEnvironment = tuple[str, list[tuple[str, str]]]
+
+
+def environment_job_id(job: Any) -> str:
+    """The AIHC_JOB_ID a job's replicas get: the id it runs under on its platform (the local
+    runner's is the console's own), or a placeholder while the platform has given none."""
+    return job.external_id or (
+        job.public_id if job.backend == "local" else _("<assigned on submit>")
+    )
+
+
+def replica_environments(
+    spec: S.JobSpec, *, backend_name: str, job_id: str
+) -> tuple[list[ReplicaEnvironment], int]:
+    """Each replica's environment as its backend sets it (the platform's variables and the
+    job's envs, secrets masked), by replica label, for the first SHOWN_REPLICAS replicas, and
+    how many more there are. A backend that cannot be used (misconfigured) lists none."""
+    from .runtime_env import replica_refs
+
+    try:
+        backend = get_backend(backend_name)
+    except BackendError:
+        return [], 0
+    refs = replica_refs(spec)
+    shown = [
+        (ref.label, sorted(backend.environment_preview(spec, ref, job_id=job_id).items()))
+        for ref in refs[:SHOWN_REPLICAS]
+    ]
+    return shown, max(0, len(refs) - SHOWN_REPLICAS)
+
+
 def sent_request(spec: S.JobSpec, backend_name: str, *, job_id: str = "") -> tuple[str, str]:
     """The create request as the job's backend sends it ("POST <path>", pretty JSON body),
     secrets masked: an AIHC v2 pool's CreateJob, not the v1 body it was stored as."""

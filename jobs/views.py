@@ -67,7 +67,7 @@ from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
-from .summary import retention_words, sent_request
+from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
 from .wizard import available_pools
 from .worker import deletes_at
@@ -489,6 +489,15 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     label = pool_labels(names=pool_names(), pool_ids=[job.resource_pool]).get(job.resource_pool)
     context["pool_label"] = label.text if label else ""
     context["pool_offered"] = bool(label and label.offered)
+    # The job this one was made from (Run again, or Copy & edit then submit), linked back: one
+    # query, only for such a job. None when it was made anew or its source has been deleted.
+    context["source_job"] = (
+        Job.objects.filter(pk=job.source_job_id, owner=request.user)
+        .only("public_id", "name")
+        .first()
+        if job.source_job_id
+        else None
+    )
     try:
         spec = job.job_spec()
     except SpecError as exc:
@@ -506,6 +515,12 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
                 ),
                 "spec": spec,
             }
+        )
+        # What each replica finds in its environment (RANK, MASTER_ADDR, TF_CONFIG, the job's
+        # envs with secrets masked): the review step showed it before submitting, reviewers
+        # see it in the admin, and the owner debugging a run looks for it here.
+        context["replica_envs"], context["replicas_hidden"] = replica_environments(
+            spec, backend_name=job.backend, job_id=environment_job_id(job)
         )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     context.update(_log_search(job, context["log_label"], request.GET))
@@ -717,7 +732,10 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
         )
         return redirect(back)
     jobs = list(
-        Job.objects.filter(owner=request.user, public_id__in=chosen).order_by("-created_at", "-id")
+        Job.objects.filter(owner=request.user, public_id__in=chosen)
+        # A queue group's tasks share a name: the question says which task each is ("2/3").
+        .select_related("group")
+        .order_by("-created_at", "-id")
     )
     missing = len(chosen) - len(jobs)
     if not jobs:

@@ -1345,3 +1345,24 @@ def test_a_permission_refusal_is_logged_as_one_warning_line_without_a_traceback(
     assert record.levelname == "WARNING"
     assert record.getMessage() == f"Forbidden (Permission denied): {CHANGELIST}{job.pk}/change/"
     assert record.exc_info is None
+
+
+def test_a_reviewer_sees_which_task_of_a_queue_group_each_pending_job_is(
+    alice, reviewer, review_all
+):
+    tasks = jobs_submit(
+        owner=alice,
+        spec=make_spec(
+            name="qa-grp", submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+        ),
+        submit_key="grp",
+    )
+    client = client_for(reviewer)
+
+    listed = client.get(CHANGELIST, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    page = client.get(f"{CHANGELIST}{tasks[1].pk}/change/", HTTP_ACCEPT_LANGUAGE="en")
+
+    # Three pending rows of one name read as one group of three, as the owner's list shows them.
+    names = re.findall(r'<(?:th|td) class="field-name_shown"><a [^>]*>([^<]+)</a>', listed)
+    assert sorted(names) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
+    assert "Task 2 of qa-grp (3 tasks, at most 1 at once)" in page.content.decode()

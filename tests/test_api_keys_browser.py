@@ -151,3 +151,25 @@ def test_a_superuser_resetting_a_users_password_in_the_admin_is_told_their_keys_
     # The keys page of the admin says who revoked them, in its history.
     page.goto(f"/admin/jobs/apikey/{keys[0].pk}/history/")
     expect(page.locator("#change-history")).to_contain_text("root")
+
+
+def test_on_a_phone_a_keys_description_keeps_a_readable_width(logged_in_page, alice):
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/account/keys/")
+    page.fill("input[name=description]", "手机上的训练脚本")
+    page.click("#api-key-create")
+
+    key = ApiKey.objects.get(owner=alice)
+    cell = page.locator(
+        f"#api-key-table tr:has([data-revoke='{key.access_key_id}']) .key-description"
+    )
+    expect(cell).to_have_text("手机上的训练脚本")
+    # Squeezed by the key ID beside it, it read one character a line (eight lines here).
+    lines = cell.evaluate(
+        "td => { const r = document.createRange(); r.selectNodeContents(td);"
+        " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size }"
+    )
+    assert lines <= 2
+    # The table scrolls sideways in its own box; the page itself does not.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -242,3 +242,22 @@ def test_a_job_that_ended_between_the_question_and_the_answer_is_reported_as_end
     assert plans(asked.content.decode()) == {job.public_id: "Will be stopped."}
     assert said(r) == ["1 had already finished or was stopping and was left as it is."]
     assert status_of(job) == JobStatus.FAILED
+
+
+def test_the_question_says_which_task_of_a_queue_group_each_row_is(alice, alice_en):
+    from jobs import spec as S
+
+    spec = make_spec("sleep 60", name="qa-grp")
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="grp")
+
+    html = alice_en.post(
+        BULK, {"action": "stop", "jobs": [t.public_id for t in tasks]}
+    ).content.decode()
+
+    # The tasks share a name; as on the list, each row says which task it is.
+    rows = re.findall(
+        r'<tr data-job="([^"]+)">\s*<td>qa-grp <span[^>]*group-task[^>]*>(\d+/3)<', html
+    )
+    assert sorted(rows) == sorted((t.public_id, f"{t.group_index}/3") for t in tasks)
+    assert sorted(index for _, index in rows) == ["1/3", "2/3", "3/3"]

@@ -224,6 +224,30 @@ def test_an_invalid_regular_expression_is_said_on_its_field_not_a_500(alice_clie
     assert [n for n, kind, _t in results(side_by_side) if kind == ":"] == [13]
 
 
+def test_an_invalid_regular_expression_says_what_is_wrong_and_where_in_the_pages_language(
+    alice_client, stepped_job
+):
+    def error(language: str, bad: str) -> str:
+        alice_client.cookies["django_language"] = language
+        r = search(alice_client, stepped_job, htmx=True, q=bad, regex="on")
+        return html.unescape(re.search(r'id="log-search-q-error">([^<]*)<', r.text).group(1))
+
+    # The engine's own words were shown as they were, English in a Chinese page:
+    # "无法使用此正则表达式：missing ), unterminated subpattern at position …。"
+    assert error("zh-hans", "loss (nan") == "无法使用此正则表达式：在末尾处，( 没有用 ) 闭合。"
+    assert (
+        error("zh-hans", "a**")
+        == "无法使用此正则表达式：在第 3 个字符处，两个重复符号连在一起，如 **。"
+    )
+    assert error("en", "loss (nan") == (
+        "This regular expression cannot be used: at its end, a ( is not closed by a )."
+    )
+    assert error("en", "*nan") == (
+        "This regular expression cannot be used: at character 1, *, +, ? or {n} has nothing "
+        "before it to repeat; to find the character itself, put a \\ before it."
+    )
+
+
 def test_a_secret_in_a_matching_line_is_shown_masked_and_cannot_be_searched_for(
     alice, alice_client
 ):

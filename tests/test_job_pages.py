@@ -569,6 +569,40 @@ def test_the_detail_shows_the_masked_api_request_queue_position_and_actions(alic
     assert 'id="job-stop"' in html
 
 
+def test_the_job_page_lists_the_environment_each_replica_receives_with_secrets_masked(
+    alice, alice_client
+):
+    job = submit(
+        alice,
+        roles=[S.Role("master", 1), S.Role("worker", 2)],
+        envs=[S.Env("MY_FLAG", "hello"), S.Env("HF_TOKEN", "s3cr3t-value", secret=True)],
+    )
+
+    response = alice_client.get(
+        reverse("job-detail", args=[job.public_id]), HTTP_ACCEPT_LANGUAGE="en"
+    )
+
+    html = response.content.decode()
+    section = html[html.index('<details class="mb-3" id="replica-envs">') :]
+    section = section[: section.index("</details>")]
+    assert "Environment injected into each instance" in section
+
+    def env(label: str) -> dict[str, str]:
+        table = section[section.index(f'id="replica-env-{label}"') :]
+        table = table[: table.index("</table>")]
+        return dict(re.findall(r"<th[^>]*>([A-Z_]+)</th><td[^>]*>([^<]*)</td>", table))
+
+    master, worker = env("master-0"), env("worker-1")
+    # The platform's variables as the local runner sets them, and the job's own envs.
+    assert (master["RANK"], worker["RANK"], worker["WORLD_SIZE"]) == ("0", "2", "3")
+    assert worker["MASTER_ADDR"] == "127.0.0.1"
+    assert worker["AIHC_JOB_ID"] == job.public_id and worker["AIHC_ROLE"] == "worker"
+    assert worker["MY_FLAG"] == "hello"
+    # A secret stays masked, here as everywhere else on the page.
+    assert worker["HF_TOKEN"] == "******"
+    assert "s3cr3t-value" not in html
+
+
 def test_a_job_whose_stored_spec_cannot_be_read_still_opens_and_says_why(alice, alice_client):
     job = submit(alice)
     Job.objects.filter(pk=job.pk).update(spec={"name": job.name, "jobSpec": "from an old console"})
@@ -654,6 +688,30 @@ def test_run_again_submits_a_new_job_from_the_same_spec(alice, alice_client):
     assert new.spec == job.spec and new.source_job == job and new.status == JobStatus.QUEUED
     # PostgreSQL refuses a longer key where SQLite stores it (make test-postgres).
     assert len(new.submit_key) <= Job._meta.get_field("submit_key").max_length
+
+
+def test_a_job_run_again_links_back_to_the_job_it_was_made_from_while_that_exists(
+    alice, alice_client
+):
+    job = submit(alice, name="first-try")
+    finish(job)
+    alice_client.post(reverse("job-rerun", args=[job.public_id]))
+    new = Job.objects.exclude(pk=job.pk).get()
+    url = reverse("job-detail", args=[new.public_id])
+
+    html = alice_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    fresh = alice_client.get(
+        reverse("job-detail", args=[job.public_id]), HTTP_ACCEPT_LANGUAGE="en"
+    ).content.decode()
+
+    assert re.search(
+        rf'<dt[^>]*>Copied from</dt><dd[^>]*><a href="/jobs/{job.public_id}/" id="source-job">'
+        r"first-try</a>",
+        html,
+    )
+    assert 'id="source-job"' not in fresh  # a job made anew names no source
+    alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    assert 'id="source-job"' not in alice_client.get(url).content.decode()
 
 
 def test_run_again_sent_twice_from_one_page_makes_one_job_even_once_it_holds_the_cards(

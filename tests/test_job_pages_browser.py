@@ -1054,3 +1054,94 @@ def test_a_log_line_with_a_right_to_left_override_reads_in_its_own_order_on_the_
     expect(page.locator("#log-search-results mark")).to_have_text("saved")
     expect(page.locator("#log-search-results")).to_contain_text("saved report.txt.exe")
     assert "\u202e" not in page.locator("#log-search-results").inner_text()
+
+
+def test_the_owner_opens_each_replicas_injected_environment_on_the_job_page_on_a_phone(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document(
+        {
+            "name": "ddp-env",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {
+                "image": "python:3.12",
+                "command": "torchrun train.py",
+                "replicas": 3,
+                "envs": [{"name": "HF_TOKEN", "value": "hf-s3cr3t-value"}],
+            },
+            "console": {"secretEnvs": ["HF_TOKEN"]},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="ddp-env")
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/jobs/{job.public_id}/")
+
+    envs = page.locator("#replica-envs")
+    worker = envs.locator("table").nth(2)
+    expect(worker).to_be_hidden()
+    envs.get_by_text("每个实例注入的环境变量").click()
+
+    expect(envs.locator("h3").nth(2)).to_have_text("worker-1")
+    expect(worker.locator("tr", has_text="WORLD_SIZE").locator("td")).to_have_text("3")
+    expect(worker.locator("tr", has_text="RANK").first.locator("td")).to_have_text("2")
+    expect(worker.locator("tr", has_text="HF_TOKEN").locator("td")).to_have_text("******")
+    assert "hf-s3cr3t-value" not in page.content()
+    # Long values (the job ID) wrap inside the table: the page does not scroll sideways.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_stop_selected_on_a_phone_lists_each_job_with_its_id_under_its_name(logged_in_page, alice):
+    jobs = [submitted(alice, f"phone-{i}", command="sleep 60") for i in range(2)]
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/")
+
+    for job in jobs:
+        page.check(f"#select-{job.public_id}")
+    page.click("#bulk-stop")
+
+    page.wait_for_url("**/jobs/bulk/")
+    for job in jobs:
+        row = page.locator(f"#bulk-jobs tr[data-job='{job.public_id}']")
+        expect(row.locator(".bulk-job-id")).to_have_text(job.public_id)
+        plan = row.locator(".bulk-plan")
+        expect(plan).to_have_text("将被停止。")
+        # Beside a column of IDs it was squeezed to two characters a line ("将被/停/止。").
+        lines = plan.evaluate(
+            "td => { const r = document.createRange(); r.selectNodeContents(td);"
+            " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size }"
+        )
+        assert lines == 1
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.click("#confirm-bulk-stop")
+
+    page.wait_for_url(lambda url: "/jobs/bulk/" not in url)
+    for job in jobs:
+        expect(page.locator(f"tr:has(#select-{job.public_id})")).to_contain_text("已停止")
+
+
+def test_run_again_opens_the_new_job_which_links_back_to_the_one_it_came_from(
+    logged_in_page, alice
+):
+    job = submitted(alice, "first-try")
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.FAILED)
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+
+    page.click("#job-rerun")
+
+    page.wait_for_url(lambda url: job.public_id not in url)
+    new = Job.objects.exclude(pk=job.pk).get()
+    assert new.public_id in page.url
+    back = page.locator("#source-job")
+    expect(page.locator("#summary dt", has_text="复制自")).to_be_visible()
+    expect(back).to_have_text("first-try")
+    back.click()
+    page.wait_for_url(f"**/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text("失败")

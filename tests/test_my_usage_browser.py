@@ -83,3 +83,27 @@ def test_my_usage_names_a_pool_no_longer_offered_by_its_last_known_name(logged_i
         expect(pool).to_have_text("旧训练池（已不再提供）")
         pool.hover()
         expect(pool).to_have_attribute("title", "资源池 ID：cce-old")
+
+
+def test_on_a_phone_each_jobs_id_goes_under_its_name_and_its_start_stays_on_one_line(
+    logged_in_page, alice
+):
+    start = Period.this_month().starts_at + timedelta(hours=1)
+    job = run(alice, start, start + timedelta(hours=2), cards=1)
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+
+    page.click("#nav-usage")
+
+    table = page.locator("#usage-jobs-table")
+    row = table.locator(f"tr[data-job='{job.public_id}']")
+    expect(row.locator(".usage-job-id")).to_be_visible()
+    expect(row.locator(".usage-job-id")).to_have_text(job.public_id)
+    expect(table.get_by_role("columnheader", name="任务 ID")).to_be_hidden()
+    # The start time was broken over three lines ("2026-" / "12-02" / "09:57") and the ID over five.
+    started = row.locator(".usage-started")
+    lines = started.evaluate(
+        "td => { const r = document.createRange(); r.selectNodeContents(td);"
+        " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size }"
+    )
+    assert lines == 1

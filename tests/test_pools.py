@@ -295,3 +295,25 @@ def test_polling_reads_the_kubernetes_inventory_no_more_often_than_its_cache_all
     assert "Kubernetes" in pool and "3 idle of 8" in pool
     assert re.findall(r'<tr data-queue="([^"]+)"', pool) == ["gpu-queue"]
     assert len(kubernetes.calls("list nodes")) == len(kubernetes.calls("list pods")) == 1
+
+
+def test_each_task_of_a_queue_group_says_which_task_it_is(alice, alice_client):
+    spec = S.JobSpec(
+        name="qa-grp",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="echo hi",
+        roles=[S.Role("master", 1, accelerator_type=CARD, accelerators=1)],
+        submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1),
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="grp")
+
+    html = alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    # The three share a name; as on the job list, each link is followed by its task's number.
+    own = queue_row(section(html, "local"), "default")["own"]
+    shown = re.findall(
+        r'href="/jobs/([^/]+)/"[^>]*>qa-grp</a> <span[^>]*group-task[^>]*>(\d+/\d+)<', own
+    )
+    assert shown == [(task.public_id, f"{task.group_index}/3") for task in tasks]
+    assert [index for _, index in shown] == ["1/3", "2/3", "3/3"]

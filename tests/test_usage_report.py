@@ -117,6 +117,21 @@ def test_the_admin_index_links_the_report_for_those_who_may_open_it(reviewer):
     assert f'href="{URL}"' not in hidden
 
 
+def test_the_reports_users_column_does_not_rename_the_admins_users_in_chinese(superuser):
+    client = client_for(superuser)
+
+    index = client.get("/admin/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    users = client.get("/admin/auth/user/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    report = client.get(URL, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    # Django's auth models are "用户"; the report's column counts a group's users ("用户数").
+    # Both were one msgid ("users"), so the admin listed, searched and deleted "用户数".
+    assert re.search(r'<a href="/admin/auth/user/"[^>]*>用户</a>', index)
+    assert "用户数" not in index and "用户数" not in users
+    assert "搜索 用户" in users or "搜索用户" in users
+    assert re.search(r'<th scope="col">用户数</th>', report)
+
+
 # -- figures -----------------------------------------------------------------------------
 
 
