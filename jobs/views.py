@@ -26,7 +26,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseStopPolling, push_url
 
 from .actions import (
@@ -201,7 +201,7 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
     return jobs.order_by("-created_at", "-id")
 
 
-@require_GET
+@require_safe
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = JobFilterForm(request.GET)
@@ -479,7 +479,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     return context
 
 
-@require_GET
+@require_safe
 @login_required
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
@@ -527,7 +527,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     return render(request, "jobs/job_detail.html", context)
 
 
-@require_GET
+@require_safe
 @login_required
 def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """The detail page's status, replicas, events and queue position (polled)."""
@@ -542,7 +542,7 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     return HttpResponseStopPolling(response.content) if job.is_final else response
 
 
-@require_GET
+@require_safe
 @login_required
 def job_metrics(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """The training metrics section alone: polled once the job has ended while its event
@@ -561,7 +561,7 @@ def job_metrics(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespon
     return response
 
 
-@require_GET
+@require_safe
 @login_required
 def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """The last lines of one replica's log (polled while the job runs)."""
@@ -581,7 +581,7 @@ def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     return response if context["log_live"] else HttpResponseStopPolling(response.content)
 
 
-@require_GET
+@require_safe
 @login_required
 def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """What a search of one replica's log found: the search box's answer under htmx; without
@@ -596,7 +596,7 @@ def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
     return push_url(response, page)
 
 
-@require_GET
+@require_safe
 @login_required
 def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica: str) -> Any:
     job = _job(request, public_id)
