@@ -686,6 +686,14 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
 
 
 STOP_QUESTION = gettext_lazy("Stop this job? Its instances are ended and it cannot be resumed.")
+# A job still waiting for review has never started and has no instances: stopping it takes it
+# off the reviewers' list, and it is never sent to its platform nor started (jobs.actions.
+# job_stop). Decided: only Pending review is asked so; a queued job may start any moment, so
+# "its instances are ended" stays true of it.
+STOP_UNSTARTED_QUESTION = gettext_lazy(
+    "Stop this job? It is still waiting for review and has not started: it is withdrawn from "
+    "review and will not be sent or started. It cannot be resumed."
+)
 DELETE_QUESTION = gettext_lazy(
     "Delete this job? Its logs and files are deleted too; a running job is stopped first."
 )
@@ -702,9 +710,13 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
         "verb": _("Stop") if stop else _("Delete"),
         "heading": (_("Stop job %(name)s?") if stop else _("Delete job %(name)s?"))
         % {"name": job.name},
-        "question": STOP_QUESTION if stop else DELETE_QUESTION,
+        "question": _stop_question(job) if stop else DELETE_QUESTION,
     }
     return render(request, "jobs/job_confirm.html", context)
+
+
+def _stop_question(job: Job) -> str:
+    return STOP_UNSTARTED_QUESTION if job.status == JobStatus.PENDING_REVIEW else STOP_QUESTION
 
 
 @post_only(lambda: reverse("job-list"))
@@ -758,7 +770,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
                 else ngettext("Delete %(count)d job?", "Delete %(count)d jobs?", len(jobs))
             )
             % {"count": len(jobs)},
-            "question": BULK_STOP_QUESTION if stop else BULK_DELETE_QUESTION,
+            "question": _bulk_stop_question(jobs) if stop else BULK_DELETE_QUESTION,
             "verb": _("Stop") if stop else _("Delete"),
         }
         return render(request, "jobs/job_bulk_confirm.html", context)
@@ -773,6 +785,17 @@ BULK_STOP_QUESTION = gettext_lazy(
     "Stopped jobs cannot be resumed: their instances are ended. Jobs that have already "
     "finished are left as they are."
 )
+# When some or all of the jobs to stop are still waiting for review (STOP_UNSTARTED_QUESTION).
+BULK_STOP_UNSTARTED_QUESTION = gettext_lazy(
+    "Stopped jobs cannot be resumed. Jobs still waiting for review have not started: they are "
+    "withdrawn from review and will not be sent or started. Jobs that have already finished "
+    "are left as they are."
+)
+BULK_STOP_MIXED_QUESTION = gettext_lazy(
+    "Stopped jobs cannot be resumed: the instances of those that started are ended, and those "
+    "still waiting for review are withdrawn from it and will not be sent or started. Jobs "
+    "that have already finished are left as they are."
+)
 BULK_DELETE_QUESTION = gettext_lazy(
     "Deleted jobs are gone with their logs and files; a running job is stopped first."
 )
@@ -785,8 +808,18 @@ def _list_query(query: str) -> str:
     return urlencode({name: given[name] for name in LIST_PARAMETERS if given.get(name)})
 
 
+def _bulk_stop_question(jobs: list[Job]) -> str:
+    stopped = [job for job in jobs if job_stoppable(job)]
+    unstarted = sum(1 for job in stopped if job.status == JobStatus.PENDING_REVIEW)
+    if not unstarted:
+        return BULK_STOP_QUESTION
+    return BULK_STOP_UNSTARTED_QUESTION if unstarted == len(stopped) else BULK_STOP_MIXED_QUESTION
+
+
 def _stop_plan(job: Job) -> tuple[str, bool]:
     """What Stop does to the job, as its confirmation page says it; True: it changes."""
+    if job.status == JobStatus.PENDING_REVIEW:
+        return _("Waiting for review: will be withdrawn, and not sent or started."), True
     if job_stoppable(job):
         return _("Will be stopped."), True
     if job.status == JobStatus.STOPPING:

@@ -317,6 +317,59 @@ def test_the_aihc_job_id_is_copied_from_its_labelled_row_on_the_job_page(logged_
     assert page.evaluate("navigator.clipboard.readText()") == aihc_id
 
 
+def test_stopping_a_job_awaiting_review_says_it_will_not_be_sent_or_started(
+    browser, live_server, alice
+):
+    """Its page's question and Stop selected's spoke of instances it never had."""
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    ReviewPolicy.objects.update_or_create(pk=1, defaults={"mode": ReviewMode.ALL})
+    job = submitted(alice, "awaits-review")
+    assert job.status == JobStatus.PENDING_REVIEW
+    not_started = re.compile("尚未启动.*不会被提交或启动")
+
+    # With JavaScript the browser asks, and is answered No.
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto(f"/jobs/{job.public_id}/")
+        questions: list[str] = []
+        page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+        page.click("#job-stop")
+        expect(page.locator("#job-stop")).to_be_visible()
+        assert len(questions) == 1 and not_started.search(questions[0]), questions
+    finally:
+        context.close()
+
+    # Without it the server asks, on the job's page and on Stop selected's.
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto(f"/jobs/{job.public_id}/")
+        page.click("#job-stop")
+        expect(page.locator("#stop-question")).to_have_text(not_started)
+        page.get_by_role("link", name="取消").click()
+        expect(page.locator("#job-stop")).to_be_visible()
+
+        page.goto("/")
+        page.check(f"#select-{job.public_id}")
+        page.click("#bulk-stop")
+        expect(page.locator("#bulk-question")).to_have_text(not_started)
+        expect(page.locator("#bulk-jobs .bulk-plan")).to_have_text(
+            ["等待审核中：将撤出审核，不会被提交或启动。"]
+        )
+        page.click("#confirm-bulk-stop")
+        expect(page.locator(".alert-success")).to_contain_text("1")
+    finally:
+        context.close()
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+
+
 def test_two_running_jobs_ticked_in_the_list_stay_ticked_through_a_poll_and_stop_together(
     logged_in_page, alice, worker_thread
 ):
