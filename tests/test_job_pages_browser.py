@@ -463,6 +463,42 @@ def test_a_search_typed_while_the_log_refreshes_shows_its_highlighted_match_in_p
     assert csp_violations == []
 
 
+def test_a_regular_expression_the_engine_refuses_is_explained_in_chinese_and_kept_to_fix(
+    logged_in_page, alice
+):
+    """ "unknown extension" showed in English inside the Chinese sentence, and flags that
+    exclude each other answered a server error."""
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    job = submitted(alice, "regex-mistakes")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-30T09:00:00.000000Z step 1 loss NaN\n")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    error = page.locator("#log-search-q-error")
+
+    page.fill("#log-search-q", "loss (?Qnan)")
+    page.check("#log-search-regex")
+    page.click("#log-search-submit")
+    expect(error).to_have_text(
+        "无法使用此正则表达式：在第 8 个字符处，(? 或 (* 后面的写法无法识别；如只需分组，请写 (?:...)。"
+    )
+    expect(page.locator("#log-search-q")).to_have_value("loss (?Qnan)")
+
+    page.fill("#log-search-q", "loss(?u)(?a) nan")
+    page.click("#log-search-submit")
+    expect(error).to_contain_text("无法使用此正则表达式：(?...) 中的标志无效")
+    expect(page.locator("#log-search-q")).to_have_value("loss(?u)(?a) nan")
+
+    page.fill("#log-search-q", "loss (?i:nan)")
+    page.click("#log-search-submit")
+    expect(page.locator("#log-search-results mark")).to_have_text("loss NaN")
+    expect(error).to_have_count(0)
+
+
 def test_older_matches_of_a_search_open_in_place_and_the_newest_come_back(logged_in_page, alice):
     from jobs.logs import replica_log_path
     from jobs.models import JobReplica
