@@ -186,7 +186,7 @@ def _api_keys_page(
     return response
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The user's access keys: create one (its secret is shown on this answer only, never
@@ -241,7 +241,7 @@ def api_key_revoke(request: AuthenticatedHttpRequest, access_key_id: str) -> Htt
     return redirect("api-keys")
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 def api_keys_revoke_all(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Revoke all: the page asks first, listing the keys that still work (no JavaScript

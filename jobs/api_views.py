@@ -143,7 +143,11 @@ def _answer(data: dict[str, Any], *, status: int = 200, request_id: str) -> Json
 def api_view(*methods: str) -> Callable[..., Any]:
     """A signed API view: the method, then the signature, then the view; every refusal in
     BCE's error shape. Not CSRF-checked: no cookie authenticates these requests, only the
-    signature, which a cross-site page cannot make."""
+    signature, which a cross-site page cannot make. A path that answers GET answers HEAD the
+    same way (a monitor's or a link checker's request; the server sends no body), signed as
+    HEAD: the view reads it as a GET, so a HEAD never changes anything."""
+    if "GET" in methods:
+        methods = (*methods, "HEAD")
 
     def decorate(view: Callable[..., dict[str, Any]]) -> Callable[..., JsonResponse]:
         @csrf_exempt
@@ -918,7 +922,7 @@ def _list(request: HttpRequest, owner: Any) -> dict[str, Any]:
 @api_view("GET", "PUT", "DELETE")
 def job(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):  # never on to DELETE below
         return {"result": job_view(found, detail=True)}
     if request.method == "PUT":
         body = _body(request)

@@ -323,35 +323,184 @@ class SearchPatternError(ValueError):
     pass
 
 
-# What the regular-expression engine says of the mistakes people make most, said in the page's
-# language: its own words are English and technical ("unterminated character set"), and a
-# Chinese page showed them as they were. By the start of its message (decided: a message not
-# listed here is shown as the engine words it, with where it stopped, still in the sentence).
-REGEX_MISTAKES = {
-    "unterminated character set": gettext_noop("a [ is not closed by a ]"),
-    "missing )": gettext_noop("a ( is not closed by a )"),
-    "unbalanced parenthesis": gettext_noop("a ) has no ( before it"),
-    "nothing to repeat": gettext_noop(
+# What the regular-expression engine says, said in the page's language: its own words are
+# English and technical ("unterminated character set"), and a Chinese page showed them as they
+# were. By the start of its message (`msg`, without the position), longest first, so "missing ),
+# unterminated comment" is not read as "missing )". Every message `regex` (the engine the
+# search uses) raises is here, and every one Python's `re` raises (the same mistakes, some in
+# other words; tests/test_job_logs_search.py reads both engines' sources to keep it so). A
+# message not listed (a later engine's) says only that the pattern cannot be read there, with
+# the position: never the engine's English inside a Chinese sentence.
+REGEX_MISTAKES: dict[str, str] = {}
+
+
+def _mistake(words: str, *starts: str) -> None:
+    for start in starts:
+        REGEX_MISTAKES[start] = words
+
+
+_mistake(
+    gettext_noop("a [ is not closed by a ]"),
+    "unterminated character set",
+    "missing ]",
+    "expected character set",
+)
+_mistake(gettext_noop("a comment (?#... is not closed by a )"), "missing ), unterminated comment")
+_mistake(
+    gettext_noop("a group name is not closed, by a > or a )"),
+    "missing ), unterminated name",
+    "missing >, unterminated name",
+    "missing >",
+)
+_mistake(gettext_noop("a < is missing before a group's name or number"), "missing <")
+_mistake(
+    gettext_noop("a ( is not closed by a )"), "missing ), unterminated subpattern", "missing )"
+)
+_mistake(gettext_noop("a ) has no ( before it"), "unbalanced parenthesis")
+_mistake(
+    gettext_noop(
         "*, +, ? or {n} has nothing before it to repeat; to find the character itself, put a "
         "\\ before it"
     ),
-    "multiple repeat": gettext_noop("two repeats follow each other, such as **"),
-    "bad escape": gettext_noop(
+    "nothing to repeat",
+)
+_mistake(
+    gettext_noop("a fuzzy-match constraint such as {e<=1} has nothing before it"),
+    "nothing for fuzzy constraint",
+)
+_mistake(
+    gettext_noop("a fuzzy-match constraint such as {e<=1} is not written as the engine reads it"),
+    "bad fuzzy cost limit",
+    "repeated fuzzy cost",
+    "more than one cost equation",
+)
+_mistake(gettext_noop("two repeats follow each other, such as **"), "multiple repeat")
+_mistake(gettext_noop("in {m,n}, m is greater than n"), "min repeat greater than max repeat")
+_mistake(
+    gettext_noop("a count in {n} is too large"),
+    "repeat count too big",
+    "the repetition number is too large",
+)
+_mistake(
+    gettext_noop("the pattern ends with a single \\; to find a \\ itself, write \\\\"),
+    "bad escape (end of pattern)",
+)
+_mistake(
+    gettext_noop(
         "a \\ is followed by nothing, or by a letter that means nothing after it; to find a "
         "\\ itself, write \\\\"
     ),
-    "min repeat greater than max repeat": gettext_noop("in {m,n}, m is greater than n"),
-    "bad character range": gettext_noop("a range in [...] runs backwards, such as z-a"),
-    "invalid group reference": gettext_noop("a reference such as \\1 names no group"),
-}
+    "bad escape",
+)
+_mistake(
+    gettext_noop(
+        "\\x, \\u or \\U is not followed by the hexadecimal digits it needs, such as \\x41, "
+        "\\u4e2d or \\U0001F600"
+    ),
+    "incomplete escape",
+    "bad hex escape",
+)
+_mistake(gettext_noop("an octal escape is over \\377, the largest there is"), "octal escape value")
+_mistake(
+    gettext_noop("\\N{...} needs the name of a Unicode character, such as \\N{EM DASH}"),
+    "undefined character name",
+    "missing character name",
+    "missing {",
+)
+_mistake(
+    gettext_noop("\\p{...} or \\P{...} names no Unicode property, such as \\p{Han}"),
+    "unknown property",
+)
+_mistake(gettext_noop("a { is not closed by a }"), "expected }")
+_mistake(
+    gettext_noop("\\L<...> names a list of words, which a search does not have"),
+    "undefined named list",
+    "missing named list",
+)
+_mistake(gettext_noop("a range in [...] runs backwards, such as z-a"), "bad character range")
+_mistake(
+    gettext_noop("a reference such as \\1 names no group"),
+    "invalid group reference",
+    "unknown group",
+    "bad group number",
+    "invalid relative group number",
+    "missing relative group number",
+    "group reference not allowed",
+)
+_mistake(
+    gettext_noop("a reference refers to the group it is in, which has not ended yet"),
+    "cannot refer to an open group",
+    "cannot refer to group defined in the same lookbehind",
+)
+_mistake(
+    gettext_noop("two groups have the same name, so a reference to it is unclear"),
+    "redefinition of group name",
+    "ambiguous group reference",
+)
+_mistake(
+    gettext_noop(
+        "a group name is missing or has a character a name cannot have: use letters, digits "
+        "and _, not starting with a digit"
+    ),
+    "missing group name",
+    "bad character in group name",
+)
+_mistake(
+    gettext_noop(
+        "the flags in (?...) are not valid: a flag is unknown, turned on and off at once, or "
+        "not allowed with another (a, u and L exclude each other), or a global flag is not "
+        "at the pattern's start"
+    ),
+    "bad inline flags",
+    "unknown flag",
+    "missing flag",
+    "missing -, : or )",
+    "missing :",
+    "ASCII and LOCALE flags are incompatible",
+    "ASCII and UNICODE flags are incompatible",
+    "cannot use LOCALE flag",
+    "cannot use UNICODE flag",
+    "global flags not at the start",
+    "ASCII, LOCALE and UNICODE flags are mutually incompatible",
+    "VERSION0 and VERSION1 flags are mutually incompatible",
+)
+_mistake(
+    gettext_noop(
+        "(? or (* is followed by something the engine does not know; for a group of its own, "
+        "write (?:...)"
+    ),
+    "unknown extension",
+    "unknown verb",
+    "expected lookaround conditional",
+)
+_mistake(
+    gettext_noop("a conditional (?(...)yes|no) has more than two branches"),
+    "conditional backref with more than two branches",
+)
+_mistake(
+    gettext_noop("a look-behind (?<=...) or (?<!...) must match a fixed number of characters"),
+    "look-behind requires fixed-width pattern",
+    "looks too much behind",
+)
+_mistake(gettext_noop("the pattern has too many groups"), "too many groups")
+_mistake(gettext_noop("the pattern ends in the middle of a construct"), "unexpected end of pattern")
+_mistake(
+    gettext_noop("the pattern is nested too deeply"),
+    "maximum recursion depth exceeded",
+    "recursive regex not supported by Scanner",
+)
+# Any other message: the engine's words are not shown (they are English whatever the page's).
+UNKNOWN_MISTAKE = gettext_noop("the pattern cannot be read as a regular expression")
+MISTAKE_STARTS = sorted(REGEX_MISTAKES, key=len, reverse=True)
 
 
-def regex_mistake(exc: regex.error, text: str) -> str:
-    """The engine's refusal of `text` as people read it: what is wrong, then where."""
+def regex_mistake(exc: Exception, text: str) -> str:
+    """The engine's refusal of `text` as people read it: what is wrong, then where (for
+    `regex.error`, which knows where; a ValueError or OverflowError from the engine does not)."""
     message = str(getattr(exc, "msg", None) or exc)
     said = next(
-        (gettext(words) for start, words in REGEX_MISTAKES.items() if message.startswith(start)),
-        message,
+        (gettext(REGEX_MISTAKES[start]) for start in MISTAKE_STARTS if message.startswith(start)),
+        gettext(UNKNOWN_MISTAKE),
     )
     position = getattr(exc, "pos", None)
     if position is None:
@@ -459,10 +608,12 @@ def search_pattern(text: str, *, is_regex: bool, match_case: bool) -> regex.Patt
             )
     try:
         return regex.compile(text if is_regex else regex.escape(text), flags)
-    except regex.error as exc:
+    except (regex.error, OverflowError, RecursionError) as exc:
         raise SearchPatternError(regex_mistake(exc, text)) from None
-    except (OverflowError, RecursionError) as exc:
-        raise SearchPatternError(str(exc)) from None
+    except ValueError as exc:
+        # Flags that exclude each other ("(?u)(?a)") are a ValueError in `regex`, not its
+        # error: it was a server error.
+        raise SearchPatternError(regex_mistake(exc, text)) from None
 
 
 @dataclass

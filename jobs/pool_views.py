@@ -11,7 +11,7 @@ import uuid
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django.views.decorators.vary import vary_on_headers
 
 from .http import AuthenticatedHttpRequest
@@ -20,7 +20,7 @@ from .pools import OWN_JOBS_SHOWN, pools_overview
 TEMPLATE = "jobs/pool_list.html"
 
 
-@require_GET
+@require_safe
 @login_required
 @vary_on_headers(
     "HX-Request"

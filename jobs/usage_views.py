@@ -15,7 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from .http import AuthenticatedHttpRequest
 from .usage import HOUR, Period, UsageReport, card_types, usage_jobs, usage_report
@@ -32,7 +32,7 @@ from .usage_admin import (
 from .views import ListPage
 
 
-@require_GET
+@require_safe
 @login_required
 def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     given = {key: request.GET[key] for key in ("date_from", "date_to") if key in request.GET}

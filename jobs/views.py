@@ -26,7 +26,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseStopPolling, push_url
 
 from .actions import (
@@ -201,7 +201,7 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
     return jobs.order_by("-created_at", "-id")
 
 
-@require_GET
+@require_safe
 @login_required
 def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = JobFilterForm(request.GET)
@@ -479,7 +479,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     return context
 
 
-@require_GET
+@require_safe
 @login_required
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
@@ -527,7 +527,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     return render(request, "jobs/job_detail.html", context)
 
 
-@require_GET
+@require_safe
 @login_required
 def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """The detail page's status, replicas, events and queue position (polled)."""
@@ -542,7 +542,7 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     return HttpResponseStopPolling(response.content) if job.is_final else response
 
 
-@require_GET
+@require_safe
 @login_required
 def job_metrics(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """The training metrics section alone: polled once the job has ended while its event
@@ -561,7 +561,7 @@ def job_metrics(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespon
     return response
 
 
-@require_GET
+@require_safe
 @login_required
 def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """The last lines of one replica's log (polled while the job runs)."""
@@ -581,7 +581,7 @@ def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     return response if context["log_live"] else HttpResponseStopPolling(response.content)
 
 
-@require_GET
+@require_safe
 @login_required
 def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     """What a search of one replica's log found: the search box's answer under htmx; without
@@ -596,7 +596,7 @@ def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
     return push_url(response, page)
 
 
-@require_GET
+@require_safe
 @login_required
 def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica: str) -> Any:
     job = _job(request, public_id)
@@ -686,6 +686,14 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
 
 
 STOP_QUESTION = gettext_lazy("Stop this job? Its instances are ended and it cannot be resumed.")
+# A job still waiting for review has never started and has no instances: stopping it takes it
+# off the reviewers' list, and it is never sent to its platform nor started (jobs.actions.
+# job_stop). Decided: only Pending review is asked so; a queued job may start any moment, so
+# "its instances are ended" stays true of it.
+STOP_UNSTARTED_QUESTION = gettext_lazy(
+    "Stop this job? It is still waiting for review and has not started: it is withdrawn from "
+    "review and will not be sent or started. It cannot be resumed."
+)
 DELETE_QUESTION = gettext_lazy(
     "Delete this job? Its logs and files are deleted too; a running job is stopped first."
 )
@@ -702,9 +710,13 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
         "verb": _("Stop") if stop else _("Delete"),
         "heading": (_("Stop job %(name)s?") if stop else _("Delete job %(name)s?"))
         % {"name": job.name},
-        "question": STOP_QUESTION if stop else DELETE_QUESTION,
+        "question": _stop_question(job) if stop else DELETE_QUESTION,
     }
     return render(request, "jobs/job_confirm.html", context)
+
+
+def _stop_question(job: Job) -> str:
+    return STOP_UNSTARTED_QUESTION if job.status == JobStatus.PENDING_REVIEW else STOP_QUESTION
 
 
 @post_only(lambda: reverse("job-list"))
@@ -758,7 +770,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
                 else ngettext("Delete %(count)d job?", "Delete %(count)d jobs?", len(jobs))
             )
             % {"count": len(jobs)},
-            "question": BULK_STOP_QUESTION if stop else BULK_DELETE_QUESTION,
+            "question": _bulk_stop_question(jobs) if stop else BULK_DELETE_QUESTION,
             "verb": _("Stop") if stop else _("Delete"),
         }
         return render(request, "jobs/job_bulk_confirm.html", context)
@@ -773,6 +785,17 @@ BULK_STOP_QUESTION = gettext_lazy(
     "Stopped jobs cannot be resumed: their instances are ended. Jobs that have already "
     "finished are left as they are."
 )
+# When some or all of the jobs to stop are still waiting for review (STOP_UNSTARTED_QUESTION).
+BULK_STOP_UNSTARTED_QUESTION = gettext_lazy(
+    "Stopped jobs cannot be resumed. Jobs still waiting for review have not started: they are "
+    "withdrawn from review and will not be sent or started. Jobs that have already finished "
+    "are left as they are."
+)
+BULK_STOP_MIXED_QUESTION = gettext_lazy(
+    "Stopped jobs cannot be resumed: the instances of those that started are ended, and those "
+    "still waiting for review are withdrawn from it and will not be sent or started. Jobs "
+    "that have already finished are left as they are."
+)
 BULK_DELETE_QUESTION = gettext_lazy(
     "Deleted jobs are gone with their logs and files; a running job is stopped first."
 )
@@ -785,8 +808,18 @@ def _list_query(query: str) -> str:
     return urlencode({name: given[name] for name in LIST_PARAMETERS if given.get(name)})
 
 
+def _bulk_stop_question(jobs: list[Job]) -> str:
+    stopped = [job for job in jobs if job_stoppable(job)]
+    unstarted = sum(1 for job in stopped if job.status == JobStatus.PENDING_REVIEW)
+    if not unstarted:
+        return BULK_STOP_QUESTION
+    return BULK_STOP_UNSTARTED_QUESTION if unstarted == len(stopped) else BULK_STOP_MIXED_QUESTION
+
+
 def _stop_plan(job: Job) -> tuple[str, bool]:
     """What Stop does to the job, as its confirmation page says it; True: it changes."""
+    if job.status == JobStatus.PENDING_REVIEW:
+        return _("Waiting for review: will be withdrawn, and not sent or started."), True
     if job_stoppable(job):
         return _("Will be stopped."), True
     if job.status == JobStatus.STOPPING:

@@ -20,7 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_http_methods, require_safe
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
@@ -67,7 +67,7 @@ def _step_url(draft: Draft, step: str) -> str:
     return reverse("wizard-step", args=[draft.id, step])
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @never_cache  # Back reloads it: a fresh New draft key, not the one a draft was made with
 def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
@@ -247,7 +247,7 @@ def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
     return redirect(f"{url}?page={number}" if number > 1 else url)
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 @login_required
 @vary_on_headers("HX-Request")
 @never_cache  # Back must not show a step as it was before a later change (bfcache included)
@@ -757,7 +757,7 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
 # -- partials ---------------------------------------------------------------------------
 
 
-@require_GET
+@require_safe
 @login_required
 def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     _draft_id_only(request, draft_id)
@@ -770,7 +770,7 @@ def wizard_queues(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
     )
 
 
-@require_GET
+@require_safe
 @login_required
 def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     request_draft = _draft_id_only(request, draft_id)
@@ -790,7 +790,7 @@ def wizard_aiak(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     return render(request, "jobs/wizard/_basic.html#aiak-section", context)
 
 
-@require_GET
+@require_safe
 @login_required
 def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     """The live "idle N cards" beside a role's card type, polled every few seconds."""
@@ -825,7 +825,7 @@ def wizard_idle(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespons
     return response
 
 
-@require_GET
+@require_safe
 @login_required
 def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     """The role table's cards per type, recomputed from the table as the user edits it."""
@@ -836,7 +836,7 @@ def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
     )
 
 
-@require_GET
+@require_safe
 @login_required
 def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     draft = _draft_id_only(request, draft_id)
@@ -852,7 +852,7 @@ def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
     )
 
 
-@require_GET
+@require_safe
 @login_required
 def wizard_mount_row(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     """A mount row redrawn after its storage type changed: that type's volumes to choose

@@ -287,6 +287,41 @@ def test_access_matrix(world, name, method, role):
         assert str(world.draft.id) not in body
 
 
+# Every address a GET reaches (a page, a partial, a download, a form's target that sends a GET
+# back to its page, the API's reads), by name.
+ANSWERS_GET = [
+    name
+    for name in URL_NAMES
+    if name in RULES and ("GET" in RULES[name].methods or RULES[name].get_to is not None)
+]
+# Headers that may be there in one answer and not the next, whatever the method (a new
+# session's or CSRF cookie, the length the server sets); values compared: those below.
+PER_ANSWER_HEADERS = {"set-cookie", "content-length"}
+
+
+@pytest.mark.parametrize("name", ANSWERS_GET)
+@pytest.mark.parametrize("role", ["anonymous", "owner"])
+def test_every_address_that_answers_get_answers_head_the_same_way_without_a_body(world, name, role):
+    """Monitors and link checkers send HEAD: `HEAD /` answered 405 and logged a warning."""
+    rule = RULES[name]
+    url = reverse(name, kwargs=rule.kwargs(world))
+    client = client_as(world, role)
+
+    got = client.get(url, rule.query)
+    head = client.head(url, rule.query)
+
+    assert head.status_code == got.status_code, (head.status_code, got.status_code)
+    body = b"".join(head.streaming_content) if head.streaming else head.content
+    assert body == b""
+
+    def names(r: Any) -> set[str]:
+        return {k.lower() for k in r.headers} - PER_ANSWER_HEADERS
+
+    assert names(head) == names(got)
+    for header in ("Content-Type", "Content-Disposition", "Location", "Cache-Control", "Vary"):
+        assert head.headers.get(header) == got.headers.get(header), header
+
+
 OWNED_GET = [
     name
     for name in URL_NAMES

@@ -24,6 +24,7 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.aihc import signer
 from jobs.aihc.client import AihcClient, AihcError, Credentials
+from jobs.aihc.endpoints import V1
 from jobs.api_keys import api_key_create, api_key_revoke, unseal
 from jobs.backends.aihc import STATUS_MAP
 from jobs.models import ApiKey, Job, JobReplica, JobStatus, LocalRun, LoginFailure
@@ -162,6 +163,21 @@ def test_a_script_stops_a_running_job_and_then_deletes_it(api, settings):
     assert not Job.objects.filter(pk=job.pk).exists()
     gone = refused(lambda: api.get_job(pool="local", job_id=job.public_id))
     assert (gone.status, gone.code) == (404, "JobNotFound")
+
+
+def test_a_signed_head_of_a_job_answers_as_its_get_does_and_deletes_nothing(api):
+    """A HEAD reads as a GET; the job's address also takes DELETE, which it must not reach."""
+    created = api.create_job(pool="local", body=body(name="looked-at"))
+    path = f"/api/v1/aijobs/{created['jobId']}"
+    params = [("resourcePoolId", "local")]
+
+    got = api._send("GET", path, params, None, V1, None)
+    head = api._send("HEAD", path, params, None, V1, None)
+
+    assert (head.status_code, got.status_code) == (200, 200)
+    assert head.headers["Content-Type"] == got.headers["Content-Type"]
+    assert Job.objects.filter(public_id=created["jobId"]).exists()
+    assert api.get_job(pool="local", job_id=created["jobId"])["jobId"] == created["jobId"]
 
 
 def test_a_job_waiting_for_review_is_pending_and_says_why(api, settings):

@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 
 from jobs.actions import MAX_SELECTED
-from jobs.models import Job, JobStatus
+from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy
 from jobs.services import jobs_submit
 from jobs.worker import Worker
 
@@ -23,7 +23,7 @@ from .runner_helpers import (  # noqa: F401
     runner_settings,
     status_of,
 )
-from .test_job_pages import finish, submit
+from .test_job_pages import awaiting_review, finish, submit
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -102,6 +102,46 @@ def test_stop_selected_asks_on_a_page_listing_each_job_then_stops_and_says_what_
         JobStatus.QUEUED,
     ]
     assert queued.events.get(reason="Stopped").actor == alice
+
+
+def test_stop_selected_says_a_job_awaiting_review_will_not_be_sent_or_started(alice, alice_en):
+    waiting = awaiting_review(alice, "waiting")
+    also_waiting = awaiting_review(alice, "also-waiting")
+    ReviewPolicy.objects.update_or_create(pk=1, defaults={"mode": ReviewMode.NONE})
+    queued = submit(alice, name="queued")
+
+    def question(jobs: list[Job], language: str = "en") -> tuple[str, dict[str, str]]:
+        alice_en.cookies["django_language"] = language
+        html = alice_en.post(BULK, {"action": "stop", "jobs": [j.public_id for j in jobs]})
+        html = html.content.decode()
+        return re.search(r'<p id="bulk-question">([^<]*)</p>', html).group(1), plans(html)
+
+    # Only jobs awaiting review: no instances to end.
+    said_of_waiting, rows = question([waiting, also_waiting])
+    assert said_of_waiting == (
+        "Stopped jobs cannot be resumed. Jobs still waiting for review have not started: they "
+        "are withdrawn from review and will not be sent or started. Jobs that have already "
+        "finished are left as they are."
+    )
+    assert set(rows.values()) == {"Waiting for review: will be withdrawn, and not sent or started."}
+    assert question([waiting], "zh-hans") == (
+        "停止后无法恢复。仍在等待审核的任务尚未启动：将撤出审核，不会被提交或启动。"
+        "已结束的任务保持不变。",
+        {waiting.public_id: "等待审核中：将撤出审核，不会被提交或启动。"},
+    )
+    # With a queued one: both said.
+    said_of_both, rows = question([waiting, queued])
+    assert said_of_both == (
+        "Stopped jobs cannot be resumed: the instances of those that started are ended, and "
+        "those still waiting for review are withdrawn from it and will not be sent or started. "
+        "Jobs that have already finished are left as they are."
+    )
+    assert rows[queued.public_id] == "Will be stopped."
+    assert status_of(waiting) == JobStatus.PENDING_REVIEW
+
+    alice_en.post(BULK, {"action": "stop", "jobs": [waiting.public_id], "confirmed": "1"})
+
+    assert status_of(waiting) == JobStatus.STOPPED
 
 
 def test_sending_the_same_confirmed_stop_again_changes_nothing_more(alice, alice_en):

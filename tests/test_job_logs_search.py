@@ -5,6 +5,7 @@ returns; and the guard on a pattern's counted repeats."""
 from __future__ import annotations
 
 import html
+import importlib
 import os
 import random
 import re
@@ -17,6 +18,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+import regex
 from django.template.defaultfilters import filesizeformat
 from django.test import Client
 from django.urls import reverse
@@ -24,10 +26,12 @@ from django.utils import translation
 
 from jobs.logs import (
     BLOCK,
+    REGEX_MISTAKES,
     SEARCH_LINE_BYTES,
     SEARCH_SECONDS,
     SHOWN_LINE_CHARS,
     SearchPatternError,
+    regex_mistake,
     replica_log_path,
     search_file,
     search_pattern,
@@ -246,6 +250,129 @@ def test_an_invalid_regular_expression_says_what_is_wrong_and_where_in_the_pages
         "This regular expression cannot be used: at character 1, *, +, ? or {n} has nothing "
         "before it to repeat; to find the character itself, put a \\ before it."
     )
+
+
+# A pattern for each kind of mistake the engine (`regex`) refuses beyond the common ones above,
+# and words of what the English page says of it. The Chinese page said them in English (the
+# common ones, already said in both languages, are in the test above).
+ENGINE_MISTAKES = [
+    ("(?Qa)", "(? or (* is followed by something the engine does not know"),
+    ("(*NOPE)", "(? or (* is followed by something the engine does not know"),
+    ("(?(?x)a|b)", "(? or (* is followed by something the engine does not know"),
+    ("a\\", "the pattern ends with a single \\"),
+    ("{e<=1}", "a fuzzy-match constraint such as {e<=1} has nothing before it"),
+    ("(?:a){e<=x}", "is not written as the engine reads it"),
+    ("(?:a){1s+1d<=2,1s+1d<=3}", "is not written as the engine reads it"),
+    ("(?P<a", "a group name is not closed, by a > or a )"),
+    ("(?P<>x)", "a group name is missing or has a character a name cannot have"),
+    ("(?P<1a>x)", "a group name is missing or has a character a name cannot have"),
+    ("(?<n>a)(?P=m)", "a reference such as \\1 names no group"),
+    ("(?(R)a|b)", "a reference such as \\1 names no group"),
+    (r"\x1", "\\x, \\u or \\U is not followed by the hexadecimal digits it needs"),
+    (r"\U00110000", "\\x, \\u or \\U is not followed by the hexadecimal digits it needs"),
+    (r"\N{NO SUCH THING}", "\\N{...} needs the name of a Unicode character"),
+    (r"\p{Nope}", "\\p{...} or \\P{...} names no Unicode property"),
+    (r"\p{Script=Nope}", "\\p{...} or \\P{...} names no Unicode property"),
+    (r"\L<words>", "\\L<...> names a list of words"),
+    ("(?i-i:a)", "the flags in (?...) are not valid"),
+    ("(?-)", "the flags in (?...) are not valid"),
+]
+
+
+@pytest.mark.parametrize(("bad", "words"), ENGINE_MISTAKES)
+def test_every_mistake_the_engine_refuses_is_said_in_the_pages_language_with_where(
+    alice_client, stepped_job, bad, words
+):
+    def error(language: str) -> str:
+        alice_client.cookies["django_language"] = language
+        r = search(alice_client, stepped_job, htmx=True, q=bad, regex="on")
+        assert r.status_code == 200
+        return html.unescape(re.search(r'id="log-search-q-error">([^<]*)<', r.text).group(1))
+
+    english, chinese = error("en"), error("zh-hans")
+
+    assert re.fullmatch(
+        r"This regular expression cannot be used: at (character \d+|its end), .+\.", english
+    ), english
+    assert words in english
+    assert re.fullmatch(r"无法使用此正则表达式：在(第 \d+ 个字符处|末尾处)，.+。", chinese), chinese
+    # No English engine words in the Chinese sentence (examples such as \N{EM DASH} aside).
+    assert not re.search(r"[a-z]{3,}", chinese.replace("Unicode", "")), chinese
+
+
+def test_flags_that_exclude_each_other_are_a_mistake_in_the_pattern_not_a_server_error(
+    alice_client, stepped_job
+):
+    """`regex` raises ValueError, not its error, for "(?u)(?a)": the search answered 500."""
+    for language, said in (
+        ("en", "This regular expression cannot be used: the flags in (?...) are not valid"),
+        ("zh-hans", "无法使用此正则表达式：(?...) 中的标志无效"),
+    ):
+        alice_client.cookies["django_language"] = language
+        r = search(alice_client, stepped_job, htmx=True, q="loss(?u)(?a)", regex="on")
+        assert r.status_code == 200
+        error = re.search(r'id="log-search-q-error">([^<]*)<', r.text).group(1)
+        assert html.unescape(error).startswith(said)
+        assert 'value="loss(?u)(?a)"' in html.unescape(r.text)
+
+
+def test_a_message_no_table_knows_names_the_position_without_the_engines_words():
+    mistake = regex.error("a message of a later engine", "ab(c", 2)
+
+    with translation.override("zh-hans"):
+        assert regex_mistake(mistake, "ab(c") == "在第 3 个字符处，无法将其作为正则表达式读取"
+    with translation.override("en"):
+        assert regex_mistake(mistake, "ab(c") == (
+            "at character 3, the pattern cannot be read as a regular expression"
+        )
+
+
+# Messages about how the engine is called, not about the pattern: the search always gives a
+# str pattern, its flags as an int, and no keyword arguments (jobs.logs.search_pattern); and
+# `re`'s "internal: ..." (a fault of its own).
+CALL_MISTAKES = {
+    "cannot process flags argument with a compiled pattern",
+    "first argument must be a string or compiled pattern",
+    "unused keyword argument ",
+}
+
+
+def engine_messages(*modules: str) -> set[str]:
+    """The fixed start of every message an engine's source raises (its error, or a ValueError)
+    for a pattern: its literal text up to the first value put in ("bad escape %s": "bad
+    escape ")."""
+    literal = r"""f?(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\\\n]|\\.)*)')"""
+    raised = rf"(?:raise\s+(?:[\w.]*\.)?(?:error|PatternError|ValueError)\(|\bmsg\s*=)\s*{literal}"
+    found = set()
+    for module in modules:
+        source = Path(importlib.import_module(module).__file__).read_text()
+        for call in re.finditer(raised, source):
+            text = call.group(1) if call.group(1) is not None else call.group(2)
+            text = re.split(r"%|\{", text.encode().decode("unicode_escape"))[0]
+            if text.strip() and not text.startswith("internal: "):
+                found.add(text)
+    return found - CALL_MISTAKES
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [("regex._regex_core", "regex._main"), ("re._parser", "re._compiler")],
+    ids=["regex", "re"],
+)
+def test_the_table_knows_every_message_both_engines_source_can_raise(modules):
+    messages = engine_messages(*modules)
+    assert len(messages) > 25  # the sources were read
+
+    # A start such as "missing " (then ")" or ">") is the start of the messages listed.
+    unknown = [
+        message
+        for message in messages
+        if not any(
+            message.startswith(start) or start.startswith(message) for start in REGEX_MISTAKES
+        )
+    ]
+
+    assert unknown == []
 
 
 def test_a_secret_in_a_matching_line_is_shown_masked_and_cannot_be_searched_for(

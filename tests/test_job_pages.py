@@ -13,7 +13,16 @@ from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.logs import replica_log_path
-from jobs.models import Draft, Job, JobReplica, JobStatus, LocalRun
+from jobs.models import (
+    Draft,
+    Job,
+    JobReplica,
+    JobStatus,
+    LocalRun,
+    ReviewMode,
+    ReviewPolicy,
+    ReviewState,
+)
 from jobs.runner import replica_state_dir
 from jobs.services import job_transition, jobs_submit
 from jobs.shim import UsageLog
@@ -663,6 +672,51 @@ def test_stopping_a_queued_job_from_its_page_stops_it(alice, alice_client):
     # Said so that it still reads true once the job has stopped, beside the Stopped badge.
     page = alice_client.get(response["Location"]).content.decode()
     assert "已请求停止任务。" in page
+
+
+def awaiting_review(owner, name: str = "needs-review") -> Job:
+    """A job the review policy holds: never started, no instances."""
+    ReviewPolicy.objects.update_or_create(pk=1, defaults={"mode": ReviewMode.ALL})
+    job = submit(owner, name=name)
+    assert job.status == JobStatus.PENDING_REVIEW
+    return job
+
+
+def test_the_stop_question_of_a_job_awaiting_review_says_it_will_not_be_sent_or_started(
+    alice, alice_client
+):
+    job = awaiting_review(alice)
+    stop = reverse("job-stop", args=[job.public_id])
+
+    def question(language: str) -> str:
+        alice_client.cookies["django_language"] = language
+        asked = alice_client.post(stop)  # no JavaScript: the server asks
+        return re.search(r'<p id="stop-question">([^<]*)</p>', asked.content.decode()).group(1)
+
+    # It said "Its instances are ended" of a job that never had any.
+    assert question("en") == (
+        "Stop this job? It is still waiting for review and has not started: it is withdrawn "
+        "from review and will not be sent or started. It cannot be resumed."
+    )
+    assert question("zh-hans") == (
+        "确定停止该任务吗？该任务仍在等待审核、尚未启动：停止后将撤出审核，不会被提交或启动，且无法恢复。"
+    )
+    # The browser's own question (JavaScript on) says the same.
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert 'data-confirm="确定停止该任务吗？该任务仍在等待审核、尚未启动' in page
+    assert status_of(job) == JobStatus.PENDING_REVIEW
+    # A job that may have started still hears of its instances.
+    alice_client.cookies["django_language"] = "en"
+    ReviewPolicy.objects.update_or_create(pk=1, defaults={"mode": ReviewMode.NONE})
+    queued = submit(alice, name="queued")
+    asked = alice_client.post(reverse("job-stop", args=[queued.public_id])).content.decode()
+    assert "Stop this job? Its instances are ended and it cannot be resumed." in asked
+
+    alice_client.post(stop, {"confirmed": "1"})
+
+    assert status_of(job) == JobStatus.STOPPED
+    job.refresh_from_db()
+    assert job.review_state == ReviewState.WITHDRAWN
 
 
 def test_deleting_a_finished_job_removes_it(alice, alice_client):

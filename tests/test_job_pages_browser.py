@@ -317,6 +317,59 @@ def test_the_aihc_job_id_is_copied_from_its_labelled_row_on_the_job_page(logged_
     assert page.evaluate("navigator.clipboard.readText()") == aihc_id
 
 
+def test_stopping_a_job_awaiting_review_says_it_will_not_be_sent_or_started(
+    browser, live_server, alice
+):
+    """Its page's question and Stop selected's spoke of instances it never had."""
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    ReviewPolicy.objects.update_or_create(pk=1, defaults={"mode": ReviewMode.ALL})
+    job = submitted(alice, "awaits-review")
+    assert job.status == JobStatus.PENDING_REVIEW
+    not_started = re.compile("尚未启动.*不会被提交或启动")
+
+    # With JavaScript the browser asks, and is answered No.
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto(f"/jobs/{job.public_id}/")
+        questions: list[str] = []
+        page.once("dialog", lambda dialog: (questions.append(dialog.message), dialog.dismiss()))
+        page.click("#job-stop")
+        expect(page.locator("#job-stop")).to_be_visible()
+        assert len(questions) == 1 and not_started.search(questions[0]), questions
+    finally:
+        context.close()
+
+    # Without it the server asks, on the job's page and on Stop selected's.
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto(f"/jobs/{job.public_id}/")
+        page.click("#job-stop")
+        expect(page.locator("#stop-question")).to_have_text(not_started)
+        page.get_by_role("link", name="取消").click()
+        expect(page.locator("#job-stop")).to_be_visible()
+
+        page.goto("/")
+        page.check(f"#select-{job.public_id}")
+        page.click("#bulk-stop")
+        expect(page.locator("#bulk-question")).to_have_text(not_started)
+        expect(page.locator("#bulk-jobs .bulk-plan")).to_have_text(
+            ["等待审核中：将撤出审核，不会被提交或启动。"]
+        )
+        page.click("#confirm-bulk-stop")
+        expect(page.locator(".alert-success")).to_contain_text("1")
+    finally:
+        context.close()
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+
+
 def test_two_running_jobs_ticked_in_the_list_stay_ticked_through_a_poll_and_stop_together(
     logged_in_page, alice, worker_thread
 ):
@@ -408,6 +461,42 @@ def test_a_search_typed_while_the_log_refreshes_shows_its_highlighted_match_in_p
     page.reload()
     expect(page.locator("#log-search-results mark")).to_have_text("loss NaN")
     assert csp_violations == []
+
+
+def test_a_regular_expression_the_engine_refuses_is_explained_in_chinese_and_kept_to_fix(
+    logged_in_page, alice
+):
+    """ "unknown extension" showed in English inside the Chinese sentence, and flags that
+    exclude each other answered a server error."""
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    job = submitted(alice, "regex-mistakes")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-11-30T09:00:00.000000Z step 1 loss NaN\n")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    error = page.locator("#log-search-q-error")
+
+    page.fill("#log-search-q", "loss (?Qnan)")
+    page.check("#log-search-regex")
+    page.click("#log-search-submit")
+    expect(error).to_have_text(
+        "无法使用此正则表达式：在第 8 个字符处，(? 或 (* 后面的写法无法识别；如只需分组，请写 (?:...)。"
+    )
+    expect(page.locator("#log-search-q")).to_have_value("loss (?Qnan)")
+
+    page.fill("#log-search-q", "loss(?u)(?a) nan")
+    page.click("#log-search-submit")
+    expect(error).to_contain_text("无法使用此正则表达式：(?...) 中的标志无效")
+    expect(page.locator("#log-search-q")).to_have_value("loss(?u)(?a) nan")
+
+    page.fill("#log-search-q", "loss (?i:nan)")
+    page.click("#log-search-submit")
+    expect(page.locator("#log-search-results mark")).to_have_text("loss NaN")
+    expect(error).to_have_count(0)
 
 
 def test_older_matches_of_a_search_open_in_place_and_the_newest_come_back(logged_in_page, alice):

@@ -132,6 +132,29 @@ def test_the_reports_users_column_does_not_rename_the_admins_users_in_chinese(su
     assert re.search(r'<th scope="col">用户数</th>', report)
 
 
+def test_a_user_group_is_one_word_across_the_chinese_admin_and_the_reports_by_group(superuser):
+    client = client_for(superuser)
+    pages = {
+        url: client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+        for url in (
+            "/admin/",
+            "/admin/auth/group/",
+            "/admin/auth/group/add/",
+            f"/admin/auth/user/{superuser.pk}/change/",
+        )
+    }
+    report = client.get(URL, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    # The console said 用户组 (its catalogue's "group"), Django 组 ("groups", the user page's
+    # help): the index listed 组 and a group's own pages said 用户组. A bare 组 is a queue group's.
+    assert re.search(r'<a href="/admin/auth/group/"[^>]*>用户组</a>', pages["/admin/"])
+    for url, page in pages.items():
+        assert "组" not in page.replace("用户组", ""), url
+    assert "该用户所属的用户组" in pages[f"/admin/auth/user/{superuser.pk}/change/"]
+    assert "<caption>按用户组</caption>" in report
+    assert '<th scope="col">用户组</th>' in report
+
+
 # -- figures -----------------------------------------------------------------------------
 
 

@@ -1,0 +1,25 @@
+"""Django's own words that the console says otherwise in Chinese.
+
+The console's catalogue (LOCALE_PATHS) is read before Django's, so a msgid it translates is
+said its way everywhere, Django's admin included. makemessages keeps only the msgids it finds
+in the console's sources: the ones below are marked here so that they stay in the catalogue.
+
+A user group (django.contrib.auth's Group) is 用户组, not Django's 组: the console already said
+用户组 for "group" (the quotas, the usage report's "By group"), and a bare 组 is what its queue
+groups say (组内任务总数, 任务组), so the admin showed 用户组 on a group's own pages and 组 in
+its index and on a user's page for the same thing.
+"""
+
+from __future__ import annotations
+
+from django.utils.translation import gettext_noop
+
+DJANGO_TERMS = (
+    # Group's verbose_name_plural: the admin's index, breadcrumbs and user page.
+    gettext_noop("groups"),
+    # User.groups' help text, on a user's page.
+    gettext_noop(
+        "The groups this user belongs to. A user will get all permissions granted to each of "
+        "their groups."
+    ),
+)
