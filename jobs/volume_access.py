@@ -146,8 +146,8 @@ def volume_refusals(*, spec: JobSpec, owner: Any) -> dict[str, list[str]]:
     allowed = {v.name for v in mountable_volumes(user=owner, volumes=list(volumes.values()))}
     errors: dict[str, list[str]] = {}
     for i, ds in enumerate(spec.datasources):
-        if ds.type != "hostpath":
-            continue  # the backend's own message
+        if ds.type != "hostpath" or not ds.name:
+            continue  # the backend's or the spec's own message (choose a volume)
         if ds.name not in allowed:
             errors.setdefault(f"datasources[{i}].name", []).append(not_offered_message(ds.name))
         elif volumes[ds.name].read_only and not ds.read_only:

@@ -518,6 +518,10 @@ def _data_extras(
         # Seed 000 offers 本地盘 or PFS: a pool without PFS says why it is not in the list.
         "no_pfs": state.pool is not None and not any(t.startswith("pfs") for t in types),
         "local_pool": state.pool is not None and state.pool.backend == "local",
+        # The local pool may offer this user no volume at all (LOCAL_VOLUMES "@group").
+        "no_volume": state.pool is not None
+        and state.pool.backend == "local"
+        and not state.pool.volumes_of("hostpath"),
     }
 
 

@@ -206,10 +206,16 @@ def test_submit_refuses_a_volume_whose_group_the_user_has_left_and_keeps_the_dra
     r = alice_client.post(reverse("wizard-submit", args=[draft.id]), follow=True)
 
     assert not Job.objects.exists()
-    assert NOT_OFFERED_ZH in html.unescape(r.content.decode())
+    assert r.redirect_chain[-1][0] == step_url(draft, W.REVIEW)
+    assert "该步骤有错误，请打开修改。" in html.unescape(r.content.decode())
+    draft.refresh_from_db()
+    # Opened from the review, its 下一步 says which row and why.
+    data_step = post_step(alice_client, draft, W.DATA, dict(draft.data[W.DATA]))
+    assert any(NOT_OFFERED_ZH in m for m in field_errors(data_step, "id_mounts-0-name"))
     draft.refresh_from_db()
     assert draft.submitted_at is None
     assert draft.data[W.DATA]["mounts-0-name"] == ["team-a"]
+    assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/ckpt"]
 
 
 def test_an_import_naming_a_volume_not_offered_leaves_the_data_step_to_fix(volumes, team_a, bob):
@@ -366,3 +372,27 @@ def test_a_job_of_a_team_member_mounts_the_teams_volume(volumes, team_a, alice):
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     assert (volumes["team-a"] / "written-by-the-job").exists()
+
+
+def test_a_user_offered_no_volume_is_not_told_to_name_a_folder_of_the_machine(
+    settings, tmp_path, bob
+):
+    settings.LOCAL_VOLUMES = f"team-a={tmp_path}@team-a"
+    client = Client()
+    client.force_login(bob)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.DATA)
+
+    page = client.get(step_url(draft, W.DATA)).content.decode()
+    r = post_step(
+        client,
+        draft,
+        W.DATA,
+        data_data(mounts=(("hostpath", "", "/data"),), **{"mounts-0-source_path": "/etc"}),
+    )
+
+    assert 'name="mounts-0-name"' not in page  # no row to start from
+    assert 'id="no-volume-help"' in page and "未向你提供可挂载的卷" in page
+    assert 'id="node-disk-help"' not in page
+    assert "请选择文件系统或存储卷。" in field_errors(r, "id_mounts-0-name")
+    assert r.status_code == 200 and W.DATA not in Draft.objects.get(pk=draft.pk).completed_steps
