@@ -396,3 +396,25 @@ def test_a_user_offered_no_volume_is_not_told_to_name_a_folder_of_the_machine(
     assert 'id="node-disk-help"' not in page
     assert "请选择文件系统或存储卷。" in field_errors(r, "id_mounts-0-name")
     assert r.status_code == 200 and W.DATA not in Draft.objects.get(pk=draft.pk).completed_steps
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_job_page_reads_no_event_files_of_a_volume_its_owner_may_no_longer_mount(
+    volumes, team_a, alice
+):
+    from jobs import tensorboard as tb
+
+    spec = make_spec(
+        "true",
+        datasources=[S.Datasource("hostpath", "team-a", mount_path="/ckpt")],
+        tensorboard=S.TensorboardConfig(enable=True, log_path="/ckpt/tb"),
+    )
+    job = submit(alice, spec)
+    (volumes["team-a"] / "tb").mkdir()
+
+    before = tb.log_folder(job.job_spec(), owner=alice)
+    alice.groups.remove(team_a)
+    after = tb.log_folder(job.job_spec(), owner=alice)
+
+    assert isinstance(before, tb.LogFolder)
+    assert isinstance(after, str) and "team-a" in after
