@@ -31,6 +31,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
+from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -691,9 +692,11 @@ def wizard_state(draft: Draft, *, basic_raw: Raw | None = None) -> WizardState:
     state = WizardState(draft=draft, pools=pools, pool=None, basic={}, template=None)
     raw = basic_raw if basic_raw is not None else state.raw(BASIC)
     pool_id = _one(raw, "resource_pool")
-    # The pool as the draft's owner sees it: only the volumes they may mount are offered.
+    # The pool as the draft's owner sees it: only the volumes they may mount are offered
+    # (the owner is read only when some volume is kept for groups).
     state.pool = pool_for_user(
-        pool=next((p for p in pools if p.id == pool_id), None), user=draft.owner
+        pool=next((p for p in pools if p.id == pool_id), None),
+        user=SimpleLazyObject(lambda: draft.owner),
     )
     keys = (
         "name",
