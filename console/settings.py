@@ -389,18 +389,17 @@ for _item in envlist("LOCAL_ACCELERATORS"):
             f"LOCAL_ACCELERATORS is card-type=count,... "
             f"(e.g. baidu.com/a800_80g_cgpu=8), not {_item!r}"
         )
-# Host directories users may mount, as "volume-name=/abs/root,...". Mounts must stay
-# inside a volume's root.
+# Host directories users may mount, as "volume-name=/abs/root[:ro][@group+group],...":
+# ":ro" makes a volume read-only for everyone, "@team-a+team-b" lets only members of those
+# Django groups (and superusers) mount it; a volume without "@" is open to every user.
+# Mounts must stay inside a volume's root. Parsed and enforced by jobs.volume_access.
 LOCAL_VOLUMES = env("LOCAL_VOLUMES", f"scratch={VAR_DIR / 'volumes' / 'scratch'}")
-_volume_names: set[str] = set()
-for _item in envlist("LOCAL_VOLUMES", LOCAL_VOLUMES):
-    _name, _eq, _root = (part.strip() for part in _item.partition("="))
-    if not (_name and _eq and Path(_root).is_absolute()) or _name in _volume_names:
-        raise ImproperlyConfigured(
-            "LOCAL_VOLUMES is name=/absolute/folder,... with each name once "
-            f"(e.g. scratch=/data/scratch), not {_item!r}"
-        )
-    _volume_names.add(_name)
+try:
+    from jobs.volume_access import parse_volumes
+
+    parse_volumes(LOCAL_VOLUMES)
+except ValueError as _exc:
+    raise ImproperlyConfigured(str(_exc)) from None
 
 # --- AIHC OpenAPI backend (jobs.backends.aihc; enable with CONSOLE_BACKENDS=local,aihc) ---
 # Where: a region (cn-beijing, cn-guangzhou, cn-suzhou, cn-baoding, cn-wuhan, cn-yangquan)

@@ -22,6 +22,7 @@ from django.utils.translation import gettext_noop
 from . import spec as S
 from .backends import Pool, Volume
 from .models import Priority
+from .volume_access import not_offered_message
 
 # Messages of Django and django-tasks-db that their Chinese catalogs word badly or lack; the
 # project's catalog (first in LOCALE_PATHS) gives them: a NUL in a text field ("不允许是用
@@ -554,6 +555,8 @@ class MountForm(forms.Form):
     )
     access = forms.ChoiceField(label=_("Access"), choices=ACCESS_CHOICES)
     refitted: Volume | None = None  # the volume of another type this row was sent with
+    access_reason = ""  # why the access is fixed (a volume read-only for everyone)
+    forced_read_only = ""  # the read-only volume this row was sent with read-write
 
     def __init__(self, *args: Any, pool: Pool | None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -589,7 +592,32 @@ class MountForm(forms.Form):
             or ""
         )
         self.volume_full = full[value] if value in full and full[value] != shown[value] else ""
+        if pool is not None and pool.backend == "local" and value and value not in full:
+            # A volume the user may not mount (or that does not exist: the same words) is
+            # refused in the words every other door uses (jobs.volume_access).
+            self.fields["name"].error_messages["invalid_choice"] = not_offered_message(
+                value
+            ).replace("%", "%%")
         self.fields["name"].widget.attrs["data-volume-full"] = f"{self['name'].auto_id}_full"
+        # Volumes read-only for everyone (LOCAL_VOLUMES ":ro"): the row's access is 只读 and
+        # says why; a row sent read-write (no JavaScript, an old draft) is set to read-only
+        # and told so (clean), as a row refitted to its type is.
+        self.read_only_volumes = {v.name for v in offered if v.read_only}
+        if value in self.read_only_volumes:
+            self.fields["access"].choices = [c for c in ACCESS_CHOICES if c[0] == "ro"]
+            self.access_reason = _(
+                "Volume %(volume)s is read-only for everyone (set by the administrator)."
+            ) % {"volume": value}
+            self.fields["access"].widget.attrs["aria-describedby"] = (
+                f"{self['access'].auto_id}_reason"
+            )
+            sent = self.data.get(self.add_prefix("access")) if self.is_bound else None
+            if self.is_bound and sent != "ro":
+                self.data = self.data.copy()
+                self.data[self.add_prefix("access")] = "ro"
+                self.forced_read_only = value if sent else ""
+            elif not self.is_bound:
+                self.initial["access"] = "ro"
         self.fields["source_path"].widget.attrs["placeholder"] = _("blank or / = whole volume")
         self.fields["mount_path"].widget.attrs["placeholder"] = "/workspace"
         self.fields["mount_path"].widget.attrs["aria-required"] = "true"  # the spec requires it
@@ -602,6 +630,15 @@ class MountForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        if self.forced_read_only:
+            self.add_error(
+                "access",
+                _(
+                    "Volume %(volume)s is read-only for everyone (set by the administrator): "
+                    "this row now mounts it read-only. Check the row and go on."
+                )
+                % {"volume": self.forced_read_only},
+            )
         wrong = self.refitted
         if wrong is not None:
             values = {

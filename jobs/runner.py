@@ -89,6 +89,7 @@ from .services import job_event, job_spec_or_noted, job_transition, recorded
 from .shim import START_GATE, TmpMeter, remove_tree
 from .spec import MPI, JobSpec, Role
 from .texts import RecordedText, ngettext_noop, recorded_plural, restored, source_of
+from .volume_access import volume_refusals
 
 logger = logging.getLogger(__name__)
 
@@ -853,11 +854,18 @@ def hidden_host_paths() -> list[str]:
     return paths
 
 
-def volume_mounts(spec: JobSpec) -> list[Mount]:
+def volume_mounts(spec: JobSpec, *, owner: Any = None) -> list[Mount]:
     """The spec's volumes, each opened once and checked (see sandbox.open_in_root).
 
+    With an `owner`, each must be one they may mount now, as LOCAL_VOLUMES says at this start
+    (jobs.volume_access): a job queued before its owner left a volume's group, or before the
+    volume became read-only, fails with the reason instead of being mounted.
     The caller closes them with close_mounts once every replica has been started.
     """
+    if owner is not None:
+        refused = volume_refusals(spec=spec, owner=owner)
+        if refused:
+            raise SandboxError(" ".join(m for messages in refused.values() for m in messages))
     roots = {v.name: v.root for v in host_volumes()}
     state = [os.path.realpath(path) for path in console_state_paths()]
     mounts: list[Mount] = []
@@ -944,7 +952,7 @@ def launch_attempt(
             public_id=job.public_id, attempt=run.attempt, launched=launched, children=children
         )
     try:
-        mounts = volume_mounts(spec)
+        mounts = volume_mounts(spec, owner=job.owner)
         try:
             _start_replicas(
                 job, run, spec, mounts=mounts, job_network=job_network, children=children

@@ -64,6 +64,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import google_crc32c
 from django.utils.translation import get_language
@@ -75,6 +76,7 @@ from .models import Job
 from .sandbox import SandboxError, is_within, resolve_in_root
 from .shim import write_atomic
 from .spec import JobSpec, SpecError, normalised_mount_path
+from .volume_access import may_mount
 
 logger = logging.getLogger(__name__)
 
@@ -537,8 +539,10 @@ class LogFolder:
     path: str  # logPath's real host folder, inside `mounted`
 
 
-def log_folder(spec: JobSpec) -> LogFolder | str:
-    """The host folder of a local job's Tensorboard log path, or why there is none to read."""
+def log_folder(spec: JobSpec, *, owner: Any = None) -> LogFolder | str:
+    """The host folder of a local job's Tensorboard log path, or why there is none to read.
+    With an `owner`, none in a volume they may no longer mount (jobs.volume_access): the job
+    page would otherwise keep reading a team's volume after its owner left the team."""
     log_path = normalised_mount_path(spec.tensorboard.log_path)
     if log_path is None:
         return _("The Tensorboard log path is not an absolute path.")
@@ -558,9 +562,15 @@ def log_folder(spec: JobSpec) -> LogFolder | str:
         ) % {"path": log_path}
     # The deepest mount wins, as it does in the sandbox.
     mount = max(mounts, key=lambda ds: len(ds.mount_path))
-    roots = {volume.name: volume.root for volume in host_volumes()}
+    volumes = {volume.name: volume for volume in host_volumes()}
+    roots = {name: volume.root for name, volume in volumes.items()}
     if mount.name not in roots:
         return _("Volume %(volume)s is not available on this machine.") % {"volume": mount.name}
+    if owner is not None and not may_mount(user=owner, volume=volumes[mount.name]):
+        return _(
+            "Volume %(volume)s is no longer offered to this job's owner, so its event files "
+            "are not read."
+        ) % {"volume": mount.name}
     outside = _(
         "The Tensorboard log path %(path)s leads outside the folder the job mounts there (a "
         "symbolic link): the console reads only inside it."
@@ -795,7 +805,7 @@ def training_metrics(*, job: Job, seconds: float | None = None) -> TrainingMetri
             "of %(backend)s. Open its Tensorboard there (on AIHC: 训练效果监控)."
         ) % {"backend": REMOTE_NAMES.get(job.backend, job.backend)}
         return metrics
-    folder = log_folder(spec)
+    folder = log_folder(spec, owner=job.owner)
     if isinstance(folder, str):
         metrics.note = folder
         return metrics

@@ -31,6 +31,7 @@ from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
+from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
@@ -49,6 +50,7 @@ from .quotas import Excess, Usage, excesses, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
 from .services import jobs_submit
 from .summary import spec_changes
+from .volume_access import pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -690,7 +692,12 @@ def wizard_state(draft: Draft, *, basic_raw: Raw | None = None) -> WizardState:
     state = WizardState(draft=draft, pools=pools, pool=None, basic={}, template=None)
     raw = basic_raw if basic_raw is not None else state.raw(BASIC)
     pool_id = _one(raw, "resource_pool")
-    state.pool = next((p for p in pools if p.id == pool_id), None)
+    # The pool as the draft's owner sees it: only the volumes they may mount are offered
+    # (the owner is read only when some volume is kept for groups).
+    state.pool = pool_for_user(
+        pool=next((p for p in pools if p.id == pool_id), None),
+        user=SimpleLazyObject(lambda: draft.owner),
+    )
     keys = (
         "name",
         "resource_pool",
@@ -942,10 +949,13 @@ NODE_DISK_PREFIX = "hostpath-"
 def node_disk(pool: Pool | None, storage_type: str) -> bool:
     """A hostpath mount on a pool with no hostpath volumes to choose (AIHC): the node's
     local disk, named by the console (hostpath-1, hostpath-2, ... as AIHC's samples name
-    it; uncertain whether AIHC reads the name at all, so unique names are the safe choice)."""
+    it; uncertain whether AIHC reads the name at all, so unique names are the safe choice).
+    Never on the local pool, which mounts only its volumes: one that offers a user none
+    (jobs.volume_access) has no node disk to fall back on."""
     return (
         storage_type == "hostpath"
         and pool is not None
+        and pool.backend != "local"
         and "hostpath" in pool.storage_types
         and not any(v.type == "hostpath" for v in pool.volumes)
     )
@@ -1127,6 +1137,17 @@ def pool_refusals(
         errors = {path: list(m) for path, m in get_backend(pool.backend).check_spec(spec).items()}
     except BackendError as exc:
         errors = {"resourcePoolId": [exc.message]}
+    if owner is not None and pool.backend == "local":
+        # Who may mount which volume (jobs.volume_access). A row whose volume is not offered
+        # to the owner says only that: the backend's words on it (no such volume, a source
+        # path missing in it) would tell what another team's volume holds.
+        refused = volume_refusals(spec=spec, owner=owner)
+        for path in [p for p in refused if p.endswith(".name")]:
+            row = path.removesuffix(".name")
+            for key in [k for k in errors if k == row or k.startswith((row + ".", row + "["))]:
+                del errors[key]
+        for path, messages in refused.items():
+            errors.setdefault(path, []).extend(messages)
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
     standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
     if standalone and not pool.error and spec.counts_in_range():
@@ -1649,7 +1670,9 @@ def draft_create(*, owner: Any, pool_id: str = "", create_key: str = "") -> Draf
         create_key = ""  # an old page without a key: a new draft each time
     draft = Draft(owner=owner, data={}, create_key=create_key)
     state = wizard_state(draft)
-    state.pool = next((p for p in state.pools if p.id == pool_id), None)
+    state.pool = pool_for_user(
+        pool=next((p for p in state.pools if p.id == pool_id), None), user=owner
+    )
     # Stored at once so the suggested name stays the same across reloads.
     draft.data[BASIC] = default_raw(BASIC, state)
     try:

@@ -28,12 +28,14 @@ from . import forms as F
 from . import spec as S
 from . import wizard as W
 from . import wizard_import as I
+from .backends.local import POOL_ID as LOCAL_POOL_ID
 from .http import AuthenticatedHttpRequest, post_only
 from .models import Draft, Job, JobStatus
 from .review import review_reason
 from .summary import spec_sections
 from .texts import display_text, source_of
 from .views import PAGE_SIZE, ListPage
+from .volume_access import pool_for_user, volume_refusals
 
 STEP_TEMPLATE = "jobs/wizard/step.html"
 
@@ -516,20 +518,26 @@ def _data_extras(
         # Seed 000 offers 本地盘 or PFS: a pool without PFS says why it is not in the list.
         "no_pfs": state.pool is not None and not any(t.startswith("pfs") for t in types),
         "local_pool": state.pool is not None and state.pool.backend == "local",
+        # The local pool may offer this user no volume at all (LOCAL_VOLUMES "@group").
+        "no_volume": state.pool is not None
+        and state.pool.backend == "local"
+        and not state.pool.volumes_of("hostpath"),
     }
 
 
 def _follow_type(row: F.MountForm, draft_id: Any, index: int) -> None:
     """Switching a mount row's storage type redraws the row (its volume choices follow the
     type); without JavaScript 下一步 does it (MountForm)."""
-    row.fields["type"].widget.attrs.update(
-        {
-            "hx-get": f"{reverse('wizard-mount-row', args=[draft_id])}?row={index}",
-            "hx-include": "closest tr",
-            "hx-target": "closest tr",
-            "hx-swap": "outerHTML",
-        }
-    )
+    redraw = {
+        "hx-get": f"{reverse('wizard-mount-row', args=[draft_id])}?row={index}",
+        "hx-include": "closest tr",
+        "hx-target": "closest tr",
+        "hx-swap": "outerHTML",
+    }
+    row.fields["type"].widget.attrs.update(redraw)
+    # ...and choosing a volume read-only for everyone redraws it with 只读 forced and why.
+    if row.read_only_volumes:
+        row.fields["name"].widget.attrs.update(redraw)
 
 
 def _fault_extras(
@@ -725,6 +733,18 @@ def job_copy(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
             % {"fields": exc.fields},
         )
         return redirect("job-detail", job.public_id)
+    if job.resource_pool == LOCAL_POOL_ID and (
+        refused := volume_refusals(spec=job.job_spec(), owner=request.user)
+    ):
+        # The copy keeps every row as it was; the data step says which to change.
+        messages.warning(
+            request,
+            _(
+                "This job mounts volumes you may no longer mount as it did: %(problems)s "
+                "Change those rows on step 4 (data) before you submit the copy."
+            )
+            % {"problems": " ".join(m for found in refused.values() for m in found)},
+        )
     messages.info(
         request,
         _(
@@ -857,7 +877,8 @@ def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
 def wizard_mount_row(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
     """A mount row redrawn after its storage type changed: that type's volumes to choose
     (its only one chosen), and what was typed in the row kept."""
-    pool = W.find_pool(_draft_pool_id(request, draft_id))  # 404 unless the user's draft
+    # 404 unless the user's draft; only the volumes the user may mount (jobs.volume_access).
+    pool = pool_for_user(pool=W.find_pool(_draft_pool_id(request, draft_id)), user=request.user)
     index = min(W.parse_int(request.GET.get("row")), F.MAX_ROWS - 1)
     prefix = f"mounts-{index}"
     row = request.GET.copy()

@@ -37,6 +37,7 @@ class Volume:
     type: str  # hostpath, pfs, nas, ...
     name: str
     label: str = ""
+    read_only: bool = False  # read-only for everyone (a local volume's ":ro")
 
 
 @dataclass

@@ -8,7 +8,6 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -27,6 +26,7 @@ from jobs.sandbox import (
     read_only_parent_message,
     resolve_in_root,
 )
+from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
 
@@ -54,12 +54,6 @@ class _LocalStock(AcceleratorStock):
 # Shown in the environment preview for what the runner decides only when an attempt starts.
 PORT_AT_START = gettext_lazy("<free port>")
 NVIDIA_RESOURCE = "nvidia.com/gpu"
-
-
-@dataclass(frozen=True)
-class HostVolume:
-    name: str
-    root: Path
 
 
 def parse_pairs(value: str) -> list[tuple[str, str]]:
@@ -228,7 +222,8 @@ def local_queues() -> list[str]:
 
 
 def host_volumes() -> list[HostVolume]:
-    return [HostVolume(name, Path(root)) for name, root in parse_pairs(settings.LOCAL_VOLUMES)]
+    """Every volume LOCAL_VOLUMES lists, whoever may mount it (jobs.volume_access says who)."""
+    return parse_volumes(settings.LOCAL_VOLUMES)
 
 
 class LocalBackend(Backend):
@@ -259,7 +254,10 @@ class LocalBackend(Backend):
                 queues=local_queues(),
                 accelerators=stock,
                 volumes=[
-                    Volume(type="hostpath", name=v.name, label=str(v.root)) for v in host_volumes()
+                    # Every volume: the wizard offers a user those they may mount
+                    # (jobs.volume_access.pool_for_user); staff pages show them all.
+                    Volume(type="hostpath", name=v.name, label=str(v.root), read_only=v.read_only)
+                    for v in host_volumes()
                 ],
                 storage_types=["hostpath"],
                 as_of=timezone.now(),

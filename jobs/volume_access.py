@@ -1,0 +1,157 @@
+"""Who may mount which volume of the local pool (LOCAL_VOLUMES), enforced in one place.
+
+An operator writes each volume as ``name=/abs/root``, optionally followed by ``:ro``
+(read-only for everyone) and then ``@group+group`` (only members of those Django groups may
+mount it; superusers may mount any volume):
+
+    models=/data/models:ro,team-a=/data/a@team-a,shared=/data/s:ro@team-a+team-b
+
+A volume with no ``@`` stays open to every user, as before this rule existed. Decisions the
+brief left open, written down here and in README:
+
+- The ``@`` starts the group list only when it is the last ``@`` of the item and what follows
+  it holds no ``/`` (a root such as ``/data/user@host/x`` stays a root); ``:ro`` only when the
+  root ends with it. A group name cannot hold ``,`` or ``+`` (the separators).
+- A volume the user may not mount is answered exactly as a volume that does not exist ("not
+  offered to you"): the message names only what the user sent, never another team's volume,
+  and checks nothing inside it (a source path's existence would tell what it holds).
+- A read-only volume mounted read-write is refused with a field message (the API, an import,
+  an old draft), not quietly made read-only: what the job gets is what its spec says.
+- The runner asks again at each start (a job queued before its owner left the group, or
+  before the volume became read-only, fails with the reason instead of being mounted).
+
+The parsing here is used by console.settings at start (ValueError -> ImproperlyConfigured),
+so this module imports no model at import time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .backends import Pool
+    from .spec import JobSpec
+
+VOLUMES_SYNTAX = (
+    "LOCAL_VOLUMES is name=/absolute/folder[:ro][@group+group],... with each name once "
+    "(e.g. scratch=/data/scratch,models=/data/models:ro,team-a=/data/a@team-a)"
+)
+
+
+@dataclass(frozen=True)
+class HostVolume:
+    name: str
+    root: Path
+    read_only: bool = False  # read-only for everyone (":ro")
+    groups: frozenset[str] = field(default_factory=frozenset)  # empty: open to all
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.groups)
+
+
+def parse_volumes(value: str) -> list[HostVolume]:
+    """The volumes LOCAL_VOLUMES lists; ValueError naming the first item that is wrong."""
+    volumes: list[HostVolume] = []
+    names: set[str] = set()
+    for raw in value.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        name, eq, rest = (part.strip() for part in item.partition("="))
+        groups: frozenset[str] = frozenset()
+        root, at, tail = rest.rpartition("@")
+        if at and "/" not in tail:
+            members = [g.strip() for g in tail.split("+")]
+            if not all(members):
+                raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (an empty group name)")
+            groups = frozenset(members)
+        else:
+            root = rest
+        root = root.strip()
+        read_only = root.endswith(":ro")
+        if read_only:
+            root = root[: -len(":ro")]
+        if not (name and eq and Path(root).is_absolute()) or name in names:
+            raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r}")
+        names.add(name)
+        volumes.append(HostVolume(name, Path(root), read_only=read_only, groups=groups))
+    return volumes
+
+
+def _group_names(user: Any) -> set[str]:
+    return set(user.groups.values_list("name", flat=True))
+
+
+def may_mount(*, user: Any, volume: HostVolume, groups: set[str] | None = None) -> bool:
+    """Whether `user` may mount `volume`: an open volume, a superuser, or a member of one of
+    its groups (`groups`: the user's group names, when the caller has read them)."""
+    if not volume.restricted or getattr(user, "is_superuser", False):
+        return True
+    if user is None or not getattr(user, "pk", None):
+        return False
+    return bool(volume.groups & (groups if groups is not None else _group_names(user)))
+
+
+def mountable_volumes(*, user: Any, volumes: list[HostVolume]) -> list[HostVolume]:
+    """Of `volumes`, the ones `user` may mount, in their order (the user's groups read once)."""
+    if all(not v.restricted for v in volumes) or getattr(user, "is_superuser", False):
+        return list(volumes)
+    groups = _group_names(user) if getattr(user, "pk", None) else set()
+    return [v for v in volumes if may_mount(user=user, volume=v, groups=groups)]
+
+
+def pool_for_user(*, pool: Pool | None, user: Any) -> Pool | None:
+    """`pool` as `user` sees it in the wizard: the local pool offers only the volumes they may
+    mount (a copy; the pool itself, cached for everyone, is not changed)."""
+    if pool is None or pool.backend != "local":
+        return pool
+    from .backends.local import host_volumes
+
+    allowed = {v.name for v in mountable_volumes(user=user, volumes=host_volumes())}
+    kept = [v for v in pool.volumes if v.type != "hostpath" or v.name in allowed]
+    if len(kept) == len(pool.volumes):
+        return pool
+    return dataclasses.replace(pool, volumes=kept)
+
+
+def not_offered_message(name: str) -> str:
+    from django.utils.translation import gettext as _
+
+    return _(
+        "Volume “%(name)s” is not offered to you on the local pool; choose one of the "
+        "volumes the wizard lists."
+    ) % {"name": name}
+
+
+def read_only_message(name: str) -> str:
+    from django.utils.translation import gettext as _
+
+    return _(
+        "Volume “%(name)s” is read-only for everyone (set by the administrator): mount it "
+        "read-only."
+    ) % {"name": name}
+
+
+def volume_refusals(*, spec: JobSpec, owner: Any) -> dict[str, list[str]]:
+    """What `owner` may not mount of a local job's spec, by spec field path: a volume that is
+    not offered to them (or does not exist: the same words), and a read-only volume mounted
+    read-write. The one check the wizard, Run again, the APIs and the runner all ask."""
+    from .backends.local import host_volumes
+
+    volumes = {v.name: v for v in host_volumes()}
+    allowed = {v.name for v in mountable_volumes(user=owner, volumes=list(volumes.values()))}
+    errors: dict[str, list[str]] = {}
+    for i, ds in enumerate(spec.datasources):
+        if ds.type != "hostpath" or not ds.name:
+            continue  # the backend's or the spec's own message (choose a volume)
+        if ds.name not in allowed:
+            errors.setdefault(f"datasources[{i}].name", []).append(not_offered_message(ds.name))
+        elif volumes[ds.name].read_only and not ds.read_only:
+            errors.setdefault(f"datasources[{i}].options.readOnly", []).append(
+                read_only_message(ds.name)
+            )
+    return errors

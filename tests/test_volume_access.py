@@ -1,0 +1,420 @@
+"""Volumes of the local pool that only some users may mount (LOCAL_VOLUMES "@group",
+read-only ":ro"): offered, checked and refused the same way by the wizard, its mount row,
+submit, import, Copy & edit, Run again, the v1 and v2 APIs and the runner at start
+(jobs/volume_access.py)."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.aihc.endpoints import V2
+from jobs.models import Draft, Job, JobStatus
+from jobs.volume_access import HostVolume, parse_volumes
+from jobs.worker import Worker
+
+from . import test_api as v1
+from .runner_helpers import make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
+from .test_api import A800, body, refused
+from .test_api_v2 import v2_body
+from .test_wizard import (
+    complete_steps,
+    data_data,
+    field_errors,
+    new_draft,
+    post_step,
+    step_url,
+)
+from .test_wizard_import import BODY, CHANNELS, import_body
+
+wsgi, alice_key, api, fake = v1.wsgi, v1.alice_key, v1.api, v1.fake
+
+NOT_OFFERED_ZH = "未向你提供"
+NOT_OFFERED_EN = "is not offered to you on the local pool"
+
+
+@pytest.fixture(autouse=True)
+def _cards(settings):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+
+@pytest.fixture
+def volumes(settings, tmp_path) -> dict[str, Path]:
+    """An open scratch volume, team A's own, one team A and team B share, and read-only
+    models; Alice is in team A, Bob in no team."""
+    roots = {name: tmp_path / "vol" / name for name in ("scratch", "team-a", "shared", "models")}
+    for root in roots.values():
+        root.mkdir(parents=True)
+    (roots["team-a"] / "checkpoints").mkdir()
+    settings.LOCAL_VOLUMES = (
+        f"scratch={roots['scratch']},team-a={roots['team-a']}@team-a,"
+        f"shared={roots['shared']}@team-a+team-b,models={roots['models']}:ro"
+    )
+    return roots
+
+
+@pytest.fixture
+def team_a(alice, db) -> Group:
+    group = Group.objects.create(name="team-a")
+    alice.groups.add(group)
+    return group
+
+
+def offered(page: str) -> list[str]:
+    select = re.search(r'<select name="mounts-0-name".*?</select>', page, re.S)
+    assert select, "the data step has a volume select"
+    return re.findall(r'<option value="([^"]+)"', select.group(0))
+
+
+# -- the setting -------------------------------------------------------------------------
+
+
+def test_the_setting_reads_groups_and_read_only_and_an_old_value_reads_as_before():
+    assert parse_volumes("scratch=/data/scratch") == [HostVolume("scratch", Path("/data/scratch"))]
+    assert parse_volumes(
+        "models=/data/models:ro,team-a=/data/a@team-a,shared=/data/s:ro@team-a+team-b,"
+        "odd=/data/user@host/x"
+    ) == [
+        HostVolume("models", Path("/data/models"), read_only=True),
+        HostVolume("team-a", Path("/data/a"), groups=frozenset({"team-a"})),
+        HostVolume(
+            "shared", Path("/data/s"), read_only=True, groups=frozenset({"team-a", "team-b"})
+        ),
+        HostVolume("odd", Path("/data/user@host/x")),
+    ]
+
+
+# -- the wizard --------------------------------------------------------------------------
+
+
+def test_the_data_step_offers_a_team_member_their_teams_volumes_and_others_only_open_ones(
+    volumes, team_a, alice_client, bob, superuser
+):
+    pages = {}
+    for who, user in (("alice", None), ("bob", bob), ("root", superuser)):
+        client = alice_client
+        if user is not None:
+            client = Client()
+            client.force_login(user)
+        draft = new_draft(client)
+        complete_steps(client, draft, upto=W.DATA)
+        pages[who] = client.get(step_url(draft, W.DATA)).content.decode()
+
+    assert offered(pages["alice"]) == ["scratch", "team-a", "shared", "models"]
+    assert offered(pages["bob"]) == ["scratch", "models"]
+    assert str(volumes["team-a"]) not in pages["bob"]
+    assert offered(pages["root"]) == ["scratch", "team-a", "shared", "models"]
+
+
+def test_a_volume_not_offered_is_refused_on_its_field_and_the_row_is_kept(volumes, team_a, bob):
+    client = Client()
+    client.force_login(bob)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.DATA)
+
+    r = post_step(
+        client,
+        draft,
+        W.DATA,
+        data_data(
+            mounts=(("hostpath", "team-a", "/ckpt"),), **{"mounts-0-source_path": "checkpoints"}
+        ),
+    )
+    unknown = post_step(client, draft, W.DATA, data_data(mounts=(("hostpath", "nosuch", "/ckpt"),)))
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_mounts-0-name")
+    assert any(NOT_OFFERED_ZH in m and "team-a" in m for m in messages)
+    # Nothing of the volume itself: no folder, no word on its source path.
+    page = r.content.decode()
+    assert str(volumes["team-a"]) not in page and "不存在" not in " ".join(messages)
+    # A volume that does not exist is answered in the same words.
+    assert [
+        m.replace("nosuch", "team-a")
+        for m in field_errors(unknown, "id_mounts-0-name")
+        if NOT_OFFERED_ZH in m
+    ] == [m for m in messages if NOT_OFFERED_ZH in m]
+    draft.refresh_from_db()
+    assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/ckpt"]
+    assert W.DATA not in draft.completed_steps
+
+
+def test_a_read_only_volume_forces_read_only_with_the_reason(volumes, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    row = alice_client.get(
+        reverse("wizard-mount-row", args=[draft.id]),
+        {
+            "row": "0",
+            "mounts-0-type": "hostpath",
+            "mounts-0-name": "models",
+            "mounts-0-access": "rw",
+        },
+    ).content.decode()
+
+    sent_rw = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=(("hostpath", "models", "/models"),))
+    )
+
+    access = re.search(r'<select name="mounts-0-access".*?</select>', row, re.S).group(0)
+    assert re.findall(r'<option value="([^"]+)"', access) == ["ro"]
+    assert "对所有人只读" in row
+    assert any("对所有人只读" in m for m in field_errors(sent_rw, "id_mounts-0-access"))
+    again = post_step(
+        alice_client,
+        draft,
+        W.DATA,
+        data_data(mounts=(("hostpath", "models", "/models"),), **{"mounts-0-access": "ro"}),
+    )
+    assert again.status_code == 302
+    assert W.assemble(W.wizard_state(Draft.objects.get(pk=draft.pk))).spec.datasources[0].read_only
+
+
+def test_the_mount_row_offers_only_the_volumes_the_user_may_mount(
+    volumes, team_a, alice_client, bob
+):
+    draft = new_draft(alice_client)
+    client = Client()
+    client.force_login(bob)
+    bobs = new_draft(client)
+    query = {"row": "0", "mounts-0-type": "hostpath", "mounts-0-name": "team-a"}
+
+    alices_row = alice_client.get(reverse("wizard-mount-row", args=[draft.id]), query)
+    bobs_row = client.get(reverse("wizard-mount-row", args=[bobs.id]), query)
+
+    assert "team-a" in offered(alices_row.content.decode())
+    assert offered(bobs_row.content.decode()) == ["scratch", "models"]
+
+
+def test_submit_refuses_a_volume_whose_group_the_user_has_left_and_keeps_the_draft(
+    volumes, team_a, alice, alice_client
+):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client, draft, **{W.DATA: data_data(mounts=(("hostpath", "team-a", "/ckpt"),))}
+    )
+    alice.groups.remove(team_a)
+
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]), follow=True)
+
+    assert not Job.objects.exists()
+    assert r.redirect_chain[-1][0] == step_url(draft, W.REVIEW)
+    assert "该步骤有错误，请打开修改。" in html.unescape(r.content.decode())
+    draft.refresh_from_db()
+    # Opened from the review, its 下一步 says which row and why.
+    data_step = post_step(alice_client, draft, W.DATA, dict(draft.data[W.DATA]))
+    assert any(NOT_OFFERED_ZH in m for m in field_errors(data_step, "id_mounts-0-name"))
+    draft.refresh_from_db()
+    assert draft.submitted_at is None
+    assert draft.data[W.DATA]["mounts-0-name"] == ["team-a"]
+    assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/ckpt"]
+
+
+def test_an_import_naming_a_volume_not_offered_leaves_the_data_step_to_fix(volumes, team_a, bob):
+    client = Client()
+    client.force_login(bob)
+    imported = {**BODY, **CHANNELS}
+    imported["datasources"] = [{"type": "hostpath", "name": "team-a", "mountPath": "/ckpt"}]
+
+    import_body(client, imported)
+
+    draft = Draft.objects.get()
+    assert W.DATA not in draft.completed_steps
+    page = client.get(step_url(draft, W.DATA))
+    assert any(NOT_OFFERED_ZH in m for m in field_errors(page, "id_mounts-0-name"))
+    assert draft.data[W.DATA]["mounts-0-name"] == ["team-a"]
+
+
+def _finished_job(owner, name: str = "team-a") -> Job:
+    spec = make_spec("true", datasources=[S.Datasource("hostpath", name, mount_path="/ckpt")])
+    job = submit(owner, spec)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+    return job
+
+
+def test_run_again_of_a_job_whose_volume_the_owner_may_no_longer_mount_is_refused(
+    volumes, team_a, alice, alice_client
+):
+    job = _finished_job(alice)
+    alice.groups.remove(team_a)
+
+    r = alice_client.post(reverse("job-rerun", args=[job.public_id]), follow=True)
+
+    assert Job.objects.count() == 1
+    assert NOT_OFFERED_ZH in html.unescape(r.content.decode())
+
+
+def test_copy_and_edit_keeps_the_rows_and_says_which_volume_must_change(
+    volumes, team_a, alice, alice_client
+):
+    job = _finished_job(alice)
+    alice.groups.remove(team_a)
+
+    r = alice_client.post(reverse("job-copy", args=[job.public_id]), follow=True)
+
+    draft = Draft.objects.get()
+    assert draft.data[W.DATA]["mounts-0-name"] == ["team-a"]
+    assert NOT_OFFERED_ZH in html.unescape(r.content.decode())
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    assert Job.objects.count() == 1
+
+
+# -- the APIs ------------------------------------------------------------------------------
+
+
+def _bob_api(wsgi, bob):
+    from jobs.api_keys import api_key_create
+
+    _key, secret = api_key_create(owner=bob)
+    return v1.client_for(wsgi, _key.access_key_id, secret)
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_v1_api_refuses_a_volume_not_offered_on_its_field_without_a_word_of_it(
+    volumes, team_a, wsgi, bob
+):
+    bobs = _bob_api(wsgi, bob)
+    theirs = body()
+    theirs["datasources"] = [
+        {"type": "hostpath", "name": "team-a", "mountPath": "/ckpt", "sourcePath": "checkpoints"}
+    ]
+    missing = body()
+    missing["datasources"] = [
+        {"type": "hostpath", "name": "team-a", "mountPath": "/ckpt", "sourcePath": "nothing-here"}
+    ]
+
+    error = refused(lambda: bobs.create_job(pool="local", body=theirs))
+    other = refused(lambda: bobs.create_job(pool="local", body=missing))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert error.message.startswith("datasources[0].name: Volume “team-a” " + NOT_OFFERED_EN)
+    # Whether the folder exists in it or not, the answer is the same: nothing learnt.
+    assert other.message == error.message
+    assert str(volumes["team-a"]) not in error.message
+    assert not Job.objects.exists()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_v2_api_refuses_a_volume_not_offered_and_a_read_only_one_mounted_read_write(
+    volumes, team_a, wsgi, bob
+):
+    bobs = _bob_api(wsgi, bob)
+    theirs = v2_body(datasources=[{"type": "hostpath", "name": "shared", "mountPath": "/s"}])
+    writing = v2_body(datasources=[{"type": "hostpath", "name": "models", "mountPath": "/m"}])
+
+    not_offered = refused(lambda: bobs.create_job(pool="local", body=theirs, version=V2))
+    read_only = refused(lambda: bobs.create_job(pool="local", body=writing, version=V2))
+
+    assert not_offered.message.startswith("datasources[0].name: Volume “shared” " + NOT_OFFERED_EN)
+    assert "read-only for everyone" in read_only.message
+    assert read_only.message.startswith("datasources[0].options.readOnly:")
+    assert not Job.objects.exists()
+    reading = v2_body(
+        datasources=[
+            {"type": "hostpath", "name": "models", "mountPath": "/m", "options": {"readOnly": True}}
+        ]
+    )
+    assert bobs.create_job(pool="local", body=reading, version=V2)["jobId"]
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_team_member_and_a_superuser_create_jobs_on_the_teams_volume(
+    volumes, team_a, wsgi, api, superuser
+):
+    from jobs.api_keys import api_key_create
+
+    ours = body()
+    ours["datasources"] = [{"type": "hostpath", "name": "team-a", "mountPath": "/ckpt"}]
+    key, secret = api_key_create(owner=superuser)
+
+    assert api.create_job(pool="local", body=ours)["jobId"]
+    assert v1.client_for(wsgi, key.access_key_id, secret).create_job(pool="local", body=ours)
+
+
+# -- the runner ----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_queued_before_its_owner_left_the_group_fails_at_start_and_mounts_nothing(
+    volumes, team_a, alice
+):
+    spec = make_spec(
+        "touch /ckpt/written-by-the-job",
+        datasources=[S.Datasource("hostpath", "team-a", mount_path="/ckpt")],
+    )
+    job = submit(alice, spec)
+    alice.groups.remove(team_a)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert NOT_OFFERED_ZH in job.status_reason and "team-a" in job.status_reason
+    assert not (volumes["team-a"] / "written-by-the-job").exists()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_of_a_team_member_mounts_the_teams_volume(volumes, team_a, alice):
+    spec = make_spec(
+        "touch /ckpt/written-by-the-job",
+        datasources=[S.Datasource("hostpath", "team-a", mount_path="/ckpt")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert (volumes["team-a"] / "written-by-the-job").exists()
+
+
+def test_a_user_offered_no_volume_is_not_told_to_name_a_folder_of_the_machine(
+    settings, tmp_path, bob
+):
+    settings.LOCAL_VOLUMES = f"team-a={tmp_path}@team-a"
+    client = Client()
+    client.force_login(bob)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.DATA)
+
+    page = client.get(step_url(draft, W.DATA)).content.decode()
+    r = post_step(
+        client,
+        draft,
+        W.DATA,
+        data_data(mounts=(("hostpath", "", "/data"),), **{"mounts-0-source_path": "/etc"}),
+    )
+
+    assert 'name="mounts-0-name"' not in page  # no row to start from
+    assert 'id="no-volume-help"' in page and "未向你提供可挂载的卷" in page
+    assert 'id="node-disk-help"' not in page
+    assert "请选择文件系统或存储卷。" in field_errors(r, "id_mounts-0-name")
+    assert r.status_code == 200 and W.DATA not in Draft.objects.get(pk=draft.pk).completed_steps
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_job_page_reads_no_event_files_of_a_volume_its_owner_may_no_longer_mount(
+    volumes, team_a, alice
+):
+    from jobs import tensorboard as tb
+
+    spec = make_spec(
+        "true",
+        datasources=[S.Datasource("hostpath", "team-a", mount_path="/ckpt")],
+        tensorboard=S.TensorboardConfig(enable=True, log_path="/ckpt/tb"),
+    )
+    job = submit(alice, spec)
+    (volumes["team-a"] / "tb").mkdir()
+
+    before = tb.log_folder(job.job_spec(), owner=alice)
+    alice.groups.remove(team_a)
+    after = tb.log_folder(job.job_spec(), owner=alice)
+
+    assert isinstance(before, tb.LogFolder)
+    assert isinstance(after, str) and "team-a" in after
