@@ -552,8 +552,10 @@ ACTION_QUESTIONS = {
         "count",
     ),
     "stop": ngettext_lazy(
-        "Stop this job? Its running replicas are terminated.",
-        "Stop these %(count)d jobs? Running replicas are terminated.",
+        "Stop this job? Its running replicas are terminated; if it has not started yet "
+        "(awaiting review, queued), it never starts.",
+        "Stop these %(count)d jobs? Running replicas are terminated; a job not started yet "
+        "(awaiting review, queued) never starts.",
         "count",
     ),
     "resubmit": ngettext_lazy(

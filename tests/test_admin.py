@@ -574,13 +574,15 @@ def test_action_messages_count_in_the_singular_and_plural(alice, reviewer, revie
     [
         (
             "en",
-            "Stop this job? Its running replicas are terminated.",
-            "Stop these 2 jobs? Running replicas are terminated.",
+            "Stop this job? Its running replicas are terminated; if it has not started yet "
+            "(awaiting review, queued), it never starts.",
+            "Stop these 2 jobs? Running replicas are terminated; a job not started yet "
+            "(awaiting review, queued) never starts.",
         ),
         (
             "zh-hans",
-            "停止以下 1 个任务？运行中的实例将被终止。",
-            "停止以下 2 个任务？运行中的实例将被终止。",
+            "停止以下 1 个任务？运行中的实例将被终止；尚未启动的任务（待审核、排队中）将不会启动。",
+            "停止以下 2 个任务？运行中的实例将被终止；尚未启动的任务（待审核、排队中）将不会启动。",
         ),
     ],
 )
