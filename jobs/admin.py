@@ -162,7 +162,21 @@ class ConsoleUserAdmin(
         recorded under this administrator; the page that follows says how many."""
         with transaction.atomic(), password_set_by(actor=request.user) as setter:
             response = super().user_change_password(request, id, form_url)
-        if setter.revoked:
+        if setter.revoked and setter.revoked[0].owner_id == request.user.pk:
+            # A superuser setting their own password here (no current one asked): their own
+            # change, said as the console's password page says it, not as someone else's.
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d API key revoked: requests signed with it are refused from now on.",
+                    "%(count)d API keys revoked: requests signed with them are refused from now "
+                    "on.",
+                    len(setter.revoked),
+                )
+                % {"count": len(setter.revoked)},
+                messages.WARNING,
+            )
+        elif setter.revoked:
             owner = setter.revoked[0].owner.get_username()
             self.message_user(
                 request,

@@ -563,6 +563,27 @@ def tmp_entries(state: Path) -> int:
     return meter.entries
 
 
+# The disk when an eviction last waited for what ended jobs left to be removed (DISCARDED),
+# to see whether that removal frees it. Waiting for it whatever it freed let a job that keeps
+# DISCARDED full (ending jobs of many files, or files it cannot be rid of) hold every
+# eviction off while another replica filled the disk (review 16). Decided: an eviction waits
+# one tick for it, then as long as each tick's removal frees what is short (bytes, or inodes),
+# and no longer: a tick that freed nothing evicts as if nothing were being removed.
+_waited_for_removal: Disk | None = None
+
+
+def _removal_frees(disk: Disk, *, by_inodes: bool) -> bool:
+    """Whether an eviction is to wait for the removal of what ended jobs left: the first
+    time, and then while the disk has more free (of what is short) than the last time."""
+    global _waited_for_removal
+    before, _waited_for_removal = _waited_for_removal, disk
+    if before is None:
+        return True
+    if by_inodes:
+        return disk.free_inodes > before.free_inodes
+    return disk.free > before.free
+
+
 def evict_for_disk_pressure() -> JobReplica | None:
     """Below LOCAL_DISK_EVICT_FREE_GB free, marks the running replica that holds the most in
     its /tmp as evicted (file `evicted`); supervise then ends it as a failure, restarting
@@ -572,17 +593,20 @@ def evict_for_disk_pressure() -> JobReplica | None:
     down (its /tmp not yet freed) no other is chosen, and the disk is measured again after.
     Only replicas whose /tmp holds something are chosen: when the disk fills up with other
     files, ending jobs would free nothing. Returns the replica evicted, if any."""
+    global _waited_for_removal
     threshold = int(settings.LOCAL_DISK_EVICT_FREE_GB * 1024**3)
     if not threshold:
         return None
-    if remove_discarded(0):
-        return None  # what ended jobs left is still being removed (remove_discarded)
     disk = run_dir_disk()
     # Short of bytes first, as before; short of inodes (EVICT_FREE_INODES) alone, the
     # replica holding the most entries goes, as the kubelet ranks pods by inodes then.
     by_inodes = disk.free >= threshold
     if by_inodes and not short_of_inodes(disk, EVICT_FREE_INODES):
+        _waited_for_removal = None
         return None
+    if remove_discarded(0) and _removal_frees(disk, by_inodes=by_inodes):
+        return None  # what ended jobs left is being removed, and that frees the disk
+    _waited_for_removal = None
     measure = tmp_entries if by_inodes else tmp_use
     runs = LocalRun.objects.filter(
         job__backend="local", job__status__in=[S.RUNNING, S.STOPPING], runner__in=["", runner_key()]

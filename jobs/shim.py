@@ -1058,7 +1058,23 @@ def main(argv: list[str]) -> int:
     log.write(stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
     write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
     log.close()
+    wait_for_adopted()
     return 0
+
+
+def wait_for_adopted() -> None:
+    """Stays, holding the replica's lock, until every process adopted from the sandbox has
+    ended (review 16). A stop's SIGTERM kills the outer bwrap, and the sandbox's pid 1 is
+    adopted here; end_with_command leaves it its grace period. A job that had moved pid 1 out
+    of the replica's process group (jobs.runner.signal_group) and closed its output ended
+    the shim's reading at once: the shim exited, pid 1 went to init, out of the worker's
+    reach, and the job ran on after it read Stopped, its cards given to the next job. Waited
+    for here, the replica still reads alive, and the worker's SIGKILL at the end of the
+    grace period finds pid 1 among the children of the group's processes. A job that ended
+    by itself left nothing here (end_with_command killed it)."""
+    while own_children():
+        with contextlib.suppress(ChildProcessError, InterruptedError):
+            os.waitpid(-1, 0)
 
 
 if __name__ == "__main__":

@@ -420,6 +420,40 @@ def test_a_superuser_setting_a_users_password_in_the_admin_revokes_their_keys_re
         assert made[0][0].get_revoke_reason_display() == "管理员为创建人设置了新密码"
 
 
+def test_a_superuser_setting_their_own_password_in_the_admin_is_told_of_their_own_keys(
+    admin_client, caplog
+):
+    """Their own password set in the admin (no current one asked) revokes their keys as their
+    own change does, and the page says so as the console's password page does, not as a
+    password someone else set."""
+    from django.contrib.auth.models import User
+
+    caplog.set_level(logging.INFO, logger="jobs.api_keys")
+    root = User.objects.get(username="root")
+    key, _ = api_key_create(owner=root)
+
+    for language, said, not_said in [
+        ("en", "1 API key revoked: requests signed with it", "set by someone else"),
+        ("zh-hans", "已吊销 1 个 API 密钥", "由他人设置密码"),
+    ]:
+        if language == "zh-hans":
+            key, _ = api_key_create(owner=root)
+        r = admin_client.post(
+            f"/admin/auth/user/{root.pk}/password/",
+            {"password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "usable_password": "true"},
+            follow=True,
+            HTTP_ACCEPT_LANGUAGE=language,
+        )
+
+        assert r.status_code == 200
+        page = r.content.decode()
+        assert said in page and not_said not in page
+        key.refresh_from_db()
+        assert key.is_revoked and key.revoke_reason == ApiKeyRevokeReason.PASSWORD_CHANGE
+    assert "by root" not in caplog.text
+    assert not LogEntry.objects.filter(content_type__model="apikey")
+
+
 def test_manage_py_changepassword_revokes_the_users_keys(alice, monkeypatch, caplog):
     from django.core.management import call_command
 

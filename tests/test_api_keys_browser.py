@@ -153,6 +153,27 @@ def test_a_superuser_resetting_a_users_password_in_the_admin_is_told_their_keys_
     expect(page.locator("#change-history")).to_contain_text("root")
 
 
+def test_a_superuser_setting_their_own_password_in_the_admin_is_told_their_own_keys_ended(
+    page, superuser
+):
+    """Their own user page, 重置密码, the new password twice: the page says their keys were
+    revoked as their password page says it, not as a password someone else set."""
+    key, _ = api_key_create(owner=superuser)
+    log_in(page, "root", "root-password")
+
+    page.goto(f"/admin/auth/user/{superuser.pk}/change/")
+    page.get_by_role("button", name="重置密码").click()
+    page.fill("#id_password1", "a-new-long-passphrase-7")
+    page.fill("#id_password2", "a-new-long-passphrase-7")
+    page.click("input.set-password")
+
+    messages = page.locator(".messagelist")
+    expect(messages).to_contain_text("已吊销 1 个 API 密钥：此后用它们签名的请求都会被拒绝。")
+    expect(messages).not_to_contain_text("由他人设置密码")
+    key.refresh_from_db()
+    assert key.revoke_reason == "password"
+
+
 def test_on_a_phone_a_keys_description_keeps_a_readable_width(logged_in_page, alice):
     page = logged_in_page
     page.set_viewport_size({"width": 390, "height": 844})

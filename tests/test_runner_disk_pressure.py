@@ -292,3 +292,45 @@ def test_a_replica_using_up_the_disks_inodes_is_evicted_though_its_files_hold_no
     assert status_of(small) == JobStatus.RUNNING
     open_gate(settings)
     run_until(worker, lambda: status_of(small) == JobStatus.SUCCEEDED)
+
+
+def test_an_eviction_waits_for_ended_jobs_files_only_while_their_removal_frees_the_disk(
+    alice, small_disk, settings
+):
+    """Medium (review 16): every eviction waited while LOCAL_RUN_DIR/discarded/ held anything,
+    so a job keeping it full (ending jobs of many files one after another) held evictions off
+    while another replica filled the disk. It waits one tick, then while the removal frees."""
+    from jobs.runner import evict_for_disk_pressure, remove_discarded
+
+    settings.LOCAL_DISK_MIN_FREE_GB = 40 * MB / GB
+    settings.LOCAL_DISK_EVICT_FREE_GB = 24 * MB / GB
+    big = submit(
+        alice,
+        make_spec(
+            "until [ -e /workspace/fill ]; do sleep 0.05; done; "
+            "head -c 44000000 /dev/zero > /tmp/big; echo filled; sleep 60"
+        ),
+    )
+    worker = Worker()
+    run_until(worker, lambda: status_of(big) == JobStatus.RUNNING, what="the job")
+    # What ended jobs left, still to be removed: two files of 2 MB.
+    discarded = settings.LOCAL_RUN_DIR / "discarded"
+    for name in ("first", "second"):
+        (discarded / name).mkdir(parents=True)
+        (discarded / name / "data").write_bytes(b"\1" * 2 * MB)
+    (Path(settings.LOCAL_VOLUMES.split("=", 1)[1]) / "fill").touch()
+    deadline = time.monotonic() + 20
+    while "filled" not in log_text(big, "master-0"):
+        assert time.monotonic() < deadline, "the job never filled its /tmp"
+        time.sleep(0.05)
+    assert run_dir_disk().free < 24 * MB
+
+    assert evict_for_disk_pressure() is None  # the first tick waits for the removal
+    remove_discarded(2)  # one of the two folders (its file, then itself): 2 MB freed
+    assert len(os.listdir(discarded)) == 1
+    assert evict_for_disk_pressure() is None  # it freed some: waiting on
+    evicted = evict_for_disk_pressure()  # no removal since: nothing freed, so no more waiting
+
+    assert evicted is not None and evicted.job_id == big.pk
+    run_until(worker, lambda: status_of(big) == JobStatus.FAILED, timeout=20)
+    assert EVICTED.fullmatch(big.status_reason), big.status_reason

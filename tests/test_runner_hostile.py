@@ -96,6 +96,58 @@ def test_a_job_that_moves_its_sandboxs_first_process_out_of_its_group_still_dies
                 os.kill(pid, signal.SIGKILL)
 
 
+# LEAVE_THE_GROUP, and then pid 1's standard input, output and error closed through the same
+# injected `syscall` (close), and the script's own pointed at /dev/null: nothing of the
+# sandbox holds the shim's pipe but the outer bwrap.
+LEAVE_AND_GO_QUIET = LEAVE_THE_GROUP.replace(
+    "saved.rip, saved.rax = saved.rip - 2, saved.orig_rax",
+    """for fd in (0, 1, 2):
+    ctypes.memmove(ctypes.byref(regs), ctypes.byref(saved), ctypes.sizeof(Regs))
+    regs.rax, regs.orig_rax, regs.rip, regs.rdi = 3, 2**64 - 1, saved.rip - 2, fd  # close()
+    libc.ptrace(SETREGS, 1, None, ctypes.byref(regs))
+    libc.ptrace(SINGLESTEP, 1, None, None)
+    os.waitpid(1, WALL)
+saved.rip, saved.rax = saved.rip - 2, saved.orig_rax""",
+).replace(
+    "flush=True)\nwhile True:",
+    """flush=True)
+null = os.open("/dev/null", os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+while True:""",
+)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the script injects x86_64 code")
+def test_a_job_that_moves_pid_1_out_of_its_group_and_closes_its_output_still_dies_on_stop(
+    alice, settings
+):
+    """High (review 16): with its output closed too, the stop's SIGTERM ended the outer bwrap,
+    the shim read the end of the output and exited, and pid 1, adopted by the shim, went to
+    init, where the SIGKILL's look at the group's children did not find it: the job ran on
+    after it read Stopped. The shim now stays until what it adopted has ended."""
+    tag = uuid.uuid4().hex[:8]
+    script = f"leave-and-go-quiet-{tag}.py"
+    (volume(settings) / script).write_text(LEAVE_AND_GO_QUIET)
+    job = submit(alice, make_spec(f"exec /usr/bin/python3 /workspace/{script}"))
+    worker = Worker()
+    try:
+        run_until(worker, lambda: "pid 1 " in log_text(job, "master-0"), what="the script")
+        if "cannot be traced" in log_text(job, "master-0"):
+            pytest.skip("this kernel keeps a job from tracing its sandbox's pid 1 (Yama)")
+        assert "pid 1 is in group 1 and this script in 2" in log_text(job, "master-0")
+
+        job.refresh_from_db()
+        job_stop(job=job)
+        run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+
+        assert processes_with(script) == []
+    finally:
+        for pid in processes_with(script):  # never left running, whatever failed
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 # Folders nested past the kernel's PATH_MAX (4096 bytes) from the /tmp they are in, and 5 MB
 # at the bottom: 40 levels of 200-character names.
 NEST_PAST_PATH_MAX = """\

@@ -673,3 +673,33 @@ def test_downgrading_past_0019_revokes_the_keys_that_expired_and_leaves_the_othe
         dict(again.get_model("jobs", "ApiKey").objects.values_list("access_key_id", "revoked_at"))
         == revoked
     )
+
+
+def test_upgrading_past_0022_counts_the_alert_emails_sent_and_downgrading_forgets_webhooks(
+    at_latest_after,
+):
+    """0022 renames AlertMail to AlertDelivery with a channel: the emails an hour already
+    counted keep counting as emails; reversed, the webhook rows go (the release before counts
+    every row as an email) and the emails stay."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = migrate("0021_api_key_create_key")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    now = timezone.now()
+    sent = [now - timedelta(minutes=minutes) for minutes in (50, 20, 1)]
+    for moment in sent:
+        old.get_model("jobs", "AlertMail").objects.create(owner=alice, sent_at=moment)
+
+    new = migrate(None)
+    Delivery = new.get_model("jobs", "AlertDelivery")
+    assert sorted(Delivery.objects.values_list("owner_id", "channel", "sent_at")) == [
+        (alice.pk, "email", moment) for moment in sorted(sent)
+    ]
+    Delivery.objects.create(owner_id=alice.pk, channel="webhook", sent_at=now)
+
+    again_old = migrate("0021_api_key_create_key")
+    assert sorted(
+        again_old.get_model("jobs", "AlertMail").objects.values_list("owner_id", "sent_at")
+    ) == [(alice.pk, moment) for moment in sorted(sent)]
