@@ -303,6 +303,67 @@ def test_the_v1_api_refuses_a_volume_not_offered_on_its_field_without_a_word_of_
 
 
 @pytest.mark.usefixtures("runner_settings")
+def test_another_row_mounted_inside_a_volume_not_offered_tells_nothing_of_what_it_holds(
+    volumes, team_a, wsgi, bob
+):
+    """Medium (review 16b): the backend still looked inside a refused row's volume for the
+    other rows' checks: a scratch row mounted inside a read-only team-a row was refused only
+    when the folder it mounts on did not exist in team-a, so Bob could test any name there."""
+    bobs = _bob_api(wsgi, bob)
+
+    def inside(folder: str) -> dict:
+        sent = body()
+        sent["datasources"] = [
+            {
+                "type": "hostpath",
+                "name": "team-a",
+                "mountPath": "/ckpt",
+                "options": {"readOnly": True},
+            },
+            {"type": "hostpath", "name": "scratch", "mountPath": f"/ckpt/{folder}"},
+        ]
+        return sent
+
+    there = refused(lambda: bobs.create_job(pool="local", body=inside("checkpoints")))
+    not_there = refused(lambda: bobs.create_job(pool="local", body=inside("nothing-here")))
+
+    assert there.message.startswith("datasources[0].name: Volume “team-a” " + NOT_OFFERED_EN)
+    assert there.message == not_there.message.replace("nothing-here", "checkpoints")
+    assert "datasources[1]" not in there.message
+    assert not Job.objects.exists()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_check_every_door_asks_makes_no_folder_of_a_volume_not_offered(volumes, team_a, bob):
+    """The wizard's submit, Run again and the APIs ask pool_refusals: it made a refused
+    volume's missing folder (the backend's check creates a volume's root)."""
+    del_root = volumes["team-a"]
+    for child in del_root.iterdir():
+        child.rmdir()
+    del_root.rmdir()
+    sent = S.parse_document(
+        {
+            **body(),
+            "datasources": [
+                {
+                    "type": "hostpath",
+                    "name": "team-a",
+                    "mountPath": "/ckpt",
+                    "options": {"readOnly": True},
+                },
+                {"type": "hostpath", "name": "scratch", "mountPath": "/ckpt/x"},
+            ],
+        },
+        resource_pool_id="local",
+    )
+
+    refusals = W.pool_refusals(sent, W.find_pool("local"), owner=bob)
+
+    assert list(refusals) == ["datasources[0].name"]
+    assert not del_root.exists()
+
+
+@pytest.mark.usefixtures("runner_settings")
 def test_the_v2_api_refuses_a_volume_not_offered_and_a_read_only_one_mounted_read_write(
     volumes, team_a, wsgi, bob
 ):
