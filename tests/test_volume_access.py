@@ -92,6 +92,16 @@ def test_the_setting_reads_groups_and_read_only_and_an_old_value_reads_as_before
     ]
 
 
+def test_the_setting_refuses_read_only_written_after_the_groups_and_trims_a_space_before_it():
+    """Low (review 16b): "/data/a@team:ro" read as a read-write volume of a group "team:ro",
+    and "/data/x :ro" as the folder "/data/x " (with its space)."""
+    with pytest.raises(ValueError, match=r":ro goes before the @"):
+        parse_volumes("team-a=/data/a@team-a:ro")
+    assert parse_volumes("x=/data/x :ro @ 算法组 + b") == [
+        HostVolume("x", Path("/data/x"), read_only=True, groups=frozenset({"算法组", "b"}))
+    ]
+
+
 # -- the wizard --------------------------------------------------------------------------
 
 
