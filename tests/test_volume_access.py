@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jobs import spec as S
@@ -26,6 +28,7 @@ from .runner_helpers import make_spec, run_until, runner_settings, status_of, su
 from .test_api import A800, body, refused
 from .test_api_v2 import v2_body
 from .test_wizard import (
+    HTMX,
     complete_steps,
     data_data,
     field_errors,
@@ -275,6 +278,51 @@ def test_copy_and_edit_keeps_the_rows_and_says_which_volume_must_change(
     assert NOT_OFFERED_ZH in html.unescape(r.content.decode())
     alice_client.post(reverse("wizard-submit", args=[draft.id]))
     assert Job.objects.count() == 1
+
+
+def test_volumes_kept_for_groups_cost_the_wizard_one_query_of_groups_and_the_review_two(
+    volumes, team_a, alice_client, settings
+):
+    """What restricting a volume adds to the wizard's pages (review 16b): the owner's group
+    names, read once where the pool is offered (the data step, its mount row) and once more
+    at the review, whose pool check asks volume_refusals too. Open volumes add nothing."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    pages = {
+        "data": (step_url(draft, W.DATA), {}),
+        "mount row": (
+            reverse("wizard-mount-row", args=[draft.id]) + "?row=0&mounts-0-type=hostpath",
+            HTMX,
+        ),
+        "review": (step_url(draft, W.REVIEW), {}),
+    }
+
+    def counts() -> dict[str, tuple[int, int]]:
+        found = {}
+        for name, (url, headers) in pages.items():
+            with CaptureQueriesContext(connection) as queries:
+                assert alice_client.get(url, headers=headers).status_code == 200
+            groups = [q for q in queries if q["sql"].startswith('SELECT "auth_group"."name"')]
+            found[name] = (len(queries), len(groups))
+        return found
+
+    restricted = counts()
+    settings.LOCAL_VOLUMES = ",".join(
+        item.split("@")[0] for item in settings.LOCAL_VOLUMES.split(",")
+    )
+    open_ = counts()
+
+    assert {name: groups for name, (_, groups) in open_.items()} == dict.fromkeys(pages, 0)
+    assert {name: groups for name, (_, groups) in restricted.items()} == {
+        "data": 1,
+        "mount row": 1,
+        "review": 2,
+    }
+    assert {name: restricted[name][0] - open_[name][0] for name in pages} == {
+        "data": 1,
+        "mount row": 1,
+        "review": 2,
+    }
 
 
 # -- the APIs ------------------------------------------------------------------------------
