@@ -86,7 +86,7 @@ from .sandbox import (
     read_only_parent_message,
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded
-from .shim import START_GATE, TmpMeter, remove_tree
+from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
 from .spec import MPI, JobSpec, Role
 from .texts import RecordedText, ngettext_noop, recorded_plural, restored, source_of
 from .volume_access import volume_refusals
@@ -2124,13 +2124,24 @@ def remove_discarded(budget: int = REMOVE_PER_TICK) -> bool:
 def _empty_some(top: int, name: str, budget: int) -> int:
     """Removes up to `budget` entries of folder `name` of `top`, and the folder itself once
     empty; how many it removed or moved."""
+    # A process of the job may outlive it (one holding a folder of its /tmp as its working
+    # folder can still make and swap entries there once the folder is in DISCARDED): any
+    # folder seen here may be a symbolic link by the time it is used. So no permission is
+    # ever changed by name (chmod follows a link: a link swapped in for a folder made any file
+    # of the worker's user u+rwx, go-rwx); open_own_folder opens the folder as itself
+    # (O_NOFOLLOW), checks it is the inode listed, and changes it through that descriptor.
+    # A name found swapped is left for the next pass, which unlinks the link.
     done = 0
     with contextlib.suppress(OSError):
-        if not stat.S_ISDIR(os.lstat(name, dir_fd=top).st_mode):
+        info = os.lstat(name, dir_fd=top)
+        if not stat.S_ISDIR(info.st_mode):
             os.unlink(name, dir_fd=top)
             return 1
-        os.chmod(name, stat.S_IRWXU, dir_fd=top)
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=top)
+        fd = open_own_folder(
+            name, identity=(info.st_dev, info.st_ino), grant=stat.S_IRWXU, dir_fd=top
+        )
+        if fd is None:
+            return 0
         try:
             with os.scandir(fd) as listing:
                 for entry in listing:
@@ -2139,7 +2150,17 @@ def _empty_some(top: int, name: str, budget: int) -> int:
                     with contextlib.suppress(OSError):
                         if entry.is_dir(follow_symlinks=False):
                             # Moving a folder rewrites its "..": it must be writable.
-                            os.chmod(entry.name, stat.S_IRWXU, dir_fd=fd)
+                            sub = entry.stat(follow_symlinks=False)
+                            held = open_own_folder(
+                                entry.name,
+                                identity=(sub.st_dev, sub.st_ino),
+                                grant=stat.S_IRWXU,
+                                dir_fd=fd,
+                            )
+                            if held is not None:
+                                os.close(held)
+                            # rename never follows a link: one swapped in is moved up as
+                            # itself, and unlinked from there.
                             os.rename(entry.name, uuid.uuid4().hex, src_dir_fd=fd, dst_dir_fd=top)
                         else:
                             os.unlink(entry.name, dir_fd=fd)

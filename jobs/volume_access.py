@@ -11,7 +11,11 @@ brief left open, written down here and in README:
 
 - The ``@`` starts the group list only when it is the last ``@`` of the item and what follows
   it holds no ``/`` (a root such as ``/data/user@host/x`` stays a root); ``:ro`` only when the
-  root ends with it. A group name cannot hold ``,`` or ``+`` (the separators).
+  root ends with it. A group name cannot hold ``,`` or ``+`` (the separators), nor end with
+  ``:ro`` (``/data/a@team:ro`` is refused at start: it would have read as a read-write
+  volume of a group "team:ro"). So a folder whose last part holds an ``@`` (``/srv/u@lab``)
+  cannot be a root: it reads as /srv/u kept for group "lab" (name such a folder by a path
+  with a ``/`` after its ``@``, or a symbolic link to it).
 - A volume the user may not mount is answered exactly as a volume that does not exist ("not
   offered to you"): the message names only what the user sent, never another team's volume,
   and checks nothing inside it (a source path's existence would tell what it holds).
@@ -68,13 +72,16 @@ def parse_volumes(value: str) -> list[HostVolume]:
             members = [g.strip() for g in tail.split("+")]
             if not all(members):
                 raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (an empty group name)")
+            if any(g.endswith(":ro") for g in members):
+                # "/data/a@team:ro" read as group "team:ro", read-write: refused, not guessed.
+                raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (:ro goes before the @)")
             groups = frozenset(members)
         else:
             root = rest
         root = root.strip()
         read_only = root.endswith(":ro")
         if read_only:
-            root = root[: -len(":ro")]
+            root = root[: -len(":ro")].rstrip()  # "/data/x :ro" is /data/x, as "/data/x " is
         if not (name and eq and Path(root).is_absolute()) or name in names:
             raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r}")
         names.add(name)

@@ -16,6 +16,7 @@ keeps only its own. Submit re-validates everything the same way.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -1133,15 +1134,35 @@ def pool_refusals(
         return {
             "resourcePoolId": [_("This resource pool is not available any more; choose another.")]
         }
+    refused = (
+        volume_refusals(spec=spec, owner=owner)
+        if owner is not None and pool.backend == "local"
+        else {}
+    )
+    checked = spec
+    if any(p.endswith(".name") for p in refused):
+        # The backend is shown the rows of volumes not offered to the owner as naming no
+        # volume at all, so it never looks inside them: besides its words on such a row (a
+        # source path missing), another row's check (a mount point inside a read-only mount
+        # must exist in its folder) told from a refused row whether a file exists in another
+        # team's volume, and the volume's folder was made (review 16b).
+        checked = dataclasses.replace(
+            spec,
+            datasources=[
+                dataclasses.replace(ds, name="") if f"datasources[{i}].name" in refused else ds
+                for i, ds in enumerate(spec.datasources)
+            ],
+        )
     try:
-        errors = {path: list(m) for path, m in get_backend(pool.backend).check_spec(spec).items()}
+        errors = {
+            path: list(m) for path, m in get_backend(pool.backend).check_spec(checked).items()
+        }
     except BackendError as exc:
         errors = {"resourcePoolId": [exc.message]}
-    if owner is not None and pool.backend == "local":
+    if refused:
         # Who may mount which volume (jobs.volume_access). A row whose volume is not offered
-        # to the owner says only that: the backend's words on it (no such volume, a source
-        # path missing in it) would tell what another team's volume holds.
-        refused = volume_refusals(spec=spec, owner=owner)
+        # to the owner says only that: the backend's words on it (no such volume) would be
+        # another answer than one that does not exist gets.
         for path in [p for p in refused if p.endswith(".name")]:
             row = path.removesuffix(".name")
             for key in [k for k in errors if k == row or k.startswith((row + ".", row + "["))]:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jobs import spec as S
@@ -26,6 +28,7 @@ from .runner_helpers import make_spec, run_until, runner_settings, status_of, su
 from .test_api import A800, body, refused
 from .test_api_v2 import v2_body
 from .test_wizard import (
+    HTMX,
     complete_steps,
     data_data,
     field_errors,
@@ -89,6 +92,16 @@ def test_the_setting_reads_groups_and_read_only_and_an_old_value_reads_as_before
             "shared", Path("/data/s"), read_only=True, groups=frozenset({"team-a", "team-b"})
         ),
         HostVolume("odd", Path("/data/user@host/x")),
+    ]
+
+
+def test_the_setting_refuses_read_only_written_after_the_groups_and_trims_a_space_before_it():
+    """Low (review 16b): "/data/a@team:ro" read as a read-write volume of a group "team:ro",
+    and "/data/x :ro" as the folder "/data/x " (with its space)."""
+    with pytest.raises(ValueError, match=r":ro goes before the @"):
+        parse_volumes("team-a=/data/a@team-a:ro")
+    assert parse_volumes("x=/data/x :ro @ 算法组 + b") == [
+        HostVolume("x", Path("/data/x"), read_only=True, groups=frozenset({"算法组", "b"}))
     ]
 
 
@@ -267,6 +280,51 @@ def test_copy_and_edit_keeps_the_rows_and_says_which_volume_must_change(
     assert Job.objects.count() == 1
 
 
+def test_volumes_kept_for_groups_cost_the_wizard_one_query_of_groups_and_the_review_two(
+    volumes, team_a, alice_client, settings
+):
+    """What restricting a volume adds to the wizard's pages (review 16b): the owner's group
+    names, read once where the pool is offered (the data step, its mount row) and once more
+    at the review, whose pool check asks volume_refusals too. Open volumes add nothing."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    pages = {
+        "data": (step_url(draft, W.DATA), {}),
+        "mount row": (
+            reverse("wizard-mount-row", args=[draft.id]) + "?row=0&mounts-0-type=hostpath",
+            HTMX,
+        ),
+        "review": (step_url(draft, W.REVIEW), {}),
+    }
+
+    def counts() -> dict[str, tuple[int, int]]:
+        found = {}
+        for name, (url, headers) in pages.items():
+            with CaptureQueriesContext(connection) as queries:
+                assert alice_client.get(url, headers=headers).status_code == 200
+            groups = [q for q in queries if q["sql"].startswith('SELECT "auth_group"."name"')]
+            found[name] = (len(queries), len(groups))
+        return found
+
+    restricted = counts()
+    settings.LOCAL_VOLUMES = ",".join(
+        item.split("@")[0] for item in settings.LOCAL_VOLUMES.split(",")
+    )
+    open_ = counts()
+
+    assert {name: groups for name, (_, groups) in open_.items()} == dict.fromkeys(pages, 0)
+    assert {name: groups for name, (_, groups) in restricted.items()} == {
+        "data": 1,
+        "mount row": 1,
+        "review": 2,
+    }
+    assert {name: restricted[name][0] - open_[name][0] for name in pages} == {
+        "data": 1,
+        "mount row": 1,
+        "review": 2,
+    }
+
+
 # -- the APIs ------------------------------------------------------------------------------
 
 
@@ -300,6 +358,67 @@ def test_the_v1_api_refuses_a_volume_not_offered_on_its_field_without_a_word_of_
     assert other.message == error.message
     assert str(volumes["team-a"]) not in error.message
     assert not Job.objects.exists()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_another_row_mounted_inside_a_volume_not_offered_tells_nothing_of_what_it_holds(
+    volumes, team_a, wsgi, bob
+):
+    """Medium (review 16b): the backend still looked inside a refused row's volume for the
+    other rows' checks: a scratch row mounted inside a read-only team-a row was refused only
+    when the folder it mounts on did not exist in team-a, so Bob could test any name there."""
+    bobs = _bob_api(wsgi, bob)
+
+    def inside(folder: str) -> dict:
+        sent = body()
+        sent["datasources"] = [
+            {
+                "type": "hostpath",
+                "name": "team-a",
+                "mountPath": "/ckpt",
+                "options": {"readOnly": True},
+            },
+            {"type": "hostpath", "name": "scratch", "mountPath": f"/ckpt/{folder}"},
+        ]
+        return sent
+
+    there = refused(lambda: bobs.create_job(pool="local", body=inside("checkpoints")))
+    not_there = refused(lambda: bobs.create_job(pool="local", body=inside("nothing-here")))
+
+    assert there.message.startswith("datasources[0].name: Volume “team-a” " + NOT_OFFERED_EN)
+    assert there.message == not_there.message.replace("nothing-here", "checkpoints")
+    assert "datasources[1]" not in there.message
+    assert not Job.objects.exists()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_check_every_door_asks_makes_no_folder_of_a_volume_not_offered(volumes, team_a, bob):
+    """The wizard's submit, Run again and the APIs ask pool_refusals: it made a refused
+    volume's missing folder (the backend's check creates a volume's root)."""
+    del_root = volumes["team-a"]
+    for child in del_root.iterdir():
+        child.rmdir()
+    del_root.rmdir()
+    sent = S.parse_document(
+        {
+            **body(),
+            "datasources": [
+                {
+                    "type": "hostpath",
+                    "name": "team-a",
+                    "mountPath": "/ckpt",
+                    "options": {"readOnly": True},
+                },
+                {"type": "hostpath", "name": "scratch", "mountPath": "/ckpt/x"},
+            ],
+        },
+        resource_pool_id="local",
+    )
+
+    refusals = W.pool_refusals(sent, W.find_pool("local"), owner=bob)
+
+    assert list(refusals) == ["datasources[0].name"]
+    assert not del_root.exists()
 
 
 @pytest.mark.usefixtures("runner_settings")
