@@ -65,19 +65,13 @@ while True:
 """
 
 
-@pytest.mark.skipif(platform.machine() != "x86_64", reason="the script injects x86_64 code")
-def test_a_job_that_moves_its_sandboxs_first_process_out_of_its_group_still_dies_on_stop(
-    alice, settings
-):
-    """High (security round 16): a Stop killed the replica's process group, and the sandbox's
-    pid 1 with it, which takes every process of its pid namespace along. A job made pid 1
-    leave that group (ptrace, an injected setsid()), and ran on after the job read Stopped,
-    its cards given to the next job. The runner now also kills the group's children that
-    left it, and waits for them as for the group."""
+def assert_stopped_without_a_trace(alice, settings, *, source: str, name: str, command: str):
+    """Runs `source` as a job's script until it has moved pid 1 out of its group, stops the
+    job, and checks no process of the script is left once the job reads Stopped."""
     tag = uuid.uuid4().hex[:8]  # no other checkout's test on this machine matches it
-    script = f"leave-the-group-{tag}.py"
-    (volume(settings) / script).write_text(LEAVE_THE_GROUP)
-    job = submit(alice, make_spec(f"/usr/bin/python3 /workspace/{script}"))
+    script = f"{name}-{tag}.py"
+    (volume(settings) / script).write_text(source)
+    job = submit(alice, make_spec(f"{command} /workspace/{script}"))
     worker = Worker()
     try:
         run_until(worker, lambda: "pid 1 " in log_text(job, "master-0"), what="the script")
@@ -94,6 +88,20 @@ def test_a_job_that_moves_its_sandboxs_first_process_out_of_its_group_still_dies
         for pid in processes_with(script):  # never left running, whatever failed
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the script injects x86_64 code")
+def test_a_job_that_moves_its_sandboxs_first_process_out_of_its_group_still_dies_on_stop(
+    alice, settings
+):
+    """High (security round 16): a Stop killed the replica's process group, and the sandbox's
+    pid 1 with it, which takes every process of its pid namespace along. A job made pid 1
+    leave that group (ptrace, an injected setsid()), and ran on after the job read Stopped,
+    its cards given to the next job. The runner now also kills the group's children that
+    left it, and waits for them as for the group."""
+    assert_stopped_without_a_trace(
+        alice, settings, source=LEAVE_THE_GROUP, name="leave-the-group", command="/usr/bin/python3"
+    )
 
 
 # LEAVE_THE_GROUP, and then pid 1's standard input, output and error closed through the same
@@ -126,26 +134,13 @@ def test_a_job_that_moves_pid_1_out_of_its_group_and_closes_its_output_still_die
     the shim read the end of the output and exited, and pid 1, adopted by the shim, went to
     init, where the SIGKILL's look at the group's children did not find it: the job ran on
     after it read Stopped. The shim now stays until what it adopted has ended."""
-    tag = uuid.uuid4().hex[:8]
-    script = f"leave-and-go-quiet-{tag}.py"
-    (volume(settings) / script).write_text(LEAVE_AND_GO_QUIET)
-    job = submit(alice, make_spec(f"exec /usr/bin/python3 /workspace/{script}"))
-    worker = Worker()
-    try:
-        run_until(worker, lambda: "pid 1 " in log_text(job, "master-0"), what="the script")
-        if "cannot be traced" in log_text(job, "master-0"):
-            pytest.skip("this kernel keeps a job from tracing its sandbox's pid 1 (Yama)")
-        assert "pid 1 is in group 1 and this script in 2" in log_text(job, "master-0")
-
-        job.refresh_from_db()
-        job_stop(job=job)
-        run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
-
-        assert processes_with(script) == []
-    finally:
-        for pid in processes_with(script):  # never left running, whatever failed
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    assert_stopped_without_a_trace(
+        alice,
+        settings,
+        source=LEAVE_AND_GO_QUIET,
+        name="leave-and-go-quiet",
+        command="exec /usr/bin/python3",
+    )
 
 
 # Folders nested past the kernel's PATH_MAX (4096 bytes) from the /tmp they are in, and 5 MB
