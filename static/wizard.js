@@ -75,3 +75,37 @@ document.addEventListener("change", function (event) {
   const pytorch = document.querySelector("input[name=framework][value=PyTorchJob]");
   if (pytorch && !pytorch.checked) pytorch.checked = true;
 });
+
+// A mount row the server redraws (its storage type changed, or a volume read-only for everyone
+// chosen) is drawn from the values sent with the request, and replaces the row whole. What was
+// typed into the row while that answer was on its way (the mount path, typed right after
+// picking the volume) went with the old row: it is carried into the new one. htmx keeps the
+// focus and the caret on a field of the same id itself.
+const sentRows = new WeakMap();
+function typedFields(row) {
+  return row.querySelectorAll("input[name]:not([type=hidden]):not([type=checkbox]):not([type=radio]), textarea[name]");
+}
+document.addEventListener("htmx:configRequest", function (event) {
+  // The values are read here, as htmx has just read them for the request.
+  const row = event.detail.target;
+  if (!(row instanceof HTMLTableRowElement) || !row.classList.contains("mount-row")) return;
+  sentRows.set(row, new Map([...typedFields(row)].map((field) => [field.name, field.value])));
+});
+let typedMeanwhile = null;
+document.addEventListener("htmx:beforeSwap", function (event) {
+  const sent = sentRows.get(event.detail.target);
+  typedMeanwhile = null;
+  if (!sent) return;
+  typedMeanwhile = [...typedFields(event.detail.target)].filter(
+    (field) => sent.has(field.name) && sent.get(field.name) !== field.value,
+  ).map((field) => [field.name, field.value]);
+});
+document.addEventListener("htmx:afterSwap", function () {
+  const typed = typedMeanwhile;
+  typedMeanwhile = null;
+  if (!typed) return;
+  for (const [name, value] of typed) {
+    const field = document.querySelector(`#wizard [name="${CSS.escape(name)}"]`);
+    if (field) field.value = value;
+  }
+});

@@ -1229,3 +1229,31 @@ def test_a_change_made_just_as_the_card_totals_are_redrawn_still_updates_them(lo
     expect(page.locator("#id_roles-0-use_accelerator")).not_to_be_checked()
     expect(page.locator("#card-totals")).not_to_contain_text(V100)
     expect(page.locator("#card-totals")).to_contain_text(f"{A800} × 3")
+
+
+def test_a_mount_path_typed_while_its_row_is_redrawn_is_kept(logged_in_page, settings, tmp_path):
+    # A volume read-only for everyone: choosing a volume redraws the row (with 只读 forced).
+    (tmp_path / "models").mkdir()
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path},models={tmp_path / 'models'}:ro"
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    # The path is typed once the redraw has been asked for (from the values of that moment,
+    # an empty path) and before its answer lands, as a quick typist or a slow network does.
+    page.evaluate(
+        """() => document.body.addEventListener('htmx:beforeRequest', function once(e) {
+          if (!e.detail.pathInfo.requestPath.includes('/mount-row/')) return;
+          document.body.removeEventListener('htmx:beforeRequest', once);
+          const path = document.getElementById('id_mounts-0-mount_path');
+          path.value = '/ckpt';
+          path.dispatchEvent(new Event('input', {bubbles: true}));
+        })"""
+    )
+    with page.expect_response(lambda r: "/mount-row/" in r.url):
+        page.select_option("#id_mounts-0-name", "models")
+
+    expect(page.locator("#id_mounts-0-access")).to_have_value("ro")  # the row was redrawn
+    expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/ckpt")
+    next_step(page, "fault")
