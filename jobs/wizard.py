@@ -1825,13 +1825,16 @@ def environment_preview(
     ]
 
 
-def spec_diff(source: Job, spec: S.JobSpec) -> list[tuple[str, str, str]]:
-    """(field, before, after) for each field of the copy that differs from its source."""
+def spec_diff(
+    source: Job, spec: S.JobSpec, *, pool_names: dict[str, str] | None = None
+) -> list[tuple[str, str, str]]:
+    """(field, before, after) for each field of the copy that differs from its source; its
+    pools named by `pool_names` (spec_changes)."""
     try:
         before = source.job_spec()
     except S.SpecError:
         return [(_("The source job's spec"), _("cannot be read"), "—")]
-    return spec_changes(before, spec)
+    return spec_changes(before, spec, pool_names=pool_names)
 
 
 @dataclass(frozen=True)
