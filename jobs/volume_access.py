@@ -93,6 +93,22 @@ def _group_names(user: Any) -> set[str]:
     return set(user.groups.values_list("name", flat=True))
 
 
+class GroupNames:
+    """`user`'s group names, read when first asked and then kept: one reader per request (the
+    wizard's state holds one), so a page that both offers the pool's volumes and checks a
+    spec's (the review step) reads them once. Not kept beyond it: membership is today's, and
+    the runner asks again at each start."""
+
+    def __init__(self, user: Any) -> None:
+        self.user = user
+        self._names: set[str] | None = None
+
+    def __call__(self) -> set[str]:
+        if self._names is None:
+            self._names = _group_names(self.user) if getattr(self.user, "pk", None) else set()
+        return self._names
+
+
 def may_mount(*, user: Any, volume: HostVolume, groups: set[str] | None = None) -> bool:
     """Whether `user` may mount `volume`: an open volume, a superuser, or a member of one of
     its groups (`groups`: the user's group names, when the caller has read them)."""
@@ -103,22 +119,29 @@ def may_mount(*, user: Any, volume: HostVolume, groups: set[str] | None = None) 
     return bool(volume.groups & (groups if groups is not None else _group_names(user)))
 
 
-def mountable_volumes(*, user: Any, volumes: list[HostVolume]) -> list[HostVolume]:
-    """Of `volumes`, the ones `user` may mount, in their order (the user's groups read once)."""
+def mountable_volumes(
+    *, user: Any, volumes: list[HostVolume], groups: GroupNames | None = None
+) -> list[HostVolume]:
+    """Of `volumes`, the ones `user` may mount, in their order (the user's groups read once,
+    and only when some volume is kept for groups; `groups`: a reader the caller shares)."""
     if all(not v.restricted for v in volumes) or getattr(user, "is_superuser", False):
         return list(volumes)
-    groups = _group_names(user) if getattr(user, "pk", None) else set()
-    return [v for v in volumes if may_mount(user=user, volume=v, groups=groups)]
+    names = (groups or GroupNames(user))()
+    return [v for v in volumes if may_mount(user=user, volume=v, groups=names)]
 
 
-def pool_for_user(*, pool: Pool | None, user: Any) -> Pool | None:
+def pool_for_user(
+    *, pool: Pool | None, user: Any, groups: GroupNames | None = None
+) -> Pool | None:
     """`pool` as `user` sees it in the wizard: the local pool offers only the volumes they may
     mount (a copy; the pool itself, cached for everyone, is not changed)."""
     if pool is None or pool.backend != "local":
         return pool
     from .backends.local import host_volumes
 
-    allowed = {v.name for v in mountable_volumes(user=user, volumes=host_volumes())}
+    allowed = {
+        v.name for v in mountable_volumes(user=user, volumes=host_volumes(), groups=groups)
+    }
     kept = [v for v in pool.volumes if v.type != "hostpath" or v.name in allowed]
     if len(kept) == len(pool.volumes):
         return pool
@@ -143,14 +166,20 @@ def read_only_message(name: str) -> str:
     ) % {"name": name}
 
 
-def volume_refusals(*, spec: JobSpec, owner: Any) -> dict[str, list[str]]:
+def volume_refusals(
+    *, spec: JobSpec, owner: Any, groups: GroupNames | None = None
+) -> dict[str, list[str]]:
     """What `owner` may not mount of a local job's spec, by spec field path: a volume that is
     not offered to them (or does not exist: the same words), and a read-only volume mounted
-    read-write. The one check the wizard, Run again, the APIs and the runner all ask."""
+    read-write. The one check the wizard, Run again, the APIs and the runner all ask.
+    `groups`: the owner's group names as the page already read them (the wizard's review)."""
     from .backends.local import host_volumes
 
     volumes = {v.name: v for v in host_volumes()}
-    allowed = {v.name for v in mountable_volumes(user=owner, volumes=list(volumes.values()))}
+    allowed = {
+        v.name
+        for v in mountable_volumes(user=owner, volumes=list(volumes.values()), groups=groups)
+    }
     errors: dict[str, list[str]] = {}
     for i, ds in enumerate(spec.datasources):
         if ds.type != "hostpath" or not ds.name:

@@ -51,7 +51,7 @@ from .quotas import Excess, Usage, excesses, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
 from .services import jobs_submit
 from .summary import spec_changes
-from .volume_access import pool_for_user, volume_refusals
+from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -563,6 +563,9 @@ class WizardState:
     pool: Pool | None
     basic: dict[str, str]
     template: dict[str, Any] | None
+    # The owner's group names, read once for the page when some volume is kept for groups:
+    # the pool offered (pool_for_user) and the review's checks (pool_refusals) share them.
+    owner_groups: GroupNames | None = None
 
     @property
     def framework(self) -> str:
@@ -690,14 +693,23 @@ def find_pool(pool_id: str) -> Pool | None:
 
 def wizard_state(draft: Draft, *, basic_raw: Raw | None = None) -> WizardState:
     pools = available_pools()
-    state = WizardState(draft=draft, pools=pools, pool=None, basic={}, template=None)
+    owner = SimpleLazyObject(lambda: draft.owner)
+    state = WizardState(
+        draft=draft,
+        pools=pools,
+        pool=None,
+        basic={},
+        template=None,
+        owner_groups=GroupNames(owner),
+    )
     raw = basic_raw if basic_raw is not None else state.raw(BASIC)
     pool_id = _one(raw, "resource_pool")
     # The pool as the draft's owner sees it: only the volumes they may mount are offered
-    # (the owner is read only when some volume is kept for groups).
+    # (the owner and their groups are read only when some volume is kept for groups).
     state.pool = pool_for_user(
         pool=next((p for p in pools if p.id == pool_id), None),
-        user=SimpleLazyObject(lambda: draft.owner),
+        user=owner,
+        groups=state.owner_groups,
     )
     keys = (
         "name",
@@ -1119,7 +1131,12 @@ def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
 
 
 def pool_refusals(
-    spec: S.JobSpec, pool: Pool | None, *, owner: Any = None, idle_cards_now: bool = True
+    spec: S.JobSpec,
+    pool: Pool | None,
+    *,
+    owner: Any = None,
+    idle_cards_now: bool = True,
+    owner_groups: GroupNames | None = None,
 ) -> dict[str, list[str]]:
     """What the job's pool refuses now: a pool that is gone, its backend's own rules, a
     job asking for more than `owner`'s quota allows at all (the local pool's, jobs.quotas),
@@ -1135,7 +1152,7 @@ def pool_refusals(
             "resourcePoolId": [_("This resource pool is not available any more; choose another.")]
         }
     refused = (
-        volume_refusals(spec=spec, owner=owner)
+        volume_refusals(spec=spec, owner=owner, groups=owner_groups)
         if owner is not None and pool.backend == "local"
         else {}
     )
@@ -1299,7 +1316,9 @@ def all_errors(
     errors = S.validate(spec)
     for path, messages in wizard_rules(state, spec, raws or {}).items():
         errors.setdefault(path, []).extend(messages)
-    for path, messages in pool_refusals(spec, state.pool, owner=state.draft.owner).items():
+    for path, messages in pool_refusals(
+        spec, state.pool, owner=state.draft.owner, owner_groups=state.owner_groups
+    ).items():
         errors.setdefault(path, []).extend(messages)
     return errors
 
