@@ -6,6 +6,8 @@ mount it; superusers may mount any volume):
 
     models=/data/models:ro,team-a=/data/a@team-a,shared=/data/s:ro@team-a+team-b
 
+A folder may be written in double quotes, ``lab="/srv/u@lab":ro@team-a`` (see below).
+
 A volume with no ``@`` stays open to every user, as before this rule existed. Decisions the
 brief left open, written down here and in README:
 
@@ -13,9 +15,14 @@ brief left open, written down here and in README:
   it holds no ``/`` (a root such as ``/data/user@host/x`` stays a root); ``:ro`` only when the
   root ends with it. A group name cannot hold ``,`` or ``+`` (the separators), nor end with
   ``:ro`` (``/data/a@team:ro`` is refused at start: it would have read as a read-write
-  volume of a group "team:ro"). So a folder whose last part holds an ``@`` (``/srv/u@lab``)
-  cannot be a root: it reads as /srv/u kept for group "lab" (name such a folder by a path
-  with a ``/`` after its ``@``, or a symbolic link to it).
+  volume of a group "team:ro"). So a bare folder whose last part holds an ``@``
+  (``/srv/u@lab``) reads as /srv/u kept for group "lab"; such a folder is written in double
+  quotes, ``lab="/srv/u@lab"`` (then ``:ro`` and ``@group+group`` after the closing quote),
+  and everything between the quotes is the folder, ``@`` and ``:ro`` included. Decision:
+  quotes rather than an escape such as ``@@``, because every value that worked before keeps
+  its reading: a root starting with ``"`` was never absolute and so was refused at start,
+  while ``/data/a@@team`` was (and stays) the folder ``/data/a@`` kept for "team". A ``,``
+  still ends an item, quoted or not, and a folder cannot hold a ``"``.
 - A volume the user may not mount is answered exactly as a volume that does not exist ("not
   offered to you"): the message names only what the user sent, never another team's volume,
   and checks nothing inside it (a source path's existence would tell what it holds).
@@ -67,26 +74,52 @@ def parse_volumes(value: str) -> list[HostVolume]:
             continue
         name, eq, rest = (part.strip() for part in item.partition("="))
         groups: frozenset[str] = frozenset()
-        root, at, tail = rest.rpartition("@")
-        if at and "/" not in tail:
-            members = [g.strip() for g in tail.split("+")]
-            if not all(members):
-                raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (an empty group name)")
-            if any(g.endswith(":ro") for g in members):
-                # "/data/a@team:ro" read as group "team:ro", read-write: refused, not guessed.
-                raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (:ro goes before the @)")
-            groups = frozenset(members)
+        if rest.startswith('"'):
+            root, read_only, groups = _quoted(rest, item)
         else:
-            root = rest
-        root = root.strip()
-        read_only = root.endswith(":ro")
-        if read_only:
-            root = root[: -len(":ro")].rstrip()  # "/data/x :ro" is /data/x, as "/data/x " is
+            root, at, tail = rest.rpartition("@")
+            if at and "/" not in tail:
+                groups = _groups(tail, item)
+            else:
+                root = rest
+            root = root.strip()
+            read_only = root.endswith(":ro")
+            if read_only:
+                root = root[: -len(":ro")].rstrip()  # "/data/x :ro" is /data/x, as "/data/x " is
         if not (name and eq and Path(root).is_absolute()) or name in names:
             raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r}")
         names.add(name)
         volumes.append(HostVolume(name, Path(root), read_only=read_only, groups=groups))
     return volumes
+
+
+def _groups(text: str, item: str) -> frozenset[str]:
+    """The groups of `text`, what follows an item's ``@``."""
+    members = [g.strip() for g in text.split("+")]
+    if not all(members):
+        raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (an empty group name)")
+    if any(g.endswith(":ro") for g in members):
+        # "/data/a@team:ro" read as group "team:ro", read-write: refused, not guessed.
+        raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (:ro goes before the @)")
+    return frozenset(members)
+
+
+def _quoted(rest: str, item: str) -> tuple[str, bool, frozenset[str]]:
+    """The folder, read-only flag and groups of ``"/folder"[:ro][@group+group]``: the folder
+    is what the quotes hold, as written (an ``@`` or ``:ro`` in it is part of its name)."""
+    root, closed, after = rest[1:].partition('"')
+    if not closed:
+        raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (the folder's closing \" is missing)")
+    after = after.strip()
+    read_only = after.startswith(":ro")
+    if read_only:
+        after = after[len(":ro") :].strip()
+    if after and not after.startswith("@"):
+        raise ValueError(
+            f"{VOLUMES_SYNTAX}, not {item!r} (after a quoted folder only :ro and then "
+            "@group+group may follow)"
+        )
+    return root, read_only, _groups(after[1:], item) if after else frozenset()
 
 
 def _group_names(user: Any) -> set[str]:

@@ -105,6 +105,44 @@ def test_the_setting_refuses_read_only_written_after_the_groups_and_trims_a_spac
     ]
 
 
+def test_a_folder_holding_an_at_sign_is_written_in_quotes_and_reads_as_written():
+    """A bare folder whose last part holds an "@" reads as a group list (as before); in double
+    quotes it is the folder, with :ro and the groups after the closing quote."""
+    assert parse_volumes(
+        'lab="/srv/u@lab",ro="/srv/v@lab":ro,kept="/srv/w@lab"@team-a+team-b,'
+        'both= "/srv/x@lab:ro" :ro @ 算法组,plain="/data/plain"'
+    ) == [
+        HostVolume("lab", Path("/srv/u@lab")),
+        HostVolume("ro", Path("/srv/v@lab"), read_only=True),
+        HostVolume("kept", Path("/srv/w@lab"), groups=frozenset({"team-a", "team-b"})),
+        # Between the quotes everything is the folder's name, a ":ro" too.
+        HostVolume("both", Path("/srv/x@lab:ro"), read_only=True, groups=frozenset({"算法组"})),
+        HostVolume("plain", Path("/data/plain")),
+    ]
+    # Unquoted, every value reads as before: the last "@" starts the groups, "@@" included.
+    assert parse_volumes("lab=/srv/u@lab,two=/data/a@@team") == [
+        HostVolume("lab", Path("/srv/u"), groups=frozenset({"lab"})),
+        HostVolume("two", Path("/data/a@"), groups=frozenset({"team"})),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ('lab="/srv/u@lab', 'closing " is missing'),
+        ('lab="/srv/u@lab"x', "only :ro and then @group+group may follow"),
+        ('lab="/srv/u@lab"@team-a:ro', ":ro goes before the @"),
+        ('lab="/srv/u@lab"@', "an empty group name"),
+        ('lab="srv/u@lab"', ""),  # not absolute
+        ('lab=""', ""),
+    ],
+)
+def test_a_wrong_quoted_folder_is_refused_with_its_reason(value, reason):
+    with pytest.raises(ValueError, match=r"LOCAL_VOLUMES is name=/absolute/folder") as refused:
+        parse_volumes(value)
+    assert repr(value) in str(refused.value) and reason in str(refused.value)
+
+
 # -- the wizard --------------------------------------------------------------------------
 
 
