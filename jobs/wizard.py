@@ -1727,10 +1727,18 @@ def draft_from_job(*, job: Job, owner: Any) -> Draft:
     """A new draft prefilled from `job`'s spec, remembering it as the source."""
     spec = job.job_spec()
     data: dict[str, Any] = dict(raw_from_spec(spec))
-    data["_attempted"] = []
-    return Draft.objects.create(
-        owner=owner, data=data, completed_steps=list(FORM_STEPS), source_job=job
-    )
+    draft = Draft(owner=owner, data=data, source_job=job)
+    # Each step is marked done or not as the review judges it, as an import marks them: a
+    # step with a problem (a pool no longer offered, a volume the owner may no longer mount, a
+    # card type gone) shows its message when opened. Marked all done, such a step showed its
+    # field in red with no message, while the review said to open it.
+    state = wizard_state(draft)
+    failing = {loc.step for loc, _m in review_problems(state, assemble(state))}
+    draft.completed_steps = [s for s in FORM_STEPS if s not in failing]
+    data["_attempted"] = [s for s in FORM_STEPS if s in failing]
+    draft.data = _without_nuls(data)
+    draft.save(force_insert=True)
+    return draft
 
 
 class WizardError(Exception):

@@ -1003,6 +1003,9 @@ def test_the_review_of_a_copy_of_a_job_in_a_retired_pool_names_it_as_the_job_lis
     Job.objects.filter(pk=job.pk).update(resource_pool="cce-old", spec=spec.to_document())
     known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
     copy = _copy_of(alice_client, job)
+    # Its steps all done, as a copy made while the pool was still offered has them: the review
+    # shows the draft as it is (a copy made now opens the review only once the pool is changed).
+    Draft.objects.filter(pk=copy.pk).update(completed_steps=list(W.FORM_STEPS))
 
     def review() -> tuple[str, int]:
         with CaptureQueriesContext(connection) as queries:
@@ -1022,3 +1025,24 @@ def test_the_review_of_a_copy_of_a_job_in_a_retired_pool_names_it_as_the_job_lis
     assert (before, after) == ("旧训练池（已不再提供） (cce-old)", "本机 Local (local)")
     # The last known name: one query for the sections and the diff together.
     assert kept_reads == moved_reads == 1
+
+
+def test_a_copy_of_a_job_in_a_retired_pool_says_on_its_basic_step_which_pool_to_change(
+    alice_client,
+):
+    job = submitted_job(alice_client)
+    spec = job.job_spec()
+    spec.resource_pool_id = "cce-old"
+    Job.objects.filter(pk=job.pk).update(resource_pool="cce-old", spec=spec.to_document())
+
+    copy = _copy_of(alice_client, job)
+    page = alice_client.get(step_url(copy, W.BASIC)).content.decode()
+
+    # The step the review sends the user to says what is wrong, on the field (it was red with
+    # no message, and the stepper had it done).
+    error = re.search(r'<div id="id_resource_pool_error" class="invalid-feedback">(.*?)</div>', page)
+    assert error is not None
+    assert "资源池“cce-old”未提供（或已不再提供），请从列表中选择。" in error.group(1)
+    assert W.BASIC not in copy.completed_steps and W.IMAGE in copy.completed_steps
+    # Nothing of the copy is lost: the draft still holds the source's pool until changed.
+    assert copy.data[W.BASIC]["resource_pool"] in ("cce-old", ["cce-old"])
