@@ -163,18 +163,14 @@ def mountable_volumes(
     return [v for v in volumes if may_mount(user=user, volume=v, groups=names)]
 
 
-def pool_for_user(
-    *, pool: Pool | None, user: Any, groups: GroupNames | None = None
-) -> Pool | None:
+def pool_for_user(*, pool: Pool | None, user: Any, groups: GroupNames | None = None) -> Pool | None:
     """`pool` as `user` sees it in the wizard: the local pool offers only the volumes they may
     mount (a copy; the pool itself, cached for everyone, is not changed)."""
     if pool is None or pool.backend != "local":
         return pool
     from .backends.local import host_volumes
 
-    allowed = {
-        v.name for v in mountable_volumes(user=user, volumes=host_volumes(), groups=groups)
-    }
+    allowed = {v.name for v in mountable_volumes(user=user, volumes=host_volumes(), groups=groups)}
     kept = [v for v in pool.volumes if v.type != "hostpath" or v.name in allowed]
     if len(kept) == len(pool.volumes):
         return pool
@@ -210,8 +206,7 @@ def volume_refusals(
 
     volumes = {v.name: v for v in host_volumes()}
     allowed = {
-        v.name
-        for v in mountable_volumes(user=owner, volumes=list(volumes.values()), groups=groups)
+        v.name for v in mountable_volumes(user=owner, volumes=list(volumes.values()), groups=groups)
     }
     errors: dict[str, list[str]] = {}
     for i, ds in enumerate(spec.datasources):

@@ -353,9 +353,7 @@ def test_volumes_kept_for_groups_cost_each_wizard_page_one_query_of_groups(
 
     assert {name: groups for name, (_, groups) in open_.items()} == dict.fromkeys(pages, 0)
     assert {name: groups for name, (_, groups) in restricted.items()} == dict.fromkeys(pages, 1)
-    assert {name: restricted[name][0] - open_[name][0] for name in pages} == dict.fromkeys(
-        pages, 1
-    )
+    assert {name: restricted[name][0] - open_[name][0] for name in pages} == dict.fromkeys(pages, 1)
 
 
 # -- the APIs ------------------------------------------------------------------------------

@@ -1017,7 +1017,7 @@ def test_the_review_of_a_copy_of_a_job_in_a_retired_pool_names_it_as_the_job_lis
     moved, moved_reads = review()
 
     # Still in the retired pool: its last known name, marked, with its id (not its id alone).
-    assert "<dd class=\"col-7 text-break\">旧训练池（已不再提供） (cce-old)</dd>" in kept
+    assert '<dd class="col-7 text-break">旧训练池（已不再提供） (cce-old)</dd>' in kept
     # Moved to an offered pool: the diff names both sides the same way.
     row = re.search(r'<td class="diff-field">基础信息 · 资源池</td>(.*?)</tr>', moved, re.S)
     assert row is not None
@@ -1040,7 +1040,9 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_on_its_basic_step_which_pool_to_
 
     # The step the review sends the user to says what is wrong, on the field (it was red with
     # no message, and the stepper had it done).
-    error = re.search(r'<div id="id_resource_pool_error" class="invalid-feedback">(.*?)</div>', page)
+    error = re.search(
+        r'<div id="id_resource_pool_error" class="invalid-feedback">(.*?)</div>', page
+    )
     assert error is not None
     assert "资源池“cce-old”未提供（或已不再提供），请从列表中选择。" in error.group(1)
     assert W.BASIC not in copy.completed_steps and W.IMAGE in copy.completed_steps
