@@ -391,7 +391,8 @@ for _item in envlist("LOCAL_ACCELERATORS"):
         )
 # Host directories users may mount, as "volume-name=/abs/root[:ro][@group+group],...":
 # ":ro" makes a volume read-only for everyone, "@team-a+team-b" lets only members of those
-# Django groups (and superusers) mount it; a volume without "@" is open to every user.
+# Django groups (and superusers) mount it; a volume without "@" is open to every user. A
+# folder holding an "@" is written in double quotes: lab="/srv/u@lab":ro@team-a.
 # Mounts must stay inside a volume's root. Parsed and enforced by jobs.volume_access.
 LOCAL_VOLUMES = env("LOCAL_VOLUMES", f"scratch={VAR_DIR / 'volumes' / 'scratch'}")
 try:

@@ -56,7 +56,7 @@ from .models import (
     ReviewMode,
     ReviewPolicy,
 )
-from .pools import no_longer_offered, pool_labels, pool_names
+from .pools import no_longer_offered, pool_labels, pool_names, spec_pool_names
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -864,9 +864,12 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         request_line, request_body = sent_request(shown, job.backend, job_id=job.public_id)
         context["api_request"] = f"{request_line}\n{request_body}"
         # The pool by its name and id, as the wizard's review step says it (the names take no
-        # query: pool_names); a pool no longer offered by its id.
+        # query: pool_names); a pool no longer offered by its last known name, marked as the
+        # admin's job list marks it (one query, only then), or by its id alone.
+        pool_id = spec.resource_pool_id
         context["spec_sections"] = spec_sections(
-            shown, pool_name=pool_names().get(spec.resource_pool_id, "")
+            shown,
+            pool_name=spec_pool_names(names=pool_names(), pool_ids=[pool_id]).get(pool_id, ""),
         )
         context["replica_envs"], context["replicas_hidden"] = replica_environments(
             spec, backend_name=job.backend, job_id=environment_job_id(job)

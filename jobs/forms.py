@@ -170,7 +170,17 @@ class BasicForm(StepForm):
             "letter or digit; 1-50 characters."
         ),
     )
-    resource_pool = forms.ChoiceField(label=_("Resource pool"))
+    resource_pool = forms.ChoiceField(
+        label=_("Resource pool"),
+        # A copy of a job in a pool no longer offered lands here too: say which pool, by the
+        # id the draft holds (its last known name would cost a query on every page binding it).
+        error_messages={
+            "invalid_choice": _(
+                "Resource pool “%(value)s” is not offered (or no longer offered); choose one "
+                "from the list."
+            )
+        },
+    )
     queue = forms.ChoiceField(label=_("Queue"))
     priority = forms.ChoiceField(label=_("Priority"), choices=PRIORITY_CHOICES)
     framework = forms.ChoiceField(

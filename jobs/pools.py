@@ -364,6 +364,21 @@ def pool_labels(
     return shown
 
 
+def spec_pool_names(*, names: dict[str, str], pool_ids: Iterable[str]) -> dict[str, str]:
+    """The names a spec's summary (the admin's job page, the wizard's review and its diff of a
+    copy, jobs.summary.spec_sections) shows before a pool's id, by id: a pool offered now by its
+    name as `names` has it (the id follows it there, so a name two pools share needs no id of
+    its own); any other as the job list names it (pool_labels): by its last known name, marked
+    no longer offered once its backend has listed its pools in this process; none for a pool
+    never seen by name (its id alone is shown). One query when some pool is not in `names`,
+    none otherwise."""
+    shown = {pool_id: names[pool_id] for pool_id in pool_ids if pool_id in names}
+    if missing := {pool_id for pool_id in pool_ids if pool_id and pool_id not in shown}:
+        labels = pool_labels(names={}, pool_ids=missing)
+        shown.update((pool_id, label.text) for pool_id, label in labels.items())
+    return shown
+
+
 # At most this many pools the user's jobs ran in are added to the job list's pool filter.
 USED_POOLS_LISTED = 200
 

@@ -211,15 +211,20 @@ def _hunk_lines(lines: list[str]) -> list[str]:
     return shown
 
 
-def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, str]]:
+def spec_changes(
+    before: S.JobSpec, after: S.JobSpec, *, pool_names: dict[str, str] | None = None
+) -> list[tuple[str, str, str]]:
     """(section · field, before, after) for each field that differs; a changed command is
-    shown as the lines that changed."""
+    shown as the lines that changed. `pool_names` (jobs.pools.spec_pool_names): each side's
+    pool named as spec_sections names it, "name (id)"; without it, by id."""
+    names = pool_names or {}
     rows = []
     old_secrets = {e.name: e.value for e in before.envs if e.secret}
     old_password = before.image_config.password if before.image_config else ""
     new_password = after.image_config.password if after.image_config else ""
     marked = spec_sections(
         after,
+        pool_name=names.get(after.resource_pool_id, ""),
         changed_secrets=frozenset(
             e.name
             for e in after.envs
@@ -227,7 +232,11 @@ def spec_changes(before: S.JobSpec, after: S.JobSpec) -> list[tuple[str, str, st
         ),
         password_changed=bool(old_password and new_password and old_password != new_password),
     )
-    for (section, old_rows), (_same, new_rows) in zip(spec_sections(before), marked, strict=True):
+    for (section, old_rows), (_same, new_rows) in zip(
+        spec_sections(before, pool_name=names.get(before.resource_pool_id, "")),
+        marked,
+        strict=True,
+    ):
         old = dict(old_rows)
         for label, new_value in new_rows:
             old_value = old.get(label, "")

@@ -6,6 +6,8 @@ mount it; superusers may mount any volume):
 
     models=/data/models:ro,team-a=/data/a@team-a,shared=/data/s:ro@team-a+team-b
 
+A folder may be written in double quotes, ``lab="/srv/u@lab":ro@team-a`` (see below).
+
 A volume with no ``@`` stays open to every user, as before this rule existed. Decisions the
 brief left open, written down here and in README:
 
@@ -13,9 +15,14 @@ brief left open, written down here and in README:
   it holds no ``/`` (a root such as ``/data/user@host/x`` stays a root); ``:ro`` only when the
   root ends with it. A group name cannot hold ``,`` or ``+`` (the separators), nor end with
   ``:ro`` (``/data/a@team:ro`` is refused at start: it would have read as a read-write
-  volume of a group "team:ro"). So a folder whose last part holds an ``@`` (``/srv/u@lab``)
-  cannot be a root: it reads as /srv/u kept for group "lab" (name such a folder by a path
-  with a ``/`` after its ``@``, or a symbolic link to it).
+  volume of a group "team:ro"). So a bare folder whose last part holds an ``@``
+  (``/srv/u@lab``) reads as /srv/u kept for group "lab"; such a folder is written in double
+  quotes, ``lab="/srv/u@lab"`` (then ``:ro`` and ``@group+group`` after the closing quote),
+  and everything between the quotes is the folder, ``@`` and ``:ro`` included. Decision:
+  quotes rather than an escape such as ``@@``, because every value that worked before keeps
+  its reading: a root starting with ``"`` was never absolute and so was refused at start,
+  while ``/data/a@@team`` was (and stays) the folder ``/data/a@`` kept for "team". A ``,``
+  still ends an item, quoted or not, and a folder cannot hold a ``"``.
 - A volume the user may not mount is answered exactly as a volume that does not exist ("not
   offered to you"): the message names only what the user sent, never another team's volume,
   and checks nothing inside it (a source path's existence would tell what it holds).
@@ -67,21 +74,18 @@ def parse_volumes(value: str) -> list[HostVolume]:
             continue
         name, eq, rest = (part.strip() for part in item.partition("="))
         groups: frozenset[str] = frozenset()
-        root, at, tail = rest.rpartition("@")
-        if at and "/" not in tail:
-            members = [g.strip() for g in tail.split("+")]
-            if not all(members):
-                raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (an empty group name)")
-            if any(g.endswith(":ro") for g in members):
-                # "/data/a@team:ro" read as group "team:ro", read-write: refused, not guessed.
-                raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (:ro goes before the @)")
-            groups = frozenset(members)
+        if rest.startswith('"'):
+            root, read_only, groups = _quoted(rest, item)
         else:
-            root = rest
-        root = root.strip()
-        read_only = root.endswith(":ro")
-        if read_only:
-            root = root[: -len(":ro")].rstrip()  # "/data/x :ro" is /data/x, as "/data/x " is
+            root, at, tail = rest.rpartition("@")
+            if at and "/" not in tail:
+                groups = _groups(tail, item)
+            else:
+                root = rest
+            root = root.strip()
+            read_only = root.endswith(":ro")
+            if read_only:
+                root = root[: -len(":ro")].rstrip()  # "/data/x :ro" is /data/x, as "/data/x " is
         if not (name and eq and Path(root).is_absolute()) or name in names:
             raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r}")
         names.add(name)
@@ -89,8 +93,53 @@ def parse_volumes(value: str) -> list[HostVolume]:
     return volumes
 
 
+def _groups(text: str, item: str) -> frozenset[str]:
+    """The groups of `text`, what follows an item's ``@``."""
+    members = [g.strip() for g in text.split("+")]
+    if not all(members):
+        raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (an empty group name)")
+    if any(g.endswith(":ro") for g in members):
+        # "/data/a@team:ro" read as group "team:ro", read-write: refused, not guessed.
+        raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (:ro goes before the @)")
+    return frozenset(members)
+
+
+def _quoted(rest: str, item: str) -> tuple[str, bool, frozenset[str]]:
+    """The folder, read-only flag and groups of ``"/folder"[:ro][@group+group]``: the folder
+    is what the quotes hold, as written (an ``@`` or ``:ro`` in it is part of its name)."""
+    root, closed, after = rest[1:].partition('"')
+    if not closed:
+        raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r} (the folder's closing \" is missing)")
+    after = after.strip()
+    read_only = after.startswith(":ro")
+    if read_only:
+        after = after[len(":ro") :].strip()
+    if after and not after.startswith("@"):
+        raise ValueError(
+            f"{VOLUMES_SYNTAX}, not {item!r} (after a quoted folder only :ro and then "
+            "@group+group may follow)"
+        )
+    return root, read_only, _groups(after[1:], item) if after else frozenset()
+
+
 def _group_names(user: Any) -> set[str]:
     return set(user.groups.values_list("name", flat=True))
+
+
+class GroupNames:
+    """`user`'s group names, read when first asked and then kept: one reader per request (the
+    wizard's state holds one), so a page that both offers the pool's volumes and checks a
+    spec's (the review step) reads them once. Not kept beyond it: membership is today's, and
+    the runner asks again at each start."""
+
+    def __init__(self, user: Any) -> None:
+        self.user = user
+        self._names: set[str] | None = None
+
+    def __call__(self) -> set[str]:
+        if self._names is None:
+            self._names = _group_names(self.user) if getattr(self.user, "pk", None) else set()
+        return self._names
 
 
 def may_mount(*, user: Any, volume: HostVolume, groups: set[str] | None = None) -> bool:
@@ -103,22 +152,25 @@ def may_mount(*, user: Any, volume: HostVolume, groups: set[str] | None = None) 
     return bool(volume.groups & (groups if groups is not None else _group_names(user)))
 
 
-def mountable_volumes(*, user: Any, volumes: list[HostVolume]) -> list[HostVolume]:
-    """Of `volumes`, the ones `user` may mount, in their order (the user's groups read once)."""
+def mountable_volumes(
+    *, user: Any, volumes: list[HostVolume], groups: GroupNames | None = None
+) -> list[HostVolume]:
+    """Of `volumes`, the ones `user` may mount, in their order (the user's groups read once,
+    and only when some volume is kept for groups; `groups`: a reader the caller shares)."""
     if all(not v.restricted for v in volumes) or getattr(user, "is_superuser", False):
         return list(volumes)
-    groups = _group_names(user) if getattr(user, "pk", None) else set()
-    return [v for v in volumes if may_mount(user=user, volume=v, groups=groups)]
+    names = (groups or GroupNames(user))()
+    return [v for v in volumes if may_mount(user=user, volume=v, groups=names)]
 
 
-def pool_for_user(*, pool: Pool | None, user: Any) -> Pool | None:
+def pool_for_user(*, pool: Pool | None, user: Any, groups: GroupNames | None = None) -> Pool | None:
     """`pool` as `user` sees it in the wizard: the local pool offers only the volumes they may
     mount (a copy; the pool itself, cached for everyone, is not changed)."""
     if pool is None or pool.backend != "local":
         return pool
     from .backends.local import host_volumes
 
-    allowed = {v.name for v in mountable_volumes(user=user, volumes=host_volumes())}
+    allowed = {v.name for v in mountable_volumes(user=user, volumes=host_volumes(), groups=groups)}
     kept = [v for v in pool.volumes if v.type != "hostpath" or v.name in allowed]
     if len(kept) == len(pool.volumes):
         return pool
@@ -143,14 +195,19 @@ def read_only_message(name: str) -> str:
     ) % {"name": name}
 
 
-def volume_refusals(*, spec: JobSpec, owner: Any) -> dict[str, list[str]]:
+def volume_refusals(
+    *, spec: JobSpec, owner: Any, groups: GroupNames | None = None
+) -> dict[str, list[str]]:
     """What `owner` may not mount of a local job's spec, by spec field path: a volume that is
     not offered to them (or does not exist: the same words), and a read-only volume mounted
-    read-write. The one check the wizard, Run again, the APIs and the runner all ask."""
+    read-write. The one check the wizard, Run again, the APIs and the runner all ask.
+    `groups`: the owner's group names as the page already read them (the wizard's review)."""
     from .backends.local import host_volumes
 
     volumes = {v.name: v for v in host_volumes()}
-    allowed = {v.name for v in mountable_volumes(user=owner, volumes=list(volumes.values()))}
+    allowed = {
+        v.name for v in mountable_volumes(user=owner, volumes=list(volumes.values()), groups=groups)
+    }
     errors: dict[str, list[str]] = {}
     for i, ds in enumerate(spec.datasources):
         if ds.type != "hostpath" or not ds.name:

@@ -51,7 +51,7 @@ from .quotas import Excess, Usage, excesses, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
 from .services import jobs_submit
 from .summary import spec_changes
-from .volume_access import pool_for_user, volume_refusals
+from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -563,6 +563,9 @@ class WizardState:
     pool: Pool | None
     basic: dict[str, str]
     template: dict[str, Any] | None
+    # The owner's group names, read once for the page when some volume is kept for groups:
+    # the pool offered (pool_for_user) and the review's checks (pool_refusals) share them.
+    owner_groups: GroupNames | None = None
 
     @property
     def framework(self) -> str:
@@ -690,14 +693,23 @@ def find_pool(pool_id: str) -> Pool | None:
 
 def wizard_state(draft: Draft, *, basic_raw: Raw | None = None) -> WizardState:
     pools = available_pools()
-    state = WizardState(draft=draft, pools=pools, pool=None, basic={}, template=None)
+    owner = SimpleLazyObject(lambda: draft.owner)
+    state = WizardState(
+        draft=draft,
+        pools=pools,
+        pool=None,
+        basic={},
+        template=None,
+        owner_groups=GroupNames(owner),
+    )
     raw = basic_raw if basic_raw is not None else state.raw(BASIC)
     pool_id = _one(raw, "resource_pool")
     # The pool as the draft's owner sees it: only the volumes they may mount are offered
-    # (the owner is read only when some volume is kept for groups).
+    # (the owner and their groups are read only when some volume is kept for groups).
     state.pool = pool_for_user(
         pool=next((p for p in pools if p.id == pool_id), None),
-        user=SimpleLazyObject(lambda: draft.owner),
+        user=owner,
+        groups=state.owner_groups,
     )
     keys = (
         "name",
@@ -1119,7 +1131,12 @@ def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
 
 
 def pool_refusals(
-    spec: S.JobSpec, pool: Pool | None, *, owner: Any = None, idle_cards_now: bool = True
+    spec: S.JobSpec,
+    pool: Pool | None,
+    *,
+    owner: Any = None,
+    idle_cards_now: bool = True,
+    owner_groups: GroupNames | None = None,
 ) -> dict[str, list[str]]:
     """What the job's pool refuses now: a pool that is gone, its backend's own rules, a
     job asking for more than `owner`'s quota allows at all (the local pool's, jobs.quotas),
@@ -1135,7 +1152,7 @@ def pool_refusals(
             "resourcePoolId": [_("This resource pool is not available any more; choose another.")]
         }
     refused = (
-        volume_refusals(spec=spec, owner=owner)
+        volume_refusals(spec=spec, owner=owner, groups=owner_groups)
         if owner is not None and pool.backend == "local"
         else {}
     )
@@ -1299,7 +1316,9 @@ def all_errors(
     errors = S.validate(spec)
     for path, messages in wizard_rules(state, spec, raws or {}).items():
         errors.setdefault(path, []).extend(messages)
-    for path, messages in pool_refusals(spec, state.pool, owner=state.draft.owner).items():
+    for path, messages in pool_refusals(
+        spec, state.pool, owner=state.draft.owner, owner_groups=state.owner_groups
+    ).items():
         errors.setdefault(path, []).extend(messages)
     return errors
 
@@ -1708,10 +1727,18 @@ def draft_from_job(*, job: Job, owner: Any) -> Draft:
     """A new draft prefilled from `job`'s spec, remembering it as the source."""
     spec = job.job_spec()
     data: dict[str, Any] = dict(raw_from_spec(spec))
-    data["_attempted"] = []
-    return Draft.objects.create(
-        owner=owner, data=data, completed_steps=list(FORM_STEPS), source_job=job
-    )
+    draft = Draft(owner=owner, data=data, source_job=job)
+    # Each step is marked done or not as the review judges it, as an import marks them: a
+    # step with a problem (a pool no longer offered, a volume the owner may no longer mount, a
+    # card type gone) shows its message when opened. Marked all done, such a step showed its
+    # field in red with no message, while the review said to open it.
+    state = wizard_state(draft)
+    failing = {loc.step for loc, _m in review_problems(state, assemble(state))}
+    draft.completed_steps = [s for s in FORM_STEPS if s not in failing]
+    data["_attempted"] = [s for s in FORM_STEPS if s in failing]
+    draft.data = _without_nuls(data)
+    draft.save(force_insert=True)
+    return draft
 
 
 class WizardError(Exception):
@@ -1825,13 +1852,16 @@ def environment_preview(
     ]
 
 
-def spec_diff(source: Job, spec: S.JobSpec) -> list[tuple[str, str, str]]:
-    """(field, before, after) for each field of the copy that differs from its source."""
+def spec_diff(
+    source: Job, spec: S.JobSpec, *, pool_names: dict[str, str] | None = None
+) -> list[tuple[str, str, str]]:
+    """(field, before, after) for each field of the copy that differs from its source; its
+    pools named by `pool_names` (spec_changes)."""
     try:
         before = source.job_spec()
     except S.SpecError:
         return [(_("The source job's spec"), _("cannot be read"), "—")]
-    return spec_changes(before, spec)
+    return spec_changes(before, spec, pool_names=pool_names)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from . import wizard_import as I
 from .backends.local import POOL_ID as LOCAL_POOL_ID
 from .http import AuthenticatedHttpRequest, post_only
 from .models import Draft, Job, JobStatus
+from .pools import spec_pool_names
 from .review import review_reason
 from .summary import spec_sections
 from .texts import display_text, source_of
@@ -612,6 +613,14 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
     draft = state.draft
     # The review policy would hold it: say so before the submit, not only after it.
     held = review_reason(spec=spec)
+    # The pools by name, as the admin's job page names them: one no longer offered (a copy of
+    # a job in a retired pool) by its last known name, marked so, in one query for the
+    # sections and the diff together; none while both pools are offered.
+    source = draft.source_job
+    pool_names = spec_pool_names(
+        names={p.id: p.name for p in state.pools},
+        pool_ids={spec.resource_pool_id, *([source.resource_pool] if source else [])},
+    )
     return {
         "spec": spec,
         "review_notice": display_text(held, source_of(held)) if held else "",
@@ -634,12 +643,12 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         ],
         "shortfall": W.shortfall(spec, state.pool),
         "quota_waits": _quota_waits(spec, state),
-        "diff": W.spec_diff(draft.source_job, spec) if draft.source_job else None,
+        "diff": W.spec_diff(source, spec, pool_names=pool_names) if source else None,
         # The admin's reading of a spec, one section per form step, each with its edit link.
         "sections": [
             (title, rows, step)
             for (title, rows), step in zip(
-                spec_sections(spec, pool_name=state.pool.name if state.pool else ""),
+                spec_sections(spec, pool_name=pool_names.get(spec.resource_pool_id, "")),
                 W.FORM_STEPS,
                 strict=True,
             )

@@ -361,21 +361,37 @@ def test_the_job_page_shows_spec_request_and_environment_with_secrets_masked(ali
 
 
 def test_the_job_page_names_the_specs_pool_as_the_wizards_review_step_does(alice, reviewer):
+    from jobs.pools import known_pools_keep
+
+    def moved(name: str, pool: str) -> Job:
+        job = submit(alice, name)
+        spec = job.job_spec()
+        spec.resource_pool_id = pool
+        Job.objects.filter(pk=job.pk).update(resource_pool=pool, spec=spec.to_document())
+        return job
+
     here = submit(alice, "here")
-    spec = here.job_spec()
-    spec.resource_pool_id = "cce-retired"
-    gone = submit(alice, "gone")
-    Job.objects.filter(pk=gone.pk).update(resource_pool="cce-retired", spec=spec.to_document())
+    gone = moved("gone", "cce-retired")
+    named = moved("named", "cce-old")
+    known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
     client = client_for(reviewer)
+    known_reads = {}
 
     def pool_row(job: Job) -> str:
-        page = client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+        with CaptureQueriesContext(connection) as queries:
+            page = client.get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+        known_reads[job.pk] = sum("jobs_knownpool" in q["sql"] for q in queries)
         return re.search(r'<label>资源池:</label><div class="readonly spec-value">([^<]*)<', page)[
             1
         ]
 
     assert pool_row(here) == "本机 Local (local)"
-    assert pool_row(gone) == "cce-retired"  # no longer offered: its id
+    # No longer offered: by its last known name, marked as the admin's job list marks it, with
+    # its id; by its id alone when its name was never seen.
+    assert pool_row(named) == "旧训练池（已不再提供） (cce-old)"
+    assert pool_row(gone) == "cce-retired"
+    # The last known name costs one query, only for a pool no longer offered.
+    assert known_reads == {here.pk: 0, named.pk: 1, gone.pk: 1}
 
 
 def test_the_job_page_is_read_only(alice, superuser):

@@ -1257,3 +1257,46 @@ def test_a_mount_path_typed_while_its_row_is_redrawn_is_kept(logged_in_page, set
     expect(page.locator("#id_mounts-0-access")).to_have_value("ro")  # the row was redrawn
     expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/ckpt")
     next_step(page, "fault")
+
+
+def test_a_copy_of_a_job_in_a_retired_pool_says_which_pool_to_change_and_the_diff_names_it(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+    from jobs.pools import known_pools_keep
+
+    spec = S.JobSpec(
+        name="old-pool-job",
+        resource_pool_id="cce-old",
+        image="registry.example.com/a/b:1",
+        command="python train.py",
+    )
+    spec.roles = [S.Role(name="master", replicas=1), S.Role(name="worker", replicas=1)]
+    job = Job.objects.create(
+        public_id="pytorchjob-oldpool",
+        name="old-pool-job",
+        owner=alice,
+        spec=spec.to_document(),
+        backend="aihc",
+        resource_pool="cce-old",
+    )
+    known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator(".job-pool").first).to_have_text("旧训练池（已不再提供）")
+
+    page.click("#job-copy")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    # The field says what is wrong (it was red with nothing said), and the stepper has the
+    # step not done.
+    expect(page.locator("#id_resource_pool_error")).to_have_text(
+        "资源池“cce-old”未提供（或已不再提供），请从列表中选择。"
+    )
+    page.select_option("#id_resource_pool", "local")
+    settled(page)
+    for slug in ("image", "resources", "data", "fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+
+    row = page.locator("#copy-diff tr", has_text="资源池")
+    expect(row).to_contain_text("旧训练池（已不再提供） (cce-old)")
+    expect(row).to_contain_text("本机 Local (local)")

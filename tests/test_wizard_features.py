@@ -987,3 +987,64 @@ def test_the_submission_step_counts_tasks_plainly_and_says_what_else_limits_them
     assert "这一组要创建的训练任务个数（不是节点数，也不是卡数）。" in zh
     assert "资源池空闲卡不足或队列自身的限制未放行时，实际同时运行的任务会更少。" in zh
     assert "node limit" not in en and "the pool lacks idle cards" in en
+
+
+def test_the_review_of_a_copy_of_a_job_in_a_retired_pool_names_it_as_the_job_list_does(
+    alice_client,
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs.pools import known_pools_keep
+
+    job = submitted_job(alice_client)
+    spec = job.job_spec()
+    spec.resource_pool_id = "cce-old"
+    Job.objects.filter(pk=job.pk).update(resource_pool="cce-old", spec=spec.to_document())
+    known_pools_keep(backend="aihc", names={"cce-old": "旧训练池"})  # as AIHC last named it
+    copy = _copy_of(alice_client, job)
+    # Its steps all done, as a copy made while the pool was still offered has them: the review
+    # shows the draft as it is (a copy made now opens the review only once the pool is changed).
+    Draft.objects.filter(pk=copy.pk).update(completed_steps=list(W.FORM_STEPS))
+
+    def review() -> tuple[str, int]:
+        with CaptureQueriesContext(connection) as queries:
+            page = alice_client.get(step_url(copy, W.REVIEW)).content.decode()
+        return page, sum("jobs_knownpool" in q["sql"] for q in queries)
+
+    kept, kept_reads = review()
+    complete_steps(alice_client, copy)  # moved to the local pool, as the source was made
+    moved, moved_reads = review()
+
+    # Still in the retired pool: its last known name, marked, with its id (not its id alone).
+    assert '<dd class="col-7 text-break">旧训练池（已不再提供） (cce-old)</dd>' in kept
+    # Moved to an offered pool: the diff names both sides the same way.
+    row = re.search(r'<td class="diff-field">基础信息 · 资源池</td>(.*?)</tr>', moved, re.S)
+    assert row is not None
+    before, after = re.findall(r"<td[^>]*>(?:<pre[^>]*>)?(.*?)(?:</pre>)?</td>", row.group(1))
+    assert (before, after) == ("旧训练池（已不再提供） (cce-old)", "本机 Local (local)")
+    # The last known name: one query for the sections and the diff together.
+    assert kept_reads == moved_reads == 1
+
+
+def test_a_copy_of_a_job_in_a_retired_pool_says_on_its_basic_step_which_pool_to_change(
+    alice_client,
+):
+    job = submitted_job(alice_client)
+    spec = job.job_spec()
+    spec.resource_pool_id = "cce-old"
+    Job.objects.filter(pk=job.pk).update(resource_pool="cce-old", spec=spec.to_document())
+
+    copy = _copy_of(alice_client, job)
+    page = alice_client.get(step_url(copy, W.BASIC)).content.decode()
+
+    # The step the review sends the user to says what is wrong, on the field (it was red with
+    # no message, and the stepper had it done).
+    error = re.search(
+        r'<div id="id_resource_pool_error" class="invalid-feedback">(.*?)</div>', page
+    )
+    assert error is not None
+    assert "资源池“cce-old”未提供（或已不再提供），请从列表中选择。" in error.group(1)
+    assert W.BASIC not in copy.completed_steps and W.IMAGE in copy.completed_steps
+    # Nothing of the copy is lost: the draft still holds the source's pool until changed.
+    assert copy.data[W.BASIC]["resource_pool"] in ("cce-old", ["cce-old"])

@@ -46,7 +46,7 @@ RULES = [
     (W.BASIC, basic_data(name="Bad_Name"), "id_name", "lowercase letters"),
     (W.BASIC, basic_data(name=""), "id_name", "Enter a job name"),
     (W.BASIC, basic_data(name="a" * 51), "id_name", "1-50 characters"),
-    (W.BASIC, basic_data(resource_pool="elsewhere"), "id_resource_pool", "valid choice"),
+    (W.BASIC, basic_data(resource_pool="elsewhere"), "id_resource_pool", "is not offered"),
     (W.BASIC, basic_data(queue="nope"), "id_queue", "valid choice"),
     (
         W.BASIC,
