@@ -570,6 +570,33 @@ def test_a_rotated_secret_key_still_opens_api_keys_and_signatures_listed_as_a_fa
     assert forgotten.stdout.split("\n")[-2] == "None"
 
 
+def test_a_database_restored_with_another_secret_key_is_reported_at_start(client, alice, settings):
+    from django.core import checks
+
+    from jobs.api_keys import api_key_create
+
+    api_key_create(owner=alice, description="nightly")
+    client.force_login(alice)
+    old = settings.SECRET_KEY
+
+    as_backed_up = checks.run_checks(databases=["default"])
+    settings.SECRET_KEY = "a-key-generated-anew-after-the-restore"
+    restored_without_key = checks.run_checks(databases=["default"])
+    static_only = checks.run_checks()  # `manage.py check` without --database
+    settings.SECRET_KEY_FALLBACKS = [old]
+    old_key_listed = checks.run_checks(databases=["default"])
+
+    assert [m for m in as_backed_up if m.id == "jobs.W001"] == []
+    [warning] = [m for m in restored_without_key if m.id == "jobs.W001"]
+    assert warning.msg.startswith(
+        "SECRET_KEY does not open what the database holds: 1 of 1 API access keys in use and "
+        "1 of the 1 newest sessions were sealed with another key"
+    )
+    assert "SECRET_KEY_FALLBACKS" in warning.hint
+    assert [m for m in static_only if m.id == "jobs.W001"] == []
+    assert [m for m in old_key_listed if m.id == "jobs.W001"] == []
+
+
 def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):
     # An env file or compose file with `NAME=` lines: each counts as unset, as README says.
     names = [
