@@ -42,15 +42,21 @@ def envbool(name: str, default: str) -> bool:
     raise ImproperlyConfigured(f"{name} is 1/true/yes/on or 0/false/no/off, not {value!r}")
 
 
-def envint(name: str, default: int, *, low: int = 0, high: int | None = None) -> int:
+# Above this, a count, size or span is a typo (a few zeros too many), and some would only fail
+# later: SESSION_COOKIE_AGE=99999999999999 made every log-in a 500 (past the dates Python
+# holds), LOGIN_THROTTLE_MINUTES or WORKER_STALE_SECONDS as large every failed log-in or job
+# list (past what SQLite's functions take). A thousand million seconds is over 31 years.
+HIGHEST = 1_000_000_000
+
+
+def envint(name: str, default: int, *, low: int = 0, high: int = HIGHEST) -> int:
     value = env(name, str(default))
     try:
         number = int(value)
     except ValueError:
         number = None
-    if number is None or number < low or (high is not None and number > high):
-        limits = f"from {low} to {high}" if high is not None else f"{low} or more"
-        raise ImproperlyConfigured(f"{name} is a whole number {limits}, not {value!r}")
+    if number is None or number < low or number > high:
+        raise ImproperlyConfigured(f"{name} is a whole number from {low} to {high}, not {value!r}")
     return number
 
 
@@ -62,9 +68,11 @@ def envfloat(name: str, default: float, *, positive: bool = False, unit: str = "
         number = float(value)
     except ValueError:
         number = float("nan")
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+    if not math.isfinite(number) or number < 0 or (positive and number == 0) or number > HIGHEST:
         limits = "more than 0" if positive else "0 or more"
-        raise ImproperlyConfigured(f"{name} is a number of {unit} ({limits}), not {value!r}")
+        raise ImproperlyConfigured(
+            f"{name} is a number of {unit} ({limits}, at most {HIGHEST}), not {value!r}"
+        )
     return number
 
 

@@ -325,6 +325,11 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"CONSOLE_BACKENDS": ","},
         {"LOCAL_QUEUES": ","},
         {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu=8,baidu.com/a800_80g_cgpu=4"},
+        # A few zeros too many: each made log-ins or the job list answer 500.
+        {"SESSION_COOKIE_AGE": "12096000000000"},
+        {"LOGIN_THROTTLE_MINUTES": "15000000000000"},
+        {"WORKER_STALE_SECONDS": "1e308"},
+        {"LOCAL_TMP_MAX_GB": "5e12"},
     ],
     ids=lambda variables: list(variables)[-1],
 )
