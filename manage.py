@@ -18,7 +18,34 @@ def main() -> None:
     except ImproperlyConfigured as e:
         # A bad variable is the operator's to fix: say which, without a traceback.
         sys.exit(f"Configuration error: {e}")
-    execute_from_command_line(sys.argv)
+    from django.db import OperationalError
+
+    try:
+        execute_from_command_line(sys.argv)
+    except OperationalError:
+        # A database that cannot be reached at all (a wrong host, port, password or folder in
+        # DATABASE_URL, a server not running) is the operator's to fix too: say so without a
+        # traceback. Any other database error keeps its traceback.
+        reason = unreachable_database()
+        if reason is None:
+            raise
+        sys.exit(f"Configuration error: DATABASE_URL: the database cannot be reached: {reason}")
+
+
+def unreachable_database() -> str | None:
+    """Why a new connection to the database fails, or None if it connects; never with the
+    password."""
+    from django.conf import settings
+    from django.db import Error, connection
+
+    connection.close()
+    try:
+        connection.ensure_connection()
+    except Error as e:
+        reason = " ".join(str(e).split())
+        password = settings.DATABASES["default"].get("PASSWORD")
+        return reason.replace(password, "***") if password else reason
+    return None
 
 
 if __name__ == "__main__":

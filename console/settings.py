@@ -7,6 +7,7 @@ fresh clone run (`make run`) with SQLite under `var/` and the embedded local bac
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 import os
 import re
@@ -41,15 +42,21 @@ def envbool(name: str, default: str) -> bool:
     raise ImproperlyConfigured(f"{name} is 1/true/yes/on or 0/false/no/off, not {value!r}")
 
 
-def envint(name: str, default: int, *, low: int = 0, high: int | None = None) -> int:
+# Above this, a count, size or span is a typo (a few zeros too many), and some would only fail
+# later: SESSION_COOKIE_AGE=99999999999999 made every log-in a 500 (past the dates Python
+# holds), LOGIN_THROTTLE_MINUTES or WORKER_STALE_SECONDS as large every failed log-in or job
+# list (past what SQLite's functions take). A thousand million seconds is over 31 years.
+HIGHEST = 1_000_000_000
+
+
+def envint(name: str, default: int, *, low: int = 0, high: int = HIGHEST) -> int:
     value = env(name, str(default))
     try:
         number = int(value)
     except ValueError:
         number = None
-    if number is None or number < low or (high is not None and number > high):
-        limits = f"from {low} to {high}" if high is not None else f"{low} or more"
-        raise ImproperlyConfigured(f"{name} is a whole number {limits}, not {value!r}")
+    if number is None or number < low or number > high:
+        raise ImproperlyConfigured(f"{name} is a whole number from {low} to {high}, not {value!r}")
     return number
 
 
@@ -61,9 +68,11 @@ def envfloat(name: str, default: float, *, positive: bool = False, unit: str = "
         number = float(value)
     except ValueError:
         number = float("nan")
-    if not math.isfinite(number) or number < 0 or (positive and number == 0):
+    if not math.isfinite(number) or number < 0 or (positive and number == 0) or number > HIGHEST:
         limits = "more than 0" if positive else "0 or more"
-        raise ImproperlyConfigured(f"{name} is a number of {unit} ({limits}), not {value!r}")
+        raise ImproperlyConfigured(
+            f"{name} is a number of {unit} ({limits}, at most {HIGHEST}), not {value!r}"
+        )
     return number
 
 
@@ -97,9 +106,29 @@ def envsecret(name: str) -> str | None:
     return None
 
 
+def envfolder(name: str, default: str, *, make: bool = False) -> Path:
+    """A folder the console keeps state in: it, or the folder it would be made in, must not
+    be a file (a typo such as CONSOLE_VAR_DIR=/srv/console/env/var would otherwise end in a
+    traceback, or a worker failing at each restart). `make`: made here, at start."""
+    path = Path(env(name, default))
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise ImproperlyConfigured(
+                    f"{name} is a folder to keep the console's files in, not {str(path)!r}: "
+                    f"{folder} is a file"
+                )
+            break
+    if make:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ImproperlyConfigured(f"{name}={path} cannot be made: {e.strerror or e}") from None
+    return path
+
+
 # Runtime state (SQLite database, generated secret key, job logs) lives here; git-ignored.
-VAR_DIR = Path(env("CONSOLE_VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR = envfolder("CONSOLE_VAR_DIR", str(BASE_DIR / "var"), make=True)
 
 
 def _secret_key() -> str:
@@ -126,7 +155,20 @@ SECRET_KEY_FALLBACKS = [
 ]
 DEBUG = envbool("DEBUG", "false")
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
+# A value of commas only lists nothing: every request would be answered 400.
+if not ALLOWED_HOSTS:
+    raise ImproperlyConfigured(
+        "ALLOWED_HOSTS lists the names and addresses people open the console by, "
+        f"e.g. console.example.com, not {env('ALLOWED_HOSTS')!r}"
+    )
 CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+# Django's own check says so only when a command runs the checks (serve does not).
+for _origin in CSRF_TRUSTED_ORIGINS:
+    if not re.fullmatch(r"https?://[^/?#\s]+", _origin):
+        raise ImproperlyConfigured(
+            "CSRF_TRUSTED_ORIGINS is origin,origin,... each a scheme and host such as "
+            f"https://console.example.com (no path), not {_origin!r}"
+        )
 # Where `manage.py serve` (`make run`) listens, and its gunicorn's processes and threads.
 HOST = env("HOST", "127.0.0.1")
 PORT = envint("PORT", 8000, low=1, high=65535)
@@ -202,6 +244,24 @@ try:
     }
 except ValueError as e:  # the message names the scheme only, never the password
     raise ImproperlyConfigured(f"DATABASE_URL: {e}") from None
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False
+
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and not any(
+    _importable(driver) for driver in ("psycopg", "psycopg2")
+):
+    # Else Django's "Error loading psycopg2 or psycopg module", with a traceback, at the first
+    # command.
+    raise ImproperlyConfigured(
+        "DATABASE_URL names PostgreSQL, whose driver is not installed: "
+        ".venv/bin/pip install -e '.[postgres]' (make .venv/.installed-postgres)"
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # The web server and the worker write concurrently: WAL and a busy timeout keep
     # SQLite from answering "database is locked" under that load.
@@ -371,6 +431,10 @@ LOGGING = {
 # Which backends are enabled, in the order their pools are listed. The embedded local
 # runner is on by default so a fresh clone runs real jobs with no cloud.
 CONSOLE_BACKENDS = envlist("CONSOLE_BACKENDS", "local")
+if not CONSOLE_BACKENDS:  # commas only: no pool anywhere, every job refused
+    raise ImproperlyConfigured(
+        f"CONSOLE_BACKENDS lists local, aihc and/or kubernetes, not {env('CONSOLE_BACKENDS')!r}"
+    )
 # jobs.backends.BACKEND_MODULES: a misspelt name would otherwise just offer no pools.
 if unknown := [name for name in CONSOLE_BACKENDS if name not in ("local", "aihc", "kubernetes")]:
     raise ImproperlyConfigured(
@@ -378,17 +442,21 @@ if unknown := [name for name in CONSOLE_BACKENDS if name not in ("local", "aihc"
     )
 
 # Local runner: where job logs and per-job scratch files go.
-LOCAL_RUN_DIR = Path(env("LOCAL_RUN_DIR", str(VAR_DIR / "runs")))
+# Made by the worker; checked here, or the worker would fail at each of serve's restarts of it.
+LOCAL_RUN_DIR = envfolder("LOCAL_RUN_DIR", str(VAR_DIR / "runs"))
 # Accelerators the local pool offers when nvidia-smi finds none, as
 # "resource-name=count,..." e.g. "baidu.com/a800_80g_cgpu=8". Empty: CPU-only.
 LOCAL_ACCELERATORS = env("LOCAL_ACCELERATORS")
+_card_types: list[str] = []
 for _item in envlist("LOCAL_ACCELERATORS"):
     _name, _eq, _count = (part.strip() for part in _item.partition("="))
-    if not (_name and _eq and _count.isdigit()):
+    # A type named twice (a800=8,a800=4) would silently offer only the last count.
+    if not (_name and _eq and _count.isascii() and _count.isdigit()) or _name in _card_types:
         raise ImproperlyConfigured(
-            f"LOCAL_ACCELERATORS is card-type=count,... "
+            f"LOCAL_ACCELERATORS is card-type=count,... each type once "
             f"(e.g. baidu.com/a800_80g_cgpu=8), not {_item!r}"
         )
+    _card_types.append(_name)
 # Host directories users may mount, as "volume-name=/abs/root[:ro][@group+group],...":
 # ":ro" makes a volume read-only for everyone, "@team-a+team-b" lets only members of those
 # Django groups (and superusers) mount it; a volume without "@" is open to every user. A
@@ -736,6 +804,10 @@ if REVIEW_POLICY == "queues" and not REVIEW_QUEUES:
     raise ImproperlyConfigured("REVIEW_POLICY=queues needs REVIEW_QUEUES (queue or pool/queue)")
 # Queues of the local pool (jobs are FIFO by priority within each queue).
 LOCAL_QUEUES = envlist("LOCAL_QUEUES", "default")
+if not LOCAL_QUEUES:  # commas only: the local pool would offer no queue to send a job to
+    raise ImproperlyConfigured(
+        f"LOCAL_QUEUES is queue,queue,... (at least one), not {env('LOCAL_QUEUES')!r}"
+    )
 # Each name as a job's queue must be (jobs/spec.py's QUEUE_RE): the wizard would offer a queue
 # such as `gpu/a` and then refuse every job sent to it, so such a name stops the start instead.
 _queue_re = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?\Z")

@@ -525,3 +525,39 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=stale)
     ).update(last_used_at=now)
     return key
+
+
+# -- a secret key that does not match the database ------------------------------------
+
+# How many of the newest unexpired sessions the start-up check tries to read.
+SESSIONS_SAMPLED = 20
+
+
+def sealed_with_another_key() -> tuple[int, int, int, int]:
+    """(API keys SECRET_KEY and its fallbacks cannot open, API keys in use, sessions they
+    cannot read, sessions tried): what a backup restored without its secret key, or a key
+    changed without SECRET_KEY_FALLBACKS, leaves unusable. Nothing is changed."""
+    from django.contrib.sessions.models import Session
+    from django.core import signing
+
+    from .sessions import SessionStore
+
+    now = timezone.now()
+    keys = ApiKey.objects.filter(revoked_at__isnull=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+    )
+    pairs = list(keys.values_list("access_key_id", "secret_sealed"))
+    bad_keys = sum(unseal(sealed, access_key_id=ak) is None for ak, sealed in pairs)
+    store = SessionStore()
+    rows = list(
+        Session.objects.filter(expire_date__gt=now)
+        .order_by("-expire_date")
+        .values_list("session_data", flat=True)[:SESSIONS_SAMPLED]
+    )
+    bad_sessions = 0
+    for data in rows:
+        try:
+            signing.loads(data, salt=store.key_salt, serializer=store.serializer)
+        except signing.BadSignature:
+            bad_sessions += 1
+    return bad_keys, len(pairs), bad_sessions, len(rows)

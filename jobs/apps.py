@@ -13,6 +13,7 @@ class JobsConfig(AppConfig):
         from django.db.models.signals import post_migrate, post_save
 
         from . import (
+            checks,  # noqa: F401  (registers the start-up checks)
             throttle,  # noqa: F401  (connects the failed-login receiver)
             usage,  # noqa: F401  (connects the deleted jobs' usage receiver)
         )

@@ -316,6 +316,20 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_API_VERSION": "v3"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_POOL_API_VERSIONS": "cce-abc=2"},
+        {"CONSOLE_VAR_DIR": "/dev/null/var"},
+        {"LOCAL_RUN_DIR": "/dev/null/runs"},
+        {"LOCAL_RUN_DIR": "/dev/null"},
+        {"ALLOWED_HOSTS": ","},
+        {"HTTPS": "1", "ALLOWED_HOSTS": " , "},
+        {"CSRF_TRUSTED_ORIGINS": "console.example.com"},
+        {"CONSOLE_BACKENDS": ","},
+        {"LOCAL_QUEUES": ","},
+        {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu=8,baidu.com/a800_80g_cgpu=4"},
+        # A few zeros too many: each made log-ins or the job list answer 500.
+        {"SESSION_COOKIE_AGE": "12096000000000"},
+        {"LOGIN_THROTTLE_MINUTES": "15000000000000"},
+        {"WORKER_STALE_SECONDS": "1e308"},
+        {"LOCAL_TMP_MAX_GB": "5e12"},
     ],
     ids=lambda variables: list(variables)[-1],
 )
@@ -327,6 +341,67 @@ def test_startup_stops_with_a_message_naming_the_variable_when_a_value_is_bad(tm
     assert result.stderr.startswith(f"Configuration error: {name}")
     assert "Traceback" not in result.stderr
     assert "hunter2" not in result.stderr
+
+
+def test_a_database_that_cannot_be_reached_stops_the_start_naming_database_url_without_a_traceback(
+    tmp_path,
+):
+    missing_folder = manage(
+        tmp_path, "migrate", DATABASE_URL="sqlite:////no/such/folder/console.sqlite3"
+    )
+    # Any other database error is not the setting's: it keeps its traceback.
+    no_table = manage(
+        tmp_path,
+        "shell",
+        "-c",
+        "from django.db import connection; connection.cursor().execute('SELECT * FROM no_such_table')",
+    )
+
+    assert missing_folder.returncode == 1
+    assert missing_folder.stderr == (
+        "Configuration error: DATABASE_URL: the database cannot be reached: "
+        "unable to open database file\n"
+    )
+    assert "Traceback" in no_table.stderr and "no such table: no_such_table" in no_table.stderr
+
+
+def test_a_postgresql_server_not_listening_is_named_without_the_password(tmp_path):
+    pytest.importorskip("psycopg")
+    port = free_port()  # nothing listens there
+
+    result = manage(
+        tmp_path, "migrate", DATABASE_URL=f"postgres://console:hunter2@127.0.0.1:{port}/console"
+    )
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        "Configuration error: DATABASE_URL: the database cannot be reached: connection failed: "
+        f'connection to server at "127.0.0.1", port {port} failed: Connection refused'
+    )
+    assert "Traceback" not in result.stderr and "hunter2" not in result.stderr
+
+
+def test_a_postgresql_url_without_its_driver_says_how_to_install_it(tmp_path):
+    # As on a machine where `.[postgres]` was never installed (the driver unimportable).
+    hide_drivers = (
+        "import runpy, sys; sys.modules['psycopg'] = sys.modules['psycopg2'] = None; "
+        "sys.argv = ['manage.py', 'check']; runpy.run_path('manage.py', run_name='__main__')"
+    )
+    env = {
+        **os.environ,
+        "CONSOLE_VAR_DIR": str(tmp_path),
+        "DATABASE_URL": "postgres://console:hunter2@127.0.0.1/console",
+    }
+
+    result = subprocess.run(
+        [sys.executable, "-c", hide_drivers], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+
+    assert result.returncode == 1
+    assert result.stderr == (
+        "Configuration error: DATABASE_URL names PostgreSQL, whose driver is not installed: "
+        ".venv/bin/pip install -e '.[postgres]' (make .venv/.installed-postgres)\n"
+    )
 
 
 def test_the_heartbeat_is_read_and_lets_a_short_stale_threshold_through(tmp_path):
@@ -498,6 +573,33 @@ def test_a_rotated_secret_key_still_opens_api_keys_and_signatures_listed_as_a_fa
     assert rotated.stdout.split("\n")[-3:-1] == ["the-api-secret", "signed"], rotated.stderr
     assert mounted.stdout.split("\n")[-3:-1] == ["the-api-secret", "signed"], mounted.stderr
     assert forgotten.stdout.split("\n")[-2] == "None"
+
+
+def test_a_database_restored_with_another_secret_key_is_reported_at_start(client, alice, settings):
+    from django.core import checks
+
+    from jobs.api_keys import api_key_create
+
+    api_key_create(owner=alice, description="nightly")
+    client.force_login(alice)
+    old = settings.SECRET_KEY
+
+    as_backed_up = checks.run_checks(databases=["default"])
+    settings.SECRET_KEY = "a-key-generated-anew-after-the-restore"
+    restored_without_key = checks.run_checks(databases=["default"])
+    static_only = checks.run_checks()  # `manage.py check` without --database
+    settings.SECRET_KEY_FALLBACKS = [old]
+    old_key_listed = checks.run_checks(databases=["default"])
+
+    assert [m for m in as_backed_up if m.id == "jobs.W001"] == []
+    [warning] = [m for m in restored_without_key if m.id == "jobs.W001"]
+    assert warning.msg.startswith(
+        "SECRET_KEY does not open what the database holds: 1 of 1 API access keys in use and "
+        "1 of the 1 newest sessions were sealed with another key"
+    )
+    assert "SECRET_KEY_FALLBACKS" in warning.hint
+    assert [m for m in static_only if m.id == "jobs.W001"] == []
+    assert [m for m in old_key_listed if m.id == "jobs.W001"] == []
 
 
 def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):

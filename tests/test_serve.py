@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -167,6 +168,42 @@ def test_a_port_already_in_use_stops_serve_at_once_saying_so_and_starts_no_worke
     assert f"Port {port} on 127.0.0.1 is already in use" in served.stderr
     assert "PORT=9000 make run" in served.stderr
     assert "Console on" not in served.stdout
+    assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
+
+
+def test_a_host_that_cannot_be_listened_on_stops_serve_at_once_naming_it_and_starts_no_worker(
+    tmp_path,
+):
+    # A mistyped HOST (a letter l for a 1) or an address this machine does not have: gunicorn
+    # retried for 5 s while the worker ran, after "Console on http://127.0.0.l:...".
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "PORT": str(free_port())}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+
+    served = {
+        host: subprocess.run(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env={**env, "HOST": host},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        for host in ("127.0.0.l", "192.0.2.1")  # 192.0.2.0/24: documentation only, never ours
+    }
+
+    # The resolver's reason for the name varies (no DNS: "Temporary failure in name
+    # resolution"); the address's is the kernel's.
+    name_reason = re.search(
+        r"Cannot listen on 127\.0\.0\.l port \d+: ([^.]+)\. HOST is", served["127.0.0.l"].stderr
+    )
+    assert name_reason and name_reason.group(1).strip()
+    assert (
+        f"Cannot listen on 192.0.2.1 port {env['PORT']}: Cannot assign requested address. HOST is"
+        in served["192.0.2.1"].stderr
+    )
+    for result in served.values():
+        assert result.returncode == 1
+        assert "Console on" not in result.stdout
     assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
 
 

@@ -39,6 +39,14 @@ class Command(BaseCommand):
                 f"PORT={suggested_port(port)} make run (manage.py serve --port "
                 f"{suggested_port(port)})."
             )
+        # Nor an address gunicorn could never bind (a mistyped HOST, an address this machine
+        # does not have): it too retried for 5 s, after the worker had started.
+        if problem := unbindable(host=host, port=port):
+            raise CommandError(
+                f"Cannot listen on {host} port {port}: {problem}. HOST is an address of this "
+                f"machine (127.0.0.1, the default; 0.0.0.0 or :: for every address) or a name "
+                f"of one, and PORT a port it may open."
+            )
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,
@@ -175,6 +183,24 @@ def port_in_use(*, host: str, port: str) -> bool:
         except (ValueError, OverflowError):
             return False
     return False
+
+
+def unbindable(*, host: str, port: str) -> str | None:
+    """Why binding host:port fails for any reason but the port being in use (port_in_use
+    says that), bound as gunicorn binds it; None if it binds."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((name, int(port)))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return None
+            return exc.strerror or str(exc)
+        except (ValueError, OverflowError) as exc:
+            return str(exc)
+    return None
 
 
 def suggested_port(port: str) -> int:

@@ -1,0 +1,45 @@
+"""Start-up checks that need the database (run by `migrate`, so by `make run` and the
+service's ExecStartPre, and by `manage.py check --database default`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core import checks
+from django.db import DatabaseError, transaction
+
+
+@checks.register(checks.Tags.database)
+def secret_key_opens_what_it_sealed(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """A backup restored with another SECRET_KEY (or a key changed without
+    SECRET_KEY_FALLBACKS) would otherwise log everyone out and make every API key answer
+    InvalidAccessKeyId without a word to the operator."""
+    if not databases or "default" not in databases:
+        return []
+    from .api_keys import sealed_with_another_key
+
+    try:
+        # A savepoint: on PostgreSQL a failed query would otherwise end the transaction
+        # a caller (a test's) runs the checks in.
+        with transaction.atomic():
+            bad_keys, keys, bad_sessions, sessions = sealed_with_another_key()
+    except DatabaseError:  # a database not migrated yet (migrate checks before migrating)
+        return []
+    if not bad_keys and not bad_sessions:
+        return []
+    return [
+        checks.Warning(
+            f"SECRET_KEY does not open what the database holds: {bad_keys} of {keys} API "
+            f"access keys in use and {bad_sessions} of the {sessions} newest sessions were "
+            f"sealed with another key (a backup restored without its secret key, or the key "
+            f"changed).",
+            hint=(
+                "Put the key back (var/secret_key, SECRET_KEY or SECRET_KEY_FILE), or list it "
+                "in SECRET_KEY_FALLBACKS. Otherwise those people log in again, and each of "
+                "those API keys answers InvalidAccessKeyId: their owners make new ones."
+            ),
+            id="jobs.W001",
+        )
+    ]
