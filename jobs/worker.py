@@ -481,9 +481,10 @@ def checked_identity() -> WorkerIdentity:
     if problem:
         logger.error(
             "isolated networking unavailable: %s. Local jobs stay queued until a worker that "
-            "can create network namespaces runs (LOCAL_JOB_NETWORK=isolated; see README, "
+            "can create network namespaces runs (LOCAL_JOB_NETWORK=%s; see README, "
             '"The network"), or LOCAL_JOB_NETWORK=host.',
             problem,
+            settings.LOCAL_JOB_NETWORK,
         )
     return replace(identity, network_problem=problem[:2000])
 
