@@ -45,6 +45,8 @@ pulled):
 - the MPI hostfile at /etc/mpi/hostfile;
 - the host's network, or with LOCAL_JOB_NETWORK=isolated the job's own namespace with only
   loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
+  with isolated-outbound, that namespace with slirp4netns's tap0 too, and its resolv.conf
+  (nameserver 10.0.2.3) bound over /etc/resolv.conf (one of the runner's `files`);
 - no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
   to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
   program there that runs as the worker's user (or root) for anyone who can reach the folder;

@@ -145,8 +145,9 @@ class Worker:
             cgroups.remove_job_cgroups(self.limits, public_id=public_id)
 
     def end_leftover_networks(self) -> None:
-        """Ends the network namespace holders (LOCAL_JOB_NETWORK=isolated) of local jobs that
-        ended while no worker was there to, as remove_leftover_cgroups does for cgroups."""
+        """Ends the network namespace holders (LOCAL_JOB_NETWORK=isolated or isolated-outbound,
+        with their slirp4netns) of local jobs that ended while no worker was there to, as
+        remove_leftover_cgroups does for cgroups."""
         for public_id in ended_of(network.job_ids_with_networks()):
             network.end_networks(public_id=public_id, children=self.children)
 
