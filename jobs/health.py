@@ -249,13 +249,6 @@ OWN_PROBLEMS = (
         re.compile(r"slirp4netns is not installed at (?P<path>.*)", re.S),
         gettext_noop("slirp4netns is not installed at %(path)s (apt-get install slirp4netns)"),
     ),
-    (
-        re.compile(r"slirp4netns needs a worker run as root"),
-        gettext_noop(
-            "slirp4netns (LOCAL_JOB_NETWORK=isolated-outbound) works here only for a worker run "
-            "as root"
-        ),
-    ),
 )
 
 

@@ -9,9 +9,9 @@ A namespace lives while a process is in it: this one keeps it for replicas start
 (one relaunched by a restarted worker), and dies with the attempt.
 
 Run as root it makes only the network namespace. Run as another user, it cannot: it makes a
-user namespace first, in which that user is itself (uid and gid mapped onto themselves), and
-the network namespace belongs to that user namespace, so the worker's user (and nobody
-else) can enter it. The worker holds a lock on `<state>/lock` from before the spawn and
+user namespace first, in which that user is itself (uid and gid mapped onto themselves; with
+--outbound, onto root: see new_network_namespace), and the network namespace belongs to that
+user namespace, so the worker's user (and nobody else) can enter it. The worker holds a lock on `<state>/lock` from before the spawn and
 passes it in: lock held = holder alive, as for a replica's shim (jobs.runner.live_shim).
 
 With --outbound (LOCAL_JOB_NETWORK=isolated-outbound) the namespace also gets a way out:
@@ -24,7 +24,8 @@ waits on a pipe until the namespace is made, then becomes slirp4netns, with:
 - --disable-host-loopback: no connection to this machine's 127.0.0.1 (through 10.0.2.2 or
   otherwise);
 - --enable-sandbox (its own mount namespace, every capability dropped but binding low ports)
-  and --enable-seccomp, so it has less privilege than the holder, never more;
+  and --enable-seccomp, so it has less privilege than the holder, never more (it runs as the
+  same user, and enters the holder's user namespace, if any, as the holder is there);
 - --exit-fd: it ends as soon as the holder does (the worker kills both at once, as a group;
   this covers a holder killed alone).
 Once slirp4netns says the interface is configured, the holder adds an `unreachable` route for
@@ -71,26 +72,29 @@ RT_TABLE_MAIN, RTPROT_BOOT, RT_SCOPE_UNIVERSE, RTN_UNREACHABLE, RTA_DST = 254, 3
 LINK_LOCAL = ("169.254.0.0", 16)
 
 
-def new_network_namespace() -> bool:
+def new_network_namespace(*, root_inside: bool = False) -> None:
     """Moves this process into a new network namespace (and, without the privilege for
-    that, a new user namespace first) with its loopback interface up. True if it made a
-    user namespace."""
-    own_user_namespace = False
+    that, a new user namespace first) with its loopback interface up.
+
+    `root_inside` (with outbound network): the user namespace maps the worker's user onto
+    uid and gid 0 rather than onto itself. slirp4netns 1.2 makes itself uid 0 there once it
+    has joined it (setegid(0), seteuid(0)), and fails otherwise; each replica's bubblewrap
+    then makes the replica's own user namespace in it, mapping the worker's user back onto
+    itself (jobs.network.JobNetwork.user), so a job sees the same uid either way."""
     try:
         os.unshare(os.CLONE_NEWNET)
     except PermissionError:
-        own_user_namespace = True
         uid, gid = os.geteuid(), os.getegid()
+        inside_uid, inside_gid = (0, 0) if root_inside else (uid, gid)
         os.unshare(os.CLONE_NEWUSER | os.CLONE_NEWNET)
         # setgroups must be refused before an unprivileged process may write gid_map.
         Path("/proc/self/setgroups").write_text("deny")
-        Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
-        Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        Path("/proc/self/uid_map").write_text(f"{inside_uid} {uid} 1")
+        Path("/proc/self/gid_map").write_text(f"{inside_gid} {gid} 1")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         request = struct.pack(IFREQ, b"lo", 0)
         flags = struct.unpack(IFREQ, fcntl.ioctl(sock, SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
-    return own_user_namespace
 
 
 def add_unreachable_route(destination: str, prefix: int) -> None:
@@ -215,14 +219,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     outbound = Outbound(args.outbound, state) if args.outbound else None
     try:
-        own_user_namespace = new_network_namespace()
+        new_network_namespace(root_inside=outbound is not None)
         if outbound is not None:
-            if own_user_namespace:
-                # slirp4netns 1.2 makes itself uid 0 in the namespace's user namespace once it
-                # has joined it (setegid(0), seteuid(0)), and this one maps the worker's user
-                # onto itself only: it fails there ("setegid(0)", "parent failed"). Said
-                # plainly instead (worded as jobs.health.OWN_PROBLEMS reads it).
-                raise OSError("slirp4netns needs a worker run as root")
             outbound.attach()
     except OSError as exc:
         if outbound is not None:

@@ -100,6 +100,10 @@ class JobNetwork:
     # The job's /etc/resolv.conf (nameserver 10.0.2.3), when the namespace has outbound
     # network; None without (the host's stays, naming a server the job cannot reach).
     resolv_conf: Path | None = None
+    # (uid, gid) each replica's bubblewrap maps the worker's user back onto, in a user
+    # namespace of its own, when the holder's maps it onto root (isolated-outbound, worker
+    # not run as root: jobs/netns_holder.py); None when the replica keeps its uid as it is.
+    user: tuple[int, int] | None = None
 
     def close(self) -> None:
         for fd in self.fds:
@@ -127,12 +131,7 @@ def job_network(
                 )
             )
         found = _spawn_holder(state, children)
-    namespaces = _open_namespaces(*found)
-    # An attempt keeps the network it began with: outbound if its holder was started so.
-    resolv_conf = state / "resolv.conf"
-    if resolv_conf.exists():
-        namespaces = JobNetwork(fds=namespaces.fds, resolv_conf=resolv_conf)
-    return namespaces
+    return _open_namespaces(*found, state=state)
 
 
 def _ready_holder(state: Path) -> tuple[int, str] | None:
@@ -228,15 +227,21 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
         time.sleep(0.01)
 
 
-def _open_namespaces(pid: int, start: str) -> JobNetwork:
+def _open_namespaces(pid: int, start: str, *, state: Path) -> JobNetwork:
     """The holder's namespaces, opened: the descriptors keep them alive and name them
     exactly, so what a replica enters later is what was checked here, whatever happens to
-    the holder or its pid meanwhile."""
+    the holder or its pid meanwhile. An attempt keeps the network it began with: outbound
+    if its holder was started so (it wrote the job's resolv.conf)."""
     fds: list[int] = []
+    as_user = None
     try:
         user = f"/proc/{pid}/ns/user"
         if os.readlink(user) != os.readlink("/proc/self/ns/user"):
             fds.append(os.open(user, os.O_RDONLY | os.O_CLOEXEC))
+            # "<inside> <outside> <count>": the worker's uid mapped onto root in there.
+            inside = Path(f"/proc/{pid}/uid_map").read_text().split()[0]
+            if inside == "0" and os.getuid() != 0:
+                as_user = (os.getuid(), os.getgid())
         fds.append(os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC))
         # Opened from the process that was checked, and in a namespace of its own.
         if runner.process_start(pid) != start or os.readlink(f"/proc/{pid}/ns/net") == os.readlink(
@@ -247,7 +252,10 @@ def _open_namespaces(pid: int, start: str) -> JobNetwork:
         for fd in fds:
             os.close(fd)
         raise SandboxError(gettext("its network namespace could not be opened")) from None
-    return JobNetwork(fds=tuple(fds))
+    resolv_conf = state / "resolv.conf"
+    return JobNetwork(
+        fds=tuple(fds), resolv_conf=resolv_conf if resolv_conf.exists() else None, user=as_user
+    )
 
 
 def _helper(state: Path, holder: int) -> tuple[int, str] | None:

@@ -1096,6 +1096,7 @@ def _start_replicas(
             seccomp_fd=(seccomp_fd := no_setuid_filter_fd()),
             devices=devices,
             driver_cards=nvidia_driver_cards(role.accelerator_type, cards),
+            as_user=job_network.user if job_network is not None else None,
         )
         # bwrap reads its options from a descriptor: on its command line they would show
         # the run folder's and the volumes' host paths to the job (/proc/1/cmdline).

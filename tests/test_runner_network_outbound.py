@@ -14,8 +14,6 @@ import shutil
 import signal
 import socket
 import struct
-import subprocess
-import sys
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -510,49 +508,6 @@ def test_a_missing_slirp4netns_is_said_in_chinese_and_english(settings):
         "with outbound network each local job gets (LOCAL_JOB_NETWORK=isolated-outbound): "
         "slirp4netns is not installed at /usr/bin/slirp4netns (apt-get install slirp4netns)."
     )
-
-
-def test_a_worker_not_run_as_root_is_told_outbound_needs_root(tmp_path):
-    """As another user the holder makes a user namespace mapping that user onto itself, in
-    which slirp4netns 1.2 cannot become uid 0 as it insists: said plainly. The worker runs
-    here as uid 1000 without capabilities, in a user namespace bubblewrap makes."""
-    code = (
-        "import django; django.setup()\n"
-        "from jobs.network import isolation_problem\n"
-        "print(repr(isolation_problem()))\n"
-    )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "console.settings"}
-    env["CONSOLE_VAR_DIR"] = str(tmp_path / "var")
-    env["LOCAL_JOB_NETWORK"] = "isolated-outbound"
-    (tmp_path / "var" / "runs").mkdir(parents=True)
-    root = Path(__file__).resolve().parent.parent
-
-    out = subprocess.run(
-        [
-            "/usr/bin/bwrap",
-            "--dev-bind",
-            "/",
-            "/",
-            "--unshare-user",
-            "--cap-drop",
-            "ALL",
-            "--uid",
-            "1000",
-            "--gid",
-            "1000",
-            "--",
-            sys.executable,
-            "-c",
-            code,
-        ],  # fmt: skip
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-
-    assert out.stdout.strip() == repr("slirp4netns needs a worker run as root"), out.stderr
 
 
 def test_the_setting_takes_isolated_outbound_and_names_the_three_values_when_wrong(tmp_path):
