@@ -2,8 +2,8 @@
 without Django; LOCAL_JOB_NETWORK=isolated or isolated-outbound, jobs.network).
 
 It makes a network namespace of its own, in which the only interface is loopback, brings
-loopback up, says it is ready (writes its pid to file `pid` in its state folder) and then sleeps until the
-worker kills it. Every replica of the attempt enters this namespace before its sandbox
+loopback up, says it is ready (writes its pid to file `pid` in its state folder) and then
+sleeps until the worker kills it. Every replica of the attempt enters this namespace before its sandbox
 starts (the shim's --netns-fd), so they reach each other on 127.0.0.1 and nothing else.
 A namespace lives while a process is in it: this one keeps it for replicas started later
 (one relaunched by a restarted worker), and dies with the attempt.
@@ -11,8 +11,9 @@ A namespace lives while a process is in it: this one keeps it for replicas start
 Run as root it makes only the network namespace. Run as another user, it cannot: it makes a
 user namespace first, in which that user is itself (uid and gid mapped onto themselves; with
 --outbound, onto root: see new_network_namespace), and the network namespace belongs to that
-user namespace, so the worker's user (and nobody else) can enter it. The worker holds a lock on `<state>/lock` from before the spawn and
-passes it in: lock held = holder alive, as for a replica's shim (jobs.runner.live_shim).
+user namespace, so the worker's user (and nobody else) can enter it. The worker holds a lock
+on `<state>/lock` from before the spawn and passes it in: lock held = holder alive, as for a
+replica's shim (jobs.runner.live_shim).
 
 With --outbound (LOCAL_JOB_NETWORK=isolated-outbound) the namespace also gets a way out:
 slirp4netns, a user-mode network stack (as rootless Podman uses), attached to it as interface
@@ -176,14 +177,19 @@ class Outbound:
         os.write(self.go, str(os.getpid()).encode())
         os.close(self.go)
         deadline = time.monotonic() + SLIRP_READY_SECONDS
+        watched = [self.ready]
         while True:
-            readable, _, _ = select.select([self.ready], [], [], 0.05)
-            if readable and os.read(self.ready, 1):
-                break
+            if select.select(watched, [], [], 0.05)[0]:
+                if os.read(self.ready, 1):
+                    break
+                # Closed its ready pipe without a word: it is ending; a moment to see how.
+                watched, deadline = [], min(deadline, time.monotonic() + 1.0)
             done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done or readable:  # ended, or closed its ready pipe without a word
-                raise OSError(f"slirp4netns failed: {self._error(status if done else None)}")
+            if done:
+                raise OSError(f"slirp4netns failed: {self._error(status)}")
             if time.monotonic() >= deadline:
+                if not watched:
+                    raise OSError(f"slirp4netns failed: {self._error(None)}")
                 raise OSError("slirp4netns did not configure the network in time")
         os.close(self.ready)
         add_unreachable_route(*LINK_LOCAL)
@@ -193,6 +199,8 @@ class Outbound:
 
     def _error(self, status: int | None) -> str:
         lines = (self.state / "slirp.err").read_text(errors="replace").strip().splitlines()
+        # Its last word, but not the warning it prints whenever it starts with --enable-seccomp.
+        lines = [line for line in lines if not line.startswith("WARNING:")]
         if lines:
             return lines[-1]
         if status is None:

@@ -467,11 +467,20 @@ def test_the_outbound_check_sets_up_slirp4netns_and_leaves_nothing_behind(settin
     [
         ("/nonexistent/slirp4netns", "slirp4netns is not installed at /nonexistent/slirp4netns"),
         ("/bin/false", "slirp4netns failed: exit code 1"),
+        # Its own last word, not the warning it prints first whenever it starts.
+        ("fails-saying-why", "slirp4netns failed: open(/dev/net/tun): No such device"),
     ],
 )
 def test_where_slirp4netns_is_missing_or_fails_the_check_says_so(
     settings, tmp_path, slirp, problem
 ):
+    if slirp == "fails-saying-why":
+        slirp = str(tmp_path / "slirp4netns")
+        Path(slirp).write_text(
+            "#!/bin/sh\necho 'open(/dev/net/tun): No such device' >&2\n"
+            "echo 'WARNING: Support for seccomp is experimental' >&2\nexit 1\n"
+        )
+        Path(slirp).chmod(0o755)
     settings.LOCAL_JOB_NETWORK = "isolated-outbound"
     settings.LOCAL_SLIRP4NETNS = slirp
     settings.LOCAL_RUN_DIR = str(tmp_path / "runs")
