@@ -417,13 +417,17 @@ def test_a_fault_tolerance_restart_gets_a_fresh_slirp4netns_and_the_old_one_goes
 
 
 @pytest.mark.usefixtures("outbound")
+@pytest.mark.parametrize("setting_now", ["isolated-outbound", "isolated", "host"])
 def test_a_restarted_worker_adopts_the_holder_and_ends_its_slirp4netns_with_the_job(
-    alice, web_server
+    alice, settings, web_server, setting_now
 ):
     address, port = web_server
     (volume(django_settings) / "rdzv.py").write_text(RENDEZVOUS)
     (volume(django_settings) / "fetch.py").write_text(FETCH)
-    command = f"{PY} /workspace/rdzv.py && {PY} /workspace/fetch.py http://{address}:{port}/"
+    command = (
+        f"{PY} /workspace/rdzv.py && {PY} /workspace/fetch.py http://{address}:{port}/ "
+        "&& cat /etc/resolv.conf"
+    )
     job = submit(alice, make_spec(command, roles=TWO_ROLES))
     doomed = Worker()
 
@@ -435,11 +439,15 @@ def test_a_restarted_worker_adopts_the_holder_and_ends_its_slirp4netns_with_the_
         doomed.tick()
     helper = helper_of(job)
 
+    # Restarted, with the setting changed or not: worker-0, launched by the new worker, joins
+    # master-0 in the attempt's namespace, outbound network and resolv.conf included.
+    settings.LOCAL_JOB_NETWORK = setting_now
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "worker-0")
     assert results(job, "master-0") == ["got hello from the host"]
     assert results(job, "worker-0") == ["got hello from the host"]
+    assert "nameserver 10.0.2.3" in log_text(job, "worker-0")
     assert not alive(helper)
     assert slirp_processes() == []
 
