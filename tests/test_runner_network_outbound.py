@@ -1,21 +1,27 @@
 """LOCAL_JOB_NETWORK=isolated-outbound: each job's own network namespace, as with `isolated`,
 with outbound network through slirp4netns (jobs.network, jobs/netns_holder.py). Real jobs
 through the real runner: the worker, the shims, bubblewrap, the holder, slirp4netns and the
-kernel. The machine has no general internet: "outbound" is shown by reaching a server this
-test starts on the machine's own non-loopback address, as another machine would be reached."""
+kernel.
+
+The machine has no general internet, and servers that tests start bind to 127.0.0.1 only.
+Decision: "outbound" is shown by reaching a server in a network namespace of its own
+(tests/outside_network.py), joined to this machine by a veth pair with a random /30 of the
+benchmarking range 198.18.0.0/15: it binds the namespace's side, an address that exists only
+in that namespace, which this machine reaches through its routing table and the veth, as it
+would reach another machine through eth0. slirp4netns makes the job's connection from the
+host's network, so a job reaching it has outbound network; nothing listens on the machine's
+real interfaces, and the host's loopback, which slirp4netns refuses, is not what is reached.
+Set up as root with iproute2 (skipped, saying so, otherwise) and removed after each test,
+with whatever a killed run left first."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import http.server
 import os
 import shutil
 import signal
 import socket
-import struct
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,6 +38,7 @@ from jobs.scheduler import network_waiting_message
 from jobs.texts import display_text, source_of
 from jobs.worker import Worker
 
+from .outside_network import HELLO
 from .runner_helpers import (
     PY,
     UNTIL_THE_GATE_OPENS,
@@ -63,20 +70,6 @@ pytestmark = [
     ),
 ]
 
-SIOCGIFADDR = 0x8915  # <linux/sockios.h>: an interface's IPv4 address
-
-
-def host_address() -> str | None:
-    """One IPv4 address of this machine that is not loopback (eth0's here), if it has one."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        for _, name in socket.if_nameindex():
-            with contextlib.suppress(OSError):
-                request = struct.pack("256s", name.encode()[:15])
-                address = socket.inet_ntoa(fcntl.ioctl(sock, SIOCGIFADDR, request)[20:24])
-                if not address.startswith("127."):
-                    return address
-    return None
-
 
 def results(job: Job, label: str = "master-0") -> list[str]:
     return [
@@ -104,32 +97,6 @@ def outbound(settings) -> Iterator[None]:
         if found is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(found[0], signal.SIGKILL)
-
-
-@pytest.fixture
-def web_server() -> Iterator[tuple[str, int]]:
-    """An HTTP server on this machine's non-loopback address, answering "hello from the host"."""
-    address = host_address()
-    if address is None:
-        pytest.skip("this machine has no IPv4 address but loopback to reach")
-
-    class Hello(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"hello from the host")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer((address, 0), Hello)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield address, server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 FETCH = textwrap.dedent(
@@ -163,15 +130,14 @@ def test_the_replicas_of_an_outbound_job_still_rendezvous_on_127_0_0_1_in_their_
 
 @pytest.mark.parametrize(
     ("network", "result"),
-    [("isolated-outbound", "got hello from the host"), ("isolated", "URLError")],
+    [("isolated-outbound", f"got {HELLO}"), ("isolated", "URLError")],
 )
-def test_an_outbound_job_reaches_a_server_on_this_machines_own_address(
-    alice, settings, web_server, network, result
+def test_an_outbound_job_reaches_a_server_outside_this_machines_loopback(
+    alice, settings, outside, network, result
 ):
     settings.LOCAL_JOB_NETWORK = network
-    address, port = web_server
     (volume(settings) / "fetch.py").write_text(FETCH)
-    job = submit(alice, make_spec(f"{PY} /workspace/fetch.py http://{address}:{port}/"))
+    job = submit(alice, make_spec(f"{PY} /workspace/fetch.py {outside.url}"))
 
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
@@ -205,10 +171,9 @@ def test_an_outbound_job_cannot_reach_the_hosts_loopback_services(alice):
 
 
 @pytest.mark.usefixtures("outbound")
-def test_an_outbound_job_cannot_reach_another_jobs_listening_port(alice):
-    address = host_address()
-    with socket.create_server(("0.0.0.0", 0)) as probe:
-        port = probe.getsockname()[1]  # one nothing on the host listens on
+def test_an_outbound_job_cannot_reach_another_jobs_listening_port(alice, outside_or_none):
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]  # one nothing on the host listens on, 0.0.0.0 included
     listen = textwrap.dedent(
         f"""
         import os, socket
@@ -228,7 +193,12 @@ def test_an_outbound_job_cannot_reach_another_jobs_listening_port(alice):
     listener = submit(alice, make_spec(f"{PY} /workspace/listen.py"))
     worker = Worker()
     run_until(worker, lambda: "listening" in log_text(listener, "master-0"))
-    targets = ["127.0.0.1", "10.0.2.2", "10.0.2.100", *([address] if address else [])]
+    # Its own loopback, the host's loopback (10.0.2.2), its own tap0 address, which is also
+    # the listener's in its namespace, and an address of this machine that is not loopback
+    # (the veth's host side): were the listener on the host's network, its 0.0.0.0 would
+    # answer there, slirp4netns connecting from the host's network.
+    outside = outside_or_none
+    targets = ["127.0.0.1", "10.0.2.2", "10.0.2.100", *([outside.host_side] if outside else [])]
     command = "; ".join(f"{PY} /workspace/connect.py {target} {port}" for target in targets)
     prober = submit(alice, make_spec(command))
 
@@ -419,14 +389,12 @@ def test_a_fault_tolerance_restart_gets_a_fresh_slirp4netns_and_the_old_one_goes
 @pytest.mark.usefixtures("outbound")
 @pytest.mark.parametrize("setting_now", ["isolated-outbound", "isolated", "host"])
 def test_a_restarted_worker_adopts_the_holder_and_ends_its_slirp4netns_with_the_job(
-    alice, settings, web_server, setting_now
+    alice, settings, outside, setting_now
 ):
-    address, port = web_server
     (volume(django_settings) / "rdzv.py").write_text(RENDEZVOUS)
     (volume(django_settings) / "fetch.py").write_text(FETCH)
     command = (
-        f"{PY} /workspace/rdzv.py && {PY} /workspace/fetch.py http://{address}:{port}/ "
-        "&& cat /etc/resolv.conf"
+        f"{PY} /workspace/rdzv.py && {PY} /workspace/fetch.py {outside.url} && cat /etc/resolv.conf"
     )
     job = submit(alice, make_spec(command, roles=TWO_ROLES))
     doomed = Worker()
@@ -445,8 +413,8 @@ def test_a_restarted_worker_adopts_the_holder_and_ends_its_slirp4netns_with_the_
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "worker-0")
-    assert results(job, "master-0") == ["got hello from the host"]
-    assert results(job, "worker-0") == ["got hello from the host"]
+    assert results(job, "master-0") == [f"got {HELLO}"]
+    assert results(job, "worker-0") == [f"got {HELLO}"]
     assert "nameserver 10.0.2.3" in log_text(job, "worker-0")
     assert not alive(helper)
     assert slirp_processes() == []

@@ -19,7 +19,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import pytest
 
 from jobs.models import JobStatus
 
+from .outside_network import HELLO
 from .runner_helpers import NOBODY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -347,8 +347,8 @@ def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
 
 
 # Rank 0 listens on MASTER_ADDR:MASTER_PORT, says who it is and what it is told to resolve
-# with, fetches the page on the host's own address and tries the host's loopback port; rank 1
-# connects to rank 0.
+# with, fetches the page of a server outside this machine's loopback and tries the host's
+# loopback port; rank 1 connects to rank 0.
 OUTBOUND_JOB = """/usr/bin/python3 - {url} {port} <<'PY'
 import os, socket, sys, time, urllib.request
 print("netns", os.readlink("/proc/self/ns/net"), flush=True)
@@ -391,40 +391,25 @@ PY
 
 
 def test_the_worker_run_as_an_unprivileged_user_gives_isolated_jobs_outbound_network(
-    unprivileged, nobody_folder
+    unprivileged, nobody_folder, outside
 ):
-    from .test_runner_network_outbound import host_address
-
+    # `outside`, set up as root: a server in a network namespace of its own, reached through
+    # a veth pair (tests/outside_network.py), neither on this machine's loopback nor its eth0.
     if shutil.which("slirp4netns") is None:
         pytest.skip("slirp4netns is not installed (apt-get install slirp4netns)")
-    address = host_address()
-    if address is None:
-        pytest.skip("this machine has no IPv4 address but loopback to reach")
     prefix, env = unprivileged
     env = {**env, "LOCAL_JOB_NETWORK": "isolated-outbound"}
     var = Path(env["CONSOLE_VAR_DIR"])
     loopback = socket.create_server(("127.0.0.1", 0))
     loopback.setblocking(False)
-    page = socket.create_server((address, 0))
-    url = f"http://{address}:{page.getsockname()[1]}/"
-
-    def answer() -> None:
-        with contextlib.suppress(OSError):
-            conn, _ = page.accept()
-            with conn:
-                conn.recv(4096)
-                conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nhello from the host")
-
-    answering = threading.Thread(target=answer, daemon=True)
-    answering.start()
     submit = SUBMIT.replace(
         'roles=[S.Role("master", 1, cpu=1, memory_gb=1)]',
         'roles=[S.Role("master", 1), S.Role("worker", 1)]',
     )
-    command = OUTBOUND_JOB.format(url=url, port=loopback.getsockname()[1])
+    command = OUTBOUND_JOB.format(url=outside.url, port=loopback.getsockname()[1])
     ids = console(prefix, env, f"COMMANDS = {{'outbound': {command!r}}}\n{submit}")
     worker_log = nobody_folder / "worker.log"
-    with loopback, page, open(worker_log, "wb") as output:
+    with loopback, open(worker_log, "wb") as output:
         worker = subprocess.Popen(
             [*prefix, sys.executable, "manage.py", "worker"],
             cwd=ROOT,
@@ -448,7 +433,7 @@ def test_the_worker_run_as_an_unprivileged_user_gives_isolated_jobs_outbound_net
     assert job["status"] == JobStatus.SUCCEEDED, (job, worker_log.read_text())
     assert f"uid {NOBODY} gid {NOBODY}\n" in job["log"]  # itself, as without outbound
     assert "resolv.conf: nameserver 10.0.2.3\n" in job["log"]
-    assert "page: hello from the host\n" in job["log"]
+    assert f"page: {HELLO}\n" in job["log"]
     assert "host port: ConnectionRefusedError\n" in job["log"]
     assert "metadata: [Errno 113] No route to host\n" in job["log"]
     assert "route del: 2 RTNETLINK answers: Operation not permitted\n" in job["log"]
