@@ -727,11 +727,18 @@ LOCAL_MAX_PROCESSES = envint("LOCAL_MAX_PROCESSES", 4096)
 
 # The network local jobs run on (jobs.network): "host", this machine's, as every process
 # here (the default); "isolated", a network namespace per job with only loopback, which its
-# replicas share and nothing else reaches. One setting for every local job (no per-pool or
-# per-job choice). An attempt keeps the network it started with (jobs.network).
+# replicas share and nothing else reaches; "isolated-outbound", the same namespace with
+# outbound network through slirp4netns (LOCAL_SLIRP4NETNS), but not to this machine's
+# loopback nor link-local addresses. A new value rather than a second setting: it is one
+# choice of three, and "isolated" keeps meaning what it meant. One setting for every local job
+# (no per-pool or per-job choice). An attempt keeps the network it started with.
 LOCAL_JOB_NETWORK = env("LOCAL_JOB_NETWORK", "host").lower()
-if LOCAL_JOB_NETWORK not in ("host", "isolated"):
-    raise ImproperlyConfigured(f"LOCAL_JOB_NETWORK is host or isolated, not {LOCAL_JOB_NETWORK!r}")
+if LOCAL_JOB_NETWORK not in ("host", "isolated", "isolated-outbound"):
+    raise ImproperlyConfigured(
+        f"LOCAL_JOB_NETWORK is host, isolated or isolated-outbound, not {LOCAL_JOB_NETWORK!r}"
+    )
+# slirp4netns (Debian's package of that name), for LOCAL_JOB_NETWORK=isolated-outbound.
+LOCAL_SLIRP4NETNS = env("LOCAL_SLIRP4NETNS", "/usr/bin/slirp4netns")
 
 # The ports local jobs get (MASTER_PORT, TF_CONFIG's): below Linux's ephemeral range
 # (32768-60999), which the kernel hands out to other programs' connections.

@@ -244,6 +244,11 @@ OWN_PROBLEMS = (
         re.compile(r"the check failed: (?P<error>.*)", re.S),
         gettext_noop("the check could not be made: %(error)s"),
     ),
+    # LOCAL_JOB_NETWORK=isolated-outbound (jobs.network.slirp_missing, jobs/netns_holder.py).
+    (
+        re.compile(r"slirp4netns is not installed at (?P<path>.*)", re.S),
+        gettext_noop("slirp4netns is not installed at %(path)s (apt-get install slirp4netns)"),
+    ),
 )
 
 

@@ -1,4 +1,5 @@
-"""Network isolation of local jobs: LOCAL_JOB_NETWORK=isolated (README "What a job gets").
+"""Network isolation of local jobs: LOCAL_JOB_NETWORK=isolated or isolated-outbound (README
+"What a job gets").
 
 With `host` (the default) replicas run on this machine's network, as they always did. With
 `isolated`, each attempt of a job gets a network namespace of its own with only a loopback
@@ -6,6 +7,16 @@ interface, up: its replicas reach each other on 127.0.0.1 (MASTER_ADDR, TF_CONFI
 hostfile stay as they are) and nothing else, neither this machine's services on its
 loopback (the console, a database, another job's ports) nor any other machine (no outbound
 network, no DNS).
+
+With `isolated-outbound`, the namespace is the same and also gets outbound network through
+slirp4netns, a user-mode network stack (as rootless Podman's), which the holder starts and
+attaches (jobs/netns_holder.py): a job reaches what this machine's own outbound connections
+reach, except this machine's loopback (--disable-host-loopback) and link-local addresses
+(169.254.0.0/16, the cloud's metadata service: an unreachable route the job cannot remove);
+names resolve through slirp4netns's forwarder at 10.0.2.3, which the job's /etc/resolv.conf
+names (the holder writes it, LOCAL_RUN_DIR/<job>/attempt-<n>/network/resolv.conf, bound over
+the host's). Nothing outside reaches into the namespace (no port is forwarded). The holder and
+slirp4netns are one process group: ending the holder ends both.
 
 bubblewrap (0.8) can make a new network namespace per sandbox (--unshare-net), but cannot
 put several sandboxes into one. So a small holder process (jobs/netns_holder.py) makes the
@@ -18,7 +29,9 @@ fault-tolerance restart (the next attempt gets a fresh namespace, as a restarted
 network of its own), on a stop and on delete.
 
 Files, in LOCAL_RUN_DIR/<job>/attempt-<n>/network/: `lock` (held by the holder), `pid`
-(written by the holder once loopback is up: ready), `err` (what it printed, if it failed).
+(written by the holder once loopback is up: ready), `err` (what it printed, if it failed);
+with outbound network also `helper` (slirp4netns's pid), `slirp.err` (what it printed) and
+`resolv.conf`.
 """
 
 from __future__ import annotations
@@ -50,8 +63,17 @@ READY_SECONDS = 10.0
 END_SECONDS = 2.0
 
 
+OUTBOUND = "isolated-outbound"
+
+
 def isolated() -> bool:
-    return settings.LOCAL_JOB_NETWORK == "isolated"
+    """Whether new attempts get a network namespace of their own (with outbound or not)."""
+    return settings.LOCAL_JOB_NETWORK in ("isolated", OUTBOUND)
+
+
+def outbound() -> bool:
+    """Whether new attempts' namespaces get outbound network (slirp4netns)."""
+    return settings.LOCAL_JOB_NETWORK == OUTBOUND
 
 
 def network_dir(public_id: str, attempt: int) -> Path:
@@ -75,6 +97,13 @@ class JobNetwork:
     user namespace first, when the holder needed one)."""
 
     fds: tuple[int, ...]
+    # The job's /etc/resolv.conf (nameserver 10.0.2.3), when the namespace has outbound
+    # network; None without (the host's stays, naming a server the job cannot reach).
+    resolv_conf: Path | None = None
+    # (uid, gid) each replica's bubblewrap maps the worker's user back onto, in a user
+    # namespace of its own, when the holder's maps it onto root (isolated-outbound, worker
+    # not run as root: jobs/netns_holder.py); None when the replica keeps its uid as it is.
+    user: tuple[int, int] | None = None
 
     def close(self) -> None:
         for fd in self.fds:
@@ -102,7 +131,7 @@ def job_network(
                 )
             )
         found = _spawn_holder(state, children)
-    return _open_namespaces(*found)
+    return _open_namespaces(*found, state=state)
 
 
 def _ready_holder(state: Path) -> tuple[int, str] | None:
@@ -117,7 +146,7 @@ def _ready_holder(state: Path) -> tuple[int, str] | None:
             if int((state / "pid").read_text()) == found[0]:
                 return found
         if time.monotonic() >= deadline:
-            _kill(*found, children=None)
+            _kill(*found, children=None, state=state)
             raise SandboxError(gettext("its network namespace could not be set up in time"))
         time.sleep(0.01)
 
@@ -129,15 +158,27 @@ class HolderFailed(SandboxError):
         self.reason = reason
         super().__init__(
             gettext(
-                "its network namespace (LOCAL_JOB_NETWORK=isolated) cannot be created: %(error)s"
+                "its network namespace (LOCAL_JOB_NETWORK=%(setting)s) cannot be created: %(error)s"
             )
-            % {"error": reason}
+            % {"error": reason, "setting": settings.LOCAL_JOB_NETWORK}
         )
 
 
+def slirp_missing() -> str:
+    """Why slirp4netns cannot be run (worded as jobs.health.OWN_PROBLEMS reads it), "" if it
+    can or is not wanted."""
+    if outbound() and not os.access(settings.LOCAL_SLIRP4NETNS, os.X_OK):
+        return f"slirp4netns is not installed at {settings.LOCAL_SLIRP4NETNS}"
+    return ""
+
+
 def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, str]:
+    if missing := slirp_missing():
+        raise HolderFailed(missing)
     state.mkdir(parents=True, exist_ok=True)
-    (state / "pid").unlink(missing_ok=True)  # a dead holder's
+    # A dead holder's: `pid` would say ready, `resolv.conf` outbound.
+    for name in ("pid", "resolv.conf", "helper"):
+        (state / name).unlink(missing_ok=True)
     lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
@@ -155,6 +196,7 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
                     str(state),
                     "--lock-fd",
                     str(lock_fd),
+                    *(["--outbound", settings.LOCAL_SLIRP4NETNS] if outbound() else []),
                 ],
                 start_new_session=True,  # outlives the worker, as a replica's shim does
                 pass_fds=(lock_fd,),
@@ -185,15 +227,21 @@ def _spawn_holder(state: Path, children: runner.Children | None) -> tuple[int, s
         time.sleep(0.01)
 
 
-def _open_namespaces(pid: int, start: str) -> JobNetwork:
+def _open_namespaces(pid: int, start: str, *, state: Path) -> JobNetwork:
     """The holder's namespaces, opened: the descriptors keep them alive and name them
     exactly, so what a replica enters later is what was checked here, whatever happens to
-    the holder or its pid meanwhile."""
+    the holder or its pid meanwhile. An attempt keeps the network it began with: outbound
+    if its holder was started so (it wrote the job's resolv.conf)."""
     fds: list[int] = []
+    as_user = None
     try:
         user = f"/proc/{pid}/ns/user"
         if os.readlink(user) != os.readlink("/proc/self/ns/user"):
             fds.append(os.open(user, os.O_RDONLY | os.O_CLOEXEC))
+            # "<inside> <outside> <count>": the worker's uid mapped onto root in there.
+            inside = Path(f"/proc/{pid}/uid_map").read_text().split()[0]
+            if inside == "0" and os.getuid() != 0:
+                as_user = (os.getuid(), os.getgid())
         fds.append(os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC))
         # Opened from the process that was checked, and in a namespace of its own.
         if runner.process_start(pid) != start or os.readlink(f"/proc/{pid}/ns/net") == os.readlink(
@@ -204,26 +252,56 @@ def _open_namespaces(pid: int, start: str) -> JobNetwork:
         for fd in fds:
             os.close(fd)
         raise SandboxError(gettext("its network namespace could not be opened")) from None
-    return JobNetwork(fds=tuple(fds))
+    resolv_conf = state / "resolv.conf"
+    return JobNetwork(
+        fds=tuple(fds), resolv_conf=resolv_conf if resolv_conf.exists() else None, user=as_user
+    )
 
 
-def _kill(pid: int, start: str, *, children: runner.Children | None) -> None:
-    """SIGKILLs the holder (unless its pid now names another process) and waits until it is
-    gone; reaped when this process started it."""
+def _helper(state: Path, holder: int) -> tuple[int, str] | None:
+    """(pid, start time) of the holder's slirp4netns (isolated-outbound), if it runs: the
+    process its `helper` file names, while that is still the holder's child."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        pid = int((state / "helper").read_text())
+        start = runner.process_start(pid)
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if start is not None and int(stat[1]) == holder and runner.process_start(pid) == start:
+            return pid, start
+    return None
+
+
+def _kill(
+    pid: int, start: str, *, children: runner.Children | None, state: Path | None = None
+) -> None:
+    """SIGKILLs the holder and its slirp4netns, if any (unless its pid now names another
+    process), and waits until they are gone; the holder is reaped when this process started
+    it. They are one process group, which the holder leads (started in a session of its
+    own), so one signal ends both; slirp4netns would also end by itself once the holder is
+    gone (its --exit-fd), but a stop that returns must leave nothing behind."""
     if runner.process_start(pid) != start:
         return
+    helper = _helper(state, pid) if state is not None else None
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
+        if os.getpgid(pid) == pid and runner.process_start(pid) == start:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGKILL)
     child = children.pop(pid, None) if children is not None else None
     if child is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=END_SECONDS)
-        return
+    else:
+        _wait_dead(pid, start)
+    if helper is not None:
+        _wait_dead(*helper)  # reparented to init, which reaps it
+
+
+def _wait_dead(pid: int, start: str) -> None:
     deadline = time.monotonic() + END_SECONDS
     while runner.process_start(pid) == start and time.monotonic() < deadline:
         with contextlib.suppress(OSError, IndexError):
             if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
-                return  # dead; its parent (a worker) reaps it
+                return  # dead; its parent reaps it
         time.sleep(0.01)
 
 
@@ -237,7 +315,7 @@ def end_networks(
     for state in sorted(job_dir.glob("attempt-*/network")):
         found = runner.live_shim(state)
         if found is not None:
-            _kill(*found, children=children)
+            _kill(*found, children=children, state=state)
             logger.info("%s: ended the network namespace of %s", public_id, state.parent.name)
         if found is None or runner.live_shim(state) is None:
             # Its lock goes with it: a holder without one is looked for no more (live_shim
@@ -253,8 +331,9 @@ def job_ids_with_networks() -> set[str]:
 
 
 def isolation_problem() -> str:
-    """The worker's start-up check of LOCAL_JOB_NETWORK=isolated: makes one network namespace
-    exactly as each job's is made (the same holder, run the same way, as the same user), then
+    """The worker's start-up check of LOCAL_JOB_NETWORK=isolated (or isolated-outbound, then
+    with its slirp4netns attached and configured): makes one network namespace exactly as
+    each job's is made (the same holder, run the same way, as the same user), then
     ends it. "" when that works; else why not, in the holder's (the kernel's) words, e.g.
     `[Errno 1] Operation not permitted` where unprivileged user namespaces are refused.
 
@@ -264,7 +343,7 @@ def isolation_problem() -> str:
     state = Path(settings.LOCAL_RUN_DIR) / "network-check"
     left = runner.live_shim(state)
     if left is not None:  # a worker killed mid-check left its holder
-        _kill(*left, children=None)
+        _kill(*left, children=None, state=state)
     children: runner.Children = {}
     try:
         found = _spawn_holder(state, children)
@@ -276,14 +355,19 @@ def isolation_problem() -> str:
         for child in children.values():  # spawned and failed: reaped
             if child.poll() is not None:
                 child.wait()
-    _kill(*found, children=children)
-    for name in ("lock", "pid", "err"):
+    _kill(*found, children=children, state=state)
+    for name in ("lock", "pid", "err", "helper", "slirp.err", "resolv.conf"):
         (state / name).unlink(missing_ok=True)
     return ""
 
 
 def describe() -> str:
     """How local jobs' network is set up, for the worker's start-up line."""
+    if outbound():
+        return (
+            "isolated-outbound (a network namespace per job, with outbound network through "
+            f"{settings.LOCAL_SLIRP4NETNS}; not this machine's loopback nor link-local)"
+        )
     if isolated():
         return "isolated (a network namespace per job, loopback only)"
     return "the host's (LOCAL_JOB_NETWORK=host)"

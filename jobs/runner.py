@@ -1083,6 +1083,10 @@ def _start_replicas(
         # have none left to make it then (evict_for_disk_pressure fills it and renames it).
         (state / EVICTED_DRAFT).touch()
         files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
+        if job_network is not None and job_network.resolv_conf is not None:
+            # LOCAL_JOB_NETWORK=isolated-outbound: names resolve through slirp4netns's DNS
+            # forwarder (10.0.2.3), not the host's resolver (which may be on its loopback).
+            files.append((job_network.resolv_conf, "/etc/resolv.conf"))
         options = bwrap_options(
             tmp_dir=tmp,
             shm_bytes=spec.shared_memory_gi * 1024**3,
@@ -1092,6 +1096,7 @@ def _start_replicas(
             seccomp_fd=(seccomp_fd := no_setuid_filter_fd()),
             devices=devices,
             driver_cards=nvidia_driver_cards(role.accelerator_type, cards),
+            as_user=job_network.user if job_network is not None else None,
         )
         # bwrap reads its options from a descriptor: on its command line they would show
         # the run folder's and the volumes' host paths to the job (/proc/1/cmdline).

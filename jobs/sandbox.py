@@ -45,6 +45,8 @@ pulled):
 - the MPI hostfile at /etc/mpi/hostfile;
 - the host's network, or with LOCAL_JOB_NETWORK=isolated the job's own namespace with only
   loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
+  with isolated-outbound, that namespace with slirp4netns's tap0 too, and its resolv.conf
+  (nameserver 10.0.2.3) bound over /etc/resolv.conf (one of the runner's `files`);
 - no setuid or setgid files made (seccomp, as systemd's RestrictSUIDSGID): what a job writes
   to a volume stays on the host, where the bit is honoured, so a job could otherwise leave a
   program there that runs as the worker's user (or root) for anyone who can reach the folder;
@@ -319,6 +321,7 @@ def bwrap_options(
     seccomp_fd: int | None = None,
     devices: Sequence[tuple[str, str]] = (),
     driver_cards: tuple[str, Sequence[str]] | None = None,
+    as_user: tuple[int, int] | None = None,
 ) -> list[str]:
     """bwrap's options (without the command) for the mounts and files given.
 
@@ -333,10 +336,17 @@ def bwrap_options(
     `hidden` are host paths the job must not see. They are covered before the volumes are
     bound, so a volume mounted at or under a hidden path still appears there (bwrap reads a
     bind's source from the host, not from the sandbox being built).
+
+    `as_user` (uid, gid): bwrap starts as root of the user namespace it is in (that of an
+    isolated-outbound job's network namespace, for a worker not run as root: jobs.network),
+    and makes the replica a user namespace of its own in which it is this user again, as
+    bwrap run by that user does by itself.
     """
     dests = [m.dest for m in mounts] + [dest for _, dest in files]
     # No capabilities: even a job running as root cannot remount the host read-write.
     args = ["--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    if as_user is not None:
+        args += ["--unshare-user", "--uid", str(as_user[0]), "--gid", str(as_user[1])]
     _host_entries("/", _shadowed_dirs(dests), args)
     masks, covered = _mask_args(hidden)
     args += masks

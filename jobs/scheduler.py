@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import (
     Case,
@@ -89,6 +90,12 @@ NETWORK_UNAVAILABLE_MESSAGE = gettext_noop(
     "Waiting for isolated networking: this machine refuses to create the network namespace "
     "each local job gets (LOCAL_JOB_NETWORK=isolated): %(reason)s. It starts by itself once "
     "a worker that can create one runs. Please contact an administrator."
+)
+NETWORK_UNAVAILABLE_OUTBOUND_MESSAGE = gettext_noop(
+    "Waiting for isolated networking: this machine cannot set up the network namespace with "
+    "outbound network each local job gets (LOCAL_JOB_NETWORK=isolated-outbound): %(reason)s. "
+    "It starts by itself once a worker that can set one up runs. Please contact an "
+    "administrator."
 )
 WORKER_DOWN_MESSAGE = gettext_noop(
     "Waiting for the job scheduler (worker), which is not running: no queued job starts until "
@@ -208,7 +215,9 @@ def _still_holds(worker: WorkerIdentity) -> bool:
 
 def network_waiting_message(problem: str) -> str:
     # The check's own words are said in each reader's language too (problem_recorded).
-    return recorded(NETWORK_UNAVAILABLE_MESSAGE, reason=problem_recorded(problem))
+    outbound = settings.LOCAL_JOB_NETWORK == "isolated-outbound"
+    message = NETWORK_UNAVAILABLE_OUTBOUND_MESSAGE if outbound else NETWORK_UNAVAILABLE_MESSAGE
+    return recorded(message, reason=problem_recorded(problem))
 
 
 def _over_quota(

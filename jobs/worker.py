@@ -145,8 +145,9 @@ class Worker:
             cgroups.remove_job_cgroups(self.limits, public_id=public_id)
 
     def end_leftover_networks(self) -> None:
-        """Ends the network namespace holders (LOCAL_JOB_NETWORK=isolated) of local jobs that
-        ended while no worker was there to, as remove_leftover_cgroups does for cgroups."""
+        """Ends the network namespace holders (LOCAL_JOB_NETWORK=isolated or isolated-outbound,
+        with their slirp4netns) of local jobs that ended while no worker was there to, as
+        remove_leftover_cgroups does for cgroups."""
         for public_id in ended_of(network.job_ids_with_networks()):
             network.end_networks(public_id=public_id, children=self.children)
 
@@ -481,9 +482,10 @@ def checked_identity() -> WorkerIdentity:
     if problem:
         logger.error(
             "isolated networking unavailable: %s. Local jobs stay queued until a worker that "
-            "can create network namespaces runs (LOCAL_JOB_NETWORK=isolated; see README, "
+            "can create network namespaces runs (LOCAL_JOB_NETWORK=%s; see README, "
             '"The network"), or LOCAL_JOB_NETWORK=host.',
             problem,
+            settings.LOCAL_JOB_NETWORK,
         )
     return replace(identity, network_problem=problem[:2000])
 

@@ -12,6 +12,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import translation
 
+from .outside_network import Outside, outside_server, unavailable
+
 
 @pytest.fixture(autouse=True)
 def _isolated_var_dir(settings, tmp_path):
@@ -160,3 +162,22 @@ def nobody_folder() -> Iterator[Path]:
     os.chown(folder, 65534, 65534)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def outside_or_none() -> Iterator[Outside | None]:
+    """A server in a network namespace of its own, reached through a veth pair
+    (tests/outside_network.py), answering HELLO; None where that cannot be set up (not root,
+    no iproute2)."""
+    if unavailable():
+        yield None
+        return
+    with outside_server() as server:
+        yield server
+
+
+@pytest.fixture
+def outside(outside_or_none) -> Outside:
+    if outside_or_none is None:
+        pytest.skip(unavailable())
+    return outside_or_none

@@ -26,6 +26,7 @@ import pytest
 
 from jobs.models import JobStatus
 
+from .outside_network import HELLO
 from .runner_helpers import NOBODY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -343,3 +344,106 @@ def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
     with contextlib.suppress(FileNotFoundError):
         state = Path(f"/proc/{holder}/stat").read_text().rsplit(")", 1)[1].split()[0]
         assert state in ("Z", "X"), f"the holder {holder} still runs"
+
+
+# Rank 0 listens on MASTER_ADDR:MASTER_PORT, says who it is and what it is told to resolve
+# with, fetches the page of a server outside this machine's loopback and tries the host's
+# loopback port; rank 1 connects to rank 0.
+OUTBOUND_JOB = """/usr/bin/python3 - {url} {port} <<'PY'
+import os, socket, sys, time, urllib.request
+print("netns", os.readlink("/proc/self/ns/net"), flush=True)
+addr = (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]))
+if os.environ["RANK"] == "0":
+    server = socket.create_server(addr)
+    print("uid", os.getuid(), "gid", os.getgid())
+    print("resolv.conf:", open("/etc/resolv.conf").read().strip())
+    try:
+        print("page:", urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())
+    except OSError as exc:
+        print("page:", type(exc).__name__, exc)
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=3).close()
+        print("host port: connected")
+    except OSError as exc:
+        print("host port:", type(exc).__name__)
+    try:
+        socket.create_connection(("169.254.169.254", 80), timeout=3).close()
+        print("metadata: connected")
+    except OSError as exc:
+        print("metadata:", exc)
+    import subprocess
+    removed = subprocess.run(
+        ["/usr/sbin/ip", "route", "del", "169.254.0.0/16"], capture_output=True, text=True
+    )
+    print("route del:", removed.returncode, removed.stderr.strip())
+    conn, _ = server.accept()
+    print("master got", conn.recv(16).decode())
+else:
+    for _ in range(400):
+        try:
+            conn = socket.create_connection(addr)
+            break
+        except OSError:
+            time.sleep(0.05)
+    conn.sendall(b"hello")
+PY
+"""
+
+
+def test_the_worker_run_as_an_unprivileged_user_gives_isolated_jobs_outbound_network(
+    unprivileged, nobody_folder, outside
+):
+    # `outside`, set up as root: a server in a network namespace of its own, reached through
+    # a veth pair (tests/outside_network.py), neither on this machine's loopback nor its eth0.
+    if shutil.which("slirp4netns") is None:
+        pytest.skip("slirp4netns is not installed (apt-get install slirp4netns)")
+    prefix, env = unprivileged
+    env = {**env, "LOCAL_JOB_NETWORK": "isolated-outbound"}
+    var = Path(env["CONSOLE_VAR_DIR"])
+    loopback = socket.create_server(("127.0.0.1", 0))
+    loopback.setblocking(False)
+    submit = SUBMIT.replace(
+        'roles=[S.Role("master", 1, cpu=1, memory_gb=1)]',
+        'roles=[S.Role("master", 1), S.Role("worker", 1)]',
+    )
+    command = OUTBOUND_JOB.format(url=outside.url, port=loopback.getsockname()[1])
+    ids = console(prefix, env, f"COMMANDS = {{'outbound': {command!r}}}\n{submit}")
+    worker_log = nobody_folder / "worker.log"
+    with loopback, open(worker_log, "wb") as output:
+        worker = subprocess.Popen(
+            [*prefix, sys.executable, "manage.py", "worker"],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while not (job := console(prefix, env, REPORT)["outbound"])["final"]:
+                assert worker.poll() is None, worker_log.read_text()
+                assert time.monotonic() < deadline, (job, worker_log.read_text())
+                time.sleep(0.5)
+            with pytest.raises(BlockingIOError):
+                loopback.accept()  # nothing of the job came in
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
+
+    assert job["status"] == JobStatus.SUCCEEDED, (job, worker_log.read_text())
+    assert f"uid {NOBODY} gid {NOBODY}\n" in job["log"]  # itself, as without outbound
+    assert "resolv.conf: nameserver 10.0.2.3\n" in job["log"]
+    assert f"page: {HELLO}\n" in job["log"]
+    assert "host port: ConnectionRefusedError\n" in job["log"]
+    assert "metadata: [Errno 113] No route to host\n" in job["log"]
+    assert "route del: 2 RTNETLINK answers: Operation not permitted\n" in job["log"]
+    assert "master got hello\n" in job["log"]
+    assert "network of local jobs: isolated-outbound" in worker_log.read_text()
+    network = var / "runs" / ids["outbound"] / "attempt-1" / "network"
+    assert (network / "pid").stat().st_uid == NOBODY
+    assert not (network / "lock").exists()
+    for name in ("pid", "helper"):  # the holder and its slirp4netns, both gone
+        pid = int((network / name).read_text())
+        with contextlib.suppress(FileNotFoundError):
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            assert state in ("Z", "X"), f"{name} {pid} still runs"
