@@ -619,9 +619,16 @@ def hold_jobs(
                 (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
             (cpu / "cpu.shares").write_text(str(JOBS_CPU_SHARES))
             (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
-            (cpu / "cpu.cfs_quota_us").write_text(quota or "-1")
+            try:
+                (cpu / "cpu.cfs_quota_us").write_text(quota or "-1")
+            except OSError as exc:
+                # v1 refuses a parent's quota below one a running replica has (its role asks
+                # more cores): memory and weight hold; the quota from a start without such.
+                if exc.errno != errno.EINVAL:
+                    raise
+                logger.warning("Local jobs' CPU quota not set: a running replica has more")
+                cpu_cores = None
     except OSError as exc:
-        # (v1 refuses a parent's quota below a running job's own: the next start sets it.)
         logger.warning("Local jobs together are not held (%s): %s", memory, exc)
         return replace(enforcement, parent_problem=f"{exc.filename or memory}: {exc.strerror}")
     return replace(enforcement, jobs_memory_bytes=memory_bytes, jobs_cpu_cores=cpu_cores)

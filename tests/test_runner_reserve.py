@@ -17,8 +17,10 @@ from jobs.worker import Worker
 
 from .runner_helpers import (
     PY,
+    UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
+    open_gate,
     run_until,
     runner_settings,  # noqa: F401
     status_of,
@@ -200,3 +202,28 @@ def test_the_default_reserve_is_a_tenth_of_the_memory_at_least_2_gb_and_at_most_
 
     total = gib_of_machine()
     assert float(result.stdout.split()[-1]) == round(min(max(2.0, total / 10), total / 2), 1)
+
+
+def test_a_cpu_reserve_below_a_running_replicas_cores_waits_for_the_next_start(
+    alice, settings, parent
+):
+    cores = os.cpu_count() or 1
+    spec = make_spec(f"echo ready; {UNTIL_THE_GATE_OPENS}", roles=[S.Role("master", 1, cpu=cores)])
+    running = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(running, "master-0"), what="the command")
+    settings.LOCAL_RESERVED_CPUS = 0.5
+
+    # cgroup v1 refuses a parent's quota below one of its children's: the memory and the
+    # weight still hold, and the start line says there is no quota yet.
+    restarted = Worker()
+
+    said = restarted.limits.describe()
+    assert f"memory {cgroups.gib(restarted.limits.jobs_memory_bytes)} " in said
+    if parent.mode == cgroups.MODE_V1:
+        assert "no CPU quota" in said
+        assert (parent.cpu_root / "cpu.cfs_quota_us").read_text().strip() == "-1"
+    open_gate(settings)
+    run_until(restarted, lambda: status_of(running) == JobStatus.SUCCEEDED)
+
+    assert f"at most {cores - 0.5:g} cores" in Worker().limits.describe()
