@@ -227,3 +227,19 @@ def test_a_cpu_reserve_below_a_running_replicas_cores_waits_for_the_next_start(
     run_until(restarted, lambda: status_of(running) == JobStatus.SUCCEEDED)
 
     assert f"at most {cores - 0.5:g} cores" in Worker().limits.describe()
+
+
+def test_a_job_filling_its_dev_shm_past_what_jobs_share_is_oom_killed_too(alice, settings, parent):
+    # tmpfs pages are no process's, but are charged to the cgroup of the process that wrote
+    # them: the jobs' parent holds them with the rest.
+    settings.LOCAL_RESERVED_MEMORY_GB = gib_of_machine() - 0.25
+    job = submit(alice, make_spec("head -c 768M /dev/zero > /dev/shm/fill; echo written"))
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED, what="the OOM kill")
+
+    assert job.replicas.get().reason.startswith("OOMKilled：所有本机任务共用的内存（256Mi")
+    assert "written" not in log_text(job, "master-0")
+    # The sandbox's /dev/shm went with it: the next job has the memory again.
+    after = submit(alice, make_spec("head -c 128M /dev/zero > /dev/shm/fill; echo written"))
+    run_until(worker, lambda: status_of(after) == JobStatus.SUCCEEDED)
