@@ -81,7 +81,7 @@ import errno
 import logging
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.utils import translation
@@ -598,8 +598,6 @@ def hold_jobs(
     memory, a tenth of the console's CPU weight and, unless None, a quota of `cpu_cores`
     (see the module's notes). Returns the enforcement saying what holds; a parent that
     cannot be written is logged, and said by describe(), and jobs run as before."""
-    from dataclasses import replace
-
     assert enforcement.memory_root and enforcement.cpu_root
     memory, cpu = enforcement.memory_root, enforcement.cpu_root
     quota = f"{int(cpu_cores * CFS_PERIOD_US)}" if cpu_cores is not None else None
