@@ -715,6 +715,37 @@ LOCAL_ENFORCE_LIMITS = env("LOCAL_ENFORCE_LIMITS", "auto").lower()
 if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
     raise ImproperlyConfigured(f"LOCAL_ENFORCE_LIMITS is auto or off, not {LOCAL_ENFORCE_LIMITS!r}")
 
+# What the console keeps of this machine for itself (its web server, worker and database)
+# from all local jobs together, as the kubelet's system-reserved keeps part of a node from its
+# pods (jobs.cgroups, hold_jobs): where CPU and memory are enforced, every replica runs under
+# one parent cgroup held to this machine's memory less LOCAL_RESERVED_MEMORY_GB (GiB;
+# decimals allowed). By default 10% of the memory, at least 2 GB (the console's processes and
+# a PostgreSQL on the same machine need about 1 GB under load; the rest is headroom for the
+# page cache its database reads through), but never more than half the machine's.
+# LOCAL_RESERVED_CPUS (cores; decimals allowed) is 0 by default: the jobs' parent gets a tenth
+# of the CPU weight of the console's own processes instead, so the console comes first
+# whenever it wants CPU and jobs still use every core it leaves idle; a hard reserve would
+# take its cores from jobs even while the console sleeps (on 2 cores, 1 reserved halves
+# them). Set it to hold jobs to the machine's cores less it (a CFS quota) as well.
+_memory_total_gb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3
+LOCAL_RESERVED_MEMORY_GB = envfloat(
+    "LOCAL_RESERVED_MEMORY_GB",
+    round(min(max(2.0, _memory_total_gb * 0.10), _memory_total_gb / 2), 1),
+    unit="GB",
+)
+if LOCAL_RESERVED_MEMORY_GB >= _memory_total_gb:
+    raise ImproperlyConfigured(
+        f"LOCAL_RESERVED_MEMORY_GB is less than this machine's memory "
+        f"({_memory_total_gb:.1f} GB; jobs get what it leaves), not {LOCAL_RESERVED_MEMORY_GB:g}"
+    )
+_cpu_total = os.cpu_count() or 1
+LOCAL_RESERVED_CPUS = envfloat("LOCAL_RESERVED_CPUS", 0, unit="cores")
+if LOCAL_RESERVED_CPUS > _cpu_total - 0.1:
+    raise ImproperlyConfigured(
+        f"LOCAL_RESERVED_CPUS is less than this machine's {_cpu_total} cores (leaving jobs at "
+        f"least 0.1 of a core), not {LOCAL_RESERVED_CPUS:g}"
+    )
+
 # The most processes (threads included, as the kernel counts them) one local replica may
 # have at once: a job's command that forks without end (a fork bomb, a runaway worker pool)
 # would otherwise take every process the machine has, and the console's own with them.

@@ -19,12 +19,25 @@ Decisions (README "Running jobs on this machine"):
 - Every cgroup the console makes lies under the worker's own cgroup in each hierarchy
   (`<own>/ai-job-console/...`), never at a hierarchy's root, so an outer limit (the
   worker's unit, a container) still holds over every job.
-- Only replicas whose role sets a CPU or memory value get a cgroup:
+- Every replica gets a cgroup, whether its role sets a CPU or memory value or not:
   `<own>/ai-job-console/<job public id>/attempt-<n>/<role>-<index>`, as the run directory
   names its files (a restart's attempt gets fresh cgroups, so the OOM count of one attempt
   is never read as the next one's). Memory: the role's GB as GiB (as shared memory is
   sized), swap 0 where the kernel accounts it; CPU: a CFS quota of the role's cores per
-  100 ms period. A role without a value has no limit of that kind.
+  100 ms period. A role without a value has no limit of that kind of its own, but is still
+  under the jobs' parent (next point).
+- The jobs' parent, `<own>/ai-job-console`, is held as the kubelet holds `kubepods` (its
+  node's allocatable): memory to this machine's less LOCAL_RESERVED_MEMORY_GB (swap 0),
+  so all jobs together, `/dev/shm` included (tmpfs pages are charged to the cgroup that
+  wrote them), leave the console (web server, worker, database) its reserve; a job past it
+  has one of its processes OOM-killed inside the parent, never the worker, which is
+  outside. CPU by weight (decided): the parent gets a tenth of the default weight (v2
+  cpu.weight 10 of 100, v1 cpu.shares 102 of 1024), so while the console's own processes
+  want CPU they get it first, and jobs still use every core the console leaves idle; a
+  hard reserve (LOCAL_RESERVED_CPUS, 0 by default) would take those cores from jobs even
+  while the console sleeps, which on a 2-core machine halves them. With it set, the parent
+  also gets a CFS quota of the machine's cores less it. Written at every worker start
+  (a changed setting holds from then); failing to write them is logged, not fatal.
 - The worker makes and sets up the cgroup before the spawn; the shim moves the replica's
   command into it between fork and exec, so no instruction of the command runs unlimited.
   The shim itself stays outside: its memory is not the job's, and a job running out of
@@ -68,7 +81,7 @@ import errno
 import logging
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.utils import translation
@@ -103,6 +116,18 @@ STANDARD_DEVICES = (
 )
 
 
+# The jobs' parent's CPU weight, a tenth of a sibling's default (the console's own processes).
+JOBS_CPU_WEIGHT = 10  # v2 cpu.weight, default 100
+JOBS_CPU_SHARES = 102  # v1 cpu.shares, default 1024
+
+
+def gib(size: int) -> str:
+    """Bytes as Kubernetes writes a quantity: GiB to a tenth ("21.1Gi"), under 1 GiB in MiB."""
+    if size < 1024**3:
+        return f"{round(size / 1024**2)}Mi"
+    return f"{size / 1024**3:.1f}".removesuffix(".0") + "Gi"
+
+
 class CgroupError(Exception):
     """A replica's cgroup cannot be set up; the message is safe to show the user."""
 
@@ -124,6 +149,12 @@ class Enforcement:
     # v1 only: where replicas' `devices` cgroups go (their device allow-list). None: only
     # the sandbox's bind mounts hold which device nodes a replica reaches.
     devices_root: Path | None = None
+    # What the jobs' parent (memory_root, cpu_root) is held to (hold_jobs): all local jobs'
+    # memory together in bytes, and their CPU quota in cores (None: no quota, weight only);
+    # `parent_problem`: why it could not be written ("" when it was).
+    jobs_memory_bytes: int | None = None
+    jobs_cpu_cores: float | None = None
+    parent_problem: str = ""
 
     @property
     def active(self) -> bool:
@@ -133,13 +164,31 @@ class Enforcement:
         """For the worker's log (in English, like the rest of it)."""
         processes = "" if self.pids_root else "; the number of processes is not held (no pids)"
         if self.mode == MODE_V2:
-            return f"enforced with cgroup v2 under {self.memory_root}{processes}"
+            return f"enforced with cgroup v2 under {self.memory_root}{processes}; {self.reserve()}"
         if self.mode == MODE_V1:
             roots = ", ".join(str(root) for root in self.roots())
             devices = "" if self.devices_root else "; no device allow-list (no devices)"
-            return f"enforced with cgroup v1 under {roots}{processes}{devices}"
+            return f"enforced with cgroup v1 under {roots}{processes}{devices}; {self.reserve()}"
         with translation.override("en"):
-            return f"not enforced: {display_text(self.why, source_of(self.why))}"
+            return (
+                f"not enforced: {display_text(self.why, source_of(self.why))}; "
+                "local jobs together are not held (no reserve for the console)"
+            )
+
+    def reserve(self) -> str:
+        """What all local jobs together are held to, for the worker's log."""
+        if self.parent_problem:
+            return f"local jobs together are not held: {self.parent_problem}"
+        memory = gib(self.jobs_memory_bytes) if self.jobs_memory_bytes else "no limit"
+        cpu = (
+            f"at most {self.jobs_cpu_cores:g} cores"
+            if self.jobs_cpu_cores is not None
+            else "no CPU quota"
+        )
+        return (
+            f"local jobs together: memory {memory} (LOCAL_RESERVED_MEMORY_GB kept for the "
+            f"console), CPU a tenth of the console's weight, {cpu} (LOCAL_RESERVED_CPUS)"
+        )
 
     def roots(self) -> list[Path]:
         if self.mode == MODE_V2 and self.memory_root:
@@ -522,8 +571,65 @@ def redetect() -> Enforcement:
     from django.conf import settings
 
     global _current
-    _current = detect(setting=settings.LOCAL_ENFORCE_LIMITS)
+    found = detect(setting=settings.LOCAL_ENFORCE_LIMITS)
+    if found.active:
+        found = hold_jobs(
+            found,
+            memory_bytes=machine_memory_bytes() - int(settings.LOCAL_RESERVED_MEMORY_GB * 1024**3),
+            cpu_cores=(
+                (os.cpu_count() or 1) - settings.LOCAL_RESERVED_CPUS
+                if settings.LOCAL_RESERVED_CPUS
+                else None
+            ),
+        )
+    _current = found
     return _current
+
+
+def machine_memory_bytes() -> int:
+    """This machine's memory (MemTotal), as console.settings checks the reserve against."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def hold_jobs(
+    enforcement: Enforcement, *, memory_bytes: int, cpu_cores: float | None
+) -> Enforcement:
+    """Holds the jobs' parent (every replica's cgroup is under it) to `memory_bytes` of
+    memory, a tenth of the console's CPU weight and, unless None, a quota of `cpu_cores`
+    (see the module's notes). Returns the enforcement saying what holds; a parent that
+    cannot be written is logged, and said by describe(), and jobs run as before."""
+    assert enforcement.memory_root and enforcement.cpu_root
+    memory, cpu = enforcement.memory_root, enforcement.cpu_root
+    quota = f"{int(cpu_cores * CFS_PERIOD_US)}" if cpu_cores is not None else None
+    try:
+        if enforcement.mode == MODE_V2:
+            (memory / "memory.max").write_text(str(memory_bytes))
+            if (memory / "memory.swap.max").exists():
+                (memory / "memory.swap.max").write_text("0")
+            (cpu / "cpu.weight").write_text(str(JOBS_CPU_WEIGHT))
+            (cpu / "cpu.max").write_text(f"{quota or 'max'} {CFS_PERIOD_US}")
+        else:
+            # Memory plus swap may never be below memory alone: lifted first, then set.
+            with contextlib.suppress(OSError):
+                (memory / "memory.memsw.limit_in_bytes").write_text("-1")
+            (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            with contextlib.suppress(OSError):
+                (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+            (cpu / "cpu.shares").write_text(str(JOBS_CPU_SHARES))
+            (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            try:
+                (cpu / "cpu.cfs_quota_us").write_text(quota or "-1")
+            except OSError as exc:
+                # v1 refuses a parent's quota below one a running replica has (its role asks
+                # more cores): memory and weight hold; the quota from a start without such.
+                if exc.errno != errno.EINVAL:
+                    raise
+                logger.warning("Local jobs' CPU quota not set: a running replica has more")
+                cpu_cores = None
+    except OSError as exc:
+        logger.warning("Local jobs together are not held (%s): %s", memory, exc)
+        return replace(enforcement, parent_problem=f"{exc.filename or memory}: {exc.strerror}")
+    return replace(enforcement, jobs_memory_bytes=memory_bytes, jobs_cpu_cores=cpu_cores)
 
 
 # -- one replica -----------------------------------------------------------------------
@@ -577,13 +683,10 @@ def create_replica_cgroup(
             else None
         )
         pids_held = pids if max_processes else None
-        if memory_bytes is None and cpu_cores is None and (pids_held or device_folder):
-            # No CPU or memory to hold: only the pids and devices cgroups, so CPU and memory
-            # use are still read as for any replica without limits (from /proc).
-            folders = [f for f in (pids_held, device_folder) if f is not None]
-        else:
-            folders = [f for f in folders if f != by_root.get(enforcement.devices_root)]
-            folders += [device_folder] if device_folder else []
+        # Every replica, with or without values, joins its memory and cpu cgroups: under the
+        # jobs' parent, which holds all of them to what the console does not keep for itself.
+        folders = [f for f in folders if f != by_root.get(enforcement.devices_root)]
+        folders += [device_folder] if device_folder else []
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
         if memory_bytes is not None:
@@ -647,6 +750,31 @@ def oom_killed(enforcement: Enforcement, *, public_id: str, attempt: int, label:
     # Kernels before 4.13 do not count kills: reaching the limit with the replica failing
     # is the best sign there is.
     return _count(f"failcnt {_read(folder / 'memory.failcnt')}", "failcnt") > 0
+
+
+def own_limit_reached(
+    enforcement: Enforcement, *, public_id: str, attempt: int, label: str
+) -> bool:
+    """Whether the replica's own memory limit (its role's value) was reached, rather than the
+    jobs' parent's: the kernel counts a limit's hits in the cgroup whose limit it is (v2
+    memory.events "oom", raised in that cgroup and its ancestors only; v1 memory.failcnt, or
+    memory.memsw.failcnt where swap is accounted: memory plus swap is charged first, and
+    both limits are the same; else its peak use at its limit)."""
+    if not enforcement.memory_root:
+        return False
+    folder = replica_folders(enforcement, public_id=public_id, attempt=attempt, label=label)[0]
+    if enforcement.mode == MODE_V2:
+        return _count(_read(folder / "memory.events"), "oom") > 0
+    if any(
+        _count(f"failcnt {_read(folder / name)}", "failcnt") > 0
+        for name in ("memory.failcnt", "memory.memsw.failcnt")
+    ):
+        return True
+    # Where the hits are not counted (gVisor's cgroups count none), its use having reached
+    # its own limit says the same.
+    peak = _count(f"peak {_read(folder / 'memory.max_usage_in_bytes')}", "peak")
+    limit = _count(f"limit {_read(folder / 'memory.limit_in_bytes')}", "limit")
+    return 0 < limit <= peak
 
 
 def _count(text: str, key: str) -> int:

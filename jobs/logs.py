@@ -1,6 +1,11 @@
 """Replica logs of the local runner: one timestamped file per replica, read from the end.
 
-Every line is "<UTC time, RFC 3339 with microseconds>Z <output>". Reading the last N lines
+Every line is "<UTC time, RFC 3339 with microseconds>Z <output>"; the runner's own lines
+(CONSOLE_LINES) have CONSOLE_MARK before their text, which no line of the job's output has
+(the shim takes it off: jobs/shim.py, job_line), so the pages show them as the console's
+(ShownLine.console) and a job printing "[console] exited with code 0" shows as the job's.
+Lines written before the mark, and lines a platform returns (AIHC, Kubernetes), show as
+the job's output. Reading the last N lines
 seeks from the end of the file and reads backwards in blocks, and never more than
 `max_bytes`, so a 1 GB log costs what a 1 MB log costs.
 
@@ -58,6 +63,25 @@ SEQUENCES = re.compile(
 # line (security round 16). The marks U+200E and U+200F, which reorder nothing, stay.
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 MASK = "******"
+# Marks a line of the log as the runner's own (jobs/shim.py, CONSOLE_MARK).
+CONSOLE_MARK = "\x1f"
+
+
+class ShownLine(str):
+    """A line as a page shows it; `console`: the runner's own line, not the job's output.
+    A str, so the API and anything else taking lines take it as it is."""
+
+    console: bool = False
+    # Its stamp as shown ("" without one) and its text after it.
+    stamp: str = ""
+    text: str = ""
+
+    @classmethod
+    def of(cls, stamp: str, text: str, *, console: bool) -> ShownLine:
+        line = cls(stamp + text)
+        line.stamp, line.text, line.console = stamp, text, console
+        return line
+
 
 # The runner's own lines in a replica's log, written in the console's language (the shim
 # fills in {code} and {error}); a page in another language says them again in its own.
@@ -141,7 +165,7 @@ def cut_for_page(text: str) -> str:
     ) % {"count": more}
 
 
-def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[str]:
+def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[ShownLine]:
     """Lines as the pages show them: without terminal escape sequences, with the job's
     secrets masked (again: a colour code inside a value hid it from the mask applied when
     the line was written), cut at SHOWN_LINE_CHARS, and each line's UTC stamp in the
@@ -150,16 +174,20 @@ def shown_lines(lines: Iterable[str], *, secrets: Iterable[str] = ()) -> list[st
     secrets = list(secrets)
     shown = []
     for line in lines:
-        found, text = _shown_text(line, secrets)
-        shown.append(_shown_stamp(found) + cut_for_page(text))
+        found, text, console = _shown_text(line, secrets)
+        shown.append(ShownLine.of(_shown_stamp(found), cut_for_page(text), console=console))
     return shown
 
 
-def _shown_text(line: str, secrets: list[str]) -> tuple[re.Match[str] | None, str]:
-    """A line's stamp (if it has one) and its text as the page shows it, not yet cut."""
+def _shown_text(line: str, secrets: list[str]) -> tuple[re.Match[str] | None, str, bool]:
+    """A line's stamp (if it has one), its text as the page shows it, not yet cut, and
+    whether it is the runner's own (marked right after its stamp; said in the page's
+    language). A line of the job's is shown as it is, "[console]" and all."""
     found = STAMP.match(line)
-    text = masked(plain_text(line[found.end() :] if found else line), secrets)
-    return found, console_line_shown(text)
+    rest = line[found.end() :] if found else line
+    if found and rest.startswith(CONSOLE_MARK):
+        return found, console_line_shown(masked(plain_text(rest[1:]), secrets)), True
+    return found, masked(plain_text(rest), secrets), False
 
 
 def _shown_stamp(found: re.Match[str] | None) -> str:
@@ -623,6 +651,8 @@ class FoundLine:
     # The line as shown, in pieces: (text, True) is a match, to highlight.
     parts: list[tuple[str, bool]]
     match: bool
+    # The runner's own line (ShownLine.console).
+    console: bool = False
 
 
 @dataclass
@@ -654,7 +684,11 @@ class LogSearch:
 
 
 def _found_line(
-    number: int, found: re.Match[str] | None, text: str, spans: list[tuple[int, int]]
+    number: int,
+    found: re.Match[str] | None,
+    text: str,
+    console: bool,
+    spans: list[tuple[int, int]],
 ) -> FoundLine:
     """A line for the results: its matches marked, cut at SHOWN_LINE_CHARS as the tail is."""
     shown = text[:SHOWN_LINE_CHARS]
@@ -669,7 +703,9 @@ def _found_line(
     parts.append((shown[end:], False))
     if len(text) > SHOWN_LINE_CHARS:
         parts.append((cut_for_page(text)[len(shown) :], False))
-    return FoundLine(number=number, parts=[p for p in parts if p[0]], match=bool(spans))
+    return FoundLine(
+        number=number, parts=[p for p in parts if p[0]], match=bool(spans), console=console
+    )
 
 
 def _remaining(deadline: float) -> float:
@@ -729,7 +765,7 @@ def _search_newest_first(
     result = LogSearch()
     groups: list[list[FoundLine]] = []  # each, and their lines, newest first until the end
     # The lines just searched and not shown, newer than the next one, in case it matches.
-    newer: deque[tuple[int, re.Match[str] | None, str]] = deque(maxlen=context)
+    newer: deque[tuple[int, re.Match[str] | None, str, bool]] = deque(maxlen=context)
     for number in range(len(after) - 1, -1, -1):  # newest first, as the lines searched
         newer.append((-number, *_shown_text(after[number][1], secrets)))
     older = 0  # context lines still to show before the last match shown
@@ -740,7 +776,7 @@ def _search_newest_first(
             if result.shown >= limit and not older:
                 result.stopped = "limit"
                 break
-            found, text = _shown_text(line, secrets)
+            found, text, console = _shown_text(line, secrets)
             is_match = _within(deadline, pattern.search, text) is not None
             if is_match and result.shown >= limit:
                 # An older match ends the context of the last one shown, unsearched: the
@@ -753,18 +789,18 @@ def _search_newest_first(
                 if not groups or first > last + 1:
                     groups.append([])
                 group = groups[-1]
-                group += [_found_line(n, f, t, []) for n, f, t in newer]
+                group += [_found_line(n, f, t, c, []) for n, f, t, c in newer]
                 spans = _within(deadline, _spans, pattern, text)
-                group.append(_found_line(number, found, text, spans))
+                group.append(_found_line(number, found, text, console, spans))
                 result.shown += 1
                 oldest_match = start
                 newer.clear()
                 older, last = context, number
             elif older:
-                groups[-1].append(_found_line(number, found, text, []))
+                groups[-1].append(_found_line(number, found, text, console, []))
                 older, last = older - 1, number
             else:
-                newer.append((number, found, text))
+                newer.append((number, found, text, console))
     except TimeoutError:  # the deadline, or one match that took up the time left
         result.stopped = "time"
     if result.stopped == "limit":

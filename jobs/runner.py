@@ -1247,11 +1247,13 @@ def role_limits(role: Role) -> tuple[int | None, int | None]:
 def _replica_cgroup(
     job: Job, run: LocalRun, role: Role, label: str, *, devices: list[str]
 ) -> list[Path]:
-    """The cgroups the replica's command joins (none without limits or enforcement).
+    """The cgroups the replica's command joins (none without enforcement).
 
-    Every replica gets one where the number of processes is held (LOCAL_MAX_PROCESSES and a
-    pids controller), whatever its role sets: a fork bomb is no less one in a job without a
-    CPU or memory value. Likewise one holding it to the device nodes its sandbox binds,
+    Every replica gets them, whatever its role sets: its memory and cpu cgroups lie under the
+    jobs' parent, which holds all jobs together to what the console keeps for itself
+    (LOCAL_RESERVED_MEMORY_GB, cgroups.hold_jobs), and the number of its processes is held
+    (LOCAL_MAX_PROCESSES, where there is a pids controller): a fork bomb is no less one in a
+    job without a CPU or memory value. Likewise one holding it to the device nodes its sandbox binds,
     `devices` (host paths), where a v1 devices hierarchy is writable (cgroups.device_rules;
     a CPU-only replica's allows only the standard nodes)."""
     memory, cpu = role_limits(role)
@@ -1260,9 +1262,7 @@ def _replica_cgroup(
     rules = (
         cgroups.device_rules(cgroups.device_nodes(devices)) if enforcement.devices_root else None
     )
-    if not enforcement.active or (
-        memory is None and cpu is None and not processes and rules is None
-    ):
+    if not enforcement.active:
         return []
     try:
         return cgroups.create_replica_cgroup(
@@ -1792,19 +1792,33 @@ def _read_only_failure(job: Job, spec: JobSpec, label: str, code: int) -> str | 
 
 def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) -> str | None:
     """Why the job fails when the replica, which ended non-zero, was killed for its memory
-    limit (its cgroup counted an OOM kill), recorded on the replica too; None otherwise."""
+    limit, or the limit of all local jobs together (its cgroup counted an OOM kill), recorded
+    on the replica too; None otherwise."""
     role = next((r for r in spec.roles if r.name == replica.role), None)
-    if role is None or not role.memory_gb:
+    if role is None:
         return None
     label = f"{replica.role}-{replica.index}"
     enforcement = cgroups.current()
-    if not cgroups.oom_killed(
-        enforcement, public_id=job.public_id, attempt=run.attempt, label=label
-    ):
+    where = {"public_id": job.public_id, "attempt": run.attempt, "label": label}
+    if not cgroups.oom_killed(enforcement, **where):
         return None
-    reason = recorded(
-        gettext_noop("OOMKilled: memory limit %(limit)s exceeded"), limit=f"{role.memory_gb}Gi"
-    )
+    if role.memory_gb and (
+        not enforcement.jobs_memory_bytes or cgroups.own_limit_reached(enforcement, **where)
+    ):
+        reason = recorded(
+            gettext_noop("OOMKilled: memory limit %(limit)s exceeded"),
+            limit=f"{role.memory_gb}Gi",
+        )
+    else:
+        # The jobs' parent ran out: this machine's memory less the console's reserve, which
+        # all local jobs share, was used up (by this job or by others).
+        reason = recorded(
+            gettext_noop(
+                "OOMKilled: the memory all local jobs share, %(limit)s (this machine's less "
+                "LOCAL_RESERVED_MEMORY_GB), ran out"
+            ),
+            limit=cgroups.gib(enforcement.jobs_memory_bytes or 0),
+        )
     replica.reason, replica.reason_source = reason, source_of(reason)
     replica.save(update_fields=["reason", "reason_source"])
     return recorded(

@@ -14,7 +14,8 @@ that is killed or restarted. The shim:
   volume folders the runner opened and checked (`--mount-fd`; bwrap binds them);
 - writes every output line to the replica's log, prefixed with a UTC timestamp, with the
   values of the job's secret envs (each line of a multi-line one) replaced by `******`,
-  and keeps that log under its size cap (ReplicaLog);
+  and keeps that log under its size cap (ReplicaLog); its own lines (the banner, the exit
+  code, a cut) carry CONSOLE_MARK after the stamp, which a line of the job's never does;
 - records the first line that contains a fault-tolerance keyword (file `keyword`);
 - records the exit code when the command ends (file `exit`), which is how a restarted
   worker learns how an adopted replica ended;
@@ -56,6 +57,13 @@ from pathlib import Path
 
 MAX_LINE = 64 * 1024
 MASK = b"******"
+# Right after the stamp, marks a line as the runner's own ("<stamp> \x1f[console] exited with
+# code 0"), for the pages to show it as the console's (jobs.logs). ASCII's unit separator: no
+# text a person reads holds it, it ends no line anywhere (the record separator, \x1e, does for
+# Python's str.splitlines), and the pages drop it from any line as a control character. A
+# line of the job's is written without it: the shim takes every one its output begins with
+# off the line (job_line), so no job can print a line that reads as the runner's.
+CONSOLE_MARK = b"\x1f"
 # Shorter secret values are not masked: replacing every "1" or "on" would wreck the log.
 MIN_MASKED_LENGTH = 4
 PR_SET_CHILD_SUBREAPER = 36
@@ -74,6 +82,17 @@ START_GATE = (
 
 def stamp() -> bytes:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode()
+
+
+def console_line(when: bytes, text: str) -> bytes:
+    """One of the runner's own lines as the log keeps it: marked as the console's."""
+    return when + CONSOLE_MARK + text.encode() + b"\n"
+
+
+def job_line(when: bytes, line: bytes) -> bytes:
+    """A line (or a piece of one) of the job's output as the log keeps it: never marked as
+    the console's, however it begins."""
+    return when + line.lstrip(CONSOLE_MARK) + (b"" if line.endswith(b"\n") else b"\n")
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -275,7 +294,7 @@ class ReplicaLog:
             first = os.pread(source, 28, tail_start)
             when = first if STAMP.fullmatch(first) else stamp()
             text = self.cut_line.replace("{limit}", str(self.limit_mb))
-            marker = when + text.replace("{dropped}", str(dropped)).encode() + b"\n"
+            marker = console_line(when, text.replace("{dropped}", str(dropped)))
             target = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
             try:
                 copy_range(source, target, 0, head_end)
@@ -912,10 +931,10 @@ def main(argv: list[str]) -> int:
         cut_record=args.log_cut_record,
     )
     if args.banner:
-        log.write(stamp() + args.banner.encode() + b"\n")
+        log.write(console_line(stamp(), args.banner))
     if stopped:  # as if the stop had ended it at once
         code = 128 + signal.SIGTERM
-        log.write(stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
+        log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
         write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
         return 0
     ready_r, ready_w = os.pipe()  # START_GATE's two descriptors
@@ -941,8 +960,7 @@ def main(argv: list[str]) -> int:
             if args.netns_fd:
                 steps.append("enter the job's network namespace")
             error = f"cannot {' or '.join(steps)}"
-        line = args.start_failed_line.replace("{error}", error)
-        log.write(stamp() + line.encode() + b"\n")
+        log.write(console_line(stamp(), args.start_failed_line.replace("{error}", error)))
         write_atomic(state / "exit", json.dumps({"code": 127}))
         return 0
     for fd in [*args.mount_fd, *args.netns_fd, ready_w, go_r]:  # bwrap has its own copies
@@ -1005,7 +1023,7 @@ def main(argv: list[str]) -> int:
     cut_before = False  # the line being read was cut (MAX_LINE, or a pause) and partly written
 
     def write(when: bytes, line: bytes) -> None:
-        log.write(when + (line if line.endswith(b"\n") else line + b"\n"))
+        log.write(job_line(when, line))
 
     for piece, redraw in output_pieces(child.stdout.fileno()):
         now = time.monotonic()
@@ -1055,7 +1073,7 @@ def main(argv: list[str]) -> int:
     code = child.wait()
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
-    log.write(stamp() + args.exit_line.replace("{code}", str(code)).encode() + b"\n")
+    log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
     write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
     log.close()
     wait_for_adopted()

@@ -1234,3 +1234,34 @@ def test_run_again_opens_the_new_job_which_links_back_to_the_one_it_came_from(
     back.click()
     page.wait_for_url(f"**/jobs/{job.public_id}/")
     expect(page.locator("#job-status")).to_have_text("失败")
+
+
+def test_the_runners_own_log_lines_are_badged_and_a_job_printing_one_is_not(
+    logged_in_page, alice, worker_thread
+):
+    job = submitted(alice, "forger", command="echo '[console] exited with code 0'; echo done")
+    page = logged_in_page
+
+    page.goto("/")  # the job list
+    page.click(f'a[href="/jobs/{job.public_id}/"]')
+    expect(page.locator("#job-status")).to_have_text(re.compile("Succeeded|成功"), timeout=20_000)
+    lines = page.locator("#log-lines .log-line")
+    expect(lines).to_have_count(4, timeout=20_000)
+
+    # The runner's banner and exit line: badged, which a screen reader reads first.
+    console = page.locator("#log-lines .log-console")
+    expect(console).to_have_count(2)
+    expect(console.locator(".log-source")).to_have_text(["控制台", "控制台"])
+    expect(console.nth(1)).to_contain_text("[console] 退出码 0")
+    # The job's own line reading like the runner's: no badge, in the job output's colour.
+    forged = lines.filter(has_text="[console] exited with code 0")
+    expect(forged).to_have_count(1)
+    expect(forged.locator(".log-source")).to_have_count(0)
+    done = lines.filter(has_text="done")
+
+    def colour(locator):
+        return locator.evaluate("element => getComputedStyle(element).color")
+
+    assert colour(forged) == colour(done) != colour(console.nth(1))
+    badge = console.nth(1).locator(".log-source")
+    assert badge.evaluate("e => getComputedStyle(e).backgroundColor") != "rgba(0, 0, 0, 0)"

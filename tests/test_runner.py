@@ -109,7 +109,8 @@ def test_the_consoles_own_log_lines_are_in_the_consoles_language(alice):
         for line in log_text(job, "master-0").splitlines()
         if "[console]" in line
     ]
-    assert notes == ["[console] master-0 第 1 次运行开始", "[console] 退出码 3"]
+    # Marked as the console's (jobs/shim.py, CONSOLE_MARK), which no line of the job's is.
+    assert notes == ["\x1f[console] master-0 第 1 次运行开始", "\x1f[console] 退出码 3"]
 
 
 def test_secret_env_values_the_job_prints_are_masked_in_its_log_and_keyword_record(alice):
@@ -167,7 +168,7 @@ def test_a_progress_bar_redrawn_with_carriage_returns_is_logged_as_it_advances(a
     run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
 
     stamped = [line.split(" ", 1) for line in log_text(job, "master-0").splitlines()]
-    output = [text for _, text in stamped if not text.startswith("[console]")]
+    output = [text for _, text in stamped if not text.startswith("\x1f[console]")]
     assert output[:3] == ["a", "b", "c"]  # \r ends a line, \r\n ends one line
     steps = [line for line in output if line.startswith("step ")]
     assert steps[-1] == "step 25/25"  # the newest redraw, written once the output paused

@@ -288,7 +288,10 @@ def test_with_enforcement_off_a_job_setting_cpu_or_memory_says_once_they_are_not
     plain = submit(alice, make_spec("true"))
     worker = Worker()
     # What the worker's start line says (jobs.worker.run_forever).
-    assert worker.limits.describe() == "not enforced: turned off (LOCAL_ENFORCE_LIMITS=off)"
+    assert worker.limits.describe() == (
+        "not enforced: turned off (LOCAL_ENFORCE_LIMITS=off); "
+        "local jobs together are not held (no reserve for the console)"
+    )
 
     run_until(
         worker,
@@ -460,7 +463,8 @@ def test_cgroups_a_root_worker_made_before_leave_an_unprivileged_worker_enforcin
 
     assert found == (
         "not enforced: cgroup v1: the worker cannot create "
-        f"{nobody_folder / 'memory' / cgroups.JOBS_DIR} (Permission denied)"
+        f"{nobody_folder / 'memory' / cgroups.JOBS_DIR} (Permission denied); "
+        "local jobs together are not held (no reserve for the console)"
     )
 
 
@@ -507,7 +511,7 @@ def test_a_v1_cpuacct_mounted_with_cpu_needs_no_cgroup_of_its_own(tmp_path):
     assert found.roots() == [found.memory_root, found.cpu_root]
 
 
-def test_a_replica_without_cpu_or_memory_joins_only_its_v1_pids_cgroup(tmp_path):
+def test_a_replica_without_cpu_or_memory_joins_its_v1_memory_cpu_and_pids_cgroups(tmp_path):
     proc_cgroup, mountinfo = fake_cgroup1(tmp_path, ["memory", "cpu,cpuacct", "pids"])
     found = cgroups.detect(setting="auto", proc_cgroup=proc_cgroup, mountinfo=mountinfo)
 
@@ -522,10 +526,12 @@ def test_a_replica_without_cpu_or_memory_joins_only_its_v1_pids_cgroup(tmp_path)
     )
 
     assert found.pids_root == tmp_path / "pids" / cgroups.JOBS_DIR
-    pids = tmp_path / "pids" / cgroups.JOBS_DIR / "job-1" / "attempt-1" / "master-0"
-    # Its CPU and memory are read from /proc, as for any replica without limits.
-    assert folders == [pids]
+    replica = Path(cgroups.JOBS_DIR, "job-1", "attempt-1", "master-0")
+    pids = tmp_path / "pids" / replica
+    # Memory and cpu too, with no limit of their own: under the jobs' parent (hold_jobs),
+    # which holds every job together.
+    assert folders == [tmp_path / "memory" / replica, tmp_path / "cpu,cpuacct" / replica, pids]
     assert (pids / "pids.max").read_text() == "64"
-    assert not (found.memory_root / "job-1").exists()
+    assert not (tmp_path / "memory" / replica / "memory.limit_in_bytes").exists()
     # Found at a worker's start like the others, to be removed with the job's.
     assert cgroups.job_ids_with_cgroups(found) == {"job-1"}

@@ -1,0 +1,258 @@
+"""All local jobs together held to the machine less the console's reserve (jobs.cgroups,
+hold_jobs): real jobs through the real runner, on the cgroups this machine offers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+import pytest
+from django.utils import translation
+
+from jobs import cgroups
+from jobs import spec as S
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    PY,
+    UNTIL_THE_GATE_OPENS,
+    log_text,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+from .test_foundation import manage
+from .test_runner_limits import ALLOCATE, host_cgroups, limits  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+# The parent's files a worker start writes, put back as they were after each test: under
+# cgroup v1 the cpu hierarchy's parent may be shared with other consoles on this machine.
+PARENT_FILES = (
+    "memory.max",
+    "memory.swap.max",
+    "cpu.weight",
+    "cpu.max",
+    "memory.memsw.limit_in_bytes",
+    "memory.limit_in_bytes",
+    "cpu.shares",
+    "cpu.cfs_quota_us",
+)
+
+
+@pytest.fixture
+def parent(limits):  # noqa: F811
+    """The jobs' parent cgroups (memory, cpu), restored to what they held before the test."""
+    folders = {limits.memory_root, limits.cpu_root}
+    before = {
+        folder / name: (folder / name).read_text().strip()
+        for folder in folders
+        for name in PARENT_FILES
+        if (folder / name).exists()
+    }
+    yield limits
+    for path, value in before.items():
+        with contextlib.suppress(OSError):
+            path.write_text("-1" if value == "9223372036854771712" else value)
+
+
+def gib_of_machine() -> float:
+    return cgroups.machine_memory_bytes() / 1024**3
+
+
+def parent_memory_limit(found: cgroups.Enforcement) -> int:
+    name = "memory.max" if found.mode == cgroups.MODE_V2 else "memory.limit_in_bytes"
+    return int((found.memory_root / name).read_text())
+
+
+def test_a_replica_without_cpu_or_memory_values_runs_in_a_cgroup_under_the_jobs_parent(
+    alice, settings, parent
+):
+    job = submit(alice, make_spec("cat /proc/self/cgroup"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    folders = host_cgroups(log_text(job, "master-0"), parent)
+    expected = (
+        {"": parent.memory_root}
+        if parent.mode == cgroups.MODE_V2
+        else {
+            "memory": parent.memory_root,
+            "cpu": parent.cpu_root,
+        }
+    )
+    assert set(folders) == set(expected)
+    for name, root in expected.items():
+        assert folders[name] == root / job.public_id / "attempt-1" / "master-0"
+
+
+def test_the_jobs_parent_is_held_to_the_machine_less_the_reserve_at_the_worker_start(
+    settings, parent
+):
+    settings.LOCAL_RESERVED_MEMORY_GB = 3.5
+    settings.LOCAL_RESERVED_CPUS = 0
+
+    worker = Worker()
+
+    held = cgroups.machine_memory_bytes() - int(3.5 * 1024**3)
+    assert worker.limits.jobs_memory_bytes == held
+    # The kernel keeps a limit in whole pages.
+    assert abs(parent_memory_limit(parent) - held) < os.sysconf("SC_PAGE_SIZE")
+    if parent.mode == cgroups.MODE_V2:
+        assert (parent.cpu_root / "cpu.weight").read_text().strip() == "10"
+        assert (parent.cpu_root / "cpu.max").read_text().split() == ["max", "100000"]
+    else:
+        assert (parent.cpu_root / "cpu.shares").read_text().strip() == "102"
+        assert (parent.cpu_root / "cpu.cfs_quota_us").read_text().strip() == "-1"
+    assert f"local jobs together: memory {cgroups.gib(held)} " in worker.limits.describe()
+    assert "no CPU quota (LOCAL_RESERVED_CPUS)" in worker.limits.describe()
+
+    # A hard CPU reserve too: jobs get the machine's cores less it, as a quota.
+    settings.LOCAL_RESERVED_CPUS = 0.5
+    worker = Worker()
+
+    quota = int(((os.cpu_count() or 1) - 0.5) * 100000)
+    if parent.mode == cgroups.MODE_V2:
+        assert (parent.cpu_root / "cpu.max").read_text().split() == [str(quota), "100000"]
+    else:
+        assert (parent.cpu_root / "cpu.cfs_quota_us").read_text().strip() == str(quota)
+    assert f"at most {(os.cpu_count() or 1) - 0.5:g} cores" in worker.limits.describe()
+
+
+def test_a_job_past_the_memory_all_jobs_share_is_oom_killed_and_the_worker_goes_on(
+    alice, settings, parent
+):
+    # Jobs together get 256 MiB of this machine; the job has no memory value of its own.
+    settings.LOCAL_RESERVED_MEMORY_GB = gib_of_machine() - 0.25
+    (volume(settings) / "allocate.py").write_text(ALLOCATE)
+    job = submit(
+        alice,
+        make_spec(
+            f"{PY} /workspace/allocate.py 768",
+        ),
+    )
+    worker = Worker()
+    assert cgroups.gib(worker.limits.jobs_memory_bytes) == "256Mi"
+
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED, what="the OOM kill")
+
+    replica = job.replicas.get()
+    assert (replica.status, replica.exit_code) == ("failed", 137)
+    assert "allocated" not in log_text(job, "master-0")
+    assert replica.reason == (
+        "OOMKilled：所有本机任务共用的内存（256Mi，本机内存减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
+    )
+    job.refresh_from_db()
+    assert job.status_reason == f"master-0 内存不足，被终止（{replica.reason}）。"
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "master-0 ran out of memory and was killed (OOMKilled: the memory all local jobs "
+            "share, 256Mi (this machine's less LOCAL_RESERVED_MEMORY_GB), ran out)."
+        )
+    # The worker (this process) was outside the parent, and goes on running jobs.
+    own = cgroups.own_cgroups(Path("/proc/self/cgroup").read_text())
+    assert cgroups.JOBS_DIR + "/" not in own.get("memory", own.get("", ""))
+    small = submit(alice, make_spec(f"{PY} /workspace/allocate.py 16"))
+    run_until(worker, lambda: status_of(small) == JobStatus.SUCCEEDED)
+    assert "allocated 16 MiB" in log_text(small, "master-0")
+
+
+def test_a_role_with_a_memory_value_above_what_jobs_share_reads_as_the_shared_limit(
+    alice, settings, parent
+):
+    settings.LOCAL_RESERVED_MEMORY_GB = gib_of_machine() - 0.25
+    (volume(settings) / "allocate.py").write_text(ALLOCATE)
+    spec = make_spec(f"{PY} /workspace/allocate.py 768", roles=[S.Role("master", 1, memory_gb=1)])
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the OOM kill")
+
+    assert job.replicas.get().reason.startswith("OOMKilled：所有本机任务共用的内存（256Mi")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("LOCAL_RESERVED_MEMORY_GB", "-1", "is a number of GB (0 or more), not '-1'"),
+        ("LOCAL_RESERVED_MEMORY_GB", "two", "is a number of GB (0 or more), not 'two'"),
+        ("LOCAL_RESERVED_MEMORY_GB", "1000000", "is less than this machine's memory ("),
+        ("LOCAL_RESERVED_CPUS", "-0.5", "is a number of cores (0 or more), not '-0.5'"),
+        ("LOCAL_RESERVED_CPUS", "100000", "is less than this machine's"),
+    ],
+)
+def test_a_reserve_below_zero_or_past_the_machine_stops_the_start_naming_it(
+    tmp_path, variable, value, message
+):
+    result = manage(tmp_path, "check", **{variable: value})
+
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"Configuration error: {variable} {message}")
+    assert "Traceback" not in result.stderr
+
+
+def test_the_default_reserve_is_a_tenth_of_the_memory_at_least_2_gb_and_at_most_half(tmp_path):
+    code = "from django.conf import settings as s; print(s.LOCAL_RESERVED_MEMORY_GB)"
+    result = manage(tmp_path, "shell", "-c", code)
+
+    total = gib_of_machine()
+    assert float(result.stdout.split()[-1]) == round(min(max(2.0, total / 10), total / 2), 1)
+
+
+def test_a_cpu_reserve_below_a_running_replicas_cores_waits_for_the_next_start(
+    alice, settings, parent
+):
+    cores = os.cpu_count() or 1
+    spec = make_spec(f"echo ready; {UNTIL_THE_GATE_OPENS}", roles=[S.Role("master", 1, cpu=cores)])
+    running = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "ready" in log_text(running, "master-0"), what="the command")
+    settings.LOCAL_RESERVED_CPUS = 0.5
+
+    # cgroup v1 refuses a parent's quota below one of its children's: the memory and the
+    # weight still hold, and the start line says there is no quota yet.
+    restarted = Worker()
+
+    said = restarted.limits.describe()
+    assert f"memory {cgroups.gib(restarted.limits.jobs_memory_bytes)} " in said
+    if parent.mode == cgroups.MODE_V1:
+        assert "no CPU quota" in said
+        assert (parent.cpu_root / "cpu.cfs_quota_us").read_text().strip() == "-1"
+    open_gate(settings)
+    # Ended, and its cgroups gone with its last process.
+    run_until(
+        restarted,
+        lambda: (
+            status_of(running) == JobStatus.SUCCEEDED
+            and not (parent.cpu_root / running.public_id).exists()
+        ),
+    )
+
+    # The next start sets it. (gVisor's cgroups may go on refusing it for a moment after the
+    # replica's cgroup was removed: a start a little later does.)
+    deadline = time.monotonic() + 15
+    while "at most" not in (said := Worker().limits.describe()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert f"at most {cores - 0.5:g} cores" in said
+
+
+def test_a_job_filling_its_dev_shm_past_what_jobs_share_is_oom_killed_too(alice, settings, parent):
+    # tmpfs pages are no process's, but are charged to the cgroup of the process that wrote
+    # them: the jobs' parent holds them with the rest.
+    settings.LOCAL_RESERVED_MEMORY_GB = gib_of_machine() - 0.25
+    job = submit(alice, make_spec("head -c 768M /dev/zero > /dev/shm/fill; echo written"))
+    worker = Worker()
+
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED, what="the OOM kill")
+
+    assert job.replicas.get().reason.startswith("OOMKilled：所有本机任务共用的内存（256Mi")
+    assert "written" not in log_text(job, "master-0")
+    # The sandbox's /dev/shm went with it: the next job has the memory again.
+    after = submit(alice, make_spec("head -c 128M /dev/zero > /dev/shm/fill; echo written"))
+    run_until(worker, lambda: status_of(after) == JobStatus.SUCCEEDED)
