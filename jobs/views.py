@@ -556,7 +556,9 @@ def _hang_context(
         "selected": selected,
         "groups": stack_groups(selected.replicas) if done else [],
         "unread": unread(selected.replicas) if done else [],
-        "can_capture": job.backend == "local" and job.status == JobStatus.RUNNING,
+        # Shown until the job ends (a page opened while it was queued has it once it runs);
+        # asked of a job not running, it says why not.
+        "can_capture": job.backend == "local" and not job.is_final,
         "refused": refused,
         # Links that work without JavaScript: the job's page for its owner, else the
         # section's own page (staff do not see another user's job page).
