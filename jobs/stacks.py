@@ -60,6 +60,10 @@ PROCESS_SECONDS = 10.0  # one py-spy run
 TOTAL_SECONDS = 30.0  # one capture, all replicas
 PROCESSES_PER_REPLICA = 32  # Python processes read per replica (a torchrun agent, its ranks...)
 FOLDED_AFTER = 12  # frames shown of a stack before the rest is folded
+# Kept of what py-spy returns, so a job with thousands of threads or a runaway recursion
+# cannot make a capture (a row, a page) of any size: the innermost frames are kept.
+THREADS_PER_PROCESS = 256
+FRAMES_PER_THREAD = 200
 TEXT_LIMIT = 500  # characters kept of a function, file, thread name or command line
 
 # Why a replica or a process has no stacks (stored as the code, shown in the page's language).
@@ -71,6 +75,9 @@ REASONS = {
     "out_of_time": gettext_noop("Not read: the capture ran out of its %(seconds)s seconds."),
     "no_tool": gettext_noop("py-spy is not installed where the worker runs."),
     "more": gettext_noop("Not read: only the first %(count)s Python processes are read."),
+    "threads_dropped": gettext_noop(
+        "Only its first %(count)s threads are kept; %(dropped)s more were not."
+    ),
 }
 
 _PYTHON = re.compile(r"python[0-9.]*[a-z]?")
@@ -278,11 +285,12 @@ def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, 
                             "file": _text(str(f.get("filename", "")), secrets),
                             "line": int(f.get("line") or 0),
                         }
-                        for f in t.get("frames", [])
+                        for f in t.get("frames", [])[:FRAMES_PER_THREAD]
                     ],
                 }
-                for t in threads
-            ]
+                for t in threads[:THREADS_PER_PROCESS]
+            ],
+            "threads_dropped": max(0, len(threads) - THREADS_PER_PROCESS),
         }
     except (ValueError, TypeError, AttributeError):
         return {"error": "unreadable", "detail": "py-spy's output could not be read"}
@@ -376,6 +384,7 @@ def reason_text(entry: dict[str, Any]) -> str:
         "detail": entry.get("detail", ""),
         "seconds": entry.get("seconds", ""),
         "count": entry.get("count", ""),
+        "dropped": entry.get("dropped", ""),
     }
     return gettext(REASONS[code]) % params
 
@@ -450,7 +459,14 @@ def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
         if replica.get("error"):
             out.append((replica["label"], reason_text(replica)))
         for process in replica.get("processes", []):
+            who = f"{replica['label']} pid {process['pid']} ({process.get('command', '')})"
             if process.get("error"):
-                who = f"{replica['label']} pid {process['pid']} ({process.get('command', '')})"
                 out.append((who, reason_text(process)))
+            if process.get("threads_dropped"):
+                dropped = {
+                    "error": "threads_dropped",
+                    "count": THREADS_PER_PROCESS,
+                    "dropped": process["threads_dropped"],
+                }
+                out.append((who, reason_text(dropped)))
     return out

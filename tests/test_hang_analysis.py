@@ -340,3 +340,39 @@ def test_identical_stacks_of_one_role_collapse_into_a_range():
     ]
     [group] = stack_groups(replicas)
     assert group.replicas == ["master-0", "worker-0"]
+
+
+def test_a_deep_stack_shows_its_innermost_frames_and_folds_the_rest(alice, alice_client, settings):
+    (volume(settings) / "deep.py").write_text(
+        textwrap.dedent(
+            """
+            import time
+
+            def stuck_in_allreduce():
+                print("started", flush=True)
+                time.sleep(600)
+
+            def layer(n):
+                return layer(n - 1) if n else stuck_in_allreduce()
+
+            layer(30)
+            """
+        )
+    )
+    job = submit(alice, make_spec(f"{PY} /workspace/deep.py"))
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="its replica")
+    alice_client.post(reverse("job-hang-capture", args=[job.public_id]))
+
+    capture = capture_taken(worker, job)
+
+    [(replicas, shown)] = groups_on_page(section(alice_client, job, capture))
+    assert replicas == "master-0"
+    lines = shown.strip().splitlines()
+    assert len(lines) == 12
+    assert lines[0] == "stuck_in_allreduce (/workspace/deep.py:6)"
+    assert lines[1:] == ["layer (/workspace/deep.py:9)"] * 11
+    # The other 21 frames (20 more layers and the module) are folded, one click away.
+    html = section(alice_client, job, capture)
+    assert "另有 21 个栈帧" in html
+    assert "&lt;module&gt; (/workspace/deep.py:11)" in html
