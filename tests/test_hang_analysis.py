@@ -220,6 +220,9 @@ def test_only_the_owner_and_staff_see_or_take_captures(alice, bob, reviewer, set
 
     assert bob_client.get(hang_url).status_code == 404
     assert bob_client.get(hang_url, headers={"HX-Request": "true"}).status_code == 404
+    # Staff find it from the job's page in the admin.
+    admin_page = staff_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+    assert f'href="{hang_url}" id="hang-link"' in admin_page
     page = staff_client.get(hang_url).content.decode()
     assert "stuck_in_allreduce" in page and "waiting_for_peer" in page
 
