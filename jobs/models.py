@@ -243,6 +243,7 @@ EVENT_REASONS = {
     "LimitsNotEnforced": pgettext_lazy("event reason", "CPU and memory not enforced"),
     "Restarted": pgettext_lazy("event reason", "Restarted (fault tolerance)"),
     "HangSuspected": pgettext_lazy("event reason", "Hang suspected"),
+    "StacksCaptured": pgettext_lazy("event reason", "Stacks captured"),
     "StopRequested": pgettext_lazy("event reason", "Stop requested"),
     "StopFailed": pgettext_lazy("event reason", "Stop failed"),
     "StopUnconfirmed": pgettext_lazy("event reason", "Stop not confirmed"),
@@ -605,6 +606,37 @@ class LocalRun(models.Model):
 
     def __str__(self) -> str:
         return f"local run of {self.job_id} (attempt {self.attempt})"
+
+
+class StackCaptureTrigger(models.TextChoices):
+    HANG = "hang", _("hang detected")
+    MANUAL = "manual", _("manual")
+
+
+class StackCapture(models.Model):
+    """One capture of a local job's call stacks (jobs.stacks, the job page's Hang analysis).
+
+    Asked for (pending: `finished_at` None) by the worker's hang detection or the owner's
+    Capture stacks; taken by the worker following the job, which fills `replicas`: one entry
+    per replica, {"label", "error", "processes": [{"pid", "command", "error", "threads":
+    [{"name", "frames": [{"name", "file", "line"}]}]}]}, secret values masked. Deleted with
+    the job (as its logs are), and at most jobs.stacks.CAPTURES_KEPT per job."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="stack_captures")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    trigger = models.CharField(max_length=8, choices=StackCaptureTrigger.choices)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    replicas = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["job", "created_at"], name="stackcapture_job_time")]
+
+    def __str__(self) -> str:
+        return f"stacks of {self.job_id} at {self.created_at} ({self.trigger})"
 
 
 class ApiKeyRevokeReason(models.TextChoices):

@@ -1886,6 +1886,10 @@ def _check_hang(
         run.save(update_fields=["hang_warned_at"])
         job_event(job=job, reason="HangSuspected", message=message, warning=True)
         job_alert(job=job, item="jobHang", message=message)
+        # Hang analysis: the worker captures every replica's call stacks (jobs.stacks).
+        from .stacks import capture_for_hang
+
+        capture_for_hang(job=job)
 
 
 def _tear_down(

@@ -19,6 +19,11 @@ urlpatterns = [
         views.job_log_download,
         name="job-log-download",
     ),
+    # Hang analysis (Hang 解析): the captured call stacks, and Capture stacks.
+    path("jobs/<str:public_id>/hang/", views.job_hang, name="job-hang"),
+    path(
+        "jobs/<str:public_id>/hang/capture/", views.job_hang_capture_view, name="job-hang-capture"
+    ),
     path("jobs/<str:public_id>/stop/", views.job_stop_view, name="job-stop"),
     path("jobs/<str:public_id>/delete/", views.job_delete_view, name="job-delete"),
     path("jobs/<str:public_id>/rerun/", views.job_rerun_view, name="job-rerun"),

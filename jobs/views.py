@@ -67,6 +67,7 @@ from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
 from .spec import FRAMEWORK_LABELS, SpecError
+from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
 from .wizard import available_pools
@@ -524,7 +525,83 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     context.update(_log_search(job, context["log_label"], request.GET))
+    context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))
     return render(request, "jobs/job_detail.html", context)
+
+
+def _job_seen_by_staff_too(request: AuthenticatedHttpRequest, public_id: str) -> Job:
+    """The job, for its owner and for staff (who review jobs in the admin); 404 otherwise."""
+    if request.user.is_staff:
+        if "\x00" in public_id:
+            raise Http404
+        return get_object_or_404(Job, public_id=public_id)
+    return _job(request, public_id)
+
+
+def _hang_context(
+    request: AuthenticatedHttpRequest, job: Job, capture: str, refused: str = ""
+) -> dict[str, Any]:
+    """The Hang analysis section (templates/jobs/_hang.html): the job's captures, newest
+    first, the one asked for (`?capture=`, else the newest) grouped by stack."""
+    captures = list(job.stack_captures.all()[: CAPTURES_KEPT + 1]) if job.backend == "local" else []
+    selected = next(
+        (c for c in captures if str(c.pk) == capture), captures[0] if captures else None
+    )
+    done = selected is not None and selected.finished_at is not None
+    owner = job.owner_id == request.user.pk
+    return {
+        "local": job.backend == "local",
+        "kept": CAPTURES_KEPT,
+        "captures": captures,
+        "selected": selected,
+        "groups": stack_groups(selected.replicas) if done else [],
+        "unread": unread(selected.replicas) if done else [],
+        # Shown until the job ends (a page opened while it was queued has it once it runs);
+        # asked of a job not running, it says why not.
+        "can_capture": job.backend == "local" and not job.is_final,
+        "refused": refused,
+        # Links that work without JavaScript: the job's page for its owner, else the
+        # section's own page (staff do not see another user's job page).
+        "page_url": reverse("job-detail" if owner else "job-hang", args=[job.public_id]),
+        "partial_url": reverse("job-hang", args=[job.public_id]),
+    }
+
+
+@require_safe
+@login_required
+def job_hang(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    """The Hang analysis section (htmx), or a page of its own."""
+    job = _job_seen_by_staff_too(request, public_id)
+    context = {"job": job, "hang": _hang_context(request, job, request.GET.get("capture", ""))}
+    if request.htmx:
+        return render(request, "jobs/_hang.html", context)
+    return render(request, "jobs/job_hang.html", context)
+
+
+def _to_hang(public_id: str) -> str:
+    return reverse("job-detail", args=[public_id]) + "#hang"
+
+
+@post_only(_to_hang)
+@login_required
+def job_hang_capture_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
+    """Capture stacks: asks the worker for every replica's call stacks (jobs.stacks)."""
+    job = _job_seen_by_staff_too(request, public_id)
+    refused, capture = "", ""
+    try:
+        capture = str(capture_requested(job=job, actor=request.user).pk)
+    except ActionError as exc:
+        refused = exc.args[0]
+    if request.htmx:
+        context = {"job": job, "hang": _hang_context(request, job, capture, refused)}
+        return render(request, "jobs/_hang.html", context)
+    if refused:
+        messages.error(request, refused)
+    else:
+        messages.success(request, _("Capturing the call stacks…"))
+    if job.owner_id != request.user.pk:
+        return redirect(reverse("job-hang", args=[job.public_id]) + "#hang")
+    return redirect(_to_hang(job.public_id))
 
 
 @require_safe

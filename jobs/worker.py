@@ -72,6 +72,7 @@ from .runner import (
 )
 from .scheduler import dispatch_local
 from .services import job_event
+from .stacks import StackCollector
 from .texts import recorded
 
 logger = logging.getLogger("jobs.worker")
@@ -129,6 +130,8 @@ class Worker:
         self.last_beat: float | None = None
         # How roles' CPU and memory are enforced, for every job this worker starts.
         self.limits = cgroups.redetect()
+        # Hang analysis: call stacks read in a thread of their own, off the tick.
+        self.stacks = StackCollector()
         # Processes first: a cgroup or a network namespace with processes in it stays.
         try:
             end_leftover_replicas()
@@ -159,6 +162,10 @@ class Worker:
         except Exception:
             logger.exception("checking disk pressure failed")
         self.supervise_local()
+        try:
+            self.stacks.tick(followed=followed_here())
+        except Exception:
+            logger.exception("capturing call stacks failed")
         dispatch_local(
             children=self.children,
             network_problem=self.identity.network_problem,

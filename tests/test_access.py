@@ -53,6 +53,8 @@ class Rule:
     methods: frozenset[str] = frozenset({"GET"})
     # Only the owner of the object in the URL may use it; anyone else gets 404.
     owned: bool = True
+    # ...and staff too (the reviewer, the superuser): what they may see of any job.
+    staff: bool = False
     public: bool = False
     # Extra query string for GET (e.g. a replica to read).
     query: dict[str, str] = field(default_factory=dict)
@@ -101,6 +103,11 @@ RULES: dict[str, Rule] = {
     "job-logs": Rule(kwargs=job_kwargs, query={"replica": "master-0"}),
     "job-log-search": Rule(kwargs=job_kwargs, query={"replica": "master-0", "q": "x"}),
     "job-log-download": Rule(kwargs=lambda w: {**job_kwargs(w), "replica": "master-0"}),
+    # Hang analysis: the job's owner and staff.
+    "job-hang": Rule(kwargs=job_kwargs, staff=True),
+    "job-hang-capture": Rule(
+        kwargs=job_kwargs, methods=POST, get_to=lambda w: job_page(w) + "#hang", staff=True
+    ),
     "job-stop": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
     "job-delete": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
     "job-rerun": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
@@ -275,12 +282,12 @@ def test_access_matrix(world, name, method, role):
         assert r.status_code == 302
         assert r["Location"].startswith("/login/?next=")
         return
-    if rule.owned and role != "owner":
+    if rule.owned and role != "owner" and not (rule.staff and role in ("reviewer", "superuser")):
         assert r.status_code == 404, r.status_code
         return
     assert r.status_code not in (403, 404, 405), r.status_code
     assert r.status_code < 500
-    if role != "owner" and r.status_code == 200:
+    if role != "owner" and r.status_code == 200 and not rule.staff:
         # Pages for everyone (the job list, a new draft) show nothing of Alice's.
         body = r.content.decode()
         assert world.job.public_id not in body
@@ -333,6 +340,8 @@ OWNED_GET = [
 @pytest.mark.parametrize("role", ["other", "reviewer", "superuser"])
 def test_partials_of_someone_elses_objects_answer_404(world, name, role):
     rule = RULES[name]
+    if rule.staff and role != "other":
+        pytest.skip("staff see this of every job")
     url = reverse(name, kwargs=rule.kwargs(world))
 
     r = request(client_as(world, role), "GET", url, rule, htmx=True)

@@ -355,3 +355,41 @@ def test_at_400_percent_zoom_no_page_scrolls_sideways(browser, live_server, revi
             assert wide <= screen, f"{url} is {wide} px wide on a {screen} px screen"
     finally:
         context.close()
+
+
+def test_a_job_page_with_captured_call_stacks_has_no_serious_violations_in_either_language(
+    audit, alice, reviewer, settings
+):
+    from jobs import spec as S
+    from jobs.stacks import capture_requested
+
+    from .test_hang_analysis import TRAIN, capture_taken, started
+
+    (volume(settings) / "train.py").write_text(TRAIN)
+    job = submit_spec(
+        alice,
+        make_spec(
+            "/usr/bin/python3 /workspace/train.py",
+            roles=[S.Role("master", 1), S.Role("worker", 2)],
+        ),
+    )
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="every replica")
+    capture_requested(job=job, actor=alice)
+    capture_taken(worker, job)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto(f"/jobs/{job.public_id}/#hang")
+        expect(page.locator("#hang .hang-group")).to_have_count(2)
+        page.locator("#hang .hang-group details").first.click()  # which threads, unfolded
+        audit.check(f"job page with call stacks, {language}")
+    # Staff's page of its own.
+    page.context.clear_cookies()
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/jobs/{job.public_id}/hang/")
+    expect(page.locator("#hang .hang-group")).to_have_count(2)
+    audit.check("hang analysis page of staff")
+
+    audit.assert_clean()

@@ -1,0 +1,472 @@
+"""Hang analysis (Hang 解析) for local jobs: every running replica's Python call stacks.
+
+AIHC's console collects a hung job's call stacks and shows them aggregated on its "Hang 解析"
+tab, after a detected hang or on request. Here the worker does it for local jobs with
+py-spy (`py-spy dump --json --pid`), which reads a Python process's thread stacks from
+outside it, without the process's help.
+
+Decided (feasibility checked with a real job in the bubblewrap sandbox on this machine):
+py-spy reads a sandboxed process by its host pid (the worker's user is the job's user, so it
+may read the job's memory as it may signal it). The alternative, a sitecustomize put on the
+job's PYTHONPATH that dumps stacks on a signal with faulthandler, needs the job's
+cooperation (a job that sets PYTHONPATH or blocks the signal shows nothing; a native hang
+holding the GIL is not reached by a Python signal handler) and changes what the job runs.
+py-spy needs nothing of the job, and is a small binary wheel on PyPI.
+
+- Never `--locals` (locals may hold secrets) nor `--native` (C frames need the job's debug
+  symbols, are slow to unwind and mostly noise here). No source lines either: py-spy reports
+  file:line:function, and reading the line's text would mean the worker opening a file by a
+  path the job chose. Every text (function, file, thread name, command line) has the job's
+  secret values masked, as its logs have.
+- Each py-spy run is bounded (PROCESS_SECONDS), the whole capture too (TOTAL_SECONDS), and it
+  runs in a thread of the worker, not in its tick: the tick only asks for captures and
+  stores what finished. py-spy gets an empty environment but PATH: nothing of the worker's.
+- Stored as rows (StackCapture), deleted with the job as its logs are; at most
+  CAPTURES_KEPT per job, the oldest dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
+
+from .actions import ActionError
+from .logs import masked
+from .models import Job, JobStatus, StackCapture, StackCaptureTrigger
+from .services import job_event
+from .texts import recorded
+
+logger = logging.getLogger(__name__)
+
+CAPTURES_KEPT = 10  # per job; the oldest finished ones are dropped past it
+MANUAL_EVERY_SECONDS = 30  # a job's Capture stacks is taken at most this often
+PROCESS_SECONDS = 10.0  # one py-spy run
+TOTAL_SECONDS = 30.0  # one capture, all replicas
+PROCESSES_PER_REPLICA = 32  # Python processes read per replica (a torchrun agent, its ranks...)
+FOLDED_AFTER = 12  # frames shown of a stack before the rest is folded
+# Kept of what py-spy returns, so a job with thousands of threads or a runaway recursion
+# cannot make a capture (a row, a page) of any size: the innermost frames are kept.
+THREADS_PER_PROCESS = 256
+FRAMES_PER_THREAD = 200
+TEXT_LIMIT = 500  # characters kept of a function, file, thread name or command line
+
+# Why a replica or a process has no stacks (stored as the code, shown in the page's language).
+REASONS = {
+    "not_running": gettext_noop("The replica was not running."),
+    "no_python": gettext_noop("No Python process was running in it."),
+    "unreadable": gettext_noop("Its stacks could not be read: %(detail)s"),
+    "timeout": gettext_noop("Reading its stacks took longer than %(seconds)s seconds."),
+    "out_of_time": gettext_noop("Not read: the capture ran out of its %(seconds)s seconds."),
+    "no_tool": gettext_noop("py-spy is not installed where the worker runs."),
+    "more": gettext_noop("Not read: only the first %(count)s Python processes are read."),
+    "threads_dropped": gettext_noop(
+        "Only its first %(count)s threads are kept; %(dropped)s more were not."
+    ),
+}
+
+_PYTHON = re.compile(r"python[0-9.]*[a-z]?")
+
+
+def py_spy() -> str | None:
+    """The py-spy beside the worker's interpreter (the venv's), else one on PATH."""
+    beside = Path(sys.executable).parent / "py-spy"
+    if beside.exists():
+        return str(beside)
+    return shutil.which("py-spy")
+
+
+# -- asking for one ----------------------------------------------------------------------
+
+
+def capture_pending(*, job: Job) -> bool:
+    return job.stack_captures.filter(finished_at=None).exists()
+
+
+def capture_for_hang(*, job: Job) -> StackCapture | None:
+    """Asks the worker for a capture after the hang it just recorded (none while one is
+    pending already). Called in the transaction that records the HangSuspected event."""
+    if capture_pending(job=job):
+        return None
+    return StackCapture.objects.create(job=job, trigger=StackCaptureTrigger.HANG)
+
+
+def capture_requested(*, job: Job, actor: Any) -> StackCapture:
+    """Capture stacks, asked for on the job's page: a running local job's, at most once per
+    MANUAL_EVERY_SECONDS (any capture counts, a hang's too) and never while one is pending.
+    ActionError says why not."""
+    if job.backend != "local":
+        raise ActionError(gettext("Call stacks can be captured for local jobs only."))
+    with transaction.atomic():
+        # The job's row locked (PostgreSQL): two requests at once make one capture.
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.status != JobStatus.RUNNING:
+            raise ActionError(gettext("Call stacks can be captured only while the job runs."))
+        if capture_pending(job=locked):
+            raise ActionError(gettext("A capture is being taken; it shows here when it is done."))
+        latest = locked.stack_captures.order_by("-created_at").first()
+        if latest is not None:
+            wait = latest.created_at + timedelta(seconds=MANUAL_EVERY_SECONDS) - timezone.now()
+            if wait.total_seconds() > 0:
+                raise ActionError(
+                    gettext(
+                        "Stacks were captured less than %(every)s seconds ago; "
+                        "try again in %(seconds)s seconds."
+                    )
+                    % {"every": MANUAL_EVERY_SECONDS, "seconds": int(wait.total_seconds()) + 1}
+                )
+        return StackCapture.objects.create(
+            job=locked, trigger=StackCaptureTrigger.MANUAL, requested_by=actor
+        )
+
+
+# -- taking it (the worker) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str
+    pgid: int | None  # the replica's process group (its shim's), None: not running
+    start: str  # the group leader's start, so a recycled pid is not read
+
+
+class StackCollector:
+    """The worker's part: each tick starts the captures asked for (in a thread of its own)
+    and stores those that finished. A worker killed meanwhile leaves the capture pending, and
+    the next one takes it again."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stacks")
+        self.running: dict[int, Future[list[dict[str, Any]]]] = {}
+
+    def tick(self, *, followed: Any) -> None:
+        self._store_finished()
+        pending = StackCapture.objects.filter(
+            finished_at=None, job__backend="local", job__in=Job.objects.filter(followed)
+        ).select_related("job")
+        for capture in pending:
+            if capture.pk in self.running:
+                continue
+            job = capture.job
+            targets = [
+                Target(
+                    f"{r.role}-{r.index}",
+                    r.pid if job.status == JobStatus.RUNNING and r.status == "running" else None,
+                    r.process_start,
+                )
+                for r in job.replicas.order_by("role", "index")
+            ]
+            self.running[capture.pk] = self.pool.submit(
+                read_stacks, targets=targets, secrets=job.secret_values()
+            )
+
+    def _store_finished(self) -> None:
+        for pk, future in list(self.running.items()):
+            if not future.done():
+                continue
+            del self.running[pk]
+            try:
+                replicas = future.result()
+            except Exception:
+                logger.exception("capturing stacks failed")
+                replicas = []
+            store_capture(pk=pk, replicas=replicas)
+
+    def wait(self, timeout: float) -> None:
+        """Until the captures started have finished (tests; a stopping worker)."""
+        deadline = time.monotonic() + timeout
+        for future in list(self.running.values()):
+            future.exception(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def store_capture(*, pk: int, replicas: list[dict[str, Any]]) -> None:
+    with transaction.atomic():
+        capture = StackCapture.objects.select_related("job").filter(pk=pk).first()
+        if capture is None or capture.finished_at is not None:
+            return  # deleted with its job meanwhile, or stored by another worker
+        capture.finished_at = timezone.now()
+        capture.replicas = replicas
+        capture.save(update_fields=["finished_at", "replicas"])
+        read = sum(1 for r in replicas if any(p.get("threads") for p in r.get("processes", [])))
+        message = recorded(
+            gettext_noop("Call stacks captured on request: %(read)s of %(total)s replicas read.")
+            if capture.trigger == StackCaptureTrigger.MANUAL
+            else gettext_noop(
+                "Call stacks captured after the hang: %(read)s of %(total)s replicas read."
+            ),
+            read=read,
+            total=len(replicas),
+        )
+        job_event(job=capture.job, reason="StacksCaptured", message=message)
+        kept = capture.job.stack_captures.exclude(finished_at=None).values_list("pk", flat=True)
+        StackCapture.objects.filter(pk__in=list(kept[CAPTURES_KEPT:])).delete()
+
+
+def read_stacks(
+    *,
+    targets: list[Target],
+    secrets: list[str],
+    seconds: float = TOTAL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[dict[str, Any]]:
+    """Each replica's Python processes' thread stacks (see StackCapture.replicas)."""
+    deadline = clock() + seconds
+    tool = py_spy()
+    own_namespace = _pid_namespace("self")
+    out = []
+    for target in targets:
+        entry: dict[str, Any] = {"label": target.label, "processes": []}
+        out.append(entry)
+        pids = _python_processes(target, own_namespace) if target.pgid else None
+        if pids is None:
+            entry["error"] = "not_running"
+            continue
+        if not pids:
+            entry["error"] = "no_python"
+            continue
+        if tool is None:
+            entry["error"] = "no_tool"
+            continue
+        for number, pid in enumerate(pids):
+            process: dict[str, Any] = {
+                "pid": _pid_inside(pid),
+                "command": _text(_command(pid), secrets),
+            }
+            entry["processes"].append(process)
+            left = deadline - clock()
+            if number >= PROCESSES_PER_REPLICA:
+                process.update(error="more", count=PROCESSES_PER_REPLICA)
+            elif left <= 0:
+                process.update(error="out_of_time", seconds=int(seconds))
+            else:
+                process.update(_dump(tool, pid, min(PROCESS_SECONDS, left), secrets))
+    return out
+
+
+def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, Any]:
+    try:
+        done = subprocess.run(
+            [tool, "dump", "--json", "--pid", str(pid)],
+            capture_output=True,
+            timeout=seconds,
+            env={"PATH": "/usr/bin:/bin"},
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout", "seconds": round(seconds)}
+    except OSError as exc:
+        return {"error": "unreadable", "detail": _text(str(exc), secrets)}
+    if done.returncode != 0:
+        return {"error": "unreadable", "detail": _text(_py_spy_error(done.stderr), secrets)}
+    try:
+        threads = json.loads(done.stdout)
+        return {
+            "threads": [
+                {
+                    "name": _text(str(t.get("thread_name") or t.get("thread_id")), secrets),
+                    "frames": [
+                        {
+                            "name": _text(str(f.get("name", "")), secrets),
+                            "file": _text(str(f.get("filename", "")), secrets),
+                            "line": int(f.get("line") or 0),
+                        }
+                        for f in t.get("frames", [])[:FRAMES_PER_THREAD]
+                    ],
+                }
+                for t in threads[:THREADS_PER_PROCESS]
+            ],
+            "threads_dropped": max(0, len(threads) - THREADS_PER_PROCESS),
+        }
+    except (ValueError, TypeError, AttributeError):
+        return {"error": "unreadable", "detail": "py-spy's output could not be read"}
+
+
+def _py_spy_error(stderr: bytes) -> str:
+    """py-spy's own words: its `Error:` line and its causes, without its backtrace."""
+    lines = stderr.decode(errors="replace").splitlines()
+    kept = []
+    for line in lines:
+        if line.startswith("Stack backtrace:"):
+            break
+        if line.strip() and not line.startswith("Caused by:"):
+            kept.append(line.strip().removeprefix("Error: "))
+    return "; ".join(kept) or "py-spy failed"
+
+
+def _text(value: str, secrets: list[str]) -> str:
+    return masked(value, secrets)[:TEXT_LIMIT]
+
+
+def _pid_namespace(pid: int | str) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return ""
+
+
+def _python_processes(target: Target, own_namespace: str) -> list[int] | None:
+    """The replica's Python processes inside its sandbox, as the runner finds the replica's
+    processes (its process group, every child of it and their descendants), oldest first;
+    None when its group leader is gone or is another process now."""
+    from .runner import _processes, process_start
+
+    if target.pgid is None or process_start(target.pgid) != target.start:
+        return None
+    processes = _processes()
+    children: dict[int, list[int]] = {}
+    for p in processes:
+        children.setdefault(p.ppid, []).append(p.pid)
+    alive = {p.pid for p in processes if p.alive}
+    found: set[int] = set()
+    todo = [p.pid for p in processes if p.pgid == target.pgid]
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, []))
+    pythons = []
+    for pid in sorted(found & alive):
+        # The shim (a Python process too) runs outside the sandbox's pid namespace.
+        namespace = _pid_namespace(pid)
+        if not namespace or namespace == own_namespace:
+            continue
+        try:
+            exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+        except OSError:
+            continue
+        if _PYTHON.fullmatch(exe.removesuffix(" (deleted)")):
+            pythons.append(pid)
+    return pythons
+
+
+def _pid_inside(pid: int) -> int:
+    """The pid the job itself sees (the last of NSpid), or the host's when unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return pid
+
+
+def _command(pid: int) -> str:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+
+
+# -- showing it ----------------------------------------------------------------------------
+
+
+def reason_text(entry: dict[str, Any]) -> str:
+    code = entry.get("error", "")
+    if code not in REASONS:
+        return ""
+    params = {
+        "detail": entry.get("detail", ""),
+        "seconds": entry.get("seconds", ""),
+        "count": entry.get("count", ""),
+        "dropped": entry.get("dropped", ""),
+    }
+    return gettext(REASONS[code]) % params
+
+
+def compact_labels(labels: list[str]) -> str:
+    """ "master-0, worker-0..3": runs of consecutive indices of one role collapsed."""
+    by_role: dict[str, list[int]] = {}
+    others = []
+    for label in labels:
+        role, _, index = label.rpartition("-")
+        if role and index.isdigit():
+            by_role.setdefault(role, []).append(int(index))
+        else:
+            others.append(label)
+    parts = []
+    for role, indices in by_role.items():
+        indices = sorted(set(indices))
+        start = previous = indices[0]
+        for index in [*indices[1:], None]:
+            if index is not None and index == previous + 1:
+                previous = index
+                continue
+            parts.append(f"{role}-{start}" if start == previous else f"{role}-{start}..{previous}")
+            if index is not None:
+                start = previous = index
+    return ", ".join(parts + others)
+
+
+@dataclass
+class StackGroup:
+    frames: list[dict[str, Any]]
+    replicas: list[str]  # labels, in the job's order
+    threads: list[str]  # "worker-1 pid 7 MainThread"
+
+    @property
+    def replicas_text(self) -> str:
+        return compact_labels(self.replicas)
+
+    @property
+    def shown_frames(self) -> list[dict[str, Any]]:
+        return self.frames[:FOLDED_AFTER]
+
+    @property
+    def folded_frames(self) -> list[dict[str, Any]]:
+        return self.frames[FOLDED_AFTER:]
+
+
+def stack_groups(replicas: list[dict[str, Any]]) -> list[StackGroup]:
+    """Every thread's stack, identical ones (frame by frame: file, line, function) across
+    replicas and processes collapsed into one group; the groups held by the fewest replicas
+    first (the odd rank out), then by how many threads share them, then in the job's order."""
+    groups: dict[tuple[tuple[str, int, str], ...], StackGroup] = {}
+    order = {r["label"]: n for n, r in enumerate(replicas)}
+    for replica in replicas:
+        for process in replica.get("processes", []):
+            for thread in process.get("threads", []):
+                key = tuple((f["file"], f["line"], f["name"]) for f in thread["frames"])
+                group = groups.setdefault(key, StackGroup(thread["frames"], [], []))
+                if replica["label"] not in group.replicas:
+                    group.replicas.append(replica["label"])
+                group.threads.append(f"{replica['label']} pid {process['pid']} {thread['name']}")
+    return sorted(
+        groups.values(),
+        key=lambda g: (len(g.replicas), len(g.threads), order.get(g.replicas[0], 0)),
+    )
+
+
+def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(who, why) for each replica or process whose stacks could not be read."""
+    out = []
+    for replica in replicas:
+        if replica.get("error"):
+            out.append((replica["label"], reason_text(replica)))
+        for process in replica.get("processes", []):
+            who = f"{replica['label']} pid {process['pid']} ({process.get('command', '')})"
+            if process.get("error"):
+                out.append((who, reason_text(process)))
+            if process.get("threads_dropped"):
+                dropped = {
+                    "error": "threads_dropped",
+                    "count": THREADS_PER_PROCESS,
+                    "dropped": process["threads_dropped"],
+                }
+                out.append((who, reason_text(dropped)))
+    return out

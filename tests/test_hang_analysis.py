@@ -1,0 +1,381 @@
+"""Hang analysis (Hang 解析): every replica's call stacks, captured by the worker with py-spy
+after a detected hang or on Capture stacks, shown grouped on the job's page. Real jobs through
+the real runner: the stacks read are those of the jobs' own Python processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+from datetime import timedelta
+
+import pytest
+from django.db.models import F
+from django.test import Client
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.logs import replica_log_path
+from jobs.models import Job, JobStatus, LocalRun, StackCapture
+from jobs.runner import followed_here
+from jobs.stacks import CAPTURES_KEPT, compact_labels, stack_groups, store_capture
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    PY,
+    log_text,
+    make_spec,
+    run_until,
+    runner_settings,  # noqa: F401
+    submit,
+    volume,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+# One rank (0, or STUCK_RANK) blocks in stuck_in_allreduce, every other in waiting_for_peer: the classic hang
+# of distributed training, one rank stuck in a collective while the others wait for it.
+TRAIN = textwrap.dedent(
+    """
+    import os, sys, threading, time
+
+    def stuck_in_allreduce():
+        print("started", flush=True)
+        threading.Event().wait()
+
+    def waiting_for_peer():
+        print("started", flush=True)
+        while True:
+            time.sleep(0.5)
+
+    if os.environ.get("TOKEN"):
+        threading.Thread(target=lambda: time.sleep(600), name=os.environ["TOKEN"], daemon=True).start()
+    if int(os.environ["RANK"]) == int(os.environ.get("STUCK_RANK", "0")):
+        stuck_in_allreduce()
+    else:
+        waiting_for_peer()
+    """
+)
+
+
+def train_job(owner, settings, *, workers: int = 1, command: str = "", **changes) -> Job:
+    (volume(settings) / "train.py").write_text(TRAIN)
+    spec = make_spec(
+        command or f"{PY} /workspace/train.py",
+        roles=[S.Role("master", 1), S.Role("worker", workers)],
+        **changes,
+    )
+    return submit(owner, spec)
+
+
+def labels(job: Job) -> list[str]:
+    return [f"{r.role}-{r.index}" for r in job.replicas.order_by("role", "index")]
+
+
+def started(job: Job) -> bool:
+    return bool(labels(job)) and all("started" in log_text(job, label) for label in labels(job))
+
+
+def finished_captures(job: Job):
+    return StackCapture.objects.filter(job=job).exclude(finished_at=None)
+
+
+def capture_taken(worker: Worker, job: Job) -> StackCapture:
+    def done() -> bool:
+        worker.stacks.wait(30)
+        return finished_captures(job).exists()
+
+    run_until(worker, done, what="the capture")
+    return finished_captures(job).first()
+
+
+def frames_of(capture: StackCapture, label: str) -> list[str]:
+    [replica] = [r for r in capture.replicas if r["label"] == label]
+    return [f["name"] for p in replica["processes"] for t in p["threads"] for f in t["frames"]]
+
+
+def silent_for_minutes(job: Job, minutes: int) -> None:
+    """As if no replica had written for that long (see test_runner.silent_for_minutes)."""
+    LocalRun.objects.filter(job=job).update(
+        attempt_started_at=F("attempt_started_at") - timedelta(minutes=minutes)
+    )
+    for label in labels(job):
+        log = replica_log_path(job.public_id, label)
+        past = log.stat().st_mtime - minutes * 60
+        os.utime(log, (past, past))
+
+
+def section(client: Client, job: Job, capture: StackCapture | None = None, lang: str = "") -> str:
+    query = f"?capture={capture.pk}" if capture else ""
+    headers = {"HX-Request": "true"} | ({"Accept-Language": lang} if lang else {})
+    r = client.get(reverse("job-hang", args=[job.public_id]) + query, headers=headers)
+    assert r.status_code == 200
+    return r.content.decode()
+
+
+def groups_on_page(html: str) -> list[tuple[str, str]]:
+    """(replicas, frames) of each group, in the page's order."""
+    cards = html.split('class="card mb-2 hang-group"')[1:]
+    out = []
+    for card in cards:
+        replicas = re.search(r'class="hang-replicas">([^<]*)<', card).group(1)
+        frames = re.search(r'class="spec-json small mb-0 hang-frames"[^>]*>(.*?)</pre>', card, re.S)
+        out.append((replicas, frames.group(1)))
+    return out
+
+
+def test_a_detected_hang_captures_each_replicas_stacks_and_the_page_shows_both_groups(
+    alice, alice_client, settings
+):
+    job = train_job(
+        alice,
+        settings,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="both replicas")
+    assert not StackCapture.objects.filter(job=job).exists()  # nothing before a hang
+    silent_for_minutes(job, 2)
+
+    capture = capture_taken(worker, job)
+
+    assert capture.trigger == "hang"
+    assert "stuck_in_allreduce" in frames_of(capture, "master-0")
+    assert "waiting_for_peer" not in frames_of(capture, "master-0")
+    assert "waiting_for_peer" in frames_of(capture, "worker-0")
+    event = job.events.get(reason="StacksCaptured")
+    assert event.message == "已抓取调用栈（检测到 hang 后）：已读取 2 个副本中的 2 个。"
+    with translation.override("en"):
+        assert event.message_shown == ("Call stacks captured after the hang: 2 of 2 replicas read.")
+    # The page: one group per stack, each naming its replica.
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert 'id="hang-heading">Hang 解析<' in page
+    groups = dict(groups_on_page(page))
+    assert "stuck_in_allreduce (/workspace/train.py:6)" in groups["master-0"]
+    assert "waiting_for_peer (/workspace/train.py:11)" in groups["worker-0"]
+    assert "检测到 hang" in page
+    # The hang is warned about once per silence, and so captured once.
+    for _ in range(5):
+        worker.tick()
+    worker.stacks.wait(30)
+    assert StackCapture.objects.filter(job=job).count() == 1
+
+
+def test_capture_stacks_collapses_identical_stacks_puts_the_odd_rank_first_and_is_rate_limited(
+    alice, alice_client, settings
+):
+    # The odd rank out is rank 2 (worker-1), neither the first replica nor the last.
+    job = train_job(alice, settings, workers=3, envs=[S.Env("STUCK_RANK", "2")])
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="every replica")
+    capture_url = reverse("job-hang-capture", args=[job.public_id])
+
+    r = alice_client.post(capture_url, headers={"HX-Request": "true"})
+
+    assert r.status_code == 200
+    assert 'id="hang-pending"' in r.content.decode()
+    assert 'hx-trigger="every 2s"' in r.content.decode()  # polls until it is stored
+    capture = capture_taken(worker, job)
+    assert capture.trigger == "manual" and capture.requested_by == alice
+    groups = groups_on_page(section(alice_client, job, capture))
+    # The odd rank out first, the three that wait for it as one group.
+    assert [replicas for replicas, _ in groups] == ["worker-1", "master-0, worker-0, worker-2"]
+    assert "stuck_in_allreduce" in groups[0][1] and "waiting_for_peer" not in groups[0][1]
+    assert "waiting_for_peer" in groups[1][1]
+    html = section(alice_client, job, capture)
+    assert "3 个副本" in html
+    english = section(alice_client, job, capture, lang="en")
+    assert "Hang analysis" in english and "3 replicas" in english
+
+    # Asked again at once: refused, with why, and nothing more is captured.
+    again = alice_client.post(capture_url, headers={"HX-Request": "true"})
+    assert again.status_code == 200
+    refused = re.search(r'id="hang-refused" role="alert">([^<]*)<', again.content.decode())
+    assert refused and refused.group(1).startswith("不到 30 秒前已抓取过调用栈")
+    assert StackCapture.objects.filter(job=job).count() == 1
+    # Once 30 seconds have passed, it is taken again.
+    StackCapture.objects.filter(job=job).update(created_at=F("created_at") - timedelta(seconds=31))
+    assert alice_client.post(capture_url).status_code == 302
+    assert StackCapture.objects.filter(job=job).count() == 2
+
+
+def test_only_the_owner_and_staff_see_or_take_captures(alice, bob, reviewer, settings):
+    job = train_job(alice, settings)
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="both replicas")
+    bob_client, staff_client = Client(), Client()
+    bob_client.force_login(bob)
+    staff_client.force_login(reviewer)
+    hang_url = reverse("job-hang", args=[job.public_id])
+    capture_url = reverse("job-hang-capture", args=[job.public_id])
+
+    assert bob_client.post(capture_url).status_code == 404
+    assert not StackCapture.objects.filter(job=job).exists()
+    r = staff_client.post(capture_url)
+    assert r.status_code == 302 and r["Location"] == hang_url + "#hang"
+    capture_taken(worker, job)
+
+    assert bob_client.get(hang_url).status_code == 404
+    assert bob_client.get(hang_url, headers={"HX-Request": "true"}).status_code == 404
+    # Staff find it from the job's page in the admin.
+    admin_page = staff_client.get(reverse("admin:jobs_job_change", args=[job.pk])).content.decode()
+    assert f'href="{hang_url}" id="hang-link"' in admin_page
+    page = staff_client.get(hang_url).content.decode()
+    assert "stuck_in_allreduce" in page and "waiting_for_peer" in page
+
+
+def test_secret_values_never_appear_in_a_capture_its_page_or_its_event(
+    alice, alice_client, settings
+):
+    secret = "tok-9f8e7d6c5b4a"
+    job = train_job(
+        alice,
+        settings,
+        # Its value in a thread's name and on the command line, both of which a capture shows.
+        command=f'{PY} /workspace/train.py --token "$TOKEN"',
+        envs=[S.Env("TOKEN", secret, secret=True)],
+    )
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="both replicas")
+    alice_client.post(reverse("job-hang-capture", args=[job.public_id]))
+
+    capture = capture_taken(worker, job)
+
+    stored = str(capture.replicas)
+    assert secret not in stored
+    assert "--token ******" in stored  # the command line, masked
+    assert "'name': '******'" in stored  # the thread named after it, masked
+    html = section(alice_client, job)
+    assert secret not in html and "******" in html
+    assert not job.events.filter(message__contains=secret).exists()
+
+
+def test_a_process_that_cannot_be_read_and_a_replica_without_python_say_why(
+    alice, alice_client, settings
+):
+    # master-0 runs a program named python3 that is not Python (sleep, copied); worker-0 runs
+    # no Python at all.
+    command = (
+        'if [ "$RANK" = 0 ]; then cp /bin/sleep /tmp/python3; echo started; exec /tmp/python3 300; '
+        "else echo started; exec sleep 300; fi"
+    )
+    job = submit(alice, make_spec(command, roles=[S.Role("master", 1), S.Role("worker", 1)]))
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="both replicas")
+    alice_client.post(reverse("job-hang-capture", args=[job.public_id]))
+
+    capture = capture_taken(worker, job)
+
+    master, other = capture.replicas
+    [process] = master["processes"]
+    assert process["error"] == "unreadable"
+    assert "/tmp/python3 300" in process["command"]
+    assert other["error"] == "no_python"
+    html = section(alice_client, job)
+    assert re.search(r"master-0 pid \d+ \(/tmp/python3 300\)</span>: 无法读取其调用栈：", html)
+    assert "worker-0</span>: 其中没有正在运行的 Python 进程。" in html
+    assert job.events.get(reason="StacksCaptured").message.endswith("已读取 2 个副本中的 0 个。")
+
+
+def test_a_capture_asked_for_a_job_that_ended_meanwhile_says_its_replicas_were_not_running(
+    alice, settings
+):
+    job = train_job(alice, settings)
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="both replicas")
+    capture = StackCapture.objects.create(job=job, trigger="manual")
+    job.replicas.update(status="stopped")
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.STOPPING)
+
+    worker.stacks.tick(followed=followed_here())
+    worker.stacks.wait(30)
+    worker.stacks.tick(followed=followed_here())
+
+    capture.refresh_from_db()
+    assert [r["error"] for r in capture.replicas] == ["not_running", "not_running"]
+
+
+def test_at_most_the_newest_captures_are_kept(alice):
+    job = submit(alice, make_spec("echo hi"))
+    first = [
+        StackCapture.objects.create(job=job, trigger="manual") for _ in range(CAPTURES_KEPT + 1)
+    ]
+    for capture in first:
+        store_capture(pk=capture.pk, replicas=[])
+
+    kept = list(StackCapture.objects.filter(job=job).order_by("pk").values_list("pk", flat=True))
+    assert kept == [c.pk for c in first[1:]]
+
+
+def test_an_aihc_job_says_hang_analysis_is_for_local_jobs_only(alice, alice_client):
+    job = submit(alice, make_spec("echo hi"))
+    Job.objects.filter(pk=job.pk).update(backend="aihc")
+
+    html = section(alice_client, job)
+
+    assert 'id="hang-local-only"' in html
+    assert 'id="hang-capture"' not in html
+    r = alice_client.post(
+        reverse("job-hang-capture", args=[job.public_id]), headers={"HX-Request": "true"}
+    )
+    assert "只有本机任务可以抓取调用栈" in r.content.decode()
+    assert not StackCapture.objects.filter(job=job).exists()
+
+
+def test_identical_stacks_of_one_role_collapse_into_a_range():
+    assert compact_labels(["master-0", "worker-0", "worker-1", "worker-2", "worker-3"]) == (
+        "master-0, worker-0..3"
+    )
+    assert compact_labels(["worker-0", "worker-2", "worker-3"]) == "worker-0, worker-2..3"
+    frame = {"file": "/w/t.py", "line": 3, "name": "f"}
+    replicas = [
+        {
+            "label": "master-0",
+            "processes": [{"pid": 1, "threads": [{"name": "M", "frames": [frame]}]}],
+        },
+        {
+            "label": "worker-0",
+            "processes": [{"pid": 1, "threads": [{"name": "M", "frames": [frame]}]}],
+        },
+    ]
+    [group] = stack_groups(replicas)
+    assert group.replicas == ["master-0", "worker-0"]
+
+
+def test_a_deep_stack_shows_its_innermost_frames_and_folds_the_rest(alice, alice_client, settings):
+    (volume(settings) / "deep.py").write_text(
+        textwrap.dedent(
+            """
+            import time
+
+            def stuck_in_allreduce():
+                print("started", flush=True)
+                time.sleep(600)
+
+            def layer(n):
+                return layer(n - 1) if n else stuck_in_allreduce()
+
+            layer(30)
+            """
+        )
+    )
+    job = submit(alice, make_spec(f"{PY} /workspace/deep.py"))
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="its replica")
+    alice_client.post(reverse("job-hang-capture", args=[job.public_id]))
+
+    capture = capture_taken(worker, job)
+
+    [(replicas, shown)] = groups_on_page(section(alice_client, job, capture))
+    assert replicas == "master-0"
+    lines = shown.strip().splitlines()
+    assert len(lines) == 12
+    assert lines[0] == "stuck_in_allreduce (/workspace/deep.py:6)"
+    assert lines[1:] == ["layer (/workspace/deep.py:9)"] * 11
+    # The other 21 frames (20 more layers and the module) are folded, one click away.
+    html = section(alice_client, job, capture)
+    assert "另有 21 个栈帧" in html
+    assert "&lt;module&gt; (/workspace/deep.py:11)" in html

@@ -1,0 +1,57 @@
+"""Hang analysis in the browser: a person opens a running job's page, clicks Capture stacks,
+and sees the replicas' call stacks grouped, the odd rank first, without a reload."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs import spec as S
+from jobs.services import jobs_submit
+
+from .test_hang_analysis import TRAIN
+from .test_job_pages_browser import worker_thread  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("worker_thread")]
+
+
+def test_capture_stacks_shows_each_replicas_stacks_grouped_on_the_job_page(
+    logged_in_page, alice, tmp_path
+):
+    (tmp_path / "scratch").mkdir(exist_ok=True)
+    (tmp_path / "scratch" / "train.py").write_text(TRAIN)
+    spec = S.JobSpec(
+        name="hung",
+        resource_pool_id="local",
+        image="registry.example.com/x:1",
+        command="/usr/bin/python3 /workspace/train.py",
+        # Rank 1 (worker-0) is the odd one out; master-0 and worker-1 wait for it.
+        envs=[S.Env("STUCK_RANK", "1")],
+        roles=[S.Role("master", 1), S.Role("worker", 2)],
+        datasources=[S.Datasource("hostpath", "scratch", mount_path="/workspace")],
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="hung")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=20_000)
+    expect(page.locator("#hang-heading")).to_have_text("Hang 解析")
+    expect(page.locator("#hang-none")).to_be_visible()
+
+    page.click("#hang-capture")
+
+    groups = page.locator("#hang .hang-group")
+    expect(groups).to_have_count(2, timeout=20_000)
+    expect(groups.nth(0).locator(".hang-replicas")).to_have_text("worker-0")
+    expect(groups.nth(0).locator(".hang-frames")).to_contain_text(
+        "stuck_in_allreduce (/workspace/train.py:6)"
+    )
+    expect(groups.nth(1).locator(".hang-replicas")).to_have_text("master-0, worker-1")
+    expect(groups.nth(1)).to_contain_text("2 个副本")
+    expect(groups.nth(1).locator(".hang-frames")).to_contain_text("waiting_for_peer")
+    expect(page.locator("#hang-captures .nav-link.active")).to_contain_text("手动")
+    # Asked again at once: refused in place, saying why.
+    page.click("#hang-capture")
+    expect(page.locator("#hang-refused")).to_contain_text("不到 30 秒前已抓取过调用栈")
+    expect(groups).to_have_count(2)
