@@ -727,13 +727,17 @@ if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
 # whenever it wants CPU and jobs still use every core it leaves idle; a hard reserve would
 # take its cores from jobs even while the console sleeps (on 2 cores, 1 reserved halves
 # them). Set it to hold jobs to the machine's cores less it (a CFS quota) as well.
+# "Memory" is what the worker has: the machine's, or less where its cgroup or an ancestor's is
+# limited (a unit's MemoryMax=, a container's), which only the worker reads
+# (jobs.cgroups.memory_available): unset here (None), the worker takes 10% of that; a value
+# not below it leaves jobs unheld, said on the worker's start line.
 _memory_total_gb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3
-LOCAL_RESERVED_MEMORY_GB = envfloat(
-    "LOCAL_RESERVED_MEMORY_GB",
-    round(min(max(2.0, _memory_total_gb * 0.10), _memory_total_gb / 2), 1),
-    unit="GB",
+LOCAL_RESERVED_MEMORY_GB: float | None = (
+    envfloat("LOCAL_RESERVED_MEMORY_GB", 0, unit="GB")
+    if env("LOCAL_RESERVED_MEMORY_GB")
+    else None
 )
-if LOCAL_RESERVED_MEMORY_GB >= _memory_total_gb:
+if LOCAL_RESERVED_MEMORY_GB is not None and LOCAL_RESERVED_MEMORY_GB >= _memory_total_gb:
     raise ImproperlyConfigured(
         f"LOCAL_RESERVED_MEMORY_GB is less than this machine's memory "
         f"({_memory_total_gb:.1f} GB; jobs get what it leaves), not {LOCAL_RESERVED_MEMORY_GB:g}"
