@@ -702,6 +702,42 @@ def replica_folders(
     return [root / public_id / f"attempt-{attempt}" / label for root in enforcement.roots()]
 
 
+# The cgroup of an attempt's network helpers (LOCAL_JOB_NETWORK=isolated-outbound), beside its
+# replicas' (`<role>-<index>`, which always ends in a number).
+NETWORK_LABEL = "network"
+
+
+def hold_network_helpers(
+    enforcement: Enforcement, *, public_id: str, attempt: int, pids: list[int]
+) -> bool:
+    """Moves an attempt's network namespace holder and its slirp4netns into
+    `<jobs' parent>/<public id>/attempt-<n>/network` (memory and cpu; v1: each hierarchy's).
+
+    Decided: slirp4netns's memory is the job's traffic (its buffers grow with what the job
+    sends and receives), so it is held with the jobs, under their parent, not left in the
+    worker's cgroup where a job flooding it would take from the console's reserve; a job
+    that makes it run out of memory loses its own network. No limit of its own: the parent's
+    holds. Its CPU likewise gets the jobs' weight. Not fatal: one that cannot be moved
+    (logged) runs in the worker's cgroup, as before. Removed with the job's other cgroups
+    once the holder is ended (end_networks before remove_job_cgroups)."""
+    if not enforcement.active:
+        return False
+    roots = {enforcement.memory_root, enforcement.cpu_root} - {None}
+    try:
+        for root in sorted(roots):
+            folder = root / public_id / f"attempt-{attempt}" / NETWORK_LABEL
+            folder.mkdir(parents=True, exist_ok=True)
+            for pid in pids:
+                try:
+                    (folder / "cgroup.procs").write_text(str(pid))
+                except ProcessLookupError:
+                    continue  # it ended (slirp4netns after its holder)
+    except OSError as exc:
+        logger.warning("%s: network helpers left in the worker's cgroup: %s", public_id, exc)
+        return False
+    return True
+
+
 def create_replica_cgroup(
     enforcement: Enforcement,
     *,
