@@ -594,12 +594,37 @@ def test_a_database_restored_with_another_secret_key_is_reported_at_start(client
     assert [m for m in as_backed_up if m.id == "jobs.W001"] == []
     [warning] = [m for m in restored_without_key if m.id == "jobs.W001"]
     assert warning.msg.startswith(
-        "SECRET_KEY does not open what the database holds: 1 of 1 API access keys in use and "
-        "1 of the 1 newest sessions were sealed with another key"
+        "SECRET_KEY does not open what the database holds: 1 of the 1 newest API access keys "
+        "in use and 1 of the 1 newest sessions were sealed with another key"
     )
     assert "SECRET_KEY_FALLBACKS" in warning.hint
     assert [m for m in static_only if m.id == "jobs.W001"] == []
     assert [m for m in old_key_listed if m.id == "jobs.W001"] == []
+
+
+def test_the_secret_key_check_tries_only_the_newest_usable_api_keys(alice, settings, monkeypatch):
+    from django.core import checks
+
+    from jobs import api_keys
+
+    settings.SECRET_KEY = "the-key-before-the-restore"
+    for n in range(2):
+        api_keys.api_key_create(owner=alice, description=f"old {n}")
+    revoked, _secret = api_keys.api_key_create(owner=alice, description="revoked")
+    api_keys.api_key_revoke(key=revoked)
+    settings.SECRET_KEY = "the-key-after-it"
+    api_keys.api_key_create(owner=alice, description="made since")
+
+    every_key = checks.run_checks(databases=["default"])
+    # A sample of one (the sample's size, not a behaviour: 200 keys take a while to make).
+    monkeypatch.setattr(api_keys, "KEYS_SAMPLED", 1)
+    newest_only = checks.run_checks(databases=["default"])
+
+    # The revoked key, sealed with the old key too, is not tried.
+    [warning] = [m for m in every_key if m.id == "jobs.W001"]
+    assert "2 of the 3 newest API access keys in use" in warning.msg
+    # The newest key opens, and the older ones are not read.
+    assert [m for m in newest_only if m.id == "jobs.W001"] == []
 
 
 def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):
