@@ -726,6 +726,10 @@ def hold_network_helpers(
     try:
         for root in sorted(roots):
             folder = root / public_id / f"attempt-{attempt}" / NETWORK_LABEL
+            if enforcement.mode == MODE_V2:  # controllers on the way down, as for a replica
+                for parent in (folder.parent.parent, folder.parent):
+                    parent.mkdir(exist_ok=True)
+                    _enable(parent)
             folder.mkdir(parents=True, exist_ok=True)
             for pid in pids:
                 try:
