@@ -669,12 +669,7 @@ def hold_jobs(
             (cpu / "cpu.weight").write_text(str(JOBS_CPU_WEIGHT))
             (cpu / "cpu.max").write_text(f"{quota or 'max'} {CFS_PERIOD_US}")
         else:
-            # Memory plus swap may never be below memory alone: lifted first, then set.
-            with contextlib.suppress(OSError):
-                (memory / "memory.memsw.limit_in_bytes").write_text("-1")
-            (memory / "memory.limit_in_bytes").write_text(str(memory_bytes or -1))
-            with contextlib.suppress(OSError):
-                (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes or -1))
+            memory_bytes = _hold_memory_v1(memory, memory_bytes)
             (cpu / "cpu.shares").write_text(str(JOBS_CPU_SHARES))
             (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
             try:
@@ -690,6 +685,37 @@ def hold_jobs(
         logger.warning("Local jobs together are not held (%s): %s", memory, exc)
         return replace(enforcement, parent_problem=f"{exc.filename or memory}: {exc.strerror}")
     return replace(enforcement, jobs_memory_bytes=memory_bytes, jobs_cpu_cores=cpu_cores)
+
+
+def _hold_memory_v1(memory: Path, memory_bytes: int | None) -> int | None:
+    """Sets the v1 jobs' parent's memory (and memory plus swap) to `memory_bytes` (None: no
+    limit); returns the limit that holds. v1 refuses a limit below what the jobs there use
+    now (EBUSY, once it cannot reclaim enough: a worker restarted with a larger reserve while
+    they run): the limit held before stays, memory plus swap too, the CPU is still held, and
+    the next start sets it (as for a CPU quota below a running replica's). Decided: rather
+    than the whole parent left unheld, its swap limit lifted, for the jobs' whole run."""
+    memsw = memory / "memory.memsw.limit_in_bytes"
+    swap_before = _read(memsw).strip()
+    # Memory plus swap may never be below memory alone: lifted first, then set.
+    with contextlib.suppress(OSError):
+        memsw.write_text("-1")
+    try:
+        (memory / "memory.limit_in_bytes").write_text(str(memory_bytes or -1))
+    except OSError as exc:
+        if exc.errno != errno.EBUSY or not memory_bytes:
+            raise
+        with contextlib.suppress(OSError):
+            if swap_before:
+                memsw.write_text(swap_before)
+        logger.warning(
+            "Local jobs' memory limit not lowered to %s: they use more now (the next start)",
+            gib(memory_bytes),
+        )
+        held = _read(memory / "memory.limit_in_bytes").strip()
+        return int(held) if held.isdigit() and int(held) < 2**62 else None
+    with contextlib.suppress(OSError):
+        memsw.write_text(str(memory_bytes or -1))
+    return memory_bytes
 
 
 # -- one replica -----------------------------------------------------------------------

@@ -234,6 +234,40 @@ def test_a_cpu_reserve_below_a_running_replicas_cores_waits_for_the_next_start(
     assert f"at most {cores - 0.5:g} cores" in said
 
 
+HOLD = (
+    "import os, time; block = b'x' * (512 << 20); print('allocated', flush=True)\n"
+    "while not os.path.exists('/workspace/gate-open'): time.sleep(0.05)\n"
+)
+
+
+def test_a_larger_reserve_while_jobs_use_more_keeps_the_limit_before_until_the_next_start(
+    alice, settings, parent
+):
+    if parent.mode != cgroups.MODE_V1:
+        pytest.skip("cgroup v1 only: v2 lowers memory.max at once, reclaiming or OOM-killing")
+    (volume(settings) / "hold.py").write_text(HOLD)
+    job = submit(alice, make_spec(f"{PY} /workspace/hold.py"))
+    worker = Worker()
+    run_until(worker, lambda: "allocated" in log_text(job, "master-0"), what="the allocation")
+    memory = parent.memory_root
+    limit_before = parent_memory_limit(parent)
+    swap_before = (memory / "memory.memsw.limit_in_bytes").read_text().strip()
+    (parent.cpu_root / "cpu.shares").write_text("1024")
+
+    # Restarted with jobs held to 256 MiB, while this one uses 512 MiB: v1 refuses that limit.
+    settings.LOCAL_RESERVED_MEMORY_GB = cgroups.memory_available(parent)[0] / 1024**3 - 0.25
+    restarted = Worker()
+
+    # What held before still holds, memory plus swap too, and the CPU weight is set.
+    assert parent_memory_limit(parent) == limit_before
+    assert (memory / "memory.memsw.limit_in_bytes").read_text().strip() == swap_before
+    assert (parent.cpu_root / "cpu.shares").read_text().strip() == "102"
+    assert "not held" not in restarted.limits.describe()
+    assert restarted.limits.jobs_memory_bytes == limit_before
+    open_gate(settings)
+    run_until(restarted, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+
 def test_a_job_filling_its_dev_shm_past_what_jobs_share_is_oom_killed_too(alice, settings, parent):
     # tmpfs pages are no process's, but are charged to the cgroup of the process that wrote
     # them: the jobs' parent holds them with the rest.
