@@ -718,8 +718,8 @@ if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
 # What the console keeps of this machine for itself (its web server, worker and database)
 # from all local jobs together, as the kubelet's system-reserved keeps part of a node from its
 # pods (jobs.cgroups, hold_jobs): where CPU and memory are enforced, every replica runs under
-# one parent cgroup held to this machine's memory less LOCAL_RESERVED_MEMORY_GB (GiB;
-# decimals allowed). By default 10% of the memory, at least 2 GB (the console's processes and
+# one parent cgroup held to the memory the worker has less LOCAL_RESERVED_MEMORY_GB (GiB;
+# decimals allowed). By default 10% of that memory, at least 2 GB (the console's processes and
 # a PostgreSQL on the same machine need about 1 GB under load; the rest is headroom for the
 # page cache its database reads through), but never more than half the machine's.
 # LOCAL_RESERVED_CPUS (cores; decimals allowed) is 0 by default: the jobs' parent gets a tenth
@@ -729,8 +729,9 @@ if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
 # them). Set it to hold jobs to the machine's cores less it (a CFS quota) as well.
 # "Memory" is what the worker has: the machine's, or less where its cgroup or an ancestor's is
 # limited (a unit's MemoryMax=, a container's), which only the worker reads
-# (jobs.cgroups.memory_available): unset here (None), the worker takes 10% of that; a value
-# not below it leaves jobs unheld, said on the worker's start line.
+# (jobs.cgroups.memory_available, reserve_bytes): unset, None here, and the worker takes its
+# default of that; a value not below it leaves the jobs' memory unheld, said on the worker's
+# start line. Checked here against the machine's only (the web server reads no cgroup).
 _memory_total_gb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3
 LOCAL_RESERVED_MEMORY_GB: float | None = (
     envfloat("LOCAL_RESERVED_MEMORY_GB", 0, unit="GB")
