@@ -161,14 +161,19 @@ if not ALLOWED_HOSTS:
         "ALLOWED_HOSTS lists the names and addresses people open the console by, "
         f"e.g. console.example.com, not {env('ALLOWED_HOSTS')!r}"
     )
-CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 # Django's own check says so only when a command runs the checks (serve does not).
-for _origin in CSRF_TRUSTED_ORIGINS:
-    if not re.fullmatch(r"https?://[^/?#\s]+", _origin):
+# Decided: a path after the host (https://console.example.com/, pasted from the address bar,
+# or .../console for a console under a path) is dropped rather than refused: Django compares
+# the Origin header, which has none, so such an entry never took part, and a value that
+# started the console before this check keeps starting it (and now matches).
+CSRF_TRUSTED_ORIGINS = []
+for _origin in envlist("CSRF_TRUSTED_ORIGINS"):
+    if not (_found := re.match(r"https?://[^/?#\s]+(?=[/?#]|\Z)", _origin)):
         raise ImproperlyConfigured(
             "CSRF_TRUSTED_ORIGINS is origin,origin,... each a scheme and host such as "
-            f"https://console.example.com (no path), not {_origin!r}"
+            f"https://console.example.com, not {_origin!r}"
         )
+    CSRF_TRUSTED_ORIGINS.append(_found.group())
 # Where `manage.py serve` (`make run`) listens, and its gunicorn's processes and threads.
 HOST = env("HOST", "127.0.0.1")
 PORT = envint("PORT", 8000, low=1, high=65535)
@@ -734,9 +739,7 @@ if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
 # start line. Checked here against the machine's only (the web server reads no cgroup).
 _memory_total_gb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3
 LOCAL_RESERVED_MEMORY_GB: float | None = (
-    envfloat("LOCAL_RESERVED_MEMORY_GB", 0, unit="GB")
-    if env("LOCAL_RESERVED_MEMORY_GB")
-    else None
+    envfloat("LOCAL_RESERVED_MEMORY_GB", 0, unit="GB") if env("LOCAL_RESERVED_MEMORY_GB") else None
 )
 if LOCAL_RESERVED_MEMORY_GB is not None and LOCAL_RESERVED_MEMORY_GB >= _memory_total_gb:
     raise ImproperlyConfigured(

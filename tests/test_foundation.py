@@ -322,6 +322,8 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"ALLOWED_HOSTS": ","},
         {"HTTPS": "1", "ALLOWED_HOSTS": " , "},
         {"CSRF_TRUSTED_ORIGINS": "console.example.com"},
+        {"CSRF_TRUSTED_ORIGINS": "https://"},
+        {"CSRF_TRUSTED_ORIGINS": "https://console.example.com:8443x y"},
         {"CONSOLE_BACKENDS": ","},
         {"LOCAL_QUEUES": ","},
         {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu=8,baidu.com/a800_80g_cgpu=4"},
@@ -600,6 +602,19 @@ def test_a_database_restored_with_another_secret_key_is_reported_at_start(client
     assert "SECRET_KEY_FALLBACKS" in warning.hint
     assert [m for m in static_only if m.id == "jobs.W001"] == []
     assert [m for m in old_key_listed if m.id == "jobs.W001"] == []
+
+
+def test_a_trusted_origin_with_a_path_after_its_host_starts_the_console_as_its_origin(tmp_path):
+    # Started the console before start-up checked the list: it keeps starting it.
+    code = "from django.conf import settings as s; print(s.CSRF_TRUSTED_ORIGINS)"
+    origins = "https://console.example.com/,http://[::1]:8000/console?x#y,https://b.example.com"
+
+    result = manage(tmp_path, "shell", "-c", code, CSRF_TRUSTED_ORIGINS=origins)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == str(
+        ["https://console.example.com", "http://[::1]:8000", "https://b.example.com"]
+    )
 
 
 def test_the_secret_key_check_tries_only_the_newest_usable_api_keys(alice, settings, monkeypatch):
