@@ -161,14 +161,19 @@ if not ALLOWED_HOSTS:
         "ALLOWED_HOSTS lists the names and addresses people open the console by, "
         f"e.g. console.example.com, not {env('ALLOWED_HOSTS')!r}"
     )
-CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
 # Django's own check says so only when a command runs the checks (serve does not).
-for _origin in CSRF_TRUSTED_ORIGINS:
-    if not re.fullmatch(r"https?://[^/?#\s]+", _origin):
+# Decided: a path after the host (https://console.example.com/, pasted from the address bar,
+# or .../console for a console under a path) is dropped rather than refused: Django compares
+# the Origin header, which has none, so such an entry never took part, and a value that
+# started the console before this check keeps starting it (and now matches).
+CSRF_TRUSTED_ORIGINS = []
+for _origin in envlist("CSRF_TRUSTED_ORIGINS"):
+    if not (_found := re.match(r"https?://[^/?#\s]+(?=[/?#]|\Z)", _origin)):
         raise ImproperlyConfigured(
             "CSRF_TRUSTED_ORIGINS is origin,origin,... each a scheme and host such as "
-            f"https://console.example.com (no path), not {_origin!r}"
+            f"https://console.example.com, not {_origin!r}"
         )
+    CSRF_TRUSTED_ORIGINS.append(_found.group())
 # Where `manage.py serve` (`make run`) listens, and its gunicorn's processes and threads.
 HOST = env("HOST", "127.0.0.1")
 PORT = envint("PORT", 8000, low=1, high=65535)
@@ -718,8 +723,8 @@ if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
 # What the console keeps of this machine for itself (its web server, worker and database)
 # from all local jobs together, as the kubelet's system-reserved keeps part of a node from its
 # pods (jobs.cgroups, hold_jobs): where CPU and memory are enforced, every replica runs under
-# one parent cgroup held to this machine's memory less LOCAL_RESERVED_MEMORY_GB (GiB;
-# decimals allowed). By default 10% of the memory, at least 2 GB (the console's processes and
+# one parent cgroup held to the memory the worker has less LOCAL_RESERVED_MEMORY_GB (GiB;
+# decimals allowed). By default 10% of that memory, at least 2 GB (the console's processes and
 # a PostgreSQL on the same machine need about 1 GB under load; the rest is headroom for the
 # page cache its database reads through), but never more than half the machine's.
 # LOCAL_RESERVED_CPUS (cores; decimals allowed) is 0 by default: the jobs' parent gets a tenth
@@ -727,13 +732,16 @@ if LOCAL_ENFORCE_LIMITS not in ("auto", "off"):
 # whenever it wants CPU and jobs still use every core it leaves idle; a hard reserve would
 # take its cores from jobs even while the console sleeps (on 2 cores, 1 reserved halves
 # them). Set it to hold jobs to the machine's cores less it (a CFS quota) as well.
+# "Memory" is what the worker has: the machine's, or less where its cgroup or an ancestor's is
+# limited (a unit's MemoryMax=, a container's), which only the worker reads
+# (jobs.cgroups.memory_available, reserve_bytes): unset, None here, and the worker takes its
+# default of that; a value not below it leaves the jobs' memory unheld, said on the worker's
+# start line. Checked here against the machine's only (the web server reads no cgroup).
 _memory_total_gb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 1024**3
-LOCAL_RESERVED_MEMORY_GB = envfloat(
-    "LOCAL_RESERVED_MEMORY_GB",
-    round(min(max(2.0, _memory_total_gb * 0.10), _memory_total_gb / 2), 1),
-    unit="GB",
+LOCAL_RESERVED_MEMORY_GB: float | None = (
+    envfloat("LOCAL_RESERVED_MEMORY_GB", 0, unit="GB") if env("LOCAL_RESERVED_MEMORY_GB") else None
 )
-if LOCAL_RESERVED_MEMORY_GB >= _memory_total_gb:
+if LOCAL_RESERVED_MEMORY_GB is not None and LOCAL_RESERVED_MEMORY_GB >= _memory_total_gb:
     raise ImproperlyConfigured(
         f"LOCAL_RESERVED_MEMORY_GB is less than this machine's memory "
         f"({_memory_total_gb:.1f} GB; jobs get what it leaves), not {LOCAL_RESERVED_MEMORY_GB:g}"

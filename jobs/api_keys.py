@@ -529,13 +529,16 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
 
 # -- a secret key that does not match the database ------------------------------------
 
-# How many of the newest unexpired sessions the start-up check tries to read.
+# How many of the newest unexpired sessions, and of the newest usable API keys, the start-up
+# check tries to open. Decided: a sample, not all, so its cost at every start (migrate) stays
+# the same on a database with a hundred thousand keys; a key that does not open one opens none.
 SESSIONS_SAMPLED = 20
+KEYS_SAMPLED = 200
 
 
 def sealed_with_another_key() -> tuple[int, int, int, int]:
-    """(API keys SECRET_KEY and its fallbacks cannot open, API keys in use, sessions they
-    cannot read, sessions tried): what a backup restored without its secret key, or a key
+    """(API keys SECRET_KEY and its fallbacks cannot open, the newest API keys in use tried
+    (KEYS_SAMPLED at most), sessions they cannot read, sessions tried): what a backup restored without its secret key, or a key
     changed without SECRET_KEY_FALLBACKS, leaves unusable. Nothing is changed."""
     from django.contrib.sessions.models import Session
     from django.core import signing
@@ -543,10 +546,8 @@ def sealed_with_another_key() -> tuple[int, int, int, int]:
     from .sessions import SessionStore
 
     now = timezone.now()
-    keys = ApiKey.objects.filter(revoked_at__isnull=True).filter(
-        Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-    )
-    pairs = list(keys.values_list("access_key_id", "secret_sealed"))
+    keys = ApiKey.objects.filter(usable_keys(now=now)).order_by("-pk")
+    pairs = list(keys.values_list("access_key_id", "secret_sealed")[:KEYS_SAMPLED])
     bad_keys = sum(unseal(sealed, access_key_id=ak) is None for ak, sealed in pairs)
     store = SessionStore()
     rows = list(

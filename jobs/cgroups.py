@@ -155,6 +155,9 @@ class Enforcement:
     jobs_memory_bytes: int | None = None
     jobs_cpu_cores: float | None = None
     parent_problem: str = ""
+    # Where the memory the worker has is less than the machine's: the cgroup whose limit it
+    # is (memory_available); "" where it is the machine's.
+    memory_limited_by: str = ""
 
     @property
     def active(self) -> bool:
@@ -180,6 +183,8 @@ class Enforcement:
         if self.parent_problem:
             return f"local jobs together are not held: {self.parent_problem}"
         memory = gib(self.jobs_memory_bytes) if self.jobs_memory_bytes else "no limit"
+        if self.memory_limited_by:
+            memory += f" (of the limit of {self.memory_limited_by})"
         cpu = (
             f"at most {self.jobs_cpu_cores:g} cores"
             if self.jobs_cpu_cores is not None
@@ -573,17 +578,37 @@ def redetect() -> Enforcement:
     global _current
     found = detect(setting=settings.LOCAL_ENFORCE_LIMITS)
     if found.active:
-        found = hold_jobs(
+        found = hold_jobs_to_reserve(
             found,
-            memory_bytes=machine_memory_bytes() - int(settings.LOCAL_RESERVED_MEMORY_GB * 1024**3),
-            cpu_cores=(
-                (os.cpu_count() or 1) - settings.LOCAL_RESERVED_CPUS
-                if settings.LOCAL_RESERVED_CPUS
-                else None
-            ),
+            reserved_memory_gb=settings.LOCAL_RESERVED_MEMORY_GB,
+            reserved_cpus=settings.LOCAL_RESERVED_CPUS,
         )
     _current = found
     return _current
+
+
+def hold_jobs_to_reserve(
+    enforcement: Enforcement, *, reserved_memory_gb: float | None, reserved_cpus: float
+) -> Enforcement:
+    """hold_jobs with the memory the worker has (memory_available) less the reserve
+    (reserve_bytes), and the machine's cores less `reserved_cpus` (0: no quota)."""
+    available, limited_by = memory_available(enforcement)
+    reserve = reserve_bytes(available, reserved_memory_gb)
+    cpu_cores = (os.cpu_count() or 1) - reserved_cpus if reserved_cpus else None
+    if limited_by != "MemTotal":
+        enforcement = replace(enforcement, memory_limited_by=f"{limited_by}, {gib(available)}")
+    if available - reserve > 0:
+        return hold_jobs(enforcement, memory_bytes=available - reserve, cpu_cores=cpu_cores)
+    # Only where the worker's cgroup (or an ancestor's) holds less than the machine:
+    # console.settings refuses a reserve not below MemTotal. The parent's memory limit is
+    # lifted (an earlier start's would no longer mean anything); its CPU is still held.
+    held = hold_jobs(enforcement, memory_bytes=None, cpu_cores=cpu_cores)
+    problem = (
+        f"LOCAL_RESERVED_MEMORY_GB ({reserve / 1024**3:g} GB) is not less than the memory "
+        f"the worker has, {gib(available)} ({limited_by}'s limit)"
+    )
+    logger.warning("Local jobs together are not held: %s", problem)
+    return replace(held, parent_problem=held.parent_problem or problem)
 
 
 def machine_memory_bytes() -> int:
@@ -591,11 +616,46 @@ def machine_memory_bytes() -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
+def memory_available(enforcement: Enforcement) -> tuple[int, Path | str]:
+    """The memory the worker and its jobs have, and what holds them to it: the machine's
+    (MemTotal), or less where the worker's own cgroup or any of its ancestors has a memory
+    limit (its systemd unit's MemoryMax=, a container's limit, a slice's). Decided: the jobs'
+    parent is held to this less the reserve; held to MemTotal less it, a worker in a 4 GB unit
+    on a 64 GB machine would give its jobs a limit its unit never lets them reach, and they
+    would take all 4 GB from the console, the reserve protecting nothing. Read from the jobs'
+    parent's own parent upwards, up to the hierarchy's top one that has the file (v2's root
+    cgroup has no memory.max; above v1's mount point there is no cgroup)."""
+    assert enforcement.memory_root
+    name = "memory.max" if enforcement.mode == MODE_V2 else "memory.limit_in_bytes"
+    available: int = machine_memory_bytes()
+    limited_by: Path | str = "MemTotal"
+    folder = enforcement.memory_root.parent
+    while (folder / name).exists():
+        value = _read(folder / name).strip()  # "max" (v2), or v1's 9223372036854771712
+        if value.isdigit() and int(value) < available:
+            available, limited_by = int(value), folder
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return available, limited_by
+
+
+def reserve_bytes(available: int, setting: float | None) -> int:
+    """LOCAL_RESERVED_MEMORY_GB in bytes; unset (None), 10% of `available`, at least 2 GiB,
+    at most half of it, to a tenth of a GiB (README, "All jobs together leave the console its
+    share"). Of what the worker has, not of the machine: a default of the machine's would
+    leave a worker limited to less nothing, or nothing for its jobs."""
+    if setting is None:
+        gb = available / 1024**3
+        setting = round(min(max(2.0, gb * 0.10), gb / 2), 1)
+    return int(setting * 1024**3)
+
+
 def hold_jobs(
-    enforcement: Enforcement, *, memory_bytes: int, cpu_cores: float | None
+    enforcement: Enforcement, *, memory_bytes: int | None, cpu_cores: float | None
 ) -> Enforcement:
     """Holds the jobs' parent (every replica's cgroup is under it) to `memory_bytes` of
-    memory, a tenth of the console's CPU weight and, unless None, a quota of `cpu_cores`
+    memory (None: no limit of its own), a tenth of the console's CPU weight and, unless None, a quota of `cpu_cores`
     (see the module's notes). Returns the enforcement saying what holds; a parent that
     cannot be written is logged, and said by describe(), and jobs run as before."""
     assert enforcement.memory_root and enforcement.cpu_root
@@ -603,18 +663,13 @@ def hold_jobs(
     quota = f"{int(cpu_cores * CFS_PERIOD_US)}" if cpu_cores is not None else None
     try:
         if enforcement.mode == MODE_V2:
-            (memory / "memory.max").write_text(str(memory_bytes))
+            (memory / "memory.max").write_text(str(memory_bytes or "max"))
             if (memory / "memory.swap.max").exists():
                 (memory / "memory.swap.max").write_text("0")
             (cpu / "cpu.weight").write_text(str(JOBS_CPU_WEIGHT))
             (cpu / "cpu.max").write_text(f"{quota or 'max'} {CFS_PERIOD_US}")
         else:
-            # Memory plus swap may never be below memory alone: lifted first, then set.
-            with contextlib.suppress(OSError):
-                (memory / "memory.memsw.limit_in_bytes").write_text("-1")
-            (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
-            with contextlib.suppress(OSError):
-                (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+            memory_bytes = _hold_memory_v1(memory, memory_bytes)
             (cpu / "cpu.shares").write_text(str(JOBS_CPU_SHARES))
             (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
             try:
@@ -632,6 +687,37 @@ def hold_jobs(
     return replace(enforcement, jobs_memory_bytes=memory_bytes, jobs_cpu_cores=cpu_cores)
 
 
+def _hold_memory_v1(memory: Path, memory_bytes: int | None) -> int | None:
+    """Sets the v1 jobs' parent's memory (and memory plus swap) to `memory_bytes` (None: no
+    limit); returns the limit that holds. v1 refuses a limit below what the jobs there use
+    now (EBUSY, once it cannot reclaim enough: a worker restarted with a larger reserve while
+    they run): the limit held before stays, memory plus swap too, the CPU is still held, and
+    the next start sets it (as for a CPU quota below a running replica's). Decided: rather
+    than the whole parent left unheld, its swap limit lifted, for the jobs' whole run."""
+    memsw = memory / "memory.memsw.limit_in_bytes"
+    swap_before = _read(memsw).strip()
+    # Memory plus swap may never be below memory alone: lifted first, then set.
+    with contextlib.suppress(OSError):
+        memsw.write_text("-1")
+    try:
+        (memory / "memory.limit_in_bytes").write_text(str(memory_bytes or -1))
+    except OSError as exc:
+        if exc.errno != errno.EBUSY or not memory_bytes:
+            raise
+        with contextlib.suppress(OSError):
+            if swap_before:
+                memsw.write_text(swap_before)
+        logger.warning(
+            "Local jobs' memory limit not lowered to %s: they use more now (the next start)",
+            gib(memory_bytes),
+        )
+        held = _read(memory / "memory.limit_in_bytes").strip()
+        return int(held) if held.isdigit() and int(held) < 2**62 else None
+    with contextlib.suppress(OSError):
+        memsw.write_text(str(memory_bytes or -1))
+    return memory_bytes
+
+
 # -- one replica -----------------------------------------------------------------------
 
 
@@ -640,6 +726,46 @@ def replica_folders(
 ) -> list[Path]:
     """The replica's cgroup in each hierarchy the mode uses (one under v2)."""
     return [root / public_id / f"attempt-{attempt}" / label for root in enforcement.roots()]
+
+
+# The cgroup of an attempt's network helpers (LOCAL_JOB_NETWORK=isolated-outbound), beside its
+# replicas' (`<role>-<index>`, which always ends in a number).
+NETWORK_LABEL = "network"
+
+
+def hold_network_helpers(
+    enforcement: Enforcement, *, public_id: str, attempt: int, pids: list[int]
+) -> bool:
+    """Moves an attempt's network namespace holder and its slirp4netns into
+    `<jobs' parent>/<public id>/attempt-<n>/network` (memory and cpu; v1: each hierarchy's).
+
+    Decided: slirp4netns's memory is the job's traffic (its buffers grow with what the job
+    sends and receives), so it is held with the jobs, under their parent, not left in the
+    worker's cgroup where a job flooding it would take from the console's reserve; a job
+    that makes it run out of memory loses its own network. No limit of its own: the parent's
+    holds. Its CPU likewise gets the jobs' weight. Not fatal: one that cannot be moved
+    (logged) runs in the worker's cgroup, as before. Removed with the job's other cgroups
+    once the holder is ended (end_networks before remove_job_cgroups)."""
+    if not enforcement.active:
+        return False
+    roots = {enforcement.memory_root, enforcement.cpu_root} - {None}
+    try:
+        for root in sorted(roots):
+            folder = root / public_id / f"attempt-{attempt}" / NETWORK_LABEL
+            if enforcement.mode == MODE_V2:  # controllers on the way down, as for a replica
+                for parent in (folder.parent.parent, folder.parent):
+                    parent.mkdir(exist_ok=True)
+                    _enable(parent)
+            folder.mkdir(parents=True, exist_ok=True)
+            for pid in pids:
+                try:
+                    (folder / "cgroup.procs").write_text(str(pid))
+                except ProcessLookupError:
+                    continue  # it ended (slirp4netns after its holder)
+    except OSError as exc:
+        logger.warning("%s: network helpers left in the worker's cgroup: %s", public_id, exc)
+        return False
+    return True
 
 
 def create_replica_cgroup(

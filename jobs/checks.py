@@ -31,8 +31,8 @@ def secret_key_opens_what_it_sealed(
         return []
     return [
         checks.Warning(
-            f"SECRET_KEY does not open what the database holds: {bad_keys} of {keys} API "
-            f"access keys in use and {bad_sessions} of the {sessions} newest sessions were "
+            f"SECRET_KEY does not open what the database holds: {bad_keys} of the {keys} "
+            f"newest API access keys in use and {bad_sessions} of the {sessions} newest sessions were "
             f"sealed with another key (a backup restored without its secret key, or the key "
             f"changed).",
             hint=(

@@ -67,6 +67,14 @@ MASK = "******"
 CONSOLE_MARK = "\x1f"
 
 
+def unmarked(line: str) -> str:
+    """A line a platform returned (AIHC, Kubernetes), without any CONSOLE_MARK: its lines are
+    all the job's, and no shim stamps them, so one the job printed as "<stamp> <mark>..."
+    would otherwise show as the console's. The pages drop the mark anyway (a control
+    character), so nothing shown changes."""
+    return line.replace(CONSOLE_MARK, "")
+
+
 class ShownLine(str):
     """A line as a page shows it; `console`: the runner's own line, not the job's output.
     A str, so the API and anything else taking lines take it as it is."""

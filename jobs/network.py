@@ -50,8 +50,8 @@ from pathlib import Path
 from django.conf import settings
 from django.utils.translation import gettext
 
+from . import cgroups, runner
 from . import logs as job_logs
-from . import runner
 from .sandbox import SandboxError
 
 logger = logging.getLogger(__name__)
@@ -131,6 +131,13 @@ def job_network(
                 )
             )
         found = _spawn_holder(state, children)
+        helper = _helper(state, found[0])
+        cgroups.hold_network_helpers(
+            cgroups.current(),
+            public_id=public_id,
+            attempt=attempt,
+            pids=[found[0], *([helper[0]] if helper else [])],
+        )
     return _open_namespaces(*found, state=state)
 
 

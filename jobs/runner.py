@@ -1660,8 +1660,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     if all(states[r.pk].phase == "exited" for r in replicas):
-        cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
+        # The network first: its holder and slirp4netns are in the job's cgroups too.
         network.end_networks(public_id=job.public_id, children=children)
+        cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
         with transaction.atomic():  # the end and its alert are queued together, or neither
             succeeded = job_transition(
                 job=job,
@@ -1965,8 +1966,8 @@ def _finish_tear_down(
 ) -> None:
     # Every process of the attempt is gone: its cgroups go (a restart gets fresh ones), and
     # so does its network namespace (LOCAL_JOB_NETWORK=isolated; a restart gets a new one).
-    cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
     network.end_networks(public_id=job.public_id, children=children)
+    cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
     message = restored(run.stop_message, run.stop_message_source)
     # The switch to the next attempt is committed with its event and jobFT alert, or none
     # of them: a worker killed in between leaves the restart still to do, and the next

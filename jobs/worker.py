@@ -137,8 +137,9 @@ class Worker:
             end_leftover_replicas()
         except Exception:
             logger.exception("ending replicas of jobs that ended elsewhere failed")
-        self.remove_leftover_cgroups()
+        # Networks before cgroups: a holder and its slirp4netns are in their job's cgroups.
         self.end_leftover_networks()
+        self.remove_leftover_cgroups()
 
     def remove_leftover_cgroups(self) -> None:
         """Removes the cgroups of local jobs that ended while no worker was there to (or

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -29,6 +30,68 @@ def _default_language() -> Iterator[None]:
     (run in this thread) writes would otherwise depend on which test ran before it."""
     yield
     translation.deactivate()
+
+
+# The jobs' parent cgroup's files a worker start writes (jobs.cgroups.hold_jobs), with what a
+# new cgroup holds: every test that starts a worker writes them.
+JOBS_PARENT_FILES = {
+    "memory.max": "max",
+    "memory.swap.max": "max",
+    "cpu.weight": "100",
+    "cpu.max": "max 100000",
+    "memory.memsw.limit_in_bytes": "-1",
+    "memory.limit_in_bytes": "-1",
+    "cpu.shares": "1024",
+    "cpu.cfs_quota_us": "-1",
+}
+
+
+def jobs_parent_folders() -> set[Path]:
+    """Where this process's worker would hold its jobs' parent (memory and cpu), found as
+    jobs.cgroups.detect finds them but without setting anything up."""
+    from jobs import cgroups
+
+    own = cgroups.own_cgroups(cgroups._read("/proc/self/cgroup"))
+    mounts = cgroups.cgroup_mounts(cgroups._read("/proc/self/mountinfo"))
+    found = set()
+    for mount in mounts:
+        names = [""] if mount.version == 2 else sorted(mount.controllers & {"memory", "cpu"})
+        for name in names:
+            if name in own and (folder := cgroups.folder_of(own[name], mount)) is not None:
+                if folder.name == cgroups.PROCESSES_LEAF:
+                    folder = folder.parent
+                found.add(folder / cgroups.JOBS_DIR)
+    return found
+
+
+def jobs_parent_files() -> dict[Path, str]:
+    return {
+        folder / name: (folder / name).read_text().strip()
+        for folder in jobs_parent_folders()
+        for name in JOBS_PARENT_FILES
+        if (folder / name).exists()
+    }
+
+
+def restore_jobs_parent(before: dict[Path, str]) -> None:
+    """Puts the jobs' parent's limits and CPU weight back as `before` found them, and those of
+    a parent made meanwhile back to a new cgroup's (unlimited, the default weight): under
+    cgroup v1 the cpu hierarchy's parent may be shared by every console on this machine,
+    whose jobs would otherwise keep a tenth of the weight, or a test's tiny memory limit."""
+    paths = {**jobs_parent_files(), **before}
+    for _ in range(2):  # v1 refuses memory plus swap below memory alone: either order holds
+        for path in paths:
+            value = before.get(path, JOBS_PARENT_FILES[path.name])
+            with contextlib.suppress(OSError):
+                path.write_text("-1" if value == "9223372036854771712" else value)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _jobs_parent_restored() -> Iterator[None]:
+    """Tests that start a worker leave the jobs' parent as it was before the run."""
+    before = jobs_parent_files()
+    yield
+    restore_jobs_parent(before)
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.aihc.mapping import v2_from_v1
 from jobs.backends import BackendError, all_pools, find_pool, get_backend
+from jobs.logs import shown_lines
 from jobs.models import Job, JobEvent, JobStatus
 from jobs.services import job_transition, jobs_submit
 from tests.fake_aihc import FakeAihc, configure
@@ -1293,6 +1294,21 @@ def test_a_stop_that_failed_after_adopting_an_in_flight_create_is_sent_again(fak
     assert len(fake.calls("StopJob")) == 2
     assert fake.jobs[created.job_id].status == "ManualTermination"
     assert job.status == JobStatus.STOPPED
+
+
+def test_a_pod_printing_a_stamp_and_the_runners_mark_is_not_shown_as_the_console(fake, aihc, alice):
+    # AIHC's lines are all the job's: one printed as a local log's console line stays so.
+    job = submitted(fake, aihc, alice, roles=[S.Role("master", 1, A800, 8)])
+    fake.add_logs(
+        job.external_id,
+        "test-api-llama2-7b-4-master-0",
+        ["2026-11-30T09:00:00.000000Z \x1f[console] exited with code 0"],
+    )
+
+    [line] = shown_lines(aihc.logs(job, "master-0", tail=5))
+
+    assert line.console is False
+    assert line.text == "[console] exited with code 0"
 
 
 def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):

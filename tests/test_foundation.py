@@ -322,6 +322,8 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"ALLOWED_HOSTS": ","},
         {"HTTPS": "1", "ALLOWED_HOSTS": " , "},
         {"CSRF_TRUSTED_ORIGINS": "console.example.com"},
+        {"CSRF_TRUSTED_ORIGINS": "https://"},
+        {"CSRF_TRUSTED_ORIGINS": "https://console.example.com:8443x y"},
         {"CONSOLE_BACKENDS": ","},
         {"LOCAL_QUEUES": ","},
         {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu=8,baidu.com/a800_80g_cgpu=4"},
@@ -594,12 +596,50 @@ def test_a_database_restored_with_another_secret_key_is_reported_at_start(client
     assert [m for m in as_backed_up if m.id == "jobs.W001"] == []
     [warning] = [m for m in restored_without_key if m.id == "jobs.W001"]
     assert warning.msg.startswith(
-        "SECRET_KEY does not open what the database holds: 1 of 1 API access keys in use and "
-        "1 of the 1 newest sessions were sealed with another key"
+        "SECRET_KEY does not open what the database holds: 1 of the 1 newest API access keys "
+        "in use and 1 of the 1 newest sessions were sealed with another key"
     )
     assert "SECRET_KEY_FALLBACKS" in warning.hint
     assert [m for m in static_only if m.id == "jobs.W001"] == []
     assert [m for m in old_key_listed if m.id == "jobs.W001"] == []
+
+
+def test_a_trusted_origin_with_a_path_after_its_host_starts_the_console_as_its_origin(tmp_path):
+    # Started the console before start-up checked the list: it keeps starting it.
+    code = "from django.conf import settings as s; print(s.CSRF_TRUSTED_ORIGINS)"
+    origins = "https://console.example.com/,http://[::1]:8000/console?x#y,https://b.example.com"
+
+    result = manage(tmp_path, "shell", "-c", code, CSRF_TRUSTED_ORIGINS=origins)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == str(
+        ["https://console.example.com", "http://[::1]:8000", "https://b.example.com"]
+    )
+
+
+def test_the_secret_key_check_tries_only_the_newest_usable_api_keys(alice, settings, monkeypatch):
+    from django.core import checks
+
+    from jobs import api_keys
+
+    settings.SECRET_KEY = "the-key-before-the-restore"
+    for n in range(2):
+        api_keys.api_key_create(owner=alice, description=f"old {n}")
+    revoked, _secret = api_keys.api_key_create(owner=alice, description="revoked")
+    api_keys.api_key_revoke(key=revoked)
+    settings.SECRET_KEY = "the-key-after-it"
+    api_keys.api_key_create(owner=alice, description="made since")
+
+    every_key = checks.run_checks(databases=["default"])
+    # A sample of one (the sample's size, not a behaviour: 200 keys take a while to make).
+    monkeypatch.setattr(api_keys, "KEYS_SAMPLED", 1)
+    newest_only = checks.run_checks(databases=["default"])
+
+    # The revoked key, sealed with the old key too, is not tried.
+    [warning] = [m for m in every_key if m.id == "jobs.W001"]
+    assert "2 of the 3 newest API access keys in use" in warning.msg
+    # The newest key opens, and the older ones are not read.
+    assert [m for m in newest_only if m.id == "jobs.W001"] == []
 
 
 def test_every_variable_left_empty_starts_the_console_on_its_defaults(tmp_path):

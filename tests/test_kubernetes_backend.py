@@ -12,6 +12,7 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.backends import BackendError, all_pools, get_backend
 from jobs.kubernetes import manifests as M
+from jobs.logs import shown_lines
 from jobs.models import EventType, Job, JobStatus
 from jobs.services import jobs_submit
 from tests.fake_kubernetes import FakeKubernetes, configure
@@ -1166,6 +1167,19 @@ def test_a_custom_instances_logs_are_read_from_its_pod(fake, k8s, alice):
     [call] = fake.calls("log pods")
     assert call.param("container") == "main"
     assert call.path.endswith(f"/pods/{second}/log")
+
+
+def test_a_pod_printing_a_stamp_and_the_runners_mark_is_not_shown_as_the_console(fake, k8s, alice):
+    # No shim stamps a pod's lines: one printed as a local log's console line is the job's.
+    job = submitted(alice, k8s, **custom())
+    pods = fake.run_pods(job.external_id)
+    first = next(p for p in pods if p.startswith(f"{job.external_id}-trainer-0-0-"))
+    fake.add_logs(first, ["2026-11-30T09:00:00.000000Z \x1f[console] exited with code 0"])
+
+    [line] = shown_lines(k8s.logs(job, "trainer-0", tail=5))
+
+    assert line.console is False
+    assert line.text == "[console] exited with code 0"
 
 
 def test_a_cluster_without_jobset_fails_a_custom_submit_saying_what_to_install(

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from playwright.sync_api import expect
 
+from jobs import spec as S
+from jobs.backends import get_backend
+from jobs.services import jobs_submit
 from tests.fake_kubernetes import FakeKubernetes, configure
 from tests.test_wizard_browser import next_step, settled, start
 
@@ -67,3 +71,43 @@ def test_an_mpi_master_with_cards_over_cpu_only_workers_is_refused_on_its_cards_
     page.select_option("select[name=roles-1-accelerator_type]", A800)
     page.fill("#id_roles-1-accelerators", "4")
     next_step(page, "data")
+
+
+def test_a_kubernetes_job_printing_the_runners_mark_gets_no_console_badge_on_its_page(
+    logged_in_page, cluster, alice
+):
+    # No shim stamps a pod's lines: a job printing a stamp and the local runner's mark is
+    # still the job's output, badged as nothing.
+    [job] = jobs_submit(
+        owner=alice,
+        spec=S.JobSpec(
+            name="forger",
+            resource_pool_id=POOL,
+            framework=S.PYTORCH,
+            image="registry.example.com/train:1.0",
+            command="python train.py",
+            roles=[S.Role("master", 1, A800, 8)],
+        ),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    k8s = get_backend("kubernetes")
+    k8s.submit(job)
+    job.refresh_from_db()
+    [pod] = cluster.run_pods(job.external_id, namespace="ml")
+    cluster.add_logs(
+        pod,
+        ["2026-11-30T09:00:00.000000Z \x1f[console] exited with code 0", "done"],
+        namespace="ml",
+    )
+    k8s.sync(job)
+    page = logged_in_page
+
+    page.goto("/")  # the job list
+    page.click(f'a[href="/jobs/{job.public_id}/"]')
+
+    lines = page.locator("#log-lines .log-line")
+    expect(lines).to_have_count(2, timeout=20_000)
+    expect(lines.first).to_contain_text("[console] exited with code 0")
+    expect(page.locator("#log-lines .log-console")).to_have_count(0)
+    expect(page.locator("#log-lines .log-source")).to_have_count(0)

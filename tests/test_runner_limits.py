@@ -213,7 +213,9 @@ def test_a_cpu_limit_of_one_core_holds_two_busy_processes_to_about_one_core(
     [per_second] = re.findall(r"cpu per second ([\d.]+)", log)
     quota = re.findall(r"(cpu.max|cpu.cfs_quota_us) (.+)$", log, re.MULTILINE)
     assert quota in ([("cpu.max", "100000 100000")], [("cpu.cfs_quota_us", "100000")])
-    assert 0.2 <= float(per_second) <= 1.3
+    # At most about one core. No lower bound: all jobs have a tenth of the console's CPU
+    # weight (cgroups.hold_jobs), so on a busy shared machine the spinners get far less.
+    assert float(per_second) <= 1.3
 
 
 def test_a_replica_cgroup_holds_its_limits_while_it_runs_and_a_stop_is_not_taken_for_oom(

@@ -52,6 +52,7 @@ from .runner_helpers import (
     submit,
     volume,
 )
+from .test_runner_limits import limits  # noqa: F401
 from .test_runner_network import (
     CONNECT,
     RENDEZVOUS,
@@ -418,6 +419,32 @@ def test_a_restarted_worker_adopts_the_holder_and_ends_its_slirp4netns_with_the_
     assert "nameserver 10.0.2.3" in log_text(job, "worker-0")
     assert not alive(helper)
     assert slirp_processes() == []
+
+
+@pytest.mark.usefixtures("outbound")
+def test_slirp4netns_and_its_holder_run_in_their_jobs_cgroup_under_the_jobs_parent(
+    alice,
+    limits,  # noqa: F811
+):
+    # Its memory is the job's traffic: held with the jobs, not from the console's reserve.
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING and holder(job) is not None)
+    found, helper = holder(job), helper_of(job)
+
+    folders = [
+        root / job.public_id / "attempt-1" / "network"
+        for root in {limits.memory_root, limits.cpu_root}
+    ]
+    for folder in folders:
+        assert {str(found[0]), str(helper[0])} <= set((folder / "cgroup.procs").read_text().split())
+
+    # Ended first, so the job's cgroups, the network's included, all go with the job.
+    open_gate(django_settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+    assert not alive(found) and not alive(helper)
+    for root in {limits.memory_root, limits.cpu_root}:
+        assert not (root / job.public_id).exists()
 
 
 # -- the worker's start-up check --------------------------------------------------------

@@ -3,7 +3,6 @@ hold_jobs): real jobs through the real runner, on the cgroups this machine offer
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from jobs import spec as S
 from jobs.models import JobStatus
 from jobs.worker import Worker
 
+from .conftest import jobs_parent_files, restore_jobs_parent
 from .runner_helpers import (
     PY,
     UNTIL_THE_GATE_OPENS,
@@ -33,34 +33,13 @@ from .test_runner_limits import ALLOCATE, host_cgroups, limits  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
-# The parent's files a worker start writes, put back as they were after each test: under
-# cgroup v1 the cpu hierarchy's parent may be shared with other consoles on this machine.
-PARENT_FILES = (
-    "memory.max",
-    "memory.swap.max",
-    "cpu.weight",
-    "cpu.max",
-    "memory.memsw.limit_in_bytes",
-    "memory.limit_in_bytes",
-    "cpu.shares",
-    "cpu.cfs_quota_us",
-)
-
 
 @pytest.fixture
 def parent(limits):  # noqa: F811
     """The jobs' parent cgroups (memory, cpu), restored to what they held before the test."""
-    folders = {limits.memory_root, limits.cpu_root}
-    before = {
-        folder / name: (folder / name).read_text().strip()
-        for folder in folders
-        for name in PARENT_FILES
-        if (folder / name).exists()
-    }
+    before = jobs_parent_files()
     yield limits
-    for path, value in before.items():
-        with contextlib.suppress(OSError):
-            path.write_text("-1" if value == "9223372036854771712" else value)
+    restore_jobs_parent(before)
 
 
 def gib_of_machine() -> float:
@@ -101,7 +80,7 @@ def test_the_jobs_parent_is_held_to_the_machine_less_the_reserve_at_the_worker_s
 
     worker = Worker()
 
-    held = cgroups.machine_memory_bytes() - int(3.5 * 1024**3)
+    held = cgroups.memory_available(parent)[0] - int(3.5 * 1024**3)
     assert worker.limits.jobs_memory_bytes == held
     # The kernel keeps a limit in whole pages.
     assert abs(parent_memory_limit(parent) - held) < os.sysconf("SC_PAGE_SIZE")
@@ -180,10 +159,22 @@ def test_a_role_with_a_memory_value_above_what_jobs_share_reads_as_the_shared_li
 @pytest.mark.parametrize(
     ("variable", "value", "message"),
     [
-        ("LOCAL_RESERVED_MEMORY_GB", "-1", "is a number of GB (0 or more), not '-1'"),
-        ("LOCAL_RESERVED_MEMORY_GB", "two", "is a number of GB (0 or more), not 'two'"),
+        (
+            "LOCAL_RESERVED_MEMORY_GB",
+            "-1",
+            "is a number of GB (0 or more, at most 1000000000), not '-1'",
+        ),
+        (
+            "LOCAL_RESERVED_MEMORY_GB",
+            "two",
+            "is a number of GB (0 or more, at most 1000000000), not 'two'",
+        ),
         ("LOCAL_RESERVED_MEMORY_GB", "1000000", "is less than this machine's memory ("),
-        ("LOCAL_RESERVED_CPUS", "-0.5", "is a number of cores (0 or more), not '-0.5'"),
+        (
+            "LOCAL_RESERVED_CPUS",
+            "-0.5",
+            "is a number of cores (0 or more, at most 1000000000), not '-0.5'",
+        ),
         ("LOCAL_RESERVED_CPUS", "100000", "is less than this machine's"),
     ],
 )
@@ -197,12 +188,13 @@ def test_a_reserve_below_zero_or_past_the_machine_stops_the_start_naming_it(
     assert "Traceback" not in result.stderr
 
 
-def test_the_default_reserve_is_a_tenth_of_the_memory_at_least_2_gb_and_at_most_half(tmp_path):
+def test_the_default_reserve_is_left_to_the_worker_and_a_set_one_is_read(tmp_path):
     code = "from django.conf import settings as s; print(s.LOCAL_RESERVED_MEMORY_GB)"
-    result = manage(tmp_path, "shell", "-c", code)
 
-    total = gib_of_machine()
-    assert float(result.stdout.split()[-1]) == round(min(max(2.0, total / 10), total / 2), 1)
+    # Unset, the worker takes a tenth of the memory it has (memory_available, reserve_bytes).
+    assert manage(tmp_path, "shell", "-c", code).stdout.split()[-1] == "None"
+    result = manage(tmp_path, "shell", "-c", code, LOCAL_RESERVED_MEMORY_GB="1.5")
+    assert result.stdout.split()[-1] == "1.5"
 
 
 def test_a_cpu_reserve_below_a_running_replicas_cores_waits_for_the_next_start(
@@ -242,6 +234,40 @@ def test_a_cpu_reserve_below_a_running_replicas_cores_waits_for_the_next_start(
     assert f"at most {cores - 0.5:g} cores" in said
 
 
+HOLD = (
+    "import os, time; block = b'x' * (512 << 20); print('allocated', flush=True)\n"
+    "while not os.path.exists('/workspace/gate-open'): time.sleep(0.05)\n"
+)
+
+
+def test_a_larger_reserve_while_jobs_use_more_keeps_the_limit_before_until_the_next_start(
+    alice, settings, parent
+):
+    if parent.mode != cgroups.MODE_V1:
+        pytest.skip("cgroup v1 only: v2 lowers memory.max at once, reclaiming or OOM-killing")
+    (volume(settings) / "hold.py").write_text(HOLD)
+    job = submit(alice, make_spec(f"{PY} /workspace/hold.py"))
+    worker = Worker()
+    run_until(worker, lambda: "allocated" in log_text(job, "master-0"), what="the allocation")
+    memory = parent.memory_root
+    limit_before = parent_memory_limit(parent)
+    swap_before = (memory / "memory.memsw.limit_in_bytes").read_text().strip()
+    (parent.cpu_root / "cpu.shares").write_text("1024")
+
+    # Restarted with jobs held to 256 MiB, while this one uses 512 MiB: v1 refuses that limit.
+    settings.LOCAL_RESERVED_MEMORY_GB = cgroups.memory_available(parent)[0] / 1024**3 - 0.25
+    restarted = Worker()
+
+    # What held before still holds, memory plus swap too, and the CPU weight is set.
+    assert parent_memory_limit(parent) == limit_before
+    assert (memory / "memory.memsw.limit_in_bytes").read_text().strip() == swap_before
+    assert (parent.cpu_root / "cpu.shares").read_text().strip() == "102"
+    assert "not held" not in restarted.limits.describe()
+    assert restarted.limits.jobs_memory_bytes == limit_before
+    open_gate(settings)
+    run_until(restarted, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+
 def test_a_job_filling_its_dev_shm_past_what_jobs_share_is_oom_killed_too(alice, settings, parent):
     # tmpfs pages are no process's, but are charged to the cgroup of the process that wrote
     # them: the jobs' parent holds them with the rest.
@@ -256,3 +282,107 @@ def test_a_job_filling_its_dev_shm_past_what_jobs_share_is_oom_killed_too(alice,
     # The sandbox's /dev/shm went with it: the next job has the memory again.
     after = submit(alice, make_spec("head -c 128M /dev/zero > /dev/shm/fill; echo written"))
     run_until(worker, lambda: status_of(after) == JobStatus.SUCCEEDED)
+
+
+# -- the memory the worker has (a fake cgroup file system: its folders and limit files) ------
+
+
+def fake_tree(root: Path, mode: str, files: dict[str, str]) -> cgroups.Enforcement:
+    """A cgroup hierarchy under `root` as the kernel shows it: `files` maps a folder (relative
+    to the mount point, "" for it) to its memory limit file's content; the worker's own cgroup
+    is the deepest, and the jobs' parent is made under it, as detect() makes it."""
+    name = "memory.max" if mode == cgroups.MODE_V2 else "memory.limit_in_bytes"
+    for folder, value in files.items():
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / name).write_text(f"{value}\n")
+    own = root / max(files, key=len)
+    jobs = own / cgroups.JOBS_DIR
+    jobs.mkdir()
+    written = (
+        ("memory.max", "memory.swap.max", "cpu.weight", "cpu.max")
+        if mode == cgroups.MODE_V2
+        else ("memory.limit_in_bytes", "cpu.shares", "cpu.cfs_period_us", "cpu.cfs_quota_us")
+    )
+    for file in written:
+        (jobs / file).write_text("")
+    return cgroups.Enforcement(mode, memory_root=jobs, cpu_root=jobs)
+
+
+GIB = 1024**3
+UNLIMITED = {cgroups.MODE_V2: "max", cgroups.MODE_V1: "9223372036854771712"}
+
+
+@pytest.mark.parametrize("mode", [cgroups.MODE_V2, cgroups.MODE_V1])
+def test_a_worker_under_a_memory_limit_holds_its_jobs_to_that_limit_less_the_reserve(
+    tmp_path, mode
+):
+    # The worker's systemd unit (MemoryMax=4G) in a slice without one, on a larger machine.
+    found = fake_tree(
+        tmp_path,
+        mode,
+        {
+            "": UNLIMITED[mode],
+            "system.slice": UNLIMITED[mode],
+            "system.slice/console-worker.service": str(4 * GIB),
+        },
+    )
+    assert cgroups.machine_memory_bytes() > 4 * GIB
+
+    held = cgroups.hold_jobs_to_reserve(found, reserved_memory_gb=1.5, reserved_cpus=0)
+
+    name = "memory.max" if mode == cgroups.MODE_V2 else "memory.limit_in_bytes"
+    assert (found.memory_root / name).read_text() == str(int(2.5 * GIB))
+    assert held.jobs_memory_bytes == int(2.5 * GIB)
+    unit = tmp_path / "system.slice/console-worker.service"
+    assert f"local jobs together: memory 2.5Gi (of the limit of {unit}, 4Gi)" in held.reserve()
+
+
+@pytest.mark.parametrize("mode", [cgroups.MODE_V2, cgroups.MODE_V1])
+def test_the_smallest_limit_of_any_ancestor_holds_not_only_the_workers_own(tmp_path, mode):
+    # A container's limit (3 GiB) two levels above the worker's unlimited cgroup.
+    found = fake_tree(
+        tmp_path,
+        mode,
+        {"": str(3 * GIB), "worker": UNLIMITED[mode], "worker/inner": str(8 * GIB)},
+    )
+
+    held = cgroups.hold_jobs_to_reserve(found, reserved_memory_gb=1, reserved_cpus=0)
+
+    assert held.jobs_memory_bytes == 2 * GIB
+
+
+def test_the_default_reserve_is_a_tenth_of_what_the_worker_has_not_of_the_machine(tmp_path):
+    # At least 2 GiB, at most half: of a 4 GiB unit, 2 GiB (half the machine's tenth would be
+    # more than the unit has on a machine of 40 GiB or more).
+    small = fake_tree(tmp_path / "small", cgroups.MODE_V2, {"": "max", "unit": str(4 * GIB)})
+    # 30 GiB: 3 GiB kept.
+    large = fake_tree(tmp_path / "large", cgroups.MODE_V2, {"": "max", "unit": str(30 * GIB)})
+
+    assert (
+        cgroups.hold_jobs_to_reserve(
+            small, reserved_memory_gb=None, reserved_cpus=0
+        ).jobs_memory_bytes
+        == 2 * GIB
+    )
+    expected = min(30, cgroups.machine_memory_bytes() / GIB)
+    assert cgroups.hold_jobs_to_reserve(
+        large, reserved_memory_gb=None, reserved_cpus=0
+    ).jobs_memory_bytes == int(expected * GIB) - int(
+        round(min(max(2.0, expected / 10), expected / 2), 1) * GIB
+    )
+
+
+def test_a_reserve_not_below_the_workers_limit_leaves_jobs_unheld_and_says_so(tmp_path):
+    found = fake_tree(tmp_path, cgroups.MODE_V2, {"": "max", "unit": str(2 * GIB)})
+    (found.memory_root / "memory.max").write_text(str(GIB))  # an earlier start's limit
+
+    held = cgroups.hold_jobs_to_reserve(found, reserved_memory_gb=3, reserved_cpus=0)
+
+    assert (found.memory_root / "memory.max").read_text() == "max"
+    assert held.jobs_memory_bytes is None
+    assert held.reserve() == (
+        "local jobs together are not held: LOCAL_RESERVED_MEMORY_GB (3 GB) is not less than "
+        f"the memory the worker has, 2Gi ({tmp_path / 'unit'}'s limit)"
+    )
+    # The CPU weight still holds.
+    assert (found.cpu_root / "cpu.weight").read_text() == "10"

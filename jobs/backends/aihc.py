@@ -59,6 +59,7 @@ from jobs.aihc.client import (
 from jobs.aihc.endpoints import API_VERSIONS, V1, V2, endpoint_for
 from jobs.aihc.mapping import v2_from_v1
 from jobs.aihc.signer import canonical_query
+from jobs.logs import unmarked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -1412,7 +1413,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             )
         except AihcError as exc:
             raise _shown(_("AIHC did not return the logs: %(error)s"), exc, secrets) from None
-        return [scrub(line, secrets) for line in lines]
+        # Never read as the runner's own lines (jobs.logs.unmarked).
+        return [unmarked(scrub(line, secrets)) for line in lines]
 
 
 def backend() -> AihcBackend:

@@ -73,6 +73,7 @@ from jobs.kubernetes.client import (
     kube_time,
 )
 from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
+from jobs.logs import unmarked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -1470,7 +1471,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             )
         except KubeError as exc:
             raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
-        return [scrub(line, secrets) for line in lines]
+        # Never read as the runner's own lines (jobs.logs.unmarked).
+        return [unmarked(scrub(line, secrets)) for line in lines]
 
 
 def backend() -> KubernetesBackend:
