@@ -258,10 +258,30 @@ def read_stacks(
     return out
 
 
+def _unprivileged(argv: list[str]) -> list[str] | None:
+    """`argv` run without any capability and unable to gain one (no_new_privs), for a worker
+    run as root: py-spy parses memory the job controls, so it gets no privilege beyond the
+    uid, which is all ptrace needs to read a job that runs without capabilities. util-linux's
+    setpriv (essential on Debian) does it before exec (a preexec function is unsafe in the
+    capture's thread). None: root without setpriv, so the stacks are not read."""
+    if os.geteuid() != 0:
+        return argv
+    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if setpriv is None:
+        return None
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--", *argv]
+
+
 def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, Any]:
+    from .runner import process_start
+
+    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)])
+    if argv is None:
+        return {"error": "unreadable", "detail": "setpriv (util-linux) is not installed"}
+    start = process_start(pid)
     try:
         done = subprocess.run(
-            [tool, "dump", "--json", "--pid", str(pid)],
+            argv,
             capture_output=True,
             timeout=seconds,
             env={"PATH": "/usr/bin:/bin"},
@@ -273,6 +293,10 @@ def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, 
         return {"error": "unreadable", "detail": _text(str(exc), secrets)}
     if done.returncode != 0:
         return {"error": "unreadable", "detail": _text(_py_spy_error(done.stderr), secrets)}
+    if start is None or process_start(pid) != start:
+        # The process ended while it was read, and its pid may name another one now (another
+        # job's): what was read is not kept.
+        return {"error": "unreadable", "detail": "the process ended while it was read"}
     try:
         threads = json.loads(done.stdout)
         return {

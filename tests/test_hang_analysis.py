@@ -379,3 +379,58 @@ def test_a_deep_stack_shows_its_innermost_frames_and_folds_the_rest(alice, alice
     html = section(alice_client, job, capture)
     assert "另有 21 个栈帧" in html
     assert "&lt;module&gt; (/workspace/deep.py:11)" in html
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the worker drops privileges for py-spy only as root")
+def test_py_spy_of_a_worker_run_as_root_runs_without_any_capability_nor_a_way_to_gain_one():
+    import subprocess
+
+    from jobs.stacks import _unprivileged
+
+    argv = _unprivileged(
+        ["/bin/grep", "-E", "^(CapPrm|CapEff|CapBnd|NoNewPrivs)", "/proc/self/status"]
+    )
+    assert argv is not None
+    shown = dict(
+        line.split(":\t", 1)
+        for line in subprocess.run(
+            argv, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    )
+
+    assert shown == {
+        "CapPrm": "0000000000000000",
+        "CapEff": "0000000000000000",
+        "CapBnd": "0000000000000000",
+        "NoNewPrivs": "1",
+    }
+
+
+def test_stacks_of_a_process_that_ended_while_it_was_read_are_not_kept(tmp_path):
+    import subprocess
+    import sys
+
+    from jobs.stacks import _dump
+
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Stands in for py-spy (not ours): it reads "a stack", but the process ends meanwhile and
+    # its pid may be another process's by the time the read is over.
+    tool = tmp_path / "py-spy"
+    tool.write_text(
+        "#!/bin/sh\n"
+        'kill -9 "$4"\n'
+        "sleep 0.2\n"
+        'echo \'[{"thread_name": "MainThread", "frames": [{"name": "f", "filename": "x.py", "line": 1}]}]\'\n'
+    )
+    tool.chmod(0o755)
+    import threading
+
+    reaper = threading.Thread(target=target.wait)  # reaped once killed: its pid is free again
+    reaper.start()
+    try:
+        read = _dump(str(tool), target.pid, 5, [])
+    finally:
+        target.kill()
+        target.wait()
+
+    assert read == {"error": "unreadable", "detail": "the process ended while it was read"}
