@@ -359,6 +359,8 @@ def _live_context(job: Job) -> dict[str, Any]:
         if isinstance(job.spec, dict)
         else "",
         "copy_url": reverse("job-copy", args=[job.public_id]),
+        # Capture stacks (Hang analysis): sent with the rest, so it goes when the job ends.
+        "hang_can_capture": job.backend == "local" and not job.is_final,
         # Run again's one-time key: the same click sent twice makes one job.
         "request_key": uuid.uuid4().hex,
     }
