@@ -57,10 +57,14 @@ def test_capture_stacks_shows_each_replicas_stacks_grouped_on_the_job_page(
     expect(groups).to_have_count(2)
 
 
-def test_capture_stacks_goes_from_the_job_page_when_the_job_ends_without_a_reload(
-    logged_in_page, alice, tmp_path
+def test_capture_stacks_comes_when_the_job_starts_and_goes_when_it_ends_without_a_reload(
+    logged_in_page, alice, reviewer, tmp_path
 ):
+    from jobs.models import ReviewMode, ReviewPolicy
+    from jobs.review import job_approve
+
     (tmp_path / "scratch").mkdir(exist_ok=True)
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
     spec = S.JobSpec(
         name="ends",
         resource_pool_id="local",
@@ -71,11 +75,15 @@ def test_capture_stacks_goes_from_the_job_page_when_the_job_ends_without_a_reloa
     [job] = jobs_submit(owner=alice, spec=spec, submit_key="ends")
     page = logged_in_page
     page.goto(f"/jobs/{job.public_id}/")
+    # Held for review: nothing to capture yet (the button stood there, and a click said so).
+    expect(page.locator("#job-status")).to_have_text(re.compile("待审核"))
+    expect(page.locator("#hang-capture")).to_have_count(0)
+
+    job_approve(job=job, reviewer=reviewer)
     expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=20_000)
     expect(page.locator("#hang-capture")).to_be_visible()
 
-    # The status poll brings the end; the button goes with it (it stayed, and a click then
-    # said the job was not running).
+    # The status poll brings the end; the button goes with it.
     expect(page.locator("#job-status")).to_have_text(re.compile("成功"), timeout=30_000)
     expect(page.locator("#hang-capture")).to_have_count(0)
     expect(page.locator("#hang-none")).to_be_visible()
