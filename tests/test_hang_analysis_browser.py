@@ -48,7 +48,7 @@ def test_capture_stacks_shows_each_replicas_stacks_grouped_on_the_job_page(
         "stuck_in_allreduce (/workspace/train.py:6)"
     )
     expect(groups.nth(1).locator(".hang-replicas")).to_have_text("master-0, worker-1")
-    expect(groups.nth(1)).to_contain_text("2 个副本")
+    expect(groups.nth(1)).to_contain_text("2 个实例")
     expect(groups.nth(1).locator(".hang-frames")).to_contain_text("waiting_for_peer")
     expect(page.locator("#hang-captures .nav-link.active")).to_contain_text("手动")
     # Asked again at once: refused in place, saying why.
