@@ -359,6 +359,8 @@ def _live_context(job: Job) -> dict[str, Any]:
         if isinstance(job.spec, dict)
         else "",
         "copy_url": reverse("job-copy", args=[job.public_id]),
+        # Capture stacks (Hang analysis): sent with the rest, so it comes and goes with Running.
+        "hang_can_capture": _hang_can_capture(job),
         # Run again's one-time key: the same click sent twice makes one job.
         "request_key": uuid.uuid4().hex,
     }
@@ -538,6 +540,12 @@ def _job_seen_by_staff_too(request: AuthenticatedHttpRequest, public_id: str) ->
     return _job(request, public_id)
 
 
+def _hang_can_capture(job: Job) -> bool:
+    """Whether Capture stacks shows: a local job that runs. Decided: not on a queued job
+    (it stood there and a click said the job was not running) nor on one that ended."""
+    return job.backend == "local" and job.status == JobStatus.RUNNING
+
+
 def _hang_context(
     request: AuthenticatedHttpRequest, job: Job, capture: str, refused: str = ""
 ) -> dict[str, Any]:
@@ -556,9 +564,9 @@ def _hang_context(
         "selected": selected,
         "groups": stack_groups(selected.replicas) if done else [],
         "unread": unread(selected.replicas) if done else [],
-        # Shown until the job ends (a page opened while it was queued has it once it runs);
-        # asked of a job not running, it says why not.
-        "can_capture": job.backend == "local" and not job.is_final,
+        # Shown while the job runs (the only time a capture is taken): the status poll
+        # brings it when the job starts and takes it away when it ends (job_detail.html).
+        "can_capture": _hang_can_capture(job),
         "refused": refused,
         # Links that work without JavaScript: the job's page for its owner, else the
         # section's own page (staff do not see another user's job page).

@@ -87,10 +87,22 @@ def parse_volumes(value: str) -> list[HostVolume]:
             if read_only:
                 root = root[: -len(":ro")].rstrip()  # "/data/x :ro" is /data/x, as "/data/x " is
         if not (name and eq and Path(root).is_absolute()) or name in names:
-            raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r}")
+            raise ValueError(f"{VOLUMES_SYNTAX}, not {item!r}{_why(name, eq, root, names)}")
         names.add(name)
         volumes.append(HostVolume(name, Path(root), read_only=read_only, groups=groups))
     return volumes
+
+
+def _why(name: str, eq: str, root: str, names: set[str]) -> str:
+    """Why an item is wrong, in brackets, as the other refusals say it (QA 22: a relative
+    folder, as `scratch=var/volumes/scratch` copied from the default, said nothing of why)."""
+    if not (name and eq):
+        return " (no name= before the folder)"
+    if not root:
+        return " (no folder after the =)"
+    if not Path(root).is_absolute():
+        return " (the folder is not absolute: it starts with /)"
+    return f" (the name {name} is listed twice)"
 
 
 def _groups(text: str, item: str) -> frozenset[str]:

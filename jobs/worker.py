@@ -490,7 +490,7 @@ def checked_identity() -> WorkerIdentity:
     if problem:
         logger.error(
             "isolated networking unavailable: %s. Local jobs stay queued until a worker that "
-            "can create network namespaces runs (LOCAL_JOB_NETWORK=%s; see README, "
+            "can set up their network runs (LOCAL_JOB_NETWORK=%s; see README, "
             '"The network"), or LOCAL_JOB_NETWORK=host.',
             problem,
             settings.LOCAL_JOB_NETWORK,

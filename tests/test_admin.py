@@ -452,7 +452,22 @@ def test_the_logs_page_shows_the_tail_of_a_replicas_log(alice, reviewer):
     # The last 500 lines, their UTC stamps in the console's time zone (Asia/Shanghai), without
     # the colour codes.
     assert "2026-11-30 17:00:00.000 step 599" in body and " step 99\n" not in body
+    assert "最后 500 行。" in body
     assert client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/?replica=nope").status_code == 404
+
+
+def test_the_logs_page_of_a_short_log_does_not_say_it_shows_only_the_last_lines(alice, reviewer):
+    """QA 22: a 7-line log read "The last 500 lines.", as if some were left out; the job
+    page says so only when lines were left out, and now so does this page."""
+    job = submit(alice, "1")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("".join(f"2026-11-30T09:00:00.000000Z step {n}\n" for n in range(7)))
+
+    body = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/logs/").content.decode()
+
+    assert "step 6" in body and "最后 500 行" not in body
 
 
 def test_the_logs_page_of_a_job_whose_spec_cannot_be_read_offers_the_replicas_that_ran(

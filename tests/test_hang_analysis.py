@@ -147,7 +147,7 @@ def test_a_detected_hang_captures_each_replicas_stacks_and_the_page_shows_both_g
     assert "waiting_for_peer" not in frames_of(capture, "master-0")
     assert "waiting_for_peer" in frames_of(capture, "worker-0")
     event = job.events.get(reason="StacksCaptured")
-    assert event.message == "已抓取调用栈（检测到 hang 后）：已读取 2 个副本中的 2 个。"
+    assert event.message == "已抓取调用栈（检测到 hang 后）：已读取 2 个实例中的 2 个。"
     with translation.override("en"):
         assert event.message_shown == ("Call stacks captured after the hang: 2 of 2 replicas read.")
     # The page: one group per stack, each naming its replica.
@@ -186,7 +186,7 @@ def test_capture_stacks_collapses_identical_stacks_puts_the_odd_rank_first_and_i
     assert "stuck_in_allreduce" in groups[0][1] and "waiting_for_peer" not in groups[0][1]
     assert "waiting_for_peer" in groups[1][1]
     html = section(alice_client, job, capture)
-    assert "3 个副本" in html
+    assert "3 个实例" in html
     english = section(alice_client, job, capture, lang="en")
     assert "Hang analysis" in english and "3 replicas" in english
 
@@ -277,7 +277,7 @@ def test_a_process_that_cannot_be_read_and_a_replica_without_python_say_why(
     html = section(alice_client, job)
     assert re.search(r"master-0 pid \d+ \(/tmp/python3 300\)</span>: 无法读取其调用栈：", html)
     assert "worker-0</span>: 其中没有正在运行的 Python 进程。" in html
-    assert job.events.get(reason="StacksCaptured").message.endswith("已读取 2 个副本中的 0 个。")
+    assert job.events.get(reason="StacksCaptured").message.endswith("已读取 2 个实例中的 0 个。")
 
 
 def test_a_capture_asked_for_a_job_that_ended_meanwhile_says_its_replicas_were_not_running(

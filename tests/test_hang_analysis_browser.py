@@ -48,10 +48,65 @@ def test_capture_stacks_shows_each_replicas_stacks_grouped_on_the_job_page(
         "stuck_in_allreduce (/workspace/train.py:6)"
     )
     expect(groups.nth(1).locator(".hang-replicas")).to_have_text("master-0, worker-1")
-    expect(groups.nth(1)).to_contain_text("2 个副本")
+    expect(groups.nth(1)).to_contain_text("2 个实例")
     expect(groups.nth(1).locator(".hang-frames")).to_contain_text("waiting_for_peer")
     expect(page.locator("#hang-captures .nav-link.active")).to_contain_text("手动")
     # Asked again at once: refused in place, saying why.
     page.click("#hang-capture")
     expect(page.locator("#hang-refused")).to_contain_text("不到 30 秒前已抓取过调用栈")
     expect(groups).to_have_count(2)
+
+
+def test_capture_stacks_comes_when_the_job_starts_and_goes_when_it_ends_without_a_reload(
+    logged_in_page, alice, reviewer, tmp_path
+):
+    from jobs.models import ReviewMode, ReviewPolicy
+    from jobs.review import job_approve
+
+    (tmp_path / "scratch").mkdir(exist_ok=True)
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    spec = S.JobSpec(
+        name="ends",
+        resource_pool_id="local",
+        image="registry.example.com/x:1",
+        command="sleep 3",
+        roles=[S.Role("master", 1)],
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="ends")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    # Held for review: nothing to capture yet (the button stood there, and a click said so).
+    expect(page.locator("#job-status")).to_have_text(re.compile("待审核"))
+    expect(page.locator("#hang-capture")).to_have_count(0)
+
+    job_approve(job=job, reviewer=reviewer)
+    expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=20_000)
+    expect(page.locator("#hang-capture")).to_be_visible()
+
+    # The status poll brings the end; the button goes with it.
+    expect(page.locator("#job-status")).to_have_text(re.compile("成功"), timeout=30_000)
+    expect(page.locator("#hang-capture")).to_have_count(0)
+    expect(page.locator("#hang-none")).to_be_visible()
+
+
+def test_staff_open_a_jobs_hang_analysis_from_the_admin_and_find_their_way_back(
+    page, alice, reviewer
+):
+    from tests.conftest import log_in
+
+    spec = S.JobSpec(
+        name="reviewed",
+        resource_pool_id="local",
+        image="registry.example.com/x:1",
+        command="sleep 60",
+        roles=[S.Role("master", 1)],
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="reviewed")
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    page.get_by_role("link", name=re.compile("Hang 解析", re.I)).click()
+    page.wait_for_url(re.compile(rf"/jobs/{job.public_id}/hang/$"))
+    expect(page.locator("#hang-heading")).to_have_text("Hang 解析")
+
+    page.click("#hang-back-admin")
+    page.wait_for_url(re.compile(rf"/admin/jobs/job/{job.pk}/change/$"))

@@ -537,3 +537,24 @@ def test_the_setting_takes_isolated_outbound_and_names_the_three_values_when_wro
         "Configuration error: LOCAL_JOB_NETWORK is host, isolated or isolated-outbound, "
         "not 'outbound'"
     )
+
+
+def test_the_workers_log_says_what_a_missing_slirp4netns_holds_up_without_blaming_namespaces(
+    settings, tmp_path, caplog
+):
+    """QA 22: with slirp4netns missing the log said jobs wait for "a worker that can create
+    network namespaces", which this machine can; what it lacks is slirp4netns."""
+    from jobs.worker import checked_identity
+
+    settings.LOCAL_JOB_NETWORK = "isolated-outbound"
+    settings.LOCAL_SLIRP4NETNS = str(tmp_path / "nonexistent")
+    settings.LOCAL_RUN_DIR = str(tmp_path / "runs")
+    Path(settings.LOCAL_RUN_DIR).mkdir()
+
+    with caplog.at_level("ERROR", logger="jobs.worker"):
+        identity = checked_identity()
+
+    assert identity.network_problem == f"slirp4netns is not installed at {tmp_path}/nonexistent"
+    [said] = [r.getMessage() for r in caplog.records if r.name == "jobs.worker"]
+    assert "until a worker that can set up their network runs" in said
+    assert "network namespaces" not in said

@@ -204,6 +204,9 @@ def test_a_host_that_cannot_be_listened_on_stops_serve_at_once_naming_it_and_sta
     for result in served.values():
         assert result.returncode == 1
         assert "Console on" not in result.stdout
+        # The error alone (QA 22): the ALLOWED_HOSTS warning came first and sent a reader to
+        # that setting for what is a mistyped HOST.
+        assert "ALLOWED_HOSTS" not in result.stderr
     assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
 
 

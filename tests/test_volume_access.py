@@ -133,14 +133,20 @@ def test_a_folder_holding_an_at_sign_is_written_in_quotes_and_reads_as_written()
         ('lab="/srv/u@lab"x', "only :ro and then @group+group may follow"),
         ('lab="/srv/u@lab"@team-a:ro', ":ro goes before the @"),
         ('lab="/srv/u@lab"@', "an empty group name"),
-        ('lab="srv/u@lab"', ""),  # not absolute
-        ('lab=""', ""),
+        ('lab="srv/u@lab"', "(the folder is not absolute: it starts with /)"),
+        ('lab=""', "(no folder after the =)"),
+        # Unquoted too: the default's relative folder written out, a name twice, no name.
+        ("scratch=var/volumes/scratch", "(the folder is not absolute: it starts with /)"),
+        ("lab=/srv/a,lab=/srv/b", "(the name lab is listed twice)"),
+        ("/srv/a", "(no name= before the folder)"),
+        ("=/srv/a", "(no name= before the folder)"),
     ],
 )
-def test_a_wrong_quoted_folder_is_refused_with_its_reason(value, reason):
+def test_a_wrong_folder_is_refused_with_its_reason(value, reason):
     with pytest.raises(ValueError, match=r"LOCAL_VOLUMES is name=/absolute/folder") as refused:
         parse_volumes(value)
-    assert repr(value) in str(refused.value) and reason in str(refused.value)
+    wrong = value.split(",")[-1]  # the item named: the second of a name listed twice
+    assert repr(wrong) in str(refused.value) and reason in str(refused.value)
 
 
 # -- the wizard --------------------------------------------------------------------------

@@ -27,10 +27,20 @@ class Command(BaseCommand):
     def handle(self, *args: Any, host: str, port: str, **options: Any) -> None:
         python = sys.executable
         worker_command = [python, "manage.py", "worker"]
+        # Before anything starts, an address gunicorn could never bind (a mistyped HOST, an
+        # address this machine does not have): it retried for 5 s, after the worker had started.
+        if problem := unbindable(host=host, port=port):
+            raise CommandError(
+                f"Cannot listen on {host} port {port}: {problem}. HOST is an address of this "
+                f"machine (127.0.0.1, the default; 0.0.0.0 or :: for every address) or a name "
+                f"of one, and PORT a port it may open."
+            )
+        # Once HOST is known to be good (QA 22): before, a mistyped HOST was first warned
+        # about as missing from ALLOWED_HOSTS, which sent the reader to the wrong setting.
         warning = unlisted_host_warning(host=host, allowed=settings.ALLOWED_HOSTS)
         if warning:
             self.stderr.write(warning)
-        # Before anything starts: gunicorn alone would retry the port for 5 s and give up,
+        # Nor a port in use: gunicorn alone would retry the port for 5 s and give up,
         # after the worker had started and "Console on ..." had pointed at whatever holds it.
         if port_in_use(host=host, port=port):
             raise CommandError(
@@ -38,14 +48,6 @@ class Command(BaseCommand):
                 f"program, listens there). Stop it, or choose another port: "
                 f"PORT={suggested_port(port)} make run (manage.py serve --port "
                 f"{suggested_port(port)})."
-            )
-        # Nor an address gunicorn could never bind (a mistyped HOST, an address this machine
-        # does not have): it too retried for 5 s, after the worker had started.
-        if problem := unbindable(host=host, port=port):
-            raise CommandError(
-                f"Cannot listen on {host} port {port}: {problem}. HOST is an address of this "
-                f"machine (127.0.0.1, the default; 0.0.0.0 or :: for every address) or a name "
-                f"of one, and PORT a port it may open."
             )
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
