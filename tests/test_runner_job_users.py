@@ -284,3 +284,73 @@ def test_a_run_folder_the_jobs_users_cannot_enter_and_a_system_group_are_refused
 
     assert any("LOCAL_JOB_GID=0 is a system group's (gid 0, below 1000)" in p for p in found)
     assert any(f"the jobs' users cannot enter {blocked}, above or at" in p for p in found)
+
+
+def test_a_jobs_user_opens_the_card_node_it_is_given(job_users_on, alice):
+    """A card's node as NVIDIA's driver makes it (0666, root's), here with /dev/fuse's numbers
+    (any process may open it): the job's user opens it read-write. One made 0660 for root's
+    group alone would not open: README says so."""
+    from jobs.backends import local
+
+    try:
+        os.close(os.open("/dev/fuse", os.O_RDWR))
+    except OSError as exc:
+        pytest.skip(f"/dev/fuse does not open here: {exc}")
+    folder = Path(job_users_on.LOCAL_RUN_DIR).parent / "dev"
+    (folder / "nvidia-caps").mkdir(parents=True)
+    for name in ("nvidia0", "nvidia-caps/nvidia-cap1"):
+        os.mknod(folder / name, 0o20666, os.stat("/dev/fuse").st_rdev)
+        os.chmod(folder / name, 0o666)
+    job_users_on.LOCAL_DEVICE_DIR = str(folder)
+    job_users_on.LOCAL_ACCELERATORS = f"{local.NVIDIA_RESOURCE}=1"
+    from jobs import spec as S
+
+    job = run_job(
+        alice,
+        "/usr/bin/python3 -c 'import os; os.close(os.open(\"/dev/nvidia0\", os.O_RDWR)); "
+        'print("opened as", os.getuid())\'',
+        roles=[S.Role("master", 1, local.NVIDIA_RESOURCE, 1)],
+    )
+
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log_text(job, "master-0"))
+    assert f"opened as {BASE + alice.pk}\n" in log_text(job, "master-0")
+
+
+def test_an_outbound_job_runs_as_its_user_and_reads_its_resolv_conf(job_users_on, alice):
+    if shutil.which("slirp4netns") is None:
+        pytest.skip("slirp4netns is not installed here")
+    job_users_on.LOCAL_JOB_NETWORK = "isolated-outbound"
+    try:
+        job = run_job(alice, "echo ids $(id -u) $(cat /etc/resolv.conf)")
+    finally:
+        for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
+            found = live_shim(lock.parent)
+            if found is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(found[0], signal.SIGKILL)
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert f"ids {BASE + alice.pk} nameserver 10.0.2.3\n" in log
+
+
+def test_the_job_page_says_which_uid_and_gid_the_job_runs_as_only_with_the_setting(
+    runner_settings, alice, alice_client  # noqa: F811
+):
+    from django.urls import reverse
+
+    job = submit(alice, make_spec("true"))
+    url = reverse("job-detail", args=[job.public_id])
+
+    assert 'id="runs-as"' not in alice_client.get(url).content.decode()
+
+    runner_settings.LOCAL_JOB_UID_BASE = BASE
+    runner_settings.LOCAL_JOB_GID = str(GID)
+    page = alice_client.get(url).content.decode()
+    assert f"以 uid {BASE + alice.pk}、gid {GID} 运行：它写入存储卷的文件归该用户所有。" in page
+
+    runner_settings.LOCAL_JOB_GID = ""  # each job's group is its uid
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    uid = BASE + alice.pk
+    assert f"Runs as uid {uid}, gid {uid}: files it writes to a volume are that user's." in page
