@@ -781,9 +781,7 @@ if LOCAL_JOB_NETWORK not in ("host", "isolated", "isolated-outbound"):
 _uid_base = env("LOCAL_JOB_UID_BASE")
 LOCAL_JOB_UID_BASE: int | None = None
 if _uid_base:
-    LOCAL_JOB_UID_BASE = envint(
-        "LOCAL_JOB_UID_BASE", 0, low=100_000, high=2**31 - 2 - 1_000_000
-    )
+    LOCAL_JOB_UID_BASE = envint("LOCAL_JOB_UID_BASE", 0, low=100_000, high=2**31 - 2 - 1_000_000)
 LOCAL_JOB_GID = env("LOCAL_JOB_GID")
 # slirp4netns (Debian's package of that name), for LOCAL_JOB_NETWORK=isolated-outbound.
 LOCAL_SLIRP4NETNS = env("LOCAL_SLIRP4NETNS", "/usr/bin/slirp4netns")

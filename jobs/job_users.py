@@ -187,7 +187,6 @@ def problems() -> list[str]:
             found.append(
                 f"LOCAL_JOB_UID_BASE={base}: the jobs' users cannot enter {blocked}, above "
                 f"or at {folder}, which their sandbox binds: let others enter it (chmod o+x "
-                f"{blocked})"
-                + (f", or give it group {gid} with g+x" if gid is not None else "")
+                f"{blocked})" + (f", or give it group {gid} with g+x" if gid is not None else "")
             )
     return found

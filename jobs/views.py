@@ -29,6 +29,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseStopPolling, push_url
 
+from . import job_users
 from .actions import (
     MAX_SELECTED,
     ActionError,
@@ -43,7 +44,6 @@ from .actions import (
     jobs_delete,
     jobs_stop,
 )
-from . import job_users
 from .backends import BackendError, get_backend
 from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only

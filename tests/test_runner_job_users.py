@@ -307,7 +307,7 @@ def test_a_jobs_user_opens_the_card_node_it_is_given(job_users_on, alice):
 
     job = run_job(
         alice,
-        "/usr/bin/python3 -c 'import os; os.close(os.open(\"/dev/nvidia0\", os.O_RDWR)); "
+        '/usr/bin/python3 -c \'import os; os.close(os.open("/dev/nvidia0", os.O_RDWR)); '
         'print("opened as", os.getuid())\'',
         roles=[S.Role("master", 1, local.NVIDIA_RESOURCE, 1)],
     )
@@ -335,7 +335,9 @@ def test_an_outbound_job_runs_as_its_user_and_reads_its_resolv_conf(job_users_on
 
 
 def test_the_job_page_says_which_uid_and_gid_the_job_runs_as_only_with_the_setting(
-    runner_settings, alice, alice_client  # noqa: F811
+    runner_settings,  # noqa: F811
+    alice,
+    alice_client,
 ):
     from django.urls import reverse
 

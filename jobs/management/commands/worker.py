@@ -7,7 +7,6 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs import job_users
-
 from jobs.worker import run_forever
 
 
