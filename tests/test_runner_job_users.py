@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.contrib.auth.models import User
+from django.utils import translation
 
 from jobs import job_users
 from jobs.actions import job_stop
@@ -193,15 +194,23 @@ def test_a_user_id_past_the_highest_uid_fails_the_job_with_the_reason(job_users_
     job_users_on.LOCAL_JOB_UID_BASE = job_users.HIGHEST_UID - 1_000_000
     far = User.objects.create_user(id=1_000_001, username="far", password="x")
 
-    job = run_job(far, "echo ran as $(id -u)")
+    # The reason is recorded in the language active in the worker (the console's, LANGUAGE_CODE).
+    with translation.override("en"):
+        job = run_job(far, "echo ran as $(id -u)")
 
     assert job.status == JobStatus.FAILED
     assert "ran as" not in log_text(job, "master-0")
     job.refresh_from_db()
+    with translation.override("en"):
+        assert (
+            f"its owner's uid would be {job_users.HIGHEST_UID + 1} (LOCAL_JOB_UID_BASE="
+            f"{job_users.HIGHEST_UID - 1_000_000} + user id 1000001), past the highest a job "
+            f"may have, {job_users.HIGHEST_UID}" in str(job.status_reason_shown)
+        )
+    with translation.override("zh-hans"):
+        zh = run_job(far, "echo ran as $(id -u)")
     assert (
-        f"its owner's uid would be {job_users.HIGHEST_UID + 1} (LOCAL_JOB_UID_BASE="
-        f"{job_users.HIGHEST_UID - 1_000_000} + user id 1000001), past the highest a job may "
-        f"have, {job_users.HIGHEST_UID}" in job.status_reason
+        f"其所有者的 uid 将为 {job_users.HIGHEST_UID + 1}（LOCAL_JOB_UID_BASE=" in zh.status_reason
     )
 
 
@@ -356,3 +365,27 @@ def test_the_job_page_says_which_uid_and_gid_the_job_runs_as_only_with_the_setti
     page = alice_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
     uid = BASE + alice.pk
     assert f"Runs as uid {uid}, gid {uid}: files it writes to a volume are that user's." in page
+
+
+def test_hang_analysis_reads_the_stacks_of_a_job_run_as_its_user(job_users_on, alice, alice_client):
+    """py-spy, run by the worker as root, reads the Python processes of another uid's job."""
+    from django.urls import reverse
+
+    from jobs import spec as S
+
+    from .test_hang_analysis import TRAIN, capture_taken, frames_of, started
+
+    (volume(job_users_on) / "train.py").write_text(TRAIN)
+    job = submit(
+        alice,
+        make_spec("/usr/bin/python3 /workspace/train.py", roles=[S.Role("master", 1)]),
+    )
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="the replica")
+    assert alice_client.post(reverse("job-hang-capture", args=[job.public_id])).status_code == 302
+
+    capture = capture_taken(worker, job)
+
+    assert "stuck_in_allreduce" in frames_of(capture, "master-0")
+    job_stop(job=job, actor=alice)
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the stop")
