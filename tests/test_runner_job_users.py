@@ -389,3 +389,37 @@ def test_hang_analysis_reads_the_stacks_of_a_job_run_as_its_user(job_users_on, a
     assert "stuck_in_allreduce" in frames_of(capture, "master-0")
     job_stop(job=job, actor=alice)
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the stop")
+
+
+def test_the_tmp_cap_holds_and_a_finished_jobs_locked_tmp_is_removed(job_users_on, alice):
+    """The shim (root) measures the /tmp of a job run as its user, and the worker (root)
+    removes what it left, folders it locked (chmod 000) included."""
+    from jobs.runner import attempt_dir
+
+    job_users_on.LOCAL_TMP_MAX_GB = 0.001  # ~1 MB
+    job_users_on.LOCAL_TMP_CHECK_SECONDS = 0.1
+    capped = run_job(alice, "head -c 5000000 /dev/urandom > /tmp/big; sleep 60")
+    assert capped.status == JobStatus.FAILED
+    assert "/tmp" in capped.status_reason and "LOCAL_TMP_MAX_GB" in capped.status_reason
+
+    job_users_on.LOCAL_TMP_MAX_GB = 1
+    locked = run_job(alice, "mkdir -p /tmp/a/b && echo x > /tmp/a/b/c && chmod 000 /tmp/a")
+    assert locked.status == JobStatus.SUCCEEDED, log_text(locked, "master-0")
+    worker = Worker()
+    tmp = attempt_dir(locked.public_id, 1) / "master-0" / "tmp"
+    run_until(worker, lambda: not tmp.exists(), what="the /tmp's removal")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the script injects x86_64 code")
+def test_a_job_run_as_its_user_that_leaves_its_group_and_goes_quiet_still_dies_on_stop(
+    job_users_on, alice
+):
+    from .test_runner_hostile import LEAVE_AND_GO_QUIET, assert_stopped_without_a_trace
+
+    assert_stopped_without_a_trace(
+        alice,
+        job_users_on,
+        source=LEAVE_AND_GO_QUIET,
+        name="leave-and-go-quiet",
+        command="/usr/bin/python3",
+    )
