@@ -159,7 +159,9 @@ def problems() -> list[str]:
             "the jobs (groupadd)"
         )
     users = [(u.pw_name, u.pw_uid) for u in pwd.getpwall() if u.pw_uid >= base]
-    groups = [(g.gr_name, g.gr_gid) for g in grp.getgrall() if g.gr_gid >= base]
+    # With LOCAL_JOB_GID every job's gid is that one (any number, the jobs' own group);
+    # without it each job's gid is its uid, which no group of this machine may have.
+    groups = [(g.gr_name, g.gr_gid) for g in grp.getgrall() if g.gr_gid >= base and gid is None]
     for what, entries in (("user", users), ("group", groups)):
         for name, number in entries[:3]:
             found.append(
