@@ -183,12 +183,14 @@ def problems() -> list[str]:
 
     folders = [Path(settings.LOCAL_RUN_DIR)]
     folders += [volume.root for volume in host_volumes()]
+    # The folders above each: the run folder itself the runner makes enterable (o+x), and a
+    # volume's own folder is its owner's to open to whom it chooses (one user's jobs alone).
     for folder in folders:
-        blocked = unreachable_folder(folder.absolute(), uid=probe_uid, gid=probe_gid)
+        blocked = unreachable_folder(folder.absolute().parent, uid=probe_uid, gid=probe_gid)
         if blocked is not None:
             found.append(
                 f"LOCAL_JOB_UID_BASE={base}: the jobs' users cannot enter {blocked}, above "
-                f"or at {folder}, which their sandbox binds: let others enter it (chmod o+x "
+                f"{folder}, which their sandbox binds: let others enter it (chmod o+x "
                 f"{blocked})" + (f", or give it group {gid} with g+x" if gid is not None else "")
             )
     return found
