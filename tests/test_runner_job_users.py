@@ -94,10 +94,21 @@ def run_job(owner, command: str, **changes):
 def test_a_job_runs_as_its_owners_uid_in_the_jobs_group_and_two_users_get_two_uids(
     job_users_on, alice, bob
 ):
-    alices = run_job(alice, "echo ids $(id -u) $(id -g) $(id -G)")
+    alices = run_job(
+        alice,
+        "echo ids $(id -u) $(id -g) $(id -G); grep -E '^(Uid|Gid|Groups|CapEff):' /proc/self/status",
+    )
     bobs = run_job(bob, "echo ids $(id -u) $(id -g) $(id -G)")
 
-    assert f"ids {BASE + alice.pk} {GID} {GID}\n" in log_text(alices, "master-0")
+    log = log_text(alices, "master-0")
+    assert f"ids {BASE + alice.pk} {GID} {GID}\n" in log
+    # Real, effective, saved and file-system ids all the user's (no way back to root), the
+    # one group only, no capability.
+    uid = BASE + alice.pk
+    assert f"Uid:\t{uid}\t{uid}\t{uid}\t{uid}\n" in log
+    assert f"Gid:\t{GID}\t{GID}\t{GID}\t{GID}\n" in log
+    assert f"Groups:\t{GID} \n" in log or f"Groups:\t{GID}\n" in log
+    assert "CapEff:\t0000000000000000\n" in log
     assert f"ids {BASE + bob.pk} {GID} {GID}\n" in log_text(bobs, "master-0")
     assert alices.status == bobs.status == JobStatus.SUCCEEDED
 
