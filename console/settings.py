@@ -776,6 +776,21 @@ if LOCAL_JOB_NETWORK not in ("host", "isolated", "isolated-outbound"):
     raise ImproperlyConfigured(
         f"LOCAL_JOB_NETWORK is host, isolated or isolated-outbound, not {LOCAL_JOB_NETWORK!r}"
     )
+# Local jobs of a worker run as root run as a user of their owner's: host uid
+# LOCAL_JOB_UID_BASE + the console user's id (a stable uid per console user, as Slurm runs a
+# user's jobs as that user), in group LOCAL_JOB_GID (a number or a group's name; unset: each
+# job's gid is its uid). Unset or empty: as before, jobs run as the worker's user (uid 0 for
+# a root worker). Decision: a base and a user's id rather than a table of console users to
+# host users, so nothing needs to be made on the host for each console user, and one
+# number says it; the base is at least 100000 (above every id a system hands out to its own
+# users) and at most what leaves a million console users below 2^31-1. What the worker
+# checks at its start (it is root, no user or subordinate id of this machine in the range,
+# the run folder reachable) is in jobs.job_users.
+_uid_base = env("LOCAL_JOB_UID_BASE")
+LOCAL_JOB_UID_BASE: int | None = None
+if _uid_base:
+    LOCAL_JOB_UID_BASE = envint("LOCAL_JOB_UID_BASE", 0, low=100_000, high=2**31 - 2 - 1_000_000)
+LOCAL_JOB_GID = env("LOCAL_JOB_GID")
 # slirp4netns (Debian's package of that name), for LOCAL_JOB_NETWORK=isolated-outbound.
 LOCAL_SLIRP4NETNS = env("LOCAL_SLIRP4NETNS", "/usr/bin/slirp4netns")
 

@@ -59,7 +59,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
 
-from . import cgroups, network
+from . import cgroups, job_users, network
 from . import logs as job_logs
 from .alerts import job_alert
 from .backends.local import (
@@ -966,6 +966,9 @@ def launch_attempt(
             gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
             % {"path": settings.LOCAL_BWRAP}
         )
+    # Before anything is set up for it: a job that cannot run as its owner's user fails
+    # (JobUserError says why), never runs as another.
+    as_user = job_users.user_for(owner_id=job.owner_id)
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
         for ref in replica_refs(spec)
@@ -979,7 +982,13 @@ def launch_attempt(
         mounts = volume_mounts(spec, owner=job.owner)
         try:
             _start_replicas(
-                job, run, spec, mounts=mounts, job_network=job_network, children=children
+                job,
+                run,
+                spec,
+                mounts=mounts,
+                job_network=job_network,
+                children=children,
+                as_user=as_user,
             )
         finally:
             # Every shim started holds its own copies, which its bwrap binds and then closes.
@@ -997,6 +1006,7 @@ def _start_replicas(
     mounts: list[Mount],
     job_network: network.JobNetwork | None,
     children: Children | None,
+    as_user: tuple[int, int] | None = None,
 ) -> None:
     refs = replica_refs(spec)
     base = attempt_dir(job.public_id, run.attempt)
@@ -1079,6 +1089,12 @@ def _start_replicas(
         )
         tmp = state / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
+        if as_user is not None:
+            # The job's user writes its /tmp; it reads the hostfile and resolv.conf (0644),
+            # which bubblewrap, run as that user, finds by their paths: each folder from the
+            # run folder down is made enterable by others (not listable: 0711 at least).
+            os.chown(tmp, *as_user)
+            _enterable(tmp, *files_under_run(base, job_network))
         # The inode of an eviction's mark, made now: a disk evicted for want of inodes may
         # have none left to make it then (evict_for_disk_pressure fills it and renames it).
         (state / EVICTED_DRAFT).touch()
@@ -1168,6 +1184,8 @@ def _start_replicas(
                     argv += ["--secret-env", user_env.name]
             for keyword in keywords:
                 argv += ["--keyword", keyword]
+            if as_user is not None:
+                argv += ["--as-user", f"{as_user[0]}:{as_user[1]}"]
             for folder in joined_cgroups:
                 argv += ["--cgroup", str(folder)]
             # The opened volume folders bwrap binds (--bind-fd): the shim hands them on.
@@ -1225,6 +1243,32 @@ def _start_replicas(
                 "reason_source",
             ]
         )
+
+
+def files_under_run(base: Path, job_network: network.JobNetwork | None) -> list[Path]:
+    """Files of the run folder a replica's sandbox binds besides its /tmp."""
+    found = [base / "hostfile"]
+    if job_network is not None and job_network.resolv_conf is not None:
+        found.append(job_network.resolv_conf)
+    return found
+
+
+def _enterable(*paths: Path) -> None:
+    """Gives each folder from LOCAL_RUN_DIR down to each of `paths` (folders up to their own,
+    files up to their parent) the x bit for others, which a worker run with a umask of 077
+    would have left out. The run folder's own parents are checked at the worker's start
+    (jobs.job_users.problems)."""
+    top = Path(settings.LOCAL_RUN_DIR).resolve()
+    for path in paths:
+        path = path.resolve()
+        folder = path if path.is_dir() else path.parent
+        chain = [folder, *folder.parents]
+        for each in chain:
+            if each != top and top not in each.parents:
+                break
+            mode = stat.S_IMODE(each.stat().st_mode)
+            if not mode & stat.S_IXOTH:
+                os.chmod(each, mode | stat.S_IXOTH)
 
 
 def env_memfd(env: dict[str, str]) -> int:

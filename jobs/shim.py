@@ -154,13 +154,38 @@ def end_with_command(child: subprocess.Popen[bytes]) -> None:
 OOM_SCORE_ADJ = 1000
 
 
-def joining(cgroups: list[str], namespaces: list[int]) -> Callable[[], None]:
+def become(uid: int, gid: int) -> None:
+    """Makes this process the user uid in the group gid and nothing else, for good: no other
+    group, and real, effective and saved ids all changed (a saved uid 0 would let it take
+    root back). Raises OSError if anything of root's is left."""
+    os.setgroups([gid])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if (
+        os.getresuid() != (uid, uid, uid)
+        or os.getresgid() != (gid, gid, gid)
+        or os.getgroups() not in ([gid], [])
+    ):
+        raise OSError(f"still {os.getresuid()} {os.getresgid()} {os.getgroups()}")
+    # No way back: setuid(0) must fail now.
+    try:
+        os.setuid(0)
+    except PermissionError:
+        return
+    raise OSError("could become root again")
+
+
+def joining(
+    cgroups: list[str], namespaces: list[int], as_user: tuple[int, int] | None = None
+) -> Callable[[], None]:
     """What the command's process runs between fork and exec: it writes itself into each
     cgroup, then enters each namespace (descriptors of the job's network namespace, and of
     the user namespace that owns it first when there is one: jobs.network), so bubblewrap
-    starts inside them. Cgroups first: a process in another user namespace may no longer
-    move itself. (The shim has no other thread at that point, which preexec_fn and entering
-    a user namespace need.)"""
+    starts inside them, then, with `as_user` (LOCAL_JOB_UID_BASE, jobs.job_users), becomes
+    that user for good (become), which needs both done first: only root may move a process
+    into the cgroups and namespaces, both root's. Cgroups first: a process in another user
+    namespace may no longer move itself. (The shim has no other thread at that point, which
+    preexec_fn and entering a user namespace need.)"""
 
     def join() -> None:
         # First the OOM killer's preference (see OOM_SCORE_ADJ), while still in the shim's
@@ -172,6 +197,8 @@ def joining(cgroups: list[str], namespaces: list[int]) -> Callable[[], None]:
                 procs.write(str(os.getpid()))
         for fd in namespaces:
             os.setns(fd, 0)  # 0: whatever kind of namespace the descriptor is
+        if as_user is not None:
+            become(*as_user)
 
     return join
 
@@ -870,6 +897,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cgroup", action="append", default=[])
     # Namespaces the command enters, in order (LOCAL_JOB_NETWORK=isolated, jobs.network).
     parser.add_argument("--netns-fd", type=int, action="append", default=[])
+    # "UID:GID" the command runs as (LOCAL_JOB_UID_BASE, jobs.job_users); unset: the shim's.
+    parser.add_argument("--as-user", default="")
     parser.add_argument("--keyword", action="append", default=[])
     parser.add_argument("--secret-env", action="append", default=[])
     parser.add_argument("--banner", default="")
@@ -937,6 +966,10 @@ def main(argv: list[str]) -> int:
         log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
         write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
         return 0
+    as_user = None
+    if args.as_user:
+        uid, _, gid = args.as_user.partition(":")
+        as_user = (int(uid), int(gid))
     ready_r, ready_w = os.pipe()  # START_GATE's two descriptors
     go_r, go_w = os.pipe()
     try:
@@ -947,7 +980,7 @@ def main(argv: list[str]) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             pass_fds=[*args.mount_fd, ready_w, go_r],
-            preexec_fn=joining(args.cgroup, args.netns_fd),
+            preexec_fn=joining(args.cgroup, args.netns_fd, as_user),
         )
     except (OSError, subprocess.SubprocessError) as exc:
         error = str(exc)
@@ -959,6 +992,8 @@ def main(argv: list[str]) -> int:
                 )
             if args.netns_fd:
                 steps.append("enter the job's network namespace")
+            if as_user is not None:
+                steps.append(f"run as uid {as_user[0]} and gid {as_user[1]}")
             error = f"cannot {' or '.join(steps)}"
         log.write(console_line(stamp(), args.start_failed_line.replace("{error}", error)))
         write_atomic(state / "exit", json.dumps({"code": 127}))

@@ -29,6 +29,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseStopPolling, push_url
 
+from . import job_users
 from .actions import (
     MAX_SELECTED,
     ActionError,
@@ -332,6 +333,24 @@ def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
     return get_object_or_404(Job, public_id=public_id, owner=request.user)
 
 
+def runs_as(*, job: Job) -> dict[str, int | None] | None:
+    """{"uid", "gid"} a local job's replicas run as, when the console runs each user's jobs
+    as a user of their own (jobs.job_users); None otherwise, or for a user id past the
+    highest uid (the job fails to start, saying so). Decision: read from the setting now,
+    not recorded per job: the uid is the same for every job of a user's, and the setting is
+    one for the web process and the worker (one environment file)."""
+    if job.backend != "local":
+        return None
+    uid = job_users.job_uid(owner_id=job.owner_id)
+    if uid is None:
+        return None
+    try:
+        gid = job_users.job_gid_setting()
+    except job_users.JobUserError:  # a group name this machine (the web's) does not know
+        return {"uid": uid, "gid": None}
+    return {"uid": uid, "gid": uid if gid is None else gid}
+
+
 def _live_context(job: Job) -> dict[str, Any]:
     replicas = list(job.replicas.all())
     # Whether the worker that moves this job on runs: a banner when it does not.
@@ -340,6 +359,8 @@ def _live_context(job: Job) -> dict[str, Any]:
         "job": job,
         "worker": worker if worker is not None and not worker.running else None,
         "replicas": replicas,
+        # The host user its replicas run as (LOCAL_JOB_UID_BASE; None: the worker's own).
+        "runs_as": runs_as(job=job),
         # What each running replica uses (None: no section).
         "usage": replica_usage(job=job, replicas=replicas),
         # Why an AIHC job's usage is missing or not up to date (None: nothing to say).

@@ -4,8 +4,9 @@ import signal
 import threading
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from jobs import job_users
 from jobs.worker import run_forever
 
 
@@ -24,6 +25,14 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, no_tasks: bool = False, **options: Any) -> None:
+        # LOCAL_JOB_UID_BASE set where jobs cannot run as their owners' users: the worker
+        # stops here, saying why, rather than run them as its own user or fail each one.
+        problems = job_users.problems()
+        if problems:
+            raise CommandError(
+                "local jobs cannot run as their owners' users (LOCAL_JOB_UID_BASE; see "
+                'README, "Each user\'s jobs as a user of their own"):\n- ' + "\n- ".join(problems)
+            )
         stop = threading.Event()
 
         def request_stop(*_: Any) -> None:

@@ -1,0 +1,196 @@
+"""Which host user a local job runs as (LOCAL_JOB_UID_BASE, LOCAL_JOB_GID).
+
+Unset, a replica runs as the worker's user, as it always has (uid 0 for a worker run as
+root). Set, the worker is root and each console user's local jobs run as host uid
+LOCAL_JOB_UID_BASE + that user's id, in group LOCAL_JOB_GID (each job's gid is its uid when
+that is unset): the replica's shim drops to that user between fork and exec, after it has
+moved the command into its cgroups and network namespace (which need root), and bubblewrap
+then runs unprivileged, as for a worker not run as root. So a job owns no file of root's,
+and one user's jobs cannot change another's files on a shared volume unless the file's group
+bits let them; a user's successive jobs share a uid, and so their own files.
+
+What the worker checks at its start (`problems`), refusing to run otherwise: it runs as
+root (no other user can change its uid); LOCAL_JOB_GID names a group of this machine that is
+not a system group; no user, group or subordinate id range (/etc/subuid, /etc/subgid, used
+by rootless containers) of this machine lies in the jobs' range (from the base up); every
+folder above LOCAL_RUN_DIR and each volume's folder can be entered by the jobs' user
+(bubblewrap, run as that user, finds each folder it binds by its path).
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import stat
+from pathlib import Path
+
+from django.conf import settings
+from django.utils.translation import gettext
+
+# The highest uid Linux gives a process is 2^32-2, but many programs (and the kernel's own
+# checks in places) treat uids as signed 32-bit numbers: the jobs' uids stay below 2^31-1.
+HIGHEST_UID = 2**31 - 2
+# Debian's system groups (SYS_GID_MAX in /etc/login.defs) are below 1000: shadow reads
+# /etc/shadow, disk the raw disks, docker the Docker daemon. A job in one of them would
+# have what that group has.
+LOWEST_GID = 1000
+
+
+class JobUserError(Exception):
+    """The job cannot run as its owner's user: it fails to start with this reason."""
+
+
+def enabled() -> bool:
+    return settings.LOCAL_JOB_UID_BASE is not None
+
+
+def job_uid(*, owner_id: int) -> int | None:
+    """The host uid a console user's local jobs run as, or None when jobs run as the
+    worker's user (the setting unset) or the user's id is past the highest (HIGHEST_UID)."""
+    if not enabled():
+        return None
+    uid = settings.LOCAL_JOB_UID_BASE + owner_id
+    return uid if uid <= HIGHEST_UID else None
+
+
+def job_gid_setting() -> int | None:
+    """LOCAL_JOB_GID as a gid (None: unset); raises JobUserError when it names no group."""
+    value = settings.LOCAL_JOB_GID
+    if not value:
+        return None
+    try:
+        return int(value) if value.isdigit() else grp.getgrnam(value).gr_gid
+    except KeyError:
+        raise JobUserError(
+            gettext("LOCAL_JOB_GID=%(value)s is no group of this machine") % {"value": value}
+        ) from None
+
+
+def user_for(*, owner_id: int) -> tuple[int, int] | None:
+    """(uid, gid) a job of this owner's runs as, None when jobs run as the worker's user.
+    Raises JobUserError when it cannot run as its own user: never as someone else."""
+    if not enabled():
+        return None
+    uid = settings.LOCAL_JOB_UID_BASE + owner_id
+    if uid > HIGHEST_UID:
+        raise JobUserError(
+            gettext(
+                "its owner's uid would be %(uid)s (LOCAL_JOB_UID_BASE=%(base)s + user id "
+                "%(id)s), past the highest a job may have, %(highest)s"
+            )
+            % {
+                "uid": uid,
+                "base": settings.LOCAL_JOB_UID_BASE,
+                "id": owner_id,
+                "highest": HIGHEST_UID,
+            }
+        )
+    # A user of this machine added since the worker started, with an id in the jobs' range:
+    # the job would own that user's files.
+    try:
+        taken = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        taken = None
+    if taken is not None:
+        raise JobUserError(
+            gettext("its owner's uid %(uid)s belongs to the user %(name)s of this machine")
+            % {"uid": uid, "name": taken}
+        )
+    gid = job_gid_setting()
+    return uid, uid if gid is None else gid
+
+
+def _id_ranges(path: str) -> list[tuple[str, int, int]]:
+    """(name, first, count) of each line of /etc/subuid or /etc/subgid."""
+    found = []
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            found.append((parts[0], int(parts[1]), int(parts[2])))
+    return found
+
+
+def unreachable_folder(path: Path, *, uid: int, gid: int) -> Path | None:
+    """The uppermost folder from / down to `path` (itself included) the user uid:gid cannot
+    enter (neither its owner nor in its group, without the others' x bit), if any."""
+    for folder in [*reversed(path.parents), path]:
+        try:
+            info = folder.stat()
+        except OSError:
+            return None  # not made yet: the worker makes it, as root, 0755
+        if info.st_uid == uid:
+            ok = info.st_mode & stat.S_IXUSR
+        elif info.st_gid == gid:
+            ok = info.st_mode & stat.S_IXGRP
+        else:
+            ok = info.st_mode & stat.S_IXOTH
+        if not ok:
+            return folder
+    return None
+
+
+def problems() -> list[str]:
+    """Why this worker cannot run jobs as their owners' users (empty: it can, or the
+    setting is unset). In English: the worker says them in its log as it stops."""
+    if not enabled():
+        return []
+    base = settings.LOCAL_JOB_UID_BASE
+    if os.geteuid() != 0:
+        return [
+            f"LOCAL_JOB_UID_BASE={base} needs a worker run as root, which this one (uid "
+            f"{os.geteuid()}) is not: only root can run a job as another user. Unset it, or "
+            "run the worker as root"
+        ]
+    found = []
+    try:
+        gid = job_gid_setting()
+    except JobUserError:
+        found.append(f"LOCAL_JOB_GID={settings.LOCAL_JOB_GID} is no group of this machine")
+        gid = None
+    if gid is not None and gid < LOWEST_GID:
+        found.append(
+            f"LOCAL_JOB_GID={settings.LOCAL_JOB_GID} is a system group's (gid {gid}, below "
+            f"{LOWEST_GID}), whose rights every job would have: make a group of its own for "
+            "the jobs (groupadd)"
+        )
+    users = [(u.pw_name, u.pw_uid) for u in pwd.getpwall() if u.pw_uid >= base]
+    # With LOCAL_JOB_GID every job's gid is that one (any number, the jobs' own group);
+    # without it each job's gid is its uid, which no group of this machine may have.
+    groups = [(g.gr_name, g.gr_gid) for g in grp.getgrall() if g.gr_gid >= base and gid is None]
+    for what, entries in (("user", users), ("group", groups)):
+        for name, number in entries[:3]:
+            found.append(
+                f"LOCAL_JOB_UID_BASE={base}: the {what} {name} of this machine has id "
+                f"{number}, in the range of the jobs' ids ({base} and up); choose a base "
+                "above every user and group"
+            )
+    for path in ("/etc/subuid", "/etc/subgid"):
+        for name, first, count in _id_ranges(path):
+            if first + count > base:
+                found.append(
+                    f"LOCAL_JOB_UID_BASE={base}: {path} gives {name} the ids {first} to "
+                    f"{first + count - 1}, which reach the jobs' range ({base} and up); "
+                    "choose a base above them"
+                )
+    # Bubblewrap, run as the job's user, finds each folder it binds by its path.
+    probe_uid, probe_gid = base + 1, gid if gid is not None else base + 1
+    from .backends.local import host_volumes
+
+    folders = [Path(settings.LOCAL_RUN_DIR)]
+    folders += [volume.root for volume in host_volumes()]
+    # The folders above each: the run folder itself the runner makes enterable (o+x), and a
+    # volume's own folder is its owner's to open to whom it chooses (one user's jobs alone).
+    for folder in folders:
+        blocked = unreachable_folder(folder.absolute().parent, uid=probe_uid, gid=probe_gid)
+        if blocked is not None:
+            found.append(
+                f"LOCAL_JOB_UID_BASE={base}: the jobs' users cannot enter {blocked}, above "
+                f"{folder}, which their sandbox binds: let others enter it (chmod o+x "
+                f"{blocked})" + (f", or give it group {gid} with g+x" if gid is not None else "")
+            )
+    return found

@@ -1,0 +1,436 @@
+"""LOCAL_JOB_UID_BASE and LOCAL_JOB_GID: a root worker runs each console user's local jobs as
+a host user of their own (jobs.job_users). Real jobs through the real runner, as root (CI runs
+as root); the refusals at the worker's start through the real `manage.py worker`."""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings as django_settings
+from django.contrib.auth.models import User
+from django.utils import translation
+
+from jobs import job_users
+from jobs.actions import job_stop
+from jobs.models import JobStatus
+from jobs.runner import live_shim
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
+    log_text,
+    make_spec,
+    open_gate,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+# Far above any id this machine gives its users, and below the highest base allowed.
+BASE = 1_500_000_000
+
+
+def unused_gid() -> int:
+    """A gid no group of this machine has (a job's group need not be named)."""
+    gid = 1_400_000_000
+    while True:
+        try:
+            grp.getgrgid(gid)
+        except KeyError:
+            return gid
+        gid += 1
+
+
+GID = unused_gid()
+
+
+@pytest.fixture
+def job_users_on(runner_settings) -> Iterator[object]:  # noqa: F811
+    """Jobs run as BASE + user id in group GID. The run folder and the volume live in a folder
+    every user may enter (tmp_path's parents are root's alone), the volume a team's: root's,
+    in group GID, group-writable with the set-group-id bit (chgrp GID; chmod 2775)."""
+    if os.geteuid() != 0:
+        pytest.skip("jobs run as other users only for a worker run as root (CI runs as root)")
+    top = Path(tempfile.mkdtemp(prefix="console-job-users-"))
+    top.chmod(0o755)
+    share = top / "volume"
+    share.mkdir()
+    os.chown(share, 0, GID)
+    share.chmod(0o2775)
+    settings = runner_settings
+    settings.LOCAL_RUN_DIR = top / "runs"
+    settings.LOCAL_VOLUMES = f"work={share}"
+    settings.LOCAL_JOB_UID_BASE = BASE
+    settings.LOCAL_JOB_GID = str(GID)
+    assert job_users.problems() == []
+    yield settings
+    for replica_pid in processes_with(str(top)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(replica_pid, signal.SIGKILL)
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def run_job(owner, command: str, **changes):
+    job = submit(owner, make_spec(command, **changes))
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    return job
+
+
+def test_a_job_runs_as_its_owners_uid_in_the_jobs_group_and_two_users_get_two_uids(
+    job_users_on, alice, bob
+):
+    alices = run_job(
+        alice,
+        "echo ids $(id -u) $(id -g) $(id -G); grep -E '^(Uid|Gid|Groups|CapEff):' /proc/self/status",
+    )
+    bobs = run_job(bob, "echo ids $(id -u) $(id -g) $(id -G)")
+
+    log = log_text(alices, "master-0")
+    assert f"ids {BASE + alice.pk} {GID} {GID}\n" in log
+    # Real, effective, saved and file-system ids all the user's (no way back to root), the
+    # one group only, no capability.
+    uid = BASE + alice.pk
+    assert f"Uid:\t{uid}\t{uid}\t{uid}\t{uid}\n" in log
+    assert f"Gid:\t{GID}\t{GID}\t{GID}\t{GID}\n" in log
+    assert f"Groups:\t{GID} \n" in log or f"Groups:\t{GID}\n" in log
+    assert "CapEff:\t0000000000000000\n" in log
+    assert f"ids {BASE + bob.pk} {GID} {GID}\n" in log_text(bobs, "master-0")
+    assert alices.status == bobs.status == JobStatus.SUCCEEDED
+
+
+def test_a_jobs_files_on_a_volume_are_its_users_and_only_the_group_bits_let_another_user_in(
+    job_users_on, alice, bob
+):
+    share = volume(job_users_on)
+    first = run_job(alice, "echo alice-1 > /workspace/ckpt")
+    assert first.status == JobStatus.SUCCEEDED, log_text(first, "master-0")
+    info = (share / "ckpt").stat()
+    assert (info.st_uid, info.st_gid, info.st_mode & 0o777) == (BASE + alice.pk, GID, 0o644)
+
+    # Another user's job cannot overwrite it (0644)...
+    refused = run_job(bob, "echo bob > /workspace/ckpt")
+    assert refused.status == JobStatus.FAILED
+    assert "Permission denied" in log_text(refused, "master-0")
+    assert (share / "ckpt").read_text() == "alice-1\n"
+
+    # ...the same user's next job can...
+    again = run_job(alice, "echo alice-2 > /workspace/ckpt && chmod g+w /workspace/ckpt")
+    assert again.status == JobStatus.SUCCEEDED, log_text(again, "master-0")
+    assert (share / "ckpt").read_text() == "alice-2\n"
+
+    # ...and, the file made group-writable (0664), so can the other user's, in the group.
+    allowed = run_job(bob, "echo bob > /workspace/ckpt")
+    assert allowed.status == JobStatus.SUCCEEDED, log_text(allowed, "master-0")
+    assert (share / "ckpt").read_text() == "bob\n"
+
+
+def test_a_job_cannot_read_a_root_only_file_in_its_volume(job_users_on, alice):
+    secret = volume(job_users_on) / "root-only"
+    secret.write_text("root's secret\n")
+    secret.chmod(0o600)
+
+    job = run_job(alice, "cat /workspace/root-only")
+
+    assert job.status == JobStatus.FAILED
+    assert "Permission denied" in log_text(job, "master-0")
+    assert "root's secret" not in log_text(job, "master-0")
+
+
+def test_tmp_shared_memory_and_the_workspace_work_for_the_jobs_user(job_users_on, alice):
+    job = run_job(
+        alice,
+        "echo t > /tmp/t && echo s > /dev/shm/s && mkdir -p /workspace/out "
+        "&& echo w > /workspace/out/w && echo ok $(cat /tmp/t /dev/shm/s /workspace/out/w) "
+        "$(stat -c %u /tmp/t)",
+    )
+
+    assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
+    assert f"ok t s w {BASE + alice.pk}\n" in log_text(job, "master-0")
+
+
+def test_an_mpi_jobs_hostfile_is_read_by_its_user(job_users_on, alice):
+    from jobs import spec as S
+
+    job = run_job(
+        alice,
+        "echo hosts $(cat /etc/mpi/hostfile) $(id -u)",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+
+    assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
+    assert f"hosts 127.0.0.1 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+
+
+def test_an_isolated_job_runs_as_its_user_in_its_network_namespace(job_users_on, alice):
+    job_users_on.LOCAL_JOB_NETWORK = "isolated"
+    try:
+        job = run_job(
+            alice,
+            "echo ids $(id -u) netns $(readlink /proc/self/ns/net); "
+            "/usr/bin/python3 -c 'import socket; s = socket.socket(); "
+            's.bind(("127.0.0.1", 0)); s.listen(); '
+            'socket.create_connection(s.getsockname()); print("loopback works")\'',
+        )
+    finally:
+        for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
+            found = live_shim(lock.parent)
+            if found is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(found[0], signal.SIGKILL)
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, log
+    assert f"ids {BASE + alice.pk} netns " in log
+    assert "loopback works" in log
+    assert f"netns {os.readlink('/proc/self/ns/net')}" not in log  # not the host's
+
+
+def test_a_user_id_past_the_highest_uid_fails_the_job_with_the_reason(job_users_on):
+    job_users_on.LOCAL_JOB_UID_BASE = job_users.HIGHEST_UID - 1_000_000
+    far = User.objects.create_user(id=1_000_001, username="far", password="x")
+
+    # The reason is recorded in the language active in the worker (the console's, LANGUAGE_CODE).
+    with translation.override("en"):
+        job = run_job(far, "echo ran as $(id -u)")
+
+    assert job.status == JobStatus.FAILED
+    assert "ran as" not in log_text(job, "master-0")
+    job.refresh_from_db()
+    with translation.override("en"):
+        assert (
+            f"its owner's uid would be {job_users.HIGHEST_UID + 1} (LOCAL_JOB_UID_BASE="
+            f"{job_users.HIGHEST_UID - 1_000_000} + user id 1000001), past the highest a job "
+            f"may have, {job_users.HIGHEST_UID}" in str(job.status_reason_shown)
+        )
+    with translation.override("zh-hans"):
+        zh = run_job(far, "echo ran as $(id -u)")
+    assert (
+        f"其所有者的 uid 将为 {job_users.HIGHEST_UID + 1}（LOCAL_JOB_UID_BASE=" in zh.status_reason
+    )
+
+
+def test_stop_still_ends_every_process_of_a_job_run_as_its_user(job_users_on, alice):
+    tag = uuid.uuid4().hex[:8]
+    job = submit(
+        alice,
+        make_spec(f"setsid sleep 1000{tag} & setsid sleep 1001{tag} & {UNTIL_THE_GATE_OPENS}"),
+    )
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with(tag)) >= 2, what="the job's sleeps")
+    owners = {Path(f"/proc/{pid}").stat().st_uid for pid in processes_with(tag)}
+    assert BASE + alice.pk in owners
+
+    job_stop(job=job, actor=alice)
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the stop")
+
+    assert processes_with(tag) == []
+    open_gate(job_users_on)
+
+
+def worker_command(env: dict[str, str], prefix: list[str] | None = None):
+    return subprocess.run(
+        [*(prefix or []), sys.executable, "manage.py", "worker", "--no-tasks"],
+        cwd=ROOT,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_worker_not_run_as_root_refuses_the_setting_at_its_start(nobody_folder):
+    from .test_unprivileged_worker import as_nobody_prefix
+
+    stash = Path(tempfile.mkdtemp(prefix="console-stash-"))
+    try:
+        prefix = as_nobody_prefix(stash)
+        done = worker_command(
+            {
+                "CONSOLE_VAR_DIR": str(nobody_folder / "var"),
+                "HOME": str(nobody_folder),
+                "LOCAL_JOB_UID_BASE": "200000",
+            },
+            prefix,
+        )
+    finally:
+        shutil.rmtree(stash, ignore_errors=True)
+
+    assert done.returncode != 0
+    assert (
+        "LOCAL_JOB_UID_BASE=200000 needs a worker run as root, which this one (uid 65534) is "
+        "not" in done.stderr
+    )
+
+
+def test_a_base_among_the_systems_ids_is_refused_at_the_start(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("the worker's start with the setting is tried as root")
+    done = worker_command({"CONSOLE_VAR_DIR": str(tmp_path / "var"), "LOCAL_JOB_UID_BASE": "1000"})
+
+    assert done.returncode != 0
+    assert "LOCAL_JOB_UID_BASE is a whole number from 100000 to 2146483646, not '1000'" in (
+        done.stderr
+    )
+
+
+def test_a_run_folder_the_jobs_users_cannot_enter_and_a_system_group_are_refused(settings):
+    if os.geteuid() != 0:
+        pytest.skip("the checks past the first are made for a worker run as root")
+    settings.LOCAL_JOB_UID_BASE = BASE
+    settings.LOCAL_JOB_GID = "0"
+    blocked = next(
+        folder
+        for folder in reversed(Path(settings.LOCAL_RUN_DIR).parents)
+        if not folder.stat().st_mode & 0o001
+    )  # tmp_path's: root's alone
+
+    found = job_users.problems()
+
+    assert any("LOCAL_JOB_GID=0 is a system group's (gid 0, below 1000)" in p for p in found)
+    assert any(f"the jobs' users cannot enter {blocked}, above " in p for p in found)
+
+
+def test_a_jobs_user_opens_the_card_node_it_is_given(job_users_on, alice):
+    """A card's node as NVIDIA's driver makes it (0666, root's), here with /dev/fuse's numbers
+    (any process may open it): the job's user opens it read-write. One made 0660 for root's
+    group alone would not open: README says so."""
+    from jobs.backends import local
+
+    try:
+        os.close(os.open("/dev/fuse", os.O_RDWR))
+    except OSError as exc:
+        pytest.skip(f"/dev/fuse does not open here: {exc}")
+    folder = Path(job_users_on.LOCAL_RUN_DIR).parent / "dev"
+    (folder / "nvidia-caps").mkdir(parents=True)
+    for name in ("nvidia0", "nvidia-caps/nvidia-cap1"):
+        os.mknod(folder / name, 0o20666, os.stat("/dev/fuse").st_rdev)
+        os.chmod(folder / name, 0o666)
+    job_users_on.LOCAL_DEVICE_DIR = str(folder)
+    job_users_on.LOCAL_ACCELERATORS = f"{local.NVIDIA_RESOURCE}=1"
+    from jobs import spec as S
+
+    job = run_job(
+        alice,
+        '/usr/bin/python3 -c \'import os; os.close(os.open("/dev/nvidia0", os.O_RDWR)); '
+        'print("opened as", os.getuid())\'',
+        roles=[S.Role("master", 1, local.NVIDIA_RESOURCE, 1)],
+    )
+
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log_text(job, "master-0"))
+    assert f"opened as {BASE + alice.pk}\n" in log_text(job, "master-0")
+
+
+def test_an_outbound_job_runs_as_its_user_and_reads_its_resolv_conf(job_users_on, alice):
+    if shutil.which("slirp4netns") is None:
+        pytest.skip("slirp4netns is not installed here")
+    job_users_on.LOCAL_JOB_NETWORK = "isolated-outbound"
+    try:
+        job = run_job(alice, "echo ids $(id -u) $(cat /etc/resolv.conf)")
+    finally:
+        for lock in Path(django_settings.LOCAL_RUN_DIR).glob("*/attempt-*/network/lock"):
+            found = live_shim(lock.parent)
+            if found is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(found[0], signal.SIGKILL)
+
+    log = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log)
+    assert f"ids {BASE + alice.pk} nameserver 10.0.2.3\n" in log
+
+
+def test_the_job_page_says_which_uid_and_gid_the_job_runs_as_only_with_the_setting(
+    runner_settings,  # noqa: F811
+    alice,
+    alice_client,
+):
+    from django.urls import reverse
+
+    job = submit(alice, make_spec("true"))
+    url = reverse("job-detail", args=[job.public_id])
+
+    assert 'id="runs-as"' not in alice_client.get(url).content.decode()
+
+    runner_settings.LOCAL_JOB_UID_BASE = BASE
+    runner_settings.LOCAL_JOB_GID = str(GID)
+    page = alice_client.get(url).content.decode()
+    assert f"以 uid {BASE + alice.pk}、gid {GID} 运行：它写入存储卷的文件归该用户所有。" in page
+
+    runner_settings.LOCAL_JOB_GID = ""  # each job's group is its uid
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    uid = BASE + alice.pk
+    assert f"Runs as uid {uid}, gid {uid}: files it writes to a volume are that user's." in page
+
+
+def test_hang_analysis_reads_the_stacks_of_a_job_run_as_its_user(job_users_on, alice, alice_client):
+    """py-spy, run by the worker as root, reads the Python processes of another uid's job."""
+    from django.urls import reverse
+
+    from jobs import spec as S
+
+    from .test_hang_analysis import TRAIN, capture_taken, frames_of, started
+
+    (volume(job_users_on) / "train.py").write_text(TRAIN)
+    job = submit(
+        alice,
+        make_spec("/usr/bin/python3 /workspace/train.py", roles=[S.Role("master", 1)]),
+    )
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="the replica")
+    assert alice_client.post(reverse("job-hang-capture", args=[job.public_id])).status_code == 302
+
+    capture = capture_taken(worker, job)
+
+    assert "stuck_in_allreduce" in frames_of(capture, "master-0")
+    job_stop(job=job, actor=alice)
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the stop")
+
+
+def test_the_tmp_cap_holds_and_a_finished_jobs_locked_tmp_is_removed(job_users_on, alice):
+    """The shim (root) measures the /tmp of a job run as its user, and the worker (root)
+    removes what it left, folders it locked (chmod 000) included."""
+    from jobs.runner import attempt_dir
+
+    job_users_on.LOCAL_TMP_MAX_GB = 0.001  # ~1 MB
+    job_users_on.LOCAL_TMP_CHECK_SECONDS = 0.1
+    capped = run_job(alice, "head -c 5000000 /dev/urandom > /tmp/big; sleep 60")
+    assert capped.status == JobStatus.FAILED
+    assert "/tmp" in capped.status_reason and "LOCAL_TMP_MAX_GB" in capped.status_reason
+
+    job_users_on.LOCAL_TMP_MAX_GB = 1
+    locked = run_job(alice, "mkdir -p /tmp/a/b && echo x > /tmp/a/b/c && chmod 000 /tmp/a")
+    assert locked.status == JobStatus.SUCCEEDED, log_text(locked, "master-0")
+    worker = Worker()
+    tmp = attempt_dir(locked.public_id, 1) / "master-0" / "tmp"
+    run_until(worker, lambda: not tmp.exists(), what="the /tmp's removal")
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the script injects x86_64 code")
+def test_a_job_run_as_its_user_that_leaves_its_group_and_goes_quiet_still_dies_on_stop(
+    job_users_on, alice
+):
+    from .test_runner_hostile import LEAVE_AND_GO_QUIET, assert_stopped_without_a_trace
+
+    assert_stopped_without_a_trace(
+        alice,
+        job_users_on,
+        source=LEAVE_AND_GO_QUIET,
+        name="leave-and-go-quiet",
+        command="/usr/bin/python3",
+    )
