@@ -258,24 +258,47 @@ def read_stacks(
     return out
 
 
-def _unprivileged(argv: list[str]) -> list[str] | None:
+def _unprivileged(argv: list[str], *, as_ids: tuple[int, int] | None = None) -> list[str] | None:
     """`argv` run without any capability and unable to gain one (no_new_privs), for a worker
-    run as root: py-spy parses memory the job controls, so it gets no privilege beyond the
-    uid, which is all ptrace needs to read a job that runs without capabilities. util-linux's
-    setpriv (essential on Debian) does it before exec (a preexec function is unsafe in the
-    capture's thread). None: root without setpriv, so the stacks are not read."""
+    run as root: py-spy parses memory the job controls, so it gets no privilege beyond a uid,
+    which is all ptrace needs to read a job that runs without capabilities: the job's own
+    (`as_ids`, its process's uid and gid: a job run as a user of its own,
+    LOCAL_JOB_UID_BASE), else root's. util-linux's setpriv (essential on Debian) does it
+    before exec (a preexec function is unsafe in the capture's thread). None: root without
+    setpriv, so the stacks are not read."""
     if os.geteuid() != 0:
         return argv
     setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
     if setpriv is None:
         return None
-    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--", *argv]
+    user = []
+    if as_ids is not None and as_ids != (0, 0):
+        user = [f"--reuid={as_ids[0]}", f"--regid={as_ids[1]}", "--clear-groups"]
+    return [
+        setpriv,
+        *user,
+        "--bounding-set=-all",
+        "--inh-caps=-all",
+        "--no-new-privs",
+        "--",
+        *argv,
+    ]
+
+
+def _ids(pid: int) -> tuple[int, int] | None:
+    """The process's real uid and gid (a job cannot change its own: it has no capability)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        fields = {name: rest.split() for name, _, rest in (line.partition(":") for line in lines)}
+        return int(fields["Uid"][0]), int(fields["Gid"][0])
+    except (OSError, KeyError, IndexError, ValueError):
+        return None
 
 
 def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, Any]:
     from .runner import process_start
 
-    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)])
+    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=_ids(pid))
     if argv is None:
         return {"error": "unreadable", "detail": "setpriv (util-linux) is not installed"}
     start = process_start(pid)

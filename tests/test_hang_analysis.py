@@ -434,3 +434,28 @@ def test_stacks_of_a_process_that_ended_while_it_was_read_are_not_kept(tmp_path)
         target.wait()
 
     assert read == {"error": "unreadable", "detail": "the process ended while it was read"}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the worker drops privileges for py-spy only as root")
+def test_py_spy_reads_a_job_run_as_a_user_of_its_own_as_that_user_and_nothing_more():
+    import subprocess
+
+    from jobs.stacks import _unprivileged
+
+    argv = _unprivileged(
+        ["/bin/grep", "-E", "^(Uid|Gid|Groups|CapEff)", "/proc/self/status"],
+        as_ids=(200007, 200001),
+    )
+    assert argv is not None
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    shown = {
+        name: value.split()
+        for name, value in (line.split(":", 1) for line in done.stdout.splitlines())
+    }
+
+    assert shown == {
+        "Uid": ["200007"] * 4,
+        "Gid": ["200001"] * 4,
+        "Groups": [],
+        "CapEff": ["0000000000000000"],
+    }
