@@ -242,10 +242,10 @@ def read_stacks(
         if tool is None:
             entry["error"] = "no_tool"
             continue
-        for number, pid in enumerate(pids):
+        for number, listed in enumerate(pids):
             process: dict[str, Any] = {
-                "pid": _pid_inside(pid),
-                "command": _text(_command(pid), secrets),
+                "pid": listed.inside,
+                "command": _text(listed.command, secrets),
             }
             entry["processes"].append(process)
             left = deadline - clock()
@@ -254,8 +254,24 @@ def read_stacks(
             elif left <= 0:
                 process.update(error="out_of_time", seconds=int(seconds))
             else:
-                process.update(_dump(tool, pid, min(PROCESS_SECONDS, left), secrets))
+                process.update(_dump(tool, listed, min(PROCESS_SECONDS, left), secrets))
     return out
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A replica's Python process as listed: its host pid, its start (the process's identity:
+    the replica's processes are read one after another, up to PROCESS_SECONDS each, and a pid
+    listed may name another process by its turn, another user's job's), and what is shown of
+    it, read while it was known to be that process."""
+
+    pid: int
+    start: str
+    inside: int  # the pid the job sees
+    command: str
+
+
+ENDED = {"error": "unreadable", "detail": "the process ended while it was read"}
 
 
 def _unprivileged(argv: list[str], *, as_ids: tuple[int, int] | None = None) -> list[str] | None:
@@ -295,13 +311,19 @@ def _ids(pid: int) -> tuple[int, int] | None:
         return None
 
 
-def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, Any]:
+def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict[str, Any]:
     from .runner import process_start
 
-    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=_ids(pid))
+    pid = listed.pid
+    ids = _ids(pid)
+    # Review 17b: checked against the start taken when it was listed, not only across the
+    # read: a pid reused before its turn was read, as the uid of whatever holds it now.
+    start = process_start(pid)
+    if start is None or start != listed.start:
+        return dict(ENDED)
+    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=ids)
     if argv is None:
         return {"error": "unreadable", "detail": "setpriv (util-linux) is not installed"}
-    start = process_start(pid)
     try:
         done = subprocess.run(
             argv,
@@ -316,10 +338,10 @@ def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, 
         return {"error": "unreadable", "detail": _text(str(exc), secrets)}
     if done.returncode != 0:
         return {"error": "unreadable", "detail": _text(_py_spy_error(done.stderr), secrets)}
-    if start is None or process_start(pid) != start:
+    if process_start(pid) != start:
         # The process ended while it was read, and its pid may name another one now (another
         # job's): what was read is not kept.
-        return {"error": "unreadable", "detail": "the process ended while it was read"}
+        return dict(ENDED)
     try:
         threads = json.loads(done.stdout)
         return {
@@ -366,7 +388,7 @@ def _pid_namespace(pid: int | str) -> str:
         return ""
 
 
-def _python_processes(target: Target, own_namespace: str) -> list[int] | None:
+def _python_processes(target: Target, own_namespace: str) -> list[Listed] | None:
     """The replica's Python processes inside its sandbox, as the runner finds the replica's
     processes (its process group, every child of it and their descendants), oldest first;
     None when its group leader is gone or is another process now."""
@@ -388,16 +410,20 @@ def _python_processes(target: Target, own_namespace: str) -> list[int] | None:
             todo.extend(children.get(pid, []))
     pythons = []
     for pid in sorted(found & alive):
+        start = process_start(pid)
         # The shim (a Python process too) runs outside the sandbox's pid namespace.
         namespace = _pid_namespace(pid)
-        if not namespace or namespace == own_namespace:
+        if start is None or not namespace or namespace == own_namespace:
             continue
         try:
             exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
         except OSError:
             continue
-        if _PYTHON.fullmatch(exe.removesuffix(" (deleted)")):
-            pythons.append(pid)
+        if not _PYTHON.fullmatch(exe.removesuffix(" (deleted)")):
+            continue
+        listed = Listed(pid, start, _pid_inside(pid), _command(pid))
+        if process_start(pid) == start:  # all of it read of that one process
+            pythons.append(listed)
     return pythons
 
 
