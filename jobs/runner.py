@@ -1255,12 +1255,18 @@ def files_under_run(base: Path, job_network: network.JobNetwork | None) -> list[
 
 def _enterable(*paths: Path) -> None:
     """Gives each folder from LOCAL_RUN_DIR down to each of `paths` (folders up to their own,
-    files up to their parent) the x bit for others, which a worker run with a umask of 077
-    would have left out. The run folder's own parents are checked at the worker's start
-    (jobs.job_users.problems)."""
+    files up to their parent) the x bit for others, and each file the r bit for others, which
+    a worker run with a umask of 077 would have left out (review 17b: the hostfile and
+    resolv.conf were then written 0600, root's, and the job's user could not read them; they
+    hold nothing of anyone's: addresses). The run folder's own parents are checked at the
+    worker's start (jobs.job_users.problems)."""
     top = Path(settings.LOCAL_RUN_DIR).resolve()
     for path in paths:
         path = path.resolve()
+        if path.is_file():
+            mode = stat.S_IMODE(path.stat().st_mode)
+            if not mode & stat.S_IROTH:
+                os.chmod(path, mode | stat.S_IRGRP | stat.S_IROTH)
         folder = path if path.is_dir() else path.parent
         chain = [folder, *folder.parents]
         for each in chain:

@@ -434,3 +434,26 @@ def test_a_job_run_as_its_user_that_leaves_its_group_and_goes_quiet_still_dies_o
         name="leave-and-go-quiet",
         command="/usr/bin/python3",
     )
+
+
+def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
+    job_users_on, alice
+):
+    """Review 17b: the runner gave the folders down to the hostfile the others' x bit for a
+    worker with a umask of 077, but the hostfile itself was written 0600, root's: the job's
+    user could not read it."""
+    from jobs import spec as S
+
+    before = os.umask(0o077)
+    try:
+        job = run_job(
+            alice,
+            "echo hosts $(cat /etc/mpi/hostfile) $(id -u)",
+            framework=S.MPI,
+            roles=[S.Role("master", 1), S.Role("worker", 1)],
+        )
+    finally:
+        os.umask(before)
+
+    assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
+    assert f"hosts 127.0.0.1 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
