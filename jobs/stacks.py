@@ -74,7 +74,11 @@ REASONS = {
     "timeout": gettext_noop("Reading its stacks took longer than %(seconds)s seconds."),
     "out_of_time": gettext_noop("Not read: the capture ran out of its %(seconds)s seconds."),
     "no_tool": gettext_noop("py-spy is not installed where the worker runs."),
+    # A capture stored before review 17b: one such entry for each process past the first.
     "more": gettext_noop("Not read: only the first %(count)s Python processes are read."),
+    "processes_dropped": gettext_noop(
+        "%(dropped)s more Python processes were not read: only the first %(count)s are."
+    ),
     "threads_dropped": gettext_noop(
         "Only its first %(count)s threads are kept; %(dropped)s more were not."
     ),
@@ -232,26 +236,29 @@ def read_stacks(
     for target in targets:
         entry: dict[str, Any] = {"label": target.label, "processes": []}
         out.append(entry)
-        pids = _python_processes(target, own_namespace) if target.pgid else None
-        if pids is None:
+        found = _python_processes(target, own_namespace) if target.pgid else None
+        if found is None:
             entry["error"] = "not_running"
             continue
+        pids, dropped = found
         if not pids:
             entry["error"] = "no_python"
             continue
         if tool is None:
             entry["error"] = "no_tool"
             continue
-        for number, listed in enumerate(pids):
+        if dropped:
+            # Counted, not listed (review 17b: each had an entry with its command line, so a
+            # job of thousands of Python processes made a capture, and a page, of megabytes).
+            entry["processes_dropped"] = dropped
+        for listed in pids:
             process: dict[str, Any] = {
                 "pid": listed.inside,
                 "command": _text(listed.command, secrets),
             }
             entry["processes"].append(process)
             left = deadline - clock()
-            if number >= PROCESSES_PER_REPLICA:
-                process.update(error="more", count=PROCESSES_PER_REPLICA)
-            elif left <= 0:
+            if left <= 0:
                 process.update(error="out_of_time", seconds=int(seconds))
             else:
                 process.update(_dump(tool, listed, min(PROCESS_SECONDS, left), secrets))
@@ -388,10 +395,11 @@ def _pid_namespace(pid: int | str) -> str:
         return ""
 
 
-def _python_processes(target: Target, own_namespace: str) -> list[Listed] | None:
-    """The replica's Python processes inside its sandbox, as the runner finds the replica's
-    processes (its process group, every child of it and their descendants), oldest first;
-    None when its group leader is gone or is another process now."""
+def _python_processes(target: Target, own_namespace: str) -> tuple[list[Listed], int] | None:
+    """The replica's first PROCESSES_PER_REPLICA Python processes inside its sandbox, as the
+    runner finds the replica's processes (its process group, every child of it and their
+    descendants), by pid, and how many more there are; None when its group leader is gone or
+    is another process now."""
     from .runner import _processes, process_start
 
     if target.pgid is None or process_start(target.pgid) != target.start:
@@ -409,6 +417,7 @@ def _python_processes(target: Target, own_namespace: str) -> list[Listed] | None
             found.add(pid)
             todo.extend(children.get(pid, []))
     pythons = []
+    dropped = 0
     for pid in sorted(found & alive):
         start = process_start(pid)
         # The shim (a Python process too) runs outside the sandbox's pid namespace.
@@ -421,10 +430,13 @@ def _python_processes(target: Target, own_namespace: str) -> list[Listed] | None
             continue
         if not _PYTHON.fullmatch(exe.removesuffix(" (deleted)")):
             continue
+        if len(pythons) >= PROCESSES_PER_REPLICA:
+            dropped += 1
+            continue
         listed = Listed(pid, start, _pid_inside(pid), _command(pid))
         if process_start(pid) == start:  # all of it read of that one process
             pythons.append(listed)
-    return pythons
+    return pythons, dropped
 
 
 def _pid_inside(pid: int) -> int:
@@ -531,6 +543,13 @@ def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for replica in replicas:
         if replica.get("error"):
             out.append((replica["label"], reason_text(replica)))
+        if replica.get("processes_dropped"):
+            dropped = {
+                "error": "processes_dropped",
+                "count": PROCESSES_PER_REPLICA,
+                "dropped": replica["processes_dropped"],
+            }
+            out.append((replica["label"], reason_text(dropped)))
         for process in replica.get("processes", []):
             who = f"{replica['label']} pid {process['pid']} ({process.get('command', '')})"
             if process.get("error"):

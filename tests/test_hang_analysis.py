@@ -571,3 +571,52 @@ def test_a_python_process_whose_pid_names_another_process_by_the_time_it_is_read
     assert "another_jobs_loop" not in str(replica)
     assert second["error"] == "unreadable"
     assert second["detail"] == "the process ended while it was read"
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="a pid namespace of its own, as a sandbox's, is root's"
+)
+def test_a_replica_with_more_python_processes_than_are_read_has_them_counted_not_listed(tmp_path):
+    """Review 17b: each Python process past the first PROCESSES_PER_REPLICA had an entry of its
+    own, with its command line, in the stored capture and on the page: a replica of thousands
+    made a capture of megabytes. Now they are counted, once per replica."""
+    import shutil
+    import subprocess
+
+    from jobs.runner import process_start
+    from jobs.stacks import PROCESSES_PER_REPLICA, Target, py_spy, read_stacks, unread
+
+    if py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    # Taken for Python by its program's name, as the README says: a cheap stand-in for many.
+    program = tmp_path / "python3"
+    shutil.copy("/bin/sleep", program)
+    many = PROCESSES_PER_REPLICA + 8
+    leader = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--kill-child", "sh", "-c",
+         f"for i in $(seq {many}); do {program} 60 & done; wait"],
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        for _ in range(200):
+            shell = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
+            if (
+                shell
+                and len(Path(f"/proc/{shell[0]}/task/{shell[0]}/children").read_text().split())
+                == many
+            ):
+                break
+            time.sleep(0.05)
+        target = Target("master-0", leader.pid, process_start(leader.pid))
+        [replica] = read_stacks(targets=[target], secrets=[])
+    finally:
+        leader.kill()
+        leader.wait()
+
+    assert len(replica["processes"]) == PROCESSES_PER_REPLICA
+    assert replica["processes_dropped"] == 8
+    with translation.override("en"):
+        said = [why for who, why in unread([replica]) if who == "master-0"]
+    assert said == [
+        f"8 more Python processes were not read: only the first {PROCESSES_PER_REPLICA} are."
+    ]
