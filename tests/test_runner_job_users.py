@@ -457,3 +457,26 @@ def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
 
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
     assert f"hosts 127.0.0.1 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+
+
+def test_a_secret_file_in_a_folder_the_jobs_user_cannot_enter_stays_out_of_reach_and_jobs_still_start(
+    job_users_on, alice
+):
+    """Review 17b: the sandbox covers each of the console's secret files (NAME_FILE) with an
+    empty one, which bubblewrap, run as the job's user, must reach by its path: one in a folder
+    only root may enter (a 0700 secrets folder) made every job fail to start ("Can't mkdir
+    parents ... Permission denied"). What the job's user cannot reach is out of its sight
+    already, and is no longer covered."""
+    folder = Path(tempfile.mkdtemp(prefix="console-secrets-", dir="/var/tmp"))  # 0700, root's
+    secret = folder / "secret_key"
+    secret.write_text("THE-CONSOLES-SECRET\n")
+    job_users_on.SECRET_FILES = [*django_settings.SECRET_FILES, secret]
+    try:
+        job = run_job(alice, f"cat {secret}; echo ids $(id -u)")
+    finally:
+        shutil.rmtree(folder)
+
+    log = log_text(job, "master-0")
+    assert f"ids {BASE + alice.pk}\n" in log
+    assert "Permission denied" in log
+    assert "THE-CONSOLES-SECRET" not in log
