@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import re
+import selectors
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,17 @@ FOLDED_AFTER = 12  # frames shown of a stack before the rest is folded
 THREADS_PER_PROCESS = 256
 FRAMES_PER_THREAD = 200
 TEXT_LIMIT = 500  # characters kept of a function, file, thread name or command line
+# What one py-spy run may take besides time (review 17b: a hostile process named python can
+# make its output, and py-spy's own memory, grow for the whole PROCESS_SECONDS). Its output is
+# read up to OUTPUT_BYTES (what is kept, THREADS_PER_PROCESS threads of FRAMES_PER_THREAD
+# frames, is about 13 MB of py-spy's JSON), and it runs with RLIMIT_DATA (heap and private
+# mappings; util-linux's prlimit sets it before exec) at PY_SPY_DATA_BYTES: decided, as
+# RLIMIT_AS is not workable for it (address space reserved, not used, counts) and its
+# memory, in the worker's cgroup, would otherwise be the console's to lose. py-spy reading an
+# ordinary process uses about 10 MB.
+OUTPUT_BYTES = 16 * 2**20
+PY_SPY_DATA_BYTES = 256 * 2**20
+TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 
 # Why a replica or a process has no stacks (stored as the code, shown in the page's language).
 REASONS = {
@@ -291,7 +303,7 @@ def _unprivileged(argv: list[str], *, as_ids: tuple[int, int] | None = None) -> 
     setpriv, so the stacks are not read."""
     if os.geteuid() != 0:
         return argv
-    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    setpriv = shutil.which("setpriv", path=TOOL_PATH)
     if setpriv is None:
         return None
     user = []
@@ -331,18 +343,20 @@ def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict
     argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=ids)
     if argv is None:
         return {"error": "unreadable", "detail": "setpriv (util-linux) is not installed"}
+    prlimit = shutil.which("prlimit", path=TOOL_PATH)
+    if prlimit is None:
+        return {"error": "unreadable", "detail": "prlimit (util-linux) is not installed"}
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            timeout=seconds,
-            env={"PATH": "/usr/bin:/bin"},
-            stdin=subprocess.DEVNULL,
-        )
+        done = _bounded_run([prlimit, f"--data={PY_SPY_DATA_BYTES}", *argv], seconds=seconds)
     except subprocess.TimeoutExpired:
         return {"error": "timeout", "seconds": round(seconds)}
     except OSError as exc:
         return {"error": "unreadable", "detail": _text(str(exc), secrets)}
+    if done is None:
+        return {
+            "error": "unreadable",
+            "detail": f"py-spy's output was larger than {OUTPUT_BYTES // 2**20} MB",
+        }
     if done.returncode != 0:
         return {"error": "unreadable", "detail": _text(_py_spy_error(done.stderr), secrets)}
     if process_start(pid) != start:
@@ -370,6 +384,48 @@ def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict
         }
     except (ValueError, TypeError, AttributeError):
         return {"error": "unreadable", "detail": "py-spy's output could not be read"}
+
+
+def _bounded_run(argv: list[str], *, seconds: float) -> subprocess.CompletedProcess[bytes] | None:
+    """`argv` run as subprocess.run(capture_output=True, timeout=seconds) would, but killed,
+    and None returned, once it has written more than OUTPUT_BYTES (review 17b: py-spy's JSON
+    of a process of 200 threads 2,000 frames deep is 100 MB, read whole into the worker and
+    parsed into objects many times that size). Its error output is kept to its first 64 KiB."""
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + seconds
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ, out)
+            selector.register(process.stderr, selectors.EVENT_READ, err)
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(argv, seconds)
+                for key, _ in selector.select(left):
+                    data = os.read(key.fd, 1 << 16)
+                    if not data:
+                        selector.unregister(key.fileobj)
+                    elif key.data is out:
+                        out += data
+                        if len(out) > OUTPUT_BYTES:
+                            return None
+                    elif len(err) < 1 << 16:
+                        err += data
+        returncode = process.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    return subprocess.CompletedProcess(argv, returncode, bytes(out), bytes(err))
 
 
 def _py_spy_error(stderr: bytes) -> str:

@@ -5,9 +5,9 @@ the real runner: the stacks read are those of the jobs' own Python processes."""
 from __future__ import annotations
 
 import os
-import time
 import re
 import textwrap
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -598,15 +598,19 @@ def test_a_replica_with_more_python_processes_than_are_read_has_them_counted_not
         start_new_session=True,
     )  # fmt: skip
     try:
-        for _ in range(200):
+        for _ in range(600):
             shell = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
-            if (
-                shell
-                and len(Path(f"/proc/{shell[0]}/task/{shell[0]}/children").read_text().split())
-                == many
-            ):
+            pids = (
+                Path(f"/proc/{shell[0]}/task/{shell[0]}/children").read_text().split()
+                if shell
+                else []
+            )
+            programs = [os.path.basename(os.readlink(f"/proc/{pid}/exe")) for pid in pids]
+            if programs == ["python3"] * many:  # each one exec'd, not a fork of the shell
                 break
             time.sleep(0.05)
+        else:
+            pytest.fail(f"{many} processes did not start")
         target = Target("master-0", leader.pid, process_start(leader.pid))
         [replica] = read_stacks(targets=[target], secrets=[])
     finally:
@@ -620,3 +624,48 @@ def test_a_replica_with_more_python_processes_than_are_read_has_them_counted_not
     assert said == [
         f"8 more Python processes were not read: only the first {PROCESSES_PER_REPLICA} are."
     ]
+
+
+# A Python process of 200 threads, each 2,000 frames deep: py-spy's JSON of it is about 100 MB.
+DEEP = textwrap.dedent(
+    """
+    import sys, threading, time
+    sys.setrecursionlimit(100_000)
+    threading.stack_size(64 * 1024 * 1024)
+    def deep(n):
+        return time.sleep(600) if n == 0 else deep(n - 1)
+    for _ in range(200):
+        threading.Thread(target=deep, args=(2000,), daemon=True).start()
+    print("ready", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the process is run as another user, as a job is")
+def test_py_spy_output_past_its_bound_is_not_read_into_the_worker():
+    """Review 17b: py-spy's whole output was read into the worker and parsed, however large: a
+    job's process of many deep threads made it 100 MB (more the longer py-spy runs), all in the
+    worker's memory (the console's). Past 16 MB (OUTPUT_BYTES) py-spy is stopped and nothing kept."""
+    import subprocess
+
+    from jobs.runner import process_start
+    from jobs.stacks import Listed, _dump, py_spy
+
+    if py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    job = subprocess.Popen(
+        [*ANOTHER_JOBS[:6], "/usr/bin/python3", "-c", DEEP], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert job.stdout.readline() == "ready\n"
+        listed = Listed(job.pid, process_start(job.pid), job.pid, "")
+        read = _dump(py_spy(), listed, 30, [])
+    finally:
+        job.kill()
+        job.wait()
+
+    assert read == {
+        "error": "unreadable",
+        "detail": "py-spy's output was larger than 16 MB",
+    }
