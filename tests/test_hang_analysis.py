@@ -669,3 +669,31 @@ def test_py_spy_output_past_its_bound_is_not_read_into_the_worker():
         "error": "unreadable",
         "detail": "py-spy's output was larger than 16 MB",
     }
+
+
+def test_py_spy_runs_held_to_its_data_limit(tmp_path):
+    """Review 17b: py-spy's memory grows with what the process it reads holds (it is the
+    worker's, in the console's cgroup, not the job's): it runs with RLIMIT_DATA at 256 MB."""
+    import subprocess
+    import sys
+
+    from jobs.runner import process_start
+    from jobs.stacks import Listed, _dump
+
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Stands in for py-spy (not ours): names a thread after the data limit it runs with.
+    tool = tmp_path / "py-spy"
+    tool.write_text(
+        "#!/bin/sh\n"
+        "limit=$(grep 'Max data size' /proc/self/limits | awk '{print $4}')\n"
+        'echo "[{\\"thread_name\\": \\"$limit\\", \\"frames\\": []}]"\n'
+    )
+    tool.chmod(0o755)
+    try:
+        listed = Listed(target.pid, process_start(target.pid), target.pid, "")
+        read = _dump(str(tool), listed, 5, [])
+    finally:
+        target.kill()
+        target.wait()
+
+    assert [t["name"] for t in read["threads"]] == [str(256 * 2**20)]
