@@ -480,3 +480,35 @@ def test_a_secret_file_in_a_folder_the_jobs_user_cannot_enter_stays_out_of_reach
     assert f"ids {BASE + alice.pk}\n" in log
     assert "Permission denied" in log
     assert "THE-CONSOLES-SECRET" not in log
+
+
+def test_without_the_jobs_group_a_uid_whose_gid_a_group_of_this_machine_has_fails_the_job(
+    job_users_on, alice
+):
+    """Review 17b: without LOCAL_JOB_GID a job's gid is its uid. A user of this machine given
+    a job's uid since the worker started fails the job, but a group given that id ran the job
+    in it, with its rights. A group of this machine that no user's id matches stands in for
+    one added in the jobs' range (the start check refuses those present at the start)."""
+    import pwd
+
+    uids = {u.pw_uid for u in pwd.getpwall()}
+    group = next(g for g in grp.getgrall() if g.gr_gid > alice.pk and g.gr_gid not in uids)
+    job_users_on.LOCAL_JOB_UID_BASE = group.gr_gid - alice.pk
+    job_users_on.LOCAL_JOB_GID = ""
+
+    with translation.override("en"):
+        job = run_job(alice, "echo ran as $(id -u) $(id -g)")
+
+    assert job.status == JobStatus.FAILED
+    assert "ran as" not in log_text(job, "master-0")
+    job.refresh_from_db()
+    with translation.override("en"):
+        assert (
+            f"its owner's gid {group.gr_gid} (its uid: LOCAL_JOB_GID is unset) belongs to the "
+            f"group {group.gr_name} of this machine" in str(job.status_reason_shown)
+        )
+    with translation.override("zh-hans"):
+        zh = run_job(alice, "echo ran as $(id -u) $(id -g)")
+    assert f"其所有者的 gid {group.gr_gid}（即其 uid：未设置 LOCAL_JOB_GID）已属于本机组" in (
+        zh.status_reason
+    )
