@@ -18,7 +18,8 @@ py-spy needs nothing of the job, and is a small binary wheel on PyPI.
   file:line:function, and reading the line's text would mean the worker opening a file by a
   path the job chose. Every text (function, file, thread name, command line) has the job's
   secret values masked, as its logs have.
-- Each py-spy run is bounded (PROCESS_SECONDS), the whole capture too (TOTAL_SECONDS), and it
+- Each py-spy run is bounded (PROCESS_SECONDS; its output, OUTPUT_BYTES; its data,
+  PY_SPY_DATA_BYTES), the whole capture too (TOTAL_SECONDS), and it
   runs in a thread of the worker, not in its tick: the tick only asks for captures and
   stores what finished. py-spy gets an empty environment but PATH: nothing of the worker's.
 - Stored as rows (StackCapture), deleted with the job as its logs are; at most
