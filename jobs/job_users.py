@@ -98,7 +98,21 @@ def user_for(*, owner_id: int) -> tuple[int, int] | None:
             % {"uid": uid, "name": taken}
         )
     gid = job_gid_setting()
-    return uid, uid if gid is None else gid
+    if gid is not None:
+        return uid, gid
+    # Without LOCAL_JOB_GID the gid is the uid: a group of this machine given that id since
+    # the worker started would lend the job its rights (review 17b: only users were checked).
+    try:
+        group = grp.getgrgid(uid).gr_name
+    except KeyError:
+        return uid, uid
+    raise JobUserError(
+        gettext(
+            "its owner's gid %(gid)s (its uid: LOCAL_JOB_GID is unset) belongs to the group "
+            "%(name)s of this machine"
+        )
+        % {"gid": uid, "name": group}
+    )
 
 
 def _id_ranges(path: str) -> list[tuple[str, int, int]]:

@@ -1030,6 +1030,8 @@ def _start_replicas(
         with contextlib.suppress(OSError):
             host_volume.root.mkdir(parents=True, exist_ok=True)
     hidden = hidden_host_paths()
+    if as_user is not None:
+        hidden = out_of_reach_dropped(hidden, *as_user)
     ftc = spec.fault_tolerance_config
     keywords = list(ftc.custom_fault_tolerance_pattern) if ftc else []
 
@@ -1245,6 +1247,21 @@ def _start_replicas(
         )
 
 
+def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
+    """`hidden` less the paths the job's user cannot reach: a folder above one it may not
+    enter. Bubblewrap, run as that user, covers each hidden path by its path, and failed on
+    such a one (review 17b: a secret file, NAME_FILE, in a 0700 folder made every job fail to
+    start, "Can't create file at ... Permission denied"); the job, that same user on the host
+    in a user namespace where no other id is mapped, cannot reach it either, so it stays
+    hidden uncovered. Checked at each start, as the folders' modes are then."""
+    kept = []
+    for path in hidden:
+        real = Path(os.path.realpath(path))
+        if job_users.unreachable_folder(real.parent, uid=uid, gid=gid) is None:
+            kept.append(path)
+    return kept
+
+
 def files_under_run(base: Path, job_network: network.JobNetwork | None) -> list[Path]:
     """Files of the run folder a replica's sandbox binds besides its /tmp."""
     found = [base / "hostfile"]
@@ -1255,12 +1272,18 @@ def files_under_run(base: Path, job_network: network.JobNetwork | None) -> list[
 
 def _enterable(*paths: Path) -> None:
     """Gives each folder from LOCAL_RUN_DIR down to each of `paths` (folders up to their own,
-    files up to their parent) the x bit for others, which a worker run with a umask of 077
-    would have left out. The run folder's own parents are checked at the worker's start
-    (jobs.job_users.problems)."""
+    files up to their parent) the x bit for others, and each file the r bit for others, which
+    a worker run with a umask of 077 would have left out (review 17b: the hostfile and
+    resolv.conf were then written 0600, root's, and the job's user could not read them; they
+    hold nothing of anyone's: addresses). The run folder's own parents are checked at the
+    worker's start (jobs.job_users.problems)."""
     top = Path(settings.LOCAL_RUN_DIR).resolve()
     for path in paths:
         path = path.resolve()
+        if path.is_file():
+            mode = stat.S_IMODE(path.stat().st_mode)
+            if not mode & stat.S_IROTH:
+                os.chmod(path, mode | stat.S_IRGRP | stat.S_IROTH)
         folder = path if path.is_dir() else path.parent
         chain = [folder, *folder.parents]
         for each in chain:

@@ -18,7 +18,8 @@ py-spy needs nothing of the job, and is a small binary wheel on PyPI.
   file:line:function, and reading the line's text would mean the worker opening a file by a
   path the job chose. Every text (function, file, thread name, command line) has the job's
   secret values masked, as its logs have.
-- Each py-spy run is bounded (PROCESS_SECONDS), the whole capture too (TOTAL_SECONDS), and it
+- Each py-spy run is bounded (PROCESS_SECONDS; its output, OUTPUT_BYTES; its data,
+  PY_SPY_DATA_BYTES), the whole capture too (TOTAL_SECONDS), and it
   runs in a thread of the worker, not in its tick: the tick only asks for captures and
   stores what finished. py-spy gets an empty environment but PATH: nothing of the worker's.
 - Stored as rows (StackCapture), deleted with the job as its logs are; at most
@@ -31,6 +32,7 @@ import json
 import logging
 import os
 import re
+import selectors
 import shutil
 import subprocess
 import sys
@@ -65,6 +67,17 @@ FOLDED_AFTER = 12  # frames shown of a stack before the rest is folded
 THREADS_PER_PROCESS = 256
 FRAMES_PER_THREAD = 200
 TEXT_LIMIT = 500  # characters kept of a function, file, thread name or command line
+# What one py-spy run may take besides time (review 17b: a hostile process named python can
+# make its output, and py-spy's own memory, grow for the whole PROCESS_SECONDS). Its output is
+# read up to OUTPUT_BYTES (what is kept, THREADS_PER_PROCESS threads of FRAMES_PER_THREAD
+# frames, is about 13 MB of py-spy's JSON), and it runs with RLIMIT_DATA (heap and private
+# mappings; util-linux's prlimit sets it before exec) at PY_SPY_DATA_BYTES: decided, as
+# RLIMIT_AS is not workable for it (address space reserved, not used, counts) and its
+# memory, in the worker's cgroup, would otherwise be the console's to lose. py-spy reading an
+# ordinary process uses about 10 MB.
+OUTPUT_BYTES = 16 * 2**20
+PY_SPY_DATA_BYTES = 256 * 2**20
+TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 
 # Why a replica or a process has no stacks (stored as the code, shown in the page's language).
 REASONS = {
@@ -74,7 +87,11 @@ REASONS = {
     "timeout": gettext_noop("Reading its stacks took longer than %(seconds)s seconds."),
     "out_of_time": gettext_noop("Not read: the capture ran out of its %(seconds)s seconds."),
     "no_tool": gettext_noop("py-spy is not installed where the worker runs."),
+    # A capture stored before review 17b: one such entry for each process past the first.
     "more": gettext_noop("Not read: only the first %(count)s Python processes are read."),
+    "processes_dropped": gettext_noop(
+        "%(dropped)s more Python processes were not read: only the first %(count)s are."
+    ),
     "threads_dropped": gettext_noop(
         "Only its first %(count)s threads are kept; %(dropped)s more were not."
     ),
@@ -232,30 +249,49 @@ def read_stacks(
     for target in targets:
         entry: dict[str, Any] = {"label": target.label, "processes": []}
         out.append(entry)
-        pids = _python_processes(target, own_namespace) if target.pgid else None
-        if pids is None:
+        found = _python_processes(target, own_namespace) if target.pgid else None
+        if found is None:
             entry["error"] = "not_running"
             continue
+        pids, dropped = found
         if not pids:
             entry["error"] = "no_python"
             continue
         if tool is None:
             entry["error"] = "no_tool"
             continue
-        for number, pid in enumerate(pids):
+        if dropped:
+            # Counted, not listed (review 17b: each had an entry with its command line, so a
+            # job of thousands of Python processes made a capture, and a page, of megabytes).
+            entry["processes_dropped"] = dropped
+        for listed in pids:
             process: dict[str, Any] = {
-                "pid": _pid_inside(pid),
-                "command": _text(_command(pid), secrets),
+                "pid": listed.inside,
+                "command": _text(listed.command, secrets),
             }
             entry["processes"].append(process)
             left = deadline - clock()
-            if number >= PROCESSES_PER_REPLICA:
-                process.update(error="more", count=PROCESSES_PER_REPLICA)
-            elif left <= 0:
+            if left <= 0:
                 process.update(error="out_of_time", seconds=int(seconds))
             else:
-                process.update(_dump(tool, pid, min(PROCESS_SECONDS, left), secrets))
+                process.update(_dump(tool, listed, min(PROCESS_SECONDS, left), secrets))
     return out
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A replica's Python process as listed: its host pid, its start (the process's identity:
+    the replica's processes are read one after another, up to PROCESS_SECONDS each, and a pid
+    listed may name another process by its turn, another user's job's), and what is shown of
+    it, read while it was known to be that process."""
+
+    pid: int
+    start: str
+    inside: int  # the pid the job sees
+    command: str
+
+
+ENDED = {"error": "unreadable", "detail": "the process ended while it was read"}
 
 
 def _unprivileged(argv: list[str], *, as_ids: tuple[int, int] | None = None) -> list[str] | None:
@@ -268,7 +304,7 @@ def _unprivileged(argv: list[str], *, as_ids: tuple[int, int] | None = None) -> 
     setpriv, so the stacks are not read."""
     if os.geteuid() != 0:
         return argv
-    setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    setpriv = shutil.which("setpriv", path=TOOL_PATH)
     if setpriv is None:
         return None
     user = []
@@ -295,31 +331,39 @@ def _ids(pid: int) -> tuple[int, int] | None:
         return None
 
 
-def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, Any]:
+def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict[str, Any]:
     from .runner import process_start
 
-    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=_ids(pid))
+    pid = listed.pid
+    ids = _ids(pid)
+    # Review 17b: checked against the start taken when it was listed, not only across the
+    # read: a pid reused before its turn was read, as the uid of whatever holds it now.
+    start = process_start(pid)
+    if start is None or start != listed.start:
+        return dict(ENDED)
+    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=ids)
     if argv is None:
         return {"error": "unreadable", "detail": "setpriv (util-linux) is not installed"}
-    start = process_start(pid)
+    prlimit = shutil.which("prlimit", path=TOOL_PATH)
+    if prlimit is None:
+        return {"error": "unreadable", "detail": "prlimit (util-linux) is not installed"}
     try:
-        done = subprocess.run(
-            argv,
-            capture_output=True,
-            timeout=seconds,
-            env={"PATH": "/usr/bin:/bin"},
-            stdin=subprocess.DEVNULL,
-        )
+        done = _bounded_run([prlimit, f"--data={PY_SPY_DATA_BYTES}", *argv], seconds=seconds)
     except subprocess.TimeoutExpired:
         return {"error": "timeout", "seconds": round(seconds)}
     except OSError as exc:
         return {"error": "unreadable", "detail": _text(str(exc), secrets)}
+    if done is None:
+        return {
+            "error": "unreadable",
+            "detail": f"py-spy's output was larger than {OUTPUT_BYTES // 2**20} MB",
+        }
     if done.returncode != 0:
         return {"error": "unreadable", "detail": _text(_py_spy_error(done.stderr), secrets)}
-    if start is None or process_start(pid) != start:
+    if process_start(pid) != start:
         # The process ended while it was read, and its pid may name another one now (another
         # job's): what was read is not kept.
-        return {"error": "unreadable", "detail": "the process ended while it was read"}
+        return dict(ENDED)
     try:
         threads = json.loads(done.stdout)
         return {
@@ -341,6 +385,48 @@ def _dump(tool: str, pid: int, seconds: float, secrets: list[str]) -> dict[str, 
         }
     except (ValueError, TypeError, AttributeError):
         return {"error": "unreadable", "detail": "py-spy's output could not be read"}
+
+
+def _bounded_run(argv: list[str], *, seconds: float) -> subprocess.CompletedProcess[bytes] | None:
+    """`argv` run as subprocess.run(capture_output=True, timeout=seconds) would, but killed,
+    and None returned, once it has written more than OUTPUT_BYTES (review 17b: py-spy's JSON
+    of a process of 200 threads 2,000 frames deep is 100 MB, read whole into the worker and
+    parsed into objects many times that size). Its error output is kept to its first 64 KiB."""
+    process = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + seconds
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ, out)
+            selector.register(process.stderr, selectors.EVENT_READ, err)
+            while selector.get_map():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise subprocess.TimeoutExpired(argv, seconds)
+                for key, _ in selector.select(left):
+                    data = os.read(key.fd, 1 << 16)
+                    if not data:
+                        selector.unregister(key.fileobj)
+                    elif key.data is out:
+                        out += data
+                        if len(out) > OUTPUT_BYTES:
+                            return None
+                    elif len(err) < 1 << 16:
+                        err += data
+        returncode = process.wait(max(0.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    return subprocess.CompletedProcess(argv, returncode, bytes(out), bytes(err))
 
 
 def _py_spy_error(stderr: bytes) -> str:
@@ -366,10 +452,11 @@ def _pid_namespace(pid: int | str) -> str:
         return ""
 
 
-def _python_processes(target: Target, own_namespace: str) -> list[int] | None:
-    """The replica's Python processes inside its sandbox, as the runner finds the replica's
-    processes (its process group, every child of it and their descendants), oldest first;
-    None when its group leader is gone or is another process now."""
+def _python_processes(target: Target, own_namespace: str) -> tuple[list[Listed], int] | None:
+    """The replica's first PROCESSES_PER_REPLICA Python processes inside its sandbox, as the
+    runner finds the replica's processes (its process group, every child of it and their
+    descendants), by pid, and how many more there are; None when its group leader is gone or
+    is another process now."""
     from .runner import _processes, process_start
 
     if target.pgid is None or process_start(target.pgid) != target.start:
@@ -387,18 +474,26 @@ def _python_processes(target: Target, own_namespace: str) -> list[int] | None:
             found.add(pid)
             todo.extend(children.get(pid, []))
     pythons = []
+    dropped = 0
     for pid in sorted(found & alive):
+        start = process_start(pid)
         # The shim (a Python process too) runs outside the sandbox's pid namespace.
         namespace = _pid_namespace(pid)
-        if not namespace or namespace == own_namespace:
+        if start is None or not namespace or namespace == own_namespace:
             continue
         try:
             exe = os.path.basename(os.readlink(f"/proc/{pid}/exe"))
         except OSError:
             continue
-        if _PYTHON.fullmatch(exe.removesuffix(" (deleted)")):
-            pythons.append(pid)
-    return pythons
+        if not _PYTHON.fullmatch(exe.removesuffix(" (deleted)")):
+            continue
+        if len(pythons) >= PROCESSES_PER_REPLICA:
+            dropped += 1
+            continue
+        listed = Listed(pid, start, _pid_inside(pid), _command(pid))
+        if process_start(pid) == start:  # all of it read of that one process
+            pythons.append(listed)
+    return pythons, dropped
 
 
 def _pid_inside(pid: int) -> int:
@@ -505,6 +600,13 @@ def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
     for replica in replicas:
         if replica.get("error"):
             out.append((replica["label"], reason_text(replica)))
+        if replica.get("processes_dropped"):
+            dropped = {
+                "error": "processes_dropped",
+                "count": PROCESSES_PER_REPLICA,
+                "dropped": replica["processes_dropped"],
+            }
+            out.append((replica["label"], reason_text(dropped)))
         for process in replica.get("processes", []):
             who = f"{replica['label']} pid {process['pid']} ({process.get('command', '')})"
             if process.get("error"):

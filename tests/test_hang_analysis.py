@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.db.models import F
@@ -410,7 +412,8 @@ def test_stacks_of_a_process_that_ended_while_it_was_read_are_not_kept(tmp_path)
     import subprocess
     import sys
 
-    from jobs.stacks import _dump
+    from jobs.runner import process_start
+    from jobs.stacks import Listed, _dump
 
     target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     # Stands in for py-spy (not ours): it reads "a stack", but the process ends meanwhile and
@@ -428,7 +431,8 @@ def test_stacks_of_a_process_that_ended_while_it_was_read_are_not_kept(tmp_path)
     reaper = threading.Thread(target=target.wait)  # reaped once killed: its pid is free again
     reaper.start()
     try:
-        read = _dump(str(tool), target.pid, 5, [])
+        listed = Listed(target.pid, process_start(target.pid), target.pid, "")
+        read = _dump(str(tool), listed, 5, [])
     finally:
         target.kill()
         target.wait()
@@ -459,3 +463,237 @@ def test_py_spy_reads_a_job_run_as_a_user_of_its_own_as_that_user_and_nothing_mo
         "Groups": [],
         "CapEff": ["0000000000000000"],
     }
+
+
+def _with_pid(pid: int, argv: list[str]):
+    """A process started with the given pid, through the kernel's ns_last_pid (root), retried
+    while other processes of this machine take it first; None if it never got it."""
+    import subprocess
+
+    for _ in range(500):
+        Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        process = subprocess.Popen(argv)
+        if process.pid == pid:
+            return process
+        process.kill()
+        process.wait()
+    return None
+
+
+# A replica's command: a Python process (pid 1 of its sandbox's pid namespace) that starts a
+# second one, as torchrun starts its ranks.
+TWO_PYTHONS = (
+    "import signal, subprocess, sys, time\n"
+    "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+    "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+    "time.sleep(60)"
+)
+NO_CAPABILITY = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]  # as a job runs
+# Another user's job's process (another uid, no capability), with a secret on its command line.
+ANOTHER_JOBS = [
+    "setpriv", "--reuid=200099", "--regid=200099", "--clear-groups", "--inh-caps=-all",
+    "--bounding-set=-all", "/usr/bin/python3", "-c",
+    "import time\ndef another_jobs_loop():\n    time.sleep(60)\nanother_jobs_loop()",
+    "--token=ANOTHER-JOBS-SECRET",
+]  # fmt: skip
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="ns_last_pid, to reuse a pid, is root's")
+def test_a_python_process_whose_pid_names_another_process_by_the_time_it_is_read_is_not_read():
+    """Review 17b: a replica's Python processes are listed, then read one by one (up to 10 s
+    each); one that ended before its turn, its pid taken meanwhile by another user's job's
+    process, had that process's command line stored and its stacks read (as its uid): each
+    process's identity (its start) is now taken when it is listed and checked when it is read."""
+    import signal
+    import subprocess
+    import sys
+
+    from jobs.runner import process_start
+    from jobs.stacks import Target, py_spy, read_stacks
+
+    if py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    leader = subprocess.Popen(
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            *NO_CAPABILITY,
+            sys.executable,
+            "-c",
+            TWO_PYTHONS,
+        ],  # fmt: skip
+        start_new_session=True,
+    )
+    other = None
+    try:
+        pythons: list[int] = []
+        for _ in range(200):
+            found = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
+            if found:
+                first = found[0]
+                pythons = [int(first)] + [
+                    int(p) for p in Path(f"/proc/{first}/task/{first}/children").read_text().split()
+                ]
+            if len(pythons) == 2:
+                break
+            time.sleep(0.05)
+        assert len(pythons) == 2
+        target = Target("master-0", leader.pid, process_start(leader.pid))
+        calls = []
+
+        def clock() -> float:
+            # Called before the listing, then before each process is read: while the first
+            # is read, the second ends and another user's job's process takes its pid.
+            nonlocal other
+            calls.append(1)
+            if len(calls) == 2:
+                os.kill(pythons[1], signal.SIGKILL)
+                while Path(f"/proc/{pythons[1]}").exists():
+                    time.sleep(0.01)
+                other = _with_pid(pythons[1], ANOTHER_JOBS)
+                if other is None:
+                    pytest.skip("other processes of this machine took the pid each time")
+                time.sleep(0.5)  # its interpreter running, for py-spy to read
+            return time.monotonic()
+
+        [replica] = read_stacks(targets=[target], secrets=[], clock=clock)
+    finally:
+        for process in (leader, other):
+            if process is not None:
+                process.kill()
+                process.wait()
+
+    first, second = replica["processes"]
+    assert "threads" in first  # the replica's own first process is read
+    assert "ANOTHER-JOBS-SECRET" not in str(replica)
+    assert "another_jobs_loop" not in str(replica)
+    assert second["error"] == "unreadable"
+    assert second["detail"] == "the process ended while it was read"
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="a pid namespace of its own, as a sandbox's, is root's"
+)
+def test_a_replica_with_more_python_processes_than_are_read_has_them_counted_not_listed(tmp_path):
+    """Review 17b: each Python process past the first PROCESSES_PER_REPLICA had an entry of its
+    own, with its command line, in the stored capture and on the page: a replica of thousands
+    made a capture of megabytes. Now they are counted, once per replica."""
+    import shutil
+    import subprocess
+
+    from jobs.runner import process_start
+    from jobs.stacks import PROCESSES_PER_REPLICA, Target, py_spy, read_stacks, unread
+
+    if py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    # Taken for Python by its program's name, as the README says: a cheap stand-in for many.
+    program = tmp_path / "python3"
+    shutil.copy("/bin/sleep", program)
+    many = PROCESSES_PER_REPLICA + 8
+    leader = subprocess.Popen(
+        ["unshare", "--pid", "--fork", "--kill-child", "sh", "-c",
+         f"for i in $(seq {many}); do {program} 60 & done; wait"],
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        for _ in range(600):
+            shell = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
+            pids = (
+                Path(f"/proc/{shell[0]}/task/{shell[0]}/children").read_text().split()
+                if shell
+                else []
+            )
+            programs = [os.path.basename(os.readlink(f"/proc/{pid}/exe")) for pid in pids]
+            if programs == ["python3"] * many:  # each one exec'd, not a fork of the shell
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"{many} processes did not start")
+        target = Target("master-0", leader.pid, process_start(leader.pid))
+        [replica] = read_stacks(targets=[target], secrets=[])
+    finally:
+        leader.kill()
+        leader.wait()
+
+    assert len(replica["processes"]) == PROCESSES_PER_REPLICA
+    assert replica["processes_dropped"] == 8
+    with translation.override("en"):
+        said = [why for who, why in unread([replica]) if who == "master-0"]
+    assert said == [
+        f"8 more Python processes were not read: only the first {PROCESSES_PER_REPLICA} are."
+    ]
+
+
+# A Python process of 200 threads, each 2,000 frames deep: py-spy's JSON of it is about 100 MB.
+DEEP = textwrap.dedent(
+    """
+    import sys, threading, time
+    sys.setrecursionlimit(100_000)
+    threading.stack_size(64 * 1024 * 1024)
+    def deep(n):
+        return time.sleep(600) if n == 0 else deep(n - 1)
+    for _ in range(200):
+        threading.Thread(target=deep, args=(2000,), daemon=True).start()
+    print("ready", flush=True)
+    time.sleep(600)
+    """
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the process is run as another user, as a job is")
+def test_py_spy_output_past_its_bound_is_not_read_into_the_worker():
+    """Review 17b: py-spy's whole output was read into the worker and parsed, however large: a
+    job's process of many deep threads made it 100 MB (more the longer py-spy runs), all in the
+    worker's memory (the console's). Past 16 MB (OUTPUT_BYTES) py-spy is stopped and nothing kept."""
+    import subprocess
+
+    from jobs.runner import process_start
+    from jobs.stacks import Listed, _dump, py_spy
+
+    if py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    job = subprocess.Popen(
+        [*ANOTHER_JOBS[:6], "/usr/bin/python3", "-c", DEEP], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert job.stdout.readline() == "ready\n"
+        listed = Listed(job.pid, process_start(job.pid), job.pid, "")
+        read = _dump(py_spy(), listed, 30, [])
+    finally:
+        job.kill()
+        job.wait()
+
+    assert read == {
+        "error": "unreadable",
+        "detail": "py-spy's output was larger than 16 MB",
+    }
+
+
+def test_py_spy_runs_held_to_its_data_limit(tmp_path):
+    """Review 17b: py-spy's memory grows with what the process it reads holds (it is the
+    worker's, in the console's cgroup, not the job's): it runs with RLIMIT_DATA at 256 MB."""
+    import subprocess
+    import sys
+
+    from jobs.runner import process_start
+    from jobs.stacks import Listed, _dump
+
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    # Stands in for py-spy (not ours): names a thread after the data limit it runs with.
+    tool = tmp_path / "py-spy"
+    tool.write_text(
+        "#!/bin/sh\n"
+        "limit=$(grep 'Max data size' /proc/self/limits | awk '{print $4}')\n"
+        'echo "[{\\"thread_name\\": \\"$limit\\", \\"frames\\": []}]"\n'
+    )
+    tool.chmod(0o755)
+    try:
+        listed = Listed(target.pid, process_start(target.pid), target.pid, "")
+        read = _dump(str(tool), listed, 5, [])
+    finally:
+        target.kill()
+        target.wait()
+
+    assert [t["name"] for t in read["threads"]] == [str(256 * 2**20)]

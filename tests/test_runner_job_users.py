@@ -434,3 +434,81 @@ def test_a_job_run_as_its_user_that_leaves_its_group_and_goes_quiet_still_dies_o
         name="leave-and-go-quiet",
         command="/usr/bin/python3",
     )
+
+
+def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
+    job_users_on, alice
+):
+    """Review 17b: the runner gave the folders down to the hostfile the others' x bit for a
+    worker with a umask of 077, but the hostfile itself was written 0600, root's: the job's
+    user could not read it."""
+    from jobs import spec as S
+
+    before = os.umask(0o077)
+    try:
+        job = run_job(
+            alice,
+            "echo hosts $(cat /etc/mpi/hostfile) $(id -u)",
+            framework=S.MPI,
+            roles=[S.Role("master", 1), S.Role("worker", 1)],
+        )
+    finally:
+        os.umask(before)
+
+    assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
+    assert f"hosts 127.0.0.1 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+
+
+def test_a_secret_file_in_a_folder_the_jobs_user_cannot_enter_stays_out_of_reach_and_jobs_still_start(
+    job_users_on, alice
+):
+    """Review 17b: the sandbox covers each of the console's secret files (NAME_FILE) with an
+    empty one, which bubblewrap, run as the job's user, must reach by its path: one in a folder
+    only root may enter (a 0700 secrets folder) made every job fail to start ("Can't mkdir
+    parents ... Permission denied"). What the job's user cannot reach is out of its sight
+    already, and is no longer covered."""
+    folder = Path(tempfile.mkdtemp(prefix="console-secrets-", dir="/var/tmp"))  # 0700, root's
+    secret = folder / "secret_key"
+    secret.write_text("THE-CONSOLES-SECRET\n")
+    job_users_on.SECRET_FILES = [*django_settings.SECRET_FILES, secret]
+    try:
+        job = run_job(alice, f"cat {secret}; echo ids $(id -u)")
+    finally:
+        shutil.rmtree(folder)
+
+    log = log_text(job, "master-0")
+    assert f"ids {BASE + alice.pk}\n" in log
+    assert "Permission denied" in log
+    assert "THE-CONSOLES-SECRET" not in log
+
+
+def test_without_the_jobs_group_a_uid_whose_gid_a_group_of_this_machine_has_fails_the_job(
+    job_users_on, alice
+):
+    """Review 17b: without LOCAL_JOB_GID a job's gid is its uid. A user of this machine given
+    a job's uid since the worker started fails the job, but a group given that id ran the job
+    in it, with its rights. A group of this machine that no user's id matches stands in for
+    one added in the jobs' range (the start check refuses those present at the start)."""
+    import pwd
+
+    uids = {u.pw_uid for u in pwd.getpwall()}
+    group = next(g for g in grp.getgrall() if g.gr_gid > alice.pk and g.gr_gid not in uids)
+    job_users_on.LOCAL_JOB_UID_BASE = group.gr_gid - alice.pk
+    job_users_on.LOCAL_JOB_GID = ""
+
+    with translation.override("en"):
+        job = run_job(alice, "echo ran as $(id -u) $(id -g)")
+
+    assert job.status == JobStatus.FAILED
+    assert "ran as" not in log_text(job, "master-0")
+    job.refresh_from_db()
+    with translation.override("en"):
+        assert (
+            f"its owner's gid {group.gr_gid} (its uid: LOCAL_JOB_GID is unset) belongs to the "
+            f"group {group.gr_name} of this machine" in str(job.status_reason_shown)
+        )
+    with translation.override("zh-hans"):
+        zh = run_job(alice, "echo ran as $(id -u) $(id -g)")
+    assert f"其所有者的 gid {group.gr_gid}（即其 uid：未设置 LOCAL_JOB_GID）已属于本机组" in (
+        zh.status_reason
+    )
