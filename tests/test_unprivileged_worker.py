@@ -293,21 +293,20 @@ PY
 """
 
 
-def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
-    unprivileged, nobody_folder
-):
-    prefix, env = unprivileged
-    env = {**env, "LOCAL_JOB_NETWORK": "isolated"}
-    var = Path(env["CONSOLE_VAR_DIR"])
+def run_two_role_job_beside_a_loopback_server(
+    prefix: list[str], env: dict[str, str], name: str, command: str, *, worker_log: Path
+) -> tuple[dict[str, str], dict]:
+    """Submits a master + worker job running `command` (its `{port}`: a server this test
+    holds on the host's 127.0.0.1), runs the worker as NOBODY until the job ends, and checks
+    that nothing of the job reached that server. Returns the jobs' ids and the job's report."""
     server = socket.create_server(("127.0.0.1", 0))
     server.setblocking(False)
     submit = SUBMIT.replace(
         'roles=[S.Role("master", 1, cpu=1, memory_gb=1)]',
         'roles=[S.Role("master", 1), S.Role("worker", 1)]',
     )
-    command = ISOLATED_JOB.format(port=server.getsockname()[1])
-    ids = console(prefix, env, f"COMMANDS = {{'isolated': {command!r}}}\n{submit}")
-    worker_log = nobody_folder / "worker.log"
+    command = command.replace("{port}", str(server.getsockname()[1]))
+    ids = console(prefix, env, f"COMMANDS = {{{name!r}: {command!r}}}\n{submit}")
     with server, open(worker_log, "wb") as output:
         worker = subprocess.Popen(
             [*prefix, sys.executable, "manage.py", "worker"],
@@ -319,7 +318,7 @@ def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
         )
         try:
             deadline = time.monotonic() + 90
-            while not (job := console(prefix, env, REPORT)["isolated"])["final"]:
+            while not (job := console(prefix, env, REPORT)[name])["final"]:
                 assert worker.poll() is None, worker_log.read_text()
                 assert time.monotonic() < deadline, (job, worker_log.read_text())
                 time.sleep(0.5)
@@ -328,6 +327,19 @@ def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
         finally:
             worker.terminate()
             worker.wait(timeout=30)
+    return ids, job
+
+
+def test_the_worker_run_as_an_unprivileged_user_isolates_a_jobs_network(
+    unprivileged, nobody_folder
+):
+    prefix, env = unprivileged
+    env = {**env, "LOCAL_JOB_NETWORK": "isolated"}
+    var = Path(env["CONSOLE_VAR_DIR"])
+    worker_log = nobody_folder / "worker.log"
+    ids, job = run_two_role_job_beside_a_loopback_server(
+        prefix, env, "isolated", ISOLATED_JOB, worker_log=worker_log
+    )
 
     assert job["status"] == JobStatus.SUCCEEDED, (job, worker_log.read_text())
     assert "host port: ConnectionRefusedError\n" in job["log"]
@@ -400,35 +412,10 @@ def test_the_worker_run_as_an_unprivileged_user_gives_isolated_jobs_outbound_net
     prefix, env = unprivileged
     env = {**env, "LOCAL_JOB_NETWORK": "isolated-outbound"}
     var = Path(env["CONSOLE_VAR_DIR"])
-    loopback = socket.create_server(("127.0.0.1", 0))
-    loopback.setblocking(False)
-    submit = SUBMIT.replace(
-        'roles=[S.Role("master", 1, cpu=1, memory_gb=1)]',
-        'roles=[S.Role("master", 1), S.Role("worker", 1)]',
-    )
-    command = OUTBOUND_JOB.format(url=outside.url, port=loopback.getsockname()[1])
-    ids = console(prefix, env, f"COMMANDS = {{'outbound': {command!r}}}\n{submit}")
     worker_log = nobody_folder / "worker.log"
-    with loopback, open(worker_log, "wb") as output:
-        worker = subprocess.Popen(
-            [*prefix, sys.executable, "manage.py", "worker"],
-            cwd=ROOT,
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            deadline = time.monotonic() + 90
-            while not (job := console(prefix, env, REPORT)["outbound"])["final"]:
-                assert worker.poll() is None, worker_log.read_text()
-                assert time.monotonic() < deadline, (job, worker_log.read_text())
-                time.sleep(0.5)
-            with pytest.raises(BlockingIOError):
-                loopback.accept()  # nothing of the job came in
-        finally:
-            worker.terminate()
-            worker.wait(timeout=30)
+    ids, job = run_two_role_job_beside_a_loopback_server(
+        prefix, env, "outbound", OUTBOUND_JOB.replace("{url}", outside.url), worker_log=worker_log
+    )
 
     assert job["status"] == JobStatus.SUCCEEDED, (job, worker_log.read_text())
     assert f"uid {NOBODY} gid {NOBODY}\n" in job["log"]  # itself, as without outbound
