@@ -189,14 +189,17 @@ def test_the_namespace_holder_is_gone_once_the_job_ends_is_stopped_or_is_deleted
     assert not alive(found)
 
 
+# The replicas meet (rdzv.py), then rank 0 fails the first attempt: a fault-tolerance restart.
+MEET_THEN_FAIL_ONCE = (
+    f"{PY} /workspace/rdzv.py; "
+    "if [ $RANK = 0 ] && [ ! -e /workspace/failed-once ]; then touch /workspace/failed-once; exit 1; fi"
+)
+
+
 @pytest.mark.usefixtures("isolated")
 def test_a_fault_tolerance_restart_gets_a_fresh_namespace_and_the_failed_attempts_goes(alice):
     (volume(django_settings) / "rdzv.py").write_text(RENDEZVOUS)
-    command = (
-        f"{PY} /workspace/rdzv.py; "
-        "if [ $RANK = 0 ] && [ ! -e /workspace/failed-once ]; then touch /workspace/failed-once; exit 1; fi"
-    )
-    job = submit(alice, make_spec(command, roles=TWO_ROLES, fault_tolerance=True))
+    job = submit(alice, make_spec(MEET_THEN_FAIL_ONCE, roles=TWO_ROLES, fault_tolerance=True))
     worker = Worker()
     run_until(worker, lambda: holder(job) is not None)
     first = holder(job)

@@ -55,6 +55,7 @@ from .runner_helpers import (
 from .test_runner_limits import limits  # noqa: F401
 from .test_runner_network import (
     CONNECT,
+    MEET_THEN_FAIL_ONCE,
     RENDEZVOUS,
     TWO_ROLES,
     alive,
@@ -367,11 +368,7 @@ def test_slirp4netns_ends_by_itself_when_its_holder_is_killed_alone(alice):
 @pytest.mark.usefixtures("outbound")
 def test_a_fault_tolerance_restart_gets_a_fresh_slirp4netns_and_the_old_one_goes(alice):
     (volume(django_settings) / "rdzv.py").write_text(RENDEZVOUS)
-    command = (
-        f"{PY} /workspace/rdzv.py; "
-        "if [ $RANK = 0 ] && [ ! -e /workspace/failed-once ]; then touch /workspace/failed-once; exit 1; fi"
-    )
-    job = submit(alice, make_spec(command, roles=TWO_ROLES, fault_tolerance=True))
+    job = submit(alice, make_spec(MEET_THEN_FAIL_ONCE, roles=TWO_ROLES, fault_tolerance=True))
     worker = Worker()
     run_until(worker, lambda: holder(job) is not None)
     first = helper_of(job)
