@@ -158,6 +158,17 @@ def masked(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Iterator[str]:
+    """A replica's log as the admin's download gives it to staff, a line at a time, each
+    ending in a newline: each line's text as the admin's Logs page has it (no terminal codes,
+    the job's secrets masked again: a colour code inside a value hid it from the mask
+    applied when the line was written), but whole and with its stamp as written (UTC).
+    Decision: not the file as it is (the owner's download is): staff never get a secret."""
+    secrets = list(secrets)
+    for line in lines:
+        yield masked(plain_text(line.rstrip("\n")), secrets) + "\n"
+
+
 def job_secrets(job: Any) -> list[str]:
     """The job's secret values, also once its spec cannot be read any more (Job.secret_values)."""
     return job.secret_values()
