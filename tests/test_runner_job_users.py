@@ -387,8 +387,10 @@ def test_the_job_page_says_the_uid_and_gid_the_job_ran_as_not_todays_setting(
 
 
 def test_a_job_started_before_the_setting_was_set_shows_no_uid(
-    runner_settings, alice, alice_client
-):  # noqa: F811
+    runner_settings,  # noqa: F811
+    alice,
+    alice_client,
+):
     from django.urls import reverse
 
     job = run_job(alice, "true")
