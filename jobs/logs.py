@@ -672,6 +672,9 @@ class FoundLine:
     match: bool
     # The runner's own line (ShownLine.console).
     console: bool = False
+    # Its stamp as shown ("" without one), apart from `parts`: a runner's line shows its
+    # Console badge after the stamp, as the tail does (ShownLine.stamp); never a match.
+    stamp: str = ""
 
 
 @dataclass
@@ -711,7 +714,7 @@ def _found_line(
 ) -> FoundLine:
     """A line for the results: its matches marked, cut at SHOWN_LINE_CHARS as the tail is."""
     shown = text[:SHOWN_LINE_CHARS]
-    parts: list[tuple[str, bool]] = [(_shown_stamp(found), False)] if found else []
+    parts: list[tuple[str, bool]] = []
     end = 0
     for start, stop in spans:
         start, stop = max(start, end), min(stop, len(shown))
@@ -723,7 +726,11 @@ def _found_line(
     if len(text) > SHOWN_LINE_CHARS:
         parts.append((cut_for_page(text)[len(shown) :], False))
     return FoundLine(
-        number=number, parts=[p for p in parts if p[0]], match=bool(spans), console=console
+        number=number,
+        parts=[p for p in parts if p[0]],
+        match=bool(spans),
+        console=console,
+        stamp=_shown_stamp(found),
     )
 
 
