@@ -594,8 +594,17 @@ def _hang_context(
 @require_safe
 @login_required
 def job_hang(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
-    """The Hang analysis section (htmx), or a page of its own."""
+    """The Hang analysis section (htmx), or a page of its own. Its page's status poll
+    (?status, htmx) answers the job's status, and out of band Capture stacks, so the button
+    comes and goes with Running as the owner's page's live refresh brings it (job_live)."""
     job = _job_seen_by_staff_too(request, public_id)
+    if request.htmx and "status" in request.GET:
+        response = render(
+            request,
+            "jobs/_hang_status.html",
+            {"job": job, "oob": True, "hang_can_capture": _hang_can_capture(job)},
+        )
+        return HttpResponseStopPolling(response.content) if job.is_final else response
     context = {"job": job, "hang": _hang_context(request, job, request.GET.get("capture", ""))}
     if request.htmx:
         return render(request, "jobs/_hang.html", context)
