@@ -10,8 +10,9 @@ and queues), never a scan or DISTINCT over all jobs.
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -27,11 +28,18 @@ from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Max, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseRedirect,
+    StreamingHttpResponse,
+)
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import formats, timezone
 from django.utils.html import format_html
+from django.utils.http import content_disposition_header
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext, ngettext_lazy
@@ -72,6 +80,8 @@ from .runtime_env import replica_refs
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
 from .usage_admin import usage_view
+
+logger = logging.getLogger(__name__)
 
 admin.site.site_header = gettext_lazy("AI Job Console · review")
 admin.site.site_title = gettext_lazy("AI Job Console review")
@@ -790,6 +800,11 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
                 name="jobs_job_logs",
             ),
             path(
+                "<path:object_id>/logs/<str:replica>/download/",
+                self.admin_site.admin_view(self.log_download_view),
+                name="jobs_job_log_download",
+            ),
+            path(
                 "<path:object_id>/review/<str:action>/",
                 self.admin_site.admin_view(self.review_view),
                 name="jobs_job_review",
@@ -876,13 +891,18 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         )
         return context
 
-    def logs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
-        job = self._job_or_404(request, object_id)
+    @staticmethod
+    def _log_labels(job: Job) -> list[str]:
+        """The replicas the Logs page offers (and their downloads serve)."""
         try:
-            labels = [ref.label for ref in replica_refs(job.job_spec())][:SHOWN_REPLICAS]
+            return [ref.label for ref in replica_refs(job.job_spec())][:SHOWN_REPLICAS]
         except spec_module.SpecError:
             # A spec this console no longer reads: the replicas that ran still have logs.
-            labels = [f"{r.role}-{r.index}" for r in job.replicas.all()[:SHOWN_REPLICAS]]
+            return [f"{r.role}-{r.index}" for r in job.replicas.all()[:SHOWN_REPLICAS]]
+
+    def logs_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        job = self._job_or_404(request, object_id)
+        labels = self._log_labels(job)
         replica = request.GET.get("replica") or (labels[0] if labels else "")
         if replica not in labels:
             raise Http404
@@ -907,6 +927,45 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             "tail": LOG_TAIL_LINES,
         }
         return TemplateResponse(request, "admin/jobs/job/logs.html", context)
+
+    def log_download_view(self, request: HttpRequest, object_id: str, replica: str) -> Any:
+        """A replica's whole log for staff who may view the job (the owner's download,
+        job-log-download, answers its owner alone), as jobs.logs.downloaded_for_staff gives
+        it: the job's secrets masked again."""
+        job = self._job_or_404(request, object_id)
+        if replica not in self._log_labels(job):
+            raise Http404
+        secrets = job_logs.job_secrets(job)
+        try:
+            backend = get_backend(job.backend)
+            path = backend.log_file(job, replica)
+            if path is None:
+                lines: Iterable[str] = backend.logs(job, replica)
+            elif path.exists():
+                lines = _file_lines(path)
+            else:
+                raise Http404(_("This replica has no log yet."))
+        except BackendError as e:
+            return HttpResponse(
+                _("The logs cannot be read right now: %(why)s") % {"why": e.message},
+                status=503,
+                content_type="text/plain; charset=utf-8",
+            )
+        except Http404:
+            raise
+        except Exception:  # a backend that is down: say so instead of failing
+            logger.exception("downloading logs of %s failed", job.public_id)
+            return HttpResponse(
+                _("The logs cannot be read right now."), status=503, content_type="text/plain"
+            )
+        response = StreamingHttpResponse(
+            job_logs.downloaded_for_staff(lines, secrets=secrets),
+            content_type="text/plain; charset=utf-8",
+        )
+        response["Content-Disposition"] = content_disposition_header(
+            True, f"{job.name}-{replica}.log"
+        )
+        return response
 
     def review_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
         """The confirmation page for one job, reached from its page's buttons."""
@@ -1337,3 +1396,9 @@ class CardQuotaAdmin(
     @admin.display(description=gettext_lazy("card type"), ordering="card_type")
     def card_type_shown(self, obj: CardQuota) -> str:
         return obj.card_type or _("every card type")
+
+
+def _file_lines(path: Any) -> Iterator[str]:
+    """A log file's lines, read as the download is sent; closed when it ends or is dropped."""
+    with open(path, encoding="utf-8", errors="replace", newline="\n") as file:
+        yield from file

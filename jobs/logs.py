@@ -158,6 +158,17 @@ def masked(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Iterator[str]:
+    """A replica's log as the admin's download gives it to staff, a line at a time, each
+    ending in a newline: each line's text as the admin's Logs page has it (no terminal codes,
+    the job's secrets masked again: a colour code inside a value hid it from the mask
+    applied when the line was written), but whole and with its stamp as written (UTC).
+    Decision: not the file as it is (the owner's download is): staff never get a secret."""
+    secrets = list(secrets)
+    for line in lines:
+        yield masked(plain_text(line.rstrip("\n")), secrets) + "\n"
+
+
 def job_secrets(job: Any) -> list[str]:
     """The job's secret values, also once its spec cannot be read any more (Job.secret_values)."""
     return job.secret_values()
@@ -661,6 +672,9 @@ class FoundLine:
     match: bool
     # The runner's own line (ShownLine.console).
     console: bool = False
+    # Its stamp as shown ("" without one), apart from `parts`: a runner's line shows its
+    # Console badge after the stamp, as the tail does (ShownLine.stamp); never a match.
+    stamp: str = ""
 
 
 @dataclass
@@ -700,7 +714,7 @@ def _found_line(
 ) -> FoundLine:
     """A line for the results: its matches marked, cut at SHOWN_LINE_CHARS as the tail is."""
     shown = text[:SHOWN_LINE_CHARS]
-    parts: list[tuple[str, bool]] = [(_shown_stamp(found), False)] if found else []
+    parts: list[tuple[str, bool]] = []
     end = 0
     for start, stop in spans:
         start, stop = max(start, end), min(stop, len(shown))
@@ -712,7 +726,11 @@ def _found_line(
     if len(text) > SHOWN_LINE_CHARS:
         parts.append((cut_for_page(text)[len(shown) :], False))
     return FoundLine(
-        number=number, parts=[p for p in parts if p[0]], match=bool(spans), console=console
+        number=number,
+        parts=[p for p in parts if p[0]],
+        match=bool(spans),
+        console=console,
+        stamp=_shown_stamp(found),
     )
 
 

@@ -603,6 +603,12 @@ class LocalRun(models.Model):
     # (jobs.runner.runner_key), whose files alone say whether they live. "" for a run
     # started before 0015 (followed by whichever worker is active, as before).
     runner = models.CharField(max_length=1024, blank=True)
+    # The host uid and gid this attempt's replicas were started as (LOCAL_JOB_UID_BASE,
+    # jobs.job_users), recorded by the runner as it starts them; None: as the worker's own
+    # user, not started yet, or a run started before 0025 (nothing recorded: the job page
+    # then says nothing rather than guess from today's setting).
+    run_uid = models.PositiveBigIntegerField(null=True, blank=True)
+    run_gid = models.PositiveBigIntegerField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"local run of {self.job_id} (attempt {self.attempt})"

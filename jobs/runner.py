@@ -973,6 +973,12 @@ def launch_attempt(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
         for ref in replica_refs(spec)
     )
+    if not launched:
+        # Recorded before any replica of the attempt starts, as what they run as: the job
+        # page shows this, not today's setting. A relaunch after a worker restart (some
+        # replicas already started) keeps the record of the attempt's first launch.
+        run.run_uid, run.run_gid = as_user if as_user is not None else (None, None)
+        LocalRun.objects.filter(pk=run.pk).update(run_uid=run.run_uid, run_gid=run.run_gid)
     job_network = None
     if network.attempt_isolated(job.public_id, run.attempt, launched=launched):
         job_network = network.job_network(
@@ -1437,6 +1443,8 @@ def start_job(
                 "attempt_started_at": now,
                 "running_alert_due": True,
                 "runner": runner_key(),
+                "run_uid": None,  # recorded by launch_attempt as its replicas start
+                "run_gid": None,
             },
         )
         job.replicas.all().delete()

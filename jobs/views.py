@@ -29,7 +29,6 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseStopPolling, push_url
 
-from . import job_users
 from .actions import (
     MAX_SELECTED,
     ActionError,
@@ -62,7 +61,7 @@ from .logs import (
     search_pattern,
     shown_lines,
 )
-from .models import FINAL_STATUSES, Job, JobStatus
+from .models import FINAL_STATUSES, Job, JobStatus, LocalRun
 from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
@@ -333,22 +332,18 @@ def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
     return get_object_or_404(Job, public_id=public_id, owner=request.user)
 
 
-def runs_as(*, job: Job) -> dict[str, int | None] | None:
-    """{"uid", "gid"} a local job's replicas run as, when the console runs each user's jobs
-    as a user of their own (jobs.job_users); None otherwise, or for a user id past the
-    highest uid (the job fails to start, saying so). Decision: read from the setting now,
-    not recorded per job: the uid is the same for every job of a user's, and the setting is
-    one for the web process and the worker (one environment file)."""
+def runs_as(*, job: Job) -> dict[str, int] | None:
+    """{"uid", "gid"} the replicas of a local job's current (or last) attempt were started as,
+    as the runner recorded it (LocalRun.run_uid, jobs.job_users); None for a job that ran as
+    the worker's own user, has not run, or ran before the record was kept (0025). Decision:
+    the record, not today's LOCAL_JOB_UID_BASE: a job started before the setting was set or
+    changed ran as another uid (or the worker's), and nothing is shown rather than a guess."""
     if job.backend != "local":
         return None
-    uid = job_users.job_uid(owner_id=job.owner_id)
-    if uid is None:
+    run = LocalRun.objects.filter(job=job).values("run_uid", "run_gid").first()
+    if run is None or run["run_uid"] is None or run["run_gid"] is None:
         return None
-    try:
-        gid = job_users.job_gid_setting()
-    except job_users.JobUserError:  # a group name this machine (the web's) does not know
-        return {"uid": uid, "gid": None}
-    return {"uid": uid, "gid": uid if gid is None else gid}
+    return {"uid": run["run_uid"], "gid": run["run_gid"]}
 
 
 def _live_context(job: Job) -> dict[str, Any]:
@@ -599,8 +594,17 @@ def _hang_context(
 @require_safe
 @login_required
 def job_hang(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
-    """The Hang analysis section (htmx), or a page of its own."""
+    """The Hang analysis section (htmx), or a page of its own. Its page's status poll
+    (?status, htmx) answers the job's status, and out of band Capture stacks, so the button
+    comes and goes with Running as the owner's page's live refresh brings it (job_live)."""
     job = _job_seen_by_staff_too(request, public_id)
+    if request.htmx and "status" in request.GET:
+        response = render(
+            request,
+            "jobs/_hang_status.html",
+            {"job": job, "oob": True, "hang_can_capture": _hang_can_capture(job)},
+        )
+        return HttpResponseStopPolling(response.content) if job.is_final else response
     context = {"job": job, "hang": _hang_context(request, job, request.GET.get("capture", ""))}
     if request.htmx:
         return render(request, "jobs/_hang.html", context)

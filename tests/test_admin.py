@@ -1399,3 +1399,39 @@ def test_a_reviewer_sees_which_task_of_a_queue_group_each_pending_job_is(
     names = re.findall(r'<(?:th|td) class="field-name_shown"><a [^>]*>([^<]+)</a>', listed)
     assert sorted(names) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
     assert "Task 2 of qa-grp (3 tasks, at most 1 at once)" in page.content.decode()
+
+
+def test_the_logs_page_links_a_download_of_the_whole_log_with_secrets_masked(alice, reviewer):
+    """The admin's Logs page offers the whole log, as the job page does for its owner (whose
+    download answers its owner alone); a secret hidden from the written mask by a colour
+    code inside it is masked in staff's download too."""
+    job = submit(alice, "1")  # its HF_TOKEN is hf-very-secret
+    JobReplica.objects.create(job=job, role="worker", index=0)
+    log = replica_log_path(job.public_id, "worker-0")
+    log.parent.mkdir(parents=True)
+    log.write_text(
+        "".join(f"2026-11-30T09:00:00.000000Z step {n}\n" for n in range(600))
+        + "2026-11-30T09:00:01.000000Z token hf-very-\x1b[0msecret\n"
+    )
+    client = client_for(reviewer)
+
+    page = client.get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"}).content.decode()
+    link = f"{CHANGELIST}{job.pk}/logs/worker-0/download/"
+    assert f'href="{link}" id="log-download">下载日志</a>' in page
+    client.cookies["django_language"] = "en"
+    page = client.get(f"{CHANGELIST}{job.pk}/logs/", {"replica": "worker-0"}).content.decode()
+    assert f'href="{link}" id="log-download">Download log</a>' in page
+
+    download = client.get(link)
+    assert download.status_code == 200
+    assert download["Content-Disposition"].startswith("attachment;")
+    body = b"".join(download.streaming_content).decode()
+    assert body.startswith("2026-11-30T09:00:00.000000Z step 0\n")
+    assert "step 599\n" in body
+    assert body.endswith("2026-11-30T09:00:01.000000Z token ******\n")
+    assert "very" not in body
+    assert client.get(f"{CHANGELIST}{job.pk}/logs/nope/download/").status_code == 404
+    # Its owner, not staff, cannot use it; the owner's own download refuses staff.
+    assert client_for(alice).get(link).status_code == 302
+    owners = f"/jobs/{job.public_id}/logs/worker-0/download/"
+    assert client.get(owners).status_code == 404

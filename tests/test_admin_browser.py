@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -405,3 +406,28 @@ def test_a_reviewer_without_a_permission_is_told_why_and_goes_back_to_review(pag
     expect(page.locator("main, body").first).to_contain_text("请超级管理员")
     page.click("#forbidden-review")
     page.wait_for_url(lambda url: url.endswith("/admin/"))
+
+
+def test_a_reviewer_downloads_a_replicas_whole_log_from_the_logs_page(page, alice, reviewer):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+
+    job = submit(alice, "logged-job")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(f"2026-11-30T09:00:00.000000Z step {n}\n" for n in range(700)))
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    page.get_by_role("link", name=re.compile("日志")).first.click()
+    expect(page.locator("pre.job-log")).to_contain_text("step 699")
+
+    with page.expect_download() as downloading:
+        page.get_by_role("link", name="下载日志").click()
+
+    download = downloading.value
+    assert download.suggested_filename == "logged-job-master-0.log"
+    text = Path(download.path()).read_text(encoding="utf-8")
+    # The whole log, not the page's last 500 lines.
+    assert text.startswith("2026-11-30T09:00:00.000000Z step 0\n")
+    assert text.count("\n") == 700

@@ -110,3 +110,38 @@ def test_staff_open_a_jobs_hang_analysis_from_the_admin_and_find_their_way_back(
 
     page.click("#hang-back-admin")
     page.wait_for_url(re.compile(rf"/admin/jobs/job/{job.pk}/change/$"))
+
+
+def test_on_staffs_hang_analysis_page_capture_stacks_follows_the_jobs_status(
+    page, alice, reviewer, tmp_path
+):
+    """Staff's page of its own polls the job's status as the owner's page does: Capture
+    stacks comes when the job starts and goes when it ends (it outlived the job there)."""
+    from jobs.models import ReviewMode, ReviewPolicy
+    from jobs.review import job_approve
+    from tests.conftest import log_in
+
+    (tmp_path / "scratch").mkdir(exist_ok=True)
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    spec = S.JobSpec(
+        name="watched",
+        resource_pool_id="local",
+        image="registry.example.com/x:1",
+        command="sleep 3",
+        roles=[S.Role("master", 1)],
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="watched")
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    page.get_by_role("link", name=re.compile("Hang 解析", re.I)).click()
+    page.wait_for_url(re.compile(rf"/jobs/{job.public_id}/hang/$"))
+    expect(page.locator("#job-status")).to_have_text(re.compile("待审核"))
+    expect(page.locator("#hang-capture")).to_have_count(0)
+
+    job_approve(job=job, reviewer=reviewer)
+    expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=20_000)
+    expect(page.locator("#hang-capture")).to_be_visible()
+
+    expect(page.locator("#job-status")).to_have_text(re.compile("成功"), timeout=30_000)
+    expect(page.locator("#hang-capture")).to_have_count(0)
+    expect(page.locator("#hang-none")).to_be_visible()

@@ -535,7 +535,7 @@ def numbers(found) -> list[tuple[int, bool]]:
 
 
 def text(line) -> str:
-    return "".join(part for part, _hit in line.parts)
+    return line.stamp + "".join(part for part, _hit in line.parts)
 
 
 def test_the_latest_match_at_the_end_of_a_200_mb_log_is_found_well_within_the_time_bound(

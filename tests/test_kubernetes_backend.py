@@ -780,6 +780,32 @@ def test_a_job_stopped_while_a_create_that_made_nothing_was_in_flight_ends_stopp
     assert not fake.calls("delete pytorchjobs")
 
 
+def test_a_job_stopped_in_flight_whose_spec_no_longer_reads_is_found_by_its_label(fake, k8s, alice):
+    """Its name came from its spec: looked for by that, such a job stayed Stopping forever.
+    The resource carries the job's id label, which the fake matches as a real server does."""
+    job = submitted(alice, k8s)
+    name = job.external_id
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.STOPPING,
+        external_id="",
+        spec={"name": job.name, "jobSpec": "from an old console"},
+        updated_at=timezone.now() - timedelta(minutes=5),
+    )
+    job.refresh_from_db()
+
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert (job.status, job.external_id) == (JobStatus.STOPPING, name)
+    [listed] = fake.calls("list pytorchjobs")
+    assert listed.param("labelSelector") == f"ai-job-console/job-id={job.public_id}"
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.STOPPED
+    assert fake.jobs() == []
+    assert job.events.filter(reason="Submitted", message__contains=name).exists()
+
+
 def test_a_stop_the_api_server_refuses_raises_and_is_recorded(fake, k8s, alice):
     job = submitted(alice, k8s)
     fake.fail_next(

@@ -104,7 +104,12 @@ def test_a_log_search_shows_the_runners_lines_apart_from_the_jobs(alice_client, 
     found = re.findall(r'<span class="log-line( log-console)?">.*?</span>\n', results)
     # Lines 2 to 4 are the job's, 1 and 5 the runner's banner and exit line.
     assert found == [" log-console", "", "", "", " log-console"]
-    assert results.count(f'<span class="log-text">{CONSOLE}') == 2
+    # The badge after the stamp, as the tail and the admin's Logs page put it.
+    badged = re.findall(rf'<span class="log-text">{TIME}{CONSOLE}(.*?)</span>', results)
+    assert badged == [
+        "[<mark>console</mark>] master-0 第 1 次运行开始",
+        "[<mark>console</mark>] 退出码 3",
+    ]
     assert results.count("log-source") == 2
 
 

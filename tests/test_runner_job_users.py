@@ -354,28 +354,53 @@ def test_an_outbound_job_runs_as_its_user_and_reads_its_resolv_conf(job_users_on
     assert f"ids {BASE + alice.pk} nameserver 10.0.2.3\n" in log
 
 
-def test_the_job_page_says_which_uid_and_gid_the_job_runs_as_only_with_the_setting(
+def test_the_job_page_says_the_uid_and_gid_the_job_ran_as_not_todays_setting(
+    job_users_on, alice, alice_client
+):
+    from django.urls import reverse
+
+    from jobs.models import LocalRun
+
+    never_run = submit(alice, make_spec("true"))
+    url = reverse("job-detail", args=[never_run.public_id])
+    # Not run yet: nothing, whatever the setting.
+    assert 'id="runs-as"' not in alice_client.get(url).content.decode()
+
+    job = run_job(alice, "id -u")
+    assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
+    url = reverse("job-detail", args=[job.public_id])
+    uid = BASE + alice.pk
+    # The setting changed (or unset) since: the page still says what the job ran as.
+    job_users_on.LOCAL_JOB_UID_BASE = BASE + 1000
+    job_users_on.LOCAL_JOB_GID = ""
+    page = alice_client.get(url).content.decode()
+    assert f"以 uid {uid}、gid {GID} 运行：它写入存储卷的文件归该用户所有。" in page
+    job_users_on.LOCAL_JOB_UID_BASE = None
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert f"Runs as uid {uid}, gid {GID}: files it writes to a volume are that user's." in page
+
+    # A run from before the record was kept (0025): nothing rather than a guess.
+    LocalRun.objects.filter(job=job).update(run_uid=None, run_gid=None)
+    job_users_on.LOCAL_JOB_UID_BASE = BASE
+    assert 'id="runs-as"' not in alice_client.get(url).content.decode()
+
+
+def test_a_job_started_before_the_setting_was_set_shows_no_uid(
     runner_settings,  # noqa: F811
     alice,
     alice_client,
 ):
     from django.urls import reverse
 
-    job = submit(alice, make_spec("true"))
-    url = reverse("job-detail", args=[job.public_id])
-
-    assert 'id="runs-as"' not in alice_client.get(url).content.decode()
+    job = run_job(alice, "true")
+    assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
 
     runner_settings.LOCAL_JOB_UID_BASE = BASE
     runner_settings.LOCAL_JOB_GID = str(GID)
-    page = alice_client.get(url).content.decode()
-    assert f"以 uid {BASE + alice.pk}、gid {GID} 运行：它写入存储卷的文件归该用户所有。" in page
 
-    runner_settings.LOCAL_JOB_GID = ""  # each job's group is its uid
-    alice_client.cookies["django_language"] = "en"
-    page = alice_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
-    uid = BASE + alice.pk
-    assert f"Runs as uid {uid}, gid {uid}: files it writes to a volume are that user's." in page
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert 'id="runs-as"' not in page
 
 
 def test_hang_analysis_reads_the_stacks_of_a_job_run_as_its_user(job_users_on, alice, alice_client):

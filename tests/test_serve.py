@@ -12,6 +12,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from jobs.management.commands.serve import gunicorn_command
 from jobs.runner import free_port
 
@@ -272,3 +274,43 @@ def test_serve_warns_when_browsers_could_not_open_it_by_the_address_it_listens_o
     )
     assert unlisted_host_warning(host="0.0.0.0", allowed=[*loopback, "console.example.com"]) == ""
     assert unlisted_host_warning(host="127.0.0.1", allowed=loopback) == ""
+
+
+def test_a_host_name_with_ipv6_addresses_only_is_refused_saying_which_address_to_give(tmp_path):
+    """gunicorn listens on a host name over IPv4 only (it opens an IPv6 socket for an IPv6
+    literal alone), so such a name cannot be served: serve says why and what to set instead,
+    rather than only the resolver's "Name or service not known". The name is made in a
+    mount namespace of the test's own (its /etc/hosts bound over the machine's), as root."""
+    name = "ipv6-only-console.test"
+    if os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"]).returncode != 0:
+        pytest.skip("needs root and unshare(1) for a private /etc/hosts (CI runs as root)")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(Path("/etc/hosts").read_text() + f"\n2001:db8::5 {name}\n")
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "PORT": str(free_port())}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+
+    served = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            'mount --bind "$0" /etc/hosts && exec "$1" manage.py serve',
+            str(hosts),
+            sys.executable,
+        ],
+        cwd=ROOT,
+        env={**env, "HOST": name},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert served.returncode == 1
+    assert (
+        f"Cannot listen on {name} port {env['PORT']}: {name} has IPv6 addresses only "
+        f"(2001:db8::5), and gunicorn listens on a host name over IPv4 only: set HOST to the "
+        f"address itself (HOST=2001:db8::5). HOST is" in served.stderr
+    ), served.stderr
+    assert "Console on" not in served.stdout
+    assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started

@@ -703,3 +703,27 @@ def test_upgrading_past_0022_counts_the_alert_emails_sent_and_downgrading_forget
     assert sorted(
         again_old.get_model("jobs", "AlertMail").objects.values_list("owner_id", "sent_at")
     ) == [(alice.pk, moment) for moment in sorted(sent)]
+
+
+def test_downgrading_past_0025_forgets_the_uid_a_run_ran_as_and_upgrading_shows_none(
+    at_latest_after,
+):
+    """0025 records the uid and gid a local run's replicas were started as. Reversed, the
+    columns go and the run is otherwise kept; upgraded again, the run has no record (the job
+    page then says nothing rather than guess from the setting)."""
+    new = migrate(None)
+    alice = new.get_model("auth", "User").objects.create(username="alice")
+    job = new.get_model("jobs", "Job").objects.create(
+        owner=alice, name="ran", spec=spec_document("ran"), status="succeeded"
+    )
+    LocalRun = new.get_model("jobs", "LocalRun")
+    LocalRun.objects.create(job=job, attempt=2, run_uid=1_500_000_007, run_gid=1_500_000_007)
+
+    old = migrate("0024_stack_capture")
+    row = old.get_model("jobs", "LocalRun").objects.get()
+    assert (row.job_id, row.attempt) == (job.pk, 2)
+    assert not has_field(old.get_model("jobs", "LocalRun"), "run_uid")
+
+    again = migrate(None)
+    row = again.get_model("jobs", "LocalRun").objects.get()
+    assert (row.attempt, row.run_uid, row.run_gid) == (2, None, None)

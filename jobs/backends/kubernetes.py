@@ -1204,22 +1204,28 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             self._delete_quietly(client, M.secret_path(namespace, M.secret_name(job.external_id)))
 
     def _finish_stop_in_flight(self, job: Job) -> None:
-        """Stopped while a create got no clear answer: the resource is looked for by its
-        name; found (this job's), it is adopted and deleted; else the job is Stopped."""
+        """Stopped while a create got no clear answer: the resource is looked for by the job's
+        id label (not its spec-derived name, so a job whose spec no longer reads is found
+        too); found, it is adopted and deleted; else the job is Stopped."""
         if timezone.now() - job.updated_at < STUCK_SUBMITTING:
             return
         try:
             config, client = self._setup()
-            namespace, name, spec = self._names(job)
-            existing = client.get(M.resource_path(spec.framework, namespace, name))
+            # The job's row, not its spec: the pool's namespace and the framework's kind.
+            found = client.list(
+                M.resource_path(job.framework, namespace_of(job.resource_pool)),
+                label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
+            )
         except KubeError as exc:
             if not _not_found(exc):
-                return
-            existing = None
-        except (BackendError, spec_module.SpecError):
+                return  # no clear answer: looked for again on the next sync
+            found = []
+        except BackendError:
             return
-        labels = ((existing or {}).get("metadata") or {}).get("labels") or {}
-        if existing is None or labels.get(M.CONSOLE_JOB_LABEL) != job.public_id:
+        # Decided: the console makes one resource a job; should a second ever carry the
+        # label, the first is adopted and deleted, and the next sync finds the other.
+        name = next((n for item in found if (n := (item.get("metadata") or {}).get("name"))), "")
+        if not name:
             self._move(
                 job,
                 JobStatus.STOPPED,

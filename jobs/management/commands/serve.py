@@ -189,13 +189,23 @@ def port_in_use(*, host: str, port: str) -> bool:
 
 def unbindable(*, host: str, port: str) -> str | None:
     """Why binding host:port fails for any reason but the port being in use (port_in_use
-    says that), bound as gunicorn binds it; None if it binds."""
+    says that), bound as gunicorn binds it; None if it binds.
+
+    Decided (review 18 asked for the family to come from getaddrinfo "as gunicorn does"):
+    gunicorn (27, sock._sock_type) does not resolve the name first: it opens an IPv6 socket
+    for an IPv6 literal only, and an IPv4 one for any name, which the kernel's resolver then
+    resolves over IPv4. So a HOST name with IPv6 addresses only cannot be served, and this
+    check refuses it as gunicorn would fail on it, after the worker had started; it says why
+    and which address to give instead. (A name for ::1 in /etc/hosts binds: glibc answers an
+    IPv4 lookup of it with 127.0.0.1, and gunicorn then listens there.)"""
     name = host.strip("[]")
     family = socket.AF_INET6 if ":" in name else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((name, int(port)))
+        except socket.gaierror as exc:
+            return only_ipv6(name) or exc.strerror or str(exc)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 return None
@@ -203,6 +213,24 @@ def unbindable(*, host: str, port: str) -> str | None:
         except (ValueError, OverflowError) as exc:
             return str(exc)
     return None
+
+
+def only_ipv6(name: str) -> str:
+    """Why a host name gunicorn cannot bind is refused when it has IPv6 addresses only ("":
+    it has none, or an IPv4 one too)."""
+    if ":" in name:
+        return ""
+    try:
+        found = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return ""
+    addresses = [str(info[4][0]) for info in found if info[0] == socket.AF_INET6]
+    if not addresses or len(addresses) != len(found):
+        return ""
+    return (
+        f"{name} has IPv6 addresses only ({addresses[0]}), and gunicorn listens on a host "
+        f"name over IPv4 only: set HOST to the address itself (HOST={addresses[0]})"
+    )
 
 
 def suggested_port(port: str) -> int:
