@@ -208,3 +208,56 @@ def problems() -> list[str]:
                 f"{blocked})" + (f", or give it group {gid} with g+x" if gid is not None else "")
             )
     return found
+
+
+def describe() -> str:
+    """Who local jobs run as, for the worker's start line (an operator reads there that the
+    setting took)."""
+    if not enabled():
+        return f"the worker's own (uid {os.geteuid()}; LOCAL_JOB_UID_BASE unset)"
+    base = settings.LOCAL_JOB_UID_BASE
+    try:
+        gid = job_gid_setting()
+    except JobUserError:
+        gid = None
+    group = (
+        f"gid {gid} (LOCAL_JOB_GID={settings.LOCAL_JOB_GID})"
+        if gid is not None
+        else "gid the same as the uid (LOCAL_JOB_GID unset)"
+    )
+    return f"each owner's, uid {base} + the console user's id, {group}"
+
+
+def shared_folder_warnings() -> list[str]:
+    """Volumes whose folder every job's user may write (others' w bit, or the group's when it
+    is the jobs' group) without the sticky bit: there one user's jobs can delete, or rename a
+    file over, what another user's jobs wrote, whatever that file's own modes (found in QA 23:
+    README's `chmod 2775` let a job delete another user's checkpoint). With `chmod +t` only a
+    file's owner (and the folder's) may delete or rename it, as in /tmp. Warned at the worker's
+    start, not refused: a volume meant as a scratch space for all may be so on purpose."""
+    if not enabled():
+        return []
+    try:
+        gid = job_gid_setting()
+    except JobUserError:
+        gid = None
+    from .backends.local import host_volumes
+
+    found = []
+    for volume in host_volumes():
+        if volume.read_only:
+            continue
+        try:
+            info = volume.root.stat()
+        except OSError:
+            continue  # made by the runner at a job's start, 0755
+        mode = info.st_mode
+        by_all = mode & stat.S_IWOTH or (mode & stat.S_IWGRP and info.st_gid == gid)
+        if by_all and not mode & stat.S_ISVTX:
+            found.append(
+                f"the volume {volume.name} ({volume.root}, mode {stat.S_IMODE(mode):04o}) is "
+                "writable by every job's user without the sticky bit: one user's jobs can "
+                "delete, or rename a file over, files another user's jobs wrote there; "
+                f"chmod +t {volume.root} (then only a file's owner may delete or rename it)"
+            )
+    return found

@@ -51,7 +51,7 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from . import cgroups, network
+from . import cgroups, job_users, network
 from .backends import BackendError, get_backend
 from .health import (
     WorkerIdentity,
@@ -537,11 +537,15 @@ def run_while_holding(
     worker = Worker(identity)
     worker.last_beat = taken
     logger.info(
-        "worker started (poll %.2fs); CPU and memory of roles: %s; network of local jobs: %s",
+        "worker started (poll %.2fs); CPU and memory of roles: %s; network of local jobs: %s; "
+        "local jobs run as: %s",
         settings.WORKER_POLL_SECONDS,
         worker.limits.describe(),
         network.describe(),
+        job_users.describe(),
     )
+    for warning in job_users.shared_folder_warnings():
+        logger.warning("LOCAL_JOB_UID_BASE: %s", warning)
     try:
         worker.note_runs_elsewhere()
         forget_old_workers()

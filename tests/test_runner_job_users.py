@@ -537,3 +537,73 @@ def test_without_the_jobs_group_a_uid_whose_gid_a_group_of_this_machine_has_fail
     assert f"其所有者的 gid {group.gr_gid}（即其 uid：未设置 LOCAL_JOB_GID）已属于本机组" in (
         zh.status_reason
     )
+
+
+def start_line_and_warnings(caplog) -> list[str]:
+    """The worker's messages from its start up to its first tick (run in a thread, stopped)."""
+    import threading
+    import time
+
+    from jobs.worker import run_forever
+
+    stop = threading.Event()
+    thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    with caplog.at_level("INFO", logger="jobs.worker"):
+        thread.start()
+        try:
+            while not any("worker started" in r.getMessage() for r in caplog.records):
+                assert thread.is_alive(), "the worker ended before it started"
+                time.sleep(0.05)
+        finally:
+            stop.set()
+            thread.join(timeout=20)
+    return [r.getMessage() for r in caplog.records]
+
+
+def test_the_workers_start_line_says_who_jobs_run_as_and_warns_of_a_shared_volume_without_the_sticky_bit(
+    job_users_on, caplog, transactional_db
+):
+    """QA 23: README's team volume (chgrp; chmod 2775) let one user's job delete another
+    user's checkpoint (the folder is the group's to write, whatever the file's modes), and
+    nothing in the worker's log said the setting had taken or whom jobs ran as."""
+    share = volume(job_users_on)
+    messages = start_line_and_warnings(caplog)
+    start = next(m for m in messages if "worker started" in m)
+    assert (
+        f"local jobs run as: each owner's, uid {BASE} + the console user's id, gid {GID} "
+        f"(LOCAL_JOB_GID={GID})"
+    ) in start
+    assert (
+        f"LOCAL_JOB_UID_BASE: the volume work ({share}, mode 2775) is writable by every job's "
+        "user without the sticky bit: one user's jobs can delete, or rename a file over, files "
+        f"another user's jobs wrote there; chmod +t {share}"
+    ) in "\n".join(messages)
+
+    caplog.clear()
+    share.chmod(0o3775)  # README's advice now: the sticky bit too
+    messages = start_line_and_warnings(caplog)
+    assert not [m for m in messages if "sticky bit" in m]
+
+
+def test_on_a_team_volume_with_the_sticky_bit_another_users_job_cannot_delete_or_replace_a_file(
+    job_users_on, alice, bob
+):
+    """README's team volume (chmod 3775): bob's job, in the jobs' group, may still write alice's
+    group-writable file in place, but not delete it or rename another over it."""
+    share = volume(job_users_on)
+    share.chmod(0o3775)
+    first = run_job(alice, "umask 002 && echo alice > /workspace/ckpt")
+    assert first.status == JobStatus.SUCCEEDED, log_text(first, "master-0")
+
+    refused = run_job(
+        bob,
+        "rm -f /workspace/ckpt; echo t > /workspace/t && mv -f /workspace/t /workspace/ckpt",
+    )
+    assert refused.status == JobStatus.FAILED
+    assert "Operation not permitted" in log_text(refused, "master-0")
+    assert (share / "ckpt").read_text() == "alice\n"
+    assert (share / "ckpt").stat().st_uid == BASE + alice.pk
+
+    allowed = run_job(bob, "echo bob > /workspace/ckpt")
+    assert allowed.status == JobStatus.SUCCEEDED, log_text(allowed, "master-0")
+    assert (share / "ckpt").read_text() == "bob\n"
