@@ -89,10 +89,19 @@ def test_capture_stacks_comes_when_the_job_starts_and_goes_when_it_ends_without_
     expect(page.locator("#hang-none")).to_be_visible()
 
 
+def open_hang_analysis_from_the_admin_as_the_reviewer(page, job) -> None:
+    """As the reviewer carol: the job's page in the admin, then its Hang 解析 link."""
+    from tests.conftest import log_in
+
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    page.get_by_role("link", name=re.compile("Hang 解析", re.I)).click()
+    page.wait_for_url(re.compile(rf"/jobs/{job.public_id}/hang/$"))
+
+
 def test_staff_open_a_jobs_hang_analysis_from_the_admin_and_find_their_way_back(
     page, alice, reviewer
 ):
-    from tests.conftest import log_in
 
     spec = S.JobSpec(
         name="reviewed",
@@ -102,10 +111,7 @@ def test_staff_open_a_jobs_hang_analysis_from_the_admin_and_find_their_way_back(
         roles=[S.Role("master", 1)],
     )
     [job] = jobs_submit(owner=alice, spec=spec, submit_key="reviewed")
-    log_in(page, "carol", "carol-password")
-    page.goto(f"/admin/jobs/job/{job.pk}/change/")
-    page.get_by_role("link", name=re.compile("Hang 解析", re.I)).click()
-    page.wait_for_url(re.compile(rf"/jobs/{job.public_id}/hang/$"))
+    open_hang_analysis_from_the_admin_as_the_reviewer(page, job)
     expect(page.locator("#hang-heading")).to_have_text("Hang 解析")
 
     page.click("#hang-back-admin")
@@ -119,7 +125,6 @@ def test_on_staffs_hang_analysis_page_capture_stacks_follows_the_jobs_status(
     stacks comes when the job starts and goes when it ends (it outlived the job there)."""
     from jobs.models import ReviewMode, ReviewPolicy
     from jobs.review import job_approve
-    from tests.conftest import log_in
 
     (tmp_path / "scratch").mkdir(exist_ok=True)
     ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
@@ -131,10 +136,7 @@ def test_on_staffs_hang_analysis_page_capture_stacks_follows_the_jobs_status(
         roles=[S.Role("master", 1)],
     )
     [job] = jobs_submit(owner=alice, spec=spec, submit_key="watched")
-    log_in(page, "carol", "carol-password")
-    page.goto(f"/admin/jobs/job/{job.pk}/change/")
-    page.get_by_role("link", name=re.compile("Hang 解析", re.I)).click()
-    page.wait_for_url(re.compile(rf"/jobs/{job.public_id}/hang/$"))
+    open_hang_analysis_from_the_admin_as_the_reviewer(page, job)
     expect(page.locator("#job-status")).to_have_text(re.compile("待审核"))
     expect(page.locator("#hang-capture")).to_have_count(0)
 
