@@ -26,6 +26,10 @@ Decisions (README "Scripts and SDKs"):
   window, or once that job is deleted, the token makes a new job.
 - A job the idle cards cannot hold now is queued and waits, as AIHC queues it: the wizard's
   refusal of a standalone job that does not fit now has no counterpart in the v1 body.
+- A CreateJob body's keys are judged by jobs.spec.unread_fields: one the console reads at
+  another place is refused (InvalidParameter, saying where it belongs); one it reads nowhere
+  is accepted, as AIHC's Go server accepts it, and named (a warning event on the job, and
+  `warnings` beside the answer's result, which AIHC's SDKs ignore). Paths only, no values.
 - Statuses are AIHC's names (AIHC_STATUS); `consoleStatus` and `statusReason` add the
   console's own (a job waiting for review is "Pending" with consoleStatus "pending_review").
 """
