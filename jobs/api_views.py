@@ -56,7 +56,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import spec as spec_module
 from .actions import ActionError, job_delete, job_priority_change, job_stop
-from .aihc.mapping import fault_tolerance_config
+from .aihc.mapping import both_fault_tolerance_forms, fault_tolerance_config
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
@@ -476,9 +476,7 @@ def fault_tolerance_args_read(document: Any) -> Any:
         return document
     if document.get("faultToleranceConfig") is not None:
         raise ApiError(
-            400,
-            "InvalidParameter",
-            _("faultToleranceArgs: Give faultToleranceConfig or faultToleranceArgs, not both."),
+            400, "InvalidParameter", f"faultToleranceArgs: {both_fault_tolerance_forms()}."
         )
     document = dict(document)
     try:

@@ -125,6 +125,9 @@ RESERVED_ENV_NAMES = frozenset(
     }
 )
 
+# The spellings of the mounts' key real clients send, in the order parse_document takes the
+# first one given (not null).
+DATASOURCE_KEYS = ("datasources", "dataSources", "datasource")
 DEFAULT_SHARED_MEMORY_GI = 10
 DEFAULT_TIMEOUT_MINUTES = 30 * 24 * 60
 MAX_TIMEOUT_MINUTES = 365 * 24 * 60
@@ -786,7 +789,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             )
 
     sources = None
-    for key in ("datasources", "dataSources", "datasource"):
+    for key in DATASOURCE_KEYS:
         if top.get(key) is not None:
             sources = top.get(key)
             break
@@ -978,7 +981,7 @@ V2_FIELDS = Fields(
 # The other generation's name of a field, at the same place.
 RENAMED = {"jobType": "jobFramework", "jobFramework": "jobType"}
 # Other spellings of a key: their contents are named under the usual spelling.
-ALIASES = frozenset({"dataSources", "datasource"})
+ALIASES = frozenset(DATASOURCE_KEYS[1:])
 # A place named in a message: a key (or a list's items) at most this long, then "…".
 MAX_KEY_SHOWN = 64
 
@@ -1077,6 +1080,15 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
             found.misplaced.setdefault(here, []).append(message)
 
     walk(document, fields, "")
+    if isinstance(document, Mapping):
+        # The mounts are read from the first spelling given; another one would be dropped.
+        given = [key for key in DATASOURCE_KEYS if document.get(key) is not None]
+        for key in given[1:]:
+            if document[key] != [] and document[key] != {}:
+                found.misplaced.setdefault(key, []).append(
+                    _("'%(key)s' is not read: the body gives the mounts as '%(first)s' already.")
+                    % {"key": key, "first": given[0]}
+                )
     return found
 
 

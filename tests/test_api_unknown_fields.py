@@ -465,7 +465,36 @@ def test_faultToleranceArgs_in_a_v1_body_is_read_as_v2_reads_it(api):
     both = body(faultToleranceArgs="--enable-hang-detection=true")
     both["faultToleranceConfig"] = {"enabledHangDetection": True}
     error = v1.refused(lambda: api.create_job(pool="local", body=both))
-    assert "not both" in error.message
+    assert error.message == (
+        "faultToleranceArgs: give faultToleranceConfig or faultToleranceArgs, not both."
+    )
+
+
+def test_v2_refuses_both_forms_of_fault_tolerance_rather_than_drop_one(api):
+    job_body = v2_body(
+        faultToleranceArgs="--enable-hang-detection=false",
+        faultToleranceConfig={"enabledHangDetection": True, "hangDetectionTimeoutMinutes": 30},
+    )
+
+    error = v1.refused(
+        lambda: action(api, "CreateJob", body=job_body, resourcePoolId="local", queueID="default")
+    )
+
+    assert error.message == (
+        "faultToleranceArgs: give faultToleranceConfig or faultToleranceArgs, not both."
+    )
+    assert not Job.objects.exists()
+
+
+def test_mounts_given_under_two_spellings_are_refused_on_the_one_not_read(api):
+    job_body = body(datasource=[{"type": "hostpath", "name": "work", "mountPath": "/data"}])
+
+    error = v1.refused(lambda: api.create_job(pool="local", body=job_body))
+
+    assert error.message == (
+        "datasource: 'datasource' is not read: the body gives the mounts as 'datasources' already."
+    )
+    assert not Job.objects.exists()
 
 
 # -- import --------------------------------------------------------------------------------
