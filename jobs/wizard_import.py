@@ -351,6 +351,11 @@ def read_body(
     v2 = is_v2_body(document)
     # Paths as the pasted body names them (a v1 body's jobSpec.resources, not roles[1].cpu).
     rename = v2_paths(document) if v2 else v1_paths(document)
+    # Before the mapping, as the API checks it: a role's misplaced `datasources` is said as
+    # such, not as a value the roles do not share. The messages name keys, never values.
+    unread = S.unread_fields(document, S.V2_FIELDS if v2 else S.V1_FIELDS)
+    if unread.misplaced:
+        raise ImportRefusedError(_spec_errors(unread.misplaced, str, []), shown_text(text), v2)
     try:
         v1 = v1_from_v2(document) if v2 else document
     except RoleMapError as exc:
@@ -362,9 +367,6 @@ def read_body(
         raise ImportRefusedError(errors, shown_text(text), v2) from None
     secrets = secret_values(document, v1) + list(restored or [])
     shown = masked_text(text, document, secrets)
-    unread = S.unread_fields(document, S.V2_FIELDS if v2 else S.V1_FIELDS)
-    if unread.misplaced:
-        raise ImportRefusedError(_spec_errors(unread.misplaced, str, secrets), shown, v2)
     errors: list[tuple[str, str]] = []
     body_pool = v1.get("resourcePoolId")
     chosen = pool_id or query_pool or (body_pool.strip() if isinstance(body_pool, str) else "")

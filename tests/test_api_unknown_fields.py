@@ -521,6 +521,24 @@ def test_import_refuses_a_misplaced_key_on_its_form_and_keeps_the_text(alice_cli
 
 
 @pytest.mark.usefixtures("_local_pool")
+def test_import_says_a_roles_mounts_are_misplaced_not_that_the_roles_differ(alice_client):
+    role = {"image": "python:3.12", "replicas": 1, "resources": [{"name": "cpu", "quantity": 1}]}
+    pasted = v2_body(jobType="TFJob")
+    pasted["jobSpec"] = {
+        "Chief": role,
+        "Worker": {**role, "datasources": [{"type": "hostpath", "mountPath": "/x"}]},
+    }
+
+    shown = error_texts(import_body(alice_client, pasted))
+
+    assert (
+        "jobSpec.Worker.datasources: “datasources”应与 jobSpec 并列，放在请求体的最外层。" in shown
+    )
+    assert "第一个角色" not in shown
+    assert not Draft.objects.exists()
+
+
+@pytest.mark.usefixtures("_local_pool")
 def test_import_names_keys_it_does_not_read_on_the_draft(alice_client):
     r = import_body(
         alice_client, {**BODY, **CHANNELS, "codeSource": {"bosTemporaryToken": SECRET}}, follow=True
