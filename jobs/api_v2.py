@@ -54,6 +54,8 @@ from .api_views import (
     _time,
     api_view,
     choice_param,
+    fields_read,
+    fields_warnings,
     int_param,
     job_create,
     job_deleted,
@@ -224,6 +226,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
             document = {**document, "queue": queue}
         elif str(given) != queue:
             raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
+    unread = fields_read(document, spec_module.V2_FIELDS)
     try:
         v1 = v1_from_v2(document)
     except RoleMapError as exc:
@@ -237,8 +240,9 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         token=text_param(query, "clientToken"),
         fingerprint=f"{queue_id}\n".encode() + request.body,
         rename=v2_paths(document),
+        unread=unread,
     )
-    return {"jobId": job.public_id, "jobName": job.name}
+    return {"jobId": job.public_id, "jobName": job.name, **fields_warnings(unread)}
 
 
 def _pod_items(job: Job) -> list[dict[str, Any]]:

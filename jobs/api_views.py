@@ -26,6 +26,10 @@ Decisions (README "Scripts and SDKs"):
   window, or once that job is deleted, the token makes a new job.
 - A job the idle cards cannot hold now is queued and waits, as AIHC queues it: the wizard's
   refusal of a standalone job that does not fit now has no counterpart in the v1 body.
+- A CreateJob body's keys are judged by jobs.spec.unread_fields: one the console reads at
+  another place is refused (InvalidParameter, saying where it belongs); one it reads nowhere
+  is accepted, as AIHC's Go server accepts it, and named (a warning event on the job, and
+  `warnings` beside the answer's result, which AIHC's SDKs ignore). Paths only, no values.
 - Statuses are AIHC's names (AIHC_STATUS); `consoleStatus` and `statusReason` add the
   console's own (a job waiting for review is "Pending" with consoleStatus "pending_review").
 """
@@ -52,6 +56,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import spec as spec_module
 from .actions import ActionError, job_delete, job_priority_change, job_stop
+from .aihc.mapping import both_fault_tolerance_forms, fault_tolerance_config
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
@@ -63,7 +68,7 @@ from .monitoring import (
     replica_utilisation_history,
 )
 from .pools import QueueCounts, queue_counts
-from .services import jobs_submit
+from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit
 
 logger = logging.getLogger(__name__)
 
@@ -399,11 +404,13 @@ def job_create(
     token: str,
     fingerprint: bytes,
     rename: Callable[[str], str] = str,
+    unread: Sequence[str] = (),
 ) -> Job:
     """A job from a v1 body, checked as the wizard's submit is (jobs.spec, the wizard's own
     rules, the pool's refusals) and submitted by jobs_submit. With a `token`, the same token and
     `fingerprint` (the request body as sent) from the same user within CLIENT_TOKEN_HOURS find
-    the job the first create made. `rename` says a field path as the client's body names it."""
+    the job the first create made. `rename` says a field path as the client's body names it;
+    `unread`: the body's keys the console reads nowhere (`fields_read`), named on the job."""
     from .wizard import console_rules, find_pool, pool_refusals  # the wizard's own rules
 
     try:
@@ -431,8 +438,54 @@ def job_create(
         ).update(submit_key=None)
     else:
         submit_key = f"api-{uuid.uuid4().hex}"
-    created = jobs_submit(owner=owner, spec=spec, submit_key=submit_key, backend=pool.backend)
+    created = jobs_submit(
+        owner=owner, spec=spec, submit_key=submit_key, backend=pool.backend, unread_fields=unread
+    )
     return created[0]
+
+
+def fields_read(document: Any, fields: spec_module.Fields) -> list[str]:
+    """The paths of the body's keys the console reads nowhere (accepted, as AIHC accepts
+    them); InvalidParameter naming each key it reads at another place (jobs.spec.unread_fields:
+    `jobSpec.datasources` runs no mount, so it is refused rather than dropped)."""
+    unread = spec_module.unread_fields(document, fields)
+    if unread.misplaced:
+        raise ApiError(400, "InvalidParameter", _errors_message(unread.misplaced))
+    return unread.unknown
+
+
+def fields_warnings(unread: Sequence[str]) -> dict[str, Any]:
+    """What a create answers beside its result about the keys it did not read: `warnings`, a
+    key AIHC's answers do not have (Baidu's SDKs ignore keys they do not know); none when every
+    key was read, so the answer is AIHC's own then."""
+    if not unread:
+        return {}
+    message, params = fields_not_read(unread)
+    return {
+        "warnings": [
+            {"code": FIELDS_NOT_READ, "message": _(message) % params, "fields": list(unread)}
+        ]
+    }
+
+
+def fault_tolerance_args_read(document: Any) -> Any:
+    """A v1 body with `faultToleranceArgs` (AIHC's Go SDK sends it in v1 too, "one of the
+    two" with faultToleranceConfig) as the body with that faultToleranceConfig, read as v2
+    reads it (jobs.aihc.mapping.fault_tolerance_config); both at once is refused."""
+    if not isinstance(document, dict) or document.get("faultToleranceArgs") is None:
+        return document
+    if document.get("faultToleranceConfig") is not None:
+        raise ApiError(
+            400, "InvalidParameter", f"faultToleranceArgs: {both_fault_tolerance_forms()}."
+        )
+    document = dict(document)
+    try:
+        document["faultToleranceConfig"] = fault_tolerance_config(
+            document.pop("faultToleranceArgs")
+        )
+    except ValueError as exc:
+        raise ApiError(400, "InvalidParameter", f"faultToleranceArgs: {exc}.") from None
+    return document
 
 
 def _errors_message(errors: dict[str, list[str]], rename: Callable[[str], str] = str) -> str:
@@ -879,6 +932,8 @@ def v1_paths(document: Any) -> Callable[[str], str]:
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     pool_id = _pool_param(request)
     document = _body(request)
+    unread = fields_read(document, spec_module.V1_FIELDS)
+    document = fault_tolerance_args_read(document)
     job = job_create(
         owner=owner,
         pool_id=pool_id,
@@ -886,8 +941,9 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
         token=text_param(request.GET, "clientToken"),
         fingerprint=request.body,
         rename=v1_paths(document),
+        unread=unread,
     )
-    return {"result": {"jobId": job.public_id, "jobName": job.name}}
+    return {"result": {"jobId": job.public_id, "jobName": job.name}, **fields_warnings(unread)}
 
 
 ORDER_BY = {"createdAt": "createdAt", "finishedAt": "finishedAt"}

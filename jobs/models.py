@@ -224,6 +224,7 @@ class EventType(models.TextChoices):
 # they are.
 EVENT_REASONS = {
     "Created": pgettext_lazy("event reason", "Created"),
+    "FieldsNotRead": pgettext_lazy("event reason", "Request fields not read"),
     "ReviewRequired": pgettext_lazy("event reason", "Review required"),
     "Approved": pgettext_lazy("event reason", "Approved"),
     "Rejected": pgettext_lazy("event reason", "Rejected"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -36,6 +37,28 @@ FOLLOWED_WITHOUT_SPEC = gettext_noop(
     "Its stored spec can no longer be read (fields: %(fields)s). It is followed until it ends "
     "without it: no time limit, hang detection, restart or alert of the spec applies."
 )
+
+# A CreateJob body's keys the console reads nowhere (jobs.spec.unread_fields): accepted, as
+# AIHC accepts them, and named on the job, in the API's answer and on an imported draft. At
+# most FIELDS_NAMED paths are named in a message (the API's `warnings` lists them all); never
+# a value, which may be a secret.
+FIELDS_NOT_READ = "FieldsNotRead"
+FIELDS_NAMED = 20
+FIELDS_NOT_READ_MESSAGE = gettext_noop(
+    "The request's fields %(fields)s were not read (not known to this console)."
+)
+FIELDS_NOT_READ_MORE = gettext_noop(
+    "The request's fields %(fields)s and %(more)s more were not read (not known to this console)."
+)
+
+
+def fields_not_read(paths: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The message (gettext_noop-marked) and its parameters naming `paths`."""
+    named = ", ".join(paths[:FIELDS_NAMED])
+    more = len(paths) - FIELDS_NAMED
+    if more > 0:
+        return FIELDS_NOT_READ_MORE, {"fields": named, "more": more}
+    return FIELDS_NOT_READ_MESSAGE, {"fields": named}
 
 
 def job_fail_unreadable(*, job: Job, exc: spec_module.SpecError) -> bool:
@@ -138,8 +161,11 @@ def jobs_submit(
     backend: str = "local",
     source_job: Job | None = None,
     initial_status: str | None = None,
+    unread_fields: Sequence[str] = (),
 ) -> list[Job]:
     """Creates the job (or, for a queue group, its N tasks) from a validated spec.
+    `unread_fields`: the request's keys the console read nowhere, recorded on each job as one
+    warning event (fields_not_read).
 
     Idempotent on `submit_key`: submitting the same draft twice returns the jobs the first
     submit created instead of creating more. The jobs start Pending review when the review
@@ -200,6 +226,14 @@ def jobs_submit(
                     else recorded(gettext_noop("Job created."))
                 )
                 job_event(job=job, reason="Created", message=created)
+                if unread_fields:
+                    message, params = fields_not_read(unread_fields)
+                    job_event(
+                        job=job,
+                        reason=FIELDS_NOT_READ,
+                        message=recorded(message, **params),
+                        warning=True,
+                    )
                 if initial_status == JobStatus.PENDING_REVIEW:
                     job_event(
                         job=job,

@@ -125,6 +125,9 @@ RESERVED_ENV_NAMES = frozenset(
     }
 )
 
+# The spellings of the mounts' key real clients send, in the order parse_document takes the
+# first one given (not null).
+DATASOURCE_KEYS = ("datasources", "dataSources", "datasource")
 DEFAULT_SHARED_MEMORY_GI = 10
 DEFAULT_TIMEOUT_MINUTES = 30 * 24 * 60
 MAX_TIMEOUT_MINUTES = 365 * 24 * 60
@@ -786,7 +789,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             )
 
     sources = None
-    for key in ("datasources", "dataSources", "datasource"):
+    for key in DATASOURCE_KEYS:
         if top.get(key) is not None:
             sources = top.get(key)
             break
@@ -859,6 +862,234 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
     if r.errors:
         raise SpecError(r.errors)
     return spec
+
+
+# -- the fields the parser reads ------------------------------------------------------
+#
+# Operator QA found a body with `datasources` put inside `jobSpec` run without the mount and
+# without a word: every key the parser does not read was dropped silently. AIHC's Go server
+# ignores unknown keys too, so scripts may send keys of a newer AIHC, or v2 keys in a v1 body,
+# and refusing every unknown key would break them. Decision (README "Scripts and SDKs"):
+# - a key the console reads at another place of the body (`jobSpec.datasources`, a top-level
+#   `image`, a v2 name in a v1 body, a key written in another letter case) is refused, on
+#   its path, saying where it belongs;
+# - a key the console reads nowhere is accepted, as AIHC accepts it, but named: a warning
+#   event on the job, `warnings` in the API's answer, a warning on an imported draft (paths
+#   only, never a value: a value may be a secret);
+# - a key whose value is null, [] or {} holds nothing to lose: neither refused nor named.
+# Keys are matched as the parser reads them: exactly, letter case included. Go's
+# encoding/json matches a key to a field in any letter case, so AIHC reads `JobSpec` as
+# `jobSpec`; the console does not, and says so (refused) rather than drop it.
+#
+# The tables below are what parse_document (and, for v2, jobs.aihc.mapping.v1_from_v2 before
+# it) reads; tests/test_api_unknown_fields.py checks them against the parser's own reads.
+
+
+@dataclass(frozen=True, eq=False)
+class Fields:
+    """What the console reads of a JSON value: of an object, the keys in `keys` (each value
+    read as its Fields says; None: a value, not walked); of a list, each item as `items`.
+    `free_keys`: an object whose keys are data (labels as {"name": "value"}). `roles`: an
+    object that may be a v2 role map (jobs.aihc.mapping.is_role_map), each role read as
+    `roles`."""
+
+    keys: Mapping[str, Fields | None] = field(default_factory=dict)
+    items: Fields | None = None
+    free_keys: bool = False
+    roles: Fields | None = None
+
+
+_RESOURCES = Fields(items=Fields({"name": None, "quantity": None}))
+_JOB_SPEC_KEYS: dict[str, Fields | None] = {
+    "command": None,
+    "image": None,
+    "imageConfig": Fields({"username": None, "password": None}),
+    "replicas": None,
+    "resources": _RESOURCES,
+    "envs": Fields(items=Fields({"name": None, "value": None})),
+    "enableRDMA": None,
+    "hostNetwork": None,
+}
+_DATASOURCES = Fields(
+    items=Fields(
+        {
+            "type": None,
+            "name": None,
+            "mountPath": None,
+            "sourcePath": None,
+            "options": Fields({"readOnly": None}),
+        }
+    )
+)
+CONSOLE_FIELDS = Fields(
+    {
+        "entrypoint": None,
+        "command": None,
+        "roles": Fields(items=Fields({"name": None, "replicas": None, "resources": _RESOURCES})),
+        "sharedMemoryGi": None,
+        "cpuExclusive": None,
+        "timeoutMinutes": None,
+        "submission": Fields({"mode": None, "total": None, "concurrency": None}),
+        "logPersistence": None,
+        "alertChannels": Fields({"emails": None, "webhooks": None}),
+        "secretEnvs": None,
+        "creationMode": None,
+        "aiak": Fields({"trainingMode": None, "trainingMethod": None, "template": None}),
+    }
+)
+_COMMON_KEYS: dict[str, Fields | None] = {
+    "name": None,
+    "queue": None,
+    "priority": None,
+    "resourcePoolId": None,  # the stored document's; the API's query parameter wins
+    "faultTolerance": None,
+    "faultToleranceConfig": Fields(
+        {
+            "enabledHangDetection": None,
+            "hangDetectionTimeoutMinutes": None,
+            "faultToleranceLimit": None,
+            "customFaultTolerancePattern": None,
+        }
+    ),
+    # v1's alternative to faultToleranceConfig (AIHC's Go SDK), v2's only form: read by
+    # jobs.aihc.mapping.fault_tolerance_config
+    "faultToleranceArgs": None,
+    "labels": Fields(items=Fields({"key": None, "value": None}), free_keys=True),
+    "datasources": _DATASOURCES,
+    "dataSources": _DATASOURCES,  # spellings real clients send (parse_document)
+    "datasource": _DATASOURCES,
+    "enableBccl": None,
+    "tensorboardConfig": Fields({"enable": None, "logPath": None}),
+    "alertConfig": Fields(
+        {"alertItems": None, "instanceId": None, "notifyRuleId": None, "for": None}
+    ),
+    "retentionPeriod": None,
+    "console": CONSOLE_FIELDS,
+}
+# The v1 body (POST /api/v1/aijobs) and the console's stored document.
+V1_FIELDS = Fields({**_COMMON_KEYS, "jobFramework": None, "jobSpec": Fields(dict(_JOB_SPEC_KEYS))})
+# The v2 CreateJob body: `jobType` and a top-level `command`; `jobSpec` one JobSpec or a role
+# map (TFJob) of them. v1_from_v2 passes the rest on to the v1 body (a role's `command` too).
+V2_FIELDS = Fields(
+    {
+        **_COMMON_KEYS,
+        "jobType": None,
+        "command": None,
+        "jobSpec": Fields(dict(_JOB_SPEC_KEYS), roles=Fields(dict(_JOB_SPEC_KEYS))),
+    }
+)
+# The other generation's name of a field, at the same place.
+RENAMED = {"jobType": "jobFramework", "jobFramework": "jobType"}
+# Other spellings of a key: their contents are named under the usual spelling.
+ALIASES = frozenset(DATASOURCE_KEYS[1:])
+# A place named in a message: a key (or a list's items) at most this long, then "…".
+MAX_KEY_SHOWN = 64
+
+
+@dataclass
+class UnreadFields:
+    """A body's keys the console does not read: `misplaced` (path -> message, as SpecError's
+    errors) where it reads them elsewhere; `unknown`, the paths of those it reads nowhere."""
+
+    misplaced: dict[str, list[str]] = field(default_factory=dict)
+    unknown: list[str] = field(default_factory=list)
+
+
+def _shown_key(key: str) -> str:
+    return key if len(key) <= MAX_KEY_SHOWN else key[: MAX_KEY_SHOWN - 1] + "…"
+
+
+def _places(fields: Fields) -> dict[str, list[str]]:
+    """Each key (in lower case) the console reads, with the places it reads it at: "" for the
+    top level, else a path with [] for a list's items ("jobSpec.envs[]")."""
+    places: dict[str, list[str]] = {}
+
+    def walk(node: Fields, place: str) -> None:
+        for key, child in node.keys.items():
+            found = places.setdefault(key.lower(), [])
+            if place not in found:
+                found.append(place)
+            if child is not None and key not in ALIASES:
+                walk(child, f"{place}.{key}" if place else key)
+        if node.items is not None:
+            walk(node.items, f"{place}[]")
+
+    walk(fields, "")
+    return places
+
+
+def _misplaced_message(key: str, path: str, places: list[str]) -> str:
+    if "" in places:
+        return _("'%(key)s' belongs beside %(parent)s, at the top level of the body.") % {
+            "key": key,
+            "parent": re.split(r"[.\[]", path, maxsplit=1)[0],
+        }
+    # The console's own extension (console.…) is named only where nothing else reads the key.
+    named = [p for p in places if not p.startswith("console")] or places
+    return _("'%(key)s' belongs in %(places)s.") % {"key": key, "places": ", ".join(named[:3])}
+
+
+def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
+    """The keys of `document` (a CreateJob body as the client sent it: `fields` is V1_FIELDS
+    or V2_FIELDS) that the console does not read where they are (see the decisions above).
+    Only the objects the console reads are walked: a key it does not know is named, its
+    contents not."""
+    from .aihc.mapping import is_role_map  # the mapping reads this module
+
+    found = UnreadFields()
+    places = _places(fields)
+
+    def walk(value: Any, node: Fields, path: str) -> None:
+        if isinstance(value, list) and node.items is not None:
+            for i, item in enumerate(value):
+                walk(item, node.items, f"{path}[{i}]")
+            return
+        if not isinstance(value, Mapping) or node.free_keys:
+            return  # not an object (the parser names it), or one whose keys are data
+        if node.roles is not None and is_role_map(value):
+            for role, spec in value.items():
+                walk(spec, node.roles, f"{path}.{_shown_key(str(role))}")
+            return
+        lower = {known.lower(): known for known in node.keys}
+        for key, item in value.items():
+            key = str(key)
+            here = f"{path}.{_shown_key(key)}" if path else _shown_key(key)
+            if key in node.keys:
+                child = node.keys[key]
+                if child is not None:
+                    walk(item, child, here)
+                continue
+            if item is None or item == [] or item == {}:
+                continue  # nothing in it to lose
+            shown = _shown_key(key)
+            if key.lower() in lower:
+                message = _(
+                    "'%(key)s' is not read: the field is '%(known)s' (letter case counts here, "
+                    "though AIHC ignores it)."
+                ) % {"key": shown, "known": lower[key.lower()]}
+            elif RENAMED.get(key) in node.keys:
+                message = _("'%(key)s' is not read in this body, which names it '%(known)s'.") % {
+                    "key": shown,
+                    "known": RENAMED[key],
+                }
+            elif key.lower() in places:
+                message = _misplaced_message(shown, here, places[key.lower()])
+            else:
+                found.unknown.append(here)
+                continue
+            found.misplaced.setdefault(here, []).append(message)
+
+    walk(document, fields, "")
+    if isinstance(document, Mapping):
+        # The mounts are read from the first spelling given; another one would be dropped.
+        given = [key for key in DATASOURCE_KEYS if document.get(key) is not None]
+        for key in given[1:]:
+            if document[key] != [] and document[key] != {}:
+                found.misplaced.setdefault(key, []).append(
+                    _("'%(key)s' is not read: the body gives the mounts as '%(first)s' already.")
+                    % {"key": key, "first": given[0]}
+                )
+    return found
 
 
 # -- rules ---------------------------------------------------------------------------

@@ -174,6 +174,8 @@ class ImportedDraft:
     left_out: list[str] = field(default_factory=list)  # body fields the wizard cannot hold
     # Envs made secret for their names (the body did not say which are): the notice names them.
     marked_secret: list[str] = field(default_factory=list)
+    # The body's keys the console reads nowhere (jobs.spec.unread_fields): the notice names them.
+    unread: list[str] = field(default_factory=list)
 
 
 def looks_secret(name: str) -> bool:
@@ -230,7 +232,7 @@ def draft_import(
     body or pool sent from the same page, after Back, a draft of its own): told by the text
     `sent` (as the page sent it, before `secrets_restored`; `text` when not given).
     `restored`: secret values put back into `text`, never quoted by a message."""
-    spec, v1 = read_body(text=text, pool_id=pool_id, restored=restored)
+    spec, v1, unread = read_body(text=text, pool_id=pool_id, restored=restored)
     left_out = _left_out(spec, W.find_pool(spec.resource_pool_id))
     marked: list[str] = []
     # A masked value (copied from a review) is no value: the image step asks for it.
@@ -249,7 +251,7 @@ def draft_import(
         key = hashlib.sha256(said).hexdigest()[:32]
         made = Draft.objects.filter(owner=owner, create_key=key).first()
         if made is not None and made.submitted_at is None:
-            return ImportedDraft(made, left_out, marked)
+            return ImportedDraft(made, left_out, marked, unread)
         if made is not None:
             key = ""  # a page kept since its draft became a job: a new draft
     data: dict[str, Any] = dict(W.raw_from_spec(spec))
@@ -267,8 +269,8 @@ def draft_import(
             draft.save(force_insert=True)
     except IntegrityError:  # the other copy of the same import made it meanwhile
         made = Draft.objects.get(owner=owner, create_key=key)
-        return ImportedDraft(made, left_out, marked)
-    return ImportedDraft(draft, left_out, marked)
+        return ImportedDraft(made, left_out, marked, unread)
+    return ImportedDraft(draft, left_out, marked, unread)
 
 
 # A request line as the review step and the job page show it (`POST /api/v1/aijobs?...`, v2's
@@ -295,11 +297,13 @@ def request_parts(text: str) -> tuple[str, str]:
 
 def read_body(
     *, text: str, pool_id: str = "", restored: list[str] | None = None
-) -> tuple[S.JobSpec, dict[str, Any]]:
+) -> tuple[S.JobSpec, dict[str, Any], list[str]]:
     """The spec a CreateJob body describes, read and checked as the API reads and checks it
-    (the pool's own refusals aside), and the body as v1 (a v2 body mapped); ImportRefusedError
-    with every problem otherwise. `restored`: values masked as secrets whatever the body now
-    says of them (secrets_restored put them back)."""
+    (the pool's own refusals aside), the body as v1 (a v2 body mapped) and the paths of its
+    keys the console reads nowhere; ImportRefusedError with every problem otherwise (a key
+    the console reads at another place, as the API refuses it: jobs.spec.unread_fields).
+    `restored`: values masked as secrets whatever the body now says of them
+    (secrets_restored put them back)."""
     body, query_pool = request_parts(text)
     try:
         document = json.loads(body, parse_constant=refuse_constant)
@@ -347,6 +351,11 @@ def read_body(
     v2 = is_v2_body(document)
     # Paths as the pasted body names them (a v1 body's jobSpec.resources, not roles[1].cpu).
     rename = v2_paths(document) if v2 else v1_paths(document)
+    # Before the mapping, as the API checks it: a role's misplaced `datasources` is said as
+    # such, not as a value the roles do not share. The messages name keys, never values.
+    unread = S.unread_fields(document, S.V2_FIELDS if v2 else S.V1_FIELDS)
+    if unread.misplaced:
+        raise ImportRefusedError(_spec_errors(unread.misplaced, str, []), shown_text(text), v2)
     try:
         v1 = v1_from_v2(document) if v2 else document
     except RoleMapError as exc:
@@ -382,7 +391,7 @@ def read_body(
     errors += _spec_errors(problems, rename, secrets)
     if errors:
         raise ImportRefusedError(errors, shown, v2)
-    return spec, v1
+    return spec, v1, unread.unknown
 
 
 def rechecked(
@@ -392,7 +401,7 @@ def rechecked(
     values as ******, the guessed ones too, as after a refusal) and what read_body finds
     wrong with it, in the active language. Nothing is created."""
     try:
-        _spec, v1 = read_body(text=text, pool_id=pool_id, restored=restored)
+        _spec, v1, _unread = read_body(text=text, pool_id=pool_id, restored=restored)
     except ImportRefusedError as exc:
         return exc.text, exc.errors
     secrets = S.stored_secret_values(v1) + guessed_secret_values(v1) + list(restored or [])

@@ -33,6 +33,7 @@ from .http import AuthenticatedHttpRequest, post_only
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
 from .review import review_reason
+from .services import fields_not_read
 from .summary import spec_sections
 from .texts import display_text, source_of
 from .views import PAGE_SIZE, ListPage
@@ -175,6 +176,13 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
                         "for any that is not one (its value is kept)."
                     )
                     % {"names": ", ".join(imported.marked_secret)},
+                )
+            if imported.unread:
+                message, params = fields_not_read(imported.unread)
+                messages.warning(
+                    request,
+                    _("%(message)s They are left out of the draft.")
+                    % {"message": _(message) % params},
                 )
             if imported.left_out:
                 messages.warning(

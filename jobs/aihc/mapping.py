@@ -217,5 +217,13 @@ def v1_from_v2(body: dict[str, Any], *, loose: bool = False) -> dict[str, Any]:
     args = v2.pop("faultToleranceArgs", None)
     v1.update(v2)
     if args is not None and not loose:
+        if v1.get("faultToleranceConfig") is not None:
+            raise ValueError(both_fault_tolerance_forms())  # one would be dropped
         v1["faultToleranceConfig"] = fault_tolerance_config(args)
     return v1
+
+
+def both_fault_tolerance_forms() -> str:
+    """A body giving faultToleranceConfig and faultToleranceArgs ("one of the two", AIHC's
+    Go SDK says): said on faultToleranceArgs."""
+    return _("give faultToleranceConfig or faultToleranceArgs, not both")
