@@ -395,7 +395,10 @@ def test_a_reason_recorded_in_the_old_words_is_still_said_in_each_language():
         "LOCAL_RESERVED_MEMORY_GB), ran out",
         limit="256Mi",
     )
-    assert old == "OOMKilled：所有本机任务共用的内存（256Mi，本机内存减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
+    assert (
+        old
+        == "OOMKilled：所有本机任务共用的内存（256Mi，本机内存减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
+    )
     with translation.override("en"):
         assert display_text(old, source_of(old)).startswith(
             "OOMKilled: the memory all local jobs share, 256Mi (this machine's less"
