@@ -552,7 +552,15 @@ def test_upgrading_past_0015_makes_the_heartbeat_a_lease_and_old_runs_followed_b
 
     assert_kept(before, snapshot(new), migrated=set())
     lease = new.get_model("jobs", "WorkerHeartbeat").objects.values().get()
-    assert lease == {**heartbeat, "holder": "", "run_dir": "", "network_problem": ""}
+    assert lease == {
+        **heartbeat,
+        "holder": "",
+        "run_dir": "",
+        "network_problem": "",
+        "refused": "",
+        "refused_source": [],
+        "refused_at": None,
+    }
     assert not new.get_model("jobs", "WorkerProcess").objects.exists()
     run = new.get_model("jobs", "LocalRun").objects.get()
     assert run.runner == ""
