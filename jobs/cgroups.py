@@ -158,6 +158,10 @@ class Enforcement:
     # Where the memory the worker has is less than the machine's: the cgroup whose limit it
     # is (memory_available); "" where it is the machine's.
     memory_limited_by: str = ""
+    # The same, apart, for a job's OOM reason (shared_memory_oom_reason): the memory the
+    # worker has (None: not worked out), and the cgroup whose limit it is ("": the machine's).
+    memory_available_bytes: int | None = None
+    memory_limit_cgroup: str = ""
 
     @property
     def active(self) -> bool:
@@ -595,8 +599,13 @@ def hold_jobs_to_reserve(
     available, limited_by = memory_available(enforcement)
     reserve = reserve_bytes(available, reserved_memory_gb)
     cpu_cores = (os.cpu_count() or 1) - reserved_cpus if reserved_cpus else None
+    enforcement = replace(enforcement, memory_available_bytes=available)
     if limited_by != "MemTotal":
-        enforcement = replace(enforcement, memory_limited_by=f"{limited_by}, {gib(available)}")
+        enforcement = replace(
+            enforcement,
+            memory_limited_by=f"{limited_by}, {gib(available)}",
+            memory_limit_cgroup=str(limited_by),
+        )
     if available - reserve > 0:
         return hold_jobs(enforcement, memory_bytes=available - reserve, cpu_cores=cpu_cores)
     # Only where the worker's cgroup (or an ancestor's) holds less than the machine:
@@ -609,6 +618,35 @@ def hold_jobs_to_reserve(
     )
     logger.warning("Local jobs together are not held: %s", problem)
     return replace(held, parent_problem=held.parent_problem or problem)
+
+
+def shared_memory_oom_reason(enforcement: Enforcement) -> str:
+    """Why a job killed past the memory all local jobs share failed: that memory, and what it
+    is, the machine's memory or the limit of the worker's cgroup (or an ancestor's) where that
+    is smaller (memory_available), less LOCAL_RESERVED_MEMORY_GB. Until QA 23's follow-up the
+    reason named the machine's memory even where a cgroup's limit was the smaller; reasons
+    recorded so stay as they were (their message is kept in jobs.texts.REWORDED)."""
+    limit = gib(enforcement.jobs_memory_bytes or 0)
+    available = enforcement.memory_available_bytes or machine_memory_bytes()
+    if enforcement.memory_limit_cgroup:
+        return recorded(
+            gettext_noop(
+                "OOMKilled: the memory all local jobs share, %(limit)s (the memory limit of the "
+                "worker's cgroup %(cgroup)s, %(available)s, less LOCAL_RESERVED_MEMORY_GB), ran "
+                "out"
+            ),
+            limit=limit,
+            cgroup=enforcement.memory_limit_cgroup,
+            available=gib(available),
+        )
+    return recorded(
+        gettext_noop(
+            "OOMKilled: the memory all local jobs share, %(limit)s (this machine's memory, "
+            "%(available)s, less LOCAL_RESERVED_MEMORY_GB), ran out"
+        ),
+        limit=limit,
+        available=gib(available),
+    )
 
 
 def machine_memory_bytes() -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -55,6 +56,9 @@ from django.utils.translation import gettext_noop, ngettext
 from .models import Job, JobStatus, WorkerHeartbeat, WorkerProcess
 from .texts import display_text, recorded, source_of
 
+if TYPE_CHECKING:
+    from .job_users import Problem
+
 # The one row's key.
 HEARTBEAT_PK = 1
 # How long staff's list of workers remembers one that stopped beating.
@@ -65,6 +69,9 @@ WORKER_STATUSES = frozenset(
 )
 
 OK, STALE, STOPPED, NEVER_SEEN = "ok", "stale", "stopped", "never_seen"
+# No worker runs, and the last one started since a worker last took the lease refused to run
+# (its settings failed its start-up checks: worker_refused).
+REFUSED = "refused"
 # A worker process another was started in place of (KnownWorker.role), so gone.
 REPLACED = "replaced"
 
@@ -91,18 +98,27 @@ class WorkerState:
     # Why local jobs cannot start under this worker, found by its start-up check ("" when
     # they can): LOCAL_JOB_NETWORK=isolated where the kernel refuses network namespaces.
     network_problem: str = ""
+    # Why the last worker started refused to run ("" when none did since the lease was last
+    # taken): /healthz's English, and each reason's source (worker_refused).
+    refused: str = ""
+    refused_source: tuple | list = ()
+    refused_at: datetime | None = None
     # Workers beating now that do not hold the lease (they take over if it lapses).
     standby: int = 0
 
     @property
     def status(self) -> str:
         if self.seen_at is None:
-            return NEVER_SEEN
-        if self.stopped_at is not None:
-            return STOPPED
-        if (self.last_seen_seconds or 0) > settings.WORKER_STALE_SECONDS:
-            return STALE
-        return OK
+            found = NEVER_SEEN
+        elif self.stopped_at is not None:
+            found = STOPPED
+        elif (self.last_seen_seconds or 0) > settings.WORKER_STALE_SECONDS:
+            found = STALE
+        else:
+            return OK
+        # A refusal says why none runs; while one runs (another host's worker refused beside
+        # it), it does not matter to monitoring, and the refused worker's output says it.
+        return REFUSED if self.refused else found
 
     @property
     def running(self) -> bool:
@@ -119,8 +135,10 @@ class WorkerState:
     @property
     def problem(self) -> str | None:
         """What staff are told (the banner) of a running worker that cannot start local jobs,
-        in the reader's language; None when it can, or does not run. (/healthz says it in
-        English: `health`.)"""
+        or of the refusal that is why none runs (REFUSED), in the reader's language; None
+        otherwise. (/healthz says it in English: `health`.)"""
+        if self.status == REFUSED:
+            return refusal_shown(self.refused, self.refused_source)
         if not self.running or not self.network_problem:
             return None
         return problem_shown(self.network_problem)
@@ -145,7 +163,18 @@ class WorkerState:
         ) % {"minutes": minutes}
 
 
-FIELDS = ("seen_at", "stopped_at", "started_at", "host", "pid", "version", "network_problem")
+FIELDS = (
+    "seen_at",
+    "stopped_at",
+    "started_at",
+    "host",
+    "pid",
+    "version",
+    "network_problem",
+    "refused",
+    "refused_source",
+    "refused_at",
+)
 
 
 def _stale_before() -> CombinedExpression:
@@ -268,6 +297,58 @@ def problem_shown(reason: str) -> str:
     return _("isolated networking unavailable: %(reason)s") % {
         "reason": display_text(said, source_of(said))
     }
+
+
+def refusal_public(sources: list | tuple) -> str:
+    """What /healthz says of a refusal (in English, to anyone): each reason in its wording
+    that names no folder, user or group of this machine (jobs.job_users.Problem)."""
+    said: list[str] = []
+    for source in sources:
+        try:
+            text = (source.get("public") or source["key"]) % source["params"]
+        except (AttributeError, KeyError, TypeError, ValueError):
+            continue
+        if text not in said:  # two folders blocked read the same without their names
+            said.append(text)
+    return "the worker refused to start: " + "; ".join(said)
+
+
+def refusal_shown(refused: str, sources: list | tuple) -> str:
+    """What staff read of a refusal, in the page's language: each reason in full (the folder
+    to open, the user in the way), said again from its message; as stored when it cannot be."""
+    said = []
+    for source in sources:
+        try:
+            said.append(_(source["key"]) % source["params"])
+        except (KeyError, TypeError, ValueError):
+            said = []
+            break
+    return _("The worker refused to start: %(reason)s") % {
+        "reason": "; ".join(said) if said else refused.removeprefix("the worker refused to start: ")
+    }
+
+
+def worker_refused(*, problems: list[Problem]) -> None:
+    """A worker refusing to run (its settings failed its start-up checks: each of `problems`
+    a jobs.job_users.Problem) records why in the lease, before it exits, so /healthz and
+    staff's pages say it until a worker takes the lease (worker_beat clears it). The lease's
+    holder, if any, is left as it is: a worker running elsewhere goes on. Made the very first
+    time with no holder (never seen). Only the checks' own texts: no secret is in them (the
+    database's password, keys are not among their parameters)."""
+    sources = [problem.source() for problem in problems]
+    fields = {
+        "refused": refusal_public(sources)[:4000],
+        "refused_source": sources,
+        "refused_at": Now(),
+    }
+    with transaction.atomic():
+        if WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK).update(**fields):
+            return
+        try:
+            with transaction.atomic():  # a worker may insert it at the same moment
+                WorkerHeartbeat.objects.create(pk=HEARTBEAT_PK, **fields)
+        except IntegrityError:
+            WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK).update(**fields)
 
 
 @dataclass(frozen=True)
@@ -434,6 +515,10 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
             "started_at": Now(),
             "seen_at": Now(),
             "stopped_at": None,
+            # A worker that starts fine (it got this far) ends what a refused one said.
+            "refused": "",
+            "refused_source": [],
+            "refused_at": None,
         }
         free = (
             Q(stopped_at__isnull=False) | Q(seen_at__isnull=True) | Q(seen_at__lt=_stale_before())
@@ -527,7 +612,11 @@ def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
             # Workers beating now, ready to take over should the active one stop.
             "standby": state.standby,
         }
-        if state.problem:
+        if state.status == REFUSED:
+            # In English whatever the request's language (read by monitoring, not people),
+            # and naming no folder or user of this machine (answered to anyone).
+            body["worker"]["problem"] = state.refused
+        elif state.problem:
             # In English whatever the request's language: read by monitoring, not people.
             body["worker"]["problem"] = f"isolated networking unavailable: {state.network_problem}"
     return healthy, body

@@ -26,7 +26,7 @@ import stat
 from pathlib import Path
 
 from django.conf import settings
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 
 # The highest uid Linux gives a process is 2^32-2, but many programs (and the kernel's own
 # checks in places) treat uids as signed 32-bit numbers: the jobs' uids stay below 2^31-1.
@@ -148,48 +148,119 @@ def unreachable_folder(path: Path, *, uid: int, gid: int) -> Path | None:
     return None
 
 
-def problems() -> list[str]:
+class Problem(str):
+    """One reason the worker refuses LOCAL_JOB_UID_BASE at its start: the text in English (as
+    the worker's output and /healthz say it), plus its message and parameters, so staff read
+    it in their language (`shown`). `public`: the wording /healthz answers to anyone, which
+    names no folder, user or group of this machine ("": the text itself names none)."""
+
+    key: str
+    params: dict[str, object]
+    public: str
+
+    def __new__(cls, key: str, public: str = "", **params: object) -> Problem:
+        made = super().__new__(cls, key % params)
+        made.key, made.params, made.public = key, params, public
+        return made
+
+    def source(self) -> dict[str, object]:
+        """What the lease keeps to say it again (jobs.health.worker_refused)."""
+        return {"key": self.key, "params": self.params, "public": self.public}
+
+
+def problems() -> list[Problem]:
     """Why this worker cannot run jobs as their owners' users (empty: it can, or the
-    setting is unset). In English: the worker says them in its log as it stops."""
+    setting is unset). In English: the worker says them in its output as it stops, and
+    records them for /healthz and staff's pages (jobs.health.worker_refused)."""
     if not enabled():
         return []
     base = settings.LOCAL_JOB_UID_BASE
     if os.geteuid() != 0:
         return [
-            f"LOCAL_JOB_UID_BASE={base} needs a worker run as root, which this one (uid "
-            f"{os.geteuid()}) is not: only root can run a job as another user. Unset it, or "
-            "run the worker as root"
+            Problem(
+                gettext_noop(
+                    "LOCAL_JOB_UID_BASE=%(base)s needs a worker run as root, which this one "
+                    "(uid %(uid)s) is not: only root can run a job as another user. Unset it, "
+                    "or run the worker as root"
+                ),
+                base=base,
+                uid=os.geteuid(),
+            )
         ]
     found = []
     try:
         gid = job_gid_setting()
     except JobUserError:
-        found.append(f"LOCAL_JOB_GID={settings.LOCAL_JOB_GID} is no group of this machine")
+        found.append(
+            Problem(
+                gettext_noop("LOCAL_JOB_GID=%(value)s is no group of this machine"),
+                value=settings.LOCAL_JOB_GID,
+            )
+        )
         gid = None
     if gid is not None and gid < LOWEST_GID:
         found.append(
-            f"LOCAL_JOB_GID={settings.LOCAL_JOB_GID} is a system group's (gid {gid}, below "
-            f"{LOWEST_GID}), whose rights every job would have: make a group of its own for "
-            "the jobs (groupadd)"
+            Problem(
+                gettext_noop(
+                    "LOCAL_JOB_GID=%(value)s is a system group's (gid %(gid)s, below "
+                    "%(lowest)s), whose rights every job would have: make a group of its own "
+                    "for the jobs (groupadd)"
+                ),
+                value=settings.LOCAL_JOB_GID,
+                gid=gid,
+                lowest=LOWEST_GID,
+            )
         )
     users = [(u.pw_name, u.pw_uid) for u in pwd.getpwall() if u.pw_uid >= base]
     # With LOCAL_JOB_GID every job's gid is that one (any number, the jobs' own group);
     # without it each job's gid is its uid, which no group of this machine may have.
     groups = [(g.gr_name, g.gr_gid) for g in grp.getgrall() if g.gr_gid >= base and gid is None]
+    taken = {
+        "user": gettext_noop(
+            "LOCAL_JOB_UID_BASE=%(base)s: the user %(name)s of this machine has id "
+            "%(number)s, in the range of the jobs' ids (%(base)s and up); choose a base above "
+            "every user and group"
+        ),
+        "group": gettext_noop(
+            "LOCAL_JOB_UID_BASE=%(base)s: the group %(name)s of this machine has id "
+            "%(number)s, in the range of the jobs' ids (%(base)s and up); choose a base above "
+            "every user and group"
+        ),
+    }
     for what, entries in (("user", users), ("group", groups)):
         for name, number in entries[:3]:
             found.append(
-                f"LOCAL_JOB_UID_BASE={base}: the {what} {name} of this machine has id "
-                f"{number}, in the range of the jobs' ids ({base} and up); choose a base "
-                "above every user and group"
+                Problem(
+                    taken[what],
+                    gettext_noop(
+                        "LOCAL_JOB_UID_BASE=%(base)s: a user or group of this machine has an "
+                        "id in the range of the jobs' ids"
+                    ),
+                    base=base,
+                    name=name,
+                    number=number,
+                )
             )
     for path in ("/etc/subuid", "/etc/subgid"):
         for name, first, count in _id_ranges(path):
             if first + count > base:
                 found.append(
-                    f"LOCAL_JOB_UID_BASE={base}: {path} gives {name} the ids {first} to "
-                    f"{first + count - 1}, which reach the jobs' range ({base} and up); "
-                    "choose a base above them"
+                    Problem(
+                        gettext_noop(
+                            "LOCAL_JOB_UID_BASE=%(base)s: %(path)s gives %(name)s the ids "
+                            "%(first)s to %(last)s, which reach the jobs' range (%(base)s and "
+                            "up); choose a base above them"
+                        ),
+                        gettext_noop(
+                            "LOCAL_JOB_UID_BASE=%(base)s: %(path)s gives ids that reach the "
+                            "jobs' range"
+                        ),
+                        base=base,
+                        path=path,
+                        name=name,
+                        first=first,
+                        last=first + count - 1,
+                    )
                 )
     # Bubblewrap, run as the job's user, finds each folder it binds by its path.
     probe_uid, probe_gid = base + 1, gid if gid is not None else base + 1
@@ -202,10 +273,28 @@ def problems() -> list[str]:
     for folder in folders:
         blocked = unreachable_folder(folder.absolute().parent, uid=probe_uid, gid=probe_gid)
         if blocked is not None:
+            params: dict[str, object] = {"base": base, "blocked": blocked, "folder": folder}
+            message = gettext_noop(
+                "LOCAL_JOB_UID_BASE=%(base)s: the jobs' users cannot enter %(blocked)s, above "
+                "%(folder)s, which their sandbox binds: let others enter it (chmod o+x "
+                "%(blocked)s)"
+            )
+            if gid is not None:
+                message = gettext_noop(
+                    "LOCAL_JOB_UID_BASE=%(base)s: the jobs' users cannot enter %(blocked)s, "
+                    "above %(folder)s, which their sandbox binds: let others enter it (chmod "
+                    "o+x %(blocked)s), or give it group %(gid)s with g+x"
+                )
+                params["gid"] = gid
             found.append(
-                f"LOCAL_JOB_UID_BASE={base}: the jobs' users cannot enter {blocked}, above "
-                f"{folder}, which their sandbox binds: let others enter it (chmod o+x "
-                f"{blocked})" + (f", or give it group {gid} with g+x" if gid is not None else "")
+                Problem(
+                    message,
+                    gettext_noop(
+                        "LOCAL_JOB_UID_BASE=%(base)s: the jobs' users cannot enter a folder "
+                        "above LOCAL_RUN_DIR or a volume's folder"
+                    ),
+                    **{k: str(v) if isinstance(v, Path) else v for k, v in params.items()},
+                )
             )
     return found
 

@@ -778,6 +778,13 @@ class WorkerHeartbeat(models.Model):
     # Why the holder cannot start local jobs ("" when it can): its start-up check's finding,
     # e.g. the kernel refusing the network namespaces of LOCAL_JOB_NETWORK=isolated.
     network_problem = models.TextField(blank=True, default="")
+    # Why the last worker started on this database refused to run, its settings failing its
+    # start-up checks (jobs.job_users.problems), "" when none did since a worker last took
+    # the lease (taking it clears them): in English, as /healthz says it; `refused_source`
+    # keeps each reason's message and parameters, said again in a reader's language.
+    refused = models.TextField(blank=True, default="")
+    refused_source = models.JSONField(blank=True, default=list)
+    refused_at = models.DateTimeField(null=True)
 
     class Meta:
         verbose_name = _("worker heartbeat")

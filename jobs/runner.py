@@ -1886,15 +1886,10 @@ def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) ->
             limit=f"{role.memory_gb}Gi",
         )
     else:
-        # The jobs' parent ran out: this machine's memory less the console's reserve, which
-        # all local jobs share, was used up (by this job or by others).
-        reason = recorded(
-            gettext_noop(
-                "OOMKilled: the memory all local jobs share, %(limit)s (this machine's less "
-                "LOCAL_RESERVED_MEMORY_GB), ran out"
-            ),
-            limit=cgroups.gib(enforcement.jobs_memory_bytes or 0),
-        )
+        # The jobs' parent ran out: the memory the worker has (the machine's, or its cgroup's
+        # limit) less the console's reserve, which all local jobs share, was used up (by this
+        # job or by others).
+        reason = cgroups.shared_memory_oom_reason(enforcement)
     replica.reason, replica.reason_source = reason, source_of(reason)
     replica.save(update_fields=["reason", "reason_source"])
     return recorded(

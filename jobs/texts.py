@@ -81,9 +81,9 @@ def recorded_plural(messages: tuple[str, str], number: str, /, **params: Any) ->
     return out
 
 
-# Stored texts' messages as they were written before they had plural forms (jobs.quotas,
-# jobs.review, jobs.runner): no longer recorded, kept so that what was recorded with them is
-# still said in the reader's language.
+# Stored texts' messages as they were written before they were reworded (for their plural
+# forms: jobs.quotas, jobs.review, jobs.runner; to say more: jobs.cgroups): no longer
+# recorded, kept so that what was recorded with them is still said in the reader's language.
 REWORDED = (
     gettext_noop(
         "Waiting for your quota: you may run %(allowed)s local jobs at once "
@@ -93,6 +93,12 @@ REWORDED = (
     gettext_noop("Waiting for review: the job asks for %(cards)s cards, more than %(limit)s."),
     gettext_noop("Needs %(count)s %(card)s cards; the local pool has %(total)s."),
     gettext_noop("Needs %(count)s exclusive CPU cores; this machine has %(total)s."),
+    # jobs.cgroups.shared_memory_oom_reason now says whose memory it was (the machine's or a
+    # cgroup's limit); replicas killed before keep this reason.
+    gettext_noop(
+        "OOMKilled: the memory all local jobs share, %(limit)s (this machine's less "
+        "LOCAL_RESERVED_MEMORY_GB), ran out"
+    ),
 )
 
 

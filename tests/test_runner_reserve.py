@@ -13,6 +13,7 @@ from django.utils import translation
 from jobs import cgroups
 from jobs import spec as S
 from jobs.models import JobStatus
+from jobs.texts import display_text, recorded, source_of
 from jobs.worker import Worker
 
 from .conftest import jobs_parent_files, restore_jobs_parent
@@ -125,15 +126,18 @@ def test_a_job_past_the_memory_all_jobs_share_is_oom_killed_and_the_worker_goes_
     replica = job.replicas.get()
     assert (replica.status, replica.exit_code) == ("failed", 137)
     assert "allocated" not in log_text(job, "master-0")
+    machine = cgroups.gib(cgroups.machine_memory_bytes())
     assert replica.reason == (
-        "OOMKilled：所有本机任务共用的内存（256Mi，本机内存减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
+        f"OOMKilled：所有本机任务共用的内存（256Mi，即本机内存 {machine} 减去 "
+        "LOCAL_RESERVED_MEMORY_GB）已用尽"
     )
     job.refresh_from_db()
     assert job.status_reason == f"master-0 内存不足，被终止（{replica.reason}）。"
     with translation.override("en"):
         assert job.status_reason_shown == (
             "master-0 ran out of memory and was killed (OOMKilled: the memory all local jobs "
-            "share, 256Mi (this machine's less LOCAL_RESERVED_MEMORY_GB), ran out)."
+            f"share, 256Mi (this machine's memory, {machine}, less LOCAL_RESERVED_MEMORY_GB), "
+            "ran out)."
         )
     # The worker (this process) was outside the parent, and goes on running jobs.
     own = cgroups.own_cgroups(Path("/proc/self/cgroup").read_text())
@@ -335,6 +339,70 @@ def test_a_worker_under_a_memory_limit_holds_its_jobs_to_that_limit_less_the_res
     assert held.jobs_memory_bytes == int(2.5 * GIB)
     unit = tmp_path / "system.slice/console-worker.service"
     assert f"local jobs together: memory 2.5Gi (of the limit of {unit}, 4Gi)" in held.reserve()
+
+
+@pytest.mark.parametrize("mode", [cgroups.MODE_V2, cgroups.MODE_V1])
+def test_a_job_killed_past_what_jobs_share_is_told_whose_memory_that_was_less_the_reserve(
+    tmp_path, mode
+):
+    """QA 23 follow-up: the reason said "this machine's" memory even where the worker's
+    cgroup's limit (its unit's MemoryMax=) was the smaller, and so what jobs shared."""
+    under_unit = cgroups.hold_jobs_to_reserve(
+        fake_tree(
+            tmp_path / "unit",
+            mode,
+            {"": UNLIMITED[mode], "system.slice/console-worker.service": str(4 * GIB)},
+        ),
+        reserved_memory_gb=1.5,
+        reserved_cpus=0,
+    )
+    on_machine = cgroups.hold_jobs_to_reserve(
+        fake_tree(tmp_path / "machine", mode, {"": UNLIMITED[mode], "worker": UNLIMITED[mode]}),
+        reserved_memory_gb=1,
+        reserved_cpus=0,
+    )
+    unit = tmp_path / "unit" / "system.slice/console-worker.service"
+    machine = cgroups.gib(cgroups.machine_memory_bytes())
+    shared = cgroups.gib(cgroups.machine_memory_bytes() - GIB)
+
+    by_unit = cgroups.shared_memory_oom_reason(under_unit)
+    by_machine = cgroups.shared_memory_oom_reason(on_machine)
+
+    assert by_unit == (
+        f"OOMKilled：所有本机任务共用的内存（2.5Gi，即 worker 所在 cgroup {unit} 的内存上限 4Gi "
+        "减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
+    )
+    assert by_machine == (
+        f"OOMKilled：所有本机任务共用的内存（{shared}，即本机内存 {machine} 减去 "
+        "LOCAL_RESERVED_MEMORY_GB）已用尽"
+    )
+    with translation.override("en"):
+        assert display_text(by_unit, source_of(by_unit)) == (
+            "OOMKilled: the memory all local jobs share, 2.5Gi (the memory limit of the "
+            f"worker's cgroup {unit}, 4Gi, less LOCAL_RESERVED_MEMORY_GB), ran out"
+        )
+        assert display_text(by_machine, source_of(by_machine)) == (
+            f"OOMKilled: the memory all local jobs share, {shared} (this machine's memory, "
+            f"{machine}, less LOCAL_RESERVED_MEMORY_GB), ran out"
+        )
+
+
+def test_a_reason_recorded_in_the_old_words_is_still_said_in_each_language():
+    """Replicas killed before the rewording keep their reason, and an English reader still
+    reads it in English (its message stays in the catalogue: jobs.texts.REWORDED)."""
+    old = recorded(
+        "OOMKilled: the memory all local jobs share, %(limit)s (this machine's less "
+        "LOCAL_RESERVED_MEMORY_GB), ran out",
+        limit="256Mi",
+    )
+    assert (
+        old
+        == "OOMKilled：所有本机任务共用的内存（256Mi，本机内存减去 LOCAL_RESERVED_MEMORY_GB）已用尽"
+    )
+    with translation.override("en"):
+        assert display_text(old, source_of(old)).startswith(
+            "OOMKilled: the memory all local jobs share, 256Mi (this machine's less"
+        )
 
 
 @pytest.mark.parametrize("mode", [cgroups.MODE_V2, cgroups.MODE_V1])

@@ -46,6 +46,8 @@ Migrations and what they do to existing rows:
   the records, and the older release sends every alert.
 - 0021 adds the API key form's one-time key (a reloaded form makes one key); downgrading
   past it drops it.
+- 0026 adds why the last worker refused its settings to the lease (empty for a row written
+  before it); downgrading past it drops it, and the lease row stays as 0025 reads it.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -550,7 +552,15 @@ def test_upgrading_past_0015_makes_the_heartbeat_a_lease_and_old_runs_followed_b
 
     assert_kept(before, snapshot(new), migrated=set())
     lease = new.get_model("jobs", "WorkerHeartbeat").objects.values().get()
-    assert lease == {**heartbeat, "holder": "", "run_dir": "", "network_problem": ""}
+    assert lease == {
+        **heartbeat,
+        "holder": "",
+        "run_dir": "",
+        "network_problem": "",
+        "refused": "",
+        "refused_source": [],
+        "refused_at": None,
+    }
     assert not new.get_model("jobs", "WorkerProcess").objects.exists()
     run = new.get_model("jobs", "LocalRun").objects.get()
     assert run.runner == ""
@@ -727,3 +737,37 @@ def test_downgrading_past_0025_forgets_the_uid_a_run_ran_as_and_upgrading_shows_
     again = migrate(None)
     row = again.get_model("jobs", "LocalRun").objects.get()
     assert (row.attempt, row.run_uid, row.run_gid) == (2, None, None)
+
+
+def test_downgrading_past_0026_forgets_a_refusal_and_keeps_the_lease_as_that_release_reads_it(
+    at_latest_after,
+):
+    """0026 records why the last worker refused its settings, in the lease. Reversed, the
+    columns go and the lease row is otherwise kept (the older release reads a worker that
+    never ran, or the holder it had); upgraded again, no refusal is recorded."""
+    from jobs.health import WorkerIdentity, worker_beat
+
+    new = migrate(None)
+    me = WorkerIdentity(
+        instance="r" * 32, host="gpu-03", pid=9, run_dir="/srv/runs", version="0.3.0"
+    )
+    assert worker_beat(worker=me) is True
+    new.get_model("jobs", "WorkerHeartbeat").objects.update(
+        refused="the worker refused to start: x",
+        refused_source=[{"key": "x", "params": {}, "public": ""}],
+        refused_at=timezone.now(),
+    )
+
+    old = migrate("0025_local_run_user")
+    row = old.get_model("jobs", "WorkerHeartbeat").objects.get()
+    assert (row.holder, row.host, row.pid) == ("r" * 32, "gpu-03", 9)
+    assert not has_field(old.get_model("jobs", "WorkerHeartbeat"), "refused")
+
+    again = migrate(None)
+    row = again.get_model("jobs", "WorkerHeartbeat").objects.get()
+    assert (row.holder, row.refused, row.refused_source, row.refused_at) == (
+        "r" * 32,
+        "",
+        [],
+        None,
+    )

@@ -8,7 +8,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -26,7 +28,6 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, host: str, port: str, **options: Any) -> None:
         python = sys.executable
-        worker_command = [python, "manage.py", "worker"]
         # Before anything starts, an address gunicorn could never bind (a mistyped HOST, an
         # address this machine does not have): it retried for 5 s, after the worker had started.
         if problem := unbindable(host=host, port=port):
@@ -60,6 +61,12 @@ class Command(BaseCommand):
                 command, start_new_session=True, preexec_fn=lambda: die_with(parent)
             )
 
+        # A worker refusing its settings writes why here (jobs/management/commands/worker.py),
+        # and this command says it once per distinct reason, not at each of its restarts.
+        fd, refusal_path = tempfile.mkstemp(prefix="worker-refusal-", dir=settings.VAR_DIR)
+        os.close(fd)
+        refusal_file = Path(refusal_path)
+        worker_command = [python, "manage.py", "worker", "--refusal-file", refusal_path]
         children = [start(gunicorn_command(python=python, host=host, port=port))]
         children.append(start(worker_command))
         self.stdout.write(f"Console on http://{host}:{port}/ (Ctrl-C stops it)")
@@ -74,6 +81,7 @@ class Command(BaseCommand):
                 # Whatever is left in the group (jobs run in sessions of their own).
                 signal_group(child, signal.SIGKILL)
                 child.wait()
+            refusal_file.unlink(missing_ok=True)
             sys.exit(code)
 
         signal.signal(signal.SIGTERM, stop)
@@ -81,6 +89,7 @@ class Command(BaseCommand):
         web = children[0]
         worker_started = time.monotonic()
         restart_delay = 0.0
+        refusal_said = ""
         while web.poll() is None:
             time.sleep(0.5)
             worker = children[1]
@@ -95,18 +104,47 @@ class Command(BaseCommand):
                 if lived >= WORKER_HEALTHY_SECONDS or not restart_delay
                 else min(restart_delay * 2, WORKER_RESTART_MAX_DELAY)
             )
-            self.stderr.write(
-                f"The worker exited with code {worker.returncode}; "
-                f"restarting it in {restart_delay:.0f} s"
+            try:
+                refusal = refusal_file.read_text()
+            except OSError:
+                refusal = ""
+            said, refusal_said = worker_exit_message(
+                code=worker.returncode, refusal=refusal, said=refusal_said, delay=restart_delay
             )
+            self.stderr.write(said)
             signal_group(worker, signal.SIGKILL)  # anything it left in its group
             time.sleep(restart_delay)
+            refusal_file.write_text("")
             children[1] = start(worker_command)
             worker_started = time.monotonic()
         # The web server ended on its own (it could not bind, crashed, was killed): the
         # console is down, so this command fails too, and a service manager sees it failed.
         self.stderr.write(f"The web server exited with code {web.returncode}; stopping the worker")
         stop(code=web.returncode or 1)
+
+
+def worker_exit_message(*, code: int, refusal: str, said: str, delay: float) -> tuple[str, str]:
+    """What serve says when its worker ended on its own, and the refusal said so far.
+
+    A worker refusing its settings (exit code 78, the reason in its refusal file) is refused
+    again at each restart until someone fixes them: its reason is said in full the first time
+    and whenever it changes, then one line a restart, so the output (the service's log) is not
+    filled with the same reason every 30 s. Decided: a crash or a worker that ran in between
+    forgets it, so a refusal after that is said in full again."""
+    from .worker import EXIT_REFUSED
+
+    again = f"the worker is tried again in {delay:.0f} s"
+    refusal = refusal.strip()
+    if code != EXIT_REFUSED or not refusal:
+        return f"The worker exited with code {code}; restarting it in {delay:.0f} s", ""
+    if refusal == said:
+        return f"The worker refused to start again, for the reason above; {again}", said
+    return (
+        f"The worker refused to start (exit code {code}): {refusal}\n"
+        f"It is refused at each start until that is fixed; {again}, then after a wait that "
+        f"doubles up to {WORKER_RESTART_MAX_DELAY:.0f} s (this reason is not said again).",
+        refusal,
+    )
 
 
 PR_SET_PDEATHSIG = 1
