@@ -575,9 +575,10 @@ OPEN_WINDOW: Window = (None, None)
 
 def event_window(params: Params) -> Window:
     """The `startTime` and `endTime` the event APIs take (AIHC's DescribeJobEvents and
-    DescribePodEvents, the v1 events paths), in unix seconds; either may be left out."""
+    DescribePodEvents, the v1 events paths), in unix seconds; either may be left out (an
+    endTime of 0 too, as log_filters_refused takes it)."""
     start = time_param(params, "startTime")
-    end = time_param(params, "endTime")
+    end = time_param(params, "endTime") or None  # 0: an unset number of a Go client
     if start is not None and end is not None and end < start:
         raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
     return start, end

@@ -6,6 +6,10 @@ own response parsing, with the values right. The jobs run on the local runner fo
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,6 +33,7 @@ from .runner_helpers import (
     runner_settings,  # noqa: F401
     status_of,
 )
+from .test_api_example import readme_example
 
 pytestmark = [
     pytest.mark.usefixtures("runner_settings"),
@@ -322,7 +327,7 @@ def test_job_and_pod_events_are_kept_to_the_time_range_the_sdk_gives(sdk):
     run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to end")
     created = job.events.get(reason="Created")
     # Move the job's creation an hour back, so the range can leave it out.
-    an_hour_ago = timezone.now() - timezone.timedelta(hours=1)
+    an_hour_ago = timezone.now() - timedelta(hours=1)
     job.events.filter(pk=created.pk).update(created_at=an_hour_ago)
     since = int(an_hour_ago.timestamp()) + 60
 
@@ -337,6 +342,8 @@ def test_job_and_pod_events_are_kept_to_the_time_range_the_sdk_gives(sdk):
     assert [e.reason for e in early.events] == ["Created"] and early.total == 1
     assert [e.reason for e in pod_recent.events] == ["Started", "Succeeded"]
     assert pod_early.events == [] and pod_early.total == 0
+    unset = sdk.DescribeJobEvents(**where(job_id), endTime=0)  # a Go client's unset number
+    assert [e.reason for e in unset.events] == ["Created", "Started", "Succeeded"]
     backwards = sdk_error(
         lambda: sdk.DescribeJobEvents(**where(job_id), startTime=since, endTime=since - 1)
     )
@@ -402,3 +409,32 @@ def test_a_field_the_console_does_not_read_comes_back_in_warnings_the_sdk_reads(
     assert (warning.code, warning.fields) == ("FieldsNotRead", ["jobSpec.privileged"])
     assert "jobSpec.privileged" in warning.message
     assert job.events.filter(reason="FieldsNotRead").exists()
+
+
+# -- the README's example ----------------------------------------------------------------
+
+
+def test_the_readme_sdk_example_runs_as_written_against_the_console(live_server, alice, tmp_path):
+    key, secret = api_key_create(owner=alice)
+    script = tmp_path / "sdk_job.py"
+    script.write_text(readme_example("api-example-bce-sdk"))
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "CONSOLE_URL": f"http://127.0.0.1:{urlsplit(live_server.url).port}",
+        "CONSOLE_AK": key.access_key_id,
+        "CONSOLE_SK": secret,
+        "PYTHONWARNINGS": "ignore::DeprecationWarning",
+    }
+
+    run = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+    )
+
+    assert run.returncode == 0, run.stderr
+    [job] = Job.objects.filter(owner=alice)
+    assert (job.name, job.status) == ("hello-from-the-sdk", JobStatus.STOPPED)
+    assert [(r.name, r.replicas) for r in job.job_spec().roles] == [("master", 1), ("worker", 1)]
+    assert run.stdout == (
+        f"created {job.public_id}\nstatus Pending\nweb terminal 400 NotSupported\n"
+        "stopped ManualTermination\n"
+    )
