@@ -411,6 +411,22 @@ def test_a_field_the_console_does_not_read_comes_back_in_warnings_the_sdk_reads(
     assert job.events.filter(reason="FieldsNotRead").exists()
 
 
+def test_the_sdks_alert_config_is_refused_with_what_to_change_on_the_local_pool(sdk):
+    # README: AlertConfig types alertItems as text where AIHC reads a list, and a local job's
+    # alerts need the console's channels, which the SDK's CreateJob cannot send.
+    as_text = M.AlertConfig(instanceId="cprom-1", alertItems="jobFailed", notifyRuleId="notify-1")
+    as_list = M.AlertConfig(instanceId="cprom-1", alertItems=["jobFailed"], notifyRuleId="notify-1")
+
+    text_refused = sdk_error(lambda: create(sdk, alertConfig=as_text))
+    list_refused = sdk_error(lambda: create(sdk, alertConfig=as_list))
+
+    assert (text_refused.status_code, text_refused.code) == (400, "InvalidParameter")
+    assert str(text_refused.last_error) == "alertConfig.alertItems: Must be a list."
+    assert (list_refused.status_code, list_refused.code) == (400, "InvalidParameter")
+    assert "These alerts would reach nobody" in str(list_refused.last_error)
+    assert Job.objects.count() == 0
+
+
 # -- the README's example ----------------------------------------------------------------
 
 
