@@ -11,6 +11,7 @@ urlpatterns = [
     path("aijobs/<str:job_id>", api_views.job, name="api-job"),
     path("aijobs/<str:job_id>/stop", api_views.job_stop_api, name="api-job-stop"),
     path("aijobs/<str:job_id>/events", api_views.job_events, name="api-job-events"),
+    path("aijobs/<str:job_id>/nodes", api_views.job_nodes, name="api-job-nodes"),
     path("aijobs/<str:job_id>/metrics", api_views.job_metrics, name="api-job-metrics"),
     path("aijobs/<str:job_id>/pods/<str:pod>/events", api_views.pod_events, name="api-pod-events"),
     path("aijobs/<str:job_id>/pods/<str:pod>/logs", api_views.pod_logs, name="api-pod-logs"),
@@ -22,6 +23,6 @@ urlpatterns = [
         api_views.queue,
         name="api-queue",
     ),
-    # Any other AIHC path (nodes, web terminal, queue changes...): a signed JSON answer saying so.
+    # Any other AIHC path (pool nodes, web terminal, queue changes...): a signed JSON answer saying so.
     re_path(r"^(?P<rest>.*)$", api_views.not_served, name="api-not-served"),
 ]

@@ -42,9 +42,7 @@ from .actions import MAX_SELECTED, jobs_stop
 from .aihc.mapping import RoleMapError, is_role_map, v1_from_v2, v2_from_v1
 from .api_views import (
     AIHC_STATUS,
-    DEFAULT_LOG_LINES,
     DEFAULT_PAGE_SIZE,
-    MAX_LOG_LINES,
     MAX_PAGE_SIZE,
     ORDER_BY,
     ApiError,
@@ -54,15 +52,18 @@ from .api_views import (
     _time,
     api_view,
     choice_param,
+    event_window,
     fields_read,
     fields_warnings,
     int_param,
     job_create,
     job_deleted,
     job_event_views,
+    job_node_names,
     job_replica,
     job_stopped,
     jobs_found,
+    log_filters_refused,
     not_served_message,
     order_param,
     owned_job,
@@ -433,26 +434,45 @@ def _modify_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 
 def _describe_job_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
-    events = job_event_views(_job(_params(request), owner))
+    params = _params(request)
+    events = job_event_views(_job(params, owner), event_window(params))
     return {"events": events, "total": len(events)}
 
 
 def _describe_pod_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
     params = _params(request)
     replica = job_replica(_job(params, owner), required_param(params, "podName"))
-    events = pod_event_views(replica)
+    events = pod_event_views(replica, event_window(params))
     return {"events": events, "total": len(events)}
 
 
 def _describe_job_logs(request: HttpRequest, owner: Any) -> dict[str, Any]:
-    """The last `maxLines` lines of a pod's log (no keyword, time range or paging: the
-    answer's nextMarker is always empty)."""
+    """The last `maxLines` lines of a pod's log, from `startTime` on when given (no keywords,
+    endTime or paging: those are refused, and the answer's nextMarker is always empty)."""
     params = _params(request)
     found = _job(params, owner)
+    log_filters_refused(params, ("keywords", "endTime", "chunkSize", "marker"))
     pod = required_param(params, "podName")
-    max_lines = int_param(params, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
-    logs = pod_log_lines(job=found, pod=pod, max_lines=max_lines)
+    logs = pod_log_lines(job=found, pod=pod, params=params)
     return {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": ""}
+
+
+def _describe_job_nodes(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    found = _job(_params(request), owner)
+    return {"jobId": found.public_id, "nodes": job_node_names(found)}
+
+
+def _describe_job_webterminal(request: HttpRequest, owner: Any) -> dict[str, Any]:
+    """Decision: the console has no web terminal (no shell into a job's replica from the
+    API or the pages), so the action Baidu's SDK offers is answered with a refusal that says
+    so and what to use instead, rather than the generic "not served"."""
+    _job(_params(request), owner)  # an unknown job is still JobNotFound
+    raise ApiError(
+        400,
+        "NotSupported",
+        "This console has no web terminal: a job's replicas cannot be entered with a shell. "
+        "Read a pod's output with DescribeJobLogs and its events with DescribePodEvents.",
+    )
 
 
 def _describe_job_metrics(request: HttpRequest, owner: Any) -> dict[str, Any]:
@@ -678,6 +698,8 @@ ACTIONS: dict[str, Callable[[HttpRequest, Any], dict[str, Any]]] = {
     "DescribePodEvents": _describe_pod_events,
     "DescribeJobLogs": _describe_job_logs,
     "DescribeJobMetrics": _describe_job_metrics,
+    "DescribeJobNodes": _describe_job_nodes,
+    "DescribeJobWebterminal": _describe_job_webterminal,
     "DescribeResourcePools": _describe_resource_pools,
     "DescribeResourcePool": _describe_resource_pool,
     "DescribeResourcePoolOverview": _describe_resource_pool_overview,

@@ -568,10 +568,38 @@ def _event(reason: str, message: str, kind: str, moment: datetime | None) -> dic
     }
 
 
-def job_event_views(job: Job) -> list[dict[str, Any]]:
+# (startTime, endTime) of an events request: unix seconds, None on an open side.
+Window = tuple[float | None, float | None]
+OPEN_WINDOW: Window = (None, None)
+
+
+def event_window(params: Params) -> Window:
+    """The `startTime` and `endTime` the event APIs take (AIHC's DescribeJobEvents and
+    DescribePodEvents, the v1 events paths), in unix seconds; either may be left out (an
+    endTime of 0 too, as log_filters_refused takes it)."""
+    start = time_param(params, "startTime")
+    end = time_param(params, "endTime") or None  # 0: an unset number of a Go client
+    if start is not None and end is not None and end < start:
+        raise ApiError(400, "InvalidParameter", "endTime is before startTime.")
+    return start, end
+
+
+def _within(moment: datetime | None, window: Window) -> bool:
+    """Whether an event at `moment` falls in the window, both ends included. Decision: by the
+    whole second the answer shows (firstTimestamp), so an endTime copied from an event's
+    time keeps that event."""
+    start, end = window
+    if moment is None:
+        return start is None and end is None
+    second = int(moment.timestamp())
+    return (start is None or second >= start) and (end is None or second <= end)
+
+
+def job_event_views(job: Job, window: Window = OPEN_WINDOW) -> list[dict[str, Any]]:
     return [
         _event(event.reason, event.message_shown, event.type, event.created_at)
         for event in job.events.all()
+        if _within(event.created_at, window)
     ]
 
 
@@ -584,19 +612,19 @@ def job_replica(job: Job, pod: str) -> JobReplica:
     return replicas[label]
 
 
-def pod_event_views(replica: JobReplica) -> list[dict[str, Any]]:
+def pod_event_views(replica: JobReplica, window: Window = OPEN_WINDOW) -> list[dict[str, Any]]:
     """A pod's events: what the console records of the pod itself, its start (and node) and
     its end (status, and the exit code or the reason it was ended). The job's events (stop
     requests, restarts, reviews) are the job events API's."""
     events = []
-    if replica.started_at is not None:
+    if replica.started_at is not None and _within(replica.started_at, window):
         started = (
             _("Started on node %(node)s.") % {"node": replica.node}
             if replica.node
             else _("Started.")
         )
         events.append(_event("Started", started, EventType.NORMAL, replica.started_at))
-    if replica.finished_at is not None:
+    if replica.finished_at is not None and _within(replica.finished_at, window):
         known = replica.status in ReplicaStatus.values
         reason = ReplicaStatus(replica.status).name.capitalize() if known else "Unknown"
         message = replica.reason_shown
@@ -607,12 +635,43 @@ def pod_event_views(replica: JobReplica) -> list[dict[str, Any]]:
     return events
 
 
-def pod_log_lines(*, job: Job, pod: str, max_lines: int) -> list[str]:
-    """The last `max_lines` lines of one pod's log, secrets masked as on the job page."""
+def job_node_names(job: Job) -> list[str]:
+    """The nodes the job's pods run or ran on, each once, in the order of its pods (the local
+    runner's is this machine's name); a pod not placed yet has none."""
+    return list(dict.fromkeys(r.node for r in job.replicas.all() if r.node))
+
+
+def log_filters_refused(params: Params, names: Sequence[str]) -> None:
+    """A log request filtering by what the console cannot filter on is refused rather than
+    answered unfiltered. Decision: the SDKs offer `keywords`, a time range and paging
+    (`marker`, `chunkSize`), and an answer that ignored them would read to a script as the
+    lines it asked for. `startTime` is served (pod_log_lines); `endTime` is not, as the
+    backends read a log from a time on, not up to one. Absent, empty and 0 (an unset number of a Go client) are not filters;
+    `chunkSize` 1 is what the console does anyway (one line per item)."""
+    for name in names:
+        raw = text_param(params, name)
+        if raw in ("", "0") or (name == "chunkSize" and raw == "1"):
+            continue
+        raise ApiError(
+            400,
+            "InvalidParameter",
+            f"{name} is not served: this console answers a pod's last maxLines lines, from "
+            "startTime on when given, without keywords, endTime or paging (search a log on "
+            "the job's page).",
+        )
+
+
+def pod_log_lines(*, job: Job, pod: str, params: Params) -> list[str]:
+    """The last `maxLines` lines of one pod's log, of those written from `startTime` on
+    (unix seconds, as the backends' `since`) when it is given, secrets masked as on the job
+    page."""
+    max_lines = int_param(params, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
+    start = time_param(params, "startTime")
+    since = datetime.fromtimestamp(start, UTC) if start is not None else None
     replica = job_replica(job, pod)
     try:
         lines = get_backend(job.backend).logs(
-            job, f"{replica.role}-{replica.index}", tail=max_lines
+            job, f"{replica.role}-{replica.index}", tail=max_lines, since=since
         )
     except BackendError as exc:
         raise ApiError(503, "ServiceUnavailable", exc.message) from None
@@ -999,22 +1058,31 @@ def job_stop_api(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any
 
 @api_view("GET")
 def job_events(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
-    events = job_event_views(_own_job(request, owner, job_id))
+    found = _own_job(request, owner, job_id)
+    events = job_event_views(found, event_window(request.GET))
     return {"result": {"events": events, "total": len(events)}}
 
 
 @api_view("GET")
 def pod_events(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[str, Any]:
-    events = pod_event_views(job_replica(_own_job(request, owner, job_id), pod))
+    found = _own_job(request, owner, job_id)
+    events = pod_event_views(job_replica(found, pod), event_window(request.GET))
     return {"result": {"events": events, "total": len(events)}}
 
 
 @api_view("GET")
 def pod_logs(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
-    max_lines = int_param(request.GET, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
-    logs = pod_log_lines(job=found, pod=pod, max_lines=max_lines)
+    log_filters_refused(request.GET, ("endTime",))
+    logs = pod_log_lines(job=found, pod=pod, params=request.GET)
     return {"result": {"jobId": found.public_id, "podName": pod, "logs": logs}}
+
+
+@api_view("GET")
+def job_nodes(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
+    """AIHC's v1 job nodes: `{jobID, nodeName[]}` (its spelling)."""
+    found = _own_job(request, owner, job_id)
+    return {"result": {"jobID": found.public_id, "nodeName": job_node_names(found)}}
 
 
 @api_view("GET")

@@ -155,6 +155,7 @@ RULES: dict[str, Rule] = {
     ),
     "api-job-stop": Rule(kwargs=api_job_kwargs, methods=POST, owned=False, signed=True),
     "api-job-events": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
+    "api-job-nodes": Rule(kwargs=api_job_kwargs, owned=False, signed=True),
     "api-job-metrics": Rule(
         kwargs=api_job_kwargs, owned=False, signed=True, query={"metricType": "CpuUsage"}
     ),

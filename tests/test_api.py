@@ -1187,6 +1187,38 @@ def test_pod_events_say_where_the_pod_started_and_how_it_ended(api):
     assert (missing.status, missing.code) == (404, "PodNotFound")
 
 
+def test_v1_job_nodes_events_and_logs_take_what_aihcs_v1_paths_take(api):
+    # Found driving Baidu's SDK (tests/test_api_bce_sdk.py): the events' startTime/endTime
+    # and the logs' startTime were ignored, answering everything; the nodes path was 404.
+    created = api.create_job(pool="local", body=body(command="echo from v1"))
+    job = Job.objects.get(public_id=created["jobId"])
+    assert get(api, f"/api/v1/aijobs/{job.public_id}/nodes", resourcePoolId="local") == {
+        "jobID": job.public_id,
+        "nodeName": [],
+    }
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to end")
+    job.events.filter(reason="Created").update(created_at=timezone.now() - timedelta(hours=1))
+    since = int(time.time()) - 600
+    pod = f"/api/v1/aijobs/{job.public_id}/pods/master-0"
+
+    nodes = get(api, f"/api/v1/aijobs/{job.public_id}/nodes", resourcePoolId="local")
+    recent = get(
+        api, f"/api/v1/aijobs/{job.public_id}/events", resourcePoolId="local", startTime=since
+    )
+    pod_early = get(api, f"{pod}/events", resourcePoolId="local", endTime=since)
+    later = get(api, f"{pod}/logs", resourcePoolId="local", startTime=int(time.time()) + 3600)
+    end_time = refused(lambda: get(api, f"{pod}/logs", resourcePoolId="local", endTime=since))
+
+    assert nodes["nodeName"] == [job.replicas.get().node]
+    assert [e["reason"] for e in recent["events"]] == ["Started", "Succeeded"]
+    assert pod_early == {"events": [], "total": 0}
+    assert later["logs"] == []
+    assert (end_time.status, end_time.code) == (400, "InvalidParameter")
+    assert any(
+        "from v1" in line for line in get(api, f"{pod}/logs", resourcePoolId="local")["logs"]
+    )
+
+
 # -- job metrics ------------------------------------------------------------------------------
 
 # Keeps one core busy until the test opens the gate.
