@@ -139,3 +139,38 @@ def test_the_worker_looks_for_expired_jobs_once_a_minute_not_on_every_tick(
     time.sleep(0.25)  # a "minute" later
     worker.delete_expired()
     assert set(Job.objects.values_list("pk", flat=True)) == {kept.pk}
+
+
+def plan_of(queryset) -> str:
+    from django.db import connection
+
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        return "; ".join(row[-1] for row in cursor.fetchall())
+
+
+@pytest.fixture
+def sqlite_only():
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plans (PostgreSQL's depend on its statistics)")
+
+
+def test_jobs_of_a_pool_newest_first_are_read_in_order_not_sorted(alice, sqlite_only):
+    from jobs.api_views import jobs_found
+
+    submit(alice)
+    # The admin's job list filtered by pool (its first page, and the date drill-down's ends).
+    admin_list = Job.objects.filter(resource_pool="local").order_by("-created_at", "-id")[:51]
+    assert "USING INDEX job_pool_created" in plan_of(admin_list)
+    assert "TEMP B-TREE" not in plan_of(admin_list)
+    first_day = (
+        Job.objects.filter(resource_pool="local").order_by("created_at").values("created_at")[:1]
+    )
+    assert "TEMP B-TREE" not in plan_of(first_day)
+    # The API's ListJobs / DescribeJobs: the owner's jobs of the pool, never every user's.
+    api_list = jobs_found(owner=alice, pool="local")[:10]
+    assert "job_owner_pool_created (owner_id=? AND resource_pool=?)" in plan_of(api_list)
+    assert "TEMP B-TREE" not in plan_of(api_list)

@@ -46,6 +46,9 @@ Migrations and what they do to existing rows:
   the records, and the older release sends every alert.
 - 0021 adds the API key form's one-time key (a reloaded form makes one key); downgrading
   past it drops it.
+- 0026 adds an index of jobs by pool and creation (the admin's pool filter) and widens
+  0017's by owner and pool to their creation (`job_owner_pool_created`); no row changes, and
+  downgrading past it gives back 0017's index.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -727,3 +730,32 @@ def test_downgrading_past_0025_forgets_the_uid_a_run_ran_as_and_upgrading_shows_
     again = migrate(None)
     row = again.get_model("jobs", "LocalRun").objects.get()
     assert (row.attempt, row.run_uid, row.run_gid) == (2, None, None)
+
+
+def job_indexes() -> dict[str, list[str]]:
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, "jobs_job")
+    return {name: c["columns"] for name, c in found.items() if c["index"] and not c["unique"]}
+
+
+def test_downgrading_past_0026_gives_back_the_owner_and_pool_index_and_keeps_every_job(
+    at_latest_after,
+):
+    new = migrate(None)
+    alice = new.get_model("auth", "User").objects.create(username="alice")
+    job = new.get_model("jobs", "Job").objects.create(
+        owner=alice, name="kept", spec=spec_document("kept"), resource_pool="local"
+    )
+    assert job_indexes()["job_pool_created"] == ["resource_pool", "created_at", "id"]
+    assert job_indexes()["job_owner_pool_created"][:2] == ["owner_id", "resource_pool"]
+    assert "job_owner_pool" not in job_indexes()
+
+    old = migrate("0025_local_run_user")
+    indexes = job_indexes()
+    assert indexes["job_owner_pool"] == ["owner_id", "resource_pool"]
+    assert "job_pool_created" not in indexes and "job_owner_pool_created" not in indexes
+    assert old.get_model("jobs", "Job").objects.get().name == "kept"
+
+    migrate(None)
+    assert {"job_pool_created", "job_owner_pool_created"} <= set(job_indexes())
+    assert "job_owner_pool" not in job_indexes()
