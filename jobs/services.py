@@ -107,6 +107,24 @@ def job_event(
     )
 
 
+# A job's pages show its newest events: the owner's job page and its 3-second refresh, and
+# the admin's job page. A job restarted for months holds tens of thousands, and drawing every
+# one made its page megabytes, rebuilt on each refresh while it ran (scale review, session
+# 18: 10,000 events were 1.6 MB and half a second a refresh). The API's job events still list
+# every one.
+EVENTS_SHOWN = 200
+
+
+def job_events_shown(*, job: Job) -> tuple[list[JobEvent], int]:
+    """The job's newest EVENTS_SHOWN events, oldest first (as the page lists them), and how
+    many earlier ones it has that are not shown: one query, and a count only when there are
+    more."""
+    newest = list(job.events.order_by("-created_at", "-id")[: EVENTS_SHOWN + 1])
+    if len(newest) <= EVENTS_SHOWN:
+        return newest[::-1], 0
+    return newest[EVENTS_SHOWN - 1 :: -1], job.events.count() - EVENTS_SHOWN
+
+
 def job_transition(
     *,
     job: Job,

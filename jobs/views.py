@@ -66,6 +66,7 @@ from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE
 from .scheduler import queue_position, why_waiting
+from .services import job_events_shown
 from .spec import FRAMEWORK_LABELS, SpecError
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
@@ -348,6 +349,7 @@ def runs_as(*, job: Job) -> dict[str, int] | None:
 
 def _live_context(job: Job) -> dict[str, Any]:
     replicas = list(job.replicas.all())
+    events, events_hidden = job_events_shown(job=job)
     # Whether the worker that moves this job on runs: a banner when it does not.
     worker = worker_state() if job.status in WORKER_STATUSES else None
     return {
@@ -362,7 +364,9 @@ def _live_context(job: Job) -> dict[str, Any]:
         "usage_unavailable": usage_unavailable(job),
         # Its training curves (Tensorboard on; None: no section), refreshed with the rest.
         "metrics": training_metrics(job=job),
-        "events": list(job.events.all()),
+        # The newest events (services.EVENTS_SHOWN), and how many earlier ones are not shown.
+        "events": events,
+        "events_hidden": events_hidden,
         "position": queue_position(job),
         # What a Queued local job waits for now (its quota, disk space, its turn), as the
         # scheduler last said: refreshed with the rest of this block while the page polls.

@@ -1265,3 +1265,41 @@ def test_the_runners_own_log_lines_are_badged_and_a_job_printing_one_is_not(
     assert colour(forged) == colour(done) != colour(console.nth(1))
     badge = console.nth(1).locator(".log-source")
     assert badge.evaluate("e => getComputedStyle(e).backgroundColor") != "rgba(0, 0, 0, 0)"
+
+
+def test_a_job_with_many_events_shows_the_newest_and_its_refresh_brings_new_ones(
+    logged_in_page, alice
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.models import JobEvent
+    from jobs.services import EVENTS_SHOWN
+
+    job = submitted(alice, "many-events")  # queued, with no worker: its page keeps refreshing
+    start = timezone.now() + timedelta(minutes=1)
+    made = JobEvent.objects.bulk_create(
+        [JobEvent(job=job, reason="Restarted", message=f"step-{i:04d}") for i in range(300)]
+    )
+    for i, event in enumerate(made):
+        event.created_at = start + timedelta(seconds=i)
+    JobEvent.objects.bulk_update(made, ["created_at"])
+    hidden = job.events.count() - EVENTS_SHOWN
+    page = logged_in_page
+
+    page.goto("/")  # the list, now with the job
+    page.click("text=many-events")
+    page.wait_for_url(re.compile(rf"/jobs/{job.public_id}/$"))
+
+    events = page.locator("#events li")
+    expect(events).to_have_count(EVENTS_SHOWN)
+    expect(events.last).to_contain_text("step-0299")
+    expect(page.locator("#events")).not_to_contain_text("step-0099")
+    expect(page.locator("#events-hidden")).to_contain_text(f"更早的 {hidden} 条未显示")
+    # A new event while the page is open: the refresh shows it, and one more earlier is hidden.
+    JobEvent.objects.create(job=job, reason="Restarted", message="step-new")
+    JobEvent.objects.filter(message="step-new").update(created_at=start + timedelta(hours=1))
+    expect(events.last).to_contain_text("step-new", timeout=10_000)
+    expect(events).to_have_count(EVENTS_SHOWN)
+    expect(page.locator("#events-hidden")).to_contain_text(f"更早的 {hidden + 1} 条未显示")

@@ -48,6 +48,9 @@ Migrations and what they do to existing rows:
   past it drops it.
 - 0026 adds why the last worker refused its settings to the lease (empty for a row written
   before it); downgrading past it drops it, and the lease row stays as 0025 reads it.
+- 0027 adds an index of jobs by pool and creation (the admin's pool filter) and widens
+  0017's by owner and pool to their creation (`job_owner_pool_created`); no row changes, and
+  downgrading past it gives back 0017's index.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -771,3 +774,32 @@ def test_downgrading_past_0026_forgets_a_refusal_and_keeps_the_lease_as_that_rel
         [],
         None,
     )
+
+
+def job_indexes() -> dict[str, list[str]]:
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, "jobs_job")
+    return {name: c["columns"] for name, c in found.items() if c["index"] and not c["unique"]}
+
+
+def test_downgrading_past_0027_gives_back_the_owner_and_pool_index_and_keeps_every_job(
+    at_latest_after,
+):
+    new = migrate(None)
+    alice = new.get_model("auth", "User").objects.create(username="alice")
+    job = new.get_model("jobs", "Job").objects.create(
+        owner=alice, name="kept", spec=spec_document("kept"), resource_pool="local"
+    )
+    assert job_indexes()["job_pool_created"] == ["resource_pool", "created_at", "id"]
+    assert job_indexes()["job_owner_pool_created"][:2] == ["owner_id", "resource_pool"]
+    assert "job_owner_pool" not in job_indexes()
+
+    old = migrate("0026_worker_refused")
+    indexes = job_indexes()
+    assert indexes["job_owner_pool"] == ["owner_id", "resource_pool"]
+    assert "job_pool_created" not in indexes and "job_owner_pool_created" not in indexes
+    assert old.get_model("jobs", "Job").objects.get().pk == job.pk
+
+    migrate(None)
+    assert {"job_pool_created", "job_owner_pool_created"} <= set(job_indexes())
+    assert "job_owner_pool" not in job_indexes()

@@ -1,0 +1,176 @@
+"""The console with a year of a big team's data: what must not grow with it (scale review,
+session 18; bench/bench_scale.py measures the pages against a seeded database)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from jobs.models import Job, JobEvent, JobStatus
+from jobs.services import EVENTS_SHOWN, job_transition, jobs_submit
+from jobs.worker import EXPIRED_PER_PASS, Worker
+
+from .runner_helpers import make_spec, runner_settings  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+def submit(owner, **changes) -> Job:
+    [job] = jobs_submit(
+        owner=owner, spec=make_spec("echo hi", **changes), submit_key=str(uuid.uuid4())
+    )
+    return job
+
+
+def with_many_events(job: Job, n: int) -> None:
+    """`n` more events, a second apart after the job's own, messages step-0000, step-0001..."""
+    start = timezone.now() + timedelta(minutes=1)
+    made = JobEvent.objects.bulk_create(
+        [JobEvent(job=job, reason="Restarted", message=f"step-{i:04d}") for i in range(n)]
+    )
+    for i, event in enumerate(made):  # created_at is auto_now_add: set after
+        event.created_at = start + timedelta(seconds=i)
+    JobEvent.objects.bulk_update(made, ["created_at"])
+
+
+def test_a_job_page_shows_its_newest_events_oldest_first_and_says_how_many_are_not_shown(
+    alice, alice_client
+):
+    job = submit(alice)
+    with_many_events(job, EVENTS_SHOWN + 50)
+    hidden = job.events.count() - EVENTS_SHOWN
+
+    html = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "step-0049" not in html and "<li" in html
+    assert (
+        html.index("step-0050")
+        < html.index("step-0100")
+        < html.index(f"step-{EVENTS_SHOWN + 49:04d}")
+    )
+    assert html.count("event-reason") == EVENTS_SHOWN
+    assert f"最近 {EVENTS_SHOWN} 条事件；更早的 {hidden} 条未显示" in html
+
+
+def test_the_job_pages_refresh_sends_the_newest_events_only(alice, alice_client):
+    job = submit(alice)
+    with_many_events(job, EVENTS_SHOWN + 1)
+
+    live = alice_client.get(
+        reverse("job-live", args=[job.public_id]), headers={"HX-Request": "true"}
+    ).content.decode()
+
+    assert live.count("event-reason") == EVENTS_SHOWN
+    assert f"step-{EVENTS_SHOWN:04d}" in live and "step-0000" not in live
+
+
+def test_a_job_with_few_events_shows_them_all_without_a_note(alice, alice_client):
+    job = submit(alice)
+    with_many_events(job, 3)
+
+    html = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert html.count("event-reason") == job.events.count()
+    assert 'id="events-hidden"' not in html
+
+
+def test_the_admin_job_page_shows_the_newest_events_and_says_how_many_are_not_shown(
+    alice, reviewer
+):
+    job = submit(alice)
+    with_many_events(job, EVENTS_SHOWN + 10)
+    hidden = job.events.count() - EVENTS_SHOWN
+    client = Client()
+    client.force_login(reviewer)
+
+    html = client.get(f"/admin/jobs/job/{job.pk}/change/").content.decode()
+
+    assert "step-0009" not in html
+    assert "step-0010" in html and f"step-{EVENTS_SHOWN + 9:04d}" in html
+    assert f"更早的 {hidden} 条未显示" in html
+
+
+def finished_long_ago(owner, n: int, *, days: int) -> list[Job]:
+    """`n` local jobs that succeeded `days` days ago (and a minute apart) with a 1-day
+    retention, so they are all due."""
+    jobs = [submit(owner, retention_period="1d") for _ in range(n)]
+    for i, job in enumerate(jobs):
+        job_transition(job=job, to=JobStatus.RUNNING, reason="Test")
+        job_transition(job=job, to=JobStatus.SUCCEEDED, reason="Test")
+        Job.objects.filter(pk=job.pk).update(
+            finished_at=timezone.now() - timedelta(days=days, minutes=i)
+        )
+    return jobs
+
+
+def test_a_backlog_of_expired_jobs_is_deleted_a_bounded_number_a_tick_longest_overdue_first(
+    alice,
+):
+    jobs = finished_long_ago(alice, EXPIRED_PER_PASS + 3, days=5)
+    worker = Worker()
+
+    worker.delete_expired()
+
+    # The three most recently finished are the least overdue: left for the next tick.
+    assert set(Job.objects.values_list("pk", flat=True)) == {job.pk for job in jobs[:3]}
+    worker.delete_expired()
+    assert not Job.objects.exists()
+
+
+def test_the_worker_looks_for_expired_jobs_once_a_minute_not_on_every_tick(
+    alice, settings, django_assert_num_queries
+):
+    settings.JOB_MINUTE_SECONDS = 0.2
+    kept = submit(alice, retention_period="1d")
+    worker = Worker()
+    worker.delete_expired()
+    [due] = finished_long_ago(alice, 1, days=2)
+
+    with django_assert_num_queries(0):
+        worker.delete_expired()
+
+    assert Job.objects.filter(pk=due.pk).exists()
+    time.sleep(0.25)  # a "minute" later
+    worker.delete_expired()
+    assert set(Job.objects.values_list("pk", flat=True)) == {kept.pk}
+
+
+def plan_of(queryset) -> str:
+    from django.db import connection
+
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}", params)
+        return "; ".join(row[-1] for row in cursor.fetchall())
+
+
+@pytest.fixture
+def sqlite_only():
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's query plans (PostgreSQL's depend on its statistics)")
+
+
+def test_jobs_of_a_pool_newest_first_are_read_in_order_not_sorted(alice, sqlite_only):
+    from jobs.api_views import jobs_found
+
+    submit(alice)
+    # The admin's job list filtered by pool (its first page, and the date drill-down's ends).
+    admin_list = Job.objects.filter(resource_pool="local").order_by("-created_at", "-id")[:51]
+    assert "USING INDEX job_pool_created" in plan_of(admin_list)
+    assert "TEMP B-TREE" not in plan_of(admin_list)
+    first_day = (
+        Job.objects.filter(resource_pool="local").order_by("created_at").values("created_at")[:1]
+    )
+    assert "TEMP B-TREE" not in plan_of(first_day)
+    # The API's ListJobs / DescribeJobs: the owner's jobs of the pool, never every user's.
+    api_list = jobs_found(owner=alice, pool="local")[:10]
+    assert "job_owner_pool_created (owner_id=? AND resource_pool=?)" in plan_of(api_list)
+    assert "TEMP B-TREE" not in plan_of(api_list)
