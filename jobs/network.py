@@ -131,13 +131,16 @@ def job_network(
                 )
             )
         found = _spawn_holder(state, children)
-        helper = _helper(state, found[0])
-        cgroups.hold_network_helpers(
-            cgroups.current(),
-            public_id=public_id,
-            attempt=attempt,
-            pids=[found[0], *([helper[0]] if helper else [])],
-        )
+    # Into the job's cgroup, also when adopted: a worker killed between the holder's spawn
+    # and this move left it (and slirp4netns) in its own cgroup, where slirp4netns's memory
+    # came out of the console's reserve (chaos round 18). Moving one already there is a no-op.
+    helper = _helper(state, found[0])
+    cgroups.hold_network_helpers(
+        cgroups.current(),
+        public_id=public_id,
+        attempt=attempt,
+        pids=[found[0], *([helper[0]] if helper else [])],
+    )
     return _open_namespaces(*found, state=state)
 
 

@@ -444,6 +444,39 @@ def test_slirp4netns_and_its_holder_run_in_their_jobs_cgroup_under_the_jobs_pare
         assert not (root / job.public_id).exists()
 
 
+@pytest.mark.usefixtures("outbound")
+def test_a_holder_spawned_just_before_the_worker_was_killed_is_moved_into_its_cgroup_on_adoption(
+    alice,
+    limits,  # noqa: F811
+):
+    # Chaos round 18: the worker moved the holder and slirp4netns into the job's network
+    # cgroup only right after spawning them; killed in between (the holder is spawned, not yet
+    # ready), the next worker adopted the holder as it was, in the killed worker's cgroup,
+    # where slirp4netns's memory came out of the console's reserve for the job's whole life.
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(1, then=kill_the_worker)  # the holder, before it is ready
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING and holder(job) is not None)
+    found, helper = holder(job), helper_of(job)
+    for root in {limits.memory_root, limits.cpu_root}:
+        procs = (root / job.public_id / "attempt-1" / "network" / "cgroup.procs").read_text()
+        assert {str(found[0]), str(helper[0])} <= set(procs.split())
+
+    open_gate(django_settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+    assert not alive(found) and not alive(helper)
+    for root in {limits.memory_root, limits.cpu_root}:
+        assert not (root / job.public_id).exists()
+
+
 # -- the worker's start-up check --------------------------------------------------------
 
 
