@@ -966,19 +966,28 @@ def launch_attempt(
             gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
             % {"path": settings.LOCAL_BWRAP}
         )
-    # Before anything is set up for it: a job that cannot run as its owner's user fails
-    # (JobUserError says why), never runs as another.
-    as_user = job_users.user_for(owner_id=job.owner_id)
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
         for ref in replica_refs(spec)
     )
     if not launched:
+        # Before anything is set up for it: a job that cannot run as its owner's user fails
+        # (JobUserError says why), never runs as another.
+        as_user = job_users.user_for(owner_id=job.owner_id)
         # Recorded before any replica of the attempt starts, as what they run as: the job
-        # page shows this, not today's setting. A relaunch after a worker restart (some
-        # replicas already started) keeps the record of the attempt's first launch.
+        # page shows this, not today's setting.
         run.run_uid, run.run_gid = as_user if as_user is not None else (None, None)
         LocalRun.objects.filter(pk=run.pk).update(run_uid=run.run_uid, run_gid=run.run_gid)
+    else:
+        # A relaunch after a worker restart (some replicas already started) runs the rest as
+        # the attempt's first launch recorded, as its network is kept: a worker restarted
+        # with LOCAL_JOB_UID_BASE or LOCAL_JOB_GID changed or unset ran them as today's
+        # setting said, beside peers of another uid, as root with it unset (chaos round 18).
+        as_user = (
+            (run.run_uid, run.run_gid)
+            if run.run_uid is not None and run.run_gid is not None
+            else None
+        )
     job_network = None
     if network.attempt_isolated(job.public_id, run.attempt, launched=launched):
         job_network = network.job_network(
