@@ -70,7 +70,7 @@ from .backends.local import (
     visible_devices,
 )
 from .health import WorkerIdentity, active_runner, holds_lease
-from .models import Job, JobReplica, JobStatus, LocalRun
+from .models import Job, JobEvent, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
     PRIVATE_SCAN,
@@ -1764,6 +1764,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             _finished(job, run)
         return
 
+    if network.outbound_lost(public_id=job.public_id, attempt=run.attempt):
+        _outbound_lost(job, run)
+
     if spec is None:
         return  # its time limit and hang threshold are in the spec it no longer reads
     started = job.started_at or run.attempt_started_at or now
@@ -1776,6 +1779,35 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     _check_hang(job, run, spec, replicas, now)
+
+
+OUTBOUND_LOST = "OutboundLost"
+
+
+def _outbound_lost(job: Job, run: LocalRun) -> None:
+    """Says once per attempt that its outbound network ended (network.outbound_lost). The job
+    keeps running, as README decides (its namespace is its replicas' as long as they run):
+    only its connections out fail, which without this said nothing of why. A worker killed
+    between the event and the mark finds the event and does not say it again."""
+    since = run.attempt_started_at or job.started_at
+    said = JobEvent.objects.filter(job=job, reason=OUTBOUND_LOST)
+    if since is not None:
+        said = said.filter(created_at__gte=since)
+    if not said.exists():
+        job_event(
+            job=job,
+            reason=OUTBOUND_LOST,
+            message=recorded(
+                gettext_noop(
+                    "The job's outbound network ended: its slirp4netns process (or the holder "
+                    "of its network namespace) is gone, so its connections out now fail with "
+                    "“Network is unreachable”. Its replicas keep running; the next attempt of "
+                    "a fault-tolerance restart gets outbound network again."
+                )
+            ),
+            warning=True,
+        )
+    network.note_outbound_lost(public_id=job.public_id, attempt=run.attempt)
 
 
 def tmp_over_message(label: str, over: dict[str, int]) -> str:

@@ -361,8 +361,56 @@ def test_slirp4netns_ends_by_itself_when_its_holder_is_killed_alone(alice):
     os.kill(found[0], signal.SIGKILL)  # someone kills the holder alone
 
     wait_for(lambda: not alive(helper), what="slirp4netns to end with its holder")
+    # The job keeps running (its replicas keep the namespace), and says why its connections
+    # out now fail.
+    run_until(worker, lambda: outbound_lost_events(job) == 1, what="the event")
     open_gate(django_settings)
     run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+    assert outbound_lost_events(job) == 1
+
+
+def outbound_lost_events(job: Job) -> int:
+    return job.events.filter(reason="OutboundLost", type="Warning").count()
+
+
+@pytest.mark.usefixtures("outbound")
+def test_a_killed_slirp4netns_is_said_once_the_job_keeps_running_and_nothing_is_left(
+    alice, outside
+):
+    # Chaos round 18: a job whose slirp4netns was killed kept running, as README decides, but
+    # its connections out failed ("Network is unreachable") with nothing said of why.
+    (volume(django_settings) / "fetch.py").write_text(FETCH)
+    command = (
+        f"{PY} /workspace/fetch.py {outside.url}; {UNTIL_THE_GATE_OPENS}; "
+        f"{PY} /workspace/fetch.py {outside.url}"
+    )
+    job = submit(alice, make_spec(command))
+    worker = Worker()
+    run_until(worker, lambda: results(job) == [f"got {HELLO}"], what="the first fetch")
+    found, helper = holder(job), helper_of(job)
+    assert outbound_lost_events(job) == 0
+
+    os.kill(helper[0], signal.SIGKILL)  # someone kills slirp4netns alone
+    run_until(worker, lambda: outbound_lost_events(job) == 1, what="the event")
+    [event] = job.events.filter(reason="OutboundLost")
+    assert "slirp4netns" in event.message and "Network is unreachable" in event.message
+    with translation.override("zh-hans"):
+        assert "出站网络已中断" in display_text(event.message, event.message_source)
+    # Said once: on the next ticks, and by a worker started again (the mark in its folder).
+    Worker().tick()
+    (network_dir(job.public_id, 1) / "outbound-lost").unlink()
+    restarted = Worker()
+    restarted.tick()
+    restarted.tick()
+    assert outbound_lost_events(job) == 1
+    assert status_of(job) == JobStatus.RUNNING
+
+    open_gate(django_settings)
+    run_until(restarted, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    assert results(job)[0] == f"got {HELLO}"
+    assert "unreachable" in results(job)[1].lower(), results(job)
+    assert not alive(found) and not alive(helper)
+    assert slirp_processes() == []
 
 
 @pytest.mark.usefixtures("outbound")
