@@ -131,13 +131,16 @@ def job_network(
                 )
             )
         found = _spawn_holder(state, children)
-        helper = _helper(state, found[0])
-        cgroups.hold_network_helpers(
-            cgroups.current(),
-            public_id=public_id,
-            attempt=attempt,
-            pids=[found[0], *([helper[0]] if helper else [])],
-        )
+    # Into the job's cgroup, also when adopted: a worker killed between the holder's spawn
+    # and this move left it (and slirp4netns) in its own cgroup, where slirp4netns's memory
+    # came out of the console's reserve (chaos round 18). Moving one already there is a no-op.
+    helper = _helper(state, found[0])
+    cgroups.hold_network_helpers(
+        cgroups.current(),
+        public_id=public_id,
+        attempt=attempt,
+        pids=[found[0], *([helper[0]] if helper else [])],
+    )
     return _open_namespaces(*found, state=state)
 
 
@@ -310,6 +313,42 @@ def _wait_dead(pid: int, start: str) -> None:
             if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX":
                 return  # dead; its parent reaps it
         time.sleep(0.01)
+
+
+# Written in an attempt's network folder once its lost outbound network has been said (the
+# OutboundLost event), so it is looked for once a tick and said once.
+OUTBOUND_LOST_MARK = "outbound-lost"
+
+
+def outbound_lost(*, public_id: str, attempt: int) -> bool:
+    """Whether the attempt's outbound network (isolated-outbound) has ended while its
+    replicas run: its slirp4netns, or its holder (slirp4netns ends with it), killed from
+    outside. False for an attempt without outbound network, before its holder is ready, and
+    once said (OUTBOUND_LOST_MARK). A few reads of /proc: made on every supervision tick."""
+    state = network_dir(public_id, attempt)
+    if not (state / "helper").exists() or (state / OUTBOUND_LOST_MARK).exists():
+        return False
+    try:
+        holder = int((state / "pid").read_text())
+    except (OSError, ValueError):
+        return False  # not ready (or it failed: the job's start says so)
+    if not _live(holder):
+        return True
+    found = _helper(state, holder)
+    return found is None or not _live(found[0])
+
+
+def note_outbound_lost(*, public_id: str, attempt: int) -> None:
+    with contextlib.suppress(OSError):
+        (network_dir(public_id, attempt) / OUTBOUND_LOST_MARK).touch()
+
+
+def _live(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, killed and not reaped yet, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def end_networks(

@@ -70,7 +70,7 @@ from .backends.local import (
     visible_devices,
 )
 from .health import WorkerIdentity, active_runner, holds_lease
-from .models import Job, JobReplica, JobStatus, LocalRun
+from .models import Job, JobEvent, JobReplica, JobStatus, LocalRun
 from .runtime_env import mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
     PRIVATE_SCAN,
@@ -966,19 +966,28 @@ def launch_attempt(
             gettext("bubblewrap is not installed at %(path)s (apt-get install bubblewrap)")
             % {"path": settings.LOCAL_BWRAP}
         )
-    # Before anything is set up for it: a job that cannot run as its owner's user fails
-    # (JobUserError says why), never runs as another.
-    as_user = job_users.user_for(owner_id=job.owner_id)
     launched = any(
         read_state(replica_state_dir(job.public_id, run.attempt, ref.label)).phase != "unlaunched"
         for ref in replica_refs(spec)
     )
     if not launched:
+        # Before anything is set up for it: a job that cannot run as its owner's user fails
+        # (JobUserError says why), never runs as another.
+        as_user = job_users.user_for(owner_id=job.owner_id)
         # Recorded before any replica of the attempt starts, as what they run as: the job
-        # page shows this, not today's setting. A relaunch after a worker restart (some
-        # replicas already started) keeps the record of the attempt's first launch.
+        # page shows this, not today's setting.
         run.run_uid, run.run_gid = as_user if as_user is not None else (None, None)
         LocalRun.objects.filter(pk=run.pk).update(run_uid=run.run_uid, run_gid=run.run_gid)
+    else:
+        # A relaunch after a worker restart (some replicas already started) runs the rest as
+        # the attempt's first launch recorded, as its network is kept: a worker restarted
+        # with LOCAL_JOB_UID_BASE or LOCAL_JOB_GID changed or unset ran them as today's
+        # setting said, beside peers of another uid, as root with it unset (chaos round 18).
+        as_user = (
+            (run.run_uid, run.run_gid)
+            if run.run_uid is not None and run.run_gid is not None
+            else None
+        )
     job_network = None
     if network.attempt_isolated(job.public_id, run.attempt, launched=launched):
         job_network = network.job_network(
@@ -1755,6 +1764,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             _finished(job, run)
         return
 
+    if network.outbound_lost(public_id=job.public_id, attempt=run.attempt):
+        _outbound_lost(job, run)
+
     if spec is None:
         return  # its time limit and hang threshold are in the spec it no longer reads
     started = job.started_at or run.attempt_started_at or now
@@ -1767,6 +1779,35 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     _check_hang(job, run, spec, replicas, now)
+
+
+OUTBOUND_LOST = "OutboundLost"
+
+
+def _outbound_lost(job: Job, run: LocalRun) -> None:
+    """Says once per attempt that its outbound network ended (network.outbound_lost). The job
+    keeps running, as README decides (its namespace is its replicas' as long as they run):
+    only its connections out fail, which without this said nothing of why. A worker killed
+    between the event and the mark finds the event and does not say it again."""
+    since = run.attempt_started_at or job.started_at
+    said = JobEvent.objects.filter(job=job, reason=OUTBOUND_LOST)
+    if since is not None:
+        said = said.filter(created_at__gte=since)
+    if not said.exists():
+        job_event(
+            job=job,
+            reason=OUTBOUND_LOST,
+            message=recorded(
+                gettext_noop(
+                    "The job's outbound network ended: its slirp4netns process (or the holder "
+                    "of its network namespace) is gone, so its connections out now fail with "
+                    "“Network is unreachable”. Its replicas keep running; the next attempt of "
+                    "a fault-tolerance restart gets outbound network again."
+                )
+            ),
+            warning=True,
+        )
+    network.note_outbound_lost(public_id=job.public_id, attempt=run.attempt)
 
 
 def tmp_over_message(label: str, over: dict[str, int]) -> str:

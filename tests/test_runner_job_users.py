@@ -22,6 +22,7 @@ from django.contrib.auth.models import User
 from django.utils import translation
 
 from jobs import job_users
+from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.models import JobStatus
 from jobs.runner import live_shim
@@ -39,6 +40,7 @@ from .runner_helpers import (
     submit,
     volume,
 )
+from .test_runner_races import AfterSpawn, WorkerKilled
 
 ROOT = Path(__file__).resolve().parent.parent
 # Far above any id this machine gives its users, and below the highest base allowed.
@@ -241,6 +243,46 @@ def test_stop_still_ends_every_process_of_a_job_run_as_its_user(job_users_on, al
 
     assert processes_with(tag) == []
     open_gate(job_users_on)
+
+
+@pytest.mark.parametrize("base_now", [None, BASE + 1000], ids=["unset", "another-base"])
+def test_a_replica_launched_after_a_worker_restart_runs_as_the_uid_its_attempt_started_with(
+    job_users_on, alice, base_now
+):
+    # Chaos round 18: the worker killed between its two replicas' spawns, and started again
+    # with the setting unset or changed; the replica it then launches ran as today's setting
+    # said (as root, unset) beside its peer of the job's uid.
+    job = submit(
+        alice,
+        make_spec(
+            f"echo uid=$(id -u) gid=$(id -g); {UNTIL_THE_GATE_OPENS}",
+            roles=[S.Role("master", 1), S.Role("worker", 1)],
+        ),
+    )
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(1, then=kill_the_worker)  # master-0 spawned, worker-0 not
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+
+    job_users_on.LOCAL_JOB_UID_BASE = base_now
+    worker = Worker()
+    both = f"uid={BASE + alice.pk} gid={GID}"
+    run_until(
+        worker,
+        lambda: all("uid=" in log_text(job, label) for label in ("master-0", "worker-0")),
+        what="both replicas to say who they are",
+    )
+    assert both in log_text(job, "master-0")
+    assert both in log_text(job, "worker-0"), log_text(job, "worker-0")
+    open_gate(job_users_on)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="success")
+    run = job.local_run
+    run.refresh_from_db()
+    assert (run.run_uid, run.run_gid) == (BASE + alice.pk, GID)
 
 
 def worker_command(env: dict[str, str], prefix: list[str] | None = None):

@@ -361,8 +361,56 @@ def test_slirp4netns_ends_by_itself_when_its_holder_is_killed_alone(alice):
     os.kill(found[0], signal.SIGKILL)  # someone kills the holder alone
 
     wait_for(lambda: not alive(helper), what="slirp4netns to end with its holder")
+    # The job keeps running (its replicas keep the namespace), and says why its connections
+    # out now fail.
+    run_until(worker, lambda: outbound_lost_events(job) == 1, what="the event")
     open_gate(django_settings)
     run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+    assert outbound_lost_events(job) == 1
+
+
+def outbound_lost_events(job: Job) -> int:
+    return job.events.filter(reason="OutboundLost", type="Warning").count()
+
+
+@pytest.mark.usefixtures("outbound")
+def test_a_killed_slirp4netns_is_said_once_the_job_keeps_running_and_nothing_is_left(
+    alice, outside
+):
+    # Chaos round 18: a job whose slirp4netns was killed kept running, as README decides, but
+    # its connections out failed ("Network is unreachable") with nothing said of why.
+    (volume(django_settings) / "fetch.py").write_text(FETCH)
+    command = (
+        f"{PY} /workspace/fetch.py {outside.url}; {UNTIL_THE_GATE_OPENS}; "
+        f"{PY} /workspace/fetch.py {outside.url}"
+    )
+    job = submit(alice, make_spec(command))
+    worker = Worker()
+    run_until(worker, lambda: results(job) == [f"got {HELLO}"], what="the first fetch")
+    found, helper = holder(job), helper_of(job)
+    assert outbound_lost_events(job) == 0
+
+    os.kill(helper[0], signal.SIGKILL)  # someone kills slirp4netns alone
+    run_until(worker, lambda: outbound_lost_events(job) == 1, what="the event")
+    [event] = job.events.filter(reason="OutboundLost")
+    assert "slirp4netns" in event.message and "Network is unreachable" in event.message
+    with translation.override("zh-hans"):
+        assert "出站网络已中断" in display_text(event.message, event.message_source)
+    # Said once: on the next ticks, and by a worker started again (the mark in its folder).
+    Worker().tick()
+    (network_dir(job.public_id, 1) / "outbound-lost").unlink()
+    restarted = Worker()
+    restarted.tick()
+    restarted.tick()
+    assert outbound_lost_events(job) == 1
+    assert status_of(job) == JobStatus.RUNNING
+
+    open_gate(django_settings)
+    run_until(restarted, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    assert results(job)[0] == f"got {HELLO}"
+    assert "unreachable" in results(job)[1].lower(), results(job)
+    assert not alive(found) and not alive(helper)
+    assert slirp_processes() == []
 
 
 @pytest.mark.usefixtures("outbound")
@@ -437,6 +485,39 @@ def test_slirp4netns_and_its_holder_run_in_their_jobs_cgroup_under_the_jobs_pare
         assert {str(found[0]), str(helper[0])} <= set((folder / "cgroup.procs").read_text().split())
 
     # Ended first, so the job's cgroups, the network's included, all go with the job.
+    open_gate(django_settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+    assert not alive(found) and not alive(helper)
+    for root in {limits.memory_root, limits.cpu_root}:
+        assert not (root / job.public_id).exists()
+
+
+@pytest.mark.usefixtures("outbound")
+def test_a_holder_spawned_just_before_the_worker_was_killed_is_moved_into_its_cgroup_on_adoption(
+    alice,
+    limits,  # noqa: F811
+):
+    # Chaos round 18: the worker moved the holder and slirp4netns into the job's network
+    # cgroup only right after spawning them; killed in between (the holder is spawned, not yet
+    # ready), the next worker adopted the holder as it was, in the killed worker's cgroup,
+    # where slirp4netns's memory came out of the console's reserve for the job's whole life.
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS))
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(1, then=kill_the_worker)  # the holder, before it is ready
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING and holder(job) is not None)
+    found, helper = holder(job), helper_of(job)
+    for root in {limits.memory_root, limits.cpu_root}:
+        procs = (root / job.public_id / "attempt-1" / "network" / "cgroup.procs").read_text()
+        assert {str(found[0]), str(helper[0])} <= set(procs.split())
+
     open_gate(django_settings)
     run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
     assert not alive(found) and not alive(helper)
