@@ -28,12 +28,15 @@ py-spy needs nothing of the job, and is a small binary wheel on PyPI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import math
 import os
 import re
 import selectors
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +80,8 @@ TEXT_LIMIT = 500  # characters kept of a function, file, thread name or command 
 # ordinary process uses about 10 MB.
 OUTPUT_BYTES = 16 * 2**20
 PY_SPY_DATA_BYTES = 256 * 2**20
+# How much longer than the worker's own bound of a read py-spy's `timeout` lets it run.
+OWN_BOUND_GRACE_SECONDS = 2
 TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 
 # Why a replica or a process has no stacks (stored as the code, shown in the page's language).
@@ -347,8 +352,17 @@ def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict
     prlimit = shutil.which("prlimit", path=TOOL_PATH)
     if prlimit is None:
         return {"error": "unreadable", "detail": "prlimit (util-linux) is not installed"}
+    timeout = shutil.which("timeout", path=TOOL_PATH)
+    if timeout is None:
+        return {"error": "unreadable", "detail": "timeout (coreutils) is not installed"}
+    # coreutils' timeout bounds py-spy by itself, so a read stuck when its worker is killed
+    # (nothing left to kill it, and py-spy pauses the process it reads) still ends (chaos 18).
+    # It runs a little longer than the worker's own bound, which kills the whole chain first.
+    bound = [timeout, "--signal=KILL", f"{math.ceil(seconds) + OWN_BOUND_GRACE_SECONDS}s"]
     try:
-        done = _bounded_run([prlimit, f"--data={PY_SPY_DATA_BYTES}", *argv], seconds=seconds)
+        done = _bounded_run(
+            [*bound, prlimit, f"--data={PY_SPY_DATA_BYTES}", *argv], seconds=seconds
+        )
     except subprocess.TimeoutExpired:
         return {"error": "timeout", "seconds": round(seconds)}
     except OSError as exc:
@@ -398,6 +412,9 @@ def _bounded_run(argv: list[str], *, seconds: float) -> subprocess.CompletedProc
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={"PATH": "/usr/bin:/bin"},
+        # A group of its own, killed whole: `argv` may be a chain (timeout runs py-spy as its
+        # child), and killing only its head would leave the rest running.
+        start_new_session=True,
     )
     out, err = bytearray(), bytearray()
     deadline = time.monotonic() + seconds
@@ -422,7 +439,8 @@ def _bounded_run(argv: list[str], *, seconds: float) -> subprocess.CompletedProc
         returncode = process.wait(max(0.0, deadline - time.monotonic()))
     finally:
         if process.poll() is None:
-            process.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         process.stdout.close()
         process.stderr.close()

@@ -697,3 +697,86 @@ def test_py_spy_runs_held_to_its_data_limit(tmp_path):
         target.wait()
 
     assert [t["name"] for t in read["threads"]] == [str(256 * 2**20)]
+
+
+def stuck_py_spy(tmp_path) -> tuple[Path, Path]:
+    """Stands in for a py-spy stuck mid-read (not ours): it writes its pid and sleeps."""
+    pid_file = tmp_path / "py-spy.pid"
+    tool = tmp_path / "py-spy"
+    tool.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 600\n")
+    tool.chmod(0o755)
+    return tool, pid_file
+
+
+def wait_until_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == "Z":  # ended, waiting for a parent that is gone (the test's reaper)
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_stuck_py_spy_is_killed_with_everything_it_was_run_through_when_its_read_takes_too_long(
+    tmp_path,
+):
+    import subprocess
+    import sys
+
+    from jobs.runner import process_start
+    from jobs.stacks import Listed, _dump
+
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    tool, pid_file = stuck_py_spy(tmp_path)
+    try:
+        listed = Listed(target.pid, process_start(target.pid), target.pid, "")
+        read = _dump(str(tool), listed, 1, [])
+    finally:
+        target.kill()
+        target.wait()
+
+    assert read == {"error": "timeout", "seconds": 1}
+    # Killing only the head of the chain (timeout, prlimit, setpriv) left py-spy running.
+    assert wait_until_gone(int(pid_file.read_text()), 5)
+
+
+def test_a_stuck_py_spy_ends_by_itself_when_nothing_is_left_to_kill_it(tmp_path):
+    """Chaos 18: a worker killed while py-spy was stuck mid-read left it running for good (and
+    py-spy pauses the process it reads). The chain it runs through ends it by itself a little
+    after the worker's own bound."""
+    import subprocess
+    import sys
+
+    from jobs.runner import process_start
+
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    tool, pid_file = stuck_py_spy(tmp_path)
+    # The read in a process of its own, killed outright as a worker is, mid-read.
+    reader = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import django, sys; django.setup(); from jobs.stacks import Listed, _dump; "
+            f"_dump({str(tool)!r}, Listed({target.pid}, {process_start(target.pid)!r}, "
+            f"{target.pid}, ''), 1, [])",
+        ],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "console.settings"},
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stuck = int(pid_file.read_text())
+        reader.kill()
+        reader.wait()
+        assert Path(f"/proc/{stuck}").exists()
+
+        assert wait_until_gone(stuck, 15)  # its bound is 1 s, and 2 s more for the chain's own
+    finally:
+        target.kill()
+        target.wait()
