@@ -53,7 +53,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 PYTORCH = "PyTorchJob"
 MPI = "MPIJob"
@@ -984,6 +984,11 @@ RENAMED = {"jobType": "jobFramework", "jobFramework": "jobType"}
 ALIASES = frozenset(DATASOURCE_KEYS[1:])
 # A place named in a message: a key (or a list's items) at most this long, then "…".
 MAX_KEY_SHOWN = 64
+# At most this many keys in the wrong place are named in a refusal, and at most FIELDS_LISTED
+# keys read nowhere in an answer's `warnings`, the rest counted: a 2.5 MB body of 250,000
+# `{"key": 1}` envs was otherwise refused with a 12 MB message (found in review).
+MISPLACED_NAMED = 20
+FIELDS_LISTED = 100
 
 
 @dataclass
@@ -996,7 +1001,16 @@ class UnreadFields:
 
 
 def _shown_key(key: str) -> str:
-    return key if len(key) <= MAX_KEY_SHOWN else key[: MAX_KEY_SHOWN - 1] + "…"
+    """A key as a message names it: cut past MAX_KEY_SHOWN characters, and each control or
+    format character (a newline, U+202E RIGHT-TO-LEFT OVERRIDE, a zero-width space) written
+    as its escape, so that a key cannot turn or hide the text around it on the job's page,
+    in the events API or in a log line (the console's own words name it, on anyone's job)."""
+    if len(key) > MAX_KEY_SHOWN:
+        key = key[: MAX_KEY_SHOWN - 1] + "…"
+    return "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+        for c in key
+    )
 
 
 def _places(fields: Fields) -> dict[str, list[str]]:
@@ -1029,6 +1043,24 @@ def _misplaced_message(key: str, path: str, places: list[str]) -> str:
     return _("'%(key)s' belongs in %(places)s.") % {"key": key, "places": ", ".join(named[:3])}
 
 
+def misplaced_named(misplaced: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The first MISPLACED_NAMED of `misplaced` (UnreadFields.misplaced), and how many more
+    there are, said without a path ("")."""
+    more = len(misplaced) - MISPLACED_NAMED
+    if more <= 0:
+        return misplaced
+    named = dict(list(misplaced.items())[:MISPLACED_NAMED])
+    named[""] = [
+        ngettext(
+            "%(count)d more key is not read where it is.",
+            "%(count)d more keys are not read where they are.",
+            more,
+        )
+        % {"count": more}
+    ]
+    return named
+
+
 def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
     """The keys of `document` (a CreateJob body as the client sent it: `fields` is V1_FIELDS
     or V2_FIELDS) that the console does not read where they are (see the decisions above).
@@ -1046,6 +1078,11 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
             return
         if not isinstance(value, Mapping) or node.free_keys:
             return  # not an object (the parser names it), or one whose keys are data
+        if node.items is not None and not node.keys:
+            # An object where a list is read (`envs` as {"name": ...}): the parser refuses
+            # it as such; its keys are not judged as keys of the body (found in review:
+            # an env named "name" was said to belong at the top level).
+            return
         if node.roles is not None and is_role_map(value):
             for role, spec in value.items():
                 walk(spec, node.roles, f"{path}.{_shown_key(str(role))}")

@@ -568,3 +568,83 @@ def test_a_pasted_body_with_a_key_the_console_does_not_know_opens_its_draft_with
     )
     expect(page.locator("#id_name")).to_have_value("llm-pretrain")
     assert reverse("wizard-start") != page.url
+
+
+# -- review 18 ---------------------------------------------------------------------------
+
+
+def test_a_key_with_control_or_direction_characters_is_named_with_them_escaped(api, alice_client):
+    """Found in review: a key holding U+202E RIGHT-TO-LEFT OVERRIDE or a newline was named as
+    it was, so it could turn the event's text around it on the page staff read, or break a
+    log line; it is named with such characters escaped (HTML in it is escaped by the page)."""
+    key = "x\u202ecod<b>e\nSource"
+
+    answer = create_v1(api, body(**{key: 1}))
+
+    escaped = "x\\u202ecod<b>e\\u000aSource"
+    assert answer["warnings"][0]["fields"] == [escaped]
+    job = Job.objects.get(public_id=answer["result"]["jobId"])
+    message = job.events.get(reason="FieldsNotRead").message
+    assert escaped in message and "\u202e" not in message and "\n" not in message
+    page = alice_client.get(f"/jobs/{job.public_id}/").content.decode()
+    assert "x\\u202ecod&lt;b&gt;e\\u000aSource" in page
+    assert "\u202e" not in page and "<b>e" not in page
+
+
+def test_envs_given_as_an_object_are_refused_as_not_a_list_not_as_misplaced_keys(api):
+    """Found in review: `envs` as {"name": ..., "value": ...} was refused as if `name` were
+    the job's name put in the wrong place; the parser's own refusal (a list is needed) is
+    what the client reads."""
+    job_body = body()
+    job_body["jobSpec"]["envs"] = {"name": "HF_HOME", "value": "/cache"}
+
+    error = v1.refused(lambda: api.create_job(pool="local", body=job_body))
+
+    assert error.message.startswith("jobSpec.envs: ")
+    assert "belongs" not in error.message and "name" not in error.message
+    assert not Job.objects.exists()
+
+
+def test_thousands_of_keys_not_read_are_answered_in_words_of_bounded_size(api):
+    """Found in review: a body of 250,000 misplaced keys (2.5 MB) was refused with a 12 MB
+    message, and one of as many unknown keys answered with every path. At most 20 misplaced
+    keys are named (the rest counted), and the warning lists 100 paths and counts the rest."""
+    misplaced = body()
+    misplaced["jobSpec"]["envs"] = [{"name": f"E{n}", "value": "1", "key": n} for n in range(30)]
+
+    error = v1.refused(lambda: api.create_job(pool="local", body=misplaced))
+
+    assert error.message.count("'key' belongs in labels[].") == 20
+    assert "jobSpec.envs[19].key" in error.message and "envs[20]" not in error.message
+    assert error.message.endswith("10 more keys are not read where they are.")
+
+    answer = create_v1(api, body(**{f"x{n:03}": n for n in range(130)}))
+
+    warning = answer["warnings"][0]
+    assert warning["fields"] == [f"x{n:03}" for n in range(100)]
+    assert warning["moreFields"] == 30
+    assert warning["message"].endswith(
+        "x019 and 110 more were not read (not known to this console)."
+    )
+
+
+@pytest.mark.usefixtures("_local_pool")
+def test_a_v1_body_with_faultToleranceArgs_imports_as_the_api_reads_it(alice_client):
+    """Found in review: AIHC's Go SDK sends `faultToleranceArgs` in v1 bodies (beside
+    `jobFramework`), which the API now reads; the import took such a body for a v2 one and
+    refused its `jobFramework` as v1's name of `jobType`."""
+    pasted = {
+        **{k: v for k, v in BODY.items() if k != "faultToleranceConfig"},
+        **CHANNELS,
+        "faultToleranceArgs": "--enable-hang-detection=true --hang-detection-log-timeout-minutes=30",
+    }
+
+    r = import_body(alice_client, pasted)
+
+    assert r.status_code == 302, error_texts(r)
+    # The wizard's fault tolerance step holds the flags as the API reads them.
+    assert Draft.objects.get().data["fault"] == {
+        "fault_tolerance": ["on"],
+        "hang_detection": ["on"],
+        "hang_minutes": ["30"],
+    }
