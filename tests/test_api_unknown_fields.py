@@ -648,3 +648,30 @@ def test_a_v1_body_with_faultToleranceArgs_imports_as_the_api_reads_it(alice_cli
         "hang_detection": ["on"],
         "hang_minutes": ["30"],
     }
+
+
+@pytest.mark.browser
+@pytest.mark.usefixtures("_local_pool")
+def test_a_pasted_v1_body_with_faultToleranceArgs_opens_a_draft_with_hang_detection_on(
+    logged_in_page, settings, tmp_path
+):
+    # The body's cards and volume, over runner_settings' pool (applied after _local_pool).
+    settings.LOCAL_ACCELERATORS = f"{v1.A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    page = logged_in_page
+    pasted = {
+        **{k: v for k, v in BODY.items() if k != "faultToleranceConfig"},
+        **CHANNELS,
+        "faultToleranceArgs": "--enable-hang-detection=true --hang-detection-log-timeout-minutes=30",
+    }
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps(pasted, indent=2))
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    page.wait_for_url(lambda url: url.endswith("/basic/"))
+    expect(page.locator("#id_name")).to_have_value("llm-pretrain")
+    page.goto(page.url.replace("/basic/", "/fault/"))
+    assert page.url.endswith("/fault/")
+    expect(page.locator("#id_hang_detection")).to_be_checked()
+    expect(page.locator("#id_hang_minutes")).to_have_value("30")
