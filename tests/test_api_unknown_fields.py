@@ -591,6 +591,21 @@ def test_a_key_with_control_or_direction_characters_is_named_with_them_escaped(a
     assert "\u202e" not in page and "<b>e" not in page
 
 
+@pytest.mark.browser
+def test_the_owner_reads_a_key_with_a_direction_override_escaped_in_the_jobs_events(
+    api, logged_in_page
+):
+    answer = create_v1(api, body(**{"x\u202ecodeSource": 1}))
+    page = logged_in_page
+
+    page.reload()  # the job list, where the job made meanwhile now shows
+    page.click(f"a[href='/jobs/{answer['result']['jobId']}/']")
+
+    event = page.locator("#events li", has_text="x\\u202ecodeSource")
+    expect(event).to_contain_text("请求字段未读取")
+    assert "\u202e" not in event.inner_text()
+
+
 def test_envs_given_as_an_object_are_refused_as_not_a_list_not_as_misplaced_keys(api):
     """Found in review: `envs` as {"name": ..., "value": ...} was refused as if `name` were
     the job's name put in the wrong place; the parser's own refusal (a list is needed) is
