@@ -876,7 +876,9 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
 # - a key the console reads nowhere is accepted, as AIHC accepts it, but named: a warning
 #   event on the job, `warnings` in the API's answer, a warning on an imported draft (paths
 #   only, never a value: a value may be a secret);
-# - a key whose value is null, [] or {} holds nothing to lose: neither refused nor named.
+# - a key whose value holds nothing (null, "", 0, false, or a list or object of only such
+#   values: Go's zero values, which AIHC's SDK and CLI send for every field left unset) has
+#   nothing to lose: neither refused nor named (holds_nothing).
 # Keys are matched as the parser reads them: exactly, letter case included. Go's
 # encoding/json matches a key to a field in any letter case, so AIHC reads `JobSpec` as
 # `jobSpec`; the console does not, and says so (refused) rather than drop it.
@@ -1043,6 +1045,26 @@ def _misplaced_message(key: str, path: str, places: list[str]) -> str:
     return _("'%(key)s' belongs in %(places)s.") % {"key": key, "places": ", ".join(named[:3])}
 
 
+def holds_nothing(value: Any) -> bool:
+    """Whether a value asks for nothing: null, "", 0, false, or a list or object holding only
+    such values. Decided in review: AIHC's Go SDK and CLI send every field of their structs,
+    those left unset as Go's zero values (`"codeSource": {"filePath": "", ...}`, each mount's
+    `"options": {"sizeLimit": 0, "medium": "", "cfsInstanceId": "", ...}`), which AIHC's Go
+    server cannot tell from a field not sent; naming them warned on every such create, about
+    nothing the job loses. A key holding nothing is neither refused nor named."""
+    if value is None or isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float | Decimal):
+        return value == 0
+    if isinstance(value, str):
+        return value == ""
+    if isinstance(value, list):
+        return all(holds_nothing(item) for item in value)
+    if isinstance(value, Mapping):
+        return all(holds_nothing(item) for item in value.values())
+    return False
+
+
 def misplaced_named(misplaced: dict[str, list[str]]) -> dict[str, list[str]]:
     """The first MISPLACED_NAMED of `misplaced` (UnreadFields.misplaced), and how many more
     there are, said without a path ("")."""
@@ -1096,7 +1118,7 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
                 if child is not None:
                     walk(item, child, here)
                 continue
-            if item is None or item == [] or item == {}:
+            if holds_nothing(item):
                 continue  # nothing in it to lose
             shown = _shown_key(key)
             if key.lower() in lower:
@@ -1121,7 +1143,7 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
         # The mounts are read from the first spelling given; another one would be dropped.
         given = [key for key in DATASOURCE_KEYS if document.get(key) is not None]
         for key in given[1:]:
-            if document[key] != [] and document[key] != {}:
+            if not holds_nothing(document[key]):
                 found.misplaced.setdefault(key, []).append(
                     _("'%(key)s' is not read: the body gives the mounts as '%(first)s' already.")
                     % {"key": key, "first": given[0]}

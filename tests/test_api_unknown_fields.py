@@ -251,7 +251,7 @@ def test_the_references_fields_the_console_reads_are_not_named_and_those_it_igno
     assert unread.unknown == [
         "jobSpec.privileged",
         "datasources[0].options.sizeLimit",
-        "datasources[0].options.medium",
+        # "medium": "" asks for nothing (Go's zero value): not named
         "datasources[0].options.pfsL1ClusterIp",
         "datasources[0].options.pfsL1ClusterPort",
         "alertConfig.alertIds",
@@ -261,7 +261,7 @@ def test_the_references_fields_the_console_reads_are_not_named_and_those_it_igno
         "codeSource",
     ]
     v2 = {k: v for k, v in REFERENCE_V1.items() if k not in ("jobFramework", "codeSource")}
-    v2 = {**v2, "jobType": "PyTorchJob", "command": "true", "advancedSettings": {"runtimeEnv": ""}}
+    v2 = {**v2, "jobType": "PyTorchJob", "command": "true", "advancedSettings": {"runtimeEnv": "x"}}
     assert S.unread_fields(v2, S.V2_FIELDS).unknown[-1] == "advancedSettings"
 
 
@@ -429,7 +429,7 @@ def test_a_retried_create_names_the_keys_again_and_makes_one_job_with_one_warnin
 
 
 def test_more_than_twenty_unknown_keys_are_counted_past_the_twentieth(api):
-    extra = {f"x{n:02}": n for n in range(23)}
+    extra = {f"x{n:02}": n + 1 for n in range(23)}
 
     answer = create_v1(api, body(**extra))
 
@@ -625,7 +625,9 @@ def test_thousands_of_keys_not_read_are_answered_in_words_of_bounded_size(api):
     message, and one of as many unknown keys answered with every path. At most 20 misplaced
     keys are named (the rest counted), and the warning lists 100 paths and counts the rest."""
     misplaced = body()
-    misplaced["jobSpec"]["envs"] = [{"name": f"E{n}", "value": "1", "key": n} for n in range(30)]
+    misplaced["jobSpec"]["envs"] = [
+        {"name": f"E{n}", "value": "1", "key": n + 1} for n in range(30)
+    ]
 
     error = v1.refused(lambda: api.create_job(pool="local", body=misplaced))
 
@@ -633,7 +635,7 @@ def test_thousands_of_keys_not_read_are_answered_in_words_of_bounded_size(api):
     assert "jobSpec.envs[19].key" in error.message and "envs[20]" not in error.message
     assert error.message.endswith("10 more keys are not read where they are.")
 
-    answer = create_v1(api, body(**{f"x{n:03}": n for n in range(130)}))
+    answer = create_v1(api, body(**{f"x{n:03}": n + 1 for n in range(130)}))
 
     warning = answer["warnings"][0]
     assert warning["fields"] == [f"x{n:03}" for n in range(100)]
@@ -690,3 +692,36 @@ def test_a_pasted_v1_body_with_faultToleranceArgs_opens_a_draft_with_hang_detect
     assert page.url.endswith("/fault/")
     expect(page.locator("#id_hang_detection")).to_be_checked()
     expect(page.locator("#id_hang_minutes")).to_have_value("30")
+
+
+def test_the_go_sdks_unset_fields_sent_as_zero_values_are_not_named(api):
+    """Found in review: AIHC's Go SDK (OpenAPIJobCreateRequest) sends every field of its
+    structs, unset ones as Go's zero values: every create from it was warned about
+    `codeSource` and each mount's `options`, which ask for nothing."""
+    job_body = body(
+        codeSource={
+            "filePath": "",
+            "mountPath": "",
+            "id": "",
+            "bosObjectName": "",
+            "bosTemporaryToken": "",
+            "bosEndpoint": "",
+            "bosBucket": "",
+        },
+        alertConfig=None,
+        enableBccl=False,
+        logCollectionFilePatterns=None,
+    )
+    options = {"sizeLimit": 0, "medium": "", "readOnly": False, "cfsInstanceId": ""}
+    job_body["datasources"][0]["options"] = {**options, "cfsMountPoint": ""}
+
+    answer = create_v1(api, job_body)
+
+    assert "warnings" not in answer
+    assert not Job.objects.get().events.filter(reason="FieldsNotRead").exists()
+
+    # A value that asks for something is named still.
+    job_body["datasources"][0]["options"]["sizeLimit"] = 1000
+    job_body["codeSource"]["filePath"] = "./src"
+    again = create_v1(api, {**job_body, "name": "with-values"})
+    assert again["warnings"][0]["fields"] == ["datasources[0].options.sizeLimit", "codeSource"]
