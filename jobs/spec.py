@@ -702,7 +702,9 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
     spec.priority = r.str(top.get("priority"), "priority").strip() or "normal"
 
     spec.image = r.str(job_spec.get("image"), "jobSpec.image").strip()
-    if job_spec.get("imageConfig") is not None:
+    # An imageConfig holding nothing ({"username": "", "password": ""}, which AIHC's Go SDK
+    # sends for every job, its struct's zero value) is no private registry: a public image.
+    if not holds_nothing(job_spec.get("imageConfig")):
         ic = r.obj(job_spec.get("imageConfig"), "jobSpec.imageConfig")
         spec.image_config = ImageConfig(
             username=r.str(ic.get("username"), "jobSpec.imageConfig.username"),

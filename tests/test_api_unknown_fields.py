@@ -725,3 +725,47 @@ def test_the_go_sdks_unset_fields_sent_as_zero_values_are_not_named(api):
     job_body["codeSource"]["filePath"] = "./src"
     again = create_v1(api, {**job_body, "name": "with-values"})
     assert again["warnings"][0]["fields"] == ["datasources[0].options.sizeLimit", "codeSource"]
+
+
+def test_a_v1_body_as_aihcs_go_sdk_writes_it_creates_a_job_with_no_warning(api):
+    """Found in review: AIHC's Go SDK (services/aihc/api/v1 OpenAPIJobCreateRequest) writes
+    every field of its structs, the unset ones as Go's zero values; its body was refused
+    (`imageConfig` {"username": "", "password": ""} read as a private registry missing both)
+    or, that fixed, warned about `codeSource`. It creates the job it asks for."""
+    go_body = {
+        "name": "from-the-go-sdk",
+        "queue": "",
+        "jobFramework": "",
+        "jobSpec": {
+            "command": "echo hello",
+            "image": "python:3.12",
+            "imageConfig": {"username": "", "password": ""},
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+            "envs": None,
+            "enableRDMA": False,
+        },
+        "faultTolerance": False,
+        "labels": None,
+        "priority": "",
+        "datasources": None,
+        "codeSource": {
+            "filePath": "",
+            "mountPath": "",
+            "id": "",
+            "bosObjectName": "",
+            "bosTemporaryToken": "",
+            "bosEndpoint": "",
+            "bosBucket": "",
+        },
+        "alertConfig": None,
+        "enableBccl": False,
+        "logCollectionFilePatterns": None,
+    }
+
+    answer = create_v1(api, go_body)
+
+    assert "warnings" not in answer
+    spec = Job.objects.get(public_id=answer["result"]["jobId"]).job_spec()
+    assert spec.image_config is None
+    assert (spec.queue, spec.priority, spec.framework) == ("default", "normal", "PyTorchJob")
