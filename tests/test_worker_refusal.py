@@ -416,3 +416,36 @@ def test_serve_killed_outright_leaves_no_refusal_file_behind(tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server.pid, signal.SIGKILL)
     assert not list(var.glob("worker-refusal-*"))
+
+
+def test_a_refusal_file_that_cannot_be_written_leaves_the_reason_on_stderr(
+    world,  # noqa: F811
+    closed_run_dir,
+    tmp_path,
+):
+    """Found in review: a refusal file the worker could not write (its folder gone) ended the
+    worker with a traceback and exit code 1, the reason said nowhere; it is said on stderr,
+    and the exit code is still 78."""
+    closed, runs = closed_run_dir
+    env = {**world["env"], "LOCAL_JOB_UID_BASE": str(BASE), "LOCAL_RUN_DIR": str(runs)}
+    env["LOCAL_VOLUMES"] = ""
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "worker",
+            "--no-tasks",
+            "--refusal-file",
+            str(tmp_path / "gone" / "refusal"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == EXIT_REFUSED
+    assert f"the jobs' users cannot enter {closed}, above {runs}" in done.stderr
+    assert "Traceback" not in done.stderr
