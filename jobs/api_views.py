@@ -56,7 +56,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from . import spec as spec_module
 from .actions import ActionError, job_delete, job_priority_change, job_stop
-from .aihc.mapping import both_fault_tolerance_forms, fault_tolerance_config
+from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
@@ -450,42 +450,39 @@ def fields_read(document: Any, fields: spec_module.Fields) -> list[str]:
     `jobSpec.datasources` runs no mount, so it is refused rather than dropped)."""
     unread = spec_module.unread_fields(document, fields)
     if unread.misplaced:
-        raise ApiError(400, "InvalidParameter", _errors_message(unread.misplaced))
+        misplaced = spec_module.misplaced_named(unread.misplaced)
+        raise ApiError(400, "InvalidParameter", _errors_message(misplaced))
     return unread.unknown
 
 
 def fields_warnings(unread: Sequence[str]) -> dict[str, Any]:
     """What a create answers beside its result about the keys it did not read: `warnings`, a
     key AIHC's answers do not have (Baidu's SDKs ignore keys they do not know); none when every
-    key was read, so the answer is AIHC's own then."""
+    key was read, so the answer is AIHC's own then. `fields` lists the first FIELDS_LISTED
+    paths, and `moreFields` counts the rest (the message counts every one)."""
     if not unread:
         return {}
     message, params = fields_not_read(unread)
-    return {
-        "warnings": [
-            {"code": FIELDS_NOT_READ, "message": _(message) % params, "fields": list(unread)}
-        ]
+    warning = {
+        "code": FIELDS_NOT_READ,
+        "message": _(message) % params,
+        "fields": list(unread[: spec_module.FIELDS_LISTED]),
     }
+    if len(unread) > spec_module.FIELDS_LISTED:
+        warning["moreFields"] = len(unread) - spec_module.FIELDS_LISTED
+    return {"warnings": [warning]}
 
 
 def fault_tolerance_args_read(document: Any) -> Any:
-    """A v1 body with `faultToleranceArgs` (AIHC's Go SDK sends it in v1 too, "one of the
-    two" with faultToleranceConfig) as the body with that faultToleranceConfig, read as v2
-    reads it (jobs.aihc.mapping.fault_tolerance_config); both at once is refused."""
-    if not isinstance(document, dict) or document.get("faultToleranceArgs") is None:
+    """A v1 body with `faultToleranceArgs` as the body with that faultToleranceConfig
+    (jobs.aihc.mapping.v1_fault_tolerance_args); both at once, or a flag the console does not
+    run, is refused."""
+    if not isinstance(document, dict):
         return document
-    if document.get("faultToleranceConfig") is not None:
-        raise ApiError(
-            400, "InvalidParameter", f"faultToleranceArgs: {both_fault_tolerance_forms()}."
-        )
-    document = dict(document)
     try:
-        document["faultToleranceConfig"] = fault_tolerance_config(
-            document.pop("faultToleranceArgs")
-        )
+        return v1_fault_tolerance_args(document)
     except ValueError as exc:
         raise ApiError(400, "InvalidParameter", f"faultToleranceArgs: {exc}.") from None
-    return document
 
 
 def _errors_message(errors: dict[str, list[str]], rename: Callable[[str], str] = str) -> str:

@@ -118,7 +118,21 @@ class WorkerState:
             return OK
         # A refusal says why none runs; while one runs (another host's worker refused beside
         # it), it does not matter to monitoring, and the refused worker's output says it.
-        return REFUSED if self.refused else found
+        return REFUSED if self.refusal_current else found
+
+    @property
+    def refusal_current(self) -> bool:
+        """Whether the refusal recorded is why no worker runs now: made after the lease's
+        last worker's last beat, or at most WORKER_STALE_SECONDS before it. Found in review:
+        a refusal made once beside a running worker (`manage.py worker` run by hand as
+        another user, a standby since fixed) was kept while that worker ran for days, and
+        said as the reason when it stopped or died; a refused worker that is started again
+        (serve, a service manager) renews it within that time, so it is said again then."""
+        if not self.refused:
+            return False
+        if self.seen_at is None or self.refused_at is None:
+            return True
+        return self.refused_at >= self.seen_at - timedelta(seconds=settings.WORKER_STALE_SECONDS)
 
     @property
     def running(self) -> bool:

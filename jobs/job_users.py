@@ -152,7 +152,8 @@ class Problem(str):
     """One reason the worker refuses LOCAL_JOB_UID_BASE at its start: the text in English (as
     the worker's output and /healthz say it), plus its message and parameters, so staff read
     it in their language (`shown`). `public`: the wording /healthz answers to anyone, which
-    names no folder, user or group of this machine ("": the text itself names none)."""
+    names no folder, user or group of this machine, nor a uid or gid ("": the text itself
+    names none; found in review: LOCAL_JOB_GID's group and the worker's uid were answered)."""
 
     key: str
     params: dict[str, object]
@@ -183,6 +184,9 @@ def problems() -> list[Problem]:
                     "(uid %(uid)s) is not: only root can run a job as another user. Unset it, "
                     "or run the worker as root"
                 ),
+                gettext_noop(
+                    "LOCAL_JOB_UID_BASE=%(base)s needs a worker run as root, which this one is not"
+                ),
                 base=base,
                 uid=os.geteuid(),
             )
@@ -194,6 +198,7 @@ def problems() -> list[Problem]:
         found.append(
             Problem(
                 gettext_noop("LOCAL_JOB_GID=%(value)s is no group of this machine"),
+                gettext_noop("LOCAL_JOB_GID is no group of this machine"),
                 value=settings.LOCAL_JOB_GID,
             )
         )
@@ -205,6 +210,9 @@ def problems() -> list[Problem]:
                     "LOCAL_JOB_GID=%(value)s is a system group's (gid %(gid)s, below "
                     "%(lowest)s), whose rights every job would have: make a group of its own "
                     "for the jobs (groupadd)"
+                ),
+                gettext_noop(
+                    "LOCAL_JOB_GID is a system group's, whose rights every job would have"
                 ),
                 value=settings.LOCAL_JOB_GID,
                 gid=gid,

@@ -53,7 +53,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 PYTORCH = "PyTorchJob"
 MPI = "MPIJob"
@@ -702,7 +702,9 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
     spec.priority = r.str(top.get("priority"), "priority").strip() or "normal"
 
     spec.image = r.str(job_spec.get("image"), "jobSpec.image").strip()
-    if job_spec.get("imageConfig") is not None:
+    # An imageConfig holding nothing ({"username": "", "password": ""}, which AIHC's Go SDK
+    # sends for every job, its struct's zero value) is no private registry: a public image.
+    if not holds_nothing(job_spec.get("imageConfig")):
         ic = r.obj(job_spec.get("imageConfig"), "jobSpec.imageConfig")
         spec.image_config = ImageConfig(
             username=r.str(ic.get("username"), "jobSpec.imageConfig.username"),
@@ -876,7 +878,9 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
 # - a key the console reads nowhere is accepted, as AIHC accepts it, but named: a warning
 #   event on the job, `warnings` in the API's answer, a warning on an imported draft (paths
 #   only, never a value: a value may be a secret);
-# - a key whose value is null, [] or {} holds nothing to lose: neither refused nor named.
+# - a key whose value holds nothing (null, "", 0, false, or a list or object of only such
+#   values: Go's zero values, which AIHC's SDK and CLI send for every field left unset) has
+#   nothing to lose: neither refused nor named (holds_nothing).
 # Keys are matched as the parser reads them: exactly, letter case included. Go's
 # encoding/json matches a key to a field in any letter case, so AIHC reads `JobSpec` as
 # `jobSpec`; the console does not, and says so (refused) rather than drop it.
@@ -984,6 +988,11 @@ RENAMED = {"jobType": "jobFramework", "jobFramework": "jobType"}
 ALIASES = frozenset(DATASOURCE_KEYS[1:])
 # A place named in a message: a key (or a list's items) at most this long, then "…".
 MAX_KEY_SHOWN = 64
+# At most this many keys in the wrong place are named in a refusal, and at most FIELDS_LISTED
+# keys read nowhere in an answer's `warnings`, the rest counted: a 2.5 MB body of 250,000
+# `{"key": 1}` envs was otherwise refused with a 12 MB message (found in review).
+MISPLACED_NAMED = 20
+FIELDS_LISTED = 100
 
 
 @dataclass
@@ -996,7 +1005,16 @@ class UnreadFields:
 
 
 def _shown_key(key: str) -> str:
-    return key if len(key) <= MAX_KEY_SHOWN else key[: MAX_KEY_SHOWN - 1] + "…"
+    """A key as a message names it: cut past MAX_KEY_SHOWN characters, and each control or
+    format character (a newline, U+202E RIGHT-TO-LEFT OVERRIDE, a zero-width space) written
+    as its escape, so that a key cannot turn or hide the text around it on the job's page,
+    in the events API or in a log line (the console's own words name it, on anyone's job)."""
+    if len(key) > MAX_KEY_SHOWN:
+        key = key[: MAX_KEY_SHOWN - 1] + "…"
+    return "".join(
+        f"\\u{ord(c):04x}" if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+        for c in key
+    )
 
 
 def _places(fields: Fields) -> dict[str, list[str]]:
@@ -1029,6 +1047,44 @@ def _misplaced_message(key: str, path: str, places: list[str]) -> str:
     return _("'%(key)s' belongs in %(places)s.") % {"key": key, "places": ", ".join(named[:3])}
 
 
+def holds_nothing(value: Any) -> bool:
+    """Whether a value asks for nothing: null, "", 0, false, or a list or object holding only
+    such values. Decided in review: AIHC's Go SDK and CLI send every field of their structs,
+    those left unset as Go's zero values (`"codeSource": {"filePath": "", ...}`, each mount's
+    `"options": {"sizeLimit": 0, "medium": "", "cfsInstanceId": "", ...}`), which AIHC's Go
+    server cannot tell from a field not sent; naming them warned on every such create, about
+    nothing the job loses. A key holding nothing is neither refused nor named."""
+    if value is None or isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float | Decimal):
+        return value == 0
+    if isinstance(value, str):
+        return value == ""
+    if isinstance(value, list):
+        return all(holds_nothing(item) for item in value)
+    if isinstance(value, Mapping):
+        return all(holds_nothing(item) for item in value.values())
+    return False
+
+
+def misplaced_named(misplaced: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The first MISPLACED_NAMED of `misplaced` (UnreadFields.misplaced), and how many more
+    there are, said without a path ("")."""
+    more = len(misplaced) - MISPLACED_NAMED
+    if more <= 0:
+        return misplaced
+    named = dict(list(misplaced.items())[:MISPLACED_NAMED])
+    named[""] = [
+        ngettext(
+            "%(count)d more key is not read where it is.",
+            "%(count)d more keys are not read where they are.",
+            more,
+        )
+        % {"count": more}
+    ]
+    return named
+
+
 def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
     """The keys of `document` (a CreateJob body as the client sent it: `fields` is V1_FIELDS
     or V2_FIELDS) that the console does not read where they are (see the decisions above).
@@ -1046,6 +1102,11 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
             return
         if not isinstance(value, Mapping) or node.free_keys:
             return  # not an object (the parser names it), or one whose keys are data
+        if node.items is not None and not node.keys:
+            # An object where a list is read (`envs` as {"name": ...}): the parser refuses
+            # it as such; its keys are not judged as keys of the body (found in review:
+            # an env named "name" was said to belong at the top level).
+            return
         if node.roles is not None and is_role_map(value):
             for role, spec in value.items():
                 walk(spec, node.roles, f"{path}.{_shown_key(str(role))}")
@@ -1059,7 +1120,7 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
                 if child is not None:
                     walk(item, child, here)
                 continue
-            if item is None or item == [] or item == {}:
+            if holds_nothing(item):
                 continue  # nothing in it to lose
             shown = _shown_key(key)
             if key.lower() in lower:
@@ -1084,7 +1145,7 @@ def unread_fields(document: Any, fields: Fields = V1_FIELDS) -> UnreadFields:
         # The mounts are read from the first spelling given; another one would be dropped.
         given = [key for key in DATASOURCE_KEYS if document.get(key) is not None]
         for key in given[1:]:
-            if document[key] != [] and document[key] != {}:
+            if not holds_nothing(document[key]):
                 found.misplaced.setdefault(key, []).append(
                     _("'%(key)s' is not read: the body gives the mounts as '%(first)s' already.")
                     % {"key": key, "first": given[0]}

@@ -8,7 +8,8 @@ one (jobs.wizard.raw_from_spec) and checked as the review checks it.
 
 Decisions (README "Creating a job: the wizard", "Import from a request"):
 - Accepted: the v1 body (`POST /api/v1/aijobs`), the v2 CreateJob body (told from v1 by its
-  own keys: `jobType`, top-level `command`, `faultToleranceArgs`, a per-role jobSpec), and the
+  own keys: `jobType`, top-level `command`, a per-role jobSpec; a v1 body may have
+  `faultToleranceArgs`, as the API reads it), and the
   console's stored document (v1 plus `resourcePoolId` and `console`).
 - The pool: the select beside the box when one is chosen (as the API's `resourcePoolId` query
   parameter wins over the body's), else the body's `resourcePoolId`. One the console does not
@@ -72,7 +73,7 @@ from django.utils.translation import gettext_lazy
 
 from . import spec as S
 from . import wizard as W
-from .aihc.mapping import RoleMapError, is_role_map, v1_from_v2
+from .aihc.mapping import RoleMapError, is_role_map, v1_fault_tolerance_args, v1_from_v2
 from .api_v2 import v2_paths
 from .api_views import (
     NotJsonConstant,
@@ -111,7 +112,9 @@ JSON_PROBLEMS = {
         "a comma before ] is not allowed in JSON"
     ),
 }
-V2_KEYS = ("jobType", "faultToleranceArgs")
+# Not faultToleranceArgs: AIHC's Go SDK sends it in v1 bodies too (beside jobFramework), which
+# the API reads as v1 (jobs.aihc.mapping.v1_fault_tolerance_args); so does the import.
+V2_KEYS = ("jobType",)
 # An env name's parts: split at anything not a letter or digit, and where a lower-case letter
 # or digit meets a capital ("dbPassword", "HFToken").
 NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -355,9 +358,10 @@ def read_body(
     # such, not as a value the roles do not share. The messages name keys, never values.
     unread = S.unread_fields(document, S.V2_FIELDS if v2 else S.V1_FIELDS)
     if unread.misplaced:
-        raise ImportRefusedError(_spec_errors(unread.misplaced, str, []), shown_text(text), v2)
+        misplaced = S.misplaced_named(unread.misplaced)
+        raise ImportRefusedError(_spec_errors(misplaced, str, []), shown_text(text), v2)
     try:
-        v1 = v1_from_v2(document) if v2 else document
+        v1 = v1_from_v2(document) if v2 else v1_fault_tolerance_args(document)
     except RoleMapError as exc:
         errors = [("body", f"{path}: {message}") for path, message in exc.problems]
         raise ImportRefusedError(errors, shown_text(text), v2) from None

@@ -251,7 +251,7 @@ def test_the_references_fields_the_console_reads_are_not_named_and_those_it_igno
     assert unread.unknown == [
         "jobSpec.privileged",
         "datasources[0].options.sizeLimit",
-        "datasources[0].options.medium",
+        # "medium": "" asks for nothing (Go's zero value): not named
         "datasources[0].options.pfsL1ClusterIp",
         "datasources[0].options.pfsL1ClusterPort",
         "alertConfig.alertIds",
@@ -261,7 +261,7 @@ def test_the_references_fields_the_console_reads_are_not_named_and_those_it_igno
         "codeSource",
     ]
     v2 = {k: v for k, v in REFERENCE_V1.items() if k not in ("jobFramework", "codeSource")}
-    v2 = {**v2, "jobType": "PyTorchJob", "command": "true", "advancedSettings": {"runtimeEnv": ""}}
+    v2 = {**v2, "jobType": "PyTorchJob", "command": "true", "advancedSettings": {"runtimeEnv": "x"}}
     assert S.unread_fields(v2, S.V2_FIELDS).unknown[-1] == "advancedSettings"
 
 
@@ -429,7 +429,7 @@ def test_a_retried_create_names_the_keys_again_and_makes_one_job_with_one_warnin
 
 
 def test_more_than_twenty_unknown_keys_are_counted_past_the_twentieth(api):
-    extra = {f"x{n:02}": n for n in range(23)}
+    extra = {f"x{n:02}": n + 1 for n in range(23)}
 
     answer = create_v1(api, body(**extra))
 
@@ -568,3 +568,204 @@ def test_a_pasted_body_with_a_key_the_console_does_not_know_opens_its_draft_with
     )
     expect(page.locator("#id_name")).to_have_value("llm-pretrain")
     assert reverse("wizard-start") != page.url
+
+
+# -- review 18 ---------------------------------------------------------------------------
+
+
+def test_a_key_with_control_or_direction_characters_is_named_with_them_escaped(api, alice_client):
+    """Found in review: a key holding U+202E RIGHT-TO-LEFT OVERRIDE or a newline was named as
+    it was, so it could turn the event's text around it on the page staff read, or break a
+    log line; it is named with such characters escaped (HTML in it is escaped by the page)."""
+    key = "x\u202ecod<b>e\nSource"
+
+    answer = create_v1(api, body(**{key: 1}))
+
+    escaped = "x\\u202ecod<b>e\\u000aSource"
+    assert answer["warnings"][0]["fields"] == [escaped]
+    job = Job.objects.get(public_id=answer["result"]["jobId"])
+    message = job.events.get(reason="FieldsNotRead").message
+    assert escaped in message and "\u202e" not in message and "\n" not in message
+    page = alice_client.get(f"/jobs/{job.public_id}/").content.decode()
+    assert "x\\u202ecod&lt;b&gt;e\\u000aSource" in page
+    assert "\u202e" not in page and "<b>e" not in page
+
+
+@pytest.mark.browser
+def test_the_owner_reads_a_key_with_a_direction_override_escaped_in_the_jobs_events(
+    api, logged_in_page
+):
+    answer = create_v1(api, body(**{"x\u202ecodeSource": 1}))
+    page = logged_in_page
+
+    page.reload()  # the job list, where the job made meanwhile now shows
+    page.click(f"a[href='/jobs/{answer['result']['jobId']}/']")
+
+    event = page.locator("#events li", has_text="x\\u202ecodeSource")
+    expect(event).to_contain_text("请求字段未读取")
+    assert "\u202e" not in event.inner_text()
+
+
+def test_envs_given_as_an_object_are_refused_as_not_a_list_not_as_misplaced_keys(api):
+    """Found in review: `envs` as {"name": ..., "value": ...} was refused as if `name` were
+    the job's name put in the wrong place; the parser's own refusal (a list is needed) is
+    what the client reads."""
+    job_body = body()
+    job_body["jobSpec"]["envs"] = {"name": "HF_HOME", "value": "/cache"}
+
+    error = v1.refused(lambda: api.create_job(pool="local", body=job_body))
+
+    assert error.message.startswith("jobSpec.envs: ")
+    assert "belongs" not in error.message and "name" not in error.message
+    assert not Job.objects.exists()
+
+
+def test_thousands_of_keys_not_read_are_answered_in_words_of_bounded_size(api):
+    """Found in review: a body of 250,000 misplaced keys (2.5 MB) was refused with a 12 MB
+    message, and one of as many unknown keys answered with every path. At most 20 misplaced
+    keys are named (the rest counted), and the warning lists 100 paths and counts the rest."""
+    misplaced = body()
+    misplaced["jobSpec"]["envs"] = [
+        {"name": f"E{n}", "value": "1", "key": n + 1} for n in range(30)
+    ]
+
+    error = v1.refused(lambda: api.create_job(pool="local", body=misplaced))
+
+    assert error.message.count("'key' belongs in labels[].") == 20
+    assert "jobSpec.envs[19].key" in error.message and "envs[20]" not in error.message
+    assert error.message.endswith("10 more keys are not read where they are.")
+
+    answer = create_v1(api, body(**{f"x{n:03}": n + 1 for n in range(130)}))
+
+    warning = answer["warnings"][0]
+    assert warning["fields"] == [f"x{n:03}" for n in range(100)]
+    assert warning["moreFields"] == 30
+    assert warning["message"].endswith(
+        "x019 and 110 more were not read (not known to this console)."
+    )
+
+
+@pytest.mark.usefixtures("_local_pool")
+def test_a_v1_body_with_faultToleranceArgs_imports_as_the_api_reads_it(alice_client):
+    """Found in review: AIHC's Go SDK sends `faultToleranceArgs` in v1 bodies (beside
+    `jobFramework`), which the API now reads; the import took such a body for a v2 one and
+    refused its `jobFramework` as v1's name of `jobType`."""
+    pasted = {
+        **{k: v for k, v in BODY.items() if k != "faultToleranceConfig"},
+        **CHANNELS,
+        "faultToleranceArgs": "--enable-hang-detection=true --hang-detection-log-timeout-minutes=30",
+    }
+
+    r = import_body(alice_client, pasted)
+
+    assert r.status_code == 302, error_texts(r)
+    # The wizard's fault tolerance step holds the flags as the API reads them.
+    assert Draft.objects.get().data["fault"] == {
+        "fault_tolerance": ["on"],
+        "hang_detection": ["on"],
+        "hang_minutes": ["30"],
+    }
+
+
+@pytest.mark.browser
+@pytest.mark.usefixtures("_local_pool")
+def test_a_pasted_v1_body_with_faultToleranceArgs_opens_a_draft_with_hang_detection_on(
+    logged_in_page, settings, tmp_path
+):
+    # The body's cards and volume, over runner_settings' pool (applied after _local_pool).
+    settings.LOCAL_ACCELERATORS = f"{v1.A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    page = logged_in_page
+    pasted = {
+        **{k: v for k, v in BODY.items() if k != "faultToleranceConfig"},
+        **CHANNELS,
+        "faultToleranceArgs": "--enable-hang-detection=true --hang-detection-log-timeout-minutes=30",
+    }
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps(pasted, indent=2))
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+
+    page.wait_for_url(lambda url: url.endswith("/basic/"))
+    expect(page.locator("#id_name")).to_have_value("llm-pretrain")
+    page.goto(page.url.replace("/basic/", "/fault/"))
+    assert page.url.endswith("/fault/")
+    expect(page.locator("#id_hang_detection")).to_be_checked()
+    expect(page.locator("#id_hang_minutes")).to_have_value("30")
+
+
+def test_the_go_sdks_unset_fields_sent_as_zero_values_are_not_named(api):
+    """Found in review: AIHC's Go SDK (OpenAPIJobCreateRequest) sends every field of its
+    structs, unset ones as Go's zero values: every create from it was warned about
+    `codeSource` and each mount's `options`, which ask for nothing."""
+    job_body = body(
+        codeSource={
+            "filePath": "",
+            "mountPath": "",
+            "id": "",
+            "bosObjectName": "",
+            "bosTemporaryToken": "",
+            "bosEndpoint": "",
+            "bosBucket": "",
+        },
+        alertConfig=None,
+        enableBccl=False,
+        logCollectionFilePatterns=None,
+    )
+    options = {"sizeLimit": 0, "medium": "", "readOnly": False, "cfsInstanceId": ""}
+    job_body["datasources"][0]["options"] = {**options, "cfsMountPoint": ""}
+
+    answer = create_v1(api, job_body)
+
+    assert "warnings" not in answer
+    assert not Job.objects.get().events.filter(reason="FieldsNotRead").exists()
+
+    # A value that asks for something is named still.
+    job_body["datasources"][0]["options"]["sizeLimit"] = 1000
+    job_body["codeSource"]["filePath"] = "./src"
+    again = create_v1(api, {**job_body, "name": "with-values"})
+    assert again["warnings"][0]["fields"] == ["datasources[0].options.sizeLimit", "codeSource"]
+
+
+def test_a_v1_body_as_aihcs_go_sdk_writes_it_creates_a_job_with_no_warning(api):
+    """Found in review: AIHC's Go SDK (services/aihc/api/v1 OpenAPIJobCreateRequest) writes
+    every field of its structs, the unset ones as Go's zero values; its body was refused
+    (`imageConfig` {"username": "", "password": ""} read as a private registry missing both)
+    or, that fixed, warned about `codeSource`. It creates the job it asks for."""
+    go_body = {
+        "name": "from-the-go-sdk",
+        "queue": "",
+        "jobFramework": "",
+        "jobSpec": {
+            "command": "echo hello",
+            "image": "python:3.12",
+            "imageConfig": {"username": "", "password": ""},
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+            "envs": None,
+            "enableRDMA": False,
+        },
+        "faultTolerance": False,
+        "labels": None,
+        "priority": "",
+        "datasources": None,
+        "codeSource": {
+            "filePath": "",
+            "mountPath": "",
+            "id": "",
+            "bosObjectName": "",
+            "bosTemporaryToken": "",
+            "bosEndpoint": "",
+            "bosBucket": "",
+        },
+        "alertConfig": None,
+        "enableBccl": False,
+        "logCollectionFilePatterns": None,
+    }
+
+    answer = create_v1(api, go_body)
+
+    assert "warnings" not in answer
+    spec = Job.objects.get(public_id=answer["result"]["jobId"]).job_spec()
+    assert spec.image_config is None
+    assert (spec.queue, spec.priority, spec.framework) == ("default", "normal", "PyTorchJob")

@@ -8,6 +8,7 @@ the jobs' users could never reach, and the worker is run as root (CI runs as roo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,9 +19,11 @@ import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db.models import F
 from django.test import Client
 
 from jobs import job_users
@@ -310,3 +313,139 @@ def test_staff_read_why_the_worker_refused_in_the_language_they_switch_to(
     )
     page.locator('a[href="/admin/"]').first.click()
     expect(page.locator("#worker-problem")).to_contain_text("The worker refused to start")
+
+
+# -- review 18 ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("group", "public"),
+    [
+        ("no-such-group-rv18", "LOCAL_JOB_GID is no group of this machine"),
+        ("root", "LOCAL_JOB_GID is a system group's, whose rights every job would have"),
+    ],
+)
+def test_healthz_names_no_group_of_local_job_gid_and_staff_still_read_it(
+    settings, tmp_path, reviewer, group, public
+):
+    """Found in review: /healthz (answered to anyone) said LOCAL_JOB_GID's group by name, and
+    a system group's gid; it says which setting is wrong, and staff read the group."""
+    if os.geteuid() != 0:
+        pytest.skip("the group checks are made for a worker run as root (CI runs as root)")
+    settings.LOCAL_JOB_UID_BASE = BASE
+    settings.LOCAL_JOB_GID = group
+    settings.LOCAL_RUN_DIR = str(tmp_path / "runs")
+    settings.LOCAL_VOLUMES = ""
+    worker_refused(problems=job_users.problems())
+
+    problem = Client().get("/healthz").json()["worker"]["problem"]
+
+    assert public in problem
+    assert group not in problem and "gid 0" not in problem
+    staff = Client()
+    staff.force_login(reviewer)
+    staff.cookies["django_language"] = "en"
+    assert f"LOCAL_JOB_GID={group}" in staff.get("/admin/").content.decode()
+
+
+def test_a_refusal_made_long_before_the_running_worker_stopped_is_not_said_as_why(
+    settings, closed_run_dir, db
+):
+    """Found in review: a refusal made once beside a running worker (`manage.py worker` run
+    by hand, a standby since fixed) stayed in the lease while that worker ran, and when it
+    stopped days later /healthz and staff were told the old refusal instead of `stopped`.
+    Decided: a refusal is why none runs if made after the last worker's last beat, or at
+    most WORKER_STALE_SECONDS before it (a refused worker started again renews it)."""
+    from jobs.health import worker_stopped
+    from jobs.models import WorkerHeartbeat
+
+    _, runs = closed_run_dir
+    running = WorkerIdentity.new()
+    assert worker_beat(worker=running) is True
+    worker_refused(problems=refusing(settings, runs))
+    # The refusal was made an hour ago; the worker has beaten since.
+    WorkerHeartbeat.objects.update(refused_at=F("refused_at") - timedelta(hours=1))
+    assert worker_beat(worker=running) is True
+    worker_stopped(worker=running)
+
+    answer = Client().get("/healthz")
+
+    assert answer.status_code == 503
+    assert answer.json()["worker"]["status"] == "stopped"
+    assert "problem" not in answer.json()["worker"]
+    assert worker_state().problem is None
+
+    # Refused again now (started again by serve or a service manager): said again.
+    worker_refused(problems=refusing(settings, runs))
+    assert Client().get("/healthz").json()["worker"]["status"] == "refused"
+
+
+def test_serve_killed_outright_leaves_no_refusal_file_behind(tmp_path):
+    """Found in review: serve made a named refusal file in VAR_DIR at each start and removed
+    it only when stopped cleanly, so each kill -9 left one; it is a file with no name now,
+    handed to the worker, and the var folder holds nothing of it while serve runs either."""
+    port = free_port()
+    var = tmp_path / "var"
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(var), "DEBUG": "0", "PORT": str(port)}
+    env.pop("DATABASE_URL", None)
+    env.pop("LOCAL_JOB_UID_BASE", None)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def healthy() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    try:
+        wait_for(healthy, timeout=90, what="serve's worker running")
+        assert not list(var.glob("worker-refusal-*"))
+    finally:
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+        # Its children end with it (PR_SET_PDEATHSIG); whatever is left of its group too.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGKILL)
+    assert not list(var.glob("worker-refusal-*"))
+
+
+def test_a_refusal_file_that_cannot_be_written_leaves_the_reason_on_stderr(
+    world,  # noqa: F811
+    closed_run_dir,
+    tmp_path,
+):
+    """Found in review: a refusal file the worker could not write (its folder gone) ended the
+    worker with a traceback and exit code 1, the reason said nowhere; it is said on stderr,
+    and the exit code is still 78."""
+    closed, runs = closed_run_dir
+    env = {**world["env"], "LOCAL_JOB_UID_BASE": str(BASE), "LOCAL_RUN_DIR": str(runs)}
+    env["LOCAL_VOLUMES"] = ""
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "worker",
+            "--no-tasks",
+            "--refusal-file",
+            str(tmp_path / "gone" / "refusal"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == EXIT_REFUSED
+    assert f"the jobs' users cannot enter {closed}, above {runs}" in done.stderr
+    assert "Traceback" not in done.stderr

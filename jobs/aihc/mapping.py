@@ -223,6 +223,21 @@ def v1_from_v2(body: dict[str, Any], *, loose: bool = False) -> dict[str, Any]:
     return v1
 
 
+def v1_fault_tolerance_args(body: dict[str, Any]) -> dict[str, Any]:
+    """A v1 body with `faultToleranceArgs` (AIHC's Go SDK sends it in v1 too, "one of the
+    two" with faultToleranceConfig) as the body with that faultToleranceConfig, read as v2
+    reads it (fault_tolerance_config); ValueError when both are given, or for a flag the
+    console does not run. The API and the import both read it so (a v1 body is not taken for
+    a v2 one for having it)."""
+    if body.get("faultToleranceArgs") is None:
+        return body
+    if body.get("faultToleranceConfig") is not None:
+        raise ValueError(both_fault_tolerance_forms())
+    body = dict(body)
+    body["faultToleranceConfig"] = fault_tolerance_config(body.pop("faultToleranceArgs"))
+    return body
+
+
 def both_fault_tolerance_forms() -> str:
     """A body giving faultToleranceConfig and faultToleranceArgs ("one of the two", AIHC's
     Go SDK says): said on faultToleranceArgs."""

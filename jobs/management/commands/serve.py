@@ -10,7 +10,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -56,19 +55,25 @@ class Command(BaseCommand):
         # nothing to clean up with), the kernel sends each child SIGTERM.
         parent = os.getpid()
 
-        def start(command: list[str]) -> subprocess.Popen[bytes]:
+        def start(command: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
             return subprocess.Popen(
-                command, start_new_session=True, preexec_fn=lambda: die_with(parent)
+                command,
+                start_new_session=True,
+                preexec_fn=lambda: die_with(parent),
+                pass_fds=pass_fds,
             )
 
         # A worker refusing its settings writes why here (jobs/management/commands/worker.py),
         # and this command says it once per distinct reason, not at each of its restarts.
-        fd, refusal_path = tempfile.mkstemp(prefix="worker-refusal-", dir=settings.VAR_DIR)
-        os.close(fd)
-        refusal_file = Path(refusal_path)
-        worker_command = [python, "manage.py", "worker", "--refusal-file", refusal_path]
+        # Decided in review: a file with no name, open in this command and handed to each
+        # worker it starts as /dev/fd/N: a named one in VAR_DIR was left there by a kill -9
+        # of this command (one more at each start), and a link planted at its name would
+        # have had the worker (root, with LOCAL_JOB_UID_BASE) write through it.
+        refusal_file = tempfile.TemporaryFile(dir=settings.VAR_DIR)  # noqa: SIM115 (closed by stop)
+        refusal_fd = refusal_file.fileno()
+        worker_command = [python, "manage.py", "worker", "--refusal-file", f"/dev/fd/{refusal_fd}"]
         children = [start(gunicorn_command(python=python, host=host, port=port))]
-        children.append(start(worker_command))
+        children.append(start(worker_command, (refusal_fd,)))
         self.stdout.write(f"Console on http://{host}:{port}/ (Ctrl-C stops it)")
 
         def stop(*_: Any, code: int = 0) -> None:
@@ -81,7 +86,7 @@ class Command(BaseCommand):
                 # Whatever is left in the group (jobs run in sessions of their own).
                 signal_group(child, signal.SIGKILL)
                 child.wait()
-            refusal_file.unlink(missing_ok=True)
+            refusal_file.close()
             sys.exit(code)
 
         signal.signal(signal.SIGTERM, stop)
@@ -105,7 +110,7 @@ class Command(BaseCommand):
                 else min(restart_delay * 2, WORKER_RESTART_MAX_DELAY)
             )
             try:
-                refusal = refusal_file.read_text()
+                refusal = os.pread(refusal_fd, REFUSAL_READ_BYTES, 0).decode(errors="replace")
             except OSError:
                 refusal = ""
             said, refusal_said = worker_exit_message(
@@ -114,8 +119,8 @@ class Command(BaseCommand):
             self.stderr.write(said)
             signal_group(worker, signal.SIGKILL)  # anything it left in its group
             time.sleep(restart_delay)
-            refusal_file.write_text("")
-            children[1] = start(worker_command)
+            os.ftruncate(refusal_fd, 0)
+            children[1] = start(worker_command, (refusal_fd,))
             worker_started = time.monotonic()
         # The web server ended on its own (it could not bind, crashed, was killed): the
         # console is down, so this command fails too, and a service manager sees it failed.
@@ -147,6 +152,9 @@ def worker_exit_message(*, code: int, refusal: str, said: str, delay: float) -> 
     )
 
 
+# A refusal says a few problems (jobs.job_users.problems names at most three users and
+# groups each): read up to this much of it.
+REFUSAL_READ_BYTES = 64 * 1024
 PR_SET_PDEATHSIG = 1
 WORKER_RESTART_FIRST_DELAY = 1.0
 WORKER_RESTART_MAX_DELAY = 30.0

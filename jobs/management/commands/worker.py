@@ -68,6 +68,10 @@ def refuse(message: str, *, problems: list[job_users.Problem], refusal_file: str
     except Exception:  # the database out of reach too: the refusal is still said below
         logging.getLogger("jobs.worker").exception("recording the worker's refusal failed")
     if refusal_file:
-        Path(refusal_file).write_text(message + "\n")
-        raise SystemExit(EXIT_REFUSED)
+        try:
+            Path(refusal_file).write_text(message + "\n")
+        except OSError:
+            pass  # the file cannot be written: said on stderr below, not lost in a traceback
+        else:
+            raise SystemExit(EXIT_REFUSED)
     raise CommandError(message, returncode=EXIT_REFUSED)
