@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -34,3 +35,183 @@ def test_every_section_and_subsection_is_in_the_contents():
     listed = {text for text, _ in contents_links()}
     missing = [text for _, text in headings() if text != "Contents" and text not in listed]
     assert missing == []
+
+
+# --- Drift between README and the code -------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+SETTINGS_SOURCE = (ROOT / "console" / "settings.py").read_text(encoding="utf-8")
+MAKEFILE = (ROOT / "Makefile").read_text(encoding="utf-8")
+
+# console/settings.py's helpers that read a variable of the environment (`os.getenv` too: the
+# Kubernetes token is read without stripping). `envsecret("X")` also reads `X_FILE`.
+ENV_HELPERS = (
+    "env",
+    "envbool",
+    "envint",
+    "envfloat",
+    "envlist",
+    "envsecret",
+    "envfolder",
+    "getenv",
+)
+
+# Read by console/settings.py but not a setting of the console, so in no table (each with why).
+NOT_SETTINGS = {
+    # Set by Kubernetes itself in every pod; README's Kubernetes section names them as the
+    # default of KUBERNETES_API_URL.
+    "KUBERNETES_SERVICE_HOST": "set by Kubernetes in a pod",
+    "KUBERNETES_SERVICE_PORT": "set by Kubernetes in a pod",
+}
+
+
+def settings_read() -> dict[str, object]:
+    """Every variable console/settings.py reads through its helpers, with the default the call
+    gives when that is a constant (or arithmetic of constants), else `COMPUTED`."""
+    found: dict[str, object] = {}
+    for node in ast.walk(ast.parse(SETTINGS_SOURCE)):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        helper = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        first = node.args[0]
+        if helper not in ENV_HELPERS or not isinstance(first, ast.Constant):
+            continue
+        default: object = None
+        if len(node.args) > 1:
+            try:  # 14 * 24 * 3600 is a constant too; a name (VAR_DIR, PORT...) is not
+                default = eval(compile(ast.Expression(node.args[1]), "settings", "eval"), {})
+            except NameError:
+                default = COMPUTED
+        found.setdefault(first.value, default)
+        if helper == "envsecret":
+            found.setdefault(f"{first.value}_FILE", None)
+    return found
+
+
+COMPUTED = object()
+
+
+def settings_tables() -> list[tuple[list[str], str]]:
+    """The rows of README's settings tables (| `VARIABLE` ... | default | meaning |): the
+    variables the first cell names and the default cell."""
+    rows = re.findall(r"^\| (`[A-Z][A-Z0-9_]+`[^|]*) \| ([^|]*) \| .*\|$", README, re.M)
+    return [(re.findall(r"`([A-Z][A-Z0-9_]+)`", names), default) for names, default in rows]
+
+
+def test_every_variable_the_settings_read_is_in_a_settings_table_of_the_readme():
+    documented = {name for names, _ in settings_tables() for name in names}
+    read = settings_read()
+    assert len(read) > 80  # the parse found the settings at all
+    assert sorted(set(read) - documented - set(NOT_SETTINGS)) == []
+
+
+def test_every_variable_in_the_readme_settings_tables_is_read_by_the_settings():
+    read = settings_read()
+    documented = {name for names, _ in settings_tables() for name in names}
+    assert sorted(documented - set(read)) == []
+    assert sorted(set(NOT_SETTINGS) - set(read)) == [], "stale entries of NOT_SETTINGS"
+
+
+WORDS = {"false": "no", "true": "yes"}  # an off switch in a sentence: "no TLS"
+
+
+def said(value: object) -> str:
+    """A default as README's tables write it: on/off switches as off/on, numbers as written."""
+    if value in ("false", "true"):
+        return {"false": "off", "true": "on"}[value]  # type: ignore[index]
+    return str(value)
+
+
+def test_the_defaults_in_the_readme_settings_tables_are_the_settings_defaults():
+    read = settings_read()
+    wrong = []
+    for names, cell in settings_tables():
+        parts = [part.strip() for part in cell.split(", ")]
+        paired = len(parts) == len(names)
+        for index, name in enumerate(names):
+            default = read.get(name)
+            if default is None or default == "" or default is COMPUTED:
+                continue  # unset, or worked out at start (the disk's size, VAR_DIR...)
+            text = parts[index] if paired else cell
+            if paired or len(names) == 1:
+                first = text.replace("`", "").split()[0]
+                if first != said(default):
+                    wrong.append((name, cell, default))
+            # In a sentence ("unset: mail is printed to the console; port 25, no TLS").
+            elif not re.search(
+                rf"(?<![\w.])({re.escape(said(default))}|{WORDS.get(default)})(?![\w.])", text
+            ):
+                wrong.append((name, cell, default))
+    assert wrong == []
+
+
+def make_targets() -> set[str]:
+    """The Makefile's targets, $(VENV) written out as `.venv`."""
+    venv = re.search(r"^VENV := (\S+)$", MAKEFILE, re.M)[1]  # type: ignore[index]
+    names = re.findall(r"^([^\s:#=][^:=]*?):(?!=)", MAKEFILE, re.M)
+    return {name.replace("$(VENV)", venv) for line in names for name in line.split()}
+
+
+def test_every_make_target_the_readme_names_is_in_the_makefile():
+    named = set(re.findall(r"(?<![\w-])make ((?:\.venv/)?\.?[a-z][\w./-]*)", README))
+    # "make a ...", "make it ..." in prose are no targets: only those written as code count.
+    named &= {
+        target
+        for code in re.findall(r"`[^`\n]+`|```.*?```", README, re.S)
+        for target in re.findall(r"(?<![\w-])make ((?:\.venv/)?\.?[a-z][\w./-]*)", code)
+    }
+    assert {"run", "test", "test-postgres", "bench", ".venv/.installed"} <= named
+    assert sorted(named - make_targets()) == []
+
+
+# Paths of this machine, or of a Kubernetes API server, that README names: not the console's.
+NOT_CONSOLE_PATHS = re.compile(
+    r"/(abs|absolute|apis|bin|boot|data|dev|etc|lib\w*|mnt|opt|path|proc|root|run|sbin|srv|sys"
+    r"|tmp|usr|var|workspace)(/|$)"
+)
+# Placeholders README writes in the console's paths, and a value each may take.
+PLACEHOLDERS = {
+    "<id>": "j-0123456789ab",
+    "{jobId}": "j-0123456789ab",
+    "{podName}": "j-0123456789ab-master-0",
+    "{resourcePoolId}": "local",
+    "{queueName}": "default",
+}
+
+# README's words for "any path under it", which the API's catch-all answers.
+ANY_PATH = {"/api/v1/", "/api/v1/…"}
+
+
+def console_paths() -> set[str]:
+    """The console's paths README names: in code (`/account/keys/`), or after its address
+    (http://127.0.0.1:8000/...)."""
+    found = set()
+    for span in re.findall(r"`([^`\n]+)`", README):
+        found |= set(re.findall(r"(?:^|(?<=[\s(=]))(/[^\s`'\")]*)", span))
+    found |= set(
+        re.findall(r"https?://(?:127\.0\.0\.1|localhost)(?::\d+|:\$PORT)?(/[^\s`'\")]*)", README)
+    )
+    return {path for path in found if not NOT_CONSOLE_PATHS.match(path)}
+
+
+def test_every_path_of_the_console_the_readme_names_resolves():
+    from django.urls import Resolver404, resolve
+
+    paths = console_paths()
+    assert {"/healthz", "/account/keys/", "/create/import/", "/api/v1/aijobs"} <= paths
+    unresolved = []
+    for written in sorted(paths):
+        path = re.split(r"[?\[]", written, maxsplit=1)[0].rstrip(".,;:")
+        for placeholder, value in PLACEHOLDERS.items():
+            path = path.replace(placeholder, value)
+        try:
+            match = resolve(path)
+        except Resolver404:
+            unresolved.append(written)
+            continue
+        # The admin's catch-alls (any other path: a 404, or a redirect to an object's page) have
+        # no name; the API's answers any other path with NotFound.
+        if match.url_name in (None, "api-not-served") and written not in ANY_PATH:
+            unresolved.append(written)
+    assert unresolved == []
