@@ -215,3 +215,127 @@ def test_every_path_of_the_console_the_readme_names_resolves():
         if match.url_name in (None, "api-not-served") and written not in ANY_PATH:
             unresolved.append(written)
     assert unresolved == []
+
+
+def test_every_file_of_the_checkout_the_readme_names_exists():
+    named = set(
+        re.findall(
+            r"(?<![\w/.-])((?:tests|jobs|console|bench|templates|static|\.ci)/[\w./-]*[\w/])",
+            README,
+        )
+    )
+    assert {"tests/test_worker_chaos.py", "jobs/spec.py", ".ci/run"} <= named
+    # A template is named as Django finds it (jobs/wizard/field.html), under templates/.
+    missing = [
+        name
+        for name in sorted(named)
+        if not (ROOT / name).exists() and not (ROOT / "templates" / name).exists()
+    ]
+    assert missing == []
+
+
+def test_the_job_states_block_is_the_state_machine():
+    from django.utils import translation
+
+    from jobs.models import TRANSITIONS, JobStatus
+
+    block = README.split("### Job states\n", 1)[1].split("```\n", 2)[1]
+    with translation.override("en"):  # README writes the English names
+        labels = {str(status.label): status for status in JobStatus}
+    written = {}
+    for line in block.splitlines():
+        if "->" in line:
+            source, targets = line.split("->")
+            targets = targets.split("(")[0]
+            written[labels[source.strip()]] = {labels[t.strip()] for t in targets.split("|")}
+        elif line.endswith(": final"):
+            for name in line.removesuffix(": final").split(","):
+                written[labels[name.strip()]] = set()
+    assert written == {status: set(targets) for status, targets in TRANSITIONS.items()}
+
+
+def numbers_said() -> list[str]:
+    """Passages of README that state a number the code defines, written from the code's
+    constant: a change to either (the constant, or README's wording of it) fails the test."""
+    from jobs import (
+        actions,
+        api_keys,
+        api_views,
+        log_filters,
+        logs,
+        services,
+        shim,
+        stacks,
+        wizard_import,
+    )
+    from jobs import spec as S
+    from jobs.backends import kubernetes
+    from jobs.management.commands import serve
+
+    stale = re.search(r"envfloat\(\"WORKER_STALE_SECONDS\", max\((\d+),", SETTINGS_SOURCE)[1]  # type: ignore[index]
+    first, most = (f"{serve.WORKER_RESTART_FIRST_DELAY:g}", f"{serve.WORKER_RESTART_MAX_DELAY:g}")
+    healthy = {60: "a minute"}.get(
+        int(serve.WORKER_HEALTHY_SECONDS), f"{serve.WORKER_HEALTHY_SECONDS:g} s"
+    )
+    pause, pause_max = kubernetes.SUBMIT_PAUSE
+    return [
+        # Two commands: serve starts a dying worker again.
+        f"(after {first} s, doubling up to {most} s while it keeps dying within {healthy} of its start)",
+        f"({first} s, doubling up to {most} s)",
+        # Health checks and backups: the worker's default staleness.
+        f"`WORKER_STALE_SECONDS`, {stale} by default",
+        f"`WORKER_STALE_SECONDS` old ({stale} s by default)",
+        # The job spec.
+        f"(default {S.DEFAULT_SHARED_MEMORY_GI}Gi, AIHC's default)",
+        f"**timeout** (default {S.DEFAULT_TIMEOUT_MINUTES // (24 * 60)} days)",
+        f"every value of {shim.MIN_MASKED_LENGTH} or more characters is replaced",
+        f"at most {S.MAX_ENVS} environment variables and {S.MAX_DATASOURCES} mounts",
+        f"and at most {S.MAX_LABELS} labels",
+        f"at most {S.MAX_ALERT_EMAILS} email addresses and {S.MAX_ALERT_WEBHOOKS} webhooks",
+        # Import from a request, and the API's bodies.
+        f"(at most {wizard_import.MAX_IMPORT_BYTES // 1024} KB;",
+        f"(nested more than {api_views.MAX_JSON_DEPTH} levels deep, as the API refuses it;",
+        f"nested more than {api_views.MAX_JSON_DEPTH} levels deep (a job body needs six)",
+        f"for your last {wizard_import.KEPT_PAGES} such pages",
+        f"(at most {services.FIELDS_NAMED} paths named",
+        # Hang analysis.
+        f"at most once every {stacks.MANUAL_EVERY_SECONDS} seconds per job",
+        f"most {stacks.PROCESSES_PER_REPLICA} a replica, the lowest pids",
+        f"Each read is bounded to {stacks.PROCESS_SECONDS:g} s and a capture to {stacks.TOTAL_SECONDS:g} s",
+        f"the newest {stacks.CAPTURES_KEPT} per job",
+        # Searching a log, and the page's lines.
+        f"and {logs.SEARCH_CONTEXT} lines either side (0 to {logs.SEARCH_MAX_CONTEXT},",
+        f"It shows the newest {logs.SEARCH_MAX_MATCHES} matching lines",
+        f"stops there, or after {logs.SEARCH_SECONDS:g} seconds",
+        f"A pattern is at most {logs.SEARCH_MAX_PATTERN} characters",
+        f"over {logs.SEARCH_MAX_REPEATS:,} pieces",
+        f"a line is cut at {logs.SHOWN_LINE_CHARS:,} characters on the page",
+        f"(a pass looks at {shim.TMP_WALK_MAX_ENTRIES:,} files at most",
+        f"its message cut at {log_filters.HOST_LINE_CHARS} characters",
+        # Stop or delete several jobs.
+        f"at most {actions.MAX_SELECTED} a request",
+        # API keys and signatures.
+        f"most {api_keys.MAX_ACTIVE_KEYS} active keys",
+        f"{api_keys.DEFAULT_EXPIRY_DAYS} days is preselected",
+        f"(at most {api_keys.MAX_EXPIRATION_SECONDS} s) or more than {api_keys.CLOCK_SKEW_SECONDS} s ahead",
+        f"from 1 s to {api_views.MAX_TIME_STEP // (24 * 3600)} days, default {api_views.DEFAULT_TIME_STEP // 60} minutes as on AIHC",
+        # Kubernetes: an unreachable API server pauses submits.
+        f"submits {pause:g} s, doubling up to {pause_max / 60:g} minutes; after {kubernetes.MAX_UNANSWERED_CREATES} creates",
+    ]
+
+
+def test_the_numbers_the_readme_states_are_the_codes():
+    text = re.sub(r"\s+", " ", README)
+    assert [passage for passage in numbers_said() if passage not in text] == []
+
+
+def test_the_default_memory_reserve_is_the_readmes_10_percent_at_least_2_gb_at_most_half():
+    from jobs.cgroups import reserve_bytes
+
+    gib = 1024**3
+    assert "10% of the memory the worker has" in README
+    assert "at least 2, at most half" in README
+    assert reserve_bytes(100 * gib, None) == 10 * gib  # 10%
+    assert reserve_bytes(8 * gib, None) == 2 * gib  # at least 2 GB
+    assert reserve_bytes(3 * gib, None) == int(1.5 * gib)  # at most half
+    assert reserve_bytes(100 * gib, 4) == 4 * gib  # a setting wins
