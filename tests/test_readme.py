@@ -292,6 +292,10 @@ def numbers_said() -> list[str]:
         f"at most {S.MAX_ENVS} environment variables and {S.MAX_DATASOURCES} mounts",
         f"and at most {S.MAX_LABELS} labels",
         f"at most {S.MAX_ALERT_EMAILS} email addresses and {S.MAX_ALERT_WEBHOOKS} webhooks",
+        # The wizard: mount paths refused (the system directories, whose programs they hide).
+        "the system directories themselves ("
+        + ", ".join(f"`{d}`" for d in sorted(S.SYSTEM_DIRECTORIES))
+        + ") are refused",
         # Import from a request, and the API's bodies.
         f"(at most {wizard_import.MAX_IMPORT_BYTES // 1024} KB;",
         f"(nested more than {api_views.MAX_JSON_DEPTH} levels deep, as the API refuses it;",
