@@ -263,9 +263,11 @@ def numbers_said() -> list[str]:
         api_views,
         log_filters,
         logs,
+        monitoring,
         services,
         shim,
         stacks,
+        tensorboard,
         wizard_import,
     )
     from jobs import spec as S
@@ -316,6 +318,16 @@ def numbers_said() -> list[str]:
         f"a line is cut at {logs.SHOWN_LINE_CHARS:,} characters on the page",
         f"(a pass looks at {shim.TMP_WALK_MAX_ENTRIES:,} files at most",
         f"its message cut at {log_filters.HOST_LINE_CHARS} characters",
+        # Monitoring and training metrics.
+        f"a small sparkline of the last {monitoring.SPARK_POINTS} samples",
+        f"the newest {shim.USAGE_FULL_SAMPLES} are kept as they came",
+        f"request reads for at most {tensorboard.READ_SECONDS:g} s",
+        f"A tag keeps at most {tensorboard.MAX_POINTS} points",
+        f"at most {tensorboard.MAX_TAGS} tags are shown",
+        f"One read lists at most {tensorboard.MAX_ENTRIES:,} entries",
+        f"{tensorboard.MAX_DIRS:,} folders and {tensorboard.MAX_FILES} event files",
+        f"its first {tensorboard.MAX_TAG_CHARS} characters (then `…`)",
+        f"its first {tensorboard.MAX_EVENT_VALUES:,} values are read",
         # Stop or delete several jobs.
         f"at most {actions.MAX_SELECTED} a request",
         # API keys and signatures.
