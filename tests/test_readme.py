@@ -355,3 +355,20 @@ def test_the_default_memory_reserve_is_the_readmes_10_percent_at_least_2_gb_at_m
     assert reserve_bytes(8 * gib, None) == 2 * gib  # at least 2 GB
     assert reserve_bytes(3 * gib, None) == int(1.5 * gib)  # at most half
     assert reserve_bytes(100 * gib, 4) == 4 * gib  # a setting wins
+
+
+def test_the_defaults_the_readme_gives_in_its_prose_are_the_settings_defaults():
+    """`WORKER_HEARTBEAT_SECONDS` (5 s), `LOGIN_FAILURES_PER_IP` (20), `LOCAL_MAX_PROCESSES`
+    (4096; ...): a default said beside a setting's name outside the tables."""
+    read = settings_read()
+    text = re.sub(r"\s+", " ", README)
+    said_here = re.findall(
+        r"`([A-Z][A-Z0-9_]+)`,? \((\d[\d,.]*?)[,.]?(?= s\b| GB\b| MB\b|[);,])", text
+    )
+    checked = [
+        (name, value) for name, value in said_here if isinstance(read.get(name), int | float)
+    ]
+    assert len(checked) >= 6  # the parse found them at all
+    assert [
+        (name, value) for name, value in checked if float(value.replace(",", "")) != read[name]
+    ] == []
