@@ -373,3 +373,17 @@ def test_the_defaults_the_readme_gives_in_its_prose_are_the_settings_defaults():
     assert [
         (name, value) for name, value in checked if float(value.replace(",", "")) != read[name]
     ] == []
+
+
+def test_the_downgrade_paragraph_says_what_reversing_each_migration_drops():
+    """'Every migration can be reversed ...' lists, migration by migration, what going back
+    drops: a new migration of jobs must say it there too."""
+    paragraph = README.split("Every migration can be reversed", 1)[1].split("\n\n", 1)[0]
+    named = {int(number) for number in re.findall(r"\b00(\d\d)\b", paragraph)}
+    migrations = sorted(
+        int(path.name[:4]) for path in (ROOT / "jobs" / "migrations").glob("0[0-9][0-9][0-9]_*.py")
+    )
+    # 0001 is the first (nothing older to go back to); 0002 changes display names and choices
+    # only, and drops nothing.
+    drops_nothing = {1, 2}
+    assert [n for n in migrations if n not in drops_nothing and n not in named] == []
