@@ -1311,3 +1311,64 @@ def test_the_fake_api_server_refuses_a_jobset_a_real_one_refuses(
 ):
     assert _jobset_refusal(fake, change)[:2] == (status, reason)
     assert words in _jobset_refusal(fake, change)[2]
+
+
+# -- README's RBAC -----------------------------------------------------------------------------
+
+
+def readme_rbac() -> set[tuple[str, str, str]]:
+    """(verb, API group, resource) that README's Role and ClusterRole grant."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(apiVersion: rbac.*?)```", readme, re.S)[1]  # type: ignore[index]
+    return {
+        (verb, group, resource)
+        for role in yaml.safe_load_all(block)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, alice):
+    """Pools, submit, follow (pods, events, usage), logs, a stop, a delete, and a stop made while
+    a create got no clear answer (which lists the job's kind by its label): an identity with
+    only README's Roles would get a 403 for any request they do not grant."""
+    k8s.pools()
+    wait_for_inventory(k8s)
+    job = submitted(alice, k8s)
+    fake.run_pods(job.external_id)
+    fake.set_conditions(job.external_id, ("Created", "created"), ("Running", "running"))
+    k8s.sync(job)
+    k8s.logs(job, "worker-0", tail=1)
+    k8s.stop(job)
+    k8s.sync(job)
+    k8s.delete(job)
+    [in_flight] = jobs_submit(
+        owner=alice, spec=spec(name="in-flight"), submit_key=str(uuid.uuid4()), backend="kubernetes"
+    )
+    Job.objects.filter(pk=in_flight.pk).update(
+        status=JobStatus.STOPPING, updated_at=timezone.now() - timedelta(minutes=5)
+    )
+    in_flight.refresh_from_db()
+    k8s.sync(in_flight)
+
+    groups = {"pytorchjobs": "kubeflow.org", "tfjobs": "kubeflow.org", "mpijobs": "kubeflow.org"}
+    groups |= {"jobsets": "jobset.x-k8s.io"}
+    made = set()
+    for request in fake.requests:
+        verb, plural, _namespace, _name, sub = fake._route(request)
+        if plural == "pods.metrics.k8s.io":
+            made.add((verb, "metrics.k8s.io", "pods"))
+        elif verb == "log":
+            made.add(("get", "", "pods/log"))
+        else:
+            made.add((verb, groups.get(plural, ""), f"{plural}/{sub}" if sub else plural))
+    assert {("list", "kubeflow.org", "pytorchjobs"), ("get", "", "pods/log")} <= made
+    assert {("list", "metrics.k8s.io", "pods"), ("patch", "", "secrets")} <= made
+    assert sorted(made - readme_rbac()) == []
