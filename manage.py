@@ -43,9 +43,22 @@ def unreachable_database() -> str | None:
         connection.ensure_connection()
     except Error as e:
         reason = " ".join(str(e).split())
-        password = settings.DATABASES["default"].get("PASSWORD")
-        return reason.replace(password, "***") if password else reason
+        return without_password(reason, settings.DATABASES["default"].get("PASSWORD"))
     return None
+
+
+def without_password(reason: str, password: str | None) -> str:
+    """`reason` with every occurrence of `password` that is not part of a longer word masked
+    as `***`: a short password ("p") masked everywhere made "port" read "***ort"."""
+    if not password:
+        return reason
+    import re
+
+    # Word boundaries only where the password's own edge is a letter or digit ("p" in "port"
+    # is a word's start; "p!" in "p!x" is still the password).
+    before = r"(?<!\w)" if re.match(r"\w", password[0]) else ""
+    after = r"(?!\w)" if re.match(r"\w", password[-1]) else ""
+    return re.sub(before + re.escape(password) + after, "***", reason)
 
 
 if __name__ == "__main__":

@@ -696,3 +696,19 @@ def test_a_request_from_an_unknown_host_is_logged_as_one_warning_line_without_a_
     assert "'console.example.com'" in records[0].getMessage()
     assert len(records[1].getMessage()) <= 301
     assert "a" * 3000 not in caplog.text
+
+
+def test_a_short_database_password_is_masked_where_it_stands_alone_not_inside_other_words():
+    from manage import without_password
+
+    reason = (
+        'connection to server at "127.0.0.1", port 5432 failed: FATAL: password authentication '
+        'failed for user "console" (dsn postgres://console:p@127.0.0.1/console, password=p)'
+    )
+
+    assert without_password(reason, "p") == (
+        'connection to server at "127.0.0.1", port 5432 failed: FATAL: password authentication '
+        'failed for user "console" (dsn postgres://console:***@127.0.0.1/console, password=***)'
+    )
+    assert without_password("dsn u:p!@h, p!x", "p!") == "dsn u:***@h, ***x"
+    assert without_password("hunter2 was refused", "hunter2") == "*** was refused"
