@@ -150,6 +150,32 @@ def main() -> None:
             "/",
             [("action", "DescribeJobs"), ("resourcePoolId", "local"), ("pageNumber", "20")],
         ),
+        # A job's events: the heavy job's 10,000, and a day of them (startTime, endTime).
+        (
+            "API v1 job events (10k)",
+            f"/api/v1/aijobs/{heavy.public_id}/events",
+            [("resourcePoolId", heavy.resource_pool)],
+        ),
+        (
+            "API v2 DescribeJobEvents (10k)",
+            "/",
+            [
+                ("action", "DescribeJobEvents"),
+                ("resourcePoolId", heavy.resource_pool),
+                ("jobId", heavy.public_id),
+            ],
+        ),
+        (
+            "API v2 DescribeJobEvents an hour",
+            "/",
+            [
+                ("action", "DescribeJobEvents"),
+                ("resourcePoolId", heavy.resource_pool),
+                ("jobId", heavy.public_id),
+                ("startTime", str(int(heavy.created_at.timestamp()))),
+                ("endTime", str(int(heavy.created_at.timestamp()) + 3600)),
+            ],
+        ),
         (
             "API v2 DescribeJobs keyword",
             "/",
