@@ -200,6 +200,10 @@ class Job(models.Model):
             # Not one by status: SQLite then took it for a user's own list filtered by status
             # too (no statistics), over every user's jobs of that status.
             models.Index(fields=["resource_pool", "-created_at", "-id"], name="job_pool_created"),
+            # A user's running and waiting jobs (the pools page's own jobs, their quota's
+            # use), without reading every job they ever had; also a user's jobs of one status
+            # newest first (the job list's status filter), read in order.
+            models.Index(fields=["owner", "status", "-created_at", "-id"], name="job_owner_status"),
         ]
 
     def __str__(self) -> str:
