@@ -204,6 +204,10 @@ class Job(models.Model):
             # use), without reading every job they ever had; also a user's jobs of one status
             # newest first (the job list's status filter), read in order.
             models.Index(fields=["owner", "status", "-created_at", "-id"], name="job_owner_status"),
+            # The admin's job list filtered by review state (审核), newest first, its count and
+            # its date drill-down's first and last day, as job_pool_created for the pool
+            # filter: each was a scan of every job (scale follow-up, session 18b).
+            models.Index(fields=["review_state", "-created_at", "-id"], name="job_review_created"),
         ]
 
     def __str__(self) -> str:

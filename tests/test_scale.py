@@ -238,3 +238,26 @@ def test_the_apis_queues_count_only_running_and_waiting_jobs_not_every_job_of_a_
     assert counts["default"].waiting == 1
     [plan] = plans_touching_jobs(queries.captured_queries)
     assert "job_status_sched (status=?)" in plan and "resource_pool=?" not in plan
+
+
+def test_the_admins_review_state_filter_reads_its_jobs_from_an_index_not_every_job(
+    alice, reviewer, sqlite_only
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    submit(alice)
+    client = Client()
+    client.force_login(reviewer)
+
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/admin/jobs/job/?review_state__exact=pending")
+
+    assert page.status_code == 200
+    filtered = [q for q in queries.captured_queries if '"review_state" = ' in q["sql"]]
+    plans = plans_touching_jobs(filtered)
+    # Its count, its page (newest first) and the date drill-down's first and last day.
+    assert len(plans) >= 3
+    for plan in plans:
+        assert "job_review_created (review_state=?" in plan, plan
+        assert "SCAN jobs_job" not in plan and "TEMP B-TREE" not in plan, plan
