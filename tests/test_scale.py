@@ -56,7 +56,11 @@ def test_a_job_page_shows_its_newest_events_oldest_first_and_says_how_many_are_n
         < html.index(f"step-{EVENTS_SHOWN + 49:04d}")
     )
     assert html.count("event-reason") == EVENTS_SHOWN
-    assert f"最近 {EVENTS_SHOWN} 条事件；更早的 {hidden} 条未显示" in html
+    # Where the others are: the API's job events, by time range (not all in one answer).
+    assert (
+        f"最近 {EVENTS_SHOWN} 条事件；更早的 {hidden} 条未显示（可用 API 的任务事件按时间范围读取）"
+        in html
+    )
 
 
 def test_the_job_pages_refresh_sends_the_newest_events_only(alice, alice_client):
