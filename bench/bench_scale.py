@@ -11,6 +11,7 @@ pass is timed too (it ran on every tick: a tick must stay short with 30,000 jobs
     .venv/bin/python bench/run.py scale      # or: .venv/bin/python bench/bench_scale.py
     SCALE_JOBS=5000 ...                      # a smaller database, to compare growth
     SCALE_VAR_DIR=/tmp/x ...                 # keep (or reuse) the seeded folder
+    SCALE_ONLY="pools,events" ...            # only the pages whose name has one of these
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 SAMPLES = int(os.environ.get("SCALE_SAMPLES", "7"))
+ONLY = [word for word in os.environ.get("SCALE_ONLY", "").split(",") if word]
 
 
 def _prepare() -> tuple[str, bool]:
@@ -150,6 +152,32 @@ def main() -> None:
             "/",
             [("action", "DescribeJobs"), ("resourcePoolId", "local"), ("pageNumber", "20")],
         ),
+        # A job's events: the heavy job's 10,000, and a day of them (startTime, endTime).
+        (
+            "API v1 job events (10k)",
+            f"/api/v1/aijobs/{heavy.public_id}/events",
+            [("resourcePoolId", heavy.resource_pool)],
+        ),
+        (
+            "API v2 DescribeJobEvents (10k)",
+            "/",
+            [
+                ("action", "DescribeJobEvents"),
+                ("resourcePoolId", heavy.resource_pool),
+                ("jobId", heavy.public_id),
+            ],
+        ),
+        (
+            "API v2 DescribeJobEvents an hour",
+            "/",
+            [
+                ("action", "DescribeJobEvents"),
+                ("resourcePoolId", heavy.resource_pool),
+                ("jobId", heavy.public_id),
+                ("startTime", str(int(heavy.created_at.timestamp()))),
+                ("endTime", str(int(heavy.created_at.timestamp()) + 3600)),
+            ],
+        ),
         (
             "API v2 DescribeJobs keyword",
             "/",
@@ -161,6 +189,9 @@ def main() -> None:
         ),
     ]
 
+    if ONLY:  # the bare view stays: every ratio is to it
+        pages = [p for p in pages if p[0] == "bare view" or any(w in p[0] for w in ONLY)]
+        api = [a for a in api if any(w in a[0] for w in ONLY)]
     clients: dict[int, Client] = {}
 
     def client_for(who: User | None) -> Client:

@@ -58,7 +58,7 @@ from .api_views import (
     int_param,
     job_create,
     job_deleted,
-    job_event_views,
+    job_events_answer,
     job_node_names,
     job_replica,
     job_stopped,
@@ -435,8 +435,7 @@ def _modify_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 def _describe_job_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
     params = _params(request)
-    events = job_event_views(_job(params, owner), event_window(params))
-    return {"events": events, "total": len(events)}
+    return job_events_answer(job=_job(params, owner), window=event_window(params))
 
 
 def _describe_pod_events(request: HttpRequest, owner: Any) -> dict[str, Any]:

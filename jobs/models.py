@@ -200,6 +200,14 @@ class Job(models.Model):
             # Not one by status: SQLite then took it for a user's own list filtered by status
             # too (no statistics), over every user's jobs of that status.
             models.Index(fields=["resource_pool", "-created_at", "-id"], name="job_pool_created"),
+            # A user's running and waiting jobs (the pools page's own jobs, their quota's
+            # use), without reading every job they ever had; also a user's jobs of one status
+            # newest first (the job list's status filter), read in order.
+            models.Index(fields=["owner", "status", "-created_at", "-id"], name="job_owner_status"),
+            # The admin's job list filtered by review state (审核), newest first, its count and
+            # its date drill-down's first and last day, as job_pool_created for the pool
+            # filter: each was a scan of every job (scale follow-up, session 18b).
+            models.Index(fields=["review_state", "-created_at", "-id"], name="job_review_created"),
         ]
 
     def __str__(self) -> str:

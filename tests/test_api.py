@@ -1219,6 +1219,47 @@ def test_v1_job_nodes_events_and_logs_take_what_aihcs_v1_paths_take(api):
     )
 
 
+def test_a_job_with_more_events_than_an_answer_holds_answers_its_newest_and_counts_them_all(
+    api, alice
+):
+    from jobs.api_views import EVENTS_ANSWERED
+
+    from .test_scale import with_many_events
+
+    [job] = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key=str(uuid.uuid4()))
+    own = job.events.count()  # Created, Queued
+    with_many_events(job, EVENTS_ANSWERED + 20)  # step-0000.., a second apart, after those
+    path = f"/api/v1/aijobs/{job.public_id}/events"
+
+    def second_of(message: str) -> int:
+        return int(job.events.get(message=message).created_at.timestamp())
+
+    every = api.request("GET", path, params=[("resourcePoolId", "local")], idempotent=True)
+    earlier = get(api, path, resourcePoolId="local", endTime=second_of("step-0020"))
+    a_range = get(
+        api,
+        path,
+        resourcePoolId="local",
+        startTime=second_of("step-0500"),
+        endTime=second_of("step-0599"),
+    )
+
+    answered = every["result"]["events"]
+    # The newest of them, oldest first; total counts every one, so a client sees more exist.
+    assert len(answered) == EVENTS_ANSWERED
+    assert every["result"]["total"] == own + EVENTS_ANSWERED + 20
+    assert answered[0]["message"] == "step-0020"
+    assert answered[-1]["message"] == f"step-{EVENTS_ANSWERED + 19:04d}"
+    assert [e["firstTimestamp"] for e in answered] == sorted(e["firstTimestamp"] for e in answered)
+    assert len(json.dumps(every)) < 200 * 1024
+    # The earlier ones, with endTime at the oldest answered event's second (which comes again).
+    assert earlier["total"] == own + 21 == len(earlier["events"])
+    assert [e["message"] for e in earlier["events"][own:]] == [f"step-{i:04d}" for i in range(21)]
+    assert a_range["total"] == 100 == len(a_range["events"])
+    assert a_range["events"][0]["message"] == "step-0500"
+    assert a_range["events"][-1]["message"] == "step-0599"
+
+
 # -- job metrics ------------------------------------------------------------------------------
 
 # Keeps one core busy until the test opens the gate.

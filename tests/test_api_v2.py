@@ -28,6 +28,7 @@ from . import test_api as v1
 from .runner_helpers import (
     CARD,
     UNTIL_THE_GATE_OPENS,
+    make_spec,
     open_gate,
     run_until,
     runner_settings,  # noqa: F401
@@ -355,6 +356,30 @@ def test_batch_stop_jobs_refuses_a_malformed_or_too_long_job_list_and_stops_noth
     error = refused(lambda: action(api, "BatchStopJobs", method="GET", resourcePoolId="local"))
     assert (error.status, error.code) == (405, "MethodNotAllowed")
     assert status_of(Job.objects.get(public_id=job_id)) == JobStatus.QUEUED
+
+
+def test_describe_job_events_answers_the_newest_events_and_counts_them_all(api, alice):
+    from jobs.api_views import EVENTS_ANSWERED
+
+    from .test_scale import with_many_events
+
+    [job] = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key=str(uuid.uuid4()))
+    with_many_events(job, EVENTS_ANSWERED + 1)
+    last = job.events.get(message=f"step-{EVENTS_ANSWERED:04d}")
+
+    answer = action(api, "DescribeJobEvents", resourcePoolId="local", jobId=job.public_id)
+    newest = action(
+        api,
+        "DescribeJobEvents",
+        resourcePoolId="local",
+        jobId=job.public_id,
+        startTime=int(last.created_at.timestamp()),
+    )
+
+    assert answer["total"] == job.events.count() > EVENTS_ANSWERED == len(answer["events"])
+    assert answer["events"][0]["message"] == "step-0001"
+    assert answer["events"][-1]["message"] == f"step-{EVENTS_ANSWERED:04d}"
+    assert [e["message"] for e in newest["events"]] == [last.message] and newest["total"] == 1
 
 
 def test_pod_events_in_v2_are_the_pods_start_and_end(api):

@@ -191,6 +191,25 @@ def test_jobs_of_a_queue_the_pool_no_longer_offers_are_still_counted(alice, alic
     assert "(no longer offered)" in local
 
 
+def test_running_jobs_of_a_pool_the_console_no_longer_offers_are_counted_in_no_pool(
+    alice, alice_client
+):
+    # Every pool's running and waiting jobs are read by status, and those of a pool not
+    # offered are left out (jobs.pools): an AIHC pool, and a pool named as the local one
+    # but of another backend.
+    gone = job_in(alice, name="alice-gone", status=JobStatus.RUNNING)
+    Job.objects.filter(pk=gone.pk).update(backend="aihc", resource_pool="cce-gone")
+    other = job_in(alice, name="alice-other", status=JobStatus.RUNNING)
+    Job.objects.filter(pk=other.pk).update(backend="kubernetes")
+
+    html = alice_client.get(POOLS, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+
+    local = section(html, "local")
+    assert 'data-pool="cce-gone"' not in html
+    assert queue_row(local, "default")["running"] == "0"
+    assert "alice-gone" not in html and "alice-other" not in html
+
+
 # -- "Create job in this pool": ?pool= on the wizard's start ---------------------------
 
 

@@ -3,6 +3,7 @@ session 18; bench/bench_scale.py measures the pages against a seeded database)."
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from datetime import timedelta
@@ -55,7 +56,11 @@ def test_a_job_page_shows_its_newest_events_oldest_first_and_says_how_many_are_n
         < html.index(f"step-{EVENTS_SHOWN + 49:04d}")
     )
     assert html.count("event-reason") == EVENTS_SHOWN
-    assert f"最近 {EVENTS_SHOWN} 条事件；更早的 {hidden} 条未显示" in html
+    # Where the others are: the API's job events, by time range (not all in one answer).
+    assert (
+        f"最近 {EVENTS_SHOWN} 条事件；更早的 {hidden} 条未显示（可用 API 的任务事件按时间范围读取）"
+        in html
+    )
 
 
 def test_the_job_pages_refresh_sends_the_newest_events_only(alice, alice_client):
@@ -174,3 +179,89 @@ def test_jobs_of_a_pool_newest_first_are_read_in_order_not_sorted(alice, sqlite_
     api_list = jobs_found(owner=alice, pool="local")[:10]
     assert "job_owner_pool_created (owner_id=? AND resource_pool=?)" in plan_of(api_list)
     assert "TEMP B-TREE" not in plan_of(api_list)
+
+
+def plans_touching_jobs(queries) -> list[str]:
+    """The plan of each query that reads jobs_job, as `plan_of` gives it."""
+    from django.db import connection
+
+    plans = []
+    for query in queries:
+        if "jobs_job" not in query["sql"]:
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+            plans.append("; ".join(row[-1] for row in cursor.fetchall()))
+    return plans
+
+
+def test_the_pools_page_reads_only_running_and_waiting_jobs_not_every_job_of_a_pool(
+    alice, bob, alice_client, sqlite_only
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs.models import CardQuota
+
+    CardQuota.objects.create(user=alice, max_cards=8)  # its use is read too
+    for owner in (alice, bob):
+        for status in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.SUCCEEDED):
+            Job.objects.filter(pk=submit(owner).pk).update(status=status)
+
+    with CaptureQueriesContext(connection) as queries:
+        page = alice_client.get(reverse("pool-list"))
+
+    assert page.status_code == 200
+    plans = plans_touching_jobs(queries.captured_queries)
+    # The local pool's cards in use, the queues' totals, the viewer's own jobs, what their
+    # running jobs hold of the quota.
+    assert len(plans) == 4
+    for plan in plans:
+        jobs_read = [s for s in plan.split("; ") if re.match(r"(SEARCH|SCAN) (jobs_job|j) ", s)]
+        assert jobs_read, plan
+        # Found by status (job_status_sched, job_owner_status): never the pool's every job
+        # (job_pool_queue: resource_pool=?), nor every job of the viewer (owner_id=? alone).
+        assert all("status=?" in step for step in jobs_read), plan
+
+
+def test_the_apis_queues_count_only_running_and_waiting_jobs_not_every_job_of_a_pool(
+    alice, sqlite_only
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from jobs.pools import queue_counts
+    from jobs.wizard import available_pools
+
+    submit(alice)
+    [pool] = [p for p in available_pools() if p.id == "local"]
+
+    with CaptureQueriesContext(connection) as queries:
+        counts = queue_counts(pool=pool)
+
+    assert counts["default"].waiting == 1
+    [plan] = plans_touching_jobs(queries.captured_queries)
+    assert "job_status_sched (status=?)" in plan and "resource_pool=?" not in plan
+
+
+def test_the_admins_review_state_filter_reads_its_jobs_from_an_index_not_every_job(
+    alice, reviewer, sqlite_only
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    submit(alice)
+    client = Client()
+    client.force_login(reviewer)
+
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get("/admin/jobs/job/?review_state__exact=pending")
+
+    assert page.status_code == 200
+    filtered = [q for q in queries.captured_queries if '"review_state" = ' in q["sql"]]
+    plans = plans_touching_jobs(filtered)
+    # Its count, its page (newest first) and the date drill-down's first and last day.
+    assert len(plans) >= 3
+    for plan in plans:
+        assert "job_review_created (review_state=?" in plan, plan
+        assert "SCAN jobs_job" not in plan and "TEMP B-TREE" not in plan, plan
