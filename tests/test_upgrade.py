@@ -51,6 +51,9 @@ Migrations and what they do to existing rows:
 - 0027 adds an index of jobs by pool and creation (the admin's pool filter) and widens
   0017's by owner and pool to their creation (`job_owner_pool_created`); no row changes, and
   downgrading past it gives back 0017's index.
+- 0028 and 0029 add indexes of jobs by owner and status (the pools page, queue counts) and by
+  review state (the admin's review-state filter); no row changes, and downgrading past them
+  drops them.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -803,3 +806,24 @@ def test_downgrading_past_0027_gives_back_the_owner_and_pool_index_and_keeps_eve
     migrate(None)
     assert {"job_pool_created", "job_owner_pool_created"} <= set(job_indexes())
     assert "job_owner_pool" not in job_indexes()
+
+
+def test_downgrading_past_0028_drops_the_status_and_review_indexes_and_keeps_every_job(
+    at_latest_after,
+):
+    new = migrate(None)
+    alice = new.get_model("auth", "User").objects.create(username="alice")
+    job = new.get_model("jobs", "Job").objects.create(
+        owner=alice, name="kept", spec=spec_document("kept"), resource_pool="local"
+    )
+    assert job_indexes()["job_owner_status"][:2] == ["owner_id", "status"]
+    assert job_indexes()["job_review_created"][0] == "review_state"
+
+    old = migrate("0027_job_pool_created")
+    indexes = job_indexes()
+    assert "job_owner_status" not in indexes and "job_review_created" not in indexes
+    assert "job_pool_created" in indexes
+    assert old.get_model("jobs", "Job").objects.get().pk == job.pk
+
+    migrate(None)
+    assert {"job_owner_status", "job_review_created"} <= set(job_indexes())
