@@ -8,6 +8,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -139,6 +140,35 @@ def test_the_worker_looks_for_expired_jobs_once_a_minute_not_on_every_tick(
     time.sleep(0.25)  # a "minute" later
     worker.delete_expired()
     assert set(Job.objects.values_list("pk", flat=True)) == {kept.pk}
+
+
+@pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="the refusing table is a SQLite trigger (RAISE(ABORT))"
+)
+def test_jobs_whose_deletion_fails_every_time_do_not_keep_the_other_expired_jobs(
+    transactional_db, alice
+):
+    # Review 18b: the longest overdue first, EXPIRED_PER_PASS jobs the database will not let
+    # go took every place of every pass, and the jobs due after them were never deleted.
+    stuck = finished_long_ago(alice, EXPIRED_PER_PASS, days=9)
+    others = finished_long_ago(alice, 3, days=5)
+    ids = ", ".join(str(job.pk) for job in stuck)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TRIGGER keep_jobs BEFORE DELETE ON jobs_job WHEN OLD.id IN ({ids}) "
+            "BEGIN SELECT RAISE(ABORT, 'kept'); END"
+        )
+    try:
+        worker = Worker()
+        worker.delete_expired()  # the stuck ones, the longest overdue, fail
+        worker.delete_expired()
+        left = set(Job.objects.values_list("pk", flat=True))
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER keep_jobs")
+
+    assert left == {job.pk for job in stuck}
+    assert not any(Job.objects.filter(pk=job.pk).exists() for job in others)
 
 
 def plan_of(queryset) -> str:
