@@ -97,6 +97,25 @@ def test_the_admin_job_page_shows_the_newest_events_and_says_how_many_are_not_sh
     assert f"更早的 {hidden} 条未显示" in html
 
 
+def test_a_reviewer_can_ask_the_admin_job_page_for_every_event(alice, reviewer):
+    # Review 18b: the note sent staff to the API's job events for the rest, but the API
+    # answers a job's owner only: a reviewer had no way to read the earlier events.
+    job = submit(alice)
+    with_many_events(job, EVENTS_SHOWN + 10)
+    client = Client()
+    client.force_login(reviewer)
+    url = f"/admin/jobs/job/{job.pk}/change/"
+
+    note = client.get(url).content.decode()
+    html = client.get(f"{url}?events=all").content.decode()
+
+    assert 'href="?events=all" id="events-show-all"' in note and "API" not in note.split(
+        'id="events-hidden"'
+    )[1].split("</p>")[0]
+    assert "step-0000" in html and f"step-{EVENTS_SHOWN + 9:04d}" in html
+    assert 'id="events-hidden"' not in html
+
+
 def finished_long_ago(owner, n: int, *, days: int) -> list[Job]:
     """`n` local jobs that succeeded `days` days ago (and a minute apart) with a 1-day
     retention, so they are all due."""
