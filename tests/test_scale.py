@@ -161,9 +161,26 @@ def test_the_worker_looks_for_expired_jobs_once_a_minute_not_on_every_tick(
     assert set(Job.objects.values_list("pk", flat=True)) == {kept.pk}
 
 
-@pytest.mark.skipif(
-    connection.vendor != "sqlite", reason="the refusing table is a SQLite trigger (RAISE(ABORT))"
-)
+REFUSING_TRIGGER = {
+    "sqlite": (
+        [
+            "CREATE TRIGGER keep_jobs BEFORE DELETE ON jobs_job WHEN OLD.id IN ({ids}) "
+            "BEGIN SELECT RAISE(ABORT, 'kept'); END"
+        ],
+        ["DROP TRIGGER keep_jobs"],
+    ),
+    "postgresql": (
+        [
+            "CREATE FUNCTION keep_jobs() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN RAISE EXCEPTION 'kept'; END $$",
+            "CREATE TRIGGER keep_jobs BEFORE DELETE ON jobs_job FOR EACH ROW "
+            "WHEN (OLD.id IN ({ids})) EXECUTE FUNCTION keep_jobs()",
+        ],
+        ["DROP TRIGGER keep_jobs ON jobs_job", "DROP FUNCTION keep_jobs()"],
+    ),
+}
+
+
 def test_jobs_whose_deletion_fails_every_time_do_not_keep_the_other_expired_jobs(
     transactional_db, alice
 ):
@@ -172,11 +189,10 @@ def test_jobs_whose_deletion_fails_every_time_do_not_keep_the_other_expired_jobs
     stuck = finished_long_ago(alice, EXPIRED_PER_PASS, days=9)
     others = finished_long_ago(alice, 3, days=5)
     ids = ", ".join(str(job.pk) for job in stuck)
+    create, drop = REFUSING_TRIGGER[connection.vendor]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE TRIGGER keep_jobs BEFORE DELETE ON jobs_job WHEN OLD.id IN ({ids}) "
-            "BEGIN SELECT RAISE(ABORT, 'kept'); END"
-        )
+        for statement in create:
+            cursor.execute(statement.format(ids=ids))
     try:
         worker = Worker()
         worker.delete_expired()  # the stuck ones, the longest overdue, fail
@@ -184,7 +200,8 @@ def test_jobs_whose_deletion_fails_every_time_do_not_keep_the_other_expired_jobs
         left = set(Job.objects.values_list("pk", flat=True))
     finally:
         with connection.cursor() as cursor:
-            cursor.execute("DROP TRIGGER keep_jobs")
+            for statement in drop:
+                cursor.execute(statement)
 
     assert left == {job.pk for job in stuck}
     assert not any(Job.objects.filter(pk=job.pk).exists() for job in others)
