@@ -352,7 +352,7 @@ class Worker:
                 job_delete(job=job)
             except Exception:
                 logger.exception("deleting %s failed", job.public_id)
-                self.expiry_failed[pk] = time.monotonic() + settings.JOB_MINUTE_SECONDS
+                self.expiry_failed[pk] = clock + settings.JOB_MINUTE_SECONDS  # the next look
 
     def delete_requested(self) -> None:
         from .actions import job_delete
