@@ -79,8 +79,8 @@ from .api_views import (
     queue_found,
     required_param,
     text_param,
-    web_terminal_refused,
     v1_paths,
+    web_terminal_refused,
 )
 from .backends import AcceleratorStock, Pool
 from .models import Job

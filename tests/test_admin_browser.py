@@ -433,9 +433,7 @@ def test_a_reviewer_downloads_a_replicas_whole_log_from_the_logs_page(page, alic
     assert text.count("\n") == 700
 
 
-def test_a_reviewer_reads_every_event_of_a_job_with_more_than_its_page_shows(
-    page, alice, reviewer
-):
+def test_a_reviewer_reads_every_event_of_a_job_with_more_than_its_page_shows(page, alice, reviewer):
     # Review 18b: the admin's job page shows the newest events only, and its note sent a
     # reviewer to the API, which answers a job's owner only.
     from jobs.models import JobEvent

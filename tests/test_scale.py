@@ -109,9 +109,10 @@ def test_a_reviewer_can_ask_the_admin_job_page_for_every_event(alice, reviewer):
     note = client.get(url).content.decode()
     html = client.get(f"{url}?events=all").content.decode()
 
-    assert 'href="?events=all" id="events-show-all"' in note and "API" not in note.split(
-        'id="events-hidden"'
-    )[1].split("</p>")[0]
+    assert (
+        'href="?events=all" id="events-show-all"' in note
+        and "API" not in note.split('id="events-hidden"')[1].split("</p>")[0]
+    )
     assert "step-0000" in html and f"step-{EVENTS_SHOWN + 9:04d}" in html
     assert 'id="events-hidden"' not in html
 
