@@ -516,6 +516,23 @@ class JobChangeList(ChangeList):
 # -- jobs ------------------------------------------------------------------------------
 
 
+def _all_events(request: HttpRequest) -> bool:
+    """Whether the admin's job page shows every event of the job, not the newest
+    EVENTS_SHOWN. Decision (review 18b): the page's note offered the API's job events for the
+    rest, but the API answers a job's owner only, staff included, and no other page lists a
+    job's events: a reviewer asks for them all with the note's link (?events=all), a page as
+    long as the job's events are many."""
+    return request.GET.get("events") == "all"
+
+
+def _query_with(request: HttpRequest, **changes: str) -> str:
+    """This page's query (the change list's filters it keeps, say) with `changes` made."""
+    query = request.GET.copy()
+    for name, value in changes.items():
+        query[name] = value
+    return f"?{query.urlencode()}"
+
+
 class JobEventInline(admin.TabularInline):
     model = JobEvent
     fields = ["created_at", "type", "reason_shown", "message_in_language", "actor"]
@@ -779,7 +796,7 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         # owner's page does: every one of 10,000 was a read-only form row each (scale review,
         # session 18). A subquery, as the formset filters the queryset it is given by job.
         kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
-        if isinstance(inline, JobEventInline) and obj is not None:
+        if isinstance(inline, JobEventInline) and obj is not None and not _all_events(request):
             newest = (
                 JobEvent.objects.filter(job=obj)
                 .order_by("-created_at", "-id")
@@ -882,9 +899,13 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             "own_job_not_approvable": refused
             and job.status in ACTION_STATUSES["approve"]
             and self.has_review_permission(request),
-            # The events inline shows the newest EVENTS_SHOWN (get_formset_kwargs).
+            # The events inline shows the newest EVENTS_SHOWN (get_formset_kwargs), or every
+            # one when asked (?events=all).
             "events_shown": EVENTS_SHOWN,
-            "events_hidden": max(job.events.count() - EVENTS_SHOWN, 0),
+            "events_hidden": 0
+            if _all_events(request)
+            else max(job.events.count() - EVENTS_SHOWN, 0),
+            "events_all_url": _query_with(request, events="all"),
         }
         try:
             spec = job.job_spec()

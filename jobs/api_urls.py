@@ -15,6 +15,11 @@ urlpatterns = [
     path("aijobs/<str:job_id>/metrics", api_views.job_metrics, name="api-job-metrics"),
     path("aijobs/<str:job_id>/pods/<str:pod>/events", api_views.pod_events, name="api-pod-events"),
     path("aijobs/<str:job_id>/pods/<str:pod>/logs", api_views.pod_logs, name="api-pod-logs"),
+    path(
+        "aijobs/<str:job_id>/pods/<str:pod>/webterminal",
+        api_views.pod_web_terminal,
+        name="api-pod-web-terminal",
+    ),
     path("resourcepools", api_views.resource_pools, name="api-resource-pools"),
     path("resourcepools/<str:pool_id>", api_views.resource_pool, name="api-resource-pool"),
     path("resourcepools/<str:pool_id>/queue", api_views.queues, name="api-queues"),

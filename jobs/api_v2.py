@@ -80,6 +80,7 @@ from .api_views import (
     required_param,
     text_param,
     v1_paths,
+    web_terminal_refused,
 )
 from .backends import AcceleratorStock, Pool
 from .models import Job
@@ -462,16 +463,9 @@ def _describe_job_nodes(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 
 def _describe_job_webterminal(request: HttpRequest, owner: Any) -> dict[str, Any]:
-    """Decision: the console has no web terminal (no shell into a job's replica from the
-    API or the pages), so the action Baidu's SDK offers is answered with a refusal that says
-    so and what to use instead, rather than the generic "not served"."""
+    """Refused: the console has no web terminal (api_views.web_terminal_refused)."""
     _job(_params(request), owner)  # an unknown job is still JobNotFound
-    raise ApiError(
-        400,
-        "NotSupported",
-        "This console has no web terminal: a job's replicas cannot be entered with a shell. "
-        "Read a pod's output with DescribeJobLogs and its events with DescribePodEvents.",
-    )
+    raise web_terminal_refused()
 
 
 def _describe_job_metrics(request: HttpRequest, owner: Any) -> dict[str, Any]:

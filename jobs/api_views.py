@@ -1105,6 +1105,26 @@ def pod_logs(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[st
     return {"result": {"jobId": found.public_id, "podName": pod, "logs": logs}}
 
 
+def web_terminal_refused() -> ApiError:
+    """Decision: the console has no web terminal (no shell into a job's replica from the
+    API or the pages), so AIHC's web terminal, v1's path and v2's DescribeJobWebterminal, is
+    answered with a refusal that says so and what to use instead, rather than the generic
+    "not served" (review 18b: v1's path still had that 404)."""
+    return ApiError(
+        400,
+        "NotSupported",
+        "This console has no web terminal: a job's replicas cannot be entered with a shell. "
+        "Read a pod's output with DescribeJobLogs and its events with DescribePodEvents.",
+    )
+
+
+@api_view("GET")
+def pod_web_terminal(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[str, Any]:
+    """AIHC's v1 web terminal (`GET …/pods/{podName}/webterminal`): refused, as v2's."""
+    _own_job(request, owner, job_id)  # another's job: still JobNotFound
+    raise web_terminal_refused()
+
+
 @api_view("GET")
 def job_nodes(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
     """AIHC's v1 job nodes: `{jobID, nodeName[]}` (its spelling)."""

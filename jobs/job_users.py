@@ -115,6 +115,34 @@ def user_for(*, owner_id: int) -> tuple[int, int] | None:
     )
 
 
+def recorded_user(*, uid: int, gid: int) -> tuple[int, int]:
+    """The (uid, gid) an attempt's first launch recorded, for the replicas a worker started
+    again launches: checked as user_for checks a new attempt's, for a user (or, for a job
+    whose gid is its uid, a group) of this machine given those ids since, which the rest of
+    the job would own the files of (review 18b). Raises JobUserError: the job fails, its
+    replicas already running ended with it."""
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = None
+    if name is not None:
+        raise JobUserError(
+            gettext("its attempt's uid %(uid)s belongs to the user %(name)s of this machine")
+            % {"uid": uid, "name": name}
+        )
+    if gid == uid:
+        try:
+            group = grp.getgrgid(gid).gr_name
+        except KeyError:
+            group = None
+        if group is not None:
+            raise JobUserError(
+                gettext("its attempt's gid %(gid)s belongs to the group %(name)s of this machine")
+                % {"gid": gid, "name": group}
+            )
+    return uid, gid
+
+
 def _id_ranges(path: str) -> list[tuple[str, int, int]]:
     """(name, first, count) of each line of /etc/subuid or /etc/subgid."""
     found = []

@@ -983,10 +983,17 @@ def launch_attempt(
         # the attempt's first launch recorded, as its network is kept: a worker restarted
         # with LOCAL_JOB_UID_BASE or LOCAL_JOB_GID changed or unset ran them as today's
         # setting said, beside peers of another uid, as root with it unset (chaos round 18).
+        # Decision (review 18b): an attempt with no record is one started before migration
+        # 0025 (an attempt started since records even "as the worker's user" as no uid, and
+        # the two cannot be told apart): its replicas ran as that day's setting, which is
+        # today's unless it was changed since, so the rest run as today's setting says. Read
+        # as "the worker's user", a worker upgraded while its job was launching ran them as
+        # root beside peers of the job's own uid. Either way never as a uid that is now a
+        # user or group of this machine (job_users.recorded_user): the job fails instead.
         as_user = (
-            (run.run_uid, run.run_gid)
+            job_users.recorded_user(uid=run.run_uid, gid=run.run_gid)
             if run.run_uid is not None and run.run_gid is not None
-            else None
+            else job_users.user_for(owner_id=job.owner_id)
         )
     job_network = None
     if network.attempt_isolated(job.public_id, run.attempt, launched=launched):

@@ -130,6 +130,9 @@ class Worker:
         self.last_remote_sync = 0.0
         # When delete_expired next looks (monotonic; 0: on the first tick).
         self.next_expiry_check = 0.0
+        # Jobs whose deletion for their retention failed: pk -> when it is tried again
+        # (monotonic), so they do not take the pass's places from the others every tick.
+        self.expiry_failed: dict[int, float] = {}
         self.identity = identity or WorkerIdentity.here()
         # When the lease was last renewed (monotonic): None, renewed (or taken) first thing.
         self.last_beat: float | None = None
@@ -302,10 +305,16 @@ class Worker:
         just the id, finish and retention of each, and deletes at most EXPIRED_PER_PASS jobs
         a tick, the longest overdue first: a backlog (the worker stopped for a week, a team's
         year of jobs reaching their retention at once) is worked off over the next ticks,
-        which stay short, instead of one tick deleting thousands."""
+        which stay short, instead of one tick deleting thousands.
+
+        A job whose deletion fails (its folder cannot be removed, the database refuses) is
+        tried again a minute later, after the others (review 18b: the longest overdue
+        first, EXPIRED_PER_PASS such jobs took every place of every pass, and no other job
+        was ever deleted)."""
         from .actions import job_delete
 
-        if time.monotonic() < self.next_expiry_check:
+        clock = time.monotonic()
+        if clock < self.next_expiry_check:
             return
         now = timezone.now()
         kept = (
@@ -317,16 +326,23 @@ class Worker:
             .order_by()
             .values_list("pk", "finished_at", "keep")
         )
-        due = sorted(
-            (finished + keep, pk)
+        due = {
+            pk: finished + keep
             for pk, finished, text in kept
             if (keep := retention(str(text))) is not None and finished + keep <= now
+        }
+        # Forgotten once deleted or no longer due; not tried again before their time.
+        self.expiry_failed = {pk: at for pk, at in self.expiry_failed.items() if pk in due}
+        tried = sorted(
+            (pk in self.expiry_failed, at, pk)
+            for pk, at in due.items()
+            if self.expiry_failed.get(pk, 0.0) <= clock
         )
         # More due than one pass deletes: the rest on the next tick, else in a minute.
-        self.next_expiry_check = time.monotonic() + (
-            0 if len(due) > EXPIRED_PER_PASS else settings.JOB_MINUTE_SECONDS
+        self.next_expiry_check = clock + (
+            0 if len(tried) > EXPIRED_PER_PASS else settings.JOB_MINUTE_SECONDS
         )
-        for _, pk in due[:EXPIRED_PER_PASS]:
+        for _, _, pk in tried[:EXPIRED_PER_PASS]:
             job = Job.objects.filter(pk=pk).first()
             at = deletes_at(job=job) if job is not None else None
             if job is None or at is None or at > now:
@@ -336,6 +352,7 @@ class Worker:
                 job_delete(job=job)
             except Exception:
                 logger.exception("deleting %s failed", job.public_id)
+                self.expiry_failed[pk] = clock + settings.JOB_MINUTE_SECONDS  # the next look
 
     def delete_requested(self) -> None:
         from .actions import job_delete

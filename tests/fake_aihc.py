@@ -300,6 +300,9 @@ class FakeJob:
     pods: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     logs: dict[str, list[str]] = field(default_factory=dict)
+    # pod name -> the unix second each of its log lines was written (add_logs' `at`; None:
+    # before any startTime)
+    log_times: dict[str, list[int | None]] = field(default_factory=dict)
     # (pod name, metricType) -> [(unix seconds, value)]
     metrics: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=dict)
 
@@ -465,9 +468,12 @@ class FakeAihc:
         with self.lock:
             return self._create(request, "v1")
 
-    def add_logs(self, job_id: str, pod: str, lines: list[str]) -> None:
+    def add_logs(self, job_id: str, pod: str, lines: list[str], *, at: int | None = None) -> None:
+        """Lines of a pod's log, written at unix second `at` (DescribeJobLogs' startTime
+        answers those from then on; None: before any)."""
         with self.lock:
             self.jobs[job_id].logs.setdefault(pod, []).extend(lines)
+            self.jobs[job_id].log_times.setdefault(pod, []).extend([at] * len(lines))
 
     def set_metrics(
         self, job_id: str, pod: str, metric_type: str, points: list[tuple[int, float]]
@@ -834,10 +840,20 @@ class FakeAihc:
         number, size = int(number or 1), int(size or 10)
         return items[(number - 1) * size : number * size]
 
-    def _logs(self, job: FakeJob, pod: str, max_lines: Any) -> list[str]:
+    def _logs(self, job: FakeJob, pod: str, max_lines: Any, start_time: Any = None) -> list[str]:
+        """The last `max_lines` of the pod's lines written from `start_time` on, a unix
+        second (a whole number, as AIHC documents it), when given."""
         if pod not in {p["objectMeta"]["name"] for p in job.pods}:
             raise FakeError(404, "PodNotFound", f"Pod {pod} not found")
         lines = job.logs.get(pod, [])
+        if start_time is not None:
+            self._require(re.fullmatch(r"[0-9]+", str(start_time)), "startTime is a whole number")
+            times = job.log_times.get(pod, [])
+            lines = [
+                line
+                for line, at in zip(lines, times, strict=True)
+                if at is not None and at >= int(start_time)
+            ]
         return lines[-int(max_lines) :] if max_lines else lines
 
     def _metrics(self, job: FakeJob, query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -934,7 +950,7 @@ class FakeAihc:
         return {
             "jobId": job.job_id,
             "podName": pod,
-            "logs": self._logs(job, pod, r.params.get("maxLines")),
+            "logs": self._logs(job, pod, r.params.get("maxLines"), r.params.get("startTime")),
         }
 
     def _v1_DescribeJobMetrics(self, r: Recorded) -> dict[str, Any]:
@@ -988,7 +1004,7 @@ class FakeAihc:
     def _v2_DescribeJobLogs(self, r: Recorded) -> dict[str, Any]:
         body = self._v2_body(r, "jobId", "podName")
         job = self._job(r, body["jobId"])
-        logs = self._logs(job, body["podName"], body.get("maxLines"))
+        logs = self._logs(job, body["podName"], body.get("maxLines"), body.get("startTime"))
         return {"jobId": job.job_id, "podName": body["podName"], "logs": logs, "nextMarker": ""}
 
     def _v2_DescribeJobMetrics(self, r: Recorded) -> dict[str, Any]:

@@ -165,6 +165,11 @@ RULES: dict[str, Rule] = {
         owned=False,
         signed=True,
     ),
+    "api-pod-web-terminal": Rule(
+        kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
+        owned=False,
+        signed=True,
+    ),
     "api-pod-logs": Rule(
         kwargs=lambda w: {**api_job_kwargs(w), "pod": "alices-job-master-0"},
         owned=False,

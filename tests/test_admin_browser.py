@@ -431,3 +431,26 @@ def test_a_reviewer_downloads_a_replicas_whole_log_from_the_logs_page(page, alic
     # The whole log, not the page's last 500 lines.
     assert text.startswith("2026-11-30T09:00:00.000000Z step 0\n")
     assert text.count("\n") == 700
+
+
+def test_a_reviewer_reads_every_event_of_a_job_with_more_than_its_page_shows(page, alice, reviewer):
+    # Review 18b: the admin's job page shows the newest events only, and its note sent a
+    # reviewer to the API, which answers a job's owner only.
+    from jobs.models import JobEvent
+    from jobs.services import EVENTS_SHOWN
+
+    job = submit(alice, "many-events")
+    JobEvent.objects.bulk_create(
+        [JobEvent(job=job, reason="Restarted", message=f"step-{i:04d}") for i in range(250)]
+    )
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    expect(page.locator("#events-hidden")).to_contain_text("未显示")
+    rows = page.locator("tr", has_text="step-")
+    expect(rows).to_have_count(EVENTS_SHOWN)  # the newest: the 250 came after "Created"
+
+    page.click("#events-show-all")
+
+    page.wait_for_url(f"**/admin/jobs/job/{job.pk}/change/?events=all")
+    expect(rows).to_have_count(250)
+    expect(page.locator("#events-hidden")).to_have_count(0)

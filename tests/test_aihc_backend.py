@@ -1322,6 +1322,26 @@ def test_logs_are_fetched_on_demand_per_replica(fake, aihc, alice):
     assert aihc.logs(job, "worker-7") == []
 
 
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_logs_from_a_time_on_send_aihc_that_time_in_whole_unix_seconds(
+    fake, aihc, alice, settings, version
+):
+    # Review 18b: the API's DescribeJobLogs passes its startTime to the backend (sdk18),
+    # and the fake answered every line whatever it was sent.
+    settings.AIHC_POOL_API_VERSIONS = {POOL: version}
+    job = submitted(fake, aihc, alice, roles=[S.Role("master", 1, A800, 8)])
+    pod = "test-api-llama2-7b-4-master-0"
+    fake.add_logs(job.external_id, pod, ["early"], at=1_700_000_000)
+    fake.add_logs(job.external_id, pod, ["later", "last"], at=1_700_000_100)
+    since = timezone.datetime.fromtimestamp(1_700_000_100.75, UTC)
+
+    assert aihc.logs(job, "master-0", tail=5, since=since) == ["later", "last"]
+    assert aihc.logs(job, "master-0", tail=1, since=since) == ["last"]
+    [sent] = [r for r in fake.requests if r.op == "DescribeJobLogs"][:1]
+    start = sent.params["startTime"] if version == "v1" else sent.body["startTime"]
+    assert str(start) == "1700000100"
+
+
 def test_a_job_aihc_deleted_after_its_retention_unseen_says_how_it_probably_went(
     fake, aihc, alice, settings
 ):

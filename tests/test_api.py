@@ -1260,6 +1260,22 @@ def test_a_job_with_more_events_than_an_answer_holds_answers_its_newest_and_coun
     assert a_range["events"][-1]["message"] == "step-0599"
 
 
+def test_v1s_web_terminal_path_is_refused_with_the_reason_as_v2s_action_is(api, wsgi, bob):
+    # Review 18b: v2's DescribeJobWebterminal said the console has no web terminal; v1's
+    # path (AIHC's Go SDK) still answered the generic 404 "not served".
+    job = api.create_job(pool="local", body=body())["jobId"]
+    path = f"/api/v1/aijobs/{job}/pods/from-a-script-master-0/webterminal"
+
+    error = refused(lambda: get(api, path, resourcePoolId="local"))
+    key, secret = api_key_create(owner=bob)
+    bobs = client_for(wsgi, key.access_key_id, secret)
+    others = refused(lambda: get(bobs, path, resourcePoolId="local"))
+
+    assert (error.status, error.code) == (400, "NotSupported")
+    assert "no web terminal" in error.message and "DescribeJobLogs" in error.message
+    assert (others.status, others.code) == (404, "JobNotFound")
+
+
 # -- job metrics ------------------------------------------------------------------------------
 
 # Keeps one core busy until the test opens the gate.

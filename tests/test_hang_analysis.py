@@ -780,3 +780,46 @@ def test_a_stuck_py_spy_ends_by_itself_when_nothing_is_left_to_kill_it(tmp_path)
     finally:
         target.kill()
         target.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the worker drops privileges for py-spy only as root")
+def test_py_spy_run_through_its_whole_chain_is_the_jobs_uid_without_capabilities_and_held_to_its_limit():
+    """Review 18b: py-spy now runs under timeout, before prlimit and setpriv; the checks above
+    run setpriv alone. Through _dump's whole chain, a stand-in for py-spy (not ours) names a
+    thread after what it runs as: the read process's uid, no capability and no way to gain
+    one, the data limit."""
+    import subprocess
+    import tempfile
+
+    from jobs.runner import process_start
+    from jobs.stacks import PY_SPY_DATA_BYTES, Listed, _dump, _ids
+
+    folder = Path(tempfile.mkdtemp(prefix="console-py-spy-"))
+    folder.chmod(0o755)  # the job's uid runs the stand-in from here
+    tool = folder / "py-spy"
+    tool.write_text(
+        "#!/bin/sh\n"
+        "uid=$(awk '/^Uid:/ {print $2\"/\"$3}' /proc/self/status)\n"
+        "caps=$(awk '/^(CapPrm|CapEff|CapBnd):/ {printf $2}' /proc/self/status)\n"
+        "nnp=$(awk '/^NoNewPrivs:/ {print $2}' /proc/self/status)\n"
+        "limit=$(grep 'Max data size' /proc/self/limits | awk '{print $4}')\n"
+        'echo "[{\\"thread_name\\": \\"$uid $caps $nnp $limit\\", \\"frames\\": []}]"\n'
+    )
+    tool.chmod(0o755)
+    target = subprocess.Popen(ANOTHER_JOBS[:-1])
+    try:
+        deadline = time.monotonic() + 10  # until setpriv has made it the job's uid
+        while _ids(target.pid) != (200099, 200099):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        listed = Listed(target.pid, process_start(target.pid), target.pid, "")
+        read = _dump(str(tool), listed, 5, [])
+    finally:
+        target.kill()
+        target.wait()
+        tool.unlink()
+        folder.rmdir()
+
+    assert [t["name"] for t in read["threads"]] == [
+        f"200099/200099 {'0' * 48} 1 {PY_SPY_DATA_BYTES}"
+    ]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import grp
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -25,7 +26,7 @@ from jobs import job_users
 from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.models import JobStatus
-from jobs.runner import live_shim
+from jobs.runner import live_shim, replica_state_dir
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -283,6 +284,65 @@ def test_a_replica_launched_after_a_worker_restart_runs_as_the_uid_its_attempt_s
     run = job.local_run
     run.refresh_from_db()
     assert (run.run_uid, run.run_gid) == (BASE + alice.pk, GID)
+
+
+def killed_between_its_replicas_spawns(owner):
+    """A job of two replicas whose worker was killed after spawning master-0, not worker-0."""
+    job = submit(
+        owner,
+        make_spec(
+            f"echo uid=$(id -u) gid=$(id -g); {UNTIL_THE_GATE_OPENS}",
+            roles=[S.Role("master", 1), S.Role("worker", 1)],
+        ),
+    )
+    doomed = Worker()
+
+    def kill_the_worker():
+        raise WorkerKilled
+
+    doomed.children = AfterSpawn(1, then=kill_the_worker)
+    with pytest.raises(WorkerKilled):
+        doomed.tick()
+    return job
+
+
+def test_a_replica_relaunched_for_an_attempt_started_before_its_uid_was_recorded_runs_as_the_jobs_user(
+    job_users_on, alice
+):
+    # Review 18b: an attempt started before migration 0025 has no recorded uid, and its
+    # remaining replica, launched by the upgraded worker, was read as "the worker's user" and
+    # ran as root beside its peer of the job's uid.
+    job = killed_between_its_replicas_spawns(alice)
+    type(job.local_run).objects.filter(job=job).update(run_uid=None, run_gid=None)
+
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: all("uid=" in log_text(job, label) for label in ("master-0", "worker-0")),
+        what="both replicas to say who they are",
+    )
+    both = f"uid={BASE + alice.pk} gid={GID}"
+    assert both in log_text(job, "master-0")
+    assert both in log_text(job, "worker-0"), log_text(job, "worker-0")
+    open_gate(job_users_on)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="success")
+
+
+def test_a_replica_is_not_relaunched_as_a_recorded_uid_that_is_now_a_user_of_this_machine(
+    job_users_on, alice
+):
+    # Review 18b: the recorded uid was used as it was, where a new attempt refuses a uid a
+    # user of this machine was given since (nobody's, 65534, stands in for one).
+    nobody = pwd.getpwuid(65534).pw_name
+    job = killed_between_its_replicas_spawns(alice)
+    type(job.local_run).objects.filter(job=job).update(run_uid=65534)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job to fail")
+
+    assert "uid=" not in log_text(job, "worker-0")
+    [failed] = job.events.filter(reason="StartFailed")
+    assert "65534" in failed.message and nobody in failed.message  # (in either language)
+    assert live_shim(replica_state_dir(job.public_id, 1, "master-0")) is None  # ended too
 
 
 def worker_command(env: dict[str, str], prefix: list[str] | None = None):

@@ -9,6 +9,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -101,6 +102,26 @@ def test_the_admin_job_page_shows_the_newest_events_and_says_how_many_are_not_sh
     assert f"更早的 {hidden} 条未显示" in html
 
 
+def test_a_reviewer_can_ask_the_admin_job_page_for_every_event(alice, reviewer):
+    # Review 18b: the note sent staff to the API's job events for the rest, but the API
+    # answers a job's owner only: a reviewer had no way to read the earlier events.
+    job = submit(alice)
+    with_many_events(job, EVENTS_SHOWN + 10)
+    client = Client()
+    client.force_login(reviewer)
+    url = f"/admin/jobs/job/{job.pk}/change/"
+
+    note = client.get(url).content.decode()
+    html = client.get(f"{url}?events=all").content.decode()
+
+    assert (
+        'href="?events=all" id="events-show-all"' in note
+        and "API" not in note.split('id="events-hidden"')[1].split("</p>")[0]
+    )
+    assert "step-0000" in html and f"step-{EVENTS_SHOWN + 9:04d}" in html
+    assert 'id="events-hidden"' not in html
+
+
 def finished_long_ago(owner, n: int, *, days: int) -> list[Job]:
     """`n` local jobs that succeeded `days` days ago (and a minute apart) with a 1-day
     retention, so they are all due."""
@@ -144,6 +165,52 @@ def test_the_worker_looks_for_expired_jobs_once_a_minute_not_on_every_tick(
     time.sleep(0.25)  # a "minute" later
     worker.delete_expired()
     assert set(Job.objects.values_list("pk", flat=True)) == {kept.pk}
+
+
+REFUSING_TRIGGER = {
+    "sqlite": (
+        [
+            "CREATE TRIGGER keep_jobs BEFORE DELETE ON jobs_job WHEN OLD.id IN ({ids}) "
+            "BEGIN SELECT RAISE(ABORT, 'kept'); END"
+        ],
+        ["DROP TRIGGER keep_jobs"],
+    ),
+    "postgresql": (
+        [
+            "CREATE FUNCTION keep_jobs() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN RAISE EXCEPTION 'kept'; END $$",
+            "CREATE TRIGGER keep_jobs BEFORE DELETE ON jobs_job FOR EACH ROW "
+            "WHEN (OLD.id IN ({ids})) EXECUTE FUNCTION keep_jobs()",
+        ],
+        ["DROP TRIGGER keep_jobs ON jobs_job", "DROP FUNCTION keep_jobs()"],
+    ),
+}
+
+
+def test_jobs_whose_deletion_fails_every_time_do_not_keep_the_other_expired_jobs(
+    transactional_db, alice
+):
+    # Review 18b: the longest overdue first, EXPIRED_PER_PASS jobs the database will not let
+    # go took every place of every pass, and the jobs due after them were never deleted.
+    stuck = finished_long_ago(alice, EXPIRED_PER_PASS, days=9)
+    others = finished_long_ago(alice, 3, days=5)
+    ids = ", ".join(str(job.pk) for job in stuck)
+    create, drop = REFUSING_TRIGGER[connection.vendor]
+    with connection.cursor() as cursor:
+        for statement in create:
+            cursor.execute(statement.format(ids=ids))
+    try:
+        worker = Worker()
+        worker.delete_expired()  # the stuck ones, the longest overdue, fail
+        worker.delete_expired()
+        left = set(Job.objects.values_list("pk", flat=True))
+    finally:
+        with connection.cursor() as cursor:
+            for statement in drop:
+                cursor.execute(statement)
+
+    assert left == {job.pk for job in stuck}
+    assert not any(Job.objects.filter(pk=job.pk).exists() for job in others)
 
 
 def plan_of(queryset) -> str:
