@@ -61,7 +61,7 @@ from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
-from .models import EventType, Job, JobReplica, JobStatus, ReplicaStatus
+from .models import EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
 from .monitoring import (
     UsagePoint,
     UtilisationPoint,
