@@ -732,7 +732,9 @@ def test_a_database_password_is_masked_however_the_connection_string_echoes_it()
         assert not any(part in shown for part in parts), shown
     # Whatever the password is: a password= value and a URL's user:…@ are masked too.
     assert without_password("dsn password='x y' host=db", "other") == "dsn password=*** host=db"
-    assert without_password("u postgres://console:abc@db/x", None) == "u postgres://console:***@db/x"
+    assert (
+        without_password("u postgres://console:abc@db/x", None) == "u postgres://console:***@db/x"
+    )
     # And the port, the user and the message's words stay readable.
     assert without_password("port 5432 user console password=p", "p") == (
         "port 5432 user console password=***"
