@@ -940,8 +940,8 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             "own_job_not_approvable": refused
             and job.status in ACTION_STATUSES["approve"]
             and self.has_review_permission(request),
-            # The events inline shows the newest EVENTS_SHOWN (get_formset_kwargs), or every
-            # one when asked (?events=all).
+            # The events inline shows the newest EVENTS_SHOWN (get_formset_kwargs), or, when
+            # asked (?events=all), every one a page of EVENTS_PAGE at a time.
             "events_shown": EVENTS_SHOWN,
             "events_hidden": 0
             if _all_events(request)
