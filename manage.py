@@ -42,23 +42,44 @@ def unreachable_database() -> str | None:
     try:
         connection.ensure_connection()
     except Error as e:
-        reason = " ".join(str(e).split())
-        return without_password(reason, settings.DATABASES["default"].get("PASSWORD"))
+        return without_password(str(e), settings.DATABASES["default"].get("PASSWORD"))
     return None
 
 
 def without_password(reason: str, password: str | None) -> str:
-    """`reason` with every occurrence of `password` that is not part of a longer word masked
-    as `***`: a short password ("p") masked everywhere made "port" read "***ort"."""
-    if not password:
-        return reason
+    """`reason` on one line (its whitespace runs made one space) with the password masked as
+    `***`: every occurrence of it not part of a longer word (a short password, "p", masked
+    everywhere made "port" read "***ort"), as it is and as a connection string or URL would
+    echo it (quoted and escaped, percent-encoded), and whatever it is, the value of a
+    `password=` and a URL's `user:…@` (review 18c: a password with two spaces running, or
+    echoed as `password='it\\'s'` or `u:p%40ss@`, was shown as it was). Masked before the
+    whitespace is made one space, which would change a password holding a run of it."""
     import re
+    from urllib.parse import quote, quote_plus
 
-    # Word boundaries only where the password's own edge is a letter or digit ("p" in "port"
-    # is a word's start; "p!" in "p!x" is still the password).
-    before = r"(?<!\w)" if re.match(r"\w", password[0]) else ""
-    after = r"(?!\w)" if re.match(r"\w", password[-1]) else ""
-    return re.sub(before + re.escape(password) + after, "***", reason)
+    if password:
+        forms = {
+            password,
+            " ".join(password.split()),
+            quote(password, safe=""),
+            quote(password),
+            quote_plus(password),
+            password.replace("\\", "\\\\").replace("'", "\\'"),  # libpq's conninfo quoting
+        }
+        for form in sorted(filter(None, forms), key=len, reverse=True):
+            # Word boundaries only where the form's own edge is a letter or digit ("p" in
+            # "port" is a word's start; "p!" in "p!x" is still the password).
+            before = r"(?<!\w)" if re.match(r"\w", form[0]) else ""
+            after = r"(?!\w)" if re.match(r"\w", form[-1]) else ""
+            reason = re.sub(before + re.escape(form) + after, "***", reason)
+    reason = re.sub(
+        r"(\bpassword\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s'\",;)]+)",
+        r"\1***",
+        reason,
+        flags=re.IGNORECASE,
+    )
+    reason = re.sub(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@]*:)[^\s/@]*@", r"\1***@", reason, flags=re.I)
+    return " ".join(reason.split())
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
@@ -520,9 +521,41 @@ def _all_events(request: HttpRequest) -> bool:
     """Whether the admin's job page shows every event of the job, not the newest
     EVENTS_SHOWN. Decision (review 18b): the page's note offered the API's job events for the
     rest, but the API answers a job's owner only, staff included, and no other page lists a
-    job's events: a reviewer asks for them all with the note's link (?events=all), a page as
-    long as the job's events are many."""
+    job's events: a reviewer asks for them all with the note's link (?events=all), a page at
+    a time (EVENTS_PAGE: events_page)."""
     return request.GET.get("events") == "all"
+
+
+# The events the admin's job page shows a page of "every event" (?events=all). Decided
+# (review 18c): "every event" of a job restarted for months, 100,000 of them, was one page of
+# 100,000 read-only form rows, some 100 MB built in memory; so every event is shown in pages
+# of EVENTS_PAGE, oldest first (a timeline read from its start), `events_page` choosing one
+# (a number out of range, or none, shows the nearest page: never an error).
+EVENTS_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class EventsPage:
+    number: int  # from 1
+    pages: int
+    total: int  # the job's events
+
+    @property
+    def first(self) -> int:
+        """The position of the page's first event, from 0 (its offset)."""
+        return (self.number - 1) * EVENTS_PAGE
+
+
+def events_page(request: HttpRequest, job: Job) -> EventsPage:
+    """Which page of the job's events ?events=all shows (`events_page`, clamped): one count."""
+    total = job.events.count()
+    pages = max((total + EVENTS_PAGE - 1) // EVENTS_PAGE, 1)
+    raw = request.GET.get("events_page", "")
+    # Past the last page, the last (int() refuses a number of 4,300 digits); not a number, 1.
+    number = 1
+    if raw.isascii() and raw.isdigit():
+        number = int(raw) if len(raw) <= 9 else pages
+    return EventsPage(number=min(max(number, 1), pages), pages=pages, total=total)
 
 
 def _query_with(request: HttpRequest, **changes: str) -> str:
@@ -796,13 +829,21 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         # owner's page does: every one of 10,000 was a read-only form row each (scale review,
         # session 18). A subquery, as the formset filters the queryset it is given by job.
         kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
-        if isinstance(inline, JobEventInline) and obj is not None and not _all_events(request):
-            newest = (
-                JobEvent.objects.filter(job=obj)
-                .order_by("-created_at", "-id")
-                .values("pk")[:EVENTS_SHOWN]
-            )
-            kwargs["queryset"] = kwargs["queryset"].filter(pk__in=Subquery(newest))
+        if isinstance(inline, JobEventInline) and obj is not None:
+            if _all_events(request):  # a page of every event (EVENTS_PAGE)
+                page = events_page(request, obj)
+                shown = (
+                    JobEvent.objects.filter(job=obj)
+                    .order_by("created_at", "id")
+                    .values("pk")[page.first : page.first + EVENTS_PAGE]
+                )
+            else:
+                shown = (
+                    JobEvent.objects.filter(job=obj)
+                    .order_by("-created_at", "-id")
+                    .values("pk")[:EVENTS_SHOWN]
+                )
+            kwargs["queryset"] = kwargs["queryset"].filter(pk__in=Subquery(shown))
         return kwargs
 
     # Submitted payloads are never edited here: jobs are read-only, never added or deleted.
@@ -899,14 +940,28 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             "own_job_not_approvable": refused
             and job.status in ACTION_STATUSES["approve"]
             and self.has_review_permission(request),
-            # The events inline shows the newest EVENTS_SHOWN (get_formset_kwargs), or every
-            # one when asked (?events=all).
+            # The events inline shows the newest EVENTS_SHOWN (get_formset_kwargs), or, when
+            # asked (?events=all), every one a page of EVENTS_PAGE at a time.
             "events_shown": EVENTS_SHOWN,
             "events_hidden": 0
             if _all_events(request)
             else max(job.events.count() - EVENTS_SHOWN, 0),
             "events_all_url": _query_with(request, events="all"),
         }
+        if _all_events(request):
+            page = events_page(request, job)
+            if page.pages > 1:  # which events this page shows, and the way to the others
+                context["events_page"] = page
+                context["events_page_from"] = page.first + 1
+                context["events_page_to"] = min(page.first + EVENTS_PAGE, page.total)
+                if page.number > 1:
+                    context["events_earlier_url"] = _query_with(
+                        request, events_page=str(page.number - 1)
+                    )
+                if page.number < page.pages:
+                    context["events_later_url"] = _query_with(
+                        request, events_page=str(page.number + 1)
+                    )
         try:
             spec = job.job_spec()
         except spec_module.SpecError as e:

@@ -61,7 +61,7 @@ from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import job_secrets, shown_lines
-from .models import EventType, Job, JobReplica, JobStatus, ReplicaStatus
+from .models import EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
 from .monitoring import (
     UsagePoint,
     UtilisationPoint,
@@ -598,8 +598,8 @@ def _within(moment: datetime | None, window: Window) -> bool:
 # the usual order (oldest first), with `total` still the number of every event in the range.
 # A client reading a job's events wants what happened last (why it failed, that it restarted
 # again), as the job page shows its newest 200; one that sees total > len(events) reads the
-# earlier ones by setting endTime to the oldest answered event's firstTimestamp (that second
-# comes again). A job restarted for months holds tens of thousands: 10,000 events were a
+# earlier ones by setting endTime one second before the oldest answered event's
+# firstTimestamp (an answer holds whole seconds: _whole_seconds, review 18c). A job restarted for months holds tens of thousands: 10,000 events were a
 # 1.6 MB answer, built in memory on each call. AIHC's shape (events, total) has no page to ask
 # for, so none is added.
 EVENTS_ANSWERED = 1000
@@ -617,15 +617,34 @@ def _window_filter(window: Window) -> dict[str, datetime]:
     return bounds
 
 
+def _whole_seconds(newest: list[JobEvent]) -> list[JobEvent]:
+    """Of the newest EVENTS_ANSWERED + 1 events (newest first), the newest EVENTS_ANSWERED
+    without the oldest second's when the cut falls inside that second, so an answer holds
+    whole seconds; the newest second's newest EVENTS_ANSWERED when it alone holds more.
+
+    Decided (review 18c): a client reads the earlier events with endTime one second before
+    the oldest answered, and gets each event once. With the cut inside a second it had to
+    ask for that second again (an answer has no event ids: a repeated event and one that
+    happened twice in a second could not be told apart), and a second holding more than
+    EVENTS_ANSWERED answered the same events for ever."""
+    answered = newest[:EVENTS_ANSWERED]
+    if len(newest) <= EVENTS_ANSWERED:
+        return answered
+    cut = int(newest[EVENTS_ANSWERED].created_at.timestamp())
+    whole = [event for event in answered if int(event.created_at.timestamp()) != cut]
+    return whole or answered
+
+
 def job_events_answer(*, job: Job, window: Window = OPEN_WINDOW) -> dict[str, Any]:
-    """`events`: the job's newest EVENTS_ANSWERED events in the window, oldest first; `total`:
-    how many the window holds. One query, and a count only when there are more."""
+    """`events`: the job's newest events in the window, at most EVENTS_ANSWERED, of whole
+    seconds (_whole_seconds), oldest first; `total`: how many the window holds. One query,
+    and a count only when there are more."""
     found = job.events.filter(**_window_filter(window))
     newest = list(found.order_by("-created_at", "-id")[: EVENTS_ANSWERED + 1])
     total = len(newest) if len(newest) <= EVENTS_ANSWERED else found.count()
     events = [
         _event(event.reason, event.message_shown, event.type, event.created_at)
-        for event in reversed(newest[:EVENTS_ANSWERED])
+        for event in reversed(_whole_seconds(newest))
     ]
     return {"events": events, "total": total}
 

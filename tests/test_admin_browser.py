@@ -454,3 +454,36 @@ def test_a_reviewer_reads_every_event_of_a_job_with_more_than_its_page_shows(pag
     page.wait_for_url(f"**/admin/jobs/job/{job.pk}/change/?events=all")
     expect(rows).to_have_count(250)
     expect(page.locator("#events-hidden")).to_have_count(0)
+
+
+def test_a_reviewer_pages_through_every_event_of_a_job_with_more_than_a_page(page, alice, reviewer):
+    # Review 18c: "Show every event" drew them all on one page: 100,000 rows for a job
+    # restarted for months. Now a page at a time, oldest first, with links to the others.
+    from jobs.admin import EVENTS_PAGE
+    from jobs.models import JobEvent
+
+    job = submit(alice, "thousands-of-events")
+    JobEvent.objects.bulk_create(
+        [
+            JobEvent(job=job, reason="Restarted", message=f"step-{i:04d}")
+            for i in range(EVENTS_PAGE + 50)
+        ]
+    )
+    total = job.events.count()
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{job.pk}/change/")
+    rows = page.locator("#events-group td.field-message_in_language")
+
+    page.click("#events-show-all")
+
+    expect(rows).to_have_count(EVENTS_PAGE)
+    expect(page.locator("#events-pages")).to_contain_text(f"共 {total} 条")
+    expect(page.locator("#events-earlier")).to_have_count(0)
+    page.click("#events-later")
+    page.wait_for_url("**events_page=2")
+    expect(rows).to_have_count(total - EVENTS_PAGE)
+    expect(rows.last).to_have_text(f"step-{EVENTS_PAGE + 49:04d}")
+    expect(page.locator("#events-later")).to_have_count(0)
+    page.click("#events-earlier")
+    page.wait_for_url("**events_page=1")
+    expect(rows.first).to_have_text("任务已创建。")

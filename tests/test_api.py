@@ -11,7 +11,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import httpx
 import pytest
@@ -1258,6 +1258,56 @@ def test_a_job_with_more_events_than_an_answer_holds_answers_its_newest_and_coun
     assert a_range["total"] == 100 == len(a_range["events"])
     assert a_range["events"][0]["message"] == "step-0500"
     assert a_range["events"][-1]["message"] == "step-0599"
+
+
+def test_a_script_reading_a_jobs_events_backwards_gets_each_once_though_seconds_hold_many(
+    api, alice
+):
+    # Review 18c: an answer's newest 1,000 could end inside a second, so the client asked for
+    # that second again and got its events twice (an answer has no ids to tell a repeat from
+    # an event that happened twice), and a second of more than 1,000 answered the same for ever.
+    from jobs.api_views import EVENTS_ANSWERED
+    from jobs.models import JobEvent
+
+    [job] = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key=str(uuid.uuid4()))
+    own = job.events.count()  # Created, Queued: a minute before the others
+    base = timezone.now().replace(microsecond=0) + timedelta(minutes=1)
+    sizes = {0: 600, 1: 900, 2: EVENTS_ANSWERED + 200}  # second -> events in it
+    made = JobEvent.objects.bulk_create(
+        [
+            JobEvent(job=job, reason="Restarted", message=f"s{second}-{i:04d}")
+            for second, n in sizes.items()
+            for i in range(n)
+        ]
+    )
+    for event in made:  # created_at is auto_now_add: set after, in order within the second
+        second, i = event.message[1:].split("-")
+        event.created_at = base + timedelta(seconds=int(second), microseconds=int(i))
+    JobEvent.objects.bulk_update(made, ["created_at"])
+    path = f"/api/v1/aijobs/{job.public_id}/events"
+
+    read: list[str] = []
+    answers = []
+    end = None
+    for _ in range(10):  # a client following the README: endTime one second before the oldest
+        params = {"resourcePoolId": "local"} | ({"endTime": end} if end is not None else {})
+        answer = get(api, path, **params)
+        answers.append(answer)
+        read = [e["message"] for e in answer["events"]] + read
+        if len(answer["events"]) == answer["total"]:
+            break
+        oldest = answer["events"][0]["firstTimestamp"]
+        end = int(datetime.fromisoformat(oldest).timestamp()) - 1
+
+    # The over-full second: its newest 1,000 (the rest of it is not read); then whole seconds.
+    assert [len(a["events"]) for a in answers] == [EVENTS_ANSWERED, 900, own + 600]
+    assert answers[0]["events"][0]["message"] == "s2-0200"
+    expected = (
+        [f"s0-{i:04d}" for i in range(600)]
+        + [f"s1-{i:04d}" for i in range(900)]
+        + [f"s2-{i:04d}" for i in range(200, EVENTS_ANSWERED + 200)]
+    )
+    assert read[own:] == expected  # each once, in order
 
 
 def test_v1s_web_terminal_path_is_refused_with_the_reason_as_v2s_action_is(api, wsgi, bob):

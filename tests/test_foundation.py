@@ -712,3 +712,30 @@ def test_a_short_database_password_is_masked_where_it_stands_alone_not_inside_ot
     )
     assert without_password("dsn u:p!@h, p!x", "p!") == "dsn u:***@h, ***x"
     assert without_password("hunter2 was refused", "hunter2") == "*** was refused"
+
+
+def test_a_database_password_is_masked_however_the_connection_string_echoes_it():
+    # Review 18c: only the password as it is was masked, after the message's whitespace was
+    # made single spaces: a password with a run of spaces, or quoted and escaped as libpq's
+    # connection strings write it, or percent-encoded in a URL, was shown as it was.
+    from manage import without_password
+
+    cases = [  # (password, message, what must not be shown of it)
+        ("two  spaces", "FATAL: bad password=two  spaces\nfor user", ["two", "spaces"]),
+        ("it's a \\secret", r"bad: password='it\'s a \\secret' port=5432", ["it", "secret"]),
+        ("p@ss wd/1", "cannot reach postgres://console:p%40ss%20wd%2F1@db/db", ["ss", "wd"]),
+        ("p@ss wd", "cannot reach postgres://console:p%40ss+wd@db/db", ["ss", "wd"]),
+    ]
+    for password, reason, parts in cases:
+        shown = without_password(reason, password)
+        assert "***" in shown and "\n" not in shown, shown
+        assert not any(part in shown for part in parts), shown
+    # Whatever the password is: a password= value and a URL's user:…@ are masked too.
+    assert without_password("dsn password='x y' host=db", "other") == "dsn password=*** host=db"
+    assert (
+        without_password("u postgres://console:abc@db/x", None) == "u postgres://console:***@db/x"
+    )
+    # And the port, the user and the message's words stay readable.
+    assert without_password("port 5432 user console password=p", "p") == (
+        "port 5432 user console password=***"
+    )

@@ -122,6 +122,40 @@ def test_a_reviewer_can_ask_the_admin_job_page_for_every_event(alice, reviewer):
     assert 'id="events-hidden"' not in html
 
 
+def test_every_event_of_a_job_with_thousands_is_shown_a_bounded_page_at_a_time(alice, reviewer):
+    # Review 18c: ?events=all drew every event as a read-only form row, one page however many:
+    # a job with 100,000 events was some 100 MB, built in memory on each look.
+    from jobs.admin import EVENTS_PAGE
+
+    job = submit(alice)
+    own = job.events.count()  # the job's own, before the many
+    with_many_events(job, 2 * EVENTS_PAGE + 10)
+    total = job.events.count()
+    client = Client()
+    client.force_login(reviewer)
+    url = f"/admin/jobs/job/{job.pk}/change/?events=all"
+
+    first = client.get(url).content.decode()
+    last = client.get(f"{url}&events_page=3").content.decode()
+
+    rows = 'class="field-message_in_language"'
+    assert first.count(rows) == EVENTS_PAGE
+    assert "step-0000" in first and f"step-{EVENTS_PAGE - own - 1:04d}" in first
+    assert f"step-{EVENTS_PAGE - own:04d}" not in first
+    assert f"第 1 至 {EVENTS_PAGE} 条事件，共 {total} 条，最早的在前（第 1 页，共 3 页）" in first
+    assert 'id="events-earlier"' not in first
+    assert 'href="?events=all&amp;events_page=2" id="events-later"' in first
+    assert last.count(rows) == total - 2 * EVENTS_PAGE
+    assert f"step-{2 * EVENTS_PAGE + 9:04d}" in last and "step-0000" not in last
+    assert 'href="?events=all&amp;events_page=2" id="events-earlier"' in last
+    assert 'id="events-later"' not in last
+    # A page number out of range, or none at all, shows the nearest page, never an error.
+    for asked, shown in [("0", 1), ("-1", 1), ("abc", 1), ("99999999999999", 3), ("٣", 1)]:
+        response = client.get(f"{url}&events_page={asked}")
+        assert response.status_code == 200
+        assert f"（第 {shown} 页，共 3 页）" in response.content.decode()
+
+
 def finished_long_ago(owner, n: int, *, days: int) -> list[Job]:
     """`n` local jobs that succeeded `days` days ago (and a minute apart) with a 1-day
     retention, so they are all due."""
