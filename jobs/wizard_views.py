@@ -33,7 +33,6 @@ from .http import AuthenticatedHttpRequest, post_only
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
 from .review import review_reason
-from .services import fields_not_read
 from .summary import spec_sections
 from .texts import display_text, source_of
 from .views import PAGE_SIZE, ListPage

@@ -394,6 +394,8 @@ def test_a_killed_slirp4netns_is_said_once_the_job_keeps_running_and_nothing_is_
     run_until(worker, lambda: outbound_lost_events(job) == 1, what="the event")
     [event] = job.events.filter(reason="OutboundLost")
     assert "slirp4netns" in event.message and "Network is unreachable" in event.message
+    # And what to do: a job without fault tolerance never gets it back by itself (QA round 24).
+    assert "如需恢复：请停止任务，再点击“再次运行”" in event.message  # stored in LANGUAGE_CODE
     with translation.override("zh-hans"):
         assert "出站网络已中断" in display_text(event.message, event.message_source)
     # Said once: on the next ticks, and by a worker started again (the mark in its folder).
