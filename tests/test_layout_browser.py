@@ -199,3 +199,34 @@ def test_on_a_phone_a_failed_jobs_reason_in_the_list_reads_across_not_down(
         "title", re.compile("restarted 3 times before it failed for good")
     )
     assert phone.evaluate(PAGE_FITS)  # the table scrolls inside its box, the page does not
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_staffs_list_of_workers_breaks_no_word_and_scrolls_in_its_box(
+    phone, transactional_db, reviewer
+):
+    # Found in QA round 24: with the worker stopped (or refusing its settings) the banner's
+    # table squeezed into the phone's width, a few letters a line ("Rol/e", "Sto/ppe/d").
+    from jobs.health import worker_beat, worker_refused, worker_stopped
+    from jobs.job_users import Problem
+    from tests.test_workers import worker_on
+
+    worker = worker_on("gpu-node-a", 4242, run_dir="/srv/console/var/runs")
+    worker_beat(worker=worker)
+    worker_stopped(worker=worker)
+    worker_refused(problems=[Problem("LOCAL_JOB_UID_BASE=%(base)s: refused here", base=200000)])
+    log_in(phone, "carol", "carol-password")
+
+    for page in ("/", "/admin/"):  # the admin has its own styles, without Bootstrap
+        phone.goto(page)
+        table = phone.locator("#known-workers")
+        expect(table).to_be_visible()
+        for cell in table.locator("th, td").all():
+            text = cell.inner_text().strip()
+            lines = cell.evaluate(TEXT_LINES)["lines"]
+            assert lines == 1, f"{page}: {text!r} takes {lines} lines"
+        assert phone.evaluate(PAGE_FITS), page  # the table scrolls in its box, not the page
+        # The refusal on a line of its own, not run on from the banner's last word.
+        problem = phone.locator("#worker-problem")
+        expect(problem).to_contain_text("refused here")
+        assert problem.evaluate("e => getComputedStyle(e).display") == "block", page
