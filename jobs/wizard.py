@@ -1119,7 +1119,11 @@ def wizard_rules(
             % {"names": ", ".join(twice[:5])},
         )
     data_raw = raws.get(DATA) if raws.get(DATA) is not None else state.raw(DATA)
-    if _one(data_raw, "storage_enabled") and not spec.datasources:
+    # Said only where no mount is typed: a row with its mount path typed that does not make a
+    # mount says why on the row itself, and "add a mount" beside it read as if it were not
+    # there (QA round 24: an imported PFS mount on the local pool).
+    typed = any(_one(row, "mount_path").strip() for row in rows_of(data_raw, "mounts"))
+    if _one(data_raw, "storage_enabled") and not spec.datasources and not typed:
         err("storage", _("Add a mount, or turn storage off."))
     for path, messages in console_rules(spec).items():
         errors.setdefault(path, []).extend(messages)

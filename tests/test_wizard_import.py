@@ -19,7 +19,7 @@ from jobs import wizard_import as I
 from jobs.aihc.mapping import v2_from_v1
 from jobs.models import Draft, Job
 
-from .test_wizard import A800, HTMX, post_step, step_url
+from .test_wizard import A800, HTMX, data_data, post_step, step_url
 
 SECRET = "s3cr3t-token-do-not-show"
 
@@ -1267,3 +1267,21 @@ def test_an_imports_warnings_stay_on_every_step_until_dismissed_on_the_review(al
     draft.refresh_from_db()
     assert W.IMPORT_NOTICES not in draft.data
     assert draft.data[I.IMPORTED] is True  # still marked 导入 on my drafts
+
+
+def test_a_mount_the_pool_cannot_make_says_why_on_its_row_not_add_a_mount(alice_client):
+    # QA round 24: the reference's example (a PFS mount) imported onto the local pool said
+    # "请添加挂载，或关闭存储。" beside the mount it shows, as if it were not there.
+    body = {**BODY, **CHANNELS}
+    body["datasources"] = [{"type": "pfs", "name": "pfs-7xWeAt", "mountPath": "/mnt/cluster"}]
+    import_body(alice_client, body)
+    draft = Draft.objects.get()
+    add_a_mount = "请添加挂载，或关闭存储。"
+
+    page = alice_client.get(step_url(draft, W.DATA)).content.decode()
+    assert "本地资源池未向你提供卷“pfs-7xWeAt”" in page
+    assert add_a_mount not in page
+
+    # With no mount typed at all, it is what to do.
+    r = post_step(alice_client, draft, W.DATA, data_data([]))
+    assert add_a_mount in r.content.decode()
