@@ -1772,7 +1772,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         return
 
     if network.outbound_lost(public_id=job.public_id, attempt=run.attempt):
-        _outbound_lost(job, run)
+        _outbound_lost(job, run, spec)
 
     if spec is None:
         return  # its time limit and hang threshold are in the spec it no longer reads
@@ -1789,32 +1789,57 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
 
 
 OUTBOUND_LOST = "OutboundLost"
+# What it says, and what the owner can do (QA round 24: it said only that a fault-tolerance
+# restart would bring the network back, which a job without fault tolerance never gets).
+OUTBOUND_LOST_MESSAGE = gettext_noop(
+    "The job's outbound network ended: its slirp4netns process (or the holder of its network "
+    "namespace) is gone, so its connections out now fail with “Network is unreachable”. Its "
+    "replicas keep running without it. To have it back, stop the job and press Run again: "
+    "the new job gets a network of its own."
+)
+OUTBOUND_LOST_MESSAGE_FAULT_TOLERANT = gettext_noop(
+    "The job's outbound network ended: its slirp4netns process (or the holder of its network "
+    "namespace) is gone, so its connections out now fail with “Network is unreachable”. Its "
+    "replicas keep running without it; the next attempt of a fault-tolerance restart gets "
+    "outbound network again. To have it back now, stop the job and press Run again."
+)
 
 
-def _outbound_lost(job: Job, run: LocalRun) -> None:
+def _outbound_lost(job: Job, run: LocalRun, spec: JobSpec | None) -> None:
     """Says once per attempt that its outbound network ended (network.outbound_lost). The job
     keeps running, as README decides (its namespace is its replicas' as long as they run):
     only its connections out fail, which without this said nothing of why. A worker killed
     between the event and the mark finds the event and does not say it again."""
-    since = run.attempt_started_at or job.started_at
-    said = JobEvent.objects.filter(job=job, reason=OUTBOUND_LOST)
-    if since is not None:
-        said = said.filter(created_at__gte=since)
-    if not said.exists():
+    if not outbound_lost_event(job=job, since=run.attempt_started_at or job.started_at):
+        fault_tolerant = spec is not None and spec.fault_tolerance
         job_event(
             job=job,
             reason=OUTBOUND_LOST,
             message=recorded(
-                gettext_noop(
-                    "The job's outbound network ended: its slirp4netns process (or the holder "
-                    "of its network namespace) is gone, so its connections out now fail with "
-                    "“Network is unreachable”. Its replicas keep running; the next attempt of "
-                    "a fault-tolerance restart gets outbound network again."
-                )
+                OUTBOUND_LOST_MESSAGE_FAULT_TOLERANT if fault_tolerant else OUTBOUND_LOST_MESSAGE
             ),
             warning=True,
         )
     network.note_outbound_lost(public_id=job.public_id, attempt=run.attempt)
+
+
+def outbound_lost_event(*, job: Job, since: Any = None) -> JobEvent | None:
+    """The OutboundLost event of the job's attempt started at `since` (None: of any attempt).
+    Its page shows it at the top while the job runs (jobs.views.outbound_lost_notice): at the
+    end of a long event list nobody saw it."""
+    said = JobEvent.objects.filter(job=job, reason=OUTBOUND_LOST)
+    if since is not None:
+        said = said.filter(created_at__gte=since)
+    return said.order_by("-created_at", "-id").first()
+
+
+def outbound_lost_notice(*, job: Job) -> JobEvent | None:
+    """The current attempt's OutboundLost event of a running local job, else None."""
+    if job.backend != "local" or job.status != JobStatus.RUNNING:
+        return None
+    run = LocalRun.objects.filter(job=job).values("attempt_started_at").first()
+    since = run["attempt_started_at"] if run else None
+    return outbound_lost_event(job=job, since=since or job.started_at)
 
 
 def tmp_over_message(label: str, over: dict[str, int]) -> str:

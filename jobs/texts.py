@@ -99,6 +99,13 @@ REWORDED = (
         "OOMKilled: the memory all local jobs share, %(limit)s (this machine's less "
         "LOCAL_RESERVED_MEMORY_GB), ran out"
     ),
+    # jobs.runner's OutboundLost now says what the owner can do (QA round 24).
+    gettext_noop(
+        "The job's outbound network ended: its slirp4netns process (or the holder "
+        "of its network namespace) is gone, so its connections out now fail with "
+        "“Network is unreachable”. Its replicas keep running; the next attempt of "
+        "a fault-tolerance restart gets outbound network again."
+    ),
 )
 
 

@@ -64,7 +64,7 @@ from .logs import (
 from .models import FINAL_STATUSES, Job, JobStatus, LocalRun
 from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
-from .runner import STOP_WAITS_MESSAGE
+from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
 from .scheduler import queue_position, why_waiting
 from .services import job_events_shown
 from .spec import FRAMEWORK_LABELS, SpecError
@@ -371,6 +371,9 @@ def _live_context(job: Job) -> dict[str, Any]:
         # What a Queued local job waits for now (its quota, disk space, its turn), as the
         # scheduler last said: refreshed with the rest of this block while the page polls.
         "waiting": why_waiting(job, worker=worker),
+        # Its outbound network ended this attempt (OutboundLost): said at the top as well while
+        # it runs, not only at the end of its events.
+        "network_lost": outbound_lost_notice(job=job),
         "final": job.is_final,
         # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
         # so nobody is surprised when its logs are gone.

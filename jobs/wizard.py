@@ -154,8 +154,13 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
 _ROW_PATH_RE = re.compile(r"^(envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
 _ACTION_RE = re.compile(
     r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+"
-    r"|goto-[a-z]+|language-[a-z-]+)$"
+    r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices)$"
 )
+# Draft.data key: what an import left out of the draft or changed in it (paths and env names,
+# never a value; jobs.wizard_import.import_notices). Shown on every step until the draft is
+# submitted or 知道了 (Dismiss) is pressed (decision, QA round 24: as a one-time message it went
+# with the first reload or step, and with it the only word that the job would run without them).
+IMPORT_NOTICES = "_import_notices"
 
 
 # -- catalogs (data files) -------------------------------------------------------------
@@ -1114,7 +1119,11 @@ def wizard_rules(
             % {"names": ", ".join(twice[:5])},
         )
     data_raw = raws.get(DATA) if raws.get(DATA) is not None else state.raw(DATA)
-    if _one(data_raw, "storage_enabled") and not spec.datasources:
+    # Said only where no mount is typed: a row with its mount path typed that does not make a
+    # mount says why on the row itself, and "add a mount" beside it read as if it were not
+    # there (QA round 24: an imported PFS mount on the local pool).
+    typed = any(_one(row, "mount_path").strip() for row in rows_of(data_raw, "mounts"))
+    if _one(data_raw, "storage_enabled") and not spec.datasources and not typed:
         err("storage", _("Add a mount, or turn storage off."))
     for path, messages in console_rules(spec).items():
         errors.setdefault(path, []).extend(messages)
@@ -1548,6 +1557,18 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
 STEP_POST_ATTEMPTS = 20
 
 
+def import_notices_dismissed(*, draft: Draft) -> None:
+    """知道了 pressed on the review step: the import's notices are no longer shown (the other
+    steps drop them in step_post, saving what was typed with it)."""
+    for _attempt in range(STEP_POST_ATTEMPTS):
+        if IMPORT_NOTICES not in draft.data or draft.submitted_at is not None:
+            return
+        draft.data.pop(IMPORT_NOTICES)
+        if _draft_saved(draft):
+            return
+        draft.refresh_from_db()
+
+
 def _without_nuls(data: Any) -> Any:
     """The draft's data with any NUL typed into it dropped: PostgreSQL's JSON cannot hold one.
     No field accepts a NUL, and this request's forms (made before saving) still say so."""
@@ -1620,6 +1641,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
             # A stepper link pressed on a step: what was typed here is kept, as with 上一步.
             go_to = action.removeprefix("goto-")
         draft.data[step] = raw
+        if action == "dismiss-notices":  # 知道了 on the import's notices: saved as typed, too
+            draft.data.pop(IMPORT_NOTICES, None)
         leaving = go_to != step  # 上一步 or a stepper link, not a row button
         if leaving and (step in draft.completed_steps or STEPS.index(go_to) > index):
             # Saved without 下一步: a step that no longer passes loses its ✓, so the stepper

@@ -84,6 +84,7 @@ from .api_views import (
     v1_paths,
 )
 from .models import Draft
+from .services import FIELDS_NAMED, FIELDS_NOT_READ_MORE, fields_not_read
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
 # well under Django's form limit (DATA_UPLOAD_MAX_MEMORY_SIZE, 2.5 MB), so a paste over it is
@@ -259,6 +260,14 @@ def draft_import(
             key = ""  # a page kept since its draft became a job: a new draft
     data: dict[str, Any] = dict(W.raw_from_spec(spec))
     data[IMPORTED] = True
+    notices = {
+        "marked_secret": marked,
+        "unread": unread[:FIELDS_NAMED],
+        "unread_count": len(unread),
+        "left_out": left_out,
+    }
+    if marked or unread or left_out:
+        data[W.IMPORT_NOTICES] = notices
     draft = Draft(owner=owner, data=data, create_key=key)
     # Each step is marked done or not as the review would judge it: a step with a problem
     # (a pool's volume, idle cards, a secret to type) shows it when opened.
@@ -274,6 +283,41 @@ def draft_import(
         made = Draft.objects.get(owner=owner, create_key=key)
         return ImportedDraft(made, left_out, marked, unread)
     return ImportedDraft(draft, left_out, marked, unread)
+
+
+def import_notices(draft: Draft) -> list[str]:
+    """The warnings of the import that made `draft`, in the current language, until it is
+    submitted or they are dismissed (W.IMPORT_NOTICES): the envs made secret for their names,
+    the body's keys the console reads nowhere, the fields the wizard has no place for."""
+    notices = draft.data.get(W.IMPORT_NOTICES)
+    if not isinstance(notices, dict):
+        return []
+    said: list[str] = []
+    if marked := notices.get("marked_secret"):
+        said.append(
+            _(
+                "Marked as secret because their names look like secrets: %(names)s. "
+                "Their values are not shown again; on the image step, untick Secret "
+                "for any that is not one (its value is kept)."
+            )
+            % {"names": ", ".join(marked)}
+        )
+    if unread := notices.get("unread"):
+        more = int(notices.get("unread_count") or 0) - len(unread)
+        message, params = (
+            (FIELDS_NOT_READ_MORE, {"fields": ", ".join(unread), "more": more})
+            if more > 0
+            else fields_not_read(unread)
+        )
+        said.append(
+            _("%(message)s They are left out of the draft.") % {"message": _(message) % params}
+        )
+    if left_out := notices.get("left_out"):
+        said.append(
+            _("The wizard has no field for %(fields)s: left out of the draft.")
+            % {"fields": ", ".join(left_out)}
+        )
+    return said
 
 
 # A request line as the review step and the job page show it (`POST /api/v1/aijobs?...`, v2's

@@ -33,7 +33,6 @@ from .http import AuthenticatedHttpRequest, post_only
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
 from .review import review_reason
-from .services import fields_not_read
 from .summary import spec_sections
 from .texts import display_text, source_of
 from .views import PAGE_SIZE, ListPage
@@ -167,29 +166,8 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
         else:
             I.secrets_forgotten(session=request.session, create_key=key)
             messages.info(request, _("Imported from a request: check each step, then submit."))
-            if imported.marked_secret:
-                messages.warning(
-                    request,
-                    _(
-                        "Marked as secret because their names look like secrets: %(names)s. "
-                        "Their values are not shown again; on the image step, untick Secret "
-                        "for any that is not one (its value is kept)."
-                    )
-                    % {"names": ", ".join(imported.marked_secret)},
-                )
-            if imported.unread:
-                message, params = fields_not_read(imported.unread)
-                messages.warning(
-                    request,
-                    _("%(message)s They are left out of the draft.")
-                    % {"message": _(message) % params},
-                )
-            if imported.left_out:
-                messages.warning(
-                    request,
-                    _("The wizard has no field for %(fields)s: left out of the draft.")
-                    % {"fields": ", ".join(imported.left_out)},
-                )
+            # Its warnings stay on the draft's steps until it is submitted or they are
+            # dismissed (W.IMPORT_NOTICES), not as one-time messages.
             return _redirect(request, _step_url(imported.draft, W.BASIC))
     context = _import_context(form, text, key)
     if request.htmx:
@@ -284,6 +262,8 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         if step == W.REVIEW:
             if language in dict(settings.LANGUAGES):
                 return _language_switched(request, _step_url(draft, step), language)
+            if request.POST.get("action") == "dismiss-notices":
+                W.import_notices_dismissed(draft=draft)
             return redirect(_step_url(draft, step))
         try:
             outcome = W.step_post(draft=draft, step=step, post=request.POST)
@@ -362,6 +342,7 @@ def _render_step(
         "step_template": f"jobs/wizard/_{step}.html",
         "steps": _stepper(draft, step),
         "has_prev": step != W.BASIC,
+        "import_notices": I.import_notices(draft),
     }
     if step == W.REVIEW:
         context.update(_review_context(state))

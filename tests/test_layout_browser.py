@@ -32,6 +32,15 @@ TEXT_LINES = """e => { const range = document.createRange(); range.selectNodeCon
   return {lines, within: natural - squeezed < 0.01}; }"""
 
 
+# Whether an element is as wide as the widest word of its text: narrower, a word breaks.
+WORDS_WHOLE = """e => { const words = e.lastChild.textContent.trim().split(/\\s+/);
+  const probe = document.createElement('span'); probe.style.whiteSpace = 'nowrap';
+  e.appendChild(probe); let widest = 0;
+  for (const word of words) {
+    probe.textContent = word; widest = Math.max(widest, probe.getBoundingClientRect().width); }
+  probe.remove(); return e.getBoundingClientRect().width + 0.5 >= widest; }"""
+
+
 @pytest.fixture
 def phone(browser, live_server, request):
     """A 390-pixel page in the language parametrized (Chinese unless told)."""
@@ -199,3 +208,61 @@ def test_on_a_phone_a_failed_jobs_reason_in_the_list_reads_across_not_down(
         "title", re.compile("restarted 3 times before it failed for good")
     )
     assert phone.evaluate(PAGE_FITS)  # the table scrolls inside its box, the page does not
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_staffs_list_of_workers_breaks_no_word_and_scrolls_in_its_box(
+    phone, transactional_db, reviewer
+):
+    # Found in QA round 24: with the worker stopped (or refusing its settings) the banner's
+    # table squeezed into the phone's width, a few letters a line ("Rol/e", "Sto/ppe/d").
+    from jobs.health import worker_beat, worker_refused, worker_stopped
+    from jobs.job_users import Problem
+    from tests.test_workers import worker_on
+
+    worker = worker_on("gpu-node-a", 4242, run_dir="/srv/console/var/runs")
+    worker_beat(worker=worker)
+    worker_stopped(worker=worker)
+    worker_refused(problems=[Problem("LOCAL_JOB_UID_BASE=%(base)s: refused here", base=200000)])
+    log_in(phone, "carol", "carol-password")
+
+    for page in ("/", "/admin/"):  # the admin has its own styles, without Bootstrap
+        phone.goto(page)
+        table = phone.locator("#known-workers")
+        expect(table).to_be_visible()
+        for cell in table.locator("th, td").all():
+            text = cell.inner_text().strip()
+            lines = cell.evaluate(TEXT_LINES)["lines"]
+            assert lines == 1, f"{page}: {text!r} takes {lines} lines"
+        assert phone.evaluate(PAGE_FITS), page  # the table scrolls in its box, not the page
+        # The refusal on a line of its own, not run on from the banner's last word.
+        problem = phone.locator("#worker-problem")
+        expect(problem).to_contain_text("refused here")
+        assert problem.evaluate("e => getComputedStyle(e).display") == "block", page
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_a_drafts_updated_label_and_time_break_no_word(phone, transactional_db, alice):
+    # Found in QA round 24: in English, beside a long next step ("Image and command"), the
+    # label broke as "Update/d" and the time took three lines.
+    from jobs import wizard as W
+
+    draft = W.draft_create(owner=alice)
+    Draft = type(draft)
+    Draft.objects.filter(pk=draft.pk).update(completed_steps=[W.BASIC])
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+
+    row = phone.locator("#draft-list tbody tr").first
+    expect(row.locator("td").nth(2)).to_contain_text(re.compile("Image and command|镜像与命令"))
+    updated = row.locator("td").nth(3)
+    assert updated.locator(".row-label").evaluate(TEXT_LINES)["lines"] == 1
+    time_lines = updated.evaluate(
+        "e => { const r = document.createRange(); r.selectNodeContents(e.lastChild);"
+        " return r.getClientRects().length; }"
+    )
+    assert time_lines == 1  # under its label, whole
+    # The next step wraps between its words, never inside one ("comman/d").
+    next_step = row.locator("td").nth(2)
+    assert next_step.evaluate(WORDS_WHOLE), next_step.inner_text()
+    assert phone.evaluate(PAGE_FITS)

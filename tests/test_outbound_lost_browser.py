@@ -79,13 +79,23 @@ def test_a_killed_slirp4netns_shows_on_the_jobs_page_and_a_stop_still_ends_the_j
     warning = page.locator("#events li.text-danger", has_text="出站网络已中断")
     expect(warning).to_contain_text("向外的连接现在会失败", timeout=20_000)
     expect(page.locator("#job-status")).to_have_text(re.compile("运行中"))
+    # QA round 24: said at the top too while it runs (at the end of a long event list nobody
+    # saw it), with what to do (it spoke only of a fault-tolerance restart this job never gets).
+    notice = page.locator("#network-lost")
+    expect(notice).to_contain_text("出站网络已中断")
+    expect(notice).to_contain_text("如需恢复：请停止任务，再点击“再次运行”，新任务会有自己的网络。")
     page.click("[data-language=en]")
     warning = page.locator("#events li.text-danger", has_text="Outbound network lost")
     expect(warning).to_contain_text("its connections out now fail", timeout=10_000)
+    expect(notice).to_contain_text(
+        "To have it back, stop the job and press Run again: the new job gets a network of its own."
+    )
+    expect(page.locator("#job-rerun")).to_have_text("Run again")
 
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#job-stop")
     expect(page.locator("#job-status")).to_have_text("Stopped", timeout=20_000)
+    expect(notice).to_have_count(0)
     job.refresh_from_db()
     assert job.status == JobStatus.STOPPED
     assert job.events.filter(reason="OutboundLost").count() == 1

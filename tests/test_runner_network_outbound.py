@@ -369,6 +369,30 @@ def test_slirp4netns_ends_by_itself_when_its_holder_is_killed_alone(alice):
     assert outbound_lost_events(job) == 1
 
 
+@pytest.mark.usefixtures("outbound")
+def test_a_fault_tolerant_jobs_lost_network_says_its_next_attempt_gets_it_and_what_to_do_now(
+    alice,
+):
+    # QA round 24: the warning names what the owner can do, and a fault-tolerance restart only
+    # for a job that has one.
+    job = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, fault_tolerance=True))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING and holder(job) is not None)
+
+    os.kill(helper_of(job)[0], signal.SIGKILL)  # someone kills slirp4netns alone
+
+    run_until(worker, lambda: outbound_lost_events(job) == 1, what="the event")
+    [event] = job.events.filter(reason="OutboundLost")
+    with translation.override("en"):
+        said = display_text(event.message, event.message_source)
+    assert said.endswith(
+        "the next attempt of a fault-tolerance restart gets outbound network again. To have "
+        "it back now, stop the job and press Run again."
+    )
+    open_gate(django_settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+
 def outbound_lost_events(job: Job) -> int:
     return job.events.filter(reason="OutboundLost", type="Warning").count()
 
@@ -394,6 +418,8 @@ def test_a_killed_slirp4netns_is_said_once_the_job_keeps_running_and_nothing_is_
     run_until(worker, lambda: outbound_lost_events(job) == 1, what="the event")
     [event] = job.events.filter(reason="OutboundLost")
     assert "slirp4netns" in event.message and "Network is unreachable" in event.message
+    # And what to do: a job without fault tolerance never gets it back by itself (QA round 24).
+    assert "如需恢复：请停止任务，再点击“再次运行”" in event.message  # stored in LANGUAGE_CODE
     with translation.override("zh-hans"):
         assert "出站网络已中断" in display_text(event.message, event.message_source)
     # Said once: on the next ticks, and by a worker started again (the mark in its folder).

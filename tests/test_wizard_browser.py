@@ -1300,3 +1300,49 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_which_pool_to_change_and_the_dif
     row = page.locator("#copy-diff tr", has_text="资源池")
     expect(row).to_contain_text("旧训练池（已不再提供） (cce-old)")
     expect(row).to_contain_text("本机 Local (local)")
+
+
+def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dismissed(
+    logged_in_page,
+):
+    # Found in QA round 24: the warning naming the keys left out was a one-time message, gone
+    # at the first reload or step, so a person who looked away lost the only word that the job
+    # would run without them. It now stays on every step until dismissed or submitted.
+    page = logged_in_page
+    body = (
+        '{"name": "unknown-keys", "queue": "default", "jobFramework": "PyTorchJob", '
+        '"codeSource": {"filePath": "bos://b/x.tar.gz"}, "jobSpec": {"command": "true", '
+        '"image": "python:3.12", "replicas": 1, "privileged": true, '
+        '"resources": [{"name": "cpu", "quantity": 1}]}}'
+    )
+    page.click("#nav-create-job")
+    page.fill("#import-body", body)
+    page.select_option("#import-pool", "local")
+    page.click("#import-submit")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    said = "请求中的字段 codeSource, jobSpec.privileged 未被读取（本控制台不认识这些字段）。它们没有导入草稿。"
+    notices = page.locator("#import-notices")
+    expect(notices).to_contain_text(said)
+
+    page.reload()
+    expect(notices).to_contain_text(said)
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(r"/image/$"))
+    expect(notices).to_contain_text(said)
+    page.click("[data-language=en]")
+    expect(notices).to_contain_text(
+        "The request's fields codeSource, jobSpec.privileged were not read (not known to "
+        "this console). They are left out of the draft."
+    )
+
+    # Dismissing it keeps what was typed on the step.
+    page.fill("#id_command", "echo typed before dismissing")
+    page.click("#import-notices-dismiss")
+    expect(notices).to_have_count(0)
+    expect(page.locator("#id_command")).to_have_value("echo typed before dismissing")
+    page.reload()
+    expect(notices).to_have_count(0)
+    expect(page.locator("#id_command")).to_have_value("echo typed before dismissing")
+    draft = Draft.objects.get()
+    assert W.IMPORT_NOTICES not in draft.data
+    assert draft.data[W.IMAGE]["command"] == ["echo typed before dismissing"]

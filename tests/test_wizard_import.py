@@ -19,7 +19,7 @@ from jobs import wizard_import as I
 from jobs.aihc.mapping import v2_from_v1
 from jobs.models import Draft, Job
 
-from .test_wizard import A800, HTMX, post_step, step_url
+from .test_wizard import A800, HTMX, data_data, post_step, step_url
 
 SECRET = "s3cr3t-token-do-not-show"
 
@@ -1239,3 +1239,49 @@ def test_a_v1_bodys_cpu_refusal_names_its_own_path_once_not_the_roles_inside(ali
     assert "jobSpec.resources: CPU 核数须在 1 到 1024 之间。" in said
     assert "roles[" not in said
     assert not Draft.objects.exists()
+
+
+def test_an_imports_warnings_stay_on_every_step_until_dismissed_on_the_review(alice_client):
+    # QA round 24: they were one-time messages, gone at the first reload or step.
+    body = {**BODY, **CHANNELS, "codeSource": {"filePath": "bos://b/x.tar.gz"}}
+    body["jobSpec"] = {**BODY["jobSpec"], "privileged": True}
+    body["labels"] = [{"key": "team", "value": "nlp"}]
+    import_body(alice_client, body)
+    draft = Draft.objects.get()
+    unread = "请求中的字段 jobSpec.privileged, codeSource 未被读取（本控制台不认识这些字段）。"
+    left_out = "向导中没有 labels 对应的字段，这些内容未导入草稿。"
+
+    for step in W.STEPS:
+        page = alice_client.get(step_url(draft, step)).content.decode()
+        assert unread in page and left_out in page, step
+
+    # Another import says nothing of them: they are this draft's.
+    import_body(alice_client, {**BODY, **CHANNELS, "name": "another"})
+    other = Draft.objects.exclude(pk=draft.pk).get()
+    assert 'id="import-notices"' not in alice_client.get(step_url(other, W.BASIC)).content.decode()
+
+    alice_client.post(step_url(draft, W.REVIEW), {"action": "dismiss-notices"})
+    for step in W.STEPS:
+        page = alice_client.get(step_url(draft, step)).content.decode()
+        assert unread not in page and left_out not in page, step
+    draft.refresh_from_db()
+    assert W.IMPORT_NOTICES not in draft.data
+    assert draft.data[I.IMPORTED] is True  # still marked 导入 on my drafts
+
+
+def test_a_mount_the_pool_cannot_make_says_why_on_its_row_not_add_a_mount(alice_client):
+    # QA round 24: the reference's example (a PFS mount) imported onto the local pool said
+    # "请添加挂载，或关闭存储。" beside the mount it shows, as if it were not there.
+    body = {**BODY, **CHANNELS}
+    body["datasources"] = [{"type": "pfs", "name": "pfs-7xWeAt", "mountPath": "/mnt/cluster"}]
+    import_body(alice_client, body)
+    draft = Draft.objects.get()
+    add_a_mount = "请添加挂载，或关闭存储。"
+
+    page = alice_client.get(step_url(draft, W.DATA)).content.decode()
+    assert "本地资源池未向你提供卷“pfs-7xWeAt”" in page
+    assert add_a_mount not in page
+
+    # With no mount typed at all, it is what to do.
+    r = post_step(alice_client, draft, W.DATA, data_data([]))
+    assert add_a_mount in r.content.decode()
