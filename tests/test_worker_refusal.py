@@ -449,3 +449,28 @@ def test_a_refusal_file_that_cannot_be_written_leaves_the_reason_on_stderr(
     assert done.returncode == EXIT_REFUSED
     assert f"the jobs' users cannot enter {closed}, above {runs}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_staff_read_that_workers_started_since_a_clean_stop_refused_not_that_none_started(
+    settings, closed_run_dir, reviewer
+):
+    # Found in QA 24: under a refusal the banner still said "none has started since", though
+    # `make run` had started (and the refusal recorded) one worker after another.
+    from jobs.health import worker_stopped
+
+    _, runs = closed_run_dir
+    running = WorkerIdentity.new()
+    assert worker_beat(worker=running) is True
+    worker_stopped(worker=running)
+    worker_refused(problems=refusing(settings, runs))
+    staff = Client()
+    staff.force_login(reviewer)
+
+    staff.cookies["django_language"] = "en"
+    page = staff.get("/").content.decode()
+    staff.cookies["django_language"] = "zh-hans"
+    chinese = staff.get("/").content.decode()
+
+    assert "each worker started since refused to run (why: above)" in page
+    assert "none has started since" not in page
+    assert "此后启动的每个 worker 都拒绝运行（原因见上）" in chinese
