@@ -6,10 +6,11 @@ import contextlib
 import json
 import os
 import signal
+import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,27 @@ from jobs.worker import Worker
 # The job scripts need only the standard library.
 PY = "/usr/bin/python3"
 CARD = "baidu.com/a800_80g_cgpu"
+
+
+@contextlib.contextmanager
+def worker_in_thread() -> Iterator[None]:
+    """The worker's loop (jobs.worker.run_forever, without the task queue) in a thread, as a
+    browser test's server sees it: stopped at the end, and every replica's process group the
+    jobs left killed."""
+    from jobs.worker import run_forever
+
+    stop = threading.Event()
+    thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=20)
+        for job in Job.objects.all():
+            for replica in job.replicas.exclude(pid=None):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(replica.pid, signal.SIGKILL)
 
 
 @pytest.fixture

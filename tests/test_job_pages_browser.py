@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
 
 import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job, JobStatus
-from jobs.worker import run_forever
 from tests.conftest import log_in
 
-from .runner_helpers import processes_with, runner_settings  # noqa: F401
+from .runner_helpers import processes_with, runner_settings, worker_in_thread  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -44,19 +41,8 @@ def worker_thread(settings, tmp_path):
     settings.LOCAL_VOLUMES = f"scratch={tmp_path / 'scratch'}"
     settings.WORKER_POLL_SECONDS = 0.2
     settings.LOCAL_STOP_GRACE_SECONDS = 1
-    stop = threading.Event()
-    thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
-    thread.start()
-    yield
-    stop.set()
-    thread.join(timeout=20)
-    import os
-    import signal
-
-    for job in Job.objects.all():
-        for replica in job.replicas.exclude(pid=None):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(replica.pid, signal.SIGKILL)
+    with worker_in_thread():
+        yield
 
 
 def next_step(page, slug):

@@ -3,20 +3,15 @@ own (LOCAL_JOB_UID_BASE): its page says the uid, and the job's own output shows 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from jobs.models import Job
-from jobs.worker import run_forever
-
+from .runner_helpers import worker_in_thread
 from .test_job_pages_browser import A800, submit_from_the_wizard
 
 pytestmark = pytest.mark.browser
@@ -39,16 +34,8 @@ def worker_as_users(settings):
     settings.LOCAL_STOP_GRACE_SECONDS = 1
     settings.LOCAL_JOB_UID_BASE = BASE
     settings.LOCAL_JOB_GID = ""
-    stop = threading.Event()
-    thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
-    thread.start()
-    yield
-    stop.set()
-    thread.join(timeout=20)
-    for job in Job.objects.all():
-        for replica in job.replicas.exclude(pid=None):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(replica.pid, signal.SIGKILL)
+    with worker_in_thread():
+        yield
     shutil.rmtree(top, ignore_errors=True)
 
 

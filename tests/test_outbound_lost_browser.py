@@ -8,16 +8,14 @@ import contextlib
 import os
 import re
 import signal
-import threading
 
 import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job, JobStatus
 from jobs.network import network_dir
-from jobs.worker import run_forever
 
-from .runner_helpers import processes_with
+from .runner_helpers import processes_with, worker_in_thread
 from .test_job_pages_browser import A800, submit_from_the_wizard
 
 pytestmark = [
@@ -38,16 +36,8 @@ def outbound_worker(settings, tmp_path):
     settings.LOCAL_JOB_NETWORK = "isolated-outbound"
     settings.WORKER_POLL_SECONDS = 0.2
     settings.LOCAL_STOP_GRACE_SECONDS = 1
-    stop = threading.Event()
-    thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
-    thread.start()
-    yield
-    stop.set()
-    thread.join(timeout=20)
-    for job in Job.objects.all():
-        for replica in job.replicas.exclude(pid=None):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(replica.pid, signal.SIGKILL)
+    with worker_in_thread():
+        yield
 
 
 def helper_pid(job: Job) -> int | None:

@@ -5,16 +5,14 @@ right fails here."""
 from __future__ import annotations
 
 import re
-import threading
 
 import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job, JobStatus
-from jobs.worker import run_forever
 from tests.conftest import log_in
 
-from .runner_helpers import runner_settings  # noqa: F401
+from .runner_helpers import runner_settings, worker_in_thread  # noqa: F401
 from .test_readme import README
 
 pytestmark = pytest.mark.browser
@@ -30,12 +28,8 @@ def worker(runner_settings, tmp_path):  # noqa: F811
     cards, the scratch volume."""
     runner_settings.LOCAL_ACCELERATORS = ""
     runner_settings.LOCAL_VOLUMES = f"scratch={tmp_path / 'scratch'}"
-    stop = threading.Event()
-    thread = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
-    thread.start()
-    yield
-    stop.set()
-    thread.join(timeout=20)
+    with worker_in_thread():
+        yield
 
 
 def test_a_newcomers_first_job_as_the_readme_tells_it_runs_and_prints_its_answer(
