@@ -27,6 +27,23 @@ PY = "/usr/bin/python3"
 CARD = "baidu.com/a800_80g_cgpu"
 
 
+def remove_cgroups_of(job_ids: list[str], *, seconds: float = 5) -> None:
+    """The cgroups the worker made for these jobs, once their processes are gone (a later
+    worker would leave them, as another console's); retried while the last ones end."""
+    from jobs import cgroups
+
+    found = cgroups.current()
+    if not found.active:
+        return
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = [i for i in job_ids if not cgroups.remove_job_cgroups(found, public_id=i)]
+        if not left:
+            return
+        job_ids = left
+        time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def worker_in_thread() -> Iterator[None]:
     """The worker's loop (jobs.worker.run_forever, without the task queue) in a thread, as a

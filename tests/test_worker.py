@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs import cgroups
+from .runner_helpers import remove_cgroups_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,16 +66,8 @@ def world(tmp_path):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
         job_ids = [public_id for (public_id,) in db.execute("SELECT public_id FROM jobs_job")]
-    # Their cgroups too (every replica has one where the number of processes is held), once
-    # their processes are gone: a later worker would leave them, as another console's.
-    found = cgroups.current()
-    if found.active:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            left = [i for i in job_ids if not cgroups.remove_job_cgroups(found, public_id=i)]
-            if not left:
-                break
-            time.sleep(0.1)
+    # Their cgroups too (every replica has one where the number of processes is held).
+    remove_cgroups_of(job_ids)
 
 
 # `manage.py worker`, killed with SIGKILL by Django's own execute hook as it writes its first

@@ -43,7 +43,7 @@ import pytest
 
 from jobs import cgroups
 
-from .runner_helpers import CARD, processes_with
+from .runner_helpers import CARD, processes_with, remove_cgroups_of
 from .test_worker import ROOT, query, wait_for
 from .test_worker_chaos import Workers, cards_in_use
 
@@ -284,14 +284,7 @@ def place(tmp_path):
             os.kill(pid, signal.SIGKILL)
     with sqlite3.connect(state["db"]) as db:
         job_ids = [public_id for (public_id,) in db.execute("SELECT public_id FROM jobs_job")]
-    found = cgroups.current()
-    if found.active:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            left = [i for i in job_ids if not cgroups.remove_job_cgroups(found, public_id=i)]
-            if not left:
-                break
-            time.sleep(0.1)
+    remove_cgroups_of(job_ids)
     shutil.rmtree(top, ignore_errors=True)
 
 
