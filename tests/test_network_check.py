@@ -262,7 +262,7 @@ def test_staff_see_which_worker_cannot_make_networks_in_the_list_of_workers(revi
 
     def problems(page: str) -> list[tuple[str, str]]:
         return re.findall(
-            r'<tr class="known-worker" data-role="(\w+)">.*?(?:class="text-danger worker-problem">'
+            r'<tr class="known-worker" data-role="(\w+)">.*?(?:class="[^"]*\bworker-problem">'
             r"([^<]*)</div>)?</td>",
             page,
             re.S,
