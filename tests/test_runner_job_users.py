@@ -253,21 +253,7 @@ def test_a_replica_launched_after_a_worker_restart_runs_as_the_uid_its_attempt_s
     # Chaos round 18: the worker killed between its two replicas' spawns, and started again
     # with the setting unset or changed; the replica it then launches ran as today's setting
     # said (as root, unset) beside its peer of the job's uid.
-    job = submit(
-        alice,
-        make_spec(
-            f"echo uid=$(id -u) gid=$(id -g); {UNTIL_THE_GATE_OPENS}",
-            roles=[S.Role("master", 1), S.Role("worker", 1)],
-        ),
-    )
-    doomed = Worker()
-
-    def kill_the_worker():
-        raise WorkerKilled
-
-    doomed.children = AfterSpawn(1, then=kill_the_worker)  # master-0 spawned, worker-0 not
-    with pytest.raises(WorkerKilled):
-        doomed.tick()
+    job = killed_between_its_replicas_spawns(alice)
 
     job_users_on.LOCAL_JOB_UID_BASE = base_now
     worker = Worker()
