@@ -287,6 +287,7 @@ EVENT_REASONS = {
     "OutboundLost": pgettext_lazy("event reason", "Outbound network lost"),
     "MarkedLost": pgettext_lazy("event reason", "Marked as lost"),
     "LeftoverEnded": pgettext_lazy("event reason", "Leftover processes ended"),
+    "DeleteFailed": pgettext_lazy("event reason", "Deletion failed"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),

@@ -2341,6 +2341,8 @@ def _finished(job: Job, run: LocalRun) -> None:
     # (One recorded after this read, or a worker killed before it, is carried out by the
     # worker's sweep of finished jobs awaiting deletion.)
     if LocalRun.objects.filter(pk=run.pk, delete_when_stopped=True).exists():
-        from .actions import job_delete
+        from .actions import ActionError, job_delete
 
-        job_delete(job=job)
+        # Files it left (FilesLeft): the worker's sweep, delete_requested, tries again, says why.
+        with contextlib.suppress(ActionError):
+            job_delete(job=job)
