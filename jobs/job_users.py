@@ -143,6 +143,45 @@ def recorded_user(*, uid: int, gid: int) -> tuple[int, int]:
     return uid, gid
 
 
+def own_user() -> tuple[int, int]:
+    """The worker's own (uid, gid): what a replica runs as when it is not made another user.
+    Recorded for every attempt started so (since session 19), so the attempt's remaining
+    replicas, launched by a worker started again, run as that too (relaunch_user)."""
+    return os.geteuid(), os.getegid()
+
+
+def relaunch_user(*, owner_id: int, uid: int | None, gid: int | None) -> tuple[int, int] | None:
+    """What the replicas of an attempt still to start after a worker restart run as (the
+    `as_user` of a launch; None: as the worker's own user): exactly what its first launch
+    recorded (`uid`, `gid`), whatever LOCAL_JOB_UID_BASE says now, its peers being that user.
+
+    - Recorded as this worker's own user: as the worker's own user (a worker restarted with
+      the setting set since ran them as the job's uid beside peers of the worker's user).
+    - Another uid or gid: only a worker run as root can become it; one that is not (restarted
+      as another user) cannot, and the job fails (JobUserError) rather than run them as
+      itself. A root worker runs them as it, unless a user (or, for a job whose gid is its
+      uid, a group) of this machine has been given that id since (recorded_user): a worker
+      run as an ordinary user before, now as root, finds its old uid a user's, and fails.
+    - Nothing recorded (None): an attempt started before migration 0025, or, as the worker's
+      own user, before session 19 (the two cannot be told apart): as the setting says now
+      (user_for), the rule review 18b decided; its peers most likely ran as that day's
+      setting, which is today's unless it changed since."""
+    if uid is None or gid is None:
+        return user_for(owner_id=owner_id)
+    if (uid, gid) == own_user():
+        return None
+    if os.geteuid() != 0:
+        raise JobUserError(
+            gettext(
+                "its attempt started as uid %(uid)s and gid %(gid)s, which this worker (uid "
+                "%(own_uid)s, gid %(own_gid)s) cannot become: only a worker run as root can "
+                "run a job as another user"
+            )
+            % {"uid": uid, "gid": gid, "own_uid": os.geteuid(), "own_gid": os.getegid()}
+        )
+    return recorded_user(uid=uid, gid=gid)
+
+
 def _id_ranges(path: str) -> list[tuple[str, int, int]]:
     """(name, first, count) of each line of /etc/subuid or /etc/subgid."""
     found = []

@@ -287,6 +287,7 @@ EVENT_REASONS = {
     "OutboundLost": pgettext_lazy("event reason", "Outbound network lost"),
     "MarkedLost": pgettext_lazy("event reason", "Marked as lost"),
     "LeftoverEnded": pgettext_lazy("event reason", "Leftover processes ended"),
+    "DeleteFailed": pgettext_lazy("event reason", "Deletion failed"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),
     "AlertFailed": pgettext_lazy("event reason", "Alert failed"),
@@ -626,9 +627,10 @@ class LocalRun(models.Model):
     # started before 0015 (followed by whichever worker is active, as before).
     runner = models.CharField(max_length=1024, blank=True)
     # The host uid and gid this attempt's replicas were started as (LOCAL_JOB_UID_BASE,
-    # jobs.job_users), recorded by the runner as it starts them; None: as the worker's own
-    # user, not started yet, or a run started before 0025 (nothing recorded: the job page
-    # then says nothing rather than guess from today's setting).
+    # jobs.job_users), the worker's own user included (since session 19), recorded by the
+    # runner as it starts them; None: not started yet, or a run started before 0025 (or as
+    # the worker's own user before session 19): nothing recorded, the job page then says
+    # nothing rather than guess from today's setting.
     run_uid = models.PositiveBigIntegerField(null=True, blank=True)
     run_gid = models.PositiveBigIntegerField(null=True, blank=True)
 

@@ -974,27 +974,21 @@ def launch_attempt(
         # Before anything is set up for it: a job that cannot run as its owner's user fails
         # (JobUserError says why), never runs as another.
         as_user = job_users.user_for(owner_id=job.owner_id)
-        # Recorded before any replica of the attempt starts, as what they run as: the job
-        # page shows this, not today's setting.
-        run.run_uid, run.run_gid = as_user if as_user is not None else (None, None)
+        # Recorded before any replica of the attempt starts, as what they run as, the
+        # worker's own user included: the job page shows this, not today's setting, and the
+        # attempt's remaining replicas, launched by a worker started again, run as it.
+        run.run_uid, run.run_gid = as_user if as_user is not None else job_users.own_user()
         LocalRun.objects.filter(pk=run.pk).update(run_uid=run.run_uid, run_gid=run.run_gid)
     else:
-        # A relaunch after a worker restart (some replicas already started) runs the rest as
-        # the attempt's first launch recorded, as its network is kept: a worker restarted
-        # with LOCAL_JOB_UID_BASE or LOCAL_JOB_GID changed or unset ran them as today's
-        # setting said, beside peers of another uid, as root with it unset (chaos round 18).
-        # Decision (review 18b): an attempt with no record is one started before migration
-        # 0025 (an attempt started since records even "as the worker's user" as no uid, and
-        # the two cannot be told apart): its replicas ran as that day's setting, which is
-        # today's unless it was changed since, so the rest run as today's setting says. Read
-        # as "the worker's user", a worker upgraded while its job was launching ran them as
-        # root beside peers of the job's own uid. Either way never as a uid that is now a
-        # user or group of this machine (job_users.recorded_user): the job fails instead.
-        as_user = (
-            job_users.recorded_user(uid=run.run_uid, gid=run.run_gid)
-            if run.run_uid is not None and run.run_gid is not None
-            else job_users.user_for(owner_id=job.owner_id)
-        )
+        # A relaunch after a worker restart (some replicas already started) runs the rest
+        # exactly as the attempt's first launch recorded, as its network is kept: a worker
+        # restarted with LOCAL_JOB_UID_BASE or LOCAL_JOB_GID changed, set or unset ran them
+        # as today's setting said, beside peers of another uid (chaos round 18; and, until
+        # session 19 recorded the worker's own user too, as the job's uid beside peers of
+        # the worker's). What cannot be had now (a worker no longer root, a uid now a user
+        # of this machine) fails the job; an attempt with no record (before 0025) runs them
+        # as today's setting says (job_users.relaunch_user).
+        as_user = job_users.relaunch_user(owner_id=job.owner_id, uid=run.run_uid, gid=run.run_gid)
     job_network = None
     if network.attempt_isolated(job.public_id, run.attempt, launched=launched):
         job_network = network.job_network(
@@ -2347,6 +2341,8 @@ def _finished(job: Job, run: LocalRun) -> None:
     # (One recorded after this read, or a worker killed before it, is carried out by the
     # worker's sweep of finished jobs awaiting deletion.)
     if LocalRun.objects.filter(pk=run.pk, delete_when_stopped=True).exists():
-        from .actions import job_delete
+        from .actions import ActionError, job_delete
 
-        job_delete(job=job)
+        # Files it left (FilesLeft): the worker's sweep, delete_requested, tries again, says why.
+        with contextlib.suppress(ActionError):
+            job_delete(job=job)

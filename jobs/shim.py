@@ -469,19 +469,37 @@ def walk_tree(root: Path, *, top: os.stat_result, grant: int) -> Iterator[os.sta
             os.close(held.fd)
 
 
-def remove_tree(root: Path) -> None:
+def remove_tree(root: Path) -> str:
     """Removes the folder `root` and all it holds, once no process writes to it any more,
     as the worker's user: folders a job left unreadable or read-only (shutil.rmtree alone
-    cannot empty them unless run as root) are first given u+rwx."""
+    cannot empty them unless run as root) are first given u+rwx.
+
+    Returns "" once it is gone (or was never there), else why not: the first error met, as
+    "<what the system said>: <its path from root's own name>" (`Operation not permitted:
+    pytorchjob-…/logs/master-0.log`), naming no folder of the host above it. What could be
+    removed is gone either way."""
     try:
         top = os.lstat(root)
     except OSError:
-        return
+        return ""
     if stat.S_ISDIR(top.st_mode):
         with contextlib.suppress(OSError):
             for _ in walk_tree(root, top=top, grant=stat.S_IRWXU):
                 pass
-    shutil.rmtree(root, ignore_errors=True)
+    errors: list[str] = []
+
+    def note(function: object, path: str, exc: BaseException) -> None:
+        if not errors:
+            said = getattr(exc, "strerror", None) or type(exc).__name__
+            inside = os.path.relpath(path, root)
+            errors.append(
+                f"{said}: {root.name if inside == '.' else os.path.join(root.name, inside)}"
+            )
+
+    shutil.rmtree(root, onexc=note)
+    if not os.path.lexists(root):
+        return ""
+    return errors[0] if errors else f"{root.name} is still there"
 
 
 class TmpMeter:

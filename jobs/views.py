@@ -29,6 +29,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_safe
 from django_htmx.http import HttpResponseStopPolling, push_url
 
+from . import job_users
 from .actions import (
     MAX_SELECTED,
     ActionError,
@@ -335,14 +336,21 @@ def _job(request: AuthenticatedHttpRequest, public_id: str) -> Job:
 
 def runs_as(*, job: Job) -> dict[str, int] | None:
     """{"uid", "gid"} the replicas of a local job's current (or last) attempt were started as,
-    as the runner recorded it (LocalRun.run_uid, jobs.job_users); None for a job that ran as
-    the worker's own user, has not run, or ran before the record was kept (0025). Decision:
-    the record, not today's LOCAL_JOB_UID_BASE: a job started before the setting was set or
-    changed ran as another uid (or the worker's), and nothing is shown rather than a guess."""
+    as the runner recorded it (LocalRun.run_uid, jobs.job_users); None for a job that has not
+    run, ran before the record was kept (0025), or ran as root with LOCAL_JOB_UID_BASE unset.
+    Decision: the record, not today's LOCAL_JOB_UID_BASE: a job started before the setting was
+    set or changed ran as another uid (or the worker's), and nothing is shown rather than a
+    guess. Since session 19 an attempt run as the worker's own user records that user too:
+    uid 0 under a root worker without the setting (the default set-up) would be said on every
+    job, where it tells nothing, so it is not; with the setting on it is (that attempt ran as
+    root, not as its owner's uid, and the files it wrote are root's), as is a worker's own
+    uid other than root's (whose files its jobs' files on a volume are)."""
     if job.backend != "local":
         return None
     run = LocalRun.objects.filter(job=job).values("run_uid", "run_gid").first()
     if run is None or run["run_uid"] is None or run["run_gid"] is None:
+        return None
+    if run["run_uid"] == 0 and not job_users.enabled():
         return None
     return {"uid": run["run_uid"], "gid": run["run_gid"]}
 

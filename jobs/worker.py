@@ -40,7 +40,7 @@ import re
 import threading
 import time
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from subprocess import Popen
@@ -87,6 +87,14 @@ RETENTION_RE = re.compile(r"^([1-9][0-9]*)([mhd])\Z")
 # Jobs delete_expired deletes in one tick at most (a few ms each): the rest on the next ticks.
 EXPIRED_PER_PASS = 20
 RETENTION_MINUTES = {"m": 1, "h": 60, "d": 24 * 60}
+# A deletion that keeps failing for the same reason is tried again every minute, and logged
+# again once in this many minutes (JOB_MINUTE_SECONDS): its first failure and each change of
+# reason are logged at once. Decision (session 19): a fixed hour, not a growing backoff, so a
+# failure that lasts says so in any day's log, and the retries stay a minute apart, as a
+# folder freed or a database fixed is then picked up within a minute.
+DELETION_RELOGGED_MINUTES = 60
+# The event reason of a job whose deletion failed (shown to its owner and to staff).
+DELETE_FAILED = "DeleteFailed"
 
 
 def retention(value: str) -> timedelta | None:
@@ -105,6 +113,44 @@ def deletes_at(*, job: Job) -> datetime | None:
     spec = job.spec if isinstance(job.spec, dict) else {}  # a stored spec no longer read
     keep = retention(str(spec.get("retentionPeriod", "")))
     return job.finished_at + keep if keep is not None else None
+
+
+@dataclass
+class FailingDeletion:
+    """A job whose deletion by the worker failed, and is tried again (Worker.deletion_failed)."""
+
+    reason: str  # why, as logged (no host folder above the job's, no secret)
+    since: datetime  # its first failure
+    tries: int
+    logged_at: float  # monotonic: when its failure was last logged
+    retry_at: float  # monotonic: when it is tried again
+
+
+def deletion_failure_reason(exc: BaseException) -> tuple[str, str]:
+    """Why a deletion failed, for the log and the job's event: (reason, event message).
+
+    The local backend's FilesLeft (behind the ActionError job_delete raises) says what was
+    left, from the job's own folder down; any other error by its class and first line,
+    bounded (a database's refusal)."""
+    from .backends.local import FilesLeft
+
+    cause = exc.__cause__ if isinstance(exc.__cause__, FilesLeft) else exc
+    if isinstance(cause, FilesLeft):
+        return cause.left, recorded(
+            gettext_noop(
+                "The worker could not delete this job: its files on this machine could not "
+                "all be removed (%(reason)s). It tries again every minute."
+            ),
+            reason=cause.left,
+        )
+    said = (str(exc).strip().splitlines() or [""])[0]
+    reason = f"{type(exc).__name__}: {said}"[:300] if said else type(exc).__name__
+    return reason, recorded(
+        gettext_noop(
+            "The worker could not delete this job: %(reason)s. It tries again every minute."
+        ),
+        reason=reason,
+    )
 
 
 class LeaseLost(Exception):
@@ -130,9 +176,11 @@ class Worker:
         self.last_remote_sync = 0.0
         # When delete_expired next looks (monotonic; 0: on the first tick).
         self.next_expiry_check = 0.0
-        # Jobs whose deletion for their retention failed: pk -> when it is tried again
-        # (monotonic), so they do not take the pass's places from the others every tick.
-        self.expiry_failed: dict[int, float] = {}
+        # Jobs whose deletion for their retention failed, by pk: tried again a minute later,
+        # so they do not take the pass's places from the others every tick, and logged as
+        # deletion_failed says. And those deleted while they ran (delete_requested).
+        self.expiry_failed: dict[int, FailingDeletion] = {}
+        self.requested_failed: dict[int, FailingDeletion] = {}
         self.identity = identity or WorkerIdentity.here()
         # When the lease was last renewed (monotonic): None, renewed (or taken) first thing.
         self.last_beat: float | None = None
@@ -332,11 +380,11 @@ class Worker:
             if (keep := retention(str(text))) is not None and finished + keep <= now
         }
         # Forgotten once deleted or no longer due; not tried again before their time.
-        self.expiry_failed = {pk: at for pk, at in self.expiry_failed.items() if pk in due}
+        self.expiry_failed = {pk: f for pk, f in self.expiry_failed.items() if pk in due}
         tried = sorted(
             (pk in self.expiry_failed, at, pk)
             for pk, at in due.items()
-            if self.expiry_failed.get(pk, 0.0) <= clock
+            if pk not in self.expiry_failed or self.expiry_failed[pk].retry_at <= clock
         )
         # More due than one pass deletes: the rest on the next tick, else in a minute.
         self.next_expiry_check = clock + (
@@ -347,12 +395,16 @@ class Worker:
             at = deletes_at(job=job) if job is not None else None
             if job is None or at is None or at > now:
                 continue  # deleted or changed since it was read
-            logger.info("deleting %s: its retention passed at %s", job.public_id, at)
+            if pk not in self.expiry_failed:  # (a failing one: said as deletion_failed says)
+                logger.info("deleting %s: its retention passed at %s", job.public_id, at)
             try:
                 job_delete(job=job)
-            except Exception:
-                logger.exception("deleting %s failed", job.public_id)
-                self.expiry_failed[pk] = clock + settings.JOB_MINUTE_SECONDS  # the next look
+            except Exception as exc:
+                self.deletion_failed(
+                    self.expiry_failed, job=job, exc=exc, why="its retention passed", clock=clock
+                )
+            else:
+                self.deletion_done(self.expiry_failed, job=job)
 
     def delete_requested(self) -> None:
         from .actions import job_delete
@@ -363,14 +415,119 @@ class Worker:
         flagged = list(
             LocalRun.objects.filter(delete_when_stopped=True).values_list("job_id", flat=True)
         )
+        # Forgotten once deleted (or no longer flagged); not tried again before their time.
+        still = set(flagged)
+        self.requested_failed = {pk: f for pk, f in self.requested_failed.items() if pk in still}
         if not flagged:
             return
-        for job in Job.objects.filter(pk__in=flagged, backend="local", status__in=FINAL_STATUSES):
-            logger.info("deleting %s: deleted while it ran", job.public_id)
+        clock = time.monotonic()
+        waiting = [pk for pk, f in self.requested_failed.items() if f.retry_at > clock]
+        for job in Job.objects.filter(
+            pk__in=flagged, backend="local", status__in=FINAL_STATUSES
+        ).exclude(pk__in=waiting):
+            if job.pk not in self.requested_failed:
+                logger.info("deleting %s: deleted while it ran", job.public_id)
             try:
                 job_delete(job=job)
-            except Exception:
-                logger.exception("deleting %s failed", job.public_id)
+            except Exception as exc:
+                self.deletion_failed(
+                    self.requested_failed,
+                    job=job,
+                    exc=exc,
+                    why="deleted while it ran",
+                    clock=clock,
+                )
+            else:
+                self.deletion_done(self.requested_failed, job=job)
+
+    def deletion_failed(
+        self,
+        failing: dict[int, FailingDeletion],
+        *,
+        job: Job,
+        exc: Exception,
+        why: str,
+        clock: float,
+    ) -> None:
+        """A deletion failed: tried again a minute later (JOB_MINUTE_SECONDS). Its first
+        failure, and each change of reason, is logged as a warning (with the traceback of an
+        error other than files left behind) and said on the job as a DeleteFailed event (its
+        owner and staff, in the admin, read why); the same reason again is logged once in
+        DELETION_RELOGGED_MINUTES, with how many tries failed since when. A job failing a
+        minute for ever once filled the log with a traceback a minute (session 19)."""
+        from .backends.local import FilesLeft
+
+        reason, message = deletion_failure_reason(exc)
+        minute = settings.JOB_MINUTE_SECONDS
+        known = failing.get(job.pk)
+        if known is None or known.reason != reason:
+            traceback = not isinstance(exc.__cause__, FilesLeft)
+            if known is None:
+                logger.warning(
+                    "deleting %s (%s) failed: %s; tried again every minute",
+                    job.public_id,
+                    why,
+                    reason,
+                    exc_info=traceback,
+                )
+            else:
+                logger.warning(
+                    "deleting %s (%s) failed for another reason: %s (was: %s); tried again "
+                    "every minute",
+                    job.public_id,
+                    why,
+                    reason,
+                    known.reason,
+                    exc_info=traceback,
+                )
+            failing[job.pk] = FailingDeletion(
+                reason=reason,
+                since=known.since if known is not None else timezone.now(),
+                tries=(known.tries if known is not None else 0) + 1,
+                logged_at=clock,
+                retry_at=clock + minute,
+            )
+            self.say_deletion_failed(job=job, message=message)
+            return
+        known.tries += 1
+        known.retry_at = clock + minute
+        if clock - known.logged_at >= DELETION_RELOGGED_MINUTES * minute:
+            known.logged_at = clock
+            logger.warning(
+                "deleting %s (%s) still fails, %d tries since %s: %s; tried again every minute",
+                job.public_id,
+                why,
+                known.tries,
+                known.since.isoformat(timespec="seconds"),
+                reason,
+            )
+
+    @staticmethod
+    def say_deletion_failed(*, job: Job, message: str) -> None:
+        """The DeleteFailed event, unless the job's last one says the same (a worker started
+        again finds the same failure, which its own memory of it went with)."""
+        try:
+            last = (
+                job.events.filter(reason=DELETE_FAILED)
+                .order_by("-created_at", "-id")
+                .values_list("message", flat=True)
+                .first()
+            )
+            if last != str(message):
+                job_event(job=job, reason=DELETE_FAILED, message=message, warning=True)
+        except Exception:
+            logger.exception("recording that deleting %s failed failed", job.public_id)
+
+    @staticmethod
+    def deletion_done(failing: dict[int, FailingDeletion], *, job: Job) -> None:
+        known = failing.pop(job.pk, None)
+        if known is not None:
+            logger.warning(
+                "deleted %s, after %d failed tries since %s",
+                job.public_id,
+                known.tries,
+                known.since.isoformat(timespec="seconds"),
+            )
 
     def reap(self) -> None:
         for pid, child in list(self.children.items()):

@@ -292,6 +292,79 @@ def killed_between_its_replicas_spawns(owner):
     return job
 
 
+def test_a_replica_relaunched_with_the_setting_set_since_runs_as_the_workers_user_as_its_peer(
+    job_users_on, alice
+):
+    # Session 19: an attempt started as the worker's own user recorded nothing, so the worker
+    # started again with LOCAL_JOB_UID_BASE set launched its remaining replica as the job's
+    # uid beside its peer running as root. Now the worker's own user is recorded too.
+    job_users_on.LOCAL_JOB_UID_BASE = None
+    job = killed_between_its_replicas_spawns(alice)
+    run = type(job.local_run).objects.get(job=job)
+    assert (run.run_uid, run.run_gid) == (os.geteuid(), os.getegid()) == (0, 0)
+
+    job_users_on.LOCAL_JOB_UID_BASE = BASE
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: all("uid=" in log_text(job, label) for label in ("master-0", "worker-0")),
+        what="both replicas to say who they are",
+    )
+    assert "uid=0 gid=0" in log_text(job, "master-0")
+    assert "uid=0 gid=0" in log_text(job, "worker-0"), log_text(job, "worker-0")
+    open_gate(job_users_on)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="success")
+    run.refresh_from_db()
+    assert (run.run_uid, run.run_gid) == (0, 0)
+
+
+def relaunch_user_as_nobody(*, uid: int, gid: int) -> str:
+    """What job_users.relaunch_user answers in a process that has become NOBODY for good (a
+    worker no longer run as root): "None", "as UID:GID" or "refused: <reason>" (English)."""
+    from .runner_helpers import NOBODY
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never back into pytest
+        code = 1
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setresgid(NOBODY, NOBODY, NOBODY)
+            os.setresuid(NOBODY, NOBODY, NOBODY)
+            with translation.override("en"):
+                try:
+                    found = job_users.relaunch_user(owner_id=1, uid=uid, gid=gid)
+                    answer = "None" if found is None else f"as {found[0]}:{found[1]}"
+                except job_users.JobUserError as exc:
+                    answer = f"refused: {exc}"
+            os.write(write, answer.encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as answer_file:
+        answer = answer_file.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return answer
+
+
+def test_a_worker_no_longer_root_refuses_to_relaunch_a_replica_as_the_uid_its_attempt_recorded(
+    job_users_on,
+):
+    from .runner_helpers import NOBODY
+
+    refused = relaunch_user_as_nobody(uid=0, gid=0)
+    as_itself = relaunch_user_as_nobody(uid=NOBODY, gid=NOBODY)
+
+    assert refused == (
+        f"refused: its attempt started as uid 0 and gid 0, which this worker (uid {NOBODY}, gid "
+        f"{NOBODY}) cannot become: only a worker run as root can run a job as another user"
+    )
+    assert as_itself == "None"  # its own user: as itself, with no change of user
+
+
 def test_a_replica_relaunched_for_an_attempt_started_before_its_uid_was_recorded_runs_as_the_jobs_user(
     job_users_on, alice
 ):
@@ -474,21 +547,37 @@ def test_the_job_page_says_the_uid_and_gid_the_job_ran_as_not_todays_setting(
     assert 'id="runs-as"' not in alice_client.get(url).content.decode()
 
 
-def test_a_job_started_before_the_setting_was_set_shows_no_uid(
+def test_a_job_run_as_a_root_workers_user_shows_no_uid_until_jobs_run_as_users_of_their_own(
     runner_settings,  # noqa: F811
     alice,
     alice_client,
 ):
+    # Decision (session 19): every attempt records the user it ran as, the worker's own too;
+    # uid 0 of a root worker without LOCAL_JOB_UID_BASE, the default set-up, is said on no
+    # job (it would be on every one); with the setting on, that attempt ran as root, not as
+    # its owner's uid, which its page then says. A worker's own user other than root's is.
     from django.urls import reverse
 
+    from jobs.models import LocalRun
+
+    if os.geteuid() != 0:
+        pytest.skip("a job run as root needs a worker run as root (CI runs as root)")
     job = run_job(alice, "true")
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
+    url = reverse("job-detail", args=[job.public_id])
+    assert LocalRun.objects.filter(job=job, run_uid=0, run_gid=0).exists()
 
+    unset = alice_client.get(url).content.decode()
     runner_settings.LOCAL_JOB_UID_BASE = BASE
     runner_settings.LOCAL_JOB_GID = str(GID)
+    page = alice_client.get(url).content.decode()
+    runner_settings.LOCAL_JOB_UID_BASE = None
+    LocalRun.objects.filter(job=job).update(run_uid=999, run_gid=998)
+    unprivileged = alice_client.get(url).content.decode()
 
-    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
-    assert 'id="runs-as"' not in page
+    assert 'id="runs-as"' not in unset
+    assert "以 uid 0、gid 0 运行：它写入存储卷的文件归该用户所有。" in page
+    assert "以 uid 999、gid 998 运行：它写入存储卷的文件归该用户所有。" in unprivileged
 
 
 def test_hang_analysis_reads_the_stacks_of_a_job_run_as_its_user(job_users_on, alice, alice_client):

@@ -431,7 +431,11 @@ class LocalBackend(Backend):
         end_networks(public_id=job.public_id, run_by=runner)
         # Folders a job left read-only or unreadable (Go's module cache) go too: where the
         # worker that started it keeps them (job_logs.job_dir).
-        remove_tree(job_logs.job_dir(job.public_id, runner))
+        left = remove_tree(job_logs.job_dir(job.public_id, runner))
+        if left:
+            # The job stays, so what is left of its files (its logs...) is not forgotten on
+            # the disk: a worker's retention pass tries again, a person's Delete says why.
+            raise FilesLeft(left)
 
     def sync(self, job: Job) -> None:
         from jobs.models import ACTIVE_STATUSES
@@ -465,6 +469,21 @@ class LocalBackend(Backend):
                 )
             )
         return job_logs.replica_log_path(job.public_id, replica, runner)
+
+
+class FilesLeft(BackendError):
+    """A local job's folder could not be removed whole (`left`: why, as jobs.shim.remove_tree
+    says it, the folder named from the job's own id down): the job is kept."""
+
+    def __init__(self, left: str) -> None:
+        super().__init__(
+            _(
+                "Its files on this machine could not all be removed (%(reason)s), so the job "
+                "is kept. Try again later, or ask an administrator."
+            )
+            % {"reason": left}
+        )
+        self.left = left
 
 
 def backend() -> LocalBackend:
