@@ -25,9 +25,9 @@ from tests.fake_aihc import configure as configure_aihc
 from tests.fake_kubernetes import FakeKubernetes
 from tests.fake_kubernetes import configure as configure_kubernetes
 
+from . import test_api as v1
 from .runner_helpers import runner_settings  # noqa: F401
-from .test_api import api, body, refused, wsgi  # noqa: F401
-from .test_api import alice_key  # noqa: F401
+from .test_api import body, refused
 from .test_api_v2 import action, v2_body
 from .test_wizard import (
     advanced_data,
@@ -43,6 +43,9 @@ from .test_wizard import (
     submission_data,
 )
 from .test_wizard_import import import_body, review_body
+
+# The v1 tests' fixtures: the console as a WSGI transport, Alice's key and AIHC client.
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
 K8S_POOL = "k8s-ml"
 A800 = "baidu.com/a800_80g_cgpu"
@@ -404,9 +407,7 @@ def k8s_wizard(client, namespace: str = "ml") -> Draft:
     return draft
 
 
-def test_the_wizard_offers_privileged_mode_only_for_a_pool_that_allows_it(
-    kubernetes, alice_client
-):
+def test_the_wizard_offers_privileged_mode_only_for_a_pool_that_allows_it(kubernetes, alice_client):
     allowed = alice_client.get(step_url(k8s_wizard(alice_client), W.ADVANCED)).content.decode()
     denied = alice_client.get(
         step_url(k8s_wizard(alice_client, "web"), W.ADVANCED)

@@ -556,7 +556,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             # the job would run unprivileged without a word.
             err(
                 "jobSpec.privileged",
-                _("Privileged containers need a pool on AIHC OpenAPI v1; API v2 has no such setting."),
+                _(
+                    "Privileged containers need a pool on AIHC OpenAPI v1; API v2 has no such setting."
+                ),
             )
         allowed = STORAGE_TYPES.get(version, STORAGE_TYPES[V1])
         for i, ds in enumerate(spec.datasources):
