@@ -590,6 +590,9 @@ KUBERNETES_PRIORITY_CLASSES = env("KUBERNETES_PRIORITY_CLASSES")
 # and the Secrets their images are pulled with ("regcred").
 KUBERNETES_TOLERATIONS = env("KUBERNETES_TOLERATIONS")
 KUBERNETES_IMAGE_PULL_SECRETS = env("KUBERNETES_IMAGE_PULL_SECRETS")
+# Namespaces whose jobs may run privileged containers (jobSpec.privileged: every device and
+# capability of the node); empty: none may, each such job is refused.
+KUBERNETES_PRIVILEGED_NAMESPACES = env("KUBERNETES_PRIVILEGED_NAMESPACES")
 # Nodes, pods and the namespaces' ResourceQuotas are read for idle cards at most once per this
 # many seconds, by one background refresh; pages are served the last figures meanwhile.
 KUBERNETES_CACHE_SECONDS = envfloat("KUBERNETES_CACHE_SECONDS", 10)
@@ -855,6 +858,10 @@ REVIEW_QUEUES = envlist("REVIEW_QUEUES")
 # Whether a reviewer (superusers included) may approve a job they submitted themselves. Off: a
 # second person approves every held job (four eyes). The default until the policy is saved.
 REVIEW_ALLOW_SELF_APPROVAL = envbool("REVIEW_ALLOW_SELF_APPROVAL", "false")
+# Whether every job asking for privileged containers (jobSpec.privileged) waits for a
+# reviewer, whatever the policy above or the one saved in the admin: the operator's, so a
+# saved policy cannot turn it off.
+REVIEW_PRIVILEGED = envbool("REVIEW_PRIVILEGED", "false")
 # A mistyped policy ("above-cards") or the queues policy without queues would review nothing:
 # refuse to start rather than run every job unreviewed.
 if REVIEW_POLICY not in ("none", "all", "above_cards", "queues"):

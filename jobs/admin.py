@@ -970,6 +970,9 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         # A webhook's path and query are often its token (a chat bot's hook): with it anyone can
         # post to the owner's group. Reviewers see where alerts go (the host), not the token,
         # as the job's events name them; the owner sees the whole address on the job's page.
+        # Said at the top of the page, not only among the spec's fields: it is what a
+        # reviewer must not miss.
+        context["privileged"] = spec.privileged
         shown = spec.copy()
         shown.alert.webhooks = [webhook_shown(url) for url in spec.alert.webhooks]
         request_line, request_body = sent_request(shown, job.backend, job_id=job.public_id)

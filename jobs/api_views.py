@@ -269,6 +269,10 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
     for key in ("command", "image", "replicas", "resources", "envs", "enableRDMA", "hostNetwork"):
         if key in job_spec:
             view[key] = job_spec[key]
+    if body:
+        # Answered false too, unlike the flags above: whether a job's containers are
+        # privileged is what a script checking its jobs asks (AIHC's GetJob answers it).
+        view["privileged"] = bool(job_spec.get("privileged"))
     for key in ("labels", "datasources", "faultTolerance", "faultToleranceConfig", "enableBccl"):
         if key in body:
             view["enableFaultTolerance" if key == "faultTolerance" else key] = body[key]

@@ -828,13 +828,29 @@ class AdvancedForm(StepForm):
         ),
     )
 
-    def __init__(self, *args: Any, aihc_alerts: bool = False, **kwargs: Any) -> None:
+    privileged = forms.BooleanField(
+        label=_("Privileged mode"),
+        required=False,
+        help_text=_(
+            "Runs every container privileged: full access to the devices and kernel of the "
+            "node it runs on (e.g. for RDMA or profiling tools). Offered only where the "
+            "operator allows it; a reviewer may have to approve the job first."
+        ),
+    )
+
+    def __init__(
+        self, *args: Any, aihc_alerts: bool = False, privileged: bool = False, **kwargs: Any
+    ) -> None:
+        """`privileged`: offer the Privileged mode switch (the pool allows it, or the draft
+        asks for it: an imported or copied job's, which the pool's refusal is then said on)."""
         super().__init__(*args, **kwargs)
         _mark_required(self, "tensorboard_path", "retention_value")
         alert_ids = ["alert_instance_id", "alert_notify_rule_id"]
         if not aihc_alerts:
             for name in alert_ids:
                 del self.fields[name]
+        if not privileged:
+            del self.fields["privileged"]
         # A switch's own settings show only while it is on (console.css).
         self.helper = _helper(
             WizardField("tensorboard"),
@@ -852,6 +868,7 @@ class AdvancedForm(StepForm):
             WizardField("alert_webhooks"),
             WizardField("timeout_minutes"),
             WizardField("cpu_exclusive"),
+            *([WizardField("privileged")] if privileged else []),
             show_errors=self.show_errors,
         )
 

@@ -3,7 +3,9 @@ reviewer's actions (approve, reject, stop, resubmit, mark as lost).
 
 The policy comes from settings (REVIEW_POLICY, REVIEW_ABOVE_CARDS, REVIEW_QUEUES,
 REVIEW_ALLOW_SELF_APPROVAL) until a superuser saves it in the admin; from then on the saved
-ReviewPolicy row applies. Unless it allows self-approval, nobody approves a job they
+ReviewPolicy row applies. REVIEW_PRIVILEGED (hold every job asking for privileged containers)
+is the operator's alone and applies whatever policy is saved: a setting, not a policy field,
+so no superuser's edit in the admin turns it off (and no migration was needed). Unless it allows self-approval, nobody approves a job they
 submitted, superusers included: a second person does (rejecting one's own job stays allowed,
 it only withdraws it). Every action goes through `job_transition`, so it is recorded as an
 event with who (the event's actor) and when, and it cannot race the worker into an
@@ -70,6 +72,14 @@ def policy_queues(policy: ReviewPolicy) -> set[str]:
 
 def review_reason(*, spec: spec_module.JobSpec, policy: ReviewPolicy | None = None) -> str:
     """Why the policy holds this job for review (shown to the owner), or "" when it does not."""
+    if spec.privileged and settings.REVIEW_PRIVILEGED:
+        # Before the policy's own rules: the operator's, not the saved policy's to turn off.
+        return recorded(
+            gettext_noop(
+                "Waiting for review: the job asks for privileged containers, which a reviewer "
+                "approves first."
+            )
+        )
     policy = policy or current_policy()
     if policy.mode == ReviewMode.ALL:
         return recorded(gettext_noop("Waiting for review: every job is reviewed before it runs."))

@@ -7,7 +7,7 @@ Shape. The stored document is exactly the AIHC CreateJob v1 request body
     {
       "name": "...", "queue": "default", "jobFramework": "PyTorchJob", "priority": "normal",
       "jobSpec": {"command", "image", "imageConfig", "replicas", "resources", "envs",
-                  "enableRDMA", "hostNetwork"},
+                  "enableRDMA", "hostNetwork", "privileged"},
       "faultTolerance", "faultToleranceConfig", "labels", "datasources", "enableBccl",
       "tensorboardConfig", "alertConfig", "retentionPeriod",
       "resourcePoolId": "local",
@@ -36,6 +36,13 @@ How the superset maps onto the v1 body (decisions, since v1 has one replica grou
   field; they live in `console` and are honoured by the backends that can.
 - Optional API fields at their default (false, empty, null) are left out of the body, so a
   request read and written back is the same document (seed 001 round-trips exactly).
+- Privileged containers: `jobSpec.privileged`, where AIHC's Go SDK puts it (OpenAPIAIJobSpec,
+  the Go CLI's `--privileged`) and GetJob answers it (at the top level of the job, as it
+  answers hostNetwork). Read at the same place in a v2 body (the console's own v2 API: v2's
+  JobSpec is v1's without `command`); a top-level `privileged` of a create body is refused
+  as misplaced, saying where it belongs, never taken or dropped. Whether a job may have one
+  is each backend's (check_spec): the local runner never, Kubernetes where the operator
+  allows it, AIHC on a v1 pool.
 """
 
 from __future__ import annotations
@@ -301,6 +308,8 @@ class JobSpec:
     envs: list[Env] = field(default_factory=list)
     enable_rdma: bool = False
     host_network: bool = False
+    # A privileged container: every device of the host, every capability (backends decide).
+    privileged: bool = False
     fault_tolerance: bool = False
     fault_tolerance_config: FaultToleranceConfig | None = None
     labels: list[tuple[str, str]] = field(default_factory=list)
@@ -392,6 +401,8 @@ class JobSpec:
             job_spec["enableRDMA"] = True
         if self.host_network:
             job_spec["hostNetwork"] = True
+        if self.privileged:
+            job_spec["privileged"] = True
 
         body: dict[str, Any] = {
             "name": self.name,
@@ -756,6 +767,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
         )
     spec.enable_rdma = r.bool(job_spec.get("enableRDMA"), "jobSpec.enableRDMA")
     spec.host_network = r.bool(job_spec.get("hostNetwork"), "jobSpec.hostNetwork")
+    spec.privileged = r.bool(job_spec.get("privileged"), "jobSpec.privileged")
 
     spec.fault_tolerance = r.bool(top.get("faultTolerance"), "faultTolerance")
     if top.get("faultToleranceConfig") is not None:
@@ -913,6 +925,7 @@ _JOB_SPEC_KEYS: dict[str, Fields | None] = {
     "envs": Fields(items=Fields({"name": None, "value": None})),
     "enableRDMA": None,
     "hostNetwork": None,
+    "privileged": None,
 }
 _DATASOURCES = Fields(
     items=Fields(

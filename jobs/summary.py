@@ -187,6 +187,7 @@ def spec_sections(
                 (_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)),
                 (_("Timeout"), _duration(spec.timeout_minutes)),
                 (_("Exclusive CPU"), flag(spec.cpu_exclusive)),
+                (_("Privileged mode"), flag(spec.privileged)),
             ],
         ),
         (_("Submission"), [(_("Submission"), submission)]),

@@ -145,6 +145,7 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
     "alert.webhooks": (ADVANCED, "alert_webhooks"),
     "timeoutMinutes": (ADVANCED, "timeout_minutes"),
     "cpuExclusive": (ADVANCED, "cpu_exclusive"),
+    "jobSpec.privileged": (ADVANCED, "privileged"),
     "labels": (ADVANCED, None),
     "submission.mode": (SUBMISSION, "mode"),
     "submission.total": (SUBMISSION, "total"),
@@ -536,6 +537,7 @@ def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
         alert_notify_rule_id=spec.alert.notify_rule_id or None,
         timeout_minutes=spec.timeout_minutes,
         cpu_exclusive=spec.cpu_exclusive,
+        privileged=spec.privileged,
     )
     if spec.alert.items:
         advanced["alert_items"] = list(spec.alert.items)
@@ -788,6 +790,9 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         form_kwargs["locked_image"] = state.template["image"] if state.template else ""
     elif step == ADVANCED:
         form_kwargs["aihc_alerts"] = state.pool is not None and state.pool.backend == "aihc"
+        form_kwargs["privileged"] = (state.pool is not None and state.pool.privileged) or bool(
+            _one(raw, "privileged")
+        )
     elif step == SUBMISSION:
         form_kwargs["queues"] = state.pool.queues if state.pool else []
     form = STEP_FORMS[step](data, **form_kwargs)
@@ -1016,6 +1021,7 @@ def _apply_advanced(
     timeout = cd.get("timeout_minutes")
     spec.timeout_minutes = S.DEFAULT_TIMEOUT_MINUTES if timeout is None else timeout
     spec.cpu_exclusive = bool(cd.get("cpu_exclusive"))
+    spec.privileged = bool(cd.get("privileged"))
 
 
 def _apply_submission(

@@ -27,7 +27,10 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   with requests equal to limits, env var names, value and valueFrom not both, a
   volumeMount naming no volume of the pod, subPath inside the volume, and secretKeyRef
   naming a Secret and key that exist (a real server would store the job and its pods would
-  never start: CreateContainerConfigError; refusing is how the fake makes that visible);
+  never start: CreateContainerConfigError; refusing is how the fake makes that visible), and
+  a container's securityContext.privileged a boolean, true only in a namespace whose Pod
+  Security Admission level (`add_namespace(pod_security=...)`) is "privileged" (elsewhere
+  admission forbids the pods: refused, likewise);
 - 409 AlreadyExists, 404 NotFound, answered as Status objects;
 - JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
   non-empty list of unique names), their batch/v1 Job templates (completionMode, counts,
@@ -193,6 +196,9 @@ POD_KEYS = {
     "schedulerName",
     "terminationGracePeriodSeconds",
 }
+# Pod Security Admission's levels (pod-security.kubernetes.io/enforce); only "privileged"
+# admits a privileged container.
+POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 CONTAINER_KEYS = {
     "name",
     "image",
@@ -388,6 +394,7 @@ class FakeKubernetes:
         self.usage: dict[tuple[str, str], tuple[str, dict[str, dict[str, str]]]] = {}
         self.tls = tls
         self.namespaces = {"default"}
+        self.pod_security: dict[str, str] = {}  # namespace -> enforce level (add_namespace)
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name)
         self.nodes: list[dict] = []
         self.pods: dict[tuple[str, str], dict] = {}
@@ -439,8 +446,13 @@ class FakeKubernetes:
 
     # -- steering ------------------------------------------------------------------------
 
-    def add_namespace(self, name: str) -> None:
+    def add_namespace(self, name: str, *, pod_security: str = "privileged") -> None:
+        """`pod_security`: the namespace's Pod Security Admission level (its
+        pod-security.kubernetes.io/enforce label); unlabelled, a namespace is "privileged"."""
+        if pod_security not in POD_SECURITY_LEVELS:
+            raise ValueError(f"pod_security is one of {POD_SECURITY_LEVELS}")
         self.namespaces.add(name)
+        self.pod_security[name] = pod_security
 
     def add_node(
         self,
@@ -1657,6 +1669,24 @@ class FakeKubernetes:
         container = check.fields(container, CONTAINER_KEYS, path)
         if not DNS_LABEL.match(str(container.get("name", ""))):
             check.bad(f"{path}.name", "must be a DNS-1123 label")
+        if "securityContext" in container:
+            security = check.fields(
+                container["securityContext"],
+                {"privileged", "capabilities", "runAsUser", "runAsGroup", "runAsNonRoot"},
+                f"{path}.securityContext",
+            )
+            if "privileged" in security and not isinstance(security["privileged"], bool):
+                check.bad(f"{path}.securityContext.privileged", "must be a boolean")
+            level = self.pod_security.get(namespace, "privileged")
+            if security.get("privileged") is True and level != "privileged":
+                # Admission refuses the pods, not the job: they would never start, which
+                # refusing the job is how this fake makes visible.
+                check.bad(
+                    f"{path}.securityContext.privileged",
+                    f'pods would be forbidden: violates PodSecurity "{level}:latest": '
+                    f'privileged (container "{container.get("name")}" must not set '
+                    f"securityContext.privileged=true)",
+                )
         if not isinstance(container.get("image"), str) or not container.get("image"):
             check.bad(f"{path}.image", "Required value")
         for key in ("command", "args"):
@@ -1867,6 +1897,7 @@ def configure(settings: Any, fake: FakeKubernetes, **overrides: Any) -> None:
     settings.KUBERNETES_PRIORITY_CLASSES = ""
     settings.KUBERNETES_TOLERATIONS = ""
     settings.KUBERNETES_IMAGE_PULL_SECRETS = ""
+    settings.KUBERNETES_PRIVILEGED_NAMESPACES = ""
     settings.KUBERNETES_CACHE_SECONDS = 10
     settings.KUBERNETES_READ_TIMEOUT = 5
     settings.KUBERNETES_PAGE_READ_TIMEOUT = 2

@@ -402,12 +402,12 @@ def test_a_wrong_secret_key_is_refused_with_aihcs_code_on_job_and_pool_calls(liv
 
 
 def test_a_field_the_console_does_not_read_comes_back_in_warnings_the_sdk_reads(sdk):
-    created = create(sdk, jobSpec_extra={"privileged": True}, retentionPeriod="1d")
+    created = create(sdk, jobSpec_extra={"runtimeClassName": "kata"}, retentionPeriod="1d")
 
     job = Job.objects.get(public_id=created.jobId)
     [warning] = created.warnings
-    assert (warning.code, warning.fields) == ("FieldsNotRead", ["jobSpec.privileged"])
-    assert "jobSpec.privileged" in warning.message
+    assert (warning.code, warning.fields) == ("FieldsNotRead", ["jobSpec.runtimeClassName"])
+    assert "jobSpec.runtimeClassName" in warning.message
     assert job.events.filter(reason="FieldsNotRead").exists()
 
 

@@ -242,14 +242,13 @@ REFERENCE_V1 = {
 
 def test_the_references_fields_the_console_reads_are_not_named_and_those_it_ignores_are():
     # Decision: the reference's fields that no code of the console reads (the Go CLI's code
-    # upload and privileged containers, pfs mount tuning, AIHC's alert policy metadata) are
-    # named like any other key it does not read; a job that silently loses them is what QA
-    # found. Every other reference field is read, so it is not named.
+    # upload, pfs mount tuning, AIHC's alert policy metadata) are named like any other key it
+    # does not read; a job that silently loses them is what QA found. Every other reference
+    # field is read (jobSpec.privileged too, since round 19), so it is not named.
     unread = S.unread_fields(REFERENCE_V1, S.V1_FIELDS)
 
     assert unread.misplaced == {}
     assert unread.unknown == [
-        "jobSpec.privileged",
         "datasources[0].options.sizeLimit",
         # "medium": "" asks for nothing (Go's zero value): not named
         "datasources[0].options.pfsL1ClusterIp",
@@ -376,14 +375,14 @@ def test_an_unknown_key_is_accepted_with_a_warning_event_and_named_in_the_answer
     api, alice_client, caplog
 ):
     job_body = body(codeSource={"filePath": "a"}, bosTemporaryToken=SECRET)
-    job_body["jobSpec"]["privileged"] = True
+    job_body["jobSpec"]["runtimeClassName"] = "kata"
     job_body["jobSpec"]["envs"] = [{"name": "A", "value": "1", "secretValue": SECRET}]
 
     with caplog.at_level(logging.DEBUG):
         answer = create_v1(api, job_body)
 
     fields = [
-        "jobSpec.privileged",
+        "jobSpec.runtimeClassName",
         "jobSpec.envs[0].secretValue",
         "codeSource",
         "bosTemporaryToken",
@@ -401,7 +400,7 @@ def test_an_unknown_key_is_accepted_with_a_warning_event_and_named_in_the_answer
     job = Job.objects.get(public_id=answer["result"]["jobId"])
     warning = job.events.get(reason="FieldsNotRead")
     assert warning.type == EventType.WARNING
-    assert "jobSpec.privileged, jobSpec.envs[0].secretValue, codeSource" in warning.message
+    assert "jobSpec.runtimeClassName, jobSpec.envs[0].secretValue, codeSource" in warning.message
     events = api.request(
         "GET",
         f"/api/v1/aijobs/{job.public_id}/events",

@@ -1312,7 +1312,7 @@ def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dis
     body = (
         '{"name": "unknown-keys", "queue": "default", "jobFramework": "PyTorchJob", '
         '"codeSource": {"filePath": "bos://b/x.tar.gz"}, "jobSpec": {"command": "true", '
-        '"image": "python:3.12", "replicas": 1, "privileged": true, '
+        '"image": "python:3.12", "replicas": 1, "runtimeClassName": "kata", '
         '"resources": [{"name": "cpu", "quantity": 1}]}}'
     )
     page.click("#nav-create-job")
@@ -1320,7 +1320,7 @@ def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dis
     page.select_option("#import-pool", "local")
     page.click("#import-submit")
     page.wait_for_url(re.compile(r"/basic/$"))
-    said = "请求中的字段 codeSource, jobSpec.privileged 未被读取（本控制台不认识这些字段）。它们没有导入草稿。"
+    said = "请求中的字段 codeSource, jobSpec.runtimeClassName 未被读取（本控制台不认识这些字段）。它们没有导入草稿。"
     notices = page.locator("#import-notices")
     expect(notices).to_contain_text(said)
 
@@ -1331,7 +1331,7 @@ def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dis
     expect(notices).to_contain_text(said)
     page.click("[data-language=en]")
     expect(notices).to_contain_text(
-        "The request's fields codeSource, jobSpec.privileged were not read (not known to "
+        "The request's fields codeSource, jobSpec.runtimeClassName were not read (not known to "
         "this console). They are left out of the draft."
     )
 

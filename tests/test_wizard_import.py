@@ -1244,11 +1244,13 @@ def test_a_v1_bodys_cpu_refusal_names_its_own_path_once_not_the_roles_inside(ali
 def test_an_imports_warnings_stay_on_every_step_until_dismissed_on_the_review(alice_client):
     # QA round 24: they were one-time messages, gone at the first reload or step.
     body = {**BODY, **CHANNELS, "codeSource": {"filePath": "bos://b/x.tar.gz"}}
-    body["jobSpec"] = {**BODY["jobSpec"], "privileged": True}
+    body["jobSpec"] = {**BODY["jobSpec"], "runtimeClassName": "kata"}
     body["labels"] = [{"key": "team", "value": "nlp"}]
     import_body(alice_client, body)
     draft = Draft.objects.get()
-    unread = "请求中的字段 jobSpec.privileged, codeSource 未被读取（本控制台不认识这些字段）。"
+    unread = (
+        "请求中的字段 jobSpec.runtimeClassName, codeSource 未被读取（本控制台不认识这些字段）。"
+    )
     left_out = "向导中没有 labels 对应的字段，这些内容未导入草稿。"
 
     for step in W.STEPS:

@@ -405,6 +405,7 @@ class Inventory:
                     volumes=volumes,
                     storage_types=[t for t in STORAGE_TYPES[version] if t in mountable],
                     as_of=now,
+                    privileged=version == V1,
                 )
             )
         return pools
@@ -549,6 +550,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             err("logPersistence", _("The AIHC OpenAPI has no log persistence setting."))
         if spec.retention_period and version == V1:
             err("retentionPeriod", _("Automatic deletion needs a pool on AIHC OpenAPI v2."))
+        if spec.privileged and version == V2:
+            # v1 takes jobSpec.privileged (AIHC's Go SDK, OpenAPIAIJobSpec); v2's JobSpec
+            # documents no such field, and AIHC ignores a key it does not know: sent there,
+            # the job would run unprivileged without a word.
+            err(
+                "jobSpec.privileged",
+                _(
+                    "Privileged containers need a pool on AIHC OpenAPI v1; API v2 has no such setting."
+                ),
+            )
         allowed = STORAGE_TYPES.get(version, STORAGE_TYPES[V1])
         for i, ds in enumerate(spec.datasources):
             if ds.type not in allowed:

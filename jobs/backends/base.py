@@ -56,6 +56,9 @@ class Pool:
     # What the figures leave out, shown with them (a namespace's quotas the console may not
     # read); unlike `error`, the figures are current.
     note: str = ""
+    # Whether its jobs may have privileged containers (jobSpec.privileged): the wizard offers
+    # the switch only then; the backend's check_spec is what refuses.
+    privileged: bool = False
 
     def idle(self, accelerator_type: str) -> int:
         return next((a.idle for a in self.accelerators if a.type == accelerator_type), 0)

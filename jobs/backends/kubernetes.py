@@ -100,6 +100,11 @@ UNANSWERED_EVENT = "SubmitTimedOut"
 MAX_EVENT_PODS = 32
 SUBMIT_PAUSE = (5.0, 300.0)  # seconds: first pause after an unreachable API server, maximum
 STOP_REQUESTED = gettext_noop("Stop requested.")
+PRIVILEGED_REFUSED = gettext_noop(
+    "Privileged containers are not allowed in this pool: the operator allows them per "
+    "namespace (KUBERNETES_PRIVILEGED_NAMESPACES). Turn privileged mode off, or choose a pool "
+    "that allows it."
+)
 # The API server's words for a path it serves no resource at (a CRD not installed).
 NO_SUCH_API = "could not find the requested resource"
 # metrics-server's pod usage (PodMetricsList), and where the samples of it are kept.
@@ -638,6 +643,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             ],
             volumes=list(volumes),
             storage_types=list(types),
+            privileged=namespace in config.cluster.privileged_namespaces,
             as_of=as_of,
             stale=bool(errors) or age is None or age > config.cache_seconds,
             error=" ".join(errors),
@@ -703,6 +709,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     "namespace's service account)."
                 ),
             )
+        if spec.privileged and namespace_of(spec.resource_pool_id) not in (
+            cluster.privileged_namespaces
+        ):
+            err("jobSpec.privileged", _(PRIVILEGED_REFUSED))
         if spec.enable_rdma:
             err("jobSpec.enableRDMA", _("RDMA is not supported on Kubernetes pools yet."))
         if spec.enable_bccl:
@@ -868,8 +878,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         config: Config,
         client: KubeClient,
     ) -> None:
-        secret, manifest = self.manifests(spec, job_id=job.public_id, cluster=config.cluster)
         namespace = namespace_of(job.resource_pool)
+        if spec.privileged and namespace not in config.cluster.privileged_namespaces:
+            # Allowed when it was submitted (check_spec), not any more: an approval or a
+            # queue's wait can outlast the operator's setting.
+            self._fail(job, recorded(PRIVILEGED_REFUSED), secrets)
+            return
+        secret, manifest = self.manifests(spec, job_id=job.public_id, cluster=config.cluster)
         secret_made = False  # by this job: made now, or adopted (it carries the job's id)
         try:
             if secret is not None:

@@ -278,6 +278,18 @@ class LocalBackend(Backend):
                 _("The local pool has no queue “%(queue)s”; choose one of: %(queues)s.")
                 % {"queue": spec.queue, "queues": ", ".join(local_queues())},
             )
+        if spec.privileged:
+            # Each replica runs in a bubblewrap sandbox as an unprivileged user, with only its
+            # own cards' device nodes (README "What a job gets"): there is no privileged
+            # container to give, and running it otherwise than asked is what this refuses.
+            err(
+                "jobSpec.privileged",
+                _(
+                    "The local runner cannot run privileged containers: each instance runs "
+                    "sandboxed, without the host's devices. Turn privileged mode off, or choose "
+                    "a pool that allows it."
+                ),
+            )
         volumes = {v.name: v for v in host_volumes()}
         mounted: list[tuple[int, str, str, bool]] = []  # (row, mount path, folder, read-only)
         for i, ds in enumerate(spec.datasources):

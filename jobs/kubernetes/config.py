@@ -79,6 +79,19 @@ def namespaces(text: str) -> list[str]:
     return found
 
 
+def privileged_namespaces(text: str, allowed: list[str]) -> frozenset[str]:
+    """KUBERNETES_PRIVILEGED_NAMESPACES: namespaces of KUBERNETES_NAMESPACES whose jobs may
+    run privileged containers."""
+    found = items(text)
+    for ns in found:
+        if ns not in allowed:
+            raise ConfigError(
+                f"KUBERNETES_PRIVILEGED_NAMESPACES names namespaces of KUBERNETES_NAMESPACES "
+                f"({', '.join(allowed)}), not {ns!r}"
+            )
+    return frozenset(found)
+
+
 def queues(text: str) -> list[str]:
     found = items(text)
     for queue in found:
@@ -279,6 +292,9 @@ class Config:
                 kueue=bool(queue_names),
                 tolerations=tolerations(settings.KUBERNETES_TOLERATIONS),
                 image_pull_secrets=image_pull_secrets(settings.KUBERNETES_IMAGE_PULL_SECRETS),
+                privileged_namespaces=privileged_namespaces(
+                    settings.KUBERNETES_PRIVILEGED_NAMESPACES, found
+                ),
             ),
             cache_seconds=settings.KUBERNETES_CACHE_SECONDS,
             wait_seconds=settings.KUBERNETES_INVENTORY_WAIT_SECONDS,

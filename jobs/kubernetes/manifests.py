@@ -144,6 +144,9 @@ class Cluster:
     # Secrets its images are pulled with (the console sends no registry password itself).
     tolerations: tuple[dict[str, str], ...] = ()
     image_pull_secrets: tuple[str, ...] = ()
+    # Namespaces (pools) whose jobs may run privileged containers (KUBERNETES_PRIVILEGED_
+    # NAMESPACES); none by default.
+    privileged_namespaces: frozenset[str] = frozenset()
 
 
 def object_name(spec: S.JobSpec, job_id: str) -> str:
@@ -321,6 +324,9 @@ def _pod_template(
         port_name, number = kind.port
         container["ports"] = [{"name": port_name, "containerPort": number}]
     container["volumeMounts"] = mounts
+    if spec.privileged:
+        # Only reached for a namespace the operator allows (check_spec, and again at submit).
+        container["securityContext"] = {"privileged": True}
     pod: dict[str, Any] = {"containers": [container], "volumes": volumes}
     accelerator = cluster.accelerators.get(role.accelerator_type) if role.accelerators else None
     if accelerator and accelerator.node_selector:
