@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from typing import NoReturn
 
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 PR_SET_KEEPCAPS, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 8, 24, 38, 47
@@ -34,7 +35,8 @@ PR_CAP_AMBIENT_RAISE = 2
 CAP_SYS_PTRACE = 19
 CAP_LAST = 63
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
-SYS_CAPSET = 126  # x86_64; another architecture fails the read (the capture says so)
+# capset(2)'s number; on another architecture the read fails, saying so (and falls back).
+SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -51,7 +53,7 @@ class CapData(ctypes.Structure):
     ]
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     print(f"Error: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -75,6 +77,9 @@ def main(argv: list[str]) -> None:
         fail("usage: native_reader.py PID START UID GID -- PY-SPY ARGS...")
     pid, start, uid, gid = int(argv[0]), argv[1], int(argv[2]), int(argv[3])
     command = argv[5:]
+    capset = SYS_CAPSET.get(os.uname().machine)
+    if capset is None:
+        fail(f"native frames are not read on {os.uname().machine}")
     own_user = os.readlink("/proc/self/ns/user")
     try:
         user = os.open(f"/proc/{pid}/ns/user", os.O_RDONLY)
@@ -113,7 +118,7 @@ def main(argv: list[str]) -> None:
     data = (CapData * 2)()
     data[0].effective = data[0].permitted = data[0].inheritable = 1 << CAP_SYS_PTRACE
     header = CapHeader(LINUX_CAPABILITY_VERSION_3, 0)
-    checked(libc.syscall(SYS_CAPSET, ctypes.byref(header), data), "setting capabilities")
+    checked(libc.syscall(capset, ctypes.byref(header), data), "setting capabilities")
     checked(
         libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_SYS_PTRACE, 0, 0),
         "keeping CAP_SYS_PTRACE across exec",

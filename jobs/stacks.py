@@ -16,7 +16,9 @@ py-spy needs nothing of the job, and is a small binary wheel on PyPI.
 - Never `--locals` (locals may hold secrets). `--native` always (hang19): a real training
   hang is inside native code (an NCCL collective, a CUDA sync, a C extension's lock) and
   Python frames alone stop at the call that entered it. py-spy interleaves the native frames
-  where they are on the thread's stack; each is kept with its library. A native read that
+  where they are on the thread's stack; each is kept with its library. A native read runs
+  inside the replica's pid and user namespaces (jobs/native_reader.py says how and why), so
+  only by a worker run as root and only of a job run as a user of its own. A native read that
   fails (py-spy's reason, or longer than NATIVE_SECONDS) is followed by a Python-only read of
   that process in what is left of its PROCESS_SECONDS, and the capture says so. No source
   lines either: py-spy reports file:line:function, and reading the line's text would mean the
