@@ -716,17 +716,37 @@ def frame_key(frame: dict[str, Any]) -> tuple[str, int, str]:
     return (frame["file"], frame["line"], frame["name"])
 
 
+def _has_native(frames: list[dict[str, Any]]) -> bool:
+    return any(f.get("native") for f in frames)
+
+
 def stack_groups(replicas: list[dict[str, Any]]) -> list[StackGroup]:
     """Every thread's stack, identical ones (frame by frame: frame_key) across
     replicas and processes collapsed into one group; the groups held by the fewest replicas
-    first (the odd rank out), then by how many threads share them, then in the job's order."""
+    first (the odd rank out), then by how many threads share them, then in the job's order.
+
+    A capture in which some processes were read with their native frames and others for their
+    Python frames only (a native read that failed or was not made) compares Python frames
+    only: otherwise a rank read without them would stand apart as the odd one out, its stack
+    being the same. Such a group shows the frames of a thread read with its native ones."""
+    read = [
+        process["threads"]
+        for replica in replicas
+        for process in replica.get("processes", [])
+        if process.get("threads")
+    ]
+    natively = [any(_has_native(t["frames"]) for t in threads) for threads in read]
+    python_only = any(natively) and not all(natively)
     groups: dict[tuple[tuple[str, int, str], ...], StackGroup] = {}
     order = {r["label"]: n for n, r in enumerate(replicas)}
     for replica in replicas:
         for process in replica.get("processes", []):
             for thread in process.get("threads", []):
-                key = tuple(frame_key(f) for f in thread["frames"])
-                group = groups.setdefault(key, StackGroup(thread["frames"], [], []))
+                frames = thread["frames"]
+                key = tuple(frame_key(f) for f in frames if not (python_only and f.get("native")))
+                group = groups.setdefault(key, StackGroup(frames, [], []))
+                if _has_native(frames) and not _has_native(group.frames):
+                    group.frames = frames
                 if replica["label"] not in group.replicas:
                     group.replicas.append(replica["label"])
                 group.threads.append(f"{replica['label']} pid {process['pid']} {thread['name']}")

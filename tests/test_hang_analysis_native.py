@@ -19,7 +19,15 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.runner import process_start
-from jobs.stacks import Listed, _ids, _native_argv, _read_process, py_spy, unread
+from jobs.stacks import (
+    Listed,
+    _ids,
+    _native_argv,
+    _read_process,
+    py_spy,
+    stack_groups,
+    unread,
+)
 from jobs.worker import Worker
 
 from .runner_helpers import make_spec, run_until, runner_settings, submit, volume  # noqa: F401
@@ -275,3 +283,32 @@ def test_the_py_spy_of_a_native_read_runs_in_the_jobs_namespaces_out_of_its_proc
         ptrace_only
     ] * 5
     assert status["NoNewPrivs"] == "1"
+
+
+def test_a_rank_read_without_its_native_frames_groups_with_the_ranks_of_its_python_stack():
+    """A native read that failed for one rank (its Python frames only) would otherwise make
+    its stack differ from the others', and put it first, as the odd rank out."""
+    sleep = {"name": "clock_nanosleep", "file": "/lib/libc.so.6", "line": 0, "native": True,
+             "library": "libc.so.6"}  # fmt: skip
+    python = [{"name": "waiting_for_peer", "file": "/workspace/train.py", "line": 14}]
+    stuck = [{"name": "stuck_in_allreduce", "file": "/workspace/train.py", "line": 10}]
+
+    def replica(label: str, frames: list[dict], **process) -> dict:
+        threads = [{"name": "MainThread", "frames": frames}]
+        return {"label": label, "processes": [{"pid": 2, "threads": threads, **process}]}
+
+    replicas = [
+        replica("master-0", [sleep, *python]),
+        replica("worker-0", stuck, native_error={"error": "timeout", "seconds": 6}),
+        replica("worker-1", python, native_error={"error": "timeout", "seconds": 6}),
+        replica("worker-2", [sleep, *python]),
+    ]
+
+    groups = stack_groups(replicas)
+
+    assert [g.replicas for g in groups] == [["worker-0"], ["master-0", "worker-1", "worker-2"]]
+    assert groups[1].frames == [sleep, *python]  # shown with the native frames read
+    # Every process read natively: native frames count, as the stacks differ there.
+    cond_wait = {**sleep, "name": "pthread_cond_wait"}
+    natively = [replica("master-0", [sleep, *python]), replica("worker-0", [cond_wait, *python])]
+    assert [g.replicas for g in stack_groups(natively)] == [["master-0"], ["worker-0"]]
