@@ -34,7 +34,7 @@ AS_A_JOB = [
 ]  # fmt: skip
 SPINNER = textwrap.dedent(
     """
-    import sys, threading, time
+    import select, sys, threading, time
     threads, depth = int(sys.argv[1]), int(sys.argv[2])
     def deep(n):
         return time.sleep(600) if n == 0 else deep(n - 1)
@@ -42,8 +42,10 @@ SPINNER = textwrap.dedent(
         threading.Thread(target=deep, args=(depth,), daemon=True).start()
     print("ready", flush=True)
     sys.stdin.readline()
-    gap, previous, end = 0.0, time.monotonic(), time.monotonic() + 2
-    while (now := time.monotonic()) < end:
+    # Until told to stop (after the read, however long it took), a line on its input.
+    gap, previous = 0.0, time.monotonic()
+    while not select.select([sys.stdin], [], [], 0)[0]:
+        now = time.monotonic()
         gap, previous = max(gap, now - previous), now
     print(f"{gap * 1000:.0f}", flush=True)
     """
@@ -76,9 +78,12 @@ def one(threads: int, depth: int, native: bool) -> tuple[float, float]:
         began = time.monotonic()
         read = _dump(py_spy(), listed, 10, [], native=native)
         took = (time.monotonic() - began) * 1000
+        time.sleep(0.5)  # the loop running again
+        leader.stdin.write("stop\n")
+        leader.stdin.flush()
+        gap = float(leader.stdout.readline())
         assert "threads" in read, read
         assert native == any(f.get("native") for t in read["threads"] for f in t["frames"])
-        gap = float(leader.stdout.readline())
     finally:
         os.killpg(leader.pid, 9)
         leader.wait()

@@ -100,6 +100,8 @@ def main(argv: list[str]) -> None:
     child = os.fork()
     if child:
         _, status = os.waitpid(child, 0)
+        if os.WIFSIGNALED(status):
+            fail(f"py-spy was ended by signal {os.WTERMSIG(status)}")
         sys.exit(os.waitstatus_to_exitcode(status))
     # A /proc numbering processes as the sandbox does (its pid namespace is the host's user
     # namespace's: mounted as root before entering the job's).

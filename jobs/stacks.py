@@ -441,7 +441,8 @@ def _dump(
             "detail": f"py-spy's output was larger than {OUTPUT_BYTES // 2**20} MB",
         }
     if done.returncode != 0:
-        return {"error": "unreadable", "detail": _text(_py_spy_error(done.stderr), secrets)}
+        detail = _py_spy_error(done.stderr, done.returncode)
+        return {"error": "unreadable", "detail": _text(detail, secrets)}
     if process_start(pid) != start:
         # The process ended while it was read, and its pid may name another one now (another
         # job's): what was read is not kept.
@@ -537,8 +538,9 @@ def _bounded_run(argv: list[str], *, seconds: float) -> subprocess.CompletedProc
     return subprocess.CompletedProcess(argv, returncode, bytes(out), bytes(err))
 
 
-def _py_spy_error(stderr: bytes) -> str:
-    """py-spy's own words: its `Error:` line and its causes, without its backtrace."""
+def _py_spy_error(stderr: bytes, returncode: int) -> str:
+    """py-spy's own words: its `Error:` line and its causes, without its backtrace; without
+    any, how it ended (a signal: a crash, or the kernel's)."""
     lines = stderr.decode(errors="replace").splitlines()
     kept = []
     for line in lines:
@@ -546,7 +548,11 @@ def _py_spy_error(stderr: bytes) -> str:
             break
         if line.strip() and not line.startswith("Caused by:"):
             kept.append(line.strip().removeprefix("Error: "))
-    return "; ".join(kept) or "py-spy failed"
+    if kept:
+        return "; ".join(kept)
+    if returncode < 0:
+        return f"py-spy was ended by signal {-returncode}"
+    return f"py-spy failed (exit status {returncode})"
 
 
 def _text(value: str, secrets: list[str]) -> str:
