@@ -50,6 +50,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -680,7 +681,7 @@ class StackGroup:
     def replicas_text(self) -> str:
         return compact_labels(self.replicas)
 
-    @property
+    @cached_property
     def rows(self) -> list[dict[str, Any]]:
         """The stack as shown: each Python frame a row, each run of native frames between
         them one row ({"native": [frames]}), folded so the Python view reads as it did."""
