@@ -648,8 +648,10 @@ class StackCapture(models.Model):
 
     Asked for (pending: `finished_at` None) by the worker's hang detection or the owner's
     Capture stacks; taken by the worker following the job, which fills `replicas`: one entry
-    per replica, {"label", "error", "processes": [{"pid", "command", "error", "threads":
-    [{"name", "frames": [{"name", "file", "line"}]}]}]}, secret values masked. Deleted with
+    per replica, {"label", "error", "processes": [{"pid", "command", "error", "native_error",
+    "threads": [{"name", "frames": [{"name", "file", "line", "native", "library"}]}]}]} (a
+    native frame has `native` and its `library`; `native_error`, the reason of a native read
+    that failed, its Python-only read kept), secret values masked. Deleted with
     the job (as its logs are), and at most jobs.stacks.CAPTURES_KEPT per job."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="stack_captures")

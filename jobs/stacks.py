@@ -13,11 +13,17 @@ cooperation (a job that sets PYTHONPATH or blocks the signal shows nothing; a na
 holding the GIL is not reached by a Python signal handler) and changes what the job runs.
 py-spy needs nothing of the job, and is a small binary wheel on PyPI.
 
-- Never `--locals` (locals may hold secrets) nor `--native` (C frames need the job's debug
-  symbols, are slow to unwind and mostly noise here). No source lines either: py-spy reports
-  file:line:function, and reading the line's text would mean the worker opening a file by a
-  path the job chose. Every text (function, file, thread name, command line) has the job's
-  secret values masked, as its logs have.
+- Never `--locals` (locals may hold secrets). `--native` always (hang19): a real training
+  hang is inside native code (an NCCL collective, a CUDA sync, a C extension's lock) and
+  Python frames alone stop at the call that entered it. py-spy interleaves the native frames
+  where they are on the thread's stack; each is kept with its library. A native read runs
+  inside the replica's pid and user namespaces (jobs/native_reader.py says how and why), so
+  only by a worker run as root and only of a job run as a user of its own. A native read that
+  fails (py-spy's reason, or longer than NATIVE_SECONDS) is followed by a Python-only read of
+  that process in what is left of its PROCESS_SECONDS, and the capture says so. No source
+  lines either: py-spy reports file:line:function, and reading the line's text would mean the
+  worker opening a file by a path the job chose. Every text (function, file, thread name,
+  command line) has the job's secret values masked, as its logs have.
 - Each py-spy run is bounded (PROCESS_SECONDS; its output, OUTPUT_BYTES; its data,
   PY_SPY_DATA_BYTES), the whole capture too (TOTAL_SECONDS), and it
   runs in a thread of the worker, not in its tick: the tick only asks for captures and
@@ -44,6 +50,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +68,11 @@ logger = logging.getLogger(__name__)
 
 CAPTURES_KEPT = 10  # per job; the oldest finished ones are dropped past it
 MANUAL_EVERY_SECONDS = 30  # a job's Capture stacks is taken at most this often
-PROCESS_SECONDS = 10.0  # one py-spy run
+PROCESS_SECONDS = 10.0  # one process: its native read and, if that fails, its Python-only one
+# Of a process's PROCESS_SECONDS, what its native read may take: the rest is left for the
+# Python-only read that follows a failed one (a native read pauses the process longer, and
+# symbolising a large library such as libtorch_cuda can take seconds).
+NATIVE_SECONDS = 6.0
 TOTAL_SECONDS = 30.0  # one capture, all replicas
 PROCESSES_PER_REPLICA = 32  # Python processes read per replica (a torchrun agent, its ranks...)
 FOLDED_AFTER = 12  # frames shown of a stack before the rest is folded
@@ -99,6 +110,11 @@ REASONS = {
     ),
     "threads_dropped": gettext_noop(
         "Only its first %(count)s threads are kept; %(dropped)s more were not."
+    ),
+    # The native read failed and the Python-only one that followed it worked; `reason` is the
+    # native read's own (one of the above).
+    "native_failed": gettext_noop(
+        "Its native frames could not be read, so only its Python frames are shown: %(reason)s"
     ),
 }
 
@@ -279,8 +295,34 @@ def read_stacks(
             if left <= 0:
                 process.update(error="out_of_time", seconds=int(seconds))
             else:
-                process.update(_dump(tool, listed, min(PROCESS_SECONDS, left), secrets))
+                process.update(_read_process(tool, listed, min(PROCESS_SECONDS, left), secrets))
     return out
+
+
+def _read_process(
+    tool: str,
+    listed: Listed,
+    seconds: float,
+    secrets: list[str],
+    *,
+    native_seconds: float = NATIVE_SECONDS,
+) -> dict[str, Any]:
+    """The process's threads with their native frames; when the native read fails (py-spy's
+    reason, or out of its time: not when the process ended), its Python frames only, read in
+    what is left of `seconds`, with the native read's reason kept (`native_error`). The two
+    reads together stay within `seconds`: the native one takes at most its share of them."""
+    began = time.monotonic()
+    share = min(native_seconds, seconds * native_seconds / PROCESS_SECONDS)
+    read = _dump(tool, listed, share, secrets, native=True)
+    if "threads" in read or read == ENDED:
+        return read
+    left = seconds - (time.monotonic() - began)
+    if left <= 0:
+        return read
+    python_only = _dump(tool, listed, left, secrets, native=False)
+    if "threads" in python_only:
+        python_only["native_error"] = read
+    return python_only
 
 
 @dataclass(frozen=True)
@@ -326,6 +368,24 @@ def _unprivileged(argv: list[str], *, as_ids: tuple[int, int] | None = None) -> 
     ]
 
 
+def _native_argv(tool: str, listed: Listed, ids: tuple[int, int] | None) -> list[str] | str:
+    """What runs py-spy for a native read of the process, inside its sandbox's namespaces
+    (jobs/native_reader.py says how, and why); else why it cannot be read natively. Only by a
+    worker run as root, and only of a job run as a user of its own (LOCAL_JOB_UID_BASE),
+    which has a user namespace of its own to hold py-spy's one capability: a job run as root
+    shares the host's (and uid 0: a native read of it is refused)."""
+    if os.geteuid() != 0:
+        return "native frames are read only by a worker run as root"
+    if ids is None or ids[0] == 0:
+        return "native frames are read only of jobs run as users of their own (LOCAL_JOB_UID_BASE)"
+    reader = Path(__file__).with_name("native_reader.py")
+    ticks = listed.start.rpartition(":")[2]
+    return [
+        sys.executable, "-I", str(reader), str(listed.pid), ticks, str(ids[0]), str(ids[1]),
+        "--", tool, "dump", "--json", "--pid", str(listed.inside), "--native",
+    ]  # fmt: skip
+
+
 def _ids(pid: int) -> tuple[int, int] | None:
     """The process's real uid and gid (a job cannot change its own: it has no capability)."""
     try:
@@ -336,7 +396,10 @@ def _ids(pid: int) -> tuple[int, int] | None:
         return None
 
 
-def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict[str, Any]:
+def _dump(
+    tool: str, listed: Listed, seconds: float, secrets: list[str], *, native: bool = False
+) -> dict[str, Any]:
+    """One py-spy read of the process (`native`: with its native frames, see _frame)."""
     from .runner import process_start
 
     pid = listed.pid
@@ -346,7 +409,13 @@ def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict
     start = process_start(pid)
     if start is None or start != listed.start:
         return dict(ENDED)
-    argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=ids)
+    if native:
+        found = _native_argv(tool, listed, ids)
+        if isinstance(found, str):
+            return {"error": "unreadable", "detail": found}
+        argv: list[str] | None = found
+    else:
+        argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=ids)
     if argv is None:
         return {"error": "unreadable", "detail": "setpriv (util-linux) is not installed"}
     prlimit = shutil.which("prlimit", path=TOOL_PATH)
@@ -373,7 +442,8 @@ def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict
             "detail": f"py-spy's output was larger than {OUTPUT_BYTES // 2**20} MB",
         }
     if done.returncode != 0:
-        return {"error": "unreadable", "detail": _text(_py_spy_error(done.stderr), secrets)}
+        detail = _py_spy_error(done.stderr, done.returncode)
+        return {"error": "unreadable", "detail": _text(detail, secrets)}
     if process_start(pid) != start:
         # The process ended while it was read, and its pid may name another one now (another
         # job's): what was read is not kept.
@@ -384,14 +454,7 @@ def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict
             "threads": [
                 {
                     "name": _text(str(t.get("thread_name") or t.get("thread_id")), secrets),
-                    "frames": [
-                        {
-                            "name": _text(str(f.get("name", "")), secrets),
-                            "file": _text(str(f.get("filename", "")), secrets),
-                            "line": int(f.get("line") or 0),
-                        }
-                        for f in t.get("frames", [])[:FRAMES_PER_THREAD]
-                    ],
+                    "frames": [_frame(f, secrets) for f in t.get("frames", [])[:FRAMES_PER_THREAD]],
                 }
                 for t in threads[:THREADS_PER_PROCESS]
             ],
@@ -399,6 +462,35 @@ def _dump(tool: str, listed: Listed, seconds: float, secrets: list[str]) -> dict
         }
     except (ValueError, TypeError, AttributeError):
         return {"error": "unreadable", "detail": "py-spy's output could not be read"}
+
+
+# py-spy names a native frame it has no symbol for by its address, which differs from one
+# process to the next (each maps its libraries elsewhere): kept, it would split identical
+# stacks of two ranks into two groups.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+UNKNOWN_SYMBOL = "??"
+
+
+def _frame(raw: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
+    """A frame as stored: a Python frame's function, file and line; a native frame (py-spy
+    names its library, `module`; one in memory no file backs, JIT code or a deleted library,
+    has none and an address for a name) also marked `native`, with its library's file name
+    (`library`, what its owner sees) and py-spy's file (`file`: the library's path, or the
+    source file its debug information names, with its line: staff only)."""
+    name = str(raw.get("name", ""))
+    module = raw.get("module")
+    frame = {
+        "name": _text(name, secrets),
+        "file": _text(str(raw.get("filename", "")), secrets),
+        "line": int(raw.get("line") or 0),
+    }
+    if module is None and not _ADDRESS.fullmatch(name):
+        return frame
+    if _ADDRESS.fullmatch(name):
+        frame["name"] = UNKNOWN_SYMBOL
+    frame["native"] = True
+    frame["library"] = _text(os.path.basename(str(module)) if module else "?", secrets)
+    return frame
 
 
 def _bounded_run(argv: list[str], *, seconds: float) -> subprocess.CompletedProcess[bytes] | None:
@@ -447,8 +539,9 @@ def _bounded_run(argv: list[str], *, seconds: float) -> subprocess.CompletedProc
     return subprocess.CompletedProcess(argv, returncode, bytes(out), bytes(err))
 
 
-def _py_spy_error(stderr: bytes) -> str:
-    """py-spy's own words: its `Error:` line and its causes, without its backtrace."""
+def _py_spy_error(stderr: bytes, returncode: int) -> str:
+    """py-spy's own words: its `Error:` line and its causes, without its backtrace; without
+    any, how it ended (a signal: a crash, or the kernel's)."""
     lines = stderr.decode(errors="replace").splitlines()
     kept = []
     for line in lines:
@@ -456,7 +549,11 @@ def _py_spy_error(stderr: bytes) -> str:
             break
         if line.strip() and not line.startswith("Caused by:"):
             kept.append(line.strip().removeprefix("Error: "))
-    return "; ".join(kept) or "py-spy failed"
+    if kept:
+        return "; ".join(kept)
+    if returncode < 0:
+        return f"py-spy was ended by signal {-returncode}"
+    return f"py-spy failed (exit status {returncode})"
 
 
 def _text(value: str, secrets: list[str]) -> str:
@@ -545,6 +642,7 @@ def reason_text(entry: dict[str, Any]) -> str:
         "seconds": entry.get("seconds", ""),
         "count": entry.get("count", ""),
         "dropped": entry.get("dropped", ""),
+        "reason": entry.get("reason", ""),
     }
     return gettext(REASONS[code]) % params
 
@@ -583,26 +681,79 @@ class StackGroup:
     def replicas_text(self) -> str:
         return compact_labels(self.replicas)
 
-    @property
-    def shown_frames(self) -> list[dict[str, Any]]:
-        return self.frames[:FOLDED_AFTER]
+    @cached_property
+    def rows(self) -> list[dict[str, Any]]:
+        """The stack as shown: each Python frame a row, each run of native frames between
+        them one row ({"native": [frames]}), folded so the Python view reads as it did."""
+        rows: list[dict[str, Any]] = []
+        for frame in self.frames:
+            if not frame.get("native"):
+                rows.append({"frame": frame})
+            elif rows and "native" in rows[-1]:
+                rows[-1]["native"].append(frame)
+            else:
+                rows.append({"native": [frame]})
+        for row in rows:
+            if "native" in row:
+                # Named on its folded line by its innermost frame with a symbol (libc's
+                # internals often have none): where the thread waits.
+                named = [f for f in row["native"] if f["name"] != UNKNOWN_SYMBOL]
+                row["lead"] = (named or row["native"])[0]
+        return rows
 
     @property
-    def folded_frames(self) -> list[dict[str, Any]]:
-        return self.frames[FOLDED_AFTER:]
+    def shown_rows(self) -> list[dict[str, Any]]:
+        return self.rows[:FOLDED_AFTER]
+
+    @property
+    def folded_rows(self) -> list[dict[str, Any]]:
+        return self.rows[FOLDED_AFTER:]
+
+    @property
+    def folded_count(self) -> int:
+        """Frames, native ones included, in the folded rows."""
+        return sum(len(row.get("native", [None])) for row in self.folded_rows)
+
+
+def frame_key(frame: dict[str, Any]) -> tuple[str, int, str]:
+    """What makes two frames the same: a Python frame's file, line and function; a native
+    frame's library and function (not its path, nor an address: see _ADDRESS)."""
+    if frame.get("native"):
+        return ("native:" + frame.get("library", ""), 0, frame["name"])
+    return (frame["file"], frame["line"], frame["name"])
+
+
+def _has_native(frames: list[dict[str, Any]]) -> bool:
+    return any(f.get("native") for f in frames)
 
 
 def stack_groups(replicas: list[dict[str, Any]]) -> list[StackGroup]:
-    """Every thread's stack, identical ones (frame by frame: file, line, function) across
+    """Every thread's stack, identical ones (frame by frame: frame_key) across
     replicas and processes collapsed into one group; the groups held by the fewest replicas
-    first (the odd rank out), then by how many threads share them, then in the job's order."""
+    first (the odd rank out), then by how many threads share them, then in the job's order.
+
+    A capture in which some processes were read with their native frames and others for their
+    Python frames only (a native read that failed or was not made) compares Python frames
+    only: otherwise a rank read without them would stand apart as the odd one out, its stack
+    being the same. Such a group shows the frames of a thread read with its native ones."""
+    read = [
+        process["threads"]
+        for replica in replicas
+        for process in replica.get("processes", [])
+        if process.get("threads")
+    ]
+    natively = [any(_has_native(t["frames"]) for t in threads) for threads in read]
+    python_only = any(natively) and not all(natively)
     groups: dict[tuple[tuple[str, int, str], ...], StackGroup] = {}
     order = {r["label"]: n for n, r in enumerate(replicas)}
     for replica in replicas:
         for process in replica.get("processes", []):
             for thread in process.get("threads", []):
-                key = tuple((f["file"], f["line"], f["name"]) for f in thread["frames"])
-                group = groups.setdefault(key, StackGroup(thread["frames"], [], []))
+                frames = thread["frames"]
+                key = tuple(frame_key(f) for f in frames if not (python_only and f.get("native")))
+                group = groups.setdefault(key, StackGroup(frames, [], []))
+                if _has_native(frames) and not _has_native(group.frames):
+                    group.frames = frames
                 if replica["label"] not in group.replicas:
                     group.replicas.append(replica["label"])
                 group.threads.append(f"{replica['label']} pid {process['pid']} {thread['name']}")
@@ -629,6 +780,10 @@ def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
             who = f"{replica['label']} pid {process['pid']} ({process.get('command', '')})"
             if process.get("error"):
                 out.append((who, reason_text(process)))
+            if process.get("native_error"):
+                failed = process["native_error"]
+                reason = failed.get("detail") or reason_text(failed)
+                out.append((who, reason_text({"error": "native_failed", "reason": reason})))
             if process.get("threads_dropped"):
                 dropped = {
                     "error": "threads_dropped",

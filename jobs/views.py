@@ -595,6 +595,9 @@ def _hang_context(
         "selected": selected,
         "groups": stack_groups(selected.replicas) if done else [],
         "unread": unread(selected.replicas) if done else [],
+        # A native frame's path (its library's, or the source file its debug information
+        # names): staff only, who run the host; its owner sees the library's file name.
+        "native_paths": request.user.is_staff,
         # Shown while the job runs (the only time a capture is taken): the status poll
         # brings it when the job starts and takes it away when it ends (job_detail.html).
         "can_capture": _hang_can_capture(job),

@@ -28,6 +28,7 @@ from .runner_helpers import (  # noqa: F401
     status_of,
     volume,
 )
+from .test_runner_job_users import job_users_on  # noqa: F401
 from .test_usage_report import run as run_job
 from .test_wizard import A800
 
@@ -391,5 +392,45 @@ def test_a_job_page_with_captured_call_stacks_has_no_serious_violations_in_eithe
     page.goto(f"/jobs/{job.public_id}/hang/")
     expect(page.locator("#hang .hang-group")).to_have_count(2)
     audit.check("hang analysis page of staff")
+
+    audit.assert_clean()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
+def test_a_job_page_with_native_frames_folded_and_unfolded_has_no_serious_violations(
+    audit,
+    alice,
+    job_users_on,  # noqa: F811
+):
+    from jobs import spec as S
+    from jobs.stacks import capture_requested
+
+    from .test_hang_analysis import capture_taken, started
+    from .test_hang_analysis_native import NATIVE_TRAIN
+
+    (volume(job_users_on) / "train.py").write_text(NATIVE_TRAIN)
+    job = submit_spec(
+        alice,
+        make_spec(
+            "/usr/bin/python3 /workspace/train.py",
+            roles=[S.Role("master", 1), S.Role("worker", 2)],
+        ),
+    )
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="every replica")
+    capture_requested(job=job, actor=alice)
+    capture_taken(worker, job)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto(f"/jobs/{job.public_id}/#hang")
+        page.reload()  # the same address again: only its #hang, without a reload, and folded anew
+        native = page.locator("#hang details.hang-native").first
+        expect(native).to_be_visible()
+        audit.check(f"job page with native frames folded, {language}")
+        native.locator("summary").click()
+        expect(native.locator(".hang-native-frame").first).to_be_visible()
+        audit.check(f"job page with native frames unfolded, {language}")
 
     audit.assert_clean()

@@ -117,13 +117,19 @@ def section(client: Client, job: Job, capture: StackCapture | None = None, lang:
 
 
 def groups_on_page(html: str) -> list[tuple[str, str]]:
-    """(replicas, frames) of each group, in the page's order."""
+    """(replicas, frames) of each group, in the page's order: the rows shown before any is
+    folded, a line each, a Python frame as it reads, a run of native frames as its folded
+    line ("native: " and its summary)."""
     cards = html.split('class="card mb-2 hang-group"')[1:]
     out = []
     for card in cards:
         replicas = re.search(r'class="hang-replicas">([^<]*)<', card).group(1)
-        frames = re.search(r'class="spec-json small mb-0 hang-frames"[^>]*>(.*?)</pre>', card, re.S)
-        out.append((replicas, frames.group(1)))
+        shown = re.search(r'class="small hang-frames" tabindex="0">(.*?)</div>\n', card).group(1)
+        rows = re.findall(
+            r'<div class="hang-frame">(.*?)</div>|<details class="hang-native"><summary>(.*?)</summary>',
+            shown,
+        )
+        out.append((replicas, "\n".join(python or f"native: {native}" for python, native in rows)))
     return out
 
 

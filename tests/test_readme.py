@@ -308,7 +308,10 @@ def numbers_said() -> list[str]:
         # Hang analysis.
         f"at most once every {stacks.MANUAL_EVERY_SECONDS} seconds per job",
         f"most {stacks.PROCESSES_PER_REPLICA} a replica, the lowest pids",
-        f"Each read is bounded to {stacks.PROCESS_SECONDS:g} s and a capture to {stacks.TOTAL_SECONDS:g} s",
+        f"Each process's reads are bounded to {stacks.PROCESS_SECONDS:g} s (its native read to "
+        f"{stacks.NATIVE_SECONDS:g} s of them, its Python-only one, if that fails, to the rest) and "
+        f"a capture to {stacks.TOTAL_SECONDS:g} s",
+        f"or takes longer than its {stacks.NATIVE_SECONDS:g} s, that process is read again",
         f"the newest {stacks.CAPTURES_KEPT} per job",
         # Searching a log, and the page's lines.
         f"and {logs.SEARCH_CONTEXT} lines either side (0 to {logs.SEARCH_MAX_CONTEXT},",

@@ -1,0 +1,314 @@
+"""Hang analysis with native frames: py-spy's `--native` read of each replica's Python
+processes, run in the replica's pid namespace, the native frames interleaved with the Python
+ones where they are on the stack, each with its library; a Python-only read when the native
+one fails. Real jobs and real processes, read by the real py-spy."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.runner import process_start
+from jobs.stacks import (
+    Listed,
+    _ids,
+    _native_argv,
+    _read_process,
+    py_spy,
+    stack_groups,
+    unread,
+)
+from jobs.worker import Worker
+
+from .runner_helpers import make_spec, run_until, runner_settings, submit, volume  # noqa: F401
+from .test_hang_analysis import capture_taken, groups_on_page, section, started
+from .test_runner_job_users import job_users_on  # noqa: F401, F811
+
+pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
+
+# Rank 1 (worker-0) blocks on a lock another thread took and kept: inside the interpreter's
+# C code, where Python frames stop at `acquire`. The others sleep, inside libc.
+NATIVE_TRAIN = textwrap.dedent(
+    """
+    import os, threading, time
+
+    def stuck_in_allreduce():
+        lock = threading.Lock()
+        holder = threading.Thread(target=lock.acquire, name="holder")
+        holder.start()
+        holder.join()
+        print("started", flush=True)
+        lock.acquire()
+
+    def waiting_for_peer():
+        print("started", flush=True)
+        time.sleep(600)
+
+    if os.environ["RANK"] == "1":
+        stuck_in_allreduce()
+    else:
+        waiting_for_peer()
+    """
+)
+
+
+def thread_frames(capture, label: str) -> list[dict]:
+    [replica] = [r for r in capture.replicas if r["label"] == label]
+    [process] = replica["processes"]
+    [thread] = process["threads"]
+    return thread["frames"]
+
+
+def test_a_replica_blocked_in_c_shows_its_native_frames_above_the_python_call_grouped_across_replicas(
+    job_users_on,  # noqa: F811
+    alice,
+    reviewer,
+):
+    (volume(job_users_on) / "train.py").write_text(NATIVE_TRAIN)
+    job = submit(
+        alice,
+        make_spec(
+            "/usr/bin/python3 /workspace/train.py",
+            roles=[S.Role("master", 1), S.Role("worker", 2)],
+        ),
+    )
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="every replica")
+    owner = Client()
+    owner.force_login(alice)
+    assert owner.post(reverse("job-hang-capture", args=[job.public_id])).status_code == 302
+
+    capture = capture_taken(worker, job)
+
+    # The sleeping ranks: libc's sleep, innermost, above the Python function that called it.
+    sleeping = thread_frames(capture, "master-0")
+    assert sleeping[0]["name"] == "clock_nanosleep"
+    assert sleeping[0]["native"] is True and sleeping[0]["library"] == "libc.so.6"
+    assert sleeping[1]["name"] == "waiting_for_peer" and "native" not in sleeping[1]
+    # The odd rank: the interpreter's lock wait, above the Python call that entered it.
+    stuck = [(f["name"], f.get("library")) for f in thread_frames(capture, "worker-0")]
+    entered = stuck.index(("stuck_in_allreduce", None))
+    assert ("PyThread_acquire_lock_timed", "python3.11") in stuck[:entered]
+    # Identical stacks still group (a native frame without a symbol is named "??", not by its
+    # address, which differs from one process to the next), the odd rank first.
+    page = section(owner, job, capture)
+    groups = groups_on_page(page)
+    assert [replicas for replicas, _ in groups] == ["worker-0", "master-0, worker-1"]
+    lines = groups[1][1].splitlines()
+    assert lines[0] == "native: clock_nanosleep (libc.so.6) · 1 个原生栈帧"
+    assert lines[1] == "waiting_for_peer (/workspace/train.py:14)"
+    assert "native: PyThread_acquire_lock_timed (python3.11) … · 3 个原生栈帧" in groups[0][1]
+    assert 'id="hang-unread"' not in page  # every native read worked
+    # Folded, one click away without JavaScript: each native frame with its library.
+    assert (
+        '<details class="hang-native"><summary>clock_nanosleep (libc.so.6) · 1 个原生栈帧</summary>'
+        '<div class="hang-native-frame">clock_nanosleep (libc.so.6)</div></details>'
+    ) in page
+    english = section(owner, job, capture, lang="en")
+    assert "<summary>clock_nanosleep (libc.so.6) · 1 native frame</summary>" in english
+    # A native frame's path is the host's: its owner sees the library's name, staff the path.
+    libc = sleeping[0]["file"]
+    assert libc.startswith("/") and libc.endswith("/libc.so.6")
+    assert libc not in page
+    staff = Client()
+    staff.force_login(reviewer)
+    staff_page = section(staff, job, capture)
+    assert f"clock_nanosleep (libc.so.6: {libc})" in staff_page
+
+
+def test_a_job_run_as_root_is_read_without_native_frames_and_the_capture_says_why(
+    alice,
+    alice_client,
+    settings,
+    runner_settings,  # noqa: F811
+):
+    (volume(settings) / "train.py").write_text(NATIVE_TRAIN)
+    job = submit(alice, make_spec("/usr/bin/python3 /workspace/train.py"))
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="its replica")
+    alice_client.post(reverse("job-hang-capture", args=[job.public_id]))
+
+    capture = capture_taken(worker, job)
+
+    frames = thread_frames(capture, "master-0")
+    assert [f["name"] for f in frames] == ["waiting_for_peer", "<module>"]
+    html = section(alice_client, job, capture, lang="en")
+    assert re.search(
+        r"master-0 pid \d+ \(/usr/bin/python3 /workspace/train.py\)</span>: Its native frames "
+        r"could not be read, so only its Python frames are shown: native frames are read only "
+        r"(of jobs run as users of their own|by a worker run as root)",
+        html,
+    )
+    assert "waiting_for_peer (/workspace/train.py:14)" in html
+
+
+# A process as a job run as a user of its own is (bwrap --unshare-user --unshare-pid): another
+# uid, in a user and a pid namespace of its own, without capabilities.
+AS_A_JOB = [
+    "setpriv", "--reuid=200099", "--regid=200099", "--clear-groups", "--inh-caps=-all",
+    "--bounding-set=-all", "unshare", "--user", "--map-current-user", "--pid", "--fork", "--mount-proc",
+    "--kill-child", "/usr/bin/python3", "-c",
+]  # fmt: skip
+# It blocks in libc's pause() through ctypes, a C call Python cannot see into.
+IN_C = "import ctypes\ndef blocked_in_c():\n    print('ready', flush=True)\n    ctypes.CDLL(None).pause()\nblocked_in_c()"
+
+
+def namespaced_python(program: str) -> tuple[subprocess.Popen, Listed]:
+    leader = subprocess.Popen(
+        [*AS_A_JOB, program],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert leader.stdout.readline() == "ready\n"
+    [child] = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
+    return leader, listed(int(child))
+
+
+def listed(pid: int) -> Listed:
+    [inside] = [
+        line.split()[-1]
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+        if line.startswith("NSpid:")
+    ]
+    return Listed(pid, process_start(pid), int(inside), "")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
+def test_a_native_read_out_of_its_time_falls_back_to_the_python_frames_within_the_process_bound():
+    leader, process = namespaced_python(IN_C)
+    try:
+        read_in_time = _read_process(py_spy(), process, 10, [])
+        began = time.monotonic()
+        read_late = _read_process(py_spy(), process, 10, [], native_seconds=0.05)
+        took = time.monotonic() - began
+    finally:
+        leader.kill()
+        leader.wait()
+
+    # Given its time, the native read shows libc's pause() above the Python call.
+    [thread] = read_in_time["threads"]
+    names = [(f["name"], f.get("library")) for f in thread["frames"]]
+    assert names[0] == ("pause", "libc.so.6")
+    assert names.index(("blocked_in_c", None)) > 0
+    assert "native_error" not in read_in_time
+    # Out of its time: killed, and the process read again for its Python frames only.
+    [thread] = read_late["threads"]
+    assert [f["name"] for f in thread["frames"]] == ["blocked_in_c", "<module>"]
+    assert read_late["native_error"]["error"] == "timeout"
+    assert took < 10
+    with translation.override("en"):
+        [(who, why)] = unread([{"label": "master-0", "processes": [read_late | {"pid": 2}]}])
+    assert why.startswith(
+        "Its native frames could not be read, so only its Python frames are shown: "
+        "Reading its stacks took longer than"
+    )
+
+
+# The job's process: starts a process of its own, then is given another's pid (the job sees)
+# and says which of the two it may read the environment of (as ptrace may: the same check).
+PRYING = textwrap.dedent(
+    """
+    import subprocess
+    own = subprocess.Popen(["sleep", "60"])
+
+    def readable(pid):
+        try:
+            open(f"/proc/{pid}/environ", "rb").read()
+            return "read"
+        except PermissionError:
+            return "refused"
+
+    print("ready", flush=True)
+    other = input()
+    print(readable(own.pid), readable(other), flush=True)
+    own.kill()
+    """
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
+def test_the_py_spy_of_a_native_read_runs_in_the_jobs_namespaces_out_of_its_processes_reach():
+    """py-spy runs where the job can see it, as the job's uid: a job process that could
+    ptrace it would act through it outside the sandbox. It holds CAP_SYS_PTRACE in the job's
+    user namespace, which no job process has, and nothing else."""
+    leader, job = namespaced_python(PRYING)
+    # Stands in for py-spy (not ours): a program that waits, run as a native read runs it.
+    argv = _native_argv("/bin/sleep", job, _ids(job.pid))
+    argv = [*argv[: argv.index("--") + 1], "/bin/sleep", "60"]
+    reader = subprocess.Popen(argv, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            children = Path(f"/proc/{reader.pid}/task/{reader.pid}/children").read_text().split()
+            if children and os.readlink(f"/proc/{children[0]}/exe") == "/usr/bin/sleep":
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        stand_in = listed(int(children[0]))
+        status = dict(
+            line.split(":\t", 1)
+            for line in Path(f"/proc/{stand_in.pid}/status").read_text().splitlines()
+        )
+        namespaces = {
+            ns: os.readlink(f"/proc/{stand_in.pid}/ns/{ns}")
+            == os.readlink(f"/proc/{job.pid}/ns/{ns}")
+            for ns in ("user", "pid", "mnt")
+        }
+        leader.stdin.write(f"{stand_in.inside}\n")
+        leader.stdin.flush()
+        said = leader.stdout.readline().split()
+    finally:
+        for process in (reader, leader):
+            os.killpg(process.pid, 9)
+            process.wait()
+
+    assert said == ["read", "refused"]
+    assert namespaces == {"user": True, "pid": True, "mnt": False}
+    assert status["Uid"].split() == ["200099"] * 4
+    assert status["Groups"].strip() == ""
+    ptrace_only = f"{1 << 19:016x}"
+    assert [status[c] for c in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")] == [
+        ptrace_only
+    ] * 5
+    assert status["NoNewPrivs"] == "1"
+
+
+def test_a_rank_read_without_its_native_frames_groups_with_the_ranks_of_its_python_stack():
+    """A native read that failed for one rank (its Python frames only) would otherwise make
+    its stack differ from the others', and put it first, as the odd rank out."""
+    sleep = {"name": "clock_nanosleep", "file": "/lib/libc.so.6", "line": 0, "native": True,
+             "library": "libc.so.6"}  # fmt: skip
+    python = [{"name": "waiting_for_peer", "file": "/workspace/train.py", "line": 14}]
+    stuck = [{"name": "stuck_in_allreduce", "file": "/workspace/train.py", "line": 10}]
+
+    def replica(label: str, frames: list[dict], **process) -> dict:
+        threads = [{"name": "MainThread", "frames": frames}]
+        return {"label": label, "processes": [{"pid": 2, "threads": threads, **process}]}
+
+    replicas = [
+        replica("master-0", [sleep, *python]),
+        replica("worker-0", stuck, native_error={"error": "timeout", "seconds": 6}),
+        replica("worker-1", python, native_error={"error": "timeout", "seconds": 6}),
+        replica("worker-2", [sleep, *python]),
+    ]
+
+    groups = stack_groups(replicas)
+
+    assert [g.replicas for g in groups] == [["worker-0"], ["master-0", "worker-1", "worker-2"]]
+    assert groups[1].frames == [sleep, *python]  # shown with the native frames read
+    # Every process read natively: native frames count, as the stacks differ there.
+    cond_wait = {**sleep, "name": "pthread_cond_wait"}
+    natively = [replica("master-0", [sleep, *python]), replica("worker-0", [cond_wait, *python])]
+    assert [g.replicas for g in stack_groups(natively)] == [["master-0"], ["worker-0"]]
