@@ -8,6 +8,7 @@ import contextlib
 import grp
 import os
 import pwd
+import select
 import shutil
 import signal
 import subprocess
@@ -343,6 +344,14 @@ def relaunch_user_as_nobody(*, uid: int, gid: int) -> str:
         finally:
             os._exit(code)
     os.close(write)
+    # A child forked from this multi-threaded process could block on a lock another thread
+    # held at the fork: bounded, so such a hang fails this test instead of the whole run.
+    ready, _, _ = select.select([read], [], [], 60)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(read)
+        pytest.fail("the forked child did not answer within 60 s")
     with os.fdopen(read) as answer_file:
         answer = answer_file.read()
     _, status = os.waitpid(pid, 0)
