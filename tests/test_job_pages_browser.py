@@ -1289,3 +1289,27 @@ def test_a_job_with_many_events_shows_the_newest_and_its_refresh_brings_new_ones
     expect(events.last).to_contain_text("step-new", timeout=10_000)
     expect(events).to_have_count(EVENTS_SHOWN)
     expect(page.locator("#events-hidden")).to_contain_text(f"更早的 {hidden + 1} 条未显示")
+
+
+def test_a_job_page_left_open_stops_refreshing_and_says_so_once_the_job_is_deleted_elsewhere(
+    logged_in_page, alice
+):
+    from jobs.actions import job_delete
+
+    job = submitted(alice, "deleted-elsewhere")  # queued (no worker here): its page refreshes
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    refreshes: list[str] = []
+    page.on("request", lambda r: refreshes.append(r.url) if "/live/" in r.url else None)
+    page.wait_for_event("request", lambda r: "/live/" in r.url)  # it refreshes, every 2 s
+
+    assert job_delete(job=job)  # Delete in another tab, or a script's DeleteJob
+
+    expect(page.locator("#request-error")).to_have_text(
+        "此内容已不存在：打开本页后它已被删除（在另一个标签页中或由脚本删除），本页因此已停止更新。"
+        "刷新页面可查看当前情况。"
+    )
+    seen = len(refreshes)
+    page.wait_for_timeout(5_000)  # two refreshes' time and more
+    assert len(refreshes) == seen
+    assert not Job.objects.filter(pk=job.pk).exists()
