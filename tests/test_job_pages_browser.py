@@ -1313,3 +1313,39 @@ def test_a_job_page_left_open_stops_refreshing_and_says_so_once_the_job_is_delet
     page.wait_for_timeout(5_000)  # two refreshes' time and more
     assert len(refreshes) == seen
     assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_reader_scrolled_up_and_sideways_in_a_running_log_keeps_their_place_as_it_refreshes(
+    logged_in_page, alice
+):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+    from jobs.services import job_transition
+
+    job = submitted(alice, "read-back")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    lines = [f"2026-11-30T09:00:{i:02d}.000000Z step {i} loss 0.5" for i in range(60)]
+    lines.append("2026-11-30T09:01:00.000000Z config " + "x" * 1500)
+    log.write_text("\n".join(lines) + "\n")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")  # the tail refreshes
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    tail = page.locator("#log-lines")
+    expect(tail).to_contain_text("config xxx")
+    top_line = """pre => { const top = pre.getBoundingClientRect().top;
+        return Array.from(pre.children).find((l) => l.getBoundingClientRect().bottom > top + 1)
+            .textContent.trim(); }"""
+
+    # The reader scrolls up to step 20 and sideways, then the job prints on.
+    tail.evaluate("""pre => { const line = Array.from(pre.children)[20];
+        pre.scrollTop = line.offsetTop - pre.offsetTop; pre.scrollLeft = 300; }""")
+    assert tail.evaluate(top_line).endswith("step 20 loss 0.5")
+    with log.open("a") as output:
+        output.write("2026-11-30T09:02:00.000000Z step 61 loss 0.4\n")
+    expect(tail).to_contain_text("step 61 loss 0.4")  # refreshed
+    page.wait_for_timeout(2_500)  # and the status beside it once more
+
+    assert tail.evaluate(top_line).endswith("step 20 loss 0.5")
+    assert tail.evaluate("pre => pre.scrollLeft") == 300
