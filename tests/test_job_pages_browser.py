@@ -1349,3 +1349,48 @@ def test_a_reader_scrolled_up_and_sideways_in_a_running_log_keeps_their_place_as
 
     assert tail.evaluate(top_line).endswith("step 20 loss 0.5")
     assert tail.evaluate("pre => pre.scrollLeft") == 300
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_replicas_failure_reason_wraps_in_its_cell_so_its_start_time_shows(
+    logged_in_page, alice, width
+):
+    from django.utils import timezone
+
+    from jobs.models import JobReplica
+    from jobs.texts import recorded, source_of
+
+    job = submitted(alice, "killed-for-memory")
+    # The longest reason the runner records (jobs.cgroups.shared_memory_oom_reason).
+    reason = recorded(
+        "OOMKilled: the memory all local jobs share, %(limit)s (the memory limit of the "
+        "worker's cgroup %(cgroup)s, %(available)s, less LOCAL_RESERVED_MEMORY_GB), ran out",
+        limit="21.1Gi",
+        cgroup="/sys/fs/cgroup/memory/process_api/27dbaabc7382fddc413790a16255c87c",
+        available="23.1Gi",
+    )
+    JobReplica.objects.create(
+        job=job,
+        role="master",
+        index=0,
+        status="failed",
+        exit_code=137,
+        started_at=timezone.now(),
+        reason=reason,
+        reason_source=source_of(reason),
+    )
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"/jobs/{job.public_id}/")
+    page.click("[data-language=en]")  # English headers are the longer ones
+    expect(page.locator("#replicas")).to_contain_text("Card IDs")
+    expect(page.locator("#replicas .replica-reason")).to_contain_text("OOMKilled")
+
+    table, box = page.locator("#replicas").evaluate(
+        "t => [t.scrollWidth, t.parentElement.clientWidth]"
+    )
+    if width == 1280:
+        assert table <= box  # every column shows, the start time too, without scrolling sideways
+    else:
+        assert table <= 2 * box  # on a phone the table scrolls, but by its columns, not a line
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
