@@ -1544,11 +1544,20 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
                 # Not "SIGTERM, SIGKILL after 10 s": nothing here can send them.
                 reason, now = "Stopping", recorded(STOP_WAITS_MESSAGE)
             elif target == TARGET_STOPPED:
-                # `message` is what the job ends with; while stopping, say what happens.
+                # `message` is what the job ends with; while stopping, say what happens: that
+                # the job then goes too, when a Delete asked (in another tab, by a script), or
+                # a page left open said Stopping and then lost the job without a word.
                 grace = settings.LOCAL_STOP_GRACE_SECONDS
                 reason = "Stopping"
                 now = recorded(
-                    gettext_noop("Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s)."),
+                    gettext_noop(
+                        "Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s) to delete "
+                        "the job: it is deleted, with its logs, once it has stopped."
+                    )
+                    if delete
+                    else gettext_noop(
+                        "Stopping every replica (SIGTERM, SIGKILL after %(seconds)s s)."
+                    ),
                     seconds=f"{grace:g}",
                 )
             else:

@@ -3,21 +3,62 @@
 "use strict";
 (function () {
   let follow = true;
+  // Where a reader scrolled to, kept through the tail's refresh, which draws a new box (at its
+  // top and left otherwise, every 2 s): the line at the top of the view (its text, stamp
+  // included, and how far below the box's top it was) and how far the box was scrolled sideways.
+  let place = null;
   function logs() { return document.getElementById("log-lines"); }
+  function topLine(pre) {
+    const top = pre.getBoundingClientRect().top;
+    for (const line of pre.children) {
+      const box = line.getBoundingClientRect();
+      if (box.bottom > top) return { text: line.textContent, offset: box.top - top };
+    }
+    return null;
+  }
   function toBottom() {
     const pre = logs();
     if (pre && follow) { pre.scrollTop = pre.scrollHeight; }
   }
+  function toPlace() {
+    const pre = logs();
+    if (!pre || !place) return;
+    pre.scrollLeft = place.left;
+    if (!follow && place.line) {
+      // The same line, where it was; gone from the tail's last lines, the tail's oldest line.
+      const line = Array.from(pre.children).find((l) => l.textContent === place.line.text);
+      if (line) {
+        pre.scrollTop += line.getBoundingClientRect().top - pre.getBoundingClientRect().top
+          - place.line.offset;
+      }
+    }
+    place = null;
+  }
   document.addEventListener("DOMContentLoaded", toBottom);
+  // Whether the reader is at the newest line, as they scroll: read at a refresh only, it was
+  // stale for the Wrap lines switch, which took a reader who had scrolled up to the bottom.
+  document.addEventListener("scroll", function (event) {
+    const pre = event.target;
+    if (pre.id === "log-lines") follow = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
+  }, true);
   document.addEventListener("htmx:beforeSwap", function (event) {
     const pre = logs();
     const target = event.detail.target;
     if (pre && target && (target.id === "log-panel" || target.id === "log-tail")) {
       const clicked = event.detail.requestConfig && event.detail.requestConfig.elt.tagName === "A";
       follow = clicked || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
+      // Another replica's tab opens at its newest line; a refresh keeps the reader's place.
+      place = clicked ? null : { left: pre.scrollLeft, line: follow ? null : topLine(pre) };
     }
   });
-  document.addEventListener("htmx:afterSettle", toBottom);
+  document.addEventListener("htmx:afterSettle", function (event) {
+    // Only after the log box was drawn again: the status refresh beside it (every 2 s too)
+    // took a reader who had just scrolled up back to the newest line.
+    const target = event.detail.target;
+    if (!target || (target.id !== "log-panel" && target.id !== "log-tail")) return;
+    toBottom();
+    toPlace();
+  });
 
   // 自动换行 (Wrap lines): the tail's and the search results' long lines wrap inside their box.
   // The choice is this browser's (localStorage), for every job page; a class on <html> keeps it

@@ -1421,3 +1421,43 @@ def test_two_pools_sharing_a_name_are_told_apart_by_their_id():
         ("local", "本机 Local"),
     ]
     assert selected == "cce-b"
+
+
+def test_a_running_job_deleted_elsewhere_says_on_its_page_that_it_goes_once_stopped(
+    alice, alice_client, settings
+):
+    settings.LOCAL_STOP_GRACE_SECONDS = 10
+    job = running_with_usage(alice, [])
+    other_tab = Client()
+    other_tab.force_login(alice)
+    other_tab.cookies["django_language"] = "en"
+
+    deleted = alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    page = other_tab.get(reverse("job-detail", args=[job.public_id]))
+    refreshed = other_tab.get(
+        reverse("job-live", args=[job.public_id]), headers={"HX-Request": "true"}
+    )
+
+    assert deleted.status_code == 302 and deleted.url == reverse("job-list")
+    said = (
+        "Stopping every replica (SIGTERM, SIGKILL after 10 s) to delete the job: it is "
+        "deleted, with its logs, once it has stopped."
+    )
+    assert page.status_code == 200 and said in page.content.decode()
+    assert said in refreshed.content.decode()  # a page left open learns it at its refresh
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert LocalRun.objects.get(job=job).delete_when_stopped
+
+
+def test_a_running_job_stopped_says_only_that_it_is_stopping(alice, alice_client, settings):
+    settings.LOCAL_STOP_GRACE_SECONDS = 10
+    job = running_with_usage(alice, [])
+    alice_client.cookies["django_language"] = "en"
+
+    stopped = alice_client.post(reverse("job-stop", args=[job.public_id]), {"confirmed": "1"})
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]))
+
+    assert stopped.status_code == 302
+    assert "Stopping every replica (SIGTERM, SIGKILL after 10 s).</div>" in page.content.decode()
+    assert "to delete the job" not in page.content.decode()

@@ -1289,3 +1289,108 @@ def test_a_job_with_many_events_shows_the_newest_and_its_refresh_brings_new_ones
     expect(events.last).to_contain_text("step-new", timeout=10_000)
     expect(events).to_have_count(EVENTS_SHOWN)
     expect(page.locator("#events-hidden")).to_contain_text(f"更早的 {hidden + 1} 条未显示")
+
+
+def test_a_job_page_left_open_stops_refreshing_and_says_so_once_the_job_is_deleted_elsewhere(
+    logged_in_page, alice
+):
+    from jobs.actions import job_delete
+
+    job = submitted(alice, "deleted-elsewhere")  # queued (no worker here): its page refreshes
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    refreshes: list[str] = []
+    page.on("request", lambda r: refreshes.append(r.url) if "/live/" in r.url else None)
+    page.wait_for_event("request", lambda r: "/live/" in r.url)  # it refreshes, every 2 s
+
+    assert job_delete(job=job)  # Delete in another tab, or a script's DeleteJob
+
+    expect(page.locator("#request-error")).to_have_text(
+        "此内容已不存在：打开本页后它已被删除（在另一个标签页中或由脚本删除），本页因此已停止更新。"
+        "刷新页面可查看当前情况。"
+    )
+    seen = len(refreshes)
+    page.wait_for_timeout(5_000)  # two refreshes' time and more
+    assert len(refreshes) == seen
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_a_reader_scrolled_up_and_sideways_in_a_running_log_keeps_their_place_as_it_refreshes(
+    logged_in_page, alice
+):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica
+    from jobs.services import job_transition
+
+    job = submitted(alice, "read-back")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    lines = [f"2026-11-30T09:00:{i:02d}.000000Z step {i} loss 0.5" for i in range(60)]
+    lines.append("2026-11-30T09:01:00.000000Z config " + "x" * 1500)
+    log.write_text("\n".join(lines) + "\n")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")  # the tail refreshes
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    tail = page.locator("#log-lines")
+    expect(tail).to_contain_text("config xxx")
+    top_line = """pre => { const top = pre.getBoundingClientRect().top;
+        return Array.from(pre.children).find((l) => l.getBoundingClientRect().bottom > top + 1)
+            .textContent.trim(); }"""
+
+    # The reader scrolls up to step 20 and sideways, then the job prints on.
+    tail.evaluate("""pre => { const line = Array.from(pre.children)[20];
+        pre.scrollTop = line.offsetTop - pre.offsetTop; pre.scrollLeft = 300; }""")
+    assert tail.evaluate(top_line).endswith("step 20 loss 0.5")
+    with log.open("a") as output:
+        output.write("2026-11-30T09:02:00.000000Z step 61 loss 0.4\n")
+    expect(tail).to_contain_text("step 61 loss 0.4")  # refreshed
+    page.wait_for_timeout(2_500)  # and the status beside it once more
+
+    assert tail.evaluate(top_line).endswith("step 20 loss 0.5")
+    assert tail.evaluate("pre => pre.scrollLeft") == 300
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_replicas_failure_reason_wraps_in_its_cell_so_its_start_time_shows(
+    logged_in_page, alice, width
+):
+    from django.utils import timezone
+
+    from jobs.models import JobReplica
+    from jobs.texts import recorded, source_of
+
+    job = submitted(alice, "killed-for-memory")
+    # The longest reason the runner records (jobs.cgroups.shared_memory_oom_reason).
+    reason = recorded(
+        "OOMKilled: the memory all local jobs share, %(limit)s (the memory limit of the "
+        "worker's cgroup %(cgroup)s, %(available)s, less LOCAL_RESERVED_MEMORY_GB), ran out",
+        limit="21.1Gi",
+        cgroup="/sys/fs/cgroup/memory/process_api/27dbaabc7382fddc413790a16255c87c",
+        available="23.1Gi",
+    )
+    JobReplica.objects.create(
+        job=job,
+        role="master",
+        index=0,
+        status="failed",
+        exit_code=137,
+        started_at=timezone.now(),
+        reason=reason,
+        reason_source=source_of(reason),
+    )
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"/jobs/{job.public_id}/")
+    page.click("[data-language=en]")  # English headers are the longer ones
+    expect(page.locator("#replicas")).to_contain_text("Card IDs")
+    expect(page.locator("#replicas .replica-reason")).to_contain_text("OOMKilled")
+
+    table, box = page.locator("#replicas").evaluate(
+        "t => [t.scrollWidth, t.parentElement.clientWidth]"
+    )
+    if width == 1280:
+        assert table <= box  # every column shows, the start time too, without scrolling sideways
+    else:
+        assert table <= 2 * box  # on a phone the table scrolls, but by its columns, not a line
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
