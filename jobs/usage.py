@@ -27,12 +27,13 @@ How a job counts (decisions; README "Review, roles and security"):
 Cost: five queries whatever the number of jobs, records, users and groups, every figure
 summed by the database (the overlap of each job or record with the period is
 Greatest/Least over its times): jobs per user, records per user (and groups kept), the
-users' names and groups today, jobs per pool and role layout, records per pool and card
-layout. Cards per card type are not a column of jobs: they are in the spec's
-`console.roles`, so the jobs' layout query groups by that JSON text and Python splits each
-group's hours over its card types. It returns one row per distinct layout in a pool (jobs
-copied or resubmitted share one), never the spec itself. Groups are summed in Python from
-the per-user figures, so a job counts once in each of its owner's groups.
+users' names and groups today, jobs per pool and card layout, records per pool and card
+layout. A job's cards per card type are a column of its own (`Job.cards`, worked out from the
+spec's `console.roles` when the spec is stored, as a record's `cards` when it is kept), so
+the layout queries group by that small column and never read a spec; Python splits each
+group's hours over its card types. They return one row per distinct layout in a pool. Groups
+are summed in Python from the per-user figures, so a job counts once in each of its owner's
+groups.
 """
 
 from __future__ import annotations
@@ -59,13 +60,11 @@ from django.db.models import (
     TextField,
     Value,
 )
-from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
-from . import spec as spec_module
 from .models import Job, UsageRecord
 
 # Rows of the pool query read at a time: memory stays bounded however many layouts there are.
@@ -137,9 +136,6 @@ class PoolUsage:
     figures: Figures
 
 
-UNKNOWN_CARD = "?"
-
-
 @dataclass
 class UsageReport:
     period: Period
@@ -199,28 +195,6 @@ def _figures(**extra: Any) -> dict[str, Any]:
     }
 
 
-def layout_cards(roles: Any, total_cards: int) -> dict[str, int]:
-    """Cards per type of a job's `console.roles` (as stored, decoded), by sorted type. One
-    that cannot be read, or that is not what the job was charged for at submit, counts its
-    `total_cards` (the truth: the per-user figures use it) under UNKNOWN_CARD; {}: CPU only."""
-    cards = None
-    if roles is not None:
-        try:
-            cards = spec_module.parse_document({"console": {"roles": roles}}).accelerators_by_type()
-        except (ValueError, spec_module.SpecError):
-            cards = None
-    if cards is None or sum(cards.values()) != total_cards:
-        cards = {UNKNOWN_CARD: total_cards} if total_cards else {}
-    return dict(sorted(cards.items()))
-
-
-def _stored_roles(roles_json: str | None) -> Any:
-    try:
-        return None if roles_json is None else json.loads(roles_json)
-    except ValueError:
-        return None
-
-
 # -- keeping deleted jobs' usage -------------------------------------------------------
 
 
@@ -241,9 +215,6 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
         .filter(pk=job.owner_id)
         .values_list(User.USERNAME_FIELD, "groups__name")
     )
-    spec = job.spec if isinstance(job.spec, dict) else {}
-    console = spec.get("console")
-    roles = console.get("roles") if isinstance(console, dict) else None
     return UsageRecord.objects.using(using).create(
         public_id=job.public_id,
         name=job.name,
@@ -253,7 +224,7 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
         backend=job.backend,
         resource_pool=job.resource_pool,
         total_cards=job.total_cards,
-        cards=layout_cards(roles, job.total_cards),
+        cards=job.cards,  # as the report split the job's hours while it was there
         started_at=job.started_at,
         ended_at=job.finished_at or now,
         deleted_at=now,
@@ -354,12 +325,13 @@ def usage_report(
         for card, figures in shares.items():
             pools.setdefault((backend, pool, card), Figures()).add(figures)
 
-    per_layout = running.values_list(
-        "backend", "resource_pool", "total_cards", KT("spec__console__roles")
-    ).annotate(run_time=Sum("run_time"), jobs=Count("id"))
-    for backend, pool, total_cards, roles, run_time, jobs in per_layout.iterator(CHUNK):
-        add(backend, pool, layout_cards(_stored_roles(roles), total_cards), run_time, jobs)
-    # Records hold their cards per type already, worked out the same way when they were kept.
+    # Jobs and records hold their cards per type (Job.cards, UsageRecord.cards), worked out
+    # from the spec the same way (spec.charged_cards) when it was stored or the job deleted.
+    per_layout = running.values_list("backend", "resource_pool", "cards").annotate(
+        run_time=Sum("run_time"), jobs=Count("id")
+    )
+    for backend, pool, cards, run_time, jobs in per_layout.iterator(CHUNK):
+        add(backend, pool, cards or {}, run_time, jobs)
     per_kept_layout = kept.values_list("backend", "resource_pool", "cards").annotate(
         run_time=Sum("run_time"), jobs=Count("id")
     )
@@ -382,7 +354,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
     rows: jobs, and the usage records of the deleted ones), latest start first: one query,
     to slice into pages. Each row is a dict: public_id, backend, resource_pool, total_cards,
     started_at, job_name, run (inside the period), deleted, and layout: the JSON text of its
-    cards' layout (a job's `console.roles`, a record's cards per type; `card_types` reads it)."""
+    cards per type (Job.cards, UsageRecord.cards; `card_types` reads it)."""
     now = now or timezone.now()
     # A union's columns go by position: both sides name the same ones, in the same order.
     columns = ("public_id", "backend", "resource_pool", "total_cards", "started_at")
@@ -394,7 +366,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
             job_name=F("name"),
             run=F("run_time"),
             deleted=Value(False),
-            layout=KT("spec__console__roles"),
+            layout=Cast("cards", output_field=TextField()),
         )
     )
     records = (
@@ -413,10 +385,9 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
 
 def card_types(row: dict[str, Any]) -> list[str]:
     """The card types a `usage_jobs` row's job used, sorted ([]: CPU only), as the report
-    splits its hours (layout_cards; a deleted job's as its record kept them)."""
-    layout = _stored_roles(row["layout"])
-    if row["deleted"]:
-        cards = layout if isinstance(layout, dict) else {}
-    else:
-        cards = layout_cards(layout, row["total_cards"])
-    return sorted(cards)
+    splits its hours (Job.cards; a deleted job's as its record kept them)."""
+    try:
+        cards = json.loads(row["layout"] or "{}")
+    except ValueError:
+        cards = {}
+    return sorted(cards) if isinstance(cards, dict) else []
