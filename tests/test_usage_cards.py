@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db.models import Count, Sum
 from django.db.models.fields.json import KT
 from django.urls import reverse
 
@@ -22,7 +21,7 @@ from jobs.actions import job_delete, job_priority_change, job_rerun
 from jobs.aihc.endpoints import V2
 from jobs.models import Draft, Job, JobStatus, UsageRecord
 from jobs.services import jobs_submit
-from jobs.usage import _kept, _running, card_types, usage_jobs, usage_report
+from jobs.usage import card_types, usage_jobs, usage_report
 
 from . import test_api as v1
 from .runner_helpers import make_spec, runner_settings  # noqa: F401
@@ -155,38 +154,52 @@ def old_roles(text: str | None) -> Any:
         return None
 
 
-def old_pools(now: datetime) -> dict[tuple[str, str, str], tuple[timedelta, int, timedelta]]:
-    """The report's pools × card types as it summed them before Job.cards: jobs grouped by
-    the JSON text of their spec's roles, split in Python; records by their kept cards."""
+def inside_april(started: datetime, ended: datetime) -> timedelta:
+    return max(min(ended, APRIL.ends_at) - max(started, APRIL.starts_at), timedelta(0))
+
+
+Totals = tuple[timedelta, int, timedelta]  # card time, jobs, CPU-only time
+
+
+def expected_figures(now: datetime) -> tuple[dict[tuple[str, str, str], Totals], Totals]:
+    """The report's pools × card types and total, worked out here row by row in Python: each
+    job's or record's time inside April, split over its card types as the report split them
+    before Job.cards (a job's from its spec's roles, a record's from its kept cards)."""
     pools: dict[tuple[str, str, str], list[Any]] = {}
-
-    def add(backend: str, pool: str, cards: dict[str, int], run_time: timedelta, jobs: int):
-        shares = (
-            {"": (timedelta(0), jobs, run_time)}
-            if not cards
-            else {card: (run_time * n, jobs, timedelta(0)) for card, n in cards.items()}
+    total = [timedelta(0), 0, timedelta(0)]
+    rows = [
+        (
+            job.backend,
+            job.resource_pool,
+            job.total_cards,
+            job.started_at,
+            job.finished_at or now,
+            old_layout_cards(old_roles(roles), job.total_cards),
         )
-        for card, (card_time, count, cpu_time) in shares.items():
-            total = pools.setdefault((backend, pool, card), [timedelta(0), 0, timedelta(0)])
-            total[0] += card_time
-            total[1] += count
-            total[2] += cpu_time
-
-    per_layout = (
-        _running(APRIL, now)
-        .values_list("backend", "resource_pool", "total_cards", KT("spec__console__roles"))
-        .annotate(run_time=Sum("run_time"), jobs=Count("id"))
-    )
-    for backend, pool, total_cards, roles, run_time, jobs in per_layout:
-        add(backend, pool, old_layout_cards(old_roles(roles), total_cards), run_time, jobs)
-    per_kept = (
-        _kept(APRIL)
-        .values_list("backend", "resource_pool", "cards")
-        .annotate(run_time=Sum("run_time"), jobs=Count("id"))
-    )
-    for backend, pool, cards, run_time, jobs in per_kept:
-        add(backend, pool, cards or {}, run_time, jobs)
-    return {key: tuple(value) for key, value in pools.items()}
+        for job, roles in (
+            (job, Job.objects.values_list(KT("spec__console__roles"), flat=True).get(pk=job.pk))
+            for job in Job.objects.exclude(started_at=None)
+        )
+    ] + [
+        (r.backend, r.resource_pool, r.total_cards, r.started_at, r.ended_at, r.cards)
+        for r in UsageRecord.objects.all()
+    ]
+    for backend, pool, total_cards, started, ended, cards in rows:
+        run = inside_april(started, ended)
+        if not run:
+            continue
+        total[0] += run * total_cards
+        total[1] += 1
+        total[2] += run if total_cards == 0 else timedelta(0)
+        shares = {card: (run * n, timedelta(0)) for card, n in cards.items()} or {
+            "": (timedelta(0), run)
+        }
+        for card, (card_time, cpu_time) in shares.items():
+            figures = pools.setdefault((backend, pool, card), [timedelta(0), 0, timedelta(0)])
+            figures[0] += card_time
+            figures[1] += 1
+            figures[2] += cpu_time
+    return {key: tuple(value) for key, value in pools.items()}, tuple(total)
 
 
 def stored(
@@ -260,6 +273,10 @@ def every_kind_of_job(alice: User, bob: User) -> None:
     stored(alice, at(11, 0), at(11, 2), roles=two_types, total_cards=3)
     stored(bob, at(12, 0), at(12, 4), roles="four A800s", total_cards=4)
     stored(bob, at(12, 0), at(12, 4), roles=[{"name": "master", "replicas": "many"}], total_cards=2)
+    # Times with microseconds, and one without (SQLite stores those without a fraction).
+    odd = at(18, 0) + timedelta(microseconds=123457)
+    stored(alice, odd, odd + timedelta(hours=1, microseconds=999999), roles=two_types)
+    stored(bob, at(18, 1) - timedelta(microseconds=1), at(18, 3), roles=tf)
     # Another pool and backend, copies sharing a layout.
     for day in (13, 14, 15):
         stored(bob, at(day, 0), at(day, 8), roles=two_types, pool="cce-a800", backend="aihc")
@@ -280,10 +297,12 @@ def test_the_reports_pools_and_card_types_are_the_figures_the_specs_roles_gave(a
         (p.backend, p.pool, p.card_type): (p.figures.card_time, p.figures.jobs, p.figures.cpu_time)
         for p in report.pools
     }
-    assert shown == old_pools(MAY)
+    pools, total = expected_figures(MAY)
+    assert shown == pools  # to the microsecond
     assert {card for _backend, _pool, card in shown} == {A800, H800, V100, "", S.UNKNOWN_CARD}
-    # The users' and the total's figures use total_cards, as before: they agree with the pools.
-    assert sum((p.figures.card_time for p in report.pools), timedelta(0)) == report.total.card_time
+    t = report.total
+    assert (t.card_time, t.jobs, t.cpu_time) == total
+    assert sum((u.figures.card_time for u in report.users), timedelta(0)) == total[0]
 
 
 def test_my_usage_lists_each_jobs_card_types_as_the_specs_roles_gave(alice, bob):
