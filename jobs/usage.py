@@ -24,17 +24,16 @@ How a job counts (decisions; README "Review, roles and security"):
   their jobs was deleted (the records keep them). A deleted user keeps their own row, under
   the name they had, marked deleted (a new account with that name is another row).
 
-Cost: five queries whatever the number of jobs, records and groups (one more per
+Cost: three queries whatever the number of jobs, records and groups (one more per
 USERS_AT_ONCE users with usage past the first), every figure summed by the database (the
 overlap of each job or record with the period is Greatest/Least over its times; on SQLite
-in integer microseconds, see Elapsed): jobs per user, records per user (and groups kept),
-the users' names and groups today (by the ids those found), jobs per pool and card layout,
-records per pool and card layout. A job's cards per card type are a column of its own
-(`Job.cards`, worked out from the spec's `console.roles` when the spec is stored, as a
-record's `cards` when it is kept), so the layout queries group by that small column and
-never read a spec; Python splits each group's hours over its card types. They return one
-row per distinct layout in a pool. Groups are summed in Python from the per-user figures,
-so a job counts once in each of its owner's groups.
+in integer microseconds, see Elapsed): jobs, then records, per user, pool and card layout
+(a record with the owner's name and groups then), and the users' names and groups today (by
+the ids those found). A job's cards per card type are a column of its own (`Job.cards`,
+worked out from the spec's `console.roles` when the spec is stored, as a record's `cards`
+when it is kept), so no query reads a spec. Python sums each user's rows, and splits each
+row's hours over its card types for the pools. Groups are summed in Python from the
+per-user figures, so a job counts once in each of its owner's groups.
 """
 
 from __future__ import annotations
@@ -295,20 +294,58 @@ def usage_report(
         kept = kept.filter(owner_pk=owner.pk)
     report = UsageReport(period=period, now=now, total=Figures())
 
+    # Per pool × card type: each row's running time split over its card types. Jobs and
+    # records hold their cards per type (Job.cards, UsageRecord.cards), worked out from the
+    # spec the same way (spec.charged_cards) when it was stored or the job deleted.
+    pools: dict[tuple[str, str, str], Figures] = {}
+
+    def add(backend: str, pool: str, cards: dict[str, int], run_time: timedelta, jobs: int) -> None:
+        if not cards:
+            shares = {"": Figures(jobs=jobs, cpu_time=run_time)}
+        else:
+            shares = {card: Figures(card_time=run_time * n, jobs=jobs) for card, n in cards.items()}
+        for card, figures in shares.items():
+            pools.setdefault((backend, pool, card), Figures()).add(figures)
+
     # Per user: figures by owner id (a deleted user's records keep theirs), and the parts to
     # count in groups: a live user's under today's groups (None), a deleted one's under the
-    # groups they were in when their records were written.
+    # groups they were in when their records were written. One pass over the jobs and one
+    # over the records give both: rows per user, pool and card layout (a job is in one row),
+    # summed per user here and split per card type by add().
     figures_of: dict[int, Figures] = {}
     kept_names: dict[int, str] = {}
     parts: list[tuple[int, tuple[str, ...] | None, Figures]] = []
-    for owner_pk, card_time, jobs, cpu_time in running.values_list("owner_id").annotate(
-        **_figures()
-    ):
+    per_user_layout = running.values_list("owner_id", "backend", "resource_pool", "cards")
+    for (
+        owner_pk,
+        backend,
+        pool,
+        cards,
+        run_time,
+        card_time,
+        jobs,
+        cpu_time,
+    ) in per_user_layout.annotate(run_in_period=Sum("run_time"), **_figures()).iterator(CHUNK):
         parts.append((owner_pk, None, Figures(card_time, jobs, cpu_time)))
-    per_record_user = kept.values_list("owner_pk", "username", "groups").annotate(**_figures())
-    for owner_pk, username, groups, card_time, jobs, cpu_time in per_record_user:
+        add(backend, pool, cards or {}, run_time, jobs)
+    per_record_layout = kept.values_list(
+        "owner_pk", "username", "groups", "backend", "resource_pool", "cards"
+    )
+    for (
+        owner_pk,
+        username,
+        groups,
+        backend,
+        pool,
+        cards,
+        run_time,
+        card_time,
+        jobs,
+        cpu_time,
+    ) in per_record_layout.annotate(run_in_period=Sum("run_time"), **_figures()).iterator(CHUNK):
         kept_names.setdefault(owner_pk, username)
         parts.append((owner_pk, tuple(groups or ()), Figures(card_time, jobs, cpu_time)))
+        add(backend, pool, cards or {}, run_time, jobs)
     for owner_pk, _groups, figures in parts:
         figures_of.setdefault(owner_pk, Figures()).add(figures)
         report.total.add(figures)
@@ -355,28 +392,6 @@ def usage_report(
         key=lambda g: (g.name is None, -g.figures.card_time, -g.figures.cpu_time, g.name or "")
     )
 
-    pools: dict[tuple[str, str, str], Figures] = {}
-
-    def add(backend: str, pool: str, cards: dict[str, int], run_time: timedelta, jobs: int) -> None:
-        if not cards:
-            shares = {"": Figures(jobs=jobs, cpu_time=run_time)}
-        else:
-            shares = {card: Figures(card_time=run_time * n, jobs=jobs) for card, n in cards.items()}
-        for card, figures in shares.items():
-            pools.setdefault((backend, pool, card), Figures()).add(figures)
-
-    # Jobs and records hold their cards per type (Job.cards, UsageRecord.cards), worked out
-    # from the spec the same way (spec.charged_cards) when it was stored or the job deleted.
-    per_layout = running.values_list("backend", "resource_pool", "cards").annotate(
-        run_time=Sum("run_time"), jobs=Count("id")
-    )
-    for backend, pool, cards, run_time, jobs in per_layout.iterator(CHUNK):
-        add(backend, pool, cards or {}, run_time, jobs)
-    per_kept_layout = kept.values_list("backend", "resource_pool", "cards").annotate(
-        run_time=Sum("run_time"), jobs=Count("id")
-    )
-    for backend, pool, cards, run_time, jobs in per_kept_layout.iterator(CHUNK):
-        add(backend, pool, cards or {}, run_time, jobs)
     report.pools = [
         PoolUsage(backend, pool, card, figures)
         for (backend, pool, card), figures in sorted(pools.items(), key=lambda i: _pool_order(i[0]))
