@@ -213,6 +213,23 @@ class Job(models.Model):
             # its date drill-down's first and last day, as job_pool_created for the pool
             # filter: each was a scan of every job (scale follow-up, session 18b).
             models.Index(fields=["review_state", "-created_at", "-id"], name="job_review_created"),
+            # Everything the usage report reads of a job, in the order it groups them: its
+            # pass over a period's jobs (and My usage's over a user's) reads this index alone,
+            # in order, not each job's row with its spec (scale review, session 19: half the
+            # time of reading the rows and sorting the groups, at 30,000 jobs).
+            models.Index(
+                fields=[
+                    "owner",
+                    "backend",
+                    "resource_pool",
+                    "cards",
+                    "total_cards",
+                    "created_at",
+                    "started_at",
+                    "finished_at",
+                ],
+                name="job_usage",
+            ),
         ]
 
     def __str__(self) -> str:

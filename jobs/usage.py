@@ -53,7 +53,6 @@ from django.db.models import (
     DurationField,
     F,
     Func,
-    Q,
     QuerySet,
     Sum,
     TextField,
@@ -153,8 +152,8 @@ class Elapsed(Func):
     duration times a number) by calling a Python function for every row, which parses both
     times: at a year's 30,000 jobs that was most of the usage report's time. Here SQLite's
     own arithmetic gives whole microseconds, the integer Django stores and reads a
-    DurationField as there, so the sums are exact as before and Times multiplies them
-    plainly. Elsewhere (PostgreSQL) Django's own subtraction, native already."""
+    DurationField as there, so the sums are exact as before. Elsewhere (PostgreSQL)
+    Django's own subtraction, native already."""
 
     arity = 2
     output_field = DurationField()
@@ -177,16 +176,6 @@ def _microseconds(sql: str) -> str:
     # the point ("" when there are none: 0). "%%": the query goes through %-formatting.
     seconds = f"CAST(strftime('%%s', substr({sql}, 1, 19)) AS INTEGER)"
     return f"({seconds} * 1000000 + CAST(substr({sql}, 21, 6) AS INTEGER))"
-
-
-class Times(Func):
-    """A duration times a whole number (cards), as a duration: a plain product on SQLite too,
-    where an Elapsed duration is an integer already (see Elapsed)."""
-
-    arity = 2
-    template = "(%(expressions)s)"
-    arg_joiner = " * "
-    output_field = DurationField()
 
 
 def _overlapping(rows: QuerySet[Any], period: Period, *, started: str, ended: Any) -> QuerySet[Any]:
@@ -217,16 +206,6 @@ def _kept(period: Period) -> QuerySet[UsageRecord]:
         ended_at__gt=period.starts_at, started_at__lt=period.ends_at
     )
     return _overlapping(records, period, started="started_at", ended=F("ended_at"))
-
-
-def _figures(**extra: Any) -> dict[str, Any]:
-    no_cards = Q(total_cards=0)
-    return {
-        "card_time": Sum(Times(F("run_time"), F("total_cards")), default=timedelta(0)),
-        "jobs": Count("id", distinct=True),
-        "cpu_time": Sum("run_time", filter=no_cards, default=timedelta(0)),
-        **extra,
-    }
 
 
 # -- keeping deleted jobs' usage -------------------------------------------------------
@@ -315,36 +294,29 @@ def usage_report(
     figures_of: dict[int, Figures] = {}
     kept_names: dict[int, str] = {}
     parts: list[tuple[int, tuple[str, ...] | None, Figures]] = []
-    per_user_layout = running.values_list("owner_id", "backend", "resource_pool", "cards")
-    for (
-        owner_pk,
-        backend,
-        pool,
-        cards,
-        run_time,
-        card_time,
-        jobs,
-        cpu_time,
-    ) in per_user_layout.annotate(run_in_period=Sum("run_time"), **_figures()).iterator(CHUNK):
-        parts.append((owner_pk, None, Figures(card_time, jobs, cpu_time)))
+
+    # Grouped by total_cards too (what a layout's cards add up to: no more rows), so a row's
+    # card time is its running time × its cards, worked out here in exact integer
+    # arithmetic: the database evaluates one expression per job, its running time.
+    def figures(run_time: timedelta, jobs: int, total_cards: int) -> Figures:
+        cpu_time = run_time if total_cards == 0 else timedelta(0)
+        return Figures(card_time=run_time * total_cards, jobs=jobs, cpu_time=cpu_time)
+
+    per_user_layout = running.values_list(
+        "owner_id", "backend", "resource_pool", "cards", "total_cards"
+    ).annotate(run_in_period=Sum("run_time"), jobs=Count("id"))
+    for owner_pk, backend, pool, cards, total_cards, run_time, jobs in per_user_layout.iterator(
+        CHUNK
+    ):
+        parts.append((owner_pk, None, figures(run_time, jobs, total_cards)))
         add(backend, pool, cards or {}, run_time, jobs)
     per_record_layout = kept.values_list(
-        "owner_pk", "username", "groups", "backend", "resource_pool", "cards"
-    )
-    for (
-        owner_pk,
-        username,
-        groups,
-        backend,
-        pool,
-        cards,
-        run_time,
-        card_time,
-        jobs,
-        cpu_time,
-    ) in per_record_layout.annotate(run_in_period=Sum("run_time"), **_figures()).iterator(CHUNK):
+        "owner_pk", "username", "groups", "backend", "resource_pool", "cards", "total_cards"
+    ).annotate(run_in_period=Sum("run_time"), jobs=Count("id"))
+    for row in per_record_layout.iterator(CHUNK):
+        owner_pk, username, groups, backend, pool, cards, total_cards, run_time, jobs = row
         kept_names.setdefault(owner_pk, username)
-        parts.append((owner_pk, tuple(groups or ()), Figures(card_time, jobs, cpu_time)))
+        parts.append((owner_pk, tuple(groups or ()), figures(run_time, jobs, total_cards)))
         add(backend, pool, cards or {}, run_time, jobs)
     for owner_pk, _groups, figures in parts:
         figures_of.setdefault(owner_pk, Figures()).add(figures)

@@ -55,8 +55,9 @@ Migrations and what they do to existing rows:
   review state (the admin's review-state filter); no row changes, and downgrading past them
   drops them.
 - 0030 adds each job's cards per card type (what the usage report sums), worked out from
-  its stored spec (jobs.spec.charged_cards, as Job.save() does for new jobs). Reverse: drops
-  the column (the older release reads the specs); upgrading again works it out anew.
+  its stored spec (jobs.spec.charged_cards, as Job.save() does for new jobs), and the index
+  the report reads jobs from (`job_usage`). Reverse: drops both (the older release reads
+  the specs); upgrading again works the cards out anew.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -834,7 +835,7 @@ def test_downgrading_past_0028_drops_the_status_and_review_indexes_and_keeps_eve
     assert {"job_owner_status", "job_review_created"} <= set(job_indexes())
 
 
-def test_upgrading_past_0030_works_out_each_jobs_cards_and_downgrading_drops_them(
+def test_upgrading_past_0030_works_out_each_jobs_cards_and_downgrading_drops_them_and_the_index(
     at_latest_after,
 ):
     old = migrate("0029_job_review_created")
@@ -891,9 +892,17 @@ def test_upgrading_past_0030_works_out_each_jobs_cards_and_downgrading_drops_the
         cards[public_id] == S.charged_cards(spec, total)
         for public_id, spec, total in jobs.values_list("public_id", "spec", "total_cards")
     )
+    assert job_indexes()["job_usage"][:5] == [
+        "owner_id",
+        "backend",
+        "resource_pool",
+        "cards",
+        "total_cards",
+    ]
 
     old = migrate("0029_job_review_created")
     assert not has_field(old.get_model("jobs", "Job"), "cards")
+    assert "job_usage" not in job_indexes()
     assert {j["id"]: j for j in old.get_model("jobs", "Job").objects.values()} == before
 
     again = migrate(None)

@@ -2,8 +2,9 @@
 #
 # Scale review (session 19): a job's cards per card type (Job.cards), which the usage report
 # sums instead of reading the roles in every job's spec. Filled here for the jobs there are,
-# from their stored specs, as Job.save() fills it for new ones. Reversed, the column goes (the
-# older release reads the specs again); upgrading again fills it again.
+# from their stored specs, as Job.save() fills it for new ones; then the index the report
+# reads jobs from (job_usage). Reversed, both go (the older release reads the specs again);
+# upgrading again fills the column again.
 
 from collections import defaultdict
 
@@ -57,4 +58,20 @@ class Migration(migrations.Migration):
             field=models.JSONField(default=dict, editable=False),
         ),
         migrations.RunPython(fill_cards, migrations.RunPython.noop),
+        migrations.AddIndex(
+            model_name="job",
+            index=models.Index(
+                fields=[
+                    "owner",
+                    "backend",
+                    "resource_pool",
+                    "cards",
+                    "total_cards",
+                    "created_at",
+                    "started_at",
+                    "finished_at",
+                ],
+                name="job_usage",
+            ),
+        ),
     ]
