@@ -213,16 +213,17 @@ class Job(models.Model):
             # its date drill-down's first and last day, as job_pool_created for the pool
             # filter: each was a scan of every job (scale follow-up, session 18b).
             models.Index(fields=["review_state", "-created_at", "-id"], name="job_review_created"),
-            # Everything the usage report reads of a job, in the order it groups them: its
-            # pass over a period's jobs (and My usage's over a user's) reads this index alone,
-            # in order, not each job's row with its spec (scale review, session 19: half the
-            # time of reading the rows and sorting the groups, at 30,000 jobs).
+            # Everything the usage report reads of a job, with what it groups by first: its
+            # pass over a period's jobs reads this index alone, in group order, not each job's
+            # row with its spec (scale review, session 19: half the time of reading the rows
+            # and sorting the groups, at 30,000 jobs). Not the owner first: SQLite (no
+            # statistics) then took it for a user's jobs by status, over all their jobs.
             models.Index(
                 fields=[
+                    "cards",
                     "owner",
                     "backend",
                     "resource_pool",
-                    "cards",
                     "total_cards",
                     "created_at",
                     "started_at",

@@ -893,10 +893,10 @@ def test_upgrading_past_0030_works_out_each_jobs_cards_and_downgrading_drops_the
         for public_id, spec, total in jobs.values_list("public_id", "spec", "total_cards")
     )
     assert job_indexes()["job_usage"][:5] == [
+        "cards",
         "owner_id",
         "backend",
         "resource_pool",
-        "cards",
         "total_cards",
     ]
 

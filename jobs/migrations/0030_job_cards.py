@@ -62,10 +62,10 @@ class Migration(migrations.Migration):
             model_name="job",
             index=models.Index(
                 fields=[
+                    "cards",
                     "owner",
                     "backend",
                     "resource_pool",
-                    "cards",
                     "total_cards",
                     "created_at",
                     "started_at",
