@@ -298,7 +298,7 @@ def usage_report(
     # Grouped by total_cards too (what a layout's cards add up to: no more rows), so a row's
     # card time is its running time × its cards, worked out here in exact integer
     # arithmetic: the database evaluates one expression per job, its running time.
-    def figures(run_time: timedelta, jobs: int, total_cards: int) -> Figures:
+    def figures_for(run_time: timedelta, jobs: int, total_cards: int) -> Figures:
         cpu_time = run_time if total_cards == 0 else timedelta(0)
         return Figures(card_time=run_time * total_cards, jobs=jobs, cpu_time=cpu_time)
 
@@ -308,7 +308,7 @@ def usage_report(
     for owner_pk, backend, pool, cards, total_cards, run_time, jobs in per_user_layout.iterator(
         CHUNK
     ):
-        parts.append((owner_pk, None, figures(run_time, jobs, total_cards)))
+        parts.append((owner_pk, None, figures_for(run_time, jobs, total_cards)))
         add(backend, pool, cards or {}, run_time, jobs)
     per_record_layout = kept.values_list(
         "owner_pk", "username", "groups", "backend", "resource_pool", "cards", "total_cards"
@@ -316,7 +316,7 @@ def usage_report(
     for row in per_record_layout.iterator(CHUNK):
         owner_pk, username, groups, backend, pool, cards, total_cards, run_time, jobs = row
         kept_names.setdefault(owner_pk, username)
-        parts.append((owner_pk, tuple(groups or ()), figures(run_time, jobs, total_cards)))
+        parts.append((owner_pk, tuple(groups or ()), figures_for(run_time, jobs, total_cards)))
         add(backend, pool, cards or {}, run_time, jobs)
     for owner_pk, _groups, figures in parts:
         figures_of.setdefault(owner_pk, Figures()).add(figures)
