@@ -64,7 +64,7 @@ test: lint
 # The tests that lean on the database (window functions, JSON lookups, date and duration
 # arithmetic, row locks, LIKE) against PostgreSQL at $DATABASE_URL; `make test` runs on SQLite.
 # The role needs CREATEDB: pytest-django creates and drops test_<database> beside it.
-POSTGRES_TESTS := tests/test_pools.py tests/test_usage_report.py tests/test_quotas.py \
+POSTGRES_TESTS := tests/test_pools.py tests/test_usage_report.py tests/test_usage_cards.py tests/test_quotas.py \
 	tests/test_api.py tests/test_api_v2.py tests/test_job_pages.py tests/test_job_bulk.py \
 	tests/test_wizard.py tests/test_wizard_rules.py tests/test_admin.py tests/test_models.py \
 	tests/test_review.py tests/test_upgrade.py tests/test_my_usage.py tests/test_workers.py \

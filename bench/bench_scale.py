@@ -250,6 +250,7 @@ def main() -> None:
     from jobs.worker import Worker
 
     worker = Worker.__new__(Worker)
+    worker.expiry_failed = {}  # as Worker() starts it: no deletion has failed yet
     passes = []
     for _ in range(SAMPLES):
         worker.next_expiry_check = 0.0  # a look each time, as every tick looked before

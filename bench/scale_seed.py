@@ -260,6 +260,10 @@ def seed(*, jobs: int = JOBS, seed_value: int = 18) -> dict[str, int]:
                         queue=f"q{i % 4}",
                         priority=S.PRIORITIES[i % 3],
                         total_cards=8 * (1 + i % 4),
+                        # As Job.save() works it out (bulk_create does not call save()).
+                        cards=S.charged_cards(
+                            kept_document if i % 3 == 0 else document, 8 * (1 + i % 4)
+                        ),
                         group=group,
                         group_index=task + 1 if group else None,
                         review_state=ReviewState.PENDING

@@ -644,6 +644,29 @@ def _roles_from_v1(framework: str, replicas: int, template: Role) -> list[Role]:
     return [clone("worker", replicas)]
 
 
+# The card type of cards whose type cannot be told (charged_cards).
+UNKNOWN_CARD = "?"
+
+
+def charged_cards(doc: Any, total_cards: int) -> dict[str, int]:
+    """Cards per type of a stored document's `console.roles`, by sorted type: how the usage
+    report (jobs.usage) splits a job's card-hours, kept on the job (Job.cards). Roles that
+    cannot be read, or whose cards are not what the job was charged for at submit
+    (`total_cards`, which the per-user figures use), count `total_cards` under UNKNOWN_CARD;
+    {}: CPU only."""
+    console = doc.get("console") if isinstance(doc, Mapping) else None
+    roles = console.get("roles") if isinstance(console, Mapping) else None
+    cards = None
+    if roles is not None:
+        try:
+            cards = parse_document({"console": {"roles": roles}}).accelerators_by_type()
+        except (ValueError, SpecError):
+            cards = None
+    if cards is None or sum(cards.values()) != total_cards:
+        cards = {UNKNOWN_CARD: total_cards} if total_cards else {}
+    return dict(sorted(cards.items()))
+
+
 def stored_secret_values(doc: Any) -> list[str]:
     """The secret values of a stored document, also of one that no longer parses (written by
     an older console, or restored from an old backup), so what is shown of its job can still

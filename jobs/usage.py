@@ -24,15 +24,16 @@ How a job counts (decisions; README "Review, roles and security"):
   their jobs was deleted (the records keep them). A deleted user keeps their own row, under
   the name they had, marked deleted (a new account with that name is another row).
 
-Cost: five queries whatever the number of jobs, records, users and groups, every figure
-summed by the database (the overlap of each job or record with the period is
-Greatest/Least over its times): jobs per user, records per user (and groups kept), the
-users' names and groups today, jobs per pool and role layout, records per pool and card
-layout. Cards per card type are not a column of jobs: they are in the spec's
-`console.roles`, so the jobs' layout query groups by that JSON text and Python splits each
-group's hours over its card types. It returns one row per distinct layout in a pool (jobs
-copied or resubmitted share one), never the spec itself. Groups are summed in Python from
-the per-user figures, so a job counts once in each of its owner's groups.
+Cost: three queries whatever the number of jobs, records and groups (one more per
+USERS_AT_ONCE users with usage past the first), every figure summed by the database (the
+overlap of each job or record with the period is Greatest/Least over its times; on SQLite
+in integer microseconds, see Elapsed): jobs, then records, per user, pool and card layout
+(a record with the owner's name and groups then), and the users' names and groups today (by
+the ids those found). A job's cards per card type are a column of its own (`Job.cards`,
+worked out from the spec's `console.roles` when the spec is stored, as a record's `cards`
+when it is kept), so no query reads a spec. Python sums each user's rows, and splits each
+row's hours over its card types for the pools. Groups are summed in Python from the
+per-user figures, so a job counts once in each of its owner's groups.
 """
 
 from __future__ import annotations
@@ -50,26 +51,25 @@ from django.db.models import (
     Count,
     DateTimeField,
     DurationField,
-    ExpressionWrapper,
     F,
-    IntegerField,
-    Q,
+    Func,
     QuerySet,
     Sum,
     TextField,
     Value,
 )
-from django.db.models.fields.json import KT
+from django.db.models.expressions import TemporalSubtraction
 from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 from django.utils import timezone
 
-from . import spec as spec_module
 from .models import Job, UsageRecord
 
 # Rows of the pool query read at a time: memory stays bounded however many layouts there are.
 CHUNK = 2000
+# Users whose names and groups one query reads (well under SQLite's 32,766 parameters).
+USERS_AT_ONCE = 2000
 HOUR = timedelta(hours=1)
 
 
@@ -137,9 +137,6 @@ class PoolUsage:
     figures: Figures
 
 
-UNKNOWN_CARD = "?"
-
-
 @dataclass
 class UsageReport:
     period: Period
@@ -150,6 +147,37 @@ class UsageReport:
     pools: list[PoolUsage] = field(default_factory=list)
 
 
+class Elapsed(Func):
+    """`end` - `start`, two datetimes, as a duration. On SQLite Django works that out (and a
+    duration times a number) by calling a Python function for every row, which parses both
+    times: at a year's 30,000 jobs that was most of the usage report's time. Here SQLite's
+    own arithmetic gives whole microseconds, the integer Django stores and reads a
+    DurationField as there, so the sums are exact as before. Elsewhere (PostgreSQL)
+    Django's own subtraction, native already."""
+
+    arity = 2
+    output_field = DurationField()
+
+    def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        end, start = self.get_source_expressions()
+        return compiler.compile(TemporalSubtraction(end, start))
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        end, end_params = compiler.compile(self.get_source_expressions()[0])
+        start, start_params = compiler.compile(self.get_source_expressions()[1])
+        sql = f"({_microseconds(end)} - {_microseconds(start)})"
+        return sql, (*end_params, *end_params, *start_params, *start_params)
+
+
+def _microseconds(sql: str) -> str:
+    # Django keeps a datetime in SQLite as UTC text, "YYYY-MM-DD HH:MM:SS[.ffffff]": whole
+    # seconds since 1970 from its first 19 characters (strftime alone would round the
+    # fraction to milliseconds, and .9995 up to the next second), then the six digits after
+    # the point ("" when there are none: 0). "%%": the query goes through %-formatting.
+    seconds = f"CAST(strftime('%%s', substr({sql}, 1, 19)) AS INTEGER)"
+    return f"({seconds} * 1000000 + CAST(substr({sql}, 21, 6) AS INTEGER))"
+
+
 def _overlapping(rows: QuerySet[Any], period: Period, *, started: str, ended: Any) -> QuerySet[Any]:
     """The rows (jobs or usage records) that ran during the period, with `run_time`: how
     long, inside it. `ended` is the expression of when each stopped running."""
@@ -158,9 +186,7 @@ def _overlapping(rows: QuerySet[Any], period: Period, *, started: str, ended: An
     return (
         rows.alias(run_from=Greatest(F(started), start), run_to=Least(ended, end))
         .filter(run_to__gt=F("run_from"))
-        .alias(
-            run_time=ExpressionWrapper(F("run_to") - F("run_from"), output_field=DurationField())
-        )
+        .alias(run_time=Elapsed(F("run_to"), F("run_from")))
         .order_by()
     )
 
@@ -180,45 +206,6 @@ def _kept(period: Period) -> QuerySet[UsageRecord]:
         ended_at__gt=period.starts_at, started_at__lt=period.ends_at
     )
     return _overlapping(records, period, started="started_at", ended=F("ended_at"))
-
-
-def _figures(**extra: Any) -> dict[str, Any]:
-    no_cards = Q(total_cards=0)
-    return {
-        "card_time": Sum(
-            # A plain IntegerField: SQLite's duration arithmetic refuses a PositiveIntegerField.
-            ExpressionWrapper(
-                F("run_time") * ExpressionWrapper(F("total_cards"), output_field=IntegerField()),
-                output_field=DurationField(),
-            ),
-            default=timedelta(0),
-        ),
-        "jobs": Count("id", distinct=True),
-        "cpu_time": Sum("run_time", filter=no_cards, default=timedelta(0)),
-        **extra,
-    }
-
-
-def layout_cards(roles: Any, total_cards: int) -> dict[str, int]:
-    """Cards per type of a job's `console.roles` (as stored, decoded), by sorted type. One
-    that cannot be read, or that is not what the job was charged for at submit, counts its
-    `total_cards` (the truth: the per-user figures use it) under UNKNOWN_CARD; {}: CPU only."""
-    cards = None
-    if roles is not None:
-        try:
-            cards = spec_module.parse_document({"console": {"roles": roles}}).accelerators_by_type()
-        except (ValueError, spec_module.SpecError):
-            cards = None
-    if cards is None or sum(cards.values()) != total_cards:
-        cards = {UNKNOWN_CARD: total_cards} if total_cards else {}
-    return dict(sorted(cards.items()))
-
-
-def _stored_roles(roles_json: str | None) -> Any:
-    try:
-        return None if roles_json is None else json.loads(roles_json)
-    except ValueError:
-        return None
 
 
 # -- keeping deleted jobs' usage -------------------------------------------------------
@@ -241,9 +228,6 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
         .filter(pk=job.owner_id)
         .values_list(User.USERNAME_FIELD, "groups__name")
     )
-    spec = job.spec if isinstance(job.spec, dict) else {}
-    console = spec.get("console")
-    roles = console.get("roles") if isinstance(console, dict) else None
     return UsageRecord.objects.using(using).create(
         public_id=job.public_id,
         name=job.name,
@@ -253,7 +237,7 @@ def usage_record_keep(*, job: Job, using: str = DEFAULT_DB_ALIAS) -> UsageRecord
         backend=job.backend,
         resource_pool=job.resource_pool,
         total_cards=job.total_cards,
-        cards=layout_cards(roles, job.total_cards),
+        cards=job.cards,  # as the report split the job's hours while it was there
         started_at=job.started_at,
         ended_at=job.finished_at or now,
         deleted_at=now,
@@ -289,20 +273,51 @@ def usage_report(
         kept = kept.filter(owner_pk=owner.pk)
     report = UsageReport(period=period, now=now, total=Figures())
 
+    # Per pool × card type: each row's running time split over its card types. Jobs and
+    # records hold their cards per type (Job.cards, UsageRecord.cards), worked out from the
+    # spec the same way (spec.charged_cards) when it was stored or the job deleted.
+    pools: dict[tuple[str, str, str], Figures] = {}
+
+    def add(backend: str, pool: str, cards: dict[str, int], run_time: timedelta, jobs: int) -> None:
+        if not cards:
+            shares = {"": Figures(jobs=jobs, cpu_time=run_time)}
+        else:
+            shares = {card: Figures(card_time=run_time * n, jobs=jobs) for card, n in cards.items()}
+        for card, figures in shares.items():
+            pools.setdefault((backend, pool, card), Figures()).add(figures)
+
     # Per user: figures by owner id (a deleted user's records keep theirs), and the parts to
     # count in groups: a live user's under today's groups (None), a deleted one's under the
-    # groups they were in when their records were written.
+    # groups they were in when their records were written. One pass over the jobs and one
+    # over the records give both: rows per user, pool and card layout (a job is in one row),
+    # summed per user here and split per card type by add().
     figures_of: dict[int, Figures] = {}
     kept_names: dict[int, str] = {}
     parts: list[tuple[int, tuple[str, ...] | None, Figures]] = []
-    for owner_pk, card_time, jobs, cpu_time in running.values_list("owner_id").annotate(
-        **_figures()
+
+    # Grouped by total_cards too (what a layout's cards add up to: no more rows), so a row's
+    # card time is its running time × its cards, worked out here in exact integer
+    # arithmetic: the database evaluates one expression per job, its running time.
+    def figures_for(run_time: timedelta, jobs: int, total_cards: int) -> Figures:
+        cpu_time = run_time if total_cards == 0 else timedelta(0)
+        return Figures(card_time=run_time * total_cards, jobs=jobs, cpu_time=cpu_time)
+
+    per_user_layout = running.values_list(
+        "owner_id", "backend", "resource_pool", "cards", "total_cards"
+    ).annotate(run_in_period=Sum("run_time"), jobs=Count("id"))
+    for owner_pk, backend, pool, cards, total_cards, run_time, jobs in per_user_layout.iterator(
+        CHUNK
     ):
-        parts.append((owner_pk, None, Figures(card_time, jobs, cpu_time)))
-    per_record_user = kept.values_list("owner_pk", "username", "groups").annotate(**_figures())
-    for owner_pk, username, groups, card_time, jobs, cpu_time in per_record_user:
+        parts.append((owner_pk, None, figures_for(run_time, jobs, total_cards)))
+        add(backend, pool, cards or {}, run_time, jobs)
+    per_record_layout = kept.values_list(
+        "owner_pk", "username", "groups", "backend", "resource_pool", "cards", "total_cards"
+    ).annotate(run_in_period=Sum("run_time"), jobs=Count("id"))
+    for row in per_record_layout.iterator(CHUNK):
+        owner_pk, username, groups, backend, pool, cards, total_cards, run_time, jobs = row
         kept_names.setdefault(owner_pk, username)
-        parts.append((owner_pk, tuple(groups or ()), Figures(card_time, jobs, cpu_time)))
+        parts.append((owner_pk, tuple(groups or ()), figures_for(run_time, jobs, total_cards)))
+        add(backend, pool, cards or {}, run_time, jobs)
     for owner_pk, _groups, figures in parts:
         figures_of.setdefault(owner_pk, Figures()).add(figures)
         report.total.add(figures)
@@ -311,14 +326,19 @@ def usage_report(
     User = get_user_model()
     today_names: dict[int, str] = {}
     today_groups: dict[int, list[str]] = {}
-    members = User._default_manager.filter(
-        Q(pk__in=running.values("owner_id")) | Q(pk__in=kept.values("owner_pk"))
-    ).values_list("pk", User.USERNAME_FIELD, "groups__name")
-    for pk, username, group in members.order_by():
-        today_names[pk] = username
-        groups = today_groups.setdefault(pk, [])
-        if group is not None:
-            groups.append(group)
+    # By the ids the two queries above found, not by those queries again as subqueries: that
+    # read every job of the period a second time (scale review, session 19). In batches, for
+    # SQLite's bound on a statement's parameters: one query up to USERS_AT_ONCE users.
+    owner_pks = sorted(figures_of)
+    for first in range(0, len(owner_pks), USERS_AT_ONCE):
+        members = User._default_manager.filter(pk__in=owner_pks[first : first + USERS_AT_ONCE])
+        for pk, username, group in members.values_list(
+            "pk", User.USERNAME_FIELD, "groups__name"
+        ).order_by():
+            today_names[pk] = username
+            groups = today_groups.setdefault(pk, [])
+            if group is not None:
+                groups.append(group)
 
     for owner_pk, figures in figures_of.items():
         deleted = owner_pk not in today_names
@@ -344,27 +364,6 @@ def usage_report(
         key=lambda g: (g.name is None, -g.figures.card_time, -g.figures.cpu_time, g.name or "")
     )
 
-    pools: dict[tuple[str, str, str], Figures] = {}
-
-    def add(backend: str, pool: str, cards: dict[str, int], run_time: timedelta, jobs: int) -> None:
-        if not cards:
-            shares = {"": Figures(jobs=jobs, cpu_time=run_time)}
-        else:
-            shares = {card: Figures(card_time=run_time * n, jobs=jobs) for card, n in cards.items()}
-        for card, figures in shares.items():
-            pools.setdefault((backend, pool, card), Figures()).add(figures)
-
-    per_layout = running.values_list(
-        "backend", "resource_pool", "total_cards", KT("spec__console__roles")
-    ).annotate(run_time=Sum("run_time"), jobs=Count("id"))
-    for backend, pool, total_cards, roles, run_time, jobs in per_layout.iterator(CHUNK):
-        add(backend, pool, layout_cards(_stored_roles(roles), total_cards), run_time, jobs)
-    # Records hold their cards per type already, worked out the same way when they were kept.
-    per_kept_layout = kept.values_list("backend", "resource_pool", "cards").annotate(
-        run_time=Sum("run_time"), jobs=Count("id")
-    )
-    for backend, pool, cards, run_time, jobs in per_kept_layout.iterator(CHUNK):
-        add(backend, pool, cards or {}, run_time, jobs)
     report.pools = [
         PoolUsage(backend, pool, card, figures)
         for (backend, pool, card), figures in sorted(pools.items(), key=lambda i: _pool_order(i[0]))
@@ -382,7 +381,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
     rows: jobs, and the usage records of the deleted ones), latest start first: one query,
     to slice into pages. Each row is a dict: public_id, backend, resource_pool, total_cards,
     started_at, job_name, run (inside the period), deleted, and layout: the JSON text of its
-    cards' layout (a job's `console.roles`, a record's cards per type; `card_types` reads it)."""
+    cards per type (Job.cards, UsageRecord.cards; `card_types` reads it)."""
     now = now or timezone.now()
     # A union's columns go by position: both sides name the same ones, in the same order.
     columns = ("public_id", "backend", "resource_pool", "total_cards", "started_at")
@@ -394,7 +393,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
             job_name=F("name"),
             run=F("run_time"),
             deleted=Value(False),
-            layout=KT("spec__console__roles"),
+            layout=Cast("cards", output_field=TextField()),
         )
     )
     records = (
@@ -413,10 +412,9 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
 
 def card_types(row: dict[str, Any]) -> list[str]:
     """The card types a `usage_jobs` row's job used, sorted ([]: CPU only), as the report
-    splits its hours (layout_cards; a deleted job's as its record kept them)."""
-    layout = _stored_roles(row["layout"])
-    if row["deleted"]:
-        cards = layout if isinstance(layout, dict) else {}
-    else:
-        cards = layout_cards(layout, row["total_cards"])
-    return sorted(cards)
+    splits its hours (Job.cards; a deleted job's as its record kept them)."""
+    try:
+        cards = json.loads(row["layout"] or "{}")
+    except ValueError:
+        cards = {}
+    return sorted(cards) if isinstance(cards, dict) else []

@@ -23,7 +23,8 @@ from django.utils.translation import gettext_lazy
 
 from .models import Job
 from .pools import pool_labels
-from .usage import UNKNOWN_CARD, Figures, Period, PoolUsage, UsageReport, usage_report
+from .spec import UNKNOWN_CARD
+from .usage import Figures, Period, PoolUsage, UsageReport, usage_report
 from .wizard import available_pools
 
 # Far enough either way for any job this console ran or will run, and well inside what

@@ -338,11 +338,11 @@ def test_the_page_makes_the_same_queries_for_3_or_30_jobs_deleted_or_not(
     Job.objects.filter(pk__in=every_other).delete()  # half of Alice's jobs, kept as records
     client = client_for(alice)
 
-    # session, user, the report's five (jobs and records per user, the user's name and
-    # groups, jobs and records per pool layout) and one page of jobs.
-    with django_assert_num_queries(8):
+    # session, user, the report's three (jobs and records per user, pool and card layout;
+    # the user's name and groups) and one page of jobs.
+    with django_assert_num_queries(6):
         page = client.get(URL, APRIL_QUERY)
-    with django_assert_num_queries(8):  # the CSV: every job, in one query
+    with django_assert_num_queries(6):  # the CSV: every job, in one query
         csv_response = client.get(URL, {**APRIL_QUERY, "format": "csv"})
 
     assert page.context["report"].total.jobs == jobs
@@ -367,10 +367,10 @@ def test_pools_no_longer_offered_show_their_last_known_name_for_one_query(
     run(alice, at(4, 0), at(4, 1))
     client = client_for(alice)
 
-    # The page's eight and one for the last known names, of the figures' pools and the jobs'.
-    with django_assert_num_queries(9) as counted:
+    # The page's six and one for the last known names, of the figures' pools and the jobs'.
+    with django_assert_num_queries(7) as counted:
         page = client.get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="zh-hans")
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(7):
         sheet = client.get(URL, {**APRIL_QUERY, "format": "csv"})
 
     assert sum("jobs_knownpool" in q["sql"] for q in counted.captured_queries) == 1

@@ -54,6 +54,10 @@ Migrations and what they do to existing rows:
 - 0028 and 0029 add indexes of jobs by owner and status (the pools page, queue counts) and by
   review state (the admin's review-state filter); no row changes, and downgrading past them
   drops them.
+- 0030 adds each job's cards per card type (what the usage report sums), worked out from
+  its stored spec (jobs.spec.charged_cards, as Job.save() does for new jobs), and the index
+  the report reads jobs from (`job_usage`). Reverse: drops both (the older release reads
+  the specs); upgrading again works the cards out anew.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -455,9 +459,11 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     new = migrate(None)
     build_world(new)
     # As the latest release leaves a job stopped while it waited for review.
-    new.get_model("jobs", "Job").objects.filter(name="stopped waiting").update(
-        review_state="withdrawn"
-    )
+    Job = new.get_model("jobs", "Job")
+    Job.objects.filter(name="stopped waiting").update(review_state="withdrawn")
+    # As the latest release stores each job's cards per card type (Job.save works them out).
+    for pk, spec, total_cards in Job.objects.values_list("pk", "spec", "total_cards"):
+        Job.objects.filter(pk=pk).update(cards=S.charged_cards(spec, total_cards))
     before = snapshot(new)
 
     old = migrate(target)
@@ -471,8 +477,8 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # ... with the jobs withdrawn from review Pending, as releases before 0006 show them.
     withdrawn = "withdrawn" if target == BEFORE_0015 else "pending"
     assert old_states["stopped waiting"] == ("stopped", withdrawn)
-    # Upgrading again restores every row; the task numbers and Withdrawn are worked out
-    # again. Only columns the downgrade dropped come back at their defaults: the recorded-text
+    # Upgrading again restores every row; the task numbers, Withdrawn and the jobs' cards per
+    # card type (0030) are worked out again. Only columns the downgrade dropped come back at their defaults: the recorded-text
     # sources past 0003 (the pages then show the text as recorded), the policy's
     # self-approval switch past 0007 (off), a replica's reason past 0008 (none), a local
     # run's running alert past 0010 (not due), a draft's New draft key past 0012 (none) and a
@@ -481,7 +487,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
     }
-    assert dropped["Job"] <= {"group_index", "status_reason_source"}
+    assert dropped["Job"] <= {"group_index", "status_reason_source", "cards"}
     defaults = {
         "allow_self_approval": False,
         "reason": "",
@@ -490,7 +496,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "runner": "",
     }
     for name, rows in before.items():
-        gone = dropped[name] - {"group_index"}
+        gone = dropped[name] - {"group_index", "cards"}
         for pk, row in rows.items():
             expected = {**row, **{key: defaults.get(key) for key in gone}}
             assert after[name][pk] == expected, (name, pk)
@@ -827,3 +833,77 @@ def test_downgrading_past_0028_drops_the_status_and_review_indexes_and_keeps_eve
 
     migrate(None)
     assert {"job_owner_status", "job_review_created"} <= set(job_indexes())
+
+
+def test_upgrading_past_0030_works_out_each_jobs_cards_and_downgrading_drops_them_and_the_index(
+    at_latest_after,
+):
+    old = migrate("0029_job_review_created")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    Job = old.get_model("jobs", "Job")
+    two_types = S.JobSpec(
+        name="mixed",
+        resource_pool_id="local",
+        framework=S.CUSTOM,
+        image="python:3.12",
+        command="python train.py",
+        roles=[
+            S.Role("trainer", 2, "baidu.com/h800_80g_cgpu", 4),
+            S.Role("sampler", 1, "baidu.com/a800_80g_cgpu", 1),
+            S.Role("launcher", 1),
+        ],
+    ).to_document()
+    cpu_only = S.JobSpec(
+        name="cpu", resource_pool_id="local", image="python:3.12", command="true"
+    ).to_document()
+    unreadable = {**cpu_only, "console": {**cpu_only["console"], "roles": "four cards"}}
+    layouts = [
+        (spec_document("same"), 6),  # A800s, in more jobs than one batch of the migration reads
+        (two_types, 9),
+        (cpu_only, 0),
+        (unreadable, 4),
+        (spec_document("charged apart"), 5),  # not the roles' 6 cards
+    ]
+    Job.objects.bulk_create(
+        Job(
+            public_id=f"job-{n}",
+            name="j",
+            owner=alice,
+            spec=spec,
+            resource_pool="local",
+            total_cards=cards,
+        )
+        for n, (spec, cards) in enumerate([layouts[0]] * 2100 + layouts[1:])
+    )
+    before = {j["id"]: j for j in Job.objects.values()}
+
+    new = migrate(None)
+
+    jobs = new.get_model("jobs", "Job").objects
+    cards = dict(jobs.values_list("public_id", "cards"))
+    assert all(cards[f"job-{n}"] == {"baidu.com/a800_80g_cgpu": 6} for n in range(2100))
+    assert [cards[f"job-{n}"] for n in range(2100, 2104)] == [
+        {"baidu.com/a800_80g_cgpu": 1, "baidu.com/h800_80g_cgpu": 8},
+        {},
+        {"?": 4},
+        {"?": 5},
+    ]
+    assert all(
+        cards[public_id] == S.charged_cards(spec, total)
+        for public_id, spec, total in jobs.values_list("public_id", "spec", "total_cards")
+    )
+    assert job_indexes()["job_usage"][:5] == [
+        "cards",
+        "owner_id",
+        "backend",
+        "resource_pool",
+        "total_cards",
+    ]
+
+    old = migrate("0029_job_review_created")
+    assert not has_field(old.get_model("jobs", "Job"), "cards")
+    assert "job_usage" not in job_indexes()
+    assert {j["id"]: j for j in old.get_model("jobs", "Job").objects.values()} == before
+
+    again = migrate(None)
+    assert dict(again.get_model("jobs", "Job").objects.values_list("public_id", "cards")) == cards

@@ -397,10 +397,10 @@ def test_pools_no_longer_offered_cost_the_report_one_query_for_their_names(
     client = client_for(reviewer)
     client.get(URL, APRIL_QUERY)  # warm the content-type and permission caches
 
-    # The ten of the page (see below) and one for the last known names of all three.
-    with django_assert_num_queries(11) as page:
+    # The eight of the page (see below) and one for the last known names of all three.
+    with django_assert_num_queries(9) as page:
         client.get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="en")
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(8):
         sheet = client.get(URL, {**APRIL_QUERY, "format": "csv"})
 
     assert sum("jobs_knownpool" in q["sql"] for q in page.captured_queries) == 1
@@ -468,11 +468,11 @@ def test_the_page_makes_the_same_queries_for_3_or_30_jobs_deleted_or_not(
     client.get(URL, APRIL_QUERY)  # warm the content-type and permission caches
 
     # session, user, the user's and groups' permissions, the pending-review count (the
-    # header's), and the report's five: jobs and records per user, the users' groups today,
-    # jobs and records per pool layout.
-    with django_assert_num_queries(10):
+    # header's), and the report's three: jobs and records per user, pool and card layout,
+    # the users' names and groups today.
+    with django_assert_num_queries(8):
         page = client.get(URL, APRIL_QUERY)
-    with django_assert_num_queries(9):  # the CSV has no header to draw
+    with django_assert_num_queries(7):  # the CSV has no header to draw
         client.get(URL, {**APRIL_QUERY, "format": "csv"})
 
     report = page.context["report"]
