@@ -242,6 +242,26 @@ def test_on_a_phone_staffs_list_of_workers_breaks_no_word_and_scrolls_in_its_box
 
 
 @pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_the_admins_list_of_running_workers_scrolls_in_its_box_not_the_page(
+    phone, transactional_db, reviewer
+):
+    # Found in QA round 25: with the worker running (no banner) the admin's front page was 654
+    # pixels wide at 390: only the banner's copy of the table scrolled in its box.
+    from jobs.health import worker_beat
+    from tests.test_workers import worker_on
+
+    worker_beat(worker=worker_on("gpu-node-a", 4242, run_dir="/srv/console/var/runs"))
+    log_in(phone, "carol", "carol-password")
+
+    phone.goto("/admin/")
+    expect(phone.locator("#worker-running")).to_be_visible()
+    table = phone.locator("#known-workers")
+    expect(table).to_be_visible()
+    assert table.locator("td").first.evaluate(TEXT_LINES)["lines"] == 1
+    assert phone.evaluate(PAGE_FITS)  # the table scrolls in its box, not the page
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
 def test_on_a_phone_a_drafts_updated_label_and_time_break_no_word(phone, transactional_db, alice):
     # Found in QA round 24: in English, beside a long next step ("Image and command"), the
     # label broke as "Update/d" and the time took three lines.
