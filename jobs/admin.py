@@ -1128,12 +1128,21 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             "form_action": reverse("admin:jobs_job_changelist")
             if single
             else request.get_full_path(),
+            "cancel_url": self._cancel_url(queryset, single=single),
             "single": single,
             "reason": request.POST.get("reason", ""),
             "error": error,
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/jobs/job/review_confirmation.html", context)
+
+    def _cancel_url(self, queryset: QuerySet, *, single: bool) -> str:
+        """Where "No, take me back" goes: the job's own page when the action was asked there
+        (it led to the list, away from the job the reviewer was reading), else the list."""
+        ids = list(queryset.values_list("pk", flat=True)[:2]) if single else []
+        if len(ids) == 1:
+            return reverse("admin:jobs_job_change", args=[ids[0]])
+        return reverse("admin:jobs_job_changelist")
 
     def _skipped_shown(self, request: HttpRequest, action: str, queryset: QuerySet) -> list[Job]:
         skipped = list(self._skipped(request, action, queryset)[:CONFIRMATION_SHOWN])
@@ -1247,7 +1256,11 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         reason = request.POST.get("reason", "").replace("\r\n", "\n").strip()
         error = ""
         if not reason:
-            error = _("Give the reason the owners will see.")
+            error = ngettext(
+                "Give the reason the owner will see.",
+                "Give the reason the owners will see.",
+                queryset.count(),
+            )
         elif len(reason) > MAX_REJECT_REASON:
             # It is the job's status reason on every page and in the owner's email.
             error = _(

@@ -562,6 +562,48 @@ def test_reject_needs_a_reason_and_the_owner_then_sees_it(alice, reviewer, revie
     assert "Ask for 8 cards at most." in owner_page.content.decode()
 
 
+def test_a_reject_without_a_reason_asks_for_it_in_the_singular_for_one_job(
+    alice, bob, reviewer, review_all
+):
+    # QA round 25: one job's confirmation asked for "the reason the owners will see".
+    one, two = submit(alice, "1"), submit(bob, "2")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    for_one = confirm(client, "reject_jobs", [one], reason=" ", _single="1").content.decode()
+    for_two = confirm(client, "reject_jobs", [one, two], reason="").content.decode()
+
+    assert "Give the reason the owner will see." in for_one
+    assert "Give the reason the owners will see." in for_two
+    assert Job.objects.filter(status=JobStatus.PENDING_REVIEW).count() == 2
+
+
+def test_no_take_me_back_leads_to_the_job_page_the_confirmation_was_asked_from(
+    alice, reviewer, review_all
+):
+    # QA round 25: from a job's own Approve or Reject it led to the list of every job.
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    job_page = f"{CHANGELIST}{job.pk}/change/"
+
+    asked_on_its_page = client.get(f"{CHANGELIST}{job.pk}/review/reject/")
+    refused_on_its_page = client.post(
+        CHANGELIST,
+        {"action": "reject_jobs", "_selected_action": [job.pk], "post": "yes", "_single": "1"},
+    )
+    asked_on_the_list = client.post(
+        CHANGELIST, {"action": "reject_jobs", "_selected_action": [job.pk]}
+    )
+
+    assert asked_on_its_page.status_code == refused_on_its_page.status_code == 200
+    assert asked_on_its_page.context["cancel_url"] == job_page
+    assert f'<a href="{job_page}" class="button cancel-link">' in (
+        refused_on_its_page.content.decode()
+    )
+    assert asked_on_the_list.context["cancel_url"] == CHANGELIST
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
+
+
 def test_an_overlong_reject_reason_is_refused_and_kept_for_shortening(alice, reviewer, review_all):
     job = submit(alice, "1")
     long_reason = "x" * 1001
