@@ -566,9 +566,21 @@ def _query_with(request: HttpRequest, **changes: str) -> str:
     return f"?{query.urlencode()}"
 
 
+def _moment_shown(moment: datetime | None) -> str:
+    """A time on a job's admin page as on its owner's page, "2026-12-02 18:41:05" in
+    TIME_ZONE, in either language: the admin's own "Dec. 2, 2026, 6:41 p.m." has no seconds,
+    so the events of a job that started and ended within a minute read as simultaneous."""
+    if moment is None:
+        return "—"
+    local = timezone.localtime(moment)
+    return format_html(
+        '<time datetime="{}">{}</time>', local.isoformat(), local.strftime("%Y-%m-%d %H:%M:%S")
+    )
+
+
 class JobEventInline(admin.TabularInline):
     model = JobEvent
-    fields = ["created_at", "type", "reason_shown", "message_in_language", "actor"]
+    fields = ["time_shown", "type", "reason_shown", "message_in_language", "actor"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -576,6 +588,10 @@ class JobEventInline(admin.TabularInline):
 
     class Media:
         css = {"all": ["admin_jobs.css"]}
+
+    @admin.display(description=gettext_lazy("time"))
+    def time_shown(self, event: JobEvent) -> str:
+        return _moment_shown(event.created_at)
 
     @admin.display(description=gettext_lazy("reason"))
     def reason_shown(self, event: JobEvent) -> str:
@@ -716,6 +732,10 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         "reviewed_by_shown",
         "status_reason_in_language",
         "group_task",
+        "reviewed_at_shown",
+        "created_at_shown",
+        "started_at_shown",
+        "finished_at_shown",
     ]
     fieldsets = [
         (
@@ -724,7 +744,7 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         ),
         (
             gettext_lazy("Review"),
-            {"fields": ["review_state", "reviewed_by_shown", "reviewed_at"]},
+            {"fields": ["review_state", "reviewed_by_shown", "reviewed_at_shown"]},
         ),
         (
             gettext_lazy("Placement"),
@@ -746,7 +766,10 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         ),
         (
             gettext_lazy("Times"),
-            {"fields": ["created_at", "started_at", "finished_at"], "classes": ["collapse"]},
+            {
+                "fields": ["created_at_shown", "started_at_shown", "finished_at_shown"],
+                "classes": ["collapse"],
+            },
         ),
     ]
 
@@ -790,12 +813,28 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
     def reviewed_by_shown(self, job: Job) -> str:
         return _user_text(job.reviewed_by)
 
+    @admin.display(description=gettext_lazy("reviewed"))
+    def reviewed_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.reviewed_at)
+
+    @admin.display(description=gettext_lazy("created"))
+    def created_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.created_at)
+
+    @admin.display(description=gettext_lazy("started"))
+    def started_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.started_at)
+
+    @admin.display(description=gettext_lazy("finished"))
+    def finished_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.finished_at)
+
     @admin.display(description=gettext_lazy("created"), ordering="created_at")
     def created(self, job: Job) -> str:
         # "2026-12-02 01:17" (TIME_ZONE), in either language, over two lines where the column is
         # narrow: the admin's own "Dec. 2, 2026, 1:17 a.m." (2026年12月2日 01:17) took the widest
         # column of the list and pushed cards, priority and itself out of a tablet's width. The
-        # seconds are in the element's title and on the job's page.
+        # seconds are in the element's title and on the job's page (_moment_shown).
         moment = timezone.localtime(job.created_at)
         return format_html(
             '<time datetime="{}" title="{}"><span>{}</span> <span>{}</span></time>',

@@ -333,13 +333,13 @@ def test_an_unreviewed_jobs_blank_reviewer_and_review_time_read_alike(alice, rev
 
     body = r.content.decode()
     values = re.findall(
-        r'<div class="form-row field-(reviewed_by_shown|reviewed_at)">.*?'
+        r'<div class="form-row field-(reviewed_by_shown|reviewed_at_shown)">.*?'
         r'<div class="readonly">(.*?)</div>',
         body,
         re.S,
     )
     assert r.status_code == 200
-    assert dict(values) == {"reviewed_by_shown": "—", "reviewed_at": "—"}  # not "—" and "-"
+    assert dict(values) == {"reviewed_by_shown": "—", "reviewed_at_shown": "—"}  # not "—" and "-"
 
 
 def test_the_job_page_shows_spec_request_and_environment_with_secrets_masked(alice, reviewer):
@@ -694,6 +694,34 @@ def test_stop_and_resubmit_from_the_list(alice, reviewer):
     assert Job.objects.get(pk=queued.pk).status == JobStatus.STOPPED
     assert Job.objects.get(pk=failed.pk).status == JobStatus.QUEUED
     assert Job.objects.get(pk=failed.pk).events.last().actor == reviewer
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_a_jobs_page_gives_its_times_and_events_to_the_second_in_either_language(
+    alice, reviewer, settings, language
+):
+    # QA round 25: "Dec. 2, 2026, 6:41 p.m." had no seconds, so a job's approval, start and end
+    # within one minute read as simultaneous; its owner's page gives them to the second.
+    from datetime import UTC, datetime
+
+    settings.TIME_ZONE = "Asia/Shanghai"
+    job = submit(alice, "1")
+    moment = datetime(2026, 12, 2, 10, 41, 5, tzinfo=UTC)
+    Job.objects.filter(pk=job.pk).update(
+        created_at=moment, reviewed_at=moment + timedelta(seconds=20), reviewed_by=reviewer
+    )
+    job.events.update(created_at=moment + timedelta(seconds=7))
+    client = client_for(reviewer)
+    client.cookies["django_language"] = language
+
+    page = client.get(f"{CHANGELIST}{job.pk}/change/")
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert '<div class="readonly"><time datetime="2026-12-02T18:41:05+08:00">' in html
+    assert "2026-12-02 18:41:25</time>" in html  # reviewed
+    assert html.count("2026-12-02 18:41:12</time>") == job.events.count() >= 1
+    assert "p.m." not in html and "2026年12月2日" not in html
 
 
 def test_a_single_job_is_approved_from_its_page_through_the_confirmation(
