@@ -49,7 +49,7 @@ from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
-from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .admin_lists import CheckedSelectionMixin, FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .alerts import webhook_shown
 from .api_keys import password_set_by
 from .backends import BackendError, get_backend
@@ -140,7 +140,11 @@ PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
 
 @admin.register(User)
 class ConsoleUserAdmin(
-    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, UserAdmin
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    UserAdmin,
 ):
     """Users are the superusers' (README "Roles"). Staff given the `auth | user` permissions
     (say, to add accounts or fix an email address) edit the other fields of accounts that are
@@ -207,7 +211,11 @@ class ConsoleUserAdmin(
 
 @admin.register(Group)
 class ConsoleGroupAdmin(
-    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, GroupAdmin
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    GroupAdmin,
 ):
     """A group's permissions are given by superusers only: staff with `auth | group`
     permissions could otherwise give a group they are in any permission (users' included)."""
@@ -677,7 +685,13 @@ def _user_text(user: Any) -> str:
 
 
 @admin.register(Job)
-class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin):
+class JobAdmin(
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    admin.ModelAdmin,
+):
     # A blank value reads as the console writes one everywhere (the reviewer, the wizard's
     # review), not as Django's "-" beside a "—" on the same page.
     empty_value_display = "—"
@@ -772,20 +786,6 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             },
         ),
     ]
-
-    def response_action(
-        self, request: HttpRequest, queryset: QuerySet, **kwargs: Any
-    ) -> HttpResponse | None:
-        # Job ids are integers SQLite can hold; anything else fails inside the admin's query.
-        selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
-        if not all(value.isdigit() and len(value) <= 18 for value in selected):
-            self.message_user(
-                request,
-                _("The selection was not understood; select the jobs again."),
-                messages.WARNING,
-            )
-            return HttpResponseRedirect(request.get_full_path())
-        return super().response_action(request, queryset, **kwargs)
 
     @admin.display(description=gettext_lazy("name"), ordering="name")
     def name_shown(self, job: Job) -> str:
@@ -1511,7 +1511,11 @@ class CardQuotaForm(forms.ModelForm):
 
 @admin.register(CardQuota)
 class CardQuotaAdmin(
-    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    admin.ModelAdmin,
 ):
     """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
     model's permissions edit them; the scheduler reads them on its next pass."""

@@ -15,7 +15,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy, ngettext
 
-from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .admin_lists import CheckedSelectionMixin, FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .api_keys import admin_history_revoked, api_key_revoke
 from .models import ApiKey, ApiKeyRevokeReason
 
@@ -45,7 +45,9 @@ class ExpiryFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin):
+class ApiKeyAdmin(
+    CheckedSelectionMixin, NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin
+):
     fields = (
         "access_key_id",
         "owner",

@@ -948,6 +948,41 @@ def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review
     assert job.status == JobStatus.PENDING_REVIEW
 
 
+@pytest.mark.parametrize(
+    ("url", "action", "items"),
+    [
+        ("/admin/auth/user/", "delete_selected", "users"),
+        ("/admin/auth/group/", "delete_selected", "groups"),
+        ("/admin/jobs/cardquota/", "delete_selected", "card quotas"),
+        ("/admin/jobs/apikey/", "revoke_keys", "API access keys"),
+    ],
+)
+@pytest.mark.parametrize("selected", ["abc", "99999999999999999999999"])
+def test_every_lists_action_refuses_a_malformed_selection_with_a_message_not_a_500(
+    alice, superuser, url, action, items, selected
+):
+    # QA round 25: the job list had this check; the other lists with an action answered 500.
+    from django.contrib.auth.models import Group
+
+    from jobs.api_keys import api_key_create
+    from jobs.models import ApiKey, CardQuota
+
+    Group.objects.create(name="team-a")
+    CardQuota.objects.create(user=alice, max_cards=8)
+    api_key_create(owner=alice)
+    client = client_for(superuser)
+    client.cookies["django_language"] = "en"
+
+    r = client.post(url, {"action": action, "_selected_action": [selected], "index": "0"})
+
+    assert r.status_code == 302 and r["Location"] == url
+    said = [str(m) for m in client.get(url).context["messages"]]
+    assert said == [f"The selection was not understood; select the {items} again."]
+    assert User.objects.count() == 2 and Group.objects.count() == 2  # Reviewers and team-a
+    assert CardQuota.objects.count() == 1
+    assert ApiKey.objects.filter(revoked_at__isnull=True).count() == 1
+
+
 def test_the_policy_queues_are_checked_tidied_and_unknown_ones_pointed_out(superuser):
     client = client_for(superuser)
     url = "/admin/jobs/reviewpolicy/1/change/"
