@@ -1367,9 +1367,14 @@ QUEUE_ENTRY_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-
 
 class ReviewPolicyForm(forms.ModelForm):
     # Required, so no blank "- Select an option -" entry (Django's, untranslated here).
-    mode = forms.ChoiceField(label=gettext_lazy("review"), choices=ReviewMode.choices)
+    # Labelled as Django labels the model's other fields, capitalised ("Review:" beside
+    # "Queues:"; the page read "review:" and "more than N cards:").
+    mode = forms.ChoiceField(
+        label=capfirst(ReviewPolicy._meta.get_field("mode").verbose_name),
+        choices=ReviewMode.choices,
+    )
     above_cards = forms.IntegerField(
-        label=gettext_lazy("more than N cards"),
+        label=capfirst(ReviewPolicy._meta.get_field("above_cards").verbose_name),
         min_value=0,
         max_value=100_000,
         help_text=ReviewPolicy._meta.get_field("above_cards").help_text,

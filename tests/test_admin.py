@@ -983,6 +983,26 @@ def test_every_lists_action_refuses_a_malformed_selection_with_a_message_not_a_5
     assert ApiKey.objects.filter(revoked_at__isnull=True).count() == 1
 
 
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_policy_pages_labels_are_capitalised_as_django_labels_its_other_fields(
+    superuser, language
+):
+    # QA round 25: "review:" and "more than N cards:" above "Queues:" and "Updated by:".
+    client = client_for(superuser)
+    client.cookies["django_language"] = language
+
+    page = client.get("/admin/jobs/reviewpolicy/1/change/")
+
+    labels = re.findall(r"<label[^>]*>(.*?):</label>", page.content.decode())
+    assert page.status_code == 200
+    expected = {
+        "en": ["Review", "More than N cards", "Queues", "Updated by", "Updated"],
+        # 超过 N 张卡, not 卡数上限 N: the number is when review starts, not a cap on cards.
+        "zh-hans": ["审核", "超过 N 张卡", "队列", "更新人", "更新时间"],
+    }[language]
+    assert labels == expected
+
+
 def test_the_policy_queues_are_checked_tidied_and_unknown_ones_pointed_out(superuser):
     client = client_for(superuser)
     url = "/admin/jobs/reviewpolicy/1/change/"
