@@ -32,7 +32,8 @@ from jobs.services import jobs_submit
 
 EXCLUDED_PREFIXES = ("admin/", "i18n/")
 METHODS = ("GET", "POST")
-ROLES = ("anonymous", "owner", "other", "reviewer", "superuser")
+# "staff": staff with no permission (not a reviewer): another user as far as jobs go.
+ROLES = ("anonymous", "owner", "other", "staff", "reviewer", "superuser")
 
 
 @dataclass
@@ -53,7 +54,8 @@ class Rule:
     methods: frozenset[str] = frozenset({"GET"})
     # Only the owner of the object in the URL may use it; anyone else gets 404.
     owned: bool = True
-    # ...and staff too (the reviewer, the superuser): what they may see of any job.
+    # ...and staff who may view jobs too (the reviewer, the superuser): what they may see of
+    # any job.
     staff: bool = False
     public: bool = False
     # Extra query string for GET (e.g. a replica to read).
@@ -222,7 +224,13 @@ def world(alice, bob, reviewer, superuser) -> World:
         alice=alice,
         job=job,
         draft=draft,
-        users={"owner": alice, "other": bob, "reviewer": reviewer, "superuser": superuser},
+        users={
+            "owner": alice,
+            "other": bob,
+            "staff": User.objects.create_user("sam", "sam@example.com", "pw", is_staff=True),
+            "reviewer": reviewer,
+            "superuser": superuser,
+        },
         key=key,
     )
 
@@ -342,12 +350,13 @@ OWNED_GET = [
 ]
 
 
-# Staff see a staff rule's page of every job: only another ordinary user is refused it.
+# Staff who may view jobs see a staff rule's page of every job: another ordinary user, and
+# staff without that permission, are refused it.
 SOMEONE_ELSES = [
     pytest.param(name, role, id=f"{role}-{name}")
     for name in OWNED_GET
-    for role in ("other", "reviewer", "superuser")
-    if role == "other" or not RULES[name].staff
+    for role in ("other", "staff", "reviewer", "superuser")
+    if role in ("other", "staff") or not RULES[name].staff
 ]
 
 
