@@ -1168,6 +1168,7 @@ class JobAdmin(
             if single
             else request.get_full_path(),
             "cancel_url": self._cancel_url(queryset, single=single),
+            "changelist_url": reverse("admin:jobs_job_changelist"),
             "single": single,
             "reason": request.POST.get("reason", ""),
             "error": error,

@@ -604,6 +604,35 @@ def test_no_take_me_back_leads_to_the_job_page_the_confirmation_was_asked_from(
     assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
 
 
+def test_an_action_no_longer_open_to_a_job_says_so_and_leads_back_to_it(
+    alice, reviewer, review_all
+):
+    # QA round 25: a job page opened before another reviewer approved the job; its Approve led
+    # to "None of the selected jobs is in a status..." with no way back but the breadcrumbs.
+    job = submit(alice, "1")
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.QUEUED)
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    from_its_page = client.get(f"{CHANGELIST}{job.pk}/review/approve/").content.decode()
+    from_the_list = client.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [job.pk]}
+    ).content.decode()
+
+    assert "This job is not in a status this action applies to." in from_its_page
+    assert "confirm-review" not in from_its_page
+    assert (
+        f'<a href="{CHANGELIST}{job.pk}/change/" class="button cancel-link" id="review-back">'
+        "Back to the job</a>"
+    ) in from_its_page
+    assert "None of the selected jobs is in a status this action applies to." in from_the_list
+    assert (
+        f'<a href="{CHANGELIST}" class="button cancel-link" id="review-back">'
+        "Back to the job list</a>"
+    ) in from_the_list
+    assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
+
+
 def test_an_overlong_reject_reason_is_refused_and_kept_for_shortening(alice, reviewer, review_all):
     job = submit(alice, "1")
     long_reason = "x" * 1001
