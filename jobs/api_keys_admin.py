@@ -70,16 +70,33 @@ class ApiKeyAdmin(
 
     @admin.action(description=gettext_lazy("Revoke the selected keys"), permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        count = 0
+        count = skipped = 0
         for key in queryset.select_related("owner"):
             if api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF):
                 count += 1
                 admin_history_revoked(keys=[key], actor_id=request.user.pk)
-        self.message_user(
-            request,
-            ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count) % {"count": count},
-            messages.SUCCESS,
-        )
+            else:
+                skipped += 1
+        # Keys revoked before say so: "0 keys revoked." in green read as if nothing was
+        # selected, or as a success.
+        if count:
+            self.message_user(
+                request,
+                ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count)
+                % {"count": count},
+                messages.SUCCESS,
+            )
+        if skipped:
+            self.message_user(
+                request,
+                ngettext(
+                    "Skipped %(count)d key: it was revoked already.",
+                    "Skipped %(count)d keys: they were revoked already.",
+                    skipped,
+                )
+                % {"count": skipped},
+                messages.WARNING,
+            )
 
     def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> Any:
         return super().get_search_results(request, queryset, search_term[:200])
