@@ -886,6 +886,33 @@ def test_normal_users_are_sent_to_the_admin_login(alice_client, alice):
         assert r["Location"].startswith("/admin/login/")
 
 
+def test_a_reviewer_switches_the_admins_language_from_its_top_bar_and_stays_on_the_page(
+    alice, reviewer
+):
+    # QA round 25: the admin had no 中文/EN switch; a reviewer had to leave for the console.
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    page = f"{CHANGELIST}{job.pk}/change/?events=all"
+
+    in_chinese = client.get(page).content.decode()
+    switch = re.search(r'<form id="language-form".*?</form>', in_chinese, re.S)
+    assert switch, "no language switch"
+    assert f'<input type="hidden" name="next" value="{CHANGELIST}{job.pk}/change/?events=all">' in (
+        switch.group(0)
+    )
+    assert '<button type="submit" name="language" value="en" lang="en">EN</button>' in (
+        switch.group(0)
+    )
+    switched = client.post(
+        "/i18n/setlang/", {"language": "en", "next": f"{CHANGELIST}{job.pk}/change/?events=all"}
+    )
+    in_english = client.get(switched["Location"]).content.decode()
+
+    assert switched.status_code == 302 and switched["Location"] == page
+    assert "Log out" in in_english and "View job" in in_english
+    assert 'value="zh-hans" lang="zh-hans">中文</button>' in in_english
+
+
 def test_reviewers_cannot_manage_users_or_the_policy(reviewer):
     client = client_for(reviewer)
 
