@@ -261,6 +261,24 @@ def test_on_a_phone_the_admins_list_of_running_workers_scrolls_in_its_box_not_th
     assert phone.evaluate(PAGE_FITS)  # the table scrolls in its box, not the page
 
 
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_a_rejects_reason_box_fits_the_screen(phone, transactional_db, alice, reviewer):
+    # Found in QA round 25: its 80 columns made the confirmation page 697 pixels wide.
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    [job] = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="k")
+    log_in(phone, "carol", "carol-password")
+
+    phone.goto(f"/admin/jobs/job/{job.pk}/review/reject/")
+
+    reason = phone.locator("#id_reason")
+    expect(reason).to_be_visible()
+    assert reason.evaluate("e => e.getBoundingClientRect().right") <= 390
+    assert phone.evaluate(PAGE_FITS)
+
+
 @pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
 def test_on_a_phone_a_drafts_updated_label_and_time_break_no_word(phone, transactional_db, alice):
     # Found in QA round 24: in English, beside a long next step ("Image and command"), the
