@@ -1143,7 +1143,7 @@ class JobAdmin(
         single: bool = False,
         error: str = "",
     ) -> TemplateResponse:
-        queryset = queryset.select_related("owner")
+        queryset = queryset.select_related("owner", "group")
         eligible = self._eligible(request, action, queryset)
         eligible_count = eligible.count()
         context = {

@@ -604,6 +604,25 @@ def test_no_take_me_back_leads_to_the_job_page_the_confirmation_was_asked_from(
     assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
 
 
+def test_a_confirmation_names_a_queue_groups_tasks_by_number_as_the_list_does(
+    alice, reviewer, review_all
+):
+    # QA round 25: approving a pending group listed "qa-grp" three times, its numbers missing.
+    group = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    tasks = jobs_submit(
+        owner=alice, spec=make_spec(name="qa-grp", submission=group), submit_key="g"
+    )
+    client = client_for(reviewer)
+
+    page = client.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [t.pk for t in tasks]}
+    ).content.decode()
+
+    listed = re.findall(r"<li>(qa-grp[^<]*) <code>", page)
+    assert sorted(listed) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
+    assert Job.objects.filter(status=JobStatus.PENDING_REVIEW).count() == 3
+
+
 def test_an_action_no_longer_open_to_a_job_says_so_and_leads_back_to_it(
     alice, reviewer, review_all
 ):
