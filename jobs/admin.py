@@ -581,8 +581,12 @@ def _moment_shown(moment: datetime | None) -> str:
     if moment is None:
         return "—"
     local = timezone.localtime(moment)
+    # Day and time each in one piece where the events' narrow column wraps it (admin_jobs.css).
     return format_html(
-        '<time datetime="{}">{}</time>', local.isoformat(), local.strftime("%Y-%m-%d %H:%M:%S")
+        '<time datetime="{}"><span>{}</span> <span>{}</span></time>',
+        local.isoformat(),
+        local.strftime("%Y-%m-%d"),
+        local.strftime("%H:%M:%S"),
     )
 
 

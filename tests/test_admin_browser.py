@@ -17,6 +17,10 @@ from tests.conftest import log_in
 
 pytestmark = pytest.mark.browser
 
+# How many lines an element's text takes.
+LINES = """e => { const r = document.createRange(); r.selectNodeContents(e);
+  return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"""
+
 
 def submit(owner, name: str) -> Job:
     spec = S.JobSpec(
@@ -347,6 +351,37 @@ def test_on_a_phone_the_job_pages_events_fit_the_screen(
         assert wide <= room, f"the events table is {wide} px wide in a {room} px box"
         actor = events.locator("td.field-actor a").first.bounding_box()
         assert actor["height"] < 30  # "carol" on one line, not "caro" over "l"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_a_long_reject_reason_wraps_in_the_events_and_each_time_stays_in_two_pieces(
+    browser, live_server, alice, reviewer, width
+):
+    # QA round 25: a reason with a long link made the events table 2,879 pixels wide, its "by"
+    # column out of sight; beside it "2026-12-02 18:58:59" took three lines (2026- 12-02 ...).
+    from jobs.review import job_reject
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job = submit(alice, "long-reason")
+    job_reject(job=job, reviewer=reviewer, reason="See https://wiki.example.com/" + "a" * 300)
+    context = browser.new_context(
+        base_url=live_server.url, locale="en-US", viewport={"width": width, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "carol", "carol-password")
+        page.goto(f"/admin/jobs/job/{job.pk}/change/")
+
+        events = page.locator("#events-group")
+        expect(events.locator("td.field-actor a").last).to_have_text("carol")
+        wide, room = events.locator(".wrapper").evaluate(
+            "box => [box.scrollWidth, box.clientWidth]"
+        )
+        assert wide <= room, f"the events table is {wide} px wide in a {room} px box"
+        for time in events.locator("td.field-time_shown time").all():
+            assert time.evaluate(LINES) <= 2, time.inner_text()
     finally:
         context.close()
 
