@@ -245,6 +245,37 @@ def test_at_768_pixels_every_job_list_column_is_in_view_with_the_side_menu_folde
     context.close()
 
 
+def test_at_768_pixels_every_column_is_in_view_in_english_with_its_longest_words(
+    browser, live_server, alice, reviewer
+):
+    # QA round 25: in English "Succeeded", "Submitting" and "Withdrawn" (one word each) beside
+    # the FRAMEWORK and PRIORITY headers pushed the creation time 13 pixels out of the list's box.
+    from jobs.models import ReviewState
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    for n, (status, review) in enumerate(
+        [
+            (JobStatus.SUCCEEDED, ReviewState.APPROVED),
+            (JobStatus.SUBMITTING, ReviewState.NOT_REQUIRED),
+            (JobStatus.STOPPED, ReviewState.WITHDRAWN),
+        ]
+    ):
+        job = submit(alice, f"llama2-70b-sft-run-{n}-with-a-long-descriptive-name")
+        Job.objects.filter(pk=job.pk).update(status=status, review_state=review)
+    context = browser.new_context(
+        base_url=live_server.url, locale="en-US", viewport={"width": 768, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "carol", "carol-password")
+        page.goto("/admin/jobs/job/")
+
+        expect(page.locator("#result_list td.field-review_state").first).to_be_visible()
+        assert page.evaluate(COLUMNS_FIT) == {"fits": True, "hidden": []}
+    finally:
+        context.close()
+
+
 def test_the_side_menu_folds_for_a_narrow_window_without_forgetting_a_wide_ones_choice(
     page, alice, reviewer
 ):
