@@ -23,6 +23,10 @@ urlpatterns = [
     path("i18n/", include("django.conf.urls.i18n")),
     # For load balancers and probes: no log-in, no session (jobs.health_views).
     path("healthz", health_views.healthz, name="healthz"),
+    # The admin's Log out is the console's: the same notice on the login page, and a GET (a
+    # typed address) asks first instead of answering a blank 405 (reversed as admin:logout,
+    # which names this same address, below).
+    path("admin/logout/", accounts.logout, name="admin-logout"),
     path("admin/", admin.site.urls),
 ]
 

@@ -44,6 +44,18 @@ class ConsoleLoginView(auth_views.LoginView):
 
 
 class ConsoleLogoutView(auth_views.LogoutView):
+    """Logs out on a POST (the top bar's Log out). A GET, someone typing /logout/ or following
+    a link to it, asks first (Django logs out on a POST only, so that no link or image on
+    another site can): it answered a blank "405" page (QA round 25). Logged out already, it
+    goes to the login page."""
+
+    http_method_names = ["get", "head", "post", "options"]
+
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect(settings.LOGIN_URL)
+        return render(request, "registration/logout_confirm.html")
+
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = super().post(request, *args, **kwargs)
         messages.success(request, _("You have logged out."))

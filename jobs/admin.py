@@ -49,7 +49,7 @@ from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
-from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .admin_lists import CheckedSelectionMixin, FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .alerts import webhook_shown
 from .api_keys import password_set_by
 from .backends import BackendError, get_backend
@@ -140,7 +140,11 @@ PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
 
 @admin.register(User)
 class ConsoleUserAdmin(
-    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, UserAdmin
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    UserAdmin,
 ):
     """Users are the superusers' (README "Roles"). Staff given the `auth | user` permissions
     (say, to add accounts or fix an email address) edit the other fields of accounts that are
@@ -207,7 +211,11 @@ class ConsoleUserAdmin(
 
 @admin.register(Group)
 class ConsoleGroupAdmin(
-    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, GroupAdmin
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    GroupAdmin,
 ):
     """A group's permissions are given by superusers only: staff with `auth | group`
     permissions could otherwise give a group they are in any permission (users' included)."""
@@ -566,9 +574,25 @@ def _query_with(request: HttpRequest, **changes: str) -> str:
     return f"?{query.urlencode()}"
 
 
+def _moment_shown(moment: datetime | None) -> str:
+    """A time on a job's admin page as on its owner's page, "2026-12-02 18:41:05" in
+    TIME_ZONE, in either language: the admin's own "Dec. 2, 2026, 6:41 p.m." has no seconds,
+    so the events of a job that started and ended within a minute read as simultaneous."""
+    if moment is None:
+        return "—"
+    local = timezone.localtime(moment)
+    # Day and time each in one piece where the events' narrow column wraps it (admin_jobs.css).
+    return format_html(
+        '<time datetime="{}"><span>{}</span> <span>{}</span></time>',
+        local.isoformat(),
+        local.strftime("%Y-%m-%d"),
+        local.strftime("%H:%M:%S"),
+    )
+
+
 class JobEventInline(admin.TabularInline):
     model = JobEvent
-    fields = ["created_at", "type", "reason_shown", "message_in_language", "actor"]
+    fields = ["time_shown", "type", "reason_shown", "message_in_language", "actor"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -576,6 +600,10 @@ class JobEventInline(admin.TabularInline):
 
     class Media:
         css = {"all": ["admin_jobs.css"]}
+
+    @admin.display(description=gettext_lazy("time"))
+    def time_shown(self, event: JobEvent) -> str:
+        return _moment_shown(event.created_at)
 
     @admin.display(description=gettext_lazy("reason"))
     def reason_shown(self, event: JobEvent) -> str:
@@ -661,7 +689,13 @@ def _user_text(user: Any) -> str:
 
 
 @admin.register(Job)
-class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin):
+class JobAdmin(
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    admin.ModelAdmin,
+):
     # A blank value reads as the console writes one everywhere (the reviewer, the wizard's
     # review), not as Django's "-" beside a "—" on the same page.
     empty_value_display = "—"
@@ -716,6 +750,10 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         "reviewed_by_shown",
         "status_reason_in_language",
         "group_task",
+        "reviewed_at_shown",
+        "created_at_shown",
+        "started_at_shown",
+        "finished_at_shown",
     ]
     fieldsets = [
         (
@@ -724,7 +762,7 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         ),
         (
             gettext_lazy("Review"),
-            {"fields": ["review_state", "reviewed_by_shown", "reviewed_at"]},
+            {"fields": ["review_state", "reviewed_by_shown", "reviewed_at_shown"]},
         ),
         (
             gettext_lazy("Placement"),
@@ -746,23 +784,12 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         ),
         (
             gettext_lazy("Times"),
-            {"fields": ["created_at", "started_at", "finished_at"], "classes": ["collapse"]},
+            {
+                "fields": ["created_at_shown", "started_at_shown", "finished_at_shown"],
+                "classes": ["collapse"],
+            },
         ),
     ]
-
-    def response_action(
-        self, request: HttpRequest, queryset: QuerySet, **kwargs: Any
-    ) -> HttpResponse | None:
-        # Job ids are integers SQLite can hold; anything else fails inside the admin's query.
-        selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
-        if not all(value.isdigit() and len(value) <= 18 for value in selected):
-            self.message_user(
-                request,
-                _("The selection was not understood; select the jobs again."),
-                messages.WARNING,
-            )
-            return HttpResponseRedirect(request.get_full_path())
-        return super().response_action(request, queryset, **kwargs)
 
     @admin.display(description=gettext_lazy("name"), ordering="name")
     def name_shown(self, job: Job) -> str:
@@ -790,12 +817,28 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
     def reviewed_by_shown(self, job: Job) -> str:
         return _user_text(job.reviewed_by)
 
+    @admin.display(description=gettext_lazy("reviewed"))
+    def reviewed_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.reviewed_at)
+
+    @admin.display(description=gettext_lazy("created"))
+    def created_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.created_at)
+
+    @admin.display(description=gettext_lazy("started"))
+    def started_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.started_at)
+
+    @admin.display(description=gettext_lazy("finished"))
+    def finished_at_shown(self, job: Job) -> str:
+        return _moment_shown(job.finished_at)
+
     @admin.display(description=gettext_lazy("created"), ordering="created_at")
     def created(self, job: Job) -> str:
         # "2026-12-02 01:17" (TIME_ZONE), in either language, over two lines where the column is
         # narrow: the admin's own "Dec. 2, 2026, 1:17 a.m." (2026年12月2日 01:17) took the widest
         # column of the list and pushed cards, priority and itself out of a tablet's width. The
-        # seconds are in the element's title and on the job's page.
+        # seconds are in the element's title and on the job's page (_moment_shown).
         moment = timezone.localtime(job.created_at)
         return format_html(
             '<time datetime="{}" title="{}"><span>{}</span> <span>{}</span></time>',
@@ -1107,7 +1150,7 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         single: bool = False,
         error: str = "",
     ) -> TemplateResponse:
-        queryset = queryset.select_related("owner")
+        queryset = queryset.select_related("owner", "group")
         eligible = self._eligible(request, action, queryset)
         eligible_count = eligible.count()
         context = {
@@ -1131,12 +1174,22 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
             "form_action": reverse("admin:jobs_job_changelist")
             if single
             else request.get_full_path(),
+            "cancel_url": self._cancel_url(queryset, single=single),
+            "changelist_url": reverse("admin:jobs_job_changelist"),
             "single": single,
             "reason": request.POST.get("reason", ""),
             "error": error,
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
         }
         return TemplateResponse(request, "admin/jobs/job/review_confirmation.html", context)
+
+    def _cancel_url(self, queryset: QuerySet, *, single: bool) -> str:
+        """Where "No, take me back" goes: the job's own page when the action was asked there
+        (it led to the list, away from the job the reviewer was reading), else the list."""
+        ids = list(queryset.values_list("pk", flat=True)[:2]) if single else []
+        if len(ids) == 1:
+            return reverse("admin:jobs_job_change", args=[ids[0]])
+        return reverse("admin:jobs_job_changelist")
 
     def _skipped_shown(self, request: HttpRequest, action: str, queryset: QuerySet) -> list[Job]:
         skipped = list(self._skipped(request, action, queryset)[:CONFIRMATION_SHOWN])
@@ -1250,7 +1303,11 @@ class JobAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin
         reason = request.POST.get("reason", "").replace("\r\n", "\n").strip()
         error = ""
         if not reason:
-            error = _("Give the reason the owners will see.")
+            error = ngettext(
+                "Give the reason the owner will see.",
+                "Give the reason the owners will see.",
+                queryset.count(),
+            )
         elif len(reason) > MAX_REJECT_REASON:
             # It is the job's status reason on every page and in the owner's email.
             error = _(
@@ -1318,9 +1375,14 @@ QUEUE_ENTRY_RE = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-
 
 class ReviewPolicyForm(forms.ModelForm):
     # Required, so no blank "- Select an option -" entry (Django's, untranslated here).
-    mode = forms.ChoiceField(label=gettext_lazy("review"), choices=ReviewMode.choices)
+    # Labelled as Django labels the model's other fields, capitalised ("Review:" beside
+    # "Queues:"; the page read "review:" and "more than N cards:").
+    mode = forms.ChoiceField(
+        label=capfirst(ReviewPolicy._meta.get_field("mode").verbose_name),
+        choices=ReviewMode.choices,
+    )
     above_cards = forms.IntegerField(
-        label=gettext_lazy("more than N cards"),
+        label=capfirst(ReviewPolicy._meta.get_field("above_cards").verbose_name),
         min_value=0,
         max_value=100_000,
         help_text=ReviewPolicy._meta.get_field("above_cards").help_text,
@@ -1462,7 +1524,11 @@ class CardQuotaForm(forms.ModelForm):
 
 @admin.register(CardQuota)
 class CardQuotaAdmin(
-    NulFreeLookupsMixin, FilteredLookupsOnlyMixin, BoundedSearchMixin, admin.ModelAdmin
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    BoundedSearchMixin,
+    admin.ModelAdmin,
 ):
     """Per-user and per-group card quotas on the local pool (jobs.quotas): staff with the
     model's permissions edit them; the scheduler reads them on its next pass."""

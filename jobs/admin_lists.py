@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.admin import SimpleListFilter
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models.constants import LOOKUP_SEP
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.translation import gettext as _
 
 
 class NulFreeLookupsMixin:
@@ -20,6 +23,28 @@ class NulFreeLookupsMixin:
         if any("\x00" in name + "".join(values) for name, values in request.GET.lists()):
             raise IncorrectLookupParameters
         return super().get_changelist_instance(request)  # type: ignore[misc]
+
+
+class CheckedSelectionMixin:
+    """A list's action posted with a selection that is no row id (`_selected_action=abc`, a
+    number past SQLite's integers: a form changed by hand or a script) goes back to the list
+    with a message. Django looks the selection up as it is and answered 500 (every list with
+    an action: jobs, users, groups, card quotas, API keys; QA round 25 found all but the
+    jobs' still did). Every model listed here has integer ids."""
+
+    def response_action(
+        self, request: HttpRequest, queryset: Any, **kwargs: Any
+    ) -> HttpResponse | None:
+        selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
+        if not all(value.isdigit() and len(value) <= 18 for value in selected):
+            self.message_user(  # type: ignore[attr-defined]
+                request,
+                _("The selection was not understood; select the %(items)s again.")
+                % {"items": self.model._meta.verbose_name_plural},  # type: ignore[attr-defined]
+                messages.WARNING,
+            )
+            return HttpResponseRedirect(request.get_full_path())
+        return super().response_action(request, queryset, **kwargs)  # type: ignore[misc]
 
 
 # No filter uses them, and a pattern of the address runs on every row: on SQLite in Python's

@@ -15,7 +15,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy, ngettext
 
-from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .admin_lists import CheckedSelectionMixin, FilteredLookupsOnlyMixin, NulFreeLookupsMixin
 from .api_keys import admin_history_revoked, api_key_revoke
 from .models import ApiKey, ApiKeyRevokeReason
 
@@ -45,7 +45,9 @@ class ExpiryFilter(admin.SimpleListFilter):
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin):
+class ApiKeyAdmin(
+    CheckedSelectionMixin, NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin
+):
     fields = (
         "access_key_id",
         "owner",
@@ -68,16 +70,33 @@ class ApiKeyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmi
 
     @admin.action(description=gettext_lazy("Revoke the selected keys"), permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        count = 0
+        count = skipped = 0
         for key in queryset.select_related("owner"):
             if api_key_revoke(key=key, reason=ApiKeyRevokeReason.STAFF):
                 count += 1
                 admin_history_revoked(keys=[key], actor_id=request.user.pk)
-        self.message_user(
-            request,
-            ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count) % {"count": count},
-            messages.SUCCESS,
-        )
+            else:
+                skipped += 1
+        # Keys revoked before say so: "0 keys revoked." in green read as if nothing was
+        # selected, or as a success.
+        if count:
+            self.message_user(
+                request,
+                ngettext("%(count)d key revoked.", "%(count)d keys revoked.", count)
+                % {"count": count},
+                messages.SUCCESS,
+            )
+        if skipped:
+            self.message_user(
+                request,
+                ngettext(
+                    "Skipped %(count)d key: it was revoked already.",
+                    "Skipped %(count)d keys: they were revoked already.",
+                    skipped,
+                )
+                % {"count": skipped},
+                messages.WARNING,
+            )
 
     def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> Any:
         return super().get_search_results(request, queryset, search_term[:200])

@@ -563,8 +563,11 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
 
 
 def _job_seen_by_staff_too(request: AuthenticatedHttpRequest, public_id: str) -> Job:
-    """The job, for its owner and for staff (who review jobs in the admin); 404 otherwise."""
-    if request.user.is_staff:
+    """The job, for its owner and for staff who may view jobs in the admin (`jobs.view_job`,
+    as reviewers have); 404 otherwise, as for a job that does not exist. Staff without it
+    (given only the users' or card quotas' permissions, say) are refused the job's admin page:
+    they read its call stacks here, and took them, until QA round 25."""
+    if request.user.is_staff and request.user.has_perm("jobs.view_job"):
         if "\x00" in public_id:
             raise Http404
         return get_object_or_404(Job, public_id=public_id)

@@ -32,7 +32,8 @@ from jobs.services import jobs_submit
 
 EXCLUDED_PREFIXES = ("admin/", "i18n/")
 METHODS = ("GET", "POST")
-ROLES = ("anonymous", "owner", "other", "reviewer", "superuser")
+# "staff": staff with no permission (not a reviewer): another user as far as jobs go.
+ROLES = ("anonymous", "owner", "other", "staff", "reviewer", "superuser")
 
 
 @dataclass
@@ -53,7 +54,8 @@ class Rule:
     methods: frozenset[str] = frozenset({"GET"})
     # Only the owner of the object in the URL may use it; anyone else gets 404.
     owned: bool = True
-    # ...and staff too (the reviewer, the superuser): what they may see of any job.
+    # ...and staff who may view jobs too (the reviewer, the superuser): what they may see of
+    # any job.
     staff: bool = False
     public: bool = False
     # Extra query string for GET (e.g. a replica to read).
@@ -66,6 +68,9 @@ class Rule:
     # A form's target (jobs.http.post_only): a GET does nothing and goes to the page the form
     # is on (for anyone: the address holds nothing more than the URL already says).
     get_to: Callable[[World], str] | None = None
+    # A public page's answer to a logged-in GET: they go on to the console (302), except
+    # where the page is for them (Log out asks first: 200).
+    logged_in_get: int = 302
 
 
 def job_kwargs(w: World) -> dict[str, Any]:
@@ -91,7 +96,7 @@ GET_POST = frozenset({"GET", "POST"})
 RULES: dict[str, Rule] = {
     "login": Rule(methods=GET_POST, owned=False, public=True),
     "healthz": Rule(owned=False, public=True, probe=True),
-    "logout": Rule(methods=POST, owned=False, public=True),
+    "logout": Rule(methods=GET_POST, owned=False, public=True, logged_in_get=200),
     "password-change": Rule(methods=GET_POST, owned=False),
     "job-list": Rule(owned=False),
     # Stop / Delete selected: the ids come in the form, and only the user's own are taken.
@@ -222,7 +227,13 @@ def world(alice, bob, reviewer, superuser) -> World:
         alice=alice,
         job=job,
         draft=draft,
-        users={"owner": alice, "other": bob, "reviewer": reviewer, "superuser": superuser},
+        users={
+            "owner": alice,
+            "other": bob,
+            "staff": User.objects.create_user("sam", "sam@example.com", "pw", is_staff=True),
+            "reviewer": reviewer,
+            "superuser": superuser,
+        },
         key=key,
     )
 
@@ -282,7 +293,7 @@ def test_access_matrix(world, name, method, role):
     if rule.public:
         assert r.status_code in (200, 302)
         if role != "anonymous" and method == "GET":
-            assert r.status_code == 302  # logged-in users go on to the console
+            assert r.status_code == rule.logged_in_get  # logged-in users go on to the console
         return
     if role == "anonymous":
         assert r.status_code == 302
@@ -342,12 +353,13 @@ OWNED_GET = [
 ]
 
 
-# Staff see a staff rule's page of every job: only another ordinary user is refused it.
+# Staff who may view jobs see a staff rule's page of every job: another ordinary user, and
+# staff without that permission, are refused it.
 SOMEONE_ELSES = [
     pytest.param(name, role, id=f"{role}-{name}")
     for name in OWNED_GET
-    for role in ("other", "reviewer", "superuser")
-    if role == "other" or not RULES[name].staff
+    for role in ("other", "staff", "reviewer", "superuser")
+    if role in ("other", "staff") or not RULES[name].staff
 ]
 
 
@@ -443,6 +455,29 @@ def test_a_post_to_the_root_without_a_signature_still_needs_the_csrf_token(alice
 
     assert r.status_code == 403
     assert r["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.parametrize("address", ["/logout/", "/admin/logout/"])
+def test_opening_the_log_out_address_asks_first_and_its_button_logs_out(alice, reviewer, address):
+    # QA round 25: typed or followed, /logout/ and /admin/logout/ answered a blank "405" page.
+    client = Client()
+    client.force_login(reviewer)
+    client.cookies["django_language"] = "en"
+
+    asked = client.get(address)
+    still_in = client.get("/admin/")
+    logged_out = client.post(address, follow=True)
+    anonymous = Client().get(address)
+
+    page = asked.content.decode()
+    assert asked.status_code == 200
+    assert "Log out carol?" in page
+    assert '<form method="post" action="/logout/"' in page and 'id="logout-submit"' in page
+    assert still_in.status_code == 200  # asking logged nobody out
+    assert logged_out.redirect_chain == [("/login/", 302)]
+    assert "You have logged out." in logged_out.content.decode()
+    assert client.get("/").status_code == 302
+    assert anonymous.status_code == 302 and anonymous["Location"] == "/login/"
 
 
 def test_logging_out_returns_to_the_login_page_with_a_notice(alice_client):

@@ -333,13 +333,13 @@ def test_an_unreviewed_jobs_blank_reviewer_and_review_time_read_alike(alice, rev
 
     body = r.content.decode()
     values = re.findall(
-        r'<div class="form-row field-(reviewed_by_shown|reviewed_at)">.*?'
+        r'<div class="form-row field-(reviewed_by_shown|reviewed_at_shown)">.*?'
         r'<div class="readonly">(.*?)</div>',
         body,
         re.S,
     )
     assert r.status_code == 200
-    assert dict(values) == {"reviewed_by_shown": "—", "reviewed_at": "—"}  # not "—" and "-"
+    assert dict(values) == {"reviewed_by_shown": "—", "reviewed_at_shown": "—"}  # not "—" and "-"
 
 
 def test_the_job_page_shows_spec_request_and_environment_with_secrets_masked(alice, reviewer):
@@ -562,6 +562,96 @@ def test_reject_needs_a_reason_and_the_owner_then_sees_it(alice, reviewer, revie
     assert "Ask for 8 cards at most." in owner_page.content.decode()
 
 
+def test_a_reject_without_a_reason_asks_for_it_in_the_singular_for_one_job(
+    alice, bob, reviewer, review_all
+):
+    # QA round 25: one job's confirmation asked for "the reason the owners will see".
+    one, two = submit(alice, "1"), submit(bob, "2")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    for_one = confirm(client, "reject_jobs", [one], reason=" ", _single="1").content.decode()
+    for_two = confirm(client, "reject_jobs", [one, two], reason="").content.decode()
+
+    assert "Give the reason the owner will see." in for_one
+    assert "Give the reason the owners will see." in for_two
+    assert Job.objects.filter(status=JobStatus.PENDING_REVIEW).count() == 2
+
+
+def test_no_take_me_back_leads_to_the_job_page_the_confirmation_was_asked_from(
+    alice, reviewer, review_all
+):
+    # QA round 25: from a job's own Approve or Reject it led to the list of every job.
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    job_page = f"{CHANGELIST}{job.pk}/change/"
+
+    asked_on_its_page = client.get(f"{CHANGELIST}{job.pk}/review/reject/")
+    refused_on_its_page = client.post(
+        CHANGELIST,
+        {"action": "reject_jobs", "_selected_action": [job.pk], "post": "yes", "_single": "1"},
+    )
+    asked_on_the_list = client.post(
+        CHANGELIST, {"action": "reject_jobs", "_selected_action": [job.pk]}
+    )
+
+    assert asked_on_its_page.status_code == refused_on_its_page.status_code == 200
+    assert asked_on_its_page.context["cancel_url"] == job_page
+    assert f'<a href="{job_page}" class="button cancel-link">' in (
+        refused_on_its_page.content.decode()
+    )
+    assert asked_on_the_list.context["cancel_url"] == CHANGELIST
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
+
+
+def test_a_confirmation_names_a_queue_groups_tasks_by_number_as_the_list_does(
+    alice, reviewer, review_all
+):
+    # QA round 25: approving a pending group listed "qa-grp" three times, its numbers missing.
+    group = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    tasks = jobs_submit(
+        owner=alice, spec=make_spec(name="qa-grp", submission=group), submit_key="g"
+    )
+    client = client_for(reviewer)
+
+    page = client.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [t.pk for t in tasks]}
+    ).content.decode()
+
+    listed = re.findall(r"<li>(qa-grp[^<]*) <code>", page)
+    assert sorted(listed) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
+    assert Job.objects.filter(status=JobStatus.PENDING_REVIEW).count() == 3
+
+
+def test_an_action_no_longer_open_to_a_job_says_so_and_leads_back_to_it(
+    alice, reviewer, review_all
+):
+    # QA round 25: a job page opened before another reviewer approved the job; its Approve led
+    # to "None of the selected jobs is in a status..." with no way back but the breadcrumbs.
+    job = submit(alice, "1")
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.QUEUED)
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    from_its_page = client.get(f"{CHANGELIST}{job.pk}/review/approve/").content.decode()
+    from_the_list = client.post(
+        CHANGELIST, {"action": "approve_jobs", "_selected_action": [job.pk]}
+    ).content.decode()
+
+    assert "This job is not in a status this action applies to." in from_its_page
+    assert "confirm-review" not in from_its_page
+    assert (
+        f'<a href="{CHANGELIST}{job.pk}/change/" class="button cancel-link" id="review-back">'
+        "Back to the job</a>"
+    ) in from_its_page
+    assert "None of the selected jobs is in a status this action applies to." in from_the_list
+    assert (
+        f'<a href="{CHANGELIST}" class="button cancel-link" id="review-back">'
+        "Back to the job list</a>"
+    ) in from_the_list
+    assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
+
+
 def test_an_overlong_reject_reason_is_refused_and_kept_for_shortening(alice, reviewer, review_all):
     job = submit(alice, "1")
     long_reason = "x" * 1001
@@ -652,6 +742,38 @@ def test_stop_and_resubmit_from_the_list(alice, reviewer):
     assert Job.objects.get(pk=queued.pk).status == JobStatus.STOPPED
     assert Job.objects.get(pk=failed.pk).status == JobStatus.QUEUED
     assert Job.objects.get(pk=failed.pk).events.last().actor == reviewer
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_a_jobs_page_gives_its_times_and_events_to_the_second_in_either_language(
+    alice, reviewer, settings, language
+):
+    # QA round 25: "Dec. 2, 2026, 6:41 p.m." had no seconds, so a job's approval, start and end
+    # within one minute read as simultaneous; its owner's page gives them to the second.
+    from datetime import UTC, datetime
+
+    settings.TIME_ZONE = "Asia/Shanghai"
+    job = submit(alice, "1")
+    moment = datetime(2026, 12, 2, 10, 41, 5, tzinfo=UTC)
+    Job.objects.filter(pk=job.pk).update(
+        created_at=moment, reviewed_at=moment + timedelta(seconds=20), reviewed_by=reviewer
+    )
+    job.events.update(created_at=moment + timedelta(seconds=7))
+    client = client_for(reviewer)
+    client.cookies["django_language"] = language
+
+    page = client.get(f"{CHANGELIST}{job.pk}/change/")
+
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert (
+        '<div class="readonly"><time datetime="2026-12-02T18:41:05+08:00">'
+        "<span>2026-12-02</span> <span>18:41:05</span></time>"
+    ) in html
+    assert "<span>2026-12-02</span> <span>18:41:25</span></time>" in html  # reviewed
+    events_at = "<span>2026-12-02</span> <span>18:41:12</span></time>"
+    assert html.count(events_at) == job.events.count() >= 1
+    assert "p.m." not in html and "2026年12月2日" not in html
 
 
 def test_a_single_job_is_approved_from_its_page_through_the_confirmation(
@@ -787,6 +909,33 @@ def test_normal_users_are_sent_to_the_admin_login(alice_client, alice):
         assert r["Location"].startswith("/admin/login/")
 
 
+def test_a_reviewer_switches_the_admins_language_from_its_top_bar_and_stays_on_the_page(
+    alice, reviewer
+):
+    # QA round 25: the admin had no 中文/EN switch; a reviewer had to leave for the console.
+    job = submit(alice, "1")
+    client = client_for(reviewer)
+    page = f"{CHANGELIST}{job.pk}/change/?events=all"
+
+    in_chinese = client.get(page).content.decode()
+    switch = re.search(r'<form id="language-form".*?</form>', in_chinese, re.S)
+    assert switch, "no language switch"
+    assert f'<input type="hidden" name="next" value="{CHANGELIST}{job.pk}/change/?events=all">' in (
+        switch.group(0)
+    )
+    assert '<button type="submit" name="language" value="en" lang="en">EN</button>' in (
+        switch.group(0)
+    )
+    switched = client.post(
+        "/i18n/setlang/", {"language": "en", "next": f"{CHANGELIST}{job.pk}/change/?events=all"}
+    )
+    in_english = client.get(switched["Location"]).content.decode()
+
+    assert switched.status_code == 302 and switched["Location"] == page
+    assert "Log out" in in_english and "View job" in in_english
+    assert 'value="zh-hans" lang="zh-hans">中文</button>' in in_english
+
+
 def test_reviewers_cannot_manage_users_or_the_policy(reviewer):
     client = client_for(reviewer)
 
@@ -876,6 +1025,61 @@ def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review
     assert r.status_code == 302
     job.refresh_from_db()
     assert job.status == JobStatus.PENDING_REVIEW
+
+
+@pytest.mark.parametrize(
+    ("url", "action", "items"),
+    [
+        ("/admin/auth/user/", "delete_selected", "users"),
+        ("/admin/auth/group/", "delete_selected", "groups"),
+        ("/admin/jobs/cardquota/", "delete_selected", "card quotas"),
+        ("/admin/jobs/apikey/", "revoke_keys", "API access keys"),
+    ],
+)
+@pytest.mark.parametrize("selected", ["abc", "99999999999999999999999"])
+def test_every_lists_action_refuses_a_malformed_selection_with_a_message_not_a_500(
+    alice, superuser, url, action, items, selected
+):
+    # QA round 25: the job list had this check; the other lists with an action answered 500.
+    from django.contrib.auth.models import Group
+
+    from jobs.api_keys import api_key_create
+    from jobs.models import ApiKey, CardQuota
+
+    Group.objects.create(name="team-a")
+    CardQuota.objects.create(user=alice, max_cards=8)
+    api_key_create(owner=alice)
+    client = client_for(superuser)
+    client.cookies["django_language"] = "en"
+
+    r = client.post(url, {"action": action, "_selected_action": [selected], "index": "0"})
+
+    assert r.status_code == 302 and r["Location"] == url
+    said = [str(m) for m in client.get(url).context["messages"]]
+    assert said == [f"The selection was not understood; select the {items} again."]
+    assert User.objects.count() == 2 and Group.objects.count() == 2  # Reviewers and team-a
+    assert CardQuota.objects.count() == 1
+    assert ApiKey.objects.filter(revoked_at__isnull=True).count() == 1
+
+
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_policy_pages_labels_are_capitalised_as_django_labels_its_other_fields(
+    superuser, language
+):
+    # QA round 25: "review:" and "more than N cards:" above "Queues:" and "Updated by:".
+    client = client_for(superuser)
+    client.cookies["django_language"] = language
+
+    page = client.get("/admin/jobs/reviewpolicy/1/change/")
+
+    labels = re.findall(r"<label[^>]*>(.*?):</label>", page.content.decode())
+    assert page.status_code == 200
+    expected = {
+        "en": ["Review", "More than N cards", "Queues", "Updated by", "Updated"],
+        # 超过 N 张卡, not 卡数上限 N: the number is when review starts, not a cap on cards.
+        "zh-hans": ["审核", "超过 N 张卡", "队列", "更新人", "更新时间"],
+    }[language]
+    assert labels == expected
 
 
 def test_the_policy_queues_are_checked_tidied_and_unknown_ones_pointed_out(superuser):

@@ -17,6 +17,10 @@ from tests.conftest import log_in
 
 pytestmark = pytest.mark.browser
 
+# How many lines an element's text takes.
+LINES = """e => { const r = document.createRange(); r.selectNodeContents(e);
+  return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"""
+
 
 def submit(owner, name: str) -> Job:
     spec = S.JobSpec(
@@ -241,6 +245,37 @@ def test_at_768_pixels_every_job_list_column_is_in_view_with_the_side_menu_folde
     context.close()
 
 
+def test_at_768_pixels_every_column_is_in_view_in_english_with_its_longest_words(
+    browser, live_server, alice, reviewer
+):
+    # QA round 25: in English "Succeeded", "Submitting" and "Withdrawn" (one word each) beside
+    # the FRAMEWORK and PRIORITY headers pushed the creation time 13 pixels out of the list's box.
+    from jobs.models import ReviewState
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    for n, (status, review) in enumerate(
+        [
+            (JobStatus.SUCCEEDED, ReviewState.APPROVED),
+            (JobStatus.SUBMITTING, ReviewState.NOT_REQUIRED),
+            (JobStatus.STOPPED, ReviewState.WITHDRAWN),
+        ]
+    ):
+        job = submit(alice, f"llama2-70b-sft-run-{n}-with-a-long-descriptive-name")
+        Job.objects.filter(pk=job.pk).update(status=status, review_state=review)
+    context = browser.new_context(
+        base_url=live_server.url, locale="en-US", viewport={"width": 768, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "carol", "carol-password")
+        page.goto("/admin/jobs/job/")
+
+        expect(page.locator("#result_list td.field-review_state").first).to_be_visible()
+        assert page.evaluate(COLUMNS_FIT) == {"fits": True, "hidden": []}
+    finally:
+        context.close()
+
+
 def test_the_side_menu_folds_for_a_narrow_window_without_forgetting_a_wide_ones_choice(
     page, alice, reviewer
 ):
@@ -347,6 +382,37 @@ def test_on_a_phone_the_job_pages_events_fit_the_screen(
         assert wide <= room, f"the events table is {wide} px wide in a {room} px box"
         actor = events.locator("td.field-actor a").first.bounding_box()
         assert actor["height"] < 30  # "carol" on one line, not "caro" over "l"
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_a_long_reject_reason_wraps_in_the_events_and_each_time_stays_in_two_pieces(
+    browser, live_server, alice, reviewer, width
+):
+    # QA round 25: a reason with a long link made the events table 2,879 pixels wide, its "by"
+    # column out of sight; beside it "2026-12-02 18:58:59" took three lines (2026- 12-02 ...).
+    from jobs.review import job_reject
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    job = submit(alice, "long-reason")
+    job_reject(job=job, reviewer=reviewer, reason="See https://wiki.example.com/" + "a" * 300)
+    context = browser.new_context(
+        base_url=live_server.url, locale="en-US", viewport={"width": width, "height": 900}
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "carol", "carol-password")
+        page.goto(f"/admin/jobs/job/{job.pk}/change/")
+
+        events = page.locator("#events-group")
+        expect(events.locator("td.field-actor a").last).to_have_text("carol")
+        wide, room = events.locator(".wrapper").evaluate(
+            "box => [box.scrollWidth, box.clientWidth]"
+        )
+        assert wide <= room, f"the events table is {wide} px wide in a {room} px box"
+        for time in events.locator("td.field-time_shown time").all():
+            assert time.evaluate(LINES) <= 2, time.inner_text()
     finally:
         context.close()
 

@@ -164,6 +164,31 @@ def test_staff_see_and_revoke_keys_in_the_admin_without_their_secret(admin_clien
     assert key.is_revoked
 
 
+def test_revoking_keys_in_the_admin_says_which_were_revoked_already(admin_client, alice):
+    # QA round 25: a revoked key selected again read "0 keys revoked." as a success.
+    fresh, _ = api_key_create(owner=alice)
+    old, _ = api_key_create(owner=alice)
+    api_key_revoke(key=old)
+    admin_client.cookies["django_language"] = "en"
+
+    r = admin_client.post(
+        "/admin/jobs/apikey/",
+        {"action": "revoke_keys", "_selected_action": [fresh.pk, old.pk]},
+        follow=True,
+    )
+
+    said = [(m.level_tag, str(m)) for m in r.context["messages"]]
+    assert r.status_code == 200
+    assert said == [
+        ("success", "1 key revoked."),
+        ("warning", "Skipped 1 key: it was revoked already."),
+    ]
+    fresh.refresh_from_db()
+    old.refresh_from_db()
+    assert fresh.revoke_reason == ApiKeyRevokeReason.STAFF
+    assert old.revoke_reason == ApiKeyRevokeReason.OWNER
+
+
 # -- expiry ---------------------------------------------------------------------------------
 
 

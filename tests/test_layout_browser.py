@@ -242,6 +242,74 @@ def test_on_a_phone_staffs_list_of_workers_breaks_no_word_and_scrolls_in_its_box
 
 
 @pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_the_admins_list_of_running_workers_scrolls_in_its_box_not_the_page(
+    phone, transactional_db, reviewer
+):
+    # Found in QA round 25: with the worker running (no banner) the admin's front page was 654
+    # pixels wide at 390: only the banner's copy of the table scrolled in its box.
+    from jobs.health import worker_beat
+    from tests.test_workers import worker_on
+
+    worker_beat(worker=worker_on("gpu-node-a", 4242, run_dir="/srv/console/var/runs"))
+    log_in(phone, "carol", "carol-password")
+
+    phone.goto("/admin/")
+    expect(phone.locator("#worker-running")).to_be_visible()
+    table = phone.locator("#known-workers")
+    expect(table).to_be_visible()
+    assert table.locator("td").first.evaluate(TEXT_LINES)["lines"] == 1
+    assert phone.evaluate(PAGE_FITS)  # the table scrolls in its box, not the page
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_a_rejects_reason_box_fits_the_screen(phone, transactional_db, alice, reviewer):
+    # Found in QA round 25: its 80 columns made the confirmation page 697 pixels wide.
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    [job] = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="k")
+    log_in(phone, "carol", "carol-password")
+
+    phone.goto(f"/admin/jobs/job/{job.pk}/review/reject/")
+
+    reason = phone.locator("#id_reason")
+    expect(reason).to_be_visible()
+    assert reason.evaluate("e => e.getBoundingClientRect().right") <= 390
+    assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_stop_selected_shows_what_happens_to_jobs_held_for_review_whole(
+    phone, transactional_db, alice
+):
+    # Found in QA round 25: in English the "Pending review" badge on one line pushed "What
+    # happens" past the screen's edge, cut at "will b", to be scrolled to sideways.
+    from jobs.models import ReviewMode, ReviewPolicy
+
+    ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
+    jobs = [
+        jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key=f"k{i}")[0] for i in range(2)
+    ]
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/")
+    for job in jobs:
+        phone.check(f"#select-{job.public_id}")
+
+    phone.click("#bulk-stop")
+
+    phone.wait_for_url("**/jobs/bulk/")
+    for plan in phone.locator("#bulk-jobs .bulk-plan").all():
+        expect(plan).to_contain_text(re.compile("withdrawn|撤出"))
+        assert plan.evaluate("e => e.getBoundingClientRect().right") <= 390, plan.inner_text()
+    box = phone.locator("#bulk-jobs").evaluate(
+        "t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]"
+    )
+    assert box[0] <= box[1]  # nothing to scroll to in the table's box
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
 def test_on_a_phone_a_drafts_updated_label_and_time_break_no_word(phone, transactional_db, alice):
     # Found in QA round 24: in English, beside a long next step ("Image and command"), the
     # label broke as "Update/d" and the time took three lines.
