@@ -21,6 +21,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.admin.widgets import AutocompleteSelect
@@ -38,7 +39,7 @@ from django.http import (
 )
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils import formats, timezone
+from django.utils import formats, timezone, translation
 from django.utils.html import format_html
 from django.utils.http import content_disposition_header
 from django.utils.text import capfirst
@@ -635,6 +636,31 @@ ACTION_STATUSES: dict[str, frozenset[str]] = {
     # Of these, only local jobs the active worker does not follow (jobs.review.markable_lost).
     "mark_lost": LOST_STATUSES,
 }
+# The fields each action changes, as the admin's history (LogEntry) records them.
+ACTION_CHANGED_FIELDS: dict[str, tuple[str, ...]] = {
+    "approve": ("status", "review_state", "reviewed_by", "reviewed_at"),
+    "reject": ("status", "review_state", "reviewed_by", "reviewed_at"),
+    "stop": ("status",),
+    "resubmit": ("status", "review_state", "reviewed_by", "reviewed_at"),
+    "mark_lost": ("status",),
+}
+
+
+def admin_history_acted(*, jobs: list[Job], action: str, actor_id: int) -> None:
+    """Each job a review action changed in the admin's history (LogEntry, the Recent
+    actions panel and the job's History page) under `actor_id`, as Django records a change:
+    the fields by their English verbose names, which the history translates when shown; the
+    job's events say the rest (by whom, why)."""
+    with translation.override(None):
+        changed = [str(Job._meta.get_field(f).verbose_name) for f in ACTION_CHANGED_FIELDS[action]]
+    LogEntry.objects.log_actions(
+        user_id=actor_id,
+        queryset=jobs,
+        action_flag=CHANGE,
+        change_message=[{"changed": {"fields": changed}}],
+    )
+
+
 ACTION_TITLES = {
     "approve": gettext_lazy("Approve"),
     "reject": gettext_lazy("Reject"),
@@ -1230,10 +1256,12 @@ class JobAdmin(
         eligible = list(self._eligible(request, action, queryset).select_related("owner"))
         done = 0
         failures: list[str] = []
+        acted: list[Job] = []
         for job in eligible:
             try:
                 if perform(job):
                     done += 1
+                    acted.append(job)
                 elif not Job.objects.filter(pk=job.pk).exists():
                     gone += 1
                 else:
@@ -1242,6 +1270,8 @@ class JobAdmin(
                 failures.append(f"{job.public_id}: {e.message}")
             except ActionError as e:
                 failures.append(f"{job.public_id}: {e}")
+        if acted:
+            admin_history_acted(jobs=acted, action=action, actor_id=request.user.pk)
         if done:
             self.message_user(request, done_message % {"count": done}, messages.SUCCESS)
         if skipped:

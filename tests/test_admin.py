@@ -1639,3 +1639,31 @@ def test_the_logs_page_links_a_download_of_the_whole_log_with_secrets_masked(ali
     assert client_for(alice).get(link).status_code == 302
     owners = f"/jobs/{job.public_id}/logs/worker-0/download/"
     assert client.get(owners).status_code == 404
+
+
+def test_review_actions_are_in_the_admins_history_under_the_reviewer(alice, reviewer, review_all):
+    from django.contrib.admin.models import LogEntry
+
+    approved = submit(alice, "1", name="approved-one")
+    rejected = submit(alice, "2", name="rejected-one")
+    stopped = submit(alice, "3", name="stopped-one")  # skipped: no history
+    Job.objects.filter(pk=stopped.pk).update(status=JobStatus.STOPPED)
+    client = client_for(reviewer)
+
+    assert confirm(client, "approve_jobs", [approved, stopped]).status_code == 302
+    assert confirm(client, "reject_jobs", [rejected], reason="Too many cards.").status_code == 302
+
+    entries = {e.object_id: e for e in LogEntry.objects.filter(content_type__model="job")}
+    assert set(entries) == {str(approved.pk), str(rejected.pk)}
+    for entry in entries.values():
+        assert entry.user == reviewer and entry.is_change()
+    with translation.override("en"):
+        said = entries[str(approved.pk)].get_change_message()
+    assert said == "Changed status, review, reviewed by and reviewed."
+    with translation.override("zh-hans"):
+        said = entries[str(rejected.pk)].get_change_message()
+    assert "status" not in said and "review" not in said, said  # translated field names
+    front = client.get("/admin/", HTTP_ACCEPT_LANGUAGE="en")
+    assert front.status_code == 200
+    assert "approved-one" in front.content.decode() and "rejected-one" in front.content.decode()
+    assert "stopped-one" not in front.content.decode()
