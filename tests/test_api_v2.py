@@ -523,8 +523,10 @@ def test_describe_jobs_of_a_mistyped_pool_is_refused_in_the_requests_language_an
             "/",
             params=query,
             headers=signed(
-                alice_key, method="GET", query=query, **{"X-API-Version": "v2"},
-                **{"Accept-Language": "zh-CN"},
+                alice_key,
+                method="GET",
+                query=query,
+                **{"X-API-Version": "v2", "Accept-Language": "zh-CN"},
             ),
         )
     retired = action(api, "DescribeJobs", body={"resourcePoolId": "cce-pool1"})
