@@ -19,6 +19,9 @@ Decisions (README "Scripts and SDKs"):
   send none; the web console's language cookie does not apply here).
 - A job is found only by its owner's key: anyone else's job, staff included, is JobNotFound
   (404), as the web pages answer 404.
+- A pool id neither offered now nor held by any of the owner's jobs is ResourcePoolNotFound
+  (404) for the job list and every job action (pool_of_jobs_known), not an empty list; a pool
+  no longer offered still lists and reads the owner's jobs in it.
 - clientToken (query, as [next] sends it): a create with the same token and the same body
   (and pool) from the same user within CLIENT_TOKEN_HOURS answers the first job's id instead
   of making another. The body is part of the key because one client ([aihcx]) uses the current
@@ -380,14 +383,40 @@ def page_of[T](items: Sequence[T], page_no: int, page_size: int) -> list[T]:
 
 
 def owned_job(*, owner: Any, job_id: str, pool: str) -> Job:
-    """The owner's job in the pool named; anyone else's is not found, as on the web."""
+    """The owner's job in the pool named; anyone else's is not found, as on the web. When the
+    job is not found and the pool is unknown (pool_of_jobs_known), the pool is what is said
+    not found: a mistyped pool read as "job not found" looks like a deleted job."""
     # A NUL is never in a job id or a pool name, and PostgreSQL refuses it in a query.
-    if "\x00" in job_id or "\x00" in pool:
-        raise ApiError(404, "JobNotFound", f"Job {job_id} not found.")
-    job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
+    job = None
+    if "\x00" not in job_id and "\x00" not in pool:
+        job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
     if job is None:
+        pool_of_jobs_known(owner=owner, pool_id=pool)
         raise ApiError(404, "JobNotFound", f"Job {job_id} not found.")
     return job
+
+
+def pool_of_jobs_known(*, owner: Any, pool_id: str) -> None:
+    """Refuses with ResourcePoolNotFound a pool id that is neither offered now nor held by any
+    of the owner's jobs. A pool no longer offered (a backend disabled, an AIHC pool retired)
+    still holding the owner's jobs is known: those jobs stay listable and readable. Whose jobs
+    count is the owner's only, so a pool id is not confirmed by another user's job. AIHC's own
+    code for an unknown pool is not published (its fake here and the console's pool reads use
+    ResourcePoolNotFound, 404); an empty job list for a mistyped pool read as "no jobs"."""
+    if "\x00" not in pool_id and Job.objects.filter(owner=owner, resource_pool=pool_id).exists():
+        return
+    from .wizard import find_pool
+
+    if find_pool(pool_id) is None:
+        raise ApiError(
+            404,
+            "ResourcePoolNotFound",
+            _(
+                "Resource pool %(pool)s not found: this console offers no pool of that id "
+                "and none of your jobs is in one. DescribeResourcePools lists the pools offered."
+            )
+            % {"pool": pool_id},
+        )
 
 
 def _own_job(request: HttpRequest, owner: Any, job_id: str) -> Job:
@@ -515,7 +544,9 @@ def jobs_found(
     name_contains: str = "",
     queue_contains: str = "",
 ) -> QuerySet[Job]:
-    """The owner's jobs in a pool, filtered (`status` by AIHC's name) and ordered."""
+    """The owner's jobs in a pool, filtered (`status` by AIHC's name) and ordered. An unknown
+    pool is refused (pool_of_jobs_known), not answered with no jobs."""
+    pool_of_jobs_known(owner=owner, pool_id=pool)
     if any("\x00" in text for text in (pool, queue, name_contains, queue_contains)):
         return Job.objects.none()  # a NUL matches no job, and PostgreSQL refuses it in a query
     found = Job.objects.filter(owner=owner, resource_pool=pool)

@@ -730,19 +730,34 @@ def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
 @require_safe
 @login_required
 def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica: str) -> Any:
+    """The replica's whole log as a file; when there is none to give, a page saying why with a
+    link back to the job (the generic "Page not found" said nothing of a log not written yet or
+    kept on another machine)."""
     job = _job(request, public_id)
+
+    def unavailable(why: str, *, status: int = 404) -> HttpResponse:
+        context = {"job": job, "replica": replica, "why": why}
+        return render(request, "jobs/job_log_unavailable.html", context, status=status)
+
     try:
         backend = get_backend(job.backend)
     except BackendError as exc:
-        raise Http404(exc.message) from exc
+        return unavailable(exc.message)
     filename = f"{job.name}-{replica}.log"
     try:
         path = backend.log_file(job, replica)
     except BackendError as exc:
-        raise Http404(exc.message) from exc
+        # Kept on the machine that ran it: not here, whatever the wait (README, "What a
+        # takeover means for local jobs"), so a 404 rather than a 503's "try again later".
+        return unavailable(exc.message)
     if path is not None:
         if not path.exists():
-            raise Http404(_("This replica has no log yet."))
+            return unavailable(
+                _(
+                    "This replica has no log yet: it has not started writing one (it is waiting "
+                    "to start, or starting). Its output shows on the job's page once it begins."
+                )
+            )
         return FileResponse(
             open(path, "rb"),  # noqa: SIM115 - FileResponse closes it
             as_attachment=True,
@@ -750,21 +765,23 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
             content_type="text/plain; charset=utf-8",
         )
     if replica not in {f"{r.role}-{r.index}" for r in job.replicas.all()}:
-        raise Http404(_("No such replica."))
+        return unavailable(
+            _(
+                "This job has no replica %(replica)s. A job's replicas are listed on its page "
+                "once it starts."
+            )
+            % {"replica": replica}
+        )
     try:
         lines = backend.logs(job, replica)
     except BackendError as exc:
         # The platform could not answer: that is not "no such page" (a 404 would say so).
-        return HttpResponse(
-            _("The logs cannot be read right now: %(why)s") % {"why": exc.message},
-            status=503,
-            content_type="text/plain; charset=utf-8",
+        return unavailable(
+            _("The logs cannot be read right now: %(why)s") % {"why": exc.message}, status=503
         )
     except Exception:  # a backend that is down: say so instead of failing
         logger.exception("downloading logs of %s failed", job.public_id)
-        return HttpResponse(
-            _("The logs cannot be read right now."), status=503, content_type="text/plain"
-        )
+        return unavailable(_("The logs cannot be read right now."), status=503)
     response = HttpResponse("\n".join(lines) + "\n", content_type="text/plain; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -1040,6 +1040,39 @@ def test_an_unknown_pool_or_queue_and_bad_paging_are_refused_in_bces_shape(api):
         assert (error.status, error.code) == (status, code), path
 
 
+def test_a_mistyped_pool_is_refused_while_a_retired_pools_jobs_stay_listed_and_readable(
+    api, fake, settings, wsgi, bob
+):
+    # QA: a job list of a mistyped pool answered an empty list, read by a script as "no jobs".
+    on_aihc = api.create_job(pool="cce-pool1", body=aihc_body())["jobId"]
+    bobs_key, bobs_secret = api_key_create(owner=bob)
+    bobs_api = client_for(wsgi, bobs_key.access_key_id, bobs_secret)
+    settings.CONSOLE_BACKENDS = ["local"]  # AIHC turned off: cce-pool1 is no longer offered
+
+    mistyped = refused(lambda: api.list_jobs(pool="cce-pool2"))
+    retired = api.list_jobs(pool="cce-pool1")
+    described = api.get_job(pool="cce-pool1", job_id=on_aihc)
+    mistyped_describe = refused(lambda: api.get_job(pool="cce-pool2", job_id=on_aihc))
+    mistyped_stop = refused(lambda: api.stop_job(pool="cce-pool2", job_id=on_aihc))
+    elsewhere = refused(lambda: api.get_job(pool="local", job_id=on_aihc))
+    not_bobs = refused(lambda: bobs_api.list_jobs(pool="cce-pool1"))
+
+    assert (mistyped.status, mistyped.code) == (404, "ResourcePoolNotFound")
+    assert mistyped.message == (
+        "Resource pool cce-pool2 not found: this console offers no pool of that id and none "
+        "of your jobs is in one. DescribeResourcePools lists the pools offered."
+    )
+    assert [j["jobId"] for j in retired] == [on_aihc]
+    assert described["name"] == "on-aihc"
+    assert (mistyped_describe.status, mistyped_describe.code) == (404, "ResourcePoolNotFound")
+    assert (mistyped_stop.status, mistyped_stop.code) == (404, "ResourcePoolNotFound")
+    assert (elsewhere.status, elsewhere.code) == (404, "JobNotFound")  # local is offered
+    assert (not_bobs.status, not_bobs.code) == (404, "ResourcePoolNotFound")  # Alice's job only
+    assert bobs_api.list_jobs(pool="local") == []  # an offered pool without jobs: none listed
+    assert Job.objects.get(public_id=on_aihc).status == JobStatus.QUEUED
+    assert not Job.objects.get(public_id=on_aihc).events.filter(reason="StopRequested").exists()
+
+
 # -- priority -----------------------------------------------------------------------------------
 
 

@@ -485,13 +485,17 @@ def test_a_nul_in_a_job_id_pool_or_search_finds_no_job_instead_of_failing(api):
     # SQLite compares a NUL as any character; PostgreSQL refuses it in a query (make test-postgres).
     job_id = api.create_job(pool="local", body=v2_body(), version=V2)["jobId"]
 
-    for pool, asked in (("local", job_id + "\x00"), ("local\x00", job_id)):
+    for pool, asked, code in (
+        ("local", job_id + "\x00", "JobNotFound"),
+        ("local\x00", job_id, "ResourcePoolNotFound"),  # no pool is named so
+    ):
         error = refused(
             lambda p=pool, a=asked: action(api, "DescribeJob", resourcePoolId=p, body={"jobId": a})
         )
-        assert (error.status, error.code) == (404, "JobNotFound")
+        assert (error.status, error.code) == (404, code)
+    error = refused(lambda: action(api, "DescribeJobs", body={"resourcePoolId": "local\x00"}))
+    assert (error.status, error.code) == (404, "ResourcePoolNotFound")
     for query in (
-        {"resourcePoolId": "local\x00"},
         {"resourcePoolId": "local", "queue": "\x00"},
         {"resourcePoolId": "local", "keyword": "from\x00"},
         {"resourcePoolId": "local", "keyword": "\x00", "keywordType": "queueName"},
@@ -503,6 +507,42 @@ def test_a_nul_in_a_job_id_pool_or_search_finds_no_job_instead_of_failing(api):
     )["result"]
     assert (stopped["successNum"], stopped["failedList"][0]["jobId"]) == (0, job_id)
     assert Job.objects.get(public_id=job_id).status == JobStatus.QUEUED
+
+
+def test_describe_jobs_of_a_mistyped_pool_is_refused_in_the_requests_language_and_a_retired_pools_jobs_are_listed(
+    api, fake, settings, wsgi, alice_key
+):
+    # QA: DescribeJobs of a mistyped pool answered totalCount 0, read by a script as "no jobs".
+    on_aihc = api.create_job(pool="cce-pool1", body=v1.aihc_body())["jobId"]
+    settings.CONSOLE_BACKENDS = ["local"]  # AIHC turned off: cce-pool1 is no longer offered
+    query = [("action", "DescribeJobs"), ("resourcePoolId", "cce-pool2")]
+
+    mistyped = refused(lambda: action(api, "DescribeJobs", body={"resourcePoolId": "cce-pool2"}))
+    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
+        in_chinese = http.get(
+            "/",
+            params=query,
+            headers=signed(
+                alice_key,
+                method="GET",
+                query=query,
+                **{"X-API-Version": "v2", "Accept-Language": "zh-CN"},
+            ),
+        )
+    retired = action(api, "DescribeJobs", body={"resourcePoolId": "cce-pool1"})
+    described = action(api, "DescribeJob", resourcePoolId="cce-pool1", body={"jobId": on_aihc})
+    mistyped_describe = refused(
+        lambda: action(api, "DescribeJob", resourcePoolId="cce-pool2", body={"jobId": on_aihc})
+    )
+
+    assert (mistyped.status, mistyped.code) == (404, "ResourcePoolNotFound")
+    assert mistyped.message.startswith("Resource pool cce-pool2 not found: ")
+    assert (in_chinese.status_code, in_chinese.json()["code"]) == (404, "ResourcePoolNotFound")
+    assert in_chinese.json()["message"].startswith("资源池 cce-pool2 不存在：")
+    assert (retired["totalCount"], [j["jobId"] for j in retired["jobs"]]) == (1, [on_aihc])
+    assert described["job"]["jobId"] == on_aihc
+    assert (mistyped_describe.status, mistyped_describe.code) == (404, "ResourcePoolNotFound")
+    assert action(api, "DescribeJobs", body={"resourcePoolId": "local"})["totalCount"] == 0
 
 
 @pytest.mark.parametrize("keyword_type", ["name", "queueName"])

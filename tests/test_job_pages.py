@@ -918,6 +918,31 @@ def test_the_logs_of_a_run_are_shown_polled_and_downloadable(alice, alice_client
     assert f"{shown:%Y-%m-%d %H:%M:%S}.{utc[20:23]} hello from the job" in page
 
 
+def test_downloading_the_log_of_a_replica_not_started_yet_is_a_404_page_saying_why_with_a_link_back(
+    alice, alice_client
+):
+    # QA: Download under "No output yet." showed the generic "Page not found".
+    job = submit(alice)
+    JobReplica.objects.create(job=job, role="master", index=0)
+    url = reverse("job-log-download", args=[job.public_id, "master-0"])
+    back = f'href="{reverse("job-detail", args=[job.public_id])}#logs"'
+
+    chinese = alice_client.get(url)
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(url)
+    no_such_replica = alice_client.get(reverse("job-log-download", args=[job.public_id, "nope-9"]))
+
+    assert chinese.status_code == english.status_code == no_such_replica.status_code == 404
+    page = english.content.decode()
+    assert "The log of master-0 cannot be downloaded" in page
+    assert "This replica has no log yet: it has not started writing one" in page
+    assert back in page and back in chinese.content.decode()
+    assert "Page not found" not in page
+    assert "该实例还没有日志：" in chinese.content.decode()
+    assert "This job has no replica nope-9." in no_such_replica.content.decode()
+    assert not replica_log_path(job.public_id, "master-0").exists()
+
+
 def test_the_runners_own_log_lines_read_in_the_pages_language(alice, alice_client):
     job = submit(alice)
     run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)

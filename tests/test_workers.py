@@ -337,7 +337,11 @@ def test_the_log_of_a_job_run_on_another_machine_is_said_to_be_there_not_missing
 
     assert elsewhere in page and "No output yet" not in page
     assert elsewhere in searched
+    # Download: a page saying where the log is, with the way back, not "Page not found".
     assert download.status_code == 404
+    said = html.unescape(download.content.decode())
+    assert elsewhere in said and "Page not found" not in said
+    assert f'href="{page_url}#logs"' in said and "gpu-far-away" not in said
     assert "gpu-far-away" not in page  # users are not shown machines
     # Its usage is sampled there too: no table saying the first sample comes within seconds.
     assert 'id="usage"' not in page and "Not measured yet" not in page
