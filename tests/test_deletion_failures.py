@@ -19,6 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
+from jobs import spec as S
 from jobs.logs import job_dir
 from jobs.models import Job, LocalRun
 from jobs.worker import Worker
@@ -183,6 +184,38 @@ def test_the_owners_delete_of_a_job_whose_files_stay_says_why_and_keeps_the_job(
         in page
     )
     assert str(job_dir(job.public_id).parent) not in page
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+SECRET = "hf_s3cr3t_token_value"
+
+
+def test_a_file_named_after_the_jobs_secret_is_masked_in_the_log_the_event_and_the_owners_delete(
+    alice, alice_client, settings, caplog, immutable
+):
+    # The job chooses its files' names: one may carry its secret (a cache keyed by a token).
+    settings.JOB_MINUTE_SECONDS = MINUTE
+    [job] = finished_long_ago(alice, 1, days=3)
+    spec = job.job_spec()
+    spec.envs = [S.Env(name="HF_TOKEN", value=SECRET, secret=True)]
+    Job.objects.filter(pk=job.pk).update(spec=spec.to_document())
+    job.refresh_from_db()
+    stuck_folder(job, immutable, name=f"cache-{SECRET}.lock")
+    caplog.set_level(logging.WARNING, logger="jobs.worker")
+
+    Worker().delete_expired()
+    response = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert response.status_code == 200
+    said = f"Operation not permitted: {job.public_id}/logs/cache-******.lock"
+    [warning] = warnings_of(caplog)
+    assert said in warning and SECRET not in warning
+    [event] = job.events.filter(reason="DeleteFailed")
+    assert said in event.message and SECRET not in event.message
+    page = response.content.decode()
+    assert f"{job.public_id}/logs/cache-******.lock" in page and SECRET not in page
     assert Job.objects.filter(pk=job.pk).exists()
 
 
