@@ -329,6 +329,25 @@ def test_aihc_v2_pools_refuse_privileged_which_their_api_does_not_take(aihc, set
     ]
 
 
+def test_a_privileged_aihc_job_whose_pool_moved_to_v2_before_it_was_sent_fails_unsent(
+    aihc, alice, settings
+):
+    # Submitted to a v1 pool; the operator set the pool's API to v2 while it waited. The
+    # check_spec every remote submit runs again refuses it (review 19 checked this path).
+    spec = S.parse_document(privileged_body(), resource_pool_id=AIHC_POOL)
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()), backend="aihc")
+    settings.AIHC_POOL_API_VERSIONS = {AIHC_POOL: "v2"}
+
+    with translation.override("en"):
+        get_backend("aihc").submit(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert aihc.calls("CreateJob") == []
+    with translation.override("en"):
+        assert "need a pool on AIHC OpenAPI v1" in job.status_reason_shown
+
+
 # -- review -----------------------------------------------------------------------------------
 
 
