@@ -187,6 +187,26 @@ def test_the_owners_delete_of_a_job_whose_files_stay_says_why_and_keeps_the_job(
     assert Job.objects.filter(pk=job.pk).exists()
 
 
+def test_the_owners_delete_works_once_an_operator_moved_the_jobs_stuck_folder_aside(
+    alice, alice_client, immutable, tmp_path
+):
+    # README's way out, for a file that cannot be freed now: the folder moved, not the file.
+    [job] = finished_long_ago(alice, 1, days=3)
+    log = stuck_folder(job, immutable)
+    url = reverse("job-delete", args=[job.public_id])
+    alice_client.post(url, {"confirmed": "1"})
+    assert Job.objects.filter(pk=job.pk).exists()
+
+    aside = tmp_path / job.public_id
+    shutil.move(job_dir(job.public_id), aside)
+    immutable[immutable.index(log)] = aside / "logs" / log.name
+    response = alice_client.post(url, {"confirmed": "1"})
+
+    assert response.status_code == 302
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert (aside / "logs" / log.name).read_text() == "its output\n"
+
+
 SECRET = "hf_s3cr3t_token_value"
 
 
