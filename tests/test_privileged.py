@@ -406,6 +406,41 @@ def test_the_admin_job_page_says_privileged_mode_at_its_top(kubernetes, alice, r
     assert 'id="privileged-note"' not in plain_page.content.decode()
 
 
+def test_the_bulk_approval_confirmation_says_privileged_mode_on_each_privileged_job(
+    kubernetes, alice, reviewer, settings
+):
+    # A reviewer approving from the list never sees the job page's note (review 19).
+    settings.REVIEW_PRIVILEGED = True
+    from django.test import Client
+
+    [job] = jobs_submit(
+        owner=alice, spec=k8s_spec(), submit_key=str(uuid.uuid4()), backend="kubernetes"
+    )
+    [plain] = jobs_submit(
+        owner=alice,
+        spec=k8s_spec(privileged=False, name="plain-train"),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    client = Client()
+    client.force_login(reviewer)
+    settings.REVIEW_PRIVILEGED = False  # (the plain one held by the policy instead)
+    Job.objects.filter(pk=plain.pk).update(status=JobStatus.PENDING_REVIEW)
+
+    ask = client.post(
+        reverse("admin:jobs_job_changelist"),
+        {"action": "approve_jobs", "_selected_action": [job.pk, plain.pk]},
+    )
+
+    assert ask.status_code == 200
+    lines = re.findall(r"<li>(.*?)</li>", ask.content.decode())
+    [privileged_line] = [line for line in lines if job.public_id in line]
+    [plain_line] = [line for line in lines if plain.public_id in line]
+    assert '<strong class="privileged">特权模式</strong>' in privileged_line
+    assert "特权模式" not in plain_line
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
+
+
 # -- the wizard -------------------------------------------------------------------------------
 
 
