@@ -277,3 +277,21 @@ def test_staff_read_in_the_admin_why_a_jobs_deletion_fails(
         english = staff.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "Deletion failed" in english
     assert "The worker could not delete this job: IntegrityError: kept. It tries again" in english
+
+
+def test_the_owners_delete_of_a_job_whose_row_the_database_refuses_says_why_and_keeps_it(
+    refused_by_the_database, alice_client
+):
+    # It was an error page (500); README said the Delete says why (review 19).
+    job = refused_by_the_database
+
+    response = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
+    assert "数据库拒绝删除该任务（IntegrityError: kept），因此保留该任务。" in (
+        response.content.decode()
+    )
+    assert Job.objects.filter(pk=job.pk).exists()
