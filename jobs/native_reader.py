@@ -89,15 +89,20 @@ def pid_levels(pid: int) -> int:
 
 def all_in(user: str) -> bool:
     """Whether every process of the pid namespace the /proc mounted shows (but this one) is
-    in the user namespace `user` (ended ones, whose namespaces cannot be read, aside)."""
+    in the user namespace `user` and holds no capability there (ended ones, whose namespaces
+    cannot be read, aside)."""
     own = str(os.getpid())
     for entry in os.listdir("/proc"):
         if entry.isdigit() and entry != own:
             try:
                 if os.readlink(f"/proc/{entry}/ns/user") != user:
                     return False
+                with open(f"/proc/{entry}/status") as status:
+                    held = [line.split()[1] for line in status if line.startswith("CapPrm:")]
             except OSError:
                 continue
+            if held and int(held[0], 16):
+                return False
     return True
 
 
@@ -149,6 +154,7 @@ def main(argv: list[str]) -> None:
         # CAP_SYS_PTRACE too: they could ptrace py-spy, and act through it in the host's
         # mount and network namespaces. With every process of the sandbox in the process's
         # user namespace, none is in one above it; those made since are inside it, or below.
+        # Nor may one hold a capability there, as the one that made it (without exec) does.
         fail(OWN_NAMESPACE)
     os.setgroups([])
     os.setresgid(gid, gid, gid)

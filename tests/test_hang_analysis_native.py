@@ -361,3 +361,38 @@ def test_a_native_read_of_a_process_in_namespaces_the_job_made_is_refused(nested
     assert done.stderr == (
         "Error: native frames are read only of a sandbox whose processes share its user namespace\n"
     )
+
+
+# The job's first process moves itself into a user namespace of its own making, keeping the
+# capabilities its maker gets there (no exec since), CAP_SYS_PTRACE among them, with no other
+# process of the sandbox left outside it.
+MADE_ITS_OWN = textwrap.dedent(
+    """
+    import ctypes, os
+    uid, gid = os.getuid(), os.getgid()
+    assert ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0  # CLONE_NEWUSER
+    open("/proc/self/setgroups", "w").write("deny")
+    open("/proc/self/uid_map", "w").write(f"{uid} {uid} 1")
+    open("/proc/self/gid_map", "w").write(f"{gid} {gid} 1")
+    print("ready", flush=True)
+    ctypes.CDLL(None).pause()
+    """
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
+def test_a_native_read_of_a_sandbox_with_a_process_holding_capabilities_is_refused():
+    leader, job = namespaced_python(MADE_ITS_OWN)
+    try:
+        assert "CapPrm:\t0000000000000000" not in Path(f"/proc/{job.pid}/status").read_text()
+        argv = _native_argv("/bin/true", job, _ids(job.pid))
+        argv = [*argv[: argv.index("--") + 1], "/bin/true"]  # stands in for py-spy
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
+
+    assert done.returncode == 2
+    assert done.stderr == (
+        "Error: native frames are read only of a sandbox whose processes share its user namespace\n"
+    )
