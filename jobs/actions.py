@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -122,7 +122,21 @@ def job_delete(*, job: Job) -> bool:
         get_backend(job.backend).delete(job)
     except BackendError as exc:
         raise ActionError(exc.message) from exc
-    Job.objects.filter(pk=job.pk).delete()
+    try:
+        with transaction.atomic():  # a savepoint: the request's own work goes on after it
+            Job.objects.filter(pk=job.pk).delete()
+    except DatabaseError as exc:
+        # The database refused the row (a constraint, a trigger, a lock held too long): the
+        # job is kept, and the person deleting it is told so, not given an error page
+        # (review 19). Its files are gone already; a Delete later removes the row.
+        said = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise ActionError(
+            _(
+                "The database refused to delete the job (%(error)s), so it is kept. Try again "
+                "later, or ask an administrator."
+            )
+            % {"error": f"{type(exc).__name__}: {said}" if said else type(exc).__name__}
+        ) from exc
     return True
 
 

@@ -262,6 +262,13 @@ class Job(models.Model):
     def job_spec(self) -> spec_module.JobSpec:
         return spec_module.parse_document(self.spec)
 
+    @property
+    def asks_privileged(self) -> bool:
+        """Whether its stored spec asks for privileged containers (jobSpec.privileged), read
+        without parsing the whole spec (a list of jobs says it on each)."""
+        job_spec = self.spec.get("jobSpec") if isinstance(self.spec, dict) else None
+        return isinstance(job_spec, dict) and job_spec.get("privileged") is True
+
     def secret_values(self) -> list[str]:
         """What to mask in anything shown of the job, also once its stored spec no longer
         parses (spec.stored_secret_values)."""

@@ -16,7 +16,9 @@ act through it outside the sandbox (the host's files, the host's network). So it
 job's user namespace (a job run as a user of its own has one: bwrap --unshare-user) holding
 CAP_SYS_PTRACE there, and nothing else: the kernel lets a process ptrace one holding a
 capability it lacks only with CAP_SYS_PTRACE itself, which no job process has, while py-spy's
-capability reaches only the processes of that user namespace, the job's own. No new privilege
+capability reaches only the processes of that user namespace, the job's own: so no job process
+may be in a user namespace above it, which a job that made one inside its sandbox's would be
+(review 19: all_in, pid_levels). No new privilege
 (no_new_privs), no other capability, not even in its bounding set; its supplementary groups
 cleared. (Decided over an undumpable py-spy, run from a copy nobody may read: this machine's
 kernel, 6.18, leaves such a process dumpable.)
@@ -37,6 +39,7 @@ CAP_LAST = 63
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 # capset(2)'s number; on another architecture the read fails, saying so (and falls back).
 SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+OWN_NAMESPACE = "native frames are read only of a sandbox whose processes share its user namespace"
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -72,6 +75,37 @@ def start_of(pid: int) -> str | None:
         return None
 
 
+def pid_levels(pid: int) -> int:
+    """How many pid namespaces the process is in, the host's included (its NSpid's pids)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return len(line.split()) - 1
+    except OSError:
+        pass
+    return 0
+
+
+def all_in(user: str) -> bool:
+    """Whether every process of the pid namespace the /proc mounted shows (but this one) is
+    in the user namespace `user` and holds no capability there (ended ones, whose namespaces
+    cannot be read, aside)."""
+    own = str(os.getpid())
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and entry != own:
+            try:
+                if os.readlink(f"/proc/{entry}/ns/user") != user:
+                    return False
+                with open(f"/proc/{entry}/status") as status:
+                    held = [line.split()[1] for line in status if line.startswith("CapPrm:")]
+            except OSError:
+                continue
+            if held and int(held[0], 16):
+                return False
+    return True
+
+
 def main(argv: list[str]) -> None:
     if len(argv) < 6 or argv[4] != "--":
         fail("usage: native_reader.py PID START UID GID -- PY-SPY ARGS...")
@@ -94,6 +128,10 @@ def main(argv: list[str]) -> None:
     if uid == 0 or its_user == own_user:
         # CAP_SYS_PTRACE in the host's user namespace would reach every process of the host.
         fail("native frames are read only of jobs run as users of their own")
+    if pid_levels(pid) != 2:
+        # In a pid namespace the job made inside its sandbox's (all_in below looks at the
+        # sandbox's: bwrap's, a child of the host's).
+        fail(OWN_NAMESPACE)
     os.setns(pids, os.CLONE_NEWPID)  # for the child forked below
     os.unshare(os.CLONE_NEWNS)
     checked(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
@@ -109,6 +147,15 @@ def main(argv: list[str]) -> None:
         libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None),
         "mounting /proc",
     )
+    if not all_in(its_user):
+        # Review 19: a user namespace the job made inside its sandbox's (possible where no
+        # seccomp filter refuses it: libseccomp not installed), the process read in it. The
+        # job's processes in its parent, as its owner's uid, hold every capability in it,
+        # CAP_SYS_PTRACE too: they could ptrace py-spy, and act through it in the host's
+        # mount and network namespaces. With every process of the sandbox in the process's
+        # user namespace, none is in one above it; those made since are inside it, or below.
+        # Nor may one hold a capability there, as the one that made it (without exec) does.
+        fail(OWN_NAMESPACE)
     os.setgroups([])
     os.setresgid(gid, gid, gid)
     os.setns(user, os.CLONE_NEWUSER)  # every capability, but only in the job's namespace

@@ -46,7 +46,7 @@ from pathlib import Path
 from subprocess import Popen
 
 from django.conf import settings
-from django.db import close_old_connections, connections
+from django.db import DatabaseError, close_old_connections, connections
 from django.db.models import OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.utils import timezone
@@ -143,6 +143,8 @@ def deletion_failure_reason(exc: BaseException) -> tuple[str, str]:
             ),
             reason=cause.left,
         )
+    if isinstance(exc.__cause__, DatabaseError):
+        exc = exc.__cause__  # (job_delete's ActionError says it for people: the log names it)
     said = (str(exc).strip().splitlines() or [""])[0]
     reason = f"{type(exc).__name__}: {said}"[:300] if said else type(exc).__name__
     return reason, recorded(

@@ -19,6 +19,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import translation
 
+from jobs import spec as S
 from jobs.logs import job_dir
 from jobs.models import Job, LocalRun
 from jobs.worker import Worker
@@ -186,6 +187,58 @@ def test_the_owners_delete_of_a_job_whose_files_stay_says_why_and_keeps_the_job(
     assert Job.objects.filter(pk=job.pk).exists()
 
 
+def test_the_owners_delete_works_once_an_operator_moved_the_jobs_stuck_folder_aside(
+    alice, alice_client, immutable, tmp_path
+):
+    # README's way out, for a file that cannot be freed now: the folder moved, not the file.
+    [job] = finished_long_ago(alice, 1, days=3)
+    log = stuck_folder(job, immutable)
+    url = reverse("job-delete", args=[job.public_id])
+    alice_client.post(url, {"confirmed": "1"})
+    assert Job.objects.filter(pk=job.pk).exists()
+
+    aside = tmp_path / job.public_id
+    shutil.move(job_dir(job.public_id), aside)
+    immutable[immutable.index(log)] = aside / "logs" / log.name
+    response = alice_client.post(url, {"confirmed": "1"})
+
+    assert response.status_code == 302
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert (aside / "logs" / log.name).read_text() == "its output\n"
+
+
+SECRET = "hf_s3cr3t_token_value"
+
+
+def test_a_file_named_after_the_jobs_secret_is_masked_in_the_log_the_event_and_the_owners_delete(
+    alice, alice_client, settings, caplog, immutable
+):
+    # The job chooses its files' names: one may carry its secret (a cache keyed by a token).
+    settings.JOB_MINUTE_SECONDS = MINUTE
+    [job] = finished_long_ago(alice, 1, days=3)
+    spec = job.job_spec()
+    spec.envs = [S.Env(name="HF_TOKEN", value=SECRET, secret=True)]
+    Job.objects.filter(pk=job.pk).update(spec=spec.to_document())
+    job.refresh_from_db()
+    stuck_folder(job, immutable, name=f"cache-{SECRET}.lock")
+    caplog.set_level(logging.WARNING, logger="jobs.worker")
+
+    Worker().delete_expired()
+    response = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert response.status_code == 200
+    said = f"Operation not permitted: {job.public_id}/logs/cache-******.lock"
+    [warning] = warnings_of(caplog)
+    assert said in warning and SECRET not in warning
+    [event] = job.events.filter(reason="DeleteFailed")
+    assert said in event.message and SECRET not in event.message
+    page = response.content.decode()
+    assert f"{job.public_id}/logs/cache-******.lock" in page and SECRET not in page
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
 @pytest.fixture
 def refused_by_the_database(transactional_db, alice) -> Iterator[Job]:
     [job] = finished_long_ago(alice, 1, days=3)
@@ -224,3 +277,21 @@ def test_staff_read_in_the_admin_why_a_jobs_deletion_fails(
         english = staff.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
     assert "Deletion failed" in english
     assert "The worker could not delete this job: IntegrityError: kept. It tries again" in english
+
+
+def test_the_owners_delete_of_a_job_whose_row_the_database_refuses_says_why_and_keeps_it(
+    refused_by_the_database, alice_client
+):
+    # It was an error page (500); README said the Delete says why (review 19).
+    job = refused_by_the_database
+
+    response = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
+    assert "数据库拒绝删除该任务（IntegrityError: kept），因此保留该任务。" in (
+        response.content.decode()
+    )
+    assert Job.objects.filter(pk=job.pk).exists()

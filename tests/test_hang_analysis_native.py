@@ -312,3 +312,87 @@ def test_a_rank_read_without_its_native_frames_groups_with_the_ranks_of_its_pyth
     cond_wait = {**sleep, "name": "pthread_cond_wait"}
     natively = [replica("master-0", [sleep, *python]), replica("worker-0", [cond_wait, *python])]
     assert [g.replicas for g in stack_groups(natively)] == [["master-0"], ["worker-0"]]
+
+
+# A job process that made a user namespace of its own inside its sandbox's (where no seccomp
+# filter refuses it: libseccomp not installed), a pid namespace too or not, and runs its
+# Python there, while the job's first process stays outside it: its owner, holding every
+# capability over it, CAP_SYS_PTRACE too.
+NESTED = textwrap.dedent(
+    """
+    import subprocess, sys
+    unshare = ["unshare", "--user", "--map-current-user", *sys.argv[2:]]
+    subprocess.run([*unshare, sys.executable, "-c", sys.argv[1]])
+    """
+)
+
+
+def deepest(pid: int) -> int:
+    while children := Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        [pid] = map(int, children)
+    return pid
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
+@pytest.mark.parametrize("nested", [[], ["--pid", "--fork"]], ids=["user", "user-and-pid"])
+def test_a_native_read_of_a_process_in_namespaces_the_job_made_is_refused(nested):
+    """py-spy would hold CAP_SYS_PTRACE in that user namespace only, which the job's
+    processes outside it hold too (its owner's): they could ptrace it and act through it in
+    the host's mount and network namespaces (review 19)."""
+    leader = subprocess.Popen(
+        [*AS_A_JOB, NESTED, IN_C, *nested],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert leader.stdout.readline() == "ready\n"
+        [outer] = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
+        job = listed(deepest(int(outer)))
+        assert os.readlink(f"/proc/{job.pid}/ns/user") != os.readlink(f"/proc/{outer}/ns/user")
+        argv = _native_argv("/bin/true", job, _ids(job.pid))
+        argv = [*argv[: argv.index("--") + 1], "/bin/true"]  # stands in for py-spy
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
+
+    assert done.returncode == 2
+    assert done.stderr == (
+        "Error: native frames are read only of a sandbox whose processes share its user namespace\n"
+    )
+
+
+# The job's first process moves itself into a user namespace of its own making, keeping the
+# capabilities its maker gets there (no exec since), CAP_SYS_PTRACE among them, with no other
+# process of the sandbox left outside it.
+MADE_ITS_OWN = textwrap.dedent(
+    """
+    import ctypes, os
+    uid, gid = os.getuid(), os.getgid()
+    assert ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0  # CLONE_NEWUSER
+    open("/proc/self/setgroups", "w").write("deny")
+    open("/proc/self/uid_map", "w").write(f"{uid} {uid} 1")
+    open("/proc/self/gid_map", "w").write(f"{gid} {gid} 1")
+    print("ready", flush=True)
+    ctypes.CDLL(None).pause()
+    """
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
+def test_a_native_read_of_a_sandbox_with_a_process_holding_capabilities_is_refused():
+    leader, job = namespaced_python(MADE_ITS_OWN)
+    try:
+        assert "CapPrm:\t0000000000000000" not in Path(f"/proc/{job.pid}/status").read_text()
+        argv = _native_argv("/bin/true", job, _ids(job.pid))
+        argv = [*argv[: argv.index("--") + 1], "/bin/true"]  # stands in for py-spy
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
+
+    assert done.returncode == 2
+    assert done.stderr == (
+        "Error: native frames are read only of a sandbox whose processes share its user namespace\n"
+    )

@@ -329,6 +329,25 @@ def test_aihc_v2_pools_refuse_privileged_which_their_api_does_not_take(aihc, set
     ]
 
 
+def test_a_privileged_aihc_job_whose_pool_moved_to_v2_before_it_was_sent_fails_unsent(
+    aihc, alice, settings
+):
+    # Submitted to a v1 pool; the operator set the pool's API to v2 while it waited. The
+    # check_spec every remote submit runs again refuses it (review 19 checked this path).
+    spec = S.parse_document(privileged_body(), resource_pool_id=AIHC_POOL)
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()), backend="aihc")
+    settings.AIHC_POOL_API_VERSIONS = {AIHC_POOL: "v2"}
+
+    with translation.override("en"):
+        get_backend("aihc").submit(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.SUBMIT_FAILED
+    assert aihc.calls("CreateJob") == []
+    with translation.override("en"):
+        assert "need a pool on AIHC OpenAPI v1" in job.status_reason_shown
+
+
 # -- review -----------------------------------------------------------------------------------
 
 
@@ -385,6 +404,41 @@ def test_the_admin_job_page_says_privileged_mode_at_its_top(kubernetes, alice, r
     text = page.content.decode()
     assert 'id="privileged-note"' in text and "特权模式" in text
     assert 'id="privileged-note"' not in plain_page.content.decode()
+
+
+def test_the_bulk_approval_confirmation_says_privileged_mode_on_each_privileged_job(
+    kubernetes, alice, reviewer, settings
+):
+    # A reviewer approving from the list never sees the job page's note (review 19).
+    settings.REVIEW_PRIVILEGED = True
+    from django.test import Client
+
+    [job] = jobs_submit(
+        owner=alice, spec=k8s_spec(), submit_key=str(uuid.uuid4()), backend="kubernetes"
+    )
+    [plain] = jobs_submit(
+        owner=alice,
+        spec=k8s_spec(privileged=False, name="plain-train"),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    client = Client()
+    client.force_login(reviewer)
+    settings.REVIEW_PRIVILEGED = False  # (the plain one held by the policy instead)
+    Job.objects.filter(pk=plain.pk).update(status=JobStatus.PENDING_REVIEW)
+
+    ask = client.post(
+        reverse("admin:jobs_job_changelist"),
+        {"action": "approve_jobs", "_selected_action": [job.pk, plain.pk]},
+    )
+
+    assert ask.status_code == 200
+    lines = re.findall(r"<li>(.*?)</li>", ask.content.decode())
+    [privileged_line] = [line for line in lines if job.public_id in line]
+    [plain_line] = [line for line in lines if plain.public_id in line]
+    assert '<strong class="privileged">特权模式</strong>' in privileged_line
+    assert "特权模式" not in plain_line
+    assert Job.objects.get(pk=job.pk).status == JobStatus.PENDING_REVIEW
 
 
 # -- the wizard -------------------------------------------------------------------------------

@@ -447,7 +447,9 @@ class LocalBackend(Backend):
         if left:
             # The job stays, so what is left of its files (its logs...) is not forgotten on
             # the disk: a worker's retention pass tries again, a person's Delete says why.
-            raise FilesLeft(left)
+            # A file's name is the job's to choose (its secret's value, say): masked, as its
+            # logs are, for staff and the worker's log read it too (review 19).
+            raise FilesLeft(job_logs.masked(left, job.secret_values()))
 
     def sync(self, job: Job) -> None:
         from jobs.models import ACTIVE_STATUSES
