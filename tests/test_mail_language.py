@@ -165,6 +165,25 @@ def test_an_alert_to_an_address_no_user_has_is_in_the_owners_language(
     ]
 
 
+def test_the_last_alert_email_an_hour_allows_says_so_in_its_readers_language(
+    alice, alice_client, mailoutbox, settings
+):
+    settings.ALERT_EMAILS_PER_HOUR = 1
+    switched(alice_client, "en")
+    job = alerting(alice, ["alice@example.com"])
+
+    job_alert(
+        job=job,
+        item="jobRunning",
+        message=recorded(gettext_noop("%(name)s is running."), name=job.name),
+    )
+    run_queued_tasks()
+
+    [mail] = mailoutbox
+    assert "This is the last alert email for your jobs until " in mail.body
+    assert "at most 1 is sent an hour (ALERT_EMAILS_PER_HOUR)" in mail.body
+
+
 def test_an_alert_queued_with_the_old_arguments_still_goes_as_it_was_recorded(
     alice, alice_client, mailoutbox
 ):
