@@ -20,6 +20,8 @@ urlpatterns = [
     # One's own card-hours (jobs.usage_views); everyone's are in the admin's usage report.
     path("account/usage/", usage_views.my_usage, name="my-usage"),
     path("api/v1/", include("jobs.api_urls")),
+    # Django's set_language, which also keeps a logged-in user's choice for their mails.
+    path("i18n/setlang/", accounts.set_language, name="set_language"),
     path("i18n/", include("django.conf.urls.i18n")),
     # For load balancers and probes: no log-in, no session (jobs.health_views).
     path("healthz", health_views.healthz, name="healthz"),

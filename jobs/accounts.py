@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
+from django.views import i18n
 from django.views.decorators.http import require_http_methods
 
 from .api_keys import (
@@ -34,6 +35,7 @@ from .api_keys import (
 from .api_keys import api_key_revoke as api_key_revoke_service
 from .api_keys import api_keys_revoke_all as api_keys_revoke_all_service
 from .http import AuthenticatedHttpRequest, post_only
+from .languages import language_chosen
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
 
@@ -105,6 +107,15 @@ class ConsolePasswordChangeView(auth_views.PasswordChangeView):
         if setter.revoked:
             messages.success(self.request, _revoked_message(setter.revoked))
         return response
+
+
+def set_language(request: HttpRequest) -> HttpResponse:
+    """Django's set_language (the top bar's and the admin's 中文/EN), which sets the language
+    cookie; a logged-in user's choice is also kept for their mails (jobs.languages)."""
+    response = i18n.set_language(request)
+    if settings.LANGUAGE_COOKIE_NAME in response.cookies:  # a language Django accepted
+        language_chosen(user=request.user, language=str(request.POST.get("language", "")))
+    return response
 
 
 login = ConsoleLoginView.as_view()

@@ -24,13 +24,14 @@ from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_noop
 
+from .languages import addresses_by_language
 from .locks import user_row_locked
 from .models import AlertChannel, AlertDelivery, Job
 from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError, mask
-from .texts import Term, ngettext_noop, recorded, recorded_plural
+from .texts import Term, display_text, ngettext_noop, recorded, recorded_plural, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -209,7 +210,12 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
     try:
         with transaction.atomic():
             deliver_alert.enqueue(
-                job_id=job.pk, item=item, message=message, time=timezone.now().isoformat()
+                job_id=job.pk,
+                item=item,
+                message=message,
+                time=timezone.now().isoformat(),
+                # So that each address's mail is written in its reader's language.
+                message_source=source_of(message),
             )
     except Exception as exc:  # the queue's database trouble must not stop supervision
         logger.exception("could not enqueue alert for %s", job.public_id)
@@ -374,8 +380,8 @@ def _deliver_email(
         _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
         return
     title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
-    subject = f"[{recorded(gettext_noop('AI Job Console'))}] {title}"
-    body = f"{message}\n\n{payload['link']}\n"
+    brand = recorded(gettext_noop("AI Job Console"))
+    note = None
     if turn.reopens is not None:
         note = recorded_plural(
             LAST_MAIL_NOTE,
@@ -383,11 +389,25 @@ def _deliver_email(
             limit=settings.ALERT_EMAILS_PER_HOUR,
             time=_when(turn.reopens),
         )
-        body += f"\n{note}\n"
-    try:
-        send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, list(emails))
-    except Exception as exc:
+    sent: list[str] = []
+    failures: list[Exception] = []
+    # One mail per language, each to its readers (jobs.languages: a user's address in that
+    # user's language, any other in the owner's); the webhooks' JSON stays as recorded.
+    for language, addresses in addresses_by_language(addresses=emails, owner=job.owner).items():
+        with translation.override(language):
+            subject = f"[{_said(brand)}] {_said(title)}"
+            body = f"{_said(message)}\n\n{payload['link']}\n"
+            if note is not None:
+                body += f"\n{_said(note)}\n"
+        try:
+            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, addresses)
+        except Exception as exc:
+            failures.append(exc)
+        else:
+            sent += addresses
+    if not sent:
         turn.give_back()  # the mail server refused it: it does not count
+    for exc in failures:
         job_event(
             job=job,
             reason="AlertFailed",
@@ -398,16 +418,21 @@ def _deliver_email(
             ),
             warning=True,
         )
-    else:
+    if sent:
         job_event(
             job=job,
             reason="AlertSent",
             message=recorded(
                 gettext_noop("%(item)s: email sent to %(addresses)s"),
                 item=item_name(item),
-                addresses=", ".join(emails),
+                addresses=", ".join(a for a in emails if a in sent),  # in the job's order
             ),
         )
+
+
+def _said(text: str) -> str:
+    """A recorded text in the language active now (its stored wording if it has no source)."""
+    return display_text(text, source_of(text))
 
 
 def _deliver_webhooks(*, job: Job, item: str, webhooks: list[str], payload: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ class JobsConfig(AppConfig):
 
         from . import (
             checks,  # noqa: F401  (registers the start-up checks)
+            languages,  # noqa: F401  (connects the log-in receiver: the user's language)
             throttle,  # noqa: F401  (connects the failed-login receiver)
             usage,  # noqa: F401  (connects the deleted jobs' usage receiver)
         )

@@ -380,6 +380,25 @@ class AlertChannel(models.TextChoices):
     WEBHOOK = "webhook", _("webhook")
 
 
+class UserPreference(models.Model):
+    """What a user chose for themselves, kept on the server (jobs.languages): the language the
+    console's mails to them are written in. The language cookie says it to the browser it was
+    set in; a mail sent by the worker has no browser to ask. No row: not chosen yet (mails in
+    the console's language, LANGUAGE_CODE)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="preference",
+    )
+    # A code of LANGUAGES, as the language cookie holds it.
+    language = models.CharField(max_length=16)
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.language}"
+
+
 class AlertDelivery(models.Model):
     """One alert sent for a user's jobs on one channel (jobs.alerts): what the hourly bounds
     on alerts count (ALERT_EMAILS_PER_HOUR: one row per alert email, whatever its number of

@@ -23,7 +23,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -31,9 +31,10 @@ from . import spec as spec_module
 from .actions import ActionError
 from .alerts import job_alert
 from .health import active_runner
+from .languages import reader_language
 from .models import Job, JobStatus, LocalRun, ReviewMode, ReviewPolicy, ReviewState
 from .services import job_transition, recorded
-from .texts import joined, ngettext_noop, recorded_plural
+from .texts import display_text, joined, ngettext_noop, recorded_plural, source_of
 
 logger = logging.getLogger(__name__)
 
@@ -129,17 +130,36 @@ def _notify_owner(*, job: Job, subject: str, body: str) -> None:
     if not job.owner.email:
         return
     try:
-        mail_owner.enqueue(job_id=job.pk, subject=str(subject), body=str(body))
+        # The texts with their sources: the worker writes them in the owner's language.
+        mail_owner.enqueue(
+            job_id=job.pk,
+            subject=str(subject),
+            body=str(body),
+            subject_source=source_of(subject),
+            body_source=source_of(body),
+        )
     except Exception:
         # The queue's trouble must not undo a review decision; the event stays.
         logger.exception("Could not queue the review mail for job %s", job.public_id)
 
 
-def send_owner_mail(*, job: Job, subject: str, body: str) -> None:
-    """Sends the review mail (jobs.tasks.mail_owner), with a link to the job."""
+def send_owner_mail(
+    *,
+    job: Job,
+    subject: str,
+    body: str,
+    subject_source: dict[str, Any] | None = None,
+    body_source: dict[str, Any] | None = None,
+) -> None:
+    """Sends the review mail (jobs.tasks.mail_owner), with a link to the job, in the owner's
+    language (jobs.languages). Texts without a source (queued by a release before it) go as
+    they were recorded, in the console's language."""
     if not job.owner.email:
         return
     link = settings.SITE_URL + reverse("job-detail", kwargs={"public_id": job.public_id})
+    with translation.override(reader_language(user=job.owner)):
+        subject = display_text(subject, subject_source)
+        body = display_text(body, body_source)
     try:
         send_mail(
             subject=subject,
@@ -369,7 +389,7 @@ def job_mark_lost(*, job: Job, reviewer: Any) -> bool:
             actor=reviewer,
         )
         if done and not stopping:
-            job_alert(job=job, item="jobFailed", message=f"{job.name}: {message}")
+            job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", message))
     if done:
         logger.warning("%s marked as lost by %s", job.public_id, reviewer.get_username())
     return done

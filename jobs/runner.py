@@ -88,7 +88,7 @@ from .sandbox import (
 from .services import job_event, job_spec_or_noted, job_transition, recorded
 from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
 from .spec import MPI, JobSpec, Role
-from .texts import RecordedText, ngettext_noop, recorded_plural, restored, source_of
+from .texts import RecordedText, joined, ngettext_noop, recorded_plural, restored, source_of
 from .volume_access import volume_refusals
 
 logger = logging.getLogger(__name__)
@@ -2156,7 +2156,7 @@ def _finish_tear_down(
             job=job, to=final, reason=reason, message=text, warning=final != S.STOPPED
         )
         if ended and final in (S.FAILED, S.TIMED_OUT):
-            job_alert(job=job, item="jobFailed", message=f"{job.name}: {text}")
+            job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", text))
     if ended:
         _finished(job, run)
 

@@ -11,26 +11,53 @@ reconciliation of the database with live processes, not units of work one could 
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.tasks import task
 
 from .models import Job
+from .texts import restored
+
+# Texts come with their sources (jobs.texts) so that the worker writes each mail in its
+# reader's language (jobs.languages). A task queued by a release before the sources has no
+# source arguments: its texts go as they were recorded, in the console's language.
 
 
 @task
-def deliver_alert(*, job_id: int, item: str, message: str, time: str) -> None:
+def deliver_alert(
+    *,
+    job_id: int,
+    item: str,
+    message: str,
+    time: str,
+    message_source: dict[str, Any] | None = None,
+) -> None:
     from .alerts import deliver
 
     job = Job.objects.filter(pk=job_id).first()
     if job is None:  # deleted meanwhile: nobody to tell
         return
-    deliver(job=job, item=item, message=message, time=time)
+    deliver(job=job, item=item, message=restored(message, message_source), time=time)
 
 
 @task
-def mail_owner(*, job_id: int, subject: str, body: str) -> None:
+def mail_owner(
+    *,
+    job_id: int,
+    subject: str,
+    body: str,
+    subject_source: dict[str, Any] | None = None,
+    body_source: dict[str, Any] | None = None,
+) -> None:
     from .review import send_owner_mail
 
     job = Job.objects.select_related("owner").filter(pk=job_id).first()
     if job is None:  # deleted meanwhile: the decision no longer concerns anyone
         return
-    send_owner_mail(job=job, subject=subject, body=body)
+    send_owner_mail(
+        job=job,
+        subject=subject,
+        body=body,
+        subject_source=subject_source,
+        body_source=body_source,
+    )

@@ -30,6 +30,7 @@ from . import wizard as W
 from . import wizard_import as I
 from .backends.local import POOL_ID as LOCAL_POOL_ID
 from .http import AuthenticatedHttpRequest, post_only
+from .languages import language_chosen
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
 from .review import review_reason
@@ -218,7 +219,7 @@ def _import_language_switched(request: AuthenticatedHttpRequest, language: str) 
         )
     context = {**_start_context(request, ""), **_import_context(form, text, key)}
     response = render(request, "jobs/wizard/start.html", context)
-    _set_language_cookie(response, language)
+    _set_language_cookie(request, response, language)
     return response
 
 
@@ -304,12 +305,16 @@ def _language_switched(request: AuthenticatedHttpRequest, url: str, language: st
     response: HttpResponse = (
         HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
     )
-    _set_language_cookie(response, language)
+    _set_language_cookie(request, response, language)
     return response
 
 
-def _set_language_cookie(response: HttpResponse, language: str) -> None:
-    """Saved as Django's set_language saves it."""
+def _set_language_cookie(
+    request: AuthenticatedHttpRequest, response: HttpResponse, language: str
+) -> None:
+    """Saved as Django's set_language saves it, and kept for the user's mails
+    (jobs.languages), as the top bar's switch keeps it (jobs.accounts.set_language)."""
+    language_chosen(user=request.user, language=language)
     response.set_cookie(
         settings.LANGUAGE_COOKIE_NAME,
         language,

@@ -19,12 +19,12 @@ from playwright.sync_api import expect
 from jobs import spec as S
 from jobs.actions import ActionError, job_stop
 from jobs.health import WorkerIdentity, worker_beat, worker_stopped
-from jobs.models import Job, JobReplica, JobStatus, LocalRun, WorkerHeartbeat
+from jobs.models import Job, JobReplica, JobStatus, LocalRun, UserPreference, WorkerHeartbeat
 from jobs.review import job_mark_lost
 from jobs.runner import current_capacity, live_shim, replica_state_dir, requirement, runner_key
 from jobs.worker import Worker
 
-from .conftest import log_in
+from .conftest import log_in, run_queued_tasks
 from .runner_helpers import (
     CARD,
     UNTIL_THE_GATE_OPENS,
@@ -43,9 +43,11 @@ CHANGELIST = "/admin/jobs/job/"
 ELSEWHERE = "gpu-a:/srv/console/var/runs"
 
 
-def running_elsewhere(owner, *, status: str = JobStatus.RUNNING, runner: str = ELSEWHERE) -> Job:
+def running_elsewhere(
+    owner, *, status: str = JobStatus.RUNNING, runner: str = ELSEWHERE, **changes
+) -> Job:
     """A local job a worker on another machine started, holding both cards of the pool."""
-    job = submit(owner, make_spec("sleep 600", roles=[S.Role("master", 1, CARD, 2)]))
+    job = submit(owner, make_spec("sleep 600", roles=[S.Role("master", 1, CARD, 2)], **changes))
     Job.objects.filter(pk=job.pk).update(status=status, started_at=timezone.now())
     LocalRun.objects.create(job=job, runner=runner, devices={CARD: [0, 1]})
     JobReplica.objects.create(job=job, role="master", index=0, status="running")
@@ -84,6 +86,24 @@ def test_a_running_job_whose_worker_is_elsewhere_is_marked_lost_failed_by_whom_a
     [event] = job.events.filter(reason="MarkedLost")
     assert event.actor == reviewer and event.type == "Warning"
     assert current_capacity().allocate(want) is not None
+
+
+def test_the_failed_alert_of_a_job_marked_lost_is_mailed_in_its_owners_language(
+    alice, reviewer, mailoutbox
+):
+    UserPreference.objects.create(user=alice, language="en")
+    active_here()
+    alert = S.AlertConfig(items=["jobFailed"], emails=["alice@example.com"], webhooks=[])
+    job = running_elsewhere(alice, alert=alert)
+
+    assert job_mark_lost(job=job, reviewer=reviewer) is True
+    run_queued_tasks()  # what the worker does
+
+    # The job's name, then the reason, said again in English (recorded in Chinese).
+    [mail] = mailoutbox
+    assert mail.subject == "[AI Job Console] local-test failed"
+    assert mail.body.startswith("local-test: Marked as lost by carol: ")
+    assert "丢失" in Job.objects.get(pk=job.pk).status_reason
 
 
 def test_a_stopping_job_marked_lost_ends_stopped(alice, reviewer):

@@ -58,6 +58,9 @@ Migrations and what they do to existing rows:
   its stored spec (jobs.spec.charged_cards, as Job.save() does for new jobs), and the index
   the report reads jobs from (`job_usage`). Reverse: drops both (the older release reads
   the specs); upgrading again works the cards out anew.
+- 0031 adds each user's chosen language (a new table, empty after upgrading: it fills as
+  users switch language or log in; the worker writes their mails in it). Downgrading past it
+  drops the table, and the older release writes every mail in the console's language.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -907,3 +910,22 @@ def test_upgrading_past_0030_works_out_each_jobs_cards_and_downgrading_drops_the
 
     again = migrate(None)
     assert dict(again.get_model("jobs", "Job").objects.values_list("public_id", "cards")) == cards
+
+
+def test_upgrading_past_0031_adds_users_languages_and_downgrading_drops_them(at_latest_after):
+    old = migrate("0030_job_cards")
+    alice = old.get_model("auth", "User").objects.create(username="alice", email="a@example.com")
+
+    new = migrate(None)
+    languages = new.get_model("jobs", "UserPreference").objects
+    assert not languages.exists()  # chosen by nobody yet: mails in the console's language
+    languages.create(user_id=alice.pk, language="en")
+
+    old = migrate("0030_job_cards")
+    assert "jobs_userpreference" not in connection.introspection.table_names()
+    assert list(old.get_model("auth", "User").objects.values_list("username", "email")) == [
+        ("alice", "a@example.com")
+    ]
+
+    again = migrate(None)
+    assert not again.get_model("jobs", "UserPreference").objects.exists()

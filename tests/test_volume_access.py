@@ -40,7 +40,7 @@ from .test_wizard_import import BODY, CHANNELS, import_body
 
 wsgi, alice_key, api, fake = v1.wsgi, v1.alice_key, v1.api, v1.fake
 
-NOT_OFFERED_ZH = "未向你提供"
+NOT_OFFERED_ZH = "未向您提供"
 NOT_OFFERED_EN = "is not offered to you on the local pool"
 
 
@@ -548,7 +548,7 @@ def test_a_user_offered_no_volume_is_not_told_to_name_a_folder_of_the_machine(
     )
 
     assert 'name="mounts-0-name"' not in page  # no row to start from
-    assert 'id="no-volume-help"' in page and "未向你提供可挂载的卷" in page
+    assert 'id="no-volume-help"' in page and "未向您提供可挂载的卷" in page
     assert 'id="node-disk-help"' not in page
     assert "请选择文件系统或存储卷。" in field_errors(r, "id_mounts-0-name")
     assert r.status_code == 200 and W.DATA not in Draft.objects.get(pk=draft.pk).completed_steps
