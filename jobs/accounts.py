@@ -35,7 +35,7 @@ from .api_keys import (
 from .api_keys import api_key_revoke as api_key_revoke_service
 from .api_keys import api_keys_revoke_all as api_keys_revoke_all_service
 from .http import AuthenticatedHttpRequest, post_only
-from .languages import language_chosen
+from .languages import language_after_login, language_chosen
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
 
@@ -43,6 +43,13 @@ from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
 class ConsoleLoginView(auth_views.LoginView):
     authentication_form = ThrottledAuthenticationForm
     redirect_authenticated_user = True
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        # Logged in (the user_logged_in signal has kept this page's language for a user who
+        # chose none): pages follow the language the user chose, on a browser without one.
+        response = super().form_valid(form)
+        language_after_login(request=self.request, response=response, user=form.get_user())
+        return response
 
 
 class ConsoleLogoutView(auth_views.LogoutView):

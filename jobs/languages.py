@@ -24,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.db.models import Q
 from django.dispatch import receiver
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils import translation
 
 from .models import UserPreference
@@ -65,6 +65,32 @@ def _logged_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: An
     language = getattr(request, "LANGUAGE_CODE", None)
     if language:
         language_at_login(user=user, language=language)
+
+
+def language_cookie_set(*, response: HttpResponse, language: str) -> None:
+    """Django's language cookie, as its set_language writes it."""
+    response.set_cookie(
+        settings.LANGUAGE_COOKIE_NAME,
+        language,
+        max_age=settings.LANGUAGE_COOKIE_AGE,
+        path=settings.LANGUAGE_COOKIE_PATH,
+        domain=settings.LANGUAGE_COOKIE_DOMAIN,
+        secure=settings.LANGUAGE_COOKIE_SECURE,
+        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
+        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
+    )
+
+
+def language_after_login(*, request: HttpRequest, response: HttpResponse, user: Any) -> None:
+    """A browser that never chose a language (no language cookie: its pages followed its
+    Accept-Language) gets the one its user chose, on another browser or before, from the
+    first page after log-in. A browser that chose one keeps it: that choice was made there."""
+    if settings.LANGUAGE_COOKIE_NAME in request.COOKIES:
+        return
+    chosen = UserPreference.objects.filter(user_id=user.pk).values_list("language", flat=True)
+    code = _known(chosen.first() or "")
+    if code is not None and code != getattr(request, "LANGUAGE_CODE", None):
+        language_cookie_set(response=response, language=code)
 
 
 def reader_language(*, user: Any) -> str:

@@ -30,7 +30,7 @@ from . import wizard as W
 from . import wizard_import as I
 from .backends.local import POOL_ID as LOCAL_POOL_ID
 from .http import AuthenticatedHttpRequest, post_only
-from .languages import language_chosen
+from .languages import language_chosen, language_cookie_set
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
 from .review import review_reason
@@ -315,16 +315,7 @@ def _set_language_cookie(
     """Saved as Django's set_language saves it, and kept for the user's mails
     (jobs.languages), as the top bar's switch keeps it (jobs.accounts.set_language)."""
     language_chosen(user=request.user, language=language)
-    response.set_cookie(
-        settings.LANGUAGE_COOKIE_NAME,
-        language,
-        max_age=settings.LANGUAGE_COOKIE_AGE,
-        path=settings.LANGUAGE_COOKIE_PATH,
-        domain=settings.LANGUAGE_COOKIE_DOMAIN,
-        secure=settings.LANGUAGE_COOKIE_SECURE,
-        httponly=settings.LANGUAGE_COOKIE_HTTPONLY,
-        samesite=settings.LANGUAGE_COOKIE_SAMESITE,
-    )
+    language_cookie_set(response=response, language=language)
 
 
 def _render_step(

@@ -297,6 +297,28 @@ def test_logging_in_without_a_cookie_keeps_the_browsers_language(db):
 # -- the console's Chinese -------------------------------------------------------------
 
 
+def test_a_new_browser_shows_pages_in_the_language_its_user_chose_from_the_first_after_login(
+    alice,
+):
+    UserPreference.objects.create(user=alice, language="en")
+    client = Client(headers={"accept-language": "zh-CN,zh;q=0.9"})  # never chose one
+
+    r = log_in(client, "alice", "alice-password")
+
+    assert r.status_code == 302
+    assert client.cookies["django_language"].value == "en"
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and 'lang="en"' in page.content.decode()
+    assert language_of(alice) == "en"
+
+    # A browser that chose a language keeps it (chosen there), and nothing changes.
+    other = Client()
+    other.cookies["django_language"] = "zh-hans"
+    r = log_in(other, "alice", "alice-password")
+    assert r.status_code == 302 and other.cookies["django_language"].value == "zh-hans"
+    assert language_of(alice) == "en"
+
+
 def test_the_login_and_password_pages_say_nin_as_the_console_does(alice, alice_client):
     # Django's own words there: the validators' rules, the old password refused.
     page = alice_client.get(reverse("password-change")).content.decode()
