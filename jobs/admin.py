@@ -382,7 +382,9 @@ def _hierarchy_params_valid(params: dict[str, Any]) -> bool:
         value = value[-1] if isinstance(value, list) else value
         if value in (None, ""):
             return None
-        return int(value) if str(value).isdigit() and len(str(value)) <= 4 else -1
+        text = str(value)
+        # ASCII digits: str.isdigit() also takes "²", which int() refuses (a 500).
+        return int(text) if text.isascii() and text.isdigit() and len(text) <= 4 else -1
 
     year, month, day = (number(f"created_at__{part}") for part in ("year", "month", "day"))
     if (month is not None and year is None) or (day is not None and month is None):
@@ -1238,7 +1240,7 @@ class JobAdmin(
             return self._confirmation(request, action, queryset, single=single)
         if request.POST.get("select_across") == "1":
             upto = request.POST.get("upto", "")
-            if not (upto.isdigit() and len(upto) <= 18):
+            if not (upto.isascii() and upto.isdigit() and len(upto) <= 18):
                 # A confirmation without its limit (a page from before it had one): ask again.
                 return self._confirmation(request, action, queryset, single=single)
             queryset = queryset.filter(pk__lte=int(upto))

@@ -1013,7 +1013,9 @@ def test_a_nul_in_a_lists_address_goes_back_to_the_whole_list(alice, superuser, 
 
 
 @pytest.mark.parametrize(
-    "selected", [["['1']"], ["1", "x"], ["-1"], [""], ["99999999999999999999999"]]
+    "selected",
+    # "²" is a digit to str.isdigit() but no number to int(): it passed the check, then 500.
+    [["['1']"], ["1", "x"], ["-1"], [""], ["99999999999999999999999"], ["²"]],
 )
 def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review_all, selected):
     job = submit(alice, "1")
@@ -1036,7 +1038,7 @@ def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review
         ("/admin/jobs/apikey/", "revoke_keys", "API access keys"),
     ],
 )
-@pytest.mark.parametrize("selected", ["abc", "99999999999999999999999"])
+@pytest.mark.parametrize("selected", ["abc", "99999999999999999999999", "²"])
 def test_every_lists_action_refuses_a_malformed_selection_with_a_message_not_a_500(
     alice, superuser, url, action, items, selected
 ):
@@ -1208,10 +1210,15 @@ def test_select_all_leaves_jobs_submitted_after_the_confirmation_page_waiting(
     assert Job.objects.get(pk=unseen.pk).status == JobStatus.PENDING_REVIEW
 
 
-def test_a_select_all_confirmation_without_its_limit_is_asked_again(alice, reviewer, review_all):
+@pytest.mark.parametrize("upto", [None, "²"])  # "²": a digit to str.isdigit(), not to int()
+def test_a_select_all_confirmation_without_its_limit_is_asked_again(
+    alice, reviewer, review_all, upto
+):
     job = submit(alice, "1")
     client = client_for(reviewer)
     data = {"action": "approve_jobs", "_selected_action": [job.pk], "select_across": "1"}
+    if upto is not None:
+        data["upto"] = upto
 
     again = client.post(CHANGELIST, {**data, "post": "yes"})
 
@@ -1254,6 +1261,7 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
         {"created_at__year": "1", "created_at__month": "1"},
         {"created_at__year": "9999"},
         {"created_at__year": "abc"},
+        {"created_at__year": "²"},  # a digit to str.isdigit(), no number to int()
         {"created_at__month": "5"},
         {"created_at__day": "5"},
         {"created_at__year": "2026", "created_at__month": "2", "created_at__day": "30"},
