@@ -1105,24 +1105,48 @@ class JobAdmin(
         job = self._job_or_404(request, object_id)
         if replica not in self._log_labels(job):
             raise Http404
+
+        def unavailable(why: str) -> TemplateResponse:
+            # No file here to give, as the owner's Download says it (jobs.views): a 404
+            # page saying why, with the way back to the job's logs.
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "original": job,
+                "title": _("Log not available"),
+                "replica": replica,
+                "why": why,
+            }
+            return TemplateResponse(
+                request, "admin/jobs/job/log_unavailable.html", context, status=404
+            )
+
         secrets = job_logs.job_secrets(job)
         try:
             backend = get_backend(job.backend)
             path = backend.log_file(job, replica)
+        except BackendError as e:
+            # Kept on the machine that ran it: not here, however long one waits.
+            return unavailable(e.message)
+        try:
             if path is None:
                 lines: Iterable[str] = backend.logs(job, replica)
             elif path.exists():
                 lines = _file_lines(path)
             else:
-                raise Http404(_("This replica has no log yet."))
+                return unavailable(
+                    _(
+                        "This replica has no log yet: it has not started writing one (it is "
+                        "waiting to start, or starting). Its output shows on the job's page "
+                        "once it begins."
+                    )
+                )
         except BackendError as e:
             return HttpResponse(
                 _("The logs cannot be read right now: %(why)s") % {"why": e.message},
                 status=503,
                 content_type="text/plain; charset=utf-8",
             )
-        except Http404:
-            raise
         except Exception:  # a backend that is down: say so instead of failing
             logger.exception("downloading logs of %s failed", job.public_id)
             return HttpResponse(

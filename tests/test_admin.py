@@ -1675,3 +1675,37 @@ def test_review_actions_are_in_the_admins_history_under_the_reviewer(alice, revi
     assert front.status_code == 200
     assert "approved-one" in front.content.decode() and "rejected-one" in front.content.decode()
     assert "stopped-one" not in front.content.decode()
+
+
+def test_a_reviewers_download_of_a_log_not_written_yet_or_kept_elsewhere_is_a_404_page_saying_why(
+    alice, reviewer
+):
+    # As the owner's Download (polish 19): the admin's answered Django's bare "Not Found" for a
+    # replica that has not started, and a plain-text 503 ("cannot be read right now", as if a
+    # retry could help) for a log kept on another machine, which the README says is a 404.
+    from jobs.models import LocalRun
+
+    waiting = submit(alice, "1", name="waiting")
+    JobReplica.objects.create(job=waiting, role="worker", index=0)
+    elsewhere = submit(alice, "2", name="elsewhere")
+    Job.objects.filter(pk=elsewhere.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=elsewhere, runner="gpu-far-away:/srv/console/var/runs", devices={})
+    JobReplica.objects.create(job=elsewhere, role="master", index=0, status="running")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    not_yet = client.get(f"{CHANGELIST}{waiting.pk}/logs/worker-0/download/")
+    far = client.get(f"{CHANGELIST}{elsewhere.pk}/logs/master-0/download/")
+    client.cookies["django_language"] = "zh-hans"
+    not_yet_in_chinese = client.get(f"{CHANGELIST}{waiting.pk}/logs/worker-0/download/")
+
+    assert not_yet.status_code == far.status_code == not_yet_in_chinese.status_code == 404
+    said = not_yet.content.decode()
+    assert "The log of worker-0 cannot be downloaded" in said
+    assert "This replica has no log yet: it has not started writing one" in said
+    assert f'href="{CHANGELIST}{waiting.pk}/logs/?replica=worker-0"' in said
+    assert "该实例还没有日志：" in not_yet_in_chinese.content.decode()
+    far_said = far.content.decode().replace("&#x27;", "'")
+    assert "This job runs on another machine than this web server" in far_said
+    assert "gpu-far-away" not in far_said  # machines are named in the worker's log only
+    assert f'href="{CHANGELIST}{elsewhere.pk}/logs/?replica=master-0"' in far_said
