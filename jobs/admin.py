@@ -382,7 +382,9 @@ def _hierarchy_params_valid(params: dict[str, Any]) -> bool:
         value = value[-1] if isinstance(value, list) else value
         if value in (None, ""):
             return None
-        return int(value) if str(value).isdigit() and len(str(value)) <= 4 else -1
+        text = str(value)
+        # ASCII digits: str.isdigit() also takes "²", which int() refuses (a 500).
+        return int(text) if text.isascii() and text.isdigit() and len(text) <= 4 else -1
 
     year, month, day = (number(f"created_at__{part}") for part in ("year", "month", "day"))
     if (month is not None and year is None) or (day is not None and month is None):
@@ -1103,24 +1105,48 @@ class JobAdmin(
         job = self._job_or_404(request, object_id)
         if replica not in self._log_labels(job):
             raise Http404
+
+        def unavailable(why: str) -> TemplateResponse:
+            # No file here to give, as the owner's Download says it (jobs.views): a 404
+            # page saying why, with the way back to the job's logs.
+            context = {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "original": job,
+                "title": _("Log not available"),
+                "replica": replica,
+                "why": why,
+            }
+            return TemplateResponse(
+                request, "admin/jobs/job/log_unavailable.html", context, status=404
+            )
+
         secrets = job_logs.job_secrets(job)
         try:
             backend = get_backend(job.backend)
             path = backend.log_file(job, replica)
+        except BackendError as e:
+            # Kept on the machine that ran it: not here, however long one waits.
+            return unavailable(e.message)
+        try:
             if path is None:
                 lines: Iterable[str] = backend.logs(job, replica)
             elif path.exists():
                 lines = _file_lines(path)
             else:
-                raise Http404(_("This replica has no log yet."))
+                return unavailable(
+                    _(
+                        "This replica has no log yet: it has not started writing one (it is "
+                        "waiting to start, or starting). Its output shows on the job's page "
+                        "once it begins."
+                    )
+                )
         except BackendError as e:
             return HttpResponse(
                 _("The logs cannot be read right now: %(why)s") % {"why": e.message},
                 status=503,
                 content_type="text/plain; charset=utf-8",
             )
-        except Http404:
-            raise
         except Exception:  # a backend that is down: say so instead of failing
             logger.exception("downloading logs of %s failed", job.public_id)
             return HttpResponse(
@@ -1238,7 +1264,7 @@ class JobAdmin(
             return self._confirmation(request, action, queryset, single=single)
         if request.POST.get("select_across") == "1":
             upto = request.POST.get("upto", "")
-            if not (upto.isdigit() and len(upto) <= 18):
+            if not (upto.isascii() and upto.isdigit() and len(upto) <= 18):
                 # A confirmation without its limit (a page from before it had one): ask again.
                 return self._confirmation(request, action, queryset, single=single)
             queryset = queryset.filter(pk__lte=int(upto))

@@ -36,7 +36,9 @@ class CheckedSelectionMixin:
         self, request: HttpRequest, queryset: Any, **kwargs: Any
     ) -> HttpResponse | None:
         selected = request.POST.getlist(ACTION_CHECKBOX_NAME)
-        if not all(value.isdigit() and len(value) <= 18 for value in selected):
+        # ASCII digits only: str.isdigit() also takes "²", which int() (so Django's lookup)
+        # refuses with a 500.
+        if not all(value.isascii() and value.isdigit() and len(value) <= 18 for value in selected):
             self.message_user(  # type: ignore[attr-defined]
                 request,
                 _("The selection was not understood; select the %(items)s again.")

@@ -241,7 +241,11 @@ class Job(models.Model):
         # whole row passes through, so none can forget it. A queryset's update() or
         # bulk_create() does not: those that write `spec` or `total_cards` set `cards` too.
         update_fields = kwargs.get("update_fields")
-        if update_fields is None or {"spec", "total_cards"} & set(update_fields):
+        if update_fields is not None:
+            # Read once: Django takes any iterable here, and a generator read by the check
+            # below would reach Django empty (nothing saved) or as `cards` alone.
+            update_fields = kwargs["update_fields"] = set(update_fields)
+        if update_fields is None or {"spec", "total_cards"} & update_fields:
             self.cards = spec_module.charged_cards(self.spec, self.total_cards)
             if update_fields is not None:
                 kwargs["update_fields"] = {*update_fields, "cards"}

@@ -318,7 +318,8 @@ def rows_of(raw: Raw, prefix: str) -> list[Raw]:
         if not key.startswith(prefix + "-"):
             continue
         index, _sep, name = key[len(prefix) + 1 :].partition("-")
-        if index.isdigit() and int(index) < len(rows) and name:
+        # ASCII digits: str.isdigit() also takes "²", which int() refuses (a 500).
+        if index.isascii() and index.isdigit() and int(index) < len(rows) and name:
             rows[int(index)][name] = list(values)
     return rows
 

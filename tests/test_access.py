@@ -480,6 +480,21 @@ def test_opening_the_log_out_address_asks_first_and_its_button_logs_out(alice, r
     assert anonymous.status_code == 302 and anonymous["Location"] == "/login/"
 
 
+@pytest.mark.parametrize("address", ["/logout/", "/admin/logout/"])
+def test_another_site_cannot_log_anyone_out_by_a_link_or_a_form_of_its_own(alice, address):
+    # Review 19b: the log-out addresses answer GET since QA 25; a GET (a link, an image on
+    # another site) only asks, and a POST without the page's CSRF token is refused.
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+
+    linked = client.get(address)
+    forged = client.post(address, {}, headers={"Origin": "https://evil.example"})
+
+    assert linked.status_code == 200
+    assert forged.status_code == 403
+    assert client.get("/").status_code == 200  # still logged in
+
+
 def test_logging_out_returns_to_the_login_page_with_a_notice(alice_client):
     r = alice_client.post("/logout/", follow=True, HTTP_ACCEPT_LANGUAGE="en")
 

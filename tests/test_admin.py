@@ -1013,7 +1013,9 @@ def test_a_nul_in_a_lists_address_goes_back_to_the_whole_list(alice, superuser, 
 
 
 @pytest.mark.parametrize(
-    "selected", [["['1']"], ["1", "x"], ["-1"], [""], ["99999999999999999999999"]]
+    "selected",
+    # "²" is a digit to str.isdigit() but no number to int(): it passed the check, then 500.
+    [["['1']"], ["1", "x"], ["-1"], [""], ["99999999999999999999999"], ["²"]],
 )
 def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review_all, selected):
     job = submit(alice, "1")
@@ -1036,7 +1038,7 @@ def test_a_malformed_selection_is_refused_with_a_message(alice, reviewer, review
         ("/admin/jobs/apikey/", "revoke_keys", "API access keys"),
     ],
 )
-@pytest.mark.parametrize("selected", ["abc", "99999999999999999999999"])
+@pytest.mark.parametrize("selected", ["abc", "99999999999999999999999", "²"])
 def test_every_lists_action_refuses_a_malformed_selection_with_a_message_not_a_500(
     alice, superuser, url, action, items, selected
 ):
@@ -1208,10 +1210,15 @@ def test_select_all_leaves_jobs_submitted_after_the_confirmation_page_waiting(
     assert Job.objects.get(pk=unseen.pk).status == JobStatus.PENDING_REVIEW
 
 
-def test_a_select_all_confirmation_without_its_limit_is_asked_again(alice, reviewer, review_all):
+@pytest.mark.parametrize("upto", [None, "²"])  # "²": a digit to str.isdigit(), not to int()
+def test_a_select_all_confirmation_without_its_limit_is_asked_again(
+    alice, reviewer, review_all, upto
+):
     job = submit(alice, "1")
     client = client_for(reviewer)
     data = {"action": "approve_jobs", "_selected_action": [job.pk], "select_across": "1"}
+    if upto is not None:
+        data["upto"] = upto
 
     again = client.post(CHANGELIST, {**data, "post": "yes"})
 
@@ -1254,6 +1261,7 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
         {"created_at__year": "1", "created_at__month": "1"},
         {"created_at__year": "9999"},
         {"created_at__year": "abc"},
+        {"created_at__year": "²"},  # a digit to str.isdigit(), no number to int()
         {"created_at__month": "5"},
         {"created_at__day": "5"},
         {"created_at__year": "2026", "created_at__month": "2", "created_at__day": "30"},
@@ -1667,3 +1675,37 @@ def test_review_actions_are_in_the_admins_history_under_the_reviewer(alice, revi
     assert front.status_code == 200
     assert "approved-one" in front.content.decode() and "rejected-one" in front.content.decode()
     assert "stopped-one" not in front.content.decode()
+
+
+def test_a_reviewers_download_of_a_log_not_written_yet_or_kept_elsewhere_is_a_404_page_saying_why(
+    alice, reviewer
+):
+    # As the owner's Download (polish 19): the admin's answered Django's bare "Not Found" for a
+    # replica that has not started, and a plain-text 503 ("cannot be read right now", as if a
+    # retry could help) for a log kept on another machine, which the README says is a 404.
+    from jobs.models import LocalRun
+
+    waiting = submit(alice, "1", name="waiting")
+    JobReplica.objects.create(job=waiting, role="worker", index=0)
+    elsewhere = submit(alice, "2", name="elsewhere")
+    Job.objects.filter(pk=elsewhere.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=elsewhere, runner="gpu-far-away:/srv/console/var/runs", devices={})
+    JobReplica.objects.create(job=elsewhere, role="master", index=0, status="running")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    not_yet = client.get(f"{CHANGELIST}{waiting.pk}/logs/worker-0/download/")
+    far = client.get(f"{CHANGELIST}{elsewhere.pk}/logs/master-0/download/")
+    client.cookies["django_language"] = "zh-hans"
+    not_yet_in_chinese = client.get(f"{CHANGELIST}{waiting.pk}/logs/worker-0/download/")
+
+    assert not_yet.status_code == far.status_code == not_yet_in_chinese.status_code == 404
+    said = not_yet.content.decode()
+    assert "The log of worker-0 cannot be downloaded" in said
+    assert "This replica has no log yet: it has not started writing one" in said
+    assert f'href="{CHANGELIST}{waiting.pk}/logs/?replica=worker-0"' in said
+    assert "该实例还没有日志：" in not_yet_in_chinese.content.decode()
+    far_said = far.content.decode().replace("&#x27;", "'")
+    assert "This job runs on another machine than this web server" in far_said
+    assert "gpu-far-away" not in far_said  # machines are named in the worker's log only
+    assert f'href="{CHANGELIST}{elsewhere.pk}/logs/?replica=master-0"' in far_said

@@ -131,6 +131,28 @@ def test_saving_a_jobs_spec_alone_works_its_cards_out_again(alice):
     assert Job.objects.get(pk=job.pk).cards == {H800: 2}
 
 
+def test_saving_with_the_fields_given_as_a_generator_saves_them_and_the_cards(alice):
+    # Django's save() takes any iterable of field names; Job.save() read a generator once
+    # for its own check, and Django then saved nothing (or the cards without the spec).
+    job = Job.objects.create(
+        public_id="job-generator",
+        name="before",
+        owner=alice,
+        spec=make_spec("true", roles=[S.Role("master", 1, A800, 2)]).to_document(),
+        resource_pool="local",
+        total_cards=2,
+    )
+    job.name = "renamed"
+    job.save(update_fields=(name for name in ["name"]))
+    job.spec = make_spec("true", roles=[S.Role("master", 2, H800, 1)]).to_document()
+    job.save(update_fields=(name for name in ["spec"]))
+
+    stored = Job.objects.get(pk=job.pk)
+    assert stored.name == "renamed"
+    assert stored.spec["console"]["roles"] == job.spec["console"]["roles"]
+    assert stored.cards == {H800: 2}
+
+
 # -- the figures are the ones the spec gave ------------------------------------------------
 
 

@@ -1322,6 +1322,8 @@ GARBAGE = [
     {"action": "remove-row-99999"},
     {"action": "'; DROP TABLE"},
     {"env-TOTAL_FORMS": "abc", "roles-TOTAL_FORMS": "-5", "mounts-TOTAL_FORMS": "100000"},
+    # "²": a digit to str.isdigit(), no number to int().
+    {"env-TOTAL_FORMS": "²", "env-²-name": "A", "roles-TOTAL_FORMS": "1", "roles-²-replicas": "1"},
     {"env-TOTAL_FORMS": "2", "env-0-name": "\x00", "env-1-value": "x" * 50000},
     {
         "roles-TOTAL_FORMS": "1",
