@@ -638,29 +638,47 @@ ACTION_STATUSES: dict[str, frozenset[str]] = {
     # Of these, only local jobs the active worker does not follow (jobs.review.markable_lost).
     "mark_lost": LOST_STATUSES,
 }
-# The fields each action changes, as the admin's history (LogEntry) records them.
-ACTION_CHANGED_FIELDS: dict[str, tuple[str, ...]] = {
-    "approve": ("status", "review_state", "reviewed_by", "reviewed_at"),
-    "reject": ("status", "review_state", "reviewed_by", "reviewed_at"),
-    "stop": ("status",),
-    "resubmit": ("status", "review_state", "reviewed_by", "reviewed_at"),
-    "mark_lost": ("status",),
-}
+# The fields a review action may change, as the admin's history (LogEntry) names them.
+HISTORY_FIELDS = ("status", "review_state", "reviewed_by", "reviewed_at")
 
 
-def admin_history_acted(*, jobs: list[Job], action: str, actor_id: int) -> None:
-    """Each job a review action changed in the admin's history (LogEntry, the Recent
-    actions panel and the job's History page) under `actor_id`, as Django records a change:
-    the fields by their English verbose names, which the history translates when shown; the
-    job's events say the rest (by whom, why)."""
+def history_snapshot(*, jobs: list[Job]) -> dict[int, tuple[Any, ...]]:
+    """The HISTORY_FIELDS of each job as stored now, by pk (one query)."""
+    columns = [Job._meta.get_field(f).attname for f in HISTORY_FIELDS]
+    rows = Job.objects.filter(pk__in=[job.pk for job in jobs]).values_list("pk", *columns)
+    return {pk: tuple(values) for pk, *values in rows}
+
+
+def admin_history_acted(
+    *, before: dict[int, tuple[Any, ...]], jobs: list[Job], actor_id: int
+) -> None:
+    """Each job a review action changed in the admin's history (LogEntry: the Recent actions
+    panel, the job's History page) under `actor_id`, as Django records a change: the fields
+    that changed (from `before`, a history_snapshot taken before acting; a stop of a job
+    waiting for review changes its review state too, of a running one its status only) by
+    their English verbose names, which the history translates when shown. The job's events
+    say the rest (by whom, why)."""
+    after = history_snapshot(jobs=jobs)
     with translation.override(None):
-        changed = [str(Job._meta.get_field(f).verbose_name) for f in ACTION_CHANGED_FIELDS[action]]
-    LogEntry.objects.log_actions(
-        user_id=actor_id,
-        queryset=jobs,
-        action_flag=CHANGE,
-        change_message=[{"changed": {"fields": changed}}],
-    )
+        names = [str(Job._meta.get_field(f).verbose_name) for f in HISTORY_FIELDS]
+    by_change: dict[tuple[str, ...], list[Job]] = {}
+    for job in jobs:
+        if job.pk not in after or job.pk not in before:
+            continue  # deleted meanwhile
+        changed = tuple(
+            name
+            for name, old, new in zip(names, before[job.pk], after[job.pk], strict=True)
+            if old != new
+        )
+        if changed:
+            by_change.setdefault(changed, []).append(job)
+    for changed, changed_jobs in by_change.items():
+        LogEntry.objects.log_actions(
+            user_id=actor_id,
+            queryset=changed_jobs,
+            action_flag=CHANGE,
+            change_message=[{"changed": {"fields": list(changed)}}],
+        )
 
 
 ACTION_TITLES = {
@@ -1283,6 +1301,7 @@ class JobAdmin(
         done = 0
         failures: list[str] = []
         acted: list[Job] = []
+        before = history_snapshot(jobs=eligible)
         for job in eligible:
             try:
                 if perform(job):
@@ -1297,7 +1316,7 @@ class JobAdmin(
             except ActionError as e:
                 failures.append(f"{job.public_id}: {e}")
         if acted:
-            admin_history_acted(jobs=acted, action=action, actor_id=request.user.pk)
+            admin_history_acted(before=before, jobs=acted, actor_id=request.user.pk)
         if done:
             self.message_user(request, done_message % {"count": done}, messages.SUCCESS)
         if skipped:

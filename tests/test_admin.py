@@ -1709,3 +1709,26 @@ def test_a_reviewers_download_of_a_log_not_written_yet_or_kept_elsewhere_is_a_40
     assert "This job runs on another machine than this web server" in far_said
     assert "gpu-far-away" not in far_said  # machines are named in the worker's log only
     assert f'href="{CHANGELIST}{elsewhere.pk}/logs/?replica=master-0"' in far_said
+
+
+def test_the_history_of_a_stop_names_the_review_state_only_where_it_changed(
+    alice, reviewer, review_all
+):
+    from django.contrib.admin.models import LogEntry
+
+    held = submit(alice, "1", name="held-one")
+    queued = submit(alice, "2", name="queued-one")
+    Job.objects.filter(pk=queued.pk).update(status=JobStatus.QUEUED)
+    client = client_for(reviewer)
+
+    assert confirm(client, "stop_jobs", [held, queued]).status_code == 302
+
+    with translation.override("en"):
+        said = {
+            e.object_id: e.get_change_message()
+            for e in LogEntry.objects.filter(content_type__model="job")
+        }
+    assert said == {
+        str(held.pk): "Changed status and review.",  # withdrawn from review
+        str(queued.pk): "Changed status.",
+    }
