@@ -17,7 +17,8 @@ py-spy needs nothing of the job, and is a small binary wheel on PyPI.
   hang is inside native code (an NCCL collective, a CUDA sync, a C extension's lock) and
   Python frames alone stop at the call that entered it. py-spy interleaves the native frames
   where they are on the thread's stack; each is kept with its library. A native read runs
-  inside the replica's pid and user namespaces (jobs/native_reader.py says how and why), so
+  inside the replica's pid, mount and user namespaces (jobs/native_reader.py says how and
+  why: its libraries named from the job's files, as the job sees them), so
   only by a worker run as root and only of a job run as a user of its own. A native read that
   fails (py-spy's reason, or longer than NATIVE_SECONDS) is followed by a Python-only read of
   that process in what is left of its PROCESS_SECONDS, and the capture says so. No source
@@ -475,8 +476,8 @@ def _frame(raw: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
     """A frame as stored: a Python frame's function, file and line; a native frame (py-spy
     names its library, `module`; one in memory no file backs, JIT code or a deleted library,
     has none and an address for a name) also marked `native`, with its library's file name
-    (`library`, what its owner sees) and py-spy's file (`file`: the library's path, or the
-    source file its debug information names, with its line: staff only)."""
+    (`library`, what its owner sees) and py-spy's file (`file`: the library's path as the job
+    sees it, or the source file its debug information names, with its line: staff only)."""
     name = str(raw.get("name", ""))
     module = raw.get("module")
     frame = {

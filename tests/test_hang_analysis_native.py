@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import textwrap
 import time
@@ -126,6 +127,94 @@ def test_a_replica_blocked_in_c_shows_its_native_frames_above_the_python_call_gr
     assert f"clock_nanosleep (libc.so.6: {libc})" in staff_page
 
 
+# A library the job loads from its own /tmp, whose function it blocks in (libc's pause() below
+# it). Built twice: the job's, and a decoy of the same layout, another function's name at the
+# same address, at the same path on the host: read from the host, that path is the decoy.
+STUCK_LIBRARY = "#include <unistd.h>\nvoid %s(void) { pause(); }\n"
+IN_ITS_OWN_LIBRARY = textwrap.dedent(
+    """
+    import ctypes, os, shutil, sys
+    os.makedirs(os.path.dirname(sys.argv[1]))
+    shutil.copy("/workspace/libstuck.so", sys.argv[1])
+    stuck = ctypes.CDLL(sys.argv[1])
+    print("started", flush=True)
+    stuck.stuck_in_the_jobs_library()
+    """
+)
+
+
+def built_library(function: str, path: Path) -> Path:
+    source = path.with_suffix(".c")
+    source.write_text(STUCK_LIBRARY % function)
+    subprocess.run(["cc", "-O0", "-shared", "-fPIC", "-o", str(path), str(source)], check=True)
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="the test's library is built with cc")
+def test_a_native_frame_in_a_library_the_job_loaded_from_its_own_tmp_is_named_from_the_jobs_file(
+    job_users_on,  # noqa: F811
+    alice,
+):
+    """py-spy opens each library by the path the process maps it at, as the job sees it
+    (its /tmp, its volumes), not the host's file at that path."""
+    share = volume(job_users_on)
+    built_library("stuck_in_the_jobs_library", share / "libstuck.so")
+    # The same path on the host (its parent every user may enter) holds the decoy.
+    inside = share.parent / "decoy" / "libstuck.so"
+    assert str(inside).startswith("/tmp/")
+    inside.parent.mkdir(mode=0o755)
+    built_library("a_host_file_at_that_path_", inside)
+    (share / "train.py").write_text(IN_ITS_OWN_LIBRARY)
+    job = submit(alice, make_spec(f"/usr/bin/python3 /workspace/train.py {inside}"))
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="its replica")
+    owner = Client()
+    owner.force_login(alice)
+    assert owner.post(reverse("job-hang-capture", args=[job.public_id])).status_code == 302
+
+    capture = capture_taken(worker, job)
+
+    frames = [(f["name"], f.get("library")) for f in thread_frames(capture, "master-0")]
+    assert frames[0] == ("pause", "libc.so.6")
+    assert frames[1] == ("stuck_in_the_jobs_library", "libstuck.so")
+    assert ("<module>", None) in frames[2:]
+    assert 'id="hang-unread"' not in section(owner, job, capture)
+
+
+# What a job could put where py-spy is, in its sandbox (a volume mounted over py-spy's folder):
+# run by its path in the job's mount namespace, it would run holding py-spy's capability.
+PLANTED = "#!/bin/sh\necho ran > /workspace/planted-ran\n"
+
+
+def test_a_native_read_runs_the_workers_py_spy_even_where_the_job_mounted_its_own_over_it(
+    job_users_on,  # noqa: F811
+    alice,
+):
+    share = volume(job_users_on)
+    (share / "train.py").write_text(NATIVE_TRAIN)
+    planted = share / "planted"
+    planted.mkdir()
+    (planted / "py-spy").write_text(PLANTED)
+    (planted / "py-spy").chmod(0o755)
+    folder = os.path.dirname(os.path.realpath(py_spy()))
+    spec = make_spec("/usr/bin/python3 /workspace/train.py")
+    spec.datasources.append(
+        S.Datasource("hostpath", "work", source_path="planted", mount_path=folder)
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: started(job), what="its replica")
+    owner = Client()
+    owner.force_login(alice)
+    assert owner.post(reverse("job-hang-capture", args=[job.public_id])).status_code == 302
+
+    capture = capture_taken(worker, job)
+
+    assert thread_frames(capture, "master-0")[0]["name"] == "clock_nanosleep"
+    assert not (share / "planted-ran").exists()
+
+
 def test_a_job_run_as_root_is_read_without_native_frames_and_the_capture_says_why(
     alice,
     alice_client,
@@ -242,31 +331,36 @@ PRYING = textwrap.dedent(
 def test_the_py_spy_of_a_native_read_runs_in_the_jobs_namespaces_out_of_its_processes_reach():
     """py-spy runs where the job can see it, as the job's uid: a job process that could
     ptrace it would act through it outside the sandbox. It holds CAP_SYS_PTRACE in the job's
-    user namespace, which no job process has, and nothing else."""
+    user namespace, which no job process has, and nothing else; it sees the job's files
+    (its mount namespace), and holds no descriptor of the host's."""
     leader, job = namespaced_python(PRYING)
-    # Stands in for py-spy (not ours): a program that waits, run as a native read runs it.
-    argv = _native_argv("/bin/sleep", job, _ids(job.pid))
-    argv = [*argv[: argv.index("--") + 1], "/bin/sleep", "60"]
-    reader = subprocess.Popen(argv, start_new_session=True)
+    # py-spy sampling the job for a minute (not pausing it), run as a native read runs it.
+    argv = _native_argv(py_spy(), job, _ids(job.pid))
+    argv = [*argv[: argv.index("--") + 2], "record", "--pid", str(job.inside), "--nonblocking",
+            "--duration", "60", "--format", "raw", "--output", "/dev/null"]  # fmt: skip
+    reader = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 10
         while True:
             children = Path(f"/proc/{reader.pid}/task/{reader.pid}/children").read_text().split()
-            if children and os.readlink(f"/proc/{children[0]}/exe") == "/usr/bin/sleep":
+            if children and os.readlink(f"/proc/{children[0]}/exe") == os.path.realpath(py_spy()):
                 break
             assert time.monotonic() < deadline
             time.sleep(0.02)
-        stand_in = listed(int(children[0]))
+        py_spy_process = listed(int(children[0]))
         status = dict(
             line.split(":\t", 1)
-            for line in Path(f"/proc/{stand_in.pid}/status").read_text().splitlines()
+            for line in Path(f"/proc/{py_spy_process.pid}/status").read_text().splitlines()
         )
         namespaces = {
-            ns: os.readlink(f"/proc/{stand_in.pid}/ns/{ns}")
+            ns: os.readlink(f"/proc/{py_spy_process.pid}/ns/{ns}")
             == os.readlink(f"/proc/{job.pid}/ns/{ns}")
             for ns in ("user", "pid", "mnt")
         }
-        leader.stdin.write(f"{stand_in.inside}\n")
+        descriptors = sorted(int(fd) for fd in os.listdir(f"/proc/{py_spy_process.pid}/fd"))
+        leader.stdin.write(f"{py_spy_process.inside}\n")
         leader.stdin.flush()
         said = leader.stdout.readline().split()
     finally:
@@ -275,7 +369,9 @@ def test_the_py_spy_of_a_native_read_runs_in_the_jobs_namespaces_out_of_its_proc
             process.wait()
 
     assert said == ["read", "refused"]
-    assert namespaces == {"user": True, "pid": True, "mnt": False}
+    assert namespaces == {"user": True, "pid": True, "mnt": True}
+    # Its input and outputs only: not the descriptor it was run from, nor the namespaces'.
+    assert descriptors == [0, 1, 2]
     assert status["Uid"].split() == ["200099"] * 4
     assert status["Groups"].strip() == ""
     ptrace_only = f"{1 << 19:016x}"
@@ -283,6 +379,24 @@ def test_the_py_spy_of_a_native_read_runs_in_the_jobs_namespaces_out_of_its_proc
         ptrace_only
     ] * 5
     assert status["NoNewPrivs"] == "1"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
+def test_a_native_read_through_a_program_that_names_an_interpreter_is_refused():
+    """The kernel would load the interpreter a dynamically linked program names (ld.so) by
+    its path in the job's mount namespace, where the job's volume may be."""
+    leader, job = namespaced_python(IN_C)
+    try:
+        argv = _native_argv("/bin/true", job, _ids(job.pid))
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    finally:
+        os.killpg(leader.pid, 9)
+        leader.wait()
+
+    assert done.returncode == 2
+    assert done.stderr == (
+        "Error: /bin/true is not a static program: it is not run in a job's namespaces\n"
+    )
 
 
 def test_a_rank_read_without_its_native_frames_groups_with_the_ranks_of_its_python_stack():
@@ -350,8 +464,7 @@ def test_a_native_read_of_a_process_in_namespaces_the_job_made_is_refused(nested
         [outer] = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
         job = listed(deepest(int(outer)))
         assert os.readlink(f"/proc/{job.pid}/ns/user") != os.readlink(f"/proc/{outer}/ns/user")
-        argv = _native_argv("/bin/true", job, _ids(job.pid))
-        argv = [*argv[: argv.index("--") + 1], "/bin/true"]  # stands in for py-spy
+        argv = _native_argv(py_spy(), job, _ids(job.pid))
         done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     finally:
         os.killpg(leader.pid, 9)
@@ -359,7 +472,8 @@ def test_a_native_read_of_a_process_in_namespaces_the_job_made_is_refused(nested
 
     assert done.returncode == 2
     assert done.stderr == (
-        "Error: native frames are read only of a sandbox whose processes share its user namespace\n"
+        "Error: native frames are read only of a sandbox whose processes share its user and mount "
+        "namespaces\n"
     )
 
 
@@ -385,8 +499,7 @@ def test_a_native_read_of_a_sandbox_with_a_process_holding_capabilities_is_refus
     leader, job = namespaced_python(MADE_ITS_OWN)
     try:
         assert "CapPrm:\t0000000000000000" not in Path(f"/proc/{job.pid}/status").read_text()
-        argv = _native_argv("/bin/true", job, _ids(job.pid))
-        argv = [*argv[: argv.index("--") + 1], "/bin/true"]  # stands in for py-spy
+        argv = _native_argv(py_spy(), job, _ids(job.pid))
         done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     finally:
         os.killpg(leader.pid, 9)
@@ -394,5 +507,6 @@ def test_a_native_read_of_a_sandbox_with_a_process_holding_capabilities_is_refus
 
     assert done.returncode == 2
     assert done.stderr == (
-        "Error: native frames are read only of a sandbox whose processes share its user namespace\n"
+        "Error: native frames are read only of a sandbox whose processes share its user and mount "
+        "namespaces\n"
     )
