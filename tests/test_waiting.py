@@ -138,6 +138,11 @@ def test_quota_figures_that_change_show_on_the_page_at_once_and_add_no_event(ali
     assert len(said(waiting)) == 1
 
 
+def free_gb_as_n(text: str | None) -> str | None:
+    """`text` with its free-space figures as N (the one figure the page reads anew)."""
+    return None if text is None else re.sub(r"\b\d+(\.\d+)? GB free", "N GB free", text)
+
+
 def test_a_job_held_for_its_quota_and_then_for_disk_says_so_at_once_and_its_page_follows(
     alice, settings
 ):
@@ -159,7 +164,9 @@ def test_a_job_held_for_its_quota_and_then_for_disk_says_so_at_once_and_its_page
     assert reasons == ["QuotaExceeded", "DiskPressure"]  # at once, and once in many passes
     disk = said(waiting)[1][1]
     assert disk.startswith("Waiting for disk space: the disk of the run folder has ")
-    assert waiting_line(en, waiting) == disk
+    # The page says the disk's free space now, the event as it was at the pass: the figure
+    # moves with whatever else writes to this disk meanwhile (72.8 -> 72.9 GB in a CI run).
+    assert free_gb_as_n(waiting_line(en, waiting)) == free_gb_as_n(disk)
     assert waiting_line(zh, waiting).startswith("等待磁盘空间：运行目录所在磁盘仅剩 ")
 
     settings.LOCAL_DISK_MIN_FREE_GB = 0
