@@ -241,7 +241,8 @@ def processes_running(argv: list[str]) -> list[int]:
 
 
 def test_stop_still_ends_every_process_of_a_job_run_as_its_user(job_users_on, alice):
-    tag = uuid.uuid4().hex[:8]
+    # Digits: `sleep 1000<tag>` must be a number of seconds (a hex tag made sleep exit at once).
+    tag = f"{uuid.uuid4().int % 10**8:08d}"
     job = submit(
         alice,
         make_spec(f"setsid sleep 1000{tag} & setsid sleep 1001{tag} & {UNTIL_THE_GATE_OPENS}"),
@@ -259,6 +260,9 @@ def test_stop_still_ends_every_process_of_a_job_run_as_its_user(job_users_on, al
         Path(f"/proc/{pid}").stat().st_uid for argv in sleeps for pid in processes_running(argv)
     }
     assert owners == {BASE + alice.pk}
+    # Out of the replica's session and process group: its SIGKILL alone would not reach them.
+    [replica] = job.replicas.all()
+    assert all(os.getsid(pid) != replica.pid for argv in sleeps for pid in processes_running(argv))
 
     job_stop(job=job, actor=alice)
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the stop")
