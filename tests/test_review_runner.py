@@ -45,8 +45,11 @@ def test_a_job_pending_review_is_not_dispatched_until_approved(alice, reviewer):
 
 
 def test_a_reviewer_stops_a_running_job_from_the_admin(alice, reviewer):
-    token = f"reviewer-stops-me-{uuid.uuid4().hex[:8]}"  # unique on a shared machine
-    job = submit(alice, make_spec(f"exec -a {token}-x sleep 300"))
+    name = f"reviewer-stops-me-{uuid.uuid4().hex[:8]}"  # unique on a shared machine
+    token = f"{name}-x"
+    # The name is assembled by the shell: the command's text, on the command lines of the
+    # shim and bwrap too, would match while the sleeper is not yet running (or never is).
+    job = submit(alice, make_spec(f'T={name}; exec -a "$T-x" sleep 300'))
     worker = Worker()
     run_until(worker, lambda: len(processes_with(token)) == 1, what="the sleeper")
     client = Client()

@@ -250,11 +250,15 @@ def real_nodes(settings, tmp_path):
 
 
 def sandboxed_pid(marker: str) -> int | None:
-    """A process of the job's sandbox (its own mount namespace), found by its command."""
+    """A process of the job's sandbox (its own mount namespace), found by its command: the
+    job's shell, which bwrap starts once the sandbox is made. Not bwrap's own pid 1, which
+    has the command on its command line too, and whose mount namespace, while it is still
+    making the sandbox, has no sh to enter it with yet."""
     ours = os.readlink("/proc/self/ns/mnt")
     for pid in processes_with(marker):
         try:
-            if os.readlink(f"/proc/{pid}/ns/mnt") != ours:
+            shell = Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"bash\0")
+            if shell and os.readlink(f"/proc/{pid}/ns/mnt") != ours:
                 return pid
         except OSError:
             continue

@@ -229,16 +229,40 @@ def test_a_user_id_past_the_highest_uid_fails_the_job_with_the_reason(job_users_
     )
 
 
+def processes_running(argv: list[str]) -> list[int]:
+    """Pids of live (non-zombie) processes whose command line is exactly `argv`."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for pid in processes_with(argv[-1]):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == wanted:
+                found.append(pid)
+    return found
+
+
 def test_stop_still_ends_every_process_of_a_job_run_as_its_user(job_users_on, alice):
-    tag = uuid.uuid4().hex[:8]
+    # Digits: `sleep 1000<tag>` must be a number of seconds (a hex tag made sleep exit at once).
+    tag = f"{uuid.uuid4().int % 10**8:08d}"
     job = submit(
         alice,
         make_spec(f"setsid sleep 1000{tag} & setsid sleep 1001{tag} & {UNTIL_THE_GATE_OPENS}"),
     )
     worker = Worker()
-    run_until(worker, lambda: len(processes_with(tag)) >= 2, what="the job's sleeps")
-    owners = {Path(f"/proc/{pid}").stat().st_uid for pid in processes_with(tag)}
-    assert BASE + alice.pk in owners
+    sleeps = [["sleep", f"1000{tag}"], ["sleep", f"1001{tag}"]]
+    # The sleeps themselves, not any process with the tag: the shim (root) has the command
+    # on its command line, and so has its child until it becomes the job's user.
+    run_until(
+        worker,
+        lambda: all(processes_running(argv) for argv in sleeps),
+        what="the job's sleeps",
+    )
+    owners = {
+        Path(f"/proc/{pid}").stat().st_uid for argv in sleeps for pid in processes_running(argv)
+    }
+    assert owners == {BASE + alice.pk}
+    # Out of the replica's session and process group: its SIGKILL alone would not reach them.
+    [replica] = job.replicas.all()
+    assert all(os.getsid(pid) != replica.pid for argv in sleeps for pid in processes_running(argv))
 
     job_stop(job=job, actor=alice)
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, what="the stop")
