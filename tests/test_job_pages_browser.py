@@ -1305,9 +1305,12 @@ def test_a_job_page_left_open_stops_refreshing_and_says_so_once_the_job_is_delet
 
     assert job_delete(job=job)  # Delete in another tab, or a script's DeleteJob
 
+    # The next refresh, 2 s on, is answered 404; bounded at 15 s, not Playwright's 5 s, which
+    # a loaded CI machine's refresh and its answer once missed.
     expect(page.locator("#request-error")).to_have_text(
         "此内容已不存在：打开本页后它已被删除（在另一个标签页中或由脚本删除），本页因此已停止更新。"
-        "刷新页面可查看当前情况。"
+        "刷新页面可查看当前情况。",
+        timeout=15_000,
     )
     seen = len(refreshes)
     page.wait_for_timeout(5_000)  # two refreshes' time and more
