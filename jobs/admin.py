@@ -56,6 +56,7 @@ from .api_keys import password_set_by
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
+from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
     CardQuota,
@@ -102,6 +103,23 @@ def _own_password_change(request: HttpRequest, extra_context: Any = None) -> Htt
 
 
 admin.site.password_change = _own_password_change  # type: ignore[method-assign]
+
+_django_admin_login = admin.site.login
+
+
+def _login_in_users_language(request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+    """Django's admin log-in, which then does what the console's does (jobs.accounts): a
+    browser that never chose a language gets the one its user chose, so a reviewer who chose
+    English on another browser reads the admin in English from the first page after log-in."""
+    response = _django_admin_login(request, extra_context)
+    # A POST answered by a redirect is a log-in that succeeded (a refused one shows the form
+    # again, 200), and Django's LoginView has set request.user to whoever logged in.
+    if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
+        language_after_login(request=request, response=response, user=request.user)
+    return response
+
+
+admin.site.login = _login_in_users_language  # type: ignore[method-assign]
 
 # How many replicas the job page and the logs page show (a job may have a thousand).
 SHOWN_REPLICAS = 32
