@@ -1142,9 +1142,11 @@ class JobAdmin(
         if replica not in self._log_labels(job):
             raise Http404
 
-        def unavailable(why: str) -> TemplateResponse:
-            # No file here to give, as the owner's Download says it (jobs.views): a 404
-            # page saying why, with the way back to the job's logs.
+        def unavailable(why: str, *, status: int = 404) -> TemplateResponse:
+            # No file here to give, as the owner's Download says it (jobs.views): a page in
+            # the admin's look saying why, with the way back to the job's logs. 404 when there
+            # is none to give (not written yet, kept on another machine); 503 when the platform
+            # could not give it now, which a later try may.
             context = {
                 **self.admin_site.each_context(request),
                 "opts": self.opts,
@@ -1154,7 +1156,7 @@ class JobAdmin(
                 "why": why,
             }
             return TemplateResponse(
-                request, "admin/jobs/job/log_unavailable.html", context, status=404
+                request, "admin/jobs/job/log_unavailable.html", context, status=status
             )
 
         secrets = job_logs.job_secrets(job)
@@ -1178,16 +1180,14 @@ class JobAdmin(
                     )
                 )
         except BackendError as e:
-            return HttpResponse(
-                _("The logs cannot be read right now: %(why)s") % {"why": e.message},
-                status=503,
-                content_type="text/plain; charset=utf-8",
+            # The platform (AIHC, the Kubernetes API server) did not answer: its message, with
+            # the job's secrets masked, as the backend shows it (never its address).
+            return unavailable(
+                _("The logs cannot be read right now: %(why)s") % {"why": e.message}, status=503
             )
         except Exception:  # a backend that is down: say so instead of failing
             logger.exception("downloading logs of %s failed", job.public_id)
-            return HttpResponse(
-                _("The logs cannot be read right now."), status=503, content_type="text/plain"
-            )
+            return unavailable(_("The logs cannot be read right now."), status=503)
         response = StreamingHttpResponse(
             job_logs.downloaded_for_staff(lines, secrets=secrets),
             content_type="text/plain; charset=utf-8",
