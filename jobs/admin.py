@@ -56,6 +56,7 @@ from .api_keys import password_set_by
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
+from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
     CardQuota,
@@ -102,6 +103,23 @@ def _own_password_change(request: HttpRequest, extra_context: Any = None) -> Htt
 
 
 admin.site.password_change = _own_password_change  # type: ignore[method-assign]
+
+_django_admin_login = admin.site.login
+
+
+def _login_in_users_language(request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+    """Django's admin log-in, which then does what the console's does (jobs.accounts): a
+    browser that never chose a language gets the one its user chose, so a reviewer who chose
+    English on another browser reads the admin in English from the first page after log-in."""
+    response = _django_admin_login(request, extra_context)
+    # A POST answered by a redirect is a log-in that succeeded (a refused one shows the form
+    # again, 200), and Django's LoginView has set request.user to whoever logged in.
+    if request.method == "POST" and response.status_code == 302 and request.user.is_authenticated:
+        language_after_login(request=request, response=response, user=request.user)
+    return response
+
+
+admin.site.login = _login_in_users_language  # type: ignore[method-assign]
 
 # How many replicas the job page and the logs page show (a job may have a thousand).
 SHOWN_REPLICAS = 32
@@ -1124,9 +1142,11 @@ class JobAdmin(
         if replica not in self._log_labels(job):
             raise Http404
 
-        def unavailable(why: str) -> TemplateResponse:
-            # No file here to give, as the owner's Download says it (jobs.views): a 404
-            # page saying why, with the way back to the job's logs.
+        def unavailable(why: str, *, status: int = 404) -> TemplateResponse:
+            # No file here to give, as the owner's Download says it (jobs.views): a page in
+            # the admin's look saying why, with the way back to the job's logs. 404 when there
+            # is none to give (not written yet, kept on another machine); 503 when the platform
+            # could not give it now, which a later try may.
             context = {
                 **self.admin_site.each_context(request),
                 "opts": self.opts,
@@ -1136,7 +1156,7 @@ class JobAdmin(
                 "why": why,
             }
             return TemplateResponse(
-                request, "admin/jobs/job/log_unavailable.html", context, status=404
+                request, "admin/jobs/job/log_unavailable.html", context, status=status
             )
 
         secrets = job_logs.job_secrets(job)
@@ -1160,16 +1180,14 @@ class JobAdmin(
                     )
                 )
         except BackendError as e:
-            return HttpResponse(
-                _("The logs cannot be read right now: %(why)s") % {"why": e.message},
-                status=503,
-                content_type="text/plain; charset=utf-8",
+            # The platform (AIHC, the Kubernetes API server) did not answer: its message, with
+            # the job's secrets masked, as the backend shows it (never its address).
+            return unavailable(
+                _("The logs cannot be read right now: %(why)s") % {"why": e.message}, status=503
             )
         except Exception:  # a backend that is down: say so instead of failing
             logger.exception("downloading logs of %s failed", job.public_id)
-            return HttpResponse(
-                _("The logs cannot be read right now."), status=503, content_type="text/plain"
-            )
+            return unavailable(_("The logs cannot be read right now."), status=503)
         response = StreamingHttpResponse(
             job_logs.downloaded_for_staff(lines, secrets=secrets),
             content_type="text/plain; charset=utf-8",

@@ -19,7 +19,8 @@ Decisions (README "Scripts and SDKs"):
   `queueID` names CreateJob's queue when the body has none (and must agree with it when it
   has one); other actions ignore it.
 - BatchStopJobs stops each job of `jobList` as StopJob does (at most MAX_SELECTED); a job not
-  found or refused is in `failedList` with its reason, and the others still stop. Its answer is
+  found or refused is in `failedList` with its reason, and the others still stop. An unknown
+  pool (api_views.pool_of_jobs_known) refuses the whole request, as StopJob's. Its answer is
   the `{"requestId", "result": {…}}` Baidu's v2 SDK reads. AIHC has no BatchDeleteJobs.
 - CreateJob, StopJob, BatchStopJobs, DeleteJob and ModifyJob take POST only; reads take GET or POST (the v2
   overview lists some as GET, every SDK POSTs).
@@ -73,6 +74,7 @@ from .api_views import (
     pod_metrics,
     pool_console,
     pool_found,
+    pool_of_jobs_known,
     pool_phase,
     pools_found,
     priority_changed,
@@ -381,10 +383,14 @@ def _stop_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
 def _batch_stop_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
     """Each job of `jobList` stopped as StopJob stops it (one already finished or stopping
     succeeds, as a retried StopJob does). One not found, or refused, is listed in failedList
-    with why; the others still stop. Results keep the order of jobList, each id once."""
+    with why; the others still stop. Results keep the order of jobList, each id once. A pool
+    neither offered nor holding any of the owner's jobs is ResourcePoolNotFound, for all."""
     params = _params(request)
     pool = required_param(params, "resourcePoolId")
     ids = _job_list(params)
+    # An unknown pool is refused as StopJob and DescribeJobs refuse it: each job listed "not
+    # found" read as jobs deleted, when the pool id was mistyped.
+    pool_of_jobs_known(owner=owner, pool_id=pool)
     # A NUL is never in a job id or a pool name, and PostgreSQL refuses it in a query.
     searched = [i for i in ids if "\x00" not in i] if "\x00" not in pool else []
     found = Job.objects.filter(owner=owner, resource_pool=pool, public_id__in=searched).order_by(

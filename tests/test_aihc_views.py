@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html as html_module
 import re
+import socket
 
 import pytest
 from django.urls import reverse
@@ -438,6 +439,59 @@ def test_a_log_download_aihc_cannot_answer_says_so_with_a_503(fake, alice_client
 
     assert r.status_code == 503
     assert "InternalError" in r.content.decode()
+
+
+def test_a_reviewers_log_download_the_platform_cannot_answer_is_a_503_page_in_the_admins_look(
+    fake, alice_client, alice, reviewer, settings
+):
+    # The admin's Download answered a plain-text 503 where the owner's shows a page: no way
+    # back, no header, and Django's words only.
+    from django.test import Client
+
+    from jobs.services import job_transition
+    from tests.test_wizard import image_data
+
+    draft = new_draft(alice_client)
+    steps = {**aihc_steps(), W.IMAGE: image_data(envs=[("HF_TOKEN", "hf-very-secret", True)])}
+    complete_steps(alice_client, draft, **steps)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    get_backend(job.backend).submit(job)
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Running")
+    job.replicas.update_or_create(role="master", index=0, defaults={"status": "running"})
+    url = reverse("admin:jobs_job_log_download", args=[job.pk, "master-0"])
+    back = f'href="{reverse("admin:jobs_job_logs", args=[job.pk])}?replica=master-0"'
+    client = Client()
+    client.force_login(reviewer)
+    client.cookies["django_language"] = "en"
+
+    fake.fail_next("DescribeJob", code="InternalError", message="token hf-very-secret", times=9)
+    failing = client.get(url)
+    client.cookies["django_language"] = "zh-hans"
+    failing_in_chinese = client.get(url)
+    with socket.socket() as closed:  # a port nothing listens on: AIHC not reached at all
+        closed.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{closed.getsockname()[1]}"
+    settings.AIHC_ENDPOINT = down
+    client.cookies["django_language"] = "en"
+    unreachable = client.get(url)
+
+    assert failing.status_code == failing_in_chinese.status_code == unreachable.status_code == 503
+    assert failing["Content-Type"] == "text/html; charset=utf-8"
+    page = failing.content.decode().replace("&#x27;", "'")
+    assert "The log of master-0 cannot be downloaded" in page
+    assert "The logs cannot be read right now: AIHC did not return the logs: " in page
+    assert "InternalError" in page and "token ******" in page  # the platform's word, masked
+    assert back in page and "AI Job Console · review" in page  # the admin's header, the way back
+    chinese = failing_in_chinese.content.decode()
+    assert "无法下载 master-0 的日志" in chinese and "暂时无法读取日志：" in chinese
+    assert back in chinese
+    unreachable_page = unreachable.content.decode()
+    assert "AIHC did not return the logs: AIHC could not be reached" in unreachable_page
+    for said in (page, chinese, unreachable_page):
+        assert "hf-very-secret" not in said
+        assert fake.url not in said and down not in said and "127.0.0.1" not in said
+        assert fake.secret_key not in said and fake.access_key not in said
 
 
 def submitted_on_aihc(client, owner) -> Job:

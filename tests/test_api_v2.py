@@ -502,10 +502,12 @@ def test_a_nul_in_a_job_id_pool_or_search_finds_no_job_instead_of_failing(api):
     ):
         assert action(api, "DescribeJobs", body=query)["totalCount"] == 0
     assert action(api, "DescribeJobs", resourcePoolId="local")["totalCount"] == 1
-    stopped = action(
-        api, "BatchStopJobs", resourcePoolId="local\x00", body={"jobList": [{"jobId": job_id}]}
-    )["result"]
-    assert (stopped["successNum"], stopped["failedList"][0]["jobId"]) == (0, job_id)
+    error = refused(
+        lambda: action(
+            api, "BatchStopJobs", resourcePoolId="local\x00", body={"jobList": [{"jobId": job_id}]}
+        )
+    )
+    assert (error.status, error.code) == (404, "ResourcePoolNotFound")
     assert Job.objects.get(public_id=job_id).status == JobStatus.QUEUED
 
 
@@ -543,6 +545,38 @@ def test_describe_jobs_of_a_mistyped_pool_is_refused_in_the_requests_language_an
     assert described["job"]["jobId"] == on_aihc
     assert (mistyped_describe.status, mistyped_describe.code) == (404, "ResourcePoolNotFound")
     assert action(api, "DescribeJobs", body={"resourcePoolId": "local"})["totalCount"] == 0
+
+
+def test_batch_stop_jobs_of_a_mistyped_pool_is_refused_while_a_retired_pools_jobs_still_stop(
+    api, fake, settings, wsgi, bob
+):
+    # QA: BatchStopJobs of a mistyped pool listed each job "not found" in failedList, read by a
+    # script as jobs deleted; StopJob and DescribeJobs refuse the pool itself.
+    on_aihc = api.create_job(pool="cce-pool1", body=v1.aihc_body())["jobId"]
+    bobs_key, bobs_secret = api_key_create(owner=bob)
+    bobs_api = client_for(wsgi, bobs_key.access_key_id, bobs_secret)
+    settings.CONSOLE_BACKENDS = ["local"]  # AIHC turned off: cce-pool1 is no longer offered
+    listed = {"jobList": [{"jobId": on_aihc}]}
+
+    mistyped = refused(
+        lambda: action(api, "BatchStopJobs", resourcePoolId="cce-pool2", body=listed)
+    )
+    not_bobs = refused(
+        lambda: action(bobs_api, "BatchStopJobs", resourcePoolId="cce-pool1", body=listed)
+    )
+
+    assert (mistyped.status, mistyped.code) == (404, "ResourcePoolNotFound")
+    assert mistyped.message.startswith("Resource pool cce-pool2 not found: ")
+    assert (not_bobs.status, not_bobs.code) == (404, "ResourcePoolNotFound")  # Alice's job only
+    assert Job.objects.get(public_id=on_aihc).status == JobStatus.QUEUED
+    # An offered pool still answers job by job; a retired pool holding her job stops it.
+    offered = action(api, "BatchStopJobs", resourcePoolId="local", body=listed)["result"]
+    assert offered["failedList"] == [
+        {"jobId": on_aihc, "success": False, "errorMsg": f"Job {on_aihc} not found."}
+    ]
+    retired = action(api, "BatchStopJobs", resourcePoolId="cce-pool1", body=listed)["result"]
+    assert (retired["successNum"], retired["failedNum"]) == (1, 0)
+    assert Job.objects.get(public_id=on_aihc).status == JobStatus.STOPPED
 
 
 @pytest.mark.parametrize("keyword_type", ["name", "queueName"])

@@ -319,6 +319,36 @@ def test_a_new_browser_shows_pages_in_the_language_its_user_chose_from_the_first
     assert language_of(alice) == "en"
 
 
+def test_a_new_browser_shows_the_admin_in_the_language_its_reviewer_chose_after_the_admins_login(
+    reviewer,
+):
+    # The admin's log-in kept the browser's language: a reviewer who chose English elsewhere
+    # read the admin in Chinese until they switched again on this browser.
+    UserPreference.objects.create(user=reviewer, language="en")
+    client = Client(headers={"accept-language": "zh-CN,zh;q=0.9"})  # never chose one
+    admin_login = reverse("admin:login")
+
+    form = {"username": "carol", "password": "carol-password", "next": reverse("admin:index")}
+
+    refused = client.post(admin_login, {**form, "password": "wrong"})
+    r = client.post(admin_login, form)
+
+    assert refused.status_code == 200 and "django_language" not in refused.cookies
+    assert r.status_code == 302 and r["Location"] == reverse("admin:index")
+    assert client.cookies["django_language"].value == "en"
+    page = client.get(r["Location"])
+    assert page.status_code == 200 and 'lang="en"' in page.content.decode()
+    assert language_of(reviewer) == "en"
+
+    # A browser that chose a language keeps it (chosen there), and nothing changes.
+    other = Client()
+    other.cookies["django_language"] = "zh-hans"
+    r = other.post(admin_login, form)
+    assert r.status_code == 302 and other.cookies["django_language"].value == "zh-hans"
+    assert "django_language" not in r.cookies
+    assert language_of(reviewer) == "en"
+
+
 def test_the_login_and_password_pages_say_nin_as_the_console_does(alice, alice_client):
     # Django's own words there: the validators' rules, the old password refused.
     page = alice_client.get(reverse("password-change")).content.decode()
