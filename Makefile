@@ -57,9 +57,10 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# --durations: the slowest tests are listed at the end, so a CI log shows where its time went.
 test: lint
 	$(PY) manage.py makemigrations --check --dry-run
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest --durations=30 $(PYTEST_ARGS)
 
 # The tests that lean on the database (window functions, JSON lookups, date and duration
 # arithmetic, row locks, LIKE) against PostgreSQL at $DATABASE_URL; `make test` runs on SQLite.
