@@ -268,7 +268,8 @@ class TensorboardConfig:
 class AlertConfig:
     items: list[str] = field(default_factory=list)  # ALERT_EVENTS
     emails: list[str] = field(default_factory=list)  # console channels
-    webhooks: list[str] = field(default_factory=list)  # SMS/WeChat/Feishu gateways too
+    # Gateways and chat bots (jobs.chat_bots); a bot's line may end in its #secret=.
+    webhooks: list[str] = field(default_factory=list)
     # AIHC-side routing (Prometheus notify policy), passed through untouched.
     instance_id: str = ""
     notify_rule_id: str = ""
