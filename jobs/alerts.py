@@ -491,8 +491,8 @@ def _deliver_webhooks(
     for url in webhooks:
         # The URL may carry a token in its path: events name the host only.
         host = urlsplit(url).hostname or "?"
-        bot = chat_bots.bot_of(url)
         try:
+            bot = chat_bots.bot_of(url)
             if bot is None:
                 post_webhook(url, payload)
             else:

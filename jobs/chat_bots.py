@@ -58,8 +58,13 @@ class BotRefused(Exception):
 
 
 def bot_of(url: str) -> str | None:
-    """Which chat bot `url` is (FEISHU, WECOM, DINGTALK, SLACK), or None for any other."""
-    parts = urlsplit(url)
+    """Which chat bot `url` is (FEISHU, WECOM, DINGTALK, SLACK), or None for any other (one
+    that does not read as a URL too: the spec's check refuses it)."""
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname or ""
+    except ValueError:
+        return None
     path = parts.path
     query = parse_qs(parts.query)
     if path.startswith("/open-apis/bot/v2/hook/") and len(path) > len("/open-apis/bot/v2/hook/"):
@@ -68,7 +73,7 @@ def bot_of(url: str) -> str | None:
         return WECOM
     if path.rstrip("/") == "/robot/send" and query.get("access_token"):
         return DINGTALK
-    if (parts.hostname or "").lower() == "hooks.slack.com" and path.startswith("/services/"):
+    if hostname.lower() == "hooks.slack.com" and path.startswith("/services/"):
         return SLACK
     return None
 

@@ -560,3 +560,30 @@ def test_a_masked_secret_imported_from_a_job_page_is_asked_for_on_its_field(
         f"console.alertChannels.webhooks: “{bots.feishu_url}#secret=******”：签名密钥显示为 "
         "******，此处不知道其原值，请在 #secret= 之后重新输入。"
     ) in error_texts(refused)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "http://[::1/robot/send?access_token=x#secret=abc1234",
+            "http://[::1/robot/send?access_token=x",
+        ),
+        ("#secret=abc1234", ""),
+    ],
+)
+def test_a_webhook_line_that_is_no_url_is_refused_on_its_field_its_secret_masked(
+    alice_client, line, said
+):
+    from .test_wizard_import import BODY, error_texts, import_body
+
+    body = {**copy.deepcopy(BODY), "console": {"alertChannels": {"webhooks": [line]}}}
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200
+    assert (
+        f"console.alertChannels.webhooks: “{said}#secret=******”不是 http(s) 地址。"
+        in error_texts(r)
+    )
+    assert "abc1234" not in r.content.decode()
