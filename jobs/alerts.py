@@ -6,7 +6,9 @@ supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
 "AlertNotSent" for an email or a webhook call past its owner's hourly bound on that
 channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR); delivery never raises.
 
-Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}.
+Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}; a chat bot's
+webhook (Feishu/Lark, WeCom, DingTalk, Slack: jobs.chat_bots) gets a message in its own format
+instead, in the job owner's language, and its answer is read.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext_noop
 
-from .languages import addresses_by_language
+from . import chat_bots
+from .languages import addresses_by_language, reader_language
 from .locks import user_row_locked
 from .models import AlertChannel, AlertDelivery, Job
 from .spec import MAX_ALERT_EMAILS, MAX_ALERT_WEBHOOKS, AlertConfig, SpecError, mask
@@ -155,8 +158,13 @@ def resolve_webhook(url: str) -> tuple[str, str]:
     return urlunsplit((parts.scheme, netloc, parts.path or "/", parts.query, "")), host
 
 
-def post_webhook(url: str, payload: dict[str, Any]) -> None:
+def post_webhook(
+    url: str, payload: dict[str, Any], *, query: dict[str, str] | None = None
+) -> httpx.Response:
+    """POSTs `payload` as JSON to `url` (with `query` added: a bot's signature) at the
+    address checked (`resolve_webhook`); an HTTP error status raises."""
     target, host = resolve_webhook(url)
+    target = chat_bots.with_query(target, query or {})
     parts = urlsplit(url)
     host_header = host if parts.port is None else f"{host}:{parts.port}"
     # No proxies from the environment and no redirects: either could lead elsewhere.
@@ -175,6 +183,21 @@ def post_webhook(url: str, payload: dict[str, Any]) -> None:
         raise httpx.HTTPStatusError(
             f"HTTP {response.status_code}", request=response.request, response=response
         )
+    return response
+
+
+def post_to_bot(*, url: str, bot: str, text: str) -> None:
+    """Posts `text` to chat bot `bot` at `url` in its format, signed if the webhook line
+    carries a secret; raises BotRefused with the bot's own words when it did not post it."""
+    base, secret = chat_bots.split_secret(url)
+    request = chat_bots.bot_request(bot=bot, text=text, secret=secret)
+    try:
+        response = post_webhook(base, request.body, query=request.query)
+    except httpx.HTTPStatusError as exc:
+        response = exc.response
+    error = chat_bots.answer_error(bot=bot, response=response, url=url)
+    if error:
+        raise chat_bots.BotRefused(error)
 
 
 def job_link(job: Job) -> str:
@@ -241,7 +264,8 @@ def _alert_config(job: Job) -> AlertConfig | None:
 def failure_text(exc: Exception) -> str:
     """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
     are (in the console's language), a library's error with its type; kept short."""
-    text = str(exc) if isinstance(exc, UnsafeDestination) else f"{type(exc).__name__}: {exc}"
+    ours = isinstance(exc, UnsafeDestination | chat_bots.BotRefused)
+    text = str(exc) if ours else f"{type(exc).__name__}: {exc}"
     return text[:400]
 
 
@@ -367,7 +391,9 @@ def deliver(*, job: Job, item: str, message: str, time: str) -> None:
     if alert.emails:
         _deliver_email(job=job, item=item, message=message, emails=alert.emails, payload=payload)
     if alert.webhooks:
-        _deliver_webhooks(job=job, item=item, webhooks=alert.webhooks, payload=payload)
+        _deliver_webhooks(
+            job=job, item=item, message=message, webhooks=alert.webhooks, payload=payload
+        )
 
 
 def _deliver_email(
@@ -435,7 +461,26 @@ def _said(text: str) -> str:
     return display_text(text, source_of(text))
 
 
-def _deliver_webhooks(*, job: Job, item: str, webhooks: list[str], payload: dict[str, Any]) -> None:
+def bot_text(*, job: Job, item: str, message: str, payload: dict[str, Any]) -> str:
+    """What a chat bot posts for this alert, in the job owner's language (the generic JSON's
+    `message` stays as recorded: programs read it)."""
+    gettext = translation.gettext
+    with translation.override(reader_language(user=job.owner)):
+        title = gettext(ITEM_TITLES[item]) % {"name": job.name} if item in ITEM_TITLES else item
+        return chat_bots.alert_text(
+            brand=gettext("AI Job Console"),
+            title=title,
+            name=job.name,
+            event=gettext(ITEM_NAMES[item]) if item in ITEM_NAMES else item,
+            time_text=chat_bots.time_shown(payload["time"]),
+            message=_said(message),
+            link=payload["link"],
+        )
+
+
+def _deliver_webhooks(
+    *, job: Job, item: str, message: str, webhooks: list[str], payload: dict[str, Any]
+) -> None:
     from .services import job_event
 
     turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
@@ -447,7 +492,12 @@ def _deliver_webhooks(*, job: Job, item: str, webhooks: list[str], payload: dict
         # The URL may carry a token in its path: events name the host only.
         host = urlsplit(url).hostname or "?"
         try:
-            post_webhook(url, payload)
+            bot = chat_bots.bot_of(url)
+            if bot is None:
+                post_webhook(url, payload)
+            else:
+                text = bot_text(job=job, item=item, message=message, payload=payload)
+                post_to_bot(url=url, bot=bot, text=text)
         except Exception as exc:
             job_event(
                 job=job,

@@ -794,7 +794,11 @@ class AdvancedForm(StepForm):
         required=False,
         max_length=10000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        help_text=_("One http(s) URL per line; SMS, WeChat and Feishu gateways are webhooks too."),
+        help_text=_(
+            "One http(s) URL per line. Feishu/Lark, WeCom, DingTalk and Slack group bots get a "
+            "chat message; for a DingTalk or Feishu bot with signing on, add #secret= and its "
+            "secret after the URL. Any other URL gets the console's JSON."
+        ),
     )
     # AIHC pools only: AIHC alerts go through a notify policy of the Prometheus monitoring
     # instance the pool is connected to (alertConfig.instanceId / notifyRuleId).

@@ -62,6 +62,8 @@ from django.core.validators import URLValidator, validate_email
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from . import chat_bots
+
 PYTORCH = "PyTorchJob"
 MPI = "MPIJob"
 TENSORFLOW = "TFJob"
@@ -266,7 +268,8 @@ class TensorboardConfig:
 class AlertConfig:
     items: list[str] = field(default_factory=list)  # ALERT_EVENTS
     emails: list[str] = field(default_factory=list)  # console channels
-    webhooks: list[str] = field(default_factory=list)  # SMS/WeChat/Feishu gateways too
+    # Gateways and chat bots (jobs.chat_bots); a bot's line may end in its #secret=.
+    webhooks: list[str] = field(default_factory=list)
     # AIHC-side routing (Prometheus notify policy), passed through untouched.
     instance_id: str = ""
     notify_rule_id: str = ""
@@ -466,7 +469,10 @@ class JobSpec:
             "logPersistence": self.log_persistence,
             "alertChannels": {
                 "emails": list(self.alert.emails),
-                "webhooks": list(self.alert.webhooks),
+                # A chat bot's signing secret (`#secret=...`) is a secret as an env's value is.
+                "webhooks": [
+                    chat_bots.secret_masked(url) if masked else url for url in self.alert.webhooks
+                ],
             },
             "secretEnvs": [env.name for env in self.envs if env.secret],
             "creationMode": self.creation_mode,
@@ -1619,10 +1625,34 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             err("alert.emails", _("“%(value)s” is not an email address.") % {"value": email})
     url_validator = URLValidator(schemes=["http", "https"])
     for url in spec.alert.webhooks[:MAX_ALERT_WEBHOOKS]:
+        # Messages quote a line with its signing secret masked: they are shown back.
+        shown = chat_bots.secret_masked(url)
         try:
             url_validator(url)
         except ValidationError:
-            err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": url})
+            err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": shown})
+            continue
+        base, secret = chat_bots.split_secret(url)
+        if not secret:
+            continue
+        if chat_bots.bot_of(base) not in chat_bots.SIGNING_BOTS:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: only DingTalk and Feishu/Lark bot webhooks take a signing "
+                    "secret (#secret=...); remove it from this one."
+                )
+                % {"value": shown},
+            )
+        elif secret == chat_bots.MASK:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: the signing secret is shown as ****** and is not known "
+                    "here; type it again after #secret=."
+                )
+                % {"value": shown},
+            )
     if not 1 <= spec.timeout_minutes <= MAX_TIMEOUT_MINUTES:
         err("timeoutMinutes", _("The timeout must be between 1 minute and 365 days."))
     if not 1 <= spec.shared_memory_gi <= MAX_SHARED_MEMORY_GI:

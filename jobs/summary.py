@@ -13,6 +13,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext, pgettext
 
+from . import chat_bots
 from . import forms as F
 from . import spec as S
 from .backends import BackendError, get_backend, request_json
@@ -174,7 +175,10 @@ def spec_sections(
                     ),
                 ),
                 (_("Alert emails"), ", ".join(spec.alert.emails)),
-                (_("Alert webhooks"), "\n".join(spec.alert.webhooks)),
+                (
+                    _("Alert webhooks"),
+                    "\n".join(chat_bots.secret_masked(url) for url in spec.alert.webhooks),
+                ),
                 (
                     _("Alert rule"),
                     " ".join(

@@ -36,6 +36,7 @@ from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
+from . import chat_bots
 from . import forms as F
 from . import spec as S
 from .backends import (
@@ -1496,6 +1497,31 @@ def restore_secrets(raw: Raw, old: Raw) -> Raw:
     return with_rows(raw, "env", rows)
 
 
+def restore_webhook_secrets(raw: Raw, old: Raw) -> Raw:
+    """The advanced step's webhook lines come back from the browser with any signing secret
+    as ****** (`webhook_secrets_hidden`): a line of the same URL as a stored one gets its
+    stored secret back. A line whose URL changed keeps what it says (its secret is asked
+    for again by the spec's check)."""
+    if "alert_webhooks" not in raw:
+        return raw
+    lines = _lines(_one(raw, "alert_webhooks"))
+    stored = _lines(_one(old, "alert_webhooks"))
+    return {**raw, "alert_webhooks": ["\n".join(chat_bots.secrets_restored(lines, stored))]}
+
+
+def webhook_secrets_hidden(forms: StepForms) -> StepForms:
+    """The step as shown: on the advanced step, each webhook line's signing secret as ******
+    (never rendered back, as a secret env's value is not)."""
+    form = forms.form
+    if forms.step != ADVANCED or not form.data.get("alert_webhooks"):
+        return forms
+    data = form.data.copy()
+    lines = str(data["alert_webhooks"]).splitlines()
+    data["alert_webhooks"] = "\n".join(chat_bots.secret_masked(line) for line in lines)
+    form.data = data
+    return forms
+
+
 @dataclass
 class StepOutcome:
     go_to: str  # the step to show next
@@ -1614,6 +1640,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     old = draft.data.get(step) if isinstance(draft.data.get(step), dict) else {}
     if step == IMAGE:
         raw = merge_pasted_envs(restore_secrets(raw, old))
+    elif step == ADVANCED:
+        raw = restore_webhook_secrets(raw, old)
     prefix = ROW_PREFIX.get(step)
     index = STEPS.index(step)
     if prefix and action == "add-row":

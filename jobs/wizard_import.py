@@ -71,6 +71,7 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from . import chat_bots
 from . import spec as S
 from . import wizard as W
 from .aihc.mapping import RoleMapError, is_role_map, v1_fault_tolerance_args, v1_from_v2
@@ -638,13 +639,27 @@ def secret_values(document: Mapping[str, Any], v1: Any) -> list[str]:
     and those whose names look secret (when it does not say), of every role of a v2 role map,
     not only the first one's, which v1 keeps. (Found in QA: the box after a form's own
     refusal, or a faultToleranceArgs one, showed such values as typed.)"""
-    values = S.stored_secret_values(v1) + guessed_secret_values(v1)
+    values = S.stored_secret_values(v1) + guessed_secret_values(v1) + _signed_webhooks(v1)
     job_spec = document.get("jobSpec")
     if is_role_map(job_spec) and isinstance(v1, Mapping):
         for group in list(job_spec.values())[1:]:
             as_v1 = {**v1, "jobSpec": group}
             values += S.stored_secret_values(as_v1) + guessed_secret_values(as_v1)
     return values
+
+
+def _signed_webhooks(document: Any) -> list[str]:
+    """The webhook lines of a body that carry a signing secret (`#secret=...`, not masked):
+    each is masked whole, as an env's secret value is, and put back when the box is sent
+    again (a line is one JSON string)."""
+    console = document.get("console") if isinstance(document, Mapping) else None
+    channels = console.get("alertChannels") if isinstance(console, Mapping) else None
+    webhooks = channels.get("webhooks") if isinstance(channels, Mapping) else None
+    return [
+        url
+        for url in (webhooks if isinstance(webhooks, list) else [])
+        if isinstance(url, str) and chat_bots.split_secret(url)[1] not in ("", W.MASK)
+    ]
 
 
 def is_v2_body(document: Mapping[str, Any]) -> bool:

@@ -343,7 +343,7 @@ def _render_step(
     if step == W.REVIEW:
         context.update(_review_context(state))
     else:
-        forms = forms or W.step_forms_for_display(state, step)
+        forms = W.webhook_secrets_hidden(forms or W.step_forms_for_display(state, step))
         context["forms"] = forms
         context.update(_STEP_EXTRAS[step](request, state, forms))
         if forms.show_errors:

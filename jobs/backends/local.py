@@ -344,6 +344,7 @@ class LocalBackend(Backend):
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
         from jobs.alerts import NOT_HTTP_URL, webhook_url_error
+        from jobs.chat_bots import secret_masked
 
         for url in spec.alert.webhooks:
             # A URL that is not http(s) already has the spec's message; one is enough.
@@ -357,7 +358,7 @@ class LocalBackend(Backend):
                         "addresses unless the administrator allows them "
                         "(ALERT_WEBHOOK_ALLOW_PRIVATE=1)."
                     )
-                    % {"url": url},
+                    % {"url": secret_masked(url)},
                 )
         totals = detected_accelerators()
         for i, role in enumerate(spec.roles):

@@ -1,0 +1,238 @@
+"""Alert webhooks that are chat bots: Feishu/Lark, WeCom (企业微信), DingTalk (钉钉) and Slack.
+
+A team pastes its group bot's webhook as an alert webhook; the bot posts nothing for our own
+JSON (Feishu answers HTTP 200 with `{"code":19002,...}`), so each bot gets a human message in
+its own format, and its answer is read: a 200 carrying a non-zero code is a failure.
+
+- Recognised by the URL's path, so a private deployment on a company domain (Feishu/Lark
+  private, a gateway that keeps the paths) is one too: `/open-apis/bot/v2/hook/...` (Feishu,
+  Lark), `/cgi-bin/webhook/send?key=...` (WeCom), `/robot/send?access_token=...` (DingTalk);
+  Slack by its host as well (`hooks.slack.com/services/...`: other services use that path).
+  Any other URL gets the console's JSON, unchanged (jobs.alerts: programs read it).
+- Plain text, not markdown: a job's name or a failure reason is written by its user, and
+  text shows it as written on every platform.
+- Signing (DingTalk's 加签, Feishu's 签名校验): the secret is given after the URL as a
+  fragment, `#secret=SEC...`. A fragment is never sent by HTTP, so the bot's URL stays the
+  same, and it lives in the webhook line wherever the line goes (Copy & edit, import, the
+  API). It is a secret: shown as `#secret=******` everywhere (`secret_masked`), put back from
+  the stored job or draft when a form returns it masked (`secrets_restored`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit, urlunsplit
+
+import httpx
+from django.utils import timezone
+from django.utils.translation import gettext
+
+FEISHU = "feishu"
+WECOM = "wecom"
+DINGTALK = "dingtalk"
+SLACK = "slack"
+
+# How each is named in an AlertFailed event (its own name: events quote its answer as is).
+BOT_NAMES = {FEISHU: "Feishu/Lark", WECOM: "WeCom", DINGTALK: "DingTalk", SLACK: "Slack"}
+# The bots that sign requests with a secret of their own.
+SIGNING_BOTS = frozenset({FEISHU, DINGTALK})
+
+SECRET_MARK = "secret="
+MASK = "******"
+# WeCom's text message holds at most 2048 bytes (UTF-8); the others more. One bound for all,
+# with room for the lines around the message.
+MAX_TEXT_BYTES = 2000
+# How much of a bot's own error text an event keeps.
+MAX_ANSWER_CHARS = 200
+
+
+class BotRefused(Exception):
+    """The bot answered, but did not post the message: its own words (bounded, scrubbed)."""
+
+
+def bot_of(url: str) -> str | None:
+    """Which chat bot `url` is (FEISHU, WECOM, DINGTALK, SLACK), or None for any other (one
+    that does not read as a URL too: the spec's check refuses it)."""
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname or ""
+    except ValueError:
+        return None
+    path = parts.path
+    query = parse_qs(parts.query)
+    if path.startswith("/open-apis/bot/v2/hook/") and len(path) > len("/open-apis/bot/v2/hook/"):
+        return FEISHU
+    if path.rstrip("/") == "/cgi-bin/webhook/send" and query.get("key"):
+        return WECOM
+    if path.rstrip("/") == "/robot/send" and query.get("access_token"):
+        return DINGTALK
+    if hostname.lower() == "hooks.slack.com" and path.startswith("/services/"):
+        return SLACK
+    return None
+
+
+def split_secret(url: str) -> tuple[str, str]:
+    """(the URL without a `#secret=` fragment, the secret or "")."""
+    base, sep, fragment = url.partition("#")
+    if sep and fragment.startswith(SECRET_MARK):
+        return base, fragment[len(SECRET_MARK) :]
+    return url, ""
+
+
+def secret_masked(url: str) -> str:
+    """The webhook line as shown, even to its owner: a signing secret as `******`."""
+    base, secret = split_secret(url)
+    return f"{base}#{SECRET_MARK}{MASK}" if secret else url
+
+
+def secrets_restored(urls: list[str], stored: list[str]) -> list[str]:
+    """Webhook lines from a form that showed them masked: a line whose secret is `******`
+    gets the stored secret of the same URL back (a URL changed or new keeps what it says)."""
+    secrets = {}
+    for url in stored:
+        base, secret = split_secret(url)
+        if secret and secret != MASK:
+            secrets.setdefault(base, secret)
+    restored = []
+    for url in urls:
+        base, secret = split_secret(url)
+        if secret == MASK and base in secrets:
+            url = f"{base}#{SECRET_MARK}{secrets[base]}"
+        restored.append(url)
+    return restored
+
+
+def alert_text(
+    *, brand: str, title: str, name: str, event: str, time_text: str, message: str, link: str
+) -> str:
+    """The message a chat bot posts, in the language active now: the alert's title, the job,
+    the event in words, when, what happened and the job's page. The message is cut to keep
+    the whole within MAX_TEXT_BYTES; the link never is."""
+    head = "\n".join(
+        [
+            f"[{brand}] {title}",
+            gettext("Job: %(name)s") % {"name": name},
+            gettext("Event: %(event)s") % {"event": event},
+            gettext("Time: %(time)s") % {"time": time_text},
+        ]
+    )
+    said = gettext("Message: %(message)s")
+    room = MAX_TEXT_BYTES - len(f"{head}\n{said % {'message': ''}}\n{link}".encode())
+    return f"{head}\n{said % {'message': _cut(message, room)}}\n{link}"
+
+
+def _cut(text: str, room: int) -> str:
+    data = text.encode()
+    if len(data) <= room:
+        return text
+    return data[: max(room - 3, 0)].decode(errors="ignore") + "…"
+
+
+def time_shown(time: str) -> str:
+    """The alert's ISO time in the console's time zone, to the second."""
+    try:
+        moment = datetime.fromisoformat(time)
+    except ValueError:
+        return time
+    if timezone.is_naive(moment):
+        return time
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+@dataclass
+class BotRequest:
+    """What to send a bot: extra query parameters (DingTalk's signature) and the JSON body."""
+
+    query: dict[str, str]
+    body: dict[str, Any]
+
+
+def bot_request(*, bot: str, text: str, secret: str, now: float | None = None) -> BotRequest:
+    """The request for `bot` carrying `text`, signed with `secret` if one is given."""
+    now = time.time() if now is None else now
+    if bot == FEISHU:
+        body: dict[str, Any] = {"msg_type": "text", "content": {"text": text}}
+        if secret:
+            # Feishu: seconds; HMAC-SHA256 keyed with "timestamp\nsecret" over nothing.
+            stamp = str(int(now))
+            key = f"{stamp}\n{secret}".encode()
+            body["timestamp"] = stamp
+            body["sign"] = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+        return BotRequest(query={}, body=body)
+    if bot == SLACK:
+        return BotRequest(query={}, body={"text": text})
+    body = {"msgtype": "text", "text": {"content": text}}
+    query: dict[str, str] = {}
+    if bot == DINGTALK and secret:
+        # DingTalk: milliseconds; HMAC-SHA256 keyed with the secret over "timestamp\nsecret",
+        # base64, then URL-encoded in the query.
+        stamp = str(int(now * 1000))
+        digest = hmac.new(secret.encode(), f"{stamp}\n{secret}".encode(), hashlib.sha256).digest()
+        query = {"timestamp": stamp, "sign": base64.b64encode(digest).decode()}
+    return BotRequest(query=query, body=body)
+
+
+def with_query(url: str, extra: dict[str, str]) -> str:
+    """`url` with `extra` added to its query (values percent-encoded, `+/=` included)."""
+    if not extra:
+        return url
+    parts = urlsplit(url)
+    added = "&".join(f"{k}={quote(v, safe='')}" for k, v in extra.items())
+    query = f"{parts.query}&{added}" if parts.query else added
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def answer_error(*, bot: str, response: httpx.Response, url: str) -> str | None:
+    """Why the bot did not post the message, in its own words, or None if it did.
+
+    HTTP 4xx/5xx is a failure; so is a 200 whose JSON carries a non-zero `code` (Feishu; its
+    older answers `StatusCode`) or `errcode` (WeCom, DingTalk). A 200 without either (a
+    gateway in front of a bot) is taken as delivered. Slack answers `ok` as text, and its
+    errors as text with a 4xx (`invalid_payload`, `no_service`)."""
+    text = response.text
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        answer = None
+    code: Any = None
+    words: Any = None
+    if isinstance(answer, dict):
+        if bot == FEISHU:
+            code = answer.get("code", answer.get("StatusCode"))
+            words = answer.get("msg", answer.get("StatusMessage"))
+        elif bot in (WECOM, DINGTALK):
+            code = answer.get("errcode")
+            words = answer.get("errmsg")
+    failed_code = code not in (None, 0, "0")
+    if response.status_code < 400 and not failed_code:
+        return None
+    said = f"HTTP {response.status_code}"
+    if failed_code:
+        label = "code" if bot == FEISHU else "errcode"
+        said += f", {label} {_scrubbed(str(code), url)}"
+    detail = words if words is not None else (text if answer is None else "")
+    if detail:
+        said += f": {_scrubbed(str(detail), url)}"
+    return f"{BOT_NAMES[bot]}: {said}"[:MAX_ANSWER_CHARS]
+
+
+def _scrubbed(text: str, url: str) -> str:
+    """`text` on one line, without the hook's tokens (its path's parts, its query's values)
+    or its secret: a bot may quote the URL it was called at."""
+    base, secret = split_secret(url)
+    parts = urlsplit(base)
+    tokens = [p for p in parts.path.split("/") if len(p) >= 16]
+    tokens += [v for values in parse_qs(parts.query).values() for v in values if len(v) >= 4]
+    if secret:
+        tokens.append(secret)
+    out = " ".join(text.split())
+    for token in sorted(tokens, key=len, reverse=True):
+        out = out.replace(token, MASK)
+    return out

@@ -1,0 +1,589 @@
+"""Alerts that chat bots accept (jobs.chat_bots): Feishu/Lark, WeCom, DingTalk and Slack each
+get a message in their own format, signed where the webhook line gives a secret, and their
+answers are read. The bots are strict fakes on 127.0.0.1 under their real paths, checking what
+the real ones check and answering as they do."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import hmac
+import html
+import json
+import re
+import socket
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.alerts import alert_payload, deliver
+from jobs.api_keys import api_key_create
+from jobs.models import Draft, Job, UserPreference
+from jobs.services import jobs_submit
+
+from .test_api import refused, wsgi  # noqa: F401  (wsgi: the console as an httpx transport)
+from .test_review import make_spec
+from .test_wizard import (
+    _local_pool,  # noqa: F401  (autouse: the wizard's pool of cards)
+    post_step,
+    step_url,
+)
+
+FEISHU_HOOK = "6f1c3b9e-2d4a-4c1e-9a7b-5e8d0c2f1a34"
+FEISHU_SECRET = "fsSecretXk29Lq"
+WECOM_KEY = "693a91f6-7b2c-4bc4-97a0-0ec2b1fa5aaa"
+DINGTALK_TOKEN = "8d1f0a7c3b9e4d2a8f6c1e0b7a9d3c5e"
+DINGTALK_SECRET = "SECa1b2c3d4e5f60718293a4b5c6d7e8f9"
+SLACK_PATH = "/services/T0AB12CD3/B0EF45GH6/Xk3Lm9Pq2Rs8Tu4Vw7Yz1Ab0"
+TIME = "2026-12-01T10:00:00+00:00"
+
+
+class FakeBots:
+    """Feishu, WeCom, DingTalk, Slack and a plain receiver in one server, by path.
+
+    Each checks what the real service checks and answers as it does: Feishu and WeCom and
+    DingTalk with HTTP 200 and a JSON code, Slack with `ok` or an error word and a 4xx."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, Any]] = []
+        # Signing turned on for a bot: its secret (None: off).
+        self.feishu_secret: str | None = None
+        self.dingtalk_secret: str | None = None
+        self.plain_status = 200
+
+    def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
+        parts = urlsplit(handler.path)
+        query = parse_qs(parts.query)
+        self.received.append(
+            {
+                "path": parts.path,
+                "query": query,
+                "raw": raw,
+                "host": handler.headers["Host"],
+                "type": handler.headers["Content-Type"],
+            }
+        )
+        json_type = (handler.headers["Content-Type"] or "").startswith("application/json")
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        self.received[-1]["body"] = body
+        if parts.path.startswith("/open-apis/bot/v2/hook/"):
+            return self.feishu(parts.path.rsplit("/", 1)[1], body if json_type else None)
+        if parts.path == "/cgi-bin/webhook/send":
+            return self.wecom(query, body if json_type else None)
+        if parts.path == "/robot/send":
+            return self.dingtalk(query, body if json_type else None)
+        if parts.path.startswith("/services/") and handler.headers["Host"].startswith(
+            "hooks.slack"
+        ):
+            return self.slack(handler, parts.path, body if json_type else None)
+        return self.plain_status, "text/plain", ""
+
+    def feishu(self, token: str, body: Any) -> tuple[int, str, str]:
+        def code(number: int, msg: str) -> tuple[int, str, str]:
+            return 200, "application/json", json.dumps({"code": number, "data": {}, "msg": msg})
+
+        if token != FEISHU_HOOK:
+            return code(19001, "param invalid: incoming webhook access token invalid")
+        if self.feishu_secret is not None:
+            stamp = str((body or {}).get("timestamp", ""))
+            key = f"{stamp}\n{self.feishu_secret}".encode()
+            want = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
+            fresh = stamp.isdigit() and abs(time.time() - int(stamp)) <= 3600
+            if not fresh or (body or {}).get("sign") != want:
+                return code(
+                    19021, "sign match fail or timestamp is not within one hour from current time"
+                )
+        content = (body or {}).get("content")
+        if (
+            not isinstance(body, dict)
+            or body.get("msg_type") != "text"
+            or not isinstance(content, dict)
+            or not isinstance(content.get("text"), str)
+            or not content["text"]
+        ):
+            return code(19002, "params error, msg_type need")
+        return code(0, "success")
+
+    def wecom(self, query: dict[str, list[str]], body: Any) -> tuple[int, str, str]:
+        def err(number: int, msg: str) -> tuple[int, str, str]:
+            return 200, "application/json", json.dumps({"errcode": number, "errmsg": msg})
+
+        if query.get("key") != [WECOM_KEY]:
+            return err(93000, f"invalid webhook url, hint: [{time.time():.0f}-x]")
+        if not isinstance(body, dict) or body.get("msgtype") != "text":
+            return err(40008, "invalid message type")
+        text = body.get("text")
+        content = text.get("content") if isinstance(text, dict) else None
+        if not isinstance(content, str) or not content:
+            return err(44004, "text content is empty")
+        if len(content.encode()) > 2048:
+            return err(45002, "content size out of limit")
+        return err(0, "ok")
+
+    def dingtalk(self, query: dict[str, list[str]], body: Any) -> tuple[int, str, str]:
+        def err(number: int, msg: str) -> tuple[int, str, str]:
+            return 200, "application/json", json.dumps({"errcode": number, "errmsg": msg})
+
+        if query.get("access_token") != [DINGTALK_TOKEN]:
+            return err(300001, "token is not exist")
+        if self.dingtalk_secret is not None:
+            [stamp] = query.get("timestamp", [""])
+            secret = self.dingtalk_secret
+            digest = hmac.new(secret.encode(), f"{stamp}\n{secret}".encode(), hashlib.sha256)
+            want = base64.b64encode(digest.digest()).decode()
+            # parse_qs has decoded the URL encoding: the base64 as DingTalk compares it.
+            if query.get("sign") != [want]:
+                return err(310000, "sign not match, more: [https://ding-doc.dingtalk.com/doc]")
+            if not stamp.isdigit() or abs(time.time() * 1000 - int(stamp)) > 3600 * 1000:
+                return err(310000, "invalid timestamp, more: [https://ding-doc.dingtalk.com/doc]")
+        text = body.get("text") if isinstance(body, dict) else None
+        if not isinstance(body, dict) or body.get("msgtype") != "text":
+            return err(40035, "缺少参数 json")
+        if not isinstance(text, dict) or not text.get("content"):
+            return err(40035, "缺少参数 text")
+        return err(0, "ok")
+
+    def slack(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> tuple[int, str, str]:
+        if not (handler.headers["Host"] or "").startswith("hooks.slack.com"):
+            return 404, "text/plain", "no_service"
+        if path != SLACK_PATH:
+            return 403, "text/plain", "invalid_token"
+        if not isinstance(body, dict):
+            return 400, "text/plain", "invalid_payload"
+        if not isinstance(body.get("text"), str) or not body["text"]:
+            return 400, "text/plain", "no_text"
+        return 200, "text/plain", "ok"
+
+
+@pytest.fixture
+def bots(settings, monkeypatch):
+    """The fake bots, and hooks.slack.com resolving to them (the name service is outside)."""
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.SITE_URL = "https://console.example.com"
+    fake = FakeBots()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            status, content_type, text = fake.answer(self, raw)
+            data = text.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    real_getaddrinfo = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        return real_getaddrinfo("127.0.0.1" if host == "hooks.slack.com" else host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    port = server.server_port
+    fake.base = f"http://127.0.0.1:{port}"
+    fake.feishu_url = f"{fake.base}/open-apis/bot/v2/hook/{FEISHU_HOOK}"
+    fake.wecom_url = f"{fake.base}/cgi-bin/webhook/send?key={WECOM_KEY}"
+    fake.dingtalk_url = f"{fake.base}/robot/send?access_token={DINGTALK_TOKEN}"
+    fake.slack_url = f"http://hooks.slack.com:{port}{SLACK_PATH}"
+    yield fake
+    server.shutdown()
+    server.server_close()
+
+
+def alerting_job(owner, webhooks: list[str], key: str = "k") -> Job:
+    spec = make_spec(alert=S.AlertConfig(items=["jobFailed"], webhooks=webhooks))
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=key)
+    return job
+
+
+def failed(job: Job) -> None:
+    deliver(job=job, item="jobFailed", message="demo 运行失败：退出码 1。", time=TIME)
+
+
+def event_messages(job: Job, reason: str) -> list[str]:
+    return list(job.events.filter(reason=reason).order_by("pk").values_list("message", flat=True))
+
+
+def test_a_jobs_alert_reaches_each_chat_bot_in_its_own_format(alice, bots):
+    job = alerting_job(alice, [bots.feishu_url, bots.wecom_url, bots.dingtalk_url, bots.slack_url])
+
+    failed(job)
+
+    assert event_messages(job, "AlertFailed") == []
+    assert len(event_messages(job, "AlertSent")) == 4
+    feishu, wecom, dingtalk, slack = bots.received
+    assert feishu["body"]["msg_type"] == "text" and set(feishu["body"]) == {"msg_type", "content"}
+    assert wecom["body"]["msgtype"] == "text" and set(wecom["body"]) == {"msgtype", "text"}
+    assert dingtalk["body"]["msgtype"] == "text" and "timestamp" not in dingtalk["query"]
+    assert set(slack["body"]) == {"text"} and slack["host"].startswith("hooks.slack.com")
+    assert all(r["type"] == "application/json" for r in bots.received)
+    # A human message in the owner's language (the console's: she chose none): the job, the
+    # event in words, the time in the console's zone, what happened and the job's page.
+    text = feishu["body"]["content"]["text"]
+    assert text == "\n".join(
+        [
+            "[AI 训练任务控制台] demo 运行失败",
+            "任务：demo",
+            "事件：任务失败退出",
+            "时间：2026-12-01 18:00:00 CST",
+            "详情：demo 运行失败：退出码 1。",
+            f"https://console.example.com/jobs/{job.public_id}/",
+        ]
+    )
+    assert wecom["body"]["text"]["content"] == text
+    assert dingtalk["body"]["text"]["content"] == text
+    assert slack["body"]["text"] == text
+
+
+def test_a_bot_writes_in_the_job_owners_language(alice, bots):
+    UserPreference.objects.create(user=alice, language="en")
+    job = alerting_job(alice, [bots.wecom_url])
+
+    deliver(job=job, item="jobFailed", message="demo 运行失败：退出码 1。", time=TIME)
+
+    [wecom] = bots.received
+    # The console's words in hers; the recorded message as it was recorded (no source).
+    assert wecom["body"]["text"]["content"].splitlines()[:5] == [
+        "[AI Job Console] demo failed",
+        "Job: demo",
+        "Event: Job fails",
+        "Time: 2026-12-01 18:00:00 CST",
+        "Message: demo 运行失败：退出码 1。",
+    ]
+
+
+def test_signed_bots_get_a_valid_signature_from_the_secret_after_the_url(alice, bots):
+    bots.feishu_secret = FEISHU_SECRET
+    bots.dingtalk_secret = DINGTALK_SECRET
+    job = alerting_job(
+        alice,
+        [
+            f"{bots.feishu_url}#secret={FEISHU_SECRET}",
+            f"{bots.dingtalk_url}#secret={DINGTALK_SECRET}",
+        ],
+    )
+
+    failed(job)
+
+    assert event_messages(job, "AlertFailed") == []
+    assert len(event_messages(job, "AlertSent")) == 2
+    feishu, dingtalk = bots.received
+    assert set(feishu["body"]) == {"msg_type", "content", "timestamp", "sign"}
+    assert set(dingtalk["query"]) == {"access_token", "timestamp", "sign"}
+    # The secret itself never leaves: not in a body, a query or a fragment.
+    assert all(FEISHU_SECRET.encode() not in r["raw"] for r in bots.received)
+    assert all(DINGTALK_SECRET not in json.dumps(r["query"]) for r in bots.received)
+
+
+def test_a_signed_bot_refusing_a_wrong_or_missing_signature_becomes_alert_failed(alice, bots):
+    bots.feishu_secret = FEISHU_SECRET
+    bots.dingtalk_secret = DINGTALK_SECRET
+    job = alerting_job(
+        alice,
+        [
+            f"{bots.feishu_url}#secret=not-{FEISHU_SECRET}",
+            bots.dingtalk_url,  # signing on at DingTalk, no secret here
+        ],
+    )
+
+    failed(job)
+
+    assert len(bots.received) == 2
+    assert event_messages(job, "AlertFailed") == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（Feishu/Lark: HTTP 200, code 19021: "
+        "sign match fail or timestamp is not within one hour from current time）",
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（DingTalk: HTTP 200, errcode 310000: "
+        "sign not match, more: [https://ding-doc.dingtalk.com/doc]）",
+    ]
+    assert event_messages(job, "AlertSent") == []
+    assert job.events.get(reason="AlertFailed", message__contains="Feishu").type == "Warning"
+
+
+def test_a_bots_refusal_is_recorded_in_its_own_words_without_the_hooks_token(alice, bots):
+    job = alerting_job(
+        alice,
+        [
+            bots.feishu_url.replace(FEISHU_HOOK, "0" * 36),
+            bots.wecom_url.replace(WECOM_KEY, "1" * 36),
+            bots.slack_url.replace("Xk3Lm9Pq2Rs8Tu4Vw7Yz1Ab0", "Zz" * 12),
+        ],
+    )
+
+    failed(job)
+
+    messages = event_messages(job, "AlertFailed")
+    assert messages[0].endswith(
+        "（Feishu/Lark: HTTP 200, code 19001: param invalid: incoming webhook access token "
+        "invalid）"
+    )
+    assert "（WeCom: HTTP 200, errcode 93000: invalid webhook url, hint: [" in messages[1]
+    assert messages[2] == (
+        "任务失败退出：发往 hooks.slack.com 的 Webhook 发送失败（Slack: HTTP 403: invalid_token）"
+    )
+    assert event_messages(job, "AlertSent") == []
+    assert not any("0" * 36 in m or "1" * 36 in m or "Zz" * 12 in m for m in messages)
+
+
+def test_a_bot_quoting_its_hooks_token_has_it_masked_in_the_event(alice, bots, monkeypatch):
+    """WeCom's errors quote a hint, not the key; a gateway in front of a bot may quote the URL
+    it was called at. The event keeps the words, not the token."""
+
+    def quoting(self, query, body):
+        return (
+            200,
+            "application/json",
+            json.dumps({"errcode": 93000, "errmsg": f"invalid webhook url {self.wecom_url}"}),
+        )
+
+    monkeypatch.setattr(FakeBots, "wecom", quoting)
+    job = alerting_job(alice, [bots.wecom_url])
+
+    failed(job)
+
+    [message] = event_messages(job, "AlertFailed")
+    assert WECOM_KEY not in message
+    assert "errcode 93000: invalid webhook url http://127.0.0.1:" in message
+    assert "/cgi-bin/webhook/send?key=******" in message
+
+
+def test_a_long_reason_is_cut_to_what_wecom_takes_and_the_link_kept(alice, bots):
+    job = alerting_job(alice, [bots.wecom_url])
+
+    deliver(job=job, item="jobFailed", message="失败" * 2000, time=TIME)
+
+    assert event_messages(job, "AlertFailed") == []
+    [wecom] = bots.received
+    content = wecom["body"]["text"]["content"]
+    assert len(content.encode()) <= 2048
+    assert content.endswith(f"…\nhttps://console.example.com/jobs/{job.public_id}/")
+
+
+def test_any_other_url_gets_the_consoles_json_byte_for_byte(alice, bots):
+    plain = [
+        f"{bots.base}/hook/abc",
+        f"{bots.base}/robot/send",  # DingTalk's path without its access_token
+        f"{bots.base}/cgi-bin/webhook/send?token=x",  # WeCom's path without its key
+        f"{bots.base}/services/T0/B0/X",  # Slack's path, another host
+    ]
+    job = alerting_job(alice, plain)
+
+    failed(job)
+
+    payload = alert_payload(job, "jobFailed", "demo 运行失败：退出码 1。", TIME)
+    # As httpx has always encoded it: compact, UTF-8, keys in this order.
+    expected = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    assert [r["raw"] for r in bots.received] == [expected] * 4
+    assert list(json.loads(expected)) == ["jobId", "name", "event", "time", "message", "link"]
+    assert len(event_messages(job, "AlertSent")) == 4
+
+
+# -- the signing secret is a secret -----------------------------------------------------
+
+
+def signed_job(owner, bots, key: str = "k") -> Job:
+    return alerting_job(
+        owner,
+        [
+            f"{bots.feishu_url}#secret={FEISHU_SECRET}",
+            f"{bots.dingtalk_url}#secret=x{FEISHU_SECRET}",
+        ],
+        key=key,
+    )
+
+
+def test_a_signing_secret_is_never_logged_nor_in_an_event(alice, bots, caplog):
+    bots.feishu_secret = "another-secret"  # refused: the failure is recorded and logged
+    job = signed_job(alice, bots)
+
+    with caplog.at_level("DEBUG"):
+        failed(job)
+
+    messages = event_messages(job, "AlertFailed") + event_messages(job, "AlertSent")
+    assert len(messages) == 2 and any("code 19021" in m for m in messages)
+    assert not any(FEISHU_SECRET in m for m in messages)
+    assert FEISHU_SECRET not in caplog.text
+
+
+def test_the_owners_job_page_and_a_reviewers_show_the_secret_masked(
+    alice, alice_client, bots, reviewer
+):
+    from .test_admin import CHANGELIST, client_for
+
+    job = signed_job(alice, bots)
+
+    owners = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    reviewers = client_for(reviewer).get(f"{CHANGELIST}{job.pk}/change/").content.decode()
+
+    assert FEISHU_SECRET not in owners and FEISHU_SECRET not in reviewers
+    assert f"{bots.feishu_url}#secret=******" in owners  # the owner's own URL, whole
+    assert "http://127.0.0.1:" in reviewers and FEISHU_HOOK not in reviewers
+    # Stored as given: the worker signs with it.
+    assert job.job_spec().alert.webhooks[0].endswith(f"#secret={FEISHU_SECRET}")
+
+
+def test_copy_and_edit_shows_the_secret_masked_and_keeps_it(alice, alice_client, bots):
+    job = signed_job(alice, bots)
+    copied = alice_client.post(reverse("job-copy", args=[job.public_id]))
+    draft = Draft.objects.get(source_job=job)
+
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    shown = f"{bots.feishu_url}#secret=******"
+    # The step posted as the page shows it, the DingTalk line's URL changed (a new token).
+    changed = bots.dingtalk_url.replace(DINGTALK_TOKEN, "0" * 32)
+    sent = {k: v for k, v in draft.data[W.ADVANCED].items() if not k.startswith("_")}
+    sent["alert_webhooks"] = f"{shown}\n{changed}#secret=******"
+    posted = post_step(alice_client, draft, W.ADVANCED, sent)
+
+    assert copied.status_code == 302
+    assert FEISHU_SECRET not in page and html.escape(shown) in page
+    # A URL that changed has no stored secret to take: asked for again, quoted masked.
+    assert posted.status_code == 200
+    # Said in the page's language (Chinese by default), quoting the line masked.
+    errors = re.findall(r"“[^”<]*”：[^<]*", html.unescape(posted.content.decode()))
+    assert errors == [
+        f"“{changed}#secret=******”：签名密钥显示为 ******，此处不知道其原值，"
+        "请在 #secret= 之后重新输入。"
+    ]
+    assert FEISHU_SECRET not in posted.content.decode()
+    fixed = post_step(
+        alice_client, draft, W.ADVANCED, {**sent, "alert_webhooks": f"{shown}\n{changed}"}
+    )
+    review = alice_client.get(step_url(draft, W.REVIEW))
+    assert fixed.status_code == 302 and review.status_code == 200
+    assert FEISHU_SECRET not in review.content.decode()
+    assert html.escape(shown) in review.content.decode()
+    draft.refresh_from_db()
+    stored = W.assemble(W.wizard_state(draft)).spec.alert.webhooks
+    assert stored == [f"{bots.feishu_url}#secret={FEISHU_SECRET}", changed]
+
+
+def test_a_signing_secret_on_a_bot_that_does_not_sign_is_refused_naming_the_field(alice, bots):
+    spec = make_spec(
+        alert=S.AlertConfig(items=["jobFailed"], webhooks=[f"{bots.wecom_url}#secret=abc123"])
+    )
+
+    with pytest.raises(S.SpecError) as caught:
+        jobs_submit(owner=alice, spec=spec, submit_key="k")
+
+    assert "alert.webhooks" in caught.value.errors
+    [message] = caught.value.errors["alert.webhooks"]
+    assert "只有钉钉和飞书/Lark 机器人的 Webhook 可带签名密钥" in message
+    assert "abc123" not in message and "#secret=******" in message
+
+
+def test_the_api_keeps_a_signing_secret_and_never_answers_it(alice, bots, wsgi):  # noqa: F811
+    from .test_api import body, client_for
+
+    key, secret = api_key_create(owner=alice, description="script")
+    api = client_for(wsgi, key.access_key_id, secret)
+    signed = f"{bots.dingtalk_url}#secret={DINGTALK_SECRET}"
+    created = api.create_job(
+        pool="local",
+        body=body(
+            datasources=[],
+            alertConfig={"alertItems": ["jobFailed"]},
+            console={"alertChannels": {"webhooks": [signed]}},
+        ),
+    )
+    bad = body(
+        console={"alertChannels": {"webhooks": [f"{bots.wecom_url}#secret={DINGTALK_SECRET}"]}}
+    )
+    refusal = refused(lambda: api.create_job(pool="local", body=bad))
+
+    job = Job.objects.get()
+    answers = json.dumps(
+        [created, api.get_job(pool="local", job_id=job.public_id), api.list_jobs(pool="local")],
+        default=str,
+    )
+    assert job.job_spec().alert.webhooks == [signed]
+    assert DINGTALK_SECRET not in answers
+    assert "console.alertChannels.webhooks: " in refusal.message
+    assert DINGTALK_SECRET not in refusal.message
+
+
+def test_an_import_shows_a_signing_secret_masked_and_puts_it_back_for_its_page(
+    alice_client, bots, caplog
+):
+    from .test_wizard_import import BODY, box_of, import_body
+
+    caplog.set_level("DEBUG")
+    key = uuid.uuid4().hex
+    signed = f"{bots.feishu_url}#secret={FEISHU_SECRET}"
+    body = {**copy.deepcopy(BODY), "priority": "urgent"}
+    body["console"] = {"alertChannels": {"webhooks": [signed]}}
+    refused = import_body(alice_client, body, key=key)
+    fixed = json.loads(box_of(refused))
+    fixed["priority"] = "high"
+
+    made = import_body(alice_client, fixed, key=key)
+
+    assert refused.status_code == 200 and made.status_code == 302
+    # The line is one JSON string: masked whole in the box, as a secret env's value is.
+    assert fixed["console"]["alertChannels"]["webhooks"] == [W.MASK]
+    assert FEISHU_SECRET not in refused.content.decode() + made.content.decode()
+    assert FEISHU_SECRET not in caplog.text
+    spec = W.assemble(W.wizard_state(Draft.objects.get())).spec
+    assert spec.alert.webhooks == [signed]
+
+
+def test_a_masked_secret_imported_from_a_job_page_is_asked_for_on_its_field(
+    alice, alice_client, bots
+):
+    from .test_wizard_import import error_texts, import_body
+
+    job = signed_job(alice, bots)
+    # The job page's JSON of the console's settings, as its owner copies it from there.
+    document = job.job_spec().to_document(masked=True)
+
+    refused = import_body(alice_client, document)
+
+    assert refused.status_code == 200 and not Draft.objects.filter(owner=alice).exists()
+    assert (
+        f"console.alertChannels.webhooks: “{bots.feishu_url}#secret=******”：签名密钥显示为 "
+        "******，此处不知道其原值，请在 #secret= 之后重新输入。"
+    ) in error_texts(refused)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "http://[::1/robot/send?access_token=x#secret=abc1234",
+            "http://[::1/robot/send?access_token=x",
+        ),
+        ("#secret=abc1234", ""),
+    ],
+)
+def test_a_webhook_line_that_is_no_url_is_refused_on_its_field_its_secret_masked(
+    alice_client, line, said
+):
+    from .test_wizard_import import BODY, error_texts, import_body
+
+    body = {**copy.deepcopy(BODY), "console": {"alertChannels": {"webhooks": [line]}}}
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200
+    assert (
+        f"console.alertChannels.webhooks: “{said}#secret=******”不是 http(s) 地址。"
+        in error_texts(r)
+    )
+    assert "abc1234" not in r.content.decode()
