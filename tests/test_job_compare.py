@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import parse_qs, urlsplit
 
@@ -14,10 +15,13 @@ from django.urls import reverse
 from tensorboardX import SummaryWriter
 
 from jobs import spec as S
+from jobs import tensorboard as tb
+from jobs.logs import job_dir
 from jobs.models import Job, JobEvent
 
 from .runner_helpers import CARD, make_spec, runner_settings, submit, volume  # noqa: F401
 from .test_tensorboard import write_scalars
+from .test_unreadable_spec import unreadable
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -467,3 +471,52 @@ def test_one_chart_per_tag_with_a_line_per_job_its_legend_and_text_and_the_lates
     assert "no values" in small_row and '0.75 <span class="text-muted">(step 3)</span>' in small_row
     # A job without metrics says why, as its page would.
     assert "no-tensorboard: no training metrics (Tensorboard is off for this job)." in html
+
+
+def test_each_jobs_event_files_are_read_through_its_state_file_as_its_page_reads_them(
+    alice, alice_en, settings
+):
+    jobs = [with_metrics(alice, f"run-{n}", f"run-{n}") for n in range(2)]
+    for n, job in enumerate(jobs):
+        job_dir(job.public_id).mkdir(parents=True)
+        write_scalars(volume(settings) / f"run-{n}", "loss", [1.0, 0.5])
+
+    alice_en.get(compare_url(*jobs))
+
+    for n, job in enumerate(jobs):
+        state = json.loads((job_dir(job.public_id) / tb.STATE_FILE).read_text())
+        [(name, read)] = state["runs"]["."]["files"].items()
+        assert read["offset"] == (volume(settings) / f"run-{n}" / name).stat().st_size
+    # The job's page finds what the comparison read and saved.
+    page = alice_en.get(reverse("job-detail", args=[jobs[0].public_id])).content.decode()
+    assert "0.5 at step 1" in page
+
+
+def test_a_job_whose_metrics_cannot_be_read_here_says_why_beside_the_others(alice, alice_en):
+    charted = with_metrics(alice, "charted", "charted")
+    outside = tuned(
+        alice, "outside", tensorboard=S.TensorboardConfig(enable=True, log_path="/tmp/tb")
+    )
+
+    html = alice_en.get(compare_url(charted, outside)).content.decode()
+
+    assert "outside: The Tensorboard log path /tmp/tb is not on a volume this job mounts" in html
+    assert "charted: no scalars yet" in html
+
+
+def test_a_job_whose_stored_spec_no_longer_reads_says_so_in_its_column_and_the_rest_compare(
+    alice, alice_en
+):
+    a, b = tuned(alice, "a"), tuned(alice, "b", lr="0.5")
+    old = unreadable(tuned(alice, "old"))
+
+    r = alice_en.get(compare_url(a, b, old))
+
+    assert r.status_code == 200
+    shown = rows(r.content.decode())
+    assert shown["Image and command · Environment variables"] == [
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.5\nWANDB_KEY=****** (secret)",
+        "cannot be read",
+    ]
+    assert all(values[2] == "cannot be read" for values in shown.values())

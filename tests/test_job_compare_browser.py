@@ -81,7 +81,6 @@ def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_
     expect(table.locator("tr.compare-field", has_text="队列")).to_have_count(1)
     page.click("#compare-switch")
     expect(table.locator("tr.compare-field", has_text="队列")).to_have_count(0)
-    page.screenshot(path="/tmp/cmp20/compare.png", full_page=True)
 
 
 def test_on_a_phone_the_comparison_scrolls_inside_its_box_not_the_page(
@@ -102,4 +101,3 @@ def test_on_a_phone_the_comparison_scrolls_inside_its_box_not_the_page(
     box = phone.locator("#compare-specs .table-responsive")
     assert box.evaluate("e => e.scrollWidth > e.clientWidth")  # the table scrolls in its box
     assert phone.evaluate(PAGE_FITS)  # the page itself does not
-    phone.screenshot(path="/tmp/cmp20/phone.png", full_page=True)
