@@ -72,6 +72,16 @@ def jobs_found(*, viewer: Any, ids: list[str]) -> tuple[list[Job], list[str]]:
     return [found[i] for i in ids if i in found], [i for i in ids if i not in found]
 
 
+def own_jobs_oldest_first(*, owner: Any, ids: list[str]) -> list[str]:
+    """Of `ids`, those of `owner`'s jobs, oldest first: the order the job list's Compare puts
+    them in (the first is the one the others are read against)."""
+    return list(
+        Job.objects.filter(owner=owner, public_id__in=looked_up(ids))
+        .order_by("created_at", "id")
+        .values_list("public_id", flat=True)
+    )
+
+
 @dataclass
 class Comparison:
     jobs: list[Job]

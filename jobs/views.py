@@ -53,6 +53,7 @@ from .compare import (
     job_comparison,
     jobs_found,
     looked_up,
+    own_jobs_oldest_first,
 )
 from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only
@@ -972,11 +973,7 @@ def _compare_selected(request: AuthenticatedHttpRequest, back: str) -> HttpRespo
             % {"count": len(chosen)},
         )
         return back_ticked(chosen)
-    found = list(
-        Job.objects.filter(owner=request.user, public_id__in=chosen)
-        .order_by("created_at", "id")
-        .values_list("public_id", flat=True)
-    )
+    found = own_jobs_oldest_first(owner=request.user, ids=chosen)
     if len(found) < MIN_COMPARED:
         messages.error(
             request,
