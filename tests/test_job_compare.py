@@ -520,3 +520,17 @@ def test_a_job_whose_stored_spec_no_longer_reads_says_so_in_its_column_and_the_r
         "cannot be read",
     ]
     assert all(values[2] == "cannot be read" for values in shown.values())
+
+
+def test_a_job_with_more_tags_than_are_read_says_how_many_are_not(alice, alice_en, settings):
+    many = with_metrics(alice, "many", "many")
+    few = with_metrics(alice, "few", "few")
+    writer = SummaryWriter(str(volume(settings) / "many"))
+    for n in range(tb.MAX_TAGS + 3):
+        writer.add_scalar(f"tag-{n:02d}", 1.0, 0)
+    writer.close()
+
+    html = alice_en.get(compare_url(many, few)).content.decode()
+
+    assert "many: 3 more tags are not read (a job's first 48 are)." in html
+    assert html.count('<figure class="col-md-6 col-xl-4 mb-0 compare-metric">') == tb.MAX_TAGS
