@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -216,47 +217,91 @@ def _hunk_lines(lines: list[str]) -> list[str]:
     return shown
 
 
+@dataclass(frozen=True)
+class ComparedField:
+    """One field of several specs side by side (specs_compared)."""
+
+    label: str  # "section · field"
+    values: list[str]  # one per spec, as shown ("—" when empty)
+    differs: bool  # not every spec has the same value
+    changed: list[bool]  # per spec: its value differs from the first spec's
+
+    @property
+    def cells(self) -> list[tuple[str, bool]]:
+        return list(zip(self.values, self.changed, strict=True))
+
+
+def specs_compared(
+    specs: list[S.JobSpec], *, pool_names: dict[str, str] | None = None
+) -> list[ComparedField]:
+    """Every field of the specs side by side, in the wizard's order and words (spec_sections),
+    each saying whether the specs differ on it. The first spec is the one the others are read
+    against, as a copy is against its source: a secret (an env marked secret, the registry
+    password) whose value differs from the first spec's that has it reads "secret, changed"
+    (masked, it would read the same), and a command that differs from the first's shows as the
+    lines that changed. `pool_names` (jobs.pools.spec_pool_names): each pool named as
+    spec_sections names it, "name (id)"; without it, by id."""
+    names = pool_names or {}
+    first_secrets: dict[str, str] = {}
+    first_password = ""
+    read: list[list[Section]] = []
+    for spec in specs:
+        secrets = [(e.name, e.value) for e in spec.envs if e.secret]
+        password = spec.image_config.password if spec.image_config else ""
+        read.append(
+            spec_sections(
+                spec,
+                pool_name=names.get(spec.resource_pool_id, ""),
+                changed_secrets=frozenset(
+                    name
+                    for name, value in secrets
+                    if name in first_secrets and first_secrets[name] != value
+                ),
+                password_changed=bool(first_password and password and first_password != password),
+            )
+        )
+        for name, value in secrets:
+            first_secrets.setdefault(name, value)
+        first_password = first_password or password
+    compared = []
+    for section_index, (section, _rows) in enumerate(read[0]):
+        sections = [dict(sections[section_index][1]) for sections in read]
+        # A field only some specs have (a job's AIAK choices) is empty for the others.
+        labels = dict.fromkeys(label for rows in sections for label in rows)
+        for label in labels:
+            values = [rows.get(label, "") for rows in sections]
+            differs = len(set(values)) > 1
+            shown = list(values)
+            if differs and label == _("Command"):
+                for i, value in enumerate(values[1:], start=1):
+                    if value == values[0]:
+                        shown[i] = _("(the same as the first job's)")
+                        continue
+                    changed = difflib.unified_diff(
+                        values[0].splitlines(), value.splitlines(), lineterm="", n=0
+                    )
+                    shown[i] = "\n".join(_hunk_lines(list(changed)[2:])) or value
+            compared.append(
+                ComparedField(
+                    label=f"{section} · {label}",
+                    values=[value or "—" for value in shown],
+                    differs=differs,
+                    changed=[value != values[0] for value in values],
+                )
+            )
+    return compared
+
+
 def spec_changes(
     before: S.JobSpec, after: S.JobSpec, *, pool_names: dict[str, str] | None = None
 ) -> list[tuple[str, str, str]]:
-    """(section · field, before, after) for each field that differs; a changed command is
-    shown as the lines that changed. `pool_names` (jobs.pools.spec_pool_names): each side's
-    pool named as spec_sections names it, "name (id)"; without it, by id."""
-    names = pool_names or {}
-    rows = []
-    old_secrets = {e.name: e.value for e in before.envs if e.secret}
-    old_password = before.image_config.password if before.image_config else ""
-    new_password = after.image_config.password if after.image_config else ""
-    marked = spec_sections(
-        after,
-        pool_name=names.get(after.resource_pool_id, ""),
-        changed_secrets=frozenset(
-            e.name
-            for e in after.envs
-            if e.secret and e.name in old_secrets and old_secrets[e.name] != e.value
-        ),
-        password_changed=bool(old_password and new_password and old_password != new_password),
-    )
-    for (section, old_rows), (_same, new_rows) in zip(
-        spec_sections(before, pool_name=names.get(before.resource_pool_id, "")),
-        marked,
-        strict=True,
-    ):
-        old = dict(old_rows)
-        for label, new_value in new_rows:
-            old_value = old.get(label, "")
-            if old_value == new_value:
-                continue
-            if label == _("Command"):
-                changed = difflib.unified_diff(
-                    old_value.splitlines(), new_value.splitlines(), lineterm="", n=0
-                )
-                new_value = "\n".join(_hunk_lines(list(changed)[2:])) or new_value
-            rows.append((f"{section} · {label}", old_value or "—", new_value or "—"))
-        for label, old_value in old_rows:  # fields only the source had (e.g. AIAK choices)
-            if label not in dict(new_rows) and old_value:
-                rows.append((f"{section} · {label}", old_value, "—"))
-    return rows
+    """(section · field, before, after) for each field that differs (specs_compared of the
+    two); a changed command is shown as the lines that changed."""
+    return [
+        (field.label, field.values[0], field.values[1])
+        for field in specs_compared([before, after], pool_names=pool_names)
+        if field.differs
+    ]
 
 
 # Replicas whose environment a job's page lists (a job can have hundreds; the rest are counted).

@@ -67,7 +67,7 @@ from pathlib import Path
 from typing import Any
 
 import google_crc32c
-from django.utils.translation import get_language
+from django.utils.translation import get_language, pgettext
 from django.utils.translation import gettext as _
 
 from . import logs as job_logs
@@ -539,10 +539,13 @@ class LogFolder:
     path: str  # logPath's real host folder, inside `mounted`
 
 
-def log_folder(spec: JobSpec, *, owner: Any = None) -> LogFolder | str:
+def log_folder(
+    spec: JobSpec, *, owner: Any = None, owner_groups: set[str] | None = None
+) -> LogFolder | str:
     """The host folder of a local job's Tensorboard log path, or why there is none to read.
     With an `owner`, none in a volume they may no longer mount (jobs.volume_access): the job
-    page would otherwise keep reading a team's volume after its owner left the team."""
+    page would otherwise keep reading a team's volume after its owner left the team
+    (`owner_groups`: their group names, when the caller has read them)."""
     log_path = normalised_mount_path(spec.tensorboard.log_path)
     if log_path is None:
         return _("The Tensorboard log path is not an absolute path.")
@@ -566,7 +569,9 @@ def log_folder(spec: JobSpec, *, owner: Any = None) -> LogFolder | str:
     roots = {name: volume.root for name, volume in volumes.items()}
     if mount.name not in roots:
         return _("Volume %(volume)s is not available on this machine.") % {"volume": mount.name}
-    if owner is not None and not may_mount(user=owner, volume=volumes[mount.name]):
+    if owner is not None and not may_mount(
+        user=owner, volume=volumes[mount.name], groups=owner_groups
+    ):
         return _(
             "Volume %(volume)s is no longer offered to this job's owner, so its event files "
             "are not read."
@@ -736,28 +741,12 @@ def shown_name(run: str) -> str:
 
 
 def chart(run: str, tag: str, series: dict) -> MetricChart:
-    points = sorted(
-        (p for p in series["points"] if math.isfinite(p[1])), key=lambda point: point[0]
-    )
+    points = _finite_points(series)
     low = series["low"][1] if series["low"] else 0.0
     high = series["high"][1] if series["high"] else 0.0
     first_step = series["first"][0]
     last_step, latest, _wall = series["last"]
     steps = (points[0][0], points[-1][0]) if points else (first_step, last_step)
-    drawn = []
-    for step, value in points:
-        x = (step - steps[0]) / (steps[1] - steps[0]) * CHART_WIDTH if steps[1] > steps[0] else 0
-        # In halves: the span of two doubles far apart (-1e308 to 1e308) is no float.
-        y = (
-            CHART_HEIGHT / 2
-            if high == low
-            else CHART_HEIGHT
-            - 2
-            - (value / 2 - low / 2) / (high / 2 - low / 2) * (CHART_HEIGHT - 4)
-        )
-        drawn.append(f"{x:.1f},{y:.1f}")
-    if len(drawn) == 1:  # one value: a level line, as a polyline of one point draws nothing
-        drawn.append(f"{CHART_WIDTH},{drawn[0].split(',')[1]}")
     # No finite value at all (every one NaN): nothing drawn, and no extremes to name.
     low_shown = shown_value(low) if series["low"] else "–"
     high_shown = shown_value(high) if series["high"] else "–"
@@ -783,15 +772,59 @@ def chart(run: str, tag: str, series: dict) -> MetricChart:
         last_step=steps[1],
         low=low_shown,
         high=high_shown,
-        points=" ".join(drawn),
+        points=_polyline(points, steps=steps, low=low, high=high),
         text=text,
     )
 
 
-def training_metrics(*, job: Job, seconds: float | None = None) -> TrainingMetrics | None:
+def _finite_points(series: dict) -> list[list]:
+    return sorted((p for p in series["points"] if math.isfinite(p[1])), key=lambda point: point[0])
+
+
+def _polyline(points: list[list], *, steps: tuple[int, int], low: float, high: float) -> str:
+    """An SVG polyline's points for (step, value) points in a CHART_WIDTH x CHART_HEIGHT box
+    spanning `steps` across and `low` to `high` up."""
+    drawn = []
+    for step, value in points:
+        x = (step - steps[0]) / (steps[1] - steps[0]) * CHART_WIDTH if steps[1] > steps[0] else 0
+        # In halves: the span of two doubles far apart (-1e308 to 1e308) is no float.
+        y = (
+            CHART_HEIGHT / 2
+            if high == low
+            else CHART_HEIGHT
+            - 2
+            - (value / 2 - low / 2) / (high / 2 - low / 2) * (CHART_HEIGHT - 4)
+        )
+        drawn.append(f"{x:.1f},{y:.1f}")
+    if len(drawn) == 1:  # one value: a level line, as a polyline of one point draws nothing
+        drawn.append(f"{CHART_WIDTH},{drawn[0].split(',')[1]}")
+    return " ".join(drawn)
+
+
+def training_metrics(
+    *, job: Job, seconds: float | None = None, owner_groups: set[str] | None = None
+) -> TrainingMetrics | None:
     """The training curves of a job with Tensorboard on (None: it is off, or its spec cannot
     be read), or the reason the console has none to show; reading for at most `seconds`
-    (READ_SECONDS by default)."""
+    (READ_SECONDS by default). `owner_groups`: its owner's group names, when read already."""
+    read = _read_job(job=job, seconds=seconds, owner_groups=owner_groups)
+    if read is None:
+        return None
+    metrics, state, folder = read
+    if state is not None:
+        metrics.charts = _charts(
+            state, key=(job.public_id, folder, state.get("generation"), get_language())
+        )
+    return metrics
+
+
+def _read_job(
+    *, job: Job, seconds: float | None, owner_groups: set[str] | None
+) -> tuple[TrainingMetrics, dict | None, str] | None:
+    """A job's metrics without their charts, the state read (None when nothing can be read:
+    the metrics' note says why) and its log folder; None with Tensorboard off or an unreadable
+    spec. The one way a page reads a job's event files: bounded by `seconds`, and through the
+    state file in the job's run folder (read_state)."""
     try:
         spec = job.job_spec()
     except SpecError:
@@ -804,11 +837,11 @@ def training_metrics(*, job: Job, seconds: float | None = None) -> TrainingMetri
             "The console reads event files on this machine only; this job's are on the storage "
             "of %(backend)s. Open its Tensorboard there (on AIHC: 训练效果监控)."
         ) % {"backend": REMOTE_NAMES.get(job.backend, job.backend)}
-        return metrics
-    folder = log_folder(spec, owner=job.owner)
+        return metrics, None, ""
+    folder = log_folder(spec, owner=job.owner, owner_groups=owner_groups)
     if isinstance(folder, str):
         metrics.note = folder
-        return metrics
+        return metrics, None, ""
     try:
         state, metrics.pending = read_state(
             folder,
@@ -818,14 +851,11 @@ def training_metrics(*, job: Job, seconds: float | None = None) -> TrainingMetri
     except Exception:  # whatever a job left in its volume must not break its page
         logger.exception("reading the event files of %s failed", job.public_id)
         metrics.note = _("The event files cannot be read right now.")
-        return metrics
+        return metrics, None, ""
     metrics.runs = len(state["runs"])
     metrics.damaged = state["damaged"]
     metrics.more_tags = len(state["skipped"])
-    metrics.charts = _charts(
-        state, key=(job.public_id, folder.path, state.get("generation"), get_language())
-    )
-    return metrics
+    return metrics, state, folder.path
 
 
 # The charts of the latest states read, by (job, log folder, its state's generation, language):
@@ -851,3 +881,137 @@ def _charts(state: dict, *, key: tuple) -> list[MetricChart]:
                 _drawn.pop(next(iter(_drawn)))
             _drawn[key] = charts
     return charts
+
+
+# -- several jobs' curves on one chart (Compare jobs, jobs.compare) --------------------------
+
+
+@dataclass(frozen=True)
+class ComparedLine:
+    column: int  # the job's column on the page: its colour and dash (console.css)
+    name: str  # the job's name, for the legend and the text alternative
+    points: str  # an SVG polyline's points, on the chart's common scale
+    latest: str
+    latest_step: int
+    low: str
+    high: str
+
+
+@dataclass(frozen=True)
+class ComparedChart:
+    run: str
+    tag: str
+    lines: list[ComparedLine]  # the jobs that have this tag, in column order
+    low: str  # the chart's bottom and top: the lowest and highest of all its lines
+    high: str
+    first_step: int
+    last_step: int
+    text: str  # the chart's text alternative: each job's latest, lowest and highest
+
+
+@dataclass
+class MetricsComparison:
+    metrics: list[TrainingMetrics | None]  # each job's, in column order (None: Tensorboard off)
+    charts: list[ComparedChart] = field(default_factory=list)
+    # Each job's latest value of each chart's tag (None: it has no such tag), in column order.
+    latest: list[list[ComparedLine | None]] = field(default_factory=list)
+    named_runs: bool = False  # some chart is of a run other than the log path itself
+    more_tags: int = 0  # tags of these jobs beyond MAX_TAGS, not shown
+
+
+def compared_metrics(
+    jobs: list[Job], *, owner_groups: list[set[str] | None] | None = None
+) -> MetricsComparison:
+    """The jobs' training curves together: one chart per run and tag any of them has (the
+    first MAX_TAGS in name order), with a line per job that has it, all on one scale. Each job
+    is read as its page reads it (_read_job: bounded by READ_SECONDS, through its state file),
+    so comparing costs each job no more than a refresh of its page."""
+    groups = owner_groups or [None] * len(jobs)
+    read = [
+        _read_job(job=job, seconds=None, owner_groups=owner)
+        for job, owner in zip(jobs, groups, strict=True)
+    ]
+    comparison = MetricsComparison(metrics=[one[0] if one else None for one in read])
+    states = [one[1] if one else None for one in read]
+    keys = sorted(
+        {
+            (run_name, tag)
+            for state in states
+            if state is not None
+            for run_name, run in state["runs"].items()
+            for tag in run["tags"]
+        }
+    )
+    comparison.more_tags = max(len(keys) - MAX_TAGS, 0)
+    comparison.named_runs = any(run_name != "." for run_name, _tag in keys)
+    comparison.charts = [
+        _compared_chart(
+            run_name,
+            tag,
+            [
+                (column, job.name, state["runs"].get(run_name, {}).get("tags", {}).get(tag))
+                for column, (job, state) in enumerate(zip(jobs, states, strict=True))
+                if state is not None
+            ],
+        )
+        for run_name, tag in keys[:MAX_TAGS]
+    ]
+    by_column = [{line.column: line for line in c.lines} for c in comparison.charts]
+    comparison.latest = [[lines.get(column) for lines in by_column] for column in range(len(jobs))]
+    return comparison
+
+
+def _compared_chart(run: str, tag: str, found: list[tuple[int, str, dict | None]]) -> ComparedChart:
+    present = [(column, name, series) for column, name, series in found if series is not None]
+    drawn = [(column, name, series, _finite_points(series)) for column, name, series in present]
+    lows = [series["low"][1] for _c, _n, series in present if series["low"]]
+    highs = [series["high"][1] for _c, _n, series in present if series["high"]]
+    low, high = (min(lows), max(highs)) if lows and highs else (0.0, 0.0)
+    firsts = [points[0][0] if points else series["first"][0] for _c, _n, series, points in drawn]
+    lasts = [points[-1][0] if points else series["last"][0] for _c, _n, series, points in drawn]
+    steps = (min(firsts), max(lasts))
+    lines = [
+        ComparedLine(
+            column=column,
+            name=name,
+            points=_polyline(points, steps=steps, low=low, high=high) if points else "",
+            latest=shown_value(series["last"][1]),
+            latest_step=series["last"][0],
+            low=shown_value(series["low"][1]) if series["low"] else "–",
+            high=shown_value(series["high"][1]) if series["high"] else "–",
+        )
+        for column, name, series, points in drawn
+    ]
+    said = [
+        _("%(job)s: latest %(latest)s at step %(step)s, lowest %(low)s, highest %(high)s")
+        % {
+            "job": line.name,
+            "latest": line.latest,
+            "step": line.latest_step,
+            "low": line.low,
+            "high": line.high,
+        }
+        for line in lines
+    ]
+    missing = [name for _column, name, series in found if series is None]
+    if missing:
+        said.append(
+            _("no values from %(jobs)s")
+            % {"jobs": pgettext("between list items", ", ").join(missing)}
+        )
+    text = _("%(tag)s, steps %(first)s to %(last)s. %(jobs)s.") % {
+        "tag": tag if run == "." else f"{shown_name(run)} / {tag}",
+        "first": steps[0],
+        "last": steps[1],
+        "jobs": "; ".join(said),
+    }
+    return ComparedChart(
+        run=shown_name(run),
+        tag=tag,
+        lines=lines,
+        low=shown_value(low) if lows else "–",
+        high=shown_value(high) if highs else "–",
+        first_step=steps[0],
+        last_step=steps[1],
+        text=text,
+    )

@@ -45,6 +45,16 @@ from .actions import (
     jobs_stop,
 )
 from .backends import BackendError, get_backend
+from .compare import (
+    MAX_ASKED,
+    MAX_COMPARED,
+    MIN_COMPARED,
+    asked_ids,
+    job_comparison,
+    jobs_found,
+    looked_up,
+    own_jobs_oldest_first,
+)
 from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only
 from .logs import (
@@ -250,6 +260,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         job.pool_label = label.text if label else ""
     query = request.GET.copy()
     query.pop("page", None)
+    # The jobs ticked before Compare said it needs 2 to 4 (job_bulk_view): ticked again.
+    query.pop("selected", None)
     context = {
         "form": form,
         "page": page,
@@ -258,6 +270,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "live": live,
         "query": query.urlencode(),
         "explained": EXPLAINED_STATUSES,
+        "selected": set(request.GET.getlist("selected")),
         # Stop / Delete selected come back to this list as it was (filters and page).
         "back": request.GET.urlencode(),
     }
@@ -877,6 +890,8 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     back_query = _list_query(request.POST.get("back", ""))
     back = f"{reverse('job-list')}?{back_query}" if back_query else reverse("job-list")
     action = request.POST.get("action", "")
+    if action == "compare":
+        return _compare_selected(request, back)
     if action not in ("stop", "delete"):
         messages.error(request, _("Choose Stop selected or Delete selected."))
         return redirect(back)
@@ -927,6 +942,52 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     else:
         _say_deleted(request, jobs_delete(jobs=jobs), missing)
     return redirect(back)
+
+
+def _compare_selected(request: AuthenticatedHttpRequest, back: str) -> HttpResponse:
+    """Compare on the job list: the comparison's own address (a GET, to bookmark) for 2 to 4 of
+    the user's jobs, oldest first (the one the others are read against); any other number goes
+    back to the list, saying so, with the same boxes ticked."""
+    ids = request.POST.getlist("jobs")
+    if request.POST.get("all") == "1":
+        ids += request.POST.getlist("shown")
+    chosen = looked_up(asked_ids(ids))
+
+    def back_ticked(ticked: list[str]) -> HttpResponse:
+        again = urlencode([("selected", public_id) for public_id in ticked[:MAX_SELECTED]])
+        return redirect(f"{back}{'&' if '?' in back else '?'}{again}" if again else back)
+
+    if not chosen:
+        messages.info(request, _("Select the jobs first, with the boxes in the list."))
+        return redirect(back)
+    if not MIN_COMPARED <= len(chosen) <= MAX_COMPARED:
+        messages.error(
+            request,
+            ngettext(
+                "Compare takes 2 to 4 jobs; %(count)d is selected. Tick 2 to 4 and press "
+                "Compare again.",
+                "Compare takes 2 to 4 jobs; %(count)d are selected. Tick 2 to 4 and press "
+                "Compare again.",
+                len(chosen),
+            )
+            % {"count": len(chosen)},
+        )
+        return back_ticked(chosen)
+    found = own_jobs_oldest_first(owner=request.user, ids=chosen)
+    if len(found) < MIN_COMPARED:
+        messages.error(
+            request,
+            _(
+                "Of the selected jobs only %(count)d still exists: compare takes 2 to 4. "
+                "Tick another one and press Compare again."
+            )
+            % {"count": len(found)},
+        )
+        return back_ticked(found)
+    if len(found) < len(chosen):
+        _say(request, [], len(chosen) - len(found), done=False)
+    query = urlencode([("job", public_id) for public_id in found])
+    return redirect(f"{reverse('job-compare')}?{query}")
 
 
 BULK_STOP_QUESTION = gettext_lazy(
@@ -1085,3 +1146,54 @@ def job_submit_again_view(request: AuthenticatedHttpRequest, public_id: str) -> 
     else:
         messages.success(request, _("Submitted again."))
     return redirect("job-detail", public_id=public_id)
+
+
+@require_safe
+@login_required
+def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Compare jobs (对比任务): 2 to 4 jobs side by side, by their ids in the address (`job`,
+    repeated; `all=1`: every field, not only those that differ). Only jobs the viewer may see
+    (jobs.compare): any other id answers 404, as its job page does."""
+    ids = asked_ids(request.GET.getlist("job"))
+    every = request.GET.get("all") == "1"
+    context: dict[str, Any] = {"asked": len(ids), "min": MIN_COMPARED, "max": MAX_COMPARED}
+    if len(ids) > MAX_ASKED:
+        return render(request, "jobs/job_compare.html", context, status=400)
+    jobs, missing = jobs_found(viewer=request.user, ids=ids)
+    if missing:
+        context["missing"] = missing[:10]
+        context["missing_more"] = len(missing) - len(context["missing"])
+        if MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
+            context["found_query"] = _compare_query(jobs, every=every)
+        return render(request, "jobs/job_compare.html", context, status=404)
+    context["jobs"] = jobs
+    if not MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
+        # A link with too few or too many: those named stay ticked, to untick or go back.
+        return render(request, "jobs/job_compare.html", context)
+    comparison = job_comparison(jobs=jobs)
+    for job in jobs:
+        # Another user's job (staff comparing): its admin page, as its job page is its owner's.
+        job.compare_url = (
+            reverse("job-detail", args=[job.public_id])
+            if job.owner_id == request.user.pk
+            else reverse("admin:jobs_job_change", args=[job.pk])
+        )
+    context.update(
+        {
+            "comparison": comparison,
+            "fields": comparison.fields if every else comparison.differing,
+            "every": every,
+            "differing": len(comparison.differing),
+            "every_query": _compare_query(jobs, every=True),
+            "differing_query": _compare_query(jobs, every=False),
+            "metrics": comparison.metrics,
+            "columns": list(zip(jobs, comparison.metrics.metrics, strict=True)),
+            "latest_rows": list(zip(jobs, comparison.metrics.latest, strict=True)),
+        }
+    )
+    return render(request, "jobs/job_compare.html", context)
+
+
+def _compare_query(jobs: list[Job], *, every: bool) -> str:
+    pairs = [("job", job.public_id) for job in jobs]
+    return urlencode([*pairs, ("all", "1")] if every else pairs)

@@ -60,6 +60,9 @@ class Rule:
     public: bool = False
     # Extra query string for GET (e.g. a replica to read).
     query: dict[str, str] = field(default_factory=dict)
+    # A query naming the world's objects, part of the URL for every method (Compare: Alice's
+    # jobs by id).
+    names: Callable[[World], dict[str, Any]] | None = None
     # The AIHC-compatible API: only a signature authenticates (never a session).
     signed: bool = False
     # For load balancers and probes: the same answer for everyone (200 or 503, JSON), and
@@ -102,6 +105,8 @@ RULES: dict[str, Rule] = {
     # Stop / Delete selected: the ids come in the form, and only the user's own are taken.
     "job-bulk": Rule(methods=POST, owned=False, get_to=lambda w: reverse("job-list")),
     "job-detail": Rule(kwargs=job_kwargs),
+    # Compare jobs: the ids come in the query; the owner's jobs, and staff who may view jobs.
+    "job-compare": Rule(names=lambda w: {"job": w.job.public_id}, staff=True),
     "job-copy": Rule(kwargs=job_kwargs, methods=POST, get_to=job_page),
     "job-live": Rule(kwargs=job_kwargs),
     "job-metrics": Rule(kwargs=job_kwargs),
@@ -252,6 +257,12 @@ def request(client: Client, method: str, url: str, rule: Rule, htmx: bool = Fals
     return client.post(url, {}, headers=headers)
 
 
+def url_of(name: str, world: World) -> str:
+    rule = RULES[name]
+    url = reverse(name, kwargs=rule.kwargs(world))
+    return f"{url}?{urlencode(rule.names(world), doseq=True)}" if rule.names else url
+
+
 CASES = [
     pytest.param(name, method, role, id=f"{name}-{method}-{role}")
     for name in URL_NAMES
@@ -264,7 +275,7 @@ CASES = [
 @pytest.mark.parametrize(("name", "method", "role"), CASES)
 def test_access_matrix(world, name, method, role):
     rule = RULES[name]
-    url = reverse(name, kwargs=rule.kwargs(world))
+    url = url_of(name, world)
     client = client_as(world, role)
 
     r = request(client, method, url, rule)
@@ -328,7 +339,7 @@ PER_ANSWER_HEADERS = {"set-cookie", "content-length"}
 def test_every_address_that_answers_get_answers_head_the_same_way_without_a_body(world, name, role):
     """Monitors and link checkers send HEAD: `HEAD /` answered 405 and logged a warning."""
     rule = RULES[name]
-    url = reverse(name, kwargs=rule.kwargs(world))
+    url = url_of(name, world)
     client = client_as(world, role)
 
     got = client.get(url, rule.query)
@@ -366,7 +377,7 @@ SOMEONE_ELSES = [
 @pytest.mark.parametrize(("name", "role"), SOMEONE_ELSES)
 def test_partials_of_someone_elses_objects_answer_404(world, name, role):
     rule = RULES[name]
-    url = reverse(name, kwargs=rule.kwargs(world))
+    url = url_of(name, world)
 
     r = request(client_as(world, role), "GET", url, rule, htmx=True)
 
@@ -386,7 +397,7 @@ def test_an_htmx_request_whose_log_in_ended_answers_401_not_the_login_page(world
     """A poll or a step sent after logging out in another tab: htmx would swap a redirect's
     login page into the page; an error it leaves alone (the page says why, console.js)."""
     rule = RULES[name]
-    url = reverse(name, kwargs=rule.kwargs(world))
+    url = url_of(name, world)
 
     r = request(client_as(world, "anonymous"), method, url, rule, htmx=True)
 
@@ -407,7 +418,7 @@ def test_a_job_of_someone_else_stays_untouched_after_every_post(world):
     for name in URL_NAMES:
         rule = RULES.get(name)
         if rule and rule.owned and "POST" in rule.methods:
-            assert bob.post(reverse(name, kwargs=rule.kwargs(world))).status_code == 404
+            assert bob.post(url_of(name, world)).status_code == 404
 
     world.job.refresh_from_db()
     after = (

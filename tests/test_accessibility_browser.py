@@ -434,3 +434,40 @@ def test_a_job_page_with_native_frames_folded_and_unfolded_has_no_serious_violat
         audit.check(f"job page with native frames unfolded, {language}")
 
     audit.assert_clean()
+
+
+def test_the_comparison_of_jobs_has_no_serious_violations_in_either_language_or_on_a_phone(
+    audit, alice, settings
+):
+    from tensorboardX import SummaryWriter
+
+    from jobs import spec as S
+
+    jobs = []
+    for n, losses in enumerate([[2.0, 1.0, 0.5], [2.0, 1.5], [3.0]]):
+        writer = SummaryWriter(str(volume(settings) / f"run-{n}"))
+        for step, loss in enumerate(losses):
+            writer.add_scalar("loss", loss, step)
+        writer.close()
+        tensorboard = S.TensorboardConfig(enable=True, log_path=f"/workspace/run-{n}")
+        jobs.append(
+            submit_spec(alice, make_spec(f"python train.py --run {n}", tensorboard=tensorboard))
+        )
+    jobs.append(submit(alice, "python train.py --no-metrics"))
+    address = "/compare/?" + "&".join(f"job={job.public_id}" for job in jobs)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto(address)
+        expect(page.locator("#compare-charts figure polyline")).to_have_count(3)
+        audit.check(f"comparison of 4 jobs, {language}")
+    page.click("#compare-switch")
+    audit.check("comparison, every field")
+    page.goto(f"/compare/?job={jobs[0].public_id}")
+    audit.check("comparison of one job (the count said)")
+    page.set_viewport_size({"width": 390, "height": 800})
+    page.goto(address)
+    audit.check("comparison on a phone")
+
+    audit.assert_clean()

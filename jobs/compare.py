@@ -1,0 +1,145 @@
+"""Compare jobs (对比任务): 2 to 4 jobs side by side, for people who run one job many times
+with other learning rates, batch sizes, cards or images and ask what differed and which did
+better.
+
+Decisions:
+- Who sees what: the viewer's own jobs, as the job pages; staff who may view jobs
+  (`jobs.view_job`, as reviewers) any job, as they do in the admin and on Hang analysis. A
+  job the viewer may not see reads as one that does not exist.
+- What differs is read by the code the review of a copy uses (jobs.summary.specs_compared),
+  not a second differ: the same fields, words and secret masking. The first job is the one
+  the others are read against, as a copy is against its source (its command whole, the
+  others' as the lines that changed; a secret "changed" where it differs from the first's).
+- How they did: each job's training metrics read as its page reads them, bounded
+  (jobs.tensorboard.compared_metrics).
+- Queries: the jobs (with their owner, queue group and local run) in one, their owners'
+  groups in one more where a volume is kept for groups, and the pools' last known names in
+  one where a pool is no longer offered: the same however many jobs are compared.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import Group
+from django.db.models import Prefetch, QuerySet
+from django.utils.translation import gettext as _
+
+from . import spec as S
+from .backends.local import host_volumes
+from .models import Job
+from .pools import pool_names, spec_pool_names
+from .summary import ComparedField, specs_compared
+from .tensorboard import MetricsComparison, compared_metrics
+
+MIN_COMPARED = 2
+MAX_COMPARED = 4
+# Ids a comparison's address may carry before it is refused unread (a tampered link): past
+# this many no job is looked up.
+MAX_ASKED = 100
+MAX_ID_LENGTH = 64  # Job.public_id's column
+
+
+def may_view_any_job(viewer: Any) -> bool:
+    """Staff who may view jobs in the admin (reviewers, superusers) compare any job."""
+    return bool(viewer.is_staff and viewer.has_perm("jobs.view_job"))
+
+
+def asked_ids(values: list[str]) -> list[str]:
+    """The job ids of a comparison's address, each once, in their order."""
+    return list(dict.fromkeys(value for value in values if value))
+
+
+def looked_up(ids: list[str]) -> list[str]:
+    """The ids that may be a job's: a longer one, or one with a NUL (which PostgreSQL refuses
+    in a query), is none."""
+    return [i for i in ids if len(i) <= MAX_ID_LENGTH and "\x00" not in i]
+
+
+def jobs_found(*, viewer: Any, ids: list[str]) -> tuple[list[Job], list[str]]:
+    """The jobs of `ids` the viewer may see, in the order asked, and the ids that are none (no
+    such job, or another user's): one query, with what the comparison reads of each."""
+    jobs: QuerySet[Job] = Job.objects.filter(public_id__in=looked_up(ids))
+    if not may_view_any_job(viewer):
+        jobs = jobs.filter(owner=viewer)
+    jobs = jobs.select_related("owner", "group", "local_run")
+    if any(volume.restricted for volume in host_volumes()):
+        # Whether each owner may still mount the volume its metrics are on: all owners' groups
+        # at once, not a query per job.
+        jobs = jobs.prefetch_related(Prefetch("owner__groups", queryset=Group.objects.only("name")))
+    found = {job.public_id: job for job in jobs}
+    return [found[i] for i in ids if i in found], [i for i in ids if i not in found]
+
+
+def own_jobs_oldest_first(*, owner: Any, ids: list[str]) -> list[str]:
+    """Of `ids`, those of `owner`'s jobs, oldest first: the order the job list's Compare puts
+    them in (the first is the one the others are read against)."""
+    return list(
+        Job.objects.filter(owner=owner, public_id__in=looked_up(ids))
+        .order_by("created_at", "id")
+        .values_list("public_id", flat=True)
+    )
+
+
+@dataclass
+class Comparison:
+    jobs: list[Job]
+    fields: list[ComparedField]  # every field of the specs read, each saying if they differ
+    unreadable: list[bool]  # per job: its stored spec cannot be read (its column says so)
+    metrics: MetricsComparison
+
+    @property
+    def differing(self) -> list[ComparedField]:
+        return [field for field in self.fields if field.differs]
+
+
+def job_comparison(*, jobs: list[Job]) -> Comparison:
+    """What differs among the jobs' specs, and their training metrics together."""
+    specs: list[S.JobSpec | None] = []
+    for job in jobs:
+        try:
+            specs.append(job.job_spec())
+        except S.SpecError:
+            specs.append(None)
+    readable = [spec for spec in specs if spec is not None]
+    fields = (
+        specs_compared(
+            readable,
+            pool_names=spec_pool_names(
+                names=pool_names(), pool_ids={spec.resource_pool_id for spec in readable}
+            ),
+        )
+        if readable
+        else []
+    )
+    if len(readable) < len(specs):
+        # A job whose spec an older console stored and this one no longer reads: its column
+        # says so on every row, and the others are still compared.
+        cannot = _("cannot be read")
+        fields = [_with_unreadable(field, specs, cannot) for field in fields]
+    groups: list[set[str] | None] = [
+        {group.name for group in job.owner.groups.all()}
+        if "groups" in getattr(job.owner, "_prefetched_objects_cache", {})
+        else None
+        for job in jobs
+    ]
+    return Comparison(
+        jobs=jobs,
+        fields=fields,
+        unreadable=[spec is None for spec in specs],
+        metrics=compared_metrics(jobs, owner_groups=groups),
+    )
+
+
+def _with_unreadable(
+    field: ComparedField, specs: list[S.JobSpec | None], cannot: str
+) -> ComparedField:
+    cells = iter(field.cells)
+    shown = [next(cells) if spec is not None else (cannot, True) for spec in specs]
+    return ComparedField(
+        label=field.label,
+        values=[value for value, _changed in shown],
+        differs=True,
+        changed=[changed for _value, changed in shown],
+    )

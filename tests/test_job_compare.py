@@ -1,0 +1,536 @@
+"""Compare jobs (对比任务): 2 to 4 of one's jobs side by side, what differs in their specs
+(the copy review's differ, jobs.summary.specs_compared) and their training curves together."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.contrib.messages import get_messages
+from django.test import Client
+from django.urls import reverse
+from tensorboardX import SummaryWriter
+
+from jobs import spec as S
+from jobs import tensorboard as tb
+from jobs.logs import job_dir
+from jobs.models import Job, JobEvent
+
+from .runner_helpers import CARD, make_spec, runner_settings, submit, volume  # noqa: F401
+from .test_tensorboard import write_scalars
+from .test_unreadable_spec import unreadable
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+COMPARE = reverse("job-compare")
+BULK = reverse("job-bulk")
+TB_ON = S.TensorboardConfig(enable=True, log_path="/workspace/tb")
+
+
+@pytest.fixture
+def alice_en(alice_client) -> Client:
+    """Alice's session, reading the console in English."""
+    alice_client.cookies["django_language"] = "en"
+    return alice_client
+
+
+def said(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def tuned(owner, name: str, *, lr: str = "0.001", cards: int = 1, **changes) -> Job:
+    """A training run of one model: its learning rate in an env, its cards on the master."""
+    spec = make_spec(
+        "python train.py --epochs 3\necho done",
+        name=name,
+        envs=[S.Env("LR", lr), S.Env("WANDB_KEY", "key-of-alice", secret=True)],
+        roles=[S.Role("master", 1, accelerator_type=CARD, accelerators=cards)],
+    )
+    for key, value in changes.items():
+        setattr(spec, key, value)
+    return submit(owner, spec)
+
+
+def compare_url(*jobs: Job, every: bool = False) -> str:
+    query = "&".join(f"job={job.public_id}" for job in jobs)
+    return f"{COMPARE}?{query}{'&all=1' if every else ''}"
+
+
+def rows(html: str) -> dict[str, list[str]]:
+    """The comparison table's field rows: label -> each job's value as shown."""
+    found = {}
+    for label, cells in re.findall(
+        r'<tr class="compare-field[^"]*"><th scope="row" class="fw-normal">([^<]+)</th>(.*?)</tr>',
+        html,
+        re.S,
+    ):
+        found[label] = re.findall(r"<pre[^>]*>(.*?)</pre>", cells, re.S)
+    return found
+
+
+# -- from the job list ------------------------------------------------------------------------
+
+
+def test_compare_on_the_list_goes_to_the_comparison_of_the_ticked_jobs_oldest_first(
+    alice, alice_en
+):
+    first, second, third = (tuned(alice, f"run-{n}") for n in range(3))
+
+    r = alice_en.post(
+        BULK, {"action": "compare", "jobs": [third.public_id, first.public_id], "back": "q=run"}
+    )
+
+    assert r.status_code == 302
+    assert r["Location"] == f"{COMPARE}?job={first.public_id}&job={third.public_id}"
+    assert said(r) == []
+    assert Job.objects.filter(owner=alice).count() == 3  # nothing done to any job
+
+
+@pytest.mark.parametrize("count", [1, 5])
+def test_compare_with_fewer_than_2_or_more_than_4_ticked_says_so_and_keeps_the_ticks(
+    alice, alice_en, count
+):
+    jobs = [tuned(alice, f"run-{n}") for n in range(count)]
+    ticked = [job.public_id for job in jobs]
+
+    r = alice_en.post(BULK, {"action": "compare", "jobs": ticked, "back": "q=run&page=1"})
+
+    assert r.status_code == 302
+    location = urlsplit(r["Location"])
+    assert location.path == reverse("job-list")
+    assert parse_qs(location.query) == {"q": ["run"], "page": ["1"], "selected": ticked}
+    [message] = said(r)
+    assert message.startswith(f"Compare takes 2 to 4 jobs; {count} ")
+    # The list comes back with those boxes ticked, and its refresh does not carry them on.
+    html = alice_en.get(r["Location"]).content.decode()
+    for public_id in ticked:
+        assert f'id="select-{public_id}" checked hx-preserve' in html
+    assert "selected=" not in re.search(r'id="job-table"[^>]*>', html).group(0)
+
+
+def test_compare_with_nothing_ticked_asks_for_the_jobs_first(alice, alice_en):
+    tuned(alice, "run-a")
+
+    r = alice_en.post(BULK, {"action": "compare", "back": ""})
+
+    assert r.status_code == 302 and r["Location"] == reverse("job-list")
+    assert said(r) == ["Select the jobs first, with the boxes in the list."]
+
+
+def test_compare_takes_only_my_own_jobs_from_the_list_form(alice, bob, alice_en):
+    mine = tuned(alice, "mine")
+    theirs = tuned(bob, "theirs")
+
+    r = alice_en.post(BULK, {"action": "compare", "jobs": [mine.public_id, theirs.public_id]})
+
+    assert r.status_code == 302
+    assert parse_qs(urlsplit(r["Location"]).query) == {"selected": [mine.public_id]}
+    assert said(r)[0].startswith("Of the selected jobs only 1 still exists")
+
+
+def test_the_list_has_a_compare_button_beside_stop_and_delete(alice, alice_client):
+    tuned(alice, "run-a")
+
+    html = alice_client.get(reverse("job-list")).content.decode()
+
+    assert re.search(
+        r'id="bulk-delete">删除所选</button>\s*<button[^>]*name="action" value="compare" '
+        r'id="bulk-compare"[^>]*>对比</button>',
+        html,
+    )
+
+
+# -- what differs -----------------------------------------------------------------------------
+
+
+def test_the_comparison_has_a_row_for_each_field_that_differs_and_none_for_the_others(
+    alice, alice_en
+):
+    base = tuned(alice, "lr-small")
+    other = tuned(
+        alice,
+        "lr-large",
+        lr="0.01",
+        cards=2,
+        image="python:3.13",
+        command="python train.py --epochs 5\necho done",
+    )
+
+    r = alice_en.get(compare_url(base, other))
+
+    assert r.status_code == 200
+    shown = rows(r.content.decode())
+    assert shown == {
+        "Basic info · Job name": ["lr-small", "lr-large"],
+        "Image and command · Image address": ["python:3.12", "python:3.13"],
+        # The first job's command whole, the other's as the lines that changed, in words.
+        "Image and command · Command": [
+            "python train.py --epochs 3\necho done",
+            "(line 1)\n-python train.py --epochs 3\n+python train.py --epochs 5",
+        ],
+        "Image and command · Environment variables": [
+            "LR=0.001\nWANDB_KEY=****** (secret)",
+            "LR=0.01\nWANDB_KEY=****** (secret)",
+        ],
+        "Resources · Roles": [
+            f"master × 1, 1 × {CARD}",
+            f"master × 1, 2 × {CARD}",
+        ],
+        "Resources · Total cards": ["1", "2"],
+    }
+    html = r.content.decode()
+    # Each job's column: its name linked to its page, status, created and duration.
+    for job in (base, other):
+        assert (
+            f'<a href="{reverse("job-detail", args=[job.public_id])}" class="compare-job-name">'
+            in html
+        )
+    assert html.count('class="badge text-bg-secondary compare-status">Queued</span>') == 2
+
+
+def test_the_switch_is_a_link_to_every_field_and_back(alice, alice_en):
+    base = tuned(alice, "lr-small")
+    other = tuned(alice, "lr-large", lr="0.01")
+
+    differing = alice_en.get(compare_url(base, other)).content.decode()
+    switch = re.search(r'<a href="([^"]+)" id="compare-switch">([^<]+)</a>', differing)
+    assert switch.group(2) == "Show every field"
+    every = alice_en.get(switch.group(1).replace("&amp;", "&")).content.decode()
+
+    assert "Basic info · Queue" not in rows(differing)
+    assert rows(every)["Basic info · Queue"] == ["default", "default"]
+    assert rows(every)["Basic info · Job name"] == ["lr-small", "lr-large"]
+    assert re.search(r'id="compare-switch">Show only the 2 fields that differ</a>', every)
+    # A cell that differs from the first job's is marked; the same value is not.
+    assert 'compare-changed"><pre class="mb-0 small">lr-large</pre>' in every
+    assert 'compare-changed"><pre class="mb-0 small">default</pre>' not in every
+
+
+def test_a_secret_is_never_shown_only_that_it_changed_from_the_first_job(alice, alice_en):
+    first = tuned(alice, "a")
+    same = tuned(alice, "b")
+    changed = tuned(
+        alice,
+        "c",
+        envs=[S.Env("LR", "0.001"), S.Env("WANDB_KEY", "a-new-secret-key", secret=True)],
+        image_config=S.ImageConfig(username="me", password="registry-password"),
+    )
+
+    r = alice_en.get(compare_url(first, same, changed, every=True))
+
+    html = r.content.decode()
+    assert "key-of-alice" not in html and "a-new-secret-key" not in html
+    assert "registry-password" not in html
+    assert rows(html)["Image and command · Environment variables"] == [
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.001\nWANDB_KEY=****** (secret, changed)",
+    ]
+
+
+def test_a_command_the_same_as_the_first_jobs_says_so_beside_one_that_changed(alice, alice_en):
+    first = tuned(alice, "a")
+    same = tuned(alice, "b")
+    other = tuned(alice, "c", command="python train.py --epochs 3 --bf16\necho done")
+
+    html = alice_en.get(compare_url(first, same, other)).content.decode()
+
+    assert rows(html)["Image and command · Command"] == [
+        "python train.py --epochs 3\necho done",
+        "(the same as the first job&#x27;s)",
+        "(line 1)\n-python train.py --epochs 3\n+python train.py --epochs 3 --bf16",
+    ]
+
+
+def test_jobs_whose_specs_are_the_same_but_for_the_name_show_that_row_alone(alice, alice_en):
+    a, b = tuned(alice, "same"), tuned(alice, "same")
+
+    html = alice_en.get(compare_url(a, b)).content.decode()
+
+    assert rows(html) == {}
+    assert 'id="compare-same">Their specs are the same in every field.</td>' in html
+
+
+# -- who sees what, and any address -------------------------------------------------------------
+
+
+def test_another_users_job_in_the_address_answers_404_and_shows_nothing_of_it(alice, bob, alice_en):
+    mine = tuned(alice, "mine")
+    theirs = tuned(bob, "their-secret-run")
+
+    r = alice_en.get(compare_url(mine, theirs))
+
+    assert r.status_code == 404
+    html = r.content.decode()
+    assert "their-secret-run" not in html and "python:3.12" not in html
+    assert theirs.public_id in html  # the id asked for, said back: it does not exist for Alice
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "job=nope&job=nada",
+        "job=" + "x" * 5000 + "&job=y",
+        "job=%00&job=a",
+        "job=%F0%9F%98%80&job=%E2%80%8B",
+    ],
+)
+def test_unknown_or_tampered_ids_answer_404_not_500(alice, alice_en, query):
+    r = alice_en.get(f"{COMPARE}?{query}")
+
+    assert r.status_code == 404
+    assert "compare-missing" in r.content.decode()
+
+
+def test_unknown_ids_beside_two_of_mine_offer_to_compare_those(alice, alice_en):
+    a, b = tuned(alice, "a"), tuned(alice, "b")
+
+    r = alice_en.get(compare_url(a, b) + "&job=gone")
+
+    assert r.status_code == 404
+    assert f'href="{COMPARE}?job={a.public_id}&amp;job={b.public_id}" id="compare-found"' in (
+        r.content.decode()
+    )
+
+
+@pytest.mark.parametrize("count", [0, 1, 5])
+def test_an_address_with_fewer_than_2_or_more_than_4_jobs_says_so_and_keeps_them_ticked(
+    alice, alice_en, count
+):
+    jobs = [tuned(alice, f"run-{n}") for n in range(count)]
+
+    r = alice_en.get(compare_url(*jobs) if jobs else COMPARE)
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f"Compare takes 2 to 4 jobs; this address names {count}." in html
+    assert "compare-table" not in html
+    # Too many stay ticked, to untick down to 4; too few are picked on the list.
+    assert ('id="compare-choose"' in html) == (count > 4)
+    for n, job in enumerate(jobs if count > 4 else [], start=1):
+        assert f'name="job" value="{job.public_id}" id="choose-{n}" checked>' in html
+    assert f'<a href="{reverse("job-list")}" id="compare-back">' in html
+
+
+def test_the_same_job_twice_counts_once(alice, alice_en):
+    a = tuned(alice, "a")
+
+    r = alice_en.get(compare_url(a, a))
+
+    assert r.status_code == 200
+    assert "this address names 1." in r.content.decode()
+
+
+def test_an_address_of_hundreds_of_ids_is_refused_without_looking_them_up(
+    alice, alice_en, django_assert_max_num_queries
+):
+    query = "&".join(f"job=id-{n}" for n in range(500))
+
+    with django_assert_max_num_queries(3):  # the session and the user; no job is looked up
+        r = alice_en.get(f"{COMPARE}?{query}")
+
+    assert r.status_code == 400
+    assert "this address names 500." in r.content.decode()
+
+
+def test_staff_who_may_view_jobs_compare_anyones_and_staff_who_may_not_get_404(
+    alice, bob, reviewer
+):
+    a, b = tuned(alice, "alices"), tuned(bob, "bobs")
+    sam = User.objects.create_user("sam", "sam@example.com", "pw", is_staff=True)
+    as_reviewer, as_sam = Client(), Client()
+    as_reviewer.force_login(reviewer)
+    as_sam.force_login(sam)
+
+    seen = as_reviewer.get(compare_url(a, b))
+    refused = as_sam.get(compare_url(a, b))
+
+    assert seen.status_code == 200
+    html = seen.content.decode()
+    # Not their job pages (those are their owners'): the admin's.
+    assert (
+        f'href="{reverse("admin:jobs_job_change", args=[a.pk])}" class="compare-job-name"' in html
+    )
+    assert refused.status_code == 404
+
+
+@pytest.mark.parametrize("kept_for_a_group", [False, True])
+def test_the_comparison_costs_the_same_queries_for_2_or_4_jobs_and_any_number_of_events(
+    alice, alice_en, settings, django_assert_num_queries, kept_for_a_group
+):
+    folder = volume(settings)
+    if kept_for_a_group:
+        # Each owner's groups are read (may they still mount it?), all owners' at once.
+        settings.LOCAL_VOLUMES = f"work={folder}@team"
+        alice.groups.add(Group.objects.create(name="team"))
+    jobs = [with_metrics(alice, f"run-{n}", f"run-{n}", lr=f"0.00{n}") for n in range(4)]
+    for n, job in enumerate(jobs):
+        write_scalars(folder / f"run-{n}", "loss", [1.0, 0.5 / (n + 1)])
+        JobEvent.objects.bulk_create(
+            JobEvent(job=job, reason="Test", message=f"event {e}") for e in range(50 * n)
+        )
+    alice_en.get(compare_url(*jobs[:2]))  # warm the session
+
+    for shown in (jobs[:2], jobs):
+        # The session, the user, the jobs with their owner, group and local run (and the
+        # owners' groups).
+        with django_assert_num_queries(4 if kept_for_a_group else 3):
+            r = alice_en.get(compare_url(*shown))
+        assert r.status_code == 200
+        html = r.content.decode()
+        assert html.count('<polyline class="compare-line-') == len(shown)
+
+
+def test_a_copys_page_links_to_a_comparison_with_its_source(alice, alice_client):
+    source = tuned(alice, "source")
+    copy = tuned(alice, "copy", lr="0.1")
+    Job.objects.filter(pk=copy.pk).update(source_job=source)
+
+    html = alice_client.get(reverse("job-detail", args=[copy.public_id])).content.decode()
+    link = re.search(r'<a class="small ms-1" href="([^"]+)" id="compare-source">对比</a>', html)
+
+    assert link.group(1).replace("&amp;", "&") == compare_url(source, copy)
+    r = alice_client.get(link.group(1).replace("&amp;", "&"))
+    assert r.status_code == 200 and "LR=0.1" in r.content.decode()
+
+
+def test_the_page_reads_in_chinese_by_default(alice, alice_client):
+    a, b = tuned(alice, "a"), tuned(alice, "b", lr="0.5")
+
+    html = alice_client.get(compare_url(a, b)).content.decode()
+
+    assert '<h1 class="h3 mb-0">对比任务</h1>' in html
+    assert 'id="compare-switch">显示全部字段</a>' in html
+
+
+# -- how they did -------------------------------------------------------------------------------
+
+
+def with_metrics(owner, name: str, folder: str, **changes) -> Job:
+    return tuned(
+        owner,
+        name,
+        tensorboard=S.TensorboardConfig(enable=True, log_path=f"/workspace/{folder}"),
+        **changes,
+    )
+
+
+def test_one_chart_per_tag_with_a_line_per_job_its_legend_and_text_and_the_latest_values(
+    alice, alice_en, settings
+):
+    small = with_metrics(alice, "lr-small", "small")
+    large = with_metrics(alice, "lr-large", "large", lr="0.01")
+    off = tuned(alice, "no-tensorboard", lr="0.1")
+    # Real event files, as tensorboardX writes them (tests/test_tensorboard.py).
+    write_scalars(volume(settings) / "small", "loss", [2.0, 1.5, 1.0, 0.75])
+    writer = SummaryWriter(str(volume(settings) / "large"))
+    for step, (loss, accuracy) in enumerate([(2.0, 0.25), (3.0, 0.5)]):
+        writer.add_scalar("loss", loss, step)
+        writer.add_scalar("accuracy", accuracy, step)
+    writer.close()
+
+    r = alice_en.get(compare_url(small, large, off))
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    charts = re.findall(
+        r'<figure class="col-md-6 col-xl-4 mb-0 compare-metric">(.*?)</figure>', html, re.S
+    )
+    assert len(charts) == 2  # accuracy, loss: in name order
+    accuracy, loss = charts
+    # Both runs on one scale: steps 0 to 3, values 0.75 to 3; each job's line styled as its
+    # column (a colour and a dash of its own).
+    lines = re.findall(r'<polyline class="compare-line-(\d)" points="([^"]+)"', loss)
+    assert lines == [
+        ("0", "0.0,44.7 100.0,66.0 200.0,87.3 300.0,98.0"),
+        ("1", "0.0,44.7 100.0,2.0"),  # steps 0 and 1 of 3; 3.0 the top
+    ]
+    legend = re.findall(r"</svg> ([^<:]+): ([^<]+)</li>", loss)
+    assert legend == [("lr-small", "0.75 at step 3"), ("lr-large", "3 at step 1")]
+    text = re.search(r'role="img" aria-label="([^"]+)"', loss).group(1)
+    assert text == (
+        "loss, steps 0 to 3. lr-small: latest 0.75 at step 3, lowest 0.75, highest 2; "
+        "lr-large: latest 3 at step 1, lowest 2, highest 3."
+    )
+    accuracy_text = re.search(r'role="img" aria-label="([^"]+)"', accuracy).group(1)
+    assert accuracy_text.endswith("highest 0.5; no values from lr-small.")
+    # The latest value of each tag, a row per job (one without the tag says so).
+    latest = re.search(
+        r'<table class="table table-sm small text-nowrap w-auto" id="compare-latest">(.*?)</table>',
+        html,
+        re.S,
+    ).group(1)
+    assert re.findall(r"<th scope=\"col\" class=\"font-monospace\">([^<]+)</th>", latest) == [
+        "accuracy",
+        "loss",
+    ]
+    small_row = re.search(rf'<tr data-job="{small.public_id}">(.*?)</tr>', latest, re.S).group(1)
+    assert "no values" in small_row and '0.75 <span class="text-muted">(step 3)</span>' in small_row
+    # A job without metrics says why, as its page would.
+    assert "no-tensorboard: no training metrics (Tensorboard is off for this job)." in html
+
+
+def test_each_jobs_event_files_are_read_through_its_state_file_as_its_page_reads_them(
+    alice, alice_en, settings
+):
+    jobs = [with_metrics(alice, f"run-{n}", f"run-{n}") for n in range(2)]
+    for n, job in enumerate(jobs):
+        job_dir(job.public_id).mkdir(parents=True)
+        write_scalars(volume(settings) / f"run-{n}", "loss", [1.0, 0.5])
+
+    alice_en.get(compare_url(*jobs))
+
+    for n, job in enumerate(jobs):
+        state = json.loads((job_dir(job.public_id) / tb.STATE_FILE).read_text())
+        [(name, read)] = state["runs"]["."]["files"].items()
+        assert read["offset"] == (volume(settings) / f"run-{n}" / name).stat().st_size
+    # The job's page finds what the comparison read and saved.
+    page = alice_en.get(reverse("job-detail", args=[jobs[0].public_id])).content.decode()
+    assert "0.5 at step 1" in page
+
+
+def test_a_job_whose_metrics_cannot_be_read_here_says_why_beside_the_others(alice, alice_en):
+    charted = with_metrics(alice, "charted", "charted")
+    outside = tuned(
+        alice, "outside", tensorboard=S.TensorboardConfig(enable=True, log_path="/tmp/tb")
+    )
+
+    html = alice_en.get(compare_url(charted, outside)).content.decode()
+
+    assert "outside: The Tensorboard log path /tmp/tb is not on a volume this job mounts" in html
+    assert "charted: no scalars yet" in html
+
+
+def test_a_job_whose_stored_spec_no_longer_reads_says_so_in_its_column_and_the_rest_compare(
+    alice, alice_en
+):
+    a, b = tuned(alice, "a"), tuned(alice, "b", lr="0.5")
+    old = unreadable(tuned(alice, "old"))
+
+    r = alice_en.get(compare_url(a, b, old))
+
+    assert r.status_code == 200
+    shown = rows(r.content.decode())
+    assert shown["Image and command · Environment variables"] == [
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.5\nWANDB_KEY=****** (secret)",
+        "cannot be read",
+    ]
+    assert all(values[2] == "cannot be read" for values in shown.values())
+
+
+def test_a_job_with_more_tags_than_are_read_says_how_many_are_not(alice, alice_en, settings):
+    many = with_metrics(alice, "many", "many")
+    few = with_metrics(alice, "few", "few")
+    writer = SummaryWriter(str(volume(settings) / "many"))
+    for n in range(tb.MAX_TAGS + 3):
+        writer.add_scalar(f"tag-{n:02d}", 1.0, 0)
+    writer.close()
+
+    html = alice_en.get(compare_url(many, few)).content.decode()
+
+    assert "many: 3 more tags are not read (a job's first 48 are)." in html
+    assert html.count('<figure class="col-md-6 col-xl-4 mb-0 compare-metric">') == tb.MAX_TAGS

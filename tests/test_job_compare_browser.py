@@ -1,0 +1,103 @@
+"""Compare jobs in a browser: two jobs ticked on the job list, 对比 pressed, the differing rows
+and the chart of both runs; and the page on a phone."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs import spec as S
+
+from .runner_helpers import CARD, make_spec, runner_settings, submit, volume  # noqa: F401
+from .test_layout_browser import PAGE_FITS, phone  # noqa: F401
+from .test_tensorboard import write_scalars
+
+pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
+
+
+def run_of(owner, name: str, *, lr: str, cards: int, folder: str):
+    spec = make_spec(
+        "python train.py",
+        name=name,
+        envs=[S.Env("LR", lr)],
+        roles=[S.Role("master", 1, accelerator_type=CARD, accelerators=cards)],
+        tensorboard=S.TensorboardConfig(enable=True, log_path=f"/workspace/{folder}"),
+    )
+    return submit(owner, spec)
+
+
+@pytest.fixture
+def two_runs(alice, settings):
+    small = run_of(alice, "lr-small", lr="0.001", cards=1, folder="small")
+    large = run_of(alice, "lr-large", lr="0.01", cards=2, folder="large")
+    run_of(alice, "not-ticked", lr="0.1", cards=1, folder="other")
+    write_scalars(volume(settings) / "small", "loss", [2.0, 1.0, 0.5])
+    write_scalars(volume(settings) / "large", "loss", [2.0, 1.5, 1.25])
+    return small, large
+
+
+def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_one_chart(
+    logged_in_page, two_runs
+):
+    page = logged_in_page
+    small, large = two_runs
+    page.goto("/")
+
+    # One ticked is not enough: said on the list, which keeps the tick.
+    page.check(f"#select-{small.public_id}")
+    page.click("#bulk-compare")  # 对比
+    expect(
+        page.locator(".alert").filter(has_text="对比需要 2 到 4 个任务；已选 1 个")
+    ).to_be_visible()
+    expect(page.locator(f"#select-{small.public_id}")).to_be_checked()
+    page.check(f"#select-{large.public_id}")
+    page.click("#bulk-compare")
+    page.wait_for_url(f"**/compare/?job={small.public_id}&job={large.public_id}")
+
+    expect(page.locator("h1")).to_have_text("对比任务")
+    table = page.locator("#compare-table")
+    expect(table.locator("thead .compare-job-name")).to_have_text(["lr-small", "lr-large"])
+    labels = table.locator("tr.compare-field th")
+    expect(labels).to_have_text(
+        [
+            "基础信息 · 任务名称",
+            "镜像与命令 · 环境变量",
+            "资源配置 · 角色",
+            "资源配置 · 总卡数",
+            "高级配置 · Tensorboard",  # each its own log path
+        ],
+    )
+    expect(table.locator("tr.compare-field", has_text="总卡数").locator("td")).to_have_text(
+        ["1", "2"]
+    )
+    chart = page.locator("#compare-charts figure")
+    expect(chart).to_have_count(1)
+    expect(chart.locator("polyline")).to_have_count(2)
+    expect(chart.locator(".compare-legend li")).to_have_text(
+        ["lr-small：0.5（步数 2）", "lr-large：1.25（步数 2）"]
+    )
+    # The switch is a link: every field, then back.
+    page.click("#compare-switch")
+    expect(table.locator("tr.compare-field", has_text="队列")).to_have_count(1)
+    page.click("#compare-switch")
+    expect(table.locator("tr.compare-field", has_text="队列")).to_have_count(0)
+
+
+def test_on_a_phone_the_comparison_scrolls_inside_its_box_not_the_page(
+    phone,  # noqa: F811
+    alice,
+    settings,
+):
+    from tests.conftest import log_in
+
+    jobs = [
+        run_of(alice, f"a-long-job-name-{n}", lr=f"0.00{n}", cards=1, folder=f"f{n}")
+        for n in range(4)
+    ]
+    log_in(phone, "alice", "alice-password")
+
+    phone.goto("/compare/?" + "&".join(f"job={job.public_id}" for job in jobs))
+
+    box = phone.locator("#compare-specs .table-responsive")
+    assert box.evaluate("e => e.scrollWidth > e.clientWidth")  # the table scrolls in its box
+    assert phone.evaluate(PAGE_FITS)  # the page itself does not
