@@ -1101,6 +1101,7 @@ def _start_replicas(
                 master_addr="127.0.0.1",
                 master_port=ports["master"],
                 tf_address=lambda r, i: f"127.0.0.1:{ports[f'{r}-{i}']}",
+                training_sees_evaluator=False,
                 hostfile_path=HOSTFILE_DEST,
                 visible_devices=visible_devices(cards),
             )
