@@ -15,7 +15,7 @@ AIHC's 通用环境变量列表 (see ../shared/reference/runtime-env.md):
   local runner leaves the evaluator out of the training tasks' cluster, see tf_config);
 - MPI: OMPI_MCA_orte_default_hostfile pointing at a hostfile with one
   "<host> slots=<cards>" line per worker (and first the master's, when it has cards), and
-  K_MPI_JOB_ROLE launcher/worker.
+  K_MPI_JOB_ROLE launcher/worker; on the local runner the launcher's rsh agent too.
 
 Addresses are the platform's by default (`<name>-<role>-<index>`, port 23456 / 2222); the
 local runner passes its own (127.0.0.1 with free ports).
@@ -35,6 +35,8 @@ DEFAULT_MASTER_PORT = 23456
 LOCAL_RUNNER_VARIABLES = ("AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED")
 DEFAULT_TF_PORT = 2222
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"
+# The local runner's stand-in for SSH (jobs/mpi_agent.py), in every replica of an MPI job.
+LOCAL_MPI_RSH_AGENT = "/etc/mpi/rsh"
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ def replica_environment(
     tf_address: Callable[[str, int], str] | None = None,
     training_sees_evaluator: bool = True,
     hostfile_path: str = MPI_HOSTFILE_PATH,
+    mpi_rsh_agent: str | None = None,
     visible_devices: str | None = None,
     masked: bool = False,
 ) -> dict[str, str]:
@@ -147,6 +150,13 @@ def replica_environment(
     elif spec.framework == MPI:
         env["OMPI_MCA_orte_default_hostfile"] = hostfile_path
         env["K_MPI_JOB_ROLE"] = "launcher" if ref.role == "master" else "worker"
+        if mpi_rsh_agent and ref.role == "master":
+            # How the launcher's mpirun reaches the hosts of its hostfile, as training-operator
+            # v1 sets it (OpenMPI's and Intel MPI's variables) for its kubexec.sh, unless the
+            # user set them (their own envs are already in `env`).
+            env.setdefault("OMPI_MCA_plm_rsh_agent", mpi_rsh_agent)
+            env.setdefault("I_MPI_HYDRA_BOOTSTRAP", "rsh")
+            env.setdefault("I_MPI_HYDRA_BOOTSTRAP_EXEC", mpi_rsh_agent)
     if visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_devices
     return env

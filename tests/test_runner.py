@@ -5,6 +5,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import textwrap
@@ -383,9 +384,10 @@ def test_the_local_pool_refuses_a_second_tensorflow_evaluator():
     assert "roles[1].replicas" not in get_backend("local").check_spec(spec)
 
 
-def test_an_mpi_job_reads_its_hostfile_at_etc_mpi(alice):
+def test_an_mpi_job_runs_its_command_in_the_launcher_only_and_ends_with_it(alice):
     spec = make_spec(
-        'cat /etc/mpi/hostfile; echo "hostfile=$OMPI_MCA_orte_default_hostfile role=$K_MPI_JOB_ROLE"',
+        'cat /etc/mpi/hostfile; echo "ran in $AIHC_ROLE-$AIHC_ROLE_INDEX"; '
+        'echo "hostfile=$OMPI_MCA_orte_default_hostfile role=$K_MPI_JOB_ROLE"',
         framework=S.MPI,
         roles=[S.Role("master", 1), S.Role("worker", 2)],
     )
@@ -393,11 +395,114 @@ def test_an_mpi_job_reads_its_hostfile_at_etc_mpi(alice):
 
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
-    assert job.status == JobStatus.SUCCEEDED
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
     master = log_text(job, "master-0")
-    assert master.count("127.0.0.1 slots=1") == 2
+    # A CPU-only master launches only; each worker is a host of its own, named by its label.
+    assert " worker-0 slots=1\n" in master and " worker-1 slots=1\n" in master
+    assert "master-0 slots" not in master
     assert "hostfile=/etc/mpi/hostfile role=launcher" in master
-    assert "role=worker" in log_text(job, "worker-1")
+    # The workers serve the launcher (their agent) and end once it has: they never run the
+    # command, which would start the training once per replica.
+    for label in ("worker-0", "worker-1"):
+        assert "ran in" not in log_text(job, label)
+        assert job.replicas.get(role="worker", index=int(label[-1])).exit_code == 0
+
+
+def test_an_mpi_launcher_runs_commands_in_each_workers_sandbox_through_etc_mpi_rsh(alice, settings):
+    from jobs.backends import get_backend
+    from jobs.backends.local import PORT_AT_START
+    from jobs.runtime_env import replica_refs
+
+    settings.LOCAL_ACCELERATORS = f"{CARD}=3"
+    (volume(settings) / "env.py").write_text(
+        'import json, os\nprint("ENV", json.dumps(dict(os.environ)))\n'
+    )
+    show = f"{PY} /workspace/env.py"
+    spec = make_spec(
+        f"{show}; "
+        "/etc/mpi/rsh worker-1 'echo \"in $AIHC_ROLE-$AIHC_ROLE_INDEX cards=$CUDA_VISIBLE_DEVICES\"; exit 3'; "
+        'echo "worker-1 answered $?"; '
+        f'/etc/mpi/rsh worker-0 "{show}"; '
+        "/etc/mpi/rsh master-0 'echo \"in $AIHC_ROLE-$AIHC_ROLE_INDEX\"'; "
+        '/etc/mpi/rsh worker-9 true; echo "worker-9 answered $?"',
+        framework=S.MPI,
+        roles=[S.Role("master", 1, CARD, 1), S.Role("worker", 2, CARD, 1)],
+        envs=[S.Env("LR", "0.1")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    master = log_text(job, "master-0")
+    # Run in worker-1's own sandbox (its card, numbered 0 there), its exit code handed back.
+    assert " in worker-1 cards=0\n" in master and " worker-1 answered 3\n" in master
+    # A master given cards is a host too: its own commands run where it is.
+    assert " in master-0\n" in master
+    # A host the job does not have is refused, with ssh's code for a host it cannot reach.
+    assert "worker-9 answered 255" in master
+    # The review's preview is what each replica's commands are given, but for the ports.
+    envs = [json.loads(x.split(" ENV ", 1)[1]) for x in master.splitlines() if " ENV " in x]
+    given = {f"{env['AIHC_ROLE']}-{env['AIHC_ROLE_INDEX']}": env for env in envs}
+    assert set(given) == {"master-0", "worker-0"}
+    for ref in replica_refs(spec):
+        if ref.label not in given:
+            continue
+        preview = get_backend("local").environment_preview(spec, ref, job_id=job.public_id)
+        assert str(PORT_AT_START) not in json.dumps(preview)
+        assert preview == {k: given[ref.label][k] for k in preview}
+    assert given["master-0"]["OMPI_MCA_plm_rsh_agent"] == "/etc/mpi/rsh"
+    assert "OMPI_MCA_plm_rsh_agent" not in given["worker-0"]
+
+
+def test_stopping_an_mpi_job_ends_what_its_launcher_started_in_a_worker(alice):
+    # The sleeper's name is assembled by the shell: the command's text (the launcher's
+    # command line) must not match it.
+    seconds = random.randint(10000, 99999)
+    sleeper = f"sleep {seconds}.5"
+    spec = make_spec(
+        f"/etc/mpi/rsh worker-0 't={str(seconds)[:2]}; exec sleep ${{t}}{str(seconds)[2:]}.5'",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: bool(processes_with(sleeper)), what="the worker's sleeper")
+
+    job_stop(job=status_and(job))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+    assert processes_with(sleeper) == []
+
+
+@pytest.mark.skipif(
+    shutil.which("mpirun") is None, reason="needs OpenMPI (apt-get install openmpi-bin)"
+)
+def test_the_mpi_example_command_starts_one_rank_per_worker_slot_in_the_workers(alice, settings):
+    from jobs.wizard import example_commands
+
+    (volume(settings) / "train.py").write_text(
+        "import os\n"
+        "e = os.environ\n"
+        "print('rank', e['OMPI_COMM_WORLD_RANK'], 'of', e['OMPI_COMM_WORLD_SIZE'], 'in',"
+        " e['AIHC_ROLE'] + '-' + e['AIHC_ROLE_INDEX'], 'cards', e['CUDA_VISIBLE_DEVICES'])\n"
+    )
+    example = next(e["command"] for e in example_commands() if e["framework"] == "MPIJob")
+    spec = make_spec(
+        example,
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 2, CARD, 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(
+        Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED), timeout=60
+    )
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, master
+    assert "rank 0 of 2 in worker-0 cards 0\n" in master
+    assert "rank 1 of 2 in worker-1 cards 0\n" in master
 
 
 def test_a_failing_job_is_restarted_up_to_the_limit_then_fails(alice):

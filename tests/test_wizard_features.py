@@ -920,6 +920,25 @@ def test_the_injected_variables_list_shows_the_local_pools_own_addresses(alice_c
     assert "master-0" not in table and "23456" not in table
 
 
+def test_the_injected_variables_list_of_a_local_mpi_job_names_the_launchers_rsh_agent(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.IMAGE,
+        **{W.BASIC: basic_data(framework="MPIJob")},
+    )
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = page[start : page.index("</table>", start)]
+    assert "OMPI_MCA_plm_rsh_agent" in table
+    assert "/etc/mpi/rsh（launcher 的）：mpirun 经它在各 worker 中启动进程" in table
+
+
 def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):
     mpi = new_draft(alice_client)
     complete_steps(

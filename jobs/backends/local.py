@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
 from jobs import logs as job_logs
-from jobs.runtime_env import ReplicaRef, replica_environment
+from jobs.runtime_env import LOCAL_MPI_RSH_AGENT, ReplicaRef, replica_environment
 from jobs.sandbox import (
     SandboxError,
     read_only_parent_lacking,
@@ -412,6 +412,7 @@ class LocalBackend(Backend):
             master_port=str(PORT_AT_START),
             tf_address=lambda r, i: f"127.0.0.1:{PORT_AT_START}",
             training_sees_evaluator=False,
+            mpi_rsh_agent=LOCAL_MPI_RSH_AGENT,
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
             masked=True,
