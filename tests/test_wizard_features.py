@@ -353,6 +353,21 @@ def test_a_custom_jobs_last_role_cannot_be_removed(alice_client):
     assert 'value="remove-row-0"' not in page  # no Remove button on the only role
 
 
+def test_a_custom_role_whose_name_is_cleared_is_refused_on_its_row_not_with_a_server_error(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.CUSTOM)}
+    )
+    rows = [role("trainer", 1, card=None), role("", 1, card=None)]
+
+    r = post_step(alice_client, draft, W.RESOURCES, resources_data(rows))
+
+    assert r.status_code == 200
+    assert "请输入角色名称。" in r.content.decode()
+
+
 def test_mount_rows_are_added_with_the_pools_first_volume(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.DATA)
