@@ -1328,7 +1328,8 @@ def _mpi_files(
 def _mpi_launcher_done(
     job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
 ) -> None:
-    """Once an MPI job's launcher has exited 0, its workers' agents end (exit 0) too."""
+    """Once an MPI job's launcher has exited 0, its workers' agents end (exit 0) too: an
+    MPI job's attempt has the folder their agents watch (_mpi_files), no other job has."""
     for replica in replicas:
         state = states[replica.pk]
         if replica.role == "master" and state.phase == "exited" and state.exit_code == 0:
@@ -1783,8 +1784,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         # Every replica started, and the worker that started them died before the alert.
         _running_alert(job, run)
 
-    if spec is not None and spec.framework == MPI:
-        _mpi_launcher_done(job, run, replicas, states)
+    # Without the spec too (one that no longer reads): its run folder says it is MPI.
+    _mpi_launcher_done(job, run, replicas, states)
     failure = None
     for replica in replicas:
         state = states[replica.pk]
