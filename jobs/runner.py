@@ -41,6 +41,7 @@ import os
 import pwd
 import random
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -71,7 +72,7 @@ from .backends.local import (
 )
 from .health import WorkerIdentity, active_runner, holds_lease
 from .models import Job, JobEvent, JobReplica, JobStatus, LocalRun
-from .runtime_env import mpi_hostfile, replica_environment, replica_refs
+from .runtime_env import LOCAL_MPI_RSH_AGENT, mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
     PRIVATE_SCAN,
     Mount,
@@ -98,6 +99,12 @@ S = JobStatus
 Children = dict[int, "subprocess.Popen[bytes]"]
 SHIM = Path(__file__).resolve().parent / "shim.py"
 HOSTFILE_DEST = "/etc/mpi/hostfile"
+# A local MPI job's launcher reaches its workers through this agent, as a Kubeflow launcher
+# reaches them through SSH (jobs/mpi_agent.py): the hostfile names each replica by its label.
+MPI_AGENT = Path(__file__).resolve().parent / "mpi_agent.py"
+MPI_AGENT_DEST = LOCAL_MPI_RSH_AGENT
+MPI_AGENTS_DEST = "/etc/mpi/agents"
+MPI_WORKER_COMMAND = f"exec python3 {MPI_AGENT_DEST} --serve"
 # Hidden from every job whoever runs the worker: root's home, and the folder of sockets and
 # pid files (gunicorn's, a database server's, D-Bus's), which a job could otherwise talk to.
 ALWAYS_HIDDEN = ("/root", "/run", "/var/run")
@@ -1038,8 +1045,10 @@ def _start_replicas(
         ports["master"] = run.master_port or job_ports(1, taken=set(ports.values()))[0]
         ports_file.write_text(json.dumps(ports))
     hostfile = base / "hostfile"
+    mpi_files: list[tuple[Path, str]] = []
     if spec.framework == MPI:
-        hostfile.write_text(mpi_hostfile(spec, lambda role, index: "127.0.0.1"))
+        hostfile.write_text(mpi_hostfile(spec, lambda role, index: f"{role}-{index}"))
+        mpi_files = _mpi_files(job, run, spec, base, mounts=mounts, as_user=as_user)
     # A volume's folder that does not exist yet cannot be covered, and would show up in this
     # job's view of the host as soon as another job's mount creates it.
     for host_volume in host_volumes():
@@ -1101,7 +1110,9 @@ def _start_replicas(
                 master_addr="127.0.0.1",
                 master_port=ports["master"],
                 tf_address=lambda r, i: f"127.0.0.1:{ports[f'{r}-{i}']}",
+                training_sees_evaluator=False,
                 hostfile_path=HOSTFILE_DEST,
+                mpi_rsh_agent=MPI_AGENT_DEST,
                 visible_devices=visible_devices(cards),
             )
         )
@@ -1116,7 +1127,7 @@ def _start_replicas(
         # The inode of an eviction's mark, made now: a disk evicted for want of inodes may
         # have none left to make it then (evict_for_disk_pressure fills it and renames it).
         (state / EVICTED_DRAFT).touch()
-        files = [(hostfile, HOSTFILE_DEST)] if spec.framework == MPI else []
+        files = list(mpi_files)
         if job_network is not None and job_network.resolv_conf is not None:
             # LOCAL_JOB_NETWORK=isolated-outbound: names resolve through slirp4netns's DNS
             # forwarder (10.0.2.3), not the host's resolver (which may be on its loopback).
@@ -1144,7 +1155,7 @@ def _start_replicas(
             "-c",
             START_GATE,
             "bash",
-            spec.v1_command(),
+            MPI_WORKER_COMMAND if mpi_worker(spec, ref.role) else spec.v1_command(),
         ]
         log_path = job_logs.replica_log_path(job.public_id, ref.label)
         lock_fd = os.open(state / "lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -1263,6 +1274,70 @@ def _start_replicas(
         )
 
 
+def mpi_worker(spec: JobSpec, role: str) -> bool:
+    """An MPI worker runs the agent the launcher starts its ranks through, not the command
+    (a Kubeflow MPI worker runs its SSH server): every replica running mpirun would start
+    the training once per replica."""
+    return spec.framework == MPI and role != "master"
+
+
+def _mpi_files(
+    job: Job,
+    run: LocalRun,
+    spec: JobSpec,
+    base: Path,
+    *,
+    mounts: list[Mount],
+    as_user: tuple[int, int] | None,
+) -> list[tuple[Path, str]]:
+    """The files every replica of an MPI job binds (host path, path in the sandbox), and,
+    added to `mounts`, each worker's agent folder (its /tmp/.mpi), read-only at
+    /etc/mpi/agents/<label>: made now, before any replica starts, and bound by descriptor,
+    opened without following a link, since the worker owns it (a link put in its place
+    would show the launcher whatever it points to)."""
+    mpi = base / "mpi"
+    (mpi / "launcher").mkdir(parents=True, exist_ok=True)
+    agent = mpi / "rsh"
+    if not agent.exists():  # a relaunch's replicas running already have this one bound
+        shutil.copyfile(MPI_AGENT, agent)
+        agent.chmod(0o755)
+    for ref in replica_refs(spec):
+        if not mpi_worker(spec, ref.role):
+            continue
+        folder = replica_state_dir(job.public_id, run.attempt, ref.label) / "tmp" / ".mpi"
+        if not folder.parent.exists():
+            folder.parent.mkdir(parents=True)
+            if as_user is not None:
+                os.chown(folder.parent, *as_user)
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir()
+            if as_user is not None:
+                os.chown(folder, *as_user)
+        try:
+            fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:  # replaced by the running worker (a relaunch): not bound, unreachable
+            continue
+        mounts.append(Mount(fd, str(folder), f"{MPI_AGENTS_DEST}/{ref.label}", read_only=True))
+    return [
+        (base / "hostfile", HOSTFILE_DEST),
+        (agent, MPI_AGENT_DEST),
+        (mpi / "launcher", "/etc/mpi/launcher"),
+    ]
+
+
+def _mpi_launcher_done(
+    job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> None:
+    """Once an MPI job's launcher has exited 0, its workers' agents end (exit 0) too: an
+    MPI job's attempt has the folder their agents watch (_mpi_files), no other job has."""
+    for replica in replicas:
+        state = states[replica.pk]
+        if replica.role == "master" and state.phase == "exited" and state.exit_code == 0:
+            done = attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher" / "done"
+            if done.parent.is_dir() and not done.exists():
+                done.touch()
+
+
 def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
     """`hidden` less the paths the job's user cannot reach: a folder above one it may not
     enter. Bubblewrap, run as that user, covers each hidden path by its path, and failed on
@@ -1281,6 +1356,8 @@ def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
 def files_under_run(base: Path, job_network: network.JobNetwork | None) -> list[Path]:
     """Files of the run folder a replica's sandbox binds besides its /tmp."""
     found = [base / "hostfile"]
+    if (base / "mpi").is_dir():  # an MPI job's agent and its launcher's folder
+        found += [base / "mpi" / "rsh", base / "mpi" / "launcher"]
     if job_network is not None and job_network.resolv_conf is not None:
         found.append(job_network.resolv_conf)
     return found
@@ -1707,6 +1784,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         # Every replica started, and the worker that started them died before the alert.
         _running_alert(job, run)
 
+    # Without the spec too (one that no longer reads): its run folder says it is MPI.
+    _mpi_launcher_done(job, run, replicas, states)
     failure = None
     for replica in replicas:
         state = states[replica.pk]

@@ -10,11 +10,12 @@ AIHC's 通用环境变量列表 (see ../shared/reference/runtime-env.md):
 - PyTorch: MASTER_ADDR, MASTER_PORT, RANK (master 0, workers 1..), WORLD_SIZE = number of
   *nodes* (AIHC and PAI document it so, unlike Kubeflow's processes), NPROC_PER_NODE = cards
   per instance (1 for CPU-only instances);
-- TensorFlow: TF_CONFIG exactly as Kubeflow's operator writes it: cluster keys sorted, no
-  spaces, field order cluster/task/environment, set only when the job is distributed;
+- TensorFlow: TF_CONFIG in the shape of Kubeflow's operator: cluster keys sorted, no
+  spaces, field order cluster/task/environment, set only when the job is distributed (the
+  local runner leaves the evaluator out of the training tasks' cluster, see tf_config);
 - MPI: OMPI_MCA_orte_default_hostfile pointing at a hostfile with one
   "<host> slots=<cards>" line per worker (and first the master's, when it has cards), and
-  K_MPI_JOB_ROLE launcher/worker.
+  K_MPI_JOB_ROLE launcher/worker; on the local runner the launcher's rsh agent too.
 
 Addresses are the platform's by default (`<name>-<role>-<index>`, port 23456 / 2222); the
 local runner passes its own (127.0.0.1 with free ports).
@@ -34,6 +35,8 @@ DEFAULT_MASTER_PORT = 23456
 LOCAL_RUNNER_VARIABLES = ("AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED")
 DEFAULT_TF_PORT = 2222
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"
+# The local runner's stand-in for SSH (jobs/mpi_agent.py), in every replica of an MPI job.
+LOCAL_MPI_RSH_AGENT = "/etc/mpi/rsh"
 
 
 @dataclass(frozen=True)
@@ -59,11 +62,25 @@ def platform_address(spec: JobSpec, role: str, index: int, port: int) -> str:
     return f"{spec.name}-{role}-{index}:{port}"
 
 
-def tf_config(spec: JobSpec, ref: ReplicaRef, address: Callable[[str, int], str]) -> str:
+def tf_config(
+    spec: JobSpec,
+    ref: ReplicaRef,
+    address: Callable[[str, int], str],
+    *,
+    training_sees_evaluator: bool = True,
+) -> str:
+    """Without `training_sees_evaluator`, only the evaluator's own cluster lists it: the
+    evaluator is no part of the training cluster (TensorFlow's RunConfig documents it so), and
+    a TF 2 ParameterServerStrategy coordinator whose cluster lists an evaluator waits for ever
+    for its server, which a sidecar evaluator never starts (tensorflow/tensorflow#46169). The
+    evaluator keeps itself listed: an Estimator's multi-worker evaluator counts its own job in
+    the cluster (TonY settled on the same split, tony-framework/TonY#515). Kubeflow's operator
+    v1.9 lists it for every task, which its pools' previews must show."""
     cluster = {
         role.name.lower(): [address(role.name, i) for i in range(role.replicas)]
         for role in sorted(spec.roles, key=lambda r: r.name.lower())
         if role.replicas > 0
+        and (training_sees_evaluator or role.name != "evaluator" or ref.role == "evaluator")
     }
     value = {
         "cluster": cluster,
@@ -97,7 +114,9 @@ def replica_environment(
     master_addr: str | None = None,
     master_port: int | str = DEFAULT_MASTER_PORT,
     tf_address: Callable[[str, int], str] | None = None,
+    training_sees_evaluator: bool = True,
     hostfile_path: str = MPI_HOSTFILE_PATH,
+    mpi_rsh_agent: str | None = None,
     visible_devices: str | None = None,
     masked: bool = False,
 ) -> dict[str, str]:
@@ -125,10 +144,19 @@ def replica_environment(
     elif spec.framework == TENSORFLOW:
         if spec.total_replicas != 1:
             address = tf_address or (lambda r, i: platform_address(spec, r, i, DEFAULT_TF_PORT))
-            env["TF_CONFIG"] = tf_config(spec, ref, address)
+            env["TF_CONFIG"] = tf_config(
+                spec, ref, address, training_sees_evaluator=training_sees_evaluator
+            )
     elif spec.framework == MPI:
         env["OMPI_MCA_orte_default_hostfile"] = hostfile_path
         env["K_MPI_JOB_ROLE"] = "launcher" if ref.role == "master" else "worker"
+        if mpi_rsh_agent and ref.role == "master":
+            # How the launcher's mpirun reaches the hosts of its hostfile, as training-operator
+            # v1 sets it (OpenMPI's and Intel MPI's variables) for its kubexec.sh, unless the
+            # user set them (their own envs are already in `env`).
+            env.setdefault("OMPI_MCA_plm_rsh_agent", mpi_rsh_agent)
+            env.setdefault("I_MPI_HYDRA_BOOTSTRAP", "rsh")
+            env.setdefault("I_MPI_HYDRA_BOOTSTRAP_EXEC", mpi_rsh_agent)
     if visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_devices
     return env

@@ -42,7 +42,10 @@ pulled):
   what a hidden folder is);
 - the hostpath volumes of the spec at their mount paths, read-only when asked, bound from
   descriptors opened and checked beforehand (open_in_root), never by name;
-- the MPI hostfile at /etc/mpi/hostfile;
+- an MPI job's hostfile at /etc/mpi/hostfile, its agent at /etc/mpi/rsh, the folder the
+  runner marks the launcher's end in at /etc/mpi/launcher, and each worker's agent folder
+  (its /tmp/.mpi) read-only at /etc/mpi/agents/<label>, bound from a descriptor as the
+  volumes are (jobs.runner._mpi_files);
 - the host's network, or with LOCAL_JOB_NETWORK=isolated the job's own namespace with only
   loopback, which the shim enters before bwrap starts (jobs.network: bwrap cannot join one);
   with isolated-outbound, that namespace with slirp4netns's tap0 too, and its resolv.conf

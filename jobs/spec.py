@@ -1326,7 +1326,9 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
     by_name: dict[str, Role] = {}
     for i, role in enumerate(spec.roles):
         path = f"roles[{i}]"
-        if allowed and role.name not in allowed:
+        if not role.name:  # (name_problem has nothing to point at in an empty name)
+            err(f"{path}.name", _("Enter a role name."))
+        elif allowed and role.name not in allowed:
             err(
                 f"{path}.name",
                 _("%(framework)s has no role named “%(role)s”.")

@@ -286,6 +286,17 @@ LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
     ),
 ]
 
+LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
+    S.MPI: [
+        (
+            "OMPI_MCA_plm_rsh_agent",
+            gettext_lazy(
+                "/etc/mpi/rsh, the launcher's: how mpirun starts its ranks in the workers"
+            ),
+        ),
+    ],
+}
+
 
 def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any]]:
     """What the pool's platform sets in every instance, as the image step lists it."""
@@ -297,7 +308,7 @@ def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any
             (name, meaning) for name, meaning in variables if name not in LOCAL_RUNNER_VARIABLES
         ]
     local = [(name, LOCAL_INJECTED_VALUES.get(name, meaning)) for name, meaning in variables]
-    return local + LOCAL_INJECTED_EXTRA
+    return local + LOCAL_INJECTED_EXTRA + LOCAL_INJECTED_FRAMEWORK.get(framework, [])
 
 
 # -- raw form data ---------------------------------------------------------------------

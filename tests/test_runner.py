@@ -4,6 +4,8 @@ import contextlib
 import json
 import os
 import random
+import re
+import shutil
 import signal
 import socket
 import textwrap
@@ -266,40 +268,126 @@ def test_a_fault_keyword_cut_by_the_64_kib_line_limit_is_still_recognised(alice)
     assert "watchdog timeout" in job.status_reason
 
 
-def test_a_tensorflow_job_gets_the_kubeflow_tf_config_with_local_addresses(alice, settings):
-    check = textwrap.dedent(
-        """
-        import json, os
-        config = json.loads(os.environ["TF_CONFIG"])
-        print("TF_CONFIG", json.dumps(config, sort_keys=True))
-        """
-    )
-    (volume(settings) / "tf.py").write_text(check)
+# Each replica serves its own address (when its cluster lists it) and connects to every
+# address its TF_CONFIG lists, as TensorFlow's servers do; it prints what it was given.
+TF_PEERS = textwrap.dedent(
+    """
+    import json, os, socket, time
+    print("ENV", json.dumps(dict(os.environ)))
+    config = json.loads(os.environ["TF_CONFIG"])
+    task = config["task"]
+    own = config["cluster"].get(task["type"], [])[task["index"] : task["index"] + 1]
+    server = None
+    if own:
+        host, port = own[0].rsplit(":", 1)
+        server = socket.create_server((host, int(port)))
+        server.settimeout(0.05)
+
+    def serve():
+        try:
+            server and server.accept()[0].close()
+        except OSError:
+            pass
+
+    reached = []
+    for role, addresses in sorted(config["cluster"].items()):
+        for index, address in enumerate(addresses):
+            host, port = address.rsplit(":", 1)
+            for _ in range(600):
+                try:
+                    socket.create_connection((host, int(port)), timeout=1).close()
+                    reached.append(f"{role}-{index}")
+                    break
+                except OSError:
+                    serve()
+    print("REACHED", " ".join(reached))
+    # Served a while longer: the others may still be connecting.
+    until = time.monotonic() + 3
+    while server and time.monotonic() < until:
+        serve()
+    """
+)
+
+
+def given_environment(job, label: str) -> dict[str, str]:
+    line = next(x for x in log_text(job, label).splitlines() if " ENV " in x)
+    return json.loads(line.split(" ENV ", 1)[1])
+
+
+def test_a_tensorflow_job_gives_the_evaluator_to_no_training_task_and_every_peer_answers(
+    alice, settings
+):
+    from jobs.backends import get_backend
+    from jobs.backends.local import PORT_AT_START
+    from jobs.runtime_env import replica_refs
+
+    (volume(settings) / "tf.py").write_text(TF_PEERS)
     spec = make_spec(
         f"{PY} /workspace/tf.py",
         framework=S.TENSORFLOW,
-        roles=[S.Role("chief", 1), S.Role("worker", 2)],
+        roles=[
+            S.Role("chief", 1),
+            S.Role("worker", 2, CARD, 1),
+            S.Role("ps", 1),
+            S.Role("evaluator", 1),
+        ],
+        envs=[S.Env("LR", "0.1")],
     )
     job = submit(alice, spec)
 
-    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    run_until(
+        Worker(),
+        lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED),
+        timeout=60,
+    )
 
-    assert job.status == JobStatus.SUCCEEDED
-    configs = {}
-    for label in ("chief-0", "worker-0", "worker-1"):
-        line = next(x for x in log_text(job, label).splitlines() if " TF_CONFIG " in x)
-        configs[label] = json.loads(line.split(" TF_CONFIG ", 1)[1])
-    cluster = configs["chief-0"]["cluster"]
-    assert list(cluster) == ["chief", "worker"] and len(cluster["worker"]) == 2
-    addresses = cluster["chief"] + cluster["worker"]
-    assert all(a.startswith("127.0.0.1:") for a in addresses) and len(set(addresses)) == 3
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    given = {ref.label: given_environment(job, ref.label) for ref in replica_refs(spec)}
+    configs = {label: json.loads(env["TF_CONFIG"]) for label, env in given.items()}
+    training = configs["chief-0"]["cluster"]
+    assert list(training) == ["chief", "ps", "worker"] and len(training["worker"]) == 2
+    for label in ("chief-0", "worker-0", "worker-1", "ps-0"):
+        assert configs[label]["cluster"] == training
+    # The evaluator alone lists itself, beside the training cluster.
+    evaluator = configs["evaluator-0"]
+    assert evaluator["cluster"] == {**training, "evaluator": evaluator["cluster"]["evaluator"]}
+    assert evaluator["task"] == {"type": "evaluator", "index": 0}
     assert configs["worker-1"]["task"] == {"type": "worker", "index": 1}
-    assert all(c["cluster"] == cluster and c["environment"] == "cloud" for c in configs.values())
+    addresses = [a for c in evaluator["cluster"].values() for a in c]
+    assert all(a.startswith("127.0.0.1:") for a in addresses) and len(set(addresses)) == 5
+    every = "chief-0 evaluator-0 ps-0 worker-0 worker-1"
+    training_tasks = "chief-0 ps-0 worker-0 worker-1"
+    for label in given:
+        reached = every if label == "evaluator-0" else training_tasks
+        assert f"REACHED {reached}\n" in log_text(job, label)
+    # The review step's preview is what each replica got, byte for byte, but for the ports,
+    # which are picked at start.
+    placeholder = f"127.0.0.1:{PORT_AT_START}"
+    for ref in replica_refs(spec):
+        preview = get_backend("local").environment_preview(spec, ref, job_id=job.public_id)
+        real = dict(given[ref.label])
+        real["TF_CONFIG"] = re.sub(r"127\.0\.0\.1:\d+", placeholder, real["TF_CONFIG"])
+        assert preview == {k: real[k] for k in preview}
 
 
-def test_an_mpi_job_reads_its_hostfile_at_etc_mpi(alice):
+def test_the_local_pool_refuses_a_second_tensorflow_evaluator():
+    from jobs.backends import get_backend
+
+    roles = [S.Role("worker", 2), S.Role("evaluator", 2)]
+    spec = make_spec("true", framework=S.TENSORFLOW, roles=roles)
+
+    with translation.override("en"):
+        errors = get_backend("local").check_spec(spec)
+
+    assert errors["roles[1].replicas"] == ["TensorFlow allows at most 1 evaluator."]
+    spec.roles[1].replicas = 1
+    assert "roles[1].replicas" not in get_backend("local").check_spec(spec)
+
+
+def test_an_mpi_job_runs_its_command_in_the_launcher_only_and_ends_with_it(alice):
     spec = make_spec(
-        'cat /etc/mpi/hostfile; echo "hostfile=$OMPI_MCA_orte_default_hostfile role=$K_MPI_JOB_ROLE"',
+        'cat /etc/mpi/hostfile; echo "ran in $AIHC_ROLE-$AIHC_ROLE_INDEX"; '
+        'echo "hostfile=$OMPI_MCA_orte_default_hostfile role=$K_MPI_JOB_ROLE"',
         framework=S.MPI,
         roles=[S.Role("master", 1), S.Role("worker", 2)],
     )
@@ -307,11 +395,114 @@ def test_an_mpi_job_reads_its_hostfile_at_etc_mpi(alice):
 
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
-    assert job.status == JobStatus.SUCCEEDED
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
     master = log_text(job, "master-0")
-    assert master.count("127.0.0.1 slots=1") == 2
+    # A CPU-only master launches only; each worker is a host of its own, named by its label.
+    assert " worker-0 slots=1\n" in master and " worker-1 slots=1\n" in master
+    assert "master-0 slots" not in master
     assert "hostfile=/etc/mpi/hostfile role=launcher" in master
-    assert "role=worker" in log_text(job, "worker-1")
+    # The workers serve the launcher (their agent) and end once it has: they never run the
+    # command, which would start the training once per replica.
+    for label in ("worker-0", "worker-1"):
+        assert "ran in" not in log_text(job, label)
+        assert job.replicas.get(role="worker", index=int(label[-1])).exit_code == 0
+
+
+def test_an_mpi_launcher_runs_commands_in_each_workers_sandbox_through_etc_mpi_rsh(alice, settings):
+    from jobs.backends import get_backend
+    from jobs.backends.local import PORT_AT_START
+    from jobs.runtime_env import replica_refs
+
+    settings.LOCAL_ACCELERATORS = f"{CARD}=3"
+    (volume(settings) / "env.py").write_text(
+        'import json, os\nprint("ENV", json.dumps(dict(os.environ)))\n'
+    )
+    show = f"{PY} /workspace/env.py"
+    spec = make_spec(
+        f"{show}; "
+        "/etc/mpi/rsh worker-1 'echo \"in $AIHC_ROLE-$AIHC_ROLE_INDEX cards=$CUDA_VISIBLE_DEVICES\"; exit 3'; "
+        'echo "worker-1 answered $?"; '
+        f'/etc/mpi/rsh worker-0 "{show}"; '
+        "/etc/mpi/rsh master-0 'echo \"in $AIHC_ROLE-$AIHC_ROLE_INDEX\"'; "
+        '/etc/mpi/rsh worker-9 true; echo "worker-9 answered $?"',
+        framework=S.MPI,
+        roles=[S.Role("master", 1, CARD, 1), S.Role("worker", 2, CARD, 1)],
+        envs=[S.Env("LR", "0.1")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    master = log_text(job, "master-0")
+    # Run in worker-1's own sandbox (its card, numbered 0 there), its exit code handed back.
+    assert " in worker-1 cards=0\n" in master and " worker-1 answered 3\n" in master
+    # A master given cards is a host too: its own commands run where it is.
+    assert " in master-0\n" in master
+    # A host the job does not have is refused, with ssh's code for a host it cannot reach.
+    assert "worker-9 answered 255" in master
+    # The review's preview is what each replica's commands are given, but for the ports.
+    envs = [json.loads(x.split(" ENV ", 1)[1]) for x in master.splitlines() if " ENV " in x]
+    given = {f"{env['AIHC_ROLE']}-{env['AIHC_ROLE_INDEX']}": env for env in envs}
+    assert set(given) == {"master-0", "worker-0"}
+    for ref in replica_refs(spec):
+        if ref.label not in given:
+            continue
+        preview = get_backend("local").environment_preview(spec, ref, job_id=job.public_id)
+        assert str(PORT_AT_START) not in json.dumps(preview)
+        assert preview == {k: given[ref.label][k] for k in preview}
+    assert given["master-0"]["OMPI_MCA_plm_rsh_agent"] == "/etc/mpi/rsh"
+    assert "OMPI_MCA_plm_rsh_agent" not in given["worker-0"]
+
+
+def test_stopping_an_mpi_job_ends_what_its_launcher_started_in_a_worker(alice):
+    # The sleeper's name is assembled by the shell: the command's text (the launcher's
+    # command line) must not match it.
+    seconds = random.randint(10000, 99999)
+    sleeper = f"sleep {seconds}.5"
+    spec = make_spec(
+        f"/etc/mpi/rsh worker-0 't={str(seconds)[:2]}; exec sleep ${{t}}{str(seconds)[2:]}.5'",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: bool(processes_with(sleeper)), what="the worker's sleeper")
+
+    job_stop(job=status_and(job))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+    assert processes_with(sleeper) == []
+
+
+@pytest.mark.skipif(
+    shutil.which("mpirun") is None, reason="needs OpenMPI (apt-get install openmpi-bin)"
+)
+def test_the_mpi_example_command_starts_one_rank_per_worker_slot_in_the_workers(alice, settings):
+    from jobs.wizard import example_commands
+
+    (volume(settings) / "train.py").write_text(
+        "import os\n"
+        "e = os.environ\n"
+        "print('rank', e['OMPI_COMM_WORLD_RANK'], 'of', e['OMPI_COMM_WORLD_SIZE'], 'in',"
+        " e['AIHC_ROLE'] + '-' + e['AIHC_ROLE_INDEX'], 'cards', e['CUDA_VISIBLE_DEVICES'])\n"
+    )
+    example = next(e["command"] for e in example_commands() if e["framework"] == "MPIJob")
+    spec = make_spec(
+        example,
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 2, CARD, 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(
+        Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED), timeout=60
+    )
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, master
+    assert "rank 0 of 2 in worker-0 cards 0\n" in master
+    assert "rank 1 of 2 in worker-1 cards 0\n" in master
 
 
 def test_a_failing_job_is_restarted_up_to_the_limit_then_fails(alice):

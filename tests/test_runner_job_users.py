@@ -172,13 +172,16 @@ def test_an_mpi_jobs_hostfile_is_read_by_its_user(job_users_on, alice):
 
     job = run_job(
         alice,
-        "echo hosts $(cat /etc/mpi/hostfile) $(id -u)",
+        "echo hosts $(cat /etc/mpi/hostfile) $(id -u); "
+        "/etc/mpi/rsh worker-0 'echo worker-0 runs it as $(id -u)'",
         framework=S.MPI,
         roles=[S.Role("master", 1), S.Role("worker", 1)],
     )
 
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
-    assert f"hosts 127.0.0.1 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+    assert f"hosts worker-0 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+    # The worker's agent (its /tmp/.mpi, the user's) serves the launcher, as the same user.
+    assert f"worker-0 runs it as {BASE + alice.pk}\n" in log_text(job, "master-0")
 
 
 def test_an_isolated_job_runs_as_its_user_in_its_network_namespace(job_users_on, alice):
@@ -683,7 +686,8 @@ def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
     try:
         job = run_job(
             alice,
-            "echo hosts $(cat /etc/mpi/hostfile) $(id -u)",
+            "echo hosts $(cat /etc/mpi/hostfile) $(id -u); "
+            "/etc/mpi/rsh worker-0 'echo worker-0 runs it as $(id -u)'",
             framework=S.MPI,
             roles=[S.Role("master", 1), S.Role("worker", 1)],
         )
@@ -691,7 +695,8 @@ def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
         os.umask(before)
 
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
-    assert f"hosts 127.0.0.1 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+    assert f"hosts worker-0 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+    assert f"worker-0 runs it as {BASE + alice.pk}\n" in log_text(job, "master-0")
 
 
 def test_a_secret_file_in_a_folder_the_jobs_user_cannot_enter_stays_out_of_reach_and_jobs_still_start(

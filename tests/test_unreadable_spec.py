@@ -271,6 +271,23 @@ def test_a_running_local_job_whose_spec_no_longer_reads_runs_to_its_end_saying_s
     assert "supervising" not in caplog.text
 
 
+def test_a_running_mpi_job_whose_spec_no_longer_reads_ends_once_its_launcher_has(alice, settings):
+    # Its workers serve the launcher until the runner marks the launcher's end, which it
+    # must do without the spec too: they would otherwise serve, and the job run, for ever.
+    worker = Worker()
+    job = started(
+        alice,
+        worker,
+        UNTIL_THE_GATE_OPENS,
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+
+    open_gate(settings)
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to end")
+
+
 def test_stopping_a_running_local_job_whose_spec_no_longer_reads_ends_its_processes(
     alice, settings
 ):

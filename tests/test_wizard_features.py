@@ -353,6 +353,21 @@ def test_a_custom_jobs_last_role_cannot_be_removed(alice_client):
     assert 'value="remove-row-0"' not in page  # no Remove button on the only role
 
 
+def test_a_custom_role_whose_name_is_cleared_is_refused_on_its_row_not_with_a_server_error(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.CUSTOM)}
+    )
+    rows = [role("trainer", 1, card=None), role("", 1, card=None)]
+
+    r = post_step(alice_client, draft, W.RESOURCES, resources_data(rows))
+
+    assert r.status_code == 200
+    assert "请输入角色名称。" in r.content.decode()
+
+
 def test_mount_rows_are_added_with_the_pools_first_volume(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.DATA)
@@ -918,6 +933,25 @@ def test_the_injected_variables_list_shows_the_local_pools_own_addresses(alice_c
     ]
     assert "127.0.0.1" in table and "CUDA_VISIBLE_DEVICES" in table
     assert "master-0" not in table and "23456" not in table
+
+
+def test_the_injected_variables_list_of_a_local_mpi_job_names_the_launchers_rsh_agent(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.IMAGE,
+        **{W.BASIC: basic_data(framework="MPIJob")},
+    )
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = page[start : page.index("</table>", start)]
+    assert "OMPI_MCA_plm_rsh_agent" in table
+    assert "/etc/mpi/rsh（launcher 的）：mpirun 经它在各 worker 中启动进程" in table
 
 
 def test_fault_tolerance_is_offered_to_pytorch_jobs_only(alice_client):

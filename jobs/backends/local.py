@@ -19,13 +19,14 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
 from jobs import logs as job_logs
-from jobs.runtime_env import ReplicaRef, replica_environment
+from jobs.runtime_env import LOCAL_MPI_RSH_AGENT, ReplicaRef, replica_environment
 from jobs.sandbox import (
     SandboxError,
     read_only_parent_lacking,
     read_only_parent_message,
     resolve_in_root,
 )
+from jobs.spec import TENSORFLOW
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -290,6 +291,11 @@ class LocalBackend(Backend):
                     "a pool that allows it."
                 ),
             )
+        for i, role in enumerate(spec.roles):
+            # TensorFlow's own rule (multi_worker_util: "There must be at most one 'evaluator'
+            # job"): the evaluator's TF_CONFIG lists its role, which TF refuses with two.
+            if spec.framework == TENSORFLOW and role.name == "evaluator" and role.replicas > 1:
+                err(f"roles[{i}].replicas", _("TensorFlow allows at most 1 evaluator."))
         volumes = {v.name: v for v in host_volumes()}
         mounted: list[tuple[int, str, str, bool]] = []  # (row, mount path, folder, read-only)
         for i, ds in enumerate(spec.datasources):
@@ -406,6 +412,8 @@ class LocalBackend(Backend):
             master_addr="127.0.0.1",
             master_port=str(PORT_AT_START),
             tf_address=lambda r, i: f"127.0.0.1:{PORT_AT_START}",
+            training_sees_evaluator=False,
+            mpi_rsh_agent=LOCAL_MPI_RSH_AGENT,
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
             masked=True,
