@@ -87,26 +87,28 @@ def split_secret(url: str) -> tuple[str, str]:
 
 
 def secret_masked(url: str) -> str:
-    """The webhook line as shown, even to its owner: a signing secret as `******`."""
-    base, secret = split_secret(url)
-    return f"{base}#{SECRET_MARK}{MASK}" if secret else url
+    """The webhook line as shown, even to its owner: a signing secret as `#secret=******`,
+    and any other fragment as `#******`: one that is not `secret=` (`#Secret=`, `#sign=`,
+    `#x#secret=`) is most likely a secret mistyped, and a fragment is never sent, so hiding
+    it hides nothing a receiver gets."""
+    base, _sep, fragment = url.partition("#")
+    if fragment in ("", SECRET_MARK, MASK, SECRET_MARK + MASK):
+        return url  # nothing to hide (no fragment, an empty secret, or masked already)
+    if fragment.startswith(SECRET_MARK):
+        return f"{base}#{SECRET_MARK}{MASK}"
+    return f"{base}#{MASK}"
 
 
 def secrets_restored(urls: list[str], stored: list[str]) -> list[str]:
-    """Webhook lines from a form that showed them masked: a line whose secret is `******`
-    gets the stored secret of the same URL back (a URL changed or new keeps what it says)."""
-    secrets = {}
+    """Webhook lines from a form that showed them masked: a line that reads as a stored line
+    is shown (`secret_masked`) gets that stored line back, its secret with it (a URL changed
+    or new keeps what it says)."""
+    hidden: dict[str, str] = {}
     for url in stored:
-        base, secret = split_secret(url)
-        if secret and secret != MASK:
-            secrets.setdefault(base, secret)
-    restored = []
-    for url in urls:
-        base, secret = split_secret(url)
-        if secret == MASK and base in secrets:
-            url = f"{base}#{SECRET_MARK}{secrets[base]}"
-        restored.append(url)
-    return restored
+        shown = secret_masked(url)
+        if shown != url:
+            hidden.setdefault(shown, url)
+    return [hidden.get(url, url) for url in urls]
 
 
 def alert_text(

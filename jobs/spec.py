@@ -1632,10 +1632,34 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         except ValidationError:
             err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": shown})
             continue
-        base, secret = chat_bots.split_secret(url)
-        if not secret:
+        base, _hash, fragment = url.partition("#")
+        if not fragment:
             continue
-        if chat_bots.bot_of(base) not in chat_bots.SIGNING_BOTS:
+        bot = chat_bots.bot_of(base)
+        if not fragment.startswith(chat_bots.SECRET_MARK):
+            if fragment == chat_bots.MASK:
+                err(
+                    "alert.webhooks",
+                    _(
+                        "“%(value)s”: what followed # is shown as ****** and is not known "
+                        "here; type it again, or remove it."
+                    )
+                    % {"value": shown},
+                )
+            elif bot is not None:
+                # Only `#secret=` is read: another fragment on a bot's line is a secret
+                # mistyped (`#Secret=`, `#sign=`) that would be dropped without a word.
+                err(
+                    "alert.webhooks",
+                    _(
+                        "“%(value)s”: after a chat bot's URL only #secret= followed by its "
+                        "signing secret is read; write it so, or remove what follows #."
+                    )
+                    % {"value": shown},
+                )
+            continue
+        secret = fragment.removeprefix(chat_bots.SECRET_MARK)
+        if bot not in chat_bots.SIGNING_BOTS:
             err(
                 "alert.webhooks",
                 _(
@@ -1650,6 +1674,24 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
                 _(
                     "“%(value)s”: the signing secret is shown as ****** and is not known "
                     "here; type it again after #secret=."
+                )
+                % {"value": shown},
+            )
+        elif not secret:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: no signing secret follows #secret=; type the bot's secret "
+                    "after it, or remove #secret= if the bot does not sign."
+                )
+                % {"value": shown},
+            )
+        elif "#" in secret:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: a webhook line takes one #secret=, and a signing secret has "
+                    "no #; keep the one secret the bot shows."
                 )
                 % {"value": shown},
             )

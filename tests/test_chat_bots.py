@@ -587,3 +587,93 @@ def test_a_webhook_line_that_is_no_url_is_refused_on_its_field_its_secret_masked
         in error_texts(r)
     )
     assert "abc1234" not in r.content.decode()
+
+
+# -- what may follow a webhook's # (found in review) -------------------------------------
+
+
+ONLY_SECRET_READ = "：聊天机器人的地址之后只读取 #secret= 及其后的签名密钥"
+
+
+@pytest.mark.parametrize(
+    ("fragment", "shown", "said"),
+    [
+        ("secret=", "#secret=", "：#secret= 之后没有签名密钥，请在其后输入机器人的密钥"),
+        ("Secret=SECtypo123", "#******", ONLY_SECRET_READ),
+        ("sign=SECtypo123", "#******", ONLY_SECRET_READ),
+        ("x#secret=SECtypo123", "#******", ONLY_SECRET_READ),
+        ("secret=SECtypo123#secret=SEC2", "#secret=******", "：每行 Webhook 只能带一个 #secret="),
+        ("******", "#******", "：# 之后的内容显示为 ******，此处不知道其原值"),
+    ],
+)
+def test_a_bot_line_whose_fragment_is_no_signing_secret_is_refused_on_its_field_masked(
+    alice, bots, fragment, shown, said
+):
+    spec = make_spec(
+        alert=S.AlertConfig(items=["jobFailed"], webhooks=[f"{bots.dingtalk_url}#{fragment}"])
+    )
+
+    with pytest.raises(S.SpecError) as caught:
+        jobs_submit(owner=alice, spec=spec, submit_key="k")
+
+    [message] = caught.value.errors["alert.webhooks"]
+    assert message.startswith(f"“{bots.dingtalk_url}{shown}”{said}")
+    assert "SECtypo123" not in message
+    assert not Job.objects.exists()
+
+
+def test_the_wizard_shows_a_mistyped_secret_masked_and_gets_it_back_when_posted_masked(
+    alice_client, bots
+):
+    from .test_wizard import advanced_data, complete_steps, new_draft
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+    typed = f"{bots.dingtalk_url}#Secret={DINGTALK_SECRET}"
+    data = advanced_data(alert_items="jobFailed", alert_webhooks=typed)
+
+    refused = post_step(alice_client, draft, W.ADVANCED, data)
+    page = html.unescape(refused.content.decode())
+    again = post_step(
+        alice_client, draft, W.ADVANCED, {**data, "alert_webhooks": f"{bots.dingtalk_url}#******"}
+    )
+
+    assert refused.status_code == 200 and again.status_code == 200
+    assert DINGTALK_SECRET not in page and DINGTALK_SECRET not in again.content.decode()
+    assert f"{bots.dingtalk_url}#******</textarea>" in page
+    assert f"“{bots.dingtalk_url}#******”：聊天机器人的地址之后只读取 #secret=" in page
+    # Posted as shown, the line is what was typed (refused again), not a literal ******.
+    draft.refresh_from_db()
+    assert draft.data[W.ADVANCED]["alert_webhooks"] == [typed]
+
+
+def test_ten_signed_webhooks_and_a_non_ascii_secret_are_taken_and_signed(alice, bots):
+    bots.dingtalk_secret = "密钥SEC1"
+    lines = [f"{bots.dingtalk_url}#secret=密钥SEC1"] + [
+        f"{bots.dingtalk_url}&n={i}#secret=SEC{i}x{DINGTALK_SECRET}" for i in range(9)
+    ]
+    job = alerting_job(alice, lines)
+
+    failed(job)
+
+    assert job.job_spec().alert.webhooks == lines
+    messages = event_messages(job, "AlertFailed")
+    # The first signs with the non-ASCII secret (UTF-8, as the fake checks it); the others'
+    # secrets are not DingTalk's, so it refuses them, and no event holds a secret.
+    assert len(event_messages(job, "AlertSent")) == 1 and len(messages) == 9
+    assert all("errcode 310000: sign not match" in m for m in messages)
+    assert not any("SEC" in m or "密钥" in m for m in messages)
+
+
+def test_an_import_refusing_a_mistyped_secret_shows_it_nowhere(alice_client, bots):
+    from .test_wizard_import import BODY, box_of, error_texts, import_body
+
+    typed = f"{bots.dingtalk_url}#Secret={DINGTALK_SECRET}"
+    body = {**copy.deepcopy(BODY), "console": {"alertChannels": {"webhooks": [typed]}}}
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200 and not Draft.objects.exists()
+    assert json.loads(box_of(r))["console"]["alertChannels"]["webhooks"] == [W.MASK]
+    assert f"console.alertChannels.webhooks: “{bots.dingtalk_url}#******”：" in error_texts(r)
+    assert DINGTALK_SECRET not in r.content.decode()
