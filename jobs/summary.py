@@ -49,11 +49,13 @@ def spec_sections(
     pool_name: str = "",
     changed_secrets: frozenset[str] = frozenset(),
     password_changed: bool = False,
+    changed_webhooks: frozenset[str] = frozenset(),
 ) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
-    section per form step of the wizard, in its order. `changed_secrets` (env names) and
-    `password_changed` mark secret values that differ from a copy's source: masked, they
-    would read the same on both sides of the diff."""
+    section per form step of the wizard, in its order. `changed_secrets` (env names),
+    `password_changed` and `changed_webhooks` (webhook lines whose signing secret or other
+    fragment differs from the source's line of the same URL) mark secret values that differ
+    from a copy's source: masked, they would read the same on both sides of the diff."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -73,6 +75,16 @@ def spec_sections(
     # outside the f-strings: xgettext skips those
     secret, read_only, changed = _("secret"), _("read-only"), _("changed")
     secret_changed = _("secret, changed")
+    signing_changed = _("signing secret changed")
+    webhooks = "\n".join(
+        chat_bots.secret_masked(url)
+        + (
+            f" ({signing_changed if chat_bots.split_secret(url)[1] else changed})"
+            if url in changed_webhooks
+            else ""
+        )
+        for url in spec.alert.webhooks
+    )
     envs = "\n".join(
         f"{e.name}={S.mask(e.value) if e.secret else e.value}"
         + (f" ({secret})" if e.secret and e.name not in changed_secrets else "")
@@ -175,10 +187,7 @@ def spec_sections(
                     ),
                 ),
                 (_("Alert emails"), ", ".join(spec.alert.emails)),
-                (
-                    _("Alert webhooks"),
-                    "\n".join(chat_bots.secret_masked(url) for url in spec.alert.webhooks),
-                ),
+                (_("Alert webhooks"), webhooks),
                 (
                     _("Alert rule"),
                     " ".join(
@@ -196,6 +205,20 @@ def spec_sections(
         ),
         (_("Submission"), [(_("Submission"), submission)]),
     ]
+
+
+def _webhooks_changed_unseen(before: list[str], after: list[str]) -> frozenset[str]:
+    """The lines of `after` that read as a line of `before` once masked (the same URL, a
+    signing secret or other fragment hidden) but are not that line: their secret changed,
+    which the diff must say, since both sides show `******`."""
+    shown_before = {chat_bots.secret_masked(url) for url in before}
+    return frozenset(
+        url
+        for url in after
+        if url not in before
+        and (shown := chat_bots.secret_masked(url)) != url
+        and shown in shown_before
+    )
 
 
 HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
@@ -236,6 +259,7 @@ def spec_changes(
             if e.secret and e.name in old_secrets and old_secrets[e.name] != e.value
         ),
         password_changed=bool(old_password and new_password and old_password != new_password),
+        changed_webhooks=_webhooks_changed_unseen(before.alert.webhooks, after.alert.webhooks),
     )
     for (section, old_rows), (_same, new_rows) in zip(
         spec_sections(before, pool_name=names.get(before.resource_pool_id, "")),

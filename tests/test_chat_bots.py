@@ -677,3 +677,30 @@ def test_an_import_refusing_a_mistyped_secret_shows_it_nowhere(alice_client, bot
     assert json.loads(box_of(r))["console"]["alertChannels"]["webhooks"] == [W.MASK]
     assert f"console.alertChannels.webhooks: “{bots.dingtalk_url}#******”：" in error_texts(r)
     assert DINGTALK_SECRET not in r.content.decode()
+
+
+def test_the_copy_diff_says_a_bots_signing_secret_changed_without_showing_it(
+    alice, alice_client, bots
+):
+    from .test_wizard_features import _copy_diff
+
+    job = signed_job(alice, bots)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    draft = Draft.objects.get(source_job=job)
+    kept = _copy_diff(alice_client, draft)
+    sent = {k: v for k, v in draft.data[W.ADVANCED].items() if not k.startswith("_")}
+    # The Feishu line with a new secret typed, the DingTalk one as the page shows it.
+    sent["alert_webhooks"] = (
+        f"{bots.feishu_url}#secret=renewed-{FEISHU_SECRET}\n{bots.dingtalk_url}#secret=******"
+    )
+    posted = post_step(alice_client, draft, W.ADVANCED, sent)
+    changed = html.unescape(_copy_diff(alice_client, draft))
+
+    assert posted.status_code == 302
+    assert "相同" in kept  # the secrets kept as they were: no change
+    fields = re.findall(r'<td class="diff-field">([^<]+)</td>', changed)
+    assert fields == ["高级配置 · 告警 Webhook"]
+    assert f"{bots.feishu_url}#secret=****** (签名密钥已更改)" in changed
+    # The DingTalk line kept its secret: not marked on either side.
+    assert changed.count(f"{bots.dingtalk_url}#secret=******</pre>") == 2
+    assert FEISHU_SECRET not in changed
