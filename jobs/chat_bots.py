@@ -194,9 +194,10 @@ def with_query(url: str, extra: dict[str, str]) -> str:
 def answer_error(*, bot: str, response: httpx.Response, url: str) -> str | None:
     """Why the bot did not post the message, in its own words, or None if it did.
 
-    HTTP 4xx/5xx is a failure; so is a 200 whose JSON carries a non-zero `code` (Feishu; its
-    older answers `StatusCode`) or `errcode` (WeCom, DingTalk). A 200 without either (a
-    gateway in front of a bot) is taken as delivered. Slack answers `ok` as text, and its
+    HTTP 3xx/4xx/5xx is a failure (a redirect is never followed, so nothing was posted); so
+    is a 200 whose JSON carries a non-zero `code` (Feishu; its older answers `StatusCode`) or
+    `errcode` (WeCom, DingTalk). A 200 without either (a gateway in front of a bot) is taken
+    as delivered. Slack answers `ok` as text, and its
     errors as text with a 4xx (`invalid_payload`, `no_service`)."""
     text = response.text
     try:
@@ -213,7 +214,7 @@ def answer_error(*, bot: str, response: httpx.Response, url: str) -> str | None:
             code = answer.get("errcode")
             words = answer.get("errmsg")
     failed_code = code not in (None, 0, "0")
-    if response.status_code < 400 and not failed_code:
+    if response.status_code < 300 and not failed_code:
         return None
     said = f"HTTP {response.status_code}"
     if failed_code:

@@ -59,6 +59,8 @@ class FakeBots:
         self.feishu_secret: str | None = None
         self.dingtalk_secret: str | None = None
         self.plain_status = 200
+        # Where Feishu's hook redirects (None: it answers), as a moved or proxied host may.
+        self.feishu_redirect: str | None = None
 
     def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
         parts = urlsplit(handler.path)
@@ -78,6 +80,8 @@ class FakeBots:
         except ValueError:
             body = None
         self.received[-1]["body"] = body
+        if parts.path.startswith("/open-apis/bot/v2/hook/") and self.feishu_redirect:
+            return 302, "text/plain", ""
         if parts.path.startswith("/open-apis/bot/v2/hook/"):
             return self.feishu(parts.path.rsplit("/", 1)[1], body if json_type else None)
         if parts.path == "/cgi-bin/webhook/send":
@@ -182,6 +186,8 @@ def bots(settings, monkeypatch):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
+            if status == 302:
+                self.send_header("Location", fake.feishu_redirect)
             self.end_headers()
             self.wfile.write(data)
 
@@ -704,3 +710,17 @@ def test_the_copy_diff_says_a_bots_signing_secret_changed_without_showing_it(
     # The DingTalk line kept its secret: not marked on either side.
     assert changed.count(f"{bots.dingtalk_url}#secret=******</pre>") == 2
     assert FEISHU_SECRET not in changed
+
+
+def test_a_bot_answering_with_a_redirect_is_alert_failed_and_the_redirect_not_followed(alice, bots):
+    # A redirect to another path of the same server: followed, it would be a post there.
+    bots.feishu_redirect = f"{bots.base}/elsewhere"
+    job = alerting_job(alice, [bots.feishu_url])
+
+    failed(job)
+
+    assert [r["path"] for r in bots.received] == [f"/open-apis/bot/v2/hook/{FEISHU_HOOK}"]
+    assert event_messages(job, "AlertFailed") == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（Feishu/Lark: HTTP 302）"
+    ]
+    assert event_messages(job, "AlertSent") == []
