@@ -10,7 +10,9 @@ its own format, and its answer is read: a 200 carrying a non-zero code is a fail
   Slack by its host as well (`hooks.slack.com/services/...`: other services use that path).
   Any other URL gets the console's JSON, unchanged (jobs.alerts: programs read it).
 - Plain text, not markdown: a job's name or a failure reason is written by its user, and
-  text shows it as written on every platform.
+  text shows it as written on every platform. Slack reads `&`, `<` and `>` in any text as
+  markup (`<!channel>` notifies everyone, `<url|words>` is a link): they are escaped for it,
+  as Slack's formatting reference says, and it shows them as written.
 - Signing (DingTalk's 加签, Feishu's 签名校验): the secret is given after the URL as a
   fragment, `#secret=SEC...`. A fragment is never sent by HTTP, so the bot's URL stays the
   same, and it lives in the webhook line wherever the line goes (Copy & edit, import, the
@@ -169,7 +171,7 @@ def bot_request(*, bot: str, text: str, secret: str, now: float | None = None) -
             body["sign"] = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
         return BotRequest(query={}, body=body)
     if bot == SLACK:
-        return BotRequest(query={}, body={"text": text})
+        return BotRequest(query={}, body={"text": slack_escaped(text)})
     body = {"msgtype": "text", "text": {"content": text}}
     query: dict[str, str] = {}
     if bot == DINGTALK and secret:
@@ -179,6 +181,12 @@ def bot_request(*, bot: str, text: str, secret: str, now: float | None = None) -
         digest = hmac.new(secret.encode(), f"{stamp}\n{secret}".encode(), hashlib.sha256).digest()
         query = {"timestamp": stamp, "sign": base64.b64encode(digest).decode()}
     return BotRequest(query=query, body=body)
+
+
+def slack_escaped(text: str) -> str:
+    """`text` as Slack shows it as written: its three control characters as entities (only
+    those: Slack decodes no others)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def with_query(url: str, extra: dict[str, str]) -> str:

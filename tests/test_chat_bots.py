@@ -724,3 +724,34 @@ def test_a_bot_answering_with_a_redirect_is_alert_failed_and_the_redirect_not_fo
         "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（Feishu/Lark: HTTP 302）"
     ]
     assert event_messages(job, "AlertSent") == []
+
+
+def test_a_signed_bot_on_a_private_address_is_not_called_unless_allowed(alice, bots, settings):
+    """The SSRF guard holds for bots as for any webhook: a literal loopback address, and a
+    name resolving to one (hooks.slack.com here), are refused at send time, after DNS."""
+    job = alerting_job(alice, [f"{bots.dingtalk_url}#secret={DINGTALK_SECRET}", bots.slack_url])
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False  # switched off after the job was taken
+
+    failed(job)
+
+    assert bots.received == []
+    assert event_messages(job, "AlertFailed") == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（不允许私有、环回和链路本地地址）",
+        "任务失败退出：发往 hooks.slack.com 的 Webhook 发送失败"
+        "（hooks.slack.com 解析到私有或环回地址）",
+    ]
+
+
+def test_slack_gets_its_control_characters_escaped_and_the_other_bots_the_text_as_written(
+    alice, bots
+):
+    job = alerting_job(alice, [bots.slack_url, bots.wecom_url])
+
+    deliver(job=job, item="jobFailed", message="demo: <!channel> a&b <x|y>", time=TIME)
+
+    slack, wecom = bots.received
+    # Slack decodes &amp; &lt; &gt; and shows what was written; unescaped, <!channel> would
+    # notify the whole channel and <x|y> would be a link.
+    assert "详情：demo: &lt;!channel&gt; a&amp;b &lt;x|y&gt;" in slack["body"]["text"]
+    assert "详情：demo: <!channel> a&b <x|y>" in wecom["body"]["text"]["content"]
+    assert len(event_messages(job, "AlertSent")) == 2
