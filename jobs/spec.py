@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
@@ -1587,6 +1588,19 @@ def _validate_bccl(spec: JobSpec, err: Any) -> None:
         )
 
 
+def _url_readable(url: str) -> bool:
+    """What URLValidator lets through but no URL is: a NUL or another control character (in
+    a path, a #secret=), which PostgreSQL also refuses to store, or a port past 65535, which
+    the worker could not connect to."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):
+        return False
+    try:
+        urlsplit(url).port  # noqa: B018  (reading it raises for a port past 65535)
+    except ValueError:
+        return False
+    return True
+
+
 def _validate_advanced(spec: JobSpec, err: Any) -> None:
     if spec.tensorboard.enable and normalised_mount_path(spec.tensorboard.log_path) is None:
         err(
@@ -1629,6 +1643,8 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         shown = chat_bots.secret_masked(url)
         try:
             url_validator(url)
+            if not _url_readable(url):
+                raise ValidationError("not a URL")
         except ValidationError:
             err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": shown})
             continue

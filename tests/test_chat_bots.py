@@ -755,3 +755,40 @@ def test_slack_gets_its_control_characters_escaped_and_the_other_bots_the_text_a
     assert "详情：demo: &lt;!channel&gt; a&amp;b &lt;x|y&gt;" in slack["body"]["text"]
     assert "详情：demo: <!channel> a&b <x|y>" in wecom["body"]["text"]["content"]
     assert len(event_messages(job, "AlertSent")) == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "http://[::1/robot/send?access_token=x#secret=SECtypo123",  # urlsplit raises
+        "https://oapi.dingtalk.com/robot/send?access_token=x#secret=SEC\x00typo123",
+        "https://gw.example.com/a\x07b",
+        "https://gw.example.com:99999/hook",
+    ],
+)
+def test_the_api_refuses_a_webhook_line_no_url_holds_on_its_field_not_with_a_500(
+    alice,
+    wsgi,  # noqa: F811
+    settings,
+    line,
+):
+    """URLValidator lets a NUL (which PostgreSQL refuses to store), a control character and
+    a port past 65535 through, and the local pool's private-address check read the line with
+    urlsplit, which raises for an unclosed "[": a 500 before this."""
+    from .test_api import body, client_for
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    key, secret = api_key_create(owner=alice, description="script")
+    api = client_for(wsgi, key.access_key_id, secret)
+    bad = body(
+        datasources=[],
+        alertConfig={"alertItems": ["jobFailed"]},
+        console={"alertChannels": {"webhooks": [line]}},
+    )
+
+    refusal = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert refusal.code == "InvalidParameter"
+    assert refusal.message.startswith("console.alertChannels.webhooks: “")
+    assert "is not an http(s) URL." in refusal.message and "SECtypo123" not in refusal.message
+    assert not Job.objects.exists()
