@@ -89,12 +89,16 @@ def webhook_url_error(url: str) -> str | None:
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE; host names are checked again at send time, after
     resolution (`resolve_webhook`).
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError:  # "http://[::1/x": no URL (the spec's check says so on its field)
+        return NOT_HTTP_URL
+    if parts.scheme not in ("http", "https") or not hostname:
         return NOT_HTTP_URL
     if settings.ALERT_WEBHOOK_ALLOW_PRIVATE:
         return None
-    host = parts.hostname
+    host = hostname
     if host == "localhost" or host.endswith(".localhost"):
         return LOOPBACK_REFUSED
     try:

@@ -10,7 +10,9 @@ its own format, and its answer is read: a 200 carrying a non-zero code is a fail
   Slack by its host as well (`hooks.slack.com/services/...`: other services use that path).
   Any other URL gets the console's JSON, unchanged (jobs.alerts: programs read it).
 - Plain text, not markdown: a job's name or a failure reason is written by its user, and
-  text shows it as written on every platform.
+  text shows it as written on every platform. Slack reads `&`, `<` and `>` in any text as
+  markup (`<!channel>` notifies everyone, `<url|words>` is a link): they are escaped for it,
+  as Slack's formatting reference says, and it shows them as written.
 - Signing (DingTalk's 加签, Feishu's 签名校验): the secret is given after the URL as a
   fragment, `#secret=SEC...`. A fragment is never sent by HTTP, so the bot's URL stays the
   same, and it lives in the webhook line wherever the line goes (Copy & edit, import, the
@@ -87,26 +89,28 @@ def split_secret(url: str) -> tuple[str, str]:
 
 
 def secret_masked(url: str) -> str:
-    """The webhook line as shown, even to its owner: a signing secret as `******`."""
-    base, secret = split_secret(url)
-    return f"{base}#{SECRET_MARK}{MASK}" if secret else url
+    """The webhook line as shown, even to its owner: a signing secret as `#secret=******`,
+    and any other fragment as `#******`: one that is not `secret=` (`#Secret=`, `#sign=`,
+    `#x#secret=`) is most likely a secret mistyped, and a fragment is never sent, so hiding
+    it hides nothing a receiver gets."""
+    base, _sep, fragment = url.partition("#")
+    if fragment in ("", SECRET_MARK, MASK, SECRET_MARK + MASK):
+        return url  # nothing to hide (no fragment, an empty secret, or masked already)
+    if fragment.startswith(SECRET_MARK):
+        return f"{base}#{SECRET_MARK}{MASK}"
+    return f"{base}#{MASK}"
 
 
 def secrets_restored(urls: list[str], stored: list[str]) -> list[str]:
-    """Webhook lines from a form that showed them masked: a line whose secret is `******`
-    gets the stored secret of the same URL back (a URL changed or new keeps what it says)."""
-    secrets = {}
+    """Webhook lines from a form that showed them masked: a line that reads as a stored line
+    is shown (`secret_masked`) gets that stored line back, its secret with it (a URL changed
+    or new keeps what it says)."""
+    hidden: dict[str, str] = {}
     for url in stored:
-        base, secret = split_secret(url)
-        if secret and secret != MASK:
-            secrets.setdefault(base, secret)
-    restored = []
-    for url in urls:
-        base, secret = split_secret(url)
-        if secret == MASK and base in secrets:
-            url = f"{base}#{SECRET_MARK}{secrets[base]}"
-        restored.append(url)
-    return restored
+        shown = secret_masked(url)
+        if shown != url:
+            hidden.setdefault(shown, url)
+    return [hidden.get(url, url) for url in urls]
 
 
 def alert_text(
@@ -167,7 +171,7 @@ def bot_request(*, bot: str, text: str, secret: str, now: float | None = None) -
             body["sign"] = base64.b64encode(hmac.new(key, b"", hashlib.sha256).digest()).decode()
         return BotRequest(query={}, body=body)
     if bot == SLACK:
-        return BotRequest(query={}, body={"text": text})
+        return BotRequest(query={}, body={"text": slack_escaped(text)})
     body = {"msgtype": "text", "text": {"content": text}}
     query: dict[str, str] = {}
     if bot == DINGTALK and secret:
@@ -177,6 +181,12 @@ def bot_request(*, bot: str, text: str, secret: str, now: float | None = None) -
         digest = hmac.new(secret.encode(), f"{stamp}\n{secret}".encode(), hashlib.sha256).digest()
         query = {"timestamp": stamp, "sign": base64.b64encode(digest).decode()}
     return BotRequest(query=query, body=body)
+
+
+def slack_escaped(text: str) -> str:
+    """`text` as Slack shows it as written: its three control characters as entities (only
+    those: Slack decodes no others)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def with_query(url: str, extra: dict[str, str]) -> str:
@@ -192,9 +202,10 @@ def with_query(url: str, extra: dict[str, str]) -> str:
 def answer_error(*, bot: str, response: httpx.Response, url: str) -> str | None:
     """Why the bot did not post the message, in its own words, or None if it did.
 
-    HTTP 4xx/5xx is a failure; so is a 200 whose JSON carries a non-zero `code` (Feishu; its
-    older answers `StatusCode`) or `errcode` (WeCom, DingTalk). A 200 without either (a
-    gateway in front of a bot) is taken as delivered. Slack answers `ok` as text, and its
+    HTTP 3xx/4xx/5xx is a failure (a redirect is never followed, so nothing was posted); so
+    is a 200 whose JSON carries a non-zero `code` (Feishu; its older answers `StatusCode`) or
+    `errcode` (WeCom, DingTalk). A 200 without either (a gateway in front of a bot) is taken
+    as delivered. Slack answers `ok` as text, and its
     errors as text with a 4xx (`invalid_payload`, `no_service`)."""
     text = response.text
     try:
@@ -211,7 +222,7 @@ def answer_error(*, bot: str, response: httpx.Response, url: str) -> str | None:
             code = answer.get("errcode")
             words = answer.get("errmsg")
     failed_code = code not in (None, 0, "0")
-    if response.status_code < 400 and not failed_code:
+    if response.status_code < 300 and not failed_code:
         return None
     said = f"HTTP {response.status_code}"
     if failed_code:

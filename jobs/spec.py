@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
@@ -1589,6 +1590,19 @@ def _validate_bccl(spec: JobSpec, err: Any) -> None:
         )
 
 
+def _url_readable(url: str) -> bool:
+    """What URLValidator lets through but no URL is: a NUL or another control character (in
+    a path, a #secret=), which PostgreSQL also refuses to store, or a port past 65535, which
+    the worker could not connect to."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):
+        return False
+    try:
+        urlsplit(url).port  # noqa: B018  (reading it raises for a port past 65535)
+    except ValueError:
+        return False
+    return True
+
+
 def _validate_advanced(spec: JobSpec, err: Any) -> None:
     if spec.tensorboard.enable and normalised_mount_path(spec.tensorboard.log_path) is None:
         err(
@@ -1631,13 +1645,39 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         shown = chat_bots.secret_masked(url)
         try:
             url_validator(url)
+            if not _url_readable(url):
+                raise ValidationError("not a URL")
         except ValidationError:
             err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": shown})
             continue
-        base, secret = chat_bots.split_secret(url)
-        if not secret:
+        base, _hash, fragment = url.partition("#")
+        if not fragment:
             continue
-        if chat_bots.bot_of(base) not in chat_bots.SIGNING_BOTS:
+        bot = chat_bots.bot_of(base)
+        if not fragment.startswith(chat_bots.SECRET_MARK):
+            if fragment == chat_bots.MASK:
+                err(
+                    "alert.webhooks",
+                    _(
+                        "“%(value)s”: what followed # is shown as ****** and is not known "
+                        "here; type it again, or remove it."
+                    )
+                    % {"value": shown},
+                )
+            elif bot is not None:
+                # Only `#secret=` is read: another fragment on a bot's line is a secret
+                # mistyped (`#Secret=`, `#sign=`) that would be dropped without a word.
+                err(
+                    "alert.webhooks",
+                    _(
+                        "“%(value)s”: after a chat bot's URL only #secret= followed by its "
+                        "signing secret is read; write it so, or remove what follows #."
+                    )
+                    % {"value": shown},
+                )
+            continue
+        secret = fragment.removeprefix(chat_bots.SECRET_MARK)
+        if bot not in chat_bots.SIGNING_BOTS:
             err(
                 "alert.webhooks",
                 _(
@@ -1652,6 +1692,24 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
                 _(
                     "“%(value)s”: the signing secret is shown as ****** and is not known "
                     "here; type it again after #secret=."
+                )
+                % {"value": shown},
+            )
+        elif not secret:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: no signing secret follows #secret=; type the bot's secret "
+                    "after it, or remove #secret= if the bot does not sign."
+                )
+                % {"value": shown},
+            )
+        elif "#" in secret:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: a webhook line takes one #secret=, and a signing secret has "
+                    "no #; keep the one secret the bot shows."
                 )
                 % {"value": shown},
             )

@@ -50,11 +50,13 @@ def spec_sections(
     pool_name: str = "",
     changed_secrets: frozenset[str] = frozenset(),
     password_changed: bool = False,
+    changed_webhooks: frozenset[str] = frozenset(),
 ) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
-    section per form step of the wizard, in its order. `changed_secrets` (env names) and
-    `password_changed` mark secret values that differ from a copy's source: masked, they
-    would read the same on both sides of the diff."""
+    section per form step of the wizard, in its order. `changed_secrets` (env names),
+    `password_changed` and `changed_webhooks` (webhook lines whose signing secret or other
+    fragment differs from the source's line of the same URL) mark secret values that differ
+    from a copy's source: masked, they would read the same on both sides of the diff."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -74,6 +76,16 @@ def spec_sections(
     # outside the f-strings: xgettext skips those
     secret, read_only, changed = _("secret"), _("read-only"), _("changed")
     secret_changed = _("secret, changed")
+    signing_changed = _("signing secret changed")
+    webhooks = "\n".join(
+        chat_bots.secret_masked(url)
+        + (
+            f" ({signing_changed if chat_bots.split_secret(url)[1] else changed})"
+            if url in changed_webhooks
+            else ""
+        )
+        for url in spec.alert.webhooks
+    )
     envs = "\n".join(
         f"{e.name}={S.mask(e.value) if e.secret else e.value}"
         + (f" ({secret})" if e.secret and e.name not in changed_secrets else "")
@@ -176,10 +188,7 @@ def spec_sections(
                     ),
                 ),
                 (_("Alert emails"), ", ".join(spec.alert.emails)),
-                (
-                    _("Alert webhooks"),
-                    "\n".join(chat_bots.secret_masked(url) for url in spec.alert.webhooks),
-                ),
+                (_("Alert webhooks"), webhooks),
                 (
                     _("Alert rule"),
                     " ".join(
@@ -197,6 +206,20 @@ def spec_sections(
         ),
         (_("Submission"), [(_("Submission"), submission)]),
     ]
+
+
+def _webhooks_changed_unseen(before: list[str], after: list[str]) -> frozenset[str]:
+    """The lines of `after` that read as a line of `before` once masked (the same URL, a
+    signing secret or other fragment hidden) but are not that line: their secret changed,
+    which the diff must say, since both sides show `******`."""
+    shown_before = {chat_bots.secret_masked(url) for url in before}
+    return frozenset(
+        url
+        for url in after
+        if url not in before
+        and (shown := chat_bots.secret_masked(url)) != url
+        and shown in shown_before
+    )
 
 
 HUNK_RE = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
@@ -237,7 +260,7 @@ def specs_compared(
     """Every field of the specs side by side, in the wizard's order and words (spec_sections),
     each saying whether the specs differ on it. The first spec is the one the others are read
     against, as a copy is against its source: a secret (an env marked secret, the registry
-    password) whose value differs from the first spec's that has it reads "secret, changed"
+    password, a chat bot's signing secret) whose value differs from the first spec's that has it reads "secret, changed"
     (masked, it would read the same), and a command that differs from the first's shows as the
     lines that changed. `pool_names` (jobs.pools.spec_pool_names): each pool named as
     spec_sections names it, "name (id)"; without it, by id."""
@@ -258,6 +281,10 @@ def specs_compared(
                     if name in first_secrets and first_secrets[name] != value
                 ),
                 password_changed=bool(first_password and password and first_password != password),
+                # A bot's signing secret differing from the first job's (both read ******).
+                changed_webhooks=_webhooks_changed_unseen(
+                    specs[0].alert.webhooks, spec.alert.webhooks
+                ),
             )
         )
         for name, value in secrets:

@@ -649,16 +649,16 @@ def secret_values(document: Mapping[str, Any], v1: Any) -> list[str]:
 
 
 def _signed_webhooks(document: Any) -> list[str]:
-    """The webhook lines of a body that carry a signing secret (`#secret=...`, not masked):
-    each is masked whole, as an env's secret value is, and put back when the box is sent
-    again (a line is one JSON string)."""
+    """The webhook lines of a body that carry a signing secret (`#secret=...`, not masked) or
+    another fragment (chat_bots.secret_masked hides both): each is masked whole, as an env's
+    secret value is, and put back when the box is sent again (a line is one JSON string)."""
     console = document.get("console") if isinstance(document, Mapping) else None
     channels = console.get("alertChannels") if isinstance(console, Mapping) else None
     webhooks = channels.get("webhooks") if isinstance(channels, Mapping) else None
     return [
         url
         for url in (webhooks if isinstance(webhooks, list) else [])
-        if isinstance(url, str) and chat_bots.split_secret(url)[1] not in ("", W.MASK)
+        if isinstance(url, str) and chat_bots.secret_masked(url) != url
     ]
 
 

@@ -59,6 +59,8 @@ class FakeBots:
         self.feishu_secret: str | None = None
         self.dingtalk_secret: str | None = None
         self.plain_status = 200
+        # Where Feishu's hook redirects (None: it answers), as a moved or proxied host may.
+        self.feishu_redirect: str | None = None
 
     def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
         parts = urlsplit(handler.path)
@@ -78,6 +80,8 @@ class FakeBots:
         except ValueError:
             body = None
         self.received[-1]["body"] = body
+        if parts.path.startswith("/open-apis/bot/v2/hook/") and self.feishu_redirect:
+            return 302, "text/plain", ""
         if parts.path.startswith("/open-apis/bot/v2/hook/"):
             return self.feishu(parts.path.rsplit("/", 1)[1], body if json_type else None)
         if parts.path == "/cgi-bin/webhook/send":
@@ -182,6 +186,8 @@ def bots(settings, monkeypatch):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
+            if status == 302:
+                self.send_header("Location", fake.feishu_redirect)
             self.end_headers()
             self.wfile.write(data)
 
@@ -587,3 +593,202 @@ def test_a_webhook_line_that_is_no_url_is_refused_on_its_field_its_secret_masked
         in error_texts(r)
     )
     assert "abc1234" not in r.content.decode()
+
+
+# -- what may follow a webhook's # (found in review) -------------------------------------
+
+
+ONLY_SECRET_READ = "：聊天机器人的地址之后只读取 #secret= 及其后的签名密钥"
+
+
+@pytest.mark.parametrize(
+    ("fragment", "shown", "said"),
+    [
+        ("secret=", "#secret=", "：#secret= 之后没有签名密钥，请在其后输入机器人的密钥"),
+        ("Secret=SECtypo123", "#******", ONLY_SECRET_READ),
+        ("sign=SECtypo123", "#******", ONLY_SECRET_READ),
+        ("x#secret=SECtypo123", "#******", ONLY_SECRET_READ),
+        ("secret=SECtypo123#secret=SEC2", "#secret=******", "：每行 Webhook 只能带一个 #secret="),
+        ("******", "#******", "：# 之后的内容显示为 ******，此处不知道其原值"),
+    ],
+)
+def test_a_bot_line_whose_fragment_is_no_signing_secret_is_refused_on_its_field_masked(
+    alice, bots, fragment, shown, said
+):
+    spec = make_spec(
+        alert=S.AlertConfig(items=["jobFailed"], webhooks=[f"{bots.dingtalk_url}#{fragment}"])
+    )
+
+    with pytest.raises(S.SpecError) as caught:
+        jobs_submit(owner=alice, spec=spec, submit_key="k")
+
+    [message] = caught.value.errors["alert.webhooks"]
+    assert message.startswith(f"“{bots.dingtalk_url}{shown}”{said}")
+    assert "SECtypo123" not in message
+    assert not Job.objects.exists()
+
+
+def test_the_wizard_shows_a_mistyped_secret_masked_and_gets_it_back_when_posted_masked(
+    alice_client, bots
+):
+    from .test_wizard import advanced_data, complete_steps, new_draft
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+    typed = f"{bots.dingtalk_url}#Secret={DINGTALK_SECRET}"
+    data = advanced_data(alert_items="jobFailed", alert_webhooks=typed)
+
+    refused = post_step(alice_client, draft, W.ADVANCED, data)
+    page = html.unescape(refused.content.decode())
+    again = post_step(
+        alice_client, draft, W.ADVANCED, {**data, "alert_webhooks": f"{bots.dingtalk_url}#******"}
+    )
+
+    assert refused.status_code == 200 and again.status_code == 200
+    assert DINGTALK_SECRET not in page and DINGTALK_SECRET not in again.content.decode()
+    assert f"{bots.dingtalk_url}#******</textarea>" in page
+    assert f"“{bots.dingtalk_url}#******”：聊天机器人的地址之后只读取 #secret=" in page
+    # Posted as shown, the line is what was typed (refused again), not a literal ******.
+    draft.refresh_from_db()
+    assert draft.data[W.ADVANCED]["alert_webhooks"] == [typed]
+
+
+def test_ten_signed_webhooks_and_a_non_ascii_secret_are_taken_and_signed(alice, bots):
+    bots.dingtalk_secret = "密钥SEC1"
+    lines = [f"{bots.dingtalk_url}#secret=密钥SEC1"] + [
+        f"{bots.dingtalk_url}&n={i}#secret=SEC{i}x{DINGTALK_SECRET}" for i in range(9)
+    ]
+    job = alerting_job(alice, lines)
+
+    failed(job)
+
+    assert job.job_spec().alert.webhooks == lines
+    messages = event_messages(job, "AlertFailed")
+    # The first signs with the non-ASCII secret (UTF-8, as the fake checks it); the others'
+    # secrets are not DingTalk's, so it refuses them, and no event holds a secret.
+    assert len(event_messages(job, "AlertSent")) == 1 and len(messages) == 9
+    assert all("errcode 310000: sign not match" in m for m in messages)
+    assert not any("SEC" in m or "密钥" in m for m in messages)
+
+
+def test_an_import_refusing_a_mistyped_secret_shows_it_nowhere(alice_client, bots):
+    from .test_wizard_import import BODY, box_of, error_texts, import_body
+
+    typed = f"{bots.dingtalk_url}#Secret={DINGTALK_SECRET}"
+    body = {**copy.deepcopy(BODY), "console": {"alertChannels": {"webhooks": [typed]}}}
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200 and not Draft.objects.exists()
+    assert json.loads(box_of(r))["console"]["alertChannels"]["webhooks"] == [W.MASK]
+    assert f"console.alertChannels.webhooks: “{bots.dingtalk_url}#******”：" in error_texts(r)
+    assert DINGTALK_SECRET not in r.content.decode()
+
+
+def test_the_copy_diff_says_a_bots_signing_secret_changed_without_showing_it(
+    alice, alice_client, bots
+):
+    from .test_wizard_features import _copy_diff
+
+    job = signed_job(alice, bots)
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    draft = Draft.objects.get(source_job=job)
+    kept = _copy_diff(alice_client, draft)
+    sent = {k: v for k, v in draft.data[W.ADVANCED].items() if not k.startswith("_")}
+    # The Feishu line with a new secret typed, the DingTalk one as the page shows it.
+    sent["alert_webhooks"] = (
+        f"{bots.feishu_url}#secret=renewed-{FEISHU_SECRET}\n{bots.dingtalk_url}#secret=******"
+    )
+    posted = post_step(alice_client, draft, W.ADVANCED, sent)
+    changed = html.unescape(_copy_diff(alice_client, draft))
+
+    assert posted.status_code == 302
+    assert "相同" in kept  # the secrets kept as they were: no change
+    fields = re.findall(r'<td class="diff-field">([^<]+)</td>', changed)
+    assert fields == ["高级配置 · 告警 Webhook"]
+    assert f"{bots.feishu_url}#secret=****** (签名密钥已更改)" in changed
+    # The DingTalk line kept its secret: not marked on either side.
+    assert changed.count(f"{bots.dingtalk_url}#secret=******</pre>") == 2
+    assert FEISHU_SECRET not in changed
+
+
+def test_a_bot_answering_with_a_redirect_is_alert_failed_and_the_redirect_not_followed(alice, bots):
+    # A redirect to another path of the same server: followed, it would be a post there.
+    bots.feishu_redirect = f"{bots.base}/elsewhere"
+    job = alerting_job(alice, [bots.feishu_url])
+
+    failed(job)
+
+    assert [r["path"] for r in bots.received] == [f"/open-apis/bot/v2/hook/{FEISHU_HOOK}"]
+    assert event_messages(job, "AlertFailed") == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（Feishu/Lark: HTTP 302）"
+    ]
+    assert event_messages(job, "AlertSent") == []
+
+
+def test_a_signed_bot_on_a_private_address_is_not_called_unless_allowed(alice, bots, settings):
+    """The SSRF guard holds for bots as for any webhook: a literal loopback address, and a
+    name resolving to one (hooks.slack.com here), are refused at send time, after DNS."""
+    job = alerting_job(alice, [f"{bots.dingtalk_url}#secret={DINGTALK_SECRET}", bots.slack_url])
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False  # switched off after the job was taken
+
+    failed(job)
+
+    assert bots.received == []
+    assert event_messages(job, "AlertFailed") == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（不允许私有、环回和链路本地地址）",
+        "任务失败退出：发往 hooks.slack.com 的 Webhook 发送失败"
+        "（hooks.slack.com 解析到私有或环回地址）",
+    ]
+
+
+def test_slack_gets_its_control_characters_escaped_and_the_other_bots_the_text_as_written(
+    alice, bots
+):
+    job = alerting_job(alice, [bots.slack_url, bots.wecom_url])
+
+    deliver(job=job, item="jobFailed", message="demo: <!channel> a&b <x|y>", time=TIME)
+
+    slack, wecom = bots.received
+    # Slack decodes &amp; &lt; &gt; and shows what was written; unescaped, <!channel> would
+    # notify the whole channel and <x|y> would be a link.
+    assert "详情：demo: &lt;!channel&gt; a&amp;b &lt;x|y&gt;" in slack["body"]["text"]
+    assert "详情：demo: <!channel> a&b <x|y>" in wecom["body"]["text"]["content"]
+    assert len(event_messages(job, "AlertSent")) == 2
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "http://[::1/robot/send?access_token=x#secret=SECtypo123",  # urlsplit raises
+        "https://oapi.dingtalk.com/robot/send?access_token=x#secret=SEC\x00typo123",
+        "https://gw.example.com/a\x07b",
+        "https://gw.example.com:99999/hook",
+    ],
+)
+def test_the_api_refuses_a_webhook_line_no_url_holds_on_its_field_not_with_a_500(
+    alice,
+    wsgi,  # noqa: F811
+    settings,
+    line,
+):
+    """URLValidator lets a NUL (which PostgreSQL refuses to store), a control character and
+    a port past 65535 through, and the local pool's private-address check read the line with
+    urlsplit, which raises for an unclosed "[": a 500 before this."""
+    from .test_api import body, client_for
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    key, secret = api_key_create(owner=alice, description="script")
+    api = client_for(wsgi, key.access_key_id, secret)
+    bad = body(
+        datasources=[],
+        alertConfig={"alertItems": ["jobFailed"]},
+        console={"alertChannels": {"webhooks": [line]}},
+    )
+
+    refusal = refused(lambda: api.create_job(pool="local", body=bad))
+
+    assert refusal.code == "InvalidParameter"
+    assert refusal.message.startswith("console.alertChannels.webhooks: “")
+    assert "is not an http(s) URL." in refusal.message and "SECtypo123" not in refusal.message
+    assert not Job.objects.exists()
