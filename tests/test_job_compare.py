@@ -231,6 +231,29 @@ def test_a_secret_is_never_shown_only_that_it_changed_from_the_first_job(alice, 
     ]
 
 
+def test_a_chat_bots_signing_secret_that_differs_from_the_first_jobs_is_said_never_shown(
+    alice, alice_en
+):
+    hook = "https://oapi.dingtalk.com/robot/send?access_token=0123456789abcdef"
+
+    def signed(name: str, secret: str) -> Job:
+        alert = S.AlertConfig(items=["jobFailed"], webhooks=[f"{hook}#secret={secret}"])
+        return tuned(alice, name, alert=alert)
+
+    first, same, changed = signed("a", "SECfirst"), signed("b", "SECfirst"), signed("c", "SECnew")
+
+    r = alice_en.get(compare_url(first, same, changed))
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "SECfirst" not in html and "SECnew" not in html
+    assert rows(html)["Advanced · Alert webhooks"] == [
+        f"{hook}#secret=******",
+        f"{hook}#secret=******",
+        f"{hook}#secret=****** (signing secret changed)",
+    ]
+
+
 def test_a_command_the_same_as_the_first_jobs_says_so_beside_one_that_changed(alice, alice_en):
     first = tuned(alice, "a")
     same = tuned(alice, "b")
