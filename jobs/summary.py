@@ -50,11 +50,13 @@ def spec_sections(
     pool_name: str = "",
     changed_secrets: frozenset[str] = frozenset(),
     password_changed: bool = False,
+    changed_webhook_secrets: frozenset[str] = frozenset(),
 ) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
     section per form step of the wizard, in its order. `changed_secrets` (env names) and
     `password_changed` mark secret values that differ from a copy's source: masked, they
-    would read the same on both sides of the diff."""
+    would read the same on both sides of the diff; `changed_webhook_secrets` too, a webhook's
+    signing secret (`#secret=`), by the webhook's URL without it."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -178,7 +180,15 @@ def spec_sections(
                 (_("Alert emails"), ", ".join(spec.alert.emails)),
                 (
                     _("Alert webhooks"),
-                    "\n".join(chat_bots.secret_masked(url) for url in spec.alert.webhooks),
+                    "\n".join(
+                        chat_bots.secret_masked(url)
+                        + (
+                            f" ({secret_changed})"
+                            if chat_bots.split_secret(url)[0] in changed_webhook_secrets
+                            else ""
+                        )
+                        for url in spec.alert.webhooks
+                    ),
                 ),
                 (
                     _("Alert rule"),
@@ -244,10 +254,12 @@ def specs_compared(
     names = pool_names or {}
     first_secrets: dict[str, str] = {}
     first_password = ""
+    first_signing: dict[str, str] = {}  # a webhook's URL without its secret -> its secret
     read: list[list[Section]] = []
     for spec in specs:
         secrets = [(e.name, e.value) for e in spec.envs if e.secret]
         password = spec.image_config.password if spec.image_config else ""
+        signing = [chat_bots.split_secret(url) for url in spec.alert.webhooks]
         read.append(
             spec_sections(
                 spec,
@@ -258,10 +270,19 @@ def specs_compared(
                     if name in first_secrets and first_secrets[name] != value
                 ),
                 password_changed=bool(first_password and password and first_password != password),
+                # Masked, a webhook whose signing secret changed would read the same.
+                changed_webhook_secrets=frozenset(
+                    base
+                    for base, secret in signing
+                    if secret and first_signing.get(base, secret) != secret
+                ),
             )
         )
         for name, value in secrets:
             first_secrets.setdefault(name, value)
+        for base, secret in signing:
+            if secret:
+                first_signing.setdefault(base, secret)
         first_password = first_password or password
     compared = []
     for section_index, (section, _rows) in enumerate(read[0]):

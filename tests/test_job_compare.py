@@ -231,6 +231,31 @@ def test_a_secret_is_never_shown_only_that_it_changed_from_the_first_job(alice, 
     ]
 
 
+def test_a_chat_bots_signing_secret_that_changed_from_the_first_jobs_says_so_never_shown(
+    alice, alice_en
+):
+    bot = "https://open.feishu.cn/open-apis/bot/v2/hook/0f9e"
+
+    def alerted(name: str, secret: str) -> Job:
+        return tuned(
+            alice, name, alert=S.AlertConfig(items=["jobFailed"], webhooks=[f"{bot}#secret={secret}"])
+        )
+
+    first, same, changed = alerted("a", "SEC-one"), alerted("b", "SEC-one"), alerted("c", "SEC-two")
+
+    r = alice_en.get(compare_url(first, same, changed))
+
+    html = r.content.decode()
+    assert r.status_code == 200
+    assert "SEC-one" not in html and "SEC-two" not in html
+    # Masked, the three read the same: the row is there only because one secret changed.
+    assert rows(html)["Advanced · Alert webhooks"] == [
+        f"{bot}#secret=******",
+        f"{bot}#secret=******",
+        f"{bot}#secret=****** (secret, changed)",
+    ]
+
+
 def test_a_command_the_same_as_the_first_jobs_says_so_beside_one_that_changed(alice, alice_en):
     first = tuned(alice, "a")
     same = tuned(alice, "b")
