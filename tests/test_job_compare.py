@@ -238,7 +238,9 @@ def test_a_chat_bots_signing_secret_that_changed_from_the_first_jobs_says_so_nev
 
     def alerted(name: str, secret: str) -> Job:
         return tuned(
-            alice, name, alert=S.AlertConfig(items=["jobFailed"], webhooks=[f"{bot}#secret={secret}"])
+            alice,
+            name,
+            alert=S.AlertConfig(items=["jobFailed"], webhooks=[f"{bot}#secret={secret}"]),
         )
 
     first, same, changed = alerted("a", "SEC-one"), alerted("b", "SEC-one"), alerted("c", "SEC-two")

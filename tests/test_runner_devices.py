@@ -7,8 +7,8 @@ and real jobs report what they find under /dev."""
 from __future__ import annotations
 
 import json
-import shlex
 import os
+import shlex
 import shutil
 import stat
 import subprocess

@@ -372,9 +372,7 @@ def test_an_mpi_job_with_a_master_without_cards_and_no_worker_is_refused_on_the_
     alice_client,
 ):
     draft = new_draft(alice_client)
-    complete_steps(
-        alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.MPI)}
-    )
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.MPI)})
     rows = [role("master", 1, card=None), role("worker", 0, card=None)]
 
     r = post_step(alice_client, draft, W.RESOURCES, resources_data(rows))
