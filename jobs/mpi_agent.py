@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -70,9 +71,17 @@ def run_handed(conn: socket.socket) -> None:
             command = json.loads(data)["command"]
             if len(fds) != 3 or not isinstance(command, str):
                 return
-            # In this replica's process group: the runner's stop reaches it.
+            # A process group of its own, killed whole when the launcher hangs up: what the
+            # shell started (orted, the ranks) holds the launcher's output, whose end the
+            # launcher's replica waits for, and a launcher that died would otherwise run on
+            # (Running) as long as they do. A Stop still ends it: its SIGTERM ends this agent,
+            # the sandbox's command, and the kernel then kills everything in the sandbox.
             process = subprocess.Popen(
-                ["/bin/sh", "-c", command], stdin=fds[0], stdout=fds[1], stderr=fds[2]
+                ["/bin/sh", "-c", command],
+                stdin=fds[0],
+                stdout=fds[1],
+                stderr=fds[2],
+                start_new_session=True,
             )
         except (ValueError, KeyError, TypeError, OSError):
             return
@@ -83,8 +92,10 @@ def run_handed(conn: socket.socket) -> None:
         def hang_up() -> None:
             with contextlib.suppress(OSError):
                 conn.recv(1)
-            if process.poll() is None:
-                process.kill()
+            # The whole group, its shell ended or not: what it left running in the
+            # background holds the launcher's output as well.
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
 
         threading.Thread(target=hang_up, daemon=True).start()
         code = process.wait()

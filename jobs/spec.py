@@ -1384,6 +1384,24 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
                 % {"framework": FRAMEWORK_LABELS.get(spec.framework, spec.framework)},
             )
         worker = by_name.get("worker")
+        if (
+            spec.framework == MPI
+            and master
+            and master.replicas == 1
+            and not (master.accelerator_type and master.accelerators)
+            and not (worker and worker.replicas > 0)
+        ):
+            # The hostfile lists the master only when it has cards (runtime_env.mpi_hostfile,
+            # as training-operator v1 writes it): with no worker either, mpirun has no host
+            # to start a rank on (OpenMPI: "No nodes are available"), and the MPI operator
+            # refuses an MPIJob without workers.
+            err(
+                f"roles[{index('worker')}].replicas" if worker else "roles",
+                _(
+                    "An MPI job needs at least 1 worker, or cards for its master: a master "
+                    "without cards starts the ranks and runs none."
+                ),
+            )
         if master and worker and worker.replicas > 0:
             both_gpu = bool(master.accelerator_type) and bool(worker.accelerator_type)
             must_match = spec.framework == PYTORCH or both_gpu

@@ -78,7 +78,7 @@ from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
 from .scheduler import queue_position, why_waiting
 from .services import job_events_shown
-from .spec import FRAMEWORK_LABELS, SpecError
+from .spec import FRAMEWORK_LABELS, MPI, SpecError
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
@@ -450,6 +450,13 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
         # Polled from the first view of the page, queued or not, until one last answer
         # after the job ends: the logs appear without a reload.
         "log_live": not job.is_final,
+        # A local MPI worker runs the launcher's agent, not the command: the ranks mpirun
+        # starts in it print to the launcher's log, which its own, nearly empty, would hide.
+        "log_mpi_launcher": (
+            "master-0"
+            if job.backend == "local" and job.framework == MPI and label.startswith("worker-")
+            else ""
+        ),
     }
 
 

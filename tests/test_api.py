@@ -926,6 +926,17 @@ def test_the_wizards_own_rules_apply_too(api):
     assert Job.objects.count() == 0
 
 
+def test_an_mpi_job_whose_master_has_no_cards_and_no_worker_is_refused_saying_why(api):
+    mpi = body()  # 1 replica: the master alone, CPU-only
+    mpi["jobFramework"] = "MPIJob"
+
+    error = refused(lambda: api.create_job(pool="local", body=mpi))
+
+    assert error.status == 400
+    assert "An MPI job needs at least 1 worker, or cards for its master" in error.message
+    assert Job.objects.count() == 0
+
+
 def test_an_aihc_api_the_console_does_not_serve_says_so_in_bces_shape(api):
     error = refused(lambda: get(api, "/api/v1/resourcepools/local/nodes"))
 

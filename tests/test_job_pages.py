@@ -1486,3 +1486,27 @@ def test_a_running_job_stopped_says_only_that_it_is_stopping(alice, alice_client
     assert stopped.status_code == 302
     assert "Stopping every replica (SIGTERM, SIGKILL after 10 s).</div>" in page.content.decode()
     assert "to delete the job" not in page.content.decode()
+
+
+def test_a_local_mpi_workers_log_says_its_ranks_print_to_the_launchers_log_and_links_there(
+    alice, alice_client
+):
+    mpi = submit(alice, framework=S.MPI, roles=[S.Role("master", 1), S.Role("worker", 1)])
+    pytorch = submit(alice, roles=[S.Role("master", 1), S.Role("worker", 1)])
+    for job in (mpi, pytorch):
+        for role in ("master", "worker"):
+            JobReplica.objects.create(job=job, role=role, index=0, status="running")
+
+    def logs(job, label):
+        url = reverse("job-logs", args=[job.public_id])
+        r = alice_client.get(url, {"replica": label}, headers={"HX-Request": "true"})
+        assert r.status_code == 200
+        return r.content.decode()
+
+    worker = logs(mpi, "worker-0")
+    assert 'id="log-mpi-worker"' in worker
+    assert "（进程）的输出在 launcher 的日志 master-0 中" in worker
+    assert f'href="{reverse("job-detail", args=[mpi.public_id])}?replica=master-0#logs"' in worker
+    # The launcher's own log, and any other framework's worker, say nothing of it.
+    assert 'id="log-mpi-worker"' not in logs(mpi, "master-0")
+    assert 'id="log-mpi-worker"' not in logs(pytorch, "worker-0")

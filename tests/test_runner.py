@@ -475,6 +475,32 @@ def test_stopping_an_mpi_job_ends_what_its_launcher_started_in_a_worker(alice):
     assert processes_with(sleeper) == []
 
 
+def test_an_mpi_launcher_that_fails_fails_the_job_at_once_though_what_it_started_in_a_worker_runs(
+    alice, settings
+):
+    # What the launcher handed the worker outlives the shell it was handed to (a rank under
+    # orted): it holds the launcher's output, which the launcher's replica reads to its end.
+    # The launcher fails once the sleeper runs (the worker says so in the shared volume).
+    seconds = random.randint(10000, 99999)
+    sleeper = f"sleep {seconds}.5"
+    spec = make_spec(
+        "/etc/mpi/rsh worker-0 "
+        f"'t={str(seconds)[:2]}; sleep ${{t}}{str(seconds)[2:]}.5 & "
+        "until grep -q sleep /proc/$!/cmdline; do sleep 0.05; done; touch /workspace/handed; "
+        "wait' & "
+        "until [ -e /workspace/handed ]; do sleep 0.05; done; exit 4",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, timeout=15)
+
+    assert "master-0" in job.status_reason and "4" in job.status_reason
+    assert (volume(settings) / "handed").exists()  # the sleeper did run
+    assert processes_with(sleeper) == []
+
+
 @pytest.mark.skipif(
     shutil.which("mpirun") is None, reason="needs OpenMPI (apt-get install openmpi-bin)"
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -67,7 +68,10 @@ def devices(settings, tmp_path):
 
 
 def seen(job, label: str) -> tuple[dict, str]:
-    line = next(x for x in log_text(job, label).splitlines() if " DEVICES " in x)
+    return seen_in(next(x for x in log_text(job, label).splitlines() if " DEVICES " in x))
+
+
+def seen_in(line: str) -> tuple[dict, str]:
     found, _, cuda = line.split(" DEVICES ", 1)[1].rpartition(" ")
     return json.loads(found), cuda.strip("'")
 
@@ -126,9 +130,11 @@ def test_two_jobs_running_at_once_see_disjoint_cards(alice, devices, settings):
 
 
 def test_a_cpu_only_replica_sees_no_card_nor_control_node(alice, devices):
-    # The worker has cards; the MPI launcher (master) has none, in the same job.
+    # The worker has cards; the MPI launcher (master) has none, in the same job. Only the
+    # launcher runs the command: it reports, then has the worker report in its own sandbox
+    # (as mpirun starts a rank there), whose output is the launcher's.
     spec = make_spec(
-        REPORT,
+        f"{REPORT}; /etc/mpi/rsh worker-0 {shlex.quote(REPORT)}",
         framework=S.MPI,
         roles=[S.Role("master", 1), S.Role("worker", 1, GPU, 1)],
     )
@@ -137,8 +143,9 @@ def test_a_cpu_only_replica_sees_no_card_nor_control_node(alice, devices):
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
-    assert seen(job, "master-0") == ({}, "")
-    found, cuda = seen(job, "worker-0")
+    launcher, worker = [x for x in log_text(job, "master-0").splitlines() if " DEVICES " in x]
+    assert seen_in(launcher) == ({}, "")
+    found, cuda = seen_in(worker)
     assert cards_of(found) == {"nvidia0"} and cuda == "0"
 
 
@@ -390,21 +397,25 @@ def test_the_drivers_card_folder_lists_only_the_replicas_own_cards(alice, device
         '{n: open(f"{d}/{n}/information").read().split("Bus Location:")[1].split()[0] '
         "for n in os.listdir(d)}))'"
     )
+    # The launcher lists, then has the worker list in its own sandbox (its output the
+    # launcher's): only the launcher runs an MPI job's command.
     spec = make_spec(
-        show, framework=S.MPI, roles=[S.Role("master", 1), S.Role("worker", 1, GPU, 2)]
+        f"{show}; /etc/mpi/rsh worker-0 {shlex.quote(show)}",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1, GPU, 2)],
     )
     job = submit(alice, spec)
 
     run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
-
-    def listed(label: str) -> dict:
-        line = next(x for x in log_text(job, label).splitlines() if " GPUS " in x)
-        return json.loads(line.split(" GPUS ", 1)[1])
-
+    launcher, worker = [
+        json.loads(x.split(" GPUS ", 1)[1])
+        for x in log_text(job, "master-0").splitlines()
+        if " GPUS " in x
+    ]
     # Cards 0 and 1 (minors 0 and 1), each entry the host's own.
-    assert listed("worker-0") == {"0000:3b:00.0": "0000:3b:00.0", "0000:86:00.0": "0000:86:00.0"}
+    assert worker == {"0000:3b:00.0": "0000:3b:00.0", "0000:86:00.0": "0000:86:00.0"}
     # The CPU-only launcher sees the folder, empty.
-    assert listed("master-0") == {}
+    assert launcher == {}
     assert len(list(driver_folder.iterdir())) == 3

@@ -369,6 +369,18 @@ INVALID: list[tuple[str, Mutation, str]] = [
         "roles[1].name",
     ),
     (
+        # The hostfile lists no host (a master without cards runs no rank): mpirun refused it
+        # at run time, "No nodes are available" (review 20b).
+        "mpi with a cpu-only master and 0 workers",
+        setting(framework=S.MPI, roles=[role("master"), role("worker", 0)]),
+        "roles[1].replicas",
+    ),
+    (
+        "mpi with a cpu-only master and no worker role",
+        setting(framework=S.MPI, roles=[role("master")]),
+        "roles",
+    ),
+    (
         "custom role with no instances",
         setting(framework=S.CUSTOM, roles=[role("server", 0)]),
         "roles[0].replicas",
@@ -607,6 +619,10 @@ VALID: list[tuple[str, Mutation]] = [
     (
         "mpi with cpu master",
         setting(framework=S.MPI, roles=[role("master"), role("worker", 2, A800, 8)]),
+    ),
+    (
+        "mpi with a master with cards and 0 workers",
+        setting(framework=S.MPI, roles=[role("master", 1, A800, 8), role("worker", 0, A800, 8)]),
     ),
     (
         "tensorflow roles",

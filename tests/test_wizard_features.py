@@ -368,6 +368,19 @@ def test_a_custom_role_whose_name_is_cleared_is_refused_on_its_row_not_with_a_se
     assert "请输入角色名称。" in r.content.decode()
 
 
+def test_an_mpi_job_with_a_master_without_cards_and_no_worker_is_refused_on_the_workers_row(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.MPI)})
+    rows = [role("master", 1, card=None), role("worker", 0, card=None)]
+
+    r = post_step(alice_client, draft, W.RESOURCES, resources_data(rows))
+
+    assert r.status_code == 200
+    assert "MPI 任务至少需要 1 个 worker，或为 master 分配加速卡" in r.content.decode()
+
+
 def test_mount_rows_are_added_with_the_pools_first_volume(alice_client):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft, upto=W.DATA)
