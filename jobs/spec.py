@@ -1643,6 +1643,18 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     for url in spec.alert.webhooks[:MAX_ALERT_WEBHOOKS]:
         # Messages quote a line with its signing secret masked: they are shown back.
         shown = chat_bots.secret_masked(url)
+        if (pasted := chat_bots.pasted_secret(url)) is not None:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: is this a signing secret? A DingTalk or Feishu/Lark bot's "
+                    "secret goes on its URL's line, right after the URL, as #secret= and the "
+                    "secret with no space, e.g. https://oapi.dingtalk.com/robot/send?"
+                    "access_token=…#secret=SEC…"
+                )
+                % {"value": pasted},
+            )
+            continue
         try:
             url_validator(url)
             if not _url_readable(url):

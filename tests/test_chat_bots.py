@@ -792,3 +792,59 @@ def test_the_api_refuses_a_webhook_line_no_url_holds_on_its_field_not_with_a_500
     assert refusal.message.startswith("console.alertChannels.webhooks: “")
     assert "is not an http(s) URL." in refusal.message and "SECtypo123" not in refusal.message
     assert not Job.objects.exists()
+
+
+# -- a signing secret pasted without #secret= (QA round 28) ---------------------------------
+
+
+PASTED_SECRET = (
+    "：这是签名密钥吗？钉钉或飞书机器人的密钥应写在其地址所在的行，紧跟地址之后，写作 #secret= "
+    "加密钥，中间不留空格"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        # Pasted beside the URL with a space, as the bot's page shows the two.
+        ("{dingtalk} " + DINGTALK_SECRET, "{dingtalk} ******"),
+        ("{feishu}\t" + FEISHU_SECRET, "{feishu} ******"),
+        # On a line of its own, under the URL.
+        (DINGTALK_SECRET, "******"),
+        # As a query parameter: DingTalk would be sent it and answer "sign not match".
+        ("{dingtalk}&secret=" + DINGTALK_SECRET, "{dingtalk}&secret=******"),
+    ],
+)
+def test_a_signing_secret_pasted_without_its_mark_is_refused_saying_where_it_goes(
+    alice, bots, line, shown
+):
+    urls = {"dingtalk": bots.dingtalk_url, "feishu": bots.feishu_url}
+    spec = make_spec(
+        alert=S.AlertConfig(items=["jobFailed"], webhooks=[bots.dingtalk_url, line.format(**urls)])
+    )
+
+    with pytest.raises(S.SpecError) as caught:
+        jobs_submit(owner=alice, spec=spec, submit_key="k")
+
+    [message] = caught.value.errors["alert.webhooks"]
+    assert message.startswith(f"“{shown.format(**urls)}”{PASTED_SECRET}")
+    assert DINGTALK_SECRET not in message and FEISHU_SECRET not in message
+    assert not Job.objects.exists()
+
+
+def test_a_plain_webhook_beside_a_word_or_with_a_secret_query_is_not_taken_for_a_bots_secret(
+    alice, bots
+):
+    # Only a signing bot's line is read so: another receiver's query is its own business.
+    spec = make_spec(
+        alert=S.AlertConfig(
+            items=["jobFailed"],
+            webhooks=[f"{bots.base}/hook?secret=abc", f"{bots.wecom_url} {DINGTALK_SECRET}"],
+        )
+    )
+
+    with pytest.raises(S.SpecError) as caught:
+        jobs_submit(owner=alice, spec=spec, submit_key="k")
+
+    [message] = caught.value.errors["alert.webhooks"]
+    assert message.endswith("”不是 http(s) 地址。")  # the WeCom line alone: no URL
