@@ -57,7 +57,32 @@ MAX_ANSWER_CHARS = 200
 
 
 class BotRefused(Exception):
-    """The bot answered, but did not post the message: its own words (bounded, scrubbed)."""
+    """The bot answered, but did not post the message: its own words (bounded, scrubbed);
+    `keyword`: it refused the message for holding none of its keywords."""
+
+    def __init__(self, text: str, *, keyword: bool = False) -> None:
+        super().__init__(text)
+        self.keyword = keyword
+
+
+# How DingTalk (自定义关键词) and Feishu (自定义关键词) say a message holds none of the bot's
+# keywords: DingTalk's errcode 310000 covers signing too, so its words are read.
+FEISHU_KEYWORD_CODE = 19024
+
+
+def keyword_refusal(*, bot: str, response: httpx.Response) -> bool:
+    """Whether the bot refused the message for holding none of its keywords."""
+    try:
+        answer = json.loads(response.text)
+    except ValueError:
+        return False
+    if not isinstance(answer, dict):
+        return False
+    if bot == DINGTALK:
+        return answer.get("errcode") == 310000 and "keyword" in str(answer.get("errmsg")).lower()
+    if bot == FEISHU:
+        return answer.get("code") == FEISHU_KEYWORD_CODE
+    return False
 
 
 def bot_of(url: str) -> str | None:

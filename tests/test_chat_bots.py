@@ -61,6 +61,9 @@ class FakeBots:
         self.plain_status = 200
         # Where Feishu's hook redirects (None: it answers), as a moved or proxied host may.
         self.feishu_redirect: str | None = None
+        # 自定义关键词 turned on for a bot: a message must hold one of them (None: off).
+        self.feishu_keywords: list[str] | None = None
+        self.dingtalk_keywords: list[str] | None = None
 
     def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
         parts = urlsplit(handler.path)
@@ -118,6 +121,10 @@ class FakeBots:
             or not content["text"]
         ):
             return code(19002, "params error, msg_type need")
+        if self.feishu_keywords is not None and not any(
+            word in content["text"] for word in self.feishu_keywords
+        ):
+            return code(19024, "Key Words Not Found")
         return code(0, "success")
 
     def wecom(self, query: dict[str, list[str]], body: Any) -> tuple[int, str, str]:
@@ -157,6 +164,10 @@ class FakeBots:
             return err(40035, "缺少参数 json")
         if not isinstance(text, dict) or not text.get("content"):
             return err(40035, "缺少参数 text")
+        if self.dingtalk_keywords is not None and not any(
+            word in text["content"] for word in self.dingtalk_keywords
+        ):
+            return err(310000, "keywords not in content, more: [https://ding-doc.dingtalk.com/doc]")
         return err(0, "ok")
 
     def slack(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> tuple[int, str, str]:
@@ -848,3 +859,48 @@ def test_a_plain_webhook_beside_a_word_or_with_a_secret_query_is_not_taken_for_a
 
     [message] = caught.value.errors["alert.webhooks"]
     assert message.endswith("”不是 http(s) 地址。")  # the WeCom line alone: no URL
+
+
+def test_a_bot_refusing_an_alert_for_its_keywords_is_told_the_word_every_alert_holds(alice, bots):
+    # Found in QA round 28: a team whose bot had 自定义关键词 "告警" read only "keywords not in
+    # content" in the job's events, with no word of what to set.
+    bots.dingtalk_keywords = ["告警"]
+    bots.feishu_keywords = ["alert"]
+    job = alerting_job(alice, [bots.dingtalk_url, bots.feishu_url])
+
+    failed(job)
+
+    hint = "：该机器人只发送含有其自定义关键词的消息；每条告警都以“AI 训练任务控制台”开头，请将其添加为关键词"
+    assert event_messages(job, "AlertFailed") == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（DingTalk: HTTP 200, errcode 310000: "
+        "keywords not in content, more: [https://ding-doc.dingtalk.com/doc]）" + hint,
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（Feishu/Lark: HTTP 200, code 19024: "
+        "Key Words Not Found）" + hint,
+    ]
+    # Set so, the bots post it; a signing refusal (errcode 310000 too) gets no such hint.
+    bots.dingtalk_keywords = bots.feishu_keywords = ["AI 训练任务控制台"]
+    bots.dingtalk_secret = DINGTALK_SECRET
+    failed(job)
+    assert len(event_messages(job, "AlertSent")) == 1
+    assert "关键词" not in event_messages(job, "AlertFailed")[-1]
+
+
+def test_the_keyword_hint_names_the_word_in_the_owners_language_and_reads_in_the_readers(
+    alice, alice_client, bots
+):
+    UserPreference.objects.create(user=alice, language="en")
+    bots.dingtalk_keywords = ["告警"]
+    job = alerting_job(alice, [bots.dingtalk_url])
+
+    failed(job)
+
+    [message] = event_messages(job, "AlertFailed")
+    assert message.endswith("每条告警都以“AI Job Console”开头，请将其添加为关键词")
+    alice_client.cookies["django_language"] = "en"
+    page = html.unescape(
+        alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    )
+    assert (
+        "the bot posts only messages holding one of its custom keywords; every alert starts "
+        "with “AI Job Console”: add it as one"
+    ) in page
