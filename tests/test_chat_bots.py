@@ -904,3 +904,20 @@ def test_the_keyword_hint_names_the_word_in_the_owners_language_and_reads_in_the
         "the bot posts only messages holding one of its custom keywords; every alert starts "
         "with “AI Job Console”: add it as one"
     ) in page
+
+
+def test_the_wizards_webhook_field_says_which_word_a_bot_with_keywords_needs(alice_client):
+    from .test_wizard import complete_steps, new_draft
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    zh = html.unescape(alice_client.get(step_url(draft, W.ADVANCED)).content.decode())
+    alice_client.cookies["django_language"] = "en"
+    en = html.unescape(alice_client.get(step_url(draft, W.ADVANCED)).content.decode())
+
+    assert (
+        "设置了自定义关键词的机器人，请将“AI 训练任务控制台”设为关键词之一（每条消息都以它开头）"
+        in zh
+    )
+    assert "for one with custom keywords, make “AI Job Console” one of them" in en
