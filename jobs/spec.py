@@ -871,7 +871,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             r.str(x, "alert.emails").strip() for x in r.list(channels.get("emails"), "alert.emails")
         ],
         webhooks=[
-            r.str(x, "alert.webhooks").strip()
+            edge_trimmed(r.str(x, "alert.webhooks"))
             for x in r.list(channels.get("webhooks"), "alert.webhooks")
         ],
         instance_id=r.str(alert.get("instanceId"), "alertConfig.instanceId"),
@@ -1588,6 +1588,18 @@ def _validate_bccl(spec: JobSpec, err: Any) -> None:
                 "BCCL needs at least 2 instances, 8 cards per instance, RDMA on and A800 or HPAS cards."
             ),
         )
+
+
+# Whitespace and the invisible characters a copy from a chat or a document page brings along
+# (zero-width spaces and joiners, a byte order mark), at either end of a typed line.
+_EDGES = re.compile(r"^[\s\u200b-\u200d\u2060\ufeff]+|[\s\u200b-\u200d\u2060\ufeff]+$")
+
+
+def edge_trimmed(text: str) -> str:
+    """`text` without whitespace or invisible characters at its ends: a webhook copied from
+    a bot's page with a zero-width space after it was taken, and failed at its first alert as
+    an unknown token, though the URL as shown was right."""
+    return _EDGES.sub("", text)
 
 
 def _url_readable(url: str) -> bool:

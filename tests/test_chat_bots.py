@@ -921,3 +921,50 @@ def test_the_wizards_webhook_field_says_which_word_a_bot_with_keywords_needs(ali
         in zh
     )
     assert "for one with custom keywords, make “AI Job Console” one of them" in en
+
+
+def test_invisible_characters_copied_around_a_webhook_are_dropped_in_the_wizard(alice_client, bots):
+    # Found in QA round 28: a Feishu URL copied with a zero-width space after it was taken
+    # as typed, and its first alert failed as "incoming webhook access token invalid".
+    from .test_wizard import advanced_data, complete_steps, new_draft
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+    typed = f"{bots.feishu_url}\u200b \n\ufeff{bots.dingtalk_url}\u2060\n"
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items="jobFailed", alert_webhooks=typed),
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    stored = W.assemble(W.wizard_state(draft)).spec.alert.webhooks
+    assert stored == [bots.feishu_url, bots.dingtalk_url]
+
+
+def test_invisible_characters_copied_around_a_webhook_are_dropped_by_the_api(
+    alice,
+    bots,
+    wsgi,  # noqa: F811
+):
+    from .test_api import body, client_for
+
+    key, secret = api_key_create(owner=alice, description="script")
+    api = client_for(wsgi, key.access_key_id, secret)
+
+    api.create_job(
+        pool="local",
+        body=body(
+            datasources=[],
+            alertConfig={"alertItems": ["jobFailed"]},
+            console={"alertChannels": {"webhooks": [f"\ufeff{bots.feishu_url}\u200b"]}},
+        ),
+    )
+
+    job = Job.objects.get()
+    assert job.job_spec().alert.webhooks == [bots.feishu_url]
+    failed(job)
+    assert len(event_messages(job, "AlertSent")) == 1
