@@ -201,7 +201,8 @@ def post_to_bot(*, url: str, bot: str, text: str) -> None:
         response = exc.response
     error = chat_bots.answer_error(bot=bot, response=response, url=url)
     if error:
-        raise chat_bots.BotRefused(error)
+        keyword = chat_bots.keyword_refusal(bot=bot, response=response)
+        raise chat_bots.BotRefused(error, keyword=keyword)
 
 
 def job_link(job: Job) -> str:
@@ -482,6 +483,13 @@ def bot_text(*, job: Job, item: str, message: str, payload: dict[str, Any]) -> s
         )
 
 
+WEBHOOK_FAILED = gettext_noop("%(item)s: webhook to %(host)s failed (%(error)s)")
+KEYWORD_REFUSED = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s): the bot posts only messages holding one "
+    "of its custom keywords; every alert starts with “%(keyword)s”: add it as one"
+)
+
+
 def _deliver_webhooks(
     *, job: Job, item: str, message: str, webhooks: list[str], payload: dict[str, Any]
 ) -> None:
@@ -495,22 +503,34 @@ def _deliver_webhooks(
     for url in webhooks:
         # The URL may carry a token in its path: events name the host only.
         host = urlsplit(url).hostname or "?"
+        brand = ""
         try:
             bot = chat_bots.bot_of(url)
             if bot is None:
                 post_webhook(url, payload)
             else:
                 text = bot_text(job=job, item=item, message=message, payload=payload)
+                brand = text.partition("]")[0].removeprefix("[")
                 post_to_bot(url=url, bot=bot, text=text)
+        except chat_bots.BotRefused as exc:
+            # A bot with 自定义关键词 posts only messages holding one: the team is told the
+            # word every alert holds, rather than left to guess from "keywords not in content".
+            said = KEYWORD_REFUSED if exc.keyword else WEBHOOK_FAILED
+            params = {"keyword": brand} if exc.keyword else {}
+            job_event(
+                job=job,
+                reason="AlertFailed",
+                message=recorded(
+                    said, item=item_name(item), host=host, error=failure_text(exc), **params
+                ),
+                warning=True,
+            )
         except Exception as exc:
             job_event(
                 job=job,
                 reason="AlertFailed",
                 message=recorded(
-                    gettext_noop("%(item)s: webhook to %(host)s failed (%(error)s)"),
-                    item=item_name(item),
-                    host=host,
-                    error=failure_text(exc),
+                    WEBHOOK_FAILED, item=item_name(item), host=host, error=failure_text(exc)
                 ),
                 warning=True,
             )

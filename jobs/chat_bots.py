@@ -26,6 +26,7 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,7 +57,32 @@ MAX_ANSWER_CHARS = 200
 
 
 class BotRefused(Exception):
-    """The bot answered, but did not post the message: its own words (bounded, scrubbed)."""
+    """The bot answered, but did not post the message: its own words (bounded, scrubbed);
+    `keyword`: it refused the message for holding none of its keywords."""
+
+    def __init__(self, text: str, *, keyword: bool = False) -> None:
+        super().__init__(text)
+        self.keyword = keyword
+
+
+# How DingTalk (自定义关键词) and Feishu (自定义关键词) say a message holds none of the bot's
+# keywords: DingTalk's errcode 310000 covers signing too, so its words are read.
+FEISHU_KEYWORD_CODE = 19024
+
+
+def keyword_refusal(*, bot: str, response: httpx.Response) -> bool:
+    """Whether the bot refused the message for holding none of its keywords."""
+    try:
+        answer = json.loads(response.text)
+    except ValueError:
+        return False
+    if not isinstance(answer, dict):
+        return False
+    if bot == DINGTALK:
+        return answer.get("errcode") == 310000 and "keyword" in str(answer.get("errmsg")).lower()
+    if bot == FEISHU:
+        return answer.get("code") == FEISHU_KEYWORD_CODE
+    return False
 
 
 def bot_of(url: str) -> str | None:
@@ -99,6 +125,36 @@ def secret_masked(url: str) -> str:
     if fragment.startswith(SECRET_MARK):
         return f"{base}#{SECRET_MARK}{MASK}"
     return f"{base}#{MASK}"
+
+
+# A DingTalk robot's signing secret as its page shows it (SEC and 64 hex digits); a shorter
+# run of hex too, as a secret cut short in the paste.
+DINGTALK_SECRET_SHAPE = re.compile(r"SEC[0-9a-fA-F]{16,}")
+
+
+def pasted_secret(line: str) -> str | None:
+    """The webhook line as shown (the secret as ******) when it looks like a signing secret
+    pasted without `#secret=`, else None: a signing bot's URL, a space and one more word
+    (the secret beside the URL); DingTalk's secret alone on its line; or a signing bot's URL
+    with the secret as a query parameter (`&secret=`), which the bot would be sent and
+    ignore. Each of these failed only later, when the bot refused the unsigned message."""
+    words = line.split()
+    if len(words) == 2 and bot_of(words[0]) in SIGNING_BOTS:
+        return f"{secret_masked(words[0])} {MASK}"
+    if len(words) == 1 and DINGTALK_SECRET_SHAPE.fullmatch(line):
+        return MASK
+    if len(words) == 1 and bot_of(line) in SIGNING_BOTS:
+        base, sep, fragment = line.partition("#")
+        parts = urlsplit(base)
+        pairs = [pair.partition("=") for pair in parts.query.split("&")]
+        if any(name.lower() == "secret" for name, _eq, _value in pairs):
+            query = "&".join(
+                f"{name}={MASK}" if name.lower() == "secret" else f"{name}{eq}{value}"
+                for name, eq, value in pairs
+            )
+            shown = urlunsplit((parts.scheme, parts.netloc, parts.path, query, ""))
+            return secret_masked(f"{shown}{sep}{fragment}")
+    return None
 
 
 def secrets_restored(urls: list[str], stored: list[str]) -> list[str]:

@@ -797,7 +797,8 @@ class AdvancedForm(StepForm):
         help_text=_(
             "One http(s) URL per line. Feishu/Lark, WeCom, DingTalk and Slack group bots get a "
             "chat message; for a DingTalk or Feishu bot with signing on, add #secret= and its "
-            "secret after the URL. Any other URL gets the console's JSON."
+            "secret after the URL; for one with custom keywords, make “AI Job Console” one of "
+            "them (every message starts with it). Any other URL gets the console's JSON."
         ),
     )
     # AIHC pools only: AIHC alerts go through a notify policy of the Prometheus monitoring

@@ -94,10 +94,23 @@ class ShownLine(str):
 # The runner's own lines in a replica's log, written in the console's language (the shim
 # fills in {code} and {error}); a page in another language says them again in its own.
 CONSOLE_BANNER = gettext_noop("[console] %(replica)s attempt %(attempt)d starting")
+# An MPI worker's banner (jobs.runner.mpi_worker): it runs no command of its own, and what the
+# launcher's mpirun starts in it writes to the launcher's log, so its own log stays all but
+# empty; said where its reader looks for the training's output.
+CONSOLE_MPI_WORKER_BANNER = gettext_noop(
+    "[console] %(replica)s attempt %(attempt)d starting as an MPI worker: it runs what the "
+    "launcher's mpirun starts here, whose output is in %(launcher)s's log"
+)
 CONSOLE_EXIT = gettext_noop("[console] exited with code {code}")
 CONSOLE_START_FAILED = gettext_noop("[console] could not start: {error}")
 CONSOLE_LOG_CUT = gettext_noop("[console] log over {limit} MB: {dropped} bytes dropped here")
-CONSOLE_LINES = (CONSOLE_BANNER, CONSOLE_EXIT, CONSOLE_START_FAILED, CONSOLE_LOG_CUT)
+CONSOLE_LINES = (
+    CONSOLE_BANNER,
+    CONSOLE_MPI_WORKER_BANNER,
+    CONSOLE_EXIT,
+    CONSOLE_START_FAILED,
+    CONSOLE_LOG_CUT,
+)
 PLACEHOLDER = re.compile(r"%\((\w+)\)[sd]|\{(\w+)\}")
 _console_patterns: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
 
@@ -127,7 +140,7 @@ def console_line_shown(text: str) -> str:
         if found := pattern.match(text):
             values = found.groupdict()
             wording = gettext(msgid)
-            if msgid == CONSOLE_BANNER:
+            if msgid in (CONSOLE_BANNER, CONSOLE_MPI_WORKER_BANNER):
                 return wording % {**values, "attempt": int(values["attempt"])}
             return wording.format(**values)
     return text

@@ -1166,6 +1166,7 @@ def _start_replicas(
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             (state / "launched").write_text(str(run.attempt))
+            banner = {"replica": ref.label, "attempt": run.attempt}
             argv = [
                 sys.executable,
                 str(SHIM),
@@ -1182,7 +1183,9 @@ def _start_replicas(
                 # The shim's own log lines, in the console's language like every other
                 # recorded text; it fills in {code} and {error} itself.
                 "--banner",
-                recorded(job_logs.CONSOLE_BANNER, replica=ref.label, attempt=run.attempt),
+                recorded(job_logs.CONSOLE_MPI_WORKER_BANNER, launcher="master-0", **banner)
+                if mpi_worker(spec, ref.role)
+                else recorded(job_logs.CONSOLE_BANNER, **banner),
                 "--exit-line",
                 recorded(job_logs.CONSOLE_EXIT),
                 "--start-failed-line",

@@ -871,7 +871,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             r.str(x, "alert.emails").strip() for x in r.list(channels.get("emails"), "alert.emails")
         ],
         webhooks=[
-            r.str(x, "alert.webhooks").strip()
+            edge_trimmed(r.str(x, "alert.webhooks"))
             for x in r.list(channels.get("webhooks"), "alert.webhooks")
         ],
         instance_id=r.str(alert.get("instanceId"), "alertConfig.instanceId"),
@@ -1608,6 +1608,18 @@ def _validate_bccl(spec: JobSpec, err: Any) -> None:
         )
 
 
+# Whitespace and the invisible characters a copy from a chat or a document page brings along
+# (zero-width spaces and joiners, a byte order mark), at either end of a typed line.
+_EDGES = re.compile(r"^[\s\u200b-\u200d\u2060\ufeff]+|[\s\u200b-\u200d\u2060\ufeff]+$")
+
+
+def edge_trimmed(text: str) -> str:
+    """`text` without whitespace or invisible characters at its ends: a webhook copied from
+    a bot's page with a zero-width space after it was taken, and failed at its first alert as
+    an unknown token, though the URL as shown was right."""
+    return _EDGES.sub("", text)
+
+
 def _url_readable(url: str) -> bool:
     """What URLValidator lets through but no URL is: a NUL or another control character (in
     a path, a #secret=), which PostgreSQL also refuses to store, or a port past 65535, which
@@ -1661,6 +1673,18 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     for url in spec.alert.webhooks[:MAX_ALERT_WEBHOOKS]:
         # Messages quote a line with its signing secret masked: they are shown back.
         shown = chat_bots.secret_masked(url)
+        if (pasted := chat_bots.pasted_secret(url)) is not None:
+            err(
+                "alert.webhooks",
+                _(
+                    "“%(value)s”: is this a signing secret? A DingTalk or Feishu/Lark bot's "
+                    "secret goes on its URL's line, right after the URL, as #secret= and the "
+                    "secret with no space, e.g. https://oapi.dingtalk.com/robot/send?"
+                    "access_token=…#secret=SEC…"
+                )
+                % {"value": pasted},
+            )
+            continue
         try:
             url_validator(url)
             if not _url_readable(url):

@@ -898,7 +898,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     back = f"{reverse('job-list')}?{back_query}" if back_query else reverse("job-list")
     action = request.POST.get("action", "")
     if action == "compare":
-        return _compare_selected(request, back)
+        return _compare_selected(request, back, back_query)
     if action not in ("stop", "delete"):
         messages.error(request, _("Choose Stop selected or Delete selected."))
         return redirect(back)
@@ -951,10 +951,13 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     return redirect(back)
 
 
-def _compare_selected(request: AuthenticatedHttpRequest, back: str) -> HttpResponse:
+def _compare_selected(
+    request: AuthenticatedHttpRequest, back: str, back_query: str
+) -> HttpResponse:
     """Compare on the job list: the comparison's own address (a GET, to bookmark) for 2 to 4 of
-    the user's jobs, oldest first (the one the others are read against); any other number goes
-    back to the list, saying so, with the same boxes ticked."""
+    the user's jobs, oldest first (the one the others are read against), carrying the list's
+    filters and page for its way back; any other number goes back to the list, saying so,
+    with the same boxes ticked."""
     ids = request.POST.getlist("jobs")
     if request.POST.get("all") == "1":
         ids += request.POST.getlist("shown")
@@ -993,7 +996,8 @@ def _compare_selected(request: AuthenticatedHttpRequest, back: str) -> HttpRespo
         return back_ticked(found)
     if len(found) < len(chosen):
         _say(request, [], len(chosen) - len(found), done=False)
-    query = urlencode([("job", public_id) for public_id in found])
+    pairs = [("job", public_id) for public_id in found]
+    query = urlencode([*pairs, ("back", back_query)] if back_query else pairs)
     return redirect(f"{reverse('job-compare')}?{query}")
 
 
@@ -1163,7 +1167,15 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     (jobs.compare): any other id answers 404, as its job page does."""
     ids = asked_ids(request.GET.getlist("job"))
     every = request.GET.get("all") == "1"
-    context: dict[str, Any] = {"asked": len(ids), "min": MIN_COMPARED, "max": MAX_COMPARED}
+    # The job list's filters and page as Compare left them (`back`): its way back keeps them.
+    back = _list_query(request.GET.get("back", ""))
+    context: dict[str, Any] = {
+        "asked": len(ids),
+        "min": MIN_COMPARED,
+        "max": MAX_COMPARED,
+        "back": back,
+        "back_url": f"{reverse('job-list')}?{back}" if back else reverse("job-list"),
+    }
     if len(ids) > MAX_ASKED:
         return render(request, "jobs/job_compare.html", context, status=400)
     jobs, missing = jobs_found(viewer=request.user, ids=ids)
@@ -1171,7 +1183,7 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
         context["missing"] = missing[:10]
         context["missing_more"] = len(missing) - len(context["missing"])
         if MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
-            context["found_query"] = _compare_query(jobs, every=every)
+            context["found_query"] = _compare_query(jobs, every=every, back=back)
         return render(request, "jobs/job_compare.html", context, status=404)
     context["jobs"] = jobs
     if not MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
@@ -1191,8 +1203,8 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
             "fields": comparison.fields if every else comparison.differing,
             "every": every,
             "differing": len(comparison.differing),
-            "every_query": _compare_query(jobs, every=True),
-            "differing_query": _compare_query(jobs, every=False),
+            "every_query": _compare_query(jobs, every=True, back=back),
+            "differing_query": _compare_query(jobs, every=False, back=back),
             "metrics": comparison.metrics,
             "columns": list(zip(jobs, comparison.metrics.metrics, strict=True)),
             "latest_rows": list(zip(jobs, comparison.metrics.latest, strict=True)),
@@ -1201,6 +1213,10 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "jobs/job_compare.html", context)
 
 
-def _compare_query(jobs: list[Job], *, every: bool) -> str:
+def _compare_query(jobs: list[Job], *, every: bool, back: str = "") -> str:
     pairs = [("job", job.public_id) for job in jobs]
-    return urlencode([*pairs, ("all", "1")] if every else pairs)
+    if every:
+        pairs.append(("all", "1"))
+    if back:
+        pairs.append(("back", back))
+    return urlencode(pairs)

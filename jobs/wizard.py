@@ -850,7 +850,8 @@ class Assembly:
 
 
 def _lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    trimmed = (S.edge_trimmed(line) for line in text.splitlines())
+    return [line for line in trimmed if line]
 
 
 def _valid_rows(formset: Any) -> list[tuple[int, dict[str, Any]]]:

@@ -61,6 +61,9 @@ class FakeBots:
         self.plain_status = 200
         # Where Feishu's hook redirects (None: it answers), as a moved or proxied host may.
         self.feishu_redirect: str | None = None
+        # 自定义关键词 turned on for a bot: a message must hold one of them (None: off).
+        self.feishu_keywords: list[str] | None = None
+        self.dingtalk_keywords: list[str] | None = None
 
     def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
         parts = urlsplit(handler.path)
@@ -118,6 +121,10 @@ class FakeBots:
             or not content["text"]
         ):
             return code(19002, "params error, msg_type need")
+        if self.feishu_keywords is not None and not any(
+            word in content["text"] for word in self.feishu_keywords
+        ):
+            return code(19024, "Key Words Not Found")
         return code(0, "success")
 
     def wecom(self, query: dict[str, list[str]], body: Any) -> tuple[int, str, str]:
@@ -157,6 +164,10 @@ class FakeBots:
             return err(40035, "缺少参数 json")
         if not isinstance(text, dict) or not text.get("content"):
             return err(40035, "缺少参数 text")
+        if self.dingtalk_keywords is not None and not any(
+            word in text["content"] for word in self.dingtalk_keywords
+        ):
+            return err(310000, "keywords not in content, more: [https://ding-doc.dingtalk.com/doc]")
         return err(0, "ok")
 
     def slack(self, handler: BaseHTTPRequestHandler, path: str, body: Any) -> tuple[int, str, str]:
@@ -792,3 +803,168 @@ def test_the_api_refuses_a_webhook_line_no_url_holds_on_its_field_not_with_a_500
     assert refusal.message.startswith("console.alertChannels.webhooks: “")
     assert "is not an http(s) URL." in refusal.message and "SECtypo123" not in refusal.message
     assert not Job.objects.exists()
+
+
+# -- a signing secret pasted without #secret= (QA round 28) ---------------------------------
+
+
+PASTED_SECRET = (
+    "：这是签名密钥吗？钉钉或飞书机器人的密钥应写在其地址所在的行，紧跟地址之后，写作 #secret= "
+    "加密钥，中间不留空格"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        # Pasted beside the URL with a space, as the bot's page shows the two.
+        ("{dingtalk} " + DINGTALK_SECRET, "{dingtalk} ******"),
+        ("{feishu}\t" + FEISHU_SECRET, "{feishu} ******"),
+        # On a line of its own, under the URL.
+        (DINGTALK_SECRET, "******"),
+        # As a query parameter: DingTalk would be sent it and answer "sign not match".
+        ("{dingtalk}&secret=" + DINGTALK_SECRET, "{dingtalk}&secret=******"),
+    ],
+)
+def test_a_signing_secret_pasted_without_its_mark_is_refused_saying_where_it_goes(
+    alice, bots, line, shown
+):
+    urls = {"dingtalk": bots.dingtalk_url, "feishu": bots.feishu_url}
+    spec = make_spec(
+        alert=S.AlertConfig(items=["jobFailed"], webhooks=[bots.dingtalk_url, line.format(**urls)])
+    )
+
+    with pytest.raises(S.SpecError) as caught:
+        jobs_submit(owner=alice, spec=spec, submit_key="k")
+
+    [message] = caught.value.errors["alert.webhooks"]
+    assert message.startswith(f"“{shown.format(**urls)}”{PASTED_SECRET}")
+    assert DINGTALK_SECRET not in message and FEISHU_SECRET not in message
+    assert not Job.objects.exists()
+
+
+def test_a_plain_webhook_beside_a_word_or_with_a_secret_query_is_not_taken_for_a_bots_secret(
+    alice, bots
+):
+    # Only a signing bot's line is read so: another receiver's query is its own business.
+    spec = make_spec(
+        alert=S.AlertConfig(
+            items=["jobFailed"],
+            webhooks=[f"{bots.base}/hook?secret=abc", f"{bots.wecom_url} {DINGTALK_SECRET}"],
+        )
+    )
+
+    with pytest.raises(S.SpecError) as caught:
+        jobs_submit(owner=alice, spec=spec, submit_key="k")
+
+    [message] = caught.value.errors["alert.webhooks"]
+    assert message.endswith("”不是 http(s) 地址。")  # the WeCom line alone: no URL
+
+
+def test_a_bot_refusing_an_alert_for_its_keywords_is_told_the_word_every_alert_holds(alice, bots):
+    # Found in QA round 28: a team whose bot had 自定义关键词 "告警" read only "keywords not in
+    # content" in the job's events, with no word of what to set.
+    bots.dingtalk_keywords = ["告警"]
+    bots.feishu_keywords = ["alert"]
+    job = alerting_job(alice, [bots.dingtalk_url, bots.feishu_url])
+
+    failed(job)
+
+    hint = "：该机器人只发送含有其自定义关键词的消息；每条告警都以“AI 训练任务控制台”开头，请将其添加为关键词"
+    assert event_messages(job, "AlertFailed") == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（DingTalk: HTTP 200, errcode 310000: "
+        "keywords not in content, more: [https://ding-doc.dingtalk.com/doc]）" + hint,
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（Feishu/Lark: HTTP 200, code 19024: "
+        "Key Words Not Found）" + hint,
+    ]
+    # Set so, the bots post it; a signing refusal (errcode 310000 too) gets no such hint.
+    bots.dingtalk_keywords = bots.feishu_keywords = ["AI 训练任务控制台"]
+    bots.dingtalk_secret = DINGTALK_SECRET
+    failed(job)
+    assert len(event_messages(job, "AlertSent")) == 1
+    assert "关键词" not in event_messages(job, "AlertFailed")[-1]
+
+
+def test_the_keyword_hint_names_the_word_in_the_owners_language_and_reads_in_the_readers(
+    alice, alice_client, bots
+):
+    UserPreference.objects.create(user=alice, language="en")
+    bots.dingtalk_keywords = ["告警"]
+    job = alerting_job(alice, [bots.dingtalk_url])
+
+    failed(job)
+
+    [message] = event_messages(job, "AlertFailed")
+    assert message.endswith("每条告警都以“AI Job Console”开头，请将其添加为关键词")
+    alice_client.cookies["django_language"] = "en"
+    page = html.unescape(
+        alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    )
+    assert (
+        "the bot posts only messages holding one of its custom keywords; every alert starts "
+        "with “AI Job Console”: add it as one"
+    ) in page
+
+
+def test_the_wizards_webhook_field_says_which_word_a_bot_with_keywords_needs(alice_client):
+    from .test_wizard import complete_steps, new_draft
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    zh = html.unescape(alice_client.get(step_url(draft, W.ADVANCED)).content.decode())
+    alice_client.cookies["django_language"] = "en"
+    en = html.unescape(alice_client.get(step_url(draft, W.ADVANCED)).content.decode())
+
+    assert (
+        "设置了自定义关键词的机器人，请将“AI 训练任务控制台”设为关键词之一（每条消息都以它开头）"
+        in zh
+    )
+    assert "for one with custom keywords, make “AI Job Console” one of them" in en
+
+
+def test_invisible_characters_copied_around_a_webhook_are_dropped_in_the_wizard(alice_client, bots):
+    # Found in QA round 28: a Feishu URL copied with a zero-width space after it was taken
+    # as typed, and its first alert failed as "incoming webhook access token invalid".
+    from .test_wizard import advanced_data, complete_steps, new_draft
+
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+    typed = f"{bots.feishu_url}\u200b \n\ufeff{bots.dingtalk_url}\u2060\n"
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items="jobFailed", alert_webhooks=typed),
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    stored = W.assemble(W.wizard_state(draft)).spec.alert.webhooks
+    assert stored == [bots.feishu_url, bots.dingtalk_url]
+
+
+def test_invisible_characters_copied_around_a_webhook_are_dropped_by_the_api(
+    alice,
+    bots,
+    wsgi,  # noqa: F811
+):
+    from .test_api import body, client_for
+
+    key, secret = api_key_create(owner=alice, description="script")
+    api = client_for(wsgi, key.access_key_id, secret)
+
+    api.create_job(
+        pool="local",
+        body=body(
+            datasources=[],
+            alertConfig={"alertItems": ["jobFailed"]},
+            console={"alertChannels": {"webhooks": [f"\ufeff{bots.feishu_url}\u200b"]}},
+        ),
+    )
+
+    job = Job.objects.get()
+    assert job.job_spec().alert.webhooks == [bots.feishu_url]
+    failed(job)
+    assert len(event_messages(job, "AlertSent")) == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -84,7 +84,8 @@ def test_compare_on_the_list_goes_to_the_comparison_of_the_ticked_jobs_oldest_fi
     )
 
     assert r.status_code == 302
-    assert r["Location"] == f"{COMPARE}?job={first.public_id}&job={third.public_id}"
+    # The list's filters go along, for the comparison's way back (below).
+    assert r["Location"] == f"{COMPARE}?job={first.public_id}&job={third.public_id}&back=q%3Drun"
     assert said(r) == []
     assert Job.objects.filter(owner=alice).count() == 3  # nothing done to any job
 
@@ -109,6 +110,39 @@ def test_compare_with_fewer_than_2_or_more_than_4_ticked_says_so_and_keeps_the_t
     for public_id in ticked:
         assert f'id="select-{public_id}" checked hx-preserve' in html
     assert "selected=" not in re.search(r'id="job-table"[^>]*>', html).group(0)
+
+
+def test_the_comparisons_way_back_returns_to_the_list_as_compare_left_it(alice, alice_en):
+    # Found in QA: "Back to the job list" led to the list's first page, unfiltered, though
+    # the jobs were ticked on page 2 of a search.
+    a, b = tuned(alice, "run-a"), tuned(alice, "run-b")
+    r = alice_en.post(
+        BULK,
+        {"action": "compare", "jobs": [a.public_id, b.public_id], "back": "q=run&page=2"},
+    )
+
+    page = alice_en.get(r["Location"])
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert f'<a href="{reverse("job-list")}?q=run&amp;page=2" id="compare-back">' in html
+    # Every field and back keep it too.
+    switch = re.search(r'<a href="([^"]+)" id="compare-switch">', html).group(1)
+    every = alice_en.get(switch.replace("&amp;", "&")).content.decode()
+    assert "all=1&amp;back=q%3Drun%26page%3D2" in switch
+    assert f'<a href="{reverse("job-list")}?q=run&amp;page=2" id="compare-back">' in every
+
+
+def test_a_comparisons_way_back_keeps_only_the_lists_own_parameters(alice, alice_en):
+    a, b = tuned(alice, "run-a"), tuned(alice, "run-b")
+
+    r = alice_en.get(compare_url(a, b) + "&back=" + quote("status=running&next=//evil&page=3"))
+
+    assert r.status_code == 200
+    assert (
+        f'<a href="{reverse("job-list")}?status=running&amp;page=3" id="compare-back">'
+        in r.content.decode()
+    )
 
 
 def test_compare_with_nothing_ticked_asks_for_the_jobs_first(alice, alice_en):
@@ -557,3 +591,43 @@ def test_a_job_with_more_tags_than_are_read_says_how_many_are_not(alice, alice_e
 
     assert "many: 3 more tags are not read (a job's first 48 are)." in html
     assert html.count('<figure class="col-md-6 col-xl-4 mb-0 compare-metric">') == tb.MAX_TAGS
+
+
+# -- what QA round 28 found reading the page --------------------------------------------------
+
+
+def test_the_first_column_the_others_are_read_against_is_marked_as_the_baseline(alice, alice_en):
+    first, second, third = (tuned(alice, f"run-{n}", lr=f"0.{n}1") for n in range(3))
+
+    r = alice_en.get(compare_url(first, second, third))
+
+    assert r.status_code == 200
+    headers = re.findall(r'<th scope="col" class="compare-job".*?</th>', r.content.decode(), re.S)
+    assert ['compare-baseline">baseline</span>' in header for header in headers] == [
+        True,
+        False,
+        False,
+    ]
+    zh = Client()
+    zh.force_login(alice)
+    assert 'compare-baseline">基准</span>' in zh.get(compare_url(first, second)).content.decode()
+
+
+def _luminance(colour: str) -> float:
+    def linear(c: int) -> float:
+        c = c / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
+
+
+def test_each_jobs_line_colour_stands_3_to_1_against_the_white_page():
+    from django.conf import settings
+
+    css = (settings.BASE_DIR / "static" / "console.css").read_text()
+    colours = dict(re.findall(r"\.compare-line-(\d) \{ stroke: (#[0-9a-fA-F]{6});", css))
+
+    assert sorted(colours) == ["0", "1", "2", "3"]  # MAX_COMPARED lines
+    contrasts = {n: 1.05 / (_luminance(c) + 0.05) for n, c in colours.items()}
+    assert all(ratio >= 3 for ratio in contrasts.values()), contrasts

@@ -101,3 +101,41 @@ def test_on_a_phone_the_comparison_scrolls_inside_its_box_not_the_page(
     box = phone.locator("#compare-specs .table-responsive")
     assert box.evaluate("e => e.scrollWidth > e.clientWidth")  # the table scrolls in its box
     assert phone.evaluate(PAGE_FITS)  # the page itself does not
+
+
+def test_on_a_phone_a_legend_entry_of_a_long_name_wraps_beside_its_swatch_not_under_it(
+    phone,  # noqa: F811
+    alice,
+    settings,
+):
+    # Found in QA round 28: at 390 px "resnet50-imagenet-lr-sweep-b256-cosine-lr-0: 0.19 at
+    # step 9" took two lines, the second under the swatch, so the entries' starts (what tells
+    # the jobs apart) no longer lined up.
+    from tests.conftest import log_in
+
+    jobs = []
+    for n in range(2):
+        jobs.append(
+            run_of(
+                alice,
+                f"resnet50-imagenet-lr-sweep-b256-cosine-lr-{n}",
+                lr=f"0.{n}1",
+                cards=1,
+                folder=f"f{n}",
+            )
+        )
+        write_scalars(volume(settings) / f"f{n}", "loss", [2.0, 1.0 + n])
+    log_in(phone, "alice", "alice-password")
+
+    phone.goto("/compare/?" + "&".join(f"job={job.public_id}" for job in jobs))
+
+    entries = phone.locator("#compare-charts .compare-legend li")
+    expect(entries).to_have_count(2)
+    for entry in entries.all():
+        lines = entry.evaluate(
+            """li => { const swatch = li.querySelector('svg').getBoundingClientRect();
+              const r = document.createRange(); r.selectNodeContents(li.lastChild);
+              return [...r.getClientRects()].map(rect => rect.left - swatch.right); }"""
+        )
+        assert len(lines) >= 2  # it wraps at this width
+        assert all(gap >= 0 for gap in lines), lines  # every line right of the swatch

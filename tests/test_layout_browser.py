@@ -334,3 +334,36 @@ def test_on_a_phone_a_drafts_updated_label_and_time_break_no_word(phone, transac
     next_step = row.locator("td").nth(2)
     assert next_step.evaluate(WORDS_WHOLE), next_step.inner_text()
     assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_a_refused_webhook_lines_message_wraps_within_the_screen(
+    phone, transactional_db, alice, settings, tmp_path
+):
+    # Found in QA round 28: the message quoting a refused DingTalk line (a URL of 100
+    # characters without a space) ran off the screen's edge, the page scrolling sideways.
+    from django.test import Client
+
+    from jobs import wizard as W
+    from tests.test_wizard import A800, complete_steps, new_draft, step_url
+
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    client = Client()
+    client.force_login(alice)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.ADVANCED)
+    log_in(phone, "alice", "alice-password")
+    phone.goto(step_url(draft, W.ADVANCED))
+
+    phone.check("input[name=alert_items][value=jobFailed]")
+    phone.fill(
+        "#id_alert_webhooks",
+        f"https://oapi.dingtalk.com/robot/send?access_token={'8d1f' * 16} SEC{'a1b2' * 16}",
+    )
+    phone.click("#wizard-next")
+
+    error = phone.locator("#id_alert_webhooks_error")
+    expect(error).to_contain_text("access_token=")
+    assert phone.evaluate(FITS, "#id_alert_webhooks_error")
+    assert phone.evaluate(PAGE_FITS)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import os
 import random
@@ -14,6 +15,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from django.db.models import F
+from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
@@ -406,6 +408,39 @@ def test_an_mpi_job_runs_its_command_in_the_launcher_only_and_ends_with_it(alice
     for label in ("worker-0", "worker-1"):
         assert "ran in" not in log_text(job, label)
         assert job.replicas.get(role="worker", index=int(label[-1])).exit_code == 0
+
+
+def test_an_mpi_workers_log_says_the_output_of_what_it_runs_is_in_the_launchers_log(
+    alice, alice_client
+):
+    # Found in QA: a worker's log held its start and its exit alone, though its ranks ran
+    # there: mpirun carries their output to the launcher, whose log holds it.
+    spec = make_spec(
+        "/etc/mpi/rsh worker-0 'echo rank output'",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    worker, master = log_text(job, "worker-0"), log_text(job, "master-0")
+    assert "rank output" in master and "rank output" not in worker
+    assert (
+        "[console] worker-0 第 1 次运行开始，作为 MPI worker：运行启动器的 mpirun 在此启动的"
+        "命令，其输出在 master-0 的日志中\n"
+    ) in worker
+    assert "作为 MPI worker" not in master  # the launcher's banner is the plain one
+    # Said again in a reader's own language, as the runner's other lines are.
+    alice_client.cookies["django_language"] = "en"
+    page = alice_client.get(
+        reverse("job-logs", args=[job.public_id]) + "?replica=worker-0", HTTP_HX_REQUEST="true"
+    )
+    assert (
+        "[console] worker-0 attempt 1 starting as an MPI worker: it runs what the launcher's "
+        "mpirun starts here, whose output is in master-0's log"
+    ) in html.unescape(page.content.decode())
 
 
 def test_an_mpi_launcher_runs_commands_in_each_workers_sandbox_through_etc_mpi_rsh(alice, settings):
