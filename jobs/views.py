@@ -562,6 +562,8 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     # The same search as asked (its text, options and lines around), for the links.
     asked = {"replica": label, "q": data["q"], "context": data["context"]}
     asked.update({name: "on" for name in ("regex", "case") if data[name]})
+    if _log_scale(query):  # the charts' scale, kept by the page the links open
+        asked["scale"] = LOG_SCALE
     if path is not None and search is not None and search.resume is not None:
         context["search_older"] = urlencode({**asked, "before": search.resume})
     if data["before"] is not None:
@@ -760,9 +762,15 @@ def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     label = request.GET.get("replica", "")
     if not request.htmx:
-        query = urlencode({"replica": label})
+        query = urlencode(
+            {"replica": label, **({"scale": LOG_SCALE} if _log_scale(request.GET) else {})}
+        )
         return redirect(f"{reverse('job-detail', args=[public_id])}?{query}#logs")
-    context = {"job": job, **_log_context(job, list(job.replicas.all()), label)}
+    context = {
+        "job": job,
+        **_log_context(job, list(job.replicas.all()), label),
+        "log_scale": _log_scale(request.GET),  # kept by its links to the job page
+    }
     if request.htmx.target == "log-tail":
         # The tail's own refresh: the tabs and the search box beside it stay as they are.
         response = render(request, "jobs/job_detail.html#log-tail", context)
@@ -783,7 +791,12 @@ def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
     if not request.htmx:
         return redirect(page)
     _labels, label = _log_label(list(job.replicas.all()), request.GET.get("replica", ""))
-    context = {"job": job, "log_label": label, **_log_search(job, label, request.GET)}
+    context = {
+        "job": job,
+        "log_label": label,
+        **_log_search(job, label, request.GET),
+        "log_scale": _log_scale(request.GET),
+    }
     response = render(request, "jobs/job_detail.html#log-search", context)
     return push_url(response, page)
 

@@ -27,8 +27,16 @@ from jobs import spec as S
 from jobs import tensorboard as tb
 from jobs.logs import job_dir
 from jobs.models import Job, JobStatus
+from jobs.worker import Worker
 
-from .runner_helpers import make_spec, runner_settings, submit, volume  # noqa: F401
+from .runner_helpers import (  # noqa: F401
+    make_spec,
+    run_until,
+    runner_settings,
+    status_of,
+    submit,
+    volume,
+)
 
 pytestmark = pytest.mark.usefixtures("runner_settings", "in_english")
 
@@ -495,6 +503,34 @@ def test_the_log_scale_is_a_link_that_keeps_the_pages_address_and_survives_its_r
     assert '<strong aria-current="true">对数</strong>' in live
     assert f'href="{page_url}?replica=master-0#metrics"' in live
     assert "dominant-baseline" in live and "图中 3 个点里有 1 个小于或等于 0" in live
+
+
+def test_the_log_scale_is_kept_by_the_pages_log_tabs_and_search(alice, alice_client, settings):
+    job = tb_job(alice)
+    write_scalars(volume(settings) / "tb", "loss", [1.0, 0.1])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+    page_url = reverse("job-detail", args=[job.public_id])
+    htmx = {"HX-Request": "true"}
+
+    page = alice_client.get(f"{page_url}?scale=log").content.decode()
+    tab = alice_client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "master-0", "scale": "log"},
+        headers=htmx,
+    )
+    found = alice_client.get(
+        reverse("job-log-search", args=[job.public_id]),
+        {"replica": "master-0", "q": "x", "scale": "log"},
+        headers=htmx,
+    )
+
+    # A replica's tab, on the page and in the panel a click brings, opens the page on the log
+    # scale still; so does a search (its form and the address it puts in the bar).
+    assert f'href="{page_url}?replica=master-0&amp;scale=log#logs"' in page
+    assert '<input type="hidden" name="scale" value="log">' in page
+    assert f'href="{page_url}?replica=master-0&amp;scale=log#logs"' in tab.content.decode()
+    assert "scale=log" in found["HX-Push-Url"]
+    assert '<input type="hidden" name="scale" value="log">' in found.content.decode()
 
 
 def test_the_job_page_has_no_section_without_tensorboard(alice, alice_client):
