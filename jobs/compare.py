@@ -94,8 +94,9 @@ class Comparison:
         return [field for field in self.fields if field.differs]
 
 
-def job_comparison(*, jobs: list[Job]) -> Comparison:
-    """What differs among the jobs' specs, and their training metrics together."""
+def job_comparison(*, jobs: list[Job], log: bool = False) -> Comparison:
+    """What differs among the jobs' specs, and their training metrics together (`log`: their
+    charts on a log Y axis)."""
     specs: list[S.JobSpec | None] = []
     for job in jobs:
         try:
@@ -128,7 +129,7 @@ def job_comparison(*, jobs: list[Job]) -> Comparison:
         jobs=jobs,
         fields=fields,
         unreadable=[spec is None for spec in specs],
-        metrics=compared_metrics(jobs, owner_groups=groups),
+        metrics=compared_metrics(jobs, owner_groups=groups, log=log),
     )
 
 

@@ -241,6 +241,78 @@ def _hunk_lines(lines: list[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class DiffLine:
+    """One line of a changed command as shown: its sign ("-", "+", or "" for a "(line n)"
+    heading) and its text in runs, each saying whether it is a word that changed from the
+    paired line (the other side of a one-for-one replacement)."""
+
+    sign: str
+    parts: list[tuple[str, bool]]
+
+
+class ChangedLines(str):
+    """A changed command's lines as text ("(line 1)", "-old", "+new"), which every reader of
+    the comparison keeps reading as text (the <pre> copied from, the tests), carrying the
+    same lines with the words that changed marked (`lines`), for the pages to mark them."""
+
+    lines: list[DiffLine]
+
+    def __new__(cls, text: str, lines: list[DiffLine]) -> ChangedLines:
+        shown = super().__new__(cls, text)
+        shown.lines = lines
+        return shown
+
+
+WORD_RE = re.compile(r"\s+|\S+")
+
+
+def _words_changed(
+    before: str, after: str
+) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """Both lines in runs of words, each run saying whether it differs from the other line."""
+    old, new = WORD_RE.findall(before), WORD_RE.findall(after)
+    old_parts: list[tuple[str, bool]] = []
+    new_parts: list[tuple[str, bool]] = []
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if i2 > i1:
+            old_parts.append(("".join(old[i1:i2]), tag != "equal"))
+        if j2 > j1:
+            new_parts.append(("".join(new[j1:j2]), tag != "equal"))
+    return old_parts, new_parts
+
+
+def _changed_lines(before: list[str], after: list[str]) -> ChangedLines | None:
+    """The lines of `after` that changed from `before` ("(line n)", "-", "+"), with the changed
+    words marked where a hunk replaces as many lines as it removes (a line edited in place,
+    read against the line it was); None when no line differs."""
+    diff = list(difflib.unified_diff(before, after, lineterm="", n=0))[2:]
+    lines: list[DiffLine] = []
+    hunk: list[str] = []
+
+    def flush() -> None:
+        removed = [line[1:] for line in hunk if line.startswith("-")]
+        added = [line[1:] for line in hunk if line.startswith("+")]
+        if len(removed) == len(added):
+            pairs = [_words_changed(old, new) for old, new in zip(removed, added, strict=True)]
+            lines.extend(DiffLine("-", old) for old, _new in pairs)
+            lines.extend(DiffLine("+", new) for _old, new in pairs)
+        else:  # lines added or removed, not edited: whole lines, nothing within them marked
+            lines.extend(DiffLine(line[0], [(line[1:], False)]) for line in hunk)
+        hunk.clear()
+
+    shown = _hunk_lines(diff)
+    for raw, text in zip(diff, shown, strict=True):
+        if HUNK_RE.match(raw):
+            flush()
+            lines.append(DiffLine("", [(text, False)]))
+        else:
+            hunk.append(raw)
+    flush()
+    return ChangedLines("\n".join(shown), lines) if shown else None
+
+
+@dataclass(frozen=True)
 class ComparedField:
     """One field of several specs side by side (specs_compared)."""
 
@@ -304,10 +376,7 @@ def specs_compared(
                     if value == values[0]:
                         shown[i] = _("(the same as the first job's)")
                         continue
-                    changed = difflib.unified_diff(
-                        values[0].splitlines(), value.splitlines(), lineterm="", n=0
-                    )
-                    shown[i] = "\n".join(_hunk_lines(list(changed)[2:])) or value
+                    shown[i] = _changed_lines(values[0].splitlines(), value.splitlines()) or value
             compared.append(
                 ComparedField(
                     label=f"{section} · {label}",

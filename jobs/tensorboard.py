@@ -713,6 +713,11 @@ class MetricChart:
     high: str
     points: str  # an SVG polyline's points, in a CHART_WIDTH x CHART_HEIGHT box
     text: str  # the chart's text alternative
+    # On a log scale: the ticks of its Y axis, and how many of its points are 0 or below (not
+    # drawn) of how many it has.
+    ticks: list[AxisTick] = field(default_factory=list)
+    left_out: int = 0
+    point_count: int = 0
 
 
 @dataclass
@@ -740,7 +745,68 @@ def shown_name(run: str) -> str:
     return run.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def chart(run: str, tag: str, series: dict) -> MetricChart:
+@dataclass(frozen=True)
+class AxisTick:
+    label: str  # a power of ten as every value on the page reads (shown_value: 0.001, 1e-05)
+    y: str  # its height in the chart, from the top: in the viewBox (CHART_HEIGHT 100) and in %
+
+
+@dataclass(frozen=True)
+class LogAxis:
+    """A log scale's Y axis: from the power of ten at or below the lowest value drawn to the
+    one at or above the highest (whole decades, so both ends are labelled ticks)."""
+
+    bottom: float  # exponents of ten
+    top: float
+
+    def y(self, value: float) -> float:
+        return (
+            CHART_HEIGHT
+            - 2
+            - (math.log10(value) - self.bottom) / (self.top - self.bottom) * (CHART_HEIGHT - 4)
+        )
+
+    def ticks(self) -> list[AxisTick]:
+        """A tick at each power of ten, or each second, third… past MAX_TICKS of them."""
+        bottom, top = int(self.bottom), int(self.top)
+        every = math.ceil((top - bottom) / (MAX_TICKS - 1))
+        return [
+            AxisTick(
+                label=power_of_ten(exponent),
+                y=f"{CHART_HEIGHT - 2 - (exponent - bottom) / (top - bottom) * (CHART_HEIGHT - 4):.1f}",
+            )
+            for exponent in range(bottom, top + 1, every)
+        ]
+
+
+MAX_TICKS = 6  # labelled ticks of a log axis: a chart is 6 to 8 rem high
+
+
+def power_of_ten(exponent: int) -> str:
+    """10**exponent as shown_value shows it (6 significant digits, %g), also where it is no
+    float (1e+309, 1e-400: a hostile file's tag may span those)."""
+    if -4 <= exponent < 6:
+        return shown_value(10.0**exponent)
+    return f"1e{'+' if exponent > 0 else '-'}{abs(exponent):02d}"
+
+
+def log_axis(points: list[list]) -> LogAxis | None:
+    """The log axis of the positive points (None: there are none to draw)."""
+    drawn = [value for _step, value in points if value > 0]
+    if not drawn:
+        return None
+    # A value written as a float32 (0.1 is 0.100000001) is a power of ten to within its
+    # precision: its own decade, not the one above (or below) it.
+    bottom = math.floor(math.log10(min(drawn)) + 1e-6)
+    top = math.ceil(math.log10(max(drawn)) - 1e-6)
+    if top == bottom:  # one power of ten alone: a level line between the decades around it
+        bottom, top = bottom - 1, top + 1
+    return LogAxis(bottom=bottom, top=top)
+
+
+def chart(run: str, tag: str, series: dict, *, log: bool = False) -> MetricChart:
+    """A tag's chart, on a linear Y axis from its lowest value to its highest, or on a log one
+    (`log`), where its points at or below 0 are left out and counted, never drawn elsewhere."""
     points = _finite_points(series)
     low = series["low"][1] if series["low"] else 0.0
     high = series["high"][1] if series["high"] else 0.0
@@ -763,6 +829,7 @@ def chart(run: str, tag: str, series: dict) -> MetricChart:
         "latest": shown_value(latest),
         "step": last_step,
     }
+    axis = log_axis(points) if log else None
     return MetricChart(
         run=shown_name(run),
         tag=tag,
@@ -772,8 +839,13 @@ def chart(run: str, tag: str, series: dict) -> MetricChart:
         last_step=steps[1],
         low=low_shown,
         high=high_shown,
-        points=_polyline(points, steps=steps, low=low, high=high),
+        points=_polyline(points, steps=steps, low=low, high=high, log=axis)
+        if not log or axis
+        else "",
         text=text,
+        ticks=axis.ticks() if axis else [],
+        left_out=sum(1 for _step, value in points if value <= 0) if log else 0,
+        point_count=len(points),
     )
 
 
@@ -781,39 +853,61 @@ def _finite_points(series: dict) -> list[list]:
     return sorted((p for p in series["points"] if math.isfinite(p[1])), key=lambda point: point[0])
 
 
-def _polyline(points: list[list], *, steps: tuple[int, int], low: float, high: float) -> str:
+def _polyline(
+    points: list[list],
+    *,
+    steps: tuple[int, int],
+    low: float,
+    high: float,
+    log: LogAxis | None = None,
+) -> str:
     """An SVG polyline's points for (step, value) points in a CHART_WIDTH x CHART_HEIGHT box
-    spanning `steps` across and `low` to `high` up."""
+    spanning `steps` across and `low` to `high` up, or the `log` axis up (its points at or
+    below 0 left out)."""
     drawn = []
     for step, value in points:
+        if log is not None and value <= 0:
+            continue
         x = (step - steps[0]) / (steps[1] - steps[0]) * CHART_WIDTH if steps[1] > steps[0] else 0
         # In halves: the span of two doubles far apart (-1e308 to 1e308) is no float.
         y = (
-            CHART_HEIGHT / 2
+            log.y(value)
+            if log is not None
+            else CHART_HEIGHT / 2
             if high == low
             else CHART_HEIGHT
             - 2
             - (value / 2 - low / 2) / (high / 2 - low / 2) * (CHART_HEIGHT - 4)
         )
         drawn.append(f"{x:.1f},{y:.1f}")
-    if len(drawn) == 1:  # one value: a level line, as a polyline of one point draws nothing
+    if len(drawn) == 1 and len(points) > 1:
+        # One point left of several (a log scale left the others out): a short dash where it
+        # is, as a polyline of one point draws nothing, not a line over steps it has no value at.
+        x, y = (float(part) for part in drawn[0].split(","))
+        drawn = [f"{max(x - 2, 0):.1f},{y:.1f}", f"{min(x + 2, CHART_WIDTH):.1f},{y:.1f}"]
+    elif len(drawn) == 1:  # one value: a level line, as a polyline of one point draws nothing
         drawn.append(f"{CHART_WIDTH},{drawn[0].split(',')[1]}")
     return " ".join(drawn)
 
 
 def training_metrics(
-    *, job: Job, seconds: float | None = None, owner_groups: set[str] | None = None
+    *,
+    job: Job,
+    seconds: float | None = None,
+    owner_groups: set[str] | None = None,
+    log: bool = False,
 ) -> TrainingMetrics | None:
     """The training curves of a job with Tensorboard on (None: it is off, or its spec cannot
     be read), or the reason the console has none to show; reading for at most `seconds`
-    (READ_SECONDS by default). `owner_groups`: its owner's group names, when read already."""
+    (READ_SECONDS by default). `owner_groups`: its owner's group names, when read already.
+    `log`: the charts on a log Y axis."""
     read = _read_job(job=job, seconds=seconds, owner_groups=owner_groups)
     if read is None:
         return None
     metrics, state, folder = read
     if state is not None:
         metrics.charts = _charts(
-            state, key=(job.public_id, folder, state.get("generation"), get_language())
+            state, key=(job.public_id, folder, state.get("generation"), get_language(), log)
         )
     return metrics
 
@@ -858,7 +952,8 @@ def _read_job(
     return metrics, state, folder.path
 
 
-# The charts of the latest states read, by (job, log folder, its state's generation, language):
+# The charts of the latest states read, by (job, log folder, its state's generation, language,
+# log scale):
 # drawing 48 charts of 500 points is most of a poll's cost, and most polls find nothing new.
 _drawn: dict[tuple, list[MetricChart]] = {}
 DRAWN_KEPT = 16
@@ -871,7 +966,7 @@ def _charts(state: dict, *, key: tuple) -> list[MetricChart]:
         if drawn is not None:
             return drawn
     charts = [
-        chart(run_name, tag, series)
+        chart(run_name, tag, series, log=key[4])
         for run_name, run in sorted(state["runs"].items())
         for tag, series in sorted(run["tags"].items())
     ]
@@ -895,6 +990,8 @@ class ComparedLine:
     latest_step: int
     low: str
     high: str
+    left_out: int = 0  # on a log scale: its points at or below 0, not drawn
+    point_count: int = 0  # of its points on the chart
 
 
 @dataclass(frozen=True)
@@ -907,6 +1004,7 @@ class ComparedChart:
     first_step: int
     last_step: int
     text: str  # the chart's text alternative: each job's latest, lowest and highest
+    ticks: list[AxisTick] = field(default_factory=list)  # a log scale's Y axis
 
 
 @dataclass
@@ -920,7 +1018,7 @@ class MetricsComparison:
 
 
 def compared_metrics(
-    jobs: list[Job], *, owner_groups: list[set[str] | None] | None = None
+    jobs: list[Job], *, owner_groups: list[set[str] | None] | None = None, log: bool = False
 ) -> MetricsComparison:
     """The jobs' training curves together: one chart per run and tag any of them has (the
     first MAX_TAGS in name order), with a line per job that has it, all on one scale. Each job
@@ -953,6 +1051,7 @@ def compared_metrics(
                 for column, (job, state) in enumerate(zip(jobs, states, strict=True))
                 if state is not None
             ],
+            log=log,
         )
         for run_name, tag in keys[:MAX_TAGS]
     ]
@@ -961,7 +1060,9 @@ def compared_metrics(
     return comparison
 
 
-def _compared_chart(run: str, tag: str, found: list[tuple[int, str, dict | None]]) -> ComparedChart:
+def _compared_chart(
+    run: str, tag: str, found: list[tuple[int, str, dict | None]], *, log: bool = False
+) -> ComparedChart:
     present = [(column, name, series) for column, name, series in found if series is not None]
     drawn = [(column, name, series, _finite_points(series)) for column, name, series in present]
     lows = [series["low"][1] for _c, _n, series in present if series["low"]]
@@ -970,15 +1071,21 @@ def _compared_chart(run: str, tag: str, found: list[tuple[int, str, dict | None]
     firsts = [points[0][0] if points else series["first"][0] for _c, _n, series, points in drawn]
     lasts = [points[-1][0] if points else series["last"][0] for _c, _n, series, points in drawn]
     steps = (min(firsts), max(lasts))
+    # On a log scale, one axis for every line: the decades around all their positive points.
+    axis = log_axis([point for *_found, points in drawn for point in points]) if log else None
     lines = [
         ComparedLine(
             column=column,
             name=name,
-            points=_polyline(points, steps=steps, low=low, high=high) if points else "",
+            points=_polyline(points, steps=steps, low=low, high=high, log=axis)
+            if points and (axis or not log)
+            else "",
             latest=shown_value(series["last"][1]),
             latest_step=series["last"][0],
             low=shown_value(series["low"][1]) if series["low"] else "–",
             high=shown_value(series["high"][1]) if series["high"] else "–",
+            left_out=sum(1 for _step, value in points if value <= 0) if log else 0,
+            point_count=len(points),
         )
         for column, name, series, points in drawn
     ]
@@ -1014,4 +1121,5 @@ def _compared_chart(run: str, tag: str, found: list[tuple[int, str, dict | None]
         first_step=steps[0],
         last_step=steps[1],
         text=text,
+        ticks=axis.ticks() if axis else [],
     )

@@ -14,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from django import forms
 from django.contrib import messages
@@ -368,7 +368,43 @@ def runs_as(*, job: Job) -> dict[str, int] | None:
     return {"uid": run["run_uid"], "gid": run["run_gid"]}
 
 
-def _live_context(job: Job) -> dict[str, Any]:
+LOG_SCALE = "log"  # ?scale=log: the training metrics' charts on a log Y axis
+
+
+def _log_scale(query: QueryDict) -> bool:
+    return query.get("scale") == LOG_SCALE
+
+
+def _scale_urls(path: str, query: QueryDict, fragment: str) -> dict[str, str]:
+    """The page's address with its charts on each Y scale ("linear", "log"), its other
+    parameters (a log's replica and search, a comparison's jobs) kept as they are."""
+    urls = {}
+    for scale in ("linear", LOG_SCALE):
+        kept = query.copy()
+        kept.pop("scale", None)
+        if scale == LOG_SCALE:
+            kept["scale"] = LOG_SCALE
+        encoded = kept.urlencode()
+        urls[scale] = f"{path}?{encoded}{fragment}" if encoded else f"{path}{fragment}"
+    return urls
+
+
+def _metrics_scale(request: AuthenticatedHttpRequest, job: Job) -> dict[str, Any]:
+    """The job page's chart scale, asked by the page (`scale`) or by its refresh, which carries
+    it; and the switch's links, built from the page's own address: a refresh (htmx) sends it as
+    HX-Current-URL, whose query is kept only when it is this job's page."""
+    page = reverse("job-detail", args=[job.public_id])
+    query = request.GET
+    if request.htmx:
+        current = urlsplit(request.htmx.current_url_abs_path or "")
+        query = QueryDict(current.query) if current.path == page else QueryDict()
+    return {
+        "log_scale": _log_scale(request.GET),
+        "scale_urls": _scale_urls(page, query, "#metrics"),
+    }
+
+
+def _live_context(job: Job, *, log: bool = False) -> dict[str, Any]:
     replicas = list(job.replicas.all())
     events, events_hidden = job_events_shown(job=job)
     # Whether the worker that moves this job on runs: a banner when it does not.
@@ -384,7 +420,7 @@ def _live_context(job: Job) -> dict[str, Any]:
         # Why an AIHC job's usage is missing or not up to date (None: nothing to say).
         "usage_unavailable": usage_unavailable(job),
         # Its training curves (Tensorboard on; None: no section), refreshed with the rest.
-        "metrics": training_metrics(job=job),
+        "metrics": training_metrics(job=job, log=log),
         # The newest events (services.EVENTS_SHOWN), and how many earlier ones are not shown.
         "events": events,
         "events_hidden": events_hidden,
@@ -526,6 +562,8 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
     # The same search as asked (its text, options and lines around), for the links.
     asked = {"replica": label, "q": data["q"], "context": data["context"]}
     asked.update({name: "on" for name in ("regex", "case") if data[name]})
+    if _log_scale(query):  # the charts' scale, kept by the page the links open
+        asked["scale"] = LOG_SCALE
     if path is not None and search is not None and search.resume is not None:
         context["search_older"] = urlencode({**asked, "before": search.resume})
     if data["before"] is not None:
@@ -537,7 +575,8 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
 @login_required
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
-    context = _live_context(job)
+    context = _live_context(job, log=_log_scale(request.GET))
+    context.update(_metrics_scale(request, job))
     # The pool by its name, as the job list shows it (its id in the title; a pool no longer
     # offered by its last known name, marked so and not linked, or else its id alone).
     label = pool_labels(names=pool_names(), pool_ids=[job.resource_pool]).get(job.resource_pool)
@@ -688,7 +727,11 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     response = render(
         request,
         "jobs/job_detail.html#live-update",
-        {**_live_context(job), "oob": True},
+        {
+            **_live_context(job, log=_log_scale(request.GET)),
+            **_metrics_scale(request, job),
+            "oob": True,
+        },
     )
     return HttpResponseStopPolling(response.content) if job.is_final else response
 
@@ -701,11 +744,11 @@ def job_metrics(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespon
     job = _job(request, public_id)
     if not request.htmx:
         return redirect(f"{reverse('job-detail', args=[public_id])}#metrics")
-    metrics = training_metrics(job=job)
+    metrics = training_metrics(job=job, log=_log_scale(request.GET))
     response = render(
         request,
         "jobs/job_detail.html#metrics",
-        {"job": job, "metrics": metrics, "final": job.is_final},
+        {"job": job, "metrics": metrics, "final": job.is_final, **_metrics_scale(request, job)},
     )
     if metrics is None or not metrics.pending:
         return HttpResponseStopPolling(response.content)
@@ -719,9 +762,15 @@ def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     label = request.GET.get("replica", "")
     if not request.htmx:
-        query = urlencode({"replica": label})
+        query = urlencode(
+            {"replica": label, **({"scale": LOG_SCALE} if _log_scale(request.GET) else {})}
+        )
         return redirect(f"{reverse('job-detail', args=[public_id])}?{query}#logs")
-    context = {"job": job, **_log_context(job, list(job.replicas.all()), label)}
+    context = {
+        "job": job,
+        **_log_context(job, list(job.replicas.all()), label),
+        "log_scale": _log_scale(request.GET),  # kept by its links to the job page
+    }
     if request.htmx.target == "log-tail":
         # The tail's own refresh: the tabs and the search box beside it stay as they are.
         response = render(request, "jobs/job_detail.html#log-tail", context)
@@ -742,7 +791,12 @@ def job_log_search(request: AuthenticatedHttpRequest, public_id: str) -> HttpRes
     if not request.htmx:
         return redirect(page)
     _labels, label = _log_label(list(job.replicas.all()), request.GET.get("replica", ""))
-    context = {"job": job, "log_label": label, **_log_search(job, label, request.GET)}
+    context = {
+        "job": job,
+        "log_label": label,
+        **_log_search(job, label, request.GET),
+        "log_scale": _log_scale(request.GET),
+    }
     response = render(request, "jobs/job_detail.html#log-search", context)
     return push_url(response, page)
 
@@ -1167,6 +1221,7 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     (jobs.compare): any other id answers 404, as its job page does."""
     ids = asked_ids(request.GET.getlist("job"))
     every = request.GET.get("all") == "1"
+    log = _log_scale(request.GET)
     # The job list's filters and page as Compare left them (`back`): its way back keeps them.
     back = _list_query(request.GET.get("back", ""))
     context: dict[str, Any] = {
@@ -1175,6 +1230,7 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
         "max": MAX_COMPARED,
         "back": back,
         "back_url": f"{reverse('job-list')}?{back}" if back else reverse("job-list"),
+        "log_scale": log,
     }
     if len(ids) > MAX_ASKED:
         return render(request, "jobs/job_compare.html", context, status=400)
@@ -1183,13 +1239,13 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
         context["missing"] = missing[:10]
         context["missing_more"] = len(missing) - len(context["missing"])
         if MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
-            context["found_query"] = _compare_query(jobs, every=every, back=back)
+            context["found_query"] = _compare_query(jobs, every=every, back=back, log=log)
         return render(request, "jobs/job_compare.html", context, status=404)
     context["jobs"] = jobs
     if not MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
         # A link with too few or too many: those named stay ticked, to untick or go back.
         return render(request, "jobs/job_compare.html", context)
-    comparison = job_comparison(jobs=jobs)
+    comparison = job_comparison(jobs=jobs, log=log)
     for job in jobs:
         # Another user's job (staff comparing): its admin page, as its job page is its owner's.
         job.compare_url = (
@@ -1203,8 +1259,13 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
             "fields": comparison.fields if every else comparison.differing,
             "every": every,
             "differing": len(comparison.differing),
-            "every_query": _compare_query(jobs, every=True, back=back),
-            "differing_query": _compare_query(jobs, every=False, back=back),
+            "every_query": _compare_query(jobs, every=True, back=back, log=log),
+            "differing_query": _compare_query(jobs, every=False, back=back, log=log),
+            "scale_urls": _scale_urls(
+                reverse("job-compare"),
+                QueryDict(_compare_query(jobs, every=every, back=back)),
+                "#compare-metrics",
+            ),
             "metrics": comparison.metrics,
             "columns": list(zip(jobs, comparison.metrics.metrics, strict=True)),
             "latest_rows": list(zip(jobs, comparison.metrics.latest, strict=True)),
@@ -1213,10 +1274,12 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "jobs/job_compare.html", context)
 
 
-def _compare_query(jobs: list[Job], *, every: bool, back: str = "") -> str:
+def _compare_query(jobs: list[Job], *, every: bool, back: str = "", log: bool = False) -> str:
     pairs = [("job", job.public_id) for job in jobs]
     if every:
         pairs.append(("all", "1"))
     if back:
         pairs.append(("back", back))
+    if log:
+        pairs.append(("scale", LOG_SCALE))
     return urlencode(pairs)

@@ -193,6 +193,10 @@ def test_a_job_page_with_training_metrics_has_no_serious_violations_in_either_la
         page.goto(f"/jobs/{charted.public_id}/")
         expect(page.locator("#metric-charts figure.metric")).to_have_count(4)
         audit.check(f"job page with training metrics, {language}")
+        # On a log scale: powers of ten beside each chart.
+        page.click("#metrics-scale a")
+        expect(page.locator("#metric-charts svg.metric-axis text").first).to_be_visible()
+        audit.check(f"job page with training metrics on a log scale, {language}")
     page.goto(f"/jobs/{noted.public_id}/")
     expect(page.locator("#metrics-note")).to_be_visible()
     audit.check("job page with a training metrics note")
@@ -444,7 +448,7 @@ def test_the_comparison_of_jobs_has_no_serious_violations_in_either_language_or_
     from jobs import spec as S
 
     jobs = []
-    for n, losses in enumerate([[2.0, 1.0, 0.5], [2.0, 1.5], [3.0]]):
+    for n, losses in enumerate([[2.0, 1.0, 0.0], [2.0, 1.5], [3.0]]):
         writer = SummaryWriter(str(volume(settings) / f"run-{n}"))
         for step, loss in enumerate(losses):
             writer.add_scalar("loss", loss, step)
@@ -462,6 +466,18 @@ def test_the_comparison_of_jobs_has_no_serious_violations_in_either_language_or_
         page.goto(address)
         expect(page.locator("#compare-charts figure polyline")).to_have_count(3)
         audit.check(f"comparison of 4 jobs, {language}")
+    # The changed word of each command marked, said to a screen reader, and copied without.
+    changed = page.locator("#compare-table ins.diff-word").first
+    expect(changed).to_have_text("1")
+    mark = changed.get_attribute("data-mark")
+    assert mark in ("added:", "新增：")
+    assert changed.evaluate("e => getComputedStyle(e, '::before').content") == f'" [{mark} "'
+    copied = changed.locator("xpath=ancestor::pre").inner_text()
+    assert "+python train.py --run 1" in copied and mark not in copied
+    page.click("#compare-scale a")
+    expect(page.locator("#compare-charts .metric-left-out")).to_have_count(1)
+    expect(page.locator("#compare-charts svg.metric-axis text").first).to_be_visible()
+    audit.check("comparison on a log scale")
     page.click("#compare-switch")
     audit.check("comparison, every field")
     page.goto(f"/compare/?job={jobs[0].public_id}")

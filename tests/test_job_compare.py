@@ -67,8 +67,27 @@ def rows(html: str) -> dict[str, list[str]]:
         html,
         re.S,
     ):
-        found[label] = re.findall(r"<pre[^>]*>(.*?)</pre>", cells, re.S)
+        found[label] = [
+            re.sub(r"<[^>]+>", "", value)
+            for value in re.findall(r"<pre[^>]*>(.*?)</pre>", cells, re.S)
+        ]
     return found
+
+
+def marked(html: str, label: str) -> list[str]:
+    """A field row's values with their marks: the words that changed as [-word-] or {+word+}."""
+    cells = re.search(
+        rf'<th scope="row" class="fw-normal">{re.escape(label)}</th>(.*?)</tr>', html, re.S
+    ).group(1)
+    values = re.findall(r"<pre[^>]*>(.*?)</pre>", cells, re.S)
+    return [
+        re.sub(
+            r'<ins class="diff-word" data-mark="[^"]+">(.*?)</ins>',
+            r"{+\1+}",
+            re.sub(r'<del class="diff-word" data-mark="[^"]+">(.*?)</del>', r"[-\1-]", value),
+        )
+        for value in values
+    ]
 
 
 # -- from the job list ------------------------------------------------------------------------
@@ -302,6 +321,57 @@ def test_a_command_the_same_as_the_first_jobs_says_so_beside_one_that_changed(al
     ]
 
 
+def test_a_changed_line_marks_the_words_that_changed_and_copies_as_the_same_lines(alice, alice_en):
+    base = tuned(
+        alice, "a", command="torchrun --nproc 8 train.py --lr 0.001 --batch-size 64\necho done"
+    )
+    other = tuned(
+        alice, "b", command="torchrun --nproc 8 train.py --lr 0.01 --batch-size 64\necho done"
+    )
+
+    r = alice_en.get(compare_url(base, other))
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    label = "Image and command · Command"
+    # Only the learning rate is marked, struck on the "-" line and underlined on the "+" one;
+    # the first job's whole command has no marks.
+    assert marked(html, label) == [
+        "torchrun --nproc 8 train.py --lr 0.001 --batch-size 64\necho done",
+        "(line 1)\n-torchrun --nproc 8 train.py --lr [-0.001-] --batch-size 64\n"
+        "+torchrun --nproc 8 train.py --lr {+0.01+} --batch-size 64",
+    ]
+    # The marks add no text to the lines as copied, and say what they are to screen readers.
+    assert rows(html)[label][1] == (
+        "(line 1)\n-torchrun --nproc 8 train.py --lr 0.001 --batch-size 64\n"
+        "+torchrun --nproc 8 train.py --lr 0.01 --batch-size 64"
+    )
+    assert '<del class="diff-word" data-mark="removed:">0.001</del>' in html
+    assert '<ins class="diff-word" data-mark="added:">0.01</ins>' in html
+
+
+def test_a_changed_command_is_user_text_its_marked_words_escaped(alice, alice_en):
+    base = tuned(alice, "a", command="echo '<b>x</b>' && run --tag <script>1")
+    other = tuned(alice, "b", command="echo '<b>x</b>' && run --tag <script>2")
+
+    html = alice_en.get(compare_url(base, other)).content.decode()
+
+    assert "<script>" not in html.split("<main", 1)[-1].split("</main>", 1)[0]
+    assert marked(html, "Image and command · Command")[1] == (
+        "(line 1)\n-echo &#x27;&lt;b&gt;x&lt;/b&gt;&#x27; &amp;&amp; run --tag [-&lt;script&gt;1-]\n"
+        "+echo &#x27;&lt;b&gt;x&lt;/b&gt;&#x27; &amp;&amp; run --tag {+&lt;script&gt;2+}"
+    )
+
+
+def test_lines_added_rather_than_edited_are_shown_whole_with_no_words_marked(alice, alice_en):
+    base = tuned(alice, "a")
+    other = tuned(alice, "b", command="python train.py --epochs 3\nnvidia-smi\necho done")
+
+    html = alice_en.get(compare_url(base, other)).content.decode()
+
+    assert marked(html, "Image and command · Command")[1] == "(line 2)\n+nvidia-smi"
+
+
 def test_jobs_whose_specs_are_the_same_but_for_the_name_show_that_row_alone(alice, alice_en):
     a, b = tuned(alice, "same"), tuned(alice, "same")
 
@@ -528,6 +598,70 @@ def test_one_chart_per_tag_with_a_line_per_job_its_legend_and_text_and_the_lates
     assert "no values" in small_row and '0.75 <span class="text-muted">(step 3)</span>' in small_row
     # A job without metrics says why, as its page would.
     assert "no-tensorboard: no training metrics (Tensorboard is off for this job)." in html
+
+
+def test_a_learning_rate_sweep_on_a_log_scale_draws_each_rate_a_decade_apart(
+    alice, alice_en, settings
+):
+    fast = with_metrics(alice, "lr-high", "fast", lr="0.1")
+    slow = with_metrics(alice, "lr-low", "slow", lr="0.0001")
+    # Real event files, as tensorboardX writes them: each run's learning rate, then a loss
+    # that reaches 0 in the fast one.
+    for folder, rate, losses in (
+        ("fast", 0.1, [1.0, 0.0, 0.0]),
+        ("slow", 0.0001, [1.0, 0.5, 0.25]),
+    ):
+        writer = SummaryWriter(str(volume(settings) / folder))
+        for step, loss in enumerate(losses):
+            writer.add_scalar("lr", rate, step)
+            writer.add_scalar("loss", loss, step)
+        writer.close()
+    query = f"job={fast.public_id}&job={slow.public_id}&all=1&back=q%3Dlr"
+
+    linear = alice_en.get(f"{COMPARE}?{query}").content.decode()
+    r = alice_en.get(f"{COMPARE}?{query}&scale=log")
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    loss, lr = re.findall(
+        r'<figure class="col-md-6 col-xl-4 mb-0 compare-metric">(.*?)</figure>', html, re.S
+    )
+    # One axis from 0.0001 to 0.1, labelled at each power of ten; each rate a level line.
+    assert re.findall(r'<text x="100%" y="([\d.]+)%"[^>]*>([^<]+)</text>', lr) == [
+        ("98.0", "0.0001"),
+        ("66.0", "0.001"),
+        ("34.0", "0.01"),
+        ("2.0", "0.1"),
+    ]
+    assert re.findall(r'<polyline class="compare-line-(\d)" points="([^"]+)"', lr) == [
+        ("0", "0.0,2.0 150.0,2.0 300.0,2.0"),
+        ("1", "0.0,98.0 150.0,98.0 300.0,98.0"),
+    ]
+    # The fast run's two losses of 0 are left out and said, never drawn at the axis's foot.
+    assert re.findall(r'<polyline class="compare-line-(\d)" points="([^"]+)"', loss) == [
+        ("0", "0.0,2.0 2.0,2.0"),  # its one value left: a dash at step 0, not a level line
+        ("1", "0.0,2.0 150.0,30.9 300.0,59.8"),
+    ]
+    assert re.findall(r'class="small text-muted mb-0 metric-left-out">([^<]+)</p>', loss) == [
+        "lr-high: 2 of its 3 points are 0 or below and are not drawn: a log scale has no place "
+        "for them."
+    ]
+    # The text alternatives read as on the linear scale.
+    assert re.findall(r'role="img" aria-label="([^"]+)"', html) == re.findall(
+        r'role="img" aria-label="([^"]+)"', linear
+    )
+    # The switch: real links keeping the jobs, every field and the way back to the list; the
+    # links to other fields' views keep the scale.
+    switch = re.search(r'id="compare-scale">(.*?)</p>', html).group(1)
+    assert f'<a href="{COMPARE}?{query}#compare-metrics"' in switch.replace("&amp;", "&")
+    assert '<strong aria-current="true">log</strong>' in switch
+    assert f'href="{COMPARE}?{query}&scale=log#compare-metrics"' in re.search(
+        r'id="compare-scale">(.*?)</p>', linear
+    ).group(1).replace("&amp;", "&")
+    assert (
+        f"{COMPARE}?job={fast.public_id}&job={slow.public_id}&back=q%3Dlr&scale=log"
+        in html.replace("&amp;", "&")
+    )
 
 
 def test_each_jobs_event_files_are_read_through_its_state_file_as_its_page_reads_them(

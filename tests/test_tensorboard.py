@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import struct
 import time
 import tracemalloc
@@ -26,8 +27,16 @@ from jobs import spec as S
 from jobs import tensorboard as tb
 from jobs.logs import job_dir
 from jobs.models import Job, JobStatus
+from jobs.worker import Worker
 
-from .runner_helpers import make_spec, runner_settings, submit, volume  # noqa: F401
+from .runner_helpers import (  # noqa: F401
+    make_spec,
+    run_until,
+    runner_settings,
+    status_of,
+    submit,
+    volume,
+)
 
 pytestmark = pytest.mark.usefixtures("runner_settings", "in_english")
 
@@ -409,6 +418,119 @@ def test_the_job_page_shows_the_section_and_the_status_poll_refreshes_it(
         in html
     )
     assert "<html" not in html and "0.25" in html
+
+
+def test_a_log_scale_draws_a_learning_rate_by_its_powers_of_ten(alice, settings):
+    job = tb_job(alice)
+    write_scalars(volume(settings) / "tb", "lr", [0.1, 0.01, 0.001, 0.0001])
+
+    [linear] = read(job).charts
+    [lr] = tb.training_metrics(job=Job.objects.get(pk=job.pk), log=True).charts
+
+    # On a linear axis the last three sit together at the bottom; on a log one, a decade apart.
+    assert linear.points == "0.0,2.0 100.0,88.5 200.0,97.1 300.0,98.0"
+    assert lr.points == "0.0,2.0 100.0,34.0 200.0,66.0 300.0,98.0"
+    assert [(t.label, t.y) for t in lr.ticks] == [
+        ("0.0001", "98.0"),
+        ("0.001", "66.0"),
+        ("0.01", "34.0"),
+        ("0.1", "2.0"),
+    ]
+    assert linear.ticks == [] and lr.left_out == 0
+    assert lr.text == linear.text  # its words unchanged by the scale
+
+
+def test_a_log_scale_leaves_out_values_at_or_below_0_and_counts_them(alice, settings):
+    job = tb_job(alice)
+    write_scalars(volume(settings) / "tb", "reward", [-2.0, 0.0, 10.0, 1000.0, float("nan")])
+
+    [reward] = tb.training_metrics(job=Job.objects.get(pk=job.pk), log=True).charts
+
+    # Two of its four finite points cannot be drawn: left out, not put at the axis's foot.
+    assert (reward.left_out, reward.point_count) == (2, 4)
+    assert reward.points == "200.0,98.0 300.0,2.0"
+    assert [t.label for t in reward.ticks] == ["10", "100", "1000"]
+    assert "lowest -2, highest 1000" in reward.text
+
+
+def test_a_log_axis_over_many_decades_labels_some_and_a_value_past_any_float_reads(alice, settings):
+    job = tb_job(alice)
+    writer = synchronous_writer(volume(settings) / "tb")
+    for step, value in enumerate([1e-300, 1e300, 5e-324]):
+        doubles = TensorProto(dtype="DT_DOUBLE", double_val=[value])
+        writer.write_event(Event(step=step, summary=tensor_value("far", doubles, plugin="scalars")))
+    writer.close()
+
+    [far] = tb.training_metrics(job=Job.objects.get(pk=job.pk), log=True).charts
+
+    labels = [t.label for t in far.ticks]
+    assert len(labels) <= tb.MAX_TICKS and labels[0] == "1e-324" and labels[-1].startswith("1e+")
+    # 5e-324, the least double, within the axis's lowest decade (1e-324 is no double).
+    assert far.points.split()[2] == "300.0,97.9"
+
+
+def test_the_log_scale_is_a_link_that_keeps_the_pages_address_and_survives_its_refresh(
+    alice, alice_client, settings
+):
+    job = tb_job(alice)
+    write_scalars(volume(settings) / "tb", "loss", [10.0, 0.0, 0.1])
+    page_url = reverse("job-detail", args=[job.public_id])
+
+    page = alice_client.get(f"{page_url}?replica=master-0").content.decode()
+
+    switch = re.search(r'<p class="small mb-2 metric-scale" id="metrics-scale">(.*?)</p>', page)
+    assert f'href="{page_url}?replica=master-0&amp;scale=log#metrics"' in switch.group(1)
+    assert '<strong aria-current="true">线性</strong>' in switch.group(1)
+    assert 'class="metric-left-out"' not in page
+
+    log_page = alice_client.get(f"{page_url}?replica=master-0&scale=log").content.decode()
+
+    assert f'hx-get="{reverse("job-live", args=[job.public_id])}?scale=log"' in log_page
+    assert (
+        '<text x="100%" y="98.0%" text-anchor="end" dominant-baseline="middle">0.1</text>'
+        in log_page
+    )
+    assert "图中 3 个点里有 1 个小于或等于 0" in log_page
+    # The status poll, as htmx sends it from that page: the same scale, and a switch back to
+    # linear that keeps the page's replica.
+    live = alice_client.get(
+        f"{reverse('job-live', args=[job.public_id])}?scale=log",
+        headers={
+            "HX-Request": "true",
+            "HX-Current-URL": f"http://testserver{page_url}?replica=master-0&scale=log",
+        },
+    ).content.decode()
+    assert '<strong aria-current="true">对数</strong>' in live
+    assert f'href="{page_url}?replica=master-0#metrics"' in live
+    assert "dominant-baseline" in live and "图中 3 个点里有 1 个小于或等于 0" in live
+
+
+def test_the_log_scale_is_kept_by_the_pages_log_tabs_and_search(alice, alice_client, settings):
+    job = tb_job(alice)
+    write_scalars(volume(settings) / "tb", "loss", [1.0, 0.1])
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+    page_url = reverse("job-detail", args=[job.public_id])
+    htmx = {"HX-Request": "true"}
+
+    page = alice_client.get(f"{page_url}?scale=log").content.decode()
+    tab = alice_client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "master-0", "scale": "log"},
+        headers=htmx,
+    )
+    found = alice_client.get(
+        reverse("job-log-search", args=[job.public_id]),
+        {"replica": "master-0", "q": "x", "scale": "log"},
+        headers=htmx,
+    )
+
+    # A replica's tab, on the page and in the panel a click brings, opens the page on the log
+    # scale still; so does a search (its form and the address it puts in the bar).
+    assert f'href="{page_url}?replica=master-0&amp;scale=log#logs"' in page
+    assert '<input type="hidden" name="scale" value="log">' in page
+    assert f'href="{page_url}?replica=master-0&amp;scale=log#logs"' in tab.content.decode()
+    assert "scale=log" in found["HX-Push-Url"]
+    assert '<input type="hidden" name="scale" value="log">' in found.content.decode()
 
 
 def test_the_job_page_has_no_section_without_tensorboard(alice, alice_client):

@@ -789,6 +789,23 @@ def test_the_copy_diff_names_each_changed_field_once_in_console_words(alice_clie
     assert "K=****** (secret)" in diff and "v3ry-secret" not in diff
 
 
+def test_the_copy_diff_marks_the_words_that_changed_in_an_edited_command_line(alice_client):
+    job = submitted_job(alice_client)  # its command: torchrun train.py
+    copy = _copy_of(alice_client, job)
+    post_step(alice_client, copy, W.IMAGE, image_data(command="torchrun train.py --bf16"))
+
+    diff = _copy_diff(alice_client, copy)
+
+    row = re.search(r'<td class="diff-field">镜像与命令 · 执行命令</td>(.*?)</tr>', diff, re.S)
+    before, after = re.findall(r"<pre[^>]*>(.*?)</pre>", row.group(1), re.S)
+    assert before == "torchrun train.py"  # the source's command whole, nothing marked
+    # The copy's line against it: the added word marked, the "-" and "+" lines as they were.
+    assert after == (
+        "（第 1 行）\n-torchrun train.py\n"
+        '+torchrun train.py<ins class="diff-word" data-mark="新增："> --bf16</ins>'
+    )
+
+
 def _copy_of(client, job) -> Draft:
     client.post(reverse("job-copy", args=[job.public_id]))
     return Draft.objects.get(source_job=job)
@@ -884,7 +901,8 @@ def test_the_copy_diff_of_a_command_says_which_line_changed_in_words_not_patch_n
     english = _copy_diff(alice_client, copy)
 
     assert "@@" not in diff
-    assert "（第 3 行）\n-torchrun train.py\n+torchrun --nproc_per_node 8 train.py" in diff
+    copied = re.sub(r"<[^>]+>", "", diff)  # the lines as copied, without the words' marks
+    assert "（第 3 行）\n-torchrun train.py\n+torchrun --nproc_per_node 8 train.py" in copied
     assert "(line 3)\n-torchrun train.py" in english
 
 
