@@ -554,6 +554,17 @@ def test_a_comparison_opened_from_a_copys_page_leads_back_to_that_page_from_ever
     assert f"{back}返回任务 copy</a>" in zh.get(opened).content.decode()
 
 
+def test_a_copys_comparison_naming_5_jobs_keeps_the_way_back_in_its_form_to_untick(alice, alice_en):
+    jobs = [tuned(alice, f"run-{n}") for n in range(5)]
+
+    r = alice_en.get(compare_url(*jobs) + f"&from={jobs[4].public_id}")
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f'<input type="hidden" name="from" value="{jobs[4].public_id}">' in html
+    assert f'<a href="{reverse("job-detail", args=[jobs[4].public_id])}" id="compare-back">' in html
+
+
 @pytest.mark.parametrize(
     "origin",
     ["https://evil.example/", "//evil.example", "/admin/", "/jobs/x/", "other", "bob", "", "\x00"],
