@@ -102,7 +102,8 @@ MAX_EVENT_VALUES = 2000
 MAX_TAG_CHARS = 200
 STATE_FILE = "tensorboard.json"
 LOCK_FILE = "tensorboard.lock"
-STATE_VERSION = 1
+# 2: each tag counts its NaN and infinite values ("nonfinite"); a state of 1 is read again.
+STATE_VERSION = 2
 
 CHART_WIDTH = 300
 CHART_HEIGHT = 100
@@ -342,7 +343,10 @@ def _add_point(series: dict, step: int, value: float, wall_time: float) -> None:
     if series["first"] is None:
         series["first"] = [step, value]
     series["last"] = [step, value, wall_time]
-    if math.isfinite(value):
+    if not math.isfinite(value):
+        # Counted here, not from the points kept: compacting keeps only finite extremes.
+        series["nonfinite"] = series.get("nonfinite", 0) + 1
+    else:
         if series["low"] is None or value < series["low"][1]:
             series["low"] = [step, value]
         if series["high"] is None or value > series["high"][1]:
@@ -502,6 +506,7 @@ class _Reading:
                     continue
                 series = run["tags"][found.tag] = {
                     "n": 0,
+                    "nonfinite": 0,
                     "points": [],
                     "first": None,
                     "last": None,
@@ -718,6 +723,10 @@ class MetricChart:
     ticks: list[AxisTick] = field(default_factory=list)
     left_out: int = 0
     point_count: int = 0
+    # On either scale: how many of its values (value_count, all read) are NaN or infinite,
+    # which no axis has a place for (not drawn).
+    nonfinite: int = 0
+    value_count: int = 0
 
 
 @dataclass
@@ -846,6 +855,8 @@ def chart(run: str, tag: str, series: dict, *, log: bool = False) -> MetricChart
         ticks=axis.ticks() if axis else [],
         left_out=sum(1 for _step, value in points if value <= 0) if log else 0,
         point_count=len(points),
+        nonfinite=series.get("nonfinite", 0),
+        value_count=series["n"],
     )
 
 
@@ -992,6 +1003,8 @@ class ComparedLine:
     high: str
     left_out: int = 0  # on a log scale: its points at or below 0, not drawn
     point_count: int = 0  # of its points on the chart
+    nonfinite: int = 0  # on either scale: its NaN and infinite values, not drawn
+    value_count: int = 0  # of all its values read
 
 
 @dataclass(frozen=True)
@@ -1086,6 +1099,8 @@ def _compared_chart(
             high=shown_value(series["high"][1]) if series["high"] else "–",
             left_out=sum(1 for _step, value in points if value <= 0) if log else 0,
             point_count=len(points),
+            nonfinite=series.get("nonfinite", 0),
+            value_count=series["n"],
         )
         for column, name, series, points in drawn
     ]

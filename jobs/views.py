@@ -1235,11 +1235,28 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     if len(ids) > MAX_ASKED:
         return render(request, "jobs/job_compare.html", context, status=400)
     jobs, missing = jobs_found(viewer=request.user, ids=ids)
+    # The job page Compare was opened from (a copy's, `from`): its way back leads there. Only
+    # the page of one of the jobs compared that is the viewer's own (a job page is its owner's),
+    # built here from its id: never an address the link carried.
+    origin = next(
+        (
+            job.public_id
+            for job in jobs
+            if job.public_id == request.GET.get("from") and job.owner_id == request.user.pk
+        ),
+        "",
+    )
+    if origin:
+        context["origin"] = origin
+        context["origin_name"] = next(job.name for job in jobs if job.public_id == origin)
+        context["back_url"] = reverse("job-detail", args=[origin])
     if missing:
         context["missing"] = missing[:10]
         context["missing_more"] = len(missing) - len(context["missing"])
         if MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
-            context["found_query"] = _compare_query(jobs, every=every, back=back, log=log)
+            context["found_query"] = _compare_query(
+                jobs, every=every, back=back, log=log, origin=origin
+            )
         return render(request, "jobs/job_compare.html", context, status=404)
     context["jobs"] = jobs
     if not MIN_COMPARED <= len(jobs) <= MAX_COMPARED:
@@ -1259,11 +1276,11 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
             "fields": comparison.fields if every else comparison.differing,
             "every": every,
             "differing": len(comparison.differing),
-            "every_query": _compare_query(jobs, every=True, back=back, log=log),
-            "differing_query": _compare_query(jobs, every=False, back=back, log=log),
+            "every_query": _compare_query(jobs, every=True, back=back, log=log, origin=origin),
+            "differing_query": _compare_query(jobs, every=False, back=back, log=log, origin=origin),
             "scale_urls": _scale_urls(
                 reverse("job-compare"),
-                QueryDict(_compare_query(jobs, every=every, back=back)),
+                QueryDict(_compare_query(jobs, every=every, back=back, origin=origin)),
                 "#compare-metrics",
             ),
             "metrics": comparison.metrics,
@@ -1274,12 +1291,16 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "jobs/job_compare.html", context)
 
 
-def _compare_query(jobs: list[Job], *, every: bool, back: str = "", log: bool = False) -> str:
+def _compare_query(
+    jobs: list[Job], *, every: bool, back: str = "", log: bool = False, origin: str = ""
+) -> str:
     pairs = [("job", job.public_id) for job in jobs]
     if every:
         pairs.append(("all", "1"))
     if back:
         pairs.append(("back", back))
+    if origin:
+        pairs.append(("from", origin))
     if log:
         pairs.append(("scale", LOG_SCALE))
     return urlencode(pairs)

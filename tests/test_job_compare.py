@@ -519,9 +519,70 @@ def test_a_copys_page_links_to_a_comparison_with_its_source(alice, alice_client)
     html = alice_client.get(reverse("job-detail", args=[copy.public_id])).content.decode()
     link = re.search(r'<a class="small ms-1" href="([^"]+)" id="compare-source">对比</a>', html)
 
-    assert link.group(1).replace("&amp;", "&") == compare_url(source, copy)
+    assert (
+        link.group(1).replace("&amp;", "&") == compare_url(source, copy) + f"&from={copy.public_id}"
+    )
     r = alice_client.get(link.group(1).replace("&amp;", "&"))
     assert r.status_code == 200 and "LR=0.1" in r.content.decode()
+
+
+def test_a_comparison_opened_from_a_copys_page_leads_back_to_that_page_from_every_view(
+    alice, alice_en, settings
+):
+    # Found after compare21: Compare opened from a copy's page offered the job list alone.
+    source = with_metrics(alice, "source", "source")
+    copy = with_metrics(alice, "copy", "copy", lr="0.1")
+    Job.objects.filter(pk=copy.pk).update(source_job=source)
+    write_scalars(volume(settings) / "copy", "loss", [1.0, 0.5])
+    page = alice_en.get(reverse("job-detail", args=[copy.public_id])).content.decode()
+    opened = re.search(r'href="([^"]+)" id="compare-source"', page).group(1).replace("&amp;", "&")
+
+    r = alice_en.get(opened)
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    back = f'<a href="{reverse("job-detail", args=[copy.public_id])}" id="compare-back">'
+    assert f"{back}Back to job copy</a>" in html
+    # Every field, and the log scale, keep the way back.
+    switch = re.search(r'<a href="([^"]+)" id="compare-switch">', html).group(1)
+    assert back in alice_en.get(switch.replace("&amp;", "&")).content.decode()
+    log = re.search(r'id="compare-scale">.*?<a href="([^"]+)"', html).group(1)
+    assert f"from={copy.public_id}" in log
+    assert back in alice_en.get(log.replace("&amp;", "&")).content.decode()
+    zh = Client()
+    zh.force_login(alice)
+    assert f"{back}返回任务 copy</a>" in zh.get(opened).content.decode()
+
+
+def test_a_copys_comparison_naming_5_jobs_keeps_the_way_back_in_its_form_to_untick(alice, alice_en):
+    jobs = [tuned(alice, f"run-{n}") for n in range(5)]
+
+    r = alice_en.get(compare_url(*jobs) + f"&from={jobs[4].public_id}")
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f'<input type="hidden" name="from" value="{jobs[4].public_id}">' in html
+    assert f'<a href="{reverse("job-detail", args=[jobs[4].public_id])}" id="compare-back">' in html
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["https://evil.example/", "//evil.example", "/admin/", "/jobs/x/", "other", "bob", "", "\x00"],
+)
+def test_the_way_back_leads_only_to_the_page_of_a_compared_job_of_mine_never_to_an_address(
+    alice, bob, alice_en, origin
+):
+    a, b = tuned(alice, "run-a"), tuned(alice, "run-b")
+    names = {"other": tuned(alice, "not-compared").public_id, "bob": tuned(bob, "bobs").public_id}
+
+    r = alice_en.get(compare_url(a, b) + "&from=" + quote(names.get(origin, origin)))
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert f'<a href="{reverse("job-list")}" id="compare-back">Back to the job list</a>' in html
+    # Nor do its links to its other views carry it on.
+    switch = re.search(r'<a href="([^"]+)" id="compare-switch">', html).group(1)
+    assert "from=" not in switch
 
 
 def test_the_page_reads_in_chinese_by_default(alice, alice_client):
@@ -661,6 +722,36 @@ def test_a_learning_rate_sweep_on_a_log_scale_draws_each_rate_a_decade_apart(
     assert (
         f"{COMPARE}?job={fast.public_id}&job={slow.public_id}&back=q%3Dlr&scale=log"
         in html.replace("&amp;", "&")
+    )
+
+
+@pytest.mark.parametrize("scale", ["", "&scale=log"])
+def test_each_jobs_nan_and_infinite_values_are_not_drawn_and_said_under_the_chart(
+    alice, alice_en, settings, scale
+):
+    diverged = with_metrics(alice, "lr-high", "diverged", lr="0.1")
+    steady = with_metrics(alice, "lr-low", "steady")
+    # Real event files, as tensorboardX writes them: one run's loss goes NaN and infinite.
+    write_scalars(volume(settings) / "diverged", "loss", [1.0, float("inf"), float("nan")])
+    write_scalars(volume(settings) / "steady", "loss", [1.0, 0.5, 0.25])
+
+    r = alice_en.get(compare_url(diverged, steady) + scale)
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert re.findall(r'class="small text-muted mb-0 metric-nonfinite">([^<]+)</p>', html) == [
+        "lr-high: 2 of its 3 values are NaN or infinite and are not drawn: no scale has a place "
+        "for them."
+    ]
+    # Its one finite value is drawn (a level line), and the other job's line in full.
+    lines = re.findall(r'<polyline class="compare-line-(\d)" points="([^"]+)"', html)
+    assert [column for column, _points in lines] == ["0", "1"]
+    assert len(lines[1][1].split()) == 3
+    zh = Client()
+    zh.force_login(alice)
+    assert (
+        "lr-high：3 个值里有 2 个为 NaN 或无穷大，任何刻度都无法绘制，未画出。"
+        in zh.get(compare_url(diverged, steady) + scale).content.decode()
     )
 
 

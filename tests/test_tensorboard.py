@@ -261,6 +261,65 @@ def test_a_nan_loss_reads_as_nan_and_breaks_nothing(alice, alice_client, setting
     assert "NaN（步数 1）" in page
 
 
+@pytest.mark.parametrize(
+    ("scale", "line"), [("", "0.0,2.0 300.0,98.0"), ("?scale=log", "0.0,2.0 300.0,30.9")]
+)
+def test_nan_and_infinite_values_are_not_drawn_and_the_chart_says_how_many_in_both_languages(
+    alice, alice_client, settings, scale, line
+):
+    job = tb_job(alice)
+    # Real event files, as tensorboardX writes them: a loss that diverges, then comes back.
+    writer = SummaryWriter(str(volume(settings) / "tb"))
+    for step, loss in enumerate([1.0, float("nan"), float("inf"), float("-inf"), 0.5]):
+        writer.add_scalar("loss", loss, step)
+        writer.add_scalar("lr", 0.1, step)
+    writer.close()
+    url = reverse("job-detail", args=[job.public_id]) + scale
+
+    zh = alice_client.get(url).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    en = alice_client.get(url).content.decode()
+
+    said = re.findall(r'class="small text-muted mb-0 metric-nonfinite">([^<]+)</p>', en)
+    assert said == [
+        "3 of its 5 values are NaN or infinite and are not drawn: no scale has a place for them."
+    ]  # the lr chart, all finite, says nothing
+    assert re.findall(r'class="small text-muted mb-0 metric-nonfinite">([^<]+)</p>', zh) == [
+        "5 个值里有 3 个为 NaN 或无穷大，任何刻度都无法绘制，未画出。"
+    ]
+    # Said under the loss chart; its two finite values are its line, from step 0 to step 4.
+    loss, lr = re.findall(r'<figure class="col-md-6 col-xl-4 mb-0 metric">(.*?)</figure>', en, re.S)
+    assert "metric-nonfinite" in loss and "metric-nonfinite" not in lr
+    assert re.search(r'<polyline points="([^"]+)"', loss).group(1) == line
+
+
+def test_nan_values_are_counted_exactly_after_a_long_tag_is_compacted(alice, settings):
+    job = tb_job(alice)
+    # Past MAX_POINTS the points kept are the finite extremes: the count is of all read.
+    values = [float("nan") if step % 3 == 0 else float(step) for step in range(1200)]
+    write_scalars(volume(settings) / "tb", "loss", values)
+
+    [loss] = read(job).charts
+
+    assert (loss.nonfinite, loss.value_count) == (400, 1200)
+
+
+def test_a_state_saved_before_nan_was_counted_is_read_again(alice, settings):
+    job = tb_job(alice)
+    job_dir(job.public_id).mkdir(parents=True)
+    write_scalars(volume(settings) / "tb", "loss", [1.0, float("nan")])
+    read(job)
+    state_file = job_dir(job.public_id) / tb.STATE_FILE
+    state = json.loads(state_file.read_text())
+    state["version"] = 1
+    del state["runs"]["."]["tags"]["loss"]["nonfinite"]
+    state_file.write_text(json.dumps(state))
+
+    [loss] = read(job).charts
+
+    assert loss.nonfinite == 1
+
+
 def test_values_too_far_apart_for_their_span_to_be_a_float_are_still_drawn(alice, settings):
     job = tb_job(alice)
     writer = synchronous_writer(volume(settings) / "tb")
