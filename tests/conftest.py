@@ -128,6 +128,13 @@ def alice_client(alice) -> Client:
     return client
 
 
+@pytest.fixture
+def alice_en(alice_client) -> Client:
+    """Alice's session, reading the console in English."""
+    alice_client.cookies["django_language"] = "en"
+    return alice_client
+
+
 # -- Browser tests --------------------------------------------------------------------
 # Playwright drives Debian's chromium (playwright cannot download browsers here). Locally
 # a missing browser skips these tests; CI sets REQUIRE_BROWSER=1 so it fails instead.

@@ -30,13 +30,6 @@ pytestmark = pytest.mark.usefixtures("runner_settings")
 BULK = reverse("job-bulk")
 
 
-@pytest.fixture
-def alice_en(alice_client) -> Client:
-    """Alice's session, reading the console in English."""
-    alice_client.cookies["django_language"] = "en"
-    return alice_client
-
-
 def said(response) -> list[str]:
     return [str(m) for m in get_messages(response.wsgi_request)]
 

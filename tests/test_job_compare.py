@@ -9,7 +9,6 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 from tensorboardX import SummaryWriter
@@ -20,6 +19,7 @@ from jobs.logs import job_dir
 from jobs.models import Job, JobEvent
 
 from .runner_helpers import CARD, make_spec, runner_settings, submit, volume  # noqa: F401
+from .test_job_bulk import said
 from .test_tensorboard import write_scalars
 from .test_unreadable_spec import unreadable
 
@@ -28,17 +28,6 @@ pytestmark = pytest.mark.usefixtures("runner_settings")
 COMPARE = reverse("job-compare")
 BULK = reverse("job-bulk")
 TB_ON = S.TensorboardConfig(enable=True, log_path="/workspace/tb")
-
-
-@pytest.fixture
-def alice_en(alice_client) -> Client:
-    """Alice's session, reading the console in English."""
-    alice_client.cookies["django_language"] = "en"
-    return alice_client
-
-
-def said(response) -> list[str]:
-    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 def tuned(owner, name: str, *, lr: str = "0.001", cards: int = 1, **changes) -> Job:
