@@ -1013,7 +1013,9 @@ def fake(settings):
     fake.stop()
 
 
-SEED_001 = json.loads((Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text())
+SEED_001 = json.loads(
+    (Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text()
+)
 
 
 def test_seed_001s_example_makes_exactly_its_job_and_describe_job_answers_as_aihc_would(
@@ -1056,6 +1058,16 @@ def test_seed_001s_example_makes_exactly_its_job_and_describe_job_answers_as_aih
     assert described["privileged"] is False
     assert described["labels"] == []
     assert "faultToleranceConfig" not in described  # the example sets none
+
+
+def test_seed_001s_example_on_the_local_pool_is_refused_on_its_pfs_mount(api, settings):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    error = refused(lambda: api.create_job(pool="local", body=SEED_001))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert error.message.startswith("datasources[0].type: The local runner can only mount hostpath")
+    assert not Job.objects.exists()
 
 
 def test_an_aihc_pool_is_listed_beside_the_local_one_and_the_list_sorts_pages_and_filters(
