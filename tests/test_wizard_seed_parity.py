@@ -127,3 +127,13 @@ def test_the_image_address_says_the_pools_nodes_must_pull_it(alice_client, alice
     page = alice_en.get(step_url(draft_at(W.IMAGE), W.IMAGE))
 
     assert help_text(page, "id_image").endswith("The pool's nodes must be able to pull it.")
+
+
+def test_the_review_names_the_fault_and_timeout_rows_as_their_fields_are_named(
+    alice_client, draft_at
+):
+    page = alice_client.get(step_url(draft_at(W.REVIEW), W.REVIEW)).content.decode()
+
+    rows = re.findall(r'<dt class="col-5">([^<]+)</dt>', page)
+    assert {"无条件重试次数", "自定义训练异常关键字", "任务超时时间"} <= set(rows)
+    assert not {"重试次数上限", "容错日志关键字", "超时时间"} & set(rows)
