@@ -5,12 +5,16 @@ wizard what the seed says, in Chinese and in English."""
 from __future__ import annotations
 
 import html
+import json
 import re
+from pathlib import Path
 
 import pytest
 
 from jobs import wizard as W
+from jobs.models import Draft
 
+from .fake_aihc import FakeAihc, configure
 from .test_wizard import (
     A800,
     complete_steps,
@@ -19,6 +23,11 @@ from .test_wizard import (
     post_step,
     step_url,
     submission_data,
+)
+from .test_wizard_import import import_body, review_body
+
+SEED_001 = json.loads(
+    (Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text()
 )
 
 
@@ -137,3 +146,32 @@ def test_the_review_names_the_fault_and_timeout_rows_as_their_fields_are_named(
     rows = re.findall(r'<dt class="col-5">([^<]+)</dt>', page)
     assert {"无条件重试次数", "自定义训练异常关键字", "任务超时时间"} <= set(rows)
     assert not {"重试次数上限", "容错日志关键字", "超时时间"} & set(rows)
+
+
+# -- seed 001's example through 从请求导入 -------------------------------------------------
+
+
+@pytest.fixture
+def aihc_pool(settings):
+    fake = FakeAihc().start()
+    fake.add_pool(
+        "cce-pool1", "百舸训练池", queues=("default",), gpus={A800: (32, 16)}, pfs="pfs-7xWeAt"
+    )
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def test_seed_001s_example_imports_into_a_draft_whose_review_sends_that_very_body(
+    alice_client, aihc_pool
+):
+    r = import_body(alice_client, SEED_001, pool="cce-pool1")
+
+    draft = Draft.objects.get()
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.BASIC)
+    assert draft.completed_steps == W.FORM_STEPS  # every step filled in and valid
+    sent = review_body(alice_client, draft)
+    # The console's own label, which finds the job on AIHC again, is all it adds.
+    assert sent.pop("labels") == [{"key": "ai-job-console/job-id", "value": "<job-id>"}]
+    assert sent == SEED_001
