@@ -17,6 +17,7 @@ from jobs.models import Draft
 from .fake_aihc import FakeAihc, configure
 from .test_wizard import (
     A800,
+    advanced_data,
     complete_steps,
     field_errors,
     new_draft,
@@ -146,6 +147,43 @@ def test_the_review_names_the_fault_and_timeout_rows_as_their_fields_are_named(
     rows = re.findall(r'<dt class="col-5">([^<]+)</dt>', page)
     assert {"无条件重试次数", "自定义训练异常关键字", "任务超时时间"} <= set(rows)
     assert not {"重试次数上限", "容错日志关键字", "超时时间"} & set(rows)
+
+
+# -- 告警 (AIHC's 配置任务的消息通知): 任务hang needs hang detection ------------------------
+
+
+def test_a_hang_alert_without_hang_detection_is_refused_on_the_alert_events(alice_client, draft_at):
+    draft = draft_at(W.ADVANCED)  # hang detection left off on 容错&诊断
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed", "jobHang"], alert_emails="ops@example.com"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_items") == [
+        "“任务hang”告警需要开启任务hang检测（容错&诊断）：未开启时不会检测到 hang。"
+    ]
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+
+
+def test_a_hang_alert_with_hang_detection_on_is_taken(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.REVIEW,
+        **{
+            W.FAULT: {"hang_detection": "on", "hang_minutes": "30"},
+            W.ADVANCED: advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com"),
+        },
+    )
+
+    draft.refresh_from_db()
+    assert W.ADVANCED in draft.completed_steps
 
 
 # -- seed 001's example through 从请求导入 -------------------------------------------------
