@@ -168,8 +168,8 @@ def spec_sections(
                     else no,
                 ),
                 (_("Fault tolerance"), flag(spec.fault_tolerance)),
-                # Named as the wizard's fields are (seed 000's words), so the review reads
-                # back what was typed under the same labels.
+                # Named as the wizard's fields are (AIHC's 训练容错 words), so the review
+                # reads back what was typed under the same labels.
                 (_("Unconditional retries"), str(ftc.fault_tolerance_limit or "")),
                 (
                     _("Log keywords that trigger fault tolerance"),
