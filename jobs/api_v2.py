@@ -306,6 +306,11 @@ def job_item(job: Job, *, detail: bool) -> dict[str, Any]:
         if key in body:
             item[key] = body[key]
     item["enableFaultTolerance"] = bool(body.get("faultTolerance"))
+    if body:
+        # Answered when unset too, as v1's DescribeJob does (jobs.api_views.job_view).
+        item["enableBccl"] = bool(body.get("enableBccl"))
+        item.setdefault("labels", [])
+        item.setdefault("datasources", [])
     if detail:
         item["pods"] = _pod_items(job)
         item["historyPods"] = []

@@ -269,16 +269,23 @@ def job_view(job: Job, *, detail: bool) -> dict[str, Any]:
     except spec_module.SpecError:
         body = {}
     job_spec = body.get("jobSpec") or {}
-    for key in ("command", "image", "replicas", "resources", "envs", "enableRDMA", "hostNetwork"):
+    for key in ("command", "image", "replicas", "resources", "envs"):
         if key in job_spec:
             view[key] = job_spec[key]
     if body:
-        # Answered false too, unlike the flags above: whether a job's containers are
-        # privileged is what a script checking its jobs asks (AIHC's GetJob answers it).
+        # AIHC's GetJob lists its yes/no flags and lists whether set or not (seed 001's
+        # example, sent without labels or enableBccl, is described with them off and empty);
+        # the stored body leaves out what is at its default, so they are answered here: a
+        # script reading job["enableBccl"] got a KeyError from this console only.
+        view["enableRDMA"] = bool(job_spec.get("enableRDMA"))
+        view["hostNetwork"] = bool(job_spec.get("hostNetwork"))
         view["privileged"] = bool(job_spec.get("privileged"))
-    for key in ("labels", "datasources", "faultTolerance", "faultToleranceConfig", "enableBccl"):
-        if key in body:
-            view["enableFaultTolerance" if key == "faultTolerance" else key] = body[key]
+        view["labels"] = body.get("labels") or []
+        view["datasources"] = body.get("datasources") or []
+        view["enableFaultTolerance"] = bool(body.get("faultTolerance"))
+        view["enableBccl"] = bool(body.get("enableBccl"))
+    if "faultToleranceConfig" in body:
+        view["faultToleranceConfig"] = body["faultToleranceConfig"]
     if detail:
         pods = _pods(job)
         view["podList"] = {"listMeta": {"totalItems": len(pods)}, "pods": pods}

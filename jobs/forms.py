@@ -296,7 +296,10 @@ class ImageForm(StepForm):
         label=_("Image address"),
         required=False,
         max_length=600,
-        help_text=_("Type an image address, or pick a preset or recently used image."),
+        help_text=_(
+            "Type an image address, or pick a preset or recently used image. The pool's nodes "
+            "must be able to pull it."
+        ),
     )
     entrypoint = forms.CharField(
         label=_("Entrypoint"),
@@ -679,9 +682,13 @@ class FaultForm(StepForm):
     hang_detection = forms.BooleanField(
         label=_("Hang detection"),
         required=False,
+        # Seed 000's two notes: the event, and BCCL's state in the log, which AIHC writes
+        # (the image's BCCL does, when the platform asks; the local runner has no BCCL).
         help_text=_(
             "When the logs of all instances stay silent for the threshold, the job is judged "
-            "hung and a hang event is recorded."
+            "hung and a hang event is recorded. On AIHC, when the training image includes "
+            "Baidu's BCCL collective-communication library, its communication state is also "
+            "written to the log when the job hangs, for diagnosing it."
         ),
     )
     hang_minutes = forms.IntegerField(label=_("Hang threshold (minutes)"), required=False)
@@ -781,6 +788,13 @@ class AdvancedForm(StepForm):
         required=False,
         choices=ALERT_CHOICES,
         widget=forms.CheckboxSelectMultiple,
+        # Seed 000 lists SMS, email, WeChat, Feishu and custom webhooks: the console sends
+        # email and webhooks, chat bots among them; SMS needs a gateway it does not have.
+        help_text=_(
+            "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
+            "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
+            "of a service that does, or on an AIHC pool a notify policy with SMS."
+        ),
     )
     alert_emails = forms.CharField(
         label=_("Alert emails"),
@@ -821,7 +835,8 @@ class AdvancedForm(StepForm):
     timeout_minutes = forms.IntegerField(
         label=_("Timeout (minutes)"),
         help_text=_(
-            "Counted from the start; the platform stops the job after it. 30 days by default."
+            "Counted from the start; the platform stops the job after it, so that a job does "
+            "not hold its cards forever. 30 days by default."
         ),
     )
     cpu_exclusive = forms.BooleanField(
@@ -910,7 +925,8 @@ class SubmissionForm(StepForm):
     def __init__(self, *args: Any, queues: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["target_queue"].choices = [(q, q) for q in queues]
-        for name in ("total", "concurrency"):
+        # Seed 004: 投递目标队列 is required of a queue task, as the group's two counts are.
+        for name in ("target_queue", "total", "concurrency"):
             self.fields[name].marked_required = True  # type: ignore[attr-defined]
         self.helper = _helper(
             WizardField("mode"),
@@ -927,8 +943,8 @@ class SubmissionForm(StepForm):
         data = super().clean()
         queue_fields = ("target_queue", "total", "concurrency")
         if data.get("mode") == S.SUBMIT_QUEUE:
-            for name in ("total", "concurrency"):
-                if data.get(name) is None and name not in self.errors:
+            for name in queue_fields:
+                if data.get(name) in (None, "") and name not in self.errors:
                     self.add_error(name, forms.Field.default_error_messages["required"])
         elif data.get("mode"):
             # A standalone job ignores the queue-task fields, hidden then: what they hold

@@ -1644,6 +1644,17 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     for item in spec.alert.items:
         if item not in ALERT_EVENTS:
             err("alertConfig.alertItems", _("Unknown alert event “%(event)s”.") % {"event": item})
+    ftc = spec.fault_tolerance_config
+    if "jobHang" in spec.alert.items and not (ftc and ftc.enabled_hang_detection):
+        # AIHC's 配置任务的消息通知: 任务hang needs hang detection. Without it no hang is
+        # ever detected, so the alert could never arrive (as one without a channel).
+        err(
+            "alertConfig.alertItems",
+            _(
+                "Alerting on “Job hangs” needs hang detection (Fault tolerance & diagnostics): "
+                "without it no hang is ever detected."
+            ),
+        )
     # An alert needs both an event and somewhere to go. Where it can go is the backend's to
     # say (the local pool: emails and webhooks; AIHC: its notify policy), in check_spec.
     channels = spec.alert.emails or spec.alert.webhooks or spec.alert.notify_rule_id

@@ -168,8 +168,13 @@ def spec_sections(
                     else no,
                 ),
                 (_("Fault tolerance"), flag(spec.fault_tolerance)),
-                (_("Retry limit"), str(ftc.fault_tolerance_limit or "")),
-                (_("Fault keywords"), "\n".join(ftc.custom_fault_tolerance_pattern)),
+                # Named as the wizard's fields are (AIHC's 训练容错 words), so the review
+                # reads back what was typed under the same labels.
+                (_("Unconditional retries"), str(ftc.fault_tolerance_limit or "")),
+                (
+                    _("Log keywords that trigger fault tolerance"),
+                    "\n".join(ftc.custom_fault_tolerance_pattern),
+                ),
                 ("BCCL", flag(spec.enable_bccl)),
             ],
         ),
@@ -199,7 +204,7 @@ def spec_sections(
                     ),
                 ),
                 (_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)),
-                (_("Timeout"), _duration(spec.timeout_minutes)),
+                (_("Job timeout"), _duration(spec.timeout_minutes)),
                 (_("Exclusive CPU"), flag(spec.cpu_exclusive)),
                 (_("Privileged mode"), flag(spec.privileged)),
             ],

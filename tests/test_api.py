@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -1010,6 +1011,63 @@ def fake(settings):
     configure(settings, fake)
     yield fake
     fake.stop()
+
+
+SEED_001 = json.loads(
+    (Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text()
+)
+
+
+def test_seed_001s_example_makes_exactly_its_job_and_describe_job_answers_as_aihc_would(
+    api, alice, fake
+):
+    # Seed 001's full request example, as its script sends it, to a pool with its PFS.
+    created = api.request(
+        "POST",
+        "/api/v1/aijobs",
+        params=[("resourcePoolId", "cce-pool1")],
+        body=SEED_001,
+        idempotent=False,
+    )
+    job = Job.objects.get(public_id=created["result"]["jobId"])
+    described = api.request(
+        "GET",
+        f"/api/v1/aijobs/{job.public_id}",
+        params=[("resourcePoolId", "cce-pool1")],
+        idempotent=True,
+    )["result"]
+
+    assert created["result"] == {"jobId": job.public_id, "jobName": "test-api-llama2-7b-4"}
+    assert job.public_id.startswith("pytorchjob-")
+    assert (job.owner, job.name, job.resource_pool) == (alice, SEED_001["name"], "cce-pool1")
+    assert job.job_spec().to_v1_body() == SEED_001
+    # Every field AIHC's GetJob lists and the example set, as sent; those it left unset
+    # (fault tolerance, BCCL, labels, host network) answered off or empty, not left out.
+    assert {key: described[key] for key in ("name", "queue", "priority", "jobFramework")} == {
+        "name": "test-api-llama2-7b-4",
+        "queue": "default",
+        "priority": "normal",
+        "jobFramework": "PyTorchJob",
+    }
+    assert {key: described[key] for key in SEED_001["jobSpec"]} == SEED_001["jobSpec"]
+    assert described["datasources"] == SEED_001["datasources"]
+    assert (described["status"], described["resourcePoolId"]) == ("Pending", "cce-pool1")
+    assert described["enableFaultTolerance"] is False
+    assert described["enableBccl"] is False
+    assert described["hostNetwork"] is False
+    assert described["privileged"] is False
+    assert described["labels"] == []
+    assert "faultToleranceConfig" not in described  # the example sets none
+
+
+def test_seed_001s_example_on_the_local_pool_is_refused_on_its_pfs_mount(api, settings):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    error = refused(lambda: api.create_job(pool="local", body=SEED_001))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert error.message.startswith("datasources[0].type: The local runner can only mount hostpath")
+    assert not Job.objects.exists()
 
 
 def test_an_aihc_pool_is_listed_beside_the_local_one_and_the_list_sorts_pages_and_filters(

@@ -115,6 +115,18 @@ def test_a_v2_script_creates_describes_stops_and_deletes_a_job_on_the_local_runn
     assert not Job.objects.filter(pk=job.pk).exists()
 
 
+def test_describe_job_answers_bccl_labels_and_mounts_of_a_job_that_set_none_as_off_and_empty(api):
+    bare = body(name="bare-job")
+    del bare["datasources"]
+    created = api.create_job(pool="local", body=bare)
+
+    described = action(api, "DescribeJob", resourcePoolId="local", body={"jobId": created["jobId"]})
+
+    job = described["job"]
+    assert (job["enableBccl"], job["enableFaultTolerance"]) == (False, False)
+    assert (job["labels"], job["datasources"]) == ([], [])
+
+
 def test_a_v2_body_is_stored_as_the_same_spec_as_its_v1_form(api):
     v1 = body(
         name="same-job",

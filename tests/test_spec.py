@@ -664,7 +664,9 @@ VALID: list[tuple[str, Mutation]] = [
                 items=list(S.ALERT_EVENTS),
                 emails=["a@example.com"],
                 webhooks=["http://127.0.0.1:9/x"],
-            )
+            ),
+            # Every event, 任务hang among them, which needs hang detection.
+            fault_tolerance_config=S.FaultToleranceConfig(True, 10, None, []),
         ),
     ),
     ("queue group", setting(submission=S.Submission(S.SUBMIT_QUEUE, 10, 3))),
@@ -829,3 +831,17 @@ def test_an_env_value_holding_a_nul_character_is_told_so_not_that_it_is_too_long
 
     assert errors["envs[0].value"] == ["The value contains a NUL character."]
     assert errors["envs[1].value"] == ["Values are at most 32 KB of text."]
+
+
+def test_a_hang_alert_is_refused_without_hang_detection_and_taken_with_it():
+    alerting = S.AlertConfig(items=["jobHang"], emails=["ops@example.com"])
+    without = pytorch_spec(alert=alerting)
+    with_it = pytorch_spec(
+        alert=alerting, fault_tolerance_config=S.FaultToleranceConfig(True, 30, None, [])
+    )
+
+    assert errors_of(without)["alertConfig.alertItems"] == [
+        "Alerting on “Job hangs” needs hang detection (Fault tolerance & diagnostics): without "
+        "it no hang is ever detected."
+    ]
+    assert errors_of(with_it) == {}

@@ -1,0 +1,215 @@
+"""Items of the seeds (000: AIHC's 创建训练任务 page; 004: the second console's page) that the
+wizard lacked or worded otherwise, found by the seed audit of session 21: each says in the
+wizard what the seed says, in Chinese and in English."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from jobs import wizard as W
+from jobs.models import Draft
+
+from .fake_aihc import FakeAihc, configure
+from .test_wizard import (
+    A800,
+    advanced_data,
+    complete_steps,
+    field_errors,
+    new_draft,
+    post_step,
+    step_url,
+    submission_data,
+)
+from .test_wizard_import import import_body, review_body
+
+SEED_001 = json.loads(
+    (Path(__file__).parent / "data" / "seed001_create_job_request.json").read_text()
+)
+
+
+@pytest.fixture(autouse=True)
+def _local_pool(settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+
+
+def help_text(response, field_id: str) -> str:
+    found = re.search(
+        rf'id="{field_id}_helptext" class="form-text">([^<]+)<', response.content.decode()
+    )
+    assert found, f"{field_id} has no help text"
+    return html.unescape(found.group(1))
+
+
+def label_of(response, field_id: str) -> str:
+    found = re.search(
+        rf'<label for="{field_id}" class="([^"]*)">(.*?)</label>', response.content.decode()
+    )
+    assert found, f"{field_id} has no label"
+    return found.group(0)
+
+
+@pytest.fixture
+def draft_at(alice_client):
+    def at(step: str):
+        draft = new_draft(alice_client)
+        complete_steps(alice_client, draft, upto=step)
+        return draft
+
+    return at
+
+
+# -- 投递方式 (seed 004): 投递目标队列 is 队列任务必填 ----------------------------------------
+
+
+def test_a_queue_task_without_a_target_queue_is_refused_on_that_field(alice_client, draft_at):
+    draft = draft_at(W.SUBMISSION)
+
+    r = post_step(alice_client, draft, W.SUBMISSION, submission_data(mode="queue", target_queue=""))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_target_queue") == ["这个字段是必填项。"]
+    draft.refresh_from_db()
+    assert W.SUBMISSION not in draft.completed_steps
+
+
+def test_a_standalone_job_ignores_an_empty_target_queue(alice_client, draft_at):
+    draft = draft_at(W.SUBMISSION)
+
+    r = post_step(alice_client, draft, W.SUBMISSION, submission_data(target_queue=""))
+
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.REVIEW)
+
+
+def test_the_target_queue_is_marked_required_as_the_groups_two_counts_are(alice_client, draft_at):
+    page = alice_client.get(step_url(draft_at(W.SUBMISSION), W.SUBMISSION))
+
+    for field_id in ("id_target_queue", "id_total", "id_concurrency"):
+        assert '<span class="asteriskField">*</span>' in label_of(page, field_id)
+    assert "投递目标队列" in label_of(page, "id_target_queue")
+
+
+# -- help texts: the seeds' notes -------------------------------------------------------
+
+
+def test_hang_detection_says_what_bccl_writes_to_the_log_when_a_job_hangs(
+    alice_client, alice_en, draft_at
+):
+    draft = draft_at(W.FAULT)
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = help_text(alice_client.get(step_url(draft, W.FAULT)), "id_hang_detection")
+    alice_client.cookies["django_language"] = "en"
+    english = help_text(alice_client.get(step_url(draft, W.FAULT)), "id_hang_detection")
+
+    assert "在任务事件中记录" in chinese
+    assert (
+        "集成了百度集合通信库 BCCL 时，任务 hang 时还会同步在日志中记录集合通信状态信息" in chinese
+    )
+    assert "its communication state is also written to the log when the job hangs" in english
+
+
+def test_the_timeout_says_it_keeps_a_job_from_holding_its_cards_and_its_default(
+    alice_client, draft_at
+):
+    page = alice_client.get(step_url(draft_at(W.ADVANCED), W.ADVANCED))
+
+    assert help_text(page, "id_timeout_minutes") == (
+        "从启动算起，超过该时长由平台强制停止，避免任务一直占卡。默认 30 天。"
+    )
+
+
+def test_alerts_name_their_channels_and_say_the_console_sends_no_sms(alice_client, draft_at):
+    page = alice_client.get(step_url(draft_at(W.ADVANCED), W.ADVANCED))
+
+    text = help_text(page, "id_alert_items")
+    assert "邮件和 Webhook" in text
+    assert "飞书/Lark、企业微信、钉钉或 Slack 群机器人" in text
+    assert "控制台本身不发送短信" in text
+
+
+def test_the_image_address_says_the_pools_nodes_must_pull_it(alice_client, alice_en, draft_at):
+    page = alice_en.get(step_url(draft_at(W.IMAGE), W.IMAGE))
+
+    assert help_text(page, "id_image").endswith("The pool's nodes must be able to pull it.")
+
+
+def test_the_review_names_the_fault_and_timeout_rows_as_their_fields_are_named(
+    alice_client, draft_at
+):
+    page = alice_client.get(step_url(draft_at(W.REVIEW), W.REVIEW)).content.decode()
+
+    rows = re.findall(r'<dt class="col-5">([^<]+)</dt>', page)
+    assert {"无条件重试次数", "自定义训练异常关键字", "任务超时时间"} <= set(rows)
+    assert not {"重试次数上限", "容错日志关键字", "超时时间"} & set(rows)
+
+
+# -- 告警 (AIHC's 配置任务的消息通知): 任务hang needs hang detection ------------------------
+
+
+def test_a_hang_alert_without_hang_detection_is_refused_on_the_alert_events(alice_client, draft_at):
+    draft = draft_at(W.ADVANCED)  # hang detection left off on 容错&诊断
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed", "jobHang"], alert_emails="ops@example.com"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_items") == [
+        "“任务hang”告警需要开启任务hang检测（容错&诊断）：未开启时不会检测到 hang。"
+    ]
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+
+
+def test_a_hang_alert_with_hang_detection_on_is_taken(alice_client, alice):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        draft,
+        upto=W.REVIEW,
+        **{
+            W.FAULT: {"hang_detection": "on", "hang_minutes": "30"},
+            W.ADVANCED: advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com"),
+        },
+    )
+
+    draft.refresh_from_db()
+    assert W.ADVANCED in draft.completed_steps
+
+
+# -- seed 001's example through 从请求导入 -------------------------------------------------
+
+
+@pytest.fixture
+def aihc_pool(settings):
+    fake = FakeAihc().start()
+    fake.add_pool(
+        "cce-pool1", "百舸训练池", queues=("default",), gpus={A800: (32, 16)}, pfs="pfs-7xWeAt"
+    )
+    configure(settings, fake)
+    yield fake
+    fake.stop()
+
+
+def test_seed_001s_example_imports_into_a_draft_whose_review_sends_that_very_body(
+    alice_client, aihc_pool
+):
+    r = import_body(alice_client, SEED_001, pool="cce-pool1")
+
+    draft = Draft.objects.get()
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.BASIC)
+    assert draft.completed_steps == W.FORM_STEPS  # every step filled in and valid
+    sent = review_body(alice_client, draft)
+    # The console's own label, which finds the job on AIHC again, is all it adds.
+    assert sent.pop("labels") == [{"key": "ai-job-console/job-id", "value": "<job-id>"}]
+    assert sent == SEED_001
