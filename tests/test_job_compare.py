@@ -110,14 +110,14 @@ def test_compare_with_fewer_than_2_or_more_than_4_ticked_says_so_and_keeps_the_t
     assert r.status_code == 302
     location = urlsplit(r["Location"])
     assert location.path == reverse("job-list")
-    assert parse_qs(location.query) == {"q": ["run"], "page": ["1"], "selected": ticked}
+    assert parse_qs(location.query) == {"q": ["run"], "page": ["1"], "sel": ticked}
     [message] = said(r)
     assert message.startswith(f"Compare takes 2 to 4 jobs; {count} ")
     # The list comes back with those boxes ticked, and its refresh does not carry them on.
     html = alice_en.get(r["Location"]).content.decode()
     for public_id in ticked:
         assert f'id="select-{public_id}" checked hx-preserve' in html
-    assert "selected=" not in re.search(r'id="job-table"[^>]*>', html).group(0)
+    assert "sel=" not in re.search(r'id="job-table"[^>]*>', html).group(0)
 
 
 def test_the_comparisons_way_back_returns_to_the_list_as_compare_left_it(alice, alice_en):
@@ -169,7 +169,7 @@ def test_compare_takes_only_my_own_jobs_from_the_list_form(alice, bob, alice_en)
     r = alice_en.post(BULK, {"action": "compare", "jobs": [mine.public_id, theirs.public_id]})
 
     assert r.status_code == 302
-    assert parse_qs(urlsplit(r["Location"]).query) == {"selected": [mine.public_id]}
+    assert parse_qs(urlsplit(r["Location"]).query) == {"sel": [mine.public_id]}
     assert said(r)[0].startswith("Of the selected jobs only 1 still exists")
 
 
