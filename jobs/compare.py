@@ -9,7 +9,9 @@ Decisions:
 - What differs is read by the code the review of a copy uses (jobs.summary.specs_compared),
   not a second differ: the same fields, words and secret masking. The first job is the one
   the others are read against, as a copy is against its source (its command whole, the
-  others' as the lines that changed; a secret "changed" where it differs from the first's).
+  others' as the lines that changed; a secret "changed" where it differs from the first's,
+  each column against the first alone, and only between jobs of one owner: see
+  jobs.summary.specs_compared for why).
 - How they did: each job's training metrics read as its page reads them, bounded
   (jobs.tensorboard.compared_metrics).
 - Queries: the jobs (with their owner, queue group and local run) in one, their owners'
@@ -110,6 +112,10 @@ def job_comparison(*, jobs: list[Job], log: bool = False) -> Comparison:
             pool_names=spec_pool_names(
                 names=pool_names(), pool_ids={spec.resource_pool_id for spec in readable}
             ),
+            # Secrets compared only among one owner's jobs (staff compare anyone's).
+            owners=[
+                job.owner_id for job, spec in zip(jobs, specs, strict=True) if spec is not None
+            ],
         )
         if readable
         else []

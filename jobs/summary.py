@@ -51,12 +51,15 @@ def spec_sections(
     changed_secrets: frozenset[str] = frozenset(),
     password_changed: bool = False,
     changed_webhooks: frozenset[str] = frozenset(),
+    secrets_compared: bool = True,
 ) -> list[Section]:
     """Every field of the spec, in the wizard's order and words (values as text): one
     section per form step of the wizard, in its order. `changed_secrets` (env names),
     `password_changed` and `changed_webhooks` (webhook lines whose signing secret or other
     fragment differs from the source's line of the same URL) mark secret values that differ
-    from a copy's source: masked, they would read the same on both sides of the diff."""
+    from a copy's source: masked, they would read the same on both sides of the diff.
+    `secrets_compared` False: its secrets were not compared with the source's (another
+    user's job, specs_compared), and each says so."""
     yes, no = _("yes"), _("no")
 
     def flag(value: bool) -> str:
@@ -77,21 +80,34 @@ def spec_sections(
     secret, read_only, changed = _("secret"), _("read-only"), _("changed")
     secret_changed = _("secret, changed")
     signing_changed = _("signing secret changed")
+    not_compared = _("not compared across owners")
+    secret_not_compared = _("secret, not compared across owners")
+
+    def webhook_mark(url: str) -> str:
+        if not secrets_compared and chat_bots.secret_masked(url) != url:
+            return f" ({not_compared})"
+        if url in changed_webhooks:
+            return f" ({signing_changed if chat_bots.split_secret(url)[1] else changed})"
+        return ""
+
+    def env_mark(name: str) -> str:
+        if not secrets_compared:
+            return f" ({secret_not_compared})"
+        return f" ({secret_changed})" if name in changed_secrets else f" ({secret})"
+
     webhooks = "\n".join(
-        chat_bots.secret_masked(url)
-        + (
-            f" ({signing_changed if chat_bots.split_secret(url)[1] else changed})"
-            if url in changed_webhooks
-            else ""
-        )
-        for url in spec.alert.webhooks
+        chat_bots.secret_masked(url) + webhook_mark(url) for url in spec.alert.webhooks
     )
     envs = "\n".join(
         f"{e.name}={S.mask(e.value) if e.secret else e.value}"
-        + (f" ({secret})" if e.secret and e.name not in changed_secrets else "")
-        + (f" ({secret_changed})" if e.secret and e.name in changed_secrets else "")
+        + (env_mark(e.name) if e.secret else "")
         for e in spec.envs
     )
+    password_mark = ""
+    if spec.image_config and spec.image_config.password and not secrets_compared:
+        password_mark = f" ({not_compared})"
+    elif password_changed:
+        password_mark = f" ({changed})"
     mounts = "\n".join(
         f"{F.STORAGE_LABELS.get(d.type, d.type)} {d.name}"
         + (f":{d.source_path}" if d.source_path else "")
@@ -140,7 +156,7 @@ def spec_sections(
                 (
                     _("Registry password"),
                     (S.mask(spec.image_config.password) if spec.image_config else "")
-                    + (f" ({changed})" if password_changed else ""),
+                    + password_mark,
                 ),
                 (_("Entrypoint"), spec.entrypoint),
                 (_("Command"), spec.command),
@@ -332,41 +348,54 @@ class ComparedField:
 
 
 def specs_compared(
-    specs: list[S.JobSpec], *, pool_names: dict[str, str] | None = None
+    specs: list[S.JobSpec],
+    *,
+    pool_names: dict[str, str] | None = None,
+    owners: list[Any] | None = None,
 ) -> list[ComparedField]:
     """Every field of the specs side by side, in the wizard's order and words (spec_sections),
     each saying whether the specs differ on it. The first spec is the one the others are read
     against, as a copy is against its source: a secret (an env marked secret, the registry
-    password, a chat bot's signing secret) whose value differs from the first spec's that has it reads "secret, changed"
-    (masked, it would read the same), and a command that differs from the first's shows as the
-    lines that changed. `pool_names` (jobs.pools.spec_pool_names): each pool named as
-    spec_sections names it, "name (id)"; without it, by id."""
+    password, a chat bot's signing secret) whose value differs from the first spec's reads
+    "secret, changed" (masked, it would read the same), each spec against the first, never
+    against another; one the first spec lacks is new there, not changed. A command that
+    differs from the first's shows as the lines that changed. `pool_names`
+    (jobs.pools.spec_pool_names): each pool named as spec_sections names it, "name (id)";
+    without it, by id.
+
+    `owners` (one per spec, as Compare jobs has them): secrets are compared only between
+    specs of the same owner. Equality with one's own jobs is one's own to know; a staff
+    member comparing a job of theirs with another user's could otherwise guess that user's
+    secret by making jobs with candidate values until one read the same, so such a column
+    says its secrets were not compared."""
     names = pool_names or {}
-    first_secrets: dict[str, str] = {}
-    first_password = ""
+    baseline = specs[0]
+    baseline_secrets = {e.name: e.value for e in baseline.envs if e.secret}
+    baseline_password = baseline.image_config.password if baseline.image_config else ""
     read: list[list[Section]] = []
-    for spec in specs:
-        secrets = [(e.name, e.value) for e in spec.envs if e.secret]
+    for index, spec in enumerate(specs):
         password = spec.image_config.password if spec.image_config else ""
         read.append(
             spec_sections(
                 spec,
                 pool_name=names.get(spec.resource_pool_id, ""),
                 changed_secrets=frozenset(
-                    name
-                    for name, value in secrets
-                    if name in first_secrets and first_secrets[name] != value
+                    e.name
+                    for e in spec.envs
+                    if e.secret
+                    and e.name in baseline_secrets
+                    and baseline_secrets[e.name] != e.value
                 ),
-                password_changed=bool(first_password and password and first_password != password),
+                password_changed=bool(
+                    baseline_password and password and baseline_password != password
+                ),
                 # A bot's signing secret differing from the first job's (both read ******).
                 changed_webhooks=_webhooks_changed_unseen(
-                    specs[0].alert.webhooks, spec.alert.webhooks
+                    baseline.alert.webhooks, spec.alert.webhooks
                 ),
+                secrets_compared=owners is None or owners[index] == owners[0],
             )
         )
-        for name, value in secrets:
-            first_secrets.setdefault(name, value)
-        first_password = first_password or password
     compared = []
     for section_index, (section, _rows) in enumerate(read[0]):
         sections = [dict(sections[section_index][1]) for sections in read]

@@ -77,6 +77,7 @@ from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
 from .scheduler import queue_position, why_waiting
+from .selection import MAX_CARRIED, carried_ids, merged_selection, selection_of
 from .services import job_events_shown
 from .spec import FRAMEWORK_LABELS, MPI, SpecError
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
@@ -258,10 +259,15 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     for job in page.object_list:
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
+    # The jobs ticked on this page and others (jobs.selection): kept on every link and form
+    # of the page, so paging and filtering keep them; one query however many, none when none.
+    selection = selection_of(owner=request.user, values=request.GET.getlist("sel"))
     query = request.GET.copy()
     query.pop("page", None)
-    # The jobs ticked before Compare said it needs 2 to 4 (job_bulk_view): ticked again.
-    query.pop("selected", None)
+    query.pop("sel", None)
+    # The refresh leaves the selection out: its boxes keep what the user ticked (hx-preserve).
+    poll_query = query.urlencode()
+    query.setlist("sel", selection.ids)
     context = {
         "form": form,
         "page": page,
@@ -269,10 +275,15 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "filtered": any(str(value).strip() for value in form.cleaned_data.values()),
         "live": live,
         "query": query.urlencode(),
+        "poll_query": poll_query,
+        "selection_query": urlencode([("sel", public_id) for public_id in selection.ids]),
+        "selection": selection,
+        "max_carried": MAX_CARRIED,
         "explained": EXPLAINED_STATUSES,
-        "selected": set(request.GET.getlist("selected")),
-        # Stop / Delete selected come back to this list as it was (filters and page).
-        "back": request.GET.urlencode(),
+        "selected": set(selection.ids),
+        # Stop / Delete selected come back to this list as it was (filters and page); the
+        # selection goes in the form itself.
+        "back": _list_query(request.GET.urlencode()),
     }
     # The worker's banner: for a user with jobs waiting on it, and for staff (one query).
     worker, waiting_on_worker = worker_state_for(user=request.user)
@@ -951,22 +962,34 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     back_query = _list_query(request.POST.get("back", ""))
     back = f"{reverse('job-list')}?{back_query}" if back_query else reverse("job-list")
     action = request.POST.get("action", "")
+    # The selection: the jobs carried from the list's other pages and filters (`sel`), less
+    # this page's rows, and the boxes ticked on it ("all on this page": every row it showed).
+    ticked = request.POST.getlist("jobs")
+    if request.POST.get("all") == "1":
+        ticked += request.POST.getlist("shown")
+    chosen = looked_up(
+        merged_selection(
+            carried=request.POST.getlist("sel"),
+            ticked=ticked,
+            shown=request.POST.getlist("shown"),
+        )
+    )
+    if "untick" in request.POST or action == "keep":
+        # Without JavaScript: a job unticked in the selection's bar, or the page's ticks kept
+        # (保留勾选) before going to another page or filter.
+        untick = request.POST.get("untick")
+        return redirect(_with_selection(back, [i for i in chosen if i != untick]))
     if action == "compare":
-        return _compare_selected(request, back, back_query)
+        return _compare_selected(request, back, back_query, chosen)
     if action not in ("stop", "delete"):
         messages.error(request, _("Choose Stop selected or Delete selected."))
         return redirect(back)
-    ids = request.POST.getlist("jobs")
-    if request.POST.get("all") == "1":  # "all on this page": the rows it showed
-        ids += request.POST.getlist("shown")
-    # Never a job id: longer than the column, or a NUL (which some databases refuse).
-    chosen = list(dict.fromkeys(i for i in ids if i and len(i) <= 64 and "\x00" not in i))
     if len(chosen) > MAX_SELECTED:
         messages.error(
             request,
             _("Select at most %(max)d jobs at a time; nothing was done.") % {"max": MAX_SELECTED},
         )
-        return redirect(back)
+        return redirect(_with_selection(back, chosen))
     jobs = list(
         Job.objects.filter(owner=request.user, public_id__in=chosen)
         # A queue group's tasks share a name: the question says which task each is ("2/3").
@@ -987,7 +1010,8 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
             "rows": [(job, *(_stop_plan(job) if stop else _delete_plan(job))) for job in jobs],
             "missing": missing,
             "back": back_query,
-            "back_url": back,
+            # Cancel keeps the jobs ticked, on whichever page of the list they are.
+            "back_url": _with_selection(back, [job.public_id for job in jobs]),
             "heading": (
                 ngettext("Stop %(count)d job?", "Stop %(count)d jobs?", len(jobs))
                 if stop
@@ -1006,20 +1030,15 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 
 def _compare_selected(
-    request: AuthenticatedHttpRequest, back: str, back_query: str
+    request: AuthenticatedHttpRequest, back: str, back_query: str, chosen: list[str]
 ) -> HttpResponse:
     """Compare on the job list: the comparison's own address (a GET, to bookmark) for 2 to 4 of
     the user's jobs, oldest first (the one the others are read against), carrying the list's
     filters and page for its way back; any other number goes back to the list, saying so,
     with the same boxes ticked."""
-    ids = request.POST.getlist("jobs")
-    if request.POST.get("all") == "1":
-        ids += request.POST.getlist("shown")
-    chosen = looked_up(asked_ids(ids))
 
     def back_ticked(ticked: list[str]) -> HttpResponse:
-        again = urlencode([("selected", public_id) for public_id in ticked[:MAX_SELECTED]])
-        return redirect(f"{back}{'&' if '?' in back else '?'}{again}" if again else back)
+        return redirect(_with_selection(back, ticked))
 
     if not chosen:
         messages.info(request, _("Select the jobs first, with the boxes in the list."))
@@ -1073,6 +1092,15 @@ BULK_STOP_MIXED_QUESTION = gettext_lazy(
 BULK_DELETE_QUESTION = gettext_lazy(
     "Deleted jobs are gone with their logs and files; a running job is stopped first."
 )
+
+
+def _with_selection(url: str, ids: list[str]) -> str:
+    """The job list's address `url` with these jobs ticked (jobs.selection), at most as many as
+    an address carries."""
+    carried, _left_out = carried_ids(ids)
+    if not carried:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{urlencode([('sel', i) for i in carried])}"
 
 
 def _list_query(query: str) -> str:

@@ -83,6 +83,55 @@ document.addEventListener("htmx:afterSettle", () => {
   if (form) syncSelectAll(form);
 });
 
+// The job list's selection across its pages and filters (jobs.selection): the page links and
+// the filter form carry, as sel=, the jobs ticked on other pages (the bar's, less this page's
+// rows) and the boxes ticked here, so the next page keeps them. Without JavaScript the links
+// carry what the page was drawn with, and 保留勾选 (Keep ticks) posts this page's boxes.
+const MAX_CARRIED = 50; // jobs.selection.MAX_CARRIED
+function currentSelection(form) {
+  const rows = Array.from(form.querySelectorAll("input[type=checkbox][name=jobs]"));
+  const shown = new Set(rows.map((row) => row.value));
+  const carried = Array.from(form.querySelectorAll("#selection-jobs input[name=sel]"))
+    .map((input) => input.value)
+    .filter((id) => !shown.has(id));
+  const ids = carried.concat(rows.filter((row) => row.checked).map((row) => row.value));
+  return Array.from(new Set(ids)).slice(0, MAX_CARRIED);
+}
+function carrySelection() {
+  const form = document.getElementById("bulk-form");
+  if (!form) return;
+  const ids = currentSelection(form);
+  document.querySelectorAll("a[data-keeps-selection]").forEach((link) => {
+    const url = new URL(link.href, window.location.href);
+    url.searchParams.delete("sel");
+    ids.forEach((id) => url.searchParams.append("sel", id));
+    link.href = url.pathname + url.search;
+  });
+  document.querySelectorAll("form[data-keeps-selection]").forEach((filters) => {
+    filters.querySelectorAll("input[name=sel]").forEach((input) => input.remove());
+    ids.forEach((id) => {
+      const input = document.createElement("input");
+      input.type = "hidden";
+      input.name = "sel";
+      input.value = id;
+      filters.appendChild(input);
+    });
+  });
+  const count = document.getElementById("selection-count");
+  if (count) {
+    count.textContent =
+      ids.length === 1 ? count.dataset.one : count.dataset.other.replace("%(count)s", ids.length);
+    if (ids.length) count.closest("#selection-bar").hidden = false;
+  }
+}
+document.addEventListener("change", (event) => {
+  const box = event.target;
+  if (box instanceof HTMLInputElement && box.form && box.form.id === "bulk-form") carrySelection();
+});
+document.addEventListener("htmx:afterSettle", carrySelection);
+// A page come back to (the back button) may have its boxes restored by the browser.
+window.addEventListener("pageshow", carrySelection);
+
 // htmx leaves the page as it was when a request fails (an error answer is not swapped in):
 // say so, or 下一步 would seem to do nothing. Any later request that succeeds clears it.
 function showRequestError(kind, status) {

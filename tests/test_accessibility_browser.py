@@ -140,6 +140,9 @@ def test_the_login_job_list_and_job_pages_have_no_serious_violations_in_either_l
         audit.use_language(language)
         page.goto("/")
         audit.check(f"job list, {language}")
+        # Jobs ticked and carried (jobs.selection): the bar naming them, each to untick.
+        page.goto(f"/?sel={queued.public_id}&sel={rejected.public_id}")
+        audit.check(f"job list with a selection, {language}")
         for job in (finished, queued, rejected) if language == "zh-hans" else (finished,):
             page.goto(f"/jobs/{job.public_id}/")
             audit.check(f"job page, {job.status}, {language}")

@@ -154,6 +154,63 @@ def test_the_job_list_searches_by_name_owner_and_id(alice, bob, reviewer, term):
     assert [j.name for j in r.context["cl"].result_list] == ["exact-name"]
 
 
+def test_the_search_finds_what_djangos_did_each_word_all_of_them_many_or_few(
+    alice, bob, reviewer, settings
+):
+    # JobAdmin.get_search_results reads it through indexes (left21): the same jobs found.
+    from jobs import admin as job_admin
+
+    settings.DEBUG = False
+    sweep = [submit(alice, str(n), name=f"lr-sweep-{n}") for n in range(4)]
+    other = submit(bob, "9", name="bobs-lr-sweep")
+    client = client_for(reviewer)
+
+    def found(query: str) -> set[str]:
+        r = client.get(CHANGELIST, {"q": query})
+        assert r.status_code == 200
+        return {j.name for j in r.context["cl"].result_list}
+
+    for few_found in (1000, 2):  # by their ids, or (more found than that) searched as they are
+        job_admin.FEW_FOUND = few_found
+        try:
+            assert found("sweep") == {job.name for job in [*sweep, other]}
+            assert found("sweep alice") == {job.name for job in sweep}  # every word
+            assert found('"sweep-3"') == {"lr-sweep-3"}  # quoted, as Django reads it
+            assert found(sweep[2].public_id.upper()) == {"lr-sweep-2"}  # an ID, in capitals too
+            assert found(sweep[2].public_id[:20]) == set()  # part of an ID: as before, none
+            assert found("BOB") == {"bobs-lr-sweep"}  # any letter case
+            assert found("nothing-like-it") == set()
+        finally:
+            job_admin.FEW_FOUND = 1000
+
+
+def test_the_search_reads_jobs_through_the_search_index_never_every_row(alice, reviewer):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's plans; PostgreSQL's figures are in the README")
+    submit(alice, "1", name="lr-sweep")
+    client = client_for(reviewer)
+
+    with CaptureQueriesContext(connection) as queries:
+        r = client.get(CHANGELIST, {"q": "sweep"})
+
+    assert r.status_code == 200
+    searched = [
+        q["sql"]
+        for q in queries.captured_queries
+        if "LIKE" in q["sql"] and q["sql"].startswith('SELECT "jobs_job"')
+    ]
+    assert searched
+    with connection.cursor() as cursor:
+        for sql in searched:
+            cursor.execute("EXPLAIN QUERY PLAN " + sql)
+            plan = [row[-1] for row in cursor.fetchall()]
+            assert "SCAN jobs_job USING COVERING INDEX job_search" in plan, plan
+            assert "SCAN jobs_job" not in plan, plan  # no job's row read to look for the word
+
+
 @pytest.mark.parametrize("page", [CHANGELIST, "/admin/auth/user/", "/admin/auth/group/"])
 def test_a_search_too_long_for_the_database_lists_nothing_with_a_message_not_a_500(
     alice, superuser, page

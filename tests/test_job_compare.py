@@ -110,14 +110,14 @@ def test_compare_with_fewer_than_2_or_more_than_4_ticked_says_so_and_keeps_the_t
     assert r.status_code == 302
     location = urlsplit(r["Location"])
     assert location.path == reverse("job-list")
-    assert parse_qs(location.query) == {"q": ["run"], "page": ["1"], "selected": ticked}
+    assert parse_qs(location.query) == {"q": ["run"], "page": ["1"], "sel": ticked}
     [message] = said(r)
     assert message.startswith(f"Compare takes 2 to 4 jobs; {count} ")
     # The list comes back with those boxes ticked, and its refresh does not carry them on.
     html = alice_en.get(r["Location"]).content.decode()
     for public_id in ticked:
         assert f'id="select-{public_id}" checked hx-preserve' in html
-    assert "selected=" not in re.search(r'id="job-table"[^>]*>', html).group(0)
+    assert "sel=" not in re.search(r'id="job-table"[^>]*>', html).group(0)
 
 
 def test_the_comparisons_way_back_returns_to_the_list_as_compare_left_it(alice, alice_en):
@@ -169,7 +169,7 @@ def test_compare_takes_only_my_own_jobs_from_the_list_form(alice, bob, alice_en)
     r = alice_en.post(BULK, {"action": "compare", "jobs": [mine.public_id, theirs.public_id]})
 
     assert r.status_code == 302
-    assert parse_qs(urlsplit(r["Location"]).query) == {"selected": [mine.public_id]}
+    assert parse_qs(urlsplit(r["Location"]).query) == {"sel": [mine.public_id]}
     assert said(r)[0].startswith("Of the selected jobs only 1 still exists")
 
 
@@ -293,6 +293,99 @@ def test_a_chat_bots_signing_secret_that_differs_from_the_first_jobs_is_said_nev
         f"{hook}#secret=******",
         f"{hook}#secret=******",
         f"{hook}#secret=****** (signing secret changed)",
+    ]
+
+
+def test_with_3_or_4_jobs_each_columns_secret_is_read_against_the_baseline_alone(alice, alice_en):
+    # Before left21 a secret was "changed" against the first job that had it: with a
+    # baseline without WANDB_KEY, the third column said "changed" against the second.
+    def run(name: str, key: str | None, password: str | None) -> Job:
+        envs = [S.Env("LR", "0.001")]
+        if key:
+            envs.append(S.Env("WANDB_KEY", key, secret=True))
+        login = S.ImageConfig(username="me", password=password) if password else None
+        return tuned(alice, name, envs=envs, image_config=login)
+
+    baseline = run("a", None, None)
+    second, third, fourth = (
+        run("b", "key-1", "pw-1"),
+        run("c", "key-2", "pw-2"),
+        run("d", "key-1", "pw-1"),
+    )
+    with_secrets = run("e", "key-1", "pw-1")
+
+    r = alice_en.get(compare_url(baseline, second, third, fourth, every=True))
+    against_second = alice_en.get(compare_url(with_secrets, second, third, fourth, every=True))
+
+    assert r.status_code == against_second.status_code == 200
+    found = rows(r.content.decode())
+    # The baseline has none: each is new there, none "changed".
+    assert found["Image and command · Environment variables"] == [
+        "LR=0.001",
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+    ]
+    assert found["Image and command · Registry password"] == ["—", "******", "******", "******"]
+    # A baseline with them: each column said the same or changed against it, not the others.
+    found = rows(against_second.content.decode())
+    assert found["Image and command · Environment variables"] == [
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.001\nWANDB_KEY=****** (secret, changed)",
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+    ]
+    assert found["Image and command · Registry password"] == [
+        "******",
+        "******",
+        "****** (changed)",
+        "******",
+    ]
+    assert not {"key-1", "key-2", "pw-1", "pw-2"} & set(re.findall(r"[\w-]+", r.content.decode()))
+
+
+def test_staff_comparing_a_job_of_theirs_with_another_users_are_not_told_if_secrets_match(
+    alice, reviewer
+):
+    # A reviewer could otherwise make jobs with guessed values until one read the same as
+    # Alice's: equality is told only among one owner's jobs.
+    hook = "https://oapi.dingtalk.com/robot/send?access_token=0123456789abcdef"
+
+    def run(owner, name: str) -> Job:
+        return tuned(
+            owner,
+            name,
+            image_config=S.ImageConfig(username="me", password="the-same-password"),
+            alert=S.AlertConfig(items=["jobFailed"], webhooks=[f"{hook}#secret=SECsame"]),
+        )
+
+    alices, alices_too, guess = (
+        run(alice, "alices"),
+        run(alice, "alices-too"),
+        run(reviewer, "guess"),
+    )
+    client = Client(HTTP_ACCEPT_LANGUAGE="en")
+    client.force_login(reviewer)
+    client.cookies["django_language"] = "en"
+
+    r = client.get(compare_url(alices, guess, alices_too, every=True))
+
+    assert r.status_code == 200
+    found = rows(r.content.decode())
+    assert found["Image and command · Environment variables"] == [
+        "LR=0.001\nWANDB_KEY=****** (secret)",
+        "LR=0.001\nWANDB_KEY=****** (secret, not compared across owners)",
+        "LR=0.001\nWANDB_KEY=****** (secret)",  # Alice's own two: compared
+    ]
+    assert found["Image and command · Registry password"] == [
+        "******",
+        "****** (not compared across owners)",
+        "******",
+    ]
+    assert found["Advanced · Alert webhooks"] == [
+        f"{hook}#secret=******",
+        f"{hook}#secret=****** (not compared across owners)",
+        f"{hook}#secret=******",
     ]
 
 

@@ -139,3 +139,64 @@ def test_on_a_phone_a_legend_entry_of_a_long_name_wraps_beside_its_swatch_not_un
         )
         assert len(lines) >= 2  # it wraps at this width
         assert all(gap >= 0 for gap in lines), lines  # every line right of the swatch
+
+
+def test_a_job_ticked_on_page_1_and_one_on_page_2_are_compared_together(logged_in_page, alice):
+    from .test_job_pages import submit as submit_plain
+
+    jobs = [submit_plain(alice, name=f"sweep-{n:02d}") for n in range(21)]
+    oldest, newest = jobs[0], jobs[-1]  # page 2's only row, page 1's first
+    page = logged_in_page
+    page.goto("/")
+
+    page.check(f"#select-{newest.public_id}")
+    page.get_by_role("link", name="下一页").click()
+    page.wait_for_url("**/?*page=2*")
+
+    bar = page.locator("#selection-bar")
+    expect(bar.locator(".selection-job")).to_have_text(["sweep-20 ×"])
+    page.check(f"#select-{oldest.public_id}")
+    expect(page.locator("#selection-count")).to_have_text("已选 2 个任务")
+    page.click("#bulk-compare")  # 对比
+
+    page.wait_for_url(f"**/compare/?job={oldest.public_id}&job={newest.public_id}*")
+    expect(page.locator("#compare-table thead .compare-job-name")).to_have_text(
+        ["sweep-00", "sweep-20"]
+    )
+    # Its way back is the list's page 2, where it was pressed.
+    page.click("#compare-back")
+    page.wait_for_url("**/?page=2")
+
+
+def test_without_javascript_keep_ticks_carries_page_1s_tick_to_page_2_and_both_are_compared(
+    browser, live_server, transactional_db, alice
+):
+    from tests.conftest import log_in
+
+    from .test_job_pages import submit as submit_plain
+
+    jobs = [submit_plain(alice, name=f"sweep-{n:02d}") for n in range(21)]
+    oldest, newest = jobs[0], jobs[-1]
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=False, locale="zh-CN"
+    )
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto("/")
+        expect(page.locator("#selection-bar")).to_be_hidden()
+
+        page.check(f"#select-{newest.public_id}")
+        page.click("#bulk-keep")  # 保留勾选: shown only without JavaScript
+        expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
+        page.get_by_role("link", name="下一页").click()
+        expect(page.locator("#selection-jobs .selection-job")).to_have_text(["sweep-20 ×"])
+        page.check(f"#select-{oldest.public_id}")
+        page.click("#bulk-compare")
+
+        page.wait_for_url(f"**/compare/?job={oldest.public_id}&job={newest.public_id}*")
+        expect(page.locator("#compare-table thead .compare-job-name")).to_have_text(
+            ["sweep-00", "sweep-20"]
+        )
+    finally:
+        context.close()

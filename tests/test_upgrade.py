@@ -61,6 +61,9 @@ Migrations and what they do to existing rows:
 - 0031 adds each user's chosen language (a new table, empty after upgrading: it fills as
   users switch language or log in; the worker writes their mails in it). Downgrading past it
   drops the table, and the older release writes every mail in the console's language.
+- 0032 adds an index of jobs by name, owner and creation (`job_search`, the admin's search)
+  and, on PostgreSQL where pg_trgm can be made, a trigram index of the name
+  (`job_name_trgm`); no row changes, and downgrading past it drops both.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -929,3 +932,32 @@ def test_upgrading_past_0031_adds_users_languages_and_downgrading_drops_them(at_
 
     again = migrate(None)
     assert not again.get_model("jobs", "UserPreference").objects.exists()
+
+
+def test_upgrading_past_0032_adds_the_search_index_and_downgrading_drops_it_keeping_every_job(
+    at_latest_after,
+):
+    old = migrate("0031_user_preference")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    job = old.get_model("jobs", "Job").objects.create(
+        owner=alice, name="kept", spec=spec_document("kept"), resource_pool="local"
+    )
+    assert "job_search" not in job_indexes()
+
+    new = migrate(None)
+    assert job_indexes()["job_search"] == ["name", "owner_id", "created_at"]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'")
+            made = cursor.fetchone() is not None
+        assert ("job_name_trgm" in job_indexes()) == made  # where pg_trgm could be made
+    assert new.get_model("jobs", "Job").objects.get().pk == job.pk
+
+    old = migrate("0031_user_preference")
+    assert not {"job_search", "job_name_trgm"} & set(job_indexes())
+    assert list(old.get_model("jobs", "Job").objects.values_list("pk", "name")) == [
+        (job.pk, "kept")
+    ]
+
+    migrate(None)
+    assert "job_search" in job_indexes()

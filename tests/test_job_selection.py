@@ -1,0 +1,264 @@
+"""The job list's selection across its pages and filters (jobs.selection): the ticked jobs
+carried in the address (`sel=`), listed in a bar to untick, and 对比 / Stop / Delete selected
+acting on all of them, not only on the page's."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.urls import reverse
+
+from jobs.models import Job, JobStatus
+from jobs.selection import MAX_CARRIED
+
+from .runner_helpers import runner_settings  # noqa: F401
+from .test_job_bulk import plans, said
+from .test_job_pages import submit
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+LIST = reverse("job-list")
+BULK = reverse("job-bulk")
+COMPARE = reverse("job-compare")
+
+
+@pytest.fixture
+def two_pages(alice) -> list[Job]:
+    """21 of Alice's jobs, oldest first: the newest 20 on page 1, the oldest alone on page 2."""
+    return [submit(alice, name=f"run-{n:02d}") for n in range(21)]
+
+
+def selection_bar(html: str) -> str:
+    return re.search(r'<section[^>]*id="selection-bar".*?</section>', html, re.S).group(0)
+
+
+def carried(url: str) -> list[str]:
+    return parse_qs(urlsplit(url.replace("&amp;", "&")).query).get("sel", [])
+
+
+def test_jobs_ticked_on_another_page_are_listed_ticked_and_carried_by_every_link_and_form(
+    alice, alice_en, two_pages
+):
+    oldest, newest = two_pages[0], two_pages[-1]
+
+    r = alice_en.get(f"{LIST}?page=2&sel={newest.public_id}&sel={oldest.public_id}")
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    bar = selection_bar(html)
+    assert "2 jobs selected" in bar and "hidden" not in bar.split(">")[0]
+    assert re.findall(r'data-job="([^"]+)"', bar) == [newest.public_id, oldest.public_id]
+    assert "run-20" in bar and "run-00" in bar
+    # This page's row of the selection is ticked; the other is carried to the actions.
+    assert f'id="select-{oldest.public_id}" checked' in html
+    assert f'<input type="hidden" name="sel" value="{newest.public_id}">' in bar
+    # Paging and filtering keep both.
+    previous = re.search(r'<a class="page-link" href="([^"]+)"[^>]*>Previous page', html).group(1)
+    assert carried(previous) == [newest.public_id, oldest.public_id]
+    filters = re.search(r'<form[^>]*id="job-filters".*?</form>', html, re.S).group(0)
+    assert re.findall(r'name="sel" value="([^"]+)"', filters) == [
+        newest.public_id,
+        oldest.public_id,
+    ]
+    # The table's refresh does not carry them: its boxes keep what the user ticked.
+    assert "sel=" not in re.search(r'id="job-table"[^>]*>', html).group(0)
+
+
+def test_without_a_selection_the_bar_is_hidden_and_the_links_carry_none(alice, alice_en, two_pages):
+    html = alice_en.get(LIST).content.decode()
+
+    assert re.search(r'<section[^>]*id="selection-bar"[^>]* hidden>', html)
+    assert "sel=" not in html
+
+
+def test_compare_takes_a_job_ticked_on_page_1_and_one_ticked_on_page_2_oldest_first(
+    alice, alice_en, two_pages
+):
+    oldest, newest = two_pages[0], two_pages[-1]
+
+    r = alice_en.post(
+        BULK,
+        {
+            "action": "compare",
+            "sel": [newest.public_id],  # ticked on page 1, carried here
+            "jobs": [oldest.public_id],  # ticked on page 2
+            "shown": [oldest.public_id],
+            "back": "page=2",
+        },
+    )
+
+    assert r.status_code == 302
+    assert r["Location"] == (
+        f"{COMPARE}?job={oldest.public_id}&job={newest.public_id}&back=page%3D2"
+    )
+    assert alice_en.get(r["Location"]).status_code == 200
+    assert said(r) == []
+
+
+def test_a_carried_job_unticked_on_its_own_page_leaves_the_selection(alice, alice_en, two_pages):
+    a, b, c = two_pages[-1], two_pages[-2], two_pages[0]
+
+    r = alice_en.post(
+        BULK,
+        {
+            "action": "compare",
+            "sel": [a.public_id, b.public_id, c.public_id],
+            "jobs": [a.public_id],  # b shown on this page and no longer ticked
+            "shown": [a.public_id, b.public_id],
+        },
+    )
+
+    assert r.status_code == 302
+    assert r["Location"] == f"{COMPARE}?job={c.public_id}&job={a.public_id}"
+
+
+def test_compare_of_5_across_pages_goes_back_with_all_5_carried_and_says_so(
+    alice, alice_en, two_pages
+):
+    ticked = [job.public_id for job in two_pages[-4:]]
+
+    r = alice_en.post(
+        BULK,
+        {
+            "action": "compare",
+            "sel": ticked,
+            "jobs": [two_pages[0].public_id],
+            "shown": [two_pages[0].public_id],
+            "back": "page=2",
+        },
+    )
+
+    assert r.status_code == 302
+    location = urlsplit(r["Location"])
+    assert location.path == LIST
+    assert parse_qs(location.query) == {"page": ["2"], "sel": [*ticked, two_pages[0].public_id]}
+    assert said(r) == [
+        "Compare takes 2 to 4 jobs; 5 are selected. Tick 2 to 4 and press Compare again."
+    ]
+    assert "5 jobs selected" in selection_bar(alice_en.get(r["Location"]).content.decode())
+
+
+def test_stop_selected_asks_about_every_selected_job_including_those_on_other_pages(
+    alice, alice_en, two_pages
+):
+    on_page_1, on_page_2 = two_pages[-1], two_pages[0]
+
+    r = alice_en.post(
+        BULK,
+        {
+            "action": "stop",
+            "sel": [on_page_1.public_id],
+            "jobs": [on_page_2.public_id],
+            "shown": [on_page_2.public_id],
+            "back": "page=2",
+        },
+    )
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert set(plans(html)) == {on_page_1.public_id, on_page_2.public_id}
+    assert "Stop 2 jobs?" in html
+    # Cancel goes back to the list's page with both still ticked.
+    cancel = re.search(r'<a class="btn btn-outline-secondary" href="([^"]+)">Cancel', html).group(1)
+    assert urlsplit(cancel.replace("&amp;", "&")).path == LIST
+    assert set(carried(cancel)) == {on_page_1.public_id, on_page_2.public_id}
+    assert parse_qs(urlsplit(cancel.replace("&amp;", "&")).query)["page"] == ["2"]
+    assert Job.objects.filter(status=JobStatus.STOPPED).count() == 0  # asked, nothing done yet
+
+    confirmed = alice_en.post(
+        BULK,
+        {
+            "action": "stop",
+            "jobs": [on_page_1.public_id, on_page_2.public_id],
+            "back": "page=2",
+            "confirmed": "1",
+        },
+    )
+
+    assert confirmed.status_code == 302 and confirmed["Location"] == f"{LIST}?page=2"
+    assert said(confirmed) == ["Stop requested for 2 jobs."]
+    on_page_1.refresh_from_db()
+    on_page_2.refresh_from_db()
+    assert on_page_1.status == on_page_2.status == JobStatus.STOPPED
+
+
+def test_without_javascript_untick_and_keep_ticks_come_back_with_the_selection_as_it_now_is(
+    alice, alice_en, two_pages
+):
+    a, b, c = two_pages[-1], two_pages[-2], two_pages[0]
+    form = {"sel": [a.public_id, b.public_id], "shown": [c.public_id], "back": "page=2&q=run"}
+
+    unticked = alice_en.post(BULK, {**form, "jobs": [c.public_id], "untick": a.public_id})
+    kept = alice_en.post(BULK, {**form, "jobs": [c.public_id], "action": "keep"})
+
+    assert unticked.status_code == kept.status_code == 302
+    assert carried(unticked["Location"]) == [b.public_id, c.public_id]
+    assert carried(kept["Location"]) == [a.public_id, b.public_id, c.public_id]
+    assert parse_qs(urlsplit(kept["Location"]).query)["q"] == ["run"]
+    assert said(unticked) == said(kept) == []
+    assert Job.objects.filter(owner=alice).count() == 21  # nothing done to any job
+
+
+def test_ids_not_mine_unknown_malformed_or_twice_are_dropped_and_nothing_of_bobs_shows(
+    alice, bob, alice_en
+):
+    mine = submit(alice, name="mine")
+    theirs = submit(bob, name="bobs-secret-run")
+
+    r = alice_en.get(
+        LIST,
+        {
+            "sel": [
+                mine.public_id,
+                theirs.public_id,
+                "no-such-job",
+                "x" * 65,
+                "a\x00b",
+                mine.public_id,
+            ]
+        },
+    )
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    bar = selection_bar(html)
+    assert re.findall(r'data-job="([^"]+)"', bar) == [mine.public_id]
+    assert "1 job selected" in bar
+    assert "2 selected jobs no longer exist." in bar  # bob's and the unknown one, alike
+    # Bob's id is nowhere but in the address itself (the language switch returns to it).
+    shown = re.sub(r'<input type="hidden" name="next" value="[^"]*">', "", html)
+    assert theirs.public_id not in shown and "bobs-secret-run" not in html
+    # And acting on such a selection touches only Alice's job.
+    stop = alice_en.post(BULK, {"action": "stop", "sel": [mine.public_id, theirs.public_id]})
+    assert set(plans(stop.content.decode())) == {mine.public_id}
+
+
+def test_more_jobs_than_an_address_carries_are_left_out_and_said(alice, alice_en):
+    submit(alice)
+    ids = [f"pytorchjob-{n:040d}" for n in range(MAX_CARRIED + 3)]
+
+    r = alice_en.get(LIST, {"sel": ids})
+
+    assert r.status_code == 200
+    assert (
+        f"At most {MAX_CARRIED} jobs stay selected across pages; 3 more were left out."
+        in selection_bar(r.content.decode())
+    )
+
+
+def test_the_list_costs_the_same_queries_with_1_or_50_jobs_selected(
+    alice, alice_client, django_assert_num_queries
+):
+    jobs = [submit(alice, name=f"run-{n}") for n in range(MAX_CARRIED)]
+    alice_client.get(LIST)  # warm the session
+    one = {"sel": [jobs[0].public_id], "page": "2"}
+    every = {"sel": [job.public_id for job in jobs], "page": "2"}
+
+    with django_assert_num_queries(6):  # the list's 5 (test_job_bulk), and the selection's one
+        alice_client.get(LIST, one)
+    with django_assert_num_queries(6):
+        html = alice_client.get(LIST, every).content.decode()
+
+    assert len(re.findall(r'class="list-inline-item selection-job"', html)) == MAX_CARRIED
