@@ -64,6 +64,19 @@ def test_a_job_held_for_review_before_the_hang_rule_is_approved_and_queued(alice
     assert status_of(job) == JobStatus.QUEUED
 
 
+def test_modify_job_changes_the_priority_of_a_job_held_since_before_the_hang_rule(api, alice):
+    job = stored_before_the_hang_rule(alice, JobStatus.PENDING_REVIEW)
+
+    answer = action(
+        api, "ModifyJob", resourcePoolId="local", body={"jobId": job.public_id, "priority": "high"}
+    )
+
+    assert answer["jobId"] == job.public_id
+    job.refresh_from_db()
+    assert job.priority == "high"
+    assert job.spec["alertConfig"]["alertItems"] == ["jobFailed", "jobHang"]  # kept as stored
+
+
 def test_run_again_of_a_job_stored_before_the_hang_rule_says_where_to_turn_detection_on(
     alice, alice_client
 ):
