@@ -30,6 +30,7 @@ from .test_wizard import (
     step_url,
     submission_data,
 )
+from .test_wizard_import import BODY, CHANNELS, error_texts, import_body
 from .test_wizard_seed_parity import HANG_ALERT_REFUSED
 
 
@@ -175,3 +176,16 @@ def test_a_copy_of_a_job_stored_with_a_hang_alert_and_no_detection_opens_step_6_
     assert step_5.status_code == 200  # where the message says to go: open to the user
     assert W.ADVANCED not in draft.completed_steps
     assert Job.objects.count() == 1
+
+
+def test_importing_a_body_stored_with_a_hang_alert_and_no_detection_names_the_field_and_makes_no_draft(
+    alice_client,
+):
+    stored = copy.deepcopy({**BODY, **CHANNELS})
+    del stored["faultToleranceConfig"]["enabledHangDetection"]
+
+    r = import_body(alice_client, stored)
+
+    assert r.status_code == 200
+    assert f"alertConfig.alertItems: {HANG_ALERT_REFUSED}" in error_texts(r)
+    assert not Draft.objects.exists()
