@@ -1647,12 +1647,16 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
     ftc = spec.fault_tolerance_config
     if "jobHang" in spec.alert.items and not (ftc and ftc.enabled_hang_detection):
         # AIHC's 配置任务的消息通知: 任务hang needs hang detection. Without it no hang is
-        # ever detected, so the alert could never arrive (as one without a channel).
+        # ever detected, so the alert could never arrive (as one without a channel). The
+        # message is said on step 6 (the alert) and names both ways out, as the switch is on
+        # step 5 (a copy of a job stored before this rule opens on step 6), and its field for
+        # a request (the API and 从请求导入 show it too).
         err(
             "alertConfig.alertItems",
             _(
-                "Alerting on “Job hangs” needs hang detection (Fault tolerance & diagnostics): "
-                "without it no hang is ever detected."
+                "Alerting on “Job hangs” needs hang detection: turn it on in step 5 (Fault "
+                "tolerance & diagnostics; faultToleranceConfig.enabledHangDetection in a "
+                "request), or leave this event out. Without it no hang is ever detected."
             ),
         )
     # An alert needs both an event and somewhere to go. Where it can go is the backend's to

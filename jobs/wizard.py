@@ -1745,10 +1745,13 @@ def step_allowed(draft: Draft, step: str) -> bool:
     return STEPS.index(step) <= STEPS.index(first_incomplete(draft))
 
 
-def step_forms_for_display(state: WizardState, step: str) -> StepForms:
-    """A step as the user left it; a step whose 下一步 failed shows its errors again."""
+def step_forms_for_display(state: WizardState, step: str, *, checked: bool = False) -> StepForms:
+    """A step as the user left it; a step whose 下一步 failed shows its errors again, and so
+    does one opened from a problem the review lists (`checked`): a draft saved before a rule
+    was added (a 任务hang alert without hang detection, a queue task without 投递目标队列) has
+    the step marked done, and the review's link must open it with the message said there."""
     raw = state.raw(step)
-    if state.attempted(step):
+    if checked or state.attempted(step):
         forms, _ok = check_step(state, step, raw)
         return forms
     forms = bind(state, step, raw, show_errors=False)

@@ -287,7 +287,8 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         if outcome.go_to != step:
             push_url(response, _step_url(draft, outcome.go_to))
         return response
-    return _render_step(request, draft, step)
+    # ?check=1: opened from a problem the review lists (CHECKED_QUERY), shown with its messages.
+    return _render_step(request, draft, step, checked=request.GET.get("check") == "1")
 
 
 def _submitted(request: AuthenticatedHttpRequest, draft: Draft) -> HttpResponse:
@@ -325,6 +326,7 @@ def _render_step(
     *,
     forms: W.StepForms | None = None,
     stale: bool = False,
+    checked: bool = False,
 ) -> HttpResponse:
     state = W.wizard_state(draft)
     context: dict[str, Any] = {
@@ -343,7 +345,9 @@ def _render_step(
     if step == W.REVIEW:
         context.update(_review_context(state))
     else:
-        forms = W.webhook_secrets_hidden(forms or W.step_forms_for_display(state, step))
+        forms = W.webhook_secrets_hidden(
+            forms or W.step_forms_for_display(state, step, checked=checked)
+        )
         context["forms"] = forms
         context.update(_STEP_EXTRAS[step](request, state, forms))
         if forms.show_errors:
@@ -613,7 +617,8 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
             {
                 "step": loc.step,
                 "title": W.STEP_TITLES[loc.step],
-                "url": _step_url(draft, loc.step),
+                # The step opens with its messages shown, also when it is marked done.
+                "url": _step_url(draft, loc.step) + (CHECKED_QUERY if loc.step != W.REVIEW else ""),
                 "message": message,
             }
             for loc, message in problems
@@ -642,6 +647,10 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "revision": _revision(state.draft),
     }
 
+
+# A review problem's link: the step it opens checks itself and shows what the review found
+# (W.step_forms_for_display), which a step marked done does not otherwise do.
+CHECKED_QUERY = "?check=1"
 
 STALE_STEP = gettext_lazy(
     "Basic info was changed in another tab or window after this page was shown, so what you "

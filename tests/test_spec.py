@@ -841,7 +841,8 @@ def test_a_hang_alert_is_refused_without_hang_detection_and_taken_with_it():
     )
 
     assert errors_of(without)["alertConfig.alertItems"] == [
-        "Alerting on “Job hangs” needs hang detection (Fault tolerance & diagnostics): without "
-        "it no hang is ever detected."
+        "Alerting on “Job hangs” needs hang detection: turn it on in step 5 (Fault tolerance & "
+        "diagnostics; faultToleranceConfig.enabledHangDetection in a request), or leave this "
+        "event out. Without it no hang is ever detected."
     ]
     assert errors_of(with_it) == {}

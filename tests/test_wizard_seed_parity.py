@@ -152,6 +152,13 @@ def test_the_review_names_the_fault_and_timeout_rows_as_their_fields_are_named(
 # -- 告警 (AIHC's 配置任务的消息通知): 任务hang needs hang detection ------------------------
 
 
+# Said on step 6, where the alert is; names step 5, where hang detection is turned on.
+HANG_ALERT_REFUSED = (
+    "“任务hang”告警需要开启任务hang检测：请在第 5 步（容错&诊断；请求中为 "
+    "faultToleranceConfig.enabledHangDetection）开启，或不选此告警事件。未开启时不会检测到 hang。"
+)
+
+
 def test_a_hang_alert_without_hang_detection_is_refused_on_the_alert_events(alice_client, draft_at):
     draft = draft_at(W.ADVANCED)  # hang detection left off on 容错&诊断
 
@@ -163,9 +170,7 @@ def test_a_hang_alert_without_hang_detection_is_refused_on_the_alert_events(alic
     )
 
     assert r.status_code == 200
-    assert field_errors(r, "id_alert_items") == [
-        "“任务hang”告警需要开启任务hang检测（容错&诊断）：未开启时不会检测到 hang。"
-    ]
+    assert field_errors(r, "id_alert_items") == [HANG_ALERT_REFUSED]
     draft.refresh_from_db()
     assert W.ADVANCED not in draft.completed_steps
 

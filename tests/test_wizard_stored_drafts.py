@@ -1,0 +1,191 @@
+"""Drafts and jobs stored before a wizard rule was added, opened in the wizard today. Session
+21 added two (seeds21): a 任务hang (jobHang) alert needs hang detection (jobs.spec), and a
+queue task needs its 投递目标队列 (the 投递方式 step), where an empty one used to fall back to
+step 1's queue. A draft saved before either is marked done on every step and resumes at its
+review: the review lists the problem, and its link opens the step with the message on the
+field (a step marked done showed it without any). A copy of such a job opens that step with
+its message, which names the step where hang detection is turned on."""
+
+from __future__ import annotations
+
+import copy
+import re
+import uuid
+
+import pytest
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.models import Draft, Job, JobStatus
+from jobs.services import jobs_submit
+
+from .test_wizard import (
+    A800,
+    advanced_data,
+    complete_steps,
+    field_errors,
+    new_draft,
+    post_step,
+    step_url,
+    submission_data,
+)
+from .test_wizard_import import BODY, CHANNELS, error_texts, import_body
+from .test_wizard_seed_parity import HANG_ALERT_REFUSED
+
+
+@pytest.fixture(autouse=True)
+def _local_pool(settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+
+
+def saved_before_the_rules(client, *, fault=None, submission=None) -> Draft:
+    """A draft passed through every step, then stored as an older console left it: the
+    steps given replaced by what it took then, every step still marked done."""
+    draft = new_draft(client)
+    complete_steps(
+        client,
+        draft,
+        **{
+            W.FAULT: {"hang_detection": "on", "hang_minutes": "30"},
+            W.ADVANCED: advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com"),
+        },
+    )
+    draft.refresh_from_db()
+    data = copy.deepcopy(draft.data)
+    if fault is not None:
+        data[W.FAULT] = fault
+    if submission is not None:
+        data[W.SUBMISSION] = submission
+    Draft.objects.filter(pk=draft.pk).update(data=data)
+    assert draft.completed_steps == W.FORM_STEPS
+    return draft
+
+
+def problem_links(page: str) -> list[tuple[str, str]]:
+    box = re.search(r'id="review-problems".*?</ul>', page, re.S)
+    assert box, "the review lists problems"
+    return re.findall(r'<li><a href="([^"]+)">[^<]+</a>: ([^<]+)</li>', box.group(0))
+
+
+def resumed(client, draft) -> str:
+    """Where My drafts' Resume link for `draft` leads."""
+    page = client.get(reverse("wizard-start")).content.decode()
+    return re.search(rf'href="(/create/{draft.id}/[a-z]+/)"', page).group(1)
+
+
+def test_a_draft_saved_with_a_hang_alert_and_no_hang_detection_resumes_at_its_review_whose_link_opens_step_6_with_the_message(
+    alice_client,
+):
+    draft = saved_before_the_rules(alice_client, fault={})
+
+    review_url = resumed(alice_client, draft)
+    review = alice_client.get(review_url)
+    [(link, message)] = problem_links(review.content.decode())
+    opened = alice_client.get(link)
+
+    assert review_url == step_url(draft, W.REVIEW)
+    assert 'id="wizard-submit" disabled' in review.content.decode()
+    assert link == step_url(draft, W.ADVANCED) + "?check=1"
+    assert opened.status_code == 200
+    assert field_errors(opened, "id_alert_items") == [HANG_ALERT_REFUSED]
+    assert "autofocus" in re.search(
+        r'<input[^>]*id="id_alert_items_0"[^>]*>', opened.content.decode()
+    ).group(0)
+    assert Job.objects.count() == 0
+
+
+def test_turning_hang_detection_on_in_step_5_lets_such_a_draft_submit(alice_client, alice):
+    draft = saved_before_the_rules(alice_client, fault={})
+
+    fixed = post_step(alice_client, draft, W.FAULT, {"hang_detection": "on", "hang_minutes": "30"})
+    submitted = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    assert fixed.status_code == 302
+    job = Job.objects.get()
+    assert submitted.status_code == 302
+    assert submitted["Location"] == reverse("job-detail", args=[job.public_id])
+    assert job.job_spec().alert.items == ["jobHang"]
+    assert job.job_spec().fault_tolerance_config.enabled_hang_detection is True
+
+
+def test_a_queue_task_draft_saved_without_a_target_queue_says_so_on_step_7_and_submits_once_one_is_chosen(
+    alice_client,
+):
+    before = submission_data(mode="queue", target_queue="", total="2", concurrency="1")
+    draft = saved_before_the_rules(alice_client, submission={k: [v] for k, v in before.items()})
+
+    [(link, message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link)
+    chosen = post_step(alice_client, draft, W.SUBMISSION, {**before, "target_queue": "default"})
+    submitted = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    assert link == step_url(draft, W.SUBMISSION) + "?check=1"
+    assert message == "该步骤有错误，请打开修改。"
+    assert field_errors(opened, "id_target_queue") == ["这个字段是必填项。"]
+    assert chosen.status_code == 302
+    assert submitted.status_code == 302
+    assert list(Job.objects.values_list("queue", flat=True)) == ["default", "default"]
+
+
+def test_a_step_opened_from_the_stepper_still_shows_no_message_until_it_is_sent(alice_client):
+    draft = saved_before_the_rules(alice_client, fault={})
+
+    page = alice_client.get(step_url(draft, W.ADVANCED))
+
+    assert page.status_code == 200
+    assert field_errors(page, "id_alert_items") == []
+
+
+def stored_job(owner) -> Job:
+    """A finished job whose stored spec alerts on 任务hang without hang detection, as a job
+    submitted before the rule was stored."""
+    spec = S.JobSpec(
+        name="hang-alerted",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="true",
+        roles=[S.Role("master", 1, A800, 1)],
+        datasources=[S.Datasource("hostpath", "scratch", "/workspace")],
+        alert=S.AlertConfig(items=["jobFailed"], emails=["ops@example.com"]),
+    )
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()))
+    stored = copy.deepcopy(job.spec)
+    stored["alertConfig"]["alertItems"] = ["jobFailed", "jobHang"]
+    Job.objects.filter(pk=job.pk).update(spec=stored, status=JobStatus.SUCCEEDED)
+    job.refresh_from_db()
+    return job
+
+
+def test_a_copy_of_a_job_stored_with_a_hang_alert_and_no_detection_opens_step_6_with_the_message(
+    alice_client, alice
+):
+    job = stored_job(alice)
+
+    copied = alice_client.post(reverse("job-copy", args=[job.public_id]))
+    draft = Draft.objects.get(source_job=job)
+    review = alice_client.get(step_url(draft, W.REVIEW))
+    step_6 = alice_client.get(step_url(draft, W.ADVANCED))
+    step_5 = alice_client.get(step_url(draft, W.FAULT))
+
+    assert copied.status_code == 302
+    assert review.status_code == 302  # not done: the review sends the user to the step
+    assert review["Location"] == step_url(draft, W.ADVANCED)
+    assert field_errors(step_6, "id_alert_items") == [HANG_ALERT_REFUSED]
+    assert step_5.status_code == 200  # where the message says to go: open to the user
+    assert W.ADVANCED not in draft.completed_steps
+    assert Job.objects.count() == 1
+
+
+def test_importing_a_body_stored_with_a_hang_alert_and_no_detection_names_the_field_and_makes_no_draft(
+    alice_client,
+):
+    stored = copy.deepcopy({**BODY, **CHANNELS})
+    del stored["faultToleranceConfig"]["enabledHangDetection"]
+
+    r = import_body(alice_client, stored)
+
+    assert r.status_code == 200
+    assert f"alertConfig.alertItems: {HANG_ALERT_REFUSED}" in error_texts(r)
+    assert not Draft.objects.exists()
