@@ -9,7 +9,7 @@ import signal
 import subprocess
 from collections.abc import Callable
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -224,7 +224,16 @@ def local_queues() -> list[str]:
 
 def host_volumes() -> list[HostVolume]:
     """Every volume LOCAL_VOLUMES lists, whoever may mount it (jobs.volume_access says who)."""
-    return parse_volumes(settings.LOCAL_VOLUMES)
+    return list(_parsed_volumes(settings.LOCAL_VOLUMES))
+
+
+@lru_cache(maxsize=4)
+def _parsed_volumes(value: str) -> tuple[HostVolume, ...]:
+    """LOCAL_VOLUMES read once per value, not at each of the two to four reads a wizard page
+    makes (the pool, the volumes offered to the owner, the review's checks): the setting, not
+    anyone's data, keyed by its text so a changed setting (tests) is read anew. The volumes are
+    frozen dataclasses; each caller gets a list of its own."""
+    return tuple(parse_volumes(value))
 
 
 class LocalBackend(Backend):

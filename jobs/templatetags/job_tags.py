@@ -64,6 +64,16 @@ def elapsed(seconds: int) -> str:
 
 
 @register.filter
+def required_mark(field: BoundField) -> bool:
+    """Whether a wizard field's label carries the required mark (*): a required field, or one
+    required only sometimes that its form marks (`marked_required`, jobs.forms._mark_required).
+    One call per field in jobs/wizard/field.html
+    instead of `field.field.required or field.field.marked_required` at each of its uses,
+    which on an optional field was a failed template lookup each time."""
+    return bool(field.field.required or getattr(field.field, "marked_required", False))
+
+
+@register.filter
 def marked_invalid(field: BoundField) -> str:
     """A row-table cell's input with Bootstrap's red outline (is-invalid), as crispy gives the
     fields it renders; Django already points aria-describedby at the cell's `<id>_error`."""
