@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from jobs import spec as S
 from jobs import wizard as W
 from jobs.models import Draft
 
@@ -18,6 +19,7 @@ from .fake_aihc import FakeAihc, configure
 from .test_wizard import (
     A800,
     advanced_data,
+    basic_data,
     complete_steps,
     field_errors,
     new_draft,
@@ -218,3 +220,19 @@ def test_seed_001s_example_imports_into_a_draft_whose_review_sends_that_very_bod
     # The console's own label, which finds the job on AIHC again, is all it adds.
     assert sent.pop("labels") == [{"key": "ai-job-console/job-id", "value": "<job-id>"}]
     assert sent == SEED_001
+
+
+def test_the_mpi_roles_note_says_horovod_and_deepspeed_fit_started_through_mpirun(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.MPI)})
+
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+
+    assert "也可覆盖 Horovod、DeepSpeed 等基于 MPI 的启动方式（通过 mpirun 启动）。" in chinese
+    assert (
+        "Horovod, DeepSpeed and other MPI-based launchers fit here too, started through mpirun."
+        in english
+    )
