@@ -39,8 +39,8 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
   `console.secretEnvs` (even empty: a review's or a job's JSON) is taken as it says. An empty
   value is left as it is: there is nothing to hide, and a secret without a value would be
   asked for.
-- What the wizard has no field for (labels, `jobSpec.hostNetwork`, `alertConfig.for`) is left
-  out of the draft, and the notice names it.
+- What the wizard has no field for (`jobSpec.hostNetwork`, `alertConfig.for`) is left out of
+  the draft, and the notice names it. Labels are kept: 基础信息's 标签 table.
 - Secrets typed in a refused body are kept for the page that sent it, never sent back: the
   box shows them as ******, and the secret values themselves (each with where it was: the
   keys down to it, a list's item by its `name` where it has one, else by its position) are
@@ -732,8 +732,6 @@ def _left_out(spec: S.JobSpec, pool: W.Pool | None) -> list[str]:
             fields.append("alertConfig.instanceId")
         if spec.alert.notify_rule_id:
             fields.append("alertConfig.notifyRuleId")
-    if spec.labels:
-        fields.append("labels")
     if spec.host_network:
         fields.append("jobSpec.hostNetwork")
     if spec.alert.for_:
