@@ -227,6 +227,31 @@ def test_an_import_keeps_the_labels_and_does_not_name_them_as_left_out(alice_cli
     assert 'value="team"' in r.content.decode()
 
 
+def test_an_import_leaves_out_the_labels_the_console_or_aihc_sets_and_names_them(alice_client):
+    # A review's JSON for an AIHC pool carries the console's id label (<job-id>), a job
+    # described by AIHC carries AIHC's own: theirs, not the person's, so not refused either.
+    body = {
+        **BODY,
+        **CHANNELS,
+        "labels": [
+            {"key": "team", "value": "nlp"},
+            {"key": CONSOLE_JOB_LABEL, "value": "<job-id>"},
+            {"key": "aijob.cce.baidubce.com/create-from-aihcp-api", "value": "true"},
+        ],
+    }
+
+    r = import_body(alice_client, body, follow=True)
+
+    assert r.status_code == 200
+    draft = Draft.objects.get()
+    assert W.rows_of(draft.data[W.BASIC], "label") == [{"key": ["team"], "value": ["nlp"]}]
+    notice = (
+        f"向导中没有 labels.{CONSOLE_JOB_LABEL}, "
+        "labels.aijob.cce.baidubce.com/create-from-aihcp-api 对应的字段，这些内容未导入草稿。"
+    )
+    assert notice in html.unescape(r.content.decode())
+
+
 def test_copy_and_edit_fills_in_the_labels(alice, alice_client):
     job = labelled_job(alice, ("project", "llm"), ("exp", "lr-1"))
 
