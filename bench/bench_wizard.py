@@ -19,7 +19,7 @@ from bench.common import console_server, logged_in_client, paired_ms  # noqa: E4
 DRAFT_ID = "5b0c0d2e-9a41-4d6c-8a0e-000000000001"
 A800 = "baidu.com/a800_80g_cgpu"
 
-# A draft with every step done (PyTorch, 1 master + 2 workers, one mount, two envs).
+# A draft with every step done (PyTorch, two labels, 1 master + 2 workers, one mount, two envs).
 SETUP = f"""
 from django.contrib.auth.models import User
 from django.utils.datastructures import MultiValueDict
@@ -30,7 +30,9 @@ owner = User.objects.get(username="bench")
 draft = Draft.objects.create(id="{DRAFT_ID}", owner=owner, data={{}})
 steps = {{
     "basic": {{"name": "bench-job", "resource_pool": "local", "queue": "default", "priority": "normal",
-               "framework": "PyTorchJob", "creation_mode": "custom"}},
+               "framework": "PyTorchJob", "creation_mode": "custom", "label-TOTAL_FORMS": "2",
+               "label-INITIAL_FORMS": "0", "label-0-key": "project", "label-0-value": "llm",
+               "label-1-key": "exp", "label-1-value": "lr-sweep"}},
     "image": {{"image": "registry.example.com/train/pytorch:2.5", "entrypoint": "bash",
                "command": "torchrun train.py", "env-TOTAL_FORMS": "2", "env-INITIAL_FORMS": "0",
                "env-0-name": "LR", "env-0-value": "3e-4", "env-1-name": "TOKEN", "env-1-value": "s3cret",

@@ -403,6 +403,21 @@ class EnvForm(forms.Form):
         return data
 
 
+class LabelForm(forms.Form):
+    """A row of 基础信息's 标签 table. The rules (syntax, reserved keys, one value per key)
+    are the spec's (jobs.spec.validate), put on this row's fields by the wizard, so the API
+    and an import are judged by the same words."""
+
+    # Longer than the rule allows (a key of 317, a value of 63), so a little too long gets the
+    # rule's words, not only a count; far longer is the form's to refuse.
+    key = forms.CharField(label=_("Key"), required=False, max_length=1024)
+    value = forms.CharField(label=_("Value"), required=False, max_length=1024)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _styled(self)
+
+
 class ResourcesForm(StepForm):
     shared_memory_gi = forms.IntegerField(
         label=_("Shared memory (Gi)"),
@@ -957,6 +972,24 @@ class SubmissionForm(StepForm):
 EnvFormSet = formset_factory(
     EnvForm,
     formset=LeanFormSet,
+    extra=0,
+    max_num=MAX_ROWS,
+    absolute_max=MAX_ROWS,
+    validate_max=True,
+)
+
+
+class LabelRowsFormSet(LeanFormSet):
+    """The 标签 table: more rows than a job may have labels is said in the labels' words."""
+
+    default_error_messages = {
+        "too_many_forms": _("A job has at most %(num)d labels; remove some rows."),
+    }
+
+
+LabelFormSet = formset_factory(
+    LabelForm,
+    formset=LabelRowsFormSet,
     extra=0,
     max_num=MAX_ROWS,
     absolute_max=MAX_ROWS,

@@ -284,6 +284,31 @@ class Job(models.Model):
         return spec_module.stored_secret_values(self.spec)
 
 
+class JobLabel(models.Model):
+    """One of a job's labels (标签), as its stored spec has them: the job list filters by
+    `?label=key=value` on this indexed table (a JOIN per label asked for), which a query on the
+    spec's JSON list of {"key", "value"} objects cannot do through an index on SQLite or
+    PostgreSQL alike. Written with the job (jobs.services.jobs_submit); a job's labels never
+    change after. Migration 0032 filled it for the jobs there were."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="labels")
+    # jobs.spec's rule: a 253-character prefix, "/" and a 63-character name; values 63.
+    key = models.CharField(max_length=317)
+    value = models.CharField(max_length=63, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["job", "key"], name="job_label_unique_key"),
+        ]
+        indexes = [
+            # The list's filter: the jobs holding key=value, each then checked to be the user's.
+            models.Index(fields=["key", "value", "job"], name="job_label_key_value"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
+
+
 class EventType(models.TextChoices):
     NORMAL = "Normal", _("Normal")
     WARNING = "Warning", _("Warning")

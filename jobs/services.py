@@ -18,6 +18,7 @@ from .models import (
     Job,
     JobEvent,
     JobGroup,
+    JobLabel,
     JobStatus,
     ReviewState,
 )
@@ -245,6 +246,10 @@ def jobs_submit(
                     else recorded(gettext_noop("Job created."))
                 )
                 job_event(job=job, reason="Created", message=created)
+                JobLabel.objects.bulk_create(
+                    JobLabel(job=job, key=key, value=value)
+                    for key, value in spec_module.stored_labels(document)
+                )
                 if unread_fields:
                     message, params = fields_not_read(unread_fields)
                     job_event(

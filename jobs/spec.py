@@ -178,6 +178,19 @@ LABEL_KEY_RE = re.compile(
     r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
 )
 LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
+# Label keys set for every job by the console (CONSOLE_JOB_LABEL, by which a create that got no
+# answer is found again on AIHC, and which names a job's objects on Kubernetes) or by AIHC's
+# server (aijob.cce.baidubce.com/create-from-aihcp-api, .../ai-user-id...): one typed by hand
+# would pass for theirs, so none is taken. A prefix ends in "/"; a whole key does not.
+RESERVED_LABEL_KEYS = ("aijob.cce.baidubce.com/", "ai-job-console/job-id")
+LABEL_KEY_RULE = gettext_lazy(
+    "A label key uses letters, digits, '-', '_' and '.', starts and ends with a letter or "
+    "digit and is at most 63 characters long (it may have a prefix such as example.com/)."
+)
+LABEL_VALUE_RULE = gettext_lazy(
+    "A label value uses letters, digits, '-', '_' and '.', starts and ends with a letter or "
+    "digit and is at most 63 characters long; it may be empty."
+)
 # Docker reference grammar (distribution/reference), with a tag or digest required.
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 IMAGE_RE = re.compile(
@@ -1231,6 +1244,39 @@ def name_problem(name: str, limit: int) -> str:
     return _("It ends with “%(char)s”.") % {"char": name[-1]}
 
 
+def stored_labels(document: Any) -> list[tuple[str, str]]:
+    """The labels of a stored spec document (Job.spec), one per key, as the job list's filter
+    table holds them (models.JobLabel): read without parsing the whole spec, so a job whose
+    spec no longer parses keeps its labels. A key given twice (the API took that before keys
+    had to be unique) keeps its last value, as Kubernetes' labels map did; an item that is not
+    a key and value within the rule's lengths is left out (jobs made before the rule)."""
+    items = document.get("labels") if isinstance(document, Mapping) else None
+    if isinstance(items, Mapping):
+        items = [{"key": k, "value": v} for k, v in items.items()]
+    if not isinstance(items, list):
+        return []
+    labels: dict[str, str] = {}
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        key, value = item.get("key"), item.get("value")
+        if value is None:
+            value = ""
+        ok = isinstance(key, str) and isinstance(value, str)
+        if ok and 0 < len(key) <= 317 and len(value) <= 63:
+            labels.pop(key, None)  # a repeated key goes where its last value was
+            labels[key] = value
+    return list(labels.items())
+
+
+def reserved_label_key(key: str) -> str:
+    """The reserved prefix (or key) `key` falls under (RESERVED_LABEL_KEYS), or ""."""
+    for reserved in RESERVED_LABEL_KEYS:
+        if key == reserved or (reserved.endswith("/") and key.startswith(reserved)):
+            return reserved
+    return ""
+
+
 def validate(spec: JobSpec) -> dict[str, list[str]]:
     """Every rule of a job spec; returns field path -> messages (empty when valid)."""
     errors: dict[str, list[str]] = {}
@@ -1783,14 +1829,30 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             _("A job has at most %(max)d labels; this one has %(count)d.")
             % {"max": MAX_LABELS, "count": len(spec.labels)},
         )
+    seen_keys: set[str] = set()
     for i, (key, value) in enumerate(spec.labels[:MAX_LABELS]):
-        if not LABEL_KEY_RE.match(key) or not LABEL_VALUE_RE.match(value):
+        reserved = reserved_label_key(key)
+        if not key:
+            err(f"labels[{i}].key", _("Enter the label's key."))
+        elif not LABEL_KEY_RE.match(key):
+            err(f"labels[{i}].key", str(LABEL_KEY_RULE))
+        elif reserved:
             err(
-                f"labels[{i}]",
+                f"labels[{i}].key",
                 _(
-                    "Label keys and values use letters, digits, '-', '_' and '.', up to 63 characters."
-                ),
+                    "Keys starting with %(prefix)s are set by the console or by AIHC for every "
+                    "job, never by hand; choose another key."
+                )
+                % {"prefix": reserved},
             )
+        elif key in seen_keys:
+            err(
+                f"labels[{i}].key",
+                _("The label %(key)s is given twice; a job has one value per key.") % {"key": key},
+            )
+        seen_keys.add(key)
+        if not LABEL_VALUE_RE.match(value):
+            err(f"labels[{i}].value", str(LABEL_VALUE_RULE))
     sub = spec.submission
     if sub.mode not in (SUBMIT_STANDALONE, SUBMIT_QUEUE):
         err("submission.mode", _("Submission is standalone or queue."))

@@ -146,6 +146,7 @@ def spec_sections(
             (_("Training method"), _label(F.TRAINING_METHOD_CHOICES, aiak.training_method)),
             (_("AIAK training template"), aiak.template),
         ]
+    basic.append((_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)))
     return [
         (_("Basic info"), basic),
         (
@@ -219,7 +220,6 @@ def spec_sections(
                         )
                     ),
                 ),
-                (_("Labels"), ", ".join(f"{k}={v}" for k, v in spec.labels)),
                 (_("Job timeout"), _duration(spec.timeout_minutes)),
                 (_("Exclusive CPU"), flag(spec.cpu_exclusive)),
                 (_("Privileged mode"), flag(spec.privileged)),

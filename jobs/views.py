@@ -20,6 +20,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
+from django.db.models.fields.json import KeyTransform
 from django.http import FileResponse, Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
@@ -79,7 +80,7 @@ from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
 from .scheduler import queue_position, why_waiting
 from .selection import MAX_CARRIED, carried_ids, merged_selection, selection_of
 from .services import job_events_shown
-from .spec import FRAMEWORK_LABELS, MPI, SpecError
+from .spec import FRAMEWORK_LABELS, MPI, SpecError, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
@@ -102,7 +103,10 @@ EXPLAINED_STATUSES = frozenset(
 )
 LOG_TAIL_LINES = 200
 # What the job list's address may carry back after acting on selected jobs (its filters, page).
-LIST_PARAMETERS = ("q", "status", "framework", "pool", "queue", "page")
+LIST_PARAMETERS = ("q", "status", "framework", "pool", "queue", "label", "page")
+# Labels the list filters by at once (`?label=key=value`, each one more JOIN): more than any
+# comparison of experiments needs; those past it are not applied, and the list says so.
+MAX_LABEL_FILTERS = 10
 
 # A search of an AIHC or Kubernetes log reads this many of its last lines: the platform sends
 # them in one answer, which the page waits for.
@@ -194,8 +198,66 @@ def _search(text: str) -> Q:
     return found
 
 
+def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
+    """The labels a job list address filters by: each `label=key=value` (split at the first
+    "="), or `label=key` for any value of that key; empty ones dropped, the first
+    MAX_LABEL_FILTERS kept."""
+    asked: list[tuple[str, str | None]] = []
+    for text in query.getlist("label"):
+        key, sep, value = text.strip().partition("=")
+        if key.strip():
+            pair = (key.strip(), value.strip() if sep else None)
+            if pair not in asked:
+                asked.append(pair)
+    return asked[:MAX_LABEL_FILTERS]
+
+
+def label_query(pair: tuple[str, str | None]) -> str:
+    """A label filter as the address writes it: `key=value`, or `key` for any value."""
+    key, value = pair
+    return key if value is None else f"{key}={value}"
+
+
+def _labelled(jobs: Any, labels: list[tuple[str, str | None]]) -> Any:
+    """`jobs` holding every one of `labels` (one JOIN on the labels table each, through its
+    key and value index). A label no job can have (longer than the rule allows, a NUL, which
+    PostgreSQL refuses in a query) matches nothing rather than reach the database."""
+    for key, value in labels:
+        if "\x00" in key or "\x00" in (value or "") or len(key) > 317 or len(value or "") > 63:
+            return jobs.none()
+        if value is None:
+            jobs = jobs.filter(labels__key=key)
+        else:
+            jobs = jobs.filter(labels__key=key, labels__value=value)
+    return jobs
+
+
+@dataclass(frozen=True)
+class LabelChip:
+    """A label as a link to the job list filtered by it (`href`: an address's query)."""
+
+    key: str
+    value: str
+    href: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.key}={self.value}"
+
+
+def label_chips(labels: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[LabelChip]:
+    """Each label linked to the job list filtered by it, with the filters of `kept` (the list's
+    own, on the list; none on a job's page) and the labels it already asks for."""
+    chips = []
+    for key, value in labels:
+        pair = ("label", f"{key}={value}")
+        pairs = kept if pair in kept else [*kept, pair]
+        chips.append(LabelChip(key, value, urlencode(pairs)))
+    return chips
+
+
 def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
-    jobs = Job.objects.filter(owner=request.user)
+    jobs = _labelled(Job.objects.filter(owner=request.user), asked_labels(request.GET))
     # A filter the form refused (a status from an old link, a NUL) is said so on its field;
     # the others still apply (cleaned_data holds just the valid ones).
     form.is_valid()
@@ -223,6 +285,9 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     jobs = (
         _owned_jobs(request, form)
         .select_related("group")
+        # The rows' labels from their specs, in the same query (no more whatever their number),
+        # without reading the rest of each spec.
+        .annotate(label_items=KeyTransform("labels", "spec"))
         .only(
             "public_id",
             "name",
@@ -256,9 +321,6 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         pool_ids={job.resource_pool for job in page.object_list},
         known=used,
     )
-    for job in page.object_list:
-        label = labels.get(job.resource_pool)
-        job.pool_label = label.text if label else ""
     # The jobs ticked on this page and others (jobs.selection): kept on every link and form
     # of the page, so paging and filtering keep them; one query however many, none when none.
     selection = selection_of(owner=request.user, values=request.GET.getlist("sel"))
@@ -268,11 +330,32 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # The refresh leaves the selection out: its boxes keep what the user ticked (hx-preserve).
     poll_query = query.urlencode()
     query.setlist("sel", selection.ids)
+    # A label clicked in a row is added to the list's filters (page 1: the matches change),
+    # the selection kept with them (console.js brings its links up to date with the boxes).
+    kept = [(name, value) for name, values in query.lists() for value in values if value]
+    asked = asked_labels(request.GET)
+    for job in page.object_list:
+        label = labels.get(job.resource_pool)
+        job.pool_label = label.text if label else ""
+        job.label_chips = label_chips(stored_labels({"labels": job.label_items}), kept)
     context = {
         "form": form,
         "page": page,
         # An empty page then means no job matches, not that there is none.
-        "filtered": any(str(value).strip() for value in form.cleaned_data.values()),
+        "filtered": bool(asked) or any(str(value).strip() for value in form.cleaned_data.values()),
+        # The labels filtered by, each with the list's address without it.
+        "label_filters": [
+            (
+                label_query(pair),
+                urlencode(
+                    [(n, v) for n, v in kept if not (n == "label" and v == label_query(pair))]
+                ),
+            )
+            for pair in asked
+        ],
+        "max_label_filters": MAX_LABEL_FILTERS,
+        "labels_cut": len({text for text in request.GET.getlist("label") if text.strip()})
+        > MAX_LABEL_FILTERS,
         "live": live,
         "query": query.urlencode(),
         "poll_query": poll_query,
@@ -602,6 +685,8 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         if job.source_job_id
         else None
     )
+    # Read from the stored spec (no query), so a spec this console no longer reads shows them.
+    context["label_chips"] = label_chips(stored_labels(job.spec), [])
     try:
         spec = job.job_spec()
     except SpecError as exc:
@@ -1107,7 +1192,15 @@ def _list_query(query: str) -> str:
     """The job list's query as it was (its filters and page), from the one the form carried;
     anything else in it is dropped."""
     given = QueryDict(query)
-    return urlencode({name: given[name] for name in LIST_PARAMETERS if given.get(name)})
+    # Every label asked for (they AND together); one value of any other parameter, the last.
+    return urlencode(
+        [
+            (name, value)
+            for name in LIST_PARAMETERS
+            for value in (given.getlist(name) if name == "label" else [given.get(name)])
+            if value
+        ]
+    )
 
 
 def _bulk_stop_question(jobs: list[Job]) -> str:

@@ -81,9 +81,11 @@ STEP_TITLES = {
     REVIEW: gettext_lazy("Confirm"),
 }
 # Table rows of a step: formset prefix, spec list name and which step owns them.
-ROW_PREFIX = {IMAGE: "env", RESOURCES: "roles", DATA: "mounts"}
-SPEC_LIST = {"envs": IMAGE, "roles": RESOURCES, "datasources": DATA}
+# 标签 (labels) are on 基础信息, as AIHC's console puts a job's tags with its basic info.
+ROW_PREFIX = {BASIC: "label", IMAGE: "env", RESOURCES: "roles", DATA: "mounts"}
+SPEC_LIST = {"labels": BASIC, "envs": IMAGE, "roles": RESOURCES, "datasources": DATA}
 ROW_FIELDS = {
+    "labels": {"key": "key", "value": "value"},
     "envs": {"name": "name", "value": "value"},
     "roles": {
         "name": "name",
@@ -147,13 +149,13 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
     "timeoutMinutes": (ADVANCED, "timeout_minutes"),
     "cpuExclusive": (ADVANCED, "cpu_exclusive"),
     "jobSpec.privileged": (ADVANCED, "privileged"),
-    "labels": (ADVANCED, None),
+    "labels": (BASIC, None),
     "submission.mode": (SUBMISSION, "mode"),
     "submission.total": (SUBMISSION, "total"),
     "submission.concurrency": (SUBMISSION, "concurrency"),
     "submission": (SUBMISSION, None),
 }
-_ROW_PATH_RE = re.compile(r"^(envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
+_ROW_PATH_RE = re.compile(r"^(labels|envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
 _ACTION_RE = re.compile(
     r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+"
     r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices)$"
@@ -376,7 +378,7 @@ def default_raw(step: str, state: WizardState) -> Raw:
     if step == BASIC:
         pool = state.pool or (state.pools[0] if state.pools else None)
         queues = pool.queues if pool else ["default"]
-        return _row(
+        raw = _row(
             name=default_name(),
             resource_pool=pool.id if pool else "",
             queue="default" if "default" in queues else (queues[0] if queues else ""),
@@ -384,6 +386,7 @@ def default_raw(step: str, state: WizardState) -> Raw:
             framework=S.PYTORCH,
             creation_mode=S.CREATION_CUSTOM,
         )
+        return with_rows(raw, "label", [])
     if step == IMAGE:
         if template:
             raw = _row(
@@ -476,6 +479,7 @@ def raw_from_spec(spec: S.JobSpec) -> dict[str, Raw]:
         training_method=aiak.training_method or None,
         aiak_template=aiak.template or None,
     )
+    basic = with_rows(basic, "label", [_row(key=k, value=v) for k, v in spec.labels])
     registry = spec.image_config or S.ImageConfig()
     image = with_rows(
         _row(
@@ -793,6 +797,11 @@ class StepForms:
 
 
 def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -> StepForms:
+    prefix = ROW_PREFIX.get(step)
+    if prefix and f"{prefix}-TOTAL_FORMS" not in raw:
+        # A table the data has no rows of (a draft saved before 基础信息 had its 标签 table,
+        # a post made by a script): an empty table, not a formset missing its management form.
+        raw = with_rows(raw, prefix, [])
     data = MultiValueDict(raw)
     form_kwargs: dict[str, Any] = {"show_errors": show_errors}
     if step == BASIC:
@@ -810,7 +819,9 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         form_kwargs["queues"] = state.pool.queues if state.pool else []
     form = STEP_FORMS[step](data, **form_kwargs)
     formset = None
-    if step == IMAGE:
+    if step == BASIC:
+        formset = F.LabelFormSet(data, prefix="label")
+    elif step == IMAGE:
         if _one(raw, "registry_password"):
             form.fields["registry_password"].widget.attrs["placeholder"] = MASK
         formset = F.EnvFormSet(data, prefix="env")
@@ -900,6 +911,15 @@ def _apply_basic(
             training_method=cd.get("training_method") or "",
             template=cd.get("aiak_template") or "",
         )
+    a.rows["labels"] = []
+    for i, row in _valid_rows(forms.formset):
+        if "key" not in row or "value" not in row:
+            continue  # refused by the form itself (too long): its own message says so
+        if row["key"] or row["value"]:
+            # A value with no key is the spec's to refuse ("Enter the label's key."), on
+            # this row's key field.
+            spec.labels.append((row["key"], row["value"]))
+            a.rows["labels"].append(i)
 
 
 def _apply_image(

@@ -39,8 +39,10 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
   `console.secretEnvs` (even empty: a review's or a job's JSON) is taken as it says. An empty
   value is left as it is: there is nothing to hide, and a secret without a value would be
   asked for.
-- What the wizard has no field for (labels, `jobSpec.hostNetwork`, `alertConfig.for`) is left
-  out of the draft, and the notice names it.
+- What the wizard has no field for (`jobSpec.hostNetwork`, `alertConfig.for`) is left out of
+  the draft, and the notice names it. Labels are kept: 基础信息's 标签 table; those the console
+  or AIHC sets on every job (`ai-job-console/job-id`, as a review's JSON for an AIHC pool has
+  it; `aijob.cce.baidubce.com/...`, as AIHC describes its jobs) are left out and named too.
 - Secrets typed in a refused body are kept for the page that sent it, never sent back: the
   box shows them as ******, and the secret values themselves (each with where it was: the
   keys down to it, a list's item by its `name` where it has one, else by its position) are
@@ -238,7 +240,7 @@ def draft_import(
     `sent` (as the page sent it, before `secrets_restored`; `text` when not given).
     `restored`: secret values put back into `text`, never quoted by a message."""
     spec, v1, unread = read_body(text=text, pool_id=pool_id, restored=restored)
-    left_out = _left_out(spec, W.find_pool(spec.resource_pool_id))
+    left_out = _left_out(spec, W.find_pool(spec.resource_pool_id), v1)
     marked: list[str] = []
     # A masked value (copied from a review) is no value: the image step asks for it.
     for env in spec.envs:
@@ -432,6 +434,10 @@ def read_body(
         raise ImportRefusedError(
             errors + _spec_errors(exc.errors, rename, secrets), shown, v2
         ) from None
+    # Labels the console or AIHC's server sets on every job (a review's JSON for an AIHC pool
+    # has the console's, a job copied from AIHC has AIHC's): theirs, not the person's, so
+    # left out and named (_left_out) rather than refused as the wizard and the API refuse them.
+    spec.labels = [(k, v) for k, v in spec.labels if not S.reserved_label_key(k)]
     problems = S.validate(spec)
     for path, messages in W.console_rules(spec).items():
         problems.setdefault(path, []).extend(messages)
@@ -724,16 +730,15 @@ def _mask_leaves(value: Any, secrets: set[str]) -> Any:
     return W.MASK if str(value) in secrets else value
 
 
-def _left_out(spec: S.JobSpec, pool: W.Pool | None) -> list[str]:
-    """The body's fields the wizard has no field for (AIHC's alert policy: on an AIHC pool)."""
-    fields = []
+def _left_out(spec: S.JobSpec, pool: W.Pool | None, v1: dict[str, Any]) -> list[str]:
+    """The body's fields the wizard has no field for (AIHC's alert policy: on an AIHC pool;
+    labels the console or AIHC sets, by their keys: read_body dropped them)."""
+    fields = [f"labels.{k}" for k, _v in S.stored_labels(v1) if S.reserved_label_key(k)]
     if pool is not None and pool.backend != "aihc":
         if spec.alert.instance_id:
             fields.append("alertConfig.instanceId")
         if spec.alert.notify_rule_id:
             fields.append("alertConfig.notifyRuleId")
-    if spec.labels:
-        fields.append("labels")
     if spec.host_network:
         fields.append("jobSpec.hostNetwork")
     if spec.alert.for_:

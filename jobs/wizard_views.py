@@ -390,7 +390,11 @@ def _basic_extras(
         "wizard-queues", args=[state.draft.id]
     )
     raw = state.raw(W.BASIC)
-    return {"aiak": _aiak_preview(raw, state.pool), "aiak_form": forms.form}
+    return {
+        "aiak": _aiak_preview(raw, state.pool),
+        "aiak_form": forms.form,
+        "max_labels": S.MAX_LABELS,
+    }
 
 
 def _aiak_preview(raw: W.Raw | Any, pool: W.Pool | None) -> dict[str, Any]:

@@ -7,7 +7,7 @@
 // After htmx swaps in a step (下一步, 上一步, a stepper link), focus moves as a page load
 // would move it: to the first field with a problem, else to the step's heading. Otherwise
 // it stays on a button that is no longer there, and a screen reader says nothing.
-// A row's 添加/删除 (environment variables, roles, mounts) keeps focus in its table instead:
+// A row's 添加/删除 (labels, environment variables, roles, mounts) keeps focus in its table instead:
 // on the new row's first field, or after a removal on the table's add button.
 let rowAction = "";
 document.addEventListener(
@@ -20,12 +20,14 @@ document.addEventListener(
 );
 
 function rowActionFocus(action) {
-  const rows = document.querySelectorAll("#wizard tr.env-row, #wizard tr.role-row, #wizard tr.mount-row");
+  const rows = document.querySelectorAll(
+    "#wizard tr.label-row, #wizard tr.env-row, #wizard tr.role-row, #wizard tr.mount-row",
+  );
   if (action === "add-row" && rows.length) {
     return rows[rows.length - 1].querySelector("input:not([type=hidden]), select");
   }
   if (action.startsWith("remove-row-")) {
-    return document.querySelector("#add-env, #add-role, #add-mount");
+    return document.querySelector("#add-label, #add-env, #add-role, #add-mount");
   }
   return null;
 }

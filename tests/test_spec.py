@@ -577,11 +577,11 @@ INVALID: list[tuple[str, Mutation, str]] = [
         setting(creation_mode=S.CREATION_AIAK, aiak=S.Aiak("SFT", "qlora", "x")),
         "aiak.trainingMethod",
     ),
-    ("bad label", setting(labels=[("bad key!", "v")]), "labels[0]"),
+    ("bad label", setting(labels=[("bad key!", "v")]), "labels[0].key"),
     # A rule's $ matched before a final line break: labels are not stripped as read, so a
     # script's "v\n" passed the console and failed at the platform.
-    ("label value ending in a line break", setting(labels=[("team", "nlp\n")]), "labels[0]"),
-    ("label key ending in a line break", setting(labels=[("team\n", "nlp")]), "labels[0]"),
+    ("label value ending in a line break", setting(labels=[("team", "nlp\n")]), "labels[0].value"),
+    ("label key ending in a line break", setting(labels=[("team\n", "nlp")]), "labels[0].key"),
     ("name ending in a line break", setting(name="train\n"), "name"),
     ("queue ending in a line break", setting(queue="default\n"), "queue"),
     ("image ending in a line break", setting(image="python:3.12\n"), "jobSpec.image"),

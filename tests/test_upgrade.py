@@ -64,6 +64,10 @@ Migrations and what they do to existing rows:
 - 0032 adds an index of jobs by name, owner and creation (`job_search`, the admin's search)
   and, on PostgreSQL where pg_trgm can be made, a trigram index of the name
   (`job_name_trgm`); no row changes, and downgrading past it drops both.
+- 0033 adds each job's labels as rows of their own (what the job list's `?label=` filter
+  reads through an index), read from its stored spec (jobs.spec.stored_labels, as jobs_submit
+  does for new jobs). Downgrading past it drops the table (the specs keep the labels);
+  upgrading again reads them anew.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -961,3 +965,43 @@ def test_upgrading_past_0032_adds_the_search_index_and_downgrading_drops_it_keep
 
     migrate(None)
     assert "job_search" in job_indexes()
+
+
+def test_upgrading_past_0033_reads_each_jobs_labels_and_downgrading_drops_them(at_latest_after):
+    old = migrate("0032_job_search")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    Job = old.get_model("jobs", "Job")
+    labelled = {**spec_document("sweep"), "labels": [{"key": "project", "value": "llm"}]}
+    # The API took a key twice before keys had to be unique: its last value is kept.
+    twice = {
+        **spec_document("twice"),
+        "labels": [
+            {"key": "exp", "value": "lr-1"},
+            {"key": "team", "value": "nlp"},
+            {"key": "exp", "value": "lr-2"},
+        ],
+    }
+    specs = [labelled] * 2100 + [twice, spec_document("none")]  # more than one read of jobs
+    Job.objects.bulk_create(
+        Job(public_id=f"job-{n}", name="j", owner=alice, spec=spec, resource_pool="local")
+        for n, spec in enumerate(specs)
+    )
+    before = {j["id"]: j for j in Job.objects.values()}
+
+    new = migrate(None)
+
+    rows = new.get_model("jobs", "JobLabel").objects
+    by_job: dict[str, list[tuple[str, str]]] = {}
+    for public_id, key, value in rows.order_by("id").values_list("job__public_id", "key", "value"):
+        by_job.setdefault(public_id, []).append((key, value))
+    assert all(by_job[f"job-{n}"] == [("project", "llm")] for n in range(2100))
+    assert by_job["job-2100"] == [("team", "nlp"), ("exp", "lr-2")]
+    assert "job-2101" not in by_job
+    assert rows.filter(key="project", value="llm").count() == 2100
+
+    old = migrate("0032_job_search")
+    assert "jobs_joblabel" not in connection.introspection.table_names()
+    assert {j["id"]: j for j in old.get_model("jobs", "Job").objects.values()} == before
+
+    again = migrate(None)
+    assert again.get_model("jobs", "JobLabel").objects.count() == 2102

@@ -236,13 +236,13 @@ def test_the_same_import_sent_twice_makes_one_draft(alice_client):
 def test_the_same_import_sent_twice_still_names_what_was_left_out(alice_client):
     # Back to the drafts page after the first, and Import again (or a double click whose
     # first answer's notices were shown nowhere).
-    body = {**BODY, **CHANNELS, "labels": [{"key": "team", "value": "nlp"}]}
+    body = {**BODY, **CHANNELS, "jobSpec": {**BODY["jobSpec"], "hostNetwork": True}}
     key = uuid.uuid4().hex
     import_body(alice_client, body, key=key, follow=True)
 
     second = import_body(alice_client, body, key=key, follow=True)
 
-    assert "向导中没有 labels 对应的字段" in error_texts(second)
+    assert "向导中没有 jobSpec.hostNetwork 对应的字段" in error_texts(second)
     assert Draft.objects.count() == 1
 
 
@@ -277,11 +277,11 @@ def test_another_user_cannot_see_the_imported_draft(alice_client, bob, client):
 
 
 def test_fields_the_wizard_has_no_place_for_are_named_when_left_out(alice_client):
-    body = {**BODY, "labels": [{"key": "team", "value": "nlp"}]}
+    body = {**BODY, "jobSpec": {**BODY["jobSpec"], "hostNetwork": True}}
 
     r = import_body(alice_client, {**body, **CHANNELS}, follow=True)
 
-    assert "向导中没有 labels 对应的字段" in error_texts(r)
+    assert "向导中没有 jobSpec.hostNetwork 对应的字段" in error_texts(r)
     assert Draft.objects.count() == 1
 
 
@@ -1244,14 +1244,13 @@ def test_a_v1_bodys_cpu_refusal_names_its_own_path_once_not_the_roles_inside(ali
 def test_an_imports_warnings_stay_on_every_step_until_dismissed_on_the_review(alice_client):
     # QA round 24: they were one-time messages, gone at the first reload or step.
     body = {**BODY, **CHANNELS, "codeSource": {"filePath": "bos://b/x.tar.gz"}}
-    body["jobSpec"] = {**BODY["jobSpec"], "runtimeClassName": "kata"}
-    body["labels"] = [{"key": "team", "value": "nlp"}]
+    body["jobSpec"] = {**BODY["jobSpec"], "runtimeClassName": "kata", "hostNetwork": True}
     import_body(alice_client, body)
     draft = Draft.objects.get()
     unread = (
         "请求中的字段 jobSpec.runtimeClassName, codeSource 未被读取（本控制台不认识这些字段）。"
     )
-    left_out = "向导中没有 labels 对应的字段，这些内容未导入草稿。"
+    left_out = "向导中没有 jobSpec.hostNetwork 对应的字段，这些内容未导入草稿。"
 
     for step in W.STEPS:
         page = alice_client.get(step_url(draft, step)).content.decode()

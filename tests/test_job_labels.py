@@ -1,0 +1,464 @@
+"""Labels (标签): set on 基础信息, kept by import and copy, shown as links on the job page and the
+job list, which filters by them (`?label=key=value`), and compared."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import uuid
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.kubernetes.manifests import CONSOLE_JOB_LABEL
+from jobs.models import Draft, Job
+from jobs.services import jobs_submit
+from jobs.summary import spec_changes
+
+from .test_api import alice_key, api, refused, wsgi  # noqa: F401  (fixtures)
+from .test_api import body as api_body
+from .test_wizard import (  # noqa: F401  (_local_pool: the wizard's pool of cards)
+    HTMX,
+    _local_pool,
+    basic_data,
+    complete_steps,
+    field_errors,
+    new_draft,
+    post_step,
+    step_url,
+)
+from .test_wizard_import import BODY, CHANNELS, import_body
+
+LIST = reverse("job-list")
+
+
+def with_labels(*labels: tuple[str, str], **over) -> dict[str, str]:
+    data = basic_data(**over)
+    data["label-TOTAL_FORMS"] = str(len(labels))
+    data["label-INITIAL_FORMS"] = "0"
+    for i, (key, value) in enumerate(labels):
+        data[f"label-{i}-key"] = key
+        data[f"label-{i}-value"] = value
+    return data
+
+
+def labelled_job(owner, *labels: tuple[str, str], name: str = "run") -> Job:
+    spec = S.JobSpec(
+        name=name,
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python train.py",
+        roles=[S.Role("master", 1)],
+        labels=list(labels),
+    )
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()))
+    return job
+
+
+def chips(page: str) -> list[tuple[str, str, str, str]]:
+    """Each label link: (address, title, accessible name, text shown)."""
+    return [
+        (html.unescape(href), html.unescape(title), html.unescape(name), html.unescape(text))
+        for href, title, name, text in re.findall(
+            r'<a class="[^"]*job-label" href="([^"]+)" title="([^"]+)" aria-label="([^"]+)">'
+            r"([^<]+)</a>",
+            page,
+        )
+    ]
+
+
+def listed(page: str) -> list[str]:
+    return re.findall(r'<tr data-job="([^"]+)">', page)
+
+
+# -- the wizard: 基础信息's 标签 table --------------------------------------------------------
+
+
+def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(alice_client):
+    draft = new_draft(alice_client)
+    labels = (("project", "llm"), ("example.com/exp", "lr-sweep"))
+
+    complete_steps(alice_client, draft, **{W.BASIC: with_labels(*labels)})
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    r = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    assert "project=llm, example.com/exp=lr-sweep" in review
+    body = json.loads(
+        html.unescape(re.search(r'id="request-json"[^>]*>(.*?)</', review, re.S).group(1))
+    )
+    assert body["labels"] == [
+        {"key": "project", "value": "llm"},
+        {"key": "example.com/exp", "value": "lr-sweep"},
+    ]
+    assert r.status_code == 302
+    job = Job.objects.get()
+    assert job.job_spec().labels == list(labels)
+    assert list(job.labels.order_by("id").values_list("key", "value")) == list(labels)
+
+
+@pytest.mark.parametrize(
+    ("labels", "field", "message"),
+    [
+        (
+            [("bad key!", "x")],
+            "id_label-0-key",
+            "标签键支持字母、数字、-、_ 和 .，以字母或数字开头和结尾，最长 63 个字符"
+            "（可带 example.com/ 这样的前缀）。",
+        ),
+        (
+            [("team", "nlp team")],
+            "id_label-0-value",
+            "标签值支持字母、数字、-、_ 和 .，以字母或数字开头和结尾，最长 63 个字符；可以为空。",
+        ),
+        (
+            [("team", "v" * 64)],
+            "id_label-0-value",
+            "标签值支持字母、数字、-、_ 和 .，以字母或数字开头和结尾，最长 63 个字符；可以为空。",
+        ),
+        ([("", "nlp")], "id_label-0-key", "请填写标签的键。"),
+        (
+            [("team", "nlp"), ("team", "cv")],
+            "id_label-1-key",
+            "标签 team 出现了两次；同一个键只能有一个值。",
+        ),
+        (
+            [("aijob.cce.baidubce.com/ai-user-id", "42")],
+            "id_label-0-key",
+            "以 aijob.cce.baidubce.com/ 开头的键由控制台或 AIHC 为每个任务设置，不能手动填写；"
+            "请换一个键。",
+        ),
+        (
+            [(CONSOLE_JOB_LABEL, "pytorchjob-x")],
+            "id_label-0-key",
+            "以 ai-job-console/job-id 开头的键由控制台或 AIHC 为每个任务设置，不能手动填写；"
+            "请换一个键。",
+        ),
+    ],
+    ids=["key syntax", "value syntax", "value too long", "no key", "twice", "aihc's", "console's"],
+)
+def test_a_refused_label_says_why_on_its_field_and_keeps_what_was_typed(
+    alice_client, labels, field, message
+):
+    draft = new_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, with_labels(*labels))
+
+    assert r.status_code == 200
+    assert field_errors(r, field) == [message]
+    page = r.content.decode()
+    for key, value in labels:
+        assert f'value="{html.escape(key)}"' in page or not key
+        assert f'value="{value}"' in page
+    draft.refresh_from_db()
+    assert W.BASIC not in draft.completed_steps
+    assert W.rows_of(draft.data[W.BASIC], "label")[-1]["key"] == [labels[-1][0]]
+
+
+def test_a_refused_label_says_why_in_english_and_with_htmx(alice_en):
+    draft = new_draft(alice_en)
+
+    r = post_step(alice_en, draft, W.BASIC, with_labels(("bad key!", "x")), htmx=True)
+
+    assert r.status_code == 200
+    assert not r.content.decode().lstrip().startswith("<!doctype")  # the step's region alone
+    assert 'id="wizard"' in r.content.decode()
+    assert field_errors(r, "id_label-0-key") == [
+        "A label key uses letters, digits, '-', '_' and '.', starts and ends with a letter or "
+        "digit and is at most 63 characters long (it may have a prefix such as example.com/)."
+    ]
+
+
+def test_more_rows_than_a_job_has_labels_are_refused_on_the_table(alice_client):
+    draft = new_draft(alice_client)
+    data = with_labels(*[(f"k{i}", "v") for i in range(S.MAX_LABELS + 1)])
+
+    r = post_step(alice_client, draft, W.BASIC, data)
+
+    assert r.status_code == 200
+    assert f"一个任务最多 {S.MAX_LABELS} 个标签；请删除一些行。" in html.unescape(
+        r.content.decode()
+    )
+    draft.refresh_from_db()
+    assert W.BASIC not in draft.completed_steps
+
+
+def test_add_label_adds_a_row_and_remove_takes_that_row_away_keeping_the_others(alice_client):
+    draft = new_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, with_labels(("project", "llm")), action="add-row")
+    assert r.status_code == 302
+    page = alice_client.get(step_url(draft, W.BASIC)).content.decode()
+    assert len(re.findall(r'<tr class="label-row">', page)) == 2
+    assert 'aria-label="键 2"' in page  # each cell named for a screen reader
+
+    data = with_labels(("project", "llm"), ("exp", "lr-sweep"))
+    post_step(alice_client, draft, W.BASIC, data, action="remove-row-0")
+    draft.refresh_from_db()
+    assert [r["key"] for r in W.rows_of(draft.data[W.BASIC], "label")] == [["exp"]]
+
+
+def test_a_basic_step_saved_without_a_label_table_still_passes(alice_client):
+    # A draft saved before the table (or a script's post): no management form, no labels.
+    draft = new_draft(alice_client)
+
+    r = post_step(alice_client, draft, W.BASIC, basic_data())
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert W.BASIC in draft.completed_steps
+
+
+# -- import, copy & edit, compare ----------------------------------------------------------
+
+
+def test_an_import_keeps_the_labels_and_does_not_name_them_as_left_out(alice_client):
+    body = {**BODY, **CHANNELS, "labels": [{"key": "team", "value": "nlp"}]}
+
+    r = import_body(alice_client, body, follow=True)
+
+    draft = Draft.objects.get()
+    rows = W.rows_of(draft.data[W.BASIC], "label")
+    assert rows == [{"key": ["team"], "value": ["nlp"]}]
+    assert "labels" not in html.unescape(r.content.decode()).split('id="import-notices"')[-1][:400]
+    assert 'value="team"' in r.content.decode()
+
+
+def test_an_import_leaves_out_the_labels_the_console_or_aihc_sets_and_names_them(alice_client):
+    # A review's JSON for an AIHC pool carries the console's id label (<job-id>), a job
+    # described by AIHC carries AIHC's own: theirs, not the person's, so not refused either.
+    body = {
+        **BODY,
+        **CHANNELS,
+        "labels": [
+            {"key": "team", "value": "nlp"},
+            {"key": CONSOLE_JOB_LABEL, "value": "<job-id>"},
+            {"key": "aijob.cce.baidubce.com/create-from-aihcp-api", "value": "true"},
+        ],
+    }
+
+    r = import_body(alice_client, body, follow=True)
+
+    assert r.status_code == 200
+    draft = Draft.objects.get()
+    assert W.rows_of(draft.data[W.BASIC], "label") == [{"key": ["team"], "value": ["nlp"]}]
+    notice = (
+        f"向导中没有 labels.{CONSOLE_JOB_LABEL}, "
+        "labels.aijob.cce.baidubce.com/create-from-aihcp-api 对应的字段，这些内容未导入草稿。"
+    )
+    assert notice in html.unescape(r.content.decode())
+
+
+def test_copy_and_edit_fills_in_the_labels(alice, alice_client):
+    job = labelled_job(alice, ("project", "llm"), ("exp", "lr-1"))
+
+    r = alice_client.post(reverse("job-copy", args=[job.public_id]))
+
+    assert r.status_code == 302
+    draft = Draft.objects.get()
+    rows = W.rows_of(draft.data[W.BASIC], "label")
+    assert [(r["key"][0], r["value"][0]) for r in rows] == [("project", "llm"), ("exp", "lr-1")]
+
+
+def test_the_review_diff_and_compare_show_a_label_row_when_labels_differ(alice, alice_client):
+    first = labelled_job(alice, ("exp", "lr-1"), name="a")
+    second = labelled_job(alice, ("exp", "lr-2"), name="b")
+    same = labelled_job(alice, ("exp", "lr-1"), name="c")
+
+    changes = spec_changes(first.job_spec(), second.job_spec())
+    compared = alice_client.get(
+        f"{reverse('job-compare')}?job={first.public_id}&job={second.public_id}"
+    ).content.decode()
+    unchanged = spec_changes(first.job_spec(), same.job_spec())
+
+    assert ("基础信息 · 标签", "exp=lr-1", "exp=lr-2") in changes
+    assert re.search(r'<th scope="row" class="fw-normal">基础信息 · 标签</th>', compared)
+    assert not any(label == "基础信息 · 标签" for label, _a, _b in unchanged)
+
+
+# -- the job page and the job list --------------------------------------------------------
+
+
+def test_the_job_page_shows_each_label_as_a_link_to_the_list_filtered_by_it(alice, alice_client):
+    long_value = "a" + "b" * 61 + "c"
+    job = labelled_job(alice, ("project", "llm"), ("note", long_value))
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    [project, note] = chips(page)
+    assert project == (
+        f"{LIST}?label=project%3Dllm",
+        "project=llm",
+        "带标签 project=llm 的任务",
+        "project=llm",
+    )
+    # A long one is cut on the page; its whole text is in the title and the accessible name.
+    assert note[1] == f"note={long_value}" and long_value in note[2]
+    assert len(note[3]) == 32 and note[3][:28] == f"note={long_value}"[:28]
+
+
+def test_the_list_filtered_by_two_labels_shows_the_jobs_having_both(alice, bob, alice_client):
+    both = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), name="both")
+    labelled_job(alice, ("project", "llm"), ("exp", "other"), name="one")
+    labelled_job(alice, ("exp", "lr-sweep"), name="other-one")
+    labelled_job(bob, ("project", "llm"), ("exp", "lr-sweep"), name="bobs")
+
+    r = alice_client.get(LIST, {"label": ["project=llm", "exp=lr-sweep"], "status": "queued"})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert listed(page) == [both.public_id]
+    # The filters say so, each with a way to drop it; the filter form keeps them.
+    assert re.findall(r'<span class="[^"]*label-filter" title="([^"]+)"', page) == [
+        "project=llm",
+        "exp=lr-sweep",
+    ]
+    assert '<input type="hidden" name="label" value="exp=lr-sweep">' in page
+
+
+def test_a_key_alone_finds_every_value_of_it(alice, alice_client):
+    first = labelled_job(alice, ("exp", "lr-1"), name="a")
+    second = labelled_job(alice, ("exp", "lr-2"), name="b")
+    labelled_job(alice, ("project", "llm"), name="c")
+
+    page = alice_client.get(LIST, {"label": "exp"}).content.decode()
+
+    assert sorted(listed(page)) == sorted([first.public_id, second.public_id])
+
+
+def test_a_label_in_a_row_links_to_the_list_with_its_filters_and_that_label(alice, alice_client):
+    labelled_job(alice, ("project", "llm"), ("exp", "lr-1"))
+
+    page = alice_client.get(LIST, {"q": "run", "label": "project=llm", "page": "1"}).content
+    links = chips(page.decode())
+
+    queries = [parse_qsl(urlsplit(href).query) for href, *_rest in links]
+    # project=llm is already asked for: its link is the list as it is; exp's adds it.
+    assert queries == [
+        [("q", "run"), ("label", "project=llm")],
+        [("q", "run"), ("label", "project=llm"), ("label", "exp=lr-1")],
+    ]
+
+
+def test_the_list_costs_the_same_queries_whatever_the_number_of_labels(
+    alice, alice_client, django_assert_num_queries
+):
+    labelled_job(alice, name="bare")
+    alice_client.get(LIST)  # warm the session
+    # As test_the_list_costs_the_same_queries_for_few_or_many_jobs: labels add none.
+    with django_assert_num_queries(5):
+        alice_client.get(LIST)
+    for n in range(20):
+        labelled_job(alice, *[(f"k{i}", f"v{n}") for i in range(S.MAX_LABELS)], name=f"r{n}")
+
+    with django_assert_num_queries(5):
+        page = alice_client.get(LIST).content.decode()
+    with django_assert_num_queries(4):
+        alice_client.get(LIST, headers=HTMX)
+
+    assert len(chips(page)) == 20 * S.MAX_LABELS  # a page of 20 rows (the bare one on page 2)
+    # Filtering by labels is the same one query for the page, a JOIN per label.
+    with django_assert_num_queries(5):
+        alice_client.get(LIST, {"label": ["k0=v3", "k1=v3"]})
+
+
+@pytest.mark.parametrize(
+    "asked",
+    ["=", "k=\x00", "k" * 400 + "=v", "k=" + "v" * 100, "=v", "a=b=c", "ключ=значение"],
+)
+def test_any_label_filter_answers_a_list_never_an_error(alice, alice_client, asked):
+    labelled_job(alice, ("project", "llm"))
+
+    r = alice_client.get(LIST, {"label": asked})
+
+    assert r.status_code == 200
+
+
+def test_only_the_first_ten_labels_asked_for_are_applied_and_the_list_says_so(alice, alice_client):
+    job = labelled_job(alice, *[(f"k{i}", "v") for i in range(10)])
+
+    page = alice_client.get(LIST, {"label": [f"k{i}=v" for i in range(11)]}).content.decode()
+
+    assert listed(page) == [job.public_id]  # k10=v, which it lacks, is not applied
+    assert 'id="labels-cut"' in page
+
+
+def test_stop_or_compare_from_a_list_filtered_by_labels_comes_back_to_it(alice, alice_client):
+    a = labelled_job(alice, ("exp", "x"), name="a")
+    labelled_job(alice, ("exp", "x"), name="b")
+
+    r = alice_client.post(
+        reverse("job-bulk"),
+        {"action": "compare", "jobs": [a.public_id], "back": "label=exp%3Dx&label=team&page=2"},
+    )
+
+    assert r.status_code == 302
+    assert parse_qsl(urlsplit(r["Location"]).query)[:3] == [
+        ("label", "exp=x"),
+        ("label", "team"),
+        ("page", "2"),
+    ]
+
+
+# -- the spec, the API and the backends ----------------------------------------------------
+
+
+def test_an_api_body_with_a_reserved_or_repeated_label_is_refused_on_that_label():
+    spec = S.JobSpec(
+        name="x",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="true",
+        roles=[S.Role("master", 1)],
+        labels=[("team", "a"), ("team", "b"), (CONSOLE_JOB_LABEL, "job-1")],
+    )
+
+    errors = S.validate(spec)
+
+    assert set(errors) == {"labels[1].key", "labels[2].key"}
+
+
+def test_kubernetes_takes_the_consoles_label_rule_and_keeps_its_own_job_id_label():
+    # The console's key rule is Kubernetes' (an optional DNS-subdomain prefix of 253, "/", a
+    # name of 63 starting and ending alphanumeric) and so is its value rule: what passes here
+    # is a valid Kubernetes label. The console's own job-id label is set over the spec's.
+    from .test_kubernetes_manifests import JOB_ID, manifest, pytorch_spec
+
+    longest = ("a" * 253 + "/" + "b" * 63, "c" * 63)
+    spec = pytorch_spec(labels=[("example.com/exp", "lr-1"), longest])
+    assert not S.validate(spec)
+    spec.labels.append((CONSOLE_JOB_LABEL, "forged"))  # a stored spec from before the rule
+
+    body = manifest(spec)
+
+    labels = body["metadata"]["labels"]
+    pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["metadata"]["labels"]
+    assert labels["example.com/exp"] == pod["example.com/exp"] == "lr-1"
+    assert labels[CONSOLE_JOB_LABEL] == pod[CONSOLE_JOB_LABEL] == JOB_ID
+
+
+def test_a_scripts_labels_are_described_back_and_filter_the_list_and_a_reserved_one_is_refused(
+    api,  # noqa: F811
+    alice_client,
+):
+    labels = [{"key": "project", "value": "llm"}, {"key": "exp", "value": "lr-1"}]
+    mounts = [{"type": "hostpath", "name": "scratch", "mountPath": "/workspace"}]
+
+    created = api.create_job(pool="local", body=api_body(labels=labels, datasources=mounts))
+    refusal = refused(
+        lambda: api.create_job(
+            pool="local",
+            body=api_body(labels=[{"key": CONSOLE_JOB_LABEL, "value": "x"}], datasources=mounts),
+        )
+    )
+
+    described = api.get_job(pool="local", job_id=created["jobId"])
+    assert described["labels"] == {"project": "llm", "exp": "lr-1"}
+    page = alice_client.get(LIST, {"label": "exp=lr-1"}).content.decode()
+    assert listed(page) == [created["jobId"]]
+    assert (refusal.status, refusal.code) == (400, "InvalidParameter")
+    assert "labels[0].key: " in refusal.message and CONSOLE_JOB_LABEL in refusal.message
+    assert Job.objects.count() == 1
