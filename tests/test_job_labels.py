@@ -64,7 +64,7 @@ def chips(page: str) -> list[tuple[str, str, str, str]]:
     return [
         (html.unescape(href), html.unescape(title), html.unescape(name), html.unescape(text))
         for href, title, name, text in re.findall(
-            r'<a class="[^"]*job-label" href="([^"]+)" title="([^"]+)" aria-label="([^"]+)">'
+            r'<a class="[^"]*job-label" href="([^"]+)" title="([^"]+)" aria-label="([^"]+)"[^>]*>'
             r"([^<]+)</a>",
             page,
         )
@@ -462,3 +462,19 @@ def test_a_scripts_labels_are_described_back_and_filter_the_list_and_a_reserved_
     assert (refusal.status, refusal.code) == (400, "InvalidParameter")
     assert "labels[0].key: " in refusal.message and CONSOLE_JOB_LABEL in refusal.message
     assert Job.objects.count() == 1
+
+
+def test_a_label_in_a_row_keeps_the_jobs_ticked_on_other_pages(alice, alice_client):
+    other = labelled_job(alice, ("exp", "lr-2"), name="other")
+    labelled_job(alice, ("project", "llm"))
+
+    page = alice_client.get(LIST, {"label": "project=llm", "sel": other.public_id}).content
+    [(href, *_rest)] = chips(page.decode())
+
+    # Filtering by a label is filtering: the selection (left21) goes with it, as with the
+    # filter form and page links, and console.js keeps the link up to date with the boxes.
+    assert parse_qsl(urlsplit(href).query) == [
+        ("label", "project=llm"),
+        ("sel", other.public_id),
+    ]
+    assert "data-keeps-selection>project=llm</a>" in page.decode()
