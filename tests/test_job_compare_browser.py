@@ -230,7 +230,9 @@ def test_a_box_ticked_on_this_page_is_named_in_the_bar_at_once_and_its_cross_unt
 
 
 def test_on_a_phone_a_selected_jobs_long_name_wraps_inside_its_chip_with_its_cross_beside_it(
-    phone, transactional_db, alice
+    phone,  # noqa: F811
+    transactional_db,
+    alice,
 ):
     from tests.conftest import log_in
 
