@@ -95,7 +95,7 @@ function currentSelection(form) {
     .map((input) => input.value)
     .filter((id) => !shown.has(id));
   const ids = carried.concat(rows.filter((row) => row.checked).map((row) => row.value));
-  return Array.from(new Set(ids)).slice(0, MAX_CARRIED);
+  return Array.from(new Set(ids));
 }
 // The bar names what the count counts: a box ticked on this page gets its chip at once (not
 // only once the user pages on), and unticking it removes the chip, so the two never disagree.
@@ -163,7 +163,10 @@ function carrySelection() {
   const form = document.getElementById("bulk-form");
   if (!form) return;
   syncSelectionChips(form);
-  const ids = currentSelection(form);
+  // The count is every job Stop / Delete here would take, as many as the chips; the links
+  // carry the first MAX_CARRIED of them (an address longer would be refused).
+  const selected = currentSelection(form);
+  const ids = selected.slice(0, MAX_CARRIED);
   document.querySelectorAll("a[data-keeps-selection]").forEach((link) => {
     const url = new URL(link.href, window.location.href);
     url.searchParams.delete("sel");
@@ -183,10 +186,12 @@ function carrySelection() {
   const count = document.getElementById("selection-count");
   if (count) {
     count.textContent =
-      ids.length === 1 ? count.dataset.one : count.dataset.other.replace("%(count)s", ids.length);
+      selected.length === 1
+        ? count.dataset.one
+        : count.dataset.other.replace("%(count)s", selected.length);
     const bar = count.closest("#selection-bar");
     // Nothing ticked any more: no "0 jobs selected" bar, unless it says what was dropped.
-    bar.hidden = !ids.length && !bar.querySelector("#selection-missing, #selection-left-out");
+    bar.hidden = !selected.length && !bar.querySelector("#selection-missing, #selection-left-out");
   }
 }
 document.addEventListener("change", (event) => {

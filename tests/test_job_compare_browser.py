@@ -252,3 +252,24 @@ def test_on_a_phone_a_selected_jobs_long_name_wraps_inside_its_chip_with_its_cro
         assert box["x"] <= cross["x"] and cross["x"] + cross["width"] <= box["x"] + box["width"]
         assert box["y"] <= cross["y"] and cross["y"] + cross["height"] <= box["y"] + box["height"]
         assert box["x"] + box["width"] <= 390
+
+
+def test_past_the_50_jobs_carried_a_box_ticked_here_is_counted_and_named_as_stop_would_take_it(
+    logged_in_page, alice
+):
+    from jobs.selection import MAX_CARRIED
+
+    from .test_job_pages import submit as submit_plain
+
+    jobs = [submit_plain(alice, name=f"sweep-{n:02d}") for n in range(MAX_CARRIED + 20)]
+    on_page_1, others = jobs[-20:], jobs[:-20]  # newest first, 20 a page
+    page = logged_in_page
+    page.goto("/?" + "&".join(f"sel={job.public_id}" for job in others))
+    expect(page.locator("#selection-count")).to_have_text(f"已选 {MAX_CARRIED} 个任务")
+
+    page.check(f"#select-{on_page_1[0].public_id}")
+
+    expect(page.locator("#selection-count")).to_have_text(f"已选 {MAX_CARRIED + 1} 个任务")
+    expect(page.locator("#selection-jobs .selection-job")).to_have_count(MAX_CARRIED + 1)
+    page.click("#bulk-stop")
+    expect(page.locator("h1")).to_have_text(f"停止 {MAX_CARRIED + 1} 个任务？")
