@@ -118,7 +118,7 @@ function selectionChip(list, id, name) {
   untick.name = "untick";
   untick.value = id;
   untick.title = list.dataset.untickTitle;
-  untick.setAttribute("aria-label", list.dataset.untick.replace("%(name)s", name));
+  untick.setAttribute("aria-label", list.dataset.untick.replace("%(name)s", () => name));
   untick.textContent = "×";
   chip.append(label, " ", untick); // a long name wraps in its box, the × beside its end
   item.append(carried, chip);
