@@ -848,7 +848,7 @@ class AdvancedForm(StepForm):
         ),
     )
     timeout_minutes = forms.IntegerField(
-        label=_("Timeout (minutes)"),
+        label=_("Job timeout (minutes)"),
         help_text=_(
             "Counted from the start; the platform stops the job after it, so that a job does "
             "not hold its cards forever. 30 days by default."

@@ -276,14 +276,21 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
             return _render_step(request, draft, step, stale=True)
         if outcome.forms is not None:
             return _render_step(request, draft, step, forms=outcome.forms)
+        # A step opened from a review problem (?check=1, kept in the form as `check`) keeps
+        # its messages when it comes back after 中文/EN or a row button, until it is left.
+        checked = request.POST.get("check") == "1" and outcome.go_to == step
         if language in dict(settings.LANGUAGES):
-            return _language_switched(request, _step_url(draft, step), language)
+            query = CHECKED_QUERY if checked else ""
+            return _language_switched(request, _step_url(draft, step) + query, language)
         if not request.htmx:
-            query = f"?example={outcome.example}" if outcome.example else ""
+            if outcome.example:
+                query = f"?example={outcome.example}"
+            else:
+                query = CHECKED_QUERY if checked else ""
             return redirect(_step_url(draft, outcome.go_to) + query)
         if not W.step_allowed(draft, outcome.go_to):
             outcome.go_to = W.first_incomplete(draft)
-        response = _render_step(request, draft, outcome.go_to)
+        response = _render_step(request, draft, outcome.go_to, checked=checked)
         if outcome.go_to != step:
             push_url(response, _step_url(draft, outcome.go_to))
         return response
@@ -349,6 +356,7 @@ def _render_step(
             forms or W.step_forms_for_display(state, step, checked=checked)
         )
         context["forms"] = forms
+        context["checked"] = checked
         context.update(_STEP_EXTRAS[step](request, state, forms))
         if forms.show_errors:
             _autofocus_first_problem(forms)

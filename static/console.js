@@ -95,12 +95,78 @@ function currentSelection(form) {
     .map((input) => input.value)
     .filter((id) => !shown.has(id));
   const ids = carried.concat(rows.filter((row) => row.checked).map((row) => row.value));
-  return Array.from(new Set(ids)).slice(0, MAX_CARRIED);
+  return Array.from(new Set(ids));
 }
+// The bar names what the count counts: a box ticked on this page gets its chip at once (not
+// only once the user pages on), and unticking it removes the chip, so the two never disagree.
+function selectionChip(list, id, name) {
+  const item = document.createElement("li");
+  item.className = "list-inline-item selection-job";
+  item.dataset.job = id;
+  const carried = document.createElement("input");
+  carried.type = "hidden";
+  carried.name = "sel";
+  carried.value = id;
+  const chip = document.createElement("span");
+  chip.className = "d-inline-flex align-items-baseline gap-1 mw-100 border rounded px-2";
+  const label = document.createElement("span");
+  label.className = "text-break";
+  label.textContent = name;
+  const untick = document.createElement("button");
+  untick.className = "btn btn-link btn-sm p-0 align-baseline selection-untick";
+  untick.type = "submit";
+  untick.name = "untick";
+  untick.value = id;
+  untick.title = list.dataset.untickTitle;
+  untick.setAttribute("aria-label", list.dataset.untick.replace("%(name)s", () => name));
+  untick.textContent = "×";
+  chip.append(label, " ", untick); // a long name wraps in its box, the × beside its end
+  item.append(carried, chip);
+  return item;
+}
+function syncSelectionChips(form) {
+  const list = form.querySelector("#selection-jobs");
+  if (!list) return;
+  form.querySelectorAll("input[type=checkbox][name=jobs]").forEach((box) => {
+    const chip = list.querySelector(`.selection-job[data-job="${CSS.escape(box.value)}"]`);
+    if (box.checked && !chip) {
+      const row = box.closest("tr");
+      const link = row && row.querySelector("td:nth-child(2) > a");
+      const task = row && row.querySelector(".group-task");
+      const name = `${link ? link.textContent : box.value}${task ? ` ${task.textContent}` : ""}`;
+      // After the last chip, not after the list's closing whitespace (a wider gap).
+      const chips = list.querySelectorAll(".selection-job");
+      const item = selectionChip(list, box.value, name);
+      if (chips.length) chips[chips.length - 1].after(item);
+      else list.prepend(item);
+    } else if (!box.checked && chip) {
+      chip.remove();
+    }
+  });
+}
+// With JavaScript, the × of a job on this page unticks its box here; the others post the form
+// (the server drops them from the selection and draws the page again).
+document.addEventListener("click", (event) => {
+  const untick = event.target instanceof Element && event.target.closest(".selection-untick");
+  if (!untick || !untick.form) return;
+  const box = untick.form.querySelector(`#select-${CSS.escape(untick.value)}`);
+  if (!(box instanceof HTMLInputElement)) return;
+  event.preventDefault();
+  const item = untick.closest(".selection-job");
+  const next = item && item.nextElementSibling && item.nextElementSibling.querySelector("button");
+  box.checked = false;
+  syncSelectAll(untick.form);
+  carrySelection();
+  (next || document.getElementById("selection-clear")).focus();
+});
 function carrySelection() {
   const form = document.getElementById("bulk-form");
   if (!form) return;
-  const ids = currentSelection(form);
+  syncSelectionChips(form);
+  // The count is every job Stop / Delete here would take, as many as the chips; the links
+  // carry the first MAX_CARRIED of them (an address longer would be refused).
+  const selected = currentSelection(form);
+  const ids = selected.slice(0, MAX_CARRIED);
   document.querySelectorAll("a[data-keeps-selection]").forEach((link) => {
     const url = new URL(link.href, window.location.href);
     url.searchParams.delete("sel");
@@ -120,8 +186,12 @@ function carrySelection() {
   const count = document.getElementById("selection-count");
   if (count) {
     count.textContent =
-      ids.length === 1 ? count.dataset.one : count.dataset.other.replace("%(count)s", ids.length);
-    if (ids.length) count.closest("#selection-bar").hidden = false;
+      selected.length === 1
+        ? count.dataset.one
+        : count.dataset.other.replace("%(count)s", selected.length);
+    const bar = count.closest("#selection-bar");
+    // Nothing ticked any more: no "0 jobs selected" bar, unless it says what was dropped.
+    bar.hidden = !selected.length && !bar.querySelector("#selection-missing, #selection-left-out");
   }
 }
 document.addEventListener("change", (event) => {

@@ -200,3 +200,76 @@ def test_without_javascript_keep_ticks_carries_page_1s_tick_to_page_2_and_both_a
         )
     finally:
         context.close()
+
+
+def test_a_box_ticked_on_this_page_is_named_in_the_bar_at_once_and_its_cross_unticks_it(
+    logged_in_page, alice
+):
+    from .test_job_pages import submit as submit_plain
+
+    jobs = [submit_plain(alice, name=f"sweep-{n:02d}") for n in range(21)]
+    newest, second = jobs[-1], jobs[-2]
+    page = logged_in_page
+    page.goto("/")
+    bar = page.locator("#selection-bar")
+
+    page.check(f"#select-{newest.public_id}")
+    page.check(f"#select-{second.public_id}")
+    expect(page.locator("#selection-count")).to_have_text("已选 2 个任务")
+    expect(bar.locator(".selection-job")).to_have_text(["sweep-20 ×", "sweep-19 ×"])
+
+    page.get_by_role("button", name="取消勾选 sweep-20").click()  # on this page: no reload
+    expect(page.locator(f"#select-{newest.public_id}")).not_to_be_checked()
+    expect(bar.locator(".selection-job")).to_have_text(["sweep-19 ×"])
+    expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
+    expect(page.get_by_role("button", name="取消勾选 sweep-19")).to_be_focused()  # the next chip
+    assert "sel=" not in page.url
+
+    page.uncheck(f"#select-{second.public_id}")
+    expect(bar).to_be_hidden()  # not "已选 0 个任务"
+
+
+def test_on_a_phone_a_selected_jobs_long_name_wraps_inside_its_chip_with_its_cross_beside_it(
+    phone,  # noqa: F811
+    transactional_db,
+    alice,
+):
+    from tests.conftest import log_in
+
+    from .test_job_pages import submit as submit_plain
+
+    jobs = [submit_plain(alice, name=f"sweep-{n:02d}-a-rather-long-run-name") for n in range(21)]
+    log_in(phone, "alice", "alice-password")
+    phone.goto(f"/?page=2&sel={jobs[-1].public_id}")  # carried: drawn by the server
+    phone.check(f"#select-{jobs[0].public_id}")  # ticked here: drawn by console.js
+
+    chips = phone.locator("#selection-jobs .selection-job > span")
+    expect(chips).to_have_count(2)
+    for chip in chips.all():
+        box = chip.bounding_box()
+        cross = chip.locator(".selection-untick").bounding_box()
+        # Split across lines, the chip's border broke and the × sat alone under the name.
+        assert box["x"] <= cross["x"] and cross["x"] + cross["width"] <= box["x"] + box["width"]
+        assert box["y"] <= cross["y"] and cross["y"] + cross["height"] <= box["y"] + box["height"]
+        assert box["x"] + box["width"] <= 390
+
+
+def test_past_the_50_jobs_carried_a_box_ticked_here_is_counted_and_named_as_stop_would_take_it(
+    logged_in_page, alice
+):
+    from jobs.selection import MAX_CARRIED
+
+    from .test_job_pages import submit as submit_plain
+
+    jobs = [submit_plain(alice, name=f"sweep-{n:02d}") for n in range(MAX_CARRIED + 20)]
+    on_page_1, others = jobs[-20:], jobs[:-20]  # newest first, 20 a page
+    page = logged_in_page
+    page.goto("/?" + "&".join(f"sel={job.public_id}" for job in others))
+    expect(page.locator("#selection-count")).to_have_text(f"已选 {MAX_CARRIED} 个任务")
+
+    page.check(f"#select-{on_page_1[0].public_id}")
+
+    expect(page.locator("#selection-count")).to_have_text(f"已选 {MAX_CARRIED + 1} 个任务")
+    expect(page.locator("#selection-jobs .selection-job")).to_have_count(MAX_CARRIED + 1)
+    page.click("#bulk-stop")
+    expect(page.locator("h1")).to_have_text(f"停止 {MAX_CARRIED + 1} 个任务？")

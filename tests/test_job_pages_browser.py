@@ -1193,6 +1193,10 @@ def test_stop_selected_on_a_phone_lists_each_job_with_its_id_under_its_name(logg
             " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size }"
         )
         assert lines == 1
+        # Its status, allowed two lines for English, broke a character a line (排/队/中).
+        status = row.locator("td:nth-child(3) .badge")
+        expect(status).to_have_text("排队中")
+        assert status.evaluate("b => Math.round(b.getBoundingClientRect().height)") <= 24
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.click("#confirm-bulk-stop")
 

@@ -262,3 +262,13 @@ def test_the_list_costs_the_same_queries_with_1_or_50_jobs_selected(
         html = alice_client.get(LIST, every).content.decode()
 
     assert len(re.findall(r'class="list-inline-item selection-job"', html)) == MAX_CARRIED
+
+
+def test_the_selected_count_is_a_polite_live_region_so_a_screen_reader_hears_each_tick_counted(
+    alice, alice_en, two_pages
+):
+    r = alice_en.get(f"{LIST}?sel={two_pages[0].public_id}")
+
+    assert r.status_code == 200
+    count = re.search(r'<h2[^>]*id="selection-count"[^>]*>', selection_bar(r.content.decode()))
+    assert 'aria-live="polite"' in count.group(0)

@@ -151,6 +151,16 @@ def test_the_review_names_the_fault_and_timeout_rows_as_their_fields_are_named(
     assert not {"重试次数上限", "容错日志关键字", "超时时间"} & set(rows)
 
 
+def test_in_english_the_timeout_field_and_its_review_row_share_a_name(alice_en, draft_at):
+    draft = draft_at(W.REVIEW)
+
+    field = label_of(alice_en.get(step_url(draft, W.ADVANCED)), "id_timeout_minutes")
+    review = alice_en.get(step_url(draft, W.REVIEW)).content.decode()
+
+    assert ">Job timeout (minutes)<" in field
+    assert "Job timeout" in re.findall(r'<dt class="col-5">([^<]+)</dt>', review)
+
+
 # -- 告警 (AIHC's 配置任务的消息通知): 任务hang needs hang detection ------------------------
 
 

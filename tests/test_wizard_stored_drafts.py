@@ -129,6 +129,66 @@ def test_a_queue_task_draft_saved_without_a_target_queue_says_so_on_step_7_and_s
     assert list(Job.objects.values_list("queue", flat=True)) == ["default", "default"]
 
 
+def form_hidden_inputs(page: str) -> dict[str, str]:
+    """What the step's form sends besides its fields (basis, and check on a checked step)."""
+    form = re.search(r'<form id="wizard-form".*?</form>', page, re.S).group(0)
+    return dict(re.findall(r'<input type="hidden" name="([a-z]+)" value="([^"]*)">', form))
+
+
+def test_switching_to_english_on_a_step_opened_from_a_review_problem_says_its_message_in_english(
+    alice_client,
+):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com")
+
+    switched = alice_client.post(
+        link, {**typed, **form_hidden_inputs(opened), "action": "language-en"}
+    )
+    page = alice_client.get(switched["Location"])
+
+    assert switched.status_code == 302
+    assert switched["Location"] == step_url(draft, W.ADVANCED) + "?check=1"
+    assert field_errors(page, "id_alert_items") == [
+        "Alerting on “Job hangs” needs hang detection: turn it on in step 5 (Fault tolerance "
+        "& diagnostics; faultToleranceConfig.enabledHangDetection in a request), or leave this "
+        "event out. Without it no hang is ever detected."
+    ]
+
+
+def test_with_htmx_the_language_switch_on_a_step_opened_from_a_review_problem_keeps_it_checked(
+    alice_client,
+):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com")
+
+    switched = alice_client.post(
+        link,
+        {**typed, **form_hidden_inputs(opened), "action": "language-en"},
+        headers={"HX-Request": "true"},
+    )
+
+    assert switched.status_code == 200
+    assert switched["HX-Redirect"] == step_url(draft, W.ADVANCED) + "?check=1"
+
+
+def test_a_step_left_and_opened_again_from_the_stepper_shows_no_message_until_it_is_sent(
+    alice_client,
+):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com")
+
+    left = alice_client.post(link, {**typed, **form_hidden_inputs(opened), "action": "back"})
+
+    assert left.status_code == 302
+    assert left["Location"] == step_url(draft, W.FAULT)
+
+
 def test_a_step_opened_from_the_stepper_still_shows_no_message_until_it_is_sent(alice_client):
     draft = saved_before_the_rules(alice_client, fault={})
 
