@@ -808,7 +808,8 @@ class AdvancedForm(StepForm):
         help_text=_(
             "The console sends them by email and webhook (Feishu/Lark, WeCom, DingTalk or "
             "Slack group bots, or a URL of your own). It sends no SMS itself: use a webhook "
-            "of a service that does, or on an AIHC pool a notify policy with SMS."
+            "of a service that does, or on an AIHC pool a notify policy with SMS. “Job hangs” "
+            "needs hang detection, on step 5 (Fault tolerance & diagnostics)."
         ),
     )
     alert_emails = forms.CharField(

@@ -135,6 +135,21 @@ def test_alerts_name_their_channels_and_say_the_console_sends_no_sms(alice_clien
     assert "控制台本身不发送短信" in text
 
 
+def test_the_alerts_say_before_any_refusal_that_a_hang_alert_needs_hang_detection(
+    alice_client, alice_en, draft_at
+):
+    draft = draft_at(W.ADVANCED)
+    alice_client.cookies["django_language"] = "zh-hans"
+    chinese = help_text(alice_client.get(step_url(draft, W.ADVANCED)), "id_alert_items")
+    alice_client.cookies["django_language"] = "en"
+    english = help_text(alice_client.get(step_url(draft, W.ADVANCED)), "id_alert_items")
+
+    assert chinese.endswith("“任务hang”需在第 5 步（容错&诊断）开启任务hang检测。")
+    assert english.endswith(
+        "“Job hangs” needs hang detection, on step 5 (Fault tolerance & diagnostics)."
+    )
+
+
 def test_the_image_address_says_the_pools_nodes_must_pull_it(alice_client, alice_en, draft_at):
     page = alice_en.get(step_url(draft_at(W.IMAGE), W.IMAGE))
 
