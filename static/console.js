@@ -193,6 +193,10 @@ function carrySelection() {
     // Nothing ticked any more: no "0 jobs selected" bar, unless it says what was dropped.
     bar.hidden = !selected.length && !bar.querySelector("#selection-missing, #selection-left-out");
   }
+  // Past the cap, paging on would drop the last ticks without a word: say so while they are
+  // still here to act on.
+  const cap = document.getElementById("selection-cap");
+  if (cap) cap.hidden = selected.length <= MAX_CARRIED;
 }
 document.addEventListener("change", (event) => {
   const box = event.target;

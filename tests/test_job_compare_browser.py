@@ -267,9 +267,16 @@ def test_past_the_50_jobs_carried_a_box_ticked_here_is_counted_and_named_as_stop
     page.goto("/?" + "&".join(f"sel={job.public_id}" for job in others))
     expect(page.locator("#selection-count")).to_have_text(f"已选 {MAX_CARRIED} 个任务")
 
+    expect(page.locator("#selection-cap")).to_be_hidden()
+
     page.check(f"#select-{on_page_1[0].public_id}")
 
     expect(page.locator("#selection-count")).to_have_text(f"已选 {MAX_CARRIED + 1} 个任务")
+    # Paging on would carry only the first 50: said while the 51st is still here to act on.
+    expect(page.locator("#selection-cap")).to_be_visible()
+    expect(page.locator("#selection-cap")).to_have_text(
+        f"只有前 {MAX_CARRIED} 个所选任务会随您带到其他页或筛选：请在本页对它们操作，或先取消勾选一些再翻页。"
+    )
     expect(page.locator("#selection-jobs .selection-job")).to_have_count(MAX_CARRIED + 1)
     page.click("#bulk-stop")
     expect(page.locator("h1")).to_have_text(f"停止 {MAX_CARRIED + 1} 个任务？")
