@@ -386,6 +386,42 @@ def test_only_the_first_ten_labels_asked_for_are_applied_and_the_list_says_so(al
     assert 'id="labels-cut"' in page
 
 
+def test_a_label_asked_with_spaces_around_its_equals_sign_is_dropped_by_its_cross(
+    alice, alice_client
+):
+    job = labelled_job(alice, ("project", "llm"))
+    labelled_job(alice, name="bare")
+
+    page = alice_client.get(LIST, {"label": " project = llm ", "q": "r"}).content.decode()
+
+    assert listed(page) == [job.public_id]
+    [cross] = re.findall(r'<a class="link-light ms-1" data-keeps-selection href="([^"]+)"', page)
+    # The "×" leads to the list without that label (it kept " project = llm", still filtered).
+    assert parse_qsl(urlsplit(html.unescape(cross)).query) == [("q", "r")]
+    # The page's links and form write it as it is applied.
+    assert '<input type="hidden" name="label" value="project=llm">' in page
+    assert ("label", "project=llm") in parse_qsl(urlsplit(chips(page)[0][0]).query)
+
+
+def test_labels_asked_for_past_the_ten_applied_or_twice_are_not_carried_by_the_pages_links(
+    alice, alice_client
+):
+    job = labelled_job(alice, *[(f"k{i}", "v") for i in range(10)])
+
+    asked = [f"k{i}=v" for i in range(300)] + ["k0=v"] * 300
+    page = html.unescape(alice_client.get(LIST, {"label": asked}).content.decode())
+
+    assert listed(page) == [job.public_id]
+    # Each link of the page (the row's labels, each label's "×", Stop / Delete's way back)
+    # carries the ten labels applied, once each: it was each of the 600 asked for.
+    [chip] = {href for href, _title, _name, _text in chips(page)}  # each label is asked for
+    assert [v for n, v in parse_qsl(urlsplit(chip).query) if n == "label"] == [
+        f"k{i}=v" for i in range(10)
+    ]
+    [back] = re.findall(r'name="back" value="([^"]*)"', page)
+    assert [v for n, v in parse_qsl(back) if n == "label"] == [f"k{i}=v" for i in range(10)]
+
+
 def test_stop_or_compare_from_a_list_filtered_by_labels_comes_back_to_it(alice, alice_client):
     a = labelled_job(alice, ("exp", "x"), name="a")
     labelled_job(alice, ("exp", "x"), name="b")
