@@ -174,8 +174,12 @@ ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?\Z")
 QUEUE_RE = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?\Z")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 RETENTION_RE = re.compile(r"^([1-9][0-9]{0,5})([mhd])\Z")
+# A key's prefix is a DNS subdomain of at most 253 characters, as Kubernetes checks it (and AIHC,
+# which runs on it): each dot-separated part starts and ends with a letter or digit, so
+# "a..b/c" or "a.-b/c", which the API server refuses when the job is created, are refused here.
 LABEL_KEY_RE = re.compile(
-    r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
+    r"^(?:(?=[-a-z0-9.]{1,253}/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
 )
 LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 # Label keys set for every job by the console (CONSOLE_JOB_LABEL, by which a create that got no

@@ -476,6 +476,19 @@ def test_kubernetes_takes_the_consoles_label_rule_and_keeps_its_own_job_id_label
     assert labels[CONSOLE_JOB_LABEL] == pod[CONSOLE_JOB_LABEL] == JOB_ID
 
 
+@pytest.mark.parametrize("prefix", ["a..b", "a.-b", "a-.b", ".a", "a.", "-a", "A.b", "a_b.c"])
+def test_a_key_whose_prefix_is_no_dns_subdomain_is_refused_as_kubernetes_refuses_it(prefix):
+    # Kubernetes (and AIHC on it) checks a prefix as a DNS subdomain: dot-separated parts that
+    # start and end with a lowercase letter or digit. The rule let "a..b/c" through to a job
+    # the API server then refused at its create.
+    spec = S.JobSpec(name="run", labels=[(f"{prefix}/exp", "1"), ("a-b.c-9.example.com/exp", "1")])
+
+    errors = S.validate(spec)
+
+    assert errors["labels[0].key"] == [str(S.LABEL_KEY_RULE)]
+    assert "labels[1].key" not in errors
+
+
 def test_a_scripts_labels_are_described_back_and_filter_the_list_and_a_reserved_one_is_refused(
     api,  # noqa: F811
     alice_client,
