@@ -365,6 +365,38 @@ def test_the_list_costs_the_same_queries_whatever_the_number_of_labels(
         alice_client.get(LIST, {"label": ["k0=v3", "k1=v3"]})
 
 
+def test_every_job_a_submit_makes_holds_its_labels_for_the_filter_and_they_go_with_the_job(
+    alice, alice_client
+):
+    from jobs.actions import job_delete, job_rerun
+    from jobs.models import JobLabel
+
+    spec = S.JobSpec(
+        name="grp",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python train.py",
+        roles=[S.Role("master", 1)],
+        labels=[("project", "llm"), ("exp", "")],
+        submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1),
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    [again] = job_rerun(job=tasks[0], owner=alice, request_key=uuid.uuid4().hex)
+    made = [*tasks, again]
+
+    page = alice_client.get(LIST, {"label": ["project=llm", "exp="]}).content.decode()
+
+    # Each task of the queue group has its own rows, and so has a job run again.
+    assert sorted(listed(page)) == sorted(job.public_id for job in made)
+    assert sorted(JobLabel.objects.values_list("job_id", "key", "value")) == sorted(
+        (job.pk, key, value) for job in made for key, value in [("exp", ""), ("project", "llm")]
+    )
+    # A deleted job's rows go with it (CASCADE): the filter never finds a job that is gone.
+    assert job_delete(job=again)
+    assert not JobLabel.objects.filter(job_id=again.pk).exists()
+    assert JobLabel.objects.count() == 6
+
+
 @pytest.mark.parametrize(
     "asked",
     ["=", "k=\x00", "k" * 400 + "=v", "k=" + "v" * 100, "=v", "a=b=c", "ключ=значение"],
