@@ -521,6 +521,39 @@ def test_a_key_whose_prefix_is_no_dns_subdomain_is_refused_as_kubernetes_refuses
     assert "labels[1].key" not in errors
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "kueue.x-k8s.io/queue-name",
+        "kueue.x-k8s.io/priority-class",
+        "kubernetes.io/arch",
+        "node.kubernetes.io/instance-type",
+        "k8s.io/x",
+        "jobset.sigs.k8s.io/jobset-name",
+        "training.kubeflow.org/job-name",
+    ],
+)
+def test_a_key_kubernetes_or_its_schedulers_read_is_refused_on_its_row(key):
+    # The labels go on a Kubernetes pool's job and pods: Kueue would take its queue or priority
+    # from kueue.x-k8s.io/..., not from the console's.
+    from django.utils import translation
+
+    spec = S.JobSpec(name="run", labels=[(key, "high"), ("my-kubernetes.io.example.com/x", "1")])
+
+    with translation.override("en"):
+        errors = S.validate(spec)
+    with translation.override("zh-hans"):
+        chinese = S.validate(spec)["labels[0].key"]
+
+    assert errors["labels[0].key"] == [
+        f"Keys under {S.platform_label_domain(key)} are read by Kubernetes and its schedulers "
+        "(such as the queue and priority a job runs with), never set by hand; choose another "
+        "key."
+    ]
+    assert chinese[0].startswith(f"{S.platform_label_domain(key)} 下的键由 Kubernetes")
+    assert "labels[1].key" not in errors
+
+
 def test_a_scripts_labels_are_described_back_and_filter_the_list_and_a_reserved_one_is_refused(
     api,  # noqa: F811
     alice_client,
