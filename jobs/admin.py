@@ -816,9 +816,15 @@ class JobAdmin(
         if len(search_term) > MAX_SEARCH_LENGTH or not search_term.strip():
             return super().get_search_results(request, queryset, search_term)
         found = Q()
-        for word in smart_split(search_term):
-            if word[:1] in ('"', "'") and word[-1:] == word[:1]:
-                word = unescape_string_literal(word)
+        # Each word once: a word twice finds what it finds once, and each costs two look-ups
+        # and a condition on every job (a 1,000-character "e e e ..." took 15 s at 30,000 jobs).
+        words = dict.fromkeys(
+            unescape_string_literal(word)
+            if word[:1] in ('"', "'") and word[-1:] == word[:1]
+            else word
+            for word in smart_split(search_term)
+        )
+        for word in words:
             # The job of that ID and the users whose name holds the word, as lists: with
             # subqueries PostgreSQL read every job to test each row against them, where a
             # list lets it join the three indexes (the id's, the name's trigrams, the

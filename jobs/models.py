@@ -289,7 +289,7 @@ class JobLabel(models.Model):
     `?label=key=value` on this indexed table (a JOIN per label asked for), which a query on the
     spec's JSON list of {"key", "value"} objects cannot do through an index on SQLite or
     PostgreSQL alike. Written with the job (jobs.services.jobs_submit); a job's labels never
-    change after. Migration 0032 filled it for the jobs there were."""
+    change after. Migration 0033 filled it for the jobs there were."""
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="labels")
     # jobs.spec's rule: a 253-character prefix, "/" and a 63-character name; values 63.

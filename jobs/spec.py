@@ -174,8 +174,12 @@ ROLE_NAME_RE = re.compile(r"^[a-z](?:[-a-z0-9]{0,30}[a-z0-9])?\Z")
 QUEUE_RE = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,62}[A-Za-z0-9])?\Z")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 RETENTION_RE = re.compile(r"^([1-9][0-9]{0,5})([mhd])\Z")
+# A key's prefix is a DNS subdomain of at most 253 characters, as Kubernetes checks it (and AIHC,
+# which runs on it): each dot-separated part starts and ends with a letter or digit, so
+# "a..b/c" or "a.-b/c", which the API server refuses when the job is created, are refused here.
 LABEL_KEY_RE = re.compile(
-    r"^(?:[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
+    r"^(?:(?=[-a-z0-9.]{1,253}/)[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?\Z"
 )
 LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?\Z")
 # Label keys set for every job by the console (CONSOLE_JOB_LABEL, by which a create that got no
@@ -183,6 +187,12 @@ LABEL_VALUE_RE = re.compile(r"^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])
 # server (aijob.cce.baidubce.com/create-from-aihcp-api, .../ai-user-id...): one typed by hand
 # would pass for theirs, so none is taken. A prefix ends in "/"; a whole key does not.
 RESERVED_LABEL_KEYS = ("aijob.cce.baidubce.com/", "ai-job-console/job-id")
+# Label prefixes that Kubernetes and the operators a Kubernetes pool runs on read (the domain or
+# any subdomain of it): Kubernetes reserves kubernetes.io and k8s.io for its own components;
+# Kueue admits a job by kueue.x-k8s.io/queue-name and ranks it by kueue.x-k8s.io/priority-class,
+# the training operator and JobSet select their pods by theirs. The spec's labels go on the job
+# and its pods, so one typed by hand would pick a queue or priority the console did not.
+PLATFORM_LABEL_DOMAINS = ("kubernetes.io", "k8s.io", "x-k8s.io", "kubeflow.org")
 LABEL_KEY_RULE = gettext_lazy(
     "A label key uses letters, digits, '-', '_' and '.', starts and ends with a letter or "
     "digit and is at most 63 characters long (it may have a prefix such as example.com/)."
@@ -1277,6 +1287,18 @@ def reserved_label_key(key: str) -> str:
     return ""
 
 
+def platform_label_domain(key: str) -> str:
+    """The domain of PLATFORM_LABEL_DOMAINS whose label `key` is (its prefix that domain or a
+    subdomain of it), or ""."""
+    prefix, slash, _name = key.rpartition("/")
+    if not slash:
+        return ""
+    for domain in PLATFORM_LABEL_DOMAINS:
+        if prefix == domain or prefix.endswith(f".{domain}"):
+            return domain
+    return ""
+
+
 def validate(spec: JobSpec) -> dict[str, list[str]]:
     """Every rule of a job spec; returns field path -> messages (empty when valid)."""
     errors: dict[str, list[str]] = {}
@@ -1844,6 +1866,16 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
                     "job, never by hand; choose another key."
                 )
                 % {"prefix": reserved},
+            )
+        elif domain := platform_label_domain(key):
+            err(
+                f"labels[{i}].key",
+                _(
+                    "Keys under %(domain)s are read by Kubernetes and its schedulers (such as "
+                    "the queue and priority a job runs with), never set by hand; choose another "
+                    "key."
+                )
+                % {"domain": domain},
             )
         elif key in seen_keys:
             err(

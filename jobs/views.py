@@ -202,14 +202,17 @@ def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
     """The labels a job list address filters by: each `label=key=value` (split at the first
     "="), or `label=key` for any value of that key; empty ones dropped, the first
     MAX_LABEL_FILTERS kept."""
-    asked: list[tuple[str, str | None]] = []
+    return every_asked_label(query)[:MAX_LABEL_FILTERS]
+
+
+def every_asked_label(query: QueryDict) -> list[tuple[str, str | None]]:
+    """Every label a job list address asks for, each once, as asked_labels reads them."""
+    asked: dict[tuple[str, str | None], None] = {}
     for text in query.getlist("label"):
         key, sep, value = text.strip().partition("=")
         if key.strip():
-            pair = (key.strip(), value.strip() if sep else None)
-            if pair not in asked:
-                asked.append(pair)
-    return asked[:MAX_LABEL_FILTERS]
+            asked[(key.strip(), value.strip() if sep else None)] = None
+    return list(asked)
 
 
 def label_query(pair: tuple[str, str | None]) -> str:
@@ -327,13 +330,18 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     query = request.GET.copy()
     query.pop("page", None)
     query.pop("sel", None)
+    # The labels as they are applied (each once, at most MAX_LABEL_FILTERS, written key=value):
+    # each label's "×" then finds its own in the address (" project = llm" was never removed),
+    # and an address asking for hundreds is not copied into every link of the page.
+    every_label = every_asked_label(request.GET)
+    asked = every_label[:MAX_LABEL_FILTERS]
+    query.setlist("label", [label_query(pair) for pair in asked])
     # The refresh leaves the selection out: its boxes keep what the user ticked (hx-preserve).
     poll_query = query.urlencode()
     query.setlist("sel", selection.ids)
     # A label clicked in a row is added to the list's filters (page 1: the matches change),
     # the selection kept with them (console.js brings its links up to date with the boxes).
     kept = [(name, value) for name, values in query.lists() for value in values if value]
-    asked = asked_labels(request.GET)
     for job in page.object_list:
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
@@ -354,8 +362,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             for pair in asked
         ],
         "max_label_filters": MAX_LABEL_FILTERS,
-        "labels_cut": len({text for text in request.GET.getlist("label") if text.strip()})
-        > MAX_LABEL_FILTERS,
+        "labels_cut": len(every_label) > MAX_LABEL_FILTERS,
         "live": live,
         "query": query.urlencode(),
         "poll_query": poll_query,
@@ -1192,12 +1199,14 @@ def _list_query(query: str) -> str:
     """The job list's query as it was (its filters and page), from the one the form carried;
     anything else in it is dropped."""
     given = QueryDict(query)
-    # Every label asked for (they AND together); one value of any other parameter, the last.
+    # Every label applied (they AND together), as the list writes them; one value of any other
+    # parameter, the last.
+    labels = [label_query(pair) for pair in asked_labels(given)]
     return urlencode(
         [
             (name, value)
             for name in LIST_PARAMETERS
-            for value in (given.getlist(name) if name == "label" else [given.get(name)])
+            for value in (labels if name == "label" else [given.get(name)])
             if value
         ]
     )

@@ -211,6 +211,26 @@ def test_the_search_reads_jobs_through_the_search_index_never_every_row(alice, r
             assert "SCAN jobs_job" not in plan, plan  # no job's row read to look for the word
 
 
+def test_a_search_repeating_a_word_costs_what_the_word_once_costs_and_finds_the_same(
+    alice, reviewer
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    submit(alice, "1", name="lr-sweep")
+    submit(alice, "2", name="other")
+    client = client_for(reviewer)
+
+    with CaptureQueriesContext(connection) as once:
+        r1 = client.get(CHANGELIST, {"q": "sweep alice"})
+    with CaptureQueriesContext(connection) as repeated:
+        r2 = client.get(CHANGELIST, {"q": " ".join(["sweep", '"sweep"', "alice"] * 45)})
+
+    assert r1.status_code == r2.status_code == 200
+    assert [j.name for j in r2.context["cl"].result_list] == ["lr-sweep"]
+    assert len(repeated) == len(once)
+
+
 @pytest.mark.parametrize("page", [CHANGELIST, "/admin/auth/user/", "/admin/auth/group/"])
 def test_a_search_too_long_for_the_database_lists_nothing_with_a_message_not_a_500(
     alice, superuser, page

@@ -365,6 +365,38 @@ def test_the_list_costs_the_same_queries_whatever_the_number_of_labels(
         alice_client.get(LIST, {"label": ["k0=v3", "k1=v3"]})
 
 
+def test_every_job_a_submit_makes_holds_its_labels_for_the_filter_and_they_go_with_the_job(
+    alice, alice_client
+):
+    from jobs.actions import job_delete, job_rerun
+    from jobs.models import JobLabel
+
+    spec = S.JobSpec(
+        name="grp",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python train.py",
+        roles=[S.Role("master", 1)],
+        labels=[("project", "llm"), ("exp", "")],
+        submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1),
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    [again] = job_rerun(job=tasks[0], owner=alice, request_key=uuid.uuid4().hex)
+    made = [*tasks, again]
+
+    page = alice_client.get(LIST, {"label": ["project=llm", "exp="]}).content.decode()
+
+    # Each task of the queue group has its own rows, and so has a job run again.
+    assert sorted(listed(page)) == sorted(job.public_id for job in made)
+    assert sorted(JobLabel.objects.values_list("job_id", "key", "value")) == sorted(
+        (job.pk, key, value) for job in made for key, value in [("exp", ""), ("project", "llm")]
+    )
+    # A deleted job's rows go with it (CASCADE): the filter never finds a job that is gone.
+    assert job_delete(job=again)
+    assert not JobLabel.objects.filter(job_id=again.pk).exists()
+    assert JobLabel.objects.count() == 6
+
+
 @pytest.mark.parametrize(
     "asked",
     ["=", "k=\x00", "k" * 400 + "=v", "k=" + "v" * 100, "=v", "a=b=c", "ключ=значение"],
@@ -384,6 +416,42 @@ def test_only_the_first_ten_labels_asked_for_are_applied_and_the_list_says_so(al
 
     assert listed(page) == [job.public_id]  # k10=v, which it lacks, is not applied
     assert 'id="labels-cut"' in page
+
+
+def test_a_label_asked_with_spaces_around_its_equals_sign_is_dropped_by_its_cross(
+    alice, alice_client
+):
+    job = labelled_job(alice, ("project", "llm"))
+    labelled_job(alice, name="bare")
+
+    page = alice_client.get(LIST, {"label": " project = llm ", "q": "r"}).content.decode()
+
+    assert listed(page) == [job.public_id]
+    [cross] = re.findall(r'<a class="link-light ms-1" data-keeps-selection href="([^"]+)"', page)
+    # The "×" leads to the list without that label (it kept " project = llm", still filtered).
+    assert parse_qsl(urlsplit(html.unescape(cross)).query) == [("q", "r")]
+    # The page's links and form write it as it is applied.
+    assert '<input type="hidden" name="label" value="project=llm">' in page
+    assert ("label", "project=llm") in parse_qsl(urlsplit(chips(page)[0][0]).query)
+
+
+def test_labels_asked_for_past_the_ten_applied_or_twice_are_not_carried_by_the_pages_links(
+    alice, alice_client
+):
+    job = labelled_job(alice, *[(f"k{i}", "v") for i in range(10)])
+
+    asked = [f"k{i}=v" for i in range(300)] + ["k0=v"] * 300
+    page = html.unescape(alice_client.get(LIST, {"label": asked}).content.decode())
+
+    assert listed(page) == [job.public_id]
+    # Each link of the page (the row's labels, each label's "×", Stop / Delete's way back)
+    # carries the ten labels applied, once each: it was each of the 600 asked for.
+    [chip] = {href for href, _title, _name, _text in chips(page)}  # each label is asked for
+    assert [v for n, v in parse_qsl(urlsplit(chip).query) if n == "label"] == [
+        f"k{i}=v" for i in range(10)
+    ]
+    [back] = re.findall(r'name="back" value="([^"]*)"', page)
+    assert [v for n, v in parse_qsl(back) if n == "label"] == [f"k{i}=v" for i in range(10)]
 
 
 def test_stop_or_compare_from_a_list_filtered_by_labels_comes_back_to_it(alice, alice_client):
@@ -438,6 +506,52 @@ def test_kubernetes_takes_the_consoles_label_rule_and_keeps_its_own_job_id_label
     pod = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["metadata"]["labels"]
     assert labels["example.com/exp"] == pod["example.com/exp"] == "lr-1"
     assert labels[CONSOLE_JOB_LABEL] == pod[CONSOLE_JOB_LABEL] == JOB_ID
+
+
+@pytest.mark.parametrize("prefix", ["a..b", "a.-b", "a-.b", ".a", "a.", "-a", "A.b", "a_b.c"])
+def test_a_key_whose_prefix_is_no_dns_subdomain_is_refused_as_kubernetes_refuses_it(prefix):
+    # Kubernetes (and AIHC on it) checks a prefix as a DNS subdomain: dot-separated parts that
+    # start and end with a lowercase letter or digit. The rule let "a..b/c" through to a job
+    # the API server then refused at its create.
+    spec = S.JobSpec(name="run", labels=[(f"{prefix}/exp", "1"), ("a-b.c-9.example.com/exp", "1")])
+
+    errors = S.validate(spec)
+
+    assert errors["labels[0].key"] == [str(S.LABEL_KEY_RULE)]
+    assert "labels[1].key" not in errors
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "kueue.x-k8s.io/queue-name",
+        "kueue.x-k8s.io/priority-class",
+        "kubernetes.io/arch",
+        "node.kubernetes.io/instance-type",
+        "k8s.io/x",
+        "jobset.sigs.k8s.io/jobset-name",
+        "training.kubeflow.org/job-name",
+    ],
+)
+def test_a_key_kubernetes_or_its_schedulers_read_is_refused_on_its_row(key):
+    # The labels go on a Kubernetes pool's job and pods: Kueue would take its queue or priority
+    # from kueue.x-k8s.io/..., not from the console's.
+    from django.utils import translation
+
+    spec = S.JobSpec(name="run", labels=[(key, "high"), ("my-kubernetes.io.example.com/x", "1")])
+
+    with translation.override("en"):
+        errors = S.validate(spec)
+    with translation.override("zh-hans"):
+        chinese = S.validate(spec)["labels[0].key"]
+
+    assert errors["labels[0].key"] == [
+        f"Keys under {S.platform_label_domain(key)} are read by Kubernetes and its schedulers "
+        "(such as the queue and priority a job runs with), never set by hand; choose another "
+        "key."
+    ]
+    assert chinese[0].startswith(f"{S.platform_label_domain(key)} 下的键由 Kubernetes")
+    assert "labels[1].key" not in errors
 
 
 def test_a_scripts_labels_are_described_back_and_filter_the_list_and_a_reserved_one_is_refused(
