@@ -7,10 +7,13 @@ import html
 import json
 import re
 import uuid
+from datetime import timedelta
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jobs import spec as S
@@ -659,3 +662,151 @@ def test_the_review_confirmation_says_each_held_jobs_labels(alice, reviewer, set
     assert re.findall(r'<span class="review-labels" title="Labels">([^<]*)</span>', page) == [
         "project=llm, exp=lr-1"
     ]
+
+
+# -- usage by label (labels22) ---------------------------------------------------------------
+
+
+def ran(owner, key_values: dict[str, str], hours: int, *, cards: int = 1, day: int = 10) -> Job:
+    """A job that ran `hours` in April with these labels (the table submit fills)."""
+    from jobs.models import JobLabel
+    from tests.test_usage_report import at, run
+
+    job = run(owner, at(day, 0), at(day, hours), cards=cards)
+    JobLabel.objects.bulk_create(JobLabel(job=job, key=k, value=v) for k, v in key_values.items())
+    return job
+
+
+def label_rows(body: str) -> list[tuple[str, str, str, str]]:
+    [table] = re.findall(r'<table[^>]*id="usage-labels">(.*?)</table>', body, re.S)
+    return [
+        (re.sub(r"<[^>]+>", "", name), *cells)
+        for name, *cells in re.findall(
+            r'<tr class="usage-label-row"><th scope="row"[^>]*>(.*?)</th>'
+            r"<td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td></tr>",
+            table,
+        )
+    ]
+
+
+def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
+    alice, bob, alice_en, django_assert_num_queries
+):
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm", "exp": "a"}, 3, cards=2)  # 6 card-hours
+    ran(alice, {"project": "llm"}, 2)  # 2
+    ran(alice, {"project": "llm"}, 2, cards=0)  # 2 CPU-only job-hours
+    ran(alice, {"project": "vision"}, 1, cards=4)  # 4
+    ran(alice, {"project": ""}, 1)  # 1, an empty value
+    ran(alice, {"exp": "b"}, 5)  # 5, no project
+    ran(alice, {"project": "llm"}, 7).delete()  # 7, kept as a record without its labels
+    ran(bob, {"project": "llm"}, 9)  # another user's: not counted
+    alice_en.get("/account/usage/", APRIL_QUERY)  # warm the session
+
+    # The page's 6 queries, and two more: the jobs by value, the deleted jobs' records.
+    with django_assert_num_queries(8):
+        r = alice_en.get("/account/usage/", {**APRIL_QUERY, "by_label": "project"})
+
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert label_rows(body) == [
+        ("llm", "8.00", "3", "2.00"),
+        ("vision", "4.00", "1", "0.00"),
+        ("(empty value)", "1.00", "1", "0.00"),
+        ("(no such label)", "5.00", "1", "0.00"),
+        ("(deleted jobs: their labels are not kept)", "7.00", "1", "0.00"),
+    ]
+    by_label, total = r.context["by_label"], r.context["report"].total
+    rows = [row.figures for row in by_label.values] + [by_label.deleted]
+    assert sum((f.card_time for f in rows), timedelta(0)) == total.card_time
+    assert sum((f.cpu_time for f in rows), timedelta(0)) == total.cpu_time
+    assert sum(f.jobs for f in rows) == total.jobs == 7
+    assert 'name="by_label" value="project"' in body
+    assert "By label project" in body
+
+
+def test_the_usage_reports_queries_by_label_are_the_same_for_3_or_30_jobs(alice, reviewer):
+    from tests.test_usage_report import APRIL_QUERY
+
+    client = staff_client(reviewer)
+    counts = []
+    for batch in (3, 27):
+        for n in range(batch):
+            ran(alice, {"project": f"p{n % 4}"}, 1 + n % 3, day=1 + n % 28)
+        with CaptureQueriesContext(connection) as queries:
+            r = client.get("/admin/jobs/job/usage/", {**APRIL_QUERY, "by_label": "project"})
+        counts.append(len(queries.captured_queries))
+        assert r.status_code == 200
+        values = {row.value for row in r.context["by_label"].values}
+        assert values == {f"p{n}" for n in range(min(batch, 4))}
+    assert counts[0] == counts[1]
+
+
+def test_the_admin_usage_report_by_label_counts_every_users_jobs(alice, bob, reviewer):
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm"}, 2)
+    ran(bob, {"project": "llm"}, 3, cards=2)
+    ran(bob, {"team": "cv"}, 1)
+
+    r = staff_client(reviewer).get("/admin/jobs/job/usage/", {**APRIL_QUERY, "by_label": "project"})
+
+    assert r.status_code == 200
+    assert label_rows(r.content.decode()) == [
+        ("llm", "8.00", "2", "0.00"),
+        ("(no such label)", "1.00", "1", "0.00"),
+    ]
+    rows = [row.figures.card_time for row in r.context["by_label"].values]
+    assert sum(rows, timedelta(0)) == r.context["report"].total.card_time
+
+
+@pytest.mark.parametrize("url", ["/account/usage/", "/admin/jobs/job/usage/"])
+@pytest.mark.parametrize("key", ["pro\x00ject", "k" * 318])
+def test_a_label_key_no_job_can_have_is_said_on_the_field_not_a_500(alice, reviewer, url, key):
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm"}, 2)
+    client = staff_client(reviewer if url.startswith("/admin/") else alice)
+
+    r = client.get(url, {**APRIL_QUERY, "by_label": key})
+
+    assert r.status_code == 200
+    assert r.context["by_label"] is None and r.context["report"] is not None
+    assert r.context["label_form"].errors["by_label"]
+    assert 'id="usage-labels"' not in r.content.decode()
+
+
+def test_the_usage_csvs_have_the_rows_by_label_adding_up_to_the_total(alice, reviewer):
+    import csv
+    import io
+
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm"}, 3, cards=2)
+    ran(alice, {"exp": "b"}, 1)
+    ran(alice, {"project": "=cmd"}, 1)  # a value a spreadsheet would take for a formula
+    ran(alice, {"project": "llm"}, 2).delete()
+    query = {**APRIL_QUERY, "by_label": "project", "format": "csv"}
+
+    for client, url in (
+        (staff_client(alice), "/account/usage/"),
+        (staff_client(reviewer), "/admin/jobs/job/usage/"),
+    ):
+        r = client.get(url, query)
+
+        assert r.status_code == 200
+        rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"))))
+        by_label = [
+            (row["scope"], row["label_key"], row["label_value"], row["card_hours"], row["jobs"])
+            for row in rows
+            if row["scope"].startswith("label")
+        ]
+        assert by_label == [
+            ("label", "project", "llm", "6.00", "1"),
+            ("label", "project", "'=cmd", "1.00", "1"),
+            ("label_none", "project", "", "1.00", "1"),
+            ("label_deleted", "project", "", "2.00", "1"),
+        ]
+        [total] = [row for row in rows if row["scope"] == "total"]
+        assert total["card_hours"] == "10.00"
