@@ -30,7 +30,6 @@ from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
 from django.http import (
     Http404,
     HttpRequest,
@@ -357,10 +356,12 @@ class PriorityFilter(admin.SimpleListFilter):
         return queryset.filter(priority=self.value()) if self.value() else queryset
 
 
-# The label filter offers the labels most used by the jobs of the newest this many labels
-# (JobLabel rows): a list page reads these alone, however many jobs there are (grouping the
-# whole table took 10 ms at 30,000 jobs of three labels, and grows with them).
-LABELS_READ_FOR_FILTER = 10_000
+# The label filter offers the labels most used by the newest this many labels (JobLabel rows,
+# read by their ids): a list page groups these alone. Measured on SQLite (3 labels a job):
+# grouping the whole table took 15 ms at 30,000 jobs and 46 ms at 100,000; these, 1.8 and
+# 2.6 ms. (A bound on the id, `pk >= the 2,000th newest`, was no cheaper: SQLite still read
+# the whole key and value index for the grouping.)
+LABELS_READ_FOR_FILTER = 2_000
 LABELS_OFFERED = 20
 
 
@@ -373,11 +374,9 @@ class LabelFilter(admin.SimpleListFilter):
     parameter_name = "label"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        newest = JobLabel.objects.order_by("-pk").values("pk")[
-            LABELS_READ_FOR_FILTER - 1 : LABELS_READ_FOR_FILTER
-        ]
+        newest = JobLabel.objects.order_by("-pk").values("pk")[:LABELS_READ_FOR_FILTER]
         rows = (
-            JobLabel.objects.filter(pk__gte=Coalesce(Subquery(newest), 0))
+            JobLabel.objects.filter(pk__in=Subquery(newest))
             .values("key", "value")
             .annotate(jobs=Count("job"))
             .order_by("-jobs", "key", "value")[:LABELS_OFFERED]
