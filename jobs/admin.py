@@ -29,7 +29,7 @@ from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Max, Q, QuerySet, Subquery
+from django.db.models import Count, Max, Q, QuerySet, Subquery
 from django.http import (
     Http404,
     HttpRequest,
@@ -62,6 +62,7 @@ from .models import (
     CardQuota,
     Job,
     JobEvent,
+    JobLabel,
     JobStatus,
     Priority,
     ReviewMode,
@@ -353,6 +354,47 @@ class PriorityFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         return queryset.filter(priority=self.value()) if self.value() else queryset
+
+
+# The label filter offers the labels most used by the newest this many labels (JobLabel rows,
+# read by their ids): a list page groups these alone. Measured on SQLite (3 labels a job):
+# grouping the whole table took 15 ms at 30,000 jobs and 46 ms at 100,000; these, 1.8 and
+# 2.6 ms. (A bound on the id, `pk >= the 2,000th newest`, was no cheaper: SQLite still read
+# the whole key and value index for the grouping.)
+LABELS_READ_FOR_FILTER = 2_000
+LABELS_OFFERED = 20
+
+
+class LabelFilter(admin.SimpleListFilter):
+    """Jobs by a label (标签): `?label=key=value`, or `?label=key` for any value, as the owner's
+    job list takes it, through JobLabel's (key, value, job) index. The choices are the labels
+    most used lately (LABELS_READ_FOR_FILTER); any other is asked for in the address."""
+
+    title = gettext_lazy("label")
+    parameter_name = "label"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        newest = JobLabel.objects.order_by("-pk").values("pk")[:LABELS_READ_FOR_FILTER]
+        rows = (
+            JobLabel.objects.filter(pk__in=Subquery(newest))
+            .values("key", "value")
+            .annotate(jobs=Count("job"))
+            .order_by("-jobs", "key", "value")[:LABELS_OFFERED]
+        )
+        return [(f"{row['key']}={row['value']}",) * 2 for row in rows]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if not self.value():
+            return queryset
+        key, sep, value = self.value().strip().partition("=")
+        key, value = key.strip(), value.strip()
+        if len(key) > JobLabel._meta.get_field("key").max_length or len(value) > (
+            JobLabel._meta.get_field("value").max_length
+        ):
+            return queryset.none()  # longer than any label (NULs: NulFreeLookupsMixin)
+        if not sep:
+            return queryset.filter(labels__key=key)
+        return queryset.filter(labels__key=key, labels__value=value)
 
 
 class CardsFilter(admin.SimpleListFilter):
@@ -792,6 +834,7 @@ class JobAdmin(
         FrameworkFilter,
         CardsFilter,
         PriorityFilter,
+        LabelFilter,
         "owner",
         "created_at",
     ]
@@ -860,6 +903,7 @@ class JobAdmin(
     # People are shown, not linked: the user pages are the superusers' (a reviewer gets 403).
     readonly_fields = [
         "owner_shown",
+        "labels_shown",
         "reviewed_by_shown",
         "status_reason_in_language",
         "group_task",
@@ -871,7 +915,16 @@ class JobAdmin(
     fieldsets = [
         (
             None,
-            {"fields": ["public_id", "name", "owner_shown", "status", "status_reason_in_language"]},
+            {
+                "fields": [
+                    "public_id",
+                    "name",
+                    "owner_shown",
+                    "labels_shown",
+                    "status",
+                    "status_reason_in_language",
+                ]
+            },
         ),
         (
             gettext_lazy("Review"),
@@ -921,6 +974,11 @@ class JobAdmin(
     @admin.display(description=gettext_lazy("owner"))
     def owner_shown(self, job: Job) -> str:
         return _user_text(job.owner)
+
+    @admin.display(description=gettext_lazy("labels"))
+    def labels_shown(self, job: Job) -> str:
+        # From its stored spec (no query), as the owner's job page shows them.
+        return job.labels_text or "—"
 
     @admin.display(description=gettext_lazy("status reason"))
     def status_reason_in_language(self, job: Job) -> str:

@@ -278,6 +278,12 @@ class Job(models.Model):
         job_spec = self.spec.get("jobSpec") if isinstance(self.spec, dict) else None
         return isinstance(job_spec, dict) and job_spec.get("privileged") is True
 
+    @property
+    def labels_text(self) -> str:
+        """Its labels (标签) as "key=value, key=value", from its stored spec (a reviewer's page
+        and the review's confirmation say them without a query)."""
+        return ", ".join(f"{k}={v}" for k, v in spec_module.stored_labels(self.spec))
+
     def secret_values(self) -> list[str]:
         """What to mask in anything shown of the job, also once its stored spec no longer
         parses (spec.stored_secret_values)."""

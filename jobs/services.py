@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -269,3 +270,27 @@ def jobs_submit(
         # A concurrent submit with the same key won the race; return what it created.
         return list(Job.objects.filter(submit_key__startswith=submit_key).order_by("id"))
     return jobs
+
+
+# The job list's label filter suggests at most this many keys and key=value pairs: enough for
+# a team's projects and experiments, few enough that the page stays light.
+MAX_LABEL_SUGGESTIONS = 200
+
+
+def label_suggestions(*, owner: Any) -> list[str]:
+    """What the job list's label filter suggests (its <datalist>): the keys and key=value pairs
+    of `owner`'s own jobs, the most used first. One query: the labels table grouped through its
+    (key, value, job) index, joined to the owner's jobs; never another user's labels. A key
+    counts the jobs of the pairs read, so a key is listed before each of its values."""
+    rows = (
+        JobLabel.objects.filter(job__owner=owner)
+        .values("key", "value")
+        .annotate(jobs=Count("job"))
+        .order_by("-jobs", "key", "value")[:MAX_LABEL_SUGGESTIONS]
+    )
+    used: dict[str, int] = {}
+    for row in rows:
+        used[f"{row['key']}={row['value']}"] = row["jobs"]
+        used[row["key"]] = used.get(row["key"], 0) + row["jobs"]
+    ranked = sorted(used.items(), key=lambda item: (-item[1], item[0]))
+    return [text for text, _jobs in ranked[:MAX_LABEL_SUGGESTIONS]]

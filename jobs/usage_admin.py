@@ -11,6 +11,7 @@ import csv
 from collections.abc import Iterable
 from datetime import date
 from typing import Any
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib.admin import AdminSite
@@ -21,10 +22,18 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .models import Job
+from .models import Job, JobLabel
 from .pools import pool_labels
 from .spec import UNKNOWN_CARD
-from .usage import Figures, Period, PoolUsage, UsageReport, usage_report
+from .usage import (
+    Figures,
+    Period,
+    PoolUsage,
+    UsageByLabel,
+    UsageReport,
+    usage_by_label,
+    usage_report,
+)
 from .wizard import available_pools
 
 # Far enough either way for any job this console ran or will run, and well inside what
@@ -76,6 +85,28 @@ class UsagePeriodForm(forms.Form):
         return cleaned
 
 
+class UsageLabelForm(forms.Form):
+    """A label key (标签) to group a usage page's figures by (`project`: what each project
+    used). Longer than any key, or with a NUL: said on the field, and no grouping."""
+
+    by_label = forms.CharField(
+        label=gettext_lazy("By label"),
+        required=False,
+        max_length=JobLabel._meta.get_field("key").max_length,
+    )
+
+
+def label_usage(
+    request: HttpRequest, *, report: UsageReport, owner: Any = None
+) -> tuple[UsageLabelForm, UsageByLabel | None]:
+    """The label form of a usage page, and the report's figures by the key it asks for."""
+    form = UsageLabelForm({"by_label": request.GET.get("by_label", "")})
+    if not form.is_valid() or not form.cleaned_data["by_label"]:
+        return form, None
+    key = form.cleaned_data["by_label"]
+    return form, usage_by_label(period=report.period, key=key, now=report.now, owner=owner)
+
+
 def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> HttpResponse:
     if not model_admin.has_view_permission(request):
         raise PermissionDenied
@@ -84,8 +115,13 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
     report = usage_report(period=form.cleaned_data["period"]) if form.is_valid() else None
     names = offered_pool_names() if report is not None else {}
     pool_ids = [row.pool for row in report.pools] if report is not None else []
+    label_form, by_label = (
+        label_usage(request, report=report) if report is not None else (UsageLabelForm(), None)
+    )
     if report is not None and request.GET.get("format") == "csv":
-        return _csv(report, pool_names=csv_pool_names(names=names, pool_ids=pool_ids))
+        return _csv(
+            report, pool_names=csv_pool_names(names=names, pool_ids=pool_ids), by_label=by_label
+        )
     if report is not None and not any(given.values()):
         # Show the default period in the form, so it says which month this is.
         form = UsagePeriodForm(
@@ -96,13 +132,15 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
         "opts": Job._meta,
         "title": _("Usage report"),
         "form": form,
+        "label_form": label_form,
+        "by_label": by_label,
         "report": report,
         "pool_rows": pool_rows(
             report.pools, labels=usage_pool_labels(names=names, pool_ids=pool_ids)
         )
         if report
         else [],
-        "csv_query": _csv_query(report) if report else "",
+        "csv_query": _csv_query(report, by_label) if report else "",
         "as_of": report is not None and report.period.ends_at > report.now,
     }
     return TemplateResponse(request, "admin/jobs/job/usage.html", context)
@@ -166,10 +204,14 @@ def _card_label(card_type: str) -> str:
     return card_type
 
 
-def _csv_query(report: UsageReport) -> str:
-    return (
-        f"date_from={report.period.first.isoformat()}"
-        f"&date_to={report.period.last.isoformat()}&format=csv"
+def _csv_query(report: UsageReport, by_label: UsageByLabel | None = None) -> str:
+    return urlencode(
+        {
+            "date_from": report.period.first.isoformat(),
+            "date_to": report.period.last.isoformat(),
+            **({"by_label": by_label.key} if by_label is not None else {}),
+            "format": "csv",
+        }
     )
 
 
@@ -187,6 +229,8 @@ CSV_HEADER = [
     "jobs",
     "cpu_only_job_hours",
     "user_deleted",
+    "label_key",
+    "label_value",
 ]
 # A spreadsheet takes a cell starting with one of these as a formula (CSV injection).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -205,6 +249,37 @@ def csv_response(filename: str) -> HttpResponse:
     return response
 
 
+class PaddedWriter:
+    """A CSV writer whose rows are padded to the header's width with blank cells: a row
+    leaves out the columns after its last filled one (the label's, on every row but the
+    label rows)."""
+
+    def __init__(self, response: HttpResponse, header: list[str]) -> None:
+        self.writer = csv.writer(response)
+        self.width = len(header)
+        self.writer.writerow(header)
+
+    def writerow(self, row: list[str]) -> None:
+        self.writer.writerow([*row, *[""] * (self.width - len(row))])
+
+
+def label_scopes(by_label: UsageByLabel | None) -> list[tuple[str, str, str, Figures]]:
+    """The rows by label of a usage CSV: (scope, label_key, label_value, figures). Scope
+    "label" for each value ("" for an empty one), "label_none" for the jobs without the key,
+    "label_deleted" for deleted jobs (their labels are not kept): they add up to the total."""
+    if by_label is None:
+        return []
+    rows = [
+        ("label", by_label.key, row.value, row.figures)
+        if row.value is not None
+        else ("label_none", by_label.key, "", row.figures)
+        for row in by_label.values
+    ]
+    if by_label.deleted.jobs:
+        rows.append(("label_deleted", by_label.key, "", by_label.deleted))
+    return rows
+
+
 def csv_cell(text: str) -> str:
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
@@ -218,15 +293,16 @@ def _figures(figures: Figures, *, deleted: bool = False) -> list[str]:
     ]
 
 
-def _csv(report: UsageReport, *, pool_names: dict[str, str]) -> HttpResponse:
+def _csv(
+    report: UsageReport, *, pool_names: dict[str, str], by_label: UsageByLabel | None = None
+) -> HttpResponse:
     """One table in English, whatever the page's language: a row per user (a deleted user's
     with `user_deleted` "yes"), per group (no group: `group` blank), per pool and card type
     (CPU only: `card_type` blank), and the total. A pool row has the pool's id (`pool`) and
     its name (`pool_name`, csv_pool_names: today's, or the last known one of a pool no longer
     offered, marked so). Hours to two decimals. UTF-8 with a byte order mark (csv_response)."""
     response = csv_response(f"usage-{period_name(report.period)}.csv")
-    writer = csv.writer(response)
-    writer.writerow(CSV_HEADER)
+    writer = PaddedWriter(response, CSV_HEADER)
     for user in report.users:
         writer.writerow(
             [
@@ -256,6 +332,10 @@ def _csv(report: UsageReport, *, pool_names: dict[str, str]) -> HttpResponse:
                 csv_cell(row.card_type),
                 *_figures(row.figures),
             ]
+        )
+    for scope, key, value, figures in label_scopes(by_label):
+        writer.writerow(
+            [scope, "", "", "", "", "", "", *_figures(figures), csv_cell(key), csv_cell(value)]
         )
     writer.writerow(["total", "", "", "", "", "", "", *_figures(report.total)])
     return response

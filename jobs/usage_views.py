@@ -7,9 +7,9 @@ report, jobs.usage_admin, whose period form this page shares)."""
 
 from __future__ import annotations
 
-import csv
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -18,12 +18,24 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from .http import AuthenticatedHttpRequest
-from .usage import HOUR, Period, UsageReport, card_types, usage_jobs, usage_report
+from .usage import (
+    HOUR,
+    Period,
+    UsageByLabel,
+    UsageReport,
+    card_types,
+    usage_jobs,
+    usage_report,
+)
 from .usage_admin import (
+    PaddedWriter,
+    UsageLabelForm,
     UsagePeriodForm,
     csv_cell,
     csv_pool_names,
     csv_response,
+    label_scopes,
+    label_usage,
     offered_pool_names,
     period_name,
     pool_rows,
@@ -41,6 +53,7 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "form": form,
         "report": None,
+        "label_form": UsageLabelForm({"by_label": request.GET.get("by_label", "")}),
         "this_month": this_month,
         "last_month": Period.this_month(today=this_month.first - timedelta(days=1)),
     }
@@ -55,13 +68,21 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     # longer offered by their last known name: one query for the page, when there are any.
     names = offered_pool_names()
     pool_ids = [row.pool for row in report.pools]
+    label_form, by_label = label_usage(request, report=report, owner=request.user)
     if request.GET.get("format") == "csv":
         # The report's pools are those of the jobs it counts: every job row's pool is one.
-        return _csv(report, jobs, pool_names=csv_pool_names(names=names, pool_ids=pool_ids))
+        return _csv(
+            report,
+            jobs,
+            pool_names=csv_pool_names(names=names, pool_ids=pool_ids),
+            by_label=by_label,
+        )
     if not any(given.values()):
         # Show the default period in the form, so it says which month this is.
         form = UsagePeriodForm(initial={"date_from": period.first, "date_to": period.last})
     query = f"date_from={period.first.isoformat()}&date_to={period.last.isoformat()}"
+    if by_label is not None:
+        query += f"&{urlencode({'by_label': by_label.key})}"
     page = ListPage.of(jobs, request.GET.get("page"))
     rows = list(page.object_list)
     labels = usage_pool_labels(
@@ -71,6 +92,8 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     context.update(
         form=form,
         report=report,
+        label_form=label_form,
+        by_label=by_label,
         pool_rows=pool_rows(report.pools, labels=labels),
         page=page,
         query=query,
@@ -109,10 +132,18 @@ CSV_HEADER = [
     "card_hours",
     "jobs",
     "cpu_only_job_hours",
+    "label_key",
+    "label_value",
 ]
 
 
-def _csv(report: UsageReport, jobs: Any, *, pool_names: dict[str, str]) -> HttpResponse:
+def _csv(
+    report: UsageReport,
+    jobs: Any,
+    *,
+    pool_names: dict[str, str],
+    by_label: UsageByLabel | None = None,
+) -> HttpResponse:
     """One table in English, as the admin's CSV: a row per job that ran (newest start first;
     a deleted one's `job_deleted` "yes"; `card_type` its card types, sorted, joined by
     CARD_TYPES_SEPARATOR), per pool and card type (CPU only: `card_type` blank), and the
@@ -120,8 +151,7 @@ def _csv(report: UsageReport, jobs: Any, *, pool_names: dict[str, str]) -> HttpR
     or a pool no longer offered's last known one, marked). Hours to two decimals; times in the
     console's zone."""
     response = csv_response(f"my-usage-{period_name(report.period)}.csv")
-    writer = csv.writer(response)
-    writer.writerow(CSV_HEADER)
+    writer = PaddedWriter(response, CSV_HEADER)
     for row in jobs.iterator(2000):
         hours = row["run"] / HOUR
         cards = row["total_cards"]
@@ -161,6 +191,18 @@ def _csv(report: UsageReport, jobs: Any, *, pool_names: dict[str, str]) -> HttpR
                 f"{figures.card_hours:.2f}",
                 str(figures.jobs),
                 f"{figures.cpu_job_hours:.2f}",
+            ]
+        )
+    for scope, key, value, figures in label_scopes(by_label):
+        writer.writerow(
+            [
+                scope,
+                *[""] * 10,
+                f"{figures.card_hours:.2f}",
+                str(figures.jobs),
+                f"{figures.cpu_job_hours:.2f}",
+                csv_cell(key),
+                csv_cell(value),
             ]
         )
     total = report.total

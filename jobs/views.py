@@ -73,13 +73,13 @@ from .logs import (
     search_pattern,
     shown_lines,
 )
-from .models import FINAL_STATUSES, Job, JobStatus, LocalRun
+from .models import FINAL_STATUSES, Job, JobLabel, JobStatus, LocalRun
 from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
 from .scheduler import queue_position, why_waiting
 from .selection import MAX_CARRIED, carried_ids, merged_selection, selection_of
-from .services import job_events_shown
+from .services import job_events_shown, label_suggestions
 from .spec import FRAMEWORK_LABELS, MPI, SpecError, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
@@ -134,6 +134,37 @@ class JobFilterForm(forms.Form):
     queue = forms.CharField(
         required=False, label=gettext_lazy("Queue"), max_length=MAX_FILTER_LENGTH
     )
+    # `key=value` or `key`, the `label=` a chip's link carries (the address keeps each label
+    # asked for, all read by clean(): a Field, not a CharField, which would check the last
+    # alone). Those no job can have are said so here and left out, the others applied.
+    label = forms.Field(required=False, label=gettext_lazy("Label"))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        data["labels"] = []
+        # The first label refused, shown again in the field to correct (a NUL taken out).
+        self.refused_label = ""
+        key_max = JobLabel._meta.get_field("key").max_length or 0
+        value_max = JobLabel._meta.get_field("value").max_length or 0
+        for key, value in asked_labels(self.data) if isinstance(self.data, QueryDict) else []:
+            text = label_query((key, value))
+            if "\x00" in text:
+                problem = _("A label cannot hold a NUL character.")
+            elif len(key) > key_max or len(value or "") > value_max:
+                problem = _(
+                    "No job has %(label)s: a label's key is at most %(key)d characters and its "
+                    "value at most %(value)d."
+                ) % {
+                    "key": key_max,
+                    "value": value_max,
+                    "label": text if len(text) <= 64 else text[:63] + "…",
+                }
+            else:
+                data["labels"].append((key, value))
+                continue
+            self.add_error("label", problem)
+            self.refused_label = self.refused_label or text.replace("\x00", "")
+        return data
 
 
 OLDER_LINK_ERROR = gettext_lazy(
@@ -260,10 +291,10 @@ def label_chips(labels: list[tuple[str, str]], kept: list[tuple[str, str]]) -> l
 
 
 def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
-    jobs = _labelled(Job.objects.filter(owner=request.user), asked_labels(request.GET))
-    # A filter the form refused (a status from an old link, a NUL) is said so on its field;
-    # the others still apply (cleaned_data holds just the valid ones).
+    # A filter the form refused (a status from an old link, a NUL, a label no job can have) is
+    # said so on its field; the others still apply (cleaned_data holds just the valid ones).
     form.is_valid()
+    jobs = _labelled(Job.objects.filter(owner=request.user), form.cleaned_data["labels"])
     data = {"q": "", "status": "", "framework": "", "pool": "", "queue": ""}
     data.update(form.cleaned_data)
     if data["q"]:
@@ -334,7 +365,9 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # each label's "×" then finds its own in the address (" project = llm" was never removed),
     # and an address asking for hundreds is not copied into every link of the page.
     every_label = every_asked_label(request.GET)
-    asked = every_label[:MAX_LABEL_FILTERS]
+    # Applied: the first MAX_LABEL_FILTERS asked, less those no job can have (JobFilterForm
+    # says those on its field, where they are shown again to correct).
+    asked = form.cleaned_data["labels"]
     query.setlist("label", [label_query(pair) for pair in asked])
     # The refresh leaves the selection out: its boxes keep what the user ticked (hx-preserve).
     poll_query = query.urlencode()
@@ -350,7 +383,12 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "form": form,
         "page": page,
         # An empty page then means no job matches, not that there is none.
-        "filtered": bool(asked) or any(str(value).strip() for value in form.cleaned_data.values()),
+        "filtered": bool(asked)
+        or "label" in form.errors
+        or any(
+            str(form.cleaned_data.get(name, "")).strip()
+            for name in ("q", "status", "framework", "pool", "queue")
+        ),
         # The labels filtered by, each with the list's address without it.
         "label_filters": [
             (
@@ -394,6 +432,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # The pool filter's select (the whole page only: a poll swaps just the table): the pools
     # offered now, and those the user's own jobs are in that are not (read above). The list
     # shows only the user's jobs, staff's too, so other users' pools would match nothing.
+    # The label field's suggestions: the user's own labels (one query, never another user's).
+    context["label_suggestions"] = label_suggestions(owner=request.user)
     context["pool_choices"], context["pool_selected"] = pool_filter_choices(
         pools=pools or [],
         chosen=form.cleaned_data.get("pool", ""),

@@ -352,8 +352,8 @@ def test_the_job_list_shows_the_banner_to_a_user_with_a_queued_job_and_not_to_ot
 
     # Session, user, one page of jobs, the heartbeat with whether she has jobs waiting, and
     # the pools her jobs used (the pool filter lists removed ones too; it names the offered
-    # pools without reading the local pool's running jobs).
-    with django_assert_num_queries(5):
+    # pools without reading the local pool's running jobs), and the label filter's suggestions.
+    with django_assert_num_queries(6):
         page = alices.get(reverse("job-list")).content.decode()
 
     assert banner(page) == STALE_EN

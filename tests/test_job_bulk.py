@@ -46,9 +46,9 @@ def test_the_list_has_a_box_per_row_and_costs_no_more_queries_for_them(
     jobs = [submit(alice) for _ in range(3)]
     alice_client.get(reverse("job-list"))  # warm the session
 
-    with django_assert_num_queries(5):  # session, user, the page, the heartbeat and the pools
+    with django_assert_num_queries(6):  # session, user, the page, the heartbeat, the pools
         # Alice's jobs are in (the pool filter names pools only: the local pool's busy cards are
-        # not read)
+        # not read) and her labels (the label filter's suggestions)
         html = alice_client.get(reverse("job-list")).content.decode()
 
     for job in jobs:

@@ -7,9 +7,13 @@ import html
 import json
 import re
 import uuid
-from urllib.parse import parse_qsl, urlsplit
+from datetime import timedelta
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from jobs import spec as S
@@ -349,19 +353,19 @@ def test_the_list_costs_the_same_queries_whatever_the_number_of_labels(
     labelled_job(alice, name="bare")
     alice_client.get(LIST)  # warm the session
     # As test_the_list_costs_the_same_queries_for_few_or_many_jobs: labels add none.
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         alice_client.get(LIST)
     for n in range(20):
         labelled_job(alice, *[(f"k{i}", f"v{n}") for i in range(S.MAX_LABELS)], name=f"r{n}")
 
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         page = alice_client.get(LIST).content.decode()
     with django_assert_num_queries(4):
         alice_client.get(LIST, headers=HTMX)
 
     assert len(chips(page)) == 20 * S.MAX_LABELS  # a page of 20 rows (the bare one on page 2)
     # Filtering by labels is the same one query for the page, a JOIN per label.
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         alice_client.get(LIST, {"label": ["k0=v3", "k1=v3"]})
 
 
@@ -592,3 +596,331 @@ def test_a_label_in_a_row_keeps_the_jobs_ticked_on_other_pages(alice, alice_clie
         ("sel", other.public_id),
     ]
     assert "data-keeps-selection>project=llm</a>" in page.decode()
+
+
+# -- the filter form's 标签 field (labels22) -----------------------------------------------
+
+
+def suggestions(page: str) -> list[str]:
+    [datalist] = re.findall(r'<datalist id="label-suggestions">(.*?)</datalist>', page, re.S)
+    return [html.unescape(text) for text in re.findall(r'<option value="([^"]*)">', datalist)]
+
+
+def test_a_label_typed_in_the_filter_form_filters_the_list_and_keeps_the_other_filters(
+    alice, alice_client
+):
+    llm = labelled_job(alice, ("project", "llm"), ("exp", "lr-1"), name="run-a")
+    labelled_job(alice, ("project", "vision"), name="run-b")
+    labelled_job(alice, ("project", "llm"), name="other")
+    ticked = labelled_job(alice, name="ticked")
+
+    # The form's field sends the same `label=` a chip's link does.
+    r = alice_client.get(LIST, {"q": "run", "label": " project=llm ", "sel": ticked.public_id})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert listed(page) == [llm.public_id]
+    # Asked for now: a chip to drop it, kept by the form (hidden) beside the selection, and the
+    # field empty for one more label.
+    assert re.findall(r'<span class="[^"]*label-filter" title="([^"]+)"', page) == ["project=llm"]
+    [form] = re.findall(r'<form method="get"[^>]*id="job-filters".*?</form>', page, re.S)
+    assert '<input type="hidden" name="label" value="project=llm">' in form
+    assert f'<input type="hidden" name="sel" value="{ticked.public_id}">' in form
+    assert re.search(r'name="label" id="id_label" value=""', form)
+
+
+def test_the_label_field_suggests_the_users_own_labels_most_used_first_never_anothers(
+    alice, bob, alice_client
+):
+    labelled_job(alice, ("project", "llm"), ("exp", "lr-1"), name="a")
+    labelled_job(alice, ("project", "llm"), name="b")
+    labelled_job(alice, ("project", "vision"), name="c")
+    labelled_job(bob, ("secret-project", "x"), ("project", "bobs"), name="bobs")
+
+    page = alice_client.get(LIST).content.decode()
+
+    # project on 3 jobs, project=llm on 2, then those on 1 in the order of their text.
+    assert suggestions(page) == ["project", "project=llm", "exp", "exp=lr-1", "project=vision"]
+    assert "bobs" not in page and "secret-project" not in page
+    assert 'list="label-suggestions"' in page
+
+
+def test_the_label_suggestions_stop_at_their_maximum_keys_first(alice, alice_client):
+    from jobs.services import MAX_LABEL_SUGGESTIONS
+
+    keys = [f"k{i:02}" for i in range(S.MAX_LABELS)]
+    for n in range(MAX_LABEL_SUGGESTIONS // S.MAX_LABELS + 1):  # more pairs than suggested
+        labelled_job(alice, *[(key, f"v{n}") for key in keys], name=f"r{n}")
+
+    shown = suggestions(alice_client.get(LIST).content.decode())
+
+    assert len(shown) == MAX_LABEL_SUGGESTIONS
+    # Each key is on every job, each pair on one: the keys of the pairs read come first.
+    assert "=" not in shown[0] and shown[0] == "k00" and "=" in shown[-1]
+
+
+@pytest.mark.parametrize(
+    ("typed", "shown_again", "message"),
+    [
+        ("project=l\x00lm", "project=llm", "不能包含 NUL"),
+        ("k" * 400 + "=v", "k" * 400 + "=v", "最多 317 个字符"),
+        ("project=" + "v" * 64, "project=" + "v" * 64, "最多 317 个字符"),
+    ],
+)
+def test_a_label_no_job_can_have_is_said_on_the_field_and_the_others_still_apply(
+    alice, alice_client, typed, shown_again, message
+):
+    llm = labelled_job(alice, ("project", "llm"), ("exp", "lr-1"), name="a")
+    labelled_job(alice, ("project", "vision"), name="b")
+
+    r = alice_client.get(LIST, {"label": ["exp=lr-1", typed]})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    # The label asked for before still applies; the one typed is not, and is shown to correct.
+    assert listed(page) == [llm.public_id]
+    [error] = re.findall(
+        r'<div class="invalid-feedback d-block" id="id_label_error">([^<]*)<', page
+    )
+    assert message in html.unescape(error)
+    assert f'id="id_label" value="{html.escape(shown_again)}"' in page
+    assert '<input type="hidden" name="label" value="exp=lr-1">' in page
+    assert f'<input type="hidden" name="label" value="{html.escape(typed)}"' not in page
+
+
+def test_a_refused_label_alone_still_shows_every_job_and_the_form_open(alice, alice_en):
+    job = labelled_job(alice, ("project", "llm"))
+
+    page = alice_en.get(LIST, {"label": "x=" + "v" * 64}).content.decode()
+
+    assert listed(page) == [job.public_id]
+    assert 'id="job-filters-box" open' in page
+    assert "a label&#x27;s key is at most 317 characters and its value at most 63." in page
+
+
+# -- staff: the admin's job page, list and review (labels22) --------------------------------
+
+ADMIN_JOBS = "/admin/jobs/job/"
+
+
+def staff_client(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    client.cookies["django_language"] = "en"
+    return client
+
+
+def admin_listed(response) -> list[str]:
+    return [job.public_id for job in response.context["cl"].result_list]
+
+
+def test_the_admin_job_page_shows_the_labels_read_only(alice, reviewer):
+    job = labelled_job(alice, ("project", "llm"), ("exp", "lr-1"))
+
+    r = staff_client(reviewer).get(f"{ADMIN_JOBS}{job.pk}/change/")
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    # At the top, beside the owner (the spec's 基础信息 further down has them too).
+    [shown] = re.findall(r'<label>Labels:</label>\s*<div class="readonly">([^<]*)</div>', page)
+    assert shown == "project=llm, exp=lr-1"
+    assert 'name="labels_shown"' not in page  # read-only: no field to post
+
+
+def test_the_admin_job_list_filters_by_a_label_offered_or_asked_for_in_the_address(
+    alice, bob, reviewer
+):
+    alices = labelled_job(alice, ("project", "llm"), ("exp", "lr-1"), name="a")
+    bobs = labelled_job(bob, ("project", "llm"), name="b")
+    labelled_job(bob, ("project", "vision"), name="c")
+    client = staff_client(reviewer)
+
+    whole = client.get(ADMIN_JOBS)
+    by_pair = client.get(ADMIN_JOBS, {"label": "project=llm"})
+    by_key = client.get(ADMIN_JOBS, {"label": "exp"})
+
+    # Every user's jobs (a reviewer's list); the choices are the labels, most used first.
+    assert [by_pair.status_code, by_key.status_code] == [200, 200]
+    assert sorted(admin_listed(by_pair)) == sorted([alices.public_id, bobs.public_id])
+    assert admin_listed(by_key) == [alices.public_id]
+    page = whole.content.decode()
+    offered = re.findall(r'href="\?label=([^"&]+)"', page)
+    assert [unquote(text) for text in offered] == ["project=llm", "exp=lr-1", "project=vision"]
+
+
+@pytest.mark.parametrize("asked", ["project=\x00", "k" * 400, "project=" + "v" * 64, "=", "x=y"])
+def test_a_label_no_job_has_lists_nothing_in_the_admin_never_an_error(alice, reviewer, asked):
+    labelled_job(alice, ("project", "llm"))
+
+    r = staff_client(reviewer).get(ADMIN_JOBS, {"label": asked})
+
+    if "\x00" in asked:  # as any filter with a NUL (NulFreeLookupsMixin): the whole list
+        assert r.status_code == 302 and r.url.endswith("?e=1")
+    else:
+        assert r.status_code == 200
+        assert admin_listed(r) == []
+
+
+def test_the_review_confirmation_says_each_held_jobs_labels(alice, reviewer, settings):
+    settings.REVIEW_POLICY = "all"
+    held = labelled_job(alice, ("project", "llm"), ("exp", "lr-1"), name="held")
+    plain = labelled_job(alice, name="plain")
+    assert held.status == "pending_review"
+
+    r = staff_client(reviewer).post(
+        ADMIN_JOBS, {"action": "approve_jobs", "_selected_action": [held.pk, plain.pk]}
+    )
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert re.findall(r'<span class="review-labels" title="Labels">([^<]*)</span>', page) == [
+        "project=llm, exp=lr-1"
+    ]
+
+
+# -- usage by label (labels22) ---------------------------------------------------------------
+
+
+def ran(owner, key_values: dict[str, str], hours: int, *, cards: int = 1, day: int = 10) -> Job:
+    """A job that ran `hours` in April with these labels (the table submit fills)."""
+    from jobs.models import JobLabel
+    from tests.test_usage_report import at, run
+
+    job = run(owner, at(day, 0), at(day, hours), cards=cards)
+    JobLabel.objects.bulk_create(JobLabel(job=job, key=k, value=v) for k, v in key_values.items())
+    return job
+
+
+def label_rows(body: str) -> list[tuple[str, str, str, str]]:
+    [table] = re.findall(r'<table[^>]*id="usage-labels">(.*?)</table>', body, re.S)
+    return [
+        (re.sub(r"<[^>]+>", "", name), *cells)
+        for name, *cells in re.findall(
+            r'<tr class="usage-label-row"><th scope="row"[^>]*>(.*?)</th>'
+            r"<td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td></tr>",
+            table,
+        )
+    ]
+
+
+def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
+    alice, bob, alice_en, django_assert_num_queries
+):
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm", "exp": "a"}, 3, cards=2)  # 6 card-hours
+    ran(alice, {"project": "llm"}, 2)  # 2
+    ran(alice, {"project": "llm"}, 2, cards=0)  # 2 CPU-only job-hours
+    ran(alice, {"project": "vision"}, 1, cards=4)  # 4
+    ran(alice, {"project": ""}, 1)  # 1, an empty value
+    ran(alice, {"exp": "b"}, 5)  # 5, no project
+    ran(alice, {"project": "llm"}, 7).delete()  # 7, kept as a record without its labels
+    ran(bob, {"project": "llm"}, 9)  # another user's: not counted
+    alice_en.get("/account/usage/", APRIL_QUERY)  # warm the session
+
+    # The page's 6 queries, and two more: the jobs by value, the deleted jobs' records.
+    with django_assert_num_queries(8):
+        r = alice_en.get("/account/usage/", {**APRIL_QUERY, "by_label": "project"})
+
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert label_rows(body) == [
+        ("llm", "8.00", "3", "2.00"),
+        ("vision", "4.00", "1", "0.00"),
+        ("(empty value)", "1.00", "1", "0.00"),
+        ("(no such label)", "5.00", "1", "0.00"),
+        ("(deleted jobs: their labels are not kept)", "7.00", "1", "0.00"),
+    ]
+    by_label, total = r.context["by_label"], r.context["report"].total
+    rows = [row.figures for row in by_label.values] + [by_label.deleted]
+    assert sum((f.card_time for f in rows), timedelta(0)) == total.card_time
+    assert sum((f.cpu_time for f in rows), timedelta(0)) == total.cpu_time
+    assert sum(f.jobs for f in rows) == total.jobs == 7
+    assert 'name="by_label" value="project"' in body
+    assert "By label project" in body
+
+
+def test_the_usage_reports_queries_by_label_are_the_same_for_3_or_30_jobs(alice, reviewer):
+    from tests.test_usage_report import APRIL_QUERY
+
+    client = staff_client(reviewer)
+    counts = []
+    for batch in (3, 27):
+        for n in range(batch):
+            ran(alice, {"project": f"p{n % 4}"}, 1 + n % 3, day=1 + n % 28)
+        with CaptureQueriesContext(connection) as queries:
+            r = client.get("/admin/jobs/job/usage/", {**APRIL_QUERY, "by_label": "project"})
+        counts.append(len(queries.captured_queries))
+        assert r.status_code == 200
+        values = {row.value for row in r.context["by_label"].values}
+        assert values == {f"p{n}" for n in range(min(batch, 4))}
+    assert counts[0] == counts[1]
+
+
+def test_the_admin_usage_report_by_label_counts_every_users_jobs(alice, bob, reviewer):
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm"}, 2)
+    ran(bob, {"project": "llm"}, 3, cards=2)
+    ran(bob, {"team": "cv"}, 1)
+
+    r = staff_client(reviewer).get("/admin/jobs/job/usage/", {**APRIL_QUERY, "by_label": "project"})
+
+    assert r.status_code == 200
+    assert label_rows(r.content.decode()) == [
+        ("llm", "8.00", "2", "0.00"),
+        ("(no such label)", "1.00", "1", "0.00"),
+    ]
+    rows = [row.figures.card_time for row in r.context["by_label"].values]
+    assert sum(rows, timedelta(0)) == r.context["report"].total.card_time
+
+
+@pytest.mark.parametrize("url", ["/account/usage/", "/admin/jobs/job/usage/"])
+@pytest.mark.parametrize("key", ["pro\x00ject", "k" * 318])
+def test_a_label_key_no_job_can_have_is_said_on_the_field_not_a_500(alice, reviewer, url, key):
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm"}, 2)
+    client = staff_client(reviewer if url.startswith("/admin/") else alice)
+
+    r = client.get(url, {**APRIL_QUERY, "by_label": key})
+
+    assert r.status_code == 200
+    assert r.context["by_label"] is None and r.context["report"] is not None
+    assert r.context["label_form"].errors["by_label"]
+    assert 'id="usage-labels"' not in r.content.decode()
+
+
+def test_the_usage_csvs_have_the_rows_by_label_adding_up_to_the_total(alice, reviewer):
+    import csv
+    import io
+
+    from tests.test_usage_report import APRIL_QUERY
+
+    ran(alice, {"project": "llm"}, 3, cards=2)
+    ran(alice, {"exp": "b"}, 1)
+    ran(alice, {"project": "=cmd"}, 1)  # a value a spreadsheet would take for a formula
+    ran(alice, {"project": "llm"}, 2).delete()
+    query = {**APRIL_QUERY, "by_label": "project", "format": "csv"}
+
+    for client, url in (
+        (staff_client(alice), "/account/usage/"),
+        (staff_client(reviewer), "/admin/jobs/job/usage/"),
+    ):
+        r = client.get(url, query)
+
+        assert r.status_code == 200
+        rows = list(csv.DictReader(io.StringIO(r.content.decode("utf-8-sig"))))
+        by_label = [
+            (row["scope"], row["label_key"], row["label_value"], row["card_hours"], row["jobs"])
+            for row in rows
+            if row["scope"].startswith("label")
+        ]
+        assert by_label == [
+            ("label", "project", "llm", "6.00", "1"),
+            ("label", "project", "'=cmd", "1.00", "1"),
+            ("label_none", "project", "", "1.00", "1"),
+            ("label_deleted", "project", "", "2.00", "1"),
+        ]
+        [total] = [row for row in rows if row["scope"] == "total"]
+        assert total["card_hours"] == "10.00"

@@ -51,3 +51,50 @@ def test_two_labels_typed_in_the_wizard_link_from_the_job_page_to_the_list_filte
     expect(page.locator("tbody tr[data-job]")).to_have_count(1)
     expect(page.locator("tbody tr[data-job]")).to_contain_text("lr-sweep-1")
     expect(page.locator("#label-filters")).to_contain_text("exp=lr-sweep")
+
+
+def test_a_label_typed_in_the_filter_form_lists_the_jobs_having_it_on_a_phone_too(
+    logged_in_page, alice
+):
+    from jobs import spec as S
+
+    def labelled(name: str, *labels: tuple[str, str]) -> None:
+        spec = S.JobSpec(
+            name=name,
+            resource_pool_id="local",
+            image="python:3.12",
+            command="python train.py",
+            roles=[S.Role("master", 1)],
+            labels=list(labels),
+        )
+        jobs_submit(owner=alice, spec=spec, submit_key=name)
+
+    labelled("llm-a", ("project", "llm"), ("exp", "lr-1"))
+    labelled("llm-b", ("project", "llm"), ("exp", "lr-2"))
+    labelled("vision-a", ("project", "vision"))
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto("/")
+
+    # On a phone the filters fold under 筛选: open them, and the field is there, suggesting
+    # the user's own labels (the most used first).
+    page.locator("#job-filters-summary").click()
+    field = page.get_by_label("标签", exact=True)
+    expect(field).to_be_visible()
+    expect(page.locator("#label-suggestions option").first).to_have_attribute("value", "project")
+    field.fill("project=llm")
+    field.press("Enter")
+
+    page.wait_for_url(re.compile(r"/\?.*label=project%3Dllm"))
+    rows = page.locator("tbody tr[data-job]")
+    expect(rows).to_have_count(2)
+    expect(rows).to_contain_text(["llm-b", "llm-a"])
+    expect(page.locator("#label-filters")).to_contain_text("project=llm")
+    # A second label typed narrows the list; the first stays asked for.
+    page.get_by_label("标签", exact=True).fill("exp=lr-1")
+    page.get_by_label("标签", exact=True).press("Enter")
+    page.wait_for_url(re.compile(r"label=exp%3Dlr-1"))
+    expect(rows).to_have_count(1)
+    expect(rows).to_contain_text("llm-a")
+    # Nothing sideways on a phone: the page is as wide as the screen.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -360,15 +360,15 @@ def test_the_list_costs_the_same_queries_for_few_or_many_jobs(
     alice_client.get(reverse("job-list"))  # warm the session
     # Session, user, one page of jobs, the worker's heartbeat (with whether the user has
     # jobs waiting on it, for its banner) and the pools the user's jobs are in (DISTINCT, for
-    # the pool filter to list those no longer offered): no COUNT over every job the user has.
-    # The filter's select names the pools and shows no idle cards, so the local pool's
+    # the pool filter to list those no longer offered), and the user's labels grouped (the label
+    # filter's suggestions): no COUNT over every job the user has. The filter's select names the pools and shows no idle cards, so the local pool's
     # running jobs are not read.
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         alice_client.get(reverse("job-list"))
     jobs = [submit(alice) for _ in range(30)]
     for n, job in enumerate(jobs[-3:]):  # on page 1: page 2 shows local jobs only
         Job.objects.filter(pk=job.pk).update(resource_pool=f"cce-old{n}")
-    with django_assert_num_queries(5) as queries:
+    with django_assert_num_queries(6) as queries:
         html = alice_client.get(reverse("job-list"), {"page": 2}).content.decode()
     assert [o[0] for o in pool_options(html)] == ["", "local", "cce-old0", "cce-old1", "cce-old2"]
     assert sum("DISTINCT" in q["sql"] for q in queries.captured_queries) == 1
@@ -422,8 +422,8 @@ def test_pools_no_longer_offered_are_named_by_their_last_names_at_most_one_query
         Job.objects.filter(pk=job.pk).update(resource_pool=f"cce-old{n % 3}")
     alice_client.get(reverse("job-list"))  # warm the session
 
-    # The full page reads the last names with the pools the user's jobs are in: still five.
-    with django_assert_num_queries(5):
+    # The full page reads the last names with the pools the user's jobs are in: still six.
+    with django_assert_num_queries(6):
         html = alice_client.get(reverse("job-list")).content.decode()
     # The refresh reads them only for rows whose pool is not offered: one query for them all.
     with django_assert_num_queries(5):
@@ -454,7 +454,7 @@ def test_each_task_of_a_queue_group_says_which_it_is_in_the_list(
     alice_client.get(reverse("job-list"))  # warm the session
 
     with django_assert_num_queries(
-        5
+        6
     ):  # as test_the_list_costs_the_same_queries_for_few_or_many_jobs
         html = alice_client.get(reverse("job-list")).content.decode()
 
@@ -490,7 +490,7 @@ def test_a_queue_task_is_found_by_searching_for_it_as_the_list_shows_it(
     # The name alone still finds every task and the lone job.
     assert len(shown("qa-grp2")) == 4
     # Still one query for the page of jobs, as without a search.
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         alice_client.get(reverse("job-list"), {"q": "qa-grp2 2/3"})
 
 
