@@ -267,20 +267,26 @@ def test_copy_and_edit_fills_in_the_labels(alice, alice_client):
     assert [(r["key"][0], r["value"][0]) for r in rows] == [("project", "llm"), ("exp", "lr-1")]
 
 
-def test_the_review_diff_and_compare_show_a_label_row_when_labels_differ(alice, alice_client):
-    first = labelled_job(alice, ("exp", "lr-1"), name="a")
-    second = labelled_job(alice, ("exp", "lr-2"), name="b")
-    same = labelled_job(alice, ("exp", "lr-1"), name="c")
+def test_the_review_diff_and_compare_show_a_row_for_each_label_key_that_differs(
+    alice, alice_client
+):
+    first = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "3e-4"), name="a")
+    second = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "1e-4"), name="b")
+    same = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "3e-4"), name="c")
+    unlabelled = labelled_job(alice, name="d")
 
     changes = spec_changes(first.job_spec(), second.job_spec())
     compared = alice_client.get(
         f"{reverse('job-compare')}?job={first.public_id}&job={second.public_id}"
     ).content.decode()
     unchanged = spec_changes(first.job_spec(), same.job_spec())
+    gained = spec_changes(unlabelled.job_spec(), first.job_spec())
 
-    assert ("基础信息 · 标签", "exp=lr-1", "exp=lr-2") in changes
-    assert re.search(r'<th scope="row" class="fw-normal">基础信息 · 标签</th>', compared)
-    assert not any(label == "基础信息 · 标签" for label, _a, _b in unchanged)
+    # Only the key that changed, value against value: the sweep's copy says lr changed.
+    assert [c for c in changes if "标签" in c[0]] == [("基础信息 · 标签 lr", "3e-4", "1e-4")]
+    assert re.search(r'<th scope="row" class="fw-normal">基础信息 · 标签 lr</th>', compared)
+    assert not any("标签" in label for label, _a, _b in unchanged)
+    assert ("基础信息 · 标签 project", "—", "llm") in gained
 
 
 # -- the job page and the job list --------------------------------------------------------
