@@ -237,10 +237,13 @@ def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
 
 
 def every_asked_label(query: QueryDict) -> list[tuple[str, str | None]]:
-    """Every label a job list address asks for, each once, as asked_labels reads them."""
+    """Every label a job list address asks for, each once, as asked_labels reads them. A
+    colon without "=" separates them too: no key can hold one, and `lr:3e-4` is how a label
+    is pasted from YAML or a Kubernetes selector's output, which found nothing."""
     asked: dict[tuple[str, str | None], None] = {}
     for text in query.getlist("label"):
-        key, sep, value = text.strip().partition("=")
+        text = text.strip()
+        key, sep, value = text.partition("=" if "=" in text or ":" not in text else ":")
         if key.strip():
             asked[(key.strip(), value.strip() if sep else None)] = None
     return list(asked)

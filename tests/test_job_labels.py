@@ -339,6 +339,22 @@ def test_a_key_alone_finds_every_value_of_it(alice, alice_client):
     assert sorted(listed(page)) == sorted([first.public_id, second.public_id])
 
 
+def test_a_label_pasted_as_key_colon_value_filters_as_key_equals_value(alice, alice_client):
+    swept = labelled_job(alice, ("lr", "3e-4"), name="a")
+    labelled_job(alice, ("lr", "1e-4"), name="b")
+    prefixed = labelled_job(alice, ("example.com/lr", "3e-4"), name="c")
+
+    r = alice_client.get(LIST, {"label": "lr:3e-4"})
+    with_prefix = alice_client.get(LIST, {"label": "example.com/lr: 3e-4"}).content.decode()
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert listed(page) == [swept.public_id]
+    # The chip says what was applied, written as the console writes labels.
+    assert re.findall(r'<span class="[^"]*label-filter" title="([^"]+)"', page) == ["lr=3e-4"]
+    assert listed(with_prefix) == [prefixed.public_id]
+
+
 def test_a_label_in_a_row_links_to_the_list_with_its_filters_and_that_label(alice, alice_client):
     labelled_job(alice, ("project", "llm"), ("exp", "lr-1"))
 
