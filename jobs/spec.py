@@ -1279,6 +1279,18 @@ def stored_labels(document: Any) -> list[tuple[str, str]]:
     return list(labels.items())
 
 
+def _label_key_problem(key: str) -> str:
+    """Why `key` (not a label key) is refused: the rule, or, for a whole label pasted into the
+    key (`lr=3e-4`, or `lr:3e-4` as YAML writes it), that its two parts go apart, named."""
+    for separator in ("=", ":"):
+        before, sep, after = key.partition(separator)
+        if sep and LABEL_KEY_RE.match(before.strip()) and LABEL_VALUE_RE.match(after.strip()):
+            return _(
+                "A label's key and value go apart: %(key)s as the key and %(value)s as the value."
+            ) % {"key": before.strip(), "value": after.strip()}
+    return str(LABEL_KEY_RULE)
+
+
 def reserved_label_key(key: str) -> str:
     """The reserved prefix (or key) `key` falls under (RESERVED_LABEL_KEYS), or ""."""
     for reserved in RESERVED_LABEL_KEYS:
@@ -1857,7 +1869,7 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         if not key:
             err(f"labels[{i}].key", _("Enter the label's key."))
         elif not LABEL_KEY_RE.match(key):
-            err(f"labels[{i}].key", str(LABEL_KEY_RULE))
+            err(f"labels[{i}].key", _label_key_problem(key))
         elif reserved:
             err(
                 f"labels[{i}].key",
