@@ -870,7 +870,7 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
         ("llm", "8.00", "3", "2.00"),
         ("vision", "4.00", "1", "0.00"),
         ("(empty value)", "1.00", "1", "0.00"),
-        ("(no such label)", "5.00", "1", "0.00"),
+        ("(jobs without a project label)", "5.00", "1", "0.00"),
         ("(deleted jobs: their labels are not kept)", "7.00", "1", "0.00"),
     ]
     by_label, total = r.context["by_label"], r.context["report"].total
@@ -879,6 +879,8 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
     assert sum((f.cpu_time for f in rows), timedelta(0)) == total.cpu_time
     assert sum(f.jobs for f in rows) == total.jobs == 7
     assert 'name="by_label" value="project"' in body
+    # The field says what it takes before anything is typed: a key, not a whole label.
+    assert 'placeholder="A label key, such as project"' in body
     assert "By label project" in body
 
 
@@ -911,7 +913,7 @@ def test_the_admin_usage_report_by_label_counts_every_users_jobs(alice, bob, rev
     assert r.status_code == 200
     assert label_rows(r.content.decode()) == [
         ("llm", "8.00", "2", "0.00"),
-        ("(no such label)", "1.00", "1", "0.00"),
+        ("(jobs without a project label)", "1.00", "1", "0.00"),
     ]
     rows = [row.figures.card_time for row in r.context["by_label"].values]
     assert sum(rows, timedelta(0)) == r.context["report"].total.card_time
