@@ -567,6 +567,31 @@ def test_a_key_whose_prefix_is_no_dns_subdomain_is_refused_as_kubernetes_refuses
     assert "labels[1].key" not in errors
 
 
+def test_a_scripts_label_value_sent_as_a_json_number_with_a_fraction_is_refused_naming_it(
+    api,  # noqa: F811
+    alice,
+):
+    mounts = [{"type": "hostpath", "name": "scratch", "mountPath": "/workspace"}]
+
+    refusal = refused(
+        lambda: api.create_job(
+            pool="local",
+            body=api_body(labels=[{"key": "lr", "value": 3e-4}], datasources=mounts),
+        )
+    )
+    whole = api.create_job(
+        pool="local", body=api_body(labels=[{"key": "epochs", "value": 3}], datasources=mounts)
+    )
+
+    # 3e-4 would have become lr=0.0003, which a filter for lr=3e-4 does not find.
+    assert refusal.status == 400
+    assert "labels[0].value: Must be text: write the number in quotes" in str(refusal)
+    assert Job.objects.count() == 1  # the refused one made nothing
+    assert list(Job.objects.get(public_id=whole["jobId"]).labels.values_list("key", "value")) == [
+        ("epochs", "3")
+    ]
+
+
 @pytest.mark.parametrize(
     "key",
     [
