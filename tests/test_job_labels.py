@@ -375,6 +375,35 @@ def test_a_label_pasted_as_key_colon_value_filters_as_key_equals_value(alice, al
     assert listed(with_prefix) == [prefixed.public_id]
 
 
+def test_a_label_found_only_in_another_case_is_named_with_a_link_to_the_jobs_having_it(
+    alice, bob, alice_client
+):
+    swept = labelled_job(alice, ("lr", "3e-4"), ("project", "llm"), name="a")
+    labelled_job(bob, ("Project", "LLM"), name="bobs")  # another user's: never named
+
+    r = alice_client.get(LIST, {"label": ["LR=3E-4", "PROJECT"], "status": "queued"})
+    exact = alice_client.get(LIST, {"label": "nothing=here"}).content.decode()
+
+    assert r.status_code == 200
+    page = html.unescape(r.content.decode())
+    assert listed(page) == []
+    hints = re.findall(r'<span class="label-case-hint">(.*?)</span>', page)
+    assert [re.sub(r"<[^>]+>", "", hint) for hint in hints] == [
+        "标签区分大小写：没有任务带有 LR=3E-4，您的任务带有的是 lr=3e-4。",
+        "标签区分大小写：没有任务带有 PROJECT，您的任务带有的是 project。",
+    ]
+    [href] = re.findall(r'href="\?([^"]+)"[^>]*>lr=3e-4</a>', hints[0])
+    # The link asks for the label held instead, the other filters kept.
+    assert sorted(parse_qsl(href)) == [
+        ("label", "PROJECT"),
+        ("label", "lr=3e-4"),
+        ("status", "queued"),
+    ]
+    followed = alice_client.get(f"{LIST}?{href.replace('PROJECT', 'project')}")
+    assert listed(followed.content.decode()) == [swept.public_id]
+    assert "label-case-hint" not in exact
+
+
 def test_a_label_in_a_row_links_to_the_list_with_its_filters_and_that_label(alice, alice_client):
     labelled_job(alice, ("project", "llm"), ("exp", "lr-1"))
 
