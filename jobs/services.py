@@ -321,7 +321,10 @@ def labels_in_another_case(
                 continue
             if asked_value is None and key != asked_key:
                 found[pair] = (key, None)
-            elif asked_value is not None and value.lower() == asked_value.lower():
-                if (key, value) != pair:
-                    found[pair] = (key, value)
+            elif (
+                asked_value is not None
+                and value.lower() == asked_value.lower()
+                and (key, value) != pair
+            ):
+                found[pair] = (key, value)
     return found
