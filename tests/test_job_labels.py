@@ -387,7 +387,7 @@ def test_a_label_found_only_in_another_case_is_named_with_a_link_to_the_jobs_hav
     assert r.status_code == 200
     page = html.unescape(r.content.decode())
     assert listed(page) == []
-    hints = re.findall(r'<span class="label-case-hint">(.*?)</span>', page)
+    hints = re.findall(r'<div class="label-case-hint[^"]*">(.*?)</div>', page)
     assert [re.sub(r"<[^>]+>", "", hint) for hint in hints] == [
         "标签区分大小写：没有任务带有 LR=3E-4，您的任务带有的是 lr=3e-4。",
         "标签区分大小写：没有任务带有 PROJECT，您的任务带有的是 project。",
