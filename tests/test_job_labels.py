@@ -914,8 +914,8 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
     ran(bob, {"project": "llm"}, 9)  # another user's: not counted
     alice_en.get("/account/usage/", APRIL_QUERY)  # warm the session
 
-    # The page's 6 queries, and two more: the jobs by value, the deleted jobs' records.
-    with django_assert_num_queries(8):
+    # The page's 7 queries, and two more: the jobs by value, the deleted jobs' records.
+    with django_assert_num_queries(9):
         r = alice_en.get("/account/usage/", {**APRIL_QUERY, "by_label": "project"})
 
     assert r.status_code == 200
@@ -933,8 +933,12 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
     assert sum((f.cpu_time for f in rows), timedelta(0)) == total.cpu_time
     assert sum(f.jobs for f in rows) == total.jobs == 7
     assert 'name="by_label" value="project"' in body
-    # The field says what it takes before anything is typed: a key, not a whole label.
+    # The field says what it takes before anything is typed: a key, not a whole label, and
+    # suggests the user's own keys, the most used first (never another user's).
     assert 'placeholder="A label key, such as project"' in body
+    assert 'list="usage-label-keys"' in body
+    [keys] = re.findall(r'<datalist id="usage-label-keys">(.*?)</datalist>', body)
+    assert re.findall(r'<option value="([^"]*)">', keys) == ["project", "exp"]
     assert "By label project" in body
 
 
