@@ -939,6 +939,11 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
     assert 'list="usage-label-keys"' in body
     [keys] = re.findall(r'<datalist id="usage-label-keys">(.*?)</datalist>', body)
     assert re.findall(r'<option value="([^"]*)">', keys) == ["project", "exp"]
+    # Each value links to the user's jobs having it (a team lead asks which jobs those were).
+    assert re.findall(r'<a class="usage-label-link" href="([^"]+)"', body) == [
+        "/?label=project%3Dllm",
+        "/?label=project%3Dvision",
+    ]
     assert "By label project" in body
 
 
