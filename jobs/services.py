@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -294,3 +294,37 @@ def label_suggestions(*, owner: Any) -> list[str]:
         used[row["key"]] = used.get(row["key"], 0) + row["jobs"]
     ranked = sorted(used.items(), key=lambda item: (-item[1], item[0]))
     return [text for text, _jobs in ranked[:MAX_LABEL_SUGGESTIONS]]
+
+
+def labels_in_another_case(
+    *, owner: Any, asked: list[tuple[str, str | None]]
+) -> dict[tuple[str, str | None], tuple[str, str | None]]:
+    """For each label of `asked` (key and value, or a key alone) that `owner`'s jobs have only
+    in another case (LR=3e-4 asked, lr=3e-4 held: labels are case-sensitive, as Kubernetes'),
+    the label they hold. One query, only asked when a filtered list came out empty."""
+    if not asked:
+        return {}
+    matching = Q()
+    for key, value in asked:
+        matching |= Q(key__iexact=key) if value is None else Q(key__iexact=key, value__iexact=value)
+    held = (
+        JobLabel.objects.filter(matching, job__owner=owner)
+        .values_list("key", "value")
+        .distinct()
+        .order_by("key", "value")[:100]
+    )
+    found: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+    for key, value in held:
+        for asked_key, asked_value in asked:
+            pair = (asked_key, asked_value)
+            if pair in found or key.lower() != asked_key.lower():
+                continue
+            if asked_value is None and key != asked_key:
+                found[pair] = (key, None)
+            elif (
+                asked_value is not None
+                and value.lower() == asked_value.lower()
+                and (key, value) != pair
+            ):
+                found[pair] = (key, value)
+    return found

@@ -842,16 +842,24 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             ],
         )
 
+    def label_value(value: Any, path: str) -> str:
+        # A number written as text would not read back as sent: a script's lr 3e-4 became the
+        # label lr=0.0003, which the filter lr=3e-4 (as typed in the wizard) did not find.
+        if isinstance(value, float):
+            r.error(path, _("Must be text: write the number in quotes, as it should read."))
+            return ""
+        return r.str(value, path)
+
     labels = top.get("labels")
     if isinstance(labels, Mapping):  # {"key": "value"}, as the console's own API sends
-        spec.labels = [(str(k), r.str(v, f"labels.{k}")) for k, v in labels.items()]
+        spec.labels = [(str(k), label_value(v, f"labels.{k}")) for k, v in labels.items()]
     else:
         for i, item in enumerate(r.list(labels, "labels")):
             label = r.obj(item, f"labels[{i}]")
             spec.labels.append(
                 (
                     r.str(label.get("key"), f"labels[{i}].key"),
-                    r.str(label.get("value"), f"labels[{i}].value"),
+                    label_value(label.get("value"), f"labels[{i}].value"),
                 )
             )
 
@@ -1277,6 +1285,18 @@ def stored_labels(document: Any) -> list[tuple[str, str]]:
             labels.pop(key, None)  # a repeated key goes where its last value was
             labels[key] = value
     return list(labels.items())
+
+
+def _label_key_problem(key: str) -> str:
+    """Why `key` (not a label key) is refused: the rule, or, for a whole label pasted into the
+    key (`lr=3e-4`, or `lr:3e-4` as YAML writes it), that its two parts go apart, named."""
+    for separator in ("=", ":"):
+        before, sep, after = key.partition(separator)
+        if sep and LABEL_KEY_RE.match(before.strip()) and LABEL_VALUE_RE.match(after.strip()):
+            return _(
+                "A label's key and value go apart: %(key)s as the key and %(value)s as the value."
+            ) % {"key": before.strip(), "value": after.strip()}
+    return str(LABEL_KEY_RULE)
 
 
 def reserved_label_key(key: str) -> str:
@@ -1857,7 +1877,7 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         if not key:
             err(f"labels[{i}].key", _("Enter the label's key."))
         elif not LABEL_KEY_RE.match(key):
-            err(f"labels[{i}].key", str(LABEL_KEY_RULE))
+            err(f"labels[{i}].key", _label_key_problem(key))
         elif reserved:
             err(
                 f"labels[{i}].key",

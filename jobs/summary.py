@@ -396,6 +396,8 @@ def specs_compared(
                 secrets_compared=owners is None or owners[index] == owners[0],
             )
         )
+    if any(spec.labels for spec in specs):
+        read = [_labels_by_key(sections, spec) for sections, spec in zip(read, specs, strict=True)]
     compared = []
     for section_index, (section, _rows) in enumerate(read[0]):
         sections = [dict(sections[section_index][1]) for sections in read]
@@ -420,6 +422,28 @@ def specs_compared(
                 )
             )
     return compared
+
+
+def _labels_by_key(sections: list[Section], spec: S.JobSpec) -> list[Section]:
+    """`sections` with the one Labels row (every label joined) put as a row per label key, so a
+    sweep's copy that changed lr alone reads "标签 lr: 3e-4 → 1e-4", not two long lines to
+    read letter by letter (a key one spec lacks is empty there, as any field it lacks)."""
+    joined = str(_("Labels"))
+    return [
+        (
+            title,
+            [
+                row
+                for label, value in rows
+                for row in (
+                    [(_("Label %(key)s") % {"key": k}, v) for k, v in spec.labels]
+                    if str(label) == joined
+                    else [(label, value)]
+                )
+            ],
+        )
+        for title, rows in sections
+    ]
 
 
 def spec_changes(

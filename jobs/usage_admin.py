@@ -93,6 +93,8 @@ class UsageLabelForm(forms.Form):
         label=gettext_lazy("By label"),
         required=False,
         max_length=JobLabel._meta.get_field("key").max_length,
+        # Empty, the field did not say it takes a label's key (a whole label found nothing).
+        widget=forms.TextInput(attrs={"placeholder": gettext_lazy("A label key, such as project")}),
     )
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from .http import AuthenticatedHttpRequest
+from .services import label_suggestions
 from .usage import (
     HOUR,
     Period,
@@ -89,7 +90,10 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
         names=names, pool_ids={*pool_ids, *(row["resource_pool"] for row in rows)}
     )
     page.object_list = [_job_row(row, labels=labels) for row in rows]
+    # The label field suggests the user's own keys (their <datalist>), the most used first.
+    label_form.fields["by_label"].widget.attrs["list"] = "usage-label-keys"
     context.update(
+        label_keys=[text for text in label_suggestions(owner=request.user) if "=" not in text],
         form=form,
         report=report,
         label_form=label_form,

@@ -79,7 +79,7 @@ from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
 from .scheduler import queue_position, why_waiting
 from .selection import MAX_CARRIED, carried_ids, merged_selection, selection_of
-from .services import job_events_shown, label_suggestions
+from .services import job_events_shown, label_suggestions, labels_in_another_case
 from .spec import FRAMEWORK_LABELS, MPI, SpecError, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
@@ -237,10 +237,13 @@ def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
 
 
 def every_asked_label(query: QueryDict) -> list[tuple[str, str | None]]:
-    """Every label a job list address asks for, each once, as asked_labels reads them."""
+    """Every label a job list address asks for, each once, as asked_labels reads them. A
+    colon without "=" separates them too: no key can hold one, and `lr:3e-4` is how a label
+    is pasted from YAML or a Kubernetes selector's output, which found nothing."""
     asked: dict[tuple[str, str | None], None] = {}
     for text in query.getlist("label"):
-        key, sep, value = text.strip().partition("=")
+        text = text.strip()
+        key, sep, value = text.partition("=" if "=" in text or ":" not in text else ":")
         if key.strip():
             asked[(key.strip(), value.strip() if sep else None)] = None
     return list(asked)
@@ -413,6 +416,22 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         # selection goes in the form itself.
         "back": _list_query(request.GET.urlencode()),
     }
+    # A label filter that found nothing, where the user's jobs have that label in another case
+    # (LR=3e-4 typed, lr=3e-4 held): said with a link to the list asking for theirs instead.
+    if asked and page.number == 1 and not page.object_list:
+        context["labels_in_another_case"] = [
+            (
+                label_query(pair),
+                label_query(held),
+                urlencode(
+                    [
+                        (n, label_query(held) if n == "label" and v == label_query(pair) else v)
+                        for n, v in kept
+                    ]
+                ),
+            )
+            for pair, held in labels_in_another_case(owner=request.user, asked=asked).items()
+        ]
     # The worker's banner: for a user with jobs waiting on it, and for staff (one query).
     worker, waiting_on_worker = worker_state_for(user=request.user)
     if (not worker.running and (waiting_on_worker or request.user.is_staff)) or (

@@ -141,8 +141,28 @@ def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(ali
             "以 ai-job-console/job-id 开头的键由控制台或 AIHC 为每个任务设置，不能手动填写；"
             "请换一个键。",
         ),
+        (
+            [("lr:3e-4", "")],
+            "id_label-0-key",
+            "标签的键和值分开填写：键为 lr，值为 3e-4。",
+        ),
+        (
+            [("lr = 3e-4", "")],
+            "id_label-0-key",
+            "标签的键和值分开填写：键为 lr，值为 3e-4。",
+        ),
     ],
-    ids=["key syntax", "value syntax", "value too long", "no key", "twice", "aihc's", "console's"],
+    ids=[
+        "key syntax",
+        "value syntax",
+        "value too long",
+        "no key",
+        "twice",
+        "aihc's",
+        "console's",
+        "pasted key:value",
+        "pasted key=value",
+    ],
 )
 def test_a_refused_label_says_why_on_its_field_and_keeps_what_was_typed(
     alice_client, labels, field, message
@@ -156,7 +176,7 @@ def test_a_refused_label_says_why_on_its_field_and_keeps_what_was_typed(
     page = r.content.decode()
     for key, value in labels:
         assert f'value="{html.escape(key)}"' in page or not key
-        assert f'value="{value}"' in page
+        assert f'value="{value}"' in page or not value
     draft.refresh_from_db()
     assert W.BASIC not in draft.completed_steps
     assert W.rows_of(draft.data[W.BASIC], "label")[-1]["key"] == [labels[-1][0]]
@@ -267,20 +287,26 @@ def test_copy_and_edit_fills_in_the_labels(alice, alice_client):
     assert [(r["key"][0], r["value"][0]) for r in rows] == [("project", "llm"), ("exp", "lr-1")]
 
 
-def test_the_review_diff_and_compare_show_a_label_row_when_labels_differ(alice, alice_client):
-    first = labelled_job(alice, ("exp", "lr-1"), name="a")
-    second = labelled_job(alice, ("exp", "lr-2"), name="b")
-    same = labelled_job(alice, ("exp", "lr-1"), name="c")
+def test_the_review_diff_and_compare_show_a_row_for_each_label_key_that_differs(
+    alice, alice_client
+):
+    first = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "3e-4"), name="a")
+    second = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "1e-4"), name="b")
+    same = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "3e-4"), name="c")
+    unlabelled = labelled_job(alice, name="d")
 
     changes = spec_changes(first.job_spec(), second.job_spec())
     compared = alice_client.get(
         f"{reverse('job-compare')}?job={first.public_id}&job={second.public_id}"
     ).content.decode()
     unchanged = spec_changes(first.job_spec(), same.job_spec())
+    gained = spec_changes(unlabelled.job_spec(), first.job_spec())
 
-    assert ("基础信息 · 标签", "exp=lr-1", "exp=lr-2") in changes
-    assert re.search(r'<th scope="row" class="fw-normal">基础信息 · 标签</th>', compared)
-    assert not any(label == "基础信息 · 标签" for label, _a, _b in unchanged)
+    # Only the key that changed, value against value: the sweep's copy says lr changed.
+    assert [c for c in changes if "标签" in c[0]] == [("基础信息 · 标签 lr", "3e-4", "1e-4")]
+    assert re.search(r'<th scope="row" class="fw-normal">基础信息 · 标签 lr</th>', compared)
+    assert not any("标签" in label for label, _a, _b in unchanged)
+    assert ("基础信息 · 标签 project", "—", "llm") in gained
 
 
 # -- the job page and the job list --------------------------------------------------------
@@ -331,6 +357,51 @@ def test_a_key_alone_finds_every_value_of_it(alice, alice_client):
     page = alice_client.get(LIST, {"label": "exp"}).content.decode()
 
     assert sorted(listed(page)) == sorted([first.public_id, second.public_id])
+
+
+def test_a_label_pasted_as_key_colon_value_filters_as_key_equals_value(alice, alice_client):
+    swept = labelled_job(alice, ("lr", "3e-4"), name="a")
+    labelled_job(alice, ("lr", "1e-4"), name="b")
+    prefixed = labelled_job(alice, ("example.com/lr", "3e-4"), name="c")
+
+    r = alice_client.get(LIST, {"label": "lr:3e-4"})
+    with_prefix = alice_client.get(LIST, {"label": "example.com/lr: 3e-4"}).content.decode()
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert listed(page) == [swept.public_id]
+    # The chip says what was applied, written as the console writes labels.
+    assert re.findall(r'<span class="[^"]*label-filter" title="([^"]+)"', page) == ["lr=3e-4"]
+    assert listed(with_prefix) == [prefixed.public_id]
+
+
+def test_a_label_found_only_in_another_case_is_named_with_a_link_to_the_jobs_having_it(
+    alice, bob, alice_client
+):
+    swept = labelled_job(alice, ("lr", "3e-4"), ("project", "llm"), name="a")
+    labelled_job(bob, ("Project", "LLM"), name="bobs")  # another user's: never named
+
+    r = alice_client.get(LIST, {"label": ["LR=3E-4", "PROJECT"], "status": "queued"})
+    exact = alice_client.get(LIST, {"label": "nothing=here"}).content.decode()
+
+    assert r.status_code == 200
+    page = html.unescape(r.content.decode())
+    assert listed(page) == []
+    hints = re.findall(r'<div class="label-case-hint[^"]*">(.*?)</div>', page)
+    assert [re.sub(r"<[^>]+>", "", hint) for hint in hints] == [
+        "标签区分大小写：没有任务带有 LR=3E-4，您的任务带有的是 lr=3e-4。",
+        "标签区分大小写：没有任务带有 PROJECT，您的任务带有的是 project。",
+    ]
+    [href] = re.findall(r'href="\?([^"]+)"[^>]*>lr=3e-4</a>', hints[0])
+    # The link asks for the label held instead, the other filters kept.
+    assert sorted(parse_qsl(href)) == [
+        ("label", "PROJECT"),
+        ("label", "lr=3e-4"),
+        ("status", "queued"),
+    ]
+    followed = alice_client.get(f"{LIST}?{href.replace('PROJECT', 'project')}")
+    assert listed(followed.content.decode()) == [swept.public_id]
+    assert "label-case-hint" not in exact
 
 
 def test_a_label_in_a_row_links_to_the_list_with_its_filters_and_that_label(alice, alice_client):
@@ -523,6 +594,31 @@ def test_a_key_whose_prefix_is_no_dns_subdomain_is_refused_as_kubernetes_refuses
 
     assert errors["labels[0].key"] == [str(S.LABEL_KEY_RULE)]
     assert "labels[1].key" not in errors
+
+
+def test_a_scripts_label_value_sent_as_a_json_number_with_a_fraction_is_refused_naming_it(
+    api,  # noqa: F811
+    alice,
+):
+    mounts = [{"type": "hostpath", "name": "scratch", "mountPath": "/workspace"}]
+
+    refusal = refused(
+        lambda: api.create_job(
+            pool="local",
+            body=api_body(labels=[{"key": "lr", "value": 3e-4}], datasources=mounts),
+        )
+    )
+    whole = api.create_job(
+        pool="local", body=api_body(labels=[{"key": "epochs", "value": 3}], datasources=mounts)
+    )
+
+    # 3e-4 would have become lr=0.0003, which a filter for lr=3e-4 does not find.
+    assert refusal.status == 400
+    assert "labels[0].value: Must be text: write the number in quotes" in str(refusal)
+    assert Job.objects.count() == 1  # the refused one made nothing
+    assert list(Job.objects.get(public_id=whole["jobId"]).labels.values_list("key", "value")) == [
+        ("epochs", "3")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -818,8 +914,8 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
     ran(bob, {"project": "llm"}, 9)  # another user's: not counted
     alice_en.get("/account/usage/", APRIL_QUERY)  # warm the session
 
-    # The page's 6 queries, and two more: the jobs by value, the deleted jobs' records.
-    with django_assert_num_queries(8):
+    # The page's 7 queries, and two more: the jobs by value, the deleted jobs' records.
+    with django_assert_num_queries(9):
         r = alice_en.get("/account/usage/", {**APRIL_QUERY, "by_label": "project"})
 
     assert r.status_code == 200
@@ -828,7 +924,7 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
         ("llm", "8.00", "3", "2.00"),
         ("vision", "4.00", "1", "0.00"),
         ("(empty value)", "1.00", "1", "0.00"),
-        ("(no such label)", "5.00", "1", "0.00"),
+        ("(jobs without a project label)", "5.00", "1", "0.00"),
         ("(deleted jobs: their labels are not kept)", "7.00", "1", "0.00"),
     ]
     by_label, total = r.context["by_label"], r.context["report"].total
@@ -837,6 +933,17 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
     assert sum((f.cpu_time for f in rows), timedelta(0)) == total.cpu_time
     assert sum(f.jobs for f in rows) == total.jobs == 7
     assert 'name="by_label" value="project"' in body
+    # The field says what it takes before anything is typed: a key, not a whole label, and
+    # suggests the user's own keys, the most used first (never another user's).
+    assert 'placeholder="A label key, such as project"' in body
+    assert 'list="usage-label-keys"' in body
+    [keys] = re.findall(r'<datalist id="usage-label-keys">(.*?)</datalist>', body)
+    assert re.findall(r'<option value="([^"]*)">', keys) == ["project", "exp"]
+    # Each value links to the user's jobs having it (a team lead asks which jobs those were).
+    assert re.findall(r'<a class="usage-label-link" href="([^"]+)"', body) == [
+        "/?label=project%3Dllm",
+        "/?label=project%3Dvision",
+    ]
     assert "By label project" in body
 
 
@@ -869,7 +976,7 @@ def test_the_admin_usage_report_by_label_counts_every_users_jobs(alice, bob, rev
     assert r.status_code == 200
     assert label_rows(r.content.decode()) == [
         ("llm", "8.00", "2", "0.00"),
-        ("(no such label)", "1.00", "1", "0.00"),
+        ("(jobs without a project label)", "1.00", "1", "0.00"),
     ]
     rows = [row.figures.card_time for row in r.context["by_label"].values]
     assert sum(rows, timedelta(0)) == r.context["report"].total.card_time

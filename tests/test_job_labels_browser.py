@@ -98,3 +98,25 @@ def test_a_label_typed_in_the_filter_form_lists_the_jobs_having_it_on_a_phone_to
     expect(rows).to_contain_text("llm-a")
     # Nothing sideways on a phone: the page is as wide as the screen.
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_label_rows_remove_button_keeps_to_one_line_and_key_and_value_share_the_row_when_refused(
+    logged_in_page, width
+):
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 900})
+    start(page)
+    page.click("#add-label")
+    page.fill("#id_label-0-key", "bad key!")
+    # Refused: the rule's long words under the key widened its column, squeezing the others.
+    page.click("#wizard-next")
+    expect(page.locator("#id_label-0-key")).to_have_attribute("aria-invalid", "true")
+
+    remove = page.get_by_role("button", name="删除标签 1")
+    key, value = page.locator("#id_label-0-key"), page.locator("#id_label-0-value")
+    box, key_box, value_box = remove.bounding_box(), key.bounding_box(), value.bounding_box()
+    # One line of text: 删除 broken into 删 / 除 is twice as tall as the fields beside it.
+    assert box["height"] <= key_box["height"] + 2
+    assert abs(key_box["width"] - value_box["width"]) <= 2
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -344,8 +344,8 @@ def test_the_page_makes_the_same_queries_for_3_or_30_jobs_deleted_or_not(
     client = client_for(alice)
 
     # session, user, the report's three (jobs and records per user, pool and card layout;
-    # the user's name and groups) and one page of jobs.
-    with django_assert_num_queries(6):
+    # the user's name and groups), one page of jobs and the label keys the field suggests.
+    with django_assert_num_queries(7):
         page = client.get(URL, APRIL_QUERY)
     with django_assert_num_queries(6):  # the CSV: every job, in one query
         csv_response = client.get(URL, {**APRIL_QUERY, "format": "csv"})
@@ -372,8 +372,8 @@ def test_pools_no_longer_offered_show_their_last_known_name_for_one_query(
     run(alice, at(4, 0), at(4, 1))
     client = client_for(alice)
 
-    # The page's six and one for the last known names, of the figures' pools and the jobs'.
-    with django_assert_num_queries(7) as counted:
+    # The page's seven and one for the last known names, of the figures' pools and the jobs'.
+    with django_assert_num_queries(8) as counted:
         page = client.get(URL, APRIL_QUERY, HTTP_ACCEPT_LANGUAGE="zh-hans")
     with django_assert_num_queries(7):
         sheet = client.get(URL, {**APRIL_QUERY, "format": "csv"})
