@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from jobs.models import Job
 from jobs.services import jobs_submit
+from tests.test_job_labels import labelled_job
 from tests.test_wizard_browser import _local_pool, next_step, start  # noqa: F401
 
 pytestmark = pytest.mark.browser
@@ -56,22 +57,9 @@ def test_two_labels_typed_in_the_wizard_link_from_the_job_page_to_the_list_filte
 def test_a_label_typed_in_the_filter_form_lists_the_jobs_having_it_on_a_phone_too(
     logged_in_page, alice
 ):
-    from jobs import spec as S
-
-    def labelled(name: str, *labels: tuple[str, str]) -> None:
-        spec = S.JobSpec(
-            name=name,
-            resource_pool_id="local",
-            image="python:3.12",
-            command="python train.py",
-            roles=[S.Role("master", 1)],
-            labels=list(labels),
-        )
-        jobs_submit(owner=alice, spec=spec, submit_key=name)
-
-    labelled("llm-a", ("project", "llm"), ("exp", "lr-1"))
-    labelled("llm-b", ("project", "llm"), ("exp", "lr-2"))
-    labelled("vision-a", ("project", "vision"))
+    labelled_job(alice, ("project", "llm"), ("exp", "lr-1"), name="llm-a")
+    labelled_job(alice, ("project", "llm"), ("exp", "lr-2"), name="llm-b")
+    labelled_job(alice, ("project", "vision"), name="vision-a")
     page = logged_in_page
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto("/")
