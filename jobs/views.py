@@ -58,6 +58,14 @@ from .compare import (
 )
 from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only
+from .labels import (
+    MAX_LABEL_FILTERS,
+    asked_labels,
+    every_asked_label,
+    label_chips,
+    label_query,
+    labelled,
+)
 from .logs import (
     SEARCH_CONTEXT,
     SEARCH_MAX_CONTEXT,
@@ -104,9 +112,6 @@ EXPLAINED_STATUSES = frozenset(
 LOG_TAIL_LINES = 200
 # What the job list's address may carry back after acting on selected jobs (its filters, page).
 LIST_PARAMETERS = ("q", "status", "framework", "pool", "queue", "label", "page")
-# Labels the list filters by at once (`?label=key=value`, each one more JOIN): more than any
-# comparison of experiments needs; those past it are not applied, and the list says so.
-MAX_LABEL_FILTERS = 10
 
 # A search of an AIHC or Kubernetes log reads this many of its last lines: the platform sends
 # them in one answer, which the page waits for.
@@ -229,75 +234,11 @@ def _search(text: str) -> Q:
     return found
 
 
-def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
-    """The labels a job list address filters by: each `label=key=value` (split at the first
-    "="), or `label=key` for any value of that key; empty ones dropped, the first
-    MAX_LABEL_FILTERS kept."""
-    return every_asked_label(query)[:MAX_LABEL_FILTERS]
-
-
-def every_asked_label(query: QueryDict) -> list[tuple[str, str | None]]:
-    """Every label a job list address asks for, each once, as asked_labels reads them. A
-    colon without "=" separates them too: no key can hold one, and `lr:3e-4` is how a label
-    is pasted from YAML or a Kubernetes selector's output, which found nothing."""
-    asked: dict[tuple[str, str | None], None] = {}
-    for text in query.getlist("label"):
-        text = text.strip()
-        key, sep, value = text.partition("=" if "=" in text or ":" not in text else ":")
-        if key.strip():
-            asked[(key.strip(), value.strip() if sep else None)] = None
-    return list(asked)
-
-
-def label_query(pair: tuple[str, str | None]) -> str:
-    """A label filter as the address writes it: `key=value`, or `key` for any value."""
-    key, value = pair
-    return key if value is None else f"{key}={value}"
-
-
-def _labelled(jobs: Any, labels: list[tuple[str, str | None]]) -> Any:
-    """`jobs` holding every one of `labels` (one JOIN on the labels table each, through its
-    key and value index). A label no job can have (longer than the rule allows, a NUL, which
-    PostgreSQL refuses in a query) matches nothing rather than reach the database."""
-    for key, value in labels:
-        if "\x00" in key or "\x00" in (value or "") or len(key) > 317 or len(value or "") > 63:
-            return jobs.none()
-        if value is None:
-            jobs = jobs.filter(labels__key=key)
-        else:
-            jobs = jobs.filter(labels__key=key, labels__value=value)
-    return jobs
-
-
-@dataclass(frozen=True)
-class LabelChip:
-    """A label as a link to the job list filtered by it (`href`: an address's query)."""
-
-    key: str
-    value: str
-    href: str
-
-    @property
-    def text(self) -> str:
-        return f"{self.key}={self.value}"
-
-
-def label_chips(labels: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[LabelChip]:
-    """Each label linked to the job list filtered by it, with the filters of `kept` (the list's
-    own, on the list; none on a job's page) and the labels it already asks for."""
-    chips = []
-    for key, value in labels:
-        pair = ("label", f"{key}={value}")
-        pairs = kept if pair in kept else [*kept, pair]
-        chips.append(LabelChip(key, value, urlencode(pairs)))
-    return chips
-
-
 def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
     # A filter the form refused (a status from an old link, a NUL, a label no job can have) is
     # said so on its field; the others still apply (cleaned_data holds just the valid ones).
     form.is_valid()
-    jobs = _labelled(Job.objects.filter(owner=request.user), form.cleaned_data["labels"])
+    jobs = labelled(Job.objects.filter(owner=request.user), form.cleaned_data["labels"])
     data = {"q": "", "status": "", "framework": "", "pool": "", "queue": ""}
     data.update(form.cleaned_data)
     if data["q"]:

@@ -1,0 +1,79 @@
+"""Job labels as the job list reads them: the `label=` filters an address asks for, and each
+label drawn as a link to the list filtered by it (README "### Pages"). What a label may be is
+the spec's rule (jobs.spec); where they are kept, `JobLabel` (written by jobs.services)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import QueryDict
+
+# Labels the list filters by at once (`?label=key=value`, each one more JOIN): more than any
+# comparison of experiments needs; those past it are not applied, and the list says so.
+MAX_LABEL_FILTERS = 10
+
+
+def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
+    """The labels a job list address filters by: each `label=key=value` (split at the first
+    "="), or `label=key` for any value of that key; empty ones dropped, the first
+    MAX_LABEL_FILTERS kept."""
+    return every_asked_label(query)[:MAX_LABEL_FILTERS]
+
+
+def every_asked_label(query: QueryDict) -> list[tuple[str, str | None]]:
+    """Every label a job list address asks for, each once, as asked_labels reads them. A
+    colon without "=" separates them too: no key can hold one, and `lr:3e-4` is how a label
+    is pasted from YAML or a Kubernetes selector's output, which found nothing."""
+    asked: dict[tuple[str, str | None], None] = {}
+    for text in query.getlist("label"):
+        text = text.strip()
+        key, sep, value = text.partition("=" if "=" in text or ":" not in text else ":")
+        if key.strip():
+            asked[(key.strip(), value.strip() if sep else None)] = None
+    return list(asked)
+
+
+def label_query(pair: tuple[str, str | None]) -> str:
+    """A label filter as the address writes it: `key=value`, or `key` for any value."""
+    key, value = pair
+    return key if value is None else f"{key}={value}"
+
+
+def labelled(jobs: Any, labels: list[tuple[str, str | None]]) -> Any:
+    """`jobs` holding every one of `labels` (one JOIN on the labels table each, through its
+    key and value index). A label no job can have (longer than the rule allows, a NUL, which
+    PostgreSQL refuses in a query) matches nothing rather than reach the database."""
+    for key, value in labels:
+        if "\x00" in key or "\x00" in (value or "") or len(key) > 317 or len(value or "") > 63:
+            return jobs.none()
+        if value is None:
+            jobs = jobs.filter(labels__key=key)
+        else:
+            jobs = jobs.filter(labels__key=key, labels__value=value)
+    return jobs
+
+
+@dataclass(frozen=True)
+class LabelChip:
+    """A label as a link to the job list filtered by it (`href`: an address's query)."""
+
+    key: str
+    value: str
+    href: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.key}={self.value}"
+
+
+def label_chips(labels: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[LabelChip]:
+    """Each label linked to the job list filtered by it, with the filters of `kept` (the list's
+    own, on the list; none on a job's page) and the labels it already asks for."""
+    chips = []
+    for key, value in labels:
+        pair = ("label", f"{key}={value}")
+        pairs = kept if pair in kept else [*kept, pair]
+        chips.append(LabelChip(key, value, urlencode(pairs)))
+    return chips
