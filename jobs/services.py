@@ -322,11 +322,15 @@ def labels_in_another_case(
         .distinct()
         .order_by("key", "value")[:100]
     )
+    held = list(held)
+    # A label the jobs also hold as asked is not named: the list came out empty for another
+    # filter, and "no job has LR=3e-4" would be untrue.
+    exact = {(key, value) for key, value in held} | {(key, None) for key, _value in held}
     found: dict[tuple[str, str | None], tuple[str, str | None]] = {}
     for key, value in held:
         for asked_key, asked_value in asked:
             pair = (asked_key, asked_value)
-            if pair in found or key.lower() != asked_key.lower():
+            if pair in found or pair in exact or key.lower() != asked_key.lower():
                 continue
             if asked_value is None and key != asked_key:
                 found[pair] = (key, None)

@@ -404,6 +404,21 @@ def test_a_label_found_only_in_another_case_is_named_with_a_link_to_the_jobs_hav
     assert "label-case-hint" not in exact
 
 
+def test_a_label_the_jobs_hold_as_asked_is_not_said_missing_when_another_filter_empties_the_list(
+    alice, alice_client
+):
+    labelled_job(alice, ("LR", "1"), ("Team", "a"), name="upper")
+    labelled_job(alice, ("lr", "1"), ("team", "b"), name="lower")
+
+    # LR=1 and the key Team are held as asked: the list is empty for exp=2 alone.
+    r = alice_client.get(LIST, {"label": ["LR=1", "Team", "exp=2"]})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert listed(page) == []
+    assert "label-case-hint" not in page
+
+
 def test_a_label_in_a_row_links_to_the_list_with_its_filters_and_that_label(alice, alice_client):
     labelled_job(alice, ("project", "llm"), ("exp", "lr-1"))
 
