@@ -878,6 +878,18 @@ def test_the_admin_job_list_filters_by_a_label_offered_or_asked_for_in_the_addre
     assert [unquote(text) for text in offered] == ["project=llm", "exp=lr-1", "project=vision"]
 
 
+def test_the_admin_job_list_reads_a_label_pasted_as_key_colon_value_as_the_owners_list_does(
+    alice, reviewer
+):
+    swept = labelled_job(alice, ("lr", "3e-4"), name="a")
+    labelled_job(alice, ("lr", "1e-4"), name="b")
+
+    r = staff_client(reviewer).get(ADMIN_JOBS, {"label": " lr : 3e-4 "})
+
+    assert r.status_code == 200
+    assert admin_listed(r) == [swept.public_id]
+
+
 @pytest.mark.parametrize("asked", ["project=\x00", "k" * 400, "project=" + "v" * 64, "=", "x=y"])
 def test_a_label_no_job_has_lists_nothing_in_the_admin_never_an_error(alice, reviewer, asked):
     labelled_job(alice, ("project", "llm"))
