@@ -623,6 +623,13 @@ def test_a_scripts_label_value_sent_as_a_json_number_with_a_fraction_is_refused_
             body=api_body(labels=[{"key": "lr", "value": 3e-4}], datasources=mounts),
         )
     )
+    # A key too: {"key": 1e-4} was the key 0.0001.
+    key_refusal = refused(
+        lambda: api.create_job(
+            pool="local",
+            body=api_body(labels=[{"key": 1e-4, "value": "x"}], datasources=mounts),
+        )
+    )
     whole = api.create_job(
         pool="local", body=api_body(labels=[{"key": "epochs", "value": 3}], datasources=mounts)
     )
@@ -630,6 +637,7 @@ def test_a_scripts_label_value_sent_as_a_json_number_with_a_fraction_is_refused_
     # 3e-4 would have become lr=0.0003, which a filter for lr=3e-4 does not find.
     assert refusal.status == 400
     assert "labels[0].value: Must be text: write the number in quotes" in str(refusal)
+    assert "labels[0].key: Must be text: write the number in quotes" in str(key_refusal)
     assert Job.objects.count() == 1  # the refused one made nothing
     assert list(Job.objects.get(public_id=whole["jobId"]).labels.values_list("key", "value")) == [
         ("epochs", "3")
