@@ -1293,10 +1293,12 @@ def _label_key_problem(key: str) -> str:
     key (`lr=3e-4`, or `lr:3e-4` as YAML writes it), that its two parts go apart, named."""
     for separator in ("=", ":"):
         before, sep, after = key.partition(separator)
-        if sep and LABEL_KEY_RE.match(before.strip()) and LABEL_VALUE_RE.match(after.strip()):
+        value = after.strip()
+        # "lr=" names no value: the rule says what a key may hold ("值为 。" said nothing).
+        if sep and value and LABEL_KEY_RE.match(before.strip()) and LABEL_VALUE_RE.match(value):
             return _(
                 "A label's key and value go apart: %(key)s as the key and %(value)s as the value."
-            ) % {"key": before.strip(), "value": after.strip()}
+            ) % {"key": before.strip(), "value": value}
     return str(LABEL_KEY_RULE)
 
 

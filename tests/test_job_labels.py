@@ -151,6 +151,13 @@ def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(ali
             "id_label-0-key",
             "标签的键和值分开填写：键为 lr，值为 3e-4。",
         ),
+        (
+            # Nothing after "=": the rule, not "键为 lr，值为 。" with no value to name.
+            [("lr=", "")],
+            "id_label-0-key",
+            "标签键支持字母、数字、-、_ 和 .，以字母或数字开头和结尾，最长 63 个字符"
+            "（可带 example.com/ 这样的前缀）。",
+        ),
     ],
     ids=[
         "key syntax",
@@ -162,6 +169,7 @@ def test_labels_typed_on_basic_info_reach_the_review_the_request_and_the_job(ali
         "console's",
         "pasted key:value",
         "pasted key=value",
+        "key and equals sign",
     ],
 )
 def test_a_refused_label_says_why_on_its_field_and_keeps_what_was_typed(
