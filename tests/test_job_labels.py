@@ -302,6 +302,7 @@ def test_the_review_diff_and_compare_show_a_row_for_each_label_key_that_differs(
     second = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "1e-4"), name="b")
     same = labelled_job(alice, ("project", "llm"), ("exp", "lr-sweep"), ("lr", "3e-4"), name="c")
     unlabelled = labelled_job(alice, name="d")
+    empty = labelled_job(alice, ("exp", ""), name="e")
 
     changes = spec_changes(first.job_spec(), second.job_spec())
     compared = alice_client.get(
@@ -309,12 +310,15 @@ def test_the_review_diff_and_compare_show_a_row_for_each_label_key_that_differs(
     ).content.decode()
     unchanged = spec_changes(first.job_spec(), same.job_spec())
     gained = spec_changes(unlabelled.job_spec(), first.job_spec())
+    gained_empty = spec_changes(unlabelled.job_spec(), empty.job_spec())
 
     # Only the key that changed, value against value: the sweep's copy says lr changed.
     assert [c for c in changes if "标签" in c[0]] == [("基础信息 · 标签 lr", "3e-4", "1e-4")]
     assert re.search(r'<th scope="row" class="fw-normal">基础信息 · 标签 lr</th>', compared)
     assert not any("标签" in label for label, _a, _b in unchanged)
     assert ("基础信息 · 标签 project", "—", "llm") in gained
+    # A label with an empty value differs from none (it was "—" against "—", not listed).
+    assert [c for c in gained_empty if "标签" in c[0]] == [("基础信息 · 标签 exp", "—", "（空值）")]
 
 
 # -- the job page and the job list --------------------------------------------------------
