@@ -1013,6 +1013,52 @@ def test_my_usage_by_a_label_key_has_a_row_per_value_adding_up_to_the_total(
     assert "By label project" in body
 
 
+def test_a_key_with_many_values_shows_the_most_used_and_one_row_for_the_rest_the_csv_all(
+    alice, alice_en, reviewer, monkeypatch
+):
+    import csv
+    import io
+
+    from jobs import usage
+    from tests.test_usage_report import APRIL_QUERY
+
+    # LABEL_VALUES_SHOWN (50): a key with a value per job (a run id) made a row per job, 23,803
+    # rows and 3 MB for a year of the report at 30,000 jobs. 2 here, to need 4 values.
+    monkeypatch.setattr(usage, "LABEL_VALUES_SHOWN", 2)
+    for hours, run in ((5, "r1"), (4, "r2"), (3, "r3"), (2, "r4")):
+        ran(alice, {"run": run}, hours)
+    ran(alice, {"project": "llm"}, 1)
+    query = {**APRIL_QUERY, "by_label": "run"}
+
+    mine = alice_en.get("/account/usage/", query)
+    report = staff_client(reviewer).get("/admin/jobs/job/usage/", query)
+    csv_rows = list(
+        csv.DictReader(
+            io.StringIO(
+                alice_en.get("/account/usage/", {**query, "format": "csv"}).content.decode(
+                    "utf-8-sig"
+                )
+            )
+        )
+    )
+
+    for r in (mine, report):
+        assert r.status_code == 200
+        assert label_rows(r.content.decode()) == [
+            ("r1", "5.00", "1", "0.00"),
+            ("r2", "4.00", "1", "0.00"),
+            ("(2 more values: the CSV lists each)", "5.00", "2", "0.00"),
+            ("(jobs without a run label)", "1.00", "1", "0.00"),
+        ]
+        assert r.context["report"].total.card_hours == 15
+    assert [row["label_value"] for row in csv_rows if row["scope"] == "label"] == [
+        "r1",
+        "r2",
+        "r3",
+        "r4",
+    ]
+
+
 def test_the_usage_reports_queries_by_label_are_the_same_for_3_or_30_jobs(alice, reviewer):
     from tests.test_usage_report import APRIL_QUERY
 
