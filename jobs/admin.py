@@ -56,6 +56,7 @@ from .api_keys import password_set_by
 from .backends import BackendError, get_backend
 from .backends.local import detected_accelerators
 from .health import active_runner
+from .labels import label_asked, labelled
 from .languages import language_after_login
 from .models import (
     ACTIVE_STATUSES,
@@ -386,15 +387,9 @@ class LabelFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         if not self.value():
             return queryset
-        key, sep, value = self.value().strip().partition("=")
-        key, value = key.strip(), value.strip()
-        if len(key) > JobLabel._meta.get_field("key").max_length or len(value) > (
-            JobLabel._meta.get_field("value").max_length
-        ):
-            return queryset.none()  # longer than any label (NULs: NulFreeLookupsMixin)
-        if not sep:
-            return queryset.filter(labels__key=key)
-        return queryset.filter(labels__key=key, labels__value=value)
+        # Read as the job list reads it (`lr:3e-4` too); one no job can have matches nothing.
+        pair = label_asked(self.value())
+        return labelled(queryset, [pair]) if pair is not None else queryset.none()
 
 
 class CardsFilter(admin.SimpleListFilter):

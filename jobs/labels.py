@@ -28,11 +28,21 @@ def every_asked_label(query: QueryDict) -> list[tuple[str, str | None]]:
     is pasted from YAML or a Kubernetes selector's output, which found nothing."""
     asked: dict[tuple[str, str | None], None] = {}
     for text in query.getlist("label"):
-        text = text.strip()
-        key, sep, value = text.partition("=" if "=" in text or ":" not in text else ":")
-        if key.strip():
-            asked[(key.strip(), value.strip() if sep else None)] = None
+        pair = label_asked(text)
+        if pair is not None:
+            asked[pair] = None
     return list(asked)
+
+
+def label_asked(text: str) -> tuple[str, str | None] | None:
+    """One `label=` as a (key, value) pair, value None for a key alone (`key=value`, `key:value`
+    or `key`, spaces around each part dropped); None when it names no key. The job list's and
+    the admin's label filters read it alike."""
+    text = text.strip()
+    key, sep, value = text.partition("=" if "=" in text or ":" not in text else ":")
+    if not key.strip():
+        return None
+    return key.strip(), value.strip() if sep else None
 
 
 def label_query(pair: tuple[str, str | None]) -> str:

@@ -842,9 +842,10 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
             ],
         )
 
-    def label_value(value: Any, path: str) -> str:
+    def label_text(value: Any, path: str) -> str:
         # A number written as text would not read back as sent: a script's lr 3e-4 became the
-        # label lr=0.0003, which the filter lr=3e-4 (as typed in the wizard) did not find.
+        # label lr=0.0003, which the filter lr=3e-4 (as typed in the wizard) did not find. A
+        # key too ({"key": 1e-4} was the key 0.0001).
         if isinstance(value, float):
             r.error(path, _("Must be text: write the number in quotes, as it should read."))
             return ""
@@ -852,14 +853,14 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
 
     labels = top.get("labels")
     if isinstance(labels, Mapping):  # {"key": "value"}, as the console's own API sends
-        spec.labels = [(str(k), label_value(v, f"labels.{k}")) for k, v in labels.items()]
+        spec.labels = [(str(k), label_text(v, f"labels.{k}")) for k, v in labels.items()]
     else:
         for i, item in enumerate(r.list(labels, "labels")):
             label = r.obj(item, f"labels[{i}]")
             spec.labels.append(
                 (
-                    r.str(label.get("key"), f"labels[{i}].key"),
-                    label_value(label.get("value"), f"labels[{i}].value"),
+                    label_text(label.get("key"), f"labels[{i}].key"),
+                    label_text(label.get("value"), f"labels[{i}].value"),
                 )
             )
 
@@ -1292,10 +1293,12 @@ def _label_key_problem(key: str) -> str:
     key (`lr=3e-4`, or `lr:3e-4` as YAML writes it), that its two parts go apart, named."""
     for separator in ("=", ":"):
         before, sep, after = key.partition(separator)
-        if sep and LABEL_KEY_RE.match(before.strip()) and LABEL_VALUE_RE.match(after.strip()):
+        value = after.strip()
+        # "lr=" names no value: the rule says what a key may hold ("值为 。" said nothing).
+        if sep and value and LABEL_KEY_RE.match(before.strip()) and LABEL_VALUE_RE.match(value):
             return _(
                 "A label's key and value go apart: %(key)s as the key and %(value)s as the value."
-            ) % {"key": before.strip(), "value": after.strip()}
+            ) % {"key": before.strip(), "value": value}
     return str(LABEL_KEY_RULE)
 
 

@@ -427,8 +427,10 @@ def specs_compared(
 def _labels_by_key(sections: list[Section], spec: S.JobSpec) -> list[Section]:
     """`sections` with the one Labels row (every label joined) put as a row per label key, so a
     sweep's copy that changed lr alone reads "标签 lr: 3e-4 → 1e-4", not two long lines to
-    read letter by letter (a key one spec lacks is empty there, as any field it lacks)."""
+    read letter by letter (a key one spec lacks is empty there, as any field it lacks; an empty
+    value is said so, or adding `exp=` to a copy would differ in nothing shown)."""
     joined = str(_("Labels"))
+    empty = str(_("(empty value)"))
     return [
         (
             title,
@@ -436,7 +438,7 @@ def _labels_by_key(sections: list[Section], spec: S.JobSpec) -> list[Section]:
                 row
                 for label, value in rows
                 for row in (
-                    [(_("Label %(key)s") % {"key": k}, v) for k, v in spec.labels]
+                    [(_("Label %(key)s") % {"key": k}, v or empty) for k, v in spec.labels]
                     if str(label) == joined
                     else [(label, value)]
                 )

@@ -375,8 +375,15 @@ def usage_report(
 
 @dataclass
 class LabelUsage:
-    value: str | None  # None: jobs without that label key
+    value: str | None  # None: jobs without that label key (or, `folded`, the values after)
     figures: Figures
+    folded: int = 0  # a page's row for this many values past LABEL_VALUES_SHOWN
+
+
+# A usage page's table by label shows this many values, the most used first, and the rest as one
+# row: a key with a value per job (a run id, a commit) made a row per job, 23,803 rows and 3 MB
+# for a year of the report at 30,000 jobs (1.7 s). The CSV has every value.
+LABEL_VALUES_SHOWN = 50
 
 
 @dataclass
@@ -388,6 +395,20 @@ class UsageByLabel:
     key: str
     values: list[LabelUsage]
     deleted: Figures
+
+    @property
+    def values_shown(self) -> list[LabelUsage]:
+        """`values` as a page shows them: the first LABEL_VALUES_SHOWN values, those after
+        added up in one row (`folded`), then the jobs without the key; they add up as all."""
+        valued = [row for row in self.values if row.value is not None]
+        without = [row for row in self.values if row.value is None]
+        if len(valued) <= LABEL_VALUES_SHOWN:
+            return self.values
+        rest = Figures()
+        for row in valued[LABEL_VALUES_SHOWN:]:
+            rest.add(row.figures)
+        folded = LabelUsage(None, rest, folded=len(valued) - LABEL_VALUES_SHOWN)
+        return [*valued[:LABEL_VALUES_SHOWN], folded, *without]
 
 
 def usage_by_label(

@@ -93,6 +93,49 @@ def test_run_again_of_a_job_stored_before_the_hang_rule_says_where_to_turn_detec
     assert Job.objects.count() == 1
 
 
+def test_submit_again_of_a_job_stored_before_the_hang_rule_is_refused_as_run_again_is(
+    alice, alice_client
+):
+    # Submit again sends the spec as a new submit (AIHC itself refuses 任务hang without hang
+    # detection): checked as one, unlike approving a held job, which the rule does not reach.
+    job = stored_before_the_hang_rule(alice, JobStatus.SUBMIT_FAILED)
+
+    response = alice_client.post(reverse("job-submit-again", args=[job.public_id]), follow=True)
+
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == reverse("job-detail", args=[job.public_id])
+    assert "或不选此告警事件" in response.content.decode()
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+
+
+HANG_ALERT = {
+    "alertConfig": {"alertItems": ["jobHang"]},
+    "console": {"alertChannels": {"emails": ["ops@example.com"]}},
+}
+
+
+@pytest.mark.parametrize("detection", [None, {"enabledHangDetection": False}])
+def test_both_apis_refuse_a_new_hang_alert_without_hang_detection_naming_the_field(api, detection):
+    from .test_api_v2 import v2_body
+
+    sent = {**HANG_ALERT}
+    if detection is not None:
+        sent["faultToleranceConfig"] = detection
+
+    refusals = [
+        v1.refused(lambda: api.create_job(pool="local", body=body(**sent))),
+        v1.refused(lambda: action(api, "CreateJob", resourcePoolId="local", body=v2_body(**sent))),
+    ]
+
+    for refusal in refusals:
+        assert refusal.status == 400
+        assert "alertConfig.alertItems: Alerting on “Job hangs” needs hang detection" in str(
+            refusal
+        )
+    assert not Job.objects.exists()
+
+
 def test_a_scripts_queue_task_without_a_queue_is_still_created_in_the_default_queue(api):
     queued = body(name="queued-task")
     del queued["queue"]
