@@ -1875,6 +1875,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                     message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
                 )
         if succeeded:
+            _ended_unwatched(job, last_exit_time([states[r.pk] for r in replicas]), now)
             _finished(job, run)
         return
 
@@ -2273,7 +2274,32 @@ def _finish_tear_down(
         if ended and final in (S.FAILED, S.TIMED_OUT):
             job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", text))
     if ended:
+        _ended_unwatched(job, last_exit, now)
         _finished(job, run)
+
+
+def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> None:
+    """Says on the job's page that its end was recorded late, by a worker that was not
+    running when the replicas exited (killed, stopped, not yet started again): without it,
+    a run time shorter than the span from its start to its end event read as a mistake.
+    Late means later than the console counts a worker as not running (WORKER_STALE_SECONDS,
+    the job list's banner)."""
+    if last_exit is None or now - last_exit <= timedelta(seconds=settings.WORKER_STALE_SECONDS):
+        return
+    job_event(
+        job=job,
+        reason="EndedUnwatched",
+        message=recorded_plural(
+            ngettext_noop(
+                "No worker was running when this job's replicas exited: a worker recorded the "
+                "end %(count)s second later. Its run time counts to when its replicas exited.",
+                "No worker was running when this job's replicas exited: a worker recorded the "
+                "end %(count)s seconds later. Its run time counts to when its replicas exited.",
+            ),
+            "count",
+            count=int((now - last_exit).total_seconds()),
+        ),
+    )
 
 
 def _restarted(job: Job, spec: JobSpec, replicas: list[JobReplica], *, why: str) -> None:

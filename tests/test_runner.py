@@ -773,12 +773,13 @@ def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
 @pytest.mark.parametrize(
     ("code", "final"), [(0, JobStatus.SUCCEEDED), (3, JobStatus.FAILED)], ids=["succeeds", "fails"]
 )
-def test_a_job_that_ends_while_the_worker_is_not_running_ends_when_its_replica_exited(
+def test_a_job_that_ends_while_no_worker_runs_ends_when_its_replica_exited_and_says_so(
     alice, settings, code, final
 ):
     # QA 31: a worker killed while a job ran and started again after the job had ended
     # recorded the end as of its own return, so the job's run time and card-hours counted
-    # every minute the worker was away.
+    # every minute the worker was away, and its page did not say why the end came so late.
+    settings.WORKER_STALE_SECONDS = 1  # the 2 s below are longer than a worker may be away
     job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit {code}"))
     worker = Worker()
     run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
@@ -795,6 +796,10 @@ def test_a_job_that_ends_while_the_worker_is_not_running_ends_when_its_replica_e
     assert abs(job.finished_at - exited) < timedelta(milliseconds=1)
     [replica] = job.replicas.all()
     assert abs(replica.finished_at - exited) < timedelta(milliseconds=1)
+    [note] = job.events.filter(reason="EndedUnwatched")
+    assert "实例退出时没有 worker 在运行" in note.message
+    with translation.override("en"):
+        assert "a worker recorded the end 2 seconds later" in note.message_shown
 
 
 def test_the_replica_that_failed_shows_failed_and_the_ones_torn_down_with_it_stopped(alice):
