@@ -119,6 +119,18 @@ REASONS = {
     ),
 }
 
+# Why a process's native frames are not read, by the console's own set-up (not py-spy's
+# words): stored as a code beside the English detail (which a release before QA 31 shows),
+# and shown in the page's language. Before, every Python process of every capture in the
+# default set-up (a worker run as root, no LOCAL_JOB_UID_BASE) said it in English on a
+# Chinese page.
+NATIVE_REFUSALS = {
+    "native_needs_root": gettext_noop("native frames are read only by a worker run as root"),
+    "native_needs_own_user": gettext_noop(
+        "native frames are read only of jobs run as users of their own (LOCAL_JOB_UID_BASE)"
+    ),
+}
+
 _PYTHON = re.compile(r"python[0-9.]*[a-z]?")
 
 
@@ -374,11 +386,12 @@ def _native_argv(tool: str, listed: Listed, ids: tuple[int, int] | None) -> list
     (jobs/native_reader.py says how, and why); else why it cannot be read natively. Only by a
     worker run as root, and only of a job run as a user of its own (LOCAL_JOB_UID_BASE),
     which has a user namespace of its own to hold py-spy's one capability: a job run as root
-    shares the host's (and uid 0: a native read of it is refused)."""
+    shares the host's (and uid 0: a native read of it is refused). Why not: a code of
+    NATIVE_REFUSALS."""
     if os.geteuid() != 0:
-        return "native frames are read only by a worker run as root"
+        return "native_needs_root"
     if ids is None or ids[0] == 0:
-        return "native frames are read only of jobs run as users of their own (LOCAL_JOB_UID_BASE)"
+        return "native_needs_own_user"
     reader = Path(__file__).with_name("native_reader.py")
     ticks = listed.start.rpartition(":")[2]
     return [
@@ -413,7 +426,7 @@ def _dump(
     if native:
         found = _native_argv(tool, listed, ids)
         if isinstance(found, str):
-            return {"error": "unreadable", "detail": found}
+            return {"error": "unreadable", "detail": NATIVE_REFUSALS[found], "detail_code": found}
         argv: list[str] | None = found
     else:
         argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=ids)
@@ -634,12 +647,18 @@ def _command(pid: int) -> str:
 # -- showing it ----------------------------------------------------------------------------
 
 
+def _detail(entry: dict[str, Any]) -> str:
+    """An entry's detail: in the page's language when it is one of the console's own."""
+    code = entry.get("detail_code", "")
+    return gettext(NATIVE_REFUSALS[code]) if code in NATIVE_REFUSALS else entry.get("detail", "")
+
+
 def reason_text(entry: dict[str, Any]) -> str:
     code = entry.get("error", "")
     if code not in REASONS:
         return ""
     params = {
-        "detail": entry.get("detail", ""),
+        "detail": _detail(entry),
         "seconds": entry.get("seconds", ""),
         "count": entry.get("count", ""),
         "dropped": entry.get("dropped", ""),
@@ -783,7 +802,7 @@ def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
                 out.append((who, reason_text(process)))
             if process.get("native_error"):
                 failed = process["native_error"]
-                reason = failed.get("detail") or reason_text(failed)
+                reason = _detail(failed) or reason_text(failed)
                 out.append((who, reason_text({"error": "native_failed", "reason": reason})))
             if process.get("threads_dropped"):
                 dropped = {
