@@ -254,15 +254,33 @@ def store_capture(*, pk: int, replicas: list[dict[str, Any]]) -> None:
         capture.replicas = replicas
         capture.save(update_fields=["finished_at", "replicas"])
         read = sum(1 for r in replicas if any(p.get("threads") for p in r.get("processes", [])))
-        message = recorded(
-            gettext_noop("Call stacks captured on request: %(read)s of %(total)s replicas read.")
-            if capture.trigger == StackCaptureTrigger.MANUAL
-            else gettext_noop(
-                "Call stacks captured after the hang: %(read)s of %(total)s replicas read."
-            ),
-            read=read,
-            total=len(replicas),
-        )
+        # Replicas that had ended (one that exited 0 while the others hang) are said apart:
+        # "1 of 2 read" alone read as a failure to read one (QA 31).
+        ended = sum(1 for r in replicas if r.get("error") == "not_running")
+        manual = capture.trigger == StackCaptureTrigger.MANUAL
+        if ended:
+            text = (
+                gettext_noop(
+                    "Call stacks captured on request: %(read)s of %(total)s replicas read "
+                    "(%(ended)s had ended)."
+                )
+                if manual
+                else gettext_noop(
+                    "Call stacks captured after the hang: %(read)s of %(total)s replicas read "
+                    "(%(ended)s had ended)."
+                )
+            )
+        else:
+            text = (
+                gettext_noop(
+                    "Call stacks captured on request: %(read)s of %(total)s replicas read."
+                )
+                if manual
+                else gettext_noop(
+                    "Call stacks captured after the hang: %(read)s of %(total)s replicas read."
+                )
+            )
+        message = recorded(text, read=read, total=len(replicas), ended=ended)
         job_event(job=capture.job, reason="StacksCaptured", message=message)
         kept = capture.job.stack_captures.exclude(finished_at=None).values_list("pk", flat=True)
         StackCapture.objects.filter(pk__in=list(kept[CAPTURES_KEPT:])).delete()
