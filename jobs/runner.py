@@ -1852,6 +1852,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         )
         if decided:
             job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+            if can_restart:  # a job that ends here says it as it ends (_ended_unwatched)
+                _exited_unwatched(job, label, state.exited_at, now)
         run.refresh_from_db()
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
@@ -2298,6 +2300,28 @@ def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> Non
             ),
             "count",
             count=int((now - last_exit).total_seconds()),
+        ),
+    )
+
+
+def _exited_unwatched(job: Job, label: str, exited: datetime | None, now: datetime) -> None:
+    """As _ended_unwatched, for a replica whose failure a worker recorded late and that the
+    job restarts for: the gap between its start and the failure is the worker's absence."""
+    if exited is None or now - exited <= timedelta(seconds=settings.WORKER_STALE_SECONDS):
+        return
+    job_event(
+        job=job,
+        reason="EndedUnwatched",
+        message=recorded_plural(
+            ngettext_noop(
+                "No worker was running when %(replica)s exited: a worker recorded it "
+                "%(count)s second later.",
+                "No worker was running when %(replica)s exited: a worker recorded it "
+                "%(count)s seconds later.",
+            ),
+            "count",
+            replica=label,
+            count=int((now - exited).total_seconds()),
         ),
     )
 

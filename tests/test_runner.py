@@ -802,6 +802,40 @@ def test_a_job_that_ends_while_no_worker_runs_ends_when_its_replica_exited_and_s
         assert "a worker recorded the end 2 seconds later" in note.message_shown
 
 
+def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(alice, settings):
+    # QA 31: a replica that failed while no worker ran read as failing a minute after its
+    # start, with nothing saying why, once a worker came back and restarted the job.
+    settings.WORKER_STALE_SECONDS = 1
+    command = (
+        f"{UNTIL_THE_GATE_OPENS}; "
+        "if [ ! -e /workspace/failed-once ]; then touch /workspace/failed-once; exit 1; fi"
+    )
+    spec = make_spec(
+        command,
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+
+    open_gate(settings)  # and no tick while it fails: the worker is away
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(2)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert job.restarts == 1
+    [note] = job.events.filter(reason="EndedUnwatched")
+    assert note.message.startswith("master-0 退出时没有 worker 在运行")
+    with translation.override("en"):
+        assert "a worker recorded it 2 seconds later" in note.message_shown
+    reasons = list(job.events.order_by("created_at", "id").values_list("reason", flat=True))
+    assert reasons.index("EndedUnwatched") < reasons.index("Restarted")
+
+
 def test_the_replica_that_failed_shows_failed_and_the_ones_torn_down_with_it_stopped(alice):
     spec = make_spec(
         'if [ "$RANK" = 1 ]; then sleep 0.3; exit 4; fi; sleep 300',
