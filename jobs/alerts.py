@@ -227,7 +227,6 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
     inside the caller's transaction, it is queued if and only if what caused it is committed.
     A queue that refuses the row rolls back only that row (a savepoint) and leaves an
     AlertFailed event instead."""
-    from django.utils import timezone
 
     from .services import job_event
     from .tasks import deliver_alert
@@ -241,7 +240,7 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
                 job_id=job.pk,
                 item=item,
                 message=message,
-                time=timezone.now().isoformat(),
+                time=_alert_time(job, item).isoformat(),
                 # So that each address's mail is written in its reader's language.
                 message_source=source_of(message),
             )
@@ -255,6 +254,15 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
             ),
             warning=True,
         )
+
+
+def _alert_time(job: Job, item: str) -> datetime:
+    """When what the alert is about happened: a job's end is when it ended (finished_at), which a
+    worker that was not running then records later (QA 31: the alert said when the worker
+    came back, the job page when the job ended); anything else, now."""
+    if item in ("jobSucceed", "jobFailed") and job.finished_at is not None:
+        return job.finished_at
+    return timezone.now()
 
 
 def _alert_config(job: Job) -> AlertConfig | None:

@@ -368,6 +368,7 @@ EVENT_REASONS = {
     "OutboundLost": pgettext_lazy("event reason", "Outbound network lost"),
     "MarkedLost": pgettext_lazy("event reason", "Marked as lost"),
     "LeftoverEnded": pgettext_lazy("event reason", "Leftover processes ended"),
+    "EndedUnwatched": pgettext_lazy("event reason", "Ended while no worker ran"),
     "DeleteFailed": pgettext_lazy("event reason", "Deletion failed"),
     "UnknownStatus": pgettext_lazy("event reason", "Unknown status"),
     "AlertSent": pgettext_lazy("event reason", "Alert sent"),

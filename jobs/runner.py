@@ -388,6 +388,10 @@ class ReplicaState:
     # the disk's free bytes and the threshold then (or, short of inodes, its /tmp's entries,
     # the disk's free and total inodes and the share).
     evicted: dict[str, int] | None = None
+    # When its command ended, as its shim (or the worker's SIGKILL) recorded it: a worker that
+    # was not running then learns of the end later, and the job's run time, its card-hours
+    # and its replicas' end go by this, not by when the worker looked (QA 31).
+    exited_at: datetime | None = None
 
 
 def _mark(path: Path, unreadable: dict) -> dict | None:
@@ -418,6 +422,21 @@ def _lock_held(lock: Path) -> bool:
         os.close(fd)
 
 
+def _exit_time(record: dict) -> datetime | None:
+    """The time an exit record holds (seconds since the epoch), if it holds one that reads."""
+    try:
+        return datetime.fromtimestamp(float(record["time"]), tz=UTC)
+    except (KeyError, TypeError, ValueError, OverflowError, OSError):
+        return None
+
+
+def last_exit_time(states: list[ReplicaState]) -> datetime | None:
+    """When the last of these replicas ended, if every one has recorded when it did (a lost
+    one has not: the worker's own time stands then)."""
+    times = [state.exited_at for state in states if state.exited_at is not None]
+    return max(times) if times and len(times) == len(states) else None
+
+
 def read_state(state: Path) -> ReplicaState:
     marks = {
         "keyword": _mark(state / "keyword", {"keyword": "?", "line": ""}),
@@ -437,10 +456,12 @@ def read_state(state: Path) -> ReplicaState:
     finally:
         os.close(fd)
     try:
-        code = json.loads((state / "exit").read_text())["code"]
-        return ReplicaState("exited", exit_code=int(code), **marks)
-    except (OSError, ValueError, KeyError):
+        record = json.loads((state / "exit").read_text())
+        code = int(record["code"])
+    except (OSError, ValueError, KeyError, TypeError):
         pass
+    else:
+        return ReplicaState("exited", exit_code=code, exited_at=_exit_time(record), **marks)
     if (state / "launched").exists() and (state / "started").exists():
         return ReplicaState("lost", **marks)
     # Never launched, or recorded as launched by a worker that died before its shim began
@@ -1831,6 +1852,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         )
         if decided:
             job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+            if can_restart:  # a job that ends here says it as it ends (_ended_unwatched)
+                _exited_unwatched(job, label, state.exited_at, now)
         run.refresh_from_db()
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
@@ -1845,6 +1868,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 to=S.SUCCEEDED,
                 reason="Succeeded",
                 message=recorded(gettext_noop("Every replica exited with 0.")),
+                ended_at=last_exit_time([states[r.pk] for r in replicas]),
             )
             if succeeded:
                 job_alert(
@@ -1853,6 +1877,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                     message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
                 )
         if succeeded:
+            _ended_unwatched(job, last_exit_time([states[r.pk] for r in replicas]), now)
             _finished(job, run)
         return
 
@@ -2078,7 +2103,7 @@ def _record_replica(
         replica.status = status
         replica.exit_code = state.exit_code
         if state.phase in ("exited", "lost") and replica.finished_at is None:
-            replica.finished_at = now
+            replica.finished_at = min(state.exited_at or now, now)
         replica.save(update_fields=["status", "exit_code", "finished_at"])
 
 
@@ -2231,16 +2256,74 @@ def _finish_tear_down(
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
+    last_exit = last_exit_time(
+        [
+            read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
+            for r in replicas
+        ]
+    )
     # The end and its alert are committed together: a worker killed in between would
     # leave an ended job whose alert no later worker sends.
     with transaction.atomic():
         ended = job_transition(
-            job=job, to=final, reason=reason, message=text, warning=final != S.STOPPED
+            job=job,
+            to=final,
+            reason=reason,
+            message=text,
+            warning=final != S.STOPPED,
+            ended_at=last_exit,
         )
         if ended and final in (S.FAILED, S.TIMED_OUT):
             job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", text))
     if ended:
+        _ended_unwatched(job, last_exit, now)
         _finished(job, run)
+
+
+def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> None:
+    """Says on the job's page that its end was recorded late, by a worker that was not
+    running when the replicas exited (killed, stopped, not yet started again): without it,
+    a run time shorter than the span from its start to its end event read as a mistake.
+    Late means later than the console counts a worker as not running (WORKER_STALE_SECONDS,
+    the job list's banner)."""
+    if last_exit is None or now - last_exit <= timedelta(seconds=settings.WORKER_STALE_SECONDS):
+        return
+    job_event(
+        job=job,
+        reason="EndedUnwatched",
+        message=recorded_plural(
+            ngettext_noop(
+                "No worker was running when this job's replicas exited: a worker recorded the "
+                "end %(count)s second later. Its run time counts to when its replicas exited.",
+                "No worker was running when this job's replicas exited: a worker recorded the "
+                "end %(count)s seconds later. Its run time counts to when its replicas exited.",
+            ),
+            "count",
+            count=int((now - last_exit).total_seconds()),
+        ),
+    )
+
+
+def _exited_unwatched(job: Job, label: str, exited: datetime | None, now: datetime) -> None:
+    """As _ended_unwatched, for a replica whose failure a worker recorded late and that the
+    job restarts for: the gap between its start and the failure is the worker's absence."""
+    if exited is None or now - exited <= timedelta(seconds=settings.WORKER_STALE_SECONDS):
+        return
+    job_event(
+        job=job,
+        reason="EndedUnwatched",
+        message=recorded_plural(
+            ngettext_noop(
+                "No worker was running when %(replica)s exited: a worker recorded it "
+                "%(count)s second later.",
+                "No worker was running when %(replica)s exited: a worker recorded it "
+                "%(count)s seconds later.",
+            ),
+            "count",
+            replica=label,
+            count=int((now - exited).total_seconds()),
+        ),
+    )
 
 
 def _restarted(job: Job, spec: JobSpec, replicas: list[JobReplica], *, why: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -136,6 +137,7 @@ def job_transition(
     message: str = "",
     warning: bool = False,
     actor: Any = None,
+    ended_at: datetime | None = None,
     **fields: Any,
 ) -> bool:
     """Moves `job` to status `to` if the state machine allows it from its current status.
@@ -143,7 +145,8 @@ def job_transition(
     The update is conditional on the status the caller saw, so two processes (web and
     worker) racing on one job cannot both win; the loser gets False and a refreshed job
     (or the job as it was, when it has been deleted meanwhile).
-    Records an event, and stamps started/finished times.
+    Records an event, and stamps started/finished times: a final status is stamped with
+    `ended_at`, when the job's processes ended, if the caller knows it (never later than now).
     """
     current = job.status
     if to not in TRANSITIONS[current]:
@@ -159,7 +162,7 @@ def job_transition(
     if to == JobStatus.RUNNING and job.started_at is None:
         updates["started_at"] = now
     if to in FINAL_STATUSES:
-        updates["finished_at"] = now
+        updates["finished_at"] = min(ended_at, now) if ended_at else now
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
         if changed:

@@ -119,6 +119,18 @@ REASONS = {
     ),
 }
 
+# Why a process's native frames are not read, by the console's own set-up (not py-spy's
+# words): stored as a code beside the English detail (which a release before QA 31 shows),
+# and shown in the page's language. Before, every Python process of every capture in the
+# default set-up (a worker run as root, no LOCAL_JOB_UID_BASE) said it in English on a
+# Chinese page.
+NATIVE_REFUSALS = {
+    "native_needs_root": gettext_noop("native frames are read only by a worker run as root"),
+    "native_needs_own_user": gettext_noop(
+        "native frames are read only of jobs run as users of their own (LOCAL_JOB_UID_BASE)"
+    ),
+}
+
 _PYTHON = re.compile(r"python[0-9.]*[a-z]?")
 
 
@@ -242,15 +254,33 @@ def store_capture(*, pk: int, replicas: list[dict[str, Any]]) -> None:
         capture.replicas = replicas
         capture.save(update_fields=["finished_at", "replicas"])
         read = sum(1 for r in replicas if any(p.get("threads") for p in r.get("processes", [])))
-        message = recorded(
-            gettext_noop("Call stacks captured on request: %(read)s of %(total)s replicas read.")
-            if capture.trigger == StackCaptureTrigger.MANUAL
-            else gettext_noop(
-                "Call stacks captured after the hang: %(read)s of %(total)s replicas read."
-            ),
-            read=read,
-            total=len(replicas),
-        )
+        # Replicas that had ended (one that exited 0 while the others hang) are said apart:
+        # "1 of 2 read" alone read as a failure to read one (QA 31).
+        ended = sum(1 for r in replicas if r.get("error") == "not_running")
+        manual = capture.trigger == StackCaptureTrigger.MANUAL
+        if ended:
+            text = (
+                gettext_noop(
+                    "Call stacks captured on request: %(read)s of %(total)s replicas read "
+                    "(%(ended)s had ended)."
+                )
+                if manual
+                else gettext_noop(
+                    "Call stacks captured after the hang: %(read)s of %(total)s replicas read "
+                    "(%(ended)s had ended)."
+                )
+            )
+        else:
+            text = (
+                gettext_noop(
+                    "Call stacks captured on request: %(read)s of %(total)s replicas read."
+                )
+                if manual
+                else gettext_noop(
+                    "Call stacks captured after the hang: %(read)s of %(total)s replicas read."
+                )
+            )
+        message = recorded(text, read=read, total=len(replicas), ended=ended)
         job_event(job=capture.job, reason="StacksCaptured", message=message)
         kept = capture.job.stack_captures.exclude(finished_at=None).values_list("pk", flat=True)
         StackCapture.objects.filter(pk__in=list(kept[CAPTURES_KEPT:])).delete()
@@ -374,11 +404,12 @@ def _native_argv(tool: str, listed: Listed, ids: tuple[int, int] | None) -> list
     (jobs/native_reader.py says how, and why); else why it cannot be read natively. Only by a
     worker run as root, and only of a job run as a user of its own (LOCAL_JOB_UID_BASE),
     which has a user namespace of its own to hold py-spy's one capability: a job run as root
-    shares the host's (and uid 0: a native read of it is refused)."""
+    shares the host's (and uid 0: a native read of it is refused). Why not: a code of
+    NATIVE_REFUSALS."""
     if os.geteuid() != 0:
-        return "native frames are read only by a worker run as root"
+        return "native_needs_root"
     if ids is None or ids[0] == 0:
-        return "native frames are read only of jobs run as users of their own (LOCAL_JOB_UID_BASE)"
+        return "native_needs_own_user"
     reader = Path(__file__).with_name("native_reader.py")
     ticks = listed.start.rpartition(":")[2]
     return [
@@ -413,7 +444,7 @@ def _dump(
     if native:
         found = _native_argv(tool, listed, ids)
         if isinstance(found, str):
-            return {"error": "unreadable", "detail": found}
+            return {"error": "unreadable", "detail": NATIVE_REFUSALS[found], "detail_code": found}
         argv: list[str] | None = found
     else:
         argv = _unprivileged([tool, "dump", "--json", "--pid", str(pid)], as_ids=ids)
@@ -634,12 +665,18 @@ def _command(pid: int) -> str:
 # -- showing it ----------------------------------------------------------------------------
 
 
+def _detail(entry: dict[str, Any]) -> str:
+    """An entry's detail: in the page's language when it is one of the console's own."""
+    code = entry.get("detail_code", "")
+    return gettext(NATIVE_REFUSALS[code]) if code in NATIVE_REFUSALS else entry.get("detail", "")
+
+
 def reason_text(entry: dict[str, Any]) -> str:
     code = entry.get("error", "")
     if code not in REASONS:
         return ""
     params = {
-        "detail": entry.get("detail", ""),
+        "detail": _detail(entry),
         "seconds": entry.get("seconds", ""),
         "count": entry.get("count", ""),
         "dropped": entry.get("dropped", ""),
@@ -783,7 +820,7 @@ def unread(replicas: list[dict[str, Any]]) -> list[tuple[str, str]]:
                 out.append((who, reason_text(process)))
             if process.get("native_error"):
                 failed = process["native_error"]
-                reason = failed.get("detail") or reason_text(failed)
+                reason = _detail(failed) or reason_text(failed)
                 out.append((who, reason_text({"error": "native_failed", "reason": reason})))
             if process.get("threads_dropped"):
                 dropped = {

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import threading
+import time
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -12,9 +14,18 @@ from django.utils import translation
 from jobs import spec as S
 from jobs.alerts import webhook_url_error
 from jobs.models import JobStatus
+from jobs.runner import attempt_dir
 from jobs.worker import Worker
 
-from .runner_helpers import make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
+from .runner_helpers import (  # noqa: F401
+    UNTIL_THE_GATE_OPENS,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,
+    status_of,
+    submit,
+)
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -87,6 +98,27 @@ def test_a_webhook_alert_is_delivered_to_a_server_on_localhost(alice, settings, 
         shown = {e.message_shown for e in sent}
     assert "Job starts running: email sent to ops@example.com" in shown
     assert "Job succeeds: webhook to 127.0.0.1" in shown
+
+
+def test_a_jobs_end_alert_is_dated_when_it_ended_though_a_worker_recorded_it_later(
+    alice, settings, hook_server
+):
+    # QA 31: a job that ended while no worker ran alerted with the time the worker came back.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    job = submit(alice, alerting_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", hook_server.url))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+
+    open_gate(settings)  # and no tick while it ends: the worker is away
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    [ended] = [r["body"] for r in hook_server.received if r["body"]["event"] == "jobSucceed"]
+    assert datetime.fromisoformat(ended["time"]) == job.finished_at
 
 
 def test_a_webhook_to_a_private_address_is_refused_and_recorded(alice, settings, hook_server):

@@ -306,6 +306,31 @@ def test_a_capture_asked_for_a_job_that_ended_meanwhile_says_its_replicas_were_n
     assert [r["error"] for r in capture.replicas] == ["not_running", "not_running"]
 
 
+def test_a_capture_event_says_how_many_replicas_had_ended_apart_from_those_not_read(alice):
+    # QA 31: a rendezvous hang (the worker had exited 0, the master waited on in accept)
+    # read "1 of 2 replicas read", as if the worker's stacks could not be read.
+    job = submit(alice, make_spec("echo hi"))
+    capture = StackCapture.objects.create(job=job, trigger="hang")
+    waiting = {"pid": 2, "command": "python3 train.py", "threads": [{"frames": []}]}
+
+    store_capture(
+        pk=capture.pk,
+        replicas=[
+            {"label": "master-0", "processes": [waiting]},
+            {"label": "worker-0", "error": "not_running", "processes": []},
+        ],
+    )
+
+    event = job.events.get(reason="StacksCaptured")
+    assert (
+        event.message == "已抓取调用栈（检测到 hang 后）：已读取 2 个实例中的 1 个（1 个已结束）。"
+    )
+    with translation.override("en"):
+        assert event.message_shown == (
+            "Call stacks captured after the hang: 1 of 2 replicas read (1 had ended)."
+        )
+
+
 def test_at_most_the_newest_captures_are_kept(alice):
     job = submit(alice, make_spec("echo hi"))
     first = [

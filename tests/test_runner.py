@@ -10,8 +10,9 @@ import shutil
 import signal
 import socket
 import textwrap
+import time
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db.models import F
@@ -767,6 +768,72 @@ def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     with translation.override("en"):  # one minute, not "1 minutes"
         assert "ran past its 1-minute limit" in job.status_reason_shown
     assert not processes_with(f"{prefix}-sleeper")
+
+
+@pytest.mark.parametrize(
+    ("code", "final"), [(0, JobStatus.SUCCEEDED), (3, JobStatus.FAILED)], ids=["succeeds", "fails"]
+)
+def test_a_job_that_ends_while_no_worker_runs_ends_when_its_replica_exited_and_says_so(
+    alice, settings, code, final
+):
+    # QA 31: a worker killed while a job ran and started again after the job had ended
+    # recorded the end as of its own return, so the job's run time and card-hours counted
+    # every minute the worker was away, and its page did not say why the end came so late.
+    settings.WORKER_STALE_SECONDS = 1  # the 2 s below are longer than a worker may be away
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit {code}"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+
+    open_gate(settings)  # and no tick while it ends: the worker is away
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    exited = datetime.fromtimestamp(json.loads(exit_record.read_text())["time"], tz=UTC)
+    time.sleep(2)
+    run_until(worker, lambda: status_of(job) == final)
+
+    assert abs(job.finished_at - exited) < timedelta(milliseconds=1)
+    [replica] = job.replicas.all()
+    assert abs(replica.finished_at - exited) < timedelta(milliseconds=1)
+    [note] = job.events.filter(reason="EndedUnwatched")
+    assert "实例退出时没有 worker 在运行" in note.message
+    with translation.override("en"):
+        assert "a worker recorded the end 2 seconds later" in note.message_shown
+
+
+def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(alice, settings):
+    # QA 31: a replica that failed while no worker ran read as failing a minute after its
+    # start, with nothing saying why, once a worker came back and restarted the job.
+    settings.WORKER_STALE_SECONDS = 1
+    command = (
+        f"{UNTIL_THE_GATE_OPENS}; "
+        "if [ ! -e /workspace/failed-once ]; then touch /workspace/failed-once; exit 1; fi"
+    )
+    spec = make_spec(
+        command,
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+
+    open_gate(settings)  # and no tick while it fails: the worker is away
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(2)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert job.restarts == 1
+    [note] = job.events.filter(reason="EndedUnwatched")
+    assert note.message.startswith("master-0 退出时没有 worker 在运行")
+    with translation.override("en"):
+        assert "a worker recorded it 2 seconds later" in note.message_shown
+    reasons = list(job.events.order_by("created_at", "id").values_list("reason", flat=True))
+    assert reasons.index("EndedUnwatched") < reasons.index("Restarted")
 
 
 def test_the_replica_that_failed_shows_failed_and_the_ones_torn_down_with_it_stopped(alice):
