@@ -265,6 +265,16 @@ def namespaced_python(program: str) -> tuple[subprocess.Popen, Listed]:
     return leader, listed(int(child))
 
 
+def blocked_in(pid: int, call: str) -> None:
+    """Waits until the process sleeps in the kernel in `call` (its wchan): it says it is ready
+    just before making the call, and a loaded machine can hold it between the two for longer
+    than a read takes to start, which would find it elsewhere."""
+    deadline = time.monotonic() + 30
+    while call not in Path(f"/proc/{pid}/wchan").read_text():
+        assert time.monotonic() < deadline, f"the process never blocked in {call}"
+        time.sleep(0.01)
+
+
 def listed(pid: int) -> Listed:
     [inside] = [
         line.split()[-1]
@@ -275,12 +285,28 @@ def listed(pid: int) -> Listed:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="native frames are read by a worker run as root")
-def test_a_native_read_out_of_its_time_falls_back_to_the_python_frames_within_the_process_bound():
+def test_a_native_read_out_of_its_time_falls_back_to_the_python_frames_within_the_process_bound(
+    tmp_path,
+):
     leader, process = namespaced_python(IN_C)
     try:
+        blocked_in(process.pid, "pause")
         read_in_time = _read_process(py_spy(), process, 10, [])
+        # Then libc, in the job's mount namespace, is covered by a FIFO no one writes to:
+        # py-spy, which names native frames from the library's file, waits to open it for
+        # ever, a native read out of its time however fast the machine. (Not one given 0.05 s:
+        # a loaded machine that held the worker just after starting py-spy let it finish.)
+        [libc] = {
+            line.split()[-1]
+            for line in Path(f"/proc/{process.pid}/maps").read_text().splitlines()
+            if os.path.basename(line.split()[-1]) == "libc.so.6"
+        }
+        os.mkfifo(tmp_path / "never-written")
+        in_its_mounts = ["nsenter", f"--target={process.pid}", "--mount"]
+        mount = [*in_its_mounts, "mount", "--bind", str(tmp_path / "never-written"), libc]
+        subprocess.run(mount, check=True)
         began = time.monotonic()
-        read_late = _read_process(py_spy(), process, 10, [], native_seconds=0.05)
+        read_late = _read_process(py_spy(), process, 10, [], native_seconds=1)
         took = time.monotonic() - began
     finally:
         leader.kill()
@@ -295,8 +321,8 @@ def test_a_native_read_out_of_its_time_falls_back_to_the_python_frames_within_th
     # Out of its time: killed, and the process read again for its Python frames only.
     [thread] = read_late["threads"]
     assert [f["name"] for f in thread["frames"]] == ["blocked_in_c", "<module>"]
-    assert read_late["native_error"]["error"] == "timeout"
-    assert took < 10
+    assert read_late["native_error"] == {"error": "timeout", "seconds": 1}
+    assert 1 <= took < 10
     with translation.override("en"):
         [(who, why)] = unread([{"label": "master-0", "processes": [read_late | {"pid": 2}]}])
     assert why.startswith(
