@@ -4,6 +4,7 @@ the real runner: the stacks read are those of the jobs' own Python processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import textwrap
@@ -21,7 +22,15 @@ from jobs import spec as S
 from jobs.logs import replica_log_path
 from jobs.models import Job, JobStatus, LocalRun, StackCapture
 from jobs.runner import followed_here
-from jobs.stacks import CAPTURES_KEPT, compact_labels, stack_groups, store_capture
+from jobs.stacks import (
+    CAPTURES_KEPT,
+    Target,
+    _pid_namespace,
+    _python_processes,
+    compact_labels,
+    stack_groups,
+    store_capture,
+)
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -76,7 +85,40 @@ def labels(job: Job) -> list[str]:
 
 
 def started(job: Job) -> bool:
-    return bool(labels(job)) and all("started" in log_text(job, label) for label in labels(job))
+    """Every replica has said it started and its Python processes sleep, each thread in the
+    call it blocks in. Saying so comes just before that call: a loaded machine can hold a
+    process between the two, or in its interpreter's start before, for longer than a capture
+    takes to reach it, which then reads it elsewhere (a browser test, clicking as the page read
+    Running, met it: master-0 still importing `site`)."""
+    replicas = list(job.replicas.order_by("role", "index"))
+    if not replicas or not all("started" in log_text(job, label) for label in labels(job)):
+        return False
+    own_namespace = _pid_namespace("self")
+    for r in replicas:
+        found = _python_processes(Target("", r.pid, r.process_start), own_namespace)
+        if found is None:
+            return False
+        for process in found[0]:
+            if not all(state == "S" for state in thread_states(process.pid)):
+                return False
+    return True
+
+
+def until_started(job: Job, *, timeout: float = 30) -> None:
+    """Waits for `started` where a worker runs on its own (a browser test's thread)."""
+    deadline = time.monotonic() + timeout
+    while not started(job):
+        assert time.monotonic() < deadline, "the replicas did not start"
+        time.sleep(0.05)
+
+
+def thread_states(pid: int) -> list[str]:
+    """Each thread's state (R running, S asleep in a call that blocks...), as the kernel says."""
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        with contextlib.suppress(OSError):
+            states.append(stat.read_text().rpartition(")")[2].split()[0])
+    return states
 
 
 def finished_captures(job: Job):
