@@ -112,6 +112,16 @@ def until_started(job: Job, *, timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
+def blocked_in(pid: int, call: str) -> None:
+    """Waits until the process sleeps in the kernel in `call` (its wchan: pause, nanosleep):
+    having said it is ready, or having started, is not being there yet, and a loaded machine
+    can hold a process between the two for longer than a read takes to start."""
+    deadline = time.monotonic() + 30
+    while call not in Path(f"/proc/{pid}/wchan").read_text():
+        assert time.monotonic() < deadline, f"the process never blocked in {call}"
+        time.sleep(0.01)
+
+
 def thread_states(pid: int) -> list[str]:
     """Each thread's state (R running, S asleep in a call that blocks...), as the kernel says."""
     states = []
@@ -603,7 +613,7 @@ def test_a_python_process_whose_pid_names_another_process_by_the_time_it_is_read
                 other = _with_pid(pythons[1], ANOTHER_JOBS)
                 if other is None:
                     pytest.skip("other processes of this machine took the pid each time")
-                time.sleep(0.5)  # its interpreter running, for py-spy to read
+                blocked_in(other.pid, "nanosleep")  # in its loop, for py-spy to read
             return time.monotonic()
 
         [replica] = read_stacks(targets=[target], secrets=[], clock=clock)

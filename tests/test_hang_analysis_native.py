@@ -32,7 +32,7 @@ from jobs.stacks import (
 from jobs.worker import Worker
 
 from .runner_helpers import make_spec, run_until, runner_settings, submit, volume  # noqa: F401
-from .test_hang_analysis import capture_taken, groups_on_page, section, started
+from .test_hang_analysis import blocked_in, capture_taken, groups_on_page, section, started
 from .test_runner_job_users import job_users_on  # noqa: F401, F811
 
 pytestmark = pytest.mark.skipif(py_spy() is None, reason="py-spy is not installed")
@@ -263,16 +263,6 @@ def namespaced_python(program: str) -> tuple[subprocess.Popen, Listed]:
     assert leader.stdout.readline() == "ready\n"
     [child] = Path(f"/proc/{leader.pid}/task/{leader.pid}/children").read_text().split()
     return leader, listed(int(child))
-
-
-def blocked_in(pid: int, call: str) -> None:
-    """Waits until the process sleeps in the kernel in `call` (its wchan): it says it is ready
-    just before making the call, and a loaded machine can hold it between the two for longer
-    than a read takes to start, which would find it elsewhere."""
-    deadline = time.monotonic() + 30
-    while call not in Path(f"/proc/{pid}/wchan").read_text():
-        assert time.monotonic() < deadline, f"the process never blocked in {call}"
-        time.sleep(0.01)
 
 
 def listed(pid: int) -> Listed:
