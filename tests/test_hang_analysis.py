@@ -4,6 +4,7 @@ the real runner: the stacks read are those of the jobs' own Python processes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import textwrap
@@ -21,7 +22,15 @@ from jobs import spec as S
 from jobs.logs import replica_log_path
 from jobs.models import Job, JobStatus, LocalRun, StackCapture
 from jobs.runner import followed_here
-from jobs.stacks import CAPTURES_KEPT, compact_labels, stack_groups, store_capture
+from jobs.stacks import (
+    CAPTURES_KEPT,
+    Target,
+    _pid_namespace,
+    _python_processes,
+    compact_labels,
+    stack_groups,
+    store_capture,
+)
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -76,7 +85,50 @@ def labels(job: Job) -> list[str]:
 
 
 def started(job: Job) -> bool:
-    return bool(labels(job)) and all("started" in log_text(job, label) for label in labels(job))
+    """Every replica has said it started and its Python processes sleep, each thread in the
+    call it blocks in. Saying so comes just before that call: a loaded machine can hold a
+    process between the two, or in its interpreter's start before, for longer than a capture
+    takes to reach it, which then reads it elsewhere (a browser test, clicking as the page read
+    Running, met it: master-0 still importing `site`)."""
+    replicas = list(job.replicas.order_by("role", "index"))
+    if not replicas or not all("started" in log_text(job, label) for label in labels(job)):
+        return False
+    own_namespace = _pid_namespace("self")
+    for r in replicas:
+        found = _python_processes(Target("", r.pid, r.process_start), own_namespace)
+        if found is None:
+            return False
+        for process in found[0]:
+            if not all(state == "S" for state in thread_states(process.pid)):
+                return False
+    return True
+
+
+def until_started(job: Job, *, timeout: float = 30) -> None:
+    """Waits for `started` where a worker runs on its own (a browser test's thread)."""
+    deadline = time.monotonic() + timeout
+    while not started(job):
+        assert time.monotonic() < deadline, "the replicas did not start"
+        time.sleep(0.05)
+
+
+def blocked_in(pid: int, call: str) -> None:
+    """Waits until the process sleeps in the kernel in `call` (its wchan: pause, nanosleep):
+    having said it is ready, or having started, is not being there yet, and a loaded machine
+    can hold a process between the two for longer than a read takes to start."""
+    deadline = time.monotonic() + 30
+    while call not in Path(f"/proc/{pid}/wchan").read_text():
+        assert time.monotonic() < deadline, f"the process never blocked in {call}"
+        time.sleep(0.01)
+
+
+def thread_states(pid: int) -> list[str]:
+    """Each thread's state (R running, S asleep in a call that blocks...), as the kernel says."""
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        with contextlib.suppress(OSError):
+            states.append(stat.read_text().rpartition(")")[2].split()[0])
+    return states
 
 
 def finished_captures(job: Job):
@@ -586,7 +638,7 @@ def test_a_python_process_whose_pid_names_another_process_by_the_time_it_is_read
                 other = _with_pid(pythons[1], ANOTHER_JOBS)
                 if other is None:
                     pytest.skip("other processes of this machine took the pid each time")
-                time.sleep(0.5)  # its interpreter running, for py-spy to read
+                blocked_in(other.pid, "nanosleep")  # in its loop, for py-spy to read
             return time.monotonic()
 
         [replica] = read_stacks(targets=[target], secrets=[], clock=clock)
@@ -658,15 +710,24 @@ def test_a_replica_with_more_python_processes_than_are_read_has_them_counted_not
 
 
 # A Python process of 200 threads, each 2,000 frames deep: py-spy's JSON of it is about 100 MB.
+# Its py-spy output is about 47 MB: 50 threads 800 frames deep, each frame about 1.2 KB, as
+# its function has a name of 1,000 characters. (It was 200 threads 2,000 frames deep, whose
+# 400,000 frames py-spy took 13 s to read here and 25 s beside two CPU burners, of the 30 s
+# given.) It says it is ready once every thread is at the bottom, not as they set off.
 DEEP = textwrap.dedent(
     """
-    import sys, threading, time
-    sys.setrecursionlimit(100_000)
-    threading.stack_size(64 * 1024 * 1024)
+    import threading, time
+    THREADS = 50
+    at_the_bottom = threading.Barrier(THREADS + 1)
     def deep(n):
-        return time.sleep(600) if n == 0 else deep(n - 1)
-    for _ in range(200):
-        threading.Thread(target=deep, args=(2000,), daemon=True).start()
+        if n == 0:
+            at_the_bottom.wait()
+            time.sleep(600)
+        return deep(n - 1)
+    deep.__code__ = deep.__code__.replace(co_name="d" * 1000, co_qualname="d" * 1000)
+    for _ in range(THREADS):
+        threading.Thread(target=deep, args=(800,), daemon=True).start()
+    at_the_bottom.wait()
     print("ready", flush=True)
     time.sleep(600)
     """

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 from jobs import spec as S
 from jobs.services import jobs_submit
 
-from .test_hang_analysis import TRAIN
+from .test_hang_analysis import TRAIN, until_started
 from .test_job_pages_browser import worker_thread  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("worker_thread")]
@@ -38,6 +38,7 @@ def test_capture_stacks_shows_each_replicas_stacks_grouped_on_the_job_page(
     expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=20_000)
     expect(page.locator("#hang-heading")).to_have_text("Hang 解析")
     expect(page.locator("#hang-none")).to_be_visible()
+    until_started(job)  # Running is as they start, not when they have reached the hang
 
     page.click("#hang-capture")
 

@@ -13,6 +13,7 @@ from jobs import spec as S
 from jobs.stacks import py_spy
 
 from .runner_helpers import make_spec, runner_settings, submit, volume, worker_in_thread  # noqa: F401
+from .test_hang_analysis import until_started
 from .test_hang_analysis_native import NATIVE_TRAIN
 from .test_runner_job_users import job_users_on  # noqa: F401
 
@@ -39,6 +40,7 @@ def test_a_run_of_native_frames_is_one_line_a_click_unfolds(
     with worker_in_thread():
         page.goto(f"/jobs/{job.public_id}/")
         expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=20_000)
+        until_started(job)  # Running is as they start, not when they have reached the hang
 
         page.click("#hang-capture")
 
