@@ -839,9 +839,87 @@ def test_the_admin_job_list_filters_by_a_label_offered_or_asked_for_in_the_addre
     assert [by_pair.status_code, by_key.status_code] == [200, 200]
     assert sorted(admin_listed(by_pair)) == sorted([alices.public_id, bobs.public_id])
     assert admin_listed(by_key) == [alices.public_id]
-    page = whole.content.decode()
-    offered = re.findall(r'href="\?label=([^"&]+)"', page)
+    [filters] = re.findall(
+        r'<search id="changelist-filter".*?</search>', whole.content.decode(), re.S
+    )
+    offered = re.findall(r'href="\?label=([^"&]+)"', filters)
     assert [unquote(text) for text in offered] == ["project=llm", "exp=lr-1", "project=vision"]
+
+
+def row_labels(page: str, job: Job) -> tuple[list[tuple[str, str, str]], str]:
+    """A job's row in the admin's list: each label link under its name (address, title, text)
+    and the "+N"."""
+    [row] = re.findall(rf"<tr>(?:(?!</tr>).)*?>{job.public_id}</a>.*?</tr>", page, re.S)
+    [cell] = re.findall(r'<td class="field-name_shown">(.*?)</td>', row, re.S)
+    links = [
+        (html.unescape(href), html.unescape(title), html.unescape(text))
+        for href, title, text in re.findall(
+            r'<a class="job-label" href="([^"]+)" title="([^"]+)">([^<]+)</a>', cell
+        )
+    ]
+    more = re.findall(r'<span class="job-labels-more" title="[^"]*">([^<]+)</span>', cell)
+    return links, "".join(more)
+
+
+def test_the_admin_job_list_shows_a_few_of_each_rows_labels_as_links_and_counts_the_rest(
+    alice, reviewer
+):
+    many = labelled_job(
+        alice, *[(f"k{n}", "x" * 40 if n == 0 else f"v{n}") for n in range(5)], name="many"
+    )
+    one = labelled_job(alice, ("project", "llm"), name="one")
+    none = labelled_job(alice, name="none")
+    # A label stored before the rule, as a page could be fed one: it is text, never markup.
+    Job.objects.filter(pk=one.pk).update(
+        spec={**one.spec, "labels": [{"key": "note", "value": "<b>x</b>"}]}
+    )
+
+    r = staff_client(reviewer).get(ADMIN_JOBS, {"status__exact": "queued"})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    links, more = row_labels(page, many)
+    # The first three, each linked to the list filtered by it with the list's filters kept;
+    # a long one cut short and whole in its title; the other two counted.
+    assert links == [
+        (
+            f"?label=k0%3D{'x' * 40}&status__exact=queued",
+            f"k0={'x' * 40}",
+            "k0=xxxxxxxxxxxxxxxxxxxx…",
+        ),
+        ("?label=k1%3Dv1&status__exact=queued", "k1=v1", "k1=v1"),
+        ("?label=k2%3Dv2&status__exact=queued", "k2=v2", "k2=v2"),
+    ]
+    assert more == "+2"
+    assert 'title="k3=v3, k4=v4">+2</span>' in page
+    links, more = row_labels(page, one)
+    assert [text for _href, _title, text in links] == ["note=<b>x</b>"]
+    assert "<b>x</b>" not in page and "note=&lt;b&gt;x&lt;/b&gt;" in page
+    assert row_labels(page, none) == ([], "")
+    # The name still opens the job's page, the list's filters kept for the way back.
+    assert re.search(
+        rf'<td class="field-name_shown"><a href="/admin/jobs/job/{many.pk}/change/'
+        rf'\?_changelist_filters=status__exact%3Dqueued">many</a><div class="job-row-labels">',
+        page,
+    )
+
+
+def test_the_admin_job_lists_queries_are_the_same_for_3_or_30_jobs_and_their_labels(
+    alice, reviewer
+):
+    client = staff_client(reviewer)
+    counts, shown = [], 0
+    for batch in (3, 27):
+        for n in range(batch):
+            labelled_job(alice, *[(f"k{i}", f"v{n}") for i in range(1 + n % 6)], name=f"j{n}")
+            shown += min(3, 1 + n % 6)  # a row shows three at most
+        client.get(ADMIN_JOBS)
+        with CaptureQueriesContext(connection) as queries:
+            r = client.get(ADMIN_JOBS)
+        counts.append(len(queries.captured_queries))
+        assert r.status_code == 200
+        assert r.content.decode().count('class="job-label"') == shown
+    assert counts[0] == counts[1]
 
 
 @pytest.mark.parametrize("asked", ["project=\x00", "k" * 400, "project=" + "v" * 64, "=", "x=y"])
