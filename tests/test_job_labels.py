@@ -1109,3 +1109,43 @@ def test_the_usage_csvs_have_the_rows_by_label_adding_up_to_the_total(alice, rev
         ]
         [total] = [row for row in rows if row["scope"] == "total"]
         assert total["card_hours"] == "10.00"
+
+
+def test_my_usage_csv_by_a_label_carries_each_job_rows_value_of_it_at_the_end(alice, bob):
+    import csv
+    import io
+
+    from tests.test_usage_report import APRIL_QUERY
+
+    llm = ran(alice, {"project": "llm", "exp": "a"}, 3, cards=2, day=10)
+    formula = ran(alice, {"project": "=cmd"}, 1, day=11)
+    empty = ran(alice, {"project": ""}, 1, day=12)
+    other = ran(alice, {"exp": "b"}, 1, day=13)
+    gone = ran(alice, {"project": "llm"}, 2, day=14)
+    gone_id = gone.public_id
+    gone.delete()
+    ran(bob, {"project": "llm"}, 9)  # another user's: not a row
+    client = staff_client(alice)
+
+    grouped = client.get("/account/usage/", {**APRIL_QUERY, "by_label": "project", "format": "csv"})
+    plain = client.get("/account/usage/", {**APRIL_QUERY, "format": "csv"})
+
+    assert [grouped.status_code, plain.status_code] == [200, 200]
+    rows = list(csv.reader(io.StringIO(grouped.content.decode("utf-8-sig"))))
+    header, body = rows[0], rows[1:]
+    # The label's columns are the last two; the job rows' columns before them keep their places.
+    assert header[-2:] == ["label_key", "label_value"] and header[1] == "job_id"
+    jobs = {row[1]: row[-2:] for row in body if row[0] == "job"}
+    assert jobs == {
+        llm.public_id: ["project", "llm"],
+        formula.public_id: ["project", "'=cmd"],  # a spreadsheet's formula start, quoted
+        empty.public_id: ["project", ""],  # has the key, with an empty value
+        other.public_id: ["", ""],  # has no project label: counted in label_none
+        gone_id: ["", ""],  # deleted: its labels are not kept (label_deleted)
+    }
+    # Not grouped, the job rows are as they were: the label's columns blank.
+    plain_rows = list(csv.reader(io.StringIO(plain.content.decode("utf-8-sig"))))
+    assert {tuple(row[-2:]) for row in plain_rows[1:] if row[0] == "job"} == {("", "")}
+    assert [row[:-2] for row in plain_rows[1:] if row[0] == "job"] == [
+        row[:-2] for row in body if row[0] == "job"
+    ]
