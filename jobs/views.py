@@ -60,6 +60,7 @@ from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only
 from .labels import (
     MAX_LABEL_FILTERS,
+    SAFE_ADDRESS_LENGTH,
     asked_labels,
     every_asked_label,
     label_chips,
@@ -322,7 +323,9 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     for job in page.object_list:
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
-        job.label_chips = label_chips(stored_labels({"labels": job.label_items}), kept)
+        job.label_chips = label_chips(
+            stored_labels({"labels": job.label_items}), kept, path=request.path
+        )
     context = {
         "form": form,
         "page": page,
@@ -351,6 +354,12 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "selection_query": urlencode([("sel", public_id) for public_id in selection.ids]),
         "selection": selection,
         "max_carried": MAX_CARRIED,
+        # A label's link too long to carry the selection leaves it out (labels.label_chips):
+        # the bar says the ticks are not lost.
+        "selection_links_short": any(
+            chip.selection_left_out for job in page.object_list for chip in job.label_chips
+        ),
+        "safe_address_length": SAFE_ADDRESS_LENGTH,
         "explained": EXPLAINED_STATUSES,
         "selected": set(selection.ids),
         # Stop / Delete selected come back to this list as it was (filters and page); the

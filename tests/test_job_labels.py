@@ -8,7 +8,7 @@ import json
 import re
 import uuid
 from datetime import timedelta
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 import pytest
 from django.db import connection
@@ -692,6 +692,59 @@ def test_a_label_in_a_row_keeps_the_jobs_ticked_on_other_pages(alice, alice_clie
         ("sel", other.public_id),
     ]
     assert "data-keeps-selection>project=llm</a>" in page.decode()
+
+
+def test_a_labels_link_too_long_with_the_selection_leaves_it_out_and_the_bar_says_so(
+    alice, alice_en
+):
+    from jobs.labels import SAFE_ADDRESS_LENGTH
+    from jobs.selection import MAX_CARRIED
+
+    # Keys as long as the rule allows (a 247-character DNS prefix and a 63-character name).
+    prefix = ".".join([c * 60 for c in "abcd"]) + ".com"
+    long = [(f"{prefix}/{n}" + "n" * 62, "v" * 63) for n in range(4)]
+    ticked = [labelled_job(alice, name=f"s{n}").public_id for n in range(MAX_CARRIED)]
+    job = labelled_job(alice, *long, ("x", "y"), name="long")
+    query = {"label": [f"{k}={v}" for k, v in long[:3]], "sel": ticked}
+
+    r = alice_en.get(LIST, query)
+
+    assert r.status_code == 200
+    # The page's own address passes (gunicorn's bound: 4,094 bytes for the request line).
+    assert len(f"GET {r.wsgi_request.get_full_path()} HTTP/1.1") <= 4094
+    page = r.content.decode()
+    links = {title: href for href, title, _name, _text in chips(page)}  # the title: its whole text
+    fourth, short = links["=".join(long[3])], links["x=y"]
+    # The fourth long label's link would pass it with the 50 ticks (a 400): it goes without them.
+    with_ticks = f"{fourth}&{urlencode([('sel', i) for i in ticked])}"
+    assert len(f"GET {with_ticks} HTTP/1.1") > 4094
+    assert len(fourth) <= SAFE_ADDRESS_LENGTH
+    assert "sel" not in dict(parse_qsl(urlsplit(fourth).query))
+    assert [v for k, v in parse_qsl(urlsplit(fourth).query) if k == "label"] == [
+        f"{k}={v}" for k, v in long
+    ]
+    assert re.search(r"data-keeps-selection data-selection-left-out>[^<]*</a>", page)
+    # A short label's link still carries them.
+    assert [v for k, v in parse_qsl(urlsplit(short).query) if k == "sel"] == ticked
+    # The bar says nothing is lost, and the link opens.
+    assert re.search(r'<p class="[^"]*" id="selection-links-short" data-safe-length="4000">', page)
+    assert "Nothing is lost: they stay on this page" in page
+    assert alice_en.get(fourth).status_code == 200
+    assert [j.public_id for j in alice_en.get(fourth).context["page"].object_list] == [
+        job.public_id
+    ]
+
+
+def test_the_selection_bar_says_nothing_of_long_links_when_every_link_carries_the_ticks(
+    alice, alice_en
+):
+    ticked = labelled_job(alice, name="ticked").public_id
+    labelled_job(alice, ("project", "llm"))
+
+    page = alice_en.get(LIST, {"sel": ticked}).content.decode()
+
+    assert re.search(r'id="selection-links-short" data-safe-length="4000" hidden>', page)
+    assert "data-selection-left-out" not in page
 
 
 # -- the filter form's 标签 field (labels22) -----------------------------------------------
