@@ -273,9 +273,12 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         if outcome.submitted:
             return _submitted(request, draft)
         if outcome.stale:
-            return _render_step(request, draft, step, stale=True)
+            return _render_step(request, draft, step, stale=True, fixing=_fixing(request.POST))
         if outcome.forms is not None:
-            return _render_step(request, draft, step, forms=outcome.forms)
+            # Still wrong: shown again with its messages, the way back to the review kept.
+            return _render_step(
+                request, draft, step, forms=outcome.forms, fixing=_fixing(request.POST)
+            )
         # A step opened from a review problem (?check=1, kept in the form as `check`) keeps
         # its messages when it comes back after 中文/EN or a row button, until it is left; a
         # step 保存并返回确认 found wrong opens the same way.

@@ -329,6 +329,28 @@ def test_save_and_back_to_confirm_with_the_problem_not_fixed_opens_the_step_stil
     assert Job.objects.count() == 0
 
 
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_save_and_back_to_confirm_refused_on_its_own_step_keeps_the_way_back(alice_client, htmx):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com")
+
+    # Sent with the hang alert still on and hang detection off: refused here.
+    r = alice_client.post(
+        link,
+        {**typed, **form_hidden_inputs(opened), "action": "to-review"},
+        headers={"HX-Request": "true"} if htmx else {},
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_items") == [HANG_ALERT_REFUSED]
+    page = r.content.decode()
+    assert 'id="wizard-to-review"' in page
+    assert form_hidden_inputs(page)["fixing"] == "1"
+    assert Job.objects.count() == 0
+
+
 def test_a_step_not_reached_from_a_review_problem_offers_no_way_straight_back(alice_client):
     draft = saved_before_the_rules(alice_client, fault={})
 
