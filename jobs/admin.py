@@ -23,6 +23,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
@@ -30,6 +31,7 @@ from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet, Subquery
+from django.db.models.fields.json import KeyTransform
 from django.http import (
     Http404,
     HttpRequest,
@@ -40,9 +42,9 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import formats, timezone, translation
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.http import content_disposition_header
-from django.utils.text import capfirst, smart_split, unescape_string_literal
+from django.utils.text import Truncator, capfirst, smart_split, unescape_string_literal
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext, ngettext_lazy
 
@@ -479,11 +481,27 @@ class JobChangeList(ChangeList):
         return super().get_queryset(request, exclude_parameters).defer("spec")
 
     def get_results(self, request: HttpRequest) -> None:
+        # Each row's labels from its spec, in the page's own query (none more whatever their
+        # number), without reading the rest of the spec; the count leaves the annotation out.
+        self.queryset = self.queryset.annotate(label_items=KeyTransform("labels", "spec"))
         super().get_results(request)
         # Each row's pool by its name (JobAdmin.pool_and_queue), read once for the page.
         labels = _pool_labels(request, {job.resource_pool for job in self.result_list})
         for job in self.result_list:
             job.pool_label = labels.get(job.resource_pool, "")
+            # The job's page, as Django links the ID (name_shown draws the name's link itself).
+            job.change_url = add_preserved_filters(
+                {"preserved_filters": self.preserved_filters, "opts": self.opts},
+                reverse("admin:jobs_job_change", args=[job.pk]),
+            )
+            # Each label linked to this list filtered by it (LabelFilter), its other filters
+            # kept, as the owner's job list links them.
+            job.label_links = [
+                (f"{key}={value}", self.get_query_string({"label": f"{key}={value}"}))
+                for key, value in spec_module.stored_labels(
+                    {"labels": getattr(job, "label_items", None)}
+                )
+            ]
 
     def _periods(
         self, kind: str, start: datetime, end: datetime, last: datetime | None = None
@@ -792,6 +810,40 @@ def _user_text(user: Any) -> str:
     return f"{user.get_username()} <{user.email}>" if user.email else user.get_username()
 
 
+# A job list row's labels: a few, as compact links (_row_labels); the rest counted.
+SHOWN_ROW_LABELS = 3
+LABEL_CHARS_SHOWN = 24
+
+
+def _row_labels(job: Job) -> str:
+    """A job list row's labels, under its name (JobChangeList.get_results reads them): the
+    first SHOWN_ROW_LABELS as links to the list filtered by each, the rest counted ("+2") and
+    named in its title; "" for none. A label's text is cut to LABEL_CHARS_SHOWN (a key may be
+    317 characters), whole in its title."""
+    links = getattr(job, "label_links", [])
+    if not links:
+        return ""
+    shown = format_html_join(
+        " ",
+        '<a class="job-label" href="{}" title="{}">{}</a>',
+        (
+            (href, text, Truncator(text).chars(LABEL_CHARS_SHOWN))
+            for text, href in links[:SHOWN_ROW_LABELS]
+        ),
+    )
+    rest = links[SHOWN_ROW_LABELS:]
+    more = (
+        format_html(
+            ' <span class="job-labels-more" title="{}">+{}</span>',
+            ", ".join(text for text, _href in rest),
+            len(rest),
+        )
+        if rest
+        else ""
+    )
+    return format_html('<div class="job-row-labels">{}{}</div>', shown, more)
+
+
 @admin.register(Job)
 class JobAdmin(
     CheckedSelectionMixin,
@@ -820,7 +872,8 @@ class JobAdmin(
         "priority",
         "created",
     ]
-    list_display_links = ["public_id", "name_shown"]
+    # The name links to the job too (name_shown draws its link: its cell holds the labels' links).
+    list_display_links = ["public_id"]
     list_filter = [
         "status",
         "review_state",
@@ -956,9 +1009,15 @@ class JobAdmin(
     def name_shown(self, job: Job) -> str:
         # A queue group's tasks share a name: each says which task it is ("qa-grp 2/3"), as
         # on the owner's job list, so a reviewer sees three pending rows are one group.
-        if job.group_id is None:
-            return job.name
-        return f"{job.name} {job.group_index}/{job.group.total}"
+        name = (
+            job.name if job.group_id is None else f"{job.name} {job.group_index}/{job.group.total}"
+        )
+        change_url = getattr(job, "change_url", "")
+        if not change_url:
+            return name
+        # Linked to the job as the ID is, with its labels under it (the owner's job list puts
+        # them there too): a column of their own squeezed the list out of a tablet's width.
+        return format_html('<a href="{}">{}</a>{}', change_url, name, _row_labels(job))
 
     @admin.display(description=gettext_lazy("queue group"))
     def group_task(self, job: Job) -> str:

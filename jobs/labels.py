@@ -13,6 +13,12 @@ from django.http import QueryDict
 # Labels the list filters by at once (`?label=key=value`, each one more JOIN): more than any
 # comparison of experiments needs; those past it are not applied, and the list says so.
 MAX_LABEL_FILTERS = 10
+# gunicorn refuses a request line past 4,094 bytes ("GET <address> HTTP/1.1": a 400). A label's
+# link is the list's own address (its filters and up to 50 ticked jobs, jobs.selection) with one
+# more label, up to 380 characters: it may pass that where the page itself did not. A link whose
+# address would be longer than this leaves the selection out (label_chips; console.js keeps the
+# same bound as ticks change), so it opens: the ticks stay on the page it was clicked on.
+SAFE_ADDRESS_LENGTH = 4000
 
 
 def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
@@ -72,18 +78,29 @@ class LabelChip:
     key: str
     value: str
     href: str
+    # Its address would have passed SAFE_ADDRESS_LENGTH with the selection: left out of it.
+    selection_left_out: bool = False
 
     @property
     def text(self) -> str:
         return f"{self.key}={self.value}"
 
 
-def label_chips(labels: list[tuple[str, str]], kept: list[tuple[str, str]]) -> list[LabelChip]:
-    """Each label linked to the job list filtered by it, with the filters of `kept` (the list's
-    own, on the list; none on a job's page) and the labels it already asks for."""
+def label_chips(
+    labels: list[tuple[str, str]], kept: list[tuple[str, str]], *, path: str = "/"
+) -> list[LabelChip]:
+    """Each label linked to the job list (at `path`) filtered by it, with the filters of `kept`
+    (the list's own and its selection, on the list; none on a job's page) and the labels it
+    already asks for; without the selection where the address would pass SAFE_ADDRESS_LENGTH."""
     chips = []
     for key, value in labels:
         pair = ("label", f"{key}={value}")
         pairs = kept if pair in kept else [*kept, pair]
-        chips.append(LabelChip(key, value, urlencode(pairs)))
+        href = urlencode(pairs)
+        left_out = False
+        if len(path) + 1 + len(href) > SAFE_ADDRESS_LENGTH:
+            unselected = [(name, v) for name, v in pairs if name != "sel"]
+            left_out = len(unselected) < len(pairs)
+            href = urlencode(unselected)
+        chips.append(LabelChip(key, value, href, selection_left_out=left_out))
     return chips

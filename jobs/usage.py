@@ -48,6 +48,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import DEFAULT_DB_ALIAS
 from django.db.models import (
+    CharField,
     Count,
     DateTimeField,
     DurationField,
@@ -456,15 +457,30 @@ def _pool_order(key: tuple[str, str, str]) -> tuple[str, str, bool, str]:
     return (backend, pool, card == "", card)  # CPU only after the card types
 
 
-def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None = None) -> Any:
+def usage_jobs(
+    *,
+    owner: AbstractBaseUser,
+    period: Period,
+    now: datetime | None = None,
+    label_key: str | None = None,
+) -> Any:
     """The jobs of `owner` that ran during the period, as the report counts them (the same
     rows: jobs, and the usage records of the deleted ones), latest start first: one query,
     to slice into pages. Each row is a dict: public_id, backend, resource_pool, total_cards,
     started_at, job_name, run (inside the period), deleted, and layout: the JSON text of its
-    cards per type (Job.cards, UsageRecord.cards; `card_types` reads it)."""
+    cards per type (Job.cards, UsageRecord.cards; `card_types` reads it). With `label_key`,
+    also label_value: the job's value of that label, None when it has none or was deleted
+    (its record keeps no labels), as usage_by_label groups them: still one query, a look-up
+    per job in the labels table's unique (job, key) index."""
     now = now or timezone.now()
     # A union's columns go by position: both sides name the same ones, in the same order.
     columns = ("public_id", "backend", "resource_pool", "total_cards", "started_at")
+    labelled: dict[str, Any] = {}
+    unlabelled: dict[str, Any] = {}
+    if label_key is not None:
+        value = JobLabel.objects.filter(job=OuterRef("pk"), key=label_key).values("value")[:1]
+        labelled["label_value"] = Subquery(value)
+        unlabelled["label_value"] = Value(None, output_field=CharField())
     jobs = (
         _running(period, now)
         .filter(owner_id=owner.pk)
@@ -474,6 +490,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
             run=F("run_time"),
             deleted=Value(False),
             layout=Cast("cards", output_field=TextField()),
+            **labelled,
         )
     )
     records = (
@@ -485,6 +502,7 @@ def usage_jobs(*, owner: AbstractBaseUser, period: Period, now: datetime | None 
             run=F("run_time"),
             deleted=Value(True),
             layout=Cast("cards", output_field=TextField()),
+            **unlabelled,
         )
     )
     return jobs.union(records, all=True).order_by("-started_at", "-public_id")

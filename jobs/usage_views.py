@@ -72,9 +72,15 @@ def my_usage(request: AuthenticatedHttpRequest) -> HttpResponse:
     label_form, by_label = label_usage(request, report=report, owner=request.user)
     if request.GET.get("format") == "csv":
         # The report's pools are those of the jobs it counts: every job row's pool is one.
+        # Grouped by a label, each job row says its value of it (the rows by label sum them).
         return _csv(
             report,
-            jobs,
+            usage_jobs(
+                owner=request.user,
+                period=period,
+                now=now,
+                label_key=by_label.key if by_label is not None else None,
+            ),
             pool_names=csv_pool_names(names=names, pool_ids=pool_ids),
             by_label=by_label,
         )
@@ -153,12 +159,20 @@ def _csv(
     CARD_TYPES_SEPARATOR), per pool and card type (CPU only: `card_type` blank), and the
     total. Pools by id (`pool`) and by name (`pool_name`, usage_admin.csv_pool_names: today's,
     or a pool no longer offered's last known one, marked). Hours to two decimals; times in the
-    console's zone."""
+    console's zone. Grouped by a label key (`by_label`), a job row that has the label carries
+    its key and value in `label_key` and `label_value` (usage_jobs' label_value); one without
+    it, or deleted (its labels are not kept), leaves both blank, as the rows by label count
+    it in `label_none` or `label_deleted`."""
     response = csv_response(f"my-usage-{period_name(report.period)}.csv")
     writer = PaddedWriter(response, CSV_HEADER)
     for row in jobs.iterator(2000):
         hours = row["run"] / HOUR
         cards = row["total_cards"]
+        label = (
+            [csv_cell(by_label.key), csv_cell(row["label_value"])]
+            if by_label is not None and row.get("label_value") is not None
+            else []
+        )
         writer.writerow(
             [
                 "job",
@@ -175,6 +189,7 @@ def _csv(
                 f"{hours * cards:.2f}",
                 "1",
                 f"{hours:.2f}" if cards == 0 else "0.00",
+                *label,
             ]
         )
     for pool in report.pools:

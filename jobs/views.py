@@ -60,6 +60,7 @@ from .health import WORKER_STATUSES, worker_state, worker_state_for
 from .http import AuthenticatedHttpRequest, post_only
 from .labels import (
     MAX_LABEL_FILTERS,
+    SAFE_ADDRESS_LENGTH,
     asked_labels,
     every_asked_label,
     label_chips,
@@ -322,7 +323,9 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     for job in page.object_list:
         label = labels.get(job.resource_pool)
         job.pool_label = label.text if label else ""
-        job.label_chips = label_chips(stored_labels({"labels": job.label_items}), kept)
+        job.label_chips = label_chips(
+            stored_labels({"labels": job.label_items}), kept, path=request.path
+        )
     context = {
         "form": form,
         "page": page,
@@ -351,6 +354,12 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "selection_query": urlencode([("sel", public_id) for public_id in selection.ids]),
         "selection": selection,
         "max_carried": MAX_CARRIED,
+        # A label's link too long to carry the selection leaves it out (labels.label_chips):
+        # the bar says the ticks are not lost.
+        "selection_links_short": any(
+            chip.selection_left_out for job in page.object_list for chip in job.label_chips
+        ),
+        "safe_address_length": SAFE_ADDRESS_LENGTH,
         "explained": EXPLAINED_STATUSES,
         "selected": set(selection.ids),
         # Stop / Delete selected come back to this list as it was (filters and page); the
@@ -1162,6 +1171,10 @@ def _compare_selected(
     if len(found) < len(chosen):
         _say(request, [], len(chosen) - len(found), done=False)
     pairs = [("job", public_id) for public_id in found]
+    # Its way back carries the selection too (Compare took all of it: these jobs, in the order
+    # they were ticked), so the list comes back with them ticked, as the browser's Back does.
+    kept = set(found)
+    back_query = _selection_query(back_query, [i for i in chosen if i in kept])
     query = urlencode([*pairs, ("back", back_query)] if back_query else pairs)
     return redirect(f"{reverse('job-compare')}?{query}")
 
@@ -1193,6 +1206,13 @@ def _with_selection(url: str, ids: list[str]) -> str:
     if not carried:
         return url
     return f"{url}{'&' if '?' in url else '?'}{urlencode([('sel', i) for i in carried])}"
+
+
+def _selection_query(query: str, ids: list[str]) -> str:
+    """The job list's query `query` with these jobs ticked (jobs.selection), at most as many as
+    an address carries."""
+    carried, _left_out = carried_ids(ids)
+    return "&".join(part for part in (query, urlencode([("sel", i) for i in carried])) if part)
 
 
 def _list_query(query: str) -> str:
@@ -1352,7 +1372,8 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     ids = asked_ids(request.GET.getlist("job"))
     every = request.GET.get("all") == "1"
     log = _log_scale(request.GET)
-    # The job list's filters and page as Compare left them (`back`): its way back keeps them.
+    # The job list's filters and page as Compare left them (`back`): its way back keeps them,
+    # and the selection Compare was made from (below: only the viewer's own compared jobs).
     back = _list_query(request.GET.get("back", ""))
     context: dict[str, Any] = {
         "asked": len(ids),
@@ -1376,6 +1397,14 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
         ),
         "",
     )
+    # The list's selection as `back` carried it (`sel`): those of the jobs compared that are the
+    # viewer's own, so no link here names another user's job (staff compare anyone's) nor one
+    # not compared (an edited address); the list drops any other as it reads `sel`.
+    own = {job.public_id for job in jobs if job.owner_id == request.user.pk}
+    carried, _left_out = carried_ids(QueryDict(request.GET.get("back", "")).getlist("sel"))
+    back = _selection_query(back, [i for i in carried if i in own])
+    context["back"] = back
+    context["back_url"] = f"{reverse('job-list')}?{back}" if back else reverse("job-list")
     if origin:
         context["origin"] = origin
         context["origin_name"] = next(job.name for job in jobs if job.public_id == origin)

@@ -158,7 +158,7 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
 _ROW_PATH_RE = re.compile(r"^(labels|envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
 _ACTION_RE = re.compile(
     r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+"
-    r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices)$"
+    r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices|to-review)$"
 )
 # Draft.data key: what an import left out of the draft or changed in it (paths and env names,
 # never a value; jobs.wizard_import.import_notices). Shown on every step until the draft is
@@ -1561,6 +1561,7 @@ class StepOutcome:
     example: str = ""
     stale: bool = False  # the form was built on other basic choices; nothing was saved
     submitted: bool = False  # submitted from another window meanwhile; nothing was saved
+    checked: bool = False  # go_to is shown with its messages (a step 保存并返回确认 found wrong)
 
 
 def _mark(draft: Draft, step: str, *, completed: bool) -> None:
@@ -1699,7 +1700,7 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         example = next((e for e in example_commands() if e["framework"] == framework), None)
         if example:
             raw["command"] = [example["command"]]
-    if action != "next":
+    if action not in ("next", "to-review"):
         example = action.removeprefix("show-example-") if action.startswith("show-example-") else ""
         if step == BASIC:
             _basic_changed(draft, raw)
@@ -1732,11 +1733,32 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     forms, ok = check_step(state, step, raw)
     draft.data[step] = raw
     _mark(draft, step, completed=ok)
+    go_to = STEPS[index + 1]
+    if ok and action == "to-review":
+        go_to = _first_step_to_fix(draft)
     if not _draft_saved(draft):
         return None
     if ok:
-        return StepOutcome(go_to=STEPS[index + 1])
+        return StepOutcome(go_to=go_to, checked=action == "to-review" and go_to != REVIEW)
     return StepOutcome(go_to=step, forms=forms)
+
+
+def _first_step_to_fix(draft: Draft) -> str:
+    """Where 保存并返回确认 (*Save and back to Confirm*) leads once its step passed: the review,
+    or the first step not marked done that does not pass now, to be shown with its messages.
+    A step left with 上一步 or a stepper link after a problem was found on it lost its ✓
+    (step_post); the fix made here (hang detection turned on in step 5 for step 6's 任务hang
+    alert) may have set it right, so each such step is checked again with the draft as it is,
+    and marked as it is found. Steps marked done are the review's to check, as it always does."""
+    state = wizard_state(draft)
+    for step in FORM_STEPS:
+        if step in draft.completed_steps:
+            continue
+        _forms, ok = check_step(state, step, state.raw(step))
+        _mark(draft, step, completed=ok)
+        if not ok:
+            return step
+    return REVIEW
 
 
 def _new_row(step: str, state: WizardState, rows: list[Raw]) -> Raw:

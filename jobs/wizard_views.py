@@ -12,7 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -273,29 +273,58 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         if outcome.submitted:
             return _submitted(request, draft)
         if outcome.stale:
-            return _render_step(request, draft, step, stale=True)
+            return _render_step(request, draft, step, stale=True, fixing=_fixing(request.POST))
         if outcome.forms is not None:
-            return _render_step(request, draft, step, forms=outcome.forms)
+            # Still wrong: shown again with its messages, the way back to the review kept.
+            return _render_step(
+                request, draft, step, forms=outcome.forms, fixing=_fixing(request.POST)
+            )
         # A step opened from a review problem (?check=1, kept in the form as `check`) keeps
-        # its messages when it comes back after 中文/EN or a row button, until it is left.
-        checked = request.POST.get("check") == "1" and outcome.go_to == step
+        # its messages when it comes back after 中文/EN or a row button, until it is left; a
+        # step 保存并返回确认 found wrong opens the same way.
+        checked = (request.POST.get("check") == "1" and outcome.go_to == step) or outcome.checked
+        # And the way back to the review (保存并返回确认) goes with the draft from step to step
+        # (`fixing`, in each step's form), until the review is reached.
+        fixing = _fixing(request.POST) and outcome.go_to != W.REVIEW
         if language in dict(settings.LANGUAGES):
-            query = CHECKED_QUERY if checked else ""
+            query = _step_query(checked=checked, fixing=fixing)
             return _language_switched(request, _step_url(draft, step) + query, language)
         if not request.htmx:
-            if outcome.example:
-                query = f"?example={outcome.example}"
-            else:
-                query = CHECKED_QUERY if checked else ""
+            query = _step_query(checked=checked, fixing=fixing, example=outcome.example)
             return redirect(_step_url(draft, outcome.go_to) + query)
         if not W.step_allowed(draft, outcome.go_to):
             outcome.go_to = W.first_incomplete(draft)
-        response = _render_step(request, draft, outcome.go_to, checked=checked)
+        response = _render_step(request, draft, outcome.go_to, checked=checked, fixing=fixing)
         if outcome.go_to != step:
-            push_url(response, _step_url(draft, outcome.go_to))
+            push_url(
+                response,
+                _step_url(draft, outcome.go_to) + _step_query(checked=checked, fixing=fixing),
+            )
         return response
     # ?check=1: opened from a problem the review lists (CHECKED_QUERY), shown with its messages.
-    return _render_step(request, draft, step, checked=request.GET.get("check") == "1")
+    return _render_step(
+        request,
+        draft,
+        step,
+        checked=request.GET.get("check") == "1",
+        fixing=_fixing(request.GET),
+    )
+
+
+def _fixing(params: QueryDict) -> bool:
+    """Whether a step was reached from a problem the review lists (?check=1, or `fixing=1`
+    carried from the step it opened): the step then offers 保存并返回确认."""
+    return params.get("check") == "1" or params.get("fixing") == "1"
+
+
+def _step_query(*, checked: bool, fixing: bool, example: str = "") -> str:
+    """A step's address query: its example shown, or its messages (CHECKED_QUERY, which also
+    offers the way back to the review), or that way back alone (FIXING_QUERY)."""
+    if example:
+        return f"?example={example}" + ("&fixing=1" if fixing else "")
+    if checked:
+        return CHECKED_QUERY
+    return FIXING_QUERY if fixing else ""
 
 
 def _submitted(request: AuthenticatedHttpRequest, draft: Draft) -> HttpResponse:
@@ -334,6 +363,7 @@ def _render_step(
     forms: W.StepForms | None = None,
     stale: bool = False,
     checked: bool = False,
+    fixing: bool = False,
 ) -> HttpResponse:
     state = W.wizard_state(draft)
     context: dict[str, Any] = {
@@ -357,6 +387,7 @@ def _render_step(
         )
         context["forms"] = forms
         context["checked"] = checked
+        context["fixing"] = fixing or checked
         context.update(_STEP_EXTRAS[step](request, state, forms))
         if forms.show_errors:
             _autofocus_first_problem(forms)
@@ -663,6 +694,9 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
 # A review problem's link: the step it opens checks itself and shows what the review found
 # (W.step_forms_for_display), which a step marked done does not otherwise do.
 CHECKED_QUERY = "?check=1"
+# A step reached from such a step (上一步, a stepper link): no messages of its own, but the way
+# straight back to the review, 保存并返回确认 (wizard.step_post's `to-review`).
+FIXING_QUERY = "?fixing=1"
 
 STALE_STEP = gettext_lazy(
     "Basic info was changed in another tab or window after this page was shown, so what you "

@@ -167,12 +167,21 @@ function carrySelection() {
   // carry the first MAX_CARRIED of them (an address longer would be refused).
   const selected = currentSelection(form);
   const ids = selected.slice(0, MAX_CARRIED);
+  // A link whose address the selection would make too long for the server (a label's, which
+  // adds a label to the list's own: jobs.labels.SAFE_ADDRESS_LENGTH) goes without it, and the
+  // bar says the ticks stay here.
+  const short = document.getElementById("selection-links-short");
+  const safeLength = short ? Number(short.dataset.safeLength) : Infinity;
   document.querySelectorAll("a[data-keeps-selection]").forEach((link) => {
     const url = new URL(link.href, window.location.href);
     url.searchParams.delete("sel");
+    const without = url.pathname + url.search;
     ids.forEach((id) => url.searchParams.append("sel", id));
-    link.href = url.pathname + url.search;
+    const fits = (url.pathname + url.search).length <= safeLength;
+    link.href = fits ? url.pathname + url.search : without;
+    link.toggleAttribute("data-selection-left-out", !fits);
   });
+  if (short) short.hidden = !document.querySelector("a[data-selection-left-out]");
   document.querySelectorAll("form[data-keeps-selection]").forEach((filters) => {
     filters.querySelectorAll("input[name=sel]").forEach((input) => input.remove());
     ids.forEach((id) => {

@@ -22,13 +22,23 @@ LINES = """e => { const r = document.createRange(); r.selectNodeContents(e);
   return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"""
 
 
-def submit(owner, name: str) -> Job:
+# Labels as an experiment's jobs carry them: a row shows three and counts the fourth.
+LABELS = [
+    ("project", "llama2-70b-sft"),
+    ("team.example.com/owner", "nlp-pretraining-group"),
+    ("lr", "3e-4"),
+    ("seed", "42"),
+]
+
+
+def submit(owner, name: str, labels: list[tuple[str, str]] | None = None) -> Job:
     spec = S.JobSpec(
         name=name,
         resource_pool_id="local",
         image="python:3.12",
         command="echo hi",
         roles=[S.Role("master", 1), S.Role("worker", 1)],
+        labels=labels or [],
     )
     [job] = jobs_submit(owner=owner, spec=spec, submit_key=name)
     return job
@@ -187,7 +197,7 @@ def test_on_a_tablet_or_laptop_the_job_list_shows_its_status_and_pool_columns(
 ):
     # Beside the app list and the filters the table had 160 to 630 pixels: at 768 the job ID
     # alone showed, at 1280 review and pool were scrolled out of sight.
-    submit(alice, "bert-large-pretrain")
+    submit(alice, "bert-large-pretrain", LABELS)
     log_in(page, "carol", "carol-password")
     page.set_viewport_size({"width": width, "height": 800})
     page.goto("/admin/jobs/job/")
@@ -221,7 +231,7 @@ def test_at_768_pixels_every_job_list_column_is_in_view_with_the_side_menu_folde
     # created scrolled out of sight. The menu starts folded below 1280 and opens over the list.
     ReviewPolicy.objects.create(pk=1, mode=ReviewMode.ALL)
     for n in range(3):
-        submit(alice, f"llama2-70b-sft-run-{n}-with-a-long-descriptive-name")
+        submit(alice, f"llama2-70b-sft-run-{n}-with-a-long-descriptive-name", LABELS)
     context = browser.new_context(base_url=live_server.url, viewport={"width": 768, "height": 900})
     context.add_cookies([{"name": "django_language", "value": language, "url": live_server.url}])
     page = context.new_page()
@@ -232,7 +242,7 @@ def test_at_768_pixels_every_job_list_column_is_in_view_with_the_side_menu_folde
     expect(page.locator("#nav-sidebar")).to_be_hidden()
     assert page.evaluate(COLUMNS_FIT) == {"fits": True, "hidden": []}
     # Sorted by any column, its arrows do not push the last one out either.
-    for number in range(1, 11):
+    for number in range(1, 12):
         page.goto(f"/admin/jobs/job/?o={number}")
         assert page.evaluate(COLUMNS_FIT) == {"fits": True, "hidden": []}, number
 
@@ -260,7 +270,7 @@ def test_at_768_pixels_every_column_is_in_view_in_english_with_its_longest_words
             (JobStatus.STOPPED, ReviewState.WITHDRAWN),
         ]
     ):
-        job = submit(alice, f"llama2-70b-sft-run-{n}-with-a-long-descriptive-name")
+        job = submit(alice, f"llama2-70b-sft-run-{n}-with-a-long-descriptive-name", LABELS)
         Job.objects.filter(pk=job.pk).update(status=status, review_state=review)
     context = browser.new_context(
         base_url=live_server.url, locale="en-US", viewport={"width": 768, "height": 900}

@@ -92,8 +92,9 @@ def test_compare_on_the_list_goes_to_the_comparison_of_the_ticked_jobs_oldest_fi
     )
 
     assert r.status_code == 302
-    # The list's filters go along, for the comparison's way back (below).
-    assert r["Location"] == f"{COMPARE}?job={first.public_id}&job={third.public_id}&back=q%3Drun"
+    # The list's filters and selection go along, for the comparison's way back (below).
+    back = quote(f"q=run&sel={third.public_id}&sel={first.public_id}", safe="")
+    assert r["Location"] == f"{COMPARE}?job={first.public_id}&job={third.public_id}&back={back}"
     assert said(r) == []
     assert Job.objects.filter(owner=alice).count() == 3  # nothing done to any job
 
@@ -133,12 +134,47 @@ def test_the_comparisons_way_back_returns_to_the_list_as_compare_left_it(alice, 
 
     assert page.status_code == 200
     html = page.content.decode()
-    assert f'<a href="{reverse("job-list")}?q=run&amp;page=2" id="compare-back">' in html
+    # The jobs compared still ticked, as the browser's Back shows the list (left22).
+    ticked = f"sel={a.public_id}&amp;sel={b.public_id}"
+    assert (
+        f'<a href="{reverse("job-list")}?q=run&amp;page=2&amp;{ticked}" id="compare-back">' in html
+    )
     # Every field and back keep it too.
     switch = re.search(r'<a href="([^"]+)" id="compare-switch">', html).group(1)
     every = alice_en.get(switch.replace("&amp;", "&")).content.decode()
-    assert "all=1&amp;back=q%3Drun%26page%3D2" in switch
-    assert f'<a href="{reverse("job-list")}?q=run&amp;page=2" id="compare-back">' in every
+    assert "all=1&amp;back=q%3Drun%26page%3D2%26sel%3D" in switch
+    assert (
+        f'<a href="{reverse("job-list")}?q=run&amp;page=2&amp;{ticked}" id="compare-back">' in every
+    )
+    # The list it leads to has them ticked, in its bar and their boxes.
+    back = alice_en.get(f"{reverse('job-list')}?q=run&page=1&sel={a.public_id}&sel={b.public_id}")
+    assert [job.public_id for job in back.context["selection"].jobs] == [a.public_id, b.public_id]
+
+
+def test_a_comparisons_way_back_names_only_the_viewers_own_compared_jobs(
+    alice, bob, alice_en, reviewer
+):
+    # A reviewer compares anyone's jobs; an address may carry any id in its `back`.
+    a, b = tuned(alice, "run-a"), tuned(alice, "run-b")
+    bobs, other = tuned(bob, "bobs"), tuned(alice, "not-compared")
+    staff = reviewer
+    staff_a, staff_b = tuned(staff, "mine-a"), tuned(staff, "mine-b")
+    carried = "&".join(f"sel={job.public_id}" for job in (a, b, bobs, other))
+
+    own = alice_en.get(compare_url(a, b) + "&back=" + quote(f"q=run&{carried}"))
+    mixed = Client()
+    mixed.force_login(staff)
+    as_staff = mixed.get(
+        compare_url(staff_a, a) + "&back=" + quote(f"sel={a.public_id}&sel={staff_a.public_id}")
+    )
+
+    assert [own.status_code, as_staff.status_code] == [200, 200]
+    [back] = re.findall(r'<a href="([^"]+)" id="compare-back">', own.content.decode())
+    assert back == f"{reverse('job-list')}?q=run&amp;sel={a.public_id}&amp;sel={b.public_id}"
+    # Alice's job, compared by staff, is never named on the staff's list link.
+    [back] = re.findall(r'<a href="([^"]+)" id="compare-back">', as_staff.content.decode())
+    assert back == f"{reverse('job-list')}?sel={staff_a.public_id}"
+    assert staff_b.public_id not in back
 
 
 def test_a_comparisons_way_back_keeps_only_the_lists_own_parameters(alice, alice_en):

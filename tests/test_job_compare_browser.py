@@ -52,7 +52,7 @@ def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_
     expect(page.locator(f"#select-{small.public_id}")).to_be_checked()
     page.check(f"#select-{large.public_id}")
     page.click("#bulk-compare")
-    page.wait_for_url(f"**/compare/?job={small.public_id}&job={large.public_id}")
+    page.wait_for_url(f"**/compare/?job={small.public_id}&job={large.public_id}&back=*")
 
     expect(page.locator("h1")).to_have_text("对比任务")
     table = page.locator("#compare-table")
@@ -163,9 +163,12 @@ def test_a_job_ticked_on_page_1_and_one_on_page_2_are_compared_together(logged_i
     expect(page.locator("#compare-table thead .compare-job-name")).to_have_text(
         ["sweep-00", "sweep-20"]
     )
-    # Its way back is the list's page 2, where it was pressed.
+    # Its way back is the list's page 2, where it was pressed, both jobs still ticked.
     page.click("#compare-back")
-    page.wait_for_url("**/?page=2")
+    page.wait_for_url(f"**/?page=2&sel={newest.public_id}&sel={oldest.public_id}")
+    expect(page.locator(f"#select-{oldest.public_id}")).to_be_checked()
+    expect(page.locator("#selection-bar .selection-job")).to_have_text(["sweep-20 ×", "sweep-00 ×"])
+    expect(page.locator("#selection-count")).to_have_text("已选 2 个任务")
 
 
 def test_without_javascript_keep_ticks_carries_page_1s_tick_to_page_2_and_both_are_compared(

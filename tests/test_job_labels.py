@@ -8,7 +8,7 @@ import json
 import re
 import uuid
 from datetime import timedelta
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 import pytest
 from django.db import connection
@@ -729,6 +729,59 @@ def test_a_label_in_a_row_keeps_the_jobs_ticked_on_other_pages(alice, alice_clie
     assert "data-keeps-selection>project=llm</a>" in page.decode()
 
 
+def test_a_labels_link_too_long_with_the_selection_leaves_it_out_and_the_bar_says_so(
+    alice, alice_en
+):
+    from jobs.labels import SAFE_ADDRESS_LENGTH
+    from jobs.selection import MAX_CARRIED
+
+    # Keys as long as the rule allows (a 247-character DNS prefix and a 63-character name).
+    prefix = ".".join([c * 60 for c in "abcd"]) + ".com"
+    long = [(f"{prefix}/{n}" + "n" * 62, "v" * 63) for n in range(4)]
+    ticked = [labelled_job(alice, name=f"s{n}").public_id for n in range(MAX_CARRIED)]
+    job = labelled_job(alice, *long, ("x", "y"), name="long")
+    query = {"label": [f"{k}={v}" for k, v in long[:3]], "sel": ticked}
+
+    r = alice_en.get(LIST, query)
+
+    assert r.status_code == 200
+    # The page's own address passes (gunicorn's bound: 4,094 bytes for the request line).
+    assert len(f"GET {r.wsgi_request.get_full_path()} HTTP/1.1") <= 4094
+    page = r.content.decode()
+    links = {title: href for href, title, _name, _text in chips(page)}  # the title: its whole text
+    fourth, short = links["=".join(long[3])], links["x=y"]
+    # The fourth long label's link would pass it with the 50 ticks (a 400): it goes without them.
+    with_ticks = f"{fourth}&{urlencode([('sel', i) for i in ticked])}"
+    assert len(f"GET {with_ticks} HTTP/1.1") > 4094
+    assert len(fourth) <= SAFE_ADDRESS_LENGTH
+    assert "sel" not in dict(parse_qsl(urlsplit(fourth).query))
+    assert [v for k, v in parse_qsl(urlsplit(fourth).query) if k == "label"] == [
+        f"{k}={v}" for k, v in long
+    ]
+    assert re.search(r"data-keeps-selection data-selection-left-out>[^<]*</a>", page)
+    # A short label's link still carries them.
+    assert [v for k, v in parse_qsl(urlsplit(short).query) if k == "sel"] == ticked
+    # The bar says nothing is lost, and the link opens.
+    assert re.search(r'<p class="[^"]*" id="selection-links-short" data-safe-length="4000">', page)
+    assert "Nothing is lost: they stay on this page" in page
+    assert alice_en.get(fourth).status_code == 200
+    assert [j.public_id for j in alice_en.get(fourth).context["page"].object_list] == [
+        job.public_id
+    ]
+
+
+def test_the_selection_bar_says_nothing_of_long_links_when_every_link_carries_the_ticks(
+    alice, alice_en
+):
+    ticked = labelled_job(alice, name="ticked").public_id
+    labelled_job(alice, ("project", "llm"))
+
+    page = alice_en.get(LIST, {"sel": ticked}).content.decode()
+
+    assert re.search(r'id="selection-links-short" data-safe-length="4000" hidden>', page)
+    assert "data-selection-left-out" not in page
+
+
 # -- the filter form's 标签 field (labels22) -----------------------------------------------
 
 
@@ -893,8 +946,10 @@ def test_the_admin_job_list_filters_by_a_label_offered_or_asked_for_in_the_addre
     assert [by_pair.status_code, by_key.status_code] == [200, 200]
     assert sorted(admin_listed(by_pair)) == sorted([alices.public_id, bobs.public_id])
     assert admin_listed(by_key) == [alices.public_id]
-    page = whole.content.decode()
-    offered = re.findall(r'href="\?label=([^"&]+)"', page)
+    [filters] = re.findall(
+        r'<search id="changelist-filter".*?</search>', whole.content.decode(), re.S
+    )
+    offered = re.findall(r'href="\?label=([^"&]+)"', filters)
     assert [unquote(text) for text in offered] == ["project=llm", "exp=lr-1", "project=vision"]
 
 
@@ -908,6 +963,82 @@ def test_the_admin_job_list_reads_a_label_pasted_as_key_colon_value_as_the_owner
 
     assert r.status_code == 200
     assert admin_listed(r) == [swept.public_id]
+
+
+def row_labels(page: str, job: Job) -> tuple[list[tuple[str, str, str]], str]:
+    """A job's row in the admin's list: each label link under its name (address, title, text)
+    and the "+N"."""
+    [row] = re.findall(rf"<tr>(?:(?!</tr>).)*?>{job.public_id}</a>.*?</tr>", page, re.S)
+    [cell] = re.findall(r'<td class="field-name_shown">(.*?)</td>', row, re.S)
+    links = [
+        (html.unescape(href), html.unescape(title), html.unescape(text))
+        for href, title, text in re.findall(
+            r'<a class="job-label" href="([^"]+)" title="([^"]+)">([^<]+)</a>', cell
+        )
+    ]
+    more = re.findall(r'<span class="job-labels-more" title="[^"]*">([^<]+)</span>', cell)
+    return links, "".join(more)
+
+
+def test_the_admin_job_list_shows_a_few_of_each_rows_labels_as_links_and_counts_the_rest(
+    alice, reviewer
+):
+    many = labelled_job(
+        alice, *[(f"k{n}", "x" * 40 if n == 0 else f"v{n}") for n in range(5)], name="many"
+    )
+    one = labelled_job(alice, ("project", "llm"), name="one")
+    none = labelled_job(alice, name="none")
+    # A label stored before the rule, as a page could be fed one: it is text, never markup.
+    Job.objects.filter(pk=one.pk).update(
+        spec={**one.spec, "labels": [{"key": "note", "value": "<b>x</b>"}]}
+    )
+
+    r = staff_client(reviewer).get(ADMIN_JOBS, {"status__exact": "queued"})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    links, more = row_labels(page, many)
+    # The first three, each linked to the list filtered by it with the list's filters kept;
+    # a long one cut short and whole in its title; the other two counted.
+    assert links == [
+        (
+            f"?label=k0%3D{'x' * 40}&status__exact=queued",
+            f"k0={'x' * 40}",
+            "k0=xxxxxxxxxxxxxxxxxxxx…",
+        ),
+        ("?label=k1%3Dv1&status__exact=queued", "k1=v1", "k1=v1"),
+        ("?label=k2%3Dv2&status__exact=queued", "k2=v2", "k2=v2"),
+    ]
+    assert more == "+2"
+    assert 'title="k3=v3, k4=v4">+2</span>' in page
+    links, more = row_labels(page, one)
+    assert [text for _href, _title, text in links] == ["note=<b>x</b>"]
+    assert "<b>x</b>" not in page and "note=&lt;b&gt;x&lt;/b&gt;" in page
+    assert row_labels(page, none) == ([], "")
+    # The name still opens the job's page, the list's filters kept for the way back.
+    assert re.search(
+        rf'<td class="field-name_shown"><a href="/admin/jobs/job/{many.pk}/change/'
+        rf'\?_changelist_filters=status__exact%3Dqueued">many</a><div class="job-row-labels">',
+        page,
+    )
+
+
+def test_the_admin_job_lists_queries_are_the_same_for_3_or_30_jobs_and_their_labels(
+    alice, reviewer
+):
+    client = staff_client(reviewer)
+    counts, shown = [], 0
+    for batch in (3, 27):
+        for n in range(batch):
+            labelled_job(alice, *[(f"k{i}", f"v{n}") for i in range(1 + n % 6)], name=f"j{n}")
+            shown += min(3, 1 + n % 6)  # a row shows three at most
+        client.get(ADMIN_JOBS)
+        with CaptureQueriesContext(connection) as queries:
+            r = client.get(ADMIN_JOBS)
+        counts.append(len(queries.captured_queries))
+        assert r.status_code == 200
+        assert r.content.decode().count('class="job-label"') == shown
+    assert counts[0] == counts[1]
 
 
 @pytest.mark.parametrize("asked", ["project=\x00", "k" * 400, "project=" + "v" * 64, "=", "x=y"])
@@ -1143,3 +1274,43 @@ def test_the_usage_csvs_have_the_rows_by_label_adding_up_to_the_total(alice, rev
         ]
         [total] = [row for row in rows if row["scope"] == "total"]
         assert total["card_hours"] == "10.00"
+
+
+def test_my_usage_csv_by_a_label_carries_each_job_rows_value_of_it_at_the_end(alice, bob):
+    import csv
+    import io
+
+    from tests.test_usage_report import APRIL_QUERY
+
+    llm = ran(alice, {"project": "llm", "exp": "a"}, 3, cards=2, day=10)
+    formula = ran(alice, {"project": "=cmd"}, 1, day=11)
+    empty = ran(alice, {"project": ""}, 1, day=12)
+    other = ran(alice, {"exp": "b"}, 1, day=13)
+    gone = ran(alice, {"project": "llm"}, 2, day=14)
+    gone_id = gone.public_id
+    gone.delete()
+    ran(bob, {"project": "llm"}, 9)  # another user's: not a row
+    client = staff_client(alice)
+
+    grouped = client.get("/account/usage/", {**APRIL_QUERY, "by_label": "project", "format": "csv"})
+    plain = client.get("/account/usage/", {**APRIL_QUERY, "format": "csv"})
+
+    assert [grouped.status_code, plain.status_code] == [200, 200]
+    rows = list(csv.reader(io.StringIO(grouped.content.decode("utf-8-sig"))))
+    header, body = rows[0], rows[1:]
+    # The label's columns are the last two; the job rows' columns before them keep their places.
+    assert header[-2:] == ["label_key", "label_value"] and header[1] == "job_id"
+    jobs = {row[1]: row[-2:] for row in body if row[0] == "job"}
+    assert jobs == {
+        llm.public_id: ["project", "llm"],
+        formula.public_id: ["project", "'=cmd"],  # a spreadsheet's formula start, quoted
+        empty.public_id: ["project", ""],  # has the key, with an empty value
+        other.public_id: ["", ""],  # has no project label: counted in label_none
+        gone_id: ["", ""],  # deleted: its labels are not kept (label_deleted)
+    }
+    # Not grouped, the job rows are as they were: the label's columns blank.
+    plain_rows = list(csv.reader(io.StringIO(plain.content.decode("utf-8-sig"))))
+    assert {tuple(row[-2:]) for row in plain_rows[1:] if row[0] == "job"} == {("", "")}
+    assert [row[:-2] for row in plain_rows[1:] if row[0] == "job"] == [
+        row[:-2] for row in body if row[0] == "job"
+    ]

@@ -108,3 +108,44 @@ def test_a_label_rows_remove_button_keeps_to_one_line_and_key_and_value_share_th
     assert box["height"] <= key_box["height"] + 2
     assert abs(key_box["width"] - value_box["width"]) <= 2
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def test_a_label_link_the_ticks_would_make_too_long_leaves_them_out_and_back_finds_them(
+    logged_in_page, alice
+):
+    from urllib.parse import urlencode
+
+    from jobs.labels import SAFE_ADDRESS_LENGTH
+
+    # Four labels as long as the rule allows; the list filtered by three, with as many jobs
+    # ticked elsewhere as leave room for the fourth's link: one tick more would pass the bound.
+    prefix = ".".join([c * 60 for c in "abcd"]) + ".com"
+    long = [(f"{prefix}/{n}" + "n" * 62, "v" * 63) for n in range(4)]
+    job = labelled_job(alice, *long, name="long")
+    labels = [("label", f"{k}={v}") for k, v in long]
+    room = (SAFE_ADDRESS_LENGTH - len("/?" + urlencode(labels))) // len(f"&sel={job.public_id}")
+    ticked = [labelled_job(alice, name=f"s{n}").public_id for n in range(room)]
+    page = logged_in_page
+    page.goto("/?" + urlencode([*labels[:3], *(("sel", i) for i in ticked)]))
+
+    fourth = page.locator(f'a.job-label[title="{long[3][0]}={long[3][1]}"]')
+    note = page.locator("#selection-links-short")
+    assert fourth.get_attribute("href").count("sel=") == room
+    expect(note).to_be_hidden()
+
+    # One more tick, here: its link goes without the ticks, and the bar says none is lost.
+    page.check(f"#select-{job.public_id}")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("不会丢失")
+    assert "sel=" not in fourth.get_attribute("href")
+    fourth.click()
+    page.wait_for_url(re.compile(r"/\?(?!.*sel=).*label=.*"))
+    expect(page.locator("tr[data-job]")).to_have_count(1)
+    page.go_back()
+    expect(page.locator(f"#select-{job.public_id}")).to_be_checked()
+    expect(page.locator("#selection-count")).to_have_text(f"已选 {room + 1} 个任务")
+
+    # Unticked again, it carries them again.
+    page.uncheck(f"#select-{job.public_id}")
+    expect(note).to_be_hidden()
+    assert fourth.get_attribute("href").count("sel=") == room

@@ -5,7 +5,7 @@ acting on all of them, not only on the page's."""
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from django.urls import reverse
@@ -90,9 +90,8 @@ def test_compare_takes_a_job_ticked_on_page_1_and_one_ticked_on_page_2_oldest_fi
     )
 
     assert r.status_code == 302
-    assert r["Location"] == (
-        f"{COMPARE}?job={oldest.public_id}&job={newest.public_id}&back=page%3D2"
-    )
+    back = quote(f"page=2&sel={newest.public_id}&sel={oldest.public_id}", safe="")
+    assert r["Location"] == f"{COMPARE}?job={oldest.public_id}&job={newest.public_id}&back={back}"
     assert alice_en.get(r["Location"]).status_code == 200
     assert said(r) == []
 
@@ -111,7 +110,8 @@ def test_a_carried_job_unticked_on_its_own_page_leaves_the_selection(alice, alic
     )
 
     assert r.status_code == 302
-    assert r["Location"] == f"{COMPARE}?job={c.public_id}&job={a.public_id}"
+    back = quote(f"sel={c.public_id}&sel={a.public_id}", safe="")
+    assert r["Location"] == f"{COMPARE}?job={c.public_id}&job={a.public_id}&back={back}"
 
 
 def test_compare_of_5_across_pages_goes_back_with_all_5_carried_and_says_so(

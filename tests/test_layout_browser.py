@@ -103,6 +103,38 @@ def test_on_a_phone_a_pools_card_figures_and_my_usages_card_hours_show_without_s
     assert phone.evaluate(PAGE_FITS)
 
 
+# Each header of a table's head: its text, the lines it takes and the words it has (split at
+# spaces and hyphens, where a line may break): more lines than words, a word was broken.
+HEADER_LINES = """table => [...table.querySelectorAll('thead th')].map(th => {
+  const range = document.createRange(); range.selectNodeContents(th);
+  const lines = new Set([...range.getClientRects()].map(b => Math.round(b.top))).size;
+  return [th.textContent.trim(), lines, th.textContent.trim().split(/[\\s-]+/).length]; })"""
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_my_usages_headers_break_between_words_never_inside_one(
+    phone, transactional_db, alice
+):
+    # At 390 pixels 任务数 (jobs run) was drawn one character a line beside the card type.
+    from jobs.models import JobLabel
+
+    started = max(timezone.now() - timedelta(minutes=30), Period.this_month().starts_at)
+    job = run(alice, started, started + timedelta(minutes=1), cards=2)
+    JobLabel.objects.create(job=job, key="project", value="llm")
+    log_in(phone, "alice", "alice-password")
+
+    phone.goto("/account/usage/?by_label=project")
+
+    for table in ("#usage-pools", "#usage-labels"):
+        headers = phone.locator(table).evaluate(HEADER_LINES)
+        assert len(headers) >= 4
+        assert [h for h in headers if h[1] > h[2]] == [], table
+        assert phone.locator(table).evaluate(
+            "t => t.parentElement.scrollWidth <= t.parentElement.clientWidth"
+        )
+    assert phone.evaluate(PAGE_FITS)
+
+
 @pytest.mark.usefixtures("runner_settings")
 @pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
 def test_on_a_phone_the_usage_report_fits_and_its_download_is_a_full_button(

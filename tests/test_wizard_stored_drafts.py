@@ -186,7 +186,7 @@ def test_a_step_left_and_opened_again_from_the_stepper_shows_no_message_until_it
     left = alice_client.post(link, {**typed, **form_hidden_inputs(opened), "action": "back"})
 
     assert left.status_code == 302
-    assert left["Location"] == step_url(draft, W.FAULT)
+    assert left["Location"] == step_url(draft, W.FAULT) + "?fixing=1"  # the way back goes along
 
 
 def test_a_step_opened_from_the_stepper_still_shows_no_message_until_it_is_sent(alice_client):
@@ -249,3 +249,112 @@ def test_importing_a_body_stored_with_a_hang_alert_and_no_detection_names_the_fi
     assert r.status_code == 200
     assert f"alertConfig.alertItems: {HANG_ALERT_REFUSED}" in error_texts(r)
     assert not Draft.objects.exists()
+
+
+# -- back to the review once fixed (left22) ----------------------------------------------------
+
+
+def test_a_hang_alert_fixed_on_step_5_goes_straight_back_to_the_review_without_javascript(
+    alice_client,
+):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com")
+
+    # Its message says to turn hang detection on in step 5: 上一步 goes there.
+    left = alice_client.post(link, {**typed, **form_hidden_inputs(opened), "action": "back"})
+    step_5 = alice_client.get(left["Location"])
+    fixed = alice_client.post(
+        left["Location"],
+        {
+            "hang_detection": "on",
+            "hang_minutes": "30",
+            **form_hidden_inputs(step_5.content.decode()),
+            "action": "to-review",
+        },
+    )
+    review = alice_client.get(fixed["Location"])
+
+    assert left.status_code == 302 and left["Location"] == step_url(draft, W.FAULT) + "?fixing=1"
+    assert 'id="wizard-to-review"' in step_5.content.decode()
+    assert field_errors(step_5, "id_hang_detection") == []  # no message of its own
+    assert fixed.status_code == 302
+    assert fixed["Location"] == step_url(draft, W.REVIEW)
+    assert review.status_code == 200
+    assert 'id="review-problems"' not in review.content.decode()
+    draft.refresh_from_db()
+    assert draft.completed_steps == W.FORM_STEPS  # step 6 checked again and marked done
+    submitted = alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    assert submitted.status_code == 302
+    assert Job.objects.get().job_spec().fault_tolerance_config.enabled_hang_detection is True
+
+
+def test_with_htmx_save_and_back_to_confirm_swaps_in_the_review_and_its_address(alice_client):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data()  # fixed here: the alert left out
+
+    r = alice_client.post(
+        link,
+        {**typed, **form_hidden_inputs(opened), "action": "to-review"},
+        headers={"HX-Request": "true"},
+    )
+
+    assert r.status_code == 200
+    assert r["HX-Push-Url"] == step_url(draft, W.REVIEW)
+    page = r.content.decode()
+    assert 'id="wizard-submit"' in page and 'id="wizard-submit" disabled' not in page
+
+
+def test_save_and_back_to_confirm_with_the_problem_not_fixed_opens_the_step_still_wrong(
+    alice_client,
+):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com")
+    left = alice_client.post(link, {**typed, **form_hidden_inputs(opened), "action": "back"})
+    step_5 = alice_client.get(left["Location"]).content.decode()
+
+    # Step 5 sent as it was, hang detection still off.
+    r = alice_client.post(left["Location"], {**form_hidden_inputs(step_5), "action": "to-review"})
+    again = alice_client.get(r["Location"])
+
+    assert r.status_code == 302
+    assert r["Location"] == step_url(draft, W.ADVANCED) + "?check=1"
+    assert field_errors(again, "id_alert_items") == [HANG_ALERT_REFUSED]
+    assert 'id="wizard-to-review"' in again.content.decode()
+    assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_save_and_back_to_confirm_refused_on_its_own_step_keeps_the_way_back(alice_client, htmx):
+    draft = saved_before_the_rules(alice_client, fault={})
+    [(link, _message)] = problem_links(alice_client.get(step_url(draft, W.REVIEW)).content.decode())
+    opened = alice_client.get(link).content.decode()
+    typed = advanced_data(alert_items=["jobHang"], alert_emails="ops@example.com")
+
+    # Sent with the hang alert still on and hang detection off: refused here.
+    r = alice_client.post(
+        link,
+        {**typed, **form_hidden_inputs(opened), "action": "to-review"},
+        headers={"HX-Request": "true"} if htmx else {},
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_items") == [HANG_ALERT_REFUSED]
+    page = r.content.decode()
+    assert 'id="wizard-to-review"' in page
+    assert form_hidden_inputs(page)["fixing"] == "1"
+    assert Job.objects.count() == 0
+
+
+def test_a_step_not_reached_from_a_review_problem_offers_no_way_straight_back(alice_client):
+    draft = saved_before_the_rules(alice_client, fault={})
+
+    page = alice_client.get(step_url(draft, W.FAULT)).content.decode()
+
+    assert 'id="wizard-to-review"' not in page
+    assert "fixing" not in form_hidden_inputs(page)
