@@ -162,7 +162,12 @@ def job_transition(
     if to == JobStatus.RUNNING and job.started_at is None:
         updates["started_at"] = now
     if to in FINAL_STATUSES:
-        updates["finished_at"] = min(ended_at, now) if ended_at else now
+        finished = min(ended_at, now) if ended_at else now
+        # A command that exits within the instant the worker marks it Running can have an
+        # exit record a hair before started_at: a run time is never negative.
+        if job.started_at is not None and finished < job.started_at:
+            finished = job.started_at
+        updates["finished_at"] = finished
     with transaction.atomic():
         changed = Job.objects.filter(pk=job.pk, status=current).update(**updates)
         if changed:

@@ -89,6 +89,34 @@ def test_transitions_follow_the_state_machine_and_record_events(alice):
     assert [e.reason for e in job.events.all()] == ["Created", "Started", "Succeeded"]
 
 
+def test_a_job_ends_when_its_processes_ended_but_never_before_it_started(alice):
+    from datetime import timedelta
+
+    [job] = jobs_submit(owner=alice, spec=make_spec(), submit_key="t")
+    assert job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    started = job.started_at
+
+    # An exit record a hair before the worker's Running stamp (a command that ends at once).
+    ended_early = started - timedelta(milliseconds=5)
+    assert job_transition(job=job, to=JobStatus.SUCCEEDED, reason="Succeeded", ended_at=ended_early)
+
+    job.refresh_from_db()
+    assert job.finished_at == started
+
+
+def test_a_job_ends_when_its_processes_ended_not_when_a_worker_recorded_it(alice):
+    from datetime import timedelta
+
+    [job] = jobs_submit(owner=alice, spec=make_spec(), submit_key="t")
+    assert job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    exited = job.started_at + timedelta(microseconds=1)
+
+    assert job_transition(job=job, to=JobStatus.FAILED, reason="Failed", ended_at=exited)
+
+    job.refresh_from_db()
+    assert job.finished_at == exited
+
+
 def test_a_final_job_cannot_move_again(alice):
     [job] = jobs_submit(owner=alice, spec=make_spec(), submit_key="f")
     job_transition(job=job, to=JobStatus.STOPPED, reason="Stopped")
