@@ -2280,13 +2280,22 @@ def _finish_tear_down(
         _finished(job, run)
 
 
+def _seconds_late(exited: datetime | None, now: datetime) -> int | None:
+    """How many seconds after `exited` a worker recorded it, when that is later than the
+    console counts a worker as not running (WORKER_STALE_SECONDS, the job list's banner)."""
+    if exited is None or now - exited <= timedelta(seconds=settings.WORKER_STALE_SECONDS):
+        return None
+    return int((now - exited).total_seconds())
+
+
 def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> None:
     """Says on the job's page that its end was recorded late, by a worker that was not
     running when the replicas exited (killed, stopped, not yet started again): without it,
     a run time shorter than the span from its start to its end event read as a mistake.
     Late means later than the console counts a worker as not running (WORKER_STALE_SECONDS,
     the job list's banner)."""
-    if last_exit is None or now - last_exit <= timedelta(seconds=settings.WORKER_STALE_SECONDS):
+    late = _seconds_late(last_exit, now)
+    if late is None:
         return
     job_event(
         job=job,
@@ -2299,7 +2308,7 @@ def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> Non
                 "end %(count)s seconds later. Its run time counts to when its replicas exited.",
             ),
             "count",
-            count=int((now - last_exit).total_seconds()),
+            count=late,
         ),
     )
 
@@ -2307,7 +2316,8 @@ def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> Non
 def _exited_unwatched(job: Job, label: str, exited: datetime | None, now: datetime) -> None:
     """As _ended_unwatched, for a replica whose failure a worker recorded late and that the
     job restarts for: the gap between its start and the failure is the worker's absence."""
-    if exited is None or now - exited <= timedelta(seconds=settings.WORKER_STALE_SECONDS):
+    late = _seconds_late(exited, now)
+    if late is None:
         return
     job_event(
         job=job,
@@ -2321,7 +2331,7 @@ def _exited_unwatched(job: Job, label: str, exited: datetime | None, now: dateti
             ),
             "count",
             replica=label,
-            count=int((now - exited).total_seconds()),
+            count=late,
         ),
     )
 
