@@ -1877,7 +1877,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                     message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
                 )
         if succeeded:
-            _ended_unwatched(job, last_exit_time([states[r.pk] for r in replicas]), now)
+            _ended_unwatched(job, now)
             _finished(job, run)
         return
 
@@ -2103,7 +2103,12 @@ def _record_replica(
         replica.status = status
         replica.exit_code = state.exit_code
         if state.phase in ("exited", "lost") and replica.finished_at is None:
-            replica.finished_at = min(state.exited_at or now, now)
+            ended = min(state.exited_at or now, now)
+            # Never before its start, which is stamped once its shim is spawned: a command
+            # that ends at once (or a clock set back) has an exit record a hair earlier.
+            if replica.started_at is not None:
+                ended = max(ended, replica.started_at)
+            replica.finished_at = ended
         replica.save(update_fields=["status", "exit_code", "finished_at"])
 
 
@@ -2276,7 +2281,7 @@ def _finish_tear_down(
         if ended and final in (S.FAILED, S.TIMED_OUT):
             job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", text))
     if ended:
-        _ended_unwatched(job, last_exit, now)
+        _ended_unwatched(job, now)
         _finished(job, run)
 
 
@@ -2288,13 +2293,15 @@ def _seconds_late(exited: datetime | None, now: datetime) -> int | None:
     return int((now - exited).total_seconds())
 
 
-def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> None:
+def _ended_unwatched(job: Job, now: datetime) -> None:
     """Says on the job's page that its end was recorded late, by a worker that was not
     running when the replicas exited (killed, stopped, not yet started again): without it,
     a run time shorter than the span from its start to its end event read as a mistake.
     Late means later than the console counts a worker as not running (WORKER_STALE_SECONDS,
-    the job list's banner)."""
-    late = _seconds_late(last_exit, now)
+    the job list's banner). Counted from the end the job was stamped with (job_transition:
+    its replicas' exit, never before its start), so that the two agree: an exit record from
+    a clock set back an hour said the end was recorded an hour late."""
+    late = _seconds_late(job.finished_at, now)
     if late is None:
         return
     job_event(

@@ -802,6 +802,34 @@ def test_a_job_that_ends_while_no_worker_runs_ends_when_its_replica_exited_and_s
         assert "a worker recorded the end 2 seconds later" in note.message_shown
 
 
+def test_an_exit_record_from_before_the_start_ends_the_job_and_replica_at_their_start_unannounced(
+    alice, settings
+):
+    # Review 24: a replica's end was its exit record's time even when that was before its
+    # start (stamped once its shim is spawned: a command that ends at once, or a clock set
+    # back), and the EndedUnwatched note counted from that record, not from the end the job
+    # was stamped with: "recorded the end 3,600 seconds later" for a job the worker followed.
+    settings.WORKER_STALE_SECONDS = 1
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [replica] = job.replicas.all()
+    an_hour_early = replica.started_at - timedelta(hours=1)
+    exit_record.write_text(json.dumps({"code": 0, "time": an_hour_early.timestamp()}))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert job.finished_at == job.started_at
+    replica.refresh_from_db()
+    assert replica.finished_at == replica.started_at
+    assert not job.events.filter(reason="EndedUnwatched").exists()
+
+
 def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(alice, settings):
     # QA 31: a replica that failed while no worker ran read as failing a minute after its
     # start, with nothing saying why, once a worker came back and restarted the job.
