@@ -1362,6 +1362,20 @@ def _mpi_launcher_done(
                 done.touch()
 
 
+def _work_ended(
+    job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> datetime | None:
+    """When a job whose every replica exited 0 ended (last_exit_time): an MPI job when its
+    launcher did, since its workers' agents end only once a worker has seen that and told
+    them (_mpi_launcher_done): a launcher that finished while no worker ran ended the job
+    when the worker came back, its run time and card-hours counting the absence (review 24)."""
+    if (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir():
+        launchers = [states[r.pk] for r in replicas if r.role == "master"]
+        if launchers:
+            return last_exit_time(launchers)
+    return last_exit_time([states[r.pk] for r in replicas])
+
+
 def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
     """`hidden` less the paths the job's user cannot reach: a folder above one it may not
     enter. Bubblewrap, run as that user, covers each hidden path by its path, and failed on
@@ -1868,7 +1882,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 to=S.SUCCEEDED,
                 reason="Succeeded",
                 message=recorded(gettext_noop("Every replica exited with 0.")),
-                ended_at=last_exit_time([states[r.pk] for r in replicas]),
+                ended_at=_work_ended(job, run, replicas, states),
             )
             if succeeded:
                 job_alert(

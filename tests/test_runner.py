@@ -830,6 +830,37 @@ def test_an_exit_record_from_before_the_start_ends_the_job_and_replica_at_their_
     assert not job.events.filter(reason="EndedUnwatched").exists()
 
 
+def test_an_mpi_job_whose_launcher_ended_while_no_worker_ran_ends_when_the_launcher_exited(
+    alice, settings
+):
+    # Review 24: an MPI job's workers end (exit 0) once the worker tells them the launcher
+    # has (_mpi_launcher_done), so a launcher that finished while no worker ran left the job
+    # ending when the worker came back: its run time and card-hours counted the absence.
+    settings.WORKER_STALE_SECONDS = 1
+    spec = make_spec(
+        f"{UNTIL_THE_GATE_OPENS}; exit 0",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+
+    open_gate(settings)  # and no tick while the launcher ends: the worker is away
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    exited = datetime.fromtimestamp(json.loads(exit_record.read_text())["time"], tz=UTC)
+    time.sleep(2)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert abs(job.finished_at - exited) < timedelta(milliseconds=1)
+    [note] = job.events.filter(reason="EndedUnwatched")
+    with translation.override("en"):
+        assert "a worker recorded the end 2 seconds later" in note.message_shown
+
+
 def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(alice, settings):
     # QA 31: a replica that failed while no worker ran read as failing a minute after its
     # start, with nothing saying why, once a worker came back and restarted the job.
