@@ -2275,12 +2275,22 @@ def _finish_tear_down(
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
-    last_exit = last_exit_time(
-        [
-            read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
-            for r in replicas
-        ]
-    )
+    states = [
+        read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
+        for r in replicas
+    ]
+    last_exit = last_exit_time(states)
+    if (
+        target == TARGET_STOPPED
+        and run.kill_at is None  # no signal was sent: each shim was gone at the first look
+        and states
+        and all(state.phase == "exited" and state.exit_code == 0 for state in states)
+    ):
+        # It finished on its own before the stop reached it (while no worker ran, or in the
+        # instant between a Stop and the next tick): it succeeded, and says so (review 24:
+        # it ended Stopped as of its replicas' exit, before the Stop, with no jobSucceed).
+        final, reason = S.SUCCEEDED, "Succeeded"
+        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
     # The end and its alert are committed together: a worker killed in between would
     # leave an ended job whose alert no later worker sends.
     with transaction.atomic():
@@ -2289,11 +2299,17 @@ def _finish_tear_down(
             to=final,
             reason=reason,
             message=text,
-            warning=final != S.STOPPED,
+            warning=final not in (S.STOPPED, S.SUCCEEDED),
             ended_at=last_exit,
         )
         if ended and final in (S.FAILED, S.TIMED_OUT):
             job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", text))
+        elif ended and final == S.SUCCEEDED:
+            job_alert(
+                job=job,
+                item="jobSucceed",
+                message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
+            )
     if ended:
         _ended_unwatched(job, now)
         _finished(job, run)

@@ -861,6 +861,37 @@ def test_an_mpi_job_whose_launcher_ended_while_no_worker_ran_ends_when_the_launc
         assert "a worker recorded the end 2 seconds later" in note.message_shown
 
 
+def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succeeded(
+    alice, settings
+):
+    # Review 24: a job that finished while no worker ran, and was stopped before one came
+    # back (its page still read Running), ended Stopped as of its replicas' exit, before the
+    # Stop it was put down to, with no jobSucceed alert: no signal ever reached it.
+    from jobs.actions import job_stop
+    from jobs.runner import read_state
+
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)  # and no tick while it ends: the worker is away
+    deadline = time.monotonic() + 30
+    # Its shim gone too, not only its exit recorded (a shim still there is sent SIGTERM).
+    while read_state(exit_record.parent).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job_stop(job=status_and(job), actor=alice)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.STOPPED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    with translation.override("en"):
+        assert job.events.order_by("-created_at", "-id")[0].message_shown == (
+            "Every replica exited with 0 before the stop reached it."
+        )
+    [replica] = job.replicas.all()
+    assert replica.status == "succeeded"
+
+
 def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(alice, settings):
     # QA 31: a replica that failed while no worker ran read as failing a minute after its
     # start, with nothing saying why, once a worker came back and restarted the job.
