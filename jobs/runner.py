@@ -1867,7 +1867,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         if decided:
             job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
             if can_restart:  # a job that ends here says it as it ends (_ended_unwatched)
-                _exited_unwatched(job, label, state.exited_at, now)
+                # As its end was stamped (_record_replica: never before its start).
+                _exited_unwatched(job, label, replica.finished_at, now)
         run.refresh_from_db()
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return

@@ -809,7 +809,7 @@ def test_an_exit_record_from_before_the_start_ends_the_job_and_replica_at_their_
     # start (stamped once its shim is spawned: a command that ends at once, or a clock set
     # back), and the EndedUnwatched note counted from that record, not from the end the job
     # was stamped with: "recorded the end 3,600 seconds later" for a job the worker followed.
-    settings.WORKER_STALE_SECONDS = 1
+    settings.WORKER_STALE_SECONDS = 600  # the record is an hour early; the worker never away
     job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0"))
     worker = Worker()
     run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
@@ -890,6 +890,40 @@ def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succee
         )
     [replica] = job.replicas.all()
     assert replica.status == "succeeded"
+
+
+def test_a_replica_failure_whose_exit_record_is_from_before_its_attempt_says_nothing_late(
+    alice, settings
+):
+    # Review 24: as for a job's end, the note for a failure a restart follows counted from
+    # the exit record as it stood: one from a clock set back an hour read "recorded it 3600
+    # seconds later" for a replica the worker was following.
+    settings.WORKER_STALE_SECONDS = 600
+    command = (
+        f"{UNTIL_THE_GATE_OPENS}; "
+        "if [ ! -e /workspace/failed-once ]; then touch /workspace/failed-once; exit 1; fi"
+    )
+    spec = make_spec(
+        command,
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [replica] = job.replicas.all()
+    an_hour_early = replica.started_at - timedelta(hours=1)
+    exit_record.write_text(json.dumps({"code": 1, "time": an_hour_early.timestamp()}))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert job.restarts == 1
+    assert not job.events.filter(reason="EndedUnwatched").exists()
 
 
 def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(alice, settings):
