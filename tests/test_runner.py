@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db.models import F
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.actions import job_stop
@@ -828,6 +828,30 @@ def test_an_exit_record_from_before_the_start_ends_the_job_and_replica_at_their_
     replica.refresh_from_db()
     assert replica.finished_at == replica.started_at
     assert not job.events.filter(reason="EndedUnwatched").exists()
+
+
+def test_an_exit_record_from_the_future_ends_the_job_and_replica_when_the_worker_saw_it(
+    alice, settings
+):
+    # Review 24 (a clock set forward, then back): an end is never later than when it was
+    # recorded, so a run time never counts time still to come.
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    an_hour_ahead = timezone.now() + timedelta(hours=1)
+    exit_record.write_text(json.dumps({"code": 0, "time": an_hour_ahead.timestamp()}))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    recorded_by = timezone.now()
+    [replica] = job.replicas.all()
+    assert job.started_at < job.finished_at < recorded_by
+    assert replica.started_at < replica.finished_at < recorded_by
 
 
 def test_an_mpi_job_whose_launcher_ended_while_no_worker_ran_ends_when_the_launcher_exited(
