@@ -882,7 +882,9 @@ def test_an_mpi_job_whose_launcher_ended_while_no_worker_ran_ends_when_the_launc
     assert abs(job.finished_at - exited) < timedelta(milliseconds=1)
     [note] = job.events.filter(reason="EndedUnwatched")
     with translation.override("en"):
-        assert "a worker recorded the end 2 seconds later" in note.message_shown
+        # 2 s and the ticks that tell its workers to end (more on a loaded machine).
+        late = re.search(r"a worker recorded the end (\d+) seconds later", note.message_shown)
+    assert late and int(late[1]) >= 2
 
 
 def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succeeded(
