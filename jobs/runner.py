@@ -1362,6 +1362,20 @@ def _mpi_launcher_done(
                 done.touch()
 
 
+def _work_ended(
+    job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> datetime | None:
+    """When a job whose every replica exited 0 ended (last_exit_time): an MPI job when its
+    launcher did, since its workers' agents end only once a worker has seen that and told
+    them (_mpi_launcher_done): a launcher that finished while no worker ran ended the job
+    when the worker came back, its run time and card-hours counting the absence (review 24)."""
+    if (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir():
+        launchers = [states[r.pk] for r in replicas if r.role == "master"]
+        if launchers:
+            return last_exit_time(launchers)
+    return last_exit_time([states[r.pk] for r in replicas])
+
+
 def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
     """`hidden` less the paths the job's user cannot reach: a folder above one it may not
     enter. Bubblewrap, run as that user, covers each hidden path by its path, and failed on
@@ -1853,7 +1867,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         if decided:
             job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
             if can_restart:  # a job that ends here says it as it ends (_ended_unwatched)
-                _exited_unwatched(job, label, state.exited_at, now)
+                # As its end was stamped (_record_replica: never before its start).
+                _exited_unwatched(job, label, replica.finished_at, now)
         run.refresh_from_db()
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
@@ -1868,7 +1883,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 to=S.SUCCEEDED,
                 reason="Succeeded",
                 message=recorded(gettext_noop("Every replica exited with 0.")),
-                ended_at=last_exit_time([states[r.pk] for r in replicas]),
+                ended_at=_work_ended(job, run, replicas, states),
             )
             if succeeded:
                 job_alert(
@@ -1877,7 +1892,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                     message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
                 )
         if succeeded:
-            _ended_unwatched(job, last_exit_time([states[r.pk] for r in replicas]), now)
+            _ended_unwatched(job, now)
             _finished(job, run)
         return
 
@@ -2103,7 +2118,12 @@ def _record_replica(
         replica.status = status
         replica.exit_code = state.exit_code
         if state.phase in ("exited", "lost") and replica.finished_at is None:
-            replica.finished_at = min(state.exited_at or now, now)
+            ended = min(state.exited_at or now, now)
+            # Never before its start, which is stamped once its shim is spawned: a command
+            # that ends at once (or a clock set back) has an exit record a hair earlier.
+            if replica.started_at is not None:
+                ended = max(ended, replica.started_at)
+            replica.finished_at = ended
         replica.save(update_fields=["status", "exit_code", "finished_at"])
 
 
@@ -2256,12 +2276,22 @@ def _finish_tear_down(
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
-    last_exit = last_exit_time(
-        [
-            read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
-            for r in replicas
-        ]
-    )
+    states = [
+        read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
+        for r in replicas
+    ]
+    last_exit = last_exit_time(states)
+    if (
+        target == TARGET_STOPPED
+        and run.kill_at is None  # no signal was sent: each shim was gone at the first look
+        and states
+        and all(state.phase == "exited" and state.exit_code == 0 for state in states)
+    ):
+        # It finished on its own before the stop reached it (while no worker ran, or in the
+        # instant between a Stop and the next tick): it succeeded, and says so (review 24:
+        # it ended Stopped as of its replicas' exit, before the Stop, with no jobSucceed).
+        final, reason = S.SUCCEEDED, "Succeeded"
+        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
     # The end and its alert are committed together: a worker killed in between would
     # leave an ended job whose alert no later worker sends.
     with transaction.atomic():
@@ -2270,13 +2300,19 @@ def _finish_tear_down(
             to=final,
             reason=reason,
             message=text,
-            warning=final != S.STOPPED,
+            warning=final not in (S.STOPPED, S.SUCCEEDED),
             ended_at=last_exit,
         )
         if ended and final in (S.FAILED, S.TIMED_OUT):
             job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", text))
+        elif ended and final == S.SUCCEEDED:
+            job_alert(
+                job=job,
+                item="jobSucceed",
+                message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
+            )
     if ended:
-        _ended_unwatched(job, last_exit, now)
+        _ended_unwatched(job, now)
         _finished(job, run)
 
 
@@ -2288,13 +2324,15 @@ def _seconds_late(exited: datetime | None, now: datetime) -> int | None:
     return int((now - exited).total_seconds())
 
 
-def _ended_unwatched(job: Job, last_exit: datetime | None, now: datetime) -> None:
+def _ended_unwatched(job: Job, now: datetime) -> None:
     """Says on the job's page that its end was recorded late, by a worker that was not
     running when the replicas exited (killed, stopped, not yet started again): without it,
     a run time shorter than the span from its start to its end event read as a mistake.
     Late means later than the console counts a worker as not running (WORKER_STALE_SECONDS,
-    the job list's banner)."""
-    late = _seconds_late(last_exit, now)
+    the job list's banner). Counted from the end the job was stamped with (job_transition:
+    its replicas' exit, never before its start), so that the two agree: an exit record from
+    a clock set back an hour said the end was recorded an hour late."""
+    late = _seconds_late(job.finished_at, now)
     if late is None:
         return
     job_event(

@@ -121,6 +121,32 @@ def test_a_jobs_end_alert_is_dated_when_it_ended_though_a_worker_recorded_it_lat
     assert datetime.fromisoformat(ended["time"]) == job.finished_at
 
 
+def test_a_job_a_stop_found_finished_alerts_that_it_succeeded_dated_when_it_ended(
+    alice, settings, hook_server
+):
+    # Review 24: a job that finished while no worker ran and was stopped before one came back
+    # ended Stopped, and its owner never heard it had succeeded.
+    from jobs.actions import job_stop
+    from jobs.runner import read_state
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    job = submit(alice, alerting_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", hook_server.url))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+    open_gate(settings)  # and no tick while it ends: the worker is away
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job.refresh_from_db()
+    assert job_stop(job=job, actor=alice)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.STOPPED))
+
+    [ended] = [r["body"] for r in hook_server.received if r["body"]["event"] == "jobSucceed"]
+    assert datetime.fromisoformat(ended["time"]) == job.finished_at
+
+
 def test_a_webhook_to_a_private_address_is_refused_and_recorded(alice, settings, hook_server):
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
     job = submit(alice, alerting_spec("exit 1", hook_server.url))

@@ -656,6 +656,30 @@ def test_a_python_process_whose_pid_names_another_process_by_the_time_it_is_read
     assert second["detail"] == "the process ended while it was read"
 
 
+def test_a_python_only_read_of_a_pid_that_names_another_process_than_the_one_listed_is_not_made():
+    """Review 24: the pid-reuse test above passes on the native reader's own check of the
+    process's start (a worker run as root reads native frames first); a worker not run as
+    root reads Python frames only, and _dump's check before the read is then all that keeps
+    py-spy off whatever process holds the pid now: reverted, that test still passed."""
+    import subprocess
+    import sys
+
+    from jobs.stacks import ENDED, Listed, _dump, py_spy
+
+    if py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    now_there = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        # Listed when its pid named another process: another start.
+        listed = Listed(now_there.pid, "another-boot:1", now_there.pid, "")
+        read = _dump(py_spy(), listed, 10, [])
+    finally:
+        now_there.kill()
+        now_there.wait()
+
+    assert read == ENDED
+
+
 @pytest.mark.skipif(
     os.geteuid() != 0, reason="a pid namespace of its own, as a sandbox's, is root's"
 )

@@ -1190,6 +1190,40 @@ def test_a_key_with_many_values_shows_the_most_used_and_one_row_for_the_rest_the
     ]
 
 
+def test_the_rest_row_counts_only_the_periods_part_of_a_job_across_its_start_and_all_add_up(
+    alice, bob, reviewer, monkeypatch
+):
+    # Review 24, the rest row's arithmetic: a job that began before the period counts its
+    # hours inside it there too, deleted jobs stay apart, and every row adds up to the total
+    # (on SQLite and PostgreSQL: make test-postgres runs this file).
+    from jobs import usage
+    from jobs.models import JobLabel
+    from tests.test_usage_report import APRIL_QUERY, at, run
+
+    monkeypatch.setattr(usage, "LABEL_VALUES_SHOWN", 1)
+    ran(alice, {"run": "r1"}, 9)
+    across = run(alice, at(31, 20, month=3), at(1, 6), cards=2)  # 6 of its 10 hours in April
+    JobLabel.objects.create(job=across, key="run", value="r2")
+    ran(bob, {"run": "r3"}, 1, cards=0)  # a CPU-only job-hour
+    ran(alice, {"run": "r1"}, 4).delete()  # its labels go: counted as deleted
+    ran(alice, {"other": "x"}, 3)
+
+    r = staff_client(reviewer).get("/admin/jobs/job/usage/", {**APRIL_QUERY, "by_label": "run"})
+
+    assert r.status_code == 200
+    assert label_rows(r.content.decode()) == [
+        ("r2", "12.00", "1", "0.00"),  # 6 hours of 2 cards: April's part only
+        ("(2 more values: the CSV lists each)", "9.00", "2", "1.00"),
+        ("(jobs without a run label)", "3.00", "1", "0.00"),
+        ("(deleted jobs: their labels are not kept)", "4.00", "1", "0.00"),
+    ]
+    by_label, total = r.context["by_label"], r.context["report"].total
+    rows = [row.figures for row in by_label.values_shown] + [by_label.deleted]
+    assert sum((f.card_time for f in rows), timedelta(0)) == total.card_time
+    assert sum((f.cpu_time for f in rows), timedelta(0)) == total.cpu_time
+    assert sum(f.jobs for f in rows) == total.jobs == 5
+
+
 def test_the_usage_reports_queries_by_label_are_the_same_for_3_or_30_jobs(alice, reviewer):
     from tests.test_usage_report import APRIL_QUERY
 

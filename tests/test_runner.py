@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db.models import F
 from django.urls import reverse
-from django.utils import translation
+from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.actions import job_stop
@@ -800,6 +800,156 @@ def test_a_job_that_ends_while_no_worker_runs_ends_when_its_replica_exited_and_s
     assert "实例退出时没有 worker 在运行" in note.message
     with translation.override("en"):
         assert "a worker recorded the end 2 seconds later" in note.message_shown
+
+
+def test_an_exit_record_from_before_the_start_ends_the_job_and_replica_at_their_start_unannounced(
+    alice, settings
+):
+    # Review 24: a replica's end was its exit record's time even when that was before its
+    # start (stamped once its shim is spawned: a command that ends at once, or a clock set
+    # back), and the EndedUnwatched note counted from that record, not from the end the job
+    # was stamped with: "recorded the end 3,600 seconds later" for a job the worker followed.
+    settings.WORKER_STALE_SECONDS = 600  # the record is an hour early; the worker never away
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [replica] = job.replicas.all()
+    an_hour_early = replica.started_at - timedelta(hours=1)
+    exit_record.write_text(json.dumps({"code": 0, "time": an_hour_early.timestamp()}))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert job.finished_at == job.started_at
+    replica.refresh_from_db()
+    assert replica.finished_at == replica.started_at
+    assert not job.events.filter(reason="EndedUnwatched").exists()
+
+
+def test_an_exit_record_from_the_future_ends_the_job_and_replica_when_the_worker_saw_it(
+    alice, settings
+):
+    # Review 24 (a clock set forward, then back): an end is never later than when it was
+    # recorded, so a run time never counts time still to come.
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    an_hour_ahead = timezone.now() + timedelta(hours=1)
+    exit_record.write_text(json.dumps({"code": 0, "time": an_hour_ahead.timestamp()}))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    recorded_by = timezone.now()
+    [replica] = job.replicas.all()
+    assert job.started_at < job.finished_at < recorded_by
+    assert replica.started_at < replica.finished_at < recorded_by
+
+
+def test_an_mpi_job_whose_launcher_ended_while_no_worker_ran_ends_when_the_launcher_exited(
+    alice, settings
+):
+    # Review 24: an MPI job's workers end (exit 0) once the worker tells them the launcher
+    # has (_mpi_launcher_done), so a launcher that finished while no worker ran left the job
+    # ending when the worker came back: its run time and card-hours counted the absence.
+    settings.WORKER_STALE_SECONDS = 1
+    spec = make_spec(
+        f"{UNTIL_THE_GATE_OPENS}; exit 0",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+
+    open_gate(settings)  # and no tick while the launcher ends: the worker is away
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    exited = datetime.fromtimestamp(json.loads(exit_record.read_text())["time"], tz=UTC)
+    time.sleep(2)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert abs(job.finished_at - exited) < timedelta(milliseconds=1)
+    [note] = job.events.filter(reason="EndedUnwatched")
+    with translation.override("en"):
+        # 2 s and the ticks that tell its workers to end (more on a loaded machine).
+        late = re.search(r"a worker recorded the end (\d+) seconds later", note.message_shown)
+    assert late and int(late[1]) >= 2
+
+
+def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succeeded(
+    alice, settings
+):
+    # Review 24: a job that finished while no worker ran, and was stopped before one came
+    # back (its page still read Running), ended Stopped as of its replicas' exit, before the
+    # Stop it was put down to, with no jobSucceed alert: no signal ever reached it.
+    from jobs.actions import job_stop
+    from jobs.runner import read_state
+
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)  # and no tick while it ends: the worker is away
+    deadline = time.monotonic() + 30
+    # Its shim gone too, not only its exit recorded (a shim still there is sent SIGTERM).
+    while read_state(exit_record.parent).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert job_stop(job=status_and(job), actor=alice)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.STOPPED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    with translation.override("en"):
+        assert job.events.order_by("-created_at", "-id")[0].message_shown == (
+            "Every replica exited with 0 before the stop reached it."
+        )
+    [replica] = job.replicas.all()
+    assert replica.status == "succeeded"
+
+
+def test_a_replica_failure_whose_exit_record_is_from_before_its_attempt_says_nothing_late(
+    alice, settings
+):
+    # Review 24: as for a job's end, the note for a failure a restart follows counted from
+    # the exit record as it stood: one from a clock set back an hour read "recorded it 3600
+    # seconds later" for a replica the worker was following.
+    settings.WORKER_STALE_SECONDS = 600
+    command = (
+        f"{UNTIL_THE_GATE_OPENS}; "
+        "if [ ! -e /workspace/failed-once ]; then touch /workspace/failed-once; exit 1; fi"
+    )
+    spec = make_spec(
+        command,
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [replica] = job.replicas.all()
+    an_hour_early = replica.started_at - timedelta(hours=1)
+    exit_record.write_text(json.dumps({"code": 1, "time": an_hour_early.timestamp()}))
+
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert job.restarts == 1
+    assert not job.events.filter(reason="EndedUnwatched").exists()
 
 
 def test_a_replica_failure_a_worker_recorded_late_says_so_before_the_restart(alice, settings):
