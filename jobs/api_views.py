@@ -453,11 +453,19 @@ def job_create(
     the job the first create made. `rename` says a field path as the client's body names it;
     `unread`: the body's keys the console reads nowhere (`fields_read`), named on the job."""
     from .wizard import console_rules, find_pool, pool_refusals  # the wizard's own rules
+    from .wizard_import import looks_secret, says_which_are_secret  # as the import guesses
 
     try:
         spec = spec_module.parse_document(document, resource_pool_id=pool_id)
     except spec_module.SpecError as exc:
         raise ApiError(400, "InvalidParameter", _errors_message(exc.errors, rename)) from None
+    # AIHC's body cannot say which envs are secret (console.secretEnvs is the console's own):
+    # one named like a secret's is made one, as the import makes it, so a script's HF_TOKEN
+    # is not shown back by DescribeJob nor on the job's pages.
+    if not says_which_are_secret(document):
+        for env in spec.envs:
+            if env.value and looks_secret(env.name):
+                env.secret = True
     pool = find_pool(pool_id)
     if pool is None:
         raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
