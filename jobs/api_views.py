@@ -198,6 +198,8 @@ def _drain_unread_body(request: HttpRequest) -> None:
     although its answer said keep-alive, so a client that reuses connections saw its next
     request fail with "Server disconnected". A larger body is left to gunicorn (reading it
     would only hold this thread for a client that sent far too much)."""
+    if getattr(request, "_body", None) is not None:
+        return  # read by the view (Django keeps it): nothing left on the connection
     try:
         length = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:

@@ -840,7 +840,7 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
                 _(
                     "“%(name)s” is not the name of one of the job's envs, so it marks no value secret."
                 )
-                % {"name": name},
+                % {"name": name if len(name) <= 64 else f"{name[:64]}…"},  # as sent, cut
             )
     spec.enable_rdma = r.bool(job_spec.get("enableRDMA"), "jobSpec.enableRDMA")
     spec.host_network = r.bool(job_spec.get("hostNetwork"), "jobSpec.hostNetwork")

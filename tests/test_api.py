@@ -1743,3 +1743,12 @@ def test_an_api_call_django_refuses_for_too_many_fields_gets_a_json_error_too(ap
 
     assert (error.status, error.code) == (400, "InvalidHTTPRequest")
     assert "too many parameters" in error.message
+
+
+def test_a_long_secret_env_name_that_names_no_env_is_quoted_cut(api):
+    typo = body(console={"secretEnvs": ["T" * 5000]})
+
+    error = refused(lambda: api.create_job(pool="local", body=typo))
+
+    assert error.message.startswith(f"console.secretEnvs[0]: “{'T' * 64}…” is not the name")
+    assert Job.objects.count() == 0
