@@ -715,11 +715,22 @@ def stored_secret_values(doc: Any) -> list[str]:
         values.extend(_leaves(job_spec))
         job_spec = {}
     names = (console.get("secretEnvs") or []) if isinstance(console, Mapping) else None
+    envs = job_spec.get("envs") or []
     if isinstance(names, list) and all(isinstance(n, str) for n in names):
         names = [n.strip() for n in names]  # as parse_document reads them
+        named = (
+            {
+                e["name"].strip()
+                for e in envs
+                if isinstance(e, Mapping) and isinstance(e.get("name"), str)
+            }
+            if isinstance(envs, list)
+            else set()
+        )
+        if not set(names) <= named:
+            names = None  # a name of no env (a typo): which env it meant cannot be told
     else:
         names = None  # which are secret cannot be told: all are
-    envs = job_spec.get("envs") or []
     for env in envs if isinstance(envs, list) else [envs]:
         if not isinstance(env, Mapping):
             values.extend(_leaves(env))
@@ -804,10 +815,11 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
     # Names are compared as the env rows' own names are read, without spaces around them: a
     # script's " HF_TOKEN" in secretEnvs still marks HF_TOKEN secret (else its value would
     # be shown on the job's pages, the admin's included).
-    secret_names = {
+    secret_listed = [
         r.str(n, "console.secretEnvs").strip()
         for n in r.list(console.get("secretEnvs"), "console.secretEnvs")
-    }
+    ]
+    secret_names = set(secret_listed)
     for i, item in enumerate(r.list(job_spec.get("envs"), "jobSpec.envs")):
         env = r.obj(item, f"envs[{i}]")
         name = r.str(env.get("name"), f"envs[{i}].name").strip()
@@ -818,6 +830,18 @@ def parse_document(doc: Any, *, resource_pool_id: str | None = None) -> JobSpec:
                 secret=name in secret_names,
             )
         )
+    # A name that is no env's marks nothing: a typo (HF-TOKEN for HF_TOKEN) would leave the
+    # value it meant to hide shown in every answer and on every page, without a word.
+    env_names = {env.name for env in spec.envs}
+    for i, name in enumerate(secret_listed):
+        if name not in env_names:
+            r.error(
+                f"console.secretEnvs[{i}]",
+                _(
+                    "“%(name)s” is not the name of one of the job's envs, so it marks no value secret."
+                )
+                % {"name": name if len(name) <= 64 else f"{name[:64]}…"},  # as sent, cut
+            )
     spec.enable_rdma = r.bool(job_spec.get("enableRDMA"), "jobSpec.enableRDMA")
     spec.host_network = r.bool(job_spec.get("hostNetwork"), "jobSpec.hostNetwork")
     spec.privileged = r.bool(job_spec.get("privileged"), "jobSpec.privileged")

@@ -245,6 +245,61 @@ def test_a_secret_named_with_spaces_around_it_in_secret_envs_is_still_secret(api
     assert S.stored_secret_values(unreadable) == ["hf_verysecretvalue"]
 
 
+def test_an_env_named_like_a_secret_in_a_scripts_body_is_never_sent_back(api, alice_client):
+    # Found in QA (round 33): AIHC's body has no secretEnvs, so a script's HF_TOKEN came back
+    # in clear from DescribeJob and on the job's page, while the import of the same body
+    # masked it.
+    script_body = body()
+    script_body["jobSpec"]["envs"] = [
+        {"name": "HF_TOKEN", "value": "hf_verysecretvalue"},
+        {"name": "TOKENIZER_PATH", "value": "/workspace/tokenizer"},
+    ]
+    created = api.create_job(pool="local", body=script_body)
+
+    raw = api.request(
+        "GET",
+        f"/api/v1/aijobs/{created['jobId']}",
+        params=[("resourcePoolId", "local")],
+        idempotent=True,
+    )
+    page = alice_client.get(f"/jobs/{created['jobId']}/")
+
+    assert raw["result"]["envs"] == [
+        {"name": "HF_TOKEN", "value": "******"},
+        {"name": "TOKENIZER_PATH", "value": "/workspace/tokenizer"},
+    ]
+    assert page.status_code == 200
+    assert "hf_verysecretvalue" not in page.content.decode()
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.job_spec().secret_values() == ["hf_verysecretvalue"]  # the job still gets it
+
+
+def test_a_body_that_names_its_secret_envs_is_taken_as_it_says(api):
+    said = body(console={"secretEnvs": []})  # even none: nothing is guessed
+    said["jobSpec"]["envs"] = [{"name": "MAX_TOKENS_PASSWORD_HINT", "value": "shown"}]
+    created = api.create_job(pool="local", body=said)
+
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.job_spec().secret_values() == []
+
+
+def test_a_secret_env_name_that_names_no_env_is_refused_and_creates_nothing(api):
+    # Found in QA (round 33): "HF-TOKEN" for HF_TOKEN marked nothing secret, silently, and
+    # the value it meant to hide was shown in every answer and on every page.
+    typo = body(console={"secretEnvs": ["HF-TOKEN"]})
+    typo["jobSpec"]["envs"] = [{"name": "HF_TOKEN", "value": "hf_verysecretvalue"}]
+
+    error = refused(lambda: api.create_job(pool="local", body=typo))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert error.message == (
+        "console.secretEnvs[0]: “HF-TOKEN” is not the name of one of the job's envs, so it "
+        "marks no value secret."
+    )
+    assert "hf_verysecretvalue" not in error.message
+    assert Job.objects.count() == 0
+
+
 def test_every_console_status_reads_back_through_the_consoles_own_aihc_status_map():
     from jobs.api_views import AIHC_STATUS
 
@@ -1688,3 +1743,12 @@ def test_an_api_call_django_refuses_for_too_many_fields_gets_a_json_error_too(ap
 
     assert (error.status, error.code) == (400, "InvalidHTTPRequest")
     assert "too many parameters" in error.message
+
+
+def test_a_long_secret_env_name_that_names_no_env_is_quoted_cut(api):
+    typo = body(console={"secretEnvs": ["T" * 5000]})
+
+    error = refused(lambda: api.create_job(pool="local", body=typo))
+
+    assert error.message.startswith(f"console.secretEnvs[0]: “{'T' * 64}…” is not the name")
+    assert Job.objects.count() == 0

@@ -6,14 +6,22 @@ from __future__ import annotations
 import io
 import logging
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.utils import timezone, translation
 
-from jobs.api_keys import MAX_ACTIVE_KEYS, api_key_create, api_key_revoke, unseal
+from jobs.api_keys import (
+    MAX_ACTIVE_KEYS,
+    ApiAuthError,
+    api_key_create,
+    api_key_revoke,
+    seal,
+    unseal,
+    verify_request,
+)
 from jobs.models import ApiKey, ApiKeyRevokeReason
 
 SECRET_RE = re.compile(r'id="new-secret-key">([0-9a-f]{32})<')
@@ -561,3 +569,47 @@ def test_the_admin_shows_expiry_filters_by_it_and_records_a_staff_revocation(adm
     assert entry.user.username == "root" and entry.is_change()
     with translation.override("zh-hans"):
         assert entry.get_change_message() == "已修改吊销时间 和 吊销方式。"
+
+
+# The reference's AIHC-shaped vectors (docs: aihc-openapi.md §4.2), computed by Baidu's
+# bce-python-sdk, its baiducloud core signer and the aihc CLI: the console's check of a
+# request accepts each form those clients sign with (checked in QA round 33).
+AIHC_VECTOR_TIME = datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("listed", "signature"),
+    [
+        ("", "9611fc77ea4ed76803191fe47c0f3b894cb3a40f288468d449786159cab1fbfd"),
+        ("host;x-bce-date", "48ccce4d67e8ecd1726790193159460e695dff231ebd4d976d021d3d82c53b1a"),
+        (
+            "content-type;host;x-bce-date",
+            "b962924ad47e49b95eddf424773eef77a3d0c9dfd6f0b377d5019263d49b76d2",
+        ),
+    ],
+)
+def test_the_published_aihc_signatures_are_accepted_for_their_key(
+    alice, settings, listed, signature
+):
+    settings.ALLOWED_HOSTS = ["aihc.bj.baidubce.com"]
+    key = ApiKey.objects.create(
+        owner=alice, access_key_id="test-ak", secret_sealed=seal("test-sk", access_key_id="test-ak")
+    )
+    wrong = signature[:-1] + ("0" if signature[-1] != "0" else "1")
+
+    assert verify_request(vector_request(listed, signature), now=AIHC_VECTOR_TIME) == key
+    with pytest.raises(ApiAuthError) as refused:
+        verify_request(vector_request(listed, wrong), now=AIHC_VECTOR_TIME)
+    assert refused.value.code == "SignatureDoesNotMatch"
+
+
+def vector_request(listed: str, signature: str):
+    """The reference's request: POST /api/v1/aijobs?resourcePoolId=cce-xxxx, body {}."""
+    return RequestFactory().post(
+        "/api/v1/aijobs?resourcePoolId=cce-xxxx",
+        data=b"{}",
+        content_type="application/json",
+        HTTP_HOST="aihc.bj.baidubce.com",
+        HTTP_X_BCE_DATE="2023-11-14T22:13:20Z",
+        HTTP_AUTHORIZATION=f"bce-auth-v1/test-ak/2023-11-14T22:13:20Z/1800/{listed}/{signature}",
+    )

@@ -314,3 +314,92 @@ def test_a_host_name_with_ipv6_addresses_only_is_refused_saying_which_address_to
     ), served.stderr
     assert "Console on" not in served.stdout
     assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
+
+
+def test_a_refused_api_body_leaves_the_connection_serving_the_next_request(tmp_path):
+    """Found in QA (round 33): gunicorn drains at most 64 KB of a body the application left
+    unread, then closes the connection although its answer said keep-alive; a client that
+    reuses connections (httpx, a requests session) saw its next request fail with "Server
+    disconnected" after a 413 EntityTooLarge, or after any refusal (a wrong key) of a body
+    over 64 KB."""
+    import http.client
+    import json
+
+    from jobs.aihc import signer
+
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "CONSOLE_VAR_DIR": str(tmp_path / "var")}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    made = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", MAKE_KEY],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    access_key, secret = made.stdout.split()[-2:]
+    command = gunicorn_command(python=sys.executable, host="127.0.0.1", port=str(port))
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+    def signed(method: str, content: bytes = b"", secret_key: str = secret) -> dict[str, str]:
+        timestamp = signer.canonical_time(time.time())
+        headers = {"Host": f"127.0.0.1:{port}", "x-bce-date": timestamp}
+        if content:
+            headers["Content-Type"] = "application/json"
+        headers["Authorization"] = signer.authorization(
+            access_key=access_key,
+            secret_key=secret_key,
+            method=method,
+            path="/api/v1/aijobs",
+            params=[("resourcePoolId", "local")],
+            headers=headers,
+            timestamp=timestamp,
+            signed_header_names=["host", "x-bce-date"],
+        )
+        return headers
+
+    too_large = json.dumps({"name": "x" * 3_000_000}).encode()  # over 2.5 MB
+    large = json.dumps({"name": "x" * 200_000}).encode()
+    answers = []
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2):
+                    break
+            except OSError:
+                assert server.poll() is None, "gunicorn exited"
+                assert time.monotonic() < deadline, "gunicorn never answered"
+                time.sleep(0.2)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        for content, secret_key in ((too_large, secret), (large, "0" * 32)):
+            path = "/api/v1/aijobs?resourcePoolId=local"
+            connection.request(
+                "POST", path, body=content, headers=signed("POST", content, secret_key)
+            )
+            refused = connection.getresponse()
+            code = json.loads(refused.read())["code"]
+            connection.request("GET", path, headers=signed("GET"))  # on the same connection
+            listed = connection.getresponse()
+            answers.append((refused.status, code, listed.status, json.loads(listed.read())))
+        connection.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+    assert [(status, code, next_status) for status, code, next_status, _ in answers] == [
+        (413, "EntityTooLarge", 200),
+        (403, "SignatureDoesNotMatch", 200),
+    ]
+    assert answers[0][3]["result"]["jobs"] == []
+
+
+MAKE_KEY = """
+from django.contrib.auth import get_user_model
+from jobs.api_keys import api_key_create
+key, secret = api_key_create(owner=get_user_model().objects.create_user("alice"))
+print(key.access_key_id, secret)
+"""

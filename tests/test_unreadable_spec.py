@@ -525,3 +525,15 @@ def test_a_kubernetes_job_whose_spec_no_longer_reads_and_is_gone_from_the_cluste
 
     assert status_of(job) == JobStatus.FAILED
     assert job.events.get(reason="Lost").message == (f"Kubernetes no longer has {job.external_id}.")
+
+
+def test_a_spec_whose_secret_env_names_name_no_env_masks_every_env():
+    # Found in QA (round 33): "token" for TOKEN masked nothing in a refused body shown again.
+    document = {
+        "jobSpec": {
+            "envs": [{"name": "TOKEN", "value": SECRET}, {"name": "MODE", "value": "fast"}],
+        },
+        "console": {"secretEnvs": ["token"]},  # a typo: which env it meant cannot be told
+    }
+
+    assert S.stored_secret_values(document) == [SECRET, "fast"]

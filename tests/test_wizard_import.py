@@ -812,6 +812,22 @@ def test_a_body_that_names_its_secret_envs_is_taken_as_it_says(alice_client):
     assert "已标记为保密" not in error_texts(r)
 
 
+def test_a_secret_env_name_that_names_no_env_is_refused_and_its_value_never_shown(
+    alice_client,
+):
+    # Found in QA (round 33): "api_token" for API_TOKEN marked nothing secret, silently.
+    body = secret_body(console={"secretEnvs": ["api_token"], **CHANNELS["console"]})
+
+    r = import_body(alice_client, body)
+
+    assert r.status_code == 200
+    assert (
+        "console.secretEnvs[0]: “api_token” 不是本任务任何环境变量的名称，不能把任何值标记为保密。"
+    ) in error_texts(r)
+    assert SECRET not in r.content.decode()  # which env it meant cannot be told: all masked
+    assert not Draft.objects.exists()
+
+
 def test_a_refused_body_shows_envs_named_like_secrets_masked_in_the_box(alice_client):
     refused = import_body(alice_client, named_like_secrets(priority="urgent"))
 
