@@ -214,6 +214,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "jobs.http.HtmxLoginEndedMiddleware",
+    "jobs.http.DatabaseUnreachableMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"

@@ -46,8 +46,7 @@ from pathlib import Path
 from subprocess import Popen
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, close_old_connections, connections
-from django.db import Error as DjangoDatabaseError
+from django.db import DatabaseError, close_old_connections, connections
 from django.db.models import OuterRef, Q, Subquery
 from django.db.models.fields.json import KT
 from django.utils import timezone
@@ -57,6 +56,7 @@ from . import cgroups, job_users, network
 from .backends import BackendError, get_backend
 from .health import (
     WorkerIdentity,
+    database_unreachable_reason,
     forget_old_workers,
     worker_beat,
     worker_state,
@@ -168,19 +168,6 @@ class LeaseLost(Exception):
 DATABASE_DOWN_REPEAT_SECONDS = 60.0
 
 
-def unreachable_reason() -> str | None:
-    """Why the database cannot be connected to right now (the driver's words, on one line), or
-    None when it can: after a failure, tells an outage from an error of one query."""
-    connection = connections[DEFAULT_DB_ALIAS]
-    try:
-        if connection.connection is not None and not connection.is_usable():
-            connection.close()
-        connection.ensure_connection()
-    except DjangoDatabaseError as exc:
-        return " ".join(str(exc).split())
-    return None
-
-
 class DatabaseOutage:
     """Says in the log that the database cannot be reached: once when an outage starts (the
     driver's reason and no traceback, which adds nothing to it), again every minute while it
@@ -195,7 +182,7 @@ class DatabaseOutage:
     def failed(self) -> bool:
         """After an exception: True if the database cannot be reached now (said here), False
         for any other failure, which the caller logs with its traceback."""
-        reason = unreachable_reason()
+        reason = database_unreachable_reason()
         if reason is None:
             return False
         with self.lock:
@@ -643,7 +630,7 @@ class TaskThread(threading.Thread):
                     if not database_outage.failed():
                         logger.exception("running queued tasks failed; trying again")
                     while not self.stopped.wait(self.interval):
-                        if unreachable_reason() is None:
+                        if database_unreachable_reason() is None:
                             break
         finally:
             connections.close_all()  # this thread's; they outlive requests (CONN_MAX_AGE)
