@@ -286,13 +286,15 @@ def _sqlite_private(path: Path) -> None:
     """The SQLite database readable and writable by the console's user only, as its secret key
     is: it holds the sessions (whoever reads a session key is logged in as its user), password
     hashes and sealed secrets. Made so when missing (SQLite makes its -wal and -shm files with
-    the database's mode), and an older install's 0644 file is set so at the next start.
+    the database's mode), and an older install's 0644 files are set so at the next start (its
+    -wal file holds the newest writes, and outlives a console that did not close cleanly).
     Found in QA: under a checkout in /srv (0755), any account on the machine could read it."""
     try:
         if not path.exists() and path.parent.is_dir():
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        elif path.exists() and path.stat().st_mode & 0o077:
-            path.chmod(path.stat().st_mode & 0o700)
+        for file in (path, path.with_name(f"{path.name}-wal"), path.with_name(f"{path.name}-shm")):
+            if file.exists() and file.stat().st_mode & 0o077:
+                file.chmod(file.stat().st_mode & 0o700)
     except OSError:  # another user's file, a folder that does not exist: migrate says so
         pass
 

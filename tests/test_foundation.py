@@ -5,6 +5,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -749,12 +750,18 @@ def test_the_sqlite_database_is_readable_by_the_consoles_user_only(tmp_path):
     database = tmp_path / "console.sqlite3"
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     assert database.stat().st_mode & 0o777 == 0o600
-    # An older install's file, made 0644, is set so at the next start (SQLite then makes its
-    # -wal and -shm files with that mode).
-    database.chmod(0o644)
+    # An older install's files, made 0644, are set so at the next start: the -wal file too,
+    # here held open (with a write in it) by a connection of the console still running.
+    running = sqlite3.connect(database)
+    running.execute("CREATE TABLE recent (x)")
+    running.commit()
+    files = [database, tmp_path / "console.sqlite3-wal", tmp_path / "console.sqlite3-shm"]
+    for file in files:
+        file.chmod(0o644)
 
     subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, check=True, capture_output=True
     )
 
-    assert database.stat().st_mode & 0o777 == 0o600
+    assert [file.stat().st_mode & 0o777 for file in files] == [0o600, 0o600, 0o600]
+    running.close()
