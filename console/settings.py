@@ -214,6 +214,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "jobs.http.HtmxLoginEndedMiddleware",
+    "jobs.http.DatabaseUnreachableMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -279,6 +280,29 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # connections. SQLite's shared-cache in-memory test database answers concurrent writers
     # with "table is locked" at once instead of waiting, so tests use a file like production.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-console.sqlite3")}
+
+
+def _sqlite_private(path: Path) -> None:
+    """The SQLite database readable and writable by the console's user only, as its secret key
+    is: it holds the sessions (whoever reads a session key is logged in as its user), password
+    hashes and sealed secrets. Made so when missing (SQLite makes its -wal and -shm files with
+    the database's mode), and an older install's 0644 files are set so at the next start (its
+    -wal file holds the newest writes, and outlives a console that did not close cleanly).
+    Found in QA: under a checkout in /srv (0755), any account on the machine could read it."""
+    try:
+        if not path.exists() and path.parent.is_dir():
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        for file in (path, path.with_name(f"{path.name}-wal"), path.with_name(f"{path.name}-shm")):
+            if file.exists() and file.stat().st_mode & 0o077:
+                file.chmod(file.stat().st_mode & 0o700)
+    except OSError:  # another user's file, a folder that does not exist: migrate says so
+        pass
+
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3" and DATABASES["default"][
+    "NAME"
+] not in ("", ":memory:"):
+    _sqlite_private(Path(DATABASES["default"]["NAME"]))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Argon2 first: a log-in checks a password in ~0.16 s instead of PBKDF2's ~0.8 s (1.5 million

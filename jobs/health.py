@@ -34,7 +34,14 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    Error,
+    IntegrityError,
+    connections,
+    transaction,
+)
 from django.db.models import (
     BooleanField,
     Case,
@@ -74,6 +81,19 @@ OK, STALE, STOPPED, NEVER_SEEN = "ok", "stale", "stopped", "never_seen"
 REFUSED = "refused"
 # A worker process another was started in place of (KnownWorker.role), so gone.
 REPLACED = "replaced"
+
+
+def database_unreachable_reason() -> str | None:
+    """Why the database cannot be connected to right now (the driver's words, on one line), or
+    None when it can: after a failure, tells an outage from an error of one query."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        if connection.connection is not None and not connection.is_usable():
+            connection.close()
+        connection.ensure_connection()
+    except Error as exc:
+        return " ".join(str(exc).split())
+    return None
 
 
 def console_version() -> str:

@@ -56,6 +56,7 @@ from . import cgroups, job_users, network
 from .backends import BackendError, get_backend
 from .health import (
     WorkerIdentity,
+    database_unreachable_reason,
     forget_old_workers,
     worker_beat,
     worker_state,
@@ -156,7 +157,58 @@ def deletion_failure_reason(exc: BaseException) -> tuple[str, str]:
 
 
 class LeaseLost(Exception):
-    """Another worker took the lease over: this one must not dispatch any more."""
+    """Another worker took the lease over, or the database was out of reach for half of
+    WORKER_STALE_SECONDS (its message says which): this one must not dispatch any more."""
+
+    def __init__(self, why: str = "another worker took the lease over") -> None:
+        super().__init__(why)
+
+
+# While the database is out of reach, how often the worker says so again.
+DATABASE_DOWN_REPEAT_SECONDS = 60.0
+
+
+class DatabaseOutage:
+    """Says in the log that the database cannot be reached: once when an outage starts (the
+    driver's reason and no traceback, which adds nothing to it), again every minute while it
+    lasts, and once when the database is back. Found in QA: a worker ticks every second or
+    faster, and logged two tracebacks a tick (130 lines a second) while PostgreSQL was down."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+        self.said_at = 0.0
+        self.lock = threading.Lock()  # the loop and the task thread both report
+
+    def failed(self) -> bool:
+        """After an exception: True if the database cannot be reached now (said here), False
+        for any other failure, which the caller logs with its traceback."""
+        reason = database_unreachable_reason()
+        if reason is None:
+            return False
+        with self.lock:
+            now = time.monotonic()
+            if self.since is None:
+                self.since = self.said_at = now
+                logger.error("the database cannot be reached: %s", reason)
+            elif now - self.said_at >= DATABASE_DOWN_REPEAT_SECONDS:
+                self.said_at = now
+                logger.error(
+                    "the database still cannot be reached, for %d s: %s", now - self.since, reason
+                )
+        return True
+
+    def reached(self) -> None:
+        """After a database round trip that worked."""
+        with self.lock:
+            if self.since is not None:
+                logger.warning(
+                    "the database can be reached again after %d s", time.monotonic() - self.since
+                )
+                self.since = None
+
+
+# One a process: the worker's loop and its stand-by share what they said.
+database_outage = DatabaseOutage()
 
 
 def ended_of(public_ids: Collection[str]) -> list[str]:
@@ -258,10 +310,15 @@ class Worker:
         try:
             held = worker_beat(worker=self.identity)
         except Exception:
-            logger.exception("renewing the worker's lease failed")
+            if not database_outage.failed():
+                logger.exception("renewing the worker's lease failed")
             if self.last_beat is None or now - self.last_beat > settings.WORKER_STALE_SECONDS / 2:
-                raise LeaseLost from None
+                raise LeaseLost(
+                    "stopped dispatching: the database could not be reached for "
+                    "half of WORKER_STALE_SECONDS, so another worker may take the lease over"
+                ) from None
             return
+        database_outage.reached()
         if not held:
             raise LeaseLost
         away = (
@@ -546,6 +603,8 @@ class TaskThread(threading.Thread):
 
     def __init__(self, interval: float) -> None:
         super().__init__(name="tasks", daemon=True)
+        self.interval = max(interval, 0.5)
+        self.stopped = threading.Event()
         from django_tasks_db.management.commands.db_worker import Worker as DBWorker
 
         self.db_worker = DBWorker(
@@ -561,11 +620,23 @@ class TaskThread(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.db_worker.run()
+            while not self.stopped.is_set():
+                try:
+                    self.db_worker.run()
+                except Exception:
+                    # Found in QA: the database out of reach for a moment (PostgreSQL
+                    # restarted) ended this thread, and every alert and review mail with it,
+                    # until the worker itself restarted. It waits for the database instead.
+                    if not database_outage.failed():
+                        logger.exception("running queued tasks failed; trying again")
+                    while not self.stopped.wait(self.interval):
+                        if database_unreachable_reason() is None:
+                            break
         finally:
             connections.close_all()  # this thread's; they outlive requests (CONN_MAX_AGE)
 
     def stop(self) -> None:
+        self.stopped.set()
         self.db_worker.running = False
 
 
@@ -663,13 +734,16 @@ def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | N
         try:
             # This process holds worker.lock (run_forever): a holder in its place is dead.
             if worker_beat(worker=identity, run_dir_locked=True):
+                database_outage.reached()
                 if told is not None:
                     logger.warning("took over as the active worker")
                 return asked
             holder = worker_state()
         except Exception:
-            logger.exception("taking the worker's lease failed")
+            if not database_outage.failed():
+                logger.exception("taking the worker's lease failed")
         else:
+            database_outage.reached()
             who = (holder.host, holder.pid, holder.started_at)
             if who != told:
                 told = who
@@ -766,11 +840,12 @@ def run_while_holding(
             close_old_connections()
             try:
                 worker.tick()
-            except LeaseLost:
-                logger.error("another worker took the lease over; standing by")
+            except LeaseLost as lost:
+                logger.error("%s; standing by", lost)
                 return
             except Exception:
-                logger.exception("worker tick failed")
+                if not database_outage.failed():
+                    logger.exception("worker tick failed")
             wait_for_work(stop, settings.WORKER_POLL_SECONDS)
     finally:
         if thread:

@@ -5,6 +5,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -739,3 +740,28 @@ def test_a_database_password_is_masked_however_the_connection_string_echoes_it()
     assert without_password("port 5432 user console password=p", "p") == (
         "port 5432 user console password=***"
     )
+
+
+def test_the_sqlite_database_is_readable_by_the_consoles_user_only(tmp_path):
+    # Found in QA: it was made 0644 (the umask's), so under a checkout in /srv any account on
+    # the machine could read its session keys and log in as whoever they belong to.
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path)}
+    env.pop("DATABASE_URL", None)
+    database = tmp_path / "console.sqlite3"
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    assert database.stat().st_mode & 0o777 == 0o600
+    # An older install's files, made 0644, are set so at the next start: the -wal file too,
+    # here held open (with a write in it) by a connection of the console still running.
+    running = sqlite3.connect(database)
+    running.execute("CREATE TABLE recent (x)")
+    running.commit()
+    files = [database, tmp_path / "console.sqlite3-wal", tmp_path / "console.sqlite3-shm"]
+    for file in files:
+        file.chmod(0o644)
+
+    subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
+
+    assert [file.stat().st_mode & 0o777 for file in files] == [0o600, 0o600, 0o600]
+    running.close()

@@ -6,6 +6,7 @@ one is an old heartbeat row, as a worker killed minutes ago leaves it."""
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import signal
@@ -453,3 +454,65 @@ def test_a_queued_jobs_page_shows_the_banner_in_the_browser_when_the_worker_is_s
     expect(page.locator("#why-waiting")).to_contain_text("任务调度进程（worker）")
     beat()  # the worker is back: the next status poll takes the banner away
     expect(page.locator("#worker-banner")).to_have_count(0)
+
+
+# Requests made with Django's test client in a process whose database cannot be opened (its
+# folder does not exist): the session and the API key are read from it.
+REQUESTS_WITHOUT_A_DATABASE = """
+import json, django
+django.setup()
+from django.test import Client
+client = Client(HTTP_HOST="127.0.0.1")
+client.cookies["sessionid"] = "abcdefgh12345678"
+page = client.get("/")
+from datetime import UTC, datetime
+from jobs.aihc.signer import authorization
+now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+headers = {"host": "127.0.0.1", "x-bce-date": now}
+signed = authorization(access_key="a" * 32, secret_key="b" * 32, method="GET",
+    path="/api/v1/aijobs", params=[], headers=headers, timestamp=now)
+api = client.get("/api/v1/aijobs", HTTP_AUTHORIZATION=signed, HTTP_X_BCE_DATE=now)
+health = client.get("/healthz")
+print(json.dumps({
+    "page": [page.status_code, page.content.decode(), page.get("Retry-After")],
+    "api": [api.status_code, api.json()],
+    "health": [health.status_code, health.json()],
+}))
+"""
+
+
+def test_pages_and_the_api_answer_503_saying_the_database_cannot_be_reached(tmp_path):
+    # Found in QA: with PostgreSQL stopped, a logged-in user's every page was "Server error"
+    # (500), each with a traceback in the log.
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "CONSOLE_VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'gone' / 'console.sqlite3'}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", REQUESTS_WITHOUT_A_DATABASE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    answers = json.loads(done.stdout.splitlines()[-1])
+
+    status, body, retry_after = answers["page"]
+    assert status == 503
+    assert "数据库暂时无法访问 · The database cannot be reached" in body
+    assert retry_after == "30"
+    assert answers["api"][0] == 503
+    assert answers["api"][1]["code"] == "ServiceUnavailable"
+    assert answers["health"] == [
+        503,
+        {
+            "status": "error",
+            "database": "error",
+            "worker": {"status": "unknown", "last_seen_seconds": None, "standby": None},
+        },
+    ]
+    assert "Traceback" not in done.stderr
+    assert "the database cannot be reached (GET /): unable to open database file" in done.stderr

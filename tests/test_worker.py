@@ -389,3 +389,97 @@ def test_a_second_worker_waiting_for_the_run_directorys_lock_stops_on_sigterm(wo
 
     assert second.wait(timeout=30) == 0
     assert first.poll() is None  # the worker holding the lock runs on
+
+
+def test_a_worker_that_loses_its_database_says_so_in_a_line_not_a_traceback_each_tick(
+    world, tmp_path
+):
+    # Found in QA: with PostgreSQL stopped, the worker logged two tracebacks (130 lines) each
+    # second while it held the lease, then "another worker took the lease over", which none had.
+    # Here the database's folder is renamed away (SQLite cannot open the file) for 4 s: past
+    # half of WORKER_STALE_SECONDS, so the worker also stops dispatching and stands by.
+    database = tmp_path / "db" / "console.sqlite3"
+    database.parent.mkdir()
+    Path(world["db"]).rename(database)
+    world["db"] = database
+    world["env"] = {
+        **world["env"],
+        "DATABASE_URL": f"sqlite:///{database}",
+        "DATABASE_CONN_MAX_AGE": "0",  # a new connection each tick, as after a server restart
+        "WORKER_HEARTBEAT_SECONDS": "0.5",
+        "WORKER_STALE_SECONDS": "2",
+        "LOG_LEVEL": "INFO",
+    }
+    worker = start_worker(world)
+    wait_for(
+        lambda: (
+            query(world, "SELECT pid, stopped_at FROM jobs_workerheartbeat") == [(worker.pid, None)]
+        ),
+        what="the worker's lease",
+    )
+    time.sleep(1)  # its first ticks, with the database there
+
+    database.parent.rename(tmp_path / "db-away")
+    time.sleep(4)
+    (tmp_path / "db-away").rename(database.parent)
+    time.sleep(3)  # it takes its lease again and ticks on
+    worker.send_signal(signal.SIGTERM)
+    output = worker.communicate(timeout=30)[0].decode()
+
+    assert worker.returncode == 0
+    assert "Traceback" not in output
+    assert output.count("the database cannot be reached: unable to open database file") == 1
+    assert "another worker took the lease over" not in output
+    assert "stopped dispatching: the database could not be reached for" in output
+    assert "the database can be reached again after " in output
+    assert output.rindex("the database can be reached again") > output.rindex("cannot be reached")
+    assert query(world, "SELECT pid, stopped_at IS NOT NULL FROM jobs_workerheartbeat") == [
+        (worker.pid, 1)
+    ]
+
+
+def test_queued_mails_are_still_sent_after_the_database_was_out_of_reach_for_a_moment(
+    world, tmp_path
+):
+    # Found in QA: the task thread (alert and review mails) ended at the first query the
+    # database refused, and only a worker that lost its lease (an outage past half of
+    # WORKER_STALE_SECONDS) started another; after a shorter one, no mail went out again.
+    database = tmp_path / "db" / "console.sqlite3"
+    database.parent.mkdir()
+    Path(world["db"]).rename(database)
+    world["db"] = database
+    world["env"] = {
+        **world["env"],
+        "DATABASE_URL": f"sqlite:///{database}",
+        "DATABASE_CONN_MAX_AGE": "0",
+        "WORKER_STALE_SECONDS": "60",
+    }
+    worker = start_worker(world)
+    wait_for(
+        lambda: query(world, "SELECT pid FROM jobs_workerheartbeat") == [(worker.pid,)],
+        what="the worker's lease",
+    )
+    time.sleep(1)
+    database.parent.rename(tmp_path / "db-away")
+    time.sleep(2)
+    (tmp_path / "db-away").rename(database.parent)
+
+    subprocess.run([sys.executable, "-c", QUEUE_A_MAIL], cwd=ROOT, env=world["env"], check=True)
+
+    wait_for(
+        lambda: (
+            query(world, "SELECT status FROM django_tasks_database_dbtaskresult")
+            == [("SUCCESSFUL",)]
+        ),
+        what="the mail's task",
+    )
+    assert worker.poll() is None
+
+
+# A review mail about a job deleted meanwhile: the task runs and sends nothing.
+QUEUE_A_MAIL = """
+import django
+django.setup()
+from jobs.tasks import mail_owner
+mail_owner.enqueue(job_id=999999, subject="s", body="b")
+"""
