@@ -87,7 +87,14 @@ from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
 from .scheduler import queue_position, why_waiting
-from .selection import MAX_CARRIED, carried_ids, merged_selection, selection_of
+from .selection import (
+    MAX_CARRIED,
+    TYPED_BOXES,
+    carried_ids,
+    form_carries_selection,
+    merged_selection,
+    selection_of,
+)
 from .services import job_events_shown, label_suggestions, labels_in_another_case
 from .spec import FRAMEWORK_LABELS, MPI, SpecError, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
@@ -408,6 +415,25 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         chosen=form.cleaned_data.get("pool", ""),
         used=used,
     )
+    # The filter form carries the selection unless something typed in it could then make an
+    # address gunicorn refuses (a long label with 50 jobs ticked and long labels applied): it
+    # goes without it then, and the bar says so, as a label's link does.
+    context["filters_leave_out_selection"] = bool(selection.ids) and not form_carries_selection(
+        path=request.path,
+        sent=[("label", text) for text, _without in context["label_filters"]],
+        typed={
+            "q": str(form["q"].value() or ""),
+            "queue": str(form["queue"].value() or ""),
+            "label": form.refused_label,
+        },
+        chosen={
+            "status": ["", *JobStatus.values],
+            "framework": ["", *FRAMEWORK_LABELS],
+            "pool": [v for v, _label in context["pool_choices"]],
+        },
+        selection=selection.ids,
+    )
+    context["typed_boxes"] = TYPED_BOXES
     return render(request, "jobs/job_list.html", context)
 
 
