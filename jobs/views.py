@@ -85,7 +85,12 @@ from .logs import (
 from .models import FINAL_STATUSES, Job, JobLabel, JobStatus, LocalRun
 from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
-from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
+from .runner import (
+    NO_WORKER_DELETE_MESSAGE,
+    NO_WORKER_STOP_MESSAGE,
+    STOP_WAITS_MESSAGE,
+    outbound_lost_notice,
+)
 from .scheduler import queue_position, why_waiting
 from .selection import (
     MAX_CARRIED,
@@ -1015,9 +1020,11 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
     except ActionError as exc:
         messages.error(request, exc.args[0])
     else:
-        if stopping and (job.status_reason_source or {}).get("key") == STOP_WAITS_MESSAGE:
-            # Its processes are where the active worker is not: the stop waits for one there.
-            messages.warning(request, _(STOP_WAITS_MESSAGE))
+        waits = (job.status_reason_source or {}).get("key")
+        if stopping and waits in (STOP_WAITS_MESSAGE, NO_WORKER_STOP_MESSAGE):
+            # Its processes are where the active worker is not, or no worker runs: the stop
+            # waits for one (there).
+            messages.warning(request, _(waits))
         elif stopping:
             messages.success(request, _("Stop requested."))
         else:
@@ -1038,6 +1045,17 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
         return redirect("job-detail", public_id=public_id)
     if gone:
         messages.success(request, _("Job %(name)s deleted.") % {"name": job.name})
+    elif (job.status_reason_source or {}).get("key") == NO_WORKER_DELETE_MESSAGE:
+        # No worker runs: the stop that comes first waits for one (said now, not later).
+        messages.warning(
+            request,
+            _(
+                "Job %(name)s will be deleted once it has stopped. No worker (job scheduler) "
+                "is running now, so nothing can stop it yet: it is stopped and deleted as soon "
+                "as a worker runs again."
+            )
+            % {"name": job.name},
+        )
     else:
         messages.info(
             request, _("Job %(name)s will be deleted once it has stopped.") % {"name": job.name}

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from jobs import spec as S
+from jobs.health import WorkerIdentity, worker_beat
 from jobs.logs import replica_log_path
 from jobs.models import (
     Draft,
@@ -1452,6 +1453,7 @@ def test_a_running_job_deleted_elsewhere_says_on_its_page_that_it_goes_once_stop
     alice, alice_client, settings
 ):
     settings.LOCAL_STOP_GRACE_SECONDS = 10
+    assert worker_beat(worker=WorkerIdentity.new())  # a worker runs: it ends the replicas
     job = running_with_usage(alice, [])
     other_tab = Client()
     other_tab.force_login(alice)
@@ -1477,6 +1479,7 @@ def test_a_running_job_deleted_elsewhere_says_on_its_page_that_it_goes_once_stop
 
 def test_a_running_job_stopped_says_only_that_it_is_stopping(alice, alice_client, settings):
     settings.LOCAL_STOP_GRACE_SECONDS = 10
+    assert worker_beat(worker=WorkerIdentity.new())  # a worker runs: it ends the replicas
     job = running_with_usage(alice, [])
     alice_client.cookies["django_language"] = "en"
 
