@@ -82,7 +82,7 @@ from .logs import (
     search_pattern,
     shown_lines,
 )
-from .models import FINAL_STATUSES, Job, JobLabel, JobStatus, LocalRun
+from .models import FINAL_STATUSES, DeletedJob, Job, JobLabel, JobStatus, LocalRun, UsageRecord
 from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import (
@@ -715,7 +715,27 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
 @require_safe
 @login_required
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
-    job = _job(request, public_id)
+    try:
+        job = _job(request, public_id)
+    except Http404:
+        # An old link (an alert mail, a bookmark) to a job since deleted tells its owner what
+        # became of it, and when (DeletedJob); anyone else, and a page's refresh, get the
+        # usual 404, which says nothing of whose it was.
+        kept = (
+            None
+            if request.htmx or "\x00" in public_id
+            else DeletedJob.objects.filter(public_id=public_id, owner=request.user).first()
+        )
+        if kept is None:
+            raise
+        context = {
+            "deleted": kept,
+            "retention": retention_words(kept.retention),
+            "usage_kept": UsageRecord.objects.filter(
+                public_id=public_id, owner_pk=request.user.pk
+            ).exists(),
+        }
+        return render(request, "jobs/job_deleted.html", context, status=404)
     context = _live_context(job, log=_log_scale(request.GET))
     context.update(_metrics_scale(request, job))
     # The pool by its name, as the job list shows it (its id in the title; a pool no longer
