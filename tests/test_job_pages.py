@@ -658,6 +658,25 @@ def test_a_finished_job_with_a_retention_period_says_when_it_will_be_deleted(ali
     assert line(stopped) is None and line(running) is None  # a stopped job is kept
 
 
+@pytest.mark.parametrize(
+    ("period", "english", "chinese"),
+    [
+        ("1d", "1 day", "1 天"),
+        ("3d", "3 days", "3 天"),
+        ("1h", "1 hour", "1 小时"),
+        ("90m", "90 min", "90 分钟"),
+    ],
+)
+def test_a_retention_period_of_one_day_or_hour_reads_in_the_singular(period, english, chinese):
+    from jobs.summary import retention_words
+
+    # "Deleted automatically ... at ...: 1 days after it ended" before left23.
+    with translation.override("en"):
+        assert retention_words(period) == english
+    with translation.override("zh-hans"):
+        assert retention_words(period) == chinese
+
+
 def test_stopping_a_queued_job_from_its_page_stops_it(alice, alice_client):
     job = submit(alice)
 
