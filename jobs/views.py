@@ -1347,6 +1347,23 @@ def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
             )
             % {"count": left}
         )
+    waiting = sum(
+        1
+        for o in outcomes
+        if o.done and (o.job.status_reason_source or {}).get("key") == NO_WORKER_STOP_MESSAGE
+    )
+    if waiting:
+        # No worker runs (as each of their pages says): their replicas are not ended yet.
+        parts.append(
+            ngettext(
+                "No worker (job scheduler) is running now: %(count)d running job is stopped as "
+                "soon as one runs again.",
+                "No worker (job scheduler) is running now: %(count)d running jobs are stopped "
+                "as soon as one runs again.",
+                waiting,
+            )
+            % {"count": waiting}
+        )
     _say(request, parts, missing, done=bool(done))
     for outcome in outcomes:
         if outcome.error:
