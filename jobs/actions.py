@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .backends import BackendError, get_backend
-from .models import FINAL_STATUSES, Job, JobStatus, ReviewState
+from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, ReviewState
 from .services import job_event, job_transition, jobs_submit, recorded
 from .spec import PRIORITIES, SUBMIT_QUEUE, JobSpec, SpecError, validate
 from .texts import Term
@@ -97,8 +97,10 @@ def job_delete_waits(job: Job) -> bool:
     return job.backend == "local" and job.status in (S.RUNNING, S.STOPPING)
 
 
-def job_delete(*, job: Job) -> bool:
-    """Deletes the job; True when it is gone now, False when it goes once it has stopped."""
+def job_delete(*, job: Job, for_retention: bool = False) -> bool:
+    """Deletes the job; True when it is gone now, False when it goes once it has stopped.
+    `for_retention`: the worker deletes it because its retention period passed (said on the
+    page an old link to it opens: DeletedJob)."""
     if job_delete_waits(job):
         from .runner import TARGET_STOPPED, request_stop
 
@@ -124,7 +126,21 @@ def job_delete(*, job: Job) -> bool:
         raise ActionError(exc.message) from exc
     try:
         with transaction.atomic():  # a savepoint: the request's own work goes on after it
-            Job.objects.filter(pk=job.pk).delete()
+            deleted, _by_model = Job.objects.filter(pk=job.pk).delete()
+            if deleted:  # (not when a concurrent deletion took it first: that one keeps it)
+                spec = job.spec if isinstance(job.spec, dict) else {}
+                DeletedJob.objects.update_or_create(
+                    public_id=job.public_id,
+                    defaults={
+                        "owner_id": job.owner_id,
+                        "name": job.name,
+                        "deleted_at": timezone.now(),
+                        "reason": DeletedJob.RETENTION if for_retention else "",
+                        "retention": str(spec.get("retentionPeriod", ""))[:16]
+                        if for_retention
+                        else "",
+                    },
+                )
     except DatabaseError as exc:
         # The database refused the row (a constraint, a trigger, a lock held too long): the
         # job is kept, and the person deleting it is told so, not given an error page

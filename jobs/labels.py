@@ -17,7 +17,8 @@ MAX_LABEL_FILTERS = 10
 # link is the list's own address (its filters and up to 50 ticked jobs, jobs.selection) with one
 # more label, up to 380 characters: it may pass that where the page itself did not. A link whose
 # address would be longer than this leaves the selection out (label_chips; console.js keeps the
-# same bound as ticks change), so it opens: the ticks stay on the page it was clicked on.
+# same bound as ticks change), so it opens: the ticks stay on the page it was clicked on. The
+# filter form keeps it the same way (jobs.selection.form_carries_selection).
 SAFE_ADDRESS_LENGTH = 4000
 
 

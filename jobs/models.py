@@ -847,6 +847,31 @@ class ApiKey(models.Model):
         return self.is_expired()
 
 
+class DeletedJob(models.Model):
+    """What is kept of a deleted job so that an old link to its page (an alert mail, a
+    bookmark) tells its owner what became of it, instead of a page that might never have
+    existed: written by jobs.actions.job_delete, in the deletion's own savepoint, for every
+    job it deletes (its owner's Delete, the API's, the retention's). Its name and ID, which
+    the owner's own mails and bookmarks hold already; no spec, command or secret. Gone with
+    its owner (a user deleted takes theirs: the page is the owner's only)."""
+
+    RETENTION = "retention"
+
+    public_id = models.CharField(_("job ID"), max_length=64, unique=True, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", editable=False
+    )
+    name = models.CharField(_("name"), max_length=50, editable=False)
+    deleted_at = models.DateTimeField(_("deleted"), editable=False)
+    # Why: RETENTION, by the worker once its retention period had passed (任务退出后自动删除),
+    # with that period as the spec gave it ("1d"); "" for any other deletion.
+    reason = models.CharField(max_length=16, blank=True, editable=False)
+    retention = models.CharField(max_length=16, blank=True, editable=False)
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
 class UsageRecord(models.Model):
     """What the usage report (jobs.usage) needs of a job that ran, kept when the job is
     deleted, whoever or whatever deletes it: written in the deletion's own transaction, so

@@ -1655,7 +1655,13 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
             ]
         )
         if job.status == S.RUNNING and target in (TARGET_STOPPED, TARGET_TIMED_OUT):
-            if target == TARGET_STOPPED and waits_for_its_worker(run):
+            if target == TARGET_STOPPED and active_runner() is None:
+                # No worker runs (the worker banner's rule, which says so only once the lease
+                # has lapsed): nothing sends SIGTERM until one does. Said at once, not
+                # "Stopping every replica" while nothing stops.
+                reason = "Stopping"
+                now = recorded(NO_WORKER_DELETE_MESSAGE if delete else NO_WORKER_STOP_MESSAGE)
+            elif target == TARGET_STOPPED and waits_for_its_worker(run):
                 # Not "SIGTERM, SIGKILL after 10 s": nothing here can send them.
                 reason, now = "Stopping", recorded(STOP_WAITS_MESSAGE)
             elif target == TARGET_STOPPED:
@@ -1680,6 +1686,16 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
             job_transition(job=job, to=S.STOPPING, reason=reason, message=now)
 
 
+# A stop (or a Delete's) recorded while no worker runs at all (jobs.health.active_runner).
+NO_WORKER_STOP_MESSAGE = gettext_noop(
+    "Stop requested. No worker (job scheduler) is running now, so nothing can end the "
+    "replicas yet: the stop is recorded, and they are stopped as soon as a worker runs again."
+)
+NO_WORKER_DELETE_MESSAGE = gettext_noop(
+    "Stop requested to delete the job. No worker (job scheduler) is running now, so nothing "
+    "can end the replicas yet: the stop is recorded, and once a worker runs again they are "
+    "stopped and the job is deleted, with its logs."
+)
 # A stop of a job whose processes the active worker cannot reach (waits_for_its_worker).
 STOP_WAITS_MESSAGE = gettext_noop(
     "Stop requested. This job runs on another machine or run directory than the worker now "

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote_plus, urlencode
 
 from .compare import asked_ids, looked_up
+from .labels import SAFE_ADDRESS_LENGTH
 from .models import Job
 
 MAX_CARRIED = 50
@@ -67,3 +69,57 @@ def merged_selection(*, carried: list[str], ticked: list[str], shown: list[str])
     rows this page showed (their boxes say now), and the boxes ticked here."""
     on_this_page = set(shown)
     return asked_ids([i for i in carried if i not in on_this_page] + ticked)
+
+
+@dataclass(frozen=True)
+class TypedBox:
+    """A box of the job list's filter form as the browser lets it be sent, JavaScript or not:
+    at most `max_length` characters matching `pattern` (HTML's, checked before the form goes),
+    which take at most `most_bytes` in its address."""
+
+    max_length: int
+    pattern: str
+    most_bytes: int
+
+
+# The filter form's typed boxes, each as long as the longest thing it can find and holding only
+# the characters that can be in one (a name, a job or platform id, a queue, a label: ASCII
+# letters, digits, "-", "_", "."; spaces, sent as "+"), each character one byte in the address
+# but for one "/" (3 bytes, "%2F"; a search's "/" may be the full-width "／", 9) and a label's
+# one "=" or ":" (3). So the longest address the form can send is known before anything is
+# typed (form_carries_selection); a Chinese search or label, which nothing can match, would
+# have taken 9 bytes a character.
+TYPED_BOXES = {
+    # The longest platform id (Job.external_id); a group's task as "name 2/3" is shorter.
+    "q": TypedBox(max_length=128, pattern=r"[\w .\-]*([\/／][\w .\-]*)?", most_bytes=128 + 8),
+    "queue": TypedBox(max_length=64, pattern=r"[\w .\-]*", most_bytes=64),
+    # A key of 317 characters (a 253-character prefix, "/", 63), "=", a value of 63.
+    "label": TypedBox(
+        max_length=317 + 1 + 63,
+        pattern=r" *[\w.\-]*(\/[\w.\-]*)? *([=:] *[\w.\-]* *)?",
+        most_bytes=317 + 1 + 63 + 4,
+    ),
+}
+
+
+def form_carries_selection(
+    *,
+    path: str,
+    sent: list[tuple[str, str]],
+    typed: dict[str, str],
+    chosen: dict[str, list[str]],
+    selection: list[str],
+) -> bool:
+    """Whether the job list's filter form (a GET to `path`) can carry `selection` whatever is
+    typed or chosen in it, its address within SAFE_ADDRESS_LENGTH: with its hidden fields
+    `sent` (the labels applied), each box of `typed` (name: what it is filled with, which the
+    browser sends as it is even past the box's bound) at its longest, and each select of
+    `chosen` (name: its values) at its longest value. Where it cannot, the form goes without
+    the selection (console.js measures what is typed instead and keeps it when it fits)."""
+    longest = len(path) + 1 + len(urlencode([*sent, *(("sel", i) for i in selection)]))
+    for name, value in typed.items():
+        box = TYPED_BOXES[name]
+        longest += len(f"&{name}=") + max(box.most_bytes, len(quote_plus(value)))
+    for name, values in chosen.items():
+        longest += len(f"&{name}=") + max((len(quote_plus(v)) for v in values), default=0)
+    return longest <= SAFE_ADDRESS_LENGTH

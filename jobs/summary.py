@@ -28,10 +28,13 @@ def _label(choices: Any, value: str) -> str:
 
 def _duration(minutes: int) -> str:
     """A timeout as people say it: 30 days, 12 hours, or minutes."""
+    # One of each in the singular: "1 days" was read on a job kept a day (left23).
     if minutes % (24 * 60) == 0:
-        return _("%(n)s days") % {"n": minutes // (24 * 60)}
+        days = minutes // (24 * 60)
+        return ngettext("%(n)s day", "%(n)s days", days) % {"n": days}
     if minutes % 60 == 0:
-        return _("%(n)s hours") % {"n": minutes // 60}
+        hours = minutes // 60
+        return ngettext("%(n)s hour", "%(n)s hours", hours) % {"n": hours}
     return _("%(minutes)s min") % {"minutes": minutes}
 
 

@@ -82,12 +82,24 @@ from .logs import (
     search_pattern,
     shown_lines,
 )
-from .models import FINAL_STATUSES, Job, JobLabel, JobStatus, LocalRun
+from .models import FINAL_STATUSES, DeletedJob, Job, JobLabel, JobStatus, LocalRun, UsageRecord
 from .monitoring import replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
-from .runner import STOP_WAITS_MESSAGE, outbound_lost_notice
+from .runner import (
+    NO_WORKER_DELETE_MESSAGE,
+    NO_WORKER_STOP_MESSAGE,
+    STOP_WAITS_MESSAGE,
+    outbound_lost_notice,
+)
 from .scheduler import queue_position, why_waiting
-from .selection import MAX_CARRIED, carried_ids, merged_selection, selection_of
+from .selection import (
+    MAX_CARRIED,
+    TYPED_BOXES,
+    carried_ids,
+    form_carries_selection,
+    merged_selection,
+    selection_of,
+)
 from .services import job_events_shown, label_suggestions, labels_in_another_case
 from .spec import FRAMEWORK_LABELS, MPI, SpecError, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
@@ -408,6 +420,25 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         chosen=form.cleaned_data.get("pool", ""),
         used=used,
     )
+    # The filter form carries the selection unless something typed in it could then make an
+    # address gunicorn refuses (a long label with 50 jobs ticked and long labels applied): it
+    # goes without it then, and the bar says so, as a label's link does.
+    context["filters_leave_out_selection"] = bool(selection.ids) and not form_carries_selection(
+        path=request.path,
+        sent=[("label", text) for text, _without in context["label_filters"]],
+        typed={
+            "q": str(form["q"].value() or ""),
+            "queue": str(form["queue"].value() or ""),
+            "label": form.refused_label,
+        },
+        chosen={
+            "status": ["", *JobStatus.values],
+            "framework": ["", *FRAMEWORK_LABELS],
+            "pool": [v for v, _label in context["pool_choices"]],
+        },
+        selection=selection.ids,
+    )
+    context["typed_boxes"] = TYPED_BOXES
     return render(request, "jobs/job_list.html", context)
 
 
@@ -684,7 +715,27 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
 @require_safe
 @login_required
 def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
-    job = _job(request, public_id)
+    try:
+        job = _job(request, public_id)
+    except Http404:
+        # An old link (an alert mail, a bookmark) to a job since deleted tells its owner what
+        # became of it, and when (DeletedJob); anyone else, and a page's refresh, get the
+        # usual 404, which says nothing of whose it was.
+        kept = (
+            None
+            if request.htmx or "\x00" in public_id
+            else DeletedJob.objects.filter(public_id=public_id, owner=request.user).first()
+        )
+        if kept is None:
+            raise
+        context = {
+            "deleted": kept,
+            "retention": retention_words(kept.retention),
+            "usage_kept": UsageRecord.objects.filter(
+                public_id=public_id, owner_pk=request.user.pk
+            ).exists(),
+        }
+        return render(request, "jobs/job_deleted.html", context, status=404)
     context = _live_context(job, log=_log_scale(request.GET))
     context.update(_metrics_scale(request, job))
     # The pool by its name, as the job list shows it (its id in the title; a pool no longer
@@ -989,9 +1040,11 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
     except ActionError as exc:
         messages.error(request, exc.args[0])
     else:
-        if stopping and (job.status_reason_source or {}).get("key") == STOP_WAITS_MESSAGE:
-            # Its processes are where the active worker is not: the stop waits for one there.
-            messages.warning(request, _(STOP_WAITS_MESSAGE))
+        waits = (job.status_reason_source or {}).get("key")
+        if stopping and waits in (STOP_WAITS_MESSAGE, NO_WORKER_STOP_MESSAGE):
+            # Its processes are where the active worker is not, or no worker runs: the stop
+            # waits for one (there).
+            messages.warning(request, _(waits))
         elif stopping:
             messages.success(request, _("Stop requested."))
         else:
@@ -1012,6 +1065,17 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
         return redirect("job-detail", public_id=public_id)
     if gone:
         messages.success(request, _("Job %(name)s deleted.") % {"name": job.name})
+    elif (job.status_reason_source or {}).get("key") == NO_WORKER_DELETE_MESSAGE:
+        # No worker runs: the stop that comes first waits for one (said now, not later).
+        messages.warning(
+            request,
+            _(
+                "Job %(name)s will be deleted once it has stopped. No worker (job scheduler) "
+                "is running now, so nothing can stop it yet: it is stopped and deleted as soon "
+                "as a worker runs again."
+            )
+            % {"name": job.name},
+        )
     else:
         messages.info(
             request, _("Job %(name)s will be deleted once it has stopped.") % {"name": job.name}
@@ -1282,6 +1346,23 @@ def _say_stopped(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
                 left,
             )
             % {"count": left}
+        )
+    waiting = sum(
+        1
+        for o in outcomes
+        if o.done and (o.job.status_reason_source or {}).get("key") == NO_WORKER_STOP_MESSAGE
+    )
+    if waiting:
+        # No worker runs (as each of their pages says): their replicas are not ended yet.
+        parts.append(
+            ngettext(
+                "No worker (job scheduler) is running now: %(count)d running job is stopped as "
+                "soon as one runs again.",
+                "No worker (job scheduler) is running now: %(count)d running jobs are stopped "
+                "as soon as one runs again.",
+                waiting,
+            )
+            % {"count": waiting}
         )
     _say(request, parts, missing, done=bool(done))
     for outcome in outcomes:

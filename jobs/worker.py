@@ -457,7 +457,7 @@ class Worker:
             if pk not in self.expiry_failed:  # (a failing one: said as deletion_failed says)
                 logger.info("deleting %s: its retention passed at %s", job.public_id, at)
             try:
-                job_delete(job=job)
+                job_delete(job=job, for_retention=True)
             except Exception as exc:
                 self.deletion_failed(
                     self.expiry_failed, job=job, exc=exc, why="its retention passed", clock=clock

@@ -159,6 +159,33 @@ document.addEventListener("click", (event) => {
   carrySelection();
   (next || document.getElementById("selection-clear")).focus();
 });
+function safeAddressLength() {
+  const short = document.getElementById("selection-links-short");
+  return short ? Number(short.dataset.safeLength) : Infinity;
+}
+function sayWhereSelectionLeftOut() {
+  const short = document.getElementById("selection-links-short");
+  if (short) short.hidden = !document.querySelector("[data-keeps-selection][data-selection-left-out]");
+}
+// The filter form sends the selection only while its address, with what is typed in it now,
+// stays within the bound (the server, not knowing what will be typed, left it out wherever
+// something typed could pass it: jobs.selection.form_carries_selection).
+function fitFormSelection(form) {
+  const carried = form.querySelectorAll("input[name=sel]");
+  carried.forEach((input) => { input.disabled = false; });
+  const query = new URLSearchParams(new FormData(form)).toString();
+  const fits = new URL(form.action, window.location.href).pathname.length + 1 + query.length <= safeAddressLength();
+  carried.forEach((input) => { input.disabled = !fits; });
+  form.toggleAttribute("data-selection-left-out", carried.length > 0 && !fits);
+}
+for (const type of ["input", "submit"]) {
+  document.addEventListener(type, (event) => {
+    const form = event.target instanceof HTMLFormElement ? event.target : event.target.form;
+    if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-keeps-selection")) return;
+    fitFormSelection(form);
+    sayWhereSelectionLeftOut();
+  });
+}
 function carrySelection() {
   const form = document.getElementById("bulk-form");
   if (!form) return;
@@ -170,8 +197,7 @@ function carrySelection() {
   // A link whose address the selection would make too long for the server (a label's, which
   // adds a label to the list's own: jobs.labels.SAFE_ADDRESS_LENGTH) goes without it, and the
   // bar says the ticks stay here.
-  const short = document.getElementById("selection-links-short");
-  const safeLength = short ? Number(short.dataset.safeLength) : Infinity;
+  const safeLength = safeAddressLength();
   document.querySelectorAll("a[data-keeps-selection]").forEach((link) => {
     const url = new URL(link.href, window.location.href);
     url.searchParams.delete("sel");
@@ -181,7 +207,6 @@ function carrySelection() {
     link.href = fits ? url.pathname + url.search : without;
     link.toggleAttribute("data-selection-left-out", !fits);
   });
-  if (short) short.hidden = !document.querySelector("a[data-selection-left-out]");
   document.querySelectorAll("form[data-keeps-selection]").forEach((filters) => {
     filters.querySelectorAll("input[name=sel]").forEach((input) => input.remove());
     ids.forEach((id) => {
@@ -191,7 +216,9 @@ function carrySelection() {
       input.value = id;
       filters.appendChild(input);
     });
+    fitFormSelection(filters);
   });
+  sayWhereSelectionLeftOut();
   const count = document.getElementById("selection-count");
   if (count) {
     count.textContent =

@@ -97,6 +97,33 @@ def test_stop_selected_asks_on_a_page_listing_each_job_then_stops_and_says_what_
     assert queued.events.get(reason="Stopped").actor == alice
 
 
+def test_stop_selected_while_no_worker_runs_says_the_running_ones_stop_when_one_runs(
+    alice, alice_en
+):
+    from jobs.models import LocalRun
+    from jobs.services import job_transition
+
+    running = [submit(alice, name=f"running-{n}") for n in range(2)]
+    for job in running:
+        job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+        LocalRun.objects.create(job=job, attempt=1)
+    queued = submit(alice, name="queued")
+    form = {"action": "stop", "jobs": [j.public_id for j in [*running, queued]], "back": ""}
+
+    confirmed = alice_en.post(BULK, {**form, "confirmed": "1"})
+
+    assert confirmed.status_code == 302
+    assert said(confirmed) == [
+        "Stop requested for 3 jobs. No worker (job scheduler) is running now: 2 running jobs "
+        "are stopped as soon as one runs again."
+    ]
+    assert [status_of(j) for j in [*running, queued]] == [
+        JobStatus.STOPPING,
+        JobStatus.STOPPING,
+        JobStatus.STOPPED,
+    ]
+
+
 def test_stop_selected_says_a_job_awaiting_review_will_not_be_sent_or_started(alice, alice_en):
     waiting = awaiting_review(alice, "waiting")
     also_waiting = awaiting_review(alice, "also-waiting")

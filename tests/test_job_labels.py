@@ -782,6 +782,114 @@ def test_the_selection_bar_says_nothing_of_long_links_when_every_link_carries_th
     assert "data-selection-left-out" not in page
 
 
+def filter_form(page: str) -> str:
+    [form] = re.findall(r'<form method="get"[^>]*id="job-filters".*?</form>', page, re.S)
+    return form
+
+
+def longest_filter_address(form: str) -> str:
+    """The longest address the filter form in `form` can send: its hidden fields that are sent
+    (a disabled one is not), each select at its longest value, each box filled to its
+    maxlength with the longest characters its pattern lets through (as a browser checks it
+    before sending, JavaScript or not)."""
+    pairs = [
+        (html.unescape(name), html.unescape(value))
+        for name, value, disabled in re.findall(
+            r'<input type="hidden" name="([^"]+)" value="([^"]*)"( disabled)?>', form
+        )
+        if not disabled
+    ]
+    for name, options in re.findall(r'<select[^>]* name="(\w+)"[^>]*>(.*?)</select>', form, re.S):
+        values = [html.unescape(v) for v in re.findall(r'<option value="([^"]*)"', options)]
+        pairs.append((name, max(values, key=lambda v: len(urlencode({"v": v})))))
+    for name, length, pattern in re.findall(
+        r'<input [^>]*name="(q|queue|label)" id="id_\w+"[^>]*maxlength="(\d+)" pattern="([^"]+)"',
+        form,
+    ):
+        # The characters that take most room, as many as the pattern lets through: a "/" or
+        # "／", a "=" (3 or 9 bytes each in an address), the rest one byte.
+        worst = {
+            "q": "a" * (int(length) - 1) + "／",
+            "queue": "a" * int(length),
+            "label": "a/" + "a" * (int(length) - 3) + "=",
+        }[name]
+        assert len(worst) == int(length)
+        assert re.fullmatch(html.unescape(pattern), worst, re.ASCII)
+        assert not re.fullmatch(html.unescape(pattern), "//" + worst[2:], re.ASCII)
+        pairs.append((name, worst))
+    assert {name for name, _v in pairs} >= {"q", "queue", "label", "status", "framework", "pool"}
+    return f"{LIST}?{urlencode(pairs)}"
+
+
+def test_the_filter_form_with_50_ticks_and_long_labels_leaves_the_ticks_out_and_says_so(
+    alice, alice_en
+):
+    from jobs.selection import MAX_CARRIED
+
+    prefix = ".".join([c * 60 for c in "abcd"]) + ".com"
+    long = [(f"{prefix}/{n}" + "n" * 62, "v" * 63) for n in range(3)]
+    ticked = [labelled_job(alice, name=f"s{n}").public_id for n in range(MAX_CARRIED)]
+    labelled_job(alice, *long, name="long")
+    query = {"label": [f"{k}={v}" for k, v in long], "sel": ticked}
+
+    r = alice_en.get(LIST, query)
+
+    assert r.status_code == 200
+    assert len(f"GET {r.wsgi_request.get_full_path()} HTTP/1.1") <= 4094
+    page = r.content.decode()
+    form = filter_form(page)
+    # With the ticks, a fourth long label typed would have passed gunicorn's bound (a 400).
+    longest = longest_filter_address(form)
+    with_ticks = f"{longest}&{urlencode([('sel', i) for i in ticked])}"
+    assert len(f"GET {with_ticks} HTTP/1.1") > 4094
+    # So the form does not send them (disabled), and the bar says the ticks stay here.
+    assert len(f"GET {longest} HTTP/1.1") <= 4094
+    assert "sel" not in dict(parse_qsl(urlsplit(longest).query))
+    assert form.count(" disabled>") == MAX_CARRIED
+    assert 'id="job-filters" data-keeps-selection data-selection-left-out>' in form
+    assert re.search(r'<p class="[^"]*" id="selection-links-short" data-safe-length="4000">', page)
+    assert "A link or the filter form that would make too long an address" in page
+    # The ticks are still on the page, for Stop, Delete, Compare and the other links.
+    assert len(re.findall(r'<li class="list-inline-item selection-job"', page)) == MAX_CARRIED
+
+
+def test_the_filter_form_keeps_the_ticks_whatever_is_typed_when_its_address_stays_short(
+    alice, alice_en
+):
+    from jobs.selection import MAX_CARRIED
+
+    ticked = [labelled_job(alice, name=f"s{n}").public_id for n in range(MAX_CARRIED)]
+
+    page = alice_en.get(LIST, {"sel": ticked, "label": "project=llm"}).content.decode()
+
+    form = filter_form(page)
+    # 50 ticks and a short label applied: the longest search, queue and label typed still fit.
+    longest = longest_filter_address(form)
+    assert [v for n, v in parse_qsl(urlsplit(longest).query) if n == "sel"] == ticked
+    assert len(f"GET {longest} HTTP/1.1") <= 4094
+    assert " disabled" not in form and "data-selection-left-out" not in form
+    assert re.search(r'id="selection-links-short" data-safe-length="4000" hidden>', page)
+
+
+def test_the_filter_forms_boxes_take_no_more_than_a_name_an_id_a_queue_or_a_label_can_be(
+    alice, alice_en
+):
+    form = filter_form(alice_en.get(LIST, {"sel": labelled_job(alice).public_id}).content.decode())
+
+    bounds = dict(re.findall(r'name="(q|queue|label)" id="id_\w+"[^>]*maxlength="(\d+)"', form))
+    # The longest platform id (128), queue name (64), label (a 317-character key, "=", 63).
+    assert bounds == {"q": "128", "queue": "64", "label": "381"}
+    patterns = dict(re.findall(r'name="(q|queue|label)" id="id_\w+"[^>]*pattern="([^"]+)"', form))
+    label = html.unescape(patterns["label"])
+    for text in ["project=llm", " project = llm ", "lr:3e-4", "example.com/team=a-b_c.d", "exp"]:
+        assert re.fullmatch(label, text, re.ASCII), text
+    for text in ["项目=llm", "a/b/c=d", "a=b=c", "key=va lue"]:
+        assert not re.fullmatch(label, text, re.ASCII), text
+    q = html.unescape(patterns["q"])
+    assert re.fullmatch(q, "qa-grp2 2/3") and re.fullmatch(q, "qa-grp2 2／3")
+    assert not re.fullmatch(q, "训练", re.ASCII)
+
+
 # -- the filter form's 标签 field (labels22) -----------------------------------------------
 
 

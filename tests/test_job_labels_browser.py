@@ -149,3 +149,63 @@ def test_a_label_link_the_ticks_would_make_too_long_leaves_them_out_and_back_fin
     page.uncheck(f"#select-{job.public_id}")
     expect(note).to_be_hidden()
     assert fourth.get_attribute("href").count("sel=") == room
+
+
+def test_a_label_typed_that_the_ticks_would_make_too_long_leaves_them_out_and_back_finds_them(
+    logged_in_page, alice
+):
+    from urllib.parse import urlencode
+
+    from jobs.selection import MAX_CARRIED
+
+    # Three labels as long as the rule allows applied and 50 jobs ticked: the page's address
+    # fits, and the filter form's would with nothing typed, but not with a long label typed.
+    prefix = ".".join([c * 60 for c in "abcd"]) + ".com"
+    long = [(f"{prefix}/{n}" + "n" * 62, "v" * 63) for n in range(4)]
+    job = labelled_job(alice, *long[:3], name="long")
+    ticked = [labelled_job(alice, name=f"s{n}").public_id for n in range(MAX_CARRIED)]
+    page = logged_in_page
+    page.goto(
+        "/?"
+        + urlencode([*(("label", f"{k}={v}") for k, v in long[:3]), *(("sel", i) for i in ticked)])
+    )
+    form, note = page.locator("#job-filters"), page.locator("#selection-links-short")
+    carried = form.locator("input[name=sel]")
+
+    # The server left them out (something typed could pass the bound); the page measured
+    # what is typed (nothing) and put them back.
+    expect(carried).to_have_count(MAX_CARRIED)
+    expect(form.locator("input[name=sel]:disabled")).to_have_count(0)
+    expect(note).to_be_hidden()
+
+    page.fill("#id_label", "=".join(long[3]))
+    expect(form.locator("input[name=sel]:disabled")).to_have_count(MAX_CARRIED)
+    expect(note).to_be_visible()
+    expect(note).to_contain_text("不会丢失")
+    page.press("#id_label", "Enter")
+    page.wait_for_url(re.compile(r"/\?(?!.*sel=).*label=.*"))
+    expect(page.locator("#clear-filters")).to_be_visible()  # no job has the fourth
+    page.go_back()
+    expect(page.locator("#selection-count")).to_have_text(f"已选 {MAX_CARRIED} 个任务")
+
+    # A short label typed instead goes with the ticks.
+    expect(page.locator(f"tr[data-job='{job.public_id}']")).to_have_count(1)
+    page.fill("#id_label", "x")
+    expect(form.locator("input[name=sel]:disabled")).to_have_count(0)
+    expect(note).to_be_hidden()
+    page.press("#id_label", "Enter")
+    page.wait_for_url(re.compile(r"/\?.*label=x.*"))
+    assert page.url.count("sel=") == MAX_CARRIED
+
+
+def test_the_label_box_refuses_what_no_label_can_be_before_sending_it(logged_in_page, alice):
+    page = logged_in_page
+    page.goto("/?sel=" + labelled_job(alice, ("project", "llm")).public_id)
+
+    page.fill("#id_label", "项目=大模型")
+    page.press("#id_label", "Enter")
+
+    # The browser's own check (JavaScript or not): nothing sent, the box says why.
+    assert page.evaluate("document.getElementById('id_label').validity.patternMismatch")
+    assert "label=" not in page.url
+    assert page.get_attribute("#id_label", "maxlength") == "381"

@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 
 from jobs import spec as S
+from jobs.health import WorkerIdentity, worker_beat
 from jobs.logs import replica_log_path
 from jobs.models import (
     Draft,
@@ -655,6 +656,25 @@ def test_a_finished_job_with_a_retention_period_says_when_it_will_be_deleted(ali
         "(Delete automatically after the job ends)."
     )
     assert line(stopped) is None and line(running) is None  # a stopped job is kept
+
+
+@pytest.mark.parametrize(
+    ("period", "english", "chinese"),
+    [
+        ("1d", "1 day", "1 天"),
+        ("3d", "3 days", "3 天"),
+        ("1h", "1 hour", "1 小时"),
+        ("90m", "90 min", "90 分钟"),
+    ],
+)
+def test_a_retention_period_of_one_day_or_hour_reads_in_the_singular(period, english, chinese):
+    from jobs.summary import retention_words
+
+    # "Deleted automatically ... at ...: 1 days after it ended" before left23.
+    with translation.override("en"):
+        assert retention_words(period) == english
+    with translation.override("zh-hans"):
+        assert retention_words(period) == chinese
 
 
 def test_stopping_a_queued_job_from_its_page_stops_it(alice, alice_client):
@@ -1452,6 +1472,7 @@ def test_a_running_job_deleted_elsewhere_says_on_its_page_that_it_goes_once_stop
     alice, alice_client, settings
 ):
     settings.LOCAL_STOP_GRACE_SECONDS = 10
+    assert worker_beat(worker=WorkerIdentity.new())  # a worker runs: it ends the replicas
     job = running_with_usage(alice, [])
     other_tab = Client()
     other_tab.force_login(alice)
@@ -1477,6 +1498,7 @@ def test_a_running_job_deleted_elsewhere_says_on_its_page_that_it_goes_once_stop
 
 def test_a_running_job_stopped_says_only_that_it_is_stopping(alice, alice_client, settings):
     settings.LOCAL_STOP_GRACE_SECONDS = 10
+    assert worker_beat(worker=WorkerIdentity.new())  # a worker runs: it ends the replicas
     job = running_with_usage(alice, [])
     alice_client.cookies["django_language"] = "en"
 
@@ -1510,3 +1532,88 @@ def test_a_local_mpi_workers_log_says_its_ranks_print_to_the_launchers_log_and_l
     # The launcher's own log, and any other framework's worker, say nothing of it.
     assert 'id="log-mpi-worker"' not in logs(mpi, "master-0")
     assert 'id="log-mpi-worker"' not in logs(pytorch, "worker-0")
+
+
+# -- an old link to a deleted job (left23) ---------------------------------------------------
+
+
+def test_an_old_link_to_a_job_its_retention_deleted_tells_its_owner_so_and_when(
+    alice, bob, alice_client, settings
+):
+    from jobs.models import DeletedJob
+
+    settings.TIME_ZONE = "Asia/Shanghai"
+    job = submit(alice, name="nightly", retention_period="2d")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    finish(job, JobStatus.SUCCEEDED)
+    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(days=3))
+    Worker().delete_expired()  # as the worker does once its retention has passed
+    alice_client.cookies["django_language"] = "en"
+    link = reverse("job-detail", args=[job.public_id])  # as its alert mail linked it
+
+    page = alice_client.get(link)
+
+    assert page.status_code == 404
+    text = page.content.decode()
+    assert "Job nightly was deleted" in text and job.public_id in text
+    kept = DeletedJob.objects.get(public_id=job.public_id)
+    when = timezone.localtime(kept.deleted_at).strftime("%Y-%m-%d %H:%M")
+    assert f"It was deleted automatically, with its logs, at {when}: 2 days after it ended" in text
+    assert 'The card-hours it used still count in <a href="/account/usage/">My usage</a>' in text
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert (kept.owner, kept.name, kept.reason, kept.retention) == (
+        alice,
+        "nightly",
+        "retention",
+        "2d",
+    )
+    # In Chinese too.
+    alice_client.cookies["django_language"] = "zh-hans"
+    assert "自动删除" in alice_client.get(link).content.decode()
+
+
+def test_an_old_link_to_another_users_deleted_job_says_nothing_of_it(alice, bob, settings):
+    job = submit(alice, name="secret-run", retention_period="1d")
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    finish(job, JobStatus.SUCCEEDED)
+    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(days=2))
+    Worker().delete_expired()
+    client = Client()
+    client.force_login(bob)
+    client.cookies["django_language"] = "en"
+
+    page = client.get(reverse("job-detail", args=[job.public_id]))
+
+    assert page.status_code == 404
+    text = page.content.decode()
+    assert "There is nothing at this address" in text
+    assert "secret-run" not in text and "deleted automatically" not in text
+
+
+def test_a_job_deleted_by_its_owner_says_when_at_its_link_and_its_refresh_stays_a_bare_404(
+    alice, alice_client
+):
+    from jobs.models import DeletedJob
+
+    job = submit(alice, name="scratch")
+    finish(job, JobStatus.FAILED)
+    alice_client.cookies["django_language"] = "en"
+
+    deleted = alice_client.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    page = alice_client.get(reverse("job-detail", args=[job.public_id]))
+    refresh = alice_client.get(
+        reverse("job-detail", args=[job.public_id]), headers={"HX-Request": "true"}
+    )
+
+    assert deleted.status_code == 302
+    assert page.status_code == 404
+    kept = DeletedJob.objects.get(public_id=job.public_id)
+    when = timezone.localtime(kept.deleted_at).strftime("%Y-%m-%d %H:%M")
+    text = page.content.decode()
+    assert "Job scratch was deleted" in text
+    [why] = re.findall(r'<p id="job-deleted-why">(.*?)</p>', text)
+    assert why.startswith(f"It was deleted, with its logs, at {when} (by Delete")
+    assert "usage" not in text.split('id="job-deleted"')[1]  # it never ran: no usage kept
+    assert kept.reason == "" and kept.retention == ""
+    # A page left open learns it as before (console.js: a 404 to a refresh).
+    assert refresh.status_code == 404 and "scratch" not in refresh.content.decode()

@@ -103,12 +103,13 @@ def test_on_a_phone_a_pools_card_figures_and_my_usages_card_hours_show_without_s
     assert phone.evaluate(PAGE_FITS)
 
 
-# Each header of a table's head: its text, the lines it takes and the words it has (split at
-# spaces and hyphens, where a line may break): more lines than words, a word was broken.
+# Each header of a table's head: its text as shown, the lines it takes and the words it has
+# (split at spaces and hyphens, where a line may break): more lines than words, a word was
+# broken.
 HEADER_LINES = """table => [...table.querySelectorAll('thead th')].map(th => {
   const range = document.createRange(); range.selectNodeContents(th);
   const lines = new Set([...range.getClientRects()].map(b => Math.round(b.top))).size;
-  return [th.textContent.trim(), lines, th.textContent.trim().split(/[\\s-]+/).length]; })"""
+  return [th.innerText.trim(), lines, th.innerText.trim().split(/[\\s-]+/).length]; })"""
 
 
 @pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
@@ -133,6 +134,52 @@ def test_on_a_phone_my_usages_headers_break_between_words_never_inside_one(
             "t => t.parentElement.scrollWidth <= t.parentElement.clientWidth"
         )
     assert phone.evaluate(PAGE_FITS)
+
+
+# How far a table's box scrolls sideways now, and as it did with its headers as they were
+# before left23: each one's long form (the text shown from md up), free to wrap anywhere.
+SCROLLED_AS_BEFORE = """table => { const region = table.parentElement, now = region.scrollWidth;
+  const saved = [...table.querySelectorAll('thead th')].map(th => [th, th.innerHTML, th.className]);
+  for (const [th] of saved) {
+    const long = th.querySelector('.d-md-inline'); if (long) th.textContent = long.textContent;
+    th.classList.remove('text-nowrap'); }
+  const before = region.scrollWidth;
+  for (const [th, inner, cls] of saved) { th.innerHTML = inner; th.className = cls; }
+  return [now, before]; }"""
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_my_usages_jobs_table_reads_each_header_whole_scrolling_as_far_as_before(
+    phone, transactional_db, alice
+):
+    # At 390 pixels 加速卡 took three lines a character each, 期间内运行小时数 four.
+    started = max(timezone.now() - timedelta(minutes=30), Period.this_month().starts_at)
+    run(alice, started, started + timedelta(minutes=1), cards=2)
+    log_in(phone, "alice", "alice-password")
+
+    phone.goto("/account/usage/")
+
+    table = phone.locator("#usage-jobs-table")
+    headers = table.evaluate(HEADER_LINES)
+    assert [h for h in headers if h[1] > h[2]] == []
+    assert len([h for h in headers if h[1]]) == 6  # the job ID is under each name
+    # Whole by a shorter header (its long form in the abbreviation's title), not a wider table:
+    # it scrolls at most a few pixels further than it did with the headers broken.
+    now, before = table.evaluate(SCROLLED_AS_BEFORE)
+    assert now <= before + 8
+    short = table.locator("thead abbr")
+    expect(short).to_have_count(2)
+    if phone.evaluate("document.documentElement.lang").startswith("zh"):
+        expect(short.nth(0)).to_have_attribute("title", "加速卡数")
+        expect(short.nth(1)).to_have_attribute("title", "期间内运行小时数")
+        expect(short).to_have_text(["卡", "小时"])
+    else:
+        expect(short.nth(1)).to_have_attribute("title", "Hours in the period")
+    assert phone.evaluate(PAGE_FITS)
+    # From a tablet up, the headers in full.
+    phone.set_viewport_size({"width": 820, "height": 1180})
+    shown = table.locator("thead th").nth(5).evaluate("th => th.innerText.trim()")
+    assert shown in ("期间内运行小时数", "Hours in the period")
 
 
 @pytest.mark.usefixtures("runner_settings")

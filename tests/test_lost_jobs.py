@@ -256,6 +256,58 @@ def test_stopping_a_job_the_active_worker_follows_still_says_sigterm_then_sigkil
     assert "SIGKILL" in job.status_reason
 
 
+@pytest.mark.parametrize("absent", ["never_seen", "lapsed", "stopped"])
+def test_stopping_a_job_while_no_worker_runs_says_at_once_the_stop_waits_for_one(alice, absent):
+    # Before left23 the page read "Stopping every replica (SIGTERM, SIGKILL after 10 s)" until
+    # a worker came back, though nothing could send them.
+    if absent != "never_seen":
+        identity = active_here()
+        if absent == "lapsed":  # killed: its lease lapsed, as the worker banner reads it
+            WorkerHeartbeat.objects.update(seen_at=Now() - timedelta(minutes=2))
+        else:
+            worker_stopped(worker=identity)
+    job = running_elsewhere(alice, runner=runner_key())
+    client = Client()
+    client.force_login(alice)
+    client.cookies["django_language"] = "en"
+
+    page = client.post(
+        reverse("job-stop", kwargs={"public_id": job.public_id}), {"confirmed": "1"}, follow=True
+    )
+
+    said = "No worker (job scheduler) is running now, so nothing can end the replicas yet"
+    text = page.content.decode()
+    assert page.status_code == 200
+    # The Stop's message and the job's status say it, beside the worker's banner.
+    assert f'<div class="alert alert-warning" role="alert">Stop requested. {said}' in text
+    assert text.count(said) == 3  # the message, the status's reason and its event
+    assert 'id="worker-banner"' in text
+    assert "SIGKILL after" not in text
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert "已记录" in job.status_reason  # recorded in the console's language
+    assert LocalRun.objects.get(job=job).stop_target == "stopped"  # done when a worker runs
+
+
+def test_deleting_a_running_job_while_no_worker_runs_says_it_goes_once_one_runs(alice):
+    job = running_elsewhere(alice, runner=runner_key())
+    client = Client()
+    client.force_login(alice)
+    client.cookies["django_language"] = "en"
+
+    page = client.post(
+        reverse("job-delete", kwargs={"public_id": job.public_id}), {"confirmed": "1"}, follow=True
+    )
+
+    text = page.content.decode()
+    assert page.status_code == 200 and page.redirect_chain[-1][0] == reverse("job-list")
+    assert f"Job {job.name} will be deleted once it has stopped. No worker (job scheduler)" in text
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert "SIGKILL" not in job.status_reason and "日志" in job.status_reason
+    assert LocalRun.objects.get(job=job).delete_when_stopped
+
+
 # -- the worker where it ran comes back ---------------------------------------------------
 
 

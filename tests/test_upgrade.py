@@ -68,6 +68,9 @@ Migrations and what they do to existing rows:
   reads through an index), read from its stored spec (jobs.spec.stored_labels, as jobs_submit
   does for new jobs). Downgrading past it drops the table (the specs keep the labels);
   upgrading again reads them anew.
+- 0034 adds the record of each deleted job (its name, ID, owner, when and why: a new table,
+  empty after upgrading: jobs deleted before it leave none), which an old link to the job's
+  page reads. Downgrading past it drops the table, and such links get the usual 404.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -1005,3 +1008,27 @@ def test_upgrading_past_0033_reads_each_jobs_labels_and_downgrading_drops_them(a
 
     again = migrate(None)
     assert again.get_model("jobs", "JobLabel").objects.count() == 2102
+
+
+def test_upgrading_past_0034_keeps_deleted_jobs_records_and_downgrading_drops_them(
+    at_latest_after,
+):
+    old = migrate("0033_job_labels")
+    alice = old.get_model("auth", "User").objects.create(username="alice")
+    job = old.get_model("jobs", "Job").objects.create(
+        owner=alice, name="kept", spec=spec_document("kept"), resource_pool="local"
+    )
+
+    new = migrate(None)
+    records = new.get_model("jobs", "DeletedJob").objects
+    assert not records.exists()  # jobs deleted before it left none
+    records.create(public_id="job-gone", owner_id=alice.pk, name="gone", deleted_at=timezone.now())
+
+    old = migrate("0033_job_labels")
+    assert "jobs_deletedjob" not in connection.introspection.table_names()
+    assert list(old.get_model("jobs", "Job").objects.values_list("pk", "name")) == [
+        (job.pk, "kept")
+    ]
+
+    again = migrate(None)
+    assert not again.get_model("jobs", "DeletedJob").objects.exists()
