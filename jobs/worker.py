@@ -623,6 +623,7 @@ class TaskThread(threading.Thread):
             while not self.stopped.is_set():
                 try:
                     self.db_worker.run()
+                    break  # it returns when stopped, or after one batch (batch mode)
                 except Exception:
                     # Found in QA: the database out of reach for a moment (PostgreSQL
                     # restarted) ended this thread, and every alert and review mail with it,
