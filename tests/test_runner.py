@@ -544,10 +544,13 @@ def test_the_mpi_example_command_starts_one_rank_per_worker_slot_in_the_workers(
     from jobs.wizard import example_commands
 
     (volume(settings) / "train.py").write_text(
+        # One write per line: with PYTHONUNBUFFERED (which the runner sets) print() writes each
+        # word on its own, and mpirun forwards two ranks' pieces interleaved as they come.
         "import os\n"
         "e = os.environ\n"
-        "print('rank', e['OMPI_COMM_WORLD_RANK'], 'of', e['OMPI_COMM_WORLD_SIZE'], 'in',"
-        " e['AIHC_ROLE'] + '-' + e['AIHC_ROLE_INDEX'], 'cards', e['CUDA_VISIBLE_DEVICES'])\n"
+        "line = ' '.join(['rank', e['OMPI_COMM_WORLD_RANK'], 'of', e['OMPI_COMM_WORLD_SIZE'], 'in',"
+        " e['AIHC_ROLE'] + '-' + e['AIHC_ROLE_INDEX'], 'cards', e['CUDA_VISIBLE_DEVICES']])\n"
+        "os.write(1, (line + '\\n').encode())\n"
     )
     example = next(e["command"] for e in example_commands() if e["framework"] == "MPIJob")
     spec = make_spec(
