@@ -19,6 +19,8 @@ from django.http import (
 )
 from django.shortcuts import resolve_url
 from django.template import loader
+from django.utils import translation
+from django.utils.translation import gettext as _
 from django_htmx.middleware import HtmxDetails
 
 from .health import database_unreachable_reason
@@ -144,17 +146,27 @@ class DatabaseUnreachableMiddleware:
         logger.error(
             "the database cannot be reached (%s %s): %s", request.method, request.path, reason
         )
-        if request.path.startswith("/api/"):
+        from .api_v2 import is_api_call
+
+        if is_api_call(request):
+            # The API's language rule (Accept-Language, else English), as its other errors;
+            # a v2 call at the console's root is the API's too, not the page's.
+            from .api_views import api_language
+
+            with translation.override(api_language(request)):
+                message = _("The console cannot reach its database right now; try again later.")
             response: HttpResponse = JsonResponse(
-                {
-                    "requestId": str(uuid.uuid4()),
-                    "code": "ServiceUnavailable",
-                    "message": "The console cannot reach its database right now; try again later.",
-                },
+                {"requestId": str(uuid.uuid4()), "code": "ServiceUnavailable", "message": message},
                 status=503,
+                json_dumps_params={"ensure_ascii": False},
             )
         else:
-            # Rendered without the request: its user and session are read from the database.
-            response = HttpResponse(loader.render_to_string("503_database.html"), status=503)
+            # Rendered without the request: its user and session are read from the database,
+            # and so is the language a logged-in user chose. The language cookie (the 中文/EN
+            # switch sets it), else the browser's Accept-Language, else LANGUAGE_CODE, as
+            # LocaleMiddleware picks a page's language without reading the database.
+            with translation.override(translation.get_language_from_request(request)):
+                body = loader.render_to_string("503_database.html")
+            response = HttpResponse(body, status=503)
         response["Retry-After"] = "30"
         return response
