@@ -239,6 +239,19 @@ def bad_request_answer(request: HttpRequest, exception: Exception | None) -> Jso
     return _answer({"code": code, "message": message}, status=400, request_id=request_id)
 
 
+def database_unreachable_answer(request: HttpRequest) -> JsonResponse:
+    """What a call of the API gets while the database cannot be reached (jobs.http.
+    DatabaseUnreachableMiddleware): 503 ServiceUnavailable in BCE's error shape, its message in
+    the language the API answers in (Accept-Language), as its other errors."""
+    with translation.override(api_language(request)):
+        message = _("The console cannot reach its database right now; try again later.")
+    return _answer(
+        {"code": "ServiceUnavailable", "message": message},
+        status=503,
+        request_id=str(uuid.uuid4()),
+    )
+
+
 # -- shapes ---------------------------------------------------------------------------
 
 

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -15,12 +14,10 @@ from django.http import (
     HttpResponse,
     HttpResponseNotAllowed,
     HttpResponseRedirect,
-    JsonResponse,
 )
 from django.shortcuts import resolve_url
 from django.template import loader
 from django.utils import translation
-from django.utils.translation import gettext as _
 from django_htmx.middleware import HtmxDetails
 
 from .health import database_unreachable_reason
@@ -149,17 +146,11 @@ class DatabaseUnreachableMiddleware:
         from .api_v2 import is_api_call
 
         if is_api_call(request):
-            # The API's language rule (Accept-Language, else English), as its other errors;
-            # a v2 call at the console's root is the API's too, not the page's.
-            from .api_views import api_language
+            # v1's paths and a v2 call at the console's root (until lang24 a v2 call got the
+            # page): the API's JSON error, in the API's language.
+            from .api_views import database_unreachable_answer
 
-            with translation.override(api_language(request)):
-                message = _("The console cannot reach its database right now; try again later.")
-            response: HttpResponse = JsonResponse(
-                {"requestId": str(uuid.uuid4()), "code": "ServiceUnavailable", "message": message},
-                status=503,
-                json_dumps_params={"ensure_ascii": False},
-            )
+            response: HttpResponse = database_unreachable_answer(request)
         else:
             # Rendered without the request: its user and session are read from the database,
             # and so is the language a logged-in user chose. The language cookie (the 中文/EN

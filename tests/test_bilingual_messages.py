@@ -159,7 +159,8 @@ for name, path, language, version in (
     if version:
         extra["HTTP_X_API_VERSION"] = version
     r = client.get(path, HTTP_AUTHORIZATION=signed, HTTP_X_BCE_DATE=now, **extra)
-    said[name] = [r.status_code, r["Content-Type"], r.json(), r.get("Retry-After")]
+    said[name] = [r.status_code, r["Content-Type"], r.json(), r.get("Retry-After"),
+        r.get("x-bce-request-id")]
 print(json.dumps(said))
 """
 
@@ -201,9 +202,10 @@ def test_the_database_down_page_and_api_answer_speak_the_requests_language(tmp_p
         ("v1_zh", "控制台现在连不上它的数据库，请稍后重试。"),
         ("v2_zh", "控制台现在连不上它的数据库，请稍后重试。"),  # a v2 call: JSON, not the page
     ):
-        status, content_type, error, retry_after = said[name]
+        status, content_type, error, retry_after, request_id = said[name]
         assert (status, content_type, retry_after) == (503, "application/json", "30"), name
         assert (error["code"], error["message"]) == ("ServiceUnavailable", message), name
+        assert request_id == error["requestId"], name  # BCE's shape, as the API's other errors
     assert "Traceback" not in done.stderr
 
 
