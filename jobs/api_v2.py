@@ -36,6 +36,7 @@ from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 
 from . import spec as spec_module
@@ -404,7 +405,7 @@ def _batch_stop_jobs(request: HttpRequest, owner: Any) -> dict[str, Any]:
     errors = {o.job.public_id: o.error for o in jobs_stop(jobs=found, actor=owner)}
     results = []
     for job_id in ids:
-        why = errors.get(job_id, f"Job {job_id} not found.")
+        why = errors[job_id] if job_id in errors else _("Job %(job)s not found.") % {"job": job_id}
         results.append({"jobId": job_id, "success": not why, "errorMsg": why})
     succeeded = [r for r in results if r["success"]]
     failed = [r for r in results if not r["success"]]
@@ -685,7 +686,7 @@ def _describe_queue(request: HttpRequest, owner: Any) -> dict[str, Any]:
             )
     pool = find_pool(pool_id)
     if pool is None:
-        raise ApiError(404, "QueueNotFound", f"Queue {queue_id} not found.")
+        raise ApiError(404, "QueueNotFound", _("Queue %(queue)s not found.") % {"queue": queue_id})
     name = queue_found(pool, name)
     return _queue_v2(pool, name, queue_counts(pool=pool).get(name, QueueCounts()))
 

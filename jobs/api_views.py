@@ -133,8 +133,8 @@ class ApiError(ApiAuthError):
     pass
 
 
-def _language(request: HttpRequest) -> str:
-    """English, unless Accept-Language prefers Chinese."""
+def api_language(request: HttpRequest) -> str:
+    """The language the API answers in: English, unless Accept-Language prefers Chinese."""
     for code, _q in parse_accept_lang_header(request.headers.get("Accept-Language", "")):
         if code.startswith("zh"):
             return "zh-hans"
@@ -166,7 +166,7 @@ def api_view(*methods: str) -> Callable[..., Any]:
         @wraps(view)
         def wrapped(request: HttpRequest, **kwargs: Any) -> JsonResponse:
             request_id = str(uuid.uuid4())
-            with translation.override(_language(request)):
+            with translation.override(api_language(request)):
                 try:
                     if request.method not in methods:
                         raise ApiError(405, "MethodNotAllowed", f"{request.method} is not served.")
@@ -221,7 +221,7 @@ def bad_request_answer(request: HttpRequest, exception: Exception | None) -> Jso
     at that stage (too many query or form fields) is a malformed request. The language is
     the one the API answers in (Accept-Language)."""
     request_id = str(uuid.uuid4())
-    with translation.override(_language(request)):
+    with translation.override(api_language(request)):
         if isinstance(exception, DisallowedHost):
             host = request.META.get("HTTP_HOST", "")[:255]
             code = "InvalidHost"
@@ -237,6 +237,19 @@ def bad_request_answer(request: HttpRequest, exception: Exception | None) -> Jso
                 "The request cannot be read: it has too many parameters or fields, or is malformed."
             )
     return _answer({"code": code, "message": message}, status=400, request_id=request_id)
+
+
+def database_unreachable_answer(request: HttpRequest) -> JsonResponse:
+    """What a call of the API gets while the database cannot be reached (jobs.http.
+    DatabaseUnreachableMiddleware): 503 ServiceUnavailable in BCE's error shape, its message in
+    the language the API answers in (Accept-Language), as its other errors."""
+    with translation.override(api_language(request)):
+        message = _("The console cannot reach its database right now; try again later.")
+    return _answer(
+        {"code": "ServiceUnavailable", "message": message},
+        status=503,
+        request_id=str(uuid.uuid4()),
+    )
 
 
 # -- shapes ---------------------------------------------------------------------------
@@ -427,7 +440,7 @@ def owned_job(*, owner: Any, job_id: str, pool: str) -> Job:
         job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
     if job is None:
         pool_of_jobs_known(owner=owner, pool_id=pool)
-        raise ApiError(404, "JobNotFound", f"Job {job_id} not found.")
+        raise ApiError(404, "JobNotFound", _("Job %(job)s not found.") % {"job": job_id})
     return job
 
 
@@ -496,7 +509,9 @@ def job_create(
                 env.secret = True
     pool = find_pool(pool_id)
     if pool is None:
-        raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
+        raise ApiError(
+            404, "ResourcePoolNotFound", _("Resource pool %(pool)s not found.") % {"pool": pool_id}
+        )
     errors = spec_module.validate(spec)
     # A job that does not fit the idle cards (or the owner's quota) now is queued and waits,
     # as AIHC queues it: the API has no standalone/queue choice to refuse it by. One that
@@ -732,7 +747,7 @@ def job_replica(job: Job, pod: str) -> JobReplica:
     replicas = {f"{r.role}-{r.index}": r for r in job.replicas.all()}
     label = pod if pod in replicas else pod.removeprefix(f"{job.name}-")
     if label not in replicas:
-        raise ApiError(404, "PodNotFound", f"Pod {pod} not found.")
+        raise ApiError(404, "PodNotFound", _("Pod %(pod)s not found.") % {"pod": pod})
     return replicas[label]
 
 
@@ -835,15 +850,20 @@ def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
         raise ApiError(
             400,
             "NotSupported",
-            f"Job metrics are served for jobs on the local runner, Kubernetes and AIHC only; "
-            f"job {job.public_id} runs on {job.backend}.",
+            _(
+                "Job metrics are served for jobs on the local runner, Kubernetes and AIHC "
+                "only; job %(job)s runs on %(backend)s."
+            )
+            % {"job": job.public_id, "backend": job.backend},
         )
     if job.backend in ("kubernetes", "aihc") and metric_type == "TmpUsage":
         raise ApiError(
             400,
             "NotSupported",
-            "TmpUsage is measured on the local runner only: neither Kubernetes' Metrics API "
-            "nor AIHC's job metrics have a /tmp figure.",
+            _(
+                "TmpUsage is measured on the local runner only: neither Kubernetes' Metrics "
+                "API nor AIHC's job metrics have a /tmp figure."
+            ),
         )
     if on_aihc:
         aihc_value = AIHC_METRIC_TYPES[metric_type]
@@ -900,13 +920,19 @@ def pool_found(pool_id: str) -> Pool:
 
     pool = find_pool(pool_id)
     if pool is None:
-        raise ApiError(404, "ResourcePoolNotFound", f"Resource pool {pool_id} not found.")
+        raise ApiError(
+            404, "ResourcePoolNotFound", _("Resource pool %(pool)s not found.") % {"pool": pool_id}
+        )
     return pool
 
 
 def queue_found(pool: Pool, name: str) -> str:
     if name not in pool.queues:
-        raise ApiError(404, "QueueNotFound", f"Queue {name} not found in {pool.id}.")
+        raise ApiError(
+            404,
+            "QueueNotFound",
+            _("Queue %(queue)s not found in %(pool)s.") % {"queue": name, "pool": pool.id},
+        )
     return name
 
 
@@ -1210,8 +1236,11 @@ def web_terminal_refused() -> ApiError:
     return ApiError(
         400,
         "NotSupported",
-        "This console has no web terminal: a job's replicas cannot be entered with a shell. "
-        "Read a pod's output with DescribeJobLogs and its events with DescribePodEvents.",
+        _(
+            "This console has no web terminal: a job's replicas cannot be entered with a "
+            "shell. Read a pod's output with DescribeJobLogs and its events with "
+            "DescribePodEvents."
+        ),
     )
 
 

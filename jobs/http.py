@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -15,10 +14,10 @@ from django.http import (
     HttpResponse,
     HttpResponseNotAllowed,
     HttpResponseRedirect,
-    JsonResponse,
 )
 from django.shortcuts import resolve_url
 from django.template import loader
+from django.utils import translation
 from django_htmx.middleware import HtmxDetails
 
 from .health import database_unreachable_reason
@@ -144,17 +143,21 @@ class DatabaseUnreachableMiddleware:
         logger.error(
             "the database cannot be reached (%s %s): %s", request.method, request.path, reason
         )
-        if request.path.startswith("/api/"):
-            response: HttpResponse = JsonResponse(
-                {
-                    "requestId": str(uuid.uuid4()),
-                    "code": "ServiceUnavailable",
-                    "message": "The console cannot reach its database right now; try again later.",
-                },
-                status=503,
-            )
+        from .api_v2 import is_api_call
+
+        if is_api_call(request):
+            # v1's paths and a v2 call at the console's root (until lang24 a v2 call got the
+            # page): the API's JSON error, in the API's language.
+            from .api_views import database_unreachable_answer
+
+            response: HttpResponse = database_unreachable_answer(request)
         else:
-            # Rendered without the request: its user and session are read from the database.
-            response = HttpResponse(loader.render_to_string("503_database.html"), status=503)
+            # Rendered without the request: its user and session are read from the database,
+            # and so is the language a logged-in user chose. The language cookie (the 中文/EN
+            # switch sets it), else the browser's Accept-Language, else LANGUAGE_CODE, as
+            # LocaleMiddleware picks a page's language without reading the database.
+            with translation.override(translation.get_language_from_request(request)):
+                body = loader.render_to_string("503_database.html")
+            response = HttpResponse(body, status=503)
         response["Retry-After"] = "30"
         return response

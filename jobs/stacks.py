@@ -131,6 +131,37 @@ NATIVE_REFUSALS = {
     ),
 }
 
+# The console's own words in a read's `detail` (its tools missing, how py-spy ended; those of
+# jobs/native_reader.py, which writes them as py-spy's `Error:` line), stored in English as
+# before (a capture stays readable by an older release) and shown in the page's language:
+# _detail says a stored detail again when it is one of these whole (%(…)s stands for a value).
+# Anything else is py-spy's own words (or the kernel's), shown as py-spy wrote it.
+CONSOLE_DETAILS = (
+    gettext_noop("the process ended while it was read"),
+    gettext_noop("setpriv (util-linux) is not installed"),
+    gettext_noop("prlimit (util-linux) is not installed"),
+    gettext_noop("timeout (coreutils) is not installed"),
+    gettext_noop("py-spy's output was larger than %(size)s MB"),
+    gettext_noop("py-spy's output could not be read"),
+    gettext_noop("py-spy was ended by signal %(signal)s"),
+    gettext_noop("py-spy failed (exit status %(status)s)"),
+    # jobs/native_reader.py's (its wording must stay the same as these).
+    gettext_noop("native frames are not read on %(machine)s"),
+    gettext_noop("%(program)s is not a static program: it is not run in a job's namespaces"),
+    gettext_noop("native frames are read only of jobs run as users of their own"),
+    gettext_noop(
+        "native frames are read only of a sandbox whose processes share its user and mount "
+        "namespaces"
+    ),
+)
+_CONSOLE_DETAIL_PATTERNS = [
+    (
+        re.compile(re.sub(r"%\\\(([a-z]+)\\\)s", r"(?P<\1>.+?)", re.escape(template))),
+        template,
+    )
+    for template in CONSOLE_DETAILS
+]
+
 _PYTHON = re.compile(r"python[0-9.]*[a-z]?")
 
 
@@ -666,9 +697,17 @@ def _command(pid: int) -> str:
 
 
 def _detail(entry: dict[str, Any]) -> str:
-    """An entry's detail: in the page's language when it is one of the console's own."""
+    """An entry's detail: in the page's language when it is one of the console's own (a
+    NATIVE_REFUSALS code, or a detail that is one of CONSOLE_DETAILS); py-spy's as it is."""
     code = entry.get("detail_code", "")
-    return gettext(NATIVE_REFUSALS[code]) if code in NATIVE_REFUSALS else entry.get("detail", "")
+    if code in NATIVE_REFUSALS:
+        return gettext(NATIVE_REFUSALS[code])
+    detail = str(entry.get("detail", ""))
+    for pattern, template in _CONSOLE_DETAIL_PATTERNS:
+        found = pattern.fullmatch(detail)
+        if found:
+            return gettext(template) % found.groupdict()
+    return detail
 
 
 def reason_text(entry: dict[str, Any]) -> str:
