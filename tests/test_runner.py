@@ -22,8 +22,8 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.logs import job_dir
-from jobs.models import JobStatus
-from jobs.runner import attempt_dir
+from jobs.models import Job, JobStatus
+from jobs.runner import attempt_dir, read_state
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -771,6 +771,64 @@ def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     with translation.override("en"):  # one minute, not "1 minutes"
         assert "ran past its 1-minute limit" in job.status_reason_shown
     assert not processes_with(f"{prefix}-sleeper")
+
+
+def test_a_job_that_finished_past_its_time_limit_while_no_worker_ran_ends_timed_out_at_the_limit(
+    alice, settings
+):
+    # Review 24: a job whose replicas exited 0 after its time limit while no worker ran
+    # ended Succeeded; a worker watching would have timed it out at the limit.
+    settings.JOB_MINUTE_SECONDS = 1
+    settings.WORKER_STALE_SECONDS = 1
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", timeout_minutes=1))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    limit = job.started_at + timedelta(seconds=1)
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+
+    time.sleep(max(0.0, (limit - timezone.now()).total_seconds()) + 1.5)  # no tick meanwhile
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.TIMED_OUT))
+
+    assert job.status == JobStatus.TIMED_OUT
+    assert job.finished_at == limit
+    [timed_out] = job.events.filter(reason="TimedOut")
+    assert timed_out.type == "Warning"
+    with translation.override("en"):
+        assert timed_out.message_shown == "Timed out: ran past its 1-minute limit."
+        [note] = job.events.filter(reason="EndedUnwatched")
+        assert "No worker was running when this job reached its time limit" in note.message_shown
+    assert "运行超过 1 分钟，已超时" in timed_out.message
+    assert note.message.startswith("任务达到超时时间时没有 worker 在运行")
+    assert not job.events.filter(reason="Succeeded").exists()
+
+
+def test_a_job_whose_replica_exited_exactly_at_its_time_limit_succeeded(alice, settings):
+    # Decision (left24): the limit is the last instant within it, as a watching worker times
+    # a job out only once it has run past it.
+    settings.JOB_MINUTE_SECONDS = 1
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", timeout_minutes=60))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Its time limit shortened to now; the exit recorded exactly at it.
+    Job.objects.filter(pk=job.pk).update(started_at=F("started_at") - timedelta(seconds=60))
+    job.refresh_from_db()
+    limit = job.started_at + timedelta(seconds=60)
+    at_the_limit = {"code": 0, "time": limit.timestamp()}
+    (replica_state / "exit").write_text(json.dumps(at_the_limit))
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.TIMED_OUT))
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.finished_at == limit
 
 
 @pytest.mark.parametrize(
