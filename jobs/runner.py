@@ -2351,22 +2351,20 @@ def _finish_tear_down(
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
-    states = [
-        read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
+    states = {
+        r.pk: read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
         for r in replicas
-    ]
-    last_exit = last_exit_time(states)
-    if (
-        target == TARGET_STOPPED
-        and run.kill_at is None  # no signal was sent: each shim was gone at the first look
-        and states
-        and all(state.phase == "exited" and state.exit_code == 0 for state in states)
-    ):
+    }
+    last_exit = last_exit_time(list(states.values()))
+    finished = (
+        _finished_before_stop(job, run, replicas, states) if target == TARGET_STOPPED else None
+    )
+    if finished is not None:
         # It finished on its own before the stop reached it (while no worker ran, or in the
         # instant between a Stop and the next tick): it succeeded, and says so (review 24:
         # it ended Stopped as of its replicas' exit, before the Stop, with no jobSucceed).
         final, reason = S.SUCCEEDED, "Succeeded"
-        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
+        last_exit, text = finished
     # The end and its alert are committed together: a worker killed in between would
     # leave an ended job whose alert no later worker sends.
     with transaction.atomic():
@@ -2389,6 +2387,38 @@ def _finish_tear_down(
     if ended:
         _ended_unwatched(job, now)
         _finished(job, run)
+
+
+def _finished_before_stop(
+    job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> tuple[datetime | None, str] | None:
+    """When the job's work ended, and what to say, if it ended with 0 before its stop took
+    effect (the tear-down's first signal, sent when `kill_at` was set a grace period ahead;
+    none sent: every shim was gone at the first look). Its work is every replica's, except in
+    an MPI job, whose result is its launcher's (_work_ended): its workers' agents end only once
+    a worker has told them the launcher has, so a Stop that came first ended them with SIGTERM
+    and the job Stopped, though its launcher had succeeded (left24)."""
+    if not states:
+        return None
+    signalled = (
+        None
+        if run.kill_at is None
+        else run.kill_at - timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+    )
+    mpi = (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir()
+    result = [states[r.pk] for r in replicas if r.role == "master"] if mpi else []
+    if not result:
+        result = list(states.values())
+    if not all(state.phase == "exited" and state.exit_code == 0 for state in result):
+        return None
+    ended = last_exit_time(result)
+    if signalled is not None and (ended is None or ended >= signalled):
+        return None  # (without MPI, a replica still alive then cannot have ended before)
+    if mpi:
+        text = recorded(gettext_noop("The MPI launcher exited with 0 before the stop reached it."))
+    else:
+        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
+    return ended, text
 
 
 def _seconds_late(exited: datetime | None, now: datetime) -> int | None:

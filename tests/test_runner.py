@@ -979,6 +979,59 @@ def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succee
     assert replica.status == "succeeded"
 
 
+def test_a_stop_that_finds_an_mpi_jobs_launcher_exited_0_ends_the_job_succeeded_at_its_exit(
+    alice, settings
+):
+    # Review 24: in MPI the launcher's exit is the job's result, but its workers' agents end
+    # only once a worker tells them: a Stop that came first ended them with SIGTERM, and the
+    # job Stopped, though its launcher had succeeded.
+    settings.WORKER_STALE_SECONDS = 1
+    spec = make_spec(
+        f"{UNTIL_THE_GATE_OPENS}; exit 0",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    launcher_state = attempt_dir(job.public_id, 1) / "master-0"
+    open_gate(settings)  # and no tick while the launcher ends: the worker is away
+    deadline = time.monotonic() + 30
+    while read_state(launcher_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    exited = read_state(launcher_state).exited_at
+    time.sleep(2)
+    assert job_stop(job=status_and(job), actor=alice)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.STOPPED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.finished_at == exited
+    latest = job.events.order_by("-created_at", "-id")
+    [succeeded] = latest.filter(reason="Succeeded")
+    assert succeeded.message == "MPI 启动器（launcher）已在停止生效之前以 0 退出。"
+    with translation.override("en"):
+        assert succeeded.message_shown == (
+            "The MPI launcher exited with 0 before the stop reached it."
+        )
+    statuses = {f"{r.role}-{r.index}": r.status for r in job.replicas.all()}
+    assert statuses == {"master-0": "succeeded", "worker-0": "stopped"}
+
+
+def test_a_stop_that_reaches_an_mpi_job_before_its_launcher_exits_ends_it_stopped(alice):
+    spec = make_spec(
+        UNTIL_THE_GATE_OPENS, framework=S.MPI, roles=[S.Role("master", 1), S.Role("worker", 1)]
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    assert job_stop(job=status_and(job), actor=alice)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.STOPPED))
+
+    assert job.status == JobStatus.STOPPED
+
+
 def test_a_replica_failure_whose_exit_record_is_from_before_its_attempt_says_nothing_late(
     alice, settings
 ):
