@@ -390,6 +390,7 @@ def test_a_worker_taking_the_lease_over_says_once_on_a_job_it_follows_again_afte
     assert unfollowed is not None and 61 <= unfollowed < 70
     [event] = job.events.filter(reason="FollowedAgain")
     assert event.type == "Normal"
+    assert event.reason_label == "接管后重新跟踪"
     assert event.message.startswith("一个 worker（任务调度进程）接管后重新跟踪本任务")
     with translation.override("en"):
         assert f"after {unfollowed} seconds in which no worker followed it" in event.message_shown
