@@ -225,6 +225,30 @@ def ended_of(public_ids: Collection[str]) -> list[str]:
     return list(ended.values_list("public_id", flat=True))
 
 
+def followed_again_message(unfollowed_seconds: int | None) -> str:
+    """FollowedAgain's message: for how long no worker followed the job, when known."""
+    if unfollowed_seconds is None:
+        return recorded(
+            gettext_noop(
+                "A worker (job scheduler) took over and follows this job again: what its "
+                "replicas did while no worker followed them (exiting, a stop asked for, its "
+                "time limit) is acted on now."
+            )
+        )
+    return recorded_plural(
+        ngettext_noop(
+            "A worker (job scheduler) took over and follows this job again, after "
+            "%(count)s second in which no worker followed it: what its replicas did "
+            "meanwhile (exiting, a stop asked for, its time limit) is acted on now.",
+            "A worker (job scheduler) took over and follows this job again, after "
+            "%(count)s seconds in which no worker followed it: what its replicas did "
+            "meanwhile (exiting, a stop asked for, its time limit) is acted on now.",
+        ),
+        "count",
+        count=unfollowed_seconds,
+    )
+
+
 class Worker:
     def __init__(self, identity: WorkerIdentity | None = None) -> None:
         # Shims this process started: polled so they do not linger as zombies.
@@ -379,6 +403,7 @@ class Worker:
         else happening to the job does not add it each time. Nothing of the worker (its
         machine, run directory, process) is said: users are not shown machines."""
         latest = JobEvent.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-pk")
+        present = [NOT_FOLLOWED, FOLLOWED_AGAIN, "Started", "Restarted"]
         followed = (
             Job.objects.filter(
                 followed_here(),
@@ -387,32 +412,21 @@ class Worker:
                 replicas__status="running",
             )
             .distinct()
-            .annotate(last_reason=Subquery(latest.values("reason")[:1]))
+            .annotate(
+                last_reason=Subquery(latest.values("reason")[:1]),
+                # NotFollowed since it was last followed: a worker elsewhere held the lease
+                # meanwhile, so no worker followed it for longer than the lease's last gap.
+                last_presence=Subquery(latest.filter(reason__in=present).values("reason")[:1]),
+            )
             .filter(Q(last_reason__isnull=True) | ~Q(last_reason=FOLLOWED_AGAIN))
         )
-        if unfollowed_seconds is None:
-            message = recorded(
-                gettext_noop(
-                    "A worker (job scheduler) took over and follows this job again: what its "
-                    "replicas did while no worker followed them (exiting, a stop asked for, its "
-                    "time limit) is acted on now."
-                )
-            )
-        else:
-            message = recorded_plural(
-                ngettext_noop(
-                    "A worker (job scheduler) took over and follows this job again, after "
-                    "%(count)s second in which no worker followed it: what its replicas did "
-                    "meanwhile (exiting, a stop asked for, its time limit) is acted on now.",
-                    "A worker (job scheduler) took over and follows this job again, after "
-                    "%(count)s seconds in which no worker followed it: what its replicas did "
-                    "meanwhile (exiting, a stop asked for, its time limit) is acted on now.",
-                ),
-                "count",
-                count=unfollowed_seconds,
-            )
         for job in followed:
-            job_event(job=job, reason=FOLLOWED_AGAIN, message=message)
+            unknown = unfollowed_seconds is None or job.last_presence == NOT_FOLLOWED
+            job_event(
+                job=job,
+                reason=FOLLOWED_AGAIN,
+                message=followed_again_message(None if unknown else unfollowed_seconds),
+            )
 
     def supervise_local(self) -> None:
         for job in Job.objects.filter(

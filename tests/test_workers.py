@@ -401,6 +401,35 @@ def test_a_worker_taking_the_lease_over_says_once_on_a_job_it_follows_again_afte
     assert reasons == ["Created", "Started", "FollowedAgain", "Succeeded"]
 
 
+def test_a_job_a_worker_elsewhere_left_alone_is_followed_again_without_a_gap_it_cannot_know(
+    db,
+    runner_settings,  # noqa: F811
+    tmp_path,
+):
+    """Left alone while a worker elsewhere held the lease (NotFollowed), the job went
+    unfollowed far longer than the lease's last gap: the seconds are not said then."""
+    job = submit(_owner(), make_spec(UNTIL_THE_GATE_OPENS))
+    here = runner_settings.LOCAL_RUN_DIR
+    run_until(Worker(), lambda: job.replicas.filter(status="running").exists())
+    runner_settings.LOCAL_RUN_DIR = tmp_path / "runs-elsewhere"  # a standby's, which takes over
+    Worker().note_runs_elsewhere()
+    runner_settings.LOCAL_RUN_DIR = here  # and back where the job runs
+
+    Worker().note_followed_again(unfollowed_seconds=4)
+
+    [event] = job.events.filter(reason="FollowedAgain")
+    with translation.override("en"):
+        assert event.message_shown.startswith(
+            "A worker (job scheduler) took over and follows this job again: what its replicas "
+            "did while no worker followed them"
+        )
+    assert list(job.events.values_list("reason", flat=True))[-2:] == [
+        "NotFollowed",
+        "FollowedAgain",
+    ]
+    open_gate(runner_settings)
+
+
 # -- One clock --------------------------------------------------------------------------
 
 
