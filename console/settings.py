@@ -401,17 +401,21 @@ SESSION_ENGINE = "jobs.sessions"
 SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600, low=1)
 
 # Email for alerts and review notices. Default: printed to the console (no SMTP needed).
-# Set EMAIL_HOST to send through an SMTP server.
+# Set EMAIL_HOST to send through an SMTP server. Its port and TLS are read either way, so a
+# wrong value is refused at start as every other setting is, not only once mail is turned on
+# (qa32: EMAIL_PORT=abc went unnoticed until EMAIL_HOST was set, at the next restart).
+_email_port = envint("EMAIL_PORT", 25, low=1, high=65535)
+_email_use_tls = envbool("EMAIL_USE_TLS", "false")
 if env("EMAIL_HOST"):
     MAILERS = {
         "default": {
             "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
             "OPTIONS": {
                 "host": env("EMAIL_HOST"),
-                "port": envint("EMAIL_PORT", 25, low=1, high=65535),
+                "port": _email_port,
                 "username": env("EMAIL_HOST_USER"),
                 "password": envsecret("EMAIL_HOST_PASSWORD") or "",
-                "use_tls": envbool("EMAIL_USE_TLS", "false"),
+                "use_tls": _email_use_tls,
                 "timeout": 10,
             },
         }

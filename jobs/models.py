@@ -365,6 +365,7 @@ EVENT_REASONS = {
     "WaitingInQueue": pgettext_lazy("event reason", "Waiting in its queue"),
     "NetworkUnavailable": pgettext_lazy("event reason", "Waiting for isolated networking"),
     "NotFollowed": pgettext_lazy("event reason", "Not followed by the active worker"),
+    "FollowedAgain": pgettext_lazy("event reason", "Followed again after a takeover"),
     "OutboundLost": pgettext_lazy("event reason", "Outbound network lost"),
     "MarkedLost": pgettext_lazy("event reason", "Marked as lost"),
     "LeftoverEnded": pgettext_lazy("event reason", "Leftover processes ended"),

@@ -1893,13 +1893,18 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         # The network first: its holder and slirp4netns are in the job's cgroups too.
         network.end_networks(public_id=job.public_id, children=children)
         cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
+        work_ended = _work_ended(job, run, replicas, states)
+        deadline = _deadline(job, run, spec, now)
+        if spec and deadline and work_ended and work_ended > deadline:
+            _timed_out_unwatched(job, run, spec, deadline, now)
+            return
         with transaction.atomic():  # the end and its alert are queued together, or neither
             succeeded = job_transition(
                 job=job,
                 to=S.SUCCEEDED,
                 reason="Succeeded",
                 message=recorded(gettext_noop("Every replica exited with 0.")),
-                ended_at=_work_ended(job, run, replicas, states),
+                ended_at=work_ended,
             )
             if succeeded:
                 job_alert(
@@ -1917,16 +1922,70 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
 
     if spec is None:
         return  # its time limit and hang threshold are in the spec it no longer reads
-    started = job.started_at or run.attempt_started_at or now
-    if now - started > minutes(spec.timeout_minutes):
-        message = recorded(
-            gettext_noop("Timed out: ran past its %(minutes)s-minute limit."),
-            minutes=spec.timeout_minutes,
-        )
-        request_stop(job, target=TARGET_TIMED_OUT, message=message)
+    deadline = _deadline(job, run, spec, now)
+    if deadline is not None and now > deadline:
+        request_stop(job, target=TARGET_TIMED_OUT, message=_timed_out_message(spec))
         return
 
     _check_hang(job, run, spec, replicas, now)
+
+
+def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> datetime | None:
+    """When the job's time limit (任务超时时间) passes: its time limit after its start (the
+    first attempt's: restarts do not reset it). None without a spec that reads."""
+    if spec is None:
+        return None
+    started = job.started_at or run.attempt_started_at or now
+    return started + minutes(spec.timeout_minutes)
+
+
+def _timed_out_message(spec: JobSpec) -> str:
+    return recorded(
+        gettext_noop("Timed out: ran past its %(minutes)s-minute limit."),
+        minutes=spec.timeout_minutes,
+    )
+
+
+def _timed_out_unwatched(
+    job: Job, run: LocalRun, spec: JobSpec, deadline: datetime, now: datetime
+) -> None:
+    """Ends as Timed out, at its deadline, a job whose replicas all exited after it (left24):
+    a worker watching would have stopped it there (supervise's `now > deadline`), so one that
+    was not running then must not make it Succeeded. Decision: a replica that exited exactly at
+    the deadline finished within its limit, as a watching worker times out only past it."""
+    message = _timed_out_message(spec)
+    with transaction.atomic():  # the end and its alert are queued together, or neither
+        ended = job_transition(
+            job=job,
+            to=S.TIMED_OUT,
+            reason="TimedOut",
+            message=message,
+            warning=True,
+            ended_at=deadline,
+        )
+        if ended:
+            job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", message))
+    if not ended:
+        return
+    late = _seconds_late(job.finished_at, now)
+    if late is not None:
+        job_event(
+            job=job,
+            reason="EndedUnwatched",
+            message=recorded_plural(
+                ngettext_noop(
+                    "No worker was running when this job reached its time limit: a worker "
+                    "recorded the timeout %(count)s second later, after its replicas had "
+                    "exited on their own. Its run time counts to its time limit.",
+                    "No worker was running when this job reached its time limit: a worker "
+                    "recorded the timeout %(count)s seconds later, after its replicas had "
+                    "exited on their own. Its run time counts to its time limit.",
+                ),
+                "count",
+                count=late,
+            ),
+        )
+    _finished(job, run)
 
 
 OUTBOUND_LOST = "OutboundLost"
@@ -2292,22 +2351,20 @@ def _finish_tear_down(
     final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
     reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
-    states = [
-        read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
+    states = {
+        r.pk: read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
         for r in replicas
-    ]
-    last_exit = last_exit_time(states)
-    if (
-        target == TARGET_STOPPED
-        and run.kill_at is None  # no signal was sent: each shim was gone at the first look
-        and states
-        and all(state.phase == "exited" and state.exit_code == 0 for state in states)
-    ):
+    }
+    last_exit = last_exit_time(list(states.values()))
+    finished = (
+        _finished_before_stop(job, run, replicas, states) if target == TARGET_STOPPED else None
+    )
+    if finished is not None:
         # It finished on its own before the stop reached it (while no worker ran, or in the
         # instant between a Stop and the next tick): it succeeded, and says so (review 24:
         # it ended Stopped as of its replicas' exit, before the Stop, with no jobSucceed).
         final, reason = S.SUCCEEDED, "Succeeded"
-        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
+        last_exit, text = finished
     # The end and its alert are committed together: a worker killed in between would
     # leave an ended job whose alert no later worker sends.
     with transaction.atomic():
@@ -2330,6 +2387,38 @@ def _finish_tear_down(
     if ended:
         _ended_unwatched(job, now)
         _finished(job, run)
+
+
+def _finished_before_stop(
+    job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> tuple[datetime | None, str] | None:
+    """When the job's work ended, and what to say, if it ended with 0 before its stop took
+    effect (the tear-down's first signal, sent when `kill_at` was set a grace period ahead;
+    none sent: every shim was gone at the first look). Its work is every replica's, except in
+    an MPI job, whose result is its launcher's (_work_ended): its workers' agents end only once
+    a worker has told them the launcher has, so a Stop that came first ended them with SIGTERM
+    and the job Stopped, though its launcher had succeeded (left24)."""
+    if not states:
+        return None
+    signalled = (
+        None
+        if run.kill_at is None
+        else run.kill_at - timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+    )
+    mpi = (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir()
+    result = [states[r.pk] for r in replicas if r.role == "master"] if mpi else []
+    if not result:
+        result = list(states.values())
+    if not all(state.phase == "exited" and state.exit_code == 0 for state in result):
+        return None
+    ended = last_exit_time(result)
+    if signalled is not None and (ended is None or ended >= signalled):
+        return None  # (without MPI, a replica still alive then cannot have ended before)
+    if mpi:
+        text = recorded(gettext_noop("The MPI launcher exited with 0 before the stop reached it."))
+    else:
+        text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
+    return ended, text
 
 
 def _seconds_late(exited: datetime | None, now: datetime) -> int | None:

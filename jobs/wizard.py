@@ -1664,6 +1664,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     action = str(post.get("action") or "next")
     if not _ACTION_RE.match(action):
         action = "save"
+    if action == "to-review" and not fixing_allowed(draft):
+        action = "next"  # a page that offered it before, or a form made by hand
     current = wizard_state(draft)  # the draft as saved: what this post is checked against
     if "basis" in post and post["basis"] != current.basis:
         # Saving it would mix rows made for one framework or pool into another (e.g. a
@@ -1774,6 +1776,17 @@ def _new_row(step: str, state: WizardState, rows: list[Raw]) -> Raw:
     if step == DATA and state.pool and state.pool.storage_types:
         return _row(type=state.pool.storage_types[0], access="rw")
     return {}
+
+
+def fixing_allowed(draft: Draft) -> bool:
+    """Whether a step may offer 保存并返回确认 (*Save and back to Confirm*: ?check=1 from the
+    review's problem list, and ?fixing=1 carried from there): only on a draft whose every step
+    is done or was tried and found wrong (left with its problem, or a copy's or an import's
+    step with one), as a draft that reached its review is. On a draft whose later steps the
+    user has not reached, the button opened the first of them with its messages, never seen
+    before (left24: ?fixing=1 typed by hand on a fresh draft); such a step is a plain one."""
+    attempted = draft.data.get("_attempted") or []
+    return all(s in draft.completed_steps or s in attempted for s in FORM_STEPS)
 
 
 def first_incomplete(draft: Draft) -> str:

@@ -273,11 +273,13 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         if outcome.submitted:
             return _submitted(request, draft)
         if outcome.stale:
-            return _render_step(request, draft, step, stale=True, fixing=_fixing(request.POST))
+            return _render_step(
+                request, draft, step, stale=True, fixing=_fixing(request.POST, draft)
+            )
         if outcome.forms is not None:
             # Still wrong: shown again with its messages, the way back to the review kept.
             return _render_step(
-                request, draft, step, forms=outcome.forms, fixing=_fixing(request.POST)
+                request, draft, step, forms=outcome.forms, fixing=_fixing(request.POST, draft)
             )
         # A step opened from a review problem (?check=1, kept in the form as `check`) keeps
         # its messages when it comes back after 中文/EN or a row button, until it is left; a
@@ -285,7 +287,7 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         checked = (request.POST.get("check") == "1" and outcome.go_to == step) or outcome.checked
         # And the way back to the review (保存并返回确认) goes with the draft from step to step
         # (`fixing`, in each step's form), until the review is reached.
-        fixing = _fixing(request.POST) and outcome.go_to != W.REVIEW
+        fixing = _fixing(request.POST, draft) and outcome.go_to != W.REVIEW
         if language in dict(settings.LANGUAGES):
             query = _step_query(checked=checked, fixing=fixing)
             return _language_switched(request, _step_url(draft, step) + query, language)
@@ -307,14 +309,16 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         draft,
         step,
         checked=request.GET.get("check") == "1",
-        fixing=_fixing(request.GET),
+        fixing=_fixing(request.GET, draft),
     )
 
 
-def _fixing(params: QueryDict) -> bool:
+def _fixing(params: QueryDict, draft: Draft) -> bool:
     """Whether a step was reached from a problem the review lists (?check=1, or `fixing=1`
-    carried from the step it opened): the step then offers 保存并返回确认."""
-    return params.get("check") == "1" or params.get("fixing") == "1"
+    carried from the step it opened): the step then offers 保存并返回确认. Typed by hand on a
+    draft that never reached its review, neither does (W.fixing_allowed)."""
+    asked = params.get("check") == "1" or params.get("fixing") == "1"
+    return asked and W.fixing_allowed(draft)
 
 
 def _step_query(*, checked: bool, fixing: bool, example: str = "") -> str:
@@ -387,7 +391,7 @@ def _render_step(
         )
         context["forms"] = forms
         context["checked"] = checked
-        context["fixing"] = fixing or checked
+        context["fixing"] = (fixing or checked) and W.fixing_allowed(draft)
         context.update(_STEP_EXTRAS[step](request, state, forms))
         if forms.show_errors:
             _autofocus_first_problem(forms)

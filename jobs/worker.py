@@ -75,11 +75,13 @@ from .runner import (
 from .scheduler import dispatch_local
 from .services import job_event
 from .stacks import StackCollector
-from .texts import recorded
+from .texts import ngettext_noop, recorded, recorded_plural
 
 logger = logging.getLogger("jobs.worker")
 # The event on a local job this worker leaves alone (note_runs_elsewhere).
 NOT_FOLLOWED = "NotFollowed"
+# The event on a local job a worker taking the lease over follows again (note_followed_again).
+FOLLOWED_AGAIN = "FollowedAgain"
 
 # "仅针对于成功/失败状态的任务生效" (seed 000): a timeout is a failure (it alerts as jobFailed);
 # a job a person stopped is kept for them to look at.
@@ -221,6 +223,30 @@ def ended_of(public_ids: Collection[str]) -> list[str]:
         status__in=[JobStatus.RUNNING, JobStatus.STOPPING]
     )
     return list(ended.values_list("public_id", flat=True))
+
+
+def followed_again_message(unfollowed_seconds: int | None) -> str:
+    """FollowedAgain's message: for how long no worker followed the job, when known."""
+    if unfollowed_seconds is None:
+        return recorded(
+            gettext_noop(
+                "A worker (job scheduler) took over and follows this job again: what its "
+                "replicas did while no worker followed them (exiting, a stop asked for, its "
+                "time limit) is acted on now."
+            )
+        )
+    return recorded_plural(
+        ngettext_noop(
+            "A worker (job scheduler) took over and follows this job again, after "
+            "%(count)s second in which no worker followed it: what its replicas did "
+            "meanwhile (exiting, a stop asked for, its time limit) is acted on now.",
+            "A worker (job scheduler) took over and follows this job again, after "
+            "%(count)s seconds in which no worker followed it: what its replicas did "
+            "meanwhile (exiting, a stop asked for, its time limit) is acted on now.",
+        ),
+        "count",
+        count=unfollowed_seconds,
+    )
 
 
 class Worker:
@@ -365,6 +391,41 @@ class Worker:
                     )
                 ),
                 warning=True,
+            )
+
+    def note_followed_again(self, *, unfollowed_seconds: int | None) -> None:
+        """On taking the lease over: says on each local job whose replicas the last worker
+        left running, and which this one follows (it runs where the job started), that a
+        worker follows it again, and for how long none did (`unfollowed_seconds`, since the
+        last holder last renewed the lease; None when unknown). Without it a user read a gap
+        in the job's events, and an exit or a stop acted on late, with nothing saying why
+        (qa32). Said once, as NotFollowed is: a worker started again and again with nothing
+        else happening to the job does not add it each time. Nothing of the worker (its
+        machine, run directory, process) is said: users are not shown machines."""
+        latest = JobEvent.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-pk")
+        present = [NOT_FOLLOWED, FOLLOWED_AGAIN, "Started", "Restarted"]
+        followed = (
+            Job.objects.filter(
+                followed_here(),
+                backend="local",
+                status__in=[JobStatus.RUNNING, JobStatus.STOPPING],
+                replicas__status="running",
+            )
+            .distinct()
+            .annotate(
+                last_reason=Subquery(latest.values("reason")[:1]),
+                # NotFollowed since it was last followed: a worker elsewhere held the lease
+                # meanwhile, so no worker followed it for longer than the lease's last gap.
+                last_presence=Subquery(latest.filter(reason__in=present).values("reason")[:1]),
+            )
+            .filter(Q(last_reason__isnull=True) | ~Q(last_reason=FOLLOWED_AGAIN))
+        )
+        for job in followed:
+            unknown = unfollowed_seconds is None or job.last_presence == NOT_FOLLOWED
+            job_event(
+                job=job,
+                reason=FOLLOWED_AGAIN,
+                message=followed_again_message(None if unknown else unfollowed_seconds),
             )
 
     def supervise_local(self) -> None:
@@ -724,22 +785,27 @@ def wait_for_work(stop: threading.Event, timeout: float) -> None:
             continue
 
 
-def wait_for_lease(stop: threading.Event, identity: WorkerIdentity) -> float | None:
+def wait_for_lease(
+    stop: threading.Event, identity: WorkerIdentity
+) -> tuple[float, int | None] | None:
     """Stands by until this worker holds the database lease, or is asked to stop (None).
     Tries every WORKER_HEARTBEAT_SECONDS, beating its own row meanwhile; says who holds the lease
     when it starts waiting and whenever the holder changes. Returns when (monotonic) the
-    lease was taken: the Worker's first renewal is due WORKER_HEARTBEAT_SECONDS after it."""
+    lease was taken: the Worker's first renewal is due WORKER_HEARTBEAT_SECONDS after it; and
+    how many seconds before that its last holder (this process too, back after a database
+    outage) last renewed it (None: never held), which Worker.note_followed_again says on the
+    jobs it follows again."""
     told = None
     while not stop.is_set():
         asked = time.monotonic()
         try:
+            holder = worker_state()  # as the last holder left it, aged on the database's clock
             # This process holds worker.lock (run_forever): a holder in its place is dead.
             if worker_beat(worker=identity, run_dir_locked=True):
                 database_outage.reached()
                 if told is not None:
                     logger.warning("took over as the active worker")
-                return asked
-            holder = worker_state()
+                return asked, holder.last_seen_seconds
         except Exception:
             if not database_outage.failed():
                 logger.exception("taking the worker's lease failed")
@@ -795,8 +861,9 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
     except Exception:
         logger.exception("ending replicas of jobs that ended elsewhere failed")
     try:
-        while (taken := wait_for_lease(stop, identity)) is not None:
-            run_while_holding(stop, identity, taken=taken, tasks=tasks)
+        while (lease := wait_for_lease(stop, identity)) is not None:
+            taken, unfollowed = lease
+            run_while_holding(stop, identity, taken=taken, unfollowed=unfollowed, tasks=tasks)
     finally:
         if stop.is_set():  # asked to stop (SIGTERM, Ctrl-C), not fallen over
             try:
@@ -808,10 +875,15 @@ def run_forever(stop: threading.Event, *, tasks: bool = True) -> None:
 
 
 def run_while_holding(
-    stop: threading.Event, identity: WorkerIdentity, *, taken: float, tasks: bool
+    stop: threading.Event,
+    identity: WorkerIdentity,
+    *,
+    taken: float,
+    tasks: bool,
+    unfollowed: int | None = None,
 ) -> None:
-    """The worker's loop while it holds the lease (taken at `taken`, monotonic): until asked
-    to stop, or the lease lost."""
+    """The worker's loop while it holds the lease (taken at `taken`, monotonic, `unfollowed`
+    seconds after its last holder last renewed it): until asked to stop, or the lease lost."""
     if tasks:
         # Holding the lease, no other console worker runs: a task one of them left Running
         # will never finish.
@@ -833,6 +905,7 @@ def run_while_holding(
         logger.warning("LOCAL_JOB_UID_BASE: %s", warning)
     try:
         worker.note_runs_elsewhere()
+        worker.note_followed_again(unfollowed_seconds=unfollowed)
         forget_old_workers()
     except Exception:
         logger.exception("looking for local jobs started elsewhere failed")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -145,6 +145,34 @@ def test_a_job_a_stop_found_finished_alerts_that_it_succeeded_dated_when_it_ende
 
     [ended] = [r["body"] for r in hook_server.received if r["body"]["event"] == "jobSucceed"]
     assert datetime.fromisoformat(ended["time"]) == job.finished_at
+
+
+def test_a_job_timed_out_while_no_worker_ran_alerts_that_it_failed_dated_at_its_time_limit(
+    alice, settings, hook_server
+):
+    # Left24: one that exited 0 past its time limit while no worker ran alerted jobSucceed.
+    from jobs.runner import read_state
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.JOB_MINUTE_SECONDS = 1
+    spec = alerting_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", hook_server.url, timeout_minutes=1)
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+    time.sleep(2.5)  # past its one-"minute" limit, and no tick meanwhile
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.TIMED_OUT))
+
+    events = [r["body"]["event"] for r in hook_server.received]
+    assert events == ["jobRunning", "jobFailed"]
+    ended = hook_server.received[-1]["body"]
+    assert datetime.fromisoformat(ended["time"]) == job.finished_at
+    assert job.finished_at == job.started_at + timedelta(seconds=1)
 
 
 def test_a_webhook_to_a_private_address_is_refused_and_recorded(alice, settings, hook_server):

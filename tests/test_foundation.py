@@ -249,6 +249,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"DATABASE_CONN_MAX_AGE": "ten"},
         {"EMAIL_HOST": "smtp.example.com", "EMAIL_PORT": "smtp"},
         {"EMAIL_HOST": "smtp.example.com", "EMAIL_USE_TLS": "maybe"},
+        # Without EMAIL_HOST too (qa32: checked only once mail was turned on).
+        {"EMAIL_PORT": "abc"},
+        {"EMAIL_PORT": "0"},
+        {"EMAIL_USE_TLS": "maybe"},
         {"HTTPS": "ture"},
         {"TIME_ZONE": "Beijing"},
         {"LANGUAGE_CODE": "fr"},

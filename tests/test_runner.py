@@ -22,8 +22,8 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.logs import job_dir
-from jobs.models import JobStatus
-from jobs.runner import attempt_dir
+from jobs.models import Job, JobStatus
+from jobs.runner import attempt_dir, read_state
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -773,6 +773,64 @@ def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     assert not processes_with(f"{prefix}-sleeper")
 
 
+def test_a_job_that_finished_past_its_time_limit_while_no_worker_ran_ends_timed_out_at_the_limit(
+    alice, settings
+):
+    # Review 24: a job whose replicas exited 0 after its time limit while no worker ran
+    # ended Succeeded; a worker watching would have timed it out at the limit.
+    settings.JOB_MINUTE_SECONDS = 1
+    settings.WORKER_STALE_SECONDS = 1
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", timeout_minutes=1))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    limit = job.started_at + timedelta(seconds=1)
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+
+    time.sleep(max(0.0, (limit - timezone.now()).total_seconds()) + 1.5)  # no tick meanwhile
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.TIMED_OUT))
+
+    assert job.status == JobStatus.TIMED_OUT
+    assert job.finished_at == limit
+    [timed_out] = job.events.filter(reason="TimedOut")
+    assert timed_out.type == "Warning"
+    with translation.override("en"):
+        assert timed_out.message_shown == "Timed out: ran past its 1-minute limit."
+        [note] = job.events.filter(reason="EndedUnwatched")
+        assert "No worker was running when this job reached its time limit" in note.message_shown
+    assert "运行超过 1 分钟，已超时" in timed_out.message
+    assert note.message.startswith("任务达到超时时间时没有 worker 在运行")
+    assert not job.events.filter(reason="Succeeded").exists()
+
+
+def test_a_job_whose_replica_exited_exactly_at_its_time_limit_succeeded(alice, settings):
+    # Decision (left24): the limit is the last instant within it, as a watching worker times
+    # a job out only once it has run past it.
+    settings.JOB_MINUTE_SECONDS = 1
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", timeout_minutes=60))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # Its time limit shortened to now; the exit recorded exactly at it.
+    Job.objects.filter(pk=job.pk).update(started_at=F("started_at") - timedelta(seconds=60))
+    job.refresh_from_db()
+    limit = job.started_at + timedelta(seconds=60)
+    at_the_limit = {"code": 0, "time": limit.timestamp()}
+    (replica_state / "exit").write_text(json.dumps(at_the_limit))
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.TIMED_OUT))
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.finished_at == limit
+
+
 @pytest.mark.parametrize(
     ("code", "final"), [(0, JobStatus.SUCCEEDED), (3, JobStatus.FAILED)], ids=["succeeds", "fails"]
 )
@@ -919,6 +977,59 @@ def test_a_stop_that_finds_every_replica_exited_0_on_its_own_ends_the_job_succee
         )
     [replica] = job.replicas.all()
     assert replica.status == "succeeded"
+
+
+def test_a_stop_that_finds_an_mpi_jobs_launcher_exited_0_ends_the_job_succeeded_at_its_exit(
+    alice, settings
+):
+    # Review 24: in MPI the launcher's exit is the job's result, but its workers' agents end
+    # only once a worker tells them: a Stop that came first ended them with SIGTERM, and the
+    # job Stopped, though its launcher had succeeded.
+    settings.WORKER_STALE_SECONDS = 1
+    spec = make_spec(
+        f"{UNTIL_THE_GATE_OPENS}; exit 0",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    launcher_state = attempt_dir(job.public_id, 1) / "master-0"
+    open_gate(settings)  # and no tick while the launcher ends: the worker is away
+    deadline = time.monotonic() + 30
+    while read_state(launcher_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    exited = read_state(launcher_state).exited_at
+    time.sleep(2)
+    assert job_stop(job=status_and(job), actor=alice)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.STOPPED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.finished_at == exited
+    latest = job.events.order_by("-created_at", "-id")
+    [succeeded] = latest.filter(reason="Succeeded")
+    assert succeeded.message == "MPI 启动器（launcher）已在停止生效之前以 0 退出。"
+    with translation.override("en"):
+        assert succeeded.message_shown == (
+            "The MPI launcher exited with 0 before the stop reached it."
+        )
+    statuses = {f"{r.role}-{r.index}": r.status for r in job.replicas.all()}
+    assert statuses == {"master-0": "succeeded", "worker-0": "stopped"}
+
+
+def test_a_stop_that_reaches_an_mpi_job_before_its_launcher_exits_ends_it_stopped(alice):
+    spec = make_spec(
+        UNTIL_THE_GATE_OPENS, framework=S.MPI, roles=[S.Role("master", 1), S.Role("worker", 1)]
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    assert job_stop(job=status_and(job), actor=alice)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.STOPPED))
+
+    assert job.status == JobStatus.STOPPED
 
 
 def test_a_replica_failure_whose_exit_record_is_from_before_its_attempt_says_nothing_late(

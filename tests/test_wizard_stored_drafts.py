@@ -23,6 +23,7 @@ from jobs.services import jobs_submit
 from .test_wizard import (
     A800,
     advanced_data,
+    basic_data,
     complete_steps,
     field_errors,
     new_draft,
@@ -349,6 +350,48 @@ def test_save_and_back_to_confirm_refused_on_its_own_step_keeps_the_way_back(ali
     assert 'id="wizard-to-review"' in page
     assert form_hidden_inputs(page)["fixing"] == "1"
     assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_fixing_typed_by_hand_on_a_fresh_draft_leaves_a_plain_step_and_the_next_without_errors(
+    alice_client, htmx
+):
+    # Review 24: ?fixing=1 typed on a fresh draft offered 保存并返回确认, which opened the next
+    # step, never reached, with every one of its messages.
+    draft = new_draft(alice_client)
+    hx = {"HX-Request": "true"} if htmx else {}
+
+    opened = alice_client.get(step_url(draft, W.BASIC) + "?fixing=1", headers=hx)
+    sent = alice_client.post(
+        step_url(draft, W.BASIC) + "?fixing=1",
+        {**basic_data(), "fixing": "1", "action": "to-review"},  # a form made by hand
+        headers=hx,
+    )
+
+    assert opened.status_code == 200
+    assert 'id="wizard-to-review"' not in opened.content.decode()
+    if htmx:
+        assert sent.status_code == 200
+        assert sent["HX-Push-Url"] == step_url(draft, W.IMAGE)
+        shown = sent
+    else:
+        assert sent.status_code == 302 and sent["Location"] == step_url(draft, W.IMAGE)
+        shown = alice_client.get(sent["Location"])
+    page = shown.content.decode()
+    assert 'name="command"' in page
+    assert re.findall(r'class="invalid-feedback[^"]*"[^>]*>\s*\S', page) == []
+    assert 'id="wizard-to-review"' not in page and 'name="fixing"' not in page
+    draft.refresh_from_db()
+    assert draft.completed_steps == [W.BASIC]
+
+
+def test_fixing_on_a_draft_that_reached_its_review_still_offers_the_way_back(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    page = alice_client.get(step_url(draft, W.DATA) + "?fixing=1").content.decode()
+
+    assert 'id="wizard-to-review"' in page
 
 
 def test_a_step_not_reached_from_a_review_problem_offers_no_way_straight_back(alice_client):

@@ -175,9 +175,11 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_job_finishes_without_starti
     wait_for(lambda: job_status(world) == "succeeded", what="success")
 
     assert started_roles(world) == ["master", "worker"]
+    # The worker that took over said it follows the job again (left24), once.
     assert query(world, "SELECT reason FROM jobs_jobevent ORDER BY id") == [
         ("Created",),
         ("Started",),
+        ("FollowedAgain",),
         ("Succeeded",),
     ]
     assert query(world, "SELECT SUM(restarts) FROM jobs_jobreplica") == [(0,)]

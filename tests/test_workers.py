@@ -17,7 +17,7 @@ from django.db import connections
 from django.db.models.functions import Now
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from jobs.health import (
     WorkerIdentity,
@@ -37,7 +37,7 @@ from jobs.models import (
 from jobs.runner import attempt_dir, current_capacity, requirement, start_job
 from jobs.scheduler import dispatch_local
 from jobs.spec import Role
-from jobs.worker import LeaseLost, Worker
+from jobs.worker import LeaseLost, Worker, wait_for_lease
 
 from .conftest import log_in
 from .runner_helpers import (  # noqa: F401
@@ -361,6 +361,73 @@ def test_a_job_left_alone_is_told_so_once_however_often_a_worker_elsewhere_takes
         Worker().note_runs_elsewhere()
 
     assert list(job.events.values_list("reason", flat=True)) == ["Created", "NotFollowed"]
+
+
+def test_a_worker_taking_the_lease_over_says_once_on_a_job_it_follows_again_after_how_long(
+    db,
+    runner_settings,  # noqa: F811
+):
+    """qa32: a job followed again after a takeover got no event, so its events had a gap and
+    an exit or a stop acted on late with nothing saying why."""
+    owner = _owner()
+    job = submit(owner, make_spec(UNTIL_THE_GATE_OPENS))
+    first = Worker()
+    run_until(first, lambda: job.replicas.filter(status="running").exists())
+    elsewhere = submit(owner, make_spec("sleep 30"))
+    Job.objects.filter(pk=elsewhere.pk).update(status=JobStatus.RUNNING, started_at=timezone.now())
+    LocalRun.objects.create(job=elsewhere, runner="gpu-a:/srv/console/var/runs", devices={})
+    JobReplica.objects.create(job=elsewhere, role="master", index=0, status="running")
+    lease_renewed(seconds_ago=61)  # the first worker killed a minute ago
+    standby = WorkerIdentity.new()
+
+    lease = wait_for_lease(threading.Event(), standby)
+    assert lease is not None
+    _taken, unfollowed = lease
+    second = Worker(standby)
+    for _ in range(2):  # started again with nothing else happening: said once
+        second.note_followed_again(unfollowed_seconds=unfollowed)
+
+    assert unfollowed is not None and 61 <= unfollowed < 70
+    [event] = job.events.filter(reason="FollowedAgain")
+    assert event.type == "Normal"
+    assert event.reason_label == "接管后重新跟踪"
+    assert event.message.startswith("一个 worker（任务调度进程）接管后重新跟踪本任务")
+    with translation.override("en"):
+        assert f"after {unfollowed} seconds in which no worker followed it" in event.message_shown
+    assert not elsewhere.events.filter(reason="FollowedAgain").exists()
+    open_gate(runner_settings)
+    run_until(second, lambda: status_of(job) == JobStatus.SUCCEEDED)
+    reasons = list(job.events.order_by("created_at", "id").values_list("reason", flat=True))
+    assert reasons == ["Created", "Started", "FollowedAgain", "Succeeded"]
+
+
+def test_a_job_a_worker_elsewhere_left_alone_is_followed_again_without_a_gap_it_cannot_know(
+    db,
+    runner_settings,  # noqa: F811
+    tmp_path,
+):
+    """Left alone while a worker elsewhere held the lease (NotFollowed), the job went
+    unfollowed far longer than the lease's last gap: the seconds are not said then."""
+    job = submit(_owner(), make_spec(UNTIL_THE_GATE_OPENS))
+    here = runner_settings.LOCAL_RUN_DIR
+    run_until(Worker(), lambda: job.replicas.filter(status="running").exists())
+    runner_settings.LOCAL_RUN_DIR = tmp_path / "runs-elsewhere"  # a standby's, which takes over
+    Worker().note_runs_elsewhere()
+    runner_settings.LOCAL_RUN_DIR = here  # and back where the job runs
+
+    Worker().note_followed_again(unfollowed_seconds=4)
+
+    [event] = job.events.filter(reason="FollowedAgain")
+    with translation.override("en"):
+        assert event.message_shown.startswith(
+            "A worker (job scheduler) took over and follows this job again: what its replicas "
+            "did while no worker followed them"
+        )
+    assert list(job.events.values_list("reason", flat=True))[-2:] == [
+        "NotFollowed",
+        "FollowedAgain",
+    ]
+    open_gate(runner_settings)
 
 
 # -- One clock --------------------------------------------------------------------------
