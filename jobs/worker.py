@@ -598,6 +598,9 @@ class Worker:
 # How the console's worker names itself to django-tasks-db (plus its pid).
 CONSOLE_TASK_WORKER = "console-worker-"
 TASK_THREADS_STARTED = itertools.count(1)
+# The worker ids of this process's task threads still running: one a lease lost stopped may
+# still be sending a slow mail (it is waited for 10 s), and its task is not left behind.
+task_threads_alive: set[str] = set()
 
 
 class TaskThread(threading.Thread):
@@ -621,6 +624,10 @@ class TaskThread(threading.Thread):
             worker_id=f"{CONSOLE_TASK_WORKER}{os.getpid()}-{next(TASK_THREADS_STARTED)}",
             excluded_queue_names=[],
         )
+
+    def start(self) -> None:
+        task_threads_alive.add(self.db_worker.worker_id)  # from now on (run says when it ends)
+        super().start()
 
     def run(self) -> None:
         failed = False
@@ -647,6 +654,7 @@ class TaskThread(threading.Thread):
                         if database_unreachable_reason() is None:
                             break
         finally:
+            task_threads_alive.discard(self.db_worker.worker_id)
             connections.close_all()  # this thread's; they outlive requests (CONN_MAX_AGE)
 
     def stop(self) -> None:
@@ -660,8 +668,10 @@ def requeue_interrupted_tasks(*, worker_id: str = "") -> int:
     Called once this process holds the worker lock, so no other console worker runs: a
     task one of them left Running will never finish. Delivered again rather than dropped,
     because a repeated alert is better than a missing one (it may have gone out just before
-    the kill). Tasks a separate `manage.py db_worker` claimed are left to it. With
-    `worker_id`, only those of that task thread (TaskThread.run, after an error)."""
+    the kill). Tasks a separate `manage.py db_worker` claimed are left to it, and so are
+    those a task thread of this process still runs (one stopped when the lease was lost, not
+    yet through its task: queued again, it went out twice). With `worker_id`, only those of
+    that task thread (TaskThread.run, after an error)."""
     from django_tasks_db.models import DBTaskResult
 
     stuck = [
@@ -672,6 +682,7 @@ def requeue_interrupted_tasks(*, worker_id: str = "") -> int:
             result.worker_ids[-1] == worker_id
             if worker_id
             else result.worker_ids[-1].startswith(CONSOLE_TASK_WORKER)
+            and result.worker_ids[-1] not in task_threads_alive
         )
     ]
     if stuck:

@@ -268,6 +268,39 @@ def test_an_alert_a_killed_worker_left_running_is_delivered_by_the_next_worker(
     assert (mine.status, theirs.status) == ("SUCCESSFUL", "RUNNING")
 
 
+def test_a_task_a_task_thread_of_this_process_still_runs_is_not_queued_again(
+    transactional_db, settings
+):
+    # Review 25: a lost lease stops the task thread and waits 10 s for it; one still sending
+    # a slow mail then had its task queued again when the lease was taken back, and the mail
+    # went out twice. The task of a console worker that is gone is queued again, as before.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.tasks import mail_owner
+    from jobs.worker import requeue_interrupted_tasks
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    mail_owner.enqueue(job_id=999999, subject="being sent", body="b")
+    mail_owner.enqueue(job_id=999999, subject="left by a killed worker", body="b")
+    being_sent, left = DBTaskResult.objects.order_by("enqueued_at")
+    thread = TaskThread(0.05)
+    being_sent.claim(thread.db_worker.worker_id)  # what the thread is running
+    left.claim("console-worker-4242")
+    thread.start()
+    try:
+        requeued = requeue_interrupted_tasks()
+    finally:
+        thread.stop()
+        thread.join(timeout=30)
+
+    assert not thread.is_alive()
+    assert requeued == 1
+    being_sent.refresh_from_db()
+    left.refresh_from_db()
+    assert being_sent.status == "RUNNING"
+    assert left.status in ("READY", "SUCCESSFUL")  # queued again (the thread may have run it)
+
+
 @pytest.mark.skipif(
     connection.vendor != "sqlite", reason="the refusing database is a SQLite trigger (RAISE(ABORT))"
 )
