@@ -382,6 +382,8 @@ SESSION_COOKIE_HTTPONLY = True
 HTTPS = envbool("HTTPS", "false")
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = HTTPS
+# Django's page expired, but the 503 page while the database cannot be reached (review 25).
+CSRF_FAILURE_VIEW = "jobs.http.csrf_failure"
 SECURE_HSTS_SECONDS = 31536000 if HTTPS else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 if HTTPS:

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from jobs import accounts, health_views, usage_views
-from jobs.http import bad_request
+from jobs.http import bad_request, page_not_found, permission_denied
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -34,3 +34,7 @@ urlpatterns = [
 
 # A request by a host ALLOWED_HOSTS does not list says so, not "the form may be too large".
 handler400 = bad_request
+# The pages not found and forbidden as Django's, but the 503 page while the database cannot be
+# reached (they read the user from it: jobs.http.unless_database_unreachable).
+handler403 = permission_denied
+handler404 = page_not_found

@@ -39,11 +39,14 @@ Decisions (README "Scripts and SDKs"):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import math
 import re
+import socket
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -97,6 +100,8 @@ CLIENT_TOKEN_HOURS = 24
 # The largest body left unread by a refusal that is read to its end so the client's
 # connection stays usable (_drain_unread_body): four times Django's 2.5 MB limit.
 UNREAD_BODY_DRAINED_MAX = 10 * 1024 * 1024
+# The longest the API reads a body it refused unread (gunicorn's own drain waits as long).
+UNREAD_BODY_DRAIN_SECONDS = 5.0
 DEFAULT_PAGE_SIZE = 10  # AIHC's default
 MAX_PAGE_SIZE = 1000
 DEFAULT_LOG_LINES = 1000
@@ -206,11 +211,33 @@ def _drain_unread_body(request: HttpRequest) -> None:
         return
     if not 0 < length <= UNREAD_BODY_DRAINED_MAX:
         return
+    # Found in review 25: a client sending its body slowly (a byte a second: 10 MB in 116
+    # days) held this server thread as long as it went on, and needed no valid key to. A
+    # socket timeout bounds each wait for data, not the whole; past UNREAD_BODY_DRAIN_SECONDS
+    # the socket's reading side is shut instead, which ends the read at once: the answer is
+    # still sent, and the connection is closed after it (as after a body over the most).
+    sock = request.META.get("gunicorn.socket")
+    watchdog = (
+        threading.Timer(UNREAD_BODY_DRAIN_SECONDS, _stop_reading, args=(sock,))
+        if isinstance(sock, socket.socket)
+        else None
+    )
+    if watchdog is not None:
+        watchdog.daemon = True
+        watchdog.start()
     try:
         while request.read(64 * 1024):  # an empty read: the body has been read to its end
             pass
-    except OSError:  # the client went away: nothing left to keep the connection for
+    except Exception:  # the client went away, or the read was shut: nothing left to drop
         pass
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
+
+
+def _stop_reading(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # closed meanwhile
+        sock.shutdown(socket.SHUT_RD)
 
 
 def bad_request_answer(request: HttpRequest, exception: Exception | None) -> JsonResponse:

@@ -18,6 +18,8 @@ from django.http import (
 from django.shortcuts import resolve_url
 from django.template import loader
 from django.utils import translation
+from django.views import csrf as django_csrf_views
+from django.views import defaults as django_defaults
 from django_htmx.middleware import HtmxDetails
 
 from .health import database_unreachable_reason
@@ -137,27 +139,58 @@ class DatabaseUnreachableMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, DatabaseLibraryError):
             return None
-        reason = database_unreachable_reason()
-        if reason is None:
-            return None
-        logger.error(
-            "the database cannot be reached (%s %s): %s", request.method, request.path, reason
-        )
-        from .api_v2 import is_api_call
+        return database_unreachable_response(request)
 
-        if is_api_call(request):
-            # v1's paths and a v2 call at the console's root (until lang24 a v2 call got the
-            # page): the API's JSON error, in the API's language.
-            from .api_views import database_unreachable_answer
 
-            response: HttpResponse = database_unreachable_answer(request)
-        else:
-            # Rendered without the request: its user and session are read from the database,
-            # and so is the language a logged-in user chose. The language cookie (the 中文/EN
-            # switch sets it), else the browser's Accept-Language, else LANGUAGE_CODE, as
-            # LocaleMiddleware picks a page's language without reading the database.
-            with translation.override(translation.get_language_from_request(request)):
-                body = loader.render_to_string("503_database.html")
-            response = HttpResponse(body, status=503)
-        response["Retry-After"] = "30"
-        return response
+def database_unreachable_response(request: HttpRequest) -> HttpResponse | None:
+    """The 503 answer (logged) when the database cannot be reached now; None when it can, and
+    a database error was then one of a query, left to Django's 500 handling."""
+    reason = database_unreachable_reason()
+    if reason is None:
+        return None
+    logger.error("the database cannot be reached (%s %s): %s", request.method, request.path, reason)
+    from .api_v2 import is_api_call
+
+    if is_api_call(request):
+        # v1's paths and a v2 call at the console's root (until lang24 a v2 call got the
+        # page): the API's JSON error, in the API's language.
+        from .api_views import database_unreachable_answer
+
+        response: HttpResponse = database_unreachable_answer(request)
+    else:
+        # Rendered without the request: its user and session are read from the database,
+        # and so is the language a logged-in user chose. The language cookie (the 中文/EN
+        # switch sets it), else the browser's Accept-Language, else LANGUAGE_CODE, as
+        # LocaleMiddleware picks a page's language without reading the database.
+        with translation.override(translation.get_language_from_request(request)):
+            body = loader.render_to_string("503_database.html")
+        response = HttpResponse(body, status=503)
+    response["Retry-After"] = "30"
+    return response
+
+
+def unless_database_unreachable(
+    handler: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """An error page's view answering the 503 page when the database cannot be reached. The
+    pages not found (404), forbidden (403) and expired (CSRF's 403) show the user in their
+    header, read from the database, and a failure there is no view's for the middleware's
+    process_exception to see. Found in review 25: with the database down, every address not
+    found (a browser's /favicon.ico too) was a 500 and a traceback for a logged-in user."""
+
+    @wraps(handler)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return handler(request, *args, **kwargs)
+        except DatabaseLibraryError:
+            response = database_unreachable_response(request)
+            if response is None:
+                raise
+            return response
+
+    return wrapped
+
+
+page_not_found = unless_database_unreachable(django_defaults.page_not_found)
+permission_denied = unless_database_unreachable(django_defaults.permission_denied)
+csrf_failure = unless_database_unreachable(django_csrf_views.csrf_failure)

@@ -34,6 +34,7 @@ killed at any moment.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import logging
 import os
 import re
@@ -657,6 +658,10 @@ class Worker:
 
 # How the console's worker names itself to django-tasks-db (plus its pid).
 CONSOLE_TASK_WORKER = "console-worker-"
+TASK_THREADS_STARTED = itertools.count(1)
+# The worker ids of this process's task threads still running: one a lease lost stopped may
+# still be sending a slow mail (it is waited for 10 s), and its task is not left behind.
+task_threads_alive: set[str] = set()
 
 
 class TaskThread(threading.Thread):
@@ -675,17 +680,32 @@ class TaskThread(threading.Thread):
             backend_name="default",
             startup_delay=False,
             max_tasks=None,
-            worker_id=f"{CONSOLE_TASK_WORKER}{os.getpid()}",
+            # One of its own a thread (a lease taken again starts another): the thread
+            # requeues what it left Running by it (run), never what another one still runs.
+            worker_id=f"{CONSOLE_TASK_WORKER}{os.getpid()}-{next(TASK_THREADS_STARTED)}",
             excluded_queue_names=[],
         )
 
+    def start(self) -> None:
+        task_threads_alive.add(self.db_worker.worker_id)  # from now on (run says when it ends)
+        super().start()
+
     def run(self) -> None:
+        failed = False
         try:
             while not self.stopped.is_set():
                 try:
+                    if failed:
+                        # A task it was running when the error came stays Running (marking it
+                        # done or failed was refused too), and no runner takes a Running task:
+                        # its alert or mail would wait for the worker's restart. Queued again
+                        # (delivered again rather than lost, as a killed worker's are).
+                        requeue_interrupted_tasks(worker_id=self.db_worker.worker_id)
+                        failed = False
                     self.db_worker.run()
                     break  # it returns when stopped, or after one batch (batch mode)
                 except Exception:
+                    failed = True
                     # Found in QA: the database out of reach for a moment (PostgreSQL
                     # restarted) ended this thread, and every alert and review mail with it,
                     # until the worker itself restarted. It waits for the database instead.
@@ -695,6 +715,7 @@ class TaskThread(threading.Thread):
                         if database_unreachable_reason() is None:
                             break
         finally:
+            task_threads_alive.discard(self.db_worker.worker_id)
             connections.close_all()  # this thread's; they outlive requests (CONN_MAX_AGE)
 
     def stop(self) -> None:
@@ -702,25 +723,38 @@ class TaskThread(threading.Thread):
         self.db_worker.running = False
 
 
-def requeue_interrupted_tasks() -> int:
+def requeue_interrupted_tasks(*, worker_id: str = "") -> int:
     """Alert deliveries a killed worker had started are queued again.
 
     Called once this process holds the worker lock, so no other console worker runs: a
     task one of them left Running will never finish. Delivered again rather than dropped,
     because a repeated alert is better than a missing one (it may have gone out just before
-    the kill). Tasks a separate `manage.py db_worker` claimed are left to it."""
+    the kill). Tasks a separate `manage.py db_worker` claimed are left to it, and so are
+    those a task thread of this process still runs (one stopped when the lease was lost, not
+    yet through its task: queued again, it went out twice). With `worker_id`, only those of
+    that task thread (TaskThread.run, after an error)."""
     from django_tasks_db.models import DBTaskResult
 
     stuck = [
         result.pk
         for result in DBTaskResult.objects.running().only("worker_ids")
-        if result.worker_ids and result.worker_ids[-1].startswith(CONSOLE_TASK_WORKER)
+        if result.worker_ids
+        and (
+            result.worker_ids[-1] == worker_id
+            if worker_id
+            else result.worker_ids[-1].startswith(CONSOLE_TASK_WORKER)
+            and result.worker_ids[-1] not in task_threads_alive
+        )
     ]
     if stuck:
         DBTaskResult.objects.filter(pk__in=stuck, status="RUNNING").update(
             status="READY", started_at=None
         )
-        logger.warning("queued %d alert deliveries again that a stopped worker left", len(stuck))
+        logger.warning(
+            "queued %d alert deliveries again that %s left",
+            len(stuck),
+            "an error" if worker_id else "a stopped worker",
+        )
     return len(stuck)
 
 

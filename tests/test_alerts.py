@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,7 +17,7 @@ from jobs import spec as S
 from jobs.alerts import webhook_url_error
 from jobs.models import JobStatus
 from jobs.runner import attempt_dir
-from jobs.worker import Worker
+from jobs.worker import TaskThread, Worker
 
 from .runner_helpers import (  # noqa: F401
     UNTIL_THE_GATE_OPENS,
@@ -224,13 +226,30 @@ def test_the_ssrf_guard_refuses_loopback_link_local_and_private_destinations(set
     assert webhook_url_error(url) is not None
 
 
+@contextmanager
+def task_thread_running() -> Iterator[TaskThread]:
+    """The worker's task thread in batch mode (it runs what is queued, then ends), in its own
+    thread and connection as in the worker process, stopped and waited for however the test
+    ends: one left running reads the database after the test's access to it has ended
+    (RuntimeError "Database access not allowed" in the thread, session 23's CI), and would
+    run a later test's tasks."""
+    thread = TaskThread(0.05)
+    thread.db_worker.batch = True
+    thread.start()
+    try:
+        yield thread
+    finally:
+        thread.stop()
+        thread.join(timeout=30)
+        assert not thread.is_alive()
+
+
 def test_alerts_queued_in_the_database_are_delivered_by_the_task_worker(
     transactional_db, alice, settings, hook_server
 ):
     from django_tasks_db.models import DBTaskResult
 
     from jobs.alerts import job_alert
-    from jobs.worker import TaskThread
 
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
@@ -240,12 +259,10 @@ def test_alerts_queued_in_the_database_are_delivered_by_the_task_worker(
     assert hook_server.received == []
     assert DBTaskResult.objects.count() == 1
 
-    thread = TaskThread(0.05)
-    thread.db_worker.batch = True  # run what is queued, then return
-    # Its own thread and connection, as in the worker process.
-    thread.start()
-    thread.join(timeout=30)
+    with task_thread_running() as thread:
+        thread.join(timeout=30)
 
+        assert not thread.is_alive()  # its batch ran what was queued, and the thread ended
     assert [r["body"]["message"] for r in hook_server.received] == ["it broke"]
     assert DBTaskResult.objects.get().status == "SUCCESSFUL"
 
@@ -256,7 +273,7 @@ def test_an_alert_a_killed_worker_left_running_is_delivered_by_the_next_worker(
     from django_tasks_db.models import DBTaskResult
 
     from jobs.alerts import job_alert
-    from jobs.worker import TaskThread, requeue_interrupted_tasks
+    from jobs.worker import requeue_interrupted_tasks
 
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
@@ -269,15 +286,89 @@ def test_an_alert_a_killed_worker_left_running_is_delivered_by_the_next_worker(
     theirs.claim("db-worker-elsewhere")
 
     assert requeue_interrupted_tasks() == 1
-    thread = TaskThread(0.05)
-    thread.db_worker.batch = True
-    thread.start()
-    thread.join(timeout=30)
+    with task_thread_running() as thread:
+        thread.join(timeout=30)
 
+        assert not thread.is_alive()
     assert [r["body"]["message"] for r in hook_server.received] == ["it broke"]
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert (mine.status, theirs.status) == ("SUCCESSFUL", "RUNNING")
+
+
+def test_a_task_a_task_thread_of_this_process_still_runs_is_not_queued_again(
+    transactional_db, settings
+):
+    # Review 25: a lost lease stops the task thread and waits 10 s for it; one still sending
+    # a slow mail then had its task queued again when the lease was taken back, and the mail
+    # went out twice. The task of a console worker that is gone is queued again, as before.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.tasks import mail_owner
+    from jobs.worker import requeue_interrupted_tasks
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    mail_owner.enqueue(job_id=999999, subject="being sent", body="b")
+    mail_owner.enqueue(job_id=999999, subject="left by a killed worker", body="b")
+    being_sent, left = DBTaskResult.objects.order_by("enqueued_at")
+    thread = TaskThread(0.05)
+    being_sent.claim(thread.db_worker.worker_id)  # what the thread is running
+    left.claim("console-worker-4242")
+    thread.start()
+    try:
+        requeued = requeue_interrupted_tasks()
+    finally:
+        thread.stop()
+        thread.join(timeout=30)
+
+    assert not thread.is_alive()
+    assert requeued == 1
+    being_sent.refresh_from_db()
+    left.refresh_from_db()
+    assert being_sent.status == "RUNNING"
+    assert left.status in ("READY", "SUCCESSFUL")  # queued again (the thread may have run it)
+
+
+@pytest.mark.skipif(
+    connection.vendor != "sqlite", reason="the refusing database is a SQLite trigger (RAISE(ABORT))"
+)
+def test_a_task_the_database_failed_mid_run_is_run_again_once_the_task_thread_carries_on(
+    transactional_db, settings, caplog
+):
+    # Review 25: the database failing while a task ran (an outage: its end could not be
+    # written, nor its failure) left it Running, which no runner takes: its alert or mail
+    # waited for the worker's restart, though the thread carried on after the outage.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.tasks import mail_owner
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    mail_owner.enqueue(job_id=999999, subject="s", body="b")  # a job deleted: nothing sent
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TRIGGER refuse_ends BEFORE UPDATE ON django_tasks_database_dbtaskresult "
+            "WHEN NEW.status IN ('SUCCESSFUL', 'FAILED') "
+            "BEGIN SELECT RAISE(ABORT, 'the database went away'); END"
+        )
+    try:
+        with task_thread_running() as thread:
+            deadline = time.monotonic() + 30
+            while "running queued tasks failed" not in caplog.text:
+                assert time.monotonic() < deadline, "the task thread's error was never logged"
+                time.sleep(0.02)
+            assert DBTaskResult.objects.get().status == "RUNNING"
+            with connection.cursor() as cursor:
+                cursor.execute("DROP TRIGGER refuse_ends")  # the database is back
+            thread.join(timeout=30)
+
+            assert not thread.is_alive()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER IF EXISTS refuse_ends")
+    result = DBTaskResult.objects.get()
+    assert result.status == "SUCCESSFUL"
+    assert len(result.worker_ids) == 2  # claimed again by the same thread after the error
+    assert len(set(result.worker_ids)) == 1
 
 
 @pytest.mark.skipif(

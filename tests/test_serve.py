@@ -403,3 +403,63 @@ from jobs.api_keys import api_key_create
 key, secret = api_key_create(owner=get_user_model().objects.create_user("alice"))
 print(key.access_key_id, secret)
 """
+
+
+def test_a_refused_body_sent_a_byte_at_a_time_holds_the_server_thread_a_few_seconds_only(
+    tmp_path, settings
+):
+    """Review 25: the API read a body it had refused (unsigned here) to its end, up to 10 MB,
+    however slowly it came: a client sending a byte at a time held a server thread as long as
+    it went on. With one thread, any other request waited all that time."""
+    import threading
+
+    from jobs.api_views import UNREAD_BODY_DRAIN_SECONDS
+
+    settings.WEB_WORKERS = 1
+    settings.WEB_THREADS = 1
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path), "CONSOLE_VAR_DIR": str(tmp_path / "var")}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    command = gunicorn_command(python=sys.executable, host="127.0.0.1", port=str(port))
+    server = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    stop_sending = threading.Event()
+    slow = socket.socket()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=2):
+                    break
+            except OSError:
+                assert server.poll() is None, "gunicorn exited"
+                assert time.monotonic() < deadline, "gunicorn never answered"
+                time.sleep(0.2)
+        slow.connect(("127.0.0.1", port))
+        slow.sendall(
+            f"POST /api/v1/aijobs?resourcePoolId=local HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{".encode()
+        )
+
+        def trickle() -> None:
+            while not stop_sending.wait(0.2):
+                try:
+                    slow.send(b" ")
+                except OSError:
+                    return
+
+        threading.Thread(target=trickle, daemon=True).start()
+        time.sleep(0.5)  # the refusal's drain has begun
+        started = time.monotonic()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/login/", timeout=30) as page:
+            status = page.status
+        waited = time.monotonic() - started
+    finally:
+        stop_sending.set()
+        slow.close()
+        server.terminate()
+        server.wait(timeout=30)
+
+    assert status == 200
+    assert waited < UNREAD_BODY_DRAIN_SECONDS + 3
