@@ -54,10 +54,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 
 from .health import WorkerIdentity, WorkerState, holds_lease, problem_recorded, worker_state
-from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
+from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
-from .spec import SpecError
+from .spec import SpecError, parse_document
 from .texts import display_text, recorded, source_of
 
 if TYPE_CHECKING:
@@ -125,14 +125,7 @@ def dispatch_local(
     capacity = current_capacity()
     held: str | None = None  # why no job may start for want of disk space
     disk_measured = False
-    group_running: Counter[int] = Counter(
-        dict(
-            Job.objects.filter(group__isnull=False, status__in=ACTIVE_STATUSES)
-            .values_list("group")
-            .annotate(n=Count("id"))
-            .values_list("group", "n")
-        )
-    )
+    group_running = _group_running()
     group_caps: dict[int, int] = {}
     usage = local_usage()  # per owner, kept current as this pass starts jobs
     limits: dict[int, list[Limit]] = {}  # per owner, read when one of their jobs comes up
@@ -206,6 +199,84 @@ def dispatch_local(
         elif worker is not None and not _still_holds(worker):
             break  # taken over: the new holder makes the passes from now on
     return started
+
+
+def idle_after_next_pass() -> dict[str, list[int]]:
+    """The cards of each type the next scheduling pass leaves idle: those no dispatched job
+    holds, less those it hands the Queued jobs whose turn it is (dispatch_local's order and
+    rules, read only: nothing is said, failed or started).
+
+    This is the local pool's idle figure (the wizard's, the review's "fits now", 资源池, the
+    API's). Cards a Queued job is about to get are not idle: counted as idle, two people
+    submitting standalone jobs for the last cards between two passes (or while the worker
+    is down) were both told they fit, and the second one's job then waited behind the first
+    one's, which a standalone job is refused rather than made to do.
+
+    Two queries when nothing is queued (the cards held, the queued jobs); else the queued
+    jobs are read in one query, in order, until no card is left to give, and, once when
+    first needed, the running tasks of queue groups and whether any card quota exists; with
+    quotas, what owners hold and each owner's quota (one query per owner reached)."""
+    from .runner import current_capacity, requirement
+
+    capacity = current_capacity()
+    group_running: Counter[int] | None = None
+    quotas: bool | None = None  # whether any card quota exists (most consoles have none)
+    usage: dict[int, Usage] | None = None
+    limits: dict[int, list[Limit]] = {}
+    blocked: set[str] = set()
+    rows = (
+        Job.objects.filter(backend="local", status=JobStatus.QUEUED)
+        .annotate(rank=PRIORITY_RANK)
+        .order_by("queue", "rank", "created_at", "id")
+        .values_list("queue", "group_id", "group__concurrency", "owner_id", "spec")
+    )
+    for queue, group_id, concurrency, owner_id, document in rows.iterator(chunk_size=200):
+        if not any(capacity.free_devices.values()) or (
+            capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS
+        ):
+            break  # no card is left to give, whatever the rest ask for
+        if queue in blocked:
+            continue
+        if group_id is not None:
+            if group_running is None:
+                group_running = _group_running()
+            if group_running[group_id] >= (concurrency or 1):
+                continue
+        try:
+            need = requirement(parse_document(document))
+        except SpecError:
+            continue  # the pass fails it
+        if capacity.impossible(need):
+            continue  # the pass fails it
+        if quotas is None:
+            quotas = CardQuota.objects.exists()
+        if quotas:
+            if usage is None:
+                usage = local_usage()
+            if owner_id not in limits:
+                limits[owner_id] = quota_limits(owner_id)
+            if excesses(limits[owner_id], usage.get(owner_id, Usage()), need.cards):
+                continue  # set aside for its owner's quota, without blocking its queue
+        if capacity.allocate(need) is None:
+            blocked.add(queue)
+            continue
+        if usage is not None:
+            usage.setdefault(owner_id, Usage()).add(need.cards)
+        if group_id is not None and group_running is not None:
+            group_running[group_id] += 1
+    return capacity.free_devices
+
+
+def _group_running() -> Counter[int]:
+    """Per queue group, how many of its tasks hold cards now."""
+    return Counter(
+        dict(
+            Job.objects.filter(group__isnull=False, status__in=ACTIVE_STATUSES)
+            .values_list("group")
+            .annotate(n=Count("id"))
+            .values_list("group", "n")
+        )
+    )
 
 
 def _still_holds(worker: WorkerIdentity) -> bool:

@@ -47,6 +47,7 @@ from .backends import (
     get_backend,
     request_json,
 )
+from .locks import local_cards_locked
 from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
@@ -1239,21 +1240,45 @@ def pool_refusals(
     standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
     if standalone and not pool.error and spec.counts_in_range():
         for card, wanted, idle in shortfall(spec, pool):
-            errors.setdefault("submission.mode", []).append(
-                ngettext(
-                    "A standalone job needs %(wanted)d %(card)s card but the pool has %(idle)d "
-                    "idle now; lower the cards or submit it as a queue task, which waits for it.",
-                    "A standalone job needs %(wanted)d %(card)s cards but the pool has %(idle)d "
-                    "idle now; lower the cards or submit it as a queue task, which waits for "
-                    "them.",
-                    wanted,
-                )
-                % {"wanted": wanted, "card": card, "idle": idle}
-            )
+            errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
     if owner is not None and pool.backend == "local" and spec.counts_in_range():
         for path, message in quota_refusals(spec, owner, standalone=standalone):
             errors.setdefault(path, []).append(message)
     return errors
+
+
+def _shortfall_message(card: str, wanted: int, idle: int) -> str:
+    return ngettext(
+        "A standalone job needs %(wanted)d %(card)s card but the pool has %(idle)d "
+        "idle now; lower the cards or submit it as a queue task, which waits for it.",
+        "A standalone job needs %(wanted)d %(card)s cards but the pool has %(idle)d "
+        "idle now; lower the cards or submit it as a queue task, which waits for "
+        "them.",
+        wanted,
+    ) % {"wanted": wanted, "card": card, "idle": idle}
+
+
+def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
+    """What refuses a standalone local job now, read again inside the transaction that
+    creates it, under the local pool's cards lock (jobs.locks.local_cards_locked): its cards
+    idle once the Queued jobs whose turn it is have theirs, and its owner's quota with what
+    their running jobs hold. The review's check was made before that transaction: two people
+    submitting for the last cards at the same instant both passed it, and both jobs were
+    created (the second then waited, as a standalone job must not). Empty for any other
+    job."""
+    from .scheduler import idle_after_next_pass
+
+    local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
+    if not local or not spec.counts_in_range():
+        return []
+    local_cards_locked()
+    free = idle_after_next_pass()
+    refusals = [
+        _shortfall_message(card, wanted, len(free.get(card, [])))
+        for card, wanted in spec.accelerators_by_type().items()
+        if wanted > len(free.get(card, []))
+    ]
+    return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True)]
 
 
 def quota_refusals(spec: S.JobSpec, owner: Any, *, standalone: bool) -> list[tuple[str, str]]:
@@ -1886,6 +1911,10 @@ def draft_submit(*, draft: Draft) -> list[Job]:
         raise WizardError(problems)
     assert state.pool is not None  # a pool error would be among the problems
     with transaction.atomic():
+        if state.pool.backend == "local":
+            claim = standalone_claim_refusals(spec=assembly.spec, owner=draft.owner)
+            if claim:
+                raise WizardError([(locate("submission.mode", assembly.rows), m) for m in claim])
         jobs = jobs_submit(
             owner=draft.owner,
             spec=assembly.spec,
