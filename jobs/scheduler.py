@@ -35,6 +35,7 @@ Rules (decisions):
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -202,9 +203,26 @@ def dispatch_local(
 
 
 def idle_after_next_pass() -> dict[str, list[int]]:
-    """The cards of each type the next scheduling pass leaves idle: those no dispatched job
-    holds, less those it hands the Queued jobs whose turn it is (dispatch_local's order and
-    rules, read only: nothing is said, failed or started).
+    """The cards of each type the next scheduling pass leaves idle (next_pass)."""
+    return next_pass().free
+
+
+@dataclass(frozen=True)
+class NextPass:
+    """What the next scheduling pass would do, read only (next_pass)."""
+
+    free: dict[str, list[int]]  # the cards it leaves idle, per type
+    # Per queue, the priority rank (RANKS) of the job that blocks it: a job of that rank or a
+    # lower priority, submitted now, would wait behind it (no back-filling).
+    blocked: dict[str, int]
+
+
+def next_pass() -> NextPass:
+    """What the next scheduling pass would do (dispatch_local's order and rules, read only:
+    nothing is said, failed or started): the cards of each type it leaves idle, those no
+    dispatched job holds less those it hands the Queued jobs whose turn it is, and the queues
+    a job too big for the cards left blocks (found until no card is left: past that, a job
+    asking for cards waits anyway).
 
     This is the local pool's idle figure (the wizard's, the review's "fits now", 资源池, the
     API's). Cards a Queued job is about to get are not idle: counted as idle, two people
@@ -223,14 +241,14 @@ def idle_after_next_pass() -> dict[str, list[int]]:
     quotas: bool | None = None  # whether any card quota exists (most consoles have none)
     usage: dict[int, Usage] | None = None
     limits: dict[int, list[Limit]] = {}
-    blocked: set[str] = set()
+    blocked: dict[str, int] = {}
     rows = (
         Job.objects.filter(backend="local", status=JobStatus.QUEUED)
         .annotate(rank=PRIORITY_RANK)
         .order_by("queue", "rank", "created_at", "id")
-        .values_list("queue", "group_id", "group__concurrency", "owner_id", "spec")
+        .values_list("queue", "rank", "group_id", "group__concurrency", "owner_id", "spec")
     )
-    for queue, group_id, concurrency, owner_id, document in rows.iterator(chunk_size=200):
+    for queue, rank, group_id, concurrency, owner_id, document in rows.iterator(chunk_size=200):
         if not any(capacity.free_devices.values()) or (
             capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS
         ):
@@ -258,13 +276,13 @@ def idle_after_next_pass() -> dict[str, list[int]]:
             if excesses(limits[owner_id], usage.get(owner_id, Usage()), need.cards):
                 continue  # set aside for its owner's quota, without blocking its queue
         if capacity.allocate(need) is None:
-            blocked.add(queue)
+            blocked[queue] = rank
             continue
         if usage is not None:
             usage.setdefault(owner_id, Usage()).add(need.cards)
         if group_id is not None and group_running is not None:
             group_running[group_id] += 1
-    return capacity.free_devices
+    return NextPass(free=capacity.free_devices, blocked=blocked)
 
 
 def _group_running() -> Counter[int]:

@@ -51,6 +51,7 @@ from .locks import local_cards_locked
 from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
+from .scheduler import RANKS, NextPass, next_pass
 from .services import jobs_submit
 from .summary import spec_changes
 from .volume_access import GroupNames, pool_for_user, volume_refusals
@@ -1239,8 +1240,12 @@ def pool_refusals(
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
     standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
     if standalone and not pool.error and spec.counts_in_range():
-        for card, wanted, idle in shortfall(spec, pool):
+        short = shortfall(spec, pool)
+        for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
+        if not short and pool.backend == "local":
+            for message in _queue_blocked(spec, next_pass()):
+                errors.setdefault("submission.mode", []).append(message)
     if owner is not None and pool.backend == "local" and spec.counts_in_range():
         for path, message in quota_refusals(spec, owner, standalone=standalone):
             errors.setdefault(path, []).append(message)
@@ -1258,6 +1263,22 @@ def _shortfall_message(card: str, wanted: int, idle: int) -> str:
     ) % {"wanted": wanted, "card": card, "idle": idle}
 
 
+def _queue_blocked(spec: S.JobSpec, plan: NextPass) -> list[str]:
+    """A standalone local job that would wait behind a job its queue's first (no job passes
+    it, however few cards it asks): the idle cards are there, but not for it."""
+    blocker = plan.blocked.get(spec.queue)
+    if blocker is None or blocker > RANKS.get(spec.priority, 2):
+        return []
+    return [
+        _(
+            "A standalone job must start now, but queue “%(queue)s” waits for a job before it "
+            "that needs more cards than are idle, and no job of its priority or lower passes "
+            "it; submit it as a queue task, which waits its turn, or choose another queue."
+        )
+        % {"queue": spec.queue}
+    ]
+
+
 def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
     """What refuses a standalone local job now, read again inside the transaction that
     creates it, under the local pool's cards lock (jobs.locks.local_cards_locked): its cards
@@ -1266,18 +1287,18 @@ def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
     submitting for the last cards at the same instant both passed it, and both jobs were
     created (the second then waited, as a standalone job must not). Empty for any other
     job."""
-    from .scheduler import idle_after_next_pass
-
     local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
     if not local or not spec.counts_in_range():
         return []
     local_cards_locked()
-    free = idle_after_next_pass()
+    plan = next_pass()
     refusals = [
-        _shortfall_message(card, wanted, len(free.get(card, [])))
+        _shortfall_message(card, wanted, len(plan.free.get(card, [])))
         for card, wanted in spec.accelerators_by_type().items()
-        if wanted > len(free.get(card, []))
+        if wanted > len(plan.free.get(card, []))
     ]
+    if not refusals:
+        refusals = _queue_blocked(spec, plan)
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True)]
 
 

@@ -21,6 +21,7 @@ from tests.test_concurrent_limits import at_once
 from tests.test_wizard import (
     V100,
     _local_pool,  # noqa: F401 (autouse fixture)
+    basic_data,
     complete_steps,
     field_errors,
     new_draft,
@@ -166,3 +167,30 @@ def test_two_standalone_submits_at_the_same_instant_for_the_last_cards_make_one_
     assert Job.objects.count() == 1
     loser = {"alice", "bob"} - {made[0][0].owner.username}
     assert W.Draft.objects.get(owner__username__in=loser).submitted_at is None
+
+
+def test_a_standalone_job_is_refused_when_its_queue_waits_for_a_bigger_job_before_it(alice, bob):
+    _running(bob, [0, 1, 2])  # 1 V100 idle
+    bob_client, alice_client = _client(bob), _client(alice)
+    waits = _four_v100_draft(bob_client, mode="queue")
+    bob_client.post(reverse("wizard-submit", args=[waits.id]))
+    one_card = resources_data([role("master", 1, card=V100, cards=1)])
+    normal, high = new_draft(alice_client), new_draft(alice_client)
+    complete_steps(alice_client, normal, upto=W.SUBMISSION, **{W.RESOURCES: one_card})
+    complete_steps(
+        alice_client,
+        high,
+        upto=W.SUBMISSION,
+        **{W.RESOURCES: one_card, W.BASIC: basic_data(priority="high")},
+    )
+
+    refused = post_step(alice_client, normal, W.SUBMISSION, submission_data())
+    ahead = post_step(alice_client, high, W.SUBMISSION, submission_data())
+
+    # The card is idle, but Bob's job is first in the queue and no job passes it.
+    assert W.idle_for(W.find_pool("local"), V100) == 1
+    assert any(
+        "queue “default” waits for a job before it that needs more cards than are idle" in m
+        for m in field_errors(refused, "id_mode")
+    ), field_errors(refused, "id_mode")
+    assert ahead.status_code == 302  # a high-priority job goes before Bob's normal one
