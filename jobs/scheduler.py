@@ -215,6 +215,10 @@ class NextPass:
     # Per queue, the priority rank (RANKS) of the job that blocks it: a job of that rank or a
     # lower priority, submitted now, would wait behind it (no back-filling).
     blocked: dict[str, int]
+    # Per owner, what their jobs hold once it has started its jobs (card quotas count them);
+    # None where it read no usage (no quota exists, or nothing is queued): jobs.quotas'
+    # local_usage is then what holds.
+    usage: dict[int, Usage] | None = None
 
 
 def next_pass() -> NextPass:
@@ -282,7 +286,7 @@ def next_pass() -> NextPass:
             usage.setdefault(owner_id, Usage()).add(need.cards)
         if group_id is not None and group_running is not None:
             group_running[group_id] += 1
-    return NextPass(free=capacity.free_devices, blocked=blocked)
+    return NextPass(free=capacity.free_devices, blocked=blocked, usage=usage)
 
 
 def _group_running() -> Counter[int]:

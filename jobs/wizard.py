@@ -1239,15 +1239,19 @@ def pool_refusals(
             errors.setdefault(path, []).extend(messages)
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
     standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
+    local = pool.backend == "local" and spec.counts_in_range()
+    # What the scheduler's next pass does with the jobs queued already (read for a
+    # standalone local job only): the queue it would wait in, the quota they take.
+    plan = next_pass() if standalone and local else None
     if standalone and not pool.error and spec.counts_in_range():
         short = shortfall(spec, pool)
         for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
-        if not short and pool.backend == "local":
-            for message in _queue_blocked(spec, next_pass()):
+        if not short and plan is not None:
+            for message in _queue_blocked(spec, plan):
                 errors.setdefault("submission.mode", []).append(message)
-    if owner is not None and pool.backend == "local" and spec.counts_in_range():
-        for path, message in quota_refusals(spec, owner, standalone=standalone):
+    if owner is not None and local:
+        for path, message in quota_refusals(spec, owner, standalone=standalone, plan=plan):
             errors.setdefault(path, []).append(message)
     return errors
 
@@ -1299,13 +1303,17 @@ def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
     ]
     if not refusals:
         refusals = _queue_blocked(spec, plan)
-    return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True)]
+    return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
 
 
-def quota_refusals(spec: S.JobSpec, owner: Any, *, standalone: bool) -> list[tuple[str, str]]:
+def quota_refusals(
+    spec: S.JobSpec, owner: Any, *, standalone: bool, plan: NextPass | None = None
+) -> list[tuple[str, str]]:
     """(spec path, message) for each limit of the owner's quota the job goes over: alone
     (it could never start; on its cards, or on the pool for a running-jobs limit of 0), or,
-    for a standalone job, with what the owner's running jobs hold now."""
+    for a standalone job, with what the owner's running jobs hold now, and those of their
+    Queued jobs the scheduler's next pass starts (`plan`): a second standalone job sent
+    before the first one started was let through, then waited for its owner's quota."""
     limits = quota_limits(owner)
     if not limits:
         return []
@@ -1315,7 +1323,10 @@ def quota_refusals(spec: S.JobSpec, owner: Any, *, standalone: bool) -> list[tup
         return [(_quota_path(spec, e), _never_message(e)) for e in never]
     if not standalone:
         return []
-    usage = local_usage(owner=owner).get(owner.pk, Usage())
+    if plan is not None and plan.usage is not None:
+        usage = plan.usage.get(owner.pk, Usage())
+    else:
+        usage = local_usage(owner=owner).get(owner.pk, Usage())
     return [("submission.mode", _standalone_message(e)) for e in excesses(limits, usage, need)]
 
 

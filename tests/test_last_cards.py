@@ -194,3 +194,25 @@ def test_a_standalone_job_is_refused_when_its_queue_waits_for_a_bigger_job_befor
         for m in field_errors(refused, "id_mode")
     ), field_errors(refused, "id_mode")
     assert ahead.status_code == 302  # a high-priority job goes before Bob's normal one
+
+
+def test_a_second_standalone_job_is_refused_the_quota_a_queued_one_is_about_to_take(alice):
+    from jobs.models import CardQuota
+
+    CardQuota.objects.create(user=alice, card_type=V100, max_cards=2)
+    alice_client = _client(alice)
+    two_cards = {W.RESOURCES: resources_data([role("master", 1, card=V100, cards=2)])}
+    first, second = new_draft(alice_client), new_draft(alice_client)
+    complete_steps(alice_client, first, **two_cards)
+    complete_steps(alice_client, second, upto=W.SUBMISSION, **two_cards)
+    alice_client.post(reverse("wizard-submit", args=[first.id]))  # Queued, about to start
+
+    refused = post_step(alice_client, second, W.SUBMISSION, submission_data())
+    as_queue_task = post_step(alice_client, second, W.SUBMISSION, submission_data(mode="queue"))
+
+    # 2 V100 are still idle, but the first job takes Alice's whole quota when it starts.
+    assert W.idle_for(W.find_pool("local"), V100) == 2
+    assert any(
+        "your quota is 2 × baidu.com/v100_32g_cgpu" in m for m in field_errors(refused, "id_mode")
+    ), field_errors(refused, "id_mode")
+    assert as_queue_task.status_code == 302
