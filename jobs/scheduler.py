@@ -34,12 +34,14 @@ Rules (decisions):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models import (
     Case,
     Count,
@@ -246,13 +248,7 @@ def next_pass() -> NextPass:
     usage: dict[int, Usage] | None = None
     limits: dict[int, list[Limit]] = {}
     blocked: dict[str, int] = {}
-    rows = (
-        Job.objects.filter(backend="local", status=JobStatus.QUEUED)
-        .annotate(rank=PRIORITY_RANK)
-        .order_by("queue", "rank", "created_at", "id")
-        .values_list("queue", "rank", "group_id", "group__concurrency", "owner_id", "spec")
-    )
-    for queue, rank, group_id, concurrency, owner_id, document in rows.iterator(chunk_size=200):
+    for queue, rank, group_id, concurrency, owner_id, document in _queued_local_rows():
         if not any(capacity.free_devices.values()) or (
             capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS
         ):
@@ -287,6 +283,39 @@ def next_pass() -> NextPass:
         if group_id is not None and group_running is not None:
             group_running[group_id] += 1
     return NextPass(free=capacity.free_devices, blocked=blocked, usage=usage)
+
+
+def _queued_local_rows() -> Iterator[tuple[str, int, int | None, int | None, int, Any]]:
+    """(queue, priority rank, group id, group concurrency, owner id, stored spec) of each
+    Queued local job, in dispatch_local's order, read in batches.
+
+    One plain SELECT on the connection's cursor, the spec decoded as the ORM's JSONField
+    does (jobs.runner.held_by_active_runs does the same): the idle count is polled every few
+    seconds, and through the ORM building and compiling this query cost ~0.9 ms, most of the
+    idle-count partial, also when no job is queued."""
+    alias = router.db_for_read(Job)
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    job, group = Job._meta, JobGroup._meta
+
+    def col(name: str) -> str:
+        return f"j.{quote(job.get_field(name).column)}"
+
+    sql = (
+        f"SELECT {col('queue')}, CASE {col('priority')} "
+        f"WHEN %s THEN {RANKS['high']} WHEN %s THEN {RANKS['normal']} ELSE 2 END, "
+        f"{col('group')}, g.{quote(group.get_field('concurrency').column)}, {col('owner')}, "
+        f"{col('spec')} FROM {quote(job.db_table)} j LEFT OUTER JOIN {quote(group.db_table)} g "
+        f"ON {col('group')} = g.{quote(group.pk.column)} "
+        f"WHERE {col('backend')} = %s AND {col('status')} = %s "
+        f"ORDER BY 1, 2, {col('created_at')}, j.{quote(job.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ["high", "normal", "local", JobStatus.QUEUED])
+        while batch := cursor.fetchmany(200):
+            for queue, rank, group_id, concurrency, owner_id, spec in batch:
+                document = json.loads(spec) if isinstance(spec, str) else spec
+                yield queue, rank, group_id, concurrency, owner_id, document
 
 
 def _group_running() -> Counter[int]:
