@@ -1,6 +1,8 @@
-"""Two people at the review of a standalone job for the pool's last cards, in a browser: both
-are told it fits, both press 提交; one gets the job, the other's page says why, with the
-numbers, and keeps the draft; 资源池 shows the cards taken before the job starts."""
+"""Standalone jobs and the local pool's last cards, in a browser. Two people at the review of
+a standalone job for the last cards: both are told it fits, both press 提交; one gets the
+job, the other's page says why, with the numbers, and keeps the draft; 资源池 shows the cards
+taken before the job starts. And a standalone job whose queue waits for a bigger job before
+it is refused on 投递方式, since it would wait too."""
 
 from __future__ import annotations
 
@@ -76,3 +78,49 @@ def test_of_two_people_submitting_for_the_last_cards_one_gets_the_job_and_the_ot
     ).to_have_text("0")
     for page in pages.values():
         page.context.close()
+
+
+def test_a_standalone_job_whose_queue_waits_for_a_bigger_job_is_refused_on_the_submission_step(
+    browser, live_server, transactional_db, alice, bob
+):
+    from jobs import spec as S
+    from jobs.models import LocalRun
+    from jobs.services import jobs_submit
+
+    holder = S.JobSpec(name="holds-one", resource_pool_id="local", image="a/b:1", command="x")
+    holder.roles = [S.Role(name="master", replicas=1, accelerator_type=CARD, accelerators=1)]
+    [running] = jobs_submit(owner=alice, spec=holder, submit_key="holds-one")
+    Job.objects.filter(pk=running.pk).update(status=JobStatus.RUNNING)
+    LocalRun.objects.create(job=running, devices={CARD: [0]})  # 1 of the 2 cards idle
+    both = S.JobSpec(name="wants-both", resource_pool_id="local", image="a/b:1", command="x")
+    both.roles = [S.Role(name="master", replicas=1, accelerator_type=CARD, accelerators=2)]
+    both.submission.mode = S.SUBMIT_QUEUE
+    jobs_submit(owner=alice, spec=both, submit_key="wants-both")  # first in the queue, waits
+
+    client = Client()
+    client.force_login(bob)
+    draft = new_draft(client)
+    complete_steps(
+        client,
+        draft,
+        upto=W.SUBMISSION,
+        **{
+            W.RESOURCES: resources_data([role("master", 1, card=CARD)]),
+            W.DATA: data_data(mounts=(("hostpath", "work", "/workspace"),)),
+        },
+    )
+    context = browser.new_context(base_url=live_server.url, locale="zh-CN")
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    page.set_viewport_size({"width": 390, "height": 900})
+    log_in(page, "bob", "bob-password")
+    page.goto(step_url(draft, W.SUBMISSION))
+
+    page.click("#wizard-next")
+
+    expect(page.locator("body")).to_contain_text(
+        "独立任务须立即启动，但队列“default”中排在它前面的任务所需卡数超过当前空闲卡数"
+    )
+    assert re.search(r"/submission/", page.url)
+    assert not Job.objects.filter(owner=bob).exists()
+    context.close()
