@@ -280,13 +280,21 @@ def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
             "This job's stored spec cannot be read (fields: %(fields)s), so it cannot run again."
         ),
     )
-    return jobs_submit(
-        owner=owner,
-        spec=spec,
-        submit_key=submit_key,
-        backend=job.backend,
-        source_job=job,
-    )
+    from .wizard import standalone_claim_refusals
+
+    with transaction.atomic():
+        if job.backend == "local":
+            # The cards were idle when checked above; another submit may have taken them since.
+            claim = standalone_claim_refusals(spec=spec, owner=owner)
+            if claim:
+                raise ActionError(" ".join(claim))
+        return jobs_submit(
+            owner=owner,
+            spec=spec,
+            submit_key=submit_key,
+            backend=job.backend,
+            source_job=job,
+        )
 
 
 def job_submit_again(*, job: Job, actor: User) -> None:

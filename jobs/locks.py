@@ -1,4 +1,4 @@
-"""One user's count-then-write decisions, made one at a time.
+"""Count-then-write decisions, made one at a time: one user's, and the local pool's cards.
 
 A bound per user (at most MAX_ACTIVE_KEYS API keys, at most ALERT_EMAILS_PER_HOUR alert
 emails or ALERT_WEBHOOKS_PER_HOUR alert webhooks an hour) is kept by counting the user's rows
@@ -28,3 +28,21 @@ def user_row_locked(*, user_id: int) -> bool:
     assert transaction.get_connection().in_atomic_block, "user_row_locked needs a transaction"
     users = get_user_model().objects.select_for_update(no_key=True).filter(pk=user_id)
     return bool(list(users.values_list("pk", flat=True)))
+
+
+# pg_advisory_xact_lock's key for the local pool's cards: any fixed number no other lock of
+# the console uses.
+LOCAL_CARDS_LOCK = 0x61696A6F62  # "aijob"
+
+
+def local_cards_locked() -> None:
+    """Makes the decisions "these cards are idle, so this standalone job may have them" one at
+    a time until the surrounding transaction ends (it must be inside one): a second submit
+    reads the idle cards after the first one's job is committed, and counts it (jobs.wizard,
+    standalone_claim_refusals). PostgreSQL: a transaction-level advisory lock, which holds up
+    nothing else. SQLite: BEGIN IMMEDIATE already holds the database's write lock."""
+    connection = transaction.get_connection()
+    assert connection.in_atomic_block, "local_cards_locked needs a transaction"
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCAL_CARDS_LOCK])

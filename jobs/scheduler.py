@@ -34,11 +34,14 @@ Rules (decisions):
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.db.models import (
     Case,
     Count,
@@ -54,10 +57,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 
 from .health import WorkerIdentity, WorkerState, holds_lease, problem_recorded, worker_state
-from .models import ACTIVE_STATUSES, Job, JobEvent, JobGroup, JobStatus
+from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
-from .spec import SpecError
+from .spec import SpecError, parse_document
 from .texts import display_text, recorded, source_of
 
 if TYPE_CHECKING:
@@ -125,14 +128,7 @@ def dispatch_local(
     capacity = current_capacity()
     held: str | None = None  # why no job may start for want of disk space
     disk_measured = False
-    group_running: Counter[int] = Counter(
-        dict(
-            Job.objects.filter(group__isnull=False, status__in=ACTIVE_STATUSES)
-            .values_list("group")
-            .annotate(n=Count("id"))
-            .values_list("group", "n")
-        )
-    )
+    group_running = _group_running()
     group_caps: dict[int, int] = {}
     usage = local_usage()  # per owner, kept current as this pass starts jobs
     limits: dict[int, list[Limit]] = {}  # per owner, read when one of their jobs comes up
@@ -206,6 +202,132 @@ def dispatch_local(
         elif worker is not None and not _still_holds(worker):
             break  # taken over: the new holder makes the passes from now on
     return started
+
+
+def idle_after_next_pass() -> dict[str, list[int]]:
+    """The cards of each type the next scheduling pass leaves idle (next_pass)."""
+    return next_pass().free
+
+
+@dataclass(frozen=True)
+class NextPass:
+    """What the next scheduling pass would do, read only (next_pass)."""
+
+    free: dict[str, list[int]]  # the cards it leaves idle, per type
+    # Per queue, the priority rank (RANKS) of the job that blocks it: a job of that rank or a
+    # lower priority, submitted now, would wait behind it (no back-filling).
+    blocked: dict[str, int]
+    # Per owner, what their jobs hold once it has started its jobs (card quotas count them);
+    # None where it read no usage (no quota exists, or nothing is queued): jobs.quotas'
+    # local_usage is then what holds.
+    usage: dict[int, Usage] | None = None
+
+
+def next_pass() -> NextPass:
+    """What the next scheduling pass would do (dispatch_local's order and rules, read only:
+    nothing is said, failed or started): the cards of each type it leaves idle, those no
+    dispatched job holds less those it hands the Queued jobs whose turn it is, and the queues
+    a job too big for the cards left blocks (found until no card is left: past that, a job
+    asking for cards waits anyway).
+
+    This is the local pool's idle figure (the wizard's, the review's "fits now", 资源池, the
+    API's). Cards a Queued job is about to get are not idle: counted as idle, two people
+    submitting standalone jobs for the last cards between two passes (or while the worker
+    is down) were both told they fit, and the second one's job then waited behind the first
+    one's, which a standalone job is refused rather than made to do.
+
+    Two queries when nothing is queued (the cards held, the queued jobs); else the queued
+    jobs are read in one query, in order, until no card is left to give, and, once when
+    first needed, the running tasks of queue groups and whether any card quota exists; with
+    quotas, what owners hold and each owner's quota (one query per owner reached)."""
+    from .runner import current_capacity, requirement
+
+    capacity = current_capacity()
+    group_running: Counter[int] | None = None
+    quotas: bool | None = None  # whether any card quota exists (most consoles have none)
+    usage: dict[int, Usage] | None = None
+    limits: dict[int, list[Limit]] = {}
+    blocked: dict[str, int] = {}
+    for queue, rank, group_id, concurrency, owner_id, document in _queued_local_rows():
+        if not any(capacity.free_devices.values()) or (
+            capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS
+        ):
+            break  # no card is left to give, whatever the rest ask for
+        if queue in blocked:
+            continue
+        if group_id is not None:
+            if group_running is None:
+                group_running = _group_running()
+            if group_running[group_id] >= (concurrency or 1):
+                continue
+        try:
+            need = requirement(parse_document(document))
+        except SpecError:
+            continue  # the pass fails it
+        if capacity.impossible(need):
+            continue  # the pass fails it
+        if quotas is None:
+            quotas = CardQuota.objects.exists()
+        if quotas:
+            if usage is None:
+                usage = local_usage()
+            if owner_id not in limits:
+                limits[owner_id] = quota_limits(owner_id)
+            if excesses(limits[owner_id], usage.get(owner_id, Usage()), need.cards):
+                continue  # set aside for its owner's quota, without blocking its queue
+        if capacity.allocate(need) is None:
+            blocked[queue] = rank
+            continue
+        if usage is not None:
+            usage.setdefault(owner_id, Usage()).add(need.cards)
+        if group_id is not None and group_running is not None:
+            group_running[group_id] += 1
+    return NextPass(free=capacity.free_devices, blocked=blocked, usage=usage)
+
+
+def _queued_local_rows() -> Iterator[tuple[str, int, int | None, int | None, int, Any]]:
+    """(queue, priority rank, group id, group concurrency, owner id, stored spec) of each
+    Queued local job, in dispatch_local's order, read in batches.
+
+    One plain SELECT on the connection's cursor, the spec decoded as the ORM's JSONField
+    does (jobs.runner.held_by_active_runs does the same): the idle count is polled every few
+    seconds, and through the ORM building and compiling this query cost ~0.9 ms, most of the
+    idle-count partial, also when no job is queued."""
+    alias = router.db_for_read(Job)
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    job, group = Job._meta, JobGroup._meta
+
+    def col(name: str) -> str:
+        return f"j.{quote(job.get_field(name).column)}"
+
+    sql = (
+        f"SELECT {col('queue')}, CASE {col('priority')} "
+        f"WHEN %s THEN {RANKS['high']} WHEN %s THEN {RANKS['normal']} ELSE 2 END, "
+        f"{col('group')}, g.{quote(group.get_field('concurrency').column)}, {col('owner')}, "
+        f"{col('spec')} FROM {quote(job.db_table)} j LEFT OUTER JOIN {quote(group.db_table)} g "
+        f"ON {col('group')} = g.{quote(group.pk.column)} "
+        f"WHERE {col('backend')} = %s AND {col('status')} = %s "
+        f"ORDER BY 1, 2, {col('created_at')}, j.{quote(job.pk.column)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, ["high", "normal", "local", JobStatus.QUEUED])
+        while batch := cursor.fetchmany(200):
+            for queue, rank, group_id, concurrency, owner_id, spec in batch:
+                document = json.loads(spec) if isinstance(spec, str) else spec
+                yield queue, rank, group_id, concurrency, owner_id, document
+
+
+def _group_running() -> Counter[int]:
+    """Per queue group, how many of its tasks hold cards now."""
+    return Counter(
+        dict(
+            Job.objects.filter(group__isnull=False, status__in=ACTIVE_STATUSES)
+            .values_list("group")
+            .annotate(n=Count("id"))
+            .values_list("group", "n")
+        )
+    )
 
 
 def _still_holds(worker: WorkerIdentity) -> bool:

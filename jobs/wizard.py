@@ -47,9 +47,11 @@ from .backends import (
     get_backend,
     request_json,
 )
+from .locks import local_cards_locked
 from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
+from .scheduler import RANKS, NextPass, next_pass
 from .services import jobs_submit
 from .summary import spec_changes
 from .volume_access import GroupNames, pool_for_user, volume_refusals
@@ -1237,29 +1239,81 @@ def pool_refusals(
             errors.setdefault(path, []).extend(messages)
     # Idle figures a backend could not read are unknown, not zero: the worker retries later.
     standalone = spec.submission.mode == S.SUBMIT_STANDALONE and idle_cards_now
+    local = pool.backend == "local" and spec.counts_in_range()
+    # What the scheduler's next pass does with the jobs queued already (read for a
+    # standalone local job only): the queue it would wait in, the quota they take.
+    plan = next_pass() if standalone and local else None
     if standalone and not pool.error and spec.counts_in_range():
-        for card, wanted, idle in shortfall(spec, pool):
-            errors.setdefault("submission.mode", []).append(
-                ngettext(
-                    "A standalone job needs %(wanted)d %(card)s card but the pool has %(idle)d "
-                    "idle now; lower the cards or submit it as a queue task, which waits for it.",
-                    "A standalone job needs %(wanted)d %(card)s cards but the pool has %(idle)d "
-                    "idle now; lower the cards or submit it as a queue task, which waits for "
-                    "them.",
-                    wanted,
-                )
-                % {"wanted": wanted, "card": card, "idle": idle}
-            )
-    if owner is not None and pool.backend == "local" and spec.counts_in_range():
-        for path, message in quota_refusals(spec, owner, standalone=standalone):
+        short = shortfall(spec, pool)
+        for card, wanted, idle in short:
+            errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
+        if not short and plan is not None:
+            for message in _queue_blocked(spec, plan):
+                errors.setdefault("submission.mode", []).append(message)
+    if owner is not None and local:
+        for path, message in quota_refusals(spec, owner, standalone=standalone, plan=plan):
             errors.setdefault(path, []).append(message)
     return errors
 
 
-def quota_refusals(spec: S.JobSpec, owner: Any, *, standalone: bool) -> list[tuple[str, str]]:
+def _shortfall_message(card: str, wanted: int, idle: int) -> str:
+    return ngettext(
+        "A standalone job needs %(wanted)d %(card)s card but the pool has %(idle)d "
+        "idle now; lower the cards or submit it as a queue task, which waits for it.",
+        "A standalone job needs %(wanted)d %(card)s cards but the pool has %(idle)d "
+        "idle now; lower the cards or submit it as a queue task, which waits for "
+        "them.",
+        wanted,
+    ) % {"wanted": wanted, "card": card, "idle": idle}
+
+
+def _queue_blocked(spec: S.JobSpec, plan: NextPass) -> list[str]:
+    """A standalone local job that would wait behind a job its queue's first (no job passes
+    it, however few cards it asks): the idle cards are there, but not for it."""
+    blocker = plan.blocked.get(spec.queue)
+    if blocker is None or blocker > RANKS.get(spec.priority, 2):
+        return []
+    return [
+        _(
+            "A standalone job must start now, but queue “%(queue)s” waits for a job before it "
+            "that needs more cards than are idle, and no job of its priority or lower passes "
+            "it; submit it as a queue task, which waits its turn, or choose another queue."
+        )
+        % {"queue": spec.queue}
+    ]
+
+
+def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
+    """What refuses a standalone local job now, read again inside the transaction that
+    creates it, under the local pool's cards lock (jobs.locks.local_cards_locked): its cards
+    idle once the Queued jobs whose turn it is have theirs, and its owner's quota with what
+    their running jobs hold. The review's check was made before that transaction: two people
+    submitting for the last cards at the same instant both passed it, and both jobs were
+    created (the second then waited, as a standalone job must not). Empty for any other
+    job."""
+    local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
+    if not local or not spec.counts_in_range():
+        return []
+    local_cards_locked()
+    plan = next_pass()
+    refusals = [
+        _shortfall_message(card, wanted, len(plan.free.get(card, [])))
+        for card, wanted in spec.accelerators_by_type().items()
+        if wanted > len(plan.free.get(card, []))
+    ]
+    if not refusals:
+        refusals = _queue_blocked(spec, plan)
+    return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
+
+
+def quota_refusals(
+    spec: S.JobSpec, owner: Any, *, standalone: bool, plan: NextPass | None = None
+) -> list[tuple[str, str]]:
     """(spec path, message) for each limit of the owner's quota the job goes over: alone
     (it could never start; on its cards, or on the pool for a running-jobs limit of 0), or,
-    for a standalone job, with what the owner's running jobs hold now."""
+    for a standalone job, with what the owner's running jobs hold now, and those of their
+    Queued jobs the scheduler's next pass starts (`plan`): a second standalone job sent
+    before the first one started was let through, then waited for its owner's quota."""
     limits = quota_limits(owner)
     if not limits:
         return []
@@ -1269,7 +1323,10 @@ def quota_refusals(spec: S.JobSpec, owner: Any, *, standalone: bool) -> list[tup
         return [(_quota_path(spec, e), _never_message(e)) for e in never]
     if not standalone:
         return []
-    usage = local_usage(owner=owner).get(owner.pk, Usage())
+    if plan is not None and plan.usage is not None:
+        usage = plan.usage.get(owner.pk, Usage())
+    else:
+        usage = local_usage(owner=owner).get(owner.pk, Usage())
     return [("submission.mode", _standalone_message(e)) for e in excesses(limits, usage, need)]
 
 
@@ -1899,6 +1956,10 @@ def draft_submit(*, draft: Draft) -> list[Job]:
         raise WizardError(problems)
     assert state.pool is not None  # a pool error would be among the problems
     with transaction.atomic():
+        if state.pool.backend == "local":
+            claim = standalone_claim_refusals(spec=assembly.spec, owner=draft.owner)
+            if claim:
+                raise WizardError([(locate("submission.mode", assembly.rows), m) for m in claim])
         jobs = jobs_submit(
             owner=draft.owner,
             spec=assembly.spec,

@@ -149,18 +149,20 @@ def test_the_htmx_poll_answers_with_the_figures_alone(alice, alice_client):
 def test_the_page_and_its_poll_use_a_fixed_number_of_queries_however_many_jobs(
     alice, bob, alice_client, django_assert_num_queries
 ):
-    # session, user, the local pool's cards in use, the queues' totals, the viewer's jobs,
-    # the viewer's quota (none: nothing held to read)
-    with django_assert_num_queries(6):
+    # session, user, the local pool's cards in use, the jobs queued for them, the queues'
+    # totals, the viewer's jobs, the viewer's quota (none: nothing held to read)
+    with django_assert_num_queries(7):
         alice_client.get(POOLS)
     for i in range(12):
         job_in(alice, name=f"alice-{i}", queue=["default", "research"][i % 2])
         job_in(bob, name=f"bob-{i}", status=JobStatus.RUNNING, queue=["default", "research"][i % 2])
     job_in(alice, name="alice-gone-queue", queue="retired")
 
-    with django_assert_num_queries(6):
+    # ...and, with jobs queued, whether any card quota exists (the idle cards are what the
+    # queued jobs whose turn it is leave: jobs.scheduler.idle_after_next_pass)
+    with django_assert_num_queries(8):
         page = alice_client.get(POOLS)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(8):
         alice_client.get(POOLS, headers=HTMX)
 
     assert queue_row(page.content.decode(), "research")["running"] == "6"

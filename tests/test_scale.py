@@ -314,9 +314,10 @@ def test_the_pools_page_reads_only_running_and_waiting_jobs_not_every_job_of_a_p
 
     assert page.status_code == 200
     plans = plans_touching_jobs(queries.captured_queries)
-    # The local pool's cards in use, the queues' totals, the viewer's own jobs, what their
-    # running jobs hold of the quota.
-    assert len(plans) == 4
+    # The local pool's cards in use, the jobs queued for them and what their owners hold
+    # (the idle cards are what the queued jobs whose turn it is leave), the queues' totals,
+    # the viewer's own jobs, what their running jobs hold of the quota.
+    assert len(plans) == 6
     for plan in plans:
         jobs_read = [s for s in plan.split("; ") if re.match(r"(SEARCH|SCAN) (jobs_job|j) ", s)]
         assert jobs_read, plan

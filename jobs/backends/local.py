@@ -244,14 +244,15 @@ class LocalBackend(Backend):
         return {POOL_ID: POOL_NAME}
 
     def pools(self) -> list[Pool]:
-        from jobs.runner import current_capacity
+        from jobs.scheduler import idle_after_next_pass
 
-        # Idle is what the scheduler would hand out now: the cards no dispatched local job
-        # holds (LocalRun.devices), not a second count derived from job specs. Read when a
-        # figure is first asked for, once for all of the pool's cards: most wizard steps and
-        # partials look the pool up for its queues, volumes or totals and show no idle count,
-        # and need not query the running jobs.
-        free = cache(lambda: current_capacity().free_devices)
+        # Idle is what the scheduler could hand a new job now: the cards no dispatched local
+        # job holds (LocalRun.devices), less those its next pass hands the Queued jobs whose
+        # turn it is (a standalone job must not be told it fits cards a job queued before it
+        # is about to get). Read when a figure is first asked for, once for all of the pool's
+        # cards: most wizard steps and partials look the pool up for its queues, volumes or
+        # totals and show no idle count, and need not query the jobs.
+        free = cache(idle_after_next_pass)
         stock: list[AcceleratorStock] = [
             _LocalStock(type=name, total=total, free=free)
             for name, total in sorted(detected_accelerators().items())
