@@ -285,7 +285,7 @@ def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
     with transaction.atomic():
         if job.backend == "local":
             # The cards were idle when checked above; another submit may have taken them since.
-            claim = standalone_claim_refusals(spec=spec, owner=owner)
+            claim = standalone_claim_refusals(spec=spec, owner=owner, submit_key=submit_key)
             if claim:
                 raise ActionError(" ".join(claim))
         return jobs_submit(

@@ -1283,18 +1283,21 @@ def _queue_blocked(spec: S.JobSpec, plan: NextPass) -> list[str]:
     ]
 
 
-def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
+def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any, submit_key: str) -> list[str]:
     """What refuses a standalone local job now, read again inside the transaction that
     creates it, under the local pool's cards lock (jobs.locks.local_cards_locked): its cards
     idle once the Queued jobs whose turn it is have theirs, and its owner's quota with what
     their running jobs hold. The review's check was made before that transaction: two people
     submitting for the last cards at the same instant both passed it, and both jobs were
     created (the second then waited, as a standalone job must not). Empty for any other
-    job."""
+    job, and for a resend of a submit (`submit_key`) whose jobs exist: jobs_submit returns
+    those, and a double click's second send must not be told its own job took the cards."""
     local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
     if not local or not spec.counts_in_range():
         return []
     local_cards_locked()
+    if Job.objects.filter(submit_key__startswith=submit_key).exists():
+        return []
     plan = next_pass()
     refusals = [
         _shortfall_message(card, wanted, len(plan.free.get(card, [])))
@@ -1957,7 +1960,9 @@ def draft_submit(*, draft: Draft) -> list[Job]:
     assert state.pool is not None  # a pool error would be among the problems
     with transaction.atomic():
         if state.pool.backend == "local":
-            claim = standalone_claim_refusals(spec=assembly.spec, owner=draft.owner)
+            claim = standalone_claim_refusals(
+                spec=assembly.spec, owner=draft.owner, submit_key=str(draft.id)
+            )
             if claim:
                 raise WizardError([(locate("submission.mode", assembly.rows), m) for m in claim])
         jobs = jobs_submit(

@@ -169,6 +169,25 @@ def test_two_standalone_submits_at_the_same_instant_for_the_last_cards_make_one_
     assert W.Draft.objects.get(owner__username__in=loser).submitted_at is None
 
 
+@pytest.mark.django_db(transaction=True)
+def test_one_draft_sent_twice_at_the_same_instant_for_all_the_cards_gives_both_sends_its_job(
+    alice,
+):
+    # A double click on 提交: the second send must find the first one's job, not be told its
+    # own job took the cards.
+    draft_id = _four_v100_draft(_client(alice)).id
+
+    def submit():
+        with translation.override("en"):
+            return W.draft_submit(draft=W.Draft.objects.get(pk=draft_id))
+
+    results = at_once(submit, table="jobs_job", times=2)
+
+    assert all(isinstance(r, list) for r in results), results
+    job = Job.objects.get()
+    assert [r[0].pk for r in results] == [job.pk, job.pk]
+
+
 def test_a_standalone_job_is_refused_when_its_queue_waits_for_a_bigger_job_before_it(alice, bob):
     _running(bob, [0, 1, 2])  # 1 V100 idle
     bob_client, alice_client = _client(bob), _client(alice)
