@@ -60,6 +60,26 @@
     toPlace();
   });
 
+  // The status refresh draws the replica and usage tables again every 2 s: a table scrolled
+  // sideways (on a phone) stays where it was scrolled to, instead of jumping back to its
+  // first column under the reader's eyes. (htmx itself keeps focus on a box of the same id.)
+  let scrolledAcross = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const target = event.detail.target;
+    if (!target || target.id !== "job-live") return;
+    scrolledAcross = new Map(
+      Array.from(target.querySelectorAll("[role=region][id]")).map((box) => [box.id, box.scrollLeft]),
+    );
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    if (!scrolledAcross) return;
+    for (const [id, left] of scrolledAcross) {
+      const box = document.getElementById(id);
+      if (box) box.scrollLeft = left;
+    }
+    scrolledAcross = null;
+  });
+
   // 自动换行 (Wrap lines): the tail's and the search results' long lines wrap inside their box.
   // The choice is this browser's (localStorage), for every job page; a class on <html> keeps it
   // through each refresh and tab swap. The page is served without it, so without JavaScript

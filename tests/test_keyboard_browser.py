@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
+
 pytestmark = pytest.mark.browser
 
 # The focused element's focus indicator: its outline's width and its contrast against the
@@ -44,3 +46,36 @@ def test_focus_in_the_dark_top_bar_shows_as_an_outline_that_stands_out_from_the_
     # The brand, the three pages, both languages, the account's three links and 退出登录.
     assert reached[:4] == ["AI 训练任务控制台", "训练任务", "资源池", "创建任务"]
     assert "退出登录" in reached
+
+
+def tab_to(page, selector: str, presses: int = 40) -> None:
+    """Presses Tab until `selector` has focus, as a keyboard user gets there."""
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if page.evaluate("s => document.activeElement.matches(s)", selector):
+            return
+    raise AssertionError(f"{selector} not reached in {presses} Tab presses")
+
+
+def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_place_as_the_page_refreshes(
+    logged_in_page, alice, worker_thread
+):
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    job = submitted(alice, "still-running", command="sleep 60")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text("运行中")
+    tab_to(page, "[role=region][aria-labelledby=replicas-heading]")
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => document.activeElement.scrollLeft > 0")  # scrolled smoothly
+    page.wait_for_timeout(500)
+    scrolled = page.evaluate("() => document.activeElement.scrollLeft")
+
+    # Two refreshes of the status (every 2 s), each drawing the table again.
+    page.evaluate("() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }")
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    assert page.evaluate("() => document.activeElement.getAttribute('aria-labelledby')") == "replicas-heading"
+    assert page.evaluate("() => document.activeElement.scrollLeft") == scrolled
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("s => document.activeElement.scrollLeft < s", arg=scrolled)
