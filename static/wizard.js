@@ -54,6 +54,17 @@ document.addEventListener("htmx:afterSettle", function (event) {
   if (target) target.focus();
 });
 
+// The idle count under each role's cards asks again every 5 s and is a live region: drawn
+// again with the same words, a screen reader read them out again every 5 s, once per role,
+// over whatever the user was doing. Only a count that changed is drawn.
+document.addEventListener("htmx:beforeSwap", function (event) {
+  const count = event.detail.target;
+  if (!(count instanceof Element) || !count.classList.contains("idle-count")) return;
+  const answer = document.createElement("template");
+  answer.innerHTML = event.detail.serverResponse;
+  if (answer.innerHTML === count.innerHTML) event.detail.shouldSwap = false;
+});
+
 // A field with a problem, once changed, stops showing the problem as current: the server
 // checks it again on 下一步, and until then the message would describe a value that is gone
 // (请选择 AIAK 训练模版 after one was chosen).

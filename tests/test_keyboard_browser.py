@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
+from .test_wizard_browser import _local_pool, fill_basic, fill_image, start  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -79,3 +80,31 @@ def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_p
     assert page.evaluate("() => document.activeElement.scrollLeft") == scrolled
     page.keyboard.press("ArrowLeft")
     page.wait_for_function("s => document.activeElement.scrollLeft < s", arg=scrolled)
+
+
+def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(logged_in_page):
+    # A live region drawn again with the same words is read out again by a screen reader.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    expect(page.locator("#idle-1")).to_have_text("空闲 8 卡")
+    page.evaluate(
+        """() => {
+      window.checks = 0; window.redrawn = 0;
+      const count = document.getElementById('idle-1');
+      count.addEventListener('htmx:afterRequest', () => window.checks++);
+      new MutationObserver(changes => window.redrawn += changes.length)
+        .observe(count, {childList: true, subtree: true, characterData: true});
+    }"""
+    )
+    page.wait_for_function("() => window.checks >= 2", timeout=15_000)
+    assert page.evaluate("() => window.redrawn") == 0
+
+    # A change is still read out, and the check it sets off leaves the field being typed in alone.
+    page.focus("#id_roles-1-replicas")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("9")
+    expect(page.locator("#idle-1")).to_contain_text("（该角色需要 9 卡）")
+    expect(page.locator("#id_roles-1-replicas")).to_be_focused()
+    expect(page.locator("#id_roles-1-replicas")).to_have_value("9")
