@@ -4,6 +4,8 @@ test_accessibility_browser.py, judges neither)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -108,3 +110,27 @@ def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(
     expect(page.locator("#idle-1")).to_contain_text("（该角色需要 9 卡）")
     expect(page.locator("#id_roles-1-replicas")).to_be_focused()
     expect(page.locator("#id_roles-1-replicas")).to_have_value("9")
+
+
+def test_an_example_is_chosen_and_filled_in_from_the_keyboard_with_focus_where_the_user_is(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.locator("#examples summary").focus()
+    page.keyboard.press("Enter")
+    tab_to(page, "button[value=show-example-MPIJob]", presses=6)
+    page.keyboard.press("Enter")
+    expect(page.locator("#example-command")).to_contain_text("mpirun")
+    # Still on the button pressed, which says it is the example shown.
+    mpi = page.locator("button[value=show-example-MPIJob]")
+    expect(mpi).to_be_focused()
+    expect(mpi).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("button[value=show-example-PyTorchJob]")).to_have_attribute("aria-pressed", "false")
+
+    tab_to(page, "#fill-example", presses=6)
+    page.keyboard.press("Enter")
+    # On the command it filled in, not back at the step's heading above the whole form.
+    expect(page.locator("#id_command")).to_be_focused()
+    expect(page.locator("#id_command")).to_have_value(re.compile("mpirun"))
