@@ -52,10 +52,12 @@ def test_focus_in_the_dark_top_bar_shows_as_an_outline_that_stands_out_from_the_
 
 
 def tab_to(page, selector: str, presses: int = 40) -> None:
-    """Presses Tab until `selector` has focus, as a keyboard user gets there."""
+    """Presses Tab until the element `selector` (Playwright's) finds has focus, as a keyboard
+    user gets there."""
+    target = page.locator(selector)
     for _ in range(presses):
         page.keyboard.press("Tab")
-        if page.evaluate("s => document.activeElement.matches(s)", selector):
+        if target.evaluate("e => e === document.activeElement"):
             return
     raise AssertionError(f"{selector} not reached in {presses} Tab presses")
 
@@ -134,3 +136,20 @@ def test_an_example_is_chosen_and_filled_in_from_the_keyboard_with_focus_where_t
     # On the command it filled in, not back at the step's heading above the whole form.
     expect(page.locator("#id_command")).to_be_focused()
     expect(page.locator("#id_command")).to_have_value(re.compile("mpirun"))
+
+
+def test_a_job_link_reached_with_tab_in_a_refreshing_job_list_keeps_focus(logged_in_page, alice):
+    # Queued jobs keep the list refreshing (every 3 s), which draws the table again.
+    page = logged_in_page
+    for name in ("first-run", "second-run"):
+        submitted(alice, name)
+    page.goto("/")
+    tab_to(page, "a:text-is('first-run')")
+    page.evaluate(
+        "() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-table') window.refreshes++; }); }"
+    )
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    expect(page.get_by_role("link", name="first-run", exact=True)).to_be_focused()
+    # And Tab goes on from there, not from the top of the page.
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("checkbox", name="选择 first-run")).to_be_focused()
