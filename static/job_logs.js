@@ -64,9 +64,12 @@
   // sideways (on a phone) stays where it was scrolled to, instead of jumping back to its
   // first column under the reader's eyes. (htmx itself keeps focus on a box of the same id.)
   let scrolledAcross = null;
+  let statusBefore = null;
   document.addEventListener("htmx:beforeSwap", function (event) {
     const target = event.detail.target;
     if (!target || target.id !== "job-live") return;
+    const status = document.getElementById("job-status");
+    statusBefore = status && status.textContent.trim();
     scrolledAcross = new Map(
       Array.from(target.querySelectorAll("[role=region][id]")).map((box) => [box.id, box.scrollLeft]),
     );
@@ -78,6 +81,15 @@
       if (box) box.scrollLeft = left;
     }
     scrolledAcross = null;
+    // A screen reader hears the job's status change (Running, then Succeeded) as it happens,
+    // once: the refresh itself is silent.
+    const status = document.getElementById("job-status");
+    const said = document.getElementById("job-status-change");
+    const now = status && status.textContent.trim();
+    if (said && now && statusBefore && now !== statusBefore) {
+      said.textContent = said.dataset.said.replace("%(status)s", now);
+    }
+    statusBefore = null;
   });
 
   // 自动换行 (Wrap lines): the tail's and the search results' long lines wrap inside their box.

@@ -153,3 +153,28 @@ def test_a_job_link_reached_with_tab_in_a_refreshing_job_list_keeps_focus(logged
     # And Tab goes on from there, not from the top of the page.
     page.keyboard.press("Shift+Tab")
     expect(page.get_by_role("checkbox", name="选择 first-run")).to_be_focused()
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_screen_reader_hears_the_job_status_change_once_not_every_refresh(
+    logged_in_page, alice, worker_thread, language
+):
+    page = logged_in_page
+    if language == "en":
+        page.click("button[data-language=en]")
+        page.wait_for_load_state()
+    job = submitted(alice, "short-run", command="sleep 3")
+    page.goto(f"/jobs/{job.public_id}/")
+    running, succeeded = ("运行中", "成功") if language == "zh-hans" else ("Running", "Succeeded")
+    said = page.get_by_role("status").filter(has_text=re.compile(r"状态已变为|Status now"))
+    expect(page.locator("#job-status")).to_have_text(running)
+    page.evaluate(
+        """() => { window.said = [];
+      new MutationObserver(() => window.said.push(document.getElementById('job-status-change').textContent))
+        .observe(document.getElementById('job-status-change'), {childList: true, subtree: true, characterData: true}); }"""
+    )
+    expect(page.locator("#job-status")).to_have_text(succeeded)
+    expected = "状态已变为：成功" if language == "zh-hans" else "Status now: Succeeded"
+    expect(said).to_have_text(expected)
+    # Said once: the refreshes while it ran changed nothing to say.
+    assert page.evaluate("() => window.said") == [expected]
