@@ -178,3 +178,30 @@ def test_a_screen_reader_hears_the_job_status_change_once_not_every_refresh(
     expect(said).to_have_text(expected)
     # Said once: the refreshes while it ran changed nothing to say.
     assert page.evaluate("() => window.said") == [expected]
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_new_api_keys_secret_is_copied_with_the_keyboard_right_after_creating_it(
+    logged_in_page, language
+):
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto("/account/keys/")
+    if language == "en":
+        page.click("button[data-language=en]")
+        page.wait_for_load_state()
+    tab_to(page, "input[name=description]")
+    page.keyboard.type("nightly script")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/account/keys/")
+
+    # Focus starts where the new key is said to be made, and the next Tab presses copy.
+    created = "密钥已创建" if language == "zh-hans" else "Key created"
+    expect(page.get_by_role("heading", name=created)).to_be_focused()
+    page.keyboard.press("Tab")
+    copy, key_id, secret = ("复制", "Access Key ID", "Secret Key") if language == "zh-hans" else ("Copy", "Access key ID", "Secret key")
+    expect(page.get_by_role("button", name=f"{copy} {key_id}", exact=True)).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name=f"{copy} {secret}", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    assert page.evaluate("navigator.clipboard.readText()") == page.locator("#new-secret-key").inner_text()
