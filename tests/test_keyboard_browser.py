@@ -205,3 +205,36 @@ def test_a_new_api_keys_secret_is_copied_with_the_keyboard_right_after_creating_
     expect(page.get_by_role("button", name=f"{copy} {secret}", exact=True)).to_be_focused()
     page.keyboard.press("Enter")
     assert page.evaluate("navigator.clipboard.readText()") == page.locator("#new-secret-key").inner_text()
+
+
+LIVE = "[aria-live], [role=status], [role=alert], [role=log]"
+
+
+def test_choosing_an_aiak_template_with_the_keyboard_says_only_whether_the_pool_holds_it(
+    logged_in_page,
+):
+    # The preview (image, the whole command script, variables) is there to read, not read out.
+    page = logged_in_page
+    start(page)
+    page.locator("input[name=creation_mode][value=custom]").focus()
+    page.keyboard.press("ArrowDown")  # 基于AIAK加速模版创建
+    expect(page.locator("#id_training_mode")).to_be_visible()
+    expect(page.locator("input[name=creation_mode][value=aiak]")).to_be_focused()
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowDown")  # Post-Pretrain
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowDown")  # 全量更新
+    page.keyboard.press("Tab")
+    expect(page.locator("#id_aiak_template")).to_be_focused()
+    with page.expect_response(lambda r: "llama-7b" in r.url):
+        page.keyboard.press("ArrowDown")  # llama-7b, which the pool's 8 cards hold
+    expect(page.locator("#aiak-fill")).to_contain_text("pretrain_llama_7b.sh")
+    expect(page.locator("#id_aiak_template")).to_be_focused()
+    assert page.locator("#aiak-fill").evaluate(f"e => e.closest('{LIVE}')") is None
+    expect(page.get_by_role("alert")).to_have_count(0)
+
+    for template in ("llama-13b", "llama-65b"):  # the second asks for more cards than there are
+        with page.expect_response(lambda r, template=template: template in r.url):
+            page.keyboard.press("ArrowDown")
+    expect(page.get_by_role("alert")).to_contain_text("此模版需要")
+    expect(page.locator("#id_aiak_template")).to_be_focused()
