@@ -49,8 +49,30 @@
       follow = clicked || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
       // Another replica's tab opens at its newest line; a refresh keeps the reader's place.
       place = clicked ? null : { left: pre.scrollLeft, line: follow ? null : topLine(pre) };
+      if (target.id === "log-tail" && !clicked && document.activeElement === pre) {
+        inPlace(event, pre);
+      }
     }
   });
+  // With focus in the log box (a keyboard user scrolling it), a refresh that drew a new box
+  // moved focus to it (htmx keeps focus on an id), and a screen reader read the newly focused
+  // box, the whole log, again every 2 s. Then the new lines go into the same box instead, and
+  // the rest of the tail (its notes, the download link) is drawn again around it.
+  function inPlace(event, pre) {
+    const answer = document.createElement("template");
+    answer.innerHTML = event.detail.serverResponse;
+    const lines = answer.content.getElementById("log-lines");
+    if (!lines || !answer.content.getElementById("log-tail")) return;
+    event.detail.shouldSwap = false;
+    while (pre.previousSibling) pre.previousSibling.remove();
+    for (const node of Array.from(lines.parentNode.childNodes)) {
+      if (node === lines) break;
+      pre.before(node);
+    }
+    pre.replaceChildren(...lines.childNodes);
+    toBottom();
+    toPlace();
+  }
   document.addEventListener("htmx:afterSettle", function (event) {
     // Only after the log box was drawn again: the status refresh beside it (every 2 s too)
     // took a reader who had just scrolled up back to the newest line.

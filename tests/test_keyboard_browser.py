@@ -238,3 +238,32 @@ def test_choosing_an_aiak_template_with_the_keyboard_says_only_whether_the_pool_
             page.keyboard.press("ArrowDown")
     expect(page.get_by_role("alert")).to_contain_text("此模版需要")
     expect(page.locator("#id_aiak_template")).to_be_focused()
+
+
+def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
+    logged_in_page, alice, worker_thread
+):
+    # A new box focused every 2 s was read out whole, every 2 s, by a screen reader.
+    page = logged_in_page
+    job = submitted(alice, "chatty", command="for i in $(seq 1 60); do echo line-$i; sleep 0.5; done")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#log-lines")).to_contain_text("line-2")
+    tab_to(page, "#log-lines", presses=60)
+    page.evaluate(
+        """() => { window.box = document.activeElement; window.focused = 0; window.refreshes = 0;
+      document.addEventListener('focusin', () => window.focused++);
+      document.addEventListener('htmx:beforeSwap', e => { if (e.detail.target.id === 'log-tail') window.refreshes++; }); }"""
+    )
+    newest = page.locator("#log-lines .log-line").last.inner_text()
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+    expect(page.locator("#log-lines .log-line").last).not_to_have_text(newest)
+    # Still the newest line in view, as a box left at the bottom follows the log.
+    assert page.locator("#log-lines").evaluate("p => p.scrollHeight - p.scrollTop - p.clientHeight < 8")
+    # Scrolled up with the keyboard to read older lines, the reader stays there.
+    page.keyboard.press("Home")
+    page.wait_for_function("() => document.activeElement.scrollTop === 0")
+    page.evaluate("() => window.refreshes = 0")
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+    assert page.locator("#log-lines").evaluate("p => p.scrollTop") < 50
