@@ -63,7 +63,9 @@ def tab_to(page, selector: str, presses: int = 40) -> None:
 
 
 def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_place_as_the_page_refreshes(
-    logged_in_page, alice, worker_thread
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
 ):
     page = logged_in_page
     page.set_viewport_size({"width": 390, "height": 844})
@@ -78,9 +80,14 @@ def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_p
     scrolled = page.evaluate("() => document.activeElement.scrollLeft")
 
     # Two refreshes of the status (every 2 s), each drawing the table again.
-    page.evaluate("() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }")
+    page.evaluate(
+        "() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }"
+    )
     page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
-    assert page.evaluate("() => document.activeElement.getAttribute('aria-labelledby')") == "replicas-heading"
+    assert (
+        page.evaluate("() => document.activeElement.getAttribute('aria-labelledby')")
+        == "replicas-heading"
+    )
     assert page.evaluate("() => document.activeElement.scrollLeft") == scrolled
     page.keyboard.press("ArrowLeft")
     page.wait_for_function("s => document.activeElement.scrollLeft < s", arg=scrolled)
@@ -129,7 +136,9 @@ def test_an_example_is_chosen_and_filled_in_from_the_keyboard_with_focus_where_t
     mpi = page.locator("button[value=show-example-MPIJob]")
     expect(mpi).to_be_focused()
     expect(mpi).to_have_attribute("aria-pressed", "true")
-    expect(page.locator("button[value=show-example-PyTorchJob]")).to_have_attribute("aria-pressed", "false")
+    expect(page.locator("button[value=show-example-PyTorchJob]")).to_have_attribute(
+        "aria-pressed", "false"
+    )
 
     tab_to(page, "#fill-example", presses=6)
     page.keyboard.press("Enter")
@@ -157,7 +166,10 @@ def test_a_job_link_reached_with_tab_in_a_refreshing_job_list_keeps_focus(logged
 
 @pytest.mark.parametrize("language", ["zh-hans", "en"])
 def test_a_screen_reader_hears_the_job_status_change_once_not_every_refresh(
-    logged_in_page, alice, worker_thread, language
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+    language,
 ):
     page = logged_in_page
     if language == "en":
@@ -199,12 +211,19 @@ def test_a_new_api_keys_secret_is_copied_with_the_keyboard_right_after_creating_
     created = "密钥已创建" if language == "zh-hans" else "Key created"
     expect(page.get_by_role("heading", name=created)).to_be_focused()
     page.keyboard.press("Tab")
-    copy, key_id, secret = ("复制", "Access Key ID", "Secret Key") if language == "zh-hans" else ("Copy", "Access key ID", "Secret key")
+    copy, key_id, secret = (
+        ("复制", "Access Key ID", "Secret Key")
+        if language == "zh-hans"
+        else ("Copy", "Access key ID", "Secret key")
+    )
     expect(page.get_by_role("button", name=f"{copy} {key_id}", exact=True)).to_be_focused()
     page.keyboard.press("Tab")
     expect(page.get_by_role("button", name=f"{copy} {secret}", exact=True)).to_be_focused()
     page.keyboard.press("Enter")
-    assert page.evaluate("navigator.clipboard.readText()") == page.locator("#new-secret-key").inner_text()
+    assert (
+        page.evaluate("navigator.clipboard.readText()")
+        == page.locator("#new-secret-key").inner_text()
+    )
 
 
 LIVE = "[aria-live], [role=status], [role=alert], [role=log]"
@@ -241,11 +260,15 @@ def test_choosing_an_aiak_template_with_the_keyboard_says_only_whether_the_pool_
 
 
 def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
-    logged_in_page, alice, worker_thread
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
 ):
     # A new box focused every 2 s was read out whole, every 2 s, by a screen reader.
     page = logged_in_page
-    job = submitted(alice, "chatty", command="for i in $(seq 1 60); do echo line-$i; sleep 0.5; done")
+    job = submitted(
+        alice, "chatty", command="for i in $(seq 1 60); do echo line-$i; sleep 0.5; done"
+    )
     page.goto(f"/jobs/{job.public_id}/")
     expect(page.locator("#log-lines")).to_contain_text("line-2")
     tab_to(page, "#log-lines", presses=60)
@@ -259,7 +282,9 @@ def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
     assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
     expect(page.locator("#log-lines .log-line").last).not_to_have_text(newest)
     # Still the newest line in view, as a box left at the bottom follows the log.
-    assert page.locator("#log-lines").evaluate("p => p.scrollHeight - p.scrollTop - p.clientHeight < 8")
+    assert page.locator("#log-lines").evaluate(
+        "p => p.scrollHeight - p.scrollTop - p.clientHeight < 8"
+    )
     # Scrolled up with the keyboard to read older lines, the reader stays there.
     page.keyboard.press("Home")
     page.wait_for_function("() => document.activeElement.scrollTop === 0")
