@@ -292,3 +292,20 @@ def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
     page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
     assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
     assert page.locator("#log-lines").evaluate("p => p.scrollTop") < 50
+
+
+def test_the_card_totals_change_inside_a_live_region_that_stays_so_it_is_read_out(logged_in_page):
+    # A screen reader reads out a change inside a live region it already knows; a region
+    # that is itself drawn anew (the totals used to be one) is taken as new and not read.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    region = page.locator("#card-totals").evaluate_handle(f"e => e.closest('{LIVE}')")
+    assert region.evaluate("r => r !== null")
+    page.focus("#id_roles-1-replicas")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("3")
+    expect(page.locator("#card-totals")).to_contain_text("× 4")
+    assert page.locator("#card-totals").evaluate(f"(e, r) => e.closest('{LIVE}') === r", region)
+    assert region.evaluate("r => r.isConnected")
