@@ -309,3 +309,32 @@ def test_the_card_totals_change_inside_a_live_region_that_stays_so_it_is_read_ou
     expect(page.locator("#card-totals")).to_contain_text("× 4")
     assert page.locator("#card-totals").evaluate(f"(e, r) => e.closest('{LIVE}') === r", region)
     assert region.evaluate("r => r.isConnected")
+
+
+def test_each_drafts_and_each_keys_buttons_say_whose_they_are_as_tab_reaches_them(logged_in_page):
+    # Several bare 继续编辑 / 删除 / 吊销 in a row told a screen reader nothing of which is which.
+    page = logged_in_page
+    for name in ("lr-sweep-a", "lr-sweep-b"):
+        start(page)
+        page.fill("#id_name", name)
+        page.click("#wizard-next")
+        page.wait_for_url(re.compile(r"/image/$"))
+    page.goto("/create/")
+    for name in ("lr-sweep-b", "lr-sweep-a"):  # newest first
+        tab_to(
+            page, f"#draft-list a:has-text('继续编辑') >> nth={'0' if name.endswith('b') else '1'}"
+        )
+        expect(page.get_by_role("link", name=f"继续编辑 {name}", exact=True)).to_be_focused()
+        page.keyboard.press("Tab")
+        expect(page.get_by_role("button", name=f"删除 {name}", exact=True)).to_be_focused()
+
+    page.goto("/account/keys/")
+    for description in ("first", "second"):
+        page.fill("input[name=description]", description)
+        page.click("#api-key-create")
+        page.wait_for_url("**/account/keys/")
+    key_ids = page.locator("#api-key-table code").all_inner_texts()
+    page.goto("/account/keys/")
+    for key_id in key_ids:
+        tab_to(page, f"[data-revoke='{key_id}']", presses=60)
+        expect(page.get_by_role("button", name=f"吊销 {key_id}", exact=True)).to_be_focused()
