@@ -114,6 +114,18 @@
     statusBefore = null;
   });
 
+  // A search (or a page of its matches) draws its section anew, its summary too: what it found,
+  // or what was wrong with it, is said through a live region that stays.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "log-search") return;
+    const said = document.getElementById("log-search-said");
+    if (!said) return;
+    const outcome = document.querySelectorAll(
+      "#log-search-summary, #log-search-error, #log-search-before-error, #log-search-q-error, #log-search-context-error",
+    );
+    said.textContent = Array.from(outcome, (part) => part.textContent.replace(/\s+/g, " ").trim()).join(" ");
+  });
+
   // 自动换行 (Wrap lines): the tail's and the search results' long lines wrap inside their box.
   // The choice is this browser's (localStorage), for every job page; a class on <html> keeps it
   // through each refresh and tab swap. The page is served without it, so without JavaScript

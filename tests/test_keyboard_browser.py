@@ -338,3 +338,39 @@ def test_each_drafts_and_each_keys_buttons_say_whose_they_are_as_tab_reaches_the
     for key_id in key_ids:
         tab_to(page, f"[data-revoke='{key_id}']", presses=60)
         expect(page.get_by_role("button", name=f"吊销 {key_id}", exact=True)).to_be_focused()
+
+
+def test_what_a_log_search_found_is_said_through_a_live_region_that_was_there_before(
+    logged_in_page, alice
+):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica, JobStatus
+    from jobs.services import job_transition
+
+    job = submitted(alice, "loss-curve")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(f"step {i} loss {'nan' if i == 7 else '0.5'}\n" for i in range(1, 11)))
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    said = page.get_by_role("status").and_(page.locator("#log-search-said")).element_handle()
+    tab_to(page, "#log-search-q", presses=60)
+    page.keyboard.type("nan")
+    page.keyboard.press("Enter")
+    expect(page.locator("#log-search-results")).to_contain_text("step 7 loss nan")
+    expect(page.locator("#log-search-said")).to_have_text("10 行中有 1 行匹配。")
+    assert said.evaluate("e => e.isConnected")  # the same region, not a new one
+    expect(page.locator("#log-search-q")).to_be_focused()
+
+    # A pattern that is not one: its problem is said the same way.
+    page.keyboard.press("Control+A")
+    page.keyboard.type("(")
+    page.locator("#log-search-regex").check()
+    page.locator("#log-search-q").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#log-search-said")).not_to_have_text("10 行中有 1 行匹配。")
+    expect(page.locator("#log-search-said")).to_have_text(
+        page.locator("#log-search-q-error").inner_text()
+    )
