@@ -49,8 +49,30 @@
       follow = clicked || pre.scrollHeight - pre.scrollTop - pre.clientHeight < 8;
       // Another replica's tab opens at its newest line; a refresh keeps the reader's place.
       place = clicked ? null : { left: pre.scrollLeft, line: follow ? null : topLine(pre) };
+      if (target.id === "log-tail" && !clicked && document.activeElement === pre) {
+        inPlace(event, pre);
+      }
     }
   });
+  // With focus in the log box (a keyboard user scrolling it), a refresh that drew a new box
+  // moved focus to it (htmx keeps focus on an id), and a screen reader read the newly focused
+  // box, the whole log, again every 2 s. Then the new lines go into the same box instead, and
+  // the rest of the tail (its notes, the download link) is drawn again around it.
+  function inPlace(event, pre) {
+    const answer = document.createElement("template");
+    answer.innerHTML = event.detail.serverResponse;
+    const lines = answer.content.getElementById("log-lines");
+    if (!lines || !answer.content.getElementById("log-tail")) return;
+    event.detail.shouldSwap = false;
+    while (pre.previousSibling) pre.previousSibling.remove();
+    for (const node of Array.from(lines.parentNode.childNodes)) {
+      if (node === lines) break;
+      pre.before(node);
+    }
+    pre.replaceChildren(...lines.childNodes);
+    toBottom();
+    toPlace();
+  }
   document.addEventListener("htmx:afterSettle", function (event) {
     // Only after the log box was drawn again: the status refresh beside it (every 2 s too)
     // took a reader who had just scrolled up back to the newest line.
@@ -58,6 +80,50 @@
     if (!target || (target.id !== "log-panel" && target.id !== "log-tail")) return;
     toBottom();
     toPlace();
+  });
+
+  // The status refresh draws the replica and usage tables again every 2 s: a table scrolled
+  // sideways (on a phone) stays where it was scrolled to, instead of jumping back to its
+  // first column under the reader's eyes. (htmx itself keeps focus on a box of the same id.)
+  let scrolledAcross = null;
+  let statusBefore = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const target = event.detail.target;
+    if (!target || target.id !== "job-live") return;
+    const status = document.getElementById("job-status");
+    statusBefore = status && status.textContent.trim();
+    scrolledAcross = new Map(
+      Array.from(target.querySelectorAll("[role=region][id]")).map((box) => [box.id, box.scrollLeft]),
+    );
+  });
+  document.addEventListener("htmx:afterSwap", function () {
+    if (!scrolledAcross) return;
+    for (const [id, left] of scrolledAcross) {
+      const box = document.getElementById(id);
+      if (box) box.scrollLeft = left;
+    }
+    scrolledAcross = null;
+    // A screen reader hears the job's status change (Running, then Succeeded) as it happens,
+    // once: the refresh itself is silent.
+    const status = document.getElementById("job-status");
+    const said = document.getElementById("job-status-change");
+    const now = status && status.textContent.trim();
+    if (said && now && statusBefore && now !== statusBefore) {
+      said.textContent = said.dataset.said.replace("%(status)s", now);
+    }
+    statusBefore = null;
+  });
+
+  // A search (or a page of its matches) draws its section anew, its summary too: what it found,
+  // or what was wrong with it, is said through a live region that stays.
+  document.addEventListener("htmx:afterSwap", function (event) {
+    if (!event.detail.target || event.detail.target.id !== "log-search") return;
+    const said = document.getElementById("log-search-said");
+    if (!said) return;
+    const outcome = document.querySelectorAll(
+      "#log-search-summary, #log-search-error, #log-search-before-error, #log-search-q-error, #log-search-context-error",
+    );
+    said.textContent = Array.from(outcome, (part) => part.textContent.replace(/\s+/g, " ").trim()).join(" ");
   });
 
   // 自动换行 (Wrap lines): the tail's and the search results' long lines wrap inside their box.

@@ -8,18 +8,20 @@
 // would move it: to the first field with a problem, else to the step's heading. Otherwise
 // it stays on a button that is no longer there, and a screen reader says nothing.
 // A row's 添加/删除 (labels, environment variables, roles, mounts) keeps focus in its table instead:
-// on the new row's first field, or after a removal on the table's add button.
+// on the new row's first field, or after a removal on the table's add button; 填入该示例 puts it
+// on the command it filled in.
 let rowAction = "";
 document.addEventListener(
   "submit",
   function (event) {
     const value = (event.submitter && event.submitter.value) || "";
-    rowAction = /^(add-row|remove-row-\d+)$/.test(value) ? value : "";
+    rowAction = /^(add-row|remove-row-\d+|fill-example-\w+)$/.test(value) ? value : "";
   },
   true,
 );
 
 function rowActionFocus(action) {
+  if (action.startsWith("fill-example-")) return document.getElementById("id_command");
   const rows = document.querySelectorAll(
     "#wizard tr.label-row, #wizard tr.env-row, #wizard tr.role-row, #wizard tr.mount-row",
   );
@@ -52,6 +54,17 @@ document.addEventListener("htmx:afterSettle", function (event) {
   const invalid = document.querySelector("#wizard [aria-invalid='true'], #wizard .is-invalid");
   const target = invalid || rowActionFocus(action) || document.getElementById("step-heading");
   if (target) target.focus();
+});
+
+// The idle count under each role's cards asks again every 5 s and is a live region: drawn
+// again with the same words, a screen reader read them out again every 5 s, once per role,
+// over whatever the user was doing. Only a count that changed is drawn.
+document.addEventListener("htmx:beforeSwap", function (event) {
+  const count = event.detail.target;
+  if (!(count instanceof Element) || !count.classList.contains("idle-count")) return;
+  const answer = document.createElement("template");
+  answer.innerHTML = event.detail.serverResponse;
+  if (answer.innerHTML === count.innerHTML) event.detail.shouldSwap = false;
 });
 
 // A field with a problem, once changed, stops showing the problem as current: the server

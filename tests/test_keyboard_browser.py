@@ -1,0 +1,376 @@
+"""The console used with the keyboard alone and read by a screen reader: where focus is and
+whether it shows, and what is announced while pages refresh themselves (axe, in
+test_accessibility_browser.py, judges neither)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
+from .test_wizard_browser import _local_pool, fill_basic, fill_image, start  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+# The focused element's focus indicator: its outline's width and its contrast against the
+# background behind the element (the nearest ancestor that paints one). WCAG 1.4.11 asks 3:1.
+FOCUS_INDICATOR = """() => {
+  const element = document.activeElement;
+  const rgb = (text) => text.match(/[\\d.]+/g).map(Number);
+  const luminance = ([r, g, b]) => {
+    const channel = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b);
+  };
+  let behind = element.parentElement;
+  while (behind && rgb(getComputedStyle(behind).backgroundColor)[3] === 0) behind = behind.parentElement;
+  const style = getComputedStyle(element);
+  if (style.outlineStyle === "none") return {width: 0, contrast: 1};
+  const [a, b] = [luminance(rgb(style.outlineColor)), luminance(rgb(getComputedStyle(behind).backgroundColor))];
+  return {width: parseFloat(style.outlineWidth), contrast: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
+}"""
+
+
+def test_focus_in_the_dark_top_bar_shows_as_an_outline_that_stands_out_from_the_bar(
+    logged_in_page,
+):
+    page = logged_in_page
+    reached = []
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        focused = page.evaluate("() => document.activeElement.closest('nav.navbar') !== null")
+        if not focused:
+            continue
+        reached.append(page.evaluate("() => document.activeElement.textContent.trim()"))
+        indicator = page.evaluate(FOCUS_INDICATOR)
+        assert indicator["width"] >= 2, reached[-1]
+        assert indicator["contrast"] >= 3, (reached[-1], indicator)
+    # The brand, the three pages, both languages, the account's three links and 退出登录.
+    assert reached[:4] == ["AI 训练任务控制台", "训练任务", "资源池", "创建任务"]
+    assert "退出登录" in reached
+
+
+def tab_to(page, selector: str, presses: int = 40) -> None:
+    """Presses Tab until the element `selector` (Playwright's) finds has focus, as a keyboard
+    user gets there."""
+    target = page.locator(selector)
+    for _ in range(presses):
+        page.keyboard.press("Tab")
+        if target.evaluate("e => e === document.activeElement"):
+            return
+    raise AssertionError(f"{selector} not reached in {presses} Tab presses")
+
+
+def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_place_as_the_page_refreshes(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    job = submitted(alice, "still-running", command="sleep 60")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text("运行中")
+    tab_to(page, "[role=region][aria-labelledby=replicas-heading]")
+    for _ in range(6):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => document.activeElement.scrollLeft > 0")  # scrolled smoothly
+    page.wait_for_timeout(500)
+    scrolled = page.evaluate("() => document.activeElement.scrollLeft")
+
+    # Two refreshes of the status (every 2 s), each drawing the table again.
+    page.evaluate(
+        "() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }"
+    )
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    assert (
+        page.evaluate("() => document.activeElement.getAttribute('aria-labelledby')")
+        == "replicas-heading"
+    )
+    assert page.evaluate("() => document.activeElement.scrollLeft") == scrolled
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function("s => document.activeElement.scrollLeft < s", arg=scrolled)
+
+
+def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(logged_in_page):
+    # A live region drawn again with the same words is read out again by a screen reader.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    expect(page.locator("#idle-1")).to_have_text("空闲 8 卡")
+    page.evaluate(
+        """() => {
+      window.checks = 0; window.redrawn = 0;
+      const count = document.getElementById('idle-1');
+      count.addEventListener('htmx:afterRequest', () => window.checks++);
+      new MutationObserver(changes => window.redrawn += changes.length)
+        .observe(count, {childList: true, subtree: true, characterData: true});
+    }"""
+    )
+    page.wait_for_function("() => window.checks >= 2", timeout=15_000)
+    assert page.evaluate("() => window.redrawn") == 0
+
+    # A change is still read out, and the check it sets off leaves the field being typed in alone.
+    page.focus("#id_roles-1-replicas")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("9")
+    expect(page.locator("#idle-1")).to_contain_text("（该角色需要 9 卡）")
+    expect(page.locator("#id_roles-1-replicas")).to_be_focused()
+    expect(page.locator("#id_roles-1-replicas")).to_have_value("9")
+
+
+def test_an_example_is_chosen_and_filled_in_from_the_keyboard_with_focus_where_the_user_is(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.locator("#examples summary").focus()
+    page.keyboard.press("Enter")
+    tab_to(page, "button[value=show-example-MPIJob]", presses=6)
+    page.keyboard.press("Enter")
+    expect(page.locator("#example-command")).to_contain_text("mpirun")
+    # Still on the button pressed, which says it is the example shown.
+    mpi = page.locator("button[value=show-example-MPIJob]")
+    expect(mpi).to_be_focused()
+    expect(mpi).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("button[value=show-example-PyTorchJob]")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+
+    tab_to(page, "#fill-example", presses=6)
+    page.keyboard.press("Enter")
+    # On the command it filled in, not back at the step's heading above the whole form.
+    expect(page.locator("#id_command")).to_be_focused()
+    expect(page.locator("#id_command")).to_have_value(re.compile("mpirun"))
+
+
+def test_a_job_link_reached_with_tab_in_a_refreshing_job_list_keeps_focus(logged_in_page, alice):
+    # Queued jobs keep the list refreshing (every 3 s), which draws the table again.
+    page = logged_in_page
+    for name in ("first-run", "second-run"):
+        submitted(alice, name)
+    page.goto("/")
+    tab_to(page, "a:text-is('first-run')")
+    page.evaluate(
+        "() => { window.refreshes = 0; document.addEventListener('htmx:afterSwap', e => { if (e.detail.target.id === 'job-table') window.refreshes++; }); }"
+    )
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    expect(page.get_by_role("link", name="first-run", exact=True)).to_be_focused()
+    # And Tab goes on from there, not from the top of the page.
+    page.keyboard.press("Shift+Tab")
+    expect(page.get_by_role("checkbox", name="选择 first-run")).to_be_focused()
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_screen_reader_hears_the_job_status_change_once_not_every_refresh(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+    language,
+):
+    page = logged_in_page
+    if language == "en":
+        page.click("button[data-language=en]")
+        page.wait_for_load_state()
+    job = submitted(alice, "short-run", command="sleep 3")
+    page.goto(f"/jobs/{job.public_id}/")
+    running, succeeded = ("运行中", "成功") if language == "zh-hans" else ("Running", "Succeeded")
+    said = page.get_by_role("status").filter(has_text=re.compile(r"状态已变为|Status now"))
+    expect(page.locator("#job-status")).to_have_text(running)
+    page.evaluate(
+        """() => { window.said = [];
+      new MutationObserver(() => window.said.push(document.getElementById('job-status-change').textContent))
+        .observe(document.getElementById('job-status-change'), {childList: true, subtree: true, characterData: true}); }"""
+    )
+    expect(page.locator("#job-status")).to_have_text(succeeded)
+    expected = "状态已变为：成功" if language == "zh-hans" else "Status now: Succeeded"
+    expect(said).to_have_text(expected)
+    # Said once: the refreshes while it ran changed nothing to say.
+    assert page.evaluate("() => window.said") == [expected]
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_a_new_api_keys_secret_is_copied_with_the_keyboard_right_after_creating_it(
+    logged_in_page, language
+):
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto("/account/keys/")
+    if language == "en":
+        page.click("button[data-language=en]")
+        page.wait_for_load_state()
+    tab_to(page, "input[name=description]")
+    page.keyboard.type("nightly script")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/account/keys/")
+
+    # Focus starts where the new key is said to be made, and the next Tab presses copy.
+    created = "密钥已创建" if language == "zh-hans" else "Key created"
+    expect(page.get_by_role("heading", name=created)).to_be_focused()
+    page.keyboard.press("Tab")
+    copy, key_id, secret = (
+        ("复制", "Access Key ID", "Secret Key")
+        if language == "zh-hans"
+        else ("Copy", "Access key ID", "Secret key")
+    )
+    expect(page.get_by_role("button", name=f"{copy} {key_id}", exact=True)).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name=f"{copy} {secret}", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    assert (
+        page.evaluate("navigator.clipboard.readText()")
+        == page.locator("#new-secret-key").inner_text()
+    )
+
+
+LIVE = "[aria-live], [role=status], [role=alert], [role=log]"
+
+
+def test_choosing_an_aiak_template_with_the_keyboard_says_only_whether_the_pool_holds_it(
+    logged_in_page,
+):
+    # The preview (image, the whole command script, variables) is there to read, not read out.
+    page = logged_in_page
+    start(page)
+    page.locator("input[name=creation_mode][value=custom]").focus()
+    page.keyboard.press("ArrowDown")  # 基于AIAK加速模版创建
+    expect(page.locator("#id_training_mode")).to_be_visible()
+    expect(page.locator("input[name=creation_mode][value=aiak]")).to_be_focused()
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowDown")  # Post-Pretrain
+    page.keyboard.press("Tab")
+    page.keyboard.press("ArrowDown")  # 全量更新
+    page.keyboard.press("Tab")
+    expect(page.locator("#id_aiak_template")).to_be_focused()
+    with page.expect_response(lambda r: "llama-7b" in r.url):
+        page.keyboard.press("ArrowDown")  # llama-7b, which the pool's 8 cards hold
+    expect(page.locator("#aiak-fill")).to_contain_text("pretrain_llama_7b.sh")
+    expect(page.locator("#id_aiak_template")).to_be_focused()
+    assert page.locator("#aiak-fill").evaluate(f"e => e.closest('{LIVE}')") is None
+    expect(page.get_by_role("alert")).to_have_count(0)
+
+    for template in ("llama-13b", "llama-65b"):  # the second asks for more cards than there are
+        with page.expect_response(lambda r, template=template: template in r.url):
+            page.keyboard.press("ArrowDown")
+    expect(page.get_by_role("alert")).to_contain_text("此模版需要")
+    expect(page.locator("#id_aiak_template")).to_be_focused()
+
+
+def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    # A new box focused every 2 s was read out whole, every 2 s, by a screen reader.
+    page = logged_in_page
+    job = submitted(
+        alice, "chatty", command="for i in $(seq 1 60); do echo line-$i; sleep 0.5; done"
+    )
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#log-lines")).to_contain_text("line-2")
+    tab_to(page, "#log-lines", presses=60)
+    page.evaluate(
+        """() => { window.box = document.activeElement; window.focused = 0; window.refreshes = 0;
+      document.addEventListener('focusin', () => window.focused++);
+      document.addEventListener('htmx:beforeSwap', e => { if (e.detail.target.id === 'log-tail') window.refreshes++; }); }"""
+    )
+    newest = page.locator("#log-lines .log-line").last.inner_text()
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+    expect(page.locator("#log-lines .log-line").last).not_to_have_text(newest)
+    # Still the newest line in view, as a box left at the bottom follows the log.
+    assert page.locator("#log-lines").evaluate(
+        "p => p.scrollHeight - p.scrollTop - p.clientHeight < 8"
+    )
+    # Scrolled up with the keyboard to read older lines, the reader stays there.
+    page.keyboard.press("Home")
+    page.wait_for_function("() => document.activeElement.scrollTop === 0")
+    page.evaluate("() => window.refreshes = 0")
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+    assert page.locator("#log-lines").evaluate("p => p.scrollTop") < 50
+
+
+def test_the_card_totals_change_inside_a_live_region_that_stays_so_it_is_read_out(logged_in_page):
+    # A screen reader reads out a change inside a live region it already knows; a region
+    # that is itself drawn anew (the totals used to be one) is taken as new and not read.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    region = page.locator("#card-totals").evaluate_handle(f"e => e.closest('{LIVE}')")
+    assert region.evaluate("r => r !== null")
+    page.focus("#id_roles-1-replicas")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("3")
+    expect(page.locator("#card-totals")).to_contain_text("× 4")
+    assert page.locator("#card-totals").evaluate(f"(e, r) => e.closest('{LIVE}') === r", region)
+    assert region.evaluate("r => r.isConnected")
+
+
+def test_each_drafts_and_each_keys_buttons_say_whose_they_are_as_tab_reaches_them(logged_in_page):
+    # Several bare 继续编辑 / 删除 / 吊销 in a row told a screen reader nothing of which is which.
+    page = logged_in_page
+    for name in ("lr-sweep-a", "lr-sweep-b"):
+        start(page)
+        page.fill("#id_name", name)
+        page.click("#wizard-next")
+        page.wait_for_url(re.compile(r"/image/$"))
+    page.goto("/create/")
+    for name in ("lr-sweep-b", "lr-sweep-a"):  # newest first
+        tab_to(
+            page, f"#draft-list a:has-text('继续编辑') >> nth={'0' if name.endswith('b') else '1'}"
+        )
+        expect(page.get_by_role("link", name=f"继续编辑 {name}", exact=True)).to_be_focused()
+        page.keyboard.press("Tab")
+        expect(page.get_by_role("button", name=f"删除 {name}", exact=True)).to_be_focused()
+
+    page.goto("/account/keys/")
+    for description in ("first", "second"):
+        page.fill("input[name=description]", description)
+        page.click("#api-key-create")
+        page.wait_for_url("**/account/keys/")
+    key_ids = page.locator("#api-key-table code").all_inner_texts()
+    page.goto("/account/keys/")
+    for key_id in key_ids:
+        tab_to(page, f"[data-revoke='{key_id}']", presses=60)
+        expect(page.get_by_role("button", name=f"吊销 {key_id}", exact=True)).to_be_focused()
+
+
+def test_what_a_log_search_found_is_said_through_a_live_region_that_was_there_before(
+    logged_in_page, alice
+):
+    from jobs.logs import replica_log_path
+    from jobs.models import JobReplica, JobStatus
+    from jobs.services import job_transition
+
+    job = submitted(alice, "loss-curve")
+    JobReplica.objects.create(job=job, role="master", index=0)
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(f"step {i} loss {'nan' if i == 7 else '0.5'}\n" for i in range(1, 11)))
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    said = page.get_by_role("status").and_(page.locator("#log-search-said")).element_handle()
+    tab_to(page, "#log-search-q", presses=60)
+    page.keyboard.type("nan")
+    page.keyboard.press("Enter")
+    expect(page.locator("#log-search-results")).to_contain_text("step 7 loss nan")
+    expect(page.locator("#log-search-said")).to_have_text("10 行中有 1 行匹配。")
+    assert said.evaluate("e => e.isConnected")  # the same region, not a new one
+    expect(page.locator("#log-search-q")).to_be_focused()
+
+    # A pattern that is not one: its problem is said the same way.
+    page.keyboard.press("Control+A")
+    page.keyboard.type("(")
+    page.locator("#log-search-regex").check()
+    page.locator("#log-search-q").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#log-search-said")).not_to_have_text("10 行中有 1 行匹配。")
+    expect(page.locator("#log-search-said")).to_have_text(
+        page.locator("#log-search-q-error").inner_text()
+    )
