@@ -118,7 +118,7 @@ def test_the_imported_draft_opens_at_step_one_with_a_notice_and_is_marked_in_the
     assert r.redirect_chain[-1][0] == step_url(draft, W.BASIC)
     assert "已从请求导入：请逐步检查，然后提交。" in page
     drafts = alice_client.get(reverse("wizard-start")).content.decode()
-    row = re.search(r"<tr>\s*<td>llm-pretrain(.*?)</td>", drafts, re.S)
+    row = re.search(r"<tr>\s*<td[^>]*>llm-pretrain(.*?)</td>", drafts, re.S)
     assert row and "导入" in row.group(1)
 
 
