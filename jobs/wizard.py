@@ -1298,6 +1298,8 @@ def _no_room_beside(spec: S.JobSpec, plan: NextPass) -> list[str]:
             % {"limit": settings.LOCAL_MAX_RUNNING_JOBS}
         ]
     need = requirement(spec)
+    if left.impossible(need):
+        return []  # more cores than the machine has: the pool's own check says so
     if (need.exclusive_cpus and len(left.free_cpus) < need.exclusive_cpus) or (
         not need.exclusive_cpus and not left.shared_cpus
     ):

@@ -305,3 +305,23 @@ def test_a_cpu_only_standalone_job_is_refused_behind_a_queued_job_when_no_card_i
         for m in field_errors(refused, "id_mode")
     ), field_errors(refused, "id_mode")
     assert list(Job.objects.filter(owner=alice)) == []
+
+
+def test_a_standalone_job_is_refused_while_running_jobs_pin_every_cpu_core(alice, bob):
+    from jobs.runner import machine_cpus
+
+    busy = _running(bob, [0])
+    LocalRun.objects.filter(job=busy).update(cpus=machine_cpus())  # CPU-exclusive, all cores
+    alice_client = _client(alice)
+    draft = new_draft(alice_client)
+    one_card = {W.RESOURCES: resources_data([role("master", 1, card=V100, cards=1)])}
+    complete_steps(alice_client, draft, upto=W.SUBMISSION, **one_card)
+
+    refused = post_step(alice_client, draft, W.SUBMISSION, submission_data())
+
+    # 3 V100 are idle, but no core is left for a job beside Bob's.
+    assert W.idle_for(W.find_pool("local"), V100) == 3
+    assert any(
+        "the CPU cores it needs are taken by jobs that run or are about to start" in m
+        for m in field_errors(refused, "id_mode")
+    ), field_errors(refused, "id_mode")
