@@ -1873,16 +1873,26 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             break
     if failure:
         can_restart = spec is not None and job.restarts < restart_limit(spec)
+        # Past its time limit, a failure ends the job Timed out (review 26), as left24's
+        # _timed_out_unwatched ends one that succeeded past it: one that failed after the
+        # limit (while no worker ran, or in the instant before this tick) had run out its time
+        # first, and a restart now would only be stopped at the next tick (the limit counts
+        # from its first start). One that failed within its limit, not to restart, failed.
+        deadline = _deadline(job, run, spec, now)
+        failed_at = now if can_restart else (replica.finished_at or now)
+        timed_out = spec is not None and deadline is not None and failed_at > deadline
+        if timed_out and spec is not None:
+            target, message = TARGET_TIMED_OUT, _timed_out_message(spec)
+        else:
+            target, message = (TARGET_RESTART if can_restart else TARGET_FAILED), failure
         # Only if no stop was recorded since this tick read the run: a Stop or Delete from
         # the web process wins over the restart (or failure) decided here.
         decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
-            stop_target=TARGET_RESTART if can_restart else TARGET_FAILED,
-            stop_message=failure,
-            stop_message_source=source_of(failure),
+            stop_target=target, stop_message=message, stop_message_source=source_of(message)
         )
         if decided:
             job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
-            if can_restart:  # a job that ends here says it as it ends (_ended_unwatched)
+            if target == TARGET_RESTART:  # one that ends here says it as it ends
                 # As its end was stamped (_record_replica: never before its start).
                 _exited_unwatched(job, label, replica.finished_at, now)
         run.refresh_from_db()

@@ -64,7 +64,7 @@ from .spec import SpecError, parse_document
 from .texts import display_text, recorded, source_of
 
 if TYPE_CHECKING:
-    from .runner import Requirement
+    from .runner import Capacity, Requirement
 
 PRIORITY_RANK = Case(
     When(priority="high", then=Value(0)),
@@ -221,14 +221,19 @@ class NextPass:
     # None where it read no usage (no quota exists, or nothing is queued): jobs.quotas'
     # local_usage is then what holds.
     usage: dict[int, Usage] | None = None
+    # What is left once it has started its jobs: the cards (`free`), the cores, and how many
+    # local jobs then run (LOCAL_MAX_RUNNING_JOBS). A standalone job whose cards are idle
+    # still waits when no job may start beside them, or its cores are taken.
+    left: Capacity | None = None
 
 
-def next_pass() -> NextPass:
+def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     """What the next scheduling pass would do (dispatch_local's order and rules, read only:
     nothing is said, failed or started): the cards of each type it leaves idle, those no
     dispatched job holds less those it hands the Queued jobs whose turn it is, and the queues
     a job too big for the cards left blocks (found until no card is left: past that, a job
-    asking for cards waits anyway).
+    asking for cards waits anyway; `past_the_last_card` goes on, for a job asking none,
+    which the jobs behind may still block or leave no room beside).
 
     This is the local pool's idle figure (the wizard's, the review's "fits now", 资源池, the
     API's). Cards a Queued job is about to get are not idle: counted as idle, two people
@@ -249,9 +254,9 @@ def next_pass() -> NextPass:
     limits: dict[int, list[Limit]] = {}
     blocked: dict[str, int] = {}
     for queue, rank, group_id, concurrency, owner_id, document in _queued_local_rows():
-        if not any(capacity.free_devices.values()) or (
-            capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS
-        ):
+        if capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS:
+            break  # no job may start, whatever it asks
+        if not past_the_last_card and not any(capacity.free_devices.values()):
             break  # no card is left to give, whatever the rest ask for
         if queue in blocked:
             continue
@@ -282,7 +287,7 @@ def next_pass() -> NextPass:
             usage.setdefault(owner_id, Usage()).add(need.cards)
         if group_id is not None and group_running is not None:
             group_running[group_id] += 1
-    return NextPass(free=capacity.free_devices, blocked=blocked, usage=usage)
+    return NextPass(free=capacity.free_devices, blocked=blocked, usage=usage, left=capacity)
 
 
 def _queued_local_rows() -> Iterator[tuple[str, int, int | None, int | None, int, Any]]:

@@ -28,6 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
@@ -1242,13 +1243,13 @@ def pool_refusals(
     local = pool.backend == "local" and spec.counts_in_range()
     # What the scheduler's next pass does with the jobs queued already (read for a
     # standalone local job only): the queue it would wait in, the quota they take.
-    plan = next_pass() if standalone and local else None
+    plan = _plan_for(spec) if standalone and local else None
     if standalone and not pool.error and spec.counts_in_range():
         short = shortfall(spec, pool)
         for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
         if not short and plan is not None:
-            for message in _queue_blocked(spec, plan):
+            for message in _queue_blocked(spec, plan) or _no_room_beside(spec, plan):
                 errors.setdefault("submission.mode", []).append(message)
     if owner is not None and local:
         for path, message in quota_refusals(spec, owner, standalone=standalone, plan=plan):
@@ -1265,6 +1266,51 @@ def _shortfall_message(card: str, wanted: int, idle: int) -> str:
         "them.",
         wanted,
     ) % {"wanted": wanted, "card": card, "idle": idle}
+
+
+def _plan_for(spec: S.JobSpec) -> NextPass:
+    """The next pass, as far as it decides whether a standalone `spec` starts: past the last
+    card for a job that asks none."""
+    return next_pass(past_the_last_card=not spec.accelerators_by_type())
+
+
+def _no_room_beside(spec: S.JobSpec, plan: NextPass) -> list[str]:
+    """A standalone local job whose cards are idle, which the pass would still not start:
+    LOCAL_MAX_RUNNING_JOBS local jobs run once it has started the Queued jobs whose turn it
+    is, or the cores the job needs are taken (its exclusive cores; or, for a job that pins
+    none, every core, pinned by running jobs): jobs.runner.Capacity.allocate's other rules."""
+    from .runner import requirement
+
+    left = plan.left
+    if left is None:
+        return []
+    if left.running >= settings.LOCAL_MAX_RUNNING_JOBS:
+        return [
+            ngettext(
+                "A standalone job must start now, but the local pool runs at most %(limit)d "
+                "job at once and has no room for another; submit it as a queue task, which "
+                "waits its turn.",
+                "A standalone job must start now, but the local pool runs at most %(limit)d "
+                "jobs at once and has no room for another; submit it as a queue task, which "
+                "waits its turn.",
+                settings.LOCAL_MAX_RUNNING_JOBS,
+            )
+            % {"limit": settings.LOCAL_MAX_RUNNING_JOBS}
+        ]
+    need = requirement(spec)
+    if left.impossible(need):
+        return []  # more cores than the machine has: the pool's own check says so
+    if (need.exclusive_cpus and len(left.free_cpus) < need.exclusive_cpus) or (
+        not need.exclusive_cpus and not left.shared_cpus
+    ):
+        return [
+            _(
+                "A standalone job must start now, but the CPU cores it needs are taken by jobs "
+                "that run or are about to start; submit it as a queue task, which waits for "
+                "them."
+            )
+        ]
+    return []
 
 
 def _queue_blocked(spec: S.JobSpec, plan: NextPass) -> list[str]:
@@ -1298,14 +1344,14 @@ def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any, submit_key: str) -
     local_cards_locked()
     if Job.objects.filter(submit_key__startswith=submit_key).exists():
         return []
-    plan = next_pass()
+    plan = _plan_for(spec)
     refusals = [
         _shortfall_message(card, wanted, len(plan.free.get(card, [])))
         for card, wanted in spec.accelerators_by_type().items()
         if wanted > len(plan.free.get(card, []))
     ]
     if not refusals:
-        refusals = _queue_blocked(spec, plan)
+        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
 
 

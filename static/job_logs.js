@@ -57,12 +57,15 @@
   // With focus in the log box (a keyboard user scrolling it), a refresh that drew a new box
   // moved focus to it (htmx keeps focus on an id), and a screen reader read the newly focused
   // box, the whole log, again every 2 s. Then the new lines go into the same box instead, and
-  // the rest of the tail (its notes, the download link) is drawn again around it.
+  // the rest of the tail (its notes, the download link) is drawn again around it. Not the
+  // tail of a job that has ended: the box kept here keeps its own refresh, which would go on
+  // asking every 2 s for as long as focus stayed in it (review 26); that one new box is drawn.
   function inPlace(event, pre) {
     const answer = document.createElement("template");
     answer.innerHTML = event.detail.serverResponse;
     const lines = answer.content.getElementById("log-lines");
-    if (!lines || !answer.content.getElementById("log-tail")) return;
+    const tail = answer.content.getElementById("log-tail");
+    if (!lines || !tail || !tail.hasAttribute("hx-trigger")) return;
     event.detail.shouldSwap = false;
     while (pre.previousSibling) pre.previousSibling.remove();
     for (const node of Array.from(lines.parentNode.childNodes)) {

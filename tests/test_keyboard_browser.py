@@ -294,6 +294,33 @@ def test_the_log_box_keeps_focus_as_the_same_box_while_new_lines_come_in(
     assert page.locator("#log-lines").evaluate("p => p.scrollTop") < 50
 
 
+def test_the_log_box_stops_refreshing_once_the_job_has_ended_though_it_kept_focus(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    # Review 26: the lines came into the focused box in place, and the box kept its own
+    # 2-second refresh, which the ended job's tail no longer has: it asked every 2 s for ever.
+    page = logged_in_page
+    job = submitted(alice, "brief", command="for i in $(seq 1 8); do echo line-$i; sleep 0.5; done")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#log-lines")).to_contain_text("line-2")
+    tab_to(page, "#log-lines", presses=60)
+    page.evaluate(
+        """() => { window.refreshes = 0;
+      document.addEventListener('htmx:beforeRequest', e => { if (e.detail.elt.id === 'log-tail') window.refreshes++; }); }"""
+    )
+
+    expect(page.locator("#job-status")).to_have_text(re.compile("成功|Succeeded"), timeout=30_000)
+    expect(page.locator("#log-lines")).to_contain_text("line-8", timeout=10_000)
+    page.wait_for_timeout(2_500)  # a refresh already asked for when the job ended is answered
+    page.evaluate("() => window.refreshes = 0")
+    page.wait_for_timeout(5_000)
+
+    assert page.evaluate("() => window.refreshes") == 0
+    expect(page.locator("#log-tail")).not_to_have_attribute("hx-trigger", "every 2s")
+
+
 def test_the_card_totals_change_inside_a_live_region_that_stays_so_it_is_read_out(logged_in_page):
     # A screen reader reads out a change inside a live region it already knows; a region
     # that is itself drawn anew (the totals used to be one) is taken as new and not read.

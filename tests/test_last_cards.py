@@ -19,6 +19,7 @@ from jobs.actions import ActionError, job_rerun
 from jobs.models import Job, JobStatus, LocalRun
 from tests.test_concurrent_limits import at_once
 from tests.test_wizard import (
+    A800,
     V100,
     _local_pool,  # noqa: F401 (autouse fixture)
     basic_data,
@@ -235,3 +236,92 @@ def test_a_second_standalone_job_is_refused_the_quota_a_queued_one_is_about_to_t
         "your quota is 2 × baidu.com/v100_32g_cgpu" in m for m in field_errors(refused, "id_mode")
     ), field_errors(refused, "id_mode")
     assert as_queue_task.status_code == 302
+
+
+def test_a_standalone_job_is_refused_when_the_pool_runs_its_most_jobs_though_cards_are_idle(
+    alice, bob, settings
+):
+    settings.LOCAL_MAX_RUNNING_JOBS = 2
+    _running(bob, [0])
+    bob_client, alice_client = _client(bob), _client(alice)
+    one_card = {W.RESOURCES: resources_data([role("master", 1, card=V100, cards=1)])}
+    bobs = new_draft(bob_client)
+    complete_steps(bob_client, bobs, **one_card)
+    bob_client.post(reverse("wizard-submit", args=[bobs.id]))  # Queued: the second one to run
+    alices = new_draft(alice_client)
+    complete_steps(alice_client, alices, upto=W.SUBMISSION, **one_card)
+
+    refused = post_step(alice_client, alices, W.SUBMISSION, submission_data())
+    as_queue_task = post_step(alice_client, alices, W.SUBMISSION, submission_data(mode="queue"))
+
+    # 2 of the 4 V100 stay idle, but no third job may run beside Bob's two.
+    assert W.idle_for(W.find_pool("local"), V100) == 2
+    assert any(
+        "the local pool runs at most 2 jobs at once and has no room for another" in m
+        for m in field_errors(refused, "id_mode")
+    ), field_errors(refused, "id_mode")
+    assert as_queue_task.status_code == 302
+    assert list(Job.objects.filter(owner=alice)) == []
+
+
+def test_run_again_of_a_standalone_job_is_refused_when_the_pool_runs_its_most_jobs(
+    alice, bob, settings
+):
+    settings.LOCAL_MAX_RUNNING_JOBS = 1
+    alice_client = _client(alice)
+    one_card = {W.RESOURCES: resources_data([role("master", 1, card=V100, cards=1)])}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **one_card)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    first = Job.objects.get()
+    first.status = JobStatus.SUCCEEDED
+    first.save(update_fields=["status"])
+    _running(bob, [0])
+
+    with pytest.raises(ActionError, match="runs at most 1 job at once"):
+        job_rerun(job=first, owner=alice, request_key="b" * 32)
+
+    assert Job.objects.count() == 2  # the first run and Bob's
+
+
+def test_a_cpu_only_standalone_job_is_refused_behind_a_queued_job_when_no_card_is_idle(alice, bob):
+    busy = _running(bob, [0, 1, 2, 3])
+    LocalRun.objects.filter(job=busy).update(devices={V100: [0, 1, 2, 3], A800: list(range(8))})
+    bob_client, alice_client = _client(bob), _client(alice)
+    bob_client.post(reverse("wizard-submit", args=[_four_v100_draft(bob_client, mode="queue").id]))
+    cpu_only = new_draft(alice_client)
+    complete_steps(
+        alice_client,
+        cpu_only,
+        upto=W.SUBMISSION,
+        **{W.RESOURCES: resources_data([role("master", 1, card="")])},
+    )
+
+    refused = post_step(alice_client, cpu_only, W.SUBMISSION, submission_data())
+
+    # It asks no card, but Bob's job is first in the queue and no job passes it.
+    assert any(
+        "queue “default” waits for a job before it that needs more cards than are idle" in m
+        for m in field_errors(refused, "id_mode")
+    ), field_errors(refused, "id_mode")
+    assert list(Job.objects.filter(owner=alice)) == []
+
+
+def test_a_standalone_job_is_refused_while_running_jobs_pin_every_cpu_core(alice, bob):
+    from jobs.runner import machine_cpus
+
+    busy = _running(bob, [0])
+    LocalRun.objects.filter(job=busy).update(cpus=machine_cpus())  # CPU-exclusive, all cores
+    alice_client = _client(alice)
+    draft = new_draft(alice_client)
+    one_card = {W.RESOURCES: resources_data([role("master", 1, card=V100, cards=1)])}
+    complete_steps(alice_client, draft, upto=W.SUBMISSION, **one_card)
+
+    refused = post_step(alice_client, draft, W.SUBMISSION, submission_data())
+
+    # 3 V100 are idle, but no core is left for a job beside Bob's.
+    assert W.idle_for(W.find_pool("local"), V100) == 3
+    assert any(
+        "the CPU cores it needs are taken by jobs that run or are about to start" in m
+        for m in field_errors(refused, "id_mode")
+    ), field_errors(refused, "id_mode")

@@ -22,7 +22,7 @@ from django.utils import timezone, translation
 from jobs import spec as S
 from jobs.actions import job_stop
 from jobs.logs import job_dir
-from jobs.models import Job, JobStatus
+from jobs.models import FINAL_STATUSES, Job, JobStatus
 from jobs.runner import attempt_dir, read_state
 from jobs.worker import Worker
 
@@ -804,6 +804,47 @@ def test_a_job_that_finished_past_its_time_limit_while_no_worker_ran_ends_timed_
     assert "运行超过 1 分钟，已超时" in timed_out.message
     assert note.message.startswith("任务达到超时时间时没有 worker 在运行")
     assert not job.events.filter(reason="Succeeded").exists()
+
+
+def _failed_past_its_limit_unwatched(alice, settings, **changes) -> Job:
+    """A job with a 1-second time limit whose replica exits 1 after it, while no worker
+    ticks; then the worker ticks until the job ends."""
+    settings.JOB_MINUTE_SECONDS = 1
+    settings.WORKER_STALE_SECONDS = 1
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 1", timeout_minutes=1, **changes))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    limit = job.started_at + timedelta(seconds=1)
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+    time.sleep(max(0.0, (limit - timezone.now()).total_seconds()) + 1.5)  # no tick meanwhile
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run_until(worker, lambda: status_of(job) in FINAL_STATUSES)
+    return status_and(job)
+
+
+def test_a_job_that_failed_past_its_time_limit_while_no_worker_ran_ends_timed_out(alice, settings):
+    # Review 26: as left24's job that succeeded past its limit, one that failed past it had
+    # run out its time first: a worker watching would have timed it out, not seen it fail.
+    job = _failed_past_its_limit_unwatched(alice, settings)
+
+    assert job.status == JobStatus.TIMED_OUT
+    with translation.override("en"):
+        [timed_out] = job.events.filter(reason="TimedOut")
+        assert timed_out.message_shown == "Timed out: ran past its 1-minute limit."
+    assert job.events.filter(reason="ReplicaFailed").exists()  # what happened is still said
+
+
+def test_a_fault_tolerant_job_that_failed_past_its_time_limit_is_not_restarted(alice, settings):
+    # Review 26: it was restarted past its limit, its new attempt's processes launched only to
+    # be stopped at the next tick.
+    job = _failed_past_its_limit_unwatched(alice, settings, fault_tolerance=True)
+
+    assert job.status == JobStatus.TIMED_OUT
+    assert job.restarts == 0
+    assert not attempt_dir(job.public_id, 2).exists()
 
 
 def test_a_job_whose_replica_exited_exactly_at_its_time_limit_succeeded(alice, settings):

@@ -1,0 +1,141 @@
+"""The idle figure (jobs.scheduler.next_pass) is what the scheduling pass (dispatch_local)
+then leaves idle, whatever the queued jobs are (review26).
+
+next_pass is a read-only copy of dispatch_local's order and rules: the two are driven here on
+the same randomized states (priorities, queues, queue groups at their concurrency, jobs
+Pending review, remote jobs, stopping jobs still holding cards, two card types, CPU-only and
+CPU-exclusive roles, card quotas, the running-jobs limit) and must agree on the cards left.
+The pass starts its jobs for real, on a machine without bubblewrap: each start fails at
+once, and the job keeps the cards it was given until the worker ends it, as it would."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from jobs import spec as S
+from jobs.models import CardQuota, Job, JobStatus, LocalRun
+from jobs.runner import current_capacity, machine_cpus
+from jobs.scheduler import QUOTA_EXCEEDED, dispatch_local, next_pass
+from jobs.services import job_event, jobs_submit
+
+A800 = "baidu.com/a800_80g_cgpu"
+H800 = "baidu.com/h800_cgpu"
+TOTALS = {A800: 4, H800: 3}
+
+
+@pytest.fixture(autouse=True)
+def local_pool_without_bubblewrap(settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = ",".join(f"{card}={n}" for card, n in TOTALS.items())
+    settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")  # each start fails before any process
+    settings.LOCAL_DISK_MIN_FREE_GB = 0
+    settings.LOCAL_DISK_EVICT_FREE_GB = 0
+    settings.LOCAL_QUEUES = ["default", "q2"]
+    settings.LANGUAGE_CODE = "en"
+
+
+def _spec(rng: random.Random, *, name: str) -> S.JobSpec:
+    card = rng.choice([A800, H800, ""])
+    per_instance = rng.choice([1, 1, 2]) if card else 0
+    roles = [S.Role("master", 1, accelerator_type=card, accelerators=per_instance, cpu=1)]
+    if rng.random() < 0.3:  # PyTorch: its workers have the master's cards
+        roles.append(
+            S.Role(
+                "worker",
+                rng.choice([1, 2]),
+                accelerator_type=card,
+                accelerators=per_instance,
+                cpu=1,
+            )
+        )
+    spec = S.JobSpec(
+        name=name, resource_pool_id="local", image="a/b:1", command="true", roles=roles
+    )
+    spec.queue = rng.choice(["default", "q2"])
+    spec.priority = rng.choice(["high", "normal", "low"])
+    spec.cpu_exclusive = rng.random() < 0.1
+    if rng.random() < 0.25:
+        spec.submission = S.Submission(
+            mode=S.SUBMIT_QUEUE, total=rng.choice([2, 3]), concurrency=rng.choice([1, 2])
+        )
+    return spec
+
+
+def _holding(owner, devices: dict[str, list[int]], *, status: str, cpus: list[int]) -> None:
+    """A local job of `owner` holding `devices`, as the runner records a dispatch."""
+    spec = S.JobSpec(name="busy", resource_pool_id="local", image="a/b:1", command="x")
+    spec.roles = [
+        S.Role(name=f"r{n}", replicas=1, accelerator_type=card, accelerators=len(indices))
+        for n, (card, indices) in enumerate(devices.items())
+    ] or [S.Role(name="master", replicas=1)]
+    job = Job.objects.create(
+        public_id=f"pytorchjob-{uuid.uuid4().hex[:12]}",
+        name="busy",
+        owner=owner,
+        spec=spec.to_document(),
+        status=status,
+        backend="local",
+        resource_pool="local",
+    )
+    LocalRun.objects.create(job=job, devices=devices, cpus=cpus)
+
+
+def _random_state(rng: random.Random, owners: list) -> None:
+    left = {card: list(range(n)) for card, n in TOTALS.items()}
+    for _ in range(rng.randint(0, 3)):
+        devices = {}
+        for card in rng.sample(list(TOTALS), rng.randint(0, 2)):
+            take = rng.randint(0, len(left[card]))
+            if take:
+                devices[card], left[card] = left[card][:take], left[card][take:]
+        status = rng.choice([JobStatus.RUNNING, JobStatus.RUNNING, JobStatus.STOPPING])
+        cpus = [machine_cpus()[0]] if rng.random() < 0.1 else []
+        _holding(rng.choice(owners), devices, status=status, cpus=cpus)
+    if rng.random() < 0.4:
+        CardQuota.objects.create(
+            user=rng.choice(owners),
+            card_type=rng.choice(list(TOTALS)),
+            max_cards=rng.randint(1, 4),
+            max_running_jobs=rng.choice([None, 1, 2]),
+        )
+    for n in range(rng.randint(1, 9)):
+        spec = _spec(rng, name=f"job{n}")
+        kind = rng.random()
+        jobs = jobs_submit(
+            owner=rng.choice(owners),
+            spec=spec,
+            submit_key=uuid.uuid4().hex,
+            backend="aihc" if kind < 0.08 else "local",
+            initial_status=JobStatus.PENDING_REVIEW if kind > 0.92 else JobStatus.QUEUED,
+        )
+        if rng.random() < 0.15:  # said once that it waits for its owner's quota
+            job_event(job=jobs[0], reason=QUOTA_EXCEEDED, message="over")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_cards_the_next_pass_leaves_idle_are_those_the_scheduling_pass_leaves_idle(
+    seed, alice, bob, settings
+):
+    rng = random.Random(seed)
+    settings.LOCAL_MAX_RUNNING_JOBS = rng.choice([2, 3, 8])
+    _random_state(rng, [alice, bob])
+    queued = Job.objects.filter(backend="local", status=JobStatus.QUEUED).count()
+
+    plan = next_pass()
+    whole = next_pass(past_the_last_card=True)  # as for a standalone job asking no card
+    started = dispatch_local()
+
+    after = current_capacity()
+    said = f"seed {seed}: {len(started)} of {queued} queued jobs started"
+    assert _cards(plan.free) == _cards(after.free_devices), said
+    assert whole.left is not None
+    assert _cards(whole.left.free_devices) == _cards(after.free_devices), said
+    assert whole.left.running == after.running, said
+    assert sorted(whole.left.free_cpus) == sorted(after.free_cpus), said
+    assert sorted(whole.left.shared_cpus) == sorted(after.shared_cpus), said
+
+
+def _cards(free: dict[str, list[int]]) -> dict[str, list[int]]:
+    return {card: sorted(ids) for card, ids in free.items()}
