@@ -1292,12 +1292,34 @@ def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any, submit_key: str) -
     created (the second then waited, as a standalone job must not). Empty for any other
     job, and for a resend of a submit (`submit_key`) whose jobs exist: jobs_submit returns
     those, and a double click's second send must not be told its own job took the cards."""
-    local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
-    if not local or not spec.counts_in_range():
+    if not _standalone_local(spec):
         return []
     local_cards_locked()
     if Job.objects.filter(submit_key__startswith=submit_key).exists():
         return []
+    return _standalone_refusals_now(spec, owner)
+
+
+def standalone_approval_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
+    """What refuses the approval of a held standalone local job now (jobs.review.job_approve),
+    read under the local pool's cards lock inside the transaction that queues it: the cards
+    it was submitted for may have gone to other jobs while it waited for review, and a
+    standalone job must never wait. `owner` is the job's owner (their quota), not the
+    reviewer. Empty for any other job."""
+    if not _standalone_local(spec):
+        return []
+    local_cards_locked()
+    return _standalone_refusals_now(spec, owner)
+
+
+def _standalone_local(spec: S.JobSpec) -> bool:
+    local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
+    return local and spec.counts_in_range()
+
+
+def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
+    """The idle cards, its queue and its owner's quota for a standalone local job, read as
+    the scheduler's next pass leaves them (the caller holds the cards lock)."""
     plan = next_pass()
     refusals = [
         _shortfall_message(card, wanted, len(plan.free.get(card, [])))
