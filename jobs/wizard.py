@@ -49,7 +49,7 @@ from .backends import (
 )
 from .locks import local_cards_locked
 from .models import Draft, Job
-from .quotas import Excess, Usage, excesses, local_usage, quota_limits
+from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
 from .scheduler import RANKS, NextPass, next_pass
 from .services import jobs_submit
@@ -1348,11 +1348,16 @@ def quota_refusals(
         return [(_quota_path(spec, e), _never_message(e)) for e in never]
     if not standalone:
         return []
+    running = local_usage(owner=owner).get(owner.pk, Usage())
     if plan is not None and plan.usage is not None:
-        usage = plan.usage.get(owner.pk, Usage())
+        found = [
+            # The running jobs' part told apart from the queued ones' about to start.
+            dataclasses.replace(e, starting=e.held - held_in(running, e.card_type, jobs=e.jobs))
+            for e in excesses(limits, plan.usage.get(owner.pk, Usage()), need)
+        ]
     else:
-        usage = local_usage(owner=owner).get(owner.pk, Usage())
-    return [("submission.mode", _standalone_message(e)) for e in excesses(limits, usage, need)]
+        found = excesses(limits, running, need)
+    return [("submission.mode", _standalone_message(e)) for e in found]
 
 
 def quota_waits(spec: S.JobSpec, pool: Pool | None, owner: Any) -> list[str]:
@@ -1418,6 +1423,8 @@ def _never_message(excess: Excess) -> str:
 
 
 def _standalone_message(excess: Excess) -> str:
+    if excess.starting:
+        return _standalone_starting_message(excess)
     if excess.jobs:
         return ngettext(
             "A standalone job must start now, but your quota allows %(allowed)d running local "
@@ -1438,6 +1445,36 @@ def _standalone_message(excess: Excess) -> str:
         "held": excess.held,
         "asked": excess.asked,
     }
+
+
+def _standalone_starting_message(excess: Excess) -> str:
+    """As _standalone_message, when some of what the owner holds is their Queued jobs' that
+    the scheduler's next pass starts: those are not running yet, and the figures say so."""
+    figures = {
+        "allowed": excess.allowed,
+        "card": excess.card_label,
+        "running": excess.held - excess.starting,
+        "starting": excess.starting,
+        "asked": excess.asked,
+    }
+    if excess.jobs:
+        text = ngettext(
+            "A standalone job must start now, but your quota allows %(allowed)d running local "
+            "job (%(card)s), and you have %(running)d running and %(starting)d queued about to "
+            "start; submit it as a queue task, which waits for one to end.",
+            "A standalone job must start now, but your quota allows %(allowed)d running local "
+            "jobs (%(card)s), and you have %(running)d running and %(starting)d queued about "
+            "to start; submit it as a queue task, which waits for one to end.",
+            excess.allowed,
+        )
+    else:
+        text = _(
+            "A standalone job must start now, but your quota is %(allowed)d × %(card)s: your "
+            "running jobs hold %(running)d and your queued jobs about to start take "
+            "%(starting)d; this job asks for %(asked)d. Lower the cards or submit it as a queue "
+            "task, which waits for your jobs to end."
+        )
+    return text % figures
 
 
 def all_errors(
