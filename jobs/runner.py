@@ -1872,6 +1872,19 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             )
             break
     if failure:
+        deadline = _deadline(job, run, spec, now)
+        failed_at = _failed_at(replicas, states)
+        if spec and deadline and failed_at and failed_at > deadline:
+            # Its time limit came first (left25): a worker watching would have timed it out
+            # there, before the replica failed, so one that was not running then ends it as
+            # Timed out at the limit, not Failed (nor restarts it), as for an exit with 0.
+            if all(states[r.pk].phase in ("exited", "lost") for r in replicas):
+                network.end_networks(public_id=job.public_id, children=children)
+                cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
+                _timed_out_unwatched(job, run, spec, deadline, now)
+            else:  # the others still run past the limit: stopped as a watched timeout is
+                request_stop(job, target=TARGET_TIMED_OUT, message=_timed_out_message(spec))
+            return
         can_restart = spec is not None and job.restarts < restart_limit(spec)
         # Only if no stop was recorded since this tick read the run: a Stop or Delete from
         # the web process wins over the restart (or failure) decided here.
@@ -1937,6 +1950,24 @@ def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> d
         return None
     started = job.started_at or run.attempt_started_at or now
     return started + minutes(spec.timeout_minutes)
+
+
+def _failed_at(replicas: list[JobReplica], states: dict[int, ReplicaState]) -> datetime | None:
+    """When the job's first failure happened: its replicas' earliest exit other than 0. None
+    when a failure's time is not known (a replica lost, a fault keyword, /tmp too full, an
+    eviction): such a failure may have come before the time limit, and stays one."""
+    times = []
+    for replica in replicas:
+        state = states[replica.pk]
+        if state.keyword or state.tmp_over or state.phase == "lost":
+            return None
+        if state.evicted and not (state.phase == "exited" and state.exit_code == 0):
+            return None
+        if state.phase == "exited" and state.exit_code != 0:
+            if state.exited_at is None:
+                return None
+            times.append(state.exited_at)
+    return min(times, default=None)
 
 
 def _timed_out_message(spec: JobSpec) -> str:
