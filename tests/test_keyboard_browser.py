@@ -93,6 +93,40 @@ def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_p
     page.wait_for_function("s => document.activeElement.scrollLeft < s", arg=scrolled)
 
 
+def test_a_focused_replica_table_keeps_its_box_through_each_refresh_and_is_not_focused_again(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    # qa35: htmx focused the new box of the same id at each 2-second refresh, and a screen
+    # reader read the table's name ("Replicas, region") again each time.
+    page = logged_in_page
+    job = submitted(alice, "still-running", command="sleep 60")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text("运行中")
+    tab_to(page, "#replicas-region")
+    page.evaluate(
+        """() => { window.box = document.activeElement; window.focused = 0; window.refreshes = 0;
+      document.addEventListener('focusin', () => window.focused++);
+      document.querySelector('#replicas tbody tr').dataset.drawnBefore = 'yes';
+      document.addEventListener('htmx:beforeSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }"""
+    )
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+    # The rows inside it are the refresh's own.
+    expect(page.locator("#replicas tbody tr").first).not_to_have_attribute(
+        "data-drawn-before", "yes"
+    )
+    assert page.locator("#replicas-region").count() == 1
+    # What the refresh brings outside the box still comes (the duration, out of band).
+    duration = page.locator("#job-duration").inner_text()
+    page.wait_for_function(
+        "d => document.getElementById('job-duration').innerText !== d", arg=duration, timeout=15_000
+    )
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+
+
 def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(logged_in_page):
     # A live region drawn again with the same words is read out again by a screen reader.
     page = logged_in_page
