@@ -59,9 +59,13 @@ class Excess:
 
     card_type: str
     allowed: int
-    held: int  # by the user's running local jobs now
+    held: int  # by the user's running local jobs now (and `starting`)
     asked: int  # by this job: cards, or 1 for a running-jobs limit
     jobs: bool  # a running-jobs limit, not a cards one
+    # Of `held`, what the user's Queued jobs the scheduler's next pass starts will hold (a
+    # standalone job's check counts them): told apart, as "your running jobs hold 4" was
+    # untrue when two of the four cards were a queued job's about to start.
+    starting: int = 0
 
     @property
     def never(self) -> bool:
@@ -130,14 +134,22 @@ def excesses(limits: list[Limit], usage: Usage, need: dict[str, int]) -> list[Ex
         card = limit.card_type
         asked = need.get(card, 0) if card else sum(need.values())
         if limit.max_cards is not None and asked:
-            held = usage.cards[card] if card else sum(usage.cards.values())
+            held = held_in(usage, card, jobs=False)
             if held + asked > limit.max_cards:
                 found.append(Excess(card, limit.max_cards, held, asked, jobs=False))
         if limit.max_running_jobs is not None and (asked or not card):
-            held = usage.jobs_by_card[card] if card else usage.jobs
+            held = held_in(usage, card, jobs=True)
             if held + 1 > limit.max_running_jobs:
                 found.append(Excess(card, limit.max_running_jobs, held, 1, jobs=True))
     return found
+
+
+def held_in(usage: Usage, card: str, *, jobs: bool) -> int:
+    """What `usage` counts against a limit on card type `card` ("": every type): its cards,
+    or its jobs for a running-jobs limit."""
+    if jobs:
+        return usage.jobs_by_card[card] if card else usage.jobs
+    return usage.cards[card] if card else sum(usage.cards.values())
 
 
 def waiting_message(excess: Excess) -> RecordedText:

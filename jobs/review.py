@@ -186,9 +186,15 @@ def may_approve(*, job: Job, reviewer: Any, policy: ReviewPolicy | None = None) 
 
 def job_approve(*, job: Job, reviewer: Any) -> bool:
     """Pending review -> Queued: the worker dispatches it. Refused (ActionError) for the
-    reviewer's own job unless the policy allows self-approval, and for a job whose stored
+    reviewer's own job unless the policy allows self-approval, for a job whose stored
     spec no longer reads: it could never start, and an approval should not turn into a
-    failure the reviewer did not choose. It stays Pending review for them to reject."""
+    failure the reviewer did not choose. It stays Pending review for them to reject. Also
+    refused, with the numbers, for a standalone local job that cannot start now (its cards
+    taken while it waited for review, its queue blocked, its owner's quota full): a
+    standalone job never waits, and approving it would have queued it to wait. It stays
+    Pending review, to be approved once it fits or rejected."""
+    from .wizard import standalone_approval_refusals
+
     if job.status != JobStatus.PENDING_REVIEW:
         return False
     if not may_approve(job=job, reviewer=reviewer):
@@ -196,7 +202,7 @@ def job_approve(*, job: Job, reviewer: Any) -> bool:
             _("You submitted this job: the review policy has another reviewer approve it.")
         )
     try:
-        job.job_spec()
+        spec = job.job_spec()
     except spec_module.SpecError as exc:
         raise ActionError(
             _(
@@ -213,16 +219,30 @@ def job_approve(*, job: Job, reviewer: Any) -> bool:
         if own_job(job=job, reviewer=reviewer)
         else recorded(gettext_noop("Approved by %(user)s."), user=reviewer.get_username())
     )
-    done = job_transition(
-        job=job,
-        to=JobStatus.QUEUED,
-        reason="Approved",
-        message=message,
-        actor=reviewer,
-        review_state=ReviewState.APPROVED,
-        reviewed_by=reviewer,
-        reviewed_at=timezone.now(),
-    )
+    with transaction.atomic():
+        # Read and queued under the cards lock, one decision at a time, as the wizard's
+        # submit is: two approvals (or an approval and a submit) for the last cards at the
+        # same instant would both find them idle.
+        refusals = standalone_approval_refusals(spec=spec, owner=job.owner)
+        if refusals:
+            raise ActionError(
+                _(
+                    "Not approved: a standalone job must start at once, and this one cannot "
+                    "start now. It stays Pending review: approve it once it fits, or reject it "
+                    "so that its owner submits it as a queue task. %(why)s"
+                )
+                % {"why": " ".join(refusals)}
+            )
+        done = job_transition(
+            job=job,
+            to=JobStatus.QUEUED,
+            reason="Approved",
+            message=message,
+            actor=reviewer,
+            review_state=ReviewState.APPROVED,
+            reviewed_by=reviewer,
+            reviewed_at=timezone.now(),
+        )
     if done:
         _notify_owner(
             job=job,
@@ -269,11 +289,16 @@ def job_reject(*, job: Job, reviewer: Any, reason: str) -> bool:
 
 
 def job_resubmit(*, job: Job, actor: Any) -> bool:
-    """Rejected or Submit failed -> Queued, or Pending review when the policy asks."""
+    """Rejected or Submit failed -> Queued, or Pending review when the policy asks. Queued at
+    once only if it may start now when it is a standalone local job, as for an approval
+    (ActionError with the numbers otherwise; it stays as it was)."""
+    from .wizard import standalone_approval_refusals
+
     if job.status not in (JobStatus.REJECTED, JobStatus.SUBMIT_FAILED):
         return False
     try:
-        why_review = review_reason(spec=job.job_spec())
+        spec = job.job_spec()
+        why_review = review_reason(spec=spec)
     except spec_module.SpecError as exc:
         raise ActionError(
             _(
@@ -300,9 +325,20 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
         # rejection, as when it is held for review again (its events keep who did what):
         # left, the job page read "Review: not required, reviewed by <the rejecter>".
         fields.update(review_state=ReviewState.NOT_REQUIRED, reviewed_by=None, reviewed_at=None)
-    return job_transition(
-        job=job, to=JobStatus.QUEUED, reason="Resubmitted", message=by, actor=actor, **fields
-    )
+    with transaction.atomic():
+        # Queued at once, so checked as an approval is: a standalone job never waits.
+        refusals = standalone_approval_refusals(spec=spec, owner=job.owner)
+        if refusals:
+            raise ActionError(
+                _(
+                    "Not resubmitted: a standalone job must start at once, and this one cannot "
+                    "start now. %(why)s"
+                )
+                % {"why": " ".join(refusals)}
+            )
+        return job_transition(
+            job=job, to=JobStatus.QUEUED, reason="Resubmitted", message=by, actor=actor, **fields
+        )
 
 
 # -- lost local jobs ----------------------------------------------------------------------

@@ -1872,15 +1872,27 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             )
             break
     if failure:
-        can_restart = spec is not None and job.restarts < restart_limit(spec)
-        # Past its time limit, a failure ends the job Timed out (review 26), as left24's
-        # _timed_out_unwatched ends one that succeeded past it: one that failed after the
-        # limit (while no worker ran, or in the instant before this tick) had run out its time
-        # first, and a restart now would only be stopped at the next tick (the limit counts
-        # from its first start). One that failed within its limit, not to restart, failed.
         deadline = _deadline(job, run, spec, now)
-        failed_at = now if can_restart else (replica.finished_at or now)
-        timed_out = spec is not None and deadline is not None and failed_at > deadline
+        failed_at = _failed_at(replicas, states)
+        if spec and deadline and failed_at and failed_at > deadline:
+            # Its time limit came first (left25): a worker watching would have timed it out
+            # there, before the replica failed, so one that was not running then ends it as
+            # Timed out at the limit, not Failed (nor restarts it), as for an exit with 0.
+            # What failed is still said (review26): the exit code is the user's clue.
+            job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+            if all(states[r.pk].phase in ("exited", "lost") for r in replicas):
+                network.end_networks(public_id=job.public_id, children=children)
+                cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
+                _timed_out_unwatched(job, run, spec, deadline, now)
+            else:  # the others still run past the limit: stopped as a watched timeout is
+                request_stop(job, target=TARGET_TIMED_OUT, message=_timed_out_message(spec))
+            return
+        can_restart = spec is not None and job.restarts < restart_limit(spec)
+        # A failure to restart from, seen past the time limit (its own time unknown: a fault
+        # keyword, a lost replica), ends the job Timed out instead (review26): a restart now
+        # would only be stopped at the next tick, the limit counting from the first start.
+        # One not to restart stays the job's failure (left25's rule above).
+        timed_out = can_restart and deadline is not None and now > deadline
         if timed_out and spec is not None:
             target, message = TARGET_TIMED_OUT, _timed_out_message(spec)
         else:
@@ -1947,6 +1959,24 @@ def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> d
         return None
     started = job.started_at or run.attempt_started_at or now
     return started + minutes(spec.timeout_minutes)
+
+
+def _failed_at(replicas: list[JobReplica], states: dict[int, ReplicaState]) -> datetime | None:
+    """When the job's first failure happened: its replicas' earliest exit other than 0. None
+    when a failure's time is not known (a replica lost, a fault keyword, /tmp too full, an
+    eviction): such a failure may have come before the time limit, and stays one."""
+    times = []
+    for replica in replicas:
+        state = states[replica.pk]
+        if state.keyword or state.tmp_over or state.phase == "lost":
+            return None
+        if state.evicted and not (state.phase == "exited" and state.exit_code == 0):
+            return None
+        if state.phase == "exited" and state.exit_code != 0:
+            if state.exited_at is None:
+                return None
+            times.append(state.exited_at)
+    return min(times, default=None)
 
 
 def _timed_out_message(spec: JobSpec) -> str:

@@ -50,7 +50,7 @@ from .backends import (
 )
 from .locks import local_cards_locked
 from .models import Draft, Job
-from .quotas import Excess, Usage, excesses, local_usage, quota_limits
+from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
 from .scheduler import RANKS, NextPass, next_pass
 from .services import jobs_submit
@@ -1338,12 +1338,34 @@ def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any, submit_key: str) -
     created (the second then waited, as a standalone job must not). Empty for any other
     job, and for a resend of a submit (`submit_key`) whose jobs exist: jobs_submit returns
     those, and a double click's second send must not be told its own job took the cards."""
-    local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
-    if not local or not spec.counts_in_range():
+    if not _standalone_local(spec):
         return []
     local_cards_locked()
     if Job.objects.filter(submit_key__startswith=submit_key).exists():
         return []
+    return _standalone_refusals_now(spec, owner)
+
+
+def standalone_approval_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
+    """What refuses the approval of a held standalone local job now (jobs.review.job_approve),
+    read under the local pool's cards lock inside the transaction that queues it: the cards
+    it was submitted for may have gone to other jobs while it waited for review, and a
+    standalone job must never wait. `owner` is the job's owner (their quota), not the
+    reviewer. Empty for any other job."""
+    if not _standalone_local(spec):
+        return []
+    local_cards_locked()
+    return _standalone_refusals_now(spec, owner)
+
+
+def _standalone_local(spec: S.JobSpec) -> bool:
+    local = S.SUBMIT_STANDALONE == spec.submission.mode and spec.resource_pool_id == "local"
+    return local and spec.counts_in_range()
+
+
+def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
+    """The idle cards, its queue and its owner's quota for a standalone local job, read as
+    the scheduler's next pass leaves them (the caller holds the cards lock)."""
     plan = _plan_for(spec)
     refusals = [
         _shortfall_message(card, wanted, len(plan.free.get(card, [])))
@@ -1372,11 +1394,16 @@ def quota_refusals(
         return [(_quota_path(spec, e), _never_message(e)) for e in never]
     if not standalone:
         return []
+    running = local_usage(owner=owner).get(owner.pk, Usage())
     if plan is not None and plan.usage is not None:
-        usage = plan.usage.get(owner.pk, Usage())
+        found = [
+            # The running jobs' part told apart from the queued ones' about to start.
+            dataclasses.replace(e, starting=e.held - held_in(running, e.card_type, jobs=e.jobs))
+            for e in excesses(limits, plan.usage.get(owner.pk, Usage()), need)
+        ]
     else:
-        usage = local_usage(owner=owner).get(owner.pk, Usage())
-    return [("submission.mode", _standalone_message(e)) for e in excesses(limits, usage, need)]
+        found = excesses(limits, running, need)
+    return [("submission.mode", _standalone_message(e)) for e in found]
 
 
 def quota_waits(spec: S.JobSpec, pool: Pool | None, owner: Any) -> list[str]:
@@ -1442,6 +1469,8 @@ def _never_message(excess: Excess) -> str:
 
 
 def _standalone_message(excess: Excess) -> str:
+    if excess.starting:
+        return _standalone_starting_message(excess)
     if excess.jobs:
         return ngettext(
             "A standalone job must start now, but your quota allows %(allowed)d running local "
@@ -1462,6 +1491,36 @@ def _standalone_message(excess: Excess) -> str:
         "held": excess.held,
         "asked": excess.asked,
     }
+
+
+def _standalone_starting_message(excess: Excess) -> str:
+    """As _standalone_message, when some of what the owner holds is their Queued jobs' that
+    the scheduler's next pass starts: those are not running yet, and the figures say so."""
+    figures = {
+        "allowed": excess.allowed,
+        "card": excess.card_label,
+        "running": excess.held - excess.starting,
+        "starting": excess.starting,
+        "asked": excess.asked,
+    }
+    if excess.jobs:
+        text = ngettext(
+            "A standalone job must start now, but your quota allows %(allowed)d running local "
+            "job (%(card)s), and you have %(running)d running and %(starting)d queued about to "
+            "start; submit it as a queue task, which waits for one to end.",
+            "A standalone job must start now, but your quota allows %(allowed)d running local "
+            "jobs (%(card)s), and you have %(running)d running and %(starting)d queued about "
+            "to start; submit it as a queue task, which waits for one to end.",
+            excess.allowed,
+        )
+    else:
+        text = _(
+            "A standalone job must start now, but your quota is %(allowed)d × %(card)s: your "
+            "running jobs hold %(running)d and your queued jobs about to start take "
+            "%(starting)d; this job asks for %(asked)d. Lower the cards or submit it as a queue "
+            "task, which waits for your jobs to end."
+        )
+    return text % figures
 
 
 def all_errors(

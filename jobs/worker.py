@@ -56,6 +56,7 @@ from django.utils.translation import gettext_noop
 from . import cgroups, job_users, network
 from .backends import BackendError, get_backend
 from .health import (
+    HEARTBEAT_PK,
     WorkerIdentity,
     database_unreachable_reason,
     forget_old_workers,
@@ -63,7 +64,14 @@ from .health import (
     worker_state,
     worker_stopped,
 )
-from .models import ACTIVE_STATUSES, FINAL_STATUSES, Job, JobEvent, JobStatus
+from .models import (
+    ACTIVE_STATUSES,
+    FINAL_STATUSES,
+    Job,
+    JobEvent,
+    JobStatus,
+    WorkerHeartbeat,
+)
 from .runner import (
     end_leftover_replicas,
     evict_for_disk_pressure,
@@ -83,6 +91,12 @@ logger = logging.getLogger("jobs.worker")
 NOT_FOLLOWED = "NotFollowed"
 # The event on a local job a worker taking the lease over follows again (note_followed_again).
 FOLLOWED_AGAIN = "FollowedAgain"
+# The takeover this process last said FollowedAgain for (the lease's holder and when it took
+# the lease, both as the database has them), and on which jobs. A worker whose loop starts
+# again while it still holds the lease (jobs.health.worker_beat renews it) made no new
+# takeover, and says nothing twice; a later takeover (another worker, or this one taking
+# the lease back) is another key, and says it again. Only compared, never against a clock.
+_followed_again_said: tuple[tuple[str, datetime | None], set[int]] | None = None
 
 # "仅针对于成功/失败状态的任务生效" (seed 000): a timeout is a failure (it alerts as jobFailed);
 # a job a person stopped is kept for them to look at.
@@ -402,7 +416,23 @@ class Worker:
         in the job's events, and an exit or a stop acted on late, with nothing saying why
         (qa32). Said once, as NotFollowed is: a worker started again and again with nothing
         else happening to the job does not add it each time. Nothing of the worker (its
-        machine, run directory, process) is said: users are not shown machines."""
+        machine, run directory, process) is said: users are not shown machines.
+
+        Said once per takeover (left25): each worker that takes the lease over says it
+        again, so a job followed by A, then B, then C says it twice; the same worker's loop
+        starting again while it still holds the lease says nothing more. Before left25 a job
+        whose last event was FollowedAgain got none, so only the first takeover was said."""
+        global _followed_again_said
+        takeover = (
+            WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK, holder=self.identity.instance)
+            .values_list("holder", "started_at")
+            .first()
+        )
+        said: set[int] = set()
+        if _followed_again_said is not None and _followed_again_said[0] == takeover:
+            said = _followed_again_said[1]
+        # Not holding the lease (a test's bare Worker), nothing tells a takeover: none kept.
+        _followed_again_said = (takeover, said) if takeover is not None else None
         latest = JobEvent.objects.filter(job=OuterRef("pk")).order_by("-created_at", "-pk")
         present = [NOT_FOLLOWED, FOLLOWED_AGAIN, "Started", "Restarted"]
         followed = (
@@ -412,14 +442,13 @@ class Worker:
                 status__in=[JobStatus.RUNNING, JobStatus.STOPPING],
                 replicas__status="running",
             )
+            .exclude(pk__in=said)
             .distinct()
             .annotate(
-                last_reason=Subquery(latest.values("reason")[:1]),
                 # NotFollowed since it was last followed: a worker elsewhere held the lease
                 # meanwhile, so no worker followed it for longer than the lease's last gap.
                 last_presence=Subquery(latest.filter(reason__in=present).values("reason")[:1]),
             )
-            .filter(Q(last_reason__isnull=True) | ~Q(last_reason=FOLLOWED_AGAIN))
         )
         for job in followed:
             unknown = unfollowed_seconds is None or job.last_presence == NOT_FOLLOWED
@@ -428,6 +457,7 @@ class Worker:
                 reason=FOLLOWED_AGAIN,
                 message=followed_again_message(None if unknown else unfollowed_seconds),
             )
+            said.add(job.pk)
 
     def supervise_local(self) -> None:
         for job in Job.objects.filter(

@@ -98,8 +98,65 @@
     scrolledAcross = new Map(
       Array.from(target.querySelectorAll("[role=region][id]")).map((box) => [box.id, box.scrollLeft]),
     );
+    const focused = document.activeElement;
+    if (focused && focused !== target && target.contains(focused) && focused.matches("[role=region][id]")) {
+      swapAround(event, target, focused);
+    }
   });
-  document.addEventListener("htmx:afterSwap", function () {
+
+  // With focus on the replica (or usage) table's box, a keyboard user scrolling it, the refresh
+  // drew a new box and htmx focused it (it keeps focus on an id): a screen reader took it for a
+  // new focus and read the table's name again every 2 s. Then the refresh is drawn around the
+  // box instead: what is before and after it at each level is replaced, and the box keeps its
+  // element (and so its focus) with the new rows in it. A refresh that changes what the status
+  // area itself is (the job ended: no more polling) is swapped as usual.
+  function swapAround(event, live, keep) {
+    const answer = document.createElement("template");
+    answer.innerHTML = event.detail.serverResponse;
+    const fresh = answer.content.getElementById("job-live");
+    const freshKeep = fresh && fresh.querySelector("#" + CSS.escape(keep.id));
+    if (!freshKeep || ["hx-get", "hx-trigger", "hx-swap"].some(
+      (name) => fresh.getAttribute(name) !== live.getAttribute(name))) return false;
+    const path = [];
+    const freshPath = [];
+    for (let node = keep; node !== live; node = node.parentElement) path.unshift(node);
+    for (let node = freshKeep; node !== fresh; node = node.parentElement) freshPath.unshift(node);
+    if (path.length !== freshPath.length
+        || path.some((node, i) => node.tagName !== freshPath[i].tagName)) return false;
+    event.detail.shouldSwap = false;
+    fresh.remove();  // the rest of the answer: its out-of-band parts (actions, duration, metrics)
+    const rest = answer.innerHTML.trim();
+    path.forEach((node, i) => {
+      const from = freshPath[i];
+      const before = [];
+      for (let sibling = from.parentNode.firstChild; sibling !== from; sibling = sibling.nextSibling) {
+        before.push(sibling);
+      }
+      const after = [];
+      for (let sibling = from.nextSibling; sibling; sibling = sibling.nextSibling) after.push(sibling);
+      while (node.previousSibling) node.previousSibling.remove();
+      while (node.nextSibling) node.nextSibling.remove();
+      node.before(...before);
+      node.after(...after);
+      for (const attribute of Array.from(node.attributes)) {
+        if (!from.hasAttribute(attribute.name)) node.removeAttribute(attribute.name);
+      }
+      for (const attribute of Array.from(from.attributes)) {
+        if (node.getAttribute(attribute.name) !== attribute.value) {
+          node.setAttribute(attribute.name, attribute.value);
+        }
+      }
+    });
+    keep.replaceChildren(...freshKeep.childNodes);
+    htmx.process(live);
+    if (rest) htmx.swap(live, rest, { swapStyle: "none" });
+    // Said as htmx says a swap, for what follows one (the tables' scroll, the status said).
+    live.dispatchEvent(new CustomEvent("htmx:afterSwap", { bubbles: true, detail: { target: live, elt: live } }));
+    return true;
+  }
+
+  document.addEventListener("htmx:afterSwap", afterLive);
+  function afterLive() {
     if (!scrolledAcross) return;
     for (const [id, left] of scrolledAcross) {
       const box = document.getElementById(id);
@@ -115,7 +172,7 @@
       said.textContent = said.dataset.said.replace("%(status)s", now);
     }
     statusBefore = null;
-  });
+  }
 
   // A search (or a page of its matches) draws its section anew, its summary too: what it found,
   // or what was wrong with it, is said through a live region that stays.

@@ -58,13 +58,30 @@ document.addEventListener("htmx:afterSettle", function (event) {
 
 // The idle count under each role's cards asks again every 5 s and is a live region: drawn
 // again with the same words, a screen reader read them out again every 5 s, once per role,
-// over whatever the user was doing. Only a count that changed is drawn.
+// over whatever the user was doing. Only a count that changed is drawn. A remote pool's
+// "Updated N s ago" beside it changes at every check: it is hidden from screen readers there
+// (the pool's stock above says it) and its words are changed in place, so the count is not
+// drawn, and read out, again for it alone (left25).
+function withoutAge(nodes) {
+  const box = document.createElement("div");
+  box.append(...Array.from(nodes, (node) => node.cloneNode(true)));
+  box.querySelectorAll(".pool-freshness").forEach((age) => age.replaceChildren());
+  return box.innerHTML;
+}
 document.addEventListener("htmx:beforeSwap", function (event) {
   const count = event.detail.target;
   if (!(count instanceof Element) || !count.classList.contains("idle-count")) return;
   const answer = document.createElement("template");
   answer.innerHTML = event.detail.serverResponse;
-  if (answer.innerHTML === count.innerHTML) event.detail.shouldSwap = false;
+  if (answer.innerHTML === count.innerHTML) {
+    event.detail.shouldSwap = false;
+  } else if (withoutAge(answer.content.childNodes) === withoutAge(count.childNodes)) {
+    event.detail.shouldSwap = false;
+    const ages = answer.content.querySelectorAll(".pool-freshness");
+    count.querySelectorAll(".pool-freshness").forEach((age, i) => {
+      age.textContent = ages[i].textContent;
+    });
+  }
 });
 
 // A field with a problem, once changed, stops showing the problem as current: the server

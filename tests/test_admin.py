@@ -12,12 +12,27 @@ from django.utils import timezone, translation
 
 from jobs import spec as S
 from jobs.logs import replica_log_path
-from jobs.models import Job, JobReplica, JobStatus, ReviewMode, ReviewPolicy, ReviewState
+from jobs.models import (
+    Job,
+    JobReplica,
+    JobStatus,
+    LocalRun,
+    ReviewMode,
+    ReviewPolicy,
+    ReviewState,
+)
 from jobs.services import jobs_submit
 from tests.conftest import run_queued_tasks
 
 A800 = "baidu.com/a800_80g_cgpu"
 CHANGELIST = "/admin/jobs/job/"
+
+
+@pytest.fixture(autouse=True)
+def _local_cards(settings):
+    """The local pool has room for every standalone job these tests approve at once: an
+    approval reads the idle cards (a standalone job that cannot start now is not queued)."""
+    settings.LOCAL_ACCELERATORS = f"{A800}=64"
 
 
 def make_spec(**changes) -> S.JobSpec:
@@ -875,6 +890,38 @@ def test_a_single_job_is_approved_from_its_page_through_the_confirmation(
     assert done.status_code == 302
     assert done["Location"] == f"{CHANGELIST}{job.pk}/change/"
     assert Job.objects.get(pk=job.pk).status == JobStatus.QUEUED
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "Not approved: a standalone job must start at once"),
+        ("zh-hans", "未通过：独立任务须立即启动"),
+    ],
+)
+def test_approving_a_held_standalone_job_whose_cards_were_taken_shows_why_and_keeps_it_waiting(
+    alice, bob, reviewer, review_all, settings, language, said
+):
+    settings.LOCAL_ACCELERATORS = f"{A800}=4"
+    job = submit(alice, "1")  # 4 A800, all idle when it was submitted
+    busy = submit(bob, "busy", name="busy")
+    Job.objects.filter(pk=busy.pk).update(status=JobStatus.RUNNING)
+    LocalRun.objects.create(job=busy, devices={A800: [0]})
+    client = client_for(reviewer)
+    client.cookies["django_language"] = language
+
+    done = client.post(
+        CHANGELIST,
+        {"action": "approve_jobs", "_selected_action": [job.pk], "post": "yes", "_single": "1"},
+        follow=True,
+    )
+
+    assert done.status_code == 200
+    page = done.content.decode()
+    assert said in page
+    assert job.public_id in page
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.PENDING_REVIEW, ReviewState.PENDING)
 
 
 def owner_deletes_at_the_reviewers_update(job: Job):

@@ -149,15 +149,17 @@ def test_a_job_a_stop_found_finished_alerts_that_it_succeeded_dated_when_it_ende
     assert datetime.fromisoformat(ended["time"]) == job.finished_at
 
 
+@pytest.mark.parametrize("code", [0, 3])
 def test_a_job_timed_out_while_no_worker_ran_alerts_that_it_failed_dated_at_its_time_limit(
-    alice, settings, hook_server
+    alice, settings, hook_server, code
 ):
-    # Left24: one that exited 0 past its time limit while no worker ran alerted jobSucceed.
+    # Left24: one that exited 0 past its time limit while no worker ran alerted jobSucceed;
+    # left25: one whose replica failed past it alerted jobFailed dated at the failure.
     from jobs.runner import read_state
 
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     settings.JOB_MINUTE_SECONDS = 1
-    spec = alerting_spec(f"{UNTIL_THE_GATE_OPENS}; exit 0", hook_server.url, timeout_minutes=1)
+    spec = alerting_spec(f"{UNTIL_THE_GATE_OPENS}; exit {code}", hook_server.url, timeout_minutes=1)
     job = submit(alice, spec)
     worker = Worker()
     run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
@@ -168,8 +170,10 @@ def test_a_job_timed_out_while_no_worker_ran_alerts_that_it_failed_dated_at_its_
     while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
         time.sleep(0.05)
 
-    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.TIMED_OUT))
+    ended_states = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT)
+    run_until(worker, lambda: status_of(job) in ended_states)
 
+    assert job.status == JobStatus.TIMED_OUT
     events = [r["body"]["event"] for r in hook_server.received]
     assert events == ["jobRunning", "jobFailed"]
     ended = hook_server.received[-1]["body"]

@@ -93,6 +93,40 @@ def test_a_replica_table_scrolled_with_the_keyboard_on_a_phone_keeps_focus_and_p
     page.wait_for_function("s => document.activeElement.scrollLeft < s", arg=scrolled)
 
 
+def test_a_focused_replica_table_keeps_its_box_through_each_refresh_and_is_not_focused_again(
+    logged_in_page,
+    alice,
+    worker_thread,  # noqa: F811
+):
+    # qa35: htmx focused the new box of the same id at each 2-second refresh, and a screen
+    # reader read the table's name ("Replicas, region") again each time.
+    page = logged_in_page
+    job = submitted(alice, "still-running", command="sleep 60")
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text("运行中")
+    tab_to(page, "#replicas-region")
+    page.evaluate(
+        """() => { window.box = document.activeElement; window.focused = 0; window.refreshes = 0;
+      document.addEventListener('focusin', () => window.focused++);
+      document.querySelector('#replicas tbody tr').dataset.drawnBefore = 'yes';
+      document.addEventListener('htmx:beforeSwap', e => { if (e.detail.target.id === 'job-live') window.refreshes++; }); }"""
+    )
+    page.wait_for_function("() => window.refreshes >= 2", timeout=15_000)
+
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+    # The rows inside it are the refresh's own.
+    expect(page.locator("#replicas tbody tr").first).not_to_have_attribute(
+        "data-drawn-before", "yes"
+    )
+    assert page.locator("#replicas-region").count() == 1
+    # What the refresh brings outside the box still comes (the duration, out of band).
+    duration = page.locator("#job-duration").inner_text()
+    page.wait_for_function(
+        "d => document.getElementById('job-duration').innerText !== d", arg=duration, timeout=15_000
+    )
+    assert page.evaluate("() => document.activeElement === window.box && window.focused === 0")
+
+
 def test_the_idle_count_is_read_out_when_it_changes_not_at_every_5_second_check(logged_in_page):
     # A live region drawn again with the same words is read out again by a screen reader.
     page = logged_in_page
@@ -401,3 +435,60 @@ def test_what_a_log_search_found_is_said_through_a_live_region_that_was_there_be
     expect(page.locator("#log-search-said")).to_have_text(
         page.locator("#log-search-q-error").inner_text()
     )
+
+
+@pytest.fixture
+def stale_aihc_pool(settings):
+    """An AIHC pool whose inventory could not be read since its first read: the wizard shows
+    its last figures with their age ("数据更新于 N 秒前"), which grows at every check."""
+    from jobs.backends import get_backend
+    from tests.fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    fake.add_pool("cce-pool1", "百舸训练池", gpus={"baidu.com/a800_80g_cgpu": (32, 6)})
+    configure(settings, fake)
+    backend = get_backend("aihc")
+    backend.pools()
+    backend._inventory().join()
+    settings.AIHC_CACHE_SECONDS = 0
+    fake.fail_next("DescribeResourcePools", status=503, code="ServiceUnavailable", times=1000)
+    backend.pools()
+    backend._inventory().join()
+    settings.AIHC_CACHE_SECONDS = 60
+    yield "cce-pool1"
+    fake.stop()
+
+
+def test_a_remote_pools_idle_count_is_not_read_out_again_as_its_figures_age(
+    logged_in_page, stale_aihc_pool
+):
+    # qa35: "Updated N s ago" inside the idle count's live region changed at every 5-second
+    # check, so the whole count was drawn, and read out, again each time.
+    page = logged_in_page
+    start(page)
+    page.select_option("select[name=resource_pool]", stale_aihc_pool)
+    fill_basic(page)
+    fill_image(page)
+    page.select_option("select[name=roles-1-accelerator_type]", "baidu.com/a800_80g_cgpu")
+    count = page.locator("#idle-1")
+    expect(count).to_contain_text("秒前")
+    age = count.locator(".pool-freshness")
+    first_age = age.inner_text()
+    page.evaluate(
+        """() => {
+      window.checks = 0; window.said = 0;
+      const count = document.getElementById('idle-1');
+      count.addEventListener('htmx:afterRequest', () => window.checks++);
+      const hidden = (node) => (node.nodeType === 1 ? node : node.parentElement).closest('[aria-hidden=true]');
+      new MutationObserver(changes => window.said += changes.filter(c => !hidden(c.target)).length)
+        .observe(count, {childList: true, subtree: true, characterData: true});
+    }"""
+    )
+    page.wait_for_function("() => window.checks >= 2", timeout=20_000)
+
+    assert page.evaluate("() => window.said") == 0
+    assert age.inner_text() != first_age  # still updated for the eye
+    assert age.get_attribute("aria-hidden") == "true"
+    # Said where the pool's stock is, outside the live region.
+    expect(page.locator("#pool-stock .pool-freshness")).to_contain_text("秒前")
+    assert page.locator("#pool-stock .pool-freshness").get_attribute("aria-hidden") is None

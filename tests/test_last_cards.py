@@ -325,3 +325,69 @@ def test_a_standalone_job_is_refused_while_running_jobs_pin_every_cpu_core(alice
         "the CPU cores it needs are taken by jobs that run or are about to start" in m
         for m in field_errors(refused, "id_mode")
     ), field_errors(refused, "id_mode")
+
+
+def _v100_spec(cards: int) -> S.JobSpec:
+    spec = S.JobSpec(name="more", resource_pool_id="local", image="a/b:1", command="x")
+    spec.roles = [S.Role(name="master", replicas=1, accelerator_type=V100, accelerators=cards)]
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        (
+            "en",
+            "your quota is 3 × baidu.com/v100_32g_cgpu: your running jobs hold 1 and your queued "
+            "jobs about to start take 1; this job asks for 2.",
+        ),
+        (
+            "zh-hans",
+            "您的配额为 3 × baidu.com/v100_32g_cgpu：您运行中的任务占用 1 张，即将启动的排队任务"
+            "将占用 1 张；本任务申请 2 张。",
+        ),
+    ],
+)
+def test_a_quota_refusal_tells_the_running_jobs_cards_from_those_of_queued_jobs_about_to_start(
+    alice, language, said
+):
+    from jobs.models import CardQuota
+    from jobs.scheduler import next_pass
+    from jobs.services import jobs_submit
+
+    CardQuota.objects.create(user=alice, card_type=V100, max_cards=3)
+    _running(alice, [0])
+    [queued] = jobs_submit(owner=alice, spec=_v100_spec(1), submit_key="queued")
+
+    with translation.override(language):
+        [(_path, refusal)] = W.quota_refusals(
+            _v100_spec(2), alice, standalone=True, plan=next_pass()
+        )
+
+    assert queued.status == JobStatus.QUEUED
+    assert said in refusal, refusal
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "and you have 0 running and 1 queued about to start;"),
+        ("zh-hans", "当前已有 0 个在运行、1 个排队任务即将启动；"),
+    ],
+)
+def test_a_running_jobs_quota_refusal_counts_a_queued_job_about_to_start_as_such(
+    alice, language, said
+):
+    from jobs.models import CardQuota
+    from jobs.scheduler import next_pass
+    from jobs.services import jobs_submit
+
+    CardQuota.objects.create(user=alice, max_running_jobs=1)
+    jobs_submit(owner=alice, spec=_v100_spec(1), submit_key="queued")
+
+    with translation.override(language):
+        [(_path, refusal)] = W.quota_refusals(
+            _v100_spec(1), alice, standalone=True, plan=next_pass()
+        )
+
+    assert said in refusal, refusal

@@ -103,6 +103,29 @@ def test_on_a_phone_a_pools_card_figures_and_my_usages_card_hours_show_without_s
     assert phone.evaluate(PAGE_FITS)
 
 
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_a_pools_queue_table_fits_its_box_without_scrolling_sideways(
+    phone,
+    transactional_db,
+    alice,
+    runner_settings,  # noqa: F811
+):
+    # qa34: in English the queue table was 9 pixels wider than its box at 390 pixels. A job's
+    # name may have no hyphen to break at (30 letters here), and a queue's an underscore.
+    runner_settings.LOCAL_QUEUES = ["default", "team_alpha_pretraining"]
+    name = "llamapretrainingrunnumberforty"
+    spec = make_spec("sleep 1", name=name, queue="team_alpha_pretraining")
+    jobs_submit(owner=alice, spec=spec, submit_key="q")
+    log_in(phone, "alice", "alice-password")
+
+    phone.goto("/pools/")
+    queues = phone.locator('section[data-pool="local"] [id$="-queues-region"]')
+    expect(queues.locator("td.queue-own a")).to_have_text(name)
+    wide, room = queues.evaluate("box => [box.scrollWidth, box.clientWidth]")
+    assert wide <= room, f"the queue table is {wide} px wide in {room} px"
+    assert phone.evaluate(PAGE_FITS)
+
+
 # Each header of a table's head: its text as shown, the lines it takes and the words it has
 # (split at spaces and hyphens, where a line may break): more lines than words, a word was
 # broken.

@@ -6,7 +6,15 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.actions import ActionError, job_stop
-from jobs.models import Job, JobStatus, ReviewMode, ReviewPolicy, ReviewState
+from jobs.models import (
+    CardQuota,
+    Job,
+    JobStatus,
+    LocalRun,
+    ReviewMode,
+    ReviewPolicy,
+    ReviewState,
+)
 from jobs.review import (
     current_policy,
     job_approve,
@@ -16,8 +24,16 @@ from jobs.review import (
 )
 from jobs.services import jobs_submit
 from tests.conftest import run_queued_tasks
+from tests.test_concurrent_limits import at_once
 
 A800 = "baidu.com/a800_80g_cgpu"
+
+
+@pytest.fixture(autouse=True)
+def _local_cards(settings):
+    """The local pool has room for every standalone job these tests approve at once: an
+    approval reads the idle cards (a standalone job that cannot start now is not queued)."""
+    settings.LOCAL_ACCELERATORS = f"{A800}=64"
 
 
 def make_spec(cards_per_instance: int = 2, queue: str = "default", **changes) -> S.JobSpec:
@@ -359,3 +375,139 @@ def test_a_resubmitted_job_says_who_resubmitted_it_and_why_it_waits_in_the_reade
             == job.status_reason_shown
             == ("Resubmitted by alice. Waiting for review: every job is reviewed before it runs.")
         )
+
+
+# -- a held standalone job approved after its cards were taken (qa34's leftover) --------
+
+
+def _holding(owner, cards: list[int]) -> Job:
+    """A running local job of `owner` holding A800 cards `cards`, as the runner records a
+    dispatch."""
+    spec = make_spec(cards_per_instance=len(cards), name="busy")
+    spec.roles = spec.roles[:1]
+    [job] = jobs_submit(
+        owner=owner, spec=spec, submit_key=f"busy-{owner.pk}", initial_status=JobStatus.RUNNING
+    )
+    LocalRun.objects.create(job=job, devices={A800: cards})
+    return job
+
+
+@pytest.fixture
+def eight_a800(settings):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+
+def test_approving_a_held_standalone_job_whose_cards_were_taken_meanwhile_is_refused_with_the_numbers(
+    alice, bob, reviewer, eight_a800
+):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice, make_spec(cards_per_instance=4))  # all 8 cards, idle when submitted
+    _holding(bob, [0, 1])  # taken while it waited for review
+
+    with translation.override("en"), pytest.raises(ActionError) as refused:
+        job_approve(job=job, reviewer=reviewer)
+
+    assert str(refused.value).startswith("Not approved: a standalone job must start at once")
+    assert "needs 8 baidu.com/a800_80g_cgpu cards but the pool has 6 idle now" in str(refused.value)
+    job.refresh_from_db()
+    assert (job.status, job.review_state) == (JobStatus.PENDING_REVIEW, ReviewState.PENDING)
+    assert [e.reason for e in job.events.all()] == ["Created", "ReviewRequired"]
+
+
+def test_the_refused_approval_says_why_in_chinese_too(alice, bob, reviewer, eight_a800):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice, make_spec(cards_per_instance=4))
+    _holding(bob, [0, 1])
+
+    with translation.override("zh-hans"), pytest.raises(ActionError) as refused:
+        job_approve(job=job, reviewer=reviewer)
+
+    assert str(refused.value).startswith("未通过：独立任务须立即启动")
+    assert "当前只有 6 张空闲" in str(refused.value)
+
+
+def test_of_two_held_standalone_jobs_for_the_same_cards_only_the_first_approval_queues_its_job(
+    alice, bob, reviewer, eight_a800
+):
+    save_policy(ReviewMode.ALL)
+    first = submit(alice, make_spec(cards_per_instance=4), key="first")
+    second = submit(bob, make_spec(cards_per_instance=2), key="second")
+
+    assert job_approve(job=first, reviewer=reviewer) is True
+    # The first is Queued and the scheduler's next pass gives it all 8 cards.
+    with translation.override("en"), pytest.raises(ActionError, match="has 0 idle now"):
+        job_approve(job=second, reviewer=reviewer)
+
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.status, second.status) == (JobStatus.QUEUED, JobStatus.PENDING_REVIEW)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_approvals_at_the_same_instant_for_the_last_cards_queue_one_job(
+    alice, bob, reviewer, eight_a800
+):
+    save_policy(ReviewMode.ALL)
+    held = [
+        submit(alice, make_spec(cards_per_instance=4), key="a"),
+        submit(bob, make_spec(cards_per_instance=4), key="b"),
+    ]
+    turn = iter(held)
+
+    def approve():
+        with translation.override("en"):
+            return job_approve(job=Job.objects.get(pk=next(turn).pk), reviewer=reviewer)
+
+    results = at_once(approve, table="jobs_job", times=2)
+
+    assert sorted(type(r).__name__ for r in results) == ["ActionError", "bool"], results
+    assert "has 0 idle now" in str(next(r for r in results if isinstance(r, ActionError)))
+    statuses = sorted(Job.objects.values_list("status", flat=True))
+    assert statuses == sorted([JobStatus.QUEUED, JobStatus.PENDING_REVIEW])
+
+
+def test_a_held_queue_task_whose_cards_are_taken_is_approved_and_waits_its_turn(
+    alice, bob, reviewer, eight_a800
+):
+    save_policy(ReviewMode.ALL)
+    job = submit(
+        alice, make_spec(cards_per_instance=4, submission=S.Submission(mode=S.SUBMIT_QUEUE))
+    )
+    _holding(bob, [0, 1])
+
+    assert job_approve(job=job, reviewer=reviewer) is True
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+
+def test_approving_a_held_standalone_job_its_owners_quota_has_no_room_for_now_is_refused(
+    alice, reviewer, eight_a800
+):
+    CardQuota.objects.create(user=alice, max_cards=4)
+    save_policy(ReviewMode.ALL)
+    job = submit(alice, make_spec(cards_per_instance=2), key="held")  # 4 cards
+    _holding(alice, [0, 1])
+
+    with translation.override("en"), pytest.raises(ActionError, match="your quota is 4"):
+        job_approve(job=job, reviewer=reviewer)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.PENDING_REVIEW
+
+
+def test_resubmitting_a_rejected_standalone_job_whose_cards_are_taken_is_refused(
+    alice, bob, reviewer, eight_a800
+):
+    save_policy(ReviewMode.ALL)
+    job = submit(alice, make_spec(cards_per_instance=4))
+    job_reject(job=job, reviewer=reviewer, reason="later")
+    save_policy(ReviewMode.NONE)  # no longer asks: a resubmit queues it at once
+    _holding(bob, [0, 1])
+
+    with translation.override("en"), pytest.raises(ActionError) as refused:
+        job_resubmit(job=job, actor=reviewer)
+
+    assert "Not resubmitted" in str(refused.value) and "has 6 idle now" in str(refused.value)
+    job.refresh_from_db()
+    assert job.status == JobStatus.REJECTED

@@ -847,6 +847,68 @@ def test_a_fault_tolerant_job_that_failed_past_its_time_limit_is_not_restarted(a
     assert not attempt_dir(job.public_id, 2).exists()
 
 
+def _until_exited(job) -> None:
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+    deadline = time.monotonic() + 30
+    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_a_job_whose_replica_failed_past_its_time_limit_while_no_worker_ran_ends_timed_out_at_the_limit(
+    alice, settings
+):
+    # Left25: it ended Failed (or restarted, with fault tolerance on), though a worker
+    # watching would have timed it out at the limit, before the replica failed.
+    settings.JOB_MINUTE_SECONDS = 1
+    settings.WORKER_STALE_SECONDS = 1
+    spec = make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 3", timeout_minutes=1, fault_tolerance=True)
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    limit = job.started_at + timedelta(seconds=1)
+
+    time.sleep(max(0.0, (limit - timezone.now()).total_seconds()) + 1.5)  # no tick meanwhile
+    open_gate(settings)
+    _until_exited(job)
+    run_until(worker, lambda: status_of(job) in (JobStatus.FAILED, JobStatus.TIMED_OUT))
+
+    assert job.status == JobStatus.TIMED_OUT
+    assert job.finished_at == limit
+    assert job.restarts == 0
+    [timed_out] = job.events.filter(reason="TimedOut")
+    assert timed_out.type == "Warning"
+    with translation.override("en"):
+        assert timed_out.message_shown == "Timed out: ran past its 1-minute limit."
+        [note] = job.events.filter(reason="EndedUnwatched")
+        assert "No worker was running when this job reached its time limit" in note.message_shown
+    assert job.events.filter(reason="ReplicaFailed").count() == 1  # what failed is still said
+    assert not job.events.filter(reason__in=["Failed", "Restarted"]).exists()
+
+
+def test_a_replica_that_failed_within_its_time_limit_noticed_after_it_ends_the_job_failed(
+    alice, settings
+):
+    # Decision (left25): only a failure after the limit is a timeout; one before it is the
+    # job's failure, whenever a worker records it.
+    settings.JOB_MINUTE_SECONDS = 1
+    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 3", timeout_minutes=60))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    open_gate(settings)
+    _until_exited(job)
+    # Its time limit shortened to now; the failure recorded a second before it.
+    Job.objects.filter(pk=job.pk).update(started_at=F("started_at") - timedelta(seconds=60))
+    job.refresh_from_db()
+    limit = job.started_at + timedelta(seconds=60)
+    before = {"code": 3, "time": (limit - timedelta(seconds=1)).timestamp()}
+    (attempt_dir(job.public_id, 1) / "master-0" / "exit").write_text(json.dumps(before))
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.FAILED, JobStatus.TIMED_OUT))
+
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="ReplicaFailed").exists()
+
+
 def test_a_job_whose_replica_exited_exactly_at_its_time_limit_succeeded(alice, settings):
     # Decision (left24): the limit is the last instant within it, as a watching worker times
     # a job out only once it has run past it.

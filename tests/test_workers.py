@@ -401,6 +401,35 @@ def test_a_worker_taking_the_lease_over_says_once_on_a_job_it_follows_again_afte
     assert reasons == ["Created", "Started", "FollowedAgain", "Succeeded"]
 
 
+def test_each_later_takeover_says_again_that_a_job_is_followed_again_once_for_each_takeover(
+    db,
+    runner_settings,  # noqa: F811
+):
+    """Left25: worker A dies, B takes over, B dies, C takes over: only B's takeover was said,
+    as a job whose last event was FollowedAgain got none."""
+    job = submit(_owner(), make_spec(UNTIL_THE_GATE_OPENS))
+    run_until(Worker(), lambda: job.replicas.filter(status="running").exists())
+
+    takers = []
+    for _ in range(2):  # B, then C, each after the last holder was killed a minute ago
+        lease_renewed(seconds_ago=61)
+        identity = WorkerIdentity.new()
+        lease = wait_for_lease(threading.Event(), identity)
+        assert lease is not None
+        takers.append((identity, lease[1]))
+        for _ in range(2):  # its loop started again, still holding the lease: nothing more
+            assert wait_for_lease(threading.Event(), identity) is not None
+            Worker(identity).note_followed_again(unfollowed_seconds=lease[1])
+
+    events = list(job.events.filter(reason="FollowedAgain").order_by("created_at", "id"))
+    assert len(events) == 2
+    with translation.override("en"):
+        for event, (_identity, unfollowed) in zip(events, takers, strict=True):
+            assert unfollowed is not None
+            assert f"after {unfollowed} seconds in which no worker" in event.message_shown
+    open_gate(runner_settings)
+
+
 def test_a_job_a_worker_elsewhere_left_alone_is_followed_again_without_a_gap_it_cannot_know(
     db,
     runner_settings,  # noqa: F811
