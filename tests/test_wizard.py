@@ -1433,3 +1433,46 @@ def test_a_retention_out_of_range_says_the_range_in_the_words_of_the_other_limit
 
     # As the hang threshold and the timeout say theirs, not Django's "确保该值大于或等于1。"
     assert field_errors(r, "id_retention_value") == ["保留时长须在 1 到 999999 之间。"]
+
+
+def test_a_volume_mounted_over_each_instances_own_tmp_is_refused_on_its_row(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.DATA,
+        data_data(mounts=[("hostpath", "scratch", "/workspace"), ("hostpath", "scratch", "/tmp")]),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-1-mount_path") == [
+        "在本机资源池上，/tmp 是每个实例自己的目录（其主目录和工作目录）：请把卷挂载到别处，例如 "
+        "/workspace，或挂载到其下，例如 /tmp/data。"
+    ]
+    assert field_errors(r, "id_mounts-0-mount_path") == []
+    below = data_data(
+        mounts=[("hostpath", "scratch", "/workspace"), ("hostpath", "scratch", "/tmp/data")]
+    )
+    assert post_step(alice_client, draft, W.DATA, below).status_code == 302
+
+
+def test_an_mpi_job_may_not_mount_a_volume_where_the_runner_puts_what_mpirun_needs(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **{W.BASIC: basic_data(framework=S.MPI)})
+    mounts = [("hostpath", "scratch", "/etc/mpi"), ("hostpath", "scratch", "/tmp/.mpi/x")]
+
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=mounts))
+
+    assert r.status_code == 200
+    for i, folder in enumerate(["/etc/mpi", "/tmp/.mpi"]):
+        assert field_errors(r, f"id_mounts-{i}-mount_path") == [
+            f"在本机资源池上，{folder} 存放着 MPI 启动任务各进程所需的内容（hostfile 和每个 worker "
+            "的代理）：请把卷挂载到别处，例如 /workspace。"
+        ]
+    # A PyTorch job has no such folders: /etc/mpi is a path like any other there.
+    pytorch = new_draft(alice_client)
+    complete_steps(alice_client, pytorch, upto=W.DATA)
+    ok = data_data(mounts=[("hostpath", "scratch", "/etc/mpi")])
+    assert post_step(alice_client, pytorch, W.DATA, ok).status_code == 302
