@@ -1476,3 +1476,31 @@ def test_an_mpi_job_may_not_mount_a_volume_where_the_runner_puts_what_mpirun_nee
     complete_steps(alice_client, pytorch, upto=W.DATA)
     ok = data_data(mounts=[("hostpath", "scratch", "/etc/mpi")])
     assert post_step(alice_client, pytorch, W.DATA, ok).status_code == 302
+
+
+def test_a_tensorboard_log_path_in_a_read_only_mount_is_refused_on_the_path_naming_the_mount(
+    alice_client, tmp_path
+):
+    (tmp_path / "out").mkdir()
+    draft = new_draft(alice_client)
+    data = data_data(
+        mounts=[("hostpath", "scratch", "/data"), ("hostpath", "scratch", "/data/out")]
+    )
+    data.update({"mounts-0-access": "ro", "mounts-1-source_path": "out"})
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **{W.DATA: data})
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="/data/tb"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_tensorboard_path") == [
+        "Tensorboard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中（数据源步骤）：任务代码无法"
+        "在那里写入事件文件。请选择读写挂载上的路径，或以读写方式挂载 /data。"
+    ]
+    # In the read-write mount inside it, the code can write: the deepest mount decides.
+    inside = advanced_data(tensorboard="on", tensorboard_path="/data/out/tb")
+    assert post_step(alice_client, draft, W.ADVANCED, inside).status_code == 302
