@@ -1504,3 +1504,27 @@ def test_a_tensorboard_log_path_in_a_read_only_mount_is_refused_on_the_path_nami
     # In the read-write mount inside it, the code can write: the deepest mount decides.
     inside = advanced_data(tensorboard="on", tensorboard_path="/data/out/tb")
     assert post_step(alice_client, draft, W.ADVANCED, inside).status_code == 302
+
+
+def test_a_source_path_naming_a_file_says_the_local_pool_mounts_folders_not_that_it_is_missing(
+    alice_client, tmp_path
+):
+    (tmp_path / "llama").mkdir()
+    (tmp_path / "llama" / "tokenizer.json").write_text("{}")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    data = data_data(mounts=[("hostpath", "scratch", "/tokenizer")])
+    data["mounts-0-source_path"] = "llama/tokenizer.json"
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-0-source_path") == [
+        "存储卷“scratch”中的“llama/tokenizer.json”是一个文件，而本机资源池只挂载目录：请填写包含它的目录，"
+        "任务在挂载路径下读取该文件。"
+    ]
+    data["mounts-0-source_path"] = "llama/missing.json"
+    missing = post_step(alice_client, draft, W.DATA, data)
+    assert field_errors(missing, "id_mounts-0-source_path") == [
+        "存储卷“scratch”中不存在“llama/missing.json”。"
+    ]

@@ -372,6 +372,7 @@ class LocalBackend(Backend):
             try:
                 source = resolve_in_root(volume.root, ds.source_path)
                 found = source.is_dir()
+                a_file = not found and source.exists()
             except SandboxError:
                 err(f"{path}.sourcePath", _("The path must stay inside the volume."))
                 continue
@@ -381,7 +382,21 @@ class LocalBackend(Backend):
             except OSError:
                 # A name too long for the file system, a folder this machine may not read:
                 # as far as the job could tell, the path does not exist.
-                found = False
+                found = a_file = False
+            if a_file:
+                # A single file (a tokenizer, a dataset archive) is there, but bwrap binds the
+                # folder descriptor it is given: "does not exist" sent people looking for a
+                # typo in a path they could see (QA 37).
+                err(
+                    f"{path}.sourcePath",
+                    _(
+                        "“%(path)s” in volume “%(name)s” is a file, and the local pool mounts "
+                        "folders only: give the folder that holds it, and the job reads the "
+                        "file below the mount path."
+                    )
+                    % {"path": ds.source_path, "name": ds.name},
+                )
+                continue
             if not found:
                 err(
                     f"{path}.sourcePath",
