@@ -68,6 +68,7 @@ from .backends.local import (
     detected_accelerators,
     host_volumes,
     nvidia_driver_cards,
+    runner_path_problem,
     visible_devices,
 )
 from .health import WorkerIdentity, active_runner, holds_lease
@@ -923,6 +924,10 @@ def volume_mounts(spec: JobSpec, *, owner: Any = None) -> list[Mount]:
     mounts: list[Mount] = []
     try:
         for ds in spec.datasources:
+            # Checked at submit too (LocalBackend.check_spec): a job queued before that rule
+            # would otherwise run for ever (an MPI job with a volume at /tmp).
+            if problem := runner_path_problem(ds.mount_path, framework=spec.framework):
+                raise SandboxError(problem)
             if ds.type != "hostpath" or ds.name not in roots:
                 raise SandboxError(
                     gettext("Volume %(volume)s (%(type)s) is not available on this machine.")

@@ -491,6 +491,26 @@ def test_an_mpi_launcher_runs_commands_in_each_workers_sandbox_through_etc_mpi_r
     assert "OMPI_MCA_plm_rsh_agent" not in given["worker-0"]
 
 
+def test_an_mpi_job_queued_with_a_volume_at_tmp_fails_at_start_instead_of_running_for_ever(
+    alice, settings
+):
+    # Stored before the wizard and the API refused such a mount (jobs_submit checks the spec
+    # alone): its workers' agents would listen in the one shared folder, never reached.
+    spec = make_spec(
+        "/etc/mpi/rsh worker-1 true",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 2)],
+        datasources=[S.Datasource("hostpath", "work", mount_path="/tmp")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert "在本机资源池上，/tmp 是每个实例自己的目录" in job.status_reason
+    assert list(volume(settings).iterdir()) == []  # nothing ran in it
+
+
 def test_stopping_an_mpi_job_ends_what_its_launcher_started_in_a_worker(alice):
     # The sleeper's name is assembled by the shell: the command's text (the launcher's
     # command line) must not match it.

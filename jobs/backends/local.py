@@ -244,7 +244,7 @@ REPLICA_TMP = "/tmp"
 MPI_RUNNER_PATHS = ("/tmp/.mpi", "/etc/mpi")
 
 
-def _runner_path_problem(mount_path: str, *, framework: str) -> str:
+def runner_path_problem(mount_path: str, *, framework: str) -> str:
     """Why a volume cannot be mounted at `mount_path` on this machine, or "" when it can.
 
     A volume at /tmp was shared by every replica as its HOME and working folder (their
@@ -355,7 +355,7 @@ class LocalBackend(Backend):
                     % {"type": ds.type},
                 )
                 continue
-            if problem := _runner_path_problem(ds.mount_path, framework=spec.framework):
+            if problem := runner_path_problem(ds.mount_path, framework=spec.framework):
                 err(f"{path}.mountPath", problem)
             volume = volumes.get(ds.name)
             if volume is None:
