@@ -1528,3 +1528,33 @@ def test_a_source_path_naming_a_file_says_the_local_pool_mounts_folders_not_that
     assert field_errors(missing, "id_mounts-0-source_path") == [
         "存储卷“scratch”中不存在“llama/missing.json”。"
     ]
+
+
+@pytest.mark.parametrize(
+    "typed, message",
+    [
+        ("workspace/tb", "请填写与代码一致的 Tensorboard 日志绝对路径。"),
+        (
+            "/workspace/tb/",
+            "Tensorboard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+        ),
+        (
+            "/workspace/../tb",
+            "Tensorboard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+        ),
+        ("/workspace／tb", "路径中有全角斜杠"),
+    ],
+)
+def test_a_tensorboard_log_path_that_is_not_a_plain_absolute_path_says_what_is_wrong_with_it(
+    alice_client, typed, message
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    r = post_step(
+        alice_client, draft, W.ADVANCED, advanced_data(tensorboard="on", tensorboard_path=typed)
+    )
+
+    assert r.status_code == 200
+    [shown] = field_errors(r, "id_tensorboard_path")
+    assert shown.startswith(message)
