@@ -234,6 +234,37 @@ def test_the_job_page_names_its_pool_and_links_the_pools_page(alice, alice_clien
     assert pool_shown(gone) == '<span class="job-pool">cce-retired</span>'
 
 
+def test_the_job_page_says_where_each_mount_comes_from_and_which_are_read_only(
+    alice, alice_client, settings
+):
+    from .runner_helpers import volume
+
+    (volume(settings) / "mnist").mkdir()
+    job = submit(
+        alice,
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/ckpt"),
+            S.Datasource(
+                "hostpath", "work", mount_path="/data", source_path="mnist", read_only=True
+            ),
+        ],
+    )
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    mounts = re.search(r'<dd class="col-sm-4" id="job-mounts">(.*?)</dd>', page).group(1)
+    assert re.findall(r'<div class="font-monospace text-break">([^<]*)</div>', mounts) == [
+        "work → /ckpt",
+        "work:mnist → /data (只读)",
+    ]
+    assert (
+        'id="job-mounts"'
+        not in alice_client.get(
+            reverse("job-detail", args=[submit(alice, name="none", datasources=[]).public_id])
+        ).content.decode()
+    )
+
+
 def test_a_kubernetes_pool_is_named_in_the_refresh_without_asking_the_api_server(
     alice, alice_client, settings
 ):
