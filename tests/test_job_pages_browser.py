@@ -639,8 +639,10 @@ def test_a_job_that_ends_without_event_files_under_its_log_path_says_so_once_it_
     expect(note).to_contain_text("任务已结束，而 /workspace/tb 下没有事件文件", timeout=10_000)
     expect(note).to_contain_text("AIHC_TENSORBOARD_LOG_PATH")
     expect(page.locator("#metrics-empty")).to_have_count(0)
-    # On a phone the note's code example wraps instead of widening the page.
+    # On a phone the note's code example and the summary's mounts wrap instead of widening
+    # the page.
     page.set_viewport_size({"width": 390, "height": 844})
+    expect(page.locator("#job-mounts")).to_have_text("scratch → /workspace")
     wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
     assert wide <= screen
 
