@@ -1886,7 +1886,16 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             stop_message_source=source_of(failure),
         )
         if decided:
-            job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+            said = failure
+            if spec is not None and restart_limit(spec):
+                # A job that restarts fails once per attempt: each event says which (QA 37),
+                # as the log's "[console] master-0 attempt N starting" lines do.
+                said = recorded(
+                    gettext_noop("Attempt %(attempt)s: %(failure)s"),
+                    attempt=run.attempt,
+                    failure=failure,
+                )
+            job_event(job=job, reason="ReplicaFailed", message=said, warning=True)
             if can_restart:  # a job that ends here says it as it ends (_ended_unwatched)
                 # As its end was stamped (_record_replica: never before its start).
                 _exited_unwatched(job, label, replica.finished_at, now)

@@ -607,6 +607,51 @@ def test_a_failing_job_is_restarted_up_to_the_limit_then_fails(alice):
     assert "master-0 退出，退出码 3" in job.status_reason
 
 
+def test_a_restarted_job_reads_the_checkpoint_its_first_attempt_wrote_and_says_which_attempt_failed(
+    alice, settings
+):
+    (volume(settings) / "dataset").mkdir()
+    (volume(settings) / "dataset" / "train.txt").write_text("tokens\n")
+    (volume(settings) / "ckpt").mkdir()
+    spec = make_spec(
+        "cat /data/train.txt; "
+        'if [ -e /ckpt/step ]; then echo "resumed at step $(cat /ckpt/step)"; exit 0; fi; '
+        "echo 100 > /ckpt/step; echo 'NCCL timeout'; sleep 30",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=1, custom_fault_tolerance_pattern=["NCCL timeout"]
+        ),
+        datasources=[
+            S.Datasource(
+                "hostpath", "work", mount_path="/data", source_path="dataset", read_only=True
+            ),
+            S.Datasource("hostpath", "work", mount_path="/ckpt", source_path="ckpt"),
+        ],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    log = log_text(job, "master-0")
+    second = log.index("master-0 第 2 次运行开始")
+    assert "resumed at step 100" in log[second:] and "tokens" in log[second:]
+    events = [
+        (e.reason, e.message) for e in job.events.filter(reason__in=["ReplicaFailed", "Restarted"])
+    ]
+    assert events == [
+        ("ReplicaFailed", "第 1 次运行：master-0 的日志出现容错关键字“NCCL timeout”。"),
+        (
+            "Restarted",
+            "整体重启任务（第 1 次，共 1 次）：master-0 的日志出现容错关键字“NCCL timeout”。",
+        ),
+    ]
+    with translation.override("en"):
+        assert job.events.get(reason="ReplicaFailed").message_shown == (
+            "Attempt 1: master-0 logged the fault keyword “NCCL timeout”."
+        )
+
+
 # Attempt 1: the master accepts the worker's connection on MASTER_PORT, then the worker
 # (which outlives the master's SIGTERM, so the master's side closes first and its port
 # lingers in TIME_WAIT) logs the fault keyword. Attempt 2: the master binds MASTER_PORT
