@@ -681,12 +681,22 @@ def test_a_finished_job_with_a_retention_period_says_when_it_will_be_deleted(ali
         found = re.search(r'id="deletes-at">(.*?)</p>', page)
         return found and found.group(1)
 
-    assert line(kept) == f"将于 {when} 连同日志自动删除：结束后保留 2 小时（任务退出后自动删除）。"
+    # Its mounts are folders outside the job: a researcher's checkpoints there are not its to
+    # delete, and the page says so, lest they copy them away first (QA 37).
+    assert line(kept) == (
+        f"将于 {when} 连同日志自动删除：结束后保留 2 小时（任务退出后自动删除）。"
+        "它写入挂载的内容（检查点、事件文件）会保留。"
+    )
     assert line(kept, "en") == (
         f"Deleted automatically, with its logs, at {when}: 2 hours after it ended "
-        "(Delete automatically after the job ends)."
+        "(Delete automatically after the job ends). What it wrote to its mounts (checkpoints, "
+        "event files) is kept."
     )
     assert line(stopped) is None and line(running) is None  # a stopped job is kept
+    unmounted = submit(alice, retention_period="2h", datasources=[])
+    job_transition(job=unmounted, to=JobStatus.RUNNING, reason="Started", message="")
+    finish(unmounted, JobStatus.FAILED)
+    assert line(unmounted, "en").endswith("(Delete automatically after the job ends).")
 
 
 @pytest.mark.parametrize(

@@ -1553,6 +1553,35 @@ def test_a_finished_job_is_deleted_after_its_retention_period(alice, settings):
     assert status_of(keep) == JobStatus.SUCCEEDED
 
 
+def test_a_job_deleted_for_its_retention_leaves_what_it_wrote_to_its_mounts(alice, settings):
+    from jobs.logs import job_dir
+    from jobs.models import Job
+
+    settings.JOB_MINUTE_SECONDS = 0.2
+    (volume(settings) / "ckpt").mkdir()
+    (volume(settings) / "dataset").mkdir()
+    (volume(settings) / "dataset" / "train.txt").write_text("tokens\n")
+    spec = make_spec(
+        "cat /tmp/data/train.txt > /ckpt/model.bin",
+        retention_period="1m",
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/ckpt", source_path="ckpt"),
+            # Mounted inside the replica's own /tmp, itself inside the job's folder.
+            S.Datasource(
+                "hostpath", "work", mount_path="/tmp/data", source_path="dataset", read_only=True
+            ),
+        ],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), what="deletion")
+
+    assert not job_dir(job.public_id).exists()
+    assert (volume(settings) / "ckpt" / "model.bin").read_text() == "tokens\n"
+    assert (volume(settings) / "dataset" / "train.txt").read_text() == "tokens\n"
+
+
 def test_a_stopped_job_is_kept_past_its_retention_period(alice, settings):
     from jobs.actions import job_stop
     from jobs.models import Job

@@ -456,6 +456,15 @@ def test_the_review_says_the_retention_time_in_words_when_auto_delete_is_on(alic
     assert row.group(1) == "36 小时"  # not the API's "36h"
 
 
+def test_the_auto_delete_help_says_what_is_deleted_and_that_the_mounts_data_is_kept(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+
+    assert "删除的是任务及其日志；它写入挂载的内容（检查点、事件文件）会保留。" in page
+
+
 def test_the_review_says_before_submit_when_the_review_policy_will_hold_the_job(
     alice_client, settings
 ):
