@@ -783,7 +783,8 @@ class AdvancedForm(StepForm):
         required=False,
         help_text=_(
             "Applies to succeeded and failed (including timed-out) jobs, after the retention "
-            "time; a stopped job is kept."
+            "time; a stopped job is kept. The job and its logs are deleted; what it wrote to "
+            "its mounts (checkpoints, event files) is kept."
         ),
     )
     # The API's retentionPeriod is "<1-999999><m|h|d>": a number the form can check itself.

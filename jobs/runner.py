@@ -68,6 +68,7 @@ from .backends.local import (
     detected_accelerators,
     host_volumes,
     nvidia_driver_cards,
+    runner_path_problem,
     visible_devices,
 )
 from .health import WorkerIdentity, active_runner, holds_lease
@@ -923,6 +924,10 @@ def volume_mounts(spec: JobSpec, *, owner: Any = None) -> list[Mount]:
     mounts: list[Mount] = []
     try:
         for ds in spec.datasources:
+            # Checked at submit too (LocalBackend.check_spec): a job queued before that rule
+            # would otherwise run for ever (an MPI job with a volume at /tmp).
+            if problem := runner_path_problem(ds.mount_path, framework=spec.framework):
+                raise SandboxError(problem)
             if ds.type != "hostpath" or ds.name not in roots:
                 raise SandboxError(
                     gettext("Volume %(volume)s (%(type)s) is not available on this machine.")
@@ -1879,7 +1884,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             # there, before the replica failed, so one that was not running then ends it as
             # Timed out at the limit, not Failed (nor restarts it), as for an exit with 0.
             # What failed is still said (review26): the exit code is the user's clue.
-            job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+            said = _replica_failed_message(spec, run, failure)
+            job_event(job=job, reason="ReplicaFailed", message=said, warning=True)
             if all(states[r.pk].phase in ("exited", "lost") for r in replicas):
                 network.end_networks(public_id=job.public_id, children=children)
                 cgroups.remove_job_cgroups(cgroups.current(), public_id=job.public_id)
@@ -1903,7 +1909,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             stop_target=target, stop_message=message, stop_message_source=source_of(message)
         )
         if decided:
-            job_event(job=job, reason="ReplicaFailed", message=failure, warning=True)
+            said = _replica_failed_message(spec, run, failure)
+            job_event(job=job, reason="ReplicaFailed", message=said, warning=True)
             if target == TARGET_RESTART:  # one that ends here says it as it ends
                 # As its end was stamped (_record_replica: never before its start).
                 _exited_unwatched(job, label, replica.finished_at, now)
@@ -1959,6 +1966,16 @@ def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> d
         return None
     started = job.started_at or run.attempt_started_at or now
     return started + minutes(spec.timeout_minutes)
+
+
+def _replica_failed_message(spec: JobSpec | None, run: LocalRun, failure: str) -> str:
+    """The ReplicaFailed event's words. A job that restarts fails once per attempt: each event
+    says which (QA 37), as the log's "[console] master-0 attempt N starting" lines do."""
+    if spec is None or not restart_limit(spec):
+        return failure
+    return recorded(
+        gettext_noop("Attempt %(attempt)s: %(failure)s"), attempt=run.attempt, failure=failure
+    )
 
 
 def _failed_at(replicas: list[JobReplica], states: dict[int, ReplicaState]) -> datetime | None:

@@ -1749,10 +1749,30 @@ def _url_readable(url: str) -> bool:
 
 
 def _validate_advanced(spec: JobSpec, err: Any) -> None:
-    if spec.tensorboard.enable and normalised_mount_path(spec.tensorboard.log_path) is None:
+    log_path = spec.tensorboard.log_path
+    if not spec.tensorboard.enable:
+        pass
+    elif not log_path.startswith("/"):
         err(
             "tensorboardConfig.logPath",
             _("Enter the absolute Tensorboard log path your code writes to."),
+        )
+    # Said as a mount path's are (QA 37): "/workspace/tb/" read "enter the absolute path",
+    # which it is, and a full-width slash made a path on no mount, its curves never read.
+    elif _has_control_characters(log_path):
+        err(
+            "tensorboardConfig.logPath",
+            _("A path cannot contain line breaks, tabs or other control characters."),
+        )
+    elif FULL_WIDTH_SLASHES & set(log_path):
+        err("tensorboardConfig.logPath", _full_width_slash_message())
+    elif normalised_mount_path(log_path) is None:
+        err(
+            "tensorboardConfig.logPath",
+            _(
+                "The Tensorboard log path must be absolute and normalised: no '..', no "
+                "doubled or trailing '/'."
+            ),
         )
     if spec.retention_period and not RETENTION_RE.match(spec.retention_period):
         err("retentionPeriod", _("Retention looks like 30m, 12h or 7d."))

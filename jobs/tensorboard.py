@@ -957,6 +957,16 @@ def _read_job(
         logger.exception("reading the event files of %s failed", job.public_id)
         metrics.note = _("The event files cannot be read right now.")
         return metrics, None, ""
+    if not state["runs"] and not metrics.pending and job.is_final:
+        # "No scalars yet" promised curves that could no longer come (QA 37): most often the
+        # code wrote its event files to a path of its own, not the one the job was given.
+        metrics.note = _(
+            "This job has ended and there are no event files (events.out.tfevents.*) under "
+            "%(path)s, so it has no curves. Its code is given this path in the "
+            "AIHC_TENSORBOARD_LOG_PATH variable: write them there, e.g. "
+            'SummaryWriter(os.environ["AIHC_TENSORBOARD_LOG_PATH"]).'
+        ) % {"path": spec.tensorboard.log_path}
+        return metrics, None, ""
     metrics.runs = len(state["runs"])
     metrics.damaged = state["damaged"]
     metrics.more_tags = len(state["skipped"])

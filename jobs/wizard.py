@@ -1168,9 +1168,39 @@ def wizard_rules(
     typed = any(_one(row, "mount_path").strip() for row in rows_of(data_raw, "mounts"))
     if _one(data_raw, "storage_enabled") and not spec.datasources and not typed:
         err("storage", _("Add a mount, or turn storage off."))
+    if problem := tensorboard_path_read_only(spec):
+        err("tensorboardConfig.logPath", problem)
     for path, messages in console_rules(spec).items():
         errors.setdefault(path, []).extend(messages)
     return errors
+
+
+def tensorboard_path_read_only(spec: S.JobSpec) -> str:
+    """Why the job's code could not write its event files to its Tensorboard log path: it
+    lies in a read-only mount (the deepest mount at or above it, as in the container), or "".
+
+    The wizard's rule (QA 37): a researcher mounting a dataset read-only at /data and setting
+    the log path to /data/tb got a job whose writer failed, and, on the local pool, a page
+    reading "No scalars yet" throughout. The API takes it, as AIHC does."""
+    log_path = S.normalised_mount_path(spec.tensorboard.log_path)
+    if not spec.tensorboard.enable or log_path is None:
+        return ""
+    around = [
+        ds
+        for ds in spec.datasources
+        if (mount := S.normalised_mount_path(ds.mount_path))
+        and (log_path == mount or log_path.startswith(mount.rstrip("/") + "/"))
+    ]
+    if not around:
+        return ""
+    deepest = max(around, key=lambda ds: len(ds.mount_path))
+    if not deepest.read_only:
+        return ""
+    return _(
+        "The Tensorboard log path %(path)s lies in %(mount)s, which this job mounts read-only "
+        "(step Data sources): its code could not write its event files there. Choose a path "
+        "on a read-write mount, or mount %(mount)s read-write."
+    ) % {"path": log_path, "mount": deepest.mount_path}
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:

@@ -234,6 +234,37 @@ def test_the_job_page_names_its_pool_and_links_the_pools_page(alice, alice_clien
     assert pool_shown(gone) == '<span class="job-pool">cce-retired</span>'
 
 
+def test_the_job_page_says_where_each_mount_comes_from_and_which_are_read_only(
+    alice, alice_client, settings
+):
+    from .runner_helpers import volume
+
+    (volume(settings) / "mnist").mkdir()
+    job = submit(
+        alice,
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/ckpt"),
+            S.Datasource(
+                "hostpath", "work", mount_path="/data", source_path="mnist", read_only=True
+            ),
+        ],
+    )
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    mounts = re.search(r'<dd class="col-sm-4" id="job-mounts">(.*?)</dd>', page).group(1)
+    assert re.findall(r'<div class="font-monospace text-break">([^<]*)</div>', mounts) == [
+        "work → /ckpt",
+        "work:mnist → /data (只读)",
+    ]
+    assert (
+        'id="job-mounts"'
+        not in alice_client.get(
+            reverse("job-detail", args=[submit(alice, name="none", datasources=[]).public_id])
+        ).content.decode()
+    )
+
+
 def test_a_kubernetes_pool_is_named_in_the_refresh_without_asking_the_api_server(
     alice, alice_client, settings
 ):
@@ -650,12 +681,22 @@ def test_a_finished_job_with_a_retention_period_says_when_it_will_be_deleted(ali
         found = re.search(r'id="deletes-at">(.*?)</p>', page)
         return found and found.group(1)
 
-    assert line(kept) == f"将于 {when} 连同日志自动删除：结束后保留 2 小时（任务退出后自动删除）。"
+    # Its mounts are folders outside the job: a researcher's checkpoints there are not its to
+    # delete, and the page says so, lest they copy them away first (QA 37).
+    assert line(kept) == (
+        f"将于 {when} 连同日志自动删除：结束后保留 2 小时（任务退出后自动删除）。"
+        "它写入挂载的内容（检查点、事件文件）会保留。"
+    )
     assert line(kept, "en") == (
         f"Deleted automatically, with its logs, at {when}: 2 hours after it ended "
-        "(Delete automatically after the job ends)."
+        "(Delete automatically after the job ends). What it wrote to its mounts (checkpoints, "
+        "event files) is kept."
     )
     assert line(stopped) is None and line(running) is None  # a stopped job is kept
+    unmounted = submit(alice, retention_period="2h", datasources=[])
+    job_transition(job=unmounted, to=JobStatus.RUNNING, reason="Started", message="")
+    finish(unmounted, JobStatus.FAILED)
+    assert line(unmounted, "en").endswith("(Delete automatically after the job ends).")
 
 
 @pytest.mark.parametrize(

@@ -609,6 +609,44 @@ def test_a_running_job_s_training_curves_appear_and_grow_on_its_page_without_a_r
     assert csp_violations == []
 
 
+def test_a_job_that_ends_without_event_files_under_its_log_path_says_so_once_it_ends(
+    logged_in_page, alice, worker_thread, tmp_path
+):
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    (tmp_path / "scratch").mkdir()
+    spec = S.JobSpec(
+        name="curves-elsewhere",
+        resource_pool_id="local",
+        image="registry.example.com/x:1",
+        # Its code writes its logs to a folder of its own choosing, not the job's log path.
+        command="mkdir -p /workspace/runs; until [ -e /workspace/gate-open ]; do sleep 0.1; done",
+        roles=[S.Role("master", 1)],
+        datasources=[S.Datasource("hostpath", "scratch", mount_path="/workspace")],
+        tensorboard=S.TensorboardConfig(enable=True, log_path="/workspace/tb"),
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="curves-elsewhere")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text(re.compile("Running|运行中"), timeout=20_000)
+    expect(page.locator("#metrics-empty")).to_be_visible()  # while it runs, curves may come
+
+    (tmp_path / "scratch" / "gate-open").touch()
+
+    expect(page.locator("#job-status")).to_have_text(re.compile("Succeeded|成功"), timeout=30_000)
+    note = page.locator("#metrics-note")
+    expect(note).to_contain_text("任务已结束，而 /workspace/tb 下没有事件文件", timeout=10_000)
+    expect(note).to_contain_text("AIHC_TENSORBOARD_LOG_PATH")
+    expect(page.locator("#metrics-empty")).to_have_count(0)
+    # On a phone the note's code example and the summary's mounts wrap instead of widening
+    # the page.
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(page.locator("#job-mounts")).to_have_text("scratch → /workspace")
+    wide, screen = page.evaluate("[document.documentElement.scrollWidth, innerWidth]")
+    assert wide <= screen
+
+
 @pytest.mark.usefixtures("runner_settings")
 def test_a_long_metric_tag_wraps_on_a_phone_instead_of_widening_the_page(
     logged_in_page, alice, settings

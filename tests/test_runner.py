@@ -491,6 +491,26 @@ def test_an_mpi_launcher_runs_commands_in_each_workers_sandbox_through_etc_mpi_r
     assert "OMPI_MCA_plm_rsh_agent" not in given["worker-0"]
 
 
+def test_an_mpi_job_queued_with_a_volume_at_tmp_fails_at_start_instead_of_running_for_ever(
+    alice, settings
+):
+    # Stored before the wizard and the API refused such a mount (jobs_submit checks the spec
+    # alone): its workers' agents would listen in the one shared folder, never reached.
+    spec = make_spec(
+        "/etc/mpi/rsh worker-1 true",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 2)],
+        datasources=[S.Datasource("hostpath", "work", mount_path="/tmp")],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert "在本机资源池上，/tmp 是每个实例自己的目录" in job.status_reason
+    assert list(volume(settings).iterdir()) == []  # nothing ran in it
+
+
 def test_stopping_an_mpi_job_ends_what_its_launcher_started_in_a_worker(alice):
     # The sleeper's name is assembled by the shell: the command's text (the launcher's
     # command line) must not match it.
@@ -585,6 +605,51 @@ def test_a_failing_job_is_restarted_up_to_the_limit_then_fails(alice):
     reasons = [e.reason for e in job.events.all()]
     assert reasons.count("Restarted") == 2 and reasons[-1] == "Failed"
     assert "master-0 退出，退出码 3" in job.status_reason
+
+
+def test_a_restarted_job_reads_the_checkpoint_its_first_attempt_wrote_and_says_which_attempt_failed(
+    alice, settings
+):
+    (volume(settings) / "dataset").mkdir()
+    (volume(settings) / "dataset" / "train.txt").write_text("tokens\n")
+    (volume(settings) / "ckpt").mkdir()
+    spec = make_spec(
+        "cat /data/train.txt; "
+        'if [ -e /ckpt/step ]; then echo "resumed at step $(cat /ckpt/step)"; exit 0; fi; '
+        "echo 100 > /ckpt/step; echo 'NCCL timeout'; sleep 30",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=1, custom_fault_tolerance_pattern=["NCCL timeout"]
+        ),
+        datasources=[
+            S.Datasource(
+                "hostpath", "work", mount_path="/data", source_path="dataset", read_only=True
+            ),
+            S.Datasource("hostpath", "work", mount_path="/ckpt", source_path="ckpt"),
+        ],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    log = log_text(job, "master-0")
+    second = log.index("master-0 第 2 次运行开始")
+    assert "resumed at step 100" in log[second:] and "tokens" in log[second:]
+    events = [
+        (e.reason, e.message) for e in job.events.filter(reason__in=["ReplicaFailed", "Restarted"])
+    ]
+    assert events == [
+        ("ReplicaFailed", "第 1 次运行：master-0 的日志出现容错关键字“NCCL timeout”。"),
+        (
+            "Restarted",
+            "整体重启任务（第 1 次，共 1 次）：master-0 的日志出现容错关键字“NCCL timeout”。",
+        ),
+    ]
+    with translation.override("en"):
+        assert job.events.get(reason="ReplicaFailed").message_shown == (
+            "Attempt 1: master-0 logged the fault keyword “NCCL timeout”."
+        )
 
 
 # Attempt 1: the master accepts the worker's connection on MASTER_PORT, then the worker
@@ -1589,6 +1654,35 @@ def test_a_finished_job_is_deleted_after_its_retention_period(alice, settings):
     Job.objects.filter(pk=keep.pk).update(finished_at=F("finished_at") - timedelta(days=30))
     worker.tick()
     assert status_of(keep) == JobStatus.SUCCEEDED
+
+
+def test_a_job_deleted_for_its_retention_leaves_what_it_wrote_to_its_mounts(alice, settings):
+    from jobs.logs import job_dir
+    from jobs.models import Job
+
+    settings.JOB_MINUTE_SECONDS = 0.2
+    (volume(settings) / "ckpt").mkdir()
+    (volume(settings) / "dataset").mkdir()
+    (volume(settings) / "dataset" / "train.txt").write_text("tokens\n")
+    spec = make_spec(
+        "cat /tmp/data/train.txt > /ckpt/model.bin",
+        retention_period="1m",
+        datasources=[
+            S.Datasource("hostpath", "work", mount_path="/ckpt", source_path="ckpt"),
+            # Mounted inside the replica's own /tmp, itself inside the job's folder.
+            S.Datasource(
+                "hostpath", "work", mount_path="/tmp/data", source_path="dataset", read_only=True
+            ),
+        ],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+
+    run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), what="deletion")
+
+    assert not job_dir(job.public_id).exists()
+    assert (volume(settings) / "ckpt" / "model.bin").read_text() == "tokens\n"
+    assert (volume(settings) / "dataset" / "train.txt").read_text() == "tokens\n"
 
 
 def test_a_stopped_job_is_kept_past_its_retention_period(alice, settings):

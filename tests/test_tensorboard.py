@@ -422,6 +422,31 @@ def test_a_log_path_outside_the_job_s_mounts_says_so_instead_of_an_empty_chart(a
     assert "/tmp/tb is not on a volume this job mounts" in metrics.note
 
 
+def test_an_ended_job_with_no_event_files_under_its_log_path_says_so_and_where_to_write_them(
+    alice, alice_client, settings
+):
+    job = tb_job(alice)  # its log path is /workspace/tb; its code writes to /workspace/runs
+    write_scalars(volume(settings) / "runs", "loss", [0.5])
+
+    assert read(job).note == ""  # not started yet: its curves may still come
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+    metrics = read(job)
+
+    assert metrics.charts == []
+    assert metrics.note == (
+        "This job has ended and there are no event files (events.out.tfevents.*) under "
+        "/workspace/tb, so it has no curves. Its code is given this path in the "
+        "AIHC_TENSORBOARD_LOG_PATH variable: write them there, e.g. "
+        'SummaryWriter(os.environ["AIHC_TENSORBOARD_LOG_PATH"]).'
+    )
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert "任务已结束，而 /workspace/tb 下没有事件文件" in page
+    assert 'id="metrics-empty"' not in page  # no "No scalars yet" promising curves to come
+    # Files put there since (copied from where the code wrote them) are read as ever.
+    write_scalars(volume(settings) / "tb", "loss", [0.25])
+    assert read(job).note == "" and list(series_of(read(job))) == ["./loss"]
+
+
 def test_symbolic_links_never_lead_the_console_outside_the_mounted_folder(
     alice, settings, tmp_path
 ):

@@ -456,6 +456,15 @@ def test_the_review_says_the_retention_time_in_words_when_auto_delete_is_on(alic
     assert row.group(1) == "36 小时"  # not the API's "36h"
 
 
+def test_the_auto_delete_help_says_what_is_deleted_and_that_the_mounts_data_is_kept(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    page = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+
+    assert "删除的是任务及其日志；它写入挂载的内容（检查点、事件文件）会保留。" in page
+
+
 def test_the_review_says_before_submit_when_the_review_policy_will_hold_the_job(
     alice_client, settings
 ):
@@ -1433,3 +1442,128 @@ def test_a_retention_out_of_range_says_the_range_in_the_words_of_the_other_limit
 
     # As the hang threshold and the timeout say theirs, not Django's "确保该值大于或等于1。"
     assert field_errors(r, "id_retention_value") == ["保留时长须在 1 到 999999 之间。"]
+
+
+def test_a_volume_mounted_over_each_instances_own_tmp_is_refused_on_its_row(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.DATA,
+        data_data(mounts=[("hostpath", "scratch", "/workspace"), ("hostpath", "scratch", "/tmp")]),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-1-mount_path") == [
+        "在本机资源池上，/tmp 是每个实例自己的目录（其主目录和工作目录）：请把卷挂载到别处，例如 "
+        "/workspace，或挂载到其下，例如 /tmp/data。"
+    ]
+    assert field_errors(r, "id_mounts-0-mount_path") == []
+    below = data_data(
+        mounts=[("hostpath", "scratch", "/workspace"), ("hostpath", "scratch", "/tmp/data")]
+    )
+    assert post_step(alice_client, draft, W.DATA, below).status_code == 302
+
+
+def test_an_mpi_job_may_not_mount_a_volume_where_the_runner_puts_what_mpirun_needs(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA, **{W.BASIC: basic_data(framework=S.MPI)})
+    mounts = [("hostpath", "scratch", "/etc/mpi"), ("hostpath", "scratch", "/tmp/.mpi/x")]
+
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=mounts))
+
+    assert r.status_code == 200
+    for i, folder in enumerate(["/etc/mpi", "/tmp/.mpi"]):
+        assert field_errors(r, f"id_mounts-{i}-mount_path") == [
+            f"在本机资源池上，{folder} 存放着 MPI 启动任务各进程所需的内容（hostfile 和每个 worker "
+            "的代理）：请把卷挂载到别处，例如 /workspace。"
+        ]
+    # A PyTorch job has no such folders: /etc/mpi is a path like any other there.
+    pytorch = new_draft(alice_client)
+    complete_steps(alice_client, pytorch, upto=W.DATA)
+    ok = data_data(mounts=[("hostpath", "scratch", "/etc/mpi")])
+    assert post_step(alice_client, pytorch, W.DATA, ok).status_code == 302
+
+
+def test_a_tensorboard_log_path_in_a_read_only_mount_is_refused_on_the_path_naming_the_mount(
+    alice_client, tmp_path
+):
+    (tmp_path / "out").mkdir()
+    draft = new_draft(alice_client)
+    data = data_data(
+        mounts=[("hostpath", "scratch", "/data"), ("hostpath", "scratch", "/data/out")]
+    )
+    data.update({"mounts-0-access": "ro", "mounts-1-source_path": "out"})
+    complete_steps(alice_client, draft, upto=W.ADVANCED, **{W.DATA: data})
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="/data/tb"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_tensorboard_path") == [
+        "Tensorboard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中（数据源步骤）：任务代码无法"
+        "在那里写入事件文件。请选择读写挂载上的路径，或以读写方式挂载 /data。"
+    ]
+    # In the read-write mount inside it, the code can write: the deepest mount decides.
+    inside = advanced_data(tensorboard="on", tensorboard_path="/data/out/tb")
+    assert post_step(alice_client, draft, W.ADVANCED, inside).status_code == 302
+
+
+def test_a_source_path_naming_a_file_says_the_local_pool_mounts_folders_not_that_it_is_missing(
+    alice_client, tmp_path
+):
+    (tmp_path / "llama").mkdir()
+    (tmp_path / "llama" / "tokenizer.json").write_text("{}")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    data = data_data(mounts=[("hostpath", "scratch", "/tokenizer")])
+    data["mounts-0-source_path"] = "llama/tokenizer.json"
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-0-source_path") == [
+        "存储卷“scratch”中的“llama/tokenizer.json”是一个文件，而本机资源池只挂载目录：请填写包含它的目录，"
+        "任务在挂载路径下读取该文件。"
+    ]
+    data["mounts-0-source_path"] = "llama/missing.json"
+    missing = post_step(alice_client, draft, W.DATA, data)
+    assert field_errors(missing, "id_mounts-0-source_path") == [
+        "存储卷“scratch”中不存在“llama/missing.json”。"
+    ]
+
+
+@pytest.mark.parametrize(
+    "typed, message",
+    [
+        ("workspace/tb", "请填写与代码一致的 Tensorboard 日志绝对路径。"),
+        (
+            "/workspace/tb/",
+            "Tensorboard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+        ),
+        (
+            "/workspace/../tb",
+            "Tensorboard 日志路径须为规范的绝对路径：不能包含 '..'，不能有连续的 '/'，也不能以 '/' 结尾。",
+        ),
+        ("/workspace／tb", "路径中有全角斜杠"),
+    ],
+)
+def test_a_tensorboard_log_path_that_is_not_a_plain_absolute_path_says_what_is_wrong_with_it(
+    alice_client, typed, message
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.ADVANCED)
+
+    r = post_step(
+        alice_client, draft, W.ADVANCED, advanced_data(tensorboard="on", tensorboard_path=typed)
+    )
+
+    assert r.status_code == 200
+    [shown] = field_errors(r, "id_tensorboard_path")
+    assert shown.startswith(message)

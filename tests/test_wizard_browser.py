@@ -1346,3 +1346,35 @@ def test_the_warning_of_keys_an_import_did_not_read_stays_on_the_draft_until_dis
     draft = Draft.objects.get()
     assert W.IMPORT_NOTICES not in draft.data
     assert draft.data[W.IMAGE]["command"] == ["echo typed before dismissing"]
+
+
+def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refused_where_typed(
+    logged_in_page,
+):
+    page = logged_in_page
+    page.set_viewport_size({"width": 390, "height": 844})
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/tmp")
+
+    page.click("#wizard-next")
+
+    error = page.locator("#id_mounts-0-mount_path_error")
+    expect(error).to_contain_text("在本机资源池上，/tmp 是每个实例自己的目录")
+    expect(page).to_have_url(re.compile(r"/data/$"))
+    page.fill("#id_mounts-0-mount_path", "/data")
+    page.select_option("#id_mounts-0-access", "ro")
+    next_step(page, "fault")
+    next_step(page, "advanced")
+    page.check("#id_tensorboard")
+    page.fill("#id_tensorboard_path", "/data/tb")
+
+    page.click("#wizard-next")
+
+    expect(page.locator("#error_1_id_tensorboard_path")).to_contain_text(
+        "Tensorboard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中"
+    )
+    page.fill("#id_tensorboard_path", "/workspace/tb")  # on no mount: the page says so later
+    next_step(page, "submission")

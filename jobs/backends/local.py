@@ -22,11 +22,12 @@ from jobs import logs as job_logs
 from jobs.runtime_env import LOCAL_MPI_RSH_AGENT, ReplicaRef, replica_environment
 from jobs.sandbox import (
     SandboxError,
+    is_within,
     read_only_parent_lacking,
     read_only_parent_message,
     resolve_in_root,
 )
-from jobs.spec import TENSORFLOW
+from jobs.spec import MPI, TENSORFLOW, normalised_mount_path
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -236,6 +237,40 @@ def _parsed_volumes(value: str) -> tuple[HostVolume, ...]:
     return tuple(parse_volumes(value))
 
 
+# Where the runner puts what each replica needs: a volume mounted there would hide it (QA 37).
+# /tmp is each replica's own folder (its HOME and working folder, under its /tmp cap); an MPI
+# worker's agent listens in its /tmp/.mpi, and /etc/mpi holds the hostfile, rsh and the agents.
+REPLICA_TMP = "/tmp"
+MPI_RUNNER_PATHS = ("/tmp/.mpi", "/etc/mpi")
+
+
+def runner_path_problem(mount_path: str, *, framework: str) -> str:
+    """Why a volume cannot be mounted at `mount_path` on this machine, or "" when it can.
+
+    A volume at /tmp was shared by every replica as its HOME and working folder (their
+    caches written at once, out of the /tmp cap's sight), and an MPI job's workers put their
+    agents' sockets in the one folder, where the launcher never found them: the job ran on
+    for ever. One at /etc/mpi had the runner write its hostfile and agent folders into the
+    volume (or, read-only, failed every replica at start, blaming the job's own writes)."""
+    path = normalised_mount_path(mount_path)
+    if path is None:
+        return ""  # the spec's own rules say what is wrong with it
+    if path == REPLICA_TMP:
+        return _(
+            "On the local pool /tmp is each instance's own folder (its home and working "
+            "folder): mount the volume elsewhere, e.g. /workspace, or below it, e.g. /tmp/data."
+        )
+    if framework == MPI:
+        for folder in MPI_RUNNER_PATHS:
+            if is_within(path, folder):
+                return _(
+                    "On the local pool %(folder)s holds what MPI needs to start the job's "
+                    "ranks (the hostfile and each worker's agent): mount the volume "
+                    "elsewhere, e.g. /workspace."
+                ) % {"folder": folder}
+    return ""
+
+
 class LocalBackend(Backend):
     name = "local"
 
@@ -320,6 +355,8 @@ class LocalBackend(Backend):
                     % {"type": ds.type},
                 )
                 continue
+            if problem := runner_path_problem(ds.mount_path, framework=spec.framework):
+                err(f"{path}.mountPath", problem)
             volume = volumes.get(ds.name)
             if volume is None:
                 err(
@@ -335,6 +372,7 @@ class LocalBackend(Backend):
             try:
                 source = resolve_in_root(volume.root, ds.source_path)
                 found = source.is_dir()
+                a_file = not found and source.exists()
             except SandboxError:
                 err(f"{path}.sourcePath", _("The path must stay inside the volume."))
                 continue
@@ -344,7 +382,21 @@ class LocalBackend(Backend):
             except OSError:
                 # A name too long for the file system, a folder this machine may not read:
                 # as far as the job could tell, the path does not exist.
-                found = False
+                found = a_file = False
+            if a_file:
+                # A single file (a tokenizer, a dataset archive) is there, but bwrap binds the
+                # folder descriptor it is given: "does not exist" sent people looking for a
+                # typo in a path they could see (QA 37).
+                err(
+                    f"{path}.sourcePath",
+                    _(
+                        "“%(path)s” in volume “%(name)s” is a file, and the local pool mounts "
+                        "folders only: give the folder that holds it, and the job reads the "
+                        "file below the mount path."
+                    )
+                    % {"path": ds.source_path, "name": ds.name},
+                )
+                continue
             if not found:
                 err(
                     f"{path}.sourcePath",
