@@ -276,6 +276,15 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
             return _render_step(
                 request, draft, step, stale=True, fixing=_fixing(request.POST, draft)
             )
+        if outcome.overwrites:
+            return _render_step(
+                request,
+                draft,
+                step,
+                forms=outcome.forms,
+                overwrites=True,
+                fixing=_fixing(request.POST, draft),
+            )
         if outcome.forms is not None:
             # Still wrong: shown again with its messages, the way back to the review kept.
             return _render_step(
@@ -366,12 +375,13 @@ def _render_step(
     *,
     forms: W.StepForms | None = None,
     stale: bool = False,
+    overwrites: bool = False,
     checked: bool = False,
     fixing: bool = False,
 ) -> HttpResponse:
     state = W.wizard_state(draft)
     context: dict[str, Any] = {
-        "stale_notice": STALE_STEP if stale else "",
+        "stale_notice": STALE_STEP if stale else (STEP_SAVED_ELSEWHERE if overwrites else ""),
         "draft": draft,
         "state": state,
         "step": step,
@@ -390,6 +400,7 @@ def _render_step(
             forms or W.step_forms_for_display(state, step, checked=checked)
         )
         context["forms"] = forms
+        context["seen"] = W.step_version(draft, step)
         context["checked"] = checked
         context["fixing"] = (fixing or checked) and W.fixing_allowed(draft)
         context.update(_STEP_EXTRAS[step](request, state, forms))
@@ -705,6 +716,11 @@ FIXING_QUERY = "?fixing=1"
 STALE_STEP = gettext_lazy(
     "Basic info was changed in another tab or window after this page was shown, so what you "
     "sent here was not saved. The step now shows the draft as it is: check it and go on."
+)
+STEP_SAVED_ELSEWHERE = gettext_lazy(
+    "This step was saved in another tab or window after this page was shown, so what you "
+    "sent was not saved over it. The form below still shows what you typed: press the same "
+    "button again to save it instead, or reload the page to see the other version."
 )
 STALE_REVIEW = gettext_lazy(
     "The draft was changed in another tab or window after this review was shown. Nothing was "

@@ -693,6 +693,66 @@ def test_both_steps_are_kept_when_two_windows_save_different_steps_at_once(alice
     assert draft.completed_steps == list(W.FORM_STEPS)
 
 
+def seen_on(page) -> str:
+    """The step version a step's page carries in its form (`seen`)."""
+    found = re.search(r'name="seen" value="([0-9a-f]+)"', page.content.decode())
+    assert found, "the step's form carries no seen version"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_a_step_saved_in_another_tab_is_not_overwritten_unsaid_by_a_page_shown_before(
+    alice_client, htmx
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_by_b = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    # Tab A changes the command; tab B, opened before, still shows the old one.
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun from-tab-a.py"))
+    assert r.status_code == 302
+
+    sent_by_b = image_data(image="registry.example.com/train/pytorch:from-tab-b", seen=seen_by_b)
+    r = post_step(alice_client, draft, W.IMAGE, sent_by_b, htmx=htmx)
+
+    notice = re.search(r'id="stale-notice">([^<]*)<', r.content.decode())
+    assert r.status_code == 200 and notice and "本步骤已在另一个标签页" in notice.group(1)
+    assert "HX-Push-Url" not in r
+    assert 'value="registry.example.com/train/pytorch:from-tab-b"' in r.content.decode()
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun from-tab-a.py"]
+    assert draft.data[W.IMAGE]["image"] == ["registry.example.com/train/pytorch:2.5"]
+
+    # The same button again, from the page that said so, saves what tab B typed.
+    r = post_step(alice_client, draft, W.IMAGE, {**sent_by_b, "seen": seen_on(r)})
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["image"] == ["registry.example.com/train/pytorch:from-tab-b"]
+    assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
+
+
+def test_a_page_shown_before_another_steps_save_or_sending_the_same_values_saves_at_once(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_image = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    seen_basic = seen_on(alice_client.get(step_url(draft, W.BASIC)))
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun again.py"))
+    assert r.status_code == 302
+
+    same = post_step(
+        alice_client, draft, W.IMAGE, image_data(command="torchrun again.py", seen=seen_image)
+    )
+    other = post_step(alice_client, draft, W.BASIC, basic_data(name="renamed", seen=seen_basic))
+
+    assert same.status_code == 302 and same["Location"] == step_url(draft, W.RESOURCES)
+    assert other.status_code == 302 and other["Location"] == step_url(draft, W.IMAGE)
+    draft.refresh_from_db()
+    assert draft.data[W.BASIC]["name"] == ["renamed"]
+    assert draft.data[W.IMAGE]["command"] == ["torchrun again.py"]
+
+
 def test_a_step_post_finds_no_draft_when_another_window_discarded_it_meanwhile(alice_client):
     draft = new_draft(alice_client)
     read_by_a = Draft.objects.get(pk=draft.pk)

@@ -365,6 +365,36 @@ def test_a_step_of_a_draft_deleted_in_another_tab_says_it_is_gone_and_keeps_what
     expect(page.locator("#id_command")).to_have_value("torchrun train.py --typed-after-the-delete")
 
 
+def test_a_step_saved_in_another_tab_is_not_overwritten_unsaid_and_the_second_press_saves(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    image_url = page.url.replace("/resources/", "/image/")
+    page.goto(image_url)
+    other = page.context.new_page()
+    other.goto(image_url)
+    page.fill("#id_command", "torchrun typed-in-tab-one.py")
+    next_step(page, "resources")
+
+    other.fill("#id_image", "registry.example.com/train/pytorch:typed-in-tab-two")
+    other.click("#wizard-next")
+
+    expect(other.locator("#stale-notice")).to_contain_text("本步骤已在另一个标签页")
+    assert other.url == image_url
+    expect(other.locator("#id_image")).to_have_value(
+        "registry.example.com/train/pytorch:typed-in-tab-two"
+    )
+    draft = Draft.objects.get()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun typed-in-tab-one.py"]
+    other.click("#wizard-next")  # read, and meant: tab two's page goes over tab one's
+    other.wait_for_url(re.compile(r"/resources/$"))
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["image"] == ["registry.example.com/train/pytorch:typed-in-tab-two"]
+
+
 def test_a_field_with_a_problem_stops_showing_it_once_changed(logged_in_page):
     page = logged_in_page
     start(page)
