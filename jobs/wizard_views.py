@@ -6,13 +6,17 @@ answer with the `wizard-region` fragment (stepper + form) or a small partial, ch
 
 from __future__ import annotations
 
+import functools
+import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseRedirect, QueryDict
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -237,7 +241,82 @@ def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
     return redirect(f"{url}?page={number}" if number > 1 else url)
 
 
+# A step posted after its log-in ended, kept in the visitor's session until the step is
+# opened again by the draft's owner (_posted_before_login).
+STEP_POSTED_LOGGED_OUT = "wizard_step_posted_logged_out"
+
+
+# The step form's own fields beside the step's (step.html), and the most kept of a step sent
+# logged out (a step's fields are far smaller: a 40 KB command, 50 variables of a line each).
+STEP_FORM_KEYS = ("action", "basis", "seen", "check", "fixing")
+KEPT_ACROSS_LOGIN_MAX_BYTES = 256 * 1024
+
+
+def _kept_across_login(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """A step posted once its log-in has ended (expired, logged out in another tab) is kept in
+    the session before login_required sends it to the login page: logging in keeps an
+    anonymous session's data, and the step, opened again after it, saves what was typed
+    instead of losing it (README promises that an expired session loses nothing)."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, draft_id: Any, step: str) -> HttpResponse:
+        if request.method == "POST" and not request.user.is_authenticated and step in W.FORM_STEPS:
+            # The step's own fields and the form's few of its own, as step_post reads them;
+            # anyone may post here logged out, so what a session keeps of it is bounded.
+            posted = {
+                **W.raw_from_post(request.POST, step),
+                **{k: request.POST.getlist(k)[:1] for k in STEP_FORM_KEYS if k in request.POST},
+            }
+            if len(json.dumps(posted)) <= KEPT_ACROSS_LOGIN_MAX_BYTES:
+                request.session[STEP_POSTED_LOGGED_OUT] = {
+                    "draft": str(draft_id),
+                    "step": step,
+                    "post": posted,
+                }
+        return view(request, draft_id, step)
+
+    return wrapped
+
+
+def _posted_before_login(
+    request: AuthenticatedHttpRequest, draft: Draft, step: str
+) -> QueryDict | None:
+    """What this step's page sent while logged out (_kept_across_login), taken from the
+    session once the draft's owner opens that step again; None otherwise."""
+    kept = request.session.get(STEP_POSTED_LOGGED_OUT)
+    if request.method != "GET" or not isinstance(kept, dict):
+        return None
+    if kept.get("draft") != str(draft.id) or kept.get("step") != step:
+        return None
+    del request.session[STEP_POSTED_LOGGED_OUT]
+    post = QueryDict(mutable=True)
+    for key, values in dict(kept.get("post") or {}).items():
+        post.setlist(str(key), [str(v) for v in values][:50])
+    messages.info(request, STEP_KEPT_ACROSS_LOGIN)
+    return post
+
+
+def step_posted_logged_out_dropped(
+    sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any
+) -> None:
+    """On log-in (user_logged_in): a step kept from a page whose log-in ended stays only for
+    the owner of its draft. Someone else logging in on that browser gets no trace of it."""
+    session = getattr(request, "session", None)
+    kept = session.get(STEP_POSTED_LOGGED_OUT) if session is not None else None
+    if not isinstance(kept, dict):
+        return
+    try:
+        owned = Draft.objects.filter(id=kept.get("draft"), owner=user).exists()
+    except (ValueError, ValidationError):
+        owned = False
+    if not owned:
+        del session[STEP_POSTED_LOGGED_OUT]
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
+@_kept_across_login
 @login_required
 @vary_on_headers("HX-Request")
 @never_cache  # Back must not show a step as it was before a later change (bfcache included)
@@ -247,9 +326,11 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         raise Http404
     if draft.submitted_at is not None:
         return _submitted(request, draft)
+    # A POST, or what the step's page sent before its log-in ended, handled as that POST.
+    post = request.POST if request.method == "POST" else _posted_before_login(request, draft, step)
     if not W.step_allowed(draft, step):
         first_open = W.first_incomplete(draft)
-        if request.method == "POST":
+        if post is not None:
             # Sent from a page shown before an earlier step was reopened (another tab): not
             # saved, and said so, on the step to do first.
             if request.htmx:
@@ -258,24 +339,22 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
                 return response
             messages.warning(request, STALE_STEP)
         return redirect(_step_url(draft, first_open))
-    if request.method == "POST":
-        language = str(request.POST.get("action", "")).removeprefix("language-")
+    if post is not None:
+        language = str(post.get("action", "")).removeprefix("language-")
         if step == W.REVIEW:
             if language in dict(settings.LANGUAGES):
                 return _language_switched(request, _step_url(draft, step), language)
-            if request.POST.get("action") == "dismiss-notices":
+            if post.get("action") == "dismiss-notices":
                 W.import_notices_dismissed(draft=draft)
             return redirect(_step_url(draft, step))
         try:
-            outcome = W.step_post(draft=draft, step=step, post=request.POST)
+            outcome = W.step_post(draft=draft, step=step, post=post)
         except Draft.DoesNotExist:
             raise Http404 from None  # discarded in another window meanwhile
         if outcome.submitted:
             return _submitted(request, draft)
         if outcome.stale:
-            return _render_step(
-                request, draft, step, stale=True, fixing=_fixing(request.POST, draft)
-            )
+            return _render_step(request, draft, step, stale=True, fixing=_fixing(post, draft))
         if outcome.overwrites:
             return _render_step(
                 request,
@@ -283,20 +362,20 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
                 step,
                 forms=outcome.forms,
                 overwrites=True,
-                fixing=_fixing(request.POST, draft),
+                fixing=_fixing(post, draft),
             )
         if outcome.forms is not None:
             # Still wrong: shown again with its messages, the way back to the review kept.
             return _render_step(
-                request, draft, step, forms=outcome.forms, fixing=_fixing(request.POST, draft)
+                request, draft, step, forms=outcome.forms, fixing=_fixing(post, draft)
             )
         # A step opened from a review problem (?check=1, kept in the form as `check`) keeps
         # its messages when it comes back after 中文/EN or a row button, until it is left; a
         # step 保存并返回确认 found wrong opens the same way.
-        checked = (request.POST.get("check") == "1" and outcome.go_to == step) or outcome.checked
+        checked = (post.get("check") == "1" and outcome.go_to == step) or outcome.checked
         # And the way back to the review (保存并返回确认) goes with the draft from step to step
         # (`fixing`, in each step's form), until the review is reached.
-        fixing = _fixing(request.POST, draft) and outcome.go_to != W.REVIEW
+        fixing = _fixing(post, draft) and outcome.go_to != W.REVIEW
         if language in dict(settings.LANGUAGES):
             query = _step_query(checked=checked, fixing=fixing)
             return _language_switched(request, _step_url(draft, step) + query, language)
@@ -721,6 +800,10 @@ STEP_SAVED_ELSEWHERE = gettext_lazy(
     "This step was saved in another tab or window after this page was shown, so what you "
     "sent was not saved over it. The form below still shows what you typed: press the same "
     "button again to save it instead, or reload the page to see the other version."
+)
+STEP_KEPT_ACROSS_LOGIN = gettext_lazy(
+    "Your log-in had ended when this step was sent; what you typed on it was kept and has now "
+    "been sent again."
 )
 STALE_REVIEW = gettext_lazy(
     "The draft was changed in another tab or window after this review was shown. Nothing was "

@@ -5,13 +5,16 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.db import connection
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from jobs import spec as S
 from jobs import wizard as W
@@ -1309,6 +1312,83 @@ def test_anonymous_users_are_sent_to_login(client, db):
 
     assert r.status_code == 302
     assert r["Location"].startswith("/login/")
+
+
+def logged_in_again(client, username, next_url):
+    """The login form sent as a person sends it after the login page came up for `next_url`."""
+    r = client.post(
+        reverse("login") + f"?next={next_url}",
+        {"username": username, "password": f"{username}-password", "next": next_url},
+    )
+    assert r.status_code == 302 and r["Location"] == next_url
+    return r
+
+
+def expire_log_in(client) -> None:
+    """The session ends as it does once SESSION_COOKIE_AGE is past (or logged out elsewhere)."""
+    Session.objects.filter(session_key=client.session.session_key).update(
+        expire_date=timezone.now() - timedelta(seconds=1)
+    )
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_a_step_sent_after_the_log_in_expired_is_saved_once_logged_in_again(alice_client, htmx):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    expire_log_in(alice_client)
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun typed.py"), htmx=htmx)
+
+    if htmx:
+        assert r.status_code == 401
+        r = alice_client.get(step_url(draft, W.IMAGE))  # the reload the banner asks for
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    draft.refresh_from_db()
+    assert W.IMAGE not in draft.data
+    logged_in_again(alice_client, "alice", step_url(draft, W.IMAGE))
+    r = alice_client.get(step_url(draft, W.IMAGE))
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun typed.py"]
+    assert W.IMAGE in draft.completed_steps
+    page = alice_client.get(r["Location"]).content.decode()
+    assert "登录已失效" in page
+    # Taken once: the step opened again later shows the draft, nothing is sent a second time.
+    assert alice_client.get(step_url(draft, W.IMAGE)).status_code == 200
+
+
+def test_a_step_sent_logged_out_is_never_saved_into_the_draft_of_whoever_logs_in_next(
+    alice_client, alice, bob
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    alice_client.post(reverse("logout"))
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun typed.py"))
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+
+    logged_in_again(alice_client, "bob", step_url(draft, W.IMAGE))
+    r = alice_client.get(step_url(draft, W.IMAGE))
+
+    assert r.status_code == 404
+    draft.refresh_from_db()
+    assert W.IMAGE not in draft.data
+    assert "torchrun typed.py" not in json.dumps(dict(alice_client.session))
+
+
+def test_a_post_sent_logged_out_keeps_only_the_steps_fields_and_nothing_oversized(client, db):
+    draft_url = reverse("wizard-step", args=["0" * 8 + "-0000-4000-8000-" + "0" * 12, W.IMAGE])
+    r = client.post(draft_url, {**image_data(), "action": "next", "extra": "x" * 1000})
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    kept = client.session["wizard_step_posted_logged_out"]["post"]
+    assert kept["command"] == ["torchrun train.py"] and kept["action"] == ["next"]
+    assert "extra" not in kept
+
+    big = image_data(envs=[(f"V{i}", "x" * 40_000) for i in range(10)])
+    r = client.post(draft_url.replace(W.IMAGE, W.ADVANCED), {**big, "action": "next"})
+    r = client.post(draft_url, {**big, "action": "next"})
+
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    assert client.session["wizard_step_posted_logged_out"]["step"] == W.ADVANCED
 
 
 def test_the_drafts_list_shows_only_my_open_drafts(alice_client, bob, client):

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from jobs import wizard as W
 from jobs.models import Draft, Job
+from tests.conftest import log_in
 from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import A800, V100
 
@@ -393,6 +394,47 @@ def test_a_step_saved_in_another_tab_is_not_overwritten_unsaid_and_the_second_pr
     other.wait_for_url(re.compile(r"/resources/$"))
     draft.refresh_from_db()
     assert draft.data[W.IMAGE]["image"] == ["registry.example.com/train/pytorch:typed-in-tab-two"]
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_step_sent_after_logging_out_in_another_tab_is_saved_once_logged_in_again(
+    browser, live_server, transactional_db, alice, javascript
+):
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto("/create/")
+        page.click("#new-draft")
+        page.fill("#id_name", "typed-while-logged-out")
+        page.check("input[name=framework][value=PyTorchJob]")
+        page.click("#wizard-next")
+        page.wait_for_url(re.compile(r"/image/$"))
+        other = context.new_page()
+        other.goto("/")
+        other.get_by_role("button", name="退出登录").click()
+        other.wait_for_url(re.compile(r"/login/"))
+
+        page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+        page.fill("#id_command", "torchrun typed-while-logged-out.py")
+        page.click("#wizard-next")
+        if javascript:  # the page stays as it is, and says to reload
+            expect(page.locator("#request-error")).to_contain_text("请刷新页面重新登录")
+            page.reload()
+        page.wait_for_url(re.compile(r"/login/"))
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+
+        page.wait_for_url(re.compile(r"/resources/$"))
+        expect(page.locator(".alert-info").first).to_contain_text("登录已失效")
+        draft = Draft.objects.get()
+        assert draft.data[W.IMAGE]["command"] == ["torchrun typed-while-logged-out.py"]
+    finally:
+        context.close()
 
 
 def test_a_field_with_a_problem_stops_showing_it_once_changed(logged_in_page):
