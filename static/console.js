@@ -250,16 +250,19 @@ function showRequestError(kind, status) {
   box.textContent = box.dataset[kind].replace("%(status)s", String(status));
   box.hidden = false;
 }
-// A page's own refresh (hx-trigger="every 2s": a job's status and log tail).
+// A page's own refresh (hx-trigger="every 2s": a job's status and log tail; the wizard's idle
+// count, "..., every 5s", also asks when its row changes).
 function isPoll(elt) {
-  return /^\s*every\s/.test(elt.getAttribute("hx-trigger") || "");
+  return /(^|,)\s*every\s/.test(elt.getAttribute("hx-trigger") || "");
 }
 // Set once a refresh is answered 404: what the page shows was deleted since it was opened
 // (Delete in another tab, a script's DeleteJob). Its refreshes stop then: each would be
-// answered 404 again, two every 2 s for as long as the page stays open.
-let refreshedThingGone = false;
+// answered 404 again, two every 2 s for as long as the page stays open. So they do once one
+// is answered 401, the log-in ended (expired, logged out in another tab): a job page left
+// open overnight sent one a second, each a 401 and a warning in the server's log (qa36).
+let refreshesStopped = false;
 document.addEventListener("htmx:beforeRequest", (event) => {
-  if (refreshedThingGone && isPoll(event.detail.elt)) event.preventDefault();
+  if (refreshesStopped && isPoll(event.detail.elt)) event.preventDefault();
 });
 document.addEventListener("htmx:responseError", (event) => {
   const status = event.detail.xhr.status;
@@ -267,9 +270,9 @@ document.addEventListener("htmx:responseError", (event) => {
   // CSRF check: the page's token is older than the session's. A 404 is a draft or job deleted
   // since the page was opened (another tab): trying again cannot help, so it says that; of a
   // refresh nothing was sent, so it says the page stopped following instead.
-  if (status === 404 && isPoll(event.detail.elt)) {
-    refreshedThingGone = true;
-    showRequestError("pollGone", status);
+  if ((status === 404 || status === 401) && isPoll(event.detail.elt)) {
+    refreshesStopped = true;
+    showRequestError(status === 404 ? "pollGone" : "pollLoggedOut", status);
     return;
   }
   const kinds = { 401: "loggedOut", 403: "expired", 404: "gone" };

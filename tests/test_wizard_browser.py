@@ -437,6 +437,27 @@ def test_a_step_sent_after_logging_out_in_another_tab_is_saved_once_logged_in_ag
         context.close()
 
 
+def test_the_idle_counts_stop_asking_once_logged_out_in_another_tab_and_say_so(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/idle/" in r.url else None)
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="退出登录").click()
+    other.wait_for_url(re.compile(r"/login/"))
+
+    # Each role's count asks every 5 s: the first asked after the log-out is answered 401.
+    expect(page.locator("#request-error")).to_contain_text("本页已停止更新", timeout=15_000)
+    page.wait_for_timeout(1_000)  # the other role's count, asked at the same moment
+    seen = len(asked)
+    page.wait_for_timeout(11_000)  # two rounds of asking
+    assert len(asked) == seen
+    expect(page.locator("#idle-0")).to_contain_text("空闲")  # the count shown stays
+
+
 def test_a_field_with_a_problem_stops_showing_it_once_changed(logged_in_page):
     page = logged_in_page
     start(page)
