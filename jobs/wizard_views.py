@@ -423,7 +423,11 @@ def _submitted(request: AuthenticatedHttpRequest, draft: Draft) -> HttpResponse:
     """A submitted draft's steps open its job (or say it is gone); they are never saved."""
     job = W.submitted_job(draft)
     if job is not None:
-        return redirect("job-detail", job.public_id)
+        if request.method == "POST":
+            # A page of the draft left open in another tab: what it sent is not saved, and
+            # its job opens as a whole page (htmx would put the job page inside the step).
+            messages.warning(request, DRAFT_SUBMITTED_ELSEWHERE)
+        return _redirect(request, reverse("job-detail", args=[job.public_id]))
     messages.info(request, DRAFT_SPENT)
     return _redirect(request, reverse("job-list"))
 
@@ -810,6 +814,10 @@ STALE_REVIEW = gettext_lazy(
     "submitted; here is the review of the draft as it is now."
 )
 
+DRAFT_SUBMITTED_ELSEWHERE = gettext_lazy(
+    "This draft had already been submitted (in another tab or window), so what this page sent "
+    "was not saved. Here is its job; to change it, copy the job."
+)
 DRAFT_SPENT = gettext_lazy(
     "This draft was submitted and its job has been deleted since, so nothing was submitted "
     "again. To run it again, copy a job or create a new one."

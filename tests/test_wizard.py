@@ -376,6 +376,28 @@ def test_a_submitted_draft_sends_its_steps_to_the_job(alice_client, alice):
     assert r["Location"] == reverse("job-detail", args=[Job.objects.get().public_id])
 
 
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_a_step_sent_from_a_tab_left_open_after_the_submit_opens_the_job_saying_nothing_was_saved(
+    alice_client, alice, htmx
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job_url = reverse("job-detail", args=[Job.objects.get().public_id])
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="echo late"), htmx=htmx)
+
+    if htmx:  # a whole page, not the job page drawn inside the step's region
+        assert r.status_code == 200 and r["HX-Redirect"] == job_url
+    else:
+        assert r.status_code == 302 and r["Location"] == job_url
+    page = alice_client.get(job_url).content.decode()
+    assert "该草稿已在另一个标签页或窗口中提交" in page
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
+    assert Job.objects.count() == 1
+
+
 def test_a_queue_group_creates_one_job_per_task(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(

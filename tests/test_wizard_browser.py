@@ -458,6 +458,33 @@ def test_the_idle_counts_stop_asking_once_logged_out_in_another_tab_and_say_so(l
     expect(page.locator("#idle-0")).to_contain_text("空闲")  # the count shown stays
 
 
+def test_a_step_left_open_in_another_tab_after_the_submit_opens_the_job_as_a_page(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    image_url = page.url.replace("/resources/", "/image/")
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/mnt/data")
+    for slug in ["fault", "advanced", "submission", "review"]:
+        next_step(page, slug)
+    other = page.context.new_page()
+    other.goto(image_url)
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/"))
+
+    other.fill("#id_command", "torchrun typed-after-the-submit.py")
+    other.click("#wizard-next")
+
+    other.wait_for_url(re.compile(r"/jobs/"))
+    expect(other.locator(".alert-warning").first).to_contain_text("该草稿已在另一个标签页")
+    expect(other.locator("nav.navbar")).to_have_count(1)  # one page, not one inside another
+    assert Job.objects.count() == 1
+    assert Draft.objects.get().data[W.IMAGE]["command"] == ["torchrun train.py"]
+
+
 def test_a_field_with_a_problem_stops_showing_it_once_changed(logged_in_page):
     page = logged_in_page
     start(page)
