@@ -270,6 +270,13 @@ document.addEventListener("htmx:responseError", (event) => {
   // CSRF check: the page's token is older than the session's. A 404 is a draft or job deleted
   // since the page was opened (another tab): trying again cannot help, so it says that; of a
   // refresh nothing was sent, so it says the page stopped following instead.
+  // Someone else logged in since the page was opened (jobs.http.HtmxLoginEndedMiddleware):
+  // nothing more is asked for this page, which shows the first user's data.
+  if (status === 401 && event.detail.xhr.getResponseHeader("X-Console-Login") === "other-user") {
+    refreshesStopped = true;
+    showRequestError("otherUser", status);
+    return;
+  }
   if ((status === 404 || status === 401) && isPoll(event.detail.elt)) {
     refreshesStopped = true;
     showRequestError(status === 404 ? "pollGone" : "pollLoggedOut", status);

@@ -1352,6 +1352,27 @@ def test_a_job_page_left_open_stops_refreshing_and_says_so_once_logged_out_in_an
     expect(page.locator("#job-status, h1").first).to_be_visible()  # what it showed stays
 
 
+def test_a_job_list_left_open_never_shows_the_jobs_of_someone_who_logs_in_in_another_tab(
+    logged_in_page, alice, bob
+):
+    submitted(alice, "alices-job")  # queued (no worker here): the list refreshes
+    submitted(bob, "bobs-job")
+    page = logged_in_page
+    page.goto("/")
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="退出登录").click()
+    log_in(other, "bob", "bob-password")
+
+    expect(page.locator("#request-error")).to_contain_text(
+        "已有其他用户在此浏览器（另一个标签页）中登录", timeout=15_000
+    )
+    page.wait_for_timeout(4_000)  # a refresh's time and more
+    expect(page.locator("#job-table")).to_contain_text("alices-job")
+    expect(page.locator("#job-table")).not_to_contain_text("bobs-job")
+    expect(other.locator("#job-table")).to_contain_text("bobs-job")
+
+
 def test_a_reader_scrolled_up_and_sideways_in_a_running_log_keeps_their_place_as_it_refreshes(
     logged_in_page, alice
 ):
