@@ -818,6 +818,10 @@ DRAFT_SUBMITTED_ELSEWHERE = gettext_lazy(
     "This draft had already been submitted (in another tab or window), so what this page sent "
     "was not saved. Here is its job; to change it, copy the job."
 )
+DRAFT_SUBMITTED_BEFORE = gettext_lazy(
+    "This draft had already been submitted (Submit pressed again: in another tab or window, or "
+    "a double click), so it was not submitted again: this is the job it made."
+)
 DRAFT_SPENT = gettext_lazy(
     "This draft was submitted and its job has been deleted since, so nothing was submitted "
     "again. To run it again, copy a job or create a new one."
@@ -844,6 +848,9 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
         # only what the person has seen.
         messages.warning(request, STALE_REVIEW)
         return redirect(_step_url(draft, W.REVIEW))
+    # Submitted before this request (another tab's 提交, a Back to the review): its job opens,
+    # said to be the one submitted then, not a new one.
+    submitted_before = draft.submitted_at is not None
     try:
         jobs = W.draft_submit(draft=draft)
     except W.DraftSpentError:
@@ -857,7 +864,10 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
             request, _("The job cannot be submitted yet; fix the problems listed below.")
         )
         return redirect(_step_url(draft, W.REVIEW))
-    messages.success(request, _submitted_message(jobs))
+    if submitted_before:
+        messages.info(request, DRAFT_SUBMITTED_BEFORE)
+    else:
+        messages.success(request, _submitted_message(jobs))
     return _redirect(request, reverse("job-detail", args=[jobs[0].public_id]))
 
 

@@ -350,6 +350,25 @@ def test_submitting_twice_creates_one_job(alice_client, alice):
     assert Job.objects.filter(owner=alice).count() == 1
 
 
+def test_submitting_from_a_second_tab_opens_the_same_job_saying_it_was_submitted_before(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    revision = re.search(r'name="revision" value="([^"]+)"', review).group(1)
+    first = alice_client.post(reverse("wizard-submit", args=[draft.id]), {"revision": revision})
+    alice_client.get(first["Location"])  # the first tab reads its "submitted" message
+
+    second = alice_client.post(reverse("wizard-submit", args=[draft.id]), {"revision": revision})
+
+    assert second.status_code == 302 and second["Location"] == first["Location"]
+    page = alice_client.get(second["Location"]).content.decode()
+    assert "该草稿此前已提交（再次点击了提交" in page
+    assert "已提交。" not in page
+    assert Job.objects.filter(owner=alice).count() == 1
+
+
 def test_a_resend_after_the_job_was_deleted_submits_nothing_again(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)
