@@ -260,10 +260,20 @@ function isPoll(elt) {
 // answered 404 again, two every 2 s for as long as the page stays open. So they do once one
 // is answered 401, the log-in ended (expired, logged out in another tab): a job page left
 // open overnight sent one a second, each a 401 and a warning in the server's log (qa36).
+// Stopped by a 401 they start again when the person comes back to the tab (they may have
+// logged in again in another): one refresh then, which stops them again if still refused.
 let refreshesStopped = false;
+let stoppedByLogIn = false;
 document.addEventListener("htmx:beforeRequest", (event) => {
   if (refreshesStopped && isPoll(event.detail.elt)) event.preventDefault();
 });
+function refreshAgainOnReturn() {
+  if (!stoppedByLogIn || document.visibilityState !== "visible") return;
+  refreshesStopped = false;
+  stoppedByLogIn = false;
+}
+window.addEventListener("focus", refreshAgainOnReturn);
+document.addEventListener("visibilitychange", refreshAgainOnReturn);
 document.addEventListener("htmx:responseError", (event) => {
   const status = event.detail.xhr.status;
   // A 401 is a log-in that has ended (jobs.http.HtmxLoginEndedMiddleware); a 403 here is the
@@ -273,12 +283,13 @@ document.addEventListener("htmx:responseError", (event) => {
   // Someone else logged in since the page was opened (jobs.http.HtmxLoginEndedMiddleware):
   // nothing more is asked for this page, which shows the first user's data.
   if (status === 401 && event.detail.xhr.getResponseHeader("X-Console-Login") === "other-user") {
-    refreshesStopped = true;
+    refreshesStopped = stoppedByLogIn = true;
     showRequestError("otherUser", status);
     return;
   }
   if ((status === 404 || status === 401) && isPoll(event.detail.elt)) {
     refreshesStopped = true;
+    stoppedByLogIn = status === 401;
     showRequestError(status === 404 ? "pollGone" : "pollLoggedOut", status);
     return;
   }

@@ -1342,7 +1342,7 @@ def test_a_job_page_left_open_stops_refreshing_and_says_so_once_logged_out_in_an
 
     expect(page.locator("#request-error")).to_have_text(
         "您已不再处于登录状态（已在其他标签页退出登录，或登录已过期），因此本页已停止更新。"
-        "请刷新页面重新登录，已保存的内容不会丢失。",
+        "请刷新页面重新登录，或在其他标签页登录后回到本页；已保存的内容不会丢失。",
         timeout=15_000,
     )
     page.wait_for_timeout(1_000)  # a refresh of the log tail sent beside the first 401
