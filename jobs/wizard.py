@@ -1711,6 +1711,21 @@ def _without_nuls(data: Any) -> Any:
     return data
 
 
+def secrets_typed(post: MultiValueDict, step: str) -> bool:
+    """Whether a step's post holds a secret value typed on its page (a secret variable's value,
+    the registry password, a webhook's signing secret): such a value is never shown again, so
+    a page drawn from the post cannot keep it."""
+    if step == IMAGE:
+        raw = raw_from_post(post, IMAGE)
+        return bool(_one(raw, "registry_password")) or any(
+            _one(row, "secret") and _one(row, "value") for row in rows_of(raw, "env")
+        )
+    if step == ADVANCED:
+        lines = str(post.get("alert_webhooks") or "").splitlines()
+        return any(chat_bots.split_secret(line)[1] not in ("", MASK) for line in lines)
+    return False
+
+
 def step_version(draft: Draft, step: str) -> str:
     """Which version of one step of the draft a page showed (`seen` in the step's form): a
     save of that step from another tab or window changes it, a save of another step does not.

@@ -362,6 +362,7 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
                 step,
                 forms=outcome.forms,
                 overwrites=True,
+                secrets_typed=W.secrets_typed(post, step),
                 fixing=_fixing(post, draft),
             )
         if outcome.forms is not None:
@@ -459,12 +460,16 @@ def _render_step(
     forms: W.StepForms | None = None,
     stale: bool = False,
     overwrites: bool = False,
+    secrets_typed: bool = False,
     checked: bool = False,
     fixing: bool = False,
 ) -> HttpResponse:
     state = W.wizard_state(draft)
+    notice = STALE_STEP if stale else (STEP_SAVED_ELSEWHERE if overwrites else "")
+    if overwrites and secrets_typed:
+        notice = f"{notice} {SECRETS_TYPE_AGAIN}"
     context: dict[str, Any] = {
-        "stale_notice": STALE_STEP if stale else (STEP_SAVED_ELSEWHERE if overwrites else ""),
+        "stale_notice": notice,
         "draft": draft,
         "state": state,
         "step": step,
@@ -808,6 +813,9 @@ STEP_SAVED_ELSEWHERE = gettext_lazy(
 STEP_KEPT_ACROSS_LOGIN = gettext_lazy(
     "Your log-in had ended when this step was sent; what you typed on it was kept and has now "
     "been sent again."
+)
+SECRETS_TYPE_AGAIN = gettext_lazy(
+    "The secret values you typed are never shown again: type them again before you press it."
 )
 STALE_REVIEW = gettext_lazy(
     "The draft was changed in another tab or window after this review was shown. Nothing was "

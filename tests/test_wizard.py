@@ -775,6 +775,31 @@ def test_a_step_saved_in_another_tab_is_not_overwritten_unsaid_by_a_page_shown_b
     assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
 
 
+def test_a_step_refused_for_another_tabs_save_asks_for_the_secret_values_typed_on_it_again(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_by_b = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun from-tab-a.py"))
+    assert r.status_code == 302
+
+    typed = image_data(envs=[("HF_TOKEN", "hf-typed-in-tab-b", True)], seen=seen_by_b)
+    r = post_step(alice_client, draft, W.IMAGE, typed)
+
+    notice = re.search(r'id="stale-notice">([^<]*)<', r.content.decode()).group(1)
+    assert r.status_code == 200 and "请重新填写" in notice
+    assert "hf-typed-in-tab-b" not in r.content.decode()
+    plain = image_data(envs=[("MODE", "fast")], seen=seen_by_b)
+    notice = re.search(
+        r'id="stale-notice">([^<]*)<',
+        post_step(alice_client, draft, W.IMAGE, plain).content.decode(),
+    )
+    assert "请重新填写" not in notice.group(1)
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun from-tab-a.py"]
+
+
 def test_a_page_shown_before_another_steps_save_or_sending_the_same_values_saves_at_once(
     alice_client,
 ):
