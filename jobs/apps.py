@@ -10,6 +10,7 @@ class JobsConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.contrib.auth.signals import user_logged_in
         from django.db.models.signals import post_migrate, post_save
 
         from . import (
@@ -20,7 +21,12 @@ class JobsConfig(AppConfig):
         )
         from .api_keys import password_saved
         from .review import ensure_reviewers_group
+        from .wizard_views import step_posted_logged_out_dropped
 
+        # A wizard step sent after its log-in ended is kept for its draft's owner only.
+        user_logged_in.connect(
+            step_posted_logged_out_dropped, dispatch_uid="jobs.wizard_views.logged_in"
+        )
         post_migrate.connect(ensure_reviewers_group, sender=self)
         # A password set, by whatever path, revokes its owner's API keys (jobs.api_keys).
         post_save.connect(

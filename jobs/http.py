@@ -48,6 +48,21 @@ class HtmxLoginEndedMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        # The page's user (base.html's X-Console-User) is not the one logged in now: another
+        # log-in in another tab. The page must neither show that user's data (a job list's
+        # refresh drew the other user's jobs under the first one's name) nor act as them.
+        page_user = request.headers.get("X-Console-User")
+        if (
+            getattr(request, "htmx", False)
+            and page_user
+            and request.user.is_authenticated
+            and page_user != str(request.user.pk)
+        ):
+            return HttpResponse(
+                status=401,
+                content_type="text/plain; charset=utf-8",
+                headers={"X-Console-Login": "other-user"},
+            )
         response = self.get_response(request)
         if (
             getattr(request, "htmx", False)

@@ -32,6 +32,7 @@ from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
+from django.utils.crypto import salted_hmac
 from django.utils.datastructures import MultiValueDict
 from django.utils.functional import SimpleLazyObject
 from django.utils.translation import gettext as _
@@ -1757,6 +1758,9 @@ class StepOutcome:
     stale: bool = False  # the form was built on other basic choices; nothing was saved
     submitted: bool = False  # submitted from another window meanwhile; nothing was saved
     checked: bool = False  # go_to is shown with its messages (a step 保存并返回确认 found wrong)
+    # This step was saved in another tab or window after the page was shown: nothing was
+    # saved, and `forms` holds what this page sent, to be sent again over the other save.
+    overwrites: bool = False
 
 
 def _mark(draft: Draft, step: str, *, completed: bool) -> None:
@@ -1842,6 +1846,29 @@ def _without_nuls(data: Any) -> Any:
     return data
 
 
+def secrets_typed(post: MultiValueDict, step: str) -> bool:
+    """Whether a step's post holds a secret value typed on its page (a secret variable's value,
+    the registry password, a webhook's signing secret): such a value is never shown again, so
+    a page drawn from the post cannot keep it."""
+    if step == IMAGE:
+        raw = raw_from_post(post, IMAGE)
+        return bool(_one(raw, "registry_password")) or any(
+            _one(row, "secret") and _one(row, "value") for row in rows_of(raw, "env")
+        )
+    if step == ADVANCED:
+        lines = str(post.get("alert_webhooks") or "").splitlines()
+        return any(chat_bots.split_secret(line)[1] not in ("", MASK) for line in lines)
+    return False
+
+
+def step_version(draft: Draft, step: str) -> str:
+    """Which version of one step of the draft a page showed (`seen` in the step's form): a
+    save of that step from another tab or window changes it, a save of another step does not.
+    Keyed with the secret key: a step's data may hold secret values."""
+    data = json.dumps(_without_nuls(draft.data.get(step)), sort_keys=True)
+    return salted_hmac("jobs.wizard.step_version", data, algorithm="sha256").hexdigest()[:20]
+
+
 def _draft_saved(draft: Draft) -> bool:
     """Saves the draft's steps only over the version this request read (compare and set on
     updated_at), and never into a submitted draft. False: someone else saved it first."""
@@ -1872,6 +1899,14 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         raw = merge_pasted_envs(restore_secrets(raw, old))
     elif step == ADVANCED:
         raw = restore_webhook_secrets(raw, old)
+    if "seen" in post and post["seen"] != step_version(draft, step) and raw != old:
+        # The same step was saved in another tab or window since this page was shown: saving
+        # would put back, unsaid, what the other replaced. Shown again with what this page
+        # sent (and the other save's version, so the same button then saves it over).
+        state = wizard_state(draft, basic_raw=raw) if step == BASIC else current
+        return StepOutcome(
+            go_to=step, forms=bind(state, step, raw, show_errors=False), overwrites=True
+        )
     prefix = ROW_PREFIX.get(step)
     index = STEPS.index(step)
     if prefix and action == "add-row":

@@ -6,13 +6,17 @@ answer with the `wizard-region` fragment (stepper + form) or a small partial, ch
 
 from __future__ import annotations
 
+import functools
+import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, HttpResponseRedirect, QueryDict
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import translation
@@ -237,7 +241,82 @@ def wizard_discard(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
     return redirect(f"{url}?page={number}" if number > 1 else url)
 
 
+# A step posted after its log-in ended, kept in the visitor's session until the step is
+# opened again by the draft's owner (_posted_before_login).
+STEP_POSTED_LOGGED_OUT = "wizard_step_posted_logged_out"
+
+
+# The step form's own fields beside the step's (step.html), and the most kept of a step sent
+# logged out (a step's fields are far smaller: a 40 KB command, 50 variables of a line each).
+STEP_FORM_KEYS = ("action", "basis", "seen", "check", "fixing")
+KEPT_ACROSS_LOGIN_MAX_BYTES = 256 * 1024
+
+
+def _kept_across_login(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """A step posted once its log-in has ended (expired, logged out in another tab) is kept in
+    the session before login_required sends it to the login page: logging in keeps an
+    anonymous session's data, and the step, opened again after it, saves what was typed
+    instead of losing it (README promises that an expired session loses nothing)."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, draft_id: Any, step: str) -> HttpResponse:
+        if request.method == "POST" and not request.user.is_authenticated and step in W.FORM_STEPS:
+            # The step's own fields and the form's few of its own, as step_post reads them;
+            # anyone may post here logged out, so what a session keeps of it is bounded.
+            posted = {
+                **W.raw_from_post(request.POST, step),
+                **{k: request.POST.getlist(k)[:1] for k in STEP_FORM_KEYS if k in request.POST},
+            }
+            if len(json.dumps(posted)) <= KEPT_ACROSS_LOGIN_MAX_BYTES:
+                request.session[STEP_POSTED_LOGGED_OUT] = {
+                    "draft": str(draft_id),
+                    "step": step,
+                    "post": posted,
+                }
+        return view(request, draft_id, step)
+
+    return wrapped
+
+
+def _posted_before_login(
+    request: AuthenticatedHttpRequest, draft: Draft, step: str
+) -> QueryDict | None:
+    """What this step's page sent while logged out (_kept_across_login), taken from the
+    session once the draft's owner opens that step again; None otherwise."""
+    kept = request.session.get(STEP_POSTED_LOGGED_OUT)
+    if request.method != "GET" or not isinstance(kept, dict):
+        return None
+    if kept.get("draft") != str(draft.id) or kept.get("step") != step:
+        return None
+    del request.session[STEP_POSTED_LOGGED_OUT]
+    post = QueryDict(mutable=True)
+    for key, values in dict(kept.get("post") or {}).items():
+        post.setlist(str(key), [str(v) for v in values][:50])
+    messages.info(request, STEP_KEPT_ACROSS_LOGIN)
+    return post
+
+
+def step_posted_logged_out_dropped(
+    sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any
+) -> None:
+    """On log-in (user_logged_in): a step kept from a page whose log-in ended stays only for
+    the owner of its draft. Someone else logging in on that browser gets no trace of it."""
+    session = getattr(request, "session", None)
+    kept = session.get(STEP_POSTED_LOGGED_OUT) if session is not None else None
+    if not isinstance(kept, dict):
+        return
+    try:
+        owned = Draft.objects.filter(id=kept.get("draft"), owner=user).exists()
+    except (ValueError, ValidationError):
+        owned = False
+    if not owned:
+        del session[STEP_POSTED_LOGGED_OUT]
+
+
 @require_http_methods(["GET", "HEAD", "POST"])
+@_kept_across_login
 @login_required
 @vary_on_headers("HX-Request")
 @never_cache  # Back must not show a step as it was before a later change (bfcache included)
@@ -247,9 +326,11 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
         raise Http404
     if draft.submitted_at is not None:
         return _submitted(request, draft)
+    # A POST, or what the step's page sent before its log-in ended, handled as that POST.
+    post = request.POST if request.method == "POST" else _posted_before_login(request, draft, step)
     if not W.step_allowed(draft, step):
         first_open = W.first_incomplete(draft)
-        if request.method == "POST":
+        if post is not None:
             # Sent from a page shown before an earlier step was reopened (another tab): not
             # saved, and said so, on the step to do first.
             if request.htmx:
@@ -258,36 +339,44 @@ def wizard_step(request: AuthenticatedHttpRequest, draft_id: Any, step: str) -> 
                 return response
             messages.warning(request, STALE_STEP)
         return redirect(_step_url(draft, first_open))
-    if request.method == "POST":
-        language = str(request.POST.get("action", "")).removeprefix("language-")
+    if post is not None:
+        language = str(post.get("action", "")).removeprefix("language-")
         if step == W.REVIEW:
             if language in dict(settings.LANGUAGES):
                 return _language_switched(request, _step_url(draft, step), language)
-            if request.POST.get("action") == "dismiss-notices":
+            if post.get("action") == "dismiss-notices":
                 W.import_notices_dismissed(draft=draft)
             return redirect(_step_url(draft, step))
         try:
-            outcome = W.step_post(draft=draft, step=step, post=request.POST)
+            outcome = W.step_post(draft=draft, step=step, post=post)
         except Draft.DoesNotExist:
             raise Http404 from None  # discarded in another window meanwhile
         if outcome.submitted:
             return _submitted(request, draft)
         if outcome.stale:
+            return _render_step(request, draft, step, stale=True, fixing=_fixing(post, draft))
+        if outcome.overwrites:
             return _render_step(
-                request, draft, step, stale=True, fixing=_fixing(request.POST, draft)
+                request,
+                draft,
+                step,
+                forms=outcome.forms,
+                overwrites=True,
+                secrets_typed=W.secrets_typed(post, step),
+                fixing=_fixing(post, draft),
             )
         if outcome.forms is not None:
             # Still wrong: shown again with its messages, the way back to the review kept.
             return _render_step(
-                request, draft, step, forms=outcome.forms, fixing=_fixing(request.POST, draft)
+                request, draft, step, forms=outcome.forms, fixing=_fixing(post, draft)
             )
         # A step opened from a review problem (?check=1, kept in the form as `check`) keeps
         # its messages when it comes back after 中文/EN or a row button, until it is left; a
         # step 保存并返回确认 found wrong opens the same way.
-        checked = (request.POST.get("check") == "1" and outcome.go_to == step) or outcome.checked
+        checked = (post.get("check") == "1" and outcome.go_to == step) or outcome.checked
         # And the way back to the review (保存并返回确认) goes with the draft from step to step
         # (`fixing`, in each step's form), until the review is reached.
-        fixing = _fixing(request.POST, draft) and outcome.go_to != W.REVIEW
+        fixing = _fixing(post, draft) and outcome.go_to != W.REVIEW
         if language in dict(settings.LANGUAGES):
             query = _step_query(checked=checked, fixing=fixing)
             return _language_switched(request, _step_url(draft, step) + query, language)
@@ -335,7 +424,11 @@ def _submitted(request: AuthenticatedHttpRequest, draft: Draft) -> HttpResponse:
     """A submitted draft's steps open its job (or say it is gone); they are never saved."""
     job = W.submitted_job(draft)
     if job is not None:
-        return redirect("job-detail", job.public_id)
+        if request.method == "POST":
+            # A page of the draft left open in another tab: what it sent is not saved, and
+            # its job opens as a whole page (htmx would put the job page inside the step).
+            messages.warning(request, DRAFT_SUBMITTED_ELSEWHERE)
+        return _redirect(request, reverse("job-detail", args=[job.public_id]))
     messages.info(request, DRAFT_SPENT)
     return _redirect(request, reverse("job-list"))
 
@@ -366,12 +459,17 @@ def _render_step(
     *,
     forms: W.StepForms | None = None,
     stale: bool = False,
+    overwrites: bool = False,
+    secrets_typed: bool = False,
     checked: bool = False,
     fixing: bool = False,
 ) -> HttpResponse:
     state = W.wizard_state(draft)
+    notice = STALE_STEP if stale else (STEP_SAVED_ELSEWHERE if overwrites else "")
+    if overwrites and secrets_typed:
+        notice = f"{notice} {SECRETS_TYPE_AGAIN}"
     context: dict[str, Any] = {
-        "stale_notice": STALE_STEP if stale else "",
+        "stale_notice": notice,
         "draft": draft,
         "state": state,
         "step": step,
@@ -390,6 +488,7 @@ def _render_step(
             forms or W.step_forms_for_display(state, step, checked=checked)
         )
         context["forms"] = forms
+        context["seen"] = W.step_version(draft, step)
         context["checked"] = checked
         context["fixing"] = (fixing or checked) and W.fixing_allowed(draft)
         context.update(_STEP_EXTRAS[step](request, state, forms))
@@ -706,11 +805,31 @@ STALE_STEP = gettext_lazy(
     "Basic info was changed in another tab or window after this page was shown, so what you "
     "sent here was not saved. The step now shows the draft as it is: check it and go on."
 )
+STEP_SAVED_ELSEWHERE = gettext_lazy(
+    "This step was saved in another tab or window after this page was shown, so what you "
+    "sent was not saved over it. The form below still shows what you typed: press the same "
+    "button again to save it instead, or reload the page to see the other version."
+)
+STEP_KEPT_ACROSS_LOGIN = gettext_lazy(
+    "Your log-in had ended when this step was sent; what you typed on it was kept and has now "
+    "been sent again."
+)
+SECRETS_TYPE_AGAIN = gettext_lazy(
+    "The secret values you typed are never shown again: type them again before you press it."
+)
 STALE_REVIEW = gettext_lazy(
     "The draft was changed in another tab or window after this review was shown. Nothing was "
     "submitted; here is the review of the draft as it is now."
 )
 
+DRAFT_SUBMITTED_ELSEWHERE = gettext_lazy(
+    "This draft had already been submitted (in another tab or window), so what this page sent "
+    "was not saved. Here is its job; to change it, copy the job."
+)
+DRAFT_SUBMITTED_BEFORE = gettext_lazy(
+    "This draft had already been submitted (Submit pressed again: in another tab or window, or "
+    "a double click), so it was not submitted again: this is the job it made."
+)
 DRAFT_SPENT = gettext_lazy(
     "This draft was submitted and its job has been deleted since, so nothing was submitted "
     "again. To run it again, copy a job or create a new one."
@@ -737,6 +856,9 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
         # only what the person has seen.
         messages.warning(request, STALE_REVIEW)
         return redirect(_step_url(draft, W.REVIEW))
+    # Submitted before this request (another tab's 提交, a Back to the review): its job opens,
+    # said to be the one submitted then, not a new one.
+    submitted_before = draft.submitted_at is not None
     try:
         jobs = W.draft_submit(draft=draft)
     except W.DraftSpentError:
@@ -750,7 +872,10 @@ def wizard_submit(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
             request, _("The job cannot be submitted yet; fix the problems listed below.")
         )
         return redirect(_step_url(draft, W.REVIEW))
-    messages.success(request, _submitted_message(jobs))
+    if submitted_before:
+        messages.info(request, DRAFT_SUBMITTED_BEFORE)
+    else:
+        messages.success(request, _submitted_message(jobs))
     return _redirect(request, reverse("job-detail", args=[jobs[0].public_id]))
 
 

@@ -250,26 +250,47 @@ function showRequestError(kind, status) {
   box.textContent = box.dataset[kind].replace("%(status)s", String(status));
   box.hidden = false;
 }
-// A page's own refresh (hx-trigger="every 2s": a job's status and log tail).
+// A page's own refresh (hx-trigger="every 2s": a job's status and log tail; the wizard's idle
+// count, "..., every 5s", also asks when its row changes).
 function isPoll(elt) {
-  return /^\s*every\s/.test(elt.getAttribute("hx-trigger") || "");
+  return /(^|,)\s*every\s/.test(elt.getAttribute("hx-trigger") || "");
 }
 // Set once a refresh is answered 404: what the page shows was deleted since it was opened
 // (Delete in another tab, a script's DeleteJob). Its refreshes stop then: each would be
-// answered 404 again, two every 2 s for as long as the page stays open.
-let refreshedThingGone = false;
+// answered 404 again, two every 2 s for as long as the page stays open. So they do once one
+// is answered 401, the log-in ended (expired, logged out in another tab): a job page left
+// open overnight sent one a second, each a 401 and a warning in the server's log (qa36).
+// Stopped by a 401 they start again when the person comes back to the tab (they may have
+// logged in again in another): one refresh then, which stops them again if still refused.
+let refreshesStopped = false;
+let stoppedByLogIn = false;
 document.addEventListener("htmx:beforeRequest", (event) => {
-  if (refreshedThingGone && isPoll(event.detail.elt)) event.preventDefault();
+  if (refreshesStopped && isPoll(event.detail.elt)) event.preventDefault();
 });
+function refreshAgainOnReturn() {
+  if (!stoppedByLogIn || document.visibilityState !== "visible") return;
+  refreshesStopped = false;
+  stoppedByLogIn = false;
+}
+window.addEventListener("focus", refreshAgainOnReturn);
+document.addEventListener("visibilitychange", refreshAgainOnReturn);
 document.addEventListener("htmx:responseError", (event) => {
   const status = event.detail.xhr.status;
   // A 401 is a log-in that has ended (jobs.http.HtmxLoginEndedMiddleware); a 403 here is the
   // CSRF check: the page's token is older than the session's. A 404 is a draft or job deleted
   // since the page was opened (another tab): trying again cannot help, so it says that; of a
   // refresh nothing was sent, so it says the page stopped following instead.
-  if (status === 404 && isPoll(event.detail.elt)) {
-    refreshedThingGone = true;
-    showRequestError("pollGone", status);
+  // Someone else logged in since the page was opened (jobs.http.HtmxLoginEndedMiddleware):
+  // nothing more is asked for this page, which shows the first user's data.
+  if (status === 401 && event.detail.xhr.getResponseHeader("X-Console-Login") === "other-user") {
+    refreshesStopped = stoppedByLogIn = true;
+    showRequestError("otherUser", status);
+    return;
+  }
+  if ((status === 404 || status === 401) && isPoll(event.detail.elt)) {
+    refreshesStopped = true;
+    stoppedByLogIn = status === 401;
+    showRequestError(status === 404 ? "pollGone" : "pollLoggedOut", status);
     return;
   }
   const kinds = { 401: "loggedOut", 403: "expired", 404: "gone" };

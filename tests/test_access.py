@@ -405,6 +405,32 @@ def test_an_htmx_request_whose_log_in_ended_answers_401_not_the_login_page(world
     assert b"password" not in r.content.lower()
 
 
+@pytest.mark.parametrize(("name", "method"), LOGGED_IN)
+def test_an_htmx_request_from_a_page_of_another_log_in_answers_401_and_does_nothing(
+    world, name, method
+):
+    """Alice's page left open while Bob logged in in another tab: its refreshes and steps
+    (sending the page's user, base.html) neither show Bob's data nor act as him."""
+    rule = RULES[name]
+    url = url_of(name, world)
+    bob = client_as(world, "other")
+    bob.defaults["HTTP_X_CONSOLE_USER"] = str(world.alice.pk)
+
+    r = request(bob, method, url, rule, htmx=True)
+
+    assert r.status_code == 401, r.status_code
+    assert r["X-Console-Login"] == "other-user" and r.content == b""
+
+
+def test_an_htmx_request_from_the_page_of_the_same_log_in_is_answered(world):
+    client = client_as(world, "owner")
+    headers = {"HX-Request": "true", "X-Console-User": str(world.alice.pk)}
+
+    r = client.get(reverse("job-list"), headers=headers)
+
+    assert r.status_code == 200 and b"alices-job" in r.content
+
+
 def test_a_job_of_someone_else_stays_untouched_after_every_post(world):
     """Bob posts to every URL of Alice's job and draft; nothing of hers changes."""
     before = (

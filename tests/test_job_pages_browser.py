@@ -1364,6 +1364,53 @@ def test_a_job_page_left_open_stops_refreshing_and_says_so_once_the_job_is_delet
     assert not Job.objects.filter(pk=job.pk).exists()
 
 
+def test_a_job_page_left_open_stops_refreshing_and_says_so_once_logged_out_in_another_tab(
+    logged_in_page, alice
+):
+    job = submitted(alice, "left-open")  # queued (no worker here): its page refreshes
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    refreshes: list[str] = []
+    page.on("request", lambda r: refreshes.append(r.url) if "/jobs/" in r.url else None)
+    page.wait_for_event("requestfinished", lambda r: "/live/" in r.url)
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="退出登录").click()
+    other.wait_for_url(re.compile(r"/login/"))
+
+    expect(page.locator("#request-error")).to_have_text(
+        "您已不再处于登录状态（已在其他标签页退出登录，或登录已过期），因此本页已停止更新。"
+        "请刷新页面重新登录，或在其他标签页登录后回到本页；已保存的内容不会丢失。",
+        timeout=15_000,
+    )
+    page.wait_for_timeout(1_000)  # a refresh of the log tail sent beside the first 401
+    seen = len(refreshes)
+    page.wait_for_timeout(6_000)  # three refreshes' time
+    assert len(refreshes) == seen
+    expect(page.locator("#job-status, h1").first).to_be_visible()  # what it showed stays
+
+
+def test_a_job_list_left_open_never_shows_the_jobs_of_someone_who_logs_in_in_another_tab(
+    logged_in_page, alice, bob
+):
+    submitted(alice, "alices-job")  # queued (no worker here): the list refreshes
+    submitted(bob, "bobs-job")
+    page = logged_in_page
+    page.goto("/")
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="退出登录").click()
+    log_in(other, "bob", "bob-password")
+
+    expect(page.locator("#request-error")).to_contain_text(
+        "已有其他用户在此浏览器（另一个标签页）中登录", timeout=15_000
+    )
+    page.wait_for_timeout(4_000)  # a refresh's time and more
+    expect(page.locator("#job-table")).to_contain_text("alices-job")
+    expect(page.locator("#job-table")).not_to_contain_text("bobs-job")
+    expect(other.locator("#job-table")).to_contain_text("bobs-job")
+
+
 def test_a_reader_scrolled_up_and_sideways_in_a_running_log_keeps_their_place_as_it_refreshes(
     logged_in_page, alice
 ):

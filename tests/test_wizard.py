@@ -5,13 +5,16 @@ from __future__ import annotations
 import html
 import json
 import re
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.db import connection
 from django.http import QueryDict
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from jobs import spec as S
 from jobs import wizard as W
@@ -347,6 +350,25 @@ def test_submitting_twice_creates_one_job(alice_client, alice):
     assert Job.objects.filter(owner=alice).count() == 1
 
 
+def test_submitting_from_a_second_tab_opens_the_same_job_saying_it_was_submitted_before(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    revision = re.search(r'name="revision" value="([^"]+)"', review).group(1)
+    first = alice_client.post(reverse("wizard-submit", args=[draft.id]), {"revision": revision})
+    alice_client.get(first["Location"])  # the first tab reads its "submitted" message
+
+    second = alice_client.post(reverse("wizard-submit", args=[draft.id]), {"revision": revision})
+
+    assert second.status_code == 302 and second["Location"] == first["Location"]
+    page = alice_client.get(second["Location"]).content.decode()
+    assert "该草稿此前已提交（再次点击了提交" in page
+    assert "已提交。" not in page
+    assert Job.objects.filter(owner=alice).count() == 1
+
+
 def test_a_resend_after_the_job_was_deleted_submits_nothing_again(alice_client, alice):
     draft = new_draft(alice_client)
     complete_steps(alice_client, draft)
@@ -371,6 +393,28 @@ def test_a_submitted_draft_sends_its_steps_to_the_job(alice_client, alice):
 
     assert r.status_code == 302
     assert r["Location"] == reverse("job-detail", args=[Job.objects.get().public_id])
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_a_step_sent_from_a_tab_left_open_after_the_submit_opens_the_job_saying_nothing_was_saved(
+    alice_client, alice, htmx
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job_url = reverse("job-detail", args=[Job.objects.get().public_id])
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="echo late"), htmx=htmx)
+
+    if htmx:  # a whole page, not the job page drawn inside the step's region
+        assert r.status_code == 200 and r["HX-Redirect"] == job_url
+    else:
+        assert r.status_code == 302 and r["Location"] == job_url
+    page = alice_client.get(job_url).content.decode()
+    assert "该草稿已在另一个标签页或窗口中提交" in page
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
+    assert Job.objects.count() == 1
 
 
 def test_a_queue_group_creates_one_job_per_task(alice_client, alice):
@@ -700,6 +744,91 @@ def test_both_steps_are_kept_when_two_windows_save_different_steps_at_once(alice
     assert draft.data[W.IMAGE]["command"] == ["echo from-a"]
     assert draft.data[W.ADVANCED]["timeout_minutes"] == ["120"]
     assert draft.completed_steps == list(W.FORM_STEPS)
+
+
+def seen_on(page) -> str:
+    """The step version a step's page carries in its form (`seen`)."""
+    found = re.search(r'name="seen" value="([0-9a-f]+)"', page.content.decode())
+    assert found, "the step's form carries no seen version"
+    return found.group(1)
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_a_step_saved_in_another_tab_is_not_overwritten_unsaid_by_a_page_shown_before(
+    alice_client, htmx
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_by_b = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    # Tab A changes the command; tab B, opened before, still shows the old one.
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun from-tab-a.py"))
+    assert r.status_code == 302
+
+    sent_by_b = image_data(image="registry.example.com/train/pytorch:from-tab-b", seen=seen_by_b)
+    r = post_step(alice_client, draft, W.IMAGE, sent_by_b, htmx=htmx)
+
+    notice = re.search(r'id="stale-notice">([^<]*)<', r.content.decode())
+    assert r.status_code == 200 and notice and "本步骤已在另一个标签页" in notice.group(1)
+    assert "HX-Push-Url" not in r
+    assert 'value="registry.example.com/train/pytorch:from-tab-b"' in r.content.decode()
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun from-tab-a.py"]
+    assert draft.data[W.IMAGE]["image"] == ["registry.example.com/train/pytorch:2.5"]
+
+    # The same button again, from the page that said so, saves what tab B typed.
+    r = post_step(alice_client, draft, W.IMAGE, {**sent_by_b, "seen": seen_on(r)})
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["image"] == ["registry.example.com/train/pytorch:from-tab-b"]
+    assert draft.data[W.IMAGE]["command"] == ["torchrun train.py"]
+
+
+def test_a_step_refused_for_another_tabs_save_asks_for_the_secret_values_typed_on_it_again(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_by_b = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun from-tab-a.py"))
+    assert r.status_code == 302
+
+    typed = image_data(envs=[("HF_TOKEN", "hf-typed-in-tab-b", True)], seen=seen_by_b)
+    r = post_step(alice_client, draft, W.IMAGE, typed)
+
+    notice = re.search(r'id="stale-notice">([^<]*)<', r.content.decode()).group(1)
+    assert r.status_code == 200 and "请重新填写" in notice
+    assert "hf-typed-in-tab-b" not in r.content.decode()
+    plain = image_data(envs=[("MODE", "fast")], seen=seen_by_b)
+    notice = re.search(
+        r'id="stale-notice">([^<]*)<',
+        post_step(alice_client, draft, W.IMAGE, plain).content.decode(),
+    )
+    assert "请重新填写" not in notice.group(1)
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun from-tab-a.py"]
+
+
+def test_a_page_shown_before_another_steps_save_or_sending_the_same_values_saves_at_once(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_image = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    seen_basic = seen_on(alice_client.get(step_url(draft, W.BASIC)))
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun again.py"))
+    assert r.status_code == 302
+
+    same = post_step(
+        alice_client, draft, W.IMAGE, image_data(command="torchrun again.py", seen=seen_image)
+    )
+    other = post_step(alice_client, draft, W.BASIC, basic_data(name="renamed", seen=seen_basic))
+
+    assert same.status_code == 302 and same["Location"] == step_url(draft, W.RESOURCES)
+    assert other.status_code == 302 and other["Location"] == step_url(draft, W.IMAGE)
+    draft.refresh_from_db()
+    assert draft.data[W.BASIC]["name"] == ["renamed"]
+    assert draft.data[W.IMAGE]["command"] == ["torchrun again.py"]
 
 
 def test_a_step_post_finds_no_draft_when_another_window_discarded_it_meanwhile(alice_client):
@@ -1258,6 +1387,83 @@ def test_anonymous_users_are_sent_to_login(client, db):
 
     assert r.status_code == 302
     assert r["Location"].startswith("/login/")
+
+
+def logged_in_again(client, username, next_url):
+    """The login form sent as a person sends it after the login page came up for `next_url`."""
+    r = client.post(
+        reverse("login") + f"?next={next_url}",
+        {"username": username, "password": f"{username}-password", "next": next_url},
+    )
+    assert r.status_code == 302 and r["Location"] == next_url
+    return r
+
+
+def expire_log_in(client) -> None:
+    """The session ends as it does once SESSION_COOKIE_AGE is past (or logged out elsewhere)."""
+    Session.objects.filter(session_key=client.session.session_key).update(
+        expire_date=timezone.now() - timedelta(seconds=1)
+    )
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_a_step_sent_after_the_log_in_expired_is_saved_once_logged_in_again(alice_client, htmx):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    expire_log_in(alice_client)
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun typed.py"), htmx=htmx)
+
+    if htmx:
+        assert r.status_code == 401
+        r = alice_client.get(step_url(draft, W.IMAGE))  # the reload the banner asks for
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    draft.refresh_from_db()
+    assert W.IMAGE not in draft.data
+    logged_in_again(alice_client, "alice", step_url(draft, W.IMAGE))
+    r = alice_client.get(step_url(draft, W.IMAGE))
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun typed.py"]
+    assert W.IMAGE in draft.completed_steps
+    page = alice_client.get(r["Location"]).content.decode()
+    assert "登录已失效" in page
+    # Taken once: the step opened again later shows the draft, nothing is sent a second time.
+    assert alice_client.get(step_url(draft, W.IMAGE)).status_code == 200
+
+
+def test_a_step_sent_logged_out_is_never_saved_into_the_draft_of_whoever_logs_in_next(
+    alice_client, alice, bob
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    alice_client.post(reverse("logout"))
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun typed.py"))
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+
+    logged_in_again(alice_client, "bob", step_url(draft, W.IMAGE))
+    r = alice_client.get(step_url(draft, W.IMAGE))
+
+    assert r.status_code == 404
+    draft.refresh_from_db()
+    assert W.IMAGE not in draft.data
+    assert "torchrun typed.py" not in json.dumps(dict(alice_client.session))
+
+
+def test_a_post_sent_logged_out_keeps_only_the_steps_fields_and_nothing_oversized(client, db):
+    draft_url = reverse("wizard-step", args=["0" * 8 + "-0000-4000-8000-" + "0" * 12, W.IMAGE])
+    r = client.post(draft_url, {**image_data(), "action": "next", "extra": "x" * 1000})
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    kept = client.session["wizard_step_posted_logged_out"]["post"]
+    assert kept["command"] == ["torchrun train.py"] and kept["action"] == ["next"]
+    assert "extra" not in kept
+
+    big = image_data(envs=[(f"V{i}", "x" * 40_000) for i in range(10)])
+    r = client.post(draft_url.replace(W.IMAGE, W.ADVANCED), {**big, "action": "next"})
+    r = client.post(draft_url, {**big, "action": "next"})
+
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    assert client.session["wizard_step_posted_logged_out"]["step"] == W.ADVANCED
 
 
 def test_the_drafts_list_shows_only_my_open_drafts(alice_client, bob, client):

@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from jobs import wizard as W
 from jobs.models import Draft, Job
+from tests.conftest import log_in
 from tests.fake_aihc import FakeAihc, configure
 from tests.test_wizard import A800, V100
 
@@ -363,6 +364,125 @@ def test_a_step_of_a_draft_deleted_in_another_tab_says_it_is_gone_and_keeps_what
     expect(banner).to_contain_text("已不存在")
     expect(banner).not_to_contain_text("请重试")
     expect(page.locator("#id_command")).to_have_value("torchrun train.py --typed-after-the-delete")
+
+
+def test_a_step_saved_in_another_tab_is_not_overwritten_unsaid_and_the_second_press_saves(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    image_url = page.url.replace("/resources/", "/image/")
+    page.goto(image_url)
+    other = page.context.new_page()
+    other.goto(image_url)
+    page.fill("#id_command", "torchrun typed-in-tab-one.py")
+    next_step(page, "resources")
+
+    other.fill("#id_image", "registry.example.com/train/pytorch:typed-in-tab-two")
+    other.click("#wizard-next")
+
+    expect(other.locator("#stale-notice")).to_contain_text("本步骤已在另一个标签页")
+    assert other.url == image_url
+    expect(other.locator("#id_image")).to_have_value(
+        "registry.example.com/train/pytorch:typed-in-tab-two"
+    )
+    draft = Draft.objects.get()
+    assert draft.data[W.IMAGE]["command"] == ["torchrun typed-in-tab-one.py"]
+    other.click("#wizard-next")  # read, and meant: tab two's page goes over tab one's
+    other.wait_for_url(re.compile(r"/resources/$"))
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["image"] == ["registry.example.com/train/pytorch:typed-in-tab-two"]
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_step_sent_after_logging_out_in_another_tab_is_saved_once_logged_in_again(
+    browser, live_server, transactional_db, alice, javascript
+):
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto("/create/")
+        page.click("#new-draft")
+        page.fill("#id_name", "typed-while-logged-out")
+        page.check("input[name=framework][value=PyTorchJob]")
+        page.click("#wizard-next")
+        page.wait_for_url(re.compile(r"/image/$"))
+        other = context.new_page()
+        other.goto("/")
+        other.get_by_role("button", name="退出登录").click()
+        other.wait_for_url(re.compile(r"/login/"))
+
+        page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+        page.fill("#id_command", "torchrun typed-while-logged-out.py")
+        page.click("#wizard-next")
+        if javascript:  # the page stays as it is, and says to reload
+            expect(page.locator("#request-error")).to_contain_text("请刷新页面重新登录")
+            page.reload()
+        page.wait_for_url(re.compile(r"/login/"))
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+
+        page.wait_for_url(re.compile(r"/resources/$"))
+        expect(page.locator(".alert-info").first).to_contain_text("登录已失效")
+        draft = Draft.objects.get()
+        assert draft.data[W.IMAGE]["command"] == ["torchrun typed-while-logged-out.py"]
+    finally:
+        context.close()
+
+
+def test_the_idle_counts_stop_asking_once_logged_out_in_another_tab_and_say_so(logged_in_page):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/idle/" in r.url else None)
+    other = page.context.new_page()
+    other.goto("/")
+    other.get_by_role("button", name="退出登录").click()
+    other.wait_for_url(re.compile(r"/login/"))
+
+    # Each role's count asks every 5 s: the first asked after the log-out is answered 401.
+    expect(page.locator("#request-error")).to_contain_text("本页已停止更新", timeout=15_000)
+    page.wait_for_timeout(1_000)  # the other role's count, asked at the same moment
+    seen = len(asked)
+    page.wait_for_timeout(11_000)  # two rounds of asking
+    assert len(asked) == seen
+    expect(page.locator("#idle-0")).to_contain_text("空闲")  # the count shown stays
+
+
+def test_a_step_left_open_in_another_tab_after_the_submit_opens_the_job_as_a_page(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    image_url = page.url.replace("/resources/", "/image/")
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/mnt/data")
+    for slug in ["fault", "advanced", "submission", "review"]:
+        next_step(page, slug)
+    other = page.context.new_page()
+    other.goto(image_url)
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/"))
+
+    other.fill("#id_command", "torchrun typed-after-the-submit.py")
+    other.click("#wizard-next")
+
+    other.wait_for_url(re.compile(r"/jobs/"))
+    expect(other.locator(".alert-warning").first).to_contain_text("该草稿已在另一个标签页")
+    expect(other.locator("nav.navbar")).to_have_count(1)  # one page, not one inside another
+    assert Job.objects.count() == 1
+    assert Draft.objects.get().data[W.IMAGE]["command"] == ["torchrun train.py"]
 
 
 def test_a_field_with_a_problem_stops_showing_it_once_changed(logged_in_page):
