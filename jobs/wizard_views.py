@@ -262,9 +262,16 @@ def _kept_across_login(
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, draft_id: Any, step: str) -> HttpResponse:
-        if request.method == "POST" and not request.user.is_authenticated and step in W.FORM_STEPS:
-            # The step's own fields and the form's few of its own, as step_post reads them;
-            # anyone may post here logged out, so what a session keeps of it is bounded.
+        if (
+            request.method == "POST"
+            and not request.user.is_authenticated
+            and step in W.FORM_STEPS
+            # Anyone may post here logged out: only for a draft that exists and is open is
+            # anything kept, so a stranger cannot have the sessions table store what they send.
+            and Draft.objects.filter(id=draft_id, submitted_at__isnull=True).exists()
+        ):
+            # The step's own fields and the form's few of its own, as step_post reads them,
+            # bounded.
             posted = {
                 **W.raw_from_post(request.POST, step),
                 **{k: request.POST.getlist(k)[:1] for k in STEP_FORM_KEYS if k in request.POST},

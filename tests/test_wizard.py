@@ -1450,8 +1450,10 @@ def test_a_step_sent_logged_out_is_never_saved_into_the_draft_of_whoever_logs_in
     assert "torchrun typed.py" not in json.dumps(dict(alice_client.session))
 
 
-def test_a_post_sent_logged_out_keeps_only_the_steps_fields_and_nothing_oversized(client, db):
-    draft_url = reverse("wizard-step", args=["0" * 8 + "-0000-4000-8000-" + "0" * 12, W.IMAGE])
+def test_a_post_sent_logged_out_keeps_only_the_steps_fields_and_nothing_oversized(
+    client, alice_client
+):
+    draft_url = reverse("wizard-step", args=[new_draft(alice_client).id, W.IMAGE])
     r = client.post(draft_url, {**image_data(), "action": "next", "extra": "x" * 1000})
     assert r.status_code == 302 and r["Location"].startswith("/login/")
     kept = client.session["wizard_step_posted_logged_out"]["post"]
@@ -1464,6 +1466,21 @@ def test_a_post_sent_logged_out_keeps_only_the_steps_fields_and_nothing_oversize
 
     assert r.status_code == 302 and r["Location"].startswith("/login/")
     assert client.session["wizard_step_posted_logged_out"]["step"] == W.ADVANCED
+
+
+@pytest.mark.parametrize("submitted", [False, True], ids=["no-such-draft", "submitted"])
+def test_a_post_sent_logged_out_for_no_open_draft_keeps_nothing(client, alice_client, submitted):
+    # Anyone may post to a step's address logged out: a session row is not theirs to fill.
+    draft = new_draft(alice_client)
+    if submitted:
+        Draft.objects.filter(pk=draft.pk).update(submitted_at=timezone.now())
+    else:
+        Draft.objects.filter(pk=draft.pk).delete()
+
+    r = client.post(step_url(draft, W.IMAGE), {**image_data(), "action": "next"})
+
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    assert "wizard_step_posted_logged_out" not in client.session
 
 
 def test_the_drafts_list_shows_only_my_open_drafts(alice_client, bob, client):
