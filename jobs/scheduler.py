@@ -327,7 +327,9 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     API's). Cards a Queued job is about to get are not idle: counted as idle, two people
     submitting standalone jobs for the last cards between two passes (or while the worker
     is down) were both told they fit, and the second one's job then waited behind the first
-    one's, which a standalone job is refused rather than made to do.
+    one's, which a standalone job is refused rather than made to do. The standalone jobs
+    come first, as in the pass: a new standalone job is let in on what they and the queue
+    tasks whose turn it is leave, and refused while one of them waits (`standalone_waits`).
 
     Two queries when nothing is queued (the cards held, the queued jobs); else the queued
     jobs are read in one query, in order, until no card is left to give, and, once when
