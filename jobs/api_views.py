@@ -27,8 +27,12 @@ Decisions (README "Scripts and SDKs"):
   of making another. The body is part of the key because one client ([aihcx]) uses the current
   second as its token: two different jobs sent in one second must both be made. After the
   window, or once that job is deleted, the token makes a new job.
-- A job the idle cards cannot hold now is queued and waits, as AIHC queues it: the wizard's
-  refusal of a standalone job that does not fit now has no counterpart in the v1 body.
+- A job the idle cards cannot hold now is queued and waits, as AIHC queues it: a body that
+  does not choose (AIHC's never do) makes a local job a queue task of one. A body that asks
+  for a standalone local job (console.submission.mode "standalone", the console's own key)
+  is admitted as the wizard admits one, under the cards lock, or refused with 409
+  ResourceInsufficient and the wizard's numbers (sched26): a standalone job starts before
+  every queue task, so one let in without its cards would wait, which it must never do.
 - A CreateJob body's keys are judged by jobs.spec.unread_fields: one the console reads at
   another place is refused (InvalidParameter, saying where it belongs); one it reads nowhere
   is accepted, as AIHC's Go server accepts it, and named (a warning event on the job, and
@@ -54,10 +58,12 @@ from functools import wraps
 from typing import Any
 
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
+from django.db import transaction
 from django.db.models import F, QuerySet
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_noop
 from django.utils.translation.trans_real import parse_accept_lang_header
 from django.views.decorators.csrf import csrf_exempt
 
@@ -520,7 +526,12 @@ def job_create(
     `fingerprint` (the request body as sent) from the same user within CLIENT_TOKEN_HOURS find
     the job the first create made. `rename` says a field path as the client's body names it;
     `unread`: the body's keys the console reads nowhere (`fields_read`), named on the job."""
-    from .wizard import console_rules, find_pool, pool_refusals  # the wizard's own rules
+    from .wizard import (  # the wizard's own rules
+        console_rules,
+        find_pool,
+        pool_refusals,
+        standalone_claim_refusals,
+    )
     from .wizard_import import looks_secret, says_which_are_secret  # as the import guesses
 
     try:
@@ -539,10 +550,18 @@ def job_create(
         raise ApiError(
             404, "ResourcePoolNotFound", _("Resource pool %(pool)s not found.") % {"pool": pool_id}
         )
+    if pool.backend == "local" and not says_submission_mode(document):
+        # AIHC's bodies have no standalone/queue choice: a job is queued, as AIHC queues it
+        # (seed 001), so it is stored as a queue task of one. Stored as a standalone job (the
+        # spec's default), it would start before every queue task without ever having been
+        # admitted against the idle cards (jobs.scheduler's rules).
+        spec.submission = spec_module.Submission(
+            mode=spec_module.SUBMIT_QUEUE, total=1, concurrency=1
+        )
     errors = spec_module.validate(spec)
-    # A job that does not fit the idle cards (or the owner's quota) now is queued and waits,
-    # as AIHC queues it: the API has no standalone/queue choice to refuse it by. One that
-    # asks more than the owner's quota allows at all is refused.
+    # What the pool refuses whatever is idle now (a job asking more than the owner's quota
+    # allows at all...); a standalone job's claim on the idle cards is read below, under the
+    # cards lock.
     refusals = pool_refusals(spec, pool, owner=owner, idle_cards_now=False)
     for path, messages in [*console_rules(spec).items(), *refusals.items()]:
         errors.setdefault(path, []).extend(messages)
@@ -557,10 +576,45 @@ def job_create(
         ).update(submit_key=None)
     else:
         submit_key = f"api-{uuid.uuid4().hex}"
-    created = jobs_submit(
-        owner=owner, spec=spec, submit_key=submit_key, backend=pool.backend, unread_fields=unread
-    )
+    with transaction.atomic():
+        if pool.backend == "local":
+            # A standalone job (console.submission.mode "standalone") must start now: it is
+            # admitted as the wizard admits one, its cards read again under the local pool's
+            # cards lock, so of two creates racing for the last cards exactly one is made.
+            claim = standalone_claim_refusals(spec=spec, owner=owner, submit_key=submit_key)
+            if claim:
+                raise ApiError(
+                    409,
+                    STANDALONE_REFUSED,
+                    _errors_message(
+                        {"submission.mode": [*claim, _(STANDALONE_AS_QUEUE_TASK)]}, rename
+                    ),
+                )
+        created = jobs_submit(
+            owner=owner,
+            spec=spec,
+            submit_key=submit_key,
+            backend=pool.backend,
+            unread_fields=unread,
+        )
     return created[0]
+
+
+# CreateJob's answer to a standalone local job the pool cannot start now (409, as a state of
+# the pool refuses it, not the body: the same body is made once the cards are idle).
+STANDALONE_REFUSED = "ResourceInsufficient"
+STANDALONE_AS_QUEUE_TASK = gettext_noop(
+    'Leave out console.submission, or set its mode to "queue", to queue the job until the '
+    "cards are idle."
+)
+
+
+def says_submission_mode(document: Any) -> bool:
+    """Whether a CreateJob body chooses standalone or queue (console.submission.mode, the
+    console's own key: AIHC's bodies never do)."""
+    console = document.get("console") if isinstance(document, dict) else None
+    submission = console.get("submission") if isinstance(console, dict) else None
+    return isinstance(submission, dict) and submission.get("mode") not in (None, "")
 
 
 def fields_read(document: Any, fields: spec_module.Fields) -> list[str]:

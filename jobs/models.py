@@ -363,6 +363,7 @@ EVENT_REASONS = {
     "DiskPressure": pgettext_lazy("event reason", "Waiting for disk space"),
     "QuotaExceeded": pgettext_lazy("event reason", "Waiting for your quota"),
     "WaitingInQueue": pgettext_lazy("event reason", "Waiting in its queue"),
+    "StandaloneWaiting": pgettext_lazy("event reason", "Standalone job waiting for room"),
     "NetworkUnavailable": pgettext_lazy("event reason", "Waiting for isolated networking"),
     "NotFollowed": pgettext_lazy("event reason", "Not followed by the active worker"),
     "FollowedAgain": pgettext_lazy("event reason", "Followed again after a takeover"),

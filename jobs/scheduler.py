@@ -25,6 +25,18 @@ Rules (decisions):
 - No job starts while the worker cannot make the network namespaces of
   LOCAL_JOB_NETWORK=isolated (its start-up check): as for disk, each job that would start
   now says so and blocks its queue.
+- Standalone jobs (独立任务) come first: each pass starts the Queued standalone jobs, in
+  submit order, before any queue task, whatever the queue tasks' queues and priorities. The
+  wizard, Run again, Copy & edit and the API admit a standalone job only when this pass
+  leaves its cards idle (next_pass, under jobs.locks.local_cards_locked), so a queue task
+  submitted after it (a higher priority, a queue whose name sorts first) can no longer take
+  them, also while the worker is down or between two passes.
+- A standalone job that still cannot start (its cards taken by a process the console does
+  not run, a worker restarted with fewer cards, or one queued before this rule by the API)
+  waits, saying so with the numbers (STANDALONE_WAITING), and keeps its place first:
+  nothing behind it starts until it has (no back-filling, as in a queue), so it is the next
+  job to start and waits as little as the pool allows. Failing it instead would throw away a
+  job the console promised to run because of something the user did not do.
 - What a waiting job's page says it waits for stays true (`held_for`, `why_waiting`): a job
   that said it waits for its quota or for disk is looked at again on every pass, even behind
   a blocked queue, and says so anew when the reason changes (its figures the page works
@@ -44,7 +56,9 @@ from django.conf import settings
 from django.db import connections, router, transaction
 from django.db.models import (
     Case,
+    CharField,
     Count,
+    F,
     IntegerField,
     OuterRef,
     Q,
@@ -60,8 +74,8 @@ from .health import WorkerIdentity, WorkerState, holds_lease, problem_recorded, 
 from .models import ACTIVE_STATUSES, CardQuota, Job, JobEvent, JobGroup, JobStatus
 from .quotas import Limit, Usage, excesses, local_usage, quota_limits, waiting_message
 from .services import job_event, job_fail_unreadable, job_transition
-from .spec import SpecError, parse_document
-from .texts import display_text, recorded, source_of
+from .spec import SUBMIT_QUEUE, SpecError, parse_document
+from .texts import display_text, ngettext_noop, recorded, recorded_plural, source_of
 
 if TYPE_CHECKING:
     from .runner import Capacity, Requirement
@@ -73,6 +87,24 @@ PRIORITY_RANK = Case(
     output_field=IntegerField(),
 )
 RANKS = {"high": 0, "normal": 1}
+# The two lines of a pass: the standalone jobs first (in submit order), then the queue tasks
+# (per queue, by priority, then submit time). A spec without a submission mode reads as
+# standalone (jobs.spec.Submission's default).
+STANDALONE_LINE, QUEUE_LINE = 0, 1
+LINE = Case(
+    When(spec__console__submission__mode=SUBMIT_QUEUE, then=Value(QUEUE_LINE)),
+    default=Value(STANDALONE_LINE),
+    output_field=IntegerField(),
+)
+# dispatch_local's order over rows annotated with `rank` and `line`: a standalone job's queue
+# and priority do not count (they order the queue tasks only).
+LINE_ORDER = (
+    "line",
+    Case(When(line=STANDALONE_LINE, then=Value("")), default=F("queue"), output_field=CharField()),
+    Case(When(line=STANDALONE_LINE, then=Value(0)), default=F("rank"), output_field=IntegerField()),
+    "created_at",
+    "id",
+)
 
 # What the scheduler says a Queued local job waits for (event reasons). The job's latest
 # event (alert deliveries aside: they happen beside its life, not in it) is its current
@@ -82,8 +114,9 @@ QUOTA_EXCEEDED = "QuotaExceeded"
 DISK_PRESSURE = "DiskPressure"
 NETWORK_UNAVAILABLE = "NetworkUnavailable"
 IN_QUEUE = "WaitingInQueue"
+STANDALONE_WAITING = "StandaloneWaiting"
 HELD_REASONS = frozenset({QUOTA_EXCEEDED, DISK_PRESSURE, NETWORK_UNAVAILABLE})
-WAITING_REASONS = HELD_REASONS | {IN_QUEUE}
+WAITING_REASONS = HELD_REASONS | {IN_QUEUE, STANDALONE_WAITING}
 ALERT_REASONS = ("AlertSent", "AlertFailed", "AlertNotSent")
 IN_QUEUE_MESSAGE = gettext_noop(
     "Waiting in its queue: it starts by itself, in the queue's order, once the local pool "
@@ -99,6 +132,27 @@ NETWORK_UNAVAILABLE_OUTBOUND_MESSAGE = gettext_noop(
     "outbound network each local job gets (LOCAL_JOB_NETWORK=isolated-outbound): %(reason)s. "
     "It starts by itself once a worker that can set one up runs. Please contact an "
     "administrator."
+)
+STANDALONE_CARDS_MESSAGE = ngettext_noop(
+    "Waiting for cards: a standalone job starts before every queue task, but it needs "
+    "%(wanted)d %(card)s card and %(idle)d are idle now. It starts first, by itself, once "
+    "they are idle; no job behind it starts before it.",
+    "Waiting for cards: a standalone job starts before every queue task, but it needs "
+    "%(wanted)d %(card)s cards and %(idle)d are idle now. It starts first, by itself, once "
+    "they are idle; no job behind it starts before it.",
+)
+STANDALONE_JOBS_MESSAGE = ngettext_noop(
+    "Waiting for room: a standalone job starts before every queue task, but the local pool "
+    "runs at most %(limit)d job at once and runs that many now. It starts first, by itself, "
+    "once one ends; no job behind it starts before it.",
+    "Waiting for room: a standalone job starts before every queue task, but the local pool "
+    "runs at most %(limit)d jobs at once and runs that many now. It starts first, by itself, "
+    "once one ends; no job behind it starts before it.",
+)
+STANDALONE_CORES_MESSAGE = gettext_noop(
+    "Waiting for CPU cores: a standalone job starts before every queue task, but the cores "
+    "it needs are taken by running jobs now. It starts first, by itself, once they are free; "
+    "no job behind it starts before it."
 )
 WORKER_DOWN_MESSAGE = gettext_noop(
     "Waiting for the job scheduler (worker), which is not running: no queued job starts until "
@@ -133,15 +187,21 @@ def dispatch_local(
     usage = local_usage()  # per owner, kept current as this pass starts jobs
     limits: dict[int, list[Limit]] = {}  # per owner, read when one of their jobs comes up
     blocked: set[str] = set()
+    standalone_waits = False  # a standalone job found no room: nothing behind it starts
     started: list[Job] = []
     rows = (
         Job.objects.filter(backend="local", status=JobStatus.QUEUED)
-        .annotate(rank=PRIORITY_RANK, said=Subquery(_words(OuterRef("pk")).values("reason")[:1]))
-        .order_by("queue", "rank", "created_at", "id")
-        .values_list("id", "queue", "group_id", "owner_id", "said")
+        .annotate(
+            rank=PRIORITY_RANK,
+            line=LINE,
+            said=Subquery(_words(OuterRef("pk")).values("reason")[:1]),
+        )
+        .order_by(*LINE_ORDER)
+        .values_list("id", "queue", "group_id", "owner_id", "said", "line")
     )
-    for job_id, queue, group_id, owner_id, said in rows.iterator(chunk_size=2000):
-        not_its_turn = queue in blocked
+    for job_id, queue, group_id, owner_id, said, line in rows.iterator(chunk_size=2000):
+        standalone = line == STANDALONE_LINE
+        not_its_turn = standalone_waits or queue in blocked
         if group_id is not None and not not_its_turn:
             if group_id not in group_caps:
                 group_caps[group_id] = (
@@ -176,15 +236,23 @@ def dispatch_local(
             # Not added to `blocked`: the queue goes on past it (see the rules above).
             continue
         allocation = capacity.allocate(need)
+        if allocation is None and standalone:
+            # Admitted against idle cards, it should have had them (see the rules above).
+            standalone_waits = True
+            held_for(job, STANDALONE_WAITING, standalone_waiting_message(need, capacity))
+            continue
         if allocation is None:
             blocked.add(queue)
             if said in HELD_REASONS:  # no longer held for its quota or disk, but for room
                 held_for(job, IN_QUEUE, recorded(IN_QUEUE_MESSAGE))
             continue
         if network_problem:
-            # Failing it would only repeat the kernel's refusal on every job in turn.
+            # Failing it would only repeat the kernel's refusal on every job in turn. A
+            # standalone job keeps what it was given, before any queue task (no queue of
+            # theirs to block).
             held_for(job, NETWORK_UNAVAILABLE, network_waiting_message(network_problem))
-            blocked.add(queue)
+            if not standalone:
+                blocked.add(queue)
             continue
         if not disk_measured:  # once a pass, and only when a job would start
             held, disk_measured = disk_pressure_message(run_dir_disk()), True
@@ -192,7 +260,8 @@ def dispatch_local(
             # It keeps its place (and what it was allocated this pass, so the jobs said to
             # wait for disk are those that would start now): it starts once there is room.
             held_for(job, DISK_PRESSURE, held)
-            blocked.add(queue)
+            if not standalone:
+                blocked.add(queue)
             continue
         if start_job(job, allocation, children=children, worker=worker):
             started.append(job)
@@ -202,6 +271,22 @@ def dispatch_local(
         elif worker is not None and not _still_holds(worker):
             break  # taken over: the new holder makes the passes from now on
     return started
+
+
+def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
+    """Why a standalone job the pass cannot start waits, with the numbers (Capacity.allocate's
+    rules, in its order: the running-jobs limit, the cards, the cores)."""
+    if capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS:
+        return recorded_plural(
+            STANDALONE_JOBS_MESSAGE, "limit", limit=settings.LOCAL_MAX_RUNNING_JOBS
+        )
+    for card, wanted in need.cards.items():
+        idle = len(capacity.free_devices.get(card, []))
+        if idle < wanted:
+            return recorded_plural(
+                STANDALONE_CARDS_MESSAGE, "wanted", wanted=wanted, card=card, idle=idle
+            )
+    return recorded(STANDALONE_CORES_MESSAGE)
 
 
 def idle_after_next_pass() -> dict[str, list[int]]:
@@ -225,6 +310,9 @@ class NextPass:
     # local jobs then run (LOCAL_MAX_RUNNING_JOBS). A standalone job whose cards are idle
     # still waits when no job may start beside them, or its cores are taken.
     left: Capacity | None = None
+    # A Queued standalone job the pass cannot start: it waits first in line, and nothing
+    # behind it starts (`free` and `left` are then what it leaves, which no job gets).
+    standalone_waits: bool = False
 
 
 def next_pass(*, past_the_last_card: bool = False) -> NextPass:
@@ -239,7 +327,9 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     API's). Cards a Queued job is about to get are not idle: counted as idle, two people
     submitting standalone jobs for the last cards between two passes (or while the worker
     is down) were both told they fit, and the second one's job then waited behind the first
-    one's, which a standalone job is refused rather than made to do.
+    one's, which a standalone job is refused rather than made to do. The standalone jobs
+    come first, as in the pass: a new standalone job is let in on what they and the queue
+    tasks whose turn it is leave, and refused while one of them waits (`standalone_waits`).
 
     Two queries when nothing is queued (the cards held, the queued jobs); else the queued
     jobs are read in one query, in order, until no card is left to give, and, once when
@@ -253,10 +343,18 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     usage: dict[int, Usage] | None = None
     limits: dict[int, list[Limit]] = {}
     blocked: dict[str, int] = {}
-    for queue, rank, group_id, concurrency, owner_id, document in _queued_local_rows():
-        if capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS:
+    standalone_waits = False
+    rows = _queued_local_rows()
+    for line, queue, rank, group_id, concurrency, owner_id, document in rows:
+        # The standalone jobs (few, and first) are each looked at: whether one waits is part
+        # of the answer (standalone_waits), which the short cuts below would not find.
+        if line == QUEUE_LINE and capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS:
             break  # no job may start, whatever it asks
-        if not past_the_last_card and not any(capacity.free_devices.values()):
+        if (
+            line == QUEUE_LINE
+            and not past_the_last_card
+            and not any(capacity.free_devices.values())
+        ):
             break  # no card is left to give, whatever the rest ask for
         if queue in blocked:
             continue
@@ -281,23 +379,35 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
             if excesses(limits[owner_id], usage.get(owner_id, Usage()), need.cards):
                 continue  # set aside for its owner's quota, without blocking its queue
         if capacity.allocate(need) is None:
+            if line == STANDALONE_LINE:
+                standalone_waits = True  # it waits first in line: nothing behind it starts
+                break
             blocked[queue] = rank
             continue
         if usage is not None:
             usage.setdefault(owner_id, Usage()).add(need.cards)
         if group_id is not None and group_running is not None:
             group_running[group_id] += 1
-    return NextPass(free=capacity.free_devices, blocked=blocked, usage=usage, left=capacity)
+    rows.close()  # (ends the cursor's read when the loop stopped early)
+    return NextPass(
+        free=capacity.free_devices,
+        blocked=blocked,
+        usage=usage,
+        left=capacity,
+        standalone_waits=standalone_waits,
+    )
 
 
-def _queued_local_rows() -> Iterator[tuple[str, int, int | None, int | None, int, Any]]:
-    """(queue, priority rank, group id, group concurrency, owner id, stored spec) of each
-    Queued local job, in dispatch_local's order, read in batches.
+def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None, int, Any]]:
+    """(line, queue, priority rank, group id, group concurrency, owner id, stored spec) of
+    each Queued local job, in dispatch_local's order (LINE_ORDER), read in batches.
 
     One plain SELECT on the connection's cursor, the spec decoded as the ORM's JSONField
     does (jobs.runner.held_by_active_runs does the same): the idle count is polled every few
     seconds, and through the ORM building and compiling this query cost ~0.9 ms, most of the
-    idle-count partial, also when no job is queued."""
+    idle-count partial, also when no job is queued. The line is read from the stored spec's
+    submission mode, as LINE does (JSON functions differ: PostgreSQL's jsonb operators,
+    SQLite's json_extract)."""
     alias = router.db_for_read(Job)
     connection = connections[alias]
     quote = connection.ops.quote_name
@@ -306,21 +416,33 @@ def _queued_local_rows() -> Iterator[tuple[str, int, int | None, int | None, int
     def col(name: str) -> str:
         return f"j.{quote(job.get_field(name).column)}"
 
-    sql = (
-        f"SELECT {col('queue')}, CASE {col('priority')} "
-        f"WHEN %s THEN {RANKS['high']} WHEN %s THEN {RANKS['normal']} ELSE 2 END, "
-        f"{col('group')}, g.{quote(group.get_field('concurrency').column)}, {col('owner')}, "
-        f"{col('spec')} FROM {quote(job.db_table)} j LEFT OUTER JOIN {quote(group.db_table)} g "
+    if connection.vendor == "postgresql":
+        mode = f"({col('spec')} -> 'console' -> 'submission' ->> 'mode')"
+    else:
+        mode = f"json_extract({col('spec')}, '$.console.submission.mode')"
+    inner = (
+        f"SELECT CASE WHEN {mode} = %s THEN {QUEUE_LINE} ELSE {STANDALONE_LINE} END AS q_line, "
+        f"{col('queue')} AS q_queue, CASE {col('priority')} "
+        f"WHEN %s THEN {RANKS['high']} WHEN %s THEN {RANKS['normal']} ELSE 2 END AS q_rank, "
+        f"{col('group')} AS q_group, g.{quote(group.get_field('concurrency').column)} AS q_cap, "
+        f"{col('owner')} AS q_owner, {col('spec')} AS q_spec, {col('created_at')} AS q_created, "
+        f"j.{quote(job.pk.column)} AS q_id "
+        f"FROM {quote(job.db_table)} j LEFT OUTER JOIN {quote(group.db_table)} g "
         f"ON {col('group')} = g.{quote(group.pk.column)} "
-        f"WHERE {col('backend')} = %s AND {col('status')} = %s "
-        f"ORDER BY 1, 2, {col('created_at')}, j.{quote(job.pk.column)}"
+        f"WHERE {col('backend')} = %s AND {col('status')} = %s"
+    )
+    standalone = f"q_line = {STANDALONE_LINE}"
+    sql = (
+        f"SELECT q_line, q_queue, q_rank, q_group, q_cap, q_owner, q_spec FROM ({inner}) q "
+        f"ORDER BY q_line, CASE WHEN {standalone} THEN '' ELSE q_queue END, "
+        f"CASE WHEN {standalone} THEN 0 ELSE q_rank END, q_created, q_id"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, ["high", "normal", "local", JobStatus.QUEUED])
+        cursor.execute(sql, [SUBMIT_QUEUE, "high", "normal", "local", JobStatus.QUEUED])
         while batch := cursor.fetchmany(200):
-            for queue, rank, group_id, concurrency, owner_id, spec in batch:
+            for line, queue, rank, group_id, concurrency, owner_id, spec in batch:
                 document = json.loads(spec) if isinstance(spec, str) else spec
-                yield queue, rank, group_id, concurrency, owner_id, document
+                yield line, queue, rank, group_id, concurrency, owner_id, document
 
 
 def _group_running() -> Counter[int]:
@@ -395,7 +517,7 @@ def held_for(job: Job, reason: str, message: str) -> None:
     with transaction.atomic():
         queued = Job.objects.select_for_update().filter(pk=job.pk, status=JobStatus.QUEUED)
         if queued.exists() and _news(job, reason):
-            job_event(job=job, reason=reason, message=message, warning=reason in HELD_REASONS)
+            job_event(job=job, reason=reason, message=message, warning=reason != IN_QUEUE)
 
 
 def _news(job: Job, reason: str) -> bool:
@@ -452,6 +574,11 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
         usage = local_usage(owner=job.owner_id).get(job.owner_id, Usage())
         over = excesses(quota_limits(job.owner_id), usage, need.cards)
         now = waiting_message(over[0]) if over else None
+    elif said == STANDALONE_WAITING:
+        # What the last pass found short (its numbers): a standalone job waits first in
+        # line, so the next pass that finds room starts it, and says nothing more.
+        event = _words(job).first()
+        return event.message_shown if event is not None else _(IN_QUEUE_MESSAGE)
     elif said == NETWORK_UNAVAILABLE:
         # The active worker's finding now (another worker may have taken over since).
         now = network_waiting_message(worker.network_problem) if worker.network_problem else None
@@ -469,23 +596,32 @@ def queue_position(job: Job) -> int | None:
     """1 for the next job of its pool and queue to start, 2 for the one after...
 
     Only the local runner's order is ours to tell: a remote platform queues a job by its
-    own rules, and a job not sent yet goes out at once."""
+    own rules, and a job not sent yet goes out at once. A standalone job's place is among the
+    standalone jobs, in submit order (they start first, LINE_ORDER); a queue task's among the
+    queue tasks of its queue."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
         return None
+    same_line = (
+        Job.objects.filter(backend=job.backend, resource_pool=job.resource_pool)
+        .filter(status=JobStatus.QUEUED)
+        .annotate(line=LINE)
+    )
+    earlier = Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, id__lt=job.pk)
+    if is_standalone(job):
+        return same_line.filter(line=STANDALONE_LINE).filter(earlier).count() + 1
     rank = RANKS.get(job.priority, 2)
     ahead = (
-        Job.objects.filter(
-            backend=job.backend,
-            resource_pool=job.resource_pool,
-            queue=job.queue,
-            status=JobStatus.QUEUED,
-        )
+        same_line.filter(line=QUEUE_LINE, queue=job.queue)
         .annotate(rank=PRIORITY_RANK)
-        .filter(
-            Q(rank__lt=rank)
-            | Q(rank=rank, created_at__lt=job.created_at)
-            | Q(rank=rank, created_at=job.created_at, id__lt=job.pk)
-        )
+        .filter(Q(rank__lt=rank) | (Q(rank=rank) & earlier))
         .count()
     )
     return ahead + 1
+
+
+def is_standalone(job: Job) -> bool:
+    """Whether the job is a standalone job (独立任务) by its stored spec, as LINE reads it."""
+    console = job.spec.get("console") if isinstance(job.spec, dict) else None
+    submission = console.get("submission") if isinstance(console, dict) else None
+    mode = submission.get("mode") if isinstance(submission, dict) else None
+    return mode != SUBMIT_QUEUE

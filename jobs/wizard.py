@@ -1280,7 +1280,10 @@ def pool_refusals(
         for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
         if not short and plan is not None:
-            for message in _queue_blocked(spec, plan) or _no_room_beside(spec, plan):
+            refusals = (
+                _standalone_waits(plan) or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
+            )
+            for message in refusals:
                 errors.setdefault("submission.mode", []).append(message)
     if owner is not None and local:
         for path, message in quota_refusals(spec, owner, standalone=standalone, plan=plan):
@@ -1344,9 +1347,28 @@ def _no_room_beside(spec: S.JobSpec, plan: NextPass) -> list[str]:
     return []
 
 
+def _standalone_waits(plan: NextPass) -> list[str]:
+    """A standalone local job submitted while one submitted before it waits for room: the
+    pass starts the standalone jobs first, in submit order, and none passes the one that
+    waits (jobs.scheduler's rules), so this one would wait too, whatever cards are idle."""
+    if not plan.standalone_waits:
+        return []
+    return [
+        _(
+            "A standalone job must start now, but a standalone job submitted before it is "
+            "waiting for cards or room the pool does not have now, and it starts first; submit "
+            "this one as a queue task, which waits its turn."
+        )
+    ]
+
+
 def _queue_blocked(spec: S.JobSpec, plan: NextPass) -> list[str]:
     """A standalone local job that would wait behind a job its queue's first (no job passes
-    it, however few cards it asks): the idle cards are there, but not for it."""
+    it, however few cards it asks): the idle cards are there, but not for it.
+
+    The pass itself starts a standalone job before every queue task; this refusal is the
+    admission's, kept so that standalone jobs sent one after another do not starve the big
+    job a queue waits for (the queue's no back-filling rule)."""
     blocker = plan.blocked.get(spec.queue)
     if blocker is None or blocker > RANKS.get(spec.priority, 2):
         return []
@@ -1404,7 +1426,9 @@ def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
         if wanted > len(plan.free.get(card, []))
     ]
     if not refusals:
-        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
+        refusals = (
+            _standalone_waits(plan) or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
+        )
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
 
 

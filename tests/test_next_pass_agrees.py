@@ -4,7 +4,9 @@ then leaves idle, whatever the queued jobs are (review26).
 next_pass is a read-only copy of dispatch_local's order and rules: the two are driven here on
 the same randomized states (priorities, queues, queue groups at their concurrency, jobs
 Pending review, remote jobs, stopping jobs still holding cards, two card types, CPU-only and
-CPU-exclusive roles, card quotas, the running-jobs limit) and must agree on the cards left.
+CPU-exclusive roles, card quotas, the running-jobs limit, standalone jobs among queue tasks)
+and must agree on the cards left; and no queue task starts while a standalone job waits for
+room (standalone jobs start first, sched26).
 The pass starts its jobs for real, on a machine without bubblewrap: each start fails at
 once, and the job keeps the cards it was given until the worker ends it, as it would."""
 
@@ -18,7 +20,7 @@ import pytest
 from jobs import spec as S
 from jobs.models import CardQuota, Job, JobStatus, LocalRun
 from jobs.runner import current_capacity, machine_cpus
-from jobs.scheduler import QUOTA_EXCEEDED, dispatch_local, next_pass
+from jobs.scheduler import QUOTA_EXCEEDED, dispatch_local, is_standalone, next_pass
 from jobs.services import job_event, jobs_submit
 
 A800 = "baidu.com/a800_80g_cgpu"
@@ -56,10 +58,13 @@ def _spec(rng: random.Random, *, name: str) -> S.JobSpec:
     spec.queue = rng.choice(["default", "q2"])
     spec.priority = rng.choice(["high", "normal", "low"])
     spec.cpu_exclusive = rng.random() < 0.1
-    if rng.random() < 0.25:
+    kind = rng.random()
+    if kind < 0.25:
         spec.submission = S.Submission(
             mode=S.SUBMIT_QUEUE, total=rng.choice([2, 3]), concurrency=rng.choice([1, 2])
         )
+    elif kind < 0.55:  # one queue task; the rest are standalone jobs, which start first
+        spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=1, concurrency=1)
     return spec
 
 
@@ -135,6 +140,16 @@ def test_the_cards_the_next_pass_leaves_idle_are_those_the_scheduling_pass_leave
     assert whole.left.running == after.running, said
     assert sorted(whole.left.free_cpus) == sorted(after.free_cpus), said
     assert sorted(whole.left.shared_cpus) == sorted(after.shared_cpus), said
+    # Standalone jobs first: no queue task started while a standalone job was left waiting
+    # for anything but its owner's quota (whatever the queue tasks' queues and priorities).
+    left_waiting = [
+        job
+        for job in Job.objects.filter(backend="local", status=JobStatus.QUEUED)
+        if is_standalone(job) and job.events.order_by("-id").first().reason != QUOTA_EXCEEDED
+    ]
+    queue_tasks_started = [job for job in started if not is_standalone(job)]
+    assert not (left_waiting and queue_tasks_started), (said, left_waiting, queue_tasks_started)
+    assert whole.standalone_waits == plan.standalone_waits == bool(left_waiting), said
 
 
 def _cards(free: dict[str, list[int]]) -> dict[str, list[int]]:

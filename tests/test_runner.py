@@ -1382,10 +1382,16 @@ def test_higher_priority_runs_first_and_equal_priority_in_order(alice):
     submit(alice, blocker)
     worker = Worker()
     worker.tick()
-    low = submit(alice, make_spec("true", priority="low", roles=[S.Role("master", 1, CARD, 2)]))
-    normal1 = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)]))
-    normal2 = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)]))
-    high = submit(alice, make_spec("true", priority="high", roles=[S.Role("master", 1, CARD, 2)]))
+    two_cards = [S.Role("master", 1, CARD, 2)]
+
+    def queue_task(priority: str) -> S.JobSpec:  # (standalone jobs start first, in submit order)
+        queued = S.Submission(S.SUBMIT_QUEUE, 1, 1)
+        return make_spec("true", priority=priority, roles=two_cards, submission=queued)
+
+    low = submit(alice, queue_task("low"))
+    normal1 = submit(alice, queue_task("normal"))
+    normal2 = submit(alice, queue_task("normal"))
+    high = submit(alice, queue_task("high"))
 
     from jobs.scheduler import queue_position
 
@@ -1731,9 +1737,11 @@ def test_a_blocked_queue_holds_its_later_jobs_while_another_queue_runs(alice, se
     holder = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, roles=[S.Role("master", 1, CARD, 2)]))
     worker = Worker()
     run_until(worker, lambda: status_of(holder) == JobStatus.RUNNING)
-    big = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)]))
-    small_same_queue = submit(alice, make_spec("true"))
-    small_other_queue = submit(alice, make_spec("true", queue="other"))
+    # Queue tasks: a standalone job starts first, before any queue (jobs.scheduler's rules).
+    queued = {"submission": S.Submission(S.SUBMIT_QUEUE, 1, 1)}
+    big = submit(alice, make_spec("true", roles=[S.Role("master", 1, CARD, 2)], **queued))
+    small_same_queue = submit(alice, make_spec("true", **queued))
+    small_other_queue = submit(alice, make_spec("true", queue="other", **queued))
 
     run_until(worker, lambda: status_of(small_other_queue) == JobStatus.SUCCEEDED)
 

@@ -47,7 +47,10 @@ def stored_in_english(settings):
 
 
 def cards(count: int, command: str, **changes) -> S.JobSpec:
+    """A queue task asking `count` cards: what this file follows is a job waiting its turn (a
+    standalone job starts first, or says it waits for room: test_standalone_first)."""
     roles = [S.Role("master", 1, accelerator_type=CARD, accelerators=count)]
+    changes.setdefault("submission", S.Submission(S.SUBMIT_QUEUE, 1, 1))
     return make_spec(command, roles=roles, **changes)
 
 

@@ -36,7 +36,7 @@ from jobs.models import (
 )
 from jobs.runner import attempt_dir, current_capacity, requirement, start_job
 from jobs.scheduler import dispatch_local
-from jobs.spec import Role
+from jobs.spec import SUBMIT_QUEUE, Role, Submission
 from jobs.worker import LeaseLost, Worker, wait_for_lease
 
 from .conftest import log_in
@@ -212,12 +212,16 @@ def test_a_worker_whose_pass_blocked_past_a_takeover_does_not_start_a_job_on_car
     one_card = [Role("master", 1, accelerator_type=CARD, accelerators=1)]
     a = Worker(worker_on("gpu-a", 101, run_dir=str(settings.LOCAL_RUN_DIR)))
     a.tick()  # holds the lease
-    waiting = submit(owner, make_spec(UNTIL_THE_GATE_OPENS, roles=one_card))
+    # Queue tasks, which a higher priority passes (a standalone job would start first).
+    queued = {"submission": Submission(SUBMIT_QUEUE, 1, 1)}
+    waiting = submit(owner, make_spec(UNTIL_THE_GATE_OPENS, roles=one_card, **queued))
     # A's pass, up to the start of the job: the card is free.
     allocation = current_capacity().allocate(requirement(waiting.job_spec()))
     assert allocation is not None
     lease_renewed(seconds_ago=61)  # A blocked
-    urgent = submit(owner, make_spec(UNTIL_THE_GATE_OPENS, roles=one_card, priority="high"))
+    urgent = submit(
+        owner, make_spec(UNTIL_THE_GATE_OPENS, roles=one_card, priority="high", **queued)
+    )
     b = Worker(worker_on("gpu-b", 202, run_dir=str(tmp_path / "b-runs")))
     b.tick()  # takes over, starts the urgent job on the card
     assert status_of(urgent) == JobStatus.RUNNING

@@ -1,0 +1,143 @@
+"""A standalone job (独立任务) admitted against idle cards starts first (sched26).
+
+The wizard, Run again and the API admit a standalone local job only when the next scheduling
+pass leaves its cards idle. The pass then starts the standalone jobs, in submit order, before
+any queue task: a queue task submitted after one (a higher priority, a queue whose name sorts
+first) cannot take its cards, also when the worker was down between the two submits. One
+that still cannot start waits first in line, says why with its numbers, and nothing behind
+it starts.
+
+The pass starts its jobs for real, on a machine without bubblewrap: each start fails at once,
+and the job keeps the cards it was given until the worker ends it, as it would."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.db import transaction
+
+from jobs import spec as S
+from jobs.health import WorkerIdentity, worker_beat
+from jobs.models import Job, JobStatus, LocalRun
+from jobs.scheduler import STANDALONE_WAITING, dispatch_local, queue_position, why_waiting
+from jobs.services import jobs_submit
+from jobs.wizard import standalone_claim_refusals
+
+A800 = "baidu.com/a800_80g_cgpu"
+
+
+@pytest.fixture(autouse=True)
+def four_cards_without_bubblewrap(settings, tmp_path):
+    settings.LOCAL_ACCELERATORS = f"{A800}=4"
+    settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")  # each start fails before any process
+    settings.LOCAL_DISK_MIN_FREE_GB = 0
+    settings.LOCAL_DISK_EVICT_FREE_GB = 0
+    settings.LOCAL_QUEUES = ["default", "a-first"]
+    settings.LANGUAGE_CODE = "en"
+
+
+def _spec(name: str, cards: int, *, queue_task: bool = False, **changes) -> S.JobSpec:
+    spec = S.JobSpec(
+        name=name,
+        resource_pool_id="local",
+        image="a/b:1",
+        command="true",
+        roles=[S.Role("master", 1, accelerator_type=A800, accelerators=cards, cpu=1)],
+    )
+    if queue_task:
+        spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=1, concurrency=1)
+    for field, value in changes.items():
+        setattr(spec, field, value)
+    return spec
+
+
+def _admitted(owner, spec: S.JobSpec) -> tuple[list[str], Job | None]:
+    """A standalone job submitted as the wizard and Run again submit one: its admission read
+    under the cards lock, in the transaction that creates it."""
+    key = uuid.uuid4().hex
+    with transaction.atomic():
+        refusals = standalone_claim_refusals(spec=spec, owner=owner, submit_key=key)
+        if refusals:
+            return refusals, None
+        return [], jobs_submit(owner=owner, spec=spec, submit_key=key)[0]
+
+
+def _queue_task(owner, spec: S.JobSpec) -> Job:
+    return jobs_submit(owner=owner, spec=spec, submit_key=uuid.uuid4().hex)[0]
+
+
+def _status(job: Job) -> str:
+    job.refresh_from_db()
+    return job.status
+
+
+def test_a_higher_priority_queue_task_submitted_after_a_standalone_job_does_not_take_its_cards(
+    alice, bob
+):
+    refusals, standalone = _admitted(alice, _spec("standalone", 4))
+    # The worker is down: no pass runs before Bob's queue task comes, in a queue that sorts
+    # first and at a higher priority, for the same four cards.
+    later = _queue_task(bob, _spec("later", 4, queue_task=True, queue="a-first", priority="high"))
+
+    started = dispatch_local()
+
+    assert refusals == [] and standalone is not None
+    assert started == [standalone]
+    assert _status(later) == JobStatus.QUEUED
+    assert LocalRun.objects.get().job == standalone
+
+
+def test_two_standalone_jobs_admitted_then_a_queue_task_cannot_over_book_the_cards(alice, bob):
+    _first_refusals, first = _admitted(alice, _spec("first", 2, queue="a-first"))
+    _second_refusals, second = _admitted(bob, _spec("second", 2))
+    later = _queue_task(bob, _spec("later", 2, queue_task=True, priority="high"))
+    third_refusals, third = _admitted(alice, _spec("third", 1, queue="a-first", priority="high"))
+
+    started = dispatch_local()
+
+    assert first is not None and second is not None
+    assert third is None
+    assert any("the pool has 0 idle now" in m for m in third_refusals), third_refusals
+    assert started == [first, second]  # in submit order, though the first's queue sorts first
+    assert _status(later) == JobStatus.QUEUED
+    assert sorted(LocalRun.objects.values_list("job__name", flat=True)) == ["first", "second"]
+
+
+def test_a_standalone_job_whose_cards_were_taken_outside_the_plan_waits_first_with_its_numbers(
+    alice, bob
+):
+    _refusals, standalone = _admitted(alice, _spec("standalone", 3))
+    assert standalone is not None
+    # Three cards taken by a job the admission did not see (a worker restarted with fewer
+    # cards, a run the console did not start): one card is idle now.
+    outside = _queue_task(bob, _spec("outside", 3, queue_task=True))
+    Job.objects.filter(pk=outside.pk).update(status=JobStatus.RUNNING)
+    LocalRun.objects.create(job=outside, devices={A800: [0, 1, 2]}, cpus=[])
+    small = _queue_task(bob, _spec("small", 1, queue_task=True, priority="high"))
+    admission_refusals, none_admitted = _admitted(bob, _spec("another", 1))
+
+    started = dispatch_local()
+    dispatch_local()  # said once, not on every pass
+
+    assert started == []
+    assert _status(standalone) == JobStatus.QUEUED
+    assert _status(small) == JobStatus.QUEUED  # nothing behind it starts on the idle card
+    assert none_admitted is None
+    assert any("a standalone job submitted before it is waiting" in m for m in admission_refusals)
+    said = list(standalone.events.filter(reason=STANDALONE_WAITING).values_list("message", "type"))
+    assert said == [
+        (
+            "Waiting for cards: a standalone job starts before every queue task, but it needs 3 "
+            f"{A800} cards and 1 are idle now. It starts first, by itself, once they are idle; "
+            "no job behind it starts before it.",
+            "Warning",
+        )
+    ]
+    worker_beat(worker=WorkerIdentity.here())  # a worker runs (dispatch_local is its pass)
+    assert why_waiting(standalone) == said[0][0]
+    assert queue_position(standalone) == 1 and queue_position(small) == 1
+
+    Job.objects.filter(pk=outside.pk).update(status=JobStatus.SUCCEEDED)  # its cards are free
+
+    assert dispatch_local() == [standalone, small]  # first, then the card it leaves
