@@ -1290,8 +1290,11 @@ def test_the_queues_policy_needs_queues(superuser):
 
 
 def test_select_all_approves_every_job_the_filter_matches(alice, bob, reviewer, review_all):
+    # Queue tasks: they wait for their cards, so all 60 may be approved at once (60 standalone
+    # jobs would be refused once the pool's cards and LOCAL_MAX_RUNNING_JOBS are taken).
+    queue_task = S.Submission(mode=S.SUBMIT_QUEUE)
     for n in range(60):  # more than one page
-        submit(alice if n % 2 else bob, f"k{n}")
+        submit(alice if n % 2 else bob, f"k{n}", submission=queue_task)
     queued = submit(alice, "queued", queue="fast")
     Job.objects.filter(pk=queued.pk).update(status=JobStatus.QUEUED)
     client = client_for(reviewer)
