@@ -871,47 +871,6 @@ def test_a_job_that_finished_past_its_time_limit_while_no_worker_ran_ends_timed_
     assert not job.events.filter(reason="Succeeded").exists()
 
 
-def _failed_past_its_limit_unwatched(alice, settings, **changes) -> Job:
-    """A job with a 1-second time limit whose replica exits 1 after it, while no worker
-    ticks; then the worker ticks until the job ends."""
-    settings.JOB_MINUTE_SECONDS = 1
-    settings.WORKER_STALE_SECONDS = 1
-    job = submit(alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 1", timeout_minutes=1, **changes))
-    worker = Worker()
-    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
-    limit = job.started_at + timedelta(seconds=1)
-    replica_state = attempt_dir(job.public_id, 1) / "master-0"
-    time.sleep(max(0.0, (limit - timezone.now()).total_seconds()) + 1.5)  # no tick meanwhile
-    open_gate(settings)
-    deadline = time.monotonic() + 30
-    while read_state(replica_state).phase != "exited" and time.monotonic() < deadline:
-        time.sleep(0.05)
-    run_until(worker, lambda: status_of(job) in FINAL_STATUSES)
-    return status_and(job)
-
-
-def test_a_job_that_failed_past_its_time_limit_while_no_worker_ran_ends_timed_out(alice, settings):
-    # Review 26: as left24's job that succeeded past its limit, one that failed past it had
-    # run out its time first: a worker watching would have timed it out, not seen it fail.
-    job = _failed_past_its_limit_unwatched(alice, settings)
-
-    assert job.status == JobStatus.TIMED_OUT
-    with translation.override("en"):
-        [timed_out] = job.events.filter(reason="TimedOut")
-        assert timed_out.message_shown == "Timed out: ran past its 1-minute limit."
-    assert job.events.filter(reason="ReplicaFailed").exists()  # what happened is still said
-
-
-def test_a_fault_tolerant_job_that_failed_past_its_time_limit_is_not_restarted(alice, settings):
-    # Review 26: it was restarted past its limit, its new attempt's processes launched only to
-    # be stopped at the next tick.
-    job = _failed_past_its_limit_unwatched(alice, settings, fault_tolerance=True)
-
-    assert job.status == JobStatus.TIMED_OUT
-    assert job.restarts == 0
-    assert not attempt_dir(job.public_id, 2).exists()
-
-
 def _until_exited(job) -> None:
     replica_state = attempt_dir(job.public_id, 1) / "master-0"
     deadline = time.monotonic() + 30
@@ -919,27 +878,42 @@ def _until_exited(job) -> None:
         time.sleep(0.05)
 
 
-def test_a_job_whose_replica_failed_past_its_time_limit_while_no_worker_ran_ends_timed_out_at_the_limit(
-    alice, settings
-):
-    # Left25: it ended Failed (or restarted, with fault tolerance on), though a worker
-    # watching would have timed it out at the limit, before the replica failed.
+def _failed_past_its_limit_unwatched(alice, settings, command: str, **changes) -> Job:
+    """A job with a 1-second time limit whose replica runs `command` (after the gate opens)
+    only once the limit has passed, while no worker ticks; then the worker ticks until the job
+    ends. The limit is the job's `limit` attribute."""
     settings.JOB_MINUTE_SECONDS = 1
     settings.WORKER_STALE_SECONDS = 1
-    spec = make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 3", timeout_minutes=1, fault_tolerance=True)
-    job = submit(alice, spec)
+    job = submit(
+        alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; {command}", timeout_minutes=1, **changes)
+    )
     worker = Worker()
     run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
     limit = job.started_at + timedelta(seconds=1)
-
     time.sleep(max(0.0, (limit - timezone.now()).total_seconds()) + 1.5)  # no tick meanwhile
     open_gate(settings)
-    _until_exited(job)
-    run_until(worker, lambda: status_of(job) in (JobStatus.FAILED, JobStatus.TIMED_OUT))
+    replica_state = attempt_dir(job.public_id, 1) / "master-0"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        state = read_state(replica_state)
+        if state.phase == "exited" or state.keyword:
+            break
+        time.sleep(0.05)
+    run_until(worker, lambda: status_of(job) in FINAL_STATUSES)
+    job = status_and(job)
+    job.limit = limit
+    return job
+
+
+def test_a_job_whose_replica_failed_past_its_time_limit_while_no_worker_ran_ends_timed_out_at_the_limit(
+    alice, settings
+):
+    # Left25 and review26: it ended Failed, though a worker watching would have timed it out
+    # at the limit, before the replica failed.
+    job = _failed_past_its_limit_unwatched(alice, settings, "exit 3")
 
     assert job.status == JobStatus.TIMED_OUT
-    assert job.finished_at == limit
-    assert job.restarts == 0
+    assert job.finished_at == job.limit
     [timed_out] = job.events.filter(reason="TimedOut")
     assert timed_out.type == "Warning"
     with translation.override("en"):
@@ -948,6 +922,43 @@ def test_a_job_whose_replica_failed_past_its_time_limit_while_no_worker_ran_ends
         assert "No worker was running when this job reached its time limit" in note.message_shown
     assert job.events.filter(reason="ReplicaFailed").count() == 1  # what failed is still said
     assert not job.events.filter(reason__in=["Failed", "Restarted"]).exists()
+
+
+def test_a_fault_tolerant_job_whose_replica_failed_past_its_time_limit_is_not_restarted(
+    alice, settings
+):
+    # Left25 and review26: it was restarted past its limit, its new attempt's processes
+    # launched only to be stopped at the next tick.
+    job = _failed_past_its_limit_unwatched(alice, settings, "exit 3", fault_tolerance=True)
+
+    assert job.status == JobStatus.TIMED_OUT
+    assert job.finished_at == job.limit
+    assert job.restarts == 0
+    assert not attempt_dir(job.public_id, 2).exists()
+    assert not job.events.filter(reason__in=["Failed", "Restarted"]).exists()
+
+
+def test_a_fault_keyword_seen_past_the_time_limit_ends_the_job_timed_out_not_restarted(
+    alice, settings
+):
+    # Review26: a failure whose time is not known (a fault keyword in the log) seen past the
+    # limit stays a failure, but a restart now would only be stopped at the next tick: the job
+    # ends Timed out instead of launching a second attempt.
+    fault = S.FaultToleranceConfig(
+        fault_tolerance_limit=1, custom_fault_tolerance_pattern=["watchdog timeout"]
+    )
+    job = _failed_past_its_limit_unwatched(
+        alice,
+        settings,
+        "echo 'NCCL watchdog timeout'; sleep 30",
+        fault_tolerance=True,
+        fault_tolerance_config=fault,
+    )
+
+    assert job.status == JobStatus.TIMED_OUT
+    assert job.restarts == 0
+    assert not attempt_dir(job.public_id, 2).exists()
+    assert job.events.filter(reason="ReplicaFailed").count() == 1
 
 
 def test_a_replica_that_failed_within_its_time_limit_noticed_after_it_ends_the_job_failed(
