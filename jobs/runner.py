@@ -778,15 +778,24 @@ class Capacity:
             )
         return None
 
-    def allocate(self, need: Requirement) -> Allocation | None:
+    def shortfall(self, need: Requirement) -> str:
+        """Which rule keeps `need` from starting now, in allocate's order: "running"
+        (LOCAL_MAX_RUNNING_JOBS local jobs run), "cards" or "cores"; "" when it fits. One
+        place for the rules, which the refusals and waiting messages name (jobs.wizard,
+        jobs.scheduler)."""
         if self.running >= settings.LOCAL_MAX_RUNNING_JOBS:
-            return None
+            return "running"
         if any(len(self.free_devices.get(c, [])) < n for c, n in need.cards.items()):
-            return None
+            return "cards"
         if need.exclusive_cpus:
             if len(self.free_cpus) < need.exclusive_cpus:
-                return None
+                return "cores"
         elif not self.shared_cpus:
+            return "cores"
+        return ""
+
+    def allocate(self, need: Requirement) -> Allocation | None:
+        if self.shortfall(need):
             return None
         alloc = Allocation()
         for card, count in need.cards.items():

@@ -276,16 +276,18 @@ def dispatch_local(
 def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
     """Why a standalone job the pass cannot start waits, with the numbers (Capacity.allocate's
     rules, in its order: the running-jobs limit, the cards, the cores)."""
-    if capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS:
+    shortfall = capacity.shortfall(need)
+    if shortfall == "running":
         return recorded_plural(
             STANDALONE_JOBS_MESSAGE, "limit", limit=settings.LOCAL_MAX_RUNNING_JOBS
         )
-    for card, wanted in need.cards.items():
-        idle = len(capacity.free_devices.get(card, []))
-        if idle < wanted:
-            return recorded_plural(
-                STANDALONE_CARDS_MESSAGE, "wanted", wanted=wanted, card=card, idle=idle
-            )
+    if shortfall == "cards":
+        for card, wanted in need.cards.items():
+            idle = len(capacity.free_devices.get(card, []))
+            if idle < wanted:
+                return recorded_plural(
+                    STANDALONE_CARDS_MESSAGE, "wanted", wanted=wanted, card=card, idle=idle
+                )
     return recorded(STANDALONE_CORES_MESSAGE)
 
 

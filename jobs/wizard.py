@@ -1318,7 +1318,9 @@ def _no_room_beside(spec: S.JobSpec, plan: NextPass) -> list[str]:
     left = plan.left
     if left is None:
         return []
-    if left.running >= settings.LOCAL_MAX_RUNNING_JOBS:
+    need = requirement(spec)
+    shortfall = left.shortfall(need)
+    if shortfall == "running":
         return [
             ngettext(
                 "A standalone job must start now, but the local pool runs at most %(limit)d "
@@ -1331,12 +1333,8 @@ def _no_room_beside(spec: S.JobSpec, plan: NextPass) -> list[str]:
             )
             % {"limit": settings.LOCAL_MAX_RUNNING_JOBS}
         ]
-    need = requirement(spec)
-    if left.impossible(need):
-        return []  # more cores than the machine has: the pool's own check says so
-    if (need.exclusive_cpus and len(left.free_cpus) < need.exclusive_cpus) or (
-        not need.exclusive_cpus and not left.shared_cpus
-    ):
+    # More cores than the machine has: the pool's own check says so.
+    if shortfall == "cores" and not left.impossible(need):
         return [
             _(
                 "A standalone job must start now, but the CPU cores it needs are taken by jobs "
