@@ -12,10 +12,12 @@ and the job keeps the cards it was given until the worker ends it, as it would."
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, connections, transaction
 
 from jobs import spec as S
 from jobs.health import WorkerIdentity, worker_beat
@@ -23,6 +25,7 @@ from jobs.models import Job, JobStatus, LocalRun
 from jobs.scheduler import STANDALONE_WAITING, dispatch_local, queue_position, why_waiting
 from jobs.services import jobs_submit
 from jobs.wizard import standalone_claim_refusals
+from tests.test_concurrent_limits import _waiting_on_locks
 
 A800 = "baidu.com/a800_80g_cgpu"
 
@@ -141,3 +144,46 @@ def test_a_standalone_job_whose_cards_were_taken_outside_the_plan_waits_first_wi
     Job.objects.filter(pk=outside.pk).update(status=JobStatus.SUCCEEDED)  # its cards are free
 
     assert dispatch_local() == [standalone, small]  # first, then the card it leaves
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_the_worker_starts_while_a_standalone_job_is_admitted_is_counted_once(alice, bob):
+    """The admission reads the cards the running jobs hold, then the Queued jobs: two reads.
+    On PostgreSQL each sees what was committed when it ran, so a start the worker's pass
+    committed between them hid that job from both (no longer Queued, not yet holding cards
+    when the first read ran): its cards read as idle, the standalone job was let in on them,
+    and then waited first in line, nothing behind it starting. SQLite's transaction holds
+    the database's one write lock, so no start lands between the two reads there."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's read committed transactions only")
+    queued = _queue_task(bob, _spec("queued", 4, queue_task=True))
+    passes: list[object] = []
+
+    def the_worker_passes() -> None:
+        try:
+            passes.append(dispatch_local())
+        except Exception as exc:  # said below, not lost in the thread
+            passes.append(exc)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=the_worker_passes)
+
+    def between_the_two_reads(execute, sql, params, many, context):
+        # Just before the Queued jobs are read (jobs.scheduler._queued_local_rows), the
+        # worker's pass runs: to its end, or until it waits for this transaction's lock.
+        if "q_line" in sql and not worker.is_alive() and not passes:
+            worker.start()
+            deadline = time.monotonic() + 30
+            while worker.is_alive() and not _waiting_on_locks() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(between_the_two_reads):
+        refusals, standalone = _admitted(alice, _spec("standalone", 4))
+    worker.join(timeout=60)
+
+    assert standalone is None
+    assert any("the pool has 0 idle now" in m for m in refusals), refusals
+    assert passes == [[queued]]
+    assert _status(queued) == JobStatus.RUNNING
