@@ -291,6 +291,41 @@ def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
     return recorded(STANDALONE_CORES_MESSAGE)
 
 
+def line_jumped(job: Job) -> bool:
+    """Whether queuing `job` now (a standalone job approved or resubmitted: Pending review,
+    Rejected or Submit failed until then) would leave a Queued standalone job without room.
+
+    The pass takes the standalone jobs in submit order, and this one was submitted before
+    those let in while it was held: it goes before them, not after them as the admission's
+    next_pass counts it. Cards are the same in either order, but not the cores: once a job
+    that pins none starts, no core is left to pin (Capacity.allocate), and a CPU-exclusive
+    job let in meanwhile then waited first in line, nothing behind it starting. Only the
+    standalone line is gone through (it comes first); a job the pass sets aside for its
+    owner's quota is counted as starting, which can only refuse more."""
+    from .runner import current_capacity, requirement
+
+    later = Q(created_at__gt=job.created_at) | Q(created_at=job.created_at, id__gt=job.pk)
+    line = (
+        Job.objects.filter(backend="local", status=JobStatus.QUEUED)
+        .annotate(line=LINE)
+        .filter(line=STANDALONE_LINE)
+        .order_by("created_at", "id")
+    )
+    if not line.filter(later).exists():
+        return False  # it goes last, as the admission counted it
+    capacity = current_capacity()
+    for queued in [*line.exclude(later), job, *line.filter(later)]:
+        try:
+            need = requirement(queued.job_spec())
+        except SpecError:
+            continue  # the pass fails it
+        if capacity.impossible(need):
+            continue  # the pass fails it
+        if capacity.allocate(need) is None:
+            return True
+    return False
+
+
 def idle_after_next_pass() -> dict[str, list[int]]:
     """The cards of each type the next scheduling pass leaves idle (next_pass)."""
     return next_pass().free

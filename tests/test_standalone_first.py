@@ -20,8 +20,10 @@ import pytest
 from django.db import connection, connections, transaction
 
 from jobs import spec as S
+from jobs.actions import ActionError
 from jobs.health import WorkerIdentity, worker_beat
 from jobs.models import Job, JobStatus, LocalRun
+from jobs.review import job_approve
 from jobs.scheduler import STANDALONE_WAITING, dispatch_local, queue_position, why_waiting
 from jobs.services import jobs_submit
 from jobs.wizard import standalone_claim_refusals
@@ -144,6 +146,35 @@ def test_a_standalone_job_whose_cards_were_taken_outside_the_plan_waits_first_wi
     Job.objects.filter(pk=outside.pk).update(status=JobStatus.SUCCEEDED)  # its cards are free
 
     assert dispatch_local() == [standalone, small]  # first, then the card it leaves
+
+
+def test_approving_a_held_standalone_job_is_refused_when_it_would_make_one_let_in_after_it_wait(
+    alice, bob, admin_user
+):
+    # Alice's job (no exclusive cores) waits for review; Bob's CPU-exclusive job is let in
+    # meanwhile. Approved, Alice's would start first (it was submitted first), and once a job
+    # that pins no core runs, no core is left to pin: Bob's would wait, blocking the pool.
+    held = jobs_submit(
+        owner=alice,
+        spec=_spec("held", 1),
+        submit_key=uuid.uuid4().hex,
+        initial_status=JobStatus.PENDING_REVIEW,
+    )[0]
+    _refusals, exclusive = _admitted(bob, _spec("exclusive", 1, cpu_exclusive=True))
+    assert exclusive is not None
+
+    with pytest.raises(ActionError) as refused:
+        job_approve(job=held, reviewer=admin_user)
+    started = dispatch_local()
+
+    assert "Not approved: a standalone job must start at once" in str(refused.value)
+    assert "the CPU cores they need would then be taken" in str(refused.value)
+    assert _status(held) == JobStatus.PENDING_REVIEW
+    assert started == [exclusive]
+    assert not exclusive.events.filter(reason=STANDALONE_WAITING).exists()
+    # Once Bob's job has started, Alice's is approved: it starts beside it.
+    assert job_approve(job=held, reviewer=admin_user) is True
+    assert _status(held) == JobStatus.QUEUED
 
 
 @pytest.mark.django_db(transaction=True)
