@@ -612,10 +612,17 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
         over = excesses(quota_limits(job.owner_id), usage, need.cards)
         now = waiting_message(over[0]) if over else None
     elif said == STANDALONE_WAITING:
-        # What the last pass found short (its numbers): a standalone job waits first in
-        # line, so the next pass that finds room starts it, and says nothing more.
-        event = _words(job).first()
-        return event.message_shown if event is not None else _(IN_QUEUE_MESSAGE)
+        # What it lacks now, as the next pass would find it (the event is said once, with the
+        # numbers of the pass that first found it short: cards given back since, or the
+        # running-jobs limit now the reason, made it untrue). The pass stops at the first
+        # standalone job without room (`left`: what there was at its turn).
+        try:
+            need = requirement(job.job_spec())
+        except SpecError:  # the scheduler's next pass fails it, saying why
+            return _(IN_QUEUE_MESSAGE)
+        plan = next_pass()
+        if plan.standalone_waits and plan.left is not None and plan.left.shortfall(need):
+            now = standalone_waiting_message(need, plan.left)
     elif said == NETWORK_UNAVAILABLE:
         # The active worker's finding now (another worker may have taken over since).
         now = network_waiting_message(worker.network_problem) if worker.network_problem else None

@@ -148,6 +148,28 @@ def test_a_standalone_job_whose_cards_were_taken_outside_the_plan_waits_first_wi
     assert dispatch_local() == [standalone, small]  # first, then the card it leaves
 
 
+def test_a_waiting_standalone_jobs_page_says_what_it_lacks_now_not_what_the_last_pass_found(
+    alice, bob, settings
+):
+    _refusals, standalone = _admitted(alice, _spec("standalone", 3))
+    outside = _queue_task(bob, _spec("outside", 3, queue_task=True))
+    Job.objects.filter(pk=outside.pk).update(status=JobStatus.RUNNING)
+    run = LocalRun.objects.create(job=outside, devices={A800: [0, 1, 2]}, cpus=[])
+    dispatch_local()  # "it needs 3 … and 1 are idle now", said once
+    worker_beat(worker=WorkerIdentity.here())
+
+    run.devices = {A800: [0, 1]}  # one card given back: 2 are idle
+    run.save()
+    with_two_idle = why_waiting(standalone)
+    settings.LOCAL_MAX_RUNNING_JOBS = 1  # and the pool may run no more job beside that one
+    at_the_limit = why_waiting(standalone)
+
+    assert "it needs 3 baidu.com/a800_80g_cgpu cards and 2 are idle now" in with_two_idle
+    assert at_the_limit.startswith("Waiting for room: a standalone job starts before every")
+    assert "runs at most 1 job at once" in at_the_limit
+    assert standalone.events.filter(reason=STANDALONE_WAITING).count() == 1
+
+
 def test_approving_a_held_standalone_job_is_refused_when_it_would_make_one_let_in_after_it_wait(
     alice, bob, admin_user
 ):
