@@ -28,7 +28,8 @@ Decisions (README "Scripts and SDKs"):
   second as its token: two different jobs sent in one second must both be made. After the
   window, or once that job is deleted, the token makes a new job.
 - A job the idle cards cannot hold now is queued and waits, as AIHC queues it: a body that
-  does not choose (AIHC's never do) makes a local job a queue task of one. A body that asks
+  does not choose (AIHC's never do) makes a local job a queue task of one (or of the group
+  size its console.submission.total gives, kept with its concurrency). A body that asks
   for a standalone local job (console.submission.mode "standalone", the console's own key)
   is admitted as the wizard admits one, under the cards lock, or refused with 409
   ResourceInsufficient and the wizard's numbers (sched26): a standalone job starts before
@@ -44,6 +45,7 @@ Decisions (README "Scripts and SDKs"):
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -554,10 +556,9 @@ def job_create(
         # AIHC's bodies have no standalone/queue choice: a job is queued, as AIHC queues it
         # (seed 001), so it is stored as a queue task of one. Stored as a standalone job (the
         # spec's default), it would start before every queue task without ever having been
-        # admitted against the idle cards (jobs.scheduler's rules).
-        spec.submission = spec_module.Submission(
-            mode=spec_module.SUBMIT_QUEUE, total=1, concurrency=1
-        )
+        # admitted against the idle cards (jobs.scheduler's rules). A group's size and
+        # concurrency the body gives without a mode are kept (1 and 1 when it gives none).
+        spec.submission = dataclasses.replace(spec.submission, mode=spec_module.SUBMIT_QUEUE)
     errors = spec_module.validate(spec)
     # What the pool refuses whatever is idle now (a job asking more than the owner's quota
     # allows at all...); a standalone job's claim on the idle cards is read below, under the

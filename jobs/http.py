@@ -52,12 +52,21 @@ class HtmxLoginEndedMiddleware:
         # log-in in another tab. The page must neither show that user's data (a job list's
         # refresh drew the other user's jobs under the first one's name) nor act as them.
         page_user = request.headers.get("X-Console-User")
-        if (
-            getattr(request, "htmx", False)
-            and page_user
-            and request.user.is_authenticated
-            and page_user != str(request.user.pk)
-        ):
+        if getattr(request, "htmx", False) and page_user:
+            try:
+                other_user = request.user.is_authenticated and page_user != str(request.user.pk)
+            except DatabaseLibraryError:
+                # The session and user are read here, before the view: the 503 middleware
+                # (DatabaseUnreachableMiddleware) sees only what a view raises, and every
+                # refresh of an open page was a 500 with a traceback while the database was
+                # down.
+                unreachable = database_unreachable_response(request)
+                if unreachable is None:
+                    raise
+                return unreachable
+        else:
+            other_user = False
+        if other_user:
             return HttpResponse(
                 status=401,
                 content_type="text/plain; charset=utf-8",

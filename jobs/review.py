@@ -223,7 +223,7 @@ def job_approve(*, job: Job, reviewer: Any) -> bool:
         # Read and queued under the cards lock, one decision at a time, as the wizard's
         # submit is: two approvals (or an approval and a submit) for the last cards at the
         # same instant would both find them idle.
-        refusals = standalone_approval_refusals(spec=spec, owner=job.owner)
+        refusals = standalone_approval_refusals(spec=spec, job=job)
         if refusals:
             raise ActionError(
                 _(
@@ -327,7 +327,7 @@ def job_resubmit(*, job: Job, actor: Any) -> bool:
         fields.update(review_state=ReviewState.NOT_REQUIRED, reviewed_by=None, reviewed_at=None)
     with transaction.atomic():
         # Queued at once, so checked as an approval is: a standalone job never waits.
-        refusals = standalone_approval_refusals(spec=spec, owner=job.owner)
+        refusals = standalone_approval_refusals(spec=spec, job=job)
         if refusals:
             raise ActionError(
                 _(

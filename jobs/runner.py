@@ -72,6 +72,7 @@ from .backends.local import (
     visible_devices,
 )
 from .health import WorkerIdentity, active_runner, holds_lease
+from .locks import local_cards_locked
 from .models import Job, JobEvent, JobReplica, JobStatus, LocalRun
 from .runtime_env import LOCAL_MPI_RSH_AGENT, mpi_hostfile, replica_environment, replica_refs
 from .sandbox import (
@@ -1552,6 +1553,11 @@ def start_job(
     spec = job.job_spec()
     now = timezone.now()
     with transaction.atomic():
+        # First, so that no admission of a standalone job reads the pool between this start's
+        # two changes (jobs.locks.local_cards_locked): on PostgreSQL each of its reads sees what
+        # was committed when it ran, and a start committed between its read of the cards held
+        # and its read of the Queued jobs hid this job from both, its cards read as idle.
+        local_cards_locked()
         if worker is not None and not holds_lease(worker=worker):
             logger.warning("%s not started: this worker no longer holds the lease", job.public_id)
             return False

@@ -291,6 +291,41 @@ def standalone_waiting_message(need: Requirement, capacity: Capacity) -> str:
     return recorded(STANDALONE_CORES_MESSAGE)
 
 
+def line_jumped(job: Job) -> bool:
+    """Whether queuing `job` now (a standalone job approved or resubmitted: Pending review,
+    Rejected or Submit failed until then) would leave a Queued standalone job without room.
+
+    The pass takes the standalone jobs in submit order, and this one was submitted before
+    those let in while it was held: it goes before them, not after them as the admission's
+    next_pass counts it. Cards are the same in either order, but not the cores: once a job
+    that pins none starts, no core is left to pin (Capacity.allocate), and a CPU-exclusive
+    job let in meanwhile then waited first in line, nothing behind it starting. Only the
+    standalone line is gone through (it comes first); a job the pass sets aside for its
+    owner's quota is counted as starting, which can only refuse more."""
+    from .runner import current_capacity, requirement
+
+    later = Q(created_at__gt=job.created_at) | Q(created_at=job.created_at, id__gt=job.pk)
+    line = (
+        Job.objects.filter(backend="local", status=JobStatus.QUEUED)
+        .annotate(line=LINE)
+        .filter(line=STANDALONE_LINE)
+        .order_by("created_at", "id")
+    )
+    if not line.filter(later).exists():
+        return False  # it goes last, as the admission counted it
+    capacity = current_capacity()
+    for queued in [*line.exclude(later), job, *line.filter(later)]:
+        try:
+            need = requirement(queued.job_spec())
+        except SpecError:
+            continue  # the pass fails it
+        if capacity.impossible(need):
+            continue  # the pass fails it
+        if capacity.allocate(need) is None:
+            return True
+    return False
+
+
 def idle_after_next_pass() -> dict[str, list[int]]:
     """The cards of each type the next scheduling pass leaves idle (next_pass)."""
     return next_pass().free
@@ -577,10 +612,17 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
         over = excesses(quota_limits(job.owner_id), usage, need.cards)
         now = waiting_message(over[0]) if over else None
     elif said == STANDALONE_WAITING:
-        # What the last pass found short (its numbers): a standalone job waits first in
-        # line, so the next pass that finds room starts it, and says nothing more.
-        event = _words(job).first()
-        return event.message_shown if event is not None else _(IN_QUEUE_MESSAGE)
+        # What it lacks now, as the next pass would find it (the event is said once, with the
+        # numbers of the pass that first found it short: cards given back since, or the
+        # running-jobs limit now the reason, made it untrue). The pass stops at the first
+        # standalone job without room (`left`: what there was at its turn).
+        try:
+            need = requirement(job.job_spec())
+        except SpecError:  # the scheduler's next pass fails it, saying why
+            return _(IN_QUEUE_MESSAGE)
+        plan = next_pass()
+        if plan.standalone_waits and plan.left is not None and plan.left.shortfall(need):
+            now = standalone_waiting_message(need, plan.left)
     elif said == NETWORK_UNAVAILABLE:
         # The active worker's finding now (another worker may have taken over since).
         now = network_waiting_message(worker.network_problem) if worker.network_problem else None

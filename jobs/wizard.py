@@ -53,7 +53,7 @@ from .locks import local_cards_locked
 from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
 from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
-from .scheduler import RANKS, NextPass, next_pass
+from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
 from .summary import spec_changes
 from .volume_access import GroupNames, pool_for_user, volume_refusals
@@ -1397,16 +1397,27 @@ def standalone_claim_refusals(*, spec: S.JobSpec, owner: Any, submit_key: str) -
     return _standalone_refusals_now(spec, owner)
 
 
-def standalone_approval_refusals(*, spec: S.JobSpec, owner: Any) -> list[str]:
+def standalone_approval_refusals(*, spec: S.JobSpec, job: Job) -> list[str]:
     """What refuses the approval of a held standalone local job now (jobs.review.job_approve),
     read under the local pool's cards lock inside the transaction that queues it: the cards
     it was submitted for may have gone to other jobs while it waited for review, and a
-    standalone job must never wait. `owner` is the job's owner (their quota), not the
-    reviewer. Empty for any other job."""
+    standalone job must never wait. The job's owner's quota counts, not the reviewer's.
+    Queued, it takes its place in the standalone line by its submit time, before the
+    standalone jobs let in meanwhile: none of them may be left without room by it
+    (jobs.scheduler.line_jumped). Empty for any other job."""
     if not _standalone_local(spec):
         return []
     local_cards_locked()
-    return _standalone_refusals_now(spec, owner)
+    refusals = _standalone_refusals_now(spec, job.owner)
+    if not refusals and line_jumped(job):
+        refusals = [
+            _(
+                "It was submitted before standalone jobs that are queued now and start in "
+                "submit order, so it would start before them, and the CPU cores they need "
+                "would then be taken: one of them would wait, which a standalone job must not."
+            )
+        ]
+    return refusals
 
 
 def _standalone_local(spec: S.JobSpec) -> bool:

@@ -55,6 +55,20 @@ def test_a_create_that_does_not_choose_is_stored_as_a_queue_task_and_one_that_do
     assert Job.objects.get(public_id=plain).status == JobStatus.QUEUED
 
 
+def test_a_create_giving_a_group_size_without_a_mode_makes_that_many_queue_tasks(api):
+    # No mode reads as a queue task (AIHC queues every job); the group's size and concurrency
+    # the body gives are the body's, not replaced by a group of one.
+    job_body = card_body("group", cards=1, command="true")
+    job_body["console"] = {"submission": {"total": 3, "concurrency": 2}}
+
+    api.create_job(pool="local", body=job_body)
+
+    jobs = list(Job.objects.filter(name="group"))
+    assert len(jobs) == 3
+    assert {(j.group.total, j.group.concurrency) for j in jobs} == {(3, 2)}
+    assert {j.job_spec().submission.mode for j in jobs} == {S.SUBMIT_QUEUE}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_standalone_creates_racing_for_the_last_cards_make_exactly_one_job(
     wsgi,

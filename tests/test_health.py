@@ -566,3 +566,40 @@ def test_a_page_not_found_or_expired_answers_503_too_while_the_database_cannot_b
     }
     assert "Traceback" not in done.stderr
     assert "the database cannot be reached (GET /favicon.ico)" in done.stderr
+
+
+# A logged-in page's refresh (htmx, with the page's user in X-Console-User: base.html), in a
+# process whose database cannot be opened.
+POLL_WITHOUT_A_DATABASE = """
+import json, django
+django.setup()
+from django.test import Client
+client = Client(HTTP_HOST="127.0.0.1", raise_request_exception=False)
+client.cookies["sessionid"] = "abcdefgh12345678"
+poll = client.get("/", headers={"HX-Request": "true", "X-Console-User": "1"})
+print(json.dumps([poll.status_code, poll.get("Retry-After")]))
+"""
+
+
+def test_a_pages_refresh_answers_503_too_while_the_database_cannot_be_reached(tmp_path):
+    # The check that the page's user is the one logged in (jobs.http.HtmxLoginEndedMiddleware,
+    # qa36) reads the session before the 503 middleware looks: every refresh of every open
+    # page was a 500 with a traceback, two every 2 s per job page.
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "CONSOLE_VAR_DIR": str(tmp_path / "var"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'gone' / 'console.sqlite3'}",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", POLL_WITHOUT_A_DATABASE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert json.loads(done.stdout.splitlines()[-1]) == [503, "30"]
+    assert "Traceback" not in done.stderr
+    assert "the database cannot be reached (GET /)" in done.stderr

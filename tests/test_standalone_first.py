@@ -12,17 +12,22 @@ and the job keeps the cards it was given until the worker ends it, as it would."
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, connections, transaction
 
 from jobs import spec as S
+from jobs.actions import ActionError
 from jobs.health import WorkerIdentity, worker_beat
 from jobs.models import Job, JobStatus, LocalRun
+from jobs.review import job_approve
 from jobs.scheduler import STANDALONE_WAITING, dispatch_local, queue_position, why_waiting
 from jobs.services import jobs_submit
 from jobs.wizard import standalone_claim_refusals
+from tests.test_concurrent_limits import _waiting_on_locks
 
 A800 = "baidu.com/a800_80g_cgpu"
 
@@ -141,3 +146,97 @@ def test_a_standalone_job_whose_cards_were_taken_outside_the_plan_waits_first_wi
     Job.objects.filter(pk=outside.pk).update(status=JobStatus.SUCCEEDED)  # its cards are free
 
     assert dispatch_local() == [standalone, small]  # first, then the card it leaves
+
+
+def test_a_waiting_standalone_jobs_page_says_what_it_lacks_now_not_what_the_last_pass_found(
+    alice, bob, settings
+):
+    _refusals, standalone = _admitted(alice, _spec("standalone", 3))
+    outside = _queue_task(bob, _spec("outside", 3, queue_task=True))
+    Job.objects.filter(pk=outside.pk).update(status=JobStatus.RUNNING)
+    run = LocalRun.objects.create(job=outside, devices={A800: [0, 1, 2]}, cpus=[])
+    dispatch_local()  # "it needs 3 … and 1 are idle now", said once
+    worker_beat(worker=WorkerIdentity.here())
+
+    run.devices = {A800: [0, 1]}  # one card given back: 2 are idle
+    run.save()
+    with_two_idle = why_waiting(standalone)
+    settings.LOCAL_MAX_RUNNING_JOBS = 1  # and the pool may run no more job beside that one
+    at_the_limit = why_waiting(standalone)
+
+    assert "it needs 3 baidu.com/a800_80g_cgpu cards and 2 are idle now" in with_two_idle
+    assert at_the_limit.startswith("Waiting for room: a standalone job starts before every")
+    assert "runs at most 1 job at once" in at_the_limit
+    assert standalone.events.filter(reason=STANDALONE_WAITING).count() == 1
+
+
+def test_approving_a_held_standalone_job_is_refused_when_it_would_make_one_let_in_after_it_wait(
+    alice, bob, admin_user
+):
+    # Alice's job (no exclusive cores) waits for review; Bob's CPU-exclusive job is let in
+    # meanwhile. Approved, Alice's would start first (it was submitted first), and once a job
+    # that pins no core runs, no core is left to pin: Bob's would wait, blocking the pool.
+    held = jobs_submit(
+        owner=alice,
+        spec=_spec("held", 1),
+        submit_key=uuid.uuid4().hex,
+        initial_status=JobStatus.PENDING_REVIEW,
+    )[0]
+    _refusals, exclusive = _admitted(bob, _spec("exclusive", 1, cpu_exclusive=True))
+    assert exclusive is not None
+
+    with pytest.raises(ActionError) as refused:
+        job_approve(job=held, reviewer=admin_user)
+    started = dispatch_local()
+
+    assert "Not approved: a standalone job must start at once" in str(refused.value)
+    assert "the CPU cores they need would then be taken" in str(refused.value)
+    assert _status(held) == JobStatus.PENDING_REVIEW
+    assert started == [exclusive]
+    assert not exclusive.events.filter(reason=STANDALONE_WAITING).exists()
+    # Once Bob's job has started, Alice's is approved: it starts beside it.
+    assert job_approve(job=held, reviewer=admin_user) is True
+    assert _status(held) == JobStatus.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_the_worker_starts_while_a_standalone_job_is_admitted_is_counted_once(alice, bob):
+    """The admission reads the cards the running jobs hold, then the Queued jobs: two reads.
+    On PostgreSQL each sees what was committed when it ran, so a start the worker's pass
+    committed between them hid that job from both (no longer Queued, not yet holding cards
+    when the first read ran): its cards read as idle, the standalone job was let in on them,
+    and then waited first in line, nothing behind it starting. SQLite's transaction holds
+    the database's one write lock, so no start lands between the two reads there."""
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's read committed transactions only")
+    queued = _queue_task(bob, _spec("queued", 4, queue_task=True))
+    passes: list[object] = []
+
+    def the_worker_passes() -> None:
+        try:
+            passes.append(dispatch_local())
+        except Exception as exc:  # said below, not lost in the thread
+            passes.append(exc)
+        finally:
+            connections.close_all()
+
+    worker = threading.Thread(target=the_worker_passes)
+
+    def between_the_two_reads(execute, sql, params, many, context):
+        # Just before the Queued jobs are read (jobs.scheduler._queued_local_rows), the
+        # worker's pass runs: to its end, or until it waits for this transaction's lock.
+        if "q_line" in sql and not worker.is_alive() and not passes:
+            worker.start()
+            deadline = time.monotonic() + 30
+            while worker.is_alive() and not _waiting_on_locks() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(between_the_two_reads):
+        refusals, standalone = _admitted(alice, _spec("standalone", 4))
+    worker.join(timeout=60)
+
+    assert standalone is None
+    assert any("the pool has 0 idle now" in m for m in refusals), refusals
+    assert passes == [[queued]]
+    assert _status(queued) == JobStatus.RUNNING
