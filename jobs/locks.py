@@ -41,8 +41,9 @@ def local_cards_locked() -> None:
     reads the idle cards after the first one's job is committed, and counts it (jobs.wizard,
     standalone_claim_refusals). A job's start takes it too (jobs.runner.start_job): a decision
     reads the cards held and then the Queued jobs, and a start committed between the two
-    reads (PostgreSQL's read committed) was in neither. PostgreSQL: a transaction-level advisory lock, which holds up
-    nothing else. SQLite: BEGIN IMMEDIATE already holds the database's write lock."""
+    reads (PostgreSQL's read committed) was in neither. PostgreSQL: a transaction-level
+    advisory lock, which holds up nothing else. SQLite: BEGIN IMMEDIATE already holds the
+    database's write lock."""
     connection = transaction.get_connection()
     assert connection.in_atomic_block, "local_cards_locked needs a transaction"
     if connection.vendor == "postgresql":
