@@ -78,9 +78,24 @@ document.addEventListener("change", (event) => {
   }
   syncSelectAll(box.form);
 });
+// A refresh does not carry the selection (its boxes come unticked), so a row it brings onto
+// this page (a job ticked on another page, moved here as rows above it ended or were deleted)
+// is ticked again from the bar, which names every job selected; else its unticked box dropped
+// it from the selection without a word (qa40).
+function tickSelectedRows(form) {
+  const list = form.querySelector("#selection-jobs");
+  if (!list) return;
+  form.querySelectorAll("input[type=checkbox][name=jobs]").forEach((box) => {
+    if (!box.checked && list.querySelector(`.selection-job[data-job="${CSS.escape(box.value)}"]`)) {
+      box.checked = true;
+    }
+  });
+}
 document.addEventListener("htmx:afterSettle", () => {
   const form = document.getElementById("bulk-form");
-  if (form) syncSelectAll(form);
+  if (!form) return;
+  tickSelectedRows(form);
+  syncSelectAll(form);
 });
 
 // The job list's selection across its pages and filters (jobs.selection): the page links and
