@@ -1,12 +1,12 @@
-"""The job list's 3-second refresh, as a team lead on a busy list meets it: rows come and go
-under a filter while jobs are ticked for a bulk action, and no tick is lost or made on the way."""
+"""The job list in a browser, as a team lead on a busy list meets it: rows come and go under a
+filter while jobs are ticked for a bulk action, and a job opened from it and deleted returns to it."""
 
 from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
 
-from jobs.models import JobStatus
+from jobs.models import Job, JobStatus
 from jobs.services import job_transition
 
 from .test_job_pages_browser import submitted
@@ -40,3 +40,28 @@ def test_a_job_ticked_on_page_2_that_the_refresh_brings_onto_page_1_stays_ticked
     page.click("#bulk-stop")
     expect(page.locator("#bulk-jobs tbody tr")).to_have_count(1)
     expect(page.locator(f'#bulk-jobs tr[data-job="{oldest.public_id}"]')).to_be_visible()
+
+
+def test_a_job_opened_from_page_2_of_a_filter_and_deleted_returns_to_that_page_of_that_filter(
+    logged_in_page, alice
+):
+    jobs = [submitted(alice, f"queued-{n:02d}") for n in range(22)]
+    oldest = jobs[0]
+    page = logged_in_page
+    page.goto("/?status=queued")
+    page.get_by_role("link", name="下一页").click()
+    page.wait_for_url("**/?status=queued&page=2")
+    page.click(f"#job-link-{oldest.public_id}")
+    page.wait_for_url(f"**/jobs/{oldest.public_id}/")
+    # Queued: its page refreshes, redrawing its buttons; the way back outlives that.
+    with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
+        pass
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-delete")
+
+    page.wait_for_url("**/?status=queued&page=2")
+    expect(page.locator(".alert-success")).to_contain_text("queued-00")
+    expect(page.locator("#id_status")).to_have_value("queued")
+    expect(page.locator("tbody tr[data-job]")).to_have_count(1)  # queued-01, page 2's last
+    assert not Job.objects.filter(pk=oldest.pk).exists()
