@@ -98,6 +98,30 @@ document.addEventListener("htmx:afterSettle", () => {
   syncSelectAll(form);
 });
 
+// The job list's refresh does not move rows under the mouse: while it is over the table, a
+// refresh that would put other jobs where they are (a job above ended under a status filter,
+// a new one came in, one was deleted elsewhere) is not swapped in, so the box or link aimed at
+// is still that job's when clicked (qa40: a team lead ticking jobs on ?status=running ticked
+// the next job down as the one above finished). Polling goes on; the first refresh after the
+// mouse has left brings the new rows. One that only changes statuses is swapped in at once.
+let pointerOnJobTable = false;
+document.addEventListener("pointerover", (event) => {
+  pointerOnJobTable = event.target instanceof Element && Boolean(event.target.closest("#job-table"));
+});
+document.addEventListener("pointerout", (event) => {
+  if (!event.relatedTarget) pointerOnJobTable = false; // out of the window
+});
+function jobRows(root) {
+  return Array.from(root.querySelectorAll("tr[data-job]"), (row) => row.dataset.job).join(" ");
+}
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const table = event.detail.target;
+  if (!pointerOnJobTable || !table || table.id !== "job-table" || !isPoll(event.detail.elt)) return;
+  const next = document.createElement("template");
+  next.innerHTML = event.detail.serverResponse;
+  if (jobRows(next.content) !== jobRows(table)) event.detail.shouldSwap = false;
+});
+
 // The job list's selection across its pages and filters (jobs.selection): the page links and
 // the filter form carry, as sel=, the jobs ticked on other pages (the bar's, less this page's
 // rows) and the boxes ticked here, so the next page keeps them. Without JavaScript the links

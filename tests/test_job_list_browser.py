@@ -65,3 +65,46 @@ def test_a_job_opened_from_page_2_of_a_filter_and_deleted_returns_to_that_page_o
     expect(page.locator("#id_status")).to_have_value("queued")
     expect(page.locator("tbody tr[data-job]")).to_have_count(1)  # queued-01, page 2's last
     assert not Job.objects.filter(pk=oldest.pk).exists()
+
+
+POLLS_DONE = """() => {
+  window.pollsDone = 0;
+  document.addEventListener("htmx:afterRequest", () => { window.pollsDone += 1; });
+}"""
+
+
+def test_the_refresh_does_not_move_rows_under_the_mouse_and_brings_them_once_it_has_left(
+    logged_in_page, alice
+):
+    jobs = [submitted(alice, f"queued-{n}") for n in range(5)]
+    newest, aimed_at = jobs[-1], jobs[2]
+    page = logged_in_page
+    page.goto("/?status=queued")
+    page.evaluate(POLLS_DONE)
+    page.hover(f"#select-{aimed_at.public_id}")
+    rows = page.locator("tbody tr[data-job]")
+    before = rows.evaluate_all("rows => rows.map(row => row.dataset.job)")
+
+    # The top job ends: it leaves the filter, and the rows below it would move up one, the next
+    # job's box where the mouse is. Two refreshes done: one asked for after it ended.
+    job_transition(job=newest, to=JobStatus.FAILED, reason="Test")
+    done = page.evaluate("window.pollsDone")
+    for _ in range(300):  # a refresh is asked for every 3 s: at most 30 s
+        if page.evaluate("window.pollsDone") >= done + 2:
+            break
+        page.wait_for_timeout(100)
+    else:
+        pytest.fail("The list did not refresh.")
+
+    assert rows.evaluate_all("rows => rows.map(row => row.dataset.job)") == before
+    page.hover(f"#select-{aimed_at.public_id}")
+    page.mouse.down()
+    page.mouse.up()
+    expect(page.locator(f"#select-{aimed_at.public_id}")).to_be_checked()
+
+    # The mouse leaves the table: the next refresh takes the ended job away, the tick kept.
+    page.hover("h1")
+    expect(page.locator(f'tr[data-job="{newest.public_id}"]')).to_have_count(0)
+    expect(rows).to_have_count(4)
+    expect(page.locator(f"#select-{aimed_at.public_id}")).to_be_checked()
+    expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
