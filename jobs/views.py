@@ -781,7 +781,19 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     context.update(_log_search(job, context["log_label"], request.GET))
     context["hang"] = _hang_context(request, job, request.GET.get("capture", ""))
+    context["list_back"] = _list_left(request)
     return render(request, "jobs/job_detail.html", context)
+
+
+def _list_left(request: AuthenticatedHttpRequest) -> str:
+    """The job list's filters and page this job page was opened from (the link's Referer), for
+    Delete to return to: a team lead going through a filter's jobs one by one kept their place
+    only with the browser's Back, which led to the deleted job's page (qa40). Empty when opened
+    any other way (a bookmark, a mail, another page): Delete then returns to the list itself."""
+    came_from = urlsplit(request.headers.get("Referer", ""))
+    if came_from.path != reverse("job-list"):
+        return ""
+    return _list_query(came_from.query)
 
 
 def _job_seen_by_staff_too(request: AuthenticatedHttpRequest, public_id: str) -> Job:
@@ -1058,6 +1070,8 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
     job = _job(request, public_id)
     if request.POST.get("confirmed") != "1":
         return _confirm(request, job, "delete")
+    # Back to the list as the job page was opened from it (its filters and page), if it was.
+    back = _list_query(request.POST.get("back", ""))
     try:
         gone = job_delete(job=job)
     except ActionError as exc:
@@ -1080,7 +1094,7 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
         messages.info(
             request, _("Job %(name)s will be deleted once it has stopped.") % {"name": job.name}
         )
-    return redirect("job-list")
+    return redirect(f"{reverse('job-list')}?{back}" if back else reverse("job-list"))
 
 
 STOP_QUESTION = gettext_lazy("Stop this job? Its instances are ended and it cannot be resumed.")
@@ -1109,6 +1123,8 @@ def _confirm(request: AuthenticatedHttpRequest, job: Job, action: str) -> HttpRe
         "heading": (_("Stop job %(name)s?") if stop else _("Delete job %(name)s?"))
         % {"name": job.name},
         "question": _stop_question(job) if stop else DELETE_QUESTION,
+        # Delete's way back to the list as it was left (job_delete_view), kept through the question.
+        "back": "" if stop else _list_query(request.POST.get("back", "")),
     }
     return render(request, "jobs/job_confirm.html", context)
 

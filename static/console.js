@@ -78,9 +78,48 @@ document.addEventListener("change", (event) => {
   }
   syncSelectAll(box.form);
 });
+// A refresh does not carry the selection (its boxes come unticked), so a row it brings onto
+// this page (a job ticked on another page, moved here as rows above it ended or were deleted)
+// is ticked again from the bar, which names every job selected; else its unticked box dropped
+// it from the selection without a word (qa40).
+function tickSelectedRows(form) {
+  const list = form.querySelector("#selection-jobs");
+  if (!list) return;
+  form.querySelectorAll("input[type=checkbox][name=jobs]").forEach((box) => {
+    if (!box.checked && list.querySelector(`.selection-job[data-job="${CSS.escape(box.value)}"]`)) {
+      box.checked = true;
+    }
+  });
+}
 document.addEventListener("htmx:afterSettle", () => {
   const form = document.getElementById("bulk-form");
-  if (form) syncSelectAll(form);
+  if (!form) return;
+  tickSelectedRows(form);
+  syncSelectAll(form);
+});
+
+// The job list's refresh does not move rows under the mouse: while it is over the table, a
+// refresh that would put other jobs where they are (a job above ended under a status filter,
+// a new one came in, one was deleted elsewhere) is not swapped in, so the box or link aimed at
+// is still that job's when clicked (qa40: a team lead ticking jobs on ?status=running ticked
+// the next job down as the one above finished). Polling goes on; the first refresh after the
+// mouse has left brings the new rows. One that only changes statuses is swapped in at once.
+let pointerOnJobTable = false;
+document.addEventListener("pointerover", (event) => {
+  pointerOnJobTable = event.target instanceof Element && Boolean(event.target.closest("#job-table"));
+});
+document.addEventListener("pointerout", (event) => {
+  if (!event.relatedTarget) pointerOnJobTable = false; // out of the window
+});
+function jobRows(root) {
+  return Array.from(root.querySelectorAll("tr[data-job]"), (row) => row.dataset.job).join(" ");
+}
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const table = event.detail.target;
+  if (!pointerOnJobTable || !table || table.id !== "job-table" || !isPoll(event.detail.elt)) return;
+  const next = document.createElement("template");
+  next.innerHTML = event.detail.serverResponse;
+  if (jobRows(next.content) !== jobRows(table)) event.detail.shouldSwap = false;
 });
 
 // The job list's selection across its pages and filters (jobs.selection): the page links and

@@ -1,0 +1,110 @@
+"""The job list in a browser, as a team lead on a busy list meets it: rows come and go under a
+filter while jobs are ticked for a bulk action, and a job opened from it and deleted returns to it."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from jobs.models import Job, JobStatus
+from jobs.services import job_transition
+
+from .test_job_pages_browser import submitted
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_job_ticked_on_page_2_that_the_refresh_brings_onto_page_1_stays_ticked_and_selected(
+    logged_in_page, alice
+):
+    # Queued with no worker: the list refreshes every 3 s. queued-00 alone is on page 2.
+    jobs = [submitted(alice, f"queued-{n:02d}") for n in range(21)]
+    oldest, newest = jobs[0], jobs[-1]
+    page = logged_in_page
+    page.goto("/?status=queued&page=2")
+    page.check(f"#select-{oldest.public_id}")
+    page.get_by_role("link", name="上一页").click()
+    page.wait_for_url(f"**/?status=queued&page=1&sel={oldest.public_id}")
+    expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
+
+    # The newest job ends (another tab, the worker): it leaves the filter, and the next refresh
+    # moves queued-00 up from page 2 into this page.
+    job_transition(job=newest, to=JobStatus.FAILED, reason="Test")
+    expect(page.locator(f'tr[data-job="{oldest.public_id}"]')).to_be_visible()
+
+    # Still ticked and still selected, as it was on page 2 (its box came unticked from the
+    # refresh, which does not carry the selection, and the page dropped it without a word).
+    expect(page.locator(f"#select-{oldest.public_id}")).to_be_checked()
+    expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
+    expect(page.locator("#selection-jobs .selection-job")).to_have_text(["queued-00 ×"])
+    page.click("#bulk-stop")
+    expect(page.locator("#bulk-jobs tbody tr")).to_have_count(1)
+    expect(page.locator(f'#bulk-jobs tr[data-job="{oldest.public_id}"]')).to_be_visible()
+
+
+def test_a_job_opened_from_page_2_of_a_filter_and_deleted_returns_to_that_page_of_that_filter(
+    logged_in_page, alice
+):
+    jobs = [submitted(alice, f"queued-{n:02d}") for n in range(22)]
+    oldest = jobs[0]
+    page = logged_in_page
+    page.goto("/?status=queued")
+    page.get_by_role("link", name="下一页").click()
+    page.wait_for_url("**/?status=queued&page=2")
+    page.click(f"#job-link-{oldest.public_id}")
+    page.wait_for_url(f"**/jobs/{oldest.public_id}/")
+    # Queued: its page refreshes, redrawing its buttons; the way back outlives that.
+    with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true"):
+        pass
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-delete")
+
+    page.wait_for_url("**/?status=queued&page=2")
+    expect(page.locator(".alert-success")).to_contain_text("queued-00")
+    expect(page.locator("#id_status")).to_have_value("queued")
+    expect(page.locator("tbody tr[data-job]")).to_have_count(1)  # queued-01, page 2's last
+    assert not Job.objects.filter(pk=oldest.pk).exists()
+
+
+POLLS_DONE = """() => {
+  window.pollsDone = 0;
+  document.addEventListener("htmx:afterRequest", () => { window.pollsDone += 1; });
+}"""
+
+
+def test_the_refresh_does_not_move_rows_under_the_mouse_and_brings_them_once_it_has_left(
+    logged_in_page, alice
+):
+    jobs = [submitted(alice, f"queued-{n}") for n in range(5)]
+    newest, aimed_at = jobs[-1], jobs[2]
+    page = logged_in_page
+    page.goto("/?status=queued")
+    page.evaluate(POLLS_DONE)
+    page.hover(f"#select-{aimed_at.public_id}")
+    rows = page.locator("tbody tr[data-job]")
+    before = rows.evaluate_all("rows => rows.map(row => row.dataset.job)")
+
+    # The top job ends: it leaves the filter, and the rows below it would move up one, the next
+    # job's box where the mouse is. Two refreshes done: one asked for after it ended.
+    job_transition(job=newest, to=JobStatus.FAILED, reason="Test")
+    done = page.evaluate("window.pollsDone")
+    for _ in range(300):  # a refresh is asked for every 3 s: at most 30 s
+        if page.evaluate("window.pollsDone") >= done + 2:
+            break
+        page.wait_for_timeout(100)
+    else:
+        pytest.fail("The list did not refresh.")
+
+    assert rows.evaluate_all("rows => rows.map(row => row.dataset.job)") == before
+    page.hover(f"#select-{aimed_at.public_id}")
+    page.mouse.down()
+    page.mouse.up()
+    expect(page.locator(f"#select-{aimed_at.public_id}")).to_be_checked()
+
+    # The mouse leaves the table: the next refresh takes the ended job away, the tick kept.
+    page.hover("h1")
+    expect(page.locator(f'tr[data-job="{newest.public_id}"]')).to_have_count(0)
+    expect(rows).to_have_count(4)
+    expect(page.locator(f"#select-{aimed_at.public_id}")).to_be_checked()
+    expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
