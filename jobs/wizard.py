@@ -1171,6 +1171,17 @@ def wizard_rules(
         err("storage", _("Add a mount, or turn storage off."))
     if problem := tensorboard_path_read_only(spec):
         err("tensorboardConfig.logPath", problem)
+    if state.template:
+        for i, mount in mounts_over_aiak_code(spec):
+            err(
+                f"datasources[{i}].mountPath",
+                _(
+                    "The mount path %(mount)s hides %(code)s, where the AIAK template's image "
+                    "keeps its training code: the job would not find its start script. Mount "
+                    "it elsewhere, for example /root/pfs."
+                )
+                % {"mount": mount, "code": aiak_catalog()["codeDir"]},
+            )
     for path, messages in console_rules(spec).items():
         errors.setdefault(path, []).extend(messages)
     return errors
@@ -1202,6 +1213,19 @@ def tensorboard_path_read_only(spec: S.JobSpec) -> str:
         "(step Data sources): its code could not write its event files there. Choose a path "
         "on a read-write mount, or mount %(mount)s read-write."
     ) % {"path": log_path, "mount": deepest.mount_path}
+
+
+def mounts_over_aiak_code(spec: S.JobSpec) -> list[tuple[int, str]]:
+    """The mounts (row index, path) at or above the AIAK image's code folder: a volume there
+    hides the template's start script (QA 39: the data step's example, /workspace, did). The
+    wizard's rule: the API takes such a mount, as AIHC does."""
+    code = aiak_catalog()["codeDir"]
+    over = []
+    for i, ds in enumerate(spec.datasources):
+        mount = S.normalised_mount_path(ds.mount_path)
+        if mount and (code == mount or code.startswith(mount.rstrip("/") + "/")):
+            over.append((i, mount))
+    return over
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
