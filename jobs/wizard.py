@@ -169,6 +169,9 @@ _ACTION_RE = re.compile(
 # submitted or 知道了 (Dismiss) is pressed (decision, QA round 24: as a one-time message it went
 # with the first reload or step, and with it the only word that the job would run without them).
 IMPORT_NOTICES = "_import_notices"
+# Draft.data key: the image step's command a new AIAK template replaced, shown on that step
+# until it is done (aiak_refill).
+AIAK_REFILL = "_aiak_refill"
 
 
 # -- catalogs (data files) -------------------------------------------------------------
@@ -1828,6 +1831,63 @@ def _forget(draft: Draft, *steps: str, drop_data: bool = False) -> None:
             draft.data.pop(step, None)
 
 
+def aiak_refill(
+    *, old_basic: Raw, new_basic: Raw, old_image: Any
+) -> tuple[Raw, dict[str, Any]] | None:
+    """The image step a new AIAK template (or mode, or method) fills, from what the engineer
+    made of the last one, and the notice saying so (or {} when nothing of theirs was there).
+
+    QA 39: a new template threw away the command edited on the image step, unsaid. The paths
+    that replaced its placeholder lines are carried into the new command and the variables the
+    engineer added (secret ones too) stay; the template's own variables and the rest of the
+    command are the new template's (its parallel sizes differ), and the command replaced is
+    shown whole on the image step until that step is done, so an edit of it can be made
+    again. None: no template chosen, or no image step saved (the template's defaults)."""
+    template = aiak_templates().get(_one(new_basic, "aiak_template"))
+    if template is None or not isinstance(old_image, dict):
+        return None
+    mode, method = _one(new_basic, "training_mode"), _one(new_basic, "training_method")
+    old_command = _one(old_image, "command")
+    command = template_command(template, mode, method)
+    kept_paths = []
+    for key, placeholder in aiak_catalog()["placeholders"].items():
+        typed = re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(.*)$", old_command, re.M)
+        value = typed.group(1).strip() if typed else ""
+        if value and value != placeholder:
+            # The catalog's commands have each placeholder line once, as KEY=placeholder.
+            command = command.replace(f"{key}={placeholder}", f"{key}={value}", 1)
+            kept_paths.append(key)
+    old_template = aiak_templates().get(_one(old_basic, "aiak_template"))
+    template_names = {e["name"] for e in template["envs"]} | {
+        e["name"] for e in (old_template or {}).get("envs", [])
+    }
+    added = [row for row in rows_of(old_image, "env") if _one(row, "name") not in template_names]
+    rows = [_row(name=e["name"], value=e["value"]) for e in template["envs"]]
+    raw = with_rows(
+        _row(
+            image=template["image"],
+            entrypoint=_one(old_image, "entrypoint") or "bash",
+            command=command,
+        ),
+        "env",
+        (rows + [r for r in added if _one(r, "name") or _one(r, "value")])[: F.MAX_ROWS],
+    )
+    if old_template is not None and _one(old_basic, "creation_mode") == S.CREATION_AIAK:
+        untouched = template_command(
+            old_template, _one(old_basic, "training_mode"), _one(old_basic, "training_method")
+        )
+    else:
+        untouched = ""
+    if S.edge_trimmed(old_command) in ("", S.edge_trimmed(untouched)):
+        return raw, {}
+    notice = {
+        "template": old_template["label"] if old_template else "",
+        "command": old_command,
+        "paths": kept_paths,
+    }
+    return raw, notice
+
+
 def _basic_changed(draft: Draft, new: Raw) -> None:
     """A new framework, pool or AIAK template invalidates what later steps were built on."""
     old = draft.data.get(BASIC)
@@ -1839,8 +1899,15 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
 
     aiak_now = _one(new, "creation_mode") == S.CREATION_AIAK
     if aiak_now and changed("creation_mode", "aiak_template", "training_mode", "training_method"):
-        # The template fills the image, command, envs and resources afresh.
+        # The template fills the image, command, envs and resources afresh, keeping what the
+        # engineer made their own (aiak_refill).
+        refilled = aiak_refill(old_basic=old, new_basic=new, old_image=draft.data.get(IMAGE))
         _forget(draft, IMAGE, RESOURCES, drop_data=True)
+        draft.data.pop(AIAK_REFILL, None)
+        if refilled is not None:
+            draft.data[IMAGE], notice = refilled
+            if notice:
+                draft.data[AIAK_REFILL] = notice
     elif changed("framework"):
         _forget(draft, RESOURCES, drop_data=True)
     if changed("resource_pool"):
@@ -2011,6 +2078,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     forms, ok = check_step(state, step, raw)
     draft.data[step] = raw
     _mark(draft, step, completed=ok)
+    if ok and step == IMAGE:
+        draft.data.pop(AIAK_REFILL, None)
     go_to = STEPS[index + 1]
     if ok and action == "to-review":
         go_to = _first_step_to_fix(draft)

@@ -3,6 +3,9 @@ fills stays the engineer's once edited, and the job it makes can find its own co
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 
 from jobs import wizard as W
@@ -104,3 +107,109 @@ def test_a_custom_job_may_mount_at_workspace(alice_client):
     )
 
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+
+
+# -- changing the template after editing its command ----------------------------------------
+
+
+def command_field(page: str) -> str:
+    found = re.search(r'<textarea[^>]*id="id_command"[^>]*>(.*?)</textarea>', page, re.S)
+    return html.unescape(found.group(1)).strip()
+
+
+def test_the_template_field_says_before_a_change_what_a_new_template_refills(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+
+    r = alice_client.get(step_url(draft, W.BASIC))
+
+    assert (
+        "更换模版、训练模式或训练方法后，镜像与命令、环境变量和资源配置将按新模版重新填写"
+        in r.content.decode()
+    )
+
+
+def test_a_new_template_keeps_the_paths_typed_and_shows_the_command_it_replaced(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    edited = own_paths(W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora"))
+    edited = edited.replace("export TRAINING_METHOD=lora", "export TRAINING_METHOD=lora\nLR=2e-5")
+    post_step(alice_client, draft, W.IMAGE, aiak_image(command=edited))
+
+    r = post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert r.status_code == 302
+    command = command_field(page)
+    assert "sft_qwen1.5_7b.sh" in command or "sft_qwen1_5_7b.sh" in command
+    for key in W.aiak_catalog()["placeholders"]:
+        assert f"{key}=/root/pfs/{key.lower()}" in command
+    assert not W.unreplaced_placeholders(command)
+    assert "LR=2e-5" not in command
+    # What was typed is not lost: the command it replaced is on the page, whole.
+    notice = page[page.index('id="aiak-refill"') :]
+    assert "LR=2e-5" in html.unescape(notice) and "llama2 7b" in notice
+    draft.refresh_from_db()
+    assert W.IMAGE not in draft.completed_steps
+
+
+def test_variables_added_to_a_template_job_stay_after_a_new_template_secret_values_too(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    template_envs = [(e["name"], e["value"]) for e in W.aiak_templates()[TEMPLATE]["envs"]]
+    typed = aiak_image()
+    typed.update(
+        image_data(envs=[*template_envs, ("WANDB_API_KEY", "wandb-secret-1", True), ("LR", "2e-5")])
+        | {"image": typed["image"], "command": typed["command"]}
+    )
+    post_step(alice_client, draft, W.IMAGE, typed)
+
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert "wandb-secret-1" not in page
+    assert 'value="WANDB_API_KEY"' in page and 'value="LR"' in page
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    envs = {e.name: e for e in spec.envs}
+    assert envs["WANDB_API_KEY"].value == "wandb-secret-1" and envs["WANDB_API_KEY"].secret
+    assert envs["LR"].value == "2e-5"
+    new_envs = W.aiak_templates()["qwen1.5-7b"]["envs"]
+    assert all(envs[e["name"]].value == e["value"] for e in new_envs)
+
+
+def test_the_notice_of_the_replaced_command_goes_once_the_image_step_is_done(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    post_step(alice_client, draft, W.IMAGE, aiak_image())
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    template = W.aiak_templates()["qwen1.5-7b"]
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(
+            envs=[(e["name"], e["value"]) for e in template["envs"]],
+            image=template["image"],
+            command=command_field(page),
+        ),
+    )
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+    assert 'id="aiak-refill"' not in alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+
+def test_an_untouched_template_command_is_refilled_without_a_notice(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    alice_client.get(step_url(draft, W.IMAGE))
+
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert "qwen1.5" in command_field(page) or "qwen1_5" in command_field(page)
+    assert 'id="aiak-refill"' not in page
