@@ -1174,6 +1174,8 @@ def wizard_rules(
         err("storage", _("Add a mount, or turn storage off."))
     if problem := tensorboard_path_read_only(spec):
         err("tensorboardConfig.logPath", problem)
+    if state.template and (problem := tensorboard_path_not_the_commands(spec)):
+        err("tensorboardConfig.logPath", problem)
     if state.template:
         for i, mount in mounts_over_aiak_code(spec):
             err(
@@ -1216,6 +1218,31 @@ def tensorboard_path_read_only(spec: S.JobSpec) -> str:
         "(step Data sources): its code could not write its event files there. Choose a path "
         "on a read-write mount, or mount %(mount)s read-write."
     ) % {"path": log_path, "mount": deepest.mount_path}
+
+
+def command_path(command: str, key: str) -> str | None:
+    """The folder an AIAK command sets `key` to (its `KEY=/path` line), when it is one plain
+    absolute path: None for a placeholder, a variable or a line left out."""
+    line = re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(\S*)[ \t]*$", command, re.M)
+    return S.normalised_mount_path(line.group(1).rstrip("/") or "/") if line else None
+
+
+def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
+    """Why Tensorboard would find nothing at the log path of an AIAK job: the template's code
+    writes its event files to the command's TENSORBOARD_PATH, and the log path is neither that
+    folder nor one above it (seed 000: the path must be the code's, or Tensorboard gets no
+    data; QA 39). "" when it is, or when the command's path is not a plain one."""
+    log_path = S.normalised_mount_path(spec.tensorboard.log_path)
+    code_path = command_path(spec.command, "TENSORBOARD_PATH")
+    if not spec.tensorboard.enable or log_path is None or code_path is None:
+        return ""
+    if code_path == log_path or code_path.startswith(log_path.rstrip("/") + "/"):
+        return ""
+    return _(
+        "The AIAK template's code writes its Tensorboard files to TENSORBOARD_PATH=%(code)s "
+        "(the command, step Image and command), so Tensorboard would find nothing in "
+        "%(path)s. Enter %(code)s (or a folder above it), or change that line of the command."
+    ) % {"code": code_path, "path": log_path}
 
 
 def mounts_over_aiak_code(spec: S.JobSpec) -> list[tuple[int, str]]:

@@ -11,6 +11,7 @@ import pytest
 from jobs import wizard as W
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
+    advanced_data,
     basic_data,
     data_data,
     field_errors,
@@ -213,3 +214,44 @@ def test_an_untouched_template_command_is_refilled_without_a_notice(alice_client
 
     assert "qwen1.5" in command_field(page) or "qwen1_5" in command_field(page)
     assert 'id="aiak-refill"' not in page
+
+
+# -- the Tensorboard path against the command's TENSORBOARD_PATH -------------------------------
+
+
+def aiak_draft_up_to_advanced(client):
+    draft = aiak_draft_up_to_data(client)
+    post_step(client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")]))
+    post_step(client, draft, W.FAULT, {})
+    return draft
+
+
+def test_a_tensorboard_path_the_templates_code_does_not_write_to_is_refused_naming_its_path(
+    alice_client,
+):
+    draft = aiak_draft_up_to_advanced(alice_client)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="/root/pfs/tb"),
+    )
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_tensorboard_path")
+    assert any("TENSORBOARD_PATH=/root/pfs/tensorboard_path" in m for m in messages), messages
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+    assert draft.data[W.ADVANCED]["tensorboard_path"] == ["/root/pfs/tb"]
+
+
+@pytest.mark.parametrize("log_path", ["/root/pfs/tensorboard_path", "/root/pfs"])
+def test_the_commands_tensorboard_path_or_a_folder_above_it_is_taken(alice_client, log_path):
+    draft = aiak_draft_up_to_advanced(alice_client)
+
+    r = post_step(
+        alice_client, draft, W.ADVANCED, advanced_data(tensorboard="on", tensorboard_path=log_path)
+    )
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.SUBMISSION)
