@@ -1177,6 +1177,8 @@ def wizard_rules(
     if state.template and (problem := tensorboard_path_not_the_commands(spec)):
         err("tensorboardConfig.logPath", problem)
     if state.template:
+        for i, problem in aiak_paths_read_only(spec):
+            err(f"datasources[{i}].options", problem)
         for i, mount in mounts_over_aiak_code(spec):
             err(
                 f"datasources[{i}].mountPath",
@@ -1202,17 +1204,10 @@ def tensorboard_path_read_only(spec: S.JobSpec) -> str:
     log_path = S.normalised_mount_path(spec.tensorboard.log_path)
     if not spec.tensorboard.enable or log_path is None:
         return ""
-    around = [
-        ds
-        for ds in spec.datasources
-        if (mount := S.normalised_mount_path(ds.mount_path))
-        and (log_path == mount or log_path.startswith(mount.rstrip("/") + "/"))
-    ]
-    if not around:
+    found = mount_holding(spec, log_path)
+    if found is None or not found[1].read_only:
         return ""
-    deepest = max(around, key=lambda ds: len(ds.mount_path))
-    if not deepest.read_only:
-        return ""
+    deepest = found[1]
     return _(
         "The Tensorboard log path %(path)s lies in %(mount)s, which this job mounts read-only "
         "(step Data sources): its code could not write its event files there. Choose a path "
@@ -1256,6 +1251,43 @@ def mounts_over_aiak_code(spec: S.JobSpec) -> list[tuple[int, str]]:
         if mount and (code == mount or code.startswith(mount.rstrip("/") + "/")):
             over.append((i, mount))
     return over
+
+
+def mount_holding(spec: S.JobSpec, path: str) -> tuple[int, S.Datasource] | None:
+    """The mount (row index, datasource) a path lies in, as in the container: the deepest
+    mount at or above it."""
+    around = [
+        (i, ds)
+        for i, ds in enumerate(spec.datasources)
+        if (mount := S.normalised_mount_path(ds.mount_path))
+        and (path == mount or path.startswith(mount.rstrip("/") + "/"))
+    ]
+    return max(around, key=lambda found: len(found[1].mount_path)) if around else None
+
+
+def aiak_paths_read_only(spec: S.JobSpec) -> list[tuple[int, str]]:
+    """The read-only mounts (row index, message) an AIAK command's CHECKPOINT_SAVE_PATH or
+    TENSORBOARD_PATH lies in: the training would run until its first checkpoint (or its first
+    event file) and fail there (QA 39). Said on the mount's row, where read-only was chosen."""
+    problems = []
+    for key in ("CHECKPOINT_SAVE_PATH", "TENSORBOARD_PATH"):
+        path = command_path(spec.command, key)
+        found = mount_holding(spec, path) if path else None
+        if found is None or not found[1].read_only:
+            continue
+        problems.append(
+            (
+                found[0],
+                _(
+                    "The command's %(key)s=%(path)s lies in %(mount)s, which this row mounts "
+                    "read-only: the training could not write there. Mount it read-write, or "
+                    "change that line of the command (step Image and command) to a path on a "
+                    "read-write mount."
+                )
+                % {"key": key, "path": path, "mount": found[1].mount_path},
+            )
+        )
+    return problems
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:

@@ -255,3 +255,35 @@ def test_the_commands_tensorboard_path_or_a_folder_above_it_is_taken(alice_clien
     )
 
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.SUBMISSION)
+
+
+# -- where the checkpoints are saved -----------------------------------------------------------
+
+
+def test_a_checkpoint_save_path_in_a_read_only_mount_is_refused_on_that_mount(alice_client):
+    draft = aiak_draft_up_to_data(alice_client)
+    read_only = data_data(mounts=[("hostpath", "scratch", "/root/pfs")])
+    read_only["mounts-0-access"] = "ro"
+
+    r = post_step(alice_client, draft, W.DATA, read_only)
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_mounts-0-access")
+    assert any("CHECKPOINT_SAVE_PATH=/root/pfs/checkpoint_save_path" in m for m in messages), (
+        messages
+    )
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+    assert draft.data[W.DATA]["mounts-0-access"] == ["ro"]
+
+
+def test_a_read_only_mount_holding_no_path_the_job_writes_is_taken(alice_client):
+    draft = aiak_draft_up_to_data(alice_client)
+    data = data_data(
+        mounts=[("hostpath", "scratch", "/root/pfs"), ("hostpath", "scratch", "/datasets")]
+    )
+    data["mounts-1-access"] = "ro"
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
