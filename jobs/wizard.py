@@ -1177,6 +1177,8 @@ def wizard_rules(
     if state.template and (problem := tensorboard_path_not_the_commands(spec)):
         err("tensorboardConfig.logPath", problem)
     if state.template:
+        for problem in aiak_paths_on_no_mount(spec):
+            err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
         for i, mount in mounts_over_aiak_code(spec):
@@ -1265,12 +1267,37 @@ def mount_holding(spec: S.JobSpec, path: str) -> tuple[int, S.Datasource] | None
     return max(around, key=lambda found: len(found[1].mount_path)) if around else None
 
 
+# The command's lines naming where an AIAK template's training writes what it makes.
+AIAK_OUTPUT_PATHS = ("CHECKPOINT_SAVE_PATH", "TENSORBOARD_PATH")
+
+
+def aiak_paths_on_no_mount(spec: S.JobSpec) -> list[str]:
+    """Why an AIAK command's CHECKPOINT_SAVE_PATH or TENSORBOARD_PATH would lose what the
+    training writes there: it lies in no mount, so in the container's own disk, which goes
+    with the job (and on the local pool in this machine's read-only files). QA 39: a
+    fine-tune of hours whose checkpoints were gone with its containers."""
+    problems = []
+    for key in AIAK_OUTPUT_PATHS:
+        path = command_path(spec.command, key)
+        if path and mount_holding(spec, path) is None:
+            problems.append(
+                _(
+                    "The command's %(key)s=%(path)s lies in no mount: what the training writes "
+                    "there would be lost when the job ends. Add a read-write mount at that "
+                    "path or a folder above it, or change that line of the command (step Image "
+                    "and command) to a path on a mount."
+                )
+                % {"key": key, "path": path}
+            )
+    return problems
+
+
 def aiak_paths_read_only(spec: S.JobSpec) -> list[tuple[int, str]]:
     """The read-only mounts (row index, message) an AIAK command's CHECKPOINT_SAVE_PATH or
     TENSORBOARD_PATH lies in: the training would run until its first checkpoint (or its first
     event file) and fail there (QA 39). Said on the mount's row, where read-only was chosen."""
     problems = []
-    for key in ("CHECKPOINT_SAVE_PATH", "TENSORBOARD_PATH"):
+    for key in AIAK_OUTPUT_PATHS:
         path = command_path(spec.command, key)
         found = mount_holding(spec, path) if path else None
         if found is None or not found[1].read_only:

@@ -86,13 +86,14 @@ def test_the_refusal_of_a_mount_over_the_code_reads_in_english(alice_en):
     )
 
 
-@pytest.mark.parametrize("mount_path", ["/root/pfs", "/workspace/data", "/mnt/cluster"])
+@pytest.mark.parametrize(
+    "mount_path", ["/workspace/data", "/mnt/cluster", "/workspace/AIAK-Training-LLM-data"]
+)
 def test_a_mount_beside_the_templates_code_is_taken(alice_client, mount_path):
     draft = aiak_draft_up_to_data(alice_client)
+    mounts = [("hostpath", "scratch", "/root/pfs"), ("hostpath", "scratch", mount_path)]
 
-    r = post_step(
-        alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", mount_path)])
-    )
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=mounts))
 
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
 
@@ -287,3 +288,19 @@ def test_a_read_only_mount_holding_no_path_the_job_writes_is_taken(alice_client)
     r = post_step(alice_client, draft, W.DATA, data)
 
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+
+
+def test_a_checkpoint_save_path_on_no_mount_is_refused_on_the_data_step(alice_client):
+    draft = aiak_draft_up_to_data(alice_client)
+
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/data")]))
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_storage_enabled")
+    assert any("CHECKPOINT_SAVE_PATH=/root/pfs/checkpoint_save_path" in m for m in messages), (
+        messages
+    )
+    assert any("TENSORBOARD_PATH=/root/pfs/tensorboard_path" in m for m in messages)
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+    assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/data"]
