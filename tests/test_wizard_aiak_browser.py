@@ -66,3 +66,29 @@ def test_a_new_template_keeps_the_paths_typed_and_shows_the_command_it_replaced(
     page.click("#wizard-back")
     page.wait_for_url(re.compile(r"/image/$"))
     expect(page.locator("#aiak-refill")).to_have_count(0)
+
+
+def test_a_mount_at_the_suggested_workspace_is_refused_and_root_pfs_is_taken(logged_in_page):
+    page = logged_in_page
+    start(page)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "Post-Pretrain")
+    page.select_option("#id_training_method", "full")
+    choose_template(page, "qwen1.5-0.5b")
+    next_step(page, "image")
+    command = page.locator("#id_command").input_value()
+    for line in PLACEHOLDER_LINES:
+        key = line.split("=")[0]
+        command = command.replace(line, f"{key}=/root/pfs/{key.lower()}")
+    page.fill("#id_command", command)
+    next_step(page, "resources")
+    next_step(page, "data")
+
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    page.click("#wizard-next")
+    row = page.locator("tr.mount-row").nth(0)
+    expect(row).to_contain_text("/workspace/AIAK-Training-LLM")
+    expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/workspace")
+    page.fill("#id_mounts-0-mount_path", "/root/pfs")
+    next_step(page, "fault")
