@@ -13,6 +13,7 @@ from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     advanced_data,
     basic_data,
+    complete_steps,
     data_data,
     field_errors,
     image_data,
@@ -304,3 +305,17 @@ def test_a_checkpoint_save_path_on_no_mount_is_refused_on_the_data_step(alice_cl
     draft.refresh_from_db()
     assert W.DATA not in draft.completed_steps
     assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/data"]
+
+
+def test_the_data_step_of_a_template_job_says_where_to_mount_and_where_not(alice_client):
+    aiak = aiak_draft_up_to_data(alice_client)
+    custom = new_draft(alice_client)
+    complete_steps(alice_client, custom, upto=W.DATA)
+
+    aiak_page = alice_client.get(step_url(aiak, W.DATA)).content.decode()
+    custom_page = alice_client.get(step_url(custom, W.DATA)).content.decode()
+
+    help_at = aiak_page.index('id="aiak-mount-help"')
+    said = aiak_page[help_at : aiak_page.index("</p>", help_at)]
+    assert "/workspace/AIAK-Training-LLM" in said and "/root/pfs" in said
+    assert 'id="aiak-mount-help"' not in custom_page and 'id="mount-help"' in custom_page
