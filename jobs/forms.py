@@ -215,7 +215,15 @@ class BasicForm(StepForm):
             "low-rank matrices only."
         ),
     )
-    aiak_template = forms.ChoiceField(label=_("AIAK training template"), required=False)
+    aiak_template = forms.ChoiceField(
+        label=_("AIAK training template"),
+        required=False,
+        help_text=_(
+            "Changing the template, training mode or method later fills the image and command, "
+            "the environment variables and the resources afresh from the new template; the "
+            "paths you put in the command and the variables you added are kept."
+        ),
+    )
 
     def __init__(
         self,

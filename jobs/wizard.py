@@ -169,6 +169,9 @@ _ACTION_RE = re.compile(
 # submitted or 知道了 (Dismiss) is pressed (decision, QA round 24: as a one-time message it went
 # with the first reload or step, and with it the only word that the job would run without them).
 IMPORT_NOTICES = "_import_notices"
+# Draft.data key: the image step's command a new AIAK template replaced, shown on that step
+# until it is done (aiak_refill).
+AIAK_REFILL = "_aiak_refill"
 
 
 # -- catalogs (data files) -------------------------------------------------------------
@@ -1171,6 +1174,23 @@ def wizard_rules(
         err("storage", _("Add a mount, or turn storage off."))
     if problem := tensorboard_path_read_only(spec):
         err("tensorboardConfig.logPath", problem)
+    if state.template and (problem := tensorboard_path_not_the_commands(spec)):
+        err("tensorboardConfig.logPath", problem)
+    if state.template:
+        for problem in aiak_paths_on_no_mount(spec):
+            err("storage", problem)
+        for i, problem in aiak_paths_read_only(spec):
+            err(f"datasources[{i}].options", problem)
+        for i, mount in mounts_over_aiak_code(spec):
+            err(
+                f"datasources[{i}].mountPath",
+                _(
+                    "The mount path %(mount)s hides %(code)s, where the AIAK template's image "
+                    "keeps its training code: the job would not find its start script. Mount "
+                    "it elsewhere, for example /root/pfs."
+                )
+                % {"mount": mount, "code": aiak_catalog()["codeDir"]},
+            )
     for path, messages in console_rules(spec).items():
         errors.setdefault(path, []).extend(messages)
     return errors
@@ -1186,22 +1206,115 @@ def tensorboard_path_read_only(spec: S.JobSpec) -> str:
     log_path = S.normalised_mount_path(spec.tensorboard.log_path)
     if not spec.tensorboard.enable or log_path is None:
         return ""
-    around = [
-        ds
-        for ds in spec.datasources
-        if (mount := S.normalised_mount_path(ds.mount_path))
-        and (log_path == mount or log_path.startswith(mount.rstrip("/") + "/"))
-    ]
-    if not around:
+    found = mount_holding(spec, log_path)
+    if found is None or not found[1].read_only:
         return ""
-    deepest = max(around, key=lambda ds: len(ds.mount_path))
-    if not deepest.read_only:
-        return ""
+    deepest = found[1]
     return _(
         "The Tensorboard log path %(path)s lies in %(mount)s, which this job mounts read-only "
         "(step Data sources): its code could not write its event files there. Choose a path "
         "on a read-write mount, or mount %(mount)s read-write."
     ) % {"path": log_path, "mount": deepest.mount_path}
+
+
+def command_path(command: str, key: str) -> str | None:
+    """The folder an AIAK command sets `key` to (its `KEY=/path` line), when it is one plain
+    absolute path: None for a placeholder, a variable or a line left out."""
+    line = re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(\S*)[ \t]*$", command, re.M)
+    return S.normalised_mount_path(line.group(1).rstrip("/") or "/") if line else None
+
+
+def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
+    """Why Tensorboard would find nothing at the log path of an AIAK job: the template's code
+    writes its event files to the command's TENSORBOARD_PATH, and the log path is neither that
+    folder nor one above it (seed 000: the path must be the code's, or Tensorboard gets no
+    data; QA 39). "" when it is, or when the command's path is not a plain one."""
+    log_path = S.normalised_mount_path(spec.tensorboard.log_path)
+    code_path = command_path(spec.command, "TENSORBOARD_PATH")
+    if not spec.tensorboard.enable or log_path is None or code_path is None:
+        return ""
+    if code_path == log_path or code_path.startswith(log_path.rstrip("/") + "/"):
+        return ""
+    return _(
+        "The AIAK template's code writes its Tensorboard files to TENSORBOARD_PATH=%(code)s "
+        "(the command, step Image and command), so Tensorboard would find nothing in "
+        "%(path)s. Enter %(code)s (or a folder above it), or change that line of the command."
+    ) % {"code": code_path, "path": log_path}
+
+
+def mounts_over_aiak_code(spec: S.JobSpec) -> list[tuple[int, str]]:
+    """The mounts (row index, path) at or above the AIAK image's code folder: a volume there
+    hides the template's start script (QA 39: the data step's example, /workspace, did). The
+    wizard's rule: the API takes such a mount, as AIHC does."""
+    code = aiak_catalog()["codeDir"]
+    over = []
+    for i, ds in enumerate(spec.datasources):
+        mount = S.normalised_mount_path(ds.mount_path)
+        if mount and (code == mount or code.startswith(mount.rstrip("/") + "/")):
+            over.append((i, mount))
+    return over
+
+
+def mount_holding(spec: S.JobSpec, path: str) -> tuple[int, S.Datasource] | None:
+    """The mount (row index, datasource) a path lies in, as in the container: the deepest
+    mount at or above it."""
+    around = [
+        (i, ds)
+        for i, ds in enumerate(spec.datasources)
+        if (mount := S.normalised_mount_path(ds.mount_path))
+        and (path == mount or path.startswith(mount.rstrip("/") + "/"))
+    ]
+    return max(around, key=lambda found: len(found[1].mount_path)) if around else None
+
+
+# The command's lines naming where an AIAK template's training writes what it makes.
+AIAK_OUTPUT_PATHS = ("CHECKPOINT_SAVE_PATH", "TENSORBOARD_PATH")
+
+
+def aiak_paths_on_no_mount(spec: S.JobSpec) -> list[str]:
+    """Why an AIAK command's CHECKPOINT_SAVE_PATH or TENSORBOARD_PATH would lose what the
+    training writes there: it lies in no mount, so in the container's own disk, which goes
+    with the job (and on the local pool in this machine's read-only files). QA 39: a
+    fine-tune of hours whose checkpoints were gone with its containers."""
+    problems = []
+    for key in AIAK_OUTPUT_PATHS:
+        path = command_path(spec.command, key)
+        if path and mount_holding(spec, path) is None:
+            problems.append(
+                _(
+                    "The command's %(key)s=%(path)s lies in no mount: what the training writes "
+                    "there would be lost when the job ends. Add a read-write mount at that "
+                    "path or a folder above it, or change that line of the command (step Image "
+                    "and command) to a path on a mount."
+                )
+                % {"key": key, "path": path}
+            )
+    return problems
+
+
+def aiak_paths_read_only(spec: S.JobSpec) -> list[tuple[int, str]]:
+    """The read-only mounts (row index, message) an AIAK command's CHECKPOINT_SAVE_PATH or
+    TENSORBOARD_PATH lies in: the training would run until its first checkpoint (or its first
+    event file) and fail there (QA 39). Said on the mount's row, where read-only was chosen."""
+    problems = []
+    for key in AIAK_OUTPUT_PATHS:
+        path = command_path(spec.command, key)
+        found = mount_holding(spec, path) if path else None
+        if found is None or not found[1].read_only:
+            continue
+        problems.append(
+            (
+                found[0],
+                _(
+                    "The command's %(key)s=%(path)s lies in %(mount)s, which this row mounts "
+                    "read-only: the training could not write there. Mount it read-write, or "
+                    "change that line of the command (step Image and command) to a path on a "
+                    "read-write mount."
+                )
+                % {"key": key, "path": path, "mount": found[1].mount_path},
+            )
+        )
+    return problems
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
@@ -1815,6 +1928,63 @@ def _forget(draft: Draft, *steps: str, drop_data: bool = False) -> None:
             draft.data.pop(step, None)
 
 
+def aiak_refill(
+    *, old_basic: Raw, new_basic: Raw, old_image: Any
+) -> tuple[Raw, dict[str, Any]] | None:
+    """The image step a new AIAK template (or mode, or method) fills, from what the engineer
+    made of the last one, and the notice saying so (or {} when nothing of theirs was there).
+
+    QA 39: a new template threw away the command edited on the image step, unsaid. The paths
+    that replaced its placeholder lines are carried into the new command and the variables the
+    engineer added (secret ones too) stay; the template's own variables and the rest of the
+    command are the new template's (its parallel sizes differ), and the command replaced is
+    shown whole on the image step until that step is done, so an edit of it can be made
+    again. None: no template chosen, or no image step saved (the template's defaults)."""
+    template = aiak_templates().get(_one(new_basic, "aiak_template"))
+    if template is None or not isinstance(old_image, dict):
+        return None
+    mode, method = _one(new_basic, "training_mode"), _one(new_basic, "training_method")
+    old_command = _one(old_image, "command")
+    command = template_command(template, mode, method)
+    kept_paths = []
+    for key, placeholder in aiak_catalog()["placeholders"].items():
+        typed = re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(.*)$", old_command, re.M)
+        value = typed.group(1).strip() if typed else ""
+        if value and value != placeholder:
+            # The catalog's commands have each placeholder line once, as KEY=placeholder.
+            command = command.replace(f"{key}={placeholder}", f"{key}={value}", 1)
+            kept_paths.append(key)
+    old_template = aiak_templates().get(_one(old_basic, "aiak_template"))
+    template_names = {e["name"] for e in template["envs"]} | {
+        e["name"] for e in (old_template or {}).get("envs", [])
+    }
+    added = [row for row in rows_of(old_image, "env") if _one(row, "name") not in template_names]
+    rows = [_row(name=e["name"], value=e["value"]) for e in template["envs"]]
+    raw = with_rows(
+        _row(
+            image=template["image"],
+            entrypoint=_one(old_image, "entrypoint") or "bash",
+            command=command,
+        ),
+        "env",
+        (rows + [r for r in added if _one(r, "name") or _one(r, "value")])[: F.MAX_ROWS],
+    )
+    if old_template is not None and _one(old_basic, "creation_mode") == S.CREATION_AIAK:
+        untouched = template_command(
+            old_template, _one(old_basic, "training_mode"), _one(old_basic, "training_method")
+        )
+    else:
+        untouched = ""
+    if S.edge_trimmed(old_command) in ("", S.edge_trimmed(untouched)):
+        return raw, {}
+    notice = {
+        "template": old_template["label"] if old_template else "",
+        "command": old_command,
+        "paths": kept_paths,
+    }
+    return raw, notice
+
+
 def _basic_changed(draft: Draft, new: Raw) -> None:
     """A new framework, pool or AIAK template invalidates what later steps were built on."""
     old = draft.data.get(BASIC)
@@ -1826,8 +1996,15 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
 
     aiak_now = _one(new, "creation_mode") == S.CREATION_AIAK
     if aiak_now and changed("creation_mode", "aiak_template", "training_mode", "training_method"):
-        # The template fills the image, command, envs and resources afresh.
+        # The template fills the image, command, envs and resources afresh, keeping what the
+        # engineer made their own (aiak_refill).
+        refilled = aiak_refill(old_basic=old, new_basic=new, old_image=draft.data.get(IMAGE))
         _forget(draft, IMAGE, RESOURCES, drop_data=True)
+        draft.data.pop(AIAK_REFILL, None)
+        if refilled is not None:
+            draft.data[IMAGE], notice = refilled
+            if notice:
+                draft.data[AIAK_REFILL] = notice
     elif changed("framework"):
         _forget(draft, RESOURCES, drop_data=True)
     if changed("resource_pool"):
@@ -1998,6 +2175,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     forms, ok = check_step(state, step, raw)
     draft.data[step] = raw
     _mark(draft, step, completed=ok)
+    if ok and step == IMAGE:
+        draft.data.pop(AIAK_REFILL, None)
     go_to = STEPS[index + 1]
     if ok and action == "to-review":
         go_to = _first_step_to_fix(draft)

@@ -592,6 +592,7 @@ def _image_extras(
         "examples": W.example_commands(),
         "example": _example(request.GET.get("example") or state.framework),
         "injected": W.injected_variables(state.framework, state.pool),
+        "aiak_refill": state.draft.data.get(W.AIAK_REFILL) if state.template else None,
     }
 
 

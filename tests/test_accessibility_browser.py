@@ -262,6 +262,49 @@ def test_the_aiak_template_with_its_warning_and_the_drafts_have_no_serious_viola
     audit.assert_clean()
 
 
+def test_an_aiak_jobs_refilled_command_and_its_data_step_have_no_serious_violations(
+    audit, alice, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    page.goto("/create/")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "SFT")
+    page.select_option("#id_training_method", "lora")
+    page.select_option("#id_aiak_template", "llama2-7b")
+    expect(page.locator("#aiak-fill")).to_contain_text("sft_llama2_7b.sh")
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(r"/image/$"))
+    command = page.locator("#id_command").input_value()
+    for key in ("DATA", "CHECKPOINT_LOAD", "CHECKPOINT_SAVE", "TOKENIZER"):
+        command = command.replace(f"{key}_PATH=$USER_{key}_PATH", f"{key}_PATH=/root/pfs/x")
+    command = command.replace("TENSORBOARD_PATH=$TENSORBOARD_PATH", "TENSORBOARD_PATH=/root/pfs/tb")
+    page.fill("#id_command", command)
+    page.click(".wizard-steps button[value='goto-basic']")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    page.select_option("#id_aiak_template", "qwen1.5-7b")
+    expect(page.locator("#aiak-fill")).to_contain_text("sft_qwen1_5_7b.sh")
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(r"/image/$"))
+    page.locator("#aiak-refill summary").click()
+    expect(page.locator("#aiak-refill-command")).to_be_visible()
+    audit.check("image step, command refilled from a new AIAK template")
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(r"/resources/$"))
+    page.click("#wizard-next")
+    page.wait_for_url(re.compile(r"/data/$"))
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    page.click("#wizard-next")
+    expect(page.locator("#aiak-mount-help")).to_be_visible()
+    expect(page.locator("tr.mount-row").nth(0)).to_contain_text("/workspace/AIAK-Training-LLM")
+    audit.check("data step of an AIAK job, a mount over its code refused")
+
+    audit.assert_clean()
+
+
 def test_a_reviewers_admin_pages_have_no_serious_violations(audit, alice, reviewer):
     # A job whose log lines are wider than the page, and one waiting for review.
     ran = submit(alice, "for i in $(seq 1 30); do printf 'line-%s-%0300d\\n' $i 0; done")

@@ -1,0 +1,321 @@
+"""Building a job from an AIAK template as an LLM engineer would (QA 39): what the template
+fills stays the engineer's once edited, and the job it makes can find its own code."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from jobs import wizard as W
+from tests.test_wizard import (
+    _local_pool,  # noqa: F401 (autouse fixture)
+    advanced_data,
+    basic_data,
+    complete_steps,
+    data_data,
+    field_errors,
+    image_data,
+    new_draft,
+    post_step,
+    resources_data,
+    role,
+    step_url,
+)
+
+TEMPLATE = "llama2-7b"
+AIAK_BASIC = basic_data(
+    creation_mode="aiak", training_mode="SFT", training_method="lora", aiak_template=TEMPLATE
+)
+
+
+def own_paths(command: str, keys=None) -> str:
+    """The template's command with its placeholder lines (or only `keys`') replaced."""
+    for key, placeholder in W.aiak_catalog()["placeholders"].items():
+        if keys is None or key in keys:
+            command = command.replace(f"{key}={placeholder}", f"{key}=/root/pfs/{key.lower()}")
+    return command
+
+
+def aiak_image(command: str | None = None, **over):
+    template = W.aiak_templates()[TEMPLATE]
+    command = command or own_paths(W.template_command(template, "SFT", "lora"))
+    envs = [(e["name"], e["value"]) for e in template["envs"]]
+    return image_data(envs=envs, image=template["image"], command=command, **over)
+
+
+def aiak_draft_up_to_data(client):
+    draft = new_draft(client)
+    post_step(client, draft, W.BASIC, AIAK_BASIC)
+    post_step(client, draft, W.IMAGE, aiak_image())
+    post_step(client, draft, W.RESOURCES, resources_data([role("master", 1, cards=8)]))
+    return draft
+
+
+# -- a mount over the template's code ------------------------------------------------------
+
+
+@pytest.mark.parametrize("mount_path", ["/workspace", "/workspace/AIAK-Training-LLM"])
+def test_a_mount_over_the_templates_code_is_refused_on_its_row_naming_the_code(
+    alice_client, mount_path
+):
+    draft = aiak_draft_up_to_data(alice_client)
+
+    r = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", mount_path)])
+    )
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_mounts-0-mount_path")
+    assert any("/workspace/AIAK-Training-LLM" in m and "/root/pfs" in m for m in messages), messages
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+    assert draft.data[W.DATA]["mounts-0-mount_path"] in (mount_path, [mount_path])
+
+
+def test_the_refusal_of_a_mount_over_the_code_reads_in_english(alice_en):
+    draft = aiak_draft_up_to_data(alice_en)
+
+    r = post_step(
+        alice_en, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/workspace")])
+    )
+
+    assert r.status_code == 200
+    assert any(
+        "hides /workspace/AIAK-Training-LLM" in m for m in field_errors(r, "id_mounts-0-mount_path")
+    )
+
+
+@pytest.mark.parametrize(
+    "mount_path", ["/workspace/data", "/mnt/cluster", "/workspace/AIAK-Training-LLM-data"]
+)
+def test_a_mount_beside_the_templates_code_is_taken(alice_client, mount_path):
+    draft = aiak_draft_up_to_data(alice_client)
+    mounts = [("hostpath", "scratch", "/root/pfs"), ("hostpath", "scratch", mount_path)]
+
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=mounts))
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+
+
+def test_a_custom_job_may_mount_at_workspace(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, basic_data())
+    post_step(alice_client, draft, W.IMAGE, image_data())
+    post_step(alice_client, draft, W.RESOURCES, resources_data())
+
+    r = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/workspace")])
+    )
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+
+
+# -- changing the template after editing its command ----------------------------------------
+
+
+def command_field(page: str) -> str:
+    found = re.search(r'<textarea[^>]*id="id_command"[^>]*>(.*?)</textarea>', page, re.S)
+    return html.unescape(found.group(1)).strip()
+
+
+def test_the_template_field_says_before_a_change_what_a_new_template_refills(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+
+    r = alice_client.get(step_url(draft, W.BASIC))
+
+    assert (
+        "更换模版、训练模式或训练方法后，镜像与命令、环境变量和资源配置将按新模版重新填写"
+        in r.content.decode()
+    )
+
+
+def test_a_new_template_keeps_the_paths_typed_and_shows_the_command_it_replaced(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    edited = own_paths(W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora"))
+    edited = edited.replace("export TRAINING_METHOD=lora", "export TRAINING_METHOD=lora\nLR=2e-5")
+    post_step(alice_client, draft, W.IMAGE, aiak_image(command=edited))
+
+    r = post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert r.status_code == 302
+    command = command_field(page)
+    assert "sft_qwen1.5_7b.sh" in command or "sft_qwen1_5_7b.sh" in command
+    for key in W.aiak_catalog()["placeholders"]:
+        assert f"{key}=/root/pfs/{key.lower()}" in command
+    assert not W.unreplaced_placeholders(command)
+    assert "LR=2e-5" not in command
+    # What was typed is not lost: the command it replaced is on the page, whole.
+    notice = page[page.index('id="aiak-refill"') :]
+    assert "LR=2e-5" in html.unescape(notice) and "llama2 7b" in notice
+    draft.refresh_from_db()
+    assert W.IMAGE not in draft.completed_steps
+
+
+def test_variables_added_to_a_template_job_stay_after_a_new_template_secret_values_too(
+    alice_client, alice
+):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    template_envs = [(e["name"], e["value"]) for e in W.aiak_templates()[TEMPLATE]["envs"]]
+    typed = aiak_image()
+    typed.update(
+        image_data(envs=[*template_envs, ("WANDB_API_KEY", "wandb-secret-1", True), ("LR", "2e-5")])
+        | {"image": typed["image"], "command": typed["command"]}
+    )
+    post_step(alice_client, draft, W.IMAGE, typed)
+
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert "wandb-secret-1" not in page
+    assert 'value="WANDB_API_KEY"' in page and 'value="LR"' in page
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    envs = {e.name: e for e in spec.envs}
+    assert envs["WANDB_API_KEY"].value == "wandb-secret-1" and envs["WANDB_API_KEY"].secret
+    assert envs["LR"].value == "2e-5"
+    new_envs = W.aiak_templates()["qwen1.5-7b"]["envs"]
+    assert all(envs[e["name"]].value == e["value"] for e in new_envs)
+
+
+def test_the_notice_of_the_replaced_command_goes_once_the_image_step_is_done(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    post_step(alice_client, draft, W.IMAGE, aiak_image())
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    template = W.aiak_templates()["qwen1.5-7b"]
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(
+            envs=[(e["name"], e["value"]) for e in template["envs"]],
+            image=template["image"],
+            command=command_field(page),
+        ),
+    )
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+    assert 'id="aiak-refill"' not in alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+
+def test_an_untouched_template_command_is_refilled_without_a_notice(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    alice_client.get(step_url(draft, W.IMAGE))
+
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert "qwen1.5" in command_field(page) or "qwen1_5" in command_field(page)
+    assert 'id="aiak-refill"' not in page
+
+
+# -- the Tensorboard path against the command's TENSORBOARD_PATH -------------------------------
+
+
+def aiak_draft_up_to_advanced(client):
+    draft = aiak_draft_up_to_data(client)
+    post_step(client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")]))
+    post_step(client, draft, W.FAULT, {})
+    return draft
+
+
+def test_a_tensorboard_path_the_templates_code_does_not_write_to_is_refused_naming_its_path(
+    alice_client,
+):
+    draft = aiak_draft_up_to_advanced(alice_client)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="/root/pfs/tb"),
+    )
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_tensorboard_path")
+    assert any("TENSORBOARD_PATH=/root/pfs/tensorboard_path" in m for m in messages), messages
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+    assert draft.data[W.ADVANCED]["tensorboard_path"] == ["/root/pfs/tb"]
+
+
+@pytest.mark.parametrize("log_path", ["/root/pfs/tensorboard_path", "/root/pfs"])
+def test_the_commands_tensorboard_path_or_a_folder_above_it_is_taken(alice_client, log_path):
+    draft = aiak_draft_up_to_advanced(alice_client)
+
+    r = post_step(
+        alice_client, draft, W.ADVANCED, advanced_data(tensorboard="on", tensorboard_path=log_path)
+    )
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.SUBMISSION)
+
+
+# -- where the checkpoints are saved -----------------------------------------------------------
+
+
+def test_a_checkpoint_save_path_in_a_read_only_mount_is_refused_on_that_mount(alice_client):
+    draft = aiak_draft_up_to_data(alice_client)
+    read_only = data_data(mounts=[("hostpath", "scratch", "/root/pfs")])
+    read_only["mounts-0-access"] = "ro"
+
+    r = post_step(alice_client, draft, W.DATA, read_only)
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_mounts-0-access")
+    assert any("CHECKPOINT_SAVE_PATH=/root/pfs/checkpoint_save_path" in m for m in messages), (
+        messages
+    )
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+    assert draft.data[W.DATA]["mounts-0-access"] == ["ro"]
+
+
+def test_a_read_only_mount_holding_no_path_the_job_writes_is_taken(alice_client):
+    draft = aiak_draft_up_to_data(alice_client)
+    data = data_data(
+        mounts=[("hostpath", "scratch", "/root/pfs"), ("hostpath", "scratch", "/datasets")]
+    )
+    data["mounts-1-access"] = "ro"
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+
+
+def test_a_checkpoint_save_path_on_no_mount_is_refused_on_the_data_step(alice_client):
+    draft = aiak_draft_up_to_data(alice_client)
+
+    r = post_step(alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/data")]))
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_storage_enabled")
+    assert any("CHECKPOINT_SAVE_PATH=/root/pfs/checkpoint_save_path" in m for m in messages), (
+        messages
+    )
+    assert any("TENSORBOARD_PATH=/root/pfs/tensorboard_path" in m for m in messages)
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+    assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/data"]
+
+
+def test_the_data_step_of_a_template_job_says_where_to_mount_and_where_not(alice_client):
+    aiak = aiak_draft_up_to_data(alice_client)
+    custom = new_draft(alice_client)
+    complete_steps(alice_client, custom, upto=W.DATA)
+
+    aiak_page = alice_client.get(step_url(aiak, W.DATA)).content.decode()
+    custom_page = alice_client.get(step_url(custom, W.DATA)).content.decode()
+
+    help_at = aiak_page.index('id="aiak-mount-help"')
+    said = aiak_page[help_at : aiak_page.index("</p>", help_at)]
+    assert "/workspace/AIAK-Training-LLM" in said and "/root/pfs" in said
+    assert 'id="aiak-mount-help"' not in custom_page and 'id="mount-help"' in custom_page

@@ -1,0 +1,94 @@
+"""An LLM engineer tuning from AIAK templates, in a real browser (QA 39)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.test_wizard_browser import (
+    _local_pool,  # noqa: F401 (autouse fixture)
+    next_step,
+    settled,
+    start,
+)
+
+pytestmark = pytest.mark.browser
+
+PLACEHOLDER_LINES = (
+    "DATA_PATH=$USER_DATA_PATH",
+    "CHECKPOINT_LOAD_PATH=$USER_CHECKPOINT_LOAD_PATH",
+    "CHECKPOINT_SAVE_PATH=$USER_CHECKPOINT_SAVE_PATH",
+    "TOKENIZER_PATH=$USER_TOKENIZER_PATH",
+    "TENSORBOARD_PATH=$TENSORBOARD_PATH",
+)
+
+
+def choose_template(page, template):
+    with page.expect_response(lambda r: "/aiak/" in r.url and template in r.url):
+        page.select_option("#id_aiak_template", template)
+    settled(page)
+
+
+def test_a_new_template_keeps_the_paths_typed_and_shows_the_command_it_replaced(logged_in_page):
+    page = logged_in_page
+    start(page)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "SFT")
+    page.select_option("#id_training_method", "lora")
+    choose_template(page, "llama2-7b")
+    expect(page.locator("#aiak-fields")).to_contain_text("路径和您添加的环境变量会保留")
+    next_step(page, "image")
+    command = page.locator("#id_command").input_value()
+    for line in PLACEHOLDER_LINES:
+        key = line.split("=")[0]
+        command = command.replace(line, f"{key}=/root/pfs/{key.lower()}")
+    page.fill("#id_command", command + "\n# lr 2e-5, tried on llama2\n")
+    next_step(page, "resources")
+
+    page.click(".wizard-steps button[value='goto-basic']")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    settled(page)
+    choose_template(page, "qwen1.5-7b")
+    next_step(page, "image")
+
+    refilled = page.locator("#id_command")
+    expect(refilled).to_have_value(re.compile(r"sft_qwen1_5_7b\.sh"))
+    expect(refilled).to_have_value(re.compile(r"^CHECKPOINT_SAVE_PATH=/root/pfs/", re.M))
+    expect(refilled).not_to_have_value(re.compile(r"=\$(USER_|TENSORBOARD_PATH)"))
+    notice = page.locator("#aiak-refill")
+    expect(notice).to_contain_text("llama2 7b")
+    page.locator("#aiak-refill summary").click()
+    expect(page.locator("#aiak-refill-command")).to_contain_text("tried on llama2")
+    next_step(page, "resources")
+    page.click("#wizard-back")
+    page.wait_for_url(re.compile(r"/image/$"))
+    expect(page.locator("#aiak-refill")).to_have_count(0)
+
+
+def test_a_mount_at_the_suggested_workspace_is_refused_and_root_pfs_is_taken(logged_in_page):
+    page = logged_in_page
+    start(page)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "Post-Pretrain")
+    page.select_option("#id_training_method", "full")
+    choose_template(page, "qwen1.5-0.5b")
+    next_step(page, "image")
+    command = page.locator("#id_command").input_value()
+    for line in PLACEHOLDER_LINES:
+        key = line.split("=")[0]
+        command = command.replace(line, f"{key}=/root/pfs/{key.lower()}")
+    page.fill("#id_command", command)
+    next_step(page, "resources")
+    next_step(page, "data")
+
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    page.click("#wizard-next")
+    row = page.locator("tr.mount-row").nth(0)
+    expect(row).to_contain_text("/workspace/AIAK-Training-LLM")
+    expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/workspace")
+    page.fill("#id_mounts-0-mount_path", "/root/pfs")
+    next_step(page, "fault")
