@@ -202,7 +202,7 @@ def post_to_bot(*, url: str, bot: str, text: str) -> None:
     error = chat_bots.answer_error(bot=bot, response=response, url=url)
     if error:
         keyword = chat_bots.keyword_refusal(bot=bot, response=response)
-        raise chat_bots.BotRefused(error, keyword=keyword)
+        raise chat_bots.BotRefused(error, keyword=keyword, status=response.status_code)
 
 
 def job_link(job: Job) -> str:
@@ -392,20 +392,44 @@ def _when(moment: datetime) -> str:
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def deliver(*, job: Job, item: str, message: str, time: str) -> None:
-    """Sends one alert on every channel of the job; records each outcome as an event."""
+def deliver(
+    *,
+    job: Job,
+    item: str,
+    message: str,
+    time: str,
+    webhooks: list[int] | None = None,
+    attempt: int = 1,
+    counted: bool = False,
+) -> None:
+    """Sends one alert on every channel of the job; records each outcome as an event.
+
+    `webhooks`, `attempt`, `counted`: a later try (RETRY_MINUTES) of the webhooks at these
+    places in the job's list, which an earlier try could not reach; its emails went then.
+    `counted`: that try reached another webhook, so the alert already counts toward
+    ALERT_WEBHOOKS_PER_HOUR."""
     alert = _alert_config(job)
     if alert is None:
         return
     payload = alert_payload(job, item, message, time)
     # A job stored before these limits (jobs.spec) may list more: the first ones are served.
-    alert.emails = alert.emails[:MAX_ALERT_EMAILS]
-    alert.webhooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
-    if alert.emails:
-        _deliver_email(job=job, item=item, message=message, emails=alert.emails, payload=payload)
-    if alert.webhooks:
+    emails = alert.emails[:MAX_ALERT_EMAILS]
+    hooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
+    if webhooks is None:
+        if emails:
+            _deliver_email(job=job, item=item, message=message, emails=emails, payload=payload)
+        webhooks = list(range(len(hooks)))
+    chosen = [i for i in webhooks if 0 <= i < len(hooks)]
+    if chosen:
         _deliver_webhooks(
-            job=job, item=item, message=message, webhooks=alert.webhooks, payload=payload
+            job=job,
+            item=item,
+            message=message,
+            webhooks=hooks,
+            chosen=chosen,
+            payload=payload,
+            attempt=attempt,
+            counted=counted,
         )
 
 
@@ -498,20 +522,75 @@ KEYWORD_REFUSED = gettext_noop(
 )
 
 
+# A webhook that could not be reached, or that answered it cannot take the alert now (HTTP
+# 5xx, 429), is tried again this many job minutes (JOB_MINUTE_SECONDS) after each failed try:
+# a receiver down for a while (a chat gateway restarting, a deploy, a network blip) must not
+# lose the alert (QA 38: one try, then only an AlertFailed event). A refusal that another try
+# would not change (4xx, a bot's error code, a private address) is not tried again, and a
+# webhook that took the alert is never called again for it.
+RETRY_MINUTES = (1, 5, 30)
+WEBHOOK_RETRIED = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s); it is tried again at %(time)s"
+)
+WEBHOOK_GAVE_UP = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s), at each of its %(tries)d tries; it is "
+    "not tried again"
+)
+
+
+def _passing(exc: Exception) -> bool:
+    """Whether another try later may get through: the receiver could not be reached, or said
+    it cannot take it now."""
+    if isinstance(exc, httpx.TransportError):  # refused, reset, timed out
+        return True
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+    elif isinstance(exc, chat_bots.BotRefused):
+        status = exc.status
+    else:
+        return False
+    return status >= 500 or status == 429
+
+
+def _can_defer() -> bool:
+    from .tasks import deliver_alert
+
+    # The database queue can; a queue that runs tasks at once (tests') cannot wait.
+    return deliver_alert.get_backend().supports_defer
+
+
 def _deliver_webhooks(
-    *, job: Job, item: str, message: str, webhooks: list[str], payload: dict[str, Any]
+    *,
+    job: Job,
+    item: str,
+    message: str,
+    webhooks: list[str],
+    chosen: list[int],
+    payload: dict[str, Any],
+    attempt: int,
+    counted: bool,
 ) -> None:
     from .services import job_event
 
-    turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
-    if not turn.allowed:
-        _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
-        return
+    turn = Turn(allowed=True)
+    if not counted:
+        turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
+        if not turn.allowed:
+            _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
+            return
+    retry_at = None
+    if attempt <= len(RETRY_MINUTES) and _can_defer():
+        from .runner import minutes
+
+        retry_at = timezone.now() + minutes(RETRY_MINUTES[attempt - 1])
     delivered = False
-    for url in webhooks:
+    again: list[int] = []
+    for index in chosen:
+        url = webhooks[index]
         # The URL may carry a token in its path: events name the host only.
         host = urlsplit(url).hostname or "?"
         brand = ""
+        said, params = WEBHOOK_FAILED, {}
         try:
             bot = chat_bots.bot_of(url)
             if bot is None:
@@ -520,25 +599,22 @@ def _deliver_webhooks(
                 text = bot_text(job=job, item=item, message=message, payload=payload)
                 brand = text.partition("]")[0].removeprefix("[")
                 post_to_bot(url=url, bot=bot, text=text)
-        except chat_bots.BotRefused as exc:
-            # A bot with 自定义关键词 posts only messages holding one: the team is told the
-            # word every alert holds, rather than left to guess from "keywords not in content".
-            said = KEYWORD_REFUSED if exc.keyword else WEBHOOK_FAILED
-            params = {"keyword": brand} if exc.keyword else {}
+        except Exception as exc:
+            if isinstance(exc, chat_bots.BotRefused) and exc.keyword:
+                # A bot with 自定义关键词 posts only messages holding one: the team is told the
+                # word every alert holds, rather than left to guess from "keywords not in
+                # content".
+                said, params = KEYWORD_REFUSED, {"keyword": brand}
+            elif _passing(exc) and retry_at is not None:
+                said, params = WEBHOOK_RETRIED, {"time": _when(retry_at)}
+                again.append(index)
+            elif _passing(exc) and attempt > 1:
+                said, params = WEBHOOK_GAVE_UP, {"tries": attempt}
             job_event(
                 job=job,
                 reason="AlertFailed",
                 message=recorded(
                     said, item=item_name(item), host=host, error=failure_text(exc), **params
-                ),
-                warning=True,
-            )
-        except Exception as exc:
-            job_event(
-                job=job,
-                reason="AlertFailed",
-                message=recorded(
-                    WEBHOOK_FAILED, item=item_name(item), host=host, error=failure_text(exc)
                 ),
                 warning=True,
             )
@@ -555,3 +631,55 @@ def _deliver_webhooks(
             )
     if not delivered:
         turn.give_back()  # no webhook took it: it does not count, as a refused email
+    if again:
+        assert retry_at is not None
+        _try_again(
+            job=job,
+            item=item,
+            message=message,
+            time=payload["time"],
+            webhooks=again,
+            attempt=attempt + 1,
+            counted=counted or delivered,
+            at=retry_at,
+        )
+
+
+def _try_again(
+    *,
+    job: Job,
+    item: str,
+    message: str,
+    time: str,
+    webhooks: list[int],
+    attempt: int,
+    counted: bool,
+    at: datetime,
+) -> None:
+    """Queues the next try of these webhooks (by their place in the job's list: the task's
+    row holds no URL, whose token or signing secret the tasks' admin page would show)."""
+    from .services import job_event
+    from .tasks import deliver_alert
+
+    try:
+        with transaction.atomic():
+            deliver_alert.using(run_after=at).enqueue(
+                job_id=job.pk,
+                item=item,
+                message=message,
+                time=time,
+                message_source=source_of(message),
+                webhooks=webhooks,
+                attempt=attempt,
+                counted=counted,
+            )
+    except Exception as exc:
+        logger.exception("could not queue the next try of an alert for %s", job.public_id)
+        job_event(
+            job=job,
+            reason="AlertFailed",
+            message=recorded(
+                gettext_noop("%(item)s: not queued (%(error)s)"), item=item_name(item), error=exc
+            ),
+            warning=True,
+        )

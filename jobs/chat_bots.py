@@ -58,11 +58,13 @@ MAX_ANSWER_CHARS = 200
 
 class BotRefused(Exception):
     """The bot answered, but did not post the message: its own words (bounded, scrubbed);
-    `keyword`: it refused the message for holding none of its keywords."""
+    `keyword`: it refused the message for holding none of its keywords; `status`: its
+    HTTP status (a 5xx or 429 is tried again later, as any webhook's)."""
 
-    def __init__(self, text: str, *, keyword: bool = False) -> None:
+    def __init__(self, text: str, *, keyword: bool = False, status: int = 200) -> None:
         super().__init__(text)
         self.keyword = keyword
+        self.status = status
 
 
 # How DingTalk (自定义关键词) and Feishu (自定义关键词) say a message holds none of the bot's
