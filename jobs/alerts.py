@@ -459,7 +459,14 @@ def _deliver_email(
     for language, addresses in addresses_by_language(addresses=emails, owner=job.owner).items():
         with translation.override(language):
             subject = f"[{_said(brand)}] {_said(title)}"
-            body = f"{_said(message)}\n\n{payload['link']}\n"
+            # What a bot's message says too (QA 38: the mail had the message and the link
+            # only, so a job's end mailed later never said when it ended).
+            lines = chat_bots.alert_lines(
+                name=job.name,
+                event=translation.gettext(ITEM_NAMES[item]) if item in ITEM_NAMES else item,
+                time_text=chat_bots.time_shown(payload["time"]),
+            )
+            body = f"{_said(message)}\n\n" + "\n".join(lines) + f"\n\n{payload['link']}\n"
             if note is not None:
                 body += f"\n{_said(note)}\n"
         try:
