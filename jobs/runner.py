@@ -2268,6 +2268,12 @@ def _record_replica(
         replica.save(update_fields=["status", "exit_code", "finished_at"])
 
 
+HANG_CLEARED = gettext_noop(
+    "Logs resumed: a replica wrote a line after the hang warning; the job is no longer "
+    "suspected to hang."
+)
+
+
 def _check_hang(
     job: Job, run: LocalRun, spec: JobSpec, replicas: list[JobReplica], now: datetime
 ) -> None:
@@ -2283,6 +2289,13 @@ def _check_hang(
             continue
         last = max(last, mtime)
     threshold = ftc.hang_detection_timeout_minutes
+    if run.hang_warned_at is not None and last > run.hang_warned_at:
+        # A line since the warning: the silence it was about is over, and the page says so
+        # (QA 38: it said "may be hanging" to the end). A new silence is warned about again.
+        with transaction.atomic():
+            run.hang_warned_at = None
+            run.save(update_fields=["hang_warned_at"])
+            job_event(job=job, reason="HangCleared", message=recorded(HANG_CLEARED))
     if now - last <= minutes(threshold):
         return
     if run.hang_warned_at is not None and run.hang_warned_at >= last:

@@ -823,6 +823,48 @@ def test_a_silent_job_raises_a_hang_warning(alice):
     assert job.events.filter(reason="HangSuspected").count() == 1
 
 
+def test_a_hang_warning_is_cleared_when_a_replica_writes_again_and_a_new_silence_warns_again(
+    alice, settings
+):
+    # QA 38: the job page said "may be hanging" and nothing when the logs came back.
+    spec = make_spec(
+        f"echo started; {UNTIL_THE_GATE_OPENS}; echo 'step 2'; sleep 300",
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "started" in log_text(job, "master-0"), what="its line")
+    silent_for_minutes(job, 2)
+    run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
+    for _ in range(3):
+        worker.tick()
+    assert not job.events.filter(reason="HangCleared").exists()  # still silent
+
+    open_gate(settings)
+    run_until(worker, lambda: job.events.filter(reason="HangCleared").exists())
+
+    cleared = job.events.get(reason="HangCleared")
+    assert cleared.type == "Normal"
+    assert cleared.message == "日志恢复输出：任务在 hang 告警之后又写出了日志，不再疑似 hang 住。"
+    with translation.override("en"):
+        assert cleared.message_shown == (
+            "Logs resumed: a replica wrote a line after the hang warning; the job is no "
+            "longer suspected to hang."
+        )
+    for _ in range(3):
+        worker.tick()
+    assert job.events.filter(reason="HangCleared").count() == 1
+    # A new silence is a new hang: warned about again, once.
+    silent_for_minutes(job, 2)
+    run_until(worker, lambda: job.events.filter(reason="HangSuspected").count() == 2)
+    for _ in range(3):
+        worker.tick()
+    assert job.events.filter(reason="HangSuspected").count() == 2
+    assert status_of(job) == JobStatus.RUNNING
+
+
 def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
     settings.JOB_MINUTE_SECONDS = 0.5
     # A name of this run's own (assembled by the shell, so the command text does not match):
