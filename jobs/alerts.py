@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -413,8 +414,10 @@ def deliver(
         return
     payload = alert_payload(job, item, message, time)
     # A job stored before these limits (jobs.spec) may list more: the first ones are served.
-    emails = alert.emails[:MAX_ALERT_EMAILS]
-    hooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
+    # A line listed twice (a hook pasted twice, an address in two cases) gets the alert once
+    # (QA 38: it got it twice); the same on every try, so a later try's places still hold.
+    emails = _once(alert.emails[:MAX_ALERT_EMAILS], key=str.casefold)
+    hooks = _once(alert.webhooks[:MAX_ALERT_WEBHOOKS], key=str)
     if webhooks is None:
         if emails:
             _deliver_email(job=job, item=item, message=message, emails=emails, payload=payload)
@@ -431,6 +434,17 @@ def deliver(
             attempt=attempt,
             counted=counted,
         )
+
+
+def _once(lines: list[str], *, key: Callable[[str], str]) -> list[str]:
+    """The lines in their order, each `key` its first time only."""
+    seen: set[str] = set()
+    kept = []
+    for line in lines:
+        if key(line) not in seen:
+            seen.add(key(line))
+            kept.append(line)
+    return kept
 
 
 def _deliver_email(

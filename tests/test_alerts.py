@@ -727,3 +727,28 @@ def test_a_webhook_that_refuses_the_alert_is_not_tried_again(
     assert [e.message for e in job.events.filter(reason="AlertFailed")] == [
         "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（HTTPStatusError: HTTP 404）"
     ]
+
+
+def test_an_address_or_a_webhook_listed_twice_gets_the_alert_once(alice, settings, hook_server):
+    # QA 38: a Feishu hook pasted twice posted each alert twice to the group.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    job = submit(
+        alice,
+        make_spec(
+            "exit 1",
+            alert=S.AlertConfig(
+                items=["jobFailed"],
+                emails=["ops@example.com", "Ops@Example.com", "dev@example.com"],
+                webhooks=[hook_server.url, hook_server.url],
+            ),
+        ),
+    )
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert [r["body"]["event"] for r in hook_server.received] == ["jobFailed"]
+    assert [m.to for m in mail.outbox] == [["ops@example.com", "dev@example.com"]]
+    assert [e.message for e in job.events.filter(reason="AlertSent")] == [
+        "任务失败退出：已发送邮件至 ops@example.com, dev@example.com",
+        "任务失败退出：已发送 Webhook 到 127.0.0.1",
+    ]
