@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import smtplib
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -400,15 +401,16 @@ def deliver(
     message: str,
     time: str,
     webhooks: list[int] | None = None,
+    emails: list[int] | None = None,
     attempt: int = 1,
     counted: bool = False,
 ) -> None:
     """Sends one alert on every channel of the job; records each outcome as an event.
 
-    `webhooks`, `attempt`, `counted`: a later try (RETRY_MINUTES) of the webhooks at these
-    places in the job's list, which an earlier try could not reach; its emails went then.
-    `counted`: that try reached another webhook, so the alert already counts toward
-    ALERT_WEBHOOKS_PER_HOUR."""
+    A later try (`attempt` 2 and on, RETRY_MINUTES) sends it only to the `webhooks` and
+    `emails` at these places in the job's lists, which an earlier try could not reach.
+    `counted`: that try reached another destination of the channel, so the alert already
+    counts toward the channel's hourly bound."""
     alert = _alert_config(job)
     if alert is None:
         return
@@ -416,13 +418,23 @@ def deliver(
     # A job stored before these limits (jobs.spec) may list more: the first ones are served.
     # A line listed twice (a hook pasted twice, an address in two cases) gets the alert once
     # (QA 38: it got it twice); the same on every try, so a later try's places still hold.
-    emails = _once(alert.emails[:MAX_ALERT_EMAILS], key=str.casefold)
+    addresses = _once(alert.emails[:MAX_ALERT_EMAILS], key=str.casefold)
     hooks = _once(alert.webhooks[:MAX_ALERT_WEBHOOKS], key=str)
-    if webhooks is None:
-        if emails:
-            _deliver_email(job=job, item=item, message=message, emails=emails, payload=payload)
-        webhooks = list(range(len(hooks)))
-    chosen = [i for i in webhooks if 0 <= i < len(hooks)]
+    if attempt == 1:
+        emails, webhooks = list(range(len(addresses))), list(range(len(hooks)))
+    tries = Tries(job=job, item=item, message=message, time=time, attempt=attempt, counted=counted)
+    chosen_emails = [i for i in emails or [] if 0 <= i < len(addresses)]
+    if chosen_emails:
+        _deliver_email(
+            job=job,
+            item=item,
+            message=message,
+            emails=addresses,
+            chosen=chosen_emails,
+            payload=payload,
+            tries=tries,
+        )
+    chosen = [i for i in webhooks or [] if 0 <= i < len(hooks)]
     if chosen:
         _deliver_webhooks(
             job=job,
@@ -431,9 +443,70 @@ def deliver(
             webhooks=hooks,
             chosen=chosen,
             payload=payload,
-            attempt=attempt,
-            counted=counted,
+            tries=tries,
         )
+
+
+@dataclass
+class Tries:
+    """Which try of an alert this is, and the next one's time (None: this is the last)."""
+
+    job: Job
+    item: str
+    message: str
+    time: str
+    attempt: int
+    counted: bool
+    next_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.attempt <= len(RETRY_MINUTES) and _can_defer():
+            from .runner import minutes
+
+            self.next_at = timezone.now() + minutes(RETRY_MINUTES[self.attempt - 1])
+
+    def failed(self, exc: Exception) -> tuple[str, dict[str, Any]] | None:
+        """How a failed try that may pass later is worded (its text, its parameters), or
+        None for a refusal that another try would not change."""
+        if not _passing(exc):
+            return None
+        if self.next_at is not None:
+            return "retried", {"time": _when(self.next_at)}
+        return ("gave_up", {"tries": self.attempt}) if self.attempt > 1 else None
+
+    def again(self, *, emails: list[int], webhooks: list[int], counted: bool) -> None:
+        """Queues the next try of these (by their place in the job's lists: the task's row
+        holds no address or URL, whose token or signing secret the tasks' admin page would
+        show)."""
+        from .services import job_event
+        from .tasks import deliver_alert
+
+        assert self.next_at is not None
+        try:
+            with transaction.atomic():
+                deliver_alert.using(run_after=self.next_at).enqueue(
+                    job_id=self.job.pk,
+                    item=self.item,
+                    message=self.message,
+                    time=self.time,
+                    message_source=source_of(self.message),
+                    webhooks=webhooks,
+                    emails=emails,
+                    attempt=self.attempt + 1,
+                    counted=self.counted or counted,
+                )
+        except Exception as exc:
+            logger.exception("could not queue the next try of an alert for %s", self.job.public_id)
+            job_event(
+                job=self.job,
+                reason="AlertFailed",
+                message=recorded(
+                    gettext_noop("%(item)s: not queued (%(error)s)"),
+                    item=item_name(self.item),
+                    error=exc,
+                ),
+                warning=True,
+            )
 
 
 def _once(lines: list[str], *, key: Callable[[str], str]) -> list[str]:
@@ -447,15 +520,33 @@ def _once(lines: list[str], *, key: Callable[[str], str]) -> list[str]:
     return kept
 
 
+EMAIL_RETRIED = gettext_noop(
+    "%(item)s: email to %(addresses)s failed (%(error)s); it is tried again at %(time)s"
+)
+EMAIL_GAVE_UP = gettext_noop(
+    "%(item)s: email to %(addresses)s failed (%(error)s), at each of its %(tries)d tries; it "
+    "is not tried again"
+)
+
+
 def _deliver_email(
-    *, job: Job, item: str, message: str, emails: list[str], payload: dict[str, Any]
+    *,
+    job: Job,
+    item: str,
+    message: str,
+    emails: list[str],
+    chosen: list[int],
+    payload: dict[str, Any],
+    tries: Tries,
 ) -> None:
     from .services import job_event
 
-    turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.EMAIL)
-    if not turn.allowed:
-        _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
-        return
+    turn = Turn(allowed=True)
+    if not tries.counted:
+        turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.EMAIL)
+        if not turn.allowed:
+            _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
+            return
     title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
     brand = recorded(gettext_noop("AI Job Console"))
     note = None
@@ -466,11 +557,12 @@ def _deliver_email(
             limit=settings.ALERT_EMAILS_PER_HOUR,
             time=_when(turn.reopens),
         )
+    to = [emails[i] for i in chosen]
     sent: list[str] = []
-    failures: list[Exception] = []
+    failures: list[tuple[Exception, list[str]]] = []
     # One mail per language, each to its readers (jobs.languages: a user's address in that
     # user's language, any other in the owner's); the webhooks' JSON stays as recorded.
-    for language, addresses in addresses_by_language(addresses=emails, owner=job.owner).items():
+    for language, addresses in addresses_by_language(addresses=to, owner=job.owner).items():
         with translation.override(language):
             subject = f"[{_said(brand)}] {_said(title)}"
             # What a bot's message says too (QA 38: the mail had the message and the link
@@ -486,20 +578,26 @@ def _deliver_email(
         try:
             send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, addresses)
         except Exception as exc:
-            failures.append(exc)
+            failures.append((exc, addresses))
         else:
             sent += addresses
     if not sent:
         turn.give_back()  # the mail server refused it: it does not count
-    for exc in failures:
+    again: list[int] = []
+    for exc, addresses in failures:
+        said = gettext_noop("%(item)s: email failed (%(error)s)")
+        params: dict[str, Any] = {}
+        wording = tries.failed(exc)
+        if wording is not None:
+            kind, params = wording
+            said = EMAIL_RETRIED if kind == "retried" else EMAIL_GAVE_UP
+            params["addresses"] = ", ".join(addresses)
+            if kind == "retried":
+                again += [emails.index(a) for a in addresses]
         job_event(
             job=job,
             reason="AlertFailed",
-            message=recorded(
-                gettext_noop("%(item)s: email failed (%(error)s)"),
-                item=item_name(item),
-                error=failure_text(exc),
-            ),
+            message=recorded(said, item=item_name(item), error=failure_text(exc), **params),
             warning=True,
         )
     if sent:
@@ -509,9 +607,11 @@ def _deliver_email(
             message=recorded(
                 gettext_noop("%(item)s: email sent to %(addresses)s"),
                 item=item_name(item),
-                addresses=", ".join(a for a in emails if a in sent),  # in the job's order
+                addresses=", ".join(a for a in to if a in sent),  # in the job's order
             ),
         )
+    if again:
+        tries.again(emails=sorted(again), webhooks=[], counted=bool(sent))
 
 
 def _said(text: str) -> str:
@@ -543,12 +643,13 @@ KEYWORD_REFUSED = gettext_noop(
 )
 
 
-# A webhook that could not be reached, or that answered it cannot take the alert now (HTTP
-# 5xx, 429), is tried again this many job minutes (JOB_MINUTE_SECONDS) after each failed try:
-# a receiver down for a while (a chat gateway restarting, a deploy, a network blip) must not
-# lose the alert (QA 38: one try, then only an AlertFailed event). A refusal that another try
-# would not change (4xx, a bot's error code, a private address) is not tried again, and a
-# webhook that took the alert is never called again for it.
+# A destination that could not be reached, or that answered it cannot take the alert now
+# (a webhook's HTTP 5xx or 429, a mail server's 4xx), is tried again this many job minutes
+# (JOB_MINUTE_SECONDS) after each failed try: a receiver down for a while (a chat gateway
+# restarting, a deploy, a network blip) must not lose the alert (QA 38: one try, then only an
+# AlertFailed event). A refusal that another try would not change (4xx, a bot's error code, a
+# private address, a mail server's 5xx) is not tried again, and a destination that took the
+# alert is never sent it again.
 RETRY_MINUTES = (1, 5, 30)
 WEBHOOK_RETRIED = gettext_noop(
     "%(item)s: webhook to %(host)s failed (%(error)s); it is tried again at %(time)s"
@@ -566,11 +667,18 @@ def _passing(exc: Exception) -> bool:
         return True
     if isinstance(exc, httpx.HTTPStatusError):
         status = exc.response.status_code
-    elif isinstance(exc, chat_bots.BotRefused):
-        status = exc.status
-    else:
+        return status >= 500 or status == 429
+    if isinstance(exc, chat_bots.BotRefused):
+        return exc.status >= 500 or exc.status == 429
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return all(400 <= code < 500 for code, _words in exc.recipients.values())
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return 400 <= exc.smtp_code < 500  # a mail server's "try again later"
+    if isinstance(exc, smtplib.SMTPServerDisconnected):
+        return True
+    if isinstance(exc, smtplib.SMTPException):
         return False
-    return status >= 500 or status == 429
+    return isinstance(exc, OSError)  # the mail server refused the connection, timed out
 
 
 def _can_defer() -> bool:
@@ -588,22 +696,16 @@ def _deliver_webhooks(
     webhooks: list[str],
     chosen: list[int],
     payload: dict[str, Any],
-    attempt: int,
-    counted: bool,
+    tries: Tries,
 ) -> None:
     from .services import job_event
 
     turn = Turn(allowed=True)
-    if not counted:
+    if not tries.counted:
         turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
         if not turn.allowed:
             _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
             return
-    retry_at = None
-    if attempt <= len(RETRY_MINUTES) and _can_defer():
-        from .runner import minutes
-
-        retry_at = timezone.now() + minutes(RETRY_MINUTES[attempt - 1])
     delivered = False
     again: list[int] = []
     for index in chosen:
@@ -621,16 +723,17 @@ def _deliver_webhooks(
                 brand = text.partition("]")[0].removeprefix("[")
                 post_to_bot(url=url, bot=bot, text=text)
         except Exception as exc:
+            wording = tries.failed(exc)
             if isinstance(exc, chat_bots.BotRefused) and exc.keyword:
                 # A bot with 自定义关键词 posts only messages holding one: the team is told the
                 # word every alert holds, rather than left to guess from "keywords not in
                 # content".
                 said, params = KEYWORD_REFUSED, {"keyword": brand}
-            elif _passing(exc) and retry_at is not None:
-                said, params = WEBHOOK_RETRIED, {"time": _when(retry_at)}
-                again.append(index)
-            elif _passing(exc) and attempt > 1:
-                said, params = WEBHOOK_GAVE_UP, {"tries": attempt}
+            elif wording is not None:
+                kind, params = wording
+                said = WEBHOOK_RETRIED if kind == "retried" else WEBHOOK_GAVE_UP
+                if kind == "retried":
+                    again.append(index)
             job_event(
                 job=job,
                 reason="AlertFailed",
@@ -653,54 +756,4 @@ def _deliver_webhooks(
     if not delivered:
         turn.give_back()  # no webhook took it: it does not count, as a refused email
     if again:
-        assert retry_at is not None
-        _try_again(
-            job=job,
-            item=item,
-            message=message,
-            time=payload["time"],
-            webhooks=again,
-            attempt=attempt + 1,
-            counted=counted or delivered,
-            at=retry_at,
-        )
-
-
-def _try_again(
-    *,
-    job: Job,
-    item: str,
-    message: str,
-    time: str,
-    webhooks: list[int],
-    attempt: int,
-    counted: bool,
-    at: datetime,
-) -> None:
-    """Queues the next try of these webhooks (by their place in the job's list: the task's
-    row holds no URL, whose token or signing secret the tasks' admin page would show)."""
-    from .services import job_event
-    from .tasks import deliver_alert
-
-    try:
-        with transaction.atomic():
-            deliver_alert.using(run_after=at).enqueue(
-                job_id=job.pk,
-                item=item,
-                message=message,
-                time=time,
-                message_source=source_of(message),
-                webhooks=webhooks,
-                attempt=attempt,
-                counted=counted,
-            )
-    except Exception as exc:
-        logger.exception("could not queue the next try of an alert for %s", job.public_id)
-        job_event(
-            job=job,
-            reason="AlertFailed",
-            message=recorded(
-                gettext_noop("%(item)s: not queued (%(error)s)"), item=item_name(item), error=exc
-            ),
-            warning=True,
-        )
+        tries.again(emails=[], webhooks=again, counted=delivered)

@@ -32,11 +32,13 @@ def deliver_alert(
     time: str,
     message_source: dict[str, Any] | None = None,
     webhooks: list[int] | None = None,
+    emails: list[int] | None = None,
     attempt: int = 1,
     counted: bool = False,
 ) -> None:
-    """`webhooks`, `attempt`, `counted`: a later try of the webhooks an earlier one could not
-    reach (jobs.alerts.RETRY_MINUTES); a task queued before retries has none: a first try."""
+    """`webhooks`, `emails`, `attempt`, `counted`: a later try of the destinations an earlier
+    one could not reach (jobs.alerts.RETRY_MINUTES); a task queued before retries has none: a
+    first try."""
     from .alerts import deliver
 
     job = Job.objects.filter(pk=job_id).first()
@@ -48,6 +50,7 @@ def deliver_alert(
         message=restored(message, message_source),
         time=time,
         webhooks=webhooks,
+        emails=emails,
         attempt=attempt,
         counted=counted,
     )

@@ -752,3 +752,59 @@ def test_an_address_or_a_webhook_listed_twice_gets_the_alert_once(alice, setting
         "任务失败退出：已发送邮件至 ops@example.com, dev@example.com",
         "任务失败退出：已发送 Webhook 到 127.0.0.1",
     ]
+
+
+def test_an_alert_email_the_mail_server_could_not_take_is_sent_once_it_is_back(
+    transactional_db, alice, settings, flaky_hooks
+):
+    # QA 38: a mail server down for a minute lost the alert email, as a webhook's receiver did.
+    smtp = {"host": "127.0.0.1", "port": a_port_nothing_listens_on(), "timeout": 5}
+    settings.MAILERS = {
+        "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": smtp}
+    }
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 2  # the next try 2 s later: after the first batch has ended
+    job = submit(
+        alice,
+        make_spec(
+            "exit 1",
+            alert=S.AlertConfig(
+                items=["jobFailed"],
+                emails=["ops@example.com"],
+                webhooks=[f"{flaky_hooks.base}/hook/a"],
+            ),
+        ),
+    )
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    with task_thread_running() as thread:  # the first try: the mail server is down
+        thread.join(timeout=30)
+    [down] = job.events.filter(reason="AlertFailed")
+    assert down.message.startswith(
+        "任务失败退出：发往 ops@example.com 的邮件发送失败（ConnectionRefusedError: "
+    )
+    assert "将于" in down.message and down.message.endswith(" 重试")
+
+    # The mail server is back (as the tests' mail server: Django's outbox).
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    run_queued_tasks_until_none_is_left()
+
+    assert [m.to for m in mail.outbox] == [["ops@example.com"]]
+    assert flaky_hooks.received == [("/hook/a", 200)]  # the webhook, which took it, only once
+    assert [e.message for e in job.events.filter(reason="AlertSent")] == [
+        "任务失败退出：已发送 Webhook 到 127.0.0.1",
+        "任务失败退出：已发送邮件至 ops@example.com",
+    ]
+
+
+def test_a_mail_servers_try_later_is_tried_again_and_its_no_is_not():
+    import smtplib
+
+    from jobs.alerts import _passing
+
+    # What a mail server answers: 4xx is "later", 5xx is "no" (RFC 5321).
+    assert _passing(smtplib.SMTPRecipientsRefused({"a@x": (450, b"mailbox busy")}))
+    assert not _passing(smtplib.SMTPRecipientsRefused({"a@x": (550, b"no such user")}))
+    assert _passing(smtplib.SMTPSenderRefused(421, b"try later", "console@x"))
+    assert not _passing(smtplib.SMTPAuthenticationError(535, b"bad credentials"))
+    assert _passing(smtplib.SMTPServerDisconnected("gone"))
