@@ -1910,8 +1910,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         timed_out = can_restart and deadline is not None and now > deadline
         if timed_out and spec is not None:
             target, message = TARGET_TIMED_OUT, _timed_out_message(spec)
+        elif can_restart:
+            target, message = TARGET_RESTART, failure
         else:
-            target, message = (TARGET_RESTART if can_restart else TARGET_FAILED), failure
+            target, message = TARGET_FAILED, _restarts_used_up(spec, failure)
         # Only if no stop was recorded since this tick read the run: a Stop or Delete from
         # the web process wins over the restart (or failure) decided here.
         decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
@@ -1975,6 +1977,19 @@ def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> d
         return None
     started = job.started_at or run.attempt_started_at or now
     return started + minutes(spec.timeout_minutes)
+
+
+def _restarts_used_up(spec: JobSpec | None, failure: str) -> str:
+    """The failure a job ends with; with fault tolerance, that its restarts are used up (QA
+    38: its reason and jobFailed alert read as a job's without fault tolerance)."""
+    limit = restart_limit(spec) if spec is not None else 0
+    if not limit:
+        return failure
+    return recorded(
+        gettext_noop("%(failure)s (fault-tolerance restarts used up: %(limit)s of %(limit)s)"),
+        failure=failure,
+        limit=limit,
+    )
 
 
 def _replica_failed_message(spec: JobSpec | None, run: LocalRun, failure: str) -> str:

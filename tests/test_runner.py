@@ -766,6 +766,33 @@ def test_a_job_without_fault_tolerance_fails_at_the_first_error(alice):
     assert job.restarts == 0
 
 
+def test_a_job_whose_restarts_are_used_up_fails_saying_so_in_its_reason_and_alert(alice, settings):
+    # QA 38: its reason and jobFailed alert read as a job without fault tolerance's, so the
+    # on-call could not tell that the restarts had been tried and used up.
+    from django.core import mail
+
+    spec = make_spec(
+        "exit 3",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=2),
+        alert=S.AlertConfig(items=["jobFailed"], emails=["ops@example.com"]),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.restarts == 2
+    assert job.status_reason == "master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "master-0 exited with code 3. (fault-tolerance restarts used up: 2 of 2)"
+        )
+    [alert] = mail.outbox
+    assert alert.body.startswith(
+        "local-test: master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
+    )
+
+
 def test_a_custom_log_keyword_counts_as_a_failure(alice):
     spec = make_spec(
         "echo 'step 1'; echo 'NCCL watchdog timeout'; sleep 30",
