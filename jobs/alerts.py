@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import smtplib
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -202,7 +204,7 @@ def post_to_bot(*, url: str, bot: str, text: str) -> None:
     error = chat_bots.answer_error(bot=bot, response=response, url=url)
     if error:
         keyword = chat_bots.keyword_refusal(bot=bot, response=response)
-        raise chat_bots.BotRefused(error, keyword=keyword)
+        raise chat_bots.BotRefused(error, keyword=keyword, status=response.status_code)
 
 
 def job_link(job: Job) -> str:
@@ -392,32 +394,159 @@ def _when(moment: datetime) -> str:
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
 
-def deliver(*, job: Job, item: str, message: str, time: str) -> None:
-    """Sends one alert on every channel of the job; records each outcome as an event."""
+def deliver(
+    *,
+    job: Job,
+    item: str,
+    message: str,
+    time: str,
+    webhooks: list[int] | None = None,
+    emails: list[int] | None = None,
+    attempt: int = 1,
+    counted: bool = False,
+) -> None:
+    """Sends one alert on every channel of the job; records each outcome as an event.
+
+    A later try (`attempt` 2 and on, RETRY_MINUTES) sends it only to the `webhooks` and
+    `emails` at these places in the job's lists, which an earlier try could not reach.
+    `counted`: that try reached another destination of the channel, so the alert already
+    counts toward the channel's hourly bound."""
     alert = _alert_config(job)
     if alert is None:
         return
     payload = alert_payload(job, item, message, time)
     # A job stored before these limits (jobs.spec) may list more: the first ones are served.
-    alert.emails = alert.emails[:MAX_ALERT_EMAILS]
-    alert.webhooks = alert.webhooks[:MAX_ALERT_WEBHOOKS]
-    if alert.emails:
-        _deliver_email(job=job, item=item, message=message, emails=alert.emails, payload=payload)
-    if alert.webhooks:
+    # A line listed twice (a hook pasted twice, an address in two cases) gets the alert once
+    # (QA 38: it got it twice); the same on every try, so a later try's places still hold.
+    addresses = _once(alert.emails[:MAX_ALERT_EMAILS], key=str.casefold)
+    hooks = _once(alert.webhooks[:MAX_ALERT_WEBHOOKS], key=str)
+    if attempt == 1:
+        emails, webhooks = list(range(len(addresses))), list(range(len(hooks)))
+    tries = Tries(job=job, item=item, message=message, time=time, attempt=attempt, counted=counted)
+    chosen_emails = [i for i in emails or [] if 0 <= i < len(addresses)]
+    if chosen_emails:
+        _deliver_email(
+            job=job,
+            item=item,
+            message=message,
+            emails=addresses,
+            chosen=chosen_emails,
+            payload=payload,
+            tries=tries,
+        )
+    chosen = [i for i in webhooks or [] if 0 <= i < len(hooks)]
+    if chosen:
         _deliver_webhooks(
-            job=job, item=item, message=message, webhooks=alert.webhooks, payload=payload
+            job=job,
+            item=item,
+            message=message,
+            webhooks=hooks,
+            chosen=chosen,
+            payload=payload,
+            tries=tries,
         )
 
 
+@dataclass
+class Tries:
+    """Which try of an alert this is, and the next one's time (None: this is the last)."""
+
+    job: Job
+    item: str
+    message: str
+    time: str
+    attempt: int
+    counted: bool
+    next_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.attempt <= len(RETRY_MINUTES) and _can_defer():
+            from .runner import minutes
+
+            self.next_at = timezone.now() + minutes(RETRY_MINUTES[self.attempt - 1])
+
+    def failed(self, exc: Exception) -> tuple[str, dict[str, Any]] | None:
+        """How a failed try that may pass later is worded (its text, its parameters), or
+        None for a refusal that another try would not change."""
+        if not _passing(exc):
+            return None
+        if self.next_at is not None:
+            return "retried", {"time": _when(self.next_at)}
+        return ("gave_up", {"tries": self.attempt}) if self.attempt > 1 else None
+
+    def again(self, *, emails: list[int], webhooks: list[int], counted: bool) -> None:
+        """Queues the next try of these (by their place in the job's lists: the task's row
+        holds no address or URL, whose token or signing secret the tasks' admin page would
+        show)."""
+        from .services import job_event
+        from .tasks import deliver_alert
+
+        assert self.next_at is not None
+        try:
+            with transaction.atomic():
+                deliver_alert.using(run_after=self.next_at).enqueue(
+                    job_id=self.job.pk,
+                    item=self.item,
+                    message=self.message,
+                    time=self.time,
+                    message_source=source_of(self.message),
+                    webhooks=webhooks,
+                    emails=emails,
+                    attempt=self.attempt + 1,
+                    counted=self.counted or counted,
+                )
+        except Exception as exc:
+            logger.exception("could not queue the next try of an alert for %s", self.job.public_id)
+            job_event(
+                job=self.job,
+                reason="AlertFailed",
+                message=recorded(
+                    gettext_noop("%(item)s: not queued (%(error)s)"),
+                    item=item_name(self.item),
+                    error=exc,
+                ),
+                warning=True,
+            )
+
+
+def _once(lines: list[str], *, key: Callable[[str], str]) -> list[str]:
+    """The lines in their order, each `key` its first time only."""
+    seen: set[str] = set()
+    kept = []
+    for line in lines:
+        if key(line) not in seen:
+            seen.add(key(line))
+            kept.append(line)
+    return kept
+
+
+EMAIL_RETRIED = gettext_noop(
+    "%(item)s: email to %(addresses)s failed (%(error)s); it is tried again at %(time)s"
+)
+EMAIL_GAVE_UP = gettext_noop(
+    "%(item)s: email to %(addresses)s failed (%(error)s), at each of its %(tries)d tries; it "
+    "is not tried again"
+)
+
+
 def _deliver_email(
-    *, job: Job, item: str, message: str, emails: list[str], payload: dict[str, Any]
+    *,
+    job: Job,
+    item: str,
+    message: str,
+    emails: list[str],
+    chosen: list[int],
+    payload: dict[str, Any],
+    tries: Tries,
 ) -> None:
     from .services import job_event
 
-    turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.EMAIL)
-    if not turn.allowed:
-        _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
-        return
+    turn = Turn(allowed=True)
+    if not tries.counted:
+        turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.EMAIL)
+        if not turn.allowed:
+            _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
+            return
     title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
     brand = recorded(gettext_noop("AI Job Console"))
     note = None
@@ -428,33 +557,47 @@ def _deliver_email(
             limit=settings.ALERT_EMAILS_PER_HOUR,
             time=_when(turn.reopens),
         )
+    to = [emails[i] for i in chosen]
     sent: list[str] = []
-    failures: list[Exception] = []
+    failures: list[tuple[Exception, list[str]]] = []
     # One mail per language, each to its readers (jobs.languages: a user's address in that
     # user's language, any other in the owner's); the webhooks' JSON stays as recorded.
-    for language, addresses in addresses_by_language(addresses=emails, owner=job.owner).items():
+    for language, addresses in addresses_by_language(addresses=to, owner=job.owner).items():
         with translation.override(language):
             subject = f"[{_said(brand)}] {_said(title)}"
-            body = f"{_said(message)}\n\n{payload['link']}\n"
+            # What a bot's message says too (QA 38: the mail had the message and the link
+            # only, so a job's end mailed later never said when it ended).
+            lines = chat_bots.alert_lines(
+                name=job.name,
+                event=translation.gettext(ITEM_NAMES[item]) if item in ITEM_NAMES else item,
+                time_text=chat_bots.time_shown(payload["time"]),
+            )
+            body = f"{_said(message)}\n\n" + "\n".join(lines) + f"\n\n{payload['link']}\n"
             if note is not None:
                 body += f"\n{_said(note)}\n"
         try:
             send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, addresses)
         except Exception as exc:
-            failures.append(exc)
+            failures.append((exc, addresses))
         else:
             sent += addresses
     if not sent:
         turn.give_back()  # the mail server refused it: it does not count
-    for exc in failures:
+    again: list[int] = []
+    for exc, addresses in failures:
+        said = gettext_noop("%(item)s: email failed (%(error)s)")
+        params: dict[str, Any] = {}
+        wording = tries.failed(exc)
+        if wording is not None:
+            kind, params = wording
+            said = EMAIL_RETRIED if kind == "retried" else EMAIL_GAVE_UP
+            params["addresses"] = ", ".join(addresses)
+            if kind == "retried":
+                again += [emails.index(a) for a in addresses]
         job_event(
             job=job,
             reason="AlertFailed",
-            message=recorded(
-                gettext_noop("%(item)s: email failed (%(error)s)"),
-                item=item_name(item),
-                error=failure_text(exc),
-            ),
+            message=recorded(said, item=item_name(item), error=failure_text(exc), **params),
             warning=True,
         )
     if sent:
@@ -464,9 +607,11 @@ def _deliver_email(
             message=recorded(
                 gettext_noop("%(item)s: email sent to %(addresses)s"),
                 item=item_name(item),
-                addresses=", ".join(a for a in emails if a in sent),  # in the job's order
+                addresses=", ".join(a for a in to if a in sent),  # in the job's order
             ),
         )
+    if again:
+        tries.again(emails=sorted(again), webhooks=[], counted=bool(sent))
 
 
 def _said(text: str) -> str:
@@ -498,20 +643,77 @@ KEYWORD_REFUSED = gettext_noop(
 )
 
 
+# A destination that could not be reached, or that answered it cannot take the alert now
+# (a webhook's HTTP 5xx or 429, a mail server's 4xx), is tried again this many job minutes
+# (JOB_MINUTE_SECONDS) after each failed try: a receiver down for a while (a chat gateway
+# restarting, a deploy, a network blip) must not lose the alert (QA 38: one try, then only an
+# AlertFailed event). A refusal that another try would not change (4xx, a bot's error code, a
+# private address, a mail server's 5xx) is not tried again, and a destination that took the
+# alert is never sent it again.
+RETRY_MINUTES = (1, 5, 30)
+WEBHOOK_RETRIED = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s); it is tried again at %(time)s"
+)
+WEBHOOK_GAVE_UP = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s), at each of its %(tries)d tries; it is "
+    "not tried again"
+)
+
+
+def _passing(exc: Exception) -> bool:
+    """Whether another try later may get through: the receiver could not be reached, or said
+    it cannot take it now."""
+    if isinstance(exc, httpx.TransportError):  # refused, reset, timed out
+        return True
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        return status >= 500 or status == 429
+    if isinstance(exc, chat_bots.BotRefused):
+        return exc.status >= 500 or exc.status == 429
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        return all(400 <= code < 500 for code, _words in exc.recipients.values())
+    if isinstance(exc, smtplib.SMTPResponseException):
+        return 400 <= exc.smtp_code < 500  # a mail server's "try again later"
+    if isinstance(exc, smtplib.SMTPServerDisconnected):
+        return True
+    if isinstance(exc, smtplib.SMTPException):
+        return False
+    return isinstance(exc, OSError)  # the mail server refused the connection, timed out
+
+
+def _can_defer() -> bool:
+    from .tasks import deliver_alert
+
+    # The database queue can; a queue that runs tasks at once (tests') cannot wait.
+    return deliver_alert.get_backend().supports_defer
+
+
 def _deliver_webhooks(
-    *, job: Job, item: str, message: str, webhooks: list[str], payload: dict[str, Any]
+    *,
+    job: Job,
+    item: str,
+    message: str,
+    webhooks: list[str],
+    chosen: list[int],
+    payload: dict[str, Any],
+    tries: Tries,
 ) -> None:
     from .services import job_event
 
-    turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
-    if not turn.allowed:
-        _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
-        return
+    turn = Turn(allowed=True)
+    if not tries.counted:
+        turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
+        if not turn.allowed:
+            _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
+            return
     delivered = False
-    for url in webhooks:
+    again: list[int] = []
+    for index in chosen:
+        url = webhooks[index]
         # The URL may carry a token in its path: events name the host only.
         host = urlsplit(url).hostname or "?"
         brand = ""
+        said, params = WEBHOOK_FAILED, {}
         try:
             bot = chat_bots.bot_of(url)
             if bot is None:
@@ -520,25 +722,23 @@ def _deliver_webhooks(
                 text = bot_text(job=job, item=item, message=message, payload=payload)
                 brand = text.partition("]")[0].removeprefix("[")
                 post_to_bot(url=url, bot=bot, text=text)
-        except chat_bots.BotRefused as exc:
-            # A bot with 自定义关键词 posts only messages holding one: the team is told the
-            # word every alert holds, rather than left to guess from "keywords not in content".
-            said = KEYWORD_REFUSED if exc.keyword else WEBHOOK_FAILED
-            params = {"keyword": brand} if exc.keyword else {}
+        except Exception as exc:
+            wording = tries.failed(exc)
+            if isinstance(exc, chat_bots.BotRefused) and exc.keyword:
+                # A bot with 自定义关键词 posts only messages holding one: the team is told the
+                # word every alert holds, rather than left to guess from "keywords not in
+                # content".
+                said, params = KEYWORD_REFUSED, {"keyword": brand}
+            elif wording is not None:
+                kind, params = wording
+                said = WEBHOOK_RETRIED if kind == "retried" else WEBHOOK_GAVE_UP
+                if kind == "retried":
+                    again.append(index)
             job_event(
                 job=job,
                 reason="AlertFailed",
                 message=recorded(
                     said, item=item_name(item), host=host, error=failure_text(exc), **params
-                ),
-                warning=True,
-            )
-        except Exception as exc:
-            job_event(
-                job=job,
-                reason="AlertFailed",
-                message=recorded(
-                    WEBHOOK_FAILED, item=item_name(item), host=host, error=failure_text(exc)
                 ),
                 warning=True,
             )
@@ -555,3 +755,5 @@ def _deliver_webhooks(
             )
     if not delivered:
         turn.give_back()  # no webhook took it: it does not count, as a refused email
+    if again:
+        tries.again(emails=[], webhooks=again, counted=delivered)

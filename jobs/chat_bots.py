@@ -58,11 +58,13 @@ MAX_ANSWER_CHARS = 200
 
 class BotRefused(Exception):
     """The bot answered, but did not post the message: its own words (bounded, scrubbed);
-    `keyword`: it refused the message for holding none of its keywords."""
+    `keyword`: it refused the message for holding none of its keywords; `status`: its
+    HTTP status (a 5xx or 429 is tried again later, as any webhook's)."""
 
-    def __init__(self, text: str, *, keyword: bool = False) -> None:
+    def __init__(self, text: str, *, keyword: bool = False, status: int = 200) -> None:
         super().__init__(text)
         self.keyword = keyword
+        self.status = status
 
 
 # How DingTalk (自定义关键词) and Feishu (自定义关键词) say a message holds none of the bot's
@@ -169,6 +171,16 @@ def secrets_restored(urls: list[str], stored: list[str]) -> list[str]:
     return [hidden.get(url, url) for url in urls]
 
 
+def alert_lines(*, name: str, event: str, time_text: str) -> list[str]:
+    """The job, the event in words and when, in the language active now: a bot's message
+    and an alert email both hold them."""
+    return [
+        gettext("Job: %(name)s") % {"name": name},
+        gettext("Event: %(event)s") % {"event": event},
+        gettext("Time: %(time)s") % {"time": time_text},
+    ]
+
+
 def alert_text(
     *, brand: str, title: str, name: str, event: str, time_text: str, message: str, link: str
 ) -> str:
@@ -176,12 +188,7 @@ def alert_text(
     the event in words, when, what happened and the job's page. The message is cut to keep
     the whole within MAX_TEXT_BYTES; the link never is."""
     head = "\n".join(
-        [
-            f"[{brand}] {title}",
-            gettext("Job: %(name)s") % {"name": name},
-            gettext("Event: %(event)s") % {"event": event},
-            gettext("Time: %(time)s") % {"time": time_text},
-        ]
+        [f"[{brand}] {title}", *alert_lines(name=name, event=event, time_text=time_text)]
     )
     said = gettext("Message: %(message)s")
     room = MAX_TEXT_BYTES - len(f"{head}\n{said % {'message': ''}}\n{link}".encode())

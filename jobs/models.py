@@ -345,6 +345,7 @@ EVENT_REASONS = {
     "LimitsNotEnforced": pgettext_lazy("event reason", "CPU and memory not enforced"),
     "Restarted": pgettext_lazy("event reason", "Restarted (fault tolerance)"),
     "HangSuspected": pgettext_lazy("event reason", "Hang suspected"),
+    "HangCleared": pgettext_lazy("event reason", "Hang cleared"),
     "StacksCaptured": pgettext_lazy("event reason", "Stacks captured"),
     "StopRequested": pgettext_lazy("event reason", "Stop requested"),
     "StopFailed": pgettext_lazy("event reason", "Stop failed"),

@@ -1916,8 +1916,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         timed_out = can_restart and deadline is not None and now > deadline
         if timed_out and spec is not None:
             target, message = TARGET_TIMED_OUT, _timed_out_message(spec)
+        elif can_restart:
+            target, message = TARGET_RESTART, failure
         else:
-            target, message = (TARGET_RESTART if can_restart else TARGET_FAILED), failure
+            target, message = TARGET_FAILED, _restarts_used_up(spec, failure)
         # Only if no stop was recorded since this tick read the run: a Stop or Delete from
         # the web process wins over the restart (or failure) decided here.
         decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
@@ -1981,6 +1983,19 @@ def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> d
         return None
     started = job.started_at or run.attempt_started_at or now
     return started + minutes(spec.timeout_minutes)
+
+
+def _restarts_used_up(spec: JobSpec | None, failure: str) -> str:
+    """The failure a job ends with; with fault tolerance, that its restarts are used up (QA
+    38: its reason and jobFailed alert read as a job's without fault tolerance)."""
+    limit = restart_limit(spec) if spec is not None else 0
+    if not limit:
+        return failure
+    return recorded(
+        gettext_noop("%(failure)s (fault-tolerance restarts used up: %(limit)s of %(limit)s)"),
+        failure=failure,
+        limit=limit,
+    )
 
 
 def _replica_failed_message(spec: JobSpec | None, run: LocalRun, failure: str) -> str:
@@ -2274,6 +2289,12 @@ def _record_replica(
         replica.save(update_fields=["status", "exit_code", "finished_at"])
 
 
+HANG_CLEARED = gettext_noop(
+    "Logs resumed: a replica wrote a line after the hang warning; the job is no longer "
+    "suspected to hang."
+)
+
+
 def _check_hang(
     job: Job, run: LocalRun, spec: JobSpec, replicas: list[JobReplica], now: datetime
 ) -> None:
@@ -2289,6 +2310,13 @@ def _check_hang(
             continue
         last = max(last, mtime)
     threshold = ftc.hang_detection_timeout_minutes
+    if run.hang_warned_at is not None and last > run.hang_warned_at:
+        # A line since the warning: the silence it was about is over, and the page says so
+        # (QA 38: it said "may be hanging" to the end). A new silence is warned about again.
+        with transaction.atomic():
+            run.hang_warned_at = None
+            run.save(update_fields=["hang_warned_at"])
+            job_event(job=job, reason="HangCleared", message=recorded(HANG_CLEARED))
     if now - last <= minutes(threshold):
         return
     if run.hang_warned_at is not None and run.hang_warned_at >= last:

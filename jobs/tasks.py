@@ -31,13 +31,29 @@ def deliver_alert(
     message: str,
     time: str,
     message_source: dict[str, Any] | None = None,
+    webhooks: list[int] | None = None,
+    emails: list[int] | None = None,
+    attempt: int = 1,
+    counted: bool = False,
 ) -> None:
+    """`webhooks`, `emails`, `attempt`, `counted`: a later try of the destinations an earlier
+    one could not reach (jobs.alerts.RETRY_MINUTES); a task queued before retries has none: a
+    first try."""
     from .alerts import deliver
 
     job = Job.objects.filter(pk=job_id).first()
     if job is None:  # deleted meanwhile: nobody to tell
         return
-    deliver(job=job, item=item, message=restored(message, message_source), time=time)
+    deliver(
+        job=job,
+        item=item,
+        message=restored(message, message_source),
+        time=time,
+        webhooks=webhooks,
+        emails=emails,
+        attempt=attempt,
+        counted=counted,
+    )
 
 
 @task

@@ -580,3 +580,231 @@ def test_an_alert_no_webhook_took_does_not_count_toward_the_bound(alice, setting
     assert [r["body"]["message"] for r in hook_server.received] == ["refused", "taken"]
     assert AlertDelivery.objects.filter(owner=alice, channel=AlertChannel.WEBHOOK).count() == 1
     assert not job.events.filter(reason="AlertNotSent").exists()
+
+
+# QA 38: a webhook is tried again when its receiver could not take the alert (down, 5xx,
+# 429), so an alert is not lost while a chat gateway restarts; a refusal is final.
+
+
+@pytest.fixture
+def flaky_hooks():
+    """A webhook receiver on 127.0.0.1 that answers each path's POSTs with the statuses it is
+    given for that path, in order, then 200; it records every POST with its answer."""
+    received: list[tuple[str, int]] = []
+    answers: dict[str, list[int]] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            queue = answers.get(self.path, [])
+            status = queue.pop(0) if queue else 200
+            received.append((self.path, status))
+            self.send_response(status)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.received = received
+    server.answers = answers
+    server.base = f"http://127.0.0.1:{server.server_port}"
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def a_port_nothing_listens_on() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def job_failing_with_alerts_queued(alice, settings, webhooks: list[str]):
+    """A real job that fails, its jobFailed alert queued in the database (not yet sent)."""
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    # A job minute of 50 ms: the tries 1, 5 and 30 minutes apart come 0.05, 0.25, 1.5 s apart.
+    settings.JOB_MINUTE_SECONDS = 0.05
+    job = submit(
+        alice, make_spec("exit 1", alert=S.AlertConfig(items=["jobFailed"], webhooks=webhooks))
+    )
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    return job
+
+
+def run_queued_tasks_until_none_is_left(timeout: float = 30) -> None:
+    """Runs the task thread's batches until no delivery task is waiting (a later try is not
+    ready before its time, and a batch ends when nothing is ready)."""
+    from django_tasks_db.models import DBTaskResult
+
+    deadline = time.monotonic() + timeout
+    while DBTaskResult.objects.exclude(status__in=["SUCCESSFUL", "FAILED"]).exists():
+        assert time.monotonic() < deadline, "tasks still waiting"
+        with task_thread_running() as thread:
+            thread.join(timeout=30)
+        time.sleep(0.05)
+
+
+def test_an_alert_a_webhook_could_not_take_is_tried_again_and_arrives_once_when_it_is_back(
+    transactional_db, alice, settings, flaky_hooks
+):
+    from django_tasks_db.models import DBTaskResult
+
+    flaky_hooks.answers["/hook/on-call"] = [503, 502]  # the gateway restarting
+    job = job_failing_with_alerts_queued(alice, settings, [f"{flaky_hooks.base}/hook/on-call"])
+
+    run_queued_tasks_until_none_is_left()
+
+    assert flaky_hooks.received == [("/hook/on-call", 503), ("/hook/on-call", 502)] + [
+        ("/hook/on-call", 200)
+    ]
+    assert [e.reason for e in job.events.filter(reason__startswith="Alert")] == [
+        "AlertFailed",
+        "AlertFailed",
+        "AlertSent",
+    ]
+    failed = job.events.filter(reason="AlertFailed").first().message
+    assert failed.startswith(
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（HTTPStatusError: HTTP 503），将于 "
+    )
+    assert failed.endswith(" 重试")
+    with translation.override("en"):
+        shown = job.events.filter(reason="AlertFailed").first().message_shown
+    assert "webhook to 127.0.0.1 failed (HTTPStatusError: HTTP 503); it is tried again at " in shown
+    assert list(DBTaskResult.objects.values_list("status", flat=True)) == ["SUCCESSFUL"] * 3
+    # The task rows name the webhook by its place in the job's list, never its URL (its token).
+    assert all("on-call" not in str(t.args_kwargs) for t in DBTaskResult.objects.all())
+
+
+def test_a_webhook_down_through_every_try_is_given_up_after_four_and_the_event_says_so(
+    transactional_db, alice, settings
+):
+    url = f"http://127.0.0.1:{a_port_nothing_listens_on()}/hook/on-call"
+    job = job_failing_with_alerts_queued(alice, settings, [url])
+
+    run_queued_tasks_until_none_is_left()
+
+    failed = [e.message for e in job.events.filter(reason="AlertFailed")]
+    assert len(failed) == 4
+    assert all("将于" in m and m.endswith(" 重试") for m in failed[:3])
+    assert failed[3].startswith("任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（ConnectError: ")
+    assert failed[3].endswith("），4 次尝试均失败，不再重试")
+    assert not job.events.filter(reason="AlertSent").exists()
+
+
+def test_only_the_webhook_that_failed_is_tried_again_and_the_alert_counts_once(
+    transactional_db, alice, settings, flaky_hooks
+):
+    from jobs.models import AlertChannel, AlertDelivery
+
+    settings.ALERT_WEBHOOKS_PER_HOUR = 5
+    flaky_hooks.answers["/hook/b"] = [503]
+    job = job_failing_with_alerts_queued(
+        alice, settings, [f"{flaky_hooks.base}/hook/a", f"{flaky_hooks.base}/hook/b"]
+    )
+
+    run_queued_tasks_until_none_is_left()
+
+    assert flaky_hooks.received == [("/hook/a", 200), ("/hook/b", 503), ("/hook/b", 200)]
+    assert job.events.filter(reason="AlertSent").count() == 2
+    assert AlertDelivery.objects.filter(owner=alice, channel=AlertChannel.WEBHOOK).count() == 1
+
+
+def test_a_webhook_that_refuses_the_alert_is_not_tried_again(
+    transactional_db, alice, settings, flaky_hooks
+):
+    flaky_hooks.answers["/hook/gone"] = [404]
+    job = job_failing_with_alerts_queued(alice, settings, [f"{flaky_hooks.base}/hook/gone"])
+
+    run_queued_tasks_until_none_is_left()
+
+    assert flaky_hooks.received == [("/hook/gone", 404)]
+    assert [e.message for e in job.events.filter(reason="AlertFailed")] == [
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（HTTPStatusError: HTTP 404）"
+    ]
+
+
+def test_an_address_or_a_webhook_listed_twice_gets_the_alert_once(alice, settings, hook_server):
+    # QA 38: a Feishu hook pasted twice posted each alert twice to the group.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    job = submit(
+        alice,
+        make_spec(
+            "exit 1",
+            alert=S.AlertConfig(
+                items=["jobFailed"],
+                emails=["ops@example.com", "Ops@Example.com", "dev@example.com"],
+                webhooks=[hook_server.url, hook_server.url],
+            ),
+        ),
+    )
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert [r["body"]["event"] for r in hook_server.received] == ["jobFailed"]
+    assert [m.to for m in mail.outbox] == [["ops@example.com", "dev@example.com"]]
+    assert [e.message for e in job.events.filter(reason="AlertSent")] == [
+        "任务失败退出：已发送邮件至 ops@example.com, dev@example.com",
+        "任务失败退出：已发送 Webhook 到 127.0.0.1",
+    ]
+
+
+def test_an_alert_email_the_mail_server_could_not_take_is_sent_once_it_is_back(
+    transactional_db, alice, settings, flaky_hooks
+):
+    # QA 38: a mail server down for a minute lost the alert email, as a webhook's receiver did.
+    smtp = {"host": "127.0.0.1", "port": a_port_nothing_listens_on(), "timeout": 5}
+    settings.MAILERS = {
+        "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": smtp}
+    }
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 2  # the next try 2 s later: after the first batch has ended
+    job = submit(
+        alice,
+        make_spec(
+            "exit 1",
+            alert=S.AlertConfig(
+                items=["jobFailed"],
+                emails=["ops@example.com"],
+                webhooks=[f"{flaky_hooks.base}/hook/a"],
+            ),
+        ),
+    )
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+    with task_thread_running() as thread:  # the first try: the mail server is down
+        thread.join(timeout=30)
+    [down] = job.events.filter(reason="AlertFailed")
+    assert down.message.startswith(
+        "任务失败退出：发往 ops@example.com 的邮件发送失败（ConnectionRefusedError: "
+    )
+    assert "将于" in down.message and down.message.endswith(" 重试")
+
+    # The mail server is back (as the tests' mail server: Django's outbox).
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    run_queued_tasks_until_none_is_left()
+
+    assert [m.to for m in mail.outbox] == [["ops@example.com"]]
+    assert flaky_hooks.received == [("/hook/a", 200)]  # the webhook, which took it, only once
+    assert [e.message for e in job.events.filter(reason="AlertSent")] == [
+        "任务失败退出：已发送 Webhook 到 127.0.0.1",
+        "任务失败退出：已发送邮件至 ops@example.com",
+    ]
+
+
+def test_a_mail_servers_try_later_is_tried_again_and_its_no_is_not():
+    import smtplib
+
+    from jobs.alerts import _passing
+
+    # What a mail server answers: 4xx is "later", 5xx is "no" (RFC 5321).
+    assert _passing(smtplib.SMTPRecipientsRefused({"a@x": (450, b"mailbox busy")}))
+    assert not _passing(smtplib.SMTPRecipientsRefused({"a@x": (550, b"no such user")}))
+    assert _passing(smtplib.SMTPSenderRefused(421, b"try later", "console@x"))
+    assert not _passing(smtplib.SMTPAuthenticationError(535, b"bad credentials"))
+    assert _passing(smtplib.SMTPServerDisconnected("gone"))

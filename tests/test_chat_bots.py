@@ -64,6 +64,8 @@ class FakeBots:
         # 自定义关键词 turned on for a bot: a message must hold one of them (None: off).
         self.feishu_keywords: list[str] | None = None
         self.dingtalk_keywords: list[str] | None = None
+        # Posts Feishu's gateway answers 502 to before the bot is back (a restart, an outage).
+        self.feishu_down = 0
 
     def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
         parts = urlsplit(handler.path)
@@ -83,6 +85,9 @@ class FakeBots:
         except ValueError:
             body = None
         self.received[-1]["body"] = body
+        if parts.path.startswith("/open-apis/bot/v2/hook/") and self.feishu_down:
+            self.feishu_down -= 1
+            return 502, "text/html", "<html><body><h1>502 Bad Gateway</h1></body></html>"
         if parts.path.startswith("/open-apis/bot/v2/hook/") and self.feishu_redirect:
             return 302, "text/plain", ""
         if parts.path.startswith("/open-apis/bot/v2/hook/"):
@@ -968,3 +973,34 @@ def test_invisible_characters_copied_around_a_webhook_are_dropped_by_the_api(
     assert job.job_spec().alert.webhooks == [bots.feishu_url]
     failed(job)
     assert len(event_messages(job, "AlertSent")) == 1
+
+
+def test_a_bot_whose_gateway_is_down_gets_the_alert_on_a_later_try_and_a_refusal_is_final(
+    transactional_db, alice, bots, settings
+):
+    # QA 38: one try, then only an AlertFailed event, so a bot briefly down lost the alert.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.tasks import deliver_alert
+
+    from .test_alerts import run_queued_tasks_until_none_is_left
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.05
+    bots.feishu_down = 1
+    job = alerting_job(alice, [bots.feishu_url, bots.wecom_url.replace(WECOM_KEY, "wrong")])
+    deliver_alert.enqueue(job_id=job.pk, item="jobFailed", message="demo 运行失败。", time=TIME)
+
+    run_queued_tasks_until_none_is_left()
+
+    assert [r["path"].split("/")[1] for r in bots.received] == ["open-apis", "cgi-bin", "open-apis"]
+    assert event_messages(job, "AlertSent") == ["任务失败退出：已发送 Webhook 到 127.0.0.1"]
+    down, refused = event_messages(job, "AlertFailed")
+    assert down.startswith(
+        "任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（Feishu/Lark: HTTP 502: <html>"
+    )
+    assert "将于" in down and FEISHU_HOOK not in down
+    # WeCom's wrong key (HTTP 200, errcode 93000) would be refused again: not tried again.
+    assert refused.startswith("任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（WeCom: HTTP 200")
+    assert "重试" not in refused
+    assert DBTaskResult.objects.count() == 2

@@ -1490,3 +1490,57 @@ def test_a_replicas_failure_reason_wraps_in_its_cell_so_its_start_time_shows(
     else:
         assert table <= 2 * box  # on a phone the table scrolls, but by its columns, not a line
     assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+
+
+def test_an_on_call_owner_sets_up_hang_alerts_in_the_wizard_and_sees_the_hang_come_and_clear(
+    logged_in_page, alice, settings, tmp_path, worker_thread
+):
+    # QA 38: a hang's warning stayed the page's last word once the logs came back.
+    settings.JOB_MINUTE_SECONDS = 1  # the 1-minute threshold passes in a second
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    gate = tmp_path / "scratch" / "gate-open"
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    page.check("input[name=framework][value=PyTorchJob]")
+    next_step(page, "image")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill(
+        "#id_command",
+        "echo started; until [ -e /workspace/gate-open ]; do sleep 0.05; done; "
+        "echo resumed; sleep 300",
+    )
+    for slug in ("resources", "data"):
+        next_step(page, slug)
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    next_step(page, "fault")
+    page.check("#id_hang_detection")
+    page.fill("#id_hang_minutes", "1")
+    next_step(page, "advanced")
+    page.check("input[name=alert_items][value=jobHang]")
+    # A webhook to this machine is refused on its field, with what was typed kept.
+    page.fill("#id_alert_webhooks", "http://127.0.0.1:9/hook/on-call-token")
+    page.fill("#id_alert_emails", "oncall@example.com")
+    page.click("#wizard-next")
+    expect(page.locator("#id_alert_webhooks")).to_have_value(
+        "http://127.0.0.1:9/hook/on-call-token"
+    )
+    expect(page.locator("#error_1_id_alert_webhooks")).to_contain_text(
+        "ALERT_WEBHOOK_ALLOW_PRIVATE"
+    )
+    page.fill("#id_alert_webhooks", "")
+    for slug in ("submission", "review"):
+        next_step(page, slug)
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+
+    events = page.locator("#events")
+    expect(events).to_contain_text("疑似 hang", timeout=20_000)
+    expect(events).not_to_contain_text("hang 已解除")
+    gate.touch()  # the job writes again
+    expect(events).to_contain_text("hang 已解除", timeout=20_000)
+    expect(events).to_contain_text("日志恢复输出")
+    job = Job.objects.get(owner=alice)
+    assert job.status == JobStatus.RUNNING
+    assert job.events.filter(reason="HangCleared").count() == 1

@@ -147,6 +147,31 @@ def test_alert_mail_goes_to_each_address_in_its_readers_language(
     assert "alice@example.com, Bob@Example.com, ops@example.com" in sent.message
 
 
+def test_an_alert_mail_names_the_job_the_event_and_when_it_happened_in_each_readers_words(
+    alice, alice_client, bob, mailoutbox
+):
+    # QA 38: the mail held the message and the link only, so a job that ended while no
+    # worker ran, mailed when one came back, never said when it ended (README: a mail's 时间).
+    from jobs.alerts import deliver
+
+    switched(alice_client, "en")
+    UserPreference.objects.create(user=bob, language="zh-hans")
+    job = alerting(alice, ["alice@example.com", "bob@example.com"])
+
+    deliver(job=job, item="jobFailed", message="exit code 1", time="2026-12-01T02:03:04+00:00")
+
+    mails = {tuple(m.to): m.body for m in mailoutbox}
+    link = f"/jobs/{job.public_id}/"
+    english, chinese = mails[("alice@example.com",)], mails[("bob@example.com",)]
+    assert english.startswith(
+        "exit code 1\n\nJob: demo\nEvent: Job fails\nTime: 2026-12-01 10:03:04 CST\n\nhttp"
+    )
+    assert chinese.startswith(
+        "exit code 1\n\n任务：demo\n事件：任务失败退出\n时间：2026-12-01 10:03:04 CST\n\nhttp"
+    )
+    assert english.rstrip().endswith(link) and chinese.rstrip().endswith(link)
+
+
 def test_an_alert_to_an_address_no_user_has_is_in_the_owners_language(
     alice, alice_client, mailoutbox
 ):

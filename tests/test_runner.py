@@ -766,6 +766,33 @@ def test_a_job_without_fault_tolerance_fails_at_the_first_error(alice):
     assert job.restarts == 0
 
 
+def test_a_job_whose_restarts_are_used_up_fails_saying_so_in_its_reason_and_alert(alice, settings):
+    # QA 38: its reason and jobFailed alert read as a job without fault tolerance's, so the
+    # on-call could not tell that the restarts had been tried and used up.
+    from django.core import mail
+
+    spec = make_spec(
+        "exit 3",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=2),
+        alert=S.AlertConfig(items=["jobFailed"], emails=["ops@example.com"]),
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.restarts == 2
+    assert job.status_reason == "master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "master-0 exited with code 3. (fault-tolerance restarts used up: 2 of 2)"
+        )
+    [alert] = mail.outbox
+    assert alert.body.startswith(
+        "local-test: master-0 退出，退出码 3。（容错重启次数已用完：共 2 次）"
+    )
+
+
 def test_a_custom_log_keyword_counts_as_a_failure(alice):
     spec = make_spec(
         "echo 'step 1'; echo 'NCCL watchdog timeout'; sleep 30",
@@ -821,6 +848,48 @@ def test_a_silent_job_raises_a_hang_warning(alice):
     for _ in range(5):
         worker.tick()
     assert job.events.filter(reason="HangSuspected").count() == 1
+
+
+def test_a_hang_warning_is_cleared_when_a_replica_writes_again_and_a_new_silence_warns_again(
+    alice, settings
+):
+    # QA 38: the job page said "may be hanging" and nothing when the logs came back.
+    spec = make_spec(
+        f"echo started; {UNTIL_THE_GATE_OPENS}; echo 'step 2'; sleep 300",
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "started" in log_text(job, "master-0"), what="its line")
+    silent_for_minutes(job, 2)
+    run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
+    for _ in range(3):
+        worker.tick()
+    assert not job.events.filter(reason="HangCleared").exists()  # still silent
+
+    open_gate(settings)
+    run_until(worker, lambda: job.events.filter(reason="HangCleared").exists())
+
+    cleared = job.events.get(reason="HangCleared")
+    assert cleared.type == "Normal"
+    assert cleared.message == "日志恢复输出：任务在 hang 告警之后又写出了日志，不再疑似 hang 住。"
+    with translation.override("en"):
+        assert cleared.message_shown == (
+            "Logs resumed: a replica wrote a line after the hang warning; the job is no "
+            "longer suspected to hang."
+        )
+    for _ in range(3):
+        worker.tick()
+    assert job.events.filter(reason="HangCleared").count() == 1
+    # A new silence is a new hang: warned about again, once.
+    silent_for_minutes(job, 2)
+    run_until(worker, lambda: job.events.filter(reason="HangSuspected").count() == 2)
+    for _ in range(3):
+        worker.tick()
+    assert job.events.filter(reason="HangSuspected").count() == 2
+    assert status_of(job) == JobStatus.RUNNING
 
 
 def test_a_job_past_its_timeout_is_stopped_as_timed_out(alice, settings):
