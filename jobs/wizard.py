@@ -1276,13 +1276,14 @@ def pool_refusals(
     # standalone local job only): the queue it would wait in, the quota they take.
     plan = _plan_for(spec) if standalone and local else None
     if standalone and not pool.error and spec.counts_in_range():
-        short = shortfall(spec, pool)
+        # While a standalone job waits first in line the pool shows no card idle: saying why
+        # (it waits) is the answer, not "0 idle".
+        waits = _standalone_waits(plan) if plan is not None else []
+        short = [] if waits else shortfall(spec, pool)
         for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
         if not short and plan is not None:
-            refusals = (
-                _standalone_waits(plan) or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
-            )
+            refusals = waits or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
             for message in refusals:
                 errors.setdefault("submission.mode", []).append(message)
     if owner is not None and local:
@@ -1418,15 +1419,13 @@ def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
     """The idle cards, its queue and its owner's quota for a standalone local job, read as
     the scheduler's next pass leaves them (the caller holds the cards lock)."""
     plan = _plan_for(spec)
-    refusals = [
+    refusals = _standalone_waits(plan) or [
         _shortfall_message(card, wanted, len(plan.free.get(card, [])))
         for card, wanted in spec.accelerators_by_type().items()
         if wanted > len(plan.free.get(card, []))
     ]
     if not refusals:
-        refusals = (
-            _standalone_waits(plan) or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
-        )
+        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
 
 
