@@ -1171,6 +1171,9 @@ def wizard_rules(
         err("storage", _("Add a mount, or turn storage off."))
     if problem := tensorboard_path_read_only(spec):
         err("tensorboardConfig.logPath", problem)
+    local = state.pool is not None and state.pool.backend == "local"
+    if local and (problem := tensorboard_path_unwritable(spec)):
+        err("tensorboardConfig.logPath", problem)
     for path, messages in console_rules(spec).items():
         errors.setdefault(path, []).extend(messages)
     return errors
@@ -1202,6 +1205,69 @@ def tensorboard_path_read_only(spec: S.JobSpec) -> str:
         "(step Data sources): its code could not write its event files there. Choose a path "
         "on a read-write mount, or mount %(mount)s read-write."
     ) % {"path": log_path, "mount": deepest.mount_path}
+
+
+# Where a local replica may write outside its mounts (jobs.sandbox): its own /tmp and its
+# /dev/shm, both private to it and gone when it ends. The rest of its file system is the
+# host's, read-only.
+LOCAL_PRIVATE_WRITABLE = ("/tmp", "/dev/shm")
+
+
+def _unmounted_log_path(spec: S.JobSpec) -> str | None:
+    """A local job's Tensorboard log path when it lies on none of its mounts (the job page
+    then reads no event files: jobs.tensorboard.log_folder); None otherwise."""
+    if not spec.tensorboard.enable or S.log_path_problem_said(spec.tensorboard.log_path):
+        return None
+    log_path = S.normalised_mount_path(spec.tensorboard.log_path) or ""
+    for ds in spec.datasources:
+        mount = S.normalised_mount_path(ds.mount_path)
+        if mount and (log_path == mount or log_path.startswith(mount.rstrip("/") + "/")):
+            return None
+    return log_path
+
+
+def _in_private_folder(log_path: str) -> bool:
+    return any(_in_private_folder_of(log_path, folder) for folder in LOCAL_PRIVATE_WRITABLE)
+
+
+def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
+    """Why, on the local pool, a job's code could not write its event files to its log path
+    at all: on no mount and outside its private /tmp and /dev/shm, where its sandbox is
+    read-only (SummaryWriter fails with "Read-only file system"), or "". A refusal, as
+    tensorboard_path_read_only is: the job could never write there (left26)."""
+    log_path = _unmounted_log_path(spec)
+    if log_path is None or _in_private_folder(log_path):
+        return ""
+    return _(
+        "On the local pool %(path)s is on no volume this job mounts, and outside its mounts "
+        "and its own /tmp a job's file system is read-only: its code could not write its event "
+        "files there. Mount a read-write volume at or above %(path)s (step Data sources), or "
+        "choose a path on one to see the curves on the job page."
+    ) % {"path": log_path}
+
+
+def tensorboard_path_private(spec: S.JobSpec, pool: Pool | None) -> str:
+    """A warning, not a refusal: on the local pool, a log path in the job's own /tmp or
+    /dev/shm is written, but each instance has its own, the console does not read it and it
+    is removed when the instance ends, so the job page draws no curves. "" otherwise."""
+    if pool is None or pool.backend != "local":
+        return ""
+    log_path = _unmounted_log_path(spec)
+    if log_path is None or not _in_private_folder(log_path):
+        return ""
+    return _(
+        "The Tensorboard log path %(path)s is in each instance's own %(folder)s, which the "
+        "console does not read and which is removed when the instance ends: the job page will "
+        "draw no curves and the event files are lost. To keep them and see the curves, mount "
+        "a read-write volume at or above the path (step Data sources)."
+    ) % {
+        "path": log_path,
+        "folder": next(f for f in LOCAL_PRIVATE_WRITABLE if _in_private_folder_of(log_path, f)),
+    }
+
+
+def _in_private_folder_of(log_path: str, folder: str) -> bool:
+    return log_path == folder or log_path.startswith(folder + "/")
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:

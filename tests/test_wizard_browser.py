@@ -1496,5 +1496,5 @@ def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refuse
     expect(page.locator("#error_1_id_tensorboard_path")).to_contain_text(
         "Tensorboard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中"
     )
-    page.fill("#id_tensorboard_path", "/workspace/tb")  # on no mount: the page says so later
+    page.fill("#id_tensorboard_path", "/tmp/tb")  # its own /tmp: the review step warns
     next_step(page, "submission")
