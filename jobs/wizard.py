@@ -1226,8 +1226,11 @@ def _unmounted_log_path(spec: S.JobSpec) -> str | None:
     return log_path
 
 
-def _in_private_folder(log_path: str) -> bool:
-    return any(_in_private_folder_of(log_path, folder) for folder in LOCAL_PRIVATE_WRITABLE)
+def _private_folder(log_path: str) -> str | None:
+    """Which of LOCAL_PRIVATE_WRITABLE the path is in, if any."""
+    return next(
+        (f for f in LOCAL_PRIVATE_WRITABLE if log_path == f or log_path.startswith(f + "/")), None
+    )
 
 
 def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
@@ -1236,7 +1239,7 @@ def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
     read-only (SummaryWriter fails with "Read-only file system"), or "". A refusal, as
     tensorboard_path_read_only is: the job could never write there (left26)."""
     log_path = _unmounted_log_path(spec)
-    if log_path is None or _in_private_folder(log_path):
+    if log_path is None or _private_folder(log_path):
         return ""
     return _(
         "On the local pool %(path)s is on no volume this job mounts, and outside its mounts "
@@ -1253,21 +1256,15 @@ def tensorboard_path_private(spec: S.JobSpec, pool: Pool | None) -> str:
     if pool is None or pool.backend != "local":
         return ""
     log_path = _unmounted_log_path(spec)
-    if log_path is None or not _in_private_folder(log_path):
+    folder = _private_folder(log_path) if log_path is not None else None
+    if log_path is None or folder is None:
         return ""
     return _(
         "The Tensorboard log path %(path)s is in each instance's own %(folder)s, which the "
         "console does not read and which is removed when the instance ends: the job page will "
         "draw no curves and the event files are lost. To keep them and see the curves, mount "
         "a read-write volume at or above the path (step Data sources)."
-    ) % {
-        "path": log_path,
-        "folder": next(f for f in LOCAL_PRIVATE_WRITABLE if _in_private_folder_of(log_path, f)),
-    }
-
-
-def _in_private_folder_of(log_path: str, folder: str) -> bool:
-    return log_path == folder or log_path.startswith(folder + "/")
+    ) % {"path": log_path, "folder": folder}
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
