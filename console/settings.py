@@ -867,6 +867,10 @@ WORKER_REMOTE_SYNC_SECONDS = envfloat("WORKER_REMOTE_SYNC_SECONDS", 15)
 # Length in seconds of one "minute" of job thresholds (hang detection, timeout, retention).
 # Always 60 in production; tests shorten it so a 1-minute threshold passes in a moment.
 JOB_MINUTE_SECONDS = envfloat("JOB_MINUTE_SECONDS", 60, positive=True)
+# Days the page of a deleted job still tells its owner what became of it (jobs.models
+# DeletedJob: an alert mail's link, a bookmark), after which the worker forgets the row and an
+# old link is the usual page-not-found; 0: kept for ever.
+DELETED_JOB_KEEP_DAYS = envint("DELETED_JOB_KEEP_DAYS", 365)
 # Alert webhooks to loopback, link-local or private addresses are refused (SSRF) unless
 # this is on (e.g. an on-premises chat gateway on 10.x).
 ALERT_WEBHOOK_ALLOW_PRIVATE = envbool("ALERT_WEBHOOK_ALLOW_PRIVATE", "false")

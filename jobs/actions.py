@@ -7,7 +7,9 @@ import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import DatabaseError, transaction
 from django.utils import timezone
@@ -348,3 +350,17 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
     if refusals:
         raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
     return spec
+
+
+def forget_deleted_jobs() -> int:
+    """Deletes what is kept of jobs deleted more than DELETED_JOB_KEEP_DAYS ago (DeletedJob;
+    0: none is), for the worker's hourly housekeeping; returns how many rows went. A year
+    by default: the rows exist so that an old link (an alert mail, a bookmark) tells the
+    owner their job was deleted, and when, and such links are followed within weeks; kept
+    for ever, one row per deleted job, including every job a retention period deletes, would
+    grow without end."""
+    days = settings.DELETED_JOB_KEEP_DAYS
+    if not days:
+        return 0
+    cutoff = timezone.now() - timedelta(days=days)
+    return DeletedJob.objects.filter(deleted_at__lt=cutoff).delete()[0]

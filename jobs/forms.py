@@ -782,8 +782,10 @@ class AdvancedForm(StepForm):
         help_text=_(
             "Must match the log path in your code, or Tensorboard finds no data; injected as "
             "AIHC_TENSORBOARD_LOG_PATH. The local pool starts no Tensorboard: when the path "
-            "lies on a volume the job mounts (step Data sources), the job page draws the "
-            "scalars (loss, lr, …) of the event files written there."
+            "lies on a read-write volume the job mounts (step Data sources), the job page draws "
+            "the scalars (loss, lr, …) of the event files written there. Elsewhere it draws "
+            "none: in the job's own /tmp the files are lost when it ends, and the rest of its "
+            "file system is read-only."
         ),
     )
     auto_delete = forms.BooleanField(

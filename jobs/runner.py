@@ -2054,25 +2054,38 @@ def _timed_out_unwatched(
             job_alert(job=job, item="jobFailed", message=joined(f"{job.name}:", message))
     if not ended:
         return
+    _timed_out_late(job, now, TIMED_OUT_EXITED_LATE_MESSAGE)
+    _finished(job, run)
+
+
+TIMED_OUT_EXITED_LATE_MESSAGE = ngettext_noop(
+    "No worker was running when this job reached its time limit: a worker recorded the "
+    "timeout %(count)s second later, after its replicas had exited on their own. Its run "
+    "time counts to its time limit.",
+    "No worker was running when this job reached its time limit: a worker recorded the "
+    "timeout %(count)s seconds later, after its replicas had exited on their own. Its run "
+    "time counts to its time limit.",
+)
+TIMED_OUT_STOPPED_LATE_MESSAGE = ngettext_noop(
+    "No worker was running when this job reached its time limit: a worker found it %(count)s "
+    "second later, after a replica had failed, and stopped the others. Its run time counts "
+    "to its time limit.",
+    "No worker was running when this job reached its time limit: a worker found it %(count)s "
+    "seconds later, after a replica had failed, and stopped the others. Its run time counts "
+    "to its time limit.",
+)
+
+
+def _timed_out_late(job: Job, now: datetime, messages: tuple[str, str]) -> None:
+    """Says on the page of a job Timed out at its limit (its end) that a worker recorded it
+    later, as _ended_unwatched says of an end."""
     late = _seconds_late(job.finished_at, now)
     if late is not None:
         job_event(
             job=job,
             reason="EndedUnwatched",
-            message=recorded_plural(
-                ngettext_noop(
-                    "No worker was running when this job reached its time limit: a worker "
-                    "recorded the timeout %(count)s second later, after its replicas had "
-                    "exited on their own. Its run time counts to its time limit.",
-                    "No worker was running when this job reached its time limit: a worker "
-                    "recorded the timeout %(count)s seconds later, after its replicas had "
-                    "exited on their own. Its run time counts to its time limit.",
-                ),
-                "count",
-                count=late,
-            ),
+            message=recorded_plural(messages, "count", count=late),
         )
-    _finished(job, run)
 
 
 OUTBOUND_LOST = "OutboundLost"
@@ -2456,6 +2469,11 @@ def _finish_tear_down(
         for r in replicas
     }
     last_exit = last_exit_time(list(states.values()))
+    at_limit = (
+        _failed_past_limit(job, run, spec, replicas, states, now) if final == S.TIMED_OUT else None
+    )
+    if at_limit is not None:
+        last_exit = at_limit
     finished = (
         _finished_before_stop(job, run, replicas, states) if target == TARGET_STOPPED else None
     )
@@ -2484,9 +2502,38 @@ def _finish_tear_down(
                 item="jobSucceed",
                 message=recorded(gettext_noop("%(name)s succeeded."), name=job.name),
             )
-    if ended:
+    if ended and at_limit is not None:
+        _timed_out_late(job, now, TIMED_OUT_STOPPED_LATE_MESSAGE)
+        _finished(job, run)
+    elif ended:
         _ended_unwatched(job, now)
         _finished(job, run)
+
+
+def _failed_past_limit(
+    job: Job,
+    run: LocalRun,
+    spec: JobSpec | None,
+    replicas: list[JobReplica],
+    states: dict[int, ReplicaState],
+    now: datetime,
+) -> datetime | None:
+    """The time limit a Timed out job ends at, when a replica failed past it before the job
+    was stopped (left26): no worker watched at the limit (supervise's left25 rule), so the
+    others were stopped later. It ends at its limit, as one whose replicas all exited past it
+    does (_timed_out_unwatched), not when they were stopped: the limit is what its owner set,
+    and a watching worker would have stopped it there. None for any other timeout: a
+    watching worker's (its end is when the replicas stopped, moments past the limit), or
+    one whose failure's time is unknown."""
+    deadline = _deadline(job, run, spec, now)
+    failed_at = _failed_at(replicas, states)
+    if deadline is None or failed_at is None or failed_at <= deadline:
+        return None
+    grace = timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
+    signalled = run.kill_at - grace if run.kill_at is not None else None
+    if signalled is not None and failed_at >= signalled:
+        return None  # it exited from the stop's own SIGTERM
+    return deadline
 
 
 def _finished_before_stop(

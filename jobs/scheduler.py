@@ -326,9 +326,26 @@ def line_jumped(job: Job) -> bool:
     return False
 
 
-def idle_after_next_pass() -> dict[str, list[int]]:
-    """The cards of each type the next scheduling pass leaves idle (next_pass)."""
-    return next_pass().free
+def idle_for_new_jobs(plan: NextPass) -> dict[str, list[int]]:
+    """The cards of each type a job submitted now could be given (the local pool's idle
+    figure): those the next pass leaves idle, or none while a standalone job waits first in
+    line: no job starts before it (the pass) and a new standalone job is refused (the
+    wizard, the API), so the cards it leaves are not a new job's (held_for_waiting_note)."""
+    return {} if plan.standalone_waits else plan.free
+
+
+def held_for_waiting_note(plan: NextPass) -> str:
+    """What the local pool says beside its idle figure while a standalone job waits first in
+    line (idle_for_new_jobs), in the reader's language; "" otherwise. It gives the waiting
+    job's need and what it lacks, as its own page does, but not its name or owner: the pool
+    shows other users' jobs as numbers only."""
+    if plan.waiting is None or plan.left is None:
+        return ""
+    why = standalone_waiting_message(plan.waiting, plan.left)
+    return _(
+        "No card is idle for a new job: a standalone job submitted earlier waits first in "
+        "line, and no job starts before it. %(why)s"
+    ) % {"why": display_text(why, source_of(why))}
 
 
 @dataclass(frozen=True)
@@ -350,6 +367,8 @@ class NextPass:
     # A Queued standalone job the pass cannot start: it waits first in line, and nothing
     # behind it starts (`free` and `left` are then what it leaves, which no job gets).
     standalone_waits: bool = False
+    # What that job needs (None when none waits).
+    waiting: Requirement | None = None
 
 
 def next_pass(*, past_the_last_card: bool = False) -> NextPass:
@@ -381,6 +400,7 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     limits: dict[int, list[Limit]] = {}
     blocked: dict[str, int] = {}
     standalone_waits = False
+    waiting: Requirement | None = None
     rows = _queued_local_rows()
     for line, queue, rank, group_id, concurrency, owner_id, document in rows:
         # The standalone jobs (few, and first) are each looked at: whether one waits is part
@@ -418,6 +438,7 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
         if capacity.allocate(need) is None:
             if line == STANDALONE_LINE:
                 standalone_waits = True  # it waits first in line: nothing behind it starts
+                waiting = need
                 break
             blocked[queue] = rank
             continue
@@ -432,6 +453,7 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
         usage=usage,
         left=capacity,
         standalone_waits=standalone_waits,
+        waiting=waiting,
     )
 
 

@@ -1583,6 +1583,17 @@ def normalised_mount_path(path: str) -> str | None:
     return path if posixpath.normpath(path) == path or path == "/" else None
 
 
+def log_path_problem_said(log_path: str) -> bool:
+    """Whether the spec's own rule on a Tensorboard log path refuses this one (a full-width
+    slash, a control character, not normalised): the wizard's rules about where it lies
+    then say nothing of it, so one message tells what to fix."""
+    return (
+        bool(FULL_WIDTH_SLASHES & set(log_path))
+        or _has_control_characters(log_path)
+        or normalised_mount_path(log_path) is None
+    )
+
+
 def _has_control_characters(text: str) -> bool:
     """Control and format characters, and Unicode line/paragraph separators: none belongs in
     a path, and each would make the path shown differ from the path used."""

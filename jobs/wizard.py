@@ -1174,6 +1174,9 @@ def wizard_rules(
         err("storage", _("Add a mount, or turn storage off."))
     if problem := tensorboard_path_read_only(spec):
         err("tensorboardConfig.logPath", problem)
+    local = state.pool is not None and state.pool.backend == "local"
+    if local and (problem := tensorboard_path_unwritable(spec)):
+        err("tensorboardConfig.logPath", problem)
     if state.template and (problem := tensorboard_path_not_the_commands(spec)):
         err("tensorboardConfig.logPath", problem)
     if state.template:
@@ -1317,6 +1320,62 @@ def aiak_paths_read_only(spec: S.JobSpec) -> list[tuple[int, str]]:
     return problems
 
 
+# Where a local replica may write outside its mounts (jobs.sandbox): its own /tmp and its
+# /dev/shm, both private to it and gone when it ends. The rest of its file system is the
+# host's, read-only.
+LOCAL_PRIVATE_WRITABLE = ("/tmp", "/dev/shm")
+
+
+def _unmounted_log_path(spec: S.JobSpec) -> str | None:
+    """A local job's Tensorboard log path when it lies on none of its mounts (the job page
+    then reads no event files: jobs.tensorboard.log_folder); None otherwise."""
+    if not spec.tensorboard.enable or S.log_path_problem_said(spec.tensorboard.log_path):
+        return None
+    log_path = S.normalised_mount_path(spec.tensorboard.log_path) or ""
+    return None if mount_holding(spec, log_path) is not None else log_path
+
+
+def _private_folder(log_path: str) -> str | None:
+    """Which of LOCAL_PRIVATE_WRITABLE the path is in, if any."""
+    return next(
+        (f for f in LOCAL_PRIVATE_WRITABLE if log_path == f or log_path.startswith(f + "/")), None
+    )
+
+
+def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
+    """Why, on the local pool, a job's code could not write its event files to its log path
+    at all: on no mount and outside its private /tmp and /dev/shm, where its sandbox is
+    read-only (SummaryWriter fails with "Read-only file system"), or "". A refusal, as
+    tensorboard_path_read_only is: the job could never write there (left26)."""
+    log_path = _unmounted_log_path(spec)
+    if log_path is None or _private_folder(log_path):
+        return ""
+    return _(
+        "On the local pool %(path)s is on no volume this job mounts, and outside its mounts "
+        "and its own /tmp a job's file system is read-only: its code could not write its event "
+        "files there. Mount a read-write volume at or above %(path)s (step Data sources), or "
+        "choose a path on one to see the curves on the job page."
+    ) % {"path": log_path}
+
+
+def tensorboard_path_private(spec: S.JobSpec, pool: Pool | None) -> str:
+    """A warning, not a refusal: on the local pool, a log path in the job's own /tmp or
+    /dev/shm is written, but each instance has its own, the console does not read it and it
+    is removed when the instance ends, so the job page draws no curves. "" otherwise."""
+    if pool is None or pool.backend != "local":
+        return ""
+    log_path = _unmounted_log_path(spec)
+    folder = _private_folder(log_path) if log_path is not None else None
+    if log_path is None or folder is None:
+        return ""
+    return _(
+        "The Tensorboard log path %(path)s is in each instance's own %(folder)s, which the "
+        "console does not read and which is removed when the instance ends: the job page will "
+        "draw no curves and the event files are lost. To keep them and see the curves, mount "
+        "a read-write volume at or above the path (step Data sources)."
+    ) % {"path": log_path, "folder": folder}
+
+
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
     """The console's rules on a spec beyond jobs.spec.validate that need no form: the
     wizard's submit and the API's CreateJob (jobs.api_views) both apply them."""
@@ -1389,13 +1448,14 @@ def pool_refusals(
     # standalone local job only): the queue it would wait in, the quota they take.
     plan = _plan_for(spec) if standalone and local else None
     if standalone and not pool.error and spec.counts_in_range():
-        short = shortfall(spec, pool)
+        # While a standalone job waits first in line the pool shows no card idle: saying why
+        # (it waits) is the answer, not "0 idle".
+        waits = _standalone_waits(plan) if plan is not None else []
+        short = [] if waits else shortfall(spec, pool)
         for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
         if not short and plan is not None:
-            refusals = (
-                _standalone_waits(plan) or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
-            )
+            refusals = waits or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
             for message in refusals:
                 errors.setdefault("submission.mode", []).append(message)
     if owner is not None and local:
@@ -1542,15 +1602,13 @@ def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
     """The idle cards, its queue and its owner's quota for a standalone local job, read as
     the scheduler's next pass leaves them (the caller holds the cards lock)."""
     plan = _plan_for(spec)
-    refusals = [
+    refusals = _standalone_waits(plan) or [
         _shortfall_message(card, wanted, len(plan.free.get(card, [])))
         for card, wanted in spec.accelerators_by_type().items()
         if wanted > len(plan.free.get(card, []))
     ]
     if not refusals:
-        refusals = (
-            _standalone_waits(plan) or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
-        )
+        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
 
 

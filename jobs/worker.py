@@ -102,6 +102,8 @@ _followed_again_said: tuple[tuple[str, datetime | None], set[int]] | None = None
 # a job a person stopped is kept for them to look at.
 AUTO_DELETED_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.TIMED_OUT})
 RETENTION_RE = re.compile(r"^([1-9][0-9]*)([mhd])\Z")
+# How often the worker forgets what it kept of long-deleted jobs (Worker.forget_deleted).
+FORGET_DELETED_SECONDS = 3600.0
 # Jobs delete_expired deletes in one tick at most (a few ms each): the rest on the next ticks.
 EXPIRED_PER_PASS = 20
 RETENTION_MINUTES = {"m": 1, "h": 60, "d": 24 * 60}
@@ -271,6 +273,8 @@ class Worker:
         self.last_remote_sync = 0.0
         # When delete_expired next looks (monotonic; 0: on the first tick).
         self.next_expiry_check = 0.0
+        # When forget_deleted next looks (monotonic; 0: on the first tick).
+        self.next_forget = 0.0
         # Jobs whose deletion for their retention failed, by pk: tried again a minute later,
         # so they do not take the pass's places from the others every tick, and logged as
         # deletion_failed says. And those deleted while they ran (delete_requested).
@@ -329,6 +333,7 @@ class Worker:
             self.sync_remote()
         self.delete_expired()
         self.delete_requested()
+        self.forget_deleted()
         self.reap()
         try:
             remove_discarded()  # what ended jobs left in their /tmp, a part a tick
@@ -556,6 +561,22 @@ class Worker:
                 )
             else:
                 self.deletion_done(self.expiry_failed, job=job)
+
+    def forget_deleted(self) -> None:
+        """Once an hour, forgets the deleted jobs kept past DELETED_JOB_KEEP_DAYS
+        (jobs.actions.forget_deleted_jobs): days are its unit, so looking more often would
+        only repeat a query; a failure is tried again the next hour, never failing the tick."""
+        from .actions import forget_deleted_jobs
+
+        clock = time.monotonic()
+        if clock < self.next_forget:
+            return
+        self.next_forget = clock + FORGET_DELETED_SECONDS
+        try:
+            if forgotten := forget_deleted_jobs():
+                logger.info("forgot %d deleted jobs kept past DELETED_JOB_KEEP_DAYS", forgotten)
+        except Exception:
+            logger.exception("forgetting deleted jobs kept past DELETED_JOB_KEEP_DAYS failed")
 
     def delete_requested(self) -> None:
         from .actions import job_delete

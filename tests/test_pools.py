@@ -159,7 +159,7 @@ def test_the_page_and_its_poll_use_a_fixed_number_of_queries_however_many_jobs(
     job_in(alice, name="alice-gone-queue", queue="retired")
 
     # ...and, with jobs queued, whether any card quota exists (the idle cards are what the
-    # queued jobs whose turn it is leave: jobs.scheduler.idle_after_next_pass)
+    # queued jobs whose turn it is leave: jobs.scheduler.idle_for_new_jobs)
     with django_assert_num_queries(8):
         page = alice_client.get(POOLS)
     with django_assert_num_queries(8):

@@ -993,6 +993,30 @@ def test_a_job_whose_replica_failed_past_its_time_limit_while_no_worker_ran_ends
     assert not job.events.filter(reason__in=["Failed", "Restarted"]).exists()
 
 
+def test_a_job_whose_replica_failed_past_its_time_limit_while_another_ran_ends_at_the_limit(
+    alice, settings
+):
+    # Left26: the one still running was stopped when a worker came, and the job ended Timed
+    # out as of that stop, not at its limit as when every replica had exited by then.
+    job = _failed_past_its_limit_unwatched(
+        alice,
+        settings,
+        'if [ "$RANK" = 0 ]; then exit 3; fi; exec sleep 60',
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+
+    assert job.status == JobStatus.TIMED_OUT
+    assert job.finished_at == job.limit
+    assert job.events.filter(reason="ReplicaFailed").count() == 1  # what failed is still said
+    with translation.override("en"):
+        [note] = job.events.filter(reason="EndedUnwatched")
+        assert note.message_shown.startswith(
+            "No worker was running when this job reached its time limit: a worker found it"
+        )
+        assert "after a replica had failed, and stopped the others" in note.message_shown
+    assert note.message.startswith("任务达到超时时间时没有 worker 在运行")
+
+
 def test_a_fault_tolerant_job_whose_replica_failed_past_its_time_limit_is_not_restarted(
     alice, settings
 ):

@@ -71,6 +71,9 @@ Migrations and what they do to existing rows:
 - 0034 adds the record of each deleted job (its name, ID, owner, when and why: a new table,
   empty after upgrading: jobs deleted before it leave none), which an old link to the job's
   page reads. Downgrading past it drops the table, and such links get the usual 404.
+- 0035 makes the local jobs the API stored as standalone before sched26 (submit key
+  `api-…`, no group) that have not started (Queued, Pending review) queue tasks of one, as
+  the API stores such a create since. Reverse: standalone again, their groups gone.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -1032,3 +1035,70 @@ def test_upgrading_past_0034_keeps_deleted_jobs_records_and_downgrading_drops_th
 
     again = migrate(None)
     assert not again.get_model("jobs", "DeletedJob").objects.exists()
+
+
+def test_upgrading_past_0035_makes_the_apis_not_started_standalone_jobs_queue_tasks_of_one(
+    at_latest_after,
+):
+    # Left26: before sched26 the API stored a local job without a submission mode as a
+    # standalone job; since, it is a queue task of one. Only the API's (its "api-" submit
+    # keys), only those not started, and not one it made a queue task already.
+    old = migrate("0034_deleted_job")
+    User = old.get_model("auth", "User")
+    Job = old.get_model("jobs", "Job")
+    Group = old.get_model("jobs", "JobGroup")
+    alice = User.objects.create(username="alice")
+
+    def job(name: str, key: str, status: str = "queued", **fields: Any) -> Any:
+        return Job.objects.create(
+            public_id=f"job-{name}",
+            owner=alice,
+            name=name,
+            spec=fields.pop("spec", spec_document(name)),
+            resource_pool="local",
+            status=status,
+            submit_key=key,
+            **fields,
+        )
+
+    queued = job("api-queued", "api-" + "a" * 64)
+    held = job("api-held", f"api-{uuid.uuid4().hex}", status="pending_review")
+    running = job("api-running", f"api-{uuid.uuid4().hex}", status="running")
+    wizard = job("wizard", str(uuid.uuid4()))
+    group = Group.objects.create(owner=alice, name="api-task", total=1, concurrency=1)
+    task = job(
+        "api-task",
+        f"api-{uuid.uuid4().hex}:0",
+        spec=spec_document("api-task", queue_total=1),
+        group=group,
+        group_index=1,
+    )
+    unchanged = {j.pk: (j.spec, j.group_id) for j in (running, wizard, task)}
+
+    new = migrate(None)
+    jobs = new.get_model("jobs", "Job").objects
+    for converted in (queued, held):
+        row = jobs.get(pk=converted.pk)
+        assert row.spec["console"]["submission"] == {"mode": "queue", "total": 1, "concurrency": 1}
+        assert (row.group.total, row.group.concurrency, row.group_index) == (1, 1, 1)
+        assert row.group.name == converted.name and row.group.owner_id == alice.pk
+        assert row.status == converted.status and row.submit_key == converted.submit_key
+        # The rest of the spec as it was.
+        before = dict(converted.spec, console=dict(converted.spec["console"], submission=None))
+        after = dict(row.spec, console=dict(row.spec["console"], submission=None))
+        assert after == before
+    assert {j.pk: (j.spec, j.group_id) for j in jobs.filter(pk__in=unchanged)} == unchanged
+    # The scheduler's line reads it as a queue task now.
+    from jobs.models import Job as LatestJob
+    from jobs.scheduler import LINE, QUEUE_LINE, STANDALONE_LINE
+
+    lines = dict(LatestJob.objects.annotate(line=LINE).values_list("name", "line"))
+    assert lines["api-queued"] == QUEUE_LINE and lines["wizard"] == STANDALONE_LINE
+
+    old = migrate("0034_deleted_job")
+    jobs = old.get_model("jobs", "Job").objects
+    for converted in (queued, held):
+        row = jobs.get(pk=converted.pk)
+        assert row.spec == converted.spec and row.group_id is None and row.group_index is None
+    assert old.get_model("jobs", "JobGroup").objects.count() == 1  # the API's own task's
+    assert {j.pk: (j.spec, j.group_id) for j in jobs.filter(pk__in=unchanged)} == unchanged

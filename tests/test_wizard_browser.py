@@ -1496,5 +1496,16 @@ def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refuse
     expect(page.locator("#error_1_id_tensorboard_path")).to_contain_text(
         "Tensorboard 日志路径 /data/tb 位于本任务以只读方式挂载的 /data 中"
     )
-    page.fill("#id_tensorboard_path", "/workspace/tb")  # on no mount: the page says so later
+    page.fill("#id_tensorboard_path", "/output/tb")  # on no mount, in the read-only sandbox
+
+    page.click("#wizard-next")
+
+    expect(page.locator("#error_1_id_tensorboard_path")).to_contain_text(
+        "在本机资源池上，/output/tb 不在本任务挂载的任何存储卷上"
+    )
+    page.fill("#id_tensorboard_path", "/tmp/tb")  # its own /tmp: the review step warns
     next_step(page, "submission")
+    next_step(page, "review")
+    expect(page.locator("#tensorboard-notice")).to_contain_text(
+        "Tensorboard 日志路径 /tmp/tb 位于每个实例自己的 /tmp 中"
+    )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.functional import lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
@@ -279,17 +280,18 @@ class LocalBackend(Backend):
         return {POOL_ID: POOL_NAME}
 
     def pools(self) -> list[Pool]:
-        from jobs.scheduler import idle_after_next_pass
+        from jobs.scheduler import held_for_waiting_note, idle_for_new_jobs, next_pass
 
         # Idle is what the scheduler could hand a new job now: the cards no dispatched local
         # job holds (LocalRun.devices), less those its next pass hands the Queued jobs whose
         # turn it is (a standalone job must not be told it fits cards a job queued before it
-        # is about to get). Read when a figure is first asked for, once for all of the pool's
-        # cards: most wizard steps and partials look the pool up for its queues, volumes or
-        # totals and show no idle count, and need not query the jobs.
-        free = cache(idle_after_next_pass)
+        # is about to get), and none while a standalone job waits first in line (the note
+        # says for what). Read when a figure or the note is first asked for, once for all of
+        # the pool's cards: most wizard steps and partials look the pool up for its queues,
+        # volumes or totals and show no idle count, and need not query the jobs.
+        plan = cache(next_pass)
         stock: list[AcceleratorStock] = [
-            _LocalStock(type=name, total=total, free=free)
+            _LocalStock(type=name, total=total, free=lambda: idle_for_new_jobs(plan()))
             for name, total in sorted(detected_accelerators().items())
         ]
         return [
@@ -307,6 +309,7 @@ class LocalBackend(Backend):
                 ],
                 storage_types=["hostpath"],
                 as_of=timezone.now(),
+                note=lazy(lambda: held_for_waiting_note(plan()), str)(),
             )
         ]
 
