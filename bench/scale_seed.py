@@ -8,7 +8,8 @@ against a real database (it refuses one that already has jobs). It writes what t
 own code writes, in bulk (bulk_create with auto_now_add switched off, so a year of creation
 times is kept): ~200 users in ~20 groups, 30,000 jobs over 12 months in every status across
 several pools (local, two AIHC pools that are no longer offered, with their last known names,
-a Kubernetes namespace) with their events (Created, Queued, Started, a final one...), replicas,
+a Kubernetes namespace), three labels each (team, experiment, learning rate, as the job list
+filters them), with their events (Created, Queued, Started, a final one...), replicas,
 LocalRun rows for local jobs that started, queue groups (a group's tasks numbered 1..total),
 stack captures, usage records of deleted jobs, API keys (sealed as api_key_create seals them)
 and ~2,000 drafts. Three users are the ones to log in as: `scale-user` (2,000 jobs), `scale-
@@ -26,6 +27,7 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
@@ -67,6 +69,7 @@ def seed(*, jobs: int = JOBS, seed_value: int = 18) -> dict[str, int]:
         Job,
         JobEvent,
         JobGroup,
+        JobLabel,
         JobReplica,
         JobStatus,
         KnownPool,
@@ -139,6 +142,13 @@ def seed(*, jobs: int = JOBS, seed_value: int = 18) -> dict[str, int]:
     # A third of the jobs keep their retention (任务退出后自动删除) for 400 days: none is due
     # yet, but the worker's retention pass reads them all.
     kept_document = {**document, "retentionPeriod": "400d"}
+
+    def labelled(base: dict[str, Any], i: int) -> dict[str, Any]:
+        """Three labels on every job, as a team tags its runs: one its whole team shares, one
+        per experiment (40 of them), one per learning rate (5)."""
+        labels = [("team", f"t{i % 20}"), ("exp", f"e{i % 40}"), ("lr", f"{i % 5}e-4")]
+        return {**base, "labels": [{"key": k, "value": v} for k, v in labels]}
+
     for model in (Job, JobEvent, JobGroup, StackCapture, Draft, ApiKey):
         for field in model._meta.fields:
             if getattr(field, "auto_now_add", False) or getattr(field, "auto_now", False):
@@ -151,7 +161,7 @@ def seed(*, jobs: int = JOBS, seed_value: int = 18) -> dict[str, int]:
         ordinary[i % len(ordinary)] for i in range(jobs - HEAVY_USER_JOBS)
     ]
     rng.shuffle(owners)
-    counts = {"jobs": 0, "events": 0, "replicas": 0, "local_runs": 0, "groups": 0}
+    counts = {"jobs": 0, "events": 0, "labels": 0, "replicas": 0, "local_runs": 0, "groups": 0}
     batch: list[Job] = []
 
     def flush() -> None:
@@ -203,11 +213,21 @@ def seed(*, jobs: int = JOBS, seed_value: int = 18) -> dict[str, int]:
                     )
                 )
         JobEvent.objects.bulk_create(events, batch_size=2000)
+        # As jobs.services.jobs_submit writes them: the list's label filter reads this table.
+        labels = JobLabel.objects.bulk_create(
+            [
+                JobLabel(job=job, key=label["key"], value=label["value"])
+                for job in made
+                for label in job.spec["labels"]
+            ],
+            batch_size=2000,
+        )
         JobReplica.objects.bulk_create(replicas, batch_size=2000)
         LocalRun.objects.bulk_create(runs, batch_size=2000)
         StackCapture.objects.bulk_create(captures, batch_size=2000)
         counts["jobs"] += len(made)
         counts["events"] += len(events)
+        counts["labels"] += len(labels)
         counts["replicas"] += len(replicas)
         counts["local_runs"] += len(runs)
         batch.clear()
@@ -252,7 +272,7 @@ def seed(*, jobs: int = JOBS, seed_value: int = 18) -> dict[str, int]:
                         public_id=f"{S.JOB_ID_PREFIX[S.PYTORCH]}-{uuid.uuid4()}",
                         name=group.name if group else f"train-{i}",
                         owner=owners[i],
-                        spec=kept_document if i % 3 == 0 else document,
+                        spec=labelled(kept_document if i % 3 == 0 else document, i),
                         framework=S.FRAMEWORKS[i % 3],
                         status=status,
                         backend=backend,

@@ -224,6 +224,17 @@ def unreplaced_placeholders(command: str) -> list[tuple[str, str]]:
     return found
 
 
+def emptied_placeholders(command: str) -> list[str]:
+    """The AIAK placeholder lines whose value was deleted instead of replaced (`KEY=`,
+    `KEY=""`): the template's script then runs with an empty path, which it reads as the
+    current folder or fails on far into the start (QA 39 found `DATA_PATH=` let through)."""
+    return [
+        key
+        for key in aiak_catalog()["placeholders"]
+        if re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(?:\"\"|''|)[ \t]*$", command, re.M)
+    ]
+
+
 # Characters that look like a space (or like nothing) but that a shell reads as part of a
 # word: text copied from a web page, a document or a chat app brings them along, and
 # `python3\u00a0train.py` then fails with "python3 train.py: command not found". Named for the
@@ -1122,6 +1133,12 @@ def wizard_rules(
                 "jobSpec.command",
                 _("Replace %(key)s=%(placeholder)s in the command with your own path.")
                 % {"key": key, "placeholder": placeholder},
+            )
+        for key in emptied_placeholders(spec.command):
+            err(
+                "jobSpec.command",
+                _("%(key)s= in the command is empty: write your own path after the = sign.")
+                % {"key": key},
             )
     for line, char in stray_spaces(spec.command)[:3]:
         err(

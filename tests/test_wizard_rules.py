@@ -426,6 +426,37 @@ def test_aiak_placeholders_left_in_the_command_block_the_step_by_name(en_client)
     )
 
 
+def test_an_aiak_placeholder_line_emptied_instead_of_replaced_blocks_the_step_by_name(en_client):
+    draft = aiak_draft_at_image(en_client, "qwen1.5-7b", "lora")
+    command = W.template_command(W.aiak_templates()["qwen1.5-7b"], "SFT", "lora")
+    image = W.aiak_templates()["qwen1.5-7b"]["image"]
+    done = (
+        command.replace("$USER_DATA_PATH", "/mnt/data")
+        .replace("$USER_TOKENIZER_PATH", "/mnt/tok")
+        .replace("$USER_CHECKPOINT_LOAD_PATH", "/mnt/ckpt")
+        .replace("$USER_CHECKPOINT_SAVE_PATH", "/mnt/out")
+        .replace("TENSORBOARD_PATH=$TENSORBOARD_PATH", "TENSORBOARD_PATH=/mnt/tb")
+    )
+    emptied = done.replace("DATA_PATH=/mnt/data", "DATA_PATH=").replace(
+        "TOKENIZER_PATH=/mnt/tok", 'TOKENIZER_PATH=""'
+    )
+
+    blocked = post_step(en_client, draft, W.IMAGE, image_data(image=image, command=emptied))
+
+    assert blocked.status_code == 200
+    messages = field_errors(blocked, "id_command")
+    assert any(m.startswith("DATA_PATH= in the command is empty") for m in messages), messages
+    assert any(m.startswith("TOKENIZER_PATH= in the command is empty") for m in messages)
+    assert not any("CHECKPOINT" in m for m in messages), messages
+    draft.refresh_from_db()
+    assert W.IMAGE not in draft.completed_steps
+    assert "DATA_PATH=\n" in draft.data[W.IMAGE]["command"][0].replace("\r\n", "\n")  # kept
+    assert (
+        post_step(en_client, draft, W.IMAGE, image_data(image=image, command=done)).status_code
+        == 302
+    )
+
+
 def test_an_aiak_job_keeps_its_template_image_and_says_so_on_the_image_field(en_client):
     draft = aiak_draft_at_image(en_client, "llama2-7b", "full")
     template = W.aiak_templates()["llama2-7b"]
