@@ -212,3 +212,37 @@ def test_the_date_filter_costs_the_list_no_query_more(
     assert len(ranged) == 1 and '"created_at" <' in ranged[0]
     with django_assert_num_queries(4):
         alice_client.get(reverse("job-list"), both, headers={"HX-Request": "true"})
+
+
+def test_the_filter_form_counts_the_two_dates_when_it_decides_whether_it_can_carry_the_ticks(
+    alice, alice_client
+):
+    from jobs.labels import SAFE_ADDRESS_LENGTH
+    from jobs.selection import MAX_CARRIED
+
+    from .test_job_labels import filter_form, longest_filter_address
+
+    ticked = [
+        submit(alice, f"s{n}", datetime(2026, 11, 2, tzinfo=UTC)).public_id
+        for n in range(MAX_CARRIED)
+    ]
+
+    def longest(key_length: int) -> tuple[int, bool]:
+        # 50 ticks, a long label applied and one as long as asked: the longest address the form
+        # can send with the ticks (its boxes at their longest, dates at their max), and whether
+        # the form sends the ticks.
+        labels = [f"{'a' * 317}={'v' * 63}", f"{'b' * key_length}=v"]
+        form = filter_form(
+            alice_client.get(reverse("job-list"), {"sel": ticked, "label": labels}).content.decode()
+        )
+        address = longest_filter_address(form.replace(" disabled>", ">"))
+        return len(address), " disabled>" not in form
+
+    # The longest label's key the form still carries the ticks with: the address it can make
+    # then is within the bound, dates at their longest included; one character more passes it.
+    low, high = 1, 317
+    assert longest(low)[1] and not longest(high)[1]
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if longest(middle)[1] else (low, middle)
+    assert longest(low)[0] <= SAFE_ADDRESS_LENGTH < longest(high)[0]
