@@ -1,5 +1,6 @@
 """The job list in a browser, as a team lead on a busy list meets it: rows come and go under a
-filter while jobs are ticked for a bulk action, and a job opened from it and deleted returns to it; last month's jobs picked by date and paged through."""
+filter while jobs are ticked for a bulk action, a job opened from it and deleted returns to it,
+and last month's jobs are picked by date and paged through."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import html as html_lib
 import re
 import uuid
 from datetime import UTC, datetime
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from django.urls import reverse
@@ -246,3 +246,24 @@ def test_the_filter_form_counts_the_two_dates_when_it_decides_whether_it_can_car
         middle = (low + high) // 2
         low, high = (middle, high) if longest(middle)[1] else (low, middle)
     assert longest(low)[0] <= SAFE_ADDRESS_LENGTH < longest(high)[0]
+
+
+def test_stop_selected_and_compare_go_back_to_the_list_with_its_dates(alice, alice_client):
+    a, b = (submit(alice, f"nov-{n}", datetime(2026, 11, 2, tzinfo=UTC)) for n in range(2))
+    back = "created_from=2026-11-01&created_to=2026-11-30&page=1"
+
+    stopped = alice_client.post(
+        reverse("job-bulk"),
+        {"action": "stop", "jobs": [a.public_id], "back": back, "confirmed": "1"},
+    )
+    compared = alice_client.post(
+        reverse("job-bulk"),
+        {"action": "compare", "jobs": [a.public_id, b.public_id], "back": back},
+    )
+
+    assert stopped.status_code == 302 and stopped["Location"] == f"/?{back}"
+    assert compared.status_code == 302
+    [way_back] = parse_qs(urlsplit(compared["Location"]).query)["back"]
+    assert way_back.startswith(back + "&sel=")
+    a.refresh_from_db()
+    assert a.status == JobStatus.STOPPED
