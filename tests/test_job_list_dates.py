@@ -267,3 +267,26 @@ def test_stop_selected_and_compare_go_back_to_the_list_with_its_dates(alice, ali
     assert way_back.startswith(back + "&sel=")
     a.refresh_from_db()
     assert a.status == JobStatus.STOPPED
+
+
+def test_days_are_those_of_the_time_zone_the_console_is_set_to(
+    alice, alice_client, month, settings
+):
+    settings.TIME_ZONE = "UTC"
+
+    # In UTC the first two were created on October 31, the last two on November 30.
+    november = {"created_from": "2026-11-01", "created_to": "2026-11-30"}
+    assert shown(alice_client, month, **november) == {"nov-30-last", "dec-01-first"}
+    page = alice_client.get(reverse("job-list")).content.decode()
+    assert 'title="UTC 时区的日期，含当天"' in page
+
+
+def test_dates_that_match_no_job_say_so_with_the_filters_open_not_that_there_are_no_jobs(
+    alice, alice_client, month
+):
+    r = alice_client.get(reverse("job-list"), {"created_from": "2030-01-01"})
+
+    page = r.content.decode()
+    assert r.status_code == 200
+    assert "没有符合筛选条件的任务" in page and 'id="jobs-empty"' not in page
+    assert re.search(r'<details[^>]*id="job-filters-box" open>', page)
