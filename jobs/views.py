@@ -13,6 +13,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -25,6 +26,7 @@ from django.http import FileResponse, Http404, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_safe
@@ -124,7 +126,17 @@ EXPLAINED_STATUSES = frozenset(
 )
 LOG_TAIL_LINES = 200
 # What the job list's address may carry back after acting on selected jobs (its filters, page).
-LIST_PARAMETERS = ("q", "status", "framework", "pool", "queue", "label", "page")
+LIST_PARAMETERS = (
+    "q",
+    "status",
+    "framework",
+    "pool",
+    "queue",
+    "label",
+    "created_from",
+    "created_to",
+    "page",
+)
 
 # A search of an AIHC or Kubernetes log reads this many of its last lines: the platform sends
 # them in one answer, which the page waits for.
@@ -132,6 +144,55 @@ REMOTE_SEARCH_LINES = 10_000
 # A filter longer than any name, id, pool or queue matches nothing; SQLite also refuses a
 # LIKE pattern past 50,000 bytes ("pattern too complex", a 500), which this keeps well away.
 MAX_FILTER_LENGTH = 200
+# The creation dates the list can be filtered by (the date boxes' min and max): a year past
+# them is a typo (20266, 0202), and a date near the ends of Python's would overflow once
+# turned into an instant in another time zone.
+FIRST_FILTER_DATE = date(1970, 1, 1)
+LAST_FILTER_DATE = date(2999, 12, 31)
+# What a date box sends (<input type="date">, an ISO date); typed by hand into an address,
+# a year of any length is read, so that one out of range is said as such. ASCII digits only.
+TYPED_DATE = re.compile(r"([0-9]+)-([0-9]{1,2})-([0-9]{1,2})")
+
+
+def _filter_date(text: str) -> date:
+    """The date a date box sent; a ValidationError saying what is wrong with any other text
+    (quoting it, cut short: a date box cannot show text that is not a date, so the message
+    keeps what was typed)."""
+    shown = text if len(text) <= 32 else text[:31] + "…"
+    typed = TYPED_DATE.fullmatch(text)
+    # Four digits at most before reading the year: a thousand-digit one is out of range too,
+    # and Python refuses to read one past 4,300 digits.
+    if typed is not None and not (
+        len(typed[1]) <= 4 and FIRST_FILTER_DATE.year <= int(typed[1]) <= LAST_FILTER_DATE.year
+    ):
+        raise forms.ValidationError(
+            _("“%(value)s” is out of range: pick a date in the years %(first)d to %(last)d.")
+            % {"value": shown, "first": FIRST_FILTER_DATE.year, "last": LAST_FILTER_DATE.year}
+        )
+    try:
+        if typed is None:
+            raise ValueError(text)
+        return date(int(typed[1]), int(typed[2]), int(typed[3]))
+    except ValueError:
+        raise forms.ValidationError(
+            _("“%(value)s” is not a date: pick one, or type it as YYYY-MM-DD.")
+            % {"value": shown.replace("\x00", "")}
+        ) from None
+
+
+def _created_between(jobs: Any, *, first: date | None, last: date | None) -> Any:
+    """`jobs` created from the start of day `first` to the end of day `last` (both included;
+    either may be None), days in the console's time zone (TIME_ZONE, as the list shows
+    times): a range on created_at, which the index of jobs by owner and creation serves."""
+    if first is not None:
+        jobs = jobs.filter(
+            created_at__gte=timezone.make_aware(datetime.combine(first, datetime.min.time()))
+        )
+    if last is not None:
+        # Before the next day's start: the end of `last` however precise the stored times.
+        after = datetime.combine(last + timedelta(days=1), datetime.min.time())
+        jobs = jobs.filter(created_at__lt=timezone.make_aware(after))
+    return jobs
 
 
 class JobFilterForm(forms.Form):
@@ -156,9 +217,37 @@ class JobFilterForm(forms.Form):
     # asked for, all read by clean(): a Field, not a CharField, which would check the last
     # alone). Those no job can have are said so here and left out, the others applied.
     label = forms.Field(required=False, label=gettext_lazy("Label"))
+    # Created on or after this day, and on or before that one (创建时间 from / to), each a day
+    # in the console's time zone (_created_between); either may be empty.
+    created_from = forms.CharField(required=False, label=gettext_lazy("Created from"))
+    created_to = forms.CharField(required=False, label=gettext_lazy("Created to"))
+
+    def clean_created_from(self) -> date | None:
+        return (
+            _filter_date(self.cleaned_data["created_from"])
+            if self.cleaned_data["created_from"]
+            else None
+        )
+
+    def clean_created_to(self) -> date | None:
+        return (
+            _filter_date(self.cleaned_data["created_to"])
+            if self.cleaned_data["created_to"]
+            else None
+        )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
+        first, last = data.get("created_from"), data.get("created_to")
+        if first and last and last < first:
+            # Said on the end date, which is then left out (the list goes from the start).
+            self.add_error(
+                "created_to",
+                _(
+                    "The end date %(last)s is before the start date %(first)s: pick one on or after it."
+                )
+                % {"first": first.isoformat(), "last": last.isoformat()},
+            )
         data["labels"] = []
         # The first label refused, shown again in the field to correct (a NUL taken out).
         self.refused_label = ""
@@ -265,6 +354,7 @@ def _owned_jobs(request: AuthenticatedHttpRequest, form: JobFilterForm) -> Any:
         jobs = jobs.filter(resource_pool__iexact=data["pool"].strip())
     if data["queue"].strip():
         jobs = jobs.filter(queue__iexact=data["queue"].strip())
+    jobs = _created_between(jobs, first=data.get("created_from"), last=data.get("created_to"))
     return jobs.order_by("-created_at", "-id")
 
 
@@ -347,7 +437,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         or any(
             str(form.cleaned_data.get(name, "")).strip()
             for name in ("q", "status", "framework", "pool", "queue")
-        ),
+        )
+        or any(form.cleaned_data.get(name) for name in ("created_from", "created_to")),
         # The labels filtered by, each with the list's address without it.
         "label_filters": [
             (
@@ -435,10 +526,16 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
             "status": ["", *JobStatus.values],
             "framework": ["", *FRAMEWORK_LABELS],
             "pool": [v for v, _label in context["pool_choices"]],
+            # A date box sends a date within its min and max or nothing (a browser clears one
+            # it was given that is not a date, and will not send one out of range).
+            "created_from": [LAST_FILTER_DATE.isoformat()],
+            "created_to": [LAST_FILTER_DATE.isoformat()],
         },
         selection=selection.ids,
     )
     context["typed_boxes"] = TYPED_BOXES
+    context["filter_dates"] = (FIRST_FILTER_DATE.isoformat(), LAST_FILTER_DATE.isoformat())
+    context["time_zone"] = timezone.get_current_timezone_name()
     return render(request, "jobs/job_list.html", context)
 
 

@@ -790,8 +790,8 @@ def filter_form(page: str) -> str:
 def longest_filter_address(form: str) -> str:
     """The longest address the filter form in `form` can send: its hidden fields that are sent
     (a disabled one is not), each select at its longest value, each box filled to its
-    maxlength with the longest characters its pattern lets through (as a browser checks it
-    before sending, JavaScript or not)."""
+    maxlength with the longest characters its pattern lets through, each date box at its max
+    (as a browser checks it before sending, JavaScript or not)."""
     pairs = [
         (html.unescape(name), html.unescape(value))
         for name, value, disabled in re.findall(
@@ -817,7 +817,15 @@ def longest_filter_address(form: str) -> str:
         assert re.fullmatch(html.unescape(pattern), worst, re.ASCII)
         assert not re.fullmatch(html.unescape(pattern), "//" + worst[2:], re.ASCII)
         pairs.append((name, worst))
-    assert {name for name, _v in pairs} >= {"q", "queue", "label", "status", "framework", "pool"}
+    # A date box sends a date within its min and max, or nothing.
+    for name, latest in re.findall(
+        r'<input [^>]*type="date" name="(\w+)"[^>]* max="([^"]+)"', form
+    ):
+        pairs.append((name, latest))
+    assert {name for name, _v in pairs} >= {
+        *("q", "queue", "label", "status", "framework", "pool"),
+        *("created_from", "created_to"),
+    }
     return f"{LIST}?{urlencode(pairs)}"
 
 

@@ -1,5 +1,6 @@
 """The job list in a browser, as a team lead on a busy list meets it: rows come and go under a
-filter while jobs are ticked for a bulk action, and a job opened from it and deleted returns to it."""
+filter while jobs are ticked for a bulk action, a job opened from it and deleted returns to it,
+and last month's jobs are picked by date and paged through."""
 
 from __future__ import annotations
 
@@ -108,3 +109,51 @@ def test_the_refresh_does_not_move_rows_under_the_mouse_and_brings_them_once_it_
     expect(rows).to_have_count(4)
     expect(page.locator(f"#select-{aimed_at.public_id}")).to_be_checked()
     expect(page.locator("#selection-count")).to_have_text("已选 1 个任务")
+
+
+def test_a_team_lead_picks_last_months_dates_and_pages_through_its_jobs_alone(
+    logged_in_page, alice
+):
+    from datetime import UTC, datetime
+
+    # 22 jobs created in November (Shanghai days; the first at 00:30 on the 1st, which is still
+    # October 31 in UTC), one the day before and one the day after.
+    november = [submitted(alice, f"nov-{n:02d}") for n in range(22)]
+    for n, job in enumerate(november):
+        Job.objects.filter(pk=job.pk).update(
+            created_at=datetime(2026, 10, 31, 16, 30 + n, tzinfo=UTC)
+        )
+    for name, created in [
+        ("oct-31", datetime(2026, 10, 31, 15, 59, tzinfo=UTC)),
+        ("dec-01", datetime(2026, 11, 30, 16, 0, tzinfo=UTC)),
+    ]:
+        Job.objects.filter(pk=submitted(alice, name).pk).update(created_at=created)
+    page = logged_in_page
+    page.goto("/")
+    expect(page.locator("#job-table tbody tr")).to_have_count(20)
+
+    page.get_by_label("创建时间起").fill("2026-11-01")
+    page.get_by_label("创建时间止").fill("2026-11-30")
+    page.get_by_role("button", name="筛选").click()
+    page.wait_for_url("**/?*created_from=2026-11-01&created_to=2026-11-30*")
+    expect(page.locator("#job-table tbody tr").first).to_contain_text("nov-21")
+
+    page.get_by_role("link", name="下一页").click()
+    page.wait_for_url("**/?*created_from=2026-11-01&created_to=2026-11-30*page=2")
+    # Page 2 holds the two oldest of November, not the day before (nor the day after).
+    expect(page.locator("#job-table tbody tr")).to_have_count(2)
+    expect(page.locator("#job-table tbody tr")).to_contain_text(["nov-01", "nov-00"])
+    expect(page.get_by_label("创建时间起")).to_have_value("2026-11-01")
+    expect(page.get_by_label("创建时间止")).to_have_value("2026-11-30")
+    # The jobs are queued (no worker): the 3-second refresh keeps the filter too.
+    with page.expect_response(lambda r: r.request.headers.get("hx-request") == "true") as poll:
+        pass
+    assert "created_to=2026-11-30" in poll.value.url
+    expect(page.locator("#job-table tbody tr")).to_have_count(2)
+
+    # Back to page 1: still November's jobs alone.
+    page.go_back()
+    page.wait_for_url("**/?*created_from=2026-11-01&created_to=2026-11-30&label=")
+    expect(page.locator("#job-table tbody tr")).to_have_count(20)
+    expect(page.locator("#job-table")).not_to_contain_text("dec-01")
+    expect(page.get_by_label("创建时间止")).to_have_value("2026-11-30")
