@@ -602,7 +602,7 @@ def test_the_bccl_and_tensorboard_switches_say_what_the_local_pool_provides(alic
     advanced = alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
 
     assert "本机资源池只记录这一选择，不注入 BCCL" in fault
-    assert "本机资源池不启动 Tensorboard：该路径位于任务挂载的存储卷" in advanced
+    assert "本机资源池不启动 Tensorboard：该路径位于任务以读写方式挂载的存储卷" in advanced
 
 
 def test_the_rdma_switch_says_the_local_pool_only_sets_the_nccl_variable(alice, client):
