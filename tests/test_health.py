@@ -481,23 +481,28 @@ print(json.dumps({
 """
 
 
-def test_pages_and_the_api_answer_503_saying_the_database_cannot_be_reached(tmp_path):
-    # Found in QA: with PostgreSQL stopped, a logged-in user's every page was "Server error"
-    # (500), each with a traceback in the log.
+def _run_without_a_database(tmp_path, script: str) -> subprocess.CompletedProcess:
+    """Runs `script` in a console process whose SQLite database's folder does not exist."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "console.settings",
         "CONSOLE_VAR_DIR": str(tmp_path / "var"),
         "DATABASE_URL": f"sqlite:///{tmp_path / 'gone' / 'console.sqlite3'}",
     }
-    done = subprocess.run(
-        [sys.executable, "-c", REQUESTS_WITHOUT_A_DATABASE],
+    return subprocess.run(
+        [sys.executable, "-c", script],
         cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,
         check=True,
     )
+
+
+def test_pages_and_the_api_answer_503_saying_the_database_cannot_be_reached(tmp_path):
+    # Found in QA: with PostgreSQL stopped, a logged-in user's every page was "Server error"
+    # (500), each with a traceback in the log.
+    done = _run_without_a_database(tmp_path, REQUESTS_WITHOUT_A_DATABASE)
     answers = json.loads(done.stdout.splitlines()[-1])
 
     status, body, retry_after = answers["page"]
@@ -585,20 +590,7 @@ def test_a_pages_refresh_answers_503_too_while_the_database_cannot_be_reached(tm
     # The check that the page's user is the one logged in (jobs.http.HtmxLoginEndedMiddleware,
     # qa36) reads the session before the 503 middleware looks: every refresh of every open
     # page was a 500 with a traceback, two every 2 s per job page.
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "console.settings",
-        "CONSOLE_VAR_DIR": str(tmp_path / "var"),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'gone' / 'console.sqlite3'}",
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", POLL_WITHOUT_A_DATABASE],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    done = _run_without_a_database(tmp_path, POLL_WITHOUT_A_DATABASE)
 
     assert json.loads(done.stdout.splitlines()[-1]) == [503, "30"]
     assert "Traceback" not in done.stderr
