@@ -1204,7 +1204,7 @@ def wizard_rules(
     if state.template and (problem := tensorboard_path_not_the_commands(spec)):
         err("tensorboardConfig.logPath", problem)
     if state.template:
-        for problem in aiak_paths_on_no_mount(spec):
+        for problem in aiak_paths_on_no_mount(spec) + aiak_inputs_on_no_mount(spec):
             err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
@@ -1315,6 +1315,37 @@ def aiak_paths_on_no_mount(spec: S.JobSpec) -> list[str]:
                     "and command) to a path on a mount."
                 )
                 % {"key": key, "path": path}
+            )
+    return problems
+
+
+# The command's lines naming what an AIAK template's training reads: the data, the checkpoint
+# it starts from and the tokenizer.
+AIAK_INPUT_PATHS = ("DATA_PATH", "CHECKPOINT_LOAD_PATH", "TOKENIZER_PATH")
+
+
+def aiak_inputs_on_no_mount(spec: S.JobSpec) -> list[str]:
+    """Why an AIAK command's DATA_PATH, CHECKPOINT_LOAD_PATH or TOKENIZER_PATH points at
+    nothing the job can read: it lies in no mount, and outside the image's code folder, the
+    only thing of the job's that the template's image holds (a path there is taken: it cannot
+    be mounted over, mounts_over_aiak_code). A refusal, not a warning: such a job would wait
+    for its cards and then fail on its first read (left27). On the local pool too, where the
+    path would read this machine's own files, not data the job mounts."""
+    code = aiak_catalog()["codeDir"]
+    problems = []
+    for key in AIAK_INPUT_PATHS:
+        path = command_path(spec.command, key)
+        if not path or path == code or path.startswith(code + "/"):
+            continue
+        if mount_holding(spec, path) is None:
+            problems.append(
+                _(
+                    "The command's %(key)s=%(path)s lies in no mount: the job would find "
+                    "nothing to read there (the template's image holds only its code, in "
+                    "%(code)s). Add a mount at that path or a folder above it, or change that "
+                    "line of the command (step Image and command) to a path on a mount."
+                )
+                % {"key": key, "path": path, "code": code}
             )
     return problems
 
