@@ -415,6 +415,41 @@ def test_the_local_pool_refuses_a_private_webhook_at_submit_unless_allowed(setti
     assert "alert.webhooks" not in get_backend("local").check_spec(spec)
 
 
+def test_a_plain_http_webhook_whose_name_resolves_to_the_internet_is_not_called(
+    alice, settings, monkeypatch, hook_server
+):
+    """Taken at submit (a name may be a receiver on the company network where private
+    destinations are allowed), refused at send time once one of its addresses is public: its
+    token would cross the internet unencrypted. The name service is outside: faked, its
+    first answer this machine's receiver (where the alert would go if it were called)."""
+    import socket
+
+    from jobs.alerts import deliver
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host == "hooks.example.com":
+            return [
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
+                for address in ("127.0.0.1", "93.184.215.14")
+            ]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    url = f"http://hooks.example.com:{hook_server.server_port}/hook/secret-token"
+    job = submit(alice, make_spec("true", alert=S.AlertConfig(items=["jobFailed"], webhooks=[url])))
+
+    deliver(job=job, item="jobFailed", message="failed", time="2026-12-01T00:00:00Z")
+
+    assert hook_server.received == []
+    assert [e.message for e in job.events.filter(reason="AlertFailed")] == [
+        "任务失败退出：发往 hooks.example.com 的 Webhook 发送失败（hooks.example.com 在互联网上，"
+        "而 URL 是明文 http://：其中的令牌会未加密地经过网络；请使用 https://）"
+    ]
+
+
 def test_a_job_stored_with_more_channels_than_allowed_alerts_only_the_first_ones(
     alice, settings, hook_server
 ):
