@@ -32,12 +32,30 @@ from .runner_helpers import (  # noqa: F401
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def receiver(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """A webhook receiver on 127.0.0.1 answering with `handler`, served in a thread until the
+    block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture
 def hook_server():
     """A webhook receiver on 127.0.0.1 that records every POST (and can be told to fail)."""
     received: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         status = 200
 
         def do_POST(self):  # noqa: N802
@@ -46,18 +64,11 @@ def hook_server():
             self.send_response(Handler.status)
             self.end_headers()
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.received = received
-    server.handler = Handler
-    server.url = f"http://127.0.0.1:{server.server_port}/hook/secret-token"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with receiver(Handler) as server:
+        server.received = received
+        server.handler = Handler
+        server.url = f"http://127.0.0.1:{server.server_port}/hook/secret-token"
+        yield server
 
 
 def alerting_spec(command: str, webhook: str, **changes) -> S.JobSpec:
@@ -628,7 +639,7 @@ def flaky_hooks():
     received: list[tuple[str, int]] = []
     answers: dict[str, list[int]] = {}
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self):  # noqa: N802
             self.rfile.read(int(self.headers["Content-Length"]))
             queue = answers.get(self.path, [])
@@ -637,18 +648,11 @@ def flaky_hooks():
             self.send_response(status)
             self.end_headers()
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.received = received
-    server.answers = answers
-    server.base = f"http://127.0.0.1:{server.server_port}"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with receiver(Handler) as server:
+        server.received = received
+        server.answers = answers
+        server.base = f"http://127.0.0.1:{server.server_port}"
+        yield server
 
 
 def a_port_nothing_listens_on() -> int:
