@@ -82,6 +82,10 @@ def _address_allowed(address: str) -> bool:
 NOT_HTTP_URL = gettext_noop("not an http(s) URL")
 LOOPBACK_REFUSED = gettext_noop("loopback destinations are not allowed")
 PRIVATE_REFUSED = gettext_noop("private, loopback and link-local destinations are not allowed")
+IN_CLEAR_REFUSED = gettext_noop(
+    "%(host)s is on the internet and the URL is plain http://: its token would cross the "
+    "network unencrypted; use https://"
+)
 
 
 def webhook_url_error(url: str) -> str | None:
@@ -108,6 +112,26 @@ def webhook_url_error(url: str) -> str | None:
     except ValueError:
         return None  # a name: checked after resolution
     return None if allowed else PRIVATE_REFUSED
+
+
+def webhook_in_clear(url: str) -> bool:
+    """Whether a plain http:// webhook would go to a host on the internet: a chat bot's URL
+    (and most gateways') carries its key or token, which would cross the network unencrypted.
+    Known before any DNS lookup for a literal public address, and for any host name while
+    private destinations are refused (it may then only resolve to a public one); a name that
+    may be on the company network (ALERT_WEBHOOK_ALLOW_PRIVATE) is checked after resolution
+    (`resolve_webhook`). http:// to a private or loopback receiver stays allowed (left27)."""
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError:
+        return False
+    if parts.scheme != "http" or not hostname:
+        return False
+    try:
+        return _address_allowed(hostname)
+    except ValueError:  # a name
+        return not settings.ALERT_WEBHOOK_ALLOW_PRIVATE
 
 
 def webhook_shown(url: str) -> str:
@@ -158,6 +182,8 @@ def resolve_webhook(url: str) -> tuple[str, str]:
                     gettext_noop("%(host)s resolves to a private or loopback address"), host=host
                 )
             )
+    if parts.scheme == "http" and any(_address_allowed(a) for a in addresses):
+        raise UnsafeDestination(recorded(IN_CLEAR_REFUSED, host=host))
     address = addresses[0]
     literal = f"[{address}]" if ":" in address else address
     netloc = f"{literal}:{port}"

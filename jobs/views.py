@@ -99,6 +99,7 @@ from .selection import (
     TYPED_BOXES,
     carried_ids,
     form_carries_selection,
+    ids_fitting,
     merged_selection,
     selection_of,
 )
@@ -1256,7 +1257,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
         # Without JavaScript: a job unticked in the selection's bar, or the page's ticks kept
         # (保留勾选) before going to another page or filter.
         untick = request.POST.get("untick")
-        return redirect(_with_selection(back, [i for i in chosen if i != untick]))
+        return redirect(_with_selection(back, [i for i in chosen if i != untick], request))
     if action == "compare":
         return _compare_selected(request, back, back_query, chosen)
     if action not in ("stop", "delete"):
@@ -1267,7 +1268,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
             request,
             _("Select at most %(max)d jobs at a time; nothing was done.") % {"max": MAX_SELECTED},
         )
-        return redirect(_with_selection(back, chosen))
+        return redirect(_with_selection(back, chosen, request))
     jobs = list(
         Job.objects.filter(owner=request.user, public_id__in=chosen)
         # A queue group's tasks share a name: the question says which task each is ("2/3").
@@ -1316,7 +1317,7 @@ def _compare_selected(
     with the same boxes ticked."""
 
     def back_ticked(ticked: list[str]) -> HttpResponse:
-        return redirect(_with_selection(back, ticked))
+        return redirect(_with_selection(back, ticked, request))
 
     if not chosen:
         messages.info(request, _("Select the jobs first, with the boxes in the list."))
@@ -1351,9 +1352,15 @@ def _compare_selected(
     # Its way back carries the selection too (Compare took all of it: these jobs, in the order
     # they were ticked), so the list comes back with them ticked, as the browser's Back does.
     kept = set(found)
-    back_query = _selection_query(back_query, [i for i in chosen if i in kept])
-    query = urlencode([*pairs, ("back", back_query)] if back_query else pairs)
-    return redirect(f"{reverse('job-compare')}?{query}")
+
+    def address(carried: list[str]) -> str:
+        back = _selection_query(back_query, carried)
+        return f"{reverse('job-compare')}?{urlencode([*pairs, ('back', back)] if back else pairs)}"
+
+    carried, left_out = ids_fitting([i for i in chosen if i in kept], address)
+    if left_out:
+        _say_not_carried(request, left_out)
+    return redirect(address(carried))
 
 
 BULK_STOP_QUESTION = gettext_lazy(
@@ -1376,13 +1383,37 @@ BULK_DELETE_QUESTION = gettext_lazy(
 )
 
 
-def _with_selection(url: str, ids: list[str]) -> str:
-    """The job list's address `url` with these jobs ticked (jobs.selection), at most as many as
-    an address carries."""
-    carried, _left_out = carried_ids(ids)
-    if not carried:
-        return url
-    return f"{url}{'&' if '?' in url else '?'}{urlencode([('sel', i) for i in carried])}"
+def _with_selection(
+    url: str, ids: list[str], request: AuthenticatedHttpRequest | None = None
+) -> str:
+    """The job list's address `url` with these jobs ticked (jobs.selection), as many as an
+    address carries; those left out are said to `request`'s next page (a redirect's)."""
+
+    def address(carried: list[str]) -> str:
+        if not carried:
+            return url
+        return f"{url}{'&' if '?' in url else '?'}{urlencode([('sel', i) for i in carried])}"
+
+    carried, left_out = ids_fitting(ids, address)
+    if left_out and request is not None:
+        _say_not_carried(request, left_out)
+    return address(carried)
+
+
+def _say_not_carried(request: AuthenticatedHttpRequest, count: int) -> None:
+    messages.warning(
+        request,
+        ngettext(
+            "%(count)d ticked job was not kept ticked: the list's address carries at most "
+            "%(max)d jobs (fewer with long filters). Act on those still ticked first, then "
+            "tick the others again.",
+            "%(count)d ticked jobs were not kept ticked: the list's address carries at most "
+            "%(max)d jobs (fewer with long filters). Act on those still ticked first, then "
+            "tick the others again.",
+            count,
+        )
+        % {"count": count, "max": MAX_CARRIED},
+    )
 
 
 def _selection_query(query: str, ids: list[str]) -> str:

@@ -224,6 +224,13 @@ def unreplaced_placeholders(command: str) -> list[tuple[str, str]]:
     return found
 
 
+def command_values(command: str, key: str) -> list[str]:
+    """What follows `KEY=` on each of a command's `KEY=` lines (indented by spaces or tabs,
+    `export`-ed or not), in order and as typed, up to the line's end: the one reader of the
+    AIAK paths a command sets (emptied_placeholders, command_path, aiak_refill)."""
+    return re.findall(rf"^[ \t]*(?:export[ \t]+)?{re.escape(key)}=(.*)$", command, re.M)
+
+
 def emptied_placeholders(command: str) -> list[str]:
     """The AIAK placeholder lines whose value was deleted instead of replaced (`KEY=`,
     `KEY=""`): the template's script then runs with an empty path, which it reads as the
@@ -231,7 +238,7 @@ def emptied_placeholders(command: str) -> list[str]:
     return [
         key
         for key in aiak_catalog()["placeholders"]
-        if re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(?:\"\"|''|)[ \t]*$", command, re.M)
+        if any(re.fullmatch(r"(?:\"\"|''|)[ \t]*", value) for value in command_values(command, key))
     ]
 
 
@@ -1197,7 +1204,7 @@ def wizard_rules(
     if state.template and (problem := tensorboard_path_not_the_commands(spec)):
         err("tensorboardConfig.logPath", problem)
     if state.template:
-        for problem in aiak_paths_on_no_mount(spec):
+        for problem in aiak_paths_on_no_mount(spec) + aiak_inputs_on_no_mount(spec):
             err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
@@ -1240,8 +1247,8 @@ def tensorboard_path_read_only(spec: S.JobSpec) -> str:
 def command_path(command: str, key: str) -> str | None:
     """The folder an AIAK command sets `key` to (its `KEY=/path` line), when it is one plain
     absolute path: None for a placeholder, a variable or a line left out."""
-    line = re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(\S*)[ \t]*$", command, re.M)
-    return S.normalised_mount_path(line.group(1).rstrip("/") or "/") if line else None
+    plain = [v.rstrip(" \t") for v in command_values(command, key) if re.fullmatch(r"\S*[ \t]*", v)]
+    return S.normalised_mount_path(plain[0].rstrip("/") or "/") if plain else None
 
 
 def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
@@ -1308,6 +1315,37 @@ def aiak_paths_on_no_mount(spec: S.JobSpec) -> list[str]:
                     "and command) to a path on a mount."
                 )
                 % {"key": key, "path": path}
+            )
+    return problems
+
+
+# The command's lines naming what an AIAK template's training reads: the data, the checkpoint
+# it starts from and the tokenizer.
+AIAK_INPUT_PATHS = ("DATA_PATH", "CHECKPOINT_LOAD_PATH", "TOKENIZER_PATH")
+
+
+def aiak_inputs_on_no_mount(spec: S.JobSpec) -> list[str]:
+    """Why an AIAK command's DATA_PATH, CHECKPOINT_LOAD_PATH or TOKENIZER_PATH points at
+    nothing the job can read: it lies in no mount, and outside the image's code folder, the
+    only thing of the job's that the template's image holds (a path there is taken: it cannot
+    be mounted over, mounts_over_aiak_code). A refusal, not a warning: such a job would wait
+    for its cards and then fail on its first read (left27). On the local pool too, where the
+    path would read this machine's own files, not data the job mounts."""
+    code = aiak_catalog()["codeDir"]
+    problems = []
+    for key in AIAK_INPUT_PATHS:
+        path = command_path(spec.command, key)
+        if not path or path == code or path.startswith(code + "/"):
+            continue
+        if mount_holding(spec, path) is None:
+            problems.append(
+                _(
+                    "The command's %(key)s=%(path)s lies in no mount: the job would find "
+                    "nothing to read there (the template's image holds only its code, in "
+                    "%(code)s). Add a mount at that path or a folder above it, or change that "
+                    "line of the command (step Image and command) to a path on a mount."
+                )
+                % {"key": key, "path": path, "code": code}
             )
     return problems
 
@@ -2023,8 +2061,8 @@ def aiak_refill(
     command = template_command(template, mode, method)
     kept_paths = []
     for key, placeholder in aiak_catalog()["placeholders"].items():
-        typed = re.search(rf"^[ \t]*(?:export[ \t]+)?{key}=(.*)$", old_command, re.M)
-        value = typed.group(1).strip() if typed else ""
+        typed = command_values(old_command, key)
+        value = typed[0].strip() if typed else ""
         if value and value != placeholder:
             # The catalog's commands have each placeholder line once, as KEY=placeholder.
             command = command.replace(f"{key}={placeholder}", f"{key}={value}", 1)

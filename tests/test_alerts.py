@@ -32,12 +32,30 @@ from .runner_helpers import (  # noqa: F401
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextmanager
+def receiver(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """A webhook receiver on 127.0.0.1 answering with `handler`, served in a thread until the
+    block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture
 def hook_server():
     """A webhook receiver on 127.0.0.1 that records every POST (and can be told to fail)."""
     received: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         status = 200
 
         def do_POST(self):  # noqa: N802
@@ -46,18 +64,11 @@ def hook_server():
             self.send_response(Handler.status)
             self.end_headers()
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.received = received
-    server.handler = Handler
-    server.url = f"http://127.0.0.1:{server.server_port}/hook/secret-token"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with receiver(Handler) as server:
+        server.received = received
+        server.handler = Handler
+        server.url = f"http://127.0.0.1:{server.server_port}/hook/secret-token"
+        yield server
 
 
 def alerting_spec(command: str, webhook: str, **changes) -> S.JobSpec:
@@ -415,6 +426,41 @@ def test_the_local_pool_refuses_a_private_webhook_at_submit_unless_allowed(setti
     assert "alert.webhooks" not in get_backend("local").check_spec(spec)
 
 
+def test_a_plain_http_webhook_whose_name_resolves_to_the_internet_is_not_called(
+    alice, settings, monkeypatch, hook_server
+):
+    """Taken at submit (a name may be a receiver on the company network where private
+    destinations are allowed), refused at send time once one of its addresses is public: its
+    token would cross the internet unencrypted. The name service is outside: faked, its
+    first answer this machine's receiver (where the alert would go if it were called)."""
+    import socket
+
+    from jobs.alerts import deliver
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host == "hooks.example.com":
+            return [
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))
+                for address in ("127.0.0.1", "93.184.215.14")
+            ]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    url = f"http://hooks.example.com:{hook_server.server_port}/hook/secret-token"
+    job = submit(alice, make_spec("true", alert=S.AlertConfig(items=["jobFailed"], webhooks=[url])))
+
+    deliver(job=job, item="jobFailed", message="failed", time="2026-12-01T00:00:00Z")
+
+    assert hook_server.received == []
+    assert [e.message for e in job.events.filter(reason="AlertFailed")] == [
+        "任务失败退出：发往 hooks.example.com 的 Webhook 发送失败（hooks.example.com 在互联网上，"
+        "而 URL 是明文 http://：其中的令牌会未加密地经过网络；请使用 https://）"
+    ]
+
+
 def test_a_job_stored_with_more_channels_than_allowed_alerts_only_the_first_ones(
     alice, settings, hook_server
 ):
@@ -593,7 +639,7 @@ def flaky_hooks():
     received: list[tuple[str, int]] = []
     answers: dict[str, list[int]] = {}
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self):  # noqa: N802
             self.rfile.read(int(self.headers["Content-Length"]))
             queue = answers.get(self.path, [])
@@ -602,18 +648,11 @@ def flaky_hooks():
             self.send_response(status)
             self.end_headers()
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    server.received = received
-    server.answers = answers
-    server.base = f"http://127.0.0.1:{server.server_port}"
-    yield server
-    server.shutdown()
-    server.server_close()
+    with receiver(Handler) as server:
+        server.received = received
+        server.answers = answers
+        server.base = f"http://127.0.0.1:{server.server_port}"
+        yield server
 
 
 def a_port_nothing_listens_on() -> int:

@@ -5,11 +5,13 @@ acting on all of them, not only on the page's."""
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 from django.urls import reverse
 
+from jobs.actions import MAX_SELECTED
+from jobs.labels import SAFE_ADDRESS_LENGTH
 from jobs.models import Job, JobStatus
 from jobs.selection import MAX_CARRIED
 
@@ -246,6 +248,49 @@ def test_more_jobs_than_an_address_carries_are_left_out_and_said(alice, alice_en
         f"At most {MAX_CARRIED} jobs stay selected across pages; 3 more were left out."
         in selection_bar(r.content.decode())
     )
+
+
+def ids_of(count: int) -> list[str]:
+    """Job ids as long as the console's (a job id is 40 to 50 characters)."""
+    return [f"pytorchjob-{n:040d}" for n in range(count)]
+
+
+def test_keep_ticks_past_what_an_address_carries_keeps_the_first_and_says_how_many_were_not(
+    alice, alice_en
+):
+    ids = ids_of(MAX_CARRIED + 10)
+
+    r = alice_en.post(BULK, {"action": "keep", "sel": ids[:MAX_CARRIED], "jobs": ids[MAX_CARRIED:]})
+
+    assert r.status_code == 302
+    assert carried(r["Location"]) == ids[:MAX_CARRIED]
+    assert said(r) == [
+        f"10 ticked jobs were not kept ticked: the list's address carries at most {MAX_CARRIED} "
+        "jobs (fewer with long filters). Act on those still ticked first, then tick the others "
+        "again."
+    ]
+
+
+LONG_LABEL = f"{'a' * 200}.example.com/{'b' * 60}={'c' * 60}"
+
+
+@pytest.mark.parametrize("action", ["keep", "stop"])
+def test_a_redirect_with_long_filters_and_many_ticks_stays_within_a_request_line_and_says_so(
+    alice, alice_en, action
+):
+    """Stop of more than it takes goes back with the ticks too; with five long label filters
+    50 ids made an address past gunicorn's 4,094-byte request line (a 400)."""
+    ids = ids_of(MAX_SELECTED + 1 if action == "stop" else MAX_CARRIED)
+    back = urlencode([("label", f"{LONG_LABEL}{n}") for n in range(5)])
+
+    r = alice_en.post(BULK, {"action": action, "sel": ids, "back": back})
+
+    assert r.status_code == 302
+    assert len(r["Location"]) <= SAFE_ADDRESS_LENGTH
+    kept = carried(r["Location"])
+    assert kept == ids[: len(kept)] and 0 < len(kept) < MAX_CARRIED
+    assert len(parse_qs(urlsplit(r["Location"]).query)["label"]) == 5
+    assert f"{len(ids) - len(kept)} ticked jobs were not kept ticked" in " ".join(said(r))
 
 
 def test_the_list_costs_the_same_queries_with_1_or_50_jobs_selected(

@@ -33,6 +33,7 @@ from tests.test_wizard import (  # noqa: F401  (_local_pool: the wizard's pool o
     image_data,
     new_draft,
     post_step,
+    step_url,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -381,6 +382,73 @@ def test_the_wizard_refuses_a_private_webhook_unless_allowed(alice_client, setti
     else:
         assert r.status_code == 200
         assert field_errors(r, "id_alert_webhooks")
+
+
+# -- plain http:// webhooks (left27) -------------------------------------------------------------
+
+
+def post_webhook_line(client, line):
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.ADVANCED)
+    data = advanced_data(alert_items=["jobFailed"], alert_webhooks=line)
+    return draft, post_step(client, draft, W.ADVANCED, data)
+
+
+def test_a_plain_http_webhook_on_the_internet_is_refused_on_its_field_with_the_line_kept(
+    alice_client, settings
+):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    line = "http://open.feishu.cn/open-apis/bot/v2/hook/1a2b3c"
+
+    draft, r = post_webhook_line(alice_client, line)
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_alert_webhooks")
+    assert len(messages) == 1 and "https://" in messages[0] and "http://" in messages[0]
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+    assert draft.data[W.ADVANCED]["alert_webhooks"] == [line]
+
+
+def test_the_same_webhook_over_https_is_taken(alice_client, settings):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+
+    draft, r = post_webhook_line(alice_client, "https://open.feishu.cn/open-apis/bot/v2/hook/1a")
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.SUBMISSION)
+
+
+@pytest.mark.parametrize(
+    ("line", "taken"),
+    [
+        ("http://10.0.0.8/hook/token", True),  # a receiver on the company network
+        ("http://gateway.corp:8080/hook", True),  # a name: checked after resolution
+        ("http://93.184.215.14/hook/token", False),  # a public address
+    ],
+)
+def test_where_private_receivers_are_allowed_plain_http_is_kept_for_them_only(
+    alice_client, settings, line, taken
+):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+
+    _draft, r = post_webhook_line(alice_client, line)
+
+    assert (r.status_code == 302) is taken
+    if not taken:
+        assert "https://" in field_errors(r, "id_alert_webhooks")[0]
+
+
+def test_the_refusal_of_a_plain_http_webhook_reads_in_english(alice_en, settings):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+
+    _draft, r = post_webhook_line(alice_en, "http://hooks.example.com/hook")
+
+    assert field_errors(r, "id_alert_webhooks") == [
+        "“http://hooks.example.com/hook”: a plain http:// webhook on the internet would send "
+        "the alert and the key or token in its URL unencrypted. Use https:// (chat bots' "
+        "webhooks all take it); http:// is kept for a receiver on a private or loopback "
+        "address."
+    ]
 
 
 def test_private_webhooks_are_allowed_when_the_setting_says_so(settings):

@@ -307,6 +307,77 @@ def test_a_checkpoint_save_path_on_no_mount_is_refused_on_the_data_step(alice_cl
     assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/data"]
 
 
+# -- where the training reads from --------------------------------------------------------------
+
+
+def aiak_draft_reading(client, key: str, path: str):
+    """An AIAK draft up to the data step whose command's `key` line reads `path`, every other
+    path under /root/pfs."""
+    draft = new_draft(client)
+    post_step(client, draft, W.BASIC, AIAK_BASIC)
+    command = own_paths(W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora"))
+    command = command.replace(f"{key}=/root/pfs/{key.lower()}", f"{key}={path}")
+    assert f"{key}={path}\n" in command
+    assert post_step(client, draft, W.IMAGE, aiak_image(command)).status_code == 302
+    post_step(client, draft, W.RESOURCES, resources_data([role("master", 1, cards=8)]))
+    return draft
+
+
+@pytest.mark.parametrize("key", ["DATA_PATH", "CHECKPOINT_LOAD_PATH", "TOKENIZER_PATH"])
+def test_a_path_the_training_reads_on_no_mount_is_refused_on_the_data_step_naming_the_line(
+    alice_client, key
+):
+    draft = aiak_draft_reading(alice_client, key, "/datasets/pile")
+
+    r = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")])
+    )
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_storage_enabled")
+    assert len(messages) == 1 and f"{key}=/datasets/pile" in messages[0], messages
+    assert "/workspace/AIAK-Training-LLM" in messages[0] and "读不到" in messages[0]
+    draft.refresh_from_db()
+    assert W.DATA not in draft.completed_steps
+    assert draft.data[W.DATA]["mounts-0-mount_path"] == ["/root/pfs"]
+
+
+def test_the_refusal_of_a_read_path_on_no_mount_reads_in_english(alice_en):
+    draft = aiak_draft_reading(alice_en, "DATA_PATH", "/datasets/pile")
+
+    r = post_step(alice_en, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")]))
+
+    assert field_errors(r, "id_storage_enabled") == [
+        "The command's DATA_PATH=/datasets/pile lies in no mount: the job would find nothing "
+        "to read there (the template's image holds only its code, in "
+        "/workspace/AIAK-Training-LLM). Add a mount at that path or a folder above it, or "
+        "change that line of the command (step Image and command) to a path on a mount."
+    ]
+
+
+def test_a_path_the_training_reads_in_a_read_only_mount_is_taken(alice_client):
+    draft = aiak_draft_reading(alice_client, "DATA_PATH", "/datasets/pile")
+    data = data_data(
+        mounts=[("hostpath", "scratch", "/root/pfs"), ("hostpath", "scratch", "/datasets")]
+    )
+    data["mounts-1-access"] = "ro"
+
+    r = post_step(alice_client, draft, W.DATA, data)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+
+
+def test_a_tokenizer_in_the_templates_code_folder_is_taken_the_image_holds_it(alice_client):
+    path = "/workspace/AIAK-Training-LLM/tokenizers/llama2"
+    draft = aiak_draft_reading(alice_client, "TOKENIZER_PATH", path)
+
+    r = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")])
+    )
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.FAULT)
+
+
 def test_the_data_step_of_a_template_job_says_where_to_mount_and_where_not(alice_client):
     aiak = aiak_draft_up_to_data(alice_client)
     custom = new_draft(alice_client)

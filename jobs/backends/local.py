@@ -414,12 +414,24 @@ class LocalBackend(Backend):
                 err(f"datasources[{i}].mountPath", read_only_parent_message(dest, parent))
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
-        from jobs.alerts import NOT_HTTP_URL, webhook_url_error
+        from jobs.alerts import NOT_HTTP_URL, webhook_in_clear, webhook_url_error
         from jobs.chat_bots import secret_masked
 
         for url in spec.alert.webhooks:
+            refused = webhook_url_error(url)
+            if refused is None and webhook_in_clear(url):
+                err(
+                    "alert.webhooks",
+                    _(
+                        "“%(url)s”: a plain http:// webhook on the internet would send the "
+                        "alert and the key or token in its URL unencrypted. Use https:// (chat "
+                        "bots' webhooks all take it); http:// is kept for a receiver on a "
+                        "private or loopback address."
+                    )
+                    % {"url": secret_masked(url)},
+                )
             # A URL that is not http(s) already has the spec's message; one is enough.
-            if webhook_url_error(url) not in (None, NOT_HTTP_URL):
+            if refused not in (None, NOT_HTTP_URL):
                 err(
                     "alert.webhooks",
                     # Who can lift it: users meet this with a chat gateway on their own
