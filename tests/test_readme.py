@@ -37,6 +37,25 @@ def test_every_section_and_subsection_is_in_the_contents():
     assert missing == []
 
 
+def test_every_link_of_the_readme_leads_to_a_heading_or_a_file_of_the_checkout():
+    # Anywhere in README, not only in the contents: an in-page link to a heading, or a file
+    # of the checkout (bench/README.md, where the benchmarks' history went).
+    anchors = {github_anchor(text) for _, text in headings()}
+    links = re.findall(r"\]\(([^)\s]+)\)", README)
+    assert "bench/README.md" in links
+    broken = [
+        link
+        for link in links
+        if not link.startswith(("http://", "https://"))
+        and (
+            link[1:] not in anchors
+            if link.startswith("#")
+            else not (ROOT / link.split("#", 1)[0]).exists()
+        )
+    ]
+    assert broken == []
+
+
 # --- Drift between README and the code -------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
