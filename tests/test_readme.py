@@ -415,3 +415,31 @@ def test_the_downgrade_paragraph_says_what_reversing_each_migration_drops():
     # only, and drops nothing.
     drops_nothing = {1, 2}
     assert [n for n in migrations if n not in drops_nothing and n not in named] == []
+
+
+def test_the_readmes_backup_commands_run_as_written_on_a_fresh_install(tmp_path):
+    # A fresh install has no var/volumes until a job mounts one: the block, pasted as a
+    # script that stops at the first failure, must still reach its end (it stopped at tar).
+    import sqlite3
+    import subprocess
+    import sys
+
+    block = re.search(r"```sh\n(umask 077 .*?)```", README, re.S)[1]  # type: ignore[index]
+    # PostgreSQL's line is for a PostgreSQL install, which this is not.
+    script = "set -e\n" + "\n".join(
+        line for line in block.splitlines() if not line.startswith(("pg_dump", "#"))
+    )
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "var" / "runs").mkdir(parents=True)
+    sqlite3.connect(tmp_path / "var" / "console.sqlite3").execute("CREATE TABLE t (x)")
+    (tmp_path / "var" / "secret_key").write_text("k")
+
+    done = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    copy = sqlite3.connect(tmp_path / "backup" / "console.sqlite3")
+    assert copy.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+    assert (tmp_path / "backup" / "secret_key").read_text() == "k"
+    assert (tmp_path / "backup" / "runs.tar.gz").exists()
+    assert not (tmp_path / "backup" / "volumes.tar.gz").exists()
