@@ -62,6 +62,24 @@ def test_every_link_of_the_readme_leads_to_a_heading_or_a_file_of_the_checkout()
     assert broken == []
 
 
+def test_every_section_the_readme_refers_to_by_name_is_a_heading_or_a_paragraph_title():
+    # README refers to its parts in words (see "Health checks", under "Alerts"), not links:
+    # each must still name a heading or a paragraph's bold or italic title, or a start of one
+    # ("Scripts and SDKs" for its heading with "(AIHC-compatible API)").
+    def words(text: str) -> str:
+        return " ".join(text.split())
+
+    titles = {words(text) for _, text in headings()} | {
+        words(title)
+        for title in re.findall(r"^\s*(?:- )?(?:\*\*([^*]+)\*\*|\*([^*]+)\*)", README, re.M)
+        for title in title
+        if title
+    }
+    named = {words(name) for name in re.findall(r"\b(?:[Ss]ee|under) \"([A-Za-z][^\"]*)\"", README)}
+    assert {"Health checks", "Alerts", "Mark as lost"} <= named
+    assert sorted(n for n in named if not any(t.startswith(n) for t in titles)) == []
+
+
 # --- Drift between README and the code -------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
