@@ -21,7 +21,7 @@ root=$$(pyenv root 2>/dev/null || echo "$$HOME/.pyenv"); \
 for p in $$(ls -d "$$root"/versions/3.*/bin/python3 2>/dev/null | sort -V -r); do \
   ok "$$p" && { echo "$$p"; exit 0; }; \
 done; \
-echo "No Python >= 3.12 found. Install one (e.g. apt-get install python3.12, or pyenv install 3.13) or set PYTHON=/path/to/python3.12" >&2; exit 1
+echo "No Python >= 3.12 found. Install one (Debian 12 packages none: pyenv install 3.13, or uv python install 3.13) or set PYTHON=/path/to/python3.12" >&2; exit 1
 endef
 export FIND_PYTHON
 

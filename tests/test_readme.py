@@ -37,6 +37,49 @@ def test_every_section_and_subsection_is_in_the_contents():
     assert missing == []
 
 
+def test_every_link_of_the_readme_leads_to_a_heading_or_a_file_of_the_checkout():
+    # Anywhere in README, not only in the contents: an in-page link to a heading, or a file
+    # of the checkout (bench/README.md, where the benchmarks' history went).
+    anchors = {github_anchor(text) for _, text in headings()}
+    links = re.findall(r"\]\(([^)\s]+)\)", README)
+    assert "bench/README.md" in links
+    broken = []
+    for link in links:
+        path, _, anchor = link.partition("#")
+        if link.startswith(("http://", "https://")):
+            continue
+        if not path:
+            found = anchor in anchors
+        elif not (ROOT / path).exists():
+            found = False
+        elif not anchor:
+            found = True
+        else:  # a heading of that file
+            text = (ROOT / path).read_text(encoding="utf-8")
+            found = anchor in {github_anchor(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+        if not found:
+            broken.append(link)
+    assert broken == []
+
+
+def test_every_section_the_readme_refers_to_by_name_is_a_heading_or_a_paragraph_title():
+    # README refers to its parts in words (see "Health checks", under "Alerts"), not links:
+    # each must still name a heading or a paragraph's bold or italic title, or a start of one
+    # ("Scripts and SDKs" for its heading with "(AIHC-compatible API)").
+    def words(text: str) -> str:
+        return " ".join(text.split())
+
+    titles = {words(text) for _, text in headings()} | {
+        words(title)
+        for title in re.findall(r"^\s*(?:- )?(?:\*\*([^*]+)\*\*|\*([^*]+)\*)", README, re.M)
+        for title in title
+        if title
+    }
+    named = {words(name) for name in re.findall(r"\b(?:[Ss]ee|under) \"([A-Za-z][^\"]*)\"", README)}
+    assert {"Health checks", "Alerts", "Mark as lost"} <= named
+    assert sorted(n for n in named if not any(t.startswith(n) for t in titles)) == []
+
+
 # --- Drift between README and the code -------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -390,3 +433,31 @@ def test_the_downgrade_paragraph_says_what_reversing_each_migration_drops():
     # only, and drops nothing.
     drops_nothing = {1, 2}
     assert [n for n in migrations if n not in drops_nothing and n not in named] == []
+
+
+def test_the_readmes_backup_commands_run_as_written_on_a_fresh_install(tmp_path):
+    # A fresh install has no var/volumes until a job mounts one: the block, pasted as a
+    # script that stops at the first failure, must still reach its end (it stopped at tar).
+    import sqlite3
+    import subprocess
+    import sys
+
+    block = re.search(r"```sh\n(umask 077 .*?)```", README, re.S)[1]  # type: ignore[index]
+    # PostgreSQL's line is for a PostgreSQL install, which this is not.
+    script = "set -e\n" + "\n".join(
+        line for line in block.splitlines() if not line.startswith(("pg_dump", "#"))
+    )
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").symlink_to(sys.executable)
+    (tmp_path / "var" / "runs").mkdir(parents=True)
+    sqlite3.connect(tmp_path / "var" / "console.sqlite3").execute("CREATE TABLE t (x)")
+    (tmp_path / "var" / "secret_key").write_text("k")
+
+    done = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+
+    assert (done.returncode, done.stderr) == (0, "")
+    copy = sqlite3.connect(tmp_path / "backup" / "console.sqlite3")
+    assert copy.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+    assert (tmp_path / "backup" / "secret_key").read_text() == "k"
+    assert (tmp_path / "backup" / "runs.tar.gz").exists()
+    assert not (tmp_path / "backup" / "volumes.tar.gz").exists()

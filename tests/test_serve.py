@@ -463,3 +463,51 @@ def test_a_refused_body_sent_a_byte_at_a_time_holds_the_server_thread_a_few_seco
 
     assert status == 200
     assert waited < UNREAD_BODY_DRAIN_SECONDS + 3
+
+
+def test_a_log_in_through_a_proxy_on_this_machine_is_https_to_gunicorn_even_without_the_https_setting(
+    tmp_path,
+):
+    # README said a log-in through the proxy was refused (403) without HTTPS=1; tried as
+    # written, it got in: gunicorn itself takes X-Forwarded-Proto from 127.0.0.1 (its
+    # forwarded_allow_ips default). What HTTPS=1 still adds is secure cookies and HSTS; a proxy
+    # on another machine, which gunicorn does not trust, is refused without it.
+    import httpx
+
+    port = free_port()
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0", "PORT": str(port)}
+    env.update(ALLOWED_HOSTS="console.example.com", HTTPS="")
+    env.update(DJANGO_SUPERUSER_USERNAME="admin", DJANGO_SUPERUSER_PASSWORD="proxy-pass-1")
+    server = start_serve(env)
+    try:
+        subprocess.run([sys.executable, "manage.py", "ensure_superuser"], cwd=ROOT, env=env)
+        host = {"Host": "console.example.com"}
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=host, timeout=10)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.get("/healthz?worker=0")
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "serve did not answer"
+                time.sleep(0.3)
+
+        def log_in(proxy: dict[str, str]) -> httpx.Response:
+            client.cookies.clear()
+            form = client.get("/login/", headers=proxy).text
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)[1]  # type: ignore[index]
+            origin = {"Origin": "https://console.example.com"}
+            data = {"csrfmiddlewaretoken": token, "username": "admin", "password": "proxy-pass-1"}
+            return client.post("/login/", data=data, headers={**proxy, **origin})
+
+        through_this_machine = log_in({"X-Forwarded-Proto": "https"})
+        unsaid = log_in({})
+
+        assert (through_this_machine.status_code, through_this_machine.headers["location"]) == (
+            302,
+            "/",
+        )
+        assert unsaid.status_code == 403
+    finally:
+        os.killpg(server.pid, signal.SIGINT)
+        server.wait(timeout=30)
