@@ -119,6 +119,8 @@ RESERVED_ENV_NAMES = frozenset(
         "AIHC_JOB_ID",
         "AIHC_ROLE",
         "AIHC_ROLE_INDEX",
+        "AIHC_GROUP_TASK_INDEX",
+        "AIHC_GROUP_TASK_TOTAL",
         "AIHC_TENSORBOARD_LOG_PATH",
         "MASTER_ADDR",
         "MASTER_PORT",

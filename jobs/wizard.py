@@ -304,6 +304,11 @@ LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
         "CUDA_VISIBLE_DEVICES",
         gettext_lazy("the instance's own cards, numbered from 0 (empty: CPU only)"),
     ),
+    (
+        "AIHC_GROUP_TASK_INDEX",
+        gettext_lazy("a queue task's place in its group, from 0 (the list's 3/6 is 2)"),
+    ),
+    ("AIHC_GROUP_TASK_TOTAL", gettext_lazy("the number of tasks in a queue task's group")),
 ]
 
 LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
