@@ -115,6 +115,10 @@ def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+GROUP_INDEX, GROUP_TOTAL = "AIHC_GROUP_TASK_INDEX", "AIHC_GROUP_TASK_TOTAL"
+GROUP_VARIABLES = frozenset({GROUP_INDEX, GROUP_TOTAL})
+
+
 def group_task_of(job: Job) -> tuple[int, int] | None:
     """A queue task's AIHC_GROUP_TASK_INDEX (from 0) and AIHC_GROUP_TASK_TOTAL, as the local
     runner sets them; None for a standalone job."""
@@ -148,7 +152,10 @@ def replica_environment(
     env["AIHC_ROLE"] = ref.role
     env["AIHC_ROLE_INDEX"] = str(ref.index)
     if group_task is not None:  # (index from 0, the group's total)
-        env["AIHC_GROUP_TASK_INDEX"], env["AIHC_GROUP_TASK_TOTAL"] = map(str, group_task)
+        # The job's own envs win: Run again of task 3/6 pins them in its spec (a group of one
+        # would say 0), and a job may set them to repeat one task of a sweep.
+        env.setdefault(GROUP_INDEX, str(group_task[0]))
+        env.setdefault(GROUP_TOTAL, str(group_task[1]))
     if spec.tensorboard.enable:
         env["AIHC_TENSORBOARD_LOG_PATH"] = spec.tensorboard.log_path
     role = next(r for r in spec.roles if r.name == ref.role)

@@ -119,8 +119,6 @@ RESERVED_ENV_NAMES = frozenset(
         "AIHC_JOB_ID",
         "AIHC_ROLE",
         "AIHC_ROLE_INDEX",
-        "AIHC_GROUP_TASK_INDEX",
-        "AIHC_GROUP_TASK_TOTAL",
         "AIHC_TENSORBOARD_LOG_PATH",
         "MASTER_ADDR",
         "MASTER_PORT",

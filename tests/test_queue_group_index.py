@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
+from jobs.actions import job_rerun
 from jobs.models import JobStatus
 from jobs.services import jobs_submit
 from jobs.worker import Worker
@@ -57,12 +58,36 @@ def test_a_standalone_job_has_no_group_variables(alice):
     assert "[unset]" in log_text(job, "master-0")
 
 
-def test_an_env_named_like_a_group_variable_is_refused():
-    spec = make_spec("true", envs=[S.Env("AIHC_GROUP_TASK_INDEX", "5")])
+def test_run_again_of_one_task_of_a_group_runs_it_with_that_tasks_variables(alice, settings):
+    spec = make_spec(SWEEP, submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=3))
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    worker = Worker()
+    run_until(worker, lambda: all(status_of(j) == JobStatus.SUCCEEDED for j in jobs))
 
-    errors = S.validate(spec)
+    [again] = job_rerun(job=jobs[1], owner=alice)
+    run_until(worker, lambda: status_of(again) == JobStatus.SUCCEEDED)
 
-    assert any("AIHC_GROUP_TASK_INDEX" in m for ms in errors.values() for m in ms), errors
+    # Task 2/3's learning rate again, not the first one's (a group of one would be index 0).
+    assert "task 1 of 3 lr=0.01" in log_text(again, "master-0")
+    # Said in its spec, where Compare and Copy & edit show it, not kept out of sight.
+    envs = {e.name: e.value for e in again.job_spec().envs}
+    assert (envs["AIHC_GROUP_TASK_INDEX"], envs["AIHC_GROUP_TASK_TOTAL"]) == ("1", "3")
+
+
+def test_an_env_of_the_jobs_own_sets_a_group_variable_for_every_task(alice, settings):
+    spec = make_spec(
+        SWEEP,
+        submission=S.Submission(S.SUBMIT_QUEUE, total=2, concurrency=1),
+        envs=[S.Env("AIHC_GROUP_TASK_INDEX", "2")],
+    )
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="pinned")
+
+    run_until(Worker(), lambda: all(status_of(j) == JobStatus.SUCCEEDED for j in jobs))
+
+    assert (volume(settings) / "sweep").read_text().splitlines() == [
+        "task 2 of 2 lr=0.001",
+        "task 2 of 2 lr=0.001",
+    ]
 
 
 def replica_env(html: str, label: str = "master-0") -> dict[str, str]:

@@ -58,3 +58,13 @@ def test_a_queue_group_of_six_is_told_its_index_in_the_wizard_and_on_each_tasks_
         expect(index).to_have_text("2")
         total = table.locator("tr", has_text="AIHC_GROUP_TASK_TOTAL").locator("td")
         expect(total).to_have_text("6")
+
+    # The best task of the sweep, run again alone, keeps its own place: 2 of 6, not 0 of 1.
+    page.click("#job-rerun")
+    page.wait_for_url(lambda url: jobs[2].public_id not in url and "/jobs/pytorchjob-" in url)
+    again = Job.objects.get(owner=alice, source_job=jobs[2])
+    assert again.group.total == 1
+    page.click("#replica-envs summary")
+    for table in page.locator("#replica-envs table").all():
+        index = table.locator("tr", has_text="AIHC_GROUP_TASK_INDEX").locator("td")
+        expect(index).to_have_text("2")
