@@ -3,6 +3,7 @@ learning rate by it), on the local runner, and run in that order under the group
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -24,6 +25,7 @@ from .runner_helpers import (
     submit,
     volume,
 )
+from .test_wizard import A800
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -127,3 +129,57 @@ def test_the_review_step_says_each_task_of_a_queue_group_gets_its_own_index():
     assert label == "master-0"
     assert dict(env)["AIHC_GROUP_TASK_INDEX"] == "0 to 5, one per task"
     assert dict(env)["AIHC_GROUP_TASK_TOTAL"] == "6"
+
+
+def _review_of_a_group(client, envs):
+    from jobs import wizard as W
+    from tests.test_wizard import complete_steps, image_data, new_draft, step_url, submission_data
+
+    draft = new_draft(client)
+    complete_steps(
+        client,
+        draft,
+        **{
+            W.IMAGE: image_data(envs=envs),
+            W.SUBMISSION: submission_data(mode="queue", total="6", concurrency="2"),
+        },
+    )
+    return client.get(step_url(draft, W.REVIEW))
+
+
+def test_the_review_warns_that_an_env_named_aihc_group_task_index_gives_every_task_one_value(
+    alice_en, settings, tmp_path
+):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("AIHC_GROUP_TASK_INDEX", "2")])
+
+    assert r.status_code == 200
+    page = html.unescape(r.content.decode())
+    assert 'id="group-env-notice"' in page
+    assert (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX from the job's own envs, "
+        "so all of them run with the same value" in page
+    )
+
+
+def test_the_review_of_a_group_without_such_an_env_has_no_warning(alice_en, settings, tmp_path):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("LR", "0.1")])
+
+    assert r.status_code == 200
+    assert 'id="group-env-notice"' not in r.content.decode()
+    assert "AIHC_GROUP_TASK_INDEX=0 to 5, one per task" in html.unescape(r.content.decode())
+
+
+def test_the_warning_is_said_in_chinese_too(alice_client, settings, tmp_path):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_client, [("AIHC_GROUP_TASK_INDEX", "2")])
+
+    assert r.status_code == 200
+    assert "本组 6 个任务都从任务自己的环境变量中得到 AIHC_GROUP_TASK_INDEX" in r.content.decode()
