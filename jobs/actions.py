@@ -18,8 +18,9 @@ from django.utils.translation import gettext_noop
 
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, ReviewState
+from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_of
 from .services import job_event, job_transition, jobs_submit, recorded
-from .spec import PRIORITIES, SUBMIT_QUEUE, JobSpec, SpecError, validate
+from .spec import PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
 from .texts import Term
 
 S = JobStatus
@@ -328,6 +329,13 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
         spec = job.job_spec()
     except SpecError as exc:
         raise ActionError(unreadable % {"fields": exc.fields}) from exc
+    task = group_task_of(job) if job.backend == "local" else None
+    if task is not None and task[1] > 1 and not {e.name for e in spec.envs} & GROUP_VARIABLES:
+        # It runs as a group of one, which the local runner would tell it is task 0 of 1: its
+        # own AIHC_GROUP_TASK_* go into its envs instead (before the rules are checked: they
+        # count among its 50), so a sweep's best task runs with its own parameter again, as
+        # its spec and Compare say (QA 42).
+        spec.envs += [Env(GROUP_INDEX, str(task[0])), Env(GROUP_TOTAL, str(task[1]))]
     # A spec stored before a rule was made stricter (at most 50 variables, labels without a
     # line break) still reads, but jobs_submit would refuse it with an exception: say why.
     problems = validate(spec)

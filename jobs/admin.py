@@ -83,7 +83,7 @@ from .review import (
     markable_lost,
     policy_queues,
 )
-from .runtime_env import replica_refs
+from .runtime_env import group_task_of, replica_refs
 from .services import EVENTS_SHOWN
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
@@ -1254,7 +1254,10 @@ class JobAdmin(
             pool_name=spec_pool_names(names=pool_names(), pool_ids=[pool_id]).get(pool_id, ""),
         )
         context["replica_envs"], context["replicas_hidden"] = replica_environments(
-            spec, backend_name=job.backend, job_id=environment_job_id(job)
+            spec,
+            backend_name=job.backend,
+            job_id=environment_job_id(job),
+            group_task=group_task_of(job),
         )
         return context
 

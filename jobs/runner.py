@@ -74,7 +74,13 @@ from .backends.local import (
 from .health import WorkerIdentity, active_runner, holds_lease
 from .locks import local_cards_locked
 from .models import Job, JobEvent, JobReplica, JobStatus, LocalRun
-from .runtime_env import LOCAL_MPI_RSH_AGENT, mpi_hostfile, replica_environment, replica_refs
+from .runtime_env import (
+    LOCAL_MPI_RSH_AGENT,
+    group_task_of,
+    mpi_hostfile,
+    replica_environment,
+    replica_refs,
+)
 from .sandbox import (
     PRIVATE_SCAN,
     Mount,
@@ -1102,6 +1108,7 @@ def _start_replicas(
     shared = [c for c in machine_cpus() if c not in _exclusive_cpus_in_use()]
     roles = {r.name: r for r in spec.roles}
     replicas = {(r.role, r.index): r for r in job.replicas.all()}
+    group_task = group_task_of(job)
     for ref in refs:
         role = roles[ref.role]
         cards: list[int] = []
@@ -1150,6 +1157,7 @@ def _start_replicas(
                 hostfile_path=HOSTFILE_DEST,
                 mpi_rsh_agent=MPI_AGENT_DEST,
                 visible_devices=visible_devices(cards),
+                group_task=group_task,
             )
         )
         tmp = state / "tmp"

@@ -26,13 +26,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .spec import MPI, PYTORCH, TENSORFLOW, JobSpec, mask
+
+if TYPE_CHECKING:
+    from .models import Job
 
 DEFAULT_MASTER_PORT = 23456
 # Set by the local runner for every replica, but not in AIHC's 通用环境变量列表: a job on AIHC
 # does not find them, so an AIHC pool's previews leave them out.
 LOCAL_RUNNER_VARIABLES = ("AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED")
+# The local runner also sets AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL, for a task of a
+# queue group only (group_task below): the group's tasks share one spec, so without them a
+# sweep's six tasks would all run the same thing (QA 42). The index counts from 0, as
+# AIHC_ROLE_INDEX and Kubernetes' JOB_COMPLETION_INDEX do, to index a list of values with it;
+# the job list's "3/6" is index 2.
 DEFAULT_TF_PORT = 2222
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"
 # The local runner's stand-in for SSH (jobs/mpi_agent.py), in every replica of an MPI job.
@@ -106,6 +115,16 @@ def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+GROUP_INDEX, GROUP_TOTAL = "AIHC_GROUP_TASK_INDEX", "AIHC_GROUP_TASK_TOTAL"
+GROUP_VARIABLES = frozenset({GROUP_INDEX, GROUP_TOTAL})
+
+
+def group_task_of(job: Job) -> tuple[int, int] | None:
+    """A queue task's AIHC_GROUP_TASK_INDEX (from 0) and AIHC_GROUP_TASK_TOTAL, as the local
+    runner sets them; None for a standalone job."""
+    return (job.group_index - 1, job.group.total) if job.group_id is not None else None
+
+
 def replica_environment(
     spec: JobSpec,
     ref: ReplicaRef,
@@ -118,6 +137,7 @@ def replica_environment(
     hostfile_path: str = MPI_HOSTFILE_PATH,
     mpi_rsh_agent: str | None = None,
     visible_devices: str | None = None,
+    group_task: tuple[object, int] | None = None,
     masked: bool = False,
 ) -> dict[str, str]:
     """The full environment of one replica: platform variables plus the user's envs."""
@@ -131,6 +151,11 @@ def replica_environment(
     env["AIHC_JOB_ID"] = job_id
     env["AIHC_ROLE"] = ref.role
     env["AIHC_ROLE_INDEX"] = str(ref.index)
+    if group_task is not None:  # (index from 0, the group's total)
+        # The job's own envs win: Run again of task 3/6 pins them in its spec (a group of one
+        # would say 0), and a job may set them to repeat one task of a sweep.
+        env.setdefault(GROUP_INDEX, str(group_task[0]))
+        env.setdefault(GROUP_TOTAL, str(group_task[1]))
     if spec.tensorboard.enable:
         env["AIHC_TENSORBOARD_LOG_PATH"] = spec.tensorboard.log_path
     role = next(r for r in spec.roles if r.name == ref.role)

@@ -478,7 +478,11 @@ def environment_job_id(job: Any) -> str:
 
 
 def replica_environments(
-    spec: S.JobSpec, *, backend_name: str, job_id: str
+    spec: S.JobSpec,
+    *,
+    backend_name: str,
+    job_id: str,
+    group_task: tuple[int, int] | None = None,
 ) -> tuple[list[ReplicaEnvironment], int]:
     """Each replica's environment as its backend sets it (the platform's variables and the
     job's envs, secrets masked), by replica label, for the first SHOWN_REPLICAS replicas, and
@@ -491,7 +495,12 @@ def replica_environments(
         return [], 0
     refs = replica_refs(spec)
     shown = [
-        (ref.label, sorted(backend.environment_preview(spec, ref, job_id=job_id).items()))
+        (
+            ref.label,
+            sorted(
+                backend.environment_preview(spec, ref, job_id=job_id, group_task=group_task).items()
+            ),
+        )
         for ref in refs[:SHOWN_REPLICAS]
     ]
     return shown, max(0, len(refs) - SHOWN_REPLICAS)

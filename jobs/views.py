@@ -93,6 +93,7 @@ from .runner import (
     STOP_WAITS_MESSAGE,
     outbound_lost_notice,
 )
+from .runtime_env import group_task_of
 from .scheduler import queue_position, why_waiting
 from .selection import (
     MAX_CARRIED,
@@ -874,7 +875,10 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         # envs with secrets masked): the review step showed it before submitting, reviewers
         # see it in the admin, and the owner debugging a run looks for it here.
         context["replica_envs"], context["replicas_hidden"] = replica_environments(
-            spec, backend_name=job.backend, job_id=environment_job_id(job)
+            spec,
+            backend_name=job.backend,
+            job_id=environment_job_id(job),
+            group_task=group_task_of(job),
         )
     context.update(_log_context(job, context["replicas"], request.GET.get("replica", "")))
     context.update(_log_search(job, context["log_label"], request.GET))

@@ -52,7 +52,7 @@ from .backends import (
 from .locks import local_cards_locked
 from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
-from .runtime_env import LOCAL_RUNNER_VARIABLES, replica_refs
+from .runtime_env import GROUP_VARIABLES, LOCAL_RUNNER_VARIABLES, replica_refs
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
 from .summary import spec_changes
@@ -311,6 +311,11 @@ LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
         "CUDA_VISIBLE_DEVICES",
         gettext_lazy("the instance's own cards, numbered from 0 (empty: CPU only)"),
     ),
+    (
+        "AIHC_GROUP_TASK_INDEX",
+        gettext_lazy("a queue task's place in its group, from 0 (the list's 3/6 is 2)"),
+    ),
+    ("AIHC_GROUP_TASK_TOTAL", gettext_lazy("the number of tasks in a queue task's group")),
 ]
 
 LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
@@ -1429,6 +1434,25 @@ def tensorboard_path_private(spec: S.JobSpec, pool: Pool | None) -> str:
         "draw no curves and the event files are lost. To keep them and see the curves, mount "
         "a read-write volume at or above the path (step Data sources)."
     ) % {"path": log_path, "folder": folder}
+
+
+def group_env_pinned(spec: S.JobSpec, pool: Pool | None) -> str:
+    """A warning, not a refusal: on the local pool, a queue group whose own envs set
+    AIHC_GROUP_TASK_INDEX or _TOTAL gives every task that value (the job's envs win, so Run
+    again of one task can keep its own), so a sweep would run one parameter N times; a copy
+    of such a rerun, made a group again, carries it unseen otherwise. "" otherwise."""
+    if pool is None or pool.backend != "local" or spec.submission.mode != S.SUBMIT_QUEUE:
+        return ""
+    names = [e.name for e in spec.envs if e.name in GROUP_VARIABLES]
+    if spec.submission.total < 2 or not names:
+        return ""
+    return ngettext(
+        "Every task of this group of %(total)d gets %(names)s from the job's own envs, so all "
+        "of them run with the same value. To give each task its own, remove it (step Image and command).",
+        "Every task of this group of %(total)d gets %(names)s from the job's own envs, so all "
+        "of them run with the same value. To give each task its own, remove them (step Image and command).",
+        len(names),
+    ) % {"total": spec.submission.total, "names": " ".join(names)}
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:

@@ -667,7 +667,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         return body
 
     def environment_preview(
-        self, spec: spec_module.JobSpec, ref: ReplicaRef, *, job_id: str
+        self,
+        spec: spec_module.JobSpec,
+        ref: ReplicaRef,
+        *,
+        job_id: str,
+        group_task: tuple[int, int] | None = None,
     ) -> dict[str, str]:
         """What AIHC documents injecting (通用环境变量列表) plus the user's envs: none of the
         local runner's extras, unless the user sets one (PYTHONUNBUFFERED) themselves."""

@@ -163,9 +163,18 @@ class Backend(ABC):
             body=spec.to_v1_body(masked=True),
         )
 
-    def environment_preview(self, spec: JobSpec, ref: ReplicaRef, *, job_id: str) -> dict[str, str]:
+    def environment_preview(
+        self,
+        spec: JobSpec,
+        ref: ReplicaRef,
+        *,
+        job_id: str,
+        group_task: tuple[int, int] | None = None,
+    ) -> dict[str, str]:
         """What one replica will find in its environment (secrets masked), for the review step
-        and the admin. A cluster's addresses are the platform's: `<name>-<role>-<index>`."""
+        and the admin. A cluster's addresses are the platform's: `<name>-<role>-<index>`.
+        `group_task` (a queue task's index from 0 and its group's total) is the local runner's
+        only: no platform documents such variables."""
         return replica_environment(spec, ref, job_id=job_id, masked=True)
 
     @abstractmethod

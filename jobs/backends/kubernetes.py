@@ -843,7 +843,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         )
 
     def environment_preview(
-        self, spec: spec_module.JobSpec, ref: ReplicaRef, *, job_id: str
+        self,
+        spec: spec_module.JobSpec,
+        ref: ReplicaRef,
+        *,
+        job_id: str,
+        group_task: tuple[int, int] | None = None,
     ) -> dict[str, str]:
         """What a pod finds: the operator's variables (its service names, in the pool's
         namespace) plus the ones the manifest sets (AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX

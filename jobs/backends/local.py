@@ -28,7 +28,7 @@ from jobs.sandbox import (
     read_only_parent_message,
     resolve_in_root,
 )
-from jobs.spec import MPI, TENSORFLOW, normalised_mount_path
+from jobs.spec import MPI, SUBMIT_QUEUE, TENSORFLOW, normalised_mount_path
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -477,11 +477,23 @@ class LocalBackend(Backend):
                 )
         return errors
 
-    def environment_preview(self, spec: JobSpec, ref: ReplicaRef, *, job_id: str) -> dict[str, str]:
+    def environment_preview(
+        self,
+        spec: JobSpec,
+        ref: ReplicaRef,
+        *,
+        job_id: str,
+        group_task: tuple[int, int] | None = None,
+    ) -> dict[str, str]:
         # As jobs.runner launches replicas: all on this machine, every port picked free when the
         # attempt starts, cards handed out by the scheduler (none for a CPU-only role).
         role = next(r for r in spec.roles if r.name == ref.role)
         has_cards = bool(role.accelerator_type and role.accelerators)
+        shown_task: tuple[object, int] | None = group_task
+        if group_task is None and spec.submission.mode == SUBMIT_QUEUE:
+            # Before submitting: each task of the group gets its own index.
+            total = spec.submission.total
+            shown_task = (_("0 to %(last)d, one per task") % {"last": total - 1}, total)
         return replica_environment(
             spec,
             ref,
@@ -493,6 +505,7 @@ class LocalBackend(Backend):
             mpi_rsh_agent=LOCAL_MPI_RSH_AGENT,
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
+            group_task=shown_task,
             masked=True,
         )
 

@@ -1,0 +1,185 @@
+"""A queue group's tasks are told which task of the group they are (a sweep picks its
+learning rate by it), on the local runner, and run in that order under the group's limit."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs.actions import job_rerun
+from jobs.models import JobStatus
+from jobs.services import jobs_submit
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    log_text,
+    make_spec,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+from .test_wizard import A800
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+SWEEP = (
+    "LRS=(0.1 0.01 0.001); lr=${LRS[$AIHC_GROUP_TASK_INDEX]}; "
+    'echo "task $AIHC_GROUP_TASK_INDEX of $AIHC_GROUP_TASK_TOTAL lr=$lr" '
+    "| tee -a /workspace/sweep"
+)
+
+
+def test_each_task_of_a_queue_group_gets_its_own_index_and_the_group_size(alice, settings):
+    spec = make_spec(SWEEP, submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=1))
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+
+    run_until(Worker(), lambda: all(status_of(j) == JobStatus.SUCCEEDED for j in jobs))
+
+    # Concurrency 1: one after another, in the group's order (the list's 1/3, 2/3, 3/3).
+    assert (volume(settings) / "sweep").read_text().splitlines() == [
+        "task 0 of 3 lr=0.1",
+        "task 1 of 3 lr=0.01",
+        "task 2 of 3 lr=0.001",
+    ]
+    assert [j.group_index for j in jobs] == [1, 2, 3]
+    assert "task 1 of 3 lr=0.01" in log_text(jobs[1], "master-0")
+
+
+def test_a_standalone_job_has_no_group_variables(alice):
+    job = submit(alice, make_spec('echo "[${AIHC_GROUP_TASK_INDEX-unset}]"'))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert "[unset]" in log_text(job, "master-0")
+
+
+def test_run_again_of_one_task_of_a_group_runs_it_with_that_tasks_variables(alice, settings):
+    spec = make_spec(SWEEP, submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=3))
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    worker = Worker()
+    run_until(worker, lambda: all(status_of(j) == JobStatus.SUCCEEDED for j in jobs))
+
+    [again] = job_rerun(job=jobs[1], owner=alice)
+    run_until(worker, lambda: status_of(again) == JobStatus.SUCCEEDED)
+
+    # Task 2/3's learning rate again, not the first one's (a group of one would be index 0).
+    assert "task 1 of 3 lr=0.01" in log_text(again, "master-0")
+    # Said in its spec, where Compare and Copy & edit show it, not kept out of sight.
+    envs = {e.name: e.value for e in again.job_spec().envs}
+    assert (envs["AIHC_GROUP_TASK_INDEX"], envs["AIHC_GROUP_TASK_TOTAL"]) == ("1", "3")
+
+
+def test_an_env_of_the_jobs_own_sets_a_group_variable_for_every_task(alice, settings):
+    spec = make_spec(
+        SWEEP,
+        submission=S.Submission(S.SUBMIT_QUEUE, total=2, concurrency=1),
+        envs=[S.Env("AIHC_GROUP_TASK_INDEX", "2")],
+    )
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="pinned")
+
+    run_until(Worker(), lambda: all(status_of(j) == JobStatus.SUCCEEDED for j in jobs))
+
+    assert (volume(settings) / "sweep").read_text().splitlines() == [
+        "task 2 of 2 lr=0.001",
+        "task 2 of 2 lr=0.001",
+    ]
+
+
+def replica_env(html: str, label: str = "master-0") -> dict[str, str]:
+    table = html[html.index(f'id="replica-env-{label}"') :]
+    table = table[: table.index("</table>")]
+    return dict(re.findall(r"<th[^>]*>([A-Z_]+)</th><td[^>]*>([^<]*)</td>", table))
+
+
+def test_a_group_task_page_lists_its_own_index_among_the_variables_it_receives(alice, alice_client):
+    spec = make_spec("true", submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2))
+    jobs = jobs_submit(owner=alice, spec=spec, submit_key="six")
+
+    response = alice_client.get(reverse("job-detail", args=[jobs[2].public_id]))
+
+    assert response.status_code == 200
+    env = replica_env(response.content.decode())
+    assert (env["AIHC_GROUP_TASK_INDEX"], env["AIHC_GROUP_TASK_TOTAL"]) == ("2", "6")
+
+
+def test_a_standalone_job_page_lists_no_group_variables(alice, alice_client):
+    job = submit(alice, make_spec("true"))
+
+    response = alice_client.get(reverse("job-detail", args=[job.public_id]))
+
+    assert response.status_code == 200
+    assert "AIHC_GROUP_TASK_INDEX" not in replica_env(response.content.decode())
+
+
+def test_the_review_step_says_each_task_of_a_queue_group_gets_its_own_index():
+    from jobs.wizard import environment_preview
+
+    spec = make_spec("true", submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2))
+
+    with translation.override("en"):
+        [(label, env)] = environment_preview(spec, None)
+
+    assert label == "master-0"
+    assert dict(env)["AIHC_GROUP_TASK_INDEX"] == "0 to 5, one per task"
+    assert dict(env)["AIHC_GROUP_TASK_TOTAL"] == "6"
+
+
+def _review_of_a_group(client, envs):
+    from jobs import wizard as W
+    from tests.test_wizard import complete_steps, image_data, new_draft, step_url, submission_data
+
+    draft = new_draft(client)
+    complete_steps(
+        client,
+        draft,
+        **{
+            W.IMAGE: image_data(envs=envs),
+            W.SUBMISSION: submission_data(mode="queue", total="6", concurrency="2"),
+        },
+    )
+    return client.get(step_url(draft, W.REVIEW))
+
+
+def test_the_review_warns_that_an_env_named_aihc_group_task_index_gives_every_task_one_value(
+    alice_en, settings, tmp_path
+):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("AIHC_GROUP_TASK_INDEX", "2")])
+
+    assert r.status_code == 200
+    page = html.unescape(r.content.decode())
+    assert 'id="group-env-notice"' in page
+    assert (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX from the job's own envs, "
+        "so all of them run with the same value" in page
+    )
+
+
+def test_the_review_of_a_group_without_such_an_env_has_no_warning(alice_en, settings, tmp_path):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("LR", "0.1")])
+
+    assert r.status_code == 200
+    assert 'id="group-env-notice"' not in r.content.decode()
+    assert "AIHC_GROUP_TASK_INDEX=0 to 5, one per task" in html.unescape(r.content.decode())
+
+
+def test_the_warning_is_said_in_chinese_too(alice_client, settings, tmp_path):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_client, [("AIHC_GROUP_TASK_INDEX", "2")])
+
+    assert r.status_code == 200
+    assert "本组 6 个任务都从任务自己的环境变量中得到 AIHC_GROUP_TASK_INDEX" in r.content.decode()
