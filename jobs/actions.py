@@ -329,9 +329,9 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
         spec = job.job_spec()
     except SpecError as exc:
         raise ActionError(unreadable % {"fields": exc.fields}) from exc
-    task = group_task_of(job) if job.backend == "local" else None
+    task = group_task_of(job)
     if task is not None and task[1] > 1 and not {e.name for e in spec.envs} & GROUP_VARIABLES:
-        # It runs as a group of one, which the local runner would tell it is task 0 of 1: its
+        # It runs as a group of one, which would be told it is task 0 of 1: its
         # own AIHC_GROUP_TASK_* go into its envs instead (before the rules are checked: they
         # count among its 50), so a sweep's best task runs with its own parameter again, as
         # its spec and Compare say (QA 42).

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from .spec import MPI, PYTORCH, TENSORFLOW, JobSpec, mask
+from django.utils.translation import gettext as _
+
+from .spec import MPI, PYTORCH, SUBMIT_QUEUE, TENSORFLOW, Env, JobSpec, mask
 
 if TYPE_CHECKING:
     from .models import Job
@@ -37,11 +39,12 @@ DEFAULT_MASTER_PORT = 23456
 # Set by the local runner for every replica, but not in AIHC's 通用环境变量列表: a job on AIHC
 # does not find them, so an AIHC pool's previews leave them out.
 LOCAL_RUNNER_VARIABLES = ("AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED")
-# The local runner also sets AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL, for a task of a
-# queue group only (group_task below): the group's tasks share one spec, so without them a
-# sweep's six tasks would all run the same thing (QA 42). The index counts from 0, as
-# AIHC_ROLE_INDEX and Kubernetes' JOB_COMPLETION_INDEX do, to index a list of values with it;
-# the job list's "3/6" is index 2.
+# A task of a queue group also gets AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL: the
+# group's tasks share one spec, so without them a sweep's six tasks would all run the same
+# thing (QA 42). The local runner sets them in each replica's environment; AIHC and Kubernetes
+# get them in the task's envs (with_group_task). The index counts from 0, as AIHC_ROLE_INDEX
+# and Kubernetes' JOB_COMPLETION_INDEX do, to index a list of values with it; the job list's
+# "3/6" is index 2.
 DEFAULT_TF_PORT = 2222
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"
 # The local runner's stand-in for SSH (jobs/mpi_agent.py), in every replica of an MPI job.
@@ -123,6 +126,35 @@ def group_task_of(job: Job) -> tuple[int, int] | None:
     """A queue task's AIHC_GROUP_TASK_INDEX (from 0) and AIHC_GROUP_TASK_TOTAL, as the local
     runner sets them; None for a standalone job."""
     return (job.group_index - 1, job.group.total) if job.group_id is not None else None
+
+
+def shown_group_task(
+    spec: JobSpec, group_task: tuple[int, int] | None
+) -> tuple[object, int] | None:
+    """What a preview says a task's AIHC_GROUP_TASK_INDEX is: its own once it is a task,
+    and before the group is submitted (the review step) the range, one per task."""
+    if group_task is None and spec.submission.mode == SUBMIT_QUEUE:
+        total = spec.submission.total
+        return (_("0 to %(last)d, one per task") % {"last": total - 1}, total)
+    return group_task
+
+
+def with_group_task(spec: JobSpec, job: Job) -> JobSpec:
+    """The spec a remote platform (AIHC, Kubernetes) is sent for a task of a queue group: its
+    AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL added to its envs, as the local runner
+    adds them to each replica's environment. The group's tasks share one stored spec, and
+    neither platform tells a console's tasks apart, so without them a sweep sent there ran
+    one value N times. An env of the job's own of either name wins, as on the local pool."""
+    task = group_task_of(job)
+    if task is None:
+        return spec
+    own = {e.name for e in spec.envs}
+    added = [
+        Env(name, str(value))
+        for name, value in ((GROUP_INDEX, task[0]), (GROUP_TOTAL, task[1]))
+        if name not in own
+    ]
+    return replace(spec, envs=[*spec.envs, *added]) if added else spec
 
 
 def replica_environment(

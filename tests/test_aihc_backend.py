@@ -763,6 +763,88 @@ def test_a_queue_group_submits_each_task_and_respects_its_concurrency(fake, aihc
     assert len(fake.jobs) == 3
 
 
+def _sent_envs(call) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in call.body["jobSpec"]["envs"]}
+
+
+def test_each_task_of_a_queue_group_is_sent_its_own_index_and_the_groups_size(fake, aihc, alice):
+    spec = seed_spec()
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+    jobs = submit(alice, spec)
+
+    for job in jobs:
+        aihc.submit(job)
+
+    sent = [_sent_envs(call) for call in fake.calls("CreateJob")]
+    assert [e["AIHC_GROUP_TASK_INDEX"] for e in sent] == ["0", "1", "2"]
+    assert {e["AIHC_GROUP_TASK_TOTAL"] for e in sent} == {"3"}
+    # The stored spec, shared by the group, is unchanged: the index is each task's own.
+    assert all("AIHC_GROUP_TASK_INDEX" not in str(j.spec) for j in Job.objects.all())
+
+
+def test_a_queue_groups_own_env_of_a_group_variable_wins_for_every_task(fake, aihc, alice):
+    spec = seed_spec()
+    spec.envs = [*spec.envs, S.Env("AIHC_GROUP_TASK_INDEX", "4")]
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=2, concurrency=2)
+    jobs = submit(alice, spec)
+
+    for job in jobs:
+        aihc.submit(job)
+
+    sent = [_sent_envs(call) for call in fake.calls("CreateJob")]
+    assert [e["AIHC_GROUP_TASK_INDEX"] for e in sent] == ["4", "4"]
+    assert [e["AIHC_GROUP_TASK_TOTAL"] for e in sent] == ["2", "2"]
+    names = [[e["name"] for e in call.body["jobSpec"]["envs"]] for call in fake.calls("CreateJob")]
+    assert all(n.count("AIHC_GROUP_TASK_INDEX") == 1 for n in names)
+
+
+def test_run_again_of_a_task_sent_to_aihc_sends_that_tasks_index_again(fake, aihc, alice):
+    from jobs.actions import job_rerun
+
+    spec = seed_spec()
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+    jobs = submit(alice, spec)
+    for job in jobs:
+        aihc.submit(job)
+        job.refresh_from_db()
+    fake.set_job_status(jobs[1].external_id, "Succeeded")
+    aihc.sync(jobs[1])
+
+    [again] = job_rerun(job=jobs[1], owner=alice)
+    aihc.submit(again)
+
+    # A group of one would be told index 0: task 2/3's own values are in its spec instead.
+    assert _sent_envs(fake.calls("CreateJob")[-1])["AIHC_GROUP_TASK_INDEX"] == "1"
+    envs = {e.name: e.value for e in again.job_spec().envs}
+    assert (envs["AIHC_GROUP_TASK_INDEX"], envs["AIHC_GROUP_TASK_TOTAL"]) == ("1", "3")
+
+
+def test_an_aihc_task_and_its_groups_review_list_the_group_variables(fake, aihc, alice):
+    from jobs.runtime_env import ReplicaRef, group_task_of
+
+    spec = seed_spec()
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+    jobs = submit(alice, spec)
+    ref = ReplicaRef(spec.roles[0].name, 0, 0)
+
+    before = aihc.environment_preview(spec, ref, job_id="preview")
+    third = aihc.environment_preview(
+        spec, ref, job_id=jobs[2].public_id, group_task=group_task_of(jobs[2])
+    )
+
+    assert before["AIHC_GROUP_TASK_INDEX"].startswith("0 ")  # "0 to 2, one per task"
+    assert (third["AIHC_GROUP_TASK_INDEX"], third["AIHC_GROUP_TASK_TOTAL"]) == ("2", "3")
+
+
+def test_a_standalone_job_is_sent_no_group_variable(fake, aihc, alice):
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    [call] = fake.calls("CreateJob")
+    assert not {"AIHC_GROUP_TASK_INDEX", "AIHC_GROUP_TASK_TOTAL"} & set(_sent_envs(call))
+
+
 # -- following a job ----------------------------------------------------------------------
 
 

@@ -630,6 +630,30 @@ def test_a_queue_group_creates_each_task_under_its_own_name_within_its_concurren
     assert len(names) == 3 and jobs[2].external_id in names
 
 
+def test_each_task_of_a_queue_group_is_created_with_its_own_index_and_the_groups_size(
+    fake, k8s, alice
+):
+    jobs = jobs_submit(
+        owner=alice,
+        spec=spec(submission=S.Submission(mode=S.SUBMIT_QUEUE, total=2, concurrency=2)),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+
+    for job in jobs:
+        k8s.submit(job)
+        job.refresh_from_db()
+
+    created = {j["metadata"]["name"]: j for j in fake.jobs()}
+    for job, index in zip(jobs, ["0", "1"], strict=True):
+        for role in ("Master", "Worker"):
+            container = created[job.external_id]["spec"]["pytorchReplicaSpecs"][role]["template"][
+                "spec"
+            ]["containers"][0]
+            env = {e["name"]: e.get("value") for e in container["env"]}
+            assert (env["AIHC_GROUP_TASK_INDEX"], env["AIHC_GROUP_TASK_TOTAL"]) == (index, "2")
+
+
 # -- following a job ---------------------------------------------------------------------
 
 

@@ -69,7 +69,12 @@ from jobs.models import (
     JobStatus,
     ReplicaStatus,
 )
-from jobs.runtime_env import LOCAL_RUNNER_VARIABLES, ReplicaRef, replica_environment
+from jobs.runtime_env import (
+    LOCAL_RUNNER_VARIABLES,
+    ReplicaRef,
+    replica_environment,
+    shown_group_task,
+)
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, usage_lines
 from jobs.texts import joined
@@ -676,7 +681,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     ) -> dict[str, str]:
         """What AIHC documents injecting (通用环境变量列表) plus the user's envs: none of the
         local runner's extras, unless the user sets one (PYTHONUNBUFFERED) themselves."""
-        env = replica_environment(spec, ref, job_id=job_id, masked=True)
+        env = replica_environment(
+            spec, ref, job_id=job_id, group_task=shown_group_task(spec, group_task), masked=True
+        )
         own = {e.name for e in spec.envs}
         for name in LOCAL_RUNNER_VARIABLES:
             if name not in own:

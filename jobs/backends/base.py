@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from jobs.runtime_env import ReplicaRef, replica_environment
+from jobs.runtime_env import ReplicaRef, replica_environment, shown_group_task
 
 if TYPE_CHECKING:
     from jobs.models import Job
@@ -173,9 +173,11 @@ class Backend(ABC):
     ) -> dict[str, str]:
         """What one replica will find in its environment (secrets masked), for the review step
         and the admin. A cluster's addresses are the platform's: `<name>-<role>-<index>`.
-        `group_task` (a queue task's index from 0 and its group's total) is the local runner's
-        only: no platform documents such variables."""
-        return replica_environment(spec, ref, job_id=job_id, masked=True)
+        `group_task` is a queue task's index from 0 and its group's total (AIHC_GROUP_TASK_*);
+        before the group is submitted the preview shows the range."""
+        return replica_environment(
+            spec, ref, job_id=job_id, group_task=shown_group_task(spec, group_task), masked=True
+        )
 
     @abstractmethod
     def submit(self, job: Job) -> None: ...

@@ -82,7 +82,12 @@ from jobs.models import (
     JobStatus,
     ReplicaStatus,
 )
-from jobs.runtime_env import DEFAULT_TF_PORT, ReplicaRef, replica_environment
+from jobs.runtime_env import (
+    DEFAULT_TF_PORT,
+    ReplicaRef,
+    replica_environment,
+    shown_group_task,
+)
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
 
@@ -863,6 +868,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             job_id=job_id,
             master_addr=f"{name}-master-0",
             tf_address=lambda role, i: f"{name}-{role}-{i}.{namespace}.svc:{DEFAULT_TF_PORT}",
+            group_task=shown_group_task(spec, group_task),
             masked=True,
         )
 

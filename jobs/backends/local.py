@@ -20,7 +20,12 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop
 
 from jobs import logs as job_logs
-from jobs.runtime_env import LOCAL_MPI_RSH_AGENT, ReplicaRef, replica_environment
+from jobs.runtime_env import (
+    LOCAL_MPI_RSH_AGENT,
+    ReplicaRef,
+    replica_environment,
+    shown_group_task,
+)
 from jobs.sandbox import (
     SandboxError,
     is_within,
@@ -28,7 +33,7 @@ from jobs.sandbox import (
     read_only_parent_message,
     resolve_in_root,
 )
-from jobs.spec import MPI, SUBMIT_QUEUE, TENSORFLOW, normalised_mount_path
+from jobs.spec import MPI, TENSORFLOW, normalised_mount_path
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -489,11 +494,6 @@ class LocalBackend(Backend):
         # attempt starts, cards handed out by the scheduler (none for a CPU-only role).
         role = next(r for r in spec.roles if r.name == ref.role)
         has_cards = bool(role.accelerator_type and role.accelerators)
-        shown_task: tuple[object, int] | None = group_task
-        if group_task is None and spec.submission.mode == SUBMIT_QUEUE:
-            # Before submitting: each task of the group gets its own index.
-            total = spec.submission.total
-            shown_task = (_("0 to %(last)d, one per task") % {"last": total - 1}, total)
         return replica_environment(
             spec,
             ref,
@@ -505,7 +505,7 @@ class LocalBackend(Backend):
             mpi_rsh_agent=LOCAL_MPI_RSH_AGENT,
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",
-            group_task=shown_task,
+            group_task=shown_group_task(spec, group_task),
             masked=True,
         )
 

@@ -33,6 +33,7 @@ from jobs.models import (
     JobStatus,
     ReplicaStatus,
 )
+from jobs.runtime_env import with_group_task
 from jobs.services import job_event, job_fail_unreadable, job_transition, recorded
 from jobs.spec import SpecError
 
@@ -135,7 +136,8 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         if job.status != JobStatus.QUEUED or self._group_is_full(job):
             return
         try:
-            spec = job.job_spec()
+            # A queue task is sent with its own AIHC_GROUP_TASK_* in its envs (with_group_task).
+            spec = with_group_task(job.job_spec(), job)
         except SpecError as exc:  # it could never be created: it fails, saying why
             job_fail_unreadable(job=job, exc=exc)
             return
