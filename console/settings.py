@@ -869,8 +869,10 @@ WORKER_REMOTE_SYNC_SECONDS = envfloat("WORKER_REMOTE_SYNC_SECONDS", 15)
 JOB_MINUTE_SECONDS = envfloat("JOB_MINUTE_SECONDS", 60, positive=True)
 # Days the page of a deleted job still tells its owner what became of it (jobs.models
 # DeletedJob: an alert mail's link, a bookmark), after which the worker forgets the row and an
-# old link is the usual page-not-found; 0: kept for ever.
-DELETED_JOB_KEEP_DAYS = envint("DELETED_JOB_KEEP_DAYS", 365)
+# old link is the usual page-not-found; 0: kept for ever. At most a hundred years: the worker
+# takes that many days from now, and a larger number (1000000 meant as "for ever") passed the
+# dates Python holds, so every hour's pass failed with a traceback in the worker's log.
+DELETED_JOB_KEEP_DAYS = envint("DELETED_JOB_KEEP_DAYS", 365, high=36_500)
 # Alert webhooks to loopback, link-local or private addresses are refused (SSRF) unless
 # this is on (e.g. an on-premises chat gateway on 10.x).
 ALERT_WEBHOOK_ALLOW_PRIVATE = envbool("ALERT_WEBHOOK_ALLOW_PRIVATE", "false")

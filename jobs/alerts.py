@@ -230,7 +230,12 @@ def post_to_bot(*, url: str, bot: str, text: str) -> None:
     error = chat_bots.answer_error(bot=bot, response=response, url=url)
     if error:
         keyword = chat_bots.keyword_refusal(bot=bot, response=response)
-        raise chat_bots.BotRefused(error, keyword=keyword, status=response.status_code)
+        raise chat_bots.BotRefused(
+            error,
+            keyword=keyword,
+            status=response.status_code,
+            rate_limited=chat_bots.rate_limited(bot=bot, response=response),
+        )
 
 
 def job_link(job: Job) -> str:
@@ -695,7 +700,7 @@ def _passing(exc: Exception) -> bool:
         status = exc.response.status_code
         return status >= 500 or status == 429
     if isinstance(exc, chat_bots.BotRefused):
-        return exc.status >= 500 or exc.status == 429
+        return exc.status >= 500 or exc.status == 429 or exc.rate_limited
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
         return all(400 <= code < 500 for code, _words in exc.recipients.values())
     if isinstance(exc, smtplib.SMTPResponseException):

@@ -59,12 +59,16 @@ MAX_ANSWER_CHARS = 200
 class BotRefused(Exception):
     """The bot answered, but did not post the message: its own words (bounded, scrubbed);
     `keyword`: it refused the message for holding none of its keywords; `status`: its
-    HTTP status (a 5xx or 429 is tried again later, as any webhook's)."""
+    HTTP status (a 5xx or 429 is tried again later, as any webhook's); `rate_limited`: it
+    takes no more messages for now (rate_limited), tried again later as after a 429."""
 
-    def __init__(self, text: str, *, keyword: bool = False, status: int = 200) -> None:
+    def __init__(
+        self, text: str, *, keyword: bool = False, status: int = 200, rate_limited: bool = False
+    ) -> None:
         super().__init__(text)
         self.keyword = keyword
         self.status = status
+        self.rate_limited = rate_limited
 
 
 # How DingTalk (自定义关键词) and Feishu (自定义关键词) say a message holds none of the bot's
@@ -85,6 +89,25 @@ def keyword_refusal(*, bot: str, response: httpx.Response) -> bool:
     if bot == FEISHU:
         return answer.get("code") == FEISHU_KEYWORD_CODE
     return False
+
+
+# How each bot says it takes no more messages for now, its own 429 (a group bot posts about
+# 20 a minute, Feishu's 100 a minute and 5 a second, DingTalk's then none for 10 minutes):
+# Feishu code 9499 (with HTTP 400), WeCom errcode 45009, DingTalk errcode 130101 (with 200).
+# Review28: many jobs failing at once went past it, and the alerts refused were lost.
+RATE_LIMIT_CODES = {FEISHU: {9499}, WECOM: {45009}, DINGTALK: {130101}}
+
+
+def rate_limited(*, bot: str, response: httpx.Response) -> bool:
+    """Whether the bot refused the message for its rate limit (RATE_LIMIT_CODES)."""
+    try:
+        answer = json.loads(response.text)
+    except ValueError:
+        return False
+    if not isinstance(answer, dict):
+        return False
+    code = answer.get("code") if bot == FEISHU else answer.get("errcode")
+    return code in RATE_LIMIT_CODES.get(bot, set())
 
 
 def bot_of(url: str) -> str | None:

@@ -1981,7 +1981,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         request_stop(job, target=TARGET_TIMED_OUT, message=_timed_out_message(spec))
         return
 
-    _check_hang(job, run, spec, replicas, now)
+    # The replicas still running: one that ended writes no more, and the runner's own "exited
+    # with code 0" line in its log is not the job writing again (review28: it cleared a hang
+    # warning while the others still hung).
+    _check_hang(job, run, spec, [r for r in replicas if states[r.pk].phase == "alive"], now)
 
 
 def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> datetime | None:

@@ -2122,6 +2122,17 @@ def aiak_refill(
     return raw, notice
 
 
+def _refill_untouched(notice: Any, image: Any) -> bool:
+    """Whether the image step still holds the command a refill filled (`notice["filled"]`),
+    unchanged since: the notice's command is then still the engineer's last."""
+    return (
+        isinstance(notice, dict)
+        and isinstance(image, dict)
+        and isinstance(notice.get("filled"), str)
+        and S.edge_trimmed(_one(image, "command")) == S.edge_trimmed(notice["filled"])
+    )
+
+
 def _basic_changed(draft: Draft, new: Raw) -> None:
     """A new framework, pool or AIAK template invalidates what later steps were built on."""
     old = draft.data.get(BASIC)
@@ -2135,13 +2146,22 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
     if aiak_now and changed("creation_mode", "aiak_template", "training_mode", "training_method"):
         # The template fills the image, command, envs and resources afresh, keeping what the
         # engineer made their own (aiak_refill).
-        refilled = aiak_refill(old_basic=old, new_basic=new, old_image=draft.data.get(IMAGE))
+        old_image = draft.data.get(IMAGE)
+        refilled = aiak_refill(old_basic=old, new_basic=new, old_image=old_image)
         _forget(draft, IMAGE, RESOURCES, drop_data=True)
-        draft.data.pop(AIAK_REFILL, None)
+        earlier = draft.data.pop(AIAK_REFILL, None)
         if refilled is not None:
             draft.data[IMAGE], notice = refilled
+            if _refill_untouched(earlier, old_image):
+                # A second change before the image step was done again: the command to show
+                # is still the one the engineer had, not the last refill's (review28: their
+                # edits were gone, or with no path typed the notice too).
+                notice = {**earlier, "paths": notice.get("paths", earlier.get("paths", []))}
             if notice:
-                draft.data[AIAK_REFILL] = notice
+                draft.data[AIAK_REFILL] = {
+                    **notice,
+                    "filled": _one(draft.data[IMAGE], "command"),
+                }
     elif changed("framework"):
         _forget(draft, RESOURCES, drop_data=True)
     if changed("resource_pool"):

@@ -66,6 +66,9 @@ class FakeBots:
         self.dingtalk_keywords: list[str] | None = None
         # Posts Feishu's gateway answers 502 to before the bot is back (a restart, an outage).
         self.feishu_down = 0
+        # Posts each bot refuses for its rate limit before it takes messages again (Feishu 100
+        # a minute and 5 a second, WeCom and DingTalk 20 a minute), answered as it answers.
+        self.throttled = {"feishu": 0, "wecom": 0, "dingtalk": 0}
 
     def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
         parts = urlsplit(handler.path)
@@ -88,6 +91,9 @@ class FakeBots:
         if parts.path.startswith("/open-apis/bot/v2/hook/") and self.feishu_down:
             self.feishu_down -= 1
             return 502, "text/html", "<html><body><h1>502 Bad Gateway</h1></body></html>"
+        throttled = self.throttled_answer(parts.path)
+        if throttled is not None:
+            return throttled
         if parts.path.startswith("/open-apis/bot/v2/hook/") and self.feishu_redirect:
             return 302, "text/plain", ""
         if parts.path.startswith("/open-apis/bot/v2/hook/"):
@@ -101,6 +107,28 @@ class FakeBots:
         ):
             return self.slack(handler, parts.path, body if json_type else None)
         return self.plain_status, "text/plain", ""
+
+    def throttled_answer(self, path: str) -> tuple[int, str, str] | None:
+        """The bot's answer to a post over its rate limit (as services and alerting tools
+        have logged them: Feishu HTTP 400 code 9499, DingTalk errcode 130101, WeCom errcode
+        45009), while `throttled` counts some for it; None otherwise."""
+        if path.startswith("/open-apis/bot/v2/hook/"):
+            bot, status, answer = "feishu", 400, {"code": 9499, "msg": "too many request"}
+        elif path == "/cgi-bin/webhook/send":
+            bot, status, answer = (
+                "wecom",
+                200,
+                {"errcode": 45009, "errmsg": "api freq out of limit"},
+            )
+        elif path == "/robot/send":
+            bot, status = "dingtalk", 200
+            answer = {"errcode": 130101, "errmsg": "send too fast, exceed 20 times per minute"}
+        else:
+            return None
+        if not self.throttled[bot]:
+            return None
+        self.throttled[bot] -= 1
+        return status, "application/json", json.dumps(answer)
 
     def feishu(self, token: str, body: Any) -> tuple[int, str, str]:
         def code(number: int, msg: str) -> tuple[int, str, str]:
@@ -1004,3 +1032,31 @@ def test_a_bot_whose_gateway_is_down_gets_the_alert_on_a_later_try_and_a_refusal
     assert refused.startswith("任务失败退出：发往 127.0.0.1 的 Webhook 发送失败（WeCom: HTTP 200")
     assert "重试" not in refused
     assert DBTaskResult.objects.count() == 2
+
+
+def test_a_bot_over_its_rate_limit_gets_the_alert_on_a_later_try(
+    transactional_db, alice, bots, settings
+):
+    # Many jobs failing at once (a node lost) post more than a group bot takes in a minute: it
+    # answers with its own code (Feishu's with HTTP 400, the others' with 200), which says
+    # "not now", as an HTTP 429 does, not "never" (review28: the alert was lost).
+    from jobs.tasks import deliver_alert
+
+    from .test_alerts import run_queued_tasks_until_none_is_left
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.05
+    bots.throttled = {"feishu": 1, "wecom": 1, "dingtalk": 1}
+    job = alerting_job(alice, [bots.feishu_url, bots.wecom_url, bots.dingtalk_url])
+    deliver_alert.enqueue(job_id=job.pk, item="jobFailed", message="demo 运行失败。", time=TIME)
+
+    run_queued_tasks_until_none_is_left()
+
+    assert [r["path"] for r in bots.received].count("/robot/send") == 2
+    assert [r["path"] for r in bots.received].count("/cgi-bin/webhook/send") == 2
+    assert len(bots.received) == 6
+    assert len(event_messages(job, "AlertSent")) == 3
+    refused = event_messages(job, "AlertFailed")
+    assert len(refused) == 3
+    assert all("将于" in m and m.endswith(" 重试") for m in refused), refused
+    assert any("code 9499" in m for m in refused) and any("errcode 130101" in m for m in refused)

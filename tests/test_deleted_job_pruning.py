@@ -7,7 +7,11 @@ the setting; younger ones, whose links are still followed, stay."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
@@ -19,6 +23,8 @@ from jobs.worker import Worker
 from .runner_helpers import runner_settings  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _deleted(owner, name: str, *, days_ago: float) -> DeletedJob:
@@ -66,3 +72,24 @@ def test_zero_keeps_them_for_ever(alice, settings):
     Worker().forget_deleted()
 
     assert DeletedJob.objects.filter(name="ancient").exists()
+
+
+@pytest.mark.parametrize("days", ["36501", "1000000"])
+def test_a_keep_past_a_hundred_years_is_refused_when_the_console_starts(days):
+    # Meant as "for ever", such a number passed the dates Python holds: the worker's hourly
+    # pass failed with a traceback each time (review28), where 0 keeps them for ever.
+    done = subprocess.run(
+        [sys.executable, "-c", "import console.settings"],
+        cwd=ROOT,
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "DELETED_JOB_KEEP_DAYS": days,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode != 0
+    assert f"DELETED_JOB_KEEP_DAYS is a whole number from 0 to 36500, not '{days}'" in done.stderr

@@ -68,6 +68,31 @@ def test_a_job_opened_from_page_2_of_a_filter_and_deleted_returns_to_that_page_o
     assert not Job.objects.filter(pk=oldest.pk).exists()
 
 
+def test_a_job_opened_from_page_2_of_a_filter_stopped_then_deleted_returns_to_that_page(
+    logged_in_page, alice
+):
+    # review28: the page Stop returns to was asked for with the job page as its Referer, and
+    # Delete from there went to the unfiltered first page.
+    jobs = [submitted(alice, f"queued-{n:02d}") for n in range(22)]
+    oldest = jobs[0]
+    page = logged_in_page
+    page.goto("/?status=queued&page=2")
+    page.click(f"#job-link-{oldest.public_id}")
+    page.wait_for_url(f"**/jobs/{oldest.public_id}/")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-stop")
+    page.wait_for_url(f"**/jobs/{oldest.public_id}/?back=status%3Dqueued%26page%3D2")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-delete")
+
+    page.wait_for_url("**/?status=queued&page=2")
+    expect(page.locator(".alert-success")).to_contain_text("queued-00")
+    expect(page.locator("#id_status")).to_have_value("queued")
+    expect(page.locator("tbody tr[data-job]")).to_have_count(1)  # queued-01, page 2's last
+    assert not Job.objects.filter(pk=oldest.pk).exists()
+
+
 POLLS_DONE = """() => {
   window.pollsDone = 0;
   document.addEventListener("htmx:afterRequest", () => { window.pollsDone += 1; });

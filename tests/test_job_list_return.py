@@ -84,3 +84,48 @@ def test_a_job_opened_from_elsewhere_returns_to_the_list_itself_and_a_hostile_ba
     assert response.status_code == 302
     assert response.url == "/?status=failed&page=%00"
     assert not Job.objects.filter(pk__in=[first.pk, second.pk]).exists()
+
+
+def form_back(html: str, form: str) -> str | None:
+    found = re.search(rf'<input type="hidden" name="back" value="([^"]*)" form="{form}"', html)
+    return unescape(found[1]) if found else None
+
+
+def test_a_job_stopped_first_still_returns_to_the_filtered_list_when_deleted(alice, alice_client):
+    # Going through ?status=queued one by one: Stop, then Delete. The page Stop returns to is
+    # asked for with the job page as its Referer (the browser keeps the referrer of the post
+    # through the redirect), so the list it was opened from must come with it (review28: Delete
+    # then went to the unfiltered first page).
+    job = submit(alice, name="queued-run")
+    page_url = reverse("job-detail", args=[job.public_id])
+    opened = alice_client.get(page_url, HTTP_REFERER="http://testserver/?status=queued&page=2")
+    stop_back = form_back(opened.content.decode(), "job-stop-form")
+    assert stop_back == "status=queued&page=2"
+
+    stopped = alice_client.post(
+        reverse("job-stop", args=[job.public_id]), {"confirmed": "1", "back": stop_back}
+    )
+    assert stopped.status_code == 302
+    again = alice_client.get(stopped.url, HTTP_REFERER=f"http://testserver{page_url}")
+    assert again.status_code == 200
+    assert "Stop requested." in again.content.decode() or "已请求停止" in again.content.decode()
+    back = delete_form_back(again.content.decode())
+    assert back == "status=queued&page=2"
+    response = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1", "back": back}
+    )
+    assert response.status_code == 302 and response.url == "/?status=queued&page=2"
+
+
+def test_without_javascript_the_stop_question_page_carries_the_list_back(alice, alice_client):
+    job = submit(alice, name="queued-run")
+
+    asked = alice_client.post(reverse("job-stop", args=[job.public_id]), {"back": "status=queued"})
+
+    assert asked.status_code == 200
+    assert '<input type="hidden" name="back" value="status=queued">' in asked.content.decode()
+    stopped = alice_client.post(
+        reverse("job-stop", args=[job.public_id]), {"confirmed": "1", "back": "status=queued"}
+    )
+    assert stopped.status_code == 302
+    assert "back=status%3Dqueued" in stopped.url

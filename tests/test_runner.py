@@ -850,6 +850,53 @@ def test_a_silent_job_raises_a_hang_warning(alice):
     assert job.events.filter(reason="HangSuspected").count() == 1
 
 
+def test_a_replica_ending_after_a_hang_warning_does_not_clear_it_while_another_is_silent(
+    alice, settings
+):
+    # review28: the runner's own "[console] exited with code 0" line in the log of a replica
+    # that ended read as the job writing again, and the page said it no longer hung while the
+    # master still did (a rank done, the others stuck in a last collective).
+    from jobs.logs import replica_log_path
+    from jobs.models import LocalRun
+
+    spec = make_spec(
+        f'echo started; if [ "$RANK" = 1 ]; then {UNTIL_THE_GATE_OPENS}; exit 0; fi; sleep 300',
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+        fault_tolerance_config=S.FaultToleranceConfig(
+            enabled_hang_detection=True, hang_detection_timeout_minutes=1
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: all("started" in log_text(job, label) for label in ("master-0", "worker-0")),
+        what="both replicas' first line",
+    )
+    LocalRun.objects.filter(job=job).update(
+        attempt_started_at=F("attempt_started_at") - timedelta(minutes=2)
+    )
+    for label in ("master-0", "worker-0"):
+        log = replica_log_path(job.public_id, label)
+        past = log.stat().st_mtime - 120
+        os.utime(log, (past, past))
+    run_until(worker, lambda: job.events.filter(reason="HangSuspected").exists())
+
+    open_gate(settings)
+    run_until(
+        worker,
+        lambda: job.replicas.filter(role="worker", exit_code=0).exists(),
+        what="the worker replica's end",
+    )
+    assert "[console]" in log_text(job, "worker-0").splitlines()[-1]  # its line, after the warning
+    for _ in range(5):
+        worker.tick()
+
+    assert status_of(job) == JobStatus.RUNNING
+    assert not job.events.filter(reason="HangCleared").exists()
+    assert job.events.filter(reason="HangSuspected").count() == 1
+
+
 def test_a_hang_warning_is_cleared_when_a_replica_writes_again_and_a_new_silence_warns_again(
     alice, settings
 ):

@@ -206,6 +206,37 @@ def test_the_notice_of_the_replaced_command_goes_once_the_image_step_is_done(ali
     assert 'id="aiak-refill"' not in alice_client.get(step_url(draft, W.IMAGE)).content.decode()
 
 
+@pytest.mark.parametrize("paths", [True, False])
+def test_a_second_template_change_before_the_image_step_keeps_the_command_first_replaced(
+    alice_client, paths
+):
+    # Template, then method, changed before the image step was done again (review28): the
+    # second refill replaced the first's command, not the engineer's, and the notice showed
+    # that (or, with no path typed, nothing): their edits were gone.
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    template = W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora")
+    edited = (own_paths(template) if paths else template).replace(
+        "export TRAINING_METHOD=lora", "export TRAINING_METHOD=lora\nLR=2e-5"
+    )
+    post_step(alice_client, draft, W.IMAGE, aiak_image(command=edited))
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "aiak_template": "qwen1.5-7b"})
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.BASIC,
+        {**AIAK_BASIC, "aiak_template": "qwen1.5-7b", "training_method": "full"},
+    )
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert r.status_code == 302
+    notice = html.unescape(page[page.index('id="aiak-refill"') :])
+    assert "LR=2e-5" in notice and "llama2 7b" in notice
+    if paths:
+        assert "DATA_PATH=/root/pfs/data_path" in command_field(page)
+
+
 def test_an_untouched_template_command_is_refilled_without_a_notice(alice_client):
     draft = new_draft(alice_client)
     post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
