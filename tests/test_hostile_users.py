@@ -40,6 +40,18 @@ def test_the_throttle_counts_such_a_name_and_refuses_it_after_five_failures(alic
     )
 
 
+@pytest.mark.parametrize("url", ["/login/", "/admin/login/"])
+@pytest.mark.parametrize("username", ["\x00", "alice\x00"])
+def test_a_name_with_a_nul_is_refused_on_the_form_not_a_500(alice, url, username):
+    """PostgreSQL refuses a NUL in any query (SQLite takes it): the throttle looked the name up
+    before the form's own check refused it (CI runs this file on PostgreSQL)."""
+    r = Client().post(url, {"username": username, "password": "alice-password"})
+
+    assert r.status_code == 200
+    assert "不能包含空字符（NUL）。" in r.content.decode()
+    assert not LoginFailure.objects.exists()
+
+
 # -- open redirects ---------------------------------------------------------------------
 
 OFF_SITE = ["//evil.example/", "https://evil.example/", "/\\evil.example/", "\\\\evil.example"]
