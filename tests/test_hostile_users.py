@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from jobs.models import Draft, LoginFailure
+from jobs.models import ApiKey, Draft, LoginFailure
 from jobs.services import jobs_submit
 from tests.test_security import secret_spec
 from tests.test_wizard import _local_pool  # noqa: F401  (the wizard's pool of cards)
@@ -77,6 +77,14 @@ def test_the_language_switch_and_log_out_never_send_the_browser_off_site(alice_c
     assert not switched["Location"].startswith(("//", "http", "/\\", "\\"))
     assert logged_out.status_code == 302
     assert "evil.example" not in logged_out["Location"]
+
+
+@pytest.mark.parametrize("target", OFF_SITE)
+def test_the_import_forms_language_switch_never_sends_the_browser_off_site(alice_client, target):
+    r = alice_client.post("/create/import/", {"action": "language-en", "body": "", "next": target})
+
+    assert r.status_code == 302
+    assert r["Location"] == "/create/"
 
 
 # -- sessions ---------------------------------------------------------------------------
@@ -162,3 +170,24 @@ def test_an_import_with_bad_unicode_escapes_is_refused_or_drafted_never_a_500(
     for draft in Draft.objects.filter(owner=alice):
         for step in ("basic", "image", "resources", "data", "advanced", "review"):
             assert alice_client.get(f"/create/{draft.id}/{step}/").status_code < 500, step
+
+
+# -- secrets ----------------------------------------------------------------------------
+
+
+def test_a_new_access_keys_secret_is_on_one_answer_no_cache_keeps_and_not_on_a_replay(
+    alice_client,
+):
+    page = alice_client.get("/account/keys/")
+    create_key = page.context["form"]["create_key"].value()
+    sent = {"description": "ci", "expires_in": "30", "create_key": create_key}
+
+    first = alice_client.post("/account/keys/", sent)
+    replayed = alice_client.post("/account/keys/", sent)
+
+    secret = first.context["new_secret"]
+    assert secret in first.content.decode()
+    assert "no-store" in first["Cache-Control"]
+    assert replayed.status_code == 200
+    assert secret not in replayed.content.decode()
+    assert ApiKey.objects.filter(owner__username="alice").count() == 1
