@@ -11,6 +11,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from jobs import spec as S
 from jobs.models import ApiKey, Draft, LoginFailure
 from jobs.services import jobs_submit
 from tests.test_security import secret_spec
@@ -191,3 +192,21 @@ def test_a_new_access_keys_secret_is_on_one_answer_no_cache_keeps_and_not_on_a_r
     assert replayed.status_code == 200
     assert secret not in replayed.content.decode()
     assert ApiKey.objects.filter(owner__username="alice").count() == 1
+
+
+# -- mail header injection --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "ops@example.com\r\nBcc: victim@example.com",
+        "ops@example.com\nSubject: hi",
+        "ops@example.com, victim@example.com",
+        '"ops\r\nBcc: victim@example.com" <ops@example.com>',
+    ],
+)
+def test_an_alert_address_carrying_another_header_or_address_is_refused(address):
+    spec = secret_spec(alert=S.AlertConfig(items=["jobFailed"], emails=[address]))
+
+    assert "alert.emails" in S.validate(spec)
