@@ -47,6 +47,8 @@ from django.utils.http import content_disposition_header
 from django.utils.text import Truncator, capfirst, smart_split, unescape_string_literal
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext, ngettext_lazy
+from django_tasks_db.admin import DBTaskResultAdmin  # importing it registers it: replaced below
+from django_tasks_db.models import DBTaskResult
 
 from . import api_keys_admin  # noqa: F401 (registers the API access keys)
 from . import logs as job_logs
@@ -158,6 +160,14 @@ class BoundedSearchMixin:
 
 admin.site.unregister(User)
 admin.site.unregister(Group)
+admin.site.unregister(DBTaskResult)
+
+
+@admin.register(DBTaskResult)
+class ConsoleTaskResultAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, DBTaskResultAdmin):
+    """django-tasks-db's list of background tasks (the alert deliveries, jobs/tasks.py) with
+    the console's lists' rules: a NUL in its address was a 500 on PostgreSQL, and any field,
+    a regular expression included, could be filtered on (QA round 41)."""
 
 
 # What makes an account more than it is: only a superuser gives or takes these.
