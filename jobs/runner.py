@@ -2327,7 +2327,12 @@ def _check_hang(
         return
     last = run.attempt_started_at or now
     for replica in replicas:
-        path = job_logs.replica_log_path(job.public_id, f"{replica.role}-{replica.index}")
+        label = f"{replica.role}-{replica.index}"
+        if (replica_state_dir(job.public_id, run.attempt, label) / "exit").exists():
+            # Its command has ended, though its shim still holds the lock for a moment: the
+            # shim's exit line is not the job writing again (the shim records the exit first).
+            continue
+        path = job_logs.replica_log_path(job.public_id, label)
         try:
             mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
         except OSError:

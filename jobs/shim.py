@@ -981,8 +981,8 @@ def main(argv: list[str]) -> int:
         log.write(console_line(stamp(), args.banner))
     if stopped:  # as if the stop had ended it at once
         code = 128 + signal.SIGTERM
-        log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
         write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
+        log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
         return 0
     as_user = None
     if args.as_user:
@@ -1126,8 +1126,11 @@ def main(argv: list[str]) -> int:
     code = child.wait()
     if code < 0:  # killed by a signal: report it the way a shell does
         code = 128 - code
-    log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
+    # The exit record before the exit line: the worker's hang check leaves out a replica that
+    # has one, so the line, written while this shim still holds its lock, is not taken for
+    # the job writing again (it cleared a hang warning while the other replicas still hung).
     write_atomic(state / "exit", json.dumps({"code": code, "time": time.time()}))
+    log.write(console_line(stamp(), args.exit_line.replace("{code}", str(code))))
     log.close()
     wait_for_adopted()
     return 0
