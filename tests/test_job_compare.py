@@ -826,6 +826,45 @@ def test_one_chart_per_tag_with_a_line_per_job_its_legend_and_text_and_the_lates
     assert "no-tensorboard: no training metrics (Tensorboard is off for this job)." in html
 
 
+def test_the_latest_values_mark_each_tags_lowest_and_highest_among_the_jobs_in_words(
+    alice, alice_en, settings
+):
+    jobs = [with_metrics(alice, f"lr-{n}", f"f{n}", lr=f"0.{n}1") for n in range(3)]
+    for n, loss in enumerate([0.5, 0.75, 0.5]):
+        writer = SummaryWriter(str(volume(settings) / f"f{n}"))  # one event file each
+        for step, value in enumerate([2.0, loss]):
+            writer.add_scalar("loss", value, step)
+        writer.add_scalar("same", 1.0, 0)
+        if n == 0:
+            writer.add_scalar("only-one", 3.0, 0)
+        writer.close()
+
+    r = alice_en.get(compare_url(*jobs))
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "Each tag's lowest and highest latest value among these jobs is marked so" in html
+    latest = re.search(r'id="compare-latest">(.*?)</table>', html, re.S).group(1)
+    marks = {
+        job.name: re.findall(
+            r'<td>([^<]*)<span class="text-muted">\(step \d+\)</span>'
+            r'(?: <span class="badge text-bg-light border compare-extreme">(\w+)</span>)?',
+            re.search(rf'<tr data-job="{job.public_id}">(.*?)</tr>', latest, re.S).group(1),
+        )
+        for job in jobs
+    }
+    # Columns: loss, only-one, same. Both lowest are marked; one job alone, or all the same,
+    # has none.
+    assert marks == {
+        "lr-0": [("0.5 ", "lowest"), ("3 ", ""), ("1 ", "")],
+        "lr-1": [("0.75 ", "highest"), ("1 ", "")],
+        "lr-2": [("0.5 ", "lowest"), ("1 ", "")],
+    }
+    zh = Client()
+    zh.force_login(alice)
+    assert 'compare-extreme">最低</span>' in zh.get(compare_url(*jobs)).content.decode()
+
+
 def test_a_learning_rate_sweep_on_a_log_scale_draws_each_rate_a_decade_apart(
     alice, alice_en, settings
 ):
