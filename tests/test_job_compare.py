@@ -210,7 +210,7 @@ def test_compare_takes_only_my_own_jobs_from_the_list_form(alice, bob, alice_en)
 
     assert r.status_code == 302
     assert parse_qs(urlsplit(r["Location"]).query) == {"sel": [mine.public_id]}
-    assert said(r)[0].startswith("Of the selected jobs only 1 still exists")
+    assert said(r)[0].startswith("Of the selected jobs only 1 still exists: compare takes 2 to 8.")
 
 
 def test_the_list_has_a_compare_button_beside_stop_and_delete(alice, alice_client):
@@ -220,7 +220,7 @@ def test_the_list_has_a_compare_button_beside_stop_and_delete(alice, alice_clien
 
     assert re.search(
         r'id="bulk-delete">删除所选</button>\s*<button[^>]*name="action" value="compare" '
-        r'id="bulk-compare"[^>]*>对比</button>',
+        r'id="bulk-compare" title="对比所选的 2 到 8 个任务">对比</button>',
         html,
     )
 
