@@ -1,4 +1,5 @@
-"""Compare jobs (对比任务): the comparison of 4 local jobs with Tensorboard on, against the bare
+"""Compare jobs (对比任务): the comparison of 8 local jobs (jobs.compare.MAX_COMPARED; CMP_JOBS
+for another number) with Tensorboard on, against the bare
 view and against one of the jobs' own pages, in one run.
 
 Each job has 10 scalar tags at each of 2,000 steps in event files written by tensorboardX
@@ -8,7 +9,7 @@ Each job has 10 scalar tags at each of 2,000 steps in event files written by ten
 - the comparison once read (a second look: each job's state and drawn lines kept), linear and
   on a log axis, and one job's page, alternated with the bare view; and the page's size.
 
-Run: .venv/bin/python bench/run.py compare          (CMP_STEPS=2000 CMP_N=100)
+Run: .venv/bin/python bench/run.py compare          (CMP_STEPS=2000 CMP_N=100 CMP_JOBS=8)
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from bench.common import console_server, logged_in_client, paired_ms, report  # 
 STEPS = int(os.getenv("CMP_STEPS", "2000"))
 N = int(os.getenv("CMP_N", "100"))
 TAGS = 10
-JOBS = 4
+JOBS = int(os.getenv("CMP_JOBS", "8"))
 PENDING = "still reading its event files"
 
 # Local jobs on volume `work`, each with Tensorboard on at its own log path, and the run

@@ -1,4 +1,4 @@
-"""Compare jobs (对比任务): 2 to 4 jobs side by side, for people who run one job many times
+"""Compare jobs (对比任务): 2 to 8 jobs side by side, for people who run one job many times
 with other learning rates, batch sizes, cards or images and ask what differed and which did
 better.
 
@@ -12,6 +12,10 @@ Decisions:
   others' as the lines that changed; a secret "changed" where it differs from the first's,
   each column against the first alone, and only between jobs of one owner: see
   jobs.summary.specs_compared for why).
+- A queue group's task is compared with its AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as it
+  ran (jobs.runtime_env.with_group_task): the group's tasks share one stored spec, and its
+  Run again pins them in the new job's envs, so equal runs read equal and a group's tasks
+  read their own index.
 - How they did: each job's training metrics read as its page reads them, bounded
   (jobs.tensorboard.compared_metrics).
 - Queries: the jobs (with their owner, queue group and local run) in one, their owners'
@@ -32,11 +36,15 @@ from . import spec as S
 from .backends.local import host_volumes
 from .models import Job
 from .pools import pool_names, spec_pool_names
+from .runtime_env import with_group_task
 from .summary import ComparedField, specs_compared
 from .tensorboard import MetricsComparison, compared_metrics
 
 MIN_COMPARED = 2
-MAX_COMPARED = 4
+# 8: a queue group's sweep (6 learning rates, say) fits on one page. Past 8 the chart's lines
+# run out of colours and dash patterns told apart at a glance (console.css), and the first
+# look reads each job's event files for up to 0.3 s (jobs.tensorboard.READ_SECONDS): 2.4 s.
+MAX_COMPARED = 8
 # Ids a comparison's address may carry before it is refused unread (a tampered link): past
 # this many no job is looked up.
 MAX_ASKED = 100
@@ -102,7 +110,7 @@ def job_comparison(*, jobs: list[Job], log: bool = False) -> Comparison:
     specs: list[S.JobSpec | None] = []
     for job in jobs:
         try:
-            specs.append(job.job_spec())
+            specs.append(with_group_task(job.job_spec(), job))
         except S.SpecError:
             specs.append(None)
     readable = [spec for spec in specs if spec is not None]

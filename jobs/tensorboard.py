@@ -62,7 +62,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -1015,6 +1015,10 @@ class ComparedLine:
     point_count: int = 0  # of its points on the chart
     nonfinite: int = 0  # on either scale: its NaN and infinite values, not drawn
     value_count: int = 0  # of all its values read
+    # Among the jobs with this tag, its latest value is the lowest or the highest of theirs
+    # ("low", "high"; "" otherwise, or when they do not differ): words, not a guess of which
+    # is better (a loss falls, an accuracy rises).
+    extreme: str = ""
 
 
 @dataclass(frozen=True)
@@ -1083,6 +1087,20 @@ def compared_metrics(
     return comparison
 
 
+def _extremes_marked(lines: list[ComparedLine], latest: list[float]) -> list[ComparedLine]:
+    """The lines whose latest value is the lowest or the highest of them (each that ties),
+    among finite values, when at least two differ."""
+    finite = [value for value in latest if math.isfinite(value)]
+    if len(set(finite)) < 2:
+        return lines
+    low, high = min(finite), max(finite)
+    marks = {low: "low", high: "high"}
+    return [
+        replace(line, extreme=marks.get(value, "")) if math.isfinite(value) else line
+        for line, value in zip(lines, latest, strict=True)
+    ]
+
+
 def _compared_chart(
     run: str, tag: str, found: list[tuple[int, str, dict | None]], *, log: bool = False
 ) -> ComparedChart:
@@ -1114,6 +1132,7 @@ def _compared_chart(
         )
         for column, name, series, points in drawn
     ]
+    lines = _extremes_marked(lines, [series["last"][1] for _c, _n, series, _p in drawn])
     said = [
         _("%(job)s: latest %(latest)s at step %(step)s, lowest %(low)s, highest %(high)s")
         % {

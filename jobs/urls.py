@@ -9,7 +9,7 @@ urlpatterns = [
     path("", api_v2.actions_or(views.job_list), name="job-list"),
     # Stop / Delete selected on the list (before jobs/<public_id>/, which would take "bulk").
     path("jobs/bulk/", views.job_bulk_view, name="job-bulk"),
-    # Compare jobs (对比任务): 2 to 4 jobs by their ids in the query (?job=a&job=b).
+    # Compare jobs (对比任务): 2 to 8 jobs by their ids in the query (?job=a&job=b).
     path("compare/", views.job_compare, name="job-compare"),
     path("jobs/<str:public_id>/", views.job_detail, name="job-detail"),
     path("jobs/<str:public_id>/live/", views.job_live, name="job-live"),

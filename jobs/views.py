@@ -458,6 +458,8 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
         "poll_query": poll_query,
         "selection_query": urlencode([("sel", public_id) for public_id in selection.ids]),
         "selection": selection,
+        "compare_min": MIN_COMPARED,
+        "compare_max": MAX_COMPARED,
         "max_carried": MAX_CARRIED,
         # A label's link too long to carry the selection leaves it out (labels.label_chips):
         # the bar says the ticks are not lost.
@@ -1321,7 +1323,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
 def _compare_selected(
     request: AuthenticatedHttpRequest, back: str, back_query: str, chosen: list[str]
 ) -> HttpResponse:
-    """Compare on the job list: the comparison's own address (a GET, to bookmark) for 2 to 4 of
+    """Compare on the job list: the comparison's own address (a GET, to bookmark) for 2 to 8 of
     the user's jobs, oldest first (the one the others are read against), carrying the list's
     filters and page for its way back; any other number goes back to the list, saying so,
     with the same boxes ticked."""
@@ -1336,13 +1338,13 @@ def _compare_selected(
         messages.error(
             request,
             ngettext(
-                "Compare takes 2 to 4 jobs; %(count)d is selected. Tick 2 to 4 and press "
-                "Compare again.",
-                "Compare takes 2 to 4 jobs; %(count)d are selected. Tick 2 to 4 and press "
-                "Compare again.",
+                "Compare takes %(min)d to %(max)d jobs; %(count)d is selected. Tick %(min)d to "
+                "%(max)d and press Compare again.",
+                "Compare takes %(min)d to %(max)d jobs; %(count)d are selected. Tick %(min)d "
+                "to %(max)d and press Compare again.",
                 len(chosen),
             )
-            % {"count": len(chosen)},
+            % {"count": len(chosen), "min": MIN_COMPARED, "max": MAX_COMPARED},
         )
         return back_ticked(chosen)
     found = own_jobs_oldest_first(owner=request.user, ids=chosen)
@@ -1350,10 +1352,10 @@ def _compare_selected(
         messages.error(
             request,
             _(
-                "Of the selected jobs only %(count)d still exists: compare takes 2 to 4. "
-                "Tick another one and press Compare again."
+                "Of the selected jobs only %(count)d still exists: compare takes %(min)d to "
+                "%(max)d. Tick another one and press Compare again."
             )
-            % {"count": len(found)},
+            % {"count": len(found), "min": MIN_COMPARED, "max": MAX_COMPARED},
         )
         return back_ticked(found)
     if len(found) < len(chosen):
@@ -1601,7 +1603,7 @@ def job_submit_again_view(request: AuthenticatedHttpRequest, public_id: str) -> 
 @require_safe
 @login_required
 def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """Compare jobs (对比任务): 2 to 4 jobs side by side, by their ids in the address (`job`,
+    """Compare jobs (对比任务): 2 to 8 jobs side by side, by their ids in the address (`job`,
     repeated; `all=1`: every field, not only those that differ). Only jobs the viewer may see
     (jobs.compare): any other id answers 404, as its job page does."""
     ids = asked_ids(request.GET.getlist("job"))

@@ -52,7 +52,7 @@ from .backends import (
 from .locks import local_cards_locked
 from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
-from .runtime_env import GROUP_VARIABLES, LOCAL_RUNNER_VARIABLES, replica_refs
+from .runtime_env import GROUP_VARIABLES, LOCAL_RUNNER_VARIABLES, replica_refs, with_group_task
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
 from .summary import spec_changes
@@ -2589,9 +2589,10 @@ def spec_diff(
     source: Job, spec: S.JobSpec, *, pool_names: dict[str, str] | None = None
 ) -> list[tuple[str, str, str]]:
     """(field, before, after) for each field of the copy that differs from its source; its
-    pools named by `pool_names` (spec_changes)."""
+    pools named by `pool_names` (spec_changes). A queue group's task is read with its own
+    AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as it ran (and as Compare reads it)."""
     try:
-        before = source.job_spec()
+        before = with_group_task(source.job_spec(), source)
     except S.SpecError:
         return [(_("The source job's spec"), _("cannot be read"), "—")]
     return spec_changes(before, spec, pool_names=pool_names)

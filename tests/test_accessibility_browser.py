@@ -494,7 +494,17 @@ def test_the_comparison_of_jobs_has_no_serious_violations_in_either_language_or_
     from jobs import spec as S
 
     jobs = []
-    for n, losses in enumerate([[2.0, 1.0, 0.0], [2.0, 1.5], [3.0]]):
+    # 8, the most compared (jobs.compare.MAX_COMPARED): 7 with metrics, each its own line.
+    sweep = [
+        [2.0, 1.0, 0.0],
+        [2.0, 1.5],
+        [3.0],
+        [2.5, 1.2],
+        [1.8, 0.9],
+        [2.2, 1.1, 0.7],
+        [2.9, 2.0],
+    ]
+    for n, losses in enumerate(sweep):
         writer = SummaryWriter(str(volume(settings) / f"run-{n}"))
         for step, loss in enumerate(losses):
             writer.add_scalar("loss", loss, step)
@@ -510,8 +520,8 @@ def test_the_comparison_of_jobs_has_no_serious_violations_in_either_language_or_
     for language in ("zh-hans", "en"):
         audit.use_language(language)
         page.goto(address)
-        expect(page.locator("#compare-charts figure polyline")).to_have_count(3)
-        audit.check(f"comparison of 4 jobs, {language}")
+        expect(page.locator("#compare-charts figure polyline")).to_have_count(7)
+        audit.check(f"comparison of 8 jobs, {language}")
     # The changed word of each command marked, said to a screen reader, and copied without.
     changed = page.locator("#compare-table ins.diff-word").first
     expect(changed).to_have_text("1")

@@ -1,4 +1,4 @@
-"""Compare jobs (对比任务): 2 to 4 of one's jobs side by side, what differs in their specs
+"""Compare jobs (对比任务): 2 to 8 of one's jobs side by side, what differs in their specs
 (the copy review's differ, jobs.summary.specs_compared) and their training curves together."""
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from django.test import Client
 from django.urls import reverse
 from tensorboardX import SummaryWriter
 
+from jobs import compare
 from jobs import spec as S
 from jobs import tensorboard as tb
+from jobs.actions import job_rerun
 from jobs.logs import job_dir
-from jobs.models import Job, JobEvent
+from jobs.models import Job, JobEvent, JobStatus
+from jobs.services import jobs_submit
 
 from .runner_helpers import CARD, make_spec, runner_settings, submit, volume  # noqa: F401
 from .test_job_bulk import said
@@ -99,8 +102,8 @@ def test_compare_on_the_list_goes_to_the_comparison_of_the_ticked_jobs_oldest_fi
     assert Job.objects.filter(owner=alice).count() == 3  # nothing done to any job
 
 
-@pytest.mark.parametrize("count", [1, 5])
-def test_compare_with_fewer_than_2_or_more_than_4_ticked_says_so_and_keeps_the_ticks(
+@pytest.mark.parametrize("count", [1, 9])
+def test_compare_with_fewer_than_2_or_more_than_8_ticked_says_so_and_keeps_the_ticks(
     alice, alice_en, count
 ):
     jobs = [tuned(alice, f"run-{n}") for n in range(count)]
@@ -113,7 +116,8 @@ def test_compare_with_fewer_than_2_or_more_than_4_ticked_says_so_and_keeps_the_t
     assert location.path == reverse("job-list")
     assert parse_qs(location.query) == {"q": ["run"], "page": ["1"], "sel": ticked}
     [message] = said(r)
-    assert message.startswith(f"Compare takes 2 to 4 jobs; {count} ")
+    assert message.startswith(f"Compare takes 2 to 8 jobs; {count} ")
+    assert message.endswith("Tick 2 to 8 and press Compare again.")
     # The list comes back with those boxes ticked, and its refresh does not carry them on.
     html = alice_en.get(r["Location"]).content.decode()
     for public_id in ticked:
@@ -206,7 +210,7 @@ def test_compare_takes_only_my_own_jobs_from_the_list_form(alice, bob, alice_en)
 
     assert r.status_code == 302
     assert parse_qs(urlsplit(r["Location"]).query) == {"sel": [mine.public_id]}
-    assert said(r)[0].startswith("Of the selected jobs only 1 still exists")
+    assert said(r)[0].startswith("Of the selected jobs only 1 still exists: compare takes 2 to 8.")
 
 
 def test_the_list_has_a_compare_button_beside_stop_and_delete(alice, alice_client):
@@ -216,7 +220,7 @@ def test_the_list_has_a_compare_button_beside_stop_and_delete(alice, alice_clien
 
     assert re.search(
         r'id="bulk-delete">删除所选</button>\s*<button[^>]*name="action" value="compare" '
-        r'id="bulk-compare"[^>]*>对比</button>',
+        r'id="bulk-compare" title="对比所选的 2 到 8 个任务">对比</button>',
         html,
     )
 
@@ -490,6 +494,47 @@ def test_lines_added_rather_than_edited_are_shown_whole_with_no_words_marked(ali
     assert marked(html, "Image and command · Command")[1] == "(line 2)\n+nvidia-smi"
 
 
+def sweep(owner, total: int = 6) -> list[Job]:
+    """A learning-rate sweep as one queue group (投递方式 队列任务), every task finished: the
+    tasks share one stored spec and pick their rate by AIHC_GROUP_TASK_INDEX."""
+    spec = make_spec(
+        "LRS=(0.1 0.03 0.01 0.003 0.001 0.0003)\npython train.py --lr ${LRS[$AIHC_GROUP_TASK_INDEX]}",
+        name="lr-sweep",
+        submission=S.Submission(S.SUBMIT_QUEUE, total=total, concurrency=1),
+    )
+    tasks = jobs_submit(owner=owner, spec=spec, submit_key="sweep")
+    Job.objects.filter(pk__in=[t.pk for t in tasks]).update(status=JobStatus.SUCCEEDED)
+    return [Job.objects.get(pk=t.pk) for t in tasks]
+
+
+ENVS = "Image and command · Environment variables"
+
+
+def test_a_group_task_and_its_run_again_compare_equal_in_their_group_variables(alice, alice_en):
+    # Found: task 3/6 against its Run again read "—" against "AIHC_GROUP_TASK_INDEX=2", though
+    # both ran with 2 (the task's value comes from its group; Run again pins it in its envs).
+    task = sweep(alice)[2]
+    [again] = job_rerun(job=task, owner=alice)
+
+    r = alice_en.get(compare_url(task, again, every=True))
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert rows(html)[ENVS] == ["AIHC_GROUP_TASK_INDEX=2\nAIHC_GROUP_TASK_TOTAL=6"] * 2
+    assert ENVS not in rows(alice_en.get(compare_url(task, again)).content.decode())
+
+
+def test_two_tasks_of_one_group_show_their_own_index_in_the_envs(alice, alice_en):
+    tasks = sweep(alice)
+
+    r = alice_en.get(compare_url(*tasks))
+
+    assert r.status_code == 200
+    assert rows(r.content.decode())[ENVS] == [
+        f"AIHC_GROUP_TASK_INDEX={n}\nAIHC_GROUP_TASK_TOTAL=6" for n in range(6)
+    ]
+
+
 def test_jobs_whose_specs_are_the_same_but_for_the_name_show_that_row_alone(alice, alice_en):
     a, b = tuned(alice, "same"), tuned(alice, "same")
 
@@ -541,8 +586,8 @@ def test_unknown_ids_beside_two_of_mine_offer_to_compare_those(alice, alice_en):
     )
 
 
-@pytest.mark.parametrize("count", [0, 1, 5])
-def test_an_address_with_fewer_than_2_or_more_than_4_jobs_says_so_and_keeps_them_ticked(
+@pytest.mark.parametrize("count", [0, 1, 9])
+def test_an_address_with_fewer_than_2_or_more_than_8_jobs_says_so_and_keeps_them_ticked(
     alice, alice_en, count
 ):
     jobs = [tuned(alice, f"run-{n}") for n in range(count)]
@@ -551,11 +596,12 @@ def test_an_address_with_fewer_than_2_or_more_than_4_jobs_says_so_and_keeps_them
 
     assert r.status_code == 200
     html = r.content.decode()
-    assert f"Compare takes 2 to 4 jobs; this address names {count}." in html
+    assert f"Compare takes 2 to 8 jobs; this address names {count}." in html
     assert "compare-table" not in html
-    # Too many stay ticked, to untick down to 4; too few are picked on the list.
-    assert ('id="compare-choose"' in html) == (count > 4)
-    for n, job in enumerate(jobs if count > 4 else [], start=1):
+    # Too many stay ticked, to untick down to 8; too few are picked on the list.
+    assert ('id="compare-choose"' in html) == (count > 8)
+    assert ("Keep 2 to 8 of these jobs" in html) == (count > 8)
+    for n, job in enumerate(jobs if count > 8 else [], start=1):
         assert f'name="job" value="{job.public_id}" id="choose-{n}" checked>' in html
     assert f'<a href="{reverse("job-list")}" id="compare-back">' in html
 
@@ -603,7 +649,7 @@ def test_staff_who_may_view_jobs_compare_anyones_and_staff_who_may_not_get_404(
 
 
 @pytest.mark.parametrize("kept_for_a_group", [False, True])
-def test_the_comparison_costs_the_same_queries_for_2_or_4_jobs_and_any_number_of_events(
+def test_the_comparison_costs_the_same_queries_for_2_or_8_jobs_and_any_number_of_events(
     alice, alice_en, settings, django_assert_num_queries, kept_for_a_group
 ):
     folder = volume(settings)
@@ -611,7 +657,7 @@ def test_the_comparison_costs_the_same_queries_for_2_or_4_jobs_and_any_number_of
         # Each owner's groups are read (may they still mount it?), all owners' at once.
         settings.LOCAL_VOLUMES = f"work={folder}@team"
         alice.groups.add(Group.objects.create(name="team"))
-    jobs = [with_metrics(alice, f"run-{n}", f"run-{n}", lr=f"0.00{n}") for n in range(4)]
+    jobs = [with_metrics(alice, f"run-{n}", f"run-{n}", lr=f"0.00{n}") for n in range(8)]
     for n, job in enumerate(jobs):
         write_scalars(folder / f"run-{n}", "loss", [1.0, 0.5 / (n + 1)])
         JobEvent.objects.bulk_create(
@@ -627,6 +673,7 @@ def test_the_comparison_costs_the_same_queries_for_2_or_4_jobs_and_any_number_of
         assert r.status_code == 200
         html = r.content.decode()
         assert html.count('<polyline class="compare-line-') == len(shown)
+        assert html.count('<th scope="col" class="compare-job"') == len(shown)
 
 
 def test_a_copys_page_links_to_a_comparison_with_its_source(alice, alice_client):
@@ -672,15 +719,15 @@ def test_a_comparison_opened_from_a_copys_page_leads_back_to_that_page_from_ever
     assert f"{back}返回任务 copy</a>" in zh.get(opened).content.decode()
 
 
-def test_a_copys_comparison_naming_5_jobs_keeps_the_way_back_in_its_form_to_untick(alice, alice_en):
-    jobs = [tuned(alice, f"run-{n}") for n in range(5)]
+def test_a_copys_comparison_naming_9_jobs_keeps_the_way_back_in_its_form_to_untick(alice, alice_en):
+    jobs = [tuned(alice, f"run-{n}") for n in range(9)]
 
-    r = alice_en.get(compare_url(*jobs) + f"&from={jobs[4].public_id}")
+    r = alice_en.get(compare_url(*jobs) + f"&from={jobs[8].public_id}")
 
     assert r.status_code == 200
     html = r.content.decode()
-    assert f'<input type="hidden" name="from" value="{jobs[4].public_id}">' in html
-    assert f'<a href="{reverse("job-detail", args=[jobs[4].public_id])}" id="compare-back">' in html
+    assert f'<input type="hidden" name="from" value="{jobs[8].public_id}">' in html
+    assert f'<a href="{reverse("job-detail", args=[jobs[8].public_id])}" id="compare-back">' in html
 
 
 @pytest.mark.parametrize(
@@ -777,6 +824,45 @@ def test_one_chart_per_tag_with_a_line_per_job_its_legend_and_text_and_the_lates
     assert "no values" in small_row and '0.75 <span class="text-muted">(step 3)</span>' in small_row
     # A job without metrics says why, as its page would.
     assert "no-tensorboard: no training metrics (Tensorboard is off for this job)." in html
+
+
+def test_the_latest_values_mark_each_tags_lowest_and_highest_among_the_jobs_in_words(
+    alice, alice_en, settings
+):
+    jobs = [with_metrics(alice, f"lr-{n}", f"f{n}", lr=f"0.{n}1") for n in range(3)]
+    for n, loss in enumerate([0.5, 0.75, 0.5]):
+        writer = SummaryWriter(str(volume(settings) / f"f{n}"))  # one event file each
+        for step, value in enumerate([2.0, loss]):
+            writer.add_scalar("loss", value, step)
+        writer.add_scalar("same", 1.0, 0)
+        if n == 0:
+            writer.add_scalar("only-one", 3.0, 0)
+        writer.close()
+
+    r = alice_en.get(compare_url(*jobs))
+
+    assert r.status_code == 200
+    html = r.content.decode()
+    assert "Each tag's lowest and highest latest value among these jobs is marked so" in html
+    latest = re.search(r'id="compare-latest">(.*?)</table>', html, re.S).group(1)
+    marks = {
+        job.name: re.findall(
+            r'<td>([^<]*)<span class="text-muted">\(step \d+\)</span>'
+            r'(?: <span class="badge text-bg-light border compare-extreme">(\w+)</span>)?',
+            re.search(rf'<tr data-job="{job.public_id}">(.*?)</tr>', latest, re.S).group(1),
+        )
+        for job in jobs
+    }
+    # Columns: loss, only-one, same. Both lowest are marked; one job alone, or all the same,
+    # has none.
+    assert marks == {
+        "lr-0": [("0.5 ", "lowest"), ("3 ", ""), ("1 ", "")],
+        "lr-1": [("0.75 ", "highest"), ("1 ", "")],
+        "lr-2": [("0.5 ", "lowest"), ("1 ", "")],
+    }
+    zh = Client()
+    zh.force_login(alice)
+    assert 'compare-extreme">最低</span>' in zh.get(compare_url(*jobs)).content.decode()
 
 
 def test_a_learning_rate_sweep_on_a_log_scale_draws_each_rate_a_decade_apart(
@@ -965,12 +1051,21 @@ def _luminance(colour: str) -> float:
     return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
 
 
-def test_each_jobs_line_colour_stands_3_to_1_against_the_white_page():
+def test_each_of_the_8_jobs_lines_has_its_own_colour_3_to_1_against_the_page_and_dash():
     from django.conf import settings
 
     css = (settings.BASE_DIR / "static" / "console.css").read_text()
-    colours = dict(re.findall(r"\.compare-line-(\d) \{ stroke: (#[0-9a-fA-F]{6});", css))
+    styles = {
+        n: (colour.lower(), dashes)
+        for n, colour, dashes in re.findall(
+            r"\.compare-line-(\d+) \{ stroke: (#[0-9a-fA-F]{6});(?: stroke-dasharray: ([\d ]+);)? \}",
+            css,
+        )
+    }
 
-    assert sorted(colours) == ["0", "1", "2", "3"]  # MAX_COMPARED lines
-    contrasts = {n: 1.05 / (_luminance(c) + 0.05) for n, c in colours.items()}
+    assert sorted(styles, key=int) == [str(n) for n in range(compare.MAX_COMPARED)]
+    colours = [colour for colour, _dashes in styles.values()]
+    dashes = [dashes for _colour, dashes in styles.values()]  # "" for the solid line
+    assert len(set(colours)) == len(colours) and len(set(dashes)) == len(dashes), styles
+    contrasts = {n: 1.05 / (_luminance(c) + 0.05) for n, (c, _d) in styles.items()}
     assert all(ratio >= 3 for ratio in contrasts.values()), contrasts

@@ -47,7 +47,7 @@ def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_
     page.check(f"#select-{small.public_id}")
     page.click("#bulk-compare")  # 对比
     expect(
-        page.locator(".alert").filter(has_text="对比需要 2 到 4 个任务；已选 1 个")
+        page.locator(".alert").filter(has_text="对比需要 2 到 8 个任务；已选 1 个")
     ).to_be_visible()
     expect(page.locator(f"#select-{small.public_id}")).to_be_checked()
     page.check(f"#select-{large.public_id}")
@@ -83,7 +83,7 @@ def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_
     expect(table.locator("tr.compare-field", has_text="队列")).to_have_count(0)
 
 
-def test_on_a_phone_the_comparison_scrolls_inside_its_box_not_the_page(
+def test_on_a_phone_the_comparison_of_8_scrolls_inside_its_boxes_not_the_page(
     phone,  # noqa: F811
     alice,
     settings,
@@ -92,12 +92,17 @@ def test_on_a_phone_the_comparison_scrolls_inside_its_box_not_the_page(
 
     jobs = [
         run_of(alice, f"a-long-job-name-{n}", lr=f"0.00{n}", cards=1, folder=f"f{n}")
-        for n in range(4)
+        for n in range(8)
     ]
+    for n in range(8):
+        write_scalars(volume(settings) / f"f{n}", "train/loss_per_token", [2.0, 1.0 / (n + 1)])
     log_in(phone, "alice", "alice-password")
 
     phone.goto("/compare/?" + "&".join(f"job={job.public_id}" for job in jobs))
 
+    expect(phone.locator("#compare-table thead .compare-job-name")).to_have_count(8)
+    expect(phone.locator("#compare-charts polyline")).to_have_count(8)
+    expect(phone.locator("#compare-latest tbody tr")).to_have_count(8)
     box = phone.locator("#compare-specs .table-responsive")
     assert box.evaluate("e => e.scrollWidth > e.clientWidth")  # the table scrolls in its box
     assert phone.evaluate(PAGE_FITS)  # the page itself does not
@@ -283,3 +288,46 @@ def test_past_the_50_jobs_carried_a_box_ticked_here_is_counted_and_named_as_stop
     expect(page.locator("#selection-jobs .selection-job")).to_have_count(MAX_CARRIED + 1)
     page.click("#bulk-stop")
     expect(page.locator("h1")).to_have_text(f"停止 {MAX_CARRIED + 1} 个任务？")
+
+
+def test_a_researcher_ticks_the_6_tasks_of_a_sweep_in_the_list_and_compares_them(
+    logged_in_page, alice, settings
+):
+    from jobs.models import Job, JobStatus
+    from jobs.services import jobs_submit
+
+    page = logged_in_page
+    spec = make_spec(
+        "LRS=(0.1 0.03 0.01 0.003 0.001 0.0003)\npython train.py --lr ${LRS[$AIHC_GROUP_TASK_INDEX]}",
+        name="lr-sweep",
+        submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2),
+        tensorboard=S.TensorboardConfig(enable=True, log_path="/workspace/sweep"),
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    Job.objects.filter(pk__in=[t.pk for t in tasks]).update(status=JobStatus.SUCCEEDED)
+    write_scalars(volume(settings) / "sweep", "loss", [2.0, 1.0, 0.5])
+    page.goto("/")
+
+    for task in tasks:
+        page.check(f"#select-{task.public_id}")
+    page.click("#bulk-compare")  # 对比
+    page.wait_for_url("**/compare/?job=*")
+
+    expect(page.locator("h1")).to_have_text("对比任务")
+    table = page.locator("#compare-table")
+    # Each task its column, oldest first, its place in the group beside its name.
+    expect(table.locator("thead .group-task")).to_have_text([f"{n}/6" for n in range(1, 7)])
+    # They share one spec: their envs differ only by the index each ran with.
+    envs = table.locator("tr.compare-field", has_text="环境变量").locator("td")
+    expect(envs).to_have_text(
+        [f"AIHC_GROUP_TASK_INDEX={n}\nAIHC_GROUP_TASK_TOTAL=6" for n in range(6)]
+    )
+    # Six lines, each its own colour and dash, named in the legend and in the latest values.
+    chart = page.locator("#compare-charts figure")
+    expect(chart.locator("polyline")).to_have_count(6)
+    expect(chart.locator(".compare-legend li")).to_have_count(6)
+    strokes = chart.locator("polyline").evaluate_all(
+        "ls => ls.map(l => getComputedStyle(l).stroke + '|' + getComputedStyle(l).strokeDasharray)"
+    )
+    assert len(set(strokes)) == 6, strokes
+    expect(page.locator("#compare-latest tbody tr")).to_have_count(6)

@@ -116,10 +116,10 @@ def test_a_carried_job_unticked_on_its_own_page_leaves_the_selection(alice, alic
     assert r["Location"] == f"{COMPARE}?job={c.public_id}&job={a.public_id}&back={back}"
 
 
-def test_compare_of_5_across_pages_goes_back_with_all_5_carried_and_says_so(
+def test_compare_of_9_across_pages_goes_back_with_all_9_carried_and_says_so(
     alice, alice_en, two_pages
 ):
-    ticked = [job.public_id for job in two_pages[-4:]]
+    ticked = [job.public_id for job in two_pages[-8:]]
 
     r = alice_en.post(
         BULK,
@@ -137,9 +137,9 @@ def test_compare_of_5_across_pages_goes_back_with_all_5_carried_and_says_so(
     assert location.path == LIST
     assert parse_qs(location.query) == {"page": ["2"], "sel": [*ticked, two_pages[0].public_id]}
     assert said(r) == [
-        "Compare takes 2 to 4 jobs; 5 are selected. Tick 2 to 4 and press Compare again."
+        "Compare takes 2 to 8 jobs; 9 are selected. Tick 2 to 8 and press Compare again."
     ]
-    assert "5 jobs selected" in selection_bar(alice_en.get(r["Location"]).content.decode())
+    assert "9 jobs selected" in selection_bar(alice_en.get(r["Location"]).content.decode())
 
 
 def test_stop_selected_asks_about_every_selected_job_including_those_on_other_pages(

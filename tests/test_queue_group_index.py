@@ -12,7 +12,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs.actions import job_rerun
-from jobs.models import JobStatus
+from jobs.models import Draft, JobStatus
 from jobs.services import jobs_submit
 from jobs.worker import Worker
 
@@ -183,3 +183,31 @@ def test_the_warning_is_said_in_chinese_too(alice_client, settings, tmp_path):
 
     assert r.status_code == 200
     assert "本组 6 个任务都从任务自己的环境变量中得到 AIHC_GROUP_TASK_INDEX" in r.content.decode()
+
+
+def test_copy_and_edits_review_of_a_group_task_says_the_copy_no_longer_pins_its_index(
+    alice, alice_en
+):
+    # The task ran with AIHC_GROUP_TASK_INDEX=2 from its group, not its spec: the review
+    # reads it as it ran (as Compare does), so the copy's loss of it is not hidden.
+    spec = make_spec("true", submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2))
+    task = jobs_submit(owner=alice, spec=spec, submit_key="six")[2]
+    alice_en.post(reverse("job-copy", args=[task.public_id]))
+    copy = Draft.objects.get(source_job=task)
+
+    response = alice_en.get(reverse("wizard-step", args=[copy.id, "review"]))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    diff = page[
+        page.index('id="copy-diff"') : page.index("</section>", page.index('id="copy-diff"'))
+    ]
+    row = re.search(r'<td class="diff-field">([^<]+)</td>(.*?)</tr>', diff, re.S)
+    assert row.group(1) == "Image and command · Environment variables"
+    assert [
+        html.unescape(re.sub(r"<[^>]+>", "", v))
+        for v in re.findall(r"<pre[^>]*>(.*?)</pre>", row.group(2), re.S)
+    ] == [
+        "AIHC_GROUP_TASK_INDEX=2\nAIHC_GROUP_TASK_TOTAL=6",
+        "—",
+    ]
