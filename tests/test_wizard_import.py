@@ -960,6 +960,8 @@ def test_a_jobs_request_copied_from_its_page_imports_as_a_new_draft(logged_in_pa
     expect(page.locator(".alert-info")).to_contain_text("已从请求导入")
     expect(page.locator("#id_name")).to_have_value("llm-pretrain")
     expect(page.locator("#id_resource_pool")).to_have_value("local")
+    # Its alert emails are on the page apart from the request (QA 43): the draft says so.
+    expect(page.locator("#import-notices")).to_contain_text("该请求没有 console 部分")
 
 
 @pytest.mark.browser
