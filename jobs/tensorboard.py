@@ -57,6 +57,7 @@ import logging
 import math
 import os
 import posixpath
+import re
 import stat
 import struct
 import threading
@@ -371,12 +372,38 @@ def compact(points: list[list]) -> list[list]:
     return [points[i] for i in sorted(keep)]
 
 
+# The time TensorBoard's writers (TF, tensorboardX, PyTorch's) put in an event file's name
+# when they create it: events.out.tfevents.<unix seconds>.<host>[...].
+_NAME_TIME = re.compile(r"tfevents\.(\d+)(?:\.|$)")
+
+
+# Event files created this long before a job was submitted are still its own: put there for
+# it (a script copying a run's files, then submitting). A job copied or run again is
+# submitted well after its source's writers were made.
+PRELOADED_SECONDS = 2
+
+
+def _written_in(name: str, window: tuple[int, int | None] | None) -> bool:
+    """Whether an event file was created while its job could write it (`window`: from its
+    submission to its end, in whole seconds; None: any time). Two jobs given one log path (a
+    Copy & edit or Run again keeps it) write their files side by side; without this each page
+    drew both jobs' points as one curve (QA 43). A name without a time is kept."""
+    found = _NAME_TIME.search(name)
+    if window is None or found is None:
+        return True
+    written = int(found.group(1))
+    return window[0] <= written and (window[1] is None or written <= window[1])
+
+
 class _Reading:
     """One refresh of a state: walks the log folder and reads what is new, until `deadline`."""
 
-    def __init__(self, state: dict, deadline: float) -> None:
+    def __init__(
+        self, state: dict, deadline: float, window: tuple[int, int | None] | None = None
+    ) -> None:
         self.state = state
         self.deadline = deadline
+        self.window = window
         self.tags = sum(len(run["tags"]) for run in state["runs"].values())
         self.seen_runs: set[str] = set()
         self.pending = 0  # bytes left to read (not counting records that wait to be whole)
@@ -404,6 +431,7 @@ class _Reading:
                 elif (
                     "tfevents" in entry.name
                     and self.files < MAX_FILES
+                    and _written_in(entry.name, self.window)
                     and entry.is_file(follow_symlinks=False)
                 ):
                     events[entry.name] = entry.stat(follow_symlinks=False)
@@ -610,19 +638,25 @@ def _open_folder(folder: LogFolder) -> int | None:
     return fd
 
 
-def read_state(folder: LogFolder, *, state_dir: Path | None, seconds: float) -> tuple[dict, int]:
+def read_state(
+    folder: LogFolder,
+    *,
+    state_dir: Path | None,
+    seconds: float,
+    window: tuple[int, int | None] | None = None,
+) -> tuple[dict, int]:
     """What has been read of the folder's event files, brought up to date for at most
     `seconds`, and how many bytes are left to read. The state is kept in `state_dir` (the
     job's run folder) when there is one: only one request reads at a time, the others
-    answer with the state as it is."""
+    answer with the state as it is. `window`: only the files created then (_written_in)."""
     deadline = time.monotonic() + seconds
     if state_dir is None or not state_dir.is_dir():
-        return _refreshed(_new_state(folder.path), folder, deadline)
+        return _refreshed(_new_state(folder.path), folder, deadline, window=window)
     state_path = state_dir / STATE_FILE
     try:
         lock = os.open(state_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
     except OSError:
-        return _refreshed(_new_state(folder.path), folder, deadline)
+        return _refreshed(_new_state(folder.path), folder, deadline, window=window)
     try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -643,7 +677,7 @@ def read_state(folder: LogFolder, *, state_dir: Path | None, seconds: float) -> 
             if state is None or identity != _identity(state_path) or state["folder"] != folder.path:
                 state = None
         state = state or _loaded(state_path, folder)
-        state, pending = _refreshed(state, folder, deadline, save_to=state_path)
+        state, pending = _refreshed(state, folder, deadline, save_to=state_path, window=window)
         with contextlib.suppress(OSError):
             _keep(state_path, state)
         return state, pending
@@ -685,10 +719,15 @@ def _loaded(path: Path, folder: LogFolder) -> dict:
 
 
 def _refreshed(
-    state: dict, folder: LogFolder, deadline: float, *, save_to: Path | None = None
+    state: dict,
+    folder: LogFolder,
+    deadline: float,
+    *,
+    save_to: Path | None = None,
+    window: tuple[int, int | None] | None = None,
 ) -> tuple[dict, int]:
     fd = _open_folder(folder)
-    reading = _Reading(state, deadline)
+    reading = _Reading(state, deadline, window)
     if fd is not None:
         try:
             reading.walk(fd, ".", 0)
@@ -952,6 +991,13 @@ def _read_job(
             folder,
             state_dir=job_logs.job_dir(job.public_id, job_logs.runner_of(job)),
             seconds=READ_SECONDS if seconds is None else seconds,
+            # Names carry whole seconds (cut, not rounded): from just before it was submitted
+            # (files put there for it in the moment before) to the second it ended in (its
+            # processes have exited by then).
+            window=(
+                int(job.created_at.timestamp()) - PRELOADED_SECONDS,
+                int(job.finished_at.timestamp()) if job.finished_at else None,
+            ),
         )
     except Exception:  # whatever a job left in its volume must not break its page
         logger.exception("reading the event files of %s failed", job.public_id)

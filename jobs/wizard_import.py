@@ -268,8 +268,11 @@ def draft_import(
         "unread": unread[:FIELDS_NAMED],
         "unread_count": len(unread),
         "left_out": left_out,
+        # A body without the console's part (AIHC's own, a job page's request) cannot carry
+        # what only the console keeps: those are the defaults, said so (QA 43).
+        "no_console": not isinstance(v1.get("console"), Mapping),
     }
-    if marked or unread or left_out:
+    if marked or unread or left_out or notices["no_console"]:
         data[W.IMPORT_NOTICES] = notices
     draft = Draft(owner=owner, data=data, create_key=key)
     # Each step is marked done or not as the review would judge it: a step with a problem
@@ -319,6 +322,15 @@ def import_notices(draft: Draft) -> list[str]:
         said.append(
             _("The wizard has no field for %(fields)s: left out of the draft.")
             % {"fields": ", ".join(left_out)}
+        )
+    if notices.get("no_console"):
+        said.append(
+            _(
+                "This request has no console part, which holds what only this console keeps: "
+                "the job timeout, alert emails and webhooks, shared memory and exclusive CPU "
+                "are the defaults in this draft. A job's page shows its own under “Console "
+                "settings beyond the API”: check them on step Advanced before you submit."
+            )
         )
     return said
 

@@ -7,6 +7,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import struct
 import time
 import tracemalloc
@@ -30,7 +31,9 @@ from jobs.models import Job, JobStatus
 from jobs.worker import Worker
 
 from .runner_helpers import (  # noqa: F401
+    UNTIL_THE_GATE_OPENS,
     make_spec,
+    open_gate,
     run_until,
     runner_settings,
     status_of,
@@ -443,7 +446,9 @@ def test_an_ended_job_with_no_event_files_under_its_log_path_says_so_and_where_t
     assert "任务已结束，而 /workspace/tb 下没有事件文件" in page
     assert 'id="metrics-empty"' not in page  # no "No scalars yet" promising curves to come
     # Files put there since (copied from where the code wrote them) are read as ever.
-    write_scalars(volume(settings) / "tb", "loss", [0.25])
+    [written] = event_files(volume(settings) / "runs")
+    (volume(settings) / "tb").mkdir()
+    shutil.copy(written, volume(settings) / "tb" / written.name)
     assert read(job).note == "" and list(series_of(read(job))) == ["./loss"]
 
 
@@ -682,3 +687,35 @@ def test_a_log_folder_of_a_hundred_thousand_files_is_listed_in_part_on_each_poll
     assert metrics.charts == []
     # 100,000 entries listed and sorted took 16 MB (a million, 160 MB).
     assert peak < 6_000_000
+
+
+def test_a_copy_given_the_same_log_path_draws_its_own_curve_and_the_source_keeps_its_own(
+    alice, settings
+):
+    # Copy & edit (and Run again) keep the Tensorboard log path: the two jobs' writers put
+    # their files side by side in one folder, each named with the time it was created.
+    logs = volume(settings) / "tb"
+    worker = Worker()
+    source = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, tensorboard=TB_ON))
+    run_until(worker, lambda: status_of(source) == JobStatus.RUNNING)
+    write_scalars(logs, "loss", [1.0, 0.9])
+    open_gate(settings)
+    run_until(worker, lambda: status_of(source) == JobStatus.SUCCEEDED)
+    # A file's name holds whole seconds: the copy is submitted a few seconds later, as a
+    # person going through the wizard would be.
+    ended = source.finished_at.timestamp()
+    while time.time() < int(ended) + tb.PRELOADED_SECONDS + 1:
+        time.sleep(0.05)
+    (volume(settings) / "gate-open").unlink()
+    copy = submit(alice, make_spec(UNTIL_THE_GATE_OPENS, tensorboard=TB_ON))
+    run_until(worker, lambda: status_of(copy) == JobStatus.RUNNING)
+    write_scalars(logs, "loss", [0.5, 0.1])
+    open_gate(settings)
+    run_until(worker, lambda: status_of(copy) == JobStatus.SUCCEEDED)
+
+    [of_source] = read(source).charts
+    [of_copy] = read(copy).charts
+
+    assert len(event_files(logs)) == 2
+    assert (of_source.latest, of_source.low, of_source.high) == ("0.9", "0.9", "1")
+    assert (of_copy.latest, of_copy.low, of_copy.high) == ("0.1", "0.1", "0.5")

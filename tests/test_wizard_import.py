@@ -960,6 +960,8 @@ def test_a_jobs_request_copied_from_its_page_imports_as_a_new_draft(logged_in_pa
     expect(page.locator(".alert-info")).to_contain_text("已从请求导入")
     expect(page.locator("#id_name")).to_have_value("llm-pretrain")
     expect(page.locator("#id_resource_pool")).to_have_value("local")
+    # Its alert emails are on the page apart from the request (QA 43): the draft says so.
+    expect(page.locator("#import-notices")).to_contain_text("该请求没有 console 部分")
 
 
 @pytest.mark.browser
@@ -1302,3 +1304,32 @@ def test_a_mount_the_pool_cannot_make_says_why_on_its_row_not_add_a_mount(alice_
     # With no mount typed at all, it is what to do.
     r = post_step(alice_client, draft, W.DATA, data_data([]))
     assert add_a_mount in r.content.decode()
+
+
+def test_a_jobs_request_imported_says_its_console_only_settings_are_the_defaults(
+    alice, alice_client
+):
+    # QA 43: a researcher recreating a run from its page's request got a draft whose timeout
+    # was 30 days again, not the run's 45 minutes, and nothing said so: the request (AIHC's
+    # body) has no place for what only the console keeps; the page shows those apart.
+    from jobs.services import jobs_submit
+
+    spec = S.parse_document({**BODY, **CHANNELS}, resource_pool_id="local")
+    spec.timeout_minutes = 45
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    copied = html.unescape(re.search(r'<pre[^>]* id="api-request"[^>]*>(.*?)</pre>', page, re.S)[1])
+
+    response = import_body(alice_client, copied, pool="", follow=True)
+
+    assert response.status_code == 200
+    shown = response.content.decode()
+    assert "该请求没有 console 部分" in shown and "任务超时、告警邮箱与 Webhook" in shown
+    draft = Draft.objects.get(owner=alice)
+    assert draft.data[W.ADVANCED]["timeout_minutes"] == [str(S.DEFAULT_TIMEOUT_MINUTES)]
+    # The console's own document (with its console part) is taken whole and says nothing.
+    import_body(alice_client, {**BODY, **CHANNELS, "name": "with-console"})
+    other = Draft.objects.exclude(pk=draft.pk).get()
+    assert (
+        "该请求没有 console 部分" not in alice_client.get(step_url(other, W.BASIC)).content.decode()
+    )
