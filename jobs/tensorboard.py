@@ -74,6 +74,7 @@ from django.utils.translation import gettext as _
 from . import logs as job_logs
 from .backends.local import host_volumes
 from .models import Job
+from .runtime_env import GROUP_INDEX, with_group_task
 from .sandbox import SandboxError, is_within, resolve_in_root
 from .shim import write_atomic
 from .spec import JobSpec, SpecError, normalised_mount_path
@@ -962,6 +963,22 @@ def training_metrics(
     return metrics
 
 
+def _task_folder(folder: LogFolder, spec: JobSpec, job: Job) -> LogFolder | None:
+    """A queue group task's own sub-folder of the log path, named by its
+    AIHC_GROUP_TASK_INDEX (`<log path>/2` for task 3/6), when there is one. The group's tasks
+    share one spec and so one log path: tasks running side by side write there at the same
+    time, which no file's creation time tells apart, and each task's page drew all of them
+    (compare27). A sweep that writes each task's files under its index gets its own curves on
+    each page and in Compare; a Run again of task 3/6 pins index 2 and reads that folder too."""
+    index = {e.name: e.value for e in with_group_task(spec, job).envs}.get(GROUP_INDEX)
+    if not index or index in {".", ".."} or "/" in index:
+        return None
+    path = os.path.realpath(os.path.join(folder.path, index))
+    if not os.path.isdir(path) or not is_within(path, folder.mounted):
+        return None
+    return LogFolder(mounted=folder.mounted, path=path)
+
+
 def _read_job(
     *, job: Job, seconds: float | None, owner_groups: set[str] | None
 ) -> tuple[TrainingMetrics, dict | None, str] | None:
@@ -986,6 +1003,10 @@ def _read_job(
     if isinstance(folder, str):
         metrics.note = folder
         return metrics, None, ""
+    own = _task_folder(folder, spec, job)
+    if own is not None:
+        folder = own
+        metrics.log_path = posixpath.join(metrics.log_path, posixpath.basename(own.path))
     try:
         state, metrics.pending = read_state(
             folder,

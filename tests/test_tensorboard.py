@@ -173,6 +173,31 @@ def test_each_sub_folder_is_a_run_of_its_own_read_from_all_its_files(alice, sett
     assert shown["eval/nightly/loss"].latest == "4"
 
 
+def test_a_queue_groups_task_reads_the_sub_folder_named_by_its_index_when_there_is_one(
+    alice, settings
+):
+    from jobs.services import jobs_submit
+
+    spec = make_spec(
+        "true",
+        tensorboard=TB_ON,
+        submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=3),
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="sweep")
+    logs = volume(settings) / "tb"
+    # Tasks running side by side, each writing under its AIHC_GROUP_TASK_INDEX.
+    write_scalars(logs / "0", "loss", [1.0, 0.5])
+    write_scalars(logs / "1", "loss", [2.0, 0.25])
+
+    first, second, third = (read(task) for task in tasks)
+
+    assert {c.run: c.latest for c in first.charts} == {".": "0.5"}
+    assert {c.run: c.latest for c in second.charts} == {".": "0.25"}
+    assert second.log_path == "/workspace/tb/1"
+    # The third wrote nothing of its own: the whole path, every sub-folder a run.
+    assert {c.run: c.latest for c in third.charts} == {"0": "0.5", "1": "0.25"}
+
+
 def test_a_record_cut_short_is_read_once_it_is_whole_and_a_damaged_one_is_skipped(alice, settings):
     job = tb_job(alice)
     (job_dir(job.public_id)).mkdir(parents=True)
