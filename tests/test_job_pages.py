@@ -81,6 +81,8 @@ def test_durations_read_as_people_say_them_with_days_and_at_most_two_units(alice
     assert "<td>2 天 1 小时</td>" in alice_client.get(reverse("job-list")).content.decode()
     page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
     assert '<dd class="col-sm-4" id="job-duration">2 天 1 小时</dd>' in page
+    assert '<dt class="col-sm-2">结束时间</dt>' in page
+    assert '<dd class="col-sm-4" id="job-ended">2026-11-03 09:00:00</dd>' in page  # Asia/Shanghai
 
 
 def test_the_list_filters_by_status_framework_pool_queue_and_searches(alice, alice_client):
@@ -1123,6 +1125,16 @@ def test_the_status_poll_also_replaces_the_actions_and_duration_once_the_job_end
     assert 'id="job-actions" hx-swap-oob="true"' in html and 'id="job-stop"' not in html
     assert 'id="job-rerun"' in html
     assert re.search(r'id="job-duration" hx-swap-oob="true">\d+ 秒<', html)
+    # When it started and ended come with it, to the second (QA 43: only its events said so).
+    job.refresh_from_db()
+    assert 'id="job-started" hx-swap-oob="true">–<' in queued
+    assert 'id="job-ended" hx-swap-oob="true">–<' in queued
+    started, ended = (
+        timezone.localtime(t).strftime("%Y-%m-%d %H:%M:%S")
+        for t in (job.started_at, job.finished_at)
+    )
+    assert f'id="job-started" hx-swap-oob="true">{started}<' in html
+    assert f'id="job-ended" hx-swap-oob="true">{ended}<' in html
 
 
 def test_the_log_panel_of_a_queued_job_polls_so_its_logs_appear_without_a_reload(
