@@ -1436,12 +1436,12 @@ def tensorboard_path_private(spec: S.JobSpec, pool: Pool | None) -> str:
     ) % {"path": log_path, "folder": folder}
 
 
-def group_env_pinned(spec: S.JobSpec, pool: Pool | None) -> str:
-    """A warning, not a refusal: on the local pool, a queue group whose own envs set
-    AIHC_GROUP_TASK_INDEX or _TOTAL gives every task that value (the job's envs win, so Run
-    again of one task can keep its own), so a sweep would run one parameter N times; a copy
-    of such a rerun, made a group again, carries it unseen otherwise. "" otherwise."""
-    if pool is None or pool.backend != "local" or spec.submission.mode != S.SUBMIT_QUEUE:
+def group_env_pinned(spec: S.JobSpec) -> str:
+    """A warning, not a refusal: a queue group whose own envs set AIHC_GROUP_TASK_INDEX or
+    _TOTAL gives every task that value, on every pool (the job's envs win, so Run again of
+    one task can keep its own), so a sweep would run one parameter N times; a copy of such a
+    rerun, made a group again, carries it unseen otherwise. "" otherwise."""
+    if spec.submission.mode != S.SUBMIT_QUEUE:
         return ""
     names = [e.name for e in spec.envs if e.name in GROUP_VARIABLES]
     if spec.submission.total < 2 or not names:

@@ -768,7 +768,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "spec": spec,
         "review_notice": display_text(held, source_of(held)) if held else "",
         "tensorboard_notice": W.tensorboard_path_private(spec, state.pool),
-        "group_env_notice": W.group_env_pinned(spec, state.pool),
+        "group_env_notice": W.group_env_pinned(spec),
         "problems": [
             {
                 "step": loc.step,

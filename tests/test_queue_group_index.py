@@ -211,3 +211,21 @@ def test_copy_and_edits_review_of_a_group_task_says_the_copy_no_longer_pins_its_
         "AIHC_GROUP_TASK_INDEX=2\nAIHC_GROUP_TASK_TOTAL=6",
         "—",
     ]
+
+
+def test_the_warning_holds_for_a_group_sent_to_an_aihc_pool_too(alice_en):
+    # AIHC and Kubernetes tasks get the two variables in their envs, where the job's own win
+    # as on the local pool: a group pinning one runs one value N times there too.
+    from jobs.wizard import group_env_pinned
+
+    spec = make_spec(
+        "true",
+        resource_pool_id="cce-aihc-pool",
+        envs=[S.Env("AIHC_GROUP_TASK_INDEX", "2")],
+        submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2),
+    )
+
+    with translation.override("en"):
+        warning = group_env_pinned(spec)
+
+    assert warning.startswith("Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX")
