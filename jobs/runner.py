@@ -2326,18 +2326,22 @@ def _check_hang(
     if not ftc or not ftc.enabled_hang_detection or not ftc.hang_detection_timeout_minutes:
         return
     last = run.attempt_started_at or now
+    running = 0
     for replica in replicas:
         label = f"{replica.role}-{replica.index}"
         if (replica_state_dir(job.public_id, run.attempt, label) / "exit").exists():
             # Its command has ended, though its shim still holds the lock for a moment: the
             # shim's exit line is not the job writing again (the shim records the exit first).
             continue
+        running += 1
         path = job_logs.replica_log_path(job.public_id, label)
         try:
             mtime = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
         except OSError:
             continue
         last = max(last, mtime)
+    if not running:
+        return  # every command has ended: the job is ending, not hanging
     threshold = ftc.hang_detection_timeout_minutes
     if run.hang_warned_at is not None and last > run.hang_warned_at:
         # A line since the warning: the silence it was about is over, and the page says so
