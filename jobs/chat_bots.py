@@ -76,13 +76,19 @@ class BotRefused(Exception):
 FEISHU_KEYWORD_CODE = 19024
 
 
-def keyword_refusal(*, bot: str, response: httpx.Response) -> bool:
-    """Whether the bot refused the message for holding none of its keywords."""
+def _answer(response: httpx.Response) -> dict | None:
+    """The bot's JSON answer, None when it is not a JSON object."""
     try:
         answer = json.loads(response.text)
     except ValueError:
-        return False
-    if not isinstance(answer, dict):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def keyword_refusal(*, bot: str, response: httpx.Response) -> bool:
+    """Whether the bot refused the message for holding none of its keywords."""
+    answer = _answer(response)
+    if answer is None:
         return False
     if bot == DINGTALK:
         return answer.get("errcode") == 310000 and "keyword" in str(answer.get("errmsg")).lower()
@@ -100,11 +106,8 @@ RATE_LIMIT_CODES = {FEISHU: {9499}, WECOM: {45009}, DINGTALK: {130101}}
 
 def rate_limited(*, bot: str, response: httpx.Response) -> bool:
     """Whether the bot refused the message for its rate limit (RATE_LIMIT_CODES)."""
-    try:
-        answer = json.loads(response.text)
-    except ValueError:
-        return False
-    if not isinstance(answer, dict):
+    answer = _answer(response)
+    if answer is None:
         return False
     code = answer.get("code") if bot == FEISHU else answer.get("errcode")
     return code in RATE_LIMIT_CODES.get(bot, set())
