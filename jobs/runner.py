@@ -2213,9 +2213,55 @@ def exit_message(label: str, code: int) -> RecordedText:
             ),
             replica=label,
         )
+    if code == 126:
+        return recorded(
+            gettext_noop(
+                "%(replica)s exited with code 126: a command was found but could not be run "
+                "(it is not executable, or is a folder)."
+            ),
+            replica=label,
+        )
+    # 128 + N is how a shell (and bubblewrap, which reports the replica's code) says its
+    # command was killed by signal N (QA 44: "exited with code 137" left the engineer to know
+    # that it is SIGKILL, and that SIGKILL is most often the memory). A code a program chose
+    # past 128 that names no signal stays a number.
+    try:
+        number = signal.Signals(code - 128) if 128 < code < 128 + signal.NSIG else None
+    except ValueError:
+        number = None
+    if number is not None:
+        hint = SIGNAL_HINTS.get(number.name)
+        return recorded(
+            hint
+            or gettext_noop(
+                "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s)."
+            ),
+            replica=label,
+            code=code,
+            number=int(number),
+            signal=number.name,
+        )
     return recorded(
         gettext_noop("%(replica)s exited with code %(code)s."), replica=label, code=code
     )
+
+
+# What the signals a training job most often dies of usually mean, said with the number.
+SIGNAL_HINTS = {
+    "SIGKILL": gettext_noop(
+        "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s), "
+        "most often the kernel's out-of-memory killer or a kill -9."
+    ),
+    "SIGSEGV": gettext_noop(
+        "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s), a "
+        "segmentation fault: it touched memory it may not (most often a crash in a native "
+        "library)."
+    ),
+    "SIGABRT": gettext_noop(
+        "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s), an "
+        "abort() (most often a failed assertion or an uncaught C++ exception)."
+    ),
+}
 
 
 # What the kernel's EROFS reads as in the shell's, Python's and most other programs' errors.

@@ -1,0 +1,78 @@
+"""What a failing local job's page says of why it failed (QA 44: an engineer debugging a job
+that died of a signal, or that logged a fault keyword and then finished)."""
+
+from __future__ import annotations
+
+import pytest
+from django.utils import translation
+
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    make_spec,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+@pytest.mark.parametrize(
+    ("command", "chinese", "english"),
+    [
+        (
+            "kill -KILL $$",
+            "master-0 退出，退出码 137：被信号 9（SIGKILL）终止，多为内存耗尽时内核的 OOM killer 或 kill -9 所致。",
+            "master-0 exited with code 137: killed by signal 9 (SIGKILL), most often the "
+            "kernel's out-of-memory killer or a kill -9.",
+        ),
+        (
+            "kill -SEGV $$",
+            "master-0 退出，退出码 139：被信号 11（SIGSEGV）终止，即段错误：访问了不允许访问的内存（多为原生库崩溃）。",
+            "master-0 exited with code 139: killed by signal 11 (SIGSEGV), a segmentation "
+            "fault: it touched memory it may not (most often a crash in a native library).",
+        ),
+        (
+            "kill -ABRT $$",
+            "master-0 退出，退出码 134：被信号 6（SIGABRT）终止，即调用了 abort()（多为断言失败或未捕获的 C++ 异常）。",
+            "master-0 exited with code 134: killed by signal 6 (SIGABRT), an abort() (most "
+            "often a failed assertion or an uncaught C++ exception).",
+        ),
+        (
+            "kill -TERM $$",
+            "master-0 退出，退出码 143：被信号 15（SIGTERM）终止。",
+            "master-0 exited with code 143: killed by signal 15 (SIGTERM).",
+        ),
+        (
+            "/workspace",
+            "master-0 退出，退出码 126：找到了命令但无法运行（不可执行，或是一个文件夹）。",
+            "master-0 exited with code 126: a command was found but could not be run (it is "
+            "not executable, or is a folder).",
+        ),
+    ],
+)
+def test_a_replica_killed_by_a_signal_fails_the_job_naming_the_signal_in_both_languages(
+    alice, command, chinese, english
+):
+    # Until QA 44 the reason was a bare "exited with code 137" (139, 134, 143, 126): the
+    # engineer had to know that 128 + 9 is SIGKILL, and that SIGKILL is most often memory.
+    job = submit(alice, make_spec(f"echo started; {command}"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.status_reason == chinese
+    with translation.override("en"):
+        assert job.status_reason_shown == english
+    [failed] = job.events.filter(reason="ReplicaFailed")
+    assert failed.message == chinese
+
+
+def test_an_exit_code_over_128_that_names_no_signal_is_said_as_the_number_alone(alice):
+    job = submit(alice, make_spec("exit 200"))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.status_reason == "master-0 退出，退出码 200。"
