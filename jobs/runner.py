@@ -1872,7 +1872,11 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     for replica in replicas:
         state = states[replica.pk]
         label = f"{replica.role}-{replica.index}"
-        if state.keyword:
+        finished = state.phase == "exited" and state.exit_code == 0
+        # A fault keyword stands for a run gone wrong that may not end on its own; one whose
+        # replica then exited 0 before the worker acted on it had finished its work (QA 44:
+        # an eval's "Loss nan ..., ignoring" restarted a finished job, every attempt again).
+        if state.keyword and not finished:
             failure = recorded(
                 gettext_noop("%(replica)s logged the fault keyword “%(keyword)s”."),
                 replica=label,
@@ -1883,7 +1887,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             failure = tmp_over_message(label, state.tmp_over)
             break
         # (One that exited 0 before its eviction was carried out had finished its work.)
-        if state.evicted and not (state.phase == "exited" and state.exit_code == 0):
+        if state.evicted and not finished:
             failure = evicted_message(label, state.evicted)
             break
         if state.phase == "lost":
@@ -2026,9 +2030,10 @@ def _failed_at(replicas: list[JobReplica], states: dict[int, ReplicaState]) -> d
     times = []
     for replica in replicas:
         state = states[replica.pk]
-        if state.keyword or state.tmp_over or state.phase == "lost":
+        finished = state.phase == "exited" and state.exit_code == 0
+        if state.tmp_over or state.phase == "lost":
             return None
-        if state.evicted and not (state.phase == "exited" and state.exit_code == 0):
+        if (state.keyword or state.evicted) and not finished:  # as the failure's own rule
             return None
         if state.phase == "exited" and state.exit_code != 0:
             if state.exited_at is None:

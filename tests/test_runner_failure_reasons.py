@@ -3,14 +3,20 @@ that died of a signal, or that logged a fault keyword and then finished)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.utils import translation
 
+from jobs import spec as S
 from jobs.models import JobStatus
+from jobs.runner import attempt_dir, read_state
 from jobs.worker import Worker
 
 from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
     make_spec,
+    open_gate,
     run_until,
     runner_settings,  # noqa: F401
     status_of,
@@ -76,3 +82,38 @@ def test_an_exit_code_over_128_that_names_no_signal_is_said_as_the_number_alone(
     run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
 
     assert job.status_reason == "master-0 退出，退出码 200。"
+
+
+def test_a_fault_keyword_logged_by_a_replica_that_then_exited_0_does_not_restart_the_job(
+    alice, settings
+):
+    # QA 44: an evaluation printing "Loss nan in eval, ignoring" and then finishing was
+    # restarted twice (each attempt redoing the whole run) and then read Failed, its replica
+    # Succeeded with code 0. A keyword stands for a run that went wrong and may never end on
+    # its own; one that ended with 0 had finished its work, as one evicted after its exit 0.
+    spec = make_spec(
+        f"{UNTIL_THE_GATE_OPENS}; echo 'Loss nan in eval, ignoring'; exit 0",
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=2, custom_fault_tolerance_pattern=["Loss nan"]
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    # Both have logged the keyword and exited by the time the worker next looks.
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    for label in ("master-0", "worker-0"):
+        state = attempt_dir(job.public_id, 1) / label
+        while not (read_state(state).phase == "exited" and read_state(state).keyword):
+            assert time.monotonic() < deadline, f"{label} did not log the keyword and exit"
+            time.sleep(0.05)
+
+    run_until(worker, lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.restarts == 0
+    assert not job.events.filter(reason__in=["ReplicaFailed", "Restarted"]).exists()
+    assert set(job.replicas.values_list("status", flat=True)) == {"succeeded"}
