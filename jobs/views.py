@@ -689,10 +689,13 @@ def _live_context(job: Job, *, log: bool = False) -> dict[str, Any]:
 
 
 def _log_label(replicas: list[Any], label: str) -> tuple[list[str], str]:
-    """The replicas' log labels ("worker-0"), and the one asked for (or the first)."""
+    """The replicas' log labels ("worker-0"), and the one asked for; else the first that
+    failed, whose log has why (QA 44: a job whose worker-1 failed opened on master-0's log,
+    torn down with it), or the first."""
     labels = [f"{r.role}-{r.index}" for r in replicas]
     if label not in labels:
-        label = labels[0] if labels else ""
+        failed = [f"{r.role}-{r.index}" for r in replicas if r.status in ("failed", "lost")]
+        label = (failed or labels or [""])[0]
     return labels, label
 
 
