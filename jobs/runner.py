@@ -1869,7 +1869,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)
     failure = None
-    for replica in replicas:
+    for replica in _in_order_of_failure(replicas, states):
         state = states[replica.pk]
         label = f"{replica.role}-{replica.index}"
         finished = state.phase == "exited" and state.exit_code == 0
@@ -2021,6 +2021,24 @@ def _replica_failed_message(spec: JobSpec | None, run: LocalRun, failure: str) -
     return recorded(
         gettext_noop("Attempt %(attempt)s: %(failure)s"), attempt=run.attempt, failure=failure
     )
+
+
+def _in_order_of_failure(
+    replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> list[JobReplica]:
+    """The replicas as their failures are looked for: those that exited other than 0 first,
+    the earliest exit first, then the rest in their order. Peers of a replica that died most
+    often die of it, a moment later: when the worker sees them all at once, the job's reason
+    names the first, the cause (QA 44: master-0's "connection reset by peer" was named, and
+    worker-1's CUDA error was a tab away)."""
+    never = datetime.max.replace(tzinfo=UTC)
+
+    def exited(replica: JobReplica) -> datetime:
+        state = states[replica.pk]
+        failed = state.phase == "exited" and state.exit_code != 0
+        return (state.exited_at or never) if failed else never
+
+    return sorted(replicas, key=exited)  # stable: the rest keep their order
 
 
 def _failed_at(replicas: list[JobReplica], states: dict[int, ReplicaState]) -> datetime | None:

@@ -3,9 +3,11 @@ that died of a signal, or that logged a fault keyword and then finished)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
+from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
@@ -117,3 +119,36 @@ def test_a_fault_keyword_logged_by_a_replica_that_then_exited_0_does_not_restart
     assert job.restarts == 0
     assert not job.events.filter(reason__in=["ReplicaFailed", "Restarted"]).exists()
     assert set(job.replicas.values_list("status", flat=True)) == {"succeeded"}
+
+
+def test_replicas_failing_one_after_another_name_the_one_that_failed_first(
+    alice, alice_client, settings
+):
+    # QA 44: worker-1 hit a CUDA error and exited; master-0 and worker-0, losing their peer,
+    # exited 1 a moment later, all three before the worker next looked. The reason named
+    # master-0 (the first in the list), whose log said only "connection reset by peer".
+    command = (
+        f"{UNTIL_THE_GATE_OPENS}; "
+        'if [ "$RANK" = 2 ]; then echo "CUDA error: an illegal memory access"; exit 1; fi; '
+        'sleep 0.5; echo "rank $RANK: connection reset by peer"; exit 1'
+    )
+    spec = make_spec(command, roles=[S.Role("master", 1), S.Role("worker", 2)])
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    open_gate(settings)
+    deadline = time.monotonic() + 30
+    for label in ("master-0", "worker-0", "worker-1"):
+        state = attempt_dir(job.public_id, 1) / label
+        while read_state(state).phase != "exited":
+            assert time.monotonic() < deadline, f"{label} did not exit"
+            time.sleep(0.05)
+
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.status_reason == "worker-1 退出，退出码 1。"
+    [failed] = job.events.filter(reason="ReplicaFailed")
+    assert failed.message == "worker-1 退出，退出码 1。"
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert re.search(r'class="nav-link active"[^>]*>worker-1<', page)
+    assert "CUDA error: an illegal memory access" in page
