@@ -1869,10 +1869,14 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)
     failure = None
-    for replica in replicas:
+    for replica in _in_order_of_failure(replicas, states):
         state = states[replica.pk]
         label = f"{replica.role}-{replica.index}"
-        if state.keyword:
+        finished = state.phase == "exited" and state.exit_code == 0
+        # A fault keyword stands for a run gone wrong that may not end on its own; one whose
+        # replica then exited 0 before the worker acted on it had finished its work (QA 44:
+        # an eval's "Loss nan ..., ignoring" restarted a finished job, every attempt again).
+        if state.keyword and not finished:
             failure = recorded(
                 gettext_noop("%(replica)s logged the fault keyword “%(keyword)s”."),
                 replica=label,
@@ -1883,7 +1887,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
             failure = tmp_over_message(label, state.tmp_over)
             break
         # (One that exited 0 before its eviction was carried out had finished its work.)
-        if state.evicted and not (state.phase == "exited" and state.exit_code == 0):
+        if state.evicted and not finished:
             failure = evicted_message(label, state.evicted)
             break
         if state.phase == "lost":
@@ -2019,6 +2023,24 @@ def _replica_failed_message(spec: JobSpec | None, run: LocalRun, failure: str) -
     )
 
 
+def _in_order_of_failure(
+    replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> list[JobReplica]:
+    """The replicas as their failures are looked for: those that exited other than 0 first,
+    the earliest exit first, then the rest in their order. Peers of a replica that died most
+    often die of it, a moment later: when the worker sees them all at once, the job's reason
+    names the first, the cause (QA 44: master-0's "connection reset by peer" was named, and
+    worker-1's CUDA error was a tab away)."""
+    never = datetime.max.replace(tzinfo=UTC)
+
+    def exited(replica: JobReplica) -> datetime:
+        state = states[replica.pk]
+        failed = state.phase == "exited" and state.exit_code != 0
+        return (state.exited_at or never) if failed else never
+
+    return sorted(replicas, key=exited)  # stable: the rest keep their order
+
+
 def _failed_at(replicas: list[JobReplica], states: dict[int, ReplicaState]) -> datetime | None:
     """When the job's first failure happened: its replicas' earliest exit other than 0. None
     when a failure's time is not known (a replica lost, a fault keyword, /tmp too full, an
@@ -2026,9 +2048,10 @@ def _failed_at(replicas: list[JobReplica], states: dict[int, ReplicaState]) -> d
     times = []
     for replica in replicas:
         state = states[replica.pk]
-        if state.keyword or state.tmp_over or state.phase == "lost":
+        finished = state.phase == "exited" and state.exit_code == 0
+        if state.tmp_over or state.phase == "lost":
             return None
-        if state.evicted and not (state.phase == "exited" and state.exit_code == 0):
+        if (state.keyword or state.evicted) and not finished:  # as the failure's own rule
             return None
         if state.phase == "exited" and state.exit_code != 0:
             if state.exited_at is None:
@@ -2213,9 +2236,55 @@ def exit_message(label: str, code: int) -> RecordedText:
             ),
             replica=label,
         )
+    if code == 126:
+        return recorded(
+            gettext_noop(
+                "%(replica)s exited with code 126: a command was found but could not be run "
+                "(it is not executable, or is a folder)."
+            ),
+            replica=label,
+        )
+    # 128 + N is how a shell (and bubblewrap, which reports the replica's code) says its
+    # command was killed by signal N (QA 44: "exited with code 137" left the engineer to know
+    # that it is SIGKILL, and that SIGKILL is most often the memory). A code a program chose
+    # past 128 that names no signal stays a number.
+    try:
+        number = signal.Signals(code - 128) if 128 < code < 128 + signal.NSIG else None
+    except ValueError:
+        number = None
+    if number is not None:
+        hint = SIGNAL_HINTS.get(number.name)
+        return recorded(
+            hint
+            or gettext_noop(
+                "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s)."
+            ),
+            replica=label,
+            code=code,
+            number=int(number),
+            signal=number.name,
+        )
     return recorded(
         gettext_noop("%(replica)s exited with code %(code)s."), replica=label, code=code
     )
+
+
+# What the signals a training job most often dies of usually mean, said with the number.
+SIGNAL_HINTS = {
+    "SIGKILL": gettext_noop(
+        "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s), "
+        "most often the kernel's out-of-memory killer or a kill -9."
+    ),
+    "SIGSEGV": gettext_noop(
+        "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s), a "
+        "segmentation fault: it touched memory it may not (most often a crash in a native "
+        "library)."
+    ),
+    "SIGABRT": gettext_noop(
+        "%(replica)s exited with code %(code)s: killed by signal %(number)s (%(signal)s), an "
+        "abort() (most often a failed assertion or an uncaught C++ exception)."
+    ),
+}
 
 
 # What the kernel's EROFS reads as in the shell's, Python's and most other programs' errors.

@@ -13,7 +13,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -689,10 +689,15 @@ def _live_context(job: Job, *, log: bool = False) -> dict[str, Any]:
 
 
 def _log_label(replicas: list[Any], label: str) -> tuple[list[str], str]:
-    """The replicas' log labels ("worker-0"), and the one asked for (or the first)."""
+    """The replicas' log labels ("worker-0"), and the one asked for; else the one that failed
+    first (as the job's reason names it: jobs.runner), whose log has why (QA 44: a job whose
+    worker-1 failed opened on master-0's log, torn down with it), or the first."""
     labels = [f"{r.role}-{r.index}" for r in replicas]
     if label not in labels:
-        label = labels[0] if labels else ""
+        failed = [r for r in replicas if r.status in ("failed", "lost")]
+        # Stable: a failure without an end (a fault keyword seen live) after those with one.
+        failed.sort(key=lambda r: r.finished_at or datetime.max.replace(tzinfo=UTC))
+        label = f"{failed[0].role}-{failed[0].index}" if failed else (labels or [""])[0]
     return labels, label
 
 

@@ -1267,11 +1267,12 @@ def test_a_command_not_found_says_the_local_runner_uses_this_machines_files_not_
         "master-0 exited with code 127: a command or file was not found (local jobs run on "
         "this machine&#x27;s files, not on their image&#x27;s)."
     )
-    # Any other code reads as before.
-    other = jobs_submit(owner=alice, spec=make_spec("exit 126"), submit_key=str(uuid.uuid4()))[0]
+    # Any other code reads as before (126 and a signal's 128 + N have words of their own:
+    # tests/test_runner_failure_reasons.py).
+    other = jobs_submit(owner=alice, spec=make_spec("exit 3"), submit_key=str(uuid.uuid4()))[0]
     run_until(Worker(), lambda: status_of(other) == JobStatus.FAILED)
     other.refresh_from_db()
-    assert other.status_reason == "master-0 退出，退出码 126。"
+    assert other.status_reason == "master-0 退出，退出码 3。"
 
 
 def test_the_navigation_marks_the_section_the_page_belongs_to(alice, alice_client):

@@ -1544,3 +1544,45 @@ def test_an_on_call_owner_sets_up_hang_alerts_in_the_wizard_and_sees_the_hang_co
     job = Job.objects.get(owner=alice)
     assert job.status == JobStatus.RUNNING
     assert job.events.filter(reason="HangCleared").count() == 1
+
+
+def test_a_failed_jobs_page_opens_on_the_log_of_the_replica_that_failed(
+    logged_in_page, alice, worker_thread
+):
+    # QA 44: worker-1 of three failed, and the page opened on master-0's log (torn down
+    # with it, its last line a step like any other): the traceback was a click away, on a tab
+    # the page did not point to.
+    from jobs import spec as S
+    from jobs.services import jobs_submit
+
+    command = (
+        'echo "rank $RANK step 1"; '
+        'if [ "$RANK" = 2 ]; then echo "RuntimeError: loss exploded" >&2; exit 1; fi; sleep 300'
+    )
+    spec = S.parse_document(
+        {
+            "name": "three-ranks",
+            "queue": "default",
+            "jobFramework": "PyTorchJob",
+            "jobSpec": {"image": "registry.example.com/x:1", "command": command, "replicas": 3},
+        },
+        resource_pool_id="local",
+    )
+    [job] = jobs_submit(owner=alice, spec=spec, submit_key="three-ranks")
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#job-status")).to_have_text(re.compile("Failed|失败"), timeout=30_000)
+
+    page.goto("/")  # later, from the job list, as the engineer comes back to it
+    page.click(f'a[href="/jobs/{job.public_id}/"]')
+
+    expect(page.locator("#log-panel .nav-link.active")).to_have_text("worker-1")
+    expect(page.locator("#log-lines")).to_contain_text("RuntimeError: loss exploded")
+    expect(page.locator("#log-search-q")).to_have_attribute("placeholder", re.compile("NaN"))
+    expect(
+        page.get_by_text(re.compile("Search the log of worker-1|搜索 worker-1 的日志"))
+    ).to_be_visible()
+    # The others' logs are a click away, kept as they were.
+    page.click("#log-panel .nav-link >> text=master-0")
+    expect(page.locator("#log-lines")).to_contain_text("rank 0 step 1")
+    expect(page).to_have_url(re.compile(r"\?replica=master-0"))
