@@ -1,0 +1,71 @@
+"""The console as an on-call engineer finds it at night: on a phone (390 pixels, touch), on a
+slow or flaky network, after the phone slept through the end of the log-in."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.sessions.models import Session
+from playwright.sync_api import expect
+
+from jobs.models import Job, JobStatus
+from tests.conftest import log_in
+
+from .runner_helpers import worker_in_thread  # noqa: F401
+from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def phone(browser, live_server, transactional_db):
+    """A phone's page: 390 by 844 pixels, touch, in Chinese."""
+    context = browser.new_context(
+        base_url=live_server.url,
+        viewport={"width": 390, "height": 844},
+        is_mobile=True,
+        has_touch=True,
+        locale="zh-CN",
+    )
+    context.set_default_timeout(10_000)
+    yield context.new_page()
+    context.close()
+
+
+def stop_events(job: Job) -> int:
+    return job.events.filter(message_source__key="Stop requested by %(user)s.").count()
+
+
+@pytest.mark.usefixtures("worker_thread")
+def test_stop_tapped_after_the_log_in_ended_says_nothing_was_done_and_comes_back_to_the_job(
+    phone, alice
+):
+    job = submitted(alice, "night-run", command="sleep 120")
+    log_in(phone, "alice", "alice-password")
+    phone.goto(f"/jobs/{job.public_id}/")
+    expect(phone.locator("#job-live")).to_contain_text("运行中")
+    Session.objects.all().delete()  # the log-in ended while the phone slept
+
+    phone.on("dialog", lambda dialog: dialog.accept())
+    phone.locator("#job-stop-form button").tap()
+
+    # Before qa45 the login form came up without a word: nothing said the Stop was not done.
+    phone.wait_for_url(re.compile(r"/login/"))
+    expect(phone.get_by_role("alert")).to_contain_text("登录已失效")
+    expect(phone.get_by_role("alert")).to_contain_text("未执行")
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING and stop_events(job) == 0
+
+    phone.fill("input[name=username]", "alice")
+    phone.fill("input[name=password]", "alice-password")
+    phone.locator("#login-submit").tap()
+    phone.wait_for_url(re.compile(rf"/jobs/{job.public_id}/$"))
+    expect(phone.locator("#job-live")).to_contain_text("运行中")
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING and stop_events(job) == 0  # not done on log-in
+
+    phone.locator("#job-stop-form button").tap()
+    expect(phone.get_by_role("alert").filter(has_text="已请求停止任务")).to_be_visible()
+    job.refresh_from_db()
+    assert stop_events(job) == 1
