@@ -336,6 +336,17 @@ document.addEventListener("htmx:responseError", (event) => {
   showRequestError(kinds[status] || "failed", status);
 });
 document.addEventListener("htmx:sendError", () => showRequestError("unreachable", 0));
+// A refresh that gets no answer at all (a phone's connection that died mid-request, a network
+// that swallows it) is given up after POLL_TIMEOUT_MS, and the page says so: htmx sends an
+// element's next request only once its last has ended, so one left hanging froze the job
+// list's statuses for good, without a word, until the page was reloaded (qa45). The next
+// refresh asks again, and its answer clears the message. Only refreshes: a search or a step
+// sent by the person may rightly take longer.
+const POLL_TIMEOUT_MS = 15000;
+document.addEventListener("htmx:configRequest", (event) => {
+  if (isPoll(event.detail.elt) && !event.detail.timeout) event.detail.timeout = POLL_TIMEOUT_MS;
+});
+document.addEventListener("htmx:timeout", () => showRequestError("noAnswer", 0));
 document.addEventListener("htmx:afterRequest", (event) => {
   const box = document.getElementById("request-error");
   if (box && event.detail.successful) box.hidden = true;

@@ -69,3 +69,31 @@ def test_stop_tapped_after_the_log_in_ended_says_nothing_was_done_and_comes_back
     expect(phone.get_by_role("alert").filter(has_text="已请求停止任务")).to_be_visible()
     job.refresh_from_db()
     assert stop_events(job) == 1
+
+
+@pytest.mark.usefixtures("worker_thread")
+def test_a_list_refresh_left_unanswered_is_given_up_said_and_the_list_catches_up_after(
+    phone, alice
+):
+    job = submitted(alice, "night-run", command="sleep 4")
+    log_in(phone, "alice", "alice-password")
+    expect(phone.locator(f'tr[data-job="{job.public_id}"]')).to_contain_text("运行中")
+    # The phone's connection dies in the middle of a refresh: no answer, no error either.
+    held = []
+    phone.route(
+        "**/*",
+        lambda route: (
+            held.append(route) if route.request.headers.get("hx-request") else route.continue_()
+        ),
+    )
+    while not held:
+        phone.wait_for_timeout(100)
+
+    # Before qa45 htmx waited on it for good: the next refreshes were queued behind it, and
+    # the list showed 运行中 without a word long after the job had ended.
+    banner = phone.locator("#request-error")
+    expect(banner).to_contain_text("控制台一段时间未响应", timeout=30_000)
+    phone.unroute("**/*")  # the network is back
+
+    expect(phone.locator(f'tr[data-job="{job.public_id}"]')).to_contain_text("成功", timeout=30_000)
+    expect(banner).to_be_hidden()
