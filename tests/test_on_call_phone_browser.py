@@ -97,3 +97,30 @@ def test_a_list_refresh_left_unanswered_is_given_up_said_and_the_list_catches_up
 
     expect(phone.locator(f'tr[data-job="{job.public_id}"]')).to_contain_text("成功", timeout=30_000)
     expect(banner).to_be_hidden()
+
+
+@pytest.mark.usefixtures("worker_thread")
+def test_stop_tapped_again_while_the_first_is_on_its_way_is_sent_once(phone, alice):
+    job = submitted(alice, "night-run", command="sleep 120")
+    log_in(phone, "alice", "alice-password")
+    phone.goto(f"/jobs/{job.public_id}/")
+    expect(phone.locator("#job-live")).to_contain_text("运行中")
+    sent = []
+
+    def slow_network(route) -> None:
+        sent.append(route.request.method)
+        phone.wait_for_timeout(2000)
+        route.continue_()
+
+    phone.route("**/stop/", slow_network)
+    questions = []
+    phone.on("dialog", lambda dialog: (questions.append(dialog.message), dialog.accept()))
+    button = phone.locator("#job-stop-form button").bounding_box()
+    for _ in range(2):  # nothing seems to happen after the first: tapped again
+        phone.touchscreen.tap(button["x"] + button["width"] / 2, button["y"] + button["height"] / 2)
+
+    # Before qa45 both were sent, and the second's answer was all the person saw of their Stop:
+    # "任务已结束或正在停止。", as if it had not been theirs.
+    expect(phone.get_by_role("alert").filter(has_text="已请求停止任务")).to_be_visible()
+    assert sent == ["POST"] and len(questions) == 1
+    assert stop_events(job) == 1
