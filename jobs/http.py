@@ -7,7 +7,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.models import User
+from django.contrib.auth.views import redirect_to_login
 from django.db import Error as DatabaseLibraryError
 from django.http import (
     HttpRequest,
@@ -18,6 +20,7 @@ from django.http import (
 from django.shortcuts import resolve_url
 from django.template import loader
 from django.utils import translation
+from django.utils.translation import gettext_lazy
 from django.views import csrf as django_csrf_views
 from django.views import defaults as django_defaults
 from django_htmx.middleware import HtmxDetails
@@ -83,6 +86,12 @@ class HtmxLoginEndedMiddleware:
         return response
 
 
+LOGIN_ENDED_NOTHING_DONE = gettext_lazy(
+    "Your log-in had ended, so what you just asked for was not done: nothing was changed. Log "
+    "in, then do it again."
+)
+
+
 def post_only(
     go_to: Callable[..., str],
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
@@ -92,7 +101,13 @@ def post_only(
     Browsers GET such an address when nobody meant to use it: the 中文/EN switch on the page a
     POST answered (the no-JavaScript Stop question, a refused import) goes back to that page's
     address, a log-in that had ended comes back to it as `next`, a reload after Back, a copied
-    link. Nothing is done on a GET; the redirect names only what the URL already held."""
+    link. Nothing is done on a GET; the redirect names only what the URL already held.
+
+    A POST whose log-in has ended (a phone that slept through it, then Stop tapped) is not
+    done, and the login page says so: login_required's bare login form left the person
+    believing the job was stopping (qa45). The log-in then comes back to the form's page, not
+    to this address, whose GET would only redirect there. htmx requests get their 401 instead
+    (HtmxLoginEndedMiddleware), the page saying it in its banner."""
 
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
@@ -101,6 +116,9 @@ def post_only(
                 return HttpResponseRedirect(go_to(**kwargs))
             if request.method != "POST":
                 return HttpResponseNotAllowed(["POST"])
+            if not request.user.is_authenticated and not getattr(request, "htmx", False):
+                messages.warning(request, LOGIN_ENDED_NOTHING_DONE)
+                return redirect_to_login(go_to(**kwargs))
             return view(request, *args, **kwargs)
 
         return wrapped

@@ -39,13 +39,18 @@ document.addEventListener("change", (event) => {
 
 // A form that destroys something asks first (data-confirm holds the question). Without
 // JavaScript the server asks instead, on a page of its own.
+// Once answered it is on its way: tapped again before the answer comes (a slow network, where
+// nothing seems to happen), it is neither asked nor sent again (qa45: Stop tapped twice sent
+// two, and the second's answer, "already finished or is stopping", was all the person saw).
+// Back to the page (the browser's cache) it can be used again.
 document.addEventListener("submit", (event) => {
   const form = event.target;
   if (!(form instanceof HTMLFormElement) || !form.dataset.confirm) return;
-  if (!window.confirm(form.dataset.confirm)) {
+  if (form.hasAttribute("data-sent") || !window.confirm(form.dataset.confirm)) {
     event.preventDefault();
     return;
   }
+  form.setAttribute("data-sent", "");
   // Asked and answered here: the server need not ask again on a page of its own (which is
   // how it asks when JavaScript is off).
   if (!form.elements.confirmed) {
@@ -55,6 +60,10 @@ document.addEventListener("submit", (event) => {
     confirmed.value = "1";
     form.appendChild(confirmed);
   }
+});
+
+window.addEventListener("pageshow", () => {
+  document.querySelectorAll("form[data-sent]").forEach((form) => form.removeAttribute("data-sent"));
 });
 
 // The job list's "select all on this page" box ticks or clears every row's box, and shows
@@ -336,6 +345,17 @@ document.addEventListener("htmx:responseError", (event) => {
   showRequestError(kinds[status] || "failed", status);
 });
 document.addEventListener("htmx:sendError", () => showRequestError("unreachable", 0));
+// A refresh that gets no answer at all (a phone's connection that died mid-request, a network
+// that swallows it) is given up after POLL_TIMEOUT_MS, and the page says so: htmx sends an
+// element's next request only once its last has ended, so one left hanging froze the job
+// list's statuses for good, without a word, until the page was reloaded (qa45). The next
+// refresh asks again, and its answer clears the message. Only refreshes: a search or a step
+// sent by the person may rightly take longer.
+const POLL_TIMEOUT_MS = 15000;
+document.addEventListener("htmx:configRequest", (event) => {
+  if (isPoll(event.detail.elt) && !event.detail.timeout) event.detail.timeout = POLL_TIMEOUT_MS;
+});
+document.addEventListener("htmx:timeout", () => showRequestError("noAnswer", 0));
 document.addEventListener("htmx:afterRequest", (event) => {
   const box = document.getElementById("request-error");
   if (box && event.detail.successful) box.hidden = true;
