@@ -782,6 +782,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "api_request": api_request,
         "body": body,
         "curl": curl,
+        "group_request_note": W.group_request_note(spec, state.pool),
         "environments": W.environment_preview(spec, state.pool),
         "wanted": [
             (card, n, W.idle_for(state.pool, card))
