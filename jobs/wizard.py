@@ -1543,7 +1543,12 @@ def pool_refusals(
         for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
         if not short and plan is not None:
-            refusals = waits or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
+            refusals = (
+                waits
+                or _queue_blocked(spec, plan)
+                or _no_room_beside(spec, plan)
+                or _disk_refusals()
+            )
             for message in refusals:
                 errors.setdefault("submission.mode", []).append(message)
     if owner is not None and local:
@@ -1696,8 +1701,35 @@ def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
         if wanted > len(plan.free.get(card, []))
     ]
     if not refusals:
-        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
+        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan) or _disk_refusals()
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
+
+
+def _disk_refusals() -> list[str]:
+    """The run folder's disk below what a job needs to start (jobs.runner.disk_shortage): the
+    scheduler would hold a standalone job Queued until there is room, and a standalone job
+    must not wait (left28: it was let in, then waited for disk space)."""
+    from .runner import disk_shortage, run_dir_disk
+
+    short = disk_shortage(run_dir_disk())
+    if short is None:
+        return []
+    kind, numbers = short
+    if kind == "inodes":
+        said = _(
+            "The disk of the local pool's run folder can hold %(free)s more files and folders "
+            "(inodes) of its %(total)s, under the %(share)s%% a job needs to start, and a "
+            "standalone job must start at once. Submit it as a queue task, which waits for "
+            "disk space, or submit it again once space is freed."
+        )
+    else:
+        said = _(
+            "The disk of the local pool's run folder has %(free)s GB free, under the "
+            "%(threshold)s GB a job needs to start (LOCAL_DISK_MIN_FREE_GB), and a standalone "
+            "job must start at once. Submit it as a queue task, which waits for disk space, "
+            "or submit it again once space is freed."
+        )
+    return [said % numbers]
 
 
 def quota_refusals(
