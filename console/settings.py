@@ -411,7 +411,8 @@ _email_use_tls = envbool("EMAIL_USE_TLS", "false")
 if env("EMAIL_HOST"):
     MAILERS = {
         "default": {
-            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            # Django's, keeping which recipients the server refused (jobs.mail).
+            "BACKEND": "jobs.mail.EmailBackend",
             "OPTIONS": {
                 "host": env("EMAIL_HOST"),
                 "port": _email_port,

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -606,12 +606,19 @@ def _deliver_email(
             body = f"{_said(message)}\n\n" + "\n".join(lines) + f"\n\n{payload['link']}\n"
             if note is not None:
                 body += f"\n{_said(note)}\n"
+        mail = EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, addresses)
         try:
-            send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, addresses)
+            mail.send()
+        except smtplib.SMTPRecipientsRefused as exc:
+            failures += _refusals(exc.recipients, addresses)
         except Exception as exc:
             failures.append((exc, addresses))
         else:
-            sent += addresses
+            # The SMTP backend (jobs.mail) keeps the recipients the server refused as it took
+            # the mail for the others: those were not sent it.
+            refused = getattr(mail, "refused", {})
+            sent += [a for a in addresses if a not in refused]
+            failures += _refusals(refused, addresses)
     if not sent:
         turn.give_back()  # the mail server refused it: it does not count
     again: list[int] = []
@@ -643,6 +650,24 @@ def _deliver_email(
         )
     if again:
         tries.again(emails=sorted(again), webhooks=[], counted=bool(sent))
+
+
+def _refusals(
+    refused: dict[str, tuple[int, bytes]], addresses: list[str]
+) -> list[tuple[Exception, list[str]]]:
+    """The recipients of `addresses` a mail server refused, as failures: those it refused for
+    now (4xx) apart from those it refused for good (5xx), so that only the first are tried
+    again (left28: a mix of both was final for all, as one refusal)."""
+    failures: list[tuple[Exception, list[str]]] = []
+    for for_now in (True, False):
+        part = {
+            a: refused[a]
+            for a in addresses
+            if a in refused and (400 <= refused[a][0] < 500) == for_now
+        }
+        if part:
+            failures.append((smtplib.SMTPRecipientsRefused(part), list(part)))
+    return failures
 
 
 def _said(text: str) -> str:

@@ -541,31 +541,44 @@ def gb(amount: float) -> str:
     return f"{value:.{decimals}f}"
 
 
+def disk_shortage(disk: Disk) -> tuple[str, dict[str, Any]] | None:
+    """What keeps a local job from starting on `disk` (LOCAL_DISK_MIN_FREE_GB, and the share
+    of inodes with it): ("inodes" or "bytes", the numbers to say), or None when one may."""
+    threshold = settings.LOCAL_DISK_MIN_FREE_GB * 1024**3
+    if threshold and short_of_inodes(disk, MIN_FREE_INODES):
+        return "inodes", {
+            "free": disk.free_inodes,
+            "total": disk.total_inodes,
+            "share": round(MIN_FREE_INODES * 100),
+        }
+    if disk.free >= threshold:
+        return None
+    return "bytes", {"free": gb(disk.free), "threshold": gb(threshold)}
+
+
 def disk_pressure_message(disk: Disk) -> str | None:
     """Why no local job may start now (the disk has less than LOCAL_DISK_MIN_FREE_GB free),
     or None when one may."""
-    threshold = settings.LOCAL_DISK_MIN_FREE_GB * 1024**3
-    if threshold and short_of_inodes(disk, MIN_FREE_INODES):
+    short = disk_shortage(disk)
+    if short is None:
+        return None
+    kind, numbers = short
+    if kind == "inodes":
         return recorded(
             gettext_noop(
                 "Waiting for disk space: the disk of the run folder can hold %(free)s more "
                 "files and folders (inodes) of its %(total)s, under the %(share)s%% a job needs "
                 "to start. It starts by itself once there is room."
             ),
-            free=disk.free_inodes,
-            total=disk.total_inodes,
-            share=round(MIN_FREE_INODES * 100),
+            **numbers,
         )
-    if disk.free >= threshold:
-        return None
     return recorded(
         gettext_noop(
             "Waiting for disk space: the disk of the run folder has %(free)s GB free, under "
             "the %(threshold)s GB a job needs to start (LOCAL_DISK_MIN_FREE_GB). It starts "
             "by itself once there is room."
         ),
-        free=gb(disk.free),
-        threshold=gb(threshold),
+        **numbers,
     )
 
 

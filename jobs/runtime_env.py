@@ -146,8 +146,12 @@ def with_group_task(spec: JobSpec, job: Job) -> JobSpec:
     neither platform tells a console's tasks apart, so without them a sweep sent there ran
     one value N times. An env of the job's own of either name wins, as on the local pool."""
     task = group_task_of(job)
-    if task is None:
-        return spec
+    return spec if task is None else with_group_envs(spec, task)
+
+
+def with_group_envs(spec: JobSpec, task: tuple[int, int]) -> JobSpec:
+    """`spec` with AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL of `task` (index from 0,
+    total) added to its envs, but for either the spec's own envs set (those win)."""
     own = {e.name for e in spec.envs}
     added = [
         Env(name, str(value))

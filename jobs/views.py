@@ -12,6 +12,7 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -1370,14 +1371,73 @@ def _compare_selected(
     # they were ticked), so the list comes back with them ticked, as the browser's Back does.
     kept = set(found)
 
-    def address(carried: list[str]) -> str:
-        back = _selection_query(back_query, carried)
-        return f"{reverse('job-compare')}?{urlencode([*pairs, ('back', back)] if back else pairs)}"
+    def address(query: str, carried: list[str]) -> str:
+        back = _selection_query(query, carried)
+        return f"{reverse('job-compare')}?{urlencode([*pairs, *_back_pairs(back)])}"
 
-    carried, left_out = ids_fitting([i for i in chosen if i in kept], address)
+    # The filters before the ticks: the list they show is the way back's point. Only labels can
+    # be long enough to need dropping (the other boxes are bounded, jobs.selection.TYPED_BOXES).
+    back_query, dropped = _labels_fitting(back_query, lambda query: address(query, []))
+    if dropped:
+        messages.warning(
+            request,
+            ngettext(
+                "The way back to the job list leaves out the last %(count)d label filter: "
+                "with it the address would be too long.",
+                "The way back to the job list leaves out the last %(count)d label filters: "
+                "with them the address would be too long.",
+                dropped,
+            )
+            % {"count": dropped},
+        )
+    carried, left_out = ids_fitting(
+        [i for i in chosen if i in kept], lambda ids: address(back_query, ids)
+    )
     if left_out:
         _say_not_carried(request, left_out)
-    return redirect(address(carried))
+    return redirect(address(back_query, carried))
+
+
+def _labels_fitting(query: str, address: Callable[[str], str]) -> tuple[str, int]:
+    """The job list's query `query` less its last label filters, as few as make `address` of it
+    fit within SAFE_ADDRESS_LENGTH; and how many were dropped (said by the caller)."""
+    given = QueryDict(query, mutable=True)
+    labels = given.getlist("label")
+    dropped = 0
+    while labels and len(address(query)) > SAFE_ADDRESS_LENGTH:
+        labels.pop()
+        dropped += 1
+        given.setlist("label", labels)
+        query = _list_query(given.urlencode())
+    return query, dropped
+
+
+# The job list's parameters in a comparison's address, for its way back, each its own parameter
+# under this prefix (`back_q=lr&back_sel=<id>`): encoded once. They were one `back` parameter,
+# the list's query encoded a second time, each "%" of it three characters more (left28); a
+# `back` of an older link is still read.
+BACK_PREFIX = "back_"
+
+
+def _back_pairs(query: str) -> list[tuple[str, str]]:
+    """The job list's query `query` as a comparison's address carries it."""
+    return [
+        (f"{BACK_PREFIX}{name}", value)
+        for name, values in QueryDict(query).lists()
+        for value in values
+    ]
+
+
+def _back_given(query: QueryDict) -> str:
+    """The job list's query a comparison's address carries (`_back_pairs`, or an older link's
+    `back`), as it was: to be read by _list_query."""
+    pairs = [
+        (name.removeprefix(BACK_PREFIX), value)
+        for name, values in query.lists()
+        if name.startswith(BACK_PREFIX)
+        for value in values
+    ]
+    return urlencode(pairs) if pairs else query.get("back", "")
 
 
 BULK_STOP_QUESTION = gettext_lazy(
@@ -1616,7 +1676,8 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     log = _log_scale(request.GET)
     # The job list's filters and page as Compare left them (`back`): its way back keeps them,
     # and the selection Compare was made from (below: only the viewer's own compared jobs).
-    back = _list_query(request.GET.get("back", ""))
+    given_back = _back_given(request.GET)
+    back = _list_query(given_back)
     context: dict[str, Any] = {
         "asked": len(ids),
         "min": MIN_COMPARED,
@@ -1643,9 +1704,10 @@ def job_compare(request: AuthenticatedHttpRequest) -> HttpResponse:
     # viewer's own, so no link here names another user's job (staff compare anyone's) nor one
     # not compared (an edited address); the list drops any other as it reads `sel`.
     own = {job.public_id for job in jobs if job.owner_id == request.user.pk}
-    carried, _left_out = carried_ids(QueryDict(request.GET.get("back", "")).getlist("sel"))
+    carried, _left_out = carried_ids(QueryDict(given_back).getlist("sel"))
     back = _selection_query(back, [i for i in carried if i in own])
     context["back"] = back
+    context["back_pairs"] = _back_pairs(back)
     context["back_url"] = f"{reverse('job-list')}?{back}" if back else reverse("job-list")
     if origin:
         context["origin"] = origin
@@ -1698,8 +1760,7 @@ def _compare_query(
     pairs = [("job", job.public_id) for job in jobs]
     if every:
         pairs.append(("all", "1"))
-    if back:
-        pairs.append(("back", back))
+    pairs.extend(_back_pairs(back))
     if origin:
         pairs.append(("from", origin))
     if log:

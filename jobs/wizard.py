@@ -42,6 +42,7 @@ from . import chat_bots
 from . import forms as F
 from . import spec as S
 from .backends import (
+    Backend,
     BackendError,
     Pool,
     RequestPreview,
@@ -49,10 +50,18 @@ from .backends import (
     get_backend,
     request_json,
 )
+from .backends.remote import RemoteBackend
 from .locks import local_cards_locked
 from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
-from .runtime_env import GROUP_VARIABLES, LOCAL_RUNNER_VARIABLES, replica_refs, with_group_task
+from .runtime_env import (
+    GROUP_INDEX,
+    GROUP_VARIABLES,
+    LOCAL_RUNNER_VARIABLES,
+    replica_refs,
+    with_group_envs,
+    with_group_task,
+)
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
 from .summary import spec_changes
@@ -1534,7 +1543,12 @@ def pool_refusals(
         for card, wanted, idle in short:
             errors.setdefault("submission.mode", []).append(_shortfall_message(card, wanted, idle))
         if not short and plan is not None:
-            refusals = waits or _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
+            refusals = (
+                waits
+                or _queue_blocked(spec, plan)
+                or _no_room_beside(spec, plan)
+                or _disk_refusals()
+            )
             for message in refusals:
                 errors.setdefault("submission.mode", []).append(message)
     if owner is not None and local:
@@ -1687,8 +1701,35 @@ def _standalone_refusals_now(spec: S.JobSpec, owner: Any) -> list[str]:
         if wanted > len(plan.free.get(card, []))
     ]
     if not refusals:
-        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan)
+        refusals = _queue_blocked(spec, plan) or _no_room_beside(spec, plan) or _disk_refusals()
     return refusals + [m for _p, m in quota_refusals(spec, owner, standalone=True, plan=plan)]
+
+
+def _disk_refusals() -> list[str]:
+    """The run folder's disk below what a job needs to start (jobs.runner.disk_shortage): the
+    scheduler would hold a standalone job Queued until there is room, and a standalone job
+    must not wait (left28: it was let in, then waited for disk space)."""
+    from .runner import disk_shortage, run_dir_disk
+
+    short = disk_shortage(run_dir_disk())
+    if short is None:
+        return []
+    kind, numbers = short
+    if kind == "inodes":
+        said = _(
+            "The disk of the local pool's run folder can hold %(free)s more files and folders "
+            "(inodes) of its %(total)s, under the %(share)s%% a job needs to start, and a "
+            "standalone job must start at once. Submit it as a queue task, which waits for "
+            "disk space, or submit it again once space is freed."
+        )
+    else:
+        said = _(
+            "The disk of the local pool's run folder has %(free)s GB free, under the "
+            "%(threshold)s GB a job needs to start (LOCAL_DISK_MIN_FREE_GB), and a standalone "
+            "job must start at once. Submit it as a queue task, which waits for disk space, "
+            "or submit it again once space is freed."
+        )
+    return [said % numbers]
 
 
 def quota_refusals(
@@ -2546,10 +2587,37 @@ def request_preview(spec: S.JobSpec, pool: Pool | None) -> tuple[RequestPreview,
     placeholders for the bce-auth-v1 signature and names the headers it covers, a Kubernetes
     one for the bearer token."""
     backend = get_backend(pool.backend if pool else "local")
+    if _sent_per_task(spec, backend):
+        # As the first task is sent (jobs.backends.remote); group_request_note says the others.
+        spec = with_group_envs(spec, (0, spec.submission.total))
     preview = backend.request_preview(spec)
     body = request_json(preview.body)
     curl = " && \\\n".join(_curl(one) for one in (*preview.before, preview))
     return preview, body, curl
+
+
+def _sent_per_task(spec: S.JobSpec, backend: Backend) -> bool:
+    """Whether each task of the group `spec` makes is its own create request with its own
+    AIHC_GROUP_TASK_* envs: on a remote pool. The local pool's body is the spec as stored, the
+    runner setting the variables in each replica's environment (environment_preview)."""
+    return spec.submission.mode == S.SUBMIT_QUEUE and isinstance(backend, RemoteBackend)
+
+
+def group_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
+    """What the review says above a remote pool's request for a queue group: it is task 1's,
+    and how another task's differs, so a curl copied to run one task by hand runs the right
+    one. "" for a standalone job, a group of one, the local pool, and a group whose own envs
+    set AIHC_GROUP_TASK_INDEX (every task's request is the same: group_env_pinned says so)."""
+    total = spec.submission.total
+    if total < 2 or not _sent_per_task(spec, get_backend(pool.backend if pool else "local")):
+        return ""
+    if any(e.name == GROUP_INDEX for e in spec.envs):
+        return ""
+    return _(
+        "Shown is task 1's request. Each task of this group of %(total)d is sent its own as it "
+        "starts, the same but for AIHC_GROUP_TASK_INDEX in its envs: task N's is N-1 (0 to "
+        "%(last)d), so to run task N by hand, set it to N-1."
+    ) % {"total": total, "last": total - 1}
 
 
 def _curl(preview: RequestPreview) -> str:

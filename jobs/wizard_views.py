@@ -250,6 +250,11 @@ STEP_POSTED_LOGGED_OUT = "wizard_step_posted_logged_out"
 # logged out (a step's fields are far smaller: a 40 KB command, 50 variables of a line each).
 STEP_FORM_KEYS = ("action", "basis", "seen", "check", "fixing")
 KEPT_ACROSS_LOGIN_MAX_BYTES = 256 * 1024
+# How long a logged-out visitor's session keeping a step lasts: time to log in again, not
+# SESSION_COOKIE_AGE (14 days), so a step posted logged out and never claimed (a script
+# without cookies makes a row per post; a browser never logged in again) does not leave a
+# row of up to 256 KB for two weeks (left28). A log-in gives the session the usual age again.
+KEPT_ACROSS_LOGIN_SECONDS = 3600
 
 
 def _kept_across_login(
@@ -282,6 +287,7 @@ def _kept_across_login(
                     "step": step,
                     "post": posted,
                 }
+                request.session.set_expiry(KEPT_ACROSS_LOGIN_SECONDS)
         return view(request, draft_id, step)
 
     return wrapped
@@ -314,6 +320,8 @@ def step_posted_logged_out_dropped(
     kept = session.get(STEP_POSTED_LOGGED_OUT) if session is not None else None
     if not isinstance(kept, dict):
         return
+    # The log-in lasts SESSION_COOKIE_AGE, not the hour the logged-out session was given.
+    session.set_expiry(None)
     try:
         owned = Draft.objects.filter(id=kept.get("draft"), owner=user).exists()
     except (ValueError, ValidationError):
@@ -782,6 +790,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "api_request": api_request,
         "body": body,
         "curl": curl,
+        "group_request_note": W.group_request_note(spec, state.pool),
         "environments": W.environment_preview(spec, state.pool),
         "wanted": [
             (card, n, W.idle_for(state.pool, card))

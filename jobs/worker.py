@@ -83,6 +83,7 @@ from .runner import (
 )
 from .scheduler import dispatch_local
 from .services import job_event
+from .sessions import EXPIRED_SESSIONS_EVERY_SECONDS, delete_expired_sessions
 from .stacks import StackCollector
 from .texts import ngettext_noop, recorded, recorded_plural
 
@@ -271,6 +272,7 @@ class Worker:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
         self.last_remote_sync = 0.0
+        self.next_session_cleanup = 0.0  # at the first tick, then hourly
         # When delete_expired next looks (monotonic; 0: on the first tick).
         self.next_expiry_check = 0.0
         # When forget_deleted next looks (monotonic; 0: on the first tick).
@@ -332,6 +334,12 @@ class Worker:
             self.last_remote_sync = time.monotonic()
             self.sync_remote()
         self.delete_expired()
+        if time.monotonic() >= self.next_session_cleanup:
+            self.next_session_cleanup = time.monotonic() + EXPIRED_SESSIONS_EVERY_SECONDS
+            try:
+                delete_expired_sessions()
+            except Exception:
+                logger.exception("deleting expired sessions failed")
         self.delete_requested()
         self.forget_deleted()
         self.reap()

@@ -798,9 +798,7 @@ def test_an_alert_email_the_mail_server_could_not_take_is_sent_once_it_is_back(
 ):
     # QA 38: a mail server down for a minute lost the alert email, as a webhook's receiver did.
     smtp = {"host": "127.0.0.1", "port": a_port_nothing_listens_on(), "timeout": 5}
-    settings.MAILERS = {
-        "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend", "OPTIONS": smtp}
-    }
+    settings.MAILERS = {"default": {"BACKEND": "jobs.mail.EmailBackend", "OPTIONS": smtp}}
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
     settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
     settings.JOB_MINUTE_SECONDS = 2  # the next try 2 s later: after the first batch has ended
@@ -847,3 +845,102 @@ def test_a_mail_servers_try_later_is_tried_again_and_its_no_is_not():
     assert _passing(smtplib.SMTPSenderRefused(421, b"try later", "console@x"))
     assert not _passing(smtplib.SMTPAuthenticationError(535, b"bad credentials"))
     assert _passing(smtplib.SMTPServerDisconnected("gone"))
+
+
+@pytest.fixture
+def smtp_server():
+    """A mail server on 127.0.0.1 speaking enough SMTP for smtplib: it answers each
+    recipient's RCPT with the codes it is given for that address, in order, then 250, and
+    records every RCPT (address, code) and every mail taken (its accepted recipients)."""
+    import socketserver
+
+    asked: list[tuple[str, int]] = []
+    taken: list[list[str]] = []
+    answers: dict[str, list[int]] = {}
+
+    class Handler(socketserver.StreamRequestHandler):
+        def reply(self, line: str) -> None:
+            self.wfile.write(f"{line}\r\n".encode())
+
+        def handle(self) -> None:
+            accepted: list[str] = []
+            self.reply("220 test mail server")
+            while line := self.rfile.readline().decode().rstrip("\r\n"):
+                verb = line.split(" ", 1)[0].upper()
+                if verb in ("EHLO", "HELO"):
+                    self.reply("250 test")
+                elif verb in ("MAIL", "RSET", "NOOP"):
+                    accepted = [] if verb != "NOOP" else accepted
+                    self.reply("250 OK")
+                elif verb == "RCPT":
+                    address = line.split("<", 1)[1].split(">", 1)[0]
+                    queue = answers.get(address, [])
+                    code = queue.pop(0) if queue else 250
+                    asked.append((address, code))
+                    if code == 250:
+                        accepted.append(address)
+                    self.reply(f"{code} {'OK' if code == 250 else 'refused'}")
+                elif verb == "DATA":
+                    self.reply("354 go on")
+                    while self.rfile.readline() not in (b".\r\n", b""):
+                        pass
+                    taken.append(accepted)
+                    self.reply("250 taken")
+                elif verb == "QUIT":
+                    self.reply("221 bye")
+                    return
+                else:
+                    self.reply("502 not here")
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.asked, server.taken, server.answers = asked, taken, answers
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("one_takes_it", [True, False], ids=["one-accepted", "none-accepted"])
+def test_a_mail_servers_mixed_refusals_retry_only_the_addresses_it_refused_for_now(
+    transactional_db, alice, settings, smtp_server, one_takes_it
+):
+    """A full mailbox (452) is tried again, an unknown user (550) is not, and an address the
+    server took is not sent the alert twice (left28: a mix was final for every address, and
+    one taken beside a refused one hid the refusal as sent)."""
+    smtp_server.answers["busy@example.com"] = [452, 452]
+    smtp_server.answers["gone@example.com"] = [550]
+    emails = [*(["ok@example.com"] if one_takes_it else []), "busy@example.com", "gone@example.com"]
+    settings.MAILERS = {
+        "default": {
+            "BACKEND": "jobs.mail.EmailBackend",
+            "OPTIONS": {"host": "127.0.0.1", "port": smtp_server.server_address[1], "timeout": 5},
+        }
+    }
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.05  # tries 0.05 and 0.25 s apart
+    job = submit(
+        alice, make_spec("exit 1", alert=S.AlertConfig(items=["jobFailed"], emails=emails))
+    )
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    run_queued_tasks_until_none_is_left()
+
+    # The first try: the one it took; then the busy mailbox alone, twice refused, then taken.
+    first = [["ok@example.com"]] if one_takes_it else []
+    assert smtp_server.taken == [*first, ["busy@example.com"]]
+    assert [a for a, _code in smtp_server.asked].count("gone@example.com") == 1
+    assert [a for a, _code in smtp_server.asked].count("ok@example.com") == int(one_takes_it)
+    failed = [e.message for e in job.events.filter(reason="AlertFailed").order_by("id")]
+    sent = [e.message for e in job.events.filter(reason="AlertSent").order_by("id")]
+    assert [m for m in sent if "ok@example.com" in m] == (
+        ["任务失败退出：已发送邮件至 ok@example.com"] if one_takes_it else []
+    )
+    assert sent[-1] == "任务失败退出：已发送邮件至 busy@example.com"
+    gone = [m for m in failed if "gone@example.com" in m]
+    busy = [m for m in failed if "busy@example.com" in m]
+    assert len(gone) == 1 and "550" in gone[0] and "重试" not in gone[0]
+    assert len(busy) == 2 and all("452" in m and m.endswith(" 重试") for m in busy)
+    assert not any("ok@example.com" in m for m in failed)

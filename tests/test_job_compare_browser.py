@@ -52,7 +52,7 @@ def test_two_jobs_ticked_on_the_list_and_compared_show_their_differing_rows_and_
     expect(page.locator(f"#select-{small.public_id}")).to_be_checked()
     page.check(f"#select-{large.public_id}")
     page.click("#bulk-compare")
-    page.wait_for_url(f"**/compare/?job={small.public_id}&job={large.public_id}&back=*")
+    page.wait_for_url(f"**/compare/?job={small.public_id}&job={large.public_id}&back_sel=*")
 
     expect(page.locator("h1")).to_have_text("对比任务")
     table = page.locator("#compare-table")

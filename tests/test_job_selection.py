@@ -5,7 +5,7 @@ acting on all of them, not only on the page's."""
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from django.urls import reverse
@@ -92,8 +92,8 @@ def test_compare_takes_a_job_ticked_on_page_1_and_one_ticked_on_page_2_oldest_fi
     )
 
     assert r.status_code == 302
-    back = quote(f"page=2&sel={newest.public_id}&sel={oldest.public_id}", safe="")
-    assert r["Location"] == f"{COMPARE}?job={oldest.public_id}&job={newest.public_id}&back={back}"
+    back = f"back_page=2&back_sel={newest.public_id}&back_sel={oldest.public_id}"
+    assert r["Location"] == f"{COMPARE}?job={oldest.public_id}&job={newest.public_id}&{back}"
     assert alice_en.get(r["Location"]).status_code == 200
     assert said(r) == []
 
@@ -112,8 +112,8 @@ def test_a_carried_job_unticked_on_its_own_page_leaves_the_selection(alice, alic
     )
 
     assert r.status_code == 302
-    back = quote(f"sel={c.public_id}&sel={a.public_id}", safe="")
-    assert r["Location"] == f"{COMPARE}?job={c.public_id}&job={a.public_id}&back={back}"
+    back = f"back_sel={c.public_id}&back_sel={a.public_id}"
+    assert r["Location"] == f"{COMPARE}?job={c.public_id}&job={a.public_id}&{back}"
 
 
 def test_compare_of_9_across_pages_goes_back_with_all_9_carried_and_says_so(
@@ -291,6 +291,63 @@ def test_a_redirect_with_long_filters_and_many_ticks_stays_within_a_request_line
     assert kept == ids[: len(kept)] and 0 < len(kept) < MAX_CARRIED
     assert len(parse_qs(urlsplit(r["Location"]).query)["label"]) == 5
     assert f"{len(ids) - len(kept)} ticked jobs were not kept ticked" in " ".join(said(r))
+
+
+# The longest label the filter form sends (jobs.selection.TYPED_BOXES): a 253-character prefix,
+# "/", a 63-character name, "=", a 63-character value (the last character told apart below).
+LONGEST_LABEL = f"{('a' * 63 + '.') * 3}{'b' * 61}/{'n' * 63}={'v' * 62}"
+
+
+def test_compare_from_a_list_with_long_filters_carries_each_of_them_encoded_once(alice, alice_en):
+    """Its way back was the list's query in one `back`, encoded a second time (`%253D`); each
+    of the list's parameters is now one of its own (left28), read back as it was sent."""
+    jobs = [submit(alice, name=f"run-{n}") for n in range(8)]
+    back = urlencode([("label", f"{LONG_LABEL}{n}") for n in range(5)])
+
+    r = alice_en.post(
+        BULK, {"action": "compare", "jobs": [job.public_id for job in jobs], "back": back}
+    )
+
+    assert r.status_code == 302
+    assert len(r["Location"]) <= SAFE_ADDRESS_LENGTH
+    query = parse_qs(urlsplit(r["Location"]).query)
+    assert query["back_label"] == [f"{LONG_LABEL}{n}" for n in range(5)]
+    assert query["back_sel"] == [job.public_id for job in jobs]
+    assert "%25" not in r["Location"]
+    assert said(r) == []
+    page = alice_en.get(r["Location"])
+    assert page.status_code == 200
+    [way_back] = re.findall(r'<a href="([^"]+)" id="compare-back">', page.content.decode())
+    assert parse_qs(urlsplit(way_back.replace("&amp;", "&")).query)["label"] == query["back_label"]
+
+
+def test_compare_from_a_list_with_filters_too_long_for_its_way_back_drops_the_last_labels_and_says_so(
+    alice, alice_en
+):
+    """Ten of the longest labels and eight jobs cannot all be in one address: the way back
+    leaves out the last labels, as few as it must, rather than be past the request line."""
+    jobs = [submit(alice, name=f"run-{n}") for n in range(8)]
+    labels = [f"{LONGEST_LABEL[:-1]}{n}" for n in range(10)]
+    back = urlencode([("label", label) for label in labels] + [("q", "run"), ("page", "1")])
+
+    r = alice_en.post(
+        BULK, {"action": "compare", "jobs": [job.public_id for job in jobs], "back": back}
+    )
+
+    assert r.status_code == 302
+    assert len(r["Location"]) <= SAFE_ADDRESS_LENGTH
+    query = parse_qs(urlsplit(r["Location"]).query)
+    kept = query["back_label"]
+    assert kept == labels[: len(kept)] and 0 < len(kept) < 10
+    # The other filters stay, and so many labels leave no room for the ticks.
+    assert query["back_q"] == ["run"] and query["back_page"] == ["1"]
+    assert query["job"] == [job.public_id for job in jobs]
+    dropped = 10 - len(kept)
+    assert said(r)[0] == (
+        f"The way back to the job list leaves out the last {dropped} label filters: with them "
+        "the address would be too long."
+    )
+    assert alice_en.get(r["Location"]).status_code == 200
 
 
 def test_the_list_costs_the_same_queries_with_1_or_50_jobs_selected(

@@ -302,3 +302,58 @@ def test_a_custom_job_on_a_kubernetes_pool_is_reviewed_and_sent_as_a_jobset(
     job = Job.objects.get(owner=alice)
     assert (job.status, job.external_id) == (JobStatus.QUEUED, fake.jobs()[0]["metadata"]["name"])
     assert fake.jobs()[0]["kind"] == "JobSet"
+
+
+def container_envs(body: dict) -> dict[str, str]:
+    """The master's container envs of a PyTorchJob body, by name."""
+    master = body["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value", "") for e in master["env"]}
+
+
+def test_a_queue_groups_review_shows_task_1s_request_as_sent_and_says_how_each_tasks_differs(
+    fake, alice_client, alice
+):
+    """Each task is sent with its own AIHC_GROUP_TASK_INDEX (jobs.backends.remote): the review
+    showed the group's shared spec, a request no task is sent (left28)."""
+    from jobs.backends import get_backend
+    from tests.test_wizard import submission_data
+
+    draft = new_draft(alice_client)
+    steps = k8s_steps()
+    steps[W.SUBMISSION] = submission_data(
+        mode="queue", target_queue="gpu-queue", total="3", concurrency="3"
+    )
+    complete_steps(alice_client, draft, **steps)
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    tasks = list(Job.objects.filter(owner=alice).order_by("group_index"))
+    for task in tasks:
+        get_backend("kubernetes").submit(task)
+    sent = [call.body for call in fake.calls("create pytorchjobs")]
+
+    body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
+    curl = html.unescape(re.search(r'id="request-curl">(.*?)</pre>', page, re.S).group(1))
+    reviewed = container_envs(body)
+    assert (reviewed["AIHC_GROUP_TASK_INDEX"], reviewed["AIHC_GROUP_TASK_TOTAL"]) == ("0", "3")
+    # Task 1's, as it was sent, but for the job ID the console fills in on submit.
+    first = container_envs(sent[0])
+    assert reviewed == {**first, "AIHC_JOB_ID": "<job-id>"}
+    assert "AIHC_GROUP_TASK_INDEX" in curl
+    assert [container_envs(b)["AIHC_GROUP_TASK_INDEX"] for b in sent] == ["0", "1", "2"]
+    note = html.unescape(re.search(r'id="request-group-note">([^<]*)<', page)[1])
+    assert note == (
+        "这里显示的是任务 1 的请求。本组 3 个任务各自在开始时发送自己的请求，只有环境变量 "
+        "AIHC_GROUP_TASK_INDEX 不同：任务 N 的值为 N-1（0 到 2），所以要手动运行任务 N，请把它设为 N-1。"
+    )
+
+
+def test_a_standalone_jobs_review_on_kubernetes_has_no_group_variables_nor_note(fake, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **k8s_steps())
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
+    assert "AIHC_GROUP_TASK_INDEX" not in container_envs(body)
+    assert 'id="request-group-note"' not in page

@@ -173,6 +173,8 @@ def test_the_review_of_a_group_without_such_an_env_has_no_warning(alice_en, sett
     assert r.status_code == 200
     assert 'id="group-env-notice"' not in r.content.decode()
     assert "AIHC_GROUP_TASK_INDEX=0 to 5, one per task" in html.unescape(r.content.decode())
+    # The local pool's request is the stored spec, the runner setting the variables per replica.
+    assert 'id="request-group-note"' not in r.content.decode()
 
 
 def test_the_warning_is_said_in_chinese_too(alice_client, settings, tmp_path):

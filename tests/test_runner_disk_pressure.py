@@ -336,3 +336,53 @@ def test_an_eviction_waits_for_ended_jobs_files_only_while_their_removal_frees_t
     assert evicted is not None and evicted.job_id == big.pk
     run_until(worker, lambda: status_of(big) == JobStatus.FAILED, timeout=20)
     assert EVICTED.fullmatch(big.status_reason), big.status_reason
+
+
+def test_a_standalone_job_is_refused_at_submit_while_the_disk_is_low_and_let_in_once_freed(
+    alice, small_disk, settings, tmp_path
+):
+    """The scheduler holds every job below LOCAL_DISK_MIN_FREE_GB, and a standalone job must
+    not wait: it was let in, then waited Queued for disk space (left28). Now it is refused
+    at its submission step, saying why with the numbers; a queue task is let in to wait."""
+    from django.test import Client
+
+    from jobs import wizard as W
+    from jobs.models import Job
+    from tests.test_wizard import (
+        A800,
+        complete_steps,
+        field_errors,
+        new_draft,
+        post_step,
+        submission_data,
+    )
+
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_DISK_MIN_FREE_GB = 16 * MB / GB
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(alice)
+    filler = fill(small_disk, leave=10 * MB)
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.SUBMISSION)
+
+    refused = post_step(client, draft, W.SUBMISSION, submission_data())
+
+    assert refused.status_code == 200
+    [said] = field_errors(refused, "id_mode")
+    found = re.fullmatch(
+        r"The disk of the local pool's run folder has (0\.\d+) GB free, under the 0\.0156 GB a "
+        r"job needs to start \(LOCAL_DISK_MIN_FREE_GB\), and a standalone job must start at "
+        r"once\. Submit it as a queue task, which waits for disk space, or submit it again "
+        r"once space is freed\.",
+        said,
+    )
+    assert found, said
+    assert 8 * MB / GB < float(found.group(1)) < 11 * MB / GB
+    assert 'value="standalone"' in refused.content.decode()  # the choice made is kept
+    assert not Job.objects.filter(owner=alice).exists()
+    filler.unlink()
+    assert post_step(client, draft, W.SUBMISSION, submission_data()).status_code == 302
+    submitted = client.post(reverse("wizard-submit", args=[draft.id]))
+    assert submitted.status_code == 302
+    assert Job.objects.get(owner=alice).status == JobStatus.QUEUED

@@ -19,8 +19,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from jobs.auth_backends import user_by_pk
+from jobs.auth_backends import CONSOLE_MODEL_BACKEND, user_by_pk
 from jobs.sessions import SessionStore
+
+from .runner_helpers import runner_settings  # noqa: F401
 
 PAGE = "/"
 
@@ -162,3 +164,19 @@ def test_a_hostile_session_cookie_is_a_logged_out_visitor_on_sqlite_and_postgres
     response = Client().get("/login/", HTTP_COOKIE=f"{settings.SESSION_COOKIE_NAME}={cookie}")
     assert response.status_code == 200
     assert Session.objects.count() == 0
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_the_worker_deletes_sessions_past_their_expiry_and_keeps_the_others(alice):
+    """Django never deletes an expired session row by itself; without a cron job running
+    clearsessions, every logged-out visitor's row stayed for good (left28)."""
+    from jobs.worker import Worker
+
+    ended, live = (django_session_for(alice, backend=CONSOLE_MODEL_BACKEND) for _ in range(2))
+    Session.objects.filter(session_key=ended).update(
+        expire_date=timezone.now() - timedelta(seconds=1)
+    )
+
+    Worker().tick()
+
+    assert list(Session.objects.values_list("session_key", flat=True)) == [live]

@@ -1450,6 +1450,29 @@ def test_a_step_sent_logged_out_is_never_saved_into_the_draft_of_whoever_logs_in
     assert "torchrun typed.py" not in json.dumps(dict(alice_client.session))
 
 
+def test_a_step_sent_logged_out_is_kept_an_hour_and_a_log_in_lasts_its_usual_age_again(
+    alice_client, settings
+):
+    """A logged-out visitor's session keeping a step lasted SESSION_COOKIE_AGE (14 days), and
+    one was made per post by a client without cookies: rows of up to 256 KB piled up (left28)."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    alice_client.post(reverse("logout"))
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun typed.py"))
+
+    assert r.status_code == 302 and r["Location"].startswith("/login/")
+    kept = Session.objects.get(session_key=alice_client.session.session_key)
+    assert timezone.now() < kept.expire_date <= timezone.now() + timedelta(hours=1)
+    logged_in_again(alice_client, "alice", step_url(draft, W.IMAGE))
+    session = Session.objects.get(session_key=alice_client.session.session_key)
+    usual = timedelta(seconds=settings.SESSION_COOKIE_AGE)
+    assert session.expire_date > timezone.now() + usual - timedelta(hours=1)
+    # The step kept is still saved once the owner opens it again.
+    r = alice_client.get(step_url(draft, W.IMAGE))
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+
+
 def test_a_post_sent_logged_out_keeps_only_the_steps_fields_and_nothing_oversized(
     client, alice_client
 ):
