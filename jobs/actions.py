@@ -282,6 +282,7 @@ def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
         unreadable=_(
             "This job's stored spec cannot be read (fields: %(fields)s), so it cannot run again."
         ),
+        rerun=True,
     )
     from .wizard import standalone_claim_refusals
 
@@ -319,10 +320,11 @@ def job_submit_again(*, job: Job, actor: User) -> None:
         raise ActionError(_("The job changed meanwhile; reload the page."))
 
 
-def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
+def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> JobSpec:
     """The job's spec as one task (a queue group's task runs as itself, not as its group),
     checked as a submit from the wizard is: the pool must still take it, and a standalone
-    job must find its cards idle now. The wizard's rules, one copy: no other door."""
+    job must find its cards idle now. The wizard's rules, one copy: no other door. `rerun`:
+    for a new job (Run again), which pins a group task's AIHC_GROUP_TASK_* in its envs."""
     from .wizard import find_pool, pool_refusals
 
     try:
@@ -330,7 +332,14 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
     except SpecError as exc:
         raise ActionError(unreadable % {"fields": exc.fields}) from exc
     task = group_task_of(job)
-    if task is not None and task[1] > 1 and not {e.name for e in spec.envs} & GROUP_VARIABLES:
+    # Only for a new job: Submit again sends the same task of its group, which gets them from
+    # its group as on its first send (review29: pinned, a task of 49 envs was refused).
+    if (
+        rerun
+        and task is not None
+        and task[1] > 1
+        and not {e.name for e in spec.envs} & GROUP_VARIABLES
+    ):
         # It runs as a group of one, which would be told it is task 0 of 1: its
         # own AIHC_GROUP_TASK_* go into its envs instead (before the rules are checked: they
         # count among its 50), so a sweep's best task runs with its own parameter again, as

@@ -819,6 +819,32 @@ def test_run_again_of_a_task_sent_to_aihc_sends_that_tasks_index_again(fake, aih
     assert (envs["AIHC_GROUP_TASK_INDEX"], envs["AIHC_GROUP_TASK_TOTAL"]) == ("1", "3")
 
 
+def test_a_task_whose_send_failed_is_sent_again_with_as_many_envs_as_a_job_may_hold(
+    fake, aihc, alice
+):
+    # Submit again sends the same task of its group: its index comes from the group, as on
+    # its first send, and is not counted among its envs (a sweep of 49 envs was refused).
+    from jobs.actions import job_submit_again
+
+    spec = seed_spec()
+    spec.envs = [S.Env(f"SWEEP_{i}", str(i)) for i in range(S.MAX_ENVS - 1)]
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+    first, second, _third = submit(alice, spec)
+    aihc.submit(first)
+    fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="quota")
+    aihc.submit(second)
+    second.refresh_from_db()
+    assert second.status == JobStatus.SUBMIT_FAILED
+
+    job_submit_again(job=second, actor=alice)
+    aihc.submit(second)
+
+    second.refresh_from_db()
+    assert second.status == JobStatus.QUEUED and second.external_id in fake.jobs
+    assert _sent_envs(fake.calls("CreateJob")[-1])["AIHC_GROUP_TASK_INDEX"] == "1"
+    assert "AIHC_GROUP_TASK_INDEX" not in str(second.spec)
+
+
 def test_an_aihc_task_and_its_groups_review_list_the_group_variables(fake, aihc, alice):
     from jobs.runtime_env import ReplicaRef, group_task_of
 
