@@ -131,6 +131,18 @@ def test_the_review_step_says_each_task_of_a_queue_group_gets_its_own_index():
     assert dict(env)["AIHC_GROUP_TASK_TOTAL"] == "6"
 
 
+def test_the_review_step_of_a_queue_group_of_one_says_its_index_is_0():
+    from jobs.wizard import environment_preview
+
+    spec = make_spec("true", submission=S.Submission(S.SUBMIT_QUEUE, total=1, concurrency=1))
+
+    with translation.override("en"):
+        [(_label, env)] = environment_preview(spec, None)
+
+    # Not "0 to 0, one per task".
+    assert (dict(env)["AIHC_GROUP_TASK_INDEX"], dict(env)["AIHC_GROUP_TASK_TOTAL"]) == ("0", "1")
+
+
 def _review_of_a_group(client, envs):
     from jobs import wizard as W
     from tests.test_wizard import complete_steps, image_data, new_draft, step_url, submission_data
