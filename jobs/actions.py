@@ -20,7 +20,7 @@ from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, ReviewState
 from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_of
 from .services import job_event, job_transition, jobs_submit, recorded
-from .spec import PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
+from .spec import MAX_ENVS, PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
 from .texts import Term
 
 S = JobStatus
@@ -344,6 +344,23 @@ def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> Job
         # own AIHC_GROUP_TASK_* go into its envs instead (before the rules are checked: they
         # count among its 50), so a sweep's best task runs with its own parameter again, as
         # its spec and Compare say (QA 42).
+        if len(spec.envs) + 2 > MAX_ENVS:
+            # Said as what it is: "this one has 51" named a count the job does not have.
+            raise ActionError(
+                _(
+                    "Run again keeps this task's AIHC_GROUP_TASK_INDEX=%(index)d and "
+                    "AIHC_GROUP_TASK_TOTAL=%(total)d in its envs, and with its %(count)d that "
+                    "passes the %(max)d a job may have: copy the job, remove %(excess)d of its "
+                    "envs and set these two in the copy."
+                )
+                % {
+                    "index": task[0],
+                    "total": task[1],
+                    "count": len(spec.envs),
+                    "max": MAX_ENVS,
+                    "excess": len(spec.envs) + 2 - MAX_ENVS,
+                }
+            )
         spec.envs += [Env(GROUP_INDEX, str(task[0])), Env(GROUP_TOTAL, str(task[1]))]
     # A spec stored before a rule was made stricter (at most 50 variables, labels without a
     # line break) still reads, but jobs_submit would refuse it with an exception: say why.
