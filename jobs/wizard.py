@@ -1260,7 +1260,11 @@ def command_path(command: str, key: str) -> str | None:
     """The folder an AIAK command sets `key` to (its `KEY=/path` line), when it is one plain
     absolute path: None for a placeholder, a variable or a line left out."""
     plain = [v.rstrip(" \t") for v in command_values(command, key) if re.fullmatch(r"\S*[ \t]*", v)]
-    return S.normalised_mount_path(plain[0].rstrip("/") or "/") if plain else None
+    # An emptied line (`KEY=`) is no path: emptied_placeholders says so on its own, and read
+    # as "/" it was also said to lie in no mount, a path nobody typed (review29).
+    if not plain or not plain[0]:
+        return None
+    return S.normalised_mount_path(plain[0].rstrip("/") or "/")
 
 
 def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
