@@ -1174,7 +1174,10 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
         else:
             messages.info(request, _("The job has already finished or is stopping."))
     page = reverse("job-detail", args=[public_id])
-    return redirect(f"{page}?{urlencode({'back': back})}" if back else page)
+    carried = f"{page}?{urlencode({'back': back})}"
+    # Escaped again as a value, a list's address that fit may not (review29): the page then
+    # comes back without it, not as the server's 400 for a request line too long.
+    return redirect(carried if back and len(carried) <= SAFE_ADDRESS_LENGTH else page)
 
 
 @post_only(_to_job)
