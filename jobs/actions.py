@@ -20,7 +20,7 @@ from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, ReviewState
 from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_of
 from .services import job_event, job_transition, jobs_submit, recorded
-from .spec import PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
+from .spec import MAX_ENVS, PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
 from .texts import Term
 
 S = JobStatus
@@ -282,6 +282,7 @@ def job_rerun(*, job: Job, owner: User, request_key: str = "") -> list[Job]:
         unreadable=_(
             "This job's stored spec cannot be read (fields: %(fields)s), so it cannot run again."
         ),
+        rerun=True,
     )
     from .wizard import standalone_claim_refusals
 
@@ -319,10 +320,11 @@ def job_submit_again(*, job: Job, actor: User) -> None:
         raise ActionError(_("The job changed meanwhile; reload the page."))
 
 
-def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
+def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> JobSpec:
     """The job's spec as one task (a queue group's task runs as itself, not as its group),
     checked as a submit from the wizard is: the pool must still take it, and a standalone
-    job must find its cards idle now. The wizard's rules, one copy: no other door."""
+    job must find its cards idle now. The wizard's rules, one copy: no other door. `rerun`:
+    for a new job (Run again), which pins a group task's AIHC_GROUP_TASK_* in its envs."""
     from .wizard import find_pool, pool_refusals
 
     try:
@@ -330,11 +332,35 @@ def _task_spec_checked(job: Job, *, unreadable: str) -> JobSpec:
     except SpecError as exc:
         raise ActionError(unreadable % {"fields": exc.fields}) from exc
     task = group_task_of(job)
-    if task is not None and task[1] > 1 and not {e.name for e in spec.envs} & GROUP_VARIABLES:
+    # Only for a new job: Submit again sends the same task of its group, which gets them from
+    # its group as on its first send (review29: pinned, a task of 49 envs was refused).
+    if (
+        rerun
+        and task is not None
+        and task[1] > 1
+        and not {e.name for e in spec.envs} & GROUP_VARIABLES
+    ):
         # It runs as a group of one, which would be told it is task 0 of 1: its
         # own AIHC_GROUP_TASK_* go into its envs instead (before the rules are checked: they
         # count among its 50), so a sweep's best task runs with its own parameter again, as
         # its spec and Compare say (QA 42).
+        if len(spec.envs) + 2 > MAX_ENVS:
+            # Said as what it is: "this one has 51" named a count the job does not have.
+            raise ActionError(
+                _(
+                    "Run again keeps this task's AIHC_GROUP_TASK_INDEX=%(index)d and "
+                    "AIHC_GROUP_TASK_TOTAL=%(total)d in its envs, and with its %(count)d that "
+                    "passes the %(max)d a job may have: copy the job, remove %(excess)d of its "
+                    "envs and set these two in the copy."
+                )
+                % {
+                    "index": task[0],
+                    "total": task[1],
+                    "count": len(spec.envs),
+                    "max": MAX_ENVS,
+                    "excess": len(spec.envs) + 2 - MAX_ENVS,
+                }
+            )
         spec.envs += [Env(GROUP_INDEX, str(task[0])), Env(GROUP_TOTAL, str(task[1]))]
     # A spec stored before a rule was made stricter (at most 50 variables, labels without a
     # line break) still reads, but jobs_submit would refuse it with an exception: say why.

@@ -135,6 +135,8 @@ def shown_group_task(
     and before the group is submitted (the review step) the range, one per task."""
     if group_task is None and spec.submission.mode == SUBMIT_QUEUE:
         total = spec.submission.total
+        if total <= 1:
+            return (0, 1)  # a group of one: no range to say
         return (_("0 to %(last)d, one per task") % {"last": total - 1}, total)
     return group_task
 

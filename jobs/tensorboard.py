@@ -378,15 +378,16 @@ def compact(points: list[list]) -> list[list]:
 _NAME_TIME = re.compile(r"tfevents\.(\d+)(?:\.|$)")
 
 
-# Event files created this long before a job was submitted are still its own: put there for
-# it (a script copying a run's files, then submitting). A job copied or run again is
-# submitted well after its source's writers were made.
+# Event files created this long before a job started are still its own (names and start
+# times in whole seconds). From its start, not its submission: a queue group's tasks are all
+# submitted at once, and a task that waited for the one before it drew that one's files too
+# (review29), as did a copy that waited for cards while another job wrote there.
 PRELOADED_SECONDS = 2
 
 
 def _written_in(name: str, window: tuple[int, int | None] | None) -> bool:
     """Whether an event file was created while its job could write it (`window`: from its
-    submission to its end, in whole seconds; None: any time). Two jobs given one log path (a
+    start to its end, in whole seconds; None: any time). Two jobs given one log path (a
     Copy & edit or Run again keeps it) write their files side by side; without this each page
     drew both jobs' points as one curve (QA 43). A name without a time is kept."""
     found = _NAME_TIME.search(name)
@@ -1012,11 +1013,11 @@ def _read_job(
             folder,
             state_dir=job_logs.job_dir(job.public_id, job_logs.runner_of(job)),
             seconds=READ_SECONDS if seconds is None else seconds,
-            # Names carry whole seconds (cut, not rounded): from just before it was submitted
-            # (files put there for it in the moment before) to the second it ended in (its
-            # processes have exited by then).
+            # Names carry whole seconds (cut, not rounded): from just before it started (the
+            # runner marks it Running before its processes start; not started yet, from its
+            # submission) to the second it ended in (its processes have exited by then).
             window=(
-                int(job.created_at.timestamp()) - PRELOADED_SECONDS,
+                int((job.started_at or job.created_at).timestamp()) - PRELOADED_SECONDS,
                 int(job.finished_at.timestamp()) if job.finished_at else None,
             ),
         )

@@ -94,7 +94,7 @@ from .runner import (
     STOP_WAITS_MESSAGE,
     outbound_lost_notice,
 )
-from .runtime_env import group_task_of
+from .runtime_env import group_task_of, with_group_task
 from .scheduler import queue_position, why_waiting
 from .selection import (
     MAX_CARRIED,
@@ -868,7 +868,11 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
         # shows the job's status, events and logs, and says why the request is missing.
         context["spec_error"] = str(exc)
     else:
-        request_line, request_body = sent_request(spec, job.backend, job_id=job.public_id)
+        # A queue task's with its own AIHC_GROUP_TASK_* (as AIHC and Kubernetes are sent it):
+        # the page's request, imported, runs that task again, not index 0's (review29).
+        request_line, request_body = sent_request(
+            with_group_task(spec, job), job.backend, job_id=job.public_id
+        )
         context.update(
             {
                 "api_request": request_line,
@@ -1176,7 +1180,10 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
         else:
             messages.info(request, _("The job has already finished or is stopping."))
     page = reverse("job-detail", args=[public_id])
-    return redirect(f"{page}?{urlencode({'back': back})}" if back else page)
+    carried = f"{page}?{urlencode({'back': back})}"
+    # Escaped again as a value, a list's address that fit may not (review29): the page then
+    # comes back without it, not as the server's 400 for a request line too long.
+    return redirect(carried if back and len(carried) <= SAFE_ADDRESS_LENGTH else page)
 
 
 @post_only(_to_job)

@@ -320,6 +320,10 @@ LOCAL_INJECTED_EXTRA: list[tuple[str, Any]] = [
         "CUDA_VISIBLE_DEVICES",
         gettext_lazy("the instance's own cards, numbered from 0 (empty: CPU only)"),
     ),
+]
+# A queue task's, on every pool: the local runner sets them, AIHC and Kubernetes tasks are
+# sent them in their envs (jobs.runtime_env.with_group_task).
+GROUP_INJECTED: list[tuple[str, Any]] = [
     (
         "AIHC_GROUP_TASK_INDEX",
         gettext_lazy("a queue task's place in its group, from 0 (the list's 3/6 is 2)"),
@@ -343,13 +347,16 @@ def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any
     """What the pool's platform sets in every instance, as the image step lists it."""
     variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
     if pool is not None and pool.backend == "kubernetes":
-        return variables  # the manifest sets the local runner's extras too (job id, role...)
+        # The manifest sets the local runner's extras too (job id, role...).
+        return variables + GROUP_INJECTED
     if pool is None or pool.backend != "local":
         return [
             (name, meaning) for name, meaning in variables if name not in LOCAL_RUNNER_VARIABLES
-        ]
+        ] + GROUP_INJECTED
     local = [(name, LOCAL_INJECTED_VALUES.get(name, meaning)) for name, meaning in variables]
-    return local + LOCAL_INJECTED_EXTRA + LOCAL_INJECTED_FRAMEWORK.get(framework, [])
+    return (
+        local + LOCAL_INJECTED_EXTRA + GROUP_INJECTED + LOCAL_INJECTED_FRAMEWORK.get(framework, [])
+    )
 
 
 # -- raw form data ---------------------------------------------------------------------
@@ -1262,7 +1269,11 @@ def command_path(command: str, key: str) -> str | None:
     """The folder an AIAK command sets `key` to (its `KEY=/path` line), when it is one plain
     absolute path: None for a placeholder, a variable or a line left out."""
     plain = [v.rstrip(" \t") for v in command_values(command, key) if re.fullmatch(r"\S*[ \t]*", v)]
-    return S.normalised_mount_path(plain[0].rstrip("/") or "/") if plain else None
+    # An emptied line (`KEY=`) is no path: emptied_placeholders says so on its own, and read
+    # as "/" it was also said to lie in no mount, a path nobody typed (review29).
+    if not plain or not plain[0]:
+        return None
+    return S.normalised_mount_path(plain[0].rstrip("/") or "/")
 
 
 def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:

@@ -819,6 +819,65 @@ def test_run_again_of_a_task_sent_to_aihc_sends_that_tasks_index_again(fake, aih
     assert (envs["AIHC_GROUP_TASK_INDEX"], envs["AIHC_GROUP_TASK_TOTAL"]) == ("1", "3")
 
 
+def test_a_task_whose_send_failed_is_sent_again_with_as_many_envs_as_a_job_may_hold(
+    fake, aihc, alice
+):
+    # Submit again sends the same task of its group: its index comes from the group, as on
+    # its first send, and is not counted among its envs (a sweep of 49 envs was refused).
+    from jobs.actions import job_submit_again
+
+    spec = seed_spec()
+    spec.envs = [S.Env(f"SWEEP_{i}", str(i)) for i in range(S.MAX_ENVS - 1)]
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+    first, second, _third = submit(alice, spec)
+    aihc.submit(first)
+    fake.fail_next("CreateJob", status=400, code="QuotaExceeded", message="quota")
+    aihc.submit(second)
+    second.refresh_from_db()
+    assert second.status == JobStatus.SUBMIT_FAILED
+
+    job_submit_again(job=second, actor=alice)
+    aihc.submit(second)
+
+    second.refresh_from_db()
+    assert second.status == JobStatus.QUEUED and second.external_id in fake.jobs
+    assert _sent_envs(fake.calls("CreateJob")[-1])["AIHC_GROUP_TASK_INDEX"] == "1"
+    assert "AIHC_GROUP_TASK_INDEX" not in str(second.spec)
+
+
+def test_a_queue_tasks_page_shows_the_request_sent_with_its_own_index(
+    fake, aihc, alice, alice_client, reviewer
+):
+    # "The exact request this job corresponds to": what was sent, the index included, so a
+    # request imported from the page (a standalone job) runs that task's value again.
+    import html as html_module
+    import json
+    import re
+
+    from django.urls import reverse
+
+    spec = seed_spec()
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=3)
+    jobs = submit(alice, spec)
+    for job in jobs:
+        aihc.submit(job)
+
+    r = alice_client.get(reverse("job-detail", args=[jobs[2].public_id]))
+
+    assert r.status_code == 200
+    shown = re.search(r'id="api-request"[^>]*>[^\n]*\n(.*?)</pre>', r.content.decode(), re.S)
+    body = json.loads(html_module.unescape(shown.group(1)))
+    envs = {e["name"]: e["value"] for e in body["jobSpec"]["envs"]}
+    assert (envs["AIHC_GROUP_TASK_INDEX"], envs["AIHC_GROUP_TASK_TOTAL"]) == ("2", "3")
+    assert envs == _sent_envs(fake.calls("CreateJob")[2])
+    # The reviewer's reading in the admin is that request too.
+    alice_client.force_login(reviewer)
+    admin = alice_client.get(reverse("admin:jobs_job_change", args=[jobs[2].pk]))
+    shown = re.search(r'class="api-request">[^\n]*\n(.*?)</pre>', admin.content.decode(), re.S)
+    body = json.loads(html_module.unescape(shown.group(1)))
+    assert {e["name"]: e["value"] for e in body["jobSpec"]["envs"]} == envs
+
+
 def test_an_aihc_task_and_its_groups_review_list_the_group_variables(fake, aihc, alice):
     from jobs.runtime_env import ReplicaRef, group_task_of
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from html import unescape
+from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from jobs.models import Job
+from jobs.models import Job, JobStatus
 
 from .test_job_pages import finish, submit
 
@@ -129,3 +130,26 @@ def test_without_javascript_the_stop_question_page_carries_the_list_back(alice, 
     )
     assert stopped.status_code == 302
     assert "back=status%3Dqueued" in stopped.url
+
+
+def test_stop_from_a_list_with_a_long_search_returns_to_an_address_a_server_takes(
+    alice, alice_client
+):
+    # The list's address fit (a search of 300 Chinese characters is 2,700 bytes in it), but
+    # carried as ?back= each of its escapes is escaped again: 4,500 bytes, past gunicorn's
+    # request line. The job page comes back without the list rather than as a 400.
+    from jobs.labels import SAFE_ADDRESS_LENGTH
+
+    job = submit(alice, name="queued-run")
+    back = urlencode({"q": "你" * 300})
+    assert len(f"/?{back}") <= SAFE_ADDRESS_LENGTH
+
+    stopped = alice_client.post(
+        reverse("job-stop", args=[job.public_id]), {"confirmed": "1", "back": back}
+    )
+
+    assert stopped.status_code == 302
+    assert len(stopped.url) <= SAFE_ADDRESS_LENGTH
+    assert stopped.url.startswith(reverse("job-detail", args=[job.public_id]))
+    job.refresh_from_db()
+    assert job.status in (JobStatus.STOPPING, JobStatus.STOPPED)

@@ -76,6 +76,29 @@ def test_run_again_of_one_task_of_a_group_runs_it_with_that_tasks_variables(alic
     assert (envs["AIHC_GROUP_TASK_INDEX"], envs["AIHC_GROUP_TASK_TOTAL"]) == ("1", "3")
 
 
+def test_run_again_of_a_task_with_49_envs_says_the_two_it_would_add_pass_the_limit(alice):
+    from jobs.actions import ActionError
+
+    spec = make_spec(
+        "true",
+        envs=[S.Env(f"SWEEP_{i}", str(i)) for i in range(S.MAX_ENVS - 1)],
+        submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=3),
+    )
+    task = jobs_submit(owner=alice, spec=spec, submit_key="wide")[1]
+
+    with translation.override("en"), pytest.raises(ActionError) as refused:
+        job_rerun(job=task, owner=alice)
+
+    assert str(refused.value) == (
+        "Run again keeps this task's AIHC_GROUP_TASK_INDEX=1 and AIHC_GROUP_TASK_TOTAL=3 in its "
+        "envs, and with its 49 that passes the 50 a job may have: copy the job, remove 1 of "
+        "its envs and set these two in the copy."
+    )
+    with translation.override("zh-hans"), pytest.raises(ActionError) as refused:
+        job_rerun(job=task, owner=alice)
+    assert "AIHC_GROUP_TASK_INDEX=1" in str(refused.value) and "再次运行" in str(refused.value)
+
+
 def test_an_env_of_the_jobs_own_sets_a_group_variable_for_every_task(alice, settings):
     spec = make_spec(
         SWEEP,
@@ -129,6 +152,18 @@ def test_the_review_step_says_each_task_of_a_queue_group_gets_its_own_index():
     assert label == "master-0"
     assert dict(env)["AIHC_GROUP_TASK_INDEX"] == "0 to 5, one per task"
     assert dict(env)["AIHC_GROUP_TASK_TOTAL"] == "6"
+
+
+def test_the_review_step_of_a_queue_group_of_one_says_its_index_is_0():
+    from jobs.wizard import environment_preview
+
+    spec = make_spec("true", submission=S.Submission(S.SUBMIT_QUEUE, total=1, concurrency=1))
+
+    with translation.override("en"):
+        [(_label, env)] = environment_preview(spec, None)
+
+    # Not "0 to 0, one per task".
+    assert (dict(env)["AIHC_GROUP_TASK_INDEX"], dict(env)["AIHC_GROUP_TASK_TOTAL"]) == ("0", "1")
 
 
 def _review_of_a_group(client, envs):

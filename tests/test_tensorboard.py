@@ -744,3 +744,28 @@ def test_a_copy_given_the_same_log_path_draws_its_own_curve_and_the_source_keeps
     assert len(event_files(logs)) == 2
     assert (of_source.latest, of_source.low, of_source.high) == ("0.9", "0.9", "1")
     assert (of_copy.latest, of_copy.low, of_copy.high) == ("0.1", "0.1", "0.5")
+
+
+def test_a_queue_task_that_waited_for_the_one_before_it_draws_only_its_own_files(alice, settings):
+    from jobs.services import jobs_submit
+
+    # One at a time: the second task is created with the first, and starts once it ended.
+    spec = make_spec(
+        UNTIL_THE_GATE_OPENS,
+        tensorboard=TB_ON,
+        submission=S.Submission(S.SUBMIT_QUEUE, total=2, concurrency=1),
+    )
+    first, second = jobs_submit(owner=alice, spec=spec, submit_key="one-at-a-time")
+    logs = volume(settings) / "tb"
+    worker = Worker()
+    run_until(worker, lambda: status_of(first) == JobStatus.RUNNING)
+    write_scalars(logs, "loss", [1.0, 0.5])
+    [written] = event_files(logs)
+    # A file's name holds whole seconds: the first runs on a few seconds after writing it.
+    while time.time() < int(written.name.split(".")[3]) + tb.PRELOADED_SECONDS + 1:
+        time.sleep(0.05)
+    open_gate(settings)
+    run_until(worker, lambda: status_of(second) == JobStatus.SUCCEEDED)
+
+    assert [c.latest for c in read(first).charts] == ["0.5"]
+    assert read(second).charts == []

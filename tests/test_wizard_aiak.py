@@ -7,6 +7,7 @@ import html
 import re
 
 import pytest
+from django.utils import translation
 
 from jobs import wizard as W
 from tests.test_wizard import (
@@ -352,6 +353,21 @@ def aiak_draft_reading(client, key: str, path: str):
     assert post_step(client, draft, W.IMAGE, aiak_image(command)).status_code == 302
     post_step(client, draft, W.RESOURCES, resources_data([role("master", 1, cards=8)]))
     return draft
+
+
+@pytest.mark.parametrize("line", ["DATA_PATH=", "export CHECKPOINT_SAVE_PATH=  "])
+def test_an_emptied_path_line_is_said_to_be_empty_and_not_to_be_a_root_on_no_mount(line):
+    from tests.runner_helpers import make_spec
+
+    spec = make_spec(own_paths(W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora")))
+    key = line.split()[-1].split("=")[0]
+    spec.command = re.sub(rf"^(export )?{key}=.*$", line, spec.command, flags=re.M)
+
+    with translation.override("en"):
+        said = W.aiak_inputs_on_no_mount(spec) + W.aiak_paths_on_no_mount(spec)
+
+    assert W.emptied_placeholders(spec.command) == [key]
+    assert not [m for m in said if f"{key}=/" in m], said
 
 
 @pytest.mark.parametrize("key", ["DATA_PATH", "CHECKPOINT_LOAD_PATH", "TOKENIZER_PATH"])

@@ -356,6 +356,18 @@ def test_an_aihc_pool_lists_only_the_variables_aihc_injects(fake, alice_client):
         assert f"{name}=" not in envs, name
 
 
+def test_an_aihc_pools_image_step_lists_the_queue_tasks_variables_the_console_sends(
+    fake, alice_client
+):
+    # A queue task sent to AIHC gets AIHC_GROUP_TASK_INDEX/TOTAL in its envs (as the review's
+    # preview says): the image step's list names them there too, not on the local pool only.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **aihc_steps())
+    image_page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    injected = re.search(r'id="injected-vars">(.*?)</table>', image_page, re.S).group(1)
+    assert "AIHC_GROUP_TASK_INDEX" in injected and "AIHC_GROUP_TASK_TOTAL" in injected
+
+
 # -- a mount row's volume follows its storage type -------------------------------------------
 
 PFS = "pfs-7xWeAt"
