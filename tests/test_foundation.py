@@ -257,6 +257,8 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"TIME_ZONE": "Beijing"},
         {"LANGUAGE_CODE": "fr"},
         {"SECRET_KEY_FILE": "/no/such/secret"},
+        # Without EMAIL_HOST too (qa46: read only once mail was turned on, as EMAIL_PORT was).
+        {"EMAIL_HOST_PASSWORD_FILE": "/no/such/password"},
         {"SITE_URL": "console.example.com"},
         {"CONSOLE_BACKENDS": "local,aihcc"},
         {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu:8"},
@@ -527,6 +529,31 @@ def test_the_aihc_backend_starts_with_a_known_region_or_an_endpoint(tmp_path):
 
     assert region.returncode == 0, region.stderr
     assert endpoint.returncode == 0, endpoint.stderr
+
+
+def test_a_relative_var_dir_is_taken_from_the_checkout_whatever_folder_a_command_runs_in(
+    tmp_path,
+):
+    # qa46: CONSOLE_VAR_DIR=var2 was read from the folder a command ran in (so a manage.py run
+    # elsewhere had another database), and stopped the start blaming LOCAL_VOLUMES, whose
+    # default it had made relative.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    relative = os.path.relpath(tmp_path / "state", ROOT)
+    show = "from django.conf import settings as s; print(s.VAR_DIR, s.LOCAL_RUN_DIR)"
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", show],
+        cwd=elsewhere,
+        env={**os.environ, "CONSOLE_VAR_DIR": relative},
+        capture_output=True,
+        text=True,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == f"{tmp_path / 'state'} {tmp_path / 'state' / 'runs'}"
+    assert (tmp_path / "state" / "secret_key").exists()
+    assert not (elsewhere / relative).exists()
 
 
 def test_an_empty_variable_means_its_default_and_an_empty_secret_file_is_refused(tmp_path):
