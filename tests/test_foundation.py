@@ -796,3 +796,26 @@ def test_the_sqlite_database_is_readable_by_the_consoles_user_only(tmp_path):
 
     assert [file.stat().st_mode & 0o777 for file in files] == [0o600, 0o600, 0o600]
     running.close()
+
+
+def test_check_deploy_with_the_readmes_production_settings_reports_only_what_the_readme_explains(
+    tmp_path,
+):
+    production = {
+        "HTTPS": "1",
+        "ALLOWED_HOSTS": "console.example.com",
+        "SITE_URL": "https://console.example.com",
+    }
+
+    without_mail = manage(tmp_path, "check", "--deploy", **production)
+    with_mail = manage(tmp_path, "check", "--deploy", EMAIL_HOST="smtp.example.com", **production)
+
+    # The proxy redirects to HTTPS (W008); HSTS preload is the operator's choice (W021); without
+    # EMAIL_HOST mail goes to the log (mail.E001). README "Behind a reverse proxy with TLS".
+    def issues(result):
+        return set(re.findall(r"^\?: \(([a-z]+\.[A-Z]\d+)\)", result.stderr, re.MULTILINE))
+
+    assert with_mail.returncode == 0, with_mail.stderr
+    assert issues(with_mail) == {"security.W008", "security.W021"}
+    assert without_mail.returncode == 1
+    assert issues(without_mail) == {"mail.E001", "security.W008", "security.W021"}
