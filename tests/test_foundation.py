@@ -321,6 +321,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
+        # qa46: taken as https://<it>, each of these was a "host" nothing could ever answer at.
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "http//aihc.example.com"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "%aihc%"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "aihc.example.com:https"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_API_VERSION": "v3"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_POOL_API_VERSIONS": "cce-abc=2"},
         {"CONSOLE_VAR_DIR": "/dev/null/var"},
