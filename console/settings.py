@@ -433,6 +433,29 @@ else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "ai-job-console@localhost")
 
+
+def _not_an_address(value: str) -> bool:
+    # An address, bare or after a display name ("AI Job Console <console@example.com>"): any
+    # other value had the SMTP server refuse every mail, one worker log line each (qa46).
+    from email.utils import parseaddr
+
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    _name, address = parseaddr(value)
+    try:
+        validate_email(address)
+    except ValidationError:
+        return True
+    return False
+
+
+if _not_an_address(DEFAULT_FROM_EMAIL):
+    raise ImproperlyConfigured(
+        f"DEFAULT_FROM_EMAIL is an email address (console@example.com, or "
+        f"AI Job Console <console@example.com>), not {DEFAULT_FROM_EMAIL!r}"
+    )
+
 # Not configurable: the worker runs django-tasks-db's queue (alerts, review mails), so any other
 # backend would leave those tasks where nothing runs them.
 TASKS = {

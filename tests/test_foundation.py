@@ -259,6 +259,9 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"SECRET_KEY_FILE": "/no/such/secret"},
         # Without EMAIL_HOST too (qa46: read only once mail was turned on, as EMAIL_PORT was).
         {"EMAIL_HOST_PASSWORD_FILE": "/no/such/password"},
+        # qa46: every mail was refused by the SMTP server, one worker log line each.
+        {"DEFAULT_FROM_EMAIL": "ai-job-console"},
+        {"DEFAULT_FROM_EMAIL": "AI Job Console <console@>"},
         {"SITE_URL": "console.example.com"},
         {"CONSOLE_BACKENDS": "local,aihcc"},
         {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu:8"},
