@@ -806,8 +806,10 @@ def test_the_sqlite_database_is_readable_by_the_consoles_user_only(tmp_path):
 
 
 def test_check_deploy_with_the_readmes_production_settings_reports_only_what_the_readme_explains(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
+    # Set by the browser tests' fixture (tests/conftest.py) in this process; no deployment has it.
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
     production = {
         "HTTPS": "1",
         "ALLOWED_HOSTS": "console.example.com",
