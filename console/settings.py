@@ -109,8 +109,13 @@ def envsecret(name: str) -> str | None:
 def envfolder(name: str, default: str, *, make: bool = False) -> Path:
     """A folder the console keeps state in: it, or the folder it would be made in, must not
     be a file (a typo such as CONSOLE_VAR_DIR=/srv/console/env/var would otherwise end in a
-    traceback, or a worker failing at each restart). `make`: made here, at start."""
+    traceback, or a worker failing at each restart). `make`: made here, at start.
+
+    A relative path is taken from the checkout, as the default is: read from the folder a
+    command ran in, a `manage.py` run elsewhere would have used another database (qa46)."""
     path = Path(env(name, default))
+    if not path.is_absolute():
+        path = Path(os.path.normpath(BASE_DIR / path))
     for folder in (path, *path.parents):
         if folder.exists():
             if not folder.is_dir():
@@ -408,6 +413,8 @@ SESSION_COOKIE_AGE = envint("SESSION_COOKIE_AGE", 14 * 24 * 3600, low=1)
 # (qa32: EMAIL_PORT=abc went unnoticed until EMAIL_HOST was set, at the next restart).
 _email_port = envint("EMAIL_PORT", 25, low=1, high=65535)
 _email_use_tls = envbool("EMAIL_USE_TLS", "false")
+# Its file too: an unreadable EMAIL_HOST_PASSWORD_FILE is refused before mail is on (qa46).
+_email_password = envsecret("EMAIL_HOST_PASSWORD") or ""
 if env("EMAIL_HOST"):
     MAILERS = {
         "default": {
@@ -417,7 +424,7 @@ if env("EMAIL_HOST"):
                 "host": env("EMAIL_HOST"),
                 "port": _email_port,
                 "username": env("EMAIL_HOST_USER"),
-                "password": envsecret("EMAIL_HOST_PASSWORD") or "",
+                "password": _email_password,
                 "use_tls": _email_use_tls,
                 "timeout": 10,
             },
@@ -426,6 +433,29 @@ if env("EMAIL_HOST"):
 else:
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", "ai-job-console@localhost")
+
+
+def _not_an_address(value: str) -> bool:
+    # An address, bare or after a display name ("AI Job Console <console@example.com>"): any
+    # other value had the SMTP server refuse every mail, one worker log line each (qa46).
+    from email.utils import parseaddr
+
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    _name, address = parseaddr(value)
+    try:
+        validate_email(address)
+    except ValidationError:
+        return True
+    return False
+
+
+if _not_an_address(DEFAULT_FROM_EMAIL):
+    raise ImproperlyConfigured(
+        f"DEFAULT_FROM_EMAIL is an email address (console@example.com, or "
+        f"AI Job Console <console@example.com>), not {DEFAULT_FROM_EMAIL!r}"
+    )
 
 # Not configurable: the worker runs django-tasks-db's queue (alerts, review mails), so any other
 # backend would leave those tasks where nothing runs them.

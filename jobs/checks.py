@@ -43,3 +43,30 @@ def secret_key_opens_what_it_sealed(
             id="jobs.W001",
         )
     ]
+
+
+def unapplied_migrations() -> list[str]:
+    """The migrations of this release the database lacks (`app.name`, in the order `migrate`
+    applies them): none once `migrate` has run."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return [f"{migration.app_label}.{migration.name}" for migration, _backwards in plan]
+
+
+def not_migrated_problem() -> str:
+    """Why `serve` and `worker` must not start yet, or "": on a database of an older release
+    (this release pulled, `migrate` not run yet) every page would answer 500 and the worker
+    log a traceback at each tick (QA 46). A database out of reach raises OperationalError,
+    which manage.py says as DATABASE_URL's problem."""
+    names = unapplied_migrations()
+    if not names:
+        return ""
+    shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    count = f"{len(names)} migration{'s' if len(names) != 1 else ''}"
+    return (
+        f"The database is not migrated to this release ({count} to apply: {shown}). "
+        f"Run `manage.py migrate` first (`make run` and the service's ExecStartPre do)."
+    )

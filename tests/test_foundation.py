@@ -257,6 +257,11 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"TIME_ZONE": "Beijing"},
         {"LANGUAGE_CODE": "fr"},
         {"SECRET_KEY_FILE": "/no/such/secret"},
+        # Without EMAIL_HOST too (qa46: read only once mail was turned on, as EMAIL_PORT was).
+        {"EMAIL_HOST_PASSWORD_FILE": "/no/such/password"},
+        # qa46: every mail was refused by the SMTP server, one worker log line each.
+        {"DEFAULT_FROM_EMAIL": "ai-job-console"},
+        {"DEFAULT_FROM_EMAIL": "AI Job Console <console@>"},
         {"SITE_URL": "console.example.com"},
         {"CONSOLE_BACKENDS": "local,aihcc"},
         {"LOCAL_ACCELERATORS": "baidu.com/a800_80g_cgpu:8"},
@@ -319,6 +324,10 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"DATABASE_CONN_MAX_AGE": "-1"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_REGION": "beijing"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "ftp://aihc.example.com"},
+        # qa46: taken as https://<it>, each of these was a "host" nothing could ever answer at.
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "http//aihc.example.com"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "%aihc%"},
+        {"CONSOLE_BACKENDS": "local,aihc", "AIHC_ENDPOINT": "aihc.example.com:https"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_API_VERSION": "v3"},
         {"CONSOLE_BACKENDS": "local,aihc", "AIHC_POOL_API_VERSIONS": "cce-abc=2"},
         {"CONSOLE_VAR_DIR": "/dev/null/var"},
@@ -527,6 +536,31 @@ def test_the_aihc_backend_starts_with_a_known_region_or_an_endpoint(tmp_path):
 
     assert region.returncode == 0, region.stderr
     assert endpoint.returncode == 0, endpoint.stderr
+
+
+def test_a_relative_var_dir_is_taken_from_the_checkout_whatever_folder_a_command_runs_in(
+    tmp_path,
+):
+    # qa46: CONSOLE_VAR_DIR=var2 was read from the folder a command ran in (so a manage.py run
+    # elsewhere had another database), and stopped the start blaming LOCAL_VOLUMES, whose
+    # default it had made relative.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    relative = os.path.relpath(tmp_path / "state", ROOT)
+    show = "from django.conf import settings as s; print(s.VAR_DIR, s.LOCAL_RUN_DIR)"
+
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "shell", "-c", show],
+        cwd=elsewhere,
+        env={**os.environ, "CONSOLE_VAR_DIR": relative},
+        capture_output=True,
+        text=True,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == f"{tmp_path / 'state'} {tmp_path / 'state' / 'runs'}"
+    assert (tmp_path / "state" / "secret_key").exists()
+    assert not (elsewhere / relative).exists()
 
 
 def test_an_empty_variable_means_its_default_and_an_empty_secret_file_is_refused(tmp_path):
@@ -769,3 +803,28 @@ def test_the_sqlite_database_is_readable_by_the_consoles_user_only(tmp_path):
 
     assert [file.stat().st_mode & 0o777 for file in files] == [0o600, 0o600, 0o600]
     running.close()
+
+
+def test_check_deploy_with_the_readmes_production_settings_reports_only_what_the_readme_explains(
+    tmp_path, monkeypatch
+):
+    # Set by the browser tests' fixture (tests/conftest.py) in this process; no deployment has it.
+    monkeypatch.delenv("DJANGO_ALLOW_ASYNC_UNSAFE", raising=False)
+    production = {
+        "HTTPS": "1",
+        "ALLOWED_HOSTS": "console.example.com",
+        "SITE_URL": "https://console.example.com",
+    }
+
+    without_mail = manage(tmp_path, "check", "--deploy", **production)
+    with_mail = manage(tmp_path, "check", "--deploy", EMAIL_HOST="smtp.example.com", **production)
+
+    # The proxy redirects to HTTPS (W008); HSTS preload is the operator's choice (W021); without
+    # EMAIL_HOST mail goes to the log (mail.E001). README "Behind a reverse proxy with TLS".
+    def issues(result):
+        return set(re.findall(r"^\?: \(([a-z]+\.[A-Z]\d+)\)", result.stderr, re.MULTILINE))
+
+    assert with_mail.returncode == 0, with_mail.stderr
+    assert issues(with_mail) == {"security.W008", "security.W021"}
+    assert without_mail.returncode == 1
+    assert issues(without_mail) == {"mail.E001", "security.W008", "security.W021"}

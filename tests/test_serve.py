@@ -511,3 +511,40 @@ def test_a_log_in_through_a_proxy_on_this_machine_is_https_to_gunicorn_even_with
     finally:
         os.killpg(server.pid, signal.SIGINT)
         server.wait(timeout=30)
+
+
+def test_serve_and_the_worker_on_a_database_not_migrated_yet_stop_saying_to_migrate(tmp_path):
+    # QA 46: after `git pull`, `manage.py serve` (or a worker on another machine) run before
+    # `migrate` started on the older database: every page answered 500 and the worker logged
+    # a traceback at each tick (no such column: jobs_workerheartbeat.refused).
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "PORT": str(free_port())}
+    for target in ([], ["jobs", "0034"]):  # every app migrated, then the newest one back
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0", *target], cwd=ROOT, env=env, check=True
+        )
+
+    def run(*command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    served = run("serve")
+    worker = run("worker")
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    migrated = run("shell", "-c", "from jobs.checks import unapplied_migrations as u; print(u())")
+
+    for stopped in (served, worker):
+        assert stopped.returncode == 1
+        assert stopped.stderr == (
+            "CommandError: The database is not migrated to this release (1 migration to "
+            "apply: jobs.0035_api_jobs_queue_tasks). Run `manage.py migrate` first "
+            "(`make run` and the service's ExecStartPre do).\n"
+        )
+    assert "Console on" not in served.stdout
+    assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
+    assert migrated.stdout.split("\n")[-2] == "[]"

@@ -3,6 +3,8 @@ importable from console/settings.py, which checks AIHC_REGION/AIHC_ENDPOINT at s
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from urllib.parse import urlsplit
 
 V1 = "v1"
@@ -19,12 +21,34 @@ REGION_HOSTS = {
     "cn-yangquan": "aihc.yq.baidubce.com",
 }
 
+# A host name (urlsplit gives it lowercased): dot-separated labels of letters, digits and
+# inner hyphens (underscores too, as some internal names have). Without it, a typo taken as https://<it> ("http//host", "%host%") passed the
+# start and failed at every call (qa46).
+_HOST_NAME = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?")
+
+
+def _is_host(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return bool(_HOST_NAME.fullmatch(name))
+    return True
+
 
 def endpoint_for(*, region: str = "", endpoint: str = "") -> str:
     """The base URL: an explicit endpoint wins, else the region's HTTPS host."""
     if endpoint:
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+        except ValueError:
+            raise ValueError(f"AIHC endpoint {endpoint!r} has no valid port") from None
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or not _is_host(parts.hostname)
+            or parts.path.startswith("//")  # "http//host": the colon left out
+        ):
             raise ValueError(f"AIHC endpoint {endpoint!r} is not an http(s) URL")
         return f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
     if region not in REGION_HOSTS:

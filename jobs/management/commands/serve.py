@@ -15,6 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from jobs.checks import not_migrated_problem
+
 
 class Command(BaseCommand):
     help = "Serves the console (gunicorn) and runs the background worker, until Ctrl-C."
@@ -49,6 +51,9 @@ class Command(BaseCommand):
                 f"PORT={suggested_port(port)} make run (manage.py serve --port "
                 f"{suggested_port(port)})."
             )
+        # Last: what is wrong with HOST or PORT is said first, whatever the database holds.
+        if problem := not_migrated_problem():
+            raise CommandError(problem)
         # Each child gets its own process group: Ctrl-C reaches only this command, which then
         # stops every group in order, and a gunicorn worker caught mid-boot cannot outlive
         # its master and keep the port bound. If this command itself is killed (SIGKILL,

@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs import job_users
+from jobs.checks import not_migrated_problem
 from jobs.health import worker_refused
 from jobs.worker import run_forever
 
@@ -34,6 +35,8 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, no_tasks: bool = False, refusal_file: str = "", **options: Any
     ) -> None:
+        if problem := not_migrated_problem():
+            raise CommandError(problem)
         # LOCAL_JOB_UID_BASE set where jobs cannot run as their owners' users: the worker
         # stops here, saying why, rather than run them as its own user or fail each one.
         problems = job_users.problems()
