@@ -35,8 +35,6 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, no_tasks: bool = False, refusal_file: str = "", **options: Any
     ) -> None:
-        if problem := not_migrated_problem():
-            raise CommandError(problem)
         # LOCAL_JOB_UID_BASE set where jobs cannot run as their owners' users: the worker
         # stops here, saying why, rather than run them as its own user or fail each one.
         problems = job_users.problems()
@@ -47,6 +45,10 @@ class Command(BaseCommand):
                 problems=problems,
                 refusal_file=refusal_file,
             )
+        # After the settings, which need no database: a worker refused for both is told
+        # first what the migrations will not fix (and its refusal still exits 78).
+        if problem := not_migrated_problem():
+            raise CommandError(problem)
         stop = threading.Event()
 
         def request_stop(*_: Any) -> None:
