@@ -334,12 +334,7 @@ class Worker:
             self.last_remote_sync = time.monotonic()
             self.sync_remote()
         self.delete_expired()
-        if time.monotonic() >= self.next_session_cleanup:
-            self.next_session_cleanup = time.monotonic() + EXPIRED_SESSIONS_EVERY_SECONDS
-            try:
-                delete_expired_sessions()
-            except Exception:
-                logger.exception("deleting expired sessions failed")
+        self.delete_expired_sessions()
         self.delete_requested()
         self.forget_deleted()
         self.reap()
@@ -585,6 +580,18 @@ class Worker:
                 logger.info("forgot %d deleted jobs kept past DELETED_JOB_KEEP_DAYS", forgotten)
         except Exception:
             logger.exception("forgetting deleted jobs kept past DELETED_JOB_KEEP_DAYS failed")
+
+    def delete_expired_sessions(self) -> None:
+        """Once an hour, deletes the session rows past their expiry (jobs.sessions): a
+        failure is tried again the next hour, never failing the tick."""
+        clock = time.monotonic()
+        if clock < self.next_session_cleanup:
+            return
+        self.next_session_cleanup = clock + EXPIRED_SESSIONS_EVERY_SECONDS
+        try:
+            delete_expired_sessions()
+        except Exception:
+            logger.exception("deleting expired sessions failed")
 
     def delete_requested(self) -> None:
         from .actions import job_delete
