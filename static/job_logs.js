@@ -148,6 +148,9 @@
       }
     });
     keep.replaceChildren(...freshKeep.childNodes);
+    // It kept its element, so its scroll too; set again, a scroll still gliding (an arrow key
+    // pressed just before the answer came) would stop where it was when the refresh began.
+    scrolledAcross.delete(keep.id);
     htmx.process(live);
     if (rest) htmx.swap(live, rest, { swapStyle: "none" });
     // Said as htmx says a swap, for what follows one (the tables' scroll, the status said).
