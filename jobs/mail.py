@@ -7,7 +7,8 @@ refused another (a full mailbox, 452; an unknown user, 550) was recorded as sent
 the refused ones were never tried again (left28). This one records them on the message
 (`refused`: address as given -> (code, reply)), for jobs.alerts to retry the temporary ones
 and record the permanent ones; a mail every recipient refused still raises
-SMTPRecipientsRefused, as Django's does, keyed by the addresses as given too.
+SMTPRecipientsRefused, as Django's does, keyed by the addresses as given too, and naming every
+recipient when the server closed the session (421) part way.
 """
 
 from __future__ import annotations
@@ -32,9 +33,15 @@ class EmailBackend(smtp.EmailBackend):
         except smtplib.SMTPRecipientsRefused as exc:
             if self.fail_silently:
                 return False
-            raise smtplib.SMTPRecipientsRefused(
-                {given.get(a, a): answer for a, answer in exc.recipients.items()}
-            ) from exc
+            answers = {given.get(a, a): answer for a, answer in exc.recipients.items()}
+            # A 421 (the server closing the session) ends smtplib's send at that address: those
+            # taken before it were never sent the mail, those after it never asked, and none is
+            # in its answers. Each gets that 421, to be tried again (review30: they were
+            # dropped without a word, neither sent nor failed).
+            closing = next((answer for answer in answers.values() if answer[0] == 421), None)
+            if closing is not None:
+                answers = {a: answers.get(a, closing) for a in given.values()}
+            raise smtplib.SMTPRecipientsRefused(answers) from exc
         except smtplib.SMTPException:
             if not self.fail_silently:
                 raise

@@ -944,3 +944,36 @@ def test_a_mail_servers_mixed_refusals_retry_only_the_addresses_it_refused_for_n
     assert len(gone) == 1 and "550" in gone[0] and "重试" not in gone[0]
     assert len(busy) == 2 and all("452" in m and m.endswith(" 重试") for m in busy)
     assert not any("ok@example.com" in m for m in failed)
+
+
+def test_a_mail_server_closing_at_one_address_has_the_alert_sent_again_to_every_address(
+    transactional_db, alice, settings, smtp_server
+):
+    """A 421 to one RCPT (the server closing the session: too busy, too many connections)
+    ends smtplib's send there: the addresses it had taken before were never sent the mail,
+    and those after it never asked. All are tried again, not only the one answered 421 (they
+    were dropped without a word: no AlertSent, no AlertFailed, no next try)."""
+    smtp_server.answers["busy@example.com"] = [421]
+    emails = ["first@example.com", "busy@example.com", "last@example.com"]
+    settings.MAILERS = {
+        "default": {
+            "BACKEND": "jobs.mail.EmailBackend",
+            "OPTIONS": {"host": "127.0.0.1", "port": smtp_server.server_address[1], "timeout": 5},
+        }
+    }
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.05
+    job = submit(
+        alice, make_spec("exit 1", alert=S.AlertConfig(items=["jobFailed"], emails=emails))
+    )
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    run_queued_tasks_until_none_is_left()
+
+    # The first try ended at busy@ (last@ never asked); the second sent one mail to all three.
+    assert smtp_server.taken == [emails]
+    [failed] = [e.message for e in job.events.filter(reason="AlertFailed")]
+    assert all(a in failed for a in emails) and "421" in failed and failed.endswith(" 重试")
+    assert [e.message for e in job.events.filter(reason="AlertSent")] == [
+        f"任务失败退出：已发送邮件至 {', '.join(emails)}"
+    ]

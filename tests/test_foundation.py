@@ -359,6 +359,23 @@ def test_startup_stops_with_a_message_naming_the_variable_when_a_value_is_bad(tm
     assert "hunter2" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    "sender",
+    [
+        "console@example.com",
+        "AI Job Console <console@example.com>",
+        # A machine's own name, as the default's localhost: SMTP servers take it, and until
+        # review30 it stopped the start (Django's validator wants a dot in the domain).
+        "ai-job-console@gpu01",
+        "AI Job Console <ai-job-console@mailhub>",
+    ],
+)
+def test_a_sender_address_on_a_domain_or_a_machines_name_starts_the_console(tmp_path, sender):
+    result = manage(tmp_path, "check", DEFAULT_FROM_EMAIL=sender)
+
+    assert result.returncode == 0, result.stderr
+
+
 def test_a_database_that_cannot_be_reached_stops_the_start_naming_database_url_without_a_traceback(
     tmp_path,
 ):
