@@ -24,6 +24,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
+from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
@@ -1828,6 +1829,33 @@ class CardQuotaAdmin(
     @admin.display(description=gettext_lazy("card type"), ordering="card_type")
     def card_type_shown(self, obj: CardQuota) -> str:
         return obj.card_type or _("every card type")
+
+
+class ChoosingAutocompleteJsonView(AutocompleteJsonView):
+    """The search behind a form's autocomplete box (a card quota's user and group). Django
+    lets only staff who may view the rows searched (`auth | user`, `auth | group`) search
+    them: staff given the card quota permissions alone, as README "Card quotas" says to let
+    them edit quotas, got 403 and could choose no one (QA 49). Staff who may add or change
+    the form's own rows search the rows its box offers too, getting what the box shows
+    (each row's id and name); the user and group pages stay closed to them."""
+
+    def has_perm(self, request: HttpRequest, obj: Any = None) -> bool:
+        if super().has_perm(request, obj):
+            return True
+        source = self.source_field.model
+        if not self.admin_site.is_registered(source):
+            return False
+        source_admin = self.admin_site.get_model_admin(source)
+        return self.source_field.name in source_admin.get_autocomplete_fields(request) and (
+            source_admin.has_add_permission(request) or source_admin.has_change_permission(request)
+        )
+
+
+def _autocomplete(request: HttpRequest) -> HttpResponse:
+    return ChoosingAutocompleteJsonView.as_view(admin_site=admin.site)(request)
+
+
+admin.site.autocomplete_view = _autocomplete  # type: ignore[method-assign]
 
 
 def _file_lines(path: Any) -> Iterator[str]:

@@ -563,3 +563,28 @@ def test_a_reviewer_pages_through_every_event_of_a_job_with_more_than_a_page(pag
     page.click("#events-earlier")
     page.wait_for_url("**events_page=1")
     expect(rows.first).to_have_text("任务已创建。")
+
+
+def test_staff_with_the_quota_permissions_alone_give_a_user_a_quota_by_searching_for_them(
+    page, alice, settings
+):
+    # QA 49: the user box's search answered 403 to staff without `auth | user` permissions,
+    # so it offered no one and the quota could not be added.
+    from django.contrib.auth.models import Permission, User
+
+    from jobs.models import CardQuota
+
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=8"
+    staff = User.objects.create_user("quinn", "quinn@example.com", "quinn-password", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(content_type__model="cardquota"))
+    log_in(page, "quinn", "quinn-password")
+    page.goto("/admin/jobs/cardquota/add/")
+
+    page.click(".field-user .select2-selection")
+    page.fill(".select2-search__field", "ali")
+    page.click(".select2-results__option >> text=alice")
+    page.fill("#id_max_cards", "4")
+    page.click("input[name=_save]")
+
+    expect(page.locator(".messagelist")).to_contain_text("alice")
+    assert CardQuota.objects.get().user == alice
