@@ -28,7 +28,7 @@ from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Count, Max, Q, QuerySet, Subquery
@@ -175,8 +175,48 @@ class ConsoleTaskResultAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, DBTa
 PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
 
 
+# The permissions Django makes for each model, by their codename's first word: it stores
+# their names in English when migrate makes them ("Can add card quota").
+PERMISSION_ACTIONS = {
+    "add": gettext_lazy("Can add %(model)s"),
+    "change": gettext_lazy("Can change %(model)s"),
+    "delete": gettext_lazy("Can delete %(model)s"),
+    "view": gettext_lazy("Can view %(model)s"),
+}
+
+
+def permission_shown(permission: Permission) -> str:
+    """A permission as Django names it (app | model | name), in the page's language: the
+    Chinese user and group pages offered "训练任务 | 卡配额 | Can add card quota" (QA 49). A
+    model's own permissions are named from their action and the model's name; any other
+    (`review_job`) by its name, translated where the catalogue has it."""
+    model = permission.content_type.model_class()
+    action = permission.codename.split("_", 1)[0]
+    if (
+        model is not None
+        and action in PERMISSION_ACTIONS
+        and permission.codename == f"{action}_{model._meta.model_name}"
+    ):
+        name = PERMISSION_ACTIONS[action] % {"model": model._meta.verbose_name}
+    else:
+        name = _(permission.name)
+    return f"{permission.content_type} | {name}"
+
+
+class PermissionsShownMixin:
+    """The user's and the group's permission boxes name each permission in the page's
+    language (permission_shown)."""
+
+    def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        field = super().formfield_for_manytomany(db_field, request, **kwargs)  # type: ignore[misc]
+        if field is not None and db_field.related_model is Permission:
+            field.label_from_instance = permission_shown
+        return field
+
+
 @admin.register(User)
 class ConsoleUserAdmin(
+    PermissionsShownMixin,
     CheckedSelectionMixin,
     NulFreeLookupsMixin,
     FilteredLookupsOnlyMixin,
@@ -248,6 +288,7 @@ class ConsoleUserAdmin(
 
 @admin.register(Group)
 class ConsoleGroupAdmin(
+    PermissionsShownMixin,
     CheckedSelectionMixin,
     NulFreeLookupsMixin,
     FilteredLookupsOnlyMixin,

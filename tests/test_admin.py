@@ -1381,6 +1381,47 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
 
 
 @pytest.mark.parametrize(
+    ("language", "expected"),
+    [
+        (
+            "zh-hans",
+            [
+                "训练任务 | 卡配额 | 可添加卡配额",
+                "训练任务 | 训练任务 | 可查看训练任务",
+                "训练任务 | 训练任务 | 可审核任务：通过、驳回、停止、重新提交",
+                "后台任务 | 后台任务结果 | 可删除后台任务结果",
+            ],
+        ),
+        (
+            "en",
+            [
+                "Training jobs | card quota | Can add card quota",
+                "Training jobs | job | Can view job",
+                "Training jobs | job | Can review jobs: approve, reject, stop, resubmit",
+                "Background tasks | Task Result | Can delete Task Result",
+            ],
+        ),
+    ],
+)
+@pytest.mark.parametrize("page", ["/admin/auth/user/{user}/change/", "/admin/auth/group/add/"])
+def test_the_permissions_a_superuser_gives_are_named_in_the_pages_language(
+    superuser, alice, language, expected, page
+):
+    # QA 49: Django stores each permission's name in English when migrate makes it, so the
+    # Chinese user and group pages offered "训练任务 | 卡配额 | Can add card quota".
+    client = client_for(superuser)
+    client.cookies["django_language"] = language
+
+    html = client.get(page.format(user=alice.pk)).content.decode()
+
+    offered = re.findall(r'<option value="\d+"[^>]*>([^<]*)</option>', html)
+    for name in expected:
+        assert name in offered
+    if language == "zh-hans":
+        assert not [name for name in offered if "Can " in name]
+
+
+@pytest.mark.parametrize(
     "query",
     [
         {"created_at__year": "2147483648"},

@@ -588,3 +588,21 @@ def test_staff_with_the_quota_permissions_alone_give_a_user_a_quota_by_searching
 
     expect(page.locator(".messagelist")).to_contain_text("alice")
     assert CardQuota.objects.get().user == alice
+
+
+def test_a_superuser_gives_a_group_a_permission_found_by_its_chinese_name(page, superuser):
+    # QA 49: the permission boxes said "训练任务 | 卡配额 | Can change card quota" in Chinese.
+    from django.contrib.auth.models import Group
+
+    log_in(page, "root", "root-password")
+    page.goto("/admin/auth/group/add/")
+    page.fill("#id_name", "quota-keepers")
+
+    page.fill("#id_permissions_input", "可修改卡配额")
+    page.select_option("#id_permissions_from", label="训练任务 | 卡配额 | 可修改卡配额")
+    page.click("#id_permissions_add")
+    page.click("input[name=_save]")
+
+    expect(page.locator(".messagelist")).to_contain_text("quota-keepers")
+    group = Group.objects.get(name="quota-keepers")
+    assert [p.codename for p in group.permissions.all()] == ["change_cardquota"]
