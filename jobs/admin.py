@@ -1454,7 +1454,11 @@ class JobAdmin(
         single: bool = False,
         error: str = "",
     ) -> TemplateResponse:
-        queryset = queryset.select_related("owner", "group")
+        # The spec too, which the list leaves unread (JobChangeList): each job named here says
+        # its labels and privileged mode from it, in a query of its own otherwise (QA 49: 75
+        # queries for 50 jobs, 26 for one). Counting ignores it; at most CONFIRMATION_SHOWN
+        # jobs a list are read.
+        queryset = queryset.select_related("owner", "group").defer(None)
         eligible = self._eligible(request, action, queryset)
         eligible_count = eligible.count()
         context = {
