@@ -1813,6 +1813,46 @@ def test_a_reviewer_sees_which_task_of_a_queue_group_each_pending_job_is(
     assert "Task 2 of qa-grp (3 tasks, at most 1 at once)" in page.content.decode()
 
 
+def test_a_queue_tasks_page_links_to_the_list_of_its_groups_tasks_alone(
+    alice, reviewer, review_all
+):
+    # QA 49: a reviewer could filter the list by user, pool, status or label, but not by queue
+    # group: a name search also found every other job named alike.
+    group_spec = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    tasks = jobs_submit(
+        owner=alice, spec=make_spec(name="qa-grp", submission=group_spec), submit_key="grp"
+    )
+    jobs_submit(  # another group of the same name, and a job alone
+        owner=alice, spec=make_spec(name="qa-grp", submission=group_spec), submit_key="grp2"
+    )
+    submit(alice, "alone", name="qa-grp")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    page = client.get(f"{CHANGELIST}{tasks[1].pk}/change/").content.decode()
+    link = re.search(r'<a href="([^"]+)">Every task of this group \(3\)</a>', page)
+    listed = client.get(link.group(1).replace("&amp;", "&"))
+
+    assert listed.status_code == 200
+    assert sorted(j.pk for j in listed.context["cl"].result_list) == sorted(t.pk for t in tasks)
+    # The filter panel says which group, with the way back to every job.
+    assert "qa-grp (3 tasks, at most 1 at once)" in listed.content.decode()
+    client.cookies["django_language"] = "zh-hans"
+    assert (
+        "该组的全部任务（3）" in client.get(f"{CHANGELIST}{tasks[1].pk}/change/").content.decode()
+    )
+
+
+@pytest.mark.parametrize("value", ["abc", "²", "99999999999999999999999", "-1", "99"])
+def test_a_queue_group_filter_that_is_no_group_lists_no_job_never_a_500(alice, reviewer, value):
+    submit(alice, "1")
+
+    r = client_for(reviewer).get(CHANGELIST, {"group": value})
+
+    assert r.status_code == 200
+    assert list(r.context["cl"].result_list) == []
+
+
 def test_the_logs_page_links_a_download_of_the_whole_log_with_secrets_masked(alice, reviewer):
     """The admin's Logs page offers the whole log, as the job page does for its owner (whose
     download answers its owner alone); a secret hidden from the written mask by a colour

@@ -606,3 +606,26 @@ def test_a_superuser_gives_a_group_a_permission_found_by_its_chinese_name(page, 
     expect(page.locator(".messagelist")).to_contain_text("quota-keepers")
     group = Group.objects.get(name="quota-keepers")
     assert [p.codename for p in group.permissions.all()] == ["change_cardquota"]
+
+
+def test_a_reviewer_lists_a_queue_groups_tasks_from_one_tasks_page(page, alice, reviewer):
+    # QA 49: the list had no way to show one queue group's tasks alone.
+    spec = S.JobSpec(
+        name="qa-grp",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="echo hi",
+        roles=[S.Role("master", 1)],
+        submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1),
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="grp")
+    submit(alice, "qa-grp-other")
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{tasks[1].pk}/change/")
+
+    page.get_by_text("调度位置", exact=True).click()  # the collapsed Placement section
+    page.get_by_role("link", name="该组的全部任务（3）").click()
+
+    rows = page.locator("#result_list tbody tr .field-name_shown a")
+    expect(rows).to_have_count(3)
+    assert sorted(rows.all_inner_texts()) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
