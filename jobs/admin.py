@@ -45,6 +45,7 @@ from django.urls import path, reverse
 from django.utils import formats, timezone, translation
 from django.utils.html import format_html, format_html_join
 from django.utils.http import content_disposition_header
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator, capfirst, smart_split, unescape_string_literal
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, gettext_noop, ngettext, ngettext_lazy
@@ -204,15 +205,55 @@ def permission_shown(permission: Permission) -> str:
     return f"{permission.content_type} | {name}"
 
 
+def _permissions_listed(permissions: QuerySet, empty: str) -> str:
+    listed = [permission_shown(p) for p in permissions.select_related("content_type")]
+    return format_html_join(mark_safe("<br>"), "{}", ((name,) for name in listed)) or empty
+
+
 class PermissionsShownMixin:
-    """The user's and the group's permission boxes name each permission in the page's
-    language (permission_shown)."""
+    """The user's and the group's permissions named in the page's language (permission_shown):
+    in the box a superuser picks them from, and as the text other staff read (Django draws a
+    read-only field from the English names)."""
+
+    # The permission fields of User and Group.
+    PERMISSION_FIELDS = ("user_permissions", "permissions")
 
     def formfield_for_manytomany(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         field = super().formfield_for_manytomany(db_field, request, **kwargs)  # type: ignore[misc]
         if field is not None and db_field.related_model is Permission:
             field.label_from_instance = permission_shown
         return field
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = tuple(super().get_readonly_fields(request, obj))  # type: ignore[misc]
+        return (*fields, "user_permissions_shown", "permissions_shown")
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        """A permission field read-only here is drawn by its *_shown method instead."""
+        readonly = set(self.get_readonly_fields(request, obj))
+        return [
+            (
+                name,
+                {
+                    **options,
+                    "fields": [
+                        f"{field}_shown"
+                        if field in self.PERMISSION_FIELDS and field in readonly
+                        else field
+                        for field in options["fields"]
+                    ],
+                },
+            )
+            for name, options in super().get_fieldsets(request, obj)  # type: ignore[misc]
+        ]
+
+    @admin.display(description=User._meta.get_field("user_permissions").verbose_name)
+    def user_permissions_shown(self, user: User) -> str:
+        return _permissions_listed(user.user_permissions.all(), self.get_empty_value_display())  # type: ignore[attr-defined]
+
+    @admin.display(description=Group._meta.get_field("permissions").verbose_name)
+    def permissions_shown(self, group: Group) -> str:
+        return _permissions_listed(group.permissions.all(), self.get_empty_value_display())  # type: ignore[attr-defined]
 
 
 @admin.register(User)

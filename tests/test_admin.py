@@ -1740,6 +1740,28 @@ def test_staff_who_may_change_groups_cannot_give_them_permissions(reviewer):
     assert set(reviewers.permissions.all()) == before
 
 
+def test_staff_who_may_only_see_permissions_read_them_in_the_pages_language(alice):
+    # QA 49: for staff who are no superuser the permissions are read-only text, which Django
+    # draws from the English names stored by migrate: "训练任务 | 卡配额 | Can add card quota".
+    from django.contrib.auth.models import Group, Permission
+
+    quota = Permission.objects.get(codename="add_cardquota")
+    alice.user_permissions.add(quota)
+    team = Group.objects.create(name="team-a")
+    team.permissions.add(quota)
+    client = client_for(user_manager("view_user", "change_user", "view_group", "change_group"))
+    client.cookies["django_language"] = "zh-hans"
+
+    pages = [
+        client.get(f"/admin/auth/user/{alice.pk}/change/").content.decode(),
+        client.get(f"/admin/auth/group/{team.pk}/change/").content.decode(),
+    ]
+
+    for page in pages:
+        assert "训练任务 | 卡配额 | 可添加卡配额" in page
+        assert "Can add" not in page
+
+
 def test_a_reviewer_sees_where_a_jobs_webhooks_go_but_not_their_tokens(alice, reviewer):
     hook = "https://open.feishu.cn/open-apis/bot/v2/hook/0f1e2d3c-token"
     job = submit(
