@@ -1,6 +1,7 @@
 """API access keys in the admin (imported by jobs.admin): staff with the model's permissions
 see every user's keys (ID, owner, description, created, last used, expires, revoked and by
-whom) and revoke them; each revocation is also in the admin's history (LogEntry).
+whom) and revoke them, never delete them; each revocation is also in the admin's history
+(LogEntry).
 The secret is not a field here in any form, sealed or not; keys are created by their owners
 on their own key page only."""
 
@@ -10,6 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.options import ActionLocation
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -67,6 +70,27 @@ class ApiKeyAdmin(
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    # Revoked, never deleted here (QA 49): a deleted key took with it when it was last used and
+    # why it ended, which its owner's keys page and this list keep for a revoked one. The
+    # delete permission itself stays: deleting a user deletes their keys with the account,
+    # and Django refuses that deletion to whoever may not delete the keys.
+    def delete_view(self, request: HttpRequest, object_id: str, extra_context: Any = None) -> Any:
+        raise PermissionDenied
+
+    def get_actions(
+        self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST
+    ) -> dict[str, Any]:
+        actions = super().get_actions(request, action_location)
+        actions.pop("delete_selected", None)
+        return actions  # type: ignore[no-any-return]
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ) -> Any:
+        return super().change_view(
+            request, object_id, form_url, {**(extra_context or {}), "show_delete": False}
+        )
 
     @admin.action(description=gettext_lazy("Revoke the selected keys"), permissions=["change"])
     def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:

@@ -30,6 +30,7 @@ from .volume_access import not_offered_message
 gettext_noop("Null characters are not allowed.")
 gettext_noop("- Select an option -")
 gettext_noop("Task Results")
+gettext_noop("Task Result")  # its permissions on a user's and a group's page
 
 PRIORITY_CHOICES = Priority.choices
 FRAMEWORK_CHOICES = list(S.FRAMEWORK_LABELS.items())

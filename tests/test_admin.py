@@ -824,6 +824,36 @@ def test_the_confirmation_asks_about_this_job_or_these_jobs(
         assert "驳回以下 1 个任务？" in page and "4 张卡</li>" in page
 
 
+def test_a_confirmation_of_50_jobs_makes_the_queries_of_one(alice, reviewer, review_all):
+    # QA 49: each job the confirmation names read its spec (labels, privileged mode) in a
+    # query of its own, as the list leaves the spec unread: 26 queries for one job, 75 for 50.
+    from django.contrib.auth.models import User
+
+    client = client_for(reviewer)
+
+    def queries_of_confirmation(jobs: list[Job]) -> tuple[int, str]:
+        data = {"action": "approve_jobs", "_selected_action": [str(j.pk) for j in jobs]}
+        client.post(CHANGELIST, data)  # warm the content-type and permission caches
+        with CaptureQueriesContext(connection) as queries:
+            r = client.post(CHANGELIST, data)
+        assert r.status_code == 200
+        return len(queries), r.content.decode()
+
+    one, _page = queries_of_confirmation([submit(alice, "one", labels=[("exp", "a")])])
+    others = [
+        submit(
+            User.objects.create_user(f"user{n}"),
+            f"k{n}",
+            labels=[("project", "llm"), ("seed", str(n))],
+        )
+        for n in range(50)
+    ]
+    fifty, page = queries_of_confirmation(others)
+
+    assert fifty == one
+    assert page.count("project=llm, seed=") == 50  # each job's labels, read from its spec
+
+
 def test_stop_and_resubmit_from_the_list(alice, reviewer):
     queued = submit(alice, "1")
     failed = submit(alice, "2")
@@ -1381,6 +1411,47 @@ def test_the_admin_index_names_the_background_tasks_in_chinese(superuser):
 
 
 @pytest.mark.parametrize(
+    ("language", "expected"),
+    [
+        (
+            "zh-hans",
+            [
+                "训练任务 | 卡配额 | 可添加卡配额",
+                "训练任务 | 训练任务 | 可查看训练任务",
+                "训练任务 | 训练任务 | 可审核任务：通过、驳回、停止、重新提交",
+                "后台任务 | 后台任务结果 | 可删除后台任务结果",
+            ],
+        ),
+        (
+            "en",
+            [
+                "Training jobs | card quota | Can add card quota",
+                "Training jobs | job | Can view job",
+                "Training jobs | job | Can review jobs: approve, reject, stop, resubmit",
+                "Background tasks | Task Result | Can delete Task Result",
+            ],
+        ),
+    ],
+)
+@pytest.mark.parametrize("page", ["/admin/auth/user/{user}/change/", "/admin/auth/group/add/"])
+def test_the_permissions_a_superuser_gives_are_named_in_the_pages_language(
+    superuser, alice, language, expected, page
+):
+    # QA 49: Django stores each permission's name in English when migrate makes it, so the
+    # Chinese user and group pages offered "训练任务 | 卡配额 | Can add card quota".
+    client = client_for(superuser)
+    client.cookies["django_language"] = language
+
+    html = client.get(page.format(user=alice.pk)).content.decode()
+
+    offered = re.findall(r'<option value="\d+"[^>]*>([^<]*)</option>', html)
+    for name in expected:
+        assert name in offered
+    if language == "zh-hans":
+        assert not [name for name in offered if "Can " in name]
+
+
+@pytest.mark.parametrize(
     "query",
     [
         {"created_at__year": "2147483648"},
@@ -1669,6 +1740,28 @@ def test_staff_who_may_change_groups_cannot_give_them_permissions(reviewer):
     assert set(reviewers.permissions.all()) == before
 
 
+def test_staff_who_may_only_see_permissions_read_them_in_the_pages_language(alice):
+    # QA 49: for staff who are no superuser the permissions are read-only text, which Django
+    # draws from the English names stored by migrate: "训练任务 | 卡配额 | Can add card quota".
+    from django.contrib.auth.models import Group, Permission
+
+    quota = Permission.objects.get(codename="add_cardquota")
+    alice.user_permissions.add(quota)
+    team = Group.objects.create(name="team-a")
+    team.permissions.add(quota)
+    client = client_for(user_manager("view_user", "change_user", "view_group", "change_group"))
+    client.cookies["django_language"] = "zh-hans"
+
+    pages = [
+        client.get(f"/admin/auth/user/{alice.pk}/change/").content.decode(),
+        client.get(f"/admin/auth/group/{team.pk}/change/").content.decode(),
+    ]
+
+    for page in pages:
+        assert "训练任务 | 卡配额 | 可添加卡配额" in page
+        assert "Can add" not in page
+
+
 def test_a_reviewer_sees_where_a_jobs_webhooks_go_but_not_their_tokens(alice, reviewer):
     hook = "https://open.feishu.cn/open-apis/bot/v2/hook/0f1e2d3c-token"
     job = submit(
@@ -1740,6 +1833,46 @@ def test_a_reviewer_sees_which_task_of_a_queue_group_each_pending_job_is(
     names = re.findall(r'<(?:th|td) class="field-name_shown"><a [^>]*>([^<]+)</a>', listed)
     assert sorted(names) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
     assert "Task 2 of qa-grp (3 tasks, at most 1 at once)" in page.content.decode()
+
+
+def test_a_queue_tasks_page_links_to_the_list_of_its_groups_tasks_alone(
+    alice, reviewer, review_all
+):
+    # QA 49: a reviewer could filter the list by user, pool, status or label, but not by queue
+    # group: a name search also found every other job named alike.
+    group_spec = S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1)
+    tasks = jobs_submit(
+        owner=alice, spec=make_spec(name="qa-grp", submission=group_spec), submit_key="grp"
+    )
+    jobs_submit(  # another group of the same name, and a job alone
+        owner=alice, spec=make_spec(name="qa-grp", submission=group_spec), submit_key="grp2"
+    )
+    submit(alice, "alone", name="qa-grp")
+    client = client_for(reviewer)
+    client.cookies["django_language"] = "en"
+
+    page = client.get(f"{CHANGELIST}{tasks[1].pk}/change/").content.decode()
+    link = re.search(r'<a href="([^"]+)">Every task of this group \(3\)</a>', page)
+    listed = client.get(link.group(1).replace("&amp;", "&"))
+
+    assert listed.status_code == 200
+    assert sorted(j.pk for j in listed.context["cl"].result_list) == sorted(t.pk for t in tasks)
+    # The filter panel says which group, with the way back to every job.
+    assert "qa-grp (3 tasks, at most 1 at once)" in listed.content.decode()
+    client.cookies["django_language"] = "zh-hans"
+    assert (
+        "该组的全部任务（3）" in client.get(f"{CHANGELIST}{tasks[1].pk}/change/").content.decode()
+    )
+
+
+@pytest.mark.parametrize("value", ["abc", "²", "99999999999999999999999", "-1", "99"])
+def test_a_queue_group_filter_that_is_no_group_lists_no_job_never_a_500(alice, reviewer, value):
+    submit(alice, "1")
+
+    r = client_for(reviewer).get(CHANGELIST, {"group": value})
+
+    assert r.status_code == 200
+    assert list(r.context["cl"].result_list) == []
 
 
 def test_the_logs_page_links_a_download_of_the_whole_log_with_secrets_masked(alice, reviewer):

@@ -563,3 +563,69 @@ def test_a_reviewer_pages_through_every_event_of_a_job_with_more_than_a_page(pag
     page.click("#events-earlier")
     page.wait_for_url("**events_page=1")
     expect(rows.first).to_have_text("任务已创建。")
+
+
+def test_staff_with_the_quota_permissions_alone_give_a_user_a_quota_by_searching_for_them(
+    page, alice, settings
+):
+    # QA 49: the user box's search answered 403 to staff without `auth | user` permissions,
+    # so it offered no one and the quota could not be added.
+    from django.contrib.auth.models import Permission, User
+
+    from jobs.models import CardQuota
+
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=8"
+    staff = User.objects.create_user("quinn", "quinn@example.com", "quinn-password", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(content_type__model="cardquota"))
+    log_in(page, "quinn", "quinn-password")
+    page.goto("/admin/jobs/cardquota/add/")
+
+    page.click(".field-user .select2-selection")
+    page.fill(".select2-search__field", "ali")
+    page.click(".select2-results__option >> text=alice")
+    page.fill("#id_max_cards", "4")
+    page.click("input[name=_save]")
+
+    expect(page.locator(".messagelist")).to_contain_text("alice")
+    assert CardQuota.objects.get().user == alice
+
+
+def test_a_superuser_gives_a_group_a_permission_found_by_its_chinese_name(page, superuser):
+    # QA 49: the permission boxes said "训练任务 | 卡配额 | Can change card quota" in Chinese.
+    from django.contrib.auth.models import Group
+
+    log_in(page, "root", "root-password")
+    page.goto("/admin/auth/group/add/")
+    page.fill("#id_name", "quota-keepers")
+
+    page.fill("#id_permissions_input", "可修改卡配额")
+    page.select_option("#id_permissions_from", label="训练任务 | 卡配额 | 可修改卡配额")
+    page.click("#id_permissions_add")
+    page.click("input[name=_save]")
+
+    expect(page.locator(".messagelist")).to_contain_text("quota-keepers")
+    group = Group.objects.get(name="quota-keepers")
+    assert [p.codename for p in group.permissions.all()] == ["change_cardquota"]
+
+
+def test_a_reviewer_lists_a_queue_groups_tasks_from_one_tasks_page(page, alice, reviewer):
+    # QA 49: the list had no way to show one queue group's tasks alone.
+    spec = S.JobSpec(
+        name="qa-grp",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="echo hi",
+        roles=[S.Role("master", 1)],
+        submission=S.Submission(mode=S.SUBMIT_QUEUE, total=3, concurrency=1),
+    )
+    tasks = jobs_submit(owner=alice, spec=spec, submit_key="grp")
+    submit(alice, "qa-grp-other")
+    log_in(page, "carol", "carol-password")
+    page.goto(f"/admin/jobs/job/{tasks[1].pk}/change/")
+
+    page.get_by_text("调度位置", exact=True).click()  # the collapsed Placement section
+    page.get_by_role("link", name="该组的全部任务（3）").click()
+
+    rows = page.locator("#result_list tbody tr .field-name_shown a")
+    expect(rows).to_have_count(3)
+    assert sorted(rows.all_inner_texts()) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]

@@ -172,6 +172,40 @@ def test_staff_see_and_revoke_keys_in_the_admin_without_their_secret(admin_clien
     assert key.is_revoked
 
 
+def test_the_admin_revokes_keys_but_never_deletes_one_so_its_record_stays(admin_client, alice):
+    # QA 49: a superuser could delete a key (its page's Delete, or Delete selected on the
+    # list): its owner's keys page and the admin then lost when it was last used and why it
+    # ended, which revoking keeps. Owners only revoke their keys too.
+    key, _secret = api_key_create(owner=alice)
+
+    page = admin_client.get(f"/admin/jobs/apikey/{key.pk}/delete/")
+    posted = admin_client.post(f"/admin/jobs/apikey/{key.pk}/delete/", {"post": "yes"})
+    bulk = admin_client.post(
+        "/admin/jobs/apikey/",
+        {"action": "delete_selected", "_selected_action": [key.pk], "post": "yes"},
+    )
+    listing = admin_client.get("/admin/jobs/apikey/").content.decode()
+
+    change = admin_client.get(f"/admin/jobs/apikey/{key.pk}/change/").content.decode()
+
+    assert (page.status_code, posted.status_code, bulk.status_code) == (403, 403, 302)
+    assert ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).exists()
+    assert 'value="delete_selected"' not in listing and 'value="revoke_keys"' in listing
+    assert f"/admin/jobs/apikey/{key.pk}/delete/" not in change
+
+
+def test_a_user_deleted_in_the_admin_takes_their_keys_with_the_account(admin_client, alice):
+    from django.contrib.auth.models import User
+
+    api_key_create(owner=alice)
+
+    r = admin_client.post(f"/admin/auth/user/{alice.pk}/delete/", {"post": "yes"})
+
+    assert r.status_code == 302
+    assert not User.objects.filter(pk=alice.pk).exists()
+    assert not ApiKey.objects.exists()
+
+
 def test_revoking_keys_in_the_admin_says_which_were_revoked_already(admin_client, alice):
     # QA round 25: a revoked key selected again read "0 keys revoked." as a success.
     fresh, _ = api_key_create(owner=alice)

@@ -156,6 +156,56 @@ def test_staff_without_the_quota_permissions_cannot_edit_quotas(reviewer):
 # -- which quota applies -------------------------------------------------------------------
 
 
+def quota_keeper() -> User:
+    """Staff given the `jobs | card quota` permissions alone, as README "Quotas" says to let
+    someone other than a superuser edit quotas: no permission on users or groups."""
+    from django.contrib.auth.models import Permission
+
+    staff = User.objects.create_user("quinn", "quinn@example.com", "quinn-password", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(content_type__model="cardquota"))
+    return staff
+
+
+@pytest.mark.parametrize(
+    ("field", "term", "found"), [("user", "ali", "alice"), ("group", "tea", "team-a")]
+)
+def test_staff_with_the_quota_permissions_alone_find_the_user_or_group_to_give_a_quota(
+    alice, field, term, found
+):
+    # QA 49: the add page's user and group boxes search through Django's autocomplete, which
+    # asked for the `auth | user` (or group) view permission: such staff got 403 and could
+    # pick no one, so the page could not be filled in.
+    Group.objects.create(name="team-a")
+
+    r = admin_client(quota_keeper()).get(
+        "/admin/autocomplete/",
+        {"app_label": "jobs", "model_name": "cardquota", "field_name": field, "term": term},
+    )
+
+    assert r.status_code == 200
+    assert [row["text"] for row in r.json()["results"]] == [found]
+
+
+def test_staff_without_the_quota_permissions_still_get_no_user_names_from_its_boxes(
+    reviewer, alice
+):
+    r = admin_client(reviewer).get(
+        "/admin/autocomplete/",
+        {"app_label": "jobs", "model_name": "cardquota", "field_name": "user", "term": "ali"},
+    )
+
+    assert r.status_code == 403
+
+
+def test_staff_with_the_quota_permissions_alone_save_a_users_quota(alice, settings):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = admin_client(quota_keeper()).post(ADD_QUOTA, {"user": alice.pk, "max_cards": "4"})
+
+    assert r.status_code == 302
+    assert CardQuota.objects.get().user == alice
+
+
 def test_a_users_own_quota_overrides_their_groups_and_the_most_generous_group_wins(alice, bob):
     small, large = Group.objects.create(name="small"), Group.objects.create(name="large")
     alice.groups.add(small, large)
