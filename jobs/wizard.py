@@ -59,6 +59,7 @@ from .runtime_env import (
     GROUP_VARIABLES,
     LOCAL_RUNNER_VARIABLES,
     replica_refs,
+    shown_group_task,
     with_group_envs,
     with_group_task,
 )
@@ -2669,12 +2670,26 @@ def spec_diff(
 ) -> list[tuple[str, str, str]]:
     """(field, before, after) for each field of the copy that differs from its source; its
     pools named by `pool_names` (spec_changes). A queue group's task is read with its own
-    AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as it ran (and as Compare reads it)."""
+    AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as it ran (and as Compare reads it). A copy
+    that is a queue group, as a task's copy is (jobs.wizard_views.job_copy), gives each of
+    its tasks these two as well: then both sides are read as groups, with the index range
+    the environment preview shows, so the copy does not read as losing them ("=2 → —")
+    and a changed total reads as one. A copy made standalone does lose them: "—"."""
     try:
-        before = with_group_task(source.job_spec(), source)
+        if source.group_id is not None and spec.submission.mode == S.SUBMIT_QUEUE:
+            before, spec = _as_group(source.job_spec()), _as_group(spec)
+        else:
+            before = with_group_task(source.job_spec(), source)
     except S.SpecError:
         return [(_("The source job's spec"), _("cannot be read"), "—")]
     return spec_changes(before, spec, pool_names=pool_names)
+
+
+def _as_group(spec: S.JobSpec) -> S.JobSpec:
+    """A queue group's spec with the AIHC_GROUP_TASK_INDEX/TOTAL its tasks get (the index as
+    the range, one per task) in its envs, but for either its own envs set (those win)."""
+    shown = shown_group_task(spec, None)
+    return with_group_envs(spec, shown) if shown is not None else spec
 
 
 @dataclass(frozen=True)
