@@ -56,6 +56,7 @@ from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
 from .runtime_env import (
     GROUP_INDEX,
+    GROUP_TOTAL,
     GROUP_VARIABLES,
     LOCAL_RUNNER_VARIABLES,
     replica_refs,
@@ -1461,19 +1462,38 @@ def group_env_pinned(spec: S.JobSpec) -> str:
     """A warning, not a refusal: a queue group whose own envs set AIHC_GROUP_TASK_INDEX or
     _TOTAL gives every task that value, on every pool (the job's envs win, so Run again of
     one task can keep its own), so a sweep would run one parameter N times; a copy of such a
-    rerun, made a group again, carries it unseen otherwise. "" otherwise."""
-    if spec.submission.mode != S.SUBMIT_QUEUE:
+    rerun, made a group again, carries it unseen otherwise. Only where it matters: a pinned
+    total equal to the group's is what every task gets anyway (left29: it was warned of as
+    "the same value"). The pinned values are not said (an env may be marked secret). ""
+    otherwise."""
+    total = spec.submission.total
+    if spec.submission.mode != S.SUBMIT_QUEUE or total < 2:
         return ""
-    names = [e.name for e in spec.envs if e.name in GROUP_VARIABLES]
-    if spec.submission.total < 2 or not names:
+    own = {e.name: e.value for e in spec.envs if e.name in GROUP_VARIABLES}
+    index_pinned = GROUP_INDEX in own
+    total_wrong = GROUP_TOTAL in own and own[GROUP_TOTAL].strip() != str(total)
+    if index_pinned and total_wrong:
+        message = _(
+            "Every task of this group of %(total)d gets AIHC_GROUP_TASK_INDEX and "
+            "AIHC_GROUP_TASK_TOTAL from the job's own envs: all of them run with the same "
+            "index, and with a total that is not %(total)d. To give each task its own index "
+            "and the group's total, remove them (step Image and command)."
+        )
+    elif index_pinned:
+        message = _(
+            "Every task of this group of %(total)d gets AIHC_GROUP_TASK_INDEX from the job's "
+            "own envs, so all of them run with the same index. To give each task its own, "
+            "remove it (step Image and command)."
+        )
+    elif total_wrong:
+        message = _(
+            "Every task of this group of %(total)d gets AIHC_GROUP_TASK_TOTAL from the job's "
+            "own envs, which is not %(total)d. To give them the group's, remove it (step "
+            "Image and command)."
+        )
+    else:
         return ""
-    return ngettext(
-        "Every task of this group of %(total)d gets %(names)s from the job's own envs, so all "
-        "of them run with the same value. To give each task its own, remove it (step Image and command).",
-        "Every task of this group of %(total)d gets %(names)s from the job's own envs, so all "
-        "of them run with the same value. To give each task its own, remove them (step Image and command).",
-        len(names),
-    ) % {"total": spec.submission.total, "names": " ".join(names)}
+    return message % {"total": total}
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:

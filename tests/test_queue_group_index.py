@@ -195,8 +195,82 @@ def test_the_review_warns_that_an_env_named_aihc_group_task_index_gives_every_ta
     assert 'id="group-env-notice"' in page
     assert (
         "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX from the job's own envs, "
-        "so all of them run with the same value" in page
+        "so all of them run with the same index" in page
     )
+
+
+def test_a_group_pinning_only_the_total_it_has_anyway_is_not_warned_of(
+    alice_en, settings, tmp_path
+):
+    # Found: the review said every task "run with the same value", which is what they get.
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("AIHC_GROUP_TASK_TOTAL", "6")])
+
+    assert r.status_code == 200
+    assert 'id="group-env-notice"' not in r.content.decode()
+
+
+def test_a_group_pinning_another_total_is_warned_that_its_tasks_get_that_total(
+    alice_en, settings, tmp_path
+):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("AIHC_GROUP_TASK_TOTAL", "3")])
+
+    assert r.status_code == 200
+    assert (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_TOTAL from the job's own envs, "
+        "which is not 6. To give them the group's, remove it (step Image and command)."
+    ) in html.unescape(r.content.decode())
+
+
+def pinned_warning(envs: list[S.Env], language: str) -> str:
+    from jobs.wizard import group_env_pinned
+
+    spec = make_spec(
+        "true", envs=envs, submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2)
+    )
+    with translation.override(language):
+        return group_env_pinned(spec)
+
+
+def test_a_group_pinning_the_index_and_its_own_total_is_warned_of_the_index_alone():
+    warning = pinned_warning(
+        [S.Env("AIHC_GROUP_TASK_INDEX", "2"), S.Env("AIHC_GROUP_TASK_TOTAL", "6")], "en"
+    )
+
+    assert warning == (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX from the job's own envs, so "
+        "all of them run with the same index. To give each task its own, remove it (step "
+        "Image and command)."
+    )
+
+
+def test_a_group_pinning_the_index_and_another_total_is_warned_of_both_without_their_values():
+    warning = pinned_warning(
+        [S.Env("AIHC_GROUP_TASK_INDEX", "2"), S.Env("AIHC_GROUP_TASK_TOTAL", "9", secret=True)],
+        "en",
+    )
+
+    assert warning == (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL "
+        "from the job's own envs: all of them run with the same index, and with a total that "
+        "is not 6. To give each task its own index and the group's total, remove them (step "
+        "Image and command)."
+    )
+    assert "9" not in warning
+
+
+def test_each_case_of_the_warning_is_said_in_chinese_too():
+    index, total = S.Env("AIHC_GROUP_TASK_INDEX", "2"), S.Env("AIHC_GROUP_TASK_TOTAL", "3")
+
+    said = [pinned_warning(envs, "zh-hans") for envs in ([index], [total], [index, total])]
+
+    assert all(w and "Every task" not in w and "本组 6 个任务" in w for w in said), said
+    assert pinned_warning([S.Env("AIHC_GROUP_TASK_TOTAL", "6")], "zh-hans") == ""
 
 
 def test_the_review_of_a_group_without_such_an_env_has_no_warning(alice_en, settings, tmp_path):
