@@ -134,6 +134,22 @@ def webhook_in_clear(url: str) -> bool:
         return not settings.ALERT_WEBHOOK_ALLOW_PRIVATE
 
 
+def webhook_host_is_name(url: str) -> bool:
+    """Whether `url`'s host is a name, not a literal address: what it reaches is known only
+    once resolved (`resolve_webhook`)."""
+    try:
+        hostname = urlsplit(url).hostname
+    except ValueError:
+        return False
+    if not hostname:
+        return False
+    try:
+        ipaddress.ip_address(hostname.split("%", 1)[0])
+    except ValueError:
+        return True
+    return False
+
+
 def webhook_shown(url: str) -> str:
     """A webhook as shown to others than its job's owner: its scheme, host and port, and
     `/******` for a path or query (where chat gateways put the hook's token); a user and

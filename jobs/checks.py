@@ -3,10 +3,15 @@ service's ExecStartPre, and by `manage.py check --database default`)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
+from django.conf import settings
 from django.core import checks
 from django.db import DatabaseError, transaction
+from django.utils.translation import gettext_noop
+
+from .job_users import Problem
 
 
 @checks.register(checks.Tags.database)
@@ -70,3 +75,29 @@ def not_migrated_problem() -> str:
         f"The database is not migrated to this release ({count} to apply: {shown}). "
         f"Run `manage.py migrate` first (`make run` and the service's ExecStartPre do)."
     )
+
+
+def bwrap_problems() -> list[Problem]:
+    """Why the local runner could not start any job with LOCAL_BWRAP (empty: it can, or the
+    local runner is not enabled, CONSOLE_BACKENDS): a mistyped path let `serve` and the worker
+    start, and each local job then failed at its launch (QA 46). `serve` and the worker refuse
+    to start on it (a Problem, as the worker's others, so /healthz and staff's pages say it)."""
+    if "local" not in settings.CONSOLE_BACKENDS:
+        return []
+    path = settings.LOCAL_BWRAP
+    if os.path.isfile(path) and os.access(path, os.X_OK):
+        return []
+    return [
+        Problem(
+            gettext_noop(
+                "LOCAL_BWRAP=%(path)s is not a program this machine can run: it is the path of "
+                "bubblewrap (bwrap), which sandboxes each replica of a local job, "
+                "/usr/bin/bwrap where the bubblewrap package installs it (apt-get install "
+                "bubblewrap). Correct it, or leave local out of CONSOLE_BACKENDS"
+            ),
+            gettext_noop(
+                "LOCAL_BWRAP does not name a program this machine can run: no local job can start"
+            ),
+            path=path,
+        )
+    ]

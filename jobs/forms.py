@@ -724,7 +724,13 @@ class FaultForm(StepForm):
     retry_limit = forms.IntegerField(
         label=_("Unconditional retries"),
         required=False,
-        help_text=_("Retries when the job fails without a detected node fault; at most 3."),
+        # Left empty, the local runner (jobs.runner.DEFAULT_RESTART_LIMIT) and the Kubernetes
+        # manifest (jobs.kubernetes.manifests.retries) take 3; AIHC is sent no value (QA 44).
+        help_text=_(
+            "Retries when the job fails without a detected node fault; at most 3. Left empty: "
+            "3 on the local and Kubernetes pools; an AIHC pool is sent no value and uses its "
+            "own default."
+        ),
     )
     custom_patterns = forms.CharField(
         label=_("Log keywords that trigger fault tolerance"),

@@ -94,6 +94,8 @@ LOGIN_ENDED_NOTHING_DONE = gettext_lazy(
 
 def post_only(
     go_to: Callable[..., str],
+    *,
+    form_page: Callable[[HttpRequest], str] | None = None,
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """require_POST for a form's target (Stop, Delete, Import...), except that a GET goes to
     the page the form is on (`go_to`, given the view's URL kwargs) instead of a blank 405.
@@ -107,7 +109,10 @@ def post_only(
     done, and the login page says so: login_required's bare login form left the person
     believing the job was stopping (qa45). The log-in then comes back to the form's page, not
     to this address, whose GET would only redirect there. htmx requests get their 401 instead
-    (HtmxLoginEndedMiddleware), the page saying it in its banner."""
+    (HtmxLoginEndedMiddleware), the page saying it in its banner. `form_page`, when given,
+    reads that page from the form (the job list's filters, which its address held): `go_to`
+    knows only the URL's kwargs, and the log-in came back to the unfiltered list (left29). It
+    must return a local path: it is the log-in's `next`."""
 
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
@@ -118,7 +123,9 @@ def post_only(
                 return HttpResponseNotAllowed(["POST"])
             if not request.user.is_authenticated and not getattr(request, "htmx", False):
                 messages.warning(request, LOGIN_ENDED_NOTHING_DONE)
-                return redirect_to_login(go_to(**kwargs))
+                return redirect_to_login(
+                    form_page(request) if form_page is not None else go_to(**kwargs)
+                )
             return view(request, *args, **kwargs)
 
         return wrapped

@@ -151,9 +151,10 @@ def with_group_task(spec: JobSpec, job: Job) -> JobSpec:
     return spec if task is None else with_group_envs(spec, task)
 
 
-def with_group_envs(spec: JobSpec, task: tuple[int, int]) -> JobSpec:
-    """`spec` with AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL of `task` (index from 0,
-    total) added to its envs, but for either the spec's own envs set (those win)."""
+def with_group_envs(spec: JobSpec, task: tuple[object, int]) -> JobSpec:
+    """`spec` with AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL of `task` (index from 0, or
+    shown_group_task's range; total) added to its envs, but for either the spec's own envs
+    set (those win)."""
     own = {e.name for e in spec.envs}
     added = [
         Env(name, str(value))

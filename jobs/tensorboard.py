@@ -77,7 +77,7 @@ from .models import Job
 from .runtime_env import GROUP_INDEX, with_group_task
 from .sandbox import SandboxError, is_within, resolve_in_root
 from .shim import write_atomic
-from .spec import JobSpec, SpecError, normalised_mount_path
+from .spec import JobSpec, SpecError, mask, normalised_mount_path
 from .volume_access import may_mount
 
 logger = logging.getLogger(__name__)
@@ -964,20 +964,24 @@ def training_metrics(
     return metrics
 
 
-def _task_folder(folder: LogFolder, spec: JobSpec, job: Job) -> LogFolder | None:
+def _task_folder(folder: LogFolder, spec: JobSpec, job: Job) -> tuple[LogFolder, str] | None:
     """A queue group task's own sub-folder of the log path, named by its
-    AIHC_GROUP_TASK_INDEX (`<log path>/2` for task 3/6), when there is one. The group's tasks
-    share one spec and so one log path: tasks running side by side write there at the same
-    time, which no file's creation time tells apart, and each task's page drew all of them
-    (compare27). A sweep that writes each task's files under its index gets its own curves on
-    each page and in Compare; a Run again of task 3/6 pins index 2 and reads that folder too."""
-    index = {e.name: e.value for e in with_group_task(spec, job).envs}.get(GROUP_INDEX)
+    AIHC_GROUP_TASK_INDEX (`<log path>/2` for task 3/6), when there is one, and its name as a
+    page may show it. The group's tasks share one spec and so one log path: tasks running
+    side by side write there at the same time, which no file's creation time tells apart, and
+    each task's page drew all of them (compare27). A sweep that writes each task's files under
+    its index gets its own curves on each page and in Compare; a Run again of task 3/6 pins
+    index 2 and reads that folder too. An index the job's envs set as a secret is read there
+    all the same, but shown masked: a secret is never rendered (left29)."""
+    env = next((e for e in with_group_task(spec, job).envs if e.name == GROUP_INDEX), None)
+    index = env.value if env is not None else ""
     if not index or index in {".", ".."} or "/" in index:
         return None
     path = os.path.realpath(os.path.join(folder.path, index))
     if not os.path.isdir(path) or not is_within(path, folder.mounted):
         return None
-    return LogFolder(mounted=folder.mounted, path=path)
+    shown = mask(index) if env is not None and env.secret else posixpath.basename(path)
+    return LogFolder(mounted=folder.mounted, path=path), shown
 
 
 def _read_job(
@@ -1006,8 +1010,8 @@ def _read_job(
         return metrics, None, ""
     own = _task_folder(folder, spec, job)
     if own is not None:
-        folder = own
-        metrics.log_path = posixpath.join(metrics.log_path, posixpath.basename(own.path))
+        folder, shown = own
+        metrics.log_path = posixpath.join(metrics.log_path, shown)
     try:
         state, metrics.pending = read_state(
             folder,

@@ -23,7 +23,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
-from django.http import FileResponse, Http404, HttpResponse, QueryDict
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -1256,7 +1256,13 @@ def _stop_question(job: Job) -> str:
     return STOP_UNSTARTED_QUESTION if job.status == JobStatus.PENDING_REVIEW else STOP_QUESTION
 
 
-@post_only(lambda: reverse("job-list"))
+def _bulk_back(request: HttpRequest) -> str:
+    """The job list as the bulk form's page showed it: its filters and page (`back`)."""
+    back_query = _list_query(request.POST.get("back", ""))
+    return f"{reverse('job-list')}?{back_query}" if back_query else reverse("job-list")
+
+
+@post_only(lambda: reverse("job-list"), form_page=_bulk_back)
 @login_required
 def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     """Stop selected / Delete selected on the job list: first a page that lists the chosen jobs
@@ -1264,7 +1270,7 @@ def job_bulk_view(request: AuthenticatedHttpRequest) -> HttpResponse:
     the list says what came of them. Only the user's own jobs are chosen; any other id in the
     form is ignored as one that does not exist."""
     back_query = _list_query(request.POST.get("back", ""))
-    back = f"{reverse('job-list')}?{back_query}" if back_query else reverse("job-list")
+    back = _bulk_back(request)
     action = request.POST.get("action", "")
     # The selection: the jobs carried from the list's other pages and filters (`sel`), less
     # this page's rows, and the boxes ticked on it ("all on this page": every row it showed).

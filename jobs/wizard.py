@@ -56,9 +56,11 @@ from .models import Draft, Job
 from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
 from .runtime_env import (
     GROUP_INDEX,
+    GROUP_TOTAL,
     GROUP_VARIABLES,
     LOCAL_RUNNER_VARIABLES,
     replica_refs,
+    shown_group_task,
     with_group_envs,
     with_group_task,
 )
@@ -1460,19 +1462,38 @@ def group_env_pinned(spec: S.JobSpec) -> str:
     """A warning, not a refusal: a queue group whose own envs set AIHC_GROUP_TASK_INDEX or
     _TOTAL gives every task that value, on every pool (the job's envs win, so Run again of
     one task can keep its own), so a sweep would run one parameter N times; a copy of such a
-    rerun, made a group again, carries it unseen otherwise. "" otherwise."""
-    if spec.submission.mode != S.SUBMIT_QUEUE:
+    rerun, made a group again, carries it unseen otherwise. Only where it matters: a pinned
+    total equal to the group's is what every task gets anyway (left29: it was warned of as
+    "the same value"). The pinned values are not said (an env may be marked secret). ""
+    otherwise."""
+    total = spec.submission.total
+    if spec.submission.mode != S.SUBMIT_QUEUE or total < 2:
         return ""
-    names = [e.name for e in spec.envs if e.name in GROUP_VARIABLES]
-    if spec.submission.total < 2 or not names:
+    own = {e.name: e.value for e in spec.envs if e.name in GROUP_VARIABLES}
+    index_pinned = GROUP_INDEX in own
+    total_wrong = GROUP_TOTAL in own and own[GROUP_TOTAL].strip() != str(total)
+    if index_pinned and total_wrong:
+        message = _(
+            "Every task of this group of %(total)d gets AIHC_GROUP_TASK_INDEX and "
+            "AIHC_GROUP_TASK_TOTAL from the job's own envs: all of them run with the same "
+            "index, and with a total that is not %(total)d. To give each task its own index "
+            "and the group's total, remove them (step Image and command)."
+        )
+    elif index_pinned:
+        message = _(
+            "Every task of this group of %(total)d gets AIHC_GROUP_TASK_INDEX from the job's "
+            "own envs, so all of them run with the same index. To give each task its own, "
+            "remove it (step Image and command)."
+        )
+    elif total_wrong:
+        message = _(
+            "Every task of this group of %(total)d gets AIHC_GROUP_TASK_TOTAL from the job's "
+            "own envs, which is not %(total)d. To give them the group's, remove it (step "
+            "Image and command)."
+        )
+    else:
         return ""
-    return ngettext(
-        "Every task of this group of %(total)d gets %(names)s from the job's own envs, so all "
-        "of them run with the same value. To give each task its own, remove it (step Image and command).",
-        "Every task of this group of %(total)d gets %(names)s from the job's own envs, so all "
-        "of them run with the same value. To give each task its own, remove them (step Image and command).",
-        len(names),
-    ) % {"total": spec.submission.total, "names": " ".join(names)}
+    return message % {"total": total}
 
 
 def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
@@ -2669,12 +2690,26 @@ def spec_diff(
 ) -> list[tuple[str, str, str]]:
     """(field, before, after) for each field of the copy that differs from its source; its
     pools named by `pool_names` (spec_changes). A queue group's task is read with its own
-    AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as it ran (and as Compare reads it)."""
+    AIHC_GROUP_TASK_INDEX/TOTAL in its envs, as it ran (and as Compare reads it). A copy
+    that is a queue group, as a task's copy is (jobs.wizard_views.job_copy), gives each of
+    its tasks these two as well: then both sides are read as groups, with the index range
+    the environment preview shows, so the copy does not read as losing them ("=2 → —")
+    and a changed total reads as one. A copy made standalone does lose them: "—"."""
     try:
-        before = with_group_task(source.job_spec(), source)
+        if source.group_id is not None and spec.submission.mode == S.SUBMIT_QUEUE:
+            before, spec = _as_group(source.job_spec()), _as_group(spec)
+        else:
+            before = with_group_task(source.job_spec(), source)
     except S.SpecError:
         return [(_("The source job's spec"), _("cannot be read"), "—")]
     return spec_changes(before, spec, pool_names=pool_names)
+
+
+def _as_group(spec: S.JobSpec) -> S.JobSpec:
+    """A queue group's spec with the AIHC_GROUP_TASK_INDEX/TOTAL its tasks get (the index as
+    the range, one per task) in its envs, but for either its own envs set (those win)."""
+    shown = shown_group_task(spec, None)
+    return with_group_envs(spec, shown) if shown is not None else spec
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@ done, the login page says so, and logging in returns to the page the button was 
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from django.test import Client
 from django.urls import reverse
 
@@ -52,3 +54,44 @@ def test_an_htmx_post_after_the_log_in_ended_gets_its_401_and_leaves_no_message_
 
     assert r.status_code == 401  # the page says it in its banner (console.js)
     assert NOTHING_DONE not in client.get(reverse("login")).content.decode()
+
+
+def test_a_stop_of_selected_jobs_from_a_filtered_list_returns_to_that_list_after_logging_in(
+    alice,
+):
+    # Found (qa45): the log-in came back to the whole list, its filters lost.
+    job = submit(alice)
+    client = Client()
+    shown = "status=Queued&q=llm&page=2"
+
+    r = client.post(
+        reverse("job-bulk"),
+        {"action": "stop", "confirmed": "1", "jobs": [job.public_id], "back": shown},
+    )
+
+    filtered = reverse("job-list") + "?q=llm&status=Queued&page=2"
+    assert r.status_code == 302
+    assert r["Location"] == reverse("login") + "?next=" + quote(filtered, safe="/")
+    assert NOTHING_DONE in client.get(r["Location"]).content.decode()
+    logged_in = client.post(
+        r["Location"], {"username": "alice", "password": "alice-password", "next": filtered}
+    )
+    assert logged_in.status_code == 302 and logged_in["Location"] == filtered
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert not job.events.filter(reason__in=["Stopped", "StopRequested"]).exists()
+
+
+def test_a_form_page_in_the_bulk_form_is_read_as_the_lists_filters_only(alice):
+    # The form is an anonymous visitor's: what it carries comes back as the list's filters,
+    # never as another address to go to after logging in.
+    client = Client()
+
+    r = client.post(
+        reverse("job-bulk"), {"action": "stop", "back": "next=https://evil.example/&q=a"}
+    )
+
+    assert r.status_code == 302
+    assert r["Location"] == reverse("login") + "?next=" + quote(
+        reverse("job-list") + "?q=a", safe="/"
+    )

@@ -124,3 +124,29 @@ def test_stop_tapped_again_while_the_first_is_on_its_way_is_sent_once(phone, ali
     expect(phone.get_by_role("alert").filter(has_text="已请求停止任务")).to_be_visible()
     assert sent == ["POST"] and len(questions) == 1
     assert stop_events(job) == 1
+
+
+def test_stop_selected_after_the_log_in_ended_comes_back_to_the_filtered_list_it_was_on(
+    phone, alice
+):
+    # Found (qa45's leftover): the log-in came back to the whole list, its filter gone.
+    wanted = submitted(alice, "night-sweep")
+    submitted(alice, "day-run")
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/?q=night")
+    expect(phone.locator(f"#select-{wanted.public_id}")).to_be_visible()
+    phone.locator(f"#select-{wanted.public_id}").tap()
+    Session.objects.all().delete()  # the log-in ended while the phone slept
+
+    phone.locator("#bulk-stop").tap()
+
+    phone.wait_for_url(re.compile(r"/login/"))
+    expect(phone.get_by_role("alert")).to_contain_text("未执行")
+    phone.fill("input[name=username]", "alice")
+    phone.fill("input[name=password]", "alice-password")
+    phone.locator("#login-submit").tap()
+    phone.wait_for_url(re.compile(r"/\?q=night$"))
+    expect(phone.locator(f"#select-{wanted.public_id}")).to_be_visible()
+    assert phone.locator("input[name=q]").input_value() == "night"
+    wanted.refresh_from_db()
+    assert wanted.status == JobStatus.QUEUED and stop_events(wanted) == 0

@@ -195,8 +195,82 @@ def test_the_review_warns_that_an_env_named_aihc_group_task_index_gives_every_ta
     assert 'id="group-env-notice"' in page
     assert (
         "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX from the job's own envs, "
-        "so all of them run with the same value" in page
+        "so all of them run with the same index" in page
     )
+
+
+def test_a_group_pinning_only_the_total_it_has_anyway_is_not_warned_of(
+    alice_en, settings, tmp_path
+):
+    # Found: the review said every task "run with the same value", which is what they get.
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("AIHC_GROUP_TASK_TOTAL", "6")])
+
+    assert r.status_code == 200
+    assert 'id="group-env-notice"' not in r.content.decode()
+
+
+def test_a_group_pinning_another_total_is_warned_that_its_tasks_get_that_total(
+    alice_en, settings, tmp_path
+):
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+
+    r = _review_of_a_group(alice_en, [("AIHC_GROUP_TASK_TOTAL", "3")])
+
+    assert r.status_code == 200
+    assert (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_TOTAL from the job's own envs, "
+        "which is not 6. To give them the group's, remove it (step Image and command)."
+    ) in html.unescape(r.content.decode())
+
+
+def pinned_warning(envs: list[S.Env], language: str) -> str:
+    from jobs.wizard import group_env_pinned
+
+    spec = make_spec(
+        "true", envs=envs, submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2)
+    )
+    with translation.override(language):
+        return group_env_pinned(spec)
+
+
+def test_a_group_pinning_the_index_and_its_own_total_is_warned_of_the_index_alone():
+    warning = pinned_warning(
+        [S.Env("AIHC_GROUP_TASK_INDEX", "2"), S.Env("AIHC_GROUP_TASK_TOTAL", "6")], "en"
+    )
+
+    assert warning == (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX from the job's own envs, so "
+        "all of them run with the same index. To give each task its own, remove it (step "
+        "Image and command)."
+    )
+
+
+def test_a_group_pinning_the_index_and_another_total_is_warned_of_both_without_their_values():
+    warning = pinned_warning(
+        [S.Env("AIHC_GROUP_TASK_INDEX", "2"), S.Env("AIHC_GROUP_TASK_TOTAL", "9", secret=True)],
+        "en",
+    )
+
+    assert warning == (
+        "Every task of this group of 6 gets AIHC_GROUP_TASK_INDEX and AIHC_GROUP_TASK_TOTAL "
+        "from the job's own envs: all of them run with the same index, and with a total that "
+        "is not 6. To give each task its own index and the group's total, remove them (step "
+        "Image and command)."
+    )
+    assert "9" not in warning
+
+
+def test_each_case_of_the_warning_is_said_in_chinese_too():
+    index, total = S.Env("AIHC_GROUP_TASK_INDEX", "2"), S.Env("AIHC_GROUP_TASK_TOTAL", "3")
+
+    said = [pinned_warning(envs, "zh-hans") for envs in ([index], [total], [index, total])]
+
+    assert all(w and "Every task" not in w and "本组 6 个任务" in w for w in said), said
+    assert pinned_warning([S.Env("AIHC_GROUP_TASK_TOTAL", "6")], "zh-hans") == ""
 
 
 def test_the_review_of_a_group_without_such_an_env_has_no_warning(alice_en, settings, tmp_path):
@@ -222,29 +296,73 @@ def test_the_warning_is_said_in_chinese_too(alice_client, settings, tmp_path):
     assert "本组 6 个任务都从任务自己的环境变量中得到 AIHC_GROUP_TASK_INDEX" in r.content.decode()
 
 
-def test_copy_and_edits_review_of_a_group_task_says_the_copy_no_longer_pins_its_index(
-    alice, alice_en
-):
-    # The task ran with AIHC_GROUP_TASK_INDEX=2 from its group, not its spec: the review
-    # reads it as it ran (as Compare does), so the copy's loss of it is not hidden.
+def _copy_of_task_3_of_6(owner, client, *, submission=None):
+    """The review of Copy & edit of task 3/6 (its copy is of the whole group), its Submission
+    step posted with `submission` first when given."""
+    from tests.test_wizard import post_step, submission_data
+
     spec = make_spec("true", submission=S.Submission(S.SUBMIT_QUEUE, total=6, concurrency=2))
-    task = jobs_submit(owner=alice, spec=spec, submit_key="six")[2]
-    alice_en.post(reverse("job-copy", args=[task.public_id]))
+    task = jobs_submit(owner=owner, spec=spec, submit_key="six")[2]
+    client.post(reverse("job-copy", args=[task.public_id]))
     copy = Draft.objects.get(source_job=task)
+    if submission is not None:
+        r = post_step(client, copy, "submission", submission_data(**submission))
+        assert r.status_code == 302
+    return client.get(reverse("wizard-step", args=[copy.id, "review"]))
 
-    response = alice_en.get(reverse("wizard-step", args=[copy.id, "review"]))
 
-    assert response.status_code == 200
+def copy_diff(response) -> dict[str, list[str]]:
+    """The review's "what differs from the source job": field → [before, after]."""
     page = response.content.decode()
     diff = page[
         page.index('id="copy-diff"') : page.index("</section>", page.index('id="copy-diff"'))
     ]
-    row = re.search(r'<td class="diff-field">([^<]+)</td>(.*?)</tr>', diff, re.S)
-    assert row.group(1) == "Image and command · Environment variables"
-    assert [
-        html.unescape(re.sub(r"<[^>]+>", "", v))
-        for v in re.findall(r"<pre[^>]*>(.*?)</pre>", row.group(2), re.S)
-    ] == [
+    return {
+        field: [
+            html.unescape(re.sub(r"<[^>]+>", "", v))
+            for v in re.findall(r"<pre[^>]*>(.*?)</pre>", cells, re.S)
+        ]
+        for field, cells in re.findall(r'<td class="diff-field">([^<]+)</td>(.*?)</tr>', diff, re.S)
+    }
+
+
+ENVS = "Image and command · Environment variables"
+
+
+def test_copy_and_edits_review_of_a_group_task_does_not_say_the_copied_group_loses_its_index(
+    alice, alice_en
+):
+    # Found: it read "AIHC_GROUP_TASK_INDEX=2 → —", though the copy is of the whole group and
+    # each of its tasks gets its own index as the source's did.
+    response = _copy_of_task_3_of_6(alice, alice_en)
+
+    assert response.status_code == 200
+    assert ENVS not in copy_diff(response)
+
+
+def test_a_copied_group_of_another_size_reads_its_tasks_other_index_range_and_total(
+    alice, alice_en
+):
+    response = _copy_of_task_3_of_6(
+        alice, alice_en, submission={"mode": "queue", "total": "8", "concurrency": "2"}
+    )
+
+    assert response.status_code == 200
+    assert copy_diff(response)[ENVS] == [
+        "AIHC_GROUP_TASK_INDEX=0 to 5, one per task\nAIHC_GROUP_TASK_TOTAL=6",
+        "AIHC_GROUP_TASK_INDEX=0 to 7, one per task\nAIHC_GROUP_TASK_TOTAL=8",
+    ]
+
+
+def test_a_copy_of_a_group_task_made_standalone_says_it_no_longer_gets_the_task_index(
+    alice, alice_en
+):
+    # The task ran with AIHC_GROUP_TASK_INDEX=2 from its group, not its spec: the review
+    # reads it as it ran (as Compare does), so the standalone copy's loss of it is not hidden.
+    response = _copy_of_task_3_of_6(alice, alice_en, submission={"mode": "standalone"})
+
+    assert response.status_code == 200
+    assert copy_diff(response)[ENVS] == [
         "AIHC_GROUP_TASK_INDEX=2\nAIHC_GROUP_TASK_TOTAL=6",
         "—",
     ]

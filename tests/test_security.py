@@ -441,14 +441,46 @@ def test_where_private_receivers_are_allowed_plain_http_is_kept_for_them_only(
 def test_the_refusal_of_a_plain_http_webhook_reads_in_english(alice_en, settings):
     settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
 
-    _draft, r = post_webhook_line(alice_en, "http://hooks.example.com/hook")
+    _draft, r = post_webhook_line(alice_en, "http://93.184.215.14/hook")
 
     assert field_errors(r, "id_alert_webhooks") == [
-        "“http://hooks.example.com/hook”: a plain http:// webhook on the internet would send "
+        "“http://93.184.215.14/hook”: a plain http:// webhook on the internet would send "
         "the alert and the key or token in its URL unencrypted. Use https:// (chat bots' "
         "webhooks all take it); http:// is kept for a receiver on a private or loopback "
         "address."
     ]
+
+
+def test_a_plain_http_webhook_to_a_host_name_is_refused_naming_the_private_setting_too(
+    alice_en, settings
+):
+    # Found: a name on the company network was said to be "on the internet"; with private
+    # destinations refused it would be refused as private at send. Only DNS knows which it is.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+    line = "http://gateway.corp:8080/hook"
+
+    draft, r = post_webhook_line(alice_en, line)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_webhooks") == [
+        "“http://gateway.corp:8080/hook”: a plain http:// webhook is refused here wherever its "
+        "host name leads: alerts cannot be sent to loopback, link-local or private addresses "
+        "unless the administrator allows them (ALERT_WEBHOOK_ALLOW_PRIVATE=1), and on the "
+        "internet it would send the alert and the key or token in its URL unencrypted. Use "
+        "https:// (chat bots' webhooks all take it)."
+    ]
+    draft.refresh_from_db()
+    assert draft.data[W.ADVANCED]["alert_webhooks"] == [line]
+
+
+def test_the_refusal_of_a_plain_http_host_name_is_said_in_chinese_too(alice_client, settings):
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = False
+
+    _draft, r = post_webhook_line(alice_client, "http://gateway.corp/hook")
+
+    [message] = field_errors(r, "id_alert_webhooks")
+    assert "ALERT_WEBHOOK_ALLOW_PRIVATE=1" in message and "https://" in message
+    assert "webhook is refused" not in message and "内网地址" in message
 
 
 def test_private_webhooks_are_allowed_when_the_setting_says_so(settings):

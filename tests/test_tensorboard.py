@@ -198,6 +198,22 @@ def test_a_queue_groups_task_reads_the_sub_folder_named_by_its_index_when_there_
     assert {c.run: c.latest for c in third.charts} == {"0": "0.5", "1": "0.25"}
 
 
+def test_an_index_the_job_sets_as_a_secret_is_read_but_never_shown_on_its_page(
+    alice, alice_client, settings
+):
+    job = tb_job(alice, envs=[S.Env("AIHC_GROUP_TASK_INDEX", "s3cr3t-run", secret=True)])
+    write_scalars(volume(settings) / "tb" / "s3cr3t-run", "loss", [1.0, 0.5])
+    write_scalars(volume(settings) / "tb" / "other", "loss", [9.0])
+
+    r = alice_client.get(reverse("job-detail", args=[job.public_id]))
+
+    assert r.status_code == 200
+    assert {c.run: c.latest for c in read(job).charts} == {".": "0.5"}
+    assert read(job).log_path == "/workspace/tb/******"
+    assert "<code>/workspace/tb/******</code>" in r.content.decode()
+    assert "s3cr3t-run" not in r.content.decode()
+
+
 def test_a_record_cut_short_is_read_once_it_is_whole_and_a_damaged_one_is_skipped(alice, settings):
     job = tb_job(alice)
     (job_dir(job.public_id)).mkdir(parents=True)

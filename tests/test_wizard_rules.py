@@ -769,3 +769,24 @@ def test_djangos_null_character_message_reads_right_in_chinese(alice_client):
     r = post_step(alice_client, draft, W.DATA, data_data([("hostpath", "scratch", "/a\x00b")]))
 
     assert field_errors(r, "id_mounts-0-mount_path") == ["不能包含空字符（NUL）。"]
+
+
+def retry_help(client) -> str:
+    draft = draft_at(client, W.FAULT)
+    r = client.get(step_url(draft, W.FAULT))
+    assert r.status_code == 200
+    found = re.search(r'id="id_retry_limit_helptext"[^>]*>([^<]*)<', r.content.decode())
+    assert found, "no help under 无条件重试"
+    return found.group(1)
+
+
+def test_the_unconditional_retries_help_says_what_an_empty_value_means(en_client):
+    # Found (QA 44): it said "at most 3", not that empty is 3 where the console decides.
+    assert retry_help(en_client) == (
+        "Retries when the job fails without a detected node fault; at most 3. Left empty: 3 on "
+        "the local and Kubernetes pools; an AIHC pool is sent no value and uses its own default."
+    )
+
+
+def test_the_unconditional_retries_help_says_so_in_chinese_too(alice_client):
+    assert "留空" in retry_help(alice_client) and "3 次" in retry_help(alice_client)

@@ -419,12 +419,34 @@ class LocalBackend(Backend):
                 err(f"datasources[{i}].mountPath", read_only_parent_message(dest, parent))
         # The worker delivers this pool's webhooks itself: refuse destinations it would refuse
         # at send time (SSRF guard), so nobody learns it only from an AlertFailed event.
-        from jobs.alerts import NOT_HTTP_URL, webhook_in_clear, webhook_url_error
+        from jobs.alerts import (
+            NOT_HTTP_URL,
+            webhook_host_is_name,
+            webhook_in_clear,
+            webhook_url_error,
+        )
         from jobs.chat_bots import secret_masked
 
         for url in spec.alert.webhooks:
             refused = webhook_url_error(url)
-            if refused is None and webhook_in_clear(url):
+            if refused is None and webhook_in_clear(url) and webhook_host_is_name(url):
+                # Private destinations refused, an http:// name is refused wherever it
+                # resolves: as private at send when it is on the company network, as plain
+                # http:// on the internet otherwise. Which, only DNS knows (left29: it was
+                # said to be on the internet).
+                err(
+                    "alert.webhooks",
+                    _(
+                        "“%(url)s”: a plain http:// webhook is refused here wherever its host "
+                        "name leads: alerts cannot be sent to loopback, link-local or private "
+                        "addresses unless the administrator allows them "
+                        "(ALERT_WEBHOOK_ALLOW_PRIVATE=1), and on the internet it would send the "
+                        "alert and the key or token in its URL unencrypted. Use https:// (chat "
+                        "bots' webhooks all take it)."
+                    )
+                    % {"url": secret_masked(url)},
+                )
+            elif refused is None and webhook_in_clear(url):
                 err(
                     "alert.webhooks",
                     _(

@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.checks import not_migrated_problem
+from jobs.checks import bwrap_problems, not_migrated_problem
 
 
 class Command(BaseCommand):
@@ -51,6 +51,10 @@ class Command(BaseCommand):
                 f"PORT={suggested_port(port)} make run (manage.py serve --port "
                 f"{suggested_port(port)})."
             )
+        # Nor a mistyped LOCAL_BWRAP: the console would take local jobs that all fail at
+        # their launch, and its worker would be refused at each restart (QA 46).
+        if problems := bwrap_problems():
+            raise CommandError("; ".join(problems))
         # Last: what is wrong with HOST or PORT is said first, whatever the database holds.
         if problem := not_migrated_problem():
             raise CommandError(problem)

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs import job_users
-from jobs.checks import not_migrated_problem
+from jobs.checks import bwrap_problems, not_migrated_problem
 from jobs.health import worker_refused
 from jobs.worker import run_forever
 
@@ -42,6 +42,13 @@ class Command(BaseCommand):
             refuse(
                 "local jobs cannot run as their owners' users (LOCAL_JOB_UID_BASE; see "
                 'README, "Each user\'s jobs as a user of their own"):\n- ' + "\n- ".join(problems),
+                problems=problems,
+                refusal_file=refusal_file,
+            )
+        # A mistyped LOCAL_BWRAP: every local job would fail at its launch (QA 46).
+        if problems := bwrap_problems():
+            refuse(
+                "local jobs cannot start (LOCAL_BWRAP):\n- " + "\n- ".join(problems),
                 problems=problems,
                 refusal_file=refusal_file,
             )
