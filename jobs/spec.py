@@ -1267,21 +1267,36 @@ def _full_width_slash_message() -> str:
     )
 
 
+def _not_allowed(chars: list[str]) -> str:
+    """ "Not allowed: “Ｎ” “Ｃ”." naming `chars` (the first five), or "" for none."""
+    bad = list(dict.fromkeys(chars))
+    if not bad:
+        return ""
+    # A character that shows as nothing (a zero-width space or direction mark pasted with
+    # the name from a chat or web page) is named by its code point: “” says nothing.
+    shown = [
+        _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
+        for c in bad[:5]
+    ]
+    return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
+
+
+def with_non_ascii_named(rule: str, text: str) -> str:
+    """`rule` followed by the characters of `text` that are not ASCII: a Chinese input
+    method's full-width letters and signs (Ｎ, ：, ＝), Chinese, a non-breaking or zero-width
+    space pasted with it. They look like (or, for Chinese, read as) what the rule allows."""
+    bad = _not_allowed([c for c in text if not c.isascii()])
+    return f"{rule} {bad}" if bad else str(rule)
+
+
 def name_problem(name: str, limit: int) -> str:
     """What in this name breaks the name rule (NAME_RE, ROLE_NAME_RE), said after the rule so
     that a person sees what to change without comparing the name with the rule."""
     if len(name) > limit:
         return _("This one has %(count)d characters.") % {"count": len(name)}
     allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-")
-    bad = list(dict.fromkeys(c for c in name if c not in allowed))
-    if bad:
-        # A character that shows as nothing (a zero-width space or direction mark pasted with
-        # the name from a chat or web page) is named by its code point: “” says nothing.
-        shown = [
-            _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
-            for c in bad[:5]
-        ]
-        return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
+    if bad := _not_allowed([c for c in name if c not in allowed]):
+        return bad
     if not name[0].isalpha():
         return _("It starts with “%(char)s”.") % {"char": name[0]}
     return _("It ends with “%(char)s”.") % {"char": name[-1]}
@@ -1315,7 +1330,8 @@ def stored_labels(document: Any) -> list[tuple[str, str]]:
 def _label_key_problem(key: str) -> str:
     """Why `key` (not a label key) is refused: the rule, or, for a whole label pasted into the
     key (`lr=3e-4`, or `lr:3e-4` as YAML writes it), that its two parts go apart, named."""
-    for separator in ("=", ":"):
+    # The full-width "＝" and "：" of a Chinese input method too.
+    for separator in ("=", ":", "\uff1d", "\uff1a"):
         before, sep, after = key.partition(separator)
         value = after.strip()
         # "lr=" names no value: the rule says what a key may hold ("值为 。" said nothing).
@@ -1323,7 +1339,7 @@ def _label_key_problem(key: str) -> str:
             return _(
                 "A label's key and value go apart: %(key)s as the key and %(value)s as the value."
             ) % {"key": before.strip(), "value": value}
-    return str(LABEL_KEY_RULE)
+    return with_non_ascii_named(LABEL_KEY_RULE, key)
 
 
 def reserved_label_key(key: str) -> str:
@@ -1396,12 +1412,10 @@ def _validate_image(spec: JobSpec, err: Any) -> None:
         return
     match = IMAGE_RE.match(spec.image)
     if not match or len(spec.image) > 512:
-        err(
-            "jobSpec.image",
-            _(
-                "Image must look like registry/repository:tag or registry/repository@sha256:<digest>."
-            ),
+        rule = _(
+            "Image must look like registry/repository:tag or registry/repository@sha256:<digest>."
         )
+        err("jobSpec.image", with_non_ascii_named(rule, spec.image))
     elif not match.group("tag") and not match.group("digest"):
         err("jobSpec.image", _("Image must include a tag (e.g. :v1) or a digest (@sha256:...)."))
     if spec.image_config is not None and (
@@ -1555,9 +1569,8 @@ def _validate_envs(spec: JobSpec, err: Any) -> None:
     for i, env in enumerate(spec.envs):
         path = f"envs[{i}].name"
         if not ENV_NAME_RE.match(env.name):
-            err(
-                path, _("Variable names use letters, digits and '_' and do not start with a digit.")
-            )
+            rule = _("Variable names use letters, digits and '_' and do not start with a digit.")
+            err(path, with_non_ascii_named(rule, env.name))
         elif env.name in RESERVED_ENV_NAMES:
             err(
                 path,
@@ -1962,7 +1975,7 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             )
         seen_keys.add(key)
         if not LABEL_VALUE_RE.match(value):
-            err(f"labels[{i}].value", str(LABEL_VALUE_RULE))
+            err(f"labels[{i}].value", with_non_ascii_named(LABEL_VALUE_RULE, value))
     sub = spec.submission
     if sub.mode not in (SUBMIT_STANDALONE, SUBMIT_QUEUE):
         err("submission.mode", _("Submission is standalone or queue."))

@@ -1,0 +1,192 @@
+"""Text as a researcher in Beijing brings it to the wizard: pasted from WeChat, Word or Excel on
+Windows, typed with a Chinese input method. Look-alikes of the ASCII a command, a variable or
+an image needs are named where they are, never passed on to break the job; what is safe to
+drop (a byte order mark) is dropped."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from jobs import wizard as W
+from jobs.models import Draft
+from tests.test_wizard import (
+    _local_pool,  # noqa: F401 (autouse fixture)
+    basic_data,
+    complete_steps,
+    field_errors,
+    image_data,
+    new_draft,
+    post_step,
+)
+
+
+@pytest.fixture
+def en_client(alice) -> Client:
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(alice)
+    return client
+
+
+def draft_at(client, step) -> Draft:
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=step)
+    return draft
+
+
+def stored_envs(draft: Draft) -> list[tuple[str, str]]:
+    draft.refresh_from_db()
+    return [(e.name, e.value) for e in W.assemble(W.wizard_state(draft)).spec.envs]
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def test_curly_quotes_from_a_document_in_the_command_are_named_on_their_line(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    # Word turns the quotes of `python3 -c "print(1)"` into “ ”: bash passes them to Python.
+    command = "cd /workspace\npython3 -c “print(1)”"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command") == [
+        "Line 2 has a curly quote (“, U+201C), which the shell reads as an ordinary letter, "
+        'not as ": type " there (a document or chat app often turns " into “).',
+        "Line 2 has a curly quote (”, U+201D), which the shell reads as an ordinary letter, "
+        'not as ": type " there (a document or chat app often turns " into ”).',
+    ]
+    assert "python3 -c “print(1)”" in r.content.decode()  # kept as typed, to be fixed
+
+
+@pytest.mark.parametrize(
+    ("command", "char", "what"),
+    [
+        ("torchrun －－nproc_per_node=8 train.py", "－", "a full-width minus (－, U+FF0D)"),
+        ("torchrun —nproc_per_node=8 train.py", "—", "a long dash (—, U+2014)"),
+        ("torchrun –nproc_per_node=8 train.py", "–", "a long dash (–, U+2013)"),
+        ("torchrun --nproc_per_node＝8 train.py", "＝", "a full-width equals sign (＝, U+FF1D)"),
+        ("python3 train.py --lr ‘3e-4’", "‘", "a curly quote (‘, U+2018)"),
+    ],
+)
+def test_a_look_alike_dash_equals_or_quote_in_an_option_is_named(en_client, command, char, what):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_command")
+    assert messages and messages[0].startswith(f"Line 1 has {what}, which the shell reads ")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo “训练开始”——请稍候",  # Chinese text in Chinese punctuation, meant as it is
+        'echo "it’s done"',  # an apostrophe between letters
+        "python3 train.py  # warmup — then decay",  # a dash between spaces, as prose
+    ],
+)
+def test_curly_quotes_and_dashes_in_chinese_text_or_prose_are_left_alone(en_client, command):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 302
+
+
+def test_the_curly_quote_message_reads_in_chinese(alice_client):
+    draft = draft_at(alice_client, W.IMAGE)
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="python3 train.py —lr 1"))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command") == [
+        "第 1 行有一个长破折号（—，U+2014），shell 会把它当作普通字母，而不是 --：请在此处输入 --"
+        "（文档或聊天软件常把 -- 变成 —）。"
+    ]
+
+
+# -- the KEY=VALUE paste box -----------------------------------------------------------------
+
+
+def test_a_paste_with_a_byte_order_mark_and_windows_line_ends_becomes_rows(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    # As copied from a file Notepad saved: a BOM before the first name, CRLF after each line.
+    # A zero-width space from a chat message after a name is as invisible, and as safe to drop.
+    paste = "\ufeffNCCL_DEBUG=INFO\r\nLR\u200b=3e-4\r\n"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert r.status_code == 302
+    assert stored_envs(draft) == [("NCCL_DEBUG", "INFO"), ("LR", "3e-4")]
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("NCCL_DEBUG＝INFO", "“＝” (U+FF1D)"),
+        ("ＮＣＣＬ_DEBUG=INFO", "“Ｎ” (U+FF2E), “Ｃ” (U+FF23), “Ｌ” (U+FF2C)"),
+        ("NCCL\u00a0DEBUG=INFO", "“\u00a0” (U+00A0)"),
+        ("NCCL_DEBUG\tINFO", "a tab"),
+    ],
+)
+def test_a_pasted_line_with_a_look_alike_stays_in_the_box_naming_it(en_client, line, named):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=f"LR=1\n{line}"))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_env_paste") == [
+        f"These lines are not KEY=VALUE: {line} (it has {named}, where a name and '=' are "
+        "plain letters, digits, '_' and '=': a Chinese input method's full-width characters "
+        "and a spreadsheet's tab look alike)"
+    ]
+    page = r.content.decode()
+    assert re.search(r'<textarea[^>]*name="env_paste"[^>]*>\s*' + re.escape(line), page)
+    assert 'value="LR"' in page  # the good line became a row
+
+
+# -- names and the image address ---------------------------------------------------------------
+
+
+def test_a_variable_name_typed_in_full_width_letters_is_refused_naming_them(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(envs=[("ＮＣＣＬ_DEBUG", "INFO")]))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_env-0-name") == [
+        "Variable names use letters, digits and '_' and do not start with a digit. "
+        "Not allowed: “Ｎ” “Ｃ” “Ｌ”."
+    ]
+
+
+def test_an_image_address_with_a_full_width_colon_is_refused_naming_it(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(image="registry.example.com/train/pytorch：2.5")
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_image") == [
+        "Image must look like registry/repository:tag or registry/repository@sha256:<digest>. "
+        "Not allowed: “：”."
+    ]
+
+
+def test_a_label_pasted_whole_with_a_full_width_equals_is_told_its_two_parts(en_client):
+    draft = new_draft(en_client)
+    data = basic_data(
+        **{"label-TOTAL_FORMS": "1", "label-INITIAL_FORMS": "0", "label-0-key": "lr＝3e-4"}
+    )
+
+    r = post_step(en_client, draft, W.BASIC, data)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_label-0-key") == [
+        "A label's key and value go apart: lr as the key and 3e-4 as the value."
+    ]
