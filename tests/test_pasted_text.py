@@ -12,6 +12,7 @@ from django.test import Client
 
 from jobs import wizard as W
 from jobs.models import Draft
+from tests.test_job_labels import LIST, labelled_job, listed
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     basic_data,
@@ -190,3 +191,21 @@ def test_a_label_pasted_whole_with_a_full_width_equals_is_told_its_two_parts(en_
     assert field_errors(r, "id_label-0-key") == [
         "A label's key and value go apart: lr as the key and 3e-4 as the value."
     ]
+
+
+# -- the job list's label filter ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asked", ["project＝llm", "project：llm", "project ＝ llm"])
+def test_a_label_filter_typed_with_a_full_width_equals_or_colon_lists_the_jobs_having_it(
+    alice, alice_client, asked
+):
+    wanted = labelled_job(alice, ("project", "llm"), name="llm-a")
+    labelled_job(alice, ("project", "vision"), name="vision-a")
+
+    r = alice_client.get(LIST, {"label": asked})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert listed(page) == [wanted.public_id]
+    assert re.findall(r'<span class="[^"]*label-filter" title="([^"]+)"', page) == ["project=llm"]
