@@ -1749,7 +1749,11 @@ def _validate_bccl(spec: JobSpec, err: Any) -> None:
 
 # Whitespace and the invisible characters a copy from a chat or a document page brings along
 # (zero-width spaces and joiners, a byte order mark), at either end of a typed line.
-_EDGES = re.compile(r"^[\s\u200b-\u200d\u2060\ufeff]+|[\s\u200b-\u200d\u2060\ufeff]+$")
+# Characters that show as nothing: zero-width spaces and joiners, the word joiner, and the
+# byte order mark (U+FEFF) a file saved by Windows' Notepad starts with.
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+_EDGES = re.compile(rf"^[\s{INVISIBLE}]+|[\s{INVISIBLE}]+$")
+_INVISIBLE_EDGES = re.compile(rf"^[{INVISIBLE}]+|[{INVISIBLE}]+$")
 
 
 def edge_trimmed(text: str) -> str:
@@ -1757,6 +1761,12 @@ def edge_trimmed(text: str) -> str:
     a bot's page with a zero-width space after it was taken, and failed at its first alert as
     an unknown token, though the URL as shown was right."""
     return _EDGES.sub("", text)
+
+
+def invisible_trimmed(text: str) -> str:
+    """`text` without invisible characters at its ends, its spaces kept (where a space can be
+    meant: a log search for " loss")."""
+    return _INVISIBLE_EDGES.sub("", text)
 
 
 def _url_readable(url: str) -> bool:

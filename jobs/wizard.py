@@ -2046,9 +2046,6 @@ def parse_env_line(line: str) -> tuple[str, str] | None:
     return name, value
 
 
-ZERO_WIDTH = {"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"}
-
-
 def _with_look_alikes_named(line: str) -> str:
     """A pasted line that is not KEY=VALUE, with the look-alikes in its name and "=" named:
     a full-width letter or "＝" of a Chinese input method, an invisible character, the tab
@@ -2059,7 +2056,7 @@ def _with_look_alikes_named(line: str) -> str:
         c
         for c in dict.fromkeys(head)
         if c == "\t"
-        or c in ZERO_WIDTH
+        or c in S.INVISIBLE
         or (not c.isascii() and unicodedata.normalize("NFKC", c).isascii())
     ]
     if not odd:
@@ -2068,7 +2065,7 @@ def _with_look_alikes_named(line: str) -> str:
         _("a tab")
         if c == "\t"
         else f"U+{ord(c):04X}"
-        if c in ZERO_WIDTH
+        if c in S.INVISIBLE
         else f"“{c}” (U+{ord(c):04X})"
         for c in odd[:5]
     ]

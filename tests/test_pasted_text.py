@@ -12,7 +12,11 @@ from django.test import Client
 
 from jobs import wizard as W
 from jobs.models import Draft
+from tests.runner_helpers import runner_settings  # noqa: F401 (fixture)
 from tests.test_job_labels import LIST, labelled_job, listed
+from tests.test_job_logs_search import results as log_results
+from tests.test_job_logs_search import search as log_search
+from tests.test_job_pages import job_with_master_log
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     basic_data,
@@ -209,3 +213,21 @@ def test_a_label_filter_typed_with_a_full_width_equals_or_colon_lists_the_jobs_h
     page = r.content.decode()
     assert listed(page) == [wanted.public_id]
     assert re.findall(r'<span class="[^"]*label-filter" title="([^"]+)"', page) == ["project=llm"]
+
+
+# -- searching a log -----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_chinese_log_search_pasted_from_a_chat_with_a_zero_width_space_finds_its_line(
+    alice, alice_client
+):
+    job = job_with_master_log(
+        alice, "step 1 loss 0.5\r\n[错误] CUDA out of memory：显存不足\r\nstep 2\r\n".encode()
+    )
+
+    r = log_search(alice_client, job, q="显存不足\u200b")
+
+    assert r.status_code == 200
+    assert [(n, kind) for n, kind, _text in log_results(r)] == [(1, "-"), (2, ":"), (3, "-")]
+    assert "<mark>显存不足</mark>" in log_results(r)[1][2]
