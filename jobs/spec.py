@@ -1602,9 +1602,28 @@ def log_path_problem_said(log_path: str) -> bool:
     then say nothing of it, so one message tells what to fix."""
     return (
         bool(FULL_WIDTH_SLASHES & set(log_path))
+        or bool(_odd_space_problem(log_path))
         or _has_control_characters(log_path)
         or normalised_mount_path(log_path) is None
     )
+
+
+def _odd_space_problem(path: str) -> str:
+    """A path's first look-alike space (a non-breaking or full-width space) or invisible
+    character (a zero-width space) named with where it is, or "". Copied from a document or
+    a chat app, `/mnt/my\u00a0data` looked like a folder with a space in its name and was
+    another, and a zero-width space was said to be a "control character" no one could see."""
+    for i, c in enumerate(path):
+        # A space (Zs) other than " "; line breaks (U+2028, U+0085) are control characters.
+        if c in INVISIBLE or (unicodedata.category(c) == "Zs" and c != " "):
+            where = _("after “%(before)s”") % {"before": path[:i]} if i else _("at its start")
+            return _(
+                "The path has a look-alike space or an invisible character (U+%(code)04X) "
+                "%(where)s, which would be part of a folder's name: type an ordinary space "
+                "there, or delete it (text copied from a document or chat app often brings one "
+                "along)."
+            ) % {"code": ord(c), "where": where}
+    return ""
 
 
 def _has_control_characters(text: str) -> bool:
@@ -1630,6 +1649,8 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
             err(f"{path}.name", _("Choose a file system or volume."))
         if not ds.mount_path:
             err(f"{path}.mountPath", _("Enter the mount path in the container, e.g. /workspace."))
+        elif problem := _odd_space_problem(ds.mount_path):
+            err(f"{path}.mountPath", problem)
         elif _has_control_characters(ds.mount_path):
             err(
                 f"{path}.mountPath",
@@ -1679,7 +1700,9 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                     ),
                 )
                 continue
-        if source and _has_control_characters(source):
+        if problem := _odd_space_problem(source):
+            err(f"{path}.sourcePath", problem)
+        elif source and _has_control_characters(source):
             err(
                 f"{path}.sourcePath",
                 _("A path cannot contain line breaks, tabs or other control characters."),
@@ -1793,6 +1816,8 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         )
     # Said as a mount path's are (QA 37): "/workspace/tb/" read "enter the absolute path",
     # which it is, and a full-width slash made a path on no mount, its curves never read.
+    elif problem := _odd_space_problem(log_path):
+        err("tensorboardConfig.logPath", problem)
     elif _has_control_characters(log_path):
         err(
             "tensorboardConfig.logPath",

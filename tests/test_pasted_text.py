@@ -19,8 +19,10 @@ from tests.test_job_logs_search import search as log_search
 from tests.test_job_pages import job_with_master_log
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
+    advanced_data,
     basic_data,
     complete_steps,
+    data_data,
     field_errors,
     image_data,
     new_draft,
@@ -231,3 +233,49 @@ def test_a_chinese_log_search_pasted_from_a_chat_with_a_zero_width_space_finds_i
     assert r.status_code == 200
     assert [(n, kind) for n, kind, _text in log_results(r)] == [(1, "-"), (2, ":"), (3, "-")]
     assert "<mark>显存不足</mark>" in log_results(r)[1][2]
+
+
+# -- paths -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "code", "where"),
+    [
+        ("/mnt/my\u00a0data", "U+00A0", "after “/mnt/my”"),
+        ("/mnt/数据\u3000集", "U+3000", "after “/mnt/数据”"),
+        ("\u200b/workspace", "U+200B", "at its start"),
+        ("/workspace\u200b", "U+200B", "after “/workspace”"),
+    ],
+)
+def test_a_mount_path_with_a_look_alike_space_is_refused_naming_it_and_where(
+    en_client, typed, code, where
+):
+    draft = draft_at(en_client, W.DATA)
+
+    r = post_step(en_client, draft, W.DATA, data_data([("hostpath", "scratch", typed)]))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-0-mount_path") == [
+        f"The path has a look-alike space or an invisible character ({code}) {where}, which "
+        "would be part of a folder's name: type an ordinary space there, or delete it (text "
+        "copied from a document or chat app often brings one along)."
+    ]
+    assert typed.strip() in r.content.decode()  # kept as typed, to be fixed
+
+
+def test_a_tensorboard_path_with_a_non_breaking_space_is_refused_naming_it(en_client):
+    draft = draft_at(en_client, W.ADVANCED)
+
+    r = post_step(
+        en_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="/workspace/tb\u00a0logs"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_tensorboard_path") == [
+        "The path has a look-alike space or an invisible character (U+00A0) after "
+        "“/workspace/tb”, which would be part of a folder's name: type an ordinary space "
+        "there, or delete it (text copied from a document or chat app often brings one along)."
+    ]
