@@ -2041,7 +2041,13 @@ def parse_env_line(line: str) -> tuple[str, str] | None:
     if not sep or not S.ENV_NAME_RE.match(name):
         return None
     value = S.edge_trimmed(value)
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+    if (
+        len(value) >= 2
+        and value[0] == value[-1]
+        and value[0] in "'\""
+        or len(value) >= 2
+        and value[0] + value[-1] in ("\u201c\u201d", "\u2018\u2019", "\uff02\uff02")
+    ):
         value = value[1:-1]
     return name, value
 

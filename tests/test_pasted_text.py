@@ -279,3 +279,21 @@ def test_a_tensorboard_path_with_a_non_breaking_space_is_refused_naming_it(en_cl
         "“/workspace/tb”, which would be part of a folder's name: type an ordinary space "
         "there, or delete it (text copied from a document or chat app often brings one along)."
     ]
+
+
+def test_a_pasted_value_in_curly_quotes_from_a_document_is_unquoted_as_a_straight_one_is(
+    en_client,
+):
+    draft = draft_at(en_client, W.IMAGE)
+    # Word writes `export NCCL_DEBUG="INFO"` with curly quotes: the shell would keep them.
+    paste = 'export NCCL_DEBUG=“INFO”\nGREETING=‘你好 世界’\nPLAIN="x"\nTOLD=it’s'
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert r.status_code == 302
+    assert stored_envs(draft) == [
+        ("NCCL_DEBUG", "INFO"),
+        ("GREETING", "你好 世界"),
+        ("PLAIN", "x"),
+        ("TOLD", "it’s"),
+    ]
