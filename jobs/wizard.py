@@ -322,6 +322,32 @@ def look_alike_signs(command: str) -> list[tuple[int, str]]:
     return found
 
 
+def look_alike_messages(command: str) -> list[str]:
+    """What stray_spaces and look_alike_signs find in a command, said with its line (the
+    first three of each)."""
+    messages = []
+    for line, char in stray_spaces(command)[:3]:
+        messages.append(
+            _(
+                "Line %(line)d has %(what)s (U+%(code)04X), which the shell reads as part of a "
+                "word, not as a space: type an ordinary space there, or delete it (text copied "
+                "from a web page or document often brings one along)."
+            )
+            % {"line": line, "what": STRAY_SPACES[char], "code": ord(char)}
+        )
+    for line, char in look_alike_signs(command)[:3]:
+        what, meant = LOOK_ALIKE_SIGNS[char]
+        messages.append(
+            _(
+                "Line %(line)d has %(what)s (%(char)s, U+%(code)04X), which the shell reads "
+                "as an ordinary letter, not as %(meant)s: type %(meant)s there (a document or "
+                "chat app often turns %(meant)s into %(char)s)."
+            )
+            % {"line": line, "what": what, "char": char, "code": ord(char), "meant": meant}
+        )
+    return messages
+
+
 # Platform variables per framework, for the image step's list (values come at run time).
 INJECTED_VARIABLES: dict[str, list[tuple[str, Any]]] = {
     "": [
@@ -1012,11 +1038,12 @@ def _apply_image(
     spec.image = (cd.get("image") or "").strip()
     if state.template:
         spec.image = state.template["image"]
-    username = (cd.get("registry_username") or "").strip()
+    # An invisible character copied with a username (from a chat) would fail the pull's login.
+    username = S.edge_trimmed(cd.get("registry_username") or "")
     password = cd.get("registry_password") or ""
     if username or password:
         spec.image_config = S.ImageConfig(username=username, password=password)
-    spec.entrypoint = (cd.get("entrypoint") or "").strip()
+    spec.entrypoint = S.edge_trimmed(cd.get("entrypoint") or "")
     spec.command = (cd.get("command") or "").replace("\r\n", "\n")
     a.rows["envs"] = []
     for i, row in _valid_rows(forms.formset):
@@ -1206,27 +1233,10 @@ def wizard_rules(
                 _("%(key)s= in the command is empty: write your own path after the = sign.")
                 % {"key": key},
             )
-    for line, char in stray_spaces(spec.command)[:3]:
-        err(
-            "jobSpec.command",
-            _(
-                "Line %(line)d has %(what)s (U+%(code)04X), which the shell reads as part of a "
-                "word, not as a space: type an ordinary space there, or delete it (text copied "
-                "from a web page or document often brings one along)."
-            )
-            % {"line": line, "what": STRAY_SPACES[char], "code": ord(char)},
-        )
-    for line, char in look_alike_signs(spec.command)[:3]:
-        what, meant = LOOK_ALIKE_SIGNS[char]
-        err(
-            "jobSpec.command",
-            _(
-                "Line %(line)d has %(what)s (%(char)s, U+%(code)04X), which the shell reads "
-                "as an ordinary letter, not as %(meant)s: type %(meant)s there (a document or "
-                "chat app often turns %(meant)s into %(char)s)."
-            )
-            % {"line": line, "what": what, "char": char, "code": ord(char), "meant": meant},
-        )
+    # The entrypoint is split as the shell splits it too (`python3 -u`).
+    for path, text in (("jobSpec.command", spec.command), ("console.entrypoint", spec.entrypoint)):
+        for message in look_alike_messages(text):
+            err(path, message)
     image_raw = raws.get(IMAGE) if raws.get(IMAGE) is not None else state.raw(IMAGE)
     left_lines = _lines(_one(image_raw, "env_paste"))
     bad_lines = [line for line in left_lines if parse_env_line(line) is None]

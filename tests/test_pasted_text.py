@@ -116,6 +116,45 @@ def test_the_curly_quote_message_reads_in_chinese(alice_client):
     ]
 
 
+def test_an_entrypoint_with_a_non_breaking_space_is_named_and_an_invisible_end_dropped(
+    en_client,
+):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(entrypoint="python3\u00a0-u", command="train.py")
+    )
+    # A zero-width space after bash made it no shell (and no command needed) and no program.
+    trimmed = post_step(en_client, draft, W.IMAGE, image_data(entrypoint="bash\u200b"))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_entrypoint") == [
+        "Line 1 has a non-breaking space (U+00A0), which the shell reads as part of a word, "
+        "not as a space: type an ordinary space there, or delete it (text copied from a web "
+        "page or document often brings one along)."
+    ]
+    assert trimmed.status_code == 302
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.entrypoint == "bash"
+
+
+def test_a_registry_username_copied_with_a_zero_width_space_is_kept_without_it(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client,
+        draft,
+        W.IMAGE,
+        image_data(registry_username="robot$ci\u200b", registry_password="pw\u200b"),
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    config = W.assemble(W.wizard_state(draft)).spec.image_config
+    # The password is used exactly as typed: only the username is trimmed.
+    assert (config.username, config.password) == ("robot$ci", "pw\u200b")
+
+
 # -- the KEY=VALUE paste box -----------------------------------------------------------------
 
 
