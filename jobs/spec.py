@@ -1289,6 +1289,20 @@ def with_non_ascii_named(rule: str, text: str) -> str:
     return f"{rule} {bad}" if bad else str(rule)
 
 
+def with_full_width_named(message: str, text: str) -> str:
+    """`message` followed by the first character of `text` that a Chinese input method writes
+    in full width for an ASCII one (＠ for @, ： for :), which looks right: an address may
+    hold Chinese (张三@例子.中国), so only these are named."""
+    for c in text:
+        if not c.isascii() and unicodedata.normalize("NFKC", c).isascii() and not c.isspace():
+            named = _(
+                "It has “%(char)s” (U+%(code)04X), a full-width character of a Chinese input "
+                "method: type the ASCII one."
+            ) % {"char": c, "code": ord(c)}
+            return f"{message} {named}"
+    return message
+
+
 def name_problem(name: str, limit: int) -> str:
     """What in this name breaks the name rule (NAME_RE, ROLE_NAME_RE), said after the rule so
     that a person sees what to change without comparing the name with the rule."""
@@ -1877,7 +1891,8 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         try:
             validate_email(email)
         except ValidationError:
-            err("alert.emails", _("“%(value)s” is not an email address.") % {"value": email})
+            message = _("“%(value)s” is not an email address.") % {"value": email}
+            err("alert.emails", with_full_width_named(message, email))
     url_validator = URLValidator(schemes=["http", "https"])
     for url in spec.alert.webhooks[:MAX_ALERT_WEBHOOKS]:
         # Messages quote a line with its signing secret masked: they are shown back.
@@ -1899,7 +1914,8 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             if not _url_readable(url):
                 raise ValidationError("not a URL")
         except ValidationError:
-            err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": shown})
+            message = _("“%(value)s” is not an http(s) URL.") % {"value": shown}
+            err("alert.webhooks", with_full_width_named(message, shown))
             continue
         base, _hash, fragment = url.partition("#")
         if not fragment:

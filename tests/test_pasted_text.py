@@ -336,3 +336,31 @@ def test_a_pasted_value_in_curly_quotes_from_a_document_is_unquoted_as_a_straigh
         ("PLAIN", "x"),
         ("TOLD", "it’s"),
     ]
+
+
+# -- alerts ------------------------------------------------------------------------------------
+
+
+def test_an_alert_address_typed_with_a_full_width_at_sign_is_refused_naming_it(en_client):
+    draft = draft_at(en_client, W.ADVANCED)
+
+    r = post_step(
+        en_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(
+            alert_items=["jobFailed"],
+            alert_emails="ops＠example.com",
+            alert_webhooks="https：//example.com/hook",
+        ),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_emails") == [
+        "“ops＠example.com” is not an email address. It has “＠” (U+FF20), a full-width "
+        "character of a Chinese input method: type the ASCII one."
+    ]
+    assert field_errors(r, "id_alert_webhooks") == [
+        "“https：//example.com/hook” is not an http(s) URL. It has “：” (U+FF1A), a full-width "
+        "character of a Chinese input method: type the ASCII one."
+    ]
