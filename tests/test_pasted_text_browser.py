@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.test_job_labels import labelled_job
-from tests.test_wizard_browser import _local_pool, fill_basic, next_step, start  # noqa: F401
+from tests.test_wizard_browser import _local_pool, fill_basic, next_step, settled, start  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -63,10 +63,12 @@ def test_a_command_pasted_from_word_with_curly_quotes_is_named_and_kept_to_fix(
     page.keyboard.insert_text("cd /workspace\r\npython3 -c “print(1)”")
 
     page.click("#wizard-next")
+    settled(page)
 
     message = page.locator("#id_command ~ .invalid-feedback, [id^=error_][id$=_id_command]")
     expect(message.first).to_contain_text("第 2 行有一个弯引号（“，U+201C）")
     expect(page.locator("#id_command")).to_have_value("cd /workspace\npython3 -c “print(1)”")
-    # Fixed where it was said, the step goes on.
+    # Fixed where it was said, the step goes on (once wizard.js has moved focus to it).
+    expect(page.locator("#id_command")).to_be_focused()
     page.fill("#id_command", 'cd /workspace\npython3 -c "print(1)"')
     next_step(page, "resources")
