@@ -22,6 +22,9 @@ MAX_LABEL_FILTERS = 10
 SAFE_ADDRESS_LENGTH = 4000
 
 
+FULL_WIDTH_SEPARATORS = str.maketrans({"\uff1d": "=", "\uff1a": ":"})
+
+
 def asked_labels(query: QueryDict) -> list[tuple[str, str | None]]:
     """The labels a job list address filters by: each `label=key=value` (split at the first
     "="), or `label=key` for any value of that key; empty ones dropped, the first
@@ -44,8 +47,9 @@ def every_asked_label(query: QueryDict) -> list[tuple[str, str | None]]:
 def label_asked(text: str) -> tuple[str, str | None] | None:
     """One `label=` as a (key, value) pair, value None for a key alone (`key=value`, `key:value`
     or `key`, spaces around each part dropped); None when it names no key. The job list's and
-    the admin's label filters read it alike."""
-    text = text.strip()
+    the admin's label filters read it alike. A Chinese input method's full-width "＝" and
+    "：" are read as "=" and ":": no key or value can hold them, so nothing else is meant."""
+    text = text.strip().translate(FULL_WIDTH_SEPARATORS)
     key, sep, value = text.partition("=" if "=" in text or ":" not in text else ":")
     if not key.strip():
         return None

@@ -99,7 +99,7 @@ class TypedBox:
 # the characters that can be in one (a name, a job or platform id, a queue, a label: ASCII
 # letters, digits, "-", "_", "."; spaces, sent as "+"), each character one byte in the address
 # but for one "/" (3 bytes, "%2F"; a search's "/" may be the full-width "／", 9) and a label's
-# one "=" or ":" (3). So the longest address the form can send is known before anything is
+# one "=" or ":" (3; the full-width "＝" or "：" of a Chinese input method, 9). So the longest address the form can send is known before anything is
 # typed (form_carries_selection); a Chinese search or label, which nothing can match, would
 # have taken 9 bytes a character.
 TYPED_BOXES = {
@@ -109,8 +109,8 @@ TYPED_BOXES = {
     # A key of 317 characters (a 253-character prefix, "/", 63), "=", a value of 63.
     "label": TypedBox(
         max_length=317 + 1 + 63,
-        pattern=r" *[\w.\-]*(\/[\w.\-]*)? *([=:] *[\w.\-]* *)?",
-        most_bytes=317 + 1 + 63 + 4,
+        pattern=r" *[\w.\-]*(\/[\w.\-]*)? *([=:＝：] *[\w.\-]* *)?",
+        most_bytes=317 + 1 + 63 + 2 + 8,
     ),
 }
 

@@ -1267,21 +1267,50 @@ def _full_width_slash_message() -> str:
     )
 
 
+def _not_allowed(chars: list[str]) -> str:
+    """ "Not allowed: “Ｎ” “Ｃ”." naming `chars` (the first five), or "" for none."""
+    bad = list(dict.fromkeys(chars))
+    if not bad:
+        return ""
+    # A character that shows as nothing (a zero-width space or direction mark pasted with
+    # the name from a chat or web page) is named by its code point: “” says nothing.
+    shown = [
+        _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
+        for c in bad[:5]
+    ]
+    return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
+
+
+def with_non_ascii_named(rule: str, text: str) -> str:
+    """`rule` followed by the characters of `text` that are not ASCII: a Chinese input
+    method's full-width letters and signs (Ｎ, ：, ＝), Chinese, a non-breaking or zero-width
+    space pasted with it. They look like (or, for Chinese, read as) what the rule allows."""
+    bad = _not_allowed([c for c in text if not c.isascii()])
+    return f"{rule} {bad}" if bad else str(rule)
+
+
+def with_full_width_named(message: str, text: str) -> str:
+    """`message` followed by the first character of `text` that a Chinese input method writes
+    in full width for an ASCII one (＠ for @, ： for :), which looks right: an address may
+    hold Chinese (张三@例子.中国), so only these are named."""
+    for c in text:
+        if not c.isascii() and unicodedata.normalize("NFKC", c).isascii() and not c.isspace():
+            named = _(
+                "It has “%(char)s” (U+%(code)04X), a full-width character of a Chinese input "
+                "method: type the ASCII one."
+            ) % {"char": c, "code": ord(c)}
+            return f"{message} {named}"
+    return message
+
+
 def name_problem(name: str, limit: int) -> str:
     """What in this name breaks the name rule (NAME_RE, ROLE_NAME_RE), said after the rule so
     that a person sees what to change without comparing the name with the rule."""
     if len(name) > limit:
         return _("This one has %(count)d characters.") % {"count": len(name)}
     allowed = set("abcdefghijklmnopqrstuvwxyz0123456789-")
-    bad = list(dict.fromkeys(c for c in name if c not in allowed))
-    if bad:
-        # A character that shows as nothing (a zero-width space or direction mark pasted with
-        # the name from a chat or web page) is named by its code point: “” says nothing.
-        shown = [
-            _("space") if c.isspace() else f"“{c}”" if c.isprintable() else f"U+{ord(c):04X}"
-            for c in bad[:5]
-        ]
-        return _("Not allowed: %(chars)s.") % {"chars": " ".join(shown)}
+    if bad := _not_allowed([c for c in name if c not in allowed]):
+        return bad
     if not name[0].isalpha():
         return _("It starts with “%(char)s”.") % {"char": name[0]}
     return _("It ends with “%(char)s”.") % {"char": name[-1]}
@@ -1315,7 +1344,8 @@ def stored_labels(document: Any) -> list[tuple[str, str]]:
 def _label_key_problem(key: str) -> str:
     """Why `key` (not a label key) is refused: the rule, or, for a whole label pasted into the
     key (`lr=3e-4`, or `lr:3e-4` as YAML writes it), that its two parts go apart, named."""
-    for separator in ("=", ":"):
+    # The full-width "＝" and "：" of a Chinese input method too.
+    for separator in ("=", ":", "\uff1d", "\uff1a"):
         before, sep, after = key.partition(separator)
         value = after.strip()
         # "lr=" names no value: the rule says what a key may hold ("值为 。" said nothing).
@@ -1323,7 +1353,7 @@ def _label_key_problem(key: str) -> str:
             return _(
                 "A label's key and value go apart: %(key)s as the key and %(value)s as the value."
             ) % {"key": before.strip(), "value": value}
-    return str(LABEL_KEY_RULE)
+    return with_non_ascii_named(LABEL_KEY_RULE, key)
 
 
 def reserved_label_key(key: str) -> str:
@@ -1396,12 +1426,10 @@ def _validate_image(spec: JobSpec, err: Any) -> None:
         return
     match = IMAGE_RE.match(spec.image)
     if not match or len(spec.image) > 512:
-        err(
-            "jobSpec.image",
-            _(
-                "Image must look like registry/repository:tag or registry/repository@sha256:<digest>."
-            ),
+        rule = _(
+            "Image must look like registry/repository:tag or registry/repository@sha256:<digest>."
         )
+        err("jobSpec.image", with_non_ascii_named(rule, spec.image))
     elif not match.group("tag") and not match.group("digest"):
         err("jobSpec.image", _("Image must include a tag (e.g. :v1) or a digest (@sha256:...)."))
     if spec.image_config is not None and (
@@ -1555,9 +1583,8 @@ def _validate_envs(spec: JobSpec, err: Any) -> None:
     for i, env in enumerate(spec.envs):
         path = f"envs[{i}].name"
         if not ENV_NAME_RE.match(env.name):
-            err(
-                path, _("Variable names use letters, digits and '_' and do not start with a digit.")
-            )
+            rule = _("Variable names use letters, digits and '_' and do not start with a digit.")
+            err(path, with_non_ascii_named(rule, env.name))
         elif env.name in RESERVED_ENV_NAMES:
             err(
                 path,
@@ -1589,9 +1616,28 @@ def log_path_problem_said(log_path: str) -> bool:
     then say nothing of it, so one message tells what to fix."""
     return (
         bool(FULL_WIDTH_SLASHES & set(log_path))
+        or bool(_odd_space_problem(log_path))
         or _has_control_characters(log_path)
         or normalised_mount_path(log_path) is None
     )
+
+
+def _odd_space_problem(path: str) -> str:
+    """A path's first look-alike space (a non-breaking or full-width space) or invisible
+    character (a zero-width space) named with where it is, or "". Copied from a document or
+    a chat app, `/mnt/my\u00a0data` looked like a folder with a space in its name and was
+    another, and a zero-width space was said to be a "control character" no one could see."""
+    for i, c in enumerate(path):
+        # A space (Zs) other than " "; line breaks (U+2028, U+0085) are control characters.
+        if c in INVISIBLE or (unicodedata.category(c) == "Zs" and c != " "):
+            where = _("after “%(before)s”") % {"before": path[:i]} if i else _("at its start")
+            return _(
+                "The path has a look-alike space or an invisible character (U+%(code)04X) "
+                "%(where)s, which would be part of a folder's name: type an ordinary space "
+                "there, or delete it (text copied from a document or chat app often brings one "
+                "along)."
+            ) % {"code": ord(c), "where": where}
+    return ""
 
 
 def _has_control_characters(text: str) -> bool:
@@ -1617,6 +1663,8 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
             err(f"{path}.name", _("Choose a file system or volume."))
         if not ds.mount_path:
             err(f"{path}.mountPath", _("Enter the mount path in the container, e.g. /workspace."))
+        elif problem := _odd_space_problem(ds.mount_path):
+            err(f"{path}.mountPath", problem)
         elif _has_control_characters(ds.mount_path):
             err(
                 f"{path}.mountPath",
@@ -1666,7 +1714,9 @@ def _validate_datasources(spec: JobSpec, err: Any) -> None:
                     ),
                 )
                 continue
-        if source and _has_control_characters(source):
+        if problem := _odd_space_problem(source):
+            err(f"{path}.sourcePath", problem)
+        elif source and _has_control_characters(source):
             err(
                 f"{path}.sourcePath",
                 _("A path cannot contain line breaks, tabs or other control characters."),
@@ -1736,7 +1786,11 @@ def _validate_bccl(spec: JobSpec, err: Any) -> None:
 
 # Whitespace and the invisible characters a copy from a chat or a document page brings along
 # (zero-width spaces and joiners, a byte order mark), at either end of a typed line.
-_EDGES = re.compile(r"^[\s\u200b-\u200d\u2060\ufeff]+|[\s\u200b-\u200d\u2060\ufeff]+$")
+# Characters that show as nothing: zero-width spaces and joiners, the word joiner, and the
+# byte order mark (U+FEFF) a file saved by Windows' Notepad starts with.
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff"
+_EDGES = re.compile(rf"^[\s{INVISIBLE}]+|[\s{INVISIBLE}]+$")
+_INVISIBLE_EDGES = re.compile(rf"^[{INVISIBLE}]+|[{INVISIBLE}]+$")
 
 
 def edge_trimmed(text: str) -> str:
@@ -1744,6 +1798,12 @@ def edge_trimmed(text: str) -> str:
     a bot's page with a zero-width space after it was taken, and failed at its first alert as
     an unknown token, though the URL as shown was right."""
     return _EDGES.sub("", text)
+
+
+def invisible_trimmed(text: str) -> str:
+    """`text` without invisible characters at its ends, its spaces kept (where a space can be
+    meant: a log search for " loss")."""
+    return _INVISIBLE_EDGES.sub("", text)
 
 
 def _url_readable(url: str) -> bool:
@@ -1770,6 +1830,8 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         )
     # Said as a mount path's are (QA 37): "/workspace/tb/" read "enter the absolute path",
     # which it is, and a full-width slash made a path on no mount, its curves never read.
+    elif problem := _odd_space_problem(log_path):
+        err("tensorboardConfig.logPath", problem)
     elif _has_control_characters(log_path):
         err(
             "tensorboardConfig.logPath",
@@ -1829,7 +1891,8 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
         try:
             validate_email(email)
         except ValidationError:
-            err("alert.emails", _("“%(value)s” is not an email address.") % {"value": email})
+            message = _("“%(value)s” is not an email address.") % {"value": email}
+            err("alert.emails", with_full_width_named(message, email))
     url_validator = URLValidator(schemes=["http", "https"])
     for url in spec.alert.webhooks[:MAX_ALERT_WEBHOOKS]:
         # Messages quote a line with its signing secret masked: they are shown back.
@@ -1851,7 +1914,8 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             if not _url_readable(url):
                 raise ValidationError("not a URL")
         except ValidationError:
-            err("alert.webhooks", _("“%(value)s” is not an http(s) URL.") % {"value": shown})
+            message = _("“%(value)s” is not an http(s) URL.") % {"value": shown}
+            err("alert.webhooks", with_full_width_named(message, shown))
             continue
         base, _hash, fragment = url.partition("#")
         if not fragment:
@@ -1962,7 +2026,7 @@ def _validate_advanced(spec: JobSpec, err: Any) -> None:
             )
         seen_keys.add(key)
         if not LABEL_VALUE_RE.match(value):
-            err(f"labels[{i}].value", str(LABEL_VALUE_RULE))
+            err(f"labels[{i}].value", with_non_ascii_named(LABEL_VALUE_RULE, value))
     sub = spec.submission
     if sub.mode not in (SUBMIT_STANDALONE, SUBMIT_QUEUE):
         err("submission.mode", _("Submission is standalone or queue."))

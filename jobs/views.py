@@ -106,7 +106,7 @@ from .selection import (
     selection_of,
 )
 from .services import job_events_shown, label_suggestions, labels_in_another_case
-from .spec import FRAMEWORK_LABELS, MPI, SpecError, stored_labels
+from .spec import FRAMEWORK_LABELS, MPI, SpecError, invisible_trimmed, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
@@ -302,6 +302,14 @@ class LogSearchForm(forms.Form):
         min_value=1,
         error_messages={"invalid": OLDER_LINK_ERROR, "min_value": OLDER_LINK_ERROR},
     )
+
+    def clean_q(self) -> str:
+        # Text copied from a chat or a web page may end in a zero-width space, which no log
+        # line holds there: nothing was found and the box showed nothing wrong (QA 47).
+        q = invisible_trimmed(self.cleaned_data["q"])
+        if not q:
+            raise forms.ValidationError(self.fields["q"].error_messages["required"])
+        return q
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

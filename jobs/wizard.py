@@ -21,6 +21,7 @@ import hashlib
 import json
 import re
 import shlex
+import unicodedata
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -284,6 +285,69 @@ def stray_spaces(command: str) -> list[tuple[int, str]]:
             if any(" " < c < "\x7f" for c in around):
                 found.append((number, char))
     return found
+
+
+# What a document, a chat app or a Chinese input method writes in place of the ASCII a shell
+# command needs: Word's curly quotes and its long dash for "--", a full-width "－" or "＝".
+# bash reads them as ordinary letters: `python3 -c “print(1)”` passes the quotes to Python,
+# `torchrun —nproc_per_node=8` is an unknown argument. Named for the message, with what was
+# meant.
+LOOK_ALIKE_SIGNS = {
+    "\u201c": (gettext_lazy("a curly quote"), '"'),
+    "\u201d": (gettext_lazy("a curly quote"), '"'),
+    "\u2018": (gettext_lazy("a curly quote"), "'"),
+    "\u2019": (gettext_lazy("a curly quote"), "'"),
+    "\uff02": (gettext_lazy("a full-width quote"), '"'),
+    "\uff07": (gettext_lazy("a full-width quote"), "'"),
+    "\u2013": (gettext_lazy("a long dash"), "--"),
+    "\u2014": (gettext_lazy("a long dash"), "--"),
+    "\uff0d": (gettext_lazy("a full-width minus"), "-"),
+    "\uff1d": (gettext_lazy("a full-width equals sign"), "="),
+}
+
+
+def look_alike_signs(command: str) -> list[tuple[int, str]]:
+    """(line number, character) of each look-alike of a quote, dash or "=" in a command that
+    touches a printable ASCII character other than a space, once per line: `“print(1)”`,
+    `—nproc`, `--lr＝3`. One in Chinese text (`echo “训练开始”——请稍候`), between spaces as in
+    prose (`warmup — then`) or an apostrophe between letters (`it’s`) is meant as it is."""
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(command.splitlines(), start=1):
+        for i, char in enumerate(line):
+            if char not in LOOK_ALIKE_SIGNS or (number, char) in found:
+                continue
+            before, after = line[i - 1 : i], line[i + 1 : i + 2]
+            if char == "\u2019" and (before + after).isascii() and (before + after).isalpha():
+                continue
+            if any(" " < c < "\x7f" for c in before + after):
+                found.append((number, char))
+    return found
+
+
+def look_alike_messages(command: str) -> list[str]:
+    """What stray_spaces and look_alike_signs find in a command, said with its line (the
+    first three of each)."""
+    messages = []
+    for line, char in stray_spaces(command)[:3]:
+        messages.append(
+            _(
+                "Line %(line)d has %(what)s (U+%(code)04X), which the shell reads as part of a "
+                "word, not as a space: type an ordinary space there, or delete it (text copied "
+                "from a web page or document often brings one along)."
+            )
+            % {"line": line, "what": STRAY_SPACES[char], "code": ord(char)}
+        )
+    for line, char in look_alike_signs(command)[:3]:
+        what, meant = LOOK_ALIKE_SIGNS[char]
+        messages.append(
+            _(
+                "Line %(line)d has %(what)s (%(char)s, U+%(code)04X), which the shell reads "
+                "as an ordinary letter, not as %(meant)s: type %(meant)s there (a document or "
+                "chat app often turns %(meant)s into %(char)s)."
+            )
+            % {"line": line, "what": what, "char": char, "code": ord(char), "meant": meant}
+        )
+    return messages
 
 
 # Platform variables per framework, for the image step's list (values come at run time).
@@ -976,11 +1040,12 @@ def _apply_image(
     spec.image = (cd.get("image") or "").strip()
     if state.template:
         spec.image = state.template["image"]
-    username = (cd.get("registry_username") or "").strip()
+    # An invisible character copied with a username (from a chat) would fail the pull's login.
+    username = S.edge_trimmed(cd.get("registry_username") or "")
     password = cd.get("registry_password") or ""
     if username or password:
         spec.image_config = S.ImageConfig(username=username, password=password)
-    spec.entrypoint = (cd.get("entrypoint") or "").strip()
+    spec.entrypoint = S.edge_trimmed(cd.get("entrypoint") or "")
     spec.command = (cd.get("command") or "").replace("\r\n", "\n")
     a.rows["envs"] = []
     for i, row in _valid_rows(forms.formset):
@@ -1170,23 +1235,18 @@ def wizard_rules(
                 _("%(key)s= in the command is empty: write your own path after the = sign.")
                 % {"key": key},
             )
-    for line, char in stray_spaces(spec.command)[:3]:
-        err(
-            "jobSpec.command",
-            _(
-                "Line %(line)d has %(what)s (U+%(code)04X), which the shell reads as part of a "
-                "word, not as a space: type an ordinary space there, or delete it (text copied "
-                "from a web page or document often brings one along)."
-            )
-            % {"line": line, "what": STRAY_SPACES[char], "code": ord(char)},
-        )
+    # The entrypoint is split as the shell splits it too (`python3 -u`).
+    for path, text in (("jobSpec.command", spec.command), ("console.entrypoint", spec.entrypoint)):
+        for message in look_alike_messages(text):
+            err(path, message)
     image_raw = raws.get(IMAGE) if raws.get(IMAGE) is not None else state.raw(IMAGE)
     left_lines = _lines(_one(image_raw, "env_paste"))
     bad_lines = [line for line in left_lines if parse_env_line(line) is None]
     if bad_lines:
         err(
             "envPaste",
-            _("These lines are not KEY=VALUE: %(lines)s") % {"lines": "; ".join(bad_lines[:5])},
+            _("These lines are not KEY=VALUE: %(lines)s")
+            % {"lines": "; ".join(_with_look_alikes_named(line) for line in bad_lines[:5])},
         )
     # A well-formed line left in the box either names a row already (it was pasted twice
     # with different values) or found the table full (merge_pasted_envs).
@@ -2004,15 +2064,52 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
 
 def parse_env_line(line: str) -> tuple[str, str] | None:
     """(name, value) of a `KEY=VALUE` or `export KEY="VALUE"` line, or None."""
-    # `export` may be followed by any blank (a tab from a pasted shell script, too).
-    name, sep, value = re.sub(r"^export\s+", "", line.strip()).partition("=")
-    name = name.strip()
+    # `export` may be followed by any blank (a tab from a pasted shell script, too). An
+    # invisible character at an edge (the byte order mark of a file Notepad saved, a
+    # zero-width space from a chat) is dropped, as it is from an alert's address.
+    name, sep, value = re.sub(r"^export\s+", "", S.edge_trimmed(line)).partition("=")
+    name = S.edge_trimmed(name)
     if not sep or not S.ENV_NAME_RE.match(name):
         return None
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+    value = S.edge_trimmed(value)
+    if (
+        len(value) >= 2
+        and value[0] == value[-1]
+        and value[0] in "'\""
+        or len(value) >= 2
+        and value[0] + value[-1] in ("\u201c\u201d", "\u2018\u2019", "\uff02\uff02")
+    ):
         value = value[1:-1]
     return name, value
+
+
+def _with_look_alikes_named(line: str) -> str:
+    """A pasted line that is not KEY=VALUE, with the look-alikes in its name and "=" named:
+    a full-width letter or "＝" of a Chinese input method, an invisible character, the tab
+    between two cells copied from a spreadsheet. They look right, so the line alone does not
+    say what is wrong with it. Chinese text is not named: it is no look-alike."""
+    head = line.split("=", 1)[0]
+    odd = [
+        c
+        for c in dict.fromkeys(head)
+        if c == "\t"
+        or c in S.INVISIBLE
+        or (not c.isascii() and unicodedata.normalize("NFKC", c).isascii())
+    ]
+    if not odd:
+        return line
+    shown = [
+        _("a tab")
+        if c == "\t"
+        else f"U+{ord(c):04X}"
+        if c in S.INVISIBLE
+        else f"“{c}” (U+{ord(c):04X})"
+        for c in odd[:5]
+    ]
+    return _(
+        "%(line)s (it has %(chars)s, where a name and '=' are plain letters, digits, '_' and "
+        "'=': a Chinese input method's full-width characters and a spreadsheet's tab look alike)"
+    ) % {"line": line, "chars": ", ".join(shown)}
 
 
 def merge_pasted_envs(raw: Raw) -> Raw:
@@ -2025,7 +2122,7 @@ def merge_pasted_envs(raw: Raw) -> Raw:
     bad = []
     pasted: dict[str, str] = {}
     for line in text.splitlines():
-        line = line.strip()
+        line = S.edge_trimmed(line)
         if not line or line.startswith("#"):
             continue
         pair = parse_env_line(line)

@@ -1,0 +1,366 @@
+"""Text as a researcher in Beijing brings it to the wizard: pasted from WeChat, Word or Excel on
+Windows, typed with a Chinese input method. Look-alikes of the ASCII a command, a variable or
+an image needs are named where they are, never passed on to break the job; what is safe to
+drop (a byte order mark) is dropped."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from jobs import wizard as W
+from jobs.models import Draft
+from tests.runner_helpers import runner_settings  # noqa: F401 (fixture)
+from tests.test_job_labels import LIST, labelled_job, listed
+from tests.test_job_logs_search import results as log_results
+from tests.test_job_logs_search import search as log_search
+from tests.test_job_pages import job_with_master_log
+from tests.test_wizard import (
+    _local_pool,  # noqa: F401 (autouse fixture)
+    advanced_data,
+    basic_data,
+    complete_steps,
+    data_data,
+    field_errors,
+    image_data,
+    new_draft,
+    post_step,
+)
+
+
+@pytest.fixture
+def en_client(alice) -> Client:
+    client = Client(headers={"Accept-Language": "en"})
+    client.force_login(alice)
+    return client
+
+
+def draft_at(client, step) -> Draft:
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=step)
+    return draft
+
+
+def stored_envs(draft: Draft) -> list[tuple[str, str]]:
+    draft.refresh_from_db()
+    return [(e.name, e.value) for e in W.assemble(W.wizard_state(draft)).spec.envs]
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def test_curly_quotes_from_a_document_in_the_command_are_named_on_their_line(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    # Word turns the quotes of `python3 -c "print(1)"` into “ ”: bash passes them to Python.
+    command = "cd /workspace\npython3 -c “print(1)”"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command") == [
+        "Line 2 has a curly quote (“, U+201C), which the shell reads as an ordinary letter, "
+        'not as ": type " there (a document or chat app often turns " into “).',
+        "Line 2 has a curly quote (”, U+201D), which the shell reads as an ordinary letter, "
+        'not as ": type " there (a document or chat app often turns " into ”).',
+    ]
+    assert "python3 -c “print(1)”" in r.content.decode()  # kept as typed, to be fixed
+
+
+@pytest.mark.parametrize(
+    ("command", "char", "what"),
+    [
+        ("torchrun －－nproc_per_node=8 train.py", "－", "a full-width minus (－, U+FF0D)"),
+        ("torchrun —nproc_per_node=8 train.py", "—", "a long dash (—, U+2014)"),
+        ("torchrun –nproc_per_node=8 train.py", "–", "a long dash (–, U+2013)"),
+        ("torchrun --nproc_per_node＝8 train.py", "＝", "a full-width equals sign (＝, U+FF1D)"),
+        ("python3 train.py --lr ‘3e-4’", "‘", "a curly quote (‘, U+2018)"),
+    ],
+)
+def test_a_look_alike_dash_equals_or_quote_in_an_option_is_named(en_client, command, char, what):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    messages = field_errors(r, "id_command")
+    assert messages and messages[0].startswith(f"Line 1 has {what}, which the shell reads ")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo “训练开始”——请稍候",  # Chinese text in Chinese punctuation, meant as it is
+        'echo "it’s done"',  # an apostrophe between letters
+        "python3 train.py  # warmup — then decay",  # a dash between spaces, as prose
+    ],
+)
+def test_curly_quotes_and_dashes_in_chinese_text_or_prose_are_left_alone(en_client, command):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 302
+
+
+def test_the_curly_quote_message_reads_in_chinese(alice_client):
+    draft = draft_at(alice_client, W.IMAGE)
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(command="python3 train.py —lr 1"))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command") == [
+        "第 1 行有一个长破折号（—，U+2014），shell 会把它当作普通字母，而不是 --：请在此处输入 --"
+        "（文档或聊天软件常把 -- 变成 —）。"
+    ]
+
+
+def test_an_entrypoint_with_a_non_breaking_space_is_named_and_an_invisible_end_dropped(
+    en_client,
+):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(entrypoint="python3\u00a0-u", command="train.py")
+    )
+    # A zero-width space after bash made it no shell (and no command needed) and no program.
+    trimmed = post_step(en_client, draft, W.IMAGE, image_data(entrypoint="bash\u200b"))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_entrypoint") == [
+        "Line 1 has a non-breaking space (U+00A0), which the shell reads as part of a word, "
+        "not as a space: type an ordinary space there, or delete it (text copied from a web "
+        "page or document often brings one along)."
+    ]
+    assert trimmed.status_code == 302
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.entrypoint == "bash"
+
+
+def test_a_registry_username_copied_with_a_zero_width_space_is_kept_without_it(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client,
+        draft,
+        W.IMAGE,
+        image_data(registry_username="robot$ci\u200b", registry_password="pw\u200b"),
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    config = W.assemble(W.wizard_state(draft)).spec.image_config
+    # The password is used exactly as typed: only the username is trimmed.
+    assert (config.username, config.password) == ("robot$ci", "pw\u200b")
+
+
+# -- the KEY=VALUE paste box -----------------------------------------------------------------
+
+
+def test_a_paste_with_a_byte_order_mark_and_windows_line_ends_becomes_rows(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    # As copied from a file Notepad saved: a BOM before the first name, CRLF after each line.
+    # A zero-width space from a chat message after a name is as invisible, and as safe to drop.
+    paste = "\ufeffNCCL_DEBUG=INFO\r\nLR\u200b=3e-4\r\n"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert r.status_code == 302
+    assert stored_envs(draft) == [("NCCL_DEBUG", "INFO"), ("LR", "3e-4")]
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ("NCCL_DEBUG＝INFO", "“＝” (U+FF1D)"),
+        ("ＮＣＣＬ_DEBUG=INFO", "“Ｎ” (U+FF2E), “Ｃ” (U+FF23), “Ｌ” (U+FF2C)"),
+        ("NCCL\u00a0DEBUG=INFO", "“\u00a0” (U+00A0)"),
+        ("NCCL_DEBUG\tINFO", "a tab"),
+    ],
+)
+def test_a_pasted_line_with_a_look_alike_stays_in_the_box_naming_it(en_client, line, named):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=f"LR=1\n{line}"))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_env_paste") == [
+        f"These lines are not KEY=VALUE: {line} (it has {named}, where a name and '=' are "
+        "plain letters, digits, '_' and '=': a Chinese input method's full-width characters "
+        "and a spreadsheet's tab look alike)"
+    ]
+    page = r.content.decode()
+    assert re.search(r'<textarea[^>]*name="env_paste"[^>]*>\s*' + re.escape(line), page)
+    assert 'value="LR"' in page  # the good line became a row
+
+
+# -- names and the image address ---------------------------------------------------------------
+
+
+def test_a_variable_name_typed_in_full_width_letters_is_refused_naming_them(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(envs=[("ＮＣＣＬ_DEBUG", "INFO")]))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_env-0-name") == [
+        "Variable names use letters, digits and '_' and do not start with a digit. "
+        "Not allowed: “Ｎ” “Ｃ” “Ｌ”."
+    ]
+
+
+def test_an_image_address_with_a_full_width_colon_is_refused_naming_it(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(image="registry.example.com/train/pytorch：2.5")
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_image") == [
+        "Image must look like registry/repository:tag or registry/repository@sha256:<digest>. "
+        "Not allowed: “：”."
+    ]
+
+
+def test_a_label_pasted_whole_with_a_full_width_equals_is_told_its_two_parts(en_client):
+    draft = new_draft(en_client)
+    data = basic_data(
+        **{"label-TOTAL_FORMS": "1", "label-INITIAL_FORMS": "0", "label-0-key": "lr＝3e-4"}
+    )
+
+    r = post_step(en_client, draft, W.BASIC, data)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_label-0-key") == [
+        "A label's key and value go apart: lr as the key and 3e-4 as the value."
+    ]
+
+
+# -- the job list's label filter ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asked", ["project＝llm", "project：llm", "project ＝ llm"])
+def test_a_label_filter_typed_with_a_full_width_equals_or_colon_lists_the_jobs_having_it(
+    alice, alice_client, asked
+):
+    wanted = labelled_job(alice, ("project", "llm"), name="llm-a")
+    labelled_job(alice, ("project", "vision"), name="vision-a")
+
+    r = alice_client.get(LIST, {"label": asked})
+
+    assert r.status_code == 200
+    page = r.content.decode()
+    assert listed(page) == [wanted.public_id]
+    assert re.findall(r'<span class="[^"]*label-filter" title="([^"]+)"', page) == ["project=llm"]
+
+
+# -- searching a log -----------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_chinese_log_search_pasted_from_a_chat_with_a_zero_width_space_finds_its_line(
+    alice, alice_client
+):
+    job = job_with_master_log(
+        alice, "step 1 loss 0.5\r\n[错误] CUDA out of memory：显存不足\r\nstep 2\r\n".encode()
+    )
+
+    r = log_search(alice_client, job, q="显存不足\u200b")
+
+    assert r.status_code == 200
+    assert [(n, kind) for n, kind, _text in log_results(r)] == [(1, "-"), (2, ":"), (3, "-")]
+    assert "<mark>显存不足</mark>" in log_results(r)[1][2]
+
+
+# -- paths -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("typed", "code", "where"),
+    [
+        ("/mnt/my\u00a0data", "U+00A0", "after “/mnt/my”"),
+        ("/mnt/数据\u3000集", "U+3000", "after “/mnt/数据”"),
+        ("\u200b/workspace", "U+200B", "at its start"),
+        ("/workspace\u200b", "U+200B", "after “/workspace”"),
+    ],
+)
+def test_a_mount_path_with_a_look_alike_space_is_refused_naming_it_and_where(
+    en_client, typed, code, where
+):
+    draft = draft_at(en_client, W.DATA)
+
+    r = post_step(en_client, draft, W.DATA, data_data([("hostpath", "scratch", typed)]))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_mounts-0-mount_path") == [
+        f"The path has a look-alike space or an invisible character ({code}) {where}, which "
+        "would be part of a folder's name: type an ordinary space there, or delete it (text "
+        "copied from a document or chat app often brings one along)."
+    ]
+    assert typed.strip() in r.content.decode()  # kept as typed, to be fixed
+
+
+def test_a_tensorboard_path_with_a_non_breaking_space_is_refused_naming_it(en_client):
+    draft = draft_at(en_client, W.ADVANCED)
+
+    r = post_step(
+        en_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(tensorboard="on", tensorboard_path="/workspace/tb\u00a0logs"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_tensorboard_path") == [
+        "The path has a look-alike space or an invisible character (U+00A0) after "
+        "“/workspace/tb”, which would be part of a folder's name: type an ordinary space "
+        "there, or delete it (text copied from a document or chat app often brings one along)."
+    ]
+
+
+def test_a_pasted_value_in_curly_quotes_from_a_document_is_unquoted_as_a_straight_one_is(
+    en_client,
+):
+    draft = draft_at(en_client, W.IMAGE)
+    # Word writes `export NCCL_DEBUG="INFO"` with curly quotes: the shell would keep them.
+    paste = 'export NCCL_DEBUG=“INFO”\nGREETING=‘你好 世界’\nPLAIN="x"\nTOLD=it’s'
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert r.status_code == 302
+    assert stored_envs(draft) == [
+        ("NCCL_DEBUG", "INFO"),
+        ("GREETING", "你好 世界"),
+        ("PLAIN", "x"),
+        ("TOLD", "it’s"),
+    ]
+
+
+# -- alerts ------------------------------------------------------------------------------------
+
+
+def test_an_alert_address_typed_with_a_full_width_at_sign_is_refused_naming_it(en_client):
+    draft = draft_at(en_client, W.ADVANCED)
+
+    r = post_step(
+        en_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(
+            alert_items=["jobFailed"],
+            alert_emails="ops＠example.com",
+            alert_webhooks="https：//example.com/hook",
+        ),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_emails") == [
+        "“ops＠example.com” is not an email address. It has “＠” (U+FF20), a full-width "
+        "character of a Chinese input method: type the ASCII one."
+    ]
+    assert field_errors(r, "id_alert_webhooks") == [
+        "“https：//example.com/hook” is not an http(s) URL. It has “：” (U+FF1A), a full-width "
+        "character of a Chinese input method: type the ASCII one."
+    ]

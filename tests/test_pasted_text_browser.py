@@ -1,0 +1,74 @@
+"""Text from a Chinese input method and from Word, typed and pasted in a real browser."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.test_job_labels import labelled_job
+from tests.test_wizard_browser import _local_pool, fill_basic, next_step, settled, start  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+
+def compose(page, pinyin: str, text: str) -> None:
+    """What a pinyin input method does: the letters typed show underlined as a composition,
+    then the chosen text replaces them (CDP, as Chromium's own IME path)."""
+    cdp = page.context.new_cdp_session(page)
+    for end in range(1, len(pinyin) + 1):
+        cdp.send(
+            "Input.imeSetComposition",
+            {"text": pinyin[:end], "selectionStart": end, "selectionEnd": end},
+        )
+    cdp.send("Input.insertText", {"text": text})
+    cdp.detach()
+
+
+def test_a_label_filter_typed_with_a_full_width_equals_lists_the_jobs_having_it(
+    logged_in_page, alice
+):
+    labelled_job(alice, ("project", "llm"), name="llm-a")
+    labelled_job(alice, ("project", "vision"), name="vision-a")
+    page = logged_in_page
+    page.goto("/")
+
+    # With the input method in full-width mode, "=" comes out as "＝": the browser's own check
+    # of the field let it through to the list, which read it as "=".
+    field = page.get_by_label("标签", exact=True)
+    field.click()
+    page.keyboard.type("project")
+    compose(page, "=", "＝")
+    page.keyboard.type("llm")
+    field.press("Enter")
+
+    page.wait_for_url(re.compile(r"/\?.*label=project"))
+    rows = page.locator("tbody tr[data-job]")
+    expect(rows).to_have_count(1)
+    expect(rows).to_contain_text("llm-a")
+    expect(page.locator("#label-filters")).to_contain_text("project=llm")
+
+
+def test_a_command_pasted_from_word_with_curly_quotes_is_named_and_kept_to_fix(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    next_step(page, "image")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    # Pasted as Word copies it: Windows line ends, curly quotes.
+    page.locator("#id_command").focus()
+    page.keyboard.insert_text("cd /workspace\r\npython3 -c “print(1)”")
+
+    page.click("#wizard-next")
+    settled(page)
+
+    message = page.locator("#id_command ~ .invalid-feedback, [id^=error_][id$=_id_command]")
+    expect(message.first).to_contain_text("第 2 行有一个弯引号（“，U+201C）")
+    expect(page.locator("#id_command")).to_have_value("cd /workspace\npython3 -c “print(1)”")
+    # Fixed where it was said, the step goes on (once wizard.js has moved focus to it).
+    expect(page.locator("#id_command")).to_be_focused()
+    page.fill("#id_command", 'cd /workspace\npython3 -c "print(1)"')
+    next_step(page, "resources")
