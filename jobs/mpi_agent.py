@@ -6,8 +6,9 @@ the job's own python3 (standard library only: the sandbox sees this machine's fi
 not the console's virtualenv). Two uses:
 
 - `rsh <host> <command...>`: what OpenMPI runs for each host of the hostfile
-  (OMPI_MCA_plm_rsh_agent, as training-operator v1's /etc/mpi/kubexec.sh) and Intel MPI's
-  hydra (I_MPI_HYDRA_BOOTSTRAP_EXEC). It hands the command and its own stdin, stdout and
+  (OMPI_MCA_plm_rsh_agent, as training-operator v1's /etc/mpi/kubexec.sh), Intel MPI's
+  hydra (I_MPI_HYDRA_BOOTSTRAP_EXEC) and MPICH's (HYDRA_LAUNCHER_EXEC: its proxy, which
+  starts that host's ranks). It hands the command and its own stdin, stdout and
   stderr to the agent serving that replica (a host is a replica's label, `worker-0`), waits
   for it and exits with its code, as `ssh host command` does. Its own replica's host runs
   the command here (a master given cards is a host too).

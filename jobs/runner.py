@@ -75,6 +75,7 @@ from .health import WorkerIdentity, active_runner, holds_lease
 from .locks import local_cards_locked
 from .models import Job, JobEvent, JobReplica, JobStatus, LocalRun
 from .runtime_env import (
+    HYDRA_HOSTFILE_PATH,
     LOCAL_MPI_RSH_AGENT,
     group_task_of,
     mpi_hostfile,
@@ -107,6 +108,7 @@ S = JobStatus
 Children = dict[int, "subprocess.Popen[bytes]"]
 SHIM = Path(__file__).resolve().parent / "shim.py"
 HOSTFILE_DEST = "/etc/mpi/hostfile"
+HYDRA_HOSTFILE_DEST = HYDRA_HOSTFILE_PATH  # the same hosts in MPICH's and Intel MPI's form
 # A local MPI job's launcher reaches its workers through this agent, as a Kubeflow launcher
 # reaches them through SSH (jobs/mpi_agent.py): the hostfile names each replica by its label.
 MPI_AGENT = Path(__file__).resolve().parent / "mpi_agent.py"
@@ -1103,6 +1105,9 @@ def _start_replicas(
     mpi_files: list[tuple[Path, str]] = []
     if spec.framework == MPI:
         hostfile.write_text(mpi_hostfile(spec, lambda role, index: f"{role}-{index}"))
+        (base / "hostfile.hydra").write_text(
+            mpi_hostfile(spec, lambda role, index: f"{role}-{index}", hydra=True)
+        )
         mpi_files = _mpi_files(job, run, spec, base, mounts=mounts, as_user=as_user)
     # A volume's folder that does not exist yet cannot be covered, and would show up in this
     # job's view of the host as soon as another job's mount creates it.
@@ -1168,6 +1173,7 @@ def _start_replicas(
                 tf_address=lambda r, i: f"127.0.0.1:{ports[f'{r}-{i}']}",
                 training_sees_evaluator=False,
                 hostfile_path=HOSTFILE_DEST,
+                hydra_hostfile_path=HYDRA_HOSTFILE_DEST,
                 mpi_rsh_agent=MPI_AGENT_DEST,
                 visible_devices=visible_devices(cards),
                 group_task=group_task,
@@ -1380,6 +1386,7 @@ def _mpi_files(
         mounts.append(Mount(fd, str(folder), f"{MPI_AGENTS_DEST}/{ref.label}", read_only=True))
     return [
         (base / "hostfile", HOSTFILE_DEST),
+        (base / "hostfile.hydra", HYDRA_HOSTFILE_DEST),
         (agent, MPI_AGENT_DEST),
         (mpi / "launcher", "/etc/mpi/launcher"),
     ]
@@ -1430,8 +1437,8 @@ def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
 def files_under_run(base: Path, job_network: network.JobNetwork | None) -> list[Path]:
     """Files of the run folder a replica's sandbox binds besides its /tmp."""
     found = [base / "hostfile"]
-    if (base / "mpi").is_dir():  # an MPI job's agent and its launcher's folder
-        found += [base / "mpi" / "rsh", base / "mpi" / "launcher"]
+    if (base / "mpi").is_dir():  # an MPI job's agent, its launcher's folder, hydra's hostfile
+        found += [base / "mpi" / "rsh", base / "mpi" / "launcher", base / "hostfile.hydra"]
     if job_network is not None and job_network.resolv_conf is not None:
         found.append(job_network.resolv_conf)
     return found

@@ -15,7 +15,9 @@ AIHC's 通用环境变量列表 (see ../shared/reference/runtime-env.md):
   local runner leaves the evaluator out of the training tasks' cluster, see tf_config);
 - MPI: OMPI_MCA_orte_default_hostfile pointing at a hostfile with one
   "<host> slots=<cards>" line per worker (and first the master's, when it has cards), and
-  K_MPI_JOB_ROLE launcher/worker; on the local runner the launcher's rsh agent too.
+  K_MPI_JOB_ROLE launcher/worker; on the local runner the launcher's rsh agent too, and
+  HYDRA_HOST_FILE / I_MPI_HYDRA_HOST_FILE naming the same hosts as "<host>:<cards>" lines
+  (MPICH and Intel MPI) with the launcher's HYDRA_* settings.
 
 Addresses are the platform's by default (`<name>-<role>-<index>`, port 23456 / 2222); the
 local runner passes its own (127.0.0.1 with free ports).
@@ -47,6 +49,8 @@ LOCAL_RUNNER_VARIABLES = ("AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHON
 # "3/6" is index 2.
 DEFAULT_TF_PORT = 2222
 MPI_HOSTFILE_PATH = "/etc/mpi/hostfile"
+# The local runner's second hostfile, the same hosts in hydra's form (MPICH, Intel MPI).
+HYDRA_HOSTFILE_PATH = "/etc/mpi/hostfile.hydra"
 # The local runner's stand-in for SSH (jobs/mpi_agent.py), in every replica of an MPI job.
 LOCAL_MPI_RSH_AGENT = "/etc/mpi/rsh"
 
@@ -104,17 +108,20 @@ def tf_config(
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str]) -> str:
+def mpi_hostfile(spec: JobSpec, host: Callable[[str, int], str], *, hydra: bool = False) -> str:
     """One "<host> slots=<cards>" line per worker; the master (the launcher) comes first
     when it has cards, as training-operator v1's MPIJob writes it (AIHC's MPI is that
     operator's): a launcher given cards is meant to run ranks on them. A CPU-only master
-    only launches."""
+    only launches. With `hydra`, the same hosts as "<host>:<cards>", the form MPICH's and
+    Intel MPI's hydra read (it refuses "slots=": "token slots not supported at this time"),
+    as the MPI operator v2 writes it for those two."""
     lines = []
     for role in spec.roles:
         if role.name == "master" and not (role.accelerator_type and role.accelerators):
             continue
         slots = max(role.accelerators, 1) if role.accelerator_type else 1
-        lines.extend(f"{host(role.name, i)} slots={slots}" for i in range(role.replicas))
+        form = "{}:{}" if hydra else "{} slots={}"
+        lines.extend(form.format(host(role.name, i), slots) for i in range(role.replicas))
     return "\n".join(lines) + ("\n" if lines else "")
 
 
@@ -174,6 +181,7 @@ def replica_environment(
     tf_address: Callable[[str, int], str] | None = None,
     training_sees_evaluator: bool = True,
     hostfile_path: str = MPI_HOSTFILE_PATH,
+    hydra_hostfile_path: str | None = None,
     mpi_rsh_agent: str | None = None,
     visible_devices: str | None = None,
     group_task: tuple[object, int] | None = None,
@@ -214,13 +222,25 @@ def replica_environment(
     elif spec.framework == MPI:
         env["OMPI_MCA_orte_default_hostfile"] = hostfile_path
         env["K_MPI_JOB_ROLE"] = "launcher" if ref.role == "master" else "worker"
+        if hydra_hostfile_path:
+            # MPICH's and Intel MPI's default hostfile, as the MPI operator v2 sets them for
+            # those two (their own envs, already in `env`, win).
+            env.setdefault("HYDRA_HOST_FILE", hydra_hostfile_path)
+            env.setdefault("I_MPI_HYDRA_HOST_FILE", hydra_hostfile_path)
         if mpi_rsh_agent and ref.role == "master":
             # How the launcher's mpirun reaches the hosts of its hostfile, as training-operator
-            # v1 sets it (OpenMPI's and Intel MPI's variables) for its kubexec.sh, unless the
-            # user set them (their own envs are already in `env`).
+            # v1 sets it (OpenMPI's and Intel MPI's variables) for its kubexec.sh, and MPICH's
+            # hydra too, unless the user set them (their own envs are already in `env`).
             env.setdefault("OMPI_MCA_plm_rsh_agent", mpi_rsh_agent)
             env.setdefault("I_MPI_HYDRA_BOOTSTRAP", "rsh")
             env.setdefault("I_MPI_HYDRA_BOOTSTRAP_EXEC", mpi_rsh_agent)
+            env.setdefault("HYDRA_LAUNCHER", "rsh")
+            env.setdefault("HYDRA_LAUNCHER_EXEC", mpi_rsh_agent)
+            # Hydra hands its ranks the launcher's whole environment by default, over the
+            # worker's own: each rank then had the launcher's CUDA_VISIBLE_DEVICES (a CPU-only
+            # master's empty one) and AIHC_ROLE=master. Without it a rank keeps its replica's
+            # environment, as OpenMPI's ranks do; -genvlist/-genv/-genvall still choose.
+            env.setdefault("HYDRA_ENV", "none")
     if visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = visible_devices
     return env

@@ -173,7 +173,7 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
 }
 _ROW_PATH_RE = re.compile(r"^(labels|envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
 _ACTION_RE = re.compile(
-    r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z]+|show-example-[A-Za-z]+"
+    r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z-]+|show-example-[A-Za-z-]+"
     r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices|to-review)$"
 )
 # Draft.data key: what an import left out of the draft or changed in it (paths and env names,
@@ -403,6 +403,20 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
             "OMPI_MCA_plm_rsh_agent",
             gettext_lazy(
                 "/etc/mpi/rsh, the launcher's: how mpirun starts its ranks in the workers"
+            ),
+        ),
+        (
+            "HYDRA_HOST_FILE",
+            gettext_lazy(
+                "/etc/mpi/hostfile.hydra: the same hosts as host:slots lines, the form MPICH "
+                "and Intel MPI (mpiexec.hydra) read; I_MPI_HYDRA_HOST_FILE too"
+            ),
+        ),
+        (
+            "HYDRA_LAUNCHER_EXEC",
+            gettext_lazy(
+                "/etc/mpi/rsh, the launcher's, with HYDRA_LAUNCHER=rsh and HYDRA_ENV=none "
+                "(each rank keeps its own instance's variables)"
             ),
         ),
     ],
@@ -2465,8 +2479,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
             del rows[at]
         raw = with_rows(raw, prefix, rows)
     elif step == IMAGE and action.startswith("fill-example-"):
-        framework = action.removeprefix("fill-example-")
-        example = next((e for e in example_commands() if e["framework"] == framework), None)
+        wanted = action.removeprefix("fill-example-")
+        example = next((e for e in example_commands() if e["id"] == wanted), None)
         if example:
             raw["command"] = [example["command"]]
     if action not in ("next", "to-review"):

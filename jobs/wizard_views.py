@@ -604,9 +604,10 @@ def _image_extras(
     }
 
 
-def _example(framework: str) -> dict[str, str]:
+def _example(wanted: str) -> dict[str, str]:
+    """The example of that id; a framework's id is its first example's (MPIJob: OpenMPI's)."""
     examples = W.example_commands()
-    return next((e for e in examples if e["framework"] == framework), examples[0])
+    return next((e for e in examples if e["id"] == wanted), examples[0])
 
 
 def _resources_extras(

@@ -687,6 +687,7 @@ def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
         job = run_job(
             alice,
             "echo hosts $(cat /etc/mpi/hostfile) $(id -u); "
+            "echo hydra hosts $(cat $HYDRA_HOST_FILE); "
             "/etc/mpi/rsh worker-0 'echo worker-0 runs it as $(id -u)'",
             framework=S.MPI,
             roles=[S.Role("master", 1), S.Role("worker", 1)],
@@ -696,6 +697,7 @@ def test_an_mpi_jobs_hostfile_is_read_by_its_user_under_a_worker_with_umask_077(
 
     assert job.status == JobStatus.SUCCEEDED, log_text(job, "master-0")
     assert f"hosts worker-0 slots=1 {BASE + alice.pk}\n" in log_text(job, "master-0")
+    assert " hydra hosts worker-0:1\n" in log_text(job, "master-0")  # MPICH's, QA 48
     assert f"worker-0 runs it as {BASE + alice.pk}\n" in log_text(job, "master-0")
 
 

@@ -808,6 +808,46 @@ def test_mpi_hostfile_lists_a_master_with_cards_first_so_mpirun_uses_them():
     )
 
 
+def test_the_hydra_hostfile_lists_the_same_hosts_as_host_colon_slots_lines():
+    # MPICH's and Intel MPI's hydra refuse OpenMPI's form: "token slots not supported at
+    # this time" (found in QA 48, running MPICH on the local runner).
+    spec = pytorch_spec(
+        name="m", framework=S.MPI, roles=[role("master", 1, A800, 2), role("worker", 2, A800, 2)]
+    )
+
+    assert mpi_hostfile(spec, lambda r, i: f"{r}-{i}", hydra=True) == (
+        "master-0:2\nworker-0:2\nworker-1:2\n"
+    )
+
+
+def test_the_hydra_variables_are_the_local_runners_and_the_users_own_envs_win():
+    spec = pytorch_spec(
+        name="m",
+        framework=S.MPI,
+        roles=[role("master", 1), role("worker", 1, A800, 1)],
+        envs=[S.Env("HYDRA_ENV", "all")],
+    )
+    master, worker = replica_refs(spec)
+    local = {"hydra_hostfile_path": "/etc/mpi/hostfile.hydra", "mpi_rsh_agent": "/etc/mpi/rsh"}
+
+    launcher = replica_environment(spec, master, job_id="x", **local)
+    assert (
+        launcher["HYDRA_HOST_FILE"]
+        == launcher["I_MPI_HYDRA_HOST_FILE"]
+        == "/etc/mpi/hostfile.hydra"
+    )
+    assert (launcher["HYDRA_LAUNCHER"], launcher["HYDRA_LAUNCHER_EXEC"]) == ("rsh", "/etc/mpi/rsh")
+    assert launcher["HYDRA_ENV"] == "all"  # the user's own
+    # A worker reads the hostfile's name too, but launches nothing.
+    served = replica_environment(spec, worker, job_id="x", **local)
+    assert served["HYDRA_HOST_FILE"] == "/etc/mpi/hostfile.hydra"
+    assert "HYDRA_LAUNCHER" not in served
+    # Other platforms write OpenMPI's hostfile alone (training-operator v1, the MPI
+    # operator's default): no hydra variable names a file they do not have.
+    elsewhere = replica_environment(spec, master, job_id="x")
+    assert [name for name in elsewhere if "HYDRA" in name] == ["HYDRA_ENV"]  # the user's
+
+
 def test_rdma_tensorboard_and_masked_secrets_in_the_environment():
     spec = pytorch_spec(
         enable_rdma=True,

@@ -128,6 +128,29 @@ def test_errors_show_on_their_fields_and_go_away_once_fixed_and_a_reload_keeps_t
     expect(page.locator("#id_name")).to_have_value("fixed-name")
 
 
+def test_an_mpi_job_is_shown_openmpis_example_first_and_mpichs_at_a_click(logged_in_page):
+    # QA 48: a cluster on MPICH or Intel MPI had only OpenMPI's mpirun command to copy, whose
+    # hostfile hydra refuses.
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "mpich-allreduce")
+    page.check("input[name=framework][value=MPIJob]")
+    next_step(page, "image")
+    page.click("#examples summary")
+    expect(page.locator("#example-command")).to_contain_text("mpirun --allow-run-as-root")
+
+    page.click("button[value=show-example-MPIJob-hydra]")
+    expect(page.locator("#example-command")).to_contain_text("mpiexec.hydra -f $HYDRA_HOST_FILE")
+    expect(page.locator("button[value=show-example-MPIJob-hydra]")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+    page.click("#fill-example")
+    expect(page.locator("#id_command")).to_have_value(re.compile(r"mpiexec\.hydra -f "))
+    # The local pool says what the variable names, among those it injects.
+    page.click("#injected-vars >> xpath=ancestor::details/summary")
+    expect(page.locator("#injected-vars")).to_contain_text("HYDRA_HOST_FILE")
+
+
 def test_rows_are_added_and_removed_and_an_example_fills_the_command(logged_in_page):
     page = logged_in_page
     start(page)

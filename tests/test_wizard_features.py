@@ -434,6 +434,17 @@ def test_fill_in_this_example_writes_the_example_into_the_command(alice_client, 
     assert r.status_code == (200 if htmx else 302)
 
 
+def test_fill_in_the_mpich_example_writes_hydras_command_without_javascript(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(), action="fill-example-MPIJob-hydra")
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert "mpiexec.hydra -f $HYDRA_HOST_FILE" in draft.data[W.IMAGE]["command"][0]
+
+
 def test_the_example_partial_switches_frameworks(alice_client):
     draft = new_draft(alice_client)
 

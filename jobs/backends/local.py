@@ -21,6 +21,7 @@ from django.utils.translation import gettext_lazy, gettext_noop
 
 from jobs import logs as job_logs
 from jobs.runtime_env import (
+    HYDRA_HOSTFILE_PATH,
     LOCAL_MPI_RSH_AGENT,
     ReplicaRef,
     replica_environment,
@@ -524,6 +525,7 @@ class LocalBackend(Backend):
             master_port=str(PORT_AT_START),
             tf_address=lambda r, i: f"127.0.0.1:{PORT_AT_START}",
             training_sees_evaluator=False,
+            hydra_hostfile_path=HYDRA_HOSTFILE_PATH,
             mpi_rsh_agent=LOCAL_MPI_RSH_AGENT,
             # Known before start: numbered from 0 in each replica (visible_devices).
             visible_devices=visible_devices(list(range(role.accelerators))) if has_cards else "",

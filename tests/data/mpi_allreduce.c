@@ -1,0 +1,41 @@
+/* An MPI program for tests/test_runner_mpich.py: every rank adds its rank over
+   MPI_COMM_WORLD, then a buffer of argv[1] doubles (large enough to go the way large
+   messages do), and prints where it ran. With argv[2] = "abort", rank 1 calls
+   MPI_Abort(MPI_COMM_WORLD, 5) first when it runs in a worker, as a rank that meets an
+   error should.
+   It ends with a barrier and _exit(0), not MPI_Finalize: ranks in two instances talk over
+   UCX's TCP transport (each instance has its own /dev/shm), which now and then leaves
+   MPI_Finalize waiting for ever once the work is done (openucx/ucx#8738; MPICH 4.0.2 and
+   UCX 1.13 hung so in about 1 run in 10 outside the console too). README, "MPICH". */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *env(const char *name) {
+    const char *value = getenv(name);
+    return value ? value : "unset";
+}
+
+int main(int argc, char **argv) {
+    int rank, size, sum = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 2 && !strcmp(argv[2], "abort") && rank == 1 && !strcmp(env("AIHC_ROLE"), "worker")) {
+        printf("rank 1 aborts in %s-%s\n", env("AIHC_ROLE"), env("AIHC_ROLE_INDEX"));
+        fflush(stdout);
+        MPI_Abort(MPI_COMM_WORLD, 5);
+    }
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    long n = argc > 1 ? atol(argv[1]) : 1;
+    double *in = malloc(n * sizeof(double)), *out = malloc(n * sizeof(double));
+    for (long i = 0; i < n; i++) in[i] = rank + 1;
+    MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d of %d in %s-%s cards %s sums %d %.0f\n", rank, size, env("AIHC_ROLE"),
+           env("AIHC_ROLE_INDEX"), env("CUDA_VISIBLE_DEVICES"), sum, out[n - 1]);
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    _exit(0);
+}

@@ -1,0 +1,151 @@
+"""MPI jobs on the local runner with MPICH's launcher (hydra: mpiexec.hydra), as a cluster
+whose images carry MPICH or Intel MPI (MPICH-based) runs them, not OpenMPI. They run a
+real MPI program built with MPICH's mpicc (`apt-get install mpich`; skipped without it,
+installed by CI), through the explicit mpiexec.hydra: Debian's `mpirun` stays OpenMPI's
+where both are installed."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jobs import spec as S
+from jobs.actions import job_stop
+from jobs.models import JobStatus
+from jobs.wizard import example_commands
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    CARD,
+    log_text,
+    make_spec,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+
+pytestmark = [
+    pytest.mark.usefixtures("runner_settings"),
+    pytest.mark.skipif(
+        shutil.which("mpiexec.hydra") is None or shutil.which("mpicc.mpich") is None,
+        reason="needs MPICH (apt-get install mpich)",
+    ),
+]
+
+SOURCE = Path(__file__).parent / "data" / "mpi_allreduce.c"
+# A CPU-only launcher and two workers of one card each: two ranks, one in each worker.
+ROLES = [S.Role("master", 1), S.Role("worker", 2, CARD, 1)]
+# Doubles in the second sum: 32 MB, past the size where MPI sends large messages its own way.
+LARGE = "4000000"
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> Path:
+    built = tmp_path_factory.mktemp("mpich") / "allreduce"
+    subprocess.run(["mpicc.mpich", "-o", str(built), str(SOURCE)], check=True)
+    return built
+
+
+def in_volume(program: Path, settings) -> str:
+    shutil.copy2(program, volume(settings) / "allreduce")
+    return "/workspace/allreduce"
+
+
+def instance_of(pid: int) -> str:
+    """The replica a process runs in, by the environment it was started with."""
+    env = dict(
+        item.split("=", 1)
+        for item in Path(f"/proc/{pid}/environ").read_text().split("\0")
+        if "=" in item
+    )
+    return f"{env.get('AIHC_ROLE')}-{env.get('AIHC_ROLE_INDEX')}"
+
+
+def finished(job) -> bool:
+    return status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+def test_a_plain_mpiexec_hydra_runs_one_rank_per_worker_each_with_its_own_card(
+    alice, settings, program
+):
+    # Nothing but the program: the hostfile (HYDRA_HOST_FILE, host:slots), the way to the
+    # workers (HYDRA_LAUNCHER_EXEC) and the ranks' environment come from what the runner sets.
+    # Before: hydra found no hostfile and ran every rank in the launcher (a CPU-only
+    # master-0); given /etc/mpi/hostfile it refused its "slots=" ("token slots not supported
+    # at this time"), and given hydra's form it tried ssh, found no worker-0, and hung.
+    spec = make_spec(f"mpiexec.hydra {in_volume(program, settings)} {LARGE}", framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=60)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, master
+    # The ranks reached each other (both sums over both), each in its worker's sandbox with
+    # its own card, numbered 0 there: hydra's default would have handed them the launcher's
+    # environment (AIHC_ROLE=master, no card) over their own.
+    assert " rank 0 of 2 in worker-0 cards 0 sums 1 3\n" in master
+    assert " rank 1 of 2 in worker-1 cards 0 sums 1 3\n" in master
+
+
+def test_the_mpich_example_command_runs_unchanged_on_an_isolated_network(alice, settings, program):
+    settings.LOCAL_JOB_NETWORK = "isolated"
+    example = next(e["command"] for e in example_commands() if e["id"] == "MPIJob-hydra")
+    assert "python3 /workspace/train.py" in example
+    command = example.replace("python3 /workspace/train.py", in_volume(program, settings))
+    spec = make_spec(command, framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=60)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, master
+    assert " rank 0 of 2 in worker-0 cards 0 sums 1 3\n" in master
+    assert " rank 1 of 2 in worker-1 cards 0 sums 1 3\n" in master
+
+
+def test_an_mpich_rank_that_aborts_fails_the_job_with_the_launchers_exit_code(
+    alice, settings, program
+):
+    spec = make_spec(f"mpiexec.hydra {in_volume(program, settings)} 1 abort", framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=60)
+
+    assert job.status == JobStatus.FAILED
+    # The abort's code (rank 1 aborts where it runs in a worker). What it and hydra print
+    # just before may be cut short by the abort itself, and is not asserted.
+    assert "master-0 退出，退出码 5" in job.status_reason
+    for label in ("worker-0", "worker-1"):
+        assert job.replicas.get(role="worker", index=int(label[-1])).exit_code is not None
+
+
+def test_stopping_an_mpich_job_ends_the_ranks_in_every_worker(alice, settings):
+    # The sleeper's name is assembled by the shell: the command's text (the launcher's
+    # command line) must not match it.
+    seconds = random.randint(10000, 99999)
+    sleeper = f"sleep {seconds}.5"
+    spec = make_spec(
+        f"mpiexec.hydra sh -c 't={str(seconds)[:2]}; exec sleep ${{t}}{str(seconds)[2:]}.5'",
+        framework=S.MPI,
+    )
+    spec.roles = ROLES
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with(sleeper)) == 2, what="a rank in each worker")
+    assert sorted(instance_of(pid) for pid in processes_with(sleeper)) == ["worker-0", "worker-1"]
+
+    job.refresh_from_db()
+    job_stop(job=job)
+
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
+    assert processes_with(sleeper) == []
