@@ -807,11 +807,12 @@ def longest_filter_address(form: str) -> str:
         form,
     ):
         # The characters that take most room, as many as the pattern lets through: a "/" or
-        # "／", a "=" (3 or 9 bytes each in an address), the rest one byte.
+        # "／", a "=" or a Chinese input method's "＝" (3 or 9 bytes each in an address), the
+        # rest one byte.
         worst = {
             "q": "a" * (int(length) - 1) + "／",
             "queue": "a" * int(length),
-            "label": "a/" + "a" * (int(length) - 3) + "=",
+            "label": "a/" + "a" * (int(length) - 3) + "＝",
         }[name]
         assert len(worst) == int(length)
         assert re.fullmatch(html.unescape(pattern), worst, re.ASCII)
