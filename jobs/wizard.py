@@ -212,8 +212,19 @@ def _examples_file() -> dict[str, Any]:
     return json.loads((DATA_DIR / "example_commands.json").read_text())
 
 
-def example_commands() -> list[dict[str, str]]:
+def example_commands() -> list[dict[str, Any]]:
     return _examples_file()["examples"]
+
+
+def offered_examples(pool: Pool | None) -> list[dict[str, Any]]:
+    """The examples 查看示例 offers on `pool`: one naming its `backends` only on those, as it
+    reads a variable only they set (MPICH's $HYDRA_HOST_FILE, the local runner's; on AIHC
+    `mpiexec.hydra -f $HYDRA_HOST_FILE` took the next option for the hostfile)."""
+    return [
+        e
+        for e in example_commands()
+        if "backends" not in e or (pool is not None and pool.backend in e["backends"])
+    ]
 
 
 def preset_images() -> list[str]:
@@ -2543,7 +2554,7 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         raw = with_rows(raw, prefix, rows)
     elif step == IMAGE and action.startswith("fill-example-"):
         wanted = action.removeprefix("fill-example-")
-        example = next((e for e in example_commands() if e["id"] == wanted), None)
+        example = next((e for e in offered_examples(current.pool) if e["id"] == wanted), None)
         if example:
             raw["command"] = [example["command"]]
     if action not in ("next", "to-review"):
