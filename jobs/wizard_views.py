@@ -1058,8 +1058,10 @@ def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
 @require_safe
 @login_required
 def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    draft = _draft_id_only(request, draft_id)
+    # 404 unless the user's draft; its pool decides what is offered (W.offered_examples), and
+    # the panel's links need its id alone.
     pool = W.find_pool(_draft_pool_id(request, draft_id))
+    draft = Draft(id=draft_id)
     return render(
         request,
         "jobs/wizard/_image.html#example-panel",
