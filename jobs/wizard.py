@@ -212,8 +212,19 @@ def _examples_file() -> dict[str, Any]:
     return json.loads((DATA_DIR / "example_commands.json").read_text())
 
 
-def example_commands() -> list[dict[str, str]]:
+def example_commands() -> list[dict[str, Any]]:
     return _examples_file()["examples"]
+
+
+def offered_examples(pool: Pool | None) -> list[dict[str, Any]]:
+    """The examples 查看示例 offers on `pool`: one naming its `backends` only on those, as it
+    reads a variable only they set (MPICH's $HYDRA_HOST_FILE, the local runner's; on AIHC
+    `mpiexec.hydra -f $HYDRA_HOST_FILE` took the next option for the hostfile)."""
+    return [
+        e
+        for e in example_commands()
+        if "backends" not in e or (pool is not None and pool.backend in e["backends"])
+    ]
 
 
 def preset_images() -> list[str]:
@@ -306,15 +317,78 @@ LOOK_ALIKE_SIGNS = {
 }
 
 
+_HEREDOC_RE = re.compile(r"<<(-?)[ \t]*([A-Za-z_'\"\\][^\s;&|()<>]*)")
+
+
+def _read_by_the_shell(lines: list[str]) -> list[list[bool]]:
+    """For each character of a command's lines, whether the shell reads it as its own syntax:
+    False in what it hands on as written, a string in ASCII quotes that closes, a
+    here-document's lines and a comment. An approximation of bash's reading (no `$(…)` or
+    `${…}` nesting), enough to leave a look-alike in an echo's text alone; a quote never
+    closed (`"print(1)”`, its closing one curly) hides nothing, as bash refuses it."""
+    shown = [[True] * len(line) for line in lines]
+    quote = ""  # ', ", or $' for the string being read
+    inside: list[tuple[int, int]] = []  # its characters so far, until it closes
+    heredocs: list[tuple[str, bool]] = []  # (delimiter, tabs stripped) started on this line
+    body: list[tuple[str, bool]] = []  # those whose lines are being read
+    for n, line in enumerate(lines):
+        if body:
+            shown[n] = [False] * len(line)
+            delimiter, tabs = body[0]
+            if (line.lstrip("\t") if tabs else line) == delimiter:
+                body.pop(0)
+            continue
+        i = 0
+        while i < len(line):
+            char = line[i]
+            if quote:
+                if char == "\\" and quote != "'":  # an escaped quote ends no string
+                    shown[n][i : i + 2] = [False] * len(line[i : i + 2])
+                    inside += [(n, i), (n, i + 1)]
+                    i += 2
+                    continue
+                if char == quote[-1]:
+                    quote, inside = "", []
+                else:
+                    shown[n][i] = False
+                    inside.append((n, i))
+            elif char == "\\":
+                i += 1
+            elif char == "#" and (i == 0 or line[i - 1] in " \t;&|()"):
+                shown[n][i:] = [False] * (len(line) - i)
+                break
+            elif char in "'\"":
+                quote = char
+            elif line.startswith("$'", i):
+                quote, i = "$'", i + 1
+            elif (match := _HEREDOC_RE.match(line, i)) and not line.startswith("<<<", i):
+                heredocs.append((re.sub(r"[\\'\"]", "", match.group(2)), bool(match.group(1))))
+                i = match.end()
+                continue
+            i += 1
+        if not quote:
+            body, heredocs = heredocs, []
+    for n, i in inside:  # a string never closed
+        if i < len(shown[n]):
+            shown[n][i] = True
+    return shown
+
+
 def look_alike_signs(command: str) -> list[tuple[int, str]]:
     """(line number, character) of each look-alike of a quote, dash or "=" in a command that
     touches a printable ASCII character other than a space, once per line: `“print(1)”`,
     `—nproc`, `--lr＝3`. One in Chinese text (`echo “训练开始”——请稍候`), between spaces as in
-    prose (`warmup — then`) or an apostrophe between letters (`it’s`) is meant as it is."""
+    prose (`warmup — then`) or an apostrophe between letters (`it’s`) is meant as it is, and
+    so is one in text the shell hands on as written (`echo "Run “v2” started"`, a
+    here-document, a comment: _read_by_the_shell)."""
     found: list[tuple[int, str]] = []
-    for number, line in enumerate(command.splitlines(), start=1):
+    lines = command.splitlines()
+    read = _read_by_the_shell(lines)
+    for number, line in enumerate(lines, start=1):
         for i, char in enumerate(line):
             if char not in LOOK_ALIKE_SIGNS or (number, char) in found:
+                continue
+            if not read[number - 1][i]:
                 continue
             before, after = line[i - 1 : i], line[i + 1 : i + 2]
             if char == "\u2019" and (before + after).isascii() and (before + after).isalpha():
@@ -2480,7 +2554,7 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         raw = with_rows(raw, prefix, rows)
     elif step == IMAGE and action.startswith("fill-example-"):
         wanted = action.removeprefix("fill-example-")
-        example = next((e for e in example_commands() if e["id"] == wanted), None)
+        example = next((e for e in offered_examples(current.pool) if e["id"] == wanted), None)
         if example:
             raw["command"] = [example["command"]]
     if action not in ("next", "to-review"):

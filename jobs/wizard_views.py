@@ -597,16 +597,17 @@ def _image_extras(
     )
     return {
         "images": images,
-        "examples": W.example_commands(),
-        "example": _example(request.GET.get("example") or state.framework),
+        "examples": W.offered_examples(state.pool),
+        "example": _example(request.GET.get("example") or state.framework, state.pool),
         "injected": W.injected_variables(state.framework, state.pool),
         "aiak_refill": state.draft.data.get(W.AIAK_REFILL) if state.template else None,
     }
 
 
-def _example(wanted: str) -> dict[str, str]:
-    """The example of that id; a framework's id is its first example's (MPIJob: OpenMPI's)."""
-    examples = W.example_commands()
+def _example(wanted: str, pool: W.Pool | None) -> dict[str, Any]:
+    """The example of that id offered on `pool`; a framework's id is its first example's
+    (MPIJob: OpenMPI's)."""
+    examples = W.offered_examples(pool)
     return next((e for e in examples if e["id"] == wanted), examples[0])
 
 
@@ -1057,14 +1058,17 @@ def wizard_totals(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpRespo
 @require_safe
 @login_required
 def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResponse:
-    draft = _draft_id_only(request, draft_id)
+    # 404 unless the user's draft; its pool decides what is offered (W.offered_examples), and
+    # the panel's links need its id alone.
+    pool = W.find_pool(_draft_pool_id(request, draft_id))
+    draft = Draft(id=draft_id)
     return render(
         request,
         "jobs/wizard/_image.html#example-panel",
         {
             "draft": draft,
-            "examples": W.example_commands(),
-            "example": _example(request.GET.get("example", "")),
+            "examples": W.offered_examples(pool),
+            "example": _example(request.GET.get("example", ""), pool),
             "step_url": _step_url(draft, W.IMAGE),
         },
     )

@@ -104,6 +104,49 @@ def test_curly_quotes_and_dashes_in_chinese_text_or_prose_are_left_alone(en_clie
     assert r.status_code == 302
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        # Text the shell hands on as it is: a string in ASCII quotes, a here-document's lines,
+        # a comment. The program it is for reads them as written (an echo, a config file).
+        'echo "Run “baseline” started" && torchrun train.py',
+        "python3 train.py --note 'the “v2” data—cleaned'",
+        "cat > /workspace/notes.md <<'EOF'\nThe “baseline” run—lr＝3e-4\nEOF\ntorchrun train.py",
+        "cat > /workspace/run.yaml <<-END\n\tname: “v2”\n\tEND\ntorchrun train.py",
+        "torchrun train.py  # the “v2” run, don't change",
+    ],
+)
+def test_look_alikes_in_quoted_text_a_here_document_or_a_comment_are_left_alone(en_client, command):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.command == command
+
+
+@pytest.mark.parametrize(
+    ("command", "line", "char"),
+    [
+        # A straight quote that a curly one was meant to close opens a string bash never ends.
+        ('python3 -c "print(1)”', 1, "”"),
+        # After a here-document's end, the command is the shell's again.
+        ("cat > a.txt <<EOF\n“x”\nEOF\ntorchrun —nproc_per_node=8 train.py", 4, "—"),
+        # A `#` inside a word starts no comment.
+        ("torchrun train.py --tag=a#b —lr 1", 1, "—"),
+    ],
+)
+def test_look_alikes_the_shell_reads_are_named_beside_quoted_text(en_client, command, line, char):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command")[0].startswith(f"Line {line} has ")
+    assert f"({char}, U+{ord(char):04X})" in field_errors(r, "id_command")[0]
+
+
 def test_the_curly_quote_message_reads_in_chinese(alice_client):
     draft = draft_at(alice_client, W.IMAGE)
 

@@ -1252,7 +1252,7 @@ def test_other_users_get_404_for_a_draft(alice_client, bob, client, name):
     assert client.get(url).status_code == 404
 
 
-@pytest.mark.parametrize("name", ["totals", "aiak", "queues", "example"])
+@pytest.mark.parametrize("name", ["totals", "aiak", "queues"])
 def test_a_partial_checks_the_drafts_owner_with_one_plain_query_and_reads_nothing_else_of_it(
     alice, alice_client, name
 ):
@@ -1282,7 +1282,7 @@ def test_a_drafts_id_alone_is_read_for_its_owner_only(alice, alice_client, bob):
     assert W.owned_draft_id_only(draft_id=draft.id, owner=bob) is None
 
 
-@pytest.mark.parametrize("name", ["idle", "mount-row"])
+@pytest.mark.parametrize("name", ["idle", "mount-row", "example"])
 def test_a_partial_reads_the_drafts_pool_with_one_plain_query(alice, alice_client, name):
     draft = new_draft(alice_client)
     url = reverse(f"wizard-{name}", args=[draft.id]) + "?row=0"

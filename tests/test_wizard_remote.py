@@ -368,6 +368,36 @@ def test_an_aihc_pools_image_step_lists_the_queue_tasks_variables_the_console_se
     assert "AIHC_GROUP_TASK_INDEX" in injected and "AIHC_GROUP_TASK_TOTAL" in injected
 
 
+def test_an_aihc_pool_offers_no_mpich_example_whose_hostfile_only_the_local_runner_sets(
+    fake, alice_client
+):
+    # $HYDRA_HOST_FILE is the local runner's (its hostfile.hydra): on AIHC, as on the MPI
+    # operator's OpenMPI hostfile, `mpiexec.hydra -f $HYDRA_HOST_FILE` took -genvlist for the
+    # hostfile. The image step's list of variables does not name it there either.
+    steps = {**aihc_steps(), W.BASIC: basic_data(resource_pool=POOL, framework="MPIJob")}
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE, **steps)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    panel = alice_client.get(
+        reverse("wizard-example", args=[draft.id]), {"example": "MPIJob-hydra"}
+    ).content.decode()
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(command="keep me"),
+        action="fill-example-MPIJob-hydra",
+    )
+
+    assert r.status_code == 302
+    assert "show-example-MPIJob-hydra" not in page
+    assert 'value="show-example-MPIJob"' in page  # OpenMPI's, which AIHC's hostfile is for
+    assert "HYDRA_HOST_FILE" not in page and "HYDRA_HOST_FILE" not in panel
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == ["keep me"]
+
+
 # -- a mount row's volume follows its storage type -------------------------------------------
 
 PFS = "pfs-7xWeAt"
