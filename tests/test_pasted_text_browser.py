@@ -55,11 +55,15 @@ def test_a_command_pasted_from_word_with_curly_quotes_is_named_and_kept_to_fix(
 ):
     page = logged_in_page
     start(page)
-    fill_basic(page)
-    next_step(page, "image")
+    fill_basic(page)  # on to the image step
+    # wizard.js puts focus on the step's heading once htmx has settled it: text pasted before
+    # that went to the heading, not the command.
+    page.wait_for_function(
+        "() => document.activeElement.id === 'step-heading' && document.getElementById('id_command')"
+    )
     page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
     # Pasted as Word copies it: Windows line ends, curly quotes.
-    page.locator("#id_command").focus()
+    page.locator("#id_command").click()
     page.keyboard.insert_text("cd /workspace\r\npython3 -c “print(1)”")
 
     page.click("#wizard-next")
