@@ -1,0 +1,185 @@
+"""The custom framework (自定义) as a Ray user builds it (QA 51): named roles that find each
+other by their own command. The wizard offers a Ray example on the local pool and says where
+the instances meet; the example itself runs on the local runner, head and workers, with a
+stand-in for `ray` (tests/fake_ray.py: Ray is not installed here)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+from django.utils import translation
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.actions import job_stop
+from jobs.models import Job
+from jobs.worker import Worker
+from tests.test_wizard import (
+    _local_pool,  # noqa: F401 (autouse fixture)
+    basic_data,
+    complete_steps,
+    image_data,
+    new_draft,
+    post_step,
+    step_url,
+)
+
+from .runner_helpers import (
+    log_text,
+    make_spec,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+from .test_runner_network import isolated  # noqa: F401
+
+
+def custom_draft(client):
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=W.IMAGE, **{W.BASIC: basic_data(framework=S.CUSTOM)})
+    return draft
+
+
+def ray_example() -> str:
+    return next(e["command"] for e in W.example_commands() if e["id"] == S.CUSTOM)
+
+
+# -- the wizard ----------------------------------------------------------------------------
+
+
+def test_a_custom_job_on_the_local_pool_is_shown_rays_head_and_worker_example_first(
+    alice_client,
+):
+    draft = custom_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    shown = page[page.index('id="example-command"') :]
+    shown = shown[: shown.index("</pre>")]
+    assert "ray start --head" in shown and "ray start --address=127.0.0.1:$PORT" in shown
+    # Not torchrun's, whose MASTER_ADDR and RANK a custom job does not get.
+    assert "MASTER_ADDR" not in shown
+    assert 'id="show-example-Custom" aria-pressed="true"' in page
+
+
+def test_fill_in_this_example_writes_rays_command_into_a_custom_job(alice_client):
+    draft = custom_draft(alice_client)
+
+    r = post_step(
+        alice_client, draft, W.IMAGE, image_data(command="keep me"), action="fill-example-Custom"
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == [ray_example()]
+
+
+def test_the_injected_variables_list_of_a_local_custom_job_says_where_the_instances_meet(
+    alice_client,
+):
+    draft = custom_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = page[start : page.index("</table>", start)]
+    assert "127.0.0.1" in table
+    assert "每个实例的地址：各实例都在本机运行" in table
+
+
+# -- the example on the local runner ---------------------------------------------------------
+
+# The user's driver on the head: joins the cluster and waits for every node, as a Ray driver
+# waits for its workers (ray.nodes()) before it spreads work over them.
+DRIVER = textwrap.dedent(
+    """
+    import os, socket, time
+    want = int(os.environ["NODES"])
+    for _ in range(600):
+        conn = socket.create_connection(("127.0.0.1", int(os.environ["HEAD_PORT"])))
+        conn.sendall(b"NODES\\n")
+        lines = conn.makefile().read().split()
+        if int(lines[1]) == want:
+            break
+        time.sleep(0.05)
+    print("driver: nodes", lines[1])
+    """
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("network", ["host", "isolated"])
+def test_the_ray_example_runs_a_head_and_two_workers_to_success(alice, settings, network, request):
+    if network == "isolated":
+        request.getfixturevalue("isolated")
+    work = volume(settings)
+    (work / "bin").mkdir()
+    shutil.copy(Path(__file__).with_name("fake_ray.py"), work / "bin" / "ray")
+    (work / "bin" / "ray").chmod(0o755)
+    (work / "driver.py").write_text(DRIVER)
+    spec = make_spec(
+        ray_example(),
+        framework=S.CUSTOM,
+        # The workers first: they may start before the head listens, and wait for it.
+        roles=[S.Role("worker", 2), S.Role("head", 1)],
+        envs=[
+            S.Env("PATH", "/workspace/bin:/usr/bin:/bin"),
+            S.Env("HEAD_PORT", str(free_port())),
+            S.Env("NODES", "3"),
+            S.Env("FAKE_RAY_HEAD_START_SECONDS", "2"),
+        ],
+    )
+
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in ("succeeded", "failed"), timeout=60)
+
+    assert job.status == "succeeded", [log_text(job, r) for r in ("head-0", "worker-0")]
+    assert "driver: nodes 3" in log_text(job, "head-0")
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_custom_worker_that_fails_fails_the_job_naming_it_while_the_head_still_runs(alice):
+    spec = make_spec(
+        'if [ "$AIHC_ROLE-$AIHC_ROLE_INDEX" = worker-1 ]; then exit 3; fi; t=7654; sleep ${t}32.5',
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role("worker", 2)],
+    )
+
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in ("succeeded", "failed"))
+
+    assert job.status == "failed"
+    with translation.override("en"):
+        assert job.status_reason_shown == "worker-1 exited with code 3."
+    assert processes_with("sleep 765432.5") == []  # the head's and worker-0's, ended
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_stopping_a_custom_job_ends_every_role(alice):
+    # The sleeper's name is assembled by the shell: the command's text must not match it.
+    spec = make_spec(
+        "t=6543; exec sleep ${t}21.5",
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role("worker", 2)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with("sleep 654321.5")) == 3, what="3 sleepers")
+
+    job_stop(job=Job.objects.get(pk=job.pk))
+
+    run_until(worker, lambda: status_of(job) == "stopped")
+    assert processes_with("sleep 654321.5") == []
