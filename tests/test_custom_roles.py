@@ -28,6 +28,7 @@ from tests.test_wizard import (
     step_url,
 )
 
+from . import test_api as v1
 from .runner_helpers import (
     log_text,
     make_spec,
@@ -39,6 +40,8 @@ from .runner_helpers import (
     volume,
 )
 from .test_runner_network import isolated  # noqa: F401
+
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
 
 def custom_draft(client):
@@ -120,16 +123,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.usefixtures("runner_settings")
-@pytest.mark.parametrize("network", ["host", "isolated"])
-def test_the_ray_example_runs_a_head_and_two_workers_to_success(alice, settings, network, request):
-    if network == "isolated":
-        request.getfixturevalue("isolated")
+def install_fake_ray(settings) -> Path:
+    """The stand-in for `ray` at /workspace/bin/ray, and the driver at /workspace/driver.py."""
     work = volume(settings)
     (work / "bin").mkdir()
     shutil.copy(Path(__file__).with_name("fake_ray.py"), work / "bin" / "ray")
     (work / "bin" / "ray").chmod(0o755)
     (work / "driver.py").write_text(DRIVER)
+    return work
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("network", ["host", "isolated"])
+def test_the_ray_example_runs_a_head_and_two_workers_to_success(alice, settings, network, request):
+    if network == "isolated":
+        request.getfixturevalue("isolated")
+    install_fake_ray(settings)
     spec = make_spec(
         ray_example(),
         framework=S.CUSTOM,
@@ -183,3 +192,50 @@ def test_stopping_a_custom_job_ends_every_role(alice):
 
     run_until(worker, lambda: status_of(job) == "stopped")
     assert processes_with("sleep 654321.5") == []
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_script_creates_the_ray_job_with_named_roles_and_reads_back_each_roles_pods(
+    api, settings
+):
+    work = install_fake_ray(settings)
+    port = str(free_port())
+    cpu = [{"name": "cpu", "quantity": 1}]
+    body = {
+        "name": "ray-sweep",
+        "queue": "default",
+        "jobFramework": "Custom",
+        "jobSpec": {
+            "command": ray_example(),
+            "image": "rayproject/ray:2.40.0",
+            "replicas": 3,
+            "resources": cpu,
+            "envs": [
+                {"name": "PATH", "value": "/workspace/bin:/usr/bin:/bin"},
+                {"name": "HEAD_PORT", "value": port},
+                {"name": "NODES", "value": "3"},
+                {"name": "FAKE_RAY_HEAD_START_SECONDS", "value": "2"},
+            ],
+        },
+        "datasources": [{"type": "hostpath", "name": "work", "mountPath": "/workspace"}],
+        "console": {
+            "roles": [
+                {"name": "head", "replicas": 1, "resources": cpu},
+                {"name": "worker", "replicas": 2, "resources": cpu},
+            ]
+        },
+    }
+
+    created = api.create_job(pool="local", body=body)
+
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.public_id.startswith("customjob-")
+    run_until(Worker(), lambda: status_of(job) in ("succeeded", "failed"), timeout=60)
+    described = api.get_job(pool="local", job_id=job.public_id)
+    assert described["status"] == "Succeeded", (work, log_text(job, "head-0"))
+    assert sorted(p["name"] for p in described["pods"]) == [
+        "ray-sweep-head-0",
+        "ray-sweep-worker-0",
+        "ray-sweep-worker-1",
+    ]
+    assert "driver: nodes 3" in log_text(job, "head-0")
