@@ -30,8 +30,10 @@ from tests.test_wizard import (
 
 from . import test_api as v1
 from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
+    open_gate,
     processes_with,
     run_until,
     runner_settings,  # noqa: F401
@@ -239,3 +241,30 @@ def test_a_script_creates_the_ray_job_with_named_roles_and_reads_back_each_roles
         "ray-sweep-worker-1",
     ]
     assert "driver: nodes 3" in log_text(job, "head-0")
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_custom_job_whose_head_has_exited_0_runs_on_until_its_workers_end_too(alice, settings):
+    # Decided (QA 51): every instance decides, as a Kubernetes pool's JobSet (successPolicy
+    # All); the console cannot tell a driver from a server among roles the user named.
+    spec = make_spec(
+        f'[ "$AIHC_ROLE" = head ] && exit 0; {UNTIL_THE_GATE_OPENS}',
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role("worker", 2)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: (
+            job.replicas.filter(role="head", exit_code=0).exists()
+            and job.replicas.filter(role="worker").exclude(pid=None).count() == 2
+        ),
+        what="the head to exit 0 beside running workers",
+    )
+    worker.tick()
+    assert status_of(job) == "running"
+
+    open_gate(settings)
+
+    run_until(worker, lambda: status_of(job) == "succeeded")
