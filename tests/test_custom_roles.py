@@ -46,9 +46,9 @@ from .test_runner_network import isolated  # noqa: F401
 wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
 
-def custom_draft(client):
+def custom_draft(client, upto: str = W.IMAGE):
     draft = new_draft(client)
-    complete_steps(client, draft, upto=W.IMAGE, **{W.BASIC: basic_data(framework=S.CUSTOM)})
+    complete_steps(client, draft, upto=upto, **{W.BASIC: basic_data(framework=S.CUSTOM)})
     return draft
 
 
@@ -268,3 +268,13 @@ def test_a_custom_job_whose_head_has_exited_0_runs_on_until_its_workers_end_too(
     open_gate(settings)
 
     run_until(worker, lambda: status_of(job) == "succeeded")
+
+
+def test_the_resources_step_of_a_custom_job_says_every_instance_decides_its_success(
+    alice_client,
+):
+    draft = custom_draft(alice_client, upto=W.RESOURCES)
+
+    page = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+
+    assert "所有实例都以退出码 0 结束，任务才算成功" in page
