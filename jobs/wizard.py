@@ -472,6 +472,18 @@ GROUP_INJECTED: list[tuple[str, Any]] = [
 ]
 
 LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
+    # No variable names a custom job's peers (the seed: the platform writes only generic
+    # information), but where they are is what a head/worker command needs first (QA 51).
+    S.CUSTOM: [
+        (
+            "127.0.0.1",
+            gettext_lazy(
+                "every instance's address: each runs on this machine, so the others reach a "
+                "head or server there, on a port your command chooses (on the host network, "
+                "one no other job uses; an env such as HEAD_PORT makes it easy to change)"
+            ),
+        ),
+    ],
     S.MPI: [
         (
             "OMPI_MCA_plm_rsh_agent",

@@ -1,0 +1,280 @@
+"""The custom framework (自定义) as a Ray user builds it (QA 51): named roles that find each
+other by their own command. The wizard offers a Ray example on the local pool and says where
+the instances meet; the example itself runs on the local runner, head and workers, with a
+stand-in for `ray` (tests/fake_ray.py: Ray is not installed here)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import textwrap
+from pathlib import Path
+
+import pytest
+from django.utils import translation
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.actions import job_stop
+from jobs.models import Job
+from jobs.worker import Worker
+from tests.test_wizard import (
+    _local_pool,  # noqa: F401 (autouse fixture)
+    basic_data,
+    complete_steps,
+    image_data,
+    new_draft,
+    post_step,
+    step_url,
+)
+
+from . import test_api as v1
+from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
+    log_text,
+    make_spec,
+    open_gate,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+from .test_runner_network import isolated  # noqa: F401
+
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
+
+
+def custom_draft(client, upto: str = W.IMAGE):
+    draft = new_draft(client)
+    complete_steps(client, draft, upto=upto, **{W.BASIC: basic_data(framework=S.CUSTOM)})
+    return draft
+
+
+def ray_example() -> str:
+    return next(e["command"] for e in W.example_commands() if e["id"] == S.CUSTOM)
+
+
+# -- the wizard ----------------------------------------------------------------------------
+
+
+def test_a_custom_job_on_the_local_pool_is_shown_rays_head_and_worker_example_first(
+    alice_client,
+):
+    draft = custom_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    shown = page[page.index('id="example-command"') :]
+    shown = shown[: shown.index("</pre>")]
+    assert "ray start --head" in shown and "ray start --address=127.0.0.1:$PORT" in shown
+    # Not torchrun's, whose MASTER_ADDR and RANK a custom job does not get.
+    assert "MASTER_ADDR" not in shown
+    assert 'id="show-example-Custom" aria-pressed="true"' in page
+
+
+def test_fill_in_this_example_writes_rays_command_into_a_custom_job(alice_client):
+    draft = custom_draft(alice_client)
+
+    r = post_step(
+        alice_client, draft, W.IMAGE, image_data(command="keep me"), action="fill-example-Custom"
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == [ray_example()]
+
+
+def test_the_injected_variables_list_of_a_local_custom_job_says_where_the_instances_meet(
+    alice_client,
+):
+    draft = custom_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    start = page.index('id="injected-vars"')
+    table = page[start : page.index("</table>", start)]
+    assert "127.0.0.1" in table
+    assert "每个实例的地址：各实例都在本机运行" in table
+
+
+# -- the example on the local runner ---------------------------------------------------------
+
+# The user's driver on the head: joins the cluster and waits for every node, as a Ray driver
+# waits for its workers (ray.nodes()) before it spreads work over them.
+DRIVER = textwrap.dedent(
+    """
+    import os, socket, time
+    want = int(os.environ["NODES"])
+    for _ in range(600):
+        conn = socket.create_connection(("127.0.0.1", int(os.environ["HEAD_PORT"])))
+        conn.sendall(b"NODES\\n")
+        lines = conn.makefile().read().split()
+        if int(lines[1]) == want:
+            break
+        time.sleep(0.05)
+    print("driver: nodes", lines[1])
+    """
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def install_fake_ray(settings) -> Path:
+    """The stand-in for `ray` at /workspace/bin/ray, and the driver at /workspace/driver.py."""
+    work = volume(settings)
+    (work / "bin").mkdir()
+    shutil.copy(Path(__file__).with_name("fake_ray.py"), work / "bin" / "ray")
+    (work / "bin" / "ray").chmod(0o755)
+    (work / "driver.py").write_text(DRIVER)
+    return work
+
+
+@pytest.mark.usefixtures("runner_settings")
+@pytest.mark.parametrize("network", ["host", "isolated"])
+def test_the_ray_example_runs_a_head_and_two_workers_to_success(alice, settings, network, request):
+    if network == "isolated":
+        request.getfixturevalue("isolated")
+    install_fake_ray(settings)
+    spec = make_spec(
+        ray_example(),
+        framework=S.CUSTOM,
+        # The workers first: they may start before the head listens, and wait for it.
+        roles=[S.Role("worker", 2), S.Role("head", 1)],
+        envs=[
+            S.Env("PATH", "/workspace/bin:/usr/bin:/bin"),
+            S.Env("HEAD_PORT", str(free_port())),
+            S.Env("NODES", "3"),
+            S.Env("FAKE_RAY_HEAD_START_SECONDS", "2"),
+        ],
+    )
+
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in ("succeeded", "failed"), timeout=60)
+
+    assert job.status == "succeeded", [log_text(job, r) for r in ("head-0", "worker-0")]
+    assert "driver: nodes 3" in log_text(job, "head-0")
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_custom_worker_that_fails_fails_the_job_naming_it_while_the_head_still_runs(alice):
+    spec = make_spec(
+        'if [ "$AIHC_ROLE-$AIHC_ROLE_INDEX" = worker-1 ]; then exit 3; fi; t=7654; sleep ${t}32.5',
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role("worker", 2)],
+    )
+
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in ("succeeded", "failed"))
+
+    assert job.status == "failed"
+    with translation.override("en"):
+        assert job.status_reason_shown == "worker-1 exited with code 3."
+    assert processes_with("sleep 765432.5") == []  # the head's and worker-0's, ended
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_stopping_a_custom_job_ends_every_role(alice):
+    # The sleeper's name is assembled by the shell: the command's text must not match it.
+    spec = make_spec(
+        "t=6543; exec sleep ${t}21.5",
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role("worker", 2)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with("sleep 654321.5")) == 3, what="3 sleepers")
+
+    job_stop(job=Job.objects.get(pk=job.pk))
+
+    run_until(worker, lambda: status_of(job) == "stopped")
+    assert processes_with("sleep 654321.5") == []
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_script_creates_the_ray_job_with_named_roles_and_reads_back_each_roles_pods(
+    api, settings
+):
+    work = install_fake_ray(settings)
+    port = str(free_port())
+    cpu = [{"name": "cpu", "quantity": 1}]
+    body = {
+        "name": "ray-sweep",
+        "queue": "default",
+        "jobFramework": "Custom",
+        "jobSpec": {
+            "command": ray_example(),
+            "image": "rayproject/ray:2.40.0",
+            "replicas": 3,
+            "resources": cpu,
+            "envs": [
+                {"name": "PATH", "value": "/workspace/bin:/usr/bin:/bin"},
+                {"name": "HEAD_PORT", "value": port},
+                {"name": "NODES", "value": "3"},
+                {"name": "FAKE_RAY_HEAD_START_SECONDS", "value": "2"},
+            ],
+        },
+        "datasources": [{"type": "hostpath", "name": "work", "mountPath": "/workspace"}],
+        "console": {
+            "roles": [
+                {"name": "head", "replicas": 1, "resources": cpu},
+                {"name": "worker", "replicas": 2, "resources": cpu},
+            ]
+        },
+    }
+
+    created = api.create_job(pool="local", body=body)
+
+    job = Job.objects.get(public_id=created["jobId"])
+    assert job.public_id.startswith("customjob-")
+    run_until(Worker(), lambda: status_of(job) in ("succeeded", "failed"), timeout=60)
+    described = api.get_job(pool="local", job_id=job.public_id)
+    assert described["status"] == "Succeeded", (work, log_text(job, "head-0"))
+    assert sorted(p["name"] for p in described["pods"]) == [
+        "ray-sweep-head-0",
+        "ray-sweep-worker-0",
+        "ray-sweep-worker-1",
+    ]
+    assert "driver: nodes 3" in log_text(job, "head-0")
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_custom_job_whose_head_has_exited_0_runs_on_until_its_workers_end_too(alice, settings):
+    # Decided (QA 51): every instance decides, as a Kubernetes pool's JobSet (successPolicy
+    # All); the console cannot tell a driver from a server among roles the user named.
+    spec = make_spec(
+        f'[ "$AIHC_ROLE" = head ] && exit 0; {UNTIL_THE_GATE_OPENS}',
+        framework=S.CUSTOM,
+        roles=[S.Role("head", 1), S.Role("worker", 2)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: (
+            job.replicas.filter(role="head", exit_code=0).exists()
+            and job.replicas.filter(role="worker").exclude(pid=None).count() == 2
+        ),
+        what="the head to exit 0 beside running workers",
+    )
+    worker.tick()
+    assert status_of(job) == "running"
+
+    open_gate(settings)
+
+    run_until(worker, lambda: status_of(job) == "succeeded")
+
+
+def test_the_resources_step_of_a_custom_job_says_every_instance_decides_its_success(
+    alice_client,
+):
+    draft = custom_draft(alice_client, upto=W.RESOURCES)
+
+    page = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+
+    assert "所有实例都以退出码 0 结束，任务才算成功" in page
