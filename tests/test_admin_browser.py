@@ -629,3 +629,24 @@ def test_a_reviewer_lists_a_queue_groups_tasks_from_one_tasks_page(page, alice, 
     rows = page.locator("#result_list tbody tr .field-name_shown a")
     expect(rows).to_have_count(3)
     assert sorted(rows.all_inner_texts()) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
+
+
+def test_a_reviewer_types_a_username_in_the_owner_filter_and_keeps_the_other_filters(
+    page, alice, bob, reviewer
+):
+    # admin30: the panel listed every user of the site; it now has a username box.
+    submit(alice, "alice-job")
+    submit(bob, "bob-job")
+    log_in(page, "carol", "carol-password")
+    page.goto("/admin/jobs/job/?status__exact=queued")
+
+    page.get_by_label("用户名").fill("bob")
+    page.get_by_label("用户名").press("Enter")
+
+    page.wait_for_url("**owner_name=bob**")
+    assert "status__exact=queued" in page.url
+    rows = page.locator("#result_list tbody tr .field-name_shown a")
+    expect(rows).to_have_count(1)
+    expect(rows).to_have_text("bob-job")
+    page.locator("details[data-filter-title=创建人]").get_by_role("link", name="全部").click()
+    expect(rows).to_have_count(2)
