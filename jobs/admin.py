@@ -92,6 +92,7 @@ from .runtime_env import group_task_of, replica_refs, with_group_task
 from .services import EVENTS_SHOWN
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
+from .usage import job_usage_text
 from .usage_admin import usage_view
 
 logger = logging.getLogger(__name__)
@@ -1160,6 +1161,7 @@ class JobAdmin(
         "created_at_shown",
         "started_at_shown",
         "finished_at_shown",
+        "card_hours_shown",
     ]
     fieldsets = [
         (
@@ -1200,7 +1202,12 @@ class JobAdmin(
         (
             gettext_lazy("Times"),
             {
-                "fields": ["created_at_shown", "started_at_shown", "finished_at_shown"],
+                "fields": [
+                    "created_at_shown",
+                    "started_at_shown",
+                    "finished_at_shown",
+                    "card_hours_shown",
+                ],
                 "classes": ["collapse"],
             },
         ),
@@ -1265,6 +1272,11 @@ class JobAdmin(
     @admin.display(description=gettext_lazy("finished"))
     def finished_at_shown(self, job: Job) -> str:
         return _moment_shown(job.finished_at)
+
+    @admin.display(description=gettext_lazy("card-hours"))
+    def card_hours_shown(self, job: Job) -> str:
+        # As the usage report counts them, and the owner's page shows them.
+        return job_usage_text(job=job)
 
     @admin.display(description=gettext_lazy("created"), ordering="created_at")
     def created(self, job: Job) -> str:
