@@ -278,6 +278,14 @@ class ConsoleUserAdmin(
             return fields
         return fields + tuple(f for f in PRIVILEGE_FIELDS if f not in fields)
 
+    def get_search_fields(self, request: HttpRequest) -> Any:
+        # Staff who may not view users search them only from a form's box (a card quota's
+        # user, ChoosingAutocompleteJsonView), which shows usernames: by username alone. By
+        # e-mail or name they could learn whose address or name a guess is (admin30).
+        if not self.has_view_permission(request):
+            return ("username",)
+        return super().get_search_fields(request)
+
     def _privileged(self, request: HttpRequest, obj: Any) -> bool:
         """A staff account (superusers' too) that this non-superuser may not change."""
         return (

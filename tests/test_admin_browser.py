@@ -590,6 +590,23 @@ def test_staff_with_the_quota_permissions_alone_give_a_user_a_quota_by_searching
     assert CardQuota.objects.get().user == alice
 
 
+def test_staff_with_the_quota_permissions_alone_find_no_one_by_email_in_the_user_box(page, alice):
+    # admin30: the box found users by e-mail address, which such staff may not read.
+    from django.contrib.auth.models import Permission, User
+
+    staff = User.objects.create_user("quinn", "quinn@example.com", "quinn-password", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(content_type__model="cardquota"))
+    log_in(page, "quinn", "quinn-password")
+    page.goto("/admin/jobs/cardquota/add/")
+
+    page.click(".field-user .select2-selection")
+    page.fill(".select2-search__field", "alice@example")
+    expect(page.locator(".select2-results__message")).to_have_text("未找到结果")
+    expect(page.locator(".select2-results__option", has_text="alice")).to_have_count(0)
+    page.fill(".select2-search__field", "alic")
+    expect(page.locator(".select2-results__option", has_text="alice")).to_have_count(1)
+
+
 def test_a_superuser_gives_a_group_a_permission_found_by_its_chinese_name(page, superuser):
     # QA 49: the permission boxes said "训练任务 | 卡配额 | Can change card quota" in Chinese.
     from django.contrib.auth.models import Group
