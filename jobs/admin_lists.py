@@ -94,7 +94,8 @@ class FilteredLookupsOnlyMixin:
         fields = {self.date_hierarchy} if self.date_hierarchy else set()  # type: ignore[attr-defined]
         for item in self.get_list_filter(request):  # type: ignore[attr-defined]
             if isinstance(item, type) and issubclass(item, SimpleListFilter):
-                fields.add(item.parameter_name)
+                # Its field, if its parameter is a lookup (`owner__id__exact`: the owner).
+                fields.add(item.parameter_name.split(LOOKUP_SEP, 1)[0])
             elif isinstance(item, list | tuple):
                 fields.add(str(item[0]).split(LOOKUP_SEP, 1)[0])
             else:

@@ -65,7 +65,9 @@ from django.db.models.expressions import TemporalSubtraction
 from django.db.models.functions import Cast, Coalesce, Greatest, Least
 from django.db.models.signals import pre_delete
 from django.dispatch import receiver
+from django.template.defaultfilters import floatformat
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from .models import Job, JobLabel, UsageRecord
 
@@ -506,6 +508,37 @@ def usage_jobs(
         )
     )
     return jobs.union(records, all=True).order_by("-started_at", "-public_id")
+
+
+def job_usage(*, job: Job, now: datetime | None = None) -> Figures | None:
+    """What the job has used (None: it never started), as the report counts it over a period
+    holding its whole run: its cards × first start to finish, or to `now` while it runs;
+    CPU-only job-hours instead when it has no cards. No query."""
+    if job.started_at is None:
+        return None
+    run_time = max((job.finished_at or now or timezone.now()) - job.started_at, timedelta(0))
+    if job.total_cards == 0:
+        return Figures(jobs=1, cpu_time=run_time)
+    return Figures(card_time=run_time * job.total_cards, jobs=1)
+
+
+def job_usage_text(*, job: Job, now: datetime | None = None) -> str:
+    """A job's card-hours on its page and its admin page (job_usage), to two decimals as the
+    usage pages round them (floatformat: the same figure to the digit), "so far" while it
+    has not finished; a CPU-only job's says it has no cards and gives its CPU-only hours."""
+    figures = job_usage(job=job, now=now)
+    if figures is None:
+        return "–"  # as its duration says it
+    so_far = job.finished_at is None
+    if job.total_cards == 0:
+        hours = floatformat(figures.cpu_job_hours, 2)
+        if so_far:
+            return _("None: it uses no cards (%(hours)s CPU-only job-hours so far)") % {
+                "hours": hours
+            }
+        return _("None: it uses no cards (%(hours)s CPU-only job-hours)") % {"hours": hours}
+    hours = floatformat(figures.card_hours, 2)
+    return _("%(hours)s so far") % {"hours": hours} if so_far else hours
 
 
 def card_types(row: dict[str, Any]) -> list[str]:

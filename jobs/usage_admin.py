@@ -118,9 +118,14 @@ def usage_view(request: HttpRequest, *, site: AdminSite, model_admin: Any) -> Ht
     names = offered_pool_names() if report is not None else {}
     pool_ids = [row.pool for row in report.pools] if report is not None else []
     label_form, by_label = (
-        label_usage(request, report=report) if report is not None else (UsageLabelForm(), None)
+        label_usage(request, report=report)
+        # The key typed is kept in its field while the period is put right.
+        if report is not None
+        else (UsageLabelForm({"by_label": request.GET.get("by_label", "")}), None)
     )
-    if report is not None and request.GET.get("format") == "csv":
+    # A key the page refuses (too long, a NUL) answers with the page and its message: a CSV
+    # not grouped by it would pass for the figures asked for (admin30).
+    if report is not None and request.GET.get("format") == "csv" and not label_form.errors:
         return _csv(
             report, pool_names=csv_pool_names(names=names, pool_ids=pool_ids), by_label=by_label
         )

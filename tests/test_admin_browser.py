@@ -590,6 +590,23 @@ def test_staff_with_the_quota_permissions_alone_give_a_user_a_quota_by_searching
     assert CardQuota.objects.get().user == alice
 
 
+def test_staff_with_the_quota_permissions_alone_find_no_one_by_email_in_the_user_box(page, alice):
+    # admin30: the box found users by e-mail address, which such staff may not read.
+    from django.contrib.auth.models import Permission, User
+
+    staff = User.objects.create_user("quinn", "quinn@example.com", "quinn-password", is_staff=True)
+    staff.user_permissions.add(*Permission.objects.filter(content_type__model="cardquota"))
+    log_in(page, "quinn", "quinn-password")
+    page.goto("/admin/jobs/cardquota/add/")
+
+    page.click(".field-user .select2-selection")
+    page.fill(".select2-search__field", "alice@example")
+    expect(page.locator(".select2-results__message")).to_have_text("未找到结果")
+    expect(page.locator(".select2-results__option", has_text="alice")).to_have_count(0)
+    page.fill(".select2-search__field", "alic")
+    expect(page.locator(".select2-results__option", has_text="alice")).to_have_count(1)
+
+
 def test_a_superuser_gives_a_group_a_permission_found_by_its_chinese_name(page, superuser):
     # QA 49: the permission boxes said "训练任务 | 卡配额 | Can change card quota" in Chinese.
     from django.contrib.auth.models import Group
@@ -629,3 +646,24 @@ def test_a_reviewer_lists_a_queue_groups_tasks_from_one_tasks_page(page, alice, 
     rows = page.locator("#result_list tbody tr .field-name_shown a")
     expect(rows).to_have_count(3)
     assert sorted(rows.all_inner_texts()) == ["qa-grp 1/3", "qa-grp 2/3", "qa-grp 3/3"]
+
+
+def test_a_reviewer_types_a_username_in_the_owner_filter_and_keeps_the_other_filters(
+    page, alice, bob, reviewer
+):
+    # admin30: the panel listed every user of the site; it now has a username box.
+    submit(alice, "alice-job")
+    submit(bob, "bob-job")
+    log_in(page, "carol", "carol-password")
+    page.goto("/admin/jobs/job/?status__exact=queued")
+
+    page.get_by_label("用户名").fill("bob")
+    page.get_by_label("用户名").press("Enter")
+
+    page.wait_for_url("**owner_name=bob**")
+    assert "status__exact=queued" in page.url
+    rows = page.locator("#result_list tbody tr .field-name_shown a")
+    expect(rows).to_have_count(1)
+    expect(rows).to_have_text("bob-job")
+    page.locator("details[data-filter-title=创建人]").get_by_role("link", name="全部").click()
+    expect(rows).to_have_count(2)

@@ -41,6 +41,24 @@ def test_a_user_opens_my_usage_from_the_navigation_and_switches_to_last_month(
     expect(row).to_contain_text("5.00")
     row.get_by_role("link").click()
     page.wait_for_url(f"**/jobs/{last.public_id}/")
+    # The job's page counts its card-hours as My usage does (admin30).
+    expect(page.locator("#job-card-hours")).to_have_text("10.00")
+
+
+def test_a_cpu_only_job_reads_as_using_no_cards_on_my_usage_and_on_its_page(logged_in_page, alice):
+    # admin30: its row said 0.00 card-hours, its page nothing of its use.
+    start = Period.this_month().starts_at + timedelta(hours=1)
+    cpu = run(alice, start, start + timedelta(hours=5), cards=0)
+    page = logged_in_page
+
+    page.click("#nav-usage")
+
+    row = page.locator(f"#usage-jobs-table tr[data-job='{cpu.public_id}']")
+    expect(row.locator(".usage-cpu-only")).to_have_text("无（仅 CPU）")
+    row.get_by_role("link").click()
+    expect(page.locator("#job-card-hours")).to_have_text(
+        "无：该任务不使用加速卡（纯 CPU 任务时 5.00）"
+    )
 
 
 def test_my_usage_names_each_pool_and_shows_its_id_on_hover(logged_in_page, alice):

@@ -186,6 +186,40 @@ def test_staff_with_the_quota_permissions_alone_find_the_user_or_group_to_give_a
     assert [row["text"] for row in r.json()["results"]] == [found]
 
 
+def user_box_finds(user: User, term: str) -> list[str]:
+    r = admin_client(user).get(
+        "/admin/autocomplete/",
+        {"app_label": "jobs", "model_name": "cardquota", "field_name": "user", "term": term},
+    )
+    assert r.status_code == 200
+    return [row["text"] for row in r.json()["results"]]
+
+
+@pytest.mark.parametrize("term", ["alice@example", "example.com", "Ada", "Lovelace"])
+def test_staff_with_the_quota_permissions_alone_find_users_by_username_not_email_or_name(
+    alice, term
+):
+    # admin30: the box searched Django's user fields, e-mail and names too, which such staff
+    # may not read: a search by a domain listed whose address it was.
+    User.objects.filter(pk=alice.pk).update(first_name="Ada", last_name="Lovelace")
+    keeper = quota_keeper()
+
+    assert user_box_finds(keeper, term) == []
+    assert user_box_finds(keeper, "alic") == ["alice"]
+
+
+@pytest.mark.parametrize("who", ["superuser", "user viewer"])
+def test_a_superuser_or_staff_who_may_view_users_still_find_them_by_email(alice, superuser, who):
+    from django.contrib.auth.models import Permission
+
+    finder = superuser
+    if who == "user viewer":
+        finder = quota_keeper()
+        finder.user_permissions.add(Permission.objects.get(codename="view_user"))
+
+    assert user_box_finds(finder, "alice@example") == ["alice"]
+
+
 def test_staff_without_the_quota_permissions_still_get_no_user_names_from_its_boxes(
     reviewer, alice
 ):

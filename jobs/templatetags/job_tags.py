@@ -14,6 +14,8 @@ from django.utils.functional import Promise
 from django.utils.safestring import SafeData, SafeString, mark_safe
 from django.utils.translation import pgettext
 
+from jobs.usage import job_usage_text
+
 register = template.Library()
 
 STATUS_CLASSES = {
@@ -43,6 +45,12 @@ def duration(job: Any) -> str:
         return "–"
     end = job.finished_at or timezone.now()
     return elapsed(max(int((end - job.started_at).total_seconds()), 0))
+
+
+@register.filter
+def card_hours(job: Any) -> str:
+    """Its card-hours as the usage report counts them, "so far" while it runs."""
+    return job_usage_text(job=job)
 
 
 def elapsed(seconds: int) -> str:
