@@ -163,17 +163,18 @@ class PrefixProxy:
 @pytest.fixture(scope="module")
 def console(tmp_path_factory) -> Iterator[PrefixProxy]:
     """A real console (`manage.py serve`: gunicorn, WhiteNoise and the worker) with SITE_URL
-    under the prefix, behind the proxy; Alice can log in."""
+    under the prefix, behind the proxy; Alice (a superuser, for the admin) can log in."""
     port = free_port()
     front = PrefixProxy(f"http://127.0.0.1:{port}")
     folder = tmp_path_factory.mktemp("subpath")
+    (folder / "scratch").mkdir()
     env = {
         **os.environ,
         "CONSOLE_VAR_DIR": str(folder / "var"),
         "PORT": str(port),
         "SITE_URL": front.url + PREFIX,
         "LOCAL_ACCELERATORS": f"{A800}=8,{V100}=4",
-        "LOCAL_VOLUMES": f"scratch={folder}",
+        "LOCAL_VOLUMES": f"scratch={folder / 'scratch'}",
         "WEB_WORKERS": "1",
     }
     server = start_serve(env)
@@ -181,7 +182,7 @@ def console(tmp_path_factory) -> Iterator[PrefixProxy]:
         manage_shell(
             folder / "var",
             "from django.contrib.auth.models import User; "
-            "User.objects.create_user('alice', 'alice@example.com', 'alice-password')",
+            "User.objects.create_superuser('alice', 'alice@example.com', 'alice-password')",
             **{k: v for k, v in env.items() if k != "CONSOLE_VAR_DIR"},
         )
         deadline = time.monotonic() + 60
@@ -282,3 +283,63 @@ def test_the_whole_wizard_runs_under_the_sub_path_and_opens_the_job_there(prefix
     page.click("#wizard-submit")
     page.wait_for_url(re.compile(rf"{PREFIX}/jobs/pytorchjob-"))
     expect(page.locator("h1")).to_contain_text("bert-large")
+
+
+@pytestmark_browser
+def test_a_job_runs_streams_its_log_stops_and_is_deleted_under_the_sub_path(prefixed):
+    page = prefixed
+    log_in_under_prefix(page)
+    page.click("#nav-create-job")
+    page.click("#new-draft")
+    page.wait_for_url(re.compile(rf"{PREFIX}/create/[0-9a-f-]+/basic/$"))
+    fill_basic(page, name="under-prefix")
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "for i in $(seq 1 600); do echo tick-$RANK-$i; sleep 0.1; done")
+    next_step(page, "resources")
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(rf"{PREFIX}/jobs/pytorchjob-"))
+    job_page = page.url
+
+    # The page follows the job (htmx polling) and tails its log, both through the prefix.
+    expect(page.locator("#job-status")).to_have_text(re.compile("运行中"), timeout=30_000)
+    expect(page.locator("#log-lines")).to_contain_text("tick-0-", timeout=30_000)
+    page.reload()
+    with page.expect_download() as download:
+        page.click("#log-download")
+    assert "tick-0-" in Path(download.value.path()).read_text()
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-stop")
+    expect(page.locator("#job-status")).to_have_text(re.compile("已停止"), timeout=30_000)
+
+    # The list, a filter and the job's link from it.
+    page.goto(at(page, "/?status=Stopped"))
+    page.click("a:has-text('under-prefix')")
+    page.wait_for_url(job_page)
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#job-delete")
+    page.wait_for_url(re.compile(rf"{PREFIX}/(\?.*)?$"))
+    expect(page.locator(f"a[href='{urlsplit(job_page).path}']")).to_have_count(0)
+
+
+@pytestmark_browser
+def test_usage_api_keys_and_the_admin_open_under_the_sub_path(prefixed):
+    page = prefixed
+    log_in_under_prefix(page)
+    page.goto(at(page, "/account/usage/"))
+    expect(page.locator("h1")).to_be_visible()
+    page.goto(at(page, "/account/keys/"))
+    # Scripts are given the public address, prefix and all.
+    expect(page.locator("body")).to_contain_text(page.front.url + PREFIX)
+    page.goto(at(page, "/admin/"))
+    page.click("a[href$='/admin/jobs/job/']")
+    page.wait_for_url(at(page, "/admin/jobs/job/"))
+    page.goto(at(page, "/admin/"))
+    page.click("a[href$='/admin/logout/']") if page.locator(
+        "a[href$='/admin/logout/']"
+    ).count() else (page.click("#logout-form button"))
+    page.wait_for_url(re.compile(rf"{PREFIX}/(admin/)?(login|logout)/"))
