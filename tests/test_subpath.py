@@ -23,9 +23,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
+from django.urls import set_script_prefix
 from playwright.sync_api import expect
 
+from jobs.aihc import signer
 from jobs.runner import free_port
 from tests.test_serve import start_serve
 from tests.test_wizard import A800, V100
@@ -105,6 +108,75 @@ def test_the_wsgi_application_gunicorn_serves_links_its_static_files_under_the_s
     addresses = re.findall(r'(?:href|src|action)="(/[^"]*)"', result.stdout)
     assert "/ai-console/static/console.css" in addresses
     assert [a for a in addresses if not a.startswith(PREFIX + "/")] == []
+
+
+@pytest.fixture
+def under_prefix(settings) -> Iterator[None]:
+    """The test client's requests as the proxy passes them on (paths without the prefix),
+    with what console/settings.py makes of SITE_URL=https://intranet.example.com/ai-console."""
+    settings.SITE_URL = "https://intranet.example.com" + PREFIX
+    settings.ALLOWED_HOSTS = ["intranet.example.com"]
+    settings.FORCE_SCRIPT_NAME = PREFIX
+    settings.SESSION_COOKIE_PATH = settings.CSRF_COOKIE_PATH = PREFIX
+    settings.LANGUAGE_COOKIE_PATH = PREFIX
+    settings.STATIC_URL = PREFIX + "/static/"
+    # What Django's WSGIHandler does at each request (the test client's handler does not).
+    set_script_prefix(PREFIX)
+    yield
+    set_script_prefix("/")  # what each request set, for the tests after this one
+
+
+@pytest.mark.parametrize(
+    ("next_address", "landing"),
+    [
+        ("/other-app/", f"{PREFIX}/"),  # on the site, but another app's
+        ("/", f"{PREFIX}/"),
+        ("https://intranet.example.com/other-app/", f"{PREFIX}/"),
+        ("https://evil.example.com/ai-console/", f"{PREFIX}/"),
+        (f"{PREFIX}/account/usage/", f"{PREFIX}/account/usage/"),
+    ],
+)
+def test_logging_in_goes_to_next_only_when_it_is_an_address_of_the_console(
+    client, alice, under_prefix, next_address, landing
+):
+    response = client.post(
+        f"/login/?next={next_address}",
+        {"username": "alice", "password": "alice-password"},
+        HTTP_HOST="intranet.example.com",
+    )
+    assert response.status_code == 302
+    assert response["Location"] == landing
+    assert client.session.get("_auth_user_id") == str(alice.pk)
+
+
+def test_logging_out_with_next_outside_the_sub_path_lands_on_the_console_login_page(
+    alice_client, under_prefix
+):
+    response = alice_client.post("/logout/?next=/other-app/", HTTP_HOST="intranet.example.com")
+    assert response.status_code == 302
+    assert response["Location"] == f"{PREFIX}/login/"
+    assert "_auth_user_id" not in alice_client.session
+
+
+@pytest.mark.parametrize("sent", [{}, {"next": "/other-app/"}])
+def test_choosing_a_language_without_a_next_address_of_the_console_stays_under_it(
+    alice_client, under_prefix, sent
+):
+    response = alice_client.post(
+        "/i18n/setlang/", {"language": "en", **sent}, HTTP_HOST="intranet.example.com"
+    )
+    assert response.status_code == 302
+    assert response["Location"] == f"{PREFIX}/"
+    assert response.cookies["django_language"].value == "en"
+    assert response.cookies["django_language"]["path"] == PREFIX
+
+
+@pytest.mark.parametrize("template", ["400.html", "500.html", "503_database.html"])
+def test_the_error_pages_link_back_to_the_job_list_under_the_sub_path(under_prefix, template):
+    from django.template import loader
+
+    html = loader.render_to_string(template)
+    assert re.findall(r'href="([^"]*)"', html) == [f"{PREFIX}/"]
 
 
 class PrefixProxy:
@@ -196,6 +268,9 @@ def console(tmp_path_factory) -> Iterator[PrefixProxy]:
             assert server.poll() is None, "serve exited"
             assert time.monotonic() < deadline, "the console never answered"
             time.sleep(0.3)
+        front.manage = lambda code: manage_shell(
+            folder / "var", code, **{k: v for k, v in env.items() if k != "CONSOLE_VAR_DIR"}
+        )
         yield front
     finally:
         os.killpg(server.pid, signal.SIGTERM)
@@ -212,7 +287,11 @@ def prefixed(browser, console):
     page.front = console
     console.outside.clear()
     failed: list[str] = []
-    page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+    # 401: the answer to an htmx request once the log-in ended, which the page handles.
+    page.on(
+        "response",
+        lambda r: failed.append(r.url) if r.status >= 400 and r.status != 401 else None,
+    )
     yield page
     context.close()
     # Nothing the console wrote sent the browser outside its sub-path, and every page,
@@ -343,3 +422,67 @@ def test_usage_api_keys_and_the_admin_open_under_the_sub_path(prefixed):
         "a[href$='/admin/logout/']"
     ).count() else (page.click("#logout-form button"))
     page.wait_for_url(re.compile(rf"{PREFIX}/(admin/)?(login|logout)/"))
+
+
+@pytestmark_browser
+def test_a_step_sent_after_the_log_in_ended_is_saved_after_logging_in_again_under_the_sub_path(
+    prefixed,
+):
+    page = prefixed
+    log_in_under_prefix(page)
+    page.click("#nav-create-job")
+    page.click("#new-draft")
+    fill_basic(page, name="typed-while-logged-out")
+    other = page.context.new_page()
+    other.goto(at(page))
+    other.get_by_role("button", name="退出登录").click()
+    other.wait_for_url(re.compile(rf"{PREFIX}/login/"))
+
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun typed-while-logged-out.py")
+    page.click("#wizard-next")
+    expect(page.locator("#request-error")).to_contain_text("请刷新页面重新登录")
+    page.reload()
+    page.wait_for_url(re.compile(rf"{PREFIX}/login/\?next={PREFIX}/create/"))
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-password")
+    page.click("#login-submit")
+    page.wait_for_url(re.compile(rf"{PREFIX}/create/[0-9a-f-]+/resources/$"))
+    page.click("#wizard-back")
+    expect(page.locator("#id_command")).to_have_value("torchrun typed-while-logged-out.py")
+
+
+def test_a_script_signing_the_path_under_the_sub_path_is_answered_through_the_proxy(console):
+    """The README's promise for scripts: SITE_URL is their endpoint, and the path they sign
+    is the one they send, /ai-console/api/v1/... (the console checks it with the prefix)."""
+    key_id, secret = console.manage(
+        "from django.contrib.auth.models import User; from jobs.api_keys import api_key_create; "
+        "key, secret = api_key_create(owner=User.objects.get(username='alice')); "
+        "print(key.access_key_id, secret)"
+    ).split()
+    host = urlsplit(console.url).netloc
+
+    def describe_jobs(signed_path: str) -> httpx.Response:
+        timestamp = signer.canonical_time(time.time())
+        headers = {"Host": host, "x-bce-date": timestamp}
+        params = [("resourcePoolId", "local")]
+        headers["Authorization"] = signer.authorization(
+            access_key=key_id,
+            secret_key=secret,
+            method="GET",
+            path=signed_path,
+            params=params,
+            headers=headers,
+            timestamp=timestamp,
+        )
+        return httpx.get(
+            f"{console.url}{PREFIX}/api/v1/aijobs?resourcePoolId=local", headers=headers
+        )
+
+    answered = describe_jobs(f"{PREFIX}/api/v1/aijobs")
+    assert answered.status_code == 200, answered.text
+    assert "jobs" in answered.json()["result"]
+    # A path signed without the prefix is not the one sent.
+    refused = describe_jobs("/api/v1/aijobs")
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "SignatureDoesNotMatch"
