@@ -190,6 +190,17 @@ if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", SITE_URL):
     raise ImproperlyConfigured(
         f"SITE_URL is the address people open, e.g. https://console.example.com, not {SITE_URL!r}"
     )
+# A path in SITE_URL (https://intranet.example.com/ai-console) serves the console under that
+# sub-path of a site shared with other apps, behind a proxy that strips it before passing a
+# request on (README "Under a sub-path"): every address the console writes (links, redirects,
+# htmx requests, static files) starts with it, and its cookies are sent to it only, so another
+# Django app on the same host keeps its own `sessionid` and `csrftoken`. One setting, not two
+# that could disagree: links in mails are SITE_URL's host and these addresses (qa50).
+SITE_PATH = SITE_URL.split("://", 1)[1].partition("/")[2].rstrip("/")
+if SITE_PATH:
+    SITE_PATH = "/" + SITE_PATH
+    FORCE_SCRIPT_NAME = SITE_PATH
+    SESSION_COOKIE_PATH = CSRF_COOKIE_PATH = LANGUAGE_COOKIE_PATH = SITE_PATH
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -349,7 +360,10 @@ except (zoneinfo.ZoneInfoNotFoundError, ValueError):
 USE_I18N = True
 USE_TZ = True
 
-STATIC_URL = "static/"
+# Under a sub-path, with it: Django adds the prefix to a relative STATIC_URL when first read,
+# and WhiteNoise read it at start, before any request had set the prefix (qa50: every page
+# linked /static/..., another app's address). WhiteNoise serves it without the prefix.
+STATIC_URL = f"{SITE_PATH}/static/" if SITE_PATH else "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)

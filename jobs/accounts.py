@@ -34,13 +34,22 @@ from .api_keys import (
 )
 from .api_keys import api_key_revoke as api_key_revoke_service
 from .api_keys import api_keys_revoke_all as api_keys_revoke_all_service
-from .http import AuthenticatedHttpRequest, post_only
+from .http import AuthenticatedHttpRequest, is_console_address, post_only
 from .languages import language_after_login, language_chosen
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
 
 
-class ConsoleLoginView(auth_views.LoginView):
+class ConsoleAddressOnly:
+    """`?next=` followed only to an address of the console (jobs.http.is_console_address);
+    another is ignored, as Django ignores one of another site."""
+
+    def get_redirect_url(self) -> str:
+        url = super().get_redirect_url()  # type: ignore[misc]
+        return url if url and is_console_address(url) else ""
+
+
+class ConsoleLoginView(ConsoleAddressOnly, auth_views.LoginView):
     authentication_form = ThrottledAuthenticationForm
     redirect_authenticated_user = True
 
@@ -52,7 +61,7 @@ class ConsoleLoginView(auth_views.LoginView):
         return response
 
 
-class ConsoleLogoutView(auth_views.LogoutView):
+class ConsoleLogoutView(ConsoleAddressOnly, auth_views.LogoutView):
     """Logs out on a POST (the top bar's Log out). A GET, someone typing /logout/ or following
     a link to it, asks first (Django logs out on a POST only, so that no link or image on
     another site can): it answered a blank "405" page (QA round 25). Logged out already, it
@@ -120,6 +129,8 @@ def set_language(request: HttpRequest) -> HttpResponse:
     """Django's set_language (the top bar's and the admin's 中文/EN), which sets the language
     cookie; a logged-in user's choice is also kept for their mails (jobs.languages)."""
     response = i18n.set_language(request)
+    if response.status_code == 302 and not is_console_address(response["Location"]):
+        response["Location"] = reverse("job-list")
     if settings.LANGUAGE_COOKIE_NAME in response.cookies:  # a language Django accepted
         language_chosen(user=request.user, language=str(request.POST.get("language", "")))
     return response

@@ -254,8 +254,16 @@ def post_to_bot(*, url: str, bot: str, text: str) -> None:
         )
 
 
+def site_address(path: str) -> str:
+    """`path` (from reverse(), with the sub-path if any) at the host of SITE_URL. Not SITE_URL +
+    path: under a sub-path (SITE_URL https://intranet.example.com/ai-console) reverse() gives
+    /ai-console/jobs/..., and the link had the sub-path twice (qa50)."""
+    scheme, _, rest = settings.SITE_URL.partition("://")
+    return f"{scheme}://{rest.partition('/')[0]}{path}"
+
+
 def job_link(job: Job) -> str:
-    return settings.SITE_URL + reverse("job-detail", args=[job.public_id])
+    return site_address(reverse("job-detail", args=[job.public_id]))
 
 
 def alert_payload(job: Job, item: str, message: str, time: str) -> dict[str, Any]:

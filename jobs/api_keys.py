@@ -89,6 +89,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from .aihc import signer
+from .alerts import site_address
 from .locks import user_row_locked
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import (
@@ -502,7 +503,7 @@ def verify_request(request: HttpRequest, *, now: datetime | None = None) -> ApiK
             % {
                 "key": key.access_key_id,
                 "expired": key.expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "page": settings.SITE_URL + reverse("api-keys"),  # as alerts link a job
+                "page": site_address(reverse("api-keys")),  # as alerts link a job
             },
         )
     params = parse_qsl(request.META.get("QUERY_STRING", ""), keep_blank_values=True)

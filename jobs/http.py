@@ -19,6 +19,7 @@ from django.http import (
 )
 from django.shortcuts import resolve_url
 from django.template import loader
+from django.urls import get_script_prefix
 from django.utils import translation
 from django.utils.translation import gettext_lazy
 from django.views import csrf as django_csrf_views
@@ -28,6 +29,13 @@ from django_htmx.middleware import HtmxDetails
 from .health import database_unreachable_reason
 
 logger = logging.getLogger(__name__)
+
+
+def is_console_address(url: str) -> bool:
+    """Whether `url`, an address Django has found on this site (url_has_allowed_host_and_scheme),
+    is the console's: under its sub-path, when it has one (README "Under a sub-path"). Else a
+    `?next=` led from the console to another app on the same host (qa50)."""
+    return urlsplit(url).path.startswith(get_script_prefix())
 
 
 class AuthenticatedHttpRequest(HttpRequest):

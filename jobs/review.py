@@ -22,14 +22,13 @@ from django.contrib.auth.models import Group, Permission
 from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import Q
-from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from . import spec as spec_module
 from .actions import ActionError
-from .alerts import job_alert
+from .alerts import job_alert, job_link
 from .health import active_runner
 from .languages import reader_language
 from .models import Job, JobStatus, LocalRun, ReviewMode, ReviewPolicy, ReviewState
@@ -156,7 +155,7 @@ def send_owner_mail(
     they were recorded, in the console's language."""
     if not job.owner.email:
         return
-    link = settings.SITE_URL + reverse("job-detail", kwargs={"public_id": job.public_id})
+    link = job_link(job)
     with translation.override(reader_language(user=job.owner)):
         subject = display_text(subject, subject_source)
         body = display_text(body, body_source)

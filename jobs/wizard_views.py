@@ -33,7 +33,7 @@ from . import spec as S
 from . import wizard as W
 from . import wizard_import as I
 from .backends.local import POOL_ID as LOCAL_POOL_ID
-from .http import AuthenticatedHttpRequest, post_only
+from .http import AuthenticatedHttpRequest, is_console_address, post_only
 from .languages import language_chosen, language_cookie_set
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
@@ -197,7 +197,7 @@ def _import_language_switched(request: AuthenticatedHttpRequest, language: str) 
         url = str(request.POST.get("next", ""))
         if not url_has_allowed_host_and_scheme(
             url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-        ):
+        ) or not is_console_address(url):
             url = reverse("wizard-start")
         return _language_switched(request, url, language)
     if not form.is_valid():

@@ -247,6 +247,9 @@ def test_every_path_of_the_console_the_readme_names_resolves():
     unresolved = []
     for written in sorted(paths):
         path = re.split(r"[?\[]", written, maxsplit=1)[0].rstrip(".,;:")
+        # "Under a sub-path" writes the console's paths under its example's prefix.
+        path = path.removeprefix("/ai-console").removeprefix("/") or "/"
+        path = path if path.startswith("/") else f"/{path}"
         for placeholder, value in PLACEHOLDERS.items():
             path = path.replace(placeholder, value)
         try:
