@@ -904,6 +904,53 @@ def test_unticking_secret_on_the_image_step_keeps_the_value_as_a_plain_one(alice
 
 
 @pytest.mark.browser
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_paste_imported_after_logging_out_in_another_tab_is_in_the_box_once_logged_in_again(
+    browser, live_server, transactional_db, alice, javascript
+):
+    # left30: the pasted text was gone after logging in again.
+    from playwright.sync_api import expect
+
+    from .conftest import log_in
+
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    text = json.dumps({**BODY, "name": "pasted-while-logged-out"}, indent=2)
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto("/create/")
+        page.fill("#import-body", text)
+        page.select_option("#import-pool", "local")
+        other = context.new_page()
+        other.goto("/")
+        other.get_by_role("button", name="退出登录").click()
+        other.wait_for_url(re.compile(r"/login/"))
+
+        page.click("#import-submit")
+        if javascript:  # the page stays as it is, and says to reload
+            expect(page.locator("#request-error")).to_contain_text("请刷新页面重新登录")
+            page.reload()
+        page.wait_for_url(re.compile(r"/login/"))
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+
+        page.wait_for_url(re.compile(r"/create/$"))
+        expect(page.locator(".alert-info").first).to_contain_text("您填写的内容已保留")
+        expect(page.locator("#import-body")).to_have_value(text)
+        expect(page.locator("#import-pool")).to_have_value("local")
+        assert not Draft.objects.exists()
+        page.click("#import-submit")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        assert Draft.objects.count() == 1
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
 def test_a_pasted_body_imports_walks_to_a_review_of_the_same_json_and_submits(
     logged_in_page, alice
 ):
