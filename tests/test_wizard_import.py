@@ -308,6 +308,25 @@ def test_invalid_json_is_said_in_english_too(alice_client):
     assert "Not valid JSON: line 1, column 10: a value was expected." in error_texts(r)
 
 
+def test_a_non_breaking_space_in_a_commands_quoted_text_passes_and_one_outside_is_named(
+    alice_client,
+):
+    # left30: the rule of the wizard's command box (tests/test_pasted_text.py) for a draft
+    # made by an import, whose steps are checked as typed ones are.
+    quoted, outside = copy.deepcopy(BODY), copy.deepcopy(BODY)
+    quoted["jobSpec"]["command"] = 'echo "Loss\u00a0: 0.3" && torchrun train.py'
+    outside["jobSpec"]["command"] = "torchrun\u00a0train.py"
+
+    import_body(alice_client, quoted)
+    passing = Draft.objects.get()
+    import_body(alice_client, outside)
+    named = Draft.objects.exclude(pk=passing.pk).get()
+
+    assert W.IMAGE in passing.completed_steps
+    assert W.first_incomplete(named) == W.IMAGE
+    assert "U+00A0" in alice_client.get(step_url(named, W.IMAGE)).content.decode()
+
+
 def test_curly_quotes_or_a_fullwidth_colon_are_named_with_what_to_type_instead(alice_client):
     # As a document or chat app (“smart” quotes) or a Chinese input method (：) writes them.
     curly = '{“name”: "llm-pretrain"}'
