@@ -34,7 +34,13 @@ from .api_keys import (
 )
 from .api_keys import api_key_revoke as api_key_revoke_service
 from .api_keys import api_keys_revoke_all as api_keys_revoke_all_service
-from .http import AuthenticatedHttpRequest, is_console_address, post_only
+from .http import (
+    AuthenticatedHttpRequest,
+    is_console_address,
+    login_ended_guard,
+    post_only,
+    typed_before_login,
+)
 from .languages import language_after_login, language_chosen
 from .models import ApiKey, ApiKeyRevokeReason
 from .throttle import ThrottledAuthenticationForm, ThrottledPasswordChangeForm
@@ -176,7 +182,8 @@ class ApiKeyForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        if not self.is_bound:
+        if not self.is_bound and not self.initial.get("create_key"):
+            # Given when the form is filled in again after a log-in that ended (api_keys).
             self.initial["create_key"] = uuid.uuid4().hex
         # Built per form: the labels are in the language of the request.
         self.fields["expires_in"].choices = [
@@ -186,6 +193,10 @@ class ApiKeyForm(forms.Form):
     def expires_in_days(self) -> int | None:
         value = self.cleaned_data["expires_in"] or str(DEFAULT_EXPIRY_DAYS)
         return None if value == "never" else int(value)
+
+
+# The create form's fields filled in again after a log-in that had ended (api_keys).
+API_KEY_FORM_KEPT = ("description", "expires_in", "create_key")
 
 
 def _keys_in_order(keys: list[ApiKey]) -> list[ApiKey]:
@@ -228,13 +239,20 @@ def _api_keys_page(
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
+# A key asked for after the log-in ended is not made, and the login page says so; its name and
+# expiry come back in the form once its user has logged in, with the form's create_key, so
+# pressing Create key again makes it once (left30: what was typed was lost).
+@login_ended_guard(lambda: reverse("api-keys"), kept=API_KEY_FORM_KEPT)
 @login_required
 def api_keys(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The user's access keys: create one (its secret is shown on this answer only, never
     again), list them, revoke them. The secret is rendered into the answer to the POST, not
     stored in the session for a redirect: it exists in clear only in that one answer."""
     if request.method != "POST":
-        return _api_keys_page(request)
+        typed = typed_before_login(request, page=reverse("api-keys"))
+        if typed is None:
+            return _api_keys_page(request)
+        return _api_keys_page(request, form=ApiKeyForm(initial=typed.dict()))
     form = ApiKeyForm(request.POST)
     if not form.is_valid():
         return _api_keys_page(request, form=form)

@@ -20,6 +20,7 @@ class JobsConfig(AppConfig):
             usage,  # noqa: F401  (connects the deleted jobs' usage receiver)
         )
         from .api_keys import password_saved
+        from .http import typed_logged_out_dropped
         from .review import ensure_reviewers_group
         from .wizard_views import step_posted_logged_out_dropped
 
@@ -27,6 +28,8 @@ class JobsConfig(AppConfig):
         user_logged_in.connect(
             step_posted_logged_out_dropped, dispatch_uid="jobs.wizard_views.logged_in"
         )
+        # So is a form's text (an import, an API key's name) sent after its log-in ended.
+        user_logged_in.connect(typed_logged_out_dropped, dispatch_uid="jobs.http.logged_in")
         post_migrate.connect(ensure_reviewers_group, sender=self)
         # A password set, by whatever path, revokes its owner's API keys (jobs.api_keys).
         post_save.connect(

@@ -348,7 +348,10 @@ class ImageForm(StepForm):
         widget=forms.Textarea(
             attrs={"rows": 3, "class": "font-monospace", "placeholder": "KEY=VALUE"}
         ),
-        help_text=_("One KEY=VALUE per line; they are added to the rows above when you go on."),
+        help_text=_(
+            "One KEY=VALUE per line, or a name and its value as two cells copied from a "
+            "spreadsheet (Excel, WPS); they are added to the rows above when you go on."
+        ),
     )
 
     def __init__(self, *args: Any, locked_image: str = "", **kwargs: Any) -> None:

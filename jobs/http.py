@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from functools import wraps
@@ -16,6 +17,7 @@ from django.http import (
     HttpResponse,
     HttpResponseNotAllowed,
     HttpResponseRedirect,
+    QueryDict,
 )
 from django.shortcuts import resolve_url
 from django.template import loader
@@ -100,10 +102,109 @@ LOGIN_ENDED_NOTHING_DONE = gettext_lazy(
 )
 
 
+# A form posted after its log-in ended (post_only's `kept`), held in the visitor's session
+# until its page is opened again by the user whose page it was (typed_before_login).
+FORM_POSTED_LOGGED_OUT = "form_posted_logged_out"
+# Bounds of what is kept, as for a wizard step (jobs.wizard_views): a pasted request is at
+# most 256 KB; an hour to log in again, not SESSION_COOKIE_AGE, so what is never claimed does
+# not stay two weeks (left28). A log-in gives the session the usual age again.
+KEPT_ACROSS_LOGIN_MAX_BYTES = 256 * 1024
+KEPT_ACROSS_LOGIN_SECONDS = 3600
+# The form's hidden field naming the user whose page it is (the page's user, as base.html's
+# X-Console-User): only that user gets back what it sent.
+PAGE_USER_FIELD = "page_user"
+
+LOGIN_ENDED_TYPED_KEPT = gettext_lazy(
+    "Your log-in had ended when this form was sent, so nothing was done; what you typed in it "
+    "was kept and is filled in again below. Check it, then send it again."
+)
+
+
+def _typed_kept(request: HttpRequest, *, page: str, kept: tuple[str, ...]) -> None:
+    """Keeps the fields `kept` of a form posted logged out, for `page` (where the log-in
+    comes back to). Only a form that names its page's user is kept: a stranger posting
+    logged out cannot have the sessions table store what they send for nobody."""
+    user = str(request.POST.get(PAGE_USER_FIELD, ""))
+    if not user.isdigit():
+        return
+    posted = {name: request.POST.getlist(name)[:1] for name in kept if name in request.POST}
+    if len(json.dumps(posted)) > KEPT_ACROSS_LOGIN_MAX_BYTES:
+        return
+    request.session[FORM_POSTED_LOGGED_OUT] = {
+        "page": urlsplit(page).path,
+        "user": user,
+        "post": posted,
+    }
+    request.session.set_expiry(KEPT_ACROSS_LOGIN_SECONDS)
+
+
+def typed_before_login(request: HttpRequest, *, page: str) -> QueryDict | None:
+    """What a form on `page` sent once its log-in had ended (post_only's `kept`), taken from
+    the session when that page is opened again by the user whose page it was (saying so);
+    None otherwise. Nothing is done with it: it is only filled in again, to be sent again."""
+    kept = request.session.get(FORM_POSTED_LOGGED_OUT)
+    if not isinstance(kept, dict) or kept.get("page") != urlsplit(page).path:
+        return None
+    del request.session[FORM_POSTED_LOGGED_OUT]
+    if kept.get("user") != str(request.user.pk):
+        return None
+    post = QueryDict(mutable=True)
+    for name, values in dict(kept.get("post") or {}).items():
+        post.setlist(str(name), [str(v) for v in values][:1])
+    messages.info(request, LOGIN_ENDED_TYPED_KEPT)
+    return post
+
+
+def typed_logged_out_dropped(
+    sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any
+) -> None:
+    """On log-in (user_logged_in): a form kept from a page whose log-in ended stays only for
+    the user whose page it was; someone else logging in on that browser gets nothing of it."""
+    session = getattr(request, "session", None)
+    kept = session.get(FORM_POSTED_LOGGED_OUT) if session is not None else None
+    if not isinstance(kept, dict):
+        return
+    # The log-in lasts SESSION_COOKIE_AGE, not the hour the logged-out session was given.
+    session.set_expiry(None)
+    if kept.get("user") != str(user.pk):
+        del session[FORM_POSTED_LOGGED_OUT]
+
+
+def login_ended_guard(
+    go_to: Callable[..., str],
+    *,
+    form_page: Callable[..., str] | None = None,
+    kept: tuple[str, ...] = (),
+) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """A POST whose log-in has ended is not done, and the login page says so (post_only);
+    the fields `kept`, when given, are filled in again on the form's page once its user has
+    logged in (typed_before_login), so nothing typed is lost (left30). For a view that draws
+    its form on a GET of its own address (API keys), which post_only would redirect."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method == "POST" and not request.user.is_authenticated:
+                page = form_page(request, **kwargs) if form_page is not None else go_to(**kwargs)
+                if kept:
+                    # With htmx too: its page says to reload it to log in again, and the
+                    # reload would lose what the page still shows (as a wizard step's).
+                    _typed_kept(request, page=page, kept=kept)
+                if not getattr(request, "htmx", False):
+                    messages.warning(request, LOGIN_ENDED_NOTHING_DONE)
+                    return redirect_to_login(page)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorator
+
+
 def post_only(
     go_to: Callable[..., str],
     *,
-    form_page: Callable[[HttpRequest], str] | None = None,
+    form_page: Callable[..., str] | None = None,
+    kept: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
     """require_POST for a form's target (Stop, Delete, Import...), except that a GET goes to
     the page the form is on (`go_to`, given the view's URL kwargs) instead of a blank 405.
@@ -118,23 +219,22 @@ def post_only(
     believing the job was stopping (qa45). The log-in then comes back to the form's page, not
     to this address, whose GET would only redirect there. htmx requests get their 401 instead
     (HtmxLoginEndedMiddleware), the page saying it in its banner. `form_page`, when given,
-    reads that page from the form (the job list's filters, which its address held): `go_to`
-    knows only the URL's kwargs, and the log-in came back to the unfiltered list (left29). It
-    must return a local path: it is the log-in's `next`."""
+    reads that page from the form and the URL's kwargs (the job list's filters, which its
+    address held; a job page's `back`): `go_to` knows only the URL's kwargs, and the log-in
+    came back to the unfiltered list (left29). It must return a local path: it is the log-in's
+    `next`. `kept` names the fields typed in the form that its page fills in again after the
+    log-in (login_ended_guard)."""
 
     def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        guarded = login_ended_guard(go_to, form_page=form_page, kept=kept)(view)
+
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if request.method in ("GET", "HEAD"):
                 return HttpResponseRedirect(go_to(**kwargs))
             if request.method != "POST":
                 return HttpResponseNotAllowed(["POST"])
-            if not request.user.is_authenticated and not getattr(request, "htmx", False):
-                messages.warning(request, LOGIN_ENDED_NOTHING_DONE)
-                return redirect_to_login(
-                    form_page(request) if form_page is not None else go_to(**kwargs)
-                )
-            return view(request, *args, **kwargs)
+            return guarded(request, *args, **kwargs)
 
         return wrapped
 

@@ -1165,14 +1165,24 @@ def _to_job(public_id: str) -> str:
     return reverse("job-detail", args=[public_id])
 
 
-@post_only(_to_job)
+def _job_page_back(request: HttpRequest, public_id: str) -> str:
+    """The job's page with the list it was opened from (the form's `back`), as its address
+    held it: where Stop returns, and a log-in that ended before Stop or Delete (left30: it
+    came back to the page without it, and "back to the list" went to the whole list)."""
+    back = _list_query(request.POST.get("back", ""))
+    page = reverse("job-detail", args=[public_id])
+    carried = f"{page}?{urlencode({'back': back})}"
+    # Escaped again as a value, a list's address that fit may not (review29): the page then
+    # comes back without it, not as the server's 400 for a request line too long.
+    return carried if back and len(carried) <= SAFE_ADDRESS_LENGTH else page
+
+
+@post_only(_to_job, form_page=_job_page_back)
 @login_required
 def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     if request.POST.get("confirmed") != "1":
         return _confirm(request, job, "stop")
-    # The list the job page was opened from, kept on the page Stop returns to for its Delete.
-    back = _list_query(request.POST.get("back", ""))
     try:
         stopping = job_stop(job=job, actor=request.user)
     except ActionError as exc:
@@ -1187,14 +1197,11 @@ def job_stop_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResp
             messages.success(request, _("Stop requested."))
         else:
             messages.info(request, _("The job has already finished or is stopping."))
-    page = reverse("job-detail", args=[public_id])
-    carried = f"{page}?{urlencode({'back': back})}"
-    # Escaped again as a value, a list's address that fit may not (review29): the page then
-    # comes back without it, not as the server's 400 for a request line too long.
-    return redirect(carried if back and len(carried) <= SAFE_ADDRESS_LENGTH else page)
+    # The list the job page was opened from, kept on the page Stop returns to for its Delete.
+    return redirect(_job_page_back(request, public_id))
 
 
-@post_only(_to_job)
+@post_only(_to_job, form_page=_job_page_back)
 @login_required
 def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
@@ -1264,7 +1271,7 @@ def _stop_question(job: Job) -> str:
     return STOP_UNSTARTED_QUESTION if job.status == JobStatus.PENDING_REVIEW else STOP_QUESTION
 
 
-def _bulk_back(request: HttpRequest) -> str:
+def _bulk_back(request: HttpRequest, **_url_kwargs: Any) -> str:
     """The job list as the bulk form's page showed it: its filters and page (`back`)."""
     back_query = _list_query(request.POST.get("back", ""))
     return f"{reverse('job-list')}?{back_query}" if back_query else reverse("job-list")

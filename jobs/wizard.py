@@ -286,11 +286,17 @@ def stray_spaces(command: str) -> list[tuple[int, str]]:
     """(line number, character) of each look-alike space in a command that touches a printable
     ASCII character, where a space (or nothing) was meant: `python3\u00a0-c`, `train.py\u200b`.
     One between two non-ASCII characters (a full-width space in Chinese text, as in
-    `print('你好\u3000世界')`) is meant as it is, and left alone."""
+    `print('你好\u3000世界')`) is meant as it is, and left alone; so is one in text the shell
+    hands on as written (`echo "Loss\u00a0: 0.3"`, a here-document, a comment, as text pasted
+    from Word or WeChat brings them: _read_by_the_shell), as look_alike_signs leaves a curly
+    quote there (left30: only quotes and dashes were). Outside them the shell would not split
+    on it, and it is named."""
     found = []
-    for number, line in enumerate(command.splitlines(), start=1):
+    lines = command.splitlines()
+    read = _read_by_the_shell(lines)
+    for number, line in enumerate(lines, start=1):
         for i, char in enumerate(line):
-            if char not in STRAY_SPACES:
+            if char not in STRAY_SPACES or not read[number - 1][i]:
                 continue
             around = line[i - 1 : i] + line[i + 1 : i + 2]
             if any(" " < c < "\x7f" for c in around):
@@ -2162,12 +2168,22 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
 # -- saving steps ----------------------------------------------------------------------
 
 
+def _env_line_parts(line: str) -> tuple[str, str, str]:
+    """A pasted line cut where its name ends: at its first tab when no "=" comes before it
+    (two cells copied from Excel or WPS, `NAME<TAB>VALUE`, as a Chinese team keeps its
+    variables in a spreadsheet; left30: refused), else at its first "=". The value keeps any
+    later tab or "=". `export` may be followed by any blank (a tab from a pasted shell
+    script, too)."""
+    line = re.sub(r"^export\s+", "", S.edge_trimmed(line))
+    head, tab, rest = line.partition("\t")
+    return (head, tab, rest) if tab and "=" not in head else line.partition("=")
+
+
 def parse_env_line(line: str) -> tuple[str, str] | None:
-    """(name, value) of a `KEY=VALUE` or `export KEY="VALUE"` line, or None."""
-    # `export` may be followed by any blank (a tab from a pasted shell script, too). An
-    # invisible character at an edge (the byte order mark of a file Notepad saved, a
+    """(name, value) of a `KEY=VALUE`, `export KEY="VALUE"` or `KEY<TAB>VALUE` line, or None."""
+    # An invisible character at an edge (the byte order mark of a file Notepad saved, a
     # zero-width space from a chat) is dropped, as it is from an alert's address.
-    name, sep, value = re.sub(r"^export\s+", "", S.edge_trimmed(line)).partition("=")
+    name, sep, value = _env_line_parts(line)
     name = S.edge_trimmed(name)
     if not sep or not S.ENV_NAME_RE.match(name):
         return None
@@ -2188,27 +2204,19 @@ def _with_look_alikes_named(line: str) -> str:
     a full-width letter or "＝" of a Chinese input method, an invisible character, the tab
     between two cells copied from a spreadsheet. They look right, so the line alone does not
     say what is wrong with it. Chinese text is not named: it is no look-alike."""
-    head = line.split("=", 1)[0]
+    # The name as parse_env_line cuts it: a tab there ends it, so it is never one of them.
+    head = _env_line_parts(line)[0]
     odd = [
         c
         for c in dict.fromkeys(head)
-        if c == "\t"
-        or c in S.INVISIBLE
-        or (not c.isascii() and unicodedata.normalize("NFKC", c).isascii())
+        if c in S.INVISIBLE or (not c.isascii() and unicodedata.normalize("NFKC", c).isascii())
     ]
     if not odd:
         return line
-    shown = [
-        _("a tab")
-        if c == "\t"
-        else f"U+{ord(c):04X}"
-        if c in S.INVISIBLE
-        else f"“{c}” (U+{ord(c):04X})"
-        for c in odd[:5]
-    ]
+    shown = [f"U+{ord(c):04X}" if c in S.INVISIBLE else f"“{c}” (U+{ord(c):04X})" for c in odd[:5]]
     return _(
         "%(line)s (it has %(chars)s, where a name and '=' are plain letters, digits, '_' and "
-        "'=': a Chinese input method's full-width characters and a spreadsheet's tab look alike)"
+        "'=': a Chinese input method's full-width characters look alike)"
     ) % {"line": line, "chars": ", ".join(shown)}
 
 

@@ -33,7 +33,7 @@ from . import spec as S
 from . import wizard as W
 from . import wizard_import as I
 from .backends.local import POOL_ID as LOCAL_POOL_ID
-from .http import AuthenticatedHttpRequest, is_console_address, post_only
+from .http import AuthenticatedHttpRequest, is_console_address, post_only, typed_before_login
 from .languages import language_chosen, language_cookie_set
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
@@ -87,7 +87,27 @@ def wizard_start(request: AuthenticatedHttpRequest) -> HttpResponse:
             owner=request.user, pool_id=pool_id, create_key=request.POST.get("create_key", "")
         )
         return redirect(_step_url(draft, W.BASIC))
-    return render(request, "jobs/wizard/start.html", _start_context(request, pool_id))
+    context = _start_context(request, pool_id)
+    typed = typed_before_login(request, page=reverse("wizard-start"))
+    if typed is not None:
+        context.update(_import_typed_again(request, typed))
+    return render(request, "jobs/wizard/start.html", context)
+
+
+def _import_typed_again(request: AuthenticatedHttpRequest, typed: QueryDict) -> dict[str, Any]:
+    """The import box as it was sent after the log-in had ended (wizard_import's `kept`):
+    the text in it again, not imported (the login page said nothing was done), its secret
+    values as ****** and kept for the page's 导入, as after a refusal."""
+    key = str(typed.get("create_key", ""))
+    key = key if W.CREATE_KEY_RE.fullmatch(key) else ""
+    text = str(typed.get("body", ""))
+    if key:
+        full, _restored = I.secrets_restored(session=request.session, create_key=key, text=text)
+        I.secrets_kept(session=request.session, create_key=key, text=full)
+    form = F.ImportForm(
+        initial={"resource_pool": typed.get("resource_pool", "")}, pools=W.available_pools()
+    )
+    return _import_context(form, I.shown_text(text), key, drafts_url=reverse("wizard-start"))
 
 
 def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str, Any]:
@@ -128,7 +148,9 @@ def _import_context(
     }
 
 
-@post_only(lambda: reverse("wizard-start"))
+# A paste sent after the log-in ended comes back in the box once its user has logged in
+# (wizard_start); with JavaScript the page first stays as it is (the 401), saying to reload.
+@post_only(lambda: reverse("wizard-start"), kept=("body", "resource_pool", "create_key"))
 @login_required
 @never_cache  # a refusal shows what was pasted again: not for Back or history to keep
 def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:

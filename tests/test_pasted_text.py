@@ -9,6 +9,7 @@ import re
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 
 from jobs import wizard as W
 from jobs.models import Draft
@@ -126,6 +127,55 @@ def test_look_alikes_in_quoted_text_a_here_document_or_a_comment_are_left_alone(
     assert W.assemble(W.wizard_state(draft)).spec.command == command
 
 
+# A non-breaking space as Word or WeChat puts it in pasted text, where the shell hands it on
+# as written (left30: refused there although curly quotes were not).
+NBSP_PASSED_ON = [
+    'echo "Loss\u00a0: 0.3" && torchrun train.py',
+    "python3 train.py --note 'lr\u00a03e-4 run'",
+    "cat > /workspace/notes.md <<EOF\nbaseline\u00a0run\nEOF\ntorchrun train.py",
+    "torchrun train.py  # the\u00a0v2 run",
+]
+
+
+@pytest.mark.parametrize("command", NBSP_PASSED_ON)
+def test_a_non_breaking_space_in_quoted_text_a_here_document_or_a_comment_is_left_alone(
+    en_client, command
+):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert W.assemble(W.wizard_state(draft)).spec.command == command
+
+
+@pytest.mark.parametrize(
+    ("command", "line"),
+    [
+        # Outside quotes the shell does not split on it: `echo` gets "ok\u00a0&&".
+        ('echo "Loss\u00a0: 0.3"\u00a0&& torchrun train.py', 1),
+        # After a here-document's end, the command is the shell's again.
+        ("cat > a.txt <<EOF\na\u00a0b\nEOF\npython3\u00a0train.py", 4),
+        # A `#` after it starts no comment: the shell reads `train.py\u00a0#` as one word.
+        ("torchrun train.py\u00a0# the v2 run", 1),
+    ],
+)
+def test_a_non_breaking_space_the_shell_reads_is_still_named_beside_quoted_text(
+    en_client, command, line
+):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(command=command))
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_command") == [
+        f"Line {line} has a non-breaking space (U+00A0), which the shell reads as part of a "
+        "word, not as a space: type an ordinary space there, or delete it (text copied from a "
+        "web page or document often brings one along)."
+    ]
+
+
 @pytest.mark.parametrize(
     ("command", "line", "char"),
     [
@@ -213,13 +263,50 @@ def test_a_paste_with_a_byte_order_mark_and_windows_line_ends_becomes_rows(en_cl
     assert stored_envs(draft) == [("NCCL_DEBUG", "INFO"), ("LR", "3e-4")]
 
 
+def test_lines_copied_from_two_spreadsheet_columns_become_rows(en_client):
+    # left30: a Chinese team keeps its variables in Excel or WPS; two cells copied are
+    # NAME<TAB>VALUE, and were refused as not KEY=VALUE. The value keeps a later tab or "=".
+    draft = draft_at(en_client, W.IMAGE)
+    paste = "\ufeffNCCL_DEBUG\tINFO\r\nHF_ENDPOINT\thttps://hf-mirror.com/?a=b\r\nNOTE\tx\ty\r\n"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert r.status_code == 302
+    assert stored_envs(draft) == [
+        ("NCCL_DEBUG", "INFO"),
+        ("HF_ENDPOINT", "https://hf-mirror.com/?a=b"),
+        ("NOTE", "x\ty"),
+    ]
+
+
+def test_a_tab_after_an_equals_sign_stays_in_the_value(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste="ARGS=--a\t--b"))
+
+    assert r.status_code == 302
+    assert stored_envs(draft) == [("ARGS", "--a\t--b")]
+
+
+def test_the_paste_box_says_spreadsheet_cells_are_taken_in_both_languages(alice_client, en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    url = reverse("wizard-step", args=[draft.id, W.IMAGE])
+
+    english = en_client.get(url).content.decode()
+    chinese = alice_client.get(url).content.decode()
+
+    assert "two cells copied from a spreadsheet (Excel, WPS)" in english
+    assert "从电子表格（Excel、WPS）复制的两列" in chinese
+
+
 @pytest.mark.parametrize(
     ("line", "named"),
     [
         ("NCCL_DEBUG＝INFO", "“＝” (U+FF1D)"),
         ("ＮＣＣＬ_DEBUG=INFO", "“Ｎ” (U+FF2E), “Ｃ” (U+FF23), “Ｌ” (U+FF2C)"),
         ("NCCL\u00a0DEBUG=INFO", "“\u00a0” (U+00A0)"),
-        ("NCCL_DEBUG\tINFO", "a tab"),
+        # Two cells copied from a spreadsheet, the name's in full-width letters.
+        ("ＮＣＣＬ_DEBUG\tINFO", "“Ｎ” (U+FF2E), “Ｃ” (U+FF23), “Ｌ” (U+FF2C)"),
     ],
 )
 def test_a_pasted_line_with_a_look_alike_stays_in_the_box_naming_it(en_client, line, named):
@@ -231,7 +318,7 @@ def test_a_pasted_line_with_a_look_alike_stays_in_the_box_naming_it(en_client, l
     assert field_errors(r, "id_env_paste") == [
         f"These lines are not KEY=VALUE: {line} (it has {named}, where a name and '=' are "
         "plain letters, digits, '_' and '=': a Chinese input method's full-width characters "
-        "and a spreadsheet's tab look alike)"
+        "look alike)"
     ]
     page = r.content.decode()
     assert re.search(r'<textarea[^>]*name="env_paste"[^>]*>\s*' + re.escape(line), page)

@@ -308,6 +308,25 @@ def test_invalid_json_is_said_in_english_too(alice_client):
     assert "Not valid JSON: line 1, column 10: a value was expected." in error_texts(r)
 
 
+def test_a_non_breaking_space_in_a_commands_quoted_text_passes_and_one_outside_is_named(
+    alice_client,
+):
+    # left30: the rule of the wizard's command box (tests/test_pasted_text.py) for a draft
+    # made by an import, whose steps are checked as typed ones are.
+    quoted, outside = copy.deepcopy(BODY), copy.deepcopy(BODY)
+    quoted["jobSpec"]["command"] = 'echo "Loss\u00a0: 0.3" && torchrun train.py'
+    outside["jobSpec"]["command"] = "torchrun\u00a0train.py"
+
+    import_body(alice_client, quoted)
+    passing = Draft.objects.get()
+    import_body(alice_client, outside)
+    named = Draft.objects.exclude(pk=passing.pk).get()
+
+    assert W.IMAGE in passing.completed_steps
+    assert W.first_incomplete(named) == W.IMAGE
+    assert "U+00A0" in alice_client.get(step_url(named, W.IMAGE)).content.decode()
+
+
 def test_curly_quotes_or_a_fullwidth_colon_are_named_with_what_to_type_instead(alice_client):
     # As a document or chat app (“smart” quotes) or a Chinese input method (：) writes them.
     curly = '{“name”: "llm-pretrain"}'
@@ -901,6 +920,53 @@ def test_unticking_secret_on_the_image_step_keeps_the_value_as_a_plain_one(alice
 
 
 # -- in a browser ---------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("javascript", [True, False], ids=["js", "no-js"])
+def test_a_paste_imported_after_logging_out_in_another_tab_is_in_the_box_once_logged_in_again(
+    browser, live_server, transactional_db, alice, javascript
+):
+    # left30: the pasted text was gone after logging in again.
+    from playwright.sync_api import expect
+
+    from .conftest import log_in
+
+    context = browser.new_context(
+        base_url=live_server.url, java_script_enabled=javascript, locale="zh-CN"
+    )
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    text = json.dumps({**BODY, "name": "pasted-while-logged-out"}, indent=2)
+    try:
+        log_in(page, "alice", "alice-password")
+        page.goto("/create/")
+        page.fill("#import-body", text)
+        page.select_option("#import-pool", "local")
+        other = context.new_page()
+        other.goto("/")
+        other.get_by_role("button", name="退出登录").click()
+        other.wait_for_url(re.compile(r"/login/"))
+
+        page.click("#import-submit")
+        if javascript:  # the page stays as it is, and says to reload
+            expect(page.locator("#request-error")).to_contain_text("请刷新页面重新登录")
+            page.reload()
+        page.wait_for_url(re.compile(r"/login/"))
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "alice-password")
+        page.click("#login-submit")
+
+        page.wait_for_url(re.compile(r"/create/$"))
+        expect(page.locator(".alert-info").first).to_contain_text("您填写的内容已保留")
+        expect(page.locator("#import-body")).to_have_value(text)
+        expect(page.locator("#import-pool")).to_have_value("local")
+        assert not Draft.objects.exists()
+        page.click("#import-submit")
+        page.wait_for_url(re.compile(r"/basic/$"))
+        assert Draft.objects.count() == 1
+    finally:
+        context.close()
 
 
 @pytest.mark.browser
