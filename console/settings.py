@@ -705,6 +705,11 @@ if "kubernetes" in CONSOLE_BACKENDS:
 LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8, low=1)
 # Seconds between SIGTERM and SIGKILL when a job is stopped.
 LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
+# Seconds an MPI job's launcher has to end the job itself once a rank in a worker ended with a
+# code other than 0 or by a signal; past them the job fails (MPICH's mpiexec waits for ever for
+# a rank that exited without MPI_Abort). Open MPI's abort and hydra's cleanup take a few
+# seconds on a loaded machine; 30 leaves them room and frees the cards within a minute.
+LOCAL_MPI_RANK_GRACE_SECONDS = envfloat("LOCAL_MPI_RANK_GRACE_SECONDS", 30, positive=True)
 # The bubblewrap binary that sandboxes each replica (mounts, /dev/shm, /etc/mpi).
 LOCAL_BWRAP = env("LOCAL_BWRAP", "/usr/bin/bwrap")
 # Where the host's accelerator device nodes are read from (/dev/nvidia3, /dev/nvidiactl...);

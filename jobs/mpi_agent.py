@@ -21,16 +21,28 @@ not the console's virtualenv). Two uses:
 A connection is a SOCK_SEQPACKET one: one message with the command (JSON) and the three
 descriptors, answered by one message with the exit code; the client hanging up (mpirun
 ending its launches) kills what it started.
+
+The ranks an MPI launch daemon (MPICH's and Intel MPI's hydra_pmi_proxy, Open MPI's orted or
+prted) starts in a worker are watched: the first that ends with a code other than 0 or by a
+signal is recorded in /tmp/.mpi/rank-failed ({"code": N} or {"signal": N}), and
+/tmp/.mpi/busy exists while a handed command runs. The runner fails the job when such a
+record is older than its grace while the launcher still runs and a worker is still busy:
+hydra's proxy exits 0 when its rank exited 3 without MPI_Abort, and mpiexec then waits for
+ever (README, "MPICH"). A rank's exit code is read through a pidfd opened while it runs
+(PIDFD_GET_INFO, Linux 6.15; before, from /proc while it is a zombie, which may be missed).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
+import select
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -43,6 +55,17 @@ LAUNCHER_DONE = "/etc/mpi/launcher/done"
 HOST = re.compile(r"[a-z][-a-z0-9]*")
 CONNECT_SECONDS = 120  # a worker still starting (a loaded machine) is waited for
 NO_AGENT = 255  # what ssh exits with when it cannot reach the host
+RANK_FAILED = OWN_FOLDER + "/rank-failed"
+BUSY = OWN_FOLDER + "/busy"
+# What starts the ranks in a host (its /proc/<pid>/comm): their children are the ranks, and
+# nothing else a handed command runs (a probe, a rank's own helpers) is watched.
+LAUNCH_DAEMONS = {"hydra_pmi_proxy", "pmi_proxy", "orted", "prted"}
+WATCH_SECONDS = 0.05
+# struct pidfd_info (linux/pidfd.h): its first 64 bytes, exit_code (a wait status) at 60.
+PIDFD_INFO_EXIT = 1 << 3
+PIDFD_GET_INFO = (3 << 30) | (64 << 16) | (0xFF << 8) | 11
+_busy_lock = threading.Lock()
+_handed = 0
 
 
 def serve() -> int:
@@ -90,18 +113,135 @@ def run_handed(conn: socket.socket) -> None:
             for fd in fds:
                 os.close(fd)
 
+        hung_up = threading.Event()
+
         def hang_up() -> None:
             with contextlib.suppress(OSError):
                 conn.recv(1)
+            hung_up.set()  # what the kill below ends is not a rank that failed
             # The whole group, its shell ended or not: what it left running in the
             # background holds the launcher's output as well.
             with contextlib.suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)
 
         threading.Thread(target=hang_up, daemon=True).start()
-        code = process.wait()
+        ended = threading.Event()
+        watcher = threading.Thread(
+            target=watch_ranks, args=(process.pid, ended, hung_up), daemon=True
+        )
+        busy(+1)
+        watcher.start()
+        try:
+            code = process.wait()
+        finally:
+            ended.set()
+            watcher.join()
+            busy(-1)
         with contextlib.suppress(OSError):
             conn.send(str(code if code >= 0 else 128 - code).encode())
+
+
+def busy(change: int) -> None:
+    """/tmp/.mpi/busy exists while this agent runs a handed command: a rank's failure whose
+    launcher has already ended what it started (mpirun's own abort, its script going on) is
+    no hang."""
+    global _handed
+    with _busy_lock:
+        _handed += change
+        with contextlib.suppress(OSError):
+            if _handed == 1 and change > 0:
+                os.close(os.open(BUSY, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644))
+            elif _handed == 0:
+                os.unlink(BUSY)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                found += [int(child) for child in children.read().split()]
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return ""
+
+
+def _ranks(top: int) -> set[int]:
+    """The children of the launch daemons among `top` and its descendants."""
+    ranks: set[int] = set()
+    todo = [top]
+    while todo:
+        pid = todo.pop()
+        children = _children(pid)
+        if _comm(pid) in LAUNCH_DAEMONS:
+            ranks.update(children)  # a rank's own children are its business
+        else:
+            todo += children
+    return ranks
+
+
+def _wait_status(pid: int, pidfd: int) -> int | None:
+    """How an ended process ended (a wait status), if it can still be known."""
+    info = bytearray(64)
+    struct.pack_into("Q", info, 0, PIDFD_INFO_EXIT)
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(pidfd, PIDFD_GET_INFO, info)
+        if struct.unpack_from("Q", info, 0)[0] & PIDFD_INFO_EXIT:
+            return struct.unpack_from("i", info, 60)[0]
+    with contextlib.suppress(OSError, ValueError, IndexError):  # a zombie not reaped yet
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            return int(fields[49])  # exit_code, the 52nd field
+    return None
+
+
+def _record_failed(status: int) -> None:
+    code = os.waitstatus_to_exitcode(status)
+    record = {"signal": -code} if code < 0 else {"code": code}
+    with contextlib.suppress(OSError):  # the first failure only
+        fd = os.open(RANK_FAILED, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(fd, json.dumps(record).encode())
+        finally:
+            os.close(fd)
+
+
+def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event) -> None:
+    """Records a rank of `top`'s launch daemons that ends other than with 0 (_record_failed),
+    until `top` has ended: a rank ends before the daemon that reaps it. One that starts and
+    ends between two looks (WATCH_SECONDS, longer on a loaded machine: tests saw a rank that
+    ended a few tenths of a second after its start missed) is not seen."""
+    watched: dict[int, int] = {}  # pid: pidfd
+    try:
+        while True:
+            last = ended.is_set()
+            for pid in _ranks(top) - watched.keys():
+                with contextlib.suppress(OSError):
+                    watched[pid] = os.pidfd_open(pid)
+            if watched:
+                readable, _, _ = select.select(list(watched.values()), [], [], 0)
+                for pid, pidfd in list(watched.items()):
+                    if pidfd not in readable:
+                        continue
+                    status = _wait_status(pid, pidfd)
+                    if status is None and not last:
+                        continue  # reaped a moment later: looked at again
+                    os.close(watched.pop(pid))
+                    if status and not hung_up.is_set():
+                        _record_failed(status)
+            if last:
+                return
+            ended.wait(WATCH_SECONDS)
+    finally:
+        for pidfd in watched.values():
+            os.close(pidfd)
 
 
 def rsh(host: str, words: list[str]) -> int:

@@ -402,6 +402,41 @@ class ReplicaState:
     # was not running then learns of the end later, and the job's run time, its card-hours
     # and its replicas' end go by this, not by when the worker looked (QA 31).
     exited_at: datetime | None = None
+    # An MPI worker's agent saw a rank end other than with 0 (jobs/mpi_agent.py): {"code": N}
+    # or {"signal": N}, and "time", when (the record's own time); `busy` while the agent
+    # runs something the launcher handed it.
+    rank_failed: dict[str, Any] | None = None
+    busy: bool = False
+
+
+def _agent_marks(state: Path) -> dict[str, Any]:
+    """What an MPI worker's agent recorded in its /tmp/.mpi. The job owns that folder: it is
+    opened without following a link at each step, and what it holds is read as a number or
+    not at all."""
+    marks: dict[str, Any] = {"rank_failed": None, "busy": False}
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        folder = os.open(state / "tmp" / ".mpi", flags | os.O_DIRECTORY)
+    except OSError:
+        return marks
+    try:
+        with contextlib.suppress(OSError):
+            marks["busy"] = stat.S_ISREG(
+                os.stat("busy", dir_fd=folder, follow_symlinks=False).st_mode
+            )
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            fd = os.open("rank-failed", flags, dir_fd=folder)
+            try:
+                record = json.loads(os.read(fd, 256))
+                when = os.fstat(fd).st_mtime
+            finally:
+                os.close(fd)
+            ((kind, value),) = ((k, v) for k, v in record.items() if k in ("code", "signal"))
+            if isinstance(value, int) and 0 < value < 256:
+                marks["rank_failed"] = {kind: value, "time": when}
+    finally:
+        os.close(folder)
+    return marks
 
 
 def _mark(path: Path, unreadable: dict) -> dict | None:
@@ -452,6 +487,7 @@ def read_state(state: Path) -> ReplicaState:
         "keyword": _mark(state / "keyword", {"keyword": "?", "line": ""}),
         "tmp_over": _mark(state / "tmp-over", {"used": 0, "limit": 0}),
         "evicted": _mark(state / "evicted", {"used": 0, "free": 0, "threshold": 0}),
+        **_agent_marks(state),
     }
     lock_path = state / "lock"
     if not lock_path.exists():
@@ -1405,6 +1441,55 @@ def _mpi_launcher_done(
                 done.touch()
 
 
+def _mpi_rank_failure_due(
+    replicas: list[JobReplica], states: dict[int, ReplicaState], now: datetime
+) -> set[int]:
+    """The MPI workers (their pks) where a rank ended other than with 0 (its agent recorded
+    it) LOCAL_MPI_RANK_GRACE_SECONDS ago or more while the launcher still runs and a worker
+    still runs what the launcher handed it: MPICH's mpiexec waits for ever for a rank that
+    exited without MPI_Abort (its proxy exits 0), and a rank killed by a signal now and then
+    leaves it waiting too. A launcher that ends the job itself in the grace (Open MPI's
+    mpirun does, hydra after MPI_Abort) has its own exit as the reason; one that ended what
+    it started and goes on (its script carries on after mpirun failed) leaves no worker busy."""
+    launcher_running = any(r.role == "master" and states[r.pk].phase == "alive" for r in replicas)
+    if not launcher_running or not any(states[r.pk].busy for r in replicas):
+        return set()
+    grace = settings.LOCAL_MPI_RANK_GRACE_SECONDS
+    return {
+        r.pk
+        for r in replicas
+        if (record := states[r.pk].rank_failed) and now.timestamp() - record["time"] >= grace
+    }
+
+
+def rank_failed_message(label: str, record: dict[str, Any]) -> RecordedText:
+    seconds = f"{settings.LOCAL_MPI_RANK_GRACE_SECONDS:g}"
+    if "signal" in record:
+        try:
+            name = signal.Signals(record["signal"]).name
+        except ValueError:
+            name = "?"
+        return recorded(
+            gettext_noop(
+                "A rank in %(replica)s was killed by signal %(signal)s (%(name)s), and the MPI "
+                "launcher did not end the job within %(seconds)s seconds."
+            ),
+            replica=label,
+            signal=record["signal"],
+            name=name,
+            seconds=seconds,
+        )
+    return recorded(
+        gettext_noop(
+            "A rank in %(replica)s exited with code %(code)s, and the MPI launcher did not "
+            "end the job within %(seconds)s seconds."
+        ),
+        replica=label,
+        code=record["code"],
+        seconds=seconds,
+    )
+
+
 def _work_ended(
     job: Job, run: LocalRun, replicas: list[JobReplica], states: dict[int, ReplicaState]
 ) -> datetime | None:
@@ -1888,6 +1973,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
 
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)
+    rank_failed_due = _mpi_rank_failure_due(replicas, states, now)
     failure = None
     for replica in _in_order_of_failure(replicas, states):
         state = states[replica.pk]
@@ -1922,6 +2008,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 or (spec and _read_only_failure(job, spec, label, state.exit_code))
                 or exit_message(label, state.exit_code)
             )
+            break
+        if rank_failed_due and state.rank_failed and replica.pk in rank_failed_due:
+            failure = rank_failed_message(label, state.rank_failed)
             break
     if failure:
         deadline = _deadline(job, run, spec, now)

@@ -149,3 +149,70 @@ def test_stopping_an_mpich_job_ends_the_ranks_in_every_worker(alice, settings):
 
     run_until(worker, lambda: status_of(job) == JobStatus.STOPPED)
     assert processes_with(sleeper) == []
+
+
+def test_an_mpich_rank_that_exits_non_zero_without_abort_fails_the_job_naming_its_worker(
+    alice, settings, program
+):
+    # Rank 1 (in worker-1) exits 3 without MPI_Abort while rank 0 waits in MPI_Allreduce:
+    # hydra's proxy in worker-1 exits 0 and MPICH 4.0's mpiexec waits for ever (the job ran
+    # until its time limit). Its agent saw the rank's code; past the grace the job fails.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 2
+    spec = make_spec(f"mpiexec.hydra {in_volume(program, settings)} 1 exit", framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=60)
+
+    assert job.status == JobStatus.FAILED, log_text(job, "master-0")
+    assert job.status_reason == (
+        "worker-1 中的一个 rank 退出，退出码 3，MPI 启动器在 2 秒内没有结束任务。"
+    )
+    assert "rank 1 exits in worker-1" in log_text(job, "master-0")
+    # Every rank stopped, every replica's end recorded, the failure an event.
+    assert processes_with("/workspace/allreduce") == []
+    assert all(r.exit_code is not None for r in job.replicas.all())
+    assert job.events.filter(reason="ReplicaFailed").count() == 1
+
+
+def test_an_mpich_rank_that_fails_with_fault_tolerance_restarts_the_job(alice, settings, program):
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 2
+    spec = make_spec(
+        f"mpiexec.hydra {in_volume(program, settings)} 1 exit",
+        framework=S.MPI,
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    assert job.status == JobStatus.FAILED
+    assert job.restarts == 1
+    assert "worker-1 中的一个 rank 退出，退出码 3" in job.status_reason
+    assert "容错重启次数已用完：共 1 次" in job.status_reason
+    assert log_text(job, "master-0").count("rank 1 exits in worker-1") == 2
+
+
+def test_a_command_handed_to_a_worker_that_exits_non_zero_outside_mpi_ranks_fails_nothing(
+    alice, settings
+):
+    # A probe's code is the launcher's to act on (it got it, as from ssh): only what an MPI
+    # launch daemon started counts. The second command's own children end with 4 and by
+    # SIGKILL (each living a second: the agent looks every 0.1 s), and it keeps worker-0 busy
+    # past the grace.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 0.5
+    spec = make_spec(
+        '/etc/mpi/rsh worker-0 \'sh -c "exit 4"\'; echo "probe answered $?"; '
+        '/etc/mpi/rsh worker-0 \'sh -c "sleep 1; exit 4"; sh -c "sleep 1; kill -9 \\$\\$"; '
+        "sleep 3'",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=30)
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "probe answered 4" in log_text(job, "master-0")

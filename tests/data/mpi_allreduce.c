@@ -2,7 +2,10 @@
    MPI_COMM_WORLD, then a buffer of argv[1] doubles (large enough to go the way large
    messages do), and prints where it ran. With argv[2] = "abort", rank 1 calls
    MPI_Abort(MPI_COMM_WORLD, 5) first when it runs in a worker, as a rank that meets an
-   error should.
+   error should; with "exit", it exits with code 3 without MPI_Abort a second after a
+   barrier (as a rank failing in its first step: the runner's agent looks for ranks every
+   0.05 s and may miss one that ends at once), which leaves MPICH's mpiexec waiting for ever
+   for it (the runner's fail fast ends such a job).
    It ends with a barrier and _exit(0), not MPI_Finalize: ranks in two instances talk over
    UCX's TCP transport (each instance has its own /dev/shm), which now and then leaves
    MPI_Finalize waiting for ever once the work is done (openucx/ucx#8738; MPICH 4.0.2 and
@@ -27,6 +30,16 @@ int main(int argc, char **argv) {
         printf("rank 1 aborts in %s-%s\n", env("AIHC_ROLE"), env("AIHC_ROLE_INDEX"));
         fflush(stdout);
         MPI_Abort(MPI_COMM_WORLD, 5);
+    }
+    /* After a barrier: a rank that ends while its peer's MPI_Init is still exchanging
+       addresses fails that peer's MPI_Init ("Destination is unreachable"), and mpiexec then
+       ends the job itself. */
+    if (argc > 2 && !strcmp(argv[2], "exit")) MPI_Barrier(MPI_COMM_WORLD);
+    if (argc > 2 && !strcmp(argv[2], "exit") && rank == 1 && !strcmp(env("AIHC_ROLE"), "worker")) {
+        sleep(1);
+        printf("rank 1 exits in %s-%s\n", env("AIHC_ROLE"), env("AIHC_ROLE_INDEX"));
+        fflush(stdout);
+        exit(3);
     }
     MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     long n = argc > 1 ? atol(argv[1]) : 1;

@@ -1,0 +1,129 @@
+"""The MPI fail fast with Open MPI's mpirun (tests/test_runner_mpich.py has MPICH's): a rank
+that exits non-zero in a worker is Open MPI's own to end the job for, and mpirun does, so the
+launcher's code is the job's reason; one whose launcher goes on after mpirun ended is not
+failed by the runner. Real mpirun runs (`apt-get install openmpi-bin`, as CI installs it;
+skipped without it) of a Python rank program: orted starts it as it starts a compiled one,
+and CI installs no Open MPI headers (libopenmpi-dev) to build one."""
+
+from __future__ import annotations
+
+import random
+import shutil
+
+import pytest
+
+from jobs import spec as S
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    CARD,
+    log_text,
+    make_spec,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+from .test_runner import openmpi_is_mpirun
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+needs_openmpi = pytest.mark.skipif(
+    not openmpi_is_mpirun(), reason="needs Open MPI's mpirun (apt-get install openmpi-bin)"
+)
+
+ROLES = [S.Role("master", 1), S.Role("worker", 2, CARD, 1)]
+MPIRUN = "mpirun --allow-run-as-root --hostfile $OMPI_MCA_orte_default_hostfile -bind-to none"
+
+
+def program(settings) -> tuple[str, str]:
+    """Rank 1 (in worker-1) exits 3; rank 0 would wait long (its own sleep, by a name the
+    test looks for): only mpirun ends it. The command, and the sleeper's name."""
+    seconds = random.randint(10000, 99999)
+    (volume(settings) / "rank.py").write_text(
+        "import os, sys, time\n"
+        "e = os.environ\n"
+        "if e['OMPI_COMM_WORLD_RANK'] == '1':\n"
+        "    os.write(1, f\"rank 1 exits in {e['AIHC_ROLE']}-{e['AIHC_ROLE_INDEX']}\\n\".encode())\n"
+        "    sys.exit(3)\n"
+        f"os.execvp('sleep', ['sleep', '{seconds}.5'])\n"
+    )
+    return "python3 /workspace/rank.py", f"sleep {seconds}.5"
+
+
+def finished(job) -> bool:
+    return status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED)
+
+
+@needs_openmpi
+def test_an_open_mpi_rank_that_exits_non_zero_fails_the_job_with_the_launchers_own_code(
+    alice, settings
+):
+    command, sleeper = program(settings)
+    spec = make_spec(f"{MPIRUN} {command}", framework=S.MPI)
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.FAILED, master
+    assert "rank 1 exits in worker-1" in master
+    # mpirun ended the job itself (its code, 3 from the rank): the runner's grace did not.
+    assert job.status_reason.startswith("master-0 退出，退出码 "), job.status_reason
+    assert "MPI 启动器" not in job.status_reason
+    assert processes_with(sleeper) == []
+
+
+@needs_openmpi
+def test_a_launcher_that_goes_on_after_mpirun_failed_is_left_to_end_the_job(alice, settings):
+    # Its ranks' failure was recorded (rank 1 exited 3), but mpirun ended what it started
+    # (within the grace: its abort takes a second or two): no worker runs anything of the
+    # launcher's then, so nothing hangs, and the script going on past the grace is no hang.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 5
+    command, _ = program(settings)
+    spec = make_spec(
+        f'{MPIRUN} {command}; echo "mpirun answered $?"; sleep 15',
+        framework=S.MPI,
+    )
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "rank 1 exits in worker-1" in master
+    assert "mpirun answered 0" not in master and "mpirun answered " in master
+
+
+def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming_the_signal(
+    alice, settings
+):
+    # A launch daemon that, as hydra's proxy now and then does after cleaning up, leaves the
+    # launcher waiting once its rank was killed: a shell by the name of Open MPI's daemon
+    # (the agent knows daemons by their program's name), whose rank kills itself with
+    # SIGKILL a second after it starts, and which then waits as the launcher does.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 1
+    shutil.copy2("/bin/sh", volume(settings) / "orted")
+    seconds = random.randint(10000, 99999)
+    sleeper = f"sleep {seconds}.5"
+    spec = make_spec(
+        "/etc/mpi/rsh worker-1 "
+        f'\'/workspace/orted -c "sh -c \\"sleep 1; kill -9 \\\\$\\\\$\\"; '
+        f"t={str(seconds)[:2]}; exec sleep \\${{t}}{str(seconds)[2:]}.5\"'",
+        framework=S.MPI,
+        roles=ROLES,
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=30)
+
+    assert job.status == JobStatus.FAILED, log_text(job, "master-0")
+    assert job.status_reason == (
+        "worker-1 中的一个 rank 被信号 9（SIGKILL）终止，MPI 启动器在 1 秒内没有结束任务。"
+    )
+    assert processes_with(sleeper) == []
+    assert all(r.exit_code is not None for r in job.replicas.all())
