@@ -5,7 +5,7 @@ import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -37,7 +37,19 @@ def is_console_address(url: str) -> bool:
     """Whether `url`, an address Django has found on this site (url_has_allowed_host_and_scheme),
     is the console's: under its sub-path, when it has one (README "Under a sub-path"). Else a
     `?next=` led from the console to another app on the same host (qa50)."""
-    return urlsplit(url).path.startswith(get_script_prefix())
+    prefix = get_script_prefix()
+    if prefix == "/":
+        return True  # no sub-path: the whole site is the console's
+    # As a browser reads it: tabs and newlines dropped, a backslash a slash, %2e a dot; a
+    # dot segment is refused, as /ai-console/../other-app/ leaves the prefix (review32).
+    path = urlsplit(url.translate(URL_IGNORED).replace("\\", "/")).path
+    if {".", ".."} & set(unquote(path).split("/")):
+        return False
+    return path.startswith(prefix)
+
+
+# Characters a browser removes from an address before reading it (WHATWG URL).
+URL_IGNORED = str.maketrans("", "", "\t\n\r")
 
 
 class AuthenticatedHttpRequest(HttpRequest):
