@@ -168,6 +168,27 @@ def test_logging_in_goes_to_next_only_when_it_is_an_address_of_the_console(
     assert client.session.get("_auth_user_id") == str(alice.pk)
 
 
+@pytest.mark.parametrize(
+    ("next_address", "landing"),
+    [
+        ("/other-app/", f"{PREFIX}/admin/"),
+        (f"{PREFIX}/../other-app/", f"{PREFIX}/admin/"),
+        (f"{PREFIX}/admin/jobs/job/", f"{PREFIX}/admin/jobs/job/"),
+    ],
+)
+def test_logging_in_to_the_admin_goes_to_next_only_when_it_is_an_address_of_the_console(
+    client, reviewer, under_prefix, next_address, landing
+):
+    response = client.post(
+        f"/admin/login/?next={next_address}",
+        {"username": "carol", "password": "carol-password", "next": next_address},
+        HTTP_HOST="intranet.example.com",
+    )
+    assert response.status_code == 302
+    assert response["Location"] == landing
+    assert client.session.get("_auth_user_id") == str(reviewer.pk)
+
+
 def test_logging_out_with_next_outside_the_sub_path_lands_on_the_console_login_page(
     alice_client, under_prefix
 ):
