@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 from django.test import Client
 from django.urls import reverse
 
+from jobs.http import KEPT_ACROSS_LOGIN_MAX_BYTES
 from jobs.models import ApiKey, Draft, Job, JobStatus
 from jobs.wizard_import import MAX_IMPORT_BYTES
 
@@ -183,6 +184,16 @@ def test_an_import_as_large_as_the_box_takes_in_chinese_is_kept_across_the_log_i
     page = client.get(_log_in_again(client, r["Location"])).content.decode()
     assert html.escape(text) in page
     assert "您提交此表单时登录已失效" in page
+
+
+def test_a_paste_larger_than_any_import_sent_logged_out_is_not_stored_in_the_session(alice):
+    client = Client()
+    sent = {"body": "x" * (KEPT_ACROSS_LOGIN_MAX_BYTES + 1), "page_user": alice.pk}
+
+    r = client.post(reverse("wizard-import"), sent)
+
+    assert r.status_code == 302
+    assert "form_posted_logged_out" not in client.session
 
 
 def test_an_import_kept_across_the_log_in_is_not_given_to_someone_else_logging_in(alice, bob):
