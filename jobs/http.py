@@ -140,6 +140,16 @@ def _typed_kept(request: HttpRequest, *, page: str, kept: tuple[str, ...]) -> No
     if not user.isdigit():
         return
     posted = {name: request.POST.getlist(name)[:1] for name in kept if name in request.POST}
+    # A file chosen in a field `kept` (the import's .json) as its UTF-8 text, read no further
+    # than the bound: the browser cannot choose it again, and the page said it was filled in
+    # again while its box was empty (review32). One that is no UTF-8 text is not kept.
+    for name in kept:
+        if (upload := request.FILES.get(name)) is not None:
+            try:
+                text = upload.read(KEPT_ACROSS_LOGIN_MAX_BYTES + 1).decode("utf-8-sig")
+            except UnicodeDecodeError:
+                continue
+            posted[name] = [text]
     # As typed (UTF-8), not as JSON escapes it: a Chinese character is six bytes there, a
     # quote two, and a paste the import takes was dropped without a word (review32).
     typed = sum(len(v.encode("utf-8", "surrogatepass")) for vs in posted.values() for v in vs)

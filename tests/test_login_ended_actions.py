@@ -9,6 +9,7 @@ import json
 import uuid
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
@@ -184,6 +185,21 @@ def test_an_import_as_large_as_the_box_takes_in_chinese_is_kept_across_the_log_i
     page = client.get(_log_in_again(client, r["Location"])).content.decode()
     assert html.escape(text) in page
     assert "您提交此表单时登录已失效" in page
+
+
+def test_a_json_file_imported_after_the_log_in_ended_is_in_the_box_after_logging_in(alice):
+    # review32: the page said what was sent was filled in again, and the box was empty.
+    client = Client()
+    upload = SimpleUploadedFile("job.json", ("\ufeff" + _paste()).encode(), "application/json")
+    sent = {"body": "", "file": upload, "create_key": uuid.uuid4().hex, "page_user": alice.pk}
+
+    r = client.post(reverse("wizard-import"), sent)
+
+    assert r.status_code == 302
+    page = client.get(_log_in_again(client, r["Location"])).content.decode()
+    assert html.escape(_paste()) in page
+    assert "您提交此表单时登录已失效" in page
+    assert not Draft.objects.filter(owner=alice).exists()
 
 
 def test_a_paste_larger_than_any_import_sent_logged_out_is_not_stored_in_the_session(alice):
