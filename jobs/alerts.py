@@ -27,7 +27,7 @@ import httpx
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db import transaction
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext_noop
 
@@ -255,11 +255,14 @@ def post_to_bot(*, url: str, bot: str, text: str) -> None:
 
 
 def site_address(path: str) -> str:
-    """`path` (from reverse(), with the sub-path if any) at the host of SITE_URL. Not SITE_URL +
-    path: under a sub-path (SITE_URL https://intranet.example.com/ai-console) reverse() gives
-    /ai-console/jobs/..., and the link had the sub-path twice (qa50)."""
-    scheme, _, rest = settings.SITE_URL.partition("://")
-    return f"{scheme}://{rest.partition('/')[0]}{path}"
+    """`path` (from reverse()) at SITE_URL, its sub-path once. reverse() gives the sub-path
+    where Django set the script prefix (a request, a command: /ai-console/jobs/..., and SITE_URL
+    + path had it twice, qa50) and not in another thread (the worker's task thread delivering
+    alerts and mails: it had none, review32), so the prefix it used is SITE_URL's path."""
+    prefix = get_script_prefix()
+    if path.startswith(prefix):
+        path = "/" + path[len(prefix) :]
+    return settings.SITE_URL.rstrip("/") + path
 
 
 def job_link(job: Job) -> str:

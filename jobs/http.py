@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from django.contrib import messages
@@ -37,7 +36,19 @@ def is_console_address(url: str) -> bool:
     """Whether `url`, an address Django has found on this site (url_has_allowed_host_and_scheme),
     is the console's: under its sub-path, when it has one (README "Under a sub-path"). Else a
     `?next=` led from the console to another app on the same host (qa50)."""
-    return urlsplit(url).path.startswith(get_script_prefix())
+    prefix = get_script_prefix()
+    if prefix == "/":
+        return True  # no sub-path: the whole site is the console's
+    # As a browser reads it: tabs and newlines dropped, a backslash a slash, %2e a dot; a
+    # dot segment is refused, as /ai-console/../other-app/ leaves the prefix (review32).
+    path = urlsplit(url.translate(URL_IGNORED).replace("\\", "/")).path
+    if {".", ".."} & set(unquote(path).split("/")):
+        return False
+    return path.startswith(prefix)
+
+
+# Characters a browser removes from an address before reading it (WHATWG URL).
+URL_IGNORED = str.maketrans("", "", "\t\n\r")
 
 
 class AuthenticatedHttpRequest(HttpRequest):
@@ -106,9 +117,10 @@ LOGIN_ENDED_NOTHING_DONE = gettext_lazy(
 # until its page is opened again by the user whose page it was (typed_before_login).
 FORM_POSTED_LOGGED_OUT = "form_posted_logged_out"
 # Bounds of what is kept, as for a wizard step (jobs.wizard_views): a pasted request is at
-# most 256 KB; an hour to log in again, not SESSION_COOKIE_AGE, so what is never claimed does
-# not stay two weeks (left28). A log-in gives the session the usual age again.
-KEPT_ACROSS_LOGIN_MAX_BYTES = 256 * 1024
+# most 256 KB (wizard_import.MAX_IMPORT_BYTES), the form's other fields a few short ones; an
+# hour to log in again, not SESSION_COOKIE_AGE, so what is never claimed does not stay two
+# weeks (left28). A log-in gives the session the usual age again.
+KEPT_ACROSS_LOGIN_MAX_BYTES = 260 * 1024
 KEPT_ACROSS_LOGIN_SECONDS = 3600
 # The form's hidden field naming the user whose page it is (the page's user, as base.html's
 # X-Console-User): only that user gets back what it sent.
@@ -128,7 +140,20 @@ def _typed_kept(request: HttpRequest, *, page: str, kept: tuple[str, ...]) -> No
     if not user.isdigit():
         return
     posted = {name: request.POST.getlist(name)[:1] for name in kept if name in request.POST}
-    if len(json.dumps(posted)) > KEPT_ACROSS_LOGIN_MAX_BYTES:
+    # A file chosen in a field `kept` (the import's .json) as its UTF-8 text, read no further
+    # than the bound: the browser cannot choose it again, and the page said it was filled in
+    # again while its box was empty (review32). One that is no UTF-8 text is not kept.
+    for name in kept:
+        if (upload := request.FILES.get(name)) is not None:
+            try:
+                text = upload.read(KEPT_ACROSS_LOGIN_MAX_BYTES + 1).decode("utf-8-sig")
+            except UnicodeDecodeError:
+                continue
+            posted[name] = [text]
+    # As typed (UTF-8), not as JSON escapes it: a Chinese character is six bytes there, a
+    # quote two, and a paste the import takes was dropped without a word (review32).
+    typed = sum(len(v.encode("utf-8", "surrogatepass")) for vs in posted.values() for v in vs)
+    if typed > KEPT_ACROSS_LOGIN_MAX_BYTES:
         return
     request.session[FORM_POSTED_LOGGED_OUT] = {
         "page": urlsplit(page).path,

@@ -331,18 +331,23 @@ def _read_by_the_shell(lines: list[str]) -> list[list[bool]]:
     False in what it hands on as written, a string in ASCII quotes that closes, a
     here-document's lines and a comment. An approximation of bash's reading (no `$(…)` or
     `${…}` nesting), enough to leave a look-alike in an echo's text alone; a quote never
-    closed (`"print(1)”`, its closing one curly) hides nothing, as bash refuses it."""
+    closed (`"print(1)”`, its closing one curly) hides nothing, as bash refuses it, nor does
+    a here-document whose delimiter never comes."""
     shown = [[True] * len(line) for line in lines]
     quote = ""  # ', ", or $' for the string being read
     inside: list[tuple[int, int]] = []  # its characters so far, until it closes
     heredocs: list[tuple[str, bool]] = []  # (delimiter, tabs stripped) started on this line
     body: list[tuple[str, bool]] = []  # those whose lines are being read
+    body_lines: list[int] = []  # the lines read as theirs, until the last one ends
     for n, line in enumerate(lines):
         if body:
             shown[n] = [False] * len(line)
+            body_lines.append(n)
             delimiter, tabs = body[0]
             if (line.lstrip("\t") if tabs else line) == delimiter:
                 body.pop(0)
+                if not body:
+                    body_lines = []
             continue
         i = 0
         while i < len(line):
@@ -377,6 +382,10 @@ def _read_by_the_shell(lines: list[str]) -> list[list[bool]]:
     for n, i in inside:  # a string never closed
         if i < len(shown[n]):
             shown[n][i] = True
+    # A here-document never ended hides nothing either: more likely than a missing EOF, its
+    # `<<` was a shift (`$((1 << SHIFT))`), and the rest of the command went unchecked (review32).
+    for n in body_lines:
+        shown[n] = [True] * len(lines[n])
     return shown
 
 

@@ -100,7 +100,8 @@ def _import_typed_again(request: AuthenticatedHttpRequest, typed: QueryDict) -> 
     values as ****** and kept for the page's 导入, as after a refusal."""
     key = str(typed.get("create_key", ""))
     key = key if W.CREATE_KEY_RE.fullmatch(key) else ""
-    text = str(typed.get("body", ""))
+    # The .json file chosen, if any, as the form reads it: instead of the box's text.
+    text = str(typed.get("file") or typed.get("body", ""))
     if key:
         full, _restored = I.secrets_restored(session=request.session, create_key=key, text=text)
         I.secrets_kept(session=request.session, create_key=key, text=full)
@@ -150,7 +151,7 @@ def _import_context(
 
 # A paste sent after the log-in ended comes back in the box once its user has logged in
 # (wizard_start); with JavaScript the page first stays as it is (the 401), saying to reload.
-@post_only(lambda: reverse("wizard-start"), kept=("body", "resource_pool", "create_key"))
+@post_only(lambda: reverse("wizard-start"), kept=("body", "file", "resource_pool", "create_key"))
 @login_required
 @never_cache  # a refusal shows what was pasted again: not for Back or history to keep
 def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:

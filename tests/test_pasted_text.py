@@ -159,6 +159,9 @@ def test_a_non_breaking_space_in_quoted_text_a_here_document_or_a_comment_is_lef
         ("cat > a.txt <<EOF\na\u00a0b\nEOF\npython3\u00a0train.py", 4),
         # A `#` after it starts no comment: the shell reads `train.py\u00a0#` as one word.
         ("torchrun train.py\u00a0# the v2 run", 1),
+        # A shift, not a here-document: no line ends it, and it hid the rest (review32).
+        ("echo $((1 << SHIFT))\npython3\u00a0train.py", 2),
+        ("cat <<EOF\npython3\u00a0train.py", 2),
     ],
 )
 def test_a_non_breaking_space_the_shell_reads_is_still_named_beside_quoted_text(

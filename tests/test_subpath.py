@@ -74,6 +74,18 @@ def test_a_site_url_with_a_path_puts_every_address_and_cookie_of_the_console_und
     ]
 
 
+def test_links_made_in_another_thread_as_the_worker_delivers_alerts_keep_the_sub_path(tmp_path):
+    """The worker delivers alerts and mails in a thread of its own (jobs.worker.TaskThread),
+    where Django's script prefix is not set: the link lost the sub-path (review32)."""
+    code = (
+        "import threading; from jobs.alerts import job_link; from jobs.models import Job\n"
+        "t = threading.Thread(target=lambda: print(job_link(Job(public_id='pytorchjob-abc'))))\n"
+        "t.start(); t.join()\n"
+    )
+    out = manage_shell(tmp_path, code, SITE_URL="https://intranet.example.com/ai-console")
+    assert out.split() == ["https://intranet.example.com/ai-console/jobs/pytorchjob-abc/"]
+
+
 def test_a_site_url_without_a_path_changes_nothing(tmp_path):
     code = (
         "from django.conf import settings as s; from jobs.alerts import job_link; "
@@ -134,6 +146,13 @@ def under_prefix(settings) -> Iterator[None]:
         ("https://intranet.example.com/other-app/", f"{PREFIX}/"),
         ("https://evil.example.com/ai-console/", f"{PREFIX}/"),
         (f"{PREFIX}/account/usage/", f"{PREFIX}/account/usage/"),
+        # Under the prefix as written, another app's once the browser resolves the dots.
+        (f"{PREFIX}/../other-app/", f"{PREFIX}/"),
+        (f"{PREFIX}/%2e%2E/other-app/", f"{PREFIX}/"),
+        (f"{PREFIX}/.%2e/other-app/", f"{PREFIX}/"),
+        (f"{PREFIX}/..%5Cother-app/", f"{PREFIX}/"),
+        (f"{PREFIX}/.%09./other-app/", f"{PREFIX}/"),
+        (f"{PREFIX}2/", f"{PREFIX}/"),  # another app whose name starts as the console's
     ],
 )
 def test_logging_in_goes_to_next_only_when_it_is_an_address_of_the_console(
@@ -147,6 +166,27 @@ def test_logging_in_goes_to_next_only_when_it_is_an_address_of_the_console(
     assert response.status_code == 302
     assert response["Location"] == landing
     assert client.session.get("_auth_user_id") == str(alice.pk)
+
+
+@pytest.mark.parametrize(
+    ("next_address", "landing"),
+    [
+        ("/other-app/", f"{PREFIX}/admin/"),
+        (f"{PREFIX}/../other-app/", f"{PREFIX}/admin/"),
+        (f"{PREFIX}/admin/jobs/job/", f"{PREFIX}/admin/jobs/job/"),
+    ],
+)
+def test_logging_in_to_the_admin_goes_to_next_only_when_it_is_an_address_of_the_console(
+    client, reviewer, under_prefix, next_address, landing
+):
+    response = client.post(
+        f"/admin/login/?next={next_address}",
+        {"username": "carol", "password": "carol-password", "next": next_address},
+        HTTP_HOST="intranet.example.com",
+    )
+    assert response.status_code == 302
+    assert response["Location"] == landing
+    assert client.session.get("_auth_user_id") == str(reviewer.pk)
 
 
 def test_logging_out_with_next_outside_the_sub_path_lands_on_the_console_login_page(
