@@ -3,11 +3,21 @@
 
 from __future__ import annotations
 
+import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 
-from jobs.models import CardQuota
+from jobs.api_keys import api_key_create
+from jobs.models import CardQuota, Job, JobStatus
+
+from . import test_api as v1
+from .runner_helpers import runner_settings  # noqa: F401
+from .test_api import body
+from .test_api import client_for as api_client_for
+
+# The v1 API tests' fixtures: the console as a WSGI transport, Alice's key and AIHC client.
+wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
 HISTORY = "/admin/admin/logentry/"
 
@@ -116,3 +126,55 @@ def test_staff_see_the_history_list_only_with_its_view_permission(reviewer, db):
     assert refused.status_code == 403
     assert allowed.status_code == 200
     assert "dave" in allowed.content.decode()
+
+
+# -- which API key did it ---------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_a_script_creates_names_the_api_key_that_signed_it_in_its_created_event(
+    api, alice_key, wsgi, alice
+):
+    other, other_secret = api_key_create(owner=alice, description="notebook")
+    by_script = api.create_job(pool="local", body=body(name="from-ci"))["jobId"]
+    by_notebook = api_client_for(wsgi, other.access_key_id, other_secret).create_job(
+        pool="local", body=body(name="from-notebook")
+    )["jobId"]
+
+    created = Job.objects.get(public_id=by_script).events.get(reason="Created")
+    other_created = Job.objects.get(public_id=by_notebook).events.get(reason="Created")
+    assert created.message == f"任务已创建（1/1，API 密钥 {alice_key[0].access_key_id}）。"
+    assert other.access_key_id in other_created.message
+    assert alice_key[0].access_key_id not in other_created.message
+    assert alice_key[1] not in created.message and other_secret not in other_created.message
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_a_script_stops_names_its_owner_and_the_api_key_on_the_owners_job_page(
+    api, alice_key, alice_en
+):
+    job_id = api.create_job(pool="local", body=body(name="to-stop"))["jobId"]
+
+    api.stop_job(pool="local", job_id=job_id)
+
+    job = Job.objects.get(public_id=job_id)
+    assert job.status == JobStatus.STOPPED
+    stopped = job.events.get(reason="Stopped")
+    assert stopped.actor == job.owner
+    page = alice_en.get(f"/jobs/{job_id}/").content.decode()
+    assert f"Stopped by alice with API key {alice_key[0].access_key_id}." in page
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_submitted_and_stopped_in_the_console_names_no_api_key(alice, alice_client):
+    from jobs.actions import job_stop
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    job = jobs_submit(
+        owner=alice, spec=make_spec("echo hi"), submit_key="console-1", backend="local"
+    )[0]
+    job_stop(job=job, actor=alice)
+
+    assert [e.message for e in job.events.order_by("id")] == ["任务已创建。", "已由 alice 停止。"]
