@@ -178,3 +178,61 @@ def test_a_job_submitted_and_stopped_in_the_console_names_no_api_key(alice, alic
     job_stop(job=job, actor=alice)
 
     assert [e.message for e in job.events.order_by("id")] == ["任务已创建。", "已由 alice 停止。"]
+
+
+# -- deleted jobs ----------------------------------------------------------------------
+
+DELETED = "/admin/jobs/deletedjob/"
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_superuser_finds_who_deleted_a_job_and_when_in_the_deleted_jobs_list(
+    alice, alice_client, superuser
+):
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    job = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="del-1", backend="local")[
+        0
+    ]
+    deleted = alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    auditor = client_for(superuser)
+    auditor.cookies["django_language"] = "en"
+
+    listed = auditor.get(DELETED, {"q": job.public_id})
+
+    assert deleted.status_code == 302
+    assert listed.status_code == 200
+    page = listed.content.decode()
+    assert job.public_id in page and "alice" in page and "Deleted by its owner" in page
+    assert not Job.objects.filter(pk=job.pk).exists()
+    auditor.cookies["django_language"] = "zh-hans"
+    in_chinese = auditor.get(DELETED, {"q": job.public_id}).content.decode()
+    assert "已删除的任务" in in_chinese and "由创建人删除" in in_chinese
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_no_one_edits_or_deletes_a_deleted_jobs_record_and_plain_staff_do_not_see_it(
+    alice, alice_client, superuser, reviewer
+):
+    from jobs.models import DeletedJob
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    job = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="del-2", backend="local")[
+        0
+    ]
+    alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    kept = DeletedJob.objects.get(public_id=job.public_id)
+    client = client_for(superuser)
+
+    removed = client.post(f"{DELETED}{kept.pk}/delete/", {"post": "yes"})
+    changed = client.post(f"{DELETED}{kept.pk}/change/", {"name": "other"})
+    by_reviewer = client_for(reviewer).get(DELETED)
+
+    assert removed.status_code == 403 and changed.status_code == 403
+    assert by_reviewer.status_code == 403
+    kept.refresh_from_db()
+    assert kept.name == job.name
