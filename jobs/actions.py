@@ -19,7 +19,7 @@ from django.utils.translation import gettext_noop
 from .backends import BackendError, get_backend
 from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, ReviewState
 from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_of
-from .services import job_event, job_transition, jobs_submit, recorded
+from .services import job_event, job_transition, jobs_submit, recorded, signing_key
 from .spec import MAX_ENVS, PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
 from .texts import Term
 
@@ -56,12 +56,17 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
     its backend. `actor` is who asked (the owner, or a reviewer in the admin). False when the
     job is already finished or stopping."""
     by = actor.get_username() if actor is not None else ""
+    key = signing_key()  # asked through the API: which of the owner's keys
     for _attempt in range(2):
         if not job_stoppable(job):
             return False
         if job.status in NOT_STARTED and (job.backend == "local" or not job.external_id):
             stopped = message or (
-                recorded(gettext_noop("Stopped by %(user)s."), user=by)
+                recorded(
+                    gettext_noop("Stopped by %(user)s with API key %(key)s."), user=by, key=key
+                )
+                if by and key
+                else recorded(gettext_noop("Stopped by %(user)s."), user=by)
                 if by
                 else recorded(gettext_noop("Stopped by its owner."))
             )
@@ -78,7 +83,13 @@ def job_stop(*, job: Job, actor: User | None = None, message: str = "") -> bool:
             job_event(
                 job=job,
                 reason="StopRequested",
-                message=recorded(gettext_noop("Stop requested by %(user)s."), user=by),
+                message=recorded(
+                    gettext_noop("Stop requested by %(user)s with API key %(key)s."),
+                    user=by,
+                    key=key,
+                )
+                if key
+                else recorded(gettext_noop("Stop requested by %(user)s."), user=by),
                 actor=actor,
             )
         try:

@@ -52,7 +52,10 @@ from django.utils.translation import gettext_lazy, gettext_noop, ngettext, ngett
 from django_tasks_db.admin import DBTaskResultAdmin  # importing it registers it: replaced below
 from django_tasks_db.models import DBTaskResult
 
-from . import api_keys_admin  # noqa: F401 (registers the API access keys)
+from . import (
+    api_keys_admin,  # noqa: F401 (registers the API access keys)
+    history_admin,  # noqa: F401 (registers the admin's history, LogEntry)
+)
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop

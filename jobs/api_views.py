@@ -83,7 +83,7 @@ from .monitoring import (
     replica_utilisation_history,
 )
 from .pools import QueueCounts, queue_counts
-from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit
+from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit, signed_with
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,8 @@ def api_view(*methods: str) -> Callable[..., Any]:
                         raise ApiError(405, "MethodNotAllowed", f"{request.method} is not served.")
                     try:
                         key = verify_request(request)
-                        result = view(request, key.owner, **kwargs)
+                        with signed_with(key.access_key_id):
+                            result = view(request, key.owner, **kwargs)
                     except RequestDataTooBig:
                         raise ApiError(413, "EntityTooLarge", "The body is too large.") from None
                 except ApiAuthError as exc:

@@ -871,6 +871,10 @@ class DeletedJob(models.Model):
     reason = models.CharField(max_length=16, blank=True, editable=False)
     retention = models.CharField(max_length=16, blank=True, editable=False)
 
+    class Meta:
+        verbose_name = _("deleted job")
+        verbose_name_plural = _("deleted jobs")
+
     def __str__(self) -> str:
         return self.public_id
 

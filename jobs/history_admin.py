@@ -1,0 +1,102 @@
+"""The admin's history (Django's LogEntry) and the deleted jobs (DeletedJob) as lists of their
+own (imported by jobs.admin), for the audit after an incident: who changed a card quota,
+approved or stopped a job, revoked a key or deactivated an account, who deleted a job, and
+when. Django shows it only as each object's History page
+and the front page's *Recent actions*, which are the viewer's own ten: nothing answered "what
+did dave change last week". Superusers, and staff given `admin | log entry | Can view`, read it
+here; no one changes, adds or deletes an entry (an audit trail a superuser could rewrite from
+the page would prove nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.models import LogEntry
+from django.contrib.admin.options import ActionLocation
+from django.http import HttpRequest
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .models import DeletedJob
+from .summary import retention_words
+
+
+class ReadOnlyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin):
+    """Seen, never added, changed or deleted here (an audit record a superuser could rewrite
+    from the page would prove nothing); seen by superusers and staff with the model's view
+    permission."""
+
+    actions = None
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_actions(
+        self, request: HttpRequest, action_location: Any = ActionLocation.CHANGE_LIST
+    ) -> dict[str, Any]:
+        return {}
+
+
+@admin.register(LogEntry)
+class LogEntryAdmin(ReadOnlyAdmin):
+    list_display = ["action_time", "user", "content_type", "object_repr", "action", "message"]
+    list_filter = [
+        ("user", admin.RelatedOnlyFieldListFilter),
+        ("content_type", admin.RelatedOnlyFieldListFilter),
+        "action_flag",
+    ]
+    date_hierarchy = "action_time"
+    search_fields = ["object_repr", "object_id", "change_message", "user__username"]
+    list_select_related = ["user", "content_type"]
+    fields = [
+        "action_time",
+        "user",
+        "content_type",
+        "object_id",
+        "object_repr",
+        "action",
+        "message",
+    ]
+    readonly_fields = fields
+
+    @admin.display(description=gettext_lazy("action"), ordering="action_flag")
+    def action(self, obj: LogEntry) -> str:
+        return str(obj.get_action_flag_display())
+
+    @admin.display(description=gettext_lazy("change message"))
+    def message(self, obj: LogEntry) -> str:
+        # In the page's language, as the object's History page says it (the stored message
+        # is JSON naming the fields changed).
+        return obj.get_change_message()
+
+
+@admin.register(DeletedJob)
+class DeletedJobAdmin(ReadOnlyAdmin):
+    """Who deleted a job and when, after it is gone with its events: only its owner deletes a
+    job (its page, the list, the API with their key) or the worker, once its retention period
+    has passed. Kept DELETED_JOB_KEEP_DAYS, and gone with the owner's account."""
+
+    list_display = ["deleted_at", "public_id", "name", "owner", "how"]
+    list_filter = [("owner", admin.RelatedOnlyFieldListFilter)]
+    date_hierarchy = "deleted_at"
+    ordering = ["-deleted_at"]
+    search_fields = ["public_id", "name", "owner__username"]
+    list_select_related = ["owner"]
+    fields = ["deleted_at", "public_id", "name", "owner", "how"]
+    readonly_fields = fields
+
+    @admin.display(description=gettext_lazy("deleted by"), ordering="reason")
+    def how(self, obj: DeletedJob) -> str:
+        if obj.reason == DeletedJob.RETENTION:
+            return _("The worker, once its retention period had passed (%(period)s)") % {
+                "period": retention_words(obj.retention)
+            }
+        return _("Deleted by its owner (the job's page or list, or the API with their key)")
