@@ -425,10 +425,15 @@ def _agent_marks(state: Path) -> dict[str, Any]:
                 os.stat("busy", dir_fd=folder, follow_symlinks=False).st_mode
             )
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-            fd = os.open("rank-failed", flags, dir_fd=folder)
+            # O_NONBLOCK: a named pipe put there would block the open (and the worker
+            # supervising every job) until a writer came; only a regular file is read.
+            fd = os.open("rank-failed", flags | os.O_NONBLOCK, dir_fd=folder)
             try:
+                facts = os.fstat(fd)
+                if not stat.S_ISREG(facts.st_mode):
+                    return marks
                 record = json.loads(os.read(fd, 256))
-                when = os.fstat(fd).st_mtime
+                when = facts.st_mtime
             finally:
                 os.close(fd)
             ((kind, value),) = ((k, v) for k, v in record.items() if k in ("code", "signal"))

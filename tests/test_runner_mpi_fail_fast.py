@@ -7,13 +7,16 @@ and CI installs no Open MPI headers (libopenmpi-dev) to build one."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import threading
 
 import pytest
 
 from jobs import spec as S
 from jobs.models import JobStatus
+from jobs.runner import read_state
 from jobs.worker import Worker
 
 from .runner_helpers import (
@@ -127,3 +130,24 @@ def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming
     )
     assert processes_with(sleeper) == []
     assert all(r.exit_code is not None for r in job.replicas.all())
+
+
+def test_a_fifo_a_job_put_as_its_rank_failed_record_does_not_stop_the_runner_reading_it(
+    tmp_path,
+):
+    # The job owns its /tmp/.mpi: a named pipe there must not leave read_state (the worker
+    # supervising every job) waiting for a writer for ever.
+    folder = tmp_path / "tmp" / ".mpi"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "rank-failed")
+    states = []
+    reader = threading.Thread(target=lambda: states.append(read_state(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(30)  # a hang guard, not a speed measure
+    stuck = reader.is_alive()
+    if stuck:
+        # Unblock the stuck reader (a writer that hangs up at once) before failing.
+        os.close(os.open(folder / "rank-failed", os.O_WRONLY))
+        reader.join()
+    assert not stuck
+    assert states[0].rank_failed is None
