@@ -102,6 +102,29 @@ def test_a_launcher_that_goes_on_after_mpirun_failed_is_left_to_end_the_job(alic
     assert "mpirun answered 0" not in master and "mpirun answered " in master
 
 
+@needs_openmpi
+def test_a_later_mpirun_of_the_same_script_is_not_failed_for_an_earlier_ones_rank(alice, settings):
+    # The first mpirun's rank 1 exited 3 (recorded in worker-1) and mpirun ended it; the
+    # script goes on to a second, healthy mpirun that runs past the grace in the same
+    # workers: the old record is no hang of the new launch. (A grace that leaves mpirun's
+    # own abort its second or two.)
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 5
+    command, _ = program(settings)
+    spec = make_spec(
+        f'{MPIRUN} {command}; echo "first answered $?"; {MPIRUN} sleep 12 && echo second done',
+        framework=S.MPI,
+    )
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "rank 1 exits in worker-1" in master
+    assert "second done" in master
+
+
 def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming_the_signal(
     alice, settings
 ):
