@@ -23,6 +23,7 @@ from .runner_helpers import (
     CARD,
     log_text,
     make_spec,
+    needs_pidfd_exit_info,
     processes_with,
     run_until,
     runner_settings,  # noqa: F401
@@ -103,6 +104,7 @@ def test_a_launcher_that_goes_on_after_mpirun_failed_is_left_to_end_the_job(alic
 
 
 @needs_openmpi
+@needs_pidfd_exit_info
 def test_a_later_mpirun_of_the_same_script_is_not_failed_for_an_earlier_ones_rank(alice, settings):
     # The first mpirun's rank 1 exited 3 (recorded in worker-1) and mpirun ended it; the
     # script goes on to a second, healthy mpirun that runs past the grace in the same
@@ -125,6 +127,7 @@ def test_a_later_mpirun_of_the_same_script_is_not_failed_for_an_earlier_ones_ran
     assert "second done" in master
 
 
+@needs_pidfd_exit_info
 def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming_the_signal(
     alice, settings
 ):
