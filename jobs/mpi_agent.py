@@ -152,7 +152,10 @@ def busy(change: int) -> None:
         _handed += change
         with contextlib.suppress(OSError):
             if change > 0:
-                fd = os.open(BUSY, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+                # O_NONBLOCK: a named pipe the job left there must not hold the handed
+                # command (and this lock) waiting for a reader.
+                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                fd = os.open(BUSY, flags, 0o644)
                 try:
                     os.utime(fd)
                 finally:

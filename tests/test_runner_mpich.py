@@ -220,3 +220,22 @@ def test_a_command_handed_to_a_worker_that_exits_non_zero_outside_mpi_ranks_fail
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     assert "probe answered 4" in log_text(job, "master-0")
+
+
+def test_a_named_pipe_a_job_puts_as_its_busy_mark_does_not_hold_the_next_handed_command(
+    alice, settings
+):
+    # /tmp/.mpi is the job's: a pipe left there (by something outliving the first handed
+    # command) must not leave the agent waiting for a reader when it marks the next one.
+    spec = make_spec(
+        "/etc/mpi/rsh worker-0 'setsid sh -c \"sleep 1; mkfifo /tmp/.mpi/busy\" &'; sleep 3; "
+        "/etc/mpi/rsh worker-0 'echo second ran'",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=30)
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "second ran" in log_text(job, "master-0")
