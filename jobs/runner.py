@@ -423,7 +423,7 @@ def _agent_marks(state: Path) -> dict[str, Any]:
         with contextlib.suppress(OSError):
             busy = os.stat("busy", dir_fd=folder, follow_symlinks=False)
             if stat.S_ISREG(busy.st_mode):
-                marks["busy_since"] = busy.st_mtime  # the agent makes it anew at each launch
+                marks["busy_since"] = busy.st_mtime  # touched at each handed start
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
             # O_NONBLOCK: a named pipe put there would block the open (and the worker
             # supervising every job) until a writer came; only a regular file is read.
