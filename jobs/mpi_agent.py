@@ -144,13 +144,22 @@ def run_handed(conn: socket.socket) -> None:
 def busy(change: int) -> None:
     """/tmp/.mpi/busy exists while this agent runs a handed command: a rank's failure whose
     launcher has already ended what it started (mpirun's own abort, its script going on) is
-    no hang."""
+    no hang. Its time is the last handed command's start: a failure recorded before it
+    belongs to an earlier mpirun (the next one's launch can come while the last one's
+    handed command is still ending here)."""
     global _handed
     with _busy_lock:
         _handed += change
         with contextlib.suppress(OSError):
-            if _handed == 1 and change > 0:
-                os.close(os.open(BUSY, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644))
+            if change > 0:
+                # O_NONBLOCK: a named pipe the job left there must not hold the handed
+                # command (and this lock) waiting for a reader.
+                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                fd = os.open(BUSY, flags, 0o644)
+                try:
+                    os.utime(fd)
+                finally:
+                    os.close(fd)
             elif _handed == 0:
                 os.unlink(BUSY)
 
@@ -202,13 +211,16 @@ def _wait_status(pid: int, pidfd: int) -> int | None:
     return None
 
 
-def _record_failed(status: int) -> None:
+def _record_failed(status: int, alive_at: float) -> None:
+    """The record's time is when the rank was last seen running, not when it is written (a
+    look later): what the runner compares with a later launch's start."""
     code = os.waitstatus_to_exitcode(status)
     record = {"signal": -code} if code < 0 else {"code": code}
     with contextlib.suppress(OSError):  # the first failure only
         fd = os.open(RANK_FAILED, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         try:
             os.write(fd, json.dumps(record).encode())
+            os.utime(fd, (alive_at, alive_at))
         finally:
             os.close(fd)
 
@@ -219,23 +231,28 @@ def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event) -> N
     ends between two looks (WATCH_SECONDS, longer on a loaded machine: tests saw a rank that
     ended a few tenths of a second after its start missed) is not seen."""
     watched: dict[int, int] = {}  # pid: pidfd
+    alive_at: dict[int, float] = {}  # pid: when it was last seen running
     try:
         while True:
             last = ended.is_set()
+            looked = time.time()
             for pid in _ranks(top) - watched.keys():
                 with contextlib.suppress(OSError):
                     watched[pid] = os.pidfd_open(pid)
+                    alive_at[pid] = looked
             if watched:
                 readable, _, _ = select.select(list(watched.values()), [], [], 0)
                 for pid, pidfd in list(watched.items()):
                     if pidfd not in readable:
+                        alive_at[pid] = looked
                         continue
                     status = _wait_status(pid, pidfd)
                     if status is None and not last:
                         continue  # reaped a moment later: looked at again
                     os.close(watched.pop(pid))
                     if status and not hung_up.is_set():
-                        _record_failed(status)
+                        _record_failed(status, alive_at[pid])
+                    del alive_at[pid]
             if last:
                 return
             ended.wait(WATCH_SECONDS)

@@ -403,17 +403,17 @@ class ReplicaState:
     # and its replicas' end go by this, not by when the worker looked (QA 31).
     exited_at: datetime | None = None
     # An MPI worker's agent saw a rank end other than with 0 (jobs/mpi_agent.py): {"code": N}
-    # or {"signal": N}, and "time", when (the record's own time); `busy` while the agent
-    # runs something the launcher handed it.
+    # or {"signal": N}, and "time", when (the record's own time); `busy_since`, while the
+    # agent runs something the launcher handed it, since when (seconds since the epoch).
     rank_failed: dict[str, Any] | None = None
-    busy: bool = False
+    busy_since: float | None = None
 
 
 def _agent_marks(state: Path) -> dict[str, Any]:
     """What an MPI worker's agent recorded in its /tmp/.mpi. The job owns that folder: it is
     opened without following a link at each step, and what it holds is read as a number or
     not at all."""
-    marks: dict[str, Any] = {"rank_failed": None, "busy": False}
+    marks: dict[str, Any] = {"rank_failed": None, "busy_since": None}
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         folder = os.open(state / "tmp" / ".mpi", flags | os.O_DIRECTORY)
@@ -421,14 +421,19 @@ def _agent_marks(state: Path) -> dict[str, Any]:
         return marks
     try:
         with contextlib.suppress(OSError):
-            marks["busy"] = stat.S_ISREG(
-                os.stat("busy", dir_fd=folder, follow_symlinks=False).st_mode
-            )
+            busy = os.stat("busy", dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISREG(busy.st_mode):
+                marks["busy_since"] = busy.st_mtime  # touched at each handed start
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-            fd = os.open("rank-failed", flags, dir_fd=folder)
+            # O_NONBLOCK: a named pipe put there would block the open (and the worker
+            # supervising every job) until a writer came; only a regular file is read.
+            fd = os.open("rank-failed", flags | os.O_NONBLOCK, dir_fd=folder)
             try:
+                facts = os.fstat(fd)
+                if not stat.S_ISREG(facts.st_mode):
+                    return marks
                 record = json.loads(os.read(fd, 256))
-                when = os.fstat(fd).st_mtime
+                when = facts.st_mtime
             finally:
                 os.close(fd)
             ((kind, value),) = ((k, v) for k, v in record.items() if k in ("code", "signal"))
@@ -1450,15 +1455,20 @@ def _mpi_rank_failure_due(
     exited without MPI_Abort (its proxy exits 0), and a rank killed by a signal now and then
     leaves it waiting too. A launcher that ends the job itself in the grace (Open MPI's
     mpirun does, hydra after MPI_Abort) has its own exit as the reason; one that ended what
-    it started and goes on (its script carries on after mpirun failed) leaves no worker busy."""
+    it started and goes on (its script carries on after mpirun failed) leaves no worker busy,
+    and a later mpirun of that script is no hang of the earlier one's rank: only a record
+    made while a worker that is busy now already was counts."""
     launcher_running = any(r.role == "master" and states[r.pk].phase == "alive" for r in replicas)
-    if not launcher_running or not any(states[r.pk].busy for r in replicas):
+    busy_since = [s for r in replicas if (s := states[r.pk].busy_since) is not None]
+    if not launcher_running or not busy_since:
         return set()
     grace = settings.LOCAL_MPI_RANK_GRACE_SECONDS
     return {
         r.pk
         for r in replicas
-        if (record := states[r.pk].rank_failed) and now.timestamp() - record["time"] >= grace
+        if (record := states[r.pk].rank_failed)
+        and min(busy_since) <= record["time"]
+        and now.timestamp() - record["time"] >= grace
     }
 
 

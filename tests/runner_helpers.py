@@ -214,3 +214,26 @@ def owned_by_nobody(path: Path) -> Path:
             os.lchown(os.path.join(folder, name), NOBODY, NOBODY)
     os.lchown(path, NOBODY, NOBODY)
     return path
+
+
+def reads_a_reaped_processs_exit_code() -> bool:
+    """Whether this kernel tells an ended, reaped process's exit code through a pidfd opened
+    while it ran (PIDFD_GET_INFO, Linux 6.15): without it the MPI agent sees a rank's code
+    only in the moment before its launch daemon reaps it, so mostly not (README, "MPICH")."""
+    from jobs.mpi_agent import _wait_status
+
+    pid = os.fork()
+    if pid == 0:
+        os._exit(3)
+    pidfd = os.pidfd_open(pid)
+    try:
+        os.waitpid(pid, 0)
+        return _wait_status(pid, pidfd) == 3 << 8
+    finally:
+        os.close(pidfd)
+
+
+needs_pidfd_exit_info = pytest.mark.skipif(
+    not reads_a_reaped_processs_exit_code(),
+    reason="needs a kernel that gives a reaped process's exit code by its pidfd (Linux 6.15)",
+)

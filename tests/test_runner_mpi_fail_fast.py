@@ -7,19 +7,23 @@ and CI installs no Open MPI headers (libopenmpi-dev) to build one."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
+import threading
 
 import pytest
 
 from jobs import spec as S
 from jobs.models import JobStatus
+from jobs.runner import read_state
 from jobs.worker import Worker
 
 from .runner_helpers import (
     CARD,
     log_text,
     make_spec,
+    needs_pidfd_exit_info,
     processes_with,
     run_until,
     runner_settings,  # noqa: F401
@@ -99,6 +103,31 @@ def test_a_launcher_that_goes_on_after_mpirun_failed_is_left_to_end_the_job(alic
     assert "mpirun answered 0" not in master and "mpirun answered " in master
 
 
+@needs_openmpi
+@needs_pidfd_exit_info
+def test_a_later_mpirun_of_the_same_script_is_not_failed_for_an_earlier_ones_rank(alice, settings):
+    # The first mpirun's rank 1 exited 3 (recorded in worker-1) and mpirun ended it; the
+    # script goes on to a second, healthy mpirun that runs past the grace in the same
+    # workers: the old record is no hang of the new launch. (A grace that leaves mpirun's
+    # own abort its second or two.)
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 5
+    command, _ = program(settings)
+    spec = make_spec(
+        f'{MPIRUN} {command}; echo "first answered $?"; {MPIRUN} sleep 12 && echo second done',
+        framework=S.MPI,
+    )
+    spec.roles = ROLES
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "rank 1 exits in worker-1" in master
+    assert "second done" in master
+
+
+@needs_pidfd_exit_info
 def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming_the_signal(
     alice, settings
 ):
@@ -127,3 +156,24 @@ def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming
     )
     assert processes_with(sleeper) == []
     assert all(r.exit_code is not None for r in job.replicas.all())
+
+
+def test_a_fifo_a_job_put_as_its_rank_failed_record_does_not_stop_the_runner_reading_it(
+    tmp_path,
+):
+    # The job owns its /tmp/.mpi: a named pipe there must not leave read_state (the worker
+    # supervising every job) waiting for a writer for ever.
+    folder = tmp_path / "tmp" / ".mpi"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "rank-failed")
+    states = []
+    reader = threading.Thread(target=lambda: states.append(read_state(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(30)  # a hang guard, not a speed measure
+    stuck = reader.is_alive()
+    if stuck:
+        # Unblock the stuck reader (a writer that hangs up at once) before failing.
+        os.close(os.open(folder / "rank-failed", os.O_WRONLY))
+        reader.join()
+    assert not stuck
+    assert states[0].rank_failed is None

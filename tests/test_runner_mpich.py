@@ -23,6 +23,7 @@ from .runner_helpers import (
     CARD,
     log_text,
     make_spec,
+    needs_pidfd_exit_info,
     processes_with,
     run_until,
     runner_settings,  # noqa: F401
@@ -151,6 +152,7 @@ def test_stopping_an_mpich_job_ends_the_ranks_in_every_worker(alice, settings):
     assert processes_with(sleeper) == []
 
 
+@needs_pidfd_exit_info
 def test_an_mpich_rank_that_exits_non_zero_without_abort_fails_the_job_naming_its_worker(
     alice, settings, program
 ):
@@ -175,6 +177,7 @@ def test_an_mpich_rank_that_exits_non_zero_without_abort_fails_the_job_naming_it
     assert job.events.filter(reason="ReplicaFailed").count() == 1
 
 
+@needs_pidfd_exit_info
 def test_an_mpich_rank_that_fails_with_fault_tolerance_restarts_the_job(alice, settings, program):
     settings.LOCAL_MPI_RANK_GRACE_SECONDS = 2
     spec = make_spec(
@@ -195,6 +198,7 @@ def test_an_mpich_rank_that_fails_with_fault_tolerance_restarts_the_job(alice, s
     assert log_text(job, "master-0").count("rank 1 exits in worker-1") == 2
 
 
+@needs_pidfd_exit_info
 def test_a_command_handed_to_a_worker_that_exits_non_zero_outside_mpi_ranks_fails_nothing(
     alice, settings
 ):
@@ -216,3 +220,22 @@ def test_a_command_handed_to_a_worker_that_exits_non_zero_outside_mpi_ranks_fail
 
     assert job.status == JobStatus.SUCCEEDED, job.status_reason
     assert "probe answered 4" in log_text(job, "master-0")
+
+
+def test_a_named_pipe_a_job_puts_as_its_busy_mark_does_not_hold_the_next_handed_command(
+    alice, settings
+):
+    # /tmp/.mpi is the job's: a pipe left there (by something outliving the first handed
+    # command) must not leave the agent waiting for a reader when it marks the next one.
+    spec = make_spec(
+        "/etc/mpi/rsh worker-0 'setsid sh -c \"sleep 1; mkfifo /tmp/.mpi/busy\" &'; sleep 3; "
+        "/etc/mpi/rsh worker-0 'echo second ran'",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 1)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=30)
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "second ran" in log_text(job, "master-0")
