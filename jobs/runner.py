@@ -1446,6 +1446,25 @@ def _mpi_launcher_done(
                 done.touch()
 
 
+# A job's own opt-out of MPI fail fast: fault-tolerant MPI (ULFM, MPICH's
+# -disable-auto-cleanup, Open MPI's orte_abort_on_non_zero_status 0) lets a rank fail on
+# purpose while the others go on, which fail fast would end after the grace (review33).
+# An env of the job, not a setting: one job's choice, read by the console, sent nowhere else.
+MPI_FAIL_FAST_ENV = "CONSOLE_MPI_FAIL_FAST"
+MPI_FAIL_FAST_OFF = frozenset({"0", "false", "no", "off"})
+
+
+def mpi_fail_fast_wanted(spec: JobSpec | None) -> bool:
+    """Unless the job's envs say CONSOLE_MPI_FAIL_FAST=0 (false/no/off). A spec that no
+    longer reads keeps fail fast, the default."""
+    if spec is None:
+        return True
+    for env in spec.envs:
+        if env.name == MPI_FAIL_FAST_ENV:
+            return env.value.strip().lower() not in MPI_FAIL_FAST_OFF
+    return True
+
+
 def _mpi_rank_failure_due(
     replicas: list[JobReplica], states: dict[int, ReplicaState], now: datetime
 ) -> set[int]:
@@ -1983,7 +2002,9 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
 
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)
-    rank_failed_due = _mpi_rank_failure_due(replicas, states, now)
+    rank_failed_due = (
+        _mpi_rank_failure_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else set()
+    )
     failure = None
     for replica in _in_order_of_failure(replicas, states):
         state = states[replica.pk]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,35 @@ def test_an_mpich_rank_that_exits_non_zero_without_abort_fails_the_job_naming_it
     assert processes_with("/workspace/allreduce") == []
     assert all(r.exit_code is not None for r in job.replicas.all())
     assert job.events.filter(reason="ReplicaFailed").count() == 1
+
+
+@needs_pidfd_exit_info
+def test_a_job_that_turns_fail_fast_off_is_left_running_after_a_rank_exits_non_zero(
+    alice, settings, program
+):
+    # Fault-tolerant MPI lets a rank fail while the others go on: such a job says
+    # CONSOLE_MPI_FAIL_FAST=0 and is left to its launcher (here one that waits for ever).
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 0.5
+    spec = make_spec(
+        f"mpiexec.hydra {in_volume(program, settings)} 1 exit",
+        framework=S.MPI,
+        envs=[S.Env("CONSOLE_MPI_FAIL_FAST", "off")],
+    )
+    spec.roles = ROLES
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: "rank 1 exits in worker-1" in log_text(job, "master-0"), timeout=60)
+    # Well past the grace, the worker's agent having had time to record the rank's code.
+    deadline = time.monotonic() + 4
+    while time.monotonic() < deadline:
+        worker.tick()
+        time.sleep(0.1)
+
+    assert status_of(job) == JobStatus.RUNNING, job.status_reason
+
+    job_stop(job=job)
+    run_until(worker, lambda: status_of(job) == JobStatus.STOPPED, timeout=60)
+    assert processes_with("/workspace/allreduce") == []
 
 
 @needs_pidfd_exit_info
