@@ -272,9 +272,12 @@ def draft_import(
         # A body without the console's part (AIHC's own, a job page's request) cannot carry
         # what only the console keeps: those are the defaults, said so (QA 43).
         "no_console": not isinstance(v1.get("console"), Mapping),
-        "from_answer": from_answer,
+        # Read from a GetJob/DescribeJob answer (None: a request), and the platform's
+        # variables its job listed, left out.
+        "from_answer": from_answer is not None,
+        "platform_envs": from_answer or [],
     }
-    if marked or unread or left_out or notices["no_console"] or from_answer:
+    if marked or unread or left_out or notices["no_console"] or from_answer is not None:
         data[W.IMPORT_NOTICES] = notices
     draft = Draft(owner=owner, data=data, create_key=key)
     # Each step is marked done or not as the review would judge it: a step with a problem
@@ -307,6 +310,14 @@ def import_notices(draft: Draft) -> list[str]:
                 "Read as the job a GetJob or DescribeJob answer describes: its id, status, "
                 "times and pods belong to that job, not to this draft, and are left out."
             )
+        )
+    if platform_envs := notices.get("platform_envs"):
+        said.append(
+            _(
+                "The platform's variables %(names)s, which AIHC set in that job, are left "
+                "out: this console sets its own in the new job."
+            )
+            % {"names": ", ".join(platform_envs)}
         )
     if marked := notices.get("marked_secret"):
         said.append(
@@ -418,6 +429,19 @@ def _is_shm_mount(datasource: Any) -> bool:
     )
 
 
+def _is_platform_env(env: Any) -> bool:
+    """A variable the platform set in the job an answer describes (AIHC_JOB_NAME, ...): the
+    console refuses it in a request, and sets its own in the new job."""
+    return isinstance(env, Mapping) and env.get("name") in S.RESERVED_ENV_NAMES
+
+
+def answer_platform_envs(job: Mapping[str, Any]) -> list[str]:
+    """The names of the platform's variables an answer lists among its job's envs."""
+    spec = job.get("Job") if isinstance(job.get("Job"), Mapping) else job
+    envs = spec.get("envs")
+    return [env["name"] for env in envs if _is_platform_env(env)] if isinstance(envs, list) else []
+
+
 def answered_job(document: Mapping[str, Any]) -> dict[str, Any] | None:
     """The job of an AIHC GetJob answer (`{"requestId", "result": {job}}`, or the job alone),
     of a v2 DescribeJob answer (`{"requestId", "job": {job}}`), or of the console's own; None
@@ -466,6 +490,8 @@ def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
         job_spec = {key: body.pop(key) for key in ANSWER_SPEC_KEYS if key in body}
         if "jobType" not in body and "command" in body:
             job_spec = {"command": body.pop("command"), **job_spec}
+    if isinstance(job_spec.get("envs"), list):
+        job_spec["envs"] = [env for env in job_spec["envs"] if not _is_platform_env(env)]
     for flags in (body, job_spec):
         for flag in ANSWER_FLAGS:
             if flags.get(flag) is False:
@@ -491,13 +517,15 @@ def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
 
 def read_body(
     *, text: str, pool_id: str = "", restored: list[str] | None = None
-) -> tuple[S.JobSpec, dict[str, Any], list[str], bool]:
+) -> tuple[S.JobSpec, dict[str, Any], list[str], list[str] | None]:
     """The spec a CreateJob body describes, read and checked as the API reads and checks it
     (the pool's own refusals aside), the body as v1 (a v2 body mapped) and the paths of its
     keys the console reads nowhere; ImportRefusedError with every problem otherwise (a key
     the console reads at another place, as the API refuses it: jobs.spec.unread_fields).
     `restored`: values masked as secrets whatever the body now says of them
-    (secrets_restored put them back)."""
+    (secrets_restored put them back). A GetJob/DescribeJob answer is read as the request
+    that makes its job (request_from_answer); the last item is then the platform's variables
+    its job listed, left out (None for a request)."""
     body, query_pool = request_parts(text)
     try:
         document = json.loads(body, parse_constant=refuse_constant)
@@ -547,7 +575,9 @@ def read_body(
     if refusal := answer_refusal(document):
         raise ImportRefusedError([("body", refusal)], shown_text(text))
     job = answered_job(document)
+    platform_envs: list[str] | None = None
     if job is not None:
+        platform_envs = answer_platform_envs(job)
         document = request_from_answer(job)
     v2 = is_v2_body(document)
     # Paths as the pasted body names them (a v1 body's jobSpec.resources, not roles[1].cpu).
@@ -597,7 +627,7 @@ def read_body(
     errors += _spec_errors(problems, rename, secrets)
     if errors:
         raise ImportRefusedError(errors, shown, v2)
-    return spec, v1, unread.unknown, job is not None
+    return spec, v1, unread.unknown, platform_envs
 
 
 def rechecked(

@@ -24,9 +24,10 @@ A800 = "baidu.com/a800_80g_cgpu"
 POOL = "cce-pool1"
 JOB_LABEL = {"key": "ai-job-console/job-id", "value": "<job-id>"}
 
-# A job made on AIHC's console, as AIHC's v1 GetJob answers it: the JobSpec's fields
-# at the top level, the flags answered whether set or not, AIHC's own label and the shared
-# memory it mounts with RDMA, and what it says of the job itself (id, state, times, pods).
+# A job made on AIHC's console, as AIHC's v1 GetJob answers it: the JobSpec's fields at the
+# top level, the flags answered whether set or not, AIHC's own label, the shared memory it
+# mounts with RDMA, the job name it sets among the envs (whether GetJob lists it is not
+# documented: it may), and what it says of the job itself (id, state, times, pods).
 GET_JOB = {
     "requestId": "31a7a2f7-78c1-4169-b150-c888d9f72be8",
     "result": {
@@ -44,7 +45,10 @@ GET_JOB = {
         "image": "ccr-4abc1234-vpc.cnc.bj.baidubce.com/llm/megatron:v1.2",
         "replicas": 2,
         "resources": [{"name": A800, "quantity": 8}],
-        "envs": [{"name": "CUDA_DEVICE_MAX_CONNECTIONS", "value": "1"}],
+        "envs": [
+            {"name": "CUDA_DEVICE_MAX_CONNECTIONS", "value": "1"},
+            {"name": "AIHC_JOB_NAME", "value": "llama2-7b-sft"},
+        ],
         "enableRDMA": True,
         "hostNetwork": False,
         "privileged": False,
@@ -123,6 +127,8 @@ def test_a_getjob_answer_pasted_from_aihc_imports_as_the_request_that_makes_that
     assert imported_request(alice_client) == REQUEST
     page = error_texts(r)
     assert "已按 GetJob 或 DescribeJob 返回的任务读取：其任务 ID、状态、时间和实例（pods）" in page
+    # The job's name as AIHC set it in that job: this console sets its own.
+    assert "AIHC 在那个任务中设置的平台变量 AIHC_JOB_NAME 未导入" in page
     # What the answer says of the job itself is not the new job's, so it is not named as a
     # field the console does not read either.
     assert "k8sUID" not in page and "podList" not in page
