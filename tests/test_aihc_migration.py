@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -282,3 +283,67 @@ def test_a_job_made_here_sent_to_aihc_and_its_request_reimported_is_the_same_job
     import_body(alice_client, call.body, pool=POOL)
     again = Draft.objects.exclude(pk=draft.pk).get()
     assert review_body(alice_client, again) == shown
+
+
+# -- in the browser -------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_a_getjob_answer_pasted_in_the_browser_opens_a_draft_that_reviews_as_its_request(
+    logged_in_page, settings, tmp_path
+):
+    from playwright.sync_api import expect
+
+    from .test_wizard_browser import next_step
+
+    settings.LOCAL_VOLUMES = f"scratch={tmp_path}"
+    answer = {
+        "requestId": "r-1",
+        "result": {
+            "jobId": "pytorchjob-5c0e",
+            "name": "eval-run",
+            "resourcePoolId": "local",
+            "queue": "default",
+            "priority": "normal",
+            "jobFramework": "PyTorchJob",
+            "status": "Succeeded",
+            "createdAt": "2025-03-01T08:00:00Z",
+            "command": "python eval.py",
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+            "envs": [{"name": "AIHC_JOB_NAME", "value": "eval-run"}],
+            "enableRDMA": False,
+            "hostNetwork": False,
+            "privileged": False,
+            "enableFaultTolerance": False,
+            "labels": [],
+            "datasources": [{"type": "hostpath", "name": "scratch", "mountPath": "/workspace"}],
+            "podList": {"listMeta": {"totalItems": 0}, "pods": []},
+        },
+    }
+    page = logged_in_page
+    page.click("#nav-create-job")
+    page.fill("#import-body", json.dumps(answer, indent=2))
+    page.click("#import-submit")
+
+    page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+    notices = page.locator("#import-notices")
+    expect(notices).to_contain_text("已按 GetJob 或 DescribeJob 返回的任务读取")
+    expect(notices).to_contain_text("AIHC_JOB_NAME")
+    expect(page.locator("#id_name")).to_have_value("eval-run")
+    for slug in ("image", "resources", "data", "fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+    assert json.loads(page.locator("#request-json").inner_text()) == {
+        "name": "eval-run",
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "priority": "normal",
+        "jobSpec": {
+            "command": "python eval.py",
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+        },
+        "datasources": [{"type": "hostpath", "name": "scratch", "mountPath": "/workspace"}],
+    }
