@@ -58,6 +58,7 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -239,7 +240,7 @@ def draft_import(
     body or pool sent from the same page, after Back, a draft of its own): told by the text
     `sent` (as the page sent it, before `secrets_restored`; `text` when not given).
     `restored`: secret values put back into `text`, never quoted by a message."""
-    spec, v1, unread = read_body(text=text, pool_id=pool_id, restored=restored)
+    spec, v1, unread, from_answer = read_body(text=text, pool_id=pool_id, restored=restored)
     left_out = _left_out(spec, W.find_pool(spec.resource_pool_id), v1)
     marked: list[str] = []
     # A masked value (copied from a review) is no value: the image step asks for it.
@@ -271,8 +272,12 @@ def draft_import(
         # A body without the console's part (AIHC's own, a job page's request) cannot carry
         # what only the console keeps: those are the defaults, said so (QA 43).
         "no_console": not isinstance(v1.get("console"), Mapping),
+        # Read from a GetJob/DescribeJob answer (None: a request), and the platform's
+        # variables its job listed, left out.
+        "from_answer": from_answer is not None,
+        "platform_envs": from_answer or [],
     }
-    if marked or unread or left_out or notices["no_console"]:
+    if marked or unread or left_out or notices["no_console"] or from_answer is not None:
         data[W.IMPORT_NOTICES] = notices
     draft = Draft(owner=owner, data=data, create_key=key)
     # Each step is marked done or not as the review would judge it: a step with a problem
@@ -299,6 +304,21 @@ def import_notices(draft: Draft) -> list[str]:
     if not isinstance(notices, dict):
         return []
     said: list[str] = []
+    if notices.get("from_answer"):
+        said.append(
+            _(
+                "Read as the job a GetJob or DescribeJob answer describes: its id, status, "
+                "times and pods belong to that job, not to this draft, and are left out."
+            )
+        )
+    if platform_envs := notices.get("platform_envs"):
+        said.append(
+            _(
+                "The platform's variables %(names)s, which AIHC set in that job, are left "
+                "out: this console sets its own in the new job."
+            )
+            % {"names": ", ".join(platform_envs)}
+        )
     if marked := notices.get("marked_secret"):
         said.append(
             _(
@@ -357,15 +377,155 @@ def request_parts(text: str) -> tuple[str, str]:
     return "\n" * end + "\n".join(lines[end:]), pool
 
 
+# What AIHC's GetJob (v1) and DescribeJob (v2) answer about a job beside its request: its id,
+# state, times and pods (reference: aihc-openapi.md §3.1 and §3.2's JobItem), and the console's
+# own DescribeJob answers too (jobs.api_views.job_view). None of them is the new job's.
+ANSWER_ONLY_KEYS = frozenset(
+    {
+        "jobId",
+        "jobid",
+        "userId",
+        "status",
+        "consoleStatus",
+        "statusReason",
+        "createdAt",
+        "runningAt",
+        "scheduledAt",
+        "finishedAt",
+        "podList",
+        "pods",
+        "historyPods",
+        "jobTimeLine",
+        "queueingSequence",
+        "k8sUID",
+        "k8sNamespace",
+        "enableBcclStatus",
+        "enableBcclErrorReason",
+    }
+)
+# GetJob answers these JobSpec fields at the job's top level (a request has them in jobSpec).
+ANSWER_SPEC_KEYS = (
+    "image",
+    "imageConfig",
+    "replicas",
+    "resources",
+    "envs",
+    "enableRDMA",
+    "hostNetwork",
+    "privileged",
+)
+# Yes/no fields an answer gives whether set or not: off is their default, so left out.
+ANSWER_FLAGS = ("enableRDMA", "hostNetwork", "privileged", "enableBccl", "faultTolerance")
+# The shared memory AIHC mounts itself with RDMA, which GetJob lists as a datasource
+# (reference: the list-jobs example's `devshm`): the console's is jobSpec's sharedMemory.
+SHM_MOUNT = "/dev/shm"
+
+
+def _is_shm_mount(datasource: Any) -> bool:
+    return (
+        isinstance(datasource, Mapping)
+        and datasource.get("type") == "emptydir"
+        and datasource.get("mountPath") == SHM_MOUNT
+    )
+
+
+def _is_platform_env(env: Any) -> bool:
+    """A variable the platform set in the job an answer describes (AIHC_JOB_NAME, ...): the
+    console refuses it in a request, and sets its own in the new job."""
+    return isinstance(env, Mapping) and env.get("name") in S.RESERVED_ENV_NAMES
+
+
+def answer_platform_envs(job: Mapping[str, Any]) -> list[str]:
+    """The names of the platform's variables an answer lists among its job's envs."""
+    spec = job.get("Job") if isinstance(job.get("Job"), Mapping) else job
+    envs = spec.get("envs")
+    return [env["name"] for env in envs if _is_platform_env(env)] if isinstance(envs, list) else []
+
+
+def answered_job(document: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The job of an AIHC GetJob answer (`{"requestId", "result": {job}}`, or the job alone),
+    of a v2 DescribeJob answer (`{"requestId", "job": {job}}`), or of the console's own; None
+    when `document` is none of those (a request). ImportRefusedError-worthy answers that hold
+    no one job (CreateJob's, DescribeJobs') are told by answer_refusal."""
+    job: Any = document
+    if isinstance(document.get("result"), Mapping):
+        job = document["result"]
+    elif isinstance(document.get("job"), Mapping):
+        job = document["job"]
+    if ("jobId" in job or "jobid" in job) and "jobSpec" not in job:
+        return dict(job)
+    return None
+
+
+def answer_refusal(document: Mapping[str, Any]) -> str | None:
+    """What to do instead, for an AIHC answer that describes no one job: CreateJob's (its id
+    only) or DescribeJobs' (a list)."""
+    inner = document.get("result") if isinstance(document.get("result"), Mapping) else document
+    if isinstance(inner.get("jobs"), list):
+        return _(
+            "This is the answer of AIHC's DescribeJobs (a list of %(count)d jobs), not a "
+            "CreateJob request: paste one job, as GetJob or DescribeJob answers it (or its "
+            "CreateJob request)."
+        ) % {"count": len(inner["jobs"])}
+    job = answered_job(document)
+    if job is not None and set(job) <= {"jobId", "jobid", "jobName"}:
+        return _(
+            "This is the answer of AIHC's CreateJob (the job's id only), not a request: paste "
+            "job %(job)s as GetJob or DescribeJob answers it, or its CreateJob request."
+        ) % {"job": job.get("jobId") or job.get("jobid")}
+    return None
+
+
+def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The CreateJob request for a job as GetJob/DescribeJob answer it: the job's settings
+    where a request has them, without what the answer says of the job itself (its id, state,
+    times, pods), the flags that are off, and the shared memory AIHC mounts itself. A v2
+    answer's `Job` is its jobSpec, and its `command` stays at the top, as in a v2 request."""
+    body = {k: copy.deepcopy(v) for k, v in job.items() if k not in ANSWER_ONLY_KEYS}
+    if "enableFaultTolerance" in body:
+        body["faultTolerance"] = body.pop("enableFaultTolerance")
+    if isinstance(body.get("Job"), Mapping):
+        job_spec = dict(body.pop("Job"))
+    else:
+        job_spec = {key: body.pop(key) for key in ANSWER_SPEC_KEYS if key in body}
+        if "jobType" not in body and "command" in body:
+            job_spec = {"command": body.pop("command"), **job_spec}
+    if isinstance(job_spec.get("envs"), list):
+        job_spec["envs"] = [env for env in job_spec["envs"] if not _is_platform_env(env)]
+    for flags in (body, job_spec):
+        for flag in ANSWER_FLAGS:
+            if flags.get(flag) is False:
+                del flags[flag]
+    if body.get("faultToleranceArgs") in ("", None):
+        body.pop("faultToleranceArgs", None)
+    patterns = body.pop("customFaultTolerancePattern", None)
+    if patterns and "faultToleranceArgs" not in body and "faultToleranceConfig" not in body:
+        body["faultToleranceConfig"] = {"customFaultTolerancePattern": patterns}
+    datasources = body.get("datasources")
+    if isinstance(datasources, list):
+        shm = [ds for ds in datasources if _is_shm_mount(ds)]
+        body["datasources"] = [ds for ds in datasources if not _is_shm_mount(ds)]
+        size = (shm[0].get("options") or {}).get("sizeLimit") if shm else None
+        resources = job_spec.get("resources")
+        if isinstance(size, int) and size > 0 and isinstance(resources, list):
+            names = [r.get("name") for r in resources if isinstance(r, Mapping)]
+            if S.SHARED_MEMORY_RESOURCE not in names:
+                resources.append({"name": S.SHARED_MEMORY_RESOURCE, "quantity": size})
+    body["jobSpec"] = job_spec
+    return body
+
+
 def read_body(
     *, text: str, pool_id: str = "", restored: list[str] | None = None
-) -> tuple[S.JobSpec, dict[str, Any], list[str]]:
+) -> tuple[S.JobSpec, dict[str, Any], list[str], list[str] | None]:
     """The spec a CreateJob body describes, read and checked as the API reads and checks it
     (the pool's own refusals aside), the body as v1 (a v2 body mapped) and the paths of its
     keys the console reads nowhere; ImportRefusedError with every problem otherwise (a key
     the console reads at another place, as the API refuses it: jobs.spec.unread_fields).
     `restored`: values masked as secrets whatever the body now says of them
-    (secrets_restored put them back)."""
+    (secrets_restored put them back). A GetJob/DescribeJob answer is read as the request
+    that makes its job (request_from_answer); the last item is then the platform's variables
+    its job listed, left out (None for a request)."""
     body, query_pool = request_parts(text)
     try:
         document = json.loads(body, parse_constant=refuse_constant)
@@ -410,6 +570,15 @@ def read_body(
         raise ImportRefusedError(
             [("body", _("The request body must be a JSON object: {…}."))], text
         )
+    # Found in QA 54: a job looked up on AIHC (GetJob, DescribeJob: what a team has of jobs
+    # made on AIHC's console) was refused as a request missing its name, image and command.
+    if refusal := answer_refusal(document):
+        raise ImportRefusedError([("body", refusal)], shown_text(text))
+    job = answered_job(document)
+    platform_envs: list[str] | None = None
+    if job is not None:
+        platform_envs = answer_platform_envs(job)
+        document = request_from_answer(job)
     v2 = is_v2_body(document)
     # Paths as the pasted body names them (a v1 body's jobSpec.resources, not roles[1].cpu).
     rename = v2_paths(document) if v2 else v1_paths(document)
@@ -458,7 +627,7 @@ def read_body(
     errors += _spec_errors(problems, rename, secrets)
     if errors:
         raise ImportRefusedError(errors, shown, v2)
-    return spec, v1, unread.unknown
+    return spec, v1, unread.unknown, platform_envs
 
 
 def rechecked(
@@ -468,7 +637,7 @@ def rechecked(
     values as ******, the guessed ones too, as after a refusal) and what read_body finds
     wrong with it, in the active language. Nothing is created."""
     try:
-        _spec, v1, _unread = read_body(text=text, pool_id=pool_id, restored=restored)
+        _spec, v1, _unread, _answer = read_body(text=text, pool_id=pool_id, restored=restored)
     except ImportRefusedError as exc:
         return exc.text, exc.errors
     secrets = S.stored_secret_values(v1) + guessed_secret_values(v1) + list(restored or [])

@@ -55,23 +55,37 @@ def fault_tolerance_config(args: str) -> dict[str, Any]:
     """The faultToleranceConfig for a flag string; ValueError (its message names the flag) for
     one that is not text, cannot be split, or has a flag or value the console cannot run."""
     if not isinstance(args, str):
-        raise ValueError("must be a string of --flag=value options")
+        raise ValueError(_("must be a string of --flag=value options"))
     config: dict[str, Any] = {"enabledHangDetection": False}
     patterns = []
     by_flag = {flag: key for key, flag in _FT_FLAGS}
-    for token in shlex.split(args):
+    try:
+        tokens = shlex.split(args)
+    except ValueError:  # shlex's own message is English only ("No closing quotation")
+        raise ValueError(
+            _(
+                "cannot be split into options: close its quotation marks, and end it "
+                "without a lone \\"
+            )
+        ) from None
+    for token in tokens:
         flag, equals, value = token.partition("=")
         if flag == _PATTERN_FLAG:
             patterns.append(value)
         elif flag not in by_flag:
             known = ", ".join([*by_flag, _PATTERN_FLAG])
-            raise ValueError(f"{flag} is not one the console runs; it runs {known}")
+            # Found in QA 54: said in English on a Chinese page, where a team bringing
+            # AIHC's documented example (--enable-replace, ...) over reads it.
+            raise ValueError(
+                _("%(flag)s is not one the console runs: remove it (the console runs %(known)s)")
+                % {"flag": flag, "known": known}
+            )
         elif by_flag[flag] == "enabledHangDetection":
             if value not in ("true", "false") and equals:
-                raise ValueError(f"{flag} is true or false")
+                raise ValueError(_("%(flag)s is true or false") % {"flag": flag})
             config["enabledHangDetection"] = value != "false"  # a bare flag turns it on
         elif not value.isdigit():
-            raise ValueError(f"{flag} needs a whole number, like {flag}=3")
+            raise ValueError(_("%(flag)s needs a whole number, like %(flag)s=3") % {"flag": flag})
         else:
             config[by_flag[flag]] = int(value)
     if patterns:
