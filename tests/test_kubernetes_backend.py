@@ -1340,23 +1340,73 @@ def test_the_fake_api_server_refuses_a_jobset_a_real_one_refuses(
 # -- README's RBAC -----------------------------------------------------------------------------
 
 
-def readme_rbac() -> set[tuple[str, str, str]]:
-    """(verb, API group, resource) that README's Role and ClusterRole grant."""
+def readme_rbac_objects() -> list[dict]:
+    """The objects of README's RBAC block (the yaml block giving the console's roles)."""
     import re
     from pathlib import Path
 
     import yaml
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```yaml\n(apiVersion: rbac.*?)```", readme, re.S)[1]  # type: ignore[index]
-    return {
-        (verb, group, resource)
-        for role in yaml.safe_load_all(block)
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    [block] = [b for b in blocks if "name: ai-job-console-inventory" in b]
+    return [o for o in yaml.safe_load_all(block) if o]
+
+
+def readme_rbac(scope: str) -> set[tuple[str, str, str]]:
+    """(verb, API group, resource) that README's RBAC gives the console's ServiceAccount in a
+    namespace (scope "" : at the cluster scope), as the API server's authorizer reads it: a
+    Role only through a RoleBinding in its namespace; a ClusterRole through a
+    ClusterRoleBinding everywhere, through a RoleBinding in that binding's namespace only."""
+    objects = readme_rbac_objects()
+    [account] = [o for o in objects if o["kind"] == "ServiceAccount"]
+    who = {
+        "kind": "ServiceAccount",
+        "name": account["metadata"]["name"],
+        "namespace": account["metadata"]["namespace"],
     }
+    held: set[tuple[str, str]] = set()  # (kind, namespace or "") of the roles held there
+    for binding in objects:
+        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        ref = binding["roleRef"]
+        if who not in binding["subjects"] or ref["apiGroup"] != "rbac.authorization.k8s.io":
+            continue
+        where = binding["metadata"].get("namespace", "")
+        if binding["kind"] == "ClusterRoleBinding" and ref["kind"] == "ClusterRole":
+            held.add((ref["name"], ""))
+        elif binding["kind"] == "RoleBinding" and scope and where == scope:
+            held.add((ref["name"], ref["kind"]))
+    grants = set()
+    for role in objects:
+        name = role["metadata"]["name"]
+        if role["kind"] == "ClusterRole":
+            if (name, "") not in held and (name, "ClusterRole") not in held:
+                continue
+        elif role["kind"] == "Role":
+            if role["metadata"].get("namespace") != scope or (name, "Role") not in held:
+                continue
+        else:
+            continue
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    grants |= {(verb, group, resource) for verb in rule["verbs"]}
+    return grants
+
+
+def test_the_rbac_readme_gives_is_bound_to_the_consoles_service_account_in_each_namespace():
+    """A Role or ClusterRole grants nothing until a binding names who holds it: README's
+    set-up, followed as written, gives its ServiceAccount the same rights in each namespace
+    of the example's KUBERNETES_NAMESPACES, and the inventory's at the cluster scope (until
+    qa55 it gave no ServiceAccount and no binding: every request was 403 Forbidden)."""
+    in_a, in_b, cluster = readme_rbac("ml-team-a"), readme_rbac("ml-team-b"), readme_rbac("")
+    assert ("create", "kubeflow.org", "pytorchjobs") in in_a
+    assert in_a == in_b
+    assert {("list", "", "nodes"), ("list", "", "pods")} <= cluster
+    # Jobs are made only in the configured namespaces, not anywhere in the cluster.
+    assert ("create", "kubeflow.org", "pytorchjobs") not in cluster
+    assert ("create", "kubeflow.org", "pytorchjobs") not in readme_rbac("kube-system")
 
 
 def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, alice):
@@ -1384,15 +1434,22 @@ def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, al
 
     groups = {"pytorchjobs": "kubeflow.org", "tfjobs": "kubeflow.org", "mpijobs": "kubeflow.org"}
     groups |= {"jobsets": "jobset.x-k8s.io"}
-    made = set()
+    made = set()  # (scope, verb, group, resource); scope "": the cluster's
     for request in fake.requests:
-        verb, plural, _namespace, _name, sub = fake._route(request)
+        verb, plural, namespace, _name, sub = fake._route(request)
+        # The fake's namespace stands for the example's first (README: ml-team-a).
+        scope = "ml-team-a" if namespace else ""
         if plural == "pods.metrics.k8s.io":
-            made.add((verb, "metrics.k8s.io", "pods"))
+            made.add((scope, verb, "metrics.k8s.io", "pods"))
         elif verb == "log":
-            made.add(("get", "", "pods/log"))
+            made.add((scope, "get", "", "pods/log"))
         else:
-            made.add((verb, groups.get(plural, ""), f"{plural}/{sub}" if sub else plural))
-    assert {("list", "kubeflow.org", "pytorchjobs"), ("get", "", "pods/log")} <= made
-    assert {("list", "metrics.k8s.io", "pods"), ("patch", "", "secrets")} <= made
-    assert sorted(made - readme_rbac()) == []
+            resource = f"{plural}/{sub}" if sub else plural
+            made.add((scope, verb, groups.get(plural, ""), resource))
+    in_namespace = {m[1:] for m in made if m[0]}
+    at_cluster = {m[1:] for m in made if not m[0]}
+    assert {("list", "kubeflow.org", "pytorchjobs"), ("get", "", "pods/log")} <= in_namespace
+    assert {("list", "metrics.k8s.io", "pods"), ("patch", "", "secrets")} <= in_namespace
+    assert {("list", "", "nodes")} <= at_cluster
+    assert sorted(in_namespace - readme_rbac("ml-team-a")) == []
+    assert sorted(at_cluster - readme_rbac("")) == []
