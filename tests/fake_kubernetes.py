@@ -56,7 +56,8 @@ as `requests.<name>`).
 
 It records every request. Tests steer it: `set_conditions`, `set_jobset_status`
 (replicatedJobsStatus and restarts, as the JobSet controller writes them), `run_pods` (pods
-as the operator, or the JobSet and Job controllers, make them, with their labels), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
+as the operator, or the JobSet and Job controllers, make them, with their labels; a JobSet's
+replicatedJobsStatus follows its pods, as its controllers count them), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
 for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
 `delay_next(op)` / `block_next(op)` for the next call of one operation ("create pytorchjobs",
 "get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
@@ -748,6 +749,7 @@ class FakeKubernetes:
                         },
                     }
                     made.append(pod_name)
+        self._jobset_status_from_pods(jobset)
         return made
 
     def set_usage(
@@ -769,6 +771,58 @@ class FakeKubernetes:
 
     def set_pod_phase(self, pod: str, phase: str, *, namespace: str = "default") -> None:
         self.pods[(namespace, pod)]["status"]["phase"] = phase
+        jobset = self.pods[(namespace, pod)]["metadata"]["labels"].get(
+            "jobset.sigs.k8s.io/jobset-name"
+        )
+        if ("jobsets", namespace, jobset) in self.objects:
+            self._jobset_status_from_pods(self.objects[("jobsets", namespace, jobset)])
+
+    def _jobset_status_from_pods(self, jobset: dict) -> None:
+        """status.replicatedJobsStatus as the JobSet controller writes it from its Jobs, each
+        Job's counts as the Job controller keeps them from its pods (of the current attempt):
+        a Job is active while any of its pods is Pending or Running (a Job's status.active
+        counts both: a pod that cannot be scheduled, or whose image cannot be pulled, is
+        active), ready when its Running and Succeeded pods reach its parallelism, succeeded
+        when all its completions succeeded, failed once a pod failed (backoffLimit 0).
+        `set_jobset_status` overrides it."""
+        name, namespace = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
+        attempt = str((jobset.get("status") or {}).get("restarts") or 0)
+        counts = {
+            rjob["name"]: dict.fromkeys(("ready", "succeeded", "failed", "active", "suspended"), 0)
+            for rjob in jobset["spec"]["replicatedJobs"]
+        }
+        specs = {
+            rjob["name"]: rjob["template"]["spec"] for rjob in jobset["spec"]["replicatedJobs"]
+        }
+        phases: dict[tuple[str, str], list[str]] = {}
+        for (pod_namespace, _pod), pod in self.pods.items():
+            labels = pod["metadata"]["labels"]
+            if (
+                pod_namespace != namespace
+                or labels.get("jobset.sigs.k8s.io/jobset-name") != name
+                or labels.get("jobset.sigs.k8s.io/restart-attempt") != attempt
+            ):
+                continue
+            key = (
+                labels["jobset.sigs.k8s.io/replicatedjob-name"],
+                labels["batch.kubernetes.io/job-name"],
+            )
+            phases.setdefault(key, []).append(pod["status"]["phase"])
+        for (rjob, _job), found in phases.items():
+            job_spec, count = specs[rjob], counts[rjob]
+            if "Failed" in found:
+                count["failed"] += 1
+            elif found.count("Succeeded") >= job_spec.get("completions", 1):
+                count["succeeded"] += 1
+            else:
+                if {"Pending", "Running"} & set(found):
+                    count["active"] += 1
+                started = found.count("Running") + found.count("Succeeded")
+                if started >= job_spec.get("parallelism", 1):
+                    count["ready"] += 1
+        jobset.setdefault("status", {})["replicatedJobsStatus"] = [
+            {"name": rjob, **count} for rjob, count in counts.items()
+        ]
 
     def add_event(
         self,

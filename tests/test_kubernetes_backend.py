@@ -1122,6 +1122,41 @@ def test_a_custom_job_is_followed_through_running_to_succeeded(fake, k8s, alice)
     )
 
 
+def test_a_custom_job_whose_pods_cannot_start_stays_queued_with_the_schedulers_reason(
+    fake, k8s, alice
+):
+    """A JobSet's Jobs count Pending pods as active (a Job's status.active is "pending and
+    running pods"), so replicatedJobsStatus says active for pods that can never be scheduled
+    or whose image cannot be pulled. Until qa55 such a job read Running, its run time counting,
+    while nothing ran; now it is Queued, as a PyTorchJob is until a pod runs, with the
+    scheduler's events, and Running once an instance has started."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    pods = fake.run_pods(name, phase="Pending")
+    assert fake.job(name)["status"]["replicatedJobsStatus"][0]["active"] == 1
+    fake.add_event(
+        "Pod",
+        pods[0],
+        "FailedScheduling",
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+        type="Warning",
+    )
+
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.QUEUED
+    assert set(job.replicas.values_list("status", flat=True)) == {"pending"}
+    event = job.events.get(reason="K8s:FailedScheduling")
+    assert event.message == f"{pods[0]}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    assert event.type == EventType.WARNING
+
+    fake.set_pod_phase(pods[0], "Running")
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+
 def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):
     broken = submitted(alice, k8s, **custom())
     late = submitted(alice, k8s, **custom())

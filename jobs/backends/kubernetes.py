@@ -178,10 +178,16 @@ def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
     return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
 
 
-def status_from_jobset(resource: dict[str, Any]) -> tuple[str, str, str]:
+def status_from_jobset(
+    resource: dict[str, Any], pods: list[dict[str, Any]] | None = None
+) -> tuple[str, str, str]:
     """(console status, condition, its message) of a JobSet. Its conditions are Completed,
-    Failed and Suspended only: it is Running while any of its Jobs has pods running or ready
-    (status.replicatedJobsStatus), else Queued (Kueue not admitting it yet, pods pending).
+    Failed and Suspended only: it is Running once an instance has started (one of `pods`,
+    its current attempt's, Running or ended; a Job of it ready, succeeded or failed; or a
+    restart, as a training-operator job's Restarting), else Queued (Kueue not admitting it
+    yet, pods pending). Not on replicatedJobsStatus' `active`: a Job counts its Pending pods
+    as active, so pods that cannot be scheduled or whose image cannot be pulled would read
+    Running (until qa55 they did).
     Failed by the FailJobSet rule the console sends for DeadlineExceeded Jobs (or, on JobSet
     versions with spec.activeDeadlineSeconds, reason DeadlineExceeded) is Timed out."""
     status, true = _true_conditions(resource)
@@ -198,10 +204,19 @@ def status_from_jobset(resource: dict[str, Any]) -> tuple[str, str, str]:
         return JobStatus.FAILED, "Failed", said("Failed")
     if "Suspended" in true:
         return JobStatus.QUEUED, "Suspended", said("Suspended")
+    started = {"running", "succeeded", "failed"}
+    if any(
+        str((pod.get("status") or {}).get("phase") or "").lower() in started for pod in pods or []
+    ):
+        return JobStatus.RUNNING, "Running", ""
     replicated = status.get("replicatedJobsStatus")
     for one in replicated if isinstance(replicated, list) else []:
-        if isinstance(one, dict) and any(_count(one.get(k)) for k in ("active", "ready")):
+        if isinstance(one, dict) and any(
+            _count(one.get(k)) for k in ("ready", "succeeded", "failed")
+        ):
             return JobStatus.RUNNING, "Running", ""
+    if _count(status.get("restarts")):
+        return JobStatus.RUNNING, "Running", ""
     return JobStatus.QUEUED, "", ""
 
 
@@ -1094,8 +1109,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             ):
                 self._send_delete(client, namespace, job.external_id, framework)
             return
-        follow = status_from_jobset if framework == spec_module.CUSTOM else status_from_conditions
-        target, condition, said = follow(resource)
+        if framework == spec_module.CUSTOM:
+            target, condition, said = status_from_jobset(resource, pods)
+        else:
+            target, condition, said = status_from_conditions(resource)
         if target != job.status:
             message = recorded(
                 gettext_noop("Kubernetes reports %(condition)s: %(message)s")
