@@ -543,6 +543,37 @@ def test_an_unreachable_api_server_keeps_the_job_queued_and_pauses_submits(
     assert "could not be reached" in job.events.get(reason="SubmitDeferred").message
 
 
+def test_an_api_server_that_does_not_answer_holds_up_the_workers_round_for_one_job_only(
+    fake, alice, settings, caplog
+):
+    """The worker syncs remote jobs in the loop that also supervises local ones (their stops,
+    timeouts, starts). An API server that takes connections and never answers costs each
+    job its read timeout, three times: with 40 running jobs and the default 30 s, an hour
+    in which no local job was stopped or started (until qa55). Once one job's sync got no
+    answer, the cluster's other jobs wait for the next round, with one line saying so."""
+    from jobs.worker import Worker
+
+    settings.WORKER_REMOTE_SYNC_SECONDS = 0
+    settings.KUBERNETES_READ_TIMEOUT = 0.3
+    k8s = get_backend("kubernetes")
+    jobs = [submitted(alice, k8s, name=f"train-{i}") for i in range(3)]
+    fake.requests.clear()
+    for _ in range(9):  # every try of every job's read
+        fake.delay_next("get pytorchjobs", 1.0)
+
+    Worker().sync_remote()
+
+    assert len(fake.calls("get pytorchjobs")) == 3  # one job's tries, not nine
+    skipped = [r.getMessage() for r in caplog.records if "not synced this round" in r.getMessage()]
+    assert skipped == ["kubernetes did not answer: 2 more of its jobs not synced this round"]
+
+    fake.faults.clear()
+    for job in jobs:
+        fake.set_conditions(job.external_id, ("Created", "created"), ("Running", "running"))
+    Worker().sync_remote()
+    assert {Job.objects.get(pk=job.pk).status for job in jobs} == {JobStatus.RUNNING}
+
+
 def test_after_four_creates_without_an_answer_the_job_is_submit_failed(fake, k8s, alice):
     fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
 
