@@ -574,6 +574,38 @@ def test_an_api_server_that_does_not_answer_holds_up_the_workers_round_for_one_j
     assert {Job.objects.get(pk=job.pk).status for job in jobs} == {JobStatus.RUNNING}
 
 
+def test_a_create_that_gets_no_answer_pauses_the_other_submits_instead_of_each_waiting(
+    fake, alice, settings
+):
+    """A create the API server never answers may have landed, so it is sent again (and
+    adopted if it did), but the other queued jobs are not sent into the same silence one
+    after another, each costing the worker's loop its read timeout (until qa55: 20 queued
+    jobs and the default 30 s, ten minutes a round, four rounds, and every job Submit failed
+    with no local job started meanwhile). Submits pause as after an unreachable server."""
+    from jobs.worker import Worker
+
+    settings.KUBERNETES_READ_TIMEOUT = 0.3
+    jobs = [
+        jobs_submit(
+            owner=alice,
+            spec=spec(name=f"train-{i}"),
+            submit_key=str(uuid.uuid4()),
+            backend="kubernetes",
+        )[0]
+        for i in range(3)
+    ]
+    for _ in range(3):
+        fake.delay_next("create secrets", 1.0)
+
+    Worker().dispatch_remote()
+
+    assert len(fake.calls("create secrets")) == 1
+    first, *others = (Job.objects.get(pk=job.pk) for job in jobs)
+    assert first.status == JobStatus.QUEUED
+    assert first.events.filter(reason="SubmitTimedOut").count() == 1
+    assert [(job.status, reasons(job)) for job in others] == [(JobStatus.QUEUED, ["Created"])] * 2
+
+
 def test_after_four_creates_without_an_answer_the_job_is_submit_failed(fake, k8s, alice):
     fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
 

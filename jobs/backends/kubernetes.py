@@ -69,6 +69,7 @@ from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
     KubeError,
+    KubeTimeout,
     KubeUnavailable,
     kube_time,
 )
@@ -1028,6 +1029,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             return
         # No answer, or a server error: it may have been created. Sending the same create
         # again is safe (the name is the job's), so back to Queued, a few times at most.
+        if isinstance(exc, KubeTimeout) and exc.cause.endswith("Timeout"):
+            # A server that takes requests and does not answer them in time (not a dropped
+            # connection, which costs nothing): the other queued jobs' creates would each
+            # wait as long, in the worker's loop (qa55). They pause.
+            delay = self._pause_submits(config, SUBMIT_PAUSE)
+            logger.warning(
+                "Kubernetes did not answer the create of %s; submits pause for %ds",
+                job.public_id,
+                delay,
+            )
         unanswered = job.events.filter(reason=UNANSWERED_EVENT).count() + 1
         job_event(
             job=job,
