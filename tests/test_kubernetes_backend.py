@@ -1220,6 +1220,31 @@ def test_a_custom_job_whose_pods_cannot_start_stays_queued_with_the_schedulers_r
     assert job.status == JobStatus.RUNNING
 
 
+def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake, k8s, alice):
+    """A pod refused at admission (over the namespace's ResourceQuota, PodSecurity) is never
+    made: the only word of it is the Job controller's FailedCreate event on the JobSet's Job,
+    as the training operator's is on a PyTorchJob. Until qa55 a custom job then sat Queued
+    with no event saying why; the Jobs' events are copied too, each with its Job's name."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    refusal = (
+        f'Error creating: pods "{name}-trainer-0-0-x7k2p" is forbidden: exceeded quota: gpus, '
+        "requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=8, "
+        "limited: requests.nvidia.com/gpu=8"
+    )
+    fake.add_event("Job", f"{name}-trainer-0", "FailedCreate", refusal, type="Warning")
+    fake.add_event("Job", "someone-elses-trainer-0", "FailedCreate", "not this job's")
+
+    k8s.sync(job)
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    [event] = job.events.filter(reason="K8s:FailedCreate")
+    assert event.message == f"{name}-trainer-0: {refusal}"
+    assert event.type == EventType.WARNING
+
+
 def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):
     broken = submitted(alice, k8s, **custom())
     late = submitted(alice, k8s, **custom())

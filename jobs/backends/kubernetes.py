@@ -239,6 +239,20 @@ def _roles(spec: spec_module.JobSpec | None, resource: dict[str, Any]) -> set[st
     }
 
 
+def jobset_job_names(resource: dict[str, Any]) -> list[str]:
+    """The Jobs a JobSet makes, as the JobSet controller names them: <jobset>-<replicatedJob>-<i>
+    for each of a replicatedJob's replicas (the console sends 1 of each)."""
+    name = str((resource.get("metadata") or {}).get("name") or "")
+    body = resource.get("spec") if isinstance(resource.get("spec"), dict) else {}
+    replicated = body.get("replicatedJobs")
+    return [
+        f"{name}-{one['name']}-{i}"
+        for one in (replicated if isinstance(replicated, list) else [])
+        if isinstance(one, dict) and one.get("name")
+        for i in range(min(_count(one.get("replicas", 1)), MAX_EVENT_PODS))
+    ]
+
+
 # A quantity's suffixes (the API server writes a quota of 1000 cards as "1k").
 QUANTITY_SUFFIXES: dict[str, Decimal] = {
     "Ki": Decimal(2**10),
@@ -1347,8 +1361,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         pods: list[dict[str, Any]],
         secrets: list[str],
     ) -> None:
-        """Events of the resource and of its pods, copied once each, at their own time."""
+        """Events of the resource, of a JobSet's Jobs and of its pods, copied once each, at
+        their own time. A JobSet's Jobs are where a pod refused at admission (over a
+        ResourceQuota, PodSecurity) is said, by the Job controller's FailedCreate: no pod
+        exists to carry it (a training operator says it on its own resource)."""
         objects = [(resource.get("kind") or M.kind_of(job.framework).kind, job.external_id)]
+        if job.framework == spec_module.CUSTOM:
+            objects += [("Job", name) for name in jobset_job_names(resource)]
         objects += [
             ("Pod", str((pod.get("metadata") or {}).get("name") or ""))
             for pod in pods[:MAX_EVENT_PODS]
@@ -1365,7 +1384,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             except KubeError as exc:
                 logger.info("events of %s unavailable: %s", job.public_id, exc)
                 return
-            raw.extend((name if kind == "Pod" else "", event) for event in found)
+            raw.extend((name if kind in ("Pod", "Job") else "", event) for event in found)
         existing = set(
             JobEvent.objects.filter(job=job, reason__startswith=EVENT_PREFIX).values_list(
                 "reason", "message", "created_at"
