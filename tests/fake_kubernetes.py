@@ -31,7 +31,8 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   a container's securityContext.privileged a boolean, true only in a namespace whose Pod
   Security Admission level (`add_namespace(pod_security=...)`) is "privileged" (elsewhere
   admission forbids the pods: refused, likewise);
-- 409 AlreadyExists, 404 NotFound, answered as Status objects;
+- 409 AlreadyExists, 404 NotFound, answered as Status objects; each write gives its object
+  the next resourceVersion, and a patch carrying an older one is 409 Conflict;
 - JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
   non-empty list of unique names), their batch/v1 Job templates (completionMode, counts,
   restartPolicy OnFailure or Never as the Job API requires, Indexed with completions),
@@ -397,6 +398,9 @@ class FakeKubernetes:
         self.namespaces = {"default"}
         self.pod_security: dict[str, str] = {}  # namespace -> enforce level (add_namespace)
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name)
+        # The store's revision, as etcd's: each write gives its object the next
+        # metadata.resourceVersion, which a patch or update may carry as a precondition.
+        self.revision = 1
         self.nodes: list[dict] = []
         self.pods: dict[tuple[str, str], dict] = {}
         self.events: list[dict] = []
@@ -1274,7 +1278,7 @@ class FakeKubernetes:
             namespace=namespace,
             uid=str(uuid.uuid4()),
             creationTimestamp=now_stamp(),
-            resourceVersion="1",
+            resourceVersion=self._next_revision(),
         )
         if plural == "secrets":
             data = stored.pop("stringData", {}) or {}
@@ -1902,9 +1906,29 @@ class FakeKubernetes:
                 if not owner.get(required):
                     check.bad(f"metadata.ownerReferences[{i}].{required}", "Required value")
         check.raise_if_any()
+        # A resourceVersion in the patch is a precondition (optimistic concurrency): another
+        # write since it was read is 409 Conflict, as the API server answers.
+        if "resourceVersion" in meta and meta["resourceVersion"] != found["metadata"].get(
+            "resourceVersion"
+        ):
+            what = found["kind"].lower() + "s"
+            if found["apiVersion"] != "v1":
+                what = f"{what}.{found['apiVersion'].split('/')[0]}"
+            raise Refusal(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {what} "{key[2]}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+            )
         for k, v in meta.items():
-            found["metadata"][k] = v
+            if k not in ("resourceVersion", "uid", "creationTimestamp"):  # the server's own
+                found["metadata"][k] = v
+        found["metadata"]["resourceVersion"] = self._next_revision()
         return found
+
+    def _next_revision(self) -> str:
+        self.revision += 1
+        return str(self.revision)
 
     def _delete(self, r: Recorded, key: tuple[str, str, str], found: dict) -> dict:
         policy = r.param("propagationPolicy") or "Background"

@@ -1064,6 +1064,36 @@ def test_the_fake_api_server_refuses_what_a_real_one_refuses(fake, change, statu
     assert words in _refusal(fake, change)[2]
 
 
+def test_the_fake_api_server_refuses_a_patch_made_from_an_older_read_as_a_conflict(fake):
+    """Optimistic concurrency, as the API server has it: a write gives the object a new
+    resourceVersion, and a patch carrying the one read before it is 409 Conflict (the
+    console's owner-reference patch carries none, so it always applies)."""
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    client = KubeClient(server=fake.url, token=fake.token)
+    made = client.create(
+        M.secret_path("default"),
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s-env", "namespace": "default"},
+            "stringData": {"A": "1"},
+        },
+    )
+    read = made["metadata"]["resourceVersion"]
+    path = M.secret_path("default", "s-env")
+    patched = client.merge_patch(
+        path, {"metadata": {"labels": {"a": "1"}, "resourceVersion": read}}
+    )
+    assert patched["metadata"]["resourceVersion"] != read
+
+    with pytest.raises(KubeError) as refused:
+        client.merge_patch(path, {"metadata": {"labels": {"a": "2"}, "resourceVersion": read}})
+    assert (refused.value.status, refused.value.reason) == (409, "Conflict")
+    assert "the object has been modified" in refused.value.message
+    assert fake.secret("s-env")["metadata"]["labels"] == {"a": "1"}
+
+
 def test_the_fake_api_server_checks_paths_and_content_types(fake):
     assert _refusal(fake, lambda b: None, path="/apis/kubeflow.org/v1/namespaces/default/mpijobs")[
         :2
