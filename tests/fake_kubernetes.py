@@ -466,12 +466,27 @@ class FakeKubernetes:
         *,
         labels: dict | None = None,
         unschedulable: bool = False,
+        taints: list[dict] | None = None,
+        ready: bool = True,
     ) -> None:
+        """A node; one not Ready also gets the taints the node controller gives it."""
+        taints = list(taints or [])
+        if not ready:
+            taints += [
+                {"key": "node.kubernetes.io/not-ready", "effect": effect}
+                for effect in ("NoSchedule", "NoExecute")
+            ]
+        spec: dict[str, Any] = {"unschedulable": True} if unschedulable else {}
+        if taints:
+            spec["taints"] = taints
         self.nodes.append(
             {
                 "metadata": {"name": name, "labels": labels or {}},
-                "spec": {"unschedulable": True} if unschedulable else {},
-                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", **allocatable}},
+                "spec": spec,
+                "status": {
+                    "allocatable": {"cpu": "64", "memory": "512Gi", **allocatable},
+                    "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                },
             }
         )
 

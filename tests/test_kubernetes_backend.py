@@ -106,6 +106,34 @@ def test_each_namespace_is_a_pool_with_the_idle_cards_of_schedulable_matching_no
     assert not pools[0].stale and not pools[0].error
 
 
+@pytest.mark.parametrize(
+    ("tolerations", "figures"),
+    [("", (A800, 24, 10)), ("dedicated=inference:NoSchedule", (A800, 32, 18))],
+)
+def test_cards_on_nodes_a_job_cannot_be_scheduled_on_are_not_counted_idle(
+    fake, k8s, settings, tolerations, figures
+):
+    """A node not Ready (its GPU driver or kubelet down) and one with a NoSchedule or
+    NoExecute taint the jobs do not tolerate (KUBERNETES_TOLERATIONS) take no job's pods:
+    until qa55 their cards were counted idle, and a job asking for them waited Pending for
+    good. A PreferNoSchedule taint only steers pods away, and a tolerated taint admits them."""
+    settings.KUBERNETES_TOLERATIONS = tolerations
+    gpus = {"nvidia.com/gpu": "8"}
+    a800 = {"gpu": "a800"}
+    fake.add_node("gpu-4", gpus, labels=a800, ready=False)
+    taint = {"key": "dedicated", "value": "inference", "effect": "NoSchedule"}
+    fake.add_node("gpu-5", gpus, labels=a800, taints=[taint])
+    fake.add_node(
+        "gpu-6", gpus, labels=a800, taints=[{"key": "spot", "effect": "PreferNoSchedule"}]
+    )
+    fake.add_pod("other", "on-spot", node="gpu-6", requests={"nvidia.com/gpu": "8"})
+
+    [pool, _team] = k8s.pools()
+
+    # gpu-1 and gpu-2 as before; gpu-6 counts, all its cards taken; gpu-5 when tolerated.
+    assert stock(pool) == [figures]
+
+
 def test_kubernetes_pools_are_listed_beside_the_local_pool(fake, db):
     assert [p.id for p in all_pools()] == ["local", "k8s-default", "k8s-team-a"]
 

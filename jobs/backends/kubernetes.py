@@ -239,6 +239,38 @@ def _roles(spec: spec_module.JobSpec | None, resource: dict[str, Any]) -> set[st
     }
 
 
+def tolerates(toleration: dict[str, str], taint: dict[str, Any]) -> bool:
+    """Kubernetes' rule: the effect matches (none: every effect), and the key with Exists,
+    or key and value with Equal (an Exists without a key tolerates every taint)."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration["key"] == taint.get("key")
+    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get(
+        "value", ""
+    )
+
+
+def schedulable(node: dict[str, Any], tolerations: tuple[dict[str, str], ...]) -> bool:
+    """Whether the console's pods can be scheduled on the node: not cordoned, Ready (when it
+    says), and every NoSchedule or NoExecute taint tolerated (KUBERNETES_TOLERATIONS). A
+    PreferNoSchedule taint only steers pods elsewhere."""
+    spec = node.get("spec") if isinstance(node.get("spec"), dict) else {}
+    if spec.get("unschedulable"):
+        return False
+    status = node.get("status") if isinstance(node.get("status"), dict) else {}
+    for condition in status.get("conditions") or []:
+        ready = isinstance(condition, dict) and condition.get("type") == "Ready"
+        if ready and condition.get("status") != "True":
+            return False
+    for taint in spec.get("taints") or []:
+        if not isinstance(taint, dict) or taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return False
+    return True
+
+
 def jobset_job_names(resource: dict[str, Any]) -> list[str]:
     """The Jobs a JobSet makes, as the JobSet controller names them: <jobset>-<replicatedJob>-<i>
     for each of a replicatedJob's replicas (the console sends 1 of each)."""
@@ -521,7 +553,7 @@ class Inventory:
             total = idle = 0
             for node in nodes:
                 labels = (node.get("metadata") or {}).get("labels") or {}
-                if (node.get("spec") or {}).get("unschedulable"):
+                if not schedulable(node, config.cluster.tolerations):
                     continue
                 if any(labels.get(k) != v for k, v in accelerator.node_selector):
                     continue
