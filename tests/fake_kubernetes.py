@@ -290,6 +290,15 @@ class Fault:
     after: bool = False  # carry out the request, then fail the answer
 
 
+def _container_state(phase: str, exit_code: int | None) -> dict[str, Any]:
+    """A container's state in a pod of that phase: a Pending pod's has not started."""
+    if exit_code is not None:
+        return {"terminated": {"exitCode": exit_code}}
+    if phase == "Pending":
+        return {"waiting": {"reason": "ContainerCreating"}}
+    return {"running": {"startedAt": now_stamp()}}
+
+
 def now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -679,9 +688,7 @@ class FakeKubernetes:
                 }
                 if kind == "MPIJob":
                     labels["training.kubeflow.org/job-role"] = replica_type.lower()
-                state: dict[str, Any] = {"running": {"startedAt": now_stamp()}}
-                if exit_code is not None:
-                    state = {"terminated": {"exitCode": exit_code}}
+                state = _container_state(phase, exit_code)
                 containers = replica["template"]["spec"]["containers"]
                 self.pods[(namespace, pod_name)] = {
                     "metadata": {
@@ -730,9 +737,7 @@ class FakeKubernetes:
                         "batch.kubernetes.io/job-name": job_name,
                         "batch.kubernetes.io/job-completion-index": str(index),
                     }
-                    state: dict[str, Any] = {"running": {"startedAt": now_stamp()}}
-                    if exit_code is not None:
-                        state = {"terminated": {"exitCode": exit_code}}
+                    state = _container_state(phase, exit_code)
                     index_env = {
                         "name": "JOB_COMPLETION_INDEX",
                         "valueFrom": {
@@ -789,7 +794,11 @@ class FakeKubernetes:
         )
 
     def set_pod_phase(self, pod: str, phase: str, *, namespace: str = "default") -> None:
-        self.pods[(namespace, pod)]["status"]["phase"] = phase
+        status = self.pods[(namespace, pod)]["status"]
+        status["phase"] = phase
+        for container in status.get("containerStatuses") or []:
+            if "waiting" in container["state"] and phase != "Pending":
+                container["state"] = _container_state(phase, 0 if phase != "Running" else None)
         jobset = self.pods[(namespace, pod)]["metadata"]["labels"].get(
             "jobset.sigs.k8s.io/jobset-name"
         )
@@ -1211,6 +1220,20 @@ class FakeKubernetes:
             )
         if container is not None and container not in names:
             raise Refusal(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        # A container that has not run yet has no log: the API server says it is waiting.
+        for status in pod["status"].get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting")
+            if (
+                status["name"] == (container or names[0])
+                and waiting
+                and not status.get("restartCount")
+            ):
+                raise Refusal(
+                    400,
+                    "BadRequest",
+                    f'container "{status["name"]}" in pod "{name}" is waiting to start: '
+                    f"{waiting.get('reason') or 'ContainerCreating'}",
+                )
         lines = self.log_lines.get((namespace, name), [])
         since = r.param("sinceTime")
         if since is not None:

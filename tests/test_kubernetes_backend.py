@@ -983,6 +983,22 @@ def test_logs_are_read_from_the_replicas_pod_with_tail_and_since(fake, k8s, alic
     assert k8s.logs(job, "worker-5", tail=10) == []
 
 
+def test_a_replica_whose_pod_has_not_started_has_no_log_lines_yet_not_an_error(fake, k8s, alice):
+    """The API server refuses the log of a container that has not run yet (400 "is waiting
+    to start: ContainerCreating", or an image still being pulled). That is a replica waiting
+    to start, as a local one is, with no lines yet: until qa55 its tail showed "Kubernetes
+    did not return the logs" on the job page, and the API answered 503, as for an outage."""
+    job = submitted(alice, k8s)
+    [_master, worker] = fake.run_pods(job.external_id, phase="Pending")
+
+    assert k8s.logs(job, "worker-0", tail=200) == []
+    assert k8s.logs(job, "master-0", since=timezone.now() - timedelta(hours=1)) == []
+
+    fake.set_pod_phase(worker, "Running")
+    fake.add_logs(worker, ["epoch 1"])
+    assert k8s.logs(job, "worker-0", tail=200) == ["epoch 1"]
+
+
 def test_a_failed_log_read_says_the_logs_were_not_returned(fake, k8s, alice):
     job = submitted(alice, k8s)
     fake.run_pods(job.external_id)
