@@ -1294,6 +1294,19 @@ def test_a_custom_job_whose_pods_cannot_start_stays_queued_with_the_schedulers_r
     assert job.status == JobStatus.RUNNING
 
 
+def test_an_mpi_job_whose_launcher_pod_is_refused_says_why_from_the_launchers_job(fake, k8s, alice):
+    """The MPI operator v2 runs the launcher as a batch Job (<mpijob>-launcher): a launcher
+    pod refused at admission is said only in that Job's FailedCreate event (qa55)."""
+    job = submitted(alice, k8s, framework=S.MPI)
+    refusal = "Error creating: pods is forbidden: exceeded quota: cpu"
+    fake.add_event("Job", f"{job.external_id}-launcher", "FailedCreate", refusal, type="Warning")
+
+    k8s.sync(job)
+
+    [event] = job.events.filter(reason="K8s:FailedCreate")
+    assert event.message == f"{job.external_id}-launcher: {refusal}"
+
+
 def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake, k8s, alice):
     """A pod refused at admission (over the namespace's ResourceQuota, PodSecurity) is never
     made: the only word of it is the Job controller's FailedCreate event on the JobSet's Job,

@@ -1396,13 +1396,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         pods: list[dict[str, Any]],
         secrets: list[str],
     ) -> None:
-        """Events of the resource, of a JobSet's Jobs and of its pods, copied once each, at
-        their own time. A JobSet's Jobs are where a pod refused at admission (over a
-        ResourceQuota, PodSecurity) is said, by the Job controller's FailedCreate: no pod
-        exists to carry it (a training operator says it on its own resource)."""
+        """Events of the resource, of its batch Jobs (a JobSet's, an MPIJob's launcher) and
+        of its pods, copied once each, at their own time. A Job is where a pod refused at
+        admission (over a ResourceQuota, PodSecurity) is said, by the Job controller's
+        FailedCreate: no pod exists to carry it (the training operator, which makes its pods
+        itself, says it on its own resource)."""
         objects = [(resource.get("kind") or M.kind_of(job.framework).kind, job.external_id)]
         if job.framework == spec_module.CUSTOM:
             objects += [("Job", name) for name in jobset_job_names(resource)]
+        elif job.framework == spec_module.MPI:
+            # The MPI operator v2 runs the launcher as a batch Job named <mpijob>-launcher.
+            objects.append(("Job", f"{job.external_id}-launcher"))
         objects += [
             ("Pod", str((pod.get("metadata") or {}).get("name") or ""))
             for pod in pods[:MAX_EVENT_PODS]
