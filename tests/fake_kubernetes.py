@@ -31,7 +31,8 @@ training operator's CRDs and validating webhook) checks before it stores an obje
   a container's securityContext.privileged a boolean, true only in a namespace whose Pod
   Security Admission level (`add_namespace(pod_security=...)`) is "privileged" (elsewhere
   admission forbids the pods: refused, likewise);
-- 409 AlreadyExists, 404 NotFound, answered as Status objects;
+- 409 AlreadyExists, 404 NotFound, answered as Status objects; each write gives its object
+  the next resourceVersion, and a patch carrying an older one is 409 Conflict;
 - JobSets as the CRD's schema and JobSet's webhook check them: spec, replicatedJobs (a
   non-empty list of unique names), their batch/v1 Job templates (completionMode, counts,
   restartPolicy OnFailure or Never as the Job API requires, Indexed with completions),
@@ -56,7 +57,8 @@ as `requests.<name>`).
 
 It records every request. Tests steer it: `set_conditions`, `set_jobset_status`
 (replicatedJobsStatus and restarts, as the JobSet controller writes them), `run_pods` (pods
-as the operator, or the JobSet and Job controllers, make them, with their labels), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
+as the operator, or the JobSet and Job controllers, make them, with their labels; a JobSet's
+replicatedJobsStatus follows its pods, as its controllers count them), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
 for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
 `delay_next(op)` / `block_next(op)` for the next call of one operation ("create pytorchjobs",
 "get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
@@ -288,6 +290,15 @@ class Fault:
     after: bool = False  # carry out the request, then fail the answer
 
 
+def _container_state(phase: str, exit_code: int | None) -> dict[str, Any]:
+    """A container's state in a pod of that phase: a Pending pod's has not started."""
+    if exit_code is not None:
+        return {"terminated": {"exitCode": exit_code}}
+    if phase == "Pending":
+        return {"waiting": {"reason": "ContainerCreating"}}
+    return {"running": {"startedAt": now_stamp()}}
+
+
 def now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -396,6 +407,9 @@ class FakeKubernetes:
         self.namespaces = {"default"}
         self.pod_security: dict[str, str] = {}  # namespace -> enforce level (add_namespace)
         self.objects: dict[tuple[str, str, str], dict] = {}  # (plural, namespace, name)
+        # The store's revision, as etcd's: each write gives its object the next
+        # metadata.resourceVersion, which a patch or update may carry as a precondition.
+        self.revision = 1
         self.nodes: list[dict] = []
         self.pods: dict[tuple[str, str], dict] = {}
         self.events: list[dict] = []
@@ -461,12 +475,27 @@ class FakeKubernetes:
         *,
         labels: dict | None = None,
         unschedulable: bool = False,
+        taints: list[dict] | None = None,
+        ready: bool = True,
     ) -> None:
+        """A node; one not Ready also gets the taints the node controller gives it."""
+        taints = list(taints or [])
+        if not ready:
+            taints += [
+                {"key": "node.kubernetes.io/not-ready", "effect": effect}
+                for effect in ("NoSchedule", "NoExecute")
+            ]
+        spec: dict[str, Any] = {"unschedulable": True} if unschedulable else {}
+        if taints:
+            spec["taints"] = taints
         self.nodes.append(
             {
                 "metadata": {"name": name, "labels": labels or {}},
-                "spec": {"unschedulable": True} if unschedulable else {},
-                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", **allocatable}},
+                "spec": spec,
+                "status": {
+                    "allocatable": {"cpu": "64", "memory": "512Gi", **allocatable},
+                    "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                },
             }
         )
 
@@ -659,9 +688,7 @@ class FakeKubernetes:
                 }
                 if kind == "MPIJob":
                     labels["training.kubeflow.org/job-role"] = replica_type.lower()
-                state: dict[str, Any] = {"running": {"startedAt": now_stamp()}}
-                if exit_code is not None:
-                    state = {"terminated": {"exitCode": exit_code}}
+                state = _container_state(phase, exit_code)
                 containers = replica["template"]["spec"]["containers"]
                 self.pods[(namespace, pod_name)] = {
                     "metadata": {
@@ -710,9 +737,7 @@ class FakeKubernetes:
                         "batch.kubernetes.io/job-name": job_name,
                         "batch.kubernetes.io/job-completion-index": str(index),
                     }
-                    state: dict[str, Any] = {"running": {"startedAt": now_stamp()}}
-                    if exit_code is not None:
-                        state = {"terminated": {"exitCode": exit_code}}
+                    state = _container_state(phase, exit_code)
                     index_env = {
                         "name": "JOB_COMPLETION_INDEX",
                         "valueFrom": {
@@ -748,6 +773,7 @@ class FakeKubernetes:
                         },
                     }
                     made.append(pod_name)
+        self._jobset_status_from_pods(jobset)
         return made
 
     def set_usage(
@@ -768,7 +794,63 @@ class FakeKubernetes:
         )
 
     def set_pod_phase(self, pod: str, phase: str, *, namespace: str = "default") -> None:
-        self.pods[(namespace, pod)]["status"]["phase"] = phase
+        status = self.pods[(namespace, pod)]["status"]
+        status["phase"] = phase
+        for container in status.get("containerStatuses") or []:
+            if "waiting" in container["state"] and phase != "Pending":
+                container["state"] = _container_state(phase, 0 if phase != "Running" else None)
+        jobset = self.pods[(namespace, pod)]["metadata"]["labels"].get(
+            "jobset.sigs.k8s.io/jobset-name"
+        )
+        if ("jobsets", namespace, jobset) in self.objects:
+            self._jobset_status_from_pods(self.objects[("jobsets", namespace, jobset)])
+
+    def _jobset_status_from_pods(self, jobset: dict) -> None:
+        """status.replicatedJobsStatus as the JobSet controller writes it from its Jobs, each
+        Job's counts as the Job controller keeps them from its pods (of the current attempt):
+        a Job is active while any of its pods is Pending or Running (a Job's status.active
+        counts both: a pod that cannot be scheduled, or whose image cannot be pulled, is
+        active), ready when its Running and Succeeded pods reach its parallelism, succeeded
+        when all its completions succeeded, failed once a pod failed (backoffLimit 0).
+        `set_jobset_status` overrides it."""
+        name, namespace = jobset["metadata"]["name"], jobset["metadata"]["namespace"]
+        attempt = str((jobset.get("status") or {}).get("restarts") or 0)
+        counts = {
+            rjob["name"]: dict.fromkeys(("ready", "succeeded", "failed", "active", "suspended"), 0)
+            for rjob in jobset["spec"]["replicatedJobs"]
+        }
+        specs = {
+            rjob["name"]: rjob["template"]["spec"] for rjob in jobset["spec"]["replicatedJobs"]
+        }
+        phases: dict[tuple[str, str], list[str]] = {}
+        for (pod_namespace, _pod), pod in self.pods.items():
+            labels = pod["metadata"]["labels"]
+            if (
+                pod_namespace != namespace
+                or labels.get("jobset.sigs.k8s.io/jobset-name") != name
+                or labels.get("jobset.sigs.k8s.io/restart-attempt") != attempt
+            ):
+                continue
+            key = (
+                labels["jobset.sigs.k8s.io/replicatedjob-name"],
+                labels["batch.kubernetes.io/job-name"],
+            )
+            phases.setdefault(key, []).append(pod["status"]["phase"])
+        for (rjob, _job), found in phases.items():
+            job_spec, count = specs[rjob], counts[rjob]
+            if "Failed" in found:
+                count["failed"] += 1
+            elif found.count("Succeeded") >= job_spec.get("completions", 1):
+                count["succeeded"] += 1
+            else:
+                if {"Pending", "Running"} & set(found):
+                    count["active"] += 1
+                started = found.count("Running") + found.count("Succeeded")
+                if started >= job_spec.get("parallelism", 1):
+                    count["ready"] += 1
+        jobset.setdefault("status", {})["replicatedJobsStatus"] = [
+            {"name": rjob, **count} for rjob, count in counts.items()
+        ]
 
     def add_event(
         self,
@@ -1138,6 +1220,20 @@ class FakeKubernetes:
             )
         if container is not None and container not in names:
             raise Refusal(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        # A container that has not run yet has no log: the API server says it is waiting.
+        for status in pod["status"].get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting")
+            if (
+                status["name"] == (container or names[0])
+                and waiting
+                and not status.get("restartCount")
+            ):
+                raise Refusal(
+                    400,
+                    "BadRequest",
+                    f'container "{status["name"]}" in pod "{name}" is waiting to start: '
+                    f"{waiting.get('reason') or 'ContainerCreating'}",
+                )
         lines = self.log_lines.get((namespace, name), [])
         since = r.param("sinceTime")
         if since is not None:
@@ -1220,7 +1316,7 @@ class FakeKubernetes:
             namespace=namespace,
             uid=str(uuid.uuid4()),
             creationTimestamp=now_stamp(),
-            resourceVersion="1",
+            resourceVersion=self._next_revision(),
         )
         if plural == "secrets":
             data = stored.pop("stringData", {}) or {}
@@ -1848,9 +1944,29 @@ class FakeKubernetes:
                 if not owner.get(required):
                     check.bad(f"metadata.ownerReferences[{i}].{required}", "Required value")
         check.raise_if_any()
+        # A resourceVersion in the patch is a precondition (optimistic concurrency): another
+        # write since it was read is 409 Conflict, as the API server answers.
+        if "resourceVersion" in meta and meta["resourceVersion"] != found["metadata"].get(
+            "resourceVersion"
+        ):
+            what = found["kind"].lower() + "s"
+            if found["apiVersion"] != "v1":
+                what = f"{what}.{found['apiVersion'].split('/')[0]}"
+            raise Refusal(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on {what} "{key[2]}": the object has been '
+                "modified; please apply your changes to the latest version and try again",
+            )
         for k, v in meta.items():
-            found["metadata"][k] = v
+            if k not in ("resourceVersion", "uid", "creationTimestamp"):  # the server's own
+                found["metadata"][k] = v
+        found["metadata"]["resourceVersion"] = self._next_revision()
         return found
+
+    def _next_revision(self) -> str:
+        self.revision += 1
+        return str(self.revision)
 
     def _delete(self, r: Recorded, key: tuple[str, str, str], found: dict) -> dict:
         policy = r.param("propagationPolicy") or "Background"

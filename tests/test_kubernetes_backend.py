@@ -106,6 +106,34 @@ def test_each_namespace_is_a_pool_with_the_idle_cards_of_schedulable_matching_no
     assert not pools[0].stale and not pools[0].error
 
 
+@pytest.mark.parametrize(
+    ("tolerations", "figures"),
+    [("", (A800, 24, 10)), ("dedicated=inference:NoSchedule", (A800, 32, 18))],
+)
+def test_cards_on_nodes_a_job_cannot_be_scheduled_on_are_not_counted_idle(
+    fake, k8s, settings, tolerations, figures
+):
+    """A node not Ready (its GPU driver or kubelet down) and one with a NoSchedule or
+    NoExecute taint the jobs do not tolerate (KUBERNETES_TOLERATIONS) take no job's pods:
+    until qa55 their cards were counted idle, and a job asking for them waited Pending for
+    good. A PreferNoSchedule taint only steers pods away, and a tolerated taint admits them."""
+    settings.KUBERNETES_TOLERATIONS = tolerations
+    gpus = {"nvidia.com/gpu": "8"}
+    a800 = {"gpu": "a800"}
+    fake.add_node("gpu-4", gpus, labels=a800, ready=False)
+    taint = {"key": "dedicated", "value": "inference", "effect": "NoSchedule"}
+    fake.add_node("gpu-5", gpus, labels=a800, taints=[taint])
+    fake.add_node(
+        "gpu-6", gpus, labels=a800, taints=[{"key": "spot", "effect": "PreferNoSchedule"}]
+    )
+    fake.add_pod("other", "on-spot", node="gpu-6", requests={"nvidia.com/gpu": "8"})
+
+    [pool, _team] = k8s.pools()
+
+    # gpu-1 and gpu-2 as before; gpu-6 counts, all its cards taken; gpu-5 when tolerated.
+    assert stock(pool) == [figures]
+
+
 def test_kubernetes_pools_are_listed_beside_the_local_pool(fake, db):
     assert [p.id for p in all_pools()] == ["local", "k8s-default", "k8s-team-a"]
 
@@ -543,6 +571,69 @@ def test_an_unreachable_api_server_keeps_the_job_queued_and_pauses_submits(
     assert "could not be reached" in job.events.get(reason="SubmitDeferred").message
 
 
+def test_an_api_server_that_does_not_answer_holds_up_the_workers_round_for_one_job_only(
+    fake, alice, settings, caplog
+):
+    """The worker syncs remote jobs in the loop that also supervises local ones (their stops,
+    timeouts, starts). An API server that takes connections and never answers costs each
+    job its read timeout, three times: with 40 running jobs and the default 30 s, an hour
+    in which no local job was stopped or started (until qa55). Once one job's sync got no
+    answer, the cluster's other jobs wait for the next round, with one line saying so."""
+    from jobs.worker import Worker
+
+    settings.WORKER_REMOTE_SYNC_SECONDS = 0
+    settings.KUBERNETES_READ_TIMEOUT = 0.3
+    k8s = get_backend("kubernetes")
+    jobs = [submitted(alice, k8s, name=f"train-{i}") for i in range(3)]
+    fake.requests.clear()
+    for _ in range(9):  # every try of every job's read
+        fake.delay_next("get pytorchjobs", 1.0)
+
+    Worker().sync_remote()
+
+    assert len(fake.calls("get pytorchjobs")) == 3  # one job's tries, not nine
+    skipped = [r.getMessage() for r in caplog.records if "not synced this round" in r.getMessage()]
+    assert skipped == ["kubernetes did not answer: 2 more of its jobs not synced this round"]
+
+    fake.faults.clear()
+    for job in jobs:
+        fake.set_conditions(job.external_id, ("Created", "created"), ("Running", "running"))
+    Worker().sync_remote()
+    assert {Job.objects.get(pk=job.pk).status for job in jobs} == {JobStatus.RUNNING}
+
+
+def test_a_create_that_gets_no_answer_pauses_the_other_submits_instead_of_each_waiting(
+    fake, alice, settings
+):
+    """A create the API server never answers may have landed, so it is sent again (and
+    adopted if it did), but the other queued jobs are not sent into the same silence one
+    after another, each costing the worker's loop its read timeout (until qa55: 20 queued
+    jobs and the default 30 s, ten minutes a round, four rounds, and every job Submit failed
+    with no local job started meanwhile). Submits pause as after an unreachable server."""
+    from jobs.worker import Worker
+
+    settings.KUBERNETES_READ_TIMEOUT = 0.3
+    jobs = [
+        jobs_submit(
+            owner=alice,
+            spec=spec(name=f"train-{i}"),
+            submit_key=str(uuid.uuid4()),
+            backend="kubernetes",
+        )[0]
+        for i in range(3)
+    ]
+    for _ in range(3):
+        fake.delay_next("create secrets", 1.0)
+
+    Worker().dispatch_remote()
+
+    assert len(fake.calls("create secrets")) == 1
+    first, *others = (Job.objects.get(pk=job.pk) for job in jobs)
+    assert first.status == JobStatus.QUEUED
+    assert first.events.filter(reason="SubmitTimedOut").count() == 1
+    assert [(job.status, reasons(job)) for job in others] == [(JobStatus.QUEUED, ["Created"])] * 2
+
+
 def test_after_four_creates_without_an_answer_the_job_is_submit_failed(fake, k8s, alice):
     fake.fail_next("create secrets", status=503, reason="ServiceUnavailable", times=4)
 
@@ -892,6 +983,22 @@ def test_logs_are_read_from_the_replicas_pod_with_tail_and_since(fake, k8s, alic
     assert k8s.logs(job, "worker-5", tail=10) == []
 
 
+def test_a_replica_whose_pod_has_not_started_has_no_log_lines_yet_not_an_error(fake, k8s, alice):
+    """The API server refuses the log of a container that has not run yet (400 "is waiting
+    to start: ContainerCreating", or an image still being pulled). That is a replica waiting
+    to start, as a local one is, with no lines yet: until qa55 its tail showed "Kubernetes
+    did not return the logs" on the job page, and the API answered 503, as for an outage."""
+    job = submitted(alice, k8s)
+    [_master, worker] = fake.run_pods(job.external_id, phase="Pending")
+
+    assert k8s.logs(job, "worker-0", tail=200) == []
+    assert k8s.logs(job, "master-0", since=timezone.now() - timedelta(hours=1)) == []
+
+    fake.set_pod_phase(worker, "Running")
+    fake.add_logs(worker, ["epoch 1"])
+    assert k8s.logs(job, "worker-0", tail=200) == ["epoch 1"]
+
+
 def test_a_failed_log_read_says_the_logs_were_not_returned(fake, k8s, alice):
     job = submitted(alice, k8s)
     fake.run_pods(job.external_id)
@@ -999,6 +1106,36 @@ def _container(body):
 def test_the_fake_api_server_refuses_what_a_real_one_refuses(fake, change, status, reason, words):
     assert _refusal(fake, change)[:2] == (status, reason)
     assert words in _refusal(fake, change)[2]
+
+
+def test_the_fake_api_server_refuses_a_patch_made_from_an_older_read_as_a_conflict(fake):
+    """Optimistic concurrency, as the API server has it: a write gives the object a new
+    resourceVersion, and a patch carrying the one read before it is 409 Conflict (the
+    console's owner-reference patch carries none, so it always applies)."""
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    client = KubeClient(server=fake.url, token=fake.token)
+    made = client.create(
+        M.secret_path("default"),
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s-env", "namespace": "default"},
+            "stringData": {"A": "1"},
+        },
+    )
+    read = made["metadata"]["resourceVersion"]
+    path = M.secret_path("default", "s-env")
+    patched = client.merge_patch(
+        path, {"metadata": {"labels": {"a": "1"}, "resourceVersion": read}}
+    )
+    assert patched["metadata"]["resourceVersion"] != read
+
+    with pytest.raises(KubeError) as refused:
+        client.merge_patch(path, {"metadata": {"labels": {"a": "2"}, "resourceVersion": read}})
+    assert (refused.value.status, refused.value.reason) == (409, "Conflict")
+    assert "the object has been modified" in refused.value.message
+    assert fake.secret("s-env")["metadata"]["labels"] == {"a": "1"}
 
 
 def test_the_fake_api_server_checks_paths_and_content_types(fake):
@@ -1120,6 +1257,79 @@ def test_a_custom_job_is_followed_through_running_to_succeeded(fake, k8s, alice)
     assert job.events.get(reason="Succeeded").message == (
         "Kubernetes reports Completed: jobset completed successfully"
     )
+
+
+def test_a_custom_job_whose_pods_cannot_start_stays_queued_with_the_schedulers_reason(
+    fake, k8s, alice
+):
+    """A JobSet's Jobs count Pending pods as active (a Job's status.active is "pending and
+    running pods"), so replicatedJobsStatus says active for pods that can never be scheduled
+    or whose image cannot be pulled. Until qa55 such a job read Running, its run time counting,
+    while nothing ran; now it is Queued, as a PyTorchJob is until a pod runs, with the
+    scheduler's events, and Running once an instance has started."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    pods = fake.run_pods(name, phase="Pending")
+    assert fake.job(name)["status"]["replicatedJobsStatus"][0]["active"] == 1
+    fake.add_event(
+        "Pod",
+        pods[0],
+        "FailedScheduling",
+        "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.",
+        type="Warning",
+    )
+
+    k8s.sync(job)
+    job.refresh_from_db()
+
+    assert job.status == JobStatus.QUEUED
+    assert set(job.replicas.values_list("status", flat=True)) == {"pending"}
+    event = job.events.get(reason="K8s:FailedScheduling")
+    assert event.message == f"{pods[0]}: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+    assert event.type == EventType.WARNING
+
+    fake.set_pod_phase(pods[0], "Running")
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+
+
+def test_an_mpi_job_whose_launcher_pod_is_refused_says_why_from_the_launchers_job(fake, k8s, alice):
+    """The MPI operator v2 runs the launcher as a batch Job (<mpijob>-launcher): a launcher
+    pod refused at admission is said only in that Job's FailedCreate event (qa55)."""
+    job = submitted(alice, k8s, framework=S.MPI)
+    refusal = "Error creating: pods is forbidden: exceeded quota: cpu"
+    fake.add_event("Job", f"{job.external_id}-launcher", "FailedCreate", refusal, type="Warning")
+
+    k8s.sync(job)
+
+    [event] = job.events.filter(reason="K8s:FailedCreate")
+    assert event.message == f"{job.external_id}-launcher: {refusal}"
+
+
+def test_a_custom_job_whose_pods_are_refused_says_why_from_its_jobs_events(fake, k8s, alice):
+    """A pod refused at admission (over the namespace's ResourceQuota, PodSecurity) is never
+    made: the only word of it is the Job controller's FailedCreate event on the JobSet's Job,
+    as the training operator's is on a PyTorchJob. Until qa55 a custom job then sat Queued
+    with no event saying why; the Jobs' events are copied too, each with its Job's name."""
+    job = submitted(alice, k8s, **custom())
+    name = job.external_id
+    refusal = (
+        f'Error creating: pods "{name}-trainer-0-0-x7k2p" is forbidden: exceeded quota: gpus, '
+        "requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=8, "
+        "limited: requests.nvidia.com/gpu=8"
+    )
+    fake.add_event("Job", f"{name}-trainer-0", "FailedCreate", refusal, type="Warning")
+    fake.add_event("Job", "someone-elses-trainer-0", "FailedCreate", "not this job's")
+
+    k8s.sync(job)
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    [event] = job.events.filter(reason="K8s:FailedCreate")
+    assert event.message == f"{name}-trainer-0: {refusal}"
+    assert event.type == EventType.WARNING
 
 
 def test_a_failed_custom_job_is_failed_and_one_past_its_deadline_timed_out(fake, k8s, alice):
@@ -1340,23 +1550,73 @@ def test_the_fake_api_server_refuses_a_jobset_a_real_one_refuses(
 # -- README's RBAC -----------------------------------------------------------------------------
 
 
-def readme_rbac() -> set[tuple[str, str, str]]:
-    """(verb, API group, resource) that README's Role and ClusterRole grant."""
+def readme_rbac_objects() -> list[dict]:
+    """The objects of README's RBAC block (the yaml block giving the console's roles)."""
     import re
     from pathlib import Path
 
     import yaml
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```yaml\n(apiVersion: rbac.*?)```", readme, re.S)[1]  # type: ignore[index]
-    return {
-        (verb, group, resource)
-        for role in yaml.safe_load_all(block)
-        for rule in role["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, re.S)
+    [block] = [b for b in blocks if "name: ai-job-console-inventory" in b]
+    return [o for o in yaml.safe_load_all(block) if o]
+
+
+def readme_rbac(scope: str) -> set[tuple[str, str, str]]:
+    """(verb, API group, resource) that README's RBAC gives the console's ServiceAccount in a
+    namespace (scope "" : at the cluster scope), as the API server's authorizer reads it: a
+    Role only through a RoleBinding in its namespace; a ClusterRole through a
+    ClusterRoleBinding everywhere, through a RoleBinding in that binding's namespace only."""
+    objects = readme_rbac_objects()
+    [account] = [o for o in objects if o["kind"] == "ServiceAccount"]
+    who = {
+        "kind": "ServiceAccount",
+        "name": account["metadata"]["name"],
+        "namespace": account["metadata"]["namespace"],
     }
+    held: set[tuple[str, str]] = set()  # (kind, namespace or "") of the roles held there
+    for binding in objects:
+        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        ref = binding["roleRef"]
+        if who not in binding["subjects"] or ref["apiGroup"] != "rbac.authorization.k8s.io":
+            continue
+        where = binding["metadata"].get("namespace", "")
+        if binding["kind"] == "ClusterRoleBinding" and ref["kind"] == "ClusterRole":
+            held.add((ref["name"], ""))
+        elif binding["kind"] == "RoleBinding" and scope and where == scope:
+            held.add((ref["name"], ref["kind"]))
+    grants = set()
+    for role in objects:
+        name = role["metadata"]["name"]
+        if role["kind"] == "ClusterRole":
+            if (name, "") not in held and (name, "ClusterRole") not in held:
+                continue
+        elif role["kind"] == "Role":
+            if role["metadata"].get("namespace") != scope or (name, "Role") not in held:
+                continue
+        else:
+            continue
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    grants |= {(verb, group, resource) for verb in rule["verbs"]}
+    return grants
+
+
+def test_the_rbac_readme_gives_is_bound_to_the_consoles_service_account_in_each_namespace():
+    """A Role or ClusterRole grants nothing until a binding names who holds it: README's
+    set-up, followed as written, gives its ServiceAccount the same rights in each namespace
+    of the example's KUBERNETES_NAMESPACES, and the inventory's at the cluster scope (until
+    qa55 it gave no ServiceAccount and no binding: every request was 403 Forbidden)."""
+    in_a, in_b, cluster = readme_rbac("ml-team-a"), readme_rbac("ml-team-b"), readme_rbac("")
+    assert ("create", "kubeflow.org", "pytorchjobs") in in_a
+    assert in_a == in_b
+    assert {("list", "", "nodes"), ("list", "", "pods")} <= cluster
+    # Jobs are made only in the configured namespaces, not anywhere in the cluster.
+    assert ("create", "kubeflow.org", "pytorchjobs") not in cluster
+    assert ("create", "kubeflow.org", "pytorchjobs") not in readme_rbac("kube-system")
 
 
 def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, alice):
@@ -1384,15 +1644,22 @@ def test_the_rbac_readme_gives_grants_every_request_of_a_jobs_life(fake, k8s, al
 
     groups = {"pytorchjobs": "kubeflow.org", "tfjobs": "kubeflow.org", "mpijobs": "kubeflow.org"}
     groups |= {"jobsets": "jobset.x-k8s.io"}
-    made = set()
+    made = set()  # (scope, verb, group, resource); scope "": the cluster's
     for request in fake.requests:
-        verb, plural, _namespace, _name, sub = fake._route(request)
+        verb, plural, namespace, _name, sub = fake._route(request)
+        # The fake's namespace stands for the example's first (README: ml-team-a).
+        scope = "ml-team-a" if namespace else ""
         if plural == "pods.metrics.k8s.io":
-            made.add((verb, "metrics.k8s.io", "pods"))
+            made.add((scope, verb, "metrics.k8s.io", "pods"))
         elif verb == "log":
-            made.add(("get", "", "pods/log"))
+            made.add((scope, "get", "", "pods/log"))
         else:
-            made.add((verb, groups.get(plural, ""), f"{plural}/{sub}" if sub else plural))
-    assert {("list", "kubeflow.org", "pytorchjobs"), ("get", "", "pods/log")} <= made
-    assert {("list", "metrics.k8s.io", "pods"), ("patch", "", "secrets")} <= made
-    assert sorted(made - readme_rbac()) == []
+            resource = f"{plural}/{sub}" if sub else plural
+            made.add((scope, verb, groups.get(plural, ""), resource))
+    in_namespace = {m[1:] for m in made if m[0]}
+    at_cluster = {m[1:] for m in made if not m[0]}
+    assert {("list", "kubeflow.org", "pytorchjobs"), ("get", "", "pods/log")} <= in_namespace
+    assert {("list", "metrics.k8s.io", "pods"), ("patch", "", "secrets")} <= in_namespace
+    assert {("list", "", "nodes")} <= at_cluster
+    assert sorted(in_namespace - readme_rbac("ml-team-a")) == []
+    assert sorted(at_cluster - readme_rbac("")) == []

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from jobs.spec import JobSpec
 
 
+# BackendError codes of a platform that did not answer at all (the AIHC and Kubernetes
+# clients' transport failures): asking it about another job now would wait as long.
+UNANSWERED_CODES = frozenset({"Unreachable", "Timeout", "RequestTimeout", "CertificateNotTrusted"})
+
+
 class BackendError(Exception):
     """A backend could not do what was asked; `message` is safe to show the user."""
 

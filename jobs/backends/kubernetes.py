@@ -69,6 +69,7 @@ from jobs.kubernetes import manifests as M
 from jobs.kubernetes.client import (
     KubeClient,
     KubeError,
+    KubeTimeout,
     KubeUnavailable,
     kube_time,
 )
@@ -100,6 +101,9 @@ NAME = "kubernetes"
 EVENT_PREFIX = "K8s:"
 # Creates that got no clear answer (a timeout, a 5xx) before the job is Submit failed.
 MAX_UNANSWERED_CREATES = 4
+# The kubelet's words for the log of a container that has not started (its pod Pending,
+# its image being pulled): `container "x" in pod "y" is waiting to start: ContainerCreating`.
+WAITING_TO_START = "is waiting to start"
 UNANSWERED_EVENT = "SubmitTimedOut"
 # Events are read for at most this many pods per sync (one request each).
 MAX_EVENT_PODS = 32
@@ -178,10 +182,16 @@ def status_from_conditions(resource: dict[str, Any]) -> tuple[str, str, str]:
     return JobStatus.QUEUED, "Created" if "Created" in true else "", ""
 
 
-def status_from_jobset(resource: dict[str, Any]) -> tuple[str, str, str]:
+def status_from_jobset(
+    resource: dict[str, Any], pods: list[dict[str, Any]] | None = None
+) -> tuple[str, str, str]:
     """(console status, condition, its message) of a JobSet. Its conditions are Completed,
-    Failed and Suspended only: it is Running while any of its Jobs has pods running or ready
-    (status.replicatedJobsStatus), else Queued (Kueue not admitting it yet, pods pending).
+    Failed and Suspended only: it is Running once an instance has started (one of `pods`,
+    its current attempt's, Running or ended; a Job of it ready, succeeded or failed; or a
+    restart, as a training-operator job's Restarting), else Queued (Kueue not admitting it
+    yet, pods pending). Not on replicatedJobsStatus' `active`: a Job counts its Pending pods
+    as active, so pods that cannot be scheduled or whose image cannot be pulled would read
+    Running (until qa55 they did).
     Failed by the FailJobSet rule the console sends for DeadlineExceeded Jobs (or, on JobSet
     versions with spec.activeDeadlineSeconds, reason DeadlineExceeded) is Timed out."""
     status, true = _true_conditions(resource)
@@ -198,10 +208,19 @@ def status_from_jobset(resource: dict[str, Any]) -> tuple[str, str, str]:
         return JobStatus.FAILED, "Failed", said("Failed")
     if "Suspended" in true:
         return JobStatus.QUEUED, "Suspended", said("Suspended")
+    started = {"running", "succeeded", "failed"}
+    if any(
+        str((pod.get("status") or {}).get("phase") or "").lower() in started for pod in pods or []
+    ):
+        return JobStatus.RUNNING, "Running", ""
     replicated = status.get("replicatedJobsStatus")
     for one in replicated if isinstance(replicated, list) else []:
-        if isinstance(one, dict) and any(_count(one.get(k)) for k in ("active", "ready")):
+        if isinstance(one, dict) and any(
+            _count(one.get(k)) for k in ("ready", "succeeded", "failed")
+        ):
             return JobStatus.RUNNING, "Running", ""
+    if _count(status.get("restarts")):
+        return JobStatus.RUNNING, "Running", ""
     return JobStatus.QUEUED, "", ""
 
 
@@ -221,6 +240,52 @@ def _roles(spec: spec_module.JobSpec | None, resource: dict[str, Any]) -> set[st
         for one in (replicated if isinstance(replicated, list) else [])
         if isinstance(one, dict) and one.get("name")
     }
+
+
+def tolerates(toleration: dict[str, str], taint: dict[str, Any]) -> bool:
+    """Kubernetes' rule: the effect matches (none: every effect), and the key with Exists,
+    or key and value with Equal (an Exists without a key tolerates every taint)."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("operator") == "Exists":
+        return not toleration.get("key") or toleration["key"] == taint.get("key")
+    return toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get(
+        "value", ""
+    )
+
+
+def schedulable(node: dict[str, Any], tolerations: tuple[dict[str, str], ...]) -> bool:
+    """Whether the console's pods can be scheduled on the node: not cordoned, Ready (when it
+    says), and every NoSchedule or NoExecute taint tolerated (KUBERNETES_TOLERATIONS). A
+    PreferNoSchedule taint only steers pods elsewhere."""
+    spec = node.get("spec") if isinstance(node.get("spec"), dict) else {}
+    if spec.get("unschedulable"):
+        return False
+    status = node.get("status") if isinstance(node.get("status"), dict) else {}
+    for condition in status.get("conditions") or []:
+        ready = isinstance(condition, dict) and condition.get("type") == "Ready"
+        if ready and condition.get("status") != "True":
+            return False
+    for taint in spec.get("taints") or []:
+        if not isinstance(taint, dict) or taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not any(tolerates(t, taint) for t in tolerations):
+            return False
+    return True
+
+
+def jobset_job_names(resource: dict[str, Any]) -> list[str]:
+    """The Jobs a JobSet makes, as the JobSet controller names them: <jobset>-<replicatedJob>-<i>
+    for each of a replicatedJob's replicas (the console sends 1 of each)."""
+    name = str((resource.get("metadata") or {}).get("name") or "")
+    body = resource.get("spec") if isinstance(resource.get("spec"), dict) else {}
+    replicated = body.get("replicatedJobs")
+    return [
+        f"{name}-{one['name']}-{i}"
+        for one in (replicated if isinstance(replicated, list) else [])
+        if isinstance(one, dict) and one.get("name")
+        for i in range(min(_count(one.get("replicas", 1)), MAX_EVENT_PODS))
+    ]
 
 
 # A quantity's suffixes (the API server writes a quota of 1000 cards as "1k").
@@ -491,7 +556,7 @@ class Inventory:
             total = idle = 0
             for node in nodes:
                 labels = (node.get("metadata") or {}).get("labels") or {}
-                if (node.get("spec") or {}).get("unschedulable"):
+                if not schedulable(node, config.cluster.tolerations):
                     continue
                 if any(labels.get(k) != v for k, v in accelerator.node_selector):
                     continue
@@ -1013,6 +1078,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             return
         # No answer, or a server error: it may have been created. Sending the same create
         # again is safe (the name is the job's), so back to Queued, a few times at most.
+        if isinstance(exc, KubeTimeout) and exc.cause.endswith("Timeout"):
+            # A server that takes requests and does not answer them in time (not a dropped
+            # connection, which costs nothing): the other queued jobs' creates would each
+            # wait as long, in the worker's loop (qa55). They pause.
+            delay = self._pause_submits(config, SUBMIT_PAUSE)
+            logger.warning(
+                "Kubernetes did not answer the create of %s; submits pause for %ds",
+                job.public_id,
+                delay,
+            )
         unanswered = job.events.filter(reason=UNANSWERED_EVENT).count() + 1
         job_event(
             job=job,
@@ -1094,8 +1169,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             ):
                 self._send_delete(client, namespace, job.external_id, framework)
             return
-        follow = status_from_jobset if framework == spec_module.CUSTOM else status_from_conditions
-        target, condition, said = follow(resource)
+        if framework == spec_module.CUSTOM:
+            target, condition, said = status_from_jobset(resource, pods)
+        else:
+            target, condition, said = status_from_conditions(resource)
         if target != job.status:
             message = recorded(
                 gettext_noop("Kubernetes reports %(condition)s: %(message)s")
@@ -1319,8 +1396,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         pods: list[dict[str, Any]],
         secrets: list[str],
     ) -> None:
-        """Events of the resource and of its pods, copied once each, at their own time."""
+        """Events of the resource, of its batch Jobs (a JobSet's, an MPIJob's launcher) and
+        of its pods, copied once each, at their own time. A Job is where a pod refused at
+        admission (over a ResourceQuota, PodSecurity) is said, by the Job controller's
+        FailedCreate: no pod exists to carry it (the training operator, which makes its pods
+        itself, says it on its own resource)."""
         objects = [(resource.get("kind") or M.kind_of(job.framework).kind, job.external_id)]
+        if job.framework == spec_module.CUSTOM:
+            objects += [("Job", name) for name in jobset_job_names(resource)]
+        elif job.framework == spec_module.MPI:
+            # The MPI operator v2 runs the launcher as a batch Job named <mpijob>-launcher.
+            objects.append(("Job", f"{job.external_id}-launcher"))
         objects += [
             ("Pod", str((pod.get("metadata") or {}).get("name") or ""))
             for pod in pods[:MAX_EVENT_PODS]
@@ -1337,7 +1423,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             except KubeError as exc:
                 logger.info("events of %s unavailable: %s", job.public_id, exc)
                 return
-            raw.extend((name if kind == "Pod" else "", event) for event in found)
+            raw.extend((name if kind in ("Pod", "Job") else "", event) for event in found)
         existing = set(
             JobEvent.objects.filter(job=job, reason__startswith=EVENT_PREFIX).values_list(
                 "reason", "message", "created_at"
@@ -1502,6 +1588,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 since=since,
             )
         except KubeError as exc:
+            if exc.status == 400 and WAITING_TO_START in exc.message:
+                # The container has not run yet (being created, its image pulled): a replica
+                # waiting to start, with no lines yet, as a local one (qa55: an error before).
+                return []
             raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
         # Never read as the runner's own lines (jobs.logs.unmarked).
         return [unmarked(scrub(line, secrets)) for line in lines]

@@ -190,6 +190,15 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         with self._lock:
             self._pauses.pop(config.key(), None)
 
+    def _pause_submits(self, config: ConfigT, pause: tuple[float, float]) -> float:
+        """No create is sent to the platform for a while (`pause`: the first pause and the
+        longest; each in a row twice the last); the pause's length, in seconds."""
+        with self._lock:
+            _until, last = self._pauses.get(config.key(), (0.0, 0.0))
+            delay = min(max(last * 2, pause[0]), pause[1])
+            self._pauses[config.key()] = (time.monotonic() + delay, delay)
+        return delay
+
     def _defer(
         self,
         job: Job,
@@ -206,10 +215,7 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         seconds) and the job goes back to Queued, sent again after. `message` (marked with
         gettext_noop, with %(error)s and %(seconds)d) says so on the job; `stopped` is the
         reason a job stopped meanwhile ends Stopped with (nothing runs for it)."""
-        with self._lock:
-            _until, last = self._pauses.get(config.key(), (0.0, 0.0))
-            delay = min(max(last * 2, pause[0]), pause[1])
-            self._pauses[config.key()] = (time.monotonic() + delay, delay)
+        delay = self._pause_submits(config, pause)
         self.logger.warning(
             "%s create for %s not sent: %s; submits pause for %ds",
             self.platform,
