@@ -524,12 +524,29 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
 }
 
 
+# Where a Kubernetes custom job's instances meet (left31), as the local pool's list says it
+# for its own: a JobSet pod's hostname, which Kubernetes sets, names the JobSet.
+KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
+    S.CUSTOM: [
+        (
+            "HOSTNAME",
+            gettext_lazy(
+                "the pod's, <jobset>-<role>-0-<index> (Kubernetes sets it); the others reach "
+                "an instance at <jobset>-<role>-0-<index>.<jobset>, on a port your command "
+                "chooses. On the host network it is the node's name, and no such address is "
+                "made"
+            ),
+        ),
+    ],
+}
+
+
 def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any]]:
     """What the pool's platform sets in every instance, as the image step lists it."""
     variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
     if pool is not None and pool.backend == "kubernetes":
         # The manifest sets the local runner's extras too (job id, role...).
-        return variables + GROUP_INJECTED
+        return variables + GROUP_INJECTED + KUBERNETES_INJECTED_FRAMEWORK.get(framework, [])
     if pool is None or pool.backend != "local":
         return [
             (name, meaning) for name, meaning in variables if name not in LOCAL_RUNNER_VARIABLES
