@@ -17,7 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
 from .backends import BackendError, get_backend
-from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, ReviewState
+from .models import FINAL_STATUSES, DeletedJob, Job, JobStatus, LocalRun, ReviewState
 from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_of
 from .services import job_event, job_transition, jobs_submit, recorded, signing_key
 from .spec import MAX_ENVS, PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
@@ -138,6 +138,16 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
         get_backend(job.backend).delete(job)
     except BackendError as exc:
         raise ActionError(exc.message) from exc
+    # Which of the owner's keys deleted it, if a script did: this request's, or, for a job
+    # the worker deletes once it has stopped, that of the Delete it was flagged by.
+    key = signing_key() or (
+        ""
+        if for_retention
+        else LocalRun.objects.filter(job=job, delete_when_stopped=True)
+        .values_list("delete_api_key", flat=True)
+        .first()
+        or ""
+    )
     try:
         with transaction.atomic():  # a savepoint: the request's own work goes on after it
             deleted, _by_model = Job.objects.filter(pk=job.pk).delete()
@@ -153,6 +163,7 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
                         "retention": str(spec.get("retentionPeriod", ""))[:16]
                         if for_retention
                         else "",
+                        "api_key": key,
                     },
                 )
     except DatabaseError as exc:

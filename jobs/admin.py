@@ -94,6 +94,7 @@ from .review import (
 )
 from .runtime_env import group_task_of, replica_refs, with_group_task
 from .services import EVENTS_SHOWN
+from .shim import log_text
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
 from .usage import job_usage_text
@@ -2088,6 +2089,8 @@ admin.site.autocomplete_view = _autocomplete  # type: ignore[method-assign]
 
 
 def _file_lines(path: Any) -> Iterator[str]:
-    """A log file's lines, read as the download is sent; closed when it ends or is dropped."""
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as file:
-        yield from file
+    """A log file's lines, read as the download is sent; closed when it ends or is dropped.
+    Each decoded as the job page shows it (shim.log_text: a GBK line is readable)."""
+    with open(path, "rb") as file:
+        for line in file:
+            yield log_text(line)

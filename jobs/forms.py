@@ -350,7 +350,8 @@ class ImageForm(StepForm):
         ),
         help_text=_(
             "One KEY=VALUE per line, or a name and its value as two cells copied from a "
-            "spreadsheet (Excel, WPS); they are added to the rows above when you go on."
+            "spreadsheet (Excel, WPS: an empty value cell is an empty value, a header row "
+            "such as name, value is skipped); they are added to the rows above when you go on."
         ),
     )
 

@@ -88,7 +88,7 @@ class DeletedJobAdmin(ReadOnlyAdmin):
     list_filter = [("owner", admin.RelatedOnlyFieldListFilter)]
     date_hierarchy = "deleted_at"
     ordering = ["-deleted_at"]
-    search_fields = ["public_id", "name", "owner__username"]
+    search_fields = ["public_id", "name", "owner__username", "api_key"]
     list_select_related = ["owner"]
     fields = ["deleted_at", "public_id", "name", "owner", "how"]
     readonly_fields = fields
@@ -99,4 +99,9 @@ class DeletedJobAdmin(ReadOnlyAdmin):
             return _("The worker, once its retention period had passed (%(period)s)") % {
                 "period": retention_words(obj.retention)
             }
+        if obj.api_key:
+            return _("Deleted by its owner with API key %(key)s") % {"key": obj.api_key}
+        if obj.api_key == "":
+            return _("Deleted by its owner (the job's page or list)")
+        # Deleted before 0037, which did not record a key.
         return _("Deleted by its owner (the job's page or list, or the API with their key)")

@@ -34,6 +34,8 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
+from .shim import log_text
+
 BLOCK = 64 * 1024
 DEFAULT_TAIL = 200
 # Reading stops after this much even if fewer lines were found (a file of huge lines
@@ -282,7 +284,8 @@ def log_cut(log: Path) -> dict[str, int] | None:
 
 
 def tail_lines(path: Path, n: int, *, max_bytes: int = MAX_TAIL_BYTES) -> list[str]:
-    """The last `n` lines of `path` (decoded leniently), reading backwards from the end."""
+    """The last `n` lines of `path` (decoded leniently: shim.log_text), reading backwards
+    from the end."""
     if n <= 0:
         return []
     try:
@@ -310,7 +313,7 @@ def tail_lines(path: Path, n: int, *, max_bytes: int = MAX_TAIL_BYTES) -> list[s
         lines.pop()
     if position > 0 and lines:
         lines.pop(0)  # the first one is probably cut
-    return [line.decode("utf-8", errors="replace") for line in lines[-n:]]
+    return [log_text(line) for line in lines[-n:]]
 
 
 def line_time(line: str) -> datetime | None:
@@ -928,7 +931,7 @@ def _carried(data: bytes, long: bool) -> tuple[bytes, bool]:
 def _line_text(fd: int, start: int, data: bytes, long: bool) -> str:
     """The line starting at `start`: `data`, the line read whole, or its start if `long`."""
     data = os.pread(fd, SEARCH_LINE_BYTES, start) if long else data[:SEARCH_LINE_BYTES]
-    return data.decode("utf-8", errors="replace")
+    return log_text(data)
 
 
 def _lines_forward(
@@ -946,7 +949,7 @@ def _lines_forward(
             break
         newline = head.find(b"\n")
         text = head if newline < 0 else head[:newline]
-        lines.append((position, text.decode("utf-8", errors="replace")))
+        lines.append((position, log_text(text)))
         if newline >= 0:
             position += newline + 1
             continue

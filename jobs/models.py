@@ -720,6 +720,10 @@ class LocalRun(models.Model):
     stop_message_source = models.JSONField(null=True, blank=True)  # see jobs.texts
     kill_at = models.DateTimeField(null=True, blank=True)
     delete_when_stopped = models.BooleanField(default=False)
+    # The access key ID of the API request that asked for that deletion ("" for a console
+    # page's Delete): the worker deletes the job once it has stopped, outside the request, and
+    # its DeletedJob row still names the key (jobs.services.signing_key).
+    delete_api_key = models.CharField(max_length=64, blank=True)
     hang_warned_at = models.DateTimeField(null=True, blank=True)
     attempt_started_at = models.DateTimeField(null=True, blank=True)
     # The job's jobRunning alert is still to be decided (it goes once every replica of the
@@ -870,6 +874,11 @@ class DeletedJob(models.Model):
     # with that period as the spec gave it ("1d"); "" for any other deletion.
     reason = models.CharField(max_length=16, blank=True, editable=False)
     retention = models.CharField(max_length=16, blank=True, editable=False)
+    # The access key ID of the API request that deleted it (left31: as the job's Created and
+    # Stopped events name the key, qa52); "" for a console page's Delete and the worker's
+    # retention; null for rows written before 0037, which did not record it (a console page
+    # or the API). The ID, never the secret.
+    api_key = models.CharField(_("API key"), max_length=64, null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("deleted job")

@@ -95,7 +95,7 @@ from .sandbox import (
     read_only_parent_lacking,
     read_only_parent_message,
 )
-from .services import job_event, job_spec_or_noted, job_transition, recorded
+from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
 from .spec import MPI, JobSpec, Role
 from .texts import RecordedText, joined, ngettext_noop, recorded_plural, restored, source_of
@@ -1807,6 +1807,10 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
             run.stop_target = target
             run.stop_message = message
             run.stop_message_source = source_of(message)
+        if delete and not run.delete_when_stopped:
+            # The first Delete is the one carried out: its key, if a script asked, is named
+            # in the DeletedJob row the worker writes (jobs.actions.job_delete).
+            run.delete_api_key = signing_key()
         run.delete_when_stopped = run.delete_when_stopped or delete
         run.save(
             update_fields=[
@@ -1814,6 +1818,7 @@ def request_stop(job: Job, *, target: str, message: str, delete: bool = False) -
                 "stop_message",
                 "stop_message_source",
                 "delete_when_stopped",
+                "delete_api_key",
             ]
         )
         if job.status == S.RUNNING and target in (TARGET_STOPPED, TARGET_TIMED_OUT):

@@ -95,6 +95,30 @@ def job_line(when: bytes, line: bytes) -> bytes:
     return when + line.lstrip(CONSOLE_MARK) + (b"" if line.endswith(b"\n") else b"\n")
 
 
+def log_text(data: bytes) -> str:
+    """A log line's text, as the job page, its search, the admin's download and a failure
+    reason show it (left31). UTF-8, as nearly every tool writes; else GB18030 (GBK's
+    superset), what a tool built on Chinese Windows or a `zh_CN.GBK` locale writes, when all
+    of the line reads as GB18030; else UTF-8 with U+FFFD for each byte it cannot read
+    (Latin-1's é, a binary's bytes). Not GB18030 when UTF-8 read Chinese (or any character
+    of three bytes) before its first unreadable byte: that is UTF-8 text with a stray byte,
+    which GB18030 would garble (a GBK pair can read as a two-byte UTF-8 character, "训" as
+    "ѵ", never as Chinese); nor when the line is cut in the middle of a character (a long
+    line's 64 KiB piece). Latin-1 letters in pairs can read as GB18030 ("Müller" as
+    "M黮ler"): a log that is neither shows them so."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        cut = exc.end == len(data) and exc.reason == "unexpected end of data"
+        read = data[: exc.start].decode("utf-8")
+        if cut or any(ord(c) >= 0x800 for c in read):
+            return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("gb18030")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", errors="replace")
+
+
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text)
@@ -1116,7 +1140,7 @@ def main(argv: list[str]) -> int:
                     json.dumps(
                         {
                             "keyword": hit.decode(errors="replace"),
-                            "line": text.decode(errors="replace")[:500],
+                            "line": log_text(text)[:500],
                         }
                     ),
                 )

@@ -524,12 +524,29 @@ LOCAL_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
 }
 
 
+# Where a Kubernetes custom job's instances meet (left31), as the local pool's list says it
+# for its own: a JobSet pod's hostname, which Kubernetes sets, names the JobSet.
+KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
+    S.CUSTOM: [
+        (
+            "HOSTNAME",
+            gettext_lazy(
+                "the pod's, <jobset>-<role>-0-<index> (Kubernetes sets it); the others reach "
+                "an instance at <jobset>-<role>-0-<index>.<jobset>, on a port your command "
+                "chooses. On the host network it is the node's name, and no such address is "
+                "made"
+            ),
+        ),
+    ],
+}
+
+
 def injected_variables(framework: str, pool: Pool | None) -> list[tuple[str, Any]]:
     """What the pool's platform sets in every instance, as the image step lists it."""
     variables = INJECTED_VARIABLES[""] + INJECTED_VARIABLES.get(framework, [])
     if pool is not None and pool.backend == "kubernetes":
         # The manifest sets the local runner's extras too (job id, role...).
-        return variables + GROUP_INJECTED
+        return variables + GROUP_INJECTED + KUBERNETES_INJECTED_FRAMEWORK.get(framework, [])
     if pool is None or pool.backend != "local":
         return [
             (name, meaning) for name, meaning in variables if name not in LOCAL_RUNNER_VARIABLES
@@ -2177,15 +2194,41 @@ def check_step(state: WizardState, step: str, raw: Raw) -> tuple[StepForms, bool
 # -- saving steps ----------------------------------------------------------------------
 
 
+# A pasted line's trailing blanks and invisible characters, but for a tab: `NAME<TAB>` is a
+# spreadsheet row whose value cell is empty, NAME with an empty value as `NAME=` is (left31:
+# the tab was trimmed off with the blanks, and the line was refused as not KEY=VALUE).
+_LEADING = re.compile(rf"^[\s{S.INVISIBLE}]+")
+_TRAILING_BUT_TABS = re.compile(rf"(?:(?!\t)[\s{S.INVISIBLE}])+$")
+
+
 def _env_line_parts(line: str) -> tuple[str, str, str]:
     """A pasted line cut where its name ends: at its first tab when no "=" comes before it
     (two cells copied from Excel or WPS, `NAME<TAB>VALUE`, as a Chinese team keeps its
     variables in a spreadsheet; left30: refused), else at its first "=". The value keeps any
     later tab or "=". `export` may be followed by any blank (a tab from a pasted shell
     script, too)."""
-    line = re.sub(r"^export\s+", "", S.edge_trimmed(line))
+    line = re.sub(r"^export\s+", "", _TRAILING_BUT_TABS.sub("", _LEADING.sub("", line)))
     head, tab, rest = line.partition("\t")
     return (head, tab, rest) if tab and "=" not in head else line.partition("=")
+
+
+# The first line of a table copied with its header row (`name<TAB>value`, `变量名<TAB>值`):
+# not a variable, so it is skipped (left31: it became a variable `name` set to "value").
+ENV_HEADER_NAMES = {"name", "key", "variable", "env", "名称", "变量", "变量名", "键", "环境变量"}
+ENV_HEADER_VALUES = {"value", "值", "变量值", "取值"}
+
+
+def _is_env_table_header(line: str) -> bool:
+    """Whether a pasted line is a spreadsheet's header row: its first two cells are a
+    name's and a value's column titles (any later cell, a description column, is not read)."""
+    head, tab, rest = _env_line_parts(line)
+    if not tab or "=" in head:
+        return False
+    value_title = rest.split("\t", 1)[0]
+    return (
+        S.edge_trimmed(head).casefold() in ENV_HEADER_NAMES
+        and S.edge_trimmed(value_title).casefold() in ENV_HEADER_VALUES
+    )
 
 
 def parse_env_line(line: str) -> tuple[str, str] | None:
@@ -2238,11 +2281,16 @@ def merge_pasted_envs(raw: Raw) -> Raw:
     index = {_one(r, "name"): r for r in rows}
     bad = []
     pasted: dict[str, str] = {}
-    for line in text.splitlines():
-        line = S.edge_trimmed(line)
+    first = True
+    for typed in text.splitlines():
+        line = S.edge_trimmed(typed)
         if not line or line.startswith("#"):
             continue
-        pair = parse_env_line(line)
+        if first and _is_env_table_header(typed):
+            first = False
+            continue
+        first = False
+        pair = parse_env_line(typed)
         # A name pasted twice with different values is ambiguous: the first line becomes a
         # row, the other stays in the box to be settled. (A pasted name that is already a
         # row updates that row, as pasting a file again would.)

@@ -628,10 +628,14 @@ def _image_extras(
 
 
 def _example(wanted: str, pool: W.Pool | None) -> dict[str, Any]:
-    """The example of that id offered on `pool`; a framework's id is its first example's
-    (MPIJob: OpenMPI's)."""
+    """The example of that id offered on `pool`, else a framework's first example there
+    (MPIJob: OpenMPI's; Custom on Kubernetes: its own Ray example, left31: torchrun's, whose
+    MASTER_ADDR a custom job does not get)."""
     examples = W.offered_examples(pool)
-    return next((e for e in examples if e["id"] == wanted), examples[0])
+    return next(
+        (e for e in examples if e["id"] == wanted),
+        next((e for e in examples if e["framework"] == wanted), examples[0]),
+    )
 
 
 def _resources_extras(

@@ -236,3 +236,65 @@ def test_no_one_edits_or_deletes_a_deleted_jobs_record_and_plain_staff_do_not_se
     assert by_reviewer.status_code == 403
     kept.refresh_from_db()
     assert kept.name == job.name
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_a_script_deletes_names_the_api_key_in_the_deleted_jobs_list_and_on_its_old_link(
+    api, alice_key, alice_en, superuser
+):
+    job_id = api.create_job(pool="local", body=body(name="by-script"))["jobId"]
+
+    api.delete_job(pool="local", job_id=job_id)
+
+    key_id = alice_key[0].access_key_id
+    auditor = client_for(superuser)
+    auditor.cookies["django_language"] = "en"
+    listed = auditor.get(DELETED, {"q": key_id}).content.decode()
+    assert job_id in listed and f"Deleted by its owner with API key {key_id}" in listed
+    assert alice_key[1] not in listed
+    old_link = alice_en.get(f"/jobs/{job_id}/").content.decode()
+    assert f"by a script with API key {key_id}." in old_link
+    auditor.cookies["django_language"] = "zh-hans"
+    assert f"由创建人用 API 密钥 {key_id} 删除" in auditor.get(DELETED).content.decode()
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_deleted_on_its_page_says_so_and_names_no_api_key(alice, alice_client, superuser):
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    job = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="del-3", backend="local")[
+        0
+    ]
+    alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    auditor = client_for(superuser)
+    auditor.cookies["django_language"] = "en"
+
+    listed = auditor.get(DELETED, {"q": job.public_id}).content.decode()
+
+    assert "Deleted by its owner (the job&#x27;s page or list)" in listed
+    assert "API key" not in listed.split("result_list", 1)[1]
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_running_job_a_script_deletes_is_deleted_by_the_worker_naming_the_key_that_asked(
+    api, alice_key, settings, superuser
+):
+    from jobs.models import DeletedJob, LocalRun
+    from jobs.worker import Worker
+
+    from .runner_helpers import UNTIL_THE_GATE_OPENS, run_until, status_of
+
+    job_id = api.create_job(pool="local", body=body(name="running", command=UNTIL_THE_GATE_OPENS))[
+        "jobId"
+    ]
+    job = Job.objects.get(public_id=job_id)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="running")
+
+    api.delete_job(pool="local", job_id=job_id)
+    assert LocalRun.objects.get(job=job).delete_when_stopped  # the worker deletes it
+    run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), what="deleted")
+
+    assert DeletedJob.objects.get(public_id=job_id).api_key == alice_key[0].access_key_id

@@ -22,6 +22,7 @@ from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     basic_data,
     complete_steps,
+    field_errors,
     image_data,
     new_draft,
     post_step,
@@ -278,3 +279,32 @@ def test_the_resources_step_of_a_custom_job_says_every_instance_decides_its_succ
     page = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
 
     assert "所有实例都以退出码 0 结束，任务才算成功" in page
+
+
+def test_a_custom_job_on_an_aihc_pool_is_refused_at_its_framework_before_any_example(
+    alice_client, settings
+):
+    # left31: AIHC runs no custom job (its CreateJob takes PyTorchJob, MPIJob, TFJob), so
+    # there is no example for it: the basic step says why, on 训练框架, in both languages.
+    from .fake_aihc import FakeAihc, configure
+
+    fake = FakeAihc().start()
+    try:
+        fake.add_pool("cce-pool1", "百舸训练池", queues=("default",))
+        configure(settings, fake)
+        draft = new_draft(alice_client)
+        data = basic_data(framework=S.CUSTOM, resource_pool="cce-pool1")
+
+        chinese = post_step(alice_client, draft, W.BASIC, data)
+        alice_client.cookies["django_language"] = "en"
+        english = post_step(alice_client, draft, W.BASIC, data)
+    finally:
+        fake.stop()
+
+    assert chinese.status_code == english.status_code == 200  # the step again, not the next
+    assert field_errors(chinese, "id_framework") == [
+        "百舸 AIHC 支持 PyTorch、MPI 和 TensorFlow 任务，无法提交自定义角色。"
+    ]
+    assert field_errors(english, "id_framework") == [
+        "AIHC runs PyTorch, MPI and TensorFlow jobs; custom roles cannot be sent."
+    ]

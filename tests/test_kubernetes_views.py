@@ -16,6 +16,7 @@ from tests.test_wizard import (
     basic_data,
     complete_steps,
     data_data,
+    image_data,
     new_draft,
     post_step,
     resources_data,
@@ -357,3 +358,128 @@ def test_a_standalone_jobs_review_on_kubernetes_has_no_group_variables_nor_note(
     body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
     assert "AIHC_GROUP_TASK_INDEX" not in container_envs(body)
     assert 'id="request-group-note"' not in page
+
+
+# -- the custom framework's example (left31) -----------------------------------------------
+
+
+def kubernetes_ray_example() -> str:
+    return next(e["command"] for e in W.example_commands() if e["id"] == "Custom-kubernetes")
+
+
+def custom_k8s_draft(client, upto: str = W.IMAGE):
+    draft = new_draft(client)
+    steps = k8s_steps(framework="Custom")
+    steps[W.RESOURCES] = resources_data(
+        roles=[role("head", 1, A800, 1), role("worker", 2, A800, 4)]
+    )
+    complete_steps(client, draft, upto=upto, **steps)
+    return draft
+
+
+def test_a_custom_job_on_a_kubernetes_pool_is_shown_rays_example_for_jobset_pods_first(
+    fake, alice_client
+):
+    # left31: the PyTorch example showed first, whose MASTER_ADDR and RANK a custom job does
+    # not get, and the local pool's Ray example (head at 127.0.0.1) was not offered.
+    draft = custom_k8s_draft(alice_client)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    shown = html.unescape(page[page.index('id="example-command"') :])
+    shown = shown[: shown.index("</pre>")]
+    assert "ray start --address=$HEAD:$PORT" in shown and "HEAD=$JOBSET-head-0-0.$JOBSET" in shown
+    assert "MASTER_ADDR" not in shown and "127.0.0.1" not in shown
+    assert 'id="show-example-Custom-kubernetes" aria-pressed="true"' in page
+    assert 'id="show-example-Custom"' not in page  # the local pool's
+    start = page.index('id="injected-vars"')
+    table = html.unescape(page[start : page.index("</table>", start)])
+    assert "其他实例通过 <jobset>-<角色>-0-<序号>.<jobset> 访问该实例" in table
+
+
+def test_fill_in_this_example_writes_the_kubernetes_ray_command_into_a_custom_job(
+    fake, alice_client
+):
+    draft = custom_k8s_draft(alice_client)
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(command="keep me"),
+        action="fill-example-Custom-kubernetes",
+    )
+
+    assert r.status_code == 302
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["command"] == [kubernetes_ray_example()]
+
+
+RECORDING_RAY = """#!/bin/sh
+# A stand-in for `ray` that notes how it was called: health-check answers 0 once (the head
+# is up), then 1 (the head has gone), so a worker joins and then ends.
+echo "$*" >> "$RAY_CALLS"
+case "$1" in
+  health-check) [ -e "$RAY_CALLS.up" ] && exit 1; touch "$RAY_CALLS.up"; exit 0 ;;
+esac
+exit 0
+"""
+
+
+def run_example_as(tmp_path, *, hostname: str, role: str, index: int):
+    import os
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "ray").write_text(RECORDING_RAY)
+    (bin_dir / "ray").chmod(0o755)
+    calls = tmp_path / "calls"
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "RAY_CALLS": str(calls),
+        "HOSTNAME": hostname,
+        "AIHC_ROLE": role,
+        "AIHC_ROLE_INDEX": str(index),
+    }
+    done = subprocess.run(
+        ["bash", "-c", kubernetes_ray_example()],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_the_kubernetes_ray_example_joins_a_worker_to_the_head_pod_the_jobset_names(
+    fake, alice_client, tmp_path
+):
+    draft = custom_k8s_draft(alice_client, upto=W.REVIEW)
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    body = json.loads(html.unescape(re.search(r'id="request-json">(.*?)</pre>', page, re.S)[1]))
+    # A pod's hostname, as the Indexed Job of the JobSet's replicatedJob gives it:
+    # <jobset>-<replicatedJob>-<job index>-<completion index>, in the JobSet's subdomain.
+    jobset = body["metadata"]["name"]
+    assert body["spec"]["network"] == {"enableDNSHostnames": True, "subdomain": jobset}
+    assert [r["name"] for r in body["spec"]["replicatedJobs"]] == ["head", "worker"]
+
+    done, calls = run_example_as(tmp_path, hostname=f"{jobset}-worker-0-1", role="worker", index=1)
+
+    head = f"{jobset}-head-0-0.{jobset}:6379"
+    assert done.returncode == 0, done.stderr
+    assert calls == [
+        f"health-check --address={head}",
+        f"start --address={head}",
+        f"health-check --address={head}",
+        "stop",
+    ]
+
+
+def test_the_kubernetes_ray_example_stops_saying_why_when_the_hostname_is_the_nodes(tmp_path):
+    # On the host network a pod's hostname is its node's: no head address can be made.
+    done, calls = run_example_as(tmp_path, hostname="gpu-1", role="worker", index=1)
+
+    assert done.returncode == 1
+    assert "hostname gpu-1 is not a JobSet pod's (host network?)" in done.stderr
+    assert calls == []

@@ -282,6 +282,43 @@ def test_lines_copied_from_two_spreadsheet_columns_become_rows(en_client):
     ]
 
 
+def test_a_spreadsheet_row_whose_value_cell_is_empty_becomes_a_variable_with_an_empty_value(
+    en_client,
+):
+    # left31: the tab after the name was trimmed off with the line's blanks, and the line
+    # stayed in the box as "not KEY=VALUE", without its tab. Now it is `NAME=`'s row.
+    draft = draft_at(en_client, W.IMAGE)
+    paste = "EMPTY_ONE\t\r\nEMPTY_TWO\t\t\r\nEMPTY_SPACED\t \t \u200b\nSET\t1\n"
+
+    r = post_step(en_client, draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert r.status_code == 302
+    assert stored_envs(draft) == [
+        ("EMPTY_ONE", ""),
+        ("EMPTY_TWO", ""),
+        ("EMPTY_SPACED", ""),
+        ("SET", "1"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "header", ["name\tvalue", "NAME\tVALUE\tdescription", "变量名\t值", "Key\tValue"]
+)
+def test_a_table_copied_with_its_header_row_gives_its_rows_and_no_variable_for_the_header(
+    en_client, header
+):
+    # left31: `name<TAB>value` became a variable `name` set to "value".
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(env_paste=f"{header}\nNCCL_DEBUG\tINFO\nname\tx\n")
+    )
+
+    assert r.status_code == 302
+    # Only the first line is a header: a variable called `name` further down is one.
+    assert stored_envs(draft) == [("NCCL_DEBUG", "INFO"), ("name", "x")]
+
+
 def test_a_tab_after_an_equals_sign_stays_in_the_value(en_client):
     draft = draft_at(en_client, W.IMAGE)
 
@@ -298,8 +335,9 @@ def test_the_paste_box_says_spreadsheet_cells_are_taken_in_both_languages(alice_
     english = en_client.get(url).content.decode()
     chinese = alice_client.get(url).content.decode()
 
-    assert "two cells copied from a spreadsheet (Excel, WPS)" in english
-    assert "从电子表格（Excel、WPS）复制的两列" in chinese
+    assert "two cells copied from a spreadsheet (Excel, WPS" in english
+    assert "a header row such as name, value is skipped" in english
+    assert "从电子表格（Excel、WPS）复制的两列" in chinese and "表头行会被跳过" in chinese
 
 
 @pytest.mark.parametrize(

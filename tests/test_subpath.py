@@ -21,15 +21,17 @@ import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
 import pytest
+from django.test import Client
 from django.urls import set_script_prefix
 from playwright.sync_api import expect
 
 from jobs.aihc import signer
 from jobs.runner import free_port
+from tests.runner_helpers import runner_settings  # noqa: F401
 from tests.test_serve import start_serve
 from tests.test_wizard import A800, V100
 from tests.test_wizard_browser import fill_basic, fill_image, next_step
@@ -526,3 +528,118 @@ def test_a_script_signing_the_path_under_the_sub_path_is_answered_through_the_pr
     refused = describe_jobs("/api/v1/aijobs")
     assert refused.status_code == 403
     assert refused.json()["code"] == "SignatureDoesNotMatch"
+
+
+# -- every address on the pages (left31) -------------------------------------------------
+
+# Attributes that hold an address the browser follows, fetches or sends to: links, forms,
+# scripts and styles, and htmx's requests.
+ADDRESS_ATTRIBUTES = re.compile(
+    r"\s(href|src|action|formaction|hx-get|hx-post|hx-put|hx-patch|hx-delete|data-[a-z-]*url)"
+    r'="([^"]*)"'
+)
+
+
+def addresses_outside(page: str, *, at: str) -> list[str]:
+    """The addresses on a page at `at` (its public address) that a browser would resolve
+    outside the sub-path."""
+    outside = []
+    for attribute, value in ADDRESS_ATTRIBUTES.findall(page):
+        address = value.replace("&amp;", "&")
+        if address.startswith(("mailto:", "javascript:")):
+            continue
+        parts = urlsplit(urljoin(at, address))  # as the browser resolves `../password/`
+        if parts.scheme and parts.netloc != "intranet.example.com":
+            continue  # another site (documentation links)
+        # The prefix alone: the admin's View site (nginx's `location =` sends it on to /).
+        if parts.path != PREFIX and not parts.path.startswith(PREFIX + "/"):
+            outside.append(f"{attribute}={address}")
+    return outside
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_every_link_form_and_htmx_address_on_the_consoles_pages_keeps_the_sub_path(
+    superuser, under_prefix
+):
+    """Follows every link from the job list, the drafts, My usage, the keys page and the
+    admin (their pages, sorts, filters and CSV exports), as a person clicking would, and
+    reads every address on each page: none may leave /ai-console/ (README "Under a
+    sub-path"). Enough jobs and drafts for a second page of each list."""
+    from django.utils import timezone
+
+    from jobs.api_keys import api_key_create
+    from jobs.models import Job, JobStatus
+    from jobs.services import jobs_submit
+    from jobs.views import PAGE_SIZE
+    from jobs.wizard import draft_create
+
+    from .runner_helpers import make_spec
+
+    jobs = [
+        jobs_submit(
+            owner=superuser,
+            spec=make_spec("echo hi", name=f"job-{n}"),
+            submit_key=f"k{n}",
+            backend="local",
+        )[0]
+        for n in range(PAGE_SIZE + 2)
+    ]
+    # One that ended: its page has Run again, Copy & edit, Delete and its log's links.
+    Job.objects.filter(pk=jobs[0].pk).update(
+        status=JobStatus.FAILED, started_at=timezone.now(), finished_at=timezone.now()
+    )
+    for _n in range(PAGE_SIZE + 2):
+        draft_create(owner=superuser)
+    api_key_create(owner=superuser, description="ci")
+    client = Client(HTTP_HOST="intranet.example.com")
+    client.force_login(superuser)
+
+    seen: set[str] = set()
+    queue = [
+        "/",
+        f"/jobs/{jobs[0].public_id}/",
+        f"/jobs/{jobs[0].public_id}/logs/",
+        "/create/",
+        "/account/usage/",
+        "/account/keys/",
+        "/admin/",
+        "/pools/",
+    ]
+    outside: dict[str, list[str]] = {}
+    shapes: dict[tuple[str, tuple[str, ...]], int] = {}
+    while queue and len(seen) < 800:
+        path = queue.pop(0)
+        if path in seen:
+            continue
+        seen.add(path)
+        response = client.get(path)
+        assert response.status_code in (200, 302, 404), (path, response.status_code)
+        if response.status_code == 302:
+            assert response["Location"].startswith((PREFIX + "/", "?")), path
+            continue
+        if "html" not in response.get("Content-Type", ""):
+            continue  # a CSV export, a log download
+        page = response.content.decode()
+        if found := addresses_outside(page, at=f"https://intranet.example.com{PREFIX}{path}"):
+            outside[path] = found
+        public = f"https://intranet.example.com{PREFIX}{path}"
+        for address in re.findall(r'\shref="([^"#]*)"', page):
+            parts = urlsplit(urljoin(public, address.replace("&amp;", "&")))
+            if parts.netloc != "intranet.example.com" or not parts.path.startswith(PREFIX + "/"):
+                continue
+            local = parts.path.removeprefix(PREFIX) + (f"?{parts.query}" if parts.query else "")
+            # Not the log-out nor static files; two of each kind of page (a job's, a
+            # draft's step, an admin list with one filter or sort) are enough.
+            shape = (
+                re.sub(r"[0-9a-f-]{8,}|\d+", "N", parts.path),
+                tuple(sorted(parse_qs(parts.query))),
+            )
+            if "logout" in local or local.startswith("/static/") or local in seen:
+                continue
+            if shapes.get(shape, 0) < 2 and len(shape[1]) <= 2:
+                shapes[shape] = shapes.get(shape, 0) + 1
+                queue.append(local)
+
+    print("SEEN", len(seen), sorted(seen))
+    assert outside == {}
+    assert len(seen) > 40, seen  # it did follow the lists' links

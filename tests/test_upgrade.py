@@ -497,8 +497,9 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
     # card type (0030) are worked out again. Only columns the downgrade dropped come back at their defaults: the recorded-text
     # sources past 0003 (the pages then show the text as recorded), the policy's
     # self-approval switch past 0007 (off), a replica's reason past 0008 (none), a local
-    # run's running alert past 0010 (not due), a draft's New draft key past 0012 (none) and a
-    # local run's runner past 0015 (none: followed by whichever worker is active).
+    # run's running alert past 0010 (not due), a draft's New draft key past 0012 (none), a
+    # local run's runner past 0015 (none: followed by whichever worker is active) and the API
+    # key of its Delete past 0037 (none; a deleted job's key is null: not recorded).
     dropped = {
         name: set(next(iter(rows.values()))) - set(next(iter(at_old[name].values())))
         for name, rows in before.items()
@@ -510,6 +511,7 @@ def test_downgrading_and_upgrading_again_gives_back_every_row(at_latest_after, t
         "running_alert_due": False,
         "create_key": "",
         "runner": "",
+        "delete_api_key": "",
     }
     for name, rows in before.items():
         gone = dropped[name] - {"group_index", "cards"}
