@@ -15,13 +15,14 @@ from django.test import Client
 from django.urls import reverse
 
 from jobs import wizard as W
-from jobs.models import Draft
+from jobs.models import Draft, Job
 from tests.test_wizard import (  # noqa: F401  (_local_pool: the wizard's pool of cards)
     _local_pool,
     advanced_data,
     complete_steps,
     image_data,
     new_draft,
+    post_step,
     step_url,
 )
 
@@ -162,3 +163,143 @@ def test_the_server_log_of_a_failed_request_holds_no_typed_secret(alice, setting
 
     assert "Internal Server Error: /login/" in caplog.text
     assert LOGIN_PASSWORD not in caplog.text
+
+
+# -- the image step's paste box ------------------------------------------------------------
+
+MARKED_NOTICE = "以下变量的名称看起来是保密信息，已标记为保密：HF_TOKEN, DB_PASSWORD。"
+
+
+def stored_env_rows(draft: Draft) -> dict[str, tuple[str, bool]]:
+    rows = W.rows_of(Draft.objects.get(pk=draft.pk).data[W.IMAGE], "env")
+    return {W._one(r, "name"): (W._one(r, "value"), bool(W._one(r, "secret"))) for r in rows}
+
+
+def test_envs_pasted_with_names_like_secrets_are_made_secret_and_never_shown_again(
+    alice_client, alice
+):
+    """A `.env` file pasted whole: its lines cannot say which values are secret, as an
+    import's body without `console.secretEnvs` cannot (README, "Import from a request")."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    paste = f"HF_TOKEN={ENV_SECRET}\nexport DB_PASSWORD='{REGISTRY_PASSWORD}'\nLR=3e-4\n"
+
+    r = post_step(alice_client, draft, W.IMAGE, image_data(env_paste=paste))
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert r.status_code == 302
+    assert stored_env_rows(draft) == {
+        "HF_TOKEN": (ENV_SECRET, True),
+        "DB_PASSWORD": (REGISTRY_PASSWORD, True),
+        "LR": ("3e-4", False),
+    }
+    assert ENV_SECRET not in page and REGISTRY_PASSWORD not in page
+    assert page.count('placeholder="******"') == 2 and 'value="3e-4"' in page
+    assert MARKED_NOTICE in page
+
+    # The rest of the way the values stay hidden, and the job gets them.
+    complete_steps(
+        alice_client,
+        draft,
+        **{
+            W.IMAGE: image_data(
+                envs=[("HF_TOKEN", "", True), ("DB_PASSWORD", "", True), ("LR", "3e-4")]
+            )
+        },
+    )
+    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    assert ENV_SECRET not in review and "HF_TOKEN=******" in review
+    assert MARKED_NOTICE in review
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+    job = Job.objects.get(owner=alice)
+    envs = {e.name: (e.value, e.secret) for e in job.job_spec().envs}
+    assert envs == {
+        "HF_TOKEN": (ENV_SECRET, True),
+        "DB_PASSWORD": (REGISTRY_PASSWORD, True),
+        "LR": ("3e-4", False),
+    }
+
+
+def test_a_pasted_secret_is_not_shown_back_when_the_step_is_refused_for_another_field(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    refused = post_step(
+        alice_client, draft, W.IMAGE, image_data(image="", env_paste=f"HF_TOKEN={ENV_SECRET}")
+    )
+    refused_htmx = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(image="", env_paste=f"HF_TOKEN={ENV_SECRET}"),
+        htmx=True,
+    )
+
+    for response in (refused, refused_htmx):
+        assert response.status_code == 200
+        assert ENV_SECRET not in response.content.decode()
+    # Typed once, kept: nothing to type again.
+    assert stored_env_rows(draft) == {"HF_TOKEN": (ENV_SECRET, True)}
+
+
+def test_a_pasted_line_for_a_row_the_user_left_plain_keeps_it_plain(alice_client):
+    """Unticked 保密 is the user's word on that name; a paste only changes its value."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(envs=[("HF_TOKEN", "typed-plain")], env_paste="HF_TOKEN=pasted-plain"),
+    )
+
+    assert stored_env_rows(draft) == {"HF_TOKEN": ("pasted-plain", False)}
+
+
+def test_pasted_envs_whose_names_are_no_secrets_stay_plain_and_nothing_is_said(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(env_paste="TOKENIZER_PATH=/models/tok\nMAX_TOKENS=4096\nHF_TOKEN="),
+    )
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert stored_env_rows(draft) == {
+        "TOKENIZER_PATH": ("/models/tok", False),
+        "MAX_TOKENS": ("4096", False),
+        "HF_TOKEN": ("", False),
+    }
+    assert "已标记为保密" not in page
+
+
+def test_a_person_pasting_an_env_file_sees_its_token_made_secret_after_next_and_back(
+    logged_in_page,
+):
+    from playwright.sync_api import expect
+
+    from tests.test_wizard_browser import fill_basic, next_step, start
+
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    page.fill("#id_env_paste", f"HF_TOKEN={ENV_SECRET}\nLR=3e-4\n")
+    next_step(page, "resources")
+    page.click("#wizard-back")
+    page.wait_for_url(re.compile(r"/image/$"))
+
+    expect(page.locator("#import-notices")).to_contain_text("HF_TOKEN")
+    token_value = page.locator("input[name=env-0-value]")
+    expect(token_value).to_have_value("")
+    expect(token_value).to_have_attribute("placeholder", "******")
+    expect(page.locator("input[name=env-0-secret]")).to_be_checked()
+    expect(page.locator("input[name=env-1-value]")).to_have_value("3e-4")
+    assert ENV_SECRET not in page.content()
