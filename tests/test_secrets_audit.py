@@ -14,8 +14,21 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
+from jobs import spec as S
 from jobs import wizard as W
-from jobs.models import Draft, Job
+from jobs.models import Draft, Job, JobStatus
+from jobs.runner import replica_state_dir
+from jobs.worker import Worker
+from tests.runner_helpers import (  # noqa: F401  (runner_settings: a fixture)
+    UNTIL_THE_GATE_OPENS,
+    as_nobody,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,
+    status_of,
+    submit,
+)
 from tests.test_wizard import (  # noqa: F401  (_local_pool: the wizard's pool of cards)
     _local_pool,
     advanced_data,
@@ -303,3 +316,43 @@ def test_a_person_pasting_an_env_file_sees_its_token_made_secret_after_next_and_
     expect(page.locator("input[name=env-0-secret]")).to_be_checked()
     expect(page.locator("input[name=env-1-value]")).to_have_value("3e-4")
     assert ENV_SECRET not in page.content()
+
+
+# -- the local runner's run folder -------------------------------------------------------------
+
+
+def test_a_token_a_job_saves_in_its_home_cannot_be_read_by_another_account_on_the_machine(
+    runner_settings,  # noqa: F811
+    alice,
+    nobody_folder,
+):
+    """HOME is the replica's /tmp, a folder of LOCAL_RUN_DIR: `huggingface-cli login` saves
+    the token there (`~/.cache/huggingface/token`) as any file, 0644 under the usual umask.
+    Another account of the machine (here nobody) reaches LOCAL_RUN_DIR when the folders above
+    it let it in, as they must for jobs run as their own users (LOCAL_JOB_UID_BASE)."""
+    nobody_folder.chmod(0o755)
+    runner_settings.LOCAL_RUN_DIR = nobody_folder / "runs"
+    job = submit(
+        alice,
+        make_spec(
+            'mkdir -p ~/.cache/huggingface && echo "$HF_TOKEN" > ~/.cache/huggingface/token && '
+            + UNTIL_THE_GATE_OPENS,
+            envs=[S.Env("HF_TOKEN", ENV_SECRET, secret=True)],
+        ),
+    )
+    worker = Worker()
+    saved = replica_state_dir(job.public_id, 1, "master-0") / "tmp/.cache/huggingface/token"
+    try:
+        run_until(worker, saved.exists, what="the job to save its token")
+        assert saved.read_text() == ENV_SECRET + "\n"  # the job's own file, as it wrote it
+
+        def read_as_another_account() -> str:
+            try:
+                return saved.read_text()
+            except PermissionError:
+                return "refused"
+
+        assert as_nobody(read_as_another_account) == "refused"
+    finally:
+        open_gate(runner_settings)
+        run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
