@@ -2516,7 +2516,8 @@ def secrets_typed(post: MultiValueDict, step: str) -> bool:
     the registry password, a webhook's signing secret): such a value is never shown again, so
     a page drawn from the post cannot keep it."""
     if step == IMAGE:
-        raw = raw_from_post(post, IMAGE)
+        # Pasted lines too: one named like a secret's makes a secret row (merge_pasted_envs).
+        raw, _marked = merge_pasted_envs(raw_from_post(post, IMAGE))
         return bool(_one(raw, "registry_password")) or any(
             _one(row, "secret") and _one(row, "value") for row in rows_of(raw, "env")
         )

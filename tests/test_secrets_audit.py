@@ -36,6 +36,7 @@ from tests.test_wizard import (  # noqa: F401  (_local_pool: the wizard's pool o
     image_data,
     new_draft,
     post_step,
+    seen_on,
     step_url,
 )
 
@@ -356,3 +357,24 @@ def test_a_token_a_job_saves_in_its_home_cannot_be_read_by_another_account_on_th
     finally:
         open_gate(runner_settings)
         run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+
+def test_a_step_refused_for_another_tabs_save_asks_for_a_pasted_secret_again(alice_client):
+    """Refused, the step is drawn from what was sent, and a pasted secret now shows masked:
+    without the notice it would be lost unsaid when the page is sent again."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_by_b = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun from-tab-a.py"))
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(env_paste=f"HF_TOKEN={ENV_SECRET}", seen=seen_by_b),
+    )
+
+    page = r.content.decode()
+    notice = re.search(r'id="stale-notice">([^<]*)<', page).group(1)
+    assert r.status_code == 200 and "请重新填写" in notice
+    assert ENV_SECRET not in page
