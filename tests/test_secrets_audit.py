@@ -378,3 +378,31 @@ def test_a_step_refused_for_another_tabs_save_asks_for_a_pasted_secret_again(ali
     notice = re.search(r'id="stale-notice">([^<]*)<', page).group(1)
     assert r.status_code == 200 and "请重新填写" in notice
     assert ENV_SECRET not in page
+
+
+# -- training metrics -------------------------------------------------------------------------
+
+
+def test_a_run_or_tag_named_with_the_jobs_secret_shows_it_masked_on_its_page_and_in_compare(
+    runner_settings,  # noqa: F811
+    alice,
+    alice_client,
+):
+    """The job names its runs (folders) and tags: its output, masked as its log is."""
+    from tests.test_job_compare import compare_url
+    from tests.test_tensorboard import tb_job, volume, write_scalars
+
+    secret_env = [S.Env("HF_TOKEN", ENV_SECRET, secret=True)]
+    job = tb_job(alice, envs=secret_env)
+    other = tb_job(alice)
+    logs = volume(runner_settings) / "tb"
+    write_scalars(logs / f"run-{ENV_SECRET}", f"eval/{ENV_SECRET}/loss", [1.0, 0.5])
+    write_scalars(logs / "plain-run", "loss", [2.0, 1.0])
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    compared = alice_client.get(compare_url(job, other)).content.decode()
+
+    for shown in (page, compared):
+        assert ENV_SECRET not in shown
+        assert "run-****** / eval/******/loss" in shown
+        assert "plain-run / loss" in shown
