@@ -159,6 +159,9 @@ SECRET_KEY_FALLBACKS = [
     if key.strip()
 ]
 DEBUG = envbool("DEBUG", "false")
+# The error page DEBUG shows hides what was typed and each frame's variables: they hold secret
+# env values, registry passwords and log-in passwords (jobs.error_reports).
+DEFAULT_EXCEPTION_REPORTER_FILTER = "jobs.error_reports.ConsoleExceptionReporterFilter"
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 # A value of commas only lists nothing: every request would be answered 400.
 if not ALLOWED_HOSTS:

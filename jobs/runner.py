@@ -1222,12 +1222,17 @@ def _start_replicas(
         )
         tmp = state / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
+        # The job's /tmp is its HOME too, where tools save their tokens (huggingface-cli
+        # login's ~/.cache/huggingface/token, 0644 under the usual umask): its owner's alone,
+        # or any account of the machine that can reach LOCAL_RUN_DIR read them (QA 53).
+        tmp.chmod(0o700)
         if as_user is not None:
             # The job's user writes its /tmp; it reads the hostfile and resolv.conf (0644),
             # which bubblewrap, run as that user, finds by their paths: each folder from the
-            # run folder down is made enterable by others (not listable: 0711 at least).
+            # run folder down to /tmp's is made enterable by others (not listable: 0711 at
+            # least), /tmp itself staying the user's alone.
             os.chown(tmp, *as_user)
-            _enterable(tmp, *files_under_run(base, job_network))
+            _enterable(tmp.parent, *files_under_run(base, job_network))
         # The inode of an eviction's mark, made now: a disk evicted for want of inodes may
         # have none left to make it then (evict_for_disk_pressure fills it and renames it).
         (state / EVICTED_DRAFT).touch()

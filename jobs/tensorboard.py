@@ -958,10 +958,29 @@ def training_metrics(
         return None
     metrics, state, folder = read
     if state is not None:
-        metrics.charts = _charts(
+        charts = _charts(
             state, key=(job.public_id, folder, state.get("generation"), get_language(), log)
         )
+        metrics.charts = _names_masked(charts, secrets=job.secret_values())
     return metrics
+
+
+def _names_masked(charts: list[Any], *, secrets: list[str]) -> list[Any]:
+    """The charts with the jobs' secret values masked in their run and tag names, as in their
+    logs: the job names them (a run folder after its Hugging Face repo and token...), and a
+    secret is never rendered (QA 53: a run named with HF_TOKEN's value showed it). Copies:
+    the drawn charts are kept for the next poll."""
+    if not secrets:
+        return charts
+    return [
+        replace(
+            chart,
+            run=job_logs.masked(chart.run, secrets),
+            tag=job_logs.masked(chart.tag, secrets),
+            text=job_logs.masked(chart.text, secrets),
+        )
+        for chart in charts
+    ]
 
 
 def _task_folder(folder: LogFolder, spec: JobSpec, job: Job) -> tuple[LogFolder, str] | None:
@@ -1154,6 +1173,9 @@ def compared_metrics(
         )
         for run_name, tag in keys[:MAX_TAGS]
     ]
+    comparison.charts = _names_masked(
+        comparison.charts, secrets=[value for job in jobs for value in job.secret_values()]
+    )
     by_column = [{line.column: line for line in c.lines} for c in comparison.charts]
     comparison.latest = [[lines.get(column) for lines in by_column] for column in range(len(jobs))]
     return comparison

@@ -177,7 +177,8 @@ _ACTION_RE = re.compile(
     r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices|to-review)$"
 )
 # Draft.data key: what an import left out of the draft or changed in it (paths and env names,
-# never a value; jobs.wizard_import.import_notices). Shown on every step until the draft is
+# never a value; jobs.wizard_import.import_notices), and the pasted envs made secret for their
+# names (merge_pasted_envs). Shown on every step until the draft is
 # submitted or 知道了 (Dismiss) is pressed (decision, QA round 24: as a one-time message it went
 # with the first reload or step, and with it the only word that the job would run without them).
 IMPORT_NOTICES = "_import_notices"
@@ -2272,14 +2273,21 @@ def _with_look_alikes_named(line: str) -> str:
     ) % {"line": line, "chars": ", ".join(shown)}
 
 
-def merge_pasted_envs(raw: Raw) -> Raw:
-    """Moves the paste box's KEY=VALUE lines into env rows; other lines stay in the box."""
+def merge_pasted_envs(raw: Raw) -> tuple[Raw, list[str]]:
+    """Moves the paste box's KEY=VALUE lines into env rows; other lines stay in the box. Also
+    the names of the rows it made secret: lines say nothing of which values are secret (a
+    `.env` file's `HF_TOKEN=hf_...`), so a new row whose name looks like a secret's is made
+    one, as an import without `console.secretEnvs` makes it (QA 53: it stayed a plain value,
+    shown on the step, the review, the job page and to reviewers)."""
+    from .wizard_import import looks_secret  # it imports this module
+
     text = _one(raw, "env_paste")
     if not text.strip():
-        return raw
+        return raw, []
     rows = [r for r in rows_of(raw, "env") if _one(r, "name") or _one(r, "value")]
     index = {_one(r, "name"): r for r in rows}
     bad = []
+    marked: list[str] = []
     pasted: dict[str, str] = {}
     first = True
     for typed in text.splitlines():
@@ -2309,12 +2317,15 @@ def merge_pasted_envs(raw: Raw) -> Raw:
         if name in index:
             index[name]["value"] = [value]
         else:
-            row = _row(name=name, value=value)
+            secret = bool(value) and looks_secret(name)
+            row = _row(name=name, value=value, secret=secret)
             rows.append(row)
             index[name] = row
+            if secret:
+                marked.append(name)
     merged = with_rows(raw, "env", rows)
     merged["env_paste"] = ["\n".join(bad)]
-    return merged
+    return merged, marked
 
 
 def restore_secrets(raw: Raw, old: Raw) -> Raw:
@@ -2553,7 +2564,8 @@ def secrets_typed(post: MultiValueDict, step: str) -> bool:
     the registry password, a webhook's signing secret): such a value is never shown again, so
     a page drawn from the post cannot keep it."""
     if step == IMAGE:
-        raw = raw_from_post(post, IMAGE)
+        # Pasted lines too: one named like a secret's makes a secret row (merge_pasted_envs).
+        raw, _marked = merge_pasted_envs(raw_from_post(post, IMAGE))
         return bool(_one(raw, "registry_password")) or any(
             _one(row, "secret") and _one(row, "value") for row in rows_of(raw, "env")
         )
@@ -2597,8 +2609,9 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         return StepOutcome(go_to=step, stale=True)
     raw = raw_from_post(post, step)
     old = draft.data.get(step) if isinstance(draft.data.get(step), dict) else {}
+    marked_secret: list[str] = []
     if step == IMAGE:
-        raw = merge_pasted_envs(restore_secrets(raw, old))
+        raw, marked_secret = merge_pasted_envs(restore_secrets(raw, old))
     elif step == ADVANCED:
         raw = restore_webhook_secrets(raw, old)
     if "seen" in post and post["seen"] != step_version(draft, step) and raw != old:
@@ -2609,6 +2622,13 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         return StepOutcome(
             go_to=step, forms=bind(state, step, raw, show_errors=False), overwrites=True
         )
+    if marked_secret:
+        # Said on every step until dismissed or submitted, as an import's envs marked secret.
+        notices = draft.data.get(IMPORT_NOTICES)
+        notices = dict(notices) if isinstance(notices, dict) else {}
+        said = [str(n) for n in notices.get("marked_secret") or []]
+        notices["marked_secret"] = said + [n for n in marked_secret if n not in said]
+        draft.data[IMPORT_NOTICES] = notices
     prefix = ROW_PREFIX.get(step)
     index = STEPS.index(step)
     if prefix and action == "add-row":
