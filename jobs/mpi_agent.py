@@ -24,8 +24,8 @@ ending its launches) kills what it started.
 
 The ranks an MPI launch daemon (MPICH's and Intel MPI's hydra_pmi_proxy, Open MPI's orted or
 prted) starts in a worker are watched: the first that ends with a code other than 0 or by a
-signal is recorded in /tmp/.mpi/rank-failed ({"code": N} or {"signal": N}), and
-/tmp/.mpi/busy exists while a handed command runs. The runner fails the job when such a
+signal is recorded in /tmp/.mpi/rank-failed ({"code": N} or {"signal": N}; a handed command
+starting forgets an earlier one), and /tmp/.mpi/busy exists while a handed command runs. The runner fails the job when such a
 record is older than its grace while the launcher still runs and a worker is still busy:
 hydra's proxy exits 0 when its rank exited 3 without MPI_Abort, and mpiexec then waits for
 ever (README, "MPICH"). A rank's exit code is read through a pidfd opened while it runs
@@ -146,12 +146,18 @@ def busy(change: int) -> None:
     launcher has already ended what it started (mpirun's own abort, its script going on) is
     no hang. Its time is the last handed command's start: a failure recorded before it
     belongs to an earlier mpirun (the next one's launch can come while the last one's
-    handed command is still ending here)."""
+    handed command is still ending here), and the start forgets such a failure's record."""
     global _handed
     with _busy_lock:
         _handed += change
         with contextlib.suppress(OSError):
             if change > 0:
+                # A record made before this start no longer counts (the runner compares it
+                # with busy's time) and would keep this launch's ranks from being recorded
+                # (O_EXCL): a retry after an mpirun that ended its failed rank itself then
+                # hung for ever (review34).
+                with contextlib.suppress(OSError):
+                    os.unlink(RANK_FAILED)
                 # O_NONBLOCK: a named pipe the job left there must not hold the handed
                 # command (and this lock) waiting for a reader.
                 flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
