@@ -236,3 +236,24 @@ def test_no_one_edits_or_deletes_a_deleted_jobs_record_and_plain_staff_do_not_se
     assert by_reviewer.status_code == 403
     kept.refresh_from_db()
     assert kept.name == job.name
+
+
+def test_the_deleted_jobs_list_names_its_owner_column_and_filter_in_chinese(superuser, db):
+    from django.utils import timezone
+
+    from jobs.models import DeletedJob
+
+    for name in ("dave", "erin"):  # two owners: the owner filter shows
+        owner = User.objects.create_user(name)
+        DeletedJob.objects.create(
+            public_id=f"job-{name}", owner=owner, name="train", deleted_at=timezone.now()
+        )
+    client = client_for(superuser)
+    client.cookies["django_language"] = "zh-hans"
+
+    listed = client.get(DELETED).content.decode()
+    shown = client.get(f"{DELETED}{DeletedJob.objects.first().pk}/change/").content.decode()
+
+    assert "Owner" not in listed and "以 owner" not in listed
+    assert ">创建人</a>" in listed and "以 创建人" in listed
+    assert "Owner" not in shown and "创建人:" in shown
