@@ -257,3 +257,26 @@ def test_the_deleted_jobs_list_names_its_owner_column_and_filter_in_chinese(supe
     assert "Owner" not in listed and "以 owner" not in listed
     assert ">创建人</a>" in listed and "以 创建人" in listed
     assert "Owner" not in shown and "创建人:" in shown
+
+
+def test_the_deleted_jobs_owner_filter_is_a_username_box_not_a_link_per_owner(superuser, db):
+    from django.utils import timezone
+
+    from jobs.models import DeletedJob
+
+    for n in range(40):
+        owner = User.objects.create_user(f"user-{n:02d}")
+        DeletedJob.objects.create(
+            public_id=f"job-{n:02d}", owner=owner, name="train", deleted_at=timezone.now()
+        )
+    client = client_for(superuser)
+
+    everyone = client.get(DELETED)
+    one = client.get(DELETED, {"owner_name": "user-07"})
+    nobody = client.get(DELETED, {"owner_name": "user-99"})
+
+    panel = everyone.content.decode().split('id="changelist-filter"', 1)[1].split("</nav>")[0]
+    assert 'name="owner_name"' in panel
+    assert "user-00" not in panel and "user-39" not in panel
+    assert [row.public_id for row in one.context["cl"].result_list] == ["job-07"]
+    assert list(nobody.context["cl"].result_list) == []
