@@ -280,3 +280,42 @@ def test_the_deleted_jobs_owner_filter_is_a_username_box_not_a_link_per_owner(su
     assert "user-00" not in panel and "user-39" not in panel
     assert [row.public_id for row in one.context["cl"].result_list] == ["job-07"]
     assert list(nobody.context["cl"].result_list) == []
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_superuser_still_deletes_an_account_whose_jobs_were_deleted_or_who_acted_in_the_admin(
+    alice, alice_client, superuser
+):
+    from jobs.models import DeletedJob
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    job = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="del-3", backend="local")[
+        0
+    ]
+    alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    team = Group.objects.create(name="vision")
+    dave = User.objects.create_superuser("dave", "dave@example.com", "dave-password")
+    raise_quota(client_for(dave), CardQuota.objects.create(group=team, max_cards=8), max_cards=64)
+    assert DeletedJob.objects.filter(owner=alice).exists()
+    assert LogEntry.objects.filter(user=dave).exists()
+    client = client_for(superuser)
+    client.cookies["django_language"] = "en"
+
+    record = DeletedJob.objects.get(owner=alice)
+    entry = LogEntry.objects.get(user=dave)
+    record_page = client.get(f"{DELETED}{record.pk}/change/").content.decode()
+    entry_page = client.get(f"{HISTORY}{entry.pk}/change/").content.decode()
+    asked = client.get(f"/admin/auth/user/{alice.pk}/delete/")
+    one = client.post(f"/admin/auth/user/{alice.pk}/delete/", {"post": "yes"})
+    bulk = client.post(
+        "/admin/auth/user/",
+        {"action": "delete_selected", "_selected_action": [dave.pk], "post": "yes"},
+    )
+
+    # Still no way to delete a record or an entry on its own page.
+    assert f"{record.pk}/delete/" not in record_page and f"{entry.pk}/delete/" not in entry_page
+    assert "doesn't have permission" not in asked.content.decode()
+    assert one.status_code == 302 and bulk.status_code == 302
+    assert not User.objects.filter(pk__in=[alice.pk, dave.pk]).exists()
