@@ -59,7 +59,13 @@ from . import (
 from . import logs as job_logs
 from . import spec as spec_module
 from .actions import ActionError, job_stop
-from .admin_lists import CheckedSelectionMixin, FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .admin_lists import (
+    CheckedSelectionMixin,
+    FilteredLookupsOnlyMixin,
+    NulFreeLookupsMixin,
+    OwnerFilter,
+    address_id,
+)
 from .alerts import webhook_shown
 from .api_keys import password_set_by
 from .backends import BackendError, get_backend
@@ -506,14 +512,6 @@ class LabelFilter(admin.SimpleListFilter):
         return labelled(queryset, [pair]) if pair is not None else queryset.none()
 
 
-def _address_id(value: str | None) -> int | None:
-    """A row's id from the address (a queue group's, an owner's), or None for anything
-    that is no id."""
-    if value and value.isascii() and value.isdigit() and len(value) <= 18:
-        return int(value)
-    return None
-
-
 class QueueGroupFilter(admin.SimpleListFilter):
     """The tasks of one queue group (`?group=<id>`), reached from a task's page (its *queue
     group* links here; QA 49: a name search also found every job named alike). No choices
@@ -524,7 +522,7 @@ class QueueGroupFilter(admin.SimpleListFilter):
     parameter_name = "group"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        group_id = _address_id(self.value())
+        group_id = address_id(self.value())
         group = JobGroup.objects.filter(pk=group_id).first() if group_id is not None else None
         return [(str(group.pk), str(group))] if group is not None else []
 
@@ -536,80 +534,8 @@ class QueueGroupFilter(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
         if not self.value():
             return queryset
-        group_id = _address_id(self.value())
+        group_id = address_id(self.value())
         return queryset.filter(group_id=group_id) if group_id is not None else queryset.none()
-
-
-class OwnerFilter(admin.SimpleListFilter):
-    """The jobs of one owner: a username typed in the panel's box (`?owner_name=alice`, the
-    list's other filters kept), or a link's `?owner__id__exact=<id>` (Django's own filter's
-    address, kept working). Django's filter listed every user of the site in the panel, a
-    query and a link each, thousands on a big site (admin30); this one names the owner
-    asked for alone, in one query then, none otherwise. A name no user has, or an id that
-    is none, lists no job and says so; an empty one lists every job."""
-
-    title = gettext_lazy("owner")
-    parameter_name = "owner__id__exact"
-    name_parameter = "owner_name"
-    template = "admin/jobs/job/owner_filter.html"
-
-    def __init__(self, request: HttpRequest, params: dict, model: Any, model_admin: Any) -> None:
-        # Popped before Django's own reading of the id, as lookups() needs it.
-        self.typed_name = params.pop(self.name_parameter, [""])[-1].strip()
-        super().__init__(request, params, model, model_admin)
-        if self.typed_name:
-            self.used_parameters[self.name_parameter] = self.typed_name
-
-    def expected_parameters(self) -> list[str]:
-        return [self.parameter_name, self.name_parameter]
-
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        owner = None
-        if self.value():
-            if (owner_id := _address_id(self.value())) is not None:
-                owner = User.objects.filter(pk=owner_id).first()
-        # A username is at most 150 characters: a longer one is no one's (and no query).
-        elif self.typed_name and len(self.typed_name) <= 150:
-            owner = User.objects.filter(username=self.typed_name).first()
-        self.owner = owner
-        # The box shows the name typed, or the owner a link asked for by id.
-        self.box_value = self.typed_name or (owner.get_username() if owner is not None else "")
-        return [(str(owner.pk), owner.get_username())] if owner is not None else []
-
-    def has_output(self) -> bool:
-        return True  # the box, whether or not an owner is asked for
-
-    def asked(self) -> bool:
-        return bool(self.value() or self.typed_name)
-
-    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
-        if not self.asked():
-            return queryset
-        return queryset.filter(owner=self.owner) if self.owner is not None else queryset.none()
-
-    def choices(self, changelist: Any) -> Iterator[dict[str, Any]]:
-        both = [self.parameter_name, self.name_parameter]
-        # What the box's form sends along with the name: the list's other filters, search
-        # and order; not the page (another owner's jobs start on the first).
-        self.kept = [
-            (name, value)
-            for name, values in self.request.GET.lists()
-            if name not in both and name not in ("p", "e")
-            for value in values
-        ]
-        yield {
-            "selected": not self.asked(),
-            "query_string": changelist.get_query_string(remove=both),
-            "display": _("All"),
-        }
-        for owner_id, username in self.lookup_choices:
-            yield {
-                "selected": True,
-                "query_string": changelist.get_query_string(
-                    {self.parameter_name: owner_id}, [self.name_parameter]
-                ),
-                "display": username,
-            }
 
 
 class CardsFilter(admin.SimpleListFilter):

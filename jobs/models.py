@@ -866,7 +866,11 @@ class DeletedJob(models.Model):
 
     public_id = models.CharField(_("job ID"), max_length=64, unique=True, editable=False)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+", editable=False
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="+",
+        editable=False,
+        verbose_name=_("owner"),
     )
     name = models.CharField(_("name"), max_length=50, editable=False)
     deleted_at = models.DateTimeField(_("deleted"), editable=False)

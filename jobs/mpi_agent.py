@@ -24,12 +24,13 @@ ending its launches) kills what it started.
 
 The ranks an MPI launch daemon (MPICH's and Intel MPI's hydra_pmi_proxy, Open MPI's orted or
 prted) starts in a worker are watched: the first that ends with a code other than 0 or by a
-signal is recorded in /tmp/.mpi/rank-failed ({"code": N} or {"signal": N}), and
-/tmp/.mpi/busy exists while a handed command runs. The runner fails the job when such a
-record is older than its grace while the launcher still runs and a worker is still busy:
-hydra's proxy exits 0 when its rank exited 3 without MPI_Abort, and mpiexec then waits for
-ever (README, "MPICH"). A rank's exit code is read through a pidfd opened while it runs
-(PIDFD_GET_INFO, Linux 6.15; before, from /proc while it is a zombie, which may be missed).
+signal is recorded in /tmp/.mpi/rank-failed ({"code": N} or {"signal": N}; replacing one
+older than its handed command), and /tmp/.mpi/busy exists while a handed command runs. The
+runner fails the job when such a record is older than its grace while the launcher still
+runs and a worker is still busy: hydra's proxy exits 0 when its rank exited 3 without
+MPI_Abort, and mpiexec then waits for ever (README, "MPICH"). A rank's exit code is read
+through a pidfd opened while it runs (PIDFD_GET_INFO, Linux 6.15; before, from /proc while
+it is a zombie, which may be missed).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ import re
 import select
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -127,7 +129,7 @@ def run_handed(conn: socket.socket) -> None:
         threading.Thread(target=hang_up, daemon=True).start()
         ended = threading.Event()
         watcher = threading.Thread(
-            target=watch_ranks, args=(process.pid, ended, hung_up), daemon=True
+            target=watch_ranks, args=(process.pid, ended, hung_up, time.time()), daemon=True
         )
         busy(+1)
         watcher.start()
@@ -211,21 +213,35 @@ def _wait_status(pid: int, pidfd: int) -> int | None:
     return None
 
 
-def _record_failed(status: int, alive_at: float) -> None:
+def _record_failed(status: int, alive_at: float, started: float) -> None:
     """The record's time is when the rank was last seen running, not when it is written (a
-    look later): what the runner compares with a later launch's start."""
+    look later): what the runner compares with a later launch's start. The first failure
+    only, but a record older than this rank's handed command (`started`) is an earlier
+    launch's, which its launcher ended: it is replaced, or a retry's rank that then hangs
+    MPICH's mpiexec went unrecorded and the job ran for ever (review34)."""
     code = os.waitstatus_to_exitcode(status)
-    record = {"signal": -code} if code < 0 else {"code": code}
-    with contextlib.suppress(OSError):  # the first failure only
-        fd = os.open(RANK_FAILED, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    record = json.dumps({"signal": -code} if code < 0 else {"code": code}).encode()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    with contextlib.suppress(OSError):
         try:
-            os.write(fd, json.dumps(record).encode())
+            fd = os.open(RANK_FAILED, flags, 0o644)
+            target = ""
+        except FileExistsError:
+            earlier = os.lstat(RANK_FAILED)
+            if not stat.S_ISREG(earlier.st_mode) or earlier.st_mtime >= started:
+                return
+            target = f"{RANK_FAILED}.{os.getpid()}.{threading.get_ident()}"
+            fd = os.open(target, flags, 0o644)
+        try:
+            os.write(fd, record)
             os.utime(fd, (alive_at, alive_at))
         finally:
             os.close(fd)
+        if target:
+            os.replace(target, RANK_FAILED)  # whole, for the runner reading it meanwhile
 
 
-def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event) -> None:
+def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event, started: float) -> None:
     """Records a rank of `top`'s launch daemons that ends other than with 0 (_record_failed),
     until `top` has ended: a rank ends before the daemon that reaps it. One that starts and
     ends between two looks (WATCH_SECONDS, longer on a loaded machine: tests saw a rank that
@@ -251,7 +267,7 @@ def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event) -> N
                         continue  # reaped a moment later: looked at again
                     os.close(watched.pop(pid))
                     if status and not hung_up.is_set():
-                        _record_failed(status, alive_at[pid])
+                        _record_failed(status, alive_at[pid], started)
                     del alive_at[pid]
             if last:
                 return

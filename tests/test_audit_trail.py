@@ -298,3 +298,86 @@ def test_a_running_job_a_script_deletes_is_deleted_by_the_worker_naming_the_key_
     run_until(worker, lambda: not Job.objects.filter(pk=job.pk).exists(), what="deleted")
 
     assert DeletedJob.objects.get(public_id=job_id).api_key == alice_key[0].access_key_id
+
+
+def test_the_deleted_jobs_list_names_its_owner_column_and_filter_in_chinese(superuser, db):
+    from django.utils import timezone
+
+    from jobs.models import DeletedJob
+
+    for name in ("dave", "erin"):  # two owners: the owner filter shows
+        owner = User.objects.create_user(name)
+        DeletedJob.objects.create(
+            public_id=f"job-{name}", owner=owner, name="train", deleted_at=timezone.now()
+        )
+    client = client_for(superuser)
+    client.cookies["django_language"] = "zh-hans"
+
+    listed = client.get(DELETED).content.decode()
+    shown = client.get(f"{DELETED}{DeletedJob.objects.first().pk}/change/").content.decode()
+
+    assert "Owner" not in listed and "以 owner" not in listed
+    assert ">创建人</a>" in listed and "以 创建人" in listed
+    assert "Owner" not in shown and "创建人:" in shown
+
+
+def test_the_deleted_jobs_owner_filter_is_a_username_box_not_a_link_per_owner(superuser, db):
+    from django.utils import timezone
+
+    from jobs.models import DeletedJob
+
+    for n in range(40):
+        owner = User.objects.create_user(f"user-{n:02d}")
+        DeletedJob.objects.create(
+            public_id=f"job-{n:02d}", owner=owner, name="train", deleted_at=timezone.now()
+        )
+    client = client_for(superuser)
+
+    everyone = client.get(DELETED)
+    one = client.get(DELETED, {"owner_name": "user-07"})
+    nobody = client.get(DELETED, {"owner_name": "user-99"})
+
+    panel = everyone.content.decode().split('id="changelist-filter"', 1)[1].split("</nav>")[0]
+    assert 'name="owner_name"' in panel
+    assert "user-00" not in panel and "user-39" not in panel
+    assert [row.public_id for row in one.context["cl"].result_list] == ["job-07"]
+    assert list(nobody.context["cl"].result_list) == []
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_superuser_still_deletes_an_account_whose_jobs_were_deleted_or_who_acted_in_the_admin(
+    alice, alice_client, superuser
+):
+    from jobs.models import DeletedJob
+    from jobs.services import jobs_submit
+
+    from .runner_helpers import make_spec
+
+    job = jobs_submit(owner=alice, spec=make_spec("echo hi"), submit_key="del-3", backend="local")[
+        0
+    ]
+    alice_client.post(f"/jobs/{job.public_id}/delete/", {"confirmed": "1"})
+    team = Group.objects.create(name="vision")
+    dave = User.objects.create_superuser("dave", "dave@example.com", "dave-password")
+    raise_quota(client_for(dave), CardQuota.objects.create(group=team, max_cards=8), max_cards=64)
+    assert DeletedJob.objects.filter(owner=alice).exists()
+    assert LogEntry.objects.filter(user=dave).exists()
+    client = client_for(superuser)
+    client.cookies["django_language"] = "en"
+
+    record = DeletedJob.objects.get(owner=alice)
+    entry = LogEntry.objects.get(user=dave)
+    record_page = client.get(f"{DELETED}{record.pk}/change/").content.decode()
+    entry_page = client.get(f"{HISTORY}{entry.pk}/change/").content.decode()
+    asked = client.get(f"/admin/auth/user/{alice.pk}/delete/")
+    one = client.post(f"/admin/auth/user/{alice.pk}/delete/", {"post": "yes"})
+    bulk = client.post(
+        "/admin/auth/user/",
+        {"action": "delete_selected", "_selected_action": [dave.pk], "post": "yes"},
+    )
+
+    # Still no way to delete a record or an entry on its own page.
+    assert f"{record.pk}/delete/" not in record_page and f"{entry.pk}/delete/" not in entry_page
+    assert "doesn't have permission" not in asked.content.decode()
+    assert one.status_code == 302 and bulk.status_code == 302
+    assert not User.objects.filter(pk__in=[alice.pk, dave.pk]).exists()

@@ -158,6 +158,41 @@ def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming
     assert all(r.exit_code is not None for r in job.replicas.all())
 
 
+@needs_pidfd_exit_info
+def test_a_later_launch_whose_rank_fails_while_the_launcher_waits_fails_the_job_after_a_handled_one(
+    alice, settings
+):
+    # A retry loop: the first launch's rank exits 3 (recorded in worker-1) and its daemon
+    # ends the launch itself (as mpiexec after MPI_Abort), so the script tries again; the
+    # second launch's rank exits 3 too and its daemon then waits, as MPICH's proxy does for
+    # a rank that exits without MPI_Abort. The first record must not keep the second one
+    # out: the job would run for ever.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 1
+    shutil.copy2("/bin/sh", volume(settings) / "orted")
+    seconds = random.randint(10000, 99999)
+    sleeper = f"sleep {seconds}.5"
+    handled = '/etc/mpi/rsh worker-1 \'/workspace/orted -c "sh -c \\"sleep 1; exit 3\\"; exit 1"\''
+    waiting = (
+        "/etc/mpi/rsh worker-1 "
+        '\'/workspace/orted -c "sh -c \\"sleep 1; exit 3\\"; '
+        f"t={str(seconds)[:2]}; exec sleep \\${{t}}{str(seconds)[2:]}.5\"'"
+    )
+    spec = make_spec(
+        f'{handled}; echo "first answered $?"; {waiting}', framework=S.MPI, roles=ROLES
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=40)
+
+    master = log_text(job, "master-0")
+    assert "first answered 1" in master
+    assert job.status == JobStatus.FAILED, master
+    assert job.status_reason == (
+        "worker-1 中的一个 rank 退出，退出码 3，MPI 启动器在 1 秒内没有结束任务。"
+    )
+    assert processes_with(sleeper) == []
+
+
 def test_a_fifo_a_job_put_as_its_rank_failed_record_does_not_stop_the_runner_reading_it(
     tmp_path,
 ):
