@@ -273,6 +273,9 @@ class Worker:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
         self.last_remote_sync = 0.0
+        # Remote jobs whose last sync got no answer, by pk: when (monotonic). Each round
+        # syncs them after the others, the longest unanswered first (sync_remote says why).
+        self.sync_unanswered: dict[int, float] = {}
         self.next_session_cleanup = 0.0  # at the first tick, then hourly
         # When delete_expired next looks (monotonic; 0: on the first tick).
         self.next_expiry_check = 0.0
@@ -495,12 +498,24 @@ class Worker:
         did not answer one job (unreachable, or no answer within its read timeout, each read
         tried three times) its other jobs wait for the next round: with an API server that
         takes connections and never answers, each would cost as long (40 jobs: an hour
-        without a local job stopped or started, until qa55)."""
+        without a local job stopped or started, until qa55).
+
+        Jobs that got no answer are synced after the others in the next round, the one that
+        has waited longest first. Without it, when one job's reads alone never get an answer
+        (a platform that answers the others), the jobs after it in the round's order were
+        left for the next round every round, never synced (session 32). With a platform that
+        answers none, each round starts with a different job."""
         active = Job.objects.exclude(backend="local").filter(
             status__in=[*ACTIVE_STATUSES, JobStatus.QUEUED]
         )
+        jobs = list(active.exclude(status=JobStatus.QUEUED, external_id=""))
+        self.sync_unanswered = {
+            job.pk: self.sync_unanswered[job.pk] for job in jobs if job.pk in self.sync_unanswered
+        }
+        # Answered last time (or never tried) first, newest first as listed; then the rest.
+        jobs.sort(key=lambda job: self.sync_unanswered.get(job.pk, 0.0))
         unanswered: dict[str, int] = {}  # backend -> its jobs left for the next round
-        for job in active.exclude(status=JobStatus.QUEUED, external_id=""):
+        for job in jobs:
             if job.backend in unanswered:
                 unanswered[job.backend] += 1
                 continue
@@ -511,8 +526,11 @@ class Worker:
                 logger.warning("syncing %s with %s failed: %s", job.public_id, job.backend, exc)
                 if exc.code in UNANSWERED_CODES:
                     unanswered[job.backend] = 0
+                    self.sync_unanswered[job.pk] = time.monotonic()
+                    continue
             except Exception:
                 logger.exception("syncing %s with %s failed", job.public_id, job.backend)
+            self.sync_unanswered.pop(job.pk, None)
         for backend, left in unanswered.items():
             if left:
                 logger.warning(

@@ -419,6 +419,8 @@ class FakeKubernetes:
         # (verb, plural, namespace or "" for the cluster scope) the identity may not use.
         self.forbidden: set[tuple[str, str, str]] = set()
         self.hold_deletions = False
+        # Object name -> seconds every request naming it waits before its answer (stall).
+        self.stalled: dict[str, float] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -593,6 +595,11 @@ class FakeKubernetes:
 
     def delay_next(self, op: str, seconds: float) -> None:
         self.faults.setdefault(op, []).append(Fault(delay=seconds))
+
+    def stall(self, name: str, seconds: float) -> None:
+        """Every request naming the object `name` waits `seconds` before it is answered,
+        until `stalled` is cleared: one object the server is slow on, the others answered."""
+        self.stalled[name] = seconds
 
     def block_next(self, op: str) -> threading.Event:
         """Holds the next `op` call until the returned event is set (at most 30 s)."""
@@ -912,6 +919,8 @@ class FakeKubernetes:
             with self._lock:
                 self.requests.append(r)
             self._authorize(route)
+            if route[3] in self.stalled:
+                time.sleep(self.stalled[route[3]])
             fault = self.faults.get(r.op, []).pop(0) if self.faults.get(r.op) else None
             if fault and (fault.delay or fault.release):
                 if fault.release:

@@ -602,6 +602,61 @@ def test_an_api_server_that_does_not_answer_holds_up_the_workers_round_for_one_j
     assert {Job.objects.get(pk=job.pk).status for job in jobs} == {JobStatus.RUNNING}
 
 
+def test_jobs_after_one_the_api_server_never_answers_are_synced_in_the_next_round(
+    fake, alice, settings
+):
+    """The hold-up above leaves a cluster's other jobs for the next round once one job got
+    no answer. When the server answers the others and only that one job's reads hang, the
+    jobs after it in the round's order were left every round and never synced again (seen
+    in session 31's last read). A job that got no answer is now synced after the others."""
+    from jobs.worker import Worker
+
+    settings.WORKER_REMOTE_SYNC_SECONDS = 0
+    settings.KUBERNETES_READ_TIMEOUT = 0.3
+    k8s = get_backend("kubernetes")
+    jobs = [submitted(alice, k8s, name=f"train-{i}") for i in range(3)]
+    newest = jobs[-1]  # the first the round syncs
+    fake.stall(newest.external_id, 1.0)
+    worker = Worker()
+    worker.sync_remote()  # the newest gets no answer; the two others wait
+    for job in jobs:
+        fake.set_conditions(job.external_id, ("Created", "created"), ("Running", "running"))
+
+    worker.sync_remote()
+
+    statuses = {job.name: Job.objects.get(pk=job.pk).status for job in jobs}
+    assert statuses == {
+        "train-0": JobStatus.RUNNING,
+        "train-1": JobStatus.RUNNING,
+        "train-2": newest.status,  # still no answer
+    }
+
+
+def test_an_api_server_that_answers_nothing_is_asked_about_a_different_job_each_round(
+    fake, alice, settings
+):
+    """With every read unanswered, each round tries one job: a different one each round,
+    the one that has waited longest, so a server that comes back is asked about each."""
+    from jobs.worker import Worker
+
+    settings.WORKER_REMOTE_SYNC_SECONDS = 0
+    settings.KUBERNETES_READ_TIMEOUT = 0.2
+    k8s = get_backend("kubernetes")
+    jobs = [submitted(alice, k8s, name=f"train-{i}") for i in range(3)]
+    for job in jobs:
+        fake.stall(job.external_id, 0.6)
+    worker = Worker()
+    asked = []
+    for _ in range(4):
+        fake.requests.clear()
+        worker.sync_remote()
+        [name] = {c.path.rsplit("/", 1)[1] for c in fake.calls("get pytorchjobs")}
+        asked.append(name)
+
+    names = [job.external_id for job in reversed(jobs)]  # newest first
+    assert asked == [*names, names[0]]
+
+
 def test_a_create_that_gets_no_answer_pauses_the_other_submits_instead_of_each_waiting(
     fake, alice, settings
 ):
