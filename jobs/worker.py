@@ -5,7 +5,8 @@ Each tick it
    restarts, hang warnings, timeouts, SIGTERM then SIGKILL on stop);
 2. runs one scheduling pass over the queued local jobs (jobs.scheduler);
 3. submits Queued jobs of remote backends that were never submitted (no external id) and,
-   every WORKER_REMOTE_SYNC_SECONDS, syncs remote jobs that are active or queued remotely;
+   every WORKER_REMOTE_SYNC_SECONDS, syncs remote jobs that are active or queued remotely,
+   for at most REMOTE_TICK_SECONDS each a tick (the rest in the next ticks);
 4. deletes finished local jobs whose retention period has passed, and those whose owner
    asked to delete them while they ran (normally done as they end; this catches a worker
    killed in between, and a Delete that arrived just as the job ended).
@@ -48,7 +49,7 @@ from subprocess import Popen
 
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connections
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KT
 from django.utils import timezone
 from django.utils.translation import gettext_noop
@@ -268,11 +269,30 @@ def followed_again_message(unfollowed_seconds: int | None) -> str:
     )
 
 
+# How long one tick spends submitting to remote platforms, and again syncing with them,
+# before it goes back to the local jobs: a job's requests started by then are finished, the
+# next jobs' wait for the next tick (sync_remote says why).
+REMOTE_TICK_SECONDS = 2.0
+
+
+def remote_to_sync() -> QuerySet[Job]:
+    """Remote jobs the worker syncs: active, or queued by the platform (an external id)."""
+    return (
+        Job.objects.exclude(backend="local")
+        .filter(status__in=[*ACTIVE_STATUSES, JobStatus.QUEUED])
+        .exclude(status=JobStatus.QUEUED, external_id="")
+    )
+
+
 class Worker:
     def __init__(self, identity: WorkerIdentity | None = None) -> None:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
         self.last_remote_sync = 0.0
+        # The current sync round's remote jobs not synced yet (pks, in order), and the
+        # backends that did not answer in it with how many of their jobs were left out.
+        self.sync_round: list[int] = []
+        self.round_unanswered: dict[str, int] = {}
         # Remote jobs whose last sync got no answer, by pk: when (monotonic). Each round
         # syncs them after the others, the longest unanswered first (sync_remote says why).
         self.sync_unanswered: dict[int, float] = {}
@@ -333,10 +353,14 @@ class Worker:
             network_problem=self.identity.network_problem,
             worker=self.identity,
         )
-        self.dispatch_remote()
-        if time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS:
-            self.last_remote_sync = time.monotonic()
-            self.sync_remote()
+        self.dispatch_remote(budget=REMOTE_TICK_SECONDS)
+        if (
+            self.sync_round
+            or time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS
+        ):
+            if not self.sync_round:  # a new round
+                self.last_remote_sync = time.monotonic()
+            self.sync_remote(budget=REMOTE_TICK_SECONDS)
         self.delete_expired()
         self.delete_expired_sessions()
         self.delete_requested()
@@ -480,10 +504,13 @@ class Worker:
             except Exception:
                 logger.exception("supervising %s failed", job.public_id)
 
-    def dispatch_remote(self) -> None:
+    def dispatch_remote(self, *, budget: float | None = None) -> None:
+        """Submits remote jobs never submitted yet; with a `budget` (seconds, as each tick
+        gives), no more once it is spent: the rest, still oldest first, in the next ticks."""
         # Jobs Pending review are never dispatched; a remote job queued by the cloud
         # (it has an external id) is synced, not submitted again.
         # Oldest first: first come, first sent (and a group's task 1/N before N/N).
+        deadline = None if budget is None else time.monotonic() + budget
         queued = Job.objects.filter(status=JobStatus.QUEUED, external_id="").exclude(
             backend="local"
         )
@@ -492,50 +519,71 @@ class Worker:
                 get_backend(job.backend).submit(job)
             except Exception:
                 logger.exception("submitting %s to %s failed", job.public_id, job.backend)
+            if deadline is not None and time.monotonic() >= deadline:
+                break
 
-    def sync_remote(self) -> None:
-        """Syncs each remote job. This loop also supervises local jobs, so once a platform
-        did not answer one job (unreachable, or no answer within its read timeout, each read
-        tried three times) its other jobs wait for the next round: with an API server that
-        takes connections and never answers, each would cost as long (40 jobs: an hour
-        without a local job stopped or started, until qa55).
+    def sync_remote(self, *, budget: float | None = None) -> None:
+        """Syncs each remote job: a round over them all, or with a `budget` (seconds, as
+        each tick gives) the round's next jobs until it is spent, the rest in the next
+        calls. The same loop supervises local jobs (their stops, timeouts, starts), and a
+        platform that answers slowly (within its read timeout, so not "no answer") cost
+        the loop each job's requests in turn: 40 jobs on a server taking 5 s a request,
+        several minutes in which no local job was stopped or started (until session 32).
+        A tick now spends at most about REMOTE_TICK_SECONDS and one job's sync on them.
+
+        Once a platform did not answer one job (unreachable, or no answer within its read
+        timeout, each read tried three times) its other jobs wait for the next round: with
+        an API server that takes connections and never answers, each would cost as long
+        (40 jobs: an hour without a local job stopped or started, until qa55).
 
         Jobs that got no answer are synced after the others in the next round, the one that
         has waited longest first. Without it, when one job's reads alone never get an answer
         (a platform that answers the others), the jobs after it in the round's order were
         left for the next round every round, never synced (session 32). With a platform that
         answers none, each round starts with a different job."""
-        active = Job.objects.exclude(backend="local").filter(
-            status__in=[*ACTIVE_STATUSES, JobStatus.QUEUED]
-        )
-        jobs = list(active.exclude(status=JobStatus.QUEUED, external_id=""))
-        self.sync_unanswered = {
-            job.pk: self.sync_unanswered[job.pk] for job in jobs if job.pk in self.sync_unanswered
-        }
-        # Answered last time (or never tried) first, newest first as listed; then the rest.
-        jobs.sort(key=lambda job: self.sync_unanswered.get(job.pk, 0.0))
-        unanswered: dict[str, int] = {}  # backend -> its jobs left for the next round
-        for job in jobs:
-            if job.backend in unanswered:
-                unanswered[job.backend] += 1
+        deadline = None if budget is None else time.monotonic() + budget
+        if not self.sync_round:
+            self.sync_round = self.remote_sync_round()
+            self.round_unanswered = {}
+        tried = False
+        while self.sync_round:
+            if tried and deadline is not None and time.monotonic() >= deadline:
+                return  # the round goes on at the next call
+            job = remote_to_sync().filter(pk=self.sync_round.pop(0)).first()
+            if job is None:
+                continue  # ended, or deleted, since the round began
+            if job.backend in self.round_unanswered:
+                self.round_unanswered[job.backend] += 1
                 continue
+            tried = True
             try:
                 get_backend(job.backend).sync(job)
             except BackendError as exc:
                 # Expected (the platform is slow or down): one line, tried again next round.
                 logger.warning("syncing %s with %s failed: %s", job.public_id, job.backend, exc)
                 if exc.code in UNANSWERED_CODES:
-                    unanswered[job.backend] = 0
+                    self.round_unanswered[job.backend] = 0
                     self.sync_unanswered[job.pk] = time.monotonic()
                     continue
             except Exception:
                 logger.exception("syncing %s with %s failed", job.public_id, job.backend)
             self.sync_unanswered.pop(job.pk, None)
-        for backend, left in unanswered.items():
+        for backend, left in self.round_unanswered.items():
             if left:
                 logger.warning(
                     "%s did not answer: %d more of its jobs not synced this round", backend, left
                 )
+        self.round_unanswered = {}
+
+    def remote_sync_round(self) -> list[int]:
+        """The remote jobs to sync in a new round, in their order: those answered last time
+        (or never tried) first, newest first; then those that got no answer, the longest
+        unanswered first."""
+        jobs = list(remote_to_sync().values_list("pk", flat=True))
+        self.sync_unanswered = {
+            pk: self.sync_unanswered[pk] for pk in jobs if pk in self.sync_unanswered
+        }
+        return sorted(jobs, key=lambda pk: self.sync_unanswered.get(pk, 0.0))
 
     def delete_expired(self) -> None:
         """Deletes finished local jobs whose retention has passed (deletes_at).

@@ -657,6 +657,71 @@ def test_an_api_server_that_answers_nothing_is_asked_about_a_different_job_each_
     assert asked == [*names, names[0]]
 
 
+def test_a_slow_api_server_is_synced_over_several_ticks_not_in_one_long_one(fake, alice, settings):
+    """The tick that syncs remote jobs also stops, starts and times out local ones. An API
+    server answering each read in its own time (slow, not silent) cost one tick every job's
+    reads in turn (until session 32, 40 jobs at 5 s a read: minutes without a local job
+    stopped). A tick now syncs for about REMOTE_TICK_SECONDS; the round goes on at the next."""
+    from jobs.worker import REMOTE_TICK_SECONDS, Worker
+
+    settings.WORKER_REMOTE_SYNC_SECONDS = 600  # one round here; the ticks after go on with it
+    settings.KUBERNETES_READ_TIMEOUT = 5
+    k8s = get_backend("kubernetes")
+    jobs = [submitted(alice, k8s, name=f"train-{i}") for i in range(8)]
+    read_seconds = REMOTE_TICK_SECONDS / 5
+    for job in jobs:
+        fake.stall(job.external_id, read_seconds)
+        fake.set_conditions(job.external_id, ("Created", "created"), ("Running", "running"))
+    worker = Worker()
+
+    def running() -> int:
+        return Job.objects.filter(pk__in=[j.pk for j in jobs], status=JobStatus.RUNNING).count()
+
+    worker.tick()
+    after_one_tick = running()
+    ticks = 1
+    while running() < len(jobs) and ticks < 5:
+        worker.tick()
+        ticks += 1
+
+    assert 1 <= after_one_tick <= 5  # five reads fill the budget
+    assert running() == len(jobs) and ticks >= 2
+    fake.requests.clear()
+    worker.tick()  # the round is over, and the next is 600 s away
+    assert fake.calls("get pytorchjobs") == []
+
+
+def test_with_no_time_left_each_call_syncs_the_rounds_next_job_and_submits_the_next_job(
+    fake, alice, settings
+):
+    from jobs.worker import Worker
+
+    k8s = get_backend("kubernetes")
+    jobs = [submitted(alice, k8s, name=f"train-{i}") for i in range(3)]
+    queued = [
+        jobs_submit(
+            owner=alice,
+            spec=spec(name=f"later-{i}"),
+            submit_key=str(uuid.uuid4()),
+            backend="kubernetes",
+        )[0]
+        for i in range(2)
+    ]
+    fake.requests.clear()
+    worker = Worker()
+
+    synced = []
+    for _ in range(3):
+        worker.sync_remote(budget=0)
+        synced.append([c.path.rsplit("/", 1)[1] for c in fake.calls("get pytorchjobs")])
+        fake.requests.clear()
+    worker.dispatch_remote(budget=0)
+    sent_first = Job.objects.filter(pk__in=[j.pk for j in queued]).exclude(external_id="")
+
+    assert synced == [[job.external_id] for job in reversed(jobs)]  # newest first, one a call
+    assert [job.name for job in sent_first] == ["later-0"]  # oldest first, one a call
+
+
 def test_a_create_that_gets_no_answer_pauses_the_other_submits_instead_of_each_waiting(
     fake, alice, settings
 ):
