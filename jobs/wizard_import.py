@@ -432,7 +432,10 @@ def _is_shm_mount(datasource: Any) -> bool:
 def _is_platform_env(env: Any) -> bool:
     """A variable the platform set in the job an answer describes (AIHC_JOB_NAME, ...): the
     console refuses it in a request, and sets its own in the new job."""
-    return isinstance(env, Mapping) and env.get("name") in S.RESERVED_ENV_NAMES
+    # A name that is not text (a list, an object) is refused on the env as in a request; a
+    # set lookup of it raised TypeError (review35: a 500).
+    name = env.get("name") if isinstance(env, Mapping) else None
+    return isinstance(name, str) and name in S.RESERVED_ENV_NAMES
 
 
 def answer_platform_envs(job: Mapping[str, Any]) -> list[str]:
@@ -452,7 +455,9 @@ def answered_job(document: Mapping[str, Any]) -> dict[str, Any] | None:
         job = document["result"]
     elif isinstance(document.get("job"), Mapping):
         job = document["job"]
-    if ("jobId" in job or "jobid" in job) and "jobSpec" not in job:
+    # An id that is not text is no answer's (review35: quoted back as Python writes a list).
+    job_id = job.get("jobId", job.get("jobid"))
+    if isinstance(job_id, str) and "jobSpec" not in job:
         return dict(job)
     return None
 
@@ -505,9 +510,13 @@ def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(datasources, list):
         shm = [ds for ds in datasources if _is_shm_mount(ds)]
         body["datasources"] = [ds for ds in datasources if not _is_shm_mount(ds)]
-        size = (shm[0].get("options") or {}).get("sizeLimit") if shm else None
+        # Options that are not an object (a hand-edited answer) give no size (review35:
+        # AttributeError, a 500), nor does a size that is not a whole number (true is no 1).
+        options = shm[0].get("options") if shm else None
+        size = options.get("sizeLimit") if isinstance(options, Mapping) else None
         resources = job_spec.get("resources")
-        if isinstance(size, int) and size > 0 and isinstance(resources, list):
+        sized = isinstance(size, int) and not isinstance(size, bool) and size > 0
+        if sized and isinstance(resources, list):
             names = [r.get("name") for r in resources if isinstance(r, Mapping)]
             if S.SHARED_MEMORY_RESOURCE not in names:
                 resources.append({"name": S.SHARED_MEMORY_RESOURCE, "quantity": size})
