@@ -54,15 +54,18 @@ BOT_HOOK = (
 def table_gone(name: str) -> None:
     """The database losing a table under the console (a restore from before a migration, a
     database reset while it runs): the next request reading it fails with a 500."""
+    # PostgreSQL refuses to drop a table others' foreign keys name, unless they go too.
+    cascade = " CASCADE" if connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE {connection.ops.quote_name(name)}")
+        cursor.execute(f"DROP TABLE {connection.ops.quote_name(name)}{cascade}")
 
 
 def error_page(response) -> str:
     assert response.status_code == 500
     page = response.content.decode()
     # Django's own page with the traceback, not the console's plain one.
-    assert "Traceback" in page and "OperationalError" in page
+    # SQLite's missing table is an OperationalError, PostgreSQL's a ProgrammingError.
+    assert "Traceback" in page and ("OperationalError" in page or "ProgrammingError" in page)
     return page
 
 
