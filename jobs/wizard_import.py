@@ -139,8 +139,10 @@ SECRET_PAIRS = frozenset(
 # A tokenizer's special tokens (EOS_TOKEN=</s>, PAD_TOKEN=<pad>) are text the model reads,
 # which a log prints with every sample: as secrets each showed as ****** there (review35).
 SPECIAL_TOKEN_PARTS = frozenset({"bos", "eos", "pad", "unk", "sep", "cls", "mask"})
-# A last part that makes the name a rule about a secret, not one (PASSWORD_MIN_LEN=12).
-RULE_PARTS = frozenset({"len", "length", "min", "max"})
+# A last part that makes the name a rule or a measure, not a secret (PASSWORD_MIN_LEN=12,
+# TOKEN_COUNT), and a first part that does (MAX_TOKEN=2048, MIN_PASSWORD).
+RULE_PARTS = frozenset({"len", "length", "min", "max", "num", "count", "size", "limit"})
+RULE_FIRST_PARTS = frozenset({"max", "min", "num"})
 # Look-alikes of JSON's own characters that a document, a chat app or a Chinese input method
 # writes in their place ("smart" quotes, fullwidth punctuation, non-breaking spaces): where
 # JSON stumbles on one, the message names it and what to type instead, since it looks right.
@@ -201,13 +203,14 @@ def looks_secret(name: str) -> bool:
     """An env name that names a secret: one of its whole parts is a secret's word
     (SECRET_PARTS), or two parts in a row are (SECRET_PAIRS), in any letter case.
     "DB_PASSWORD", "hf_token", "apiKey", "BCE_AK", "PGPASSWORD" do; "TOKENIZER_PATH",
-    "MAX_TOKENS", "TASK", a special token's "EOS_TOKEN" and a rule's "PASSWORD_MIN_LEN" do not."""
+    "MAX_TOKENS", "TASK", a special token's "EOS_TOKEN" and a rule's "PASSWORD_MIN_LEN" or
+    "MAX_TOKEN" do not."""
     parts = [
         part.lower()
         for piece in re.split(r"[^A-Za-z0-9]+", name)
         for part in NAME_PARTS.findall(piece)
     ]
-    if parts and parts[-1] in RULE_PARTS:
+    if parts and (parts[-1] in RULE_PARTS or parts[0] in RULE_FIRST_PARTS):
         return False
     return any(
         part in SECRET_PARTS

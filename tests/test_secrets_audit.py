@@ -332,7 +332,8 @@ def test_a_tokenizers_special_tokens_and_a_password_rule_pasted_stay_plain(alice
         draft,
         W.IMAGE,
         image_data(
-            env_paste=f"EOS_TOKEN=</s>\npad_token=<pad>\nPASSWORD_MIN_LEN=12\nHF_TOKEN={ENV_SECRET}"
+            env_paste="EOS_TOKEN=</s>\npad_token=<pad>\nPASSWORD_MIN_LEN=12\nMAX_TOKEN=2048\n"
+            f"HF_TOKEN={ENV_SECRET}"
         ),
     )
     page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
@@ -341,6 +342,7 @@ def test_a_tokenizers_special_tokens_and_a_password_rule_pasted_stay_plain(alice
         "EOS_TOKEN": ("</s>", False),
         "pad_token": ("<pad>", False),
         "PASSWORD_MIN_LEN": ("12", False),
+        "MAX_TOKEN": ("2048", False),
         "HF_TOKEN": (ENV_SECRET, True),
     }
     assert "已标记为保密：HF_TOKEN。" in page
