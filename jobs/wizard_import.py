@@ -32,8 +32,9 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
 - A body without `console.secretEnvs` (what scripts send: only the console writes it) says
   nothing of which envs are secret, and a password in it would be shown back as typed. So
   there, an env whose name looks like a secret's (`looks_secret`: a whole part of the name is
-  PASSWORD, PASSWD, SECRET, TOKEN, CREDENTIAL, API_KEY, ACCESS_KEY, PRIVATE_KEY, AK or SK, in
-  any letter case; SECRET_KEY by its SECRET) and has a value is imported as a secret: masked in
+  PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN, CREDENTIAL, API_KEY, ACCESS_KEY, PRIVATE_KEY,
+  CONNECTION_STRING, AK or SK, in any letter case; SECRET_KEY by its SECRET; PGPASSWORD,
+  MYSQL_PWD, KAGGLE_KEY; not a tokenizer's EOS_TOKEN..., nor a rule's PASSWORD_MIN_LEN) and has a value is imported as a secret: masked in
   the box after a refusal and in every message, never shown again, and named in the notice so
   the user can untick 保密 (Secret) on the image step for one that is not. A body with
   `console.secretEnvs` (even empty: a review's or a job's JSON) is taken as it says. An empty
@@ -125,11 +126,23 @@ V2_KEYS = ("jobType",)
 NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 # Whole name parts that make an env secret when the body does not say (see the decisions).
 # Not PWD (the shell's working directory), nor TOKENS (MAX_TOKENS is a length, not a secret).
+# PGPASSWORD and MYSQL_PWD are the names libpq and MySQL's clients read a password from,
+# a passphrase unlocks a key (review35: these stayed plain values).
 SECRET_PARTS = frozenset(
     {"password", "passwd", "secret", "secrets", "token", "credential", "credentials", "ak", "sk"}
-    | {"apikey", "accesskey", "secretkey", "privatekey"}
+    | {"apikey", "accesskey", "secretkey", "privatekey", "passphrase", "pgpassword"}
 )
-SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key")})
+SECRET_PAIRS = frozenset(
+    {("api", "key"), ("access", "key"), ("private", "key"), ("mysql", "pwd"), ("kaggle", "key")}
+    | {("connection", "string")}  # Azure's and databases' hold their key or password
+)
+# A tokenizer's special tokens (EOS_TOKEN=</s>, PAD_TOKEN=<pad>) are text the model reads,
+# which a log prints with every sample: as secrets each showed as ****** there (review35).
+SPECIAL_TOKEN_PARTS = frozenset({"bos", "eos", "pad", "unk", "sep", "cls", "mask"})
+# A last part that makes the name a rule or a measure, not a secret (PASSWORD_MIN_LEN=12,
+# TOKEN_COUNT), and a first part that does (MAX_TOKEN=2048, MIN_PASSWORD).
+RULE_PARTS = frozenset({"len", "length", "min", "max", "num", "count", "size", "limit"})
+RULE_FIRST_PARTS = frozenset({"max", "min", "num"})
 # Look-alikes of JSON's own characters that a document, a chat app or a Chinese input method
 # writes in their place ("smart" quotes, fullwidth punctuation, non-breaking spaces): where
 # JSON stumbles on one, the message names it and what to type instead, since it looks right.
@@ -189,16 +202,21 @@ class ImportedDraft:
 def looks_secret(name: str) -> bool:
     """An env name that names a secret: one of its whole parts is a secret's word
     (SECRET_PARTS), or two parts in a row are (SECRET_PAIRS), in any letter case.
-    "DB_PASSWORD", "hf_token", "apiKey", "BCE_AK" do; "TOKENIZER_PATH", "MAX_TOKENS",
-    "TASK" do not."""
+    "DB_PASSWORD", "hf_token", "apiKey", "BCE_AK", "PGPASSWORD" do; "TOKENIZER_PATH",
+    "MAX_TOKENS", "TASK", a special token's "EOS_TOKEN" and a rule's "PASSWORD_MIN_LEN" or
+    "MAX_TOKEN" do not."""
     parts = [
         part.lower()
         for piece in re.split(r"[^A-Za-z0-9]+", name)
         for part in NAME_PARTS.findall(piece)
     ]
-    return any(part in SECRET_PARTS for part in parts) or any(
-        pair in SECRET_PAIRS for pair in zip(parts, parts[1:], strict=False)
-    )
+    if parts and (parts[-1] in RULE_PARTS or parts[0] in RULE_FIRST_PARTS):
+        return False
+    return any(
+        part in SECRET_PARTS
+        and not (part == "token" and index > 0 and parts[index - 1] in SPECIAL_TOKEN_PARTS)
+        for index, part in enumerate(parts)
+    ) or any(pair in SECRET_PAIRS for pair in zip(parts, parts[1:], strict=False))
 
 
 def says_which_are_secret(document: Any) -> bool:
@@ -432,7 +450,10 @@ def _is_shm_mount(datasource: Any) -> bool:
 def _is_platform_env(env: Any) -> bool:
     """A variable the platform set in the job an answer describes (AIHC_JOB_NAME, ...): the
     console refuses it in a request, and sets its own in the new job."""
-    return isinstance(env, Mapping) and env.get("name") in S.RESERVED_ENV_NAMES
+    # A name that is not text (a list, an object) is refused on the env as in a request; a
+    # set lookup of it raised TypeError (review35: a 500).
+    name = env.get("name") if isinstance(env, Mapping) else None
+    return isinstance(name, str) and name in S.RESERVED_ENV_NAMES
 
 
 def answer_platform_envs(job: Mapping[str, Any]) -> list[str]:
@@ -452,7 +473,9 @@ def answered_job(document: Mapping[str, Any]) -> dict[str, Any] | None:
         job = document["result"]
     elif isinstance(document.get("job"), Mapping):
         job = document["job"]
-    if ("jobId" in job or "jobid" in job) and "jobSpec" not in job:
+    # An id that is not text is no answer's (review35: quoted back as Python writes a list).
+    job_id = job.get("jobId", job.get("jobid"))
+    if isinstance(job_id, str) and "jobSpec" not in job:
         return dict(job)
     return None
 
@@ -505,9 +528,13 @@ def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(datasources, list):
         shm = [ds for ds in datasources if _is_shm_mount(ds)]
         body["datasources"] = [ds for ds in datasources if not _is_shm_mount(ds)]
-        size = (shm[0].get("options") or {}).get("sizeLimit") if shm else None
+        # Options that are not an object (a hand-edited answer) give no size (review35:
+        # AttributeError, a 500), nor does a size that is not a whole number (true is no 1).
+        options = shm[0].get("options") if shm else None
+        size = options.get("sizeLimit") if isinstance(options, Mapping) else None
         resources = job_spec.get("resources")
-        if isinstance(size, int) and size > 0 and isinstance(resources, list):
+        sized = isinstance(size, int) and not isinstance(size, bool) and size > 0
+        if sized and isinstance(resources, list):
             names = [r.get("name") for r in resources if isinstance(r, Mapping)]
             if S.SHARED_MEMORY_RESOURCE not in names:
                 resources.append({"name": S.SHARED_MEMORY_RESOURCE, "quantity": size})

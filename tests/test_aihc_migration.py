@@ -232,6 +232,50 @@ def test_an_answer_that_describes_no_one_job_is_refused_saying_what_to_paste(
     assert not Draft.objects.exists()
 
 
+def _answer_with(**fields) -> dict:
+    return {"requestId": "r", "result": {**copy.deepcopy(GET_JOB["result"]), **fields}}
+
+
+SHM = GET_JOB["result"]["datasources"][1]
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        # The shared memory's options not an object (a hand-edited answer): no size is read.
+        (_answer_with(datasources=[{**SHM, "options": "16Gi"}]), None),
+        (_answer_with(datasources=[{**SHM, "options": [16]}]), None),
+        # An env's name that is not text: refused on that env, as in a request.
+        (_answer_with(envs=[{"name": ["AIHC_JOB_NAME"], "value": "a"}]), "jobSpec.envs[0].name"),
+        (_answer_with(envs=[{"name": {"a": 1}, "value": "a"}]), "jobSpec.envs[0].name"),
+    ],
+)
+def test_an_answer_with_a_value_of_the_wrong_kind_imports_or_is_refused_on_it_never_a_500(
+    fake, alice_client, answer, said
+):
+    # review35: each raised AttributeError or TypeError reading the answer (a 500, the
+    # pasted text lost).
+    r = import_body(alice_client, answer, pool=POOL, follow=True)
+
+    assert r.status_code == 200
+    if said is None:
+        sent = imported_request(alice_client)
+        # No size read: the shared memory is the console's default, not a guess.
+        assert {"name": "sharedMemory", "quantity": 16} not in sent["jobSpec"]["resources"]
+    else:
+        assert said in error_texts(r)
+        assert not Draft.objects.exists()
+
+
+def test_an_answers_job_id_that_is_not_text_is_not_quoted_as_python_writes_it(fake, alice_client):
+    answer = {"requestId": "r", "result": {"jobId": ["pytorchjob-9"], "jobName": "a"}}
+
+    page = error_texts(import_body(alice_client, answer, pool=POOL, follow=True))
+
+    assert "['pytorchjob-9']" not in page
+    assert not Draft.objects.exists()
+
+
 # -- AIHC's own values ----------------------------------------------------------------
 
 

@@ -134,6 +134,26 @@ def test_cards_on_nodes_a_job_cannot_be_scheduled_on_are_not_counted_idle(
     assert stock(pool) == [figures]
 
 
+def test_cards_on_nodes_tainted_with_their_own_resource_name_count_as_gke_admits_the_jobs(
+    fake, k8s
+):
+    """GKE taints each GPU node `nvidia.com/gpu=present:NoSchedule`, and its
+    ExtendedResourceToleration admission makes every pod asking for `nvidia.com/gpu` tolerate
+    it: the jobs run there. review35: those cards counted neither idle nor in the total, so
+    every standalone job was refused for want of idle cards. A NoExecute taint of that name,
+    which the admission does not tolerate, still keeps a node out."""
+    gpus = {"nvidia.com/gpu": "8"}
+    a800 = {"gpu": "a800"}
+    own = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    fake.add_node("gpu-4", gpus, labels=a800, taints=[own])
+    fake.add_node("gpu-5", gpus, labels=a800, taints=[{**own, "effect": "NoExecute"}])
+
+    [pool, _team] = k8s.pools()
+
+    # gpu-1 and gpu-2 as before (16 cards, 10 idle), and gpu-4's 8.
+    assert stock(pool) == [(A800, 24, 18)]
+
+
 def test_kubernetes_pools_are_listed_beside_the_local_pool(fake, db):
     assert [p.id for p in all_pools()] == ["local", "k8s-default", "k8s-team-a"]
 

@@ -54,15 +54,18 @@ BOT_HOOK = (
 def table_gone(name: str) -> None:
     """The database losing a table under the console (a restore from before a migration, a
     database reset while it runs): the next request reading it fails with a 500."""
+    # PostgreSQL refuses to drop a table others' foreign keys name, unless they go too.
+    cascade = " CASCADE" if connection.vendor == "postgresql" else ""
     with connection.cursor() as cursor:
-        cursor.execute(f"DROP TABLE {connection.ops.quote_name(name)}")
+        cursor.execute(f"DROP TABLE {connection.ops.quote_name(name)}{cascade}")
 
 
 def error_page(response) -> str:
     assert response.status_code == 500
     page = response.content.decode()
     # Django's own page with the traceback, not the console's plain one.
-    assert "Traceback" in page and "OperationalError" in page
+    # SQLite's missing table is an OperationalError, PostgreSQL's a ProgrammingError.
+    assert "Traceback" in page and ("OperationalError" in page or "ProgrammingError" in page)
     return page
 
 
@@ -291,6 +294,58 @@ def test_pasted_envs_whose_names_are_no_secrets_stay_plain_and_nothing_is_said(a
         "HF_TOKEN": ("", False),
     }
     assert "已标记为保密" not in page
+
+
+def test_pasted_passwords_under_the_names_their_tools_read_are_made_secret(alice_client):
+    """libpq reads PGPASSWORD, MySQL's clients MYSQL_PWD, the Kaggle API KAGGLE_KEY; a
+    passphrase unlocks a key and a connection string holds one (review35: all stayed plain
+    values, shown on the step, the review, the job page and to reviewers)."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+    names = [
+        "PGPASSWORD",
+        "MYSQL_PWD",
+        "KAGGLE_KEY",
+        "GPG_PASSPHRASE",
+        "AZURE_STORAGE_CONNECTION_STRING",
+    ]
+    paste = "".join(f"{name}={ENV_SECRET}-{index}\n" for index, name in enumerate(names))
+
+    post_step(alice_client, draft, W.IMAGE, image_data(env_paste=paste))
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert stored_env_rows(draft) == {
+        name: (f"{ENV_SECRET}-{index}", True) for index, name in enumerate(names)
+    }
+    assert ENV_SECRET not in page
+    assert f"已标记为保密：{', '.join(names)}。" in page
+
+
+def test_a_tokenizers_special_tokens_and_a_password_rule_pasted_stay_plain(alice_client):
+    """EOS_TOKEN's `</s>` made secret showed as ****** in every sample the job's log printed;
+    PASSWORD_MIN_LEN is a rule, not a password (review35)."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(
+            env_paste="EOS_TOKEN=</s>\npad_token=<pad>\nPASSWORD_MIN_LEN=12\nMAX_TOKEN=2048\n"
+            f"HF_TOKEN={ENV_SECRET}"
+        ),
+    )
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert stored_env_rows(draft) == {
+        "EOS_TOKEN": ("</s>", False),
+        "pad_token": ("<pad>", False),
+        "PASSWORD_MIN_LEN": ("12", False),
+        "MAX_TOKEN": ("2048", False),
+        "HF_TOKEN": (ENV_SECRET, True),
+    }
+    assert "已标记为保密：HF_TOKEN。" in page
 
 
 def test_a_person_pasting_an_env_file_sees_its_token_made_secret_after_next_and_back(

@@ -274,6 +274,15 @@ def schedulable(node: dict[str, Any], tolerations: tuple[dict[str, str], ...]) -
     return True
 
 
+def extended_resource_toleration(accelerator: Any) -> dict[str, str]:
+    """What Kubernetes' ExtendedResourceToleration admission adds to a pod that asks for an
+    extended resource: a NoSchedule taint keyed by the resource's name is tolerated. GKE turns
+    it on and taints every GPU node `nvidia.com/gpu=present:NoSchedule`, so the jobs' pods land
+    there (review35: those nodes' cards counted neither idle nor in the total, and every
+    standalone job was refused for want of idle cards)."""
+    return {"key": accelerator.resource, "operator": "Exists", "effect": "NoSchedule"}
+
+
 def jobset_job_names(resource: dict[str, Any]) -> list[str]:
     """The Jobs a JobSet makes, as the JobSet controller names them: <jobset>-<replicatedJob>-<i>
     for each of a replicatedJob's replicas (the console sends 1 of each)."""
@@ -554,9 +563,10 @@ class Inventory:
         stock = []
         for card, accelerator in sorted(config.cluster.accelerators.items()):
             total = idle = 0
+            tolerations = (*config.cluster.tolerations, extended_resource_toleration(accelerator))
             for node in nodes:
                 labels = (node.get("metadata") or {}).get("labels") or {}
-                if not schedulable(node, config.cluster.tolerations):
+                if not schedulable(node, tolerations):
                     continue
                 if any(labels.get(k) != v for k, v in accelerator.node_selector):
                     continue
