@@ -15,7 +15,10 @@ from django.utils import translation
 from jobs import spec as S
 from jobs import wizard as W
 from jobs.models import Draft, Job, JobReplica, JobStatus, LocalRun
+from jobs.monitoring import USAGE_SHOWN
+from jobs.runner import replica_state_dir
 from jobs.services import job_transition, jobs_submit
+from jobs.shim import UsageLog
 from jobs.summary import SHOWN_REPLICAS
 from jobs.worker import Worker
 
@@ -301,3 +304,66 @@ def test_pages_of_a_job_of_64_replicas_make_as_many_queries_as_those_of_a_job_of
 
     assert big.counted == small.counted
     assert read[big.pk] == (read[small.pk][0], 64)
+
+
+def with_usage(job: Job) -> Job:
+    """Each running replica's shim has written 80 samples (its sparklines hold the last 60)."""
+    for replica in job.replicas.all():
+        state = replica_state_dir(job.public_id, 1, str(replica))
+        state.mkdir(parents=True)
+        log = UsageLog(state / "usage")
+        for n in range(80):
+            log.append(
+                {"t": 1.8e9 + 15 * n, "s": 15.0, "cpu": n % 7 / 3, "mem": 2**30 + n, "tmp": n}
+            )
+    return job
+
+
+def usage_rows(html: str) -> list[str]:
+    table = html[html.index('id="usage"') : html.index("</table>", html.index('id="usage"'))]
+    return re.findall(r'<tr><td class="font-monospace">([^<]+)</td>', table)
+
+
+def test_a_job_page_shows_the_usage_of_its_first_16_running_replicas_and_counts_the_rest(
+    alice, alice_client
+):
+    job = with_usage(running(alice, 63))
+    page_url = reverse("job-detail", args=[job.public_id])
+
+    page = alice_client.get(page_url).content.decode()
+    refresh = alice_client.get(
+        reverse("job-live", args=[job.public_id]),
+        headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{page_url}"},
+    ).content.decode()
+
+    first = ["master-0"] + [f"worker-{i}" for i in range(USAGE_SHOWN - 1)]
+    assert usage_rows(page) == first and usage_rows(refresh) == first
+    note = f"另有 {64 - USAGE_SHOWN} 个运行中的实例未显示。"
+    assert note in page and note in refresh
+    assert f'href="{page_url}?usage=all#usage-heading" id="usage-all">全部显示</a>' in page
+
+
+def test_asked_for_all_the_job_page_and_its_refresh_show_every_running_replicas_usage(
+    alice, alice_client
+):
+    job = with_usage(running(alice, 63))
+    page_url = reverse("job-detail", args=[job.public_id]) + "?replica=worker-5&usage=all"
+
+    page = alice_client.get(page_url).content.decode()
+    refresh = alice_client.get(
+        reverse("job-live", args=[job.public_id]),
+        headers={"HX-Request": "true", "HX-Current-URL": f"http://testserver{page_url}"},
+    ).content.decode()
+
+    every = ["master-0"] + [f"worker-{i}" for i in range(63)]
+    assert usage_rows(page) == every and usage_rows(refresh) == every
+    assert 'id="usage-hidden"' not in page + refresh
+
+
+def test_a_job_of_16_running_replicas_shows_them_all_without_a_note(alice, alice_client):
+    job = with_usage(running(alice, USAGE_SHOWN - 1))
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert len(usage_rows(page)) == USAGE_SHOWN
+    assert 'id="usage-hidden"' not in page
