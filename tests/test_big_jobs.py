@@ -367,3 +367,28 @@ def test_a_job_of_16_running_replicas_shows_them_all_without_a_note(alice, alice
 
     assert len(usage_rows(page)) == USAGE_SHOWN
     assert 'id="usage-hidden"' not in page
+
+
+def test_more_instances_than_a_role_may_have_are_refused_on_the_field_saying_the_limit(
+    alice_client,
+):
+    alice_client.post(reverse("wizard-start"))
+    draft = Draft.objects.latest("created_at")
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.DATA: data_data(mounts=[LOCAL_MOUNT])}
+    )
+    too_many = resources_data(
+        roles=[role("master", 1, card=None), role("worker", S.MAX_REPLICAS + 1, card=None)]
+    )
+
+    chinese = post_step(alice_client, draft, W.RESOURCES, too_many)
+    alice_client.cookies["django_language"] = "en"
+    english = post_step(alice_client, draft, W.RESOURCES, too_many)
+
+    assert f"实例数须在 0 到 {S.MAX_REPLICAS} 之间。" in field_errors(
+        chinese, "id_roles-1-replicas"
+    )
+    assert f"Instances must be between 0 and {S.MAX_REPLICAS}." in field_errors(
+        english, "id_roles-1-replicas"
+    )
+    assert f'name="roles-1-replicas" value="{S.MAX_REPLICAS + 1}"' in english.content.decode()
