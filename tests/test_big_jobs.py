@@ -139,6 +139,21 @@ def test_a_queued_local_job_over_the_replica_limit_fails_at_start_saying_why_and
     assert not job.replicas.exclude(pid=None).exists()
 
 
+def test_run_again_of_a_job_over_the_replica_limit_set_since_says_why_and_submits_nothing(
+    alice, alice_client, settings
+):
+    job = submit(alice, pytorch(5))
+    job_transition(job=job, to=JobStatus.FAILED, reason="Test")
+    settings.LOCAL_MAX_REPLICAS = 4
+
+    page = alice_client.post(
+        reverse("job-rerun", args=[job.public_id]), {"request_key": uuid.uuid4().hex}, follow=True
+    ).content.decode()
+
+    assert "本机资源池每个任务最多运行 4 个实例（所有角色合计），该任务有 6 个" in page
+    assert Job.objects.count() == 1
+
+
 # -- the limits, said where they are set --------------------------------------------------------
 
 
