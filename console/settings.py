@@ -706,6 +706,11 @@ if "kubernetes" in CONSOLE_BACKENDS:
 # At most this many local jobs run at once (CPU-only jobs need no cards, so cards alone do
 # not bound them).
 LOCAL_MAX_RUNNING_JOBS = envint("LOCAL_MAX_RUNNING_JOBS", 8, low=1)
+# At most this many replicas in one local job (every role's instances together). They all
+# start on this machine, one after another in the worker's loop, each a sandbox of its own: a
+# CPU-only job needs no cards, so without it a job of 1 master and 1000 workers (or a custom
+# job's 50 roles of 1000) was taken and started as that many processes (QA 56).
+LOCAL_MAX_REPLICAS = envint("LOCAL_MAX_REPLICAS", 128, low=1)
 # Seconds between SIGTERM and SIGKILL when a job is stopped.
 LOCAL_STOP_GRACE_SECONDS = envfloat("LOCAL_STOP_GRACE_SECONDS", 10)
 # Seconds an MPI job's launcher has to end the job itself once a rank in a worker ended with a

@@ -34,6 +34,10 @@ from .spec import SpecError
 from .templatetags.job_tags import elapsed
 
 SPARK_POINTS = 60  # 15 minutes at the default LOCAL_METRICS_SECONDS
+# Running replicas whose usage a job's page shows unless asked for all (`?usage=all`): each
+# row is about 3 KB of sparklines, re-sent with every 2-second refresh, so a job of 64 running
+# replicas made each refresh 209 KB (QA 56).
+USAGE_SHOWN = 16
 SPARK_WIDTH = 120
 SPARK_HEIGHT = 24
 

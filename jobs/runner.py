@@ -69,6 +69,7 @@ from .backends.local import (
     host_volumes,
     nvidia_driver_cards,
     runner_path_problem,
+    too_many_replicas,
     visible_devices,
 )
 from .health import WorkerIdentity, active_runner, holds_lease
@@ -1076,6 +1077,10 @@ def launch_attempt(
         for ref in replica_refs(spec)
     )
     if not launched:
+        # Checked at submit too (LocalBackend.check_spec): a job queued before the setting was
+        # lowered would otherwise start every one of its replicas.
+        if problem := too_many_replicas(spec):
+            raise SandboxError(problem)
         # Before anything is set up for it: a job that cannot run as its owner's user fails
         # (JobUserError says why), never runs as another.
         as_user = job_users.user_for(owner_id=job.owner_id)

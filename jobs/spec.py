@@ -163,6 +163,10 @@ MAX_ALERT_EMAILS = 20
 MAX_ALERT_WEBHOOKS = 10
 # Labels (key=value, for AIHC): as many as environment variables.
 MAX_LABELS = MAX_ENVS
+# A custom job's named roles: as many as the wizard's role table holds. With no limit the API
+# took thousands of roles of up to MAX_REPLICAS each, a job of millions of replicas whose pages
+# list every replica's name (QA 56).
+MAX_ROLES = MAX_ENVS
 CPU_RESOURCE = "cpu"
 MEMORY_RESOURCE = "memory"
 SHARED_MEMORY_RESOURCE = "sharedMemory"  # GB, in jobSpec.resources
@@ -1466,6 +1470,13 @@ def _validate_roles(spec: JobSpec, err: Any) -> None:
     if not spec.roles:
         err("roles", _("Add at least one role."))
         return
+    if len(spec.roles) > MAX_ROLES:
+        err(
+            "roles",
+            _("A job has at most %(max)d roles; this one has %(count)d.")
+            % {"max": MAX_ROLES, "count": len(spec.roles)},
+        )
+        return  # each of thousands checked too would bury that one message
     seen: set[str] = set()
     by_name: dict[str, Role] = {}
     for i, role in enumerate(spec.roles):

@@ -85,8 +85,17 @@ from .logs import (
     search_pattern,
     shown_lines,
 )
-from .models import FINAL_STATUSES, DeletedJob, Job, JobLabel, JobStatus, LocalRun, UsageRecord
-from .monitoring import replica_usage, usage_unavailable
+from .models import (
+    FINAL_STATUSES,
+    DeletedJob,
+    Job,
+    JobLabel,
+    JobStatus,
+    LocalRun,
+    ReplicaStatus,
+    UsageRecord,
+)
+from .monitoring import USAGE_SHOWN, replica_usage, usage_unavailable
 from .pools import pool_filter_choices, pool_labels, pool_names, used_pools
 from .runner import (
     NO_WORKER_DELETE_MESSAGE,
@@ -655,8 +664,43 @@ def _metrics_scale(request: AuthenticatedHttpRequest, job: Job) -> dict[str, Any
     }
 
 
-def _live_context(job: Job, *, log: bool = False) -> dict[str, Any]:
+def _page_query(request: AuthenticatedHttpRequest, job: Job) -> QueryDict:
+    """The job page's own query: the request's, or for its refresh (htmx) HX-Current-URL's
+    when that is this job's page."""
+    if not request.htmx:
+        return request.GET
+    current = urlsplit(request.htmx.current_url_abs_path or "")
+    page = reverse("job-detail", args=[job.public_id])
+    return QueryDict(current.query) if current.path == page else QueryDict()
+
+
+def _usage_every(request: AuthenticatedHttpRequest, job: Job) -> dict[str, Any]:
+    """Whether the page shows every running replica's usage (`?usage=all`), which its refresh
+    keeps, and the link that asks for it, the page's other parameters kept."""
+    query = _page_query(request, job)
+    kept = query.copy()
+    kept["usage"] = "all"
+    page = reverse("job-detail", args=[job.public_id])
+    return {
+        "usage_every": query.get("usage") == "all",
+        "usage_all_url": f"{page}?{kept.urlencode()}#usage-heading",
+    }
+
+
+def _shown_for_usage(replicas: list[Any], *, every: bool) -> tuple[list[Any], int]:
+    """The replicas whose usage is read (the first USAGE_SHOWN running ones, unless `every`;
+    the others are not running, whose usage is not shown anyway), and how many running ones
+    are left out."""
+    running = [r.pk for r in replicas if r.status == ReplicaStatus.RUNNING]
+    if every or len(running) <= USAGE_SHOWN:
+        return replicas, 0
+    left_out = set(running[USAGE_SHOWN:])
+    return [r for r in replicas if r.pk not in left_out], len(left_out)
+
+
+def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> dict[str, Any]:
     replicas = list(job.replicas.all())
+    usage_read, usage_hidden = _shown_for_usage(replicas, every=every_usage)
     events, events_hidden = job_events_shown(job=job)
     # Whether the worker that moves this job on runs: a banner when it does not.
     worker = worker_state() if job.status in WORKER_STATUSES else None
@@ -667,7 +711,9 @@ def _live_context(job: Job, *, log: bool = False) -> dict[str, Any]:
         # The host user its replicas run as (LOCAL_JOB_UID_BASE; None: the worker's own).
         "runs_as": runs_as(job=job),
         # What each running replica uses (None: no section).
-        "usage": replica_usage(job=job, replicas=replicas),
+        "usage": replica_usage(job=job, replicas=usage_read),
+        # Running replicas whose usage is left out (USAGE_SHOWN; a link asks for them all).
+        "usage_hidden": usage_hidden,
         # Why an AIHC job's usage is missing or not up to date (None: nothing to say).
         "usage_unavailable": usage_unavailable(job),
         # Its training curves (Tensorboard on; None: no section), refreshed with the rest.
@@ -851,8 +897,11 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
             ).exists(),
         }
         return render(request, "jobs/job_deleted.html", context, status=404)
-    context = _live_context(job, log=_log_scale(request.GET))
-    context.update(_metrics_scale(request, job))
+    usage_every = _usage_every(request, job)
+    context = _live_context(
+        job, log=_log_scale(request.GET), every_usage=usage_every["usage_every"]
+    )
+    context.update(_metrics_scale(request, job), **usage_every)
     # The pool by its name, as the job list shows it (its id in the title; a pool no longer
     # offered by its last known name, marked so and not linked, or else its id alone).
     label = pool_labels(names=pool_names(), pool_ids=[job.resource_pool]).get(job.resource_pool)
@@ -1023,12 +1072,16 @@ def job_live(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
     job = _job(request, public_id)
     if not request.htmx:
         return redirect("job-detail", public_id=public_id)
+    usage_every = _usage_every(request, job)
     response = render(
         request,
         "jobs/job_detail.html#live-update",
         {
-            **_live_context(job, log=_log_scale(request.GET)),
+            **_live_context(
+                job, log=_log_scale(request.GET), every_usage=usage_every["usage_every"]
+            ),
             **_metrics_scale(request, job),
+            **usage_every,
             "oob": True,
         },
     )

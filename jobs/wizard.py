@@ -67,7 +67,7 @@ from .runtime_env import (
 )
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
-from .summary import spec_changes
+from .summary import SHOWN_REPLICAS, spec_changes
 from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
@@ -2954,7 +2954,9 @@ def _curl(preview: RequestPreview) -> str:
 def environment_preview(
     spec: S.JobSpec, pool: Pool | None
 ) -> list[tuple[str, list[tuple[str, str]]]]:
-    """Each replica's environment as the pool's backend will inject it (the first 16)."""
+    """Each replica's environment as the pool's backend will inject it: the first
+    SHOWN_REPLICAS, as the job's page and the admin list them (environments_hidden counts the
+    rest)."""
     backend = get_backend(pool.backend if pool else "local")
     return [
         (
@@ -2963,8 +2965,13 @@ def environment_preview(
                 backend.environment_preview(spec, ref, job_id=_("<assigned on submit>")).items()
             ),
         )
-        for ref in replica_refs(spec)[:16]
+        for ref in replica_refs(spec)[:SHOWN_REPLICAS]
     ]
+
+
+def environments_hidden(spec: S.JobSpec) -> int:
+    """The replicas whose environment environment_preview leaves out."""
+    return max(0, spec.total_replicas - SHOWN_REPLICAS)
 
 
 def spec_diff(

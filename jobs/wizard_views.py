@@ -821,6 +821,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "curl": curl,
         "group_request_note": W.group_request_note(spec, state.pool),
         "environments": W.environment_preview(spec, state.pool),
+        "environments_hidden": W.environments_hidden(spec),
         "wanted": [
             (card, n, W.idle_for(state.pool, card))
             for card, n in sorted(spec.accelerators_by_type().items())

@@ -251,6 +251,18 @@ REPLICA_TMP = "/tmp"
 MPI_RUNNER_PATHS = ("/tmp/.mpi", "/etc/mpi")
 
 
+def too_many_replicas(spec: JobSpec) -> str:
+    """Why this machine will not run so many replicas of one job (LOCAL_MAX_REPLICAS), or "".
+    They would all start here, one after another in the worker's loop."""
+    count = spec.total_replicas
+    if count <= settings.LOCAL_MAX_REPLICAS:
+        return ""
+    return _(
+        "The local pool runs at most %(max)d instances of one job, all roles together, and "
+        "this job has %(count)d: lower the instance counts, or choose a cloud resource pool."
+    ) % {"max": settings.LOCAL_MAX_REPLICAS, "count": count}
+
+
 def runner_path_problem(mount_path: str, *, framework: str) -> str:
     """Why a volume cannot be mounted at `mount_path` on this machine, or "" when it can.
 
@@ -345,6 +357,10 @@ class LocalBackend(Backend):
                     "a pool that allows it."
                 ),
             )
+        if problem := too_many_replicas(spec):
+            # On the role with the most instances, where lowering them does the most.
+            most = max(range(len(spec.roles)), key=lambda i: spec.roles[i].replicas)
+            err(f"roles[{most}].replicas", problem)
         for i, role in enumerate(spec.roles):
             # TensorFlow's own rule (multi_worker_util: "There must be at most one 'evaluator'
             # job"): the evaluator's TF_CONFIG lists its role, which TF refuses with two.
