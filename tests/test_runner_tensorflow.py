@@ -86,7 +86,9 @@ def test_a_tensorflow_job_succeeds_when_its_chief_exits_0_and_its_servers_are_st
     # Its run ended when its chief did, not when the servers were stopped a moment later.
     chief = job.replicas.get(role="chief")
     assert job.finished_at == chief.finished_at
-    assert job.events.filter(reason="Succeeding").exists()
+    succeeding = job.events.get(reason="Succeeding")
+    with translation.override("zh-hans"):
+        assert succeeding.reason_label == "结果已定：停止其余实例"
 
 
 def test_a_tensorflow_job_without_a_chief_succeeds_when_worker_0_exits_0(alice, settings):
