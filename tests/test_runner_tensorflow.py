@@ -74,6 +74,7 @@ def test_a_tensorflow_job_succeeds_when_its_chief_exits_0_and_its_servers_are_st
         reason = job.status_reason_shown
     assert reason.startswith("chief-0 exited with 0, which ends a TensorFlow job"), reason
     assert "evaluator-0, ps-0, worker-0, worker-1" in reason
+    assert job.status_reason.startswith("chief-0 以 0 退出，TensorFlow 任务随之结束")
     statuses = {f"{r.role}-{r.index}": r.status for r in job.replicas.all()}
     assert statuses == {
         "chief-0": "succeeded",
