@@ -356,6 +356,8 @@ EVENT_REASONS = {
     "Timeout": pgettext_lazy("event reason", "Timeout reached"),
     "TimedOut": pgettext_lazy("event reason", "Timed out"),
     "TimeoutStopFailed": pgettext_lazy("event reason", "Timeout stop not taken"),
+    # A TensorFlow job's chief (worker 0) exited 0: the others are being stopped (QA 58).
+    "Succeeding": pgettext_lazy("event reason", "Result decided: stopping the rest"),
     "Succeeded": pgettext_lazy("event reason", "Succeeded"),
     "Failed": pgettext_lazy("event reason", "Failed"),
     "Lost": pgettext_lazy("event reason", "Lost"),

@@ -98,7 +98,7 @@ from .sandbox import (
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
-from .spec import MPI, JobSpec, Role
+from .spec import MPI, TENSORFLOW, JobSpec, Role
 from .texts import RecordedText, joined, ngettext_noop, recorded_plural, restored, source_of
 from .volume_access import volume_refusals
 
@@ -129,6 +129,9 @@ TARGET_RESTART = "restart"
 TARGET_STOPPED = S.STOPPED.value
 TARGET_FAILED = S.FAILED.value
 TARGET_TIMED_OUT = S.TIMED_OUT.value
+# A TensorFlow job whose chief (worker 0 without one) exited 0: what still runs is stopped
+# and the job succeeds (tensorflow_result_replica).
+TARGET_SUCCEEDED = S.SUCCEEDED.value
 
 
 def minutes(value: float) -> timedelta:
@@ -1536,11 +1539,19 @@ def _work_ended(
     launcher did, since its workers' agents end only once a worker has seen that and told
     them (_mpi_launcher_done): a launcher that finished while no worker ran ended the job
     when the worker came back, its run time and card-hours counting the absence (review 24)."""
-    if (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir():
-        launchers = [states[r.pk] for r in replicas if r.role == "master"]
-        if launchers:
-            return last_exit_time(launchers)
-    return last_exit_time([states[r.pk] for r in replicas])
+    return last_exit_time([states[r.pk] for r in _result_replicas(job, run, replicas)])
+
+
+def _result_replicas(job: Job, run: LocalRun, replicas: list[JobReplica]) -> list[JobReplica]:
+    """The replicas whose exits are the job's result: an MPI job's launcher (its run folder
+    says it is MPI, without the spec too), a TensorFlow job's chief or worker 0
+    (tensorflow_result_replica), else every replica."""
+    launchers = [r for r in replicas if r.role == "master"]
+    if launchers and (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir():
+        return launchers
+    if (result := tensorflow_result_replica(job, replicas)) is not None:
+        return [result]
+    return replicas
 
 
 def out_of_reach_dropped(hidden: list[str], uid: int, gid: int) -> list[str]:
@@ -2102,6 +2113,11 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
         return
 
+    if _tensorflow_done(job, run, spec, replicas, states, now):
+        run.refresh_from_db()
+        _tear_down(job, run, spec, replicas, states, now, children, adopted=adopted)
+        return
+
     if all(states[r.pk].phase == "exited" for r in replicas):
         # The network first: its holder and slirp4netns are in the job's cgroups too.
         network.end_networks(public_id=job.public_id, children=children)
@@ -2144,6 +2160,73 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     # with code 0" line in its log is not the job writing again (review28: it cleared a hang
     # warning while the others still hung).
     _check_hang(job, run, spec, [r for r in replicas if states[r.pk].phase == "alive"], now)
+
+
+def tensorflow_result_replica(job: Job, replicas: list[JobReplica]) -> JobReplica | None:
+    """The replica of a TensorFlow job whose exit with 0 is the job's success, as Kubeflow's
+    TFJob decides it by default (its successPolicy ""): the chief, or worker 0 without one.
+    Its parameter servers, a TF 2 ParameterServerStrategy's workers and a sidecar evaluator
+    serve until they are killed, so "every replica exited 0" never came: the job ran until
+    its time limit (QA 58). None for other frameworks, and for a TensorFlow job with neither
+    chief nor worker (an evaluator alone), whose every replica's exit decides."""
+    if job.framework != TENSORFLOW:
+        return None
+    by_label = {(r.role, r.index): r for r in replicas}
+    return by_label.get(("chief", 0)) or by_label.get(("worker", 0))
+
+
+def _tensorflow_done(
+    job: Job,
+    run: LocalRun,
+    spec: JobSpec | None,
+    replicas: list[JobReplica],
+    states: dict[int, ReplicaState],
+    now: datetime,
+) -> bool:
+    """Whether a TensorFlow job's chief (worker 0) has exited 0 while others still run, and
+    their stop, after which the job succeeds, is now decided. Not past the job's time limit:
+    a worker watching then would have timed it out first (the deadline check does, next)."""
+    result = tensorflow_result_replica(job, replicas)
+    if result is None:
+        return False
+    state = states[result.pk]
+    still_running = [r for r in replicas if states[r.pk].phase == "alive"]
+    if not (state.phase == "exited" and state.exit_code == 0 and still_running):
+        return False
+    deadline = _deadline(job, run, spec, now)
+    if deadline is not None and (state.exited_at is None or state.exited_at > deadline):
+        return False
+    label = f"{result.role}-{result.index}"
+    others = ", ".join(sorted(f"{r.role}-{r.index}" for r in still_running))
+    message = recorded(
+        gettext_noop(
+            "%(replica)s exited with 0, which ends a TensorFlow job as Kubeflow's TFJob "
+            "does; the instances still running were stopped: %(others)s."
+        ),
+        replica=label,
+        others=others,
+    )
+    # Only if no stop was recorded since this tick read the run: a Stop from the web
+    # process keeps its own target (and _finished_before_stop still finds the success).
+    decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
+        stop_target=TARGET_SUCCEEDED, stop_message=message, stop_message_source=source_of(message)
+    )
+    if decided:
+        job_event(
+            job=job,
+            reason="Succeeding",
+            message=recorded(
+                gettext_noop(
+                    "%(replica)s exited with 0, which ends a TensorFlow job: stopping the "
+                    "instances still running (%(others)s) with SIGTERM, SIGKILL after "
+                    "%(seconds)s s."
+                ),
+                replica=label,
+                others=others,
+                seconds=f"{settings.LOCAL_STOP_GRACE_SECONDS:g}",
+            ),
+        )
+    return True
 
 
 def _deadline(job: Job, run: LocalRun, spec: JobSpec | None, now: datetime) -> datetime | None:
@@ -2705,14 +2788,22 @@ def _finish_tear_down(
     if target == TARGET_RESTART:
         # A failure whose restart cannot be made without the spec fails the job.
         target = TARGET_STOPPED if spec is not None else TARGET_FAILED
-    final = {TARGET_STOPPED: S.STOPPED, TARGET_TIMED_OUT: S.TIMED_OUT}.get(target, S.FAILED)
-    reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut"}.get(final, "Failed")
+    final = {
+        TARGET_STOPPED: S.STOPPED,
+        TARGET_TIMED_OUT: S.TIMED_OUT,
+        TARGET_SUCCEEDED: S.SUCCEEDED,
+    }.get(target, S.FAILED)
+    reason = {S.STOPPED: "Stopped", S.TIMED_OUT: "TimedOut", S.SUCCEEDED: "Succeeded"}.get(
+        final, "Failed"
+    )
     text = message or (recorded(gettext_noop("Stopped.")) if final == S.STOPPED else "")
     states = {
         r.pk: read_state(replica_state_dir(job.public_id, run.attempt, f"{r.role}-{r.index}"))
         for r in replicas
     }
     last_exit = last_exit_time(list(states.values()))
+    if final == S.SUCCEEDED:  # a TensorFlow job's: its work ended with its chief's
+        last_exit = _work_ended(job, run, replicas, states)
     at_limit = (
         _failed_past_limit(job, run, spec, replicas, states, now) if final == S.TIMED_OUT else None
     )
@@ -2786,7 +2877,8 @@ def _finished_before_stop(
     """When the job's work ended, and what to say, if it ended with 0 before its stop took
     effect (the tear-down's first signal, sent when `kill_at` was set a grace period ahead;
     none sent: every shim was gone at the first look). Its work is every replica's, except in
-    an MPI job, whose result is its launcher's (_work_ended): its workers' agents end only once
+    an MPI job, whose result is its launcher's, and a TensorFlow job, whose result is its
+    chief's (_result_replicas): an MPI job's workers' agents end only once
     a worker has told them the launcher has, so a Stop that came first ended them with SIGTERM
     and the job Stopped, though its launcher had succeeded (left24)."""
     if not states:
@@ -2797,9 +2889,8 @@ def _finished_before_stop(
         else run.kill_at - timedelta(seconds=settings.LOCAL_STOP_GRACE_SECONDS)
     )
     mpi = (attempt_dir(job.public_id, run.attempt) / "mpi" / "launcher").is_dir()
-    result = [states[r.pk] for r in replicas if r.role == "master"] if mpi else []
-    if not result:
-        result = list(states.values())
+    deciding = _result_replicas(job, run, replicas)
+    result = [states[r.pk] for r in deciding]
     if not all(state.phase == "exited" and state.exit_code == 0 for state in result):
         return None
     ended = last_exit_time(result)
@@ -2807,6 +2898,11 @@ def _finished_before_stop(
         return None  # (without MPI, a replica still alive then cannot have ended before)
     if mpi:
         text = recorded(gettext_noop("The MPI launcher exited with 0 before the stop reached it."))
+    elif len(deciding) == 1 and tensorflow_result_replica(job, replicas) is not None:
+        text = recorded(
+            gettext_noop("%(replica)s exited with 0 before the stop reached it."),
+            replica=f"{deciding[0].role}-{deciding[0].index}",
+        )
     else:
         text = recorded(gettext_noop("Every replica exited with 0 before the stop reached it."))
     return ended, text

@@ -433,6 +433,24 @@ def test_it_refuses_more_than_one_tensorflow_evaluator_as_tensorflow_does(fake, 
     assert errors == {"roles[1].replicas": ["TensorFlow allows at most 1 evaluator."]}
 
 
+def test_it_refuses_a_tensorflow_job_with_neither_chief_nor_worker_which_never_succeeds(fake, k8s):
+    # The training operator's TFJob succeeds on its chief's (or worker 0's) exit 0 alone.
+    alone = [S.Role("chief", 0, A800, 1), S.Role("worker", 0), S.Role("evaluator", 1)]
+
+    with translation.override("en"):
+        errors = k8s.check_spec(spec(framework=S.TENSORFLOW, roles=[*alone, S.Role("ps", 1)]))
+
+    assert errors == {
+        "roles": [
+            "On Kubernetes a TensorFlow job needs a chief or a worker: the training operator "
+            "ends a job when its chief (or worker 0) exits 0, so a job of an evaluator and ps "
+            "alone would run until its time limit."
+        ]
+    }
+    alone[1].replicas = 1
+    assert k8s.check_spec(spec(framework=S.TENSORFLOW, roles=alone)) == {}
+
+
 def test_an_mpi_master_with_cards_needs_workers_with_cards_as_the_operator_gives_equal_slots(
     fake, k8s
 ):

@@ -304,9 +304,13 @@ TF_PEERS = textwrap.dedent(
                 except OSError:
                     serve()
     print("REACHED", " ".join(reached))
-    # Served a while longer: the others may still be connecting.
+    open(f"/workspace/reached-{task['type']}-{task['index']}", "w").close()
+    # Served a while longer: the others may still be connecting. The chief's exit ends a
+    # TensorFlow job, the others stopped then, so it waits for every replica's REACHED line.
     until = time.monotonic() + 3
-    while server and time.monotonic() < until:
+    while server and (time.monotonic() < until or (
+        task["type"] == "chief" and len(os.listdir("/workspace")) < 6  # tf.py + 5 marks
+    )):
         serve()
     """
 )

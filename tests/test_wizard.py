@@ -659,6 +659,17 @@ def test_changing_the_framework_resets_the_roles(alice_client):
     assert "<strong>chief</strong>" in html and "<strong>ps</strong>" in html
 
 
+def test_the_role_table_of_a_tensorflow_job_says_it_ends_with_its_chief(alice_client):
+    # The local runner and Kubeflow's TFJob end it so: its ps never exit on their own (QA 58).
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    post_step(alice_client, draft, W.BASIC, basic_data(framework=S.TENSORFLOW))
+
+    html = alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+
+    assert "chief（没有 chief 时为 worker 0）以 0 退出，任务即成功" in html
+
+
 @pytest.mark.parametrize("htmx", [False, True])
 def test_a_step_sent_from_a_page_shown_before_the_framework_changed_is_not_saved(
     alice_client, htmx

@@ -780,6 +780,20 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 )
         if spec.framework == spec_module.MPI:
             self._check_mpi_slots(spec, err)
+        if spec.framework == spec_module.TENSORFLOW and not any(
+            role.replicas > 0 for role in spec.roles if role.name in ("chief", "worker")
+        ):
+            # The training operator's TFJob succeeds on its chief's exit 0, or worker 0's
+            # without a chief (UpdateJobStatus); with neither it never does, and such a job
+            # (an evaluator alone) ran until its time limit (QA 58).
+            err(
+                "roles",
+                _(
+                    "On Kubernetes a TensorFlow job needs a chief or a worker: the training "
+                    "operator ends a job when its chief (or worker 0) exits 0, so a job of an "
+                    "evaluator and ps alone would run until its time limit."
+                ),
+            )
         if spec.image_config is not None:
             err(
                 "jobSpec.imageConfig",
