@@ -459,14 +459,15 @@ def _describe_pod_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 
 def _describe_job_logs(request: HttpRequest, owner: Any) -> dict[str, Any]:
-    """The last `maxLines` lines of a pod's log, from `startTime` on when given (no keywords,
-    endTime or paging: those are refused, and the answer's nextMarker is always empty)."""
+    """The last `maxLines` lines of a pod's log, from `startTime` on when given, or the first
+    `maxLines` after `marker` (a local job's nextMarker; no keywords, endTime or chunkSize:
+    those are refused)."""
     params = _params(request)
     found = _job(params, owner)
-    log_filters_refused(params, ("keywords", "endTime", "chunkSize", "marker"))
+    log_filters_refused(params, ("keywords", "endTime", "chunkSize"))
     pod = required_param(params, "podName")
-    logs = pod_log_lines(job=found, pod=pod, params=params)
-    return {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": ""}
+    logs, following = pod_log_lines(job=found, pod=pod, params=params)
+    return {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": following}
 
 
 def _describe_job_nodes(request: HttpRequest, owner: Any) -> dict[str, Any]:

@@ -74,7 +74,7 @@ from .actions import ActionError, job_delete, job_priority_change, job_stop
 from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
-from .logs import job_secrets, shown_lines
+from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
 from .models import EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
 from .monitoring import (
     UsagePoint,
@@ -884,21 +884,55 @@ def log_filters_refused(params: Params, names: Sequence[str]) -> None:
         )
 
 
-def pod_log_lines(*, job: Job, pod: str, params: Params) -> list[str]:
-    """The last `maxLines` lines of one pod's log, of those written from `startTime` on
-    (unix seconds, as the backends' `since`) when it is given, secrets masked as on the job
-    page."""
+def pod_log_lines(*, job: Job, pod: str, params: Params) -> tuple[list[str], str]:
+    """One pod's log lines and the marker of where they end (`nextMarker`): the last
+    `maxLines` lines, of those written from `startTime` on (unix seconds, as the backends'
+    `since`) when it is given, or with `marker` (a local job's: jobs.logs.log_read) the first
+    `maxLines` after it; secrets masked as on the job page. A job of another platform has
+    no marker ("")."""
     max_lines = int_param(params, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
     start = time_param(params, "startTime")
     since = datetime.fromtimestamp(start, UTC) if start is not None else None
+    marker_text = text_param(params, "marker")
+    if marker_text == "0":
+        marker_text = ""  # an unset value of a Go client, as log_filters_refused takes it
+    marker = None
+    if marker_text:
+        marker = LogMarker.parse(marker_text)
+        if marker is None:
+            raise ApiError(
+                400,
+                "InvalidParameter",
+                f"marker is the nextMarker of an earlier answer, or {LOG_START} for the log's "
+                "start.",
+            )
+        if since is not None:
+            raise ApiError(
+                400, "InvalidParameter", "Give marker or startTime, not both: marker says where."
+            )
     replica = job_replica(job, pod)
+    replica_name = f"{replica.role}-{replica.index}"
+    if job.backend != "local":
+        if marker_text:
+            raise ApiError(
+                400,
+                "InvalidParameter",
+                "marker is served for jobs of the local runner: this job's log comes from its "
+                "platform, read as its last maxLines lines, from startTime on when given.",
+            )
+        try:
+            lines = get_backend(job.backend).logs(job, replica_name, tail=max_lines, since=since)
+        except BackendError as exc:
+            raise ApiError(503, "ServiceUnavailable", exc.message) from None
+        return shown_lines(lines, secrets=job_secrets(job)), ""
     try:
-        lines = get_backend(job.backend).logs(
-            job, f"{replica.role}-{replica.index}", tail=max_lines, since=since
-        )
+        path = get_backend(job.backend).log_file(job, replica_name)
     except BackendError as exc:
         raise ApiError(503, "ServiceUnavailable", exc.message) from None
-    return shown_lines(lines, secrets=job_secrets(job))
+    if path is None:
+        return [], marker_text or LOG_START
+    lines, following = log_read(path, count=max_lines, marker=marker, since=since)
+    return shown_lines(lines, secrets=job_secrets(job)), str(following)
 
 
 def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
@@ -1307,8 +1341,10 @@ def pod_events(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[
 def pod_logs(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
     log_filters_refused(request.GET, ("endTime",))
-    logs = pod_log_lines(job=found, pod=pod, params=request.GET)
-    return {"result": {"jobId": found.public_id, "podName": pod, "logs": logs}}
+    logs, following = pod_log_lines(job=found, pod=pod, params=request.GET)
+    return {
+        "result": {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": following}
+    }
 
 
 def web_terminal_refused() -> ApiError:

@@ -1,0 +1,211 @@
+"""The AIHC-compatible API as an MLOps pipeline drives it (QA 57): many jobs made, listed,
+followed and cleaned up by scripts. Here: following a pod's log with DescribeJobLogs'
+`marker`, so that a script polling a log gets every line once, however much was printed
+between two polls and across the cuts that keep a log under LOCAL_LOG_MAX_MB."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from django.core import signals
+from django.core.handlers.wsgi import WSGIHandler
+from django.db import close_old_connections
+
+from jobs.aihc.client import AihcClient, AihcError, Credentials
+from jobs.api_keys import api_key_create
+from jobs.logs import LogMarker, log_read
+from jobs.models import Job, JobStatus
+from jobs.shim import ReplicaLog, job_line
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    UNTIL_THE_GATE_OPENS,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+@pytest.fixture
+def api(alice) -> Iterator[AihcClient]:
+    """The console's own AIHC client on the console's WSGI application, as test_api's."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    key, secret = api_key_create(owner=alice, description="pipeline")
+    try:
+        yield AihcClient(
+            endpoint="http://testserver",
+            credentials=Credentials(key.access_key_id, secret),
+            transport=httpx.WSGITransport(app=WSGIHandler()),
+            retries=0,
+        )
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
+
+
+def printing(command: str) -> dict:
+    return {
+        "name": "printer",
+        "queue": "default",
+        "jobFramework": "PyTorchJob",
+        "jobSpec": {
+            "command": command,
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+        },
+        "datasources": [{"type": "hostpath", "name": "work", "mountPath": "/workspace"}],
+    }
+
+
+def logs_v1(api: AihcClient, job_id: str, **query: str) -> dict:
+    return api.request(
+        "GET",
+        f"/api/v1/aijobs/{job_id}/pods/printer-master-0/logs",
+        params=[("resourcePoolId", "local"), *query.items()],
+        idempotent=True,
+    )["result"]
+
+
+def logs_v2(api: AihcClient, job_id: str, **body: str) -> dict:
+    return api._v2(
+        "DescribeJobLogs",
+        pool="local",
+        body={"jobId": job_id, "podName": "printer-master-0", **body},
+        idempotent=True,
+    )
+
+
+def output(lines: list[str]) -> list[str]:
+    """The job's own lines of an answer ("line N"), without their stamps."""
+    texts = [line.split(" ", 2)[2] for line in lines]
+    return [text for text in texts if text.startswith("line ")]
+
+
+def test_a_script_following_a_log_with_its_marker_gets_every_line_once_however_many_came_between_polls(
+    api, settings
+):
+    """3,000 lines printed at once, in a few milliseconds, then 1,000 more: a script reading
+    1,000 lines a poll, in v1 and v2 alike, gets each line once and in order. Before, v2
+    refused `marker`, v1 ignored it, and `startTime` could not tell apart the lines of one
+    millisecond: polling from the last line's time repeated them, and the last maxLines
+    since it dropped the 2,000 before them."""
+    command = (
+        "for i in $(seq 1 3000); do echo line $i; done; "
+        f"{UNTIL_THE_GATE_OPENS}; for i in $(seq 3001 4000); do echo line $i; done"
+    )
+    created = api.create_job(pool="local", body=printing(command))
+    job = Job.objects.get(public_id=created["jobId"])
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: "line 3000" in "".join(logs_v1(api, job.public_id, maxLines="1")["logs"]),
+        what="the first 3,000 lines",
+    )
+    got_v1: list[str] = []
+    got_v2: list[str] = []
+    marker_v1 = marker_v2 = "0.0"  # the log's start
+
+    def poll() -> None:
+        nonlocal marker_v1, marker_v2
+        while True:
+            one = logs_v1(api, job.public_id, maxLines="1000", marker=marker_v1)
+            two = logs_v2(api, job.public_id, maxLines="1000", marker=marker_v2)
+            got_v1.extend(output(one["logs"]))
+            got_v2.extend(output(two["logs"]))
+            marker_v1, marker_v2 = one["nextMarker"], two["nextMarker"]
+            if not one["logs"] and not two["logs"]:
+                return
+
+    poll()
+    assert got_v1 == got_v2 == [f"line {n}" for n in range(1, 3001)]
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED, what="the job to end")
+    poll()
+    assert got_v1 == got_v2 == [f"line {n}" for n in range(1, 4001)]
+    # Without a marker the answer is the last lines, as before, with the marker after them.
+    tail = logs_v1(api, job.public_id, maxLines="2")
+    assert tail["logs"][-1].endswith("[console] exited with code 0")
+    assert logs_v1(api, job.public_id, marker=tail["nextMarker"])["logs"] == []
+
+
+def test_a_marker_that_is_not_one_is_refused_naming_what_to_give(api):
+    created = api.create_job(pool="local", body=printing("echo hi"))
+    for given in ("yesterday", "1.2.3", "-1.0"):
+        with pytest.raises(AihcError) as refused:
+            api._v2(
+                "DescribeJobLogs",
+                pool="local",
+                body={"jobId": created["jobId"], "podName": "printer-master-0", "marker": given},
+                idempotent=True,
+            )
+        assert (refused.value.status, refused.value.code) == (400, "InvalidParameter")
+        assert "nextMarker of an earlier answer, or 0.0" in refused.value.message
+    with pytest.raises(AihcError) as both:
+        logs_v1(api, created["jobId"], marker="0.0", startTime="1")
+    assert (both.value.status, both.value.code) == (400, "InvalidParameter")
+
+
+STARTED = datetime(2026, 12, 4, 8, 0, tzinfo=UTC)
+
+
+def stamped(n: int) -> bytes:
+    """The stamp of line n: ten lines in each millisecond, as a loop prints them."""
+    moment = STARTED + timedelta(microseconds=(n // 10) * 1000)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode()
+
+
+def test_a_log_read_on_with_its_marker_across_its_cuts_repeats_no_line_and_says_what_was_dropped(
+    tmp_path,
+):
+    """The shim cuts a log's middle when it passes LOCAL_LOG_MAX_MB, rewriting the file: a
+    byte offset would point elsewhere after it. A marker is a stamp and a count, found again
+    in the file as it is now: a reader keeping up loses nothing, and one that fell behind
+    the cut gets the cut's own line, then the lines kept after it, none twice."""
+    path = tmp_path / "master-0.log"
+    log = ReplicaLog(
+        str(path),
+        limit_mb=1,
+        cut_line="[console] log over {limit} MB: {dropped} bytes dropped here",
+        cut_record=str(tmp_path / "master-0.log.cut.json"),
+    )
+    keeping_up: list[str] = []
+    behind: list[str] = []
+    marker = LogMarker(0, 0)
+    written = 0
+    payload = "x" * 180
+    try:
+        for burst in range(40):  # 40 × 500 lines of ~220 bytes: 4.4 MB, several cuts
+            for n in range(written, written + 500):
+                log.write(job_line(stamped(n), f"line {n} {payload}".encode()))
+            written += 500
+            lines, marker = log_read(path, count=10_000, marker=marker)
+            keeping_up.extend(lines)
+            if burst == 1:
+                behind_marker = marker  # this reader stops reading here, for a while
+    finally:
+        log.close()
+    assert (tmp_path / "master-0.log.cut.json").exists()  # it was cut
+    assert [line.split(" ")[2] for line in keeping_up] == [str(n) for n in range(written)]
+
+    while True:
+        lines, behind_marker = log_read(path, count=1_000, marker=behind_marker)
+        if not lines:
+            break
+        behind.extend(lines)
+    cuts = [i for i, line in enumerate(behind) if "bytes dropped here" in line]
+    assert len(cuts) == 1  # the file holds one: the latest cut's, counting them all
+    number = [int(line.split(" ")[2]) for line in behind if "bytes dropped here" not in line]
+    before, after = number[: cuts[0]], number[cuts[0] :]
+    # The log's first quarter, which every cut keeps, from where the reader stopped...
+    assert before == list(range(1000, before[-1] + 1))
+    # ...then the lines kept after the cut to the end; those between were dropped.
+    assert after == list(range(after[0], written))
+    assert after[0] > before[-1] + 1000
