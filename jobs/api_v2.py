@@ -54,6 +54,7 @@ from .api_views import (
     _time,
     api_view,
     choice_param,
+    client_token,
     event_window,
     fields_read,
     fields_warnings,
@@ -224,6 +225,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
     document = _body(request)
     if not isinstance(document, dict):
         raise ApiError(400, "InvalidParameter", "The request body must be a JSON object.")
+    token, document = client_token(query, document)
     if queue_id:
         queue = _queue_name(queue_id, pool_id)
         given = document.get("queue")
@@ -242,7 +244,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         owner=owner,
         pool_id=pool_id,
         document=v1,
-        token=text_param(query, "clientToken"),
+        token=token,
         fingerprint=f"{queue_id}\n".encode() + request.body,
         rename=v2_paths(document),
         unread=unread,

@@ -1256,16 +1256,29 @@ def v1_paths(document: Any) -> Callable[[str], str]:
     return rename
 
 
+def client_token(query: Params, document: Any) -> tuple[str, Any]:
+    """CreateJob's clientToken and the body without it. AIHC's clients send it in the query;
+    a body may carry it too, as v2 takes any other action's parameters from the query or the
+    body (the query's wins when both give it). Found in QA 57: a token in the body was named
+    as a field "not known to this console" and not used, so each retry made one more job."""
+    token = text_param(query, "clientToken")
+    if not isinstance(document, dict) or "clientToken" not in document:
+        return token, document
+    given = text_param(document, "clientToken")
+    rest = {key: value for key, value in document.items() if key != "clientToken"}
+    return token or given, rest
+
+
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     pool_id = _pool_param(request)
-    document = _body(request)
+    token, document = client_token(request.GET, _body(request))
     unread = fields_read(document, spec_module.V1_FIELDS)
     document = fault_tolerance_args_read(document)
     job = job_create(
         owner=owner,
         pool_id=pool_id,
         document=document,
-        token=text_param(request.GET, "clientToken"),
+        token=token,
         fingerprint=request.body,
         rename=v1_paths(document),
         unread=unread,

@@ -15,6 +15,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.db import close_old_connections
 
 from jobs.aihc.client import AihcClient, AihcError, Credentials
+from jobs.aihc.endpoints import V2
 from jobs.api_keys import api_key_create
 from jobs.logs import LogMarker, log_read
 from jobs.models import Job, JobStatus
@@ -209,3 +210,82 @@ def test_a_log_read_on_with_its_marker_across_its_cuts_repeats_no_line_and_says_
     # ...then the lines kept after the cut to the end; those between were dropped.
     assert after == list(range(after[0], written))
     assert after[0] > before[-1] + 1000
+
+
+def v2_body(name: str = "retried") -> dict:
+    return {
+        "name": name,
+        "queue": "default",
+        "jobType": "PyTorchJob",
+        "command": "echo hi",
+        "jobSpec": {
+            "image": "python:3.12",
+            "replicas": 1,
+            "resources": [{"name": "cpu", "quantity": 1}],
+        },
+    }
+
+
+def test_a_create_retried_with_its_client_token_in_the_body_makes_one_job_v1_and_v2(api, alice):
+    """v2 takes an action's parameters from the query or the body, so a script may well put
+    clientToken in CreateJob's body. Before, it was named in `warnings` as a field "not known
+    to this console" and not used: each retry made one more job."""
+    v2 = [api.create_job(pool="local", body={**v2_body(), "clientToken": "t-1"}, version=V2)]
+    v2.append(api.create_job(pool="local", body={**v2_body(), "clientToken": "t-1"}, version=V2))
+    v1 = [api.create_job(pool="local", body={**printing("echo hi"), "clientToken": "t-2"})]
+    v1.append(api.create_job(pool="local", body={**printing("echo hi"), "clientToken": "t-2"}))
+
+    assert v2[0] == v2[1] and v1[0] == v1[1]
+    assert Job.objects.filter(owner=alice).count() == 2
+    job = Job.objects.get(public_id=v2[0]["jobId"])
+    assert not job.events.filter(reason="FieldsNotRead").exists()  # read, not named
+    assert "clientToken" not in job.spec  # a parameter of the request, not of the job
+
+
+def test_a_client_token_in_the_body_is_read_not_named_and_one_not_text_is_refused(api):
+    answer = api._v2(
+        "CreateJob",
+        pool="local",
+        queue="default",
+        body={**v2_body(), "clientToken": "t-3"},
+        idempotent=False,
+    )
+    assert "warnings" not in answer
+    with pytest.raises(AihcError) as refused:
+        api._v2(
+            "CreateJob",
+            pool="local",
+            queue="default",
+            body={**v2_body(), "clientToken": {"id": 1}},
+            idempotent=False,
+        )
+    assert (refused.value.status, refused.value.code) == (400, "InvalidParameter")
+    assert refused.value.message == "clientToken must be a string or a number."
+
+
+def test_paging_in_creation_order_lists_each_job_once_while_new_jobs_arrive(api, alice):
+    """README "Paging while jobs come and go": with order=asc a job made between two pages
+    lands on a later page, so a script walking pageNo sees every job once (with the default,
+    newest first, it pushes the older ones down and the next page repeats one)."""
+    made = [api.create_job(pool="local", body=printing(f"echo {n}"))["jobId"] for n in range(25)]
+    seen: list[str] = []
+    page = 1
+    while True:
+        answer = api.request(
+            "GET",
+            "/api/v1/aijobs",
+            params=[
+                ("resourcePoolId", "local"),
+                ("order", "asc"),
+                ("pageNo", str(page)),
+                ("pageSize", "10"),
+            ],
+            idempotent=True,
+        )["result"]
+        if not answer["jobs"]:
+            break
+        seen.extend(job["jobId"] for job in answer["jobs"])
+        if page <= 2:  # more arrive while the script pages
+            made.append(api.create_job(pool="local", body=printing("echo new"))["jobId"])
+        page += 1
+    assert seen == made
