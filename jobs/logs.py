@@ -1121,7 +1121,7 @@ def _first_at_or_after(fd: int, stamp: int, end: int) -> int:
             high = middle
         else:
             low = middle + 1
-    return _first_stamped(fd, _next_line_start(fd, low, end), end)[1] if low else 0
+    return _first_stamped(fd, _next_line_start(fd, low, end), end)[1]
 
 
 def _lines_forward(fd: int, start: int, end: int, count: int) -> list[tuple[int, bytes]]:
@@ -1158,6 +1158,18 @@ def _whole_end(fd: int) -> int:
     return 0
 
 
+def _line_start_before(fd: int, position: int) -> int:
+    """Where the line ending just before line start `position` starts."""
+    cursor = position - 1  # that line's newline
+    while cursor > 0:
+        size = min(BLOCK, cursor)
+        found = os.pread(fd, size, cursor - size).rfind(b"\n")
+        if found >= 0:
+            return cursor - size + found + 1
+        cursor -= size
+    return 0
+
+
 def _marker_at(fd: int, end: int, last_stamp: int | None) -> LogMarker:
     """The marker of line start `end`: the stamp of the last stamped line before it and how
     many lines from the first line with that stamp come before it."""
@@ -1165,11 +1177,8 @@ def _marker_at(fd: int, end: int, last_stamp: int | None) -> LogMarker:
         # The lines just given had no stamp: the one before them has.
         position = end
         while position > 0 and last_stamp is None:
-            start = position - 1
-            while start > 0 and os.pread(fd, 1, start - 1) != b"\n":
-                start -= 1
-            last_stamp = _stamp_micros(os.pread(fd, STAMP_BYTES, start))
-            position = start
+            position = _line_start_before(fd, position)
+            last_stamp = _stamp_micros(os.pread(fd, STAMP_BYTES, position))
     first = _first_at_or_after(fd, last_stamp, end) if last_stamp else 0
     lines = 0
     while first < end:
