@@ -288,6 +288,27 @@ def database_unreachable_answer(request: HttpRequest) -> JsonResponse:
     )
 
 
+def server_error_answer(request: HttpRequest) -> JsonResponse:
+    """What a call of the API gets when the console failed in a way it did not expect (jobs.
+    http.server_error, the 500 handler): BCE's error shape, 500 `InternalError`, which Baidu's
+    SDK retries as it retries AIHC's. The request id is logged, beside the traceback Django
+    logged, for whoever reports it."""
+    request_id = str(uuid.uuid4())
+    logger.error(
+        "API request %s (%s %s) answered 500 InternalError",
+        request_id,
+        request.method,
+        request.path,
+    )
+    with translation.override(api_language(request)):
+        message = _(
+            "The console met an error it did not expect, recorded in its log with this "
+            "request's requestId. A create sent again with the same clientToken makes no "
+            "second job; try again later."
+        )
+    return _answer({"code": "InternalError", "message": message}, status=500, request_id=request_id)
+
+
 # -- shapes ---------------------------------------------------------------------------
 
 

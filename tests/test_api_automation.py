@@ -5,6 +5,8 @@ between two polls and across the cuts that keep a log under LOCAL_LOG_MAX_MB."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -289,3 +291,54 @@ def test_paging_in_creation_order_lists_each_job_once_while_new_jobs_arrive(api,
             made.append(api.create_job(pool="local", body=printing("echo new"))["jobId"])
         page += 1
     assert seen == made
+
+
+@pytest.fixture
+def locked_database(transactional_db) -> Iterator[None]:
+    """The database held by another writer for longer than this connection waits: SQLite's
+    'database is locked', an error no view expects (every write fails while it lasts)."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("holds SQLite's write lock")
+    other = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout = 50")
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+        connection.close()  # the next test gets a connection with the usual timeout
+
+
+def test_a_server_error_answers_a_script_bces_json_error_not_the_html_page(api, locked_database):
+    """Before, a script got Django's HTML 500 page, which Baidu's SDK failed to parse
+    (JSONDecodeError): no code, no request id. Now 500 InternalError in BCE's shape, in
+    both API versions."""
+    for call in (
+        lambda: api.create_job(pool="local", body=printing("echo hi")),
+        lambda: api._v2(
+            "CreateJob", pool="local", queue="default", body=v2_body(), idempotent=False
+        ),
+    ):
+        with pytest.raises(AihcError) as failed:
+            call()
+        assert (failed.value.status, failed.value.code) == (500, "InternalError")
+        assert failed.value.message.startswith("The console met an error it did not expect")
+        assert failed.value.request_id
+
+
+def test_a_browser_still_gets_the_server_error_page_and_a_script_the_json(rf):
+    from jobs.http import server_error
+
+    page = server_error(rf.get("/jobs/"))
+    signed = server_error(
+        rf.get("/", HTTP_AUTHORIZATION="bce-auth-v1/AK/2026-12-04T08:00:00Z/1800//x")
+    )
+    assert page.status_code == signed.status_code == 500
+    assert "服务器错误 · Server error" in page.content.decode()
+    assert signed["Content-Type"] == "application/json"
+    assert json.loads(signed.content)["code"] == "InternalError"
+    assert json.loads(signed.content)["requestId"] == signed["x-bce-request-id"]
