@@ -75,7 +75,7 @@ from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
-from .models import EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
+from .models import DeletedJob, EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
 from .monitoring import (
     UsagePoint,
     UtilisationPoint,
@@ -497,8 +497,28 @@ def owned_job(*, owner: Any, job_id: str, pool: str) -> Job:
         job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
     if job is None:
         pool_of_jobs_known(owner=owner, pool_id=pool)
-        raise ApiError(404, "JobNotFound", _("Job %(job)s not found.") % {"job": job_id})
+        raise ApiError(404, "JobNotFound", job_not_found_message(owner=owner, job_id=job_id))
     return job
+
+
+def job_not_found_message(*, owner: Any, job_id: str) -> str:
+    """JobNotFound's message, saying when the owner's job was deleted and by which key when it
+    was (QA 57: a DeleteJob sent again after its answer was lost, or a pipeline's second
+    cleanup, read "not found" as a job id it got wrong). The code stays JobNotFound, which a
+    script treats as gone."""
+    deleted = None
+    if "\x00" not in job_id:
+        deleted = DeletedJob.objects.filter(public_id=job_id, owner=owner).first()
+    if deleted is None:
+        return _("Job %(job)s not found.") % {"job": job_id}
+    when = _time(deleted.deleted_at)
+    if deleted.api_key:
+        return _("Job %(job)s not found: it was deleted at %(when)s with API key %(key)s.") % {
+            "job": job_id,
+            "when": when,
+            "key": deleted.api_key,
+        }
+    return _("Job %(job)s not found: it was deleted at %(when)s.") % {"job": job_id, "when": when}
 
 
 def pool_of_jobs_known(*, owner: Any, pool_id: str) -> None:
@@ -1168,6 +1188,24 @@ def refuse_constant(name: str) -> Any:
 
 
 def _body(request: HttpRequest) -> Any:
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        # QA 57: a gzip body was "not well-formed", which sent its sender looking for a
+        # mistake in its JSON. Not read: a body compressed again for a retry may differ
+        # byte for byte (gzip writes a time), and clientToken matches the body as sent.
+        raise ApiError(
+            400,
+            "MalformedJSON",
+            f"The body is sent with Content-Encoding {encoding[:40]}, which the console does "
+            "not read: send the JSON uncompressed.",
+        )
+    if request.body.startswith(b"\xef\xbb\xbf"):
+        raise ApiError(
+            400,
+            "MalformedJSON",
+            "The body starts with a byte order mark (U+FEFF), which JSON does not have: send "
+            "UTF-8 without it.",
+        )
     try:
         document = json.loads(request.body.decode("utf-8"), parse_constant=refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read

@@ -342,3 +342,29 @@ def test_a_browser_still_gets_the_server_error_page_and_a_script_the_json(rf):
     assert signed["Content-Type"] == "application/json"
     assert json.loads(signed.content)["code"] == "InternalError"
     assert json.loads(signed.content)["requestId"] == signed["x-bce-request-id"]
+
+
+def test_a_delete_sent_again_is_told_the_job_was_deleted_when_and_with_which_key(api, alice):
+    """A DeleteJob whose answer was lost, sent again, gets JobNotFound (the code a script
+    treats as gone), and the message now says the job was deleted, when and with which key,
+    rather than read as an id the script got wrong."""
+    created = api.create_job(pool="local", body=printing("echo hi"))
+    api.delete_job(pool="local", job_id=created["jobId"])
+    key_id = api.credentials.access_key
+
+    for again in (
+        lambda: api.delete_job(pool="local", job_id=created["jobId"]),
+        lambda: api._v2(
+            "DescribeJob", pool="local", body={"jobId": created["jobId"]}, idempotent=True
+        ),
+    ):
+        with pytest.raises(AihcError) as gone:
+            again()
+        assert (gone.value.status, gone.value.code) == (404, "JobNotFound")
+        assert gone.value.message.startswith(
+            f"Job {created['jobId']} not found: it was deleted at "
+        )
+        assert gone.value.message.endswith(f" with API key {key_id}.")
+    with pytest.raises(AihcError) as never:
+        api.delete_job(pool="local", job_id="pytorchjob-never-made")
+    assert never.value.message == "Job pytorchjob-never-made not found."
