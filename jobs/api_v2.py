@@ -55,6 +55,7 @@ from .api_views import (
     api_view,
     choice_param,
     client_token,
+    event_marker,
     event_window,
     fields_read,
     fields_warnings,
@@ -450,7 +451,9 @@ def _modify_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 def _describe_job_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
     params = _params(request)
-    return job_events_answer(job=_job(params, owner), window=event_window(params))
+    return job_events_answer(
+        job=_job(params, owner), window=event_window(params), marker=event_marker(params)
+    )
 
 
 def _describe_pod_events(request: HttpRequest, owner: Any) -> dict[str, Any]:

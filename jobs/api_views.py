@@ -852,18 +852,44 @@ def _whole_seconds(newest: list[JobEvent]) -> list[JobEvent]:
     return whole or answered
 
 
-def job_events_answer(*, job: Job, window: Window = OPEN_WINDOW) -> dict[str, Any]:
+def event_marker(params: Params) -> int | None:
+    """The events APIs' `marker`: the `nextMarker` of an earlier answer (None when absent;
+    empty and 0 too, as the other unset values of a Go client)."""
+    raw = text_param(params, "marker")
+    if raw in ("", "0"):
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise ApiError(400, "InvalidParameter", "marker is the nextMarker of an earlier answer.")
+    return int(raw)
+
+
+def job_events_answer(
+    *, job: Job, window: Window = OPEN_WINDOW, marker: int | None = None
+) -> dict[str, Any]:
     """`events`: the job's newest events in the window, at most EVENTS_ANSWERED, of whole
     seconds (_whole_seconds), oldest first; `total`: how many the window holds. One query,
-    and a count only when there are more."""
+    and a count only when there are more. With `marker` (QA 57), the first EVENTS_ANSWERED
+    recorded after the event it names instead, so a script polling for new events gets each
+    once: a time cannot say it (a second holds several events, and one asked for again is
+    answered again). `nextMarker` names the last event answered (the marker given when none
+    is new): the event's row id, which only grows."""
     found = job.events.filter(**_window_filter(window))
-    newest = list(found.order_by("-created_at", "-id")[: EVENTS_ANSWERED + 1])
-    total = len(newest) if len(newest) <= EVENTS_ANSWERED else found.count()
+    if marker is not None:
+        after = list(found.filter(id__gt=marker).order_by("id")[: EVENTS_ANSWERED + 1])
+        answered = after[:EVENTS_ANSWERED]
+        total = len(after) if len(after) <= EVENTS_ANSWERED else found.filter(id__gt=marker).count()
+        following = str(answered[-1].id) if answered else str(marker)
+    else:
+        newest = list(found.order_by("-created_at", "-id")[: EVENTS_ANSWERED + 1])
+        total = len(newest) if len(newest) <= EVENTS_ANSWERED else found.count()
+        answered = list(reversed(_whole_seconds(newest)))
+        latest = job.events.order_by("-id").values_list("id", flat=True).first()
+        following = str(max((e.id for e in answered), default=latest or 0))
     events = [
         _event(event.reason, event.message_shown, event.type, event.created_at)
-        for event in reversed(_whole_seconds(newest))
+        for event in answered
     ]
-    return {"events": events, "total": total}
+    return {"events": events, "total": total, "nextMarker": following}
 
 
 def job_replica(job: Job, pod: str) -> JobReplica:
@@ -1399,7 +1425,11 @@ def job_stop_api(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any
 @api_view("GET")
 def job_events(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
-    return {"result": job_events_answer(job=found, window=event_window(request.GET))}
+    return {
+        "result": job_events_answer(
+            job=found, window=event_window(request.GET), marker=event_marker(request.GET)
+        )
+    }
 
 
 @api_view("GET")

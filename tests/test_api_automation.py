@@ -368,3 +368,40 @@ def test_a_delete_sent_again_is_told_the_job_was_deleted_when_and_with_which_key
     with pytest.raises(AihcError) as never:
         api.delete_job(pool="local", job_id="pytorchjob-never-made")
     assert never.value.message == "Job pytorchjob-never-made not found."
+
+
+def events_v1(api: AihcClient, job_id: str, **query: str) -> dict:
+    return api.request(
+        "GET",
+        f"/api/v1/aijobs/{job_id}/events",
+        params=[("resourcePoolId", "local"), *query.items()],
+        idempotent=True,
+    )["result"]
+
+
+def test_a_script_polling_events_with_their_marker_gets_each_new_event_once(api):
+    """Events hold whole seconds, and several happen in one (a create, a stop): polling from
+    the last event's time answered them again, and from the next second could lose one
+    recorded later in that second. A marker names the last event answered."""
+    created = api.create_job(pool="local", body=printing(UNTIL_THE_GATE_OPENS))
+    first = events_v1(api, created["jobId"])
+    assert [e["reason"] for e in first["events"]] == ["Created"]
+
+    api.stop_job(pool="local", job_id=created["jobId"])
+    new = events_v1(api, created["jobId"], marker=first["nextMarker"])
+    new_v2 = api._v2(
+        "DescribeJobEvents",
+        pool="local",
+        body={"jobId": created["jobId"], "marker": first["nextMarker"]},
+        idempotent=True,
+    )
+    assert [e["reason"] for e in new["events"]] == ["Stopped"]
+    assert new_v2["events"] == new["events"] and new_v2["nextMarker"] == new["nextMarker"]
+    assert new["total"] == 1
+    nothing = events_v1(api, created["jobId"], marker=new["nextMarker"])
+    assert (nothing["events"], nothing["nextMarker"]) == ([], new["nextMarker"])
+
+    with pytest.raises(AihcError) as refused:
+        events_v1(api, created["jobId"], marker="yesterday")
+    assert (refused.value.status, refused.value.code) == (400, "InvalidParameter")
+    assert refused.value.message == "marker is the nextMarker of an earlier answer."
