@@ -48,6 +48,7 @@ from .api_views import (
     MAX_PAGE_SIZE,
     ORDER_BY,
     ApiError,
+    MethodRefused,
     Params,
     _body,
     _pods,
@@ -150,7 +151,7 @@ def actions(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if handler is None:
         raise ApiError(404, "NotFound", not_served_message(f"action {action}"))
     if action in WRITES and request.method != "POST":
-        raise ApiError(405, "MethodNotAllowed", f"{action} takes POST.")
+        raise MethodRefused(request.method or "", ["POST"], f"{action} takes POST.")
     return handler(request, owner)
 
 

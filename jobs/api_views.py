@@ -63,6 +63,7 @@ from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.http import HttpRequest, JsonResponse
+from django.urls import Resolver404, resolve
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -146,6 +147,18 @@ class ApiError(ApiAuthError):
     pass
 
 
+class MethodRefused(ApiError):
+    """405 MethodNotAllowed, with the methods that are served (the answer's Allow header,
+    which RFC 9110 asks of a 405)."""
+
+    def __init__(self, method: str, allowed: Sequence[str], message: str = ""):
+        joined = ", ".join(allowed)
+        super().__init__(
+            405, "MethodNotAllowed", message or f"{method} is not served here: {joined}."
+        )
+        self.allowed = joined
+
+
 def api_language(request: HttpRequest) -> str:
     """The language the API answers in: English, unless Accept-Language prefers Chinese."""
     for code, _q in parse_accept_lang_header(request.headers.get("Accept-Language", "")):
@@ -182,7 +195,7 @@ def api_view(*methods: str) -> Callable[..., Any]:
             with translation.override(api_language(request)):
                 try:
                     if request.method not in methods:
-                        raise ApiError(405, "MethodNotAllowed", f"{request.method} is not served.")
+                        raise MethodRefused(request.method or "", methods)
                     try:
                         key = verify_request(request)
                         with signed_with(key.access_key_id):
@@ -195,6 +208,8 @@ def api_view(*methods: str) -> Callable[..., Any]:
                         status=exc.status,
                         request_id=request_id,
                     )
+                    if isinstance(exc, MethodRefused):
+                        response["Allow"] = exc.allowed
                 else:
                     response = _answer(result, request_id=request_id)
             _drain_unread_body(request)
@@ -1572,7 +1587,22 @@ def queue(request: HttpRequest, owner: Any, pool_id: str, queue_name: str) -> di
 
 @api_view("GET", "POST", "PUT", "DELETE")
 def not_served(request: HttpRequest, owner: Any, rest: str) -> dict[str, Any]:
-    raise ApiError(404, "NotFound", not_served_message(f"/api/v1/{rest}"))
+    path = f"/api/v1/{rest}"
+    message = not_served_message(path)
+    bare = path.rstrip("/")
+    if bare != path and served_path(bare):
+        # QA 57: a script joining paths with a trailing slash was told the job list is not
+        # served at all. AIHC's paths have none, and the signature covers the path as sent.
+        message = f"{path} is not served: AIHC's paths end without a slash, {bare}."
+    raise ApiError(404, "NotFound", message)
+
+
+def served_path(path: str) -> bool:
+    """Whether a v1 path is one of the API's own (not the catch-all not_served)."""
+    try:
+        return resolve(path).func is not not_served
+    except Resolver404:
+        return False
 
 
 def not_served_message(what: str) -> str:

@@ -405,3 +405,27 @@ def test_a_script_polling_events_with_their_marker_gets_each_new_event_once(api)
         events_v1(api, created["jobId"], marker="yesterday")
     assert (refused.value.status, refused.value.code) == (400, "InvalidParameter")
     assert refused.value.message == "marker is the nextMarker of an earlier answer."
+
+
+def test_a_method_refused_names_those_served_and_a_trailing_slash_is_said_to_be_one(api):
+    """A 405 had no Allow header (RFC 9110 asks for one), and /api/v1/aijobs/ was "not served"
+    as if the console had no job list, though only the slash was wrong."""
+    wsgi = httpx.WSGITransport(app=WSGIHandler())
+    with httpx.Client(transport=wsgi, base_url="http://testserver") as http:
+        options = http.options("/api/v1/aijobs?resourcePoolId=local")
+    assert (options.status_code, options.json()["code"]) == (405, "MethodNotAllowed")
+    assert options.headers["Allow"] == "GET, POST, HEAD"
+    assert options.json()["message"] == "OPTIONS is not served here: GET, POST, HEAD."
+    with pytest.raises(AihcError) as by_get:
+        api._v2("CreateJob", pool="local", body=v2_body(), method="GET", idempotent=False)
+    assert (by_get.value.status, by_get.value.message) == (405, "CreateJob takes POST.")
+
+    with pytest.raises(AihcError) as slashed:
+        api.request("GET", "/api/v1/aijobs/", params=[("resourcePoolId", "local")], idempotent=True)
+    assert (slashed.value.status, slashed.value.code) == (404, "NotFound")
+    assert slashed.value.message == (
+        "/api/v1/aijobs/ is not served: AIHC's paths end without a slash, /api/v1/aijobs."
+    )
+    with pytest.raises(AihcError) as unknown:
+        api.request("GET", "/api/v1/nodes/", idempotent=True)
+    assert unknown.value.message.startswith("/api/v1/nodes/ is not served: this console serves")
