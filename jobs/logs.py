@@ -1233,12 +1233,14 @@ def _lines_backward(fd: int, first: int, end: int, count: int) -> list[tuple[int
     """The last `count` whole lines between line starts `first` and `end` (at most
     MAX_LOG_READ_BYTES of them), each with where it starts."""
     position = end
-    data = b""
-    while position > first and data.count(b"\n") <= count and end - position < MAX_LOG_READ_BYTES:
+    chunks: list[bytes] = []
+    newlines = 0
+    while position > first and newlines <= count and end - position < MAX_LOG_READ_BYTES:
         size = min(BLOCK, position - first)
         position -= size
-        data = os.pread(fd, size, position) + data
-    pieces = data.split(b"\n")[:-1]
+        chunks.append(os.pread(fd, size, position))
+        newlines += chunks[-1].count(b"\n")
+    pieces = b"".join(reversed(chunks)).split(b"\n")[:-1]
     starts = []
     at = position
     for piece in pieces:
