@@ -593,6 +593,21 @@ def job_create(
     )
     from .wizard_import import looks_secret, says_which_are_secret  # as the import guesses
 
+    if token:
+        # A create sent again answers the job the first one made before anything is checked
+        # again (QA 57): what the console refuses may have changed in between (its pool turned
+        # off, a volume withdrawn, an upgrade's stricter rule), and a retry refused although
+        # its job exists and runs read to a script as a create that failed.
+        made = (
+            Job.objects.filter(
+                submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint),
+                created_at__gte=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS),
+            )
+            .order_by("id")
+            .first()
+        )
+        if made is not None:
+            return made
     try:
         spec = spec_module.parse_document(document, resource_pool_id=pool_id)
     except spec_module.SpecError as exc:

@@ -429,3 +429,23 @@ def test_a_method_refused_names_those_served_and_a_trailing_slash_is_said_to_be_
     with pytest.raises(AihcError) as unknown:
         api.request("GET", "/api/v1/nodes/", idempotent=True)
     assert unknown.value.message.startswith("/api/v1/nodes/ is not served: this console serves")
+
+
+def test_a_create_sent_again_answers_its_job_even_when_the_console_would_now_refuse_it(
+    api, alice, settings
+):
+    """Between a create whose answer was lost and its retry, the local runner was turned off
+    (CONSOLE_BACKENDS): the retry was refused, 404 ResourcePoolNotFound, though its job had
+    been made, and the script reported a failed create for a job that runs. The token finds
+    the job before anything is checked again."""
+    sent = {**printing("echo hi"), "clientToken": "nightly-42"}
+    first = api.create_job(pool="local", body=sent)
+    settings.CONSOLE_BACKENDS = ["kubernetes"]
+
+    again = api.create_job(pool="local", body=sent)
+
+    assert again == first
+    assert Job.objects.filter(owner=alice).count() == 1
+    with pytest.raises(AihcError) as refused:  # a new create is refused, as before
+        api.create_job(pool="local", body={**sent, "clientToken": "nightly-43"})
+    assert refused.value.code == "ResourcePoolNotFound"
