@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from jobs import accounts, health_views, usage_views
-from jobs.http import bad_request, page_not_found, permission_denied
+from jobs.http import bad_request, page_not_found, permission_denied, server_error
 
 urlpatterns = [
     path("", include("jobs.urls")),
@@ -38,3 +38,5 @@ handler400 = bad_request
 # reached (they read the user from it: jobs.http.unless_database_unreachable).
 handler403 = permission_denied
 handler404 = page_not_found
+# A call of the API gets the API's JSON error (500 InternalError), not the HTML page.
+handler500 = server_error

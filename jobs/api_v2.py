@@ -48,12 +48,15 @@ from .api_views import (
     MAX_PAGE_SIZE,
     ORDER_BY,
     ApiError,
+    MethodRefused,
     Params,
     _body,
     _pods,
     _time,
     api_view,
     choice_param,
+    client_token,
+    event_marker,
     event_window,
     fields_read,
     fields_warnings,
@@ -148,7 +151,7 @@ def actions(request: HttpRequest, owner: Any) -> dict[str, Any]:
     if handler is None:
         raise ApiError(404, "NotFound", not_served_message(f"action {action}"))
     if action in WRITES and request.method != "POST":
-        raise ApiError(405, "MethodNotAllowed", f"{action} takes POST.")
+        raise MethodRefused(request.method or "", ["POST"], f"{action} takes POST.")
     return handler(request, owner)
 
 
@@ -224,6 +227,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
     document = _body(request)
     if not isinstance(document, dict):
         raise ApiError(400, "InvalidParameter", "The request body must be a JSON object.")
+    token, document = client_token(query, document)
     if queue_id:
         queue = _queue_name(queue_id, pool_id)
         given = document.get("queue")
@@ -242,7 +246,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         owner=owner,
         pool_id=pool_id,
         document=v1,
-        token=text_param(query, "clientToken"),
+        token=token,
         fingerprint=f"{queue_id}\n".encode() + request.body,
         rename=v2_paths(document),
         unread=unread,
@@ -448,7 +452,9 @@ def _modify_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 def _describe_job_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
     params = _params(request)
-    return job_events_answer(job=_job(params, owner), window=event_window(params))
+    return job_events_answer(
+        job=_job(params, owner), window=event_window(params), marker=event_marker(params)
+    )
 
 
 def _describe_pod_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
@@ -459,14 +465,15 @@ def _describe_pod_events(request: HttpRequest, owner: Any) -> dict[str, Any]:
 
 
 def _describe_job_logs(request: HttpRequest, owner: Any) -> dict[str, Any]:
-    """The last `maxLines` lines of a pod's log, from `startTime` on when given (no keywords,
-    endTime or paging: those are refused, and the answer's nextMarker is always empty)."""
+    """The last `maxLines` lines of a pod's log, from `startTime` on when given, or the first
+    `maxLines` after `marker` (a local job's nextMarker; no keywords, endTime or chunkSize:
+    those are refused)."""
     params = _params(request)
     found = _job(params, owner)
-    log_filters_refused(params, ("keywords", "endTime", "chunkSize", "marker"))
+    log_filters_refused(params, ("keywords", "endTime", "chunkSize"))
     pod = required_param(params, "podName")
-    logs = pod_log_lines(job=found, pod=pod, params=params)
-    return {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": ""}
+    logs, following = pod_log_lines(job=found, pod=pod, params=params)
+    return {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": following}
 
 
 def _describe_job_nodes(request: HttpRequest, owner: Any) -> dict[str, Any]:

@@ -63,6 +63,7 @@ from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.http import HttpRequest, JsonResponse
+from django.urls import Resolver404, resolve
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
@@ -74,8 +75,8 @@ from .actions import ActionError, job_delete, job_priority_change, job_stop
 from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
-from .logs import job_secrets, shown_lines
-from .models import EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
+from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
+from .models import DeletedJob, EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
 from .monitoring import (
     UsagePoint,
     UtilisationPoint,
@@ -146,6 +147,18 @@ class ApiError(ApiAuthError):
     pass
 
 
+class MethodRefused(ApiError):
+    """405 MethodNotAllowed, with the methods that are served (the answer's Allow header,
+    which RFC 9110 asks of a 405)."""
+
+    def __init__(self, method: str, allowed: Sequence[str], message: str = ""):
+        joined = ", ".join(allowed)
+        super().__init__(
+            405, "MethodNotAllowed", message or f"{method} is not served here: {joined}."
+        )
+        self.allowed = joined
+
+
 def api_language(request: HttpRequest) -> str:
     """The language the API answers in: English, unless Accept-Language prefers Chinese."""
     for code, _q in parse_accept_lang_header(request.headers.get("Accept-Language", "")):
@@ -182,7 +195,7 @@ def api_view(*methods: str) -> Callable[..., Any]:
             with translation.override(api_language(request)):
                 try:
                     if request.method not in methods:
-                        raise ApiError(405, "MethodNotAllowed", f"{request.method} is not served.")
+                        raise MethodRefused(request.method or "", methods)
                     try:
                         key = verify_request(request)
                         with signed_with(key.access_key_id):
@@ -195,6 +208,8 @@ def api_view(*methods: str) -> Callable[..., Any]:
                         status=exc.status,
                         request_id=request_id,
                     )
+                    if isinstance(exc, MethodRefused):
+                        response["Allow"] = exc.allowed
                 else:
                     response = _answer(result, request_id=request_id)
             _drain_unread_body(request)
@@ -286,6 +301,27 @@ def database_unreachable_answer(request: HttpRequest) -> JsonResponse:
         status=503,
         request_id=str(uuid.uuid4()),
     )
+
+
+def server_error_answer(request: HttpRequest) -> JsonResponse:
+    """What a call of the API gets when the console failed in a way it did not expect (jobs.
+    http.server_error, the 500 handler): BCE's error shape, 500 `InternalError`, which Baidu's
+    SDK retries as it retries AIHC's. The request id is logged, beside the traceback Django
+    logged, for whoever reports it."""
+    request_id = str(uuid.uuid4())
+    logger.error(
+        "API request %s (%s %s) answered 500 InternalError",
+        request_id,
+        request.method,
+        request.path,
+    )
+    with translation.override(api_language(request)):
+        message = _(
+            "The console met an error it did not expect, recorded in its log with this "
+            "request's requestId. A create sent again with the same clientToken makes no "
+            "second job; try again later."
+        )
+    return _answer({"code": "InternalError", "message": message}, status=500, request_id=request_id)
 
 
 # -- shapes ---------------------------------------------------------------------------
@@ -476,8 +512,28 @@ def owned_job(*, owner: Any, job_id: str, pool: str) -> Job:
         job = Job.objects.filter(public_id=job_id, owner=owner, resource_pool=pool).first()
     if job is None:
         pool_of_jobs_known(owner=owner, pool_id=pool)
-        raise ApiError(404, "JobNotFound", _("Job %(job)s not found.") % {"job": job_id})
+        raise ApiError(404, "JobNotFound", job_not_found_message(owner=owner, job_id=job_id))
     return job
+
+
+def job_not_found_message(*, owner: Any, job_id: str) -> str:
+    """JobNotFound's message, saying when the owner's job was deleted and by which key when it
+    was (QA 57: a DeleteJob sent again after its answer was lost, or a pipeline's second
+    cleanup, read "not found" as a job id it got wrong). The code stays JobNotFound, which a
+    script treats as gone."""
+    deleted = None
+    if "\x00" not in job_id:
+        deleted = DeletedJob.objects.filter(public_id=job_id, owner=owner).first()
+    if deleted is None:
+        return _("Job %(job)s not found.") % {"job": job_id}
+    when = _time(deleted.deleted_at)
+    if deleted.api_key:
+        return _("Job %(job)s not found: it was deleted at %(when)s with API key %(key)s.") % {
+            "job": job_id,
+            "when": when,
+            "key": deleted.api_key,
+        }
+    return _("Job %(job)s not found: it was deleted at %(when)s.") % {"job": job_id, "when": when}
 
 
 def pool_of_jobs_known(*, owner: Any, pool_id: str) -> None:
@@ -537,6 +593,21 @@ def job_create(
     )
     from .wizard_import import looks_secret, says_which_are_secret  # as the import guesses
 
+    if token:
+        # A create sent again answers the job the first one made before anything is checked
+        # again (QA 57): what the console refuses may have changed in between (its pool turned
+        # off, a volume withdrawn, an upgrade's stricter rule), and a retry refused although
+        # its job exists and runs read to a script as a create that failed.
+        made = (
+            Job.objects.filter(
+                submit_key__startswith=_submit_key(owner, token, pool_id, fingerprint),
+                created_at__gte=timezone.now() - timedelta(hours=CLIENT_TOKEN_HOURS),
+            )
+            .order_by("id")
+            .first()
+        )
+        if made is not None:
+            return made
     try:
         spec = spec_module.parse_document(document, resource_pool_id=pool_id)
     except spec_module.SpecError as exc:
@@ -811,18 +882,44 @@ def _whole_seconds(newest: list[JobEvent]) -> list[JobEvent]:
     return whole or answered
 
 
-def job_events_answer(*, job: Job, window: Window = OPEN_WINDOW) -> dict[str, Any]:
+def event_marker(params: Params) -> int | None:
+    """The events APIs' `marker`: the `nextMarker` of an earlier answer (None when absent;
+    empty and 0 too, as the other unset values of a Go client)."""
+    raw = text_param(params, "marker")
+    if raw in ("", "0"):
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise ApiError(400, "InvalidParameter", "marker is the nextMarker of an earlier answer.")
+    return int(raw)
+
+
+def job_events_answer(
+    *, job: Job, window: Window = OPEN_WINDOW, marker: int | None = None
+) -> dict[str, Any]:
     """`events`: the job's newest events in the window, at most EVENTS_ANSWERED, of whole
     seconds (_whole_seconds), oldest first; `total`: how many the window holds. One query,
-    and a count only when there are more."""
+    and a count only when there are more. With `marker` (QA 57), the first EVENTS_ANSWERED
+    recorded after the event it names instead, so a script polling for new events gets each
+    once: a time cannot say it (a second holds several events, and one asked for again is
+    answered again). `nextMarker` names the last event answered (the marker given when none
+    is new): the event's row id, which only grows."""
     found = job.events.filter(**_window_filter(window))
-    newest = list(found.order_by("-created_at", "-id")[: EVENTS_ANSWERED + 1])
-    total = len(newest) if len(newest) <= EVENTS_ANSWERED else found.count()
+    if marker is not None:
+        after = list(found.filter(id__gt=marker).order_by("id")[: EVENTS_ANSWERED + 1])
+        answered = after[:EVENTS_ANSWERED]
+        total = len(after) if len(after) <= EVENTS_ANSWERED else found.filter(id__gt=marker).count()
+        following = str(answered[-1].id) if answered else str(marker)
+    else:
+        newest = list(found.order_by("-created_at", "-id")[: EVENTS_ANSWERED + 1])
+        total = len(newest) if len(newest) <= EVENTS_ANSWERED else found.count()
+        answered = list(reversed(_whole_seconds(newest)))
+        latest = job.events.order_by("-id").values_list("id", flat=True).first()
+        following = str(max((e.id for e in answered), default=latest or 0))
     events = [
         _event(event.reason, event.message_shown, event.type, event.created_at)
-        for event in reversed(_whole_seconds(newest))
+        for event in answered
     ]
-    return {"events": events, "total": total}
+    return {"events": events, "total": total, "nextMarker": following}
 
 
 def job_replica(job: Job, pod: str) -> JobReplica:
@@ -884,21 +981,55 @@ def log_filters_refused(params: Params, names: Sequence[str]) -> None:
         )
 
 
-def pod_log_lines(*, job: Job, pod: str, params: Params) -> list[str]:
-    """The last `maxLines` lines of one pod's log, of those written from `startTime` on
-    (unix seconds, as the backends' `since`) when it is given, secrets masked as on the job
-    page."""
+def pod_log_lines(*, job: Job, pod: str, params: Params) -> tuple[list[str], str]:
+    """One pod's log lines and the marker of where they end (`nextMarker`): the last
+    `maxLines` lines, of those written from `startTime` on (unix seconds, as the backends'
+    `since`) when it is given, or with `marker` (a local job's: jobs.logs.log_read) the first
+    `maxLines` after it; secrets masked as on the job page. A job of another platform has
+    no marker ("")."""
     max_lines = int_param(params, "maxLines", DEFAULT_LOG_LINES, MAX_LOG_LINES)
     start = time_param(params, "startTime")
     since = datetime.fromtimestamp(start, UTC) if start is not None else None
+    marker_text = text_param(params, "marker")
+    if marker_text == "0":
+        marker_text = ""  # an unset value of a Go client, as log_filters_refused takes it
+    marker = None
+    if marker_text:
+        marker = LogMarker.parse(marker_text)
+        if marker is None:
+            raise ApiError(
+                400,
+                "InvalidParameter",
+                f"marker is the nextMarker of an earlier answer, or {LOG_START} for the log's "
+                "start.",
+            )
+        if since is not None:
+            raise ApiError(
+                400, "InvalidParameter", "Give marker or startTime, not both: marker says where."
+            )
     replica = job_replica(job, pod)
+    replica_name = f"{replica.role}-{replica.index}"
+    if job.backend != "local":
+        if marker_text:
+            raise ApiError(
+                400,
+                "InvalidParameter",
+                "marker is served for jobs of the local runner: this job's log comes from its "
+                "platform, read as its last maxLines lines, from startTime on when given.",
+            )
+        try:
+            lines = get_backend(job.backend).logs(job, replica_name, tail=max_lines, since=since)
+        except BackendError as exc:
+            raise ApiError(503, "ServiceUnavailable", exc.message) from None
+        return shown_lines(lines, secrets=job_secrets(job)), ""
     try:
-        lines = get_backend(job.backend).logs(
-            job, f"{replica.role}-{replica.index}", tail=max_lines, since=since
-        )
+        path = get_backend(job.backend).log_file(job, replica_name)
     except BackendError as exc:
         raise ApiError(503, "ServiceUnavailable", exc.message) from None
-    return shown_lines(lines, secrets=job_secrets(job))
+    if path is None:
+        return [], marker_text or LOG_START
+    lines, following = log_read(path, count=max_lines, marker=marker, since=since)
+    return shown_lines(lines, secrets=job_secrets(job)), str(following)
 
 
 def pod_metrics(*, job: Job, params: Params) -> list[dict[str, Any]]:
@@ -1113,6 +1244,24 @@ def refuse_constant(name: str) -> Any:
 
 
 def _body(request: HttpRequest) -> Any:
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        # QA 57: a gzip body was "not well-formed", which sent its sender looking for a
+        # mistake in its JSON. Not read: a body compressed again for a retry may differ
+        # byte for byte (gzip writes a time), and clientToken matches the body as sent.
+        raise ApiError(
+            400,
+            "MalformedJSON",
+            f"The body is sent with Content-Encoding {encoding[:40]}, which the console does "
+            "not read: send the JSON uncompressed.",
+        )
+    if request.body.startswith(b"\xef\xbb\xbf"):
+        raise ApiError(
+            400,
+            "MalformedJSON",
+            "The body starts with a byte order mark (U+FEFF), which JSON does not have: send "
+            "UTF-8 without it.",
+        )
     try:
         document = json.loads(request.body.decode("utf-8"), parse_constant=refuse_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):  # nested too deep to read
@@ -1222,16 +1371,29 @@ def v1_paths(document: Any) -> Callable[[str], str]:
     return rename
 
 
+def client_token(query: Params, document: Any) -> tuple[str, Any]:
+    """CreateJob's clientToken and the body without it. AIHC's clients send it in the query;
+    a body may carry it too, as v2 takes any other action's parameters from the query or the
+    body (the query's wins when both give it). Found in QA 57: a token in the body was named
+    as a field "not known to this console" and not used, so each retry made one more job."""
+    token = text_param(query, "clientToken")
+    if not isinstance(document, dict) or "clientToken" not in document:
+        return token, document
+    given = text_param(document, "clientToken")
+    rest = {key: value for key, value in document.items() if key != "clientToken"}
+    return token or given, rest
+
+
 def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
     pool_id = _pool_param(request)
-    document = _body(request)
+    token, document = client_token(request.GET, _body(request))
     unread = fields_read(document, spec_module.V1_FIELDS)
     document = fault_tolerance_args_read(document)
     job = job_create(
         owner=owner,
         pool_id=pool_id,
         document=document,
-        token=text_param(request.GET, "clientToken"),
+        token=token,
         fingerprint=request.body,
         rename=v1_paths(document),
         unread=unread,
@@ -1293,7 +1455,11 @@ def job_stop_api(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any
 @api_view("GET")
 def job_events(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
-    return {"result": job_events_answer(job=found, window=event_window(request.GET))}
+    return {
+        "result": job_events_answer(
+            job=found, window=event_window(request.GET), marker=event_marker(request.GET)
+        )
+    }
 
 
 @api_view("GET")
@@ -1307,8 +1473,10 @@ def pod_events(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[
 def pod_logs(request: HttpRequest, owner: Any, job_id: str, pod: str) -> dict[str, Any]:
     found = _own_job(request, owner, job_id)
     log_filters_refused(request.GET, ("endTime",))
-    logs = pod_log_lines(job=found, pod=pod, params=request.GET)
-    return {"result": {"jobId": found.public_id, "podName": pod, "logs": logs}}
+    logs, following = pod_log_lines(job=found, pod=pod, params=request.GET)
+    return {
+        "result": {"jobId": found.public_id, "podName": pod, "logs": logs, "nextMarker": following}
+    }
 
 
 def web_terminal_refused() -> ApiError:
@@ -1434,7 +1602,22 @@ def queue(request: HttpRequest, owner: Any, pool_id: str, queue_name: str) -> di
 
 @api_view("GET", "POST", "PUT", "DELETE")
 def not_served(request: HttpRequest, owner: Any, rest: str) -> dict[str, Any]:
-    raise ApiError(404, "NotFound", not_served_message(f"/api/v1/{rest}"))
+    path = f"/api/v1/{rest}"
+    message = not_served_message(path)
+    bare = path.rstrip("/")
+    if bare != path and served_path(bare):
+        # QA 57: a script joining paths with a trailing slash was told the job list is not
+        # served at all. AIHC's paths have none, and the signature covers the path as sent.
+        message = f"{path} is not served: AIHC's paths end without a slash, {bare}."
+    raise ApiError(404, "NotFound", message)
+
+
+def served_path(path: str) -> bool:
+    """Whether a v1 path is one of the API's own (not the catch-all not_served)."""
+    try:
+        return resolve(path).func is not not_served
+    except Resolver404:
+        return False
 
 
 def not_served_message(what: str) -> str:

@@ -305,6 +305,21 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     return HttpResponse(body, status=400)
 
 
+def server_error(request: HttpRequest) -> HttpResponse:
+    """Django's 500 page (templates/500.html), except for a call of the API: found in QA 57,
+    a script got that HTML page, which Baidu's SDK could not read (its error parser reads
+    JSON, and failed on the page with a JSONDecodeError): no code to branch on, no request
+    id. A call of the API (jobs.api_v2.is_api_call) gets BCE's error shape, 500
+    `InternalError`, and the request id is logged beside the traceback Django logged."""
+    from .api_v2 import is_api_call
+
+    if is_api_call(request):
+        from .api_views import server_error_answer
+
+        return server_error_answer(request)
+    return django_defaults.server_error(request)
+
+
 class DatabaseUnreachableMiddleware:
     """A request the database cannot be reached for answers 503 saying so (a page, or the API's
     JSON error), and the log gets one line with the driver's reason, not a 500 page and a

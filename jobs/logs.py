@@ -1040,3 +1040,212 @@ def search_file(
         before_start = 0
     _number_from(result, before_start + result.lines)
     return result
+
+
+# -- reading a log on from where a reader stopped (the API's marker) ----------------------
+# A script following a log polls for what was written since its last read. A time does not
+# say where that was: a line's stamp is shown to the millisecond, and a job prints many lines
+# in one (QA 57: 3,000 lines of a loop had 4 stamps), so the same time given again repeated
+# lines and a later one lost them, and "the last maxLines since" lost every line past
+# maxLines written between two polls. A marker says it exactly: the stamp of the last line
+# given, in unix microseconds as the file keeps it, and how many lines, counted from the
+# first with that stamp, were given ("1764855459627104.3"). Stamps only go forward in a log,
+# also across a cut (jobs.shim.ReplicaLog), so a marker finds its place in the file as it is
+# now, after any number of cuts; "0.0" is the log's start. A line the reader had not reached
+# when a cut dropped it is gone (the cut's own line says how many bytes).
+LOG_MARKER = re.compile(r"(\d{1,17})\.(\d{1,9})")
+LOG_START = "0.0"
+STAMP_BYTES = 28  # "2026-12-04T13:37:39.627104Z "
+MAX_LOG_READ_BYTES = MAX_TAIL_BYTES
+
+
+@dataclass(frozen=True)
+class LogMarker:
+    stamp: int  # unix microseconds (0: before every line)
+    lines: int  # lines given counted from the first stamped `stamp` (or from the start)
+
+    def __str__(self) -> str:
+        return f"{self.stamp}.{self.lines}"
+
+    @classmethod
+    def parse(cls, text: str) -> LogMarker | None:
+        found = LOG_MARKER.fullmatch(text)
+        return cls(int(found[1]), int(found[2])) if found else None
+
+
+def _stamp_micros(head: bytes) -> int | None:
+    """The stamp of a line (its first STAMP_BYTES) in unix microseconds, or None."""
+    try:
+        moment = datetime.strptime(head[: STAMP_BYTES - 1].decode("ascii"), "%Y-%m-%dT%H:%M:%S.%fZ")
+    except (UnicodeDecodeError, ValueError):
+        return None
+    whole = moment.replace(tzinfo=UTC)
+    return (int(whole.timestamp()) * 1_000_000) + whole.microsecond
+
+
+def _next_line_start(fd: int, offset: int, end: int) -> int:
+    """Where the first line starting at or after `offset` starts (`end` when none does)."""
+    if offset <= 0:
+        return 0
+    position = offset - 1
+    while position < end:
+        chunk = os.pread(fd, min(BLOCK, end - position), position)
+        if not chunk:
+            return end
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return position + found + 1
+        position += len(chunk)
+    return end
+
+
+def _first_stamped(fd: int, start: int, end: int) -> tuple[int | None, int]:
+    """The stamp of the first stamped line starting at or after line start `start`, and
+    where it starts (None and `end` when there is none)."""
+    while start < end:
+        stamp = _stamp_micros(os.pread(fd, STAMP_BYTES, start))
+        if stamp is not None:
+            return stamp, start
+        start = _next_line_start(fd, start + 1, end)
+    return None, end
+
+
+def _first_at_or_after(fd: int, stamp: int, end: int) -> int:
+    """Where the first line stamped `stamp` or later starts, by bisection (stamps only go
+    forward): a 1 GB log costs a few dozen reads."""
+    low, high = 0, end
+    while low < high:
+        middle = (low + high) // 2
+        found, _at = _first_stamped(fd, _next_line_start(fd, middle, end), end)
+        if found is None or found >= stamp:
+            high = middle
+        else:
+            low = middle + 1
+    return _first_stamped(fd, _next_line_start(fd, low, end), end)[1]
+
+
+def _lines_forward(fd: int, start: int, end: int, count: int) -> list[tuple[int, bytes]]:
+    """Up to `count` whole lines from line start `start`, each with where it starts (at
+    most MAX_LOG_READ_BYTES: fewer lines when they are long)."""
+    found: list[tuple[int, bytes]] = []
+    position = start
+    while len(found) < count and position < end:
+        data = os.pread(fd, min(BLOCK * 4, end - position), position)
+        pieces = data.split(b"\n")[:-1]  # the last is an unfinished line, or ""
+        if not pieces:
+            break  # a line longer than a block: the shim writes none
+        for piece in pieces:
+            if len(found) == count:
+                break
+            found.append((position, piece))
+            position += len(piece) + 1
+        if position - start >= MAX_LOG_READ_BYTES:
+            break
+    return found
+
+
+def _whole_end(fd: int) -> int:
+    """Where the log's last whole line ends: a line being written is not read yet."""
+    end = os.fstat(fd).st_size
+    position = end
+    while position > 0:
+        size = min(BLOCK, position)
+        chunk = os.pread(fd, size, position - size)
+        found = chunk.rfind(b"\n")
+        if found >= 0:
+            return position - size + found + 1
+        position -= size
+    return 0
+
+
+def _line_start_before(fd: int, position: int) -> int:
+    """Where the line ending just before line start `position` starts."""
+    cursor = position - 1  # that line's newline
+    while cursor > 0:
+        size = min(BLOCK, cursor)
+        found = os.pread(fd, size, cursor - size).rfind(b"\n")
+        if found >= 0:
+            return cursor - size + found + 1
+        cursor -= size
+    return 0
+
+
+def _marker_at(fd: int, end: int, last_stamp: int | None) -> LogMarker:
+    """The marker of line start `end`: the stamp of the last stamped line before it and how
+    many lines from the first line with that stamp come before it."""
+    if last_stamp is None:
+        # The lines just given had no stamp: the one before them has.
+        position = end
+        while position > 0 and last_stamp is None:
+            position = _line_start_before(fd, position)
+            last_stamp = _stamp_micros(os.pread(fd, STAMP_BYTES, position))
+    first = _first_at_or_after(fd, last_stamp, end) if last_stamp else 0
+    lines = 0
+    while first < end:
+        chunk = os.pread(fd, min(BLOCK * 4, end - first), first)
+        lines += chunk.count(b"\n")
+        first += len(chunk)
+    return LogMarker(last_stamp or 0, lines)
+
+
+def log_read(
+    path: Path, *, count: int, marker: LogMarker | None = None, since: datetime | None = None
+) -> tuple[list[str], LogMarker]:
+    """Lines of a replica's log and the marker of where they end (the next read's): with
+    `marker`, the first `count` lines after it; else the last `count` lines, of those
+    written at or after `since` when it is given. Whole lines only: a line still being
+    written comes with the next read."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return [], marker or LogMarker(0, 0)
+    try:
+        end = _whole_end(fd)
+        if marker is not None:
+            start = _first_at_or_after(fd, marker.stamp, end) if marker.stamp else 0
+            skipped = _lines_forward(fd, start, end, marker.lines)
+            for at, line in skipped:
+                stamp = _stamp_micros(line[:STAMP_BYTES])
+                if stamp is not None and stamp != marker.stamp:
+                    start = at  # a later line: those at the marker's stamp were cut away
+                    break
+            else:
+                start = skipped[-1][0] + len(skipped[-1][1]) + 1 if skipped else start
+            read = _lines_forward(fd, start, end, count)
+        else:
+            first = 0
+            if since is not None:
+                micros = int(since.timestamp()) * 1_000_000 + since.microsecond
+                first = _first_at_or_after(fd, micros, end)
+            read = _lines_backward(fd, first, end, count)
+        if read:
+            after = read[-1][0] + len(read[-1][1]) + 1
+            stamps = [s for _, line in read if (s := _stamp_micros(line[:STAMP_BYTES]))]
+            following = _marker_at(fd, after, stamps[-1] if stamps else None)
+        else:
+            following = marker or _marker_at(fd, end, None)
+    finally:
+        os.close(fd)
+    return [log_text(line) for _, line in read], following
+
+
+def _lines_backward(fd: int, first: int, end: int, count: int) -> list[tuple[int, bytes]]:
+    """The last `count` whole lines between line starts `first` and `end` (at most
+    MAX_LOG_READ_BYTES of them), each with where it starts."""
+    position = end
+    chunks: list[bytes] = []
+    newlines = 0
+    while position > first and newlines <= count and end - position < MAX_LOG_READ_BYTES:
+        size = min(BLOCK, position - first)
+        position -= size
+        chunks.append(os.pread(fd, size, position))
+        newlines += chunks[-1].count(b"\n")
+    pieces = b"".join(reversed(chunks)).split(b"\n")[:-1]
+    starts = []
+    at = position
+    for piece in pieces:
+        starts.append((at, piece))
+        at += len(piece) + 1
+    if position > first and starts:
+        starts.pop(0)  # it starts before what was read
+    return starts[-count:] if count else []

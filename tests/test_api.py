@@ -5,6 +5,7 @@ jobs on the local runner, signed with a user's access key."""
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import json
 import re
@@ -1752,3 +1753,27 @@ def test_a_long_secret_env_name_that_names_no_env_is_quoted_cut(api):
 
     assert error.message.startswith(f"console.secretEnvs[0]: “{'T' * 64}…” is not the name")
     assert Job.objects.count() == 0
+
+
+def test_a_gzip_or_byte_order_marked_body_is_refused_saying_so_not_as_bad_json(wsgi, alice_key):
+    """QA 57: both were "The JSON you provided was not well-formed.", which sent the script's
+    author looking for a mistake in JSON that had none."""
+    key, secret = alice_key
+    content = json.dumps(body()).encode()
+    names = ["host", "x-bce-date"]
+
+    gzipped = signed_post(
+        wsgi, key, secret, gzip.compress(content), names=names, **{"Content-Encoding": "gzip"}
+    )
+    marked = signed_post(wsgi, key, secret, b"\xef\xbb\xbf" + content, names=names)
+
+    assert (gzipped.status_code, gzipped.json()["code"]) == (400, "MalformedJSON")
+    assert gzipped.json()["message"] == (
+        "The body is sent with Content-Encoding gzip, which the console does not read: send "
+        "the JSON uncompressed."
+    )
+    assert (marked.status_code, marked.json()["code"]) == (400, "MalformedJSON")
+    assert "byte order mark" in marked.json()["message"]
+    assert not Job.objects.exists()
+    plain = signed_post(wsgi, key, secret, content, names=names, **{"Content-Encoding": "identity"})
+    assert plain.status_code == 200, plain.text

@@ -186,12 +186,13 @@ def test_a_pytorch_job_made_with_the_sdks_models_runs_and_every_read_returns_its
     assert events["events"][-1]["message"] == "Every replica exited with 0."
 
     logs = plain(sdk.DescribeJobLogs(**where(job.public_id), podName="sdk-job-master-0"))
-    assert (logs["jobId"], logs["podName"], logs["nextMarker"]) == (
-        job.public_id,
-        "sdk-job-master-0",
-        "",
-    )
+    assert (logs["jobId"], logs["podName"]) == (job.public_id, "sdk-job-master-0")
     assert any(line.endswith(" hello hi") for line in logs["logs"]), logs
+    # Where the lines answered end (QA 57; "" before): read on from it, nothing is new.
+    after = sdk.DescribeJobLogs(
+        **where(job.public_id), podName="sdk-job-master-0", marker=logs["nextMarker"]
+    )
+    assert (after.logs, after.nextMarker) == ([], logs["nextMarker"])
     started = int(job.replicas.get(role="master").started_at.timestamp())
     from_start = sdk.DescribeJobLogs(
         **where(job.public_id), podName="sdk-job-master-0", startTime=started - 1
@@ -310,10 +311,15 @@ def test_log_filters_the_console_cannot_apply_are_refused_not_ignored(sdk):
     job_id = create(sdk).jobId
     pod = {**where(job_id), "podName": "sdk-job-master-0"}
 
-    for given in ({"keywords": "error"}, {"endTime": 1}, {"marker": "m1"}, {"chunkSize": 5}):
+    for given in ({"keywords": "error"}, {"endTime": 1}, {"chunkSize": 5}):
         error = sdk_error(lambda given=given: sdk.DescribeJobLogs(**pod, **given))
         assert (error.status_code, error.code) == (400, "InvalidParameter"), given
         assert str(error.last_error).startswith(f"{next(iter(given))} is not served")
+    # A marker is served since QA 57 (tests/test_api_automation.py); one the console did
+    # not give is refused.
+    error = sdk_error(lambda: sdk.DescribeJobLogs(**pod, marker="m1"))
+    assert (error.status_code, error.code) == (400, "InvalidParameter")
+    assert str(error.last_error).startswith("marker is the nextMarker of an earlier answer")
 
     # chunkSize 1 (one line an item) is what the console does: not refused, and the job
     # still queued has no pod yet.
