@@ -1124,7 +1124,7 @@ def _first_at_or_after(fd: int, stamp: int, end: int) -> int:
     return _first_stamped(fd, _next_line_start(fd, low, end), end)[1]
 
 
-def _lines_forward(fd: int, start: int, end: int, count: int) -> list[tuple[int, bytes]]:
+def _marker_lines(fd: int, start: int, end: int, count: int) -> list[tuple[int, bytes]]:
     """Up to `count` whole lines from line start `start`, each with where it starts (at
     most MAX_LOG_READ_BYTES: fewer lines when they are long)."""
     found: list[tuple[int, bytes]] = []
@@ -1203,7 +1203,7 @@ def log_read(
         end = _whole_end(fd)
         if marker is not None:
             start = _first_at_or_after(fd, marker.stamp, end) if marker.stamp else 0
-            skipped = _lines_forward(fd, start, end, marker.lines)
+            skipped = _marker_lines(fd, start, end, marker.lines)
             for at, line in skipped:
                 stamp = _stamp_micros(line[:STAMP_BYTES])
                 if stamp is not None and stamp != marker.stamp:
@@ -1211,7 +1211,7 @@ def log_read(
                     break
             else:
                 start = skipped[-1][0] + len(skipped[-1][1]) + 1 if skipped else start
-            read = _lines_forward(fd, start, end, count)
+            read = _marker_lines(fd, start, end, count)
         else:
             first = 0
             if since is not None:
