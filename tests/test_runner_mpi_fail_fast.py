@@ -136,11 +136,13 @@ def test_a_rank_failure_its_own_mpirun_ended_does_not_fail_another_mpirun_runnin
     # mpirun ends its launch (within the grace); the second, healthy, keeps both workers busy
     # past the grace. Before (review34), a worker busy with any launch counted for the other:
     # the job failed "A rank in worker-1 exited with code 3" while its second mpirun ran on.
+    # (The second keeps its session folder apart: Open MPI 4.1's daemons starting in the
+    # same instant in one host race to make /tmp/ompi.<host>.<uid>, "File exists", README.)
     settings.LOCAL_MPI_RANK_GRACE_SECONDS = 5
     command, _ = program(settings)
     spec = make_spec(
         f'( {MPIRUN} {command}; echo "first answered $?" ) & '
-        f"{MPIRUN} sleep 15 && echo second done; wait",
+        f"{MPIRUN} --mca orte_tmpdir_base /tmp/second sleep 15 && echo second done; wait",
         framework=S.MPI,
         roles=ROLES,
     )
