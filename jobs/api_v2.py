@@ -54,9 +54,9 @@ from .api_views import (
     _time,
     api_view,
     choice_param,
+    create_warnings,
     event_window,
     fields_read,
-    fields_warnings,
     int_param,
     job_create,
     job_deleted,
@@ -232,6 +232,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         elif str(given) != queue:
             raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
     unread = fields_read(document, spec_module.V2_FIELDS)
+    rename = v2_paths(document)
     try:
         v1 = v1_from_v2(document)
     except RoleMapError as exc:
@@ -244,10 +245,10 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         document=v1,
         token=text_param(query, "clientToken"),
         fingerprint=f"{queue_id}\n".encode() + request.body,
-        rename=v2_paths(document),
+        rename=rename,
         unread=unread,
     )
-    return {"jobId": job.public_id, "jobName": job.name, **fields_warnings(unread)}
+    return {"jobId": job.public_id, "jobName": job.name, **create_warnings(job, unread, rename)}
 
 
 def _pod_items(job: Job) -> list[dict[str, Any]]:

@@ -58,6 +58,7 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -88,6 +89,7 @@ from .api_views import (
     v1_paths,
 )
 from .models import Draft
+from .plain_secrets import PlainSecret, secrets_in_plain_text
 from .services import FIELDS_NAMED, FIELDS_NOT_READ_MORE, fields_not_read
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
@@ -276,8 +278,21 @@ def draft_import(
         # variables its job listed, left out.
         "from_answer": from_answer is not None,
         "platform_envs": from_answer or [],
+        # Secrets in the command or in plain env values (jobs.plain_secrets): where, and
+        # whose value or what kind of token, never the text.
+        "plain_secrets": [
+            [found.place, found.env_index, found.secret_env, found.token]
+            for found in secrets_in_plain_text(spec)
+        ],
     }
-    if marked or unread or left_out or notices["no_console"] or from_answer is not None:
+    if (
+        marked
+        or unread
+        or left_out
+        or notices["no_console"]
+        or from_answer is not None
+        or notices["plain_secrets"]
+    ):
         data[W.IMPORT_NOTICES] = notices
     draft = Draft(owner=owner, data=data, create_key=key)
     # Each step is marked done or not as the review would judge it: a step with a problem
@@ -328,6 +343,10 @@ def import_notices(draft: Draft) -> list[str]:
             )
             % {"names": ", ".join(marked)}
         )
+    for found in notices.get("plain_secrets") or []:
+        with contextlib.suppress(TypeError, ValueError):
+            place, index, secret_env, token = found
+            said.append(PlainSecret(str(place), index, str(secret_env), str(token), "").message())
     if unread := notices.get("unread"):
         more = int(notices.get("unread_count") or 0) - len(unread)
         message, params = (
