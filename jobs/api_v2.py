@@ -56,10 +56,10 @@ from .api_views import (
     api_view,
     choice_param,
     client_token,
+    create_warnings,
     event_marker,
     event_window,
     fields_read,
-    fields_warnings,
     int_param,
     job_create,
     job_deleted,
@@ -236,6 +236,7 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         elif str(given) != queue:
             raise ApiError(400, "InvalidParameter", f"queue {given} and queueID {queue_id} differ.")
     unread = fields_read(document, spec_module.V2_FIELDS)
+    rename = v2_paths(document)
     try:
         v1 = v1_from_v2(document)
     except RoleMapError as exc:
@@ -248,10 +249,10 @@ def _create_job(request: HttpRequest, owner: Any) -> dict[str, Any]:
         document=v1,
         token=token,
         fingerprint=f"{queue_id}\n".encode() + request.body,
-        rename=v2_paths(document),
+        rename=rename,
         unread=unread,
     )
-    return {"jobId": job.public_id, "jobName": job.name, **fields_warnings(unread)}
+    return {"jobId": job.public_id, "jobName": job.name, **create_warnings(job, unread, rename)}
 
 
 def _pod_items(job: Job) -> list[dict[str, Any]]:

@@ -83,6 +83,7 @@ from .monitoring import (
     replica_usage_history,
     replica_utilisation_history,
 )
+from .plain_secrets import secrets_in_plain_text
 from .pools import QueueCounts, queue_counts
 from .services import FIELDS_NOT_READ, fields_not_read, jobs_submit, signed_with
 
@@ -717,6 +718,22 @@ def fields_warnings(unread: Sequence[str]) -> dict[str, Any]:
     if len(unread) > spec_module.FIELDS_LISTED:
         warning["moreFields"] = len(unread) - spec_module.FIELDS_LISTED
     return {"warnings": [warning]}
+
+
+SECRET_IN_PLAIN_TEXT = "SecretInPlainText"
+
+
+def create_warnings(job: Job, unread: Sequence[str], rename: Callable[[str], str]) -> dict:
+    """A create's `warnings`: the keys it did not read (fields_warnings), and each secret
+    the job's command or a plain env value holds as typed (jobs.plain_secrets), on its
+    body's path, named, never quoted. None: the answer is AIHC's own."""
+    warnings = fields_warnings(unread).get("warnings", [])
+    for found in secrets_in_plain_text(job.job_spec()):
+        field = rename(found.field_path())
+        warnings.append(
+            {"code": SECRET_IN_PLAIN_TEXT, "message": found.api_message(field), "fields": [field]}
+        )
+    return {"warnings": warnings} if warnings else {}
 
 
 def fault_tolerance_args_read(document: Any) -> Any:
@@ -1398,7 +1415,8 @@ def _create(request: HttpRequest, owner: Any) -> dict[str, Any]:
         rename=v1_paths(document),
         unread=unread,
     )
-    return {"result": {"jobId": job.public_id, "jobName": job.name}, **fields_warnings(unread)}
+    result = {"jobId": job.public_id, "jobName": job.name}
+    return {"result": result, **create_warnings(job, unread, v1_paths(document))}
 
 
 ORDER_BY = {"createdAt": "createdAt", "finishedAt": "finishedAt"}

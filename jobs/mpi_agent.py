@@ -22,12 +22,19 @@ A connection is a SOCK_SEQPACKET one: one message with the command (JSON) and th
 descriptors, answered by one message with the exit code; the client hanging up (mpirun
 ending its launches) kills what it started.
 
+Each launch has an id, which rsh sends with the command: the launcher's (rsh's parent's) pid
+and start time, or, for an rsh run inside a handed command (Open MPI's orted reaching further
+hosts itself), the id of the launch that handed it, which the agent puts in its environment
+as CONSOLE_MPI_LAUNCH. A job may run two launchers at once (`mpirun ... & mpirun ...`), and
+a rank's failure is judged against its own launch only.
+
 The ranks an MPI launch daemon (MPICH's and Intel MPI's hydra_pmi_proxy, Open MPI's orted or
-prted) starts in a worker are watched: the first that ends with a code other than 0 or by a
-signal is recorded in /tmp/.mpi/rank-failed ({"code": N} or {"signal": N}; replacing one
-older than its handed command), and /tmp/.mpi/busy exists while a handed command runs. The
-runner fails the job when such a record is older than its grace while the launcher still
-runs and a worker is still busy: hydra's proxy exits 0 when its rank exited 3 without
+prted) starts in a worker are watched: the first of a launch that ends with a code other than
+0 or by a signal is recorded in /tmp/.mpi/rank-failed ({launch: {"code": N, "time": T}} or
+"signal"; replacing one older than its handed command), and /tmp/.mpi/busy says which
+launches have a handed command running here ({launch: since}). The runner fails the job
+when such a record is older than its grace while the launcher still runs and a worker is
+still busy with that launch: hydra's proxy exits 0 when its rank exited 3 without
 MPI_Abort, and mpiexec then waits for ever (README, "MPICH"). A rank's exit code is read
 through a pidfd opened while it runs (PIDFD_GET_INFO, Linux 6.15; before, from /proc while
 it is a zombie, which may be missed).
@@ -43,7 +50,6 @@ import re
 import select
 import signal
 import socket
-import stat
 import struct
 import subprocess
 import sys
@@ -66,8 +72,15 @@ WATCH_SECONDS = 0.05
 # struct pidfd_info (linux/pidfd.h): its first 64 bytes, exit_code (a wait status) at 60.
 PIDFD_INFO_EXIT = 1 << 3
 PIDFD_GET_INFO = (3 << 30) | (64 << 16) | (0xFF << 8) | 11
-_busy_lock = threading.Lock()
-_handed = 0
+LAUNCH_ENV = "CONSOLE_MPI_LAUNCH"
+LAUNCH = re.compile(r"[0-9]{1,10}-[0-9]{1,20}")  # pid-starttime
+# Failures of this many launches are kept (the latest): a retry loop's old launches, which
+# their launchers ended, need none, and the file stays small for the runner to read.
+KEPT_FAILURES = 32
+_lock = threading.Lock()
+_handed: dict[str, int] = {}  # launch: its handed commands running here
+_busy_since: dict[str, float] = {}  # launch: its last handed command's start
+_failed: dict[str, dict[str, float]] = {}  # launch: {"code" or "signal": N, "time": T}
 
 
 def serve() -> int:
@@ -94,9 +107,15 @@ def run_handed(conn: socket.socket) -> None:
         except OSError:
             return
         try:
-            command = json.loads(data)["command"]
+            message = json.loads(data)
+            command, launch = message["command"], message.get("launch", "")
             if len(fds) != 3 or not isinstance(command, str):
                 return
+            if not isinstance(launch, str) or not LAUNCH.fullmatch(launch):
+                launch = ""  # one launch for whatever rsh could not name
+            # An rsh that this command runs (Open MPI's tree spawn: orted reaching further
+            # hosts) belongs to the same launch.
+            env = {**os.environ, LAUNCH_ENV: launch} if launch else None
             # A process group of its own, killed whole when the launcher hangs up: what the
             # shell started (orted, the ranks) holds the launcher's output, whose end the
             # launcher's replica waits for, and a launcher that died would otherwise run on
@@ -108,6 +127,7 @@ def run_handed(conn: socket.socket) -> None:
                 stdout=fds[1],
                 stderr=fds[2],
                 start_new_session=True,
+                env=env,
             )
         except (ValueError, KeyError, TypeError, OSError):
             return
@@ -128,42 +148,59 @@ def run_handed(conn: socket.socket) -> None:
 
         threading.Thread(target=hang_up, daemon=True).start()
         ended = threading.Event()
+        started = time.time()
         watcher = threading.Thread(
-            target=watch_ranks, args=(process.pid, ended, hung_up, time.time()), daemon=True
+            target=watch_ranks,
+            args=(process.pid, ended, hung_up, started, launch),
+            daemon=True,
         )
-        busy(+1)
+        busy(launch, +1, started)
         watcher.start()
         try:
             code = process.wait()
         finally:
             ended.set()
             watcher.join()
-            busy(-1)
+            busy(launch, -1, started)
         with contextlib.suppress(OSError):
             conn.send(str(code if code >= 0 else 128 - code).encode())
 
 
-def busy(change: int) -> None:
-    """/tmp/.mpi/busy exists while this agent runs a handed command: a rank's failure whose
-    launcher has already ended what it started (mpirun's own abort, its script going on) is
-    no hang. Its time is the last handed command's start: a failure recorded before it
-    belongs to an earlier mpirun (the next one's launch can come while the last one's
-    handed command is still ending here)."""
-    global _handed
-    with _busy_lock:
-        _handed += change
-        with contextlib.suppress(OSError):
-            if change > 0:
-                # O_NONBLOCK: a named pipe the job left there must not hold the handed
-                # command (and this lock) waiting for a reader.
-                flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-                fd = os.open(BUSY, flags, 0o644)
-                try:
-                    os.utime(fd)
-                finally:
-                    os.close(fd)
-            elif _handed == 0:
-                os.unlink(BUSY)
+def busy(launch: str, change: int, started: float) -> None:
+    """/tmp/.mpi/busy names the launches this agent runs a handed command of, each with its
+    last handed command's start: a rank's failure whose launcher has already ended what it
+    started (mpirun's own abort, its script going on) is no hang, nor does another launch
+    running beside it (`mpirun ... & mpirun ...`) make it one. A failure recorded before
+    that start belongs to an earlier launch by the same launcher (a shell handing commands
+    itself; the next one's can come while the last one's is still ending here)."""
+    with _lock:
+        _handed[launch] = _handed.get(launch, 0) + change
+        if change > 0:
+            _busy_since[launch] = started
+        if _handed[launch] <= 0:
+            del _handed[launch]
+            _busy_since.pop(launch, None)
+        _write(BUSY, dict(_busy_since))
+
+
+def _write(path: str, facts: dict) -> None:
+    """`facts` as JSON at `path`, whole (the runner reads it meanwhile), or no file when
+    there are none. Written beside it and renamed over it: the job owns the folder, and a
+    named pipe or a link it left there is replaced, not opened."""
+    with contextlib.suppress(OSError):
+        if not facts:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            return
+        beside = f"{path}.{os.getpid()}.new"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(beside)
+        fd = os.open(beside, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        try:
+            os.write(fd, json.dumps(facts).encode())
+        finally:
+            os.close(fd)
+        os.replace(beside, path)
 
 
 def _children(pid: int) -> list[int]:
@@ -213,35 +250,27 @@ def _wait_status(pid: int, pidfd: int) -> int | None:
     return None
 
 
-def _record_failed(status: int, alive_at: float, started: float) -> None:
+def _record_failed(status: int, alive_at: float, started: float, launch: str) -> None:
     """The record's time is when the rank was last seen running, not when it is written (a
-    look later): what the runner compares with a later launch's start. The first failure
-    only, but a record older than this rank's handed command (`started`) is an earlier
-    launch's, which its launcher ended: it is replaced, or a retry's rank that then hangs
-    MPICH's mpiexec went unrecorded and the job ran for ever (review34)."""
+    look later): what the runner compares with a later launch's start. The first failure of
+    each launch only, but one older than this rank's handed command (`started`) is an
+    earlier launch's, which its launcher ended: it is replaced, or a retry's rank that then
+    hangs MPICH's mpiexec went unrecorded and the job ran for ever (review34)."""
     code = os.waitstatus_to_exitcode(status)
-    record = json.dumps({"signal": -code} if code < 0 else {"code": code}).encode()
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    with contextlib.suppress(OSError):
-        try:
-            fd = os.open(RANK_FAILED, flags, 0o644)
-            target = ""
-        except FileExistsError:
-            earlier = os.lstat(RANK_FAILED)
-            if not stat.S_ISREG(earlier.st_mode) or earlier.st_mtime >= started:
-                return
-            target = f"{RANK_FAILED}.{os.getpid()}.{threading.get_ident()}"
-            fd = os.open(target, flags, 0o644)
-        try:
-            os.write(fd, record)
-            os.utime(fd, (alive_at, alive_at))
-        finally:
-            os.close(fd)
-        if target:
-            os.replace(target, RANK_FAILED)  # whole, for the runner reading it meanwhile
+    with _lock:
+        earlier = _failed.get(launch)
+        if earlier is not None and earlier["time"] >= started:
+            return
+        _failed[launch] = {"signal": -code} if code < 0 else {"code": code}
+        _failed[launch]["time"] = alive_at
+        for old in sorted(_failed, key=lambda key: _failed[key]["time"])[:-KEPT_FAILURES]:
+            del _failed[old]
+        _write(RANK_FAILED, dict(_failed))
 
 
-def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event, started: float) -> None:
+def watch_ranks(
+    top: int, ended: threading.Event, hung_up: threading.Event, started: float, launch: str
+) -> None:
     """Records a rank of `top`'s launch daemons that ends other than with 0 (_record_failed),
     until `top` has ended: a rank ends before the daemon that reaps it. One that starts and
     ends between two looks (WATCH_SECONDS, longer on a loaded machine: tests saw a rank that
@@ -267,7 +296,7 @@ def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event, star
                         continue  # reaped a moment later: looked at again
                     os.close(watched.pop(pid))
                     if status and not hung_up.is_set():
-                        _record_failed(status, alive_at[pid], started)
+                        _record_failed(status, alive_at[pid], started, launch)
                     del alive_at[pid]
             if last:
                 return
@@ -275,6 +304,22 @@ def watch_ranks(top: int, ended: threading.Event, hung_up: threading.Event, star
     finally:
         for pidfd in watched.values():
             os.close(pidfd)
+
+
+def launch_id() -> str:
+    """The launch this rsh belongs to: the one whose handed command runs it (in a worker),
+    else its launcher's, the parent's pid and start time (mpirun and mpiexec.hydra run rsh
+    themselves; a pid alone may be used again). "" when it cannot be told."""
+    inherited = os.environ.get(LAUNCH_ENV, "")
+    if LAUNCH.fullmatch(inherited):
+        return inherited
+    parent = os.getppid()
+    try:
+        with open(f"/proc/{parent}/stat") as stat:
+            started = stat.read().rsplit(")", 1)[1].split()[19]  # starttime, the 22nd field
+    except (OSError, IndexError):
+        return ""
+    return f"{parent}-{started}"
 
 
 def rsh(host: str, words: list[str]) -> int:
@@ -299,7 +344,8 @@ def rsh(host: str, words: list[str]) -> int:
                 return NO_AGENT
             time.sleep(0.1)
     with conn:
-        socket.send_fds(conn, [json.dumps({"command": command}).encode()], [0, 1, 2])
+        message = {"command": command, "launch": launch_id()}
+        socket.send_fds(conn, [json.dumps(message).encode()], [0, 1, 2])
         reply = conn.recv(16)
     return int(reply) if reply.isdigit() else NO_AGENT
 

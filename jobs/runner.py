@@ -406,43 +406,82 @@ class ReplicaState:
     # was not running then learns of the end later, and the job's run time, its card-hours
     # and its replicas' end go by this, not by when the worker looked (QA 31).
     exited_at: datetime | None = None
-    # An MPI worker's agent saw a rank end other than with 0 (jobs/mpi_agent.py): {"code": N}
-    # or {"signal": N}, and "time", when (the record's own time); `busy_since`, while the
-    # agent runs something the launcher handed it, since when (seconds since the epoch).
-    rank_failed: dict[str, Any] | None = None
-    busy_since: float | None = None
+    # An MPI worker's agent saw a rank end other than with 0 (jobs/mpi_agent.py), by launch
+    # (a launcher's id: a job may run two at once): {"code": N} or {"signal": N}, and
+    # "time", when (the record's own time); `busy_since`, the launches the agent runs
+    # something of, each since when (seconds since the epoch). None: no such record.
+    rank_failed: dict[str, dict[str, Any]] | None = None
+    busy_since: dict[str, float] | None = None
+
+
+# What an agent's files may hold: a launch's id (jobs/mpi_agent.py's LAUNCH, or "", from an
+# agent copied before launches had ids) and how much of a file is read.
+_AGENT_LAUNCH = re.compile(r"(?:[0-9]{1,10}-[0-9]{1,20})?")
+_AGENT_FILE_BYTES = 16384
+
+
+def _agent_file(folder: int, name: str) -> tuple[bytes, float] | None:
+    """A regular file's first bytes and its time, or None. O_NONBLOCK: a named pipe put
+    there would block the open (and the worker supervising every job) until a writer came."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(name, flags, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        facts = os.fstat(fd)
+        if not stat.S_ISREG(facts.st_mode):
+            return None
+        return os.read(fd, _AGENT_FILE_BYTES), facts.st_mtime
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _time(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
 
 
 def _agent_marks(state: Path) -> dict[str, Any]:
-    """What an MPI worker's agent recorded in its /tmp/.mpi. The job owns that folder: it is
-    opened without following a link at each step, and what it holds is read as a number or
-    not at all."""
+    """What an MPI worker's agent recorded in its /tmp/.mpi, by launch. The job owns that
+    folder: it is opened without following a link at each step, and what it holds is read
+    as numbers or not at all. An agent copied before launches had ids (a job started by an
+    earlier version, still running) wrote an empty `busy` and one record, its time the
+    file's: read as the launch ""."""
     marks: dict[str, Any] = {"rank_failed": None, "busy_since": None}
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        folder = os.open(state / "tmp" / ".mpi", flags | os.O_DIRECTORY)
+        folder = os.open(
+            state / "tmp" / ".mpi", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_DIRECTORY
+        )
     except OSError:
         return marks
     try:
-        with contextlib.suppress(OSError):
-            busy = os.stat("busy", dir_fd=folder, follow_symlinks=False)
-            if stat.S_ISREG(busy.st_mode):
-                marks["busy_since"] = busy.st_mtime  # touched at each handed start
-        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-            # O_NONBLOCK: a named pipe put there would block the open (and the worker
-            # supervising every job) until a writer came; only a regular file is read.
-            fd = os.open("rank-failed", flags | os.O_NONBLOCK, dir_fd=folder)
-            try:
-                facts = os.fstat(fd)
-                if not stat.S_ISREG(facts.st_mode):
-                    return marks
-                record = json.loads(os.read(fd, 256))
-                when = facts.st_mtime
-            finally:
-                os.close(fd)
-            ((kind, value),) = ((k, v) for k, v in record.items() if k in ("code", "signal"))
-            if isinstance(value, int) and 0 < value < 256:
-                marks["rank_failed"] = {kind: value, "time": when}
+        if found := _agent_file(folder, "busy"):
+            text, when = found
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                launches = json.loads(text) if text.strip() else {"": when}
+                busy = {
+                    launch: since
+                    for launch, since in launches.items()
+                    if _AGENT_LAUNCH.fullmatch(launch) and _time(since)
+                }
+                marks["busy_since"] = busy or None
+        if found := _agent_file(folder, "rank-failed"):
+            text, when = found
+            with contextlib.suppress(ValueError, AttributeError, TypeError):
+                records = json.loads(text)
+                if "code" in records or "signal" in records:
+                    records = {"": {**records, "time": when}}
+                failed = {}
+                for launch, record in records.items():
+                    kinds = [k for k in ("code", "signal") if k in record]
+                    if not _AGENT_LAUNCH.fullmatch(launch) or len(kinds) != 1:
+                        continue
+                    value = record[kinds[0]]
+                    if isinstance(value, int) and 0 < value < 256 and _time(record.get("time")):
+                        failed[launch] = {kinds[0]: value, "time": record["time"]}
+                marks["rank_failed"] = failed or None
     finally:
         os.close(folder)
     return marks
@@ -1480,28 +1519,37 @@ def mpi_fail_fast_wanted(spec: JobSpec | None) -> bool:
 
 def _mpi_rank_failure_due(
     replicas: list[JobReplica], states: dict[int, ReplicaState], now: datetime
-) -> set[int]:
-    """The MPI workers (their pks) where a rank ended other than with 0 (its agent recorded
-    it) LOCAL_MPI_RANK_GRACE_SECONDS ago or more while the launcher still runs and a worker
-    still runs what the launcher handed it: MPICH's mpiexec waits for ever for a rank that
-    exited without MPI_Abort (its proxy exits 0), and a rank killed by a signal now and then
-    leaves it waiting too. A launcher that ends the job itself in the grace (Open MPI's
-    mpirun does, hydra after MPI_Abort) has its own exit as the reason; one that ended what
-    it started and goes on (its script carries on after mpirun failed) leaves no worker busy,
-    and a later mpirun of that script is no hang of the earlier one's rank: only a record
-    made while a worker that is busy now already was counts."""
-    launcher_running = any(r.role == "master" and states[r.pk].phase == "alive" for r in replicas)
-    busy_since = [s for r in replicas if (s := states[r.pk].busy_since) is not None]
-    if not launcher_running or not busy_since:
-        return set()
+) -> dict[int, dict[str, Any]]:
+    """The MPI workers (their pks, each with its record) where a rank ended other than with
+    0 (its agent recorded it) LOCAL_MPI_RANK_GRACE_SECONDS ago or more while the launcher
+    still runs and a worker still runs what that rank's launch handed it: MPICH's mpiexec
+    waits for ever for a rank that exited without MPI_Abort (its proxy exits 0), and a rank
+    killed by a signal now and then leaves it waiting too. A launcher that ends the job
+    itself in the grace (Open MPI's mpirun does, hydra after MPI_Abort) has its own exit as
+    the reason; one that ended what it started and goes on (its script carries on after
+    mpirun failed) leaves no worker busy with that launch, and a later launch of that script,
+    or another running beside it (`mpirun ... & mpirun ...`), is no hang of that rank's: only
+    a record made while a worker busy now with the same launch already was counts."""
+    if not any(r.role == "master" and states[r.pk].phase == "alive" for r in replicas):
+        return {}
+    busy: dict[str, float] = {}  # launch: since when the workers busy with it are
+    for replica in replicas:
+        for launch, since in (states[replica.pk].busy_since or {}).items():
+            busy[launch] = min(since, busy.get(launch, since))
     grace = settings.LOCAL_MPI_RANK_GRACE_SECONDS
-    return {
-        r.pk
-        for r in replicas
-        if (record := states[r.pk].rank_failed)
-        and min(busy_since) <= record["time"]
-        and now.timestamp() - record["time"] >= grace
-    }
+    due: dict[int, dict[str, Any]] = {}
+    for replica in replicas:
+        records = (states[replica.pk].rank_failed or {}).items()
+        hung = [
+            record
+            for launch, record in records
+            if launch in busy
+            and busy[launch] <= record["time"]
+            and now.timestamp() - record["time"] >= grace
+        ]
+        if hung:
+            due[replica.pk] = min(hung, key=lambda record: record["time"])
+    return due
 
 
 def rank_failed_message(label: str, record: dict[str, Any]) -> RecordedText:
@@ -2029,7 +2077,7 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
     # Without the spec too (one that no longer reads): its run folder says it is MPI.
     _mpi_launcher_done(job, run, replicas, states)
     rank_failed_due = (
-        _mpi_rank_failure_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else set()
+        _mpi_rank_failure_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else {}
     )
     failure = None
     for replica in _in_order_of_failure(replicas, states):
@@ -2066,8 +2114,8 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
                 or exit_message(label, state.exit_code)
             )
             break
-        if rank_failed_due and state.rank_failed and replica.pk in rank_failed_due:
-            failure = rank_failed_message(label, state.rank_failed)
+        if replica.pk in rank_failed_due:
+            failure = rank_failed_message(label, rank_failed_due[replica.pk])
             break
     if failure:
         deadline = _deadline(job, run, spec, now)

@@ -54,6 +54,7 @@ from .backends import (
 from .backends.remote import RemoteBackend
 from .locks import local_cards_locked
 from .models import Draft, Job
+from .plain_secrets import PlainSecret, secrets_in_plain_text
 from .quotas import Excess, Usage, excesses, held_in, local_usage, quota_limits
 from .runtime_env import (
     GROUP_INDEX,
@@ -174,7 +175,7 @@ FIELD_OF_PATH: dict[str, tuple[str, str | None]] = {
 _ROW_PATH_RE = re.compile(r"^(labels|envs|roles|datasources)\[(\d+)\](?:\.([A-Za-z]+))?")
 _ACTION_RE = re.compile(
     r"^(next|back|save|add-row|remove-row-\d+|fill-example-[A-Za-z-]+|show-example-[A-Za-z-]+"
-    r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices|to-review)$"
+    r"|goto-[a-z]+|language-[a-z-]+|dismiss-notices|dismiss-secret-[0-9a-f]{16}|to-review)$"
 )
 # Draft.data key: what an import left out of the draft or changed in it (paths and env names,
 # never a value; jobs.wizard_import.import_notices), and the pasted envs made secret for their
@@ -185,6 +186,11 @@ IMPORT_NOTICES = "_import_notices"
 # Draft.data key: the image step's command a new AIAK template replaced, shown on that step
 # until it is done (aiak_refill).
 AIAK_REFILL = "_aiak_refill"
+# Draft.data key: the secrets in plain text (jobs.plain_secrets) whose warning was hidden
+# with 知道了 on the image step: their keys (a keyed hash of place and text, never the text).
+PLAIN_SECRETS_DISMISSED = "_plain_secrets_dismissed"
+# A draft remembers this many of them (the latest): each is one press of a button.
+MAX_DISMISSED = 50
 
 
 # -- catalogs (data files) -------------------------------------------------------------
@@ -2535,6 +2541,41 @@ def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
 STEP_POST_ATTEMPTS = 20
 
 
+@dataclass
+class PlainSecretWarnings:
+    """The image step's warnings of secrets in plain text not hidden yet: the command's, and
+    each env table row's (by row index)."""
+
+    command: list[PlainSecret] = field(default_factory=list)
+    rows: dict[int, list[PlainSecret]] = field(default_factory=dict)
+
+    def all(self) -> list[PlainSecret]:
+        return self.command + [found for row in self.rows.values() for found in row]
+
+
+def plain_secret_warnings(*, state: WizardState) -> PlainSecretWarnings:
+    """What the draft's command and plain env values hold of its secrets, or of what looks
+    like a well-known token (jobs.plain_secrets), less what 知道了 hid. A warning, never a
+    refusal: the job is submitted as typed."""
+    assembly = assemble(state, steps=[IMAGE])
+    dismissed = set(_dismissed(state.draft))
+    warnings = PlainSecretWarnings()
+    for found in secrets_in_plain_text(assembly.spec):
+        if found.key in dismissed:
+            continue
+        if found.env_index is None:
+            warnings.command.append(found)
+        else:
+            row = assembly.rows["envs"][found.env_index]
+            warnings.rows.setdefault(row, []).append(found)
+    return warnings
+
+
+def _dismissed(draft: Draft) -> list[str]:
+    keys = draft.data.get(PLAIN_SECRETS_DISMISSED)
+    return [str(k) for k in keys] if isinstance(keys, list) else []
+
+
 def import_notices_dismissed(*, draft: Draft) -> None:
     """知道了 pressed on the review step: the import's notices are no longer shown (the other
     steps drop them in step_post, saving what was typed with it)."""
@@ -2665,6 +2706,10 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
         draft.data[step] = raw
         if action == "dismiss-notices":  # 知道了 on the import's notices: saved as typed, too
             draft.data.pop(IMPORT_NOTICES, None)
+        if action.startswith("dismiss-secret-"):  # 知道了 on a secret in plain text
+            key = action.removeprefix("dismiss-secret-")
+            kept = [k for k in _dismissed(draft) if k != key]
+            draft.data[PLAIN_SECRETS_DISMISSED] = (kept + [key])[-MAX_DISMISSED:]
         leaving = go_to != step  # 上一步 or a stepper link, not a row button
         if leaving and (step in draft.completed_steps or STEPS.index(go_to) > index):
             # Saved without 下一步: a step that no longer passes loses its ✓, so the stepper

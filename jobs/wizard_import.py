@@ -59,6 +59,7 @@ Decisions (README "Creating a job: the wizard", "Import from a request"):
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -89,6 +90,7 @@ from .api_views import (
     v1_paths,
 )
 from .models import Draft
+from .plain_secrets import PlainSecret, secrets_in_plain_text
 from .services import FIELDS_NAMED, FIELDS_NOT_READ_MORE, fields_not_read
 
 # A CreateJob body is a few KB; 256 KB leaves room for long commands and many envs, and is
@@ -258,7 +260,9 @@ def draft_import(
     body or pool sent from the same page, after Back, a draft of its own): told by the text
     `sent` (as the page sent it, before `secrets_restored`; `text` when not given).
     `restored`: secret values put back into `text`, never quoted by a message."""
-    spec, v1, unread, from_answer = read_body(text=text, pool_id=pool_id, restored=restored)
+    spec, v1, unread, from_answer, framework = read_body(
+        text=text, pool_id=pool_id, restored=restored
+    )
     left_out = _left_out(spec, W.find_pool(spec.resource_pool_id), v1)
     marked: list[str] = []
     # A masked value (copied from a review) is no value: the image step asks for it.
@@ -294,8 +298,26 @@ def draft_import(
         # variables its job listed, left out.
         "from_answer": from_answer is not None,
         "platform_envs": from_answer or [],
+        # Secrets in the command or in plain env values (jobs.plain_secrets): where, and
+        # whose value or what kind of token, never the text.
+        "plain_secrets": [
+            [found.place, found.env_index, found.secret_env, found.token]
+            for found in secrets_in_plain_text(spec)
+        ],
+        # A framework spelled another way (AIHC's CLI template's "pytorch"), read as ours.
+        "framework_read": [framework.field, framework.given, framework.framework]
+        if framework
+        else [],
     }
-    if marked or unread or left_out or notices["no_console"] or from_answer is not None:
+    if (
+        marked
+        or unread
+        or left_out
+        or notices["no_console"]
+        or from_answer is not None
+        or notices["plain_secrets"]
+        or framework
+    ):
         data[W.IMPORT_NOTICES] = notices
     draft = Draft(owner=owner, data=data, create_key=key)
     # Each step is marked done or not as the review would judge it: a step with a problem
@@ -346,6 +368,21 @@ def import_notices(draft: Draft) -> list[str]:
             )
             % {"names": ", ".join(marked)}
         )
+    with contextlib.suppress(TypeError, ValueError):
+        if framework := notices.get("framework_read"):
+            field_name, given, read_as = framework
+            said.append(
+                _(
+                    "%(field)s “%(given)s” was read as %(framework)s, the console's name for "
+                    "that framework (AIHC's CLI template writes “pytorch”). The API takes "
+                    "%(framework)s only."
+                )
+                % {"field": field_name, "given": given, "framework": read_as}
+            )
+    for found in notices.get("plain_secrets") or []:
+        with contextlib.suppress(TypeError, ValueError):
+            place, index, secret_env, token = found
+            said.append(PlainSecret(str(place), index, str(secret_env), str(token), "").message())
     if unread := notices.get("unread"):
         more = int(notices.get("unread_count") or 0) - len(unread)
         message, params = (
@@ -542,9 +579,48 @@ def request_from_answer(job: Mapping[str, Any]) -> dict[str, Any]:
     return body
 
 
+# Decision (left32): how a framework is spelled elsewhere, read on import as the console's
+# name for it, and said (FrameworkRead). AIHC's CLI template writes `"jobFramework":
+# "pytorch"` and its v1 overview `PytorchJob` (reference: aihc-openapi.md, jobFramework), but
+# the OpenAPI documents PyTorchJob (and MPIJob) only, so the API keeps refusing any other
+# spelling: only the import, where a person reads the notice and the review, is lenient.
+FRAMEWORK_SPELLINGS = {
+    "pytorch": S.PYTORCH,
+    "pytorchjob": S.PYTORCH,
+    "mpi": S.MPI,
+    "mpijob": S.MPI,
+    "tensorflow": S.TENSORFLOW,
+    "tfjob": S.TENSORFLOW,
+    "custom": S.CUSTOM,
+}
+
+
+@dataclass(frozen=True)
+class FrameworkRead:
+    """A framework spelled another way, read as `framework`: `field` as the body names it
+    (jobFramework, v2's jobType) and the spelling it had."""
+
+    field: str
+    given: str
+    framework: str
+
+
+def framework_read(v1: dict[str, Any], rename: Any) -> tuple[dict[str, Any], FrameworkRead | None]:
+    """`v1` with its jobFramework spelled as the console spells it, when it is another
+    spelling of one (FRAMEWORK_SPELLINGS, any letter case), and what was changed."""
+    given = v1.get("jobFramework")
+    if not isinstance(given, str) or given.strip() in S.FRAMEWORKS:
+        return v1, None
+    framework = FRAMEWORK_SPELLINGS.get(given.strip().lower())
+    if framework is None:
+        return v1, None  # refused by the spec's rule, naming the frameworks
+    read = FrameworkRead(rename("jobFramework"), given, framework)
+    return {**v1, "jobFramework": framework}, read
+
+
 def read_body(
     *, text: str, pool_id: str = "", restored: list[str] | None = None
-) -> tuple[S.JobSpec, dict[str, Any], list[str], list[str] | None]:
+) -> tuple[S.JobSpec, dict[str, Any], list[str], list[str] | None, FrameworkRead | None]:
     """The spec a CreateJob body describes, read and checked as the API reads and checks it
     (the pool's own refusals aside), the body as v1 (a v2 body mapped) and the paths of its
     keys the console reads nowhere; ImportRefusedError with every problem otherwise (a key
@@ -552,7 +628,8 @@ def read_body(
     `restored`: values masked as secrets whatever the body now says of them
     (secrets_restored put them back). A GetJob/DescribeJob answer is read as the request
     that makes its job (request_from_answer); the last item is then the platform's variables
-    its job listed, left out (None for a request)."""
+    its job listed, left out (None for a request), then a framework spelled another way
+    and read as the console's (framework_read), or None."""
     body, query_pool = request_parts(text)
     try:
         document = json.loads(body, parse_constant=refuse_constant)
@@ -624,6 +701,7 @@ def read_body(
         # The box shown again with its secrets masked, as after any refusal (it was not).
         errors = [("body", f"faultToleranceArgs: {exc}.")]
         raise ImportRefusedError(errors, shown_text(text), v2) from None
+    v1, framework = framework_read(v1, rename)
     secrets = secret_values(document, v1) + list(restored or [])
     shown = masked_text(text, document, secrets)
     errors: list[tuple[str, str]] = []
@@ -654,7 +732,7 @@ def read_body(
     errors += _spec_errors(problems, rename, secrets)
     if errors:
         raise ImportRefusedError(errors, shown, v2)
-    return spec, v1, unread.unknown, platform_envs
+    return spec, v1, unread.unknown, platform_envs, framework
 
 
 def rechecked(
@@ -664,7 +742,9 @@ def rechecked(
     values as ******, the guessed ones too, as after a refusal) and what read_body finds
     wrong with it, in the active language. Nothing is created."""
     try:
-        _spec, v1, _unread, _answer = read_body(text=text, pool_id=pool_id, restored=restored)
+        _spec, v1, _unread, _answer, _framework = read_body(
+            text=text, pool_id=pool_id, restored=restored
+        )
     except ImportRefusedError as exc:
         return exc.text, exc.errors
     secrets = S.stored_secret_values(v1) + guessed_secret_values(v1) + list(restored or [])

@@ -618,8 +618,12 @@ def _image_extras(
     images = list(
         dict.fromkeys([i for i in recent if isinstance(i, str) and i] + W.preset_images())
     )
+    secrets = W.plain_secret_warnings(state=state)
     return {
         "images": images,
+        # Each env table row with the warnings of secrets in plain text on its value.
+        "env_rows": [(row, secrets.rows.get(i, [])) for i, row in enumerate(forms.formset.forms)],
+        "command_secrets": secrets.command,
         "examples": W.offered_examples(state.pool),
         "example": _example(request.GET.get("example") or state.framework, state.pool),
         "injected": W.injected_variables(state.framework, state.pool),
@@ -806,6 +810,8 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "review_notice": display_text(held, source_of(held)) if held else "",
         "tensorboard_notice": W.tensorboard_path_private(spec, state.pool),
         "group_env_notice": W.group_env_pinned(spec),
+        "plain_secrets": W.plain_secret_warnings(state=state).all(),
+        "image_step_url": _step_url(draft, W.IMAGE),
         "problems": [
             {
                 "step": loc.step,

@@ -28,6 +28,7 @@ from .runner_helpers import (  # noqa: F401
     status_of,
     volume,
 )
+from .test_plain_secrets import HF
 from .test_runner_job_users import job_users_on  # noqa: F401
 from .test_usage_report import run as run_job
 from .test_wizard import A800
@@ -224,11 +225,13 @@ def test_every_wizard_step_with_its_errors_has_no_serious_violations(audit, alic
     page.check("input[name=framework][value=PyTorchJob]")
     next_step(page, "image")
     page.fill("#id_image", "no-tag")
+    # A token in the command: its warning on the field, and on the review step (left32).
+    page.fill("#id_command", f"huggingface-cli login --token {HF} && torchrun train.py")
     page.click("#wizard-next")
     page.wait_for_selector("#step-errors")
-    audit.check("image step with errors")
+    expect(page.locator("#command-secrets")).to_be_visible()
+    audit.check("image step with errors and a secret warned of")
     page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
-    page.fill("#id_command", "torchrun train.py")
     for slug in ("resources", "data"):
         next_step(page, slug)
         audit.check(f"{slug} step")
@@ -236,6 +239,7 @@ def test_every_wizard_step_with_its_errors_has_no_serious_violations(audit, alic
     for slug in ("fault", "advanced", "submission", "review"):
         next_step(page, slug)
         audit.check(f"{slug} step")
+    expect(page.locator("#plain-secrets-notice")).to_be_visible()
 
     audit.assert_clean()
 

@@ -371,6 +371,16 @@ def test_a_body_error_names_the_field_and_creates_nothing(api):
     assert Job.objects.count() == 0
 
 
+def test_aihc_clis_pytorch_spelling_is_refused_as_aihcs_openapi_documents_pytorchjob_only(api):
+    # Decision (left32): the import reads "pytorch" as PyTorchJob with a notice; the API,
+    # which scripts call with no one to read a notice, keeps the OpenAPI's names.
+    error = refused(lambda: api.create_job(pool="local", body=body(jobFramework="pytorch")))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert "jobFramework: Framework must be PyTorchJob, MPIJob, TFJob or Custom." in error.message
+    assert Job.objects.count() == 0
+
+
 def test_a_card_type_the_pool_lacks_is_named_once_for_a_one_replica_body(api):
     # Found in QA: also on roles[1], the worker role of 0 instances a v1 body of one replica
     # reads back with, which the script never wrote.

@@ -311,6 +311,7 @@ def numbers_said() -> list[str]:
         log_filters,
         logs,
         monitoring,
+        plain_secrets,
         services,
         shim,
         stacks,
@@ -329,6 +330,8 @@ def numbers_said() -> list[str]:
     )
     pause, pause_max = kubernetes.SUBMIT_PAUSE
     return [
+        # The job spec: a secret typed into the command.
+        f"(one of {plain_secrets.SECRET_VALUE_MIN_CHARS} characters or more: shorter ones match ordinary words)",
         # Two commands: serve starts a dying worker again.
         f"(after {first} s, doubling up to {most} s while it keeps dying within {healthy} of its start)",
         f"({first} s, doubling up to {most} s)",

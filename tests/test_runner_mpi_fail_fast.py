@@ -127,6 +127,67 @@ def test_a_later_mpirun_of_the_same_script_is_not_failed_for_an_earlier_ones_ran
     assert "second done" in master
 
 
+@needs_openmpi
+@needs_pidfd_exit_info
+def test_a_rank_failure_its_own_mpirun_ended_does_not_fail_another_mpirun_running_beside_it(
+    alice, settings
+):
+    # Two mpiruns at once in the same workers: the first one's rank 1 exits 3 and that
+    # mpirun ends its launch (within the grace); the second, healthy, keeps both workers busy
+    # past the grace. Before (review34), a worker busy with any launch counted for the other:
+    # the job failed "A rank in worker-1 exited with code 3" while its second mpirun ran on.
+    # (The second keeps its session folder apart: Open MPI 4.1's daemons starting in the
+    # same instant in one host race to make /tmp/ompi.<host>.<uid>, "File exists", README.)
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 5
+    command, _ = program(settings)
+    spec = make_spec(
+        f'( {MPIRUN} {command}; echo "first answered $?" ) & '
+        f"{MPIRUN} --mca orte_tmpdir_base /tmp/second sleep 15 && echo second done; wait",
+        framework=S.MPI,
+        roles=ROLES,
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "rank 1 exits in worker-1" in master
+    assert "first answered 0" not in master and "first answered " in master
+    assert "second done" in master
+
+
+@needs_openmpi
+@needs_pidfd_exit_info
+def test_a_rank_that_fails_while_its_own_mpirun_waits_fails_the_job_beside_a_healthy_mpirun(
+    alice, settings
+):
+    # Each launch is judged against itself: a handed command of the launch whose rank failed
+    # still runs past the grace (here a daemon that waits, as MPICH's mpiexec does for a rank
+    # that exits without MPI_Abort), so the job fails, the healthy mpirun beside it or not.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 2
+    shutil.copy2("/bin/sh", volume(settings) / "orted")
+    seconds = random.randint(10000, 99999)
+    sleeper = f"sleep {seconds}.5"
+    waiting = (
+        "/etc/mpi/rsh worker-1 "
+        '\'/workspace/orted -c "sh -c \\"sleep 1; exit 3\\"; '
+        f"t={str(seconds)[:2]}; exec sleep \\${{t}}{str(seconds)[2:]}.5\"'"
+    )
+    healthy = f"sleep {random.randint(100, 999)}.25"
+    spec = make_spec(f"{waiting} & {MPIRUN} {healthy}; wait", framework=S.MPI, roles=ROLES)
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=40)
+
+    assert job.status == JobStatus.FAILED, log_text(job, "master-0")
+    assert job.status_reason == (
+        "worker-1 中的一个 rank 退出，退出码 3，MPI 启动器在 2 秒内没有结束任务。"
+    )
+    assert processes_with(sleeper) == []
+    assert processes_with(healthy) == []
+
+
 @needs_pidfd_exit_info
 def test_a_rank_killed_by_a_signal_while_the_launcher_waits_fails_the_job_naming_the_signal(
     alice, settings
@@ -212,3 +273,66 @@ def test_a_fifo_a_job_put_as_its_rank_failed_record_does_not_stop_the_runner_rea
         reader.join()
     assert not stuck
     assert states[0].rank_failed is None
+
+
+def test_a_fifo_a_job_put_as_its_busy_mark_does_not_stop_the_runner_reading_it(tmp_path):
+    # The runner now reads what `busy` holds (the launches a worker runs something of), not
+    # only its time: a named pipe there must not hold read_state either.
+    folder = tmp_path / "tmp" / ".mpi"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "busy")
+    states = []
+    reader = threading.Thread(target=lambda: states.append(read_state(tmp_path)), daemon=True)
+    reader.start()
+    reader.join(30)  # a hang guard, not a speed measure
+    stuck = reader.is_alive()
+    if stuck:
+        os.close(os.open(folder / "busy", os.O_WRONLY))
+        reader.join()
+    assert not stuck
+    assert states[0].busy_since is None
+
+
+def test_an_agent_copied_before_launches_had_ids_is_read_as_one_launch(tmp_path):
+    # A job started by an earlier version keeps the agent it was given: an empty `busy`
+    # and one record, their times the files'. Read as the launch "", fail fast goes on for it.
+    folder = tmp_path / "tmp" / ".mpi"
+    folder.mkdir(parents=True)
+    for name in ("lock", "launched", "started"):  # a replica that ran: its marks are read
+        (tmp_path / name).touch()
+    (folder / "busy").write_bytes(b"")
+    (folder / "rank-failed").write_text('{"code": 3}')
+    os.utime(folder / "busy", (1000.5, 1000.5))
+    os.utime(folder / "rank-failed", (1002.25, 1002.25))
+
+    state = read_state(tmp_path)
+
+    assert state.busy_since == {"": 1000.5}
+    assert state.rank_failed == {"": {"code": 3, "time": 1002.25}}
+
+
+@pytest.mark.parametrize(
+    "busy, rank_failed",
+    [
+        ("[1, 2]", "[3]"),
+        ('{"1-2": "soon"}', '{"1-2": 3}'),
+        ('{"../x": 5}', '{"1-2": {"code": 300, "time": 5}}'),
+        ('{"1-2": -1}', '{"1-2": {"code": 3, "signal": 9, "time": 5}}'),
+        ("not json", '{"1-2": {"code": 3, "time": "then"}}'),
+    ],
+)
+def test_what_a_job_writes_in_its_agents_files_is_read_as_numbers_or_not_at_all(
+    tmp_path, busy, rank_failed
+):
+    # The job owns its /tmp/.mpi: nothing it puts there may stop the worker reading it.
+    folder = tmp_path / "tmp" / ".mpi"
+    folder.mkdir(parents=True)
+    for name in ("lock", "launched", "started"):  # a replica that ran: its marks are read
+        (tmp_path / name).touch()
+    (folder / "busy").write_text(busy)
+    (folder / "rank-failed").write_text(rank_failed)
+
+    state = read_state(tmp_path)
+
+    assert state.busy_since is None
+    assert state.rank_failed is None

@@ -179,6 +179,33 @@ def test_an_mpich_rank_that_exits_non_zero_without_abort_fails_the_job_naming_it
 
 
 @needs_pidfd_exit_info
+def test_a_rank_failure_its_own_mpiexec_ended_does_not_fail_another_mpiexec_running_beside_it(
+    alice, settings
+):
+    # Two launches at once in the same workers: the first's rank 1 exits 3 and its rank 0
+    # ends a second later, so that mpiexec ends its launch itself (exit 3), well within the
+    # grace; the second, healthy, keeps both workers busy past the grace. Before (review34),
+    # a worker busy with any launch counted for the other, and the job failed "A rank in
+    # worker-1 exited with code 3" while the second mpiexec ran on.
+    settings.LOCAL_MPI_RANK_GRACE_SECONDS = 5
+    rank = "sh -c 'if [ \"$PMI_RANK\" = 1 ]; then sleep 1; exit 3; fi; sleep 2'"
+    spec = make_spec(
+        f'( mpiexec.hydra {rank}; echo "first answered $?" ) & '
+        "mpiexec.hydra sleep 15 && echo second done; wait",
+        framework=S.MPI,
+        roles=ROLES,
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: finished(job), timeout=90)
+
+    master = log_text(job, "master-0")
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert "first answered 3" in master
+    assert "second done" in master
+
+
+@needs_pidfd_exit_info
 def test_a_job_that_turns_fail_fast_off_is_left_running_after_a_rank_exits_non_zero(
     alice, settings, program
 ):

@@ -149,6 +149,41 @@ def test_a_v2_body_imports_as_its_v1_twin(alice_client):
     assert review_body(alice_client, draft) == BODY
 
 
+def import_notices_text(client, draft) -> str:
+    page = client.get(step_url(draft, W.BASIC)).content.decode()
+    found = re.search(r'id="import-notices"[^>]*>(.*?)</div>', page, re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", found.group(1))) if found else ""
+
+
+def test_aihc_clis_pytorch_spelling_imports_as_pytorchjob_and_the_draft_says_so(alice_client):
+    # AIHC's CLI template writes "jobFramework": "pytorch" (reference: aihc-openapi.md); it
+    # was refused as "Framework must be PyTorchJob, MPIJob, TFJob or Custom."
+    r = import_body(alice_client, {**BODY, **CHANNELS, "jobFramework": "pytorch"})
+
+    assert r.status_code == 302
+    draft = Draft.objects.get()
+    assert review_body(alice_client, draft) == BODY  # sent as PyTorchJob
+    assert "jobFramework “pytorch” 已按 PyTorchJob 读取" in import_notices_text(alice_client, draft)
+
+
+def test_a_v2_bodys_other_spelling_is_named_as_its_jobtype_in_english(alice_en):
+    v2 = {**v2_from_v1({**BODY, **CHANNELS}), "jobType": "PytorchJob"}
+
+    r = import_body(alice_en, v2)
+
+    assert r.status_code == 302
+    notices = import_notices_text(alice_en, Draft.objects.get())
+    assert "jobType “PytorchJob” was read as PyTorchJob, the console's name" in notices
+    assert "The API takes PyTorchJob only." in notices
+
+
+def test_a_framework_the_console_has_no_name_for_is_still_refused_on_import(alice_client):
+    r = import_body(alice_client, {**BODY, "jobFramework": "horovod"})
+
+    assert r.status_code == 200 and not Draft.objects.exists()
+    assert "jobFramework" in error_texts(r)
+
+
 def test_a_request_pasted_with_its_request_line_and_headers_imports_into_that_pool(alice_client):
     # Found in QA: the job page shows its request as "POST /api/v1/aijobs?resourcePoolId=local"
     # and the body under it; pasted whole, it was refused with "Not valid JSON: line 1,

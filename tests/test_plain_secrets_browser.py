@@ -1,0 +1,47 @@
+"""A token typed into the command, as a person meets its warning: after going on, the review
+step says so with a way back, the image step shows it on the field, and 知道了 hides it
+there (and on the review step) with what was typed kept."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.test_plain_secrets import HF
+from tests.test_wizard_browser import _local_pool, fill_basic, next_step, start  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_token_typed_into_the_command_is_warned_of_and_got_it_hides_the_warning(
+    logged_in_page,
+):
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    command = f"huggingface-cli login --token {HF} && torchrun train.py"
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", command)
+    next_step(page, "resources")  # a warning, not a refusal
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    for slug in ("fault", "advanced", "submission", "review"):
+        next_step(page, slug)
+
+    notice = page.locator("#plain-secrets-notice")
+    expect(notice).to_contain_text("运行命令中有疑似 Hugging Face 令牌（hf_…）")
+    notice.get_by_role("link", name="镜像与命令").click()
+    page.wait_for_url(re.compile(r"/image/$"))
+
+    warning = page.locator("#command-secrets")
+    expect(warning).to_contain_text("请把它移到勾选“保密”的环境变量中")
+    expect(warning).not_to_contain_text(HF)
+    warning.get_by_role("button", name="知道了，不再显示").click()
+    expect(page.locator("#command-secrets")).to_have_count(0)
+    expect(page.locator("#id_command")).to_have_value(command)
+
+    page.goto(page.url.replace("/image/", "/review/"))
+    expect(page.locator("#review-summary")).to_be_visible()
+    expect(page.locator("#plain-secrets-notice")).to_have_count(0)
