@@ -3,6 +3,7 @@ submission (idempotent), sync, stop, delete, logs."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 
@@ -675,6 +676,36 @@ def test_an_api_server_that_answers_nothing_is_asked_about_a_different_job_each_
 
     names = [job.external_id for job in reversed(jobs)]  # newest first
     assert asked == [*names, names[0]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_waiting_on_an_api_server_that_does_not_answer_keeps_its_lease(
+    fake, alice, settings
+):
+    """One job's sync with a server that takes connections and never answers waits for three
+    read timeouts (91.5 s by default), past WORKER_STALE_SECONDS (60 s). Until review 36 the
+    worker then read as not running once a round (/healthz 503, the users' banner) and a
+    standby took its lease over, to wait on the same server in turn. The lease is renewed
+    while the tick waits on the platform."""
+    from jobs.health import worker_beat, worker_state
+    from jobs.worker import Worker
+    from tests.test_workers import worker_on
+
+    settings.WORKER_REMOTE_SYNC_SECONDS = 0
+    settings.WORKER_HEARTBEAT_SECONDS = 0.5
+    settings.WORKER_STALE_SECONDS = 2
+    settings.KUBERNETES_READ_TIMEOUT = 1  # three reads of 1 s, 0.5 s and 1 s between: 4.5 s
+    job = submitted(alice, get_backend("kubernetes"))
+    fake.stall(job.external_id, 1.5)
+    worker = Worker()
+
+    started = time.monotonic()
+    worker.tick()  # takes the lease, then waits on the job's reads
+    waited = time.monotonic() - started
+
+    assert waited > settings.WORKER_STALE_SECONDS  # the wait this is about
+    assert worker_state().status == "ok"
+    assert worker_beat(worker=worker_on("gpu-b", 202)) is False  # a standby waits on
 
 
 def test_a_slow_api_server_is_synced_over_several_ticks_not_in_one_long_one(fake, alice, settings):

@@ -316,6 +316,7 @@ def numbers_said() -> list[str]:
         stacks,
         tensorboard,
         wizard_import,
+        worker,
     )
     from jobs import spec as S
     from jobs.backends import kubernetes
@@ -385,6 +386,10 @@ def numbers_said() -> list[str]:
         f"{api_keys.DEFAULT_EXPIRY_DAYS} days is preselected",
         f"(at most {api_keys.MAX_EXPIRATION_SECONDS} s) or more than {api_keys.CLOCK_SKEW_SECONDS} s ahead",
         f"from 1 s to {api_views.MAX_TIME_STEP // (24 * 3600)} days, default {api_views.DEFAULT_TIME_STEP // 60} minutes as on AIHC",
+        # Kubernetes: a slow platform is synced over several ticks, the lease kept meanwhile.
+        f"each tick spends about {worker.REMOTE_TICK_SECONDS:g} s (`REMOTE_TICK_SECONDS`",
+        f"for up to {worker.REMOTE_WAIT_LEASE_SECONDS / 60:g} minutes (`REMOTE_WAIT_LEASE_SECONDS`",
+        f"renews the lease meanwhile, for up to {worker.REMOTE_WAIT_LEASE_SECONDS / 60:g} minutes:",
         # Kubernetes: an unreachable API server pauses submits.
         f"submits {pause:g} s, doubling up to {pause_max / 60:g} minutes; after {kubernetes.MAX_UNANSWERED_CREATES} creates",
     ]
