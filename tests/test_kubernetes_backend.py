@@ -3,6 +3,7 @@ submission (idempotent), sync, stop, delete, logs."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -706,6 +707,44 @@ def test_a_worker_waiting_on_an_api_server_that_does_not_answer_keeps_its_lease(
     assert waited > settings.WORKER_STALE_SECONDS  # the wait this is about
     assert worker_state().status == "ok"
     assert worker_beat(worker=worker_on("gpu-b", 202)) is False  # a standby waits on
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_whose_lease_is_taken_over_while_it_waits_on_the_api_server_stops_dispatching(
+    fake, alice, settings
+):
+    """The lease renewed meanwhile is found taken over (here: by a worker the test writes
+    into the lease's row while the tick waits): the tick raises LeaseLost once its wait is
+    over, and the worker stands by, instead of going on as the holder."""
+    from django.db import connections
+    from django.db.models.functions import Now
+
+    from jobs.models import WorkerHeartbeat
+    from jobs.worker import LeaseLost, Worker
+    from tests.test_workers import worker_on
+
+    settings.WORKER_REMOTE_SYNC_SECONDS = 0
+    settings.WORKER_HEARTBEAT_SECONDS = 0.5
+    settings.KUBERNETES_READ_TIMEOUT = 1
+    job = submitted(alice, get_backend("kubernetes"))
+    fake.stall(job.external_id, 1.5)
+    worker = Worker()
+    other = worker_on("gpu-b", 202)
+
+    def take_over() -> None:
+        try:
+            time.sleep(1)  # the tick is waiting on its first read by then
+            WorkerHeartbeat.objects.update(holder=other.instance, seen_at=Now())
+        finally:
+            connections.close_all()
+
+    taker = threading.Thread(target=take_over)
+    taker.start()
+    with pytest.raises(LeaseLost):
+        worker.tick()
+    taker.join()
+
+    assert WorkerHeartbeat.objects.get().holder == other.instance
 
 
 def test_a_slow_api_server_is_synced_over_several_ticks_not_in_one_long_one(fake, alice, settings):
