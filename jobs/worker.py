@@ -10,7 +10,8 @@ Each tick it
 4. deletes finished local jobs whose retention period has passed, and those whose owner
    asked to delete them while they ran (normally done as they end; this catches a worker
    killed in between, and a Delete that arrived just as the job ended).
-Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS; stopped
+Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS, and
+from a thread while step 3 waits on a platform (Worker.lease_renewed_meanwhile); stopped
 cleanly, it gives the lease up.
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
