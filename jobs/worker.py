@@ -10,7 +10,8 @@ Each tick it
 4. deletes finished local jobs whose retention period has passed, and those whose owner
    asked to delete them while they ran (normally done as they end; this catches a worker
    killed in between, and a Delete that arrived just as the job ended).
-Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS; stopped
+Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS, and
+from a thread while step 3 waits on a platform (Worker.lease_renewed_meanwhile); stopped
 cleanly, it gives the lease up.
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
@@ -41,7 +42,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -273,6 +275,10 @@ def followed_again_message(unfollowed_seconds: int | None) -> str:
 # before it goes back to the local jobs: a job's requests started by then are finished, the
 # next jobs' wait for the next tick (sync_remote says why).
 REMOTE_TICK_SECONDS = 2.0
+# How long the lease is renewed for a tick waiting on remote platforms
+# (Worker.lease_renewed_meanwhile): far more than one job's requests wait at most with the
+# default timeouts, so a tick stuck longer is hung and lets a standby take over.
+REMOTE_WAIT_LEASE_SECONDS = 600.0
 
 
 def remote_to_sync() -> QuerySet[Job]:
@@ -353,14 +359,15 @@ class Worker:
             network_problem=self.identity.network_problem,
             worker=self.identity,
         )
-        self.dispatch_remote(budget=REMOTE_TICK_SECONDS)
-        if (
-            self.sync_round
-            or time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS
-        ):
-            if not self.sync_round:  # a new round
-                self.last_remote_sync = time.monotonic()
-            self.sync_remote(budget=REMOTE_TICK_SECONDS)
+        with self.lease_renewed_meanwhile():
+            self.dispatch_remote(budget=REMOTE_TICK_SECONDS)
+            if (
+                self.sync_round
+                or time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS
+            ):
+                if not self.sync_round:  # a new round
+                    self.last_remote_sync = time.monotonic()
+                self.sync_remote(budget=REMOTE_TICK_SECONDS)
         self.delete_expired()
         self.delete_expired_sessions()
         self.delete_requested()
@@ -374,8 +381,9 @@ class Worker:
     def beat(self) -> None:
         """Renews the lease: each tick, but written at most every WORKER_HEARTBEAT_SECONDS (a tick
         may come every 50 ms while jobs are submitted). A tick that hangs longer than
-        WORKER_STALE_SECONDS (e.g. a platform timing out on every job) shows as a stopped
-        worker, which it is for the jobs waiting on it, and lets a standby take over.
+        WORKER_STALE_SECONDS shows as a stopped worker, which it is for the jobs waiting on
+        it, and lets a standby take over; but not one waiting on a remote platform, for which
+        a standby would wait as long (lease_renewed_meanwhile says why).
 
         Raises LeaseLost when another worker took the lease over. When the database cannot
         be reached it carries on only while the last renewal is recent (half of
@@ -410,6 +418,46 @@ class Worker:
                 end_leftover_replicas()
             except Exception:
                 logger.exception("ending replicas of jobs that ended meanwhile failed")
+
+    @contextmanager
+    def lease_renewed_meanwhile(self) -> Iterator[None]:
+        """Renews the lease from a thread of its own, every WORKER_HEARTBEAT_SECONDS, while the
+        tick waits on remote platforms (for at most REMOTE_WAIT_LEASE_SECONDS). One job's
+        sync with a platform that does not answer waits for each read's timeout three or
+        four times (KUBERNETES_READ_TIMEOUT, AIHC_READ_TIMEOUT: 91.5 s and 123.5 s by
+        default), past WORKER_STALE_SECONDS (60 s). Until review 36 the worker then read as
+        not running once a round (/healthz 503, the users' banner), and a standby took the
+        lease over, waited in turn on the same platform and lost it back, each takeover with
+        a new Worker that asked the unanswered job first again, so the cluster's other jobs
+        were never synced. Raises LeaseLost once the lease is found taken over."""
+        done, lost = threading.Event(), threading.Event()
+        until = time.monotonic() + REMOTE_WAIT_LEASE_SECONDS
+
+        def renew() -> None:
+            try:
+                while not done.wait(settings.WORKER_HEARTBEAT_SECONDS):
+                    if time.monotonic() > until:
+                        return  # hung, not waiting: the lease lapses as for any hung tick
+                    try:
+                        held = worker_beat(worker=self.identity)
+                    except Exception:
+                        return  # the database is out of reach: the tick's own beat says so
+                    if not held:
+                        lost.set()
+                        return
+                    self.last_beat = time.monotonic()
+            finally:
+                connections.close_all()  # this thread's connection
+
+        thread = threading.Thread(target=renew, name="lease-renewal", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+        if lost.is_set():
+            raise LeaseLost
 
     def note_runs_elsewhere(self) -> None:
         """On taking the lease: says on each local job that runs on another host or run

@@ -15,6 +15,7 @@ from jobs import spec as S
 from jobs.actions import job_delete
 from jobs.aihc.client import AihcClient, AihcError, Credentials
 from jobs.api_keys import api_key_create
+from jobs.backends import get_backend
 from jobs.backends.aihc import USAGE_DIR, read_utilisation, usage_file
 from jobs.models import Job, JobStatus
 from jobs.services import jobs_submit
@@ -206,6 +207,24 @@ def test_the_worker_reads_a_jobs_metrics_at_most_once_per_interval(fake, alice, 
         "MemoryUsage",
     ]
     assert fake.calls("DescribeJobMetrics")[0].params["timeStep"] == "3600"
+
+
+def test_a_metrics_read_reaches_back_to_the_last_one_when_the_jobs_syncs_were_far_apart(
+    fake, alice
+):
+    """A read asks for the last USAGE_WINDOW (120 s). A job's syncs can be further apart (a
+    slow AIHC synced a few jobs a tick, another platform not answering for 90 s a round):
+    until review 36 the points in between were never read. The last read is made to look
+    300 s old, as waiting that long here would take."""
+    job, worker, _pods = running_job(alice, fake)
+    worker.sync_remote()
+    get_backend("aihc")._metrics_read[job.public_id] -= 300
+    fake.requests.clear()
+
+    worker.sync_remote()
+
+    [read, *_others] = fake.calls("DescribeJobMetrics")
+    assert int(read.params["endTime"]) - int(read.params["startTime"]) >= 300
 
 
 @pytest.mark.parametrize(

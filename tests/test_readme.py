@@ -318,9 +318,10 @@ def numbers_said() -> list[str]:
         summary,
         tensorboard,
         wizard_import,
+        worker,
     )
     from jobs import spec as S
-    from jobs.backends import kubernetes
+    from jobs.backends import aihc, kubernetes
     from jobs.management.commands import serve
 
     stale = re.search(r"envfloat\(\"WORKER_STALE_SECONDS\", max\((\d+),", SETTINGS_SOURCE)[1]  # type: ignore[index]
@@ -329,6 +330,7 @@ def numbers_said() -> list[str]:
         int(serve.WORKER_HEALTHY_SECONDS), f"{serve.WORKER_HEALTHY_SECONDS:g} s"
     )
     pause, pause_max = kubernetes.SUBMIT_PAUSE
+    catch_up = {3600: "an hour"}.get(aihc.USAGE_CATCH_UP, f"{aihc.USAGE_CATCH_UP} s")
     return [
         # The job spec: a secret typed into the command.
         f"(one of {plain_secrets.SECRET_VALUE_MIN_CHARS} characters or more: shorter ones match ordinary words)",
@@ -394,6 +396,13 @@ def numbers_said() -> list[str]:
         f"{api_keys.DEFAULT_EXPIRY_DAYS} days is preselected",
         f"(at most {api_keys.MAX_EXPIRATION_SECONDS} s) or more than {api_keys.CLOCK_SKEW_SECONDS} s ahead",
         f"from 1 s to {api_views.MAX_TIME_STEP // (24 * 3600)} days, default {api_views.DEFAULT_TIME_STEP // 60} minutes as on AIHC",
+        # AIHC: how far back a metrics read reaches.
+        f"each asking the last {aihc.USAGE_WINDOW // 60} minutes (or 4 intervals, if longer; or "
+        f"back to the worker's last read of the job, up to {catch_up}",
+        # Kubernetes: a slow platform is synced over several ticks, the lease kept meanwhile.
+        f"each tick spends about {worker.REMOTE_TICK_SECONDS:g} s (`REMOTE_TICK_SECONDS`",
+        f"for up to {worker.REMOTE_WAIT_LEASE_SECONDS / 60:g} minutes (`REMOTE_WAIT_LEASE_SECONDS`",
+        f"renews the lease meanwhile, for up to {worker.REMOTE_WAIT_LEASE_SECONDS / 60:g} minutes:",
         # Kubernetes: an unreachable API server pauses submits.
         f"submits {pause:g} s, doubling up to {pause_max / 60:g} minutes; after {kubernetes.MAX_UNANSWERED_CREATES} creates",
     ]

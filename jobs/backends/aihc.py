@@ -14,7 +14,7 @@ N jobs of one name, so jobs other console rows already own are skipped).
 Usage: while a job runs, each sync also reads what its running pods use from AIHC's job
 metrics API (v1 `GET /api/v1/aijobs/{id}/metrics`, v2 DescribeJobMetrics), at most once per
 AIHC_METRICS_SECONDS per job: one call each for GpuUsage, CpuUsage and MemoryUsage, each
-unretried, covering the last USAGE_WINDOW. AIHC's DescribeJobMetrics page
+unretried, covering the last USAGE_WINDOW (or back to the last read, at most USAGE_CATCH_UP). AIHC's DescribeJobMetrics page
 (https://cloud.baidu.com/doc/AIHC/s/4mayvot8u, updated 2025-05-30) describes all three as
 utilisations (GPU 使用率, CPU 使用率, Memory 使用率), not amounts (cores, bytes), without
 saying whether as 0-100 or 0-1. Decided, and UNCERTAIN until checked against a real account:
@@ -149,6 +149,8 @@ USAGE_DIR = "aihc-usage"
 GPU_METRIC, CPU_METRIC, MEMORY_METRIC = "GpuUsage", "CpuUsage", "MemoryUsage"
 # How far back each read asks (at least): a worker that was down longer loses the gap.
 USAGE_WINDOW = 120
+# How far back a read reaches at most to join up with the last one (_sample_usage).
+USAGE_CATCH_UP = 3600
 UNAVAILABLE_FILE = "unavailable.json"
 
 
@@ -1039,12 +1041,17 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             )
         interval = float(settings.AIHC_METRICS_SECONDS)
         now = time.monotonic()
-        if not running or now - self._metrics_read.get(job.public_id, float("-inf")) < interval:
+        last_read = self._metrics_read.get(job.public_id)
+        if not running or (last_read is not None and now - last_read < interval):
             return
         self._metrics_read[job.public_id] = now
         step = max(int(interval), 1)
         end = int(time.time())
-        start = end - max(USAGE_WINDOW, 4 * step)
+        # Back to this process's last read too: a job's syncs may be further apart than
+        # USAGE_WINDOW (a slow AIHC synced over several ticks, another platform not
+        # answering for 90 s a round), whose points were lost (review 36).
+        since_last = 0 if last_read is None else int(min(now - last_read, USAGE_CATCH_UP))
+        start = end - max(USAGE_WINDOW, 4 * step, since_last + step)
         read = {}
         try:
             for metric in (GPU_METRIC, CPU_METRIC, MEMORY_METRIC):
