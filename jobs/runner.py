@@ -396,7 +396,7 @@ def replica_state_dir(public_id: str, attempt: int, label: str, runner: str = ""
 class ReplicaState:
     phase: str  # "unlaunched", "alive", "exited", "lost"
     exit_code: int | None = None
-    keyword: dict[str, str] | None = None
+    keyword: dict[str, Any] | None = None  # "keyword", "line"; "time", when found
     tmp_over: dict[str, int] | None = None  # its /tmp went over the cap: bytes used, limit
     # The worker evicted it for disk pressure (evict_for_disk_pressure): its /tmp's bytes,
     # the disk's free bytes and the threshold then (or, short of inodes, its /tmp's entries,
@@ -497,6 +497,17 @@ def _mark(path: Path, unreadable: dict) -> dict | None:
         return unreadable
 
 
+def _keyword_mark(path: Path) -> dict | None:
+    """The shim's record of the fault keyword it found, with "time", when it wrote it (the
+    file's time): a TensorFlow job's replica that logged one after the job's result was
+    decided failed no more than one exiting then does (_after_result)."""
+    record = _mark(path, {"keyword": "?", "line": ""})
+    if isinstance(record, dict):
+        with contextlib.suppress(OSError):
+            record["time"] = path.stat().st_mtime
+    return record
+
+
 def _lock_held(lock: Path) -> bool:
     """Whether a live process holds the lock file (a replica's shim): read_state's test of
     "alive" alone, without reading its other files."""
@@ -532,7 +543,7 @@ def last_exit_time(states: list[ReplicaState]) -> datetime | None:
 
 def read_state(state: Path) -> ReplicaState:
     marks = {
-        "keyword": _mark(state / "keyword", {"keyword": "?", "line": ""}),
+        "keyword": _keyword_mark(state / "keyword"),
         "tmp_over": _mark(state / "tmp-over", {"used": 0, "limit": 0}),
         "evicted": _mark(state / "evicted", {"used": 0, "free": 0, "threshold": 0}),
         **_agent_marks(state),
@@ -2080,7 +2091,10 @@ def supervise(job: Job, *, children: Children | None = None) -> None:
         _mpi_rank_failure_due(replicas, states, now) if mpi_fail_fast_wanted(spec) else {}
     )
     failure = None
+    after_result = _after_result(job, replicas, states)
     for replica in _in_order_of_failure(replicas, states):
+        if replica.pk in after_result:
+            continue  # the job's result was decided before it failed (_tensorflow_done)
         state = states[replica.pk]
         label = f"{replica.role}-{replica.index}"
         finished = state.phase == "exited" and state.exit_code == 0
@@ -2223,6 +2237,58 @@ def tensorflow_result_replica(job: Job, replicas: list[JobReplica]) -> JobReplic
     return by_label.get(("chief", 0)) or by_label.get(("worker", 0))
 
 
+def _result_decided_at(
+    job: Job, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> datetime | None:
+    """When a TensorFlow job's result was decided: its chief's (worker 0's) exit with 0."""
+    result = tensorflow_result_replica(job, replicas)
+    if result is None:
+        return None
+    state = states[result.pk]
+    return state.exited_at if state.phase == "exited" and state.exit_code == 0 else None
+
+
+def _failed_after_result(
+    job: Job, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> list[JobReplica]:
+    """The replicas of a TensorFlow job that exited other than 0 after its chief (worker 0)
+    had exited 0. The job's result was decided at that exit, and a worker watching then
+    would have stopped them (_tensorflow_done): their exits, most often of the chief's end
+    (a peer gone, "connection reset"), are not the job's failure. Review 37: seen in the
+    same tick as the chief's exit (the worker down, or the moment before its tick), such an
+    exit restarted or failed a job whose chief had finished."""
+    decided = _result_decided_at(job, replicas, states)
+    if decided is None:
+        return []
+    return [
+        r
+        for r in replicas
+        if states[r.pk].phase == "exited"
+        and states[r.pk].exit_code != 0
+        and states[r.pk].exited_at is not None
+        and states[r.pk].exited_at > decided
+    ]
+
+
+def _after_result(
+    job: Job, replicas: list[JobReplica], states: dict[int, ReplicaState]
+) -> set[int]:
+    """The replicas (pks) whose failure came after a TensorFlow job's result was decided:
+    those of _failed_after_result, and one still running that logged a fault keyword after
+    it (a peer's "connect timeout" once the chief is gone), which the stop ends. With fault
+    tolerance on, either restarted the whole finished training (review 37)."""
+    decided = _result_decided_at(job, replicas, states)
+    if decided is None:
+        return set()
+    after = {r.pk for r in _failed_after_result(job, replicas, states)}
+    for replica in replicas:
+        state = states[replica.pk]
+        found = (state.keyword or {}).get("time")
+        if state.phase == "alive" and isinstance(found, float) and found > decided.timestamp():
+            after.add(replica.pk)
+    return after
+
+
 def _tensorflow_done(
     job: Job,
     run: LocalRun,
@@ -2231,35 +2297,56 @@ def _tensorflow_done(
     states: dict[int, ReplicaState],
     now: datetime,
 ) -> bool:
-    """Whether a TensorFlow job's chief (worker 0) has exited 0 while others still run, and
-    their stop, after which the job succeeds, is now decided. Not past the job's time limit:
-    a worker watching then would have timed it out first (the deadline check does, next)."""
+    """Whether a TensorFlow job's chief (worker 0) has exited 0 while others still run (or
+    others exited other than 0 after it: _failed_after_result), and their stop, after which
+    the job succeeds, is now decided. Not past the job's time limit: a worker watching then
+    would have timed it out first (the deadline check does, next)."""
     result = tensorflow_result_replica(job, replicas)
     if result is None:
         return False
     state = states[result.pk]
     still_running = [r for r in replicas if states[r.pk].phase == "alive"]
-    if not (state.phase == "exited" and state.exit_code == 0 and still_running):
+    failed_after = _failed_after_result(job, replicas, states)
+    if not (state.phase == "exited" and state.exit_code == 0 and (still_running or failed_after)):
         return False
     deadline = _deadline(job, run, spec, now)
     if deadline is not None and (state.exited_at is None or state.exited_at > deadline):
         return False
     label = f"{result.role}-{result.index}"
     others = ", ".join(sorted(f"{r.role}-{r.index}" for r in still_running))
-    message = recorded(
-        gettext_noop(
-            "%(replica)s exited with 0, which ends a TensorFlow job as Kubeflow's TFJob "
-            "does; the instances still running were stopped: %(others)s."
-        ),
-        replica=label,
-        others=others,
-    )
+    if still_running:
+        message = recorded(
+            gettext_noop(
+                "%(replica)s exited with 0, which ends a TensorFlow job as Kubeflow's TFJob "
+                "does; the instances still running were stopped: %(others)s."
+            ),
+            replica=label,
+            others=others,
+        )
+    else:
+        message = recorded(
+            gettext_noop(
+                "%(replica)s exited with 0, which ends a TensorFlow job as Kubeflow's TFJob does."
+            ),
+            replica=label,
+        )
+    if failed_after:
+        message = joined(
+            message,
+            recorded(
+                gettext_noop(
+                    "%(replicas)s exited other than with 0 after it, which does not change "
+                    "the job's result."
+                ),
+                replicas=", ".join(sorted(f"{r.role}-{r.index}" for r in failed_after)),
+            ),
+        )
     # Only if no stop was recorded since this tick read the run: a Stop from the web
     # process keeps its own target (and _finished_before_stop still finds the success).
     decided = LocalRun.objects.filter(pk=run.pk, stop_target="").update(
         stop_target=TARGET_SUCCEEDED, stop_message=message, stop_message_source=source_of(message)
     )
-    if decided:
+    if decided and still_running:
         job_event(
             job=job,
             reason="Succeeding",

@@ -154,3 +154,138 @@ def test_a_stop_that_comes_after_the_chief_exited_0_leaves_the_job_succeeded(ali
         assert job.status_reason_shown == "chief-0 exited with 0 before the stop reached it."
     chief.refresh_from_db()
     assert job.finished_at == chief.finished_at
+
+
+def chief_then_peer_spec(
+    roles: list[S.Role], *, peer: str, then: str = "exit 4", peer_first: bool = False, **changes
+) -> S.JobSpec:
+    """The chief exits 0 once the gate opens and `peer` runs `then` (exits 4: a peer that
+    died of the chief's end, "connection reset") a second later, or a second before it with
+    `peer_first`; every other replica serves."""
+    chief_wait, peer_wait = ("sleep 1; ", "") if peer_first else ("", "sleep 1; ")
+    command = (
+        'case "$AIHC_ROLE-$AIHC_ROLE_INDEX" in '
+        f"chief-0) {UNTIL_THE_GATE_OPENS}; {chief_wait}exit 0;; "
+        f"{peer}) {UNTIL_THE_GATE_OPENS}; {peer_wait}{then};; "
+        f"*) {SERVES};; esac"
+    )
+    return runner_spec(command, framework=S.TENSORFLOW, roles=roles, **changes)
+
+
+def both_exited_unwatched(job, labels: list[str]) -> None:
+    """Waits, with no worker ticking, until each of `labels` has exited: the worker was down,
+    or both exits fell in the moment between two ticks."""
+    deadline = time.monotonic() + 30
+    for label in labels:
+        while read_state(replica_state_dir(job.public_id, 1, label)).phase != "exited":
+            assert time.monotonic() < deadline, f"{label} did not exit"
+            time.sleep(0.05)
+
+
+def test_a_worker_that_fails_after_the_chief_exited_0_leaves_the_tensorflow_job_succeeded(
+    alice, settings
+):
+    # Review 37: seen in the same tick as the chief's exit, worker-1's exit 4 failed (or, with
+    # restarts, ran again) a job whose chief had finished; a worker watching at the chief's
+    # exit would have stopped worker-1 and the job succeeded.
+    job = submit(alice, chief_then_peer_spec(PARAMETER_SERVER_ROLES, peer="worker-1"))
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with(SERVING)) == 3, what="servers up")
+    open_gate(settings)
+    both_exited_unwatched(job, ["chief-0", "worker-1"])
+
+    run_until(worker, lambda: ended(job), timeout=30, what="the job's end")
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        reason = job.status_reason_shown
+    assert "the instances still running were stopped: evaluator-0, ps-0, worker-0." in reason
+    assert reason.endswith(
+        "worker-1 exited other than with 0 after it, which does not change the job's result."
+    ), reason
+    statuses = {f"{r.role}-{r.index}": r.status for r in job.replicas.all()}
+    assert statuses["chief-0"] == "succeeded"
+    assert statuses["worker-1"] == "failed"
+    assert not job.events.filter(reason="ReplicaFailed").exists()
+    assert processes_with(SERVING) == []
+
+
+def test_a_tensorflow_job_with_none_left_running_succeeds_when_its_peer_failed_after_the_chief(
+    alice, settings
+):
+    # Nothing left to stop: before review 37 it failed, and "Every replica exited with 0"
+    # would have been the wrong words for its success.
+    roles = [S.Role("chief", 1), S.Role("worker", 1)]
+    job = submit(alice, chief_then_peer_spec(roles, peer="worker-0"))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING, what="the job's start")
+    open_gate(settings)
+    both_exited_unwatched(job, ["chief-0", "worker-0"])
+
+    run_until(worker, lambda: ended(job), timeout=30, what="the job's end")
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    with translation.override("en"):
+        assert job.status_reason_shown == (
+            "chief-0 exited with 0, which ends a TensorFlow job as Kubeflow's TFJob does. "
+            "worker-0 exited other than with 0 after it, which does not change the job's "
+            "result."
+        )
+    with translation.override("zh-hans"):
+        shown = job.status_reason_shown
+    assert shown.startswith("chief-0 以 0 退出，TensorFlow 任务随之结束"), shown
+    assert "worker-0" in shown and "不改变任务的结果" in shown, shown
+    chief = job.replicas.get(role="chief")
+    assert job.finished_at == chief.finished_at
+
+
+def test_a_worker_that_failed_before_the_chief_exited_0_still_fails_the_tensorflow_job(
+    alice, settings
+):
+    # The other way round the failure came first, and stays the job's result.
+    job = submit(
+        alice, chief_then_peer_spec(PARAMETER_SERVER_ROLES, peer="worker-1", peer_first=True)
+    )
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with(SERVING)) == 3, what="servers up")
+    open_gate(settings)
+    both_exited_unwatched(job, ["worker-1", "chief-0"])
+
+    run_until(worker, lambda: ended(job), timeout=30, what="the job's end")
+
+    assert job.status == JobStatus.FAILED
+    with translation.override("en"):
+        assert "worker-1 exited with code 4" in job.status_reason_shown
+
+
+def test_a_fault_keyword_logged_after_the_chief_exited_0_restarts_no_finished_tensorflow_job(
+    alice, settings
+):
+    # Review 37: ps-0's "connect timeout" once the chief was gone, seen in the same tick as
+    # the chief's exit, restarted the whole training with fault tolerance on.
+    spec = chief_then_peer_spec(
+        PARAMETER_SERVER_ROLES,
+        peer="ps-0",
+        then=f"echo 'connect timeout'; {SERVES}",
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(
+            fault_tolerance_limit=2, custom_fault_tolerance_pattern=["connect timeout"]
+        ),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: len(processes_with(SERVING)) == 3, what="servers up")
+    open_gate(settings)
+    both_exited_unwatched(job, ["chief-0"])
+    keyword = replica_state_dir(job.public_id, 1, "ps-0") / "keyword"
+    deadline = time.monotonic() + 30
+    while not keyword.exists():
+        assert time.monotonic() < deadline, "ps-0 logged no keyword"
+        time.sleep(0.05)
+
+    run_until(worker, lambda: ended(job), timeout=30, what="the job's end")
+
+    assert job.status == JobStatus.SUCCEEDED, job.status_reason
+    assert job.restarts == 0
+    assert not job.events.filter(reason__in=["ReplicaFailed", "Restarted"]).exists()
+    assert processes_with(SERVING) == []
