@@ -318,7 +318,11 @@ def test_a_draft_imported_from_a_request_with_its_notices_has_no_serious_violati
     # A body whose import says three things: an env made secret for its name, a field the
     # wizard has no place for, no console part. The notices' 知道了 sits on the warning's
     # yellow (left33: btn-outline-secondary there was 4.23:1, under WCAG AA's 4.5:1).
-    body = {key: value for key, value in IMPORTED.items() if key not in ("datasources", "tensorboardConfig")}
+    body = {
+        key: value
+        for key, value in IMPORTED.items()
+        if key not in ("datasources", "tensorboardConfig")
+    }
     body["jobSpec"] = {
         **IMPORTED["jobSpec"],
         "hostNetwork": True,
@@ -339,6 +343,21 @@ def test_a_draft_imported_from_a_request_with_its_notices_has_no_serious_violati
         next_step(page, "image")
         expect(page.locator("#import-notices")).to_be_visible()
         audit.check(f"image step of an imported draft with its notices, {language}")
+
+    audit.assert_clean()
+
+
+def test_a_job_page_of_64_replicas_with_its_replica_list_has_no_serious_violations(audit, alice):
+    from .test_big_jobs import finished
+
+    job = finished(alice, 63)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(f"/jobs/{job.public_id}/?replica=worker-40")
+        expect(page.locator("#log-replica-previous")).to_be_visible()
+        audit.check(f"job page of 64 replicas, their log list, {width} px")
 
     audit.assert_clean()
 
