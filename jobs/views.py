@@ -137,6 +137,10 @@ EXPLAINED_STATUSES = frozenset(
     }
 )
 LOG_TAIL_LINES = 200
+# A job with more replicas than this picks the log to show from a list, not a tab each: 64
+# tabs wrapped into 6 rows on a laptop, more on a phone (left33). The list keeps a real
+# address per replica: a plain GET form, with links to the previous and the next one.
+LOG_TABS_MAX = 8
 # What the job list's address may carry back after acting on selected jobs (its filters, page).
 LIST_PARAMETERS = (
     "q",
@@ -776,9 +780,18 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
         except Exception:  # a backend that is down must not break the job page
             logger.exception("reading logs of %s failed", job.public_id)
             error = _("The logs cannot be read right now.")
+    at = labels.index(label) if label in labels else -1
+    roles: dict[str, list[str]] = {}
+    for replica in replicas:
+        roles.setdefault(replica.role, []).append(f"{replica.role}-{replica.index}")
     return {
         "log_labels": labels,
         "log_label": label,
+        # Beyond LOG_TABS_MAX replicas: a list grouped by role, and the neighbours' links.
+        "log_picker": len(labels) > LOG_TABS_MAX,
+        "log_roles": list(roles.items()),
+        "log_previous": labels[at - 1] if at > 0 else "",
+        "log_next": labels[at + 1] if 0 <= at < len(labels) - 1 else "",
         "log_lines": lines,
         "log_error": error,
         # A full tail has older lines above it: say so, or the log seems to begin there.
@@ -1130,7 +1143,16 @@ def job_logs(request: AuthenticatedHttpRequest, public_id: str) -> HttpResponse:
         # A tab clicked (or the panel of a job without replicas yet, polling for them).
         context.update(_log_search(job, context["log_label"], QueryDict()))
         response = render(request, "jobs/job_detail.html#log-panel", context)
-    return response if context["log_live"] else HttpResponseStopPolling(response.content)
+    if not context["log_live"]:
+        response = HttpResponseStopPolling(response.content)
+    if request.htmx.trigger == "log-replica-picker":
+        # The list's Show log: the address becomes the job page's, as a tab's link pushes it.
+        query = urlencode(
+            {"replica": context["log_label"]}
+            | ({"scale": LOG_SCALE} if context["log_scale"] else {})
+        )
+        response = push_url(response, f"{reverse('job-detail', args=[public_id])}?{query}#logs")
+    return response
 
 
 @require_safe

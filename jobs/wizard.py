@@ -1390,7 +1390,29 @@ def wizard_rules(
     # A well-formed line left in the box either names a row already (it was pasted twice
     # with different values) or found the table full (merge_pasted_envs).
     row_names = {_one(r, "name") for r in rows_of(image_raw, "env")}
-    left_pairs = {pair[0] for line in left_lines if (pair := parse_env_line(line))}
+    # A `NAME=******` line is a value held out of the box (pasted_secrets_held); one with
+    # nothing held for it lost its value, and is to be pasted again.
+    held = {name: len(lines) for name, lines in _held_lines(image_raw).items()}
+    left_pairs: set[str] = set()
+    lost: list[str] = []
+    for line in left_lines:
+        if (pair := parse_env_line(line)) is None:
+            continue
+        if _hidden_pasted_value(pair):
+            held[pair[0]] = held.get(pair[0], 0) - 1
+            if held[pair[0]] < 0:
+                lost.append(pair[0])
+                continue
+        left_pairs.add(pair[0])
+    if lost:
+        err(
+            "envPaste",
+            _(
+                "The value of %(names)s was hidden here and is no longer kept (the step was "
+                "saved elsewhere, or the name changed): paste that line again."
+            )
+            % {"names": ", ".join(sorted(set(lost))[:5])},
+        )
     twice = sorted(left_pairs & row_names)
     over = sorted(left_pairs - row_names)
     if over:
@@ -2310,6 +2332,11 @@ def merge_pasted_envs(raw: Raw) -> tuple[Raw, list[str]]:
         # row updates that row, as pasting a file again would.)
         if pair is not None and pasted.get(pair[0]) == pair[1]:
             continue  # the same line again
+        if pair is not None and _hidden_pasted_value(pair):
+            # A value hidden in the box (pasted_secrets_held) that no longer came back: it
+            # stays, to be pasted again, rather than become a variable set to "******".
+            bad.append(line)
+            continue
         if pair is None or pair[0] in pasted:
             bad.append(line)
             continue
@@ -2332,6 +2359,80 @@ def merge_pasted_envs(raw: Raw) -> tuple[Raw, list[str]]:
     merged = with_rows(raw, "env", rows)
     merged["env_paste"] = ["\n".join(bad)]
     return merged, marked
+
+
+# The paste box's secret-looking lines left in it (pasted_secrets_held), as typed: kept in the
+# step's stored data beside the secret rows' values, never in the box or a form.
+PASTE_HELD = "env_paste_held"
+
+
+def _hidden_pasted_value(pair: tuple[str, str]) -> bool:
+    from .wizard_import import looks_secret  # it imports this module
+
+    return pair[1] == MASK and looks_secret(pair[0])
+
+
+def _secret_pasted_line(line: str) -> tuple[str, str] | None:
+    """(name, value) of a pasted line whose name looks like a secret's and whose value is
+    typed (not empty, not ******), else None."""
+    from .wizard_import import looks_secret  # it imports this module
+
+    pair = parse_env_line(line)
+    if pair is None or not pair[1] or pair[1] == MASK or not looks_secret(pair[0]):
+        return None
+    return pair
+
+
+def pasted_secrets_held(raw: Raw) -> Raw:
+    """The image step's data with each secret-looking line left in the paste box (a name
+    pasted twice with different values, or the table full: merge_pasted_envs) shown as
+    `NAME=******`, the line itself kept under PASTE_HELD, as a secret row's value is kept and
+    never shown (left33: `HF_TOKEN=hf_...` was shown again in the box, and stored there as
+    typed). pasted_secrets_restored puts it back when the box is sent again."""
+    kept = {key: values for key, values in raw.items() if key != PASTE_HELD}
+    shown: list[str] = []
+    held: list[str] = []
+    for line in _one(raw, "env_paste").splitlines():
+        pair = _secret_pasted_line(line)
+        if pair is None:
+            shown.append(line)
+        else:
+            shown.append(f"{pair[0]}={MASK}")
+            held.append(S.edge_trimmed(line))
+    if held:
+        kept["env_paste"] = ["\n".join(shown)]
+        kept[PASTE_HELD] = held
+    return kept
+
+
+def _held_lines(old: Raw) -> dict[str, list[str]]:
+    """The lines pasted_secrets_held kept, by name, in the box's order; then any secret line
+    stored in the box itself (a draft saved before left33, shown masked by
+    pasted_secrets_hidden)."""
+    held = old.get(PASTE_HELD)
+    in_box = [line for line in _one(old, "env_paste").splitlines() if _secret_pasted_line(line)]
+    by_name: dict[str, list[str]] = {}
+    for line in [*(held if isinstance(held, list) else []), *in_box]:
+        if (pair := parse_env_line(str(line))) is not None:
+            by_name.setdefault(pair[0], []).append(str(line))
+    return by_name
+
+
+def pasted_secrets_restored(raw: Raw, old: Raw) -> Raw:
+    """The paste box as sent, with each `NAME=******` line the step's stored data holds a
+    line for (pasted_secrets_held) put back as it was typed: the n-th such line of a name
+    gets the n-th line kept for it. One with nothing kept (its name changed, or the step was
+    saved from another tab meanwhile) stays as it is, and is asked for again (check_step)."""
+    by_name = _held_lines(old)
+    if not by_name or "env_paste" not in raw:
+        return raw
+    lines = []
+    for line in _one(raw, "env_paste").splitlines():
+        pair = parse_env_line(line)
+        if pair is not None and pair[1] == MASK and by_name.get(pair[0]):
+            line = by_name[pair[0]].pop(0)
+        lines.append(line)
+    return {**raw, "env_paste": ["\n".join(lines)]}
 
 
 def restore_secrets(raw: Raw, old: Raw) -> Raw:
@@ -2381,6 +2482,20 @@ def webhook_secrets_hidden(forms: StepForms) -> StepForms:
     data = form.data.copy()
     lines = str(data["alert_webhooks"]).splitlines()
     data["alert_webhooks"] = "\n".join(chat_bots.secret_masked(line) for line in lines)
+    form.data = data
+    return forms
+
+
+def pasted_secrets_hidden(forms: StepForms) -> StepForms:
+    """The step as shown: on the image step, any secret-looking line in the paste box as
+    `NAME=******` (pasted_secrets_held hides those it saves; this also covers a page drawn
+    from what was sent, and a draft saved before it did)."""
+    form = forms.form
+    if forms.step != IMAGE or not form.data.get("env_paste"):
+        return forms
+    data = form.data.copy()
+    box = pasted_secrets_held({"env_paste": [str(data["env_paste"])]})
+    data["env_paste"] = _one(box, "env_paste")
     form.data = data
     return forms
 
@@ -2606,9 +2721,12 @@ def secrets_typed(post: MultiValueDict, step: str) -> bool:
     a page drawn from the post cannot keep it."""
     if step == IMAGE:
         # Pasted lines too: one named like a secret's makes a secret row (merge_pasted_envs).
+        # And a secret-looking line left in the box: it is shown as ****** (pasted_secrets_held).
         raw, _marked = merge_pasted_envs(raw_from_post(post, IMAGE))
-        return bool(_one(raw, "registry_password")) or any(
-            _one(row, "secret") and _one(row, "value") for row in rows_of(raw, "env")
+        return (
+            bool(_one(raw, "registry_password"))
+            or any(_one(row, "secret") and _one(row, "value") for row in rows_of(raw, "env"))
+            or any(_secret_pasted_line(line) for line in _one(raw, "env_paste").splitlines())
         )
     if step == ADVANCED:
         lines = str(post.get("alert_webhooks") or "").splitlines()
@@ -2652,7 +2770,10 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     old = draft.data.get(step) if isinstance(draft.data.get(step), dict) else {}
     marked_secret: list[str] = []
     if step == IMAGE:
-        raw, marked_secret = merge_pasted_envs(restore_secrets(raw, old))
+        raw, marked_secret = merge_pasted_envs(
+            pasted_secrets_restored(restore_secrets(raw, old), old)
+        )
+        raw = pasted_secrets_held(raw)
     elif step == ADVANCED:
         raw = restore_webhook_secrets(raw, old)
     if "seen" in post and post["seen"] != step_version(draft, step) and raw != old:

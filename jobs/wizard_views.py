@@ -522,8 +522,10 @@ def _render_step(
     if step == W.REVIEW:
         context.update(_review_context(state))
     else:
-        forms = W.webhook_secrets_hidden(
-            forms or W.step_forms_for_display(state, step, checked=checked)
+        forms = W.pasted_secrets_hidden(
+            W.webhook_secrets_hidden(
+                forms or W.step_forms_for_display(state, step, checked=checked)
+            )
         )
         context["forms"] = forms
         context["seen"] = W.step_version(draft, step)

@@ -210,10 +210,14 @@
 
   // A replica's tab swaps the whole panel, the tab clicked with it: focus goes to the tab now
   // active, so a keyboard user goes on from where they were instead of from the page's top.
+  // A big job's previous/next link (left33): to the same link in the new panel, or, at the
+  // first or last replica where it is gone, to the list's Show log button.
   document.addEventListener("htmx:afterSettle", function (event) {
     const elt = event.detail.requestConfig && event.detail.requestConfig.elt;
     if (event.detail.target && event.detail.target.id === "log-panel" && elt && elt.tagName === "A") {
-      const tab = document.querySelector("#log-panel .nav-link.active");
+      const tab = document.querySelector("#log-panel .nav-link.active") ||
+        (elt.id && document.getElementById(elt.id)) ||
+        document.getElementById("log-replica-show");
       if (tab) { tab.focus(); }
     }
   });

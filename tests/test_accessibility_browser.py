@@ -5,6 +5,7 @@ axe-core comes bundled in axe-playwright-python (a dev extra), so nothing is fet
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
@@ -32,6 +33,7 @@ from .test_plain_secrets import HF
 from .test_runner_job_users import job_users_on  # noqa: F401
 from .test_usage_report import run as run_job
 from .test_wizard import A800
+from .test_wizard_import import BODY as IMPORTED
 
 pytestmark = [pytest.mark.browser, pytest.mark.usefixtures("runner_settings")]
 
@@ -305,6 +307,57 @@ def test_an_aiak_jobs_refilled_command_and_its_data_step_have_no_serious_violati
     expect(page.locator("#aiak-mount-help")).to_be_visible()
     expect(page.locator("tr.mount-row").nth(0)).to_contain_text("/workspace/AIAK-Training-LLM")
     audit.check("data step of an AIAK job, a mount over its code refused")
+
+    audit.assert_clean()
+
+
+def test_a_draft_imported_from_a_request_with_its_notices_has_no_serious_violations(
+    audit, alice, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    # A body whose import says three things: an env made secret for its name, a field the
+    # wizard has no place for, no console part. The notices' 知道了 sits on the warning's
+    # yellow (left33: btn-outline-secondary there was 4.23:1, under WCAG AA's 4.5:1).
+    body = {
+        key: value
+        for key, value in IMPORTED.items()
+        if key not in ("datasources", "tensorboardConfig")
+    }
+    body["jobSpec"] = {
+        **IMPORTED["jobSpec"],
+        "hostNetwork": True,
+        "envs": [{"name": "HF_TOKEN", "value": HF}],
+    }
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for language in ("zh-hans", "en"):
+        audit.use_language(language)
+        page.goto("/create/")
+        page.fill("#import-body", json.dumps(body, indent=2))
+        page.select_option("#import-pool", "local")
+        page.click("#import-submit")
+        page.wait_for_url(re.compile(r"/create/[0-9a-f-]+/basic/$"))
+        expect(page.locator("#import-notices p")).to_have_count(3)
+        expect(page.locator("#import-notices-dismiss")).to_be_visible()
+        audit.check(f"basic step of an imported draft with its notices, {language}")
+        next_step(page, "image")
+        expect(page.locator("#import-notices")).to_be_visible()
+        audit.check(f"image step of an imported draft with its notices, {language}")
+
+    audit.assert_clean()
+
+
+def test_a_job_page_of_64_replicas_with_its_replica_list_has_no_serious_violations(audit, alice):
+    from .test_big_jobs import finished
+
+    job = finished(alice, 63)
+    page = audit.page
+    log_in(page, "alice", "alice-password")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.goto(f"/jobs/{job.public_id}/?replica=worker-40")
+        expect(page.locator("#log-replica-previous")).to_be_visible()
+        audit.check(f"job page of 64 replicas, their log list, {width} px")
 
     audit.assert_clean()
 

@@ -407,3 +407,112 @@ def test_more_instances_than_a_role_may_have_are_refused_on_the_field_saying_the
         english, "id_roles-1-replicas"
     )
     assert f'name="roles-1-replicas" value="{S.MAX_REPLICAS + 1}"' in english.content.decode()
+
+
+# -- the job page's log of each replica (left33) ------------------------------------------
+
+
+def finished(owner, workers: int) -> Job:
+    """A local job of 1 master and `workers` workers that succeeded, each replica's log
+    holding a line that names it."""
+    from jobs.logs import replica_log_path
+
+    job = submit(owner, pytorch(workers))
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.SUCCEEDED)
+    JobReplica.objects.bulk_create(
+        JobReplica(job=job, role=role_name, index=i, status="succeeded")
+        for role_name, count in (("master", 1), ("worker", workers))
+        for i in range(count)
+    )
+    for replica in job.replicas.all():
+        log = replica_log_path(job.public_id, str(replica))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_bytes(f"2026-12-04T10:00:00.000000Z hello from {replica}\n".encode())
+    job.refresh_from_db()
+    return job
+
+
+def log_panel(html: str) -> str:
+    return html[html.index('id="log-panel"') : html.index('id="log-tail"')]
+
+
+def neighbours(panel: str, page_url: str) -> dict[str, str]:
+    """The replicas the previous and next links lead to (their real addresses)."""
+    found = re.findall(
+        rf'id="log-replica-(previous|next)" href="{re.escape(page_url)}\?replica=([\w-]+)#logs"',
+        panel,
+    )
+    return dict(found)
+
+
+def test_a_job_of_64_replicas_picks_its_log_from_a_list_by_role_not_from_64_tabs(
+    alice, alice_client
+):
+    from jobs.views import LOG_TABS_MAX
+
+    job = finished(alice, 63)
+    page_url = reverse("job-detail", args=[job.public_id])
+
+    page = alice_client.get(page_url, {"replica": "worker-40"}).content.decode()
+
+    panel = log_panel(page)
+    assert "nav-tabs" not in panel and 64 > LOG_TABS_MAX
+    # A plain GET form to the job page: it works without JavaScript.
+    assert f'<form method="get" action="{page_url}#logs"' in panel
+    groups = re.findall(r'<optgroup label="(\w+)">(.*?)</optgroup>', panel)
+    assert [role for role, _options in groups] == ["master", "worker"]
+    assert re.findall(r'<option value="([^"]+)"', groups[0][1]) == ["master-0"]
+    assert re.findall(r'<option value="([^"]+)"', groups[1][1]) == [
+        f"worker-{i}" for i in range(63)
+    ]
+    assert re.findall(r'<option value="([^"]+)" selected>', panel) == ["worker-40"]
+    assert "共 64 个" in panel
+    # The neighbours' real links, and the log asked for.
+    assert neighbours(panel, page_url) == {"previous": "worker-39", "next": "worker-41"}
+    assert "hello from worker-40" in page
+
+
+def test_the_first_and_last_replicas_have_only_the_neighbour_they_have(alice, alice_client):
+    job = finished(alice, 63)
+    page_url = reverse("job-detail", args=[job.public_id])
+
+    first = log_panel(alice_client.get(page_url).content.decode())
+    last = log_panel(alice_client.get(page_url, {"replica": "worker-62"}).content.decode())
+
+    assert neighbours(first, page_url) == {"next": "worker-0"}
+    assert neighbours(last, page_url) == {"previous": "worker-61"}
+
+
+def test_a_job_of_as_many_replicas_as_tabs_fit_keeps_a_tab_each(alice, alice_client):
+    from jobs.views import LOG_TABS_MAX
+
+    job = finished(alice, LOG_TABS_MAX - 1)
+
+    panel = log_panel(
+        alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    )
+
+    assert 'id="log-replica"' not in panel
+    assert len(re.findall(r'<a class="nav-link', panel)) == LOG_TABS_MAX
+
+
+def test_the_list_sent_with_htmx_shows_that_log_at_the_job_pages_address(alice, alice_client):
+    job = finished(alice, 63)
+    page_url = reverse("job-detail", args=[job.public_id])
+
+    r = alice_client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "worker-7", "scale": "log"},
+        headers={"HX-Request": "true", "HX-Trigger": "log-replica-picker"},
+    )
+
+    assert r.status_code == 286  # a finished job's panel stops polling
+    assert "hello from worker-7" in r.content.decode()
+    assert r["HX-Push-Url"] == f"{page_url}?replica=worker-7&scale=log#logs"
+    # A tab's or a neighbour's link pushes its own address: the answer adds none.
+    tab = alice_client.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "worker-7"},
+        headers={"HX-Request": "true", "HX-Trigger": "log-replica-next"},
+    )
+    assert "HX-Push-Url" not in tab

@@ -5,12 +5,15 @@ drop (a byte order mark) is dropped."""
 
 from __future__ import annotations
 
+import html
+import json
 import re
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from jobs import spec as S
 from jobs import wizard as W
 from jobs.models import Draft
 from tests.runner_helpers import runner_settings  # noqa: F401 (fixture)
@@ -18,6 +21,7 @@ from tests.test_job_labels import LIST, labelled_job, listed
 from tests.test_job_logs_search import results as log_results
 from tests.test_job_logs_search import search as log_search
 from tests.test_job_pages import job_with_master_log
+from tests.test_plain_secrets import HF
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     advanced_data,
@@ -535,3 +539,108 @@ def test_an_alert_address_typed_with_a_full_width_at_sign_is_refused_naming_it(e
         "“https：//example.com/hook” is not an http(s) URL. It has “：” (U+FF1A), a full-width "
         "character of a Chinese input method: type the ASCII one."
     ]
+
+
+# -- a secret-looking line left in the paste box (left33) ------------------------------------
+
+HF_OTHER = "hf_" + "Zy9xWv8uTs7rQp6oNm5lKj4iHg3fEd2cBA"
+
+
+def paste_box(response) -> str:
+    found = re.search(
+        r'<textarea[^>]*name="env_paste"[^>]*>(.*?)</textarea>', response.content.decode(), re.S
+    )
+    assert found, "the step shows its paste box"
+    return html.unescape(found.group(1)).strip()
+
+
+def test_a_secret_pasted_twice_stays_in_the_box_hidden_and_replaces_the_row_when_sent_again(
+    en_client,
+):
+    draft = draft_at(en_client, W.IMAGE)
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(env_paste=f"HF_TOKEN={HF}\nHF_TOKEN={HF_OTHER}")
+    )
+
+    assert r.status_code == 200
+    assert paste_box(r) == "HF_TOKEN=******"
+    assert HF not in r.content.decode() and HF_OTHER not in r.content.decode()
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["env_paste"] == ["HF_TOKEN=******"]
+    assert stored_envs(draft) == [("HF_TOKEN", HF)]
+
+    # Sent again as shown (the secret row's value comes back empty, as it always does).
+    again = post_step(
+        en_client,
+        draft,
+        W.IMAGE,
+        image_data(envs=[("HF_TOKEN", "", True)], env_paste="HF_TOKEN=******"),
+    )
+
+    assert again.status_code == 302
+    assert stored_envs(draft) == [("HF_TOKEN", HF_OTHER)]
+    assert HF_OTHER not in json.dumps(draft.data[W.IMAGE].get("env_paste"))
+    assert W.PASTE_HELD not in draft.data[W.IMAGE]
+
+
+def test_a_secret_left_in_the_box_by_a_full_table_becomes_a_secret_row_once_rows_are_deleted(
+    en_client,
+):
+    draft = draft_at(en_client, W.IMAGE)
+    full = [(f"VAR_{i}", str(i)) for i in range(50)]
+
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(envs=full, env_paste='export DB_PASSWORD="p@ss w0rd"')
+    )
+
+    assert r.status_code == 200
+    assert paste_box(r) == "DB_PASSWORD=******"
+    assert "p@ss w0rd" not in r.content.decode()
+
+    again = post_step(
+        en_client, draft, W.IMAGE, image_data(envs=full[:49], env_paste="DB_PASSWORD=******")
+    )
+
+    assert again.status_code == 302
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert spec.envs[-1] == S.Env(name="DB_PASSWORD", value="p@ss w0rd", secret=True)
+
+
+def test_a_hidden_value_no_longer_kept_is_asked_for_again_and_never_becomes_stars(
+    en_client, alice_client
+):
+    # What a page drawn before another tab saved the step sends: nothing is kept for it.
+    for client, said in [
+        (en_client, "The value of HF_TOKEN was hidden here and is no longer kept"),
+        (alice_client, "HF_TOKEN 的值已在此处隐藏，现已不再保留"),
+    ]:
+        draft = draft_at(client, W.IMAGE)
+
+        r = post_step(client, draft, W.IMAGE, image_data(env_paste="HF_TOKEN=******"))
+
+        assert r.status_code == 200
+        assert any(said in m for m in field_errors(r, "id_env_paste")), field_errors(
+            r, "id_env_paste"
+        )
+        assert paste_box(r) == "HF_TOKEN=******"
+        assert stored_envs(draft) == []
+
+
+def test_a_secret_stored_in_the_box_by_an_older_version_is_shown_hidden_and_kept(en_client):
+    draft = draft_at(en_client, W.IMAGE)
+    post_step(en_client, draft, W.IMAGE, image_data(envs=[("LR", "1")]), action="save")
+    draft.refresh_from_db()
+    draft.data[W.IMAGE]["env_paste"] = [f"LR=2\nHF_TOKEN={HF}"]
+    draft.save()
+
+    shown = en_client.get(reverse("wizard-step", args=[draft.id, W.IMAGE]))
+
+    assert paste_box(shown) == "LR=2\nHF_TOKEN=******"
+    assert HF not in shown.content.decode()
+    r = post_step(
+        en_client, draft, W.IMAGE, image_data(envs=[("LR", "1")], env_paste="LR=2\nHF_TOKEN=******")
+    )
+    assert r.status_code == 302
+    assert stored_envs(draft) == [("LR", "2"), ("HF_TOKEN", HF)]

@@ -76,3 +76,38 @@ def test_a_command_pasted_from_word_with_curly_quotes_is_named_and_kept_to_fix(
     expect(page.locator("#id_command")).to_be_focused()
     page.fill("#id_command", 'cd /workspace\npython3 -c "print(1)"')
     next_step(page, "resources")
+
+
+def test_a_token_pasted_twice_stays_in_the_box_hidden_and_its_second_value_is_used_when_sent_again(
+    logged_in_page, alice
+):
+    from jobs import wizard as W
+    from jobs.models import Draft
+
+    from .test_pasted_text import HF_OTHER
+    from .test_plain_secrets import HF
+
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.wait_for_function(
+        "() => document.activeElement.id === 'step-heading' && document.getElementById('id_command')"
+    )
+    page.fill("#id_image", "registry.example.com/train/pytorch:2.5")
+    page.fill("#id_command", "torchrun train.py")
+    # A .env file pasted on top of an older one: the same name with another value.
+    page.locator("#id_env_paste").click()
+    page.keyboard.insert_text(f"HF_TOKEN={HF}\nHF_TOKEN={HF_OTHER}\n")
+
+    page.click("#wizard-next")
+    settled(page)
+
+    expect(page.locator("#id_env_paste")).to_have_value("HF_TOKEN=******")
+    expect(page.locator("#wizard")).to_contain_text("以下变量粘贴了两次且取值不同：HF_TOKEN")
+    assert HF_OTHER not in page.content() and HF not in page.content()
+    expect(page.locator("tr.env-row input[name$='-name']")).to_have_value("HF_TOKEN")
+    # Sent again as it is shown: the second value replaces the first.
+    next_step(page, "resources")
+    draft = Draft.objects.get(owner=alice)
+    envs = W.assemble(W.wizard_state(draft)).spec.envs
+    assert [(e.name, e.value, e.secret) for e in envs] == [("HF_TOKEN", HF_OTHER, True)]

@@ -317,6 +317,7 @@ def numbers_said() -> list[str]:
         stacks,
         summary,
         tensorboard,
+        views,
         wizard_import,
         worker,
     )
@@ -373,6 +374,7 @@ def numbers_said() -> list[str]:
         # Searching a log, and the page's lines.
         f"and {logs.SEARCH_CONTEXT} lines either side (0 to {logs.SEARCH_MAX_CONTEXT},",
         f"It shows the newest {logs.SEARCH_MAX_MATCHES} matching lines",
+        f"a job of more than {views.LOG_TABS_MAX} replicas picks one from a list grouped by role",
         f"stops there, or after {logs.SEARCH_SECONDS:g} seconds",
         f"A pattern is at most {logs.SEARCH_MAX_PATTERN} characters",
         f"over {logs.SEARCH_MAX_REPEATS:,} pieces",

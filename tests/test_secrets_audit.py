@@ -435,6 +435,29 @@ def test_a_step_refused_for_another_tabs_save_asks_for_a_pasted_secret_again(ali
     assert ENV_SECRET not in page
 
 
+def test_a_step_refused_for_another_tabs_save_asks_again_for_a_secret_left_in_the_paste_box(
+    alice_client,
+):
+    """left33: a line the full table left in the box shows masked too, so it is typed again."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+    seen_by_b = seen_on(alice_client.get(step_url(draft, W.IMAGE)))
+    post_step(alice_client, draft, W.IMAGE, image_data(command="torchrun from-tab-a.py"))
+    full = [(f"VAR_{i}", str(i)) for i in range(50)]
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(envs=full, env_paste=f"DB_PASSWORD={ENV_SECRET}", seen=seen_by_b),
+    )
+
+    page = r.content.decode()
+    notice = re.search(r'id="stale-notice">([^<]*)<', page).group(1)
+    assert r.status_code == 200 and "请重新填写" in notice
+    assert ENV_SECRET not in page and "DB_PASSWORD=******" in page
+
+
 # -- training metrics -------------------------------------------------------------------------
 
 
