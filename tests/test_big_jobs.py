@@ -184,12 +184,12 @@ def test_the_local_pool_refuses_more_replicas_than_local_max_replicas_on_the_ins
     assert not Job.objects.exists()
 
 
-def test_the_local_pool_takes_a_job_of_exactly_local_max_replicas(alice_client, settings):
-    settings.LOCAL_MAX_REPLICAS = 64
-    alice_client.post(reverse("wizard-start"))
+def review_of_64_cpu_replicas(client) -> str:
+    """The review step of a draft with 1 master + 63 CPU-only workers on the local pool."""
+    client.post(reverse("wizard-start"))
     draft = Draft.objects.latest("created_at")
     complete_steps(
-        alice_client,
+        client,
         draft,
         **{
             W.RESOURCES: resources_data(
@@ -198,8 +198,12 @@ def test_the_local_pool_takes_a_job_of_exactly_local_max_replicas(alice_client, 
             W.DATA: data_data(mounts=[LOCAL_MOUNT]),
         },
     )
+    return client.get(step_url(draft, W.REVIEW)).content.decode()
 
-    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+def test_the_local_pool_takes_a_job_of_exactly_local_max_replicas(alice_client, settings):
+    settings.LOCAL_MAX_REPLICAS = 64
+    review = review_of_64_cpu_replicas(alice_client)
 
     assert "本机资源池每个任务最多运行" not in review
 
@@ -266,20 +270,7 @@ def test_more_roles_than_allowed_are_refused_in_chinese_too():
 def test_the_review_lists_the_environment_of_the_first_replicas_and_says_how_many_more_there_are(
     alice_client,
 ):
-    alice_client.post(reverse("wizard-start"))
-    draft = Draft.objects.latest("created_at")
-    complete_steps(
-        alice_client,
-        draft,
-        **{
-            W.RESOURCES: resources_data(
-                roles=[role("master", 1, card=None), role("worker", 63, card=None)]
-            ),
-            W.DATA: data_data(mounts=[LOCAL_MOUNT]),
-        },
-    )
-
-    review = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    review = review_of_64_cpu_replicas(alice_client)
 
     preview = review[review.index('id="env-preview"') :]
     blocks = re.findall(r'<p class="fw-semibold mb-1">([^<]+)</p>', preview)
