@@ -7,6 +7,7 @@ import pytest
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
+from django.utils import timezone
 
 from jobs.api_keys import api_key_create
 from jobs.models import CardQuota, Job, JobStatus
@@ -72,7 +73,9 @@ def test_the_history_list_filters_by_user_and_by_date(superuser, db):
     auditor = client_for(superuser)
 
     by_dave = auditor.get(HISTORY, {"user__id__exact": dave.pk})
-    today = LogEntry.objects.get(user=dave).action_time
+    # The admin's date filter reads days in TIME_ZONE (Asia/Shanghai), not UTC: from 16:00 UTC
+    # the entry's UTC day is the day before.
+    today = timezone.localtime(LogEntry.objects.get(user=dave).action_time)
     by_day = auditor.get(
         HISTORY,
         {
