@@ -38,6 +38,8 @@ HF = "hf_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB"
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 GITHUB_PAT = "github_pat_" + "11ABCDEFG0" + "a" * 30 + "_" + "b" * 20
 OPENAI = "sk-" + "proj-Ab3dEf6hIj9kLm2nOp5qRs8t"
+ANTHROPIC = "sk-" + "ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1w_Xy4zAB-Cd7eFg0hIj3kLm6n"
+DEEPSEEK = "sk-" + "0123456789abcdef0123456789abcdef"
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"
 SLACK = "xoxb-" + "1234567890-AbCdEfGhIj"
 SECRET_VALUE = "s3cret-wandb-key-0042"
@@ -54,6 +56,8 @@ def spec_with(command: str, envs=()) -> S.JobSpec:
         (GITHUB, "github"),
         (GITHUB_PAT, "github"),
         (OPENAI, "sk"),
+        (ANTHROPIC, "sk"),
+        (DEEPSEEK, "sk"),
         (AWS, "aws"),
         (SLACK, "slack"),
     ],
@@ -73,6 +77,9 @@ def test_a_well_known_token_typed_in_the_command_is_found_by_its_kind(token, kin
         "python train.py --data /data/ghp_models_for_every_experiment_we_have_run",
         "echo $HF_TOKEN; echo AKIA; mysk-Ab3dEf6hIj9kLm2nOp5qRs8t",
         "xoxb-not-a-slack-token-at-all-here",
+        # Names of short words, numbers and dates (review38: warned of as API keys).
+        "python train.py --wandb_run sk-llama-7b-run-2024-06-01 --seed 42",
+        "python train.py --output_dir /mnt/sk-experiment-2024-01-15_run1",
     ],
 )
 def test_ordinary_words_that_start_like_a_token_are_not_warned_of(command):
