@@ -760,7 +760,19 @@ def _log_label(replicas: list[Any], label: str) -> tuple[list[str], str]:
     return labels, label
 
 
+def _in_log_order(replicas: list[Any]) -> list[Any]:
+    """The replicas by role, each role's by index: a remote platform's rows are made in the
+    order its pods are first listed, by name on Kubernetes (worker-1, worker-10, worker-11,
+    worker-2), and a big job's list and its next link went so (review38). Roles keep the
+    order they first come in."""
+    first: dict[str, int] = {}
+    for position, replica in enumerate(replicas):
+        first.setdefault(replica.role, position)
+    return sorted(replicas, key=lambda replica: (first[replica.role], replica.index))
+
+
 def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
+    replicas = _in_log_order(replicas)
     labels, label = _log_label(replicas, label)
     lines: list[str] = []
     error = ""
