@@ -269,3 +269,26 @@ def test_a_v2_create_with_a_token_in_its_command_names_v2s_command(api):
 @pytest.mark.usefixtures("runner_settings")
 def test_a_create_with_no_secret_in_plain_text_answers_as_aihc_does(api):
     assert "warnings" not in create_v1(api, body(command="echo $HF_TOKEN"))
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_create_reading_its_token_from_the_file_an_env_names_is_no_warning_and_shows_the_path(
+    api,
+):
+    """HF_TOKEN_PATH names the file huggingface_hub reads its token from: made secret for its
+    name, the command reading that file was warned of as holding a secret (review38)."""
+    path = "/mnt/cfs/secrets/hf/token"
+    job_body = body(command=f"huggingface-cli login --token $(cat {path}) && python t.py")
+    job_body["jobSpec"]["envs"] = [
+        {"name": "HF_TOKEN_PATH", "value": path},
+        {"name": "POSTGRES_PASSWORD_FILE", "value": "/run/secrets/postgres-password"},
+    ]
+
+    answer = create_v1(api, job_body)
+
+    assert "warnings" not in answer
+    spec = Job.objects.get(public_id=answer["result"]["jobId"]).job_spec()
+    assert [(env.name, env.value, env.secret) for env in spec.envs] == [
+        ("HF_TOKEN_PATH", path, False),
+        ("POSTGRES_PASSWORD_FILE", "/run/secrets/postgres-password", False),
+    ]
