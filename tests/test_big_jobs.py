@@ -509,7 +509,7 @@ def test_the_list_sent_with_htmx_shows_that_log_at_the_job_pages_address(alice, 
     assert "HX-Push-Url" not in tab
 
 
-def test_a_platforms_replicas_listed_by_name_are_picked_and_stepped_through_by_index(
+def test_a_platforms_replicas_listed_by_name_are_shown_picked_and_stepped_through_by_index(
     alice, alice_client
 ):
     """Kubernetes lists a job's pods by name, and a remote job's rows are made in the order
@@ -531,3 +531,7 @@ def test_a_platforms_replicas_listed_by_name_are_picked_and_stepped_through_by_i
     assert options == ["master-0", *(f"worker-{i}" for i in range(11))]
     assert neighbours(panel, page_url) == {"previous": "worker-0", "next": "worker-2"}
     assert neighbours(log_panel(last), page_url) == {"previous": "worker-8", "next": "worker-10"}
+
+    # The replica table above it too.
+    table = page[page.index('id="replicas"') : page.index("</table>", page.index('id="replicas"'))]
+    assert re.findall(r'<tr><td class="font-monospace">([\w-]+)</td>', table) == options
