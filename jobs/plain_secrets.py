@@ -30,6 +30,9 @@ from . import spec as S
 # coincidence only hides a word).
 SECRET_VALUE_MIN_CHARS = 8
 
+# The unbroken run of letters and digits an sk-… key's random part has at least (TOKEN_SHAPES).
+SK_RUN_CHARS = 16
+
 # A token's shape: its well-known prefix, then a random part. The random part must mix
 # letters and digits (_random), so a path or a flag that happens to start so (`sk-learn`,
 # `hf_transfer`) is not one.
@@ -42,7 +45,14 @@ TOKEN_SHAPES: dict[str, tuple[object, re.Pattern[str]]] = {
         gettext_lazy("a GitHub token (ghp_…, github_pat_…)"),
         re.compile(r"gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,}"),
     ),
-    "sk": (gettext_lazy("an API key (sk-…)"), re.compile(r"sk-[A-Za-z0-9_-]{20,}")),
+    # OpenAI's, Anthropic's and DeepSeek's keys: a key's random part has a long unbroken run
+    # of letters and digits; a name made of short words, numbers and dates joined by - or _
+    # (a run name `sk-llama-7b-run-2024-06-01`, a folder `/mnt/sk-exp-2024-01-15_run1`) has
+    # none, and was warned of as an API key (review38).
+    "sk": (
+        gettext_lazy("an API key (sk-…)"),
+        re.compile(rf"sk-(?=[A-Za-z0-9_-]*[A-Za-z0-9]{{{SK_RUN_CHARS}}})[A-Za-z0-9_-]{{20,}}"),
+    ),
     "aws": (
         gettext_lazy("an AWS access key ID (AKIA…)"),
         re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),

@@ -703,7 +703,7 @@ def _shown_for_usage(replicas: list[Any], *, every: bool) -> tuple[list[Any], in
 
 
 def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> dict[str, Any]:
-    replicas = list(job.replicas.all())
+    replicas = _in_replica_order(list(job.replicas.all()))
     usage_read, usage_hidden = _shown_for_usage(replicas, every=every_usage)
     events, events_hidden = job_events_shown(job=job)
     # Whether the worker that moves this job on runs: a banner when it does not.
@@ -760,7 +760,19 @@ def _log_label(replicas: list[Any], label: str) -> tuple[list[str], str]:
     return labels, label
 
 
+def _in_replica_order(replicas: list[Any]) -> list[Any]:
+    """The replicas by role, each role's by index: a remote platform's rows are made in the
+    order its pods are first listed, by name on Kubernetes (worker-1, worker-10, worker-11,
+    worker-2), and the replica table, a big job's log list and its Next went so (review38).
+    Roles keep the order they first come in."""
+    first: dict[str, int] = {}
+    for position, replica in enumerate(replicas):
+        first.setdefault(replica.role, position)
+    return sorted(replicas, key=lambda replica: (first[replica.role], replica.index))
+
+
 def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
+    replicas = _in_replica_order(replicas)
     labels, label = _log_label(replicas, label)
     lines: list[str] = []
     error = ""

@@ -145,6 +145,11 @@ SPECIAL_TOKEN_PARTS = frozenset({"bos", "eos", "pad", "unk", "sep", "cls", "mask
 # TOKEN_COUNT), and a first part that does (MAX_TOKEN=2048, MIN_PASSWORD).
 RULE_PARTS = frozenset({"len", "length", "min", "max", "num", "count", "size", "limit"})
 RULE_FIRST_PARTS = frozenset({"max", "min", "num"})
+# A last part that makes the value where a secret is kept, not the secret: a path, shown and
+# printed in the log as a path (review38: HF_TOKEN_PATH, the file huggingface_hub reads the
+# token from, Docker's POSTGRES_PASSWORD_FILE and SECRETS_DIR were made secret, their paths
+# masked in the log and the command reading them warned of as holding a secret).
+PLACE_PARTS = frozenset({"path", "file", "dir", "folder"})
 # Look-alikes of JSON's own characters that a document, a chat app or a Chinese input method
 # writes in their place ("smart" quotes, fullwidth punctuation, non-breaking spaces): where
 # JSON stumbles on one, the message names it and what to type instead, since it looks right.
@@ -205,14 +210,14 @@ def looks_secret(name: str) -> bool:
     """An env name that names a secret: one of its whole parts is a secret's word
     (SECRET_PARTS), or two parts in a row are (SECRET_PAIRS), in any letter case.
     "DB_PASSWORD", "hf_token", "apiKey", "BCE_AK", "PGPASSWORD" do; "TOKENIZER_PATH",
-    "MAX_TOKENS", "TASK", a special token's "EOS_TOKEN" and a rule's "PASSWORD_MIN_LEN" or
-    "MAX_TOKEN" do not."""
+    "MAX_TOKENS", "TASK", a special token's "EOS_TOKEN", a rule's "PASSWORD_MIN_LEN" or
+    "MAX_TOKEN" and a place's "HF_TOKEN_PATH" or "DB_PASSWORD_FILE" do not."""
     parts = [
         part.lower()
         for piece in re.split(r"[^A-Za-z0-9]+", name)
         for part in NAME_PARTS.findall(piece)
     ]
-    if parts and (parts[-1] in RULE_PARTS or parts[0] in RULE_FIRST_PARTS):
+    if parts and (parts[-1] in RULE_PARTS | PLACE_PARTS or parts[0] in RULE_FIRST_PARTS):
         return False
     return any(
         part in SECRET_PARTS

@@ -507,3 +507,31 @@ def test_the_list_sent_with_htmx_shows_that_log_at_the_job_pages_address(alice, 
         headers={"HX-Request": "true", "HX-Trigger": "log-replica-next"},
     )
     assert "HX-Push-Url" not in tab
+
+
+def test_a_platforms_replicas_listed_by_name_are_shown_picked_and_stepped_through_by_index(
+    alice, alice_client
+):
+    """Kubernetes lists a job's pods by name, and a remote job's rows are made in the order
+    they are first listed: worker-10 came after worker-1, and so did the list and Next."""
+    job = finished(alice, 11)
+    JobReplica.objects.filter(job=job).delete()
+    by_name = sorted(["master-0", *(f"worker-{i}" for i in range(11))])
+    JobReplica.objects.bulk_create(
+        JobReplica(job=job, role=label.split("-")[0], index=int(label.split("-")[1]))
+        for label in by_name
+    )
+    page_url = reverse("job-detail", args=[job.public_id])
+
+    page = alice_client.get(page_url, {"replica": "worker-1"}).content.decode()
+    last = alice_client.get(page_url, {"replica": "worker-9"}).content.decode()
+
+    panel = log_panel(page)
+    options = re.findall(r'<option value="([^"]+)"', panel)
+    assert options == ["master-0", *(f"worker-{i}" for i in range(11))]
+    assert neighbours(panel, page_url) == {"previous": "worker-0", "next": "worker-2"}
+    assert neighbours(log_panel(last), page_url) == {"previous": "worker-8", "next": "worker-10"}
+
+    # The replica table above it too.
+    table = page[page.index('id="replicas"') : page.index("</table>", page.index('id="replicas"'))]
+    assert re.findall(r'<tr><td class="font-monospace">([\w-]+)</td>', table) == options

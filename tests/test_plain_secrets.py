@@ -38,6 +38,8 @@ HF = "hf_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB"
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 GITHUB_PAT = "github_pat_" + "11ABCDEFG0" + "a" * 30 + "_" + "b" * 20
 OPENAI = "sk-" + "proj-Ab3dEf6hIj9kLm2nOp5qRs8t"
+ANTHROPIC = "sk-" + "ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8tUv1w_Xy4zAB-Cd7eFg0hIj3kLm6n"
+DEEPSEEK = "sk-" + "0123456789abcdef0123456789abcdef"
 AWS = "AKIA" + "IOSFODNN7EXAMPLE"
 SLACK = "xoxb-" + "1234567890-AbCdEfGhIj"
 SECRET_VALUE = "s3cret-wandb-key-0042"
@@ -54,6 +56,8 @@ def spec_with(command: str, envs=()) -> S.JobSpec:
         (GITHUB, "github"),
         (GITHUB_PAT, "github"),
         (OPENAI, "sk"),
+        (ANTHROPIC, "sk"),
+        (DEEPSEEK, "sk"),
         (AWS, "aws"),
         (SLACK, "slack"),
     ],
@@ -73,6 +77,9 @@ def test_a_well_known_token_typed_in_the_command_is_found_by_its_kind(token, kin
         "python train.py --data /data/ghp_models_for_every_experiment_we_have_run",
         "echo $HF_TOKEN; echo AKIA; mysk-Ab3dEf6hIj9kLm2nOp5qRs8t",
         "xoxb-not-a-slack-token-at-all-here",
+        # Names of short words, numbers and dates (review38: warned of as API keys).
+        "python train.py --wandb_run sk-llama-7b-run-2024-06-01 --seed 42",
+        "python train.py --output_dir /mnt/sk-experiment-2024-01-15_run1",
     ],
 )
 def test_ordinary_words_that_start_like_a_token_are_not_warned_of(command):
@@ -262,3 +269,26 @@ def test_a_v2_create_with_a_token_in_its_command_names_v2s_command(api):
 @pytest.mark.usefixtures("runner_settings")
 def test_a_create_with_no_secret_in_plain_text_answers_as_aihc_does(api):
     assert "warnings" not in create_v1(api, body(command="echo $HF_TOKEN"))
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_create_reading_its_token_from_the_file_an_env_names_is_no_warning_and_shows_the_path(
+    api,
+):
+    """HF_TOKEN_PATH names the file huggingface_hub reads its token from: made secret for its
+    name, the command reading that file was warned of as holding a secret (review38)."""
+    path = "/mnt/cfs/secrets/hf/token"
+    job_body = body(command=f"huggingface-cli login --token $(cat {path}) && python t.py")
+    job_body["jobSpec"]["envs"] = [
+        {"name": "HF_TOKEN_PATH", "value": path},
+        {"name": "POSTGRES_PASSWORD_FILE", "value": "/run/secrets/postgres-password"},
+    ]
+
+    answer = create_v1(api, job_body)
+
+    assert "warnings" not in answer
+    spec = Job.objects.get(public_id=answer["result"]["jobId"]).job_spec()
+    assert [(env.name, env.value, env.secret) for env in spec.envs] == [
+        ("HF_TOKEN_PATH", path, False),
+        ("POSTGRES_PASSWORD_FILE", "/run/secrets/postgres-password", False),
+    ]

@@ -335,6 +335,7 @@ def numbers_said() -> list[str]:
     return [
         # The job spec: a secret typed into the command.
         f"(one of {plain_secrets.SECRET_VALUE_MIN_CHARS} characters or more: shorter ones match ordinary words)",
+        f"an `sk-…` key has {plain_secrets.SK_RUN_CHARS} letters and digits in a row",
         # Two commands: serve starts a dying worker again.
         f"(after {first} s, doubling up to {most} s while it keeps dying within {healthy} of its start)",
         f"({first} s, doubling up to {most} s)",

@@ -348,6 +348,35 @@ def test_a_tokenizers_special_tokens_and_a_password_rule_pasted_stay_plain(alice
     assert "已标记为保密：HF_TOKEN。" in page
 
 
+def test_envs_pasted_that_name_where_a_secret_is_kept_stay_plain(alice_client):
+    """Their values are paths: HF_TOKEN_PATH (huggingface_hub's token file), Docker's
+    *_PASSWORD_FILE, a folder of secrets. Made secret, each path was ****** in the log
+    (review38)."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    post_step(
+        alice_client,
+        draft,
+        W.IMAGE,
+        image_data(
+            env_paste="HF_TOKEN_PATH=/root/.cache/huggingface/token\n"
+            "POSTGRES_PASSWORD_FILE=/run/secrets/db\nSECRETS_DIR=/mnt/secrets\n"
+            f"apiKeyFolder=/mnt/keys\nHF_TOKEN={ENV_SECRET}"
+        ),
+    )
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+
+    assert stored_env_rows(draft) == {
+        "HF_TOKEN_PATH": ("/root/.cache/huggingface/token", False),
+        "POSTGRES_PASSWORD_FILE": ("/run/secrets/db", False),
+        "SECRETS_DIR": ("/mnt/secrets", False),
+        "apiKeyFolder": ("/mnt/keys", False),
+        "HF_TOKEN": (ENV_SECRET, True),
+    }
+    assert "已标记为保密：HF_TOKEN。" in page
+
+
 def test_a_person_pasting_an_env_file_sees_its_token_made_secret_after_next_and_back(
     logged_in_page,
 ):
