@@ -10,9 +10,12 @@ Against the strict fakes, with short read timeouts."""
 from __future__ import annotations
 
 import logging
+import re
+import time
 import uuid
 
 import pytest
+from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
@@ -218,3 +221,32 @@ def test_aihc_refusing_a_jobs_events_still_syncs_every_jobs_status(aihc, alice, 
 
     assert statuses(jobs) == [JobStatus.RUNNING] * 2
     assert skipped(caplog) == []
+
+
+# -- the job page ----------------------------------------------------------------------------
+
+
+def test_a_job_page_answers_in_one_short_read_with_a_message_when_the_cluster_hangs(
+    cluster, alice, alice_en, settings
+):
+    """The page's own reads (the log tail: the pods list, then the pod's log) are one try of
+    KUBERNETES_PAGE_READ_TIMEOUT each, not the worker's three of KUBERNETES_READ_TIMEOUT: a
+    hung API server gives a page with the log panel saying so, in about a second, not a
+    wait of minutes or a 500."""
+    settings.KUBERNETES_READ_TIMEOUT = 5
+    settings.KUBERNETES_PAGE_READ_TIMEOUT = 0.5
+    [job] = kubernetes_jobs(alice, cluster, 1)
+    Worker().sync_remote()  # Running, with its replicas
+    cluster.requests.clear()
+    cluster.delay_next("list pods", 6.0, times=3)
+    cluster.delay_next("log pods", 6.0, times=3)
+
+    started = time.monotonic()
+    page = alice_en.get(reverse("job-detail", args=[job.public_id]))
+    waited = time.monotonic() - started
+
+    assert page.status_code == 200
+    [panel] = re.findall(r'alert-warning py-1">([^<]*)<', page.content.decode())
+    assert "Kubernetes did not return the logs" in panel and "did not answer in time" in panel
+    assert waited < 3  # one 0.5 s read and the page; the worker's client: over 15 s
+    assert len(cluster.calls("list pods")) == 1
