@@ -593,8 +593,11 @@ class FakeKubernetes:
         for _ in range(times):
             self.faults.setdefault(op, []).append(Fault(drop=True, after=after))
 
-    def delay_next(self, op: str, seconds: float) -> None:
-        self.faults.setdefault(op, []).append(Fault(delay=seconds))
+    def delay_next(self, op: str, seconds: float, *, times: int = 1) -> None:
+        """Holds the answer to the next `times` calls of `op` for `seconds` (past the client's
+        read timeout: a server that takes the request and does not answer it)."""
+        for _ in range(times):
+            self.faults.setdefault(op, []).append(Fault(delay=seconds))
 
     def stall(self, name: str, seconds: float) -> None:
         """Every request naming the object `name` waits `seconds` before it is answered,

@@ -236,7 +236,7 @@ def test_a_metrics_read_reaches_back_to_the_last_one_when_the_jobs_syncs_were_fa
         ("timeout", 0, "", "AIHC did not answer in time (RequestTimeout, ReadTimeout"),
     ],
 )
-def test_aihc_failing_to_give_metrics_never_breaks_the_sync_and_the_page_says_why(
+def test_aihc_failing_to_give_metrics_leaves_the_job_running_and_the_page_says_why(
     kind,
     status,
     code,

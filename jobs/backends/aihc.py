@@ -26,7 +26,8 @@ percent) into a file per replica under the console's var dir (`usage_file`, Util
 which the job page and the API's job metrics read (jobs.monitoring). No /tmp figure. A read
 AIHC refuses or does not answer (403, 404, 5xx, a timeout) is logged once per job and kind of
 failure, and written, scrubbed of the job's secrets, to the job's `unavailable_file`, which
-the page shows; the job's sync goes on. The next read that succeeds removes it.
+the page shows; the job's sync goes on after a refusal, and ends after a read with no answer
+(raised, the status saved by then: `_sync_remote`). The next read that succeeds removes it.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, usage_lines
 from jobs.texts import joined
 
-from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
+from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume, got_no_answer
 from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
 
 logger = logging.getLogger("jobs.aihc")
@@ -246,6 +247,11 @@ def _refused(exc: AihcError) -> bool:
 def _may_have_created(exc: AihcError) -> bool:
     """No answer, or a server error: AIHC may have created the job before failing."""
     return isinstance(exc, AihcTimeout) or exc.status >= 500
+
+
+def _sync_error(exc: AihcError, secrets: list[str]) -> BackendError:
+    """A read of a job's sync that failed, as the worker is told it (secrets masked)."""
+    return BackendError(scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id)
 
 
 def _shown(what: str, exc: AihcError, secrets: list[str]) -> BackendError:
@@ -921,8 +927,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 found = self._find_created(
                     job, client, config, job.job_spec(), since=min(unanswered)
                 )
-            except (BackendError, spec_module.SpecError):
+            except BackendError as exc:
+                if got_no_answer(exc):
+                    raise _sync_error(exc, job.secret_values()) from None
                 return  # asked again at the next sync
+            except spec_module.SpecError:
+                return
         if not found:
             self._move(
                 job,
@@ -979,9 +989,14 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     reason="" if stopping else "Lost",
                 )
                 return
-            raise BackendError(
-                scrub(str(exc), secrets), code=exc.code, request_id=exc.request_id
-            ) from None
+            raise _sync_error(exc, secrets) from None
+        # An events or usage read that gets no answer ends the sync there (raised, as the
+        # job read's): AIHC stopped answering, and the worker's round leaves its other jobs
+        # for the next one (review 36: the round went on to wait on the next job). Decided:
+        # the events are read before the status is applied, as they were, so one that gets
+        # no answer leaves the job as it was: a status that ends the job ends its following,
+        # and the events saying why would never be copied. The usage read comes last, once
+        # the status is saved.
         self._sync_events(job, client, version, spec.framework if spec else job.framework, secrets)
         self._sync_replicas(job, remote["pods"])
         status = remote["status"]
@@ -1030,7 +1045,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     ) -> None:
         """Reads the GPU, CPU and memory utilisation of the job's running pods, at most once
         per AIHC_METRICS_SECONDS, and appends each point newer than its replica's last sample.
-        Never raises: usage is not worth a failed sync."""
+        A read AIHC answers with an error is not worth a failed sync: the page says usage is
+        unavailable. One it does not answer says so too, then raises (`got_no_answer`)."""
         running: dict[str, str] = {}  # pod name -> replica label
         for pod in pods:
             if (pod["phase"] or "").lower() != "running" or not pod["name"]:
@@ -1077,6 +1093,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     error,
                 )
             self._write_unavailable(job.public_id, error)
+            if got_no_answer(exc):
+                raise _sync_error(exc, secrets) from None
             return
         unavailable_file(job.public_id).unlink(missing_ok=True)
         for name, label in running.items():
@@ -1263,6 +1281,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 version=version,
             )
         except AihcError as exc:
+            if got_no_answer(exc):
+                raise _sync_error(exc, secrets) from None
             logger.info(
                 "AIHC events of %s unavailable: %s", job.public_id, scrub(str(exc), secrets)
             )

@@ -30,6 +30,15 @@ class BackendError(Exception):
         self.request_id = request_id
 
 
+def got_no_answer(exc: BackendError) -> bool:
+    """Whether a call got no answer at all (UNANSWERED_CODES), after its retries: a sync that
+    meets one in any of its reads (the job, its pods, events or usage) ends there, raising
+    it, so the worker's round leaves the platform's other jobs for the next round. An answer
+    that refuses (403, 404, a body that does not read) is the platform answering: a sync
+    swallows it in its secondary reads and goes on."""
+    return exc.code in UNANSWERED_CODES
+
+
 @dataclass
 class AcceleratorStock:
     type: str  # resource name, e.g. baidu.com/a800_80g_cgpu

@@ -38,7 +38,7 @@ shim writes a replica's (jobs.shim.UsageLog), so the job page and the API's job 
 them alike (jobs.monitoring). A PodMetrics is written once: only one newer than the file's
 last sample is. No /tmp figure: the Metrics API has none. A cluster without metrics-server
 (404) or a console RBAC does not let read it (403) is said once in the log; its jobs show
-no usage.
+no usage. One that does not answer ends the job's sync, as any read of it does (`_sync_remote`).
 
 Kueue's ClusterQueue quotas do not bound the idle count: a pool's queues may feed different
 ClusterQueues, a ClusterQueue may borrow beyond its nominal quota from its cohort, and Kueue
@@ -92,7 +92,7 @@ from jobs.runtime_env import (
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
 
-from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume
+from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume, got_no_answer
 from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
 
 logger = logging.getLogger("jobs.kubernetes")
@@ -138,6 +138,11 @@ PHASES = {
 
 def _shown(what: str, exc: KubeError, secrets: list[str]) -> BackendError:
     return BackendError(scrub(what % {"error": exc}, secrets), code=exc.reason)
+
+
+def _sync_error(exc: KubeError, secrets: list[str]) -> BackendError:
+    """A read of a job's sync that failed, as the worker is told it (secrets masked)."""
+    return BackendError(scrub(str(exc), secrets), code=exc.reason)
 
 
 def _refused(exc: KubeError) -> bool:
@@ -1167,11 +1172,19 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             resource = client.get(path)
         except KubeError as exc:
             if not _not_found(exc):
-                raise BackendError(scrub(str(exc), secrets), code=exc.reason) from None
+                raise _sync_error(exc, secrets) from None
             self._gone(job, spec, client, namespace)
             return
         roles = _roles(spec, resource)
-        pods = self._pods(job, client, namespace)
+        # A pods or events read that gets no answer ends the sync there (raised, as the job
+        # read's): the platform stopped answering, and the worker's round leaves its other
+        # jobs for the next one (review 36: each of these reads cost its timeouts, and the
+        # round went on to wait on the next job). Decided: the status the job read gave is
+        # not applied first. A status that ends the job ends its following, so the pods'
+        # exit codes and the events saying why it ended would never be read; the next round
+        # reads them all together. The instances saved before an events read stay: they are
+        # what the pods were.
+        pods = self._pods(job, client, namespace, secrets)
         if framework == spec_module.CUSTOM:
             # A restarted JobSet's old pods may still be going: only the current attempt's.
             attempt = str((resource.get("status") or {}).get("restarts") or 0)
@@ -1267,7 +1280,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         self, config: Config, client: KubeClient, namespace: str
     ) -> dict[str, dict[str, Any]]:
         """The namespace's PodMetrics of console pods by pod name, read at most once per
-        KUBERNETES_METRICS_SECONDS (a read that failed too): {} when they cannot be read."""
+        KUBERNETES_METRICS_SECONDS (a read that failed too): {} when they cannot be read;
+        BackendError when the API server did not answer (the job's status is saved by then)."""
         key = (*config.key(), namespace)
         with self._lock:
             read_at, found = self._pod_metrics.get(key, (float("-inf"), {}))
@@ -1279,6 +1293,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 POD_METRICS_PATH.format(namespace=namespace), label_selector=M.CONSOLE_JOB_LABEL
             )
         except KubeError as exc:
+            if got_no_answer(exc):
+                with self._lock:  # not asked again before its time either
+                    self._pod_metrics[key] = (time.monotonic(), found)
+                raise _sync_error(exc, []) from None
             if exc.status not in (403, 404):
                 logger.info("Kubernetes pod metrics of %s not read: %s", namespace, exc)
             elif key not in self._metrics_said:
@@ -1344,8 +1362,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
             )
         except KubeError as exc:
+            if got_no_answer(exc):
+                raise _sync_error(exc, job.secret_values()) from None
             if not _not_found(exc):
-                return  # no clear answer: looked for again on the next sync
+                return  # an error answered (a refusal, a 5xx): looked for again next sync
             found = []
         except BackendError:
             return
@@ -1370,13 +1390,19 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         self.stop(job)
 
     @staticmethod
-    def _pods(job: Job, client: KubeClient, namespace: str) -> list[dict[str, Any]]:
+    def _pods(
+        job: Job, client: KubeClient, namespace: str, secrets: list[str]
+    ) -> list[dict[str, Any]]:
+        """The job's pods; none when the API server refuses the list (its status still
+        comes through); BackendError when it did not answer."""
         try:
             return client.list(
                 f"/api/v1/namespaces/{namespace}/pods",
                 label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
             )
         except KubeError as exc:
+            if got_no_answer(exc):
+                raise _sync_error(exc, secrets) from None
             logger.info("pods of %s unavailable: %s", job.public_id, exc)
             return []
 
@@ -1445,6 +1471,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     field_selector=f"involvedObject.kind={kind},involvedObject.name={name}",
                 )
             except KubeError as exc:
+                if got_no_answer(exc):
+                    raise _sync_error(exc, secrets) from None
                 logger.info("events of %s unavailable: %s", job.public_id, exc)
                 return
             raw.extend((name if kind in ("Pod", "Job") else "", event) for event in found)
