@@ -297,7 +297,8 @@ class ReplicaLog:
     error) and where the job is now, so when the next line would take the file past the
     cap, the log is cut: its first quarter (to the end of a line) stays, then one line
     saying how many bytes of output were dropped there (in all cuts so far), then its
-    latest quarter (from the start of a line), and writing goes on after it.
+    latest quarter (from the start of a line, between two stamps: see cut), and writing goes
+    on after it.
 
     - Every line is still written when it comes (nothing is dropped as it is written, only
       later, from the middle), so the live view shows it and hang detection, which looks at
@@ -368,7 +369,7 @@ class ReplicaLog:
             # them was given a line again, or lost lines and the cut's line (review 37). A
             # job printing every microsecond for a quarter of the cap has no such place: it
             # is cut as before, at a line's start.
-            apart = _after_a_gap(source, tail_start, size)
+            apart = _after_a_gap(source, tail_start, size) if tail_start > head_end else None
             if apart is not None:
                 tail_start = apart
             if tail_start >= size or tail_start <= head_end:
@@ -380,8 +381,9 @@ class ReplicaLog:
             if previous is not None and head_end <= previous[0] < tail_start:
                 marker_at, kept_from, earlier = previous
                 dropped += earlier - (min(kept_from, tail_start) - marker_at)
-            # Stamped as the first line kept after it, so the times in the file still only
-            # go forward (a reader of the lines since a time relies on it).
+            # Stamped a microsecond before the first line kept after it (as it, when no gap
+            # was found), so the times in the file still only go forward (a reader of the
+            # lines since a time relies on it, and a marker).
             first = os.pread(source, 28, tail_start)
             when = first if STAMP.fullmatch(first) else stamp()
             if apart is not None:  # a microsecond before it: after every line dropped
