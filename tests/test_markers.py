@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 from django.db import connection, connections, transaction
+from django.utils import timezone
 
 from jobs import spec as S
 from jobs.api_views import job_events_answer
+from jobs.backends.remote import RemoteBackend
 from jobs.logs import LogMarker, log_read
-from jobs.models import Job
+from jobs.models import Job, JobEvent
 from jobs.services import job_event, jobs_submit
 from jobs.shim import ReplicaLog, job_line
 from tests.test_concurrent_limits import _waiting_on_locks
@@ -34,13 +36,26 @@ def _job(owner) -> Job:
     return jobs_submit(owner=owner, spec=spec, submit_key=uuid.uuid4().hex)[0]
 
 
+def _a_request_event(job: Job) -> None:
+    job_event(job=job, reason="AlertFailed", message="second")
+
+
+def _a_platform_event(job: Job) -> None:  # a Kubernetes or AIHC job's, copied by the worker
+    RemoteBackend._save_events(
+        [(JobEvent(job=job, reason="BackOff", message="second"), timezone.now())]
+    )
+
+
+@pytest.mark.parametrize("second_event", [_a_request_event, _a_platform_event])
 @pytest.mark.django_db(transaction=True)
-def test_an_event_committed_after_a_later_one_is_still_answered_to_the_marker_before_both(alice):
-    """Two transactions write one job's events at the same moment (the worker's tick and a
-    request): the first takes the smaller id and commits last. A poll between the two
-    commits was answered the later event, and its marker passed the earlier one for good.
-    Now the second insert waits for the first commit, so the poll gets neither, and the
-    next poll both, in order."""
+def test_an_event_committed_after_a_later_one_is_still_answered_to_the_marker_before_both(
+    alice, second_event
+):
+    """Two transactions write one job's events at the same moment (the worker's tick, and a
+    request or the worker's copy of a platform's events): the first takes the smaller id and
+    commits last. A poll between the two commits was answered the later event, and its
+    marker passed the earlier one for good. Now the second insert waits for the first
+    commit, so the poll gets neither, and the next poll both, in order."""
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL's read committed transactions only")
     job = _job(alice)
@@ -63,7 +78,7 @@ def test_an_event_committed_after_a_later_one_is_still_answered_to_the_marker_be
 
     def a_request() -> None:  # its event second, committed at once
         try:
-            job_event(job=job, reason="AlertFailed", message="second")
+            second_event(job)
         except Exception as exc:
             failures.append(exc)
         finally:
