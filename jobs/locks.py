@@ -75,12 +75,16 @@ def job_events_locked(*, job_id: int) -> None:
       (jobs.services.job_transition), where the lock is held already and this costs nothing
       more. It does not hold up the inserts that refer to the job (its replicas, logs,
       events: FOR KEY SHARE) nor reads. No new deadlock: a transaction waits here only for
-      one that writes this job's row or its events, and the rows the writers of events lock
-      before it (the job's LocalRun: a hang warning, a restart, a stop; a StackCapture) are
-      locked before the job's row by every transaction that locks both (jobs.runner
-      request_stop, the review's mark as lost) or are the transaction's own new rows. A job
-      deleted meanwhile is not there to lock: the insert then fails on its foreign key as it
-      did before.
+      one that has written this job's row or its events. The writers of events that lock
+      another row first lock the job's LocalRun (a restart, a stop, mark as lost: each then
+      writes the job's row anyway; a hang warning) or the StackCapture being stored, and
+      no transaction waits for those while holding the job's row: a stop, mark as lost and
+      a restart lock the LocalRun first too, a manual capture only inserts a new one, and
+      the one that writes a LocalRun after the job's row, a job's start, is the worker's,
+      which warns of hangs and stores captures in the same thread, one after the other. A
+      deletion locks the job's row FOR UPDATE, which the insert's own FOR KEY SHARE waited
+      for already; a job deleted meanwhile is not there to lock, and the insert then fails
+      on its foreign key as before.
     - SQLite: BEGIN IMMEDIATE already serialises writers, so ids are committed in order."""
     connection = transaction.get_connection()
     assert connection.in_atomic_block, "job_events_locked needs a transaction"
