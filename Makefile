@@ -74,7 +74,8 @@ POSTGRES_TESTS := tests/test_pools.py tests/test_usage_report.py tests/test_usag
 	tests/test_worker_refusal.py tests/test_scale.py tests/test_job_labels.py \
 	tests/test_last_cards.py tests/test_next_pass_agrees.py tests/test_standalone_first.py \
 	tests/test_api_standalone.py tests/test_pool_held_for_waiting_job.py tests/test_hostile_users.py \
-	tests/test_admin_owner_filter.py tests/test_usage_csv_bad_input.py tests/test_job_card_hours.py
+	tests/test_admin_owner_filter.py tests/test_usage_csv_bad_input.py tests/test_job_card_hours.py \
+	tests/test_markers.py
 
 test-postgres: $(VENV)/.installed-postgres
 	@case "$$DATABASE_URL" in postgres://*|postgresql://*|pgsql://*) ;; \

@@ -49,3 +49,46 @@ def local_cards_locked() -> None:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LOCAL_CARDS_LOCK])
+
+
+def job_events_locked(*, job_id: int) -> None:
+    """Makes the transactions that write job `job_id`'s events commit them in the order of
+    their ids, until the surrounding transaction ends (it must be inside one). It is taken
+    before every insert of a JobEvent (jobs.services.job_event, the remote backends'
+    _save_events).
+
+    Why (review 37): the events APIs page a job's events by id (`nextMarker`, jobs.api_views
+    job_events_answer), and a reader must never be handed an id while a smaller one of the
+    same job is still to come. Ids come from a sequence as a row is inserted, not as it is
+    committed: on PostgreSQL, transaction A took 10, B took 11 and committed first, a poll
+    between the two commits was answered 11, and its marker passed 10 for good. With this
+    lock B's insert waits until A has committed, and takes its id after A's.
+
+    Decided over the other ways (the brief of the markers helper): a reader that hands out
+    an id only once every smaller one is committed cannot tell an id still to come from one
+    a rolled-back insert used and left unused for good; a time margin is only a guess at how
+    long a transaction stays open (the worker's hold whole ticks); a per-job number needs
+    this same lock to be assigned, plus a column. The lock alone is enough.
+
+    - PostgreSQL: the job's row FOR NO KEY UPDATE, the lock an UPDATE of the row takes. Most
+      events are written right after their job's row is updated in the same transaction
+      (jobs.services.job_transition), where the lock is held already and this costs nothing
+      more. It does not hold up the inserts that refer to the job (its replicas, logs,
+      events: FOR KEY SHARE) nor reads. No new deadlock: a transaction waits here only for
+      one that has written this job's row or its events. The writers of events that lock
+      another row first lock the job's LocalRun (a restart, a stop, mark as lost: each then
+      writes the job's row anyway; a hang warning) or the StackCapture being stored, and
+      no transaction waits for those while holding the job's row: a stop, mark as lost and
+      a restart lock the LocalRun first too, a manual capture only inserts a new one, and
+      the one that writes a LocalRun after the job's row, a job's start, is the worker's,
+      which warns of hangs and stores captures in the same thread, one after the other. A
+      deletion locks the job's row FOR UPDATE, which the insert's own FOR KEY SHARE waited
+      for already; a job deleted meanwhile is not there to lock, and the insert then fails
+      on its foreign key as before.
+    - SQLite: BEGIN IMMEDIATE already serialises writers, so ids are committed in order."""
+    connection = transaction.get_connection()
+    assert connection.in_atomic_block, "job_events_locked needs a transaction"
+    if connection.vendor == "postgresql":
+        from .models import Job
+
+        list(Job.objects.select_for_update(no_key=True).filter(pk=job_id).values_list("pk"))

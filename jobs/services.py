@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from . import spec as spec_module
+from .locks import job_events_locked
 from .models import (
     FINAL_STATUSES,
     TRANSITIONS,
@@ -124,14 +125,17 @@ def signing_key() -> str:
 def job_event(
     *, job: Job, reason: str, message: str = "", warning: bool = False, actor: Any = None
 ) -> JobEvent:
-    return JobEvent.objects.create(
-        job=job,
-        reason=reason,
-        message=str(message),
-        message_source=source_of(message),
-        type=EventType.WARNING if warning else EventType.NORMAL,
-        actor=actor,
-    )
+    # No savepoint: the lock and the row go together, or the caller's transaction fails.
+    with transaction.atomic(savepoint=False):
+        job_events_locked(job_id=job.pk)  # committed in the order of their ids (the markers)
+        return JobEvent.objects.create(
+            job=job,
+            reason=reason,
+            message=str(message),
+            message_source=source_of(message),
+            type=EventType.WARNING if warning else EventType.NORMAL,
+            actor=actor,
+        )
 
 
 # A job's pages show its newest events: the owner's job page and its 3-second refresh, and

@@ -52,7 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 MAX_LINE = 64 * 1024
@@ -80,8 +80,11 @@ START_GATE = (
 )
 
 
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ "
+
+
 def stamp() -> bytes:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ ").encode()
+    return datetime.now(UTC).strftime(STAMP_FORMAT).encode()
 
 
 def console_line(when: bytes, text: str) -> bytes:
@@ -262,6 +265,30 @@ def copy_range(source: int, target: int, start: int, end: int) -> None:
         start += done
 
 
+def _stamp_moment(head: bytes) -> datetime | None:
+    """The stamp a line starts with (its first 28 bytes), or None."""
+    if not STAMP.fullmatch(head):
+        return None
+    return datetime.strptime(head.decode("ascii"), STAMP_FORMAT)
+
+
+def _after_a_gap(fd: int, start: int, end: int) -> int | None:
+    """The first line start after line start `start` whose stamp is at least two microseconds
+    after the stamp of the line before it (None when no line before `end` is)."""
+    before = _stamp_moment(os.pread(fd, 28, start))
+    position = start
+    while before is not None:
+        newline = os.pread(fd, MAX_LINE + 1024, position).find(b"\n")
+        if newline < 0 or position + newline + 1 >= end:
+            break
+        position += newline + 1
+        moment = _stamp_moment(os.pread(fd, 28, position))
+        if moment is not None and moment - before >= timedelta(microseconds=2):
+            return position
+        before = moment
+    return None
+
+
 class ReplicaLog:
     """The replica's log, kept under `limit_mb` MB on disk however much the job prints.
 
@@ -270,7 +297,8 @@ class ReplicaLog:
     error) and where the job is now, so when the next line would take the file past the
     cap, the log is cut: its first quarter (to the end of a line) stays, then one line
     saying how many bytes of output were dropped there (in all cuts so far), then its
-    latest quarter (from the start of a line), and writing goes on after it.
+    latest quarter (from the start of a line, between two stamps: see cut), and writing goes
+    on after it.
 
     - Every line is still written when it comes (nothing is dropped as it is written, only
       later, from the middle), so the live view shows it and hang detection, which looks at
@@ -331,6 +359,19 @@ class ReplicaLog:
                 window = os.pread(source, MAX_LINE + 1024, tail_start - 1)
                 found = window.find(b"\n")
                 tail_start = tail_start + found if found >= 0 else tail_start
+            # The part kept starts with a line stamped at least two microseconds after the
+            # one before it, and the cut's line is stamped in between: no stamp's lines are
+            # split by the cut, and the cut's line shares its stamp with none. A marker
+            # (jobs.logs.LogMarker) is a stamp and a count of lines from the first of that
+            # stamp: with a stamp's lines split, a reader that had read some of those dropped
+            # skipped as many kept ones, and with the cut's line stamped as those kept after
+            # it (or as those dropped before it), it counted as one of them: a reader among
+            # them was given a line again, or lost lines and the cut's line (review 37). A
+            # job printing every microsecond for a quarter of the cap has no such place: it
+            # is cut as before, at a line's start.
+            apart = _after_a_gap(source, tail_start, size) if tail_start > head_end else None
+            if apart is not None:
+                tail_start = apart
             if tail_start >= size or tail_start <= head_end:
                 return  # nothing to drop between whole lines
             # The previous cut's line is dropped with the rest (and its count carried on),
@@ -340,10 +381,15 @@ class ReplicaLog:
             if previous is not None and head_end <= previous[0] < tail_start:
                 marker_at, kept_from, earlier = previous
                 dropped += earlier - (min(kept_from, tail_start) - marker_at)
-            # Stamped as the first line kept after it, so the times in the file still only
-            # go forward (a reader of the lines since a time relies on it).
+            # Stamped a microsecond before the first line kept after it (as it, when no gap
+            # was found), so the times in the file still only go forward (a reader of the
+            # lines since a time relies on it, and a marker).
             first = os.pread(source, 28, tail_start)
             when = first if STAMP.fullmatch(first) else stamp()
+            if apart is not None:  # a microsecond before it: after every line dropped
+                moment = _stamp_moment(first)
+                assert moment is not None
+                when = (moment - timedelta(microseconds=1)).strftime(STAMP_FORMAT).encode()
             text = self.cut_line.replace("{limit}", str(self.limit_mb))
             marker = console_line(when, text.replace("{dropped}", str(dropped)))
             target = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)

@@ -20,9 +20,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext_noop
 
+from jobs.locks import job_events_locked
 from jobs.logs import masked
 from jobs.models import (
     FINAL_STATUSES,
@@ -394,11 +396,16 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
     @staticmethod
     def _save_events(new: list[tuple[JobEvent, datetime]]) -> None:
         """Copies the platform's events, each at its own time (created_at is stamped on
-        insert: the event's time is set just after)."""
-        created = JobEvent.objects.bulk_create([row for row, _when in new])
-        for row, (_row, when) in zip(created, new, strict=True):
-            row.created_at = when
-        JobEvent.objects.bulk_update(created, ["created_at"])
+        insert: the event's time is set just after, in the same transaction), in the order
+        of their ids (jobs.locks.job_events_locked: the events APIs' markers). One job's."""
+        if not new:
+            return
+        with transaction.atomic():
+            job_events_locked(job_id=new[0][0].job_id)
+            created = JobEvent.objects.bulk_create([row for row, _when in new])
+            for row, (_row, when) in zip(created, new, strict=True):
+                row.created_at = when
+            JobEvent.objects.bulk_update(created, ["created_at"])
 
     # -- actions -------------------------------------------------------------------
 
