@@ -7,6 +7,7 @@ server and AIHC (the outside services that cannot run here); local jobs run for 
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 import uuid
@@ -264,3 +265,36 @@ def test_a_create_in_flight_when_the_lease_is_handed_over_makes_one_job_on_the_c
     assert len(k8s_fake.calls("create pytorchjobs")) == 1
     assert len(k8s_fake.jobs()) == 1
     assert status_of(job) == JobStatus.RUNNING
+
+
+def test_a_remote_thread_stuck_on_one_job_is_said_in_the_log_with_the_job_and_when_it_goes_on(
+    k8s_fake, alice, settings, caplog, monkeypatch
+):
+    """The worker runs (its loop supervises local jobs and renews the lease, so /healthz and
+    the banner say so); what is stuck, its remote jobs' submits and syncs, is said in its log,
+    naming what it waits on. REMOTE_STUCK_SECONDS (10 minutes) is made 1 s here."""
+    from jobs import worker
+
+    monkeypatch.setattr(worker, "REMOTE_STUCK_SECONDS", 1.0)
+    settings.KUBERNETES_READ_TIMEOUT = 1  # three reads of 1 s, 0.5 s and 1 s between: 4.5 s
+    stalled = on_kubernetes(k8s_fake, alice)
+    k8s_fake.stall(stalled.external_id, 20)
+
+    def said(words: str) -> list[str]:
+        return [r.getMessage() for r in caplog.records if words in r.getMessage()]
+
+    with caplog.at_level("WARNING", logger="jobs.worker"), serving_worker():
+        wait_for(lambda: said("no remote job submitted"), seconds=4, what="said stuck")
+        k8s_fake.stalled.clear()
+        wait_for(lambda: said("goes on again"), seconds=8, what="said going on")
+
+    stuck = said("no remote job submitted")  # (said again each second it lasts, here)
+    assert stuck and all(
+        re.fullmatch(
+            rf"no remote job submitted or synced for \d+ s: still syncing "
+            rf"{stalled.public_id} with kubernetes",
+            line,
+        )
+        for line in stuck
+    )
+    assert said("goes on again") == ["submitting and syncing remote jobs goes on again"]
