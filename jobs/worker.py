@@ -595,7 +595,8 @@ class Worker:
         (a conditional UPDATE) before its create, and the new holder submits only Queued
         jobs; its sync leaves a Submitting job alone for STUCK_SUBMITTING (2 minutes) after
         its last change, longer than a create waits (one read timeout: the clients never
-        send a create twice), so by then the old holder has moved it on (Queued with its
+        send a create twice; AIHC_READ_TIMEOUT above that would let the new holder, finding
+        nothing made yet, send it again), so by then the old holder has moved it on (Queued with its
         external id, or with a SubmitTimedOut event saying to look first). A job left
         Submitting (the old holder killed mid-create) is sent again by the new one as after
         any kill: Kubernetes' objects are named from the console job id, so the create
