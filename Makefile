@@ -68,7 +68,7 @@ test: lint
 POSTGRES_TESTS := tests/test_pools.py tests/test_usage_report.py tests/test_usage_cards.py tests/test_quotas.py \
 	tests/test_api.py tests/test_api_v2.py tests/test_job_pages.py tests/test_job_bulk.py \
 	tests/test_wizard.py tests/test_wizard_rules.py tests/test_admin.py tests/test_models.py \
-	tests/test_review.py tests/test_upgrade.py tests/test_my_usage.py tests/test_workers.py \
+	tests/test_review.py tests/test_upgrade.py tests/test_my_usage.py tests/test_workers.py tests/test_worker_remote_thread.py \
 	tests/test_lost_jobs.py tests/test_network_check.py tests/test_sessions.py \
 	tests/test_concurrent_limits.py tests/test_api_keys.py tests/test_alerts.py \
 	tests/test_worker_refusal.py tests/test_scale.py tests/test_job_labels.py \

@@ -591,6 +591,17 @@ def holds_lease(*, worker: WorkerIdentity) -> bool:
     )
 
 
+def lease_held(*, worker: WorkerIdentity) -> bool:
+    """Whether `worker` still holds the lease, read without a lock: asked by the worker's
+    remote thread before each submit and sync (jobs.worker.RemoteThread.holding). Not a
+    fence as holds_lease is (a takeover may land just after it): a submit is fenced by its
+    job's own Queued -> Submitting step, a sync only reads the platform and makes
+    conditional changes. One query."""
+    return WorkerHeartbeat.objects.filter(
+        pk=HEARTBEAT_PK, holder=worker.instance, stopped_at=None
+    ).exists()
+
+
 def active_runner() -> str | None:
     """Where the active worker runs local jobs, as jobs.runner.runner_key names it (host and
     run directory); None while no worker runs (stale, stopped, or never seen): then no

@@ -4,15 +4,17 @@ Each tick it
 1. supervises local jobs that are Running or Stopping (exit codes, fault keywords,
    restarts, hang warnings, timeouts, SIGTERM then SIGKILL on stop);
 2. runs one scheduling pass over the queued local jobs (jobs.scheduler);
-3. submits Queued jobs of remote backends that were never submitted (no external id) and,
-   every WORKER_REMOTE_SYNC_SECONDS, syncs remote jobs that are active or queued remotely,
-   for at most REMOTE_TICK_SECONDS each a tick (the rest in the next ticks);
-4. deletes finished local jobs whose retention period has passed, and those whose owner
+3. deletes finished local jobs whose retention period has passed, and those whose owner
    asked to delete them while they ran (normally done as they end; this catches a worker
    killed in between, and a Delete that arrived just as the job ended).
-Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS, and
-from a thread while step 3 waits on a platform (Worker.lease_renewed_meanwhile); stopped
-cleanly, it gives the lease up.
+Before all that it renews its lease (jobs.health), at most every WORKER_HEARTBEAT_SECONDS;
+stopped cleanly, it gives the lease up.
+Remote jobs (AIHC, Kubernetes) are submitted (Queued, never submitted: no external id) and,
+every WORKER_REMOTE_SYNC_SECONDS, synced (active, or queued remotely) in a thread of their
+own while the worker holds the lease (RemoteThread), in turns of about REMOTE_TICK_SECONDS
+each, so a platform that does not answer never holds up the local jobs' ticks or the lease's
+renewal. A Worker ticked alone (`tick()`, as tests drive it) does that remote work within the
+tick, renewing the lease from a thread meanwhile (Worker.lease_renewed_meanwhile).
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
 Only one worker dispatches per database: it holds the database lease (jobs.health). A worker
@@ -42,7 +44,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -64,6 +66,7 @@ from .health import (
     WorkerIdentity,
     database_unreachable_reason,
     forget_old_workers,
+    lease_held,
     worker_beat,
     worker_state,
     worker_stopped,
@@ -275,6 +278,14 @@ def followed_again_message(unfollowed_seconds: int | None) -> str:
 # before it goes back to the local jobs: a job's requests started by then are finished, the
 # next jobs' wait for the next tick (sync_remote says why).
 REMOTE_TICK_SECONDS = 2.0
+# A RemoteThread that has not got to its next job for this long (one job's requests wait at
+# most a few minutes with the default timeouts) is said in the log to be stuck, again as
+# often while it stays so (RemoteThread.say_if_stuck).
+REMOTE_STUCK_SECONDS = 600.0
+# How long a stop, or a lease lost, waits for the RemoteThread to end: it ends once the
+# request it waits on is answered or timed out; the worker goes on without waiting longer
+# (run_while_holding says what becomes of one still waiting).
+REMOTE_JOIN_SECONDS = 5.0
 # How long the lease is renewed for a tick waiting on remote platforms
 # (Worker.lease_renewed_meanwhile): far more than one job's requests wait at most with the
 # default timeouts, so a tick stuck longer is hung and lets a standby take over.
@@ -295,6 +306,9 @@ class Worker:
         # Shims this process started: polled so they do not linger as zombies.
         self.children: dict[int, Popen[bytes]] = {}
         self.last_remote_sync = 0.0
+        # What the remote work is waiting on right now ("" between jobs), for the log of a
+        # RemoteThread stuck for long (RemoteThread.say_if_stuck).
+        self.remote_doing = ""
         # The current sync round's remote jobs not synced yet (pks, in order), and the
         # backends that did not answer in it with how many of their jobs were left out.
         self.sync_round: list[int] = []
@@ -342,7 +356,13 @@ class Worker:
         for public_id in ended_of(network.job_ids_with_networks()):
             network.end_networks(public_id=public_id, children=self.children)
 
-    def tick(self) -> None:
+    def tick(self, *, remote: bool = True) -> None:
+        """One pass of everything the worker does. With `remote` (a bare Worker, as tests and
+        `tick()` alone use it) it also submits and syncs remote jobs, within this very call;
+        the serving loop (run_while_holding) ticks with remote=False, and a RemoteThread of
+        its own does the remote work beside it, so a platform that does not answer no
+        longer holds up local jobs' stops, starts and timeouts (it did until the remote
+        thread: about 90 s a round with Kubernetes' default timeouts)."""
         self.beat()
         # Before supervision, so a replica evicted now is ended in this very tick.
         try:
@@ -359,15 +379,9 @@ class Worker:
             network_problem=self.identity.network_problem,
             worker=self.identity,
         )
-        with self.lease_renewed_meanwhile():
-            self.dispatch_remote(budget=REMOTE_TICK_SECONDS)
-            if (
-                self.sync_round
-                or time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS
-            ):
-                if not self.sync_round:  # a new round
-                    self.last_remote_sync = time.monotonic()
-                self.sync_remote(budget=REMOTE_TICK_SECONDS)
+        if remote:
+            with self.lease_renewed_meanwhile():
+                self.remote_pass()
         self.delete_expired()
         self.delete_expired_sessions()
         self.delete_requested()
@@ -378,12 +392,27 @@ class Worker:
         except Exception:
             logger.exception("removing ended jobs' files failed")
 
+    def remote_pass(self, *, go_on: Callable[[], bool] | None = None) -> None:
+        """Submits remote jobs for about REMOTE_TICK_SECONDS, then syncs them as long, when a
+        sync round is under way or due (every WORKER_REMOTE_SYNC_SECONDS): the rest at the
+        next pass. `go_on` is asked before each submit and each sync (RemoteThread.holding:
+        only the lease's holder sends anything); once it says no, the pass ends there."""
+        self.dispatch_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on)
+        if (
+            self.sync_round
+            or time.monotonic() - self.last_remote_sync >= settings.WORKER_REMOTE_SYNC_SECONDS
+        ):
+            if not self.sync_round:  # a new round
+                self.last_remote_sync = time.monotonic()
+            self.sync_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on)
+
     def beat(self) -> None:
         """Renews the lease: each tick, but written at most every WORKER_HEARTBEAT_SECONDS (a tick
         may come every 50 ms while jobs are submitted). A tick that hangs longer than
         WORKER_STALE_SECONDS shows as a stopped worker, which it is for the jobs waiting on
-        it, and lets a standby take over; but not one waiting on a remote platform, for which
-        a standby would wait as long (lease_renewed_meanwhile says why).
+        it, and lets a standby take over. Waiting on a remote platform is no hang: the serving
+        loop leaves that to its RemoteThread, and a tick(remote=True) renews the lease while
+        it waits (lease_renewed_meanwhile says why).
 
         Raises LeaseLost when another worker took the lease over. When the database cannot
         be reached it carries on only while the last renewal is recent (half of
@@ -422,7 +451,9 @@ class Worker:
     @contextmanager
     def lease_renewed_meanwhile(self) -> Iterator[None]:
         """Renews the lease from a thread of its own, every WORKER_HEARTBEAT_SECONDS, while the
-        tick waits on remote platforms (for at most REMOTE_WAIT_LEASE_SECONDS). One job's
+        tick waits on remote platforms (for at most REMOTE_WAIT_LEASE_SECONDS). Only for a
+        tick that does the remote work itself (tick(remote=True): a bare Worker, as tests
+        drive it); the serving loop renews the lease each tick while its RemoteThread waits. One job's
         sync with a platform that does not answer waits for each read's timeout three or
         four times (KUBERNETES_READ_TIMEOUT, AIHC_READ_TIMEOUT: 91.5 s and 123.5 s by
         default), past WORKER_STALE_SECONDS (60 s). Until review 36 the worker then read as
@@ -552,9 +583,27 @@ class Worker:
             except Exception:
                 logger.exception("supervising %s failed", job.public_id)
 
-    def dispatch_remote(self, *, budget: float | None = None) -> None:
-        """Submits remote jobs never submitted yet; with a `budget` (seconds, as each tick
-        gives), no more once it is spent: the rest, still oldest first, in the next ticks."""
+    def dispatch_remote(
+        self, *, budget: float | None = None, go_on: Callable[[], bool] | None = None
+    ) -> None:
+        """Submits remote jobs never submitted yet; with a `budget` (seconds, as each pass
+        gives), no more once it is spent: the rest, still oldest first, in the next passes.
+        `go_on`, asked before each submit, ends it once it says no (the lease lost).
+
+        A submit already on its way when the lease is lost finishes (a create cut off
+        halfway is no safer), and nothing is sent twice: the job went Queued -> Submitting
+        (a conditional UPDATE) before its create, and the new holder submits only Queued
+        jobs; its sync leaves a Submitting job alone for STUCK_SUBMITTING (2 minutes) after
+        its last change, longer than a create waits (one read timeout: the clients never
+        send a create twice; AIHC_READ_TIMEOUT above that would let the new holder, finding
+        nothing made yet, send it again), so by then the old holder has moved it on (Queued with its
+        external id, or with a SubmitTimedOut event saying to look first). A job left
+        Submitting (the old holder killed mid-create) is sent again by the new one as after
+        any kill: Kubernetes' objects are named from the console job id, so the create
+        answers 409 on this job's label and is adopted; AIHC takes no name as a key (the
+        console sends no clientToken), so the job's id label is: the pool's jobs of its
+        name are listed and the one with its label adopted before any create again
+        (jobs.backends.aihc: _reconcile_stuck, _create)."""
         # Jobs Pending review are never dispatched; a remote job queued by the cloud
         # (it has an external id) is synced, not submitted again.
         # Oldest first: first come, first sent (and a group's task 1/N before N/N).
@@ -563,21 +612,30 @@ class Worker:
             backend="local"
         )
         for job in queued.order_by("created_at", "id"):
+            if go_on is not None and not go_on():
+                return
+            self.remote_doing = f"submitting {job.public_id} to {job.backend}"
             try:
                 get_backend(job.backend).submit(job)
             except Exception:
                 logger.exception("submitting %s to %s failed", job.public_id, job.backend)
+            finally:
+                self.remote_doing = ""
             if deadline is not None and time.monotonic() >= deadline:
                 break
 
-    def sync_remote(self, *, budget: float | None = None) -> None:
+    def sync_remote(
+        self, *, budget: float | None = None, go_on: Callable[[], bool] | None = None
+    ) -> None:
         """Syncs each remote job: a round over them all, or with a `budget` (seconds, as
-        each tick gives) the round's next jobs until it is spent, the rest in the next
-        calls. The same loop supervises local jobs (their stops, timeouts, starts), and a
+        each pass gives) the round's next jobs until it is spent, the rest in the next
+        calls; `go_on`, asked before each job's sync, ends it once it says no (the job
+        stays first in the round). Until session 32 one call synced every job, and a
         platform that answers slowly (within its read timeout, so not "no answer") cost
-        the loop each job's requests in turn: 40 jobs on a server taking 5 s a request,
-        several minutes in which no local job was stopped or started (until session 32).
-        A tick now spends at most about REMOTE_TICK_SECONDS and one job's sync on them.
+        each job's requests in turn: 40 jobs on a server taking 5 s a request, several
+        minutes in which the same loop stopped or started no local job. A pass now spends
+        at most about REMOTE_TICK_SECONDS and one job's sync on them, so submits and syncs
+        take turns (and a tick(remote=True) goes back to its local jobs).
 
         Once a platform did not answer one job (unreachable, or no answer within its read
         timeout, each read tried three times) its other jobs wait for the next round: with
@@ -597,6 +655,8 @@ class Worker:
         while self.sync_round:
             if tried and deadline is not None and time.monotonic() >= deadline:
                 return  # the round goes on at the next call
+            if go_on is not None and not go_on():
+                return
             job = remote_to_sync().filter(pk=self.sync_round.pop(0)).first()
             if job is None:
                 continue  # ended, or deleted, since the round began
@@ -604,6 +664,7 @@ class Worker:
                 self.round_unanswered[job.backend] += 1
                 continue
             tried = True
+            self.remote_doing = f"syncing {job.public_id} with {job.backend}"
             try:
                 get_backend(job.backend).sync(job)
             except BackendError as exc:
@@ -615,6 +676,8 @@ class Worker:
                     continue
             except Exception:
                 logger.exception("syncing %s with %s failed", job.public_id, job.backend)
+            finally:
+                self.remote_doing = ""
             self.sync_unanswered.pop(job.pk, None)
         for backend, left in self.round_unanswered.items():
             if left:
@@ -920,6 +983,117 @@ class TaskThread(threading.Thread):
         self.db_worker.running = False
 
 
+class RemoteThread(threading.Thread):
+    """Submits and syncs remote jobs (AIHC, Kubernetes) beside the serving loop, while this
+    worker holds the lease: a pass (Worker.remote_pass) every WORKER_POLL_SECONDS, at once
+    while a sync round is under way. The loop supervises local jobs each tick whatever the
+    platforms do: until this thread, one job's sync with a platform that took connections
+    and never answered held the loop for each read's timeout, three or four times (91.5 s
+    with Kubernetes' default KUBERNETES_READ_TIMEOUT, 123.5 s with AIHC's), and a 停止 on a
+    local job waited as long.
+
+    Only the lease's holder sends anything: `holding` is asked before each submit and each
+    sync, and says no once the thread is stopped (the lease lost, the worker asked to stop)
+    or the lease is not this worker's any more. The loop renews the lease; while its last
+    renewal is older than half of WORKER_STALE_SECONDS (the loop hung, the database out of
+    reach) a takeover may be near, so the thread sends nothing either, as the loop itself
+    stops dispatching then (Worker.beat). A request already on its way is not cut off:
+    Worker.dispatch_remote says why a submit in flight is never sent twice."""
+
+    def __init__(self, worker: Worker, stop: threading.Event) -> None:
+        super().__init__(name="remote", daemon=True)
+        self.worker = worker
+        self.stop_asked = stop  # the worker's own stop (SIGTERM, Ctrl-C)
+        self.stopped = threading.Event()  # this thread's: the lease lost, or the loop ended
+        # When (monotonic) it last got to a job or began a pass, and last said it was stuck.
+        self.progress_at = time.monotonic()
+        self.said_stuck_at: float | None = None
+
+    def holding(self) -> bool:
+        """Whether it may send its next request: not stopped, and the lease still this
+        worker's (one query). Its progress too: it got to its next job."""
+        self.progress_at = time.monotonic()
+        if self.stopped.is_set() or self.stop_asked.is_set():
+            return False
+        renewed = self.worker.last_beat
+        if renewed is None or time.monotonic() - renewed > settings.WORKER_STALE_SECONDS / 2:
+            return False
+        try:
+            return lease_held(worker=self.worker.identity)
+        except Exception:
+            database_outage.failed()  # said by the loop's beat too; nothing sent meanwhile
+            return False
+
+    def run(self) -> None:
+        try:
+            while not (self.stopped.is_set() or self.stop_asked.is_set()):
+                went_on = False  # a whole pass made, the lease held throughout
+                try:
+                    close_old_connections()
+                    if self.holding():
+                        self.worker.remote_pass(go_on=self.holding)
+                        went_on = True
+                except Exception:
+                    # Never ends the thread: a failure is logged and the next pass tries
+                    # again (a platform's BackendError is already one line, in sync_remote).
+                    if not database_outage.failed():
+                        logger.exception("submitting or syncing remote jobs failed")
+                self.progress_at = time.monotonic()
+                if not (went_on and self.worker.sync_round):  # a round under way goes on
+                    self.stopped.wait(settings.WORKER_POLL_SECONDS)
+        finally:
+            connections.close_all()  # this thread's; they outlive requests (CONN_MAX_AGE)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def say_if_stuck(self) -> None:
+        """Logs, from the loop, a thread that has not got to its next job for
+        REMOTE_STUCK_SECONDS (what it waits on, for how long), again as often while it
+        stays so, and once when it goes on. The worker is running (its loop supervises local
+        jobs and renews the lease, so /healthz and the users' banner say so): what is stuck
+        is its remote jobs' submits and syncs, and this line is where it says so."""
+        waited = time.monotonic() - self.progress_at
+        if waited < REMOTE_STUCK_SECONDS:
+            if self.said_stuck_at is not None:
+                self.said_stuck_at = None
+                logger.warning("submitting and syncing remote jobs goes on again")
+            return
+        if self.said_stuck_at is None or time.monotonic() - self.said_stuck_at >= (
+            REMOTE_STUCK_SECONDS
+        ):
+            self.said_stuck_at = time.monotonic()
+            logger.error(
+                "no remote job submitted or synced for %d s: still %s",
+                waited,
+                self.worker.remote_doing or "in one pass",
+            )
+
+
+# This process's RemoteThread, once started: a new holding period starts none while the last
+# one's still runs (it is waiting on a request), so two never send side by side.
+remote_thread: RemoteThread | None = None
+
+
+def remote_thread_for(worker: Worker, stop: threading.Event) -> RemoteThread | None:
+    """The RemoteThread of `worker`, started if there is none running: when the lease was
+    just taken, and again if it ended on its own (it should not: it is said in the log). None
+    while the last holding period's thread still waits on a request, its lease lost: the
+    next tick asks again, and remote jobs are submitted and synced once it ended."""
+    global remote_thread
+    current = remote_thread
+    if current is not None and current.is_alive():
+        if current.worker is worker:
+            current.say_if_stuck()
+            return current
+        return None
+    if current is not None and current.worker is worker and not current.stopped.is_set():
+        logger.error("the thread submitting and syncing remote jobs ended; starting it again")
+    remote_thread = RemoteThread(worker, stop)
+    remote_thread.start()
+    return remote_thread
+
+
 def requeue_interrupted_tasks(*, worker_id: str = "") -> int:
     """Alert deliveries a killed worker had started are queued again.
 
@@ -1140,11 +1314,26 @@ def run_while_holding(
         forget_old_workers()
     except Exception:
         logger.exception("looking for local jobs started elsewhere failed")
+    previous = remote_thread
+    if previous is not None and previous.is_alive():
+        # The last holding period's, its lease lost while it waited on a request: it sends
+        # nothing more (holding says no), and ends once that request is answered or timed
+        # out. Waited for a moment; if it still waits, this period's starts once it ended
+        # (remote_thread_for), never beside it.
+        previous.join(timeout=REMOTE_JOIN_SECONDS)
+        if previous.is_alive():
+            logger.warning(
+                "the last remote thread still waits (%s): remote jobs are submitted and synced "
+                "once it ends",
+                previous.worker.remote_doing or "in one pass",
+            )
+    remote: RemoteThread | None = None
     try:
         while not stop.is_set():
             close_old_connections()
             try:
-                worker.tick()
+                remote = remote_thread_for(worker, stop)
+                worker.tick(remote=False)
             except LeaseLost as lost:
                 logger.error("%s; standing by", lost)
                 return
@@ -1153,6 +1342,15 @@ def run_while_holding(
                     logger.exception("worker tick failed")
             wait_for_work(stop, settings.WORKER_POLL_SECONDS)
     finally:
+        if remote is None and remote_thread is not None and remote_thread.worker is worker:
+            remote = remote_thread
+        if remote is not None:
+            # It sends nothing more from now on; a request on its way is answered or timed
+            # out first. Still waiting after REMOTE_JOIN_SECONDS, it is left: a daemon
+            # thread, it ends with the process (a stopped worker), or before the next
+            # holding period's starts (a lease lost).
+            remote.stop()
+            remote.join(timeout=REMOTE_JOIN_SECONDS)
         if thread:
             thread.stop()
             thread.join(timeout=10)

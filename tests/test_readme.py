@@ -322,7 +322,7 @@ def numbers_said() -> list[str]:
         worker,
     )
     from jobs import spec as S
-    from jobs.backends import aihc, kubernetes
+    from jobs.backends import aihc, kubernetes, remote
     from jobs.management.commands import serve
 
     stale = re.search(r"envfloat\(\"WORKER_STALE_SECONDS\", max\((\d+),", SETTINGS_SOURCE)[1]  # type: ignore[index]
@@ -402,10 +402,13 @@ def numbers_said() -> list[str]:
         # AIHC: how far back a metrics read reaches.
         f"each asking the last {aihc.USAGE_WINDOW // 60} minutes (or 4 intervals, if longer; or "
         f"back to the worker's last read of the job, up to {catch_up}",
-        # Kubernetes: a slow platform is synced over several ticks, the lease kept meanwhile.
-        f"each tick spends about {worker.REMOTE_TICK_SECONDS:g} s (`REMOTE_TICK_SECONDS`",
-        f"for up to {worker.REMOTE_WAIT_LEASE_SECONDS / 60:g} minutes (`REMOTE_WAIT_LEASE_SECONDS`",
-        f"renews the lease meanwhile, for up to {worker.REMOTE_WAIT_LEASE_SECONDS / 60:g} minutes:",
+        # Kubernetes: remote jobs are submitted and synced in turns, in a thread of their own.
+        f"The remote thread takes turns: about {worker.REMOTE_TICK_SECONDS:g} s (`REMOTE_TICK_SECONDS`",
+        f"has not got to its next job for {worker.REMOTE_STUCK_SECONDS / 60:g} minutes is said",
+        f"again every {worker.REMOTE_STUCK_SECONDS / 60:g} minutes while it lasts",
+        f"A remote thread stuck for {worker.REMOTE_STUCK_SECONDS / 60:g} minutes is said",
+        f"waits up to {worker.REMOTE_JOIN_SECONDS:g} s (`REMOTE_JOIN_SECONDS`",
+        f"a sync leaves alone for {remote.STUCK_SUBMITTING.total_seconds() / 60:g} minutes",
         # Kubernetes: an unreachable API server pauses submits.
         f"submits {pause:g} s, doubling up to {pause_max / 60:g} minutes; after {kubernetes.MAX_UNANSWERED_CREATES} creates",
     ]

@@ -1110,7 +1110,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         if isinstance(exc, KubeTimeout) and exc.cause.endswith("Timeout"):
             # A server that takes requests and does not answer them in time (not a dropped
             # connection, which costs nothing): the other queued jobs' creates would each
-            # wait as long, in the worker's loop (qa55). They pause.
+            # wait as long, one after another in the worker's remote thread (qa55, then in
+            # its only loop: no local job was stopped or started meanwhile). They pause.
             delay = self._pause_submits(config, SUBMIT_PAUSE)
             logger.warning(
                 "Kubernetes did not answer the create of %s; submits pause for %ds",
