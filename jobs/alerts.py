@@ -17,7 +17,7 @@ import ipaddress
 import logging
 import smtplib
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -314,6 +314,39 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
             ),
             warning=True,
         )
+
+
+# How long a job past its retention (任务退出后自动删除) is kept for an alert about it still to
+# be delivered (jobs_with_alerts_pending): the tries of RETRY_MINUTES span 36 minutes, each
+# queued as the one before fails. A delivery queued longer ago than this has no task runner
+# taking it (`worker --no-tasks` without a db_worker), and the job is not kept for ever.
+ALERT_HOLDS_DELETION_MINUTES = 60
+
+
+def jobs_with_alerts_pending(job_ids: Collection[int]) -> set[int]:
+    """Those of `job_ids` with an alert delivery still queued or running (a first try, or a
+    later one of a destination that could not take it): the worker deletes a job for its
+    retention only once they are done, since a delivery finds no job to send (QA 59: a job
+    that failed while no worker ran for longer than its retention was deleted in the tick
+    that recorded its end, and a webhook tried again after the retention was never called;
+    either alert was lost without an event)."""
+    from django_tasks_db.models import DBTaskResult
+
+    from .runner import minutes
+    from .tasks import deliver_alert
+
+    if not job_ids:
+        return set()
+    wanted = set(job_ids)
+    since = timezone.now() - minutes(ALERT_HOLDS_DELETION_MINUTES)
+    queued = DBTaskResult.objects.filter(
+        task_path=deliver_alert.module_path,
+        status__in=["READY", "RUNNING"],
+        enqueued_at__gte=since,
+    ).values_list("args_kwargs", flat=True)
+    return {
+        job_id for args in queued if (job_id := (args.get("kwargs") or {}).get("job_id")) in wanted
+    }
 
 
 def _alert_time(job: Job, item: str) -> datetime:

@@ -977,3 +977,104 @@ def test_a_mail_server_closing_at_one_address_has_the_alert_sent_again_to_every_
     assert [e.message for e in job.events.filter(reason="AlertSent")] == [
         f"任务失败退出：已发送邮件至 {', '.join(emails)}"
     ]
+
+
+def job_past_retention_gone(worker: Worker, job, *, timeout: float = 30) -> bool:
+    """Ticks `worker` until `job` is deleted for its retention (True) or `timeout` passes."""
+    from jobs.models import Job
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        worker.tick()
+        if not Job.objects.filter(pk=job.pk).exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_job_that_failed_past_its_retention_while_no_worker_ran_is_kept_until_its_alert_went(
+    transactional_db, alice, settings, flaky_hooks
+):
+    # QA 59: the worker back after a night away recorded the end of a job whose 1-minute
+    # retention had long passed, queued its jobFailed alert and deleted the job in the same
+    # tick: the delivery found no job, and on-call never heard of the failure.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.2
+    alert = S.AlertConfig(items=["jobFailed"], webhooks=[f"{flaky_hooks.base}/hook/on-call"])
+    job = submit(
+        alice, make_spec(f"{UNTIL_THE_GATE_OPENS}; exit 1", retention_period="1m", alert=alert)
+    )
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    exit_record = attempt_dir(job.public_id, 1) / "master-0" / "exit"
+    open_gate(settings)  # and no tick while it fails and its retention passes
+    deadline = time.monotonic() + 30
+    while not exit_record.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # past the retention of one job minute
+
+    worker.tick()
+
+    assert status_of(job) == JobStatus.FAILED  # recorded, and kept for its alert
+    run_queued_tasks_until_none_is_left()
+    assert flaky_hooks.received == [("/hook/on-call", 200)]
+    assert job.events.filter(reason="AlertSent").count() == 1
+    assert job_past_retention_gone(worker, job)  # once it went, deleted
+
+
+def test_a_webhook_tried_again_past_the_jobs_retention_still_gets_the_alert(
+    transactional_db, alice, settings, flaky_hooks
+):
+    # QA 59: a gateway down at a job's end was to be tried again a minute later, but the job's
+    # 1-minute retention deleted it first, and the later try found no job to send.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.2
+    flaky_hooks.answers["/hook/on-call"] = [503, 503]  # down at the first two tries
+    alert = S.AlertConfig(items=["jobFailed"], webhooks=[f"{flaky_hooks.base}/hook/on-call"])
+    job = submit(alice, make_spec("exit 1", retention_period="1m", alert=alert))
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+    with task_thread_running() as thread:
+        thread.join(timeout=30)
+    assert flaky_hooks.received == [("/hook/on-call", 503)]
+
+    # The worker goes on past the retention while the later tries wait for their time.
+    deadline = time.monotonic() + 30
+    while len(flaky_hooks.received) < 3 and time.monotonic() < deadline:
+        worker.tick()
+        with task_thread_running() as thread:
+            thread.join(timeout=30)
+        time.sleep(0.05)
+
+    assert flaky_hooks.received == [("/hook/on-call", 503)] * 2 + [("/hook/on-call", 200)]
+    assert job_past_retention_gone(worker, job)
+
+
+def test_a_delivery_no_task_runner_took_within_the_hour_keeps_its_job_no_longer(
+    transactional_db, alice, settings
+):
+    # The hold above is bounded: with `worker --no-tasks` and no db_worker nothing delivers,
+    # and a job past its retention is deleted once its alert has waited an hour.
+    from django_tasks_db.models import DBTaskResult
+
+    from jobs.alerts import ALERT_HOLDS_DELETION_MINUTES, job_alert
+    from jobs.runner import minutes
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.2
+    job = submit(alice, alerting_spec("exit 1", "https://hooks.example.com/on-call"))
+    job.spec["retentionPeriod"] = "1m"
+    job.save(update_fields=["spec"])
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+    job_alert(job=job, item="jobFailed", message="waiting for a task runner")
+    time.sleep(0.5)  # past the retention of one job minute
+    worker.tick()
+    assert status_of(job) == JobStatus.FAILED  # kept: its alerts are waiting
+
+    hour_ago = datetime.now().astimezone() - minutes(ALERT_HOLDS_DELETION_MINUTES + 1)
+    DBTaskResult.objects.update(enqueued_at=hour_ago)
+
+    assert job_past_retention_gone(worker, job)
