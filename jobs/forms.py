@@ -897,11 +897,21 @@ class AdvancedForm(StepForm):
     )
 
     def __init__(
-        self, *args: Any, aihc_alerts: bool = False, privileged: bool = False, **kwargs: Any
+        self,
+        *args: Any,
+        aihc_alerts: bool = False,
+        privileged: bool = False,
+        node_alerts: bool = True,
+        **kwargs: Any,
     ) -> None:
         """`privileged`: offer the Privileged mode switch (the pool allows it, or the draft
-        asks for it: an imported or copied job's, which the pool's refusal is then said on)."""
+        asks for it: an imported or copied job's, which the pool's refusal is then said on).
+        `node_alerts`: offer “A node of the job fails” (not on the local pool, where it never
+        comes, unless the draft asks for it: the pool's refusal is then said on the field)."""
         super().__init__(*args, **kwargs)
+        if not node_alerts:
+            field = self.fields["alert_items"]
+            field.choices = [c for c in ALERT_CHOICES if c[0] != "nodeFT"]
         _mark_required(self, "tensorboard_path", "retention_value")
         alert_ids = ["alert_instance_id", "alert_notify_rule_id"]
         if not aihc_alerts:
