@@ -17,12 +17,14 @@ import ipaddress
 import logging
 import smtplib
 import socket
+import ssl
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import certifi
 import httpx
 from django.conf import settings
 from django.core.mail import EmailMessage
@@ -217,7 +219,10 @@ def post_webhook(
     host_header = host if parts.port is None else f"{host}:{parts.port}"
     # No proxies from the environment and no redirects: either could lead elsewhere.
     with httpx.Client(
-        timeout=settings.ALERT_WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
+        timeout=settings.ALERT_WEBHOOK_TIMEOUT_SECONDS,
+        follow_redirects=False,
+        trust_env=False,
+        verify=webhook_tls(),
     ) as client:
         request = client.build_request(
             "POST",
@@ -232,6 +237,16 @@ def post_webhook(
             f"HTTP {response.status_code}", request=response.request, response=response
         )
     return response
+
+
+def webhook_tls() -> ssl.SSLContext:
+    """The certificates an https webhook's may be signed by: the public CAs (certifi's, as
+    httpx trusts by default; trust_env=False leaves out SSL_CERT_FILE) and, if set, those of
+    ALERT_WEBHOOK_CA_FILE (a company CA: a gateway or private chat deployment on its network)."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    if settings.ALERT_WEBHOOK_CA_FILE:
+        context.load_verify_locations(cafile=settings.ALERT_WEBHOOK_CA_FILE)
+    return context
 
 
 def post_to_bot(*, url: str, bot: str, text: str) -> None:

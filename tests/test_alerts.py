@@ -1078,3 +1078,61 @@ def test_a_delivery_no_task_runner_took_within_the_hour_keeps_its_job_no_longer(
     DBTaskResult.objects.update(enqueued_at=hour_ago)
 
     assert job_past_retention_gone(worker, job)
+
+
+@pytest.fixture
+def company_gateway(tmp_path):
+    """An https webhook receiver on 127.0.0.1 whose certificate a company CA signed (its own,
+    made here: no public CA's), recording each POST's content type and JSON body."""
+    import ssl
+    import subprocess
+
+    cert, key = tmp_path / "gateway.crt", tmp_path / "gateway.key"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=Example Corp CA"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"]
+        + ["-addext", "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment"],
+        check=True,
+        capture_output=True,
+    )
+    received: list[tuple[str, dict]] = []
+
+    class Handler(QuietHandler):
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((self.headers["Content-Type"], json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+
+    with receiver(Handler) as server:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        server.received = received
+        server.ca_file = str(cert)
+        server.url = f"https://127.0.0.1:{server.server_port}/alerts/ml-oncall"
+        yield server
+
+
+def test_an_https_gateway_a_company_ca_signed_gets_alerts_once_the_ca_file_is_set(
+    alice, settings, company_gateway
+):
+    # QA 59: a chat gateway on the company network, its certificate signed by the company's
+    # CA, failed every try with CERTIFICATE_VERIFY_FAILED: only the public CAs were trusted,
+    # and no setting (nor SSL_CERT_FILE, as proxies are not read from the environment) added one.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    spec = make_spec(
+        "exit 1", alert=S.AlertConfig(items=["jobFailed"], webhooks=[company_gateway.url])
+    )
+    untrusted = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(untrusted) == JobStatus.FAILED)
+    settings.ALERT_WEBHOOK_CA_FILE = company_gateway.ca_file
+    trusted = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(trusted) == JobStatus.FAILED)
+
+    [refused] = untrusted.events.filter(reason="AlertFailed").values_list("message", flat=True)
+    assert "CERTIFICATE_VERIFY_FAILED" in refused
+    assert [body["jobId"] for _type, body in company_gateway.received] == [trusted.public_id]
+    assert company_gateway.received[0][0] == "application/json"
+    assert trusted.events.filter(reason="AlertSent").count() == 1
