@@ -635,6 +635,19 @@ EMAIL_GAVE_UP = gettext_noop(
 )
 
 
+MAIL_NOT_SET = gettext_noop(
+    "%(item)s: email to %(addresses)s not sent: no mail server is set for this console "
+    "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set one"
+)
+CONSOLE_MAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
+
+def mail_printed_only() -> bool:
+    """Whether mail goes nowhere but the log: no EMAIL_HOST, Django's console backend."""
+    mailers = getattr(settings, "MAILERS", None) or {}
+    return mailers.get("default", {}).get("BACKEND") == CONSOLE_MAIL_BACKEND
+
+
 def _deliver_email(
     *,
     job: Job,
@@ -694,6 +707,19 @@ def _deliver_email(
             refused = getattr(mail, "refused", {})
             sent += [a for a in addresses if a not in refused]
             failures += _refusals(refused, addresses)
+    if sent and mail_printed_only():
+        # No mail server: Django's console backend wrote the mail to the worker's log, and the
+        # job's page said "email sent" to people who never got it (QA 59).
+        turn.give_back()
+        job_event(
+            job=job,
+            reason="AlertNotSent",
+            message=recorded(
+                MAIL_NOT_SET, item=item_name(item), addresses=", ".join(a for a in to if a in sent)
+            ),
+            warning=True,
+        )
+        return
     if not sent:
         turn.give_back()  # the mail server refused it: it does not count
     again: list[int] = []

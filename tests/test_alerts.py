@@ -1136,3 +1136,58 @@ def test_an_https_gateway_a_company_ca_signed_gets_alerts_once_the_ca_file_is_se
     assert [body["jobId"] for _type, body in company_gateway.received] == [trusted.public_id]
     assert company_gateway.received[0][0] == "application/json"
     assert trusted.events.filter(reason="AlertSent").count() == 1
+
+
+CONSOLE_MAILER = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+
+
+def test_an_alert_email_on_a_console_without_a_mail_server_is_not_said_to_be_sent(
+    alice, settings, hook_server
+):
+    # QA 59: without EMAIL_HOST the mail is only printed to the worker's log, and the job's
+    # events said "email sent to oncall@…": on-call was never mailed, and the page said it was.
+    from jobs.models import AlertChannel, AlertDelivery
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.MAILERS = CONSOLE_MAILER
+    settings.ALERT_EMAILS_PER_HOUR = 5
+    job = submit(alice, alerting_spec("exit 1", hook_server.url))
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    sent = [e.message for e in job.events.filter(reason="AlertSent")]
+    assert sent == [
+        "任务进入运行状态：已发送 Webhook 到 127.0.0.1",
+        "任务失败退出：已发送 Webhook 到 127.0.0.1",
+    ]
+    not_sent = job.events.filter(reason="AlertNotSent")
+    assert [e.message for e in not_sent][-1] == (
+        "任务失败退出：邮件未发送至 ops@example.com：本控制台未设置邮件服务器（EMAIL_HOST），"
+        "邮件只写入了 worker 的日志；请联系管理员设置"
+    )
+    with translation.override("en"):
+        assert not_sent.last().message_shown == (
+            "Job fails: email to ops@example.com not sent: no mail server is set for this "
+            "console (EMAIL_HOST), so it was only written to the worker's log; ask an "
+            "administrator to set one"
+        )
+    assert not job.events.filter(reason="AlertFailed").exists()
+    # Not sent, so not counted toward the hourly bound.
+    assert not AlertDelivery.objects.filter(owner=alice, channel=AlertChannel.EMAIL).exists()
+
+
+def test_the_wizard_says_where_alert_emails_are_typed_that_no_mail_server_is_set(settings):
+    from jobs.forms import AdvancedForm
+
+    settings.MAILERS = CONSOLE_MAILER
+    with translation.override("en"):
+        unset = str(AdvancedForm().fields["alert_emails"].help_text)
+    settings.MAILERS = {"default": {"BACKEND": "jobs.mail.EmailBackend"}}
+    with translation.override("en"):
+        set_ = str(AdvancedForm().fields["alert_emails"].help_text)
+
+    assert unset.endswith(
+        "No mail server is set for this console (EMAIL_HOST): alert emails are only written to "
+        "its log until an administrator sets one."
+    )
+    assert "EMAIL_HOST" not in set_
