@@ -817,11 +817,30 @@ WEBHOOK_GAVE_UP = gettext_noop(
 )
 
 
+WEBHOOK_UNTRUSTED = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s): its certificate is not trusted; if a "
+    "company CA signed it, an administrator sets that CA in ALERT_WEBHOOK_CA_FILE"
+)
+
+
+def untrusted_certificate(exc: BaseException) -> bool:
+    """Whether a webhook's TLS handshake failed on its certificate (httpx's ConnectError
+    raised from ssl's verification error): no later try passes it."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # the chain of causes, bounded
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _passing(exc: Exception) -> bool:
     """Whether another try later may get through: the receiver could not be reached, or said
     it cannot take it now."""
     if isinstance(exc, httpx.TransportError):  # refused, reset, timed out
-        return True
+        return not untrusted_certificate(exc)  # (a certificate not trusted stays so)
     if isinstance(exc, httpx.HTTPStatusError):
         status = exc.response.status_code
         return status >= 500 or status == 429
@@ -881,7 +900,10 @@ def _deliver_webhooks(
                 post_to_bot(url=url, bot=bot, text=text)
         except Exception as exc:
             wording = tries.failed(exc)
-            if isinstance(exc, chat_bots.BotRefused) and exc.keyword:
+            if untrusted_certificate(exc):
+                # QA 59: said with the setting that fixes it, once (no try would pass it).
+                said = WEBHOOK_UNTRUSTED
+            elif isinstance(exc, chat_bots.BotRefused) and exc.keyword:
                 # A bot with 自定义关键词 posts only messages holding one: the team is told the
                 # word every alert holds, rather than left to guess from "keywords not in
                 # content".

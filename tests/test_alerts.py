@@ -1133,6 +1133,10 @@ def test_an_https_gateway_a_company_ca_signed_gets_alerts_once_the_ca_file_is_se
 
     [refused] = untrusted.events.filter(reason="AlertFailed").values_list("message", flat=True)
     assert "CERTIFICATE_VERIFY_FAILED" in refused
+    # Said with the setting that fixes it (an administrator's), in the reader's language.
+    assert refused.endswith(
+        "）：其证书不受信任；若由公司 CA 签发，请管理员在 ALERT_WEBHOOK_CA_FILE 中设置该 CA"
+    )
     assert [body["jobId"] for _type, body in company_gateway.received] == [trusted.public_id]
     assert company_gateway.received[0][0] == "application/json"
     assert trusted.events.filter(reason="AlertSent").count() == 1
@@ -1191,3 +1195,22 @@ def test_the_wizard_says_where_alert_emails_are_typed_that_no_mail_server_is_set
         "its log until an administrator sets one."
     )
     assert "EMAIL_HOST" not in set_
+
+
+def test_a_webhook_whose_certificate_is_not_trusted_is_not_tried_again(
+    transactional_db, alice, settings, company_gateway
+):
+    # No later try would pass it: one AlertFailed naming ALERT_WEBHOOK_CA_FILE, not four
+    # tries over 36 minutes each saying it is tried again.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.05
+    alert = S.AlertConfig(items=["jobFailed"], webhooks=[company_gateway.url])
+    job = submit(alice, make_spec("exit 1", alert=alert))
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    run_queued_tasks_until_none_is_left()
+
+    [refused] = job.events.filter(reason="AlertFailed").values_list("message", flat=True)
+    assert "ALERT_WEBHOOK_CA_FILE" in refused and "重试" not in refused
+    assert company_gateway.received == []
