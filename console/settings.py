@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import shutil
+import ssl
 import zoneinfo
 from pathlib import Path
 
@@ -940,6 +941,23 @@ DELETED_JOB_KEEP_DAYS = envint("DELETED_JOB_KEEP_DAYS", 365, high=36_500)
 # this is on (e.g. an on-premises chat gateway on 10.x).
 ALERT_WEBHOOK_ALLOW_PRIVATE = envbool("ALERT_WEBHOOK_ALLOW_PRIVATE", "false")
 ALERT_WEBHOOK_TIMEOUT_SECONDS = envfloat("ALERT_WEBHOOK_TIMEOUT_SECONDS", 5, positive=True)
+# PEM certificates an https webhook's certificate may also be signed by, besides the public
+# CAs (certifi's, which the chat bots' certificates are): a company CA, for a chat gateway or a
+# private Feishu/WeCom deployment on the company network (QA 59: no setting took one, and such
+# a webhook failed every try with CERTIFICATE_VERIFY_FAILED).
+ALERT_WEBHOOK_CA_FILE = env("ALERT_WEBHOOK_CA_FILE", "")
+if ALERT_WEBHOOK_CA_FILE:
+    try:
+        ssl.create_default_context(cafile=ALERT_WEBHOOK_CA_FILE)
+    except ssl.SSLError as _e:
+        raise ImproperlyConfigured(
+            f"ALERT_WEBHOOK_CA_FILE={ALERT_WEBHOOK_CA_FILE} holds no PEM certificates TLS can "
+            f"use: {_e}"
+        ) from None
+    except OSError as _e:
+        raise ImproperlyConfigured(
+            f"ALERT_WEBHOOK_CA_FILE={ALERT_WEBHOOK_CA_FILE} cannot be read: {_e.strerror or _e}"
+        ) from None
 # At most this many alert emails an hour for one user's jobs, all together (a 1,000-task queue
 # group alerting on each failure would otherwise mail every address 1,000 times); 0: no bound.
 ALERT_EMAILS_PER_HOUR = envint("ALERT_EMAILS_PER_HOUR", 30)

@@ -17,12 +17,14 @@ import ipaddress
 import logging
 import smtplib
 import socket
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import certifi
 import httpx
 from django.conf import settings
 from django.core.mail import EmailMessage
@@ -217,7 +219,10 @@ def post_webhook(
     host_header = host if parts.port is None else f"{host}:{parts.port}"
     # No proxies from the environment and no redirects: either could lead elsewhere.
     with httpx.Client(
-        timeout=settings.ALERT_WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False, trust_env=False
+        timeout=settings.ALERT_WEBHOOK_TIMEOUT_SECONDS,
+        follow_redirects=False,
+        trust_env=False,
+        verify=webhook_tls(),
     ) as client:
         request = client.build_request(
             "POST",
@@ -232,6 +237,16 @@ def post_webhook(
             f"HTTP {response.status_code}", request=response.request, response=response
         )
     return response
+
+
+def webhook_tls() -> ssl.SSLContext:
+    """The certificates an https webhook's may be signed by: the public CAs (certifi's, as
+    httpx trusts by default; trust_env=False leaves out SSL_CERT_FILE) and, if set, those of
+    ALERT_WEBHOOK_CA_FILE (a company CA: a gateway or private chat deployment on its network)."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    if settings.ALERT_WEBHOOK_CA_FILE:
+        context.load_verify_locations(cafile=settings.ALERT_WEBHOOK_CA_FILE)
+    return context
 
 
 def post_to_bot(*, url: str, bot: str, text: str) -> None:
@@ -314,6 +329,39 @@ def job_alert(*, job: Job, item: str, message: str) -> None:
             ),
             warning=True,
         )
+
+
+# How long a job past its retention (任务退出后自动删除) is kept for an alert about it still to
+# be delivered (jobs_with_alerts_pending): the tries of RETRY_MINUTES span 36 minutes, each
+# queued as the one before fails. A delivery queued longer ago than this has no task runner
+# taking it (`worker --no-tasks` without a db_worker), and the job is not kept for ever.
+ALERT_HOLDS_DELETION_MINUTES = 60
+
+
+def jobs_with_alerts_pending(job_ids: Collection[int]) -> set[int]:
+    """Those of `job_ids` with an alert delivery still queued or running (a first try, or a
+    later one of a destination that could not take it): the worker deletes a job for its
+    retention only once they are done, since a delivery finds no job to send (QA 59: a job
+    that failed while no worker ran for longer than its retention was deleted in the tick
+    that recorded its end, and a webhook tried again after the retention was never called;
+    either alert was lost without an event)."""
+    from django_tasks_db.models import DBTaskResult
+
+    from .runner import minutes
+    from .tasks import deliver_alert
+
+    if not job_ids:
+        return set()
+    wanted = set(job_ids)
+    since = timezone.now() - minutes(ALERT_HOLDS_DELETION_MINUTES)
+    queued = DBTaskResult.objects.filter(
+        task_path=deliver_alert.module_path,
+        status__in=["READY", "RUNNING"],
+        enqueued_at__gte=since,
+    ).values_list("args_kwargs", flat=True)
+    return {
+        job_id for args in queued if (job_id := (args.get("kwargs") or {}).get("job_id")) in wanted
+    }
 
 
 def _alert_time(job: Job, item: str) -> datetime:
@@ -587,6 +635,19 @@ EMAIL_GAVE_UP = gettext_noop(
 )
 
 
+MAIL_NOT_SET = gettext_noop(
+    "%(item)s: email to %(addresses)s not sent: no mail server is set for this console "
+    "(EMAIL_HOST), so it was only written to the worker's log; ask an administrator to set one"
+)
+CONSOLE_MAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+
+
+def mail_printed_only() -> bool:
+    """Whether mail goes nowhere but the log: no EMAIL_HOST, Django's console backend."""
+    mailers = getattr(settings, "MAILERS", None) or {}
+    return mailers.get("default", {}).get("BACKEND") == CONSOLE_MAIL_BACKEND
+
+
 def _deliver_email(
     *,
     job: Job,
@@ -646,6 +707,19 @@ def _deliver_email(
             refused = getattr(mail, "refused", {})
             sent += [a for a in addresses if a not in refused]
             failures += _refusals(refused, addresses)
+    if sent and mail_printed_only():
+        # No mail server: Django's console backend wrote the mail to the worker's log, and the
+        # job's page said "email sent" to people who never got it (QA 59).
+        turn.give_back()
+        job_event(
+            job=job,
+            reason="AlertNotSent",
+            message=recorded(
+                MAIL_NOT_SET, item=item_name(item), addresses=", ".join(a for a in to if a in sent)
+            ),
+            warning=True,
+        )
+        return
     if not sent:
         turn.give_back()  # the mail server refused it: it does not count
     again: list[int] = []
@@ -743,11 +817,30 @@ WEBHOOK_GAVE_UP = gettext_noop(
 )
 
 
+WEBHOOK_UNTRUSTED = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s): its certificate is not trusted; if a "
+    "company CA signed it, an administrator sets that CA in ALERT_WEBHOOK_CA_FILE"
+)
+
+
+def untrusted_certificate(exc: BaseException) -> bool:
+    """Whether a webhook's TLS handshake failed on its certificate (httpx's ConnectError
+    raised from ssl's verification error): no later try passes it."""
+    seen: BaseException | None = exc
+    for _ in range(10):  # the chain of causes, bounded
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _passing(exc: Exception) -> bool:
     """Whether another try later may get through: the receiver could not be reached, or said
     it cannot take it now."""
     if isinstance(exc, httpx.TransportError):  # refused, reset, timed out
-        return True
+        return not untrusted_certificate(exc)  # (a certificate not trusted stays so)
     if isinstance(exc, httpx.HTTPStatusError):
         status = exc.response.status_code
         return status >= 500 or status == 429
@@ -807,7 +900,10 @@ def _deliver_webhooks(
                 post_to_bot(url=url, bot=bot, text=text)
         except Exception as exc:
             wording = tries.failed(exc)
-            if isinstance(exc, chat_bots.BotRefused) and exc.keyword:
+            if untrusted_certificate(exc):
+                # QA 59: said with the setting that fixes it, once (no try would pass it).
+                said = WEBHOOK_UNTRUSTED
+            elif isinstance(exc, chat_bots.BotRefused) and exc.keyword:
                 # A bot with 自定义关键词 posts only messages holding one: the team is told the
                 # word every alert holds, rather than left to guess from "keywords not in
                 # content".

@@ -16,10 +16,12 @@ from crispy_forms.layout import Div, Field, Layout
 from django import forms
 from django.forms import formset_factory
 from django.utils.functional import cached_property
+from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import gettext_noop
 
 from . import spec as S
+from .alerts import mail_printed_only
 from .backends import Pool, Volume
 from .models import Priority
 from .volume_access import not_offered_message
@@ -897,11 +899,31 @@ class AdvancedForm(StepForm):
     )
 
     def __init__(
-        self, *args: Any, aihc_alerts: bool = False, privileged: bool = False, **kwargs: Any
+        self,
+        *args: Any,
+        aihc_alerts: bool = False,
+        privileged: bool = False,
+        node_alerts: bool = True,
+        **kwargs: Any,
     ) -> None:
         """`privileged`: offer the Privileged mode switch (the pool allows it, or the draft
-        asks for it: an imported or copied job's, which the pool's refusal is then said on)."""
+        asks for it: an imported or copied job's, which the pool's refusal is then said on).
+        `node_alerts`: offer “A node of the job fails” (not on the local pool, where it never
+        comes, unless the draft asks for it: the pool's refusal is then said on the field)."""
         super().__init__(*args, **kwargs)
+        if not node_alerts:
+            field = self.fields["alert_items"]
+            field.choices = [c for c in ALERT_CHOICES if c[0] != "nodeFT"]
+        if mail_printed_only():  # said where the addresses are typed, not only after a failure
+            field = self.fields["alert_emails"]
+            field.help_text = format_lazy(
+                "{} {}",
+                field.help_text,
+                _(
+                    "No mail server is set for this console (EMAIL_HOST): alert emails are "
+                    "only written to its log until an administrator sets one."
+                ),
+            )
         _mark_required(self, "tensorboard_path", "retention_value")
         alert_ids = ["alert_instance_id", "alert_notify_rule_id"]
         if not aihc_alerts:

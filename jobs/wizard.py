@@ -1063,6 +1063,12 @@ def bind(state: WizardState, step: str, raw: Raw, *, show_errors: bool = True) -
         form_kwargs["locked_image"] = state.template["image"] if state.template else ""
     elif step == ADVANCED:
         form_kwargs["aihc_alerts"] = state.pool is not None and state.pool.backend == "aihc"
+        # The local pool never sends nodeFT (its check refuses it, saying why).
+        form_kwargs["node_alerts"] = (
+            state.pool is None
+            or state.pool.backend != "local"
+            or "nodeFT" in (raw.get("alert_items") or [])
+        )
         form_kwargs["privileged"] = (state.pool is not None and state.pool.privileged) or bool(
             _one(raw, "privileged")
         )

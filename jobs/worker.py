@@ -59,6 +59,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from . import cgroups, job_users, network
+from .alerts import jobs_with_alerts_pending
 from .backends import BackendError, get_backend
 from .backends.base import UNANSWERED_CODES
 from .health import (
@@ -732,6 +733,11 @@ class Worker:
             for pk, finished, text in kept
             if (keep := retention(str(text))) is not None and finished + keep <= now
         }
+        # A job an alert is still to be delivered about is kept until it is (a job that ended
+        # while no worker ran is recorded, its alert queued, past its retention; a webhook
+        # down is tried again up to 36 minutes later): the delivery needs the job.
+        for pk in jobs_with_alerts_pending(due):
+            del due[pk]
         # Forgotten once deleted or no longer due; not tried again before their time.
         self.expiry_failed = {pk: f for pk, f in self.expiry_failed.items() if pk in due}
         tried = sorted(

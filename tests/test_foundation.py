@@ -346,6 +346,9 @@ def manage(tmp_path: Path, *args: str, **variables: str) -> subprocess.Completed
         {"LOGIN_THROTTLE_MINUTES": "15000000000000"},
         {"WORKER_STALE_SECONDS": "1e308"},
         {"LOCAL_TMP_MAX_GB": "5e12"},
+        # QA 59: a company CA for https webhooks; a wrong path would fail every alert.
+        {"ALERT_WEBHOOK_CA_FILE": "/no/such/company-ca.pem"},
+        {"ALERT_WEBHOOK_CA_FILE": "/etc/hostname"},
     ],
     ids=lambda variables: list(variables)[-1],
 )

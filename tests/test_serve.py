@@ -276,6 +276,46 @@ def test_serve_warns_when_browsers_could_not_open_it_by_the_address_it_listens_o
     assert unlisted_host_warning(host="127.0.0.1", allowed=loopback) == ""
 
 
+def test_serve_warns_when_alert_links_would_point_at_its_loopback_address(tmp_path):
+    # QA 59: HOST and ALLOWED_HOSTS set for the team, SITE_URL left at its default: every
+    # alert reached on-call's phone linking to http://127.0.0.1:8000/jobs/..., unopenable.
+    from jobs.management.commands.serve import loopback_site_url_warning
+
+    with socket.socket() as other:  # so serve stops at once, after what it says first
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "PORT": str(port)}
+        env.update(ALLOWED_HOSTS="gpu01.example.com", SITE_URL="")
+        served = subprocess.run(
+            [sys.executable, "manage.py", "serve"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert (
+        f"Warning: SITE_URL=http://127.0.0.1:{port} is this machine's loopback address, but the "
+        "console is opened by gpu01.example.com: the links in alert and review mails and chat "
+        "bots' messages lead nowhere for their readers. Set SITE_URL to the address people use."
+    ) in served.stderr
+    loopback = ["127.0.0.1", "localhost", "[::1]"]
+    local = "http://127.0.0.1:8000"
+    assert "opened by this machine's other addresses" in loopback_site_url_warning(
+        host="0.0.0.0", allowed=loopback, site_url=local
+    )
+    # Nothing to say: all on this machine, or SITE_URL set to what people use.
+    assert loopback_site_url_warning(host="127.0.0.1", allowed=loopback, site_url=local) == ""
+    assert (
+        loopback_site_url_warning(
+            host="0.0.0.0", allowed=["gpu01.example.com"], site_url="http://gpu01.example.com:8000"
+        )
+        == ""
+    )
+
+
 def test_a_host_name_with_ipv6_addresses_only_is_refused_saying_which_address_to_give(tmp_path):
     """gunicorn listens on a host name over IPv4 only (it opens an IPv6 socket for an IPv6
     literal alone), so such a name cannot be served: serve says why and what to set instead,

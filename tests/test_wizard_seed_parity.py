@@ -218,6 +218,74 @@ def test_a_hang_alert_with_hang_detection_on_is_taken(alice_client, alice):
     assert W.ADVANCED in draft.completed_steps
 
 
+# -- 告警: 任务所在节点出现故障 (nodeFT) never comes from the local pool ---------------------
+
+# QA 59: offered and taken there, it was never sent; an on-call engineer relying on it
+# heard nothing. Said on the alert events, naming what comes instead.
+NODE_ALERT_REFUSED = (
+    "本机资源池不会发出“任务所在节点出现故障”告警：其任务运行在 worker 所在的这台机器上，该机器故障时 worker "
+    "也随之停止。worker 恢复后，被故障中断的任务以“任务失败退出”告警，重启时以“任务发生容错”告警。请不选此告警事件。"
+)
+
+
+def test_the_local_pool_does_not_offer_a_node_failure_alert_it_never_sends(alice_client, draft_at):
+    page = alice_client.get(step_url(draft_at(W.ADVANCED), W.ADVANCED)).content.decode()
+
+    assert 'value="jobFT"' in page
+    assert 'value="nodeFT"' not in page
+    assert "任务所在节点出现故障" not in page
+
+
+def test_a_node_failure_alert_a_draft_holds_is_refused_on_the_alert_events_and_kept(
+    alice_client, draft_at
+):
+    draft = draft_at(W.ADVANCED)  # as a draft imported from AIHC, or saved before, holds it
+
+    r = post_step(
+        alice_client,
+        draft,
+        W.ADVANCED,
+        advanced_data(alert_items=["jobFailed", "nodeFT"], alert_emails="ops@example.com"),
+    )
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_alert_items") == [NODE_ALERT_REFUSED]
+    page = r.content.decode()
+    assert re.search(r'<input[^>]*value="nodeFT"[^>]*checked', page)  # shown, to untick
+    draft.refresh_from_db()
+    assert W.ADVANCED not in draft.completed_steps
+
+
+def test_the_api_refuses_a_node_failure_alert_on_the_local_pool_in_the_callers_language():
+    from django.utils import translation
+
+    from jobs.backends import get_backend
+
+    spec = S.JobSpec(
+        name="bert",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="true",
+        roles=[S.Role("master", 1)],
+        alert=S.AlertConfig(items=["jobFailed", "nodeFT"], emails=["ops@example.com"]),
+    )
+    backend = get_backend("local")
+    with translation.override("en"):
+        english = backend.check_spec(spec)
+    with translation.override("zh-hans"):
+        chinese = backend.check_spec(spec)
+
+    assert english["alertConfig.alertItems"] == [
+        "“A node of the job fails” never comes from the local pool: its jobs run on the "
+        "worker's own machine, and a failure of that machine stops the worker too. Once the "
+        "worker is back, a job the failure ended alerts as “Job fails”, or “Fault tolerance "
+        "happens” when it is restarted. Leave this event out."
+    ]
+    assert chinese["alertConfig.alertItems"] == [NODE_ALERT_REFUSED]
+    spec.alert.items = ["jobFailed", "jobFT"]
+    assert "alertConfig.alertItems" not in backend.check_spec(spec)
+
+
 # -- seed 001's example through 从请求导入 -------------------------------------------------
 
 

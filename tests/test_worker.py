@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from .runner_helpers import remove_cgroups_of
+from .test_alerts import smtp_server  # noqa: F401  (the world's mail server)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,8 +39,10 @@ print(jobs_submit(owner=owner, spec=spec, submit_key="k")[0].public_id)
 
 
 @pytest.fixture
-def world(tmp_path):
-    """A var dir, a volume and an environment for manage.py commands; kills leftovers."""
+def world(tmp_path, smtp_server):  # noqa: F811
+    """A var dir, a volume and an environment for manage.py commands; kills leftovers. Alert
+    emails go to a mail server on 127.0.0.1 (`smtp_server`: without one, mail is only written
+    to the log and its event says it was not sent, QA 59)."""
     var = tmp_path / "var"
     vol = tmp_path / "vol"
     vol.mkdir()
@@ -51,6 +54,8 @@ def world(tmp_path):
         "WORKER_POLL_SECONDS": "0.1",
         "LOCAL_STOP_GRACE_SECONDS": "1",
         "LOG_LEVEL": "WARNING",
+        "EMAIL_HOST": "127.0.0.1",
+        "EMAIL_PORT": str(smtp_server.server_address[1]),
     }
     env.pop("DATABASE_URL", None)
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)

@@ -357,6 +357,20 @@ class LocalBackend(Backend):
                     "a pool that allows it."
                 ),
             )
+        if "nodeFT" in spec.alert.items:
+            # QA 59: taken, it was never sent (an alert that can never arrive is refused, as
+            # one without a channel): a job here has one node, this machine, and its failure
+            # stops the worker with it; what it did is alerted once the worker is back.
+            err(
+                "alertConfig.alertItems",
+                _(
+                    "“A node of the job fails” never comes from the local pool: its jobs run "
+                    "on the worker's own machine, and a failure of that machine stops the "
+                    "worker too. Once the worker is back, a job the failure ended alerts as "
+                    "“Job fails”, or “Fault tolerance happens” when it is restarted. Leave "
+                    "this event out."
+                ),
+            )
         if problem := too_many_replicas(spec):
             # On the role with the most instances, where lowering them does the most.
             most = max(range(len(spec.roles)), key=lambda i: spec.roles[i].replicas)

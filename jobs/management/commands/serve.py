@@ -42,6 +42,10 @@ class Command(BaseCommand):
         warning = unlisted_host_warning(host=host, allowed=settings.ALLOWED_HOSTS)
         if warning:
             self.stderr.write(warning)
+        if warning := loopback_site_url_warning(
+            host=host, allowed=settings.ALLOWED_HOSTS, site_url=settings.SITE_URL
+        ):
+            self.stderr.write(warning)
         # Nor a port in use: gunicorn alone would retry the port for 5 s and give up,
         # after the worker had started and "Console on ..." had pointed at whatever holds it.
         if port_in_use(host=host, port=port):
@@ -221,6 +225,32 @@ def unlisted_host_warning(*, host: str, allowed: list[str]) -> str:
         f"a browser opening the console by them gets 400 (Not an address of this console). "
         f"Set ALLOWED_HOSTS to the names and addresses people use, and SITE_URL to the one "
         f"links should carry."
+    )
+
+
+def loopback_site_url_warning(*, host: str, allowed: list[str], site_url: str) -> str:
+    """What to say when SITE_URL, the base of the links in alert and review mails and chat
+    messages, is this machine's loopback address (its default) while people open the console
+    by another (HOST listens beyond loopback, or ALLOWED_HOSTS names others: a proxy's). QA 59:
+    an on-call engineer's phone got alerts linking to http://127.0.0.1:8000/jobs/..., and
+    nothing had said SITE_URL was left unset."""
+    from urllib.parse import urlsplit
+
+    site_host = (urlsplit(site_url).hostname or "").lower()
+    if not (site_host in LOOPBACK_NAMES or site_host.startswith("127.")):
+        return ""
+    others = sorted({h.lower() for h in allowed} - LOOPBACK_NAMES - {"*"})
+    name = host.strip("[]")
+    if others:
+        used = ", ".join(others)
+    elif name in LOOPBACK_NAMES or name.startswith("127."):
+        return ""
+    else:
+        used = "this machine's other addresses" if name in ("0.0.0.0", "::") else name
+    return (
+        f"Warning: SITE_URL={site_url} is this machine's loopback address, but the console is "
+        f"opened by {used}: the links in alert and review mails and chat bots' messages lead "
+        f"nowhere for their readers. Set SITE_URL to the address people use."
     )
 
 
