@@ -81,7 +81,13 @@ from jobs.shim import UsageLog, usage_lines
 from jobs.texts import joined
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume, got_no_answer
-from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
+from .remote import (
+    STUCK_SUBMITTING,
+    UNANSWERED_SYNCS_BEFORE_STATUS,
+    RemoteBackend,
+    recorded_error,
+    scrub,
+)
 
 logger = logging.getLogger("jobs.aihc")
 
@@ -996,8 +1002,19 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         # the events are read before the status is applied, as they were, so one that gets
         # no answer leaves the job as it was: a status that ends the job ends its following,
         # and the events saying why would never be copied. The usage read comes last, once
-        # the status is saved.
-        self._sync_events(job, client, version, spec.framework if spec else job.framework, secrets)
+        # the status is saved. Unless it is the job's second such sync in a row
+        # (`_unanswered_again`): the status is saved without the events, then the sync raises.
+        unanswered: BackendError | None = None
+        try:
+            self._sync_events(
+                job, client, version, spec.framework if spec else job.framework, secrets
+            )
+        except BackendError as exc:
+            if not self._unanswered_again(job):
+                raise
+            unanswered = exc
+        else:
+            self._answered(job)
         self._sync_replicas(job, remote["pods"])
         status = remote["status"]
         target = STATUS_MAP.get(status.lower())
@@ -1023,6 +1040,13 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             )
         if spec is not None:  # its time limit is in the spec it no longer reads
             self._enforce_timeout(job, client, config, spec)
+        if unanswered is not None:
+            logger.warning(
+                "%s: status saved without its events, which got no answer in %d syncs in a row",
+                job.public_id,
+                UNANSWERED_SYNCS_BEFORE_STATUS,
+            )
+            raise unanswered
         if job.status == JobStatus.RUNNING:
             self._sample_usage(job, client, version, remote["pods"], secrets)
 
