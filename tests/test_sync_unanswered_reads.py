@@ -313,3 +313,26 @@ def test_an_aihc_job_that_ended_is_marked_ended_when_its_events_never_answer(aih
     worker.sync_remote()
 
     assert statuses([job]) == [JobStatus.SUCCEEDED]
+
+
+def test_after_an_aihc_usage_read_got_no_answer_the_next_round_syncs_every_jobs_status(
+    aihc, alice, settings
+):
+    """AIHC's metrics stop answering while its job reads do. The first round saves one job's
+    status and ends at its usage read; the next saves every other job's, reading no usage
+    of that account until AIHC_METRICS_SECONDS have passed. Until review39 each round's
+    first job waited on its own usage read and ended the round: with 40 running jobs, a job's
+    status was looked at once every 40 rounds (each a read timeout long), some 20 minutes."""
+    settings.AIHC_METRICS_SECONDS = 60
+    jobs = aihc_jobs(alice, aihc, 3)
+    aihc.delay_next("DescribeJobMetrics", 1.0, times=9)
+    worker = Worker()
+
+    worker.sync_remote()
+    assert sorted(statuses(jobs)) == [JobStatus.QUEUED] * 2 + [JobStatus.RUNNING]
+    worker.sync_remote()
+
+    assert statuses(jobs) == [JobStatus.RUNNING] * 3
+    assert len(aihc.calls("DescribeJobMetrics")) == 1
+    for job in jobs:  # each page says why it shows no usage
+        assert "did not answer in time" in (usage_unavailable(job.public_id) or "")

@@ -441,6 +441,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
         self._metrics_read: dict[str, float] = {}  # job id -> when its usage was last read
         self._metrics_said: set[tuple[str, str]] = set()  # (job id, kind of failure) logged
+        # Per account (Config.key()): when a usage read last got no answer, and its error.
+        self._metrics_unanswered: dict[tuple[Any, ...], tuple[float, str]] = {}
         self._usage_logs: dict[tuple[str, str], tuple[UtilisationLog, float]] = {}
 
     def __repr__(self) -> str:
@@ -1048,7 +1050,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             )
             raise unanswered
         if job.status == JobStatus.RUNNING:
-            self._sample_usage(job, client, version, remote["pods"], secrets)
+            self._sample_usage(job, client, version, remote["pods"], secrets, config.key())
 
     def sync(self, job: Job) -> None:
         super().sync(job)
@@ -1066,11 +1068,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         version: str,
         pods: list[dict[str, Any]],
         secrets: list[str],
+        account: tuple[Any, ...],
     ) -> None:
         """Reads the GPU, CPU and memory utilisation of the job's running pods, at most once
         per AIHC_METRICS_SECONDS, and appends each point newer than its replica's last sample.
         A read AIHC answers with an error is not worth a failed sync: the page says usage is
-        unavailable. One it does not answer says so too, then raises (`got_no_answer`)."""
+        unavailable. One it does not answer says so too, then raises (`got_no_answer`); and
+        no usage of the `account`'s jobs is read for AIHC_METRICS_SECONDS after it, each
+        page saying why (review39: each round's first job waited on its own usage read and
+        ended the round, so with 40 running jobs a job's status was looked at once every 40
+        rounds, some 20 minutes, while AIHC answered every job read)."""
         running: dict[str, str] = {}  # pod name -> replica label
         for pod in pods:
             if (pod["phase"] or "").lower() != "running" or not pod["name"]:
@@ -1083,6 +1090,11 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         now = time.monotonic()
         last_read = self._metrics_read.get(job.public_id)
         if not running or (last_read is not None and now - last_read < interval):
+            return
+        with self._lock:
+            unanswered_at, unanswered = self._metrics_unanswered.get(account, (-interval, ""))
+        if now - unanswered_at < interval:
+            self._write_unavailable(job.public_id, unanswered)
             return
         self._metrics_read[job.public_id] = now
         step = max(int(interval), 1)
@@ -1118,6 +1130,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 )
             self._write_unavailable(job.public_id, error)
             if got_no_answer(exc):
+                # (A transport failure's words are the console's own: no job's secret in
+                # them, so the other jobs' pages may say them too.)
+                with self._lock:
+                    self._metrics_unanswered[account] = (time.monotonic(), error)
                 raise _sync_error(exc, secrets) from None
             return
         unavailable_file(job.public_id).unlink(missing_ok=True)
