@@ -336,3 +336,23 @@ def test_after_an_aihc_usage_read_got_no_answer_the_next_round_syncs_every_jobs_
     assert len(aihc.calls("DescribeJobMetrics")) == 1
     for job in jobs:  # each page says why it shows no usage
         assert "did not answer in time" in (usage_unavailable(job.public_id) or "")
+
+
+def test_an_aihc_job_stopped_while_its_events_never_answer_ends_stopped(aihc, alice, settings):
+    """Stop is sent and AIHC ends the job, but its events read gets no answer sync after sync:
+    Stopped one sync later (until review39 it was Stopping for ever)."""
+    from jobs.actions import job_stop
+
+    [job] = aihc_jobs(alice, aihc, 1)
+    Worker().sync_remote()
+    job.refresh_from_db()
+    assert job_stop(job=job, actor=alice)
+    assert statuses([job]) == [JobStatus.STOPPING]
+    aihc.delay_next("DescribeJobEvents", 1.0, times=2 * (1 + settings.AIHC_RETRIES))
+
+    worker = Worker()
+    worker.sync_remote()
+    assert statuses([job]) == [JobStatus.STOPPING]
+    worker.sync_remote()
+
+    assert statuses([job]) == [JobStatus.STOPPED]
