@@ -250,3 +250,109 @@ def test_a_job_page_answers_in_one_short_read_with_a_message_when_the_cluster_ha
     assert "Kubernetes did not return the logs" in panel and "did not answer in time" in panel
     assert waited < 3  # one 0.5 s read and the page; the worker's client: over 15 s
     assert len(cluster.calls("list pods")) == 1
+
+
+# -- a read that never answers again (review39) ----------------------------------------------
+
+
+@pytest.mark.parametrize("hung", ["list pods", "list events"])
+def test_a_kubernetes_job_that_ended_is_marked_ended_when_its_pods_or_events_never_answer(
+    hung, cluster, alice, caplog
+):
+    """The job read answers that the job succeeded; its pods (or events) list gets no answer
+    sync after sync. The first sync leaves the job as it was (the next round may read them
+    all), the second applies the status without them: until review39 the job stayed Running
+    for ever, its cards counted, where before session 33 it ended without its exit codes."""
+    [job] = kubernetes_jobs(alice, cluster, 1)
+    Worker().sync_remote()
+    assert statuses([job]) == [JobStatus.RUNNING]
+    cluster.set_conditions(job.external_id, ("Succeeded", "PyTorchJob succeeded."))
+    cluster.delay_next(hung, 1.0, times=6)  # both syncs' three tries
+    cluster.requests.clear()
+
+    worker = Worker()
+    with caplog.at_level(logging.WARNING, logger="jobs"):
+        worker.sync_remote()
+        assert statuses([job]) == [JobStatus.RUNNING]
+        worker.sync_remote()
+
+    assert statuses([job]) == [JobStatus.SUCCEEDED]
+    assert len(cluster.calls(hung)) == 6  # each sync's three tries, none more
+    assert any("got no answer in 2 syncs in a row" in r.getMessage() for r in caplog.records)
+
+
+def test_a_kubernetes_job_whose_pods_answer_again_counts_its_unanswered_syncs_afresh(
+    cluster, alice
+):
+    """Two syncs whose pods read got no answer, with one that answered between them, are not
+    two in a row: the status is applied without the pods only when they keep not answering."""
+    [job] = kubernetes_jobs(alice, cluster, 1)
+    worker = Worker()
+    cluster.delay_next("list pods", 1.0, times=3)
+    worker.sync_remote()
+    worker.sync_remote()  # answered
+    assert statuses([job]) == [JobStatus.RUNNING]
+    cluster.set_conditions(job.external_id, ("Succeeded", "PyTorchJob succeeded."))
+    cluster.delay_next("list pods", 1.0, times=3)
+
+    worker.sync_remote()
+
+    assert statuses([job]) == [JobStatus.RUNNING]
+
+
+def test_an_aihc_job_that_ended_is_marked_ended_when_its_events_never_answer(aihc, alice, settings):
+    [job] = aihc_jobs(alice, aihc, 1)
+    Worker().sync_remote()
+    assert statuses([job]) == [JobStatus.RUNNING]
+    aihc.set_job_status(job.external_id, "Succeeded")
+    aihc.delay_next("DescribeJobEvents", 1.0, times=2 * (1 + settings.AIHC_RETRIES))
+
+    worker = Worker()
+    worker.sync_remote()
+    assert statuses([job]) == [JobStatus.RUNNING]
+    worker.sync_remote()
+
+    assert statuses([job]) == [JobStatus.SUCCEEDED]
+
+
+def test_after_an_aihc_usage_read_got_no_answer_the_next_round_syncs_every_jobs_status(
+    aihc, alice, settings
+):
+    """AIHC's metrics stop answering while its job reads do. The first round saves one job's
+    status and ends at its usage read; the next saves every other job's, reading no usage
+    of that account until AIHC_METRICS_SECONDS have passed. Until review39 each round's
+    first job waited on its own usage read and ended the round: with 40 running jobs, a job's
+    status was looked at once every 40 rounds (each a read timeout long), some 20 minutes."""
+    settings.AIHC_METRICS_SECONDS = 60
+    jobs = aihc_jobs(alice, aihc, 3)
+    aihc.delay_next("DescribeJobMetrics", 1.0, times=9)
+    worker = Worker()
+
+    worker.sync_remote()
+    assert sorted(statuses(jobs)) == [JobStatus.QUEUED] * 2 + [JobStatus.RUNNING]
+    worker.sync_remote()
+
+    assert statuses(jobs) == [JobStatus.RUNNING] * 3
+    assert len(aihc.calls("DescribeJobMetrics")) == 1
+    for job in jobs:  # each page says why it shows no usage
+        assert "did not answer in time" in (usage_unavailable(job.public_id) or "")
+
+
+def test_an_aihc_job_stopped_while_its_events_never_answer_ends_stopped(aihc, alice, settings):
+    """Stop is sent and AIHC ends the job, but its events read gets no answer sync after sync:
+    Stopped one sync later (until review39 it was Stopping for ever)."""
+    from jobs.actions import job_stop
+
+    [job] = aihc_jobs(alice, aihc, 1)
+    Worker().sync_remote()
+    job.refresh_from_db()
+    assert job_stop(job=job, actor=alice)
+    assert statuses([job]) == [JobStatus.STOPPING]
+    aihc.delay_next("DescribeJobEvents", 1.0, times=2 * (1 + settings.AIHC_RETRIES))
+
+    worker = Worker()
+    worker.sync_remote()
+    assert statuses([job]) == [JobStatus.STOPPING]
+    worker.sync_remote()
+
+    assert statuses([job]) == [JobStatus.STOPPED]

@@ -81,7 +81,13 @@ from jobs.shim import UsageLog, usage_lines
 from jobs.texts import joined
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume, got_no_answer
-from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
+from .remote import (
+    STUCK_SUBMITTING,
+    UNANSWERED_SYNCS_BEFORE_STATUS,
+    RemoteBackend,
+    recorded_error,
+    scrub,
+)
 
 logger = logging.getLogger("jobs.aihc")
 
@@ -435,6 +441,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         self._inventories: dict[tuple[Any, ...], Inventory] = {}
         self._metrics_read: dict[str, float] = {}  # job id -> when its usage was last read
         self._metrics_said: set[tuple[str, str]] = set()  # (job id, kind of failure) logged
+        # Per account (Config.key()): when a usage read last got no answer, and its error.
+        self._metrics_unanswered: dict[tuple[Any, ...], tuple[float, str]] = {}
         self._usage_logs: dict[tuple[str, str], tuple[UtilisationLog, float]] = {}
 
     def __repr__(self) -> str:
@@ -996,8 +1004,19 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         # the events are read before the status is applied, as they were, so one that gets
         # no answer leaves the job as it was: a status that ends the job ends its following,
         # and the events saying why would never be copied. The usage read comes last, once
-        # the status is saved.
-        self._sync_events(job, client, version, spec.framework if spec else job.framework, secrets)
+        # the status is saved. Unless it is the job's second such sync in a row
+        # (`_unanswered_again`): the status is saved without the events, then the sync raises.
+        unanswered: BackendError | None = None
+        try:
+            self._sync_events(
+                job, client, version, spec.framework if spec else job.framework, secrets
+            )
+        except BackendError as exc:
+            if not self._unanswered_again(job):
+                raise
+            unanswered = exc
+        else:
+            self._answered(job)
         self._sync_replicas(job, remote["pods"])
         status = remote["status"]
         target = STATUS_MAP.get(status.lower())
@@ -1023,8 +1042,15 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             )
         if spec is not None:  # its time limit is in the spec it no longer reads
             self._enforce_timeout(job, client, config, spec)
+        if unanswered is not None:
+            logger.warning(
+                "%s: status saved without its events, which got no answer in %d syncs in a row",
+                job.public_id,
+                UNANSWERED_SYNCS_BEFORE_STATUS,
+            )
+            raise unanswered
         if job.status == JobStatus.RUNNING:
-            self._sample_usage(job, client, version, remote["pods"], secrets)
+            self._sample_usage(job, client, version, remote["pods"], secrets, config.key())
 
     def sync(self, job: Job) -> None:
         super().sync(job)
@@ -1042,11 +1068,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         version: str,
         pods: list[dict[str, Any]],
         secrets: list[str],
+        account: tuple[Any, ...],
     ) -> None:
         """Reads the GPU, CPU and memory utilisation of the job's running pods, at most once
         per AIHC_METRICS_SECONDS, and appends each point newer than its replica's last sample.
         A read AIHC answers with an error is not worth a failed sync: the page says usage is
-        unavailable. One it does not answer says so too, then raises (`got_no_answer`)."""
+        unavailable. One it does not answer says so too, then raises (`got_no_answer`); and
+        no usage of the `account`'s jobs is read for AIHC_METRICS_SECONDS after it, each
+        page saying why (review39: each round's first job waited on its own usage read and
+        ended the round, so with 40 running jobs a job's status was looked at once every 40
+        rounds, some 20 minutes, while AIHC answered every job read)."""
         running: dict[str, str] = {}  # pod name -> replica label
         for pod in pods:
             if (pod["phase"] or "").lower() != "running" or not pod["name"]:
@@ -1059,6 +1090,11 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         now = time.monotonic()
         last_read = self._metrics_read.get(job.public_id)
         if not running or (last_read is not None and now - last_read < interval):
+            return
+        with self._lock:
+            unanswered_at, unanswered = self._metrics_unanswered.get(account, (-interval, ""))
+        if now - unanswered_at < interval:
+            self._write_unavailable(job.public_id, unanswered)
             return
         self._metrics_read[job.public_id] = now
         step = max(int(interval), 1)
@@ -1094,6 +1130,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 )
             self._write_unavailable(job.public_id, error)
             if got_no_answer(exc):
+                # (A transport failure's words are the console's own: no job's secret in
+                # them, so the other jobs' pages may say them too.)
+                with self._lock:
+                    self._metrics_unanswered[account] = (time.monotonic(), error)
                 raise _sync_error(exc, secrets) from None
             return
         unavailable_file(job.public_id).unlink(missing_ok=True)

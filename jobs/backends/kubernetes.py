@@ -93,7 +93,13 @@ from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
 
 from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume, got_no_answer
-from .remote import STUCK_SUBMITTING, RemoteBackend, recorded_error, scrub
+from .remote import (
+    STUCK_SUBMITTING,
+    UNANSWERED_SYNCS_BEFORE_STATUS,
+    RemoteBackend,
+    recorded_error,
+    scrub,
+)
 
 logger = logging.getLogger("jobs.kubernetes")
 
@@ -1184,8 +1190,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         # not applied first. A status that ends the job ends its following, so the pods'
         # exit codes and the events saying why it ended would never be read; the next round
         # reads them all together. The instances saved before an events read stay: they are
-        # what the pods were.
-        pods = self._pods(job, client, namespace, secrets)
+        # what the pods were. Unless it is the job's second such sync in a row
+        # (`_unanswered_again`): the status is saved without them, then the sync raises.
+        unanswered: BackendError | None = None
+        unanswered_read = "pods"
+        try:
+            pods = self._pods(job, client, namespace, secrets)
+        except BackendError as exc:
+            if not self._unanswered_again(job):
+                raise
+            unanswered, pods = exc, []
         if framework == spec_module.CUSTOM:
             # A restarted JobSet's old pods may still be going: only the current attempt's.
             attempt = str((resource.get("status") or {}).get("restarts") or 0)
@@ -1197,8 +1211,16 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 )
                 == attempt
             ]
-        self._sync_replicas(job, roles, pods)
-        self._sync_events(job, client, namespace, resource, pods, secrets)
+        if unanswered is None:  # (the instances stay as they were: no list to go by)
+            self._sync_replicas(job, roles, pods)
+            try:
+                self._sync_events(job, client, namespace, resource, pods, secrets)
+            except BackendError as exc:
+                if not self._unanswered_again(job):
+                    raise
+                unanswered, unanswered_read = exc, "events"
+            else:
+                self._answered(job)
         if job.status == JobStatus.STOPPING:
             # Whatever the operator writes while the pods go (a killed master reads Failed),
             # the job is Stopping until the resource is gone.
@@ -1206,6 +1228,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 job, since=job.updated_at
             ):
                 self._send_delete(client, namespace, job.external_id, framework)
+            if unanswered is not None:
+                raise unanswered
             return
         if framework == spec_module.CUSTOM:
             target, condition, said = status_from_jobset(resource, pods)
@@ -1225,6 +1249,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 message,
                 reason="TimedOut" if target == JobStatus.TIMED_OUT else "",
             )
+        if unanswered is not None:
+            logger.warning(
+                "%s: status saved without its %s, which got no answer in %d syncs in a row",
+                job.public_id,
+                unanswered_read,
+                UNANSWERED_SYNCS_BEFORE_STATUS,
+            )
+            raise unanswered
         if job.status == JobStatus.RUNNING:
             self._sample_usage(job, roles, config, client, namespace, pods)
 

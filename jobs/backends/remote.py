@@ -52,6 +52,9 @@ STUCK_SUBMITTING = timedelta(minutes=2)
 # A stop the worker decides itself (sent again to a job still running while it is stopping,
 # or to one past its time limit) goes at most this often.
 STOP_RESEND = timedelta(minutes=1)
+# A job whose pods or events read (Kubernetes; AIHC: its events) got no answer in this many of
+# its syncs in a row has the status its job read gave saved without them (`_unanswered_again`).
+UNANSWERED_SYNCS_BEFORE_STATUS = 2
 
 
 def recorded_error(exc: Exception) -> str:
@@ -85,6 +88,8 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
         self._pauses: dict[tuple[Any, ...], tuple[float, float]] = {}
         # Job pk -> when this process last sent a stop it decided itself (_stop_due).
         self._stops_sent: dict[int, datetime] = {}
+        # Job public id -> its syncs in a row whose pods or events read got no answer.
+        self._unanswered_syncs: dict[str, int] = {}
 
     # -- what each platform does its own way ------------------------------------------
 
@@ -300,10 +305,37 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             elif job.status == JobStatus.STOPPING:
                 self._finish_stop_in_flight(job)
             return
-        self._sync_remote(job)
-        if job.status in FINAL_STATUSES:
-            self._stops_sent.pop(job.pk, None)
-            self._close_replicas(job)
+        try:
+            self._sync_remote(job)
+        finally:
+            # Also when the sync raised after saving the status (a read that got no answer
+            # after it, or one given up on before it: _unanswered_again).
+            if job.status in FINAL_STATUSES:
+                self._stops_sent.pop(job.pk, None)
+                self._unanswered_syncs.pop(job.public_id, None)
+                self._close_replicas(job)
+
+    def _unanswered_again(self, job: Job) -> bool:
+        """Counts a sync of `job` whose pods or events read got no answer, and says whether
+        the status its job read gave is saved without them all the same: from the
+        UNANSWERED_SYNCS_BEFORE_STATUS-th in a row. The sync still raises afterwards, so the
+        worker's round leaves the platform's other jobs for the next one.
+
+        Decided (review39): the first such sync leaves the job as it was, so a platform that
+        hung for a moment gives the pods' exit codes and the events that say why the job
+        ended with its status, in the next round. But a read that never answers again (a
+        pods list the API server cannot finish within its timeout, an events service down)
+        left the job Running for ever, its cards counted and its end never said, where
+        before session 33 it ended without them; it ends now, one sync later."""
+        with self._lock:
+            count = self._unanswered_syncs.get(job.public_id, 0) + 1
+            self._unanswered_syncs[job.public_id] = count
+        return count >= UNANSWERED_SYNCS_BEFORE_STATUS
+
+    def _answered(self, job: Job) -> None:
+        """The job's pods and events reads answered: unanswered syncs are counted afresh."""
+        with self._lock:
+            self._unanswered_syncs.pop(job.public_id, None)
 
     @staticmethod
     def _move(
