@@ -21,7 +21,7 @@ from jobs.backends.remote import RemoteBackend
 from jobs.logs import LogMarker, log_read
 from jobs.models import Job, JobEvent
 from jobs.services import job_event, jobs_submit
-from jobs.shim import ReplicaLog, job_line
+from jobs.shim import GAP_SEARCH_BYTES, ReplicaLog, job_line
 from tests.test_concurrent_limits import _waiting_on_locks
 
 
@@ -175,3 +175,26 @@ def test_a_log_followed_by_its_marker_across_cuts_gives_no_line_twice_and_drops_
             numbers.append(number)
             cut = False
         assert numbers[-1] == written - 1
+
+
+def test_a_cut_looks_for_a_gap_between_stamps_within_a_megabyte_only(tmp_path):
+    """Review 39: with no gap of two microseconds, the cut read the whole latest quarter of the
+    cap, 65 KB a line (0.22 s per 2 MB; half a minute at the 1 GB default, the job's output
+    held meanwhile). It looks within GAP_SEARCH_BYTES, and past that cuts at a line's start."""
+    path = tmp_path / "replica.log"
+    log = ReplicaLog(str(path), limit_mb=8, cut_line=CUT_LINE, cut_record=str(tmp_path / "c.json"))
+    moment = datetime(2026, 12, 4, 13, 0, tzinfo=UTC)
+    line_bytes = 1024  # a line of 1 KiB with its stamp: the cap holds 8192 of them
+    gap_at = 8000  # a gap 1856 lines (1.8 MiB) after the latest quarter's first line, 6144
+    try:
+        for number in range(8193):  # the 8193rd goes past the cap: the cut
+            when = moment + timedelta(microseconds=5 if number >= gap_at else 0)
+            body = f"line {number} ".encode()
+            log.write(job_line(_stamped(when), body + b"x" * (line_bytes - 28 - len(body) - 1)))
+    finally:
+        log.close()
+
+    text = path.read_bytes().decode()
+    after_cut = text.split("bytes dropped here\n", 1)[1]
+    assert after_cut.split("\n", 1)[0][28:].startswith("line 6144 ")
+    assert GAP_SEARCH_BYTES < (gap_at - 6144) * line_bytes  # the gap was past the bound
