@@ -4,6 +4,7 @@ cores a local job's replicas are pinned to are on its page, not only inside the 
 from __future__ import annotations
 
 import html
+import os
 import re
 
 import pytest
@@ -14,6 +15,7 @@ from jobs.models import JobStatus
 from jobs.worker import Worker
 
 from .runner_helpers import (
+    CARD,
     UNTIL_THE_GATE_OPENS,
     log_text,
     make_spec,
@@ -79,3 +81,46 @@ def test_a_jobs_page_without_cpu_exclusive_has_no_cores_column(alice, alice_clie
 
     assert "独占 CPU 核" not in page
     assert len(replica_rows(page)["master-0"]) == 7
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to pin")
+def test_an_instance_with_two_cards_and_unlimited_cpu_is_pinned_to_a_core_per_card(alice):
+    # Seed 004 binds a group of cores to each GPU: an instance of 2 cards given 1 core ran both
+    # training processes on that one core.
+    spec = make_spec(
+        "grep Cpus_allowed_list /proc/self/status",
+        cpu_exclusive=True,
+        roles=[S.Role("master", 1, CARD, 2)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    pinned = re.search(r"Cpus_allowed_list:\s*(\S+)", log_text(job, "master-0")).group(1)
+    assert len(job.replicas.get().cpus.split(",")) == 2
+    assert pinned == "{}-{}".format(*sorted(map(int, job.replicas.get().cpus.split(","))))
+
+
+def test_an_instance_without_cards_or_cpu_is_pinned_to_one_core(alice):
+    spec = make_spec(
+        "grep Cpus_allowed_list /proc/self/status", cpu_exclusive=True, roles=[S.Role("master", 1)]
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert len(job.replicas.get().cpus.split(",")) == 1
+
+
+def test_a_job_whose_cards_need_more_cores_than_the_machine_has_is_refused_at_submit(
+    alice, settings
+):
+    from jobs.backends import get_backend
+
+    cores = len(os.sched_getaffinity(0))
+    settings.LOCAL_ACCELERATORS = f"{CARD}={cores + 1}"
+    spec = make_spec("true", cpu_exclusive=True, roles=[S.Role("master", 1, CARD, cores + 1)])
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert errors == {"cpuExclusive": [f"CPU 独占需要 {cores + 1} 个核，本机只有 {cores} 个。"]}

@@ -511,7 +511,7 @@ class LocalBackend(Backend):
                 _("These alerts would reach nobody: add an email address or a webhook."),
             )
         if spec.cpu_exclusive and spec.counts_in_range():
-            needed = sum((r.cpu or 1) * r.replicas for r in spec.roles)
+            needed = sum(r.exclusive_cpus * r.replicas for r in spec.roles)
             cores = len(os.sched_getaffinity(0))
             if needed > cores:
                 err(
