@@ -854,6 +854,38 @@ def test_the_copy_of_an_api_job_with_a_master_only_lists_no_role_as_changed(alic
     assert "worker × 0" not in review
 
 
+def test_the_copy_of_an_api_tensorflow_job_with_its_roles_in_another_order_lists_no_role_change(
+    alice_client, alice
+):
+    # A script sends TensorFlow's roles in its own order (ps first); the wizard's table is
+    # chief, worker, ps, evaluator. Same roles, so the copy lists no change (qa60: it listed
+    # the role table as changed, every role on both sides).
+    card = {"name": "baidu.com/a800_80g_cgpu", "quantity": 1}
+    body = {
+        "name": "tf",
+        "queue": "default",
+        "jobFramework": "TFJob",
+        "jobSpec": {"image": "python:3.12", "command": "python3 t.py", "replicas": 4},
+        "console": {
+            "roles": [
+                {"name": "ps", "replicas": 1, "resources": []},
+                {"name": "chief", "replicas": 1, "resources": [card]},
+                {"name": "worker", "replicas": 1, "resources": [card]},
+                {"name": "evaluator", "replicas": 1, "resources": []},
+            ]
+        },
+    }
+    [job] = jobs_submit(
+        owner=alice, spec=S.parse_document(body, resource_pool_id="local"), submit_key="k-tf"
+    )
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+
+    diff = _copy_diff(alice_client, copy)
+
+    assert "相同" in diff and "资源配置 · 角色" not in diff
+
+
 def test_the_copy_diff_says_a_secret_value_was_changed_without_showing_it(alice_client):
     job = submitted_job(alice_client)  # no secrets yet
     alice_client.post(reverse("job-copy", args=[job.public_id]))
