@@ -3125,6 +3125,37 @@ def group_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
     ) % {"total": total, "last": total - 1}
 
 
+def roles_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
+    """What the review says above the local pool's request when AIHC's v1 body, which it
+    shows, cannot carry the job's roles (a TensorFlow job's chief, ps and evaluator; a master
+    without cards): sent as shown, to this console's API or 从请求导入, it makes the roles it
+    reads back as, and says so (qa60: a TensorFlow job's request read as 4 workers). A remote
+    pool's request carries them (an AIHC v1 pool takes uniform roles only, v2 a role map, a
+    Kubernetes pool its manifests). "" otherwise."""
+    if (pool.backend if pool else "local") != "local":
+        return ""
+
+    def shown(roles: list[S.Role]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (r.name, r.replicas, r.accelerator_type, r.accelerators, r.cpu, r.memory_gb)
+            for r in roles
+            if r.replicas
+        )
+
+    try:
+        read_back = S.parse_document(spec.to_v1_body(), resource_pool_id=spec.resource_pool_id)
+    except S.SpecError:
+        return ""
+    if shown(read_back.roles) == shown(spec.roles):
+        return ""
+    return _(
+        "AIHC's v1 body has no roles, only an instance count and one set of resources: sent "
+        "as shown (to this console's API, or 从请求导入), it makes %(roles)s, not this job's "
+        "roles. The console's API takes them in console.roles, as the job's page shows under "
+        "“Console settings beyond the API”."
+    ) % {"roles": ", ".join(f"{r.name} × {r.replicas}" for r in read_back.roles if r.replicas)}
+
+
 def _curl(preview: RequestPreview) -> str:
     headers = [f"{name}: {value}" for name, value in preview.headers.items()]
     if preview.auth == "bearer":

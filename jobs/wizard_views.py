@@ -829,6 +829,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "body": body,
         "curl": curl,
         "group_request_note": W.group_request_note(spec, state.pool),
+        "roles_request_note": W.roles_request_note(spec, state.pool),
         "environments": W.environment_preview(spec, state.pool),
         "environments_hidden": W.environments_hidden(spec),
         "wanted": [

@@ -1162,3 +1162,48 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_on_its_basic_step_which_pool_to_
     assert W.BASIC not in copy.completed_steps and W.IMAGE in copy.completed_steps
     # Nothing of the copy is lost: the draft still holds the source's pool until changed.
     assert copy.data[W.BASIC]["resource_pool"] in ("cce-old", ["cce-old"])
+
+
+def _review_of_a_copy(client, owner, spec: S.JobSpec) -> str:
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=spec.name)
+    draft = W.draft_from_job(job=job, owner=owner)
+    return client.get(step_url(draft, W.REVIEW)).content.decode()
+
+
+def test_the_local_pools_request_says_when_its_v1_body_cannot_carry_the_jobs_roles(
+    alice_client, alice
+):
+    # qa60: a team from seed 004 copied a local TensorFlow job's request to script it; AIHC's
+    # v1 body has an instance count and one set of resources, so it made 4 workers of 1 card.
+    card = "baidu.com/a800_80g_cgpu"
+    spec = S.JobSpec(
+        name="tf-roles",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python3 t.py",
+        framework=S.TENSORFLOW,
+        roles=[
+            S.Role("chief", 1, card, 1),
+            S.Role("worker", 1, card, 1),
+            S.Role("ps", 1),
+            S.Role("evaluator", 1),
+        ],
+    )
+
+    page = _review_of_a_copy(alice_client, alice, spec)
+
+    note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
+    assert note and "worker × 4" in note[1] and "console.roles" in note[1]
+
+
+def test_the_local_pools_request_says_nothing_of_roles_its_v1_body_carries(alice_client, alice):
+    card = "baidu.com/a800_80g_cgpu"
+    spec = S.JobSpec(
+        name="pt-roles",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="torchrun t.py",
+        roles=[S.Role("master", 1, card, 1), S.Role("worker", 1, card, 1)],
+    )
+
+    assert 'id="request-roles-note"' not in _review_of_a_copy(alice_client, alice, spec)
