@@ -884,7 +884,8 @@ class AdvancedForm(StepForm):
         required=False,
         help_text=_(
             "Pins each instance to CPU cores of its own, which other jobs do not use: as "
-            "many cores as the role's CPU cores, and 1 when those are unlimited."
+            "many cores as the role's CPU cores; when those are unlimited, one per card "
+            "(1 for an instance without cards)."
         ),
     )
 

@@ -846,7 +846,7 @@ class Requirement:
 
 
 def requirement(spec: JobSpec) -> Requirement:
-    cpus = sum((r.cpu or 1) * r.replicas for r in spec.roles) if spec.cpu_exclusive else 0
+    cpus = sum(r.exclusive_cpus * r.replicas for r in spec.roles) if spec.cpu_exclusive else 0
     return Requirement(cards=spec.accelerators_by_type(), exclusive_cpus=cpus)
 
 
@@ -1235,7 +1235,7 @@ def _start_replicas(
                 role.accelerators :
             ]
         if spec.cpu_exclusive:
-            take = role.cpu or 1
+            take = role.exclusive_cpus
             cpus, cpu_pool = cpu_pool[:take], cpu_pool[take:]
         else:
             cpus = shared

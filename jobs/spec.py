@@ -261,6 +261,15 @@ class Role:
     def total_accelerators(self) -> int:
         return self.replicas * self.accelerators if self.accelerator_type else 0
 
+    @property
+    def exclusive_cpus(self) -> int:
+        """Cores each instance is pinned to with CPU 独占: its CPU cores; unlimited, one per
+        card (seed 004 binds cores to each GPU, so an 8-card instance given 1 core ran its 8
+        training processes on it), and 1 for an instance without cards."""
+        if self.cpu:
+            return self.cpu
+        return max(1, self.accelerators if self.accelerator_type else 0)
+
 
 @dataclass
 class Env:

@@ -47,6 +47,15 @@ def retention_words(period: str) -> str:
     return _duration(n * {"m": 1, "h": 60, "d": 24 * 60}[unit])
 
 
+def in_role_table_order(spec: S.JobSpec) -> list[S.Role]:
+    """A framework's roles in its role table's order (TensorFlow: chief, worker, ps,
+    evaluator), however a script sent them: the same roles in another order are the same job,
+    and a copy of it (always in the table's order) must not read as changing them. A custom
+    job's roles keep their own order, which is its table's."""
+    order = S.FRAMEWORK_ROLES.get(spec.framework, ())
+    return sorted(spec.roles, key=lambda r: order.index(r.name) if r.name in order else len(order))
+
+
 def spec_sections(
     spec: S.JobSpec,
     *,
@@ -76,7 +85,7 @@ def spec_sections(
         # A role without instances is no part of the job: the wizard's fixed role table
         # keeps a PyTorch worker or a TensorFlow chief at 0, which a job made through the API
         # simply lacks, and its copy would otherwise list "worker × 0" as a change.
-        for r in spec.roles
+        for r in in_role_table_order(spec)
         if r.replicas
     )
     # outside the f-strings: xgettext skips those

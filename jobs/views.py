@@ -712,6 +712,11 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         "job": job,
         "worker": worker if worker is not None and not worker.running else None,
         "replicas": replicas,
+        # CPU 独占 on the local pool: the cores each replica is pinned to get a column of their
+        # own (recorded at its start), so the exclusivity asked for is seen, not only inside.
+        "cpus_pinned": job.backend == "local"
+        and isinstance(job.spec, dict)
+        and bool((job.spec.get("console") or {}).get("cpuExclusive")),
         # The host user its replicas run as (LOCAL_JOB_UID_BASE; None: the worker's own).
         "runs_as": runs_as(job=job),
         # What each running replica uses (None: no section).

@@ -68,7 +68,7 @@ from .runtime_env import (
 )
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
-from .summary import SHOWN_REPLICAS, spec_changes
+from .summary import SHOWN_REPLICAS, in_role_table_order, spec_changes
 from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
@@ -1667,6 +1667,31 @@ def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
     ) % {"path": log_path}
 
 
+def shared_memory_over_memory(spec: S.JobSpec) -> str:
+    """A warning, not a refusal: /dev/shm larger than a role's memory. What a job writes
+    there is memory its instance holds (the local runner's cgroup, a pod's memory-backed
+    emptyDir alike), so it is OOMKilled at the role's memory, with /dev/shm not full: qa60,
+    a 2Gi /dev/shm beside 1 GB of memory was killed at 1.5 GB written, its reason naming the
+    memory only. AIHC takes such a job, and one may never fill /dev/shm: so said, not
+    refused. "" otherwise."""
+    small = [
+        r
+        for r in in_role_table_order(spec)
+        if r.replicas and r.memory_gb is not None and r.memory_gb < spec.shared_memory_gi
+    ]
+    if not small:
+        return ""
+    return _(
+        "Shared memory (/dev/shm, %(shm)d Gi) is larger than the memory of %(roles)s. What a "
+        "process writes to /dev/shm counts against its instance's memory, so the instance "
+        "is killed for lack of memory (OOMKilled) before /dev/shm is full. Give those roles "
+        "more memory, or make the shared memory smaller (step Resources)."
+    ) % {
+        "shm": spec.shared_memory_gi,
+        "roles": ", ".join(f"{r.name} ({r.memory_gb} GB)" for r in small),
+    }
+
+
 def tensorboard_path_private(spec: S.JobSpec, pool: Pool | None) -> str:
     """A warning, not a refusal: on the local pool, a log path in the job's own /tmp or
     /dev/shm is written, but each instance has its own, the console does not read it and it
@@ -3104,6 +3129,37 @@ def group_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
         "starts, the same but for AIHC_GROUP_TASK_INDEX in its envs: task N's is N-1 (0 to "
         "%(last)d), so to run task N by hand, set it to N-1."
     ) % {"total": total, "last": total - 1}
+
+
+def roles_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
+    """What the review says above the local pool's request when AIHC's v1 body, which it
+    shows, cannot carry the job's roles (a TensorFlow job's chief, ps and evaluator; a master
+    without cards): sent as shown, to this console's API or 从请求导入, it makes the roles it
+    reads back as, and says so (qa60: a TensorFlow job's request read as 4 workers). A remote
+    pool's request carries them (an AIHC v1 pool takes uniform roles only, v2 a role map, a
+    Kubernetes pool its manifests). "" otherwise."""
+    if (pool.backend if pool else "local") != "local":
+        return ""
+
+    def shown(roles: list[S.Role]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (r.name, r.replicas, r.accelerator_type, r.accelerators, r.cpu, r.memory_gb)
+            for r in roles
+            if r.replicas
+        )
+
+    try:
+        read_back = S.parse_document(spec.to_v1_body(), resource_pool_id=spec.resource_pool_id)
+    except S.SpecError:
+        return ""
+    if shown(read_back.roles) == shown(spec.roles):
+        return ""
+    return _(
+        "AIHC's v1 body has no roles, only an instance count and one set of resources: sent "
+        "as shown (to this console's API, or 从请求导入), it makes %(roles)s, not this job's "
+        "roles. The console's API takes them in console.roles, as the job's page shows under "
+        "“Console settings beyond the API”."
+    ) % {"roles": ", ".join(f"{r.name} × {r.replicas}" for r in read_back.roles if r.replicas)}
 
 
 def _curl(preview: RequestPreview) -> str:

@@ -299,6 +299,12 @@ def draft_import(
         # A body without the console's part (AIHC's own, a job page's request) cannot carry
         # what only the console keeps: those are the defaults, said so (QA 43).
         "no_console": not isinstance(v1.get("console"), Mapping),
+        # ...nor its roles (read from jobSpec.replicas, every instance alike) or queue group:
+        # named, as they were read (qa60: a TensorFlow job's ps, chief and evaluator came
+        # back as workers, unsaid).
+        "roles_read": ""
+        if isinstance(v1.get("console"), Mapping)
+        else ", ".join(f"{r.name} × {r.replicas}" for r in spec.roles if r.replicas),
         # Read from a GetJob/DescribeJob answer (None: a request), and the platform's
         # variables its job listed, left out.
         "from_answer": from_answer is not None,
@@ -411,6 +417,18 @@ def import_notices(draft: Draft) -> list[str]:
                 "are the defaults in this draft. A job's page shows its own under “Console "
                 "settings beyond the API”: check them on step Advanced before you submit."
             )
+        )
+    if roles_read := notices.get("roles_read"):
+        said.append(
+            _(
+                "Its roles were read from jobSpec.replicas as %(roles)s, every instance with "
+                "the same resources, and it is one job, not a queue group: AIHC's v1 body has "
+                "neither. A job whose roles differ (a master without cards; TensorFlow's "
+                "chief, ps and evaluator) or that was a queue group's task lists them under "
+                "“Console settings beyond the API” on its page: set them on steps Resources "
+                "and Submission."
+            )
+            % {"roles": roles_read}
         )
     return said
 

@@ -812,6 +812,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "review_notice": display_text(held, source_of(held)) if held else "",
         "tensorboard_notice": W.tensorboard_path_private(spec, state.pool),
         "group_env_notice": W.group_env_pinned(spec),
+        "shared_memory_notice": W.shared_memory_over_memory(spec),
         "plain_secrets": W.plain_secret_warnings(state=state).all(),
         "image_step_url": _step_url(draft, W.IMAGE),
         "problems": [
@@ -828,6 +829,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "body": body,
         "curl": curl,
         "group_request_note": W.group_request_note(spec, state.pool),
+        "roles_request_note": W.roles_request_note(spec, state.pool),
         "environments": W.environment_preview(spec, state.pool),
         "environments_hidden": W.environments_hidden(spec),
         "wanted": [

@@ -1792,7 +1792,8 @@ def test_a_source_path_naming_a_file_says_the_local_pool_mounts_folders_not_that
     data["mounts-0-source_path"] = "llama/missing.json"
     missing = post_step(alice_client, draft, W.DATA, data)
     assert field_errors(missing, "id_mounts-0-source_path") == [
-        "存储卷“scratch”中不存在“llama/missing.json”。"
+        "存储卷“scratch”中不存在“llama/missing.json”，而本机资源池只挂载已存在的目录，不会创建目录。"
+        "请选择已存在的目录（留空或填 / 为整卷），或先用一个以读写方式挂载该存储卷的任务创建它（mkdir -p）。"
     ]
 
 

@@ -854,6 +854,38 @@ def test_the_copy_of_an_api_job_with_a_master_only_lists_no_role_as_changed(alic
     assert "worker × 0" not in review
 
 
+def test_the_copy_of_an_api_tensorflow_job_with_its_roles_in_another_order_lists_no_role_change(
+    alice_client, alice
+):
+    # A script sends TensorFlow's roles in its own order (ps first); the wizard's table is
+    # chief, worker, ps, evaluator. Same roles, so the copy lists no change (qa60: it listed
+    # the role table as changed, every role on both sides).
+    card = {"name": "baidu.com/a800_80g_cgpu", "quantity": 1}
+    body = {
+        "name": "tf",
+        "queue": "default",
+        "jobFramework": "TFJob",
+        "jobSpec": {"image": "python:3.12", "command": "python3 t.py", "replicas": 4},
+        "console": {
+            "roles": [
+                {"name": "ps", "replicas": 1, "resources": []},
+                {"name": "chief", "replicas": 1, "resources": [card]},
+                {"name": "worker", "replicas": 1, "resources": [card]},
+                {"name": "evaluator", "replicas": 1, "resources": []},
+            ]
+        },
+    }
+    [job] = jobs_submit(
+        owner=alice, spec=S.parse_document(body, resource_pool_id="local"), submit_key="k-tf"
+    )
+    alice_client.post(reverse("job-copy", args=[job.public_id]))
+    copy = Draft.objects.get(source_job=job)
+
+    diff = _copy_diff(alice_client, copy)
+
+    assert "相同" in diff and "资源配置 · 角色" not in diff
+
+
 def test_the_copy_diff_says_a_secret_value_was_changed_without_showing_it(alice_client):
     job = submitted_job(alice_client)  # no secrets yet
     alice_client.post(reverse("job-copy", args=[job.public_id]))
@@ -1130,3 +1162,48 @@ def test_a_copy_of_a_job_in_a_retired_pool_says_on_its_basic_step_which_pool_to_
     assert W.BASIC not in copy.completed_steps and W.IMAGE in copy.completed_steps
     # Nothing of the copy is lost: the draft still holds the source's pool until changed.
     assert copy.data[W.BASIC]["resource_pool"] in ("cce-old", ["cce-old"])
+
+
+def _review_of_a_copy(client, owner, spec: S.JobSpec) -> str:
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=spec.name)
+    draft = W.draft_from_job(job=job, owner=owner)
+    return client.get(step_url(draft, W.REVIEW)).content.decode()
+
+
+def test_the_local_pools_request_says_when_its_v1_body_cannot_carry_the_jobs_roles(
+    alice_client, alice
+):
+    # qa60: a team from seed 004 copied a local TensorFlow job's request to script it; AIHC's
+    # v1 body has an instance count and one set of resources, so it made 4 workers of 1 card.
+    card = "baidu.com/a800_80g_cgpu"
+    spec = S.JobSpec(
+        name="tf-roles",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python3 t.py",
+        framework=S.TENSORFLOW,
+        roles=[
+            S.Role("chief", 1, card, 1),
+            S.Role("worker", 1, card, 1),
+            S.Role("ps", 1),
+            S.Role("evaluator", 1),
+        ],
+    )
+
+    page = _review_of_a_copy(alice_client, alice, spec)
+
+    note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
+    assert note and "worker × 4" in note[1] and "console.roles" in note[1]
+
+
+def test_the_local_pools_request_says_nothing_of_roles_its_v1_body_carries(alice_client, alice):
+    card = "baidu.com/a800_80g_cgpu"
+    spec = S.JobSpec(
+        name="pt-roles",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="torchrun t.py",
+        roles=[S.Role("master", 1, card, 1), S.Role("worker", 1, card, 1)],
+    )
+
+    assert 'id="request-roles-note"' not in _review_of_a_copy(alice_client, alice, spec)

@@ -1407,6 +1407,42 @@ def test_a_mount_the_pool_cannot_make_says_why_on_its_row_not_add_a_mount(alice_
     assert add_a_mount in r.content.decode()
 
 
+def test_a_tensorflow_queue_tasks_request_imported_says_how_its_roles_and_group_were_read(
+    alice, alice_client
+):
+    # qa60: a team from seed 004 pasted a local TensorFlow job's request (ps, chief, worker,
+    # evaluator; a task of a queue group of 3) into 从请求导入. AIHC's v1 body has no roles,
+    # so the draft had 4 workers of 1 card each and one job, not a group; the notice named the
+    # timeout, alerts, shared memory and exclusive CPU only.
+    from jobs.services import jobs_submit
+
+    spec = S.JobSpec(
+        name="tf-sweep",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="python3 t.py",
+        framework=S.TENSORFLOW,
+        roles=[
+            S.Role("chief", 1, A800, 1),
+            S.Role("worker", 1, A800, 1),
+            S.Role("ps", 1),
+            S.Role("evaluator", 1),
+        ],
+        submission=S.Submission(S.SUBMIT_QUEUE, total=3, concurrency=1),
+    )
+    job = jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()))[0]
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    copied = html.unescape(re.search(r'<pre[^>]* id="api-request"[^>]*>(.*?)</pre>', page, re.S)[1])
+
+    shown = error_texts(import_body(alice_client, copied, pool="", follow=True))
+
+    assert "该请求没有 console 部分" in shown
+    assert "角色按 jobSpec.replicas 读作 worker × 4" in shown
+    assert "是一个任务，而非队列任务组" in shown
+    draft = Draft.objects.get(owner=alice)
+    assert draft.data[W.SUBMISSION]["mode"] == [S.SUBMIT_STANDALONE]
+
+
 def test_a_jobs_request_imported_says_its_console_only_settings_are_the_defaults(
     alice, alice_client
 ):

@@ -439,7 +439,15 @@ class LocalBackend(Backend):
             if not found:
                 err(
                     f"{path}.sourcePath",
-                    _("“%(path)s” does not exist in volume “%(name)s”.")
+                    # What to do, not only what is wrong: a team from seed 004 (whose NAS
+                    # 路径 names a sub-folder, as a Kubernetes subPath, made when missing)
+                    # typed a new run's folder and had no shell on this machine (qa60).
+                    _(
+                        "“%(path)s” does not exist in volume “%(name)s”, and the local pool "
+                        "mounts only folders that exist, making none. Choose one that does "
+                        "(blank or / for the whole volume), or make it first from a job that "
+                        "mounts the volume read-write (mkdir -p)."
+                    )
                     % {"path": ds.source_path, "name": ds.name},
                 )
                 continue
@@ -525,7 +533,7 @@ class LocalBackend(Backend):
                 _("These alerts would reach nobody: add an email address or a webhook."),
             )
         if spec.cpu_exclusive and spec.counts_in_range():
-            needed = sum((r.cpu or 1) * r.replicas for r in spec.roles)
+            needed = sum(r.exclusive_cpus * r.replicas for r in spec.roles)
             cores = len(os.sched_getaffinity(0))
             if needed > cores:
                 err(

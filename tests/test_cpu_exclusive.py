@@ -1,0 +1,126 @@
+"""CPU 独占 (seed 004's CPU exclusive, Beta) as a team moving from that console checks it: the
+cores a local job's replicas are pinned to are on its page, not only inside the job."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+
+import pytest
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs.models import JobStatus
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    CARD,
+    UNTIL_THE_GATE_OPENS,
+    log_text,
+    make_spec,
+    open_gate,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+def replica_rows(page: str) -> dict[str, list[str]]:
+    """Each replica row's cells as text, by its label (master-0)."""
+    table = page.split('id="replicas"', 1)[1].split("</table>", 1)[0]
+    rows = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>", 1)[1], re.S):
+        cells = [
+            html.unescape(re.sub(r"<[^>]+>", "", cell)).strip()
+            for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
+        rows[cells[0]] = cells
+    return rows
+
+
+def test_a_cpu_exclusive_jobs_page_shows_the_cores_each_replica_is_pinned_to(
+    alice, alice_client, settings
+):
+    spec = make_spec(
+        f"grep Cpus_allowed_list /proc/self/status; {UNTIL_THE_GATE_OPENS}",
+        cpu_exclusive=True,
+        roles=[S.Role("master", 1, cpu=1), S.Role("worker", 1, cpu=1)],
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(
+        worker,
+        lambda: all(
+            "Cpus_allowed_list" in log_text(job, label) for label in ("master-0", "worker-0")
+        ),
+    )
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "独占 CPU 核" in page
+    rows = replica_rows(page)
+    for label in ("master-0", "worker-0"):
+        # What the kernel says inside the replica is what its row says.
+        pinned = re.search(r"Cpus_allowed_list:\s*(\S+)", log_text(job, label)).group(1)
+        assert pinned in rows[label]
+    assert rows["master-0"][-2] != rows["worker-0"][-2]  # a core each, not shared
+    assert "CPU 亲和性" in page  # and how it is held, honestly
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+
+def test_a_jobs_page_without_cpu_exclusive_has_no_cores_column(alice, alice_client):
+    job = submit(alice, make_spec("true"))
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert "独占 CPU 核" not in page
+    assert len(replica_rows(page)["master-0"]) == 7
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to pin")
+def test_an_instance_with_two_cards_and_unlimited_cpu_is_pinned_to_a_core_per_card(alice):
+    # Seed 004 binds a group of cores to each GPU: an instance of 2 cards given 1 core ran both
+    # training processes on that one core.
+    spec = make_spec(
+        "grep Cpus_allowed_list /proc/self/status",
+        cpu_exclusive=True,
+        roles=[S.Role("master", 1, CARD, 2)],
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    pinned = re.search(r"Cpus_allowed_list:\s*(\S+)", log_text(job, "master-0")).group(1)
+    assert len(job.replicas.get().cpus.split(",")) == 2
+    assert pinned == "{}-{}".format(*sorted(map(int, job.replicas.get().cpus.split(","))))
+
+
+def test_an_instance_without_cards_or_cpu_is_pinned_to_one_core(alice):
+    spec = make_spec(
+        "grep Cpus_allowed_list /proc/self/status", cpu_exclusive=True, roles=[S.Role("master", 1)]
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.SUCCEEDED)
+
+    assert len(job.replicas.get().cpus.split(",")) == 1
+
+
+def test_a_job_whose_cards_need_more_cores_than_the_machine_has_is_refused_at_submit(
+    alice, settings
+):
+    from jobs.backends import get_backend
+
+    cores = len(os.sched_getaffinity(0))
+    settings.LOCAL_ACCELERATORS = f"{CARD}={cores + 1}"
+    spec = make_spec("true", cpu_exclusive=True, roles=[S.Role("master", 1, CARD, cores + 1)])
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert errors == {"cpuExclusive": [f"CPU 独占需要 {cores + 1} 个核，本机只有 {cores} 个。"]}

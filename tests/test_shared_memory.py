@@ -1,0 +1,87 @@
+"""共享内存 (seed 004's /dev/shm size) beside a role's memory: what a job writes to /dev/shm is
+memory its instance holds, so a /dev/shm larger than that memory cannot be filled."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from django.urls import reverse
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.models import JobStatus
+from jobs.services import jobs_submit
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    log_text,
+    make_spec,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+)
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+def review_of(client, owner, spec: S.JobSpec) -> str:
+    """The review step of a copy of a job of this spec, as text."""
+    [job] = jobs_submit(owner=owner, spec=spec, submit_key=spec.name)
+    draft = W.draft_from_job(job=job, owner=owner)
+    page = client.get(reverse("wizard-step", args=[draft.id, W.REVIEW])).content.decode()
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page)))
+
+
+def test_the_review_warns_when_shared_memory_is_larger_than_a_roles_memory(alice, alice_client):
+    spec = make_spec(
+        "true",
+        roles=[S.Role("master", 1, memory_gb=16), S.Role("worker", 2, memory_gb=4)],
+    )  # shared memory: the default, 10Gi
+
+    shown = review_of(alice_client, alice, spec)
+
+    assert "共享内存（/dev/shm，10 Gi）大于 worker (4 GB) 的内存" in shown
+    assert "master" not in shown.split("共享内存（/dev/shm", 1)[1].split("。", 1)[0]
+    assert "OOMKilled" in shown
+
+
+@pytest.mark.parametrize(
+    "framework,roles",
+    [
+        (S.PYTORCH, [S.Role("master", 1)]),
+        (S.PYTORCH, [S.Role("master", 1, memory_gb=10)]),
+        (S.TENSORFLOW, [S.Role("chief", 0, memory_gb=1), S.Role("worker", 1)]),
+    ],
+    ids=["memory unlimited", "memory as large", "a role without instances"],
+)
+def test_the_review_says_nothing_of_shared_memory_a_role_can_hold(
+    alice, alice_client, framework, roles
+):
+    spec = make_spec("true", name="fits", framework=framework, roles=roles)
+
+    shown = review_of(alice_client, alice, spec)
+
+    assert "共享内存（/dev/shm" not in shown
+
+
+def test_what_a_job_writes_to_dev_shm_counts_against_its_memory(alice):
+    # Why the review warns: with 1 GB of memory, writing 1.5 GB to a 2 Gi /dev/shm is killed.
+    from jobs import cgroups
+
+    if not cgroups.current().active:
+        pytest.skip("needs a cgroup the worker can write (memory is not enforced without)")
+    spec = make_spec(
+        "head -c 1500M /dev/zero > /dev/shm/blob && echo wrote-it",
+        roles=[S.Role("master", 1, memory_gb=1)],
+        shared_memory_gi=2,
+    )
+    job = submit(alice, spec)
+
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.FAILED
+    assert "OOMKilled" in job.status_reason
+    assert "wrote-it" not in log_text(job, "master-0")
