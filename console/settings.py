@@ -188,6 +188,9 @@ HOST = env("HOST", "127.0.0.1")
 PORT = envint("PORT", 8000, low=1, high=65535)
 WEB_WORKERS = envint("WEB_WORKERS", 2, low=1)
 WEB_THREADS = envint("WEB_THREADS", 4, low=1)
+# A remote job's whole-log download (AIHC, Kubernetes) holds one of those threads until its
+# platform has given the whole log: all its reads and retries end within this many seconds.
+LOG_DOWNLOAD_TOTAL_SECONDS = envfloat("LOG_DOWNLOAD_TOTAL_SECONDS", 60, positive=True)
 # Links in mails and alerts; by default where `make run` serves (PORT, default 8000).
 SITE_URL = env("SITE_URL", f"http://127.0.0.1:{PORT}").rstrip("/")
 if not re.fullmatch(r"https?://[^/?#\s]+(/[^?#\s]*)?", SITE_URL):
@@ -618,6 +621,10 @@ AIHC_READ_TIMEOUT = envfloat("AIHC_READ_TIMEOUT", 30, positive=True)
 AIHC_RETRIES = envint("AIHC_RETRIES", 3)
 # Reads a page waits on (a job's log tail): one try, at most this long.
 AIHC_PAGE_READ_TIMEOUT = envfloat("AIHC_PAGE_READ_TIMEOUT", 4, positive=True)
+# A whole-log download's wait for each answer's next bytes (the first included), each read
+# tried AIHC_RETRIES more times, all within LOG_DOWNLOAD_TOTAL_SECONDS.
+# Longer than a page's read: AIHC composes a log's whole answer before its first byte.
+AIHC_DOWNLOAD_READ_TIMEOUT = envfloat("AIHC_DOWNLOAD_READ_TIMEOUT", 10, positive=True)
 AIHC_RETRY_BACKOFF = envfloat("AIHC_RETRY_BACKOFF", 0.5)
 # A create that never reached AIHC (connection refused, HTTP 429) pauses submits this long,
 # doubling on each further failure up to the maximum; the jobs stay Queued meanwhile.
@@ -688,6 +695,9 @@ KUBERNETES_REFRESH_WAIT_SECONDS = envfloat("KUBERNETES_REFRESH_WAIT_SECONDS", 1)
 KUBERNETES_CONNECT_TIMEOUT = envfloat("KUBERNETES_CONNECT_TIMEOUT", 5, positive=True)
 KUBERNETES_READ_TIMEOUT = envfloat("KUBERNETES_READ_TIMEOUT", 30, positive=True)
 KUBERNETES_PAGE_READ_TIMEOUT = envfloat("KUBERNETES_PAGE_READ_TIMEOUT", 4, positive=True)
+# A whole-log download's wait for each answer's next bytes (the first included), each read
+# tried twice more, all within LOG_DOWNLOAD_TOTAL_SECONDS; see README.
+KUBERNETES_DOWNLOAD_READ_TIMEOUT = envfloat("KUBERNETES_DOWNLOAD_READ_TIMEOUT", 10, positive=True)
 # How often (seconds) the worker reads the pods' usage from the Metrics API (metrics-server),
 # one list per namespace, for the job page and the API's job metrics; metrics-server itself
 # scrapes every 15 s by default.

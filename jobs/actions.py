@@ -135,7 +135,7 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
         # it Submitting and stopped it through the backend, and the create is still on its way.
         _refuse_while_sending(job)
     try:
-        get_backend(job.backend).delete(job)
+        secret_left = get_backend(job.backend).delete(job) or ""
     except BackendError as exc:
         raise ActionError(exc.message) from exc
     # Which of the owner's keys deleted it, if a script did: this request's, or, for a job
@@ -164,6 +164,7 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
                         if for_retention
                         else "",
                         "api_key": key,
+                        "secret_left": secret_left,
                     },
                 )
     except DatabaseError as exc:

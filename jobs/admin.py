@@ -1509,9 +1509,7 @@ class JobAdmin(
         except BackendError as e:
             # The platform (AIHC, the Kubernetes API server) did not answer: its message, with
             # the job's secrets masked, as the backend shows it (never its address).
-            return unavailable(
-                _("The logs cannot be read right now: %(why)s") % {"why": e.message}, status=503
-            )
+            return unavailable(job_logs.download_unavailable_reason(e), status=503)
         except Exception:  # a backend that is down: say so instead of failing
             logger.exception("downloading logs of %s failed", job.public_id)
             return unavailable(_("The logs cannot be read right now."), status=503)

@@ -34,6 +34,7 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
+from .backends.base import BackendError, got_no_answer
 from .shim import log_text
 
 BLOCK = 64 * 1024
@@ -182,6 +183,26 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
     secrets = list(secrets)
     for line in lines:
         yield masked(plain_text(line.rstrip("\n")), secrets) + "\n"
+
+
+def download_unavailable_reason(exc: BackendError) -> str:
+    """Why a replica's whole log could not be read from its platform now, for the page that
+    says so (the owner's Download, the admin's): a platform that did not answer (within
+    *_DOWNLOAD_READ_TIMEOUT, or not all of the log within LOG_DOWNLOAD_TOTAL_SECONDS) is said
+    to be slow, with what to do; a refusal as the platform words it."""
+    why = gettext("The logs cannot be read right now: %(why)s") % {"why": exc.message}
+    if not got_no_answer(exc):
+        return why
+    return (
+        why
+        + " "
+        + gettext(
+            "A download waits at most %(seconds)d seconds for the whole log, so that a slow "
+            "platform does not hold up the console. Try again in a few minutes; the job's "
+            "page shows the latest lines meanwhile."
+        )
+        % {"seconds": settings.LOG_DOWNLOAD_TOTAL_SECONDS}
+    )
 
 
 def job_secrets(job: Any) -> list[str]:

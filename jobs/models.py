@@ -885,6 +885,10 @@ class DeletedJob(models.Model):
     # retention; null for rows written before 0037, which did not record it (a console page
     # or the API). The ID, never the secret.
     api_key = models.CharField(_("API key"), max_length=64, null=True, blank=True, editable=False)
+    # The job's Kubernetes Secret ("<namespace>/<name>") its deletion could not remove, the
+    # API server not answering in the Delete's short wait: the worker removes it once the
+    # cluster answers (Worker.remove_secrets_left), then clears this. Its name, never a value.
+    secret_left = models.CharField(max_length=320, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("deleted job")

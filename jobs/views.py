@@ -78,6 +78,7 @@ from .logs import (
     SEARCH_SECONDS,
     SearchCursorError,
     SearchPatternError,
+    download_unavailable_reason,
     job_secrets,
     log_cut,
     search_file,
@@ -1241,9 +1242,7 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
         lines = backend.logs(job, replica)
     except BackendError as exc:
         # The platform could not answer: that is not "no such page" (a 404 would say so).
-        return unavailable(
-            _("The logs cannot be read right now: %(why)s") % {"why": exc.message}, status=503
-        )
+        return unavailable(download_unavailable_reason(exc), status=503)
     except Exception:  # a backend that is down: say so instead of failing
         logger.exception("downloading logs of %s failed", job.public_id)
         return unavailable(_("The logs cannot be read right now."), status=503)
@@ -1306,7 +1305,17 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
     except ActionError as exc:
         messages.error(request, exc.args[0])
         return redirect("job-detail", public_id=public_id)
-    if gone:
+    if gone and DeletedJob.objects.filter(public_id=job.public_id).exclude(secret_left="").exists():
+        messages.warning(
+            request,
+            _(
+                "Job %(name)s deleted. Kubernetes did not answer when its Secret (the job's "
+                "secret env values) was to be removed: the worker removes it once the cluster "
+                "answers."
+            )
+            % {"name": job.name},
+        )
+    elif gone:
         messages.success(request, _("Job %(name)s deleted.") % {"name": job.name})
     elif (job.status_reason_source or {}).get("key") == NO_WORKER_DELETE_MESSAGE:
         # No worker runs: the stop that comes first waits for one (said now, not later).

@@ -322,6 +322,8 @@ class Worker:
         self.next_expiry_check = 0.0
         # When forget_deleted next looks (monotonic; 0: on the first tick).
         self.next_forget = 0.0
+        # When remove_secrets_left next looks (monotonic; 0: on the first tick).
+        self.next_secrets_left = 0.0
         # Jobs whose deletion for their retention failed, by pk: tried again a minute later,
         # so they do not take the pass's places from the others every tick, and logged as
         # deletion_failed says. And those deleted while they ran (delete_requested).
@@ -396,7 +398,7 @@ class Worker:
     def remote_pass(self, *, go_on: Callable[[], bool] | None = None) -> None:
         """Submits remote jobs for about REMOTE_TICK_SECONDS, then syncs them as long, when a
         sync round is under way or due (every WORKER_REMOTE_SYNC_SECONDS): the rest at the
-        next pass. `go_on` is asked before each submit and each sync (RemoteThread.holding:
+        next pass; and, once a minute, the Secrets deleted jobs left. `go_on` is asked before each submit and each sync (RemoteThread.holding:
         only the lease's holder sends anything); once it says no, the pass ends there."""
         self.dispatch_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on)
         if (
@@ -406,6 +408,9 @@ class Worker:
             if not self.sync_round:  # a new round
                 self.last_remote_sync = time.monotonic()
             self.sync_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on)
+        # Here, not in the loop's tick: it may wait on a cluster, as a sync does.
+        if go_on is None or go_on():
+            self.remove_secrets_left()
 
     def beat(self) -> None:
         """Renews the lease: each tick, but written at most every WORKER_HEARTBEAT_SECONDS (a tick
@@ -780,6 +785,44 @@ class Worker:
                 logger.info("forgot %d deleted jobs kept past DELETED_JOB_KEEP_DAYS", forgotten)
         except Exception:
             logger.exception("forgetting deleted jobs kept past DELETED_JOB_KEEP_DAYS failed")
+
+    def remove_secrets_left(self) -> None:
+        """Once a minute (JOB_MINUTE_SECONDS), removes the Kubernetes Secrets that deleting
+        their jobs left, the API server not answering in the Delete's short wait
+        (DeletedJob.secret_left): the deletion is finished here, not lost. While the
+        cluster still does not answer, the rest wait for the next minute; a failure never
+        fails the tick."""
+        from .models import DeletedJob
+
+        clock = time.monotonic()
+        if clock < self.next_secrets_left:
+            return
+        self.next_secrets_left = clock + settings.JOB_MINUTE_SECONDS
+        try:
+            left = list(
+                DeletedJob.objects.exclude(secret_left="").values_list(
+                    "pk", "public_id", "secret_left"
+                )
+            )
+            for pk, public_id, secret_left in left:
+                try:
+                    backend = get_backend("kubernetes")
+                    backend.remove_secret_left(public_id=public_id, secret_left=secret_left)
+                except BackendError as exc:
+                    logger.warning(
+                        "removing Secret %s that deleting %s left failed: %s; tried again in "
+                        "a minute",
+                        secret_left,
+                        public_id,
+                        exc,
+                    )
+                    if exc.code in UNANSWERED_CODES:
+                        return  # the cluster does not answer: the others would wait as long
+                    continue
+                DeletedJob.objects.filter(pk=pk).update(secret_left="")
+                logger.info("removed Secret %s that deleting %s left", secret_left, public_id)
+        except Exception:
+            logger.exception("removing Secrets that deleted jobs left failed")
 
     def delete_expired_sessions(self) -> None:
         """Once an hour, deletes the session rows past their expiry (jobs.sessions): a

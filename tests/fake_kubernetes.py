@@ -60,7 +60,7 @@ It records every request. Tests steer it: `set_conditions`, `set_jobset_status`
 as the operator, or the JobSet and Job controllers, make them, with their labels; a JobSet's
 replicatedJobsStatus follows its pods, as its controllers count them), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
 for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
-`delay_next(op)` / `block_next(op)` for the next call of one operation ("create pytorchjobs",
+`delay_next(op)` / `block_next(op)` / `trickle_next(op)` for the next call of one operation ("create pytorchjobs",
 "get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
 (Foreground deletes mark the object deleting until `finish_deletions`).
 """
@@ -288,6 +288,8 @@ class Fault:
     drop: bool = False
     release: threading.Event | None = None  # held until set (block_next)
     after: bool = False  # carry out the request, then fail the answer
+    trickle: float = 0.0  # the answer sent in `pieces`, this many seconds between them
+    pieces: int = 1
 
 
 def _container_state(phase: str, exit_code: int | None) -> dict[str, Any]:
@@ -598,6 +600,12 @@ class FakeKubernetes:
         read timeout: a server that takes the request and does not answer it)."""
         for _ in range(times):
             self.faults.setdefault(op, []).append(Fault(delay=seconds))
+
+    def trickle_next(self, op: str, seconds: float, *, pieces: int = 10, times: int = 1) -> None:
+        """Sends the answer to the next `times` calls of `op` in `pieces`, `seconds` between
+        them, once its headers are out: a server that stalls (or crawls) mid-answer."""
+        for _ in range(times):
+            self.faults.setdefault(op, []).append(Fault(trickle=seconds, pieces=pieces))
 
     def stall(self, name: str, seconds: float) -> None:
         """Every request naming the object `name` waits `seconds` before it is answered,
@@ -914,6 +922,7 @@ class FakeKubernetes:
             body=None,
         )
         content_type = "application/json"
+        trickle = Fault()
         try:
             if r.headers.get("authorization") != f"Bearer {self.token}":
                 raise Refusal(401, "Unauthorized", "Unauthorized")
@@ -925,6 +934,8 @@ class FakeKubernetes:
             if route[3] in self.stalled:
                 time.sleep(self.stalled[route[3]])
             fault = self.faults.get(r.op, []).pop(0) if self.faults.get(r.op) else None
+            if fault and fault.trickle:
+                trickle, fault = fault, None
             if fault and (fault.delay or fault.release):
                 if fault.release:
                     fault.release.wait(30)
@@ -962,7 +973,15 @@ class FakeKubernetes:
         http.send_header("Content-Type", content_type)
         http.send_header("Content-Length", str(len(payload)))
         http.end_headers()
-        http.wfile.write(payload)
+        step = -(-len(payload) // trickle.pieces)
+        for start in range(0, len(payload), step or 1):
+            if start:
+                http.wfile.flush()
+                time.sleep(trickle.trickle)
+            try:
+                http.wfile.write(payload[start : start + step])
+            except OSError:
+                return  # the client gave up on the answer
 
     def _route(self, r: Recorded) -> tuple[str, str, str, str, str]:
         """(verb, plural, namespace, name, subresource)."""

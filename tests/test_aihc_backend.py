@@ -1519,7 +1519,7 @@ def test_a_log_tail_for_a_page_is_one_short_try_and_a_download_keeps_its_retries
     fake, aihc, alice, settings
 ):
     settings.AIHC_PAGE_READ_TIMEOUT = 0.3
-    settings.AIHC_READ_TIMEOUT = 0.3
+    settings.AIHC_DOWNLOAD_READ_TIMEOUT = 0.3  # (a download's own wait since the download work)
     settings.AIHC_RETRY_BACKOFF = 0.01
     job = submitted(fake, aihc, alice)
     pod = "test-api-llama2-7b-4-master-0"

@@ -111,3 +111,45 @@ def test_a_kubernetes_job_printing_the_runners_mark_gets_no_console_badge_on_its
     expect(lines.first).to_contain_text("[console] exited with code 0")
     expect(page.locator("#log-lines .log-console")).to_have_count(0)
     expect(page.locator("#log-lines .log-source")).to_have_count(0)
+
+
+def test_downloading_a_log_from_a_hung_api_server_says_within_seconds_to_try_again_later(
+    logged_in_page, cluster, alice, settings
+):
+    """The person clicks 下载日志 while the API server holds the pod's log: a page saying
+    the download's bound and what to do comes in a few seconds (a download's own short reads,
+    KUBERNETES_DOWNLOAD_READ_TIMEOUT), not after the worker's tries of KUBERNETES_READ_TIMEOUT."""
+    settings.KUBERNETES_READ_TIMEOUT = 5
+    settings.KUBERNETES_DOWNLOAD_READ_TIMEOUT = 0.3
+    [job] = jobs_submit(
+        owner=alice,
+        spec=S.JobSpec(
+            name="hung-log",
+            resource_pool_id=POOL,
+            framework=S.PYTORCH,
+            image="registry.example.com/train:1.0",
+            command="python train.py",
+            roles=[S.Role("master", 1, A800, 8)],
+        ),
+        submit_key=str(uuid.uuid4()),
+        backend="kubernetes",
+    )
+    k8s = get_backend("kubernetes")
+    k8s.submit(job)
+    job.refresh_from_db()
+    [pod] = cluster.run_pods(job.external_id, namespace="ml")
+    cluster.add_logs(pod, ["epoch 1"], namespace="ml")
+    k8s.sync(job)
+    page = logged_in_page
+    page.goto(f"/jobs/{job.public_id}/")
+    expect(page.locator("#log-lines .log-line")).to_have_count(1, timeout=20_000)
+    cluster.stall(pod, 6.0)  # every read of the pod (its log) held past the timeouts
+
+    page.click("#log-download")
+
+    expect(page.locator("#log-unavailable-why")).to_contain_text(
+        "下载最多等待 60 秒取得完整日志", timeout=5_000
+    )
+    cluster.stalled.clear()
+    page.click("#back-to-job")
+    expect(page.locator("#log-download")).to_be_visible()

@@ -356,3 +356,62 @@ def test_an_aihc_job_stopped_while_its_events_never_answer_ends_stopped(aihc, al
     worker.sync_remote()
 
     assert statuses([job]) == [JobStatus.STOPPED]
+
+
+def stuck_in_submitting(owner) -> Job:
+    """An AIHC job the worker began sending and died before its create's answer, 3 minutes
+    ago (past STUCK_SUBMITTING): the next look asks AIHC for what the create made."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.services import job_transition
+
+    [job] = jobs_submit(
+        owner=owner, spec=seed_spec(name="stuck"), submit_key=str(uuid.uuid4()), backend="aihc"
+    )
+    job_transition(job=job, to=JobStatus.SUBMITTING, reason="Submitting")
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=3))
+    job.refresh_from_db()
+    return job
+
+
+def test_an_aihc_look_for_a_stuck_submit_that_gets_no_answer_ends_the_round_for_that_account(
+    aihc, alice, settings, caplog
+):
+    """The look for what an interrupted create made (DescribeJobs) gets no answer: AIHC is
+    unanswered for the round, as when a job read gets none (until session 33 the look
+    swallowed it, and the round went on to wait on AIHC's next job)."""
+    jobs = aihc_jobs(alice, aihc, 2)
+    stuck = stuck_in_submitting(alice)  # the newest: synced first
+    aihc.delay_next("DescribeJobs", 1.0, times=1 + settings.AIHC_RETRIES)
+
+    with caplog.at_level(logging.WARNING, logger="jobs"):
+        Worker().sync_remote()
+
+    assert len(aihc.calls("DescribeJobs")) == 1 + settings.AIHC_RETRIES
+    assert aihc.calls("DescribeJob") == []
+    assert skipped(caplog) == ["aihc did not answer: 2 more of its jobs not synced this round"]
+    assert not [r for r in caplog.records if r.exc_info]  # expected: no traceback
+    assert statuses([stuck]) == [JobStatus.SUBMITTING]
+
+    aihc.faults.clear()
+    Worker().sync_remote()
+    assert statuses(jobs) == [JobStatus.RUNNING] * 2
+    assert statuses([stuck]) == [JobStatus.QUEUED]  # AIHC has nothing of it: sent again
+
+
+def test_a_stuck_submit_aihc_does_not_answer_on_the_submit_path_is_one_line_not_a_traceback(
+    aihc, alice, settings, caplog
+):
+    from jobs.backends import get_backend
+
+    stuck = stuck_in_submitting(alice)
+    aihc.delay_next("DescribeJobs", 1.0, times=1 + settings.AIHC_RETRIES)
+
+    with caplog.at_level(logging.WARNING, logger="jobs"):
+        get_backend("aihc").submit(stuck)
+
+    [said] = [r for r in caplog.records if "create made" in r.getMessage()]
+    assert "did not answer in time" in said.getMessage() and not said.exc_info
+    assert statuses([stuck]) == [JobStatus.SUBMITTING]

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 from django.utils.translation import gettext_lazy
 
-from jobs.backends.base import BackendError, request_json
+from jobs.backends.base import BackendError, request_json, send_by
 
 from . import signer
 from .endpoints import V1, V2
@@ -120,10 +120,14 @@ class AihcClient:
         transport: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        deadline: float | None = None,
     ):
+        """`deadline` (monotonic): every call, its tries and the reading of its answer
+        included, ends by then (a whole-log download: jobs.backends.base.send_by)."""
         self.endpoint = endpoint.rstrip("/")
         self.credentials = credentials
         self.retries = retries
+        self.deadline = deadline
         self.backoff = backoff
         self.clock = clock
         self.sleep = sleep
@@ -157,19 +161,25 @@ class AihcClient:
         params = [(k, str(v)) for k, v in params if v is not None]
         attempts = 1 + (self.retries if idempotent else 0)
         for attempt in range(attempts):
-            last = attempt == attempts - 1
             try:
                 response = self._send(method, path, params, body, version, timeout)
             except httpx.TransportError as exc:
-                if not last:
+                if self._another_try(attempt, attempts):
                     self._wait(attempt, method, path, type(exc).__name__)
                     continue
                 raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and not last:
+            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
                 self._wait(attempt, method, path, f"HTTP {response.status_code}")
                 continue
             return self._decode(response)
         raise AssertionError("unreachable")
+
+    def _another_try(self, attempt: int, attempts: int) -> bool:
+        """Whether a failed try is followed by another: tries are left, and the next would
+        start before the deadline."""
+        return attempt < attempts - 1 and (
+            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+        )
 
     def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
         delay = self.backoff * (2**attempt)
@@ -207,13 +217,10 @@ class AihcClient:
         )
         query = signer.canonical_query(params)
         url = f"{self.endpoint}{path}" + (f"?{query}" if query else "")
-        return self._http.request(
-            method,
-            url,
-            headers=headers,
-            content=content,
-            timeout=timeout or self.timeout,
+        request = self._http.build_request(
+            method, url, headers=headers, content=content, timeout=timeout or self.timeout
         )
+        return send_by(self._http, request, deadline=self.deadline)
 
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> AihcError:

@@ -80,7 +80,15 @@ from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, usage_lines
 from jobs.texts import joined
 
-from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume, got_no_answer
+from .base import (
+    AcceleratorStock,
+    BackendError,
+    Pool,
+    RequestPreview,
+    Volume,
+    download_deadline,
+    got_no_answer,
+)
 from .remote import (
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
@@ -450,11 +458,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
 
     # -- configuration -------------------------------------------------------------
 
-    def _setup(self, *, for_page: bool = False) -> tuple[Config, AihcClient]:
+    def _setup(
+        self, *, for_page: bool = False, for_download: bool = False
+    ) -> tuple[Config, AihcClient]:
         """Settings are read on each call, so a changed endpoint or key takes effect.
 
         `for_page`: a read a web request waits on (a log tail) gets no retries and a short read
-        timeout (AIHC_PAGE_READ_TIMEOUT), so a slow AIHC cannot hold the console's threads."""
+        timeout (AIHC_PAGE_READ_TIMEOUT), so a slow AIHC cannot hold the console's threads.
+        `for_download`: a whole-log download's own client (to be closed), its reads tried as
+        the worker's are but waiting AIHC_DOWNLOAD_READ_TIMEOUT, all within
+        LOG_DOWNLOAD_TOTAL_SECONDS."""
         try:
             config = Config.from_settings()
         except ValueError as exc:
@@ -463,6 +476,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             raise BackendError(
                 _("AIHC credentials are not configured (AIHC_ACCESS_KEY, AIHC_SECRET_KEY)."),
                 code="Misconfigured",
+            )
+        if for_download:
+            return config, AihcClient(
+                endpoint=config.endpoint,
+                credentials=Credentials(config.access_key, config.secret_key),
+                connect_timeout=config.connect_timeout,
+                read_timeout=settings.AIHC_DOWNLOAD_READ_TIMEOUT,
+                retries=config.retries,
+                backoff=config.backoff,
+                deadline=download_deadline(),
             )
         key = (*config.key(), config.secret_key, for_page)
         with self._lock:
@@ -907,12 +930,19 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
 
     def _reconcile_stuck(self, job: Job) -> None:
         """A job left in Submitting (the worker died mid-create): adopt what its create made,
-        or requeue it."""
+        or requeue it. A look AIHC does not answer (after its retries) raises, as the job
+        read of a sync does: the worker's round leaves AIHC's other jobs for the next one
+        (until session 33 it was swallowed, and the round went on to wait on the next job);
+        a refusal leaves the job for the next look."""
         if timezone.now() - job.updated_at < STUCK_SUBMITTING:
             return
         try:
             config, client = self._setup()
             found = self._find_created(job, client, config, job.job_spec(), since=job.updated_at)
+        except AihcError as exc:
+            if got_no_answer(exc):
+                raise _sync_error(exc, job.secret_values()) from None
+            return
         except (BackendError, spec_module.SpecError):
             return
         if found:
@@ -1471,8 +1501,25 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         """A replica's log lines ("worker-1"), fetched from AIHC on demand."""
         if not job.external_id:
             return []
-        # A tail is what the job page and its log panel (polled every 2 s) wait on.
-        config, client = self._setup(for_page=tail is not None)
+        # A tail is what the job page and its log panel (polled every 2 s) wait on; the whole
+        # log (tail None) is a download a person waits on, holding a web thread meanwhile.
+        config, client = self._setup(for_page=tail is not None, for_download=tail is None)
+        try:
+            return self._pod_log(job, replica, config, client, tail=tail, since=since)
+        finally:
+            if tail is None:
+                client.close()
+
+    def _pod_log(
+        self,
+        job: Job,
+        replica: str,
+        config: Config,
+        client: AihcClient,
+        *,
+        tail: int | None,
+        since: datetime | None,
+    ) -> list[str]:
         version = config.version(job.resource_pool)
         secrets = job.secret_values()
         try:

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import json
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
+
+import httpx
 
 from jobs.runtime_env import ReplicaRef, replica_environment, shown_group_task
 
@@ -37,6 +40,54 @@ def got_no_answer(exc: BackendError) -> bool:
     that refuses (403, 404, a body that does not read) is the platform answering: a sync
     swallows it in its secondary reads and goes on."""
     return exc.code in UNANSWERED_CODES
+
+
+def download_deadline() -> float:
+    """The monotonic time by which a whole-log download started now must have its log
+    (LOG_DOWNLOAD_TOTAL_SECONDS): it holds one of the web server's few threads (WEB_THREADS)
+    all that time, so a platform that hangs or trickles cannot make a few presses of
+    Download hold up the console for everyone."""
+    from django.conf import settings
+
+    return time.monotonic() + settings.LOG_DOWNLOAD_TOTAL_SECONDS
+
+
+def send_by(
+    http: httpx.Client, request: httpx.Request, *, deadline: float | None
+) -> httpx.Response:
+    """Sends `request`; with a `deadline` (monotonic), its answer is read in chunks and given
+    up (httpx.ReadTimeout, a transport error as any other read's) once the deadline passes:
+    the client's read timeout bounds each wait for the next chunk, not a server that sends
+    a few bytes now and then. Each wait is also cut to the time left."""
+    if deadline is None:
+        return http.send(request)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise httpx.ReadTimeout("no time left for the download", request=request)
+    timeout = request.extensions.get("timeout") or {}
+    request.extensions["timeout"] = {
+        kind: min(seconds, left) if seconds is not None else left
+        for kind, seconds in {
+            "connect": timeout.get("connect"),
+            "read": timeout.get("read"),
+            "write": timeout.get("write"),
+            "pool": timeout.get("pool"),
+        }.items()
+    }
+    response = http.send(request, stream=True)
+    try:
+        body = bytearray()
+        for chunk in response.iter_raw():
+            body += chunk
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout("the download took too long", request=request)
+    finally:
+        response.close()
+    # The body as the server sent it (still compressed, if it was): the new response decodes
+    # it once, as httpx does a read.
+    return httpx.Response(
+        response.status_code, headers=response.headers, content=bytes(body), request=request
+    )
 
 
 @dataclass
@@ -200,7 +251,9 @@ class Backend(ABC):
     def stop(self, job: Job) -> None: ...
 
     @abstractmethod
-    def delete(self, job: Job) -> None: ...
+    def delete(self, job: Job) -> str | None:
+        """Removes what the job holds; what it left for the worker to remove (a Kubernetes
+        Secret, DeletedJob.secret_left), or None/"" when nothing."""
 
     @abstractmethod
     def sync(self, job: Job) -> None:

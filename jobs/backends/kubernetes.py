@@ -92,7 +92,15 @@ from jobs.runtime_env import (
 from jobs.services import job_event, job_spec_or_noted, recorded
 from jobs.shim import UsageLog, read_usage
 
-from .base import AcceleratorStock, BackendError, Pool, RequestPreview, Volume, got_no_answer
+from .base import (
+    AcceleratorStock,
+    BackendError,
+    Pool,
+    RequestPreview,
+    Volume,
+    download_deadline,
+    got_no_answer,
+)
 from .remote import (
     STUCK_SUBMITTING,
     UNANSWERED_SYNCS_BEFORE_STATUS,
@@ -621,14 +629,27 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except ConfigError as exc:
             raise BackendError(str(exc), code="Misconfigured") from None
 
-    def _setup(self, *, for_page: bool = False) -> tuple[Config, KubeClient]:
+    def _setup(
+        self, *, for_page: bool = False, for_download: bool = False
+    ) -> tuple[Config, KubeClient]:
         """Settings are read on each call; `for_page`: one try, a short read timeout (a
-        page waits on it)."""
+        page waits on it); `for_download`: a whole-log download's client, its tries and
+        KUBERNETES_DOWNLOAD_READ_TIMEOUT within LOG_DOWNLOAD_TOTAL_SECONDS, to be closed."""
         config = self._config()
         try:
             token = config.bearer_token()
         except ConfigError as exc:
             raise BackendError(str(exc), code="Misconfigured") from None
+        if for_download:
+            # A client of its own, for this download alone: its deadline is the download's.
+            return config, KubeClient(
+                server=config.server,
+                token=token,
+                ca_file=config.ca_file,
+                connect_timeout=config.connect_timeout,
+                read_timeout=config.download_read_timeout,
+                deadline=download_deadline(),
+            )
         key = (*config.key(), for_page)
         with self._lock:
             client = self._clients.get(key)
@@ -1603,14 +1624,21 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             return
         self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
 
-    def delete(self, job: Job) -> None:
+    def delete(self, job: Job) -> str:
         """Removes the job's resource and Secret (the Secret only when it is this job's), and
-        the usage samples the console kept of it."""
-        self._delete_remote(job)
+        the usage samples the console kept of it; the Secret left for the worker, if any."""
+        secret_left = self._delete_remote(job)
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
+        return secret_left
 
-    def _delete_remote(self, job: Job) -> None:
-        config, client = self._setup()
+    def _delete_remote(self, job: Job) -> str:
+        """A person's Delete waits on it (the job page's, the API's): each request is one try
+        of KUBERNETES_PAGE_READ_TIMEOUT. A resource delete that gets no answer keeps the job
+        (its message says so: a Delete again finishes it). A Secret the API server does not
+        answer about, once the resource is deleted, is left to the worker: its
+        "<namespace>/<name>", returned (until session 33 its look took the worker's three
+        tries of KUBERNETES_READ_TIMEOUT in the request, 91.5 s, and then let it be)."""
+        config, client = self._setup(for_page=True)
         try:
             namespace, name, spec = self._names(job)
         except spec_module.SpecError:
@@ -1630,14 +1658,54 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                         _("Kubernetes did not delete the job: %(error)s"), exc, secrets
                     ) from None
         if name and (spec is None or any(e.secret for e in spec.envs)):
-            path = M.secret_path(namespace, M.secret_name(name))
+            secret = M.secret_name(name)
             try:
-                existing = client.get(path)
-            except KubeError:
-                return
-            labels = (existing.get("metadata") or {}).get("labels") or {}
-            if labels.get(M.CONSOLE_JOB_LABEL) == job.public_id:
-                self._delete_quietly(client, path)
+                self._delete_own_secret(client, namespace, secret, job.public_id)
+            except KubeError as exc:
+                logger.warning(
+                    "Kubernetes did not answer about Secret %s/%s of deleted job %s (%s); "
+                    "the worker removes it",
+                    namespace,
+                    secret,
+                    job.public_id,
+                    exc,
+                )
+                return f"{namespace}/{secret}"
+        return ""
+
+    def _delete_own_secret(
+        self, client: KubeClient, namespace: str, secret: str, public_id: str
+    ) -> None:
+        """Deletes the Secret when it is the job's (its id label); raises the KubeError of a
+        look or delete that got no answer (got_no_answer): not known to be gone."""
+        path = M.secret_path(namespace, secret)
+        try:
+            existing = client.get(path)
+        except KubeError as exc:
+            if got_no_answer(exc):
+                raise
+            return  # none (404), or not the console's to read
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        if labels.get(M.CONSOLE_JOB_LABEL) != public_id:
+            return
+        try:
+            client.delete(path, propagation="Background")
+        except KubeError as exc:
+            if got_no_answer(exc):
+                raise
+            if not _not_found(exc):
+                logger.warning("Kubernetes delete of %s failed: %s", path, exc)
+
+    def remove_secret_left(self, *, public_id: str, secret_left: str) -> None:
+        """Removes the Secret a deletion of job `public_id` left (DeletedJob.secret_left), as
+        the worker does once a minute: with its client (tries and the longer read timeout).
+        Raises BackendError while the API server does not answer."""
+        namespace, _sep, secret = secret_left.partition("/")
+        config, client = self._setup()
+        try:
+            self._delete_own_secret(client, namespace, secret, public_id)
+        except KubeError as exc:
+            raise _sync_error(exc, []) from None
 
     def logs(
         self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
@@ -1645,7 +1713,24 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         """A replica's log lines ("worker-1"), read from its pod."""
         if not job.external_id:
             return []
-        config, client = self._setup(for_page=tail is not None)
+        # A tail is what the job page and its log panel wait on; the whole log (tail None)
+        # is a download a person waits on, holding a web thread meanwhile.
+        config, client = self._setup(for_page=tail is not None, for_download=tail is None)
+        try:
+            return self._pod_log(job, replica, client, tail=tail, since=since)
+        finally:
+            if tail is None:
+                client.close()
+
+    def _pod_log(
+        self,
+        job: Job,
+        replica: str,
+        client: KubeClient,
+        *,
+        tail: int | None,
+        since: datetime | None,
+    ) -> list[str]:
         # The job's row, not its spec, which may no longer read: its logs still show.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         role, _sep, index = replica.rpartition("-")

@@ -138,7 +138,17 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             self.sync(job)
             return
         if job.status == JobStatus.SUBMITTING:
-            self._reconcile_stuck(job)
+            try:
+                self._reconcile_stuck(job)
+            except BackendError as exc:
+                # The platform did not answer the look for what the create made: expected
+                # (slow or down), one line; the job's next sync looks again.
+                self.logger.warning(
+                    "looking for what %s's create made on %s failed: %s",
+                    job.public_id,
+                    self.platform,
+                    exc,
+                )
             return
         if job.status != JobStatus.QUEUED or self._group_is_full(job):
             return

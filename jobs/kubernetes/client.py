@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 from django.utils.translation import gettext_lazy
 
-from jobs.backends.base import BackendError, request_json
+from jobs.backends.base import BackendError, request_json, send_by
 
 logger = logging.getLogger("jobs.kubernetes")
 
@@ -82,10 +82,14 @@ class KubeClient:
         backoff: float = 0.5,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        deadline: float | None = None,
     ):
+        """`deadline` (monotonic): every call, its tries and the reading of its answer
+        included, ends by then (a whole-log download: jobs.backends.base.send_by)."""
         self.server = server.rstrip("/")
         self._token = token
         self.retries = retries
+        self.deadline = deadline
         self.backoff = backoff
         self.sleep = sleep
         self.timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
@@ -134,21 +138,35 @@ class KubeClient:
             headers["Accept"] = "text/plain, */*"
         attempts = 1 + (self.retries if idempotent else 0)
         for attempt in range(attempts):
-            last = attempt == attempts - 1
             try:
-                response = self._http.request(
-                    method, f"{self.server}{path}", params=params, headers=headers, content=content
+                response = send_by(
+                    self._http,
+                    self._http.build_request(
+                        method,
+                        f"{self.server}{path}",
+                        params=params,
+                        headers=headers,
+                        content=content,
+                    ),
+                    deadline=self.deadline,
                 )
             except httpx.TransportError as exc:
-                if not last:
+                if self._another_try(attempt, attempts):
                     self._wait(attempt, method, path, type(exc).__name__)
                     continue
                 raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and not last:
+            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
                 self._wait(attempt, method, path, f"HTTP {response.status_code}")
                 continue
             return self._decode(response, text=text)
         raise AssertionError("unreachable")
+
+    def _another_try(self, attempt: int, attempts: int) -> bool:
+        """Whether a failed try is followed by another: tries are left, and the next would
+        start before the deadline."""
+        return attempt < attempts - 1 and (
+            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+        )
 
     def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
         delay = self.backoff * (2**attempt)

@@ -249,6 +249,7 @@ class Config:
     connect_timeout: float
     read_timeout: float
     page_read_timeout: float
+    download_read_timeout: float
     metrics_seconds: float = 15.0
 
     @classmethod
@@ -302,6 +303,7 @@ class Config:
             connect_timeout=settings.KUBERNETES_CONNECT_TIMEOUT,
             read_timeout=settings.KUBERNETES_READ_TIMEOUT,
             page_read_timeout=settings.KUBERNETES_PAGE_READ_TIMEOUT,
+            download_read_timeout=settings.KUBERNETES_DOWNLOAD_READ_TIMEOUT,
             metrics_seconds=settings.KUBERNETES_METRICS_SECONDS,
         )
 
