@@ -776,13 +776,14 @@ def _said(text: str) -> str:
     return display_text(text, source_of(text))
 
 
-def bot_text(*, job: Job, item: str, message: str, payload: dict[str, Any]) -> str:
+def bot_text(*, bot: str, job: Job, item: str, message: str, payload: dict[str, Any]) -> str:
     """What a chat bot posts for this alert, in the job owner's language (the generic JSON's
     `message` stays as recorded: programs read it)."""
     gettext = translation.gettext
     with translation.override(reader_language(user=job.owner)):
         title = gettext(ITEM_TITLES[item]) % {"name": job.name} if item in ITEM_TITLES else item
         return chat_bots.alert_text(
+            bot=bot,
             brand=gettext("AI Job Console"),
             title=title,
             name=job.name,
@@ -895,7 +896,7 @@ def _deliver_webhooks(
             if bot is None:
                 post_webhook(url, payload)
             else:
-                text = bot_text(job=job, item=item, message=message, payload=payload)
+                text = bot_text(bot=bot, job=job, item=item, message=message, payload=payload)
                 brand = text.partition("]")[0].removeprefix("[")
                 post_to_bot(url=url, bot=bot, text=text)
         except Exception as exc:
