@@ -4,7 +4,8 @@ The worker decides that an alert is due (`job_alert`) and enqueues one `deliver_
 django task, so a decision survives a worker restart and a slow webhook never stalls
 supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
 "AlertNotSent" for an email or a webhook call past its owner's hourly bound on that
-channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR); delivery never raises.
+channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR, of which routine alerts take at most
+half, URGENT_ITEMS the rest); delivery never raises.
 
 Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}; a chat bot's
 webhook (Feishu/Lark, WeCom, DingTalk, Slack: jobs.chat_bots) gets a message in its own format
