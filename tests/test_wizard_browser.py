@@ -1532,3 +1532,31 @@ def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refuse
     expect(page.locator("#tensorboard-notice")).to_contain_text(
         "Tensorboard 日志路径 /tmp/tb 位于每个实例自己的 /tmp 中"
     )
+
+
+def test_a_cleared_job_timeout_goes_on_with_its_default_30_days_as_shared_memory_does(
+    logged_in_page, alice
+):
+    # qa60: cleared, 任务超时时间 stopped the step with "required", where a cleared 共享内存
+    # went on with its 10Gi.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    page.fill("#id_shared_memory_gi", "")
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    next_step(page, "fault")
+    next_step(page, "advanced")
+    expect(page.locator("#id_timeout_minutes")).to_have_value("43200")
+    page.fill("#id_timeout_minutes", "")
+    expect(page.locator("#id_timeout_minutes")).to_have_attribute("placeholder", "43200")
+
+    next_step(page, "submission")
+    next_step(page, "review")
+
+    expect(page.locator("dt:text-is('任务超时时间') + dd")).to_have_text("30 天")
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    spec = Job.objects.get(owner=alice).job_spec()
+    assert (spec.timeout_minutes, spec.shared_memory_gi) == (30 * 24 * 60, 10)
