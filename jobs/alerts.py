@@ -4,7 +4,8 @@ The worker decides that an alert is due (`job_alert`) and enqueues one `deliver_
 django task, so a decision survives a worker restart and a slow webhook never stalls
 supervision. Delivery results become job events ("AlertSent", "AlertFailed", and
 "AlertNotSent" for an email or a webhook call past its owner's hourly bound on that
-channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR); delivery never raises.
+channel: ALERT_EMAILS_PER_HOUR, ALERT_WEBHOOKS_PER_HOUR, of which routine alerts take at most
+half, URGENT_ITEMS the rest); delivery never raises.
 
 Webhook body (JSON): {"jobId", "name", "event", "time", "message", "link"}; a chat bot's
 webhook (Feishu/Lark, WeCom, DingTalk, Slack: jobs.chat_bots) gets a message in its own format
@@ -422,6 +423,43 @@ WEBHOOK_NOT_SENT = ngettext_noop(
     "last hour, as many as ALERT_WEBHOOKS_PER_HOUR allows; alert webhooks are called again "
     "from %(time)s.",
 )
+# Routine alerts (a job running, succeeding, restarted by fault tolerance) may take at most half
+# of a channel's hourly bound, the rest kept for those on-call must not miss: a failure, a hang,
+# a node fault (URGENT_ITEMS), which may take the whole bound. Decided (qa59: a sweep of 40 jobs
+# each alerting jobRunning and jobFT used the hour's 30 emails, and the jobFailed and jobHang
+# alerts after them were dropped): a reserve, not no bound for failures, as a 1,000-task queue
+# group failing task after task must still not mail 1,000 times; an urgent alert is never
+# refused while a routine one could have been sent instead.
+URGENT_ITEMS = frozenset({"jobFailed", "jobHang", "nodeFT"})
+ROUTINE_LAST_MAIL_NOTE = gettext_noop(
+    "This is the last alert email about your jobs running, succeeding or restarting until "
+    "%(time)s: those may take half of the %(limit)d alert emails an hour "
+    "(ALERT_EMAILS_PER_HOUR), the other half is kept for failures, hangs and node faults, which "
+    "are still emailed. Alerts until then are listed in each job's events."
+)
+ROUTINE_NOT_SENT = gettext_noop(
+    "%(item)s: email not sent: within the last hour your jobs' alert emails reached half of "
+    "ALERT_EMAILS_PER_HOUR (%(limit)d an hour), as many as alerts of jobs running, succeeding "
+    "or restarting may take; the other half is kept for failures, hangs and node faults. Such "
+    "alerts are emailed again from %(time)s."
+)
+ROUTINE_WEBHOOK_NOT_SENT = gettext_noop(
+    "%(item)s: webhooks not called: within the last hour your jobs' webhooks took half of "
+    "ALERT_WEBHOOKS_PER_HOUR (%(limit)d alerts an hour), as many as alerts of jobs running, "
+    "succeeding or restarting may take; the other half is kept for failures, hangs and node "
+    "faults. Such alerts are posted again from %(time)s."
+)
+ROUTINE_NOT_SENT_MESSAGES = {
+    AlertChannel.EMAIL: ROUTINE_NOT_SENT,
+    AlertChannel.WEBHOOK: ROUTINE_WEBHOOK_NOT_SENT,
+}
+
+
+def routine_bound(limit: int) -> int:
+    """How many of a channel's `limit` an hour routine alerts may take: half, at least one."""
+    return max(1, limit // 2)
+
+
 # Each channel's bound: the setting that holds it, and the event past it.
 BOUND_SETTINGS = {
     AlertChannel.EMAIL: "ALERT_EMAILS_PER_HOUR",
@@ -439,6 +477,8 @@ class Turn:
     delivery: AlertDelivery | None = None
     # When the next may go out: set when this is the last the hour allows, or refused.
     reopens: datetime | None = None
+    # Whether the bound meant is routine alerts' share (routine_bound), not the whole.
+    routine_share: bool = False
 
     def give_back(self) -> None:
         """Not sent after all: it does not count."""
@@ -452,48 +492,59 @@ def bound(channel: AlertChannel) -> int:
     return int(getattr(settings, BOUND_SETTINGS[channel]))
 
 
-def take_turn(*, owner_id: int, channel: AlertChannel) -> Turn:
+def take_turn(*, owner_id: int, channel: AlertChannel, routine: bool = False) -> Turn:
     """Takes one of the user's alerts of the last hour on `channel` (its setting,
-    BOUND_SETTINGS; 0: no bound), or says none is left. Counted and recorded in one
+    BOUND_SETTINGS; 0: no bound), or says none is left; a `routine` alert (not one of
+    URGENT_ITEMS) only while fewer than routine_bound have gone. Counted and recorded in one
     transaction holding the user's row (jobs.locks): deliveries at the same instant, from
     any number of task threads or processes, take the hour's turns one after another, so
     none goes past the bound (two could, counting before either had written)."""
     limit = bound(channel)
     if not limit:
         return Turn(allowed=True)
+    share = routine_bound(limit) if routine else limit
+    routine_share = share < limit
     now = timezone.now()
     since = now - ALERT_WINDOW
     with transaction.atomic():
         user_row_locked(user_id=owner_id)
         mine = AlertDelivery.objects.filter(owner_id=owner_id, channel=channel)
         window = mine.filter(sent_at__gte=since)
-        taken = window.count()
-        first = window.order_by("sent_at", "pk").values_list("sent_at", flat=True).first() or now
-        reopens = first + ALERT_WINDOW
-        if taken >= limit:
-            return Turn(allowed=False, reopens=reopens)
+        times = list(window.order_by("sent_at", "pk").values_list("sent_at", flat=True))
+        taken = len(times)
+        if taken >= share:
+            # Open again once the hour has let go of enough for one more under `share`.
+            reopens = times[taken - share] + ALERT_WINDOW
+            return Turn(allowed=False, reopens=reopens, routine_share=routine_share)
         delivery = AlertDelivery.objects.create(owner_id=owner_id, channel=channel, sent_at=now)
         mine.filter(sent_at__lt=since).delete()  # past the hour: counted no more
-    return Turn(allowed=True, delivery=delivery, reopens=reopens if taken + 1 == limit else None)
+    last = taken + 1 == share
+    reopens = (times[0] if times else now) + ALERT_WINDOW if last else None
+    return Turn(allowed=True, delivery=delivery, reopens=reopens, routine_share=routine_share)
 
 
 def _not_sent(*, job: Job, item: str, channel: AlertChannel, turn: Turn) -> None:
-    """The event of an alert past its channel's bound, on its job."""
+    """The event of an alert past its channel's bound (or routine alerts' share), on its
+    job."""
     from .services import job_event
 
     assert turn.reopens is not None
-    job_event(
-        job=job,
-        reason="AlertNotSent",
-        message=recorded_plural(
+    if turn.routine_share:
+        message = recorded(
+            ROUTINE_NOT_SENT_MESSAGES[channel],
+            item=item_name(item),
+            limit=bound(channel),
+            time=_when(turn.reopens),
+        )
+    else:
+        message = recorded_plural(
             NOT_SENT_MESSAGES[channel],
             "limit",
             item=item_name(item),
             limit=bound(channel),
             time=_when(turn.reopens),
-        ),
-        warning=True,
-    )
+        )
+    job_event(job=job, reason="AlertNotSent", message=message, warning=True)
 
 
 def _when(moment: datetime) -> str:
@@ -662,14 +713,22 @@ def _deliver_email(
 
     turn = Turn(allowed=True)
     if not tries.counted:
-        turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.EMAIL)
+        turn = take_turn(
+            owner_id=job.owner_id, channel=AlertChannel.EMAIL, routine=item not in URGENT_ITEMS
+        )
         if not turn.allowed:
             _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
             return
     title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
     brand = recorded(gettext_noop("AI Job Console"))
     note = None
-    if turn.reopens is not None:
+    if turn.reopens is not None and turn.routine_share:
+        note = recorded(
+            ROUTINE_LAST_MAIL_NOTE,
+            limit=settings.ALERT_EMAILS_PER_HOUR,
+            time=_when(turn.reopens),
+        )
+    elif turn.reopens is not None:
         note = recorded_plural(
             LAST_MAIL_NOTE,
             "limit",
@@ -776,13 +835,14 @@ def _said(text: str) -> str:
     return display_text(text, source_of(text))
 
 
-def bot_text(*, job: Job, item: str, message: str, payload: dict[str, Any]) -> str:
+def bot_text(*, bot: str, job: Job, item: str, message: str, payload: dict[str, Any]) -> str:
     """What a chat bot posts for this alert, in the job owner's language (the generic JSON's
     `message` stays as recorded: programs read it)."""
     gettext = translation.gettext
     with translation.override(reader_language(user=job.owner)):
         title = gettext(ITEM_TITLES[item]) % {"name": job.name} if item in ITEM_TITLES else item
         return chat_bots.alert_text(
+            bot=bot,
             brand=gettext("AI Job Console"),
             title=title,
             name=job.name,
@@ -878,7 +938,9 @@ def _deliver_webhooks(
 
     turn = Turn(allowed=True)
     if not tries.counted:
-        turn = take_turn(owner_id=job.owner_id, channel=AlertChannel.WEBHOOK)
+        turn = take_turn(
+            owner_id=job.owner_id, channel=AlertChannel.WEBHOOK, routine=item not in URGENT_ITEMS
+        )
         if not turn.allowed:
             _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
             return
@@ -895,7 +957,7 @@ def _deliver_webhooks(
             if bot is None:
                 post_webhook(url, payload)
             else:
-                text = bot_text(job=job, item=item, message=message, payload=payload)
+                text = bot_text(bot=bot, job=job, item=item, message=message, payload=payload)
                 brand = text.partition("]")[0].removeprefix("[")
                 post_to_bot(url=url, bot=bot, text=text)
         except Exception as exc:

@@ -12,7 +12,12 @@ its own format, and its answer is read: a 200 carrying a non-zero code is a fail
 - Plain text, not markdown: a job's name or a failure reason is written by its user, and
   text shows it as written on every platform. Slack reads `&`, `<` and `>` in any text as
   markup (`<!channel>` notifies everyone, `<url|words>` is a link): they are escaped for it,
-  as Slack's formatting reference says, and it shows them as written.
+  as Slack's formatting reference says, and it shows them as written. Feishu reads
+  `<at user_id="all">` in a text message as a mention of the whole group, WeCom `<@userid>`:
+  where the console's text holds one (a job's name, a reason copied from a log line), a
+  zero-width space after its `<` leaves it shown as written and pinging no one
+  (`mentions_quieted`; qa59). DingTalk mentions only those its body's `at` field names (the
+  console sends none); Slack's `<!channel>` is escaped as above.
 - Signing (DingTalk's 加签, Feishu's 签名校验): the secret is given after the URL as a
   fragment, `#secret=SEC...`. A fragment is never sent by HTTP, so the bot's URL stays the
   same, and it lives in the webhook line wherever the line goes (Copy & edit, import, the
@@ -208,17 +213,48 @@ def alert_lines(*, name: str, event: str, time_text: str) -> list[str]:
 
 
 def alert_text(
-    *, brand: str, title: str, name: str, event: str, time_text: str, message: str, link: str
+    *,
+    bot: str,
+    brand: str,
+    title: str,
+    name: str,
+    event: str,
+    time_text: str,
+    message: str,
+    link: str,
 ) -> str:
-    """The message a chat bot posts, in the language active now: the alert's title, the job,
-    the event in words, when, what happened and the job's page. The message is cut to keep
-    the whole within MAX_TEXT_BYTES; the link never is."""
-    head = "\n".join(
-        [f"[{brand}] {title}", *alert_lines(name=name, event=event, time_text=time_text)]
+    """The message chat bot `bot` posts, in the language active now: the alert's title, the
+    job, the event in words, when, what happened and the job's page, with no mention the bot
+    would ping anyone for. The message is cut to keep the whole within MAX_TEXT_BYTES; the
+    link never is."""
+    head = mentions_quieted(
+        bot=bot,
+        text="\n".join(
+            [f"[{brand}] {title}", *alert_lines(name=name, event=event, time_text=time_text)]
+        ),
     )
+    message = mentions_quieted(bot=bot, text=message)
     said = gettext("Message: %(message)s")
     room = MAX_TEXT_BYTES - len(f"{head}\n{said % {'message': ''}}\n{link}".encode())
     return f"{head}\n{said % {'message': _cut(message, room)}}\n{link}"
+
+
+# What each bot reads as a mention in a text message: Feishu's `<at user_id="...">` (`all`: the
+# whole group; spaces and case as its parser takes them), WeCom's `<@userid>` (`<@all>`).
+MENTIONS = {
+    FEISHU: re.compile(r"<(?=\s*at[\s>/])", re.IGNORECASE),
+    WECOM: re.compile(r"<(?=\s*@)"),
+}
+# Zero width: the text reads as written, and the bot's parser no longer sees a tag.
+ZERO_WIDTH_SPACE = "\u200b"
+
+
+def mentions_quieted(*, bot: str, text: str) -> str:
+    """`text` with each mention `bot` would ping someone for broken by a zero-width space
+    after its `<`: a job's name or a reason from a log line holding `<at user_id="all">`
+    pinged a whole Feishu group (qa59)."""
+    pattern = MENTIONS.get(bot)
+    return pattern.sub("<" + ZERO_WIDTH_SPACE, text) if pattern else text
 
 
 def _cut(text: str, room: int) -> str:

@@ -2692,6 +2692,23 @@ def _read_only_failure(job: Job, spec: JobSpec, label: str, code: int) -> str | 
     return None
 
 
+# What is written to /dev/shm is memory the instance holds (its cgroup counts the tmpfs pages),
+# so a /dev/shm as large as the memory, or at least half of it, may be what filled it: the
+# reason says so (qa60: a 2Gi /dev/shm beside 1 GB of memory was killed at 1.5 GB written, its
+# reason naming the memory only, and the user looked for a leak in their program).
+SHM_OOM_REASON = gettext_noop(
+    "OOMKilled: memory limit %(limit)s exceeded; what the job writes to /dev/shm (shared "
+    "memory, %(shm)d Gi) counts against it: give the role more memory or make the shared "
+    "memory smaller"
+)
+
+
+def shared_memory_may_fill_memory(*, shm_gi: int, memory_gb: int) -> bool:
+    """Whether a /dev/shm of `shm_gi` is larger than, or close to (at least half of), a
+    memory limit of `memory_gb`."""
+    return bool(shm_gi) and shm_gi * 2 >= memory_gb
+
+
 def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) -> str | None:
     """Why the job fails when the replica, which ended non-zero, was killed for its memory
     limit, or the limit of all local jobs together (its cgroup counted an OOM kill), recorded
@@ -2711,6 +2728,10 @@ def _oom_failure(job: Job, run: LocalRun, spec: JobSpec, replica: JobReplica) ->
             gettext_noop("OOMKilled: memory limit %(limit)s exceeded"),
             limit=f"{role.memory_gb}Gi",
         )
+        if shared_memory_may_fill_memory(shm_gi=spec.shared_memory_gi, memory_gb=role.memory_gb):
+            reason = recorded(
+                SHM_OOM_REASON, limit=f"{role.memory_gb}Gi", shm=spec.shared_memory_gi
+            )
     else:
         # The jobs' parent ran out: the memory the worker has (the machine's, or its cgroup's
         # limit) less the console's reserve, which all local jobs share, was used up (by this

@@ -121,7 +121,7 @@ from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
 from .wizard import available_pools
-from .worker import deletes_at
+from .worker import deletes_at, kept_for_alerts
 
 logger = logging.getLogger(__name__)
 
@@ -742,6 +742,9 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
         # so nobody is surprised when its logs are gone.
         "deletes_at": deletes_at(job=job),
+        # Past that time while an alert about it is still to be delivered, the worker keeps it
+        # (jobs_with_alerts_pending): said so, not a deletion time already passed (qa59).
+        "kept_for_alerts": kept_for_alerts(job=job),
         "retention": retention_words(str(job.spec.get("retentionPeriod", "")))
         if isinstance(job.spec, dict)
         else "",

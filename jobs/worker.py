@@ -144,6 +144,15 @@ def deletes_at(*, job: Job) -> datetime | None:
     return job.finished_at + keep if keep is not None else None
 
 
+def kept_for_alerts(*, job: Job) -> bool:
+    """Whether `job` is past its retention (deletes_at) and kept only because an alert about it
+    is still to be delivered (jobs_with_alerts_pending): it is deleted once that is."""
+    at = deletes_at(job=job)
+    if at is None or at > timezone.now():
+        return False
+    return job.pk in jobs_with_alerts_pending({job.pk})
+
+
 @dataclass
 class FailingDeletion:
     """A job whose deletion by the worker failed, and is tried again (Worker.deletion_failed)."""

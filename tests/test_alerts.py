@@ -553,6 +553,65 @@ def test_a_users_alert_emails_are_bounded_per_hour_across_their_jobs(
     assert AlertDelivery.objects.filter(owner=alice).count() == 1  # the hour's old ones are gone
 
 
+def test_failures_are_still_alerted_after_a_sweep_of_running_and_restart_alerts_hits_the_hour(
+    alice, settings, hook_server
+):
+    """qa59: a sweep's jobs each alerting jobRunning and jobFT used the hour's emails, and the
+    jobFailed alerts after them were dropped. Routine alerts take at most half of each bound;
+    the other half is kept for failures, hangs and node faults."""
+    from jobs.alerts import job_alert
+    from jobs.models import AlertChannel, AlertDelivery
+    from jobs.services import jobs_submit
+    from tests.conftest import run_queued_tasks
+
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.ALERT_EMAILS_PER_HOUR = 4
+    settings.ALERT_WEBHOOKS_PER_HOUR = 4
+    spec = make_spec(
+        "false",
+        alert=S.AlertConfig(
+            items=["jobRunning", "jobFT", "jobFailed"],
+            emails=["ops@example.com"],
+            webhooks=[hook_server.url],
+        ),
+    )
+    spec.submission = S.Submission(mode=S.SUBMIT_QUEUE, total=3)
+    sweep = jobs_submit(owner=alice, spec=spec, submit_key="sweep-of-3")
+
+    for task in sweep:
+        job_alert(job=task, item="jobRunning", message=f"task {task.group_index} running")
+        job_alert(job=task, item="jobFT", message=f"task {task.group_index} restarted")
+    for task in sweep:
+        job_alert(job=task, item="jobFailed", message=f"task {task.group_index} failed")
+    run_queued_tasks()
+
+    firsts = [m.body.split("\n")[0] for m in mail.outbox]
+    assert firsts == ["task 1 running", "task 1 restarted", "task 1 failed", "task 2 failed"]
+    assert [r["body"]["message"] for r in hook_server.received] == firsts
+    # The last routine email says failures still go; the last of the hour says none do.
+    assert "仍会发送" in mail.outbox[1].body and "ALERT_EMAILS_PER_HOUR" in mail.outbox[1].body
+    assert "ALERT_EMAILS_PER_HOUR" not in mail.outbox[2].body
+    assert "最后一封" in mail.outbox[3].body and "仍会发送" not in mail.outbox[3].body
+    assert AlertDelivery.objects.filter(owner=alice, channel=AlertChannel.EMAIL).count() == 4
+    # Each alert not sent is an event on its job, the routine ones saying why they were.
+    routine = sweep[1].events.filter(reason="AlertNotSent").order_by("pk")
+    with translation.override("en"):
+        said = [e.message_shown for e in routine]
+    assert said[0].startswith(
+        "Job starts running: email not sent: within the last hour your jobs' alert emails "
+        "reached half of ALERT_EMAILS_PER_HOUR (4 an hour)"
+    )
+    assert said[1].startswith("Job starts running: webhooks not called: within the last hour")
+    assert all("failures, hangs and node faults" in text for text in said)
+    [email_refused, webhook_refused] = (
+        sweep[2]
+        .events.filter(reason="AlertNotSent", message__contains="任务失败退出")
+        .order_by("pk")
+    )
+    assert "ALERT_EMAILS_PER_HOUR" in email_refused.message and "一半" not in email_refused.message
+    assert "ALERT_WEBHOOKS_PER_HOUR" in webhook_refused.message
+
+
 def test_a_users_alert_webhooks_are_bounded_per_hour_an_alert_counting_once(
     alice, settings, hook_server
 ):

@@ -69,6 +69,9 @@ class FakeBots:
         # Posts each bot refuses for its rate limit before it takes messages again (Feishu 100
         # a minute and 5 a second, WeCom and DingTalk 20 a minute), answered as it answers.
         self.throttled = {"feishu": 0, "wecom": 0, "dingtalk": 0}
+        # Whom each bot pinged, read from a message's text as the bot reads it: Feishu's
+        # `<at user_id="...">` (spaces and case as its parser takes them), WeCom's `<@userid>`.
+        self.pinged: list[tuple[str, str]] = []
 
     def answer(self, handler: BaseHTTPRequestHandler, raw: bytes) -> tuple[int, str, str]:
         parts = urlsplit(handler.path)
@@ -158,6 +161,8 @@ class FakeBots:
             word in content["text"] for word in self.feishu_keywords
         ):
             return code(19024, "Key Words Not Found")
+        for user in re.findall(r'<\s*at\s+user_id\s*=\s*"([^"]*)"', content["text"], re.I):
+            self.pinged.append(("feishu", user))
         return code(0, "success")
 
     def wecom(self, query: dict[str, list[str]], body: Any) -> tuple[int, str, str]:
@@ -174,6 +179,8 @@ class FakeBots:
             return err(44004, "text content is empty")
         if len(content.encode()) > 2048:
             return err(45002, "content size out of limit")
+        for user in re.findall(r"<\s*@([^>\s]+)>", content):
+            self.pinged.append(("wecom", user))
         return err(0, "ok")
 
     def dingtalk(self, query: dict[str, list[str]], body: Any) -> tuple[int, str, str]:
@@ -799,6 +806,25 @@ def test_slack_gets_its_control_characters_escaped_and_the_other_bots_the_text_a
     assert "详情：demo: &lt;!channel&gt; a&amp;b &lt;x|y&gt;" in slack["body"]["text"]
     assert "详情：demo: <!channel> a&b <x|y>" in wecom["body"]["text"]["content"]
     assert len(event_messages(job, "AlertSent")) == 2
+
+
+def test_a_mention_in_an_alerts_reason_pings_no_one_and_reads_as_written(alice, bots):
+    job = alerting_job(alice, [bots.feishu_url, bots.wecom_url])
+    # A failure reason copied from a log line (a job's name cannot hold `<`: NAME_RE).
+    reason = 'NCCL error <at user_id="all"></at> < AT  user_id = "ou_1">x</at> <@zhangsan>'
+
+    deliver(job=job, item="jobFailed", message=reason, time=TIME)
+
+    assert len(event_messages(job, "AlertSent")) == 2
+    # Before (qa59), Feishu pinged the whole group and ou_1, WeCom everyone and zhangsan.
+    assert bots.pinged == []
+    feishu, wecom = bots.received
+    for text in (feishu["body"]["content"]["text"], wecom["body"]["text"]["content"]):
+        shown = text.replace("\u200b", "")
+        assert f"详情：{reason}\n" in shown
+    # Each bot's own mention only is broken: the other's, and any other `<`, stay as typed.
+    assert '<at user_id="all">' in wecom["body"]["text"]["content"]
+    assert "<@zhangsan>" in feishu["body"]["content"]["text"]
 
 
 @pytest.mark.parametrize(

@@ -658,6 +658,38 @@ def test_a_job_whose_stored_spec_cannot_be_read_still_opens_and_says_why(alice, 
     assert 'id="job-status"' in html and 'id="events"' in html
 
 
+def test_a_job_past_its_retention_kept_for_its_alerts_says_so_not_a_passed_deletion_time(
+    alice, alice_client, settings
+):
+    # qa59: the page said "deleted automatically at" a time already passed.
+    from jobs.alerts import job_alert
+
+    alert = S.AlertConfig(items=["jobFailed"], webhooks=["https://hooks.example.com/on-call"])
+    job = submit(alice, retention_period="2h", alert=alert)
+    job_transition(job=job, to=JobStatus.RUNNING, reason="Started", message="")
+    finish(job, JobStatus.FAILED)
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    Job.objects.filter(pk=job.pk).update(finished_at=timezone.now() - timedelta(hours=3))
+    job.refresh_from_db()
+    passed = timezone.localtime(job.finished_at + timedelta(hours=2)).strftime("%Y-%m-%d %H:%M")
+
+    def line(language="zh-hans"):
+        alice_client.cookies["django_language"] = language
+        page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+        found = re.search(r'id="deletes-at">(.*?)</p>', page)
+        return found and found.group(1)
+
+    assert line("en").startswith(f"Deleted automatically, with its logs, at {passed}")
+    job_alert(job=job, item="jobFailed", message="demo failed")  # queued, not yet delivered
+
+    assert line("en") == (
+        "Kept until its alerts are delivered: its retention (2 hours after it ended, Delete "
+        f"automatically after the job ends) passed at {passed}, and it is deleted "
+        "automatically, with its logs, once they are."
+    )
+    assert line().startswith("保留至其告警发送完毕")
+
+
 def test_a_rejection_reason_is_shown_on_the_job(alice, alice_client):
     job = submit(alice)
     Job.objects.filter(pk=job.pk).update(status_reason="Too many cards for a test job.")

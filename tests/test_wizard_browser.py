@@ -1532,3 +1532,53 @@ def test_a_mount_over_tmp_and_a_tensorboard_path_in_a_read_only_mount_are_refuse
     expect(page.locator("#tensorboard-notice")).to_contain_text(
         "Tensorboard 日志路径 /tmp/tb 位于每个实例自己的 /tmp 中"
     )
+
+
+def test_a_cleared_job_timeout_goes_on_with_its_default_30_days_as_shared_memory_does(
+    logged_in_page, alice
+):
+    # qa60: cleared, 任务超时时间 stopped the step with "required", where a cleared 共享内存
+    # went on with its 10Gi.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    page.fill("#id_shared_memory_gi", "")
+    next_step(page, "data")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    next_step(page, "fault")
+    next_step(page, "advanced")
+    expect(page.locator("#id_timeout_minutes")).to_have_value("43200")
+    page.fill("#id_timeout_minutes", "")
+    expect(page.locator("#id_timeout_minutes")).to_have_attribute("placeholder", "43200")
+
+    next_step(page, "submission")
+    next_step(page, "review")
+
+    expect(page.locator("dt:text-is('任务超时时间') + dd")).to_have_text("30 天")
+    page.click("#wizard-submit")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    spec = Job.objects.get(owner=alice).job_spec()
+    assert (spec.timeout_minutes, spec.shared_memory_gi) == (30 * 24 * 60, 10)
+
+
+def test_a_tensorflow_job_of_ps_and_evaluator_alone_is_refused_on_the_roles_step(logged_in_page):
+    # qa58/qa60: taken on the local pool, it ran until its time limit.
+    page = logged_in_page
+    start(page)
+    page.fill("#id_name", "tf-ps")
+    page.check("input[name=framework][value=TFJob]")
+    next_step(page, "image")
+    fill_image(page)
+    page.fill("#id_roles-1-replicas", "0")  # worker
+    page.fill("#id_roles-2-replicas", "1")  # ps
+    page.fill("#id_roles-3-replicas", "1")  # evaluator
+
+    page.click("#wizard-next")
+
+    expect(page.locator("#step-errors")).to_contain_text(
+        "由 ps 和 evaluator 组成的 TensorFlow 任务在本机资源池永远不会成功"
+    )
+    assert page.url.endswith("/resources/")
+    page.fill("#id_roles-1-replicas", "1")  # a worker decides the job's end
+    next_step(page, "data")

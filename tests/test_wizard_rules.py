@@ -714,6 +714,20 @@ def test_an_empty_shared_memory_means_the_default_10gi(en_client):
     assert W.assemble(W.wizard_state(draft)).spec.shared_memory_gi == 10
 
 
+def test_an_empty_job_timeout_means_the_default_30_days_as_shared_memory_does(en_client):
+    # qa60: cleared, it said "This field is required." where shared memory took its default.
+    draft = draft_at(en_client, W.ADVANCED)
+
+    page = en_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    r = post_step(en_client, draft, W.ADVANCED, advanced_data(timeout_minutes=""))
+
+    assert 'placeholder="43200"' in page
+    assert r.status_code == 302, field_errors(r, "id_timeout_minutes")
+    draft.refresh_from_db()
+    spec = W.assemble(W.wizard_state(draft)).spec
+    assert spec.timeout_minutes == S.DEFAULT_TIMEOUT_MINUTES == 30 * 24 * 60
+
+
 def test_the_job_name_is_marked_required_and_an_empty_one_gets_one_message(en_client):
     draft = draft_at(en_client, W.BASIC)
 

@@ -122,7 +122,7 @@ def test_the_timeout_says_it_keeps_a_job_from_holding_its_cards_and_its_default(
     page = alice_client.get(step_url(draft_at(W.ADVANCED), W.ADVANCED))
 
     assert help_text(page, "id_timeout_minutes") == (
-        "从启动算起，超过该时长由平台强制停止，避免任务一直占卡。默认 30 天。"
+        "从启动算起，超过该时长由平台强制停止，避免任务一直占卡。留空即默认 30 天（43200 分钟）。"
     )
 
 

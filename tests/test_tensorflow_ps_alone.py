@@ -1,0 +1,108 @@
+"""A TensorFlow job of ps and evaluator alone is refused on the local pool, as Kubernetes pools
+refuse it: with neither chief nor worker it ends only when every instance has exited, and a
+parameter server serves until stopped, so it ran until its time limit (qa58/qa60)."""
+
+from __future__ import annotations
+
+import html
+import uuid
+
+from django.urls import reverse
+from django.utils import translation
+
+from jobs import spec as S
+from jobs import wizard as W
+from jobs.backends import get_backend
+from jobs.models import Job, JobStatus
+from jobs.services import job_transition
+
+from .runner_helpers import make_spec, submit
+from .test_api import alice_key, api, body, refused, wsgi  # noqa: F401  (fixtures)
+from .test_wizard import (
+    _local_pool,  # noqa: F401 (autouse fixture)
+    basic_data,
+    complete_steps,
+    new_draft,
+    post_step,
+    resources_data,
+    role,
+)
+
+REFUSED = (
+    "A TensorFlow job of ps and evaluator alone never succeeds here: without a chief or a "
+    "worker the job ends when all its instances have exited, and a parameter server serves "
+    "until it is stopped, so it would run until its time limit. Add a chief or a worker, or "
+    "leave out the ps."
+)
+REFUSED_ZH = "由 ps 和 evaluator 组成的 TensorFlow 任务在本机资源池永远不会成功"
+
+
+def ps_and_evaluator() -> S.JobSpec:
+    return make_spec(
+        "true", framework=S.TENSORFLOW, roles=[S.Role("ps", 1), S.Role("evaluator", 1)]
+    )
+
+
+def test_the_local_pool_refuses_ps_and_evaluator_alone_on_the_roles_in_both_languages():
+    backend = get_backend("local")
+
+    with translation.override("en"):
+        assert backend.check_spec(ps_and_evaluator())["roles"] == [REFUSED]
+    with translation.override("zh-hans"):
+        [chinese] = backend.check_spec(ps_and_evaluator())["roles"]
+    assert chinese.startswith(REFUSED_ZH)
+
+    # Any chief or worker decides the job's end; an evaluator alone exits by itself.
+    for roles in (
+        [S.Role("ps", 1), S.Role("worker", 1), S.Role("evaluator", 1)],
+        [S.Role("ps", 1), S.Role("chief", 1)],
+        [S.Role("ps", 0), S.Role("evaluator", 1)],
+    ):
+        spec = make_spec("true", framework=S.TENSORFLOW, roles=roles)
+        assert "roles" not in backend.check_spec(spec), roles
+
+
+def test_the_wizard_refuses_ps_and_evaluator_alone_on_the_instances_step(alice, alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(
+        alice_client, draft, upto=W.RESOURCES, **{W.BASIC: basic_data(framework=S.TENSORFLOW)}
+    )
+    roles = [role("chief", 0), role("worker", 0), role("ps", 1, card=""), role("evaluator", 1)]
+
+    r = post_step(alice_client, draft, W.RESOURCES, resources_data(roles))
+
+    assert r.status_code == 200
+    page = html.unescape(r.content.decode())
+    assert REFUSED_ZH in page
+    assert page.index('id="step-errors"') < page.index('id="role-table"')
+    draft.refresh_from_db()
+    assert W.RESOURCES not in draft.completed_steps
+    assert not Job.objects.exists()
+
+
+def test_the_api_refuses_ps_and_evaluator_alone_on_its_roles(api):  # noqa: F811
+    job = body()
+    job["jobFramework"] = "TFJob"
+    job["console"] = {
+        "roles": [{"name": "ps", "replicas": 1}, {"name": "evaluator", "replicas": 1}]
+    }
+
+    error = refused(lambda: api.create_job(pool="local", body=job))
+
+    assert error.status == 400
+    assert REFUSED_ZH in error.message or REFUSED in error.message
+    assert not Job.objects.exists()
+
+
+def test_run_again_of_a_job_of_ps_and_evaluator_alone_says_why_and_submits_nothing(
+    alice, alice_client
+):
+    job = submit(alice, ps_and_evaluator())  # stored before this rule: the spec's rules pass
+    job_transition(job=job, to=JobStatus.FAILED, reason="Test")
+
+    page = alice_client.post(
+        reverse("job-rerun", args=[job.public_id]), {"request_key": uuid.uuid4().hex}, follow=True
+    ).content.decode()
+
+    assert REFUSED_ZH in html.unescape(page)
+    assert Job.objects.count() == 1
