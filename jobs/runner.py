@@ -98,7 +98,7 @@ from .sandbox import (
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
-from .spec import MPI, TENSORFLOW, JobSpec, Role
+from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role
 from .texts import RecordedText, joined, ngettext_noop, recorded_plural, restored, source_of
 from .volume_access import volume_refusals
 
@@ -843,11 +843,17 @@ def evicted_message(label: str, evicted: dict[str, int]) -> str:
 class Requirement:
     cards: dict[str, int]
     exclusive_cpus: int  # cores to pin exclusively (0: not CPU-exclusive)
+    cores_by_cards: bool = False  # some of them a core per card (a role without CPU cores)
 
 
 def requirement(spec: JobSpec) -> Requirement:
-    cpus = sum(r.exclusive_cpus * r.replicas for r in spec.roles) if spec.cpu_exclusive else 0
-    return Requirement(cards=spec.accelerators_by_type(), exclusive_cpus=cpus)
+    if not spec.cpu_exclusive:
+        return Requirement(cards=spec.accelerators_by_type(), exclusive_cpus=0)
+    return Requirement(
+        cards=spec.accelerators_by_type(),
+        exclusive_cpus=sum(r.exclusive_cpus * r.replicas for r in spec.roles),
+        cores_by_cards=any(r.cores_by_cards for r in spec.roles),
+    )
 
 
 def machine_cpus() -> list[int]:
@@ -884,7 +890,7 @@ class Capacity:
                     total=totals.get(card, 0),
                 )
         if need.exclusive_cpus > len(machine_cpus()):
-            return recorded_plural(
+            short = recorded_plural(
                 ngettext_noop(
                     "Needs %(count)s exclusive CPU core; this machine has %(total)s.",
                     "Needs %(count)s exclusive CPU cores; this machine has %(total)s.",
@@ -893,6 +899,7 @@ class Capacity:
                 count=need.exclusive_cpus,
                 total=len(machine_cpus()),
             )
+            return joined(short, recorded(CORES_PER_CARD)) if need.cores_by_cards else short
         return None
 
     def shortfall(self, need: Requirement) -> str:
