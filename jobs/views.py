@@ -120,7 +120,7 @@ from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import environment_job_id, replica_environments, retention_words, sent_request
 from .tensorboard import training_metrics
 from .wizard import available_pools
-from .worker import deletes_at
+from .worker import deletes_at, deletion_held
 
 logger = logging.getLogger(__name__)
 
@@ -741,6 +741,7 @@ def _live_context(job: Job, *, log: bool = False, every_usage: bool = False) -> 
         # When the worker deletes it for its retention (任务退出后自动删除): said on the page,
         # so nobody is surprised when its logs are gone.
         "deletes_at": deletes_at(job=job),
+        "deletion_held": deletion_held(job=job),
         "retention": retention_words(str(job.spec.get("retentionPeriod", "")))
         if isinstance(job.spec, dict)
         else "",

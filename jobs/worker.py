@@ -144,6 +144,15 @@ def deletes_at(*, job: Job) -> datetime | None:
     return job.finished_at + keep if keep is not None else None
 
 
+def deletion_held(*, job: Job) -> bool:
+    """Whether `job`, its retention passed, is kept for an alert about it still to be
+    delivered (Worker.delete_expired): its page says so (review 41: it read "Deleted
+    automatically … at" a time gone by, for up to an hour and a half, and nothing said why it
+    was still there)."""
+    at = deletes_at(job=job)
+    return at is not None and at <= timezone.now() and bool(jobs_with_alerts_pending([job.pk]))
+
+
 @dataclass
 class FailingDeletion:
     """A job whose deletion by the worker failed, and is tried again (Worker.deletion_failed)."""

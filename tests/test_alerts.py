@@ -1080,6 +1080,37 @@ def test_a_delivery_no_task_runner_took_within_the_hour_keeps_its_job_no_longer(
     assert job_past_retention_gone(worker, job)
 
 
+def test_a_job_kept_past_its_retention_for_its_alerts_says_so_on_its_page(
+    transactional_db, alice, alice_client, settings
+):
+    # Review 41: the page of a job so kept said it was "deleted automatically at" a time gone
+    # by, for as long as the hold lasts, and nothing said why it was still there.
+    from django.urls import reverse
+
+    from jobs.alerts import job_alert
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.2
+    job = submit(alice, alerting_spec("exit 1", "https://hooks.example.com/on-call"))
+    job.spec["retentionPeriod"] = "1m"
+    job.save(update_fields=["spec"])
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert 'id="deletes-at"' in page and 'id="deletion-held"' not in page  # not yet due
+    job_alert(job=job, item="jobFailed", message="waiting for a task runner")
+    time.sleep(0.5)  # past the retention of one job minute
+    worker.tick()
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert status_of(job) == JobStatus.FAILED
+    assert (
+        "该时间已过：任务保留到其告警发出或最后一次尝试失败为止，最多保留到告警排队后一小时。"
+        in page
+    )
+
+
 @pytest.fixture
 def company_gateway(tmp_path):
     """An https webhook receiver on 127.0.0.1 whose certificate a company CA signed (its own,
