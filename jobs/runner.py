@@ -1184,6 +1184,21 @@ def launch_attempt(
             job_network.close()
 
 
+def cores_per_instance(spec: JobSpec, *, allocated: int) -> dict[str, int]:
+    """How many of an attempt's `allocated` exclusive cores each instance of each role is
+    pinned to: Role.exclusive_cpus, as `requirement` counted them. An allocation made before
+    qa60 (a core an instance whose role has no CPU cores, not a core per card) is handed out
+    as it was counted, when a fault-tolerance restart or a relaunch after a worker restart
+    starts the job's replicas again on it (review 41: the first instances took every core,
+    and the rest, given none, ran unpinned on all of them, other jobs' exclusive ones too)."""
+    now = {r.name: r.exclusive_cpus for r in spec.roles}
+    before = {r.name: r.cpu or 1 for r in spec.roles}
+    counted = sum(before[r.name] * r.replicas for r in spec.roles)
+    if allocated == counted and allocated != sum(now[r.name] * r.replicas for r in spec.roles):
+        return before
+    return now
+
+
 def _start_replicas(
     job: Job,
     run: LocalRun,
@@ -1229,6 +1244,7 @@ def _start_replicas(
     # Cards are handed to replicas in order: master's first, then workers'.
     device_pool = {card: list(indices) for card, indices in run.devices.items()}
     cpu_pool = list(run.cpus)
+    cores_each = cores_per_instance(spec, allocated=len(cpu_pool))
     shared = [c for c in machine_cpus() if c not in _exclusive_cpus_in_use()]
     roles = {r.name: r for r in spec.roles}
     replicas = {(r.role, r.index): r for r in job.replicas.all()}
@@ -1242,7 +1258,7 @@ def _start_replicas(
                 role.accelerators :
             ]
         if spec.cpu_exclusive:
-            take = role.exclusive_cpus
+            take = cores_each[role.name]
             cpus, cpu_pool = cpu_pool[:take], cpu_pool[take:]
         else:
             cpus = shared

@@ -190,3 +190,47 @@ def test_a_job_queued_before_cores_went_by_cards_fails_saying_what_asked_for_the
 
     assert status_of(queued) == JobStatus.FAILED
     assert "请为该角色设置 CPU 核数（资源配置步骤）" in queued.status_reason
+
+
+def without_cpu(stored):
+    """A stored spec with every role's CPU cores left out (unset), wherever it keeps them."""
+    if isinstance(stored, dict):
+        return {key: without_cpu(value) for key, value in stored.items()}
+    if isinstance(stored, list):
+        return [
+            without_cpu(item)
+            for item in stored
+            if not (isinstance(item, dict) and item.get("name") == "cpu")
+        ]
+    return stored
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores to pin")
+def test_a_job_running_since_before_cores_went_by_cards_keeps_a_core_each_when_restarted(
+    alice, settings
+):
+    # Review 41: a job whose cores were allocated a core an instance (CPU unset, before
+    # qa60), restarted by fault tolerance after the upgrade, handed its first instance all of
+    # them (a core per card) and the next none: that one ran on every core, other jobs'
+    # exclusive ones too.
+    settings.LOCAL_ACCELERATORS = f"{CARD}=4"
+    spec = make_spec(
+        f"grep Cpus_allowed_list /proc/self/status; {UNTIL_THE_GATE_OPENS}; exit 3",
+        cpu_exclusive=True,
+        roles=[S.Role("master", 1, CARD, 2, cpu=1), S.Role("worker", 1, CARD, 2, cpu=1)],
+        fault_tolerance=True,
+        fault_tolerance_config=S.FaultToleranceConfig(fault_tolerance_limit=1),
+    )
+    job = submit(alice, spec)
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
+    Job.objects.filter(pk=job.pk).update(spec=without_cpu(job.spec))
+    assert [r.cpu for r in Job.objects.get(pk=job.pk).job_spec().roles] == [None, None]
+
+    open_gate(settings)
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+
+    assert job.restarts == 1
+    pinned = {r.role: r.cpus for r in job.replicas.all()}
+    assert all(len(cores.split(",")) == 1 for cores in pinned.values()), pinned
+    assert pinned["master"] != pinned["worker"]
