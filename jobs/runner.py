@@ -846,6 +846,9 @@ class Requirement:
     cores_by_cards: bool = False  # some of them a core per card (a role without CPU cores)
 
 
+TWO_SENTENCES = gettext_noop("%(message)s %(hint)s")
+
+
 def requirement(spec: JobSpec) -> Requirement:
     if not spec.cpu_exclusive:
         return Requirement(cards=spec.accelerators_by_type(), exclusive_cpus=0)
@@ -899,7 +902,10 @@ class Capacity:
                 count=need.exclusive_cpus,
                 total=len(machine_cpus()),
             )
-            return joined(short, recorded(CORES_PER_CARD)) if need.cores_by_cards else short
+            if not need.cores_by_cards:
+                return short
+            # Two sentences: a space between them in English, none in Chinese.
+            return recorded(TWO_SENTENCES, message=short, hint=recorded(CORES_PER_CARD))
         return None
 
     def shortfall(self, need: Requirement) -> str:

@@ -9,6 +9,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from jobs import spec as S
 from jobs.models import Job, JobStatus
@@ -126,7 +127,7 @@ def test_a_job_whose_cards_need_more_cores_than_the_machine_has_is_refused_at_su
     assert errors == {
         "cpuExclusive": [
             f"CPU 独占需要 {cores + 1} 个核，本机只有 {cores} 个。"
-            " 未设置 CPU 核数的角色，其每个实例按每张卡 1 个核绑定：请为该角色设置 CPU 核数"
+            "未设置 CPU 核数的角色，其每个实例按每张卡 1 个核绑定：请为该角色设置 CPU 核数"
             "（资源配置步骤）以少绑定一些核，或关闭 CPU 独占（高级配置步骤）。"
         ]
     }
@@ -143,8 +144,6 @@ def more_cards_than_cores(settings) -> S.JobSpec:
 def test_a_refusal_for_cores_set_by_cards_says_in_english_what_asked_for_them(settings):
     # Review 41: "Exclusive CPUs need 3 cores; this machine has 2." alone, for cores nobody
     # typed, left a user whose job ran yesterday with no idea what to change.
-    from django.utils import translation
-
     from jobs.backends import get_backend
 
     with translation.override("en"):
@@ -189,7 +188,14 @@ def test_a_job_queued_before_cores_went_by_cards_fails_saying_what_asked_for_the
     dispatch_local()
 
     assert status_of(queued) == JobStatus.FAILED
+    assert "个。未设置 CPU 核数的角色" in queued.status_reason
     assert "请为该角色设置 CPU 核数（资源配置步骤）" in queued.status_reason
+    with translation.override("en"):  # said again in the reader's language
+        assert queued.status_reason_shown.endswith(
+            f"this machine has {len(os.sched_getaffinity(0))}. An instance of a role without "
+            "CPU cores set is pinned to a core per card: set that role's CPU cores (step "
+            "Resources) to pin fewer, or turn CPU exclusive off (step Advanced)."
+        )
 
 
 def without_cpu(stored):

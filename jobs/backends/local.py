@@ -541,7 +541,11 @@ class LocalBackend(Backend):
                     "cores": cores,
                 }
                 if any(r.cores_by_cards for r in spec.roles):
-                    short = f"{short} {_(CORES_PER_CARD)}"
+                    # Two sentences: a space between them in English, none in Chinese.
+                    short = _("%(message)s %(hint)s") % {
+                        "message": short,
+                        "hint": _(CORES_PER_CARD),
+                    }
                 err("cpuExclusive", short)
         return errors
 
