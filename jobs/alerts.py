@@ -883,24 +883,39 @@ WEBHOOK_UNTRUSTED = gettext_noop(
 )
 
 
-def untrusted_certificate(exc: BaseException) -> bool:
-    """Whether a webhook's TLS handshake failed on its certificate (httpx's ConnectError
-    raised from ssl's verification error): no later try passes it."""
+WEBHOOK_CERTIFICATE_MISFITS = gettext_noop(
+    "%(item)s: webhook to %(host)s failed (%(error)s): its certificate does not hold for "
+    "this webhook (it names another host or address, or is out of date), which no CA file "
+    "changes; write the webhook with a host name its certificate names, or have the "
+    "certificate renewed"
+)
+# OpenSSL's verify codes for a certificate whose signer is not trusted, which a CA set in
+# ALERT_WEBHOOK_CA_FILE fixes (X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT, _DEPTH_ZERO_SELF_SIGNED_
+# CERT, _SELF_SIGNED_CERT_IN_CHAIN, _UNABLE_TO_GET_ISSUER_CERT_LOCALLY, _UNABLE_TO_VERIFY_LEAF_
+# SIGNATURE). Any other (a name or IP address mismatch, an expired certificate) a CA does not
+# fix: told to set one, an administrator set it and the webhook failed on as before (review 41:
+# a gateway on the company network written by its IP address, its certificate naming its host).
+UNTRUSTED_SIGNER_CODES = frozenset({2, 18, 19, 20, 21})
+
+
+def certificate_refusal(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The verification error a webhook's TLS handshake failed on its certificate with
+    (httpx's ConnectError raised from ssl's), or None: no later try passes it."""
     seen: BaseException | None = exc
     for _ in range(10):  # the chain of causes, bounded
         if seen is None:
-            return False
+            return None
         if isinstance(seen, ssl.SSLCertVerificationError):
-            return True
+            return seen
         seen = seen.__cause__ or seen.__context__
-    return False
+    return None
 
 
 def _passing(exc: Exception) -> bool:
     """Whether another try later may get through: the receiver could not be reached, or said
     it cannot take it now."""
     if isinstance(exc, httpx.TransportError):  # refused, reset, timed out
-        return not untrusted_certificate(exc)  # (a certificate not trusted stays so)
+        return certificate_refusal(exc) is None  # (a certificate refused stays so)
     if isinstance(exc, httpx.HTTPStatusError):
         status = exc.response.status_code
         return status >= 500 or status == 429
@@ -962,9 +977,10 @@ def _deliver_webhooks(
                 post_to_bot(url=url, bot=bot, text=text)
         except Exception as exc:
             wording = tries.failed(exc)
-            if untrusted_certificate(exc):
-                # QA 59: said with the setting that fixes it, once (no try would pass it).
-                said = WEBHOOK_UNTRUSTED
+            if refusal := certificate_refusal(exc):
+                # QA 59: said with what fixes it, once (no try would pass it).
+                untrusted = refusal.verify_code in UNTRUSTED_SIGNER_CODES
+                said = WEBHOOK_UNTRUSTED if untrusted else WEBHOOK_CERTIFICATE_MISFITS
             elif isinstance(exc, chat_bots.BotRefused) and exc.keyword:
                 # A bot with 自定义关键词 posts only messages holding one: the team is told the
                 # word every alert holds, rather than left to guess from "keywords not in

@@ -98,7 +98,7 @@ from .sandbox import (
 )
 from .services import job_event, job_spec_or_noted, job_transition, recorded, signing_key
 from .shim import START_GATE, TmpMeter, open_own_folder, remove_tree
-from .spec import MPI, TENSORFLOW, JobSpec, Role
+from .spec import CORES_PER_CARD, MPI, TENSORFLOW, JobSpec, Role
 from .texts import RecordedText, joined, ngettext_noop, recorded_plural, restored, source_of
 from .volume_access import volume_refusals
 
@@ -843,11 +843,20 @@ def evicted_message(label: str, evicted: dict[str, int]) -> str:
 class Requirement:
     cards: dict[str, int]
     exclusive_cpus: int  # cores to pin exclusively (0: not CPU-exclusive)
+    cores_by_cards: bool = False  # some of them a core per card (a role without CPU cores)
+
+
+TWO_SENTENCES = gettext_noop("%(message)s %(hint)s")
 
 
 def requirement(spec: JobSpec) -> Requirement:
-    cpus = sum(r.exclusive_cpus * r.replicas for r in spec.roles) if spec.cpu_exclusive else 0
-    return Requirement(cards=spec.accelerators_by_type(), exclusive_cpus=cpus)
+    if not spec.cpu_exclusive:
+        return Requirement(cards=spec.accelerators_by_type(), exclusive_cpus=0)
+    return Requirement(
+        cards=spec.accelerators_by_type(),
+        exclusive_cpus=sum(r.exclusive_cpus * r.replicas for r in spec.roles),
+        cores_by_cards=any(r.cores_by_cards for r in spec.roles),
+    )
 
 
 def machine_cpus() -> list[int]:
@@ -884,7 +893,7 @@ class Capacity:
                     total=totals.get(card, 0),
                 )
         if need.exclusive_cpus > len(machine_cpus()):
-            return recorded_plural(
+            short = recorded_plural(
                 ngettext_noop(
                     "Needs %(count)s exclusive CPU core; this machine has %(total)s.",
                     "Needs %(count)s exclusive CPU cores; this machine has %(total)s.",
@@ -893,6 +902,10 @@ class Capacity:
                 count=need.exclusive_cpus,
                 total=len(machine_cpus()),
             )
+            if not need.cores_by_cards:
+                return short
+            # Two sentences: a space between them in English, none in Chinese.
+            return recorded(TWO_SENTENCES, message=short, hint=recorded(CORES_PER_CARD))
         return None
 
     def shortfall(self, need: Requirement) -> str:
@@ -1177,6 +1190,21 @@ def launch_attempt(
             job_network.close()
 
 
+def cores_per_instance(spec: JobSpec, *, allocated: int) -> dict[str, int]:
+    """How many of an attempt's `allocated` exclusive cores each instance of each role is
+    pinned to: Role.exclusive_cpus, as `requirement` counted them. An allocation made before
+    qa60 (a core an instance whose role has no CPU cores, not a core per card) is handed out
+    as it was counted, when a fault-tolerance restart or a relaunch after a worker restart
+    starts the job's replicas again on it (review 41: the first instances took every core,
+    and the rest, given none, ran unpinned on all of them, other jobs' exclusive ones too)."""
+    now = {r.name: r.exclusive_cpus for r in spec.roles}
+    before = {r.name: r.cpu or 1 for r in spec.roles}
+    counted = sum(before[r.name] * r.replicas for r in spec.roles)
+    if allocated == counted and allocated != sum(now[r.name] * r.replicas for r in spec.roles):
+        return before
+    return now
+
+
 def _start_replicas(
     job: Job,
     run: LocalRun,
@@ -1222,6 +1250,7 @@ def _start_replicas(
     # Cards are handed to replicas in order: master's first, then workers'.
     device_pool = {card: list(indices) for card, indices in run.devices.items()}
     cpu_pool = list(run.cpus)
+    cores_each = cores_per_instance(spec, allocated=len(cpu_pool))
     shared = [c for c in machine_cpus() if c not in _exclusive_cpus_in_use()]
     roles = {r.name: r for r in spec.roles}
     replicas = {(r.role, r.index): r for r in job.replicas.all()}
@@ -1235,7 +1264,7 @@ def _start_replicas(
                 role.accelerators :
             ]
         if spec.cpu_exclusive:
-            take = role.exclusive_cpus
+            take = cores_each[role.name]
             cpus, cpu_pool = cpu_pool[:take], cpu_pool[take:]
         else:
             cpus = shared

@@ -61,7 +61,7 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator, validate_email
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext_lazy, gettext_noop, ngettext
 
 from . import chat_bots
 
@@ -248,6 +248,16 @@ class SpecError(Exception):
         return ", ".join(self.errors)
 
 
+# Said after a refusal for lack of cores to pin (the local pool's check, its scheduler) when
+# a role without CPU cores is pinned to a core per card (Role.cores_by_cards): cores nobody
+# typed, so the bare count left a user whose job ran before (qa60 made it a core per card,
+# not 1) with no idea what asked for them or what to change (review 41).
+CORES_PER_CARD = gettext_noop(
+    "An instance of a role without CPU cores set is pinned to a core per card: set that "
+    "role's CPU cores (step Resources) to pin fewer, or turn CPU exclusive off (step Advanced)."
+)
+
+
 @dataclass
 class Role:
     name: str
@@ -269,6 +279,12 @@ class Role:
         if self.cpu:
             return self.cpu
         return max(1, self.accelerators if self.accelerator_type else 0)
+
+    @property
+    def cores_by_cards(self) -> bool:
+        """Whether CPU 独占 pins its instances to more cores than anyone typed: no CPU cores
+        set, a core per card (what a refusal for too few cores then says, CORES_PER_CARD)."""
+        return bool(self.replicas) and not self.cpu and self.exclusive_cpus > 1
 
 
 @dataclass

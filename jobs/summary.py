@@ -56,6 +56,16 @@ def in_role_table_order(spec: S.JobSpec) -> list[S.Role]:
     return sorted(spec.roles, key=lambda r: order.index(r.name) if r.name in order else len(order))
 
 
+def role_words(role: S.Role) -> str:
+    """A role as the review's role table says it: name × instances, then what each has."""
+    return (
+        f"{role.name} × {role.replicas}"
+        + (f", {role.accelerators} × {role.accelerator_type}" if role.accelerator_type else "")
+        + (f", {role.cpu} CPU" if role.cpu else "")
+        + (f", {role.memory_gb} GB" if role.memory_gb else "")
+    )
+
+
 def spec_sections(
     spec: S.JobSpec,
     *,
@@ -78,10 +88,7 @@ def spec_sections(
         return yes if value else no
 
     roles = "\n".join(
-        f"{r.name} × {r.replicas}"
-        + (f", {r.accelerators} × {r.accelerator_type}" if r.accelerator_type else "")
-        + (f", {r.cpu} CPU" if r.cpu else "")
-        + (f", {r.memory_gb} GB" if r.memory_gb else "")
+        role_words(r)
         # A role without instances is no part of the job: the wizard's fixed role table
         # keeps a PyTorch worker or a TensorFlow chief at 0, which a job made through the API
         # simply lacks, and its copy would otherwise list "worker × 0" as a change.

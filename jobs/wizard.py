@@ -68,7 +68,7 @@ from .runtime_env import (
 )
 from .scheduler import RANKS, NextPass, line_jumped, next_pass
 from .services import jobs_submit
-from .summary import SHOWN_REPLICAS, in_role_table_order, spec_changes
+from .summary import SHOWN_REPLICAS, in_role_table_order, role_words, spec_changes
 from .volume_access import GroupNames, pool_for_user, volume_refusals
 
 Raw = dict[str, list[str]]
@@ -3159,7 +3159,12 @@ def roles_request_note(spec: S.JobSpec, pool: Pool | None) -> str:
         "as shown (to this console's API, or 从请求导入), it makes %(roles)s, not this job's "
         "roles. The console's API takes them in console.roles, as the job's page shows under "
         "“Console settings beyond the API”."
-    ) % {"roles": ", ".join(f"{r.name} × {r.replicas}" for r in read_back.roles if r.replicas)}
+    ) % {
+        # With what each instance has: a master without cards reads back as the same
+        # "master × 1, worker × 2" with the workers' cards, which names alone would say was
+        # this job's roles, the note then contradicting itself (review 41).
+        "roles": "; ".join(role_words(r) for r in read_back.roles if r.replicas)
+    }
 
 
 def _curl(preview: RequestPreview) -> str:

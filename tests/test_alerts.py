@@ -1139,10 +1139,51 @@ def test_a_delivery_no_task_runner_took_within_the_hour_keeps_its_job_no_longer(
     assert job_past_retention_gone(worker, job)
 
 
+def test_a_job_kept_past_its_retention_for_its_alerts_says_so_on_its_page(
+    transactional_db, alice, alice_client, settings
+):
+    # Review 41: the page of a job so kept said it was "deleted automatically at" a time gone
+    # by, for as long as the hold lasts, and nothing said why it was still there. (left34
+    # fixed the same on its own; its wording was kept, and this test drives it through a
+    # worker's retention pass.)
+    from django.urls import reverse
+
+    from jobs.alerts import job_alert
+
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.2
+    job = submit(alice, alerting_spec("exit 1", "https://hooks.example.com/on-call"))
+    job.spec["retentionPeriod"] = "1m"
+    job.save(update_fields=["spec"])
+    worker = Worker()
+    run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    assert 'id="deletes-at"' in page and "保留至其告警发送完毕" not in page  # not yet due
+    job_alert(job=job, item="jobFailed", message="waiting for a task runner")
+    time.sleep(0.5)  # past the retention of one job minute
+    worker.tick()
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    assert status_of(job) == JobStatus.FAILED
+    assert "保留至其告警发送完毕" in page  # the page says so (left34's wording)
+
+
 @pytest.fixture
 def company_gateway(tmp_path):
     """An https webhook receiver on 127.0.0.1 whose certificate a company CA signed (its own,
     made here: no public CA's), recording each POST's content type and JSON body."""
+    yield from https_gateway(tmp_path, names="IP:127.0.0.1")
+
+
+@pytest.fixture
+def gateway_named_by_host(tmp_path):
+    """company_gateway with a certificate that names its host (gateway.corp.example), not the
+    IP address its webhook is written with."""
+    yield from https_gateway(tmp_path, names="DNS:gateway.corp.example")
+
+
+def https_gateway(tmp_path, *, names: str):
     import ssl
     import subprocess
 
@@ -1150,7 +1191,7 @@ def company_gateway(tmp_path):
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
         + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=Example Corp CA"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"]
+        + ["-addext", f"subjectAltName={names}", "-addext", "basicConstraints=critical,CA:TRUE"]
         + ["-addext", "keyUsage=critical,keyCertSign,digitalSignature,keyEncipherment"],
         check=True,
         capture_output=True,
@@ -1273,3 +1314,29 @@ def test_a_webhook_whose_certificate_is_not_trusted_is_not_tried_again(
     [refused] = job.events.filter(reason="AlertFailed").values_list("message", flat=True)
     assert "ALERT_WEBHOOK_CA_FILE" in refused and "重试" not in refused
     assert company_gateway.received == []
+
+
+def test_a_webhook_whose_certificate_names_another_host_is_not_told_to_set_a_ca_file(
+    transactional_db, alice, settings, gateway_named_by_host
+):
+    # Review 41: the company CA is set, but the webhook is written by the gateway's IP address
+    # and its certificate names its host. Told "not trusted … set ALERT_WEBHOOK_CA_FILE", the
+    # administrator had set it already and nothing said what was wrong.
+    settings.ALERT_WEBHOOK_ALLOW_PRIVATE = True
+    settings.ALERT_WEBHOOK_CA_FILE = gateway_named_by_host.ca_file
+    settings.TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+    settings.JOB_MINUTE_SECONDS = 0.05
+    alert = S.AlertConfig(items=["jobFailed"], webhooks=[gateway_named_by_host.url])
+    job = submit(alice, make_spec("exit 1", alert=alert))
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    run_queued_tasks_until_none_is_left()
+
+    [refused] = job.events.filter(reason="AlertFailed").values_list("message", flat=True)
+    assert "IP address mismatch" in refused and "重试" not in refused
+    assert "ALERT_WEBHOOK_CA_FILE" not in refused
+    assert refused.endswith(
+        "：其证书不适用于此 Webhook（证书写的是另一个主机名或地址，或已过期），设置 CA 文件也无法改变；"
+        "请在 Webhook 地址中使用证书所写的主机名，或请其所有者更新证书"
+    )
+    assert gateway_named_by_host.received == []

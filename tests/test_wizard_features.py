@@ -1207,3 +1207,25 @@ def test_the_local_pools_request_says_nothing_of_roles_its_v1_body_carries(alice
     )
 
     assert 'id="request-roles-note"' not in _review_of_a_copy(alice_client, alice, spec)
+
+
+def test_the_roles_note_of_a_master_without_cards_says_what_each_instance_would_get(
+    alice_client, alice
+):
+    # Review 41: the note said the request "makes master × 1, worker × 2, not this job's
+    # roles" of an MPI job whose roles are master × 1 and worker × 2: what differs is the
+    # launcher's cards, which the v1 body gives every instance alike.
+    card = "baidu.com/a800_80g_cgpu"
+    spec = S.JobSpec(
+        name="mpi-launcher",
+        resource_pool_id="local",
+        image="python:3.12",
+        command="mpirun python3 t.py",
+        framework=S.MPI,
+        roles=[S.Role("master", 1), S.Role("worker", 2, card, 1)],
+    )
+
+    page = _review_of_a_copy(alice_client, alice, spec)
+
+    note = re.search(r'id="request-roles-note">(.*?)</p>', page, re.S)
+    assert note and f"master × 1, 1 × {card}; worker × 2, 1 × {card}" in note[1]

@@ -34,7 +34,7 @@ from jobs.sandbox import (
     read_only_parent_message,
     resolve_in_root,
 )
-from jobs.spec import MPI, TENSORFLOW, normalised_mount_path
+from jobs.spec import CORES_PER_CARD, MPI, TENSORFLOW, normalised_mount_path
 from jobs.volume_access import HostVolume, parse_volumes
 
 from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
@@ -555,11 +555,17 @@ class LocalBackend(Backend):
             needed = sum(r.exclusive_cpus * r.replicas for r in spec.roles)
             cores = len(os.sched_getaffinity(0))
             if needed > cores:
-                err(
-                    "cpuExclusive",
-                    _("Exclusive CPUs need %(needed)d cores; this machine has %(cores)d.")
-                    % {"needed": needed, "cores": cores},
-                )
+                short = _("Exclusive CPUs need %(needed)d cores; this machine has %(cores)d.") % {
+                    "needed": needed,
+                    "cores": cores,
+                }
+                if any(r.cores_by_cards for r in spec.roles):
+                    # Two sentences: a space between them in English, none in Chinese.
+                    short = _("%(message)s %(hint)s") % {
+                        "message": short,
+                        "hint": _(CORES_PER_CARD),
+                    }
+                err("cpuExclusive", short)
         return errors
 
     def environment_preview(
