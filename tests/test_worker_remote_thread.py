@@ -298,3 +298,64 @@ def test_a_remote_thread_stuck_on_one_job_is_said_in_the_log_with_the_job_and_wh
         for line in stuck
     )
     assert said("goes on again") == ["submitting and syncing remote jobs goes on again"]
+
+
+def test_a_stop_while_a_create_waits_for_its_answer_leaves_the_job_submitted_not_submitting(
+    k8s_fake, alice, settings, caplog
+):
+    """SIGTERM (a restart of the console) while a create is on its way: the worker ends once
+    the create is answered, its job Queued on the cluster with its name. Until review 40 it
+    ended REMOTE_JOIN_SECONDS after the stop, its process taking the create with it: the job
+    stayed 提交中 (Submitting) for 2 minutes after the next start, then "The submission was
+    interrupted" and was sent again."""
+    from jobs.worker import REMOTE_JOIN_SECONDS, run_forever
+
+    settings.KUBERNETES_READ_TIMEOUT = 20  # a slow API server: answered after 7 s, in time
+    job = queued_on_kubernetes(alice)
+    release = k8s_fake.block_next("create pytorchjobs")
+    stop = threading.Event()
+    loop = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    loop.start()
+    wait_for(lambda: k8s_fake.calls("create pytorchjobs"), seconds=5, what="the create")
+    answer = threading.Timer(REMOTE_JOIN_SECONDS + 2, release.set)
+
+    with caplog.at_level("WARNING", logger="jobs.worker"):
+        stop.set()
+        answer.start()
+        loop.join(timeout=30)
+        # The process ends here: what the job shows is what the next worker finds.
+        status, external_id = Job.objects.values_list("status", "external_id").get(pk=job.pk)
+    answer.join()
+
+    assert not loop.is_alive()
+    assert status == JobStatus.QUEUED and external_id
+    assert [r.getMessage() for r in caplog.records if "create of" in r.getMessage()] == [
+        f"waiting up to 25 s for the create of {job.public_id} on kubernetes to be answered "
+        "before stopping"
+    ]
+
+
+def test_a_stop_while_a_create_gets_no_answer_ends_once_the_create_timed_out(
+    k8s_fake, alice, settings
+):
+    """The wait for a create on its way is bounded by its client's timeout (8 s here): then
+    the job is Queued again, saying the create got no answer, and the worker ends."""
+    from jobs.worker import run_forever
+
+    settings.KUBERNETES_READ_TIMEOUT = 8
+    job = queued_on_kubernetes(alice)
+    release = k8s_fake.block_next("create pytorchjobs")
+    stop = threading.Event()
+    loop = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    loop.start()
+    wait_for(lambda: k8s_fake.calls("create pytorchjobs"), seconds=5, what="the create")
+
+    stop.set()
+    started = time.monotonic()
+    loop.join(timeout=30)
+    ended_in = time.monotonic() - started
+    status = status_of(job)
+    release.set()
+
+    assert not loop.is_alive() and ended_in < 8 + 2
+    assert status == JobStatus.QUEUED
