@@ -1080,14 +1080,19 @@ class RemoteThread(threading.Thread):
         while self.is_alive() and self.worker.submitting is job:
             if time.monotonic() >= deadline:
                 logger.warning(
-                    "stopped with the create of %s on %s unanswered: the next worker sends "
-                    "it again, or takes what it made, 2 minutes after it",
+                    "stopped with the create of %s on %s unanswered: once the job has been "
+                    "Submitting for 2 minutes, the next worker adopts what it made or sends "
+                    "it again",
                     job.public_id,
                     job.backend,
                 )
                 return
             try:
-                if not Job.objects.filter(pk=job.pk, status=JobStatus.SUBMITTING).exists():
+                # Not yet sent (Queued, still getting ready to send) or on its way.
+                unsent = Q(status=JobStatus.QUEUED, external_id="")
+                if not Job.objects.filter(
+                    unsent | Q(status=JobStatus.SUBMITTING), pk=job.pk
+                ).exists():
                     return  # answered: what follows (its first sync) may be cut off
             except Exception:
                 return  # the database out of reach: nothing to wait for
