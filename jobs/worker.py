@@ -1144,10 +1144,10 @@ def remote_thread_for(worker: Worker, stop: threading.Event) -> RemoteThread | N
     global remote_thread
     current = remote_thread
     if current is not None and current.is_alive():
-        if current.worker is worker:
-            current.say_if_stuck()
-            return current
-        return None
+        # The last holding period's too: no remote job is submitted or synced until it ends,
+        # which the log says while it lasts (once, at the start, until review 40).
+        current.say_if_stuck()
+        return current if current.worker is worker else None
     if current is not None and current.worker is worker and not current.stopped.is_set():
         logger.error("the thread submitting and syncing remote jobs ended; starting it again")
     remote_thread = RemoteThread(worker, stop)

@@ -359,3 +359,40 @@ def test_a_stop_while_a_create_gets_no_answer_ends_once_the_create_timed_out(
 
     assert not loop.is_alive() and ended_in < 8 + 2
     assert status == JobStatus.QUEUED
+
+
+def test_a_last_remote_thread_stuck_after_the_lease_came_back_is_said_in_the_log_while_it_lasts(
+    k8s_fake, alice, settings, caplog, monkeypatch
+):
+    """The lease lost while the remote thread waits on a platform, then taken back by the same
+    worker: no remote job is submitted or synced until that thread ends. Said once as the
+    lease came back, and then (until review 40) never again, however long it lasted.
+    REMOTE_STUCK_SECONDS (10 minutes) is made 1 s here."""
+    from jobs import worker
+    from jobs.health import worker_stopped
+
+    monkeypatch.setattr(worker, "REMOTE_STUCK_SECONDS", 1.0)
+    settings.WORKER_HEARTBEAT_SECONDS = 0.5  # the takeover is found within half a second
+    settings.KUBERNETES_READ_TIMEOUT = 20
+    stalled = on_kubernetes(k8s_fake, alice)
+    k8s_fake.stall(stalled.external_id, 30)
+    other = worker_on("gpu-b", 202)
+
+    def said(words: str, since: int = 0) -> list[str]:
+        return [r.getMessage() for r in caplog.records[since:] if words in r.getMessage()]
+
+    with caplog.at_level("WARNING", logger="jobs.worker"), serving_worker():
+        wait_for(lambda: k8s_fake.calls("get pytorchjobs"), seconds=5, what="the sync under way")
+        take_lease_over(other)
+        wait_for(lambda: said("another worker is active"), seconds=10, what="standing by")
+        worker_stopped(worker=other)
+        wait_for(lambda: said("the last remote thread still waits"), seconds=15, what="back")
+        back = len(caplog.records)
+        wait_for(lambda: said("no remote job submitted", back), seconds=5, what="said stuck")
+        k8s_fake.stalled.clear()
+
+    assert re.fullmatch(
+        rf"no remote job submitted or synced for \d+ s: still syncing {stalled.public_id} "
+        "with kubernetes",
+        said("no remote job submitted", back)[0],
+    )
