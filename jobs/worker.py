@@ -319,6 +319,9 @@ class Worker:
         # What the remote work is waiting on right now ("" between jobs), for the log of a
         # RemoteThread stuck for long (RemoteThread.say_if_stuck).
         self.remote_doing = ""
+        # The remote job being submitted right now (None between submits): a stop waits for
+        # its create to be answered (RemoteThread.finish_submit).
+        self.submitting: Job | None = None
         # The current sync round's remote jobs not synced yet (pks, in order), and the
         # backends that did not answer in it with how many of their jobs were left out.
         self.sync_round: list[int] = []
@@ -630,12 +633,14 @@ class Worker:
             if go_on is not None and not go_on():
                 return
             self.remote_doing = f"submitting {job.public_id} to {job.backend}"
+            self.submitting = job
             try:
                 get_backend(job.backend).submit(job)
             except Exception:
                 logger.exception("submitting %s to %s failed", job.public_id, job.backend)
             finally:
                 self.remote_doing = ""
+                self.submitting = None
             if deadline is not None and time.monotonic() >= deadline:
                 break
 
@@ -1105,6 +1110,46 @@ class RemoteThread(threading.Thread):
     def stop(self) -> None:
         self.stopped.set()
 
+    def finish_submit(self) -> None:
+        """Called once the worker is asked to stop and the thread still runs after
+        REMOTE_JOIN_SECONDS: a create on its way is waited for until it is answered (its job
+        leaves Submitting) or its own timeout passes (create_wait_seconds), the lease still
+        held meanwhile. The process ends right after the stop, and a create cut off left its
+        job Submitting: the next worker left it so for 2 minutes (STUCK_SUBMITTING, as after
+        a kill) and then sent it again (review 40: a job submitted as the console was
+        restarted showed 提交中 for two minutes, then "The submission was interrupted")."""
+        job = self.worker.submitting
+        if job is None or not self.is_alive():
+            return
+        seconds = create_wait_seconds(job.backend)
+        logger.warning(
+            "waiting up to %d s for the create of %s on %s to be answered before stopping",
+            seconds,
+            job.public_id,
+            job.backend,
+        )
+        deadline = time.monotonic() + seconds
+        while self.is_alive() and self.worker.submitting is job:
+            if time.monotonic() >= deadline:
+                logger.warning(
+                    "stopped with the create of %s on %s unanswered: once the job has been "
+                    "Submitting for 2 minutes, the next worker adopts what it made or sends "
+                    "it again",
+                    job.public_id,
+                    job.backend,
+                )
+                return
+            try:
+                # Not yet sent (Queued, still getting ready to send) or on its way.
+                unsent = Q(status=JobStatus.QUEUED, external_id="")
+                if not Job.objects.filter(
+                    unsent | Q(status=JobStatus.SUBMITTING), pk=job.pk
+                ).exists():
+                    return  # answered: what follows (its first sync) may be cut off
+            except Exception:
+                return  # the database out of reach: nothing to wait for
+            self.join(timeout=0.1)
+
     def say_if_stuck(self) -> None:
         """Logs, from the loop, a thread that has not got to its next job for
         REMOTE_STUCK_SECONDS (what it waits on, for how long), again as often while it
@@ -1128,6 +1173,16 @@ class RemoteThread(threading.Thread):
             )
 
 
+def create_wait_seconds(backend: str) -> float:
+    """How long a create on `backend` waits at most for its answer: its client's connect and
+    read timeouts (a create is sent once, never tried again)."""
+    if backend == "aihc":
+        return settings.AIHC_CONNECT_TIMEOUT + settings.AIHC_READ_TIMEOUT
+    if backend == "kubernetes":
+        return settings.KUBERNETES_CONNECT_TIMEOUT + settings.KUBERNETES_READ_TIMEOUT
+    return REMOTE_JOIN_SECONDS
+
+
 # This process's RemoteThread, once started: a new holding period starts none while the last
 # one's still runs (it is waiting on a request), so two never send side by side.
 remote_thread: RemoteThread | None = None
@@ -1141,10 +1196,10 @@ def remote_thread_for(worker: Worker, stop: threading.Event) -> RemoteThread | N
     global remote_thread
     current = remote_thread
     if current is not None and current.is_alive():
-        if current.worker is worker:
-            current.say_if_stuck()
-            return current
-        return None
+        # The last holding period's too: no remote job is submitted or synced until it ends,
+        # which the log says while it lasts (once, at the start, until review 40).
+        current.say_if_stuck()
+        return current if current.worker is worker else None
     if current is not None and current.worker is worker and not current.stopped.is_set():
         logger.error("the thread submitting and syncing remote jobs ended; starting it again")
     remote_thread = RemoteThread(worker, stop)
@@ -1409,6 +1464,8 @@ def run_while_holding(
             # holding period's starts (a lease lost).
             remote.stop()
             remote.join(timeout=REMOTE_JOIN_SECONDS)
+            if stop.is_set():  # the process ends next: a create cut off leaves its job Submitting
+                remote.finish_submit()
         if thread:
             thread.stop()
             thread.join(timeout=10)

@@ -32,6 +32,7 @@ from jobs.scheduler import DISK_PRESSURE, held_for
 
 from .conftest import log_in
 from .runner_helpers import make_spec, submit
+from .test_alerts import smtp_server  # noqa: F401  (the world's mail server)
 from .test_worker import query, start_worker, wait_for, world  # noqa: F401
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,6 +15,7 @@ from jobs.health import refusal_shown
 from jobs.management.commands.worker import EXIT_REFUSED
 from jobs.runner import free_port
 
+from .test_alerts import smtp_server  # noqa: F401  (the world's mail server)
 from .test_worker import ROOT, query, world  # noqa: F401
 
 MISTYPED = "/usr/bin/bwarp"

@@ -32,6 +32,7 @@ from jobs.scheduler import why_waiting
 from jobs.worker import Worker
 
 from .runner_helpers import make_spec, run_until, runner_settings, status_of, submit  # noqa: F401
+from .test_alerts import smtp_server  # noqa: F401  (the world's mail server)
 from .test_worker import ROOT, job_status, query, wait_for, world  # noqa: F401
 
 BWRAP = "/usr/bin/bwrap"

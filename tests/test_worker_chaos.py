@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from .runner_helpers import CARD, processes_with
+from .test_alerts import smtp_server  # noqa: F401  (the world's mail server)
 from .test_worker import ROOT, query, wait_for, world  # noqa: F401
 
 pytestmark = pytest.mark.slow

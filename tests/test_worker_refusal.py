@@ -32,6 +32,7 @@ from jobs.management.commands.serve import worker_exit_message
 from jobs.management.commands.worker import EXIT_REFUSED
 from jobs.runner import free_port
 
+from .test_alerts import smtp_server  # noqa: F401  (the world's mail server)
 from .test_worker import ROOT, query, wait_for, world  # noqa: F401
 
 BASE = 1_500_000_000

@@ -298,3 +298,101 @@ def test_a_remote_thread_stuck_on_one_job_is_said_in_the_log_with_the_job_and_wh
         for line in stuck
     )
     assert said("goes on again") == ["submitting and syncing remote jobs goes on again"]
+
+
+def test_a_stop_while_a_create_waits_for_its_answer_leaves_the_job_submitted_not_submitting(
+    k8s_fake, alice, settings, caplog
+):
+    """SIGTERM (a restart of the console) while a create is on its way: the worker ends once
+    the create is answered, its job Queued on the cluster with its name. Until review 40 it
+    ended REMOTE_JOIN_SECONDS after the stop, its process taking the create with it: the job
+    stayed 提交中 (Submitting) for 2 minutes after the next start, then "The submission was
+    interrupted" and was sent again."""
+    from jobs.worker import REMOTE_JOIN_SECONDS, run_forever
+
+    settings.KUBERNETES_READ_TIMEOUT = 20  # a slow API server: answered after 7 s, in time
+    job = queued_on_kubernetes(alice)
+    release = k8s_fake.block_next("create pytorchjobs")
+    stop = threading.Event()
+    loop = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    loop.start()
+    wait_for(lambda: k8s_fake.calls("create pytorchjobs"), seconds=5, what="the create")
+    answer = threading.Timer(REMOTE_JOIN_SECONDS + 2, release.set)
+
+    with caplog.at_level("WARNING", logger="jobs.worker"):
+        stop.set()
+        answer.start()
+        loop.join(timeout=30)
+        # The process ends here: what the job shows is what the next worker finds.
+        status, external_id = Job.objects.values_list("status", "external_id").get(pk=job.pk)
+    answer.join()
+
+    assert not loop.is_alive()
+    assert status == JobStatus.QUEUED and external_id
+    assert [r.getMessage() for r in caplog.records if "create of" in r.getMessage()] == [
+        f"waiting up to 25 s for the create of {job.public_id} on kubernetes to be answered "
+        "before stopping"
+    ]
+
+
+def test_a_stop_while_a_create_gets_no_answer_ends_once_the_create_timed_out(
+    k8s_fake, alice, settings
+):
+    """The wait for a create on its way is bounded by its client's timeout (8 s here): then
+    the job is Queued again, saying the create got no answer, and the worker ends."""
+    from jobs.worker import run_forever
+
+    settings.KUBERNETES_READ_TIMEOUT = 8
+    job = queued_on_kubernetes(alice)
+    release = k8s_fake.block_next("create pytorchjobs")
+    stop = threading.Event()
+    loop = threading.Thread(target=run_forever, args=(stop,), kwargs={"tasks": False})
+    loop.start()
+    wait_for(lambda: k8s_fake.calls("create pytorchjobs"), seconds=5, what="the create")
+
+    stop.set()
+    started = time.monotonic()
+    loop.join(timeout=30)
+    ended_in = time.monotonic() - started
+    status = status_of(job)
+    release.set()
+
+    assert not loop.is_alive() and ended_in < 8 + 2
+    assert status == JobStatus.QUEUED
+
+
+def test_a_last_remote_thread_stuck_after_the_lease_came_back_is_said_in_the_log_while_it_lasts(
+    k8s_fake, alice, settings, caplog, monkeypatch
+):
+    """The lease lost while the remote thread waits on a platform, then taken back by the same
+    worker: no remote job is submitted or synced until that thread ends. Said once as the
+    lease came back, and then (until review 40) never again, however long it lasted.
+    REMOTE_STUCK_SECONDS (10 minutes) is made 1 s here."""
+    from jobs import worker
+    from jobs.health import worker_stopped
+
+    monkeypatch.setattr(worker, "REMOTE_STUCK_SECONDS", 1.0)
+    settings.WORKER_HEARTBEAT_SECONDS = 0.5  # the takeover is found within half a second
+    settings.KUBERNETES_READ_TIMEOUT = 20
+    stalled = on_kubernetes(k8s_fake, alice)
+    k8s_fake.stall(stalled.external_id, 30)
+    other = worker_on("gpu-b", 202)
+
+    def said(words: str, since: int = 0) -> list[str]:
+        return [r.getMessage() for r in caplog.records[since:] if words in r.getMessage()]
+
+    with caplog.at_level("WARNING", logger="jobs.worker"), serving_worker():
+        wait_for(lambda: k8s_fake.calls("get pytorchjobs"), seconds=5, what="the sync under way")
+        take_lease_over(other)
+        wait_for(lambda: said("another worker is active"), seconds=10, what="standing by")
+        worker_stopped(worker=other)
+        wait_for(lambda: said("the last remote thread still waits"), seconds=15, what="back")
+        back = len(caplog.records)
+        wait_for(lambda: said("no remote job submitted", back), seconds=5, what="said stuck")
+        k8s_fake.stalled.clear()
+
+    assert re.fullmatch(
+        rf"no remote job submitted or synced for \d+ s: still syncing {stalled.public_id} "
+        "with kubernetes",
+        said("no remote job submitted", back)[0],
+    )

@@ -50,6 +50,7 @@ from .runner_helpers import (  # noqa: F401
     status_of,
     submit,
 )
+from .test_alerts import smtp_server  # noqa: F401  (the world's mail server)
 from .test_worker import query, start_worker, wait_for, world  # noqa: F401
 
 STALE_EN = (
