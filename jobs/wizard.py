@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 import shlex
 import unicodedata
@@ -1458,6 +1459,8 @@ def wizard_rules(
             err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
+        if misfit := aiak_parallelism_misfit(spec):
+            err(*misfit)
         for i, mount in mounts_over_aiak_code(spec):
             err(
                 f"datasources[{i}].mountPath",
@@ -1521,6 +1524,62 @@ def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
         "(the command, step Image and command), so Tensorboard would find nothing in "
         "%(path)s. Enter %(code)s (or a folder above it), or change that line of the command."
     ) % {"code": code_path, "path": log_path}
+
+
+# The variables an AIAK template's script splits the model by: Megatron puts one copy of the
+# model on TENSOR x PIPELINE cards, so the job's cards must be a multiple of that.
+AIAK_PARALLEL_SIZES = ("TENSOR_MODEL_PARALLEL_SIZE", "PIPELINE_MODEL_PARALLEL_SIZE")
+
+
+def _parallel_size(spec: S.JobSpec, key: str) -> int | None:
+    """A parallel size as the job's script sees it: the command's last `KEY=` line, else the
+    job's env, else 1 (Megatron's default); None when it is not a plain number (`$TP`)."""
+    set_in_command = command_values(spec.command, key)
+    if set_in_command:
+        value = set_in_command[-1].strip().strip("\"'")
+    else:
+        value = next((e.value.strip() for e in spec.envs if e.name == key), "1")
+    return int(value) if re.fullmatch(r"[1-9][0-9]{0,5}", value) else None
+
+
+def aiak_parallelism_misfit(spec: S.JobSpec) -> tuple[str, str] | None:
+    """(field path, message) when an AIAK job's cards are not a multiple of its tensor x
+    pipeline parallel size: Megatron stops at start ("world size is not divisible"), after
+    the wait for cards. qa61: llama2-70b (4 x 4) went through at 3 instances of 8 cards,
+    unsaid; the template's numbers only fit the instances it suggests, so a change of the
+    instance or card count is checked. None when it fits or cannot be known."""
+    sizes = [_parallel_size(spec, key) for key in AIAK_PARALLEL_SIZES]
+    if None in sizes or not spec.counts_in_range():
+        return None
+    tensor, pipeline = sizes
+    model_cards = tensor * pipeline
+    with_cards = [r for r in spec.roles if r.accelerator_type and r.accelerators and r.replicas]
+    cards = sum(r.total_accelerators for r in with_cards)
+    if not with_cards or cards % model_cards == 0:
+        return None
+    per_instance = with_cards[0].accelerators
+    instances = sum(r.replicas for r in with_cards)
+    # The instance counts of `per_instance` cards that fit: multiples of `step`.
+    step = model_cards // math.gcd(model_cards, per_instance)
+    worker = next((i for i, r in enumerate(spec.roles) if r.name == "worker"), None)
+    path = f"roles[{worker}].replicas" if worker is not None else "roles"
+    message = _(
+        "TENSOR_MODEL_PARALLEL_SIZE × PIPELINE_MODEL_PARALLEL_SIZE = %(tensor)d × %(pipeline)d "
+        "= %(model)d cards hold one copy of the model, and this job's %(cards)d cards "
+        "(instances × cards per instance) are not a multiple of %(model)d: Megatron stops the "
+        "training as it starts. With %(per)d cards per instance, use a multiple of %(step)d "
+        "instances in all (master and workers), for example %(fit)d, or change the parallel "
+        "sizes (step Image and command)."
+    ) % {
+        "tensor": tensor,
+        "pipeline": pipeline,
+        "model": model_cards,
+        "cards": cards,
+        "per": per_instance,
+        "step": step,
+        "fit": (instances // step + 1) * step,
+    }
+    return path, message
 
 
 def mounts_over_aiak_code(spec: S.JobSpec) -> list[tuple[int, str]]:

@@ -9,6 +9,7 @@ import re
 import pytest
 from django.utils import translation
 
+from jobs import spec as S
 from jobs import wizard as W
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
@@ -23,6 +24,7 @@ from tests.test_wizard import (
     resources_data,
     role,
     step_url,
+    submission_data,
 )
 
 TEMPLATE = "llama2-7b"
@@ -437,3 +439,132 @@ def test_the_data_step_of_a_template_job_says_where_to_mount_and_where_not(alice
     said = aiak_page[help_at : aiak_page.index("</p>", help_at)]
     assert "/workspace/AIAK-Training-LLM" in said and "/root/pfs" in said
     assert 'id="aiak-mount-help"' not in custom_page and 'id="mount-help"' in custom_page
+
+
+# -- the template's parallel sizes against the job's cards ---------------------------------
+
+
+def draft_of_template(client, template_id: str, *, command: str | None = None):
+    """A draft of `template_id` (SFT, LoRA) with its paths replaced, up to the resources."""
+    template = W.aiak_templates()[template_id]
+    basic = basic_data(
+        creation_mode="aiak", training_mode="SFT", training_method="lora", aiak_template=template_id
+    )
+    command = command or own_paths(W.template_command(template, "SFT", "lora"))
+    envs = [(e["name"], e["value"]) for e in template["envs"]]
+    draft = new_draft(client)
+    post_step(client, draft, W.BASIC, basic)
+    post_step(
+        client, draft, W.IMAGE, image_data(envs=envs, image=template["image"], command=command)
+    )
+    return draft
+
+
+def llama2_70b_on(client, settings, workers: int, cards: int = 8, command: str | None = None):
+    """llama2-70b (tensor 4 x pipeline 4) on a pool of 64 A800, its resources step sent with
+    a master and `workers` workers of `cards` cards each."""
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=64"
+    draft = draft_of_template(client, "llama2-70b", command=command)
+    roles = [role("master", 1, cards=cards), role("worker", workers, cards=cards)]
+    return draft, post_step(client, draft, W.RESOURCES, resources_data(roles))
+
+
+def test_fewer_instances_than_a_templates_parallel_sizes_fit_are_refused_on_the_workers_count(
+    alice_en, settings
+):
+    draft, r = llama2_70b_on(alice_en, settings, workers=2)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_roles-1-replicas") == [
+        "TENSOR_MODEL_PARALLEL_SIZE × PIPELINE_MODEL_PARALLEL_SIZE = 4 × 4 = 16 cards hold one "
+        "copy of the model, and this job's 24 cards (instances × cards per instance) are not a "
+        "multiple of 16: Megatron stops the training as it starts. With 8 cards per instance, "
+        "use a multiple of 2 instances in all (master and workers), for example 4, or change "
+        "the parallel sizes (step Image and command)."
+    ]
+    draft.refresh_from_db()
+    assert W.RESOURCES not in draft.completed_steps
+    assert draft.data[W.RESOURCES]["roles-1-replicas"] in ("2", ["2"])
+
+
+def test_the_parallel_sizes_refusal_reads_in_chinese(alice_client, settings):
+    _, r = llama2_70b_on(alice_client, settings, workers=2)
+
+    (message,) = field_errors(r, "id_roles-1-replicas")
+    assert "4 × 4 = 16" in message and "24 张卡" in message and "例如 4" in message, message
+
+
+def test_cards_per_instance_changed_from_the_templates_are_refused_naming_instances_that_fit(
+    alice_en, settings
+):
+    _, r = llama2_70b_on(alice_en, settings, workers=3, cards=6)
+
+    (message,) = field_errors(r, "id_roles-1-replicas")
+    assert "this job's 24 cards" in message, message
+    assert "With 6 cards per instance, use a multiple of 8 instances" in message, message
+    assert "for example 8," in message, message
+
+
+@pytest.mark.parametrize("workers", [1, 3, 7])
+def test_instances_whose_cards_are_a_multiple_of_the_templates_parallel_sizes_are_taken(
+    alice_client, settings, workers
+):
+    draft, r = llama2_70b_on(alice_client, settings, workers=workers)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.DATA)
+
+
+def test_parallel_sizes_the_engineer_set_in_the_command_are_the_ones_checked(
+    alice_client, settings
+):
+    # The command is where the template's help says its parameters may be changed: 2 x 4 = 8
+    # cards per copy of the model fit the 24 of three instances.
+    template = W.aiak_templates()["llama2-70b"]
+    command = own_paths(W.template_command(template, "SFT", "lora")).replace(
+        "export TRAINING_METHOD", "export TENSOR_MODEL_PARALLEL_SIZE=2\nexport TRAINING_METHOD"
+    )
+
+    draft, r = llama2_70b_on(alice_client, settings, workers=2, command=command)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.DATA)
+
+
+def test_parallel_sizes_changed_after_the_resources_are_done_are_listed_on_the_review(
+    alice_en, settings
+):
+    draft, r = llama2_70b_on(alice_en, settings, workers=3)
+    assert r.status_code == 302
+    for step, data in (
+        (W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")])),
+        (W.FAULT, {}),
+        (W.ADVANCED, advanced_data()),
+        (W.SUBMISSION, submission_data()),
+    ):
+        assert post_step(alice_en, draft, step, data).status_code == 302, step
+    template = W.aiak_templates()["llama2-70b"]
+    envs = [("CUDA_DEVICE_MAX_CONNECTIONS", "1"), ("TENSOR_MODEL_PARALLEL_SIZE", "4")]
+    envs.append(("PIPELINE_MODEL_PARALLEL_SIZE", "3"))
+    command = own_paths(W.template_command(template, "SFT", "lora"))
+    post_step(
+        alice_en, draft, W.IMAGE, image_data(envs=envs, image=template["image"], command=command)
+    )
+
+    page = html.unescape(alice_en.get(step_url(draft, W.REVIEW)).content.decode())
+
+    assert "4 × 3 = 12 cards hold one copy of the model, and this job's 32 cards" in page
+
+
+@pytest.mark.parametrize("template_id", sorted(W.aiak_templates()))
+def test_every_templates_suggested_instances_fit_its_parallel_sizes(template_id):
+    template = W.aiak_templates()[template_id]
+    res = template["resources"]
+    card, per_instance = res["acceleratorType"], res["acceleratorsPerInstance"]
+    spec = S.JobSpec(
+        command=W.template_command(template, "SFT", "full"),
+        envs=[S.Env(e["name"], e["value"]) for e in template["envs"]],
+        roles=[
+            S.Role("master", 1, card, per_instance),
+            S.Role("worker", res["workers"], card, per_instance),
+        ],
+    )
+    assert W.aiak_parallelism_misfit(spec) is None
