@@ -2700,7 +2700,19 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
         return any(_one(old, k) != _one(new, k) for k in keys)
 
     aiak_now = _one(new, "creation_mode") == S.CREATION_AIAK
-    if aiak_now and changed("creation_mode", "aiak_template", "training_mode", "training_method"):
+    refill = aiak_now and changed(
+        "creation_mode", "aiak_template", "training_mode", "training_method"
+    )
+    if refill and not changed("aiak_template", "training_mode", "training_method"):
+        # Back from 自定义创建 to the template the image step was filled for, its image still
+        # there: nothing to refill (qa61: the engineer's command and resources were replaced
+        # by the template's, said as "filled from the new template", after a look at custom).
+        template = aiak_templates().get(_one(new, "aiak_template"))
+        image = draft.data.get(IMAGE)
+        refill = not (
+            template and isinstance(image, dict) and _one(image, "image") == template["image"]
+        )
+    if refill:
         # The template fills the image, command, envs and resources afresh, keeping what the
         # engineer made their own (aiak_refill).
         old_image = draft.data.get(IMAGE)

@@ -159,6 +159,43 @@ def test_a_new_template_keeps_the_paths_typed_and_shows_the_command_it_replaced(
     assert W.IMAGE not in draft.completed_steps
 
 
+def test_back_from_custom_creation_to_the_same_template_keeps_the_command_and_resources(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    edited = own_paths(W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora"))
+    edited = edited.replace("export TRAINING_METHOD=lora", "export TRAINING_METHOD=lora\nLR=2e-5")
+    post_step(alice_client, draft, W.IMAGE, aiak_image(command=edited))
+    post_step(alice_client, draft, W.RESOURCES, resources_data([role("master", 1, cards=4)]))
+    # A look at 自定义创建, saved, and back: the template and its choices are the same.
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "creation_mode": "custom"})
+
+    r = post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+
+    assert r.status_code == 302
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    assert "LR=2e-5" in command_field(page)
+    assert 'id="aiak-refill"' not in page
+    draft.refresh_from_db()
+    assert {W.IMAGE, W.RESOURCES} <= set(draft.completed_steps)
+    assert draft.data[W.RESOURCES]["roles-0-accelerators"] in ("4", ["4"])
+
+
+def test_back_from_custom_creation_with_another_image_typed_refills_the_template(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    post_step(alice_client, draft, W.IMAGE, aiak_image())
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "creation_mode": "custom"})
+    post_step(alice_client, draft, W.IMAGE, image_data(image="registry.example.com/me/llm:1"))
+
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    assert W.aiak_templates()[TEMPLATE]["image"] in page
+    assert "registry.example.com/me/llm:1" not in page
+
+
 def test_variables_added_to_a_template_job_stay_after_a_new_template_secret_values_too(
     alice_client, alice
 ):
