@@ -7,10 +7,12 @@ import html
 import re
 
 import pytest
+from django.urls import reverse
 from django.utils import translation
 
 from jobs import spec as S
 from jobs import wizard as W
+from jobs.models import Job
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     advanced_data,
@@ -605,3 +607,35 @@ def test_every_templates_suggested_instances_fit_its_parallel_sizes(template_id)
         ],
     )
     assert W.aiak_parallelism_misfit(spec) is None
+
+
+def submitted_template_job(client):
+    draft = aiak_draft_up_to_data(client)
+    for step, data in (
+        (W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")])),
+        (W.FAULT, {}),
+        (W.ADVANCED, advanced_data()),
+        (W.SUBMISSION, submission_data()),
+    ):
+        assert post_step(client, draft, step, data).status_code == 302, step
+    client.post(reverse("wizard-submit", args=[draft.id]))
+    return Job.objects.get()
+
+
+def test_a_template_jobs_page_names_its_template_training_mode_and_method(alice_client):
+    job = submitted_template_job(alice_client)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    found = re.search(r'<dt[^>]*>([^<]+)</dt><dd[^>]*id="job-aiak">([^<]+)</dd>', page)
+    assert found and found.groups() == ("AIAK训练模版", "llama2-7b · SFT · LoRA")
+
+
+def test_a_custom_jobs_page_names_no_template(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    page = alice_client.get(reverse("job-detail", args=[Job.objects.get().public_id]))
+
+    assert 'id="job-aiak"' not in page.content.decode()
