@@ -245,6 +245,29 @@ def template_command(template: Mapping[str, Any], mode: str, method: str) -> str
     return by_mode.get(method) or next(iter(by_mode.values()))
 
 
+def aiak_choices_of(spec: S.JobSpec) -> S.Aiak | None:
+    """The AIAK template, training mode and method a PyTorch job with a template's image and
+    a command running that template's start script was made from (its TRAINING_METHOD line,
+    else full), or None. A request carries no creation mode (AIHC's API has none): a job page's
+    request imported came back as 自定义创建, unchecked as a template job (qa61)."""
+    if spec.framework != S.PYTORCH:
+        return None
+    for template in aiak_catalog()["templates"]:
+        if template["image"] != spec.image:
+            continue
+        for mode, by_method in template["commands"].items():
+            # Each command ends with its start script, the same for both methods.
+            script = next(iter(by_method.values())).strip().splitlines()[-1]
+            if not re.search(rf"^[ \t]*{re.escape(script)}[ \t]*$", spec.command, re.M):
+                continue
+            methods = command_values(spec.command, "TRAINING_METHOD")
+            method = methods[-1].strip().strip("\"'") if methods else "full"
+            if method not in S.AIAK_TRAINING_METHODS:
+                return None
+            return S.Aiak(training_mode=mode, training_method=method, template=template["id"])
+    return None
+
+
 def unreplaced_placeholders(command: str) -> list[tuple[str, str]]:
     """The AIAK `KEY=$PLACEHOLDER` lines still present in a command."""
     found = []

@@ -4,6 +4,7 @@ fills stays the engineer's once edited, and the job it makes can find its own co
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
@@ -12,7 +13,7 @@ from django.utils import translation
 
 from jobs import spec as S
 from jobs import wizard as W
-from jobs.models import Job
+from jobs.models import Draft, Job
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     advanced_data,
@@ -28,6 +29,7 @@ from tests.test_wizard import (
     step_url,
     submission_data,
 )
+from tests.test_wizard_import import import_body, review_body
 
 TEMPLATE = "llama2-7b"
 AIAK_BASIC = basic_data(
@@ -639,3 +641,46 @@ def test_a_custom_jobs_page_names_no_template(alice_client):
     page = alice_client.get(reverse("job-detail", args=[Job.objects.get().public_id]))
 
     assert 'id="job-aiak"' not in page.content.decode()
+
+
+def test_a_template_jobs_request_imports_as_a_template_job_and_says_so(alice_en, settings):
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=16"  # the first job holds 8
+    job = submitted_template_job(alice_en)
+    request = job_page_request(alice_en, job)
+    body = json.loads(request.split("\n", 1)[1])
+    assert "console" not in body
+
+    r = import_body(alice_en, request, follow=True)
+
+    draft = Draft.objects.latest("created_at")
+    basic = W.wizard_state(draft).basic
+    assert (basic["creation_mode"], basic["training_mode"], basic["training_method"]) == (
+        "aiak",
+        "SFT",
+        "lora",
+    )
+    assert basic["aiak_template"] == TEMPLATE
+    assert "Read as made from the AIAK template llama2-7b (SFT, LoRA)" in html.unescape(
+        r.content.decode()
+    )
+    # Nothing else changed: the review sends the body imported.
+    assert review_body(alice_en, draft) == body
+
+
+def test_a_request_with_another_image_running_a_template_script_stays_custom(alice_en):
+    job = submitted_template_job(alice_en)
+    body = json.loads(job_page_request(alice_en, job).split("\n", 1)[1])
+    body["jobSpec"]["image"] = "registry.example.com/me/megatron:1"
+
+    import_body(alice_en, body)
+
+    draft = Draft.objects.latest("created_at")
+    assert W.wizard_state(draft).basic["creation_mode"] == "custom"
+
+
+def job_page_request(client, job) -> str:
+    """The request a job's page shows (request line and JSON body), as a person copies it."""
+    page = client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    shown = re.search(r'id="api-request"[^>]*>(.*?)</pre>', page, re.S)
+    assert shown, "the job page shows its request"
+    return html.unescape(shown.group(1))
