@@ -26,6 +26,17 @@ def _label(choices: Any, value: str) -> str:
     return str(dict(choices).get(value, value))
 
 
+def aiak_words(spec: S.JobSpec) -> str:
+    """An AIAK job's template, training mode and method on one line ("llama2-70b · SFT ·
+    LoRA"), as its page's summary says them; "" for a custom job. qa61: the page named only
+    the image, the template being left in the collapsed console settings' JSON."""
+    if spec.creation_mode != S.CREATION_AIAK or spec.aiak is None:
+        return ""
+    aiak = spec.aiak
+    method = _label(F.TRAINING_METHOD_CHOICES, aiak.training_method)
+    return " · ".join(p for p in (aiak.template, aiak.training_mode, method) if p)
+
+
 def _duration(minutes: int) -> str:
     """A timeout as people say it: 30 days, 12 hours, or minutes."""
     # One of each in the singular: "1 days" was read on a job kept a day (left23).

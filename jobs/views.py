@@ -118,7 +118,13 @@ from .selection import (
 from .services import job_events_shown, label_suggestions, labels_in_another_case
 from .spec import FRAMEWORK_LABELS, MPI, SpecError, invisible_trimmed, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
-from .summary import environment_job_id, replica_environments, retention_words, sent_request
+from .summary import (
+    aiak_words,
+    environment_job_id,
+    replica_environments,
+    retention_words,
+    sent_request,
+)
 from .tensorboard import training_metrics
 from .wizard import available_pools
 from .worker import deletes_at, kept_for_alerts
@@ -972,6 +978,7 @@ def job_detail(request: AuthenticatedHttpRequest, public_id: str) -> HttpRespons
                     spec.to_document(masked=True)["console"], ensure_ascii=False, indent=2
                 ),
                 "spec": spec,
+                "aiak_words": aiak_words(spec),
             }
         )
         # What each replica finds in its environment (RANK, MASTER_ADDR, TF_CONFIG, the job's

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import re
 import shlex
 import unicodedata
@@ -242,6 +243,29 @@ def template_command(template: Mapping[str, Any], mode: str, method: str) -> str
     commands = template["commands"]
     by_mode = commands.get(mode) or next(iter(commands.values()))
     return by_mode.get(method) or next(iter(by_mode.values()))
+
+
+def aiak_choices_of(spec: S.JobSpec) -> S.Aiak | None:
+    """The AIAK template, training mode and method a PyTorch job with a template's image and
+    a command running that template's start script was made from (its TRAINING_METHOD line,
+    else full), or None. A request carries no creation mode (AIHC's API has none): a job page's
+    request imported came back as 自定义创建, unchecked as a template job (qa61)."""
+    if spec.framework != S.PYTORCH:
+        return None
+    for template in aiak_catalog()["templates"]:
+        if template["image"] != spec.image:
+            continue
+        for mode, by_method in template["commands"].items():
+            # Each command ends with its start script, the same for both methods.
+            script = next(iter(by_method.values())).strip().splitlines()[-1]
+            if not re.search(rf"^[ \t]*{re.escape(script)}[ \t]*$", spec.command, re.M):
+                continue
+            methods = command_values(spec.command, "TRAINING_METHOD")
+            method = methods[-1].strip().strip("\"'") if methods else "full"
+            if method not in S.AIAK_TRAINING_METHODS:
+                return None
+            return S.Aiak(training_mode=mode, training_method=method, template=template["id"])
+    return None
 
 
 def unreplaced_placeholders(command: str) -> list[tuple[str, str]]:
@@ -1458,6 +1482,8 @@ def wizard_rules(
             err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
+        if misfit := aiak_parallelism_misfit(spec):
+            err(*misfit)
         for i, mount in mounts_over_aiak_code(spec):
             err(
                 f"datasources[{i}].mountPath",
@@ -1521,6 +1547,62 @@ def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
         "(the command, step Image and command), so Tensorboard would find nothing in "
         "%(path)s. Enter %(code)s (or a folder above it), or change that line of the command."
     ) % {"code": code_path, "path": log_path}
+
+
+# The variables an AIAK template's script splits the model by: Megatron puts one copy of the
+# model on TENSOR x PIPELINE cards, so the job's cards must be a multiple of that.
+AIAK_PARALLEL_SIZES = ("TENSOR_MODEL_PARALLEL_SIZE", "PIPELINE_MODEL_PARALLEL_SIZE")
+
+
+def _parallel_size(spec: S.JobSpec, key: str) -> int | None:
+    """A parallel size as the job's script sees it: the command's last `KEY=` line, else the
+    job's env, else 1 (Megatron's default); None when it is not a plain number (`$TP`)."""
+    set_in_command = command_values(spec.command, key)
+    if set_in_command:
+        value = set_in_command[-1].strip().strip("\"'")
+    else:
+        value = next((e.value.strip() for e in spec.envs if e.name == key), "1")
+    return int(value) if re.fullmatch(r"[1-9][0-9]{0,5}", value) else None
+
+
+def aiak_parallelism_misfit(spec: S.JobSpec) -> tuple[str, str] | None:
+    """(field path, message) when an AIAK job's cards are not a multiple of its tensor x
+    pipeline parallel size: Megatron stops at start ("world size is not divisible"), after
+    the wait for cards. qa61: llama2-70b (4 x 4) went through at 3 instances of 8 cards,
+    unsaid; the template's numbers only fit the instances it suggests, so a change of the
+    instance or card count is checked. None when it fits or cannot be known."""
+    sizes = [_parallel_size(spec, key) for key in AIAK_PARALLEL_SIZES]
+    if None in sizes or not spec.counts_in_range():
+        return None
+    tensor, pipeline = sizes
+    model_cards = tensor * pipeline
+    with_cards = [r for r in spec.roles if r.accelerator_type and r.accelerators and r.replicas]
+    cards = sum(r.total_accelerators for r in with_cards)
+    if not with_cards or cards % model_cards == 0:
+        return None
+    per_instance = with_cards[0].accelerators
+    instances = sum(r.replicas for r in with_cards)
+    # The instance counts of `per_instance` cards that fit: multiples of `step`.
+    step = model_cards // math.gcd(model_cards, per_instance)
+    worker = next((i for i, r in enumerate(spec.roles) if r.name == "worker"), None)
+    path = f"roles[{worker}].replicas" if worker is not None else "roles"
+    message = _(
+        "TENSOR_MODEL_PARALLEL_SIZE × PIPELINE_MODEL_PARALLEL_SIZE = %(tensor)d × %(pipeline)d "
+        "= %(model)d cards hold one copy of the model, and this job's %(cards)d cards "
+        "(instances × cards per instance) are not a multiple of %(model)d: Megatron stops the "
+        "training as it starts. With %(per)d cards per instance, use a multiple of %(step)d "
+        "instances in all (master and workers), for example %(fit)d, or change the parallel "
+        "sizes (step Image and command)."
+    ) % {
+        "tensor": tensor,
+        "pipeline": pipeline,
+        "model": model_cards,
+        "cards": cards,
+        "per": per_instance,
+        "step": step,
+        "fit": (instances // step + 1) * step,
+    }
+    return path, message
 
 
 def mounts_over_aiak_code(spec: S.JobSpec) -> list[tuple[int, str]]:
@@ -2641,7 +2723,19 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
         return any(_one(old, k) != _one(new, k) for k in keys)
 
     aiak_now = _one(new, "creation_mode") == S.CREATION_AIAK
-    if aiak_now and changed("creation_mode", "aiak_template", "training_mode", "training_method"):
+    refill = aiak_now and changed(
+        "creation_mode", "aiak_template", "training_mode", "training_method"
+    )
+    if refill and not changed("aiak_template", "training_mode", "training_method"):
+        # Back from 自定义创建 to the template the image step was filled for, its image still
+        # there: nothing to refill (qa61: the engineer's command and resources were replaced
+        # by the template's, said as "filled from the new template", after a look at custom).
+        template = aiak_templates().get(_one(new, "aiak_template"))
+        image = draft.data.get(IMAGE)
+        refill = not (
+            template and isinstance(image, dict) and _one(image, "image") == template["image"]
+        )
+    if refill:
         # The template fills the image, command, envs and resources afresh, keeping what the
         # engineer made their own (aiak_refill).
         old_image = draft.data.get(IMAGE)

@@ -289,6 +289,13 @@ def draft_import(
             return ImportedDraft(made, left_out, marked, unread)
         if made is not None:
             key = ""  # a page kept since its draft became a job: a new draft
+    # A template job's request (a job page's, AIHC's) has no creation mode: read from its
+    # image and start script, so the draft is checked as a template job.
+    aiak_read = None
+    if not isinstance(v1.get("console"), Mapping) and spec.creation_mode == S.CREATION_CUSTOM:
+        aiak_read = W.aiak_choices_of(spec)
+        if aiak_read is not None:
+            spec.creation_mode, spec.aiak = S.CREATION_AIAK, aiak_read
     data: dict[str, Any] = dict(W.raw_from_spec(spec))
     data[IMPORTED] = True
     notices = {
@@ -319,6 +326,9 @@ def draft_import(
         "framework_read": [framework.field, framework.given, framework.framework]
         if framework
         else [],
+        "aiak_read": [aiak_read.template, aiak_read.training_mode, aiak_read.training_method]
+        if aiak_read
+        else [],
     }
     if (
         marked
@@ -328,6 +338,7 @@ def draft_import(
         or from_answer is not None
         or notices["plain_secrets"]
         or framework
+        or aiak_read
     ):
         data[W.IMPORT_NOTICES] = notices
     draft = Draft(owner=owner, data=data, create_key=key)
@@ -389,6 +400,22 @@ def import_notices(draft: Draft) -> list[str]:
                     "%(framework)s only."
                 )
                 % {"field": field_name, "given": given, "framework": read_as}
+            )
+    with contextlib.suppress(TypeError, ValueError):
+        if aiak := notices.get("aiak_read"):
+            template, mode, method = aiak
+            said.append(
+                _(
+                    "Read as made from the AIAK template %(template)s (%(mode)s, %(method)s): "
+                    "its image is that template's and its command runs the template's start "
+                    "script. The draft is created from an AIAK template (step Basic info), so "
+                    "its paths, mounts and parallel sizes are checked as such a job's."
+                )
+                % {
+                    "template": template,
+                    "mode": mode,
+                    "method": dict(W.F.TRAINING_METHOD_CHOICES).get(method, method),
+                }
             )
     for found in notices.get("plain_secrets") or []:
         with contextlib.suppress(TypeError, ValueError):

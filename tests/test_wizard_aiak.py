@@ -4,12 +4,16 @@ fills stays the engineer's once edited, and the job it makes can find its own co
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
+from django.urls import reverse
 from django.utils import translation
 
+from jobs import spec as S
 from jobs import wizard as W
+from jobs.models import Draft, Job
 from tests.test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
     advanced_data,
@@ -23,7 +27,9 @@ from tests.test_wizard import (
     resources_data,
     role,
     step_url,
+    submission_data,
 )
+from tests.test_wizard_import import import_body, review_body
 
 TEMPLATE = "llama2-7b"
 AIAK_BASIC = basic_data(
@@ -155,6 +161,43 @@ def test_a_new_template_keeps_the_paths_typed_and_shows_the_command_it_replaced(
     assert "LR=2e-5" in html.unescape(notice) and "llama2 7b" in notice
     draft.refresh_from_db()
     assert W.IMAGE not in draft.completed_steps
+
+
+def test_back_from_custom_creation_to_the_same_template_keeps_the_command_and_resources(
+    alice_client,
+):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    edited = own_paths(W.template_command(W.aiak_templates()[TEMPLATE], "SFT", "lora"))
+    edited = edited.replace("export TRAINING_METHOD=lora", "export TRAINING_METHOD=lora\nLR=2e-5")
+    post_step(alice_client, draft, W.IMAGE, aiak_image(command=edited))
+    post_step(alice_client, draft, W.RESOURCES, resources_data([role("master", 1, cards=4)]))
+    # A look at 自定义创建, saved, and back: the template and its choices are the same.
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "creation_mode": "custom"})
+
+    r = post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+
+    assert r.status_code == 302
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    assert "LR=2e-5" in command_field(page)
+    assert 'id="aiak-refill"' not in page
+    draft.refresh_from_db()
+    assert {W.IMAGE, W.RESOURCES} <= set(draft.completed_steps)
+    assert draft.data[W.RESOURCES]["roles-0-accelerators"] in ("4", ["4"])
+
+
+def test_back_from_custom_creation_with_another_image_typed_refills_the_template(alice_client):
+    draft = new_draft(alice_client)
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+    post_step(alice_client, draft, W.IMAGE, aiak_image())
+    post_step(alice_client, draft, W.BASIC, {**AIAK_BASIC, "creation_mode": "custom"})
+    post_step(alice_client, draft, W.IMAGE, image_data(image="registry.example.com/me/llm:1"))
+
+    post_step(alice_client, draft, W.BASIC, AIAK_BASIC)
+
+    page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    assert W.aiak_templates()[TEMPLATE]["image"] in page
+    assert "registry.example.com/me/llm:1" not in page
 
 
 def test_variables_added_to_a_template_job_stay_after_a_new_template_secret_values_too(
@@ -437,3 +480,207 @@ def test_the_data_step_of_a_template_job_says_where_to_mount_and_where_not(alice
     said = aiak_page[help_at : aiak_page.index("</p>", help_at)]
     assert "/workspace/AIAK-Training-LLM" in said and "/root/pfs" in said
     assert 'id="aiak-mount-help"' not in custom_page and 'id="mount-help"' in custom_page
+
+
+# -- the template's parallel sizes against the job's cards ---------------------------------
+
+
+def draft_of_template(client, template_id: str, *, command: str | None = None):
+    """A draft of `template_id` (SFT, LoRA) with its paths replaced, up to the resources."""
+    template = W.aiak_templates()[template_id]
+    basic = basic_data(
+        creation_mode="aiak", training_mode="SFT", training_method="lora", aiak_template=template_id
+    )
+    command = command or own_paths(W.template_command(template, "SFT", "lora"))
+    envs = [(e["name"], e["value"]) for e in template["envs"]]
+    draft = new_draft(client)
+    post_step(client, draft, W.BASIC, basic)
+    post_step(
+        client, draft, W.IMAGE, image_data(envs=envs, image=template["image"], command=command)
+    )
+    return draft
+
+
+def llama2_70b_on(client, settings, workers: int, cards: int = 8, command: str | None = None):
+    """llama2-70b (tensor 4 x pipeline 4) on a pool of 64 A800, its resources step sent with
+    a master and `workers` workers of `cards` cards each."""
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=64"
+    draft = draft_of_template(client, "llama2-70b", command=command)
+    roles = [role("master", 1, cards=cards), role("worker", workers, cards=cards)]
+    return draft, post_step(client, draft, W.RESOURCES, resources_data(roles))
+
+
+def test_fewer_instances_than_a_templates_parallel_sizes_fit_are_refused_on_the_workers_count(
+    alice_en, settings
+):
+    draft, r = llama2_70b_on(alice_en, settings, workers=2)
+
+    assert r.status_code == 200
+    assert field_errors(r, "id_roles-1-replicas") == [
+        "TENSOR_MODEL_PARALLEL_SIZE × PIPELINE_MODEL_PARALLEL_SIZE = 4 × 4 = 16 cards hold one "
+        "copy of the model, and this job's 24 cards (instances × cards per instance) are not a "
+        "multiple of 16: Megatron stops the training as it starts. With 8 cards per instance, "
+        "use a multiple of 2 instances in all (master and workers), for example 4, or change "
+        "the parallel sizes (step Image and command)."
+    ]
+    draft.refresh_from_db()
+    assert W.RESOURCES not in draft.completed_steps
+    assert draft.data[W.RESOURCES]["roles-1-replicas"] in ("2", ["2"])
+
+
+def test_the_parallel_sizes_refusal_reads_in_chinese(alice_client, settings):
+    _, r = llama2_70b_on(alice_client, settings, workers=2)
+
+    (message,) = field_errors(r, "id_roles-1-replicas")
+    assert "4 × 4 = 16" in message and "24 张卡" in message and "例如 4" in message, message
+
+
+def test_cards_per_instance_changed_from_the_templates_are_refused_naming_instances_that_fit(
+    alice_en, settings
+):
+    _, r = llama2_70b_on(alice_en, settings, workers=3, cards=6)
+
+    (message,) = field_errors(r, "id_roles-1-replicas")
+    assert "this job's 24 cards" in message, message
+    assert "With 6 cards per instance, use a multiple of 8 instances" in message, message
+    assert "for example 8," in message, message
+
+
+@pytest.mark.parametrize("workers", [1, 3, 7])
+def test_instances_whose_cards_are_a_multiple_of_the_templates_parallel_sizes_are_taken(
+    alice_client, settings, workers
+):
+    draft, r = llama2_70b_on(alice_client, settings, workers=workers)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.DATA)
+
+
+def test_parallel_sizes_the_engineer_set_in_the_command_are_the_ones_checked(
+    alice_client, settings
+):
+    # The command is where the template's help says its parameters may be changed: 2 x 4 = 8
+    # cards per copy of the model fit the 24 of three instances.
+    template = W.aiak_templates()["llama2-70b"]
+    command = own_paths(W.template_command(template, "SFT", "lora")).replace(
+        "export TRAINING_METHOD", "export TENSOR_MODEL_PARALLEL_SIZE=2\nexport TRAINING_METHOD"
+    )
+
+    draft, r = llama2_70b_on(alice_client, settings, workers=2, command=command)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.DATA)
+
+
+def test_parallel_sizes_changed_after_the_resources_are_done_are_listed_on_the_review(
+    alice_en, settings
+):
+    draft, r = llama2_70b_on(alice_en, settings, workers=3)
+    assert r.status_code == 302
+    for step, data in (
+        (W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")])),
+        (W.FAULT, {}),
+        (W.ADVANCED, advanced_data()),
+        (W.SUBMISSION, submission_data()),
+    ):
+        assert post_step(alice_en, draft, step, data).status_code == 302, step
+    template = W.aiak_templates()["llama2-70b"]
+    envs = [("CUDA_DEVICE_MAX_CONNECTIONS", "1"), ("TENSOR_MODEL_PARALLEL_SIZE", "4")]
+    envs.append(("PIPELINE_MODEL_PARALLEL_SIZE", "3"))
+    command = own_paths(W.template_command(template, "SFT", "lora"))
+    post_step(
+        alice_en, draft, W.IMAGE, image_data(envs=envs, image=template["image"], command=command)
+    )
+
+    page = html.unescape(alice_en.get(step_url(draft, W.REVIEW)).content.decode())
+
+    assert "4 × 3 = 12 cards hold one copy of the model, and this job's 32 cards" in page
+
+
+@pytest.mark.parametrize("template_id", sorted(W.aiak_templates()))
+def test_every_templates_suggested_instances_fit_its_parallel_sizes(template_id):
+    template = W.aiak_templates()[template_id]
+    res = template["resources"]
+    card, per_instance = res["acceleratorType"], res["acceleratorsPerInstance"]
+    spec = S.JobSpec(
+        command=W.template_command(template, "SFT", "full"),
+        envs=[S.Env(e["name"], e["value"]) for e in template["envs"]],
+        roles=[
+            S.Role("master", 1, card, per_instance),
+            S.Role("worker", res["workers"], card, per_instance),
+        ],
+    )
+    assert W.aiak_parallelism_misfit(spec) is None
+
+
+def submitted_template_job(client):
+    draft = aiak_draft_up_to_data(client)
+    for step, data in (
+        (W.DATA, data_data(mounts=[("hostpath", "scratch", "/root/pfs")])),
+        (W.FAULT, {}),
+        (W.ADVANCED, advanced_data()),
+        (W.SUBMISSION, submission_data()),
+    ):
+        assert post_step(client, draft, step, data).status_code == 302, step
+    client.post(reverse("wizard-submit", args=[draft.id]))
+    return Job.objects.get()
+
+
+def test_a_template_jobs_page_names_its_template_training_mode_and_method(alice_client):
+    job = submitted_template_job(alice_client)
+
+    page = alice_client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+
+    found = re.search(r'<dt[^>]*>([^<]+)</dt><dd[^>]*id="job-aiak">([^<]+)</dd>', page)
+    assert found and found.groups() == ("AIAK训练模版", "llama2-7b · SFT · LoRA")
+
+
+def test_a_custom_jobs_page_names_no_template(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    alice_client.post(reverse("wizard-submit", args=[draft.id]))
+
+    page = alice_client.get(reverse("job-detail", args=[Job.objects.get().public_id]))
+
+    assert 'id="job-aiak"' not in page.content.decode()
+
+
+def test_a_template_jobs_request_imports_as_a_template_job_and_says_so(alice_en, settings):
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=16"  # the first job holds 8
+    job = submitted_template_job(alice_en)
+    request = job_page_request(alice_en, job)
+    body = json.loads(request.split("\n", 1)[1])
+    assert "console" not in body
+
+    r = import_body(alice_en, request, follow=True)
+
+    draft = Draft.objects.latest("created_at")
+    basic = W.wizard_state(draft).basic
+    assert (basic["creation_mode"], basic["training_mode"], basic["training_method"]) == (
+        "aiak",
+        "SFT",
+        "lora",
+    )
+    assert basic["aiak_template"] == TEMPLATE
+    assert "Read as made from the AIAK template llama2-7b (SFT, LoRA)" in html.unescape(
+        r.content.decode()
+    )
+    # Nothing else changed: the review sends the body imported.
+    assert review_body(alice_en, draft) == body
+
+
+def test_a_request_with_another_image_running_a_template_script_stays_custom(alice_en):
+    job = submitted_template_job(alice_en)
+    body = json.loads(job_page_request(alice_en, job).split("\n", 1)[1])
+    body["jobSpec"]["image"] = "registry.example.com/me/megatron:1"
+
+    import_body(alice_en, body)
+
+    draft = Draft.objects.latest("created_at")
+    assert W.wizard_state(draft).basic["creation_mode"] == "custom"
+
+
+def job_page_request(client, job) -> str:
+    """The request a job's page shows (request line and JSON body), as a person copies it."""
+    page = client.get(reverse("job-detail", args=[job.public_id])).content.decode()
+    shown = re.search(r'id="api-request"[^>]*>(.*?)</pre>', page, re.S)
+    assert shown, "the job page shows its request"
+    return html.unescape(shown.group(1))

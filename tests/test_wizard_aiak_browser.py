@@ -92,3 +92,36 @@ def test_a_mount_at_the_suggested_workspace_is_refused_and_root_pfs_is_taken(log
     expect(page.locator("#id_mounts-0-mount_path")).to_have_value("/workspace")
     page.fill("#id_mounts-0-mount_path", "/root/pfs")
     next_step(page, "fault")
+
+
+def test_fewer_instances_than_a_templates_parallel_sizes_fit_are_refused_with_a_count_that_fits(
+    logged_in_page, settings
+):
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=32"
+    page = logged_in_page
+    start(page)
+    with page.expect_response(lambda r: "/aiak/" in r.url):
+        page.check("input[name=creation_mode][value=aiak]")
+    page.select_option("#id_training_mode", "SFT")
+    page.select_option("#id_training_method", "full")
+    choose_template(page, "llama2-70b")
+    next_step(page, "image")
+    command = page.locator("#id_command").input_value()
+    for line in PLACEHOLDER_LINES:
+        key = line.split("=")[0]
+        command = command.replace(line, f"{key}=/root/pfs/{key.lower()}")
+    page.fill("#id_command", command)
+    next_step(page, "resources")
+    expect(page.locator("#id_roles-1-replicas")).to_have_value("3")
+
+    page.fill("#id_roles-1-replicas", "2")
+    settled(page)
+    page.click("#wizard-next")
+
+    row = page.locator("tr", has=page.locator("#id_roles-1-replicas"))
+    expect(row).to_contain_text("4 × 4 = 16 张卡放一份模型，而本任务共 24 张卡")
+    expect(row).to_contain_text("例如 4")
+    expect(page.locator("#id_roles-1-replicas")).to_have_value("2")
+    page.fill("#id_roles-1-replicas", "3")
+    settled(page)
+    next_step(page, "data")
