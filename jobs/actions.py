@@ -182,6 +182,14 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
     return True
 
 
+def deletion_left_secret(*, public_id: str) -> bool:
+    """Whether deleting job `public_id` left its Kubernetes Secret (the job's secret env
+    values) for the worker to remove, the API server not answering in the Delete's short
+    wait (DeletedJob.secret_left): every Delete says so, the job page's, the list's and the
+    API's, so no one thinks it gone while it is still in the cluster."""
+    return DeletedJob.objects.filter(public_id=public_id).exclude(secret_left="").exists()
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a stop or delete did to one of several jobs."""
@@ -192,6 +200,8 @@ class Outcome:
     done: bool
     # Why it was refused (ActionError's message); nothing was done to this job then.
     error: str = ""
+    # Deleted, but its Kubernetes Secret was left for the worker (deletion_left_secret).
+    secret_left: bool = False
 
 
 def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
@@ -211,7 +221,9 @@ def jobs_delete(*, jobs: Iterable[Job]) -> list[Outcome]:
     outcomes = []
     for job in jobs:
         try:
-            outcomes.append(Outcome(job=job, done=job_delete(job=job)))
+            gone = job_delete(job=job)
+            left = gone and deletion_left_secret(public_id=job.public_id)
+            outcomes.append(Outcome(job=job, done=gone, secret_left=left))
         except ActionError as exc:
             outcomes.append(Outcome(job=job, done=False, error=str(exc)))
     return outcomes
