@@ -252,9 +252,7 @@ def webhook_tls() -> ssl.SSLContext:
             # Checked at start (jobs.checks); removed or replaced since (a certificate
             # rotation half done), each try failed with a bare FileNotFoundError (review 41).
             said = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise CAFileUnreadable(
-                recorded(CA_FILE_UNREADABLE, path=ca_file, error=said)
-            ) from exc
+            raise CAFileUnreadable(recorded(CA_FILE_UNREADABLE, path=ca_file, error=said)) from exc
     return context
 
 

@@ -165,7 +165,9 @@ def test_delete_selected_says_nothing_of_secrets_when_the_cluster_answered(
 
 
 def test_the_apis_delete_warns_beside_its_result_that_the_secret_was_left_for_the_worker(
-    cluster, alice, api  # noqa: F811
+    cluster,
+    alice,
+    api,  # noqa: F811
 ):
     v1_job, v2_job = job_with_a_secret(alice, cluster), job_with_a_secret(alice, cluster)
     cluster.delay_next("get secrets", 6.0, times=3)
@@ -192,7 +194,9 @@ def test_the_apis_delete_warns_beside_its_result_that_the_secret_was_left_for_th
 
 
 def test_the_apis_delete_answers_as_aihc_does_when_the_cluster_answered(
-    cluster, alice, api  # noqa: F811
+    cluster,
+    alice,
+    api,  # noqa: F811
 ):
     job = job_with_a_secret(alice, cluster)
 
@@ -204,3 +208,48 @@ def test_the_apis_delete_answers_as_aihc_does_when_the_cluster_answered(
     )
 
     assert set(answer) == {"requestId", "result"}
+
+
+def test_a_deleted_job_whose_secret_is_still_left_is_remembered_past_its_keep_days(
+    cluster, alice, alice_en, settings
+):
+    # Until left35 forget_deleted_jobs forgot it after DELETED_JOB_KEEP_DAYS like any other,
+    # and with it the only note of the Secret still in the cluster.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.actions import forget_deleted_jobs
+
+    settings.DELETED_JOB_KEEP_DAYS = 1
+    job = job_with_a_secret(alice, cluster)
+    secret = f"{job.external_id}-env"
+    cluster.delay_next("get secrets", 6.0, times=3)
+    alice_en.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    long_ago = timezone.now() - timedelta(days=2)
+    DeletedJob.objects.filter(public_id=job.public_id).update(deleted_at=long_ago)
+
+    assert forget_deleted_jobs() == 0
+    Worker().remove_secrets_left()
+    assert cluster.secret(secret) is None
+    assert forget_deleted_jobs() == 1
+    assert not DeletedJob.objects.filter(public_id=job.public_id).exists()
+
+
+def test_deleting_the_owner_of_a_secret_still_left_names_it_in_the_log_once(
+    cluster, alice, alice_en, caplog
+):
+    job = job_with_a_secret(alice, cluster)
+    secret = f"{job.external_id}-env"
+    cluster.delay_next("get secrets", 6.0, times=3)
+    alice_en.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+
+    caplog.clear()  # (the Delete's own warning, that the cluster did not answer, is before)
+    with caplog.at_level("WARNING"):
+        alice.delete()
+
+    said = [r.getMessage() for r in caplog.records if secret in r.getMessage()]
+    assert len(said) == 1
+    assert f"remove it by hand (kubectl delete secret -n default {secret})" in said[0]
+    assert job.public_id in said[0]
+    assert not DeletedJob.objects.filter(public_id=job.public_id).exists()
