@@ -405,6 +405,9 @@ def failure_text(exc: Exception) -> str:
     """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
     are (in the console's language), a library's error with its type; kept short."""
     ours = isinstance(exc, UnsafeDestination | chat_bots.BotRefused | CAFileUnreadable)
+    said = exc.args[0] if ours and exc.args else None
+    if source_of(said) and len(said) <= 400:
+        return said  # recorded with its source: said again in each reader's language
     text = str(exc) if ours else f"{type(exc).__name__}: {exc}"
     return text[:400]
 

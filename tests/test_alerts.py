@@ -1369,8 +1369,10 @@ def test_a_webhook_whose_ca_file_was_removed_after_start_names_the_setting_and_i
     failed = job.events.filter(reason="AlertFailed").order_by("pk")
     first = failed.first()
     assert first is not None
-    assert f"ALERT_WEBHOOK_CA_FILE ({ca_file})" in first.message
-    assert "将于" in first.message and "重试" in first.message
+    assert (
+        f"（无法读取 ALERT_WEBHOOK_CA_FILE（{ca_file}）（No such file or directory）；"
+        "请管理员恢复该文件或修改该设置），将于 "
+    ) in first.message
     with translation.override("en"):
         assert (
             f"ALERT_WEBHOOK_CA_FILE ({ca_file}) cannot be read (No such file or directory); an "
