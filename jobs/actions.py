@@ -3,11 +3,13 @@ priority (the AIHC-compatible API)."""
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -22,6 +24,8 @@ from .runtime_env import GROUP_INDEX, GROUP_TOTAL, GROUP_VARIABLES, group_task_o
 from .services import job_event, job_transition, jobs_submit, recorded, signing_key
 from .spec import MAX_ENVS, PRIORITIES, SUBMIT_QUEUE, Env, JobSpec, SpecError, validate
 from .texts import Term
+
+logger = logging.getLogger(__name__)
 
 S = JobStatus
 # The one-time key a job page's Run again button carries (uuid4().hex).
@@ -182,6 +186,33 @@ def job_delete(*, job: Job, for_retention: bool = False) -> bool:
     return True
 
 
+def deletion_left_secret(*, public_id: str) -> bool:
+    """Whether deleting job `public_id` left its Kubernetes Secret (the job's secret env
+    values) for the worker to remove, the API server not answering in the Delete's short
+    wait (DeletedJob.secret_left): every Delete says so, the job page's, the list's and the
+    API's, so no one thinks it gone while it is still in the cluster."""
+    return DeletedJob.objects.filter(public_id=public_id).exclude(secret_left="").exists()
+
+
+def secret_given_up(sender: Any, instance: DeletedJob, **kwargs: Any) -> None:
+    """pre_delete of a DeletedJob (connected in jobs.apps): one whose Secret the worker has
+    still to remove goes only with its owner (a user deleted takes theirs) or an
+    administrator's delete, and the worker then no longer knows of the Secret. Said once,
+    in the log, with its name, so an operator removes it by hand (forget_deleted_jobs
+    keeps such a row)."""
+    if instance.secret_left:
+        namespace, _sep, name = instance.secret_left.partition("/")
+        logger.warning(
+            "the record of deleted job %s went (its owner deleted) while its Kubernetes "
+            "Secret %s was still to be removed: the worker no longer removes it; remove it "
+            "by hand (kubectl delete secret -n %s %s)",
+            instance.public_id,
+            instance.secret_left,
+            namespace,
+            name,
+        )
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a stop or delete did to one of several jobs."""
@@ -192,6 +223,8 @@ class Outcome:
     done: bool
     # Why it was refused (ActionError's message); nothing was done to this job then.
     error: str = ""
+    # Deleted, but its Kubernetes Secret was left for the worker (deletion_left_secret).
+    secret_left: bool = False
 
 
 def jobs_stop(*, jobs: Iterable[Job], actor: User) -> list[Outcome]:
@@ -211,7 +244,9 @@ def jobs_delete(*, jobs: Iterable[Job]) -> list[Outcome]:
     outcomes = []
     for job in jobs:
         try:
-            outcomes.append(Outcome(job=job, done=job_delete(job=job)))
+            gone = job_delete(job=job)
+            left = gone and deletion_left_secret(public_id=job.public_id)
+            outcomes.append(Outcome(job=job, done=gone, secret_left=left))
         except ActionError as exc:
             outcomes.append(Outcome(job=job, done=False, error=str(exc)))
     return outcomes
@@ -420,4 +455,6 @@ def forget_deleted_jobs() -> int:
     if not days:
         return 0
     cutoff = timezone.now() - timedelta(days=days)
-    return DeletedJob.objects.filter(deleted_at__lt=cutoff).delete()[0]
+    # One whose Secret the worker has still to remove (secret_left) is kept until it has:
+    # forgotten, the Secret would stay in the cluster with nothing left to remove it.
+    return DeletedJob.objects.filter(deleted_at__lt=cutoff, secret_left="").delete()[0]

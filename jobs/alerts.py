@@ -245,9 +245,27 @@ def webhook_tls() -> ssl.SSLContext:
     httpx trusts by default; trust_env=False leaves out SSL_CERT_FILE) and, if set, those of
     ALERT_WEBHOOK_CA_FILE (a company CA: a gateway or private chat deployment on its network)."""
     context = ssl.create_default_context(cafile=certifi.where())
-    if settings.ALERT_WEBHOOK_CA_FILE:
-        context.load_verify_locations(cafile=settings.ALERT_WEBHOOK_CA_FILE)
+    if ca_file := settings.ALERT_WEBHOOK_CA_FILE:
+        try:
+            context.load_verify_locations(cafile=ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            # Checked at start (jobs.checks); removed or replaced since (a certificate
+            # rotation half done), each try failed with a bare FileNotFoundError (review 41).
+            said = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise CAFileUnreadable(recorded(CA_FILE_UNREADABLE, path=ca_file, error=said)) from exc
     return context
+
+
+class CAFileUnreadable(Exception):
+    """ALERT_WEBHOOK_CA_FILE could not be read when a webhook was posted: said with the
+    setting and the file (its recorded text is the exception's), and tried again as a
+    receiver down is: an administrator may put the file back before the last try."""
+
+
+CA_FILE_UNREADABLE = gettext_noop(
+    "ALERT_WEBHOOK_CA_FILE (%(path)s) cannot be read (%(error)s); an administrator puts the "
+    "file back or changes the setting"
+)
 
 
 def post_to_bot(*, url: str, bot: str, text: str) -> None:
@@ -386,7 +404,10 @@ def _alert_config(job: Job) -> AlertConfig | None:
 def failure_text(exc: Exception) -> str:
     """What went wrong with a delivery, for its AlertFailed event: our own reasons as they
     are (in the console's language), a library's error with its type; kept short."""
-    ours = isinstance(exc, UnsafeDestination | chat_bots.BotRefused)
+    ours = isinstance(exc, UnsafeDestination | chat_bots.BotRefused | CAFileUnreadable)
+    said = exc.args[0] if ours and exc.args else None
+    if source_of(said) and len(said) <= 400:
+        return said  # recorded with its source: said again in each reader's language
     text = str(exc) if ours else f"{type(exc).__name__}: {exc}"
     return text[:400]
 
@@ -914,6 +935,8 @@ def certificate_refusal(exc: BaseException) -> ssl.SSLCertVerificationError | No
 def _passing(exc: Exception) -> bool:
     """Whether another try later may get through: the receiver could not be reached, or said
     it cannot take it now."""
+    if isinstance(exc, CAFileUnreadable):  # the file may be put back before the next try
+        return True
     if isinstance(exc, httpx.TransportError):  # refused, reset, timed out
         return certificate_refusal(exc) is None  # (a certificate refused stays so)
     if isinstance(exc, httpx.HTTPStatusError):

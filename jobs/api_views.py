@@ -71,7 +71,13 @@ from django.utils.translation.trans_real import parse_accept_lang_header
 from django.views.decorators.csrf import csrf_exempt
 
 from . import spec as spec_module
-from .actions import ActionError, job_delete, job_priority_change, job_stop
+from .actions import (
+    ActionError,
+    deletion_left_secret,
+    job_delete,
+    job_priority_change,
+    job_stop,
+)
 from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
@@ -802,11 +808,24 @@ def job_stopped(*, job: Job, owner: Any) -> None:
         raise ApiError(409, "Conflict", str(exc)) from None
 
 
-def job_deleted(*, job: Job) -> None:
+SECRET_LEFT_FOR_WORKER = "SecretLeftForWorker"
+
+
+def job_deleted(*, job: Job) -> dict[str, Any]:
+    """Deletes the job; the answer's `warnings` (beside its result, which AIHC's SDKs
+    ignore) when its Kubernetes Secret was left for the worker to remove, as the job page's
+    Delete says it; none otherwise, so the answer is AIHC's own."""
     try:
-        job_delete(job=job)
+        gone = job_delete(job=job)
     except ActionError as exc:
         raise ApiError(409, "Conflict", str(exc)) from None
+    if not (gone and deletion_left_secret(public_id=job.public_id)):
+        return {}
+    message = _(
+        "Job %(name)s deleted. Kubernetes did not answer when its Secret (the job's secret env "
+        "values) was to be removed: the worker removes it once the cluster answers."
+    ) % {"name": job.name}
+    return {"warnings": [{"code": SECRET_LEFT_FOR_WORKER, "message": message}]}
 
 
 def priority_changed(*, job: Job, priority: str, owner: Any) -> None:
@@ -1459,8 +1478,8 @@ def job(request: HttpRequest, owner: Any, job_id: str) -> dict[str, Any]:
             raise ApiError(400, "InvalidParameter", 'The body is a JSON object: {"priority": …}.')
         priority_changed(job=found, priority=required_param(body, "priority"), owner=owner)
         return {"result": {"jobId": found.public_id}}
-    job_deleted(job=found)
-    return {"result": {"jobId": found.public_id, "jobName": found.name}}
+    warnings = job_deleted(job=found)
+    return {"result": {"jobId": found.public_id, "jobName": found.name}, **warnings}
 
 
 @api_view("POST")

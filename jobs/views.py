@@ -38,6 +38,7 @@ from .actions import (
     MAX_SELECTED,
     ActionError,
     Outcome,
+    deletion_left_secret,
     job_delete,
     job_delete_refusal,
     job_delete_waits,
@@ -1315,7 +1316,7 @@ def job_delete_view(request: AuthenticatedHttpRequest, public_id: str) -> HttpRe
     except ActionError as exc:
         messages.error(request, exc.args[0])
         return redirect("job-detail", public_id=public_id)
-    if gone and DeletedJob.objects.filter(public_id=job.public_id).exclude(secret_left="").exists():
+    if gone and deletion_left_secret(public_id=job.public_id):
         messages.warning(
             request,
             _(
@@ -1752,6 +1753,20 @@ def _say_deleted(request: AuthenticatedHttpRequest, outcomes: list[Outcome], mis
             % {"count": later}
         )
     _say(request, parts, missing, done=bool(done or later))
+    if left := [o.job.name for o in outcomes if o.secret_left]:
+        # As the job page's Delete says it: the jobs are gone, but not all they held yet.
+        messages.warning(
+            request,
+            ngettext(
+                "Kubernetes did not answer when the Secret (the job's secret env values) of "
+                "%(names)s was to be removed: the worker removes it once the cluster answers.",
+                "Kubernetes did not answer when the Secrets (the jobs' secret env values) of "
+                "%(names)s were to be removed: the worker removes them once the cluster "
+                "answers.",
+                len(left),
+            )
+            % {"names": ", ".join(left)},
+        )
     for outcome in outcomes:
         if outcome.error:
             messages.error(

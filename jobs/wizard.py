@@ -1750,24 +1750,26 @@ def tensorboard_path_unwritable(spec: S.JobSpec) -> str:
 
 
 def shared_memory_over_memory(spec: S.JobSpec) -> str:
-    """A warning, not a refusal: /dev/shm larger than a role's memory. What a job writes
-    there is memory its instance holds (the local runner's cgroup, a pod's memory-backed
-    emptyDir alike), so it is OOMKilled at the role's memory, with /dev/shm not full: qa60,
-    a 2Gi /dev/shm beside 1 GB of memory was killed at 1.5 GB written, its reason naming the
-    memory only. AIHC takes such a job, and one may never fill /dev/shm: so said, not
-    refused. "" otherwise."""
+    """A warning, not a refusal: /dev/shm as large as a role's memory, or larger. What a job
+    writes there is memory its instance holds (the local runner's cgroup, a pod's
+    memory-backed emptyDir alike), beside what its processes use themselves, so it is
+    OOMKilled at the role's memory, with /dev/shm not full: qa60, a 2Gi /dev/shm beside 1 GB
+    of memory was killed at 1.5 GB written, its reason naming the memory only. Equal is
+    warned of too (left35): no instance holds its processes in no memory. AIHC takes such a
+    job, and one may never fill /dev/shm: so said, not refused. "" otherwise."""
     small = [
         r
         for r in in_role_table_order(spec)
-        if r.replicas and r.memory_gb is not None and r.memory_gb < spec.shared_memory_gi
+        if r.replicas and r.memory_gb is not None and r.memory_gb <= spec.shared_memory_gi
     ]
     if not small:
         return ""
     return _(
-        "Shared memory (/dev/shm, %(shm)d Gi) is larger than the memory of %(roles)s. What a "
-        "process writes to /dev/shm counts against its instance's memory, so the instance "
-        "is killed for lack of memory (OOMKilled) before /dev/shm is full. Give those roles "
-        "more memory, or make the shared memory smaller (step Resources)."
+        "Shared memory (/dev/shm, %(shm)d Gi) is not smaller than the memory of %(roles)s. "
+        "What a process writes to /dev/shm counts against its instance's memory, beside what "
+        "its processes use themselves, so the instance is killed for lack of memory "
+        "(OOMKilled) before /dev/shm is full. Give those roles more memory than the shared "
+        "memory, or make the shared memory smaller (step Resources)."
     ) % {
         "shm": spec.shared_memory_gi,
         "roles": ", ".join(f"{r.name} ({r.memory_gb} GB)" for r in small),

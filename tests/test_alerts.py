@@ -1340,3 +1340,43 @@ def test_a_webhook_whose_certificate_names_another_host_is_not_told_to_set_a_ca_
         "请在 Webhook 地址中使用证书所写的主机名，或请其所有者更新证书"
     )
     assert gateway_named_by_host.received == []
+
+
+def test_a_webhook_whose_ca_file_was_removed_after_start_names_the_setting_and_is_sent_when_back(
+    transactional_db, alice, settings, company_gateway, tmp_path
+):
+    # Review 41: ALERT_WEBHOOK_CA_FILE is checked at start; removed since (a certificate
+    # rotation half done), each try failed with a bare "FileNotFoundError: [Errno 2] …",
+    # naming neither the setting nor the file. Now it names both and is tried again, so an
+    # alert arrives once the file is back.
+    import shutil
+
+    ca_file = tmp_path / "company-ca.pem"
+    shutil.copy(company_gateway.ca_file, ca_file)
+    settings.ALERT_WEBHOOK_CA_FILE = str(ca_file)
+    ca_file.unlink()
+    job = job_failing_with_alerts_queued(alice, settings, [company_gateway.url])
+
+    # The file is put back once the first try has failed (its next is 50 ms later).
+    deadline = time.monotonic() + 20
+    with task_thread_running():
+        while not job.events.filter(reason="AlertFailed").exists():
+            assert time.monotonic() < deadline, "no try failed"
+            time.sleep(0.005)
+        shutil.copy(company_gateway.ca_file, ca_file)
+    run_queued_tasks_until_none_is_left()
+
+    failed = job.events.filter(reason="AlertFailed").order_by("pk")
+    first = failed.first()
+    assert first is not None
+    assert (
+        f"（无法读取 ALERT_WEBHOOK_CA_FILE（{ca_file}）（No such file or directory）；"
+        "请管理员恢复该文件或修改该设置），将于 "
+    ) in first.message
+    with translation.override("en"):
+        assert (
+            f"ALERT_WEBHOOK_CA_FILE ({ca_file}) cannot be read (No such file or directory); an "
+            "administrator puts the file back or changes the setting); it is tried again at"
+        ) in first.message_shown
+    assert [body["jobId"] for _type, body in company_gateway.received] == [job.public_id]
+    assert job.events.filter(reason="AlertSent").count() == 1

@@ -21,6 +21,8 @@ from jobs.services import jobs_submit
 from jobs.worker import Worker
 from tests.fake_kubernetes import FakeKubernetes
 from tests.fake_kubernetes import configure as configure_kubernetes
+from tests.test_api import alice_key, api, wsgi  # noqa: F401
+from tests.test_api_v2 import action
 
 
 @pytest.fixture(autouse=True)
@@ -121,3 +123,133 @@ def test_a_delete_the_cluster_answers_removes_the_secret_at_once_and_leaves_noth
     assert f"Job {job.name} deleted." in page.content.decode()
     assert cluster.secret(f"{job.external_id}-env") is None
     assert DeletedJob.objects.get(public_id=job.public_id).secret_left == ""
+
+
+def test_delete_selected_on_the_list_says_which_jobs_secret_was_left_for_the_worker(
+    cluster, alice, alice_en
+):
+    # Until left35 the list's Delete said "Deleted 1 job." and nothing of a Secret still in
+    # the cluster, where the job page's Delete said it.
+    job = job_with_a_secret(alice, cluster)
+    cluster.delay_next("get secrets", 6.0, times=3)
+
+    page = alice_en.post(
+        reverse("job-bulk"),
+        {"action": "delete", "jobs": [job.public_id], "confirmed": "1"},
+        follow=True,
+    )
+
+    shown = page.content.decode()
+    assert "Deleted 1 job." in shown
+    assert (
+        "Kubernetes did not answer when the Secret (the job&#x27;s secret env values) of train "
+        "was to be removed: the worker removes it once the cluster answers."
+    ) in shown
+    assert not Job.objects.filter(pk=job.pk).exists()
+    assert cluster.secret(f"{job.external_id}-env") is not None
+
+
+def test_delete_selected_says_nothing_of_secrets_when_the_cluster_answered(
+    cluster, alice, alice_en
+):
+    job = job_with_a_secret(alice, cluster)
+
+    page = alice_en.post(
+        reverse("job-bulk"),
+        {"action": "delete", "jobs": [job.public_id], "confirmed": "1"},
+        follow=True,
+    )
+
+    assert "Deleted 1 job." in page.content.decode()
+    assert "Secret" not in page.content.decode()
+
+
+def test_the_apis_delete_warns_beside_its_result_that_the_secret_was_left_for_the_worker(
+    cluster,
+    alice,
+    api,  # noqa: F811
+):
+    v1_job, v2_job = job_with_a_secret(alice, cluster), job_with_a_secret(alice, cluster)
+    cluster.delay_next("get secrets", 6.0, times=3)
+    v1_answer = api.request(
+        "DELETE",
+        f"/api/v1/aijobs/{v1_job.public_id}",
+        params=[("resourcePoolId", "k8s-default")],
+        idempotent=False,
+    )
+    cluster.delay_next("get secrets", 6.0, times=3)
+    v2_answer = action(api, "DeleteJob", resourcePoolId="k8s-default", jobId=v2_job.public_id)
+
+    assert v1_answer["result"] == {"jobId": v1_job.public_id, "jobName": "train"}
+    [v1_warning] = v1_answer["warnings"]
+    assert v1_warning["code"] == "SecretLeftForWorker"
+    assert v1_warning["message"] == (
+        "Job train deleted. Kubernetes did not answer when its Secret (the job's secret env "
+        "values) was to be removed: the worker removes it once the cluster answers."
+    )
+    # v2's answers are flat: `warnings` beside jobId, as a v2 create's.
+    assert v2_answer["jobId"] == v2_job.public_id
+    assert [w["code"] for w in v2_answer["warnings"]] == ["SecretLeftForWorker"]
+    assert not Job.objects.filter(pk__in=[v1_job.pk, v2_job.pk]).exists()
+
+
+def test_the_apis_delete_answers_as_aihc_does_when_the_cluster_answered(
+    cluster,
+    alice,
+    api,  # noqa: F811
+):
+    job = job_with_a_secret(alice, cluster)
+
+    answer = api.request(
+        "DELETE",
+        f"/api/v1/aijobs/{job.public_id}",
+        params=[("resourcePoolId", "k8s-default")],
+        idempotent=False,
+    )
+
+    assert set(answer) == {"requestId", "result"}
+
+
+def test_a_deleted_job_whose_secret_is_still_left_is_remembered_past_its_keep_days(
+    cluster, alice, alice_en, settings
+):
+    # Until left35 forget_deleted_jobs forgot it after DELETED_JOB_KEEP_DAYS like any other,
+    # and with it the only note of the Secret still in the cluster.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from jobs.actions import forget_deleted_jobs
+
+    settings.DELETED_JOB_KEEP_DAYS = 1
+    job = job_with_a_secret(alice, cluster)
+    secret = f"{job.external_id}-env"
+    cluster.delay_next("get secrets", 6.0, times=3)
+    alice_en.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    long_ago = timezone.now() - timedelta(days=2)
+    DeletedJob.objects.filter(public_id=job.public_id).update(deleted_at=long_ago)
+
+    assert forget_deleted_jobs() == 0
+    Worker().remove_secrets_left()
+    assert cluster.secret(secret) is None
+    assert forget_deleted_jobs() == 1
+    assert not DeletedJob.objects.filter(public_id=job.public_id).exists()
+
+
+def test_deleting_the_owner_of_a_secret_still_left_names_it_in_the_log_once(
+    cluster, alice, alice_en, caplog
+):
+    job = job_with_a_secret(alice, cluster)
+    secret = f"{job.external_id}-env"
+    cluster.delay_next("get secrets", 6.0, times=3)
+    alice_en.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+
+    caplog.clear()  # (the Delete's own warning, that the cluster did not answer, is before)
+    with caplog.at_level("WARNING"):
+        alice.delete()
+
+    said = [r.getMessage() for r in caplog.records if secret in r.getMessage()]
+    assert len(said) == 1
+    assert f"remove it by hand (kubectl delete secret -n default {secret})" in said[0]
+    assert job.public_id in said[0]
+    assert not DeletedJob.objects.filter(public_id=job.public_id).exists()
