@@ -69,6 +69,7 @@ from .backends.local import (
     host_volumes,
     nvidia_driver_cards,
     runner_path_problem,
+    tensorflow_without_end,
     too_many_replicas,
     visible_devices,
 )
@@ -1146,6 +1147,10 @@ def launch_attempt(
         # Checked at submit too (LocalBackend.check_spec): a job queued before the setting was
         # lowered would otherwise start every one of its replicas.
         if problem := too_many_replicas(spec):
+            raise SandboxError(problem)
+        # So is a TensorFlow job of ps and evaluator alone: one queued before that rule
+        # (left34) would run until its time limit, 30 days by default.
+        if problem := tensorflow_without_end(spec):
             raise SandboxError(problem)
         # Before anything is set up for it: a job that cannot run as its owner's user fails
         # (JobUserError says why), never runs as another.
