@@ -2730,10 +2730,13 @@ def _read_only_failure(job: Job, spec: JobSpec, label: str, code: int) -> str | 
 # so a /dev/shm as large as the memory, or at least half of it, may be what filled it: the
 # reason says so (qa60: a 2Gi /dev/shm beside 1 GB of memory was killed at 1.5 GB written, its
 # reason naming the memory only, and the user looked for a leak in their program).
+# Said as a condition (review 42): the size is what /dev/shm may hold, not what was in it, and a
+# job that never writes there (a plain leak, killed beside the default 10 Gi) is not told to
+# make it smaller as though it were the cause.
 SHM_OOM_REASON = gettext_noop(
     "OOMKilled: memory limit %(limit)s exceeded; what the job writes to /dev/shm (shared "
-    "memory, %(shm)d Gi) counts against it: give the role more memory or make the shared "
-    "memory smaller"
+    "memory, up to %(shm)d Gi) counts against it too: if the job writes there, give the role "
+    "more memory or make the shared memory smaller"
 )
 
 
