@@ -221,6 +221,25 @@ def test_a_download_from_aihc_comes_whole_after_a_passing_error(aihc, alice, ali
     assert len(aihc.calls("DescribeJobLogs")) == 2
 
 
+def test_a_download_from_aihc_still_coming_at_the_total_bound_says_the_log_is_too_large(
+    aihc, alice, alice_en, settings
+):
+    settings.LOG_DOWNLOAD_TOTAL_SECONDS = 1
+    [job] = aihc_jobs(alice, aihc, 1)
+    aihc.add_logs(job.external_id, "train-0-master-0", [f"step {i}" for i in range(40)])
+    aihc.trickle_next("DescribeJobLogs", 0.2, pieces=20, times=1 + settings.AIHC_RETRIES)
+
+    answer, waited = download(alice_en, job)
+
+    assert answer.status_code == 503
+    page = answer.content.decode()
+    assert re.search(r"AIHC did not return the logs: AIHC was still sending it, \d+", page)
+    assert "A download waits at most 1 seconds for the whole log, and this one is larger" in page
+    assert "Try again in a few minutes" not in page
+    assert waited < 2
+    assert len(aihc.calls("DescribeJobLogs")) == 1
+
+
 def test_the_download_page_says_in_chinese_how_long_a_download_waits(
     cluster, alice, alice_client, settings
 ):
