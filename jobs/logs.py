@@ -34,7 +34,7 @@ from django.conf import settings
 from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
-from .backends.base import BackendError, got_no_answer
+from .backends.base import DOWNLOAD_TOO_LONG, BackendError, got_no_answer
 from .shim import log_text
 
 BLOCK = 64 * 1024
@@ -188,9 +188,23 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
 def download_unavailable_reason(exc: BackendError) -> str:
     """Why a replica's whole log could not be read from its platform now, for the page that
     says so (the owner's Download, the admin's): a platform that did not answer (within
-    *_DOWNLOAD_READ_TIMEOUT, or not all of the log within LOG_DOWNLOAD_TOTAL_SECONDS) is said
-    to be slow, with what to do; a refusal as the platform words it."""
+    *_DOWNLOAD_READ_TIMEOUT) is said to be slow, with what to do; one still sending the log
+    when LOG_DOWNLOAD_TOTAL_SECONDS were up, that the log is larger than comes in that time;
+    a refusal as the platform words it."""
     why = gettext("The logs cannot be read right now: %(why)s") % {"why": exc.message}
+    if exc.code == DOWNLOAD_TOO_LONG:
+        # The platform answered, and was still sending: a log this large (or a link this
+        # slow) takes longer every time, so "try again" would not help (review 42).
+        return (
+            why
+            + " "
+            + gettext(
+                "A download waits at most %(seconds)d seconds for the whole log, and this one "
+                "is larger than comes in that time. Its latest lines are on the job's page; an "
+                "administrator can raise LOG_DOWNLOAD_TOTAL_SECONDS."
+            )
+            % {"seconds": settings.LOG_DOWNLOAD_TOTAL_SECONDS}
+        )
     if not got_no_answer(exc):
         return why
     return (

@@ -69,6 +69,7 @@ from .backends.local import (
     host_volumes,
     nvidia_driver_cards,
     runner_path_problem,
+    tensorflow_without_end,
     too_many_replicas,
     visible_devices,
 )
@@ -1146,6 +1147,10 @@ def launch_attempt(
         # Checked at submit too (LocalBackend.check_spec): a job queued before the setting was
         # lowered would otherwise start every one of its replicas.
         if problem := too_many_replicas(spec):
+            raise SandboxError(problem)
+        # So is a TensorFlow job of ps and evaluator alone: one queued before that rule
+        # (left34) would run until its time limit, 30 days by default.
+        if problem := tensorflow_without_end(spec):
             raise SandboxError(problem)
         # Before anything is set up for it: a job that cannot run as its owner's user fails
         # (JobUserError says why), never runs as another.
@@ -2725,10 +2730,13 @@ def _read_only_failure(job: Job, spec: JobSpec, label: str, code: int) -> str | 
 # so a /dev/shm as large as the memory, or at least half of it, may be what filled it: the
 # reason says so (qa60: a 2Gi /dev/shm beside 1 GB of memory was killed at 1.5 GB written, its
 # reason naming the memory only, and the user looked for a leak in their program).
+# Said as a condition (review 42): the size is what /dev/shm may hold, not what was in it, and a
+# job that never writes there (a plain leak, killed beside the default 10 Gi) is not told to
+# make it smaller as though it were the cause.
 SHM_OOM_REASON = gettext_noop(
     "OOMKilled: memory limit %(limit)s exceeded; what the job writes to /dev/shm (shared "
-    "memory, %(shm)d Gi) counts against it: give the role more memory or make the shared "
-    "memory smaller"
+    "memory, up to %(shm)d Gi) counts against it too: if the job writes there, give the role "
+    "more memory or make the shared memory smaller"
 )
 
 

@@ -309,13 +309,14 @@ class FakeJob:
 
 @dataclass
 class Fault:
-    kind: str  # fail | fail_after | delay | drop | block
+    kind: str  # fail | fail_after | delay | drop | block | trickle
     times: int
     status: int = 500
     code: str = "InternalError"
     message: str = "Internal error"
     seconds: float = 0.0
     release: threading.Event | None = None
+    pieces: int = 1  # trickle: the answer sent in this many pieces, `seconds` between them
 
 
 def _encode(value: str, safe: str = "") -> str:
@@ -421,6 +422,11 @@ class FakeAihc:
     def delay_next(self, op: str, seconds: float, *, times: int = 1) -> None:
         """Carries out the next `op` calls, then answers only after `seconds`."""
         self._fault(op, Fault("delay", times, seconds=seconds))
+
+    def trickle_next(self, op: str, seconds: float, *, pieces: int, times: int = 1) -> None:
+        """Answers the next `op` calls in `pieces` parts, `seconds` between them: an answer
+        that keeps coming, slowly (a large log on a slow link)."""
+        self._fault(op, Fault("trickle", times, seconds=seconds, pieces=pieces))
 
     def block_next(self, op: str) -> threading.Event:
         """Holds the next `op` call until the returned event is set (at most 30 s)."""
@@ -558,7 +564,8 @@ class FakeAihc:
             record.error_code = exc.code
             result = {"code": exc.code, "message": exc.message}
         record.status = status
-        if fault and fault.seconds:
+        trickle = fault if fault and fault.kind == "trickle" else None
+        if fault and fault.seconds and not trickle:
             time.sleep(fault.seconds)
         request_id = record.request_id = str(uuid.uuid4())
         payload = json.dumps({"requestId": request_id, **result}).encode()
@@ -568,7 +575,12 @@ class FakeAihc:
             http.send_header("Content-Length", str(len(payload)))
             http.send_header("x-bce-request-id", request_id)
             http.end_headers()
-            http.wfile.write(payload)
+            step = -(-len(payload) // trickle.pieces) if trickle else len(payload)
+            for start in range(0, len(payload), step or 1):
+                if start and trickle:
+                    http.wfile.flush()
+                    time.sleep(trickle.seconds)
+                http.wfile.write(payload[start : start + step])
         except OSError:
             pass  # the client gave up waiting (timeout tests)
 

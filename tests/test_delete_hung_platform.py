@@ -253,3 +253,25 @@ def test_deleting_the_owner_of_a_secret_still_left_names_it_in_the_log_once(
     assert f"remove it by hand (kubectl delete secret -n default {secret})" in said[0]
     assert job.public_id in said[0]
     assert not DeletedJob.objects.filter(public_id=job.public_id).exists()
+
+
+def test_the_worker_removes_only_a_secret_still_the_deleted_jobs_not_one_of_its_name_resubmitted(
+    cluster, alice, alice_en
+):
+    """The same job submitted again under its name is another resource and Secret (the id's
+    12 hex digits in their names): the worker's pass leaves it. And a Secret at the deleted
+    job's name that has become another's (removed, then made again by someone else: its id
+    label not the deleted job's) is left too, the deleted job's record done with."""
+    job = job_with_a_secret(alice, cluster)
+    secret = f"{job.external_id}-env"
+    cluster.delay_next("get secrets", 6.0)
+    alice_en.post(reverse("job-delete", args=[job.public_id]), {"confirmed": "1"})
+    again = job_with_a_secret(alice, cluster)
+    cluster.secret(secret)["metadata"]["labels"]["ai-job-console/job-id"] = "someone-else"
+
+    Worker().remove_secrets_left()
+
+    assert again.name == job.name
+    assert cluster.secret(f"{again.external_id}-env") is not None
+    assert cluster.secret(secret) is not None
+    assert DeletedJob.objects.get(public_id=job.public_id).secret_left == ""

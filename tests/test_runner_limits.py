@@ -148,10 +148,11 @@ def test_a_replica_past_its_memory_limit_is_oom_killed_and_the_job_fails_naming_
     worker, master = replicas["worker-0"], replicas["master-0"]
     assert (worker.status, worker.exit_code) == ("failed", 137)
     assert "allocated" not in log_text(job, "worker-0")
-    # Its /dev/shm is the default 10 Gi, larger than its 1 GB: the reason says it counts.
+    # Its /dev/shm is the default 10 Gi, larger than its 1 GB: the reason says it counts,
+    # as a condition (it wrote nothing there: a plain leak is not told that was the cause).
     said = (
-        "OOMKilled：超出内存上限 1Gi；任务写入 /dev/shm（共享内存，10 Gi）的内容也计入该上限："
-        "请给该角色更多内存，或调小共享内存"
+        "OOMKilled：超出内存上限 1Gi；任务写入 /dev/shm（共享内存，最多 10 Gi）的内容也计入"
+        "该上限：若任务向其中写入，请给该角色更多内存，或调小共享内存"
     )
     assert worker.reason == said
     assert (master.status, master.reason) == ("stopped", "")
@@ -162,6 +163,9 @@ def test_a_replica_past_its_memory_limit_is_oom_killed_and_the_job_fails_naming_
     assert f'<div class="small text-danger replica-reason">{said}</div>' in page
     with translation.override("en"):
         assert worker.reason_shown.startswith("OOMKilled: memory limit 1Gi exceeded; ")
+        assert "(shared memory, up to 10 Gi) counts against it too: if the job writes there" in (
+            worker.reason_shown
+        )
         assert job.status_reason_shown.startswith(
             "worker-0 ran out of memory and was killed (OOMKilled: memory limit 1Gi exceeded; "
         )
@@ -186,14 +190,14 @@ def test_a_replica_killed_with_a_shared_memory_near_its_memory_says_dev_shm_coun
     worker = job.replicas.get(role="worker")
     assert (worker.status, worker.exit_code) == ("failed", 137)
     assert worker.reason == (
-        "OOMKilled：超出内存上限 1Gi；任务写入 /dev/shm（共享内存，2 Gi）的内容也计入该上限："
-        "请给该角色更多内存，或调小共享内存"
+        "OOMKilled：超出内存上限 1Gi；任务写入 /dev/shm（共享内存，最多 2 Gi）的内容也计入"
+        "该上限：若任务向其中写入，请给该角色更多内存，或调小共享内存"
     )
     with translation.override("en"):
         assert worker.reason_shown == (
             "OOMKilled: memory limit 1Gi exceeded; what the job writes to /dev/shm (shared "
-            "memory, 2 Gi) counts against it: give the role more memory or make the shared "
-            "memory smaller"
+            "memory, up to 2 Gi) counts against it too: if the job writes there, give the "
+            "role more memory or make the shared memory smaller"
         )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import uuid
 
+import pytest
 from django.urls import reverse
 from django.utils import translation
 
@@ -15,8 +16,16 @@ from jobs import wizard as W
 from jobs.backends import get_backend
 from jobs.models import Job, JobStatus
 from jobs.services import job_transition
+from jobs.worker import Worker
 
-from .runner_helpers import make_spec, submit
+from .runner_helpers import (
+    make_spec,
+    processes_with,
+    run_until,
+    runner_settings,  # noqa: F401  (fixture)
+    status_of,
+    submit,
+)
 from .test_api import alice_key, api, body, refused, wsgi  # noqa: F401  (fixtures)
 from .test_wizard import (
     _local_pool,  # noqa: F401 (autouse fixture)
@@ -106,3 +115,25 @@ def test_run_again_of_a_job_of_ps_and_evaluator_alone_says_why_and_submits_nothi
 
     assert REFUSED_ZH in html.unescape(page)
     assert Job.objects.count() == 1
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_job_of_ps_and_evaluator_alone_queued_before_the_rule_fails_at_start_saying_why(alice):
+    """Queued across the upgrade that brought the rule (its spec passed then): it would start
+    and run until its time limit, 30 days by default, its parameter server never exiting."""
+    token = f"ps-alone-{uuid.uuid4().hex[:8]}"
+    job = submit(
+        alice,
+        make_spec(
+            f"sleep 600 # {token}",
+            framework=S.TENSORFLOW,
+            roles=[S.Role("ps", 1), S.Role("evaluator", 1)],
+        ),
+    )
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED, what="the job to fail")
+
+    job.refresh_from_db()
+    assert REFUSED_ZH in job.status_reason
+    assert processes_with(token) == []
+    assert not job.replicas.exclude(pid=None).exists()

@@ -20,9 +20,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext_lazy
 
-from jobs.backends.base import BackendError, request_json, send_by
+from jobs.backends.base import (
+    DOWNLOAD_TOO_LONG,
+    BackendError,
+    DownloadTooLong,
+    request_json,
+    send_by,
+)
 
 from . import signer
 from .endpoints import V1, V2
@@ -225,6 +232,12 @@ class AihcClient:
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> AihcError:
         reason = type(exc).__name__
+        if isinstance(exc, DownloadTooLong):
+            return AihcTimeout(
+                gettext_lazy("AIHC was still sending it, %(received)s in")
+                % {"received": filesizeformat(exc.received)},
+                code=DOWNLOAD_TOO_LONG,
+            )
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return AihcUnavailable(
                 gettext_lazy("AIHC could not be reached"), code="Unreachable", cause=reason

@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 # BackendError codes of a platform that did not answer at all (the AIHC and Kubernetes
 # clients' transport failures): asking it about another job now would wait as long.
 UNANSWERED_CODES = frozenset({"Unreachable", "Timeout", "RequestTimeout", "CertificateNotTrusted"})
+# The BackendError code of a whole-log download whose platform was still sending the log when
+# LOG_DOWNLOAD_TOTAL_SECONDS were up (DownloadTooLong): it answered, so trying again in a few
+# minutes does not help a log this large.
+DOWNLOAD_TOO_LONG = "DownloadTooLong"
 
 
 class BackendError(Exception):
@@ -52,6 +56,16 @@ def download_deadline() -> float:
     return time.monotonic() + settings.LOG_DOWNLOAD_TOTAL_SECONDS
 
 
+class DownloadTooLong(httpx.ReadTimeout):
+    """The platform was still sending a whole-log download's answer when its deadline passed,
+    `received` bytes of it in: a log too large (or a link too slow) for
+    LOG_DOWNLOAD_TOTAL_SECONDS, not a platform that did not answer."""
+
+    def __init__(self, *, received: int, request: httpx.Request):
+        super().__init__("the download took too long", request=request)
+        self.received = received
+
+
 def send_by(
     http: httpx.Client, request: httpx.Request, *, deadline: float | None
 ) -> httpx.Response:
@@ -80,7 +94,7 @@ def send_by(
         for chunk in response.iter_raw():
             body += chunk
             if time.monotonic() > deadline:
-                raise httpx.ReadTimeout("the download took too long", request=request)
+                raise DownloadTooLong(received=len(body), request=request)
     finally:
         response.close()
     # The body as the server sent it (still compressed, if it was): the new response decodes

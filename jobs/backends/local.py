@@ -263,6 +263,28 @@ def too_many_replicas(spec: JobSpec) -> str:
     ) % {"max": settings.LOCAL_MAX_REPLICAS, "count": count}
 
 
+def tensorflow_without_end(spec: JobSpec) -> str:
+    """Why a TensorFlow job of ps (and evaluator) alone is not run here, or "". With neither
+    chief nor worker the job ends when every replica has exited
+    (runner.tensorflow_result_replica), and a parameter server serves until it is stopped:
+    such a job ran until its time limit (qa58/qa60), as Kubernetes refuses. Checked at submit
+    (check_spec) and when a job queued before the rule starts (runner.launch_attempt)."""
+    counts = {role.name: role.replicas for role in spec.roles}
+    if (
+        spec.framework != TENSORFLOW
+        or counts.get("ps", 0) <= 0
+        or counts.get("chief", 0) > 0
+        or counts.get("worker", 0) > 0
+    ):
+        return ""
+    return _(
+        "A TensorFlow job of ps and evaluator alone never succeeds here: without a chief or "
+        "a worker the job ends when all its instances have exited, and a parameter server "
+        "serves until it is stopped, so it would run until its time limit. Add a chief or a "
+        "worker, or leave out the ps."
+    )
+
+
 def runner_path_problem(mount_path: str, *, framework: str) -> str:
     """Why a volume cannot be mounted at `mount_path` on this machine, or "" when it can.
 
@@ -380,25 +402,8 @@ class LocalBackend(Backend):
             # job"): the evaluator's TF_CONFIG lists its role, which TF refuses with two.
             if spec.framework == TENSORFLOW and role.name == "evaluator" and role.replicas > 1:
                 err(f"roles[{i}].replicas", _("TensorFlow allows at most 1 evaluator."))
-        counts = {role.name: role.replicas for role in spec.roles}
-        if (
-            spec.framework == TENSORFLOW
-            and counts.get("ps", 0) > 0
-            and counts.get("chief", 0) <= 0
-            and counts.get("worker", 0) <= 0
-        ):
-            # With neither chief nor worker the job ends when every replica has exited
-            # (runner.tensorflow_result_replica), and a parameter server serves until it is
-            # stopped: such a job ran until its time limit (qa58/qa60), as Kubernetes refuses.
-            err(
-                "roles",
-                _(
-                    "A TensorFlow job of ps and evaluator alone never succeeds here: without "
-                    "a chief or a worker the job ends when all its instances have exited, and "
-                    "a parameter server serves until it is stopped, so it would run until its "
-                    "time limit. Add a chief or a worker, or leave out the ps."
-                ),
-            )
+        if problem := tensorflow_without_end(spec):
+            err("roles", problem)
         volumes = {v.name: v for v in host_volumes()}
         mounted: list[tuple[int, str, str, bool]] = []  # (row, mount path, folder, read-only)
         for i, ds in enumerate(spec.datasources):

@@ -17,9 +17,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext_lazy
 
-from jobs.backends.base import BackendError, request_json, send_by
+from jobs.backends.base import (
+    DOWNLOAD_TOO_LONG,
+    BackendError,
+    DownloadTooLong,
+    request_json,
+    send_by,
+)
 
 logger = logging.getLogger("jobs.kubernetes")
 
@@ -176,6 +183,12 @@ class KubeClient:
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> KubeError:
         reason = type(exc).__name__
+        if isinstance(exc, DownloadTooLong):
+            return KubeTimeout(
+                gettext_lazy("The Kubernetes API server was still sending it, %(received)s in")
+                % {"received": filesizeformat(exc.received)},
+                reason=DOWNLOAD_TOO_LONG,
+            )
         if "CERTIFICATE_VERIFY_FAILED" in str(exc):
             return KubeUnavailable(
                 gettext_lazy(
