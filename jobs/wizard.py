@@ -1610,6 +1610,11 @@ def aiak_parallelism_misfit(spec: S.JobSpec) -> tuple[str, str] | None:
     if not with_cards or cards % model_cards == 0:
         return None
     per_instance = with_cards[0].accelerators
+    if any(r.replicas and r.total_accelerators != r.replicas * per_instance for r in spec.roles):
+        # Instances of other cards (a CPU master): refused as such on this step (one card
+        # type and count for master and workers), and no count "in all" would fit (review43:
+        # 3 workers of 8 beside a CPU master were also told 4 instances in all, as they were).
+        return None
     instances = sum(r.replicas for r in with_cards)
     # The instance counts of `per_instance` cards that fit: multiples of `step`.
     step = model_cards // math.gcd(model_cards, per_instance)

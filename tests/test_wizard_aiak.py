@@ -570,6 +570,23 @@ def test_parallel_sizes_the_engineer_set_in_the_command_are_the_ones_checked(
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.DATA)
 
 
+def test_a_master_of_no_cards_beside_workers_is_told_only_to_use_the_workers_cards(
+    alice_en, settings
+):
+    # review43: 3 workers of 8 beside a CPU master were also told "a multiple of 2 instances
+    # in all (master and workers), for example 4": 4 in all, as they were.
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=64"
+    draft = draft_of_template(alice_en, "llama2-70b")
+    roles = [role("master", 1, card=None, cpu=4, memory_gb=16), role("worker", 3, cards=8)]
+
+    r = post_step(alice_en, draft, W.RESOURCES, resources_data(roles))
+
+    assert r.status_code == 200
+    said = html.unescape(r.content.decode())
+    assert "Master and worker must use the same card type and cards per instance." in said
+    assert "cards hold one copy of the model" not in said
+
+
 def llama2_70b_command_with(line: str) -> str:
     template = W.aiak_templates()["llama2-70b"]
     return own_paths(W.template_command(template, "SFT", "lora")).replace(
