@@ -1554,15 +1554,44 @@ def tensorboard_path_not_the_commands(spec: S.JobSpec) -> str:
 AIAK_PARALLEL_SIZES = ("TENSOR_MODEL_PARALLEL_SIZE", "PIPELINE_MODEL_PARALLEL_SIZE")
 
 
+# Megatron's own flags for the same sizes: a command that runs it with one (on the torchrun
+# line) splits the model by that, whatever the variable says (argparse: the last one counts).
+AIAK_PARALLEL_FLAGS = {
+    "TENSOR_MODEL_PARALLEL_SIZE": "--tensor-model-parallel-size",
+    "PIPELINE_MODEL_PARALLEL_SIZE": "--pipeline-model-parallel-size",
+}
+
+
 def _parallel_size(spec: S.JobSpec, key: str) -> int | None:
-    """A parallel size as the job's script sees it: the command's last `KEY=` line, else the
-    job's env, else 1 (Megatron's default); None when it is not a plain number (`$TP`)."""
-    set_in_command = command_values(spec.command, key)
-    if set_in_command:
-        value = set_in_command[-1].strip().strip("\"'")
-    else:
-        value = next((e.value.strip() for e in spec.envs if e.name == key), "1")
+    """A parallel size as the job's script sees it: Megatron's flag where the command passes
+    one, else the variable as the command's `KEY=` lines leave it (`${KEY:-4}`: the value
+    before it, else 4; a trailing `# comment` is not part of it) over the job's env, else 1
+    (Megatron's default); None when it cannot be known (`$TP`). review43: `${KEY:-4}` and
+    `KEY=4  # ...` skipped the check, and a `--tensor-model-parallel-size 2` on the torchrun
+    line was refused by the variable's 4."""
+    value = next((e.value.strip() for e in spec.envs if e.name == key), None)
+    for typed in command_values(spec.command, key):
+        value = _shell_value(typed, key, before=value)
+    flag = re.escape(AIAK_PARALLEL_FLAGS[key])
+    run = re.sub(r"^[ \t]*#.*$", "", spec.command, flags=re.M)  # not in a comment line
+    if passed := re.findall(rf"(?<!\S){flag}(?:=|[ \t]+)(\S+)", run):
+        value = _shell_value(passed[-1], key, before=value)
+    value = "1" if value is None else value
     return int(value) if re.fullmatch(r"[1-9][0-9]{0,5}", value) else None
+
+
+def _shell_value(typed: str, key: str, *, before: str | None) -> str | None:
+    """What a shell makes of `typed` (a `KEY=` line's value or a flag's argument) when
+    `key` held `before` (None: unset): `$KEY`, `${KEY}` and `${KEY:-default}` are read,
+    anything else that is not plain text is returned as typed (not a number, so unknown)."""
+    typed = re.sub(r"[ \t]+#.*$", "", typed).strip().strip("\"'")
+    name = re.escape(key)
+    if re.fullmatch(rf"\${name}|\$\{{{name}\}}", typed):
+        return before
+    if default := re.fullmatch(rf"\$\{{{name}(:?)-([^}}]*)\}}", typed):
+        colon, fallback = default.groups()
+        return fallback if before is None or (colon and not before) else before
+    return typed
 
 
 def aiak_parallelism_misfit(spec: S.JobSpec) -> tuple[str, str] | None:
@@ -1581,6 +1610,11 @@ def aiak_parallelism_misfit(spec: S.JobSpec) -> tuple[str, str] | None:
     if not with_cards or cards % model_cards == 0:
         return None
     per_instance = with_cards[0].accelerators
+    if any(r.replicas and r.total_accelerators != r.replicas * per_instance for r in spec.roles):
+        # Instances of other cards (a CPU master): refused as such on this step (one card
+        # type and count for master and workers), and no count "in all" would fit (review43:
+        # 3 workers of 8 beside a CPU master were also told 4 instances in all, as they were).
+        return None
     instances = sum(r.replicas for r in with_cards)
     # The instance counts of `per_instance` cards that fit: multiples of `step`.
     step = model_cards // math.gcd(model_cards, per_instance)

@@ -558,7 +558,9 @@ def test_serve_and_the_worker_on_a_database_not_migrated_yet_stop_saying_to_migr
     # `migrate` started on the older database: every page answered 500 and the worker logged
     # a traceback at each tick (no such column: jobs_workerheartbeat.refused).
     env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "PORT": str(free_port())}
-    for target in ([], ["jobs", "0037"]):  # every app migrated, then the newest one back
+    # The newest migration, whatever it is (left35's 0039 made a fixed "0037" two behind).
+    *_, before, newest = sorted(p.stem for p in (ROOT / "jobs" / "migrations").glob("0*.py"))
+    for target in ([], ["jobs", before]):  # every app migrated, then the newest one back
         subprocess.run(
             [sys.executable, "manage.py", "migrate", "-v0", *target], cwd=ROOT, env=env, check=True
         )
@@ -582,9 +584,97 @@ def test_serve_and_the_worker_on_a_database_not_migrated_yet_stop_saying_to_migr
         assert stopped.returncode == 1
         assert stopped.stderr == (
             "CommandError: The database is not migrated to this release (1 migration to "
-            "apply: jobs.0038_deleted_job_owner_name). Run `manage.py migrate` first "
+            f"apply: jobs.{newest}). Run `manage.py migrate` first "
             "(`make run` and the service's ExecStartPre do).\n"
         )
     assert "Console on" not in served.stdout
     assert not (tmp_path / "runs" / "worker.lock").exists()  # no worker ever started
     assert migrated.stdout.split("\n")[-2] == "[]"
+
+
+def test_serve_stopped_while_a_create_waits_for_its_answer_leaves_the_job_on_the_cluster(
+    tmp_path,
+):
+    """Ctrl-C on `serve` while its worker's create waits on a slow Kubernetes API server
+    (answered 20 s after the stop, within KUBERNETES_READ_TIMEOUT): the worker is given the
+    time it waits for the answer, and the job is Queued on the cluster with its name.
+    review43: serve killed its worker at 15 s, so the job stayed 提交中 (Submitting) for two
+    minutes after the next start and was then sent again."""
+    from tests.fake_kubernetes import FakeKubernetes
+
+    fake = FakeKubernetes().start()
+    fake.add_node("gpu-1", {"nvidia.com/gpu": "8"})
+    release = fake.block_next("create pytorchjobs")
+    env = {**os.environ, "CONSOLE_VAR_DIR": str(tmp_path), "DEBUG": "0"}
+    env.pop("DATABASE_URL", None)  # this console's own database, in tmp_path
+    env |= {
+        "PORT": str(free_port()),
+        "CONSOLE_BACKENDS": "local,kubernetes",
+        "KUBERNETES_API_URL": fake.url,
+        "KUBERNETES_TOKEN": fake.token,
+        "KUBERNETES_TOKEN_FILE": "",
+        "KUBERNETES_CA_FILE": "",
+        "KUBERNETES_NAMESPACES": "default",
+        "KUBERNETES_ACCELERATORS": "nvidia.com/gpu",
+        "KUBERNETES_READ_TIMEOUT": "25",
+    }
+
+    def manage_py(code: str) -> str:
+        return (
+            subprocess.run(
+                [sys.executable, "manage.py", "shell", "-c", code],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    job_pk = manage_py(
+        "import uuid\n"
+        "from django.contrib.auth.models import User\n"
+        "from jobs import spec as S\n"
+        "from jobs.services import jobs_submit\n"
+        "owner = User.objects.create_user('alice', password='x')\n"
+        "spec = S.JobSpec(name='train', resource_pool_id='k8s-default', framework=S.PYTORCH,"
+        " image='registry.example.com/train:1.0', command='python train.py',"
+        " roles=[S.Role('master', 1, 'nvidia.com/gpu', 1)])\n"
+        "[job] = jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()),"
+        " backend='kubernetes')\n"
+        "print(job.pk)"
+    )
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not fake.calls("create pytorchjobs"):
+            assert server.poll() is None, "serve stopped"
+            assert time.monotonic() < deadline, "the worker never sent the create"
+            time.sleep(0.2)
+        os.killpg(server.pid, signal.SIGINT)
+        time.sleep(20)
+        release.set()
+        server.wait(timeout=60)
+    finally:
+        release.set()
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        fake.stop()
+
+    status = manage_py(
+        f"from jobs.models import Job; j = Job.objects.get(pk={job_pk});"
+        " print(j.status, bool(j.external_id))"
+    )
+    assert status == "queued True"
+    assert len(fake.jobs()) == 1

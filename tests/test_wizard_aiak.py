@@ -570,6 +570,75 @@ def test_parallel_sizes_the_engineer_set_in_the_command_are_the_ones_checked(
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.DATA)
 
 
+def test_a_master_of_no_cards_beside_workers_is_told_only_to_use_the_workers_cards(
+    alice_en, settings
+):
+    # review43: 3 workers of 8 beside a CPU master were also told "a multiple of 2 instances
+    # in all (master and workers), for example 4": 4 in all, as they were.
+    settings.LOCAL_ACCELERATORS = "baidu.com/a800_80g_cgpu=64"
+    draft = draft_of_template(alice_en, "llama2-70b")
+    roles = [role("master", 1, card=None, cpu=4, memory_gb=16), role("worker", 3, cards=8)]
+
+    r = post_step(alice_en, draft, W.RESOURCES, resources_data(roles))
+
+    assert r.status_code == 200
+    said = html.unescape(r.content.decode())
+    assert "Master and worker must use the same card type and cards per instance." in said
+    assert "cards hold one copy of the model" not in said
+
+
+def llama2_70b_command_with(line: str) -> str:
+    template = W.aiak_templates()["llama2-70b"]
+    return own_paths(W.template_command(template, "SFT", "lora")).replace(
+        "export TRAINING_METHOD", f"{line}\nexport TRAINING_METHOD"
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # The job's variable (4) is what the default gives way to.
+        "export TENSOR_MODEL_PARALLEL_SIZE=${TENSOR_MODEL_PARALLEL_SIZE:-2}",
+        "TENSOR_MODEL_PARALLEL_SIZE=4  # one copy of the model per two instances",
+    ],
+)
+def test_a_parallel_size_the_shell_reads_as_4_is_refused_at_instances_that_do_not_fit(
+    alice_en, settings, line
+):
+    # review43: a default in ${...} or a trailing comment made the size unknown, and 24
+    # cards went through for a model of 16.
+    command = llama2_70b_command_with(line)
+
+    _, r = llama2_70b_on(alice_en, settings, workers=2, command=command)
+
+    (message,) = field_errors(r, "id_roles-1-replicas")
+    assert "= 4 × 4 = 16 cards" in message and "this job's 24 cards" in message, message
+
+
+@pytest.mark.parametrize(
+    "flag", ["--tensor-model-parallel-size 2", "--tensor-model-parallel-size=2"]
+)
+def test_megatrons_own_parallel_size_flag_in_the_command_is_the_one_checked(
+    alice_client, settings, flag
+):
+    # review43: a torchrun line passing Megatron 2 (2 x 4 = 8 cards fit 24) was refused by
+    # the job's variable, 4, which that run does not read.
+    command = llama2_70b_command_with(f"torchrun pretrain_gpt.py {flag} --seq-length 4096")
+
+    draft, r = llama2_70b_on(alice_client, settings, workers=2, command=command)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.DATA)
+
+
+def test_a_parallel_size_flag_in_a_comment_line_is_not_read(alice_en, settings):
+    command = llama2_70b_command_with("# torchrun pretrain_gpt.py --tensor-model-parallel-size 2")
+
+    _, r = llama2_70b_on(alice_en, settings, workers=2, command=command)
+
+    (message,) = field_errors(r, "id_roles-1-replicas")
+    assert "= 4 × 4 = 16 cards" in message, message
+
+
 def test_parallel_sizes_changed_after_the_resources_are_done_are_listed_on_the_review(
     alice_en, settings
 ):

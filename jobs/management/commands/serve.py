@@ -16,6 +16,20 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs.checks import bwrap_problems, not_migrated_problem
+from jobs.worker import create_wait_seconds
+
+# How long a stopped child is given before it is killed.
+STOP_SECONDS = 15
+
+
+def worker_stop_seconds() -> float:
+    """The worker's: STOP_SECONDS, and as long again as a create on a remote backend may
+    wait for its answer, which a stopped worker waits for (RemoteThread.finish_submit).
+    review43: killed at 15 s, a slower create (AIHC or an API server answering in 20 s) was
+    cut off, its job left 提交中 for 2 minutes and then sent again, while the worker's log
+    said it would wait 35 s."""
+    remote = [b for b in settings.CONSOLE_BACKENDS if b != "local"]
+    return STOP_SECONDS + max((create_wait_seconds(b) for b in remote), default=0)
 
 
 class Command(BaseCommand):
@@ -92,10 +106,10 @@ class Command(BaseCommand):
         def stop(*_: Any, code: int = 0) -> None:
             for child in children:
                 signal_group(child, signal.SIGTERM)
-            deadline = time.monotonic() + 15
-            for child in children:
+            started = time.monotonic()
+            for child, seconds in zip(children, (STOP_SECONDS, worker_stop_seconds()), strict=True):
                 with contextlib.suppress(subprocess.TimeoutExpired):
-                    child.wait(timeout=max(deadline - time.monotonic(), 0.1))
+                    child.wait(timeout=max(started + seconds - time.monotonic(), 0.1))
                 # Whatever is left in the group (jobs run in sessions of their own).
                 signal_group(child, signal.SIGKILL)
                 child.wait()
