@@ -1495,7 +1495,7 @@ class JobAdmin(
             return unavailable(e.message)
         try:
             if path is None:
-                lines: Iterable[str] = backend.logs(job, replica)
+                lines: Iterable[str] = backend.download_lines(job, replica)
             elif path.exists():
                 lines = _file_lines(path)
             else:

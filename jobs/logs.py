@@ -23,7 +23,7 @@ import re
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -174,6 +174,18 @@ def masked(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+def downloaded_lines(lines: Iterable[str]) -> Iterator[str]:
+    """A replica's log as the owner's download gives it from its platform, a line at a time,
+    each ending in a newline; `lines` is closed with it (a download closed early removes its
+    temporary file: KubernetesBackend.download_lines)."""
+    try:
+        for line in lines:
+            yield line + "\n"
+    finally:
+        if isinstance(lines, Generator):
+            lines.close()
+
+
 def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Iterator[str]:
     """A replica's log as the admin's download gives it to staff, a line at a time, each
     ending in a newline: each line's text as the admin's Logs page has it (no terminal codes,
@@ -181,8 +193,12 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
     applied when the line was written), but whole and with its stamp as written (UTC).
     Decision: not the file as it is (the owner's download is): staff never get a secret."""
     secrets = list(secrets)
-    for line in lines:
-        yield masked(plain_text(line.rstrip("\n")), secrets) + "\n"
+    try:
+        for line in lines:
+            yield masked(plain_text(line.rstrip("\n")), secrets) + "\n"
+    finally:
+        if isinstance(lines, Generator):
+            lines.close()
 
 
 def download_unavailable_reason(exc: BackendError) -> str:

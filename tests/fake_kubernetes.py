@@ -58,7 +58,8 @@ as `requests.<name>`).
 It records every request. Tests steer it: `set_conditions`, `set_jobset_status`
 (replicatedJobsStatus and restarts, as the JobSet controller writes them), `run_pods` (pods
 as the operator, or the JobSet and Job controllers, make them, with their labels; a JobSet's
-replicatedJobsStatus follows its pods, as its controllers count them), `add_event`, `add_logs`, `add_node` / `add_pod` / `add_quota`
+replicatedJobsStatus follows its pods, as its controllers count them), `add_event`, `add_logs`
+(`add_generated_log`: a large log made as it is sent, never held), `add_node` / `add_pod` / `add_quota`
 for inventory, `forbid(verb, plural)` for RBAC, `fail_next(op)` / `drop_next(op)` /
 `delay_next(op)` / `block_next(op)` / `trickle_next(op)` for the next call of one operation ("create pytorchjobs",
 "get secrets", "list pods", "list resourcequotas", "log pods", ...), and `hold_deletions`
@@ -73,6 +74,7 @@ import ssl
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -292,6 +294,32 @@ class Fault:
     pieces: int = 1
 
 
+@dataclass(frozen=True)
+class GeneratedLog:
+    """A pod's log of `count` lines made as it is sent (add_generated_log): line i is
+    `line_of(i)`, every line as long as the first (its Content-Length is known without
+    making them all), never held whole, so a test can measure what the console holds."""
+
+    line_of: Callable[[int], str]
+    count: int
+
+    def line(self, i: int) -> bytes:
+        return (self.line_of(i) + "\n").encode()
+
+    @property
+    def size(self) -> int:
+        return len(self.line(0)) * self.count
+
+    def chunks(self, lines_per_chunk: int = 512) -> Iterator[bytes]:
+        width = len(self.line(0))
+        for start in range(0, self.count, lines_per_chunk):
+            chunk = b"".join(
+                self.line(i) for i in range(start, min(start + lines_per_chunk, self.count))
+            )
+            assert len(chunk) == width * (min(start + lines_per_chunk, self.count) - start)
+            yield chunk
+
+
 def _container_state(phase: str, exit_code: int | None) -> dict[str, Any]:
     """A container's state in a pod of that phase: a Pending pod's has not started."""
     if exit_code is not None:
@@ -416,6 +444,7 @@ class FakeKubernetes:
         self.pods: dict[tuple[str, str], dict] = {}
         self.events: list[dict] = []
         self.log_lines: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self.generated_logs: dict[tuple[str, str], GeneratedLog] = {}
         self.requests: list[Recorded] = []
         self.faults: dict[str, list[Fault]] = {}
         # (verb, plural, namespace or "" for the cluster scope) the identity may not use.
@@ -899,6 +928,13 @@ class FakeKubernetes:
             (stamp or now_stamp(), line) for line in lines
         )
 
+    def add_generated_log(
+        self, pod: str, line_of: Callable[[int], str], count: int, *, namespace: str = "default"
+    ) -> None:
+        """The pod's whole log is `count` lines made as they are sent (GeneratedLog), all as
+        long as the first; a read with tailLines or sinceTime is refused (no test needs one)."""
+        self.generated_logs[(namespace, pod)] = GeneratedLog(line_of, count)
+
     def finish_deletions(self) -> None:
         with self._lock:
             for key, obj in list(self.objects.items()):
@@ -962,6 +998,17 @@ class FakeKubernetes:
                 raise Refusal(fault.status, fault.reason, fault.message)
         except Refusal as e:
             code, answer = e.code, status(e.code, e.reason, e.message, e.causes)
+        if isinstance(answer, GeneratedLog):
+            http.send_response(code)
+            http.send_header("Content-Type", "text/plain")
+            http.send_header("Content-Length", str(answer.size))
+            http.end_headers()
+            try:
+                for chunk in answer.chunks():
+                    http.wfile.write(chunk)
+            except OSError:
+                pass  # the client gave up on the answer
+            return
         if isinstance(answer, str):
             payload, content_type = answer.encode(), "text/plain"
         else:
@@ -1237,7 +1284,7 @@ class FakeKubernetes:
             "items": self._labelled(items, r.param("labelSelector")),
         }
 
-    def _log(self, r: Recorded, namespace: str, name: str) -> str:
+    def _log(self, r: Recorded, namespace: str, name: str) -> str | GeneratedLog:
         pod = self.pods.get((namespace, name))
         if pod is None:
             raise Refusal(404, "NotFound", f'pods "{name}" not found')
@@ -1265,6 +1312,10 @@ class FakeKubernetes:
                     f'container "{status["name"]}" in pod "{name}" is waiting to start: '
                     f"{waiting.get('reason') or 'ContainerCreating'}",
                 )
+        if (namespace, name) in self.generated_logs:
+            if r.param("sinceTime") is not None or r.param("tailLines") is not None:
+                raise Refusal(400, "BadRequest", "not served by this fake for a generated log")
+            return self.generated_logs[(namespace, name)]
         lines = self.log_lines.get((namespace, name), [])
         since = r.param("sinceTime")
         if since is not None:

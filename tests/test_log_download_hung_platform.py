@@ -110,7 +110,7 @@ def test_a_download_still_tries_a_read_again_after_a_passing_error(cluster, alic
     answer, _waited = download(alice_en, job)
 
     assert answer.status_code == 200
-    assert answer.content.decode().splitlines()[-1].endswith("step 39")
+    assert answer.getvalue().decode().splitlines()[-1].endswith("step 39")
     assert len(cluster.calls("log pods")) == 2
 
 
@@ -217,7 +217,7 @@ def test_a_download_from_aihc_comes_whole_after_a_passing_error(aihc, alice, ali
     answer, _waited = download(alice_en, job)
 
     assert answer.status_code == 200
-    assert answer.content.decode().splitlines()[-2:] == ["hello", "world"]
+    assert answer.getvalue().decode().splitlines()[-2:] == ["hello", "world"]
     assert len(aihc.calls("DescribeJobLogs")) == 2
 
 

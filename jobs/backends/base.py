@@ -3,10 +3,11 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import quote
 
 import httpx
@@ -67,33 +68,59 @@ class DownloadTooLong(httpx.ReadTimeout):
 
 
 def send_by(
-    http: httpx.Client, request: httpx.Request, *, deadline: float | None
+    http: httpx.Client,
+    request: httpx.Request,
+    *,
+    deadline: float | None,
+    into: BinaryIO | None = None,
 ) -> httpx.Response:
     """Sends `request`; with a `deadline` (monotonic), its answer is read in chunks and given
     up (httpx.ReadTimeout, a transport error as any other read's) once the deadline passes:
     the client's read timeout bounds each wait for the next chunk, not a server that sends
-    a few bytes now and then. Each wait is also cut to the time left."""
-    if deadline is None:
+    a few bytes now and then. Each wait is also cut to the time left.
+
+    `into`: a successful answer's body (decoded) is written there, emptied first (a try
+    again starts afresh), and the response returned has none: a whole log held in memory,
+    then copied as text and as lines, took several times its size in one web thread (review
+    42), so a 1 GB log could get the console killed. An error's body is read as usual."""
+    if deadline is None and into is None:
         return http.send(request)
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise httpx.ReadTimeout("no time left for the download", request=request)
-    timeout = request.extensions.get("timeout") or {}
-    request.extensions["timeout"] = {
-        kind: min(seconds, left) if seconds is not None else left
-        for kind, seconds in {
-            "connect": timeout.get("connect"),
-            "read": timeout.get("read"),
-            "write": timeout.get("write"),
-            "pool": timeout.get("pool"),
-        }.items()
-    }
+    if deadline is not None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise httpx.ReadTimeout("no time left for the download", request=request)
+        timeout = request.extensions.get("timeout") or {}
+        request.extensions["timeout"] = {
+            kind: min(seconds, left) if seconds is not None else left
+            for kind, seconds in {
+                "connect": timeout.get("connect"),
+                "read": timeout.get("read"),
+                "write": timeout.get("write"),
+                "pool": timeout.get("pool"),
+            }.items()
+        }
     response = http.send(request, stream=True)
     try:
+        if into is not None and response.is_success:
+            into.seek(0)
+            into.truncate()
+            received = 0
+            for chunk in response.iter_bytes():
+                into.write(chunk)
+                received += len(chunk)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise DownloadTooLong(received=received, request=request)
+            # Its body is in `into`, decoded: the headers that described it no longer do.
+            headers = [
+                (name, value)
+                for name, value in response.headers.multi_items()
+                if name.lower() not in ("content-encoding", "content-length")
+            ]
+            return httpx.Response(response.status_code, headers=headers, request=request)
         body = bytearray()
         for chunk in response.iter_raw():
             body += chunk
-            if time.monotonic() > deadline:
+            if deadline is not None and time.monotonic() > deadline:
                 raise DownloadTooLong(received=len(body), request=request)
     finally:
         response.close()
@@ -280,5 +307,13 @@ class Backend(ABC):
 
     def log_file(self, job: Job, replica: str) -> Path | None:
         """A local file holding the replica's whole log, if the backend keeps one (for
-        download); None means the download is built from logs()."""
+        download); None means the download is built from download_lines()."""
         return None
+
+    def download_lines(self, job: Job, replica: str) -> Iterable[str]:
+        """A replica's whole log for a download, a line at a time (no newline), read from the
+        platform now: a BackendError is raised here, before the first line, as logs() raises
+        it. This default is logs(), held whole; a backend whose platform sends the log as
+        plain text gives it from a temporary file instead, so a download's memory does not
+        grow with the log (KubernetesBackend)."""
+        return self.logs(job, replica)

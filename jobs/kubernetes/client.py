@@ -14,7 +14,7 @@ import ssl
 import time
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 from django.template.defaultfilters import filesizeformat
@@ -133,8 +133,10 @@ class KubeClient:
         content_type: str = JSON,
         idempotent: bool,
         text: bool = False,
+        into: BinaryIO | None = None,
     ) -> Any:
-        """Sends one request; the decoded JSON object (or the text, `text=True`)."""
+        """Sends one request; the decoded JSON object (or the text, `text=True`; written to
+        `into` instead, its answer then "")."""
         params = [(k, str(v)) for k, v in params if v is not None]
         headers = {"Authorization": f"Bearer {self._token}", "Accept": JSON}
         content = None
@@ -156,6 +158,7 @@ class KubeClient:
                         content=content,
                     ),
                     deadline=self.deadline,
+                    into=into,
                 )
             except httpx.TransportError as exc:
                 if self._another_try(attempt, attempts):
@@ -286,7 +289,9 @@ class KubeClient:
         container: str = "",
         tail: int | None = None,
         since: datetime | None = None,
+        into: BinaryIO | None = None,
     ) -> list[str]:
+        """The container's log lines; with `into`, written there (UTF-8) and none returned."""
         params: list[tuple[str, str]] = []
         if container:
             params.append(("container", container))
@@ -300,5 +305,6 @@ class KubeClient:
             params=params,
             idempotent=True,
             text=True,
+            into=into,
         )
         return text.splitlines()
