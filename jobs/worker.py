@@ -420,8 +420,9 @@ class Worker:
             if not self.sync_round:  # a new round
                 self.last_remote_sync = time.monotonic()
             self.sync_remote(budget=REMOTE_TICK_SECONDS, go_on=go_on)
-        # Here, not in the loop's tick: it may wait on a cluster, as a sync does.
-        if go_on is None or go_on():
+        # Here, not in the loop's tick: it may wait on a cluster, as a sync does. Due once a
+        # minute: go_on (a query for the lease) is asked only then, not on every pass.
+        if time.monotonic() >= self.next_secrets_left and (go_on is None or go_on()):
             self.remove_secrets_left()
 
     def beat(self) -> None:
