@@ -1555,9 +1555,12 @@ def test_a_failed_jobs_page_opens_on_the_log_of_the_replica_that_failed(
     from jobs import spec as S
     from jobs.services import jobs_submit
 
+    # worker-1 fails a few seconds in, as a real one would, so master-0 has written its line
+    # before the failure tears it down (at once, it could be killed before its shell echoed).
     command = (
         'echo "rank $RANK step 1"; '
-        'if [ "$RANK" = 2 ]; then echo "RuntimeError: loss exploded" >&2; exit 1; fi; sleep 300'
+        'if [ "$RANK" = 2 ]; then sleep 3; echo "RuntimeError: loss exploded" >&2; exit 1; fi; '
+        "sleep 300"
     )
     spec = S.parse_document(
         {
