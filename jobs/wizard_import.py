@@ -442,7 +442,8 @@ def import_notices(draft: Draft) -> list[str]:
                 "This request has no console part, which holds what only this console keeps: "
                 "the job timeout, alert emails and webhooks, shared memory and exclusive CPU "
                 "are the defaults in this draft. A job's page shows its own under “Console "
-                "settings beyond the API”: check them on step Advanced before you submit."
+                "settings beyond the API”: check them before you submit: shared memory on step "
+                "Resources, the others on step Advanced."
             )
         )
     if roles_read := notices.get("roles_read"):

@@ -1470,3 +1470,31 @@ def test_a_jobs_request_imported_says_its_console_only_settings_are_the_defaults
     assert (
         "该请求没有 console 部分" not in alice_client.get(step_url(other, W.BASIC)).content.decode()
     )
+
+
+def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
+    alice, alice_client
+):
+    """Review 44: the notice said to check the timeout, alert channels, shared memory and
+    exclusive CPU "on step Advanced", which has no shared memory field (step Resources has):
+    a user looked for it there and did not find it."""
+    response = import_body(alice_client, BODY, follow=True)
+    draft = Draft.objects.get(owner=alice)
+    notices = error_texts(response)
+
+    assert "提交前请检查：共享内存在“资源配置”步骤，其余在“高级配置”步骤。" in notices
+    assert (
+        'name="shared_memory_gi"' in alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    )
+    assert (
+        'name="shared_memory_gi"'
+        not in alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    )
+    for name in ("timeout_minutes", "cpu_exclusive", "alert_emails", "alert_webhooks"):
+        assert f'name="{name}"' in alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = error_texts(alice_client.get(step_url(draft, W.BASIC)))
+    assert (
+        "check them before you submit: shared memory on step Resources, the others on step "
+        "Advanced."
+    ) in " ".join(english.split())
