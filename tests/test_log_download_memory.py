@@ -171,3 +171,40 @@ def test_a_download_of_many_short_lines_is_sent_in_large_pieces_of_whole_lines(
     assert text.splitlines() == [f"step {i:06d}" for i in range(count)]
     assert len(pieces) == -(-len(text) // logs.DOWNLOAD_PIECE_CHARS)
     assert all(piece.endswith(b"\n") for piece in pieces)
+
+
+def test_a_download_sent_in_pieces_that_cut_characters_and_secrets_is_whole_and_masked(
+    cluster, alice, alice_en
+):
+    """The answer comes in 13 pieces, cut inside multi-byte characters, inside the secret and
+    between a line's "\\r" and its "\\n": the file joins them before reading its lines, so each
+    line is whole, decoded and masked; "\\r\\n" ends a line as "\\n" does, and a progress bar's
+    "\\r" ends one, as the job's page splits them."""
+    spec = S.JobSpec(
+        name="cut-pieces",
+        resource_pool_id="k8s-default",
+        framework=S.PYTORCH,
+        image="registry.example.com/train:1.0",
+        command="python train.py",
+        roles=[S.Role("master", 1)],
+        envs=[S.Env("HF_TOKEN", SECRET, secret=True)],
+    )
+    jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()), backend="kubernetes")
+    Worker().dispatch_remote()
+    job = Job.objects.get(backend="kubernetes")
+    cluster.run_pods(job.external_id)
+    Worker().sync_remote()  # its replicas
+    written = [f"第{i}步：损失下降，令牌 {SECRET}，继续训练\r" for i in range(6)]
+    cluster.add_logs(f"{job.external_id}-master-0", [*written, "进度 10%\r进度 90%\r完成"])
+    cluster.trickle_next("log pods", 0.02, pieces=13)
+
+    answer = alice_en.get(reverse("job-log-download", args=[job.public_id, "master-0"]))
+
+    assert answer.status_code == 200
+    assert b"".join(answer.streaming_content).decode().split("\n") == [
+        *(f"第{i}步：损失下降，令牌 ******，继续训练" for i in range(6)),
+        "进度 10%",
+        "进度 90%",
+        "完成",
+        "",
+    ]
