@@ -304,8 +304,11 @@ def draft_import(
         "unread_count": len(unread),
         "left_out": left_out,
         # A body without the console's part (AIHC's own, a job page's request) cannot carry
-        # what only the console keeps: those are the defaults, said so (QA 43).
-        "no_console": not isinstance(v1.get("console"), Mapping),
+        # what only the console keeps: those are the defaults, said so (QA 43). One of roles
+        # alone is none: a v2 TFJob's role map is carried so (v1_from_v2), and the settings
+        # said are the defaults all the same (until review 44, such a request said nothing).
+        "no_console": not isinstance(console := v1.get("console"), Mapping)
+        or set(console) <= {"roles"},
         # ...nor its roles (read from jobSpec.replicas, every instance alike) or queue group:
         # named, as they were read (qa60: a TensorFlow job's ps, chief and evaluator came
         # back as workers, unsaid).

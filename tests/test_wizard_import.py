@@ -1472,6 +1472,32 @@ def test_a_jobs_request_imported_says_its_console_only_settings_are_the_defaults
     )
 
 
+def test_a_v2_tensorflow_request_of_a_role_map_says_its_console_only_settings_are_the_defaults(
+    alice, alice_client
+):
+    """Review 44: AIHC's v2 TFJob request gives each role its own part (a role map), which
+    the mapping to v1 carries as console.roles: the import took that for the body's console
+    part and said nothing of its timeout, alert channels, shared memory and exclusive CPU
+    being the defaults (QA 43's notice). Its roles were read from the map, each its own, so
+    the notice on roles read from jobSpec.replicas is not said."""
+    tf = {
+        "name": "tf-v2",
+        "jobType": "TFJob",
+        "command": "python train.py",
+        "jobSpec": {
+            "Chief": {"image": "python:3.12", "replicas": 1},
+            "Worker": {"image": "python:3.12", "replicas": 2},
+            "PS": {"image": "python:3.12", "replicas": 1},
+        },
+    }
+
+    shown = error_texts(import_body(alice_client, tf, follow=True))
+
+    assert Draft.objects.filter(owner=alice).count() == 1
+    assert "该请求没有 console 部分" in shown and "任务超时、告警邮箱与 Webhook" in shown
+    assert "角色按 jobSpec.replicas 读作" not in shown
+
+
 def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
     alice, alice_client
 ):
