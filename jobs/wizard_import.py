@@ -453,8 +453,8 @@ def import_notices(draft: Draft) -> list[str]:
         said.append(
             _(
                 "Its roles were read from jobSpec.replicas as %(roles)s, every instance with "
-                "the same resources, and it is one job, not a queue group: AIHC's v1 body has "
-                "neither. A job whose roles differ (a master without cards; TensorFlow's "
+                "the same resources, and it is one job, not a queue group: AIHC's request "
+                "body has neither. A job whose roles differ (a master without cards; TensorFlow's "
                 "chief, ps and evaluator) or that was a queue group's task lists them under "
                 "“Console settings beyond the API” on its page: set them on steps Resources "
                 "and Submission."

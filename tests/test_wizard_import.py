@@ -1498,6 +1498,24 @@ def test_a_v2_tensorflow_request_of_a_role_map_says_its_console_only_settings_ar
     assert "角色按 jobSpec.replicas 读作" not in shown
 
 
+def test_a_v2_request_is_not_told_its_roles_were_read_because_a_v1_body_has_none(alice_client):
+    """Review 44: a v2 CreateJob request's import said "AIHC's v1 body has neither" (roles,
+    queue group) to a user who pasted no v1 body; both versions have neither."""
+    alice_client.cookies["django_language"] = "en"
+    body = {k: v for k, v in BODY.items() if k not in ("datasources", "tensorboardConfig")}
+
+    shown = " ".join(error_texts(import_body(alice_client, v2_from_v1(body), follow=True)).split())
+
+    assert "Its roles were read from jobSpec.replicas as master × 1, worker × 2" in shown
+    assert "not a queue group: AIHC's request body has neither." in shown
+    assert "v1 body" not in shown
+    alice_client.cookies["django_language"] = "zh-hans"
+    draft = Draft.objects.get()
+    assert "而非队列任务组：AIHC 的请求体不含这两项。" in error_texts(
+        alice_client.get(step_url(draft, W.BASIC))
+    )
+
+
 def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
     alice, alice_client
 ):
