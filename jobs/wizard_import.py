@@ -304,8 +304,11 @@ def draft_import(
         "unread_count": len(unread),
         "left_out": left_out,
         # A body without the console's part (AIHC's own, a job page's request) cannot carry
-        # what only the console keeps: those are the defaults, said so (QA 43).
-        "no_console": not isinstance(v1.get("console"), Mapping),
+        # what only the console keeps: those are the defaults, said so (QA 43). One of roles
+        # alone is none: a v2 TFJob's role map is carried so (v1_from_v2), and the settings
+        # said are the defaults all the same (until review 44, such a request said nothing).
+        "no_console": not isinstance(console := v1.get("console"), Mapping)
+        or set(console) <= {"roles"},
         # ...nor its roles (read from jobSpec.replicas, every instance alike) or queue group:
         # named, as they were read (qa60: a TensorFlow job's ps, chief and evaluator came
         # back as workers, unsaid).
@@ -442,15 +445,16 @@ def import_notices(draft: Draft) -> list[str]:
                 "This request has no console part, which holds what only this console keeps: "
                 "the job timeout, alert emails and webhooks, shared memory and exclusive CPU "
                 "are the defaults in this draft. A job's page shows its own under “Console "
-                "settings beyond the API”: check them on step Advanced before you submit."
+                "settings beyond the API”: check them before you submit: shared memory on step "
+                "Resources, the others on step Advanced."
             )
         )
     if roles_read := notices.get("roles_read"):
         said.append(
             _(
                 "Its roles were read from jobSpec.replicas as %(roles)s, every instance with "
-                "the same resources, and it is one job, not a queue group: AIHC's v1 body has "
-                "neither. A job whose roles differ (a master without cards; TensorFlow's "
+                "the same resources, and it is one job, not a queue group: AIHC's request "
+                "body has neither. A job whose roles differ (a master without cards; TensorFlow's "
                 "chief, ps and evaluator) or that was a queue group's task lists them under "
                 "“Console settings beyond the API” on its page: set them on steps Resources "
                 "and Submission."

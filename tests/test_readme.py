@@ -380,6 +380,7 @@ def numbers_said() -> list[str]:
         f"A pattern is at most {logs.SEARCH_MAX_PATTERN} characters",
         f"over {logs.SEARCH_MAX_REPEATS:,} pieces",
         f"a line is cut at {logs.SHOWN_LINE_CHARS:,} characters on the page",
+        f"whole lines, each some {logs.DOWNLOAD_PIECE_CHARS // 1024} KB (a piece a line",
         f"(kept in memory up to {kubernetes.DOWNLOAD_SPOOL_BYTES // 2**20} MB, in the system's",
         f"(a pass looks at {shim.TMP_WALK_MAX_ENTRIES:,} files at most",
         f"its message cut at {log_filters.HOST_LINE_CHARS} characters",

@@ -1470,3 +1470,75 @@ def test_a_jobs_request_imported_says_its_console_only_settings_are_the_defaults
     assert (
         "该请求没有 console 部分" not in alice_client.get(step_url(other, W.BASIC)).content.decode()
     )
+
+
+def test_a_v2_tensorflow_request_of_a_role_map_says_its_console_only_settings_are_the_defaults(
+    alice, alice_client
+):
+    """Review 44: AIHC's v2 TFJob request gives each role its own part (a role map), which
+    the mapping to v1 carries as console.roles: the import took that for the body's console
+    part and said nothing of its timeout, alert channels, shared memory and exclusive CPU
+    being the defaults (QA 43's notice). Its roles were read from the map, each its own, so
+    the notice on roles read from jobSpec.replicas is not said."""
+    tf = {
+        "name": "tf-v2",
+        "jobType": "TFJob",
+        "command": "python train.py",
+        "jobSpec": {
+            "Chief": {"image": "python:3.12", "replicas": 1},
+            "Worker": {"image": "python:3.12", "replicas": 2},
+            "PS": {"image": "python:3.12", "replicas": 1},
+        },
+    }
+
+    shown = error_texts(import_body(alice_client, tf, follow=True))
+
+    assert Draft.objects.filter(owner=alice).count() == 1
+    assert "该请求没有 console 部分" in shown and "任务超时、告警邮箱与 Webhook" in shown
+    assert "角色按 jobSpec.replicas 读作" not in shown
+
+
+def test_a_v2_request_is_not_told_its_roles_were_read_because_a_v1_body_has_none(alice_client):
+    """Review 44: a v2 CreateJob request's import said "AIHC's v1 body has neither" (roles,
+    queue group) to a user who pasted no v1 body; both versions have neither."""
+    alice_client.cookies["django_language"] = "en"
+    body = {k: v for k, v in BODY.items() if k not in ("datasources", "tensorboardConfig")}
+
+    shown = " ".join(error_texts(import_body(alice_client, v2_from_v1(body), follow=True)).split())
+
+    assert "Its roles were read from jobSpec.replicas as master × 1, worker × 2" in shown
+    assert "not a queue group: AIHC's request body has neither." in shown
+    assert "v1 body" not in shown
+    alice_client.cookies["django_language"] = "zh-hans"
+    draft = Draft.objects.get()
+    assert "而非队列任务组：AIHC 的请求体不含这两项。" in error_texts(
+        alice_client.get(step_url(draft, W.BASIC))
+    )
+
+
+def test_the_no_console_part_notice_sends_shared_memory_to_the_step_that_has_it(
+    alice, alice_client
+):
+    """Review 44: the notice said to check the timeout, alert channels, shared memory and
+    exclusive CPU "on step Advanced", which has no shared memory field (step Resources has):
+    a user looked for it there and did not find it."""
+    response = import_body(alice_client, BODY, follow=True)
+    draft = Draft.objects.get(owner=alice)
+    notices = error_texts(response)
+
+    assert "提交前请检查：共享内存在“资源配置”步骤，其余在“高级配置”步骤。" in notices
+    assert (
+        'name="shared_memory_gi"' in alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    )
+    assert (
+        'name="shared_memory_gi"'
+        not in alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    )
+    for name in ("timeout_minutes", "cpu_exclusive", "alert_emails", "alert_webhooks"):
+        assert f'name="{name}"' in alice_client.get(step_url(draft, W.ADVANCED)).content.decode()
+    alice_client.cookies["django_language"] = "en"
+    english = error_texts(alice_client.get(step_url(draft, W.BASIC)))
+    assert (
+        "check them before you submit: shared memory on step Resources, the others on step "
+        "Advanced."
+    ) in " ".join(english.split())

@@ -79,12 +79,17 @@ def send_by(
     the client's read timeout bounds each wait for the next chunk, not a server that sends
     a few bytes now and then. Each wait is also cut to the time left.
 
-    `into`: a successful answer's body (decoded) is written there, emptied first (a try
-    again starts afresh), and the response returned has none: a whole log held in memory,
-    then copied as text and as lines, took several times its size in one web thread (review
-    42), so a 1 GB log could get the console killed. An error's body is read as usual."""
+    `into`: a successful answer's body (decoded) is written there, and the response returned
+    has none: a whole log held in memory, then copied as text and as lines, took several
+    times its size in one web thread (review 42), so a 1 GB log could get the console killed.
+    An error's body is read as usual. `into` is emptied first, whatever the answer: a try
+    again answered with an error (a container now waiting to start, which has no lines) left
+    the part a try cut off mid-way had written there, given as the whole log (review 44)."""
     if deadline is None and into is None:
         return http.send(request)
+    if into is not None:
+        into.seek(0)
+        into.truncate()
     if deadline is not None:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -102,8 +107,6 @@ def send_by(
     response = http.send(request, stream=True)
     try:
         if into is not None and response.is_success:
-            into.seek(0)
-            into.truncate()
             received = 0
             for chunk in response.iter_bytes():
                 into.write(chunk)
