@@ -2829,11 +2829,15 @@ class PlainSecretWarnings:
         return self.command + [found for row in self.rows.values() for found in row]
 
 
-def plain_secret_warnings(*, state: WizardState) -> PlainSecretWarnings:
+def plain_secret_warnings(
+    *, state: WizardState, assembly: Assembly | None = None
+) -> PlainSecretWarnings:
     """What the draft's command and plain env values hold of its secrets, or of what looks
     like a well-known token (jobs.plain_secrets), less what 知道了 hid. A warning, never a
-    refusal: the job is submitted as typed."""
-    assembly = assemble(state, steps=[IMAGE])
+    refusal: the job is submitted as typed. `assembly`: the draft's as stored, when the caller
+    has assembled it already (the review), so its image step is not bound and checked again."""
+    if assembly is None:
+        assembly = assemble(state, steps=[IMAGE])
     dismissed = set(_dismissed(state.draft))
     warnings = PlainSecretWarnings()
     for found in secrets_in_plain_text(assembly.spec):

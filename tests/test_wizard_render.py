@@ -4,6 +4,7 @@ templates) and no query a step does not need."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 from django import forms
@@ -229,3 +230,22 @@ def test_looking_up_the_local_pool_defines_no_class_for_its_note(db):
     assert first is not second  # each lookup reads the pool afresh
     assert type(first.note) is type(second.note)
     assert str(first.note) == ""  # nothing waits: no note
+
+
+def test_the_review_binds_and_checks_each_steps_forms_once(alice_client, monkeypatch):
+    """The review assembles the draft once: its warnings of secrets in plain text read that
+    assembly's image step instead of binding and checking the step's forms a second time."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    bound: Counter[str] = Counter()
+    bind = W.bind
+
+    def counted(state, step, raw, **kwargs):  # the real binding, counted
+        bound[step] += 1
+        return bind(state, step, raw, **kwargs)
+
+    monkeypatch.setattr(W, "bind", counted)
+    r = alice_client.get(step_url(draft, W.REVIEW))
+
+    assert r.status_code == 200
+    assert bound == Counter(W.FORM_STEPS)
