@@ -249,3 +249,21 @@ def test_the_review_binds_and_checks_each_steps_forms_once(alice_client, monkeyp
 
     assert r.status_code == 200
     assert bound == Counter(W.FORM_STEPS)
+
+
+def test_the_review_reads_the_local_pools_running_and_queued_jobs_once(alice_client):
+    """A standalone job's check reads the scheduler's next pass that the pool's idle figures
+    beside it were read from: one read of the running and of the queued jobs, not two that
+    may differ. Seven queries in all: the session, the user, the draft, those two, the
+    owner's quota and the review policy."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    with CaptureQueriesContext(connection) as queries:
+        r = alice_client.get(step_url(draft, W.REVIEW))
+
+    assert r.status_code == 200
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len([q for q in sql if "jobs_localrun" in q]) == 1
+    assert len([q for q in sql if "q_line" in q]) == 1  # the Queued local jobs, in order
+    assert len(sql) == 7

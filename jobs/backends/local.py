@@ -362,6 +362,7 @@ class LocalBackend(Backend):
                 storage_types=["hostpath"],
                 as_of=timezone.now(),
                 note=_waiting_note(plan),
+                next_pass=plan,
             )
         ]
 
