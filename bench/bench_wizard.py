@@ -4,6 +4,8 @@ Targets: each step page <= 2x the bare view, each partial <= 1.5x. Each page is 
 alternately with the bare view (see paired_ms); the last column divides by a logged-in view
 that does nothing, to show what is the page's own work and what every logged-in page pays.
 Run: .venv/bin/python bench/run.py wizard
+     BENCH_PAGES="review,mount row" .venv/bin/python bench/run.py wizard   (those pages only,
+     each name containing one of the texts; the logged-in bare view is always measured)
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ LOGGED_IN_BARE_URL = "/bench/bare-logged-in/"
 EXTRA_ENV = dict(
     item.split("=", 1) for item in os.getenv("BENCH_ENV", "").split(",") if "=" in item
 )
+# e.g. BENCH_PAGES="review,AIAK section" to measure a change to those pages only.
+ONLY = [text for text in os.getenv("BENCH_PAGES", "").split(",") if text]
 
 
 def main() -> None:
@@ -114,6 +118,8 @@ def main() -> None:
         ]
         measured = []
         for name, url, headers in pages + fragments + partials:
+            if ONLY and url != LOGGED_IN_BARE_URL and not any(text in name for text in ONLY):
+                continue
             ms, bare = paired_ms(client, url, headers=headers)
             measured.append((name, ms, ms / bare))
         floor = measured[0][2]  # the logged-in bare view is measured first

@@ -12,8 +12,8 @@ Run: .venv/bin/python bench/profile_wizard.py [--only TEXT] [--calls-only] [--la
      .venv/bin/python bench/profile_wizard.py --dump DIR   (each page's status and HTML)
      .venv/bin/python bench/profile_wizard.py --compare DIR DIR
 `--compare` says which pages differ once the CSRF token, CSP nonce, the drafts page's
-create key, the review's revision and times are blanked: for changes meant to leave the
-wizard's HTML as it is (dump before, dump after, compare).
+create key, the review's revision, a step's `seen` version and times are blanked: for
+changes meant to leave the wizard's HTML as it is (dump before, dump after, compare).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ BLANKED = [
     (re.compile(rb'("X-CSRFToken": ")[^"]*'), rb"\1-"),
     (re.compile(rb'(name="create_key" value=")[^"]*'), rb"\1-"),
     (re.compile(rb'(name="revision" value=")[^"]*'), rb"\1-"),
+    (re.compile(rb'(name="seen" value=")[^"]*'), rb"\1-"),  # the step's version as shown
     (re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d"), rb"-"),
 ]
 

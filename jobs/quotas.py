@@ -22,7 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
+from django.contrib.auth import get_user_model
+from django.db import connections, router
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop
 
@@ -78,13 +79,12 @@ class Excess:
 
 
 def quota_limits(user: Any) -> list[Limit]:
-    """The limits that apply to `user`, one per card type a quota row names (see above)."""
-    rows = CardQuota.objects.filter(
-        Q(user=user) | Q(group__user=user) | Q(user__isnull=True, group__isnull=True)
-    ).values_list("card_type", "user_id", "group_id", "max_cards", "max_running_jobs")
+    """The limits that apply to `user` (a user or their id), one per card type a quota row
+    names (see above)."""
     own: dict[str, Limit] = {}
     groups: dict[str, list[Limit]] = {}
     everyone: dict[str, Limit] = {}
+    rows = _quota_rows(user_id=getattr(user, "pk", user))
     for card_type, user_id, group_id, max_cards, max_jobs in rows:
         limit = Limit(card_type, max_cards, max_jobs)
         if user_id is not None:
@@ -108,6 +108,40 @@ def quota_limits(user: Any) -> list[Limit]:
         else:
             limits.append(everyone[card_type])
     return limits
+
+
+def _quota_rows(
+    *, user_id: Any
+) -> list[tuple[str, int | None, int | None, int | None, int | None]]:
+    """(card type, user id, group id, max cards, max running jobs) of the quota rows for the
+    user, their groups and everyone.
+
+    One plain SELECT: the same rows as CardQuota.objects.filter(Q(user=user) |
+    Q(group__user=user) | Q(user__isnull=True, group__isnull=True)), in no order (each card
+    type has at most one row per user, group and everyone: quota_limits' result does not
+    depend on it). Through the ORM, building and compiling that query (with the joins its
+    default ordering by user and group name adds) cost ~0.4 ms of the review step, which asks
+    it on every draw, and of every scheduling pass, per owner of a queued job."""
+    alias = router.db_for_read(CardQuota)
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    quota = CardQuota._meta
+    membership = get_user_model().groups.through._meta
+
+    def col(meta: Any, name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    user, group = col(quota, "user"), col(quota, "group")
+    sql = (
+        f"SELECT {col(quota, 'card_type')}, {user}, {group}, {col(quota, 'max_cards')}, "
+        f"{col(quota, 'max_running_jobs')} FROM {quote(quota.db_table)} "
+        f"WHERE {user} = %s OR ({user} IS NULL AND {group} IS NULL) OR {group} IN ("
+        f"SELECT {col(membership, 'group')} FROM {quote(membership.db_table)} "
+        f"WHERE {col(membership, 'user')} = %s)"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user_id, user_id])
+        return cursor.fetchall()
 
 
 def _most_generous(values: Any) -> int | None:

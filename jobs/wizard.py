@@ -1936,7 +1936,7 @@ def pool_refusals(
     local = pool.backend == "local" and spec.counts_in_range()
     # What the scheduler's next pass does with the jobs queued already (read for a
     # standalone local job only): the queue it would wait in, the quota they take.
-    plan = _plan_for(spec) if standalone and local else None
+    plan = _plan_for(spec, pool) if standalone and local else None
     if standalone and not pool.error and spec.counts_in_range():
         # While a standalone job waits first in line the pool shows no card idle: saying why
         # (it waits) is the answer, not "0 idle".
@@ -1970,10 +1970,15 @@ def _shortfall_message(card: str, wanted: int, idle: int) -> str:
     ) % {"wanted": wanted, "card": card, "idle": idle}
 
 
-def _plan_for(spec: S.JobSpec) -> NextPass:
+def _plan_for(spec: S.JobSpec, pool: Pool | None = None) -> NextPass:
     """The next pass, as far as it decides whether a standalone `spec` starts: past the last
-    card for a job that asks none."""
-    return next_pass(past_the_last_card=not spec.accelerators_by_type())
+    card for a job that asks none. For a job asking cards, the pass the local `pool`'s idle
+    figures were read from, when given (the review's check: one read of the queued jobs, not
+    a second one that may differ from the figures shown beside it)."""
+    asks_cards = bool(spec.accelerators_by_type())
+    if asks_cards and pool is not None and pool.next_pass is not None:
+        return pool.next_pass()
+    return next_pass(past_the_last_card=not asks_cards)
 
 
 def _no_room_beside(spec: S.JobSpec, plan: NextPass) -> list[str]:
@@ -2829,11 +2834,15 @@ class PlainSecretWarnings:
         return self.command + [found for row in self.rows.values() for found in row]
 
 
-def plain_secret_warnings(*, state: WizardState) -> PlainSecretWarnings:
+def plain_secret_warnings(
+    *, state: WizardState, assembly: Assembly | None = None
+) -> PlainSecretWarnings:
     """What the draft's command and plain env values hold of its secrets, or of what looks
     like a well-known token (jobs.plain_secrets), less what 知道了 hid. A warning, never a
-    refusal: the job is submitted as typed."""
-    assembly = assemble(state, steps=[IMAGE])
+    refusal: the job is submitted as typed. `assembly`: the draft's as stored, when the caller
+    has assembled it already (the review), so its image step is not bound and checked again."""
+    if assembly is None:
+        assembly = assemble(state, steps=[IMAGE])
     dismissed = set(_dismissed(state.draft))
     warnings = PlainSecretWarnings()
     for found in secrets_in_plain_text(assembly.spec):

@@ -813,7 +813,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "tensorboard_notice": W.tensorboard_path_private(spec, state.pool),
         "group_env_notice": W.group_env_pinned(spec),
         "shared_memory_notice": W.shared_memory_over_memory(spec),
-        "plain_secrets": W.plain_secret_warnings(state=state).all(),
+        "plain_secrets": W.plain_secret_warnings(state=state, assembly=assembly).all(),
         "image_step_url": _step_url(draft, W.IMAGE),
         "problems": [
             {

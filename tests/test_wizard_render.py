@@ -4,6 +4,7 @@ templates) and no query a step does not need."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 from django import forms
@@ -217,3 +218,52 @@ def test_the_review_reads_the_user_once(alice_client):
         r = alice_client.get(step_url(draft, W.REVIEW))
     assert r.status_code == 200
     assert len([q for q in queries if 'FROM "auth_user"' in q["sql"]]) == 1
+
+
+def test_looking_up_the_local_pool_defines_no_class_for_its_note(db):
+    """The pool's note (a standalone job waits first in line) is read only when a page shows
+    it, through a lazy text made once: Django's lazy() defines a class at each call, which
+    cost every page looking the pool up ~0.1-0.2 ms (the mount row, the AIAK section, every
+    step)."""
+    first, second = W.find_pool("local"), W.find_pool("local")
+    assert first is not None and second is not None
+    assert first is not second  # each lookup reads the pool afresh
+    assert type(first.note) is type(second.note)
+    assert str(first.note) == ""  # nothing waits: no note
+
+
+def test_the_review_binds_and_checks_each_steps_forms_once(alice_client, monkeypatch):
+    """The review assembles the draft once: its warnings of secrets in plain text read that
+    assembly's image step instead of binding and checking the step's forms a second time."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+    bound: Counter[str] = Counter()
+    bind = W.bind
+
+    def counted(state, step, raw, **kwargs):  # the real binding, counted
+        bound[step] += 1
+        return bind(state, step, raw, **kwargs)
+
+    monkeypatch.setattr(W, "bind", counted)
+    r = alice_client.get(step_url(draft, W.REVIEW))
+
+    assert r.status_code == 200
+    assert bound == Counter(W.FORM_STEPS)
+
+
+def test_the_review_reads_the_local_pools_running_and_queued_jobs_once(alice_client):
+    """A standalone job's check reads the scheduler's next pass that the pool's idle figures
+    beside it were read from: one read of the running and of the queued jobs, not two that
+    may differ. Seven queries in all: the session, the user, the draft, those two, the
+    owner's quota and the review policy."""
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft)
+
+    with CaptureQueriesContext(connection) as queries:
+        r = alice_client.get(step_url(draft, W.REVIEW))
+
+    assert r.status_code == 200
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len([q for q in sql if "jobs_localrun" in q]) == 1
+    assert len([q for q in sql if "q_line" in q]) == 1  # the Queued local jobs, in order
+    assert len(sql) == 7

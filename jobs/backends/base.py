@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -168,6 +168,10 @@ class Pool:
     # Whether its jobs may have privileged containers (jobSpec.privileged): the wizard offers
     # the switch only then; the backend's check_spec is what refuses.
     privileged: bool = False
+    # The local pool's: what the scheduler's next pass would do, read once, when first asked
+    # (its idle figures and note come from it). A check of a job asking for cards reads the
+    # same pass, not a second one that may differ (jobs.wizard.pool_refusals).
+    next_pass: Callable[[], Any] | None = None
 
     def idle(self, accelerator_type: str) -> int:
         return next((a.idle for a in self.accelerators if a.type == accelerator_type), 0)

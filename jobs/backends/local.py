@@ -41,6 +41,7 @@ from .base import AcceleratorStock, Backend, BackendError, Pool, Volume
 
 if TYPE_CHECKING:
     from jobs.models import Job
+    from jobs.scheduler import NextPass
     from jobs.spec import JobSpec
 
 POOL_ID = "local"
@@ -312,6 +313,17 @@ def runner_path_problem(mount_path: str, *, framework: str) -> str:
     return ""
 
 
+def _waiting_note_now(plan: Callable[[], NextPass]) -> str:
+    from jobs.scheduler import held_for_waiting_note
+
+    return held_for_waiting_note(plan())
+
+
+# The pool's note, read (the next pass asked for) only when a page shows it. Made once: Django's
+# lazy() defines a class each time it is called (~0.1-0.2 ms, on every page looking a pool up).
+_waiting_note = lazy(_waiting_note_now, str)
+
+
 class LocalBackend(Backend):
     name = "local"
 
@@ -320,7 +332,7 @@ class LocalBackend(Backend):
         return {POOL_ID: POOL_NAME}
 
     def pools(self) -> list[Pool]:
-        from jobs.scheduler import held_for_waiting_note, idle_for_new_jobs, next_pass
+        from jobs.scheduler import idle_for_new_jobs, next_pass
 
         # Idle is what the scheduler could hand a new job now: the cards no dispatched local
         # job holds (LocalRun.devices), less those its next pass hands the Queued jobs whose
@@ -349,7 +361,8 @@ class LocalBackend(Backend):
                 ],
                 storage_types=["hostpath"],
                 as_of=timezone.now(),
-                note=lazy(lambda: held_for_waiting_note(plan()), str)(),
+                note=_waiting_note(plan),
+                next_pass=plan,
             )
         ]
 
