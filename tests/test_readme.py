@@ -312,6 +312,7 @@ def numbers_said() -> list[str]:
         logs,
         monitoring,
         plain_secrets,
+        pools,
         services,
         shim,
         stacks,
@@ -394,6 +395,12 @@ def numbers_said() -> list[str]:
         f"{tensorboard.MAX_DIRS:,} folders and {tensorboard.MAX_FILES} event files",
         f"its first {tensorboard.MAX_TAG_CHARS} characters (then `…`)",
         f"its first {tensorboard.MAX_EVENT_VALUES:,} values are read",
+        # The job list and the pools page.
+        f"task 2 of every group of 3), {views.PAGE_SIZE} a page",
+        f"(the first {pools.OWN_JOBS_SHOWN} per queue;",
+        f"by their last known name (below; with the ID when two share a name) or else their ID, "
+        f'marked "（已不再提供）" / "(no longer offered)" (the words the pools page uses for a '
+        f"queue no longer offered, one wording for both; at most {pools.USED_POOLS_LISTED};",
         # Stop or delete several jobs.
         f"at most {actions.MAX_SELECTED} a request",
         # API keys and signatures.
@@ -490,3 +497,48 @@ def test_the_readmes_backup_commands_run_as_written_on_a_fresh_install(tmp_path)
     assert (tmp_path / "backup" / "secret_key").read_text() == "k"
     assert (tmp_path / "backup" / "runs.tar.gz").exists()
     assert not (tmp_path / "backup" / "volumes.tar.gz").exists()
+
+
+def catalogue(path: Path) -> dict[str, set[str]]:
+    """A .po file's translations: each msgid (and msgid_plural) with its msgstr(s)."""
+    text = re.sub(r'"\n"', "", path.read_text(encoding="utf-8"))
+    found: dict[str, set[str]] = {}
+    for m in re.finditer(r'^msgid "(.*)"\nmsgstr "(.*)"$', text, re.M):
+        found.setdefault(m[1], set()).add(m[2])
+    for m in re.finditer(
+        r'^msgid "(.*)"\nmsgid_plural "(.*)"\n((?:msgstr\[\d\] ".*"\n)+)', text, re.M
+    ):
+        for translated in re.findall(r'msgstr\[\d\] "(.*)"', m[3]):
+            found.setdefault(m[1], set()).add(translated)
+            found.setdefault(m[2], set()).add(translated)
+    return found
+
+
+def test_the_chinese_labels_the_readme_gives_with_their_english_are_translations_of_it():
+    # README names a page's button or link in Chinese with its English in brackets,
+    # **修改密码** (Change password): both must be what the pages say, so a renamed button
+    # (in either language) is renamed in README too. The admin's own words come from Django.
+    import django
+
+    translations = catalogue(ROOT / "jobs" / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po")
+    django_locale = Path(django.__file__).parent
+    for app in ("conf", "contrib/admin", "contrib/auth"):
+        path = django_locale / app / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
+        for msgid, translated in catalogue(path).items():
+            translations.setdefault(msgid, set()).update(translated)
+    lowered: dict[str, set[str]] = {}
+    for msgid, translated in translations.items():
+        lowered.setdefault(msgid.lower(), set()).update(translated)
+
+    text = re.sub(r"\s+", " ", README)
+    pairs = re.findall(r"\*\*([^*a-zA-Z]*[\u4e00-\u9fff][^*]*)\*\* \(\*?([A-Z][^()*]*?)\*?\)", text)
+    assert len(pairs) > 40  # the parse found them at all
+    wrong = []
+    for chinese, english in pairs:
+        # "(Review, staff only)", "(Expires after: 30 days, ...)": the label is what comes first.
+        said = {english, re.split(r"[,;:] ", english, maxsplit=1)[0]}
+        said = {re.sub(r"<(\w+)>", r"%(\1)s", s) for s in said}  # Back to job <name>
+        chinese = re.sub(r"<(\w+)>", r"%(\1)s", chinese)
+        if not any(chinese in lowered.get(s.lower(), ()) for s in said):
+            wrong.append((chinese, english))
+    assert wrong == []
