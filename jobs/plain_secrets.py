@@ -1,4 +1,5 @@
-"""Secrets typed where the console shows what is typed: the command and plain env values.
+"""Secrets typed where the console shows what is typed: the entrypoint, the command and plain
+env values.
 
 Decision (left32): the command and an env value not marked secret are shown as typed on the
 review step, the job page, the job's JSON and Copy & edit, and are not masked there: a
@@ -10,8 +11,11 @@ API's CreateJob answers it in `warnings`. The fix it suggests keeps the value ou
 an env row with Secret ticked, and `$NAME` in the command.
 
 What is found, never the value itself: a secret env's value (SECRET_VALUE_MIN_CHARS or
-more: shorter ones match ordinary words) in the command or in a plain env's value, and a
-literal shaped like a well-known token (TOKEN_SHAPES) there.
+more: shorter ones match ordinary words) in the command, the entrypoint or a plain env's
+value, and a literal shaped like a well-known token (TOKEN_SHAPES) there. The entrypoint
+(运行命令) is shown as typed as the command is (review38: `env HF_TOKEN=hf_… python` there
+was stored and shown back without a word); its fix differs: it is passed on shell-quoted,
+so a `$NAME` there is not expanded, and the secret env alone gives the job the value.
 """
 
 from __future__ import annotations
@@ -71,12 +75,13 @@ _TOKENS = re.compile(
 )
 
 COMMAND = "command"
+ENTRYPOINT = "entrypoint"
 
 
 @dataclass(frozen=True)
 class PlainSecret:
-    """One secret found in plain text. `place`: COMMAND, or the name of the env whose value
-    holds it, at `env_index` of the spec's envs. `secret_env`: the secret env whose value it
+    """One secret found in plain text. `place`: COMMAND or ENTRYPOINT (`env_index` None), or
+    the name of the env whose value holds it, at `env_index` of the spec's envs. `secret_env`: the secret env whose value it
     is, or `token`: the kind of token it looks like (a TOKEN_SHAPES key). `key`: what a
     dismissal remembers, a keyed hash of the place and the text found (never the text), so
     another token typed there later is said again."""
@@ -88,6 +93,19 @@ class PlainSecret:
     key: str
 
     def message(self) -> str:
+        if self.in_entrypoint() and self.secret_env:
+            return _(
+                "The entrypoint holds the value of the secret variable %(name)s as typed: the "
+                "review step, the job page and Copy & edit show it. Take it out of the "
+                "entrypoint: the job gets it as $%(name)s already."
+            ) % {"name": self.secret_env}
+        if self.in_entrypoint():
+            return _(
+                "The entrypoint holds what looks like %(kind)s: the review step, the job page "
+                "and Copy & edit show it as typed. Move it to an environment variable with "
+                "Secret ticked (the job gets it under that name), and take it out of the "
+                "entrypoint."
+            ) % {"kind": token_label(self.token)}
         if self.place == COMMAND and self.secret_env:
             return _(
                 "The command holds the value of the secret variable %(name)s as typed: the "
@@ -111,16 +129,33 @@ class PlainSecret:
             "page and in Copy & edit: tick Secret for it."
         ) % {"env": self.place, "kind": token_label(self.token)}
 
+    def in_entrypoint(self) -> bool:
+        return self.env_index is None and self.place == ENTRYPOINT
+
     def field_path(self) -> str:
         """Where it is, as the spec's field paths name it (jobs.spec's errors)."""
-        return "jobSpec.command" if self.place == COMMAND else f"envs[{self.env_index}].value"
+        if self.env_index is not None:
+            return f"envs[{self.env_index}].value"
+        return "console.entrypoint" if self.in_entrypoint() else "jobSpec.command"
 
     def api_message(self, field: str) -> str:
         """The message of the API's warning: a script has no Secret box to tick."""
         params = {"field": field, "name": self.secret_env, "env": self.place}
         if self.token:
             params["kind"] = token_label(self.token)
-        if self.place == COMMAND and self.secret_env:
+        if self.in_entrypoint() and self.secret_env:
+            message = _(
+                "%(field)s holds the value of the secret env %(name)s: the job page and Copy "
+                "& edit show it as typed. Take it out of the entrypoint: the job gets it as "
+                "$%(name)s already."
+            )
+        elif self.in_entrypoint():
+            message = _(
+                "%(field)s holds what looks like %(kind)s: the job page and Copy & edit show "
+                "it as typed. Pass it in a secret env (console.secretEnvs, or a name such as "
+                "HF_TOKEN) and take it out of the entrypoint."
+            )
+        elif self.place == COMMAND and self.secret_env:
             message = _(
                 "%(field)s holds the value of the secret env %(name)s: the job page and Copy "
                 "& edit show it as typed. Write $%(name)s in the command instead."
@@ -180,10 +215,12 @@ def _found_in(text: str, place: str, index: int | None, secrets: list[S.Env]) ->
 
 
 def secrets_in_plain_text(spec: S.JobSpec) -> list[PlainSecret]:
-    """What the command and the plain env values hold of the secret envs' values, and what
-    in them looks like a well-known token: once per place and secret env or token kind."""
+    """What the command, the entrypoint and the plain env values hold of the secret envs'
+    values, and what in them looks like a well-known token: once per place and secret env or
+    token kind."""
     secrets = [env for env in spec.envs if env.secret and env.value]
     found = _found_in(spec.command, COMMAND, None, secrets)
+    found += _found_in(spec.entrypoint, ENTRYPOINT, None, secrets)
     for index, env in enumerate(spec.envs):
         if not env.secret and env.value:
             found += _found_in(env.value, env.name, index, secrets)

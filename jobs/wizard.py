@@ -24,6 +24,7 @@ import re
 import shlex
 import unicodedata
 import uuid
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -1455,11 +1456,15 @@ def wizard_rules(
             % {"max": F.MAX_ROWS, "names": ", ".join(over[:5]) + (" …" if len(over) > 5 else "")},
         )
     if twice:
+        # Which value the row holds is said in words: a secret's row and its lines left here
+        # are all masked alike (review38: `TOKEN=a` and `TOKEN=b` read as two equal lines).
         err(
             "envPaste",
             _(
-                "Pasted twice with different values: %(names)s. The first line became a row; "
-                "delete the line left here, or submit it again to replace that value."
+                "Pasted twice with different values: %(names)s. The row of that name holds "
+                "the value of its first line pasted; the lines of that name left here are not "
+                "used. Delete them to keep the row's value, or go on again: the first of them "
+                "then replaces it."
             )
             % {"names": ", ".join(twice[:5])},
         )
@@ -2455,6 +2460,12 @@ def _with_look_alikes_named(line: str) -> str:
     ) % {"line": line, "chars": ", ".join(shown)}
 
 
+def paste_lines_left(text: str) -> Counter[str]:
+    """How many KEY=VALUE lines of each name the paste box holds: what merge_pasted_envs left
+    there (a name pasted again with another value, the table full), by name."""
+    return Counter(pair[0] for line in _lines(text) if (pair := parse_env_line(line)))
+
+
 def merge_pasted_envs(raw: Raw) -> tuple[Raw, list[str]]:
     """Moves the paste box's KEY=VALUE lines into env rows; other lines stay in the box. Also
     the names of the rows it made secret: lines say nothing of which values are secret (a
@@ -2824,14 +2835,16 @@ STEP_POST_ATTEMPTS = 20
 
 @dataclass
 class PlainSecretWarnings:
-    """The image step's warnings of secrets in plain text not hidden yet: the command's, and
-    each env table row's (by row index)."""
+    """The image step's warnings of secrets in plain text not hidden yet: the entrypoint's,
+    the command's, and each env table row's (by row index)."""
 
+    entrypoint: list[PlainSecret] = field(default_factory=list)
     command: list[PlainSecret] = field(default_factory=list)
     rows: dict[int, list[PlainSecret]] = field(default_factory=dict)
 
     def all(self) -> list[PlainSecret]:
-        return self.command + [found for row in self.rows.values() for found in row]
+        rows = [found for row in self.rows.values() for found in row]
+        return self.entrypoint + self.command + rows
 
 
 def plain_secret_warnings(
@@ -2848,7 +2861,9 @@ def plain_secret_warnings(
     for found in secrets_in_plain_text(assembly.spec):
         if found.key in dismissed:
             continue
-        if found.env_index is None:
+        if found.in_entrypoint():
+            warnings.entrypoint.append(found)
+        elif found.env_index is None:
             warnings.command.append(found)
         else:
             row = assembly.rows["envs"][found.env_index]

@@ -621,10 +621,16 @@ def _image_extras(
         dict.fromkeys([i for i in recent if isinstance(i, str) and i] + W.preset_images())
     )
     secrets = W.plain_secret_warnings(state=state)
+    left = W.paste_lines_left(str(forms.form["env_paste"].value() or ""))
     return {
         "images": images,
-        # Each env table row with the warnings of secrets in plain text on its value.
-        "env_rows": [(row, secrets.rows.get(i, [])) for i, row in enumerate(forms.formset.forms)],
+        # Each env table row with the warnings of secrets in plain text on its value, and how
+        # many lines of its name the paste box still holds (not used: the row keeps its first).
+        "env_rows": [
+            (row, secrets.rows.get(i, []), left.get(str(row["name"].value() or "").strip(), 0))
+            for i, row in enumerate(forms.formset.forms)
+        ],
+        "entrypoint_secrets": secrets.entrypoint,
         "command_secrets": secrets.command,
         "examples": W.offered_examples(state.pool),
         "example": _example(request.GET.get("example") or state.framework, state.pool),

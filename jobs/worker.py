@@ -13,8 +13,8 @@ Remote jobs (AIHC, Kubernetes) are submitted (Queued, never submitted: no extern
 every WORKER_REMOTE_SYNC_SECONDS, synced (active, or queued remotely) in a thread of their
 own while the worker holds the lease (RemoteThread), in turns of about REMOTE_TICK_SECONDS
 each, so a platform that does not answer never holds up the local jobs' ticks or the lease's
-renewal. A Worker ticked alone (`tick()`, as tests drive it) does that remote work within the
-tick, renewing the lease from a thread meanwhile (Worker.lease_renewed_meanwhile).
+renewal. That thread is the only way remote jobs are submitted and synced (tests drive a
+pass of it by hand: Worker.remote_pass).
 Alert delivery runs in a thread as django tasks (jobs.tasks).
 
 Only one worker dispatches per database: it holds the database lease (jobs.health). A worker
@@ -44,8 +44,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -284,9 +283,9 @@ def followed_again_message(unfollowed_seconds: int | None) -> str:
     )
 
 
-# How long one tick spends submitting to remote platforms, and again syncing with them,
-# before it goes back to the local jobs: a job's requests started by then are finished, the
-# next jobs' wait for the next tick (sync_remote says why).
+# How long one remote pass spends submitting to remote platforms, and again syncing with
+# them, before its thread asks the lease again: a job's requests started by then are
+# finished, the next jobs' wait for the next pass (sync_remote says why).
 REMOTE_TICK_SECONDS = 2.0
 # A RemoteThread that has not got to its next job for this long (one job's requests wait at
 # most a few minutes with the default timeouts) is said in the log to be stuck, again as
@@ -296,10 +295,6 @@ REMOTE_STUCK_SECONDS = 600.0
 # request it waits on is answered or timed out; the worker goes on without waiting longer
 # (run_while_holding says what becomes of one still waiting).
 REMOTE_JOIN_SECONDS = 5.0
-# How long the lease is renewed for a tick waiting on remote platforms
-# (Worker.lease_renewed_meanwhile): far more than one job's requests wait at most with the
-# default timeouts, so a tick stuck longer is hung and lets a standby take over.
-REMOTE_WAIT_LEASE_SECONDS = 600.0
 
 
 def remote_to_sync() -> QuerySet[Job]:
@@ -371,13 +366,12 @@ class Worker:
         for public_id in ended_of(network.job_ids_with_networks()):
             network.end_networks(public_id=public_id, children=self.children)
 
-    def tick(self, *, remote: bool = True) -> None:
-        """One pass of everything the worker does. With `remote` (a bare Worker, as tests and
-        `tick()` alone use it) it also submits and syncs remote jobs, within this very call;
-        the serving loop (run_while_holding) ticks with remote=False, and a RemoteThread of
-        its own does the remote work beside it, so a platform that does not answer no
-        longer holds up local jobs' stops, starts and timeouts (it did until the remote
-        thread: about 90 s a round with Kubernetes' default timeouts)."""
+    def tick(self) -> None:
+        """One pass of everything the serving loop (run_while_holding) does: local jobs, the
+        lease, clean-ups. Remote jobs are submitted and synced by a RemoteThread beside it
+        (remote_pass), so a platform that does not answer does not hold up local jobs' stops,
+        starts and timeouts (it did until the remote thread: about 90 s a round with
+        Kubernetes' default timeouts), nor the lease's renewal."""
         self.beat()
         # Before supervision, so a replica evicted now is ended in this very tick.
         try:
@@ -394,9 +388,6 @@ class Worker:
             network_problem=self.identity.network_problem,
             worker=self.identity,
         )
-        if remote:
-            with self.lease_renewed_meanwhile():
-                self.remote_pass()
         self.delete_expired()
         self.delete_expired_sessions()
         self.delete_requested()
@@ -430,8 +421,7 @@ class Worker:
         may come every 50 ms while jobs are submitted). A tick that hangs longer than
         WORKER_STALE_SECONDS shows as a stopped worker, which it is for the jobs waiting on
         it, and lets a standby take over. Waiting on a remote platform is no hang: the serving
-        loop leaves that to its RemoteThread, and a tick(remote=True) renews the lease while
-        it waits (lease_renewed_meanwhile says why).
+        loop leaves that to its RemoteThread and goes on renewing the lease meanwhile.
 
         Raises LeaseLost when another worker took the lease over. When the database cannot
         be reached it carries on only while the last renewal is recent (half of
@@ -466,48 +456,6 @@ class Worker:
                 end_leftover_replicas()
             except Exception:
                 logger.exception("ending replicas of jobs that ended meanwhile failed")
-
-    @contextmanager
-    def lease_renewed_meanwhile(self) -> Iterator[None]:
-        """Renews the lease from a thread of its own, every WORKER_HEARTBEAT_SECONDS, while the
-        tick waits on remote platforms (for at most REMOTE_WAIT_LEASE_SECONDS). Only for a
-        tick that does the remote work itself (tick(remote=True): a bare Worker, as tests
-        drive it); the serving loop renews the lease each tick while its RemoteThread waits. One job's
-        sync with a platform that does not answer waits for each read's timeout three or
-        four times (KUBERNETES_READ_TIMEOUT, AIHC_READ_TIMEOUT: 91.5 s and 123.5 s by
-        default), past WORKER_STALE_SECONDS (60 s). Until review 36 the worker then read as
-        not running once a round (/healthz 503, the users' banner), and a standby took the
-        lease over, waited in turn on the same platform and lost it back, each takeover with
-        a new Worker that asked the unanswered job first again, so the cluster's other jobs
-        were never synced. Raises LeaseLost once the lease is found taken over."""
-        done, lost = threading.Event(), threading.Event()
-        until = time.monotonic() + REMOTE_WAIT_LEASE_SECONDS
-
-        def renew() -> None:
-            try:
-                while not done.wait(settings.WORKER_HEARTBEAT_SECONDS):
-                    if time.monotonic() > until:
-                        return  # hung, not waiting: the lease lapses as for any hung tick
-                    try:
-                        held = worker_beat(worker=self.identity)
-                    except Exception:
-                        return  # the database is out of reach: the tick's own beat says so
-                    if not held:
-                        lost.set()
-                        return
-                    self.last_beat = time.monotonic()
-            finally:
-                connections.close_all()  # this thread's connection
-
-        thread = threading.Thread(target=renew, name="lease-renewal", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            done.set()
-            thread.join()
-        if lost.is_set():
-            raise LeaseLost
 
     def note_runs_elsewhere(self) -> None:
         """On taking the lease: says on each local job that runs on another host or run
@@ -656,7 +604,7 @@ class Worker:
         each job's requests in turn: 40 jobs on a server taking 5 s a request, several
         minutes in which the same loop stopped or started no local job. A pass now spends
         at most about REMOTE_TICK_SECONDS and one job's sync on them, so submits and syncs
-        take turns (and a tick(remote=True) goes back to its local jobs).
+        take turns (and the RemoteThread asks the lease again between passes).
 
         Once a platform did not answer one job (unreachable, or no answer within its read
         timeout, each read tried three times) its other jobs wait for the next round: with
@@ -1447,7 +1395,7 @@ def run_while_holding(
             close_old_connections()
             try:
                 remote = remote_thread_for(worker, stop)
-                worker.tick(remote=False)
+                worker.tick()
             except LeaseLost as lost:
                 logger.error("%s; standing by", lost)
                 return

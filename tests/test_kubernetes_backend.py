@@ -3,8 +3,6 @@ submission (idempotent), sync, stop, delete, logs."""
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from datetime import timedelta
 
@@ -697,82 +695,16 @@ def test_an_api_server_that_answers_nothing_is_asked_about_a_different_job_each_
     assert asked == [*names, names[0]]
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_worker_waiting_on_an_api_server_that_does_not_answer_keeps_its_lease(
-    fake, alice, settings
-):
-    """One job's sync with a server that takes connections and never answers waits for three
-    read timeouts (91.5 s by default), past WORKER_STALE_SECONDS (60 s). Until review 36 the
-    worker then read as not running once a round (/healthz 503, the users' banner) and a
-    standby took its lease over, to wait on the same server in turn. The lease is renewed
-    while the tick waits on the platform."""
-    from jobs.health import worker_beat, worker_state
-    from jobs.worker import Worker
-    from tests.test_workers import worker_on
-
-    settings.WORKER_REMOTE_SYNC_SECONDS = 0
-    settings.WORKER_HEARTBEAT_SECONDS = 0.5
-    settings.WORKER_STALE_SECONDS = 2
-    settings.KUBERNETES_READ_TIMEOUT = 1  # three reads of 1 s, 0.5 s and 1 s between: 4.5 s
-    job = submitted(alice, get_backend("kubernetes"))
-    fake.stall(job.external_id, 1.5)
-    worker = Worker()
-
-    started = time.monotonic()
-    worker.tick()  # takes the lease, then waits on the job's reads
-    waited = time.monotonic() - started
-
-    assert waited > settings.WORKER_STALE_SECONDS  # the wait this is about
-    assert worker_state().status == "ok"
-    assert worker_beat(worker=worker_on("gpu-b", 202)) is False  # a standby waits on
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_worker_whose_lease_is_taken_over_while_it_waits_on_the_api_server_stops_dispatching(
-    fake, alice, settings
-):
-    """The lease renewed meanwhile is found taken over (here: by a worker the test writes
-    into the lease's row while the tick waits): the tick raises LeaseLost once its wait is
-    over, and the worker stands by, instead of going on as the holder."""
-    from django.db import connections
-    from django.db.models.functions import Now
-
-    from jobs.models import WorkerHeartbeat
-    from jobs.worker import LeaseLost, Worker
-    from tests.test_workers import worker_on
-
-    settings.WORKER_REMOTE_SYNC_SECONDS = 0
-    settings.WORKER_HEARTBEAT_SECONDS = 0.5
-    settings.KUBERNETES_READ_TIMEOUT = 1
-    job = submitted(alice, get_backend("kubernetes"))
-    fake.stall(job.external_id, 1.5)
-    worker = Worker()
-    other = worker_on("gpu-b", 202)
-
-    def take_over() -> None:
-        try:
-            time.sleep(1)  # the tick is waiting on its first read by then
-            WorkerHeartbeat.objects.update(holder=other.instance, seen_at=Now())
-        finally:
-            connections.close_all()
-
-    taker = threading.Thread(target=take_over)
-    taker.start()
-    with pytest.raises(LeaseLost):
-        worker.tick()
-    taker.join()
-
-    assert WorkerHeartbeat.objects.get().holder == other.instance
-
-
-def test_a_slow_api_server_is_synced_over_several_ticks_not_in_one_long_one(fake, alice, settings):
-    """The tick that syncs remote jobs also stops, starts and times out local ones. An API
-    server answering each read in its own time (slow, not silent) cost one tick every job's
-    reads in turn (until session 32, 40 jobs at 5 s a read: minutes without a local job
-    stopped). A tick now syncs for about REMOTE_TICK_SECONDS; the round goes on at the next."""
+def test_a_slow_api_server_is_synced_over_several_passes_not_in_one_long_one(fake, alice, settings):
+    """Each pass of the remote thread (Worker.remote_pass) asks the lease before it goes on,
+    and until the remote thread the tick that synced remote jobs also stopped, started and
+    timed out local ones. An API server answering each read in its own time (slow, not
+    silent) cost one pass every job's reads in turn (until session 32, 40 jobs at 5 s a read:
+    minutes without a local job stopped). A pass now syncs for about REMOTE_TICK_SECONDS; the
+    round goes on at the next."""
     from jobs.worker import REMOTE_TICK_SECONDS, Worker
 
-    settings.WORKER_REMOTE_SYNC_SECONDS = 600  # one round here; the ticks after go on with it
+    settings.WORKER_REMOTE_SYNC_SECONDS = 600  # one round here; the passes after go on with it
     settings.KUBERNETES_READ_TIMEOUT = 5
     k8s = get_backend("kubernetes")
     jobs = [submitted(alice, k8s, name=f"train-{i}") for i in range(8)]
@@ -785,17 +717,17 @@ def test_a_slow_api_server_is_synced_over_several_ticks_not_in_one_long_one(fake
     def running() -> int:
         return Job.objects.filter(pk__in=[j.pk for j in jobs], status=JobStatus.RUNNING).count()
 
-    worker.tick()
-    after_one_tick = running()
-    ticks = 1
-    while running() < len(jobs) and ticks < 5:
-        worker.tick()
-        ticks += 1
+    worker.remote_pass()
+    after_one_pass = running()
+    passes = 1
+    while running() < len(jobs) and passes < 5:
+        worker.remote_pass()
+        passes += 1
 
-    assert 1 <= after_one_tick <= 5  # five reads fill the budget
-    assert running() == len(jobs) and ticks >= 2
+    assert 1 <= after_one_pass <= 5  # five reads fill the budget
+    assert running() == len(jobs) and passes >= 2
     fake.requests.clear()
-    worker.tick()  # the round is over, and the next is 600 s away
+    worker.remote_pass()  # the round is over, and the next is 600 s away
     assert fake.calls("get pytorchjobs") == []
 
 

@@ -584,6 +584,46 @@ def test_a_secret_pasted_twice_stays_in_the_box_hidden_and_replaces_the_row_when
     assert W.PASTE_HELD not in draft.data[W.IMAGE]
 
 
+def row_notes(response) -> list[str]:
+    page = response.content.decode()
+    found = re.findall(r'class="[^"]*env-pasted-again"[^>]*>(.*?)</p>', page, re.S)
+    return [html.unescape(" ".join(note.split())) for note in found]
+
+
+def test_a_secret_pasted_three_times_says_in_both_languages_which_value_its_row_holds(
+    alice_client, en_client
+):
+    """Review38: a secret's row and its lines left in the box are all masked, so `TOKEN=a`
+    and `TOKEN=b` read as two equal lines, and which was kept was not said of the row."""
+    third = HF_OTHER[:-4] + "9z9z"
+    paste = f"HF_TOKEN={HF}\nHF_TOKEN={HF_OTHER}\nHF_TOKEN={third}"
+    english_draft, chinese_draft = draft_at(en_client, W.IMAGE), draft_at(alice_client, W.IMAGE)
+
+    english = post_step(en_client, english_draft, W.IMAGE, image_data(env_paste=paste))
+    chinese = post_step(alice_client, chinese_draft, W.IMAGE, image_data(env_paste=paste))
+
+    assert paste_box(english) == paste_box(chinese) == "HF_TOKEN=******\nHF_TOKEN=******"
+    assert field_errors(english, "id_env_paste") == [
+        "Pasted twice with different values: HF_TOKEN. The row of that name holds the value "
+        "of its first line pasted; the lines of that name left here are not used. Delete them "
+        "to keep the row's value, or go on again: the first of them then replaces it."
+    ]
+    assert field_errors(chinese, "id_env_paste") == [
+        "以下变量粘贴了两次且取值不同：HF_TOKEN。同名的变量行保存的是粘贴的第一行的值；留在此处的同名行"
+        "未被使用。删除它们即保留该行的值；或再次继续，留在此处的第一行将替换它。"
+    ]
+    assert row_notes(english) == [
+        "This row holds the value of the first HF_TOKEN line pasted; 2 more lines of that "
+        "name in the paste box below are not used."
+    ]
+    assert row_notes(chinese) == [
+        "此行保存的是粘贴的第一行 HF_TOKEN 的值；下方粘贴框中另有 2 行同名的未被使用。"
+    ]
+    for response in (english, chinese):
+        assert not {HF, HF_OTHER, third} & set(re.findall(r"hf_\w+", response.content.decode()))
+    assert stored_envs(english_draft) == stored_envs(chinese_draft) == [("HF_TOKEN", HF)]
+
+
 def test_a_secret_left_in_the_box_by_a_full_table_becomes_a_secret_row_once_rows_are_deleted(
     en_client,
 ):

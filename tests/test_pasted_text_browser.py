@@ -106,6 +106,10 @@ def test_a_token_pasted_twice_stays_in_the_box_hidden_and_its_second_value_is_us
     expect(page.locator("#wizard")).to_contain_text("以下变量粘贴了两次且取值不同：HF_TOKEN")
     assert HF_OTHER not in page.content() and HF not in page.content()
     expect(page.locator("tr.env-row input[name$='-name']")).to_have_value("HF_TOKEN")
+    # Both are masked alike: which one the row holds is said on the row (review38).
+    expect(page.locator("tr.env-row .env-pasted-again")).to_have_text(
+        "此行保存的是粘贴的第一行 HF_TOKEN 的值；下方粘贴框中另有 1 行同名的未被使用。"
+    )
     # Sent again as it is shown: the second value replaces the first.
     next_step(page, "resources")
     draft = Draft.objects.get(owner=alice)

@@ -114,6 +114,24 @@ def test_a_token_in_a_secret_env_is_no_warning_and_in_the_command_it_is_named_by
     assert [(f.place, f.secret_env, f.token) for f in found] == [("command", "HF_TOKEN", "")]
 
 
+def test_a_token_or_a_secret_envs_value_typed_in_the_entrypoint_is_found_there():
+    """The entrypoint (运行命令) is shown as typed as the command is (review38: it was not
+    looked at, and `env HF_TOKEN=hf_… python` there was stored and shown back unsaid)."""
+    curl = S.JobSpec(entrypoint=f"bash -c \"curl -H 'Authorization: Bearer {OPENAI}'\"")
+    env_run = S.JobSpec(
+        entrypoint=f"env WANDB_API_KEY={SECRET_VALUE} python",
+        envs=[S.Env("WANDB_API_KEY", SECRET_VALUE, True)],
+    )
+
+    [token] = secrets_in_plain_text(curl)
+    [value] = secrets_in_plain_text(env_run)
+
+    assert (token.place, token.env_index, token.token) == ("entrypoint", None, "sk")
+    assert (value.place, value.secret_env) == ("entrypoint", "WANDB_API_KEY")
+    assert token.field_path() == value.field_path() == "console.entrypoint"
+    assert OPENAI not in token.message() and SECRET_VALUE not in value.message()
+
+
 # -- the wizard ---------------------------------------------------------------------------
 
 
@@ -132,9 +150,60 @@ def test_a_token_typed_in_the_command_is_warned_of_on_its_field_and_the_step_sti
 
     assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
     warning = command_warning(alice_client.get(step_url(draft, W.IMAGE)))
-    assert "运行命令中有疑似 Hugging Face 令牌（hf_…）" in warning
+    assert "执行命令中有疑似 Hugging Face 令牌（hf_…）" in warning
     assert "勾选“保密”" in warning
     assert HF not in warning
+
+
+def entrypoint_warning(page) -> str:
+    found = re.search(r'id="entrypoint-secrets"[^>]*>(.*?)</div>', page.content.decode(), re.S)
+    return re.sub(r"<[^>]+>", " ", found.group(1)) if found else ""
+
+
+def test_a_token_typed_in_the_entrypoint_is_warned_of_under_it_in_both_languages(
+    alice_client,
+):
+    typed = image_data(entrypoint=f"env HF_TOKEN={HF} python", command="train.py")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.IMAGE)
+
+    r = post_step(alice_client, draft, W.IMAGE, typed)
+
+    assert r.status_code == 302 and r["Location"] == step_url(draft, W.RESOURCES)
+    chinese = alice_client.get(step_url(draft, W.IMAGE))
+    alice_client.cookies["django_language"] = "en"
+    english = alice_client.get(step_url(draft, W.IMAGE))
+
+    assert "运行命令中有疑似 Hugging Face 令牌（hf_…）" in entrypoint_warning(chinese)
+    assert "从运行命令中删去" in entrypoint_warning(chinese)
+    assert (
+        entrypoint_warning(english)
+        .strip()
+        .startswith("The entrypoint holds what looks like a Hugging Face token (hf_…)")
+    )
+    assert command_warning(chinese) == command_warning(english) == ""
+    assert HF not in entrypoint_warning(chinese) + entrypoint_warning(english)
+    draft.refresh_from_db()
+    assert draft.data[W.IMAGE]["entrypoint"] == [f"env HF_TOKEN={HF} python"]  # as typed
+
+
+def test_the_review_step_lists_the_entrypoints_token_and_got_it_hides_it(alice_client):
+    typed = image_data(entrypoint=f"bash -c \"curl -H 'Authorization: Bearer {OPENAI}'\"")
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, **{W.IMAGE: typed})
+
+    page = alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+
+    notice = re.search(r'id="plain-secrets-notice"[^>]*>(.*?)</div>', page, re.S)
+    assert notice and "运行命令中有疑似 API 密钥（sk-…）" in notice.group(1)
+    assert OPENAI not in notice.group(1)
+    image = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
+    dismiss = re.search(r'value="(dismiss-secret-[0-9a-f]{16})"', image).group(1)
+    post_step(alice_client, draft, W.IMAGE, typed, action=dismiss)
+    assert entrypoint_warning(alice_client.get(step_url(draft, W.IMAGE))) == ""
+    assert (
+        "plain-secrets-notice" not in alice_client.get(step_url(draft, W.REVIEW)).content.decode()
+    )
 
 
 def test_a_secret_envs_value_in_a_plain_env_is_warned_of_on_that_row_in_english(alice_en):
@@ -213,6 +282,19 @@ def test_an_imported_body_with_a_token_in_its_command_says_so_in_the_imports_not
 
     page = r.content.decode()
     notices = re.search(r'id="import-notices"[^>]*>(.*?)</div>', page, re.S).group(1)
+    assert "执行命令中有疑似 Hugging Face 令牌（hf_…）" in notices
+    assert HF not in notices
+
+
+def test_an_imported_body_with_a_token_in_its_entrypoint_says_so_in_the_imports_notices(
+    alice_client,
+):
+    job_body = body(command="train.py", console={"entrypoint": f"env HF_TOKEN={HF} python"})
+
+    r = import_body(alice_client, json.dumps(job_body), follow=True)
+
+    page = r.content.decode()
+    notices = re.search(r'id="import-notices"[^>]*>(.*?)</div>', page, re.S).group(1)
     assert "运行命令中有疑似 Hugging Face 令牌（hf_…）" in notices
     assert HF not in notices
 
@@ -234,6 +316,20 @@ def test_a_v1_create_with_a_token_in_its_command_answers_a_warning_on_that_path(
     message = answer["warnings"][0]["message"]
     assert message.startswith("jobSpec.command holds what looks like a GitHub token")
     assert GITHUB not in message
+    assert Job.objects.get(public_id=answer["result"]["jobId"])  # created all the same
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_v1_create_with_a_token_in_its_entrypoint_answers_a_warning_on_that_path(api):
+    job_body = body(command="train.py", console={"entrypoint": f"env HF_TOKEN={HF} python"})
+
+    answer = create_v1(api, job_body)
+
+    assert [w["fields"] for w in answer["warnings"]] == [["console.entrypoint"]]
+    message = answer["warnings"][0]["message"]
+    assert message.startswith("console.entrypoint holds what looks like a Hugging Face token")
+    assert "take it out of the entrypoint" in message
+    assert HF not in json.dumps(answer)
     assert Job.objects.get(public_id=answer["result"]["jobId"])  # created all the same
 
 

@@ -1,5 +1,6 @@
 """The worker drives remote backends too: it submits queued AIHC jobs once and syncs them
-(against the strict AIHC fake, the one outside service that cannot run here)."""
+(against the strict AIHC fake, the one outside service that cannot run here). Each test drives
+the passes of the serving worker's remote thread (Worker.remote_pass) by hand."""
 
 from __future__ import annotations
 
@@ -44,20 +45,20 @@ def test_the_worker_submits_a_queued_remote_job_once_and_follows_it_to_the_end(f
     job = submit(alice)
     worker = Worker()
 
-    worker.tick()
-    worker.tick()
+    worker.remote_pass()
+    worker.remote_pass()
 
     job.refresh_from_db()
     assert len(fake.calls("CreateJob")) == 1
     assert job.external_id in fake.jobs
 
     fake.set_job_status(job.external_id, "Running")
-    worker.tick()
+    worker.remote_pass()
     job.refresh_from_db()
     assert job.status == JobStatus.RUNNING
 
     fake.set_job_status(job.external_id, "Succeeded")
-    worker.tick()
+    worker.remote_pass()
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED
     assert len(fake.calls("CreateJob")) == 1
@@ -69,7 +70,7 @@ def test_queued_remote_jobs_are_submitted_oldest_first(fake, alice):
         spec.name = name
         jobs_submit(owner=alice, spec=spec, submit_key=str(uuid.uuid4()), backend="aihc")
 
-    Worker().tick()
+    Worker().remote_pass()
 
     sent = [call.body["name"] for call in fake.calls("CreateJob")]
     assert sent == ["first-job", "second-job", "third-job"]  # a group's task 1/3 first
@@ -78,7 +79,7 @@ def test_queued_remote_jobs_are_submitted_oldest_first(fake, alice):
 def test_a_remote_job_pending_review_is_never_submitted(fake, alice):
     job = submit(alice, initial_status=JobStatus.PENDING_REVIEW)
 
-    Worker().tick()
+    Worker().remote_pass()
 
     job.refresh_from_db()
     assert job.status == JobStatus.PENDING_REVIEW
@@ -88,10 +89,10 @@ def test_a_remote_job_pending_review_is_never_submitted(fake, alice):
 def test_an_unreachable_platform_is_one_warning_line_per_sync_not_a_traceback(fake, alice, caplog):
     job = submit(alice)
     worker = Worker()
-    worker.tick()  # submitted
+    worker.remote_pass()  # submitted
     fake.fail_next("DescribeJob", status=500, code="InternalError", times=20)
 
-    worker.tick()
+    worker.remote_pass()
 
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED

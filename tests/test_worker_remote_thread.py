@@ -206,6 +206,63 @@ def test_after_the_lease_is_taken_over_the_old_holder_submits_and_syncs_nothing(
     assert status_of(synced) == JobStatus.QUEUED  # not synced to Running by the old holder
 
 
+def test_a_worker_waiting_on_an_api_server_that_does_not_answer_keeps_its_lease(
+    k8s_fake, alice, settings
+):
+    """One job's sync with a server that takes connections and never answers waits for three
+    read timeouts (91.5 s by default, 10.5 s here), past WORKER_STALE_SECONDS (60 s, 2 s
+    here). Until review 36 the worker then read as not running once a round (/healthz 503, the
+    users' banner) and a standby took its lease over, to wait on the same server in turn. The
+    loop renews the lease while its remote thread waits on the platform."""
+    from jobs.health import worker_beat, worker_state
+
+    settings.WORKER_HEARTBEAT_SECONDS = 0.5
+    settings.WORKER_STALE_SECONDS = 2
+    stalled = on_kubernetes(k8s_fake, alice)
+    k8s_fake.stall(stalled.external_id, 20)
+
+    with serving_worker():
+        wait_for(lambda: k8s_fake.calls("get pytorchjobs"), seconds=5, what="the sync under way")
+        time.sleep(settings.WORKER_STALE_SECONDS + 1)  # the wait this is about
+        still_syncing = remote_thread().worker.remote_doing
+        state = worker_state().status
+        standby_took_over = worker_beat(worker=worker_on("gpu-b", 202))
+
+    assert still_syncing == f"syncing {stalled.public_id} with kubernetes"
+    assert state == "ok"
+    assert standby_took_over is False  # a standby waits on
+
+
+def test_a_worker_whose_lease_is_taken_over_while_it_waits_on_the_api_server_stands_by(
+    k8s_fake, alice, settings, caplog
+):
+    """The lease is taken over (here: by a worker the test writes into the lease's row)
+    while the remote thread waits on a platform: the loop finds it at its next renewal and
+    stands by, its remote thread sends nothing more once its wait is over, and the new
+    holder keeps the lease, instead of the old worker going on as the holder."""
+    settings.WORKER_HEARTBEAT_SECONDS = 0.5
+    stalled = on_kubernetes(k8s_fake, alice)
+    k8s_fake.stall(stalled.external_id, 20)
+    other = worker_on("gpu-b", 202)
+
+    with caplog.at_level("ERROR", logger="jobs.worker"), serving_worker():
+        wait_for(lambda: k8s_fake.calls("get pytorchjobs"), seconds=5, what="the sync under way")
+        take_lease_over(other)
+        later = queued_on_kubernetes(alice, "later")
+        wait_for(
+            lambda: any("standing by" in r.getMessage() for r in caplog.records),
+            seconds=5,
+            what="standing by",
+        )
+        waiting = remote_thread()
+        wait_for(lambda: not waiting.is_alive(), seconds=15, what="the remote thread's end")
+        holder = WorkerHeartbeat.objects.get().holder
+
+    assert holder == other.instance
+    assert k8s_fake.calls("create pytorchjobs") == []
+    assert status_of(later) == JobStatus.QUEUED and Job.objects.get(pk=later.pk).external_id == ""
+
+
 def test_a_stop_ends_the_loop_and_the_remote_thread_in_bounded_time_while_a_sync_waits(
     k8s_fake, alice
 ):
@@ -242,25 +299,31 @@ def test_a_create_in_flight_when_the_lease_is_handed_over_makes_one_job_on_the_c
     """The old holder's create is on its way (the job is Submitting) when another worker
     takes the lease over: the new holder neither sends it again nor takes it back to Queued
     (STUCK_SUBMITTING), and follows what the old one's create made."""
-    from jobs.worker import Worker
+    from jobs.worker import RemoteThread, Worker
 
     job = queued_on_kubernetes(alice)
     release = k8s_fake.block_next("create pytorchjobs")
     new_holder = Worker(worker_on("gpu-b", 202))
+    # The new holder's remote thread, its passes driven here: each after a tick of its loop.
+    new_holders_remote = RemoteThread(new_holder, threading.Event())
+
+    def new_holders_turn() -> None:
+        new_holder.tick()  # renews the lease it holds now
+        new_holder.remote_pass(go_on=new_holders_remote.holding)  # submits and syncs
 
     with serving_worker():
         wait_for(lambda: k8s_fake.calls("create pytorchjobs"), seconds=5, what="the create")
         assert status_of(job) == JobStatus.SUBMITTING
         take_lease_over(new_holder.identity)
         for _ in range(3):
-            new_holder.tick()  # holds the lease now: submits and syncs
+            new_holders_turn()
         release.set()
         wait_for(
             lambda: Job.objects.get(pk=job.pk).external_id, seconds=5, what="the create's answer"
         )
         job.refresh_from_db()
         k8s_fake.set_conditions(job.external_id, ("Created", "c"), ("Running", "r"))
-        new_holder.tick()
+        new_holders_turn()
 
     assert len(k8s_fake.calls("create pytorchjobs")) == 1
     assert len(k8s_fake.jobs()) == 1
