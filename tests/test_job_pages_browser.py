@@ -1547,7 +1547,7 @@ def test_an_on_call_owner_sets_up_hang_alerts_in_the_wizard_and_sees_the_hang_co
 
 
 def test_a_failed_jobs_page_opens_on_the_log_of_the_replica_that_failed(
-    logged_in_page, alice, worker_thread
+    logged_in_page, alice, worker_thread, tmp_path
 ):
     # QA 44: worker-1 of three failed, and the page opened on master-0's log (torn down
     # with it, its last line a step like any other): the traceback was a click away, on a tab
@@ -1555,19 +1555,23 @@ def test_a_failed_jobs_page_opens_on_the_log_of_the_replica_that_failed(
     from jobs import spec as S
     from jobs.services import jobs_submit
 
-    # worker-1 fails a few seconds in, as a real one would, so master-0 has written its line
-    # before the failure tears it down (at once, it could be killed before its shell echoed).
+    # worker-1 fails once master-0 has written its line (it says so in the scratch volume), so
+    # the failure does not tear master-0 down before its shell echoed: at once, it could be
+    # (stop 34's CI), and after a fixed 3 s a loaded machine may not have started it yet.
     command = (
-        'echo "rank $RANK step 1"; '
-        'if [ "$RANK" = 2 ]; then sleep 3; echo "RuntimeError: loss exploded" >&2; exit 1; fi; '
+        'echo "rank $RANK step 1"; touch "/workspace/rank-$RANK-wrote"; '
+        'if [ "$RANK" = 2 ]; then until [ -e /workspace/rank-0-wrote ]; do sleep 0.05; done; '
+        'echo "RuntimeError: loss exploded" >&2; exit 1; fi; '
         "sleep 300"
     )
+    (tmp_path / "scratch").mkdir(exist_ok=True)  # the scratch volume (worker_thread)
     spec = S.parse_document(
         {
             "name": "three-ranks",
             "queue": "default",
             "jobFramework": "PyTorchJob",
             "jobSpec": {"image": "registry.example.com/x:1", "command": command, "replicas": 3},
+            "datasources": [{"type": "hostpath", "name": "scratch", "mountPath": "/workspace"}],
         },
         resource_pool_id="local",
     )

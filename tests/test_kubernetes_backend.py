@@ -4,7 +4,7 @@ submission (idempotent), sync, stop, delete, logs."""
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.utils import timezone, translation
@@ -950,16 +950,24 @@ def test_an_event_kubernetes_counts_again_is_copied_once_at_its_first_time(fake,
     [pod, _worker] = fake.run_pods(job.external_id)
     fake.add_event("Pod", pod, "BackOff", "Back-off restarting failed container", type="Warning")
     event = fake.events[-1]
-    event.update(firstTimestamp="2026-12-01T08:00:00Z", lastTimestamp="2026-12-01T08:00:00Z")
+    # A day ago, after the job was sent 30 days ago: a fixed date (it was 2026-12-01 08:00)
+    # fell before the sending once the tests ran 30 days after it, and the copy, never dated
+    # before the job was sent, then took the sending's time instead.
+    first = (timezone.now() - timedelta(days=1)).replace(microsecond=0)
+    event.update(firstTimestamp=kube_stamp(first), lastTimestamp=kube_stamp(first))
     Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(days=30))
     job.events.update(created_at=timezone.now() - timedelta(days=30))
 
     k8s.sync(job)
-    event.update(count=7, lastTimestamp="2026-12-01T08:05:00Z")
+    event.update(count=7, lastTimestamp=kube_stamp(first + timedelta(minutes=5)))
     k8s.sync(job)
 
     [copied] = job.events.filter(reason="K8s:BackOff")
-    assert copied.created_at.isoformat() == "2026-12-01T08:00:00+00:00"
+    assert copied.created_at == first
+
+
+def kube_stamp(moment) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def test_a_job_past_its_deadline_is_timed_out_and_a_failed_one_failed(fake, k8s, alice):

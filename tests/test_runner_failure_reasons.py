@@ -23,6 +23,7 @@ from .runner_helpers import (
     runner_settings,  # noqa: F401
     status_of,
     submit,
+    volume,
 )
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
@@ -127,22 +128,32 @@ def test_replicas_failing_one_after_another_name_the_one_that_failed_first(
     # QA 44: worker-1 hit a CUDA error and exited; master-0 and worker-0, losing their peer,
     # exited 1 a moment later, all three before the worker next looked. The reason named
     # master-0 (the first in the list), whose log said only "connection reset by peer".
+    # The others lose their peer once worker-1 has exited (a second gate the test opens when
+    # it has seen that), not a fixed 0.5 s after the first gate: on a loaded machine worker-1's
+    # shell saw that gate more than 0.5 s after master-0's did, and master-0 really was first.
     command = (
         f"{UNTIL_THE_GATE_OPENS}; "
         'if [ "$RANK" = 2 ]; then echo "CUDA error: an illegal memory access"; exit 1; fi; '
-        'sleep 0.5; echo "rank $RANK: connection reset by peer"; exit 1'
+        "until [ -e /workspace/peer-lost ]; do sleep 0.05; done; "
+        'echo "rank $RANK: connection reset by peer"; exit 1'
     )
     spec = make_spec(command, roles=[S.Role("master", 1), S.Role("worker", 2)])
     job = submit(alice, spec)
     worker = Worker()
     run_until(worker, lambda: status_of(job) == JobStatus.RUNNING)
-    open_gate(settings)
     deadline = time.monotonic() + 30
-    for label in ("master-0", "worker-0", "worker-1"):
+
+    def wait_until_exited(label: str) -> None:
         state = attempt_dir(job.public_id, 1) / label
         while read_state(state).phase != "exited":
             assert time.monotonic() < deadline, f"{label} did not exit"
             time.sleep(0.05)
+
+    open_gate(settings)
+    wait_until_exited("worker-1")
+    (volume(settings) / "peer-lost").touch()
+    wait_until_exited("master-0")
+    wait_until_exited("worker-0")
 
     run_until(worker, lambda: status_of(job) == JobStatus.FAILED)
 
