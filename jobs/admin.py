@@ -68,7 +68,7 @@ from .admin_lists import (
 )
 from .alerts import webhook_shown
 from .api_keys import password_set_by
-from .backends import BackendError, get_backend
+from .backends import BackendError, NoLog, get_backend, no_log_yet
 from .backends.local import detected_accelerators
 from .health import active_runner
 from .http import is_console_address
@@ -1493,19 +1493,20 @@ class JobAdmin(
         except BackendError as e:
             # Kept on the machine that ran it: not here, however long one waits.
             return unavailable(e.message)
+        head = request.method == "HEAD"  # a GET's status and headers, no log read
         try:
-            if path is None:
-                lines: Iterable[str] = backend.download_lines(job, replica)
-            elif path.exists():
+            lines: Iterable[str] = ()
+            if path is None and head:
+                backend.check_log(job, replica)
+            elif path is None:
+                lines = backend.download_lines(job, replica)
+            elif not path.exists():
+                return unavailable(no_log_yet())
+            elif not head:
                 lines = _file_lines(path)
-            else:
-                return unavailable(
-                    _(
-                        "This replica has no log yet: it has not started writing one (it is "
-                        "waiting to start, or starting). Its output shows on the job's page "
-                        "once it begins."
-                    )
-                )
+        except NoLog as e:
+            # Not written yet (or gone with its pod): as a local replica's, not an empty file.
+            return unavailable(e.message)
         except BackendError as e:
             # The platform (AIHC, the Kubernetes API server) did not answer: its message, with
             # the job's secrets masked, as the backend shows it (never its address).

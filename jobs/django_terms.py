@@ -12,6 +12,10 @@ its index and on a user's page for the same thing.
 The console says 您 to its user; Django's Chinese says 你 in what the log-in and password
 pages show of its own (the old password refused, the password validators' rules and
 refusals), so those pages spoke both ways (QA).
+
+The admin index's table headers, read by a screen reader alone, are Django's 型号名称 / 增加连接 /
+更改或查看清单连接 ("Model name", "Add link", "Change or view list link"): a 型号 is a product
+model and a 连接 a connection, machine-like Chinese; the console says 名称 / 新增 / 修改或查看列表.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ DJANGO_TERMS = (
         "The groups this user belongs to. A user will get all permissions granted to each of "
         "their groups."
     ),
+    # The admin index's screen-reader-only column headers (admin/app_list.html).
+    gettext_noop("Model name"),
+    gettext_noop("Add link"),
+    gettext_noop("Change or view list link"),
 )
 
 # Django's words on the password page (django.contrib.auth: the form's refusal and the

@@ -12,7 +12,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -35,6 +35,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_safe
@@ -56,7 +57,7 @@ from .actions import (
     jobs_delete,
     jobs_stop,
 )
-from .backends import BackendError, get_backend
+from .backends import BackendError, NoLog, get_backend, no_log_yet
 from .compare import (
     MAX_ASKED,
     MAX_COMPARED,
@@ -1237,12 +1238,13 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
         return unavailable(exc.message)
     if path is not None:
         if not path.exists():
-            return unavailable(
-                _(
-                    "This replica has no log yet: it has not started writing one (it is waiting "
-                    "to start, or starting). Its output shows on the job's page once it begins."
-                )
-            )
+            return unavailable(no_log_yet())
+        if request.method == "HEAD":
+            # A GET's headers, the file not opened: the server would read it all to drop it.
+            response = HttpResponse(content_type="text/plain; charset=utf-8")
+            response["Content-Length"] = path.stat().st_size
+            response["Content-Disposition"] = content_disposition_header(True, filename)
+            return response
         return FileResponse(
             open(path, "rb"),  # noqa: SIM115 - FileResponse closes it
             as_attachment=True,
@@ -1258,7 +1260,16 @@ def job_log_download(request: AuthenticatedHttpRequest, public_id: str, replica:
             % {"replica": replica}
         )
     try:
-        lines = backend.download_lines(job, replica)
+        if request.method == "HEAD":
+            # A GET's status and headers, the log not read from the platform (a link checker's
+            # HEAD had the whole log read, then dropped).
+            backend.check_log(job, replica)
+            lines: Iterable[str] = ()
+        else:
+            lines = backend.download_lines(job, replica)
+    except NoLog as exc:
+        # Not written yet (or gone with its pod): as a local replica's, not an empty file.
+        return unavailable(exc.message)
     except BackendError as exc:
         # The platform could not answer: that is not "no such page" (a 404 would say so).
         return unavailable(download_unavailable_reason(exc), status=503)

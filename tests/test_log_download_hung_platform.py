@@ -119,10 +119,11 @@ def test_a_download_tried_again_gives_none_of_the_lines_of_a_try_cut_off_mid_way
 ):
     """The first try stalls after a quarter of the log (its pod replaced under the same name,
     as the training operator does on a restart); the try again finds the new container
-    waiting to start, with no lines yet. The download has that container's lines, none: until
-    review 44 it gave the first try's quarter, written to the temporary file before the
-    stall, as if it were the whole log (README: "never a file cut where the server
-    stalled")."""
+    waiting to start, with no lines yet. The download says so, as for a local replica
+    waiting to start, with none of the first try's lines: until review 44 it gave the first
+    try's quarter, written to the temporary file before the stall, as if it were the whole
+    log (README: "never a file cut where the server stalled"), and until left37 an empty
+    file."""
     job = running_kubernetes_job(cluster, alice)
     cluster.trickle_next("log pods", 1.0, pieces=4)
     cluster.fail_next(
@@ -136,8 +137,10 @@ def test_a_download_tried_again_gives_none_of_the_lines_of_a_try_cut_off_mid_way
     answer, _waited = download(alice_en, job)
 
     assert len(cluster.calls("log pods")) == 2
-    assert answer.status_code == 200
-    assert answer.getvalue() == b""
+    assert answer.status_code == 404
+    page = answer.content.decode()
+    assert "This replica has no log yet" in page
+    assert "step " not in page
 
 
 def test_a_download_whose_answer_stalls_mid_way_is_given_up_after_the_read_timeout(

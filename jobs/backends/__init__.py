@@ -15,9 +15,11 @@ from .base import (
     AcceleratorStock,
     Backend,
     BackendError,
+    NoLog,
     Pool,
     RequestPreview,
     Volume,
+    no_log_yet,
     request_json,
 )
 
@@ -25,6 +27,7 @@ __all__ = [
     "AcceleratorStock",
     "Backend",
     "BackendError",
+    "NoLog",
     "Pool",
     "RequestPreview",
     "Volume",
@@ -32,6 +35,7 @@ __all__ = [
     "get_backend",
     "all_pools",
     "find_pool",
+    "no_log_yet",
     "request_json",
 ]
 

@@ -83,6 +83,7 @@ from jobs.texts import joined
 from .base import (
     AcceleratorStock,
     BackendError,
+    NoLog,
     Pool,
     RequestPreview,
     Volume,
@@ -1506,9 +1507,57 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
         try:
             return self._pod_log(job, replica, config, client, tail=tail, since=since)
+        except NoLog:
+            return []  # the page's "No output yet."
         finally:
             if tail is None:
                 client.close()
+
+    def download_lines(self, job: Job, replica: str) -> list[str]:
+        """The replica's whole log; NoLog when AIHC lists no pod of it, or its pod is
+        Pending with no lines yet (logs() gives both as no lines)."""
+        if not job.external_id:
+            raise NoLog
+        config, client = self._setup(for_download=True)
+        try:
+            return self._pod_log(job, replica, config, client, tail=None, since=None)
+        finally:
+            client.close()
+
+    def check_log(self, job: Job, replica: str) -> None:
+        """The replica's pod looked up as a download finds it, its log not read: NoLog when
+        AIHC lists none, or lists it Pending (not started)."""
+        if not job.external_id:
+            raise NoLog
+        config, client = self._setup(for_download=True)
+        try:
+            pod = self._replica_pod(job, replica, config, client)
+        except AihcError as exc:
+            raise _shown(
+                _("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
+            ) from None
+        finally:
+            client.close()
+        if pod["phase"].lower() == "pending":
+            raise NoLog
+
+    def _replica_pod(
+        self, job: Job, replica: str, config: Config, client: AihcClient
+    ) -> dict[str, Any]:
+        """The replica's pod ("worker-1") as AIHC lists it (client.normalise_job); NoLog when
+        it lists none: not made yet or, the job ended, gone."""
+        remote = client.get_job(
+            pool=job.resource_pool,
+            job_id=job.external_id,
+            queue=job.queue,
+            version=config.version(job.resource_pool),
+        )
+        role, _sep, index = replica.rpartition("-")
+        for pod in remote["pods"]:
+            number = POD_INDEX_RE.search(pod["name"])
+            if pod["replicaType"] == role and number and number.group(1) == index:
+                return pod
+        raise NoLog(gone=job.is_final)
 
     def _pod_log(
         self,
@@ -1520,36 +1569,24 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         tail: int | None,
         since: datetime | None,
     ) -> list[str]:
-        version = config.version(job.resource_pool)
+        """Raises NoLog when AIHC lists no pod of the replica, or its pod is Pending with no
+        lines yet."""
         secrets = job.secret_values()
         try:
-            remote = client.get_job(
-                pool=job.resource_pool, job_id=job.external_id, queue=job.queue, version=version
-            )
-            role, _sep, index = replica.rpartition("-")
-            pod = next(
-                (
-                    p["name"]
-                    for p in remote["pods"]
-                    if p["replicaType"] == role
-                    and POD_INDEX_RE.search(p["name"])
-                    and POD_INDEX_RE.search(p["name"]).group(1) == index
-                ),
-                None,
-            )
-            if pod is None:
-                return []
+            pod = self._replica_pod(job, replica, config, client)
             lines = client.pod_logs(
                 pool=job.resource_pool,
                 job_id=job.external_id,
-                pod=pod,
+                pod=pod["name"],
                 max_lines=tail,
                 start_time=int(since.astimezone(UTC).timestamp()) if since else None,
                 queue=job.queue,
-                version=version,
+                version=config.version(job.resource_pool),
             )
         except AihcError as exc:
             raise _shown(_("AIHC did not return the logs: %(error)s"), exc, secrets) from None
+        if not lines and pod["phase"].lower() == "pending":
+            raise NoLog
         # Never read as the runner's own lines (jobs.logs.unmarked).
         return [unmarked(scrub(line, secrets)) for line in lines]
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from urllib.parse import quote
 
 import httpx
+from django.utils.translation import gettext as _
 
 from jobs.runtime_env import ReplicaRef, replica_environment, shown_group_task
 
@@ -36,6 +37,31 @@ class BackendError(Exception):
         self.message = message
         self.code = code
         self.request_id = request_id
+
+
+class NoLog(BackendError):
+    """The replica has no log on its platform to give: not written yet (its pod not made yet,
+    or its container waiting to start, as when the training operator re-creates a pod under
+    the same name) or, the job ended, gone with its pod. A download says so on a 404 page, as
+    for a local replica's log not written yet (until left37: an empty file, 200)."""
+
+    def __init__(self, *, gone: bool = False):
+        super().__init__(
+            _(
+                "This replica's pod is no longer on its platform, and its log went with it: "
+                "a container's log is kept only while its pod is there."
+            )
+            if gone
+            else no_log_yet()
+        )
+
+
+def no_log_yet() -> str:
+    """Why a replica waiting to start (or starting) has no log to download, whatever runs it."""
+    return _(
+        "This replica has no log yet: it has not started writing one (it is waiting "
+        "to start, or starting). Its output shows on the job's page once it begins."
+    )
 
 
 def got_no_answer(exc: BackendError) -> bool:
@@ -324,3 +350,9 @@ class Backend(ABC):
         plain text gives it from a temporary file instead, so a download's memory does not
         grow with the log (KubernetesBackend)."""
         return self.logs(job, replica)
+
+    def check_log(self, job: Job, replica: str) -> None:
+        """What a download's HEAD asks (a link checker's, a download manager's): raises as
+        download_lines() would before its first line (NoLog; BackendError when the platform
+        does not answer), reading none of the log. This default: a log is there."""
+        return None

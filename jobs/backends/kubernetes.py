@@ -98,6 +98,7 @@ from jobs.shim import UsageLog, read_usage
 from .base import (
     AcceleratorStock,
     BackendError,
+    NoLog,
     Pool,
     RequestPreview,
     Volume,
@@ -1724,17 +1725,44 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
         try:
             return self._pod_log(job, replica, client, tail=tail, since=since)
+        except NoLog:
+            return []  # the page's "No output yet."
         finally:
             if tail is None:
                 client.close()
+
+    def check_log(self, job: Job, replica: str) -> None:
+        """The replica's pod looked up as a download finds it, its log not read: NoLog when
+        there is none, or its container is waiting to start (what the API server's 400 says
+        of a log read)."""
+        if not job.external_id:
+            raise NoLog
+        config, client = self._setup(for_download=True)
+        try:
+            pod = self._replica_pod(job, replica, client)
+        except KubeError as exc:
+            raise _shown(
+                _("Kubernetes did not return the logs: %(error)s"), exc, job.secret_values()
+            ) from None
+        finally:
+            client.close()
+        container = M.kind_of(job.framework).container
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        status = next((c for c in statuses if c.get("name") == container), None)
+        if status is None or (
+            (status.get("state") or {}).get("waiting") and not status.get("restartCount")
+        ):
+            # Not started (a container restarted and waiting again still has its last log).
+            raise NoLog
 
     def download_lines(self, job: Job, replica: str) -> Iterable[str]:
         """The replica's whole log written to a temporary file as it comes (in memory up to
         DOWNLOAD_SPOOL_BYTES, on disk beyond), then given from it a line at a time, each
         masked as logs() masks it: the download holds a line, not the log (review 42: a log
-        held whole and copied three times took several GB of a web thread for 1 GB)."""
+        held whole and copied three times took several GB of a web thread for 1 GB). NoLog
+        when the replica has no pod, or its container is waiting to start."""
         if not job.external_id:
-            return []
+            raise NoLog
         log = tempfile.SpooledTemporaryFile(max_size=DOWNLOAD_SPOOL_BYTES)  # noqa: SIM115
         try:
             config, client = self._setup(for_download=True)
@@ -1757,28 +1785,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         since: datetime | None,
         into: BinaryIO | None = None,
     ) -> list[str]:
+        """Raises NoLog when the replica has no pod, or its container is waiting to start."""
         # The job's row, not its spec, which may no longer read: its logs still show.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
-        role, _sep, index = replica.rpartition("-")
         try:
-            pods = client.list(
-                f"/api/v1/namespaces/{namespace}/pods",
-                label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
-            )
-            pod = next(
-                (
-                    (p.get("metadata") or {}).get("name")
-                    for p in pods
-                    if M.pod_replica(job.framework, p)
-                    == (role, int(index) if index.isdigit() else -1)
-                ),
-                None,
-            )
-            if not pod:
-                return []
+            pod = self._replica_pod(job, replica, client)
             lines = client.pod_log(
                 namespace,
-                pod,
+                (pod.get("metadata") or {}).get("name"),
                 container=M.kind_of(job.framework).container,
                 tail=tail,
                 since=since,
@@ -1788,10 +1802,27 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             if exc.status == 400 and WAITING_TO_START in exc.message:
                 # The container has not run yet (being created, its image pulled): a replica
                 # waiting to start, with no lines yet, as a local one (qa55: an error before).
-                return []
+                raise NoLog from None
             raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
         # Never read as the runner's own lines (jobs.logs.unmarked).
         return [unmarked(scrub(line, secrets)) for line in lines]
+
+    def _replica_pod(self, job: Job, replica: str, client: KubeClient) -> dict[str, Any]:
+        """The replica's pod ("worker-1"), by the job's id label; NoLog when there is none:
+        not made yet, or, the job ended, gone (a stopped job's resource is deleted, and
+        its pods with it)."""
+        role, _sep, index = replica.rpartition("-")
+        pods = client.list(
+            f"/api/v1/namespaces/{namespace_of(job.resource_pool)}/pods",
+            label_selector=f"{M.CONSOLE_JOB_LABEL}={job.public_id}",
+        )
+        for pod in pods:
+            if (pod.get("metadata") or {}).get("name") and M.pod_replica(job.framework, pod) == (
+                role,
+                int(index) if index.isdigit() else -1,
+            ):
+                return pod
+        raise NoLog(gone=job.is_final)
 
 
 def _spooled_lines(log: BinaryIO, secrets: list[str]) -> Iterator[str]:
