@@ -161,6 +161,11 @@ class Job(models.Model):
         verbose_name=_("copied from"),
     )
     restarts = models.PositiveIntegerField(_("restarts"), default=0)
+    # When the console last asked the platform to delete the job's resource (Kubernetes), set
+    # before the delete leaves and cleared when it is refused: the worker, in another process,
+    # then takes a resource it finds gone for the stop's doing (Stopped), not lost (Failed),
+    # also before the web has saved Stopping.
+    stop_sent_at = models.DateTimeField(null=True, blank=True, editable=False)
     # Review (jobs.review): whether the job had to wait for a reviewer, and their decision.
     review_state = models.CharField(
         _("review"), max_length=16, choices=ReviewState.choices, default=ReviewState.NOT_REQUIRED

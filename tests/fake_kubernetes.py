@@ -641,10 +641,12 @@ class FakeKubernetes:
         until `stalled` is cleared: one object the server is slow on, the others answered."""
         self.stalled[name] = seconds
 
-    def block_next(self, op: str) -> threading.Event:
-        """Holds the next `op` call until the returned event is set (at most 30 s)."""
+    def block_next(self, op: str, *, after: bool = False) -> threading.Event:
+        """Holds the next `op` call until the returned event is set (at most 30 s); with
+        `after`, it is carried out first and only its answer held (a delete the server has
+        done while the client still waits to hear so)."""
         release = threading.Event()
-        self.faults.setdefault(op, []).append(Fault(release=release))
+        self.faults.setdefault(op, []).append(Fault(release=release, after=after))
         return release
 
     def job(self, name: str, namespace: str = "default") -> dict:
@@ -972,7 +974,7 @@ class FakeKubernetes:
             fault = self.faults.get(r.op, []).pop(0) if self.faults.get(r.op) else None
             if fault and fault.trickle:
                 trickle, fault = fault, None
-            if fault and (fault.delay or fault.release):
+            if fault and (fault.delay or fault.release) and not fault.after:
                 if fault.release:
                     fault.release.wait(30)
                 time.sleep(fault.delay)
@@ -990,6 +992,9 @@ class FakeKubernetes:
                     raise Refusal(400, "BadRequest", "the body is not JSON") from None
             with self._lock:
                 code, answer = self._dispatch(r, route)
+            if fault and fault.release:
+                fault.release.wait(30)
+                fault = None
             if fault:
                 if fault.drop:
                     http.close_connection = True

@@ -1068,6 +1068,26 @@ def test_stopping_stops_the_aihc_job_and_sync_sees_it_stopped(fake, aihc, alice)
     assert job.status == JobStatus.STOPPED
 
 
+def test_a_job_stopped_from_a_page_that_loaded_it_queued_ends_stopped_though_it_ran_meanwhile(
+    fake, aihc, alice
+):
+    """The move from the status the page loaded loses to the worker's sync (Queued to Running):
+    the job stays Running until the next sync reads AIHC's own stopped status."""
+    job = submitted(fake, aihc, alice)
+    as_the_page_loaded_it = Job.objects.get(pk=job.pk)
+    assert as_the_page_loaded_it.status == JobStatus.QUEUED
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)  # the worker's sync, before the owner presses Stop
+
+    aihc.stop(as_the_page_loaded_it)
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert len(fake.calls("StopJob")) == 1
+    assert not job.events.filter(reason__in=["Failed", "Lost"]).exists()
+
+
 def test_a_queued_job_not_yet_on_aihc_stops_without_calling_it(fake, aihc, alice):
     [job] = submit(alice, seed_spec())
 

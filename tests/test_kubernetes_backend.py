@@ -1,12 +1,15 @@
 """The Kubernetes (Kubeflow) backend against the strict fake API server: inventory, refusals,
-submission (idempotent), sync, stop, delete, logs."""
+submission (idempotent), sync, stop (also racing the worker's sync), delete, logs."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from datetime import UTC, timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone, translation
 
 from jobs import spec as S
@@ -1123,6 +1126,88 @@ def test_a_stop_without_an_answer_is_taken_and_sent_again_while_the_job_is_there
 
     assert len(fake.calls("delete pytorchjobs")) == 2
     assert job.status == JobStatus.STOPPED
+
+
+# A job its owner stops while the worker syncs it ends Stopped, never Failed as lost: the
+# web's stop and the worker's sync are two processes racing on one job's row.
+def running(fake, k8s, job: Job) -> Job:
+    """The job as the worker reads it once Kubernetes runs it."""
+    fake.set_conditions(job.external_id, ("Running", "running"))
+    fake.run_pods(job.external_id)
+    k8s.sync(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    return job
+
+
+def ended_as_stopped(job: Job) -> None:
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPED
+    assert job.status_reason == f"Kubernetes deleted {job.external_id}."
+    assert not job.events.filter(reason__in=["Lost", "Failed"]).exists()
+
+
+def test_a_job_stopped_from_a_page_that_loaded_it_queued_is_stopping_though_it_runs_now(
+    fake, k8s, alice
+):
+    job = submitted(alice, k8s)
+    as_the_page_loaded_it = Job.objects.get(pk=job.pk)
+    assert as_the_page_loaded_it.status == JobStatus.QUEUED
+    running(fake, k8s, job)  # the worker's sync, before the owner presses Stop
+
+    k8s.stop(as_the_page_loaded_it)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    k8s.sync(job)  # the resource is gone
+    ended_as_stopped(job)
+
+
+def test_a_job_whose_resource_the_worker_finds_gone_before_the_web_saves_stopping_is_stopped(
+    fake, k8s, alice, transactional_db
+):
+    job = running(fake, k8s, submitted(alice, k8s))
+    as_the_worker_read_it = Job.objects.get(pk=job.pk)
+    as_the_page_loaded_it = Job.objects.get(pk=job.pk)
+    answer = fake.block_next("delete pytorchjobs", after=True)
+
+    def web_stops() -> None:
+        try:
+            k8s.stop(as_the_page_loaded_it)
+        finally:
+            connection.close()
+
+    web = threading.Thread(target=web_stops)
+    web.start()
+    try:
+        deadline = time.monotonic() + 10
+        while fake.jobs() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert fake.jobs() == []  # deleted; the web waits for the answer
+        k8s.sync(as_the_worker_read_it)  # 404 before Stopping is saved
+    finally:
+        answer.set()
+        web.join(30)
+
+    ended_as_stopped(job)
+
+
+def test_a_job_whose_stop_was_refused_and_that_kubernetes_loses_later_is_failed_as_lost(
+    fake, k8s, alice
+):
+    job = running(fake, k8s, submitted(alice, k8s))
+    fake.fail_next("delete pytorchjobs", status=403, reason="Forbidden", message="no")
+    with pytest.raises(BackendError, match="Kubernetes did not stop the job"):
+        k8s.stop(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RUNNING
+    del fake.objects[("pytorchjobs", "default", job.external_id)]
+
+    k8s.sync(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert job.events.filter(reason="Lost").exists()
 
 
 def test_deleting_removes_the_job_and_its_secret_from_the_cluster(fake, k8s, alice):

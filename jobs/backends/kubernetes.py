@@ -1383,7 +1383,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
     def _gone(
         self, job: Job, spec: spec_module.JobSpec | None, client: KubeClient, namespace: str
     ) -> None:
-        stopping = job.status == JobStatus.STOPPING
+        # Also a job the worker read as running whose stop the web sent meanwhile: gone for
+        # the stop's doing, though Stopping may not be saved yet (stop_sent_at is, first).
+        stopping = (
+            job.status == JobStatus.STOPPING
+            or Job.objects.filter(pk=job.pk, stop_sent_at__isnull=False).exists()
+        )
         if stopping:
             message = recorded(gettext_noop("Kubernetes deleted %(name)s."), name=job.external_id)
         elif spec is not None and spec.retention_period:
@@ -1604,9 +1609,14 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         config, client = self._setup()
         # The job's row, not its spec, which may no longer read: Stop must still work.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
-        self._stops_sent[job.pk] = timezone.now()
+        now = timezone.now()
+        self._stops_sent[job.pk] = now
+        # In the database before the delete leaves: the worker's sync may find the resource
+        # gone before this request saves Stopping, and then ends the job Stopped (_gone).
+        Job.objects.filter(pk=job.pk).update(stop_sent_at=now)
         error = self._send_delete(client, namespace, job.external_id, job.framework)
         if error is not None and _refused(error):
+            Job.objects.filter(pk=job.pk).update(stop_sent_at=None)
             self._stop_refused(
                 job,
                 error,
@@ -1627,9 +1637,18 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 ),
                 secrets,
             )
-            self._move(job, JobStatus.STOPPING, "Stopping", message, warning=True)
+            self._stopping(job, message, warning=True)
             return
-        self._move(job, JobStatus.STOPPING, "Stopping", recorded(STOP_REQUESTED))
+        self._stopping(job, recorded(STOP_REQUESTED))
+
+    def _stopping(self, job: Job, message: str, *, warning: bool = False) -> None:
+        """Stopping, from the status the job has now: the worker may have moved it on while
+        the delete was out (Queued to Running), and the move from the status the page loaded
+        then lost, leaving the job Running with its resource deleted, to be failed as lost.
+        Once more from the status the database gave; a job that ended meanwhile stays so."""
+        for _attempt in range(2):
+            if self._move(job, JobStatus.STOPPING, "Stopping", message, warning=warning):
+                return
 
     def delete(self, job: Job) -> str:
         """Removes the job's resource and Secret (the Secret only when it is this job's), and
