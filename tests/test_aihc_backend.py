@@ -633,6 +633,32 @@ def test_a_stop_aihc_gives_no_clear_answer_is_taken_and_sent_again_until_the_job
     assert job.events.filter(reason__in=["Stopping", "StopRequested"]).count() == 1
 
 
+def test_a_stop_aihc_did_not_answer_from_a_page_that_loaded_the_job_queued_is_sent_again(
+    fake, aihc, alice
+):
+    """The worker ran the job (Queued to Running) while the unanswered stop was out: the move
+    to Stopping from the page's Queued lost, and the job ran on as Running, its stop never
+    sent again (sync sends it again only for a Stopping job)."""
+    job = submitted(fake, aihc, alice)
+    as_the_page_loaded_it = Job.objects.get(pk=job.pk)
+    fake.set_job_status(job.external_id, "Running")
+    aihc.sync(job)
+    fake.fail_next("StopJob", status=500, code="InternalError")
+
+    aihc.stop(as_the_page_loaded_it)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert job.events.get(reason="Stopping").type == "Warning"
+    stop_sent_minutes_ago(job, 2)
+    aihc.sync(job)  # AIHC still runs it: the stop goes again, and AIHC takes it
+    aihc.sync(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("StopJob")) == 2
+    assert job.status == JobStatus.STOPPED
+
+
 def test_a_stop_that_cannot_reach_aihc_stays_stopping_until_aihc_is_back_and_stops_the_job(
     fake, aihc, alice, settings
 ):
@@ -1071,8 +1097,9 @@ def test_stopping_stops_the_aihc_job_and_sync_sees_it_stopped(fake, aihc, alice)
 def test_a_job_stopped_from_a_page_that_loaded_it_queued_ends_stopped_though_it_ran_meanwhile(
     fake, aihc, alice
 ):
-    """The move from the status the page loaded loses to the worker's sync (Queued to Running):
-    the job stays Running until the next sync reads AIHC's own stopped status."""
+    """The move from the status the page loaded (Queued to Stopped) loses to the worker's sync
+    (Queued to Running): the job goes Stopping at once, not Running until the next sync, and
+    that sync, reading AIHC's own stopped status, ends it Stopped."""
     job = submitted(fake, aihc, alice)
     as_the_page_loaded_it = Job.objects.get(pk=job.pk)
     assert as_the_page_loaded_it.status == JobStatus.QUEUED
@@ -1080,6 +1107,9 @@ def test_a_job_stopped_from_a_page_that_loaded_it_queued_ends_stopped_though_it_
     aihc.sync(job)  # the worker's sync, before the owner presses Stop
 
     aihc.stop(as_the_page_loaded_it)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
     aihc.sync(job)
 
     job.refresh_from_db()

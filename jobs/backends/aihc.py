@@ -1450,10 +1450,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         if unanswered is not None:
             # AIHC may still run (or start) the job: Stopping, until AIHC reports it ended.
             # The error masked, not the text: it keeps its source (_close_replicas).
-            self._move(
+            self._stopping(
                 job,
-                JobStatus.STOPPING,
-                "Stopping",
                 recorded(
                     STOP_UNANSWERED,
                     error=scrub(recorded_error(unanswered), job.secret_values()),
@@ -1468,12 +1466,15 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         else:
             # Running on AIHC, or a create in flight (stopped when it lands): sync finishes it.
             target = JobStatus.STOPPING
-        self._move(
+        if not self._move(
             job,
             target,
             "Stopping" if target == JobStatus.STOPPING else "Stopped",
             recorded(STOP_REQUESTED),
-        )
+        ):
+            # Lost to the worker (Queued to Running while the stop was out): the job showed
+            # Running, stop sent, until the next sync. Stopping; sync ends it.
+            self._stopping(job, recorded(STOP_REQUESTED))
 
     def delete(self, job: Job) -> None:
         """Deletes the job on AIHC, then the usage samples the console kept of it."""

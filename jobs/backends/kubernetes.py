@@ -1641,15 +1641,6 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             return
         self._stopping(job, recorded(STOP_REQUESTED))
 
-    def _stopping(self, job: Job, message: str, *, warning: bool = False) -> None:
-        """Stopping, from the status the job has now: the worker may have moved it on while
-        the delete was out (Queued to Running), and the move from the status the page loaded
-        then lost, leaving the job Running with its resource deleted, to be failed as lost.
-        Once more from the status the database gave; a job that ended meanwhile stays so."""
-        for _attempt in range(2):
-            if self._move(job, JobStatus.STOPPING, "Stopping", message, warning=warning):
-                return
-
     def delete(self, job: Job) -> str:
         """Removes the job's resource and Secret (the Secret only when it is this job's), and
         the usage samples the console kept of it; the Secret left for the worker, if any."""

@@ -357,6 +357,17 @@ class RemoteBackend[ConfigT: Keyed, ClientT](Backend):
             job=job, to=to, reason=reason, message=message, warning=warning, **fields
         )
 
+    def _stopping(self, job: Job, message: str, *, warning: bool = False) -> None:
+        """Stopping, from the status the job has now: the worker may have moved it on while
+        the stop was out (Queued to Running), and the move from the status the page loaded
+        then lost. On Kubernetes that left the job Running with its resource deleted, to be
+        failed as lost; on AIHC, Running with the stop sent, and a stop AIHC did not answer
+        was never sent again. Once more from the status the database gave; a job that ended
+        (or went Stopping) meanwhile stays so."""
+        for _attempt in range(2):
+            if self._move(job, JobStatus.STOPPING, "Stopping", message, warning=warning):
+                return
+
     def _walk(self, job: Job, target: str, message: str, *, reason: str = "") -> None:
         """Moves the job to `target` through the state machine's shortest allowed path.
 
