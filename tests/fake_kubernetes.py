@@ -717,7 +717,8 @@ class FakeKubernetes:
         exit_code: int | None = None,
     ) -> list[str]:
         """The job's pods as the training operator creates them: named <job>-<type>-<i>,
-        with the template's labels and the operator's own."""
+        with the template's labels and the operator's own. `node` "": not scheduled yet
+        (unscheduled)."""
         job = self.job(name, namespace)
         kind = job["kind"]
         if kind == "JobSet":
@@ -757,7 +758,28 @@ class FakeKubernetes:
                     },
                 }
                 made.append(pod_name)
+        if not node:
+            self.unscheduled(made, namespace=namespace)
         return made
+
+    def unscheduled(self, pods: list[str], *, namespace: str = "default") -> None:
+        """The pods as the API server has them before the scheduler places them: no
+        spec.nodeName, Pending, no container statuses (no kubelet has seen them), its
+        PodScheduled condition False."""
+        for name in pods:
+            pod = self.pods[(namespace, name)]
+            pod["spec"].pop("nodeName", None)
+            pod["status"] = {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+                    }
+                ],
+            }
 
     def _run_jobset_pods(
         self, jobset: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
@@ -822,6 +844,8 @@ class FakeKubernetes:
                         },
                     }
                     made.append(pod_name)
+        if not node:
+            self.unscheduled(made, namespace=namespace)
         self._jobset_status_from_pods(jobset)
         return made
 
@@ -1303,6 +1327,10 @@ class FakeKubernetes:
             )
         if container is not None and container not in names:
             raise Refusal(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        # A pod the scheduler has not placed yet has no kubelet to ask: the API server
+        # refuses its log read (LogLocation, as for exec), whatever its containers.
+        if not pod["spec"].get("nodeName"):
+            raise Refusal(400, "BadRequest", f"pod {name} does not have a host assigned")
         # A container that has not run yet has no log: the API server says it is waiting.
         for status in pod["status"].get("containerStatuses") or []:
             waiting = (status.get("state") or {}).get("waiting")

@@ -122,6 +122,9 @@ MAX_UNANSWERED_CREATES = 4
 # The kubelet's words for the log of a container that has not started (its pod Pending,
 # its image being pulled): `container "x" in pod "y" is waiting to start: ContainerCreating`.
 WAITING_TO_START = "is waiting to start"
+# The API server's words for the log of a pod the scheduler has not placed yet (no
+# spec.nodeName, so no kubelet to ask): `pod x does not have a host assigned`, a 400.
+NO_HOST_ASSIGNED = "does not have a host assigned"
 UNANSWERED_EVENT = "SubmitTimedOut"
 # Events are read for at most this many pods per sync (one request each).
 MAX_EVENT_PODS = 32
@@ -1752,8 +1755,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     def check_log(self, job: Job, replica: str) -> None:
         """The replica's pod looked up as a download finds it, its log not read: NoLog when
-        there is none, or its container is waiting to start (what the API server's 400 says
-        of a log read)."""
+        there is none, its container is waiting to start, or it is not scheduled yet (what
+        the API server's 400 says of a log read)."""
         if not job.external_id:
             raise NoLog
         config, client = self._setup(for_download=True)
@@ -1768,10 +1771,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         container = M.kind_of(job.framework).container
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         status = next((c for c in statuses if c.get("name") == container), None)
-        if status is None or (
-            (status.get("state") or {}).get("waiting") and not status.get("restartCount")
+        if (
+            not (pod.get("spec") or {}).get("nodeName")
+            or status is None
+            or ((status.get("state") or {}).get("waiting") and not status.get("restartCount"))
         ):
-            # Not started (a container restarted and waiting again still has its last log).
+            # Not scheduled, or not started (a container restarted and waiting again still has
+            # its last log).
             raise NoLog
 
     def download_lines(self, job: Job, replica: str) -> Iterable[str]:
@@ -1818,9 +1824,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 into=into,
             )
         except KubeError as exc:
-            if exc.status == 400 and WAITING_TO_START in exc.message:
-                # The container has not run yet (being created, its image pulled): a replica
-                # waiting to start, with no lines yet, as a local one (qa55: an error before).
+            if exc.status == 400 and (
+                WAITING_TO_START in exc.message or NO_HOST_ASSIGNED in exc.message
+            ):
+                # The container has not run yet (being created, its image pulled, its pod not
+                # scheduled): a replica waiting to start, with no lines yet, as a local one
+                # (qa55: an error before; left38: an unscheduled pod's download was a 503).
                 raise NoLog from None
             raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
         # Never read as the runner's own lines (jobs.logs.unmarked).
