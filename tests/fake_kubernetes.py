@@ -302,9 +302,12 @@ class GeneratedLog:
 
     line_of: Callable[[int], str]
     count: int
+    # What ends each line: "\r" for a progress bar's redraws, "" for a log that is all one
+    # line (a tool that never ends its line).
+    end: str = "\n"
 
     def line(self, i: int) -> bytes:
-        return (self.line_of(i) + "\n").encode()
+        return (self.line_of(i) + self.end).encode()
 
     @property
     def size(self) -> int:
@@ -955,11 +958,18 @@ class FakeKubernetes:
         )
 
     def add_generated_log(
-        self, pod: str, line_of: Callable[[int], str], count: int, *, namespace: str = "default"
+        self,
+        pod: str,
+        line_of: Callable[[int], str],
+        count: int,
+        *,
+        namespace: str = "default",
+        end: str = "\n",
     ) -> None:
         """The pod's whole log is `count` lines made as they are sent (GeneratedLog), all as
-        long as the first; a read with tailLines or sinceTime is refused (no test needs one)."""
-        self.generated_logs[(namespace, pod)] = GeneratedLog(line_of, count)
+        long as the first, each ended by `end`; a read with sinceTime is refused (no test
+        needs one), and so is one with tailLines of a log with line ends."""
+        self.generated_logs[(namespace, pod)] = GeneratedLog(line_of, count, end)
 
     def finish_deletions(self) -> None:
         with self._lock:
@@ -1346,9 +1356,13 @@ class FakeKubernetes:
                     f"{waiting.get('reason') or 'ContainerCreating'}",
                 )
         if (namespace, name) in self.generated_logs:
-            if r.param("sinceTime") is not None or r.param("tailLines") is not None:
+            generated = self.generated_logs[(namespace, name)]
+            # The kubelet counts lines by "\n" alone: a log without one (a progress bar's
+            # redraws after "\r") is one line, its last line, given whole for any tail.
+            tail = r.param("tailLines")
+            if r.param("sinceTime") is not None or (tail is not None and "\n" in generated.end):
                 raise Refusal(400, "BadRequest", "not served by this fake for a generated log")
-            return self.generated_logs[(namespace, name)]
+            return generated
         lines = self.log_lines.get((namespace, name), [])
         since = r.param("sinceTime")
         if since is not None:

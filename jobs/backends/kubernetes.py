@@ -77,7 +77,7 @@ from jobs.kubernetes.client import (
     kube_time,
 )
 from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
-from jobs.logs import unmarked
+from jobs.logs import masked_parts, text_parts, unmarked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -1854,14 +1854,17 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
 
 def _spooled_lines(log: BinaryIO, secrets: list[str]) -> Iterator[str]:
-    """The lines of a log written to `log`, as logs() gives them (split as str.splitlines
-    splits a progress bar's "\\r", masked, never read as the runner's own); `log` is closed
-    once read, or when the download is closed before its end. Masked a line at a time: the
-    answer's chunks were joined in the file, so a secret cut across two is whole here."""
-    with log, io.TextIOWrapper(log, encoding="utf-8", errors="replace") as text:
+    """The lines of a log written to `log` with their ends as written (a progress bar's
+    `\\r` kept: until left38 each became a newline), a line longer than
+    jobs.logs.DOWNLOAD_LINE_CHARS in parts, masked as logs() masks them and never read as
+    the runner's own; `log` is closed once read, or when the download is closed before its
+    end. Masked a line at a time: the answer's chunks were joined in the file, so a secret
+    cut across two is whole here, and one cut across two parts of a line is held back
+    (jobs.logs.masked_parts)."""
+    with log, io.TextIOWrapper(log, encoding="utf-8", errors="replace", newline="") as text:
         log.seek(0)
-        for line in text:
-            yield unmarked(scrub(line.rstrip("\n"), secrets))
+        for part in masked_parts(text_parts(text), secrets):
+            yield unmarked(part)
 
 
 def backend() -> KubernetesBackend:
