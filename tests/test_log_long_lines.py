@@ -18,8 +18,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from jobs import logs
+from jobs import admin, logs, views
 from jobs import spec as S
+from jobs.backends import kubernetes as kubernetes_backend
 from jobs.models import Job
 from jobs.services import jobs_submit
 from jobs.worker import Worker
@@ -145,3 +146,40 @@ def test_the_masking_of_a_cut_line_holds_back_what_a_secret_may_start_with():
 
     assert "".join(out) == "step 1 ****** and hf-very-secret\nhf-very-s\n"
     assert SECRET not in "".join(out)
+
+
+@pytest.mark.parametrize("view", ["log tab", "admin's log view"])
+def test_the_tail_of_a_progress_bar_that_never_ends_its_line_keeps_only_the_answers_end(
+    cluster, alice, alice_en, reviewer, client, monkeypatch, view
+):
+    """The kubelet's tail of a log redrawn after "\\r" is all of it, one line: the page's poll
+    held all of it (12 MB here, 200 MB in session 34's case) and split every redraw into a line
+    of its own, all of them shown. Now the answer's last MAX_TAIL_BYTES are kept, from the
+    first redraw that starts in them, and of those the view's count of lines is shown."""
+    monkeypatch.setattr(kubernetes_backend, "MAX_TAIL_BYTES", 1024 * 1024)
+    job = job_with_one_long_line(cluster, alice, end="\r")
+    if view == "log tab":
+        reader, url = alice_en, reverse("job-logs", args=[job.public_id])
+        headers, tail = {"HX-Request": "true", "HX-Target": "log-tail"}, views.LOG_TAIL_LINES
+    else:
+        client.force_login(reviewer)
+        reader, url = client, reverse("admin:jobs_job_logs", args=[job.pk])
+        headers, tail = {}, admin.LOG_TAIL_LINES
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        answer = reader.get(url, {"replica": "master-0"}, headers=headers)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert answer.status_code == 200
+    page = answer.content.decode()
+    assert f"{UNITS - 1:09d} " in page  # the newest redraw
+    assert f"{UNITS - tail:09d} " in page
+    assert f"{UNITS - tail - 1:09d} " not in page  # the tail's count of redraws, no more
+    assert "000000000 " not in page
+    assert SECRET not in page and "******" in page
+    assert len(cluster.calls("log pods")) == 1
+    assert peak < MEMORY_BOUND, f"peak {peak / 2**20:.1f} MiB"

@@ -77,7 +77,7 @@ from jobs.kubernetes.client import (
     kube_time,
 )
 from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
-from jobs.logs import masked_parts, text_parts, unmarked
+from jobs.logs import MAX_TAIL_BYTES, masked_parts, text_parts, unmarked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -1810,9 +1810,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         since: datetime | None,
         into: BinaryIO | None = None,
     ) -> list[str]:
-        """Raises NoLog when the replica has no pod, or its container is waiting to start."""
+        """Raises NoLog when the replica has no pod, or its container is waiting to start.
+        Without `into` (a tail, not a download), of the answer only its last MAX_TAIL_BYTES
+        are kept (AnswerTail), and of its lines the last `tail`."""
         # The job's row, not its spec, which may no longer read: its logs still show.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
+        kept = AnswerTail() if into is None else None
         try:
             pod = self._replica_pod(job, replica, client)
             lines = client.pod_log(
@@ -1821,7 +1824,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 container=M.kind_of(job.framework).container,
                 tail=tail,
                 since=since,
-                into=into,
+                into=into or kept,
             )
         except KubeError as exc:
             if exc.status == 400 and (
@@ -1832,6 +1835,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 # (qa55: an error before; left38: an unscheduled pod's download was a 503).
                 raise NoLog from None
             raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
+        if kept is not None:
+            lines = kept.lines()
+            if tail is not None:
+                lines = lines[-tail:] if tail else []
         # Never read as the runner's own lines (jobs.logs.unmarked).
         return [unmarked(scrub(line, secrets)) for line in lines]
 
@@ -1851,6 +1858,48 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             ):
                 return pod
         raise NoLog(gone=job.is_final)
+
+
+class AnswerTail:
+    """Where a log's tail is written as the API server sends it (send_by's `into`), keeping
+    its last MAX_TAIL_BYTES. The kubelet counts lines by "\\n" alone: of a progress bar
+    redrawn after "\\r" for hours, or a tool that never ends its line, the last line, which
+    any tail includes, is the whole log, and the job page's tail (polled every 2 s), its
+    search and the admin's log view held all of it (session 34 left it: 200 MB a poll)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.dropped = False
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return 0  # send_by empties it before each try: seek(0), truncate()
+
+    def truncate(self, size: int | None = None) -> int:
+        self.data.clear()
+        self.dropped = False
+        return 0
+
+    def write(self, chunk: bytes) -> int:
+        self.data += chunk
+        if len(self.data) > 2 * MAX_TAIL_BYTES:  # cut now and then, not at every chunk
+            self._keep_last()
+        return len(chunk)
+
+    def _keep_last(self) -> None:
+        if len(self.data) > MAX_TAIL_BYTES:
+            del self.data[: len(self.data) - MAX_TAIL_BYTES]
+            self.dropped = True
+
+    def lines(self) -> list[str]:
+        """The lines kept, split as a log's lines are here (at "\\n", "\\r\\n" and a redraw's
+        "\\r"); when the answer was longer, from the first line that starts in what was
+        kept (a redraw is one: the page shows the last), as a local tail drops its cut one."""
+        self._keep_last()
+        text = self.data.decode("utf-8", errors="replace")
+        if self.dropped:
+            first_end = re.search(r"\r\n|\n|\r", text)
+            text = text[first_end.end() :] if first_end else ""
+        return text.splitlines()
 
 
 def _spooled_lines(log: BinaryIO, secrets: list[str]) -> Iterator[str]:
