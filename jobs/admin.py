@@ -100,7 +100,6 @@ from .review import (
 )
 from .runtime_env import group_task_of, replica_refs, with_group_task
 from .services import EVENTS_SHOWN
-from .shim import log_text
 from .summary import environment_job_id, replica_environments, sent_request, spec_sections
 from .throttle import ThrottledAdminAuthenticationForm
 from .usage import job_usage_text
@@ -2015,7 +2014,7 @@ admin.site.autocomplete_view = _autocomplete  # type: ignore[method-assign]
 
 def _file_lines(path: Any) -> Iterator[str]:
     """A log file's lines, read as the download is sent; closed when it ends or is dropped.
-    Each decoded as the job page shows it (shim.log_text: a GBK line is readable)."""
+    Each decoded as the job page shows it (shim.log_text: a GBK line is readable), a longer
+    line than jobs.logs.DOWNLOAD_LINE_CHARS bytes in parts (job_logs.file_parts)."""
     with open(path, "rb") as file:
-        for line in file:
-            yield log_text(line)
+        yield from job_logs.file_parts(file)

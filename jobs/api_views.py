@@ -597,6 +597,7 @@ def job_create(
         find_pool,
         pool_refusals,
         standalone_claim_refusals,
+        template_job_rules,
     )
     from .wizard_import import looks_secret, says_which_are_secret  # as the import guesses
 
@@ -643,7 +644,8 @@ def job_create(
     # allows at all...); a standalone job's claim on the idle cards is read below, under the
     # cards lock.
     refusals = pool_refusals(spec, pool, owner=owner, idle_cards_now=False)
-    for path, messages in [*console_rules(spec).items(), *refusals.items()]:
+    rules = [*console_rules(spec).items(), *template_job_rules(spec).items()]
+    for path, messages in [*rules, *refusals.items()]:
         errors.setdefault(path, []).extend(messages)
     if errors:
         raise ApiError(400, "InvalidParameter", _errors_message(errors, rename))

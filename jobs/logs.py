@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TextIO
 
 import regex
 from django.conf import settings
@@ -35,7 +35,7 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext, gettext_noop
 
 from .backends.base import DOWNLOAD_TOO_LONG, BackendError, got_no_answer
-from .shim import log_text
+from .shim import char_start, log_text
 
 BLOCK = 64 * 1024
 DEFAULT_TAIL = 200
@@ -180,9 +180,63 @@ def masked(text: str, secrets: Iterable[str]) -> str:
 DOWNLOAD_PIECE_CHARS = 64 * 1024
 
 
+# A download reads a line at most this many characters at a time. A progress bar redrawn
+# after `\r` for hours (tqdm), or a tool that never ends its line, writes one line of
+# hundreds of MB, which was read, masked and sent whole (session 34 left it): a 200 MB line
+# took several times that of one web thread. Cut here, the rest of the line is read as the
+# next part; the download still holds every character as written.
+DOWNLOAD_LINE_CHARS = 1024 * 1024
+LINE_ENDS = ("\n", "\r")
+
+
+def text_parts(text: TextIO) -> Iterator[str]:
+    """`text`'s lines with their ends as written, a longer line than DOWNLOAD_LINE_CHARS in
+    parts of that many characters (the last part of a line has its end, the others none)."""
+    while part := text.readline(DOWNLOAD_LINE_CHARS):
+        yield part
+
+
+def file_parts(file: BinaryIO) -> Iterator[str]:
+    """A log file's lines (decoded as the job page shows them: shim.log_text) with their
+    newlines, a longer line than DOWNLOAD_LINE_CHARS bytes in parts of at most that many,
+    never cut inside a UTF-8 character (each half would show as garbage)."""
+    carried = b""
+    while data := file.readline(DOWNLOAD_LINE_CHARS):
+        data = carried + data
+        cut = len(data) if data.endswith(b"\n") else char_start(data, len(data))
+        carried = data[cut:]
+        if cut:
+            yield log_text(data[:cut])
+    if carried:
+        yield log_text(carried)
+
+
+def masked_parts(parts: Iterable[str], secrets: Sequence[str]) -> Iterator[str]:
+    """`parts` of lines (text_parts) masked as whole lines are (masked): of a part that does
+    not end its line, the last characters, one fewer than the longest secret has, are held
+    back and masked again with the next part, so a secret the cut falls inside is masked
+    whole. (What the held characters start is whole in the next part; what ends in them was
+    masked already.)"""
+    held = max((len(s) for s in secrets), default=1) - 1
+    carried = ""
+    for part in parts:
+        text = masked(carried + part, secrets)
+        if text.endswith(LINE_ENDS) or held <= 0:
+            carried = ""
+            yield text
+            continue
+        cut = max(len(text) - held, 0)
+        carried = text[cut:]
+        if cut:
+            yield text[:cut]
+    if carried:
+        yield carried
+
+
 def _in_pieces(lines: Iterable[str]) -> Iterator[str]:
-    """`lines` (each ending in a newline) joined into pieces of DOWNLOAD_PIECE_CHARS or more,
-    the last shorter: whole lines, so a piece holds at most one line more than that."""
+    """`lines` (each with its end, or a part of a longer line: DOWNLOAD_LINE_CHARS) joined
+    into pieces of DOWNLOAD_PIECE_CHARS or more, the last shorter: so a piece holds at most
+    DOWNLOAD_LINE_CHARS more than that, one write however long the log's lines."""
     piece: list[str] = []
     size = 0
     for line in lines:
@@ -196,12 +250,12 @@ def _in_pieces(lines: Iterable[str]) -> Iterator[str]:
 
 
 def downloaded_lines(lines: Iterable[str]) -> Iterator[str]:
-    """A replica's log as the owner's download gives it from its platform, each line ending
-    in a newline, sent in pieces of whole lines (DOWNLOAD_PIECE_CHARS); `lines` is closed
-    with it (a download closed early removes its temporary file:
-    KubernetesBackend.download_lines)."""
+    """A replica's log as the owner's download gives it from its platform: `lines` as
+    Backend.download_lines gives them (each with its end, a long line in parts), sent in
+    pieces (DOWNLOAD_PIECE_CHARS); `lines` is closed with it (a download closed early
+    removes its temporary file: KubernetesBackend.download_lines)."""
     try:
-        yield from _in_pieces(line + "\n" for line in lines)
+        yield from _in_pieces(lines)
     finally:
         if isinstance(lines, Generator):
             lines.close()
@@ -209,16 +263,32 @@ def downloaded_lines(lines: Iterable[str]) -> Iterator[str]:
 
 def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Iterator[str]:
     """A replica's log as the admin's download gives it to staff, each line ending in a
-    newline, sent in pieces of whole lines (DOWNLOAD_PIECE_CHARS): each line's text as the
+    newline (a long line in parts: DOWNLOAD_LINE_CHARS), sent in pieces
+    (DOWNLOAD_PIECE_CHARS): each line's text as the
     admin's Logs page has it (no terminal codes, the job's secrets masked again: a colour
     code inside a value hid it from the mask applied when the line was written), but whole
     and with its stamp as written (UTC). Decision: not the file as it is (the owner's
     download is): staff never get a secret."""
     secrets = list(secrets)
+
+    def shown(part: str) -> str:
+        # A line's end is a newline here (a redraw's `\r` too: the page shows each redraw
+        # so); a part of a longer line has none, as written.
+        if part.endswith(LINE_ENDS):
+            return plain_text(part.rstrip("\r\n")) + "\n"
+        return plain_text(part)
+
+    def ended(parts: Iterable[str]) -> Iterator[str]:
+        # The log's last line is ended too, as every other line is here.
+        last = ""
+        for part in parts:
+            last = part or last
+            yield part
+        if last and not last.endswith("\n"):
+            yield "\n"
+
     try:
-        yield from _in_pieces(
-            masked(plain_text(line.rstrip("\n")), secrets) + "\n" for line in lines
-        )
+        yield from _in_pieces(ended(masked_parts(map(shown, lines), secrets)))
     finally:
         if isinstance(lines, Generator):
             lines.close()

@@ -1487,8 +1487,6 @@ def wizard_rules(
             err("storage", problem)
         for i, problem in aiak_paths_read_only(spec):
             err(f"datasources[{i}].options", problem)
-        if misfit := aiak_parallelism_misfit(spec):
-            err(*misfit)
         for i, mount in mounts_over_aiak_code(spec):
             err(
                 f"datasources[{i}].mountPath",
@@ -1499,7 +1497,7 @@ def wizard_rules(
                 )
                 % {"mount": mount, "code": aiak_catalog()["codeDir"]},
             )
-    for path, messages in console_rules(spec).items():
+    for path, messages in [*console_rules(spec).items(), *template_job_rules(spec).items()]:
         errors.setdefault(path, []).extend(messages)
     return errors
 
@@ -1878,6 +1876,20 @@ def console_rules(spec: S.JobSpec) -> dict[str, list[str]]:
     if spec.fault_tolerance and spec.framework != S.PYTORCH:
         errors["faultTolerance"] = [_("Fault tolerance works for PyTorch jobs only.")]
     return errors
+
+
+def template_job_rules(spec: S.JobSpec) -> dict[str, list[str]]:
+    """An AIAK template job's parallel sizes against its cards, for the wizard's steps and the
+    API's CreateJob (jobs.api_views): a job made from a template, or a request (AIHC's bodies
+    carry no creation mode) with a template's image and start script, as the import reads
+    one. left38: the API made a job Megatron stops as it starts. Decision: not among
+    console_rules, which refuse an import: an imported job is a draft whose resources step
+    says it, fixed there with a click rather than in the JSON."""
+    template_job = spec.creation_mode == S.CREATION_AIAK or aiak_choices_of(spec) is not None
+    if template_job and (misfit := aiak_parallelism_misfit(spec)):
+        path, message = misfit
+        return {path: [message]}
+    return {}
 
 
 def pool_refusals(

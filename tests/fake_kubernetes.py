@@ -302,9 +302,12 @@ class GeneratedLog:
 
     line_of: Callable[[int], str]
     count: int
+    # What ends each line: "\r" for a progress bar's redraws, "" for a log that is all one
+    # line (a tool that never ends its line).
+    end: str = "\n"
 
     def line(self, i: int) -> bytes:
-        return (self.line_of(i) + "\n").encode()
+        return (self.line_of(i) + self.end).encode()
 
     @property
     def size(self) -> int:
@@ -717,7 +720,8 @@ class FakeKubernetes:
         exit_code: int | None = None,
     ) -> list[str]:
         """The job's pods as the training operator creates them: named <job>-<type>-<i>,
-        with the template's labels and the operator's own."""
+        with the template's labels and the operator's own. `node` "": not scheduled yet
+        (unscheduled)."""
         job = self.job(name, namespace)
         kind = job["kind"]
         if kind == "JobSet":
@@ -757,7 +761,28 @@ class FakeKubernetes:
                     },
                 }
                 made.append(pod_name)
+        if not node:
+            self.unscheduled(made, namespace=namespace)
         return made
+
+    def unscheduled(self, pods: list[str], *, namespace: str = "default") -> None:
+        """The pods as the API server has them before the scheduler places them: no
+        spec.nodeName, Pending, no container statuses (no kubelet has seen them), its
+        PodScheduled condition False."""
+        for name in pods:
+            pod = self.pods[(namespace, name)]
+            pod["spec"].pop("nodeName", None)
+            pod["status"] = {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.",
+                    }
+                ],
+            }
 
     def _run_jobset_pods(
         self, jobset: dict, *, phase: str, node: str, restarts: int, exit_code: int | None
@@ -822,6 +847,8 @@ class FakeKubernetes:
                         },
                     }
                     made.append(pod_name)
+        if not node:
+            self.unscheduled(made, namespace=namespace)
         self._jobset_status_from_pods(jobset)
         return made
 
@@ -931,11 +958,18 @@ class FakeKubernetes:
         )
 
     def add_generated_log(
-        self, pod: str, line_of: Callable[[int], str], count: int, *, namespace: str = "default"
+        self,
+        pod: str,
+        line_of: Callable[[int], str],
+        count: int,
+        *,
+        namespace: str = "default",
+        end: str = "\n",
     ) -> None:
         """The pod's whole log is `count` lines made as they are sent (GeneratedLog), all as
-        long as the first; a read with tailLines or sinceTime is refused (no test needs one)."""
-        self.generated_logs[(namespace, pod)] = GeneratedLog(line_of, count)
+        long as the first, each ended by `end`; a read with sinceTime is refused (no test
+        needs one), and so is one with tailLines of a log with line ends."""
+        self.generated_logs[(namespace, pod)] = GeneratedLog(line_of, count, end)
 
     def finish_deletions(self) -> None:
         with self._lock:
@@ -1303,6 +1337,10 @@ class FakeKubernetes:
             )
         if container is not None and container not in names:
             raise Refusal(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        # A pod the scheduler has not placed yet has no kubelet to ask: the API server
+        # refuses its log read (LogLocation, as for exec), whatever its containers.
+        if not pod["spec"].get("nodeName"):
+            raise Refusal(400, "BadRequest", f"pod {name} does not have a host assigned")
         # A container that has not run yet has no log: the API server says it is waiting.
         for status in pod["status"].get("containerStatuses") or []:
             waiting = (status.get("state") or {}).get("waiting")
@@ -1318,9 +1356,13 @@ class FakeKubernetes:
                     f"{waiting.get('reason') or 'ContainerCreating'}",
                 )
         if (namespace, name) in self.generated_logs:
-            if r.param("sinceTime") is not None or r.param("tailLines") is not None:
+            generated = self.generated_logs[(namespace, name)]
+            # The kubelet counts lines by "\n" alone: a log without one (a progress bar's
+            # redraws after "\r") is one line, its last line, given whole for any tail.
+            tail = r.param("tailLines")
+            if r.param("sinceTime") is not None or (tail is not None and "\n" in generated.end):
                 raise Refusal(400, "BadRequest", "not served by this fake for a generated log")
-            return self.generated_logs[(namespace, name)]
+            return generated
         lines = self.log_lines.get((namespace, name), [])
         since = r.param("sinceTime")
         if since is not None:

@@ -240,3 +240,69 @@ def test_a_head_of_an_aihc_download_reads_no_log(aihc, alice, alice_en):
     assert head.status_code == 200
     assert head["Content-Disposition"] == f'attachment; filename="{job.name}-master-0.log"'
     assert aihc.calls("DescribeJobLogs") == []
+
+
+# -- Kubernetes: a pod the scheduler has not placed yet --------------------------------------
+
+
+def unscheduled(cluster: FakeKubernetes, job) -> None:
+    """The job's pods made again and waiting for a node (the cluster's cards all taken): no
+    spec.nodeName, no container statuses; the API server refuses a log read with its 400
+    "pod x does not have a host assigned"."""
+    cluster.run_pods(job.external_id, node="")
+    cluster.requests.clear()
+
+
+def test_a_kubernetes_replica_not_yet_scheduled_downloads_as_the_no_log_yet_page(
+    cluster, alice, alice_en, reviewer_en
+):
+    """Until left38 its GET was a 503 "The logs cannot be read right now: ... does not have a
+    host assigned", a try-again-later for a pod that had never run, while a HEAD said 404."""
+    job = running_kubernetes_job(cluster, alice)
+    unscheduled(cluster, job)
+    url = reverse("job-log-download", args=[job.public_id, "master-0"])
+
+    owners, admins = alice_en.get(url), admin_download(reviewer_en, job)
+    assert len(cluster.calls("log pods")) == 2  # asked, and refused: no host
+    owners_head, admins_head = alice_en.head(url), admin_download(reviewer_en, job, method="head")
+
+    assert owners.status_code == admins.status_code == 404
+    assert owners_head.status_code == admins_head.status_code == 404
+    for page in (owners.content.decode(), admins.content.decode()):
+        assert NO_LOG_YET in page
+        assert "host assigned" not in page
+    assert len(cluster.calls("log pods")) == 2  # the HEADs read none
+
+
+def test_a_kubernetes_replica_not_yet_scheduled_shows_no_output_yet_on_its_log_tab(
+    cluster, alice, alice_en
+):
+    job = running_kubernetes_job(cluster, alice)
+    unscheduled(cluster, job)
+
+    tab = alice_en.get(
+        reverse("job-logs", args=[job.public_id]),
+        {"replica": "master-0"},
+        headers={"HX-Request": "true", "HX-Target": "log-tail"},
+    )
+
+    assert tab.status_code == 200
+    assert "No output yet" in tab.content.decode()
+    assert "did not return the logs" not in tab.content.decode()
+    assert len(cluster.calls("log pods")) == 1
+
+
+def test_the_fake_api_server_refuses_an_unscheduled_pods_log_as_kubernetes_does(cluster, alice):
+    """The strict fake answers as a real API server does for a pod with no node (its
+    LogLocation: no kubelet to ask), so the console is tested against that answer."""
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    job = running_kubernetes_job(cluster, alice)
+    [pod, *_workers] = cluster.run_pods(job.external_id, node="")
+    client = KubeClient(server=cluster.url, token=cluster.token)
+
+    with pytest.raises(KubeError) as refused:
+        client.pod_log("default", pod, container="pytorch")
+
+    assert (refused.value.status, refused.value.reason) == (400, "BadRequest")
+    assert refused.value.message == f"pod {pod} does not have a host assigned"

@@ -1515,15 +1515,17 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 client.close()
 
     def download_lines(self, job: Job, replica: str) -> list[str]:
-        """The replica's whole log; NoLog when AIHC lists no pod of it, or its pod is
-        Pending with no lines yet (logs() gives both as no lines)."""
+        """The replica's whole log, each line ended by a newline (AIHC answers it whole, in
+        JSON); NoLog when AIHC lists no pod of it, or its pod is Pending with no lines yet
+        (logs() gives both as no lines)."""
         if not job.external_id:
             raise NoLog
         config, client = self._setup(for_download=True)
         try:
-            return self._pod_log(job, replica, config, client, tail=None, since=None)
+            lines = self._pod_log(job, replica, config, client, tail=None, since=None)
         finally:
             client.close()
+        return [line + "\n" for line in lines]
 
     def check_log(self, job: Job, replica: str) -> None:
         """The replica's pod looked up as a download finds it, its log not read: NoLog when

@@ -344,12 +344,14 @@ class Backend(ABC):
         return None
 
     def download_lines(self, job: Job, replica: str) -> Iterable[str]:
-        """A replica's whole log for a download, a line at a time (no newline), read from the
-        platform now: a BackendError is raised here, before the first line, as logs() raises
-        it. This default is logs(), held whole; a backend whose platform sends the log as
-        plain text gives it from a temporary file instead, so a download's memory does not
-        grow with the log (KubernetesBackend)."""
-        return self.logs(job, replica)
+        """A replica's whole log for a download, a line at a time, each with its end (a line
+        longer than jobs.logs.DOWNLOAD_LINE_CHARS in parts, all but the last without one),
+        read from the platform now: a BackendError is raised here, before the first line, as
+        logs() raises it. This default is logs(), held whole, each line ended by a newline; a
+        backend whose platform sends the log as plain text gives it from a temporary file
+        instead, so a download's memory does not grow with the log, nor with its longest
+        line (KubernetesBackend)."""
+        return [line + "\n" for line in self.logs(job, replica)]
 
     def check_log(self, job: Job, replica: str) -> None:
         """What a download's HEAD asks (a link checker's, a download manager's): raises as

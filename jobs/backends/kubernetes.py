@@ -77,7 +77,7 @@ from jobs.kubernetes.client import (
     kube_time,
 )
 from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
-from jobs.logs import unmarked
+from jobs.logs import MAX_TAIL_BYTES, masked_parts, text_parts, unmarked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -122,6 +122,9 @@ MAX_UNANSWERED_CREATES = 4
 # The kubelet's words for the log of a container that has not started (its pod Pending,
 # its image being pulled): `container "x" in pod "y" is waiting to start: ContainerCreating`.
 WAITING_TO_START = "is waiting to start"
+# The API server's words for the log of a pod the scheduler has not placed yet (no
+# spec.nodeName, so no kubelet to ask): `pod x does not have a host assigned`, a 400.
+NO_HOST_ASSIGNED = "does not have a host assigned"
 UNANSWERED_EVENT = "SubmitTimedOut"
 # Events are read for at most this many pods per sync (one request each).
 MAX_EVENT_PODS = 32
@@ -1743,8 +1746,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     def check_log(self, job: Job, replica: str) -> None:
         """The replica's pod looked up as a download finds it, its log not read: NoLog when
-        there is none, or its container is waiting to start (what the API server's 400 says
-        of a log read)."""
+        there is none, its container is waiting to start, or it is not scheduled yet (what
+        the API server's 400 says of a log read)."""
         if not job.external_id:
             raise NoLog
         config, client = self._setup(for_download=True)
@@ -1759,10 +1762,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         container = M.kind_of(job.framework).container
         statuses = (pod.get("status") or {}).get("containerStatuses") or []
         status = next((c for c in statuses if c.get("name") == container), None)
-        if status is None or (
-            (status.get("state") or {}).get("waiting") and not status.get("restartCount")
+        if (
+            not (pod.get("spec") or {}).get("nodeName")
+            or status is None
+            or ((status.get("state") or {}).get("waiting") and not status.get("restartCount"))
         ):
-            # Not started (a container restarted and waiting again still has its last log).
+            # Not scheduled, or not started (a container restarted and waiting again still has
+            # its last log).
             raise NoLog
 
     def download_lines(self, job: Job, replica: str) -> Iterable[str]:
@@ -1795,9 +1801,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         since: datetime | None,
         into: BinaryIO | None = None,
     ) -> list[str]:
-        """Raises NoLog when the replica has no pod, or its container is waiting to start."""
+        """Raises NoLog when the replica has no pod, or its container is waiting to start.
+        Without `into` (a tail, not a download), of the answer only its last MAX_TAIL_BYTES
+        are kept (AnswerTail), and of its lines the last `tail`."""
         # The job's row, not its spec, which may no longer read: its logs still show.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
+        kept = AnswerTail() if into is None else None
         try:
             pod = self._replica_pod(job, replica, client)
             lines = client.pod_log(
@@ -1806,14 +1815,21 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 container=M.kind_of(job.framework).container,
                 tail=tail,
                 since=since,
-                into=into,
+                into=into or kept,
             )
         except KubeError as exc:
-            if exc.status == 400 and WAITING_TO_START in exc.message:
-                # The container has not run yet (being created, its image pulled): a replica
-                # waiting to start, with no lines yet, as a local one (qa55: an error before).
+            if exc.status == 400 and (
+                WAITING_TO_START in exc.message or NO_HOST_ASSIGNED in exc.message
+            ):
+                # The container has not run yet (being created, its image pulled, its pod not
+                # scheduled): a replica waiting to start, with no lines yet, as a local one
+                # (qa55: an error before; left38: an unscheduled pod's download was a 503).
                 raise NoLog from None
             raise _shown(_("Kubernetes did not return the logs: %(error)s"), exc, secrets) from None
+        if kept is not None:
+            lines = kept.lines()
+            if tail is not None:
+                lines = lines[-tail:] if tail else []
         # Never read as the runner's own lines (jobs.logs.unmarked).
         return [unmarked(scrub(line, secrets)) for line in lines]
 
@@ -1835,15 +1851,60 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         raise NoLog(gone=job.is_final)
 
 
+class AnswerTail:
+    """Where a log's tail is written as the API server sends it (send_by's `into`), keeping
+    its last MAX_TAIL_BYTES. The kubelet counts lines by "\\n" alone: of a progress bar
+    redrawn after "\\r" for hours, or a tool that never ends its line, the last line, which
+    any tail includes, is the whole log, and the job page's tail (polled every 2 s), its
+    search and the admin's log view held all of it (session 34 left it: 200 MB a poll)."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.dropped = False
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return 0  # send_by empties it before each try: seek(0), truncate()
+
+    def truncate(self, size: int | None = None) -> int:
+        self.data.clear()
+        self.dropped = False
+        return 0
+
+    def write(self, chunk: bytes) -> int:
+        self.data += chunk
+        if len(self.data) > 2 * MAX_TAIL_BYTES:  # cut now and then, not at every chunk
+            self._keep_last()
+        return len(chunk)
+
+    def _keep_last(self) -> None:
+        if len(self.data) > MAX_TAIL_BYTES:
+            del self.data[: len(self.data) - MAX_TAIL_BYTES]
+            self.dropped = True
+
+    def lines(self) -> list[str]:
+        """The lines kept, split as a log's lines are here (at "\\n", "\\r\\n" and a redraw's
+        "\\r"); when the answer was longer, from the first line that starts in what was
+        kept (a redraw is one: the page shows the last), as a local tail drops its cut one."""
+        self._keep_last()
+        text = self.data.decode("utf-8", errors="replace")
+        if self.dropped:
+            first_end = re.search(r"\r\n|\n|\r", text)
+            text = text[first_end.end() :] if first_end else ""
+        return text.splitlines()
+
+
 def _spooled_lines(log: BinaryIO, secrets: list[str]) -> Iterator[str]:
-    """The lines of a log written to `log`, as logs() gives them (split as str.splitlines
-    splits a progress bar's "\\r", masked, never read as the runner's own); `log` is closed
-    once read, or when the download is closed before its end. Masked a line at a time: the
-    answer's chunks were joined in the file, so a secret cut across two is whole here."""
-    with log, io.TextIOWrapper(log, encoding="utf-8", errors="replace") as text:
+    """The lines of a log written to `log` with their ends as written (a progress bar's
+    `\\r` kept: until left38 each became a newline), a line longer than
+    jobs.logs.DOWNLOAD_LINE_CHARS in parts, masked as logs() masks them and never read as
+    the runner's own; `log` is closed once read, or when the download is closed before its
+    end. Masked a line at a time: the answer's chunks were joined in the file, so a secret
+    cut across two is whole here, and one cut across two parts of a line is held back
+    (jobs.logs.masked_parts)."""
+    with log, io.TextIOWrapper(log, encoding="utf-8", errors="replace", newline="") as text:
         log.seek(0)
-        for line in text:
-            yield unmarked(scrub(line.rstrip("\n"), secrets))
+        for part in masked_parts(text_parts(text), secrets):
+            yield unmarked(part)
 
 
 def backend() -> KubernetesBackend:

@@ -1,0 +1,185 @@
+"""A line with no end: a progress bar (tqdm) redraws itself after "\\r" for hours and the
+kubelet counts lines by "\\n" alone, so its log is one line of hundreds of MB; so is a tool
+that never ends its line. A Kubernetes download read such a line whole into memory, masked
+it and sent it in one write, and the job page's tail of it held the whole answer (session 34
+left it). Now a download reads a line DOWNLOAD_LINE_CHARS at a time, masking across each cut
+(a secret the cut falls inside is masked whole), and a tail keeps the answer's last
+MAX_TAIL_BYTES. Against the strict fake with a generated log of a few MB, the bounds made
+small through the constants the code reads; memory measured as
+tests/test_log_download_memory.py measures it (tracemalloc)."""
+
+from __future__ import annotations
+
+import hashlib
+import tracemalloc
+import uuid
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from jobs import admin, logs, views
+from jobs import spec as S
+from jobs.backends import kubernetes as kubernetes_backend
+from jobs.models import Job
+from jobs.services import jobs_submit
+from jobs.worker import Worker
+from tests import test_log_download_memory as memory
+from tests.fake_kubernetes import FakeKubernetes
+
+cluster = memory.cluster  # the strict fake, as the memory tests start it
+SECRET = memory.SECRET
+UNITS = 12_000  # of 999 characters each, no line end: one line of 12 MB
+LINE_CHARS = 4096  # DOWNLOAD_LINE_CHARS in these tests
+MEMORY_BOUND = 6 * 1024 * 1024  # the old code peaked at over 36 MiB for this line
+
+
+def unit(i: int) -> str:
+    """Unit i of the one long line: its number and the secret at a moving place."""
+    return memory.log_line(i)
+
+
+def job_with_one_long_line(cluster: FakeKubernetes, owner, *, end: str = "") -> Job:
+    """A Running PyTorchJob with a secret env, its master's log UNITS units each ended by
+    `end` ("": all of it one line with no end)."""
+    spec = S.JobSpec(
+        name="progress-bar",
+        resource_pool_id="k8s-default",
+        framework=S.PYTORCH,
+        image="registry.example.com/train:1.0",
+        command="python train.py",
+        roles=[S.Role("master", 1)],
+        envs=[S.Env("HF_TOKEN", SECRET, secret=True)],
+    )
+    jobs_submit(owner=owner, spec=spec, submit_key=str(uuid.uuid4()), backend="kubernetes")
+    Worker().dispatch_remote()
+    job = Job.objects.get(backend="kubernetes")
+    cluster.run_pods(job.external_id)
+    Worker().sync_remote()  # its replicas
+    cluster.add_generated_log(f"{job.external_id}-master-0", unit, UNITS, end=end)
+    return job
+
+
+def read_with_peak(client: Client, url: str) -> tuple[int, str, int, int]:
+    """(status, the answer's SHA-256, its longest piece, peak bytes allocated while it was
+    read): read through and dropped a piece at a time, as a browser saving it does."""
+    digest = hashlib.sha256()
+    longest = 0
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        answer = client.get(url)
+        for piece in answer.streaming_content if answer.streaming else [answer.content]:
+            digest.update(piece)
+            longest = max(longest, len(piece))
+        answer.close()
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return answer.status_code, digest.hexdigest(), longest, peak
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@pytest.fixture
+def small_line_bound(monkeypatch):
+    monkeypatch.setattr(logs, "DOWNLOAD_LINE_CHARS", LINE_CHARS)
+
+
+def test_some_secret_of_the_long_line_straddles_a_cut():
+    """What the tests below rely on: the line's cuts fall inside secrets."""
+    line_start = 0
+    straddled = 0
+    for i in range(UNITS):
+        start = line_start + unit(i).index(SECRET)
+        if start // LINE_CHARS != (start + len(SECRET) - 1) // LINE_CHARS:
+            straddled += 1
+        line_start += len(unit(i))
+    assert straddled > 10
+
+
+@pytest.mark.parametrize("download", ["owner", "admin"])
+def test_a_kubernetes_log_of_one_endless_line_downloads_whole_and_masked_in_bounded_writes(
+    cluster, alice, alice_en, reviewer, client, small_line_bound, download
+):
+    job = job_with_one_long_line(cluster, alice)
+    if download == "owner":
+        url, reader = reverse("job-log-download", args=[job.public_id, "master-0"]), alice_en
+    else:
+        client.force_login(reviewer)
+        url, reader = reverse("admin:jobs_job_log_download", args=[job.pk, "master-0"]), client
+
+    status, digest, longest, peak = read_with_peak(reader, url)
+
+    assert status == 200
+    # As written, masked: no newline added inside the line, nothing lost, no secret left (the
+    # staff's download ends the log's last line, as it ends every line).
+    written = "".join(unit(i) for i in range(UNITS)).replace(SECRET, "******")
+    assert digest == sha256(written if download == "owner" else written + "\n")
+    assert longest <= logs.DOWNLOAD_PIECE_CHARS + LINE_CHARS
+    assert peak < MEMORY_BOUND, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_a_progress_bars_redraws_download_with_their_carriage_returns_as_written(
+    cluster, alice, alice_en, small_line_bound
+):
+    """Until left38 each "\\r" became a newline in the download, which is the log as the pod
+    wrote it (a local replica's is its file)."""
+    job = job_with_one_long_line(cluster, alice, end="\r")
+
+    status, digest, _longest, _peak = read_with_peak(
+        alice_en, reverse("job-log-download", args=[job.public_id, "master-0"])
+    )
+
+    assert status == 200
+    assert digest == sha256("".join(unit(i) + "\r" for i in range(UNITS)).replace(SECRET, "******"))
+
+
+def test_the_masking_of_a_cut_line_holds_back_what_a_secret_may_start_with():
+    """A secret cut in two by DOWNLOAD_LINE_CHARS is masked whole; text that only starts like
+    one is given as written, and a line's end starts it afresh."""
+    parts = ["step 1 hf-very-sec", "ret-token-value and hf-very", "-secret\n", "hf-very-s", "\n"]
+
+    out = list(logs.masked_parts(parts, [SECRET]))
+
+    assert "".join(out) == "step 1 ****** and hf-very-secret\nhf-very-s\n"
+    assert SECRET not in "".join(out)
+
+
+@pytest.mark.parametrize("view", ["log tab", "admin's log view"])
+def test_the_tail_of_a_progress_bar_that_never_ends_its_line_keeps_only_the_answers_end(
+    cluster, alice, alice_en, reviewer, client, monkeypatch, view
+):
+    """The kubelet's tail of a log redrawn after "\\r" is all of it, one line: the page's poll
+    held all of it (12 MB here, 200 MB in session 34's case) and split every redraw into a line
+    of its own, all of them shown. Now the answer's last MAX_TAIL_BYTES are kept, from the
+    first redraw that starts in them, and of those the view's count of lines is shown."""
+    monkeypatch.setattr(kubernetes_backend, "MAX_TAIL_BYTES", 1024 * 1024)
+    job = job_with_one_long_line(cluster, alice, end="\r")
+    if view == "log tab":
+        reader, url = alice_en, reverse("job-logs", args=[job.public_id])
+        headers, tail = {"HX-Request": "true", "HX-Target": "log-tail"}, views.LOG_TAIL_LINES
+    else:
+        client.force_login(reviewer)
+        reader, url = client, reverse("admin:jobs_job_logs", args=[job.pk])
+        headers, tail = {}, admin.LOG_TAIL_LINES
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        answer = reader.get(url, {"replica": "master-0"}, headers=headers)
+        _current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert answer.status_code == 200
+    page = answer.content.decode()
+    assert f"{UNITS - 1:09d} " in page  # the newest redraw
+    assert f"{UNITS - tail:09d} " in page
+    assert f"{UNITS - tail - 1:09d} " not in page  # the tail's count of redraws, no more
+    assert "000000000 " not in page
+    assert SECRET not in page and "******" in page
+    assert len(cluster.calls("log pods")) == 1
+    assert peak < MEMORY_BOUND, f"peak {peak / 2**20:.1f} MiB"
