@@ -1545,7 +1545,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         self, job: Job, replica: str, config: Config, client: AihcClient
     ) -> dict[str, Any]:
         """The replica's pod ("worker-1") as AIHC lists it (client.normalise_job); NoLog when
-        it lists none: not made yet or, the job ended, gone."""
+        it lists none: not made yet or, the job stopping or ended, gone."""
         remote = client.get_job(
             pool=job.resource_pool,
             job_id=job.external_id,
@@ -1557,7 +1557,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             number = POD_INDEX_RE.search(pod["name"])
             if pod["replicaType"] == role and number and number.group(1) == index:
                 return pod
-        raise NoLog(gone=job.is_final)
+        raise NoLog.pod_missing(job)
 
     def _pod_log(
         self,

@@ -1828,8 +1828,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     def _replica_pod(self, job: Job, replica: str, client: KubeClient) -> dict[str, Any]:
         """The replica's pod ("worker-1"), by the job's id label; NoLog when there is none:
-        not made yet, or, the job ended, gone (a stopped job's resource is deleted, and
-        its pods with it)."""
+        not made yet, or, the job stopping or ended, gone (a stopped job's resource is
+        deleted, and its pods with it)."""
         role, _sep, index = replica.rpartition("-")
         pods = client.list(
             f"/api/v1/namespaces/{namespace_of(job.resource_pool)}/pods",
@@ -1841,7 +1841,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 int(index) if index.isdigit() else -1,
             ):
                 return pod
-        raise NoLog(gone=job.is_final)
+        raise NoLog.pod_missing(job)
 
 
 def _spooled_lines(log: BinaryIO, secrets: list[str]) -> Iterator[str]:
