@@ -1606,7 +1606,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             else:
                 self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return
-        config, client = self._setup()
+        # One short try, as a Delete's: a person's Stop waits on it (review45: the worker's
+        # read timeout, 30 s, each job of a Stop selected in turn); no answer is taken all the
+        # same (Stopping), and the worker's sync sends it again while the resource is there.
+        config, client = self._setup(for_page=True)
         # The job's row, not its spec, which may no longer read: Stop must still work.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         now = timezone.now()
