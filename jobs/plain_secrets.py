@@ -106,13 +106,13 @@ class PlainSecret:
                 "Secret ticked (the job gets it under that name), and take it out of the "
                 "entrypoint."
             ) % {"kind": token_label(self.token)}
-        if self.place == COMMAND and self.secret_env:
+        if self.in_command() and self.secret_env:
             return _(
                 "The command holds the value of the secret variable %(name)s as typed: the "
                 "review step, the job page and Copy & edit show it. Write $%(name)s in the "
                 "command instead."
             ) % {"name": self.secret_env}
-        if self.place == COMMAND:
+        if self.in_command():
             return _(
                 "The command holds what looks like %(kind)s: the review step, the job page "
                 "and Copy & edit show it as typed. Move it to an environment variable with "
@@ -131,6 +131,11 @@ class PlainSecret:
 
     def in_entrypoint(self) -> bool:
         return self.env_index is None and self.place == ENTRYPOINT
+
+    def in_command(self) -> bool:
+        # By the index, not the place alone: an env may be named `command` (review45: its
+        # row was told the command held the token).
+        return self.env_index is None and self.place == COMMAND
 
     def field_path(self) -> str:
         """Where it is, as the spec's field paths name it (jobs.spec's errors)."""
@@ -155,12 +160,12 @@ class PlainSecret:
                 "it as typed. Pass it in a secret env (console.secretEnvs, or a name such as "
                 "HF_TOKEN) and take it out of the entrypoint."
             )
-        elif self.place == COMMAND and self.secret_env:
+        elif self.in_command() and self.secret_env:
             message = _(
                 "%(field)s holds the value of the secret env %(name)s: the job page and Copy "
                 "& edit show it as typed. Write $%(name)s in the command instead."
             )
-        elif self.place == COMMAND:
+        elif self.in_command():
             message = _(
                 "%(field)s holds what looks like %(kind)s: the job page and Copy & edit show "
                 "it as typed. Pass it in a secret env (console.secretEnvs, or a name such as "

@@ -27,6 +27,7 @@ cluster, aihc, english = hung_platform.cluster, hung_platform.aihc, hung_platfor
 NO_LOG_YET = "This replica has no log yet: it has not started writing one"
 NO_LOG_YET_ZH = "该实例还没有日志"
 GONE = "This replica&#x27;s pod is no longer on its platform, and its log went with it"
+GONE_ZH = "该实例的 Pod 已不在平台上，其日志也随之而去"
 
 
 def owners_download(client: Client, job, replica: str = "master-0"):
@@ -119,6 +120,30 @@ def test_a_stopped_kubernetes_jobs_download_says_its_log_went_with_its_pods(
     assert NO_LOG_YET not in owners.content.decode()
 
 
+def test_a_stopping_kubernetes_jobs_download_says_its_log_went_with_its_pods_in_both_languages(
+    cluster, alice, alice_en, alice_client, reviewer_en
+):
+    """Just after Stop, before the worker's sync has seen the resource gone: its pods are
+    deleted and none is made again. Review45: the download said the replica was waiting to
+    start, its output to show on the job's page once it began."""
+    job = running_kubernetes_job(cluster, alice)
+    job.refresh_from_db()
+    job_stop(job=job, actor=alice)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    assert cluster.pods == {}
+
+    owners, admins = owners_download(alice_en, job), admin_download(reviewer_en, job)
+    alice_client.cookies["django_language"] = "zh-hans"
+    in_chinese = owners_download(alice_client, job)
+
+    assert owners.status_code == admins.status_code == in_chinese.status_code == 404
+    assert GONE in owners.content.decode() and GONE in admins.content.decode()
+    assert GONE_ZH in in_chinese.content.decode()
+    assert NO_LOG_YET not in owners.content.decode()
+    assert NO_LOG_YET_ZH not in in_chinese.content.decode()
+
+
 def test_a_kubernetes_container_restarted_and_waiting_still_downloads_its_last_log(
     cluster, alice, alice_en
 ):
@@ -168,6 +193,26 @@ def test_an_aihc_replica_aihc_lists_no_pod_of_downloads_as_the_no_log_yet_page(
     assert owners.status_code == admins.status_code == 404
     assert NO_LOG_YET in owners.content.decode() and NO_LOG_YET in admins.content.decode()
     assert aihc.calls("DescribeJobLogs") == []
+
+
+def test_a_stopping_aihc_jobs_replica_aihc_lists_no_pod_of_says_its_log_went_with_it(
+    aihc, alice, alice_en
+):
+    """Stopping until AIHC reports the job stopped; its pods gone meanwhile do not start."""
+    [job] = aihc_jobs(alice, aihc, 1)
+    Worker().sync_remote()  # its replicas, Running
+    job.refresh_from_db()
+    job_stop(job=job, actor=alice)
+    job.refresh_from_db()
+    assert job.status == JobStatus.STOPPING
+    with aihc.lock:
+        aihc.jobs[job.external_id].pods.clear()
+
+    answer = owners_download(alice_en, job)
+
+    assert answer.status_code == 404
+    assert GONE in answer.content.decode()
+    assert NO_LOG_YET not in answer.content.decode()
 
 
 def test_an_aihc_replica_running_with_lines_still_downloads_them(aihc, alice, alice_en):

@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from django.utils import translation
 
 from jobs import spec as S
 from jobs import wizard as W
@@ -130,6 +131,31 @@ def test_a_token_or_a_secret_envs_value_typed_in_the_entrypoint_is_found_there()
     assert (value.place, value.secret_env) == ("entrypoint", "WANDB_API_KEY")
     assert token.field_path() == value.field_path() == "console.entrypoint"
     assert OPENAI not in token.message() and SECRET_VALUE not in value.message()
+
+
+def test_an_env_named_command_or_entrypoint_is_warned_of_as_that_env_not_as_the_command():
+    """Review45: a plain env named `command` (a lowercase name is a name) holding a token was
+    told "The command holds what looks like…, write $ and that variable's name in the
+    command", on its own row, and the API said so of envs[0].value."""
+    spec = spec_with(
+        "python train.py",
+        envs=[("command", f"login {HF}", False), ("entrypoint", f"x {OPENAI}", False)],
+    )
+
+    found = secrets_in_plain_text(spec)
+
+    assert [(f.place, f.env_index, f.token) for f in found] == [
+        ("command", 0, "huggingface"),
+        ("entrypoint", 1, "sk"),
+    ]
+    for each in found:
+        with translation.override("en"):
+            assert each.message().startswith(f"{each.place} looks like ")
+            assert "tick Secret for it" in each.message()
+            field = each.field_path()
+            assert field == f"envs[{each.env_index}].value"
+            assert each.api_message(field).startswith(f"{field} looks like ")
+            assert f"make {each.place} secret" in each.api_message(field)
 
 
 # -- the wizard ---------------------------------------------------------------------------

@@ -464,8 +464,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     ) -> tuple[Config, AihcClient]:
         """Settings are read on each call, so a changed endpoint or key takes effect.
 
-        `for_page`: a read a web request waits on (a log tail) gets no retries and a short read
-        timeout (AIHC_PAGE_READ_TIMEOUT), so a slow AIHC cannot hold the console's threads.
+        `for_page`: a call a web request waits on (a log tail, a Stop) gets no retries and a
+        short read timeout (AIHC_PAGE_READ_TIMEOUT), so a slow AIHC cannot hold the console's
+        threads.
         `for_download`: a whole-log download's own client (to be closed), its reads tried as
         the worker's are but waiting AIHC_DOWNLOAD_READ_TIMEOUT, all within
         LOG_DOWNLOAD_TOTAL_SECONDS."""
@@ -1418,7 +1419,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             return
         unanswered: AihcError | None = None
         if job.external_id:
-            config, client = self._setup()
+            # One short try: a person's Stop waits on it (review45: the worker's read timeout,
+            # 30 s, each job of a Stop selected in turn); no answer is taken all the same.
+            config, client = self._setup(for_page=True)
             try:
                 client.stop_job(
                     pool=job.resource_pool,
@@ -1548,7 +1551,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         self, job: Job, replica: str, config: Config, client: AihcClient
     ) -> dict[str, Any]:
         """The replica's pod ("worker-1") as AIHC lists it (client.normalise_job); NoLog when
-        it lists none: not made yet or, the job ended, gone."""
+        it lists none: not made yet or, the job stopping or ended, gone."""
         remote = client.get_job(
             pool=job.resource_pool,
             job_id=job.external_id,
@@ -1560,7 +1563,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             number = POD_INDEX_RE.search(pod["name"])
             if pod["replicaType"] == role and number and number.group(1) == index:
                 return pod
-        raise NoLog(gone=job.is_final)
+        raise NoLog.pod_missing(job)
 
     def _pod_log(
         self,

@@ -42,7 +42,7 @@ class BackendError(Exception):
 class NoLog(BackendError):
     """The replica has no log on its platform to give: not written yet (its pod not made yet,
     or its container waiting to start, as when the training operator re-creates a pod under
-    the same name) or, the job ended, gone with its pod. A download says so on a 404 page, as
+    the same name) or, the job stopping or ended, gone with its pod. A download says so on a 404 page, as
     for a local replica's log not written yet (until left37: an empty file, 200)."""
 
     def __init__(self, *, gone: bool = False):
@@ -54,6 +54,16 @@ class NoLog(BackendError):
             if gone
             else no_log_yet()
         )
+
+    @classmethod
+    def pod_missing(cls, job: Job) -> NoLog:
+        """The replica's pod is not there: gone with its log once the job is stopping or has
+        ended (a stop deletes its pods, and none is made again), else not made yet (review45:
+        a download just after Stop said the replica was waiting to start, its output to show
+        once it began)."""
+        from jobs.models import JobStatus
+
+        return cls(gone=job.is_final or job.status == JobStatus.STOPPING)
 
 
 def no_log_yet() -> str:

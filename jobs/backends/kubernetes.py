@@ -1609,7 +1609,10 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             else:
                 self._move(job, JobStatus.STOPPED, "Stopped", recorded(STOP_REQUESTED))
             return
-        config, client = self._setup()
+        # One short try, as a Delete's: a person's Stop waits on it (review45: the worker's
+        # read timeout, 30 s, each job of a Stop selected in turn); no answer is taken all the
+        # same (Stopping), and the worker's sync sends it again while the resource is there.
+        config, client = self._setup(for_page=True)
         # The job's row, not its spec, which may no longer read: Stop must still work.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         now = timezone.now()
@@ -1835,8 +1838,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     def _replica_pod(self, job: Job, replica: str, client: KubeClient) -> dict[str, Any]:
         """The replica's pod ("worker-1"), by the job's id label; NoLog when there is none:
-        not made yet, or, the job ended, gone (a stopped job's resource is deleted, and
-        its pods with it)."""
+        not made yet, or, the job stopping or ended, gone (a stopped job's resource is
+        deleted, and its pods with it)."""
         role, _sep, index = replica.rpartition("-")
         pods = client.list(
             f"/api/v1/namespaces/{namespace_of(job.resource_pool)}/pods",
@@ -1848,7 +1851,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 int(index) if index.isdigit() else -1,
             ):
                 return pod
-        raise NoLog(gone=job.is_final)
+        raise NoLog.pod_missing(job)
 
 
 class AnswerTail:
