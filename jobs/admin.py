@@ -87,6 +87,7 @@ from .models import (
     ReviewPolicy,
 )
 from .pools import no_longer_offered, pool_labels, pool_names, spec_pool_names
+from .quotas import HeldNow, held_now_by_row, held_now_text
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -1984,6 +1985,21 @@ class CardQuotaAdmin(
     @admin.display(description=gettext_lazy("card type"), ordering="card_type")
     def card_type_shown(self, obj: CardQuota) -> str:
         return obj.card_type or _("every card type")
+
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        """With a column of who each row holds to uses what now (QA 63: a lead sharing the
+        machine found it nowhere; the usage report counts card-hours past). Read once per
+        page, when the first row is drawn."""
+        held: dict[int, list[HeldNow]] | None = None
+
+        @admin.display(description=gettext_lazy("in use now"))
+        def held_now(obj: CardQuota) -> str:
+            nonlocal held
+            if held is None:
+                held = held_now_by_row()
+            return held_now_text(held.get(obj.pk, []))
+
+        return [*super().get_list_display(request)[:4], held_now, "updated_at"]
 
 
 class ChoosingAutocompleteJsonView(AutocompleteJsonView):
