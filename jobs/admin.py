@@ -1933,6 +1933,16 @@ class CardQuotaForm(forms.ModelForm):
     class Meta:
         model = CardQuota
         fields = ["user", "group", "card_type", "max_cards", "max_running_jobs"]
+        # QA 63: a lead giving a group 2 cards took it for the group's total (Slurm's GrpTRES),
+        # and its members ran 2 each. Said here, where the row is made (in the form, not the
+        # model: no migration for words).
+        help_texts = {
+            "user": gettext_lazy("A user's own quota overrides their groups'."),
+            "group": gettext_lazy(
+                "Each member of the group gets these limits on their own: they are not the "
+                "group's total. A member in several groups gets the most generous."
+            ),
+        }
 
     def clean_card_type(self) -> str:
         card_type = self.cleaned_data["card_type"].strip()

@@ -616,3 +616,16 @@ def test_the_resources_step_of_a_user_without_a_quota_shows_no_quota_line(alice_
     complete_steps(alice_client, draft, upto=W.RESOURCES)
 
     assert 'id="quota-line"' not in alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+
+
+def test_the_add_page_says_a_group_quota_is_each_members_not_the_groups_total(superuser):
+    # QA 63: a lead gave a group 2 cards for the group as a whole; each member ran 2.
+    client = admin_client(superuser)
+
+    english = client.get(ADD_QUOTA).content.decode()
+    client.cookies["django_language"] = "zh-hans"
+    chinese = client.get(ADD_QUOTA).content.decode()
+
+    assert "they are not the group's total" in english
+    assert "A user's own quota overrides their groups'." in english
+    assert "用户组的每个成员各自受这些限制，而不是全组合计。" in chinese
