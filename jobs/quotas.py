@@ -1,5 +1,6 @@
 """Per-user card quotas on the local pool (models.CardQuota; README "Quotas"), as Slurm's
-MaxTRESPerUser / GrpTRES or a Kueue ClusterQueue's quota: one person cannot take every card.
+MaxTRESPerUser or a Kueue ClusterQueue's quota: one person cannot take every card. A group's
+row is each member's limit, not the group's total (Slurm's GrpTRES).
 
 Rules (decisions):
 - A quota row limits, for one card type (blank: every type, counted together), the cards a
