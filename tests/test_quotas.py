@@ -629,3 +629,19 @@ def test_the_add_page_says_a_group_quota_is_each_members_not_the_groups_total(su
     assert "they are not the group's total" in english
     assert "A user's own quota overrides their groups'." in english
     assert "用户组的每个成员各自受这些限制，而不是全组合计。" in chinese
+
+
+def test_the_submission_step_says_a_queue_groups_tasks_run_fewer_at_once_under_a_quota(
+    alice, en_client
+):
+    # QA 63: a group of 6 tasks, at most 2 at once, under a 1-card quota ran 1 at a time; the
+    # concurrency field named idle cards and the queue's limits as what runs fewer, not the quota.
+    draft = new_draft(en_client)
+    complete_steps(en_client, draft, upto=W.SUBMISSION)
+
+    english = en_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+    en_client.cookies["django_language"] = "zh-hans"
+    chinese = en_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+
+    assert "or your card quota (on the local pool) or the queue" in english
+    assert "或您的卡配额（本机资源池）、队列自身的限制未放行时" in chinese
