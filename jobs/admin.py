@@ -87,6 +87,7 @@ from .models import (
     ReviewPolicy,
 )
 from .pools import no_longer_offered, pool_labels, pool_names, spec_pool_names
+from .quotas import HeldNow, held_now_by_row, held_now_text
 from .review import (
     LOST_STATUSES,
     current_policy,
@@ -1931,6 +1932,16 @@ class CardQuotaForm(forms.ModelForm):
     class Meta:
         model = CardQuota
         fields = ["user", "group", "card_type", "max_cards", "max_running_jobs"]
+        # QA 63: a lead giving a group 2 cards took it for the group's total (Slurm's GrpTRES),
+        # and its members ran 2 each. Said here, where the row is made (in the form, not the
+        # model: no migration for words).
+        help_texts = {
+            "user": gettext_lazy("A user's own quota overrides their groups'."),
+            "group": gettext_lazy(
+                "Each member of the group gets these limits on their own: they are not the "
+                "group's total. A member in several groups gets the most generous."
+            ),
+        }
 
     def clean_card_type(self) -> str:
         card_type = self.cleaned_data["card_type"].strip()
@@ -1983,6 +1994,21 @@ class CardQuotaAdmin(
     @admin.display(description=gettext_lazy("card type"), ordering="card_type")
     def card_type_shown(self, obj: CardQuota) -> str:
         return obj.card_type or _("every card type")
+
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        """With a column of who each row holds to uses what now (QA 63: a lead sharing the
+        machine found it nowhere; the usage report counts card-hours past). Read once per
+        page, when the first row is drawn."""
+        held: dict[int, list[HeldNow]] | None = None
+
+        @admin.display(description=gettext_lazy("in use now"))
+        def held_now(obj: CardQuota) -> str:
+            nonlocal held
+            if held is None:
+                held = held_now_by_row()
+            return held_now_text(held.get(obj.pk, []))
+
+        return [*super().get_list_display(request)[:4], held_now, "updated_at"]
 
 
 class ChoosingAutocompleteJsonView(AutocompleteJsonView):

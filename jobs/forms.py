@@ -983,7 +983,8 @@ class SubmissionForm(StepForm):
         label=_("Concurrent tasks at most"),
         required=False,
         help_text=_(
-            "Fewer run at once while the pool lacks idle cards or the queue's own limits hold them."
+            "Fewer run at once while the pool lacks idle cards, or your card quota (on the local "
+            "pool) or the queue's own limits hold them."
         ),
     )
 

@@ -1,5 +1,6 @@
 """Per-user card quotas on the local pool (models.CardQuota; README "Quotas"), as Slurm's
-MaxTRESPerUser / GrpTRES or a Kueue ClusterQueue's quota: one person cannot take every card.
+MaxTRESPerUser or a Kueue ClusterQueue's quota: one person cannot take every card. A group's
+row is each member's limit, not the group's total (Slurm's GrpTRES).
 
 Rules (decisions):
 - A quota row limits, for one card type (blank: every type, counted together), the cards a
@@ -25,7 +26,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connections, router
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_noop
+from django.utils.translation import gettext_noop, ngettext, pgettext
 
 from .models import ACTIVE_STATUSES, CardQuota, LocalRun
 from .texts import RecordedText, Term, ngettext_noop, recorded, recorded_plural
@@ -256,3 +257,76 @@ def quota_lines(user: Any) -> list[QuotaLine]:
         )
         for limit in limits
     ]
+
+
+@dataclass(frozen=True)
+class HeldNow:
+    """What one user's running local jobs hold against one quota row, now."""
+
+    username: str
+    cards: int
+    jobs: int
+
+
+def held_now_by_row() -> dict[int, list[HeldNow]]:
+    """Per quota row id, the users whose limit for its card type comes from it (as
+    quota_limits decides: their own row, else their groups' rows, else the row for everyone)
+    and whose running local jobs hold something against it now, with what they hold: the
+    admin's list of quotas shows a lead who uses what, as the scheduler counts it. Four
+    queries however many rows and users: the running jobs are few (LOCAL_MAX_RUNNING_JOBS)."""
+    usage = local_usage()
+    if not usage:
+        return {}
+    user_model = get_user_model()
+    names = dict(user_model.objects.filter(pk__in=usage).values_list("pk", "username"))
+    groups_of: dict[int, set[int]] = {}
+    memberships = user_model.groups.through.objects.filter(user_id__in=usage)
+    for user_id, group_id in memberships.values_list("user_id", "group_id"):
+        groups_of.setdefault(user_id, set()).add(group_id)
+    own: dict[tuple[int, str], int] = {}
+    grouped: dict[tuple[int, str], int] = {}
+    everyone: dict[str, int] = {}
+    for row_id, user_id, group_id, card_type in CardQuota.objects.values_list(
+        "id", "user_id", "group_id", "card_type"
+    ):
+        if user_id is not None:
+            own[user_id, card_type] = row_id
+        elif group_id is not None:
+            grouped[group_id, card_type] = row_id
+        else:
+            everyone[card_type] = row_id
+    card_types = {card for _u, card in own} | {card for _g, card in grouped} | set(everyone)
+    found: dict[int, list[HeldNow]] = {}
+    for user_id in sorted(usage, key=lambda pk: names.get(pk, "")):
+        for card in card_types:
+            if (user_id, card) in own:
+                rows = [own[user_id, card]]
+            else:
+                groups = groups_of.get(user_id, set())
+                rows = [row for (g, c), row in grouped.items() if c == card and g in groups]
+                if not rows and card in everyone:
+                    rows = [everyone[card]]
+            held = HeldNow(
+                names.get(user_id, ""),
+                held_in(usage[user_id], card, jobs=False),
+                held_in(usage[user_id], card, jobs=True),
+            )
+            if held.cards or held.jobs:
+                for row in rows:
+                    found.setdefault(row, []).append(held)
+    return found
+
+
+def held_now_text(held: list[HeldNow]) -> str:
+    """A quota row's users and what they hold now, as the admin's list of quotas says it."""
+    if not held:
+        return _("nothing running")
+    return pgettext("between list items", "; ").join(
+        _("%(user)s: %(cards)s, %(jobs)s")
+        % {
+            "user": h.username,
+            "cards": ngettext("%(n)d card", "%(n)d cards", h.cards) % {"n": h.cards},
+            "jobs": ngettext("%(n)d running job", "%(n)d running jobs", h.jobs) % {"n": h.jobs},
+        }
+        for h in held
+    )

@@ -654,8 +654,39 @@ def why_waiting(job: Job, *, worker: WorkerState | None = None) -> str | None:
         except OSError:
             now = None  # the run folder's disk is gone: the worker says what that does
     if now is None:
-        return _(IN_QUEUE_MESSAGE)
+        return _behind_its_queues_first(job) or _(IN_QUEUE_MESSAGE)
     return display_text(now, source_of(now))
+
+
+def _behind_its_queues_first(job: Job) -> str | None:
+    """For a queue task that waits behind its queue's first job while what it asks for is free
+    (the pass gives its queue nothing past a job that does not fit: no back-filling), why,
+    in the page's language. QA 63: its page said it starts "once the local pool has room for
+    it" while the cards it asked for showed idle on the pools page and in the wizard, and
+    its owner went looking for a room that was there. None otherwise (its own room is what it
+    waits for, or a standalone job first in line holds every job)."""
+    if is_standalone(job):
+        return None
+    from .runner import requirement
+
+    try:
+        need = requirement(job.job_spec())
+    except SpecError:  # the scheduler's next pass fails it, saying why
+        return None
+    plan = next_pass()
+    if plan.standalone_waits or job.queue not in plan.blocked or plan.left is None:
+        return None
+    if plan.left.shortfall(need):
+        return None  # it would not start either: the room is what it waits for
+    if plan.usage is not None and excesses(
+        quota_limits(job.owner_id), plan.usage.get(job.owner_id, Usage()), need.cards
+    ):
+        return None  # its quota holds it too: the pass says so
+    return _(
+        "Waiting behind an earlier job of queue “%(queue)s” that needs more than is free now: "
+        "no job passes the first job of its queue (so a big job is not starved by small ones), "
+        "and this one starts after it, although what it asks for is free now."
+    ) % {"queue": job.queue}
 
 
 def queue_position(job: Job) -> int | None:

@@ -37,6 +37,7 @@ from .http import AuthenticatedHttpRequest, is_console_address, post_only, typed
 from .languages import language_chosen, language_cookie_set
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
+from .quotas import quota_lines
 from .review import review_reason
 from .summary import spec_sections
 from .texts import display_text, source_of
@@ -675,6 +676,9 @@ def _resources_extras(
         "custom": state.framework == S.CUSTOM,
         "card_types": state.pool.accelerators if state.pool else [],
         "note": state.pool.note if state.pool else "",
+        # The user's quota beside the idle cards, where the cards are chosen (QA 63: it was
+        # first told on Next, as a refusal).
+        "quota": quota_lines(request.user) if state.pool and state.pool.backend == "local" else [],
     }
 
 

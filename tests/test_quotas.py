@@ -42,6 +42,7 @@ from .test_wizard import (
     post_step,
     resources_data,
     role,
+    step_url,
     submission_data,
 )
 
@@ -522,3 +523,125 @@ def test_the_pools_page_shows_the_viewers_quota_and_what_their_running_jobs_hold
     assert quota_row(page, A800) == {"cards": "3 / 4", "jobs": "1 / 2"}
     bobs = admin_client(bob).get(reverse("pool-list")).content.decode()
     assert "No quota applies to you here" in bobs and "data-quota-card" not in bobs
+
+
+# -- who uses what now: the admin's list of quotas, the wizard's Resources step (QA 63) -----
+
+
+def held_now_cells(client: Client) -> dict[str, str]:
+    """The list of quotas' "in use now" cell of each row, by whom the row is for."""
+    page = client.get(reverse("admin:jobs_cardquota_changelist")).content.decode()
+    found = {}
+    body = re.search(r"<tbody>(.*?)</tbody>", page, re.S)[1]
+    for row in re.findall(r"<tr>(.*?)</tr>", body, re.S):
+        cells = [
+            re.sub(r"<[^>]+>", "", c).strip()
+            for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)
+        ]
+        if len(cells) > 5:
+            found[cells[1]] = cells[5]
+    return found
+
+
+def test_the_list_of_quotas_shows_what_each_rows_users_hold_now_as_jobs_start_and_end(
+    superuser, alice, bob, settings
+):
+    # QA 63: a lead sharing the machine among two groups found nowhere who held what now (the
+    # usage report counts card-hours past); the quota list said the limits alone.
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    carol = User.objects.create_user("carol", "carol@example.com", "carol-password")
+    vision = Group.objects.create(name="vision")
+    vision.user_set.add(alice, bob, carol)
+    CardQuota.objects.create(group=vision, max_cards=4)
+    CardQuota.objects.create(user=carol, max_cards=1)  # her own row overrides the group's
+    CardQuota.objects.create(max_running_jobs=3)  # everyone else's
+    dave = User.objects.create_user("dave", "dave@example.com", "dave-password")
+    running_job(bob, {A800: [0, 1]})
+    running_job(alice, {A800: [2]})
+    running_job(carol, {A800: [3]})
+    running_job(dave, {})  # a CPU-only job counts against a running-jobs limit
+    ended = running_job(dave, {A800: [4, 5]})
+    client = admin_client(superuser)
+
+    assert held_now_cells(client) == {
+        "group vision": "alice: 1 card, 1 running job; bob: 2 cards, 1 running job",
+        "carol": "carol: 1 card, 1 running job",
+        "everyone": "dave: 2 cards, 2 running jobs",
+    }
+
+    ended.status = JobStatus.SUCCEEDED
+    ended.save()
+    Job.objects.filter(owner=alice).update(status=JobStatus.STOPPED)
+    client.cookies["django_language"] = "zh-hans"
+    assert held_now_cells(client) == {
+        "用户组 vision": "bob：2 张卡，1 个运行中任务",
+        "carol": "carol：1 张卡，1 个运行中任务",
+        "所有人": "dave：0 张卡，1 个运行中任务",
+    }
+
+
+def test_the_list_of_quotas_says_nothing_runs_for_a_row_whose_users_hold_nothing(superuser, bob):
+    CardQuota.objects.create(user=bob, max_cards=2)
+
+    assert held_now_cells(admin_client(superuser)) == {"bob": "nothing running"}
+
+
+def test_the_resources_step_shows_the_users_quota_and_what_their_running_jobs_hold(
+    alice, en_client
+):
+    # QA 63: the step showed the idle cards alone; a user with a 1-card quota chose 2 of the
+    # 4 idle and was first told of the quota by the refusal on Next.
+    team = Group.objects.create(name="team")
+    alice.groups.add(team)
+    CardQuota.objects.create(group=team, card_type=A800, max_cards=4, max_running_jobs=2)
+    CardQuota.objects.create(user=alice, max_running_jobs=3)
+    running_job(alice, {A800: [0, 1, 2]})
+    draft = new_draft(en_client)
+    complete_steps(en_client, draft, upto=W.RESOURCES)
+
+    page = en_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    line = re.sub(r"<[^>]+>", "", re.search(r'<p [^>]*id="quota-line">(.*?)</p>', page, re.S)[1])
+
+    assert line == (
+        "Your quota in this pool: cards of any type: 1 of 3 running jobs; "
+        f"{A800}: your running jobs hold 3 of 4 cards, 1 of 2 running jobs"
+    )
+    en_client.cookies["django_language"] = "zh-hans"
+    page = en_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    assert f"{A800}： 运行中的任务占用 3 / 4 张， 运行中任务 1 / 2 个" in page
+
+
+def test_the_resources_step_of_a_user_without_a_quota_shows_no_quota_line(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.RESOURCES)
+
+    assert 'id="quota-line"' not in alice_client.get(step_url(draft, W.RESOURCES)).content.decode()
+
+
+def test_the_add_page_says_a_group_quota_is_each_members_not_the_groups_total(superuser):
+    # QA 63: a lead gave a group 2 cards for the group as a whole; each member ran 2.
+    client = admin_client(superuser)
+
+    english = client.get(ADD_QUOTA).content.decode()
+    client.cookies["django_language"] = "zh-hans"
+    chinese = client.get(ADD_QUOTA).content.decode()
+
+    assert "they are not the group's total" in english
+    assert "A user's own quota overrides their groups'." in english
+    assert "用户组的每个成员各自受这些限制，而不是全组合计。" in chinese
+
+
+def test_the_submission_step_says_a_queue_groups_tasks_run_fewer_at_once_under_a_quota(
+    alice, en_client
+):
+    # QA 63: a group of 6 tasks, at most 2 at once, under a 1-card quota ran 1 at a time; the
+    # concurrency field named idle cards and the queue's limits as what runs fewer, not the quota.
+    draft = new_draft(en_client)
+    complete_steps(en_client, draft, upto=W.SUBMISSION)
+
+    english = en_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+    en_client.cookies["django_language"] = "zh-hans"
+    chinese = en_client.get(step_url(draft, W.SUBMISSION)).content.decode()
+
+    assert "or your card quota (on the local pool) or the queue" in english
+    assert "或您的卡配额（本机资源池）、队列自身的限制未放行时" in chinese

@@ -40,6 +40,12 @@ IN_QUEUE = (
     "has room for it."
 )
 
+BEHIND = (
+    "Waiting behind an earlier job of queue “default” that needs more than is free now: no "
+    "job passes the first job of its queue (so a big job is not starved by small ones), and "
+    "this one starts after it, although what it asks for is free now."
+)
+
 
 @pytest.fixture(autouse=True)
 def stored_in_english(settings):
@@ -247,7 +253,8 @@ def test_a_job_behind_a_blocked_queue_takes_back_its_quota_reason_once_the_quota
     assert status_of(ahead) == JobStatus.QUEUED and status_of(waiting) == JobStatus.QUEUED
     assert said(ahead) == []  # never held for anything but its turn: nothing to say
     assert said(waiting)[1:] == [("WaitingInQueue", IN_QUEUE)]
-    assert waiting_line(client_in(alice, "en"), waiting) == IN_QUEUE
+    # 2 cards are idle and it asks for 1: its page says the job ahead holds it (QA 63).
+    assert waiting_line(client_in(alice, "en"), waiting) == BEHIND
 
     ended(worker, settings, bobs, "bobs")
     run_until(
@@ -329,3 +336,44 @@ def test_a_job_held_for_its_quota_whose_spec_no_longer_reads_still_has_a_page(al
     worker_beat(worker=WorkerIdentity.here())  # the worker runs (dispatch_local is its pass)
 
     assert waiting_line(client_in(alice, "en"), job) == IN_QUEUE
+
+
+def test_a_job_behind_its_queues_first_says_so_while_the_card_it_asks_for_is_idle(
+    alice, bob, settings
+):
+    # QA 63: it said it starts "once the local pool has room for it" while the card it asked
+    # for showed idle on the pools page, and its owner went looking for a room that was there.
+    settings.LOCAL_ACCELERATORS = f"{CARD}=3"
+    worker = Worker()
+    bobs = holding(worker, bob, 2, "bobs")
+    first = submit(bob, cards(2, "echo first"))  # 1 card is idle: it blocks its queue
+    behind = submit(alice, cards(1, "echo behind"))
+    passes(worker, 0.5)
+
+    assert status_of(behind) == JobStatus.QUEUED
+    assert waiting_line(client_in(alice, "en"), behind) == BEHIND
+    assert waiting_line(client_in(alice, "zh-hans"), behind) == (
+        "排在队列“default”中一个更早的任务之后等待：该任务需要的资源多于当前空闲的，而队列中的"
+        "任务不会越过排在最前的任务（以免大任务一直被小任务抢先），因此本任务会在它之后启动，"
+        "尽管本任务所需的资源现在是空闲的。"
+    )
+    assert waiting_line(client_in(bob, "en"), first) == IN_QUEUE  # its own room is what it lacks
+
+    ended(worker, settings, bobs, "bobs")
+    run_until(worker, lambda: status_of(behind) == JobStatus.SUCCEEDED, what="the job behind")
+    assert status_of(first) == JobStatus.SUCCEEDED
+
+
+def test_a_job_behind_its_queues_first_asking_more_than_is_idle_says_it_waits_for_room(
+    alice, bob, settings
+):
+    settings.LOCAL_ACCELERATORS = f"{CARD}=3"
+    worker = Worker()
+    bobs = holding(worker, bob, 2, "bobs")
+    submit(bob, cards(3, "echo first"))
+    behind = submit(alice, cards(2, "echo behind"))  # 1 idle: it waits for room itself
+    passes(worker, 0.5)
+
+    assert waiting_line(client_in(alice, "en"), behind) == IN_QUEUE
+    ended(worker, settings, bobs, "bobs")
+    run_until(worker, lambda: status_of(behind) == JobStatus.SUCCEEDED, what="the job behind")
