@@ -51,7 +51,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -956,8 +955,19 @@ def held_by_active_runs() -> list[tuple[Any, Any]]:
 
     alias = router.db_for_read(LocalRun)
     connection = connections[alias]
+    quote = connection.ops.quote_name
+    run, job = LocalRun._meta, Job._meta
+    columns = [run.get_field(name).column for name in ("devices", "cpus")]
+    statuses = sorted(ACTIVE_STATUSES)
+    sql = (
+        f"SELECT {', '.join(f'r.{quote(c)}' for c in columns)} "
+        f"FROM {quote(run.db_table)} r INNER JOIN {quote(job.db_table)} j "
+        f"ON r.{quote(run.get_field('job').column)} = j.{quote(job.pk.column)} "
+        f"WHERE j.{quote(job.get_field('backend').column)} = %s "
+        f"AND j.{quote(job.get_field('status').column)} IN ({', '.join(['%s'] * len(statuses))})"
+    )
     with connection.cursor() as cursor:
-        cursor.execute(_held_select(alias, connection.vendor), ["local", *sorted(ACTIVE_STATUSES)])
+        cursor.execute(sql, ["local", *statuses])
         rows = cursor.fetchall()
     return [
         (
@@ -966,25 +976,6 @@ def held_by_active_runs() -> list[tuple[Any, Any]]:
         )
         for devices, cpus in rows
     ]
-
-
-@cache
-def _held_select(alias: str, vendor: str) -> str:
-    """`held_by_active_runs`' SQL on database `alias`: the schema's text, the same at every
-    read, so written once per database instead of at each idle-count poll."""
-    from .models import ACTIVE_STATUSES
-
-    quote = connections[alias].ops.quote_name
-    run, job = LocalRun._meta, Job._meta
-    columns = [run.get_field(name).column for name in ("devices", "cpus")]
-    return (
-        f"SELECT {', '.join(f'r.{quote(c)}' for c in columns)} "
-        f"FROM {quote(run.db_table)} r INNER JOIN {quote(job.db_table)} j "
-        f"ON r.{quote(run.get_field('job').column)} = j.{quote(job.pk.column)} "
-        f"WHERE j.{quote(job.get_field('backend').column)} = %s "
-        f"AND j.{quote(job.get_field('status').column)} "
-        f"IN ({', '.join(['%s'] * len(ACTIVE_STATUSES))})"
-    )
 
 
 def current_capacity() -> Capacity:

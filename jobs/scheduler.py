@@ -50,7 +50,6 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -470,29 +469,13 @@ def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None
     SQLite's json_extract)."""
     alias = router.db_for_read(Job)
     connection = connections[alias]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _queued_local_select(alias, connection.vendor),
-            [SUBMIT_QUEUE, "high", "normal", "local", JobStatus.QUEUED],
-        )
-        while batch := cursor.fetchmany(200):
-            for line, queue, rank, group_id, concurrency, owner_id, spec in batch:
-                document = json.loads(spec) if isinstance(spec, str) else spec
-                yield line, queue, rank, group_id, concurrency, owner_id, document
-
-
-@cache
-def _queued_local_select(alias: str, vendor: str) -> str:
-    """`_queued_local_rows`' SQL on database `alias`: the schema's text and constants, the
-    same at every read, so written once per database instead of at each idle-count poll."""
-    connection = connections[alias]
     quote = connection.ops.quote_name
     job, group = Job._meta, JobGroup._meta
 
     def col(name: str) -> str:
         return f"j.{quote(job.get_field(name).column)}"
 
-    if vendor == "postgresql":
+    if connection.vendor == "postgresql":
         mode = f"({col('spec')} -> 'console' -> 'submission' ->> 'mode')"
     else:
         mode = f"json_extract({col('spec')}, '$.console.submission.mode')"
@@ -508,11 +491,17 @@ def _queued_local_select(alias: str, vendor: str) -> str:
         f"WHERE {col('backend')} = %s AND {col('status')} = %s"
     )
     standalone = f"q_line = {STANDALONE_LINE}"
-    return (
+    sql = (
         f"SELECT q_line, q_queue, q_rank, q_group, q_cap, q_owner, q_spec FROM ({inner}) q "
         f"ORDER BY q_line, CASE WHEN {standalone} THEN '' ELSE q_queue END, "
         f"CASE WHEN {standalone} THEN 0 ELSE q_rank END, q_created, q_id"
     )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [SUBMIT_QUEUE, "high", "normal", "local", JobStatus.QUEUED])
+        while batch := cursor.fetchmany(200):
+            for line, queue, rank, group_id, concurrency, owner_id, spec in batch:
+                document = json.loads(spec) if isinstance(spec, str) else spec
+                yield line, queue, rank, group_id, concurrency, owner_id, document
 
 
 def _group_running() -> Counter[int]:

@@ -11,7 +11,6 @@ Sessions stay in the database, so logging out ends a session in every worker at 
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -66,31 +65,22 @@ class SessionStore(DatabaseSessionStore):
         meta = model._meta
         alias = router.db_for_read(model)
         connection = connections[alias]
+        quote = connection.ops.quote_name
+        key_field = meta.get_field("session_key")
+        data_field = meta.get_field("session_data")
+        expiry_field = meta.get_field("expire_date")
+        sql = (
+            f"SELECT {quote(data_field.column)} FROM {quote(meta.db_table)} "
+            f"WHERE {quote(key_field.column)} = %s AND {quote(expiry_field.column)} > %s"
+        )
         params = [
-            meta.get_field("session_key").get_db_prep_value(self.session_key, connection),
-            meta.get_field("expire_date").get_db_prep_value(timezone.now(), connection),
+            key_field.get_db_prep_value(self.session_key, connection),
+            expiry_field.get_db_prep_value(timezone.now(), connection),
         ]
         with connection.cursor() as cursor:
-            cursor.execute(_session_select(model, alias, connection.vendor), params)
+            cursor.execute(sql, params)
             row = cursor.fetchone()
         return None if row is None else row[0]
-
-
-@cache
-def _session_select(model: type[Any], alias: str, vendor: str) -> str:
-    """`SELECT` a session's data `WHERE` its key `= %s AND` its expiry `> %s`: the schema's
-    text, the same for every request, so written once per model and database instead of at
-    each request's read of its session."""
-    meta = model._meta
-    quote = connections[alias].ops.quote_name
-    column = {
-        name: quote(meta.get_field(name).column)
-        for name in ("session_key", "session_data", "expire_date")
-    }
-    return (
-        f"SELECT {column['session_data']} FROM {quote(meta.db_table)} "
-        f"WHERE {column['session_key']} = %s AND {column['expire_date']} > %s"
-    )
 
 
 # How often the worker deletes the session rows past their expiry (SessionStore.clear_expired,

@@ -916,25 +916,19 @@ def _owned_draft_row(
     one plain query on `connection` (values as parameters, prepared by the fields as the ORM
     prepares them): the row, or None when the owner has no such draft."""
     meta = Draft._meta
+    quote = connection.ops.quote_name
+    owner_field = meta.get_field("owner")
+    sql = (
+        f"SELECT {expression} FROM {quote(meta.db_table)} "
+        f"WHERE {quote(meta.pk.column)} = %s AND {quote(owner_field.column)} = %s"
+    )
     params = [
         meta.pk.get_db_prep_value(draft_id, connection),
-        meta.get_field("owner").get_db_prep_value(owner.pk, connection),
+        owner_field.get_db_prep_value(owner.pk, connection),
     ]
     with connection.cursor() as cursor:
-        cursor.execute(_owned_draft_select(connection.alias, connection.vendor, expression), params)
+        cursor.execute(sql, params)
         return cursor.fetchone()
-
-
-@cache
-def _owned_draft_select(alias: str, vendor: str, expression: str) -> str:
-    """`_owned_draft_row`'s SQL: the schema's text and one of the partials' few expressions,
-    so written once per database and expression instead of at every partial's request."""
-    meta = Draft._meta
-    quote = connections[alias].ops.quote_name
-    return (
-        f"SELECT {expression} FROM {quote(meta.db_table)} WHERE {quote(meta.pk.column)} = %s "
-        f"AND {quote(meta.get_field('owner').column)} = %s"
-    )
 
 
 def owned_draft_id_only(*, draft_id: uuid.UUID, owner: Any) -> Draft | None:
