@@ -1109,15 +1109,13 @@ def wizard_example(request: AuthenticatedHttpRequest, draft_id: Any) -> HttpResp
     # 404 unless the user's draft; its pool decides what is offered (W.offered_examples), and
     # the panel's links need its id alone.
     pool = W.find_pool(_draft_pool_id(request, draft_id))
-    draft = Draft(id=draft_id)
     return render(
         request,
         "jobs/wizard/_image.html#example-panel",
         {
-            "draft": draft,
+            "draft": Draft(id=draft_id),
             "examples": W.offered_examples(pool),
             "example": _example(request.GET.get("example", ""), pool),
-            "step_url": _step_url(draft, W.IMAGE),
         },
     )
 

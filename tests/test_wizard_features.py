@@ -465,6 +465,43 @@ def test_the_example_partial_switches_frameworks(alice_client):
     )
 
 
+def test_every_example_button_fetches_its_example_from_the_example_partial(alice_client):
+    # The panel's address is reversed once for all its buttons (bench/README.md, session 35):
+    # each button still asks the draft's own example partial for its own example.
+    draft = new_draft(alice_client)
+    url = reverse("wizard-example", args=[draft.id])
+
+    fragment = alice_client.get(url, {"example": "TFJob"}, headers=HTMX).content.decode()
+    buttons = re.findall(r'id="show-example-([^"]+)"[^>]* hx-get="([^"]+)"', fragment)
+
+    assert len(buttons) >= 4
+    assert [link for _id, link in buttons] == [f"{url}?example={id_}" for id_, _link in buttons]
+    for id_, _link in buttons:
+        shown = alice_client.get(url, {"example": id_}, headers=HTMX).content.decode()
+        assert f'id="show-example-{id_}" aria-pressed="true"' in shown
+
+
+def test_a_redrawn_mount_row_marks_only_its_mount_path_required(alice_client):
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+    row = alice_client.get(
+        reverse("wizard-mount-row", args=[draft.id]),
+        {"row": "1", "mounts-1-type": "hostpath", "mounts-1-mount_path": "/mnt/data"},
+        headers=HTMX,
+    ).content.decode()
+    labels = re.findall(r'<label class="row-label([^"]*)" for="id_mounts-1-(\w+)"', row)
+
+    assert [name for _marked, name in labels] == [
+        "type",
+        "name",
+        "source_path",
+        "mount_path",
+        "access",
+    ]
+    assert [name for marked, name in labels if marked == " requiredField"] == ["mount_path"]
+    assert row.count('<span class="asteriskField">*</span>') == 1
+
+
 def test_the_idle_partial_follows_the_card_type(alice_client):
     draft = new_draft(alice_client)
     url = reverse("wizard-idle", args=[draft.id])
