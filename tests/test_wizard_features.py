@@ -1136,7 +1136,10 @@ def test_the_submission_step_counts_tasks_plainly_and_says_what_else_limits_them
     assert "场" not in zh
     assert "每次创建 1 个任务" in zh and "组内最多同时运行 N 个任务" in zh
     assert "这一组要创建的训练任务个数（不是节点数，也不是卡数）。" in zh
-    assert "资源池空闲卡不足或队列自身的限制未放行时，实际同时运行的任务会更少。" in zh
+    assert (
+        "资源池空闲卡不足，或您的卡配额（本机资源池）、队列自身的限制未放行时，实际同时运行的任务会更少。"
+        in zh
+    )
     assert "node limit" not in en and "the pool lacks idle cards" in en
 
 
