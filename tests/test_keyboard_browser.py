@@ -525,3 +525,86 @@ def test_a_remote_pools_idle_count_is_not_read_out_again_as_its_figures_age(
     # Said where the pool's stock is, outside the live region.
     expect(page.locator("#pool-stock .pool-freshness")).to_contain_text("秒前")
     assert page.locator("#pool-stock .pool-freshness").get_attribute("aria-hidden") is None
+
+
+def press_and_settle(page, key: str, heading: str) -> None:
+    """Presses `key` on the focused control and waits for the step `heading` names to be swapped
+    in with focus on its heading (wizard.js), as a screen reader user waits to hear it."""
+    page.keyboard.press(key)
+    expect(page.locator("#step-heading")).to_contain_text(heading)
+    expect(page.locator("#step-heading")).to_be_focused()
+
+
+def test_a_pytorch_job_of_a_master_and_two_workers_is_built_and_submitted_by_keyboard_alone(
+    logged_in_page, alice
+):
+    # QA 64. On the review step every 编辑 link read as "编辑", seven in a row, and each heading
+    # as "基础信息 编辑"; 复制 pressed twice (Enter held down) stayed "✓" for good and the second
+    # copy was not said.
+    from jobs.models import Job
+
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    tab_to(page, "#nav-create-job")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/create/")
+    tab_to(page, "#new-draft")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    tab_to(page, "#id_name")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("bert-keyboard")
+    tab_to(page, "input[name=framework][value=PyTorchJob]")
+    expect(page.locator("input[name=framework][value=PyTorchJob]")).to_be_checked()
+    tab_to(page, "#wizard-next")
+    press_and_settle(page, "Enter", "2.")
+
+    page.keyboard.press("Tab")
+    expect(page.locator("#id_image")).to_be_focused()
+    page.keyboard.type("registry.example.com/train/pytorch:2.5")
+    tab_to(page, "#id_command")
+    page.keyboard.type("torchrun train.py")
+    tab_to(page, "#wizard-next")
+    press_and_settle(page, "Enter", "3.")
+
+    tab_to(page, "#id_roles-1-replicas")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("2")
+    tab_to(page, "#wizard-next")
+    press_and_settle(page, "Enter", "4.")
+    tab_to(page, "#id_mounts-0-mount_path")
+    page.keyboard.type("/workspace")
+    for heading in ("5.", "6.", "7.", "8."):
+        tab_to(page, "#wizard-next")
+        press_and_settle(page, "Enter", heading)
+
+    # Each section's heading is its title alone, and Tab reaches its Edit link by that title.
+    headings = page.locator("#review-summary h2").all_inner_texts()
+    assert headings[:3] == ["基础信息", "镜像与命令", "资源配置"]
+    for title in headings:
+        page.keyboard.press("Tab")
+        expect(page.get_by_role("link", name=f"编辑：{title}", exact=True)).to_be_focused()
+
+    copy = page.get_by_role("button", name="复制请求", exact=True)
+    tab_to(page, "[data-copy-target='#request-json']")
+    page.evaluate(
+        """() => { window.said = [];
+      new MutationObserver(() => window.said.push(document.getElementById('copy-status').textContent))
+        .observe(document.getElementById('copy-status'), {childList: true, characterData: true, subtree: true}); }"""
+    )
+    page.keyboard.press("Enter")
+    expect(copy).to_have_text("✓")
+    expect(page.locator("#copy-status")).to_have_text("已复制。")
+    page.keyboard.press("Enter")  # again, before the button's ✓ is gone
+    expect(copy).to_have_text("复制", timeout=3_000)
+    expect(copy).to_be_focused()
+    said = page.evaluate("() => window.said")
+    copied = [n for n, words in enumerate(said) if words == "已复制。"]
+    assert len(copied) == 2 and all(said[n - 1] != "已复制。" for n in copied[1:]), said
+    assert '"replicas": 3' in page.evaluate("navigator.clipboard.readText()")
+
+    tab_to(page, "#wizard-submit")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    job = Job.objects.get(owner=alice)
+    assert [(r.name, r.replicas) for r in job.job_spec().roles] == [("master", 1), ("worker", 2)]
