@@ -608,3 +608,24 @@ def test_a_pytorch_job_of_a_master_and_two_workers_is_built_and_submitted_by_key
     page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
     job = Job.objects.get(owner=alice)
     assert [(r.name, r.replicas) for r in job.job_spec().roles] == [("master", 1), ("worker", 2)]
+
+
+def test_each_injected_variables_meaning_is_read_with_the_variable_heading_its_row(
+    logged_in_page,
+):
+    # QA 64: the table had no header cell, so a screen reader moving down its second column
+    # read each meaning alone, without the variable it was the meaning of.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    tab_to(page, "summary:has-text('平台自动注入的环境变量')")
+    page.keyboard.press("Enter")
+    table = page.locator("#injected-vars")
+    expect(table).to_be_visible()
+    rows = table.get_by_role("row")
+    assert rows.count() > 5
+    expect(table.get_by_role("rowheader")).to_have_count(rows.count())
+    expect(table.get_by_role("rowheader", name="CUDA_VISIBLE_DEVICES", exact=True)).to_be_visible()
+    assert table.get_by_role("row", name=re.compile(r"^MASTER_ADDR ")).get_by_role(
+        "rowheader"
+    ).inner_text() == "MASTER_ADDR"
