@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
-from .test_wizard_browser import _local_pool, fill_basic, fill_image, start  # noqa: F401
+from .test_wizard_browser import _local_pool, fill_basic, fill_image, next_step, start  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -629,3 +629,33 @@ def test_each_injected_variables_meaning_is_read_with_the_variable_heading_its_r
     assert table.get_by_role("row", name=re.compile(r"^MASTER_ADDR ")).get_by_role(
         "rowheader"
     ).inner_text() == "MASTER_ADDR"
+
+
+def test_a_group_of_ticks_with_a_problem_says_the_problem_when_focus_is_put_on_it(logged_in_page):
+    # QA 64: an alert address without an event (告警) put focus on the first tick, read as
+    # "invalid" with nothing tied to it saying why (Django gives a fieldset's inputs no
+    # aria-describedby, and the wizard's field template gave the fieldset none either).
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    for slug in ("data", "fault", "advanced"):
+        if slug == "fault":
+            page.fill("#id_mounts-0-mount_path", "/workspace")
+        next_step(page, slug)
+    tab_to(page, "#id_alert_emails")
+    page.keyboard.type("ops@example.com")
+    tab_to(page, "#wizard-next")
+    page.keyboard.press("Enter")
+    expect(page.locator("#id_alert_items_0")).to_be_focused()
+    expect(page.locator("#id_alert_items_0")).to_have_attribute("aria-invalid", "true")
+    group = page.get_by_role("group", name="告警", exact=True)
+    # Its help text, then the problem: the order Django gives every other field's description.
+    expect(group).to_have_accessible_description(
+        re.compile(r"^控制台通过邮件.* 请选择告警事件，或清空告警邮箱和 Webhook。$")
+    )
+    # A group with help text and no problem is described by its help text alone.
+    page.goto(page.url.replace("/advanced/", "/basic/"))
+    expect(page.get_by_role("group", name="训练框架*", exact=True)).to_have_accessible_description(
+        "改变后，资源配置中的角色表将重置为该框架的角色。"
+    )
