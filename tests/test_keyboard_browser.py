@@ -51,6 +51,30 @@ def test_focus_in_the_dark_top_bar_shows_as_an_outline_that_stands_out_from_the_
     assert "退出登录" in reached
 
 
+def test_focus_on_each_control_of_a_wizard_step_shows_as_an_outline_that_stands_out_from_the_page(
+    logged_in_page,
+):
+    # QA 64: below the top bar focus was Bootstrap's see-through shadow, 1.4 to 2 to 1 against
+    # the white page: tabbing through a step one could hardly tell which field had it.
+    page = logged_in_page
+    start(page)
+    page.locator("#step-heading").focus()
+    reached = []
+    while len(reached) < 30:
+        page.keyboard.press("Tab")
+        if not page.evaluate("() => document.activeElement.closest('main') !== null"):
+            break
+        what = page.evaluate("() => document.activeElement.id || document.activeElement.name")
+        reached.append(what)
+        indicator = page.evaluate(FOCUS_INDICATOR)
+        assert indicator["width"] >= 2, what
+        assert indicator["contrast"] >= 3, (what, indicator)
+    # A text box, the selects, a radio, a tick, a row's add button and 下一步.
+    for control in ("id_name", "id_resource_pool", "id_framework_0", "id_log_persistence"):
+        assert control in reached
+    assert reached[-2:] == ["add-label", "wizard-next"]
+
+
 def tab_to(page, selector: str, presses: int = 40) -> None:
     """Presses Tab until the element `selector` (Playwright's) finds has focus, as a keyboard
     user gets there."""
