@@ -650,9 +650,12 @@ def test_each_injected_variables_meaning_is_read_with_the_variable_heading_its_r
     assert rows.count() > 5
     expect(table.get_by_role("rowheader")).to_have_count(rows.count())
     expect(table.get_by_role("rowheader", name="CUDA_VISIBLE_DEVICES", exact=True)).to_be_visible()
-    assert table.get_by_role("row", name=re.compile(r"^MASTER_ADDR ")).get_by_role(
-        "rowheader"
-    ).inner_text() == "MASTER_ADDR"
+    assert (
+        table.get_by_role("row", name=re.compile(r"^MASTER_ADDR "))
+        .get_by_role("rowheader")
+        .inner_text()
+        == "MASTER_ADDR"
+    )
 
 
 def test_a_group_of_ticks_with_a_problem_says_the_problem_when_focus_is_put_on_it(logged_in_page):
