@@ -686,3 +686,45 @@ def test_a_group_of_ticks_with_a_problem_says_the_problem_when_focus_is_put_on_i
     expect(page.get_by_role("group", name="训练框架*", exact=True)).to_have_accessible_description(
         "改变后，资源配置中的角色表将重置为该框架的角色。"
     )
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_the_job_lists_filters_are_a_search_landmark_a_screen_reader_can_jump_to(
+    logged_in_page, alice, width
+):
+    # QA 64: a screen reader's landmark keys (D in NVDA) found only the top bar and the page.
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 667})
+    submitted(alice, "one-job")
+    page.goto("/")
+    filters = page.get_by_role("search", name="筛选", exact=True)
+    if width < 768:  # folded under 筛选 on a phone, opened from the landmark
+        filters.get_by_role("group").locator("summary").focus()
+        page.keyboard.press("Enter")
+    expect(filters.get_by_role("searchbox", name="名称或 ID")).to_be_attached()
+    expect(filters.get_by_role("combobox", name="状态")).to_be_attached()
+    expect(filters.get_by_role("button", name="筛选", exact=True)).to_be_attached()
+
+
+def test_an_aihc_jobs_two_copy_buttons_say_which_is_which_as_tab_reaches_them(
+    logged_in_page, alice
+):
+    # QA 64: an AIHC job's page had two buttons read as "复制": Copy & edit, which makes a
+    # draft, and the one that copies AIHC's job ID.
+    import uuid
+
+    from jobs.models import Job, JobStatus
+    from jobs.services import job_transition
+
+    job = submitted(alice, "on-aihc")
+    job_transition(job=job, to=JobStatus.STOPPED, reason="Stopped")
+    Job.objects.filter(pk=job.pk).update(backend="aihc", external_id=f"pytorchjob-{uuid.uuid4()}")
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(f"/jobs/{job.public_id}/")
+    tab_to(page, "#job-copy")
+    expect(page.get_by_role("button", name="复制", exact=True)).to_be_focused()
+    tab_to(page, "#external-id-copy", presses=60)
+    expect(page.get_by_role("button", name="复制 百舸 AIHC 任务 ID", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#copy-status")).to_have_text("已复制。")
