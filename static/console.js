@@ -390,17 +390,30 @@ document.addEventListener("click", function (event) {
   event.preventDefault();
   const source = document.querySelector(button.dataset.copyTarget);
   if (!source) return;
-  const label = button.textContent;
+  // The label is kept from the first press: a second press within 1.5 s (Enter held down,
+  // pressed twice) read it as "✓" and put that back for good.
+  if (!button.dataset.label) button.dataset.label = button.textContent;
   const status = document.getElementById("copy-status");
   copyText(source).then(
     function () {
       button.textContent = "✓";
-      if (status) status.textContent = button.dataset.copiedText || "";
-      setTimeout(function () { button.textContent = label; }, 1500);
+      say(status, button.dataset.copiedText);
+      clearTimeout(button.copiedTimer);
+      button.copiedTimer = setTimeout(function () { button.textContent = button.dataset.label; }, 1500);
     },
     function () {
       // The text is selected: Ctrl-C copies it.
-      if (status) status.textContent = button.dataset.selectedText || "";
+      say(status, button.dataset.selectedText);
     },
   );
 });
+
+// A live region set to the words it already holds is not read out again: a second copy said
+// nothing. It is emptied first and given the words a moment later, a change to read out
+// (presses closer together than that are said once).
+function say(status, words) {
+  if (!status) return;
+  status.textContent = "";
+  clearTimeout(status.sayTimer);
+  status.sayTimer = setTimeout(function () { status.textContent = words || ""; }, 100);
+}

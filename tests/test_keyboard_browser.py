@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
-from .test_wizard_browser import _local_pool, fill_basic, fill_image, start  # noqa: F401
+from .test_wizard_browser import _local_pool, fill_basic, fill_image, next_step, start  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -49,6 +49,30 @@ def test_focus_in_the_dark_top_bar_shows_as_an_outline_that_stands_out_from_the_
     # The brand, the three pages, both languages, the account's three links and 退出登录.
     assert reached[:4] == ["AI 训练任务控制台", "训练任务", "资源池", "创建任务"]
     assert "退出登录" in reached
+
+
+def test_focus_on_each_control_of_a_wizard_step_shows_as_an_outline_that_stands_out_from_the_page(
+    logged_in_page,
+):
+    # QA 64: below the top bar focus was Bootstrap's see-through shadow, 1.4 to 2 to 1 against
+    # the white page: tabbing through a step one could hardly tell which field had it.
+    page = logged_in_page
+    start(page)
+    page.locator("#step-heading").focus()
+    reached = []
+    while len(reached) < 30:
+        page.keyboard.press("Tab")
+        if not page.evaluate("() => document.activeElement.closest('main') !== null"):
+            break
+        what = page.evaluate("() => document.activeElement.id || document.activeElement.name")
+        reached.append(what)
+        indicator = page.evaluate(FOCUS_INDICATOR)
+        assert indicator["width"] >= 2, what
+        assert indicator["contrast"] >= 3, (what, indicator)
+    # A text box, the selects, a radio, a tick, a row's add button and 下一步.
+    for control in ("id_name", "id_resource_pool", "id_framework_0", "id_log_persistence"):
+        assert control in reached
+    assert reached[-2:] == ["add-label", "wizard-next"]
 
 
 def tab_to(page, selector: str, presses: int = 40) -> None:
@@ -525,3 +549,182 @@ def test_a_remote_pools_idle_count_is_not_read_out_again_as_its_figures_age(
     # Said where the pool's stock is, outside the live region.
     expect(page.locator("#pool-stock .pool-freshness")).to_contain_text("秒前")
     assert page.locator("#pool-stock .pool-freshness").get_attribute("aria-hidden") is None
+
+
+def press_and_settle(page, key: str, heading: str) -> None:
+    """Presses `key` on the focused control and waits for the step `heading` names to be swapped
+    in with focus on its heading (wizard.js), as a screen reader user waits to hear it."""
+    page.keyboard.press(key)
+    expect(page.locator("#step-heading")).to_contain_text(heading)
+    expect(page.locator("#step-heading")).to_be_focused()
+
+
+def test_a_pytorch_job_of_a_master_and_two_workers_is_built_and_submitted_by_keyboard_alone(
+    logged_in_page, alice
+):
+    # QA 64. On the review step every 编辑 link read as "编辑", seven in a row, and each heading
+    # as "基础信息 编辑"; 复制 pressed twice (Enter held down) stayed "✓" for good and the second
+    # copy was not said.
+    from jobs.models import Job
+
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    tab_to(page, "#nav-create-job")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/create/")
+    tab_to(page, "#new-draft")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/basic/$"))
+    tab_to(page, "#id_name")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("bert-keyboard")
+    tab_to(page, "input[name=framework][value=PyTorchJob]")
+    expect(page.locator("input[name=framework][value=PyTorchJob]")).to_be_checked()
+    tab_to(page, "#wizard-next")
+    press_and_settle(page, "Enter", "2.")
+
+    page.keyboard.press("Tab")
+    expect(page.locator("#id_image")).to_be_focused()
+    page.keyboard.type("registry.example.com/train/pytorch:2.5")
+    tab_to(page, "#id_command")
+    page.keyboard.type("torchrun train.py")
+    tab_to(page, "#wizard-next")
+    press_and_settle(page, "Enter", "3.")
+
+    tab_to(page, "#id_roles-1-replicas")
+    page.keyboard.press("Control+A")
+    page.keyboard.type("2")
+    tab_to(page, "#wizard-next")
+    press_and_settle(page, "Enter", "4.")
+    tab_to(page, "#id_mounts-0-mount_path")
+    page.keyboard.type("/workspace")
+    for heading in ("5.", "6.", "7.", "8."):
+        tab_to(page, "#wizard-next")
+        press_and_settle(page, "Enter", heading)
+
+    # Each section's heading is its title alone, and Tab reaches its Edit link by that title.
+    headings = page.locator("#review-summary h2").all_inner_texts()
+    assert headings[:3] == ["基础信息", "镜像与命令", "资源配置"]
+    for title in headings:
+        page.keyboard.press("Tab")
+        expect(page.get_by_role("link", name=f"编辑：{title}", exact=True)).to_be_focused()
+
+    copy = page.get_by_role("button", name="复制请求", exact=True)
+    tab_to(page, "[data-copy-target='#request-json']")
+    page.evaluate(
+        """() => { window.said = [];
+      new MutationObserver(() => window.said.push(document.getElementById('copy-status').textContent))
+        .observe(document.getElementById('copy-status'), {childList: true, characterData: true, subtree: true}); }"""
+    )
+    page.keyboard.press("Enter")
+    expect(copy).to_have_text("✓")
+    expect(page.locator("#copy-status")).to_have_text("已复制。")
+    page.keyboard.press("Enter")  # again, before the button's ✓ is gone
+    expect(copy).to_have_text("复制", timeout=3_000)
+    expect(copy).to_be_focused()
+    said = page.evaluate("() => window.said")
+    copied = [n for n, words in enumerate(said) if words == "已复制。"]
+    assert len(copied) == 2 and all(said[n - 1] != "已复制。" for n in copied[1:]), said
+    assert '"replicas": 3' in page.evaluate("navigator.clipboard.readText()")
+
+    tab_to(page, "#wizard-submit")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/jobs/pytorchjob-"))
+    job = Job.objects.get(owner=alice)
+    assert [(r.name, r.replicas) for r in job.job_spec().roles] == [("master", 1), ("worker", 2)]
+
+
+def test_each_injected_variables_meaning_is_read_with_the_variable_heading_its_row(
+    logged_in_page,
+):
+    # QA 64: the table had no header cell, so a screen reader moving down its second column
+    # read each meaning alone, without the variable it was the meaning of.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    tab_to(page, "summary:has-text('平台自动注入的环境变量')")
+    page.keyboard.press("Enter")
+    table = page.locator("#injected-vars")
+    expect(table).to_be_visible()
+    rows = table.get_by_role("row")
+    assert rows.count() > 5
+    expect(table.get_by_role("rowheader")).to_have_count(rows.count())
+    expect(table.get_by_role("rowheader", name="CUDA_VISIBLE_DEVICES", exact=True)).to_be_visible()
+    assert (
+        table.get_by_role("row", name=re.compile(r"^MASTER_ADDR "))
+        .get_by_role("rowheader")
+        .inner_text()
+        == "MASTER_ADDR"
+    )
+
+
+def test_a_group_of_ticks_with_a_problem_says_the_problem_when_focus_is_put_on_it(logged_in_page):
+    # QA 64: an alert address without an event (告警) put focus on the first tick, read as
+    # "invalid" with nothing tied to it saying why (Django gives a fieldset's inputs no
+    # aria-describedby, and the wizard's field template gave the fieldset none either).
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    for slug in ("data", "fault", "advanced"):
+        if slug == "fault":
+            page.fill("#id_mounts-0-mount_path", "/workspace")
+        next_step(page, slug)
+    tab_to(page, "#id_alert_emails")
+    page.keyboard.type("ops@example.com")
+    tab_to(page, "#wizard-next")
+    page.keyboard.press("Enter")
+    expect(page.locator("#id_alert_items_0")).to_be_focused()
+    expect(page.locator("#id_alert_items_0")).to_have_attribute("aria-invalid", "true")
+    group = page.get_by_role("group", name="告警", exact=True)
+    # Its help text, then the problem: the order Django gives every other field's description.
+    expect(group).to_have_accessible_description(
+        re.compile(r"^控制台通过邮件.* 请选择告警事件，或清空告警邮箱和 Webhook。$")
+    )
+    # A group with help text and no problem is described by its help text alone.
+    page.goto(page.url.replace("/advanced/", "/basic/"))
+    expect(page.get_by_role("group", name="训练框架*", exact=True)).to_have_accessible_description(
+        "改变后，资源配置中的角色表将重置为该框架的角色。"
+    )
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_the_job_lists_filters_are_a_search_landmark_a_screen_reader_can_jump_to(
+    logged_in_page, alice, width
+):
+    # QA 64: a screen reader's landmark keys (D in NVDA) found only the top bar and the page.
+    page = logged_in_page
+    page.set_viewport_size({"width": width, "height": 667})
+    submitted(alice, "one-job")
+    page.goto("/")
+    filters = page.get_by_role("search", name="筛选", exact=True)
+    if width < 768:  # folded under 筛选 on a phone, opened from the landmark
+        filters.get_by_role("group").locator("summary").focus()
+        page.keyboard.press("Enter")
+    expect(filters.get_by_role("searchbox", name="名称或 ID")).to_be_attached()
+    expect(filters.get_by_role("combobox", name="状态")).to_be_attached()
+    expect(filters.get_by_role("button", name="筛选", exact=True)).to_be_attached()
+
+
+def test_an_aihc_jobs_two_copy_buttons_say_which_is_which_as_tab_reaches_them(
+    logged_in_page, alice
+):
+    # QA 64: an AIHC job's page had two buttons read as "复制": Copy & edit, which makes a
+    # draft, and the one that copies AIHC's job ID.
+    import uuid
+
+    from jobs.models import Job, JobStatus
+    from jobs.services import job_transition
+
+    job = submitted(alice, "on-aihc")
+    job_transition(job=job, to=JobStatus.STOPPED, reason="Stopped")
+    Job.objects.filter(pk=job.pk).update(backend="aihc", external_id=f"pytorchjob-{uuid.uuid4()}")
+    page = logged_in_page
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(f"/jobs/{job.public_id}/")
+    tab_to(page, "#job-copy")
+    expect(page.get_by_role("button", name="复制", exact=True)).to_be_focused()
+    tab_to(page, "#external-id-copy", presses=60)
+    expect(page.get_by_role("button", name="复制 百舸 AIHC 任务 ID", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#copy-status")).to_have_text("已复制。")

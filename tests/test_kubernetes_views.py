@@ -190,7 +190,7 @@ def test_the_image_step_lists_every_variable_the_manifest_sets(fake, alice_clien
 
     page = alice_client.get(step_url(draft, W.IMAGE)).content.decode()
 
-    listed = re.findall(r'<td class="font-monospace">([A-Z_]+)</td>', page)
+    listed = re.findall(r'<th scope="row" class="font-monospace fw-normal">([A-Z_]+)</th>', page)
     assert {"AIHC_JOB_ID", "AIHC_ROLE", "AIHC_ROLE_INDEX", "PYTHONUNBUFFERED", "MASTER_ADDR"} <= (
         set(listed)
     )

@@ -469,3 +469,30 @@ def test_on_a_phone_a_refused_webhook_lines_message_wraps_within_the_screen(
     expect(error).to_contain_text("access_token=")
     assert phone.evaluate(FITS, "#id_alert_webhooks_error")
     assert phone.evaluate(PAGE_FITS)
+
+
+@pytest.mark.parametrize("phone", ["zh-hans", "en"], indirect=True)
+def test_on_a_phone_the_example_buttons_wrap_and_the_image_step_never_scrolls_sideways(
+    phone, transactional_db, alice
+):
+    # QA 64: the five example buttons (查看示例) were one joined row 514 pixels wide: once the
+    # examples were opened on a 375-pixel phone the whole step scrolled sideways, TensorFlow's
+    # and Ray's buttons and half the page off the screen.
+    phone.set_viewport_size({"width": 375, "height": 667})
+    log_in(phone, "alice", "alice-password")
+    phone.goto("/create/")
+    phone.click("#new-draft")
+    phone.wait_for_url(re.compile(r"/basic/$"))
+    phone.click("#wizard-next")
+    phone.wait_for_url(re.compile(r"/image/$"))
+    phone.click("#examples summary")
+    buttons = phone.locator("#example-panel [role=group] button")
+    expect(buttons).to_have_count(5)
+    for n in range(5):
+        assert buttons.nth(n).evaluate("b => b.getBoundingClientRect().right") <= 375
+    assert phone.evaluate(PAGE_FITS)
+    # Still one group of buttons, one of them pressed, and each does what it did.
+    phone.click("#show-example-TFJob")
+    expect(phone.locator("#example-command")).to_contain_text("TF_CONFIG")
+    expect(phone.locator("#show-example-TFJob")).to_have_attribute("aria-pressed", "true")
+    assert phone.evaluate(PAGE_FITS)
