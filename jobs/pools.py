@@ -54,7 +54,7 @@ from django.utils.translation import gettext_lazy as _
 from .backends import BackendError, Pool, enabled_backends
 from .forms import STORAGE_LABELS
 from .models import ACTIVE_STATUSES, Job, JobStatus, KnownPool
-from .quotas import QuotaLine, quota_lines
+from .quotas import QuotaLine, over_quota_note, quota_lines
 from .wizard import Freshness, available_pools, pool_freshness
 
 logger = logging.getLogger(__name__)
@@ -96,6 +96,10 @@ class PoolOverview:
     # The viewer's quota here and what they hold of it: the local pool's only (a remote
     # platform keeps its own quotas); empty when none applies to them.
     quota: list[QuotaLine] = field(default_factory=list)
+
+    @property
+    def quota_over_note(self) -> str:
+        return over_quota_note(self.quota)
 
     @property
     def backend_label(self) -> str | Promise:

@@ -238,6 +238,28 @@ class QuotaLine:
     max_running_jobs: int | None
     jobs_running: int
 
+    @property
+    def over(self) -> bool:
+        """Whether the running jobs hold more than the limit: it was lowered (or the user
+        moved to a group with a smaller one) after they started."""
+        cards = self.max_cards is not None and self.cards_held > self.max_cards
+        jobs = self.max_running_jobs is not None and self.jobs_running > self.max_running_jobs
+        return cards or jobs
+
+
+def over_quota_note(lines: list[QuotaLine]) -> str:
+    """What "2 / 1" means beside a quota, in the reader's language; "" when no line is over.
+    QA 63: a lead lowered a quota below what ran, and the pools page showed "2 / 1" with no
+    word of what happens: nothing is stopped, and no new job of the user starts meanwhile."""
+    if not any(line.over for line in lines):
+        return ""
+    return _(
+        "Your running jobs hold more than your quota allows: it was changed after they "
+        "started. They are left to run to the end, and no new job of yours under this quota "
+        "starts until your use drops under the limit by enough for it to fit: a queue task "
+        "waits, a standalone job is refused."
+    )
+
 
 def quota_lines(user: Any) -> list[QuotaLine]:
     """The user's quota on the local pool and what their running jobs hold of it."""

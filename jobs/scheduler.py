@@ -1,10 +1,14 @@
-"""Which queued local jobs start now, and where a waiting job stands in its queue.
+"""Which queued local jobs start now, and where a waiting job stands in line.
 
 Rules (decisions):
-- Per queue, jobs are taken by priority (high > normal > low), then first come first
-  served. The first job of a queue that does not fit blocks the rest of that queue for this
-  pass (no back-filling), so a large job is not starved by a stream of small ones. Other
-  queues still use what is left.
+- The queue tasks of every queue are taken in one order: by priority (high > normal >
+  low), then first come first served (submit time, then job id). A queue's name plays no
+  part: until session 35 the queues were served in the order of their names, and a low task
+  of `default` took the cards a high task of `research` submitted before it waited for
+  (QA 63).
+- The first job of a queue that does not fit blocks the rest of that queue for this pass
+  (no back-filling), so a large job is not starved by a stream of small ones. Other queues
+  still use what is left: their jobs further down the order may start before it.
 - A task of a queue group is skipped (without blocking its queue) while the group already
   runs `concurrency` tasks.
 - A job that could never fit the pool (more cards than exist) fails at once instead of
@@ -29,8 +33,8 @@ Rules (decisions):
   submit order, before any queue task, whatever the queue tasks' queues and priorities. The
   wizard, Run again, Copy & edit and the API admit a standalone job only when this pass
   leaves its cards idle (next_pass, under jobs.locks.local_cards_locked), so a queue task
-  submitted after it (a higher priority, a queue whose name sorts first) can no longer take
-  them, also while the worker is down or between two passes.
+  submitted after it (at a higher priority) can no longer take them, also while the worker
+  is down or between two passes.
 - A standalone job that still cannot start (its cards taken by a process the console does
   not run, a worker restarted with fewer cards, or one queued before this rule by the API)
   waits, saying so with the numbers (STANDALONE_WAITING), and keeps its place first:
@@ -42,6 +46,11 @@ Rules (decisions):
   a blocked queue, and says so anew when the reason changes (its figures the page works
   out as it is read); once neither holds it, it says it waits for its turn in its queue. A job that never waited for anything
   else says nothing: its page says that by default.
+- The order is written three times and they agree (tests/test_next_pass_agrees.py):
+  dispatch_local's (LINE_ORDER), next_pass's raw SQL (_queued_local_rows) and the position
+  a waiting job's page shows (queue_position): 1 + the Queued jobs ahead of it in that
+  order, standalone jobs included, less those the pass goes past (a queue group at its cap,
+  an owner's quota).
 """
 
 from __future__ import annotations
@@ -56,7 +65,6 @@ from django.conf import settings
 from django.db import connections, router, transaction
 from django.db.models import (
     Case,
-    CharField,
     Count,
     F,
     IntegerField,
@@ -88,7 +96,7 @@ PRIORITY_RANK = Case(
 )
 RANKS = {"high": 0, "normal": 1}
 # The two lines of a pass: the standalone jobs first (in submit order), then the queue tasks
-# (per queue, by priority, then submit time). A spec without a submission mode reads as
+# of every queue (by priority, then submit time). A spec without a submission mode reads as
 # standalone (jobs.spec.Submission's default).
 STANDALONE_LINE, QUEUE_LINE = 0, 1
 LINE = Case(
@@ -96,11 +104,12 @@ LINE = Case(
     default=Value(STANDALONE_LINE),
     output_field=IntegerField(),
 )
-# dispatch_local's order over rows annotated with `rank` and `line`: a standalone job's queue
-# and priority do not count (they order the queue tasks only).
+# dispatch_local's order over rows annotated with `rank` and `line`: a standalone job's
+# priority does not count (it orders the queue tasks only), and no job's queue does: queue
+# names are labels, not a policy (until session 35 they were served in name order).
+# _queued_local_rows and queue_position keep the same order.
 LINE_ORDER = (
     "line",
-    Case(When(line=STANDALONE_LINE, then=Value("")), default=F("queue"), output_field=CharField()),
     Case(When(line=STANDALONE_LINE, then=Value(0)), default=F("rank"), output_field=IntegerField()),
     "created_at",
     "id",
@@ -402,7 +411,7 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     standalone_waits = False
     waiting: Requirement | None = None
     rows = _queued_local_rows()
-    for line, queue, rank, group_id, concurrency, owner_id, document in rows:
+    for line, queue, rank, group_id, concurrency, owner_id, document, _job_id in rows:
         # The standalone jobs (few, and first) are each looked at: whether one waits is part
         # of the answer (standalone_waits), which the short cuts below would not find.
         if line == QUEUE_LINE and capacity.running >= settings.LOCAL_MAX_RUNNING_JOBS:
@@ -457,9 +466,9 @@ def next_pass(*, past_the_last_card: bool = False) -> NextPass:
     )
 
 
-def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None, int, Any]]:
-    """(line, queue, priority rank, group id, group concurrency, owner id, stored spec) of
-    each Queued local job, in dispatch_local's order (LINE_ORDER), read in batches.
+def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None, int, Any, int]]:
+    """(line, queue, priority rank, group id, group concurrency, owner id, stored spec, job
+    id) of each Queued local job, in dispatch_local's order (LINE_ORDER), read in batches.
 
     One plain SELECT on the connection's cursor, the spec decoded as the ORM's JSONField
     does (jobs.runner.held_by_active_runs does the same): the idle count is polled every few
@@ -492,16 +501,15 @@ def _queued_local_rows() -> Iterator[tuple[int, str, int, int | None, int | None
     )
     standalone = f"q_line = {STANDALONE_LINE}"
     sql = (
-        f"SELECT q_line, q_queue, q_rank, q_group, q_cap, q_owner, q_spec FROM ({inner}) q "
-        f"ORDER BY q_line, CASE WHEN {standalone} THEN '' ELSE q_queue END, "
-        f"CASE WHEN {standalone} THEN 0 ELSE q_rank END, q_created, q_id"
+        f"SELECT q_line, q_queue, q_rank, q_group, q_cap, q_owner, q_spec, q_id FROM ({inner}) q "
+        f"ORDER BY q_line, CASE WHEN {standalone} THEN 0 ELSE q_rank END, q_created, q_id"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [SUBMIT_QUEUE, "high", "normal", "local", JobStatus.QUEUED])
         while batch := cursor.fetchmany(200):
-            for line, queue, rank, group_id, concurrency, owner_id, spec in batch:
+            for line, queue, rank, group_id, concurrency, owner_id, spec, job_id in batch:
                 document = json.loads(spec) if isinstance(spec, str) else spec
-                yield line, queue, rank, group_id, concurrency, owner_id, document
+                yield line, queue, rank, group_id, concurrency, owner_id, document, job_id
 
 
 def _group_running() -> Counter[int]:
@@ -690,30 +698,71 @@ def _behind_its_queues_first(job: Job) -> str | None:
 
 
 def queue_position(job: Job) -> int | None:
-    """1 for the next job of its pool and queue to start, 2 for the one after...
+    """1 for the next job of the local pool to start, 2 for the one after...: 1 + the Queued
+    jobs it waits behind, in dispatch_local's order (LINE_ORDER): for a standalone job the
+    standalone jobs submitted before it; for a queue task every standalone job (they start
+    first) and the queue tasks of every queue ahead of it (a higher priority, or the same
+    and submitted before it). Left out: the jobs set aside (_set_aside), which the pass goes
+    past, as it goes past this one while it is set aside.
 
-    Only the local runner's order is ours to tell: a remote platform queues a job by its
-    own rules, and a job not sent yet goes out at once. A standalone job's place is among the
-    standalone jobs, in submit order (they start first, LINE_ORDER); a queue task's among the
-    queue tasks of its queue."""
+    A job of another queue ahead of it may start after it (its own queue's first job does
+    not fit, and holds it): the position is the place in line, not a promise, as the README
+    says. Only the local runner's order is ours to tell: a remote platform queues a job by
+    its own rules, and a job not sent yet goes out at once."""
     if job.status != JobStatus.QUEUED or job.backend != "local":
         return None
-    same_line = (
+    queued = (
         Job.objects.filter(backend=job.backend, resource_pool=job.resource_pool)
         .filter(status=JobStatus.QUEUED)
-        .annotate(line=LINE)
+        .exclude(pk=job.pk)
+        .annotate(line=LINE, rank=PRIORITY_RANK)
     )
     earlier = Q(created_at__lt=job.created_at) | Q(created_at=job.created_at, id__lt=job.pk)
     if is_standalone(job):
-        return same_line.filter(line=STANDALONE_LINE).filter(earlier).count() + 1
-    rank = RANKS.get(job.priority, 2)
-    ahead = (
-        same_line.filter(line=QUEUE_LINE, queue=job.queue)
-        .annotate(rank=PRIORITY_RANK)
-        .filter(Q(rank__lt=rank) | (Q(rank=rank) & earlier))
-        .count()
+        ahead = queued.filter(Q(line=STANDALONE_LINE) & earlier)
+    else:
+        rank = RANKS.get(job.priority, 2)
+        before = Q(rank__lt=rank) | (Q(rank=rank) & earlier)
+        ahead = queued.filter(Q(line=STANDALONE_LINE) | (Q(line=QUEUE_LINE) & before))
+    return ahead.count() - _set_aside(ahead) + 1
+
+
+def _set_aside(jobs: QuerySet[Job]) -> int:
+    """How many of these Queued local jobs the next pass goes past without their blocking
+    anything: the tasks of a queue group that runs as many tasks as it may at once, and the
+    jobs whose owner's quota holds them (the pass said so and it still holds now, as their
+    own page works it out: why_waiting)."""
+    running = None
+    capped: set[int] = set()
+    for job_id, group_id, concurrency in jobs.filter(group__isnull=False).values_list(
+        "id", "group_id", "group__concurrency"
+    ):
+        if running is None:
+            running = _group_running()
+        if running[group_id] >= (concurrency or 1):
+            capped.add(job_id)
+    held = (
+        jobs.exclude(pk__in=capped)
+        .annotate(said=Subquery(_words(OuterRef("pk")).values("reason")[:1]))
+        .filter(said=QUOTA_EXCEEDED)
     )
-    return ahead + 1
+    from .runner import requirement
+
+    over = 0
+    limits: dict[int, list[Limit]] = {}
+    usage: dict[int, Usage] = {}
+    for waiting in held:
+        try:
+            need = requirement(waiting.job_spec())
+        except SpecError:
+            continue  # the pass fails it, saying why
+        owner = waiting.owner_id
+        if owner not in limits:
+            limits[owner] = quota_limits(owner)
+            usage[owner] = local_usage(owner=owner).get(owner, Usage())
+        if excesses(limits[owner], usage[owner], need.cards):
+            over += 1
+    return len(capped) + over
 
 
 def is_standalone(job: Job) -> bool:

@@ -37,7 +37,7 @@ from .http import AuthenticatedHttpRequest, is_console_address, post_only, typed
 from .languages import language_chosen, language_cookie_set
 from .models import Draft, Job, JobStatus
 from .pools import spec_pool_names
-from .quotas import quota_lines
+from .quotas import over_quota_note, quota_lines
 from .review import review_reason
 from .summary import spec_sections
 from .texts import display_text, source_of
@@ -668,6 +668,8 @@ def _resources_extras(
                 "idle": _idle_info(state.pool, card if gpu else "", per * instances, freshness),
             }
         )
+    local = state.pool is not None and state.pool.backend == "local"
+    quota = quota_lines(request.user) if local else []
     return {
         "rows": rows,
         # The same sum the totals partial makes from the browser's current table.
@@ -678,7 +680,8 @@ def _resources_extras(
         "note": state.pool.note if state.pool else "",
         # The user's quota beside the idle cards, where the cards are chosen (QA 63: it was
         # first told on Next, as a refusal).
-        "quota": quota_lines(request.user) if state.pool and state.pool.backend == "local" else [],
+        "quota": quota,
+        "quota_over_note": over_quota_note(quota),
     }
 
 

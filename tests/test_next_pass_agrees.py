@@ -1,5 +1,7 @@
 """The idle figure (jobs.scheduler.next_pass) is what the scheduling pass (dispatch_local)
-then leaves idle, whatever the queued jobs are (review26).
+then leaves idle, whatever the queued jobs are (review26), and they read the queued jobs in
+the same order (sched35: standalone jobs in submit order, then the queue tasks of every queue
+by priority, then submit time, then id; not queue by queue in the order of their names).
 
 next_pass is a read-only copy of dispatch_local's order and rules: the two are driven here on
 the same randomized states (priorities, queues, queue groups at their concurrency, jobs
@@ -18,14 +20,28 @@ import uuid
 import pytest
 
 from jobs import spec as S
-from jobs.models import CardQuota, Job, JobStatus, LocalRun
+from jobs.models import CardQuota, Job, JobGroup, JobStatus, LocalRun
 from jobs.runner import current_capacity, machine_cpus
-from jobs.scheduler import QUOTA_EXCEEDED, dispatch_local, is_standalone, next_pass
+from jobs.scheduler import (
+    LINE,
+    LINE_ORDER,
+    PRIORITY_RANK,
+    QUOTA_EXCEEDED,
+    RANKS,
+    _group_running,
+    _queued_local_rows,
+    dispatch_local,
+    is_standalone,
+    next_pass,
+    queue_position,
+)
 from jobs.services import job_event, jobs_submit
 
 A800 = "baidu.com/a800_80g_cgpu"
 H800 = "baidu.com/h800_cgpu"
 TOTALS = {A800: 4, H800: 3}
+# Names that sort differently by byte and by a PostgreSQL collation: no order may rest on them.
+QUEUES = ["default", "Research", "q2", "b.batch"]
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +50,7 @@ def local_pool_without_bubblewrap(settings, tmp_path):
     settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")  # each start fails before any process
     settings.LOCAL_DISK_MIN_FREE_GB = 0
     settings.LOCAL_DISK_EVICT_FREE_GB = 0
-    settings.LOCAL_QUEUES = ["default", "q2"]
+    settings.LOCAL_QUEUES = QUEUES
     settings.LANGUAGE_CODE = "en"
 
 
@@ -55,7 +71,7 @@ def _spec(rng: random.Random, *, name: str) -> S.JobSpec:
     spec = S.JobSpec(
         name=name, resource_pool_id="local", image="a/b:1", command="true", roles=roles
     )
-    spec.queue = rng.choice(["default", "q2"])
+    spec.queue = rng.choice(QUEUES)
     spec.priority = rng.choice(["high", "normal", "low"])
     spec.cpu_exclusive = rng.random() < 0.1
     kind = rng.random()
@@ -150,6 +166,44 @@ def test_the_cards_the_next_pass_leaves_idle_are_those_the_scheduling_pass_leave
     queue_tasks_started = [job for job in started if not is_standalone(job)]
     assert not (left_waiting and queue_tasks_started), (said, left_waiting, queue_tasks_started)
     assert whole.standalone_waits == plan.standalone_waits == bool(left_waiting), said
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_next_pass_the_scheduling_pass_and_the_positions_take_the_queued_jobs_in_one_order(
+    seed, alice, bob
+):
+    rng = random.Random(seed)
+    _random_state(rng, [alice, bob])
+    queued = Job.objects.filter(backend="local", status=JobStatus.QUEUED)
+    # Jobs submitted at the same instant (a queue group's tasks are): the id decides.
+    same_time = [job.pk for job in queued if rng.random() < 0.4]
+    if same_time:
+        instant = queued.filter(pk=same_time[0]).values_list("created_at", flat=True).get()
+        Job.objects.filter(pk__in=same_time).update(created_at=instant)
+    jobs = list(queued.order_by("id"))
+
+    def rule(job: Job) -> tuple:
+        if is_standalone(job):
+            return (0, 0, job.created_at, job.pk)  # first, in submit order
+        return (1, RANKS.get(job.priority, 2), job.created_at, job.pk)
+
+    expected = [job.pk for job in sorted(jobs, key=rule)]
+    ordered = queued.annotate(rank=PRIORITY_RANK, line=LINE).order_by(*LINE_ORDER)
+    said = f"seed {seed}: {[(j.pk, is_standalone(j), j.queue, j.priority) for j in jobs]}"
+    assert list(ordered.values_list("id", flat=True)) == expected, said  # dispatch_local's
+    assert [row[-1] for row in _queued_local_rows()] == expected, said  # next_pass's
+    # With no job set aside (no quota, no queue group at its cap), a job's position is its
+    # place in that order.
+    running = _group_running()
+    capped = any(
+        job.group_id is not None
+        and running[job.group_id] >= JobGroup.objects.get(pk=job.group_id).concurrency
+        for job in jobs
+    )
+    if not CardQuota.objects.exists() and not capped:
+        by_id = {job.pk: job for job in jobs}
+        positions = [queue_position(by_id[pk]) for pk in expected]
+        assert positions == list(range(1, len(expected) + 1)), said
 
 
 def _cards(free: dict[str, list[int]]) -> dict[str, list[int]]:

@@ -521,8 +521,43 @@ def test_the_pools_page_shows_the_viewers_quota_and_what_their_running_jobs_hold
 
     assert "Your quota" in page
     assert quota_row(page, A800) == {"cards": "3 / 4", "jobs": "1 / 2"}
+    assert "quota-over" not in page  # within the quota: nothing to explain
     bobs = admin_client(bob).get(reverse("pool-list")).content.decode()
     assert "No quota applies to you here" in bobs and "data-quota-card" not in bobs
+
+
+def test_a_quota_lowered_below_what_runs_says_the_jobs_finish_and_new_ones_wait_in_both_languages(
+    en_client, alice, settings
+):
+    # QA 63: a lead lowered a member's quota to 1 card while two ran; the pools page showed
+    # "2 / 1" and said nothing of what happens to the running jobs or to new ones.
+    settings.LOCAL_ACCELERATORS = f"{A800}=8"
+    running_job(alice, {A800: [0, 1]})
+    quota = CardQuota.objects.create(user=alice, card_type=A800, max_cards=2)
+    assert "quota-over" not in en_client.get(reverse("pool-list")).content.decode()
+    quota.max_cards = 1
+    quota.save()
+
+    page = en_client.get(reverse("pool-list")).content.decode()
+    draft = new_draft(en_client)
+    complete_steps(en_client, draft, upto=W.RESOURCES)
+    step = en_client.get(step_url(draft, W.RESOURCES)).content.decode()
+    en_client.cookies["django_language"] = "zh-hans"
+    zh = en_client.get(reverse("pool-list")).content.decode()
+
+    assert quota_row(page, A800)["cards"] == "2 / 1"
+    said = (
+        "Your running jobs hold more than your quota allows: it was changed after they "
+        "started. They are left to run to the end, and no new job of yours under this quota "
+        "starts until your use drops under the limit by enough for it to fit: a queue task "
+        "waits, a standalone job is refused."
+    )
+    assert (
+        re.search(r'<p class="small quota-over" id="pool-1-quota-over">(.*?)</p>', page)[1] == said
+    )
+    assert f'<span class="quota-over">{said}</span>' in step
+    assert "配额在它们启动后被更改" in zh and "队列任务会等待，独立任务会被拒绝" in zh
+    assert Job.objects.get(owner=alice).status == JobStatus.RUNNING  # left to finish
 
 
 # -- who uses what now: the admin's list of quotas, the wizard's Resources step (QA 63) -----

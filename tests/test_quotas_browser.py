@@ -58,3 +58,27 @@ def test_a_researcher_sees_their_quota_beside_the_idle_cards_when_choosing_cards
         "您在此资源池的配额： 任意类型的卡： 运行中的任务占用 1 / 2 张"
     )
     expect(page.locator("#pool-stock")).to_contain_text("空闲 7 / 共 8")
+
+
+def test_a_quota_lowered_below_what_runs_shows_on_the_pools_page_with_what_it_means_unreloaded(
+    page, alice
+):
+    # QA 63: "2 / 1" stood alone; the researcher could not tell whether their jobs would be
+    # stopped or whether new ones would start.
+    quota = CardQuota.objects.create(user=alice, card_type=A800, max_cards=2)
+    running_job(alice, {A800: [0, 1]})
+    log_in(page, "alice", "alice-password")
+    page.get_by_role("link", name="资源池").first.click()
+    pool = page.locator("section.pool", has_text="本机")
+    expect(pool.locator("td.quota-cards")).to_have_text("2 / 2")
+    expect(pool.locator("p.quota-over")).to_have_count(0)
+
+    quota.max_cards = 1
+    quota.save()  # the lead lowers it while both cards are held
+
+    expect(pool.locator("td.quota-cards")).to_have_text("2 / 1", timeout=15_000)  # the poll
+    expect(pool.locator("p.quota-over")).to_have_text(
+        "您运行中的任务占用超过了配额：配额在它们启动后被更改。这些任务会运行到结束，不会被停止；"
+        "在您的占用降到限额以下、足以容纳新任务之前，您受此配额约束的新任务都不会启动："
+        "队列任务会等待，独立任务会被拒绝。"
+    )
