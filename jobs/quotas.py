@@ -20,6 +20,7 @@ Rules (decisions):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,33 +83,34 @@ class Excess:
 def quota_limits(user: Any) -> list[Limit]:
     """The limits that apply to `user` (a user or their id), one per card type a quota row
     names (see above)."""
-    own: dict[str, Limit] = {}
-    groups: dict[str, list[Limit]] = {}
-    everyone: dict[str, Limit] = {}
     rows = _quota_rows(user_id=getattr(user, "pk", user))
-    for card_type, user_id, group_id, max_cards, max_jobs in rows:
-        limit = Limit(card_type, max_cards, max_jobs)
-        if user_id is not None:
-            own[card_type] = limit
-        elif group_id is not None:
-            groups.setdefault(card_type, []).append(limit)
-        else:
-            everyone[card_type] = limit
     limits = []
-    for card_type in sorted({*own, *groups, *everyone}):
-        if card_type in own:
-            limits.append(own[card_type])
-        elif card_type in groups:
-            limits.append(
-                Limit(
-                    card_type,
-                    _most_generous(g.max_cards for g in groups[card_type]),
-                    _most_generous(g.max_running_jobs for g in groups[card_type]),
-                )
+    for card_type, in_force in sorted(_rows_in_force(rows).items()):
+        limits.append(
+            Limit(
+                card_type,
+                _most_generous(row[3] for row in in_force),
+                _most_generous(row[4] for row in in_force),
             )
-        else:
-            limits.append(everyone[card_type])
+        )
     return limits
+
+
+def _rows_in_force[Row: tuple[Any, ...]](rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """Per card type, which of one user's quota rows (card type, user id, group id, ...:
+    their own, their groups' and everyone's) apply: their own row; else their groups' rows,
+    whose most generous figures count; else the row for everyone."""
+    own: dict[str, list[Row]] = {}
+    groups: dict[str, list[Row]] = {}
+    everyone: dict[str, list[Row]] = {}
+    for row in rows:
+        card_type, user_id, group_id = row[0], row[1], row[2]
+        kind = own if user_id is not None else groups if group_id is not None else everyone
+        kind.setdefault(card_type, []).append(row)
+    return {
+        card: own.get(card) or groups.get(card) or everyone[card]
+        for card in {*own, *groups, *everyone}
+    }
 
 
 def _quota_rows(
@@ -305,37 +307,24 @@ def held_now_by_row() -> dict[int, list[HeldNow]]:
     memberships = user_model.groups.through.objects.filter(user_id__in=usage)
     for user_id, group_id in memberships.values_list("user_id", "group_id"):
         groups_of.setdefault(user_id, set()).add(group_id)
-    own: dict[tuple[int, str], int] = {}
-    grouped: dict[tuple[int, str], int] = {}
-    everyone: dict[str, int] = {}
-    for row_id, user_id, group_id, card_type in CardQuota.objects.values_list(
-        "id", "user_id", "group_id", "card_type"
-    ):
-        if user_id is not None:
-            own[user_id, card_type] = row_id
-        elif group_id is not None:
-            grouped[group_id, card_type] = row_id
-        else:
-            everyone[card_type] = row_id
-    card_types = {card for _u, card in own} | {card for _g, card in grouped} | set(everyone)
+    rows = list(CardQuota.objects.values_list("card_type", "user_id", "group_id", "id"))
     found: dict[int, list[HeldNow]] = {}
     for user_id in sorted(usage, key=lambda pk: names.get(pk, "")):
-        for card in card_types:
-            if (user_id, card) in own:
-                rows = [own[user_id, card]]
-            else:
-                groups = groups_of.get(user_id, set())
-                rows = [row for (g, c), row in grouped.items() if c == card and g in groups]
-                if not rows and card in everyone:
-                    rows = [everyone[card]]
+        groups = groups_of.get(user_id, set())
+        theirs = [
+            row
+            for row in rows
+            if row[1] == user_id or row[2] in groups or (row[1] is None and row[2] is None)
+        ]
+        for card, in_force in _rows_in_force(theirs).items():
             held = HeldNow(
                 names.get(user_id, ""),
                 held_in(usage[user_id], card, jobs=False),
                 held_in(usage[user_id], card, jobs=True),
             )
             if held.cards or held.jobs:
-                for row in rows:
-                    found.setdefault(row, []).append(held)
+                for row in in_force:
+                    found.setdefault(row[3], []).append(held)
     return found
 
 
