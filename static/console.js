@@ -66,6 +66,22 @@ window.addEventListener("pageshow", () => {
   document.querySelectorAll("form[data-sent]").forEach((form) => form.removeAttribute("data-sent"));
 });
 
+// Stop / Delete selected's question is the answer to a POST: Back after the jobs were stopped or
+// deleted showed it again from the browser's history, asking to stop or delete jobs that were
+// gone, their statuses as they were then (qa65). Shown that way, it says so and its button is
+// switched off; its link returns to the list with the jobs still ticked, where those gone are
+// counted as no longer existing. Drawn by the server (the first time, or sent again) it is as it was.
+window.addEventListener("pageshow", (event) => {
+  const form = document.getElementById("bulk-confirm-form");
+  if (!form) return;
+  const [navigation] = performance.getEntriesByType("navigation");
+  if (!event.persisted && !(navigation && navigation.type === "back_forward")) return;
+  document.getElementById("bulk-stale").hidden = false;
+  form.querySelectorAll("button[type=submit]").forEach((button) => {
+    button.disabled = true;
+  });
+});
+
 // The job list's "select all on this page" box ticks or clears every row's box, and shows
 // whether all, some or none are ticked, also after a poll has brought new rows (the ticked
 // boxes themselves survive a poll: hx-preserve). Ticked, it sends "all": every row shown.
