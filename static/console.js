@@ -82,6 +82,30 @@ window.addEventListener("pageshow", (event) => {
   });
 });
 
+// The job list's search, queue and label boxes, as they are typed or pasted: text copied from
+// a chat or a web page (a non-breaking or zero-width space at its end) or typed with a Chinese
+// input method's full-width letters and spaces (ｅｘｐ－０１, 　) looks right, yet the browser's
+// check of the box (its pattern) refused it, "Please match the requested format", and nothing
+// was searched (qa65). Made plain as the server reads it too (jobs.spec.plain_typed): full-width
+// as ASCII (NFKC), any space as a space, the invisible characters dropped; not while a
+// character is being composed, and the caret kept where it was.
+const INVISIBLE_TYPED = /[\u200b\u200c\u200d\u2060\ufeff]/gu;
+function plainTyped(text) {
+  return text.normalize("NFKC").replace(INVISIBLE_TYPED, "").replace(/\s/gu, " ");
+}
+function makePlain(event) {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || !box.hasAttribute("data-plain-typed")) return;
+  if (event.isComposing) return;
+  const plain = plainTyped(box.value);
+  if (plain === box.value) return;
+  const caret = plainTyped(box.value.slice(0, box.selectionStart ?? box.value.length)).length;
+  box.value = plain;
+  box.setSelectionRange(caret, caret);
+}
+document.addEventListener("input", makePlain);
+document.addEventListener("compositionend", makePlain);
+
 // The job list's "select all on this page" box ticks or clears every row's box, and shows
 // whether all, some or none are ticked, also after a poll has brought new rows (the ticked
 // boxes themselves survive a poll: hx-preserve). Ticked, it sends "all": every row shown.

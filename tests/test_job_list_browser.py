@@ -218,3 +218,31 @@ def test_back_after_delete_selected_shows_its_question_as_out_of_date_with_its_b
     expect(page.locator("body")).to_contain_text("2 个所选任务已不存在")
     expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(2)
     assert Job.objects.filter(owner=alice).count() == 2
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "failed-01\u00a0",  # pasted from a web page: a non-breaking space at its end
+        "\u200bfailed-01\u200b",  # pasted from a chat: zero-width spaces
+        "ｆａｉｌｅｄ－０１\u3000",  # a Chinese input method's full-width letters and space
+    ],
+)
+def test_a_job_name_pasted_from_a_chat_or_typed_full_width_is_searched_and_found(
+    logged_in_page, alice, typed
+):
+    jobs = [submitted(alice, f"failed-{n:02d}") for n in range(3)]
+    page = logged_in_page
+    page.goto("/")
+
+    page.fill("#id_q", typed)
+    page.press("#id_q", "Enter")
+
+    # The browser's check of the box refused it ("Please match the requested format") though
+    # it showed the name, and nothing was searched (qa65).
+    page.wait_for_url("**/?q=failed-01*")
+    expect(page.locator("#id_q")).to_have_value(
+        "failed-01 " if typed.endswith(("\u00a0", "\u3000")) else "failed-01"
+    )
+    expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(1)
+    expect(page.locator(f'tr[data-job="{jobs[1].public_id}"]')).to_be_visible()
