@@ -1836,6 +1836,18 @@ def edge_trimmed(text: str) -> str:
     return _EDGES.sub("", text)
 
 
+def plain_typed(text: str) -> str:
+    """A search box's text as it was meant: what a copy from a chat or a web page, or a
+    Chinese input method, puts in it that shows like a space or a letter read as one, so the
+    job list's boxes find what they show (qa65). Full-width letters, digits and signs
+    (ｅｘｐ－０１, the ideographic space) as their ASCII (NFKC), every kind of space (a
+    non-breaking one, a tab) as a space, the invisible characters dropped, and the ends
+    trimmed. static/console.js does the same in the page (but the trimming, while typing)."""
+    plain = unicodedata.normalize("NFKC", text)
+    plain = re.sub(rf"[{INVISIBLE}]", "", plain)
+    return re.sub(r"\s", " ", plain).strip()
+
+
 def invisible_trimmed(text: str) -> str:
     """`text` without invisible characters at its ends, its spaces kept (where a space can be
     meant: a log search for " loss")."""

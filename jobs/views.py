@@ -126,7 +126,7 @@ from .selection import (
     selection_of,
 )
 from .services import job_events_shown, label_suggestions, labels_in_another_case
-from .spec import FRAMEWORK_LABELS, MPI, SpecError, invisible_trimmed, stored_labels
+from .spec import FRAMEWORK_LABELS, MPI, SpecError, invisible_trimmed, plain_typed, stored_labels
 from .stacks import CAPTURES_KEPT, capture_requested, stack_groups, unread
 from .summary import (
     aiak_words,
@@ -254,6 +254,15 @@ class JobFilterForm(forms.Form):
     # in the console's time zone (_created_between); either may be empty.
     created_from = forms.CharField(required=False, label=gettext_lazy("Created from"))
     created_to = forms.CharField(required=False, label=gettext_lazy("Created to"))
+
+    # Pasted from a chat with a non-breaking or zero-width space, or typed with a Chinese
+    # input method's full-width letters: read as it shows (a typed address; the page's own
+    # form is made plain as it is typed, console.js).
+    def clean_q(self) -> str:
+        return plain_typed(self.cleaned_data["q"])
+
+    def clean_queue(self) -> str:
+        return plain_typed(self.cleaned_data["queue"])
 
     def clean_created_from(self) -> date | None:
         return (

@@ -193,6 +193,23 @@ AIAK_REFILL = "_aiak_refill"
 PLAIN_SECRETS_DISMISSED = "_plain_secrets_dismissed"
 # A draft remembers this many of them (the latest): each is one press of a button.
 MAX_DISMISSED = 50
+# Draft.data key: the name and ID of the job a copy was made from (Copy & edit). The draft's
+# source_job is cleared when that job is deleted (Delete selected on a filter of failed jobs,
+# its retention passing) while the copy waits as a draft: the review then still says which
+# job it was a copy of and that its changes can no longer be listed (qa65: the section went
+# without a word, and the drafts list's "copy" badge with it).
+COPIED_FROM = "_copied_from"
+
+
+def copied_from_deleted(draft: Draft) -> dict[str, str] | None:
+    """{"name", "public_id"} of the job `draft` was copied from once that job is deleted;
+    None for a draft whose source is still there, or that is no copy."""
+    if draft.source_job_id is not None:
+        return None
+    kept = draft.data.get(COPIED_FROM)
+    if not isinstance(kept, dict):
+        return None
+    return {"name": str(kept.get("name", "")), "public_id": str(kept.get("public_id", ""))}
 
 
 # -- catalogs (data files) -------------------------------------------------------------
@@ -3181,6 +3198,7 @@ def draft_from_job(*, job: Job, owner: Any) -> Draft:
     failing = {loc.step for loc, _m in review_problems(state, assemble(state))}
     draft.completed_steps = [s for s in FORM_STEPS if s not in failing]
     data["_attempted"] = [s for s in FORM_STEPS if s in failing]
+    data[COPIED_FROM] = {"name": job.name, "public_id": job.public_id}
     draft.data = _without_nuls(data)
     draft.save(force_insert=True)
     return draft

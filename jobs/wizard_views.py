@@ -124,7 +124,14 @@ def _start_context(request: AuthenticatedHttpRequest, pool_id: str) -> dict[str,
     return {
         "page": page,
         "rows": [
-            (draft, W.STEP_TITLES[step], _step_url(draft, step), bool(draft.data.get(I.IMPORTED)))
+            (
+                draft,
+                W.STEP_TITLES[step],
+                _step_url(draft, step),
+                bool(draft.data.get(I.IMPORTED)),
+                # A copy whose source job has been deleted since is still a copy.
+                draft.source_job_id is not None or W.copied_from_deleted(draft) is not None,
+            )
             for draft, step in rows
         ],
         "form_step_count": len(W.FORM_STEPS),
@@ -852,6 +859,7 @@ def _review_context(state: W.WizardState) -> dict[str, Any]:
         "shortfall": W.shortfall(spec, state.pool),
         "quota_waits": _quota_waits(spec, state),
         "diff": W.spec_diff(source, spec, pool_names=pool_names) if source else None,
+        "source_deleted": W.copied_from_deleted(draft),
         # The admin's reading of a spec, one section per form step, each with its edit link.
         "sections": [
             (title, rows, step)

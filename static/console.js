@@ -66,6 +66,46 @@ window.addEventListener("pageshow", () => {
   document.querySelectorAll("form[data-sent]").forEach((form) => form.removeAttribute("data-sent"));
 });
 
+// Stop / Delete selected's question is the answer to a POST: Back after the jobs were stopped or
+// deleted showed it again from the browser's history, asking to stop or delete jobs that were
+// gone, their statuses as they were then (qa65). Shown that way, it says so and its button is
+// switched off; its link returns to the list with the jobs still ticked, where those gone are
+// counted as no longer existing. Drawn by the server (the first time, or sent again) it is as it was.
+window.addEventListener("pageshow", (event) => {
+  const form = document.getElementById("bulk-confirm-form");
+  if (!form) return;
+  const [navigation] = performance.getEntriesByType("navigation");
+  if (!event.persisted && !(navigation && navigation.type === "back_forward")) return;
+  document.getElementById("bulk-stale").hidden = false;
+  form.querySelectorAll("button[type=submit]").forEach((button) => {
+    button.disabled = true;
+  });
+});
+
+// The job list's search, queue and label boxes, as they are typed or pasted: text copied from
+// a chat or a web page (a non-breaking or zero-width space at its end) or typed with a Chinese
+// input method's full-width letters and spaces (ｅｘｐ－０１, 　) looks right, yet the browser's
+// check of the box (its pattern) refused it, "Please match the requested format", and nothing
+// was searched (qa65). Made plain as the server reads it too (jobs.spec.plain_typed): full-width
+// as ASCII (NFKC), any space as a space, the invisible characters dropped; not while a
+// character is being composed, and the caret kept where it was.
+const INVISIBLE_TYPED = /[\u200b\u200c\u200d\u2060\ufeff]/gu;
+function plainTyped(text) {
+  return text.normalize("NFKC").replace(INVISIBLE_TYPED, "").replace(/\s/gu, " ");
+}
+function makePlain(event) {
+  const box = event.target;
+  if (!(box instanceof HTMLInputElement) || !box.hasAttribute("data-plain-typed")) return;
+  if (event.isComposing) return;
+  const plain = plainTyped(box.value);
+  if (plain === box.value) return;
+  const caret = plainTyped(box.value.slice(0, box.selectionStart ?? box.value.length)).length;
+  box.value = plain;
+  box.setSelectionRange(caret, caret);
+}
+document.addEventListener("input", makePlain);
+document.addEventListener("compositionend", makePlain);
+
 // The job list's "select all on this page" box ticks or clears every row's box, and shows
 // whether all, some or none are ticked, also after a poll has brought new rows (the ticked
 // boxes themselves survive a poll: hx-preserve). Ticked, it sends "all": every row shown.

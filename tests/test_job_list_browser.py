@@ -182,3 +182,67 @@ def test_a_team_lead_picks_last_months_dates_and_pages_through_its_jobs_alone(
     expect(page.locator("#job-table tbody tr")).to_have_count(20)
     expect(page.locator("#job-table")).not_to_contain_text("dec-01")
     expect(page.get_by_label("创建时间止")).to_have_value("2026-11-30")
+
+
+def test_back_after_delete_selected_shows_its_question_as_out_of_date_with_its_button_off(
+    logged_in_page, alice
+):
+    jobs = [submitted(alice, f"failed-{n:02d}") for n in range(4)]
+    for job in jobs:
+        job_transition(job=job, to=JobStatus.FAILED, reason="Test")
+    gone = jobs[:2]
+    page = logged_in_page
+    page.goto("/?status=failed")
+    for job in gone:
+        page.check(f"#select-{job.public_id}")
+    page.click("#bulk-delete")
+    # Drawn by the server: the question as it is, nothing said of history.
+    expect(page.locator("#bulk-jobs tbody tr")).to_have_count(2)
+    expect(page.locator("#bulk-stale")).to_be_hidden()
+    expect(page.locator("#confirm-bulk-delete")).to_be_enabled()
+    page.click("#confirm-bulk-delete")
+    page.wait_for_url("**/?status=failed")
+    expect(page.locator(".alert-success")).to_contain_text("已删除 2 个任务")
+
+    # Back: the browser shows the question again from its history, listing the two jobs as
+    # still there and asking to delete them (qa65: nothing said it was out of date).
+    page.go_back()
+    expect(page.locator("#bulk-jobs tbody tr")).to_have_count(2)
+    expect(page.locator("#bulk-stale")).to_be_visible()
+    expect(page.locator("#bulk-stale")).to_contain_text("此页是浏览器从历史记录中重新显示的")
+    expect(page.locator("#confirm-bulk-delete")).to_be_disabled()
+
+    # Its link: the list as it was, the two jobs counted as gone, the others still there.
+    page.click("#bulk-stale-back")
+    page.wait_for_url("**/?status=failed*")
+    expect(page.locator("body")).to_contain_text("2 个所选任务已不存在")
+    expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(2)
+    assert Job.objects.filter(owner=alice).count() == 2
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "failed-01\u00a0",  # pasted from a web page: a non-breaking space at its end
+        "\u200bfailed-01\u200b",  # pasted from a chat: zero-width spaces
+        "ｆａｉｌｅｄ－０１\u3000",  # a Chinese input method's full-width letters and space
+    ],
+)
+def test_a_job_name_pasted_from_a_chat_or_typed_full_width_is_searched_and_found(
+    logged_in_page, alice, typed
+):
+    jobs = [submitted(alice, f"failed-{n:02d}") for n in range(3)]
+    page = logged_in_page
+    page.goto("/")
+
+    page.fill("#id_q", typed)
+    page.press("#id_q", "Enter")
+
+    # The browser's check of the box refused it ("Please match the requested format") though
+    # it showed the name, and nothing was searched (qa65).
+    page.wait_for_url("**/?q=failed-01*")
+    expect(page.locator("#id_q")).to_have_value(
+        "failed-01 " if typed.endswith(("\u00a0", "\u3000")) else "failed-01"
+    )
+    expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(1)
+    expect(page.locator(f'tr[data-job="{jobs[1].public_id}"]')).to_be_visible()

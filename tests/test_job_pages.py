@@ -104,6 +104,29 @@ def test_the_list_filters_by_status_framework_pool_queue_and_searches(alice, ali
     assert shown(pool=" LOCAL ", queue="Default") == {"alpha", "beta", "gamma"}
 
 
+@pytest.mark.parametrize(
+    "typed",
+    [
+        "beta-01\u200b",  # a zero-width space at its end, copied from a chat
+        "\ufeffbeta-01",  # a byte order mark
+        "ｂｅｔａ－０１",  # a Chinese input method's full-width letters
+        "beta-01\u3000",  # and its full-width space
+    ],
+)
+def test_a_name_pasted_from_a_chat_or_typed_full_width_finds_the_job_it_shows(
+    alice, alice_client, typed
+):
+    wanted = submit(alice, name="beta-01")
+    submit(alice, name="gamma-01")
+
+    html = alice_client.get(reverse("job-list"), {"q": typed, "queue": "ｄｅｆａｕｌｔ\u200b"})
+
+    # Found, as it reads (before qa65 nothing: the text held what the name does not).
+    page = html.content.decode()
+    assert wanted.public_id in page
+    assert page.count('name="jobs" value=') == 1
+
+
 def pool_options(html: str) -> list[tuple[str, str, bool]]:
     select = re.search(r'<select[^>]*id="id_pool">(.*?)</select>', html, re.S).group(1)
     return [
