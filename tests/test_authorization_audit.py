@@ -636,3 +636,75 @@ def test_a_key_id_never_issued_still_counts_as_a_guess_and_locks_its_address(lab
     assert outcome(guessing("e"), list_jobs)[:2] == (403, "InvalidAccessKeyId")  # the third
     bobs_key, bobs_secret = api_key_create(owner=lab.users["group_mate"])
     assert outcome(script(wsgi, bobs_key, bobs_secret), list_jobs)[:2] == (429, "TooManyRequests")
+
+
+# -- the admin, per kind of visitor ----------------------------------------------------------
+
+
+def admin_addresses(lab: World) -> dict[str, str]:
+    """The admin's pages of Alice's job and key, its custom views (logs, a log's download, a
+    review confirmation, the usage report) and the lists only superusers read."""
+    job = lab.job.pk
+    return {
+        "job page": f"/admin/jobs/job/{job}/change/",
+        "job logs": f"/admin/jobs/job/{job}/logs/",
+        "log download": f"/admin/jobs/job/{job}/logs/master-0/download/",
+        "review stop": f"/admin/jobs/job/{job}/review/stop/",
+        "job history": f"/admin/jobs/job/{job}/history/",
+        "job list": "/admin/jobs/job/",
+        "usage report": "/admin/jobs/job/usage/",
+        "usage csv": "/admin/jobs/job/usage/?format=csv",
+        "key": f"/admin/jobs/apikey/{lab.key.pk}/change/",
+        "keys": "/admin/jobs/apikey/",
+        "users": "/admin/auth/user/",
+        "alice": f"/admin/auth/user/{lab.alice.pk}/change/",
+        "log entries": "/admin/admin/logentry/",
+        "tasks": "/admin/django_tasks_database/dbtaskresult/",
+        "quotas": "/admin/jobs/cardquota/",
+        "review policy": "/admin/jobs/reviewpolicy/",
+    }
+
+
+# What a reviewer reads (README "Review of submitted jobs"): every job, its logs and the usage
+# report; the rest of the admin is the superuser's.
+REVIEWERS = {
+    "job page",
+    "job logs",
+    "log download",
+    "review stop",
+    "job history",
+    "job list",
+    "usage report",
+    "usage csv",
+}
+
+
+@pytest.mark.parametrize("kind", ["anonymous", "owner", "group_mate", "other_group", "staff"])
+def test_the_admin_shows_nothing_of_alices_to_anyone_but_reviewers_and_superusers(lab, kind):
+    """Users (Alice herself, her group mate, another group's) get the admin's log-in; staff
+    without a permission are refused every page (403, or 404 where the job is not even read)."""
+    client = client_as(lab, kind)
+
+    for what, url in admin_addresses(lab).items():
+        for method in ("GET", "HEAD"):
+            r = client.generic(method, url)
+            if kind == "staff":
+                assert r.status_code in (403, 404), (what, method, r.status_code)
+            else:
+                assert r.status_code == 302 and r["Location"].startswith("/admin/login/"), what
+            assert alices_in(body_of(r), lab) == [], what
+
+
+def test_a_reviewer_reads_every_job_in_the_admin_but_no_account_key_or_policy(lab):
+    client = client_as(lab, "reviewer")
+
+    for what, url in admin_addresses(lab).items():
+        r = client.get(url)
+        if what in REVIEWERS:
+            assert r.status_code == 200, (what, r.status_code)
+        else:
+            assert r.status_code == 403, (what, r.status_code)
+            assert alices_in(body_of(r), lab) == [], what
+        assert SECRET_VALUE not in body_of(r), what
+    page = body_of(client.get(admin_addresses(lab)["job page"]))
+    assert JOB_NAME in page and PLAIN_VALUE in page  # what reviewers are there for
