@@ -655,9 +655,12 @@ def admin_addresses(lab: World) -> dict[str, str]:
         "usage report": "/admin/jobs/job/usage/",
         "usage csv": "/admin/jobs/job/usage/?format=csv",
         "key": f"/admin/jobs/apikey/{lab.key.pk}/change/",
+        "key history": f"/admin/jobs/apikey/{lab.key.pk}/history/",
         "keys": "/admin/jobs/apikey/",
         "users": "/admin/auth/user/",
         "alice": f"/admin/auth/user/{lab.alice.pk}/change/",
+        "alice's history": f"/admin/auth/user/{lab.alice.pk}/history/",
+        "group history": f"/admin/auth/group/{lab.alice.groups.get().pk}/history/",
         "log entries": "/admin/admin/logentry/",
         "tasks": "/admin/django_tasks_database/dbtaskresult/",
         "quotas": "/admin/jobs/cardquota/",
@@ -682,7 +685,10 @@ REVIEWERS = {
 @pytest.mark.parametrize("kind", ["anonymous", "owner", "group_mate", "other_group", "staff"])
 def test_the_admin_shows_nothing_of_alices_to_anyone_but_reviewers_and_superusers(lab, kind):
     """Users (Alice herself, her group mate, another group's) get the admin's log-in; staff
-    without a permission are refused every page (403, or 404 where the job is not even read)."""
+    without a permission are refused every page (403, or 404 where the job is not even read),
+    the same for an id nobody has: an object's history answered 403 for an id that exists and
+    a redirect for one that does not, so staff counted the console's jobs, keys and accounts
+    (qa66)."""
     client = client_as(lab, kind)
 
     for what, url in admin_addresses(lab).items():
@@ -690,6 +696,9 @@ def test_the_admin_shows_nothing_of_alices_to_anyone_but_reviewers_and_superuser
             r = client.generic(method, url)
             if kind == "staff":
                 assert r.status_code in (403, 404), (what, method, r.status_code)
+                # The same for a job, key or user that does not exist: nothing is confirmed.
+                nobodys = re.sub(r"/\d+/", "/987654/", url)
+                assert client.generic(method, nobodys).status_code == r.status_code, what
             else:
                 assert r.status_code == 302 and r["Location"].startswith("/admin/login/"), what
             assert alices_in(body_of(r), lab) == [], what
@@ -705,6 +714,8 @@ def test_a_reviewer_reads_every_job_in_the_admin_but_no_account_key_or_policy(la
         else:
             assert r.status_code == 403, (what, r.status_code)
             assert alices_in(body_of(r), lab) == [], what
+            nobodys = re.sub(r"/\d+/", "/987654/", url)
+            assert client.get(nobodys).status_code == 403, what  # nothing confirmed
         assert SECRET_VALUE not in body_of(r), what
     page = body_of(client.get(admin_addresses(lab)["job page"]))
     assert JOB_NAME in page and PLAIN_VALUE in page  # what reviewers are there for
