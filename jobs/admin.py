@@ -64,6 +64,7 @@ from .admin_lists import (
     FilteredLookupsOnlyMixin,
     NulFreeLookupsMixin,
     OwnerFilter,
+    PermissionBeforeLookupMixin,
     address_id,
 )
 from .alerts import webhook_shown
@@ -183,7 +184,9 @@ admin.site.unregister(DBTaskResult)
 
 
 @admin.register(DBTaskResult)
-class ConsoleTaskResultAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, DBTaskResultAdmin):
+class ConsoleTaskResultAdmin(
+    PermissionBeforeLookupMixin, NulFreeLookupsMixin, FilteredLookupsOnlyMixin, DBTaskResultAdmin
+):
     """django-tasks-db's list of background tasks (the alert deliveries, jobs/tasks.py) with
     the console's lists' rules: a NUL in its address was a 500 on PostgreSQL, and any field,
     a regular expression included, could be filtered on (QA round 41)."""
@@ -274,6 +277,7 @@ class PermissionsShownMixin:
 
 @admin.register(User)
 class ConsoleUserAdmin(
+    PermissionBeforeLookupMixin,
     PermissionsShownMixin,
     CheckedSelectionMixin,
     NulFreeLookupsMixin,
@@ -354,6 +358,7 @@ class ConsoleUserAdmin(
 
 @admin.register(Group)
 class ConsoleGroupAdmin(
+    PermissionBeforeLookupMixin,
     PermissionsShownMixin,
     CheckedSelectionMixin,
     NulFreeLookupsMixin,
@@ -990,6 +995,7 @@ def _row_labels(job: Job) -> str:
 
 @admin.register(Job)
 class JobAdmin(
+    PermissionBeforeLookupMixin,
     CheckedSelectionMixin,
     NulFreeLookupsMixin,
     FilteredLookupsOnlyMixin,
@@ -1845,7 +1851,7 @@ class ReviewPolicyForm(forms.ModelForm):
 
 
 @admin.register(ReviewPolicy)
-class ReviewPolicyAdmin(admin.ModelAdmin):
+class ReviewPolicyAdmin(PermissionBeforeLookupMixin, admin.ModelAdmin):
     """One policy, edited by superusers only; the list goes straight to it."""
 
     form = ReviewPolicyForm
@@ -1957,6 +1963,7 @@ class CardQuotaForm(forms.ModelForm):
 
 @admin.register(CardQuota)
 class CardQuotaAdmin(
+    PermissionBeforeLookupMixin,
     CheckedSelectionMixin,
     NulFreeLookupsMixin,
     FilteredLookupsOnlyMixin,

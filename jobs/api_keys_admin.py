@@ -18,7 +18,12 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.translation import gettext_lazy, ngettext
 
-from .admin_lists import CheckedSelectionMixin, FilteredLookupsOnlyMixin, NulFreeLookupsMixin
+from .admin_lists import (
+    CheckedSelectionMixin,
+    FilteredLookupsOnlyMixin,
+    NulFreeLookupsMixin,
+    PermissionBeforeLookupMixin,
+)
 from .api_keys import admin_history_revoked, api_key_revoke
 from .models import ApiKey, ApiKeyRevokeReason
 
@@ -49,7 +54,11 @@ class ExpiryFilter(admin.SimpleListFilter):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(
-    CheckedSelectionMixin, NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin
+    PermissionBeforeLookupMixin,
+    CheckedSelectionMixin,
+    NulFreeLookupsMixin,
+    FilteredLookupsOnlyMixin,
+    admin.ModelAdmin,
 ):
     fields = (
         "access_key_id",

@@ -19,12 +19,19 @@ from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from .admin_lists import FilteredLookupsOnlyMixin, NulFreeLookupsMixin, OwnerFilter
+from .admin_lists import (
+    FilteredLookupsOnlyMixin,
+    NulFreeLookupsMixin,
+    OwnerFilter,
+    PermissionBeforeLookupMixin,
+)
 from .models import DeletedJob
 from .summary import retention_words
 
 
-class ReadOnlyAdmin(NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin):
+class ReadOnlyAdmin(
+    PermissionBeforeLookupMixin, NulFreeLookupsMixin, FilteredLookupsOnlyMixin, admin.ModelAdmin
+):
     """Seen, never added, changed or deleted here (an audit record a superuser could rewrite
     from the page would prove nothing); seen by superusers and staff with the model's view
     permission."""
