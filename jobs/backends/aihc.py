@@ -1501,7 +1501,13 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 ) from None
 
     def logs(
-        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+        self,
+        job: Job,
+        replica: str,
+        *,
+        tail: int | None = None,
+        since: datetime | None = None,
+        say_gone: bool = False,
     ) -> list[str]:
         """A replica's log lines ("worker-1"), fetched from AIHC on demand."""
         if not job.external_id:
@@ -1511,7 +1517,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
         try:
             return self._pod_log(job, replica, config, client, tail=tail, since=since)
-        except NoLog:
+        except NoLog as no_log:
+            if say_gone and no_log.gone:
+                raise
             return []  # the page's "No output yet."
         finally:
             if tail is None:
