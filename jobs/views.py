@@ -895,7 +895,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
             return context
         else:
             # The platform's last lines, searched from the last too once they are here.
-            fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES)
+            fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES, say_gone=True)
             context["search_window"] = len(fetched)
             context["search"] = search_lines(
                 fetched,

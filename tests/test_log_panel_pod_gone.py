@@ -76,6 +76,23 @@ def test_a_stopped_kubernetes_jobs_log_panel_says_its_log_went_with_its_pods_in_
     assert GONE_ZH in in_chinese and NO_OUTPUT_ZH not in in_chinese
 
 
+def test_a_search_of_a_stopped_kubernetes_jobs_log_says_its_log_went_with_its_pods(
+    cluster, alice, alice_en
+):
+    """Not "No output yet." under the search box either."""
+    job = stopped_kubernetes_job(cluster, alice)
+
+    answer = alice_en.get(
+        reverse("job-log-search", args=[job.public_id]),
+        {"replica": "master-0", "q": "step"},
+        headers={"HX-Request": "true"},
+    )
+
+    assert answer.status_code == 200
+    assert GONE in answer.content.decode()
+    assert NO_OUTPUT not in answer.content.decode()
+
+
 def test_a_stopped_kubernetes_jobs_admin_log_view_says_its_log_went_with_its_pods(
     cluster, alice, reviewer_en
 ):
