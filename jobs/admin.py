@@ -1449,7 +1449,7 @@ class JobAdmin(
         error = ""
         try:
             lines = job_logs.shown_lines(
-                get_backend(job.backend).logs(job, replica, tail=LOG_TAIL_LINES),
+                get_backend(job.backend).logs(job, replica, tail=LOG_TAIL_LINES, say_gone=True),
                 secrets=job_logs.job_secrets(job),
             )
         except BackendError as e:

@@ -81,6 +81,7 @@ from .actions import (
 from .aihc.mapping import v1_fault_tolerance_args
 from .api_keys import ApiAuthError, verify_request
 from .backends import BackendError, Pool, get_backend
+from .backends.base import got_no_answer
 from .logs import LOG_START, LogMarker, job_secrets, log_read, shown_lines
 from .models import DeletedJob, EventType, Job, JobEvent, JobReplica, JobStatus, ReplicaStatus
 from .monitoring import (
@@ -820,6 +821,11 @@ def job_deleted(*, job: Job) -> dict[str, Any]:
     try:
         gone = job_delete(job=job)
     except ActionError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, BackendError) and got_no_answer(cause):
+            # The platform did not answer the delete: the job is kept, and the same delete
+            # sent again finishes it (a 409 read as a refusal to a script: left39).
+            raise ApiError(503, "ServiceUnavailable", str(exc)) from None
         raise ApiError(409, "Conflict", str(exc)) from None
     if not (gone and deletion_left_secret(public_id=job.public_id)):
         return {}

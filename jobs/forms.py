@@ -482,6 +482,17 @@ class RoleForm(forms.Form):
         self.fields["cpu"].widget.attrs["placeholder"] = _("unlimited")
         self.fields["memory_gb"].widget.attrs["placeholder"] = _("unlimited")
         _styled(self)
+        # A row's inputs are named by its role, "master 实例数": by the row's number alone
+        # ("实例数 1", "实例数 2") a screen reader did not say whose instances they were (qa64).
+        # A custom row not named yet keeps its number.
+        role = str(
+            (self.data.get(self.add_prefix("name")) if self.is_bound else self.initial.get("name"))
+            or ""
+        ).strip()
+        if role:
+            for name, field in self.fields.items():
+                if name != "name" and not isinstance(field.widget, forms.HiddenInput):
+                    field.widget.attrs["aria-label"] = f"{role} {field.label}"
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -585,6 +596,11 @@ def _volume_label(volume: Volume, *, with_type: bool, width: int = 0) -> str:
     return whole
 
 
+# The help paragraph of the data step (_data.html) that says what a storage type's source
+# path is, by the type (beside "mount-help", which every row's paths point at).
+SOURCE_PATH_HELP = {"hostpath": ["node-disk-help"], "bos": ["bos-help"]}
+
+
 class MountForm(forms.Form):
     """A mount row. Its volume follows its storage type: only that type's volumes are
     offered, and a volume of another type (the row's type switched without JavaScript, which
@@ -664,6 +680,12 @@ class MountForm(forms.Form):
         self.fields["source_path"].widget.attrs["placeholder"] = _("blank or / = whole volume")
         self.fields["mount_path"].widget.attrs["placeholder"] = "/workspace"
         self.fields["mount_path"].widget.attrs["aria-required"] = "true"  # the spec requires it
+        # The help under the table (_data.html) says what both paths take, and a local disk's
+        # or BOS's what its source path is: each row's paths point at it, or a screen reader
+        # in a row never heard it (qa64). A row redrawn for its new type points at that one's.
+        source_help = ["mount-help", *SOURCE_PATH_HELP.get(self.chosen_type(), [])]
+        self.fields["source_path"].widget.attrs["aria-describedby"] = " ".join(source_help)
+        self.fields["mount_path"].widget.attrs["aria-describedby"] = "mount-help"
         _styled(self)
 
     def chosen_type(self) -> str:

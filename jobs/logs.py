@@ -233,6 +233,39 @@ def masked_parts(parts: Iterable[str], secrets: Sequence[str]) -> Iterator[str]:
         yield carried
 
 
+# An escape sequence a part of a line ends inside of (DOWNLOAD_LINE_CHARS cut it there): its
+# introducer and what may still go on (SEQUENCES' three kinds), to the part's end.
+UNFINISHED_SEQUENCE = re.compile(
+    r"(?:(?:\x1b\[|\x9b)[0-?]*[ -/]*"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])(?:[^\x07\x9c\x1b]|\x1b(?!\\))*"
+    r"|\x1b[ -/]*)\Z",
+    re.DOTALL,
+)
+# How far back from a part's end such a sequence is looked for: a colour code or a cursor
+# move is a few characters; a longer one (an OSC title or hyperlink) cut is dropped as before.
+SEQUENCE_HELD_CHARS = 1024
+
+
+def whole_sequences(parts: Iterable[str]) -> Iterator[str]:
+    """`parts` of lines (text_parts, file_parts) with an escape sequence a cut falls inside of
+    moved whole into the next part, so that stripping each part (plain_text) drops it whole:
+    cut, its start went as "a cut-off CSI at the line's end" and its rest ("1m") was left as
+    text, joining a secret's two halves around it unmasked (left39: "hf-sec\x1b[3" + "1mret").
+    """
+    carried = ""
+    for part in parts:
+        text = carried + part
+        carried = ""
+        if not text.endswith(LINE_ENDS):
+            found = UNFINISHED_SEQUENCE.search(text, max(len(text) - SEQUENCE_HELD_CHARS, 0))
+            if found:
+                text, carried = text[: found.start()], text[found.start() :]
+        if text:
+            yield text
+    if carried:
+        yield carried
+
+
 def _in_pieces(lines: Iterable[str]) -> Iterator[str]:
     """`lines` (each with its end, or a part of a longer line: DOWNLOAD_LINE_CHARS) joined
     into pieces of DOWNLOAD_PIECE_CHARS or more, the last shorter: so a piece holds at most
@@ -288,7 +321,7 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
             yield "\n"
 
     try:
-        yield from _in_pieces(ended(masked_parts(map(shown, lines), secrets)))
+        yield from _in_pieces(ended(masked_parts(map(shown, whole_sequences(lines)), secrets)))
     finally:
         if isinstance(lines, Generator):
             lines.close()

@@ -815,7 +815,9 @@ def _log_context(job: Job, replicas: list[Any], label: str) -> dict[str, Any]:
         try:
             backend = get_backend(job.backend)
             lines = shown_lines(
-                backend.logs(job, label, tail=LOG_TAIL_LINES), secrets=job_secrets(job)
+                # A pod gone with its log says so, as its download does, not "No output yet."
+                backend.logs(job, label, tail=LOG_TAIL_LINES, say_gone=True),
+                secrets=job_secrets(job),
             )
             # A local log that went over LOCAL_LOG_MAX_MB lost its middle: the download is
             # not "all of it" then, and the page says what it has instead.
@@ -902,7 +904,7 @@ def _log_search(job: Job, label: str, query: QueryDict) -> dict[str, Any]:
             return context
         else:
             # The platform's last lines, searched from the last too once they are here.
-            fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES)
+            fetched = backend.logs(job, label, tail=REMOTE_SEARCH_LINES, say_gone=True)
             context["search_window"] = len(fetched)
             context["search"] = search_lines(
                 fetched,

@@ -4,7 +4,10 @@ holding a web thread: until session 33 the Secret's look took the worker's three
 KUBERNETES_READ_TIMEOUT (91.5 s by default) when the API server hung, and then let the
 Secret be, with nothing left to remove it. Now each request of a Delete is one try of
 KUBERNETES_PAGE_READ_TIMEOUT; a Secret the cluster does not answer about is left to the
-worker, and the person is told so. Against the strict fake, with short timeouts."""
+worker, and the person is told so. An AIHC job's Delete (AIHC's DeleteJob) is one try of
+AIHC_PAGE_READ_TIMEOUT too (until left39 the worker's AIHC_READ_TIMEOUT, 30 s, each job of
+a Delete selected in turn); one AIHC does not answer keeps the job, saying so, and a Delete
+again finishes it. Against the strict fakes, with short timeouts."""
 
 from __future__ import annotations
 
@@ -19,10 +22,15 @@ from jobs import spec as S
 from jobs.models import DeletedJob, Job, JobStatus
 from jobs.services import jobs_submit
 from jobs.worker import Worker
+from tests import test_log_download_hung_platform as hung_aihc
 from tests.fake_kubernetes import FakeKubernetes
 from tests.fake_kubernetes import configure as configure_kubernetes
-from tests.test_api import alice_key, api, wsgi  # noqa: F401
+from tests.test_api import alice_key, api, refused, wsgi  # noqa: F401
 from tests.test_api_v2 import action
+from tests.test_sync_unanswered_reads import AIHC_POOL, aihc_jobs
+
+# The AIHC fake, its worker's read timeout 5 s (AIHC_PAGE_READ_TIMEOUT set in each test).
+aihc = hung_aihc.aihc
 
 
 @pytest.fixture(autouse=True)
@@ -275,3 +283,151 @@ def test_the_worker_removes_only_a_secret_still_the_deleted_jobs_not_one_of_its_
     assert cluster.secret(f"{again.external_id}-env") is not None
     assert cluster.secret(secret) is not None
     assert DeletedJob.objects.get(public_id=job.public_id).secret_left == ""
+
+
+# -- AIHC: DeleteJob ---------------------------------------------------------------------------
+
+AIHC_KEPT = "AIHC gave the delete no clear answer: AIHC did not answer in time (RequestTimeout"
+AIHC_AGAIN = "The job is kept here: delete it again in a moment"
+
+
+def running_aihc_jobs(aihc, owner, count: int, settings) -> list[Job]:
+    settings.AIHC_PAGE_READ_TIMEOUT = 0.3
+    jobs = aihc_jobs(owner, aihc, count)
+    Worker().sync_remote()
+    for job in jobs:
+        job.refresh_from_db()
+        assert job.status == JobStatus.RUNNING
+    aihc.requests.clear()
+    return jobs
+
+
+def test_an_aihc_delete_aihc_does_not_answer_keeps_the_job_within_the_pages_short_try(
+    aihc, alice, alice_en, settings
+):
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.delay_next("DeleteJob", 6.0)  # carried out, then answered too late
+
+    started = time.monotonic()
+    page = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+    waited = time.monotonic() - started
+
+    assert page.status_code == 200
+    assert waited < 3  # one 0.3 s try; with the worker's client: one of 5 s
+    shown = page.content.decode()
+    assert AIHC_KEPT in shown and AIHC_AGAIN in shown
+    assert Job.objects.filter(pk=job.pk).exists()  # kept: nothing lost
+    assert len(aihc.calls("DeleteJob")) == 1
+
+    again = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert f"Job {job.name} deleted." in again.content.decode()  # AIHC: JobNotFound
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_an_aihc_delete_aihc_does_not_answer_says_the_job_is_kept_in_chinese(
+    aihc, alice, alice_client, settings
+):
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.delay_next("DeleteJob", 6.0)
+    alice_client.cookies["django_language"] = "zh-hans"
+
+    page = alice_client.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    assert "百舸 AIHC 未对删除请求给出明确答复：" in page.content.decode()
+    assert "该任务仍保留在这里：请稍后再次删除" in page.content.decode()
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_delete_selected_of_aihc_jobs_aihc_does_not_answer_takes_a_short_try_each(
+    aihc, alice, alice_en, settings
+):
+    jobs = running_aihc_jobs(aihc, alice, 2, settings)
+    aihc.delay_next("DeleteJob", 6.0, times=2)
+
+    started = time.monotonic()
+    page = alice_en.post(
+        reverse("job-bulk"),
+        {"action": "delete", "jobs": [job.public_id for job in jobs], "confirmed": "1"},
+        follow=True,
+    )
+    waited = time.monotonic() - started
+
+    assert page.status_code == 200
+    assert waited < 4  # two 0.3 s tries; with the worker's client: two of 5 s
+    assert page.content.decode().count(AIHC_AGAIN) == 2
+    assert Job.objects.filter(pk__in=[job.pk for job in jobs]).count() == 2
+
+
+def test_the_apis_delete_aihc_does_not_answer_is_a_503_to_send_again_and_keeps_the_job(
+    aihc,
+    alice,
+    api,  # noqa: F811
+    settings,
+):
+    """A 503, which the SDKs send again (until left39 a 409 Conflict, read as a refusal)."""
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.delay_next("DeleteJob", 6.0)
+
+    started = time.monotonic()
+    error = refused(
+        lambda: api.request(
+            "DELETE",
+            f"/api/v1/aijobs/{job.public_id}",
+            params=[("resourcePoolId", AIHC_POOL)],
+            idempotent=False,
+        )
+    )
+    waited = time.monotonic() - started
+
+    assert waited < 3
+    assert (error.status, error.code) == (503, "ServiceUnavailable")
+    assert AIHC_AGAIN in str(error)
+    assert Job.objects.filter(pk=job.pk).exists()
+    answer = action(api, "DeleteJob", resourcePoolId=AIHC_POOL, jobId=job.public_id)
+    assert answer["jobId"] == job.public_id
+    assert not Job.objects.filter(pk=job.pk).exists()
+
+
+def test_an_aihc_delete_aihc_refuses_keeps_the_job_saying_aihcs_reason(
+    aihc, alice, alice_en, settings
+):
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.fail_next("DeleteJob", status=403, code="AccessDenied", message="not allowed here")
+
+    page = alice_en.post(
+        reverse("job-delete", args=[job.public_id]), {"confirmed": "1"}, follow=True
+    )
+
+    shown = page.content.decode()
+    assert "AIHC did not delete the job: " in shown and "AccessDenied" in shown
+    assert AIHC_AGAIN not in shown
+    assert Job.objects.filter(pk=job.pk).exists()
+
+
+def test_the_apis_delete_the_api_server_does_not_answer_is_a_503_to_send_again_too(
+    cluster,
+    alice,
+    api,  # noqa: F811
+):
+    job = job_with_a_secret(alice, cluster)
+    cluster.delay_next("delete pytorchjobs", 6.0)
+
+    error = refused(
+        lambda: api.request(
+            "DELETE",
+            f"/api/v1/aijobs/{job.public_id}",
+            params=[("resourcePoolId", "k8s-default")],
+            idempotent=False,
+        )
+    )
+
+    assert (error.status, error.code) == (503, "ServiceUnavailable")
+    assert "Kubernetes did not delete the job" in str(error)
+    assert Job.objects.filter(pk=job.pk).exists()

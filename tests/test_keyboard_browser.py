@@ -10,7 +10,16 @@ import pytest
 from playwright.sync_api import expect
 
 from .test_job_pages_browser import submitted, worker_thread  # noqa: F401
-from .test_wizard_browser import _local_pool, fill_basic, fill_image, next_step, start  # noqa: F401
+from .test_wizard_browser import (  # noqa: F401
+    A800,
+    _local_pool,
+    aihc_pool,
+    fill_basic,
+    fill_image,
+    next_step,
+    settled,
+    start,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -728,3 +737,110 @@ def test_an_aihc_jobs_two_copy_buttons_say_which_is_which_as_tab_reaches_them(
     expect(page.get_by_role("button", name="复制 百舸 AIHC 任务 ID", exact=True)).to_be_focused()
     page.keyboard.press("Enter")
     expect(page.locator("#copy-status")).to_have_text("已复制。")
+
+
+def in_language(page, language: str) -> None:
+    """The page again in `language` (the language cookie, as the top bar's switch sets it)."""
+    page.context.add_cookies([{"name": "django_language", "value": language, "url": page.url}])
+    page.reload()
+    expect(page.locator("#wizard")).to_be_visible()
+
+
+@pytest.mark.parametrize(
+    ("language", "instances", "cards"),
+    [("zh-hans", "实例数", "每实例卡数"), ("en", "Instances", "Cards per instance")],
+)
+def test_each_role_rows_fields_are_named_by_their_role_in_either_language(
+    logged_in_page, language, instances, cards
+):
+    # QA 64: a screen reader read "实例数 1", "实例数 2": the row's number, not whose instances.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    in_language(page, language)
+
+    table = page.locator("#role-table")
+    for role in ("master", "worker"):
+        field = table.get_by_role("spinbutton", name=f"{role} {instances}", exact=True)
+        expect(field).to_have_count(1)
+        expect(table.get_by_role("spinbutton", name=f"{role} {cards}", exact=True)).to_have_count(1)
+    expect(table.get_by_role("spinbutton", name=f"worker {instances}", exact=True)).to_have_id(
+        "id_roles-1-replicas"
+    )
+    expect(table.get_by_role("spinbutton", name=re.compile(rf"^{instances} \d$"))).to_have_count(0)
+
+
+@pytest.mark.parametrize(
+    ("language", "name"),
+    [("zh-hans", "任务创建方式与AIAK训练模版"), ("en", "Creation mode and AIAK training template")],
+)
+def test_the_aiak_fields_group_has_a_name_a_screen_reader_says_on_entering_it(
+    logged_in_page, language, name
+):
+    # QA 64: the fieldset of 任务创建方式 and the AIAK fields (训练模式 / 训练方法 / 模版) was an
+    # unnamed group.
+    page = logged_in_page
+    start(page)
+    in_language(page, language)
+    page.locator("input[name=creation_mode][value=aiak]").check()
+    expect(page.locator("#id_training_mode")).to_be_visible()
+
+    group = page.get_by_role("group", name=name, exact=True)
+
+    expect(group).to_have_count(1)
+    expect(group.get_by_role("combobox")).to_have_count(3)  # 训练模式, 训练方法, 模版
+    expect(group.locator("#id_aiak_template")).to_be_visible()
+
+
+MOUNT_HELP = {
+    "zh-hans": "源路径不填或填 / 为整卷，填子目录则只挂该目录。容器挂载路径是存储在容器内的路径，例如 /workspace。",
+    "en": "Source path: blank or / mounts the whole volume, a sub-folder mounts only that "
+    "folder. The mount path is where it appears in the container, e.g. /workspace.",
+}
+NODE_DISK_HELP = {
+    "zh-hans": "本地盘（hostpath）：文件系统/存储卷留空，源路径填写节点本地盘上要挂载的目录，例如 /ssd1/data。",
+    "en": "Local disk (hostpath): leave the volume empty; the source path is the folder on "
+    "the node's local disk to mount, e.g. /ssd1/data.",
+}
+
+
+@pytest.mark.parametrize("language", ["zh-hans", "en"])
+def test_each_mount_rows_source_path_is_described_by_the_help_under_the_table(
+    logged_in_page,
+    aihc_pool,  # noqa: F811
+    language,
+):
+    # QA 64: the help saying what a source path takes sat under the table, tied to no field:
+    # a screen reader in a row's 源路径 never heard it. A row added, or redrawn by htmx for
+    # another storage type, is described as well; a local disk's row by its own help too.
+    page = logged_in_page
+    start(page)
+    page.select_option("select[name=resource_pool]", aihc_pool)
+    fill_basic(page)
+    fill_image(page)
+    for i in (0, 1):
+        page.select_option(f"select[name=roles-{i}-accelerator_type]", A800)
+    next_step(page, "data")
+    in_language(page, language)
+    page.click("#add-mount")
+    expect(page.locator("#id_mounts-1-source_path")).to_be_visible()
+    settled(page)
+
+    for row in (0, 1):
+        expect(page.locator(f"#id_mounts-{row}-source_path")).to_have_accessible_description(
+            MOUNT_HELP[language]
+        )
+        expect(page.locator(f"#id_mounts-{row}-mount_path")).to_have_accessible_description(
+            MOUNT_HELP[language]
+        )
+    page.select_option("#id_mounts-1-type", "hostpath")  # the row drawn again by htmx
+    expect(page.locator("#id_mounts-1-name option")).to_have_count(1)
+    settled(page)
+    expect(page.locator("#node-disk-help")).to_be_visible()
+    expect(page.locator("#id_mounts-1-source_path")).to_have_accessible_description(
+        f"{MOUNT_HELP[language]} {NODE_DISK_HELP[language]}"
+    )
+    expect(page.locator("#id_mounts-0-source_path")).to_have_accessible_description(
+        MOUNT_HELP[language]
+    )

@@ -21,11 +21,13 @@ from django.urls import reverse
 from jobs import admin, logs, views
 from jobs import spec as S
 from jobs.backends import kubernetes as kubernetes_backend
-from jobs.models import Job
+from jobs.logs import replica_log_path
+from jobs.models import Job, JobReplica
 from jobs.services import jobs_submit
 from jobs.worker import Worker
 from tests import test_log_download_memory as memory
 from tests.fake_kubernetes import FakeKubernetes
+from tests.runner_helpers import make_spec, submit
 
 cluster = memory.cluster  # the strict fake, as the memory tests start it
 SECRET = memory.SECRET
@@ -183,3 +185,54 @@ def test_the_tail_of_a_progress_bar_that_never_ends_its_line_keeps_only_the_answ
     assert SECRET not in page and "******" in page
     assert len(cluster.calls("log pods")) == 1
     assert peak < MEMORY_BOUND, f"peak {peak / 2**20:.1f} MiB"
+
+
+def test_a_colour_code_a_cut_falls_inside_goes_whole_in_the_staffs_download_and_the_secret_too(
+    alice, reviewer, client, small_line_bound
+):
+    """A secret with a colour code inside it, the cut falling inside that code: the staff's
+    download strips each part's codes, then masks across the cut (masked_parts). Until left39
+    the cut code's start went with the first part, its "1m" stayed in the second, and the
+    secret's two halves joined around it unmasked; a code cut just before a secret left its
+    "2m" in the line."""
+    spec = make_spec("python train.py", envs=[S.Env("HF_TOKEN", SECRET, secret=True)])
+    job = submit(alice, spec)
+    JobReplica.objects.create(job=job, role="master", index=0)
+    inside = "a" * (LINE_CHARS - len("hf-very-sec\x1b[3")) + "hf-very-sec\x1b[31mret-token-value"
+    before = "b" * (LINE_CHARS - len("\x1b[3")) + f"\x1b[32m{SECRET}\x1b[0m tail"
+    assert inside.index("1mret") == LINE_CHARS and before.index("2mhf") == LINE_CHARS
+    log = replica_log_path(job.public_id, "master-0")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"{inside}\x1b[0m done\n{before}\n")
+    client.force_login(reviewer)
+
+    answer = client.get(reverse("admin:jobs_job_log_download", args=[job.pk, "master-0"]))
+
+    assert answer.status_code == 200
+    downloaded = b"".join(answer.streaming_content).decode()
+    assert downloaded == (
+        "a" * (LINE_CHARS - len("hf-very-sec\x1b[3"))
+        + "****** done\n"
+        + "b" * (LINE_CHARS - len("\x1b[3"))
+        + "****** tail\n"
+    )
+
+
+def test_an_escape_sequence_is_held_whole_for_the_next_part_only_when_a_cut_falls_inside_it():
+    parts = ["red \x1b[3", "1mtext\x1b[0m and \x1b", "(B more \x1b]8;;http://x", "\x1b\\link\n"]
+
+    out = list(logs.whole_sequences(parts))
+
+    assert out == [
+        "red ",
+        "\x1b[31mtext\x1b[0m and ",
+        "\x1b(B more ",
+        "\x1b]8;;http://x\x1b\\link\n",
+    ]
+    assert "".join(out) == "".join(parts)
+    # A part that ends its line, or a whole code, keeps what it has.
+    assert list(logs.whole_sequences(["a \x1b[3\n", "b \x1b[0m", "c\n"])) == [
+        "a \x1b[3\n",
+        "b \x1b[0m",
+        "c\n",
+    ]

@@ -962,7 +962,9 @@ def test_every_input_of_the_row_tables_has_an_accessible_name(alice_client):
         assert all("aria-label=" in f for f in visible), [
             f for f in visible if "aria-label" not in f
         ]
-    assert 'aria-label="实例数 2"' in pages[0]  # the worker row's 实例数
+    # Named by its role, not its number (qa64: "实例数 2" said nothing of whose they were).
+    assert 'aria-label="worker 实例数"' in pages[0]
+    assert 'aria-label="实例数 2"' not in pages[0]
 
 
 def test_the_image_and_mount_path_are_marked_required(alice_client):
@@ -1235,9 +1237,11 @@ def test_a_row_tables_error_outlines_its_input_and_is_what_the_input_is_describe
 
     page = r.content.decode()
     field = re.search(r'<input[^>]*name="mounts-0-mount_path"[^>]*>', page).group(0)
-    described_by = re.search(r'aria-describedby="([^"]+)"', field).group(1)
+    # The error first, then the help under the table (left39: the paths point at it).
+    first, *rest = re.search(r'aria-describedby="([^"]+)"', field).group(1).split()
+    assert rest == ["mount-help"]
     assert "is-invalid" in field and 'aria-invalid="true"' in field
-    error = page[page.index(f'id="{described_by}"') :]
+    error = page[page.index(f'id="{first}"') :]
     assert "绝对路径" in error[: error.index("</div></div>")]
 
 
@@ -1825,3 +1829,21 @@ def test_a_tensorboard_log_path_that_is_not_a_plain_absolute_path_says_what_is_w
     assert r.status_code == 200
     [shown] = field_errors(r, "id_tensorboard_path")
     assert shown.startswith(message)
+
+
+def test_a_mount_rows_path_with_a_problem_is_described_by_the_problem_then_the_help(alice_client):
+    # The paths point at the help under the table (qa64); a widget naming its own
+    # description took Django's pointer at the problem away, so the problem is put first.
+    draft = new_draft(alice_client)
+    complete_steps(alice_client, draft, upto=W.DATA)
+
+    page = post_step(
+        alice_client, draft, W.DATA, data_data(mounts=[("hostpath", "", "")])
+    ).content.decode()
+
+    field = re.search(r'<input[^>]*name="mounts-0-mount_path"[^>]*>', page).group(0)
+    assert 'aria-invalid="true"' in field
+    assert 'aria-describedby="id_mounts-0-mount_path_error mount-help"' in field
+    assert 'id="id_mounts-0-mount_path_error"' in page
+    source = re.search(r'<input[^>]*name="mounts-0-source_path"[^>]*>', page).group(0)
+    assert 'aria-describedby="mount-help node-disk-help"' in source

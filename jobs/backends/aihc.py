@@ -1486,7 +1486,11 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
 
     def _delete_remote(self, job: Job) -> None:
-        config, client = self._setup()
+        """One short try (AIHC_PAGE_READ_TIMEOUT): a person's Delete waits on it, each job of
+        a Delete selected in turn (left39: the worker's AIHC_READ_TIMEOUT, 30 s, as a Stop's
+        was until review45). A delete AIHC refuses, or does not answer, keeps the job, saying
+        so; a Delete again finishes it (AIHC's JobNotFound then, if it had deleted it)."""
+        config, client = self._setup(for_page=True)
         try:
             client.delete_job(
                 pool=job.resource_pool,
@@ -1495,13 +1499,30 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 version=config.version(job.resource_pool),
             )
         except AihcError as exc:
-            if exc.code != "JobNotFound" and exc.status != 404:
+            if exc.code == "JobNotFound" or exc.status == 404:
+                return  # nothing left to delete there
+            if _refused(exc):
                 raise _shown(
                     _("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
                 ) from None
+            raise _shown(
+                _(
+                    "AIHC gave the delete no clear answer: %(error)s. The job is kept here: "
+                    "delete it again in a moment, which finishes it whether AIHC deleted it "
+                    "meanwhile or not."
+                ),
+                exc,
+                job.secret_values(),
+            ) from None
 
     def logs(
-        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+        self,
+        job: Job,
+        replica: str,
+        *,
+        tail: int | None = None,
+        since: datetime | None = None,
+        say_gone: bool = False,
     ) -> list[str]:
         """A replica's log lines ("worker-1"), fetched from AIHC on demand."""
         if not job.external_id:
@@ -1511,7 +1532,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
         try:
             return self._pod_log(job, replica, config, client, tail=tail, since=since)
-        except NoLog:
+        except NoLog as no_log:
+            if say_gone and no_log.gone:
+                raise
             return []  # the page's "No output yet."
         finally:
             if tail is None:

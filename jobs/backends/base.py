@@ -46,6 +46,7 @@ class NoLog(BackendError):
     for a local replica's log not written yet (until left37: an empty file, 200)."""
 
     def __init__(self, *, gone: bool = False):
+        self.gone = gone
         super().__init__(
             _(
                 "This replica's pod is no longer on its platform, and its log went with it: "
@@ -345,8 +346,19 @@ class Backend(ABC):
 
     @abstractmethod
     def logs(
-        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
-    ) -> list[str]: ...
+        self,
+        job: Job,
+        replica: str,
+        *,
+        tail: int | None = None,
+        since: datetime | None = None,
+        say_gone: bool = False,
+    ) -> list[str]:
+        """A replica's last `tail` lines (all without), from `since` on when given. A replica
+        with no log to give has no lines, except with `say_gone` (the job page's log panel, the
+        admin's log view): a pod gone with its log, the job stopping or ended, raises its
+        NoLog, as its download says (left39: the panel said "No output yet."). The API's log
+        read keeps its empty answer."""
 
     def log_file(self, job: Job, replica: str) -> Path | None:
         """A local file holding the replica's whole log, if the backend keeps one (for

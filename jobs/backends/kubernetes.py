@@ -1731,7 +1731,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             raise _sync_error(exc, []) from None
 
     def logs(
-        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+        self,
+        job: Job,
+        replica: str,
+        *,
+        tail: int | None = None,
+        since: datetime | None = None,
+        say_gone: bool = False,
     ) -> list[str]:
         """A replica's log lines ("worker-1"), read from its pod."""
         if not job.external_id:
@@ -1741,7 +1747,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         config, client = self._setup(for_page=tail is not None, for_download=tail is None)
         try:
             return self._pod_log(job, replica, client, tail=tail, since=since)
-        except NoLog:
+        except NoLog as no_log:
+            if say_gone and no_log.gone:
+                raise
             return []  # the page's "No output yet."
         finally:
             if tail is None:

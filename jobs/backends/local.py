@@ -663,8 +663,15 @@ class LocalBackend(Backend):
             supervise(job)
 
     def logs(
-        self, job: Job, replica: str, *, tail: int | None = None, since: datetime | None = None
+        self,
+        job: Job,
+        replica: str,
+        *,
+        tail: int | None = None,
+        since: datetime | None = None,
+        say_gone: bool = False,
     ) -> list[str]:
+        # A local log is not kept by a pod (say_gone: nothing to say).
         path = self.log_file(job, replica)
         if path is None:
             return []

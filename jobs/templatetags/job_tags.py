@@ -84,9 +84,13 @@ def required_mark(field: BoundField) -> bool:
 @register.filter
 def marked_invalid(field: BoundField) -> str:
     """A row-table cell's input with Bootstrap's red outline (is-invalid), as crispy gives the
-    fields it renders; Django already points aria-describedby at the cell's `<id>_error`."""
+    fields it renders; aria-describedby points at the cell's `<id>_error` (Django's doing,
+    unless the widget names its own description: then the error first, then that help)."""
     existing = field.field.widget.attrs.get("class", "")
-    return field.as_widget(attrs={"class": f"{existing} is-invalid".strip()})
+    attrs = {"class": f"{existing} is-invalid".strip()}
+    if described := field.field.widget.attrs.get("aria-describedby"):
+        attrs["aria-describedby"] = f"{field.auto_id}_error {described}"
+    return field.as_widget(attrs=attrs)
 
 
 @register.filter(is_safe=True)
