@@ -148,6 +148,19 @@ def test_the_masking_of_a_cut_line_holds_back_what_a_secret_may_start_with():
     assert SECRET not in "".join(out)
 
 
+@pytest.mark.parametrize("cut", range(len("step 1 hf-tok"), len("step 1 hf-tok-1234-5678") + 1))
+def test_a_secret_that_starts_a_longer_one_cut_after_it_leaves_none_of_the_longer_in_clear(cut):
+    """Two secrets, one the start of the other, the longer written with the cut after the
+    shorter: until review 46 the first part was masked alone (its "hf-tok" became ******)
+    and the rest of the longer one, "-1234-5678", was given in the clear."""
+    line = "step 1 hf-tok-1234-5678 done\n"
+    secrets = ["hf-tok", "hf-tok-1234-5678"]
+
+    out = "".join(logs.masked_parts([line[:cut], line[cut:]], secrets))
+
+    assert out == logs.masked(line, secrets) == "step 1 ****** done\n"
+
+
 @pytest.mark.parametrize("view", ["log tab", "admin's log view"])
 def test_the_tail_of_a_progress_bar_that_never_ends_its_line_keeps_only_the_answers_end(
     cluster, alice, alice_en, reviewer, client, monkeypatch, view
