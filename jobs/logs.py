@@ -303,6 +303,17 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
             return plain_text(part.rstrip("\r\n")) + "\n"
         return plain_text(part)
 
+    def crlf_whole(parts: Iterable[str]) -> Iterator[str]:
+        # A "\r\n" the line bound cut in two: its "\r" ended the line already (shown), and
+        # its "\n" alone was drawn as an empty line of its own (until review 46).
+        after_cr = False
+        for part in parts:
+            if after_cr and part.startswith("\n"):
+                part = part[1:]
+            if part:
+                after_cr = part.endswith("\r")
+                yield part
+
     def ended(parts: Iterable[str]) -> Iterator[str]:
         # The log's last line is ended too, as every other line is here.
         last = ""
@@ -313,7 +324,7 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
             yield "\n"
 
     try:
-        yield from _in_pieces(ended(masked_parts(map(shown, lines), secrets)))
+        yield from _in_pieces(ended(masked_parts(map(shown, crlf_whole(lines)), secrets)))
     finally:
         if isinstance(lines, Generator):
             lines.close()

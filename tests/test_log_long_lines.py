@@ -148,6 +148,24 @@ def test_the_masking_of_a_cut_line_holds_back_what_a_secret_may_start_with():
     assert SECRET not in "".join(out)
 
 
+def test_the_admins_download_ends_a_line_once_where_the_line_bound_cuts_its_crlf_in_two(
+    cluster, alice, reviewer, client, monkeypatch
+):
+    """Each line's "\r" is the last character a part may hold, its "\n" the next part: until
+    review 46 the "\r" ended the line and the "\n" alone was drawn as an empty line, so the
+    staff's download had a blank line after each of these lines."""
+    monkeypatch.setattr(logs, "DOWNLOAD_LINE_CHARS", len(unit(0)) + 1)
+    job = job_with_one_long_line(cluster, alice, end="\r\n")
+    client.force_login(reviewer)
+
+    status, digest, _longest, _peak = read_with_peak(
+        client, reverse("admin:jobs_job_log_download", args=[job.pk, "master-0"])
+    )
+
+    assert status == 200
+    assert digest == sha256("".join(unit(i) + "\n" for i in range(UNITS)).replace(SECRET, "******"))
+
+
 @pytest.mark.parametrize("cut", range(len("step 1 hf-tok"), len("step 1 hf-tok-1234-5678") + 1))
 def test_a_secret_that_starts_a_longer_one_cut_after_it_leaves_none_of_the_longer_in_clear(cut):
     """Two secrets, one the start of the other, the longer written with the cut after the
