@@ -166,6 +166,24 @@ def test_the_admins_download_ends_a_line_once_where_the_line_bound_cuts_its_crlf
     assert digest == sha256("".join(unit(i) + "\n" for i in range(UNITS)).replace(SECRET, "******"))
 
 
+COLOURED = "token=hf-very-\x1b[31msecret-token-value\x1b[0m done\r\n"
+
+
+@pytest.mark.parametrize("cut", range(1, len(COLOURED)))
+def test_the_admins_download_masks_a_coloured_secret_wherever_the_line_bound_cuts_its_colour_code(
+    cut,
+):
+    """A colour code inside a secret's value, as the job wrote it (the mask applied when the
+    line was written missed it): staff get the line without the code and the secret masked
+    (README "Pages"), wherever the 1 MB bound cuts the line. Until review 46 a cut inside the
+    code left its tail ("1m") as text, so the value was not whole and not masked."""
+    parts = [COLOURED[:cut], COLOURED[cut:]]
+
+    out = "".join(logs.downloaded_for_staff(iter(parts), secrets=[SECRET]))
+
+    assert out == "token=****** done\n"
+
+
 @pytest.mark.parametrize("cut", range(len("step 1 hf-tok"), len("step 1 hf-tok-1234-5678") + 1))
 def test_a_secret_that_starts_a_longer_one_cut_after_it_leaves_none_of_the_longer_in_clear(cut):
     """Two secrets, one the start of the other, the longer written with the cut after the
