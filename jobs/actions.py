@@ -383,7 +383,7 @@ def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> Job
     checked as a submit from the wizard is: the pool must still take it, and a standalone
     job must find its cards idle now. The wizard's rules, one copy: no other door. `rerun`:
     for a new job (Run again), which pins a group task's AIHC_GROUP_TASK_* in its envs."""
-    from .wizard import find_pool, pool_refusals
+    from .wizard import console_rules, find_pool, pool_refusals, template_job_rules
 
     try:
         spec = job.job_spec()
@@ -438,7 +438,13 @@ def _task_spec_checked(job: Job, *, unreadable: str, rerun: bool = False) -> Job
         )
     if spec.submission.mode == SUBMIT_QUEUE:
         spec.submission.total = spec.submission.concurrency = 1
-    refusals = pool_refusals(spec, find_pool(spec.resource_pool_id), owner=job.owner)
+    # The wizard's own rules too (review 46: a template job the API made before left38, its
+    # cards no multiple of its parallel sizes, ran again, and Megatron stopped it at start).
+    refusals = {**console_rules(spec), **template_job_rules(spec)}
+    for path, messages in pool_refusals(
+        spec, find_pool(spec.resource_pool_id), owner=job.owner
+    ).items():
+        refusals.setdefault(path, []).extend(messages)
     if refusals:
         raise ActionError(" ".join(m for messages in refusals.values() for m in messages))
     return spec

@@ -167,11 +167,17 @@ def masked(text: str, secrets: Iterable[str]) -> str:
     """The text with every secret value replaced by ******; each line of a multi-line one
     too, as an error may quote it in part. (Values under 4 characters are left, as the
     runner leaves them: masking every "1" would wreck the text.)"""
-    parts = {part for s in secrets if s for part in [s, *s.splitlines()] if len(part) >= 4}
-    for secret in sorted(parts, key=len, reverse=True):
+    for secret in _masked_values(secrets):
         if secret in text:  # untouched, a recorded text keeps its source (its other languages)
             text = text.replace(secret, MASK)
     return text
+
+
+def _masked_values(secrets: Iterable[str]) -> list[str]:
+    """What masked() replaces, longest first (a secret that starts another is masked as part
+    of the longer one where the longer one is written)."""
+    values = {part for s in secrets if s for part in [s, *s.splitlines()] if len(part) >= 4}
+    return sorted(values, key=len, reverse=True)
 
 
 # A download's lines are sent in pieces of about this many characters, whole lines each: a
@@ -214,23 +220,42 @@ def file_parts(file: BinaryIO) -> Iterator[str]:
 def masked_parts(parts: Iterable[str], secrets: Sequence[str]) -> Iterator[str]:
     """`parts` of lines (text_parts) masked as whole lines are (masked): of a part that does
     not end its line, the last characters, one fewer than the longest secret has, are held
-    back and masked again with the next part, so a secret the cut falls inside is masked
-    whole. (What the held characters start is whole in the next part; what ends in them was
-    masked already.)"""
-    held = max((len(s) for s in secrets), default=1) - 1
+    back unmasked and masked with the next part, so a secret the cut falls inside is masked
+    whole; the held back characters start earlier where a secret written whole in the part
+    runs into them. What is given is cut where no secret is written across the cut, so it is
+    masked as the whole line would be. (Until review 46 the part was masked first and its
+    masked end held back: a secret that starts a longer one, written just before the cut,
+    was masked alone, and the rest of the longer one came out in the clear.)"""
+    values = _masked_values(secrets)
+    held = max((len(v) for v in values), default=1) - 1
     carried = ""
     for part in parts:
-        text = masked(carried + part, secrets)
+        text = carried + part
         if text.endswith(LINE_ENDS) or held <= 0:
             carried = ""
-            yield text
+            yield masked(text, values)
             continue
-        cut = max(len(text) - held, 0)
+        cut = _clear_cut(text, max(len(text) - held, 0), values)
         carried = text[cut:]
         if cut:
-            yield text[:cut]
+            yield masked(text[:cut], values)
     if carried:
-        yield carried
+        yield masked(carried, values)
+
+
+def _clear_cut(text: str, cut: int, values: Sequence[str]) -> int:
+    """`cut`, or earlier, where no secret value written whole in `text` is cut in two. (A
+    value that starts before `cut` and ends after it is moved past; that may put the cut in
+    another, so it is looked at again until none is.)"""
+    moved = True
+    while moved and cut > 0:
+        moved = False
+        for value in values:
+            # Only a value that starts before the cut and ends after it is found here.
+            start = text.find(value, max(cut - len(value) + 1, 0), cut + len(value) - 1)
+            if start != -1:
+                cut, moved = start, True
+    return cut
 
 
 # An escape sequence a part of a line ends inside of (DOWNLOAD_LINE_CHARS cut it there): its
@@ -311,6 +336,17 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
             return plain_text(part.rstrip("\r\n")) + "\n"
         return plain_text(part)
 
+    def rejoined(parts: Iterable[str]) -> Iterator[str]:
+        # Where the line bound (DOWNLOAD_LINE_CHARS) cut a "\r\n" in two, the line ends once
+        # (its "\r" ended it; its "\n" alone was drawn as an empty line). Until review 46.
+        after_cr = False
+        for part in parts:
+            if after_cr and part.startswith("\n"):
+                part = part[1:]
+            if part:
+                after_cr = part.endswith("\r")
+                yield part
+
     def ended(parts: Iterable[str]) -> Iterator[str]:
         # The log's last line is ended too, as every other line is here.
         last = ""
@@ -321,7 +357,9 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
             yield "\n"
 
     try:
-        yield from _in_pieces(ended(masked_parts(map(shown, whole_sequences(lines)), secrets)))
+        yield from _in_pieces(
+            ended(masked_parts(map(shown, rejoined(whole_sequences(lines))), secrets))
+        )
     finally:
         if isinstance(lines, Generator):
             lines.close()

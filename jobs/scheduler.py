@@ -681,7 +681,11 @@ def _behind_its_queues_first(job: Job) -> str | None:
         need = requirement(job.job_spec())
     except SpecError:  # the scheduler's next pass fails it, saying why
         return None
-    plan = next_pass()
+    # A job asking no card is read past the last card, as its idle figure is: the pass
+    # stops looking once no card is left (review 46: the queue's first job then went
+    # unread, no queue was blocked, and a job asking only free cores was told it waits
+    # for room).
+    plan = next_pass(past_the_last_card=not any(need.cards.values()))
     if plan.standalone_waits or job.queue not in plan.blocked or plan.left is None:
         return None
     if plan.left.shortfall(need):

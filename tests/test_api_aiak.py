@@ -11,10 +11,11 @@ import time
 
 import httpx
 import pytest
+from django.urls import reverse
 
 from jobs import wizard as W
 from jobs.aihc import signer
-from jobs.models import Draft, Job
+from jobs.models import Draft, Job, JobStatus
 from tests import runner_helpers
 from tests import test_api as v1
 from tests.test_api import CONSOLE, refused
@@ -129,3 +130,27 @@ def test_a_custom_job_with_its_own_image_is_not_held_to_a_templates_parallel_siz
     created = api.create_job(pool="local", body=body)
 
     assert Job.objects.get().public_id == created["jobId"]
+
+
+def test_run_again_of_a_template_job_made_before_the_rule_is_refused_saying_the_rule(api, alice_en):
+    """Review 46: Run again is checked as a submit from the wizard is, "no other door", but
+    went past the wizard's own rules: a template job the API made before left38 with 3
+    instances ran again, and Megatron stopped it as it started."""
+    api.create_job(pool="local", body=llama2_70b_body(4))
+    job = Job.objects.get()
+    # As the API stored it before left38: 3 instances of 8 cards, tensor 4 x pipeline 4.
+    master, worker = job.spec["console"]["roles"]
+    roles = [master, {**worker, "replicas": 2}]
+    spec = {
+        **job.spec,
+        "jobSpec": {**job.spec["jobSpec"], "replicas": 3},
+        "console": {**job.spec["console"], "roles": roles},
+    }
+    Job.objects.filter(pk=job.pk).update(spec=spec, status=JobStatus.SUCCEEDED)
+
+    page = alice_en.post(reverse("job-rerun", args=[job.public_id]), follow=True)
+
+    assert page.status_code == 200
+    said = [str(m) for m in page.context["messages"]]
+    assert said == [f"It cannot run again now: {MISFIT.removeprefix('jobSpec.replicas: ')}"]
+    assert Job.objects.count() == 1

@@ -247,6 +247,26 @@ def test_an_example_is_chosen_and_filled_in_from_the_keyboard_with_focus_where_t
     expect(page.locator("#id_command")).to_have_value(re.compile("mpirun"))
 
 
+def test_an_example_chosen_with_the_mouse_shows_and_the_buttons_wear_no_focus_outline(
+    logged_in_page,
+):
+    # Review 46: QA 64's solid outline is for focus from the keyboard; a mouse user clicking
+    # the examples (their panel drawn again by htmx, focus put back on the button) sees none.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    page.locator("#examples summary").click()
+    page.locator("button[value=show-example-MPIJob]").click()
+    expect(page.locator("#example-command")).to_contain_text("mpirun")
+    mpi = page.locator("button[value=show-example-MPIJob]")
+    expect(mpi).to_have_attribute("aria-pressed", "true")
+    expect(mpi).to_be_focused()
+    assert page.evaluate(FOCUS_INDICATOR)["width"] == 0
+
+    page.locator("#fill-example").click()
+    expect(page.locator("#id_command")).to_have_value(re.compile("mpirun"))
+
+
 def test_a_job_link_reached_with_tab_in_a_refreshing_job_list_keeps_focus(logged_in_page, alice):
     # Queued jobs keep the list refreshing (every 3 s), which draws the table again.
     page = logged_in_page

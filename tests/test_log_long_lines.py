@@ -150,6 +150,55 @@ def test_the_masking_of_a_cut_line_holds_back_what_a_secret_may_start_with():
     assert SECRET not in "".join(out)
 
 
+def test_the_admins_download_ends_a_line_once_where_the_line_bound_cuts_its_crlf_in_two(
+    cluster, alice, reviewer, client, monkeypatch
+):
+    """Each line's "\r" is the last character a part may hold, its "\n" the next part: until
+    review 46 the "\r" ended the line and the "\n" alone was drawn as an empty line, so the
+    staff's download had a blank line after each of these lines."""
+    monkeypatch.setattr(logs, "DOWNLOAD_LINE_CHARS", len(unit(0)) + 1)
+    job = job_with_one_long_line(cluster, alice, end="\r\n")
+    client.force_login(reviewer)
+
+    status, digest, _longest, _peak = read_with_peak(
+        client, reverse("admin:jobs_job_log_download", args=[job.pk, "master-0"])
+    )
+
+    assert status == 200
+    assert digest == sha256("".join(unit(i) + "\n" for i in range(UNITS)).replace(SECRET, "******"))
+
+
+COLOURED = "token=hf-very-\x1b[31msecret-token-value\x1b[0m done\r\n"
+
+
+@pytest.mark.parametrize("cut", range(1, len(COLOURED)))
+def test_the_admins_download_masks_a_coloured_secret_wherever_the_line_bound_cuts_its_colour_code(
+    cut,
+):
+    """A colour code inside a secret's value, as the job wrote it (the mask applied when the
+    line was written missed it): staff get the line without the code and the secret masked
+    (README "Pages"), wherever the 1 MB bound cuts the line. Until review 46 a cut inside the
+    code left its tail ("1m") as text, so the value was not whole and not masked."""
+    parts = [COLOURED[:cut], COLOURED[cut:]]
+
+    out = "".join(logs.downloaded_for_staff(iter(parts), secrets=[SECRET]))
+
+    assert out == "token=****** done\n"
+
+
+@pytest.mark.parametrize("cut", range(len("step 1 hf-tok"), len("step 1 hf-tok-1234-5678") + 1))
+def test_a_secret_that_starts_a_longer_one_cut_after_it_leaves_none_of_the_longer_in_clear(cut):
+    """Two secrets, one the start of the other, the longer written with the cut after the
+    shorter: until review 46 the first part was masked alone (its "hf-tok" became ******)
+    and the rest of the longer one, "-1234-5678", was given in the clear."""
+    line = "step 1 hf-tok-1234-5678 done\n"
+    secrets = ["hf-tok", "hf-tok-1234-5678"]
+
+    out = "".join(logs.masked_parts([line[:cut], line[cut:]], secrets))
+
+    assert out == logs.masked(line, secrets) == "step 1 ****** done\n"
+
+
 @pytest.mark.parametrize("view", ["log tab", "admin's log view"])
 def test_the_tail_of_a_progress_bar_that_never_ends_its_line_keeps_only_the_answers_end(
     cluster, alice, alice_en, reviewer, client, monkeypatch, view

@@ -8,9 +8,11 @@ of a Stop selected in turn. Against the strict fakes, with short timeouts."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 from django.urls import reverse
 
+from jobs.backends import remote
 from jobs.models import JobStatus
 from jobs.worker import Worker
 from tests import test_delete_hung_platform as hung_platform
@@ -65,3 +67,46 @@ def test_an_aihc_stop_aihc_does_not_answer_is_taken_within_the_pages_short_try(
     assert job.status == JobStatus.STOPPING
     assert "AIHC did not answer it yet" in job.status_reason
     assert len(aihc.calls("StopJob")) == 1  # one try: the worker sends it again
+
+
+def test_a_kubernetes_stop_the_short_try_got_no_answer_to_is_sent_again_by_the_worker(
+    cluster, alice, alice_en, monkeypatch
+):
+    """The page's one try was held and never carried out (review 46): the worker's sync
+    deletes the job's resource itself, a STOP_RESEND after the stop (none here), and the job
+    ends Stopped."""
+    job = job_with_a_secret(alice, cluster)
+    held = cluster.block_next("delete pytorchjobs")
+    try:
+        assert stop_pressed(alice_en, job) < 3
+        monkeypatch.setattr(remote, "STOP_RESEND", timedelta(0))
+
+        Worker().sync_remote()  # sends the delete again
+        Worker().sync_remote()  # finds the resource gone
+    finally:
+        held.set()
+
+    job.refresh_from_db()
+    assert len(cluster.calls("delete pytorchjobs")) == 2
+    assert job.status == JobStatus.STOPPED
+
+
+def test_an_aihc_stop_the_short_try_got_no_answer_to_is_sent_again_by_the_worker(
+    aihc, alice, alice_en, settings, monkeypatch
+):
+    settings.AIHC_PAGE_READ_TIMEOUT = 0.3
+    [job] = aihc_jobs(alice, aihc, 1)
+    Worker().sync_remote()
+    held = aihc.block_next("StopJob")
+    try:
+        assert stop_pressed(alice_en, job) < 3
+        monkeypatch.setattr(remote, "STOP_RESEND", timedelta(0))
+
+        Worker().sync_remote()  # sends the stop again
+        Worker().sync_remote()  # AIHC reports the job ended
+    finally:
+        held.set()
+
+    job.refresh_from_db()
+    assert len(aihc.calls("StopJob")) == 2
+    assert job.status == JobStatus.STOPPED

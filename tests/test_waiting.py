@@ -360,6 +360,37 @@ def test_a_job_behind_its_queues_first_says_so_while_the_card_it_asks_for_is_idl
     assert waiting_line(client_in(bob, "en"), first) == IN_QUEUE  # its own room is what it lacks
 
     ended(worker, settings, bobs, "bobs")
+    run_until(
+        worker,
+        lambda: status_of(first) == status_of(behind) == JobStatus.SUCCEEDED,
+        what="both jobs, in their queue's order",
+    )
+    first.refresh_from_db()
+    behind.refresh_from_db()
+    assert first.started_at <= behind.started_at
+
+
+def test_a_cpu_only_job_behind_its_queues_first_says_so_while_every_card_is_taken(
+    alice, bob, settings
+):
+    """Review 46: with no card idle the page's reading of the next pass stopped before the
+    queue's first job (the room for cards was gone), found no queue blocked, and said the job
+    waits for the pool to have room, while the cores it asks for were free."""
+    settings.LOCAL_ACCELERATORS = f"{CARD}=2"
+    worker = Worker()
+    bobs = holding(worker, bob, 2, "bobs")
+    first = submit(bob, cards(1, "echo first"))  # no card is idle: it blocks its queue
+    cores_only = make_spec(
+        "echo behind", roles=[S.Role("master", 1)], submission=S.Submission(S.SUBMIT_QUEUE, 1, 1)
+    )
+    behind = submit(alice, cores_only)
+    passes(worker, 0.5)
+
+    assert status_of(first) == status_of(behind) == JobStatus.QUEUED
+    assert waiting_line(client_in(alice, "en"), behind) == BEHIND
+    assert waiting_line(client_in(bob, "en"), first) == IN_QUEUE  # its own room is what it lacks
+
+    ended(worker, settings, bobs, "bobs")
     run_until(worker, lambda: status_of(behind) == JobStatus.SUCCEEDED, what="the job behind")
     assert status_of(first) == JobStatus.SUCCEEDED
 
