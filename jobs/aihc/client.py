@@ -25,8 +25,10 @@ from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
     DOWNLOAD_TOO_LONG,
+    RETRY_STATUSES,
     BackendError,
     DownloadTooLong,
+    PlatformRetries,
     request_json,
     send_by,
 )
@@ -38,7 +40,6 @@ logger = logging.getLogger("jobs.aihc")
 
 # AIHC lists this root queue in every pool; jobs cannot be submitted to it ([aihc] hides it).
 ROOT_QUEUE = "63a9f0ea7bb98050796b649e85481845"
-RETRY_STATUSES = frozenset({500, 503})
 PAGE_SIZE = 100
 MAX_PAGES = 50
 
@@ -112,8 +113,11 @@ def _items(data: Any, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-class AihcClient:
+class AihcClient(PlatformRetries):
     """One AIHC account at one endpoint. Thread-safe (httpx.Client is)."""
+
+    retry_logger = logger
+    retry_log = "AIHC %s %s failed (%s); retrying in %.2fs"
 
     def __init__(
         self,
@@ -180,18 +184,6 @@ class AihcClient:
                 continue
             return self._decode(response)
         raise AssertionError("unreachable")
-
-    def _another_try(self, attempt: int, attempts: int) -> bool:
-        """Whether a failed try is followed by another: tries are left, and the next would
-        start before the deadline."""
-        return attempt < attempts - 1 and (
-            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
-        )
-
-    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
-        delay = self.backoff * (2**attempt)
-        logger.warning("AIHC %s %s failed (%s); retrying in %.2fs", method, path, why, delay)
-        self.sleep(delay)
 
     def _send(
         self,

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
@@ -101,6 +102,36 @@ class DownloadTooLong(httpx.ReadTimeout):
     def __init__(self, *, received: int, request: httpx.Request):
         super().__init__("the download took too long", request=request)
         self.received = received
+
+
+# What a platform (AIHC, a Kubernetes API server) answers that an idempotent call is tried
+# again on, as a connection that failed: it may pass a moment later.
+RETRY_STATUSES = frozenset({500, 503})
+
+
+class PlatformRetries:
+    """How a platform's client spaces the tries of one idempotent call: backoff * 2**attempt
+    seconds after each failed one, and no try that would start past the call's `deadline`.
+    The AIHC and Kubernetes clients both retry so (one place: the two cannot drift apart)."""
+
+    backoff: float
+    deadline: float | None
+    sleep: Callable[[float], None]
+    # The worker's log line for a try that failed and is made again: method, path, why, delay.
+    retry_logger: logging.Logger
+    retry_log: str
+
+    def _another_try(self, attempt: int, attempts: int) -> bool:
+        """Whether a failed try is followed by another: tries are left, and the next would
+        start before the deadline."""
+        return attempt < attempts - 1 and (
+            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+        )
+
+    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
+        delay = self.backoff * (2**attempt)
+        self.retry_logger.warning(self.retry_log, method, path, why, delay)
+        self.sleep(delay)
 
 
 def send_by(

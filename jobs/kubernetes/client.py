@@ -22,15 +22,16 @@ from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
     DOWNLOAD_TOO_LONG,
+    RETRY_STATUSES,
     BackendError,
     DownloadTooLong,
+    PlatformRetries,
     request_json,
     send_by,
 )
 
 logger = logging.getLogger("jobs.kubernetes")
 
-RETRY_STATUSES = frozenset({500, 503})
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -74,8 +75,11 @@ def kube_time(stamp: Any) -> datetime | None:
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
 
 
-class KubeClient:
+class KubeClient(PlatformRetries):
     """One API server, one identity. Thread-safe (httpx.Client is)."""
+
+    retry_logger = logger
+    retry_log = "Kubernetes %s %s failed (%s); retrying in %.2fs"
 
     def __init__(
         self,
@@ -170,18 +174,6 @@ class KubeClient:
                 continue
             return self._decode(response, text=text)
         raise AssertionError("unreachable")
-
-    def _another_try(self, attempt: int, attempts: int) -> bool:
-        """Whether a failed try is followed by another: tries are left, and the next would
-        start before the deadline."""
-        return attempt < attempts - 1 and (
-            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
-        )
-
-    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
-        delay = self.backoff * (2**attempt)
-        logger.warning("Kubernetes %s %s failed (%s); retrying in %.2fs", method, path, why, delay)
-        self.sleep(delay)
 
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> KubeError:
