@@ -25,7 +25,6 @@ from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
     DOWNLOAD_TOO_LONG,
-    RETRY_STATUSES,
     BackendError,
     DownloadTooLong,
     PlatformRetries,
@@ -170,20 +169,13 @@ class AihcClient(PlatformRetries):
     ) -> dict[str, Any]:
         """Sends one signed request; returns the decoded JSON body (`{}` when empty)."""
         params = [(k, str(v)) for k, v in params if v is not None]
-        attempts = 1 + (self.retries if idempotent else 0)
-        for attempt in range(attempts):
-            try:
-                response = self._send(method, path, params, body, version, timeout)
-            except httpx.TransportError as exc:
-                if self._another_try(attempt, attempts):
-                    self._wait(attempt, method, path, type(exc).__name__)
-                    continue
-                raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
-                self._wait(attempt, method, path, f"HTTP {response.status_code}")
-                continue
-            return self._decode(response)
-        raise AssertionError("unreachable")
+        response = self._answer(
+            method,
+            path,
+            idempotent=idempotent,
+            send=lambda: self._send(method, path, params, body, version, timeout),
+        )
+        return self._decode(response)
 
     def _send(
         self,

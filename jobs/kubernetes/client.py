@@ -22,7 +22,6 @@ from django.utils.translation import gettext_lazy
 
 from jobs.backends.base import (
     DOWNLOAD_TOO_LONG,
-    RETRY_STATUSES,
     BackendError,
     DownloadTooLong,
     PlatformRetries,
@@ -149,31 +148,20 @@ class KubeClient(PlatformRetries):
             headers["Content-Type"] = content_type
         if text:
             headers["Accept"] = "text/plain, */*"
-        attempts = 1 + (self.retries if idempotent else 0)
-        for attempt in range(attempts):
-            try:
-                response = send_by(
-                    self._http,
-                    self._http.build_request(
-                        method,
-                        f"{self.server}{path}",
-                        params=params,
-                        headers=headers,
-                        content=content,
-                    ),
-                    deadline=self.deadline,
-                    into=into,
-                )
-            except httpx.TransportError as exc:
-                if self._another_try(attempt, attempts):
-                    self._wait(attempt, method, path, type(exc).__name__)
-                    continue
-                raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
-                self._wait(attempt, method, path, f"HTTP {response.status_code}")
-                continue
-            return self._decode(response, text=text)
-        raise AssertionError("unreachable")
+        response = self._answer(
+            method,
+            path,
+            idempotent=idempotent,
+            send=lambda: send_by(
+                self._http,
+                self._http.build_request(
+                    method, f"{self.server}{path}", params=params, headers=headers, content=content
+                ),
+                deadline=self.deadline,
+                into=into,
+            ),
+        )
+        return self._decode(response, text=text)
 
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> KubeError:
