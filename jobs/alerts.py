@@ -568,6 +568,20 @@ def _not_sent(*, job: Job, item: str, channel: AlertChannel, turn: Turn) -> None
     job_event(job=job, reason="AlertNotSent", message=message, warning=True)
 
 
+def _turn_for_delivery(*, job: Job, item: str, channel: AlertChannel, tries: Tries) -> Turn | None:
+    """The turn this delivery of `item` on `channel` goes out in, the same rule for email and
+    webhooks: a retry whose earlier try went out somewhere takes none (an alert counts once,
+    however often it is tried); None, its refusal recorded (AlertNotSent), when the channel's
+    bound allows none now."""
+    if tries.counted:
+        return Turn(allowed=True)
+    turn = take_turn(owner_id=job.owner_id, channel=channel, routine=item not in URGENT_ITEMS)
+    if not turn.allowed:
+        _not_sent(job=job, item=item, channel=channel, turn=turn)
+        return None
+    return turn
+
+
 def _when(moment: datetime) -> str:
     return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z")
 
@@ -732,14 +746,9 @@ def _deliver_email(
 ) -> None:
     from .services import job_event
 
-    turn = Turn(allowed=True)
-    if not tries.counted:
-        turn = take_turn(
-            owner_id=job.owner_id, channel=AlertChannel.EMAIL, routine=item not in URGENT_ITEMS
-        )
-        if not turn.allowed:
-            _not_sent(job=job, item=item, channel=AlertChannel.EMAIL, turn=turn)
-            return
+    turn = _turn_for_delivery(job=job, item=item, channel=AlertChannel.EMAIL, tries=tries)
+    if turn is None:
+        return
     title = recorded(ITEM_TITLES[item], name=job.name) if item in ITEM_TITLES else item
     brand = recorded(gettext_noop("AI Job Console"))
     note = None
@@ -974,14 +983,9 @@ def _deliver_webhooks(
 ) -> None:
     from .services import job_event
 
-    turn = Turn(allowed=True)
-    if not tries.counted:
-        turn = take_turn(
-            owner_id=job.owner_id, channel=AlertChannel.WEBHOOK, routine=item not in URGENT_ITEMS
-        )
-        if not turn.allowed:
-            _not_sent(job=job, item=item, channel=AlertChannel.WEBHOOK, turn=turn)
-            return
+    turn = _turn_for_delivery(job=job, item=item, channel=AlertChannel.WEBHOOK, tries=tries)
+    if turn is None:
+        return
     delivered = False
     again: list[int] = []
     for index in chosen:

@@ -176,11 +176,10 @@ class Enforcement:
             roots = ", ".join(str(root) for root in self.roots())
             devices = "" if self.devices_root else "; no device allow-list (no devices)"
             return f"enforced with cgroup v1 under {roots}{processes}{devices}; {self.reserve()}"
-        with translation.override("en"):
-            return (
-                f"not enforced: {display_text(self.why, source_of(self.why))}; "
-                "local jobs together are not held (no reserve for the console)"
-            )
+        return (
+            f"not enforced: {_in_english(self.why)}; "
+            "local jobs together are not held (no reserve for the console)"
+        )
 
     def reserve(self) -> str:
         """What all local jobs together are held to, for the worker's log."""
@@ -479,6 +478,13 @@ def _set_up_v1(controller: str, own: dict[str, str], mounts: list[CgroupMount]) 
     return jobs
 
 
+def _in_english(text: str) -> str:
+    """A recorded text (a CgroupError's) as the worker's log says it: in English, like the
+    rest of the log, whatever language the worker runs in."""
+    with translation.override("en"):
+        return display_text(text, source_of(text))
+
+
 def _cpuacct_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
     """Where replicas' cpuacct cgroups go under v1: None when cpuacct is mounted with cpu
     (the replica's cpu cgroup counts its CPU time then), or is not there or not writable
@@ -488,11 +494,7 @@ def _cpuacct_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
     try:
         return _set_up_v1("cpuacct", own, mounts)
     except CgroupError as exc:
-        with translation.override("en"):
-            logger.info(
-                "CPU usage of replicas read from /proc: %s",
-                display_text(exc.args[0], source_of(exc.args[0])),
-            )
+        logger.info("CPU usage of replicas read from /proc: %s", _in_english(exc.args[0]))
         return None
 
 
@@ -502,11 +504,10 @@ def _pids_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
     try:
         return _set_up_v1(PIDS, own, mounts)
     except CgroupError as exc:
-        with translation.override("en"):
-            logger.warning(
-                "The number of a replica's processes is not held (LOCAL_MAX_PROCESSES): %s",
-                display_text(exc.args[0], source_of(exc.args[0])),
-            )
+        logger.warning(
+            "The number of a replica's processes is not held (LOCAL_MAX_PROCESSES): %s",
+            _in_english(exc.args[0]),
+        )
         return None
 
 
@@ -517,11 +518,10 @@ def _devices_v1(own: dict[str, str], mounts: list[CgroupMount]) -> Path | None:
     try:
         root = _set_up_v1(DEVICES, own, mounts)
     except CgroupError as exc:
-        with translation.override("en"):
-            logger.info(
-                "No device allow-list for replicas (only their bind mounts): %s",
-                display_text(exc.args[0], source_of(exc.args[0])),
-            )
+        logger.info(
+            "No device allow-list for replicas (only their bind mounts): %s",
+            _in_english(exc.args[0]),
+        )
         return None
     probe = root / f".probe-{os.getpid()}"
     try:

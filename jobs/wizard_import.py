@@ -968,6 +968,16 @@ def shown_text(text: str) -> str:
     return text if read is None else masked_text(text, *read)
 
 
+def form_refused_text(*, session: MutableMapping[str, Any], create_key: str, text: str) -> str:
+    """A paste the import form itself refused (a pool the page offered that is gone, a paste
+    over the limit), as the box shows it again: its secrets kept for the page (secrets_kept,
+    those it had kept put back first) and masked (shown_text), as after a refusal of the
+    body. The import and the drafts page's language switch both refuse so."""
+    full, _restored = secrets_restored(session=session, create_key=create_key, text=text)
+    secrets_kept(session=session, create_key=create_key, text=full)
+    return shown_text(text)
+
+
 def _read_loosely(text: str) -> tuple[dict[str, Any], list[str]] | None:
     """The body in `text` (after any request line) as a JSON object, cut to the depths a
     job's fields have, and its secret values; None when it does not read as an object."""

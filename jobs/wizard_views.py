@@ -175,11 +175,7 @@ def wizard_import(request: AuthenticatedHttpRequest) -> HttpResponse:
     # Secrets this page's refused import held come back where the box has ****** for them
     # (jobs.wizard_import, "kept for the page"); `full` is never shown.
     if not form.is_valid():
-        # Refused by the form itself (a pool gone since the page was drawn, a paste over the
-        # limit): the text comes back with its secrets masked, as after a refusal of the body.
-        full, _restored = I.secrets_restored(session=request.session, create_key=key, text=text)
-        I.secrets_kept(session=request.session, create_key=key, text=full)
-        text = I.shown_text(text)
+        text = I.form_refused_text(session=request.session, create_key=key, text=text)
     else:
         sent = form.cleaned_data["text"]
         full, restored = I.secrets_restored(session=request.session, create_key=key, text=sent)
@@ -232,9 +228,7 @@ def _import_language_switched(request: AuthenticatedHttpRequest, language: str) 
             url = reverse("wizard-start")
         return _language_switched(request, url, language)
     if not form.is_valid():
-        full, _restored = I.secrets_restored(session=request.session, create_key=key, text=body)
-        I.secrets_kept(session=request.session, create_key=key, text=full)
-        text = I.shown_text(body)
+        text = I.form_refused_text(session=request.session, create_key=key, text=body)
     else:
         # The secrets typed stay with the page (secrets_kept), for 导入 after the switch.
         sent = form.cleaned_data["text"]

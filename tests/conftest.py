@@ -95,6 +95,19 @@ def _jobs_parent_restored() -> Iterator[None]:
 
 
 @pytest.fixture
+def local_pool_without_bubblewrap(settings, tmp_path):
+    """The local pool as the scheduling tests start jobs on it for real, on a machine without
+    bubblewrap: each start fails at once, before any process, and the job keeps the cards it
+    was given until the worker ends it, as it would. The test sets LOCAL_ACCELERATORS and
+    LOCAL_QUEUES on the settings it is given."""
+    settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")
+    settings.LOCAL_DISK_MIN_FREE_GB = 0
+    settings.LOCAL_DISK_EVICT_FREE_GB = 0
+    settings.LANGUAGE_CODE = "en"
+    return settings
+
+
+@pytest.fixture
 def alice(db) -> User:
     """Alice is a normal user who builds and runs jobs."""
     return User.objects.create_user("alice", "alice@example.com", "alice-password")

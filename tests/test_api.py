@@ -47,10 +47,12 @@ from .runner_helpers import (
     status_of,
     volume,
 )
+from .signed_requests import CONSOLE, signed_headers, signed_request
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
-CONSOLE = "http://testserver"
+# A create as a script asking for Chinese sends it.
+IN_CHINESE = {"Content-Type": "application/json", "Accept-Language": "zh-CN"}
 A800 = "baidu.com/a800_80g_cgpu"
 
 
@@ -434,29 +436,9 @@ def test_a_wrongly_typed_field_is_named_too(api):
 
 
 def test_messages_follow_accept_language(api, wsgi, alice_key):
-    key, secret = alice_key
     bad = body()
     del bad["jobSpec"]["image"]
-    timestamp = signer.canonical_time(time.time())
-    headers = {
-        "Host": "testserver",
-        "x-bce-date": timestamp,
-        "Content-Type": "application/json",
-        "Accept-Language": "zh-CN",
-    }
-    params = [("resourcePoolId", "local")]
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
-        method="POST",
-        path="/api/v1/aijobs",
-        params=params,
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=["host", "x-bce-date"],
-    )
-    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
-        r = http.post("/api/v1/aijobs?resourcePoolId=local", headers=headers, json=bad)
+    r = signed_request(wsgi, alice_key, method="POST", headers=IN_CHINESE, json=bad)
 
     assert r.status_code == 400
     assert "jobSpec.image: 请填写镜像地址。" in r.json()["message"]
@@ -465,27 +447,8 @@ def test_messages_follow_accept_language(api, wsgi, alice_key):
 def test_a_body_nested_too_deeply_is_refused_in_english_whatever_accept_language(wsgi, alice_key):
     # A message about the request itself, as a body that is not JSON at all: in English, as
     # BCE's are (README "Scripts and SDKs"), not in the Chinese a job's messages follow.
-    key, secret = alice_key
     deep = b'{"labels": ' + b"[" * 40 + b"]" * 40 + b"}"
-    timestamp = signer.canonical_time(time.time())
-    headers = {
-        "Host": "testserver",
-        "x-bce-date": timestamp,
-        "Content-Type": "application/json",
-        "Accept-Language": "zh-CN",
-    }
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
-        method="POST",
-        path="/api/v1/aijobs",
-        params=[("resourcePoolId", "local")],
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=["host", "x-bce-date"],
-    )
-    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
-        r = http.post("/api/v1/aijobs?resourcePoolId=local", headers=headers, content=deep)
+    r = signed_request(wsgi, alice_key, method="POST", headers=IN_CHINESE, content=deep)
 
     assert (r.status_code, r.json()["code"]) == (400, "MalformedJSON")
     assert r.json()["message"] == (
@@ -658,23 +621,9 @@ def test_a_key_works_until_it_expires_then_is_refused_as_expired_not_as_a_guess(
 
 
 def test_an_expired_key_is_told_in_chinese_when_the_request_asks_for_it(wsgi, alice_key):
-    key, secret = alice_key
+    key, _secret = alice_key
     expire(key, days=1)
-    timestamp = signer.canonical_time(time.time())
-    headers = {"Host": "testserver", "x-bce-date": timestamp, "Accept-Language": "zh-CN"}
-    params = [("resourcePoolId", "local")]
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
-        method="GET",
-        path="/api/v1/aijobs",
-        params=params,
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=["host", "x-bce-date"],
-    )
-    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
-        r = http.get("/api/v1/aijobs?resourcePoolId=local", headers=headers)
+    r = signed_request(wsgi, alice_key, method="GET", headers={"Accept-Language": "zh-CN"})
 
     assert (r.status_code, r.json()["code"]) == (403, "AccessKeyExpired")
     assert f"访问密钥 {key.access_key_id} 已于" in r.json()["message"]
@@ -762,24 +711,17 @@ def test_a_tampered_query_is_refused(wsgi, alice_key):
 def signed_post(wsgi, key, secret, content: bytes, *, names, sent: bytes | None = None, **extra):
     """A create signed as Baidu's SDK signs it (names=None: the default header set, which
     covers Content-Length), optionally sending other bytes than were signed."""
-    timestamp = signer.canonical_time(time.time())
-    headers = {
-        "Host": "testserver",
-        "x-bce-date": timestamp,
-        "Content-Type": "application/json",
-        "Content-Length": str(len(content)),
-        **extra,
-    }
-    params = [("resourcePoolId", "local")]
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
+    headers = signed_headers(
+        (key, secret),
         method="POST",
         path="/api/v1/aijobs",
-        params=params,
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=names,
+        query=[("resourcePoolId", "local")],
+        headers={
+            "Content-Type": "application/json",
+            "Content-Length": str(len(content)),
+            **extra,
+        },
+        signed=names,
     )
     sent = content if sent is None else sent
     headers["Content-Length"] = str(len(sent))

@@ -7,18 +7,15 @@ language; an import makes a draft whose resources step says it, as a wizard's dr
 
 from __future__ import annotations
 
-import time
-
-import httpx
 import pytest
 from django.urls import reverse
 
 from jobs import wizard as W
-from jobs.aihc import signer
 from jobs.models import Draft, Job, JobStatus
 from tests import runner_helpers
 from tests import test_api as v1
-from tests.test_api import CONSOLE, refused
+from tests.signed_requests import signed_request
+from tests.test_api import refused
 from tests.test_wizard import field_errors, step_url
 from tests.test_wizard_aiak import own_paths
 from tests.test_wizard_import import import_body
@@ -76,29 +73,9 @@ def test_the_api_takes_a_template_job_whose_cards_fit_its_parallel_sizes(api):
 
 
 def test_the_api_says_the_parallel_sizes_refusal_in_chinese(wsgi, alice_key):
-    key, secret = alice_key
-    timestamp = signer.canonical_time(time.time())
-    headers = {
-        "Host": "testserver",
-        "x-bce-date": timestamp,
-        "Content-Type": "application/json",
-        "Accept-Language": "zh-CN",
-    }
-    params = [("resourcePoolId", "local")]
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
-        method="POST",
-        path="/api/v1/aijobs",
-        params=params,
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=["host", "x-bce-date"],
+    r = signed_request(
+        wsgi, alice_key, method="POST", headers=v1.IN_CHINESE, json=llama2_70b_body(3)
     )
-    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
-        r = http.post(
-            "/api/v1/aijobs?resourcePoolId=local", headers=headers, json=llama2_70b_body(3)
-        )
 
     assert r.status_code == 400
     message = r.json()["message"]

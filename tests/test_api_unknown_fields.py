@@ -8,7 +8,6 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,13 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from jobs import spec as S
-from jobs.aihc import signer
 from jobs.aihc.mapping import v1_from_v2
 from jobs.models import Draft, EventType, Job
 
 from . import test_api as v1
 from .runner_helpers import runner_settings  # noqa: F401
-from .test_api import CONSOLE, body
+from .signed_requests import signed_request
+from .test_api import body
 from .test_api_v2 import action, v2_body
 from .test_wizard_import import BODY, CHANNELS, error_texts, import_body
 
@@ -48,21 +47,9 @@ def create_v1(api, job_body: dict, **params: str) -> dict:
 
 def signed_create(wsgi, alice_key, job_body: dict, *, language: str = "en") -> httpx.Response:
     """A v1 create as a script sends it, with its own Accept-Language."""
-    key, secret = alice_key
-    timestamp = signer.canonical_time(time.time())
-    headers = {"Host": "testserver", "x-bce-date": timestamp, "Accept-Language": language}
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
-        method="POST",
-        path="/api/v1/aijobs",
-        params=[("resourcePoolId", "local")],
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=["host", "x-bce-date"],
+    return signed_request(
+        wsgi, alice_key, method="POST", headers={"Accept-Language": language}, json=job_body
     )
-    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
-        return http.post("/api/v1/aijobs?resourcePoolId=local", headers=headers, json=job_body)
 
 
 # -- the table is the parser's own reads ----------------------------------------------------

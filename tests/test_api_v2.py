@@ -5,7 +5,6 @@ owner rule, idempotency and pools as the v1 paths (tests/test_api.py)."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import timedelta
 
@@ -14,7 +13,6 @@ import pytest
 from django.utils import timezone
 
 from jobs import spec as spec_module
-from jobs.aihc import signer
 from jobs.aihc.client import AihcClient
 from jobs.aihc.endpoints import V2
 from jobs.aihc.mapping import v2_from_v1
@@ -34,6 +32,7 @@ from .runner_helpers import (
     runner_settings,  # noqa: F401
     status_of,
 )
+from .signed_requests import signed_headers
 from .test_api import A800, CONSOLE, body, card_body, client_for, refused
 
 # The v1 tests' fixtures: the console as a WSGI transport, Alice's key and AIHC client, and a
@@ -819,20 +818,9 @@ def test_a_body_nested_deeper_than_any_job_is_malformed_json_not_a_server_error(
 
 def signed(api_key, *, method: str, query: list[tuple[str, str]], content: bytes = b"", **headers):
     """A request signed as Baidu's pool/queue SDK calls sign (host only, no version header)."""
-    key, secret = api_key
-    timestamp = signer.canonical_time(time.time())
-    headers = {"Host": "testserver", "x-bce-date": timestamp, **headers}
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
-        method=method,
-        path="/",
-        params=query,
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=["host"],
+    return signed_headers(
+        api_key, method=method, path="/", query=query, headers=headers, signed=["host"]
     )
-    return headers
 
 
 def test_a_signed_request_without_a_version_header_is_the_api_and_without_action_says_so(

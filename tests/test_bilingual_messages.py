@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -18,11 +17,11 @@ import pytest
 from django.utils import translation
 
 from jobs import stacks
-from jobs.aihc import signer
 
 from . import test_api as v1
 from .runner_helpers import runner_settings  # noqa: F401
-from .test_api import CONSOLE, body
+from .signed_requests import signed_request
+from .test_api import body
 
 wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
 
@@ -33,21 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def answer(wsgi, api_key, path: str, query: list[tuple[str, str]], **headers) -> httpx.Response:
     """A GET signed as the SDKs sign it (host and x-bce-date), with the headers given."""
-    key, secret = api_key
-    timestamp = signer.canonical_time(time.time())
-    headers = {"Host": "testserver", "x-bce-date": timestamp, **headers}
-    headers["Authorization"] = signer.authorization(
-        access_key=key.access_key_id,
-        secret_key=secret,
-        method="GET",
-        path=path,
-        params=query,
-        headers=headers,
-        timestamp=timestamp,
-        signed_header_names=["host", "x-bce-date"],
-    )
-    with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
-        return http.get(path, params=query, headers=headers)
+    return signed_request(wsgi, api_key, method="GET", path=path, query=query, headers=headers)
 
 
 def in_both(wsgi, api_key, path: str, query: list[tuple[str, str]], **headers):
@@ -99,21 +84,15 @@ def test_v2s_queue_not_found_and_batch_stops_not_found_jobs_follow_accept_langua
     query = [("action", "BatchStopJobs"), ("resourcePoolId", "local")]
     failed = []
     for language in ({}, {"Accept-Language": "zh-CN"}):
-        key, secret = alice_key
-        timestamp = signer.canonical_time(time.time())
-        headers = {"Host": "testserver", "x-bce-date": timestamp, **v2, **language}
-        headers["Authorization"] = signer.authorization(
-            access_key=key.access_key_id,
-            secret_key=secret,
+        r = signed_request(
+            wsgi,
+            alice_key,
             method="POST",
             path="/",
-            params=query,
-            headers=headers,
-            timestamp=timestamp,
-            signed_header_names=["host", "x-bce-date"],
+            query=query,
+            headers={**v2, **language},
+            json={"jobList": [{"jobId": "gone"}]},
         )
-        with httpx.Client(transport=wsgi, base_url=CONSOLE) as http:
-            r = http.post("/", params=query, headers=headers, json={"jobList": [{"jobId": "gone"}]})
         assert r.status_code == 200
         failed.append(r.json()["result"]["failedList"])
 

@@ -292,6 +292,28 @@ def test_a_slow_api_server_gets_the_last_figures_at_once_while_one_refresh_runs(
     assert stock(k8s.pools()[0]) == [(A800, 16, 6)]
 
 
+def test_a_read_answered_503_then_500_is_tried_again_after_a_growing_pause_and_a_create_is_not(
+    fake,
+):
+    from jobs.kubernetes.client import KubeClient, KubeError
+
+    slept: list[float] = []
+    client = KubeClient(
+        server=fake.url, token=fake.token, retries=2, backoff=0.01, sleep=slept.append
+    )
+    fake.fail_next("list nodes", status=503, reason="ServiceUnavailable")
+    fake.fail_next("list nodes", status=500)
+    fake.fail_next("create pytorchjobs", status=503, reason="ServiceUnavailable")
+
+    nodes = client.list("/api/v1/nodes")
+    with pytest.raises(KubeError) as refused:
+        client.create("/apis/kubeflow.org/v1/namespaces/default/pytorchjobs", {"kind": "x"})
+
+    assert nodes and len(fake.calls("list nodes")) == 3
+    assert slept == [0.01, 0.02]  # before the second and the third try; none for the create
+    assert refused.value.status == 503 and len(fake.calls("create pytorchjobs")) == 1
+
+
 def test_the_fake_api_server_serves_resourcequotas_as_a_real_one_does(fake):
     from jobs.kubernetes.client import KubeClient, KubeError
 

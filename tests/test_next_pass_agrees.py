@@ -45,13 +45,10 @@ QUEUES = ["default", "Research", "q2", "b.batch"]
 
 
 @pytest.fixture(autouse=True)
-def local_pool_without_bubblewrap(settings, tmp_path):
+def seven_cards_of_two_types(local_pool_without_bubblewrap):
+    settings = local_pool_without_bubblewrap
     settings.LOCAL_ACCELERATORS = ",".join(f"{card}={n}" for card, n in TOTALS.items())
-    settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")  # each start fails before any process
-    settings.LOCAL_DISK_MIN_FREE_GB = 0
-    settings.LOCAL_DISK_EVICT_FREE_GB = 0
     settings.LOCAL_QUEUES = QUEUES
-    settings.LANGUAGE_CODE = "en"
 
 
 def _spec(rng: random.Random, *, name: str) -> S.JobSpec:

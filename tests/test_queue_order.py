@@ -29,13 +29,9 @@ A800 = "baidu.com/a800_80g_cgpu"
 
 
 @pytest.fixture(autouse=True)
-def two_cards_without_bubblewrap(settings, tmp_path):
-    settings.LOCAL_ACCELERATORS = f"{A800}=2"
-    settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")  # each start fails before any process
-    settings.LOCAL_DISK_MIN_FREE_GB = 0
-    settings.LOCAL_DISK_EVICT_FREE_GB = 0
-    settings.LOCAL_QUEUES = ["default", "research", "vision"]
-    settings.LANGUAGE_CODE = "en"
+def two_cards_without_bubblewrap(local_pool_without_bubblewrap):
+    local_pool_without_bubblewrap.LOCAL_ACCELERATORS = f"{A800}=2"
+    local_pool_without_bubblewrap.LOCAL_QUEUES = ["default", "research", "vision"]
 
 
 def _spec(name: str, cards: int, *, standalone: bool = False, **changes) -> S.JobSpec:

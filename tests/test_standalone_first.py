@@ -33,13 +33,9 @@ A800 = "baidu.com/a800_80g_cgpu"
 
 
 @pytest.fixture(autouse=True)
-def four_cards_without_bubblewrap(settings, tmp_path):
-    settings.LOCAL_ACCELERATORS = f"{A800}=4"
-    settings.LOCAL_BWRAP = str(tmp_path / "no-bwrap")  # each start fails before any process
-    settings.LOCAL_DISK_MIN_FREE_GB = 0
-    settings.LOCAL_DISK_EVICT_FREE_GB = 0
-    settings.LOCAL_QUEUES = ["default", "a-first"]
-    settings.LANGUAGE_CODE = "en"
+def four_cards_without_bubblewrap(local_pool_without_bubblewrap):
+    local_pool_without_bubblewrap.LOCAL_ACCELERATORS = f"{A800}=4"
+    local_pool_without_bubblewrap.LOCAL_QUEUES = ["default", "a-first"]
 
 
 def _spec(name: str, cards: int, *, queue_task: bool = False, **changes) -> S.JobSpec:

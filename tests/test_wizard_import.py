@@ -680,6 +680,27 @@ def test_secrets_typed_in_a_refused_body_are_kept_for_its_page_and_never_shown(
     assert I.KEPT_SECRETS not in alice_client.session
 
 
+@pytest.mark.parametrize("sent_by", ["import", "language switch"])
+def test_secrets_typed_in_a_paste_the_form_refused_come_back_at_the_next_import_from_its_page(
+    alice_client, sent_by
+):
+    # Refused by the form itself (a pool the page offered that is gone) before the body is
+    # read: the box shows ******, and the values typed are kept for the page all the same.
+    key = uuid.uuid4().hex
+    if sent_by == "import":
+        refused = import_body(alice_client, secret_body(), key=key, pool="cce-gone")
+    else:
+        refused = switch_language(
+            alice_client, secret_body(), refused=False, pool="cce-gone", key=key
+        )
+    assert SECRET not in refused.content.decode() and W.MASK in box_of(refused)
+
+    made = import_body(alice_client, json.loads(box_of(refused)), key=key)
+
+    assert made.status_code == 302
+    assert imported_secrets(Draft.objects.get()) == (SECRET, SECRET + "-pw")
+
+
 def test_a_refused_import_keeps_its_secrets_through_the_language_switch(alice_client):
     key = uuid.uuid4().hex
     refused = import_body(alice_client, secret_body(priority="urgent"), key=key)

@@ -27,6 +27,7 @@ from jobs.backends.base import (
     DOWNLOAD_TOO_LONG,
     BackendError,
     DownloadTooLong,
+    PlatformRetries,
     request_json,
     send_by,
 )
@@ -38,7 +39,6 @@ logger = logging.getLogger("jobs.aihc")
 
 # AIHC lists this root queue in every pool; jobs cannot be submitted to it ([aihc] hides it).
 ROOT_QUEUE = "63a9f0ea7bb98050796b649e85481845"
-RETRY_STATUSES = frozenset({500, 503})
 PAGE_SIZE = 100
 MAX_PAGES = 50
 
@@ -112,8 +112,11 @@ def _items(data: Any, key: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-class AihcClient:
+class AihcClient(PlatformRetries):
     """One AIHC account at one endpoint. Thread-safe (httpx.Client is)."""
+
+    retry_logger = logger
+    retry_log = "AIHC %s %s failed (%s); retrying in %.2fs"
 
     def __init__(
         self,
@@ -166,32 +169,13 @@ class AihcClient:
     ) -> dict[str, Any]:
         """Sends one signed request; returns the decoded JSON body (`{}` when empty)."""
         params = [(k, str(v)) for k, v in params if v is not None]
-        attempts = 1 + (self.retries if idempotent else 0)
-        for attempt in range(attempts):
-            try:
-                response = self._send(method, path, params, body, version, timeout)
-            except httpx.TransportError as exc:
-                if self._another_try(attempt, attempts):
-                    self._wait(attempt, method, path, type(exc).__name__)
-                    continue
-                raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
-                self._wait(attempt, method, path, f"HTTP {response.status_code}")
-                continue
-            return self._decode(response)
-        raise AssertionError("unreachable")
-
-    def _another_try(self, attempt: int, attempts: int) -> bool:
-        """Whether a failed try is followed by another: tries are left, and the next would
-        start before the deadline."""
-        return attempt < attempts - 1 and (
-            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+        response = self._answer(
+            method,
+            path,
+            idempotent=idempotent,
+            send=lambda: self._send(method, path, params, body, version, timeout),
         )
-
-    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
-        delay = self.backoff * (2**attempt)
-        logger.warning("AIHC %s %s failed (%s); retrying in %.2fs", method, path, why, delay)
-        self.sleep(delay)
+        return self._decode(response)
 
     def _send(
         self,

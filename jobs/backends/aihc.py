@@ -783,15 +783,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         # A create that got no clear answer may still have happened: look before trying again.
         look_since = min(unanswered) if unanswered else None
         for _attempt in range(2):
-            if look_since is not None:
-                try:
-                    found = self._find_created(job, client, config, spec, since=look_since)
-                except AihcError as exc:
-                    self._requeue_unanswered(job, len(unanswered), secrets, exc)
-                    return
-                if found:
-                    self._accepted(job, found, adopted=True)
-                    return
+            if look_since is not None and self._settled_by_looking(
+                job,
+                client,
+                config,
+                spec,
+                since=look_since,
+                unanswered=len(unanswered),
+                secrets=secrets,
+            ):
+                return
             started = timezone.now()
             try:
                 result = client.create_job(pool=pool, body=body, version=version)
@@ -846,15 +847,35 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             self._accepted(job, result["jobId"], adopted=False)
             return
         # Two creates without an answer: the last one was not looked for yet.
+        if not self._settled_by_looking(
+            job, client, config, spec, since=look_since, unanswered=len(unanswered), secrets=secrets
+        ):
+            self._requeue_unanswered(job, len(unanswered), secrets, None)
+
+    def _settled_by_looking(
+        self,
+        job: Job,
+        client: AihcClient,
+        config: Config,
+        spec: spec_module.JobSpec,
+        *,
+        since: datetime | None,
+        unanswered: int,
+        secrets: list[str],
+    ) -> bool:
+        """Looks for the AIHC job a create that got no clear answer may have made, before
+        creating again: True when the look settled the job (that AIHC job adopted; or, AIHC not
+        answering the look either, the job queued again or failed, _requeue_unanswered); False
+        when AIHC shows none."""
         try:
-            found = self._find_created(job, client, config, spec, since=look_since)
+            found = self._find_created(job, client, config, spec, since=since)
         except AihcError as exc:
-            self._requeue_unanswered(job, len(unanswered), secrets, exc)
-            return
+            self._requeue_unanswered(job, unanswered, secrets, exc)
+            return True
         if found:
             self._accepted(job, found, adopted=True)
-            return
-        self._requeue_unanswered(job, len(unanswered), secrets, None)
+            return True
+        return False
 
     def _requeue_unanswered(
         self, job: Job, unanswered: int, secrets: list[str], why: AihcError | None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
@@ -102,6 +103,63 @@ class DownloadTooLong(httpx.ReadTimeout):
     def __init__(self, *, received: int, request: httpx.Request):
         super().__init__("the download took too long", request=request)
         self.received = received
+
+
+# What a platform (AIHC, a Kubernetes API server) answers that an idempotent call is tried
+# again on, as a connection that failed: it may pass a moment later.
+RETRY_STATUSES = frozenset({500, 503})
+
+
+class PlatformRetries:
+    """How a platform's client tries one call: an idempotent one again (up to `retries`
+    times) when it could not be sent or was answered RETRY_STATUSES, backoff * 2**attempt
+    seconds after each failed try, and no try that would start past the call's `deadline`.
+    The AIHC and Kubernetes clients both retry so (one place: the two cannot drift apart)."""
+
+    retries: int
+    backoff: float
+    deadline: float | None
+    sleep: Callable[[float], None]
+    # The worker's log line for a try that failed and is made again: method, path, why, delay.
+    retry_logger: logging.Logger
+    retry_log: str
+
+    def _answer(
+        self, method: str, path: str, *, idempotent: bool, send: Callable[[], httpx.Response]
+    ) -> httpx.Response:
+        """The answer to the call `send` makes (a new request each try: a new signature, a
+        new time left); a transport failure on the last try raised as the client's error
+        (_transport_error)."""
+        attempts = 1 + (self.retries if idempotent else 0)
+        for attempt in range(attempts):
+            try:
+                response = send()
+            except httpx.TransportError as exc:
+                if self._another_try(attempt, attempts):
+                    self._wait(attempt, method, path, type(exc).__name__)
+                    continue
+                raise self._transport_error(exc) from None
+            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
+                self._wait(attempt, method, path, f"HTTP {response.status_code}")
+                continue
+            return response
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _transport_error(exc: httpx.TransportError) -> BackendError:
+        raise NotImplementedError
+
+    def _another_try(self, attempt: int, attempts: int) -> bool:
+        """Whether a failed try is followed by another: tries are left, and the next would
+        start before the deadline."""
+        return attempt < attempts - 1 and (
+            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+        )
+
+    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
+        delay = self.backoff * (2**attempt)
+        self.retry_logger.warning(self.retry_log, method, path, why, delay)
+        self.sleep(delay)
 
 
 def send_by(

@@ -24,13 +24,13 @@ from jobs.backends.base import (
     DOWNLOAD_TOO_LONG,
     BackendError,
     DownloadTooLong,
+    PlatformRetries,
     request_json,
     send_by,
 )
 
 logger = logging.getLogger("jobs.kubernetes")
 
-RETRY_STATUSES = frozenset({500, 503})
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -74,8 +74,11 @@ def kube_time(stamp: Any) -> datetime | None:
     return (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
 
 
-class KubeClient:
+class KubeClient(PlatformRetries):
     """One API server, one identity. Thread-safe (httpx.Client is)."""
+
+    retry_logger = logger
+    retry_log = "Kubernetes %s %s failed (%s); retrying in %.2fs"
 
     def __init__(
         self,
@@ -145,43 +148,20 @@ class KubeClient:
             headers["Content-Type"] = content_type
         if text:
             headers["Accept"] = "text/plain, */*"
-        attempts = 1 + (self.retries if idempotent else 0)
-        for attempt in range(attempts):
-            try:
-                response = send_by(
-                    self._http,
-                    self._http.build_request(
-                        method,
-                        f"{self.server}{path}",
-                        params=params,
-                        headers=headers,
-                        content=content,
-                    ),
-                    deadline=self.deadline,
-                    into=into,
-                )
-            except httpx.TransportError as exc:
-                if self._another_try(attempt, attempts):
-                    self._wait(attempt, method, path, type(exc).__name__)
-                    continue
-                raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
-                self._wait(attempt, method, path, f"HTTP {response.status_code}")
-                continue
-            return self._decode(response, text=text)
-        raise AssertionError("unreachable")
-
-    def _another_try(self, attempt: int, attempts: int) -> bool:
-        """Whether a failed try is followed by another: tries are left, and the next would
-        start before the deadline."""
-        return attempt < attempts - 1 and (
-            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+        response = self._answer(
+            method,
+            path,
+            idempotent=idempotent,
+            send=lambda: send_by(
+                self._http,
+                self._http.build_request(
+                    method, f"{self.server}{path}", params=params, headers=headers, content=content
+                ),
+                deadline=self.deadline,
+                into=into,
+            ),
         )
-
-    def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
-        delay = self.backoff * (2**attempt)
-        logger.warning("Kubernetes %s %s failed (%s); retrying in %.2fs", method, path, why, delay)
-        self.sleep(delay)
+        return self._decode(response, text=text)
 
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> KubeError:

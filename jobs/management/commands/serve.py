@@ -268,22 +268,27 @@ def loopback_site_url_warning(*, host: str, allowed: list[str], site_url: str) -
     )
 
 
-def port_in_use(*, host: str, port: str) -> bool:
-    """Whether binding host:port fails because something listens there, bound as gunicorn
-    binds it: IPv6 for an IPv6 address, else IPv4 (a host name too), with SO_REUSEADDR, so a
-    port left in TIME_WAIT by a console just stopped is free. Other failures (an address
-    this machine does not have) are left to gunicorn to report."""
-    name = host.strip("[]")
+def bind_failure(*, name: str, port: str) -> OSError | ValueError | OverflowError | None:
+    """What binding name:port raises, bound as gunicorn binds it: IPv6 for an IPv6 address,
+    else IPv4 (a host name too), with SO_REUSEADDR, so a port left in TIME_WAIT by a console
+    just stopped is free; None if it binds. port_in_use and unbindable both ask it, so that
+    the two checks bind alike."""
     family = socket.AF_INET6 if ":" in name else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((name, int(port)))
-        except OSError as exc:
-            return exc.errno == errno.EADDRINUSE
-        except (ValueError, OverflowError):
-            return False
-    return False
+        except (OSError, ValueError, OverflowError) as exc:
+            return exc
+    return None
+
+
+def port_in_use(*, host: str, port: str) -> bool:
+    """Whether binding host:port fails because something listens there, bound as gunicorn
+    binds it (bind_failure). Other failures (an address this machine does not have) are left
+    to gunicorn to report."""
+    failure = bind_failure(name=host.strip("[]"), port=port)
+    return isinstance(failure, OSError) and failure.errno == errno.EADDRINUSE
 
 
 def unbindable(*, host: str, port: str) -> str | None:
@@ -298,20 +303,16 @@ def unbindable(*, host: str, port: str) -> str | None:
     and which address to give instead. (A name for ::1 in /etc/hosts binds: glibc answers an
     IPv4 lookup of it with 127.0.0.1, and gunicorn then listens there.)"""
     name = host.strip("[]")
-    family = socket.AF_INET6 if ":" in name else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((name, int(port)))
-        except socket.gaierror as exc:
-            return only_ipv6(name) or exc.strerror or str(exc)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                return None
-            return exc.strerror or str(exc)
-        except (ValueError, OverflowError) as exc:
-            return str(exc)
-    return None
+    failure = bind_failure(name=name, port=port)
+    if failure is None:
+        return None
+    if isinstance(failure, socket.gaierror):
+        return only_ipv6(name) or failure.strerror or str(failure)
+    if isinstance(failure, OSError):
+        if failure.errno == errno.EADDRINUSE:
+            return None
+        return failure.strerror or str(failure)
+    return str(failure)
 
 
 def only_ipv6(name: str) -> str:
