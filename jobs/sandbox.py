@@ -173,8 +173,18 @@ def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
             mode = os.lstat(current).st_mode
         except FileNotFoundError:
             return None
-        except OSError:
-            return None  # as far as a job could tell, it does not exist: make_in_root says
+        except OSError as error:
+            # Said now, not as a start that fails: a name the file system cannot hold (a
+            # folder is at most 255 bytes on Linux), a folder this machine may not enter.
+            if error.errno == errno.ENAMETOOLONG:
+                return gettext(
+                    "“%(path)s” does not exist and cannot be made: a folder name on the way "
+                    "is longer than the file system allows."
+                ) % {"path": sub_path}
+            return gettext(
+                "“%(path)s” does not exist and cannot be made: the worker may not look "
+                "inside “%(part)s”."
+            ) % {"path": sub_path, "part": "/".join(parts[:index]) or "/"}
         if not stat.S_ISDIR(mode):
             return _not_made_reason(sub_path, "/".join(parts[: index + 1]), link=stat.S_ISLNK(mode))
     return None

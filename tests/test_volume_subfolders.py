@@ -24,6 +24,7 @@ from .runner_helpers import (
     submit,
     volume,
 )
+from .test_runner_job_users import BASE, GID, job_users_on  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("runner_settings")
 
@@ -137,3 +138,24 @@ def test_the_walk_stops_at_a_link_swapped_for_a_folder_it_would_have_entered(tmp
         make_in_root(root, "a/b/c")
 
     assert os.listdir(outside) == []
+
+
+def test_a_folder_made_for_a_job_run_as_its_owner_is_theirs_and_the_teams_to_write(
+    job_users_on,  # noqa: F811
+    alice,
+    bob,
+):
+    # The fixture's volume is a team's: root's, group GID, 2775 (group-writable, set-group-ID).
+    root = volume(job_users_on)
+    alices = submit(alice, make_spec("echo a > /out/a.txt", datasources=[mount("runs/shared")]))
+    run_until(Worker(), lambda: status_of(alices) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    bobs = submit(bob, make_spec("echo b > /out/b.txt", datasources=[mount("runs/shared")]))
+    run_until(Worker(), lambda: status_of(bobs) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert alices.status == JobStatus.SUCCEEDED, alices.status_reason
+    assert bobs.status == JobStatus.SUCCEEDED, (bobs.status_reason, log_text(bobs, "master-0"))
+    for made in ("runs", "runs/shared"):
+        info = (root / made).stat()
+        assert (info.st_uid, info.st_gid) == (BASE + alice.pk, GID)
+        assert stat.S_IMODE(info.st_mode) == 0o2775
+    assert (root / "runs/shared/b.txt").stat().st_uid == BASE + bob.pk
