@@ -84,3 +84,30 @@ def test_staff_read_the_platform_and_since_when_on_the_admin_index_and_job_list_
     assert "本机任务照常运行" in on_index
     assert on_list == on_index
     assert 'id="worker-remote-stuck"' not in for_user
+
+
+@pytest.mark.browser
+def test_staff_see_the_stuck_notice_above_their_job_list_and_it_goes_once_the_platform_answers(
+    stuck_after_a_second, superuser, alice, page
+):
+    from playwright.sync_api import expect
+
+    from .conftest import log_in
+
+    fake = stuck_after_a_second
+    stalled = on_kubernetes(fake, alice)
+    with serving_worker():
+        wait_for(lambda: remote_part() is not None, seconds=5, what="the remote part")
+        fake.stall(stalled.external_id, 20)
+        wait_for(lambda: remote_part()["stuck"], seconds=6, what="said stuck")
+        log_in(page, "root", "root-password")
+        page.goto(reverse("job-list"))
+        notice_shown = page.locator("#worker-remote-stuck")
+        expect(notice_shown).to_contain_text("Kubernetes")
+        expect(notice_shown).to_contain_text("本机任务照常运行")
+        page.goto(reverse("admin:index"))
+        expect(page.locator("#worker-remote-stuck")).to_contain_text("Kubernetes")
+        fake.stalled.clear()
+        wait_for(lambda: not remote_part()["stuck"], seconds=15, what="said going on")
+        page.goto(reverse("job-list"))
+        expect(page.locator("#worker-remote-stuck")).to_have_count(0)
