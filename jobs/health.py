@@ -57,6 +57,8 @@ from django.db.models import (
 )
 from django.db.models.expressions import CombinedExpression
 from django.db.models.functions import Now
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_noop, ngettext
 
@@ -125,6 +127,13 @@ class WorkerState:
     refused_at: datetime | None = None
     # Workers beating now that do not hold the lease (they take over if it lapses).
     standby: int = 0
+    # The holder's remote thread (AIHC, Kubernetes): when it last got on (None: no remote
+    # thread reported) and how long ago by the database's clock, whether its worker finds it
+    # stuck (RemoteProgress), and on which platform then.
+    remote_progress_at: datetime | None = None
+    remote_age: timedelta | None = None
+    remote_stuck: bool = False
+    remote_platform: str = ""
 
     @property
     def status(self) -> str:
@@ -178,6 +187,58 @@ class WorkerState:
         return problem_shown(self.network_problem)
 
     @property
+    def remote_last_progress_seconds(self) -> int | None:
+        """How long ago the running worker's remote thread last got on; None while no
+        worker runs or none reported one (a worker older than 0041)."""
+        if not self.running or self.remote_age is None:
+            return None
+        return max(int(self.remote_age.total_seconds()), 0)
+
+    @property
+    def remote_problem(self) -> str | None:
+        """What staff are told of a running worker whose remote thread is stuck (its worker
+        found it waiting longer than jobs.worker.REMOTE_STUCK_SECONDS), in the reader's
+        language: the platform and since when. None otherwise. Local jobs are not held up by
+        it, so it is no `problem` (which makes /healthz answer 503): restarting the console
+        would not make a platform answer (left40)."""
+        seconds = self.remote_last_progress_seconds
+        if seconds is None or not self.remote_stuck or self.remote_progress_at is None:
+            return None
+        since = date_format(localtime(self.remote_progress_at), "Y-m-d H:i:s")
+        minutes = seconds // 60
+        platform = PLATFORM_NAMES.get(self.remote_platform, self.remote_platform)
+        if platform:
+            return ngettext(
+                "AIHC and Kubernetes jobs are not being submitted or synced: the worker has "
+                "waited on %(platform)s since %(since)s (%(minutes)d minute). Local jobs run "
+                "as usual; the worker's log names the job it waits on.",
+                "AIHC and Kubernetes jobs are not being submitted or synced: the worker has "
+                "waited on %(platform)s since %(since)s (%(minutes)d minutes). Local jobs run "
+                "as usual; the worker's log names the job it waits on.",
+                minutes,
+            ) % {"platform": platform, "since": since, "minutes": minutes}
+        return ngettext(
+            "AIHC and Kubernetes jobs are not being submitted or synced: the worker's remote "
+            "thread has not got on since %(since)s (%(minutes)d minute). Local jobs run as "
+            "usual.",
+            "AIHC and Kubernetes jobs are not being submitted or synced: the worker's remote "
+            "thread has not got on since %(since)s (%(minutes)d minutes). Local jobs run as "
+            "usual.",
+            minutes,
+        ) % {"since": since, "minutes": minutes}
+
+    @property
+    def remote_health(self) -> dict[str, object] | None:
+        """/healthz's `remote` part of a running worker (None: no remote thread reported)."""
+        seconds = self.remote_last_progress_seconds
+        if seconds is None:
+            return None
+        part: dict[str, object] = {"last_progress_seconds": seconds, "stuck": self.remote_stuck}
+        if self.remote_stuck and self.remote_platform:
+            part["platform"] = self.remote_platform
+        return part
+
+    @property
     def banner(self) -> str | None:
         """What users waiting on the worker are told while it does not run (None: it runs)."""
         if self.running:
@@ -208,7 +269,34 @@ FIELDS = (
     "refused",
     "refused_source",
     "refused_at",
+    "remote_progress_at",
+    "remote_stuck",
+    "remote_platform",
 )
+
+# How staff read the platform a stuck remote thread waits on (the backends' names).
+PLATFORM_NAMES = {"aihc": "AIHC", "kubernetes": "Kubernetes"}
+
+
+@dataclass(frozen=True)
+class RemoteProgress:
+    """What the worker's loop writes of its remote thread with each renewal of the lease:
+    how long since it last got on (seconds, by the worker's monotonic clock, written as the
+    database's NOW() less that), whether that is stuck, and the platform it waits on."""
+
+    waited_seconds: float
+    stuck: bool = False
+    platform: str = ""
+
+    def fields(self) -> dict[str, object]:
+        return {
+            "remote_progress_at": Now() - timedelta(seconds=self.waited_seconds),
+            "remote_stuck": self.stuck,
+            "remote_platform": self.platform[:32] if self.stuck else "",
+        }
+
+
+NO_REMOTE = {"remote_progress_at": None, "remote_stuck": False, "remote_platform": ""}
 
 
 def _stale_before() -> CombinedExpression:
@@ -249,7 +337,11 @@ def _state(row: dict, *, prefix: str = "") -> WorkerState:
     values = {name: row[f"{prefix}{name}"] for name in FIELDS if row[f"{prefix}{name}"]}
     seen_at, db_now = row[f"{prefix}seen_at"], row[f"{prefix}db_now"]
     age = db_now - seen_at if seen_at is not None and db_now is not None else None
-    return WorkerState(age=age, standby=row[f"{prefix}standby"] or 0, **values)
+    progress_at = row[f"{prefix}remote_progress_at"]
+    remote_age = db_now - progress_at if progress_at is not None and db_now is not None else None
+    return WorkerState(
+        age=age, remote_age=remote_age, standby=row[f"{prefix}standby"] or 0, **values
+    )
 
 
 def worker_state() -> WorkerState:
@@ -521,7 +613,9 @@ def _run_dir() -> str:
     return str(Path(settings.LOCAL_RUN_DIR).resolve())[:1024]
 
 
-def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool:
+def worker_beat(
+    *, worker: WorkerIdentity, run_dir_locked: bool = False, remote: RemoteProgress | None = None
+) -> bool:
     """The worker says it is alive: its own row, and the lease. It renews the lease if it
     holds it, else tries to take it (free: never taken, stopped cleanly, or not renewed for
     WORKER_STALE_SECONDS). Returns whether it holds the lease now: False for a worker that
@@ -533,6 +627,9 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
     that lock while it lived): the lease is taken from it at once, as a worker restarted after
     a kill -9 has always resumed at once, not after WORKER_STALE_SECONDS.
 
+    `remote`: how the holder's remote thread gets on (None: it has none running), written
+    into the lease with it (WorkerState.remote_problem, /healthz's `remote`).
+
     One transaction; each step one conditional UPDATE (an INSERT the very first time)."""
     with transaction.atomic():
         mine = WorkerProcess.objects.filter(instance=worker.instance)
@@ -541,11 +638,15 @@ def worker_beat(*, worker: WorkerIdentity, run_dir_locked: bool = False) -> bool
                 instance=worker.instance, started_at=Now(), seen_at=Now(), **worker.fields()
             )
         lease = WorkerHeartbeat.objects.filter(pk=HEARTBEAT_PK)
-        if lease.filter(holder=worker.instance, stopped_at=None).update(seen_at=Now()):
+        remote_fields = remote.fields() if remote is not None else NO_REMOTE
+        if lease.filter(holder=worker.instance, stopped_at=None).update(
+            seen_at=Now(), **remote_fields
+        ):
             return True
         taken = {
             "holder": worker.instance,
             **worker.fields(),
+            **remote_fields,
             "started_at": Now(),
             "seen_at": Now(),
             "stopped_at": None,
@@ -664,4 +765,9 @@ def health(*, check_worker: bool) -> tuple[bool, dict[str, object]]:
         elif state.problem:
             # In English whatever the request's language: read by monitoring, not people.
             body["worker"]["problem"] = f"isolated networking unavailable: {state.network_problem}"
+        # How its remote thread gets on (left out while none reports): a stuck one leaves
+        # the status as it is (200), as local jobs go on and restarting would not make AIHC
+        # or Kubernetes answer; monitoring alerts on `stuck` (left40).
+        if (remote := state.remote_health) is not None:
+            body["worker"]["remote"] = remote
     return healthy, body

@@ -17,6 +17,7 @@ was dropped is also kept next to it (log_cut_path), for the page to say so.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -193,6 +194,10 @@ DOWNLOAD_PIECE_CHARS = 64 * 1024
 # next part; the download still holds every character as written.
 DOWNLOAD_LINE_CHARS = 1024 * 1024
 LINE_ENDS = ("\n", "\r")
+# A platform's whole log, for a download, is written to a temporary file as it comes (spooled_
+# lines reads it back): in memory up to this many bytes, in the system's temporary directory
+# beyond, removed once the download is given (Kubernetes, AIHC).
+DOWNLOAD_SPOOL_BYTES = 1024 * 1024
 
 
 def text_parts(text: TextIO) -> Iterator[str]:
@@ -289,6 +294,20 @@ def whole_sequences(parts: Iterable[str]) -> Iterator[str]:
             yield text
     if carried:
         yield carried
+
+
+def spooled_lines(log: BinaryIO, secrets: list[str]) -> Iterator[str]:
+    """The lines of a log written to `log` with their ends as written (a progress bar's
+    `\\r` kept: until left38 each became a newline), a line longer than
+    jobs.logs.DOWNLOAD_LINE_CHARS in parts, masked as a backend's logs() masks them and never read as
+    the runner's own; `log` is closed once read, or when the download is closed before its
+    end. Masked a line at a time: the answer's chunks were joined in the file, so a secret
+    cut across two is whole here, and one cut across two parts of a line is held back
+    (jobs.logs.masked_parts)."""
+    with log, io.TextIOWrapper(log, encoding="utf-8", errors="replace", newline="") as text:
+        log.seek(0)
+        for part in masked_parts(text_parts(text), secrets):
+            yield unmarked(part)
 
 
 def _in_pieces(lines: Iterable[str]) -> Iterator[str]:

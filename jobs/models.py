@@ -967,6 +967,14 @@ class WorkerHeartbeat(models.Model):
     refused = models.TextField(blank=True, default="")
     refused_source = models.JSONField(blank=True, default=list)
     refused_at = models.DateTimeField(null=True)
+    # The holder's remote thread (AIHC and Kubernetes submits and syncs, beside the loop that
+    # renews this row): when it last got to a job or began a pass (null: no remote thread
+    # reported, a row from before 0041), whether the holder finds it stuck (waiting longer
+    # than jobs.worker.REMOTE_STUCK_SECONDS) and the platform it waits on then. Written with
+    # each renewal, so staff and /healthz see what only the worker's log said (left40).
+    remote_progress_at = models.DateTimeField(null=True)
+    remote_stuck = models.BooleanField(default=False)
+    remote_platform = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         verbose_name = _("worker heartbeat")

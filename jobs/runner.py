@@ -90,10 +90,12 @@ from .sandbox import (
     SandboxError,
     bwrap_options,
     is_within,
+    make_in_root,
     no_setuid_filter_fd,
     open_in_root,
     options_memfd,
     private_entries,
+    read_only_missing_message,
     read_only_parent_lacking,
     read_only_parent_message,
 )
@@ -1047,8 +1049,13 @@ def hidden_host_paths() -> list[str]:
     return paths
 
 
-def volume_mounts(spec: JobSpec, *, owner: Any = None) -> list[Mount]:
+def volume_mounts(
+    spec: JobSpec, *, owner: Any = None, as_user: tuple[int, int] | None = None
+) -> list[Mount]:
     """The spec's volumes, each opened once and checked (see sandbox.open_in_root).
+
+    A read-write mount's source folder that does not exist is made (sandbox.make_in_root),
+    owned by `as_user` (the user the job runs as; None: the worker's own).
 
     With an `owner`, each must be one they may mount now, as LOCAL_VOLUMES says at this start
     (jobs.volume_access): a job queued before its owner left a volume's group, or before the
@@ -1075,11 +1082,11 @@ def volume_mounts(spec: JobSpec, *, owner: Any = None) -> list[Mount]:
                 )
             roots[ds.name].mkdir(parents=True, exist_ok=True)
             try:
-                fd, source = open_in_root(roots[ds.name], ds.source_path)
-            except OSError:
+                fd, source = _opened_or_made(roots[ds.name], ds, as_user=as_user)
+            except SandboxError as error:
                 raise SandboxError(
-                    gettext("%(path)s is not a folder in volume %(volume)s")
-                    % {"path": ds.source_path or "/", "volume": ds.name}
+                    gettext("The mount %(mount)s (volume %(volume)s): %(reason)s")
+                    % {"mount": ds.mount_path, "volume": ds.name, "reason": error}
                 ) from None
             mounts.append(Mount(fd, source, ds.mount_path, ds.read_only))
             # A folder that holds the console's state, or lies inside it, would show that
@@ -1101,6 +1108,28 @@ def volume_mounts(spec: JobSpec, *, owner: Any = None) -> list[Mount]:
         close_mounts(mounts)
         raise
     return mounts
+
+
+def _opened_or_made(root: Path, ds: Any, *, as_user: tuple[int, int] | None) -> tuple[int, str]:
+    """The mount's source folder opened and checked (open_in_root); a read-write mount's
+    missing one made first, as the kubelet makes a missing subPath (make_in_root)."""
+    try:
+        return open_in_root(root, ds.source_path)
+    except FileNotFoundError:
+        if ds.read_only:  # refused at submit too (LocalBackend.check_spec)
+            raise SandboxError(read_only_missing_message(ds.source_path or "/", ds.name)) from None
+    except OSError:
+        raise SandboxError(
+            gettext("%(path)s is not a folder in volume %(volume)s")
+            % {"path": ds.source_path or "/", "volume": ds.name}
+        ) from None
+    try:
+        return make_in_root(root, ds.source_path, as_user=as_user)
+    except OSError as error:  # a full disk, a folder the worker may not write
+        raise SandboxError(
+            gettext("%(path)s cannot be made in volume %(volume)s: %(reason)s")
+            % {"path": ds.source_path, "volume": ds.name, "reason": error.strerror}
+        ) from None
 
 
 def _inside_console_state(source: str, *, state: list[str], roots: list[str]) -> bool:
@@ -1176,7 +1205,7 @@ def launch_attempt(
             public_id=job.public_id, attempt=run.attempt, launched=launched, children=children
         )
     try:
-        mounts = volume_mounts(spec, owner=job.owner)
+        mounts = volume_mounts(spec, owner=job.owner, as_user=as_user)
         try:
             _start_replicas(
                 job,

@@ -149,6 +149,158 @@ def open_in_root(root: Path, sub_path: str | None) -> tuple[int, str]:
     return fd, opened
 
 
+def _components(sub_path: str | None) -> list[str] | None:
+    """`sub_path`'s folder names from the volume's root; None when it leaves the root ("..")."""
+    relative = os.path.normpath("/" + (sub_path or "").lstrip("/")).lstrip("/")
+    if "\x00" in relative:
+        return None
+    parts = [part for part in relative.split("/") if part and part != "."]
+    return None if ".." in parts else parts
+
+
+def missing_folder_problem(root: Path, sub_path: str | None) -> str | None:
+    """Why the missing folder `sub_path` of a volume could not be made at a job's start
+    (make_in_root), or None when it could: the part that exists is walked from the volume's
+    root without following a link, as make_in_root walks it, so the submit says what the
+    start would fail with. The caller names the row (the field under its source path)."""
+    parts = _components(sub_path)
+    if parts is None:
+        return gettext("The path must stay inside the volume.")
+    current = os.path.realpath(root)
+    for index, part in enumerate(parts):
+        current = os.path.join(current, part)
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            # Said now, not as a start that fails: a name the file system cannot hold (a
+            # folder is at most 255 bytes on Linux), a folder this machine may not enter.
+            if error.errno == errno.ENAMETOOLONG:
+                return gettext(
+                    "“%(path)s” does not exist and cannot be made: a folder name on the way "
+                    "is longer than the file system allows."
+                ) % {"path": sub_path}
+            return gettext(
+                "“%(path)s” does not exist and cannot be made: the worker may not look "
+                "inside “%(part)s”."
+            ) % {"path": sub_path, "part": "/".join(parts[:index]) or "/"}
+        if not stat.S_ISDIR(mode):
+            return _not_made_reason(sub_path, "/".join(parts[: index + 1]), link=stat.S_ISLNK(mode))
+    return None
+
+
+def read_only_missing_message(path: str, volume: str) -> str:
+    """Why a read-only mount of a folder that does not exist is refused rather than made:
+    an empty folder the job may not write gives it nothing, so the path is most likely a
+    typo (Kubernetes' kubelet would make it all the same)."""
+    return gettext(
+        "“%(path)s” does not exist in volume “%(volume)s”, and the mount is read-only: a "
+        "folder made for it would be empty and could not be written, so the path is most "
+        "likely mistyped. Choose a folder that exists (blank or / for the whole volume), or "
+        "mount it read-write to have it made when the job starts."
+    ) % {"path": path, "volume": volume}
+
+
+def _not_made_reason(sub_path: str | None, part: str, *, link: bool) -> str:
+    if link:
+        return gettext(
+            "“%(path)s” does not exist and cannot be made: “%(part)s” on the way is a "
+            "symbolic link, and a missing folder is made only through real folders (a link "
+            "could lead out of the volume). Give the path the link stands for."
+        ) % {"path": sub_path, "part": part}
+    return gettext(
+        "“%(path)s” does not exist and cannot be made: “%(part)s” on the way is a file, "
+        "not a folder."
+    ) % {"path": sub_path, "part": part}
+
+
+def make_in_root(
+    root: Path, sub_path: str | None, *, as_user: tuple[int, int] | None = None
+) -> tuple[int, str]:
+    """The missing folder `sub_path` inside `root`, made as the kubelet makes a missing
+    subPath, as an O_PATH descriptor and its real path (what open_in_root returns).
+
+    Walked from the volume's root one folder at a time, each opened relative to the one
+    before (dir_fd) with O_NOFOLLOW: another job writing the volume may swap any folder on
+    the way for a symbolic link to /etc, and a name resolved by the kernel as a whole path
+    would follow it. A link or a file on the way raises SandboxError (the reason, for the
+    job's start event), whatever it points at. Each folder made gets the permission bits
+    of the volume's root (as the kubelet gives a subPath it makes), and is owned by
+    `as_user` (the user the job runs as; None: the worker's own), as one the job made with
+    `mkdir -p` would be; when the root is set-group-ID, the group it passes on is kept.
+    """
+    parts = _components(sub_path)
+    if parts is None:
+        raise SandboxError(
+            gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
+        )
+    real_root = os.path.realpath(root)
+    flags = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    current = os.open(real_root, flags)
+    try:
+        root_mode = stat.S_IMODE(os.fstat(current).st_mode)
+        for index, part in enumerate(parts):
+            made = False
+            try:
+                following = os.open(part, flags, dir_fd=current)
+            except FileNotFoundError:
+                try:
+                    os.mkdir(part, 0o700, dir_fd=current)
+                    made = True
+                except FileExistsError:  # another job made it meanwhile: open theirs
+                    pass
+                following = _opened(current, part, sub_path=sub_path, walked=parts[: index + 1])
+            except NotADirectoryError:
+                following = _opened(current, part, sub_path=sub_path, walked=parts[: index + 1])
+            if made:
+                _set_made(following, root_mode=root_mode, as_user=as_user)
+            os.close(current)
+            current = following
+        opened = os.readlink(f"/proc/self/fd/{current}")
+        if not is_within(opened, real_root):  # a root swapped itself, say
+            raise SandboxError(
+                gettext("%(path)s resolves outside the volume root") % {"path": sub_path or "/"}
+            )
+    except BaseException:
+        os.close(current)
+        raise
+    return current, opened
+
+
+def _opened(parent: int, name: str, *, sub_path: str | None, walked: list[str]) -> int:
+    """The folder `name` in `parent`, opened without following a link; SandboxError when
+    it is a link or a file (an O_PATH open of a link with O_NOFOLLOW and O_DIRECTORY
+    answers ENOTDIR, as a file does)."""
+    try:
+        return os.open(
+            name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent
+        )
+    except (NotADirectoryError, FileNotFoundError):
+        try:
+            mode = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            mode = 0  # gone again: said as a file would be
+        raise SandboxError(
+            _not_made_reason(sub_path, "/".join(walked), link=stat.S_ISLNK(mode))
+        ) from None
+
+
+def _set_made(fd: int, *, root_mode: int, as_user: tuple[int, int] | None) -> None:
+    """The mode and owner of a folder make_in_root made (0700 until then, so nobody else
+    enters it before), set through its descriptor (its /proc link is that very inode), not
+    its name, which another job may have swapped since."""
+    inode = f"/proc/self/fd/{fd}"
+    try:
+        if as_user is not None:
+            group = -1 if root_mode & stat.S_ISGID else as_user[1]
+            os.chown(inode, as_user[0], group)
+        os.chmod(inode, root_mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 # Host folders whose entries the world may not read are covered in every sandbox
 # (private_entries): the job runs as the worker's user, and a worker run as root would
 # otherwise read /etc/shadow, the SSH host keys, and an environment file of the console's

@@ -540,7 +540,7 @@ def job_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     # The worker's banner: for a user with jobs waiting on it, and for staff (one query).
     worker, waiting_on_worker = worker_state_for(user=request.user)
     if (not worker.running and (waiting_on_worker or request.user.is_staff)) or (
-        request.user.is_staff and worker.problem
+        request.user.is_staff and (worker.problem or worker.remote_problem)
     ):
         context["worker"] = worker
     if request.htmx:

@@ -63,6 +63,7 @@ from .backends import BackendError, get_backend
 from .backends.base import UNANSWERED_CODES
 from .health import (
     HEARTBEAT_PK,
+    RemoteProgress,
     WorkerIdentity,
     database_unreachable_reason,
     forget_old_workers,
@@ -314,6 +315,8 @@ class Worker:
         # What the remote work is waiting on right now ("" between jobs), for the log of a
         # RemoteThread stuck for long (RemoteThread.say_if_stuck).
         self.remote_doing = ""
+        # The platform (backend) of that job: what staff are told a stuck thread waits on.
+        self.remote_backend = ""
         # The remote job being submitted right now (None between submits): a stop waits for
         # its create to be answered (RemoteThread.finish_submit).
         self.submitting: Job | None = None
@@ -431,7 +434,7 @@ class Worker:
         if self.last_beat is not None and now - self.last_beat < settings.WORKER_HEARTBEAT_SECONDS:
             return
         try:
-            held = worker_beat(worker=self.identity)
+            held = worker_beat(worker=self.identity, remote=remote_progress())
         except Exception:
             if not database_outage.failed():
                 logger.exception("renewing the worker's lease failed")
@@ -582,13 +585,14 @@ class Worker:
             if go_on is not None and not go_on():
                 return
             self.remote_doing = f"submitting {job.public_id} to {job.backend}"
+            self.remote_backend = job.backend
             self.submitting = job
             try:
                 get_backend(job.backend).submit(job)
             except Exception:
                 logger.exception("submitting %s to %s failed", job.public_id, job.backend)
             finally:
-                self.remote_doing = ""
+                self.remote_doing = self.remote_backend = ""
                 self.submitting = None
             if deadline is not None and time.monotonic() >= deadline:
                 break
@@ -634,6 +638,7 @@ class Worker:
                 continue
             tried = True
             self.remote_doing = f"syncing {job.public_id} with {job.backend}"
+            self.remote_backend = job.backend
             try:
                 get_backend(job.backend).sync(job)
             except BackendError as exc:
@@ -646,7 +651,7 @@ class Worker:
             except Exception:
                 logger.exception("syncing %s with %s failed", job.public_id, job.backend)
             finally:
-                self.remote_doing = ""
+                self.remote_doing = self.remote_backend = ""
             self.sync_unanswered.pop(job.pk, None)
         for backend, left in self.round_unanswered.items():
             if left:
@@ -1120,6 +1125,21 @@ class RemoteThread(threading.Thread):
                 waited,
                 self.worker.remote_doing or "in one pass",
             )
+
+
+def remote_progress() -> RemoteProgress | None:
+    """How this process's RemoteThread gets on, for the lease (None: none runs). The last
+    holding period's one, still waiting on a request, counts: no remote job is submitted or
+    synced until it ends. Stuck once it has not got to its next job for REMOTE_STUCK_SECONDS,
+    as its log line says (RemoteThread.say_if_stuck)."""
+    thread = remote_thread
+    if thread is None or not thread.is_alive():
+        return None
+    waited = max(time.monotonic() - thread.progress_at, 0.0)
+    stuck = waited >= REMOTE_STUCK_SECONDS
+    return RemoteProgress(
+        waited_seconds=waited, stuck=stuck, platform=thread.worker.remote_backend if stuck else ""
+    )
 
 
 def create_wait_seconds(backend: str) -> float:

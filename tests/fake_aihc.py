@@ -56,6 +56,14 @@ METRIC_TYPES = {
 }
 UTILISATIONS = {"GpuUsage", "GpuMemoryUsage", "CpuUsage", "MemoryUsage", "GpuPipeTensorUsage"}
 DEFAULT_SIGNED = {"host", "content-length", "content-type", "content-md5"}
+# Pod logs come a page at a time, as AIHC's log pages document (DescribeJobLogs,
+# https://cloud.baidu.com/doc/AIHC/s/Hmayvkw26, updated 2026-01-27; v1's pod logs,
+# https://cloud.baidu.com/doc/AIHC/s/Umb0c0oik): "第一次请求不写 marker 参数，获取返回值，如果
+# nextMarker 字段不为空，则将 nextMarker 的值作为 marker 参数传入，获取更多的日志，直到
+# nextMarker 为空". How many lines a page holds is not documented: the fake's is
+# FakeAihc.log_page_lines, and a client that reads one answer only gets that many. A marker
+# is opaque; the fake refuses one it did not give for that job and pod (400).
+LOG_PAGE_LINES = 1000
 
 
 class FakeError(Exception):
@@ -331,6 +339,7 @@ class FakeAihc:
         self.jobs: dict[str, FakeJob] = {}
         self.requests: list[Recorded] = []
         self.faults: dict[str, list[Fault]] = {}
+        self.log_page_lines = LOG_PAGE_LINES
         self.lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -852,9 +861,18 @@ class FakeAihc:
         number, size = int(number or 1), int(size or 10)
         return items[(number - 1) * size : number * size]
 
-    def _logs(self, job: FakeJob, pod: str, max_lines: Any, start_time: Any = None) -> list[str]:
-        """The last `max_lines` of the pod's lines written from `start_time` on, a unix
-        second (a whole number, as AIHC documents it), when given."""
+    def _logs(
+        self,
+        job: FakeJob,
+        pod: str,
+        max_lines: Any,
+        start_time: Any = None,
+        marker: Any = None,
+    ) -> dict[str, Any]:
+        """One page of the last `max_lines` of the pod's lines written from `start_time` on,
+        a unix second (a whole number, as AIHC documents it), when given: `logs` and the
+        `nextMarker` of the next page ("" after the last). `marker`: a nextMarker this fake
+        gave for this job and pod (absent: the first page)."""
         if pod not in {p["objectMeta"]["name"] for p in job.pods}:
             raise FakeError(404, "PodNotFound", f"Pod {pod} not found")
         lines = job.logs.get(pod, [])
@@ -866,7 +884,16 @@ class FakeAihc:
                 for line, at in zip(lines, times, strict=True)
                 if at is not None and at >= int(start_time)
             ]
-        return lines[-int(max_lines) :] if max_lines else lines
+        lines = lines[-int(max_lines) :] if max_lines else lines
+        start = 0
+        if marker not in (None, ""):
+            self._require(isinstance(marker, str), "marker is a String")
+            found = re.fullmatch(rf"page:{re.escape(job.job_id)}:{re.escape(pod)}:([0-9]+)", marker)
+            self._require(found, f"marker {marker!r} was not given for this pod's log")
+            start = int(found.group(1))
+        end = start + self.log_page_lines
+        following = f"page:{job.job_id}:{pod}:{end}" if end < len(lines) else ""
+        return {"logs": lines[start:end], "nextMarker": following}
 
     def _metrics(self, job: FakeJob, query: dict[str, Any]) -> list[dict[str, Any]]:
         """The job's pods' points of `metricType` from `startTime` to `endTime`, as
@@ -959,11 +986,10 @@ class FakeAihc:
     def _v1_DescribeJobLogs(self, r: Recorded) -> dict[str, Any]:
         job = self._job(r, r.route.get("job"))
         pod = r.route["pod"]
-        return {
-            "jobId": job.job_id,
-            "podName": pod,
-            "logs": self._logs(job, pod, r.params.get("maxLines"), r.params.get("startTime")),
-        }
+        page = self._logs(
+            job, pod, r.params.get("maxLines"), r.params.get("startTime"), r.params.get("marker")
+        )
+        return {"jobId": job.job_id, "podName": pod, **page}
 
     def _v1_DescribeJobMetrics(self, r: Recorded) -> dict[str, Any]:
         job = self._job(r, r.route.get("job"))
@@ -1016,8 +1042,10 @@ class FakeAihc:
     def _v2_DescribeJobLogs(self, r: Recorded) -> dict[str, Any]:
         body = self._v2_body(r, "jobId", "podName")
         job = self._job(r, body["jobId"])
-        logs = self._logs(job, body["podName"], body.get("maxLines"), body.get("startTime"))
-        return {"jobId": job.job_id, "podName": body["podName"], "logs": logs, "nextMarker": ""}
+        page = self._logs(
+            job, body["podName"], body.get("maxLines"), body.get("startTime"), body.get("marker")
+        )
+        return {"jobId": job.job_id, "podName": body["podName"], **page}
 
     def _v2_DescribeJobMetrics(self, r: Recorded) -> dict[str, Any]:
         body = self._v2_body(r, "jobId", "metricType")

@@ -140,12 +140,12 @@ def test_shared_memory_and_mounts_with_sub_paths_and_read_only():
     assert pod["volumes"] == [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Gi"}},
         {"name": "data-0", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}},
-        {"name": "data-1", "hostPath": {"path": "/data/scratch/run1", "type": "Directory"}},
+        {"name": "data-1", "hostPath": {"path": "/data/scratch", "type": "Directory"}},
     ]
     assert pod["containers"][0]["volumeMounts"] == [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "data-0", "mountPath": "/mnt/data", "subPath": "llama/train", "readOnly": True},
-        {"name": "data-1", "mountPath": "/mnt/scratch"},
+        {"name": "data-1", "mountPath": "/mnt/scratch", "subPath": "run1"},
     ]
 
 

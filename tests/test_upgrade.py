@@ -74,6 +74,9 @@ Migrations and what they do to existing rows:
 - 0035 makes the local jobs the API stored as standalone before sched26 (submit key
   `api-…`, no group) that have not started (Queued, Pending review) queue tasks of one, as
   the API stores such a create since. Reverse: standalone again, their groups gone.
+- 0041 adds how the worker's remote thread gets on to the lease (none reported in a row
+  written before it: `/healthz` has no `remote` part until the next worker beats);
+  downgrading past it drops it, and the lease row stays as 0040 reads it.
 - No migration: texts recorded with plural forms (jobs.texts.recorded_plural) keep the
   English form their number takes as their message, so a release before them (a downgrade)
   says them with the right form (tests/test_recorded_texts.py).
@@ -591,6 +594,10 @@ def test_upgrading_past_0015_makes_the_heartbeat_a_lease_and_old_runs_followed_b
         "refused": "",
         "refused_source": [],
         "refused_at": None,
+        # 0041: no remote thread reported yet (the next worker's first beat writes it).
+        "remote_progress_at": None,
+        "remote_stuck": False,
+        "remote_platform": "",
     }
     assert not new.get_model("jobs", "WorkerProcess").objects.exists()
     run = new.get_model("jobs", "LocalRun").objects.get()

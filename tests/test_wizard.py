@@ -1793,11 +1793,13 @@ def test_a_source_path_naming_a_file_says_the_local_pool_mounts_folders_not_that
         "存储卷“scratch”中的“llama/tokenizer.json”是一个文件，而本机资源池只挂载目录：请填写包含它的目录，"
         "任务在挂载路径下读取该文件。"
     ]
+    # A missing folder mounted read-only is not made (left40: a read-write one is, at start).
     data["mounts-0-source_path"] = "llama/missing.json"
+    data["mounts-0-access"] = "ro"
     missing = post_step(alice_client, draft, W.DATA, data)
     assert field_errors(missing, "id_mounts-0-source_path") == [
-        "存储卷“scratch”中不存在“llama/missing.json”，而本机资源池只挂载已存在的目录，不会创建目录。"
-        "请选择已存在的目录（留空或填 / 为整卷），或先用一个以读写方式挂载该存储卷的任务创建它（mkdir -p）。"
+        "存储卷“scratch”中不存在“llama/missing.json”，而该挂载为只读：为它创建的目录是空的且不能写入，"
+        "因此路径很可能输错了。请选择已存在的目录（留空或填 / 为整卷），或改为读写挂载，任务启动时会创建该目录。"
     ]
 
 

@@ -1582,3 +1582,27 @@ def test_a_tensorflow_job_of_ps_and_evaluator_alone_is_refused_on_the_roles_step
     assert page.url.endswith("/resources/")
     page.fill("#id_roles-1-replicas", "1")  # a worker decides the job's end
     next_step(page, "data")
+
+
+def test_a_new_runs_folder_is_taken_read_write_and_refused_read_only_as_a_likely_typo(
+    logged_in_page, tmp_path
+):
+    # left40: the local pool makes a read-write mount's missing folder when the job starts,
+    # as the kubelet makes a subPath; read-only, an empty folder would give the job nothing.
+    page = logged_in_page
+    start(page)
+    fill_basic(page)
+    fill_image(page)
+    next_step(page, "data")
+    page.select_option("#id_mounts-0-name", "scratch")
+    page.fill("#id_mounts-0-source_path", "runs/run-7")
+    page.fill("#id_mounts-0-mount_path", "/workspace")
+    page.select_option("#id_mounts-0-access", "ro")
+    page.click("#wizard-next")
+
+    expect(page.locator("#wizard")).to_contain_text("很可能输错了")
+    expect(page.locator("#id_mounts-0-source_path")).to_have_value("runs/run-7")
+    page.select_option("#id_mounts-0-access", "rw")
+    next_step(page, "fault")
+
+    assert not (tmp_path / "runs").exists()  # made when the job starts, not at submit

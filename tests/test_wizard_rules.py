@@ -206,7 +206,11 @@ RULES = [
     ),
     (
         W.DATA,
-        data_data([("hostpath", "scratch", "/a")], **{"mounts-0-source_path": "missing"}),
+        # Read-only: a read-write mount's missing folder is made at start (left40).
+        data_data(
+            [("hostpath", "scratch", "/a")],
+            **{"mounts-0-source_path": "missing", "mounts-0-access": "ro"},
+        ),
         "id_mounts-0-source_path",
         "does not exist",
     ),

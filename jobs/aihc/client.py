@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -423,24 +423,72 @@ class AihcClient(PlatformRetries):
         queue: str = "default",
         version: str = V1,
     ) -> list[str]:
-        if version == V2:
-            query: dict[str, Any] = {"jobId": job_id, "podName": pod}
-            if max_lines:
-                query["maxLines"] = max_lines
-            if start_time is not None:
-                query["startTime"] = start_time
-            data = self._v2("DescribeJobLogs", pool=pool, queue=queue, body=query, idempotent=True)
-        else:
-            params = [("resourcePoolId", pool)]
-            if max_lines:
-                params.append(("maxLines", str(max_lines)))
-            if start_time is not None:
-                params.append(("startTime", str(start_time)))
-            data = self.request(
-                "GET", f"/api/v1/aijobs/{job_id}/pods/{pod}/logs", params=params, idempotent=True
+        """A pod's log lines, every page of the answer (pod_log_pages) in one list: for the
+        bounded reads (a tail of `max_lines`); a whole log is read page by page instead."""
+        return [
+            line
+            for page in self.pod_log_pages(
+                pool=pool,
+                job_id=job_id,
+                pod=pod,
+                max_lines=max_lines,
+                start_time=start_time,
+                queue=queue,
+                version=version,
             )
-            data = data.get("result") or data
-        return [str(line) for line in _items(data, "logs")]
+            for line in page
+        ]
+
+    def pod_log_pages(
+        self,
+        *,
+        pool: str,
+        job_id: str,
+        pod: str,
+        max_lines: int | None = None,
+        start_time: int | None = None,
+        queue: str = "default",
+        version: str = V1,
+    ) -> Iterator[list[str]]:
+        """A pod's log lines a page (one answer) at a time, as AIHC documents its paging
+        (DescribeJobLogs, Hmayvkw26; v1's pod logs, Umb0c0oik): the first request without
+        `marker`, then each answer's non-empty `nextMarker` sent back as `marker` until an
+        answer has none. How many lines a page holds is AIHC's to decide; a caller that
+        writes each page away holds one page, not the log. A marker that does not move on
+        (the one just sent, answered again) ends it rather than asking for ever."""
+        marker = ""
+        while True:
+            if version == V2:
+                query: dict[str, Any] = {"jobId": job_id, "podName": pod}
+                if max_lines:
+                    query["maxLines"] = max_lines
+                if start_time is not None:
+                    query["startTime"] = start_time
+                if marker:
+                    query["marker"] = marker
+                data = self._v2(
+                    "DescribeJobLogs", pool=pool, queue=queue, body=query, idempotent=True
+                )
+            else:
+                params = [("resourcePoolId", pool)]
+                if max_lines:
+                    params.append(("maxLines", str(max_lines)))
+                if start_time is not None:
+                    params.append(("startTime", str(start_time)))
+                if marker:
+                    params.append(("marker", marker))
+                data = self.request(
+                    "GET",
+                    f"/api/v1/aijobs/{job_id}/pods/{pod}/logs",
+                    params=params,
+                    idempotent=True,
+                )
+                data = data.get("result") or data
+            yield [str(line) for line in _items(data, "logs")]
+            following = data.get("nextMarker") if isinstance(data, dict) else None
+            if not isinstance(following, str) or not following or following == marker:
+                return
+            marker = following
 
     def job_metrics(
         self,

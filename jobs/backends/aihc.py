@@ -37,8 +37,10 @@ import json
 import logging
 import re
 import shutil
+import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -60,7 +62,7 @@ from jobs.aihc.client import (
 from jobs.aihc.endpoints import API_VERSIONS, V1, V2, endpoint_for
 from jobs.aihc.mapping import v2_from_v1
 from jobs.aihc.signer import canonical_query
-from jobs.logs import unmarked
+from jobs.logs import DOWNLOAD_SPOOL_BYTES, spooled_lines, unmarked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -1561,18 +1563,45 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
             if tail is None:
                 client.close()
 
-    def download_lines(self, job: Job, replica: str) -> list[str]:
-        """The replica's whole log, each line ended by a newline (AIHC answers it whole, in
-        JSON); NoLog when AIHC lists no pod of it, or its pod is Pending with no lines yet
-        (logs() gives both as no lines)."""
+    def download_lines(self, job: Job, replica: str) -> Iterable[str]:
+        """The replica's whole log, read from AIHC a page (one answer) at a time, following
+        its nextMarker (AihcClient.pod_log_pages), each page written to a temporary file as
+        it comes (in memory up to DOWNLOAD_SPOOL_BYTES, on disk beyond), then given from it
+        a line at a time, masked as logs() masks them: the download holds a page and a line,
+        not the log (until left40 it was read as one answer and held whole, three times
+        over). Every page is read before the first line is given, so a page AIHC does not
+        answer is a BackendError here, not a download cut short. NoLog when AIHC lists no pod
+        of it, or its pod is Pending with no lines yet (logs() gives both as no lines)."""
         if not job.external_id:
             raise NoLog
-        config, client = self._setup(for_download=True)
+        log = tempfile.SpooledTemporaryFile(max_size=DOWNLOAD_SPOOL_BYTES)  # noqa: SIM115
         try:
-            lines = self._pod_log(job, replica, config, client, tail=None, since=None)
-        finally:
-            client.close()
-        return [line + "\n" for line in lines]
+            config, client = self._setup(for_download=True)
+            try:
+                pod = self._replica_pod(job, replica, config, client)
+                written = False
+                for page in client.pod_log_pages(
+                    pool=job.resource_pool,
+                    job_id=job.external_id,
+                    pod=pod["name"],
+                    queue=job.queue,
+                    version=config.version(job.resource_pool),
+                ):
+                    for line in page:
+                        log.write(line.encode("utf-8", "replace") + b"\n")
+                        written = True
+            except AihcError as exc:
+                raise _shown(
+                    _("AIHC did not return the logs: %(error)s"), exc, job.secret_values()
+                ) from None
+            finally:
+                client.close()
+            if not written and pod["phase"].lower() == "pending":
+                raise NoLog
+        except BaseException:
+            log.close()
+            raise
+        return spooled_lines(log, job.secret_values())
 
     def check_log(self, job: Job, replica: str) -> None:
         """The replica's pod looked up as a download finds it, its log not read: NoLog when

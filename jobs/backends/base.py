@@ -428,9 +428,9 @@ class Backend(ABC):
         longer than jobs.logs.DOWNLOAD_LINE_CHARS in parts, all but the last without one),
         read from the platform now: a BackendError is raised here, before the first line, as
         logs() raises it. This default is logs(), held whole, each line ended by a newline; a
-        backend whose platform sends the log as plain text gives it from a temporary file
-        instead, so a download's memory does not grow with the log, nor with its longest
-        line (KubernetesBackend)."""
+        backend whose platform sends the log as plain text, or a page at a time, gives it
+        from a temporary file instead, so a download's memory does not grow with the log,
+        nor with its longest line (KubernetesBackend, AihcBackend)."""
         return [line + "\n" for line in self.logs(job, replica)]
 
     def check_log(self, job: Job, replica: str) -> None:

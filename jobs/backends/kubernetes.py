@@ -48,14 +48,13 @@ limit the API server enforces on every pod, so a standalone job over it would ne
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from decimal import Decimal
@@ -77,7 +76,7 @@ from jobs.kubernetes.client import (
     kube_time,
 )
 from jobs.kubernetes.config import Config, ConfigError, namespace_of, pool_id
-from jobs.logs import MAX_TAIL_BYTES, masked_parts, text_parts, unmarked
+from jobs.logs import DOWNLOAD_SPOOL_BYTES, MAX_TAIL_BYTES, spooled_lines, unmarked
 from jobs.models import (
     FINAL_STATUSES,
     EventType,
@@ -128,9 +127,6 @@ NO_HOST_ASSIGNED = "does not have a host assigned"
 UNANSWERED_EVENT = "SubmitTimedOut"
 # Events are read for at most this many pods per sync (one request each).
 MAX_EVENT_PODS = 32
-# A whole-log download is written to a temporary file as it comes: in memory up to this many
-# bytes, in the system's temporary directory beyond, removed once the download is given.
-DOWNLOAD_SPOOL_BYTES = 1024 * 1024
 SUBMIT_PAUSE = (5.0, 300.0)  # seconds: first pause after an unreachable API server, maximum
 STOP_REQUESTED = gettext_noop("Stop requested.")
 PRIVILEGED_REFUSED = gettext_noop(
@@ -1800,7 +1796,7 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         except BaseException:
             log.close()
             raise
-        return _spooled_lines(log, job.secret_values())
+        return spooled_lines(log, job.secret_values())
 
     def _pod_log(
         self,
@@ -1902,20 +1898,6 @@ class AnswerTail:
             first_end = re.search(r"\r\n|\n|\r", text)
             text = text[first_end.end() :] if first_end else ""
         return text.splitlines()
-
-
-def _spooled_lines(log: BinaryIO, secrets: list[str]) -> Iterator[str]:
-    """The lines of a log written to `log` with their ends as written (a progress bar's
-    `\\r` kept: until left38 each became a newline), a line longer than
-    jobs.logs.DOWNLOAD_LINE_CHARS in parts, masked as logs() masks them and never read as
-    the runner's own; `log` is closed once read, or when the download is closed before its
-    end. Masked a line at a time: the answer's chunks were joined in the file, so a secret
-    cut across two is whole here, and one cut across two parts of a line is held back
-    (jobs.logs.masked_parts)."""
-    with log, io.TextIOWrapper(log, encoding="utf-8", errors="replace", newline="") as text:
-        log.seek(0)
-        for part in masked_parts(text_parts(text), secrets):
-            yield unmarked(part)
 
 
 def backend() -> KubernetesBackend:

@@ -30,6 +30,8 @@ from jobs.runtime_env import (
 from jobs.sandbox import (
     SandboxError,
     is_within,
+    missing_folder_problem,
+    read_only_missing_message,
     read_only_parent_lacking,
     read_only_parent_message,
     resolve_in_root,
@@ -473,20 +475,14 @@ class LocalBackend(Backend):
                     % {"path": ds.source_path, "name": ds.name},
                 )
                 continue
-            if not found:
-                err(
-                    f"{path}.sourcePath",
-                    # What to do, not only what is wrong: a team from seed 004 (whose NAS
-                    # 路径 names a sub-folder, as a Kubernetes subPath, made when missing)
-                    # typed a new run's folder and had no shell on this machine (qa60).
-                    _(
-                        "“%(path)s” does not exist in volume “%(name)s”, and the local pool "
-                        "mounts only folders that exist, making none. Choose one that does "
-                        "(blank or / for the whole volume), or make it first from a job that "
-                        "mounts the volume read-write (mkdir -p)."
-                    )
-                    % {"path": ds.source_path, "name": ds.name},
-                )
+            if not found and ds.read_only:
+                err(f"{path}.sourcePath", read_only_missing_message(ds.source_path, ds.name))
+                continue
+            # A read-write mount's missing folder is made at start, as the kubelet makes a
+            # missing subPath (a team from seed 004, whose NAS 路径 names a new run's folder,
+            # was told to make it first from another job, qa60). Said now what would stop it.
+            if not found and (problem := missing_folder_problem(volume.root, ds.source_path)):
+                err(f"{path}.sourcePath", problem)
                 continue
             mounted.append((i, ds.mount_path, str(source), ds.read_only))
         for i, dest, _folder, _read_only in mounted:

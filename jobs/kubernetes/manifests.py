@@ -293,16 +293,19 @@ def _volumes(spec: S.JobSpec, cluster: Cluster) -> tuple[list[dict], list[dict]]
         sub = sub_path(ds.source_path)
         mount: dict[str, Any] = {"name": volume_name, "mountPath": ds.mount_path}
         if ds.type == HOST_PATH_TYPE:
+            # The configured root, and the folder inside it as a subPath, as for a claim:
+            # the kubelet makes a missing subPath (safely, not following a link), while a
+            # hostPath of type Directory naming the folder itself left the pod unable to
+            # start ("hostPath type check failed") until someone made it on the node.
             root = cluster.host_paths.get(ds.name, "")
-            path = posixpath.join(root, sub) if sub else root
-            volumes.append({"name": volume_name, "hostPath": {"path": path, "type": "Directory"}})
+            volumes.append({"name": volume_name, "hostPath": {"path": root, "type": "Directory"}})
         else:
             claim: dict[str, Any] = {"claimName": ds.name}
             if ds.read_only:
                 claim["readOnly"] = True
             volumes.append({"name": volume_name, "persistentVolumeClaim": claim})
-            if sub:
-                mount["subPath"] = sub
+        if sub:
+            mount["subPath"] = sub
         if ds.read_only:
             mount["readOnly"] = True
         mounts.append(mount)

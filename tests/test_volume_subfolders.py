@@ -1,0 +1,161 @@
+"""A read-write mount's source folder that does not exist yet is made when the local job
+starts, as Kubernetes' kubelet makes a missing subPath, walking from the volume's root
+without following a link. Real folders under tmp, a real worker and bubblewrap."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from jobs import spec as S
+from jobs.backends import get_backend
+from jobs.models import JobStatus
+from jobs.sandbox import SandboxError, make_in_root
+from jobs.worker import Worker
+
+from .runner_helpers import (
+    log_text,
+    make_spec,
+    run_until,
+    runner_settings,  # noqa: F401
+    status_of,
+    submit,
+    volume,
+)
+from .test_runner_job_users import BASE, GID, job_users_on  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("runner_settings")
+
+
+def mount(source: str, *, at: str = "/out", read_only: bool = False) -> S.Datasource:
+    return S.Datasource("hostpath", "work", mount_path=at, source_path=source, read_only=read_only)
+
+
+def test_a_job_writes_into_the_missing_sub_folders_its_mount_names_made_at_start(alice, settings):
+    root = volume(settings)
+    root.chmod(0o750)
+    spec = make_spec("echo hello > /out/result.txt", datasources=[mount("runs/2026/run-7")])
+
+    assert get_backend("local").check_spec(spec) == {}
+    job = submit(alice, spec)
+    run_until(Worker(), lambda: status_of(job) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert job.status == JobStatus.SUCCEEDED, (job.status_reason, log_text(job, "master-0"))
+    assert (root / "runs/2026/run-7/result.txt").read_text() == "hello\n"
+    # Each folder made takes the permission bits of the volume's root, as the kubelet's do.
+    for made in ("runs", "runs/2026", "runs/2026/run-7"):
+        info = (root / made).stat()
+        assert stat.S_IMODE(info.st_mode) == 0o750
+        assert info.st_uid == os.getuid()
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [("outside", "解析到了存储卷根目录之外"), ("volume/inner", "是符号链接")],
+    ids=["to-outside-the-volume", "to-another-folder-of-the-volume"],
+)
+def test_a_link_swapped_in_on_the_way_after_submit_fails_the_start_naming_the_mount(
+    alice, settings, tmp_path, target, said
+):
+    root = volume(settings)
+    (tmp_path / "outside").mkdir()
+    (root / "inner").mkdir()
+    spec = make_spec("true", datasources=[mount("runs/run-7")])
+    job = submit(alice, spec)
+    # Another job writing the volume puts a link where the folder to make was.
+    (root / "runs").symlink_to(tmp_path / target)
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert "/out" in job.status_reason and "work" in job.status_reason
+    assert said in job.status_reason, job.status_reason
+    assert os.listdir(tmp_path / "outside") == []
+    assert os.listdir(root / "inner") == []
+
+
+def test_a_link_or_a_file_on_the_way_is_refused_at_submit_on_the_source_path(settings, tmp_path):
+    root = volume(settings)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "inner").mkdir()
+    # A link that stays inside the volume is refused too: a missing folder is made only
+    # through real folders, whatever a link points at.
+    (root / "to-inner").symlink_to(root / "inner")
+    (root / "to-outside").symlink_to(outside)
+    (root / "notes.txt").write_text("x")
+    spec = make_spec(
+        "true",
+        datasources=[
+            mount("to-inner/new", at="/a"),
+            mount("to-outside/new", at="/b"),
+            mount("notes.txt/new", at="/c"),
+        ],
+    )
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert set(errors) == {f"datasources[{i}].sourcePath" for i in range(3)}
+    assert "“to-inner”是符号链接" in str(errors["datasources[0].sourcePath"])
+    assert "路径必须位于存储卷之内" in str(errors["datasources[1].sourcePath"])
+    assert "“notes.txt”是文件" in str(errors["datasources[2].sourcePath"])
+    assert os.listdir(outside) == []
+
+
+def test_a_read_only_mount_of_a_missing_folder_is_refused_as_a_likely_typo(alice, settings):
+    root = volume(settings)
+    spec = make_spec("true", datasources=[mount("datset", read_only=True)])
+
+    errors = get_backend("local").check_spec(spec)
+
+    assert "很可能输错了" in str(errors["datasources[0].sourcePath"])
+    assert not (root / "datset").exists()
+
+
+def test_a_read_only_mount_whose_folder_went_after_submit_fails_the_start_and_makes_nothing(
+    alice, settings
+):
+    root = volume(settings)
+    (root / "dataset").mkdir()
+    job = submit(alice, make_spec("true", datasources=[mount("dataset", read_only=True)]))
+    (root / "dataset").rmdir()
+
+    run_until(Worker(), lambda: status_of(job) == JobStatus.FAILED)
+
+    assert "只读" in job.status_reason, job.status_reason
+    assert not (root / "dataset").exists()
+
+
+def test_the_walk_stops_at_a_link_swapped_for_a_folder_it_would_have_entered(tmp_path):
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "a" / "b").symlink_to(outside)
+
+    with pytest.raises(SandboxError, match="a/b"):
+        make_in_root(root, "a/b/c")
+
+    assert os.listdir(outside) == []
+
+
+def test_a_folder_made_for_a_job_run_as_its_owner_is_theirs_and_the_teams_to_write(
+    job_users_on,  # noqa: F811
+    alice,
+    bob,
+):
+    # The fixture's volume is a team's: root's, group GID, 2775 (group-writable, set-group-ID).
+    root = volume(job_users_on)
+    alices = submit(alice, make_spec("echo a > /out/a.txt", datasources=[mount("runs/shared")]))
+    run_until(Worker(), lambda: status_of(alices) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+    bobs = submit(bob, make_spec("echo b > /out/b.txt", datasources=[mount("runs/shared")]))
+    run_until(Worker(), lambda: status_of(bobs) in (JobStatus.SUCCEEDED, JobStatus.FAILED))
+
+    assert alices.status == JobStatus.SUCCEEDED, alices.status_reason
+    assert bobs.status == JobStatus.SUCCEEDED, (bobs.status_reason, log_text(bobs, "master-0"))
+    for made in ("runs", "runs/shared"):
+        info = (root / made).stat()
+        assert (info.st_uid, info.st_gid) == (BASE + alice.pk, GID)
+        assert stat.S_IMODE(info.st_mode) == 0o2775
+    assert (root / "runs/shared/b.txt").stat().st_uid == BASE + bob.pk
