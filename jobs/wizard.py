@@ -586,6 +586,13 @@ KUBERNETES_INJECTED_FRAMEWORK: dict[str, list[tuple[str, Any]]] = {
                 "made"
             ),
         ),
+        (
+            "JOB_COMPLETION_INDEX",
+            gettext_lazy(
+                "this instance's index within its role, as AIHC_ROLE_INDEX (the Job "
+                "controller sets it)"
+            ),
+        ),
     ],
 }
 

@@ -16,6 +16,7 @@ from django.utils import translation
 from jobs import spec as S
 from jobs import wizard as W
 from jobs.actions import job_stop
+from jobs.aihc.endpoints import V2
 from jobs.models import Job
 from jobs.worker import Worker
 from tests.test_wizard import (
@@ -42,6 +43,8 @@ from .runner_helpers import (
     submit,
     volume,
 )
+from .test_api import refused
+from .test_api_v2 import v2_body
 from .test_runner_network import isolated  # noqa: F401
 
 wsgi, alice_key, api = v1.wsgi, v1.alice_key, v1.api
@@ -308,3 +311,41 @@ def test_a_custom_job_on_an_aihc_pool_is_refused_at_its_framework_before_any_exa
     assert field_errors(english, "id_framework") == [
         "AIHC runs PyTorch, MPI and TensorFlow jobs; custom roles cannot be sent."
     ]
+
+
+def custom_role_map(*roles: tuple[str, int]) -> dict:
+    cpu = [{"name": "cpu", "quantity": 1}]
+    body = v2_body(name="ps-train", jobType="Custom", command='echo "$AIHC_ROLE"')
+    body["jobSpec"] = {
+        name: {"image": "python:3.12", "replicas": n, "resources": cpu} for name, n in roles
+    }
+    return body
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_v2_custom_role_map_runs_each_role_under_the_name_its_key_gives(api):
+    body = custom_role_map(("ps", 1), ("trainer", 2), ("data-loader", 1))
+
+    created = api.create_job(pool="local", body=body, version=V2)
+
+    spec = Job.objects.get(public_id=created["jobId"]).job_spec()
+    assert [(r.name, r.replicas) for r in spec.roles] == [
+        ("ps", 1),
+        ("trainer", 2),
+        ("data-loader", 1),
+    ]
+
+
+@pytest.mark.usefixtures("runner_settings")
+def test_a_v2_custom_role_map_key_that_is_no_role_name_is_refused_not_lowercased(api):
+    # qa67: "Trainer" ran as AIHC_ROLE=trainer, so a command telling its roles apart by the
+    # names it gave them ([ "$AIHC_ROLE" = Trainer ]) matched none; the wizard and v1's
+    # console.roles refuse such a name.
+    body = custom_role_map(("ps", 1), ("Trainer", 2))
+
+    error = refused(lambda: api.create_job(pool="local", body=body, version=V2))
+
+    assert (error.status, error.code) == (400, "InvalidParameter")
+    assert error.message.startswith("jobSpec.Trainer.name: Role names use lowercase letters")
+    assert "Not allowed: “T”." in error.message
+    assert Job.objects.count() == 0

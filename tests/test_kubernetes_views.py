@@ -395,6 +395,9 @@ def test_a_custom_job_on_a_kubernetes_pool_is_shown_rays_example_for_jobset_pods
     start = page.index('id="injected-vars"')
     table = html.unescape(page[start : page.index("</table>", start)])
     assert "其他实例通过 <jobset>-<角色>-0-<序号>.<jobset> 访问该实例" in table
+    # As the review lists it for each instance (qa67): the pods have it.
+    assert "JOB_COMPLETION_INDEX" in table
+    assert "本实例在其角色中的序号，同 AIHC_ROLE_INDEX（由 Job 控制器设置）" in table
 
 
 def test_fill_in_this_example_writes_the_kubernetes_ray_command_into_a_custom_job(

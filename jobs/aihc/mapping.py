@@ -203,13 +203,18 @@ def v1_from_v2(body: dict[str, Any], *, loose: bool = False) -> dict[str, Any]:
         if not loose and (problems := role_map_differences(job_spec)):
             raise RoleMapError(problems)
         groups = list(job_spec.items())
+        # A custom job's keys are the user's own role names, kept as typed: lowercased, a
+        # "Trainer" ran as AIHC_ROLE=trainer, and a command that tells roles apart by the
+        # name it gave matched none (qa67). The role name rule then refuses it, as the
+        # wizard and v1's console.roles do. TFJob's keys are AIHC's (Chief -> chief).
+        custom = v2.get("jobType") == spec_module.CUSTOM
         console = v2.get("console")
         if console is None or (isinstance(console, dict) and "roles" not in console):
             v2["console"] = {
                 **(console or {}),
                 "roles": [
                     {
-                        "name": role_name(key),
+                        "name": key if custom else role_name(key),
                         "replicas": group.get("replicas", 0),
                         "resources": group.get("resources") or [],
                     }

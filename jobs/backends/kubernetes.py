@@ -986,10 +986,12 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         namespace) plus the ones the manifest sets (AIHC_JOB_ID, AIHC_ROLE, AIHC_ROLE_INDEX
         and PYTHONUNBUFFERED too, as the local runner sets them). A custom job's pods get the
         same generic variables as its local replicas; no addresses (the local runner gives
-        none either: peers are reached at their JobSet hostnames)."""
+        none either: peers are reached at their JobSet hostnames), and JOB_COMPLETION_INDEX,
+        which the Job controller sets in each pod of a role's Indexed Job (until qa67 the
+        review left it out, though README names it as a pod's index)."""
         namespace = namespace_of(spec.resource_pool_id)
         name = M.object_name(spec, job_id)
-        return replica_environment(
+        env = replica_environment(
             spec,
             ref,
             job_id=job_id,
@@ -998,6 +1000,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             group_task=shown_group_task(spec, group_task),
             masked=True,
         )
+        if spec.framework == spec_module.CUSTOM:
+            env["JOB_COMPLETION_INDEX"] = str(ref.index)
+        return env
 
     # -- submission ----------------------------------------------------------------
 
