@@ -235,7 +235,7 @@ def masked_parts(parts: Iterable[str], secrets: Sequence[str]) -> Iterator[str]:
             carried = ""
             yield masked(text, values)
             continue
-        cut = _clear_cut(text, max(len(text) - held, 0), values)
+        cut = _clear_cut(text, max(len(text) - held, 0), values, held=held)
         carried = text[cut:]
         if cut:
             yield masked(text[:cut], values)
@@ -243,12 +243,18 @@ def masked_parts(parts: Iterable[str], secrets: Sequence[str]) -> Iterator[str]:
         yield masked(carried, values)
 
 
-def _clear_cut(text: str, cut: int, values: Sequence[str]) -> int:
+def _clear_cut(text: str, cut: int, values: Sequence[str], *, held: int) -> int:
     """`cut`, or earlier, where no secret value written whole in `text` is cut in two. (A
     value that starts before `cut` and ends after it is moved past; that may put the cut in
-    another, so it is looked at again until none is.)"""
+    another, so it is looked at again until none is.) The cut moves back `held` characters
+    at most, to the start of a value written there: values that overlap one another end to
+    end (a secret "aaaa" in a line of a million "a") moved it to the part's start, so the
+    whole line was held in memory, and looked through again for each part (review 47). A
+    value the cut is then left inside is not given whole in the clear: the next part starts
+    with the value the cut moved to, masked there."""
+    floor = max(cut - held, 0)
     moved = True
-    while moved and cut > 0:
+    while moved and cut > floor:
         moved = False
         for value in values:
             # Only a value that starts before the cut and ends after it is found here.
@@ -343,8 +349,10 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
         for part in parts:
             if after_cr and part.startswith("\n"):
                 part = part[1:]
+            # A "\n" taken off leaves no "\r" before what comes next: an empty line right
+            # after the cut "\r\n" is a line of its own (it went too until review 47).
+            after_cr = part.endswith("\r")
             if part:
-                after_cr = part.endswith("\r")
                 yield part
 
     def ended(parts: Iterable[str]) -> Iterator[str]:
