@@ -235,33 +235,40 @@ def masked_parts(parts: Iterable[str], secrets: Sequence[str]) -> Iterator[str]:
             carried = ""
             yield masked(text, values)
             continue
-        cut = _clear_cut(text, max(len(text) - held, 0), values, held=held)
+        cut, at_cut = _clear_cut(text, max(len(text) - held, 0), values, held=held)
         carried = text[cut:]
+        if at_cut:
+            # The cut stopped inside copies of secrets that overlap end to end: the copy it
+            # stopped at is masked now, so what is given before it cannot join what follows
+            # into a secret in the clear, however the next part is cut.
+            carried = MASK + carried[len(at_cut) :]
         if cut:
             yield masked(text[:cut], values)
     if carried:
         yield masked(carried, values)
 
 
-def _clear_cut(text: str, cut: int, values: Sequence[str], *, held: int) -> int:
-    """`cut`, or earlier, where no secret value written whole in `text` is cut in two. (A
-    value that starts before `cut` and ends after it is moved past; that may put the cut in
-    another, so it is looked at again until none is.) The cut moves back `held` characters
-    at most, to the start of a value written there: values that overlap one another end to
-    end (a secret "aaaa" in a line of a million "a") moved it to the part's start, so the
-    whole line was held in memory, and looked through again for each part (review 47). A
-    value the cut is then left inside is not given whole in the clear: the next part starts
-    with the value the cut moved to, masked there."""
-    floor = max(cut - held, 0)
+def _clear_cut(text: str, cut: int, values: Sequence[str], *, held: int) -> tuple[int, str]:
+    """`cut`, or earlier, where no secret value written whole in `text` is cut in two, and "".
+    (A value that starts before `cut` and ends after it is moved past; that may put the cut
+    in another, so it is looked at again until none is.) The cut moves back `held` characters
+    and one value at most: values that overlap one another end to end (a secret "aaaa" in a
+    line of a million "a") moved it to the part's start, so the whole line was held in memory
+    and looked through again for each part (review 47). Stopped there, the value written from
+    the cut is given with it, for masked_parts to mask at once."""
+    floor = cut - held
+    found = ""
     moved = True
-    while moved and cut > floor:
+    while moved and cut > 0:
+        if cut <= floor:
+            return cut, found
         moved = False
         for value in values:
             # Only a value that starts before the cut and ends after it is found here.
             start = text.find(value, max(cut - len(value) + 1, 0), cut + len(value) - 1)
             if start != -1:
-                cut, moved = start, True
-    return cut
+                cut, moved, found = start, True, value
+    return cut, ""
 
 
 # An escape sequence a part of a line ends inside of (DOWNLOAD_LINE_CHARS cut it there): its
