@@ -822,9 +822,10 @@ def job_deleted(*, job: Job) -> dict[str, Any]:
         gone = job_delete(job=job)
     except ActionError as exc:
         cause = exc.__cause__
-        if isinstance(cause, BackendError) and got_no_answer(cause):
-            # The platform did not answer the delete: the job is kept, and the same delete
-            # sent again finishes it (a 409 read as a refusal to a script: left39).
+        if isinstance(cause, BackendError) and (got_no_answer(cause) or cause.try_again):
+            # The platform did not answer the delete, or answered with its own failure or
+            # throttling (review 47: a 409 still): the job is kept, and the same delete sent
+            # again finishes it (a 409 read as a refusal to a script: left39).
             raise ApiError(503, "ServiceUnavailable", str(exc)) from None
         raise ApiError(409, "Conflict", str(exc)) from None
     if not (gone and deletion_left_secret(public_id=job.public_id)):

@@ -240,27 +240,40 @@ def masked_parts(parts: Iterable[str], secrets: Sequence[str]) -> Iterator[str]:
             carried = ""
             yield masked(text, values)
             continue
-        cut = _clear_cut(text, max(len(text) - held, 0), values)
+        cut, at_cut = _clear_cut(text, max(len(text) - held, 0), values, held=held)
         carried = text[cut:]
+        if at_cut:
+            # The cut stopped inside copies of secrets that overlap end to end: the copy it
+            # stopped at is masked now, so what is given before it cannot join what follows
+            # into a secret in the clear, however the next part is cut.
+            carried = MASK + carried[len(at_cut) :]
         if cut:
             yield masked(text[:cut], values)
     if carried:
         yield masked(carried, values)
 
 
-def _clear_cut(text: str, cut: int, values: Sequence[str]) -> int:
-    """`cut`, or earlier, where no secret value written whole in `text` is cut in two. (A
-    value that starts before `cut` and ends after it is moved past; that may put the cut in
-    another, so it is looked at again until none is.)"""
+def _clear_cut(text: str, cut: int, values: Sequence[str], *, held: int) -> tuple[int, str]:
+    """`cut`, or earlier, where no secret value written whole in `text` is cut in two, and "".
+    (A value that starts before `cut` and ends after it is moved past; that may put the cut
+    in another, so it is looked at again until none is.) The cut moves back `held` characters
+    and one value at most: values that overlap one another end to end (a secret "aaaa" in a
+    line of a million "a") moved it to the part's start, so the whole line was held in memory
+    and looked through again for each part (review 47). Stopped there, the value written from
+    the cut is given with it, for masked_parts to mask at once."""
+    floor = cut - held
+    found = ""
     moved = True
     while moved and cut > 0:
+        if cut <= floor:
+            return cut, found
         moved = False
         for value in values:
             # Only a value that starts before the cut and ends after it is found here.
             start = text.find(value, max(cut - len(value) + 1, 0), cut + len(value) - 1)
             if start != -1:
-                cut, moved = start, True
-    return cut
+                cut, moved, found = start, True, value
+    return cut, ""
 
 
 # An escape sequence a part of a line ends inside of (DOWNLOAD_LINE_CHARS cut it there): its
@@ -362,8 +375,10 @@ def downloaded_for_staff(lines: Iterable[str], *, secrets: Iterable[str]) -> Ite
         for part in parts:
             if after_cr and part.startswith("\n"):
                 part = part[1:]
+            # A "\n" taken off leaves no "\r" before what comes next: an empty line right
+            # after the cut "\r\n" is a line of its own (it went too until review 47).
+            after_cr = part.endswith("\r")
             if part:
-                after_cr = part.endswith("\r")
                 yield part
 
     def ended(parts: Iterable[str]) -> Iterator[str]:

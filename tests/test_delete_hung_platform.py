@@ -431,3 +431,38 @@ def test_the_apis_delete_the_api_server_does_not_answer_is_a_503_to_send_again_t
     assert (error.status, error.code) == (503, "ServiceUnavailable")
     assert "Kubernetes did not delete the job" in str(error)
     assert Job.objects.filter(pk=job.pk).exists()
+
+
+@pytest.mark.parametrize(
+    ("status", "code"), [(500, "InternalError"), (503, "ServiceUnavailable"), (429, "Throttling")]
+)
+def test_the_apis_delete_aihc_answers_with_its_own_failure_is_a_503_to_send_again_too(
+    aihc,
+    alice,
+    api,  # noqa: F811
+    settings,
+    status,
+    code,
+):
+    """AIHC answered, but with its own failure or throttling (not a refusal): the job is kept
+    and its message says to delete it again in a moment, as for no answer at all; until review
+    47 the API's answer was a 409 Conflict, which a script reads as a refusal not to retry."""
+    [job] = running_aihc_jobs(aihc, alice, 1, settings)
+    aihc.fail_next("DeleteJob", status=status, code=code, message="try later", times=10)
+
+    error = refused(
+        lambda: api.request(
+            "DELETE",
+            f"/api/v1/aijobs/{job.public_id}",
+            params=[("resourcePoolId", AIHC_POOL)],
+            idempotent=False,
+        )
+    )
+    error_v2 = refused(
+        lambda: action(api, "DeleteJob", resourcePoolId=AIHC_POOL, jobId=job.public_id)
+    )
+
+    assert (error.status, error.code) == (503, "ServiceUnavailable")
+    assert (error_v2.status, error_v2.code) == (503, "ServiceUnavailable")
+    assert AIHC_AGAIN in str(error) and code in str(error)
+    assert Job.objects.filter(pk=job.pk).exists()

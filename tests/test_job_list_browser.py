@@ -246,3 +246,30 @@ def test_a_job_name_pasted_from_a_chat_or_typed_full_width_is_searched_and_found
     )
     expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(1)
     expect(page.locator(f'tr[data-job="{jobs[1].public_id}"]')).to_be_visible()
+
+
+def test_a_name_composed_full_width_with_an_input_method_is_made_plain_once_it_is_committed(
+    logged_in_page, alice
+):
+    """A Chinese input method's composition: what it shows while composing is its own, and
+    rewriting the box then would break it; once the text is committed it is made plain, so the
+    search finds the name (qa65's console.js, checked by review 47 with the browser's own
+    composition events)."""
+    jobs = [submitted(alice, f"failed-{n:02d}") for n in range(3)]
+    page = logged_in_page
+    page.goto("/")
+    page.focus("#id_q")
+    session = page.context.new_cdp_session(page)
+
+    session.send(
+        "Input.imeSetComposition",
+        {"text": "ｆａｉｌｅｄ－０１", "selectionStart": 9, "selectionEnd": 9},
+    )
+    expect(page.locator("#id_q")).to_have_value("ｆａｉｌｅｄ－０１")  # left alone while composed
+    session.send("Input.insertText", {"text": "ｆａｉｌｅｄ－０１"})
+    expect(page.locator("#id_q")).to_have_value("failed-01")
+    page.press("#id_q", "Enter")
+
+    page.wait_for_url("**/?q=failed-01*")
+    expect(page.locator("#job-table tbody tr[data-job]")).to_have_count(1)
+    expect(page.locator(f'tr[data-job="{jobs[1].public_id}"]')).to_be_visible()

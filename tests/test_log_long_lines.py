@@ -285,3 +285,35 @@ def test_an_escape_sequence_is_held_whole_for_the_next_part_only_when_a_cut_fall
         "b \x1b[0m",
         "c\n",
     ]
+
+
+@pytest.mark.parametrize("part_chars", [LINE_CHARS, 3, 5])
+def test_a_secret_written_over_and_over_end_to_end_keeps_each_masked_part_bounded(part_chars):
+    """A secret whose copies overlap one another ("aaaa" in a line of "a", a progress bar's
+    "####"): each copy across the cut moved the cut back to the start of the one before, so
+    until review 47 the whole line was held back and given as one part (a line of hundreds of
+    MB read whole into memory, and looked through again for each part). The parts stay about
+    the line bound's size, and the secret is never given whole, even where the parts are
+    shorter than it (the bound's last part of a line; the unmasked ends of parts in a row
+    joined into the secret when the cut's walk back was first bounded)."""
+    secret = "a" * 8
+    parts = ["a" * part_chars] * 200 + ["b\n"]
+
+    out = list(logs.masked_parts(parts, [secret]))
+
+    assert max(len(part) for part in out) <= part_chars + 3 * len(secret)
+    assert secret not in "".join(out)
+
+
+@pytest.mark.parametrize("secrets", [[], [SECRET]])
+def test_an_empty_line_after_a_crlf_the_line_bound_cut_in_two_stays_in_the_admins_download(
+    secrets,
+):
+    """The "\r" of a "\r\n" the last character of a part, its "\n" the next part, an empty line
+    after it: the "\n" is taken off (the line ended at its "\r"), and until review 47 the empty
+    line's own "\n" went with it, so staff got the log without that line."""
+    parts = ["x" * 10 + "\r", "\n", "\n", "after\n"]
+
+    out = "".join(logs.downloaded_for_staff(iter(parts), secrets=secrets))
+
+    assert out == "x" * 10 + "\n\nafter\n"

@@ -1528,7 +1528,7 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 raise _shown(
                     _("AIHC did not delete the job: %(error)s"), exc, job.secret_values()
                 ) from None
-            raise _shown(
+            unclear = _shown(
                 _(
                     "AIHC gave the delete no clear answer: %(error)s. The job is kept here: "
                     "delete it again in a moment, which finishes it whether AIHC deleted it "
@@ -1536,7 +1536,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 ),
                 exc,
                 job.secret_values(),
-            ) from None
+            )
+            # A server error or throttling too, not only no answer: the API's 503 (review 47).
+            unclear.try_again = True
+            raise unclear from None
 
     def logs(
         self,

@@ -31,13 +31,18 @@ DOWNLOAD_TOO_LONG = "DownloadTooLong"
 
 
 class BackendError(Exception):
-    """A backend could not do what was asked; `message` is safe to show the user."""
+    """A backend could not do what was asked; `message` is safe to show the user.
+    `try_again`: the platform answered but did not say no (its own failure, throttling), and
+    the message says to ask again in a moment, as for no answer at all (got_no_answer)."""
 
-    def __init__(self, message: str, *, code: str = "", request_id: str = ""):
+    def __init__(
+        self, message: str, *, code: str = "", request_id: str = "", try_again: bool = False
+    ):
         super().__init__(message)
         self.message = message
         self.code = code
         self.request_id = request_id
+        self.try_again = try_again
 
 
 class NoLog(BackendError):
