@@ -128,13 +128,20 @@ class AihcClient:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         deadline: float | None = None,
+        call_seconds: float | None = None,
     ):
         """`deadline` (monotonic): every call, its tries and the reading of its answer
-        included, ends by then (a whole-log download: jobs.backends.base.send_by)."""
+        included, ends by then (a whole-log download: jobs.backends.base.send_by).
+        `call_seconds`: each call, its connection, tries and whole answer included, is given
+        up this many seconds after it began, as one that got no answer (AihcTimeout
+        "RequestTimeout"): a page's Stop or Delete, which an AIHC sending its answer a few
+        bytes at a time held past every read timeout (review 46). A client has one or the
+        other."""
         self.endpoint = endpoint.rstrip("/")
         self.credentials = credentials
         self.retries = retries
         self.deadline = deadline
+        self.call_seconds = call_seconds
         self.backoff = backoff
         self.clock = clock
         self.sleep = sleep
@@ -167,25 +174,30 @@ class AihcClient:
         """Sends one signed request; returns the decoded JSON body (`{}` when empty)."""
         params = [(k, str(v)) for k, v in params if v is not None]
         attempts = 1 + (self.retries if idempotent else 0)
+        deadline = self.deadline
+        if self.call_seconds is not None:
+            deadline = time.monotonic() + self.call_seconds
         for attempt in range(attempts):
             try:
-                response = self._send(method, path, params, body, version, timeout)
+                response = self._send(method, path, params, body, version, timeout, deadline)
             except httpx.TransportError as exc:
-                if self._another_try(attempt, attempts):
+                if self._another_try(attempt, attempts, deadline):
                     self._wait(attempt, method, path, type(exc).__name__)
                     continue
                 raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
+            if response.status_code in RETRY_STATUSES and self._another_try(
+                attempt, attempts, deadline
+            ):
                 self._wait(attempt, method, path, f"HTTP {response.status_code}")
                 continue
             return self._decode(response)
         raise AssertionError("unreachable")
 
-    def _another_try(self, attempt: int, attempts: int) -> bool:
+    def _another_try(self, attempt: int, attempts: int, deadline: float | None) -> bool:
         """Whether a failed try is followed by another: tries are left, and the next would
-        start before the deadline."""
+        start before the call's deadline."""
         return attempt < attempts - 1 and (
-            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+            deadline is None or time.monotonic() + self.backoff * 2**attempt < deadline
         )
 
     def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
@@ -201,6 +213,7 @@ class AihcClient:
         body: Any,
         version: str,
         timeout: httpx.Timeout | None,
+        deadline: float | None = None,
     ) -> httpx.Response:
         full_path = f"{self._base_path}{path}"
         timestamp = signer.canonical_time(self.clock())
@@ -227,7 +240,7 @@ class AihcClient:
         request = self._http.build_request(
             method, url, headers=headers, content=content, timeout=timeout or self.timeout
         )
-        return send_by(self._http, request, deadline=self.deadline)
+        return send_by(self._http, request, deadline=deadline, page=self.call_seconds is not None)
 
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> AihcError:

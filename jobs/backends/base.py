@@ -110,11 +110,17 @@ def send_by(
     *,
     deadline: float | None,
     into: BinaryIO | None = None,
+    page: bool = False,
 ) -> httpx.Response:
     """Sends `request`; with a `deadline` (monotonic), its answer is read in chunks and given
     up (httpx.ReadTimeout, a transport error as any other read's) once the deadline passes:
     the client's read timeout bounds each wait for the next chunk, not a server that sends
     a few bytes now and then. Each wait is also cut to the time left.
+
+    An answer still coming when the deadline passes is a download too long for its time
+    (DownloadTooLong), or, `page`: a page's Stop or Delete, an answer that did not come in
+    time (httpx.ReadTimeout, what a platform that does not answer at all gets: the same
+    outcome for the person waiting).
 
     `into`: a successful answer's body (decoded) is written there, and the response returned
     has none: a whole log held in memory, then copied as text and as lines, took several
@@ -130,7 +136,7 @@ def send_by(
     if deadline is not None:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise httpx.ReadTimeout("no time left for the download", request=request)
+            raise httpx.ReadTimeout("no time left for the request", request=request)
         timeout = request.extensions.get("timeout") or {}
         request.extensions["timeout"] = {
             kind: min(seconds, left) if seconds is not None else left
@@ -149,7 +155,7 @@ def send_by(
                 into.write(chunk)
                 received += len(chunk)
                 if deadline is not None and time.monotonic() > deadline:
-                    raise DownloadTooLong(received=received, request=request)
+                    raise _past(received=received, request=request, page=page)
             # Its body is in `into`, decoded: the headers that described it no longer do.
             headers = [
                 (name, value)
@@ -161,7 +167,7 @@ def send_by(
         for chunk in response.iter_raw():
             body += chunk
             if deadline is not None and time.monotonic() > deadline:
-                raise DownloadTooLong(received=len(body), request=request)
+                raise _past(received=len(body), request=request, page=page)
     finally:
         response.close()
     # The body as the server sent it (still compressed, if it was): the new response decodes
@@ -169,6 +175,13 @@ def send_by(
     return httpx.Response(
         response.status_code, headers=response.headers, content=bytes(body), request=request
     )
+
+
+def _past(*, received: int, request: httpx.Request, page: bool) -> httpx.ReadTimeout:
+    """What a deadline passed mid-answer raises (send_by)."""
+    if page:
+        return httpx.ReadTimeout("no whole answer in time", request=request)
+    return DownloadTooLong(received=received, request=request)
 
 
 @dataclass
