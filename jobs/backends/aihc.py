@@ -1493,9 +1493,8 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     def _delete_remote(self, job: Job) -> None:
         """One short try (AIHC_PAGE_READ_TIMEOUT, given up however its answer comes once
         AIHC_CONNECT_TIMEOUT more have passed: review 46): a person's Delete waits on it, each
-        job of
-        a Delete selected in turn (left39: the worker's AIHC_READ_TIMEOUT, 30 s, as a Stop's
-        was until review45). A delete AIHC refuses, or does not answer, keeps the job, saying
+        job of a Delete selected in turn (left39: the worker's AIHC_READ_TIMEOUT, 30 s, as a
+        Stop's was until review45). A delete AIHC refuses, or does not answer, keeps the job, saying
         so; a Delete again finishes it (AIHC's JobNotFound then, if it had deleted it)."""
         config, client = self._setup(for_action=True)
         try:
