@@ -131,13 +131,20 @@ class AihcClient(PlatformRetries):
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         deadline: float | None = None,
+        call_seconds: float | None = None,
     ):
         """`deadline` (monotonic): every call, its tries and the reading of its answer
-        included, ends by then (a whole-log download: jobs.backends.base.send_by)."""
+        included, ends by then (a whole-log download: jobs.backends.base.send_by).
+        `call_seconds`: each call, its connection, tries and whole answer included, is given
+        up this many seconds after it began, as one that got no answer (AihcTimeout
+        "RequestTimeout"): a page's Stop or Delete, which an AIHC sending its answer a few
+        bytes at a time held past every read timeout (review 46). A client has one or the
+        other."""
         self.endpoint = endpoint.rstrip("/")
         self.credentials = credentials
         self.retries = retries
         self.deadline = deadline
+        self.call_seconds = call_seconds
         self.backoff = backoff
         self.clock = clock
         self.sleep = sleep
@@ -173,7 +180,9 @@ class AihcClient(PlatformRetries):
             method,
             path,
             idempotent=idempotent,
-            send=lambda: self._send(method, path, params, body, version, timeout),
+            send=lambda deadline: self._send(
+                method, path, params, body, version, timeout, deadline
+            ),
         )
         return self._decode(response)
 
@@ -185,6 +194,7 @@ class AihcClient(PlatformRetries):
         body: Any,
         version: str,
         timeout: httpx.Timeout | None,
+        deadline: float | None = None,
     ) -> httpx.Response:
         full_path = f"{self._base_path}{path}"
         timestamp = signer.canonical_time(self.clock())
@@ -211,7 +221,7 @@ class AihcClient(PlatformRetries):
         request = self._http.build_request(
             method, url, headers=headers, content=content, timeout=timeout or self.timeout
         )
-        return send_by(self._http, request, deadline=self.deadline)
+        return send_by(self._http, request, deadline=deadline, page=self.call_seconds is not None)
 
     @staticmethod
     def _transport_error(exc: httpx.TransportError) -> AihcError:

@@ -462,13 +462,16 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
     # -- configuration -------------------------------------------------------------
 
     def _setup(
-        self, *, for_page: bool = False, for_download: bool = False
+        self, *, for_page: bool = False, for_action: bool = False, for_download: bool = False
     ) -> tuple[Config, AihcClient]:
         """Settings are read on each call, so a changed endpoint or key takes effect.
 
-        `for_page`: a call a web request waits on (a log tail, a Stop) gets no retries and a
-        short read timeout (AIHC_PAGE_READ_TIMEOUT), so a slow AIHC cannot hold the console's
+        `for_page`: a call a web request waits on (a log tail) gets no retries and a short
+        read timeout (AIHC_PAGE_READ_TIMEOUT), so a slow AIHC cannot hold the console's
         threads.
+        `for_action`: a person's Stop or Delete: for_page's client, each call also given up
+        once AIHC_CONNECT_TIMEOUT + AIHC_PAGE_READ_TIMEOUT have passed, however its answer
+        comes (a log tail is not: it may read a long answer).
         `for_download`: a whole-log download's own client (to be closed), its reads tried as
         the worker's are but waiting AIHC_DOWNLOAD_READ_TIMEOUT, all within
         LOG_DOWNLOAD_TOTAL_SECONDS."""
@@ -491,7 +494,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                 backoff=config.backoff,
                 deadline=download_deadline(),
             )
-        key = (*config.key(), config.secret_key, for_page)
+        for_page = for_page or for_action
+        key = (*config.key(), config.secret_key, for_page, for_action)
+        page_read_timeout = min(config.read_timeout, settings.AIHC_PAGE_READ_TIMEOUT)
         with self._lock:
             client = self._clients.get(key)
             if client is None:
@@ -499,11 +504,10 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
                     endpoint=config.endpoint,
                     credentials=Credentials(config.access_key, config.secret_key),
                     connect_timeout=config.connect_timeout,
-                    read_timeout=min(config.read_timeout, settings.AIHC_PAGE_READ_TIMEOUT)
-                    if for_page
-                    else config.read_timeout,
+                    read_timeout=page_read_timeout if for_page else config.read_timeout,
                     retries=0 if for_page else config.retries,
                     backoff=config.backoff,
+                    call_seconds=config.connect_timeout + page_read_timeout if for_action else None,
                 )
                 self._clients[key] = client
         return config, client
@@ -1443,8 +1447,9 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         unanswered: AihcError | None = None
         if job.external_id:
             # One short try: a person's Stop waits on it (review45: the worker's read timeout,
-            # 30 s, each job of a Stop selected in turn); no answer is taken all the same.
-            config, client = self._setup(for_page=True)
+            # 30 s, each job of a Stop selected in turn); no answer is taken all the same, nor
+            # one still trickling in when the try's time is up (review 46).
+            config, client = self._setup(for_action=True)
             try:
                 client.stop_job(
                     pool=job.resource_pool,
@@ -1509,11 +1514,12 @@ class AihcBackend(RemoteBackend[Config, AihcClient]):
         shutil.rmtree(Path(settings.VAR_DIR) / USAGE_DIR / job.public_id, ignore_errors=True)
 
     def _delete_remote(self, job: Job) -> None:
-        """One short try (AIHC_PAGE_READ_TIMEOUT): a person's Delete waits on it, each job of
-        a Delete selected in turn (left39: the worker's AIHC_READ_TIMEOUT, 30 s, as a Stop's
-        was until review45). A delete AIHC refuses, or does not answer, keeps the job, saying
+        """One short try (AIHC_PAGE_READ_TIMEOUT, given up however its answer comes once
+        AIHC_CONNECT_TIMEOUT more have passed: review 46): a person's Delete waits on it, each
+        job of a Delete selected in turn (left39: the worker's AIHC_READ_TIMEOUT, 30 s, as a
+        Stop's was until review45). A delete AIHC refuses, or does not answer, keeps the job, saying
         so; a Delete again finishes it (AIHC's JobNotFound then, if it had deleted it)."""
-        config, client = self._setup(for_page=True)
+        config, client = self._setup(for_action=True)
         try:
             client.delete_job(
                 pool=job.resource_pool,

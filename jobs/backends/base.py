@@ -124,27 +124,41 @@ class PlatformRetries:
     retries: int
     backoff: float
     deadline: float | None
+    # A page's Stop or Delete: each call, its tries and whole answer included, given up this
+    # many seconds after it began (a platform sending its answer a few bytes at a time held
+    # it past every read timeout: review 46). None: only `deadline` bounds it.
+    call_seconds: float | None
     sleep: Callable[[float], None]
     # The worker's log line for a try that failed and is made again: method, path, why, delay.
     retry_logger: logging.Logger
     retry_log: str
 
     def _answer(
-        self, method: str, path: str, *, idempotent: bool, send: Callable[[], httpx.Response]
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool,
+        send: Callable[[float | None], httpx.Response],
     ) -> httpx.Response:
-        """The answer to the call `send` makes (a new request each try: a new signature, a
-        new time left); a transport failure on the last try raised as the client's error
-        (_transport_error)."""
+        """The answer to the call `send` makes, given the call's deadline (a new request each
+        try: a new signature, a new time left); a transport failure on the last try raised
+        as the client's error (_transport_error)."""
         attempts = 1 + (self.retries if idempotent else 0)
+        deadline = self.deadline
+        if self.call_seconds is not None:
+            deadline = time.monotonic() + self.call_seconds
         for attempt in range(attempts):
             try:
-                response = send()
+                response = send(deadline)
             except httpx.TransportError as exc:
-                if self._another_try(attempt, attempts):
+                if self._another_try(attempt, attempts, deadline):
                     self._wait(attempt, method, path, type(exc).__name__)
                     continue
                 raise self._transport_error(exc) from None
-            if response.status_code in RETRY_STATUSES and self._another_try(attempt, attempts):
+            if response.status_code in RETRY_STATUSES and self._another_try(
+                attempt, attempts, deadline
+            ):
                 self._wait(attempt, method, path, f"HTTP {response.status_code}")
                 continue
             return response
@@ -154,11 +168,11 @@ class PlatformRetries:
     def _transport_error(exc: httpx.TransportError) -> BackendError:
         raise NotImplementedError
 
-    def _another_try(self, attempt: int, attempts: int) -> bool:
+    def _another_try(self, attempt: int, attempts: int, deadline: float | None) -> bool:
         """Whether a failed try is followed by another: tries are left, and the next would
-        start before the deadline."""
+        start before the call's deadline."""
         return attempt < attempts - 1 and (
-            self.deadline is None or time.monotonic() + self.backoff * 2**attempt < self.deadline
+            deadline is None or time.monotonic() + self.backoff * 2**attempt < deadline
         )
 
     def _wait(self, attempt: int, method: str, path: str, why: str) -> None:
@@ -173,11 +187,17 @@ def send_by(
     *,
     deadline: float | None,
     into: BinaryIO | None = None,
+    page: bool = False,
 ) -> httpx.Response:
     """Sends `request`; with a `deadline` (monotonic), its answer is read in chunks and given
     up (httpx.ReadTimeout, a transport error as any other read's) once the deadline passes:
     the client's read timeout bounds each wait for the next chunk, not a server that sends
     a few bytes now and then. Each wait is also cut to the time left.
+
+    An answer still coming when the deadline passes is a download too long for its time
+    (DownloadTooLong), or, `page`: a page's Stop or Delete, an answer that did not come in
+    time (httpx.ReadTimeout, what a platform that does not answer at all gets: the same
+    outcome for the person waiting).
 
     `into`: a successful answer's body (decoded) is written there, and the response returned
     has none: a whole log held in memory, then copied as text and as lines, took several
@@ -193,7 +213,7 @@ def send_by(
     if deadline is not None:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise httpx.ReadTimeout("no time left for the download", request=request)
+            raise httpx.ReadTimeout("no time left for the request", request=request)
         timeout = request.extensions.get("timeout") or {}
         request.extensions["timeout"] = {
             kind: min(seconds, left) if seconds is not None else left
@@ -212,7 +232,7 @@ def send_by(
                 into.write(chunk)
                 received += len(chunk)
                 if deadline is not None and time.monotonic() > deadline:
-                    raise DownloadTooLong(received=received, request=request)
+                    raise _past(received=received, request=request, page=page)
             # Its body is in `into`, decoded: the headers that described it no longer do.
             headers = [
                 (name, value)
@@ -224,7 +244,7 @@ def send_by(
         for chunk in response.iter_raw():
             body += chunk
             if deadline is not None and time.monotonic() > deadline:
-                raise DownloadTooLong(received=len(body), request=request)
+                raise _past(received=len(body), request=request, page=page)
     finally:
         response.close()
     # The body as the server sent it (still compressed, if it was): the new response decodes
@@ -232,6 +252,13 @@ def send_by(
     return httpx.Response(
         response.status_code, headers=response.headers, content=bytes(body), request=request
     )
+
+
+def _past(*, received: int, request: httpx.Request, page: bool) -> httpx.ReadTimeout:
+    """What a deadline passed mid-answer raises (send_by)."""
+    if page:
+        return httpx.ReadTimeout("no whole answer in time", request=request)
+    return DownloadTooLong(received=received, request=request)
 
 
 @dataclass

@@ -636,11 +636,15 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
             raise BackendError(str(exc), code="Misconfigured") from None
 
     def _setup(
-        self, *, for_page: bool = False, for_download: bool = False
+        self, *, for_page: bool = False, for_action: bool = False, for_download: bool = False
     ) -> tuple[Config, KubeClient]:
         """Settings are read on each call; `for_page`: one try, a short read timeout (a
-        page waits on it); `for_download`: a whole-log download's client, its tries and
-        KUBERNETES_DOWNLOAD_READ_TIMEOUT within LOG_DOWNLOAD_TOTAL_SECONDS, to be closed."""
+        page's log tail waits on it); `for_action`: a person's Stop or Delete, for_page's
+        client with each call also given up once KUBERNETES_CONNECT_TIMEOUT +
+        KUBERNETES_PAGE_READ_TIMEOUT have passed, however its answer comes (a log tail is
+        not: it may read a long answer); `for_download`: a whole-log download's client, its
+        tries and KUBERNETES_DOWNLOAD_READ_TIMEOUT within LOG_DOWNLOAD_TOTAL_SECONDS, to be
+        closed."""
         config = self._config()
         try:
             token = config.bearer_token()
@@ -656,7 +660,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                 read_timeout=config.download_read_timeout,
                 deadline=download_deadline(),
             )
-        key = (*config.key(), for_page)
+        for_page = for_page or for_action
+        key = (*config.key(), for_page, for_action)
         with self._lock:
             client = self._clients.get(key)
             if client is not None and client.token != token:
@@ -670,6 +675,9 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
                     connect_timeout=config.connect_timeout,
                     read_timeout=config.page_read_timeout if for_page else config.read_timeout,
                     retries=0 if for_page else 2,
+                    call_seconds=config.connect_timeout + config.page_read_timeout
+                    if for_action
+                    else None,
                 )
                 self._clients[key] = client
         return config, client
@@ -1613,7 +1621,8 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
         # One short try, as a Delete's: a person's Stop waits on it (review45: the worker's
         # read timeout, 30 s, each job of a Stop selected in turn); no answer is taken all the
         # same (Stopping), and the worker's sync sends it again while the resource is there.
-        config, client = self._setup(for_page=True)
+        # An answer still trickling in when the try's time is up is no answer (review 46).
+        config, client = self._setup(for_action=True)
         # The job's row, not its spec, which may no longer read: Stop must still work.
         namespace, secrets = namespace_of(job.resource_pool), job.secret_values()
         now = timezone.now()
@@ -1657,12 +1666,13 @@ class KubernetesBackend(RemoteBackend[Config, KubeClient]):
 
     def _delete_remote(self, job: Job) -> str:
         """A person's Delete waits on it (the job page's, the API's): each request is one try
-        of KUBERNETES_PAGE_READ_TIMEOUT. A resource delete that gets no answer keeps the job
-        (its message says so: a Delete again finishes it). A Secret the API server does not
+        of KUBERNETES_PAGE_READ_TIMEOUT, given up however its answer comes once
+        KUBERNETES_CONNECT_TIMEOUT more have passed (review 46). A resource delete that gets
+        no answer keeps the job (its message says so: a Delete again finishes it). A Secret the API server does not
         answer about, once the resource is deleted, is left to the worker: its
         "<namespace>/<name>", returned (until session 33 its look took the worker's three
         tries of KUBERNETES_READ_TIMEOUT in the request, 91.5 s, and then let it be)."""
-        config, client = self._setup(for_page=True)
+        config, client = self._setup(for_action=True)
         try:
             namespace, name, spec = self._names(job)
         except spec_module.SpecError:

@@ -93,13 +93,20 @@ class KubeClient(PlatformRetries):
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         deadline: float | None = None,
+        call_seconds: float | None = None,
     ):
         """`deadline` (monotonic): every call, its tries and the reading of its answer
-        included, ends by then (a whole-log download: jobs.backends.base.send_by)."""
+        included, ends by then (a whole-log download: jobs.backends.base.send_by).
+        `call_seconds`: each call, its connection, tries and whole answer included, is given
+        up this many seconds after it began, as one that got no answer (KubeTimeout
+        "Timeout"): a page's Stop or Delete, which a server sending its answer a few bytes
+        at a time held past every read timeout (review 46: 30 pieces 0.2 s apart held a
+        Stop 5.9 s with a read timeout of 0.3 s). A client has one or the other."""
         self.server = server.rstrip("/")
         self._token = token
         self.retries = retries
         self.deadline = deadline
+        self.call_seconds = call_seconds
         self.backoff = backoff
         self.sleep = sleep
         self.timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
@@ -152,13 +159,14 @@ class KubeClient(PlatformRetries):
             method,
             path,
             idempotent=idempotent,
-            send=lambda: send_by(
+            send=lambda deadline: send_by(
                 self._http,
                 self._http.build_request(
                     method, f"{self.server}{path}", params=params, headers=headers, content=content
                 ),
-                deadline=self.deadline,
+                deadline=deadline,
                 into=into,
+                page=self.call_seconds is not None,
             ),
         )
         return self._decode(response, text=text)
