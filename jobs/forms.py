@@ -190,8 +190,11 @@ class BasicForm(StepForm):
         label=_("Training framework"),
         choices=FRAMEWORK_CHOICES,
         widget=forms.RadioSelect,
-        # Said before the change, not after: the roles typed on 资源配置 are gone by then.
-        help_text=_("Changing it later resets the role table of the Resources step to its roles."),
+        # Said before the change: the new framework's roles replace the table on 资源配置.
+        help_text=_(
+            "Changing it later gives the Resources step the new framework's roles; the table "
+            "you had is kept and comes back when you choose its framework again."
+        ),
     )
     log_persistence = forms.BooleanField(
         label=_("Log persistence"),

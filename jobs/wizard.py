@@ -199,6 +199,14 @@ MAX_DISMISSED = 50
 # job it was a copy of and that its changes can no longer be listed (qa65: the section went
 # without a word, and the drafts list's "copy" badge with it).
 COPIED_FROM = "_copied_from"
+# Draft.data key: the resources step as each framework last had it, by framework, kept when
+# the framework changes and put back when the engineer returns to it (qa67: 自定义's named
+# roles were gone after a look at PyTorch). An AIAK template newly chosen fills the resources
+# with its own (aiak_refill), which then replace the table kept for its framework.
+ROLES_BY_FRAMEWORK = "_roles_by_framework"
+# Draft.data key: the framework whose kept table was put back, said on the resources step
+# until that step is done or the framework changes again.
+ROLES_RESTORED = "_roles_restored"
 
 
 def copied_from_deleted(draft: Draft) -> dict[str, str] | None:
@@ -2810,6 +2818,10 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
     def changed(*keys: str) -> bool:
         return any(_one(old, k) != _one(new, k) for k in keys)
 
+    if changed("framework"):
+        # Whatever follows (a template's refill, the new framework's roles), the table the
+        # old framework had is kept for a return to it.
+        _keep_roles(draft, _one(old, "framework"))
     aiak_now = _one(new, "creation_mode") == S.CREATION_AIAK
     refill = aiak_now and changed(
         "creation_mode", "aiak_template", "training_mode", "training_method"
@@ -2842,10 +2854,46 @@ def _basic_changed(draft: Draft, new: Raw) -> None:
                     **notice,
                     "filled": _one(draft.data[IMAGE], "command"),
                 }
+        # The template's resources are the framework's table now: one kept from before
+        # would come back in their place after a look at another framework.
+        _kept_roles(draft).pop(_one(new, "framework"), None)
+        draft.data.pop(ROLES_RESTORED, None)
     elif changed("framework"):
         _forget(draft, RESOURCES, drop_data=True)
+        _restore_roles(draft, _one(new, "framework"))
     if changed("resource_pool"):
         _forget(draft, RESOURCES, DATA, SUBMISSION)
+
+
+def _kept_roles(draft: Draft) -> dict[str, Any]:
+    """The tables kept by framework: the draft's own dict (what is popped from it goes with
+    the draft's save), or an empty one when none was kept."""
+    kept = draft.data.get(ROLES_BY_FRAMEWORK)
+    return kept if isinstance(kept, dict) else {}
+
+
+def _keep_roles(draft: Draft, framework: str) -> None:
+    """Keeps the resources step as saved for `framework` (the one being left), its last table;
+    a step never saved has only the framework's defaults, which come back by themselves."""
+    draft.data.pop(ROLES_RESTORED, None)
+    resources = draft.data.get(RESOURCES)
+    if framework in S.FRAMEWORKS and isinstance(resources, dict):
+        draft.data[ROLES_BY_FRAMEWORK] = {**_kept_roles(draft), framework: resources}
+
+
+def _restore_roles(draft: Draft, framework: str) -> None:
+    """Puts back the resources step `framework` had when it was left, if it was kept: the
+    step is to be done again (the pool may have changed since), and its page says so."""
+    resources = _kept_roles(draft).pop(framework, None)
+    if isinstance(resources, dict):
+        draft.data[RESOURCES] = resources
+        draft.data[ROLES_RESTORED] = framework
+
+
+def roles_restored(state: WizardState) -> str:
+    """The framework whose kept role table the resources step shows again, or ""."""
+    restored = state.draft.data.get(ROLES_RESTORED)
+    return restored if restored == state.framework else ""
 
 
 def step_post(*, draft: Draft, step: str, post: MultiValueDict) -> StepOutcome:
@@ -3076,6 +3124,8 @@ def _step_post_once(*, draft: Draft, step: str, post: MultiValueDict) -> StepOut
     _mark(draft, step, completed=ok)
     if ok and step == IMAGE:
         draft.data.pop(AIAK_REFILL, None)
+    if ok and step == RESOURCES:
+        draft.data.pop(ROLES_RESTORED, None)
     go_to = STEPS[index + 1]
     if ok and action == "to-review":
         go_to = _first_step_to_fix(draft)

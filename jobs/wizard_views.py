@@ -677,6 +677,7 @@ def _resources_extras(
         "totals": W.card_totals(W.rows_of(_lists(forms.formset.data), "roles")),
         "freshness": freshness,
         "custom": state.framework == S.CUSTOM,
+        "roles_restored": S.FRAMEWORK_LABELS.get(W.roles_restored(state), ""),
         "card_types": state.pool.accelerators if state.pool else [],
         "note": state.pool.note if state.pool else "",
         # The user's quota beside the idle cards, where the cards are chosen (QA 63: it was

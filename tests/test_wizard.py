@@ -637,13 +637,17 @@ def test_a_reload_after_a_failed_step_shows_the_input_and_its_errors(alice_clien
     assert field_errors(r, "id_name")
 
 
-def test_the_framework_field_says_before_a_change_that_it_resets_the_roles(alice_client):
+def test_the_framework_field_says_before_a_change_that_the_roles_change_and_come_back(
+    alice_client,
+):
     draft = new_draft(alice_client)
 
     r = alice_client.get(step_url(draft, W.BASIC))
 
     assert r.status_code == 200
-    assert "改变后，资源配置中的角色表将重置为该框架的角色。" in r.content.decode()
+    assert "改变后，资源配置将使用新框架的角色；您原有的角色表会保留，再次选择该框架时恢复。" in (
+        r.content.decode()
+    )
 
 
 def test_changing_the_framework_resets_the_roles(alice_client):
