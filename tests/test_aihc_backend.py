@@ -212,6 +212,44 @@ def test_figures_older_than_the_cache_are_refreshed_before_a_page_uses_them(fake
     assert pool.idle(A800) == 4 and not pool.stale  # a healthy AIHC: current, no age note
 
 
+def test_two_pages_finding_the_pools_out_of_date_at_once_ask_aihc_once(fake, aihc, settings):
+    """The second page found the figures older than the cache period, then was held (as a
+    loaded machine's scheduler may) until the first page's refresh had ended: until left41
+    it started a refresh of its own, asking AIHC twice in the period, since the age was
+    looked at outside the lock. The hold is a trace on the second page's thread that stops it
+    as it enters the refresh's start (nothing of ours replaced)."""
+    settings.AIHC_CACHE_SECONDS = 60
+    settings.AIHC_REFRESH_WAIT_SECONDS = 10
+    aihc.pools()
+    quiet_spell(aihc, seconds=61)
+    at_start = threading.Event()
+    first_done = threading.Event()
+
+    def hold_at_refresh_start(frame, event, _arg):
+        if event == "call" and frame.f_code.co_name == "_start_refresh":
+            at_start.set()
+            first_done.wait(10)
+
+    def second_page() -> None:
+        sys.settrace(hold_at_refresh_start)
+        try:
+            aihc.pools()
+        finally:
+            sys.settrace(None)
+
+    second = threading.Thread(target=second_page)
+    second.start()
+    assert at_start.wait(10)
+    [pool, _other] = aihc.pools()  # the first page
+    wait_for_inventory(aihc)
+    first_done.set()
+    second.join(10)
+    wait_for_inventory(aihc)
+
+    assert not second.is_alive() and not pool.stale
+    assert len(fake.calls("DescribeResourcePools")) == 2  # the first read and one refresh
+
+
 def test_a_v2_account_reads_pools_and_idle_cards_through_actions(fake, aihc, settings):
     settings.AIHC_API_VERSION = "v2"
 

@@ -353,7 +353,7 @@ class Inventory:
         self.error = ""
         # The names of the pools last kept in the database (AihcBackend._keep_names).
         self.kept_names: dict[str, str] | None = None
-        self.attempted_at = 0.0  # monotonic time of the last refresh start
+        self.attempted_at = float("-inf")  # monotonic time of the last refresh start
         self.loaded = threading.Event()  # set once the first refresh has finished
         self.refreshed = threading.Event()  # cleared while a refresh runs
         self._lock = threading.Lock()
@@ -362,8 +362,7 @@ class Inventory:
 
     def get(self, config: Config) -> list[Pool]:
         self.config = config  # TTL and wait changes apply at once
-        if time.monotonic() - self.attempted_at >= config.cache_seconds:
-            self._start_refresh()
+        self._start_refresh(config)
         if not self.loaded.is_set():
             self.loaded.wait(config.wait_seconds)
         elif not self.refreshed.is_set():
@@ -381,9 +380,12 @@ class Inventory:
         if thread is not None:
             thread.join(timeout)
 
-    def _start_refresh(self) -> None:
+    def _start_refresh(self, config: Config) -> None:
         with self._lock:
-            if self._refreshing:
+            # The age is looked at under the lock, as Kubernetes' inventory does: a page that
+            # found it out of date and came here once another's refresh had ended started a
+            # second one, asking AIHC twice in the period (until left41).
+            if self._refreshing or time.monotonic() - self.attempted_at < config.cache_seconds:
                 return
             self._refreshing = True
             self.refreshed.clear()
