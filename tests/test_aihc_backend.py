@@ -535,6 +535,90 @@ def test_a_create_answered_with_a_server_error_after_aihc_created_it_is_adopted_
     assert "BadGateway" in event.message and event.type == "Warning"
 
 
+def test_a_create_and_its_look_both_unanswered_requeue_the_job_then_adopt_it_not_create_again(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_RETRIES = 0  # one drop is the look's whole answer
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # created, then failed
+    fake.drop_next("DescribeJobs")  # the look for it: no answer
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    assert len(fake.calls("CreateJob")) == 1  # not sent again without a look
+    assert len(fake.jobs) == 1
+    retry = job.events.get(reason="SubmitRetry")
+    assert retry.type == "Warning"
+    with translation.override("en"):
+        shown = job.status_reason_shown
+    assert shown.startswith(
+        "AIHC gave no clear answer to the job's create requests (1 so far) and did not answer "
+        "the look for it: "
+    )
+    assert "shows no such job" not in shown  # it had not said, and had made it
+    assert shown.endswith("The job will be submitted again after checking it was not created.")
+
+    aihc.submit(job)  # AIHC answers again
+
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs))  # adopted
+    assert len(fake.calls("CreateJob")) == 1 and len(fake.jobs) == 1
+    assert "已关联该任务而未重复创建" in job.events.get(reason="Submitted").message
+
+
+def test_a_last_create_whose_look_goes_unanswered_keeps_the_job_queued_not_submit_failed(
+    fake, aihc, alice, settings
+):
+    """Until left41 the fourth unanswered create, its look unanswered too, failed the job
+    (SubmitFailed, "shows no such job") while AIHC had made it: a job left running there that
+    the console no longer watched. Now it stays Queued until a look is answered."""
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=3)  # lost on the way: not made
+    fake.fail_after_next("CreateJob", status=502, code="BadGateway")  # the fourth: made
+    fake.delay_next("DescribeJobs", 0, times=4)  # the first four looks answered (no delay)
+    fake.drop_next("DescribeJobs")  # the fourth create's look: no answer
+    [job] = submit(alice, seed_spec())
+
+    aihc.submit(job)
+    aihc.submit(job)
+
+    job.refresh_from_db()
+    assert len(fake.calls("CreateJob")) == 4 and len(fake.jobs) == 1
+    assert job.status == JobStatus.QUEUED and job.external_id == ""
+    with translation.override("en"):
+        assert "(4 so far) and did not answer the look for it: " in job.status_reason_shown
+
+    aihc.submit(job)  # AIHC answers the look
+
+    job.refresh_from_db()
+    assert job.external_id == next(iter(fake.jobs))
+    assert len(fake.calls("CreateJob")) == 4 and len(fake.jobs) == 1
+
+
+def test_after_four_unanswered_creates_a_look_answered_late_fails_the_job_sending_none_again(
+    fake, aihc, alice, settings
+):
+    settings.AIHC_RETRIES = 0
+    fake.drop_next("CreateJob", times=4)
+    fake.delay_next("DescribeJobs", 0, times=4)
+    fake.drop_next("DescribeJobs")
+    [job] = submit(alice, seed_spec())
+    aihc.submit(job)
+    aihc.submit(job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+
+    aihc.submit(job)  # the look answered: no such job
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUBMIT_FAILED
+    with translation.override("en"):
+        assert "(4 so far) and shows no such job" in job.status_reason_shown
+    assert len(fake.calls("CreateJob")) == 4 and fake.jobs == {}
+
+
 def test_a_create_refused_with_a_server_error_is_sent_again_only_after_looking(fake, aihc, alice):
     fake.fail_next("CreateJob", status=500, code="InternalError")
     [job] = submit(alice, seed_spec())
